@@ -1,0 +1,252 @@
+/**
+ * The controller loop: N workers take keys from a {@link WorkQueue} and call the reconciler,
+ * turning its outcome into the next schedule (backoff on error, requeue, or drift resync).
+ * controller-runtime's contract, service-agnostic.
+ */
+import type { Logger } from "pino";
+import { pino } from "pino";
+import type { BackoffOptions } from "./backoff.ts";
+import { spread } from "./backoff.ts";
+import { type Clock, systemClock } from "./clock.ts";
+import type { Runnable } from "./manager.ts";
+import { type QueueMetricsHooks, WorkQueue } from "./queue.ts";
+
+/**
+ * An error that cannot succeed by retrying (a rejected spec, say): the key is not requeued and
+ * waits for the next change of the object. Throw it from a reconciler.
+ */
+export class TerminalError extends Error {
+  override readonly name = "TerminalError";
+}
+
+/** Aborts a reconcile's signal when it ran longer than the controller's reconcile timeout. */
+export class ReconcileTimeoutError extends Error {
+  override readonly name = "ReconcileTimeoutError";
+}
+
+/**
+ * What a reconcile asks for next. The empty object means "done: resync after the usual interval".
+ * - `requeueAfterMs`: run again after this long (used when sooner than the resync).
+ * - `requeue`: run again after the key's backoff, without counting as an error.
+ * - `resyncIntervalMs`: this key's drift resync interval (an annotation override), ±jitter.
+ * - `gone`: the object no longer exists; schedule nothing (a new event will bring it back).
+ */
+export interface ReconcileResult {
+  requeueAfterMs?: number;
+  requeue?: boolean;
+  resyncIntervalMs?: number;
+  gone?: boolean;
+}
+
+/**
+ * Reconciles one key. Must be level-based (re-read the object), must honour `signal` (it aborts
+ * on timeout and when leadership is lost), and may throw: {@link TerminalError} means no retry;
+ * an error with a numeric `retryAfterMs` property delays the retry at least that long (HTTP 429);
+ * any other error is retried with per-key exponential backoff.
+ */
+export type Reconciler = (key: string, signal: AbortSignal) => Promise<ReconcileResult>;
+
+/** controller-runtime's `result` label values. */
+export type ReconcileOutcome = "success" | "error" | "requeue" | "requeue_after";
+
+/** Hooks for controller metrics; `metrics.ts` provides an implementation. All optional. */
+export interface ControllerMetricsHooks {
+  reconciled?(outcome: ReconcileOutcome, seconds: number): void;
+  /** An error was returned by a reconcile; `terminal` when it was a {@link TerminalError}. */
+  errored?(terminal: boolean): void;
+  activeWorkers?(count: number): void;
+  maxConcurrent?(count: number): void;
+  queue?: QueueMetricsHooks;
+  /** Receives a probe of the current queue's in-flight work, for the unfinished-work gauges. */
+  observeInFlight?(probe: () => { unfinishedSeconds: number; longestSeconds: number }): void;
+}
+
+/** Options of {@link Controller}. */
+export interface ControllerOptions {
+  name: string;
+  reconcile: Reconciler;
+  /** Workers, i.e. reconciles that may run at once (distinct keys). Default 1. */
+  concurrency?: number;
+  /** Drift resync interval after a success. Default 10 min. 0 disables. */
+  resyncMs?: number;
+  /** Resync spread as a fraction of the interval (±). Default 0.1. */
+  resyncJitter?: number;
+  /** Per-reconcile timeout; its signal aborts after this. Default 2 min. */
+  reconcileTimeoutMs?: number;
+  /** Failure backoff; default base 1 s, max 5 min, full jitter. */
+  backoff?: BackoffOptions;
+  /** Keys to enqueue each time the controller starts (the informer cache's keys). */
+  listKeys?: () => Iterable<string>;
+  /** Start-up enqueue of `listKeys` spread over this many ms. Default 0 (all at once). */
+  startSpreadMs?: number;
+  /** Whether the manager must hold the lease to run it. Default true. */
+  needLeaderElection?: boolean;
+  clock?: Clock;
+  random?: () => number;
+  metrics?: ControllerMetricsHooks;
+  logger?: Logger;
+}
+
+/**
+ * Runs a reconciler over a keyed work queue. Implements {@link Runnable}; it may be started again
+ * after it stopped (a new leadership term), each run with a fresh queue.
+ *
+ * Guarantees: one key is never reconciled by two workers at once; a reconciler that throws or
+ * rejects never crashes the process (the error is logged once, here, and retried per its kind);
+ * keys enqueued while the controller is not running are dropped (level-based: `listKeys` is
+ * enqueued at every start).
+ */
+export class Controller implements Runnable {
+  readonly name: string;
+  readonly needLeaderElection: boolean;
+  readonly #opts: ControllerOptions;
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  readonly #metrics: ControllerMetricsHooks;
+  readonly #log: Logger;
+  readonly #concurrency: number;
+  #queue: WorkQueue | undefined;
+  #active = 0;
+
+  constructor(options: ControllerOptions) {
+    this.name = options.name;
+    this.needLeaderElection = options.needLeaderElection ?? true;
+    this.#opts = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#random = options.random ?? Math.random;
+    this.#metrics = options.metrics ?? {};
+    this.#log = (options.logger ?? pino({ level: "silent" })).child({ controller: options.name });
+    this.#concurrency = Math.max(1, Math.floor(options.concurrency ?? 1));
+  }
+
+  /** Makes `key` ready now. Ignored while the controller is not running. */
+  enqueue(key: string): void {
+    this.#queue?.add(key);
+  }
+
+  /** Makes `key` ready after `delayMs` (the earliest request wins). Ignored while not running. */
+  enqueueAfter(key: string, delayMs: number): void {
+    this.#queue?.addAfter(key, delayMs);
+  }
+
+  /**
+   * Enqueues every key at a uniformly random offset in [0, spreadMs), so a resync of N objects
+   * does not start N reconciles in the same instant. Ignored while not running.
+   */
+  enqueueAll(keys: Iterable<string>, spreadMs: number): void {
+    for (const key of keys) this.#queue?.addAfter(key, Math.floor(this.#random() * Math.max(0, spreadMs)));
+  }
+
+  /** Unschedules `key`'s pending resync or retry (its object was deleted). */
+  forget(key: string): void {
+    this.#queue?.cancel(key);
+    this.#queue?.forget(key);
+  }
+
+  /** True while started and not yet stopping. */
+  get running(): boolean {
+    return this.#queue !== undefined && !this.#queue.shuttingDown;
+  }
+
+  /**
+   * Runs the workers until `signal` aborts, then stops intake and resolves once in-flight
+   * reconciles finished. `halt` aborts in-flight reconciles at once (their signals fire).
+   */
+  async start(signal: AbortSignal, halt: AbortSignal = new AbortController().signal): Promise<void> {
+    if (this.running) throw new Error(`controller ${this.name} is already running`);
+    const queue = new WorkQueue({
+      clock: this.#clock,
+      backoff: { random: this.#random, ...this.#opts.backoff },
+      metrics: this.#metrics.queue ?? {},
+    });
+    this.#queue = queue;
+    this.#metrics.maxConcurrent?.(this.#concurrency);
+    this.#metrics.observeInFlight?.(() => queue.inFlight());
+    const onStop = () => queue.shutDown();
+    signal.addEventListener("abort", onStop, { once: true });
+    if (signal.aborted) queue.shutDown();
+    this.#log.info({ workers: this.#concurrency }, "starting workers");
+    if (this.#opts.listKeys) this.enqueueAll(this.#opts.listKeys(), this.#opts.startSpreadMs ?? 0);
+    const workers = Array.from({ length: this.#concurrency }, () => this.#work(queue, halt));
+    await Promise.all(workers);
+    await queue.drained();
+    signal.removeEventListener("abort", onStop);
+    this.#log.info("workers stopped");
+  }
+
+  async #work(queue: WorkQueue, halt: AbortSignal): Promise<void> {
+    for (;;) {
+      const key = await queue.get();
+      if (key === undefined) return;
+      await this.#process(queue, key, halt);
+    }
+  }
+
+  async #process(queue: WorkQueue, key: string, halt: AbortSignal): Promise<void> {
+    const timeoutMs = this.#opts.reconcileTimeoutMs ?? 120_000;
+    const timeout = new AbortController();
+    const cancelTimer = this.#clock.setTimer(timeoutMs, () =>
+      timeout.abort(new ReconcileTimeoutError(`reconcile of ${key} exceeded ${timeoutMs} ms`)),
+    );
+    const signal = AbortSignal.any([halt, timeout.signal]);
+    const started = this.#clock.now();
+    this.#metrics.activeWorkers?.(++this.#active);
+    try {
+      // The reconciler may throw synchronously; starting it inside the promise chain catches that too.
+      const result = await Promise.resolve().then(() => this.#opts.reconcile(key, signal));
+      const outcome = this.#scheduleAfterSuccess(queue, key, result ?? {});
+      this.#metrics.reconciled?.(outcome, (this.#clock.now() - started) / 1000);
+    } catch (error) {
+      this.#scheduleAfterError(queue, key, error, halt.aborted);
+      this.#metrics.reconciled?.("error", (this.#clock.now() - started) / 1000);
+    } finally {
+      cancelTimer();
+      this.#metrics.activeWorkers?.(--this.#active);
+      queue.done(key);
+    }
+  }
+
+  #scheduleAfterSuccess(queue: WorkQueue, key: string, result: ReconcileResult): ReconcileOutcome {
+    if (result.requeue) {
+      queue.addRateLimited(key);
+      return "requeue";
+    }
+    queue.forget(key);
+    if (result.gone) return "success";
+    const interval = result.resyncIntervalMs ?? this.#opts.resyncMs ?? 600_000;
+    const resync = interval > 0 ? spread(interval, this.#opts.resyncJitter ?? 0.1, this.#random) : undefined;
+    const requeueAfter = result.requeueAfterMs;
+    if (requeueAfter !== undefined && requeueAfter >= 0 && (resync === undefined || requeueAfter < resync)) {
+      queue.addAfter(key, requeueAfter);
+      return "requeue_after";
+    }
+    if (resync !== undefined) queue.addAfter(key, resync);
+    return "success";
+  }
+
+  #scheduleAfterError(queue: WorkQueue, key: string, error: unknown, halted: boolean): void {
+    const terminal = error instanceof TerminalError;
+    this.#metrics.errored?.(terminal);
+    if (halted) {
+      // Leadership lost or shutdown deadline: the abort is ours, not the reconcile's failure.
+      this.#log.warn({ key }, "reconcile abandoned");
+      return;
+    }
+    if (terminal) {
+      queue.forget(key);
+      this.#log.error({ key, err: error }, "reconcile failed terminally; waiting for a change");
+      return;
+    }
+    const delay = queue.addRateLimited(key, retryAfterMs(error));
+    this.#log.error(
+      { key, err: error, retryInMs: delay, failures: queue.numRequeues(key) },
+      "reconcile failed",
+    );
+  }
+}
+
+function retryAfterMs(error: unknown): number {
+  if (typeof error !== "object" || error === null || !("retryAfterMs" in error)) return 0;
+  const value = error.retryAfterMs;
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? value : 0;
+}

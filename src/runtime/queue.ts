@@ -1,0 +1,253 @@
+/**
+ * A keyed work queue with client-go workqueue / kube-rs scheduler semantics. Keys are opaque
+ * strings (the controller uses `namespace/name`); the queue holds keys, never events, because
+ * reconciles are level-based and always re-read the object.
+ */
+import { Backoff, type BackoffOptions, KeyedBackoff } from "./backoff.ts";
+import { type CancelTimer, type Clock, systemClock } from "./clock.ts";
+
+/**
+ * Hooks the queue calls so a metrics layer can observe it without the queue knowing Prometheus.
+ * All are optional; durations are in seconds.
+ */
+export interface QueueMetricsHooks {
+  /** Number of keys waiting to be picked up (not counting delayed or in-flight ones). */
+  depth?(depth: number): void;
+  /** A key was accepted by `add` (including a delayed add coming due), deduplicated or not. */
+  added?(): void;
+  /** A key was scheduled again after a failure (`addRateLimited`). */
+  retried?(): void;
+  /** Time from a key becoming ready to a worker picking it up. */
+  queueLatency?(seconds: number): void;
+  /** Time from pick-up to `done`. */
+  workDuration?(seconds: number): void;
+}
+
+/** Options of {@link WorkQueue}. */
+export interface WorkQueueOptions {
+  clock?: Clock;
+  /** Per-key failure backoff; default base 1 s, max 5 min, full jitter. */
+  backoff?: Backoff | BackoffOptions;
+  metrics?: QueueMetricsHooks;
+}
+
+/**
+ * Keyed work queue.
+ *
+ * Guarantees:
+ * - Dedupe: a key waiting to be picked up is held once however often it is added.
+ * - Exclusivity: a key handed out by `get` is not handed out again until `done(key)`. Adding it
+ *   meanwhile marks it dirty; `done` puts it back, so the change is processed after, never lost.
+ * - `addAfter`: the earliest requested time wins; a later request for a key already scheduled
+ *   sooner (or already waiting) is ignored.
+ * - `addRateLimited` schedules the key after its per-key backoff; `forget` resets the backoff.
+ * - `shutDown` stops intake: later adds are ignored, pending delayed adds are cancelled, keys not
+ *   yet picked up are dropped (the work is level-based: the next run resyncs everything), and
+ *   `get` resolves `undefined`. In-flight keys finish; `drained()` resolves when the last is done.
+ */
+export class WorkQueue {
+  readonly #clock: Clock;
+  readonly #limiter: KeyedBackoff;
+  readonly #metrics: QueueMetricsHooks;
+  /** Ready keys in FIFO order, with the time each became ready (for queue latency). */
+  readonly #ready = new Map<string, number>();
+  /** Keys added while in flight: re-queued at `done`. */
+  readonly #dirty = new Set<string>();
+  /** In-flight keys and when they were picked up. */
+  readonly #processing = new Map<string, number>();
+  readonly #delayed = new Map<string, { at: number; cancel: CancelTimer }>();
+  #waiters: Array<(key: string | undefined) => void> = [];
+  #drainWaiters: Array<() => void> = [];
+  #shuttingDown = false;
+
+  constructor(options: WorkQueueOptions = {}) {
+    this.#clock = options.clock ?? systemClock;
+    const backoff = options.backoff instanceof Backoff ? options.backoff : new Backoff(options.backoff);
+    this.#limiter = new KeyedBackoff(backoff);
+    this.#metrics = options.metrics ?? {};
+  }
+
+  /** Makes `key` ready now (deduplicated; deferred to `done` if the key is in flight). */
+  add(key: string): void {
+    if (this.#shuttingDown) return;
+    this.#metrics.added?.();
+    this.#cancelDelayed(key);
+    if (this.#processing.has(key)) {
+      this.#dirty.add(key);
+      return;
+    }
+    if (this.#ready.has(key)) return;
+    this.#ready.set(key, this.#clock.now());
+    this.#handOut();
+    this.#reportDepth();
+  }
+
+  /** Makes `key` ready after `delayMs`, unless it is ready or scheduled sooner already. */
+  addAfter(key: string, delayMs: number): void {
+    if (this.#shuttingDown) return;
+    if (delayMs <= 0) {
+      this.add(key);
+      return;
+    }
+    // Ready, or in flight and already due again: nothing sooner can be scheduled.
+    if (this.#ready.has(key) || this.#dirty.has(key)) return;
+    const at = this.#clock.now() + delayMs;
+    const existing = this.#delayed.get(key);
+    if (existing && existing.at <= at) return;
+    existing?.cancel();
+    const cancel = this.#clock.setTimer(delayMs, () => {
+      this.#delayed.delete(key);
+      this.add(key);
+    });
+    this.#delayed.set(key, { at, cancel });
+  }
+
+  /**
+   * Schedules `key` after its next backoff delay, but no sooner than `minDelayMs` (a server's
+   * Retry-After), and returns the delay used in ms.
+   */
+  addRateLimited(key: string, minDelayMs = 0): number {
+    if (this.#shuttingDown) return 0;
+    const delay = Math.max(minDelayMs, this.#limiter.next(key));
+    this.#metrics.retried?.();
+    this.addAfter(key, delay);
+    return delay;
+  }
+
+  /** Resets `key`'s failure backoff (call after a success). Does not unschedule it. */
+  forget(key: string): void {
+    this.#limiter.forget(key);
+  }
+
+  /** Failures recorded for `key` since the last `forget`. */
+  numRequeues(key: string): number {
+    return this.#limiter.failures(key);
+  }
+
+  /** Cancels a delayed add of `key` (for instance because the object was deleted). */
+  cancel(key: string): void {
+    this.#cancelDelayed(key);
+  }
+
+  /**
+   * Resolves with the next ready key and marks it in flight; the caller must call `done(key)`.
+   * Resolves `undefined` once the queue is shut down, or when `signal` aborts while waiting.
+   */
+  get(signal?: AbortSignal): Promise<string | undefined> {
+    if (this.#shuttingDown || signal?.aborted) return Promise.resolve(undefined);
+    const key = this.#take();
+    if (key !== undefined) return Promise.resolve(key);
+    return new Promise((resolve) => {
+      const waiter = (k: string | undefined) => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(k);
+      };
+      const onAbort = () => {
+        this.#waiters = this.#waiters.filter((w) => w !== waiter);
+        resolve(undefined);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#waiters.push(waiter);
+    });
+  }
+
+  /** Ends processing of `key`; if it was added meanwhile, it becomes ready again. */
+  done(key: string): void {
+    const started = this.#processing.get(key);
+    if (started === undefined) return;
+    this.#processing.delete(key);
+    this.#metrics.workDuration?.((this.#clock.now() - started) / 1000);
+    if (this.#dirty.delete(key) && !this.#shuttingDown) {
+      this.#ready.set(key, this.#clock.now());
+      this.#handOut();
+      this.#reportDepth();
+    }
+    if (this.#processing.size === 0) this.#notifyDrained();
+  }
+
+  /** Stops intake; see the class contract. Idempotent. */
+  shutDown(): void {
+    if (this.#shuttingDown) return;
+    this.#shuttingDown = true;
+    for (const { cancel } of this.#delayed.values()) cancel();
+    this.#delayed.clear();
+    this.#ready.clear();
+    this.#dirty.clear();
+    for (const waiter of this.#waiters) waiter(undefined);
+    this.#waiters = [];
+    this.#reportDepth();
+    if (this.#processing.size === 0) this.#notifyDrained();
+  }
+
+  /** Resolves when the queue is shut down and no key is in flight. */
+  drained(): Promise<void> {
+    if (this.#shuttingDown && this.#processing.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#drainWaiters.push(resolve));
+  }
+
+  /** True once `shutDown` was called. */
+  get shuttingDown(): boolean {
+    return this.#shuttingDown;
+  }
+
+  /** Keys ready to be picked up. */
+  get length(): number {
+    return this.#ready.size;
+  }
+
+  /** Keys currently scheduled for later. */
+  get delayedCount(): number {
+    return this.#delayed.size;
+  }
+
+  /** Work in flight: summed and longest age in seconds (client-go's unfinished-work gauges). */
+  inFlight(): { count: number; unfinishedSeconds: number; longestSeconds: number } {
+    const now = this.#clock.now();
+    let total = 0;
+    let longest = 0;
+    for (const started of this.#processing.values()) {
+      const age = (now - started) / 1000;
+      total += age;
+      longest = Math.max(longest, age);
+    }
+    return { count: this.#processing.size, unfinishedSeconds: total, longestSeconds: longest };
+  }
+
+  #take(): string | undefined {
+    for (const [key, readyAt] of this.#ready) {
+      this.#ready.delete(key);
+      const now = this.#clock.now();
+      this.#processing.set(key, now);
+      this.#metrics.queueLatency?.((now - readyAt) / 1000);
+      this.#reportDepth();
+      return key;
+    }
+    return undefined;
+  }
+
+  #handOut(): void {
+    while (this.#waiters.length > 0 && this.#ready.size > 0) {
+      const waiter = this.#waiters.shift();
+      const key = this.#take();
+      if (waiter && key !== undefined) waiter(key);
+    }
+  }
+
+  #cancelDelayed(key: string): void {
+    const delayed = this.#delayed.get(key);
+    if (!delayed) return;
+    delayed.cancel();
+    this.#delayed.delete(key);
+  }
+
+  #reportDepth(): void {
+    this.#metrics.depth?.(this.#ready.size);
+  }
+
+  #notifyDrained(): void {
+    if (!this.#shuttingDown) return;
+    const waiters = this.#drainWaiters;
+    this.#drainWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+}
