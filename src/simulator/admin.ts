@@ -1,0 +1,77 @@
+/**
+ * `/_sim/`: the simulator's controls over HTTP, for other processes (the CLI, the demo, the
+ * benchmark, tests). For local use only: these routes never ask for the API key and never see
+ * faults, so a simulator must not be exposed beyond the machine it serves.
+ *
+ *   GET    /_sim/counters            route → status → count
+ *   POST   /_sim/counters/reset      204
+ *   GET    /_sim/faults              the faults in force
+ *   PUT    /_sim/faults              replace the faults (JSON body, see `Faults`); 200 with them
+ *   DELETE /_sim/faults              204
+ *   PATCH  /_sim/deployments/{id}    drift (see `DriftChange`); 200 with the deployment
+ *   GET    /_sim/state               tenant, clock, timing, faults, deployments with revisions
+ */
+import type { IncomingMessage } from "node:http";
+import type { DriftChange } from "./drift.ts";
+import { ServiceError } from "./errors.ts";
+import type { FaultController, Faults } from "./faults.ts";
+import { json, missingBody, readJsonBody, type SimResponse } from "./http.ts";
+import type { Timing } from "./record.ts";
+import type { SimulatorStore } from "./store.ts";
+
+/** What the admin routes act on. */
+export interface AdminContext {
+  store: SimulatorStore;
+  faults: FaultController;
+  counters: () => Record<string, Record<string, number>>;
+  resetCounters: () => void;
+  timing: Timing;
+  now: () => number;
+}
+
+/** Answers one `/_sim/` request; `path` starts with `/_sim/`. Unknown paths are 404. */
+export async function handleAdmin(
+  req: IncomingMessage,
+  path: string,
+  ctx: AdminContext,
+): Promise<SimResponse> {
+  const method = req.method ?? "GET";
+  const key = `${method} ${path}`;
+  switch (key) {
+    case "GET /_sim/counters":
+      return json(200, ctx.counters());
+    case "POST /_sim/counters/reset":
+      ctx.resetCounters();
+      return { status: 204 };
+    case "GET /_sim/faults":
+      return json(200, ctx.faults.get());
+    case "PUT /_sim/faults": {
+      const body = await readJsonBody(req);
+      if (body === undefined) throw missingBody();
+      ctx.faults.set(body as Faults);
+      return json(200, ctx.faults.get());
+    }
+    case "DELETE /_sim/faults":
+      ctx.faults.clear();
+      return { status: 204 };
+    case "GET /_sim/state":
+      return json(200, state(ctx));
+  }
+  const prefix = "/_sim/deployments/";
+  if (method === "PATCH" && path.startsWith(prefix)) {
+    const body = await readJsonBody(req);
+    if (body === undefined) throw missingBody();
+    return json(200, ctx.store.drift(path.slice(prefix.length), body as DriftChange));
+  }
+  throw new ServiceError(404, "Not Found");
+}
+
+function state(ctx: AdminContext) {
+  return {
+    tenant_id: ctx.store.tenantId,
+    now: new Date(ctx.now()).toISOString(),
+    timing: ctx.timing,
+    faults: ctx.faults.get(),
+    deployments: ctx.store.list().map((d) => ({ ...d, revisions: ctx.store.revisions(d.id) ?? [] })),
+  };
+}

@@ -1,0 +1,169 @@
+/**
+ * How a deployment record comes to be and changes: creation, seeding, and the merge rules of a
+ * PATCH (or a drift), including when a change makes a new revision.
+ */
+import { randomUUID } from "node:crypto";
+import {
+  DEPLOYMENT_SOURCES,
+  DEPLOYMENT_STATUSES,
+  type DeploymentSource,
+  type PatchDeploymentBody,
+  REVISION_SOURCES,
+  type RevisionSource,
+  type SourceRevisionConfig,
+} from "../api/wire.ts";
+import { validationError } from "./errors.ts";
+import { type DeploymentRecord, fakeCommitSha, invalidate, type Timing } from "./record.ts";
+import type { SeedDeployment } from "./seed.ts";
+import { oneOf } from "./validation.ts";
+
+/** A change to a deployment: the PATCH fields, plus what a drift may add. */
+export type Change = Pick<PatchDeploymentBody, "source_config" | "revision_source"> & {
+  source_revision_config?: SourceRevisionConfig;
+  secrets?: { name: string; value: string }[] | null;
+  secret_references?: DeploymentRecord["secretReferences"];
+  /** Make a new revision even when nothing revision-bearing changed. */
+  new_revision?: boolean;
+};
+
+const dropNulls = <T extends object>(value: T | null | undefined): T => {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value ?? {})) if (v !== null && v !== undefined) out[k] = v;
+  return out as T;
+};
+
+const sameSecrets = (a: readonly { name: string; value: string }[], b: typeof a): boolean => {
+  if (a.length !== b.length) return false;
+  const key = (s: { name: string; value: string }) => `${s.name}\u0000${s.value}`;
+  const left = new Set(a.map(key));
+  return b.every((s) => left.has(key(s)));
+};
+
+/** Throws a 422 when secret references are given for a source other than external_docker. */
+export function checkSecretReferences(
+  source: DeploymentSource,
+  refs: readonly unknown[] | null | undefined,
+): void {
+  // Assumption: null and [] mean "none" and are accepted for every source.
+  if (source === "external_docker" || refs === null || refs === undefined || refs.length === 0) return;
+  throw validationError([
+    {
+      loc: ["body", "secret_references"],
+      msg: "Value error, secret_references applies only to source external_docker",
+      type: "value_error",
+    },
+  ]);
+}
+
+/** An empty record of a new deployment, without revisions; the defaults of the listing attributes. */
+export function newRecord(
+  id: string,
+  name: string,
+  source: DeploymentSource,
+  tenantId: string,
+  createdAt: number,
+): DeploymentRecord {
+  return {
+    id,
+    name,
+    nameLower: name.toLowerCase(),
+    source,
+    tenantId,
+    createdAt,
+    updatedAt: createdAt,
+    sourceConfig: {},
+    sourceRevisionConfig: {},
+    secrets: [],
+    secretReferences: null,
+    imageVersion: null,
+    statusOverride: undefined,
+    revisions: [],
+    deleteRequestedAt: undefined,
+    deploymentType: "dev",
+    remoteReconciled: true,
+    tagValueIds: [],
+    cache: undefined,
+  };
+}
+
+/**
+ * Applies `change` at `now`. `source_config` and `source_revision_config` are merged (given
+ * non-null fields win; null means "leave as is"; `resource_spec` is replaced whole), secrets and
+ * secret references replaced. A changed revision config or secret set, a `revision_source`, or
+ * `new_revision` makes a new revision, active `revisionActiveAfterMs` later.
+ */
+export function applyChange(record: DeploymentRecord, change: Change, now: number, timing: Timing): void {
+  const revisionSource = oneOf(REVISION_SOURCES, change.revision_source) ? change.revision_source : null;
+  let newRevision = change.new_revision === true || revisionSource !== null;
+  if (change.source_config !== undefined) {
+    record.sourceConfig = { ...record.sourceConfig, ...dropNulls(change.source_config) };
+  }
+  if (change.source_revision_config !== undefined) {
+    const given = dropNulls(change.source_revision_config);
+    const current: Record<string, unknown> = record.sourceRevisionConfig;
+    if (Object.entries(given).some(([k, v]) => current[k] !== v)) newRevision = true;
+    record.sourceRevisionConfig = { ...record.sourceRevisionConfig, ...given };
+  }
+  if (change.secrets !== undefined && change.secrets !== null) {
+    if (!sameSecrets(record.secrets, change.secrets)) newRevision = true;
+    record.secrets = change.secrets.map((s) => ({ name: s.name, value: s.value }));
+  }
+  if (change.secret_references !== undefined) {
+    record.secretReferences =
+      change.secret_references === null ? null : structuredClone(change.secret_references);
+  }
+  if (newRevision) addRevision(record, revisionSource, now, now + timing.revisionActiveAfterMs);
+  record.updatedAt = now;
+  invalidate(record);
+}
+
+/** Appends a revision; a github revision without a commit sha gets a plausible one for its ref. */
+function addRevision(
+  record: DeploymentRecord,
+  revisionSource: RevisionSource | null,
+  now: number,
+  activeAt: number,
+) {
+  const config = record.sourceRevisionConfig;
+  const source = revisionSource ?? record.source;
+  if (source === "github" && typeof config.repo_ref === "string" && config.repo_commit_sha == null) {
+    record.sourceRevisionConfig = {
+      ...config,
+      repo_commit_sha: fakeCommitSha(record.sourceConfig.repo_url, config.repo_ref),
+    };
+  }
+  record.revisions.push({
+    id: randomUUID(),
+    createdAt: now,
+    activeAt,
+    sourceRevisionConfig: { ...record.sourceRevisionConfig },
+    revisionSource,
+  });
+}
+
+/**
+ * A seeded deployment, settled: READY unless the seed says otherwise, its one revision already
+ * active at `start`. `defaultCreatedAt` applies when the seed gives no `created_at`.
+ */
+export function seededRecord(
+  d: SeedDeployment,
+  tenantId: string,
+  start: number,
+  defaultCreatedAt: number,
+): DeploymentRecord {
+  const createdAt = d.created_at === undefined ? defaultCreatedAt : Date.parse(d.created_at);
+  // The seed was validated against its schema; the guards only narrow the types.
+  const source = oneOf(DEPLOYMENT_SOURCES, d.source) ? d.source : "github";
+  const record = newRecord(d.id?.toLowerCase() ?? randomUUID(), d.name, source, tenantId, createdAt);
+  record.sourceConfig = dropNulls(d.source_config);
+  record.sourceRevisionConfig = dropNulls(d.source_revision_config);
+  record.secrets = (d.secrets ?? []).map((s) => ({ ...s }));
+  record.secretReferences = d.secret_references ?? null;
+  record.imageVersion = d.image_version ?? null;
+  record.statusOverride = oneOf(DEPLOYMENT_STATUSES, d.status) ? d.status : "READY";
+  record.deploymentType = d.deployment_type ?? "dev";
+  record.remoteReconciled = d.remote_reconciled ?? true;
+  record.tagValueIds = [...(d.tag_value_ids ?? [])];
+  addRevision(record, null, createdAt, Math.min(createdAt, start));
+  return record;
+}

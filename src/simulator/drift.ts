@@ -1,0 +1,45 @@
+/**
+ * Drift: a change made to a deployment by "someone else" (the service's UI, another tool, the
+ * service itself), through `store.drift()` or `PATCH /_sim/deployments/{id}`. Unlike the public
+ * PATCH it may set read-only state (status, image_version) and the listing's filter attributes.
+ */
+import { type Static, Type } from "@sinclair/typebox";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import {
+  DEPLOYMENT_TYPES,
+  DeploymentStatusSchema,
+  Nullable,
+  RevisionSourceSchema,
+  SecretReferenceSchema,
+  SourceConfigRequestSchema,
+  SourceRevisionConfigSchema,
+} from "../api/wire.ts";
+
+const closed = { additionalProperties: false } as const;
+
+/** What a drift may change. Every field is optional; absent fields stay as they are. */
+export const DriftChangeSchema = Type.Object(
+  {
+    /** Merged like a PATCH: given non-null fields replace, `resource_spec` as a whole. */
+    source_config: Type.Optional(SourceConfigRequestSchema),
+    /** Merged; a change makes a new revision (as someone else's PATCH would). May set `repo_commit_sha`. */
+    source_revision_config: Type.Optional(SourceRevisionConfigSchema),
+    /** Replaces the secrets; a change makes a new revision. */
+    secrets: Type.Optional(Type.Array(Type.Object({ name: Type.String(), value: Type.String() }, closed))),
+    secret_references: Type.Optional(Nullable(Type.Array(SecretReferenceSchema))),
+    revision_source: Type.Optional(Nullable(RevisionSourceSchema)),
+    /** `true`: make a new revision even though nothing changed (someone redeployed). */
+    new_revision: Type.Optional(Type.Boolean()),
+    image_version: Type.Optional(Nullable(Type.String())),
+    /** Pins the status; `null` returns to the status derived from time. */
+    status: Type.Optional(Nullable(DeploymentStatusSchema)),
+    deployment_type: Type.Optional(Type.Union(DEPLOYMENT_TYPES.map((t) => Type.Literal(t)))),
+    remote_reconciled: Type.Optional(Type.Boolean()),
+    tag_value_ids: Type.Optional(Type.Array(Type.String())),
+  },
+  closed,
+);
+/** See {@link DriftChangeSchema}. */
+export type DriftChange = Static<typeof DriftChangeSchema>;
+/** Compiled checker of drift bodies. */
+export const driftCheck = TypeCompiler.Compile(DriftChangeSchema);

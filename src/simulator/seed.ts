@@ -1,0 +1,166 @@
+/**
+ * The simulator's initial state: a tenant, OAuth providers, forge integrations with their
+ * repositories, and deployments. Loaded from YAML or JSON and validated; every error names the
+ * field (`deployments[2].source: Input should be 'github', ...`).
+ */
+import { readFile } from "node:fs/promises";
+import { FormatRegistry, type Static, Type } from "@sinclair/typebox";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { parse as parseYaml } from "yaml";
+import {
+  DEPLOYMENT_TYPES,
+  DeploymentSourceSchema,
+  DeploymentStatusSchema,
+  Nullable,
+  SecretReferenceSchema,
+  SourceConfigRequestSchema,
+  SourceRevisionConfigSchema,
+} from "../api/wire.ts";
+import { renderIssues, type ValidationIssue } from "./errors.ts";
+import { issuesOf } from "./validation.ts";
+
+const closed = { additionalProperties: false } as const;
+const Uuid = Type.String({ format: "uuid" });
+
+/** A provider of the seed: `name` and `provider_id` are required, the rest gets plausible defaults. */
+export const SeedProviderSchema = Type.Object(
+  {
+    id: Type.Optional(Type.String()),
+    organization_id: Type.Optional(Type.String()),
+    provider_id: Type.String(),
+    name: Type.String(),
+    client_id: Type.Optional(Type.String()),
+    auth_url: Type.Optional(Type.String()),
+    token_url: Type.Optional(Type.String()),
+    uses_pkce: Type.Optional(Type.Boolean()),
+    code_challenge_method: Type.Optional(Nullable(Type.String())),
+    provider_type: Type.Optional(Nullable(Type.String())),
+    mcp_server_url: Type.Optional(Nullable(Type.String())),
+    token_endpoint_auth_method: Type.Optional(Type.String()),
+    is_dynamic_client: Type.Optional(Type.Boolean()),
+    created_at: Type.Optional(Type.String()),
+    updated_at: Type.Optional(Type.String()),
+  },
+  closed,
+);
+
+/** A repository of a seeded integration; `url` and `default_branch` default from owner/name. */
+export const SeedRepoSchema = Type.Object(
+  {
+    id: Type.Integer(),
+    name: Type.String({ minLength: 1 }),
+    owner: Type.String({ minLength: 1 }),
+    url: Type.Optional(Type.String()),
+    default_branch: Type.Optional(Type.String()),
+  },
+  closed,
+);
+
+/**
+ * A seeded deployment: the POST body's fields plus what only the service sets (`id`, `status`,
+ * `created_at`, `image_version`, `repo_commit_sha`) and the listing's filter attributes, which
+ * the spec's Deployment does not show (`deployment_type`, `remote_reconciled`, `tag_value_ids`).
+ * A seeded deployment starts settled: its one revision is already active.
+ */
+export const SeedDeploymentSchema = Type.Object(
+  {
+    id: Type.Optional(Uuid),
+    name: Type.String({ minLength: 1 }),
+    source: DeploymentSourceSchema,
+    source_config: Type.Optional(SourceConfigRequestSchema),
+    source_revision_config: Type.Optional(SourceRevisionConfigSchema),
+    secrets: Type.Optional(Type.Array(Type.Object({ name: Type.String(), value: Type.String() }, closed))),
+    secret_references: Type.Optional(Nullable(Type.Array(SecretReferenceSchema))),
+    image_version: Type.Optional(Nullable(Type.String())),
+    /** Default: READY. */
+    status: Type.Optional(DeploymentStatusSchema),
+    /** ISO date-time; default: the simulator's start. */
+    created_at: Type.Optional(Type.String({ format: "date-time" })),
+    deployment_type: Type.Optional(Type.Union(DEPLOYMENT_TYPES.map((t) => Type.Literal(t)))),
+    remote_reconciled: Type.Optional(Type.Boolean()),
+    tag_value_ids: Type.Optional(Type.Array(Type.String())),
+  },
+  closed,
+);
+
+/** The whole seed. Top-level keys are camelCase; resources use the service's snake_case fields. */
+export const SimulatorSeedSchema = Type.Object(
+  {
+    tenantId: Type.Optional(Uuid),
+    providers: Type.Optional(Type.Array(SeedProviderSchema)),
+    integrations: Type.Optional(
+      Type.Array(Type.Object({ id: Uuid, repos: Type.Array(SeedRepoSchema) }, closed)),
+    ),
+    deployments: Type.Optional(Type.Array(SeedDeploymentSchema)),
+  },
+  closed,
+);
+/** See {@link SimulatorSeedSchema}. */
+export type SimulatorSeed = Static<typeof SimulatorSeedSchema>;
+/** One deployment of a seed. */
+export type SeedDeployment = Static<typeof SeedDeploymentSchema>;
+const seedCheck = TypeCompiler.Compile(SimulatorSeedSchema);
+
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+if (!FormatRegistry.Has("date-time")) {
+  FormatRegistry.Set("date-time", (v) => DATE_TIME.test(v) && !Number.isNaN(Date.parse(v)));
+}
+
+/**
+ * Checks `value` as a seed. Throws an Error whose message starts with `origin` and names every
+ * bad field (`seed.yaml: deployments[1].name: Field required`), including duplicates that
+ * would make the state ambiguous (deployment names and ids, integration ids).
+ */
+export function validateSeed(value: unknown, origin = "seed"): SimulatorSeed {
+  const issues = issuesOf(seedCheck, value ?? {}, []);
+  if (issues.length === 0) issues.push(...duplicates(value as SimulatorSeed));
+  if (issues.length > 0) throw new Error(`${origin}: ${renderIssues(issues)}`);
+  return (value ?? {}) as SimulatorSeed;
+}
+
+/** Reads and validates a seed file (YAML, or JSON, which is YAML too). Errors name the file and field. */
+export async function loadSeed(path: string): Promise<SimulatorSeed> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (cause) {
+    throw new Error(`${path}: cannot read the seed file`, { cause });
+  }
+  let value: unknown;
+  try {
+    value = parseYaml(text);
+  } catch (cause) {
+    const reason = cause instanceof Error ? cause.message.split("\n")[0] : String(cause);
+    throw new Error(`${path}: not valid YAML or JSON: ${reason}`, { cause });
+  }
+  return validateSeed(value, path);
+}
+
+function duplicates(seed: SimulatorSeed): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  const check = (kind: string, field: string, values: readonly (string | undefined)[]) => {
+    const seen = new Set<string>();
+    values.forEach((v, i) => {
+      if (v === undefined) return;
+      if (seen.has(v))
+        issues.push({ loc: [kind, i, field], msg: `duplicate ${field} '${v}'`, type: "value_error" });
+      seen.add(v);
+    });
+  };
+  check(
+    "deployments",
+    "name",
+    (seed.deployments ?? []).map((d) => d.name),
+  );
+  check(
+    "deployments",
+    "id",
+    (seed.deployments ?? []).map((d) => d.id),
+  );
+  check(
+    "integrations",
+    "id",
+    (seed.integrations ?? []).map((i) => i.id),
+  );
+  return issues;
+}

@@ -1,0 +1,213 @@
+/**
+ * The service simulator's HTTP server: a faithful, in-memory stand-in for the Deployment
+ * Management Service on node:http, with fault injection, per-route counters and `/_sim/`
+ * controls. For tests, the demo, the benchmark, and trying the operator without an account.
+ */
+import { timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
+import type { AddressInfo } from "node:net";
+import { handleAdmin } from "./admin.ts";
+import { ServiceError } from "./errors.ts";
+import { FaultController } from "./faults.ts";
+import { errorResponse, json, type SimResponse, writeResponse } from "./http.ts";
+import type { SecretsMode, Timing } from "./record.ts";
+import { serviceRoutes } from "./routes.ts";
+import { type SimulatorSeed, validateSeed } from "./seed.ts";
+import { SimulatorStore } from "./store.ts";
+
+/** Options of {@link startSimulator}; every field has a default. */
+export interface SimulatorOptions {
+  /** Interface to listen on. Default 127.0.0.1. */
+  host?: string;
+  /** Port; 0 (the default) picks a free one. */
+  port?: number;
+  /** When set (non-empty), every service route answers 401 unless the `apiKeyHeader` header carries this key. */
+  apiKey?: string;
+  /** Header carrying the key. Default `x-api-key`. */
+  apiKeyHeader?: string;
+  /** `tenant_id` of every deployment, unless the seed names one. Default {@link DEFAULT_TENANT_ID}. */
+  tenantId?: string;
+  /** Initial state; validated (an invalid seed rejects with an error naming the field). */
+  seed?: SimulatorSeed;
+  /** Transition delays in ms of the clock `now`; 0 means immediate. Defaults: {@link DEFAULT_TIMING}. */
+  timing?: Partial<Timing>;
+  /** How secret values appear in responses. Default `masked` (`********`). */
+  secretsInResponses?: SecretsMode;
+  /** The clock, in ms since the epoch. Default `Date.now`. Fault delays use real timers regardless. */
+  now?: () => number;
+  /** Called with every request to a service route before it is handled (to look at headers in tests). */
+  onRequest?: (req: IncomingMessage) => void;
+  /** Called with an unexpected error (a bug) behind a 500. Default: one line on stderr. */
+  onInternalError?: (error: unknown) => void;
+}
+
+/** A simulator listening on loopback (or `host`). */
+export interface RunningSimulator {
+  /** Base URL, e.g. `http://127.0.0.1:41234`, without a trailing slash. */
+  url: string;
+  /** Stops listening, drops open connections and pending fault timers. */
+  close(): Promise<void>;
+  /** Faults in force; changes apply to the next request. */
+  faults: FaultController;
+  /** Answers per route template and status: `{"PATCH /v2/deployments/{deployment_id}": {"200": 3}}`; resets count as `"reset"`. */
+  counters(): Record<string, Record<string, number>>;
+  resetCounters(): void;
+  /** The state, for tests: read it, or drift a deployment as someone else would. */
+  store: SimulatorStore;
+}
+
+/** Transition delays used when none are given. */
+export const DEFAULT_TIMING: Readonly<Timing> = {
+  readyAfterMs: 3000,
+  revisionActiveAfterMs: 2000,
+  deleteAfterMs: 1500,
+};
+/** Tenant of the simulated deployments when neither options nor seed name one. */
+export const DEFAULT_TENANT_ID = "5e1a7c3d-0000-4000-8000-00000000d0e5";
+
+/** Starts a simulator; resolves once it listens. Rejects on an invalid seed or a port in use. */
+export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
+  const seed = options.seed === undefined ? undefined : validateSeed(options.seed, "seed");
+  const now = options.now ?? Date.now;
+  const timing: Timing = { ...DEFAULT_TIMING, ...options.timing };
+  const store = new SimulatorStore({
+    tenantId: options.tenantId ?? DEFAULT_TENANT_ID,
+    timing,
+    secretsMode: options.secretsInResponses ?? "masked",
+    now,
+    seed,
+  });
+  const faults = new FaultController();
+  const route = serviceRoutes(store, faults);
+  const timers = new Set<NodeJS.Timeout>();
+  const counts = new Map<string, Map<string, number>>();
+  const count = (key: string, status: string) => {
+    let byStatus = counts.get(key);
+    if (byStatus === undefined) {
+      byStatus = new Map();
+      counts.set(key, byStatus);
+    }
+    byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
+  };
+  const counters = () =>
+    Object.fromEntries([...counts].map(([key, byStatus]) => [key, Object.fromEntries(byStatus)]));
+  const resetCounters = () => counts.clear();
+  const authorized = authorizer(options.apiKey, (options.apiKeyHeader ?? "x-api-key").toLowerCase());
+  const onInternalError =
+    options.onInternalError ??
+    ((error: unknown) => process.stderr.write(`simulator: internal error: ${String(error)}\n`));
+
+  const fail = (error: unknown): SimResponse => {
+    if (error instanceof ServiceError) return errorResponse(error);
+    onInternalError(error);
+    return json(500, { detail: "Internal Server Error" });
+  };
+
+  const admin = { store, faults, counters, resetCounters, timing, now };
+  const serveAdmin = (req: IncomingMessage, res: ServerResponse, path: string) => {
+    handleAdmin(req, path, admin).then(
+      (response) => writeResponse(res, response, undefined, timers),
+      (error: unknown) => writeResponse(res, fail(error), undefined, timers),
+    );
+  };
+
+  const serve = (req: IncomingMessage, res: ServerResponse, path: string, search: string) => {
+    const match = route(req.method ?? "GET", path);
+    const send = (response: SimResponse) => {
+      count(match.route, String(response.status));
+      writeResponse(res, response, faults.slowBody(match.route, match.template), timers);
+    };
+    const proceed = (decision: ReturnType<FaultController["decide"]>) => {
+      if (decision.reset === true) {
+        count(match.route, "reset");
+        req.socket.destroy();
+        return;
+      }
+      if (decision.status !== undefined) {
+        const headers: Record<string, string> =
+          decision.retryAfterSeconds === undefined
+            ? {}
+            : { "retry-after": String(decision.retryAfterSeconds) };
+        send({
+          status: decision.status,
+          body: JSON.stringify({ detail: STATUS_CODES[decision.status] ?? "Error" }),
+          headers,
+        });
+        return;
+      }
+      if (match.handler === undefined) {
+        if (match.allow === undefined) send(json(404, { detail: "Not Found" }));
+        else send({ ...json(405, { detail: "Method Not Allowed" }), headers: { allow: match.allow } });
+        return;
+      }
+      options.onRequest?.(req);
+      if (!authorized(req)) {
+        send(json(401, { detail: "Invalid or missing API key" }));
+        return;
+      }
+      try {
+        const result = match.handler(req, match.params, search);
+        if (result instanceof Promise) result.then(send, (error: unknown) => send(fail(error)));
+        else send(result);
+      } catch (error) {
+        send(fail(error));
+      }
+    };
+    const decision = faults.decide(match.route, match.template);
+    if (decision.delayMs <= 0) {
+      proceed(decision);
+      return;
+    }
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      proceed(decision);
+    }, decision.delayMs);
+    timers.add(timer);
+  };
+
+  const server = createServer((req, res) => {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const path = q === -1 ? url : url.slice(0, q);
+    if (path.startsWith("/_sim/")) serveAdmin(req, res, path);
+    else serve(req, res, path, q === -1 ? "" : url.slice(q + 1));
+  });
+
+  const host = options.host ?? "127.0.0.1";
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+
+  return {
+    url,
+    faults,
+    counters,
+    resetCounters,
+    store,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        for (const timer of timers) clearTimeout(timer);
+        timers.clear();
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** A check of the API key header, constant-time; always true when no (or an empty) key is configured. */
+function authorizer(apiKey: string | undefined, header: string): (req: IncomingMessage) => boolean {
+  if (apiKey === undefined || apiKey === "") return () => true;
+  const expected = Buffer.from(apiKey, "utf8");
+  return (req) => {
+    const given = req.headers[header];
+    if (typeof given !== "string") return false;
+    const actual = Buffer.from(given, "utf8");
+    return actual.length === expected.length && timingSafeEqual(actual, expected);
+  };
+}

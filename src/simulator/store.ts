@@ -1,0 +1,258 @@
+/**
+ * The simulator's in-memory state and the service's rules: uuids and timestamps assigned by the
+ * server, revisions, unique names, deletion, and listing in a stable order (created_at, then id).
+ * Tests use it directly to look at or tamper with the state; the HTTP layer only translates.
+ */
+import { randomUUID } from "node:crypto";
+import {
+  type CreateDeploymentBody,
+  DEPLOYMENT_SOURCES,
+  DEPLOYMENT_STATUSES,
+  type Deployment,
+  type ForgeRepo,
+  type OAuthProvider,
+  type PatchDeploymentBody,
+  type RevisionSource,
+  type SourceRevisionConfig,
+} from "../api/wire.ts";
+import { seededProviders, seededRepos } from "./catalog.ts";
+import { applyChange, checkSecretReferences, newRecord, seededRecord } from "./changes.ts";
+import { type DriftChange, driftCheck } from "./drift.ts";
+import { notFound, ServiceError, validationError } from "./errors.ts";
+import { type ListingFaults, pageJson } from "./listing.ts";
+import type { ListQuery } from "./query.ts";
+import {
+  type DeploymentRecord,
+  goneAt,
+  invalidate,
+  render,
+  renderJson,
+  type SecretsMode,
+  statusAt,
+  type Timing,
+} from "./record.ts";
+import type { SimulatorSeed } from "./seed.ts";
+import { issuesOf, oneOf } from "./validation.ts";
+
+/** How the store is set up; see `SimulatorOptions` for the meaning of each. */
+export interface StoreOptions {
+  tenantId: string;
+  timing: Timing;
+  secretsMode: SecretsMode;
+  now: () => number;
+  seed?: SimulatorSeed;
+}
+
+/** A revision as tests see it. */
+export interface RevisionView {
+  id: string;
+  created_at: string;
+  /** True once the revision has become active (it may since have been superseded). */
+  activated: boolean;
+  revision_source: RevisionSource | null;
+  source_revision_config: SourceRevisionConfig;
+}
+
+/** The simulated service's state. Every method reads the injected clock; none starts a timer. */
+export class SimulatorStore {
+  /** The tenant every deployment belongs to. */
+  readonly tenantId: string;
+  readonly #timing: Timing;
+  readonly #mode: SecretsMode;
+  readonly #now: () => number;
+  readonly #providers: OAuthProvider[];
+  readonly #repos: ReadonlyMap<string, ForgeRepo[]>;
+  readonly #byId = new Map<string, DeploymentRecord>();
+  readonly #byName = new Map<string, DeploymentRecord>();
+  /** Live deployments sorted by (createdAt, id): the listing order. */
+  #ordered: DeploymentRecord[] = [];
+  #nextPurgeAt = Number.POSITIVE_INFINITY;
+
+  constructor(options: StoreOptions) {
+    this.tenantId = options.seed?.tenantId ?? options.tenantId;
+    this.#timing = options.timing;
+    this.#mode = options.secretsMode;
+    this.#now = options.now;
+    const start = this.#now();
+    this.#providers = seededProviders(options.seed, this.tenantId, start);
+    this.#repos = seededRepos(options.seed);
+    // Seeded deployments without a created_at are spaced 1 ms apart, so they list in seed order.
+    const seeded = options.seed?.deployments ?? [];
+    seeded.forEach((d, i) => {
+      this.#insert(seededRecord(d, this.tenantId, start, start - (seeded.length - i)));
+    });
+  }
+
+  /** The OAuth providers (GET /v2/auth/providers). */
+  providers(): OAuthProvider[] {
+    return structuredClone(this.#providers);
+  }
+
+  /** The repositories of an integration, or undefined when the integration is unknown. */
+  repos(integrationId: string): ForgeRepo[] | undefined {
+    const repos = this.#repos.get(integrationId.toLowerCase());
+    return repos === undefined ? undefined : structuredClone(repos);
+  }
+
+  /** Every live deployment (including those awaiting deletion) in listing order, as the API renders it. */
+  list(): Deployment[] {
+    const now = this.#sweep();
+    return this.#ordered.map((r) => render(r, now, this.#timing, this.#mode));
+  }
+
+  /** One deployment as the API renders it, or undefined when unknown or gone. */
+  get(id: string): Deployment | undefined {
+    const now = this.#sweep();
+    const record = this.#byId.get(id.toLowerCase());
+    return record === undefined ? undefined : render(record, now, this.#timing, this.#mode);
+  }
+
+  /** The deployment named exactly `name`, or undefined. */
+  getByName(name: string): Deployment | undefined {
+    const now = this.#sweep();
+    const record = this.#byName.get(name);
+    return record === undefined ? undefined : render(record, now, this.#timing, this.#mode);
+  }
+
+  /** The revisions of a deployment, oldest first; undefined when the deployment is unknown or gone. */
+  revisions(id: string): RevisionView[] | undefined {
+    const now = this.#sweep();
+    return this.#byId.get(id.toLowerCase())?.revisions.map((r) => ({
+      id: r.id,
+      created_at: new Date(r.createdAt).toISOString(),
+      activated: r.activeAt <= now,
+      revision_source: r.revisionSource,
+      source_revision_config: { ...r.sourceRevisionConfig },
+    }));
+  }
+
+  /**
+   * POST /v2/deployments: a new deployment with a first revision, AWAITING_DATABASE until
+   * `readyAfterMs` passed. 409 when the name is taken (also by one awaiting deletion), 422 for
+   * secret references on a source other than external_docker.
+   */
+  create(body: CreateDeploymentBody): Deployment {
+    const now = this.#sweep();
+    if (this.#byName.has(body.name)) {
+      throw new ServiceError(409, `A deployment named '${body.name}' already exists`);
+    }
+    const source = body.source;
+    if (!oneOf(DEPLOYMENT_SOURCES, source)) throw new ServiceError(422, `unknown source '${source}'`);
+    checkSecretReferences(source, body.secret_references);
+    const record = newRecord(randomUUID(), body.name, source, this.tenantId, now);
+    this.#insert(record);
+    applyChange(record, { ...body, new_revision: true }, now, this.#timing);
+    return render(record, now, this.#timing, this.#mode);
+  }
+
+  /**
+   * PATCH /v2/deployments/{id}: merges `source_config` (given non-null fields; `resource_spec`
+   * replaced whole) and `source_revision_config`, replaces `secrets` and `secret_references`.
+   * A changed revision config or secrets, or a `revision_source`, makes a new revision.
+   * 404 when unknown, 409 while awaiting deletion.
+   */
+  patch(id: string, body: PatchDeploymentBody): Deployment {
+    const now = this.#sweep();
+    const record = this.#live(id);
+    if (record.deleteRequestedAt !== undefined) {
+      throw new ServiceError(409, "Deployment is being deleted and cannot be changed");
+    }
+    checkSecretReferences(record.source, body.secret_references);
+    applyChange(record, body, now, this.#timing);
+    return render(record, now, this.#timing, this.#mode);
+  }
+
+  /** DELETE /v2/deployments/{id}: AWAITING_DELETE now, gone after `deleteAfterMs`. Idempotent until gone; 404 after. */
+  delete(id: string): void {
+    const now = this.#sweep();
+    const record = this.#live(id);
+    if (record.deleteRequestedAt !== undefined) return;
+    record.deleteRequestedAt = now;
+    record.updatedAt = now;
+    invalidate(record);
+    this.#nextPurgeAt = Math.min(this.#nextPurgeAt, now + this.#timing.deleteAfterMs);
+  }
+
+  /** Changes a deployment as someone else would (see {@link DriftChange}); 404 when unknown, 422 when malformed. */
+  drift(id: string, change: DriftChange): Deployment {
+    const issues = issuesOf(driftCheck, change, ["body"]);
+    if (issues.length > 0) throw validationError(issues);
+    const now = this.#sweep();
+    const record = this.#live(id);
+    applyChange(record, change, now, this.#timing);
+    if (change.image_version !== undefined) record.imageVersion = change.image_version;
+    if (change.status !== undefined) {
+      record.statusOverride = oneOf(DEPLOYMENT_STATUSES, change.status) ? change.status : undefined;
+    }
+    if (change.deployment_type !== undefined) record.deploymentType = change.deployment_type;
+    if (change.remote_reconciled !== undefined) record.remoteReconciled = change.remote_reconciled;
+    if (change.tag_value_ids !== undefined) record.tagValueIds = [...change.tag_value_ids];
+    return render(record, now, this.#timing, this.#mode);
+  }
+
+  /** GET /v2/deployments/{id} as JSON. */
+  getJson(id: string): string {
+    const now = this.#sweep();
+    return renderJson(this.#live(id), now, this.#timing, this.#mode);
+  }
+
+  /**
+   * One page of GET /v2/deployments as JSON. The response `offset` is the one to pass next
+   * (request offset + items returned); past the end the page is empty.
+   */
+  listPageJson(query: ListQuery, faults: ListingFaults): string {
+    const now = this.#sweep();
+    return pageJson(
+      this.#ordered,
+      query,
+      faults,
+      (record) => renderJson(record, now, this.#timing, this.#mode),
+      (record) => statusAt(record, now, this.#timing),
+      now,
+    );
+  }
+
+  #live(id: string): DeploymentRecord {
+    const record = this.#byId.get(id.toLowerCase());
+    if (record === undefined) throw notFound("Deployment");
+    return record;
+  }
+
+  #insert(record: DeploymentRecord): void {
+    this.#byId.set(record.id, record);
+    this.#byName.set(record.name, record);
+    const list = this.#ordered;
+    let lo = 0;
+    let hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const other = list[mid];
+      if (other === undefined) break;
+      const before =
+        other.createdAt < record.createdAt || (other.createdAt === record.createdAt && other.id < record.id);
+      if (before) lo = mid + 1;
+      else hi = mid;
+    }
+    list.splice(lo, 0, record);
+  }
+
+  /** Removes deployments whose deletion delay has passed; returns the clock's `now`. */
+  #sweep(): number {
+    const now = this.#now();
+    if (now < this.#nextPurgeAt) return now;
+    let next = Number.POSITIVE_INFINITY;
+    this.#ordered = this.#ordered.filter((record) => {
+      const gone = goneAt(record, this.#timing);
+      if (gone === undefined) return true;
+      if (gone <= now) {
+        this.#byId.delete(record.id);
+        this.#byName.delete(record.name);
+        return false;
+      }
+      next = Math.min(next, gone);
+      return true;
+    });
+    this.#nextPurgeAt = next;
+    return now;
+  }
+}
