@@ -1,0 +1,226 @@
+/**
+ * Mapping between the resource's spec (camelCase) and the service's wire model (snake_case),
+ * both ways, field by field (tables in `fields.ts`). Pure: Secret values and the GitHub
+ * shorthand's resolution are read by the caller and passed in.
+ */
+import { createHash } from "node:crypto";
+import {
+  DEPLOYMENT_SOURCES,
+  type Deployment,
+  type DeploymentSource,
+  type ResourceSpec,
+  type RevisionSource,
+  type SecretReference,
+  type SourceConfigRequest,
+  type SourceRevisionConfigRequest,
+} from "../api/wire.ts";
+import { isPlainObject } from "../reconcile/diff.ts";
+import type { SecretValue } from "../reconcile/secrets.ts";
+import { InvalidSpecError, type MissingSecretKey, SecretNotFoundError } from "./errors.ts";
+import { RESOURCE_SPEC_FIELDS, SOURCE_CONFIG_SCALARS, SOURCE_REVISION_FIELDS } from "./fields.ts";
+import type { ResolvedGithub } from "./github.ts";
+import type { DeploymentSpec } from "./schema.ts";
+
+/**
+ * What the service's deployment must look like, in wire terms, holding ONLY what the spec sets
+ * (a field absent here is not managed). Secret values are resolved: handle with care.
+ */
+export interface DesiredDeployment {
+  name: string;
+  source: DeploymentSource;
+  /** Sent only with a new revision: the service does not report it back. */
+  revision_source?: RevisionSource;
+  source_config?: SourceConfigRequest;
+  source_revision_config?: SourceRevisionConfigRequest;
+  /** Present (possibly empty) only when the spec manages secrets. */
+  secrets?: SecretValue[];
+  secret_references?: SecretReference[];
+}
+
+/** Inputs the mapping cannot compute itself. */
+export interface ResolvedInputs {
+  /** Decoded data of the Secrets named by `valueFrom.secretKeyRef`: Secret name → key → value. */
+  secretData?: Readonly<Record<string, Readonly<Record<string, string>> | undefined>>;
+  /** The resolution of `spec.github` (see `resolveGithub`); required when the spec uses it. */
+  github?: ResolvedGithub;
+}
+
+/** The effective deployment name: `spec.name`, else the resource's `metadata.name`. */
+export function effectiveName(spec: DeploymentSpec, metadataName: string): string {
+  return spec.name ?? metadataName;
+}
+
+/** Every `{secret, key}` the spec reads through `valueFrom.secretKeyRef`, without duplicates. */
+export function secretKeyRefs(spec: DeploymentSpec): Array<{ secret: string; key: string }> {
+  const seen = new Map<string, { secret: string; key: string }>();
+  for (const entry of spec.secrets ?? []) {
+    const ref = entry.valueFrom?.secretKeyRef;
+    if (ref) seen.set(JSON.stringify([ref.name, ref.key]), { secret: ref.name, key: ref.key });
+  }
+  return [...seen.values()];
+}
+
+const defined = <T>(value: T | null | undefined): value is T => value !== undefined && value !== null;
+
+/**
+ * The desired wire state of a spec. Throws {@link SecretNotFoundError} naming every missing
+ * Secret/key (never a value), and {@link InvalidSpecError} when `spec.github` is set but not
+ * resolved or a secret entry has neither value nor valueFrom.
+ */
+export function desiredFromSpec(
+  spec: DeploymentSpec,
+  metadataName: string,
+  resolved: ResolvedInputs = {},
+): DesiredDeployment {
+  const desired: DesiredDeployment = { name: effectiveName(spec, metadataName), source: spec.source };
+  if (spec.revisionSource) desired.revision_source = spec.revisionSource;
+  if (spec.github && !resolved.github) {
+    throw new InvalidSpecError(
+      "spec.github",
+      "the repository must be resolved before planning (resolveGithub)",
+    );
+  }
+
+  const sourceConfig: Record<string, unknown> = {};
+  const sc = spec.sourceConfig ?? {};
+  for (const [specKey, wireKey] of SOURCE_CONFIG_SCALARS) {
+    if (defined(sc[specKey])) sourceConfig[wireKey] = sc[specKey];
+  }
+  if (resolved.github && spec.github) {
+    sourceConfig.integration_id = resolved.github.integrationId;
+    sourceConfig.repo_url = resolved.github.repoUrl;
+  }
+  if (defined(sc.listenerConfig?.k8sNamespace)) {
+    sourceConfig.listener_config = { k8s_namespace: sc.listenerConfig.k8sNamespace };
+  }
+  const resourceSpec: Record<string, unknown> = {};
+  const rs: Record<string, unknown> = { ...sc.resourceSpec };
+  for (const [specKey, wireKey] of RESOURCE_SPEC_FIELDS) {
+    if (defined(rs[specKey])) resourceSpec[wireKey] = structuredClone(rs[specKey]);
+  }
+  if (Object.keys(resourceSpec).length > 0) sourceConfig.resource_spec = resourceSpec;
+  if (Object.keys(sourceConfig).length > 0) desired.source_config = sourceConfig as SourceConfigRequest;
+
+  const revision: Record<string, string> = {};
+  const src = spec.sourceRevisionConfig ?? {};
+  for (const [specKey, wireKey] of SOURCE_REVISION_FIELDS) {
+    const value = src[specKey];
+    if (defined(value)) revision[wireKey] = value;
+  }
+  if (resolved.github && spec.github && !defined(revision.repo_ref))
+    revision.repo_ref = resolved.github.defaultBranch;
+  if (Object.keys(revision).length > 0) desired.source_revision_config = revision;
+
+  if (spec.secrets) desired.secrets = resolveSecrets(spec.secrets, resolved);
+  if (spec.secretReferences) {
+    desired.secret_references = spec.secretReferences.map((r) => ({
+      name: r.name,
+      secret_name: r.secretName,
+      secret_key: r.secretKey,
+    }));
+  }
+  return desired;
+}
+
+function resolveSecrets(
+  entries: NonNullable<DeploymentSpec["secrets"]>,
+  resolved: ResolvedInputs,
+): SecretValue[] {
+  const missing: MissingSecretKey[] = [];
+  const out: SecretValue[] = [];
+  for (const entry of entries) {
+    if (defined(entry.value)) {
+      out.push({ name: entry.name, value: entry.value });
+      continue;
+    }
+    const ref = entry.valueFrom?.secretKeyRef;
+    if (!ref)
+      throw new InvalidSpecError(`spec.secrets[${entry.name}]`, "set exactly one of value or valueFrom");
+    const value = resolved.secretData?.[ref.name]?.[ref.key];
+    if (value === undefined) missing.push({ secret: ref.name, key: ref.key, for: entry.name });
+    else out.push({ name: entry.name, value });
+  }
+  if (missing.length > 0) throw new SecretNotFoundError(missing);
+  return out;
+}
+
+/** Options of {@link specFromDeployment}. */
+export interface ImportOptions {
+  /** Kubernetes Secret (same namespace) that will hold the deployment's secret values. */
+  secretName: string;
+}
+
+const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;
+
+/**
+ * The key under which a deployment secret's value is stored in a Kubernetes Secret: the name
+ * itself when it is a valid Secret key, otherwise a sanitized name with a short hash suffix (so
+ * two different names never share a key). Deterministic; `import` uses it for both the
+ * `secretKeyRef` and the Secret manifest.
+ */
+export function secretDataKey(secretName: string): string {
+  if (SECRET_KEY.test(secretName) && secretName.length <= 253) return secretName;
+  const digest = createHash("sha256").update(secretName).digest("hex").slice(0, 8);
+  const base = secretName.replace(/[^-._a-zA-Z0-9]/g, "_").slice(0, 240);
+  return `${base}-${digest}`;
+}
+
+/**
+ * A spec that reproduces `deployment` exactly: every non-null field it reports becomes a managed
+ * field, secrets become `valueFrom.secretKeyRef` entries to `options.secretName` (keys from
+ * {@link secretDataKey}; values never copied). `spec.name` is always set, since resource names
+ * are stricter than the service's. `revisionSource` is not reported by the service, so left out.
+ * Law: mapping the result back with the Secret's data gives a desired state `plan` finds equal.
+ */
+export function specFromDeployment(deployment: Deployment, options: ImportOptions): DeploymentSpec {
+  const source = DEPLOYMENT_SOURCES.find((s) => s === deployment.source);
+  // wire.ts types `source` as a plain string; the response schema already checked the value.
+  if (!source) throw new InvalidSpecError("spec.source", `unknown source ${deployment.source}`);
+  const spec: DeploymentSpec = { name: deployment.name, source };
+  const wireConfig: Record<string, unknown> = { ...deployment.source_config };
+  const sourceConfig: Record<string, unknown> = {};
+  for (const [specKey, wireKey] of SOURCE_CONFIG_SCALARS) {
+    if (defined(wireConfig[wireKey])) sourceConfig[specKey] = wireConfig[wireKey];
+  }
+  const namespace = deployment.source_config.listener_config?.k8s_namespace;
+  if (defined(namespace)) sourceConfig.listenerConfig = { k8sNamespace: namespace };
+  const resourceSpec = resourceSpecToSpec(deployment.source_config.resource_spec);
+  if (resourceSpec) sourceConfig.resourceSpec = resourceSpec;
+  if (Object.keys(sourceConfig).length > 0) spec.sourceConfig = sourceConfig;
+
+  const revision: Record<string, string> = {};
+  const wireRevision: Record<string, unknown> = { ...deployment.source_revision_config };
+  for (const [specKey, wireKey] of SOURCE_REVISION_FIELDS) {
+    const value = wireRevision[wireKey];
+    if (typeof value === "string") revision[specKey] = value;
+  }
+  if (Object.keys(revision).length > 0) spec.sourceRevisionConfig = revision;
+
+  if (deployment.secrets.length > 0) {
+    spec.secrets = deployment.secrets.map((s) => ({
+      name: s.name,
+      valueFrom: { secretKeyRef: { name: options.secretName, key: secretDataKey(s.name) } },
+    }));
+  }
+  const references = deployment.secret_references ?? [];
+  if (deployment.source === "external_docker" && references.length > 0) {
+    spec.secretReferences = references.map((r) => ({
+      name: r.name,
+      secretName: r.secret_name,
+      secretKey: r.secret_key,
+    }));
+  }
+  return spec;
+}
+
+type SpecResourceSpec = NonNullable<NonNullable<DeploymentSpec["sourceConfig"]>["resourceSpec"]>;
+
+function resourceSpecToSpec(wire: ResourceSpec | null | undefined): SpecResourceSpec | undefined {
+  if (!isPlainObject(wire)) return undefined;
+  const out: Record<string, unknown> = {};
+  const source: Record<string, unknown> = wire;
+  for (const [specKey, wireKey] of RESOURCE_SPEC_FIELDS) {
+    if (defined(source[wireKey])) out[specKey] = structuredClone(source[wireKey]);
+  }
+  return Object.keys(out).length > 0 ? (out as SpecResourceSpec) : undefined;
+}

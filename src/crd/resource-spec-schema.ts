@@ -1,0 +1,249 @@
+/**
+ * `spec.sourceConfig.resourceSpec` of the Deployment resource: the service's ResourceSpec in
+ * Kubernetes camelCase. Part of the one schema (see `schema.ts`) that yields both the CRD and
+ * the TypeScript types.
+ *
+ * Nested Kubernetes-shaped objects (volume sources, env `valueFrom`, `envFrom`, `securityContext`,
+ * `resources.limits`/`requests`, labels, annotations) are kept as given: the service documents
+ * their field names but not their contents, so the CRD preserves unknown fields inside them.
+ */
+import { type TNumber, type TOptional, Type } from "@sinclair/typebox";
+
+/** An object kept exactly as given (the CRD preserves its unknown fields). */
+export const PreservedObject = (description: string) =>
+  Type.Record(Type.String(), Type.Unknown(), { description, "x-kubernetes-preserve-unknown-fields": true });
+
+const StringMap = (description: string) => Type.Record(Type.String(), Type.String(), { description });
+
+/**
+ * Every numeric ResourceSpec field: camelCase name in the resource, snake_case name on the wire,
+ * and the description `kubectl explain` shows. Explicit on purpose: no case conversion at runtime.
+ */
+export const RESOURCE_SPEC_NUMBERS = [
+  ["minScale", "min_scale", "Minimum number of replicas of the main service. At most maxScale."],
+  ["maxScale", "max_scale", "Maximum number of replicas of the main service. At least minScale."],
+  ["cpu", "cpu", "CPU requested by the main service, in the service's CPU units. At most cpuLimit."],
+  ["cpuLimit", "cpu_limit", "CPU limit of the main service. At least cpu."],
+  ["memoryMb", "memory_mb", "Memory requested by the main service, in MB. At most memoryLimitMb."],
+  ["memoryLimitMb", "memory_limit_mb", "Memory limit of the main service, in MB. At least memoryMb."],
+  ["queueMinScale", "queue_min_scale", "Minimum number of queue workers. At most queueMaxScale."],
+  ["queueMaxScale", "queue_max_scale", "Maximum number of queue workers. At least queueMinScale."],
+  ["queueCpu", "queue_cpu", "CPU requested by each queue worker. At most queueCpuLimit."],
+  ["queueCpuLimit", "queue_cpu_limit", "CPU limit of each queue worker. At least queueCpu."],
+  [
+    "queueMemoryMb",
+    "queue_memory_mb",
+    "Memory requested by each queue worker, in MB. At most queueMemoryLimitMb.",
+  ],
+  [
+    "queueMemoryLimitMb",
+    "queue_memory_limit_mb",
+    "Memory limit of each queue worker, in MB. At least queueMemoryMb.",
+  ],
+  ["orchestratorCpu", "orchestrator_cpu", "CPU requested by the orchestrator. At most orchestratorCpuLimit."],
+  [
+    "orchestratorCpuLimit",
+    "orchestrator_cpu_limit",
+    "CPU limit of the orchestrator. At least orchestratorCpu.",
+  ],
+  [
+    "orchestratorMemoryMb",
+    "orchestrator_memory_mb",
+    "Memory requested by the orchestrator, in MB. At most orchestratorMemoryLimitMb.",
+  ],
+  [
+    "orchestratorMemoryLimitMb",
+    "orchestrator_memory_limit_mb",
+    "Memory limit of the orchestrator, in MB. At least orchestratorMemoryMb.",
+  ],
+  [
+    "orchestratorMinScale",
+    "orchestrator_min_scale",
+    "Minimum number of orchestrator replicas. At most orchestratorMaxScale.",
+  ],
+  [
+    "orchestratorMaxScale",
+    "orchestrator_max_scale",
+    "Maximum number of orchestrator replicas. At least orchestratorMinScale.",
+  ],
+  ["executorCpu", "executor_cpu", "CPU requested by each executor. At most executorCpuLimit."],
+  ["executorCpuLimit", "executor_cpu_limit", "CPU limit of each executor. At least executorCpu."],
+  [
+    "executorMemoryMb",
+    "executor_memory_mb",
+    "Memory requested by each executor, in MB. At most executorMemoryLimitMb.",
+  ],
+  [
+    "executorMemoryLimitMb",
+    "executor_memory_limit_mb",
+    "Memory limit of each executor, in MB. At least executorMemoryMb.",
+  ],
+  ["redisCpu", "redis_cpu", "CPU requested by Redis. At most redisCpuLimit."],
+  ["redisCpuLimit", "redis_cpu_limit", "CPU limit of Redis. At least redisCpu."],
+  ["redisMemoryMb", "redis_memory_mb", "Memory requested by Redis, in MB. At most redisMemoryLimitMb."],
+  ["redisMemoryLimitMb", "redis_memory_limit_mb", "Memory limit of Redis, in MB. At least redisMemoryMb."],
+  ["dbCpu", "db_cpu", "CPU requested by the database. At most dbCpuLimit."],
+  ["dbCpuLimit", "db_cpu_limit", "CPU limit of the database. At least dbCpu."],
+  ["dbMemoryMb", "db_memory_mb", "Memory requested by the database, in MB. At most dbMemoryLimitMb."],
+  ["dbMemoryLimitMb", "db_memory_limit_mb", "Memory limit of the database, in MB. At least dbMemoryMb."],
+  ["dbStorageGi", "db_storage_gi", "Storage of the database, in GiB."],
+  ["dbMaxConnections", "db_max_connections", "Maximum number of database connections."],
+] as const;
+export type ResourceSpecNumberKey = (typeof RESOURCE_SPEC_NUMBERS)[number][0];
+
+/**
+ * Pairs (lower, upper) where the lower value must not exceed the upper one when both are set:
+ * a request and its limit, a minimum scale and its maximum. Each becomes one CEL rule.
+ */
+export const ORDERED_PAIRS: ReadonlyArray<readonly [ResourceSpecNumberKey, ResourceSpecNumberKey]> = [
+  ["minScale", "maxScale"],
+  ["cpu", "cpuLimit"],
+  ["memoryMb", "memoryLimitMb"],
+  ["queueMinScale", "queueMaxScale"],
+  ["queueCpu", "queueCpuLimit"],
+  ["queueMemoryMb", "queueMemoryLimitMb"],
+  ["orchestratorCpu", "orchestratorCpuLimit"],
+  ["orchestratorMemoryMb", "orchestratorMemoryLimitMb"],
+  ["orchestratorMinScale", "orchestratorMaxScale"],
+  ["executorCpu", "executorCpuLimit"],
+  ["executorMemoryMb", "executorMemoryLimitMb"],
+  ["redisCpu", "redisCpuLimit"],
+  ["redisMemoryMb", "redisMemoryLimitMb"],
+  ["dbCpu", "dbCpuLimit"],
+  ["dbMemoryMb", "dbMemoryLimitMb"],
+];
+
+const RESOURCE_SPEC_PATH = "spec.sourceConfig.resourceSpec";
+
+/** The CEL rules of `resourceSpec`: one per ordered pair, each naming the field and the fix. */
+export const orderedPairRules = ORDERED_PAIRS.map(([low, high]) => ({
+  rule: `!has(self.${low}) || !has(self.${high}) || self.${low} <= self.${high}`,
+  message: `${RESOURCE_SPEC_PATH}.${low} must not exceed ${RESOURCE_SPEC_PATH}.${high}: lower ${low} or raise ${high}`,
+  fieldPath: `.${low}`,
+  reason: "FieldValueInvalid",
+}));
+
+const numberFields = Object.fromEntries(
+  RESOURCE_SPEC_NUMBERS.map(([key, , description]) => [
+    key,
+    Type.Optional(Type.Number({ minimum: 0, description: `${description} Non-negative.` })),
+  ]),
+) as { [K in ResourceSpecNumberKey]: TOptional<TNumber> };
+
+const VolumeMount = Type.Object(
+  {
+    name: Type.Optional(Type.String({ description: "Name of the volume to mount." })),
+    mountPath: Type.Optional(
+      Type.String({ description: "Path in the container where the volume is mounted." }),
+    ),
+    subPath: Type.Optional(
+      Type.String({ description: "Path within the volume to mount instead of its root." }),
+    ),
+    mountPropagation: Type.Optional(
+      Type.String({ description: "How mounts are propagated (Kubernetes semantics)." }),
+    ),
+    subPathExpr: Type.Optional(
+      Type.String({ description: "Like subPath, with $(VAR) references expanded from the environment." }),
+    ),
+    readOnly: Type.Optional(Type.Boolean({ description: "Mount the volume read-only." })),
+  },
+  { description: "A volume mount, shaped like a Kubernetes VolumeMount." },
+);
+
+const VolumeMounts = (description: string) => Type.Array(VolumeMount, { description });
+
+const Volume = Type.Object(
+  {
+    name: Type.Optional(Type.String({ description: "Name of the volume, referenced by volume mounts." })),
+    configMap: Type.Optional(PreservedObject("A ConfigMap volume source, kept as given.")),
+    secret: Type.Optional(PreservedObject("A Secret volume source, kept as given.")),
+    emptyDir: Type.Optional(PreservedObject("An emptyDir volume source, kept as given.")),
+    persistentVolumeClaim: Type.Optional(
+      PreservedObject("A PersistentVolumeClaim volume source, kept as given."),
+    ),
+    nfs: Type.Optional(PreservedObject("An NFS volume source, kept as given.")),
+    projected: Type.Optional(PreservedObject("A projected volume source, kept as given.")),
+    downwardAPI: Type.Optional(PreservedObject("A downward API volume source, kept as given.")),
+    csi: Type.Optional(PreservedObject("A CSI volume source, kept as given.")),
+  },
+  { description: "A volume, shaped like a Kubernetes Volume: a name and one volume source." },
+);
+
+const EnvVar = Type.Object(
+  {
+    name: Type.Optional(Type.String({ description: "Name of the environment variable (case kept)." })),
+    value: Type.Optional(Type.String({ description: "Literal value." })),
+    valueFrom: Type.Optional(
+      PreservedObject("Where the value comes from (Kubernetes EnvVarSource), kept as given."),
+    ),
+  },
+  { description: "An environment variable, shaped like a Kubernetes EnvVar." },
+);
+
+const Container = Type.Object(
+  {
+    name: Type.Optional(Type.String({ description: "Name of the container." })),
+    image: Type.Optional(Type.String({ description: "Container image reference." })),
+    imagePullPolicy: Type.Optional(Type.String({ description: "Always, IfNotPresent or Never." })),
+    workingDir: Type.Optional(Type.String({ description: "Working directory of the container." })),
+    restartPolicy: Type.Optional(
+      Type.String({ description: "Container restart policy (Kubernetes semantics)." }),
+    ),
+    command: Type.Optional(Type.Array(Type.String(), { description: "Entrypoint, replacing the image's." })),
+    args: Type.Optional(Type.Array(Type.String(), { description: "Arguments to the entrypoint." })),
+    env: Type.Optional(Type.Array(EnvVar, { description: "Environment variables, in order." })),
+    envFrom: Type.Optional(
+      Type.Array(PreservedObject("A Kubernetes EnvFromSource, kept as given."), {
+        description: "Sources of environment variables (ConfigMaps, Secrets).",
+      }),
+    ),
+    resources: Type.Optional(
+      Type.Object(
+        {
+          limits: Type.Optional(PreservedObject("Resource limits, e.g. cpu and memory quantities.")),
+          requests: Type.Optional(PreservedObject("Resource requests, e.g. cpu and memory quantities.")),
+        },
+        { description: "Compute resources of the container." },
+      ),
+    ),
+    volumeMounts: Type.Optional(VolumeMounts("Volumes mounted into the container.")),
+    securityContext: Type.Optional(PreservedObject("A Kubernetes SecurityContext, kept as given.")),
+  },
+  { description: "A container, shaped like a Kubernetes Container (the fields the service knows)." },
+);
+
+/** The resource settings of a deployment (`spec.sourceConfig.resourceSpec`). */
+export const ResourceSpecSchema = Type.Object(
+  {
+    ...numberFields,
+    labels: Type.Optional(
+      StringMap("Labels the service puts on the deployment's workloads. Keys kept as given."),
+    ),
+    annotations: Type.Optional(
+      StringMap("Annotations the service puts on the deployment's workloads. Keys kept as given."),
+    ),
+    serviceAccountName: Type.Optional(
+      Type.String({ description: "Kubernetes service account the deployment's workloads run as." }),
+    ),
+    imagePullSecrets: Type.Optional(
+      Type.Array(
+        Type.Object(
+          { name: Type.String({ description: "Name of a Secret holding registry credentials." }) },
+          { description: "A reference to an image pull Secret." },
+        ),
+        { description: "Secrets used to pull the deployment's images." },
+      ),
+    ),
+    volumes: Type.Optional(Type.Array(Volume, { description: "Volumes available to the containers." })),
+    volumeMounts: Type.Optional(VolumeMounts("Volumes mounted into the main container.")),
+    initContainers: Type.Optional(
+      Type.Array(Container, { description: "Containers run before the main one." }),
+    ),
+    sidecars: Type.Optional(Type.Array(Container, { description: "Containers run beside the main one." })),
+  },
+  {
+    description:
+      "Resource settings. The service replaces them as a whole on every change; the operator sends the fields set here merged over what the service has, so fields left out keep their current values.",
+    "x-kubernetes-validations": orderedPairRules,
+  },
+);

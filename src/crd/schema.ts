@@ -1,0 +1,399 @@
+/**
+ * The Deployment custom resource (`deployments.dms.dev`), written once: `render.ts` turns these
+ * TypeBox schemas into the CRD's OpenAPI schema, and `Static<>` turns them into the types the
+ * controller uses. Descriptions are what `kubectl explain deployments.dms.dev.spec` shows; CEL
+ * rules (`x-kubernetes-validations`) make the API server refuse bad input before the operator
+ * sees it, with messages that name the field and the fix.
+ */
+import { FormatRegistry, type Static, type TLiteral, type TUnion, Type } from "@sinclair/typebox";
+import { DEPLOYMENT_SOURCES, REVISION_SOURCES } from "../api/wire.ts";
+import { ResourceSpecSchema } from "./resource-spec-schema.ts";
+
+/** API group of the resource. */
+export const GROUP = "dms.dev";
+/** The one served and stored version. */
+export const VERSION = "v1alpha1";
+/** `apiVersion` of the resource's objects. */
+export const API_VERSION = `${GROUP}/${VERSION}`;
+/** Kind of the resource. */
+export const KIND = "Deployment";
+/** Plural resource name (URL path segment). */
+export const PLURAL = "deployments";
+/** Singular resource name. */
+export const SINGULAR = "deployment";
+/** Finalizer present only while the resource needs cleanup on delete (`deletionPolicy: Delete`). */
+export const FINALIZER = "dms.dev/finalizer";
+/** Annotation: per-resource drift resync period (a duration such as `5m`). */
+export const ANNOTATION_RECONCILE_INTERVAL = "dms.dev/reconcile-interval";
+/** Annotation: any new value asks for a reconcile now; acknowledged in `status.lastHandledReconcileAt`. */
+export const ANNOTATION_RECONCILE_REQUESTED_AT = "dms.dev/reconcile-requested-at";
+/** Annotation: `"true"` stops every service call for the resource (deletion still works). */
+export const ANNOTATION_PAUSED = "dms.dev/paused";
+
+/** Values of `spec.managementPolicy`. */
+export const MANAGEMENT_POLICIES = ["Manage", "ObserveOnly"] as const;
+/** Values of `spec.deletionPolicy`. */
+export const DELETION_POLICIES = ["Orphan", "Delete"] as const;
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+if (!FormatRegistry.Has("date-time")) FormatRegistry.Set("date-time", (v) => RFC3339.test(v));
+
+/** A string restricted to `values`; rendered as an OpenAPI `enum`. */
+const StringEnum = <const T extends readonly string[]>(values: T, options: Record<string, unknown>) =>
+  Type.Union(
+    values.map((v) => Type.Literal(v)),
+    options,
+  ) as unknown as TUnion<{ [K in keyof T]: TLiteral<T[K]> }[number][]>;
+
+const Uuid = (description: string) => Type.String({ format: "uuid", maxLength: 36, description });
+
+/** Longest name we accept for a deployment: bounded so the CEL immutability rule stays cheap. */
+export const MAX_NAME_LENGTH = 253;
+/** Most secrets (and secret references) one resource may list: bounds the cost of their CEL rules. */
+export const MAX_SECRETS = 256;
+
+const SourceConfig = Type.Object(
+  {
+    integrationId: Type.Optional(
+      Uuid("GitHub integration id (source github). Set by spec.github when that shorthand is used."),
+    ),
+    repoUrl: Type.Optional(
+      Type.String({
+        description: "Repository URL (source github). Set by spec.github when that shorthand is used.",
+      }),
+    ),
+    buildOnPush: Type.Optional(
+      Type.Boolean({ description: "Build a new revision on every push to repoRef." }),
+    ),
+    customUrl: Type.Optional(Type.String({ description: "Custom URL the deployment is served at." })),
+    listenerId: Type.Optional(Uuid("Id of the listener (self-hosted data plane) that runs the deployment.")),
+    listenerConfig: Type.Optional(
+      Type.Object(
+        {
+          k8sNamespace: Type.Optional(
+            Type.String({ description: "Kubernetes namespace the listener deploys into.", maxLength: 63 }),
+          ),
+        },
+        { description: "Settings for the listener." },
+      ),
+    ),
+    installCommand: Type.Optional(Type.String({ description: "Command that installs dependencies." })),
+    buildCommand: Type.Optional(Type.String({ description: "Command that builds the application." })),
+    resourceSpec: Type.Optional(ResourceSpecSchema),
+  },
+  {
+    description:
+      "Source settings whose change needs no new revision (or that cannot change after creation). Fields left out are not managed.",
+  },
+);
+
+const SourceRevisionConfig = Type.Object(
+  {
+    repoRef: Type.Optional(
+      Type.String({
+        description:
+          "Git ref (branch, tag or commit) to deploy. With spec.github, defaults to the default branch.",
+      }),
+    ),
+    graphConfigPath: Type.Optional(Type.String({ description: "Path of the graph configuration file." })),
+    imageUri: Type.Optional(Type.String({ description: "Image to deploy (docker sources)." })),
+    sourceTarballPath: Type.Optional(Type.String({ description: "Path of the uploaded source tarball." })),
+  },
+  { description: "Source settings whose change creates a new revision. Fields left out are not managed." },
+);
+
+const SecretEntry = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: MAX_NAME_LENGTH,
+      description: "Name of the secret (case kept).",
+    }),
+    value: Type.Optional(
+      Type.String({ description: "Literal value. Prefer valueFrom: this one is stored in the resource." }),
+    ),
+    valueFrom: Type.Optional(
+      Type.Object(
+        {
+          secretKeyRef: Type.Object(
+            {
+              name: Type.String({
+                minLength: 1,
+                maxLength: MAX_NAME_LENGTH,
+                description: "Name of a Secret in the resource's own namespace.",
+              }),
+              key: Type.String({
+                minLength: 1,
+                maxLength: MAX_NAME_LENGTH,
+                pattern: "^[-._a-zA-Z0-9]+$",
+                description: "Key in that Secret's data.",
+              }),
+            },
+            { description: "A key of a Kubernetes Secret in the resource's own namespace (never another)." },
+          ),
+        },
+        { description: "Where the value comes from." },
+      ),
+    ),
+  },
+  {
+    description: "A secret of the deployment: a name and exactly one of value or valueFrom.",
+    "x-kubernetes-validations": [
+      {
+        rule: "has(self.value) != has(self.valueFrom)",
+        message: "spec.secrets[]: set exactly one of value or valueFrom.secretKeyRef",
+        reason: "FieldValueInvalid",
+      },
+    ],
+  },
+);
+
+const SecretReference = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, description: "Name the deployment sees." }),
+    secretName: Type.String({
+      minLength: 1,
+      maxLength: MAX_NAME_LENGTH,
+      description: "Kubernetes Secret name.",
+    }),
+    secretKey: Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, description: "Key in that Secret." }),
+  },
+  { description: "A Kubernetes Secret the deployment's runtime reads itself (source external_docker only)." },
+);
+
+const Github = Type.Object(
+  {
+    integrationId: Uuid("GitHub integration whose repository listing resolves the repository."),
+    repository: Type.String({
+      maxLength: 201,
+      pattern: "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$",
+      description: "Repository as owner/name.",
+    }),
+  },
+  {
+    description:
+      "Shorthand for a GitHub repository: the operator resolves sourceConfig.repoUrl and sourceConfig.integrationId, and sourceRevisionConfig.repoRef (the default branch) when unset.",
+  },
+);
+
+const SPEC_RULES = [
+  {
+    rule: "!has(self.secretReferences) || self.source == 'external_docker'",
+    message:
+      "spec.secretReferences is allowed only with spec.source external_docker: remove it or use spec.secrets",
+    fieldPath: ".secretReferences",
+    reason: "FieldValueForbidden",
+  },
+  {
+    rule: "!has(self.github) || self.source == 'github' || (has(self.revisionSource) && self.revisionSource == 'github')",
+    message: "spec.github is allowed only with spec.source github (or spec.revisionSource github): remove it",
+    fieldPath: ".github",
+    reason: "FieldValueForbidden",
+  },
+  {
+    rule: "!has(self.github) || !has(self.sourceConfig) || (!has(self.sourceConfig.repoUrl) && !has(self.sourceConfig.integrationId))",
+    message:
+      "spec.github sets sourceConfig.repoUrl and sourceConfig.integrationId: remove those two or remove spec.github",
+    fieldPath: ".github",
+    reason: "FieldValueForbidden",
+  },
+];
+
+/** `spec` of the Deployment resource: what the service's deployment must look like. */
+export const DeploymentSpecSchema = Type.Object(
+  {
+    name: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: MAX_NAME_LENGTH,
+        description:
+          "Name of the deployment on the service. Defaults to metadata.name. Cannot change once set: the service cannot rename a deployment.",
+      }),
+    ),
+    source: StringEnum(DEPLOYMENT_SOURCES, {
+      description: "Where the deployment comes from. Cannot change after creation.",
+      "x-kubernetes-validations": [
+        {
+          rule: "self == oldSelf",
+          message: "spec.source is immutable: create a new resource to deploy from another source",
+          reason: "FieldValueForbidden",
+        },
+      ],
+    }),
+    sourceConfig: Type.Optional(SourceConfig),
+    sourceRevisionConfig: Type.Optional(SourceRevisionConfig),
+    revisionSource: Type.Optional(
+      StringEnum(REVISION_SOURCES, {
+        description: "Source of new revisions when it differs from spec.source; sent with each new revision.",
+      }),
+    ),
+    secrets: Type.Optional(
+      Type.Array(SecretEntry, {
+        maxItems: MAX_SECRETS,
+        description:
+          "Secrets of the deployment. Left out: not managed. An empty list cannot clear secrets on the service (reported, not sent).",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"],
+      }),
+    ),
+    secretReferences: Type.Optional(
+      Type.Array(SecretReference, {
+        maxItems: MAX_SECRETS,
+        description: "Kubernetes Secret references, only with source external_docker.",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"],
+      }),
+    ),
+    github: Type.Optional(Github),
+    managementPolicy: Type.Optional(
+      StringEnum(MANAGEMENT_POLICIES, {
+        default: "Manage",
+        description:
+          "Manage: create and update the service's deployment. ObserveOnly: never write to the service.",
+      }),
+    ),
+    deletionPolicy: Type.Optional(
+      StringEnum(DELETION_POLICIES, {
+        default: "Orphan",
+        description: "On delete of this resource, Orphan leaves the service's deployment; Delete deletes it.",
+      }),
+    ),
+  },
+  {
+    description:
+      "The desired deployment on the Deployment Management Service. Only the fields set here are managed.",
+    "x-kubernetes-validations": SPEC_RULES,
+  },
+);
+export type DeploymentSpec = Static<typeof DeploymentSpecSchema>;
+
+/** A standard `metav1.Condition`. */
+export const ConditionSchema = Type.Object(
+  {
+    type: Type.String({
+      maxLength: 316,
+      pattern:
+        "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
+      description: "Type of the condition: Ready, Synced, Reconciling or Stalled.",
+    }),
+    status: StringEnum(["True", "False", "Unknown"] as const, { description: "True, False or Unknown." }),
+    observedGeneration: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        format: "int64",
+        description: "metadata.generation the condition was set from.",
+      }),
+    ),
+    lastTransitionTime: Type.String({
+      format: "date-time",
+      description: "When the status of the condition last changed.",
+    }),
+    reason: Type.String({
+      minLength: 1,
+      maxLength: 1024,
+      pattern: "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+      description: "Machine-readable CamelCase reason.",
+    }),
+    message: Type.String({ maxLength: 32768, description: "Human-readable detail." }),
+  },
+  { description: "A condition, shaped like metav1.Condition." },
+);
+export type Condition = Static<typeof ConditionSchema>;
+
+const Str = (description: string) => Type.Optional(Type.String({ description }));
+
+/** `status` of the Deployment resource, written by the operator only. */
+export const DeploymentResourceStatusSchema = Type.Object(
+  {
+    deploymentId: Str("Id of the service's deployment."),
+    tenantId: Str("Tenant owning the service's deployment."),
+    remoteStatus: Str(
+      "Status reported by the service: AWAITING_DATABASE, READY, UNUSED, AWAITING_DELETE or UNKNOWN.",
+    ),
+    latestRevisionId: Str("Latest revision of the service's deployment."),
+    activeRevisionId: Str("Revision currently deployed."),
+    imageVersion: Str("Image version reported by the service."),
+    repoCommitSha: Str("Commit of the latest revision (repository sources)."),
+    observedGeneration: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        format: "int64",
+        description: "metadata.generation this status was written from.",
+      }),
+    ),
+    conditions: Type.Optional(
+      Type.Array(ConditionSchema, {
+        maxItems: 16,
+        description: "Ready, Synced, and Reconciling or Stalled when they apply (kstatus conventions).",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["type"],
+      }),
+    ),
+    appliedSecretsHash: Type.Optional(
+      Type.String({
+        pattern: "^[0-9a-f]{64}$",
+        description: "sha256 of the secret names and values last applied to the service (never a value).",
+      }),
+    ),
+    lastHandledReconcileAt: Str(
+      "Last value of the dms.dev/reconcile-requested-at annotation that was acted on.",
+    ),
+    createRequestedAt: Type.Optional(
+      Type.String({
+        format: "date-time",
+        description:
+          "When the operator decided to create the service's deployment (recorded before creating it).",
+      }),
+    ),
+    resolvedRepoUrl: Str("Repository URL resolved from spec.github."),
+    resolvedRepoRef: Str(
+      "Default branch resolved from spec.github when sourceRevisionConfig.repoRef is unset.",
+    ),
+  },
+  { description: "What the operator last observed of the service's deployment and did about it." },
+);
+export type DeploymentResourceStatus = Static<typeof DeploymentResourceStatusSchema>;
+
+/** The object metadata the operator reads; the CRD leaves `metadata` to the API server. */
+export const ObjectMetaSchema = Type.Object(
+  {
+    name: Type.Optional(Type.String()),
+    namespace: Type.Optional(Type.String()),
+    uid: Type.Optional(Type.String()),
+    resourceVersion: Type.Optional(Type.String()),
+    generation: Type.Optional(Type.Integer()),
+    creationTimestamp: Type.Optional(Type.String()),
+    deletionTimestamp: Type.Optional(Type.String()),
+    labels: Type.Optional(Type.Record(Type.String(), Type.String())),
+    annotations: Type.Optional(Type.Record(Type.String(), Type.String())),
+    finalizers: Type.Optional(Type.Array(Type.String())),
+  },
+  { description: "Standard object metadata." },
+);
+
+/** A whole Deployment resource object. */
+export const DeploymentResourceSchema = Type.Object(
+  {
+    apiVersion: Type.Optional(Type.String({ description: "dms.dev/v1alpha1." })),
+    kind: Type.Optional(Type.String({ description: "Deployment." })),
+    metadata: Type.Optional(ObjectMetaSchema),
+    spec: DeploymentSpecSchema,
+    status: Type.Optional(DeploymentResourceStatusSchema),
+  },
+  {
+    description:
+      "A deployment of the Deployment Management Service, kept in line with this resource by dms-operator.",
+    "x-kubernetes-validations": [
+      {
+        // The effective name (spec.name, else metadata.name) is what the service knows the
+        // deployment by; changing it would orphan that deployment and create a second one.
+        rule: "(has(oldSelf.spec.name) ? oldSelf.spec.name : oldSelf.metadata.name) == (has(self.spec.name) ? self.spec.name : self.metadata.name)",
+        message:
+          "spec.name is immutable: the service cannot rename a deployment; keep the previous name (metadata.name when spec.name was unset) or create a new resource",
+        fieldPath: ".spec.name",
+        reason: "FieldValueForbidden",
+      },
+    ],
+  },
+);
+export type DeploymentResource = Static<typeof DeploymentResourceSchema>;
