@@ -1,0 +1,167 @@
+/**
+ * Typed failures of the service client. Callers branch on {@link ServiceError.kind} and
+ * {@link ServiceError.retryable}; messages are one line, readable by a person, and never carry
+ * the API key (the transport redacts it before an error is built).
+ */
+
+/** What went wrong, coarse enough for a controller to branch on. */
+export type ServiceErrorKind =
+  /** 401 or 403: the key or tenant is wrong or lacks permission. A retry will not help. */
+  | "unauthorized"
+  /** 400 or 422: the service rejected what we sent. A retry will not help. */
+  | "invalid"
+  /** 404: the thing does not exist (for DELETE this is success and never thrown). */
+  | "not_found"
+  /** 409: the request conflicts with the service's state (e.g. a name already taken). */
+  | "conflict"
+  /** 429: slow down; see {@link ServiceError.retryAfterSeconds}. */
+  | "rate_limited"
+  /** 5xx: the service or a gateway in front of it failed. */
+  | "unavailable"
+  /** Another 4xx status the client has no specific meaning for (e.g. 405 for an unsupported route). */
+  | "rejected"
+  /** No complete response within the request timeout. */
+  | "timeout"
+  /** The connection failed or was lost (refused, reset, DNS, TLS). */
+  | "network"
+  /** The response was not what the spec promises (bad JSON, missing field, wrong type). */
+  | "bad_response";
+
+/** Construction data of a {@link ServiceError}. */
+export interface ServiceErrorInit {
+  kind: ServiceErrorKind;
+  method: string;
+  /** The route template, e.g. `/v2/deployments/{deployment_id}`: never the concrete URL. */
+  route: string;
+  status?: number;
+  detail: string;
+  retryable: boolean;
+  retryAfterSeconds?: number;
+  maybeApplied?: boolean;
+  cause?: unknown;
+}
+
+/**
+ * A failed call to the service.
+ *
+ * Contract: `message` is a single line `METHOD route: [status ]kind: detail`; `detail` is the
+ * service's own explanation (FastAPI validation lists rendered as `loc: msg; loc: msg`) or ours;
+ * `retryable` says whether repeating the same call later can help; `maybeApplied` is true when a
+ * write (POST/PATCH) may have reached the service although no answer came back, so the caller
+ * must re-read before deciding to repeat it.
+ */
+export class ServiceError extends Error {
+  override readonly name = "ServiceError";
+  readonly kind: ServiceErrorKind;
+  readonly method: string;
+  readonly route: string;
+  readonly status: number | undefined;
+  readonly detail: string;
+  readonly retryable: boolean;
+  /** Seconds the service asked us to wait (from `Retry-After`), when it said so. */
+  readonly retryAfterSeconds: number | undefined;
+  readonly maybeApplied: boolean;
+
+  constructor(init: ServiceErrorInit) {
+    const status = init.status === undefined ? "" : `${init.status} `;
+    super(`${init.method} ${init.route}: ${status}${init.kind}: ${oneLine(init.detail)}`, {
+      cause: init.cause,
+    });
+    this.kind = init.kind;
+    this.method = init.method;
+    this.route = init.route;
+    this.status = init.status;
+    this.detail = init.detail;
+    this.retryable = init.retryable;
+    this.retryAfterSeconds = init.retryAfterSeconds;
+    this.maybeApplied = init.maybeApplied ?? false;
+  }
+}
+
+/**
+ * Input rejected by the client before any request was sent.
+ *
+ * Contract: `parameter` names the offending argument as the caller wrote it (e.g. `limit`,
+ * `filters.status`, `body.source_config.integration_id`); the message says what is allowed.
+ */
+export class RequestValidationError extends Error {
+  override readonly name = "RequestValidationError";
+  readonly parameter: string;
+
+  constructor(parameter: string, problem: string) {
+    super(`${parameter}: ${problem}`);
+    this.parameter = parameter;
+  }
+}
+
+/** True when `error` is a {@link ServiceError} of one of `kinds` (any kind when none is given). */
+export function isServiceError(error: unknown, ...kinds: ServiceErrorKind[]): error is ServiceError {
+  return error instanceof ServiceError && (kinds.length === 0 || kinds.includes(error.kind));
+}
+
+/** The error kind of an HTTP status that is not a success. */
+export function kindOfStatus(status: number): ServiceErrorKind {
+  if (status === 401 || status === 403) return "unauthorized";
+  if (status === 400 || status === 422) return "invalid";
+  if (status === 404) return "not_found";
+  if (status === 409) return "conflict";
+  if (status === 429) return "rate_limited";
+  if (status >= 500) return "unavailable";
+  return "rejected";
+}
+
+/**
+ * Renders a response body's `detail` readably.
+ *
+ * Contract: a string detail is returned as is; a FastAPI list `[{loc, msg, type}]` becomes
+ * `body.source_config.repo_url: field required; query.limit: ...`; any other JSON is
+ * stringified (bounded); an unparseable or empty body yields `fallback`.
+ */
+export function renderDetail(body: string, fallback: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    const text = body.trim();
+    return text === "" ? fallback : truncate(text);
+  }
+  const detail = isRecord(parsed) && "detail" in parsed ? parsed.detail : parsed;
+  if (typeof detail === "string") return detail === "" ? fallback : truncate(detail);
+  if (Array.isArray(detail) && detail.length > 0) return truncate(detail.map(renderIssue).join("; "));
+  if (detail === null || detail === undefined) return fallback;
+  return truncate(JSON.stringify(detail));
+}
+
+function renderIssue(issue: unknown): string {
+  if (!isRecord(issue)) return JSON.stringify(issue);
+  const loc = Array.isArray(issue.loc) ? issue.loc.map(String).join(".") : "";
+  const msg = typeof issue.msg === "string" ? issue.msg : JSON.stringify(issue);
+  return loc === "" ? msg : `${loc}: ${msg}`;
+}
+
+/**
+ * Parses a `Retry-After` header: delay-seconds or an HTTP date (relative to `nowMs`, epoch ms).
+ * Returns seconds (≥ 0), or undefined when the header is absent or unparseable.
+ */
+export function parseRetryAfter(value: string | undefined, nowMs: number): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (/^\d+(\.\d+)?$/.test(text)) return Number(text);
+  const date = Date.parse(text);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, (date - nowMs) / 1000);
+}
+
+const MAX_DETAIL = 500;
+
+function truncate(text: string): string {
+  return text.length > MAX_DETAIL ? `${text.slice(0, MAX_DETAIL)}…` : text;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, " ");
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,75 @@
+/**
+ * Offset pagination as the spec describes it, made safe against a service that does not say how
+ * a listing ends: follow the response's `offset`, and stop on the first empty page or on an
+ * offset that does not move forward.
+ */
+import { ServiceError } from "./errors.ts";
+
+/** One page as the fetcher returns it: the items and the offset to request next. */
+export interface FetchedPage<T> {
+  items: readonly T[];
+  nextOffset: number;
+}
+
+/** Options of {@link paginate}. */
+export interface PaginateOptions<T> {
+  /** Offset of the first page. */
+  offset: number;
+  /** Page size sent as `limit`. */
+  limit: number;
+  /** Upper bound on the pages fetched; exceeding it throws rather than loop or truncate silently. */
+  maxPages: number;
+  /** Identity of an item, used to never yield one twice. */
+  idOf: (item: T) => string;
+  /** Told when the listing ended for a reason other than an empty page. */
+  onEarlyEnd?: (reason: string) => void;
+  /** Route reported in the error thrown when `maxPages` is exceeded. */
+  route: string;
+}
+
+/**
+ * Yields every item of every page, in order, once.
+ *
+ * Contract: fetches pages lazily (the next page only after the consumer has taken the current
+ * one's items); ends on an empty page, on a response offset not greater than the requested one,
+ * or on a page made only of items already yielded (a service ignoring `offset`); never yields an
+ * id twice; throws a `bad_response` ServiceError after `maxPages` pages instead of looping.
+ * A page shorter than `limit` does not end the listing: the service may cap pages on its own.
+ */
+export async function* paginate<T>(
+  fetchPage: (offset: number, limit: number) => Promise<FetchedPage<T>>,
+  options: PaginateOptions<T>,
+): AsyncGenerator<T, void, undefined> {
+  const seen = new Set<string>();
+  let offset = options.offset;
+  for (let pages = 1; ; pages++) {
+    if (pages > options.maxPages) {
+      throw new ServiceError({
+        kind: "bad_response",
+        method: "GET",
+        route: options.route,
+        detail: `the listing did not end after ${options.maxPages} pages (last offset ${offset})`,
+        retryable: false,
+      });
+    }
+    const page = await fetchPage(offset, options.limit);
+    if (page.items.length === 0) return;
+    let fresh = 0;
+    for (const item of page.items) {
+      const id = options.idOf(item);
+      if (seen.has(id)) continue;
+      seen.add(id);
+      fresh++;
+      yield item;
+    }
+    if (fresh === 0) {
+      options.onEarlyEnd?.(`page at offset ${offset} held only items already listed`);
+      return;
+    }
+    if (page.nextOffset <= offset) {
+      options.onEarlyEnd?.(`response offset ${page.nextOffset} did not advance past ${offset}`);
+      return;
+    }
+    offset = page.nextOffset;
+  }
+}

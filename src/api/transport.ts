@@ -1,0 +1,287 @@
+/**
+ * The one place that talks HTTP to the service: auth headers, the shared rate limit, a timeout
+ * per request, one retry layer (p-retry; got's own retry is off), error classification, response
+ * validation, the metrics hook and debug logs. The API key lives in a private field and is
+ * scrubbed from every text that leaves this module.
+ */
+import type { Static, TSchema } from "@sinclair/typebox";
+import got, { type RequestError } from "got";
+import pRetry, { AbortError } from "p-retry";
+import type { Logger } from "pino";
+import type { ApiClock } from "./clock.ts";
+import { kindOfStatus, parseRetryAfter, renderDetail, ServiceError } from "./errors.ts";
+import type { TokenBucket } from "./rate-limit.ts";
+import { checkResponse } from "./validate.ts";
+
+/** What the metrics hook receives once per HTTP exchange (each retry attempt counts). */
+export interface ResponseObservation {
+  method: string;
+  /** Route template, e.g. `/v2/deployments/{deployment_id}`. */
+  route: string;
+  status: number | "error";
+  seconds: number;
+}
+
+/** Settings of a {@link Transport}; every field is resolved (defaults applied by the client). */
+export interface TransportSettings {
+  baseUrl: string;
+  apiKey: string | undefined;
+  tenantId: string | undefined;
+  apiKeyHeader: string;
+  tenantHeader: string;
+  insecureSkipTlsVerify: boolean;
+  timeoutMs: number;
+  retries: number;
+  retryBaseDelayMs: number;
+  retryMaxDelayMs: number;
+  maxRetryAfterMs: number;
+  bucket: TokenBucket;
+  clock: ApiClock;
+  random: () => number;
+  logger: Logger | undefined;
+  onResponse: ((observation: ResponseObservation) => void) | undefined;
+}
+
+/** One call: a route template, its concrete path, and how to judge the answer. */
+export interface TransportRequest<S extends TSchema | undefined> {
+  method: "GET" | "POST" | "PATCH" | "DELETE";
+  route: string;
+  path: string;
+  searchParams?: Record<string, string>;
+  body?: unknown;
+  /** Schema of a successful response body; omit when the body is ignored. */
+  schema: S;
+  /** Extra statuses that count as success (e.g. 404 for DELETE). */
+  alsoOk?: readonly number[];
+  /** True for reads and DELETE: safe to repeat after a timeout or a lost connection. */
+  idempotent: boolean;
+  signal?: AbortSignal;
+}
+
+/** A successful answer: its status and, when a schema was given, the validated body. */
+export interface TransportResponse<S extends TSchema | undefined> {
+  status: number;
+  body: S extends TSchema ? Static<S> : undefined;
+}
+
+// Statuses a repeat can cure. A write is repeated only where the service cannot have acted.
+const RETRY_READ = new Set([429, 500, 502, 503, 504]);
+const RETRY_WRITE = new Set([429, 503]);
+// Failures that happen before a byte of the request reaches the service.
+const NOT_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH"]);
+
+/** Why an attempt failed, and whether the retry loop may try again. */
+class AttemptFailure extends Error {
+  readonly error: ServiceError;
+  constructor(error: ServiceError) {
+    super(error.message);
+    this.error = error;
+  }
+}
+
+/**
+ * Sends requests to the service. Contract: see {@link Transport.send}.
+ */
+export class Transport {
+  readonly #s: TransportSettings;
+
+  constructor(settings: TransportSettings) {
+    this.#s = settings;
+  }
+
+  /**
+   * Sends one logical request, retrying as the failure allows, and returns the validated answer.
+   *
+   * Contract: waits for the shared rate limit before each attempt; each attempt has its own
+   * timeout; retries (up to `retries`) idempotent requests on timeouts, lost connections and
+   * 429/5xx, and writes only on 429/503 or when the request never left; waits the exponential
+   * back-off with jitter or the `Retry-After` delay, whichever is longer, and gives up at once
+   * (throwing `rate_limited`) when `Retry-After` exceeds `maxRetryAfterMs`. Throws a
+   * {@link ServiceError}, or the signal's reason when the caller's signal aborts.
+   */
+  async send<S extends TSchema | undefined>(request: TransportRequest<S>): Promise<TransportResponse<S>> {
+    const { signal } = request;
+    try {
+      return await pRetry(async (attempt) => this.#attempt(request, attempt), {
+        retries: this.#s.retries,
+        // The wait happens in onFailedAttempt on the injected clock, so p-retry adds none.
+        minTimeout: 0,
+        maxTimeout: 0,
+        ...(signal ? { signal } : {}),
+        onFailedAttempt: async ({ error, attemptNumber, retriesLeft }) => {
+          if (retriesLeft <= 0 || !(error instanceof AttemptFailure)) return;
+          const waitMs = this.#retryWait(attemptNumber, error.error);
+          this.#s.logger?.warn(
+            {
+              method: request.method,
+              route: request.route,
+              kind: error.error.kind,
+              status: error.error.status,
+            },
+            `retrying in ${Math.round(waitMs)} ms (attempt ${attemptNumber} failed)`,
+          );
+          await this.#s.clock.sleep(waitMs, signal);
+        },
+        shouldRetry: ({ error }) => error instanceof AttemptFailure,
+      });
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      if (error instanceof AttemptFailure) throw error.error;
+      throw error;
+    }
+  }
+
+  async #attempt<S extends TSchema | undefined>(
+    request: TransportRequest<S>,
+    attempt: number,
+  ): Promise<TransportResponse<S>> {
+    const { method, route, signal } = request;
+    await this.#s.bucket.acquire(signal);
+    const started = this.#s.clock.now();
+    const observe = (status: number | "error") => {
+      const seconds = (this.#s.clock.now() - started) / 1000;
+      this.#s.onResponse?.({ method, route, status, seconds });
+      this.#s.logger?.debug(
+        { method, route, status, attempt, ms: Math.round(seconds * 1000) },
+        "service call",
+      );
+    };
+    let response: {
+      statusCode: number;
+      body: string;
+      headers: Record<string, string | string[] | undefined>;
+    };
+    try {
+      response = await got(this.#s.baseUrl + request.path, {
+        method,
+        headers: this.#headers(),
+        ...(request.searchParams ? { searchParams: request.searchParams } : {}),
+        ...(request.body === undefined ? {} : { json: request.body }),
+        responseType: "text",
+        throwHttpErrors: false,
+        followRedirect: false,
+        retry: { limit: 0 },
+        timeout: { request: this.#s.timeoutMs },
+        https: { rejectUnauthorized: !this.#s.insecureSkipTlsVerify },
+        ...(signal ? { signal } : {}),
+      });
+    } catch (error) {
+      observe("error");
+      if (signal?.aborted) throw new AbortError(signal.reason instanceof Error ? signal.reason : "aborted");
+      throw this.#failure(this.#transportError(request, error as RequestError), request);
+    }
+    observe(response.statusCode);
+    const status = response.statusCode;
+    if ((status >= 200 && status < 300) || request.alsoOk?.includes(status)) {
+      return { status, body: this.#parse(request, status, response.body) };
+    }
+    const retryAfter = header(response.headers["retry-after"]);
+    const retryAfterSeconds = parseRetryAfter(retryAfter, Date.now());
+    const kind = kindOfStatus(status);
+    const retryable = kind === "rate_limited" || kind === "unavailable" || kind === "timeout";
+    const maybeApplied = !request.idempotent && status >= 500 && !RETRY_WRITE.has(status);
+    const error = new ServiceError({
+      kind,
+      method,
+      route,
+      status,
+      detail: this.#redact(renderDetail(response.body, `HTTP ${status}`)),
+      retryable,
+      maybeApplied,
+      ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
+    });
+    throw this.#failure(error, request);
+  }
+
+  /** Wraps `error` for p-retry: an {@link AttemptFailure} when a repeat may help, else final. */
+  #failure(error: ServiceError, request: TransportRequest<TSchema | undefined>): Error {
+    const repeatable =
+      error.status === undefined
+        ? error.retryable && (request.idempotent || !error.maybeApplied)
+        : (request.idempotent ? RETRY_READ : RETRY_WRITE).has(error.status);
+    const tooLong =
+      error.retryAfterSeconds !== undefined && error.retryAfterSeconds * 1000 > this.#s.maxRetryAfterMs;
+    return repeatable && !tooLong ? new AttemptFailure(error) : new AbortError(error);
+  }
+
+  #transportError(request: TransportRequest<TSchema | undefined>, error: RequestError): ServiceError {
+    const code = typeof error.code === "string" ? error.code : "";
+    // A scrubbed copy: got's own error holds the request options, headers (the key) included.
+    const cause = Object.assign(new Error(this.#redact(error.message)), { code });
+    const timeout = error.name === "TimeoutError" || code === "ETIMEDOUT";
+    const sent = !NOT_SENT.has(code) && (error.timings?.upload !== undefined || timeout);
+    const maybeApplied = !request.idempotent && sent;
+    const tls = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code);
+    const detail = timeout
+      ? `no complete response within ${this.#s.timeoutMs} ms`
+      : tls
+        ? `TLS verification failed (${code}); for a self-signed endpoint pass --insecure-skip-tls-verify`
+        : `${code || "connection failed"}: ${this.#redact(error.message)}`;
+    return new ServiceError({
+      kind: timeout ? "timeout" : "network",
+      method: request.method,
+      route: request.route,
+      detail: maybeApplied ? `${detail}; the request may have been applied` : detail,
+      retryable: !tls,
+      maybeApplied,
+      cause,
+    });
+  }
+
+  #parse<S extends TSchema | undefined>(
+    request: TransportRequest<S>,
+    status: number,
+    text: string,
+  ): TransportResponse<S>["body"] {
+    const { schema, method, route } = request;
+    if (schema === undefined) return undefined as TransportResponse<S>["body"];
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      throw new AbortError(
+        new ServiceError({
+          kind: "bad_response",
+          method,
+          route,
+          status,
+          detail: `response body is not JSON (${text.length} bytes)`,
+          retryable: false,
+          cause: error,
+        }),
+      );
+    }
+    try {
+      return checkResponse(schema, value, { method, route }) as TransportResponse<S>["body"];
+    } catch (error) {
+      throw new AbortError(error as Error);
+    }
+  }
+
+  #retryWait(attemptNumber: number, error: ServiceError): number {
+    const exponential = Math.min(
+      this.#s.retryMaxDelayMs,
+      this.#s.retryBaseDelayMs * 2 ** (attemptNumber - 1),
+    );
+    // Full jitter on the upper half keeps a herd of clients from retrying in lockstep.
+    const backoff = exponential / 2 + (this.#s.random() * exponential) / 2;
+    const asked = (error.retryAfterSeconds ?? 0) * 1000;
+    return Math.max(backoff, asked);
+  }
+
+  #headers(): Record<string, string> {
+    const headers: Record<string, string> = { accept: "application/json", "user-agent": "dms-operator" };
+    if (this.#s.apiKey !== undefined) headers[this.#s.apiKeyHeader] = this.#s.apiKey;
+    if (this.#s.tenantId !== undefined) headers[this.#s.tenantHeader] = this.#s.tenantId;
+    return headers;
+  }
+
+  #redact(text: string): string {
+    const key = this.#s.apiKey;
+    return key ? text.split(key).join("[REDACTED]") : text;
+  }
+}
+
+function header(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,173 @@
+/**
+ * Checks at the edge: responses against the wire schemas (so a malformed answer fails here,
+ * naming the field, not three layers later) and the caller's input before anything is sent.
+ */
+import type { Static, TSchema } from "@sinclair/typebox";
+import { type ValueError, ValueErrorType } from "@sinclair/typebox/errors";
+import { Value } from "@sinclair/typebox/value";
+import { RequestValidationError, ServiceError } from "./errors.ts";
+import { DEPLOYMENT_STATUSES, DEPLOYMENT_TYPES, type DeploymentFilters, isUuid, PAGE_LIMIT } from "./wire.ts";
+
+/**
+ * Returns `value` typed as the schema's static type, or throws a `bad_response`
+ * {@link ServiceError} whose detail names the first failing field, e.g.
+ * `response.resources[2].status: expected one of "READY", ..., got "BOGUS"`.
+ */
+export function checkResponse<T extends TSchema>(
+  schema: T,
+  value: unknown,
+  request: { method: string; route: string },
+): Static<T> {
+  if (Value.Check(schema, value)) return value;
+  const first = Value.Errors(schema, value).First();
+  const detail = first ? describeError("response", first) : "response: does not match the expected shape";
+  throw new ServiceError({ kind: "bad_response", ...request, status: 200, detail, retryable: false });
+}
+
+/**
+ * Throws a {@link RequestValidationError} naming the first field of `value` (under the name
+ * `parameter`) that the request schema rejects; returns nothing when the body is valid.
+ */
+export function checkRequestBody(schema: TSchema, value: unknown, parameter: string): void {
+  if (Value.Check(schema, value)) return;
+  const first = Value.Errors(schema, value).First();
+  if (!first) throw new RequestValidationError(parameter, "does not match the request shape");
+  const [path, problem] = splitError(parameter, first);
+  throw new RequestValidationError(path, problem);
+}
+
+/** Throws unless `value` is an integer page size within the spec's 1–100. */
+export function checkPageSize(value: number, parameter = "pageSize"): void {
+  if (!Number.isInteger(value) || value < PAGE_LIMIT.min || value > PAGE_LIMIT.max) {
+    throw new RequestValidationError(
+      parameter,
+      `must be an integer from ${PAGE_LIMIT.min} to ${PAGE_LIMIT.max} (the service's limit), got ${value}`,
+    );
+  }
+}
+
+/** Throws unless `value` is an integer ≥ 0. */
+export function checkOffset(value: number, parameter = "offset"): void {
+  if (!Number.isInteger(value) || value < 0) {
+    throw new RequestValidationError(parameter, `must be an integer >= 0, got ${value}`);
+  }
+}
+
+/** Throws unless `value` is a uuid such as `0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e`. */
+export function checkUuid(value: string, parameter: string): void {
+  if (typeof value !== "string" || !isUuid(value)) {
+    throw new RequestValidationError(
+      parameter,
+      `must be a uuid like 0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e, got ${JSON.stringify(value)}`,
+    );
+  }
+}
+
+/** Throws on the first listing filter the service would reject or that cannot be sent as written. */
+export function checkFilters(filters: DeploymentFilters): void {
+  const known = new Set([
+    "name_contains",
+    "status",
+    "remote_reconciled",
+    "tag_value_ids",
+    "image_version",
+    "deployment_type",
+    "deployment_ids",
+  ]);
+  for (const key of Object.keys(filters)) {
+    if (!known.has(key)) {
+      throw new RequestValidationError(`filters.${key}`, `unknown filter; known: ${[...known].join(", ")}`);
+    }
+  }
+  const { status, deployment_type, remote_reconciled, name_contains, image_version } = filters;
+  if (status !== undefined) checkOneOf(status, DEPLOYMENT_STATUSES, "filters.status");
+  if (deployment_type !== undefined) checkOneOf(deployment_type, DEPLOYMENT_TYPES, "filters.deployment_type");
+  if (remote_reconciled !== undefined && typeof remote_reconciled !== "boolean") {
+    throw new RequestValidationError("filters.remote_reconciled", "must be true or false");
+  }
+  for (const [name, value] of [
+    ["name_contains", name_contains],
+    ["image_version", image_version],
+  ] as const) {
+    if (value !== undefined && typeof value !== "string") {
+      throw new RequestValidationError(`filters.${name}`, "must be a string");
+    }
+  }
+  for (const name of ["deployment_ids", "tag_value_ids"] as const) {
+    const ids = filters[name];
+    if (ids !== undefined && (!Array.isArray(ids) || ids.length === 0)) {
+      throw new RequestValidationError(
+        `filters.${name}`,
+        "must be a non-empty list of ids (omit the filter to match all)",
+      );
+    }
+  }
+  filters.deployment_ids?.forEach((id, i) => {
+    checkUuid(id, `filters.deployment_ids[${i}]`);
+  });
+  filters.tag_value_ids?.forEach((id, i) => {
+    if (typeof id !== "string" || id === "" || id.includes(",")) {
+      throw new RequestValidationError(
+        `filters.tag_value_ids[${i}]`,
+        "must be a non-empty id without commas (ids are sent comma-separated)",
+      );
+    }
+  });
+}
+
+function checkOneOf(value: string, allowed: readonly string[], parameter: string): void {
+  if (!allowed.includes(value)) {
+    throw new RequestValidationError(
+      parameter,
+      `must be one of ${allowed.join(", ")}, got ${JSON.stringify(value)}`,
+    );
+  }
+}
+
+function describeError(root: string, error: ValueError): string {
+  const [path, problem] = splitError(root, error);
+  return `${path}: ${problem}`;
+}
+
+function splitError(root: string, error: ValueError): [string, string] {
+  const path = root + pointerToPath(error.path);
+  if (error.type === ValueErrorType.ObjectRequiredProperty) return [path, "required field is missing"];
+  if (error.type === ValueErrorType.ObjectAdditionalProperties) return [path, "unknown field"];
+  // A secret's value must never reach an error message, even a malformed one.
+  const got = /\.secrets\b/.test(path) ? "" : `, got ${show(error.value)}`;
+  return [path, `expected ${expected(error.schema)}${got}`];
+}
+
+/** `/resources/2/status` → `.resources[2].status`. */
+function pointerToPath(pointer: string): string {
+  if (pointer === "") return "";
+  return pointer
+    .split("/")
+    .slice(1)
+    .map((raw) => raw.replace(/~1/g, "/").replace(/~0/g, "~"))
+    .map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`))
+    .join("");
+}
+
+function expected(schema: TSchema): string {
+  if (Array.isArray(schema.anyOf)) {
+    const members = schema.anyOf as TSchema[];
+    const consts = members.filter((m) => "const" in m).map((m) => JSON.stringify(m.const));
+    if (consts.length === members.length) return `one of ${consts.join(", ")}`;
+    return members.map(expected).join(" or ");
+  }
+  if ("const" in schema) return JSON.stringify(schema.const);
+  if (typeof schema.format === "string") return `a ${schema.format} string`;
+  if (typeof schema.type === "string")
+    return schema.type === "null" ? "null" : `a value of type ${schema.type}`;
+  return "a different value";
+}
+
+function show(value: unknown): string {
+  if (value === undefined) return "nothing";
+  // Only scalars are echoed: an object could hold secret values.
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object" && value !== null) return "an object";
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
+}

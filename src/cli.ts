@@ -1,0 +1,20 @@
+/**
+ * The `dms-operator` command: a router of subcommands, each registered from its own file under
+ * `src/commands/`. To add one, export a `RegisterCommand` there and list it below.
+ */
+import type { RegisterCommand } from "./commands/context.ts";
+import { registerDeploymentsCommand } from "./commands/deployments.ts";
+import { processContext, runProgram } from "./commands/program.ts";
+import { registerProvidersCommand } from "./commands/providers.ts";
+import { registerReposCommand } from "./commands/repos.ts";
+import { registerSimulatorCommand } from "./commands/simulator.ts";
+
+/** Every subcommand, in the order `--help` lists them. */
+export const COMMANDS: readonly RegisterCommand[] = [
+  registerDeploymentsCommand,
+  registerProvidersCommand,
+  registerReposCommand,
+  registerSimulatorCommand,
+];
+
+process.exitCode = await runProgram(process.argv.slice(2), processContext(), COMMANDS);

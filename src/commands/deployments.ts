@@ -1,0 +1,112 @@
+/**
+ * `dms-operator deployments list`: the service's deployments, with every filter of the spec.
+ */
+import { type Command, Option } from "commander";
+import {
+  DEPLOYMENT_STATUSES,
+  DEPLOYMENT_TYPES,
+  type Deployment,
+  type DeploymentFilters,
+  type DeploymentStatus,
+  type DeploymentType,
+  PAGE_LIMIT,
+} from "../api/wire.ts";
+import type { ServiceFlags } from "../config.ts";
+import {
+  addOutputOption,
+  addServiceOptions,
+  idListArgument,
+  integerArgument,
+  type OutputFormat,
+  outputFormat,
+  type RegisterCommand,
+  serviceClientFrom,
+  uuidListArgument,
+} from "./context.ts";
+import { type Column, renderRows } from "./output.ts";
+
+interface ListFlags extends ServiceFlags {
+  output?: OutputFormat;
+  nameContains?: string;
+  status?: DeploymentStatus;
+  remoteReconciled?: "true" | "false";
+  tagValueIds?: string[];
+  imageVersion?: string;
+  deploymentType?: DeploymentType;
+  deploymentIds?: string[];
+  limit?: number;
+  showSecretValues?: boolean;
+}
+
+const COLUMNS: readonly Column<Deployment>[] = [
+  { header: "NAME", value: (d) => d.name },
+  { header: "ID", value: (d) => d.id },
+  { header: "SOURCE", value: (d) => d.source },
+  { header: "STATUS", value: (d) => d.status },
+  { header: "IMAGE VERSION", value: (d) => d.image_version },
+  { header: "ACTIVE REVISION", value: (d) => d.active_revision_id },
+  { header: "UPDATED", value: (d) => d.updated_at },
+];
+
+/** The listing filters the flags ask for. */
+export function filtersFromFlags(flags: ListFlags): DeploymentFilters {
+  const filters: DeploymentFilters = {};
+  if (flags.nameContains !== undefined) filters.name_contains = flags.nameContains;
+  if (flags.status !== undefined) filters.status = flags.status;
+  if (flags.remoteReconciled !== undefined) filters.remote_reconciled = flags.remoteReconciled === "true";
+  if (flags.tagValueIds !== undefined) filters.tag_value_ids = flags.tagValueIds;
+  if (flags.imageVersion !== undefined) filters.image_version = flags.imageVersion;
+  if (flags.deploymentType !== undefined) filters.deployment_type = flags.deploymentType;
+  if (flags.deploymentIds !== undefined) filters.deployment_ids = flags.deploymentIds;
+  return filters;
+}
+
+/** The deployment with secret values replaced, so a listing never prints them by accident. */
+export function hideSecretValues(deployment: Deployment): Deployment {
+  return {
+    ...deployment,
+    secrets: deployment.secrets.map((s) => (s.value === undefined ? s : { ...s, value: "(hidden)" })),
+  };
+}
+
+/** Registers `deployments list` on `program`. */
+export const registerDeploymentsCommand: RegisterCommand = (program, ctx) => {
+  const deployments = program.command("deployments").description("deployments of the service");
+  const list = deployments
+    .command("list")
+    .description("list deployments (GET /v2/deployments), following every page")
+    .option("--name-contains <text>", "only names containing this text")
+    .addOption(
+      new Option("--status <status>", "only deployments in this status").choices(DEPLOYMENT_STATUSES),
+    )
+    .addOption(
+      new Option("--remote-reconciled <bool>", "only (or no) remote-reconciled deployments").choices([
+        "true",
+        "false",
+      ]),
+    )
+    .option(
+      "--tag-value-ids <ids>",
+      "only deployments with these tag value ids (comma-separated)",
+      idListArgument,
+    )
+    .option("--image-version <version>", "only this image version")
+    .addOption(new Option("--deployment-type <type>", "only this deployment type").choices(DEPLOYMENT_TYPES))
+    .option("--deployment-ids <ids>", "only these deployment ids (comma-separated uuids)", uuidListArgument)
+    .option(
+      "--limit <n>",
+      `page size asked of the service, ${PAGE_LIMIT.min}-${PAGE_LIMIT.max} (default ${PAGE_LIMIT.max}); all pages are listed`,
+      integerArgument(PAGE_LIMIT.min, PAGE_LIMIT.max),
+    )
+    .option("--show-secret-values", "print secret values as the service returns them (hidden by default)");
+  addServiceOptions(addOutputOption(list)).action(async (_flags: unknown, command: Command) => {
+    const flags = command.optsWithGlobals<ListFlags>();
+    const client = serviceClientFrom(flags, ctx);
+    const rows = await client.listAllDeployments(filtersFromFlags(flags), {
+      signal: ctx.stopSignal,
+      ...(flags.limit === undefined ? {} : { pageSize: flags.limit }),
+    });
+    const shown = flags.showSecretValues ? rows : rows.map(hideSecretValues);
+    ctx.out(renderRows(outputFormat(flags, ctx), shown, COLUMNS, "No deployments."));
+  });
+};

@@ -1,0 +1,90 @@
+/**
+ * The command-line harness: builds the commander program from a list of command registrations,
+ * runs it, and turns every failure into one line on stderr and an exit status.
+ */
+import { Command, CommanderError } from "commander";
+import { RequestValidationError, ServiceError } from "../api/errors.ts";
+import type { CliContext, RegisterCommand } from "./context.ts";
+
+/** Exit statuses: 0 success, 1 the operation failed, 2 the command was called wrongly, 130 interrupted. */
+export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
+
+/** The `dms-operator` program with `commands` registered, writing through `ctx`, never exiting the process. */
+export function createProgram(ctx: CliContext, commands: readonly RegisterCommand[]): Command {
+  const program = new Command("dms-operator")
+    .description(
+      "Kubernetes operator keeping Deployment Management Service deployments in line with Deployment resources",
+    )
+    .option("--verbose", "log each service request to stderr and print stack traces of errors")
+    .showSuggestionAfterError(false)
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => ctx.out(s), writeErr: (s) => ctx.err(s) });
+  for (const register of commands) register(program, ctx);
+  return program;
+}
+
+/**
+ * Runs the program on `argv` (user arguments only) and returns the exit status.
+ *
+ * Contract: never throws; a failure is reported on stderr as `error: <one line>` (usage problems
+ * may take one line each), with the stack and causes only under `--verbose`.
+ */
+export async function runProgram(
+  argv: readonly string[],
+  ctx: CliContext,
+  commands: readonly RegisterCommand[],
+): Promise<number> {
+  const program = createProgram(ctx, commands);
+  try {
+    await program.parseAsync([...argv], { from: "user" });
+    return EXIT.ok;
+  } catch (error) {
+    // commander has already printed its own one-line message (or the help).
+    if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    return reportError(error, argv.includes("--verbose"), ctx);
+  }
+}
+
+function reportError(error: unknown, verbose: boolean, ctx: CliContext): number {
+  if (ctx.stopSignal.aborted) {
+    ctx.err("error: interrupted\n");
+    return EXIT.interrupted;
+  }
+  const usage =
+    error instanceof RequestValidationError || (error instanceof Error && error.name === "UsageError");
+  const lines =
+    error instanceof Error && "lines" in error && Array.isArray(error.lines)
+      ? error.lines.map(String)
+      : [error instanceof Error ? error.message : String(error)];
+  for (const line of lines) ctx.err(`error: ${line.replace(/\s*\n\s*/g, " ")}\n`);
+  if (verbose) ctx.err(`${describeChain(error)}\n`);
+  else if (error instanceof ServiceError && error.maybeApplied) {
+    ctx.err("hint: the change may have been applied; list before repeating it\n");
+  }
+  return usage ? EXIT.usage : EXIT.failed;
+}
+
+function describeChain(error: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = error, depth = 0; e !== undefined && depth < 5; depth++) {
+    parts.push(e instanceof Error ? (e.stack ?? e.message) : String(e));
+    e = e instanceof Error ? e.cause : undefined;
+    if (e !== undefined) parts.push("caused by:");
+  }
+  return parts.join("\n");
+}
+
+/** The context of the real process: its streams, environment, and a signal fired by SIGINT/SIGTERM. */
+export function processContext(): CliContext {
+  const stop = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => stop.abort(new Error(`received ${signal}`));
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  return {
+    out: (text) => process.stdout.write(text),
+    err: (text) => process.stderr.write(text),
+    stdoutIsTTY: process.stdout.isTTY === true,
+    env: process.env,
+    stopSignal: stop.signal,
+  };
+}
