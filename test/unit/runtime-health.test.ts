@@ -1,0 +1,226 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { type Clock, sleepOn } from "../../src/runtime/clock.ts";
+import { HealthServer, parseBindAddress } from "../../src/runtime/health.ts";
+import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
+
+const servers: HealthServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+
+async function serve(server: HealthServer) {
+  servers.push(server);
+  return server.listen();
+}
+
+async function get(url: string): Promise<{ status: number; body: string }> {
+  const res = await fetch(url);
+  return { status: res.status, body: await res.text() };
+}
+
+/** A clock whose timers fire only when the test says so: check timeouts without waiting. */
+function manualClock() {
+  const timers = new Set<{ at: number; fn: () => void }>();
+  let now = 0;
+  const clock: Clock & { advance(ms: number): void; pending(): number } = {
+    now: () => now,
+    setTimer(ms, fn) {
+      const timer = { at: now + ms, fn };
+      timers.add(timer);
+      return () => timers.delete(timer);
+    },
+    sleep: (ms, signal) => sleepOn(clock, ms, signal),
+    advance(ms) {
+      now += ms;
+      for (const timer of [...timers]) {
+        if (timer.at <= now) {
+          timers.delete(timer);
+          timer.fn();
+        }
+      }
+    },
+    pending: () => timers.size,
+  };
+  return clock;
+}
+
+const local = { metricsBindAddress: "127.0.0.1:0", probeBindAddress: "127.0.0.1:0" };
+
+describe("HealthServer", () => {
+  it("answers /healthz and, with every check passing, /readyz with ok", async () => {
+    const server = new HealthServer(local);
+    server.addReadinessCheck({ name: "informers", check: async () => {} });
+    const { probes } = await serve(server);
+    expect(await get(`${probes}/healthz`)).toEqual({ status: 200, body: "ok" });
+    expect(await get(`${probes}/readyz`)).toEqual({ status: 200, body: "ok" });
+    expect(await get(`${probes}/readyz?verbose`)).toEqual({
+      status: 200,
+      body: "[+]informers ok\nreadyz check passed\n",
+    });
+  });
+
+  it("reports 503 with a line per check when one fails, without leaking the reason", async () => {
+    const server = new HealthServer(local);
+    server.addReadinessCheck({ name: "informers", check: async () => {} });
+    server.addReadinessCheck({
+      name: "service",
+      check: async () => {
+        throw new Error("401 from https://dms.internal with key sk-secret");
+      },
+    });
+    const { probes } = await serve(server);
+    const res = await get(`${probes}/readyz`);
+    expect(res.status).toBe(503);
+    expect(res.body).toBe("[+]informers ok\n[-]service failed: reason withheld\nreadyz check failed\n");
+    expect(await get(`${probes}/readyz/informers`)).toEqual({ status: 200, body: "ok" });
+    expect((await get(`${probes}/readyz/service`)).status).toBe(503);
+    expect((await get(`${probes}/readyz?exclude=service`)).status).toBe(200);
+    expect((await get(`${probes}/readyz/nope`)).status).toBe(404);
+  });
+
+  it("fails a check that does not answer within its timeout, even if it ignores its signal", async () => {
+    const clock = manualClock();
+    const server = new HealthServer({ ...local, checkTimeoutMs: 5_000, clock });
+    server.addReadinessCheck({ name: "service", check: () => new Promise(() => {}) });
+    const { probes } = await serve(server);
+    const pending = get(`${probes}/readyz`);
+    while (clock.pending() === 0) await new Promise((r) => setTimeout(r, 1));
+    clock.advance(5_000);
+    const res = await pending;
+    expect(res.status).toBe(503);
+    expect(res.body).toContain("[-]service failed");
+  });
+
+  it("fails readiness once stopping", async () => {
+    const server = new HealthServer(local);
+    const { probes } = await serve(server);
+    server.markStopping();
+    const res = await get(`${probes}/readyz`);
+    expect(res.status).toBe(503);
+    expect(res.body).toContain("[-]shutdown failed");
+    expect((await get(`${probes}/healthz`)).status).toBe(200);
+  });
+
+  it("serves /metrics with controller-runtime names on the metrics listener, probes on the other", async () => {
+    const metrics = new RuntimeMetrics({ processMetrics: false });
+    const server = new HealthServer({ ...local, registry: metrics.registry });
+    const urls = await serve(server);
+    expect(urls.metrics).not.toBe(urls.probes);
+    const res = await fetch(`${urls.metrics}/metrics`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/plain/);
+    expect(await res.text()).toContain("# TYPE workqueue_depth gauge");
+    expect((await get(`${urls.metrics}/readyz`)).status).toBe(404);
+    expect((await get(`${urls.probes}/metrics`)).status).toBe(404);
+  });
+
+  it("serves everything on one listener when both addresses are the same, and none when disabled", async () => {
+    const port = await freePort();
+    const metrics = new RuntimeMetrics({ processMetrics: false });
+    const shared = new HealthServer({
+      metricsBindAddress: `127.0.0.1:${port}`,
+      probeBindAddress: `127.0.0.1:${port}`,
+      registry: metrics.registry,
+    });
+    const urls = await serve(shared);
+    expect(urls.metrics).toBe(`http://127.0.0.1:${port}`);
+    expect(urls.probes).toBe(urls.metrics);
+    expect((await get(`${urls.probes}/metrics`)).status).toBe(200);
+    expect((await get(`${urls.probes}/healthz`)).status).toBe(200);
+
+    const disabled = new HealthServer({ metricsBindAddress: "0", probeBindAddress: "0" });
+    expect(await serve(disabled)).toEqual({});
+  });
+
+  it("rejects with the address when it cannot listen", async () => {
+    const port = await freePort();
+    const first = new HealthServer({ metricsBindAddress: `127.0.0.1:${port}`, probeBindAddress: "0" });
+    await serve(first);
+    const second = new HealthServer({ metricsBindAddress: `127.0.0.1:${port}`, probeBindAddress: "0" });
+    await expect(serve(second)).rejects.toThrow(`cannot listen on 127.0.0.1:${port}`);
+  });
+});
+
+describe("parseBindAddress", () => {
+  it.each([
+    [":8080", { host: undefined, port: 8080 }],
+    ["127.0.0.1:0", { host: "127.0.0.1", port: 0 }],
+    ["[::1]:8081", { host: "::1", port: 8081 }],
+    ["localhost:9090", { host: "localhost", port: 9090 }],
+    ["0", undefined],
+  ])("parses %s", (value, expected) => {
+    expect(parseBindAddress(value)).toEqual(expected);
+  });
+
+  it.each(["8080", ":99999", "host:", "::1:80", ""])("rejects %s naming it", (value) => {
+    expect(() => parseBindAddress(value)).toThrow(`invalid bind address "${value}"`);
+  });
+});
+
+describe("RuntimeMetrics", () => {
+  it("exposes controller-runtime, workqueue, service and leader series", async () => {
+    const metrics = new RuntimeMetrics();
+    const hooks = metrics.controllerHooks("deployment");
+    hooks.reconciled?.("success", 0.2);
+    hooks.errored?.(false);
+    hooks.maxConcurrent?.(4);
+    hooks.activeWorkers?.(1);
+    hooks.observeInFlight?.(() => ({ unfinishedSeconds: 3, longestSeconds: 2 }));
+    hooks.queue?.depth?.(2);
+    hooks.queue?.added?.();
+    hooks.queue?.retried?.();
+    hooks.queue?.queueLatency?.(0.5);
+    hooks.queue?.workDuration?.(0.2);
+    metrics.recordServiceCall({
+      method: "patch",
+      route: "/v2/deployments/{deployment_id}",
+      status: 200,
+      seconds: 0.1,
+    });
+    metrics.setLeader("dms-operator", true);
+    const text = await metrics.registry.metrics();
+    for (const line of [
+      'controller_runtime_reconcile_total{controller="deployment",result="success"} 1',
+      'controller_runtime_reconcile_total{controller="deployment",result="error"} 0',
+      'controller_runtime_reconcile_errors_total{controller="deployment"} 1',
+      'controller_runtime_reconcile_time_seconds_count{controller="deployment"} 1',
+      'controller_runtime_active_workers{controller="deployment"} 1',
+      'controller_runtime_max_concurrent_reconciles{controller="deployment"} 4',
+      'workqueue_depth{name="deployment"} 2',
+      'workqueue_adds_total{name="deployment"} 1',
+      'workqueue_retries_total{name="deployment"} 1',
+      'workqueue_queue_duration_seconds_count{name="deployment"} 1',
+      'workqueue_work_duration_seconds_count{name="deployment"} 1',
+      'workqueue_unfinished_work_seconds{name="deployment"} 3',
+      'workqueue_longest_running_processor_seconds{name="deployment"} 2',
+      'dms_service_requests_total{method="PATCH",route="/v2/deployments/{deployment_id}",status="200"} 1',
+      'dms_service_request_duration_seconds_count{method="PATCH",route="/v2/deployments/{deployment_id}"} 1',
+      'leader_election_master_status{name="dms-operator"} 1',
+    ]) {
+      expect(text).toContain(line);
+    }
+    expect(text).toContain("process_cpu_seconds_total");
+  });
+
+  it("keeps instances apart: two registries never share a series", async () => {
+    const a = new RuntimeMetrics({ processMetrics: false });
+    const b = new RuntimeMetrics({ processMetrics: false });
+    a.controllerHooks("x").reconciled?.("success", 1);
+    b.controllerHooks("x");
+    expect(await b.registry.metrics()).toContain(
+      'controller_runtime_reconcile_total{controller="x",result="success"} 0',
+    );
+  });
+});
+
+async function freePort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const address = s.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,188 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { Backoff, spread } from "../../src/runtime/backoff.ts";
+import { WorkQueue } from "../../src/runtime/queue.ts";
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: 0 });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** Resolves with the key `get` hands out, or "pending" when nothing is handed out right now. */
+async function poll(queue: WorkQueue): Promise<string | undefined | "pending"> {
+  const controller = new AbortController();
+  const result = queue.get(controller.signal);
+  await vi.advanceTimersByTimeAsync(0);
+  controller.abort();
+  const key = await result;
+  return key === undefined ? "pending" : key;
+}
+
+describe("WorkQueue", () => {
+  it("hands out a key added many times only once", async () => {
+    const queue = new WorkQueue();
+    queue.add("ns/a");
+    queue.add("ns/a");
+    queue.add("ns/b");
+    queue.add("ns/a");
+    expect(await queue.get()).toBe("ns/a");
+    expect(await queue.get()).toBe("ns/b");
+    expect(await poll(queue)).toBe("pending");
+  });
+
+  it("never hands out a key that is in flight, and processes it again after done when re-added", async () => {
+    const queue = new WorkQueue();
+    queue.add("ns/a");
+    expect(await queue.get()).toBe("ns/a");
+    queue.add("ns/a");
+    queue.add("ns/a");
+    expect(queue.length).toBe(0);
+    const next = queue.get();
+    await vi.advanceTimersByTimeAsync(0);
+    queue.done("ns/a");
+    expect(await next).toBe("ns/a");
+    queue.done("ns/a");
+    expect(await poll(queue)).toBe("pending");
+  });
+
+  it("keeps the earliest requested time for a delayed key", async () => {
+    const queue = new WorkQueue();
+    queue.addAfter("ns/a", 5_000);
+    queue.addAfter("ns/a", 1_000);
+    queue.addAfter("ns/a", 3_000);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(await poll(queue)).toBe("pending");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await poll(queue)).toBe("ns/a");
+    queue.done("ns/a");
+    // The later requests were absorbed by the earlier one: nothing fires at 3 s or 5 s.
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(await poll(queue)).toBe("pending");
+  });
+
+  it("makes a delayed key ready at once when it is added without delay", async () => {
+    const queue = new WorkQueue();
+    queue.addAfter("ns/a", 60_000);
+    queue.add("ns/a");
+    expect(await poll(queue)).toBe("ns/a");
+    queue.done("ns/a");
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(await poll(queue)).toBe("pending");
+  });
+
+  it("backs a failing key off exponentially up to the cap, and forget resets it", () => {
+    const queue = new WorkQueue({ backoff: { baseMs: 1_000, maxMs: 30_000, jitter: 0 } });
+    const delays = Array.from({ length: 7 }, () => queue.addRateLimited("ns/a"));
+    expect(delays).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]);
+    expect(queue.numRequeues("ns/a")).toBe(7);
+    expect(queue.addRateLimited("ns/b")).toBe(1_000);
+    queue.forget("ns/a");
+    expect(queue.addRateLimited("ns/a")).toBe(1_000);
+  });
+
+  it("honours a minimum delay (Retry-After) over a shorter backoff", () => {
+    const queue = new WorkQueue({ backoff: { jitter: 0 } });
+    expect(queue.addRateLimited("ns/a", 7_000)).toBe(7_000);
+    expect(queue.addRateLimited("ns/a", 500)).toBe(2_000);
+  });
+
+  it("delivers a rate-limited key only after its backoff", async () => {
+    const queue = new WorkQueue({ backoff: { baseMs: 1_000, jitter: 0 } });
+    queue.addRateLimited("ns/a");
+    queue.addRateLimited("ns/a");
+    await vi.advanceTimersByTimeAsync(999);
+    expect(await poll(queue)).toBe("pending");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await poll(queue)).toBe("ns/a");
+  });
+
+  it("stops intake on shutdown, drops waiting keys, and drains only when in-flight work is done", async () => {
+    const queue = new WorkQueue();
+    queue.add("ns/a");
+    queue.add("ns/b");
+    queue.addAfter("ns/c", 1_000);
+    expect(await queue.get()).toBe("ns/a");
+    queue.shutDown();
+    queue.add("ns/d");
+    expect(await queue.get()).toBeUndefined();
+    expect(queue.length).toBe(0);
+    expect(queue.delayedCount).toBe(0);
+    let drained = false;
+    void queue.drained().then(() => {
+      drained = true;
+    });
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(drained).toBe(false);
+    queue.add("ns/a");
+    queue.done("ns/a");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(drained).toBe(true);
+    expect(await poll(queue)).toBe("pending");
+  });
+
+  it("releases a worker waiting for a key when the queue shuts down", async () => {
+    const queue = new WorkQueue();
+    const waiting = queue.get();
+    queue.shutDown();
+    expect(await waiting).toBeUndefined();
+  });
+
+  it("reports depth, adds, retries, time in queue and work duration", async () => {
+    const seen = {
+      depth: [] as number[],
+      adds: 0,
+      retries: 0,
+      latency: [] as number[],
+      work: [] as number[],
+    };
+    const queue = new WorkQueue({
+      backoff: { jitter: 0 },
+      metrics: {
+        depth: (d) => seen.depth.push(d),
+        added: () => seen.adds++,
+        retried: () => seen.retries++,
+        queueLatency: (s) => seen.latency.push(s),
+        workDuration: (s) => seen.work.push(s),
+      },
+    });
+    queue.add("ns/a");
+    queue.add("ns/b");
+    await vi.advanceTimersByTimeAsync(3_000);
+    const key = await queue.get();
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(queue.inFlight()).toEqual({ count: 1, unfinishedSeconds: 2, longestSeconds: 2 });
+    queue.done(key ?? "");
+    queue.addRateLimited("ns/c");
+    expect(seen.adds).toBe(2);
+    expect(seen.retries).toBe(1);
+    expect(seen.latency).toEqual([3]);
+    expect(seen.work).toEqual([2]);
+    expect(seen.depth.at(-1)).toBe(1);
+  });
+});
+
+describe("Backoff", () => {
+  it("keeps a jittered delay between (1 - jitter) × ceiling and the ceiling", () => {
+    for (const r of [0, 0.25, 0.5, 0.999]) {
+      const backoff = new Backoff({ baseMs: 1_000, maxMs: 300_000, jitter: 1, random: () => r });
+      for (let attempt = 0; attempt < 12; attempt++) {
+        const ceiling = Math.min(300_000, 1_000 * 2 ** attempt);
+        const delay = backoff.delayMs(attempt);
+        expect(delay).toBeGreaterThanOrEqual(0);
+        expect(delay).toBeLessThanOrEqual(ceiling);
+        expect(delay).toBe(Math.round(ceiling * (1 - r)));
+      }
+    }
+  });
+
+  it("rejects a cap below the base", () => {
+    expect(() => new Backoff({ baseMs: 10, maxMs: 5 })).toThrow(RangeError);
+  });
+
+  it("spreads a period by at most ± the fraction", () => {
+    expect(spread(600_000, 0.1, () => 0)).toBe(540_000);
+    expect(spread(600_000, 0.1, () => 0.5)).toBe(600_000);
+    expect(spread(600_000, 0.1, () => 0.9999999)).toBe(660_000);
+  });
+});
