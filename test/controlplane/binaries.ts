@@ -1,0 +1,325 @@
+// Finds (or builds) the kube-apiserver, etcd and kubectl binaries the cluster tests run against.
+//
+// Order, per binary: the envtest variable naming that binary, then $KUBEBUILDER_ASSETS, then the
+// per-user cache, then `go build` from the wrapper modules next to this file. A path the user
+// pointed at explicitly must exist: silently falling back to something else would test a
+// different Kubernetes than the one the user asked for.
+import { spawn } from "node:child_process";
+import {
+  accessSync,
+  closeSync,
+  constants,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
+import { rename, rm } from "node:fs/promises";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+
+/** Paths of the three executables a control plane needs. */
+export interface ControlPlaneBinaries {
+  readonly kubeApiServer: string;
+  readonly etcd: string;
+  readonly kubectl: string;
+}
+
+/** The versions the wrapper Go modules pin (read from their go.mod, so the two cannot drift). */
+export interface ControlPlaneVersions {
+  /** e.g. `v1.35.4` */
+  readonly kubernetes: string;
+  /** e.g. `v3.6.16` */
+  readonly etcd: string;
+}
+
+/** Raised when a binary can be neither found nor built; the message says how to provide one. */
+export class ControlPlaneBinariesError extends Error {
+  override readonly name = "ControlPlaneBinariesError";
+}
+
+/** Options of {@link ensureBinaries}. */
+export interface EnsureBinariesOptions {
+  /** Environment to read the envtest variables and cache location from; defaults to `process.env`. */
+  env?: NodeJS.ProcessEnv;
+  /** Receives progress lines (which binary is built, Go's own output). */
+  log?: (line: string) => void;
+  /** How long to wait for another process that holds the build lock; default 30 minutes. */
+  lockTimeoutMs?: number;
+}
+
+type BinaryKey = keyof ControlPlaneBinaries;
+
+const MODULES_DIR = import.meta.dirname;
+const MIN_GO: readonly [number, number] = [1, 24]; // the `tool` directive of the go.mod files needs 1.24
+
+const BINARY: Record<BinaryKey, { file: string; envVar: string; module: "kube" | "etcd"; pkg: string }> = {
+  kubeApiServer: {
+    file: "kube-apiserver",
+    envVar: "TEST_ASSET_KUBE_APISERVER",
+    module: "kube",
+    pkg: "k8s.io/kubernetes/cmd/kube-apiserver",
+  },
+  etcd: { file: "etcd", envVar: "TEST_ASSET_ETCD", module: "etcd", pkg: "go.etcd.io/etcd/server/v3" },
+  kubectl: {
+    file: "kubectl",
+    envVar: "TEST_ASSET_KUBECTL",
+    module: "kube",
+    pkg: "k8s.io/kubernetes/cmd/kubectl",
+  },
+};
+
+const HOW_TO_PROVIDE =
+  "Provide prebuilt binaries with TEST_ASSET_KUBE_APISERVER, TEST_ASSET_ETCD and TEST_ASSET_KUBECTL " +
+  "(or a KUBEBUILDER_ASSETS directory holding kube-apiserver, etcd and kubectl), " +
+  `or install Go >= ${MIN_GO.join(".")} (https://go.dev/dl/) so they can be built once into the cache.`;
+
+function requiredVersion(goMod: string, modulePath: string): string {
+  const file = join(MODULES_DIR, goMod, "go.mod");
+  const text = readFileSync(file, "utf8");
+  const escaped = modulePath.replaceAll(".", "\\.").replaceAll("/", "\\/");
+  const match = new RegExp(`^\\s*${escaped}\\s+(v\\S+)`, "m").exec(text);
+  if (!match?.[1]) throw new Error(`${file} does not require ${modulePath}`);
+  return match[1];
+}
+
+/** The Kubernetes and etcd versions the wrapper modules build; throws when a go.mod lost its pin. */
+export function controlPlaneVersions(): ControlPlaneVersions {
+  return {
+    kubernetes: requiredVersion("kube", "k8s.io/kubernetes"),
+    etcd: requiredVersion("etcd", "go.etcd.io/etcd/server/v3"),
+  };
+}
+
+/**
+ * The per-user, per-version directory built binaries are kept in:
+ * `${DMS_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/dms-operator}/controlplane/k8s-<v>_etcd-<v>`.
+ */
+export function binaryCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  const root = env.DMS_CACHE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), ".cache"), "dms-operator");
+  const v = controlPlaneVersions();
+  return join(root, "controlplane", `k8s-${v.kubernetes}_etcd-${v.etcd}`);
+}
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A binary the user pointed at explicitly, or undefined when they did not. Throws when it is not there. */
+function explicitBinary(key: BinaryKey, env: NodeJS.ProcessEnv): string | undefined {
+  const { envVar, file } = BINARY[key];
+  const direct = env[envVar];
+  if (direct) {
+    if (!isExecutable(direct)) {
+      throw new ControlPlaneBinariesError(`${envVar}=${direct} is not an executable file. ${HOW_TO_PROVIDE}`);
+    }
+    return direct;
+  }
+  const assets = env.KUBEBUILDER_ASSETS;
+  if (assets) {
+    const path = join(assets, file);
+    if (!isExecutable(path)) {
+      throw new ControlPlaneBinariesError(
+        `KUBEBUILDER_ASSETS=${assets} has no executable ${file}. ${HOW_TO_PROVIDE}`,
+      );
+    }
+    return path;
+  }
+  return undefined;
+}
+
+/**
+ * Returns the three binaries, building the missing ones into {@link binaryCacheDir} with `go build`.
+ * Safe to call from several processes at once: builds are serialised by a lock file and land by
+ * atomic rename, so nobody ever runs a half-written binary. Throws {@link ControlPlaneBinariesError}
+ * when a binary is neither provided nor buildable; never returns a partial result.
+ */
+export async function ensureBinaries(options: EnsureBinariesOptions = {}): Promise<ControlPlaneBinaries> {
+  const env = options.env ?? process.env;
+  const log = options.log ?? (() => {});
+  const cacheDir = binaryCacheDir(env);
+  const found: Partial<Record<BinaryKey, string>> = {};
+  const keys = Object.keys(BINARY) as BinaryKey[];
+  for (const key of keys) {
+    found[key] = explicitBinary(key, env) ?? cached(cacheDir, key);
+  }
+  const missing = keys.filter((key) => found[key] === undefined);
+  if (missing.length > 0) {
+    const go = await goVersion(env);
+    if (go === undefined || !atLeast(go, MIN_GO)) {
+      const have =
+        go === undefined ? "Go is not installed (no `go` on PATH)" : `Go ${go.join(".")} is too old`;
+      throw new ControlPlaneBinariesError(
+        `Missing ${missing.map((k) => BINARY[k].file).join(", ")} for the cluster tests and ${have}. ${HOW_TO_PROVIDE}`,
+      );
+    }
+    mkdirSync(cacheDir, { recursive: true });
+    const release = await acquireLock(
+      join(cacheDir, ".build.lock"),
+      options.lockTimeoutMs ?? 30 * 60_000,
+      log,
+    );
+    try {
+      for (const key of missing) {
+        // Another process may have built it while we waited for the lock.
+        found[key] = cached(cacheDir, key) ?? (await build(key, cacheDir, env, log));
+      }
+    } finally {
+      release();
+    }
+  }
+  const { kubeApiServer, etcd, kubectl } = found;
+  if (!kubeApiServer || !etcd || !kubectl)
+    throw new Error("unreachable: a binary was neither found nor built");
+  return { kubeApiServer, etcd, kubectl };
+}
+
+function cached(cacheDir: string, key: BinaryKey): string | undefined {
+  const path = join(cacheDir, BINARY[key].file);
+  return isExecutable(path) ? path : undefined;
+}
+
+function atLeast(version: readonly number[], min: readonly [number, number]): boolean {
+  const [major = 0, minor = 0] = version;
+  return major > min[0] || (major === min[0] && minor >= min[1]);
+}
+
+async function goVersion(env: NodeJS.ProcessEnv): Promise<number[] | undefined> {
+  try {
+    // GOTOOLCHAIN=local: report the installed Go, not a toolchain it would download for this module.
+    const out = await run("go", ["env", "GOVERSION"], { env: { ...env, GOTOOLCHAIN: "local" } });
+    const match = /go(\d+)\.(\d+)/.exec(out.stdout);
+    return out.code === 0 && match ? [Number(match[1]), Number(match[2])] : undefined;
+  } catch {
+    return undefined; // spawn ENOENT: no go on PATH
+  }
+}
+
+function ldflags(key: BinaryKey): string {
+  if (BINARY[key].module === "etcd") return "-s -w";
+  // Without these, `kube-apiserver --version` says v0.0.0 and kubectl warns about version skew.
+  const v = controlPlaneVersions().kubernetes;
+  const [major, minor] = v.replace(/^v/, "").split(".");
+  const vars = ["k8s.io/component-base/version", "k8s.io/client-go/pkg/version"].flatMap((pkg) => [
+    `-X ${pkg}.gitVersion=${v}`,
+    `-X ${pkg}.gitMajor=${major}`,
+    `-X ${pkg}.gitMinor=${minor}`,
+  ]);
+  return ["-s -w", ...vars].join(" ");
+}
+
+async function build(key: BinaryKey, cacheDir: string, env: NodeJS.ProcessEnv, log: (line: string) => void) {
+  const { file, module, pkg } = BINARY[key];
+  const target = join(cacheDir, file);
+  const temp = `${target}.tmp-${process.pid}`;
+  const args = ["build", "-trimpath", "-ldflags", ldflags(key), "-o", temp, pkg];
+  log(`building ${file} (go ${args.join(" ")}) in ${join(MODULES_DIR, module)}; first build takes minutes`);
+  const started = Date.now();
+  try {
+    const out = await run("go", args, { cwd: join(MODULES_DIR, module), env, onLine: log });
+    if (out.code !== 0) {
+      throw new ControlPlaneBinariesError(
+        `go build of ${file} failed (exit ${out.code}):\n${out.stderr.trim()}\n${HOW_TO_PROVIDE}`,
+      );
+    }
+    await rename(temp, target);
+  } finally {
+    await rm(temp, { force: true });
+  }
+  log(`built ${target} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return target;
+}
+
+interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function run(
+  cmd: string,
+  args: string[],
+  opts: { cwd?: string; env: NodeJS.ProcessEnv; onLine?: (line: string) => void },
+): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      const text = chunk.toString();
+      stderr += text;
+      for (const line of text.split("\n")) if (line.trim()) opts.onLine?.(line);
+    });
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
+  });
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** An exclusive lock file holding the owner's pid; a lock whose owner died is taken over. */
+async function acquireLock(
+  path: string,
+  timeoutMs: number,
+  log: (line: string) => void,
+): Promise<() => void> {
+  const deadline = Date.now() + timeoutMs;
+  let announced = false;
+  for (;;) {
+    try {
+      const fd = openSync(path, "wx");
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => {
+        rmLockSync(path, process.pid);
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    }
+    const owner = readPid(path);
+    if (owner !== undefined && !processAlive(owner)) {
+      log(`removing stale build lock ${path} of dead process ${owner}`);
+      rmLockSync(path, owner);
+      continue;
+    }
+    if (Date.now() > deadline) {
+      throw new ControlPlaneBinariesError(
+        `timed out waiting for the build lock ${path} held by process ${owner ?? "?"}; remove the file if no build runs`,
+      );
+    }
+    if (!announced) log(`waiting for process ${owner ?? "?"} that is building the control-plane binaries`);
+    announced = true;
+    await sleep(1000);
+  }
+}
+
+function readPid(path: string): number | undefined {
+  try {
+    const pid = Number.parseInt(readFileSync(path, "utf8"), 10);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Removes the lock only if `owner` still holds it, narrowing the race between two stale-lock takers. */
+function rmLockSync(path: string, owner: number | undefined): void {
+  if (readPid(path) === owner) rmSync(path, { force: true });
+}

@@ -1,0 +1,47 @@
+// Running kubectl as a user would, with output captured for assertions.
+import { spawn } from "node:child_process";
+
+/** Outcome of one kubectl invocation. */
+export interface KubectlResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a kubectl binary; resolves with its exit code and output, killing it after `timeoutMs` (default 60 s). */
+export function runKubectl(
+  kubectl: string,
+  args: string[],
+  opts: {
+    kubeconfig: string;
+    input?: string;
+    timeoutMs?: number;
+    cacheDir?: string;
+    env?: NodeJS.ProcessEnv;
+  },
+): Promise<KubectlResult> {
+  const global = [
+    `--kubeconfig=${opts.kubeconfig}`,
+    ...(opts.cacheDir ? [`--cache-dir=${opts.cacheDir}`] : []),
+  ];
+  return new Promise((resolve, reject) => {
+    const child = spawn(kubectl, [...global, ...args], {
+      env: opts.env ?? process.env,
+      stdio: ["pipe", "pipe", "pipe"],
+      timeout: opts.timeoutMs ?? 60_000,
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on("error", reject);
+    child.on("close", (code, signal) =>
+      resolve({ code: code ?? 128, stdout, stderr: signal ? `${stderr}killed by ${signal}` : stderr }),
+    );
+    child.stdin.end(opts.input ?? "");
+  });
+}
