@@ -112,10 +112,12 @@ if (!FormatRegistry.Has("date-time")) {
  * would make the state ambiguous (deployment names and ids, integration ids).
  */
 export function validateSeed(value: unknown, origin = "seed"): SimulatorSeed {
-  const issues = issuesOf(seedCheck, value ?? {}, []);
-  if (issues.length === 0) issues.push(...duplicates(value as SimulatorSeed));
+  // An empty YAML document is null: an empty seed.
+  const seed = value ?? {};
+  if (!seedCheck.Check(seed)) throw new Error(`${origin}: ${renderIssues(issuesOf(seedCheck, seed, []))}`);
+  const issues = duplicates(seed);
   if (issues.length > 0) throw new Error(`${origin}: ${renderIssues(issues)}`);
-  return (value ?? {}) as SimulatorSeed;
+  return seed;
 }
 
 /** Reads and validates a seed file (YAML, or JSON, which is YAML too). Errors name the file and field. */

@@ -134,6 +134,12 @@ function describe(error: ValueError, prefix: readonly (string | number)[]): Vali
       return [{ loc, msg: "Input should be a valid number", type: "float_type" }];
     case ValueErrorType.Integer:
       return [{ loc, msg: "Input should be a valid integer", type: "int_type" }];
+    case ValueErrorType.NumberMinimum:
+    case ValueErrorType.IntegerMinimum:
+      return [bound(loc, "greater_than_equal", "greater than or equal to", "ge", schema.minimum)];
+    case ValueErrorType.NumberMaximum:
+    case ValueErrorType.IntegerMaximum:
+      return [bound(loc, "less_than_equal", "less than or equal to", "le", schema.maximum)];
     case ValueErrorType.Boolean:
       return [{ loc, msg: "Input should be a valid boolean", type: "bool_type" }];
     case ValueErrorType.Object:
@@ -153,6 +159,10 @@ function describe(error: ValueError, prefix: readonly (string | number)[]): Vali
     default:
       return [{ loc, msg: `Value error, ${error.message}`, type: "value_error" }];
   }
+}
+
+function bound(loc: (string | number)[], type: string, words: string, key: string, limit: unknown) {
+  return { loc, msg: `Input should be ${words} ${String(limit)}`, type, ctx: { [key]: limit } };
 }
 
 function literalIssue(loc: (string | number)[], values: readonly unknown[]): ValidationIssue {
