@@ -1,0 +1,243 @@
+/**
+ * The adapter for `deployments.dms.dev` objects: a reflector-backed cache for the controller's
+ * triggers and lookups, a live GET for the level-based reconcile, and the writes the controller
+ * makes (status through the status subresource, finalizers without clobbering anyone else's).
+ */
+import type { Logger } from "pino";
+import {
+  API_VERSION,
+  type DeploymentResource,
+  type DeploymentResourceStatus,
+  GROUP,
+  KIND,
+  PLURAL,
+  VERSION,
+} from "../crd/schema.ts";
+import type { BackoffOptions } from "../runtime/backoff.ts";
+import type { Clock } from "../runtime/clock.ts";
+import { type KubeClient, PatchType } from "./client.ts";
+import { isNotFound } from "./errors.ts";
+import { isKubeObject, isRecord, type KubeObject, type ObjectRef } from "./object.ts";
+import { collectionPath, Reflector, type ReflectorHandlers, type ResourceType } from "./reflector.ts";
+import { ScopedReflectors, type WatchScope } from "./scope.ts";
+
+/** A Deployment resource as read from the API server: metadata name and resourceVersion are known. */
+export type DeploymentObject = DeploymentResource & KubeObject;
+
+/** The resource type `deployments.dms.dev`. */
+export const DEPLOYMENTS: ResourceType = { group: GROUP, version: VERSION, plural: PLURAL };
+
+/** The field manager of every write the operator makes. */
+export const FIELD_MANAGER = "dms-operator";
+
+/**
+ * Checks the object metadata and that `spec` is an object. The spec's fields are not re-validated:
+ * the API server already checked them against the CRD schema generated from the same TypeBox
+ * schema, and skipping an object here would also block its deletion (its finalizer would never go).
+ */
+export function decodeDeployment(raw: unknown): DeploymentObject | undefined {
+  if (!isKubeObject(raw) || !isRecord((raw as { spec?: unknown }).spec)) return undefined;
+  return raw as DeploymentObject;
+}
+
+/** Options of {@link KubeDeployments}. */
+export interface KubeDeploymentsOptions {
+  client: KubeClient;
+  scope?: WatchScope;
+  logger?: Logger;
+  clock?: Clock;
+  backoff?: BackoffOptions;
+  /** Server-side watch timeout floor, seconds (tests use a few seconds to exercise restarts). */
+  minWatchTimeoutSeconds?: number;
+}
+
+/**
+ * Deployment resources in the operator's scope.
+ *
+ * Contract: cache reads (`get`, `list`, `listNamespace`) are the reflectors' last view and may lag;
+ * `getLive` reads the server (undefined when gone). Writes resolve the object as written, reject
+ * with {@link NotFoundError} when it is gone and with {@link ConflictError} when the write raced
+ * another writer (re-read and requeue quietly).
+ */
+export class KubeDeployments {
+  readonly #client: KubeClient;
+  readonly #cache: ScopedReflectors<DeploymentObject>;
+
+  constructor(options: KubeDeploymentsOptions) {
+    this.#client = options.client;
+    const scope = options.scope ?? {};
+    this.#cache = new ScopedReflectors(
+      scope.namespaces,
+      (namespace) =>
+        new Reflector<DeploymentObject>({
+          client: options.client,
+          resource: DEPLOYMENTS,
+          decode: decodeDeployment,
+          ...(namespace !== undefined ? { namespace } : {}),
+          ...(scope.labelSelector ? { labelSelector: scope.labelSelector } : {}),
+          ...(options.logger ? { logger: options.logger } : {}),
+          ...(options.clock ? { clock: options.clock } : {}),
+          ...(options.backoff ? { backoff: options.backoff } : {}),
+          ...(options.minWatchTimeoutSeconds
+            ? { minWatchTimeoutSeconds: options.minWatchTimeoutSeconds }
+            : {}),
+        }),
+    );
+  }
+
+  /** Resolves when every watched namespace has been listed once. */
+  get synced(): Promise<void> {
+    return this.#cache.synced;
+  }
+
+  /** True when every watched namespace has been listed once. */
+  hasSynced(): boolean {
+    return this.#cache.hasSynced();
+  }
+
+  /** Lists and watches until `signal` aborts (a manager runnable). */
+  run(signal: AbortSignal): Promise<void> {
+    return this.#cache.run(signal);
+  }
+
+  /** Adds cache-change handlers; returns the function that removes them. */
+  subscribe(handlers: ReflectorHandlers<DeploymentObject>): () => void {
+    return this.#cache.subscribe(handlers);
+  }
+
+  /** The cached object, if seen. */
+  get(ref: ObjectRef): DeploymentObject | undefined {
+    return this.#cache.get(ref.namespace, ref.name);
+  }
+
+  /** Every cached object. */
+  list(): DeploymentObject[] {
+    return this.#cache.list();
+  }
+
+  /** The cached objects of one namespace. */
+  listNamespace(namespace: string): DeploymentObject[] {
+    return this.#cache.listNamespace(namespace);
+  }
+
+  /** GETs the object from the API server; `undefined` when it does not exist. */
+  async getLive(ref: ObjectRef, signal: AbortSignal): Promise<DeploymentObject | undefined> {
+    try {
+      return this.#decode(await this.#client.request({ method: "GET", path: itemPath(ref), signal }));
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * Sets `status` through the status subresource with server-side apply (field manager
+   * `dms-operator`, forced): the status becomes exactly `status` as far as the operator's fields
+   * go, so a field left out is removed, which a merge patch would silently keep. The spec and
+   * `metadata.generation` are untouched.
+   */
+  async patchStatus(
+    ref: ObjectRef,
+    status: DeploymentResourceStatus,
+    signal: AbortSignal,
+  ): Promise<DeploymentObject> {
+    const body = {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: { name: ref.name, namespace: ref.namespace },
+      status,
+    };
+    return this.#decode(
+      await this.#client.request({
+        method: "PATCH",
+        path: `${itemPath(ref)}/status`,
+        query: { fieldManager: FIELD_MANAGER, force: true },
+        contentType: PatchType.Apply,
+        body,
+        signal,
+      }),
+    );
+  }
+
+  /**
+   * Adds `finalizer` unless `obj` already has it, appending to the list `obj` showed.
+   * The JSON Patch also replaces `metadata.resourceVersion` with `obj`'s, which makes the API server
+   * apply it only to exactly that version: a finalizer another controller added meanwhile can never
+   * be dropped, and the race surfaces as a 409 ({@link ConflictError}). (A JSON Patch `test` op
+   * would also guard the list, but its failure is an indistinguishable 422 "Invalid".)
+   */
+  async addFinalizer(
+    obj: DeploymentObject,
+    finalizer: string,
+    signal: AbortSignal,
+  ): Promise<DeploymentObject> {
+    const current = obj.metadata.finalizers ?? [];
+    if (current.includes(finalizer)) return obj;
+    const add =
+      current.length === 0
+        ? { op: "add", path: "/metadata/finalizers", value: [finalizer] }
+        : { op: "add", path: "/metadata/finalizers/-", value: finalizer };
+    return this.#jsonPatch(obj, [add], signal);
+  }
+
+  /**
+   * Removes `finalizer` if `obj` has it, by its index in `obj`'s list, under the same
+   * resourceVersion precondition as {@link addFinalizer}: only that entry goes, or 409.
+   */
+  async removeFinalizer(
+    obj: DeploymentObject,
+    finalizer: string,
+    signal: AbortSignal,
+  ): Promise<DeploymentObject> {
+    const index = (obj.metadata.finalizers ?? []).indexOf(finalizer);
+    if (index < 0) return obj;
+    return this.#jsonPatch(obj, [{ op: "remove", path: `/metadata/finalizers/${index}` }], signal);
+  }
+
+  /** Merges annotations (a `null` value removes that annotation). */
+  async patchAnnotations(
+    ref: ObjectRef,
+    annotations: Record<string, string | null>,
+    signal: AbortSignal,
+  ): Promise<DeploymentObject> {
+    return this.#decode(
+      await this.#client.request({
+        method: "PATCH",
+        path: itemPath(ref),
+        query: { fieldManager: FIELD_MANAGER },
+        contentType: PatchType.Merge,
+        body: { metadata: { annotations } },
+        signal,
+      }),
+    );
+  }
+
+  async #jsonPatch(obj: DeploymentObject, ops: unknown[], signal: AbortSignal): Promise<DeploymentObject> {
+    const ref = { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
+    const precondition = {
+      op: "replace",
+      path: "/metadata/resourceVersion",
+      value: obj.metadata.resourceVersion,
+    };
+    return this.#decode(
+      await this.#client.request({
+        method: "PATCH",
+        path: itemPath(ref),
+        query: { fieldManager: FIELD_MANAGER },
+        contentType: PatchType.Json,
+        body: [precondition, ...ops],
+        signal,
+      }),
+    );
+  }
+
+  #decode(raw: unknown): DeploymentObject {
+    const obj = decodeDeployment(raw);
+    if (!obj) throw new Error("the API server returned a Deployment resource without metadata or spec");
+    return obj;
+  }
+}
+
+function itemPath(ref: ObjectRef): string {
+  return `${collectionPath(DEPLOYMENTS, ref.namespace)}/${encodeURIComponent(ref.name)}`;
+}

@@ -1,0 +1,65 @@
+/**
+ * Typed failures of calls to the Kubernetes API server, so callers branch on a class (a 409 means
+ * "requeue quietly", a 404 often means "already gone") instead of parsing messages.
+ */
+
+/**
+ * A request the API server answered with a non-2xx status.
+ *
+ * Contract: `status` is the HTTP status; `reason` is the `Status.reason` of the body when the
+ * server sent one (e.g. `Conflict`, `NotFound`, `Expired`), otherwise `""`. The message names the
+ * method and path and the server's message; never a request body (it may hold secret values).
+ */
+export class KubeApiError extends Error {
+  override readonly name: string = "KubeApiError";
+  readonly status: number;
+  readonly reason: string;
+  constructor(status: number, reason: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.status = status;
+    this.reason = reason;
+  }
+}
+
+/**
+ * The write lost an optimistic-concurrency race: HTTP 409 (Conflict, or AlreadyExists on create).
+ * Controllers treat it as "re-read and requeue quietly": it is not a failure worth a warning.
+ */
+export class ConflictError extends KubeApiError {
+  override readonly name: string = "ConflictError";
+}
+
+/** The object (or its namespace) does not exist: HTTP 404. */
+export class NotFoundError extends KubeApiError {
+  override readonly name: string = "NotFoundError";
+}
+
+/**
+ * The requested resourceVersion is too old (compacted away): HTTP 410 Gone, or a watch ERROR
+ * event with code 410. A reflector answers it with a fresh list.
+ */
+export class GoneError extends KubeApiError {
+  override readonly name: string = "GoneError";
+}
+
+/** The parts of a `meta.k8s.io/v1` Status object this adapter reads. */
+interface StatusBody {
+  code?: unknown;
+  reason?: unknown;
+  message?: unknown;
+}
+
+/** Builds the typed error for a failed request from its HTTP status and `Status` body (if any). */
+export function apiErrorFrom(status: number, body: unknown, what: string): KubeApiError {
+  const parsed: StatusBody = typeof body === "object" && body !== null ? (body as StatusBody) : {};
+  const reason = typeof parsed.reason === "string" ? parsed.reason : "";
+  const serverMessage = typeof parsed.message === "string" ? parsed.message : "";
+  const message = `${what}: HTTP ${status}${reason ? ` ${reason}` : ""}${serverMessage ? `: ${serverMessage}` : ""}`;
+  if (status === 409) return new ConflictError(status, reason, message);
+  if (status === 404) return new NotFoundError(status, reason, message);
+  if (status === 410) return new GoneError(status, reason, message);
+  return new KubeApiError(status, reason, message);
+}
+
+/** True when `err` is a 404 from the API server. */
+export const isNotFound = (err: unknown): err is NotFoundError => err instanceof NotFoundError;

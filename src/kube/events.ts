@@ -1,0 +1,203 @@
+/**
+ * Kubernetes Events (`events.k8s.io/v1`) about Deployment resources, deduplicated the way
+ * client-go's events broadcaster does it: a repeat of the same event updates the existing Event's
+ * `series` instead of creating one more object for `kubectl describe` to scroll through.
+ */
+import { randomInt } from "node:crypto";
+import pino, { type Logger } from "pino";
+import { type Clock, systemClock } from "../runtime/clock.ts";
+import { type KubeClient, PatchType } from "./client.ts";
+import { isNotFound } from "./errors.ts";
+import { toMicroTime } from "./time.ts";
+
+/** `type` of an Event. */
+export type EventType = "Normal" | "Warning";
+
+/** The object an Event is about. `namespace` is `""` for a cluster-scoped object. */
+export interface EventRegarding {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  uid?: string;
+  resourceVersion?: string;
+}
+
+/** What happened. `reason` and `action` are short CamelCase words; `note` is for humans. */
+export interface EventInput {
+  type: EventType;
+  reason: string;
+  action: string;
+  note: string;
+}
+
+/** Records events about objects; never fails the caller. */
+export interface EventRecorder {
+  record(regarding: EventRegarding, event: EventInput): Promise<void>;
+}
+
+/** The API server refuses notes longer than this many bytes. */
+export const NOTE_LIMIT_BYTES = 1024;
+
+/** `note` cut to at most {@link NOTE_LIMIT_BYTES} UTF-8 bytes, on a character boundary, marked with `…`. */
+export function truncateNote(note: string): string {
+  if (Buffer.byteLength(note) <= NOTE_LIMIT_BYTES) return note;
+  const budget = NOTE_LIMIT_BYTES - Buffer.byteLength("…");
+  let used = 0;
+  let out = "";
+  for (const ch of note) {
+    const size = Buffer.byteLength(ch);
+    if (used + size > budget) break;
+    used += size;
+    out += ch;
+  }
+  return `${out}…`;
+}
+
+/** Options of {@link KubeEventRecorder}. */
+export interface KubeEventRecorderOptions {
+  client: KubeClient;
+  /** This instance, e.g. the pod name. */
+  reportingInstance: string;
+  /** Defaults to `dms.dev/operator`. */
+  reportingController?: string;
+  /** A repeat within this long of the last occurrence joins the series; default 10 min. */
+  dedupeWindowMs?: number;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+interface Series {
+  namespace: string;
+  name: string;
+  count: number;
+  lastObservedMs: number;
+}
+
+/** Events kept for deduplication at most; the oldest are forgotten first. */
+const MAX_TRACKED = 4096;
+
+/**
+ * The {@link EventRecorder} writing `events.k8s.io/v1` Events.
+ *
+ * Contract: `record` resolves once the Event is written or the write failed (failures are logged,
+ * never thrown). The first occurrence of (object, type, reason, action, note) creates an Event; a
+ * repeat within the window patches that Event's `series` (count, lastObservedTime); an Event that
+ * expired on the server meanwhile is created again. Records of the same key are written in order.
+ */
+export class KubeEventRecorder implements EventRecorder {
+  readonly #client: KubeClient;
+  readonly #instance: string;
+  readonly #controller: string;
+  readonly #windowMs: number;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #series = new Map<string, Series>();
+  readonly #pending = new Map<string, Promise<void>>();
+
+  constructor(options: KubeEventRecorderOptions) {
+    this.#client = options.client;
+    this.#instance = options.reportingInstance;
+    this.#controller = options.reportingController ?? "dms.dev/operator";
+    this.#windowMs = options.dedupeWindowMs ?? 10 * 60_000;
+    this.#clock = options.clock ?? systemClock;
+    this.#log = options.logger ?? pino({ enabled: false });
+  }
+
+  record(regarding: EventRegarding, event: EventInput): Promise<void> {
+    const input = { ...event, note: truncateNote(event.note) };
+    const key = JSON.stringify([
+      regarding.namespace,
+      regarding.kind,
+      regarding.name,
+      regarding.uid ?? "",
+      input.type,
+      input.reason,
+      input.action,
+      input.note,
+    ]);
+    const previous = this.#pending.get(key) ?? Promise.resolve();
+    const next = previous.then(() => this.#write(key, regarding, input));
+    this.#pending.set(key, next);
+    return next.finally(() => {
+      if (this.#pending.get(key) === next) this.#pending.delete(key);
+    });
+  }
+
+  async #write(key: string, regarding: EventRegarding, event: EventInput): Promise<void> {
+    const now = this.#clock.now();
+    this.#forgetOlderThan(now - this.#windowMs);
+    const series = this.#series.get(key);
+    try {
+      if (series && now - series.lastObservedMs <= this.#windowMs) {
+        const updated = await this.#patchSeries(series, now);
+        if (updated) return;
+      }
+      this.#series.set(key, await this.#create(regarding, event, now));
+    } catch (err) {
+      this.#log.warn(
+        { err, reason: event.reason, namespace: regarding.namespace, name: regarding.name },
+        "failed to record an event",
+      );
+    }
+  }
+
+  /** Patches the series; false when the Event is gone (expired) and must be created again. */
+  async #patchSeries(series: Series, now: number): Promise<boolean> {
+    try {
+      await this.#client.request({
+        method: "PATCH",
+        path: `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(series.namespace)}/events/${encodeURIComponent(series.name)}`,
+        contentType: PatchType.Merge,
+        body: { series: { count: series.count + 1, lastObservedTime: toMicroTime(new Date(now)) } },
+        signal: AbortSignal.timeout(10_000),
+      });
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+    series.count += 1;
+    series.lastObservedMs = now;
+    return true;
+  }
+
+  async #create(regarding: EventRegarding, event: EventInput, now: number): Promise<Series> {
+    const namespace = regarding.namespace || "default";
+    // client-go's naming: the object's name and a hexadecimal "nanosecond" suffix; the random low
+    // digits keep two instances (a leader hand-over) from colliding within one millisecond.
+    const suffix = (BigInt(now) * 1_000_000n + BigInt(randomInt(1_000_000))).toString(16);
+    const name = `${regarding.name.slice(0, 200)}.${suffix}`;
+    await this.#client.request({
+      method: "POST",
+      path: `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/events`,
+      body: {
+        apiVersion: "events.k8s.io/v1",
+        kind: "Event",
+        metadata: { name, namespace },
+        eventTime: toMicroTime(new Date(now)),
+        reportingController: this.#controller,
+        reportingInstance: this.#instance,
+        action: event.action,
+        reason: event.reason,
+        note: event.note,
+        type: event.type,
+        regarding: {
+          apiVersion: regarding.apiVersion,
+          kind: regarding.kind,
+          name: regarding.name,
+          ...(regarding.namespace ? { namespace: regarding.namespace } : {}),
+          ...(regarding.uid ? { uid: regarding.uid } : {}),
+          ...(regarding.resourceVersion ? { resourceVersion: regarding.resourceVersion } : {}),
+        },
+      },
+      signal: AbortSignal.timeout(10_000),
+    });
+    return { namespace, name, count: 1, lastObservedMs: now };
+  }
+
+  #forgetOlderThan(cutoffMs: number): void {
+    for (const [key, series] of this.#series) {
+      if (series.lastObservedMs < cutoffMs || this.#series.size > MAX_TRACKED) this.#series.delete(key);
+    }
+  }
+}

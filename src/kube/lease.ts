@@ -1,0 +1,119 @@
+/**
+ * The Kubernetes side of leader election: one `coordination.k8s.io/v1` Lease, read and written
+ * for the runtime's elector through its {@link LeasePort}. Optimistic concurrency (a PUT carrying
+ * the resourceVersion read) is what makes two candidates unable to both win.
+ */
+import {
+  LeaseConflictError,
+  type LeasePort,
+  type LeaseRecord,
+  type LeaseSnapshot,
+} from "../runtime/leader.ts";
+import type { KubeClient } from "./client.ts";
+import { ConflictError, isNotFound } from "./errors.ts";
+import { isKubeObject, isRecord, type ObjectRef } from "./object.ts";
+import { parseKubeTime, toMicroTime } from "./time.ts";
+
+const leasesPath = (namespace: string) =>
+  `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
+
+/** Reads a Lease object from the wire into the port's snapshot; throws when it is malformed. */
+export function leaseSnapshotFrom(raw: unknown): LeaseSnapshot {
+  if (!isKubeObject(raw)) throw new Error("the API server returned a Lease without metadata");
+  const rawSpec: unknown = (raw as { spec?: unknown }).spec;
+  const spec = isRecord(rawSpec) ? rawSpec : {};
+  const num = (v: unknown, fallback: number) => (typeof v === "number" && Number.isFinite(v) ? v : fallback);
+  return {
+    resourceVersion: raw.metadata.resourceVersion,
+    record: {
+      holderIdentity: typeof spec.holderIdentity === "string" ? spec.holderIdentity : "",
+      leaseDurationSeconds: num(spec.leaseDurationSeconds, 0),
+      acquireTime: parseKubeTime(spec.acquireTime),
+      renewTime: parseKubeTime(spec.renewTime),
+      leaseTransitions: num(spec.leaseTransitions, 0),
+    },
+  };
+}
+
+/** The Lease `spec` for `record`, with MicroTime timestamps. */
+export function leaseSpecOf(record: LeaseRecord): Record<string, unknown> {
+  return {
+    holderIdentity: record.holderIdentity,
+    leaseDurationSeconds: record.leaseDurationSeconds,
+    leaseTransitions: record.leaseTransitions,
+    ...(record.acquireTime ? { acquireTime: toMicroTime(record.acquireTime) } : {}),
+    ...(record.renewTime ? { renewTime: toMicroTime(record.renewTime) } : {}),
+  };
+}
+
+/**
+ * {@link LeasePort} over the Lease `ref` (the operator's namespace and lease name).
+ *
+ * Contract: as the port's; a 409 from create (AlreadyExists) or update (Conflict) becomes
+ * {@link LeaseConflictError}. `update` is a PUT of the whole object: the elector owns this Lease,
+ * and the RBAC role grants get/create/update only.
+ */
+export class KubeLease implements LeasePort {
+  readonly #client: KubeClient;
+  readonly #ref: ObjectRef;
+
+  constructor(client: KubeClient, ref: ObjectRef) {
+    this.#client = client;
+    this.#ref = ref;
+  }
+
+  async get(signal: AbortSignal): Promise<LeaseSnapshot | undefined> {
+    try {
+      return leaseSnapshotFrom(await this.#client.request({ method: "GET", path: this.#itemPath(), signal }));
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async create(record: LeaseRecord, signal: AbortSignal): Promise<LeaseSnapshot> {
+    return this.#write("POST", leasesPath(this.#ref.namespace), this.#object(record, undefined), signal);
+  }
+
+  async update(record: LeaseRecord, resourceVersion: string, signal: AbortSignal): Promise<LeaseSnapshot> {
+    return this.#write("PUT", this.#itemPath(), this.#object(record, resourceVersion), signal);
+  }
+
+  async #write(
+    method: "POST" | "PUT",
+    path: string,
+    body: unknown,
+    signal: AbortSignal,
+  ): Promise<LeaseSnapshot> {
+    try {
+      return leaseSnapshotFrom(await this.#client.request({ method, path, body, signal }));
+    } catch (err) {
+      if (err instanceof ConflictError) {
+        throw new LeaseConflictError(
+          `lease ${this.#ref.namespace}/${this.#ref.name} was written by someone else`,
+          {
+            cause: err,
+          },
+        );
+      }
+      throw err;
+    }
+  }
+
+  #object(record: LeaseRecord, resourceVersion: string | undefined): unknown {
+    return {
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: {
+        name: this.#ref.name,
+        namespace: this.#ref.namespace,
+        ...(resourceVersion !== undefined ? { resourceVersion } : {}),
+      },
+      spec: leaseSpecOf(record),
+    };
+  }
+
+  #itemPath(): string {
+    return `${leasesPath(this.#ref.namespace)}/${encodeURIComponent(this.#ref.name)}`;
+  }
+}

@@ -1,0 +1,306 @@
+/**
+ * A list+watch reflector with an in-memory cache, after kube-rs's watcher+reflector and client-go's
+ * Reflector: list (paginated), then watch from the list's resourceVersion with bookmarks; when a
+ * watch ends or fails, resume from the last resourceVersion seen after a jittered exponential
+ * backoff; when that version is gone (410), list again and emit the differences.
+ */
+import pino, { type Logger } from "pino";
+import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
+import { type Clock, systemClock } from "../runtime/clock.ts";
+import type { KubeClient } from "./client.ts";
+import { apiErrorFrom, GoneError } from "./errors.ts";
+import { isRecord, type KubeObject, listItems, listMeta, objectKey, refOf } from "./object.ts";
+
+/** A resource type: `group` is `""` for the core API. */
+export interface ResourceType {
+  group: string;
+  version: string;
+  plural: string;
+}
+
+/** The collection path of `type` in `namespace` (all namespaces when `undefined`). */
+export function collectionPath(type: ResourceType, namespace?: string): string {
+  const root = type.group === "" ? `/api/${type.version}` : `/apis/${type.group}/${type.version}`;
+  return namespace
+    ? `${root}/namespaces/${encodeURIComponent(namespace)}/${type.plural}`
+    : `${root}/${type.plural}`;
+}
+
+/**
+ * Callbacks on cache changes. They run after the cache is updated, so a handler reading the cache
+ * sees the new state. A handler that throws or rejects is logged and never stops the reflector.
+ */
+export interface ReflectorHandlers<T> {
+  onAdd?(obj: T): void | Promise<void>;
+  onUpdate?(oldObj: T, newObj: T): void | Promise<void>;
+  onDelete?(obj: T): void | Promise<void>;
+}
+
+/** Options of {@link Reflector}. */
+export interface ReflectorOptions<T extends KubeObject> {
+  client: KubeClient;
+  resource: ResourceType;
+  /** One namespace, or all namespaces when `undefined`. */
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** `Accept` headers for the list and the watch (metadata-only watches set these). */
+  accept?: { list: string; watch: string };
+  /** Validates one object from the wire; `undefined` skips it (logged). */
+  decode(raw: unknown): T | undefined;
+  /** Page size of the list; 500. */
+  pageSize?: number;
+  /** Server-side watch timeout: a random value in [n, 2n) seconds per watch (client-go); n = 300. */
+  minWatchTimeoutSeconds?: number;
+  /** Restart backoff; default base 200 ms, max 30 s, half jitter (a restart never waits 0 ms). */
+  backoff?: BackoffOptions;
+  clock?: Clock;
+  /** Random source for the watch timeout spread (and the backoff unless it brings its own). */
+  random?: () => number;
+  logger?: Logger;
+}
+
+/** A watch that stays open at least this long counts as healthy and resets the backoff. */
+const HEALTHY_WATCH_MS = 5_000;
+
+/**
+ * The cache and its list+watch loop for one resource type in one scope (a namespace or all).
+ *
+ * Contract: `run(signal)` loops until `signal` aborts, then resolves (it never rejects). `synced`
+ * resolves after the first complete list (rejects with the abort reason if stopped before; that
+ * rejection is pre-handled so leaving it unobserved is harmless); `hasSynced()` says the same
+ * synchronously. `get`/`list` read the cache (the last state seen, keyed `namespace/name`).
+ * After a relist, handlers see exactly the difference from the previous cache: adds, updates
+ * (a changed resourceVersion) and deletes.
+ */
+export class Reflector<T extends KubeObject> {
+  readonly synced: Promise<void>;
+  readonly #opts: ReflectorOptions<T>;
+  readonly #cache = new Map<string, T>();
+  readonly #handlers = new Set<ReflectorHandlers<T>>();
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  readonly #backoff: Backoff;
+  readonly #log: Logger;
+  #resourceVersion: string | undefined;
+  #hasSynced = false;
+  #resolveSynced: () => void = () => {};
+  #rejectSynced: (reason: unknown) => void = () => {};
+
+  constructor(options: ReflectorOptions<T>) {
+    this.#opts = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#random = options.random ?? Math.random;
+    this.#backoff = new Backoff({
+      baseMs: 200,
+      maxMs: 30_000,
+      jitter: 0.5,
+      random: this.#random,
+      ...options.backoff,
+    });
+    this.#log = (options.logger ?? pino({ enabled: false })).child({
+      reflector: options.resource.plural,
+      namespace: options.namespace ?? "*",
+    });
+    this.synced = new Promise<void>((resolve, reject) => {
+      this.#resolveSynced = resolve;
+      this.#rejectSynced = reject;
+    });
+    this.synced.catch(() => {});
+  }
+
+  /** True once the first list has filled the cache. */
+  hasSynced(): boolean {
+    return this.#hasSynced;
+  }
+
+  /** The cached object at `key` (`namespace/name`). */
+  get(key: string): T | undefined {
+    return this.#cache.get(key);
+  }
+
+  /** Every cached object. */
+  list(): T[] {
+    return [...this.#cache.values()];
+  }
+
+  /** The resourceVersion the next watch resumes from. */
+  get resourceVersion(): string | undefined {
+    return this.#resourceVersion;
+  }
+
+  /** Adds handlers; returns the function that removes them. */
+  subscribe(handlers: ReflectorHandlers<T>): () => void {
+    this.#handlers.add(handlers);
+    return () => this.#handlers.delete(handlers);
+  }
+
+  /**
+   * Lists and watches until `signal` aborts. Calling it again after it stopped resumes the watch
+   * from the last resourceVersion (relisting only if that version expired meanwhile).
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    let attempt = 0;
+    // A second run() after a stop resumes from the cache's resourceVersion, like a broken watch.
+    let needList = !this.#hasSynced;
+    while (!signal.aborted) {
+      try {
+        if (needList) {
+          await this.#relist(signal);
+          needList = false;
+        }
+        const started = this.#clock.now();
+        const events = await this.#watch(signal);
+        const healthy = events > 0 || this.#clock.now() - started >= HEALTHY_WATCH_MS;
+        attempt = healthy ? 0 : attempt + 1;
+        this.#log.debug({ events }, "watch ended; resuming");
+      } catch (err) {
+        if (signal.aborted) break;
+        if (err instanceof GoneError) {
+          this.#log.info({ resourceVersion: this.#resourceVersion }, "resourceVersion expired; relisting");
+          needList = true;
+        } else {
+          attempt += 1;
+          this.#log.warn({ err, attempt }, "list/watch failed; retrying with backoff");
+        }
+      }
+      try {
+        await this.#clock.sleep(this.#backoff.delayMs(attempt), signal);
+      } catch {
+        break;
+      }
+    }
+    if (!this.#hasSynced) this.#rejectSynced(signal.reason);
+  }
+
+  async #relist(signal: AbortSignal): Promise<void> {
+    const fresh = new Map<string, T>();
+    let continueToken: string | undefined;
+    let resourceVersion: string | undefined;
+    do {
+      const page = await this.#opts.client.request({
+        method: "GET",
+        path: collectionPath(this.#opts.resource, this.#opts.namespace),
+        query: {
+          limit: this.#opts.pageSize ?? 500,
+          continue: continueToken,
+          labelSelector: this.#opts.labelSelector,
+          fieldSelector: this.#opts.fieldSelector,
+        },
+        ...(this.#opts.accept ? { accept: this.#opts.accept.list } : {}),
+        signal,
+      });
+      const meta = listMeta(page);
+      resourceVersion = meta.resourceVersion;
+      continueToken = meta.continue;
+      for (const raw of listItems(page)) {
+        const obj = this.#decode(raw);
+        if (obj) fresh.set(objectKey(refOf(obj)), obj);
+      }
+    } while (continueToken !== undefined);
+    if (resourceVersion === undefined) throw new Error("list answer has no metadata.resourceVersion");
+    this.#replace(fresh);
+    this.#resourceVersion = resourceVersion;
+    if (!this.#hasSynced) {
+      this.#hasSynced = true;
+      this.#resolveSynced();
+    }
+  }
+
+  /** Watches from the last resourceVersion; resolves with the number of events seen when it ends. */
+  async #watch(signal: AbortSignal): Promise<number> {
+    const minTimeout = this.#opts.minWatchTimeoutSeconds ?? 300;
+    const timeoutSeconds = Math.floor(minTimeout * (1 + this.#random()));
+    const stream = await this.#opts.client.stream({
+      method: "GET",
+      path: collectionPath(this.#opts.resource, this.#opts.namespace),
+      query: {
+        watch: true,
+        resourceVersion: this.#resourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds,
+        labelSelector: this.#opts.labelSelector,
+        fieldSelector: this.#opts.fieldSelector,
+      },
+      ...(this.#opts.accept ? { accept: this.#opts.accept.watch } : {}),
+      signal,
+      // A client-side bound past the server's, so a half-open connection cannot hang the watch forever.
+      timeoutMs: (timeoutSeconds + 30) * 1000,
+    });
+    let events = 0;
+    for await (const event of stream) {
+      if (signal.aborted) break;
+      events += 1;
+      this.#apply(event);
+    }
+    return events;
+  }
+
+  #apply(event: unknown): void {
+    if (!isRecord(event)) return;
+    const { type, object } = event;
+    if (type === "ERROR") {
+      const code = isRecord(object) && typeof object.code === "number" ? object.code : 500;
+      throw apiErrorFrom(code, object, "watch ERROR event");
+    }
+    if (type === "BOOKMARK") {
+      const rv = isRecord(object) && isRecord(object.metadata) ? object.metadata.resourceVersion : undefined;
+      if (typeof rv === "string") this.#resourceVersion = rv;
+      return;
+    }
+    const obj = this.#decode(object);
+    if (!obj) return;
+    this.#resourceVersion = obj.metadata.resourceVersion;
+    const key = objectKey(refOf(obj));
+    const old = this.#cache.get(key);
+    if (type === "DELETED") {
+      this.#cache.delete(key);
+      this.#emit((h) => h.onDelete?.(obj));
+    } else if (type === "ADDED" || type === "MODIFIED") {
+      this.#cache.set(key, obj);
+      if (old) this.#emit((h) => h.onUpdate?.(old, obj));
+      else this.#emit((h) => h.onAdd?.(obj));
+    }
+  }
+
+  #replace(fresh: Map<string, T>): void {
+    const previous = new Map(this.#cache);
+    this.#cache.clear();
+    for (const [key, obj] of fresh) this.#cache.set(key, obj);
+    for (const [key, obj] of fresh) {
+      const old = previous.get(key);
+      if (!old) this.#emit((h) => h.onAdd?.(obj));
+      else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) {
+        this.#emit((h) => h.onUpdate?.(old, obj));
+      }
+    }
+    for (const [key, old] of previous) {
+      if (!fresh.has(key)) this.#emit((h) => h.onDelete?.(old));
+    }
+  }
+
+  #decode(raw: unknown): T | undefined {
+    const obj = this.#opts.decode(raw);
+    if (!obj) {
+      const meta = isRecord(raw) && isRecord(raw.metadata) ? raw.metadata : {};
+      this.#log.warn(
+        { namespace: meta.namespace, name: meta.name },
+        "skipping an object that failed validation",
+      );
+    }
+    return obj;
+  }
+
+  #emit(call: (handlers: ReflectorHandlers<T>) => void | Promise<void> | undefined): void {
+    for (const handlers of this.#handlers) {
+      try {
+        const result = call(handlers);
+        if (result instanceof Promise) {
+          result.catch((err: unknown) => this.#log.error({ err }, "reflector handler rejected"));
+        }
+      } catch (err) {
+        this.#log.error({ err }, "reflector handler threw");
+      }
+    }
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * Several reflectors of one resource type, one per watched namespace (or a single one for all
+ * namespaces), seen as one cache. Sharding by `--namespaces` needs this: a ServiceAccount allowed
+ * in three namespaces cannot list the resource across all of them.
+ */
+import type { KubeObject } from "./object.ts";
+import type { Reflector, ReflectorHandlers } from "./reflector.ts";
+
+/**
+ * Which objects an operator instance watches. `namespaces` empty or absent means all namespaces;
+ * `labelSelector` (Kubernetes selector syntax) narrows the Deployment resources.
+ */
+export interface WatchScope {
+  namespaces?: readonly string[];
+  labelSelector?: string;
+}
+
+/**
+ * A cache over one reflector per namespace.
+ *
+ * Contract: `make` is called once per namespace in `namespaces` (once with `undefined` when the list
+ * is empty). `synced` resolves when every reflector has synced; `run` runs them all until `signal`
+ * aborts; `get`/`list`/`listNamespace` read the union of their caches; `subscribe` adds the same
+ * handlers to every reflector.
+ */
+export class ScopedReflectors<T extends KubeObject> {
+  readonly synced: Promise<void>;
+  readonly #byNamespace: Map<string | undefined, Reflector<T>>;
+
+  constructor(
+    namespaces: readonly string[] | undefined,
+    make: (namespace: string | undefined) => Reflector<T>,
+  ) {
+    const scopes = namespaces && namespaces.length > 0 ? [...new Set(namespaces)] : [undefined];
+    this.#byNamespace = new Map(scopes.map((ns) => [ns, make(ns)]));
+    this.synced = Promise.all([...this.#byNamespace.values()].map((r) => r.synced)).then(() => undefined);
+    this.synced.catch(() => {});
+  }
+
+  /** True when every reflector has completed its first list. */
+  hasSynced(): boolean {
+    return [...this.#byNamespace.values()].every((r) => r.hasSynced());
+  }
+
+  /** Runs every reflector until `signal` aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    await Promise.all([...this.#byNamespace.values()].map((r) => r.run(signal)));
+  }
+
+  /** The cached object `namespace/name`, if it is in scope and seen. */
+  get(namespace: string, name: string): T | undefined {
+    const reflector = this.#byNamespace.get(namespace) ?? this.#byNamespace.get(undefined);
+    return reflector?.get(namespace ? `${namespace}/${name}` : name);
+  }
+
+  /** Every cached object. */
+  list(): T[] {
+    return [...this.#byNamespace.values()].flatMap((r) => r.list());
+  }
+
+  /** The cached objects of one namespace. */
+  listNamespace(namespace: string): T[] {
+    const own = this.#byNamespace.get(namespace);
+    if (own) return own.list();
+    return (this.#byNamespace.get(undefined)?.list() ?? []).filter((o) => o.metadata.namespace === namespace);
+  }
+
+  /** Adds `handlers` to every reflector; returns the function that removes them. */
+  subscribe(handlers: ReflectorHandlers<T>): () => void {
+    const undo = [...this.#byNamespace.values()].map((r) => r.subscribe(handlers));
+    return () => {
+      for (const u of undo) u();
+    };
+  }
+}

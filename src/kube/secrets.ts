@@ -1,0 +1,140 @@
+/**
+ * Secrets referenced by Deployment resources, without holding Secret data in memory: a
+ * metadata-only list+watch (the API server answers PartialObjectMetadata, never `data`) tells the
+ * controller WHICH Secret changed so it can enqueue the resources referencing it; the value itself
+ * is read with a GET at reconcile time and not kept.
+ */
+import type { Logger } from "pino";
+import type { BackoffOptions } from "../runtime/backoff.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { KubeClient } from "./client.ts";
+import { isNotFound } from "./errors.ts";
+import { isKubeObject, isRecord, type ObjectRef } from "./object.ts";
+import { collectionPath, Reflector, type ResourceType } from "./reflector.ts";
+import { ScopedReflectors } from "./scope.ts";
+
+/** The core resource type `secrets`. */
+export const SECRETS: ResourceType = { group: "", version: "v1", plural: "secrets" };
+
+/** `Accept` asking the API server for lists of object metadata only. */
+export const METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+/** `Accept` asking the API server for watch events carrying object metadata only. */
+export const METADATA_WATCH_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+
+/** What the cache keeps of a Secret: its identity and version, nothing else. */
+export interface SecretMeta {
+  metadata: { namespace: string; name: string; resourceVersion: string };
+}
+
+/**
+ * Keeps only namespace, name and resourceVersion. Annotations are dropped on purpose: `kubectl
+ * apply` stores a Secret's whole manifest, values included, in `last-applied-configuration`.
+ */
+export function decodeSecretMeta(raw: unknown): SecretMeta | undefined {
+  if (!isKubeObject(raw)) return undefined;
+  const { namespace, name, resourceVersion } = raw.metadata;
+  return { metadata: { namespace: namespace ?? "", name, resourceVersion } };
+}
+
+/** The outcome of reading one key of one Secret. */
+export type SecretValueResult =
+  | { kind: "found"; value: string }
+  | { kind: "missing-secret"; namespace: string; name: string }
+  | { kind: "missing-key"; namespace: string; name: string; key: string };
+
+/** Options of {@link KubeSecrets}. */
+export interface KubeSecretsOptions {
+  client: KubeClient;
+  /** Namespaces to watch; empty or absent means all. */
+  namespaces?: readonly string[];
+  logger?: Logger;
+  clock?: Clock;
+  backoff?: BackoffOptions;
+  minWatchTimeoutSeconds?: number;
+}
+
+/**
+ * Change notifications and value reads for Secrets.
+ *
+ * Contract: `onChange` listeners receive the reference of every Secret added, updated or deleted
+ * in scope (including the differences found by a relist); they never receive data. `has` answers
+ * from the metadata cache. `getSecretValue` always asks the API server and resolves a typed
+ * result for a missing Secret or key; it rejects only on other failures, with errors that never
+ * contain a value.
+ */
+export class KubeSecrets {
+  readonly #client: KubeClient;
+  readonly #cache: ScopedReflectors<SecretMeta>;
+
+  constructor(options: KubeSecretsOptions) {
+    this.#client = options.client;
+    this.#cache = new ScopedReflectors(
+      options.namespaces,
+      (namespace) =>
+        new Reflector<SecretMeta>({
+          client: options.client,
+          resource: SECRETS,
+          decode: decodeSecretMeta,
+          accept: { list: METADATA_LIST_ACCEPT, watch: METADATA_WATCH_ACCEPT },
+          ...(namespace !== undefined ? { namespace } : {}),
+          ...(options.logger ? { logger: options.logger } : {}),
+          ...(options.clock ? { clock: options.clock } : {}),
+          ...(options.backoff ? { backoff: options.backoff } : {}),
+          ...(options.minWatchTimeoutSeconds
+            ? { minWatchTimeoutSeconds: options.minWatchTimeoutSeconds }
+            : {}),
+        }),
+    );
+  }
+
+  /** Resolves when every watched namespace has been listed once. */
+  get synced(): Promise<void> {
+    return this.#cache.synced;
+  }
+
+  /** True when every watched namespace has been listed once. */
+  hasSynced(): boolean {
+    return this.#cache.hasSynced();
+  }
+
+  /** Lists and watches Secret metadata until `signal` aborts. */
+  run(signal: AbortSignal): Promise<void> {
+    return this.#cache.run(signal);
+  }
+
+  /** Calls `listener` with the reference of each Secret that appears, changes or goes; returns the unsubscribe. */
+  onChange(listener: (ref: ObjectRef) => void): () => void {
+    const notify = (s: SecretMeta) => listener({ namespace: s.metadata.namespace, name: s.metadata.name });
+    return this.#cache.subscribe({ onAdd: notify, onUpdate: (_old, s) => notify(s), onDelete: notify });
+  }
+
+  /** True when the metadata cache has seen the Secret (it may lag the server). */
+  has(ref: ObjectRef): boolean {
+    return this.#cache.get(ref.namespace, ref.name) !== undefined;
+  }
+
+  /** The cached metadata of every Secret in scope (identity and resourceVersion only). */
+  list(): SecretMeta[] {
+    return this.#cache.list();
+  }
+
+  /** GETs the Secret and returns the UTF-8 decoded value of `key`. */
+  async getSecretValue(ref: ObjectRef, key: string, signal: AbortSignal): Promise<SecretValueResult> {
+    let secret: unknown;
+    try {
+      secret = await this.#client.request({
+        method: "GET",
+        path: `${collectionPath(SECRETS, ref.namespace)}/${encodeURIComponent(ref.name)}`,
+        signal,
+      });
+    } catch (err) {
+      if (isNotFound(err)) return { kind: "missing-secret", namespace: ref.namespace, name: ref.name };
+      throw err;
+    }
+    const data = isRecord(secret) && isRecord(secret.data) ? secret.data : {};
+    const encoded = data[key];
+    if (typeof encoded !== "string")
+      return { kind: "missing-key", namespace: ref.namespace, name: ref.name, key };
+    return { kind: "found", value: Buffer.from(encoded, "base64").toString("utf8") };
+  }
+}

@@ -1,0 +1,484 @@
+// The Kubernetes adapters (src/kube/) against the run's real kube-apiserver: the caches the
+// controller is triggered by, the writes it makes, Secrets, Events and the leader Lease.
+import { Writable } from "node:stream";
+import pino, { type Logger } from "pino";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { API_VERSION, KIND } from "../../src/crd/schema.ts";
+import { KubeClient } from "../../src/kube/client.ts";
+import { loadKubeConfig } from "../../src/kube/config.ts";
+import { type DeploymentObject, KubeDeployments } from "../../src/kube/deployments.ts";
+import { ConflictError, NotFoundError } from "../../src/kube/errors.ts";
+import { KubeEventRecorder, NOTE_LIMIT_BYTES } from "../../src/kube/events.ts";
+import { KubeLease } from "../../src/kube/lease.ts";
+import { KubeSecrets, METADATA_LIST_ACCEPT } from "../../src/kube/secrets.ts";
+import type { Clock } from "../../src/runtime/clock.ts";
+import { LeaseConflictError } from "../../src/runtime/leader.ts";
+import { freshNamespace, kubectlOk, testKubeconfigPath, waitFor } from "../support/cluster.ts";
+
+/** A pino logger whose records the test can read. */
+function capturingLogger(): { logger: Logger; messages: () => string[] } {
+  const records: { msg?: string }[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split("\n").filter(Boolean)) records.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { logger: pino({ level: "debug" }, sink), messages: () => records.map((r) => r.msg ?? "") };
+}
+
+const deploymentYaml = (
+  namespace: string,
+  name: string,
+  extra: { labels?: string; finalizers?: string } = {},
+) =>
+  `apiVersion: ${API_VERSION}
+kind: ${KIND}
+metadata:
+  name: ${name}
+  namespace: ${namespace}
+${extra.labels ? `  labels: ${extra.labels}\n` : ""}${extra.finalizers ? `  finalizers: ${extra.finalizers}\n` : ""}spec:
+  source: external_docker
+`;
+
+const apply = (yaml: string) => kubectlOk(["apply", "-f", "-"], { input: yaml });
+const signal = () => AbortSignal.timeout(10_000);
+
+describe("kube adapters", () => {
+  let client: KubeClient;
+  const stops: Array<() => Promise<void>> = [];
+
+  /** Starts `runnable` until the end of the test. */
+  const start = (runnable: { run(signal: AbortSignal): Promise<void> }) => {
+    const controller = new AbortController();
+    const done = runnable.run(controller.signal);
+    stops.push(async () => {
+      controller.abort();
+      await done;
+    });
+  };
+
+  beforeAll(() => {
+    client = new KubeClient(loadKubeConfig({ kubeconfig: testKubeconfigPath() }).config);
+  });
+
+  afterEach(async () => {
+    await Promise.all(stops.splice(0).map((stop) => stop()));
+  });
+
+  describe("Deployment resource cache", () => {
+    it("lists what exists, then follows adds, updates and deletes in order", async () => {
+      const ns = await freshNamespace("kube-cache");
+      await apply(deploymentYaml(ns, "before"));
+      const deployments = new KubeDeployments({ client, scope: { namespaces: [ns] } });
+      const seen: string[] = [];
+      deployments.subscribe({
+        onAdd: (o) => void seen.push(`add ${o.metadata.name}`),
+        onUpdate: (_old, o) => void seen.push(`update ${o.metadata.name} ${o.metadata.labels?.step ?? ""}`),
+        onDelete: (o) => void seen.push(`delete ${o.metadata.name}`),
+      });
+      expect(deployments.hasSynced()).toBe(false);
+      start(deployments);
+      await deployments.synced;
+
+      expect(deployments.hasSynced()).toBe(true);
+      expect(deployments.get({ namespace: ns, name: "before" })?.spec.source).toBe("external_docker");
+      await apply(deploymentYaml(ns, "after"));
+      await kubectlOk(["label", "deployments.dms.dev", "after", "-n", ns, "step=one"]);
+      await kubectlOk(["delete", "deployments.dms.dev", "after", "-n", ns]);
+
+      await waitFor(() => seen.includes("delete after"), { description: "the delete event" });
+      expect(seen).toEqual(["add before", "add after", "update after one", "delete after"]);
+      expect(deployments.list().map((o) => o.metadata.name)).toEqual(["before"]);
+      expect(deployments.get({ namespace: ns, name: "after" })).toBeUndefined();
+    });
+
+    it("watches only its namespaces and label selector", async () => {
+      const [a, b, other] = await Promise.all([
+        freshNamespace("kube-scope-a"),
+        freshNamespace("kube-scope-b"),
+        freshNamespace("kube-scope-other"),
+      ]);
+      await apply(
+        [
+          deploymentYaml(a, "a-mine", { labels: "{shard: one}" }),
+          deploymentYaml(a, "a-theirs", { labels: "{shard: two}" }),
+          deploymentYaml(b, "b-mine", { labels: "{shard: one}" }),
+          deploymentYaml(other, "other-ns", { labels: "{shard: one}" }),
+        ].join("---\n"),
+      );
+      const deployments = new KubeDeployments({
+        client,
+        scope: { namespaces: [a, b], labelSelector: "shard=one" },
+      });
+      start(deployments);
+      await deployments.synced;
+
+      expect(
+        deployments
+          .list()
+          .map((o) => `${o.metadata.namespace}/${o.metadata.name}`)
+          .sort(),
+      ).toEqual([`${a}/a-mine`, `${b}/b-mine`]);
+      expect(deployments.listNamespace(b).map((o) => o.metadata.name)).toEqual(["b-mine"]);
+    });
+
+    it("resumes after the server ends its watch, without relisting or replaying events", async () => {
+      const ns = await freshNamespace("kube-resume");
+      await apply(deploymentYaml(ns, "first"));
+      const { logger, messages } = capturingLogger();
+      // A 1-2 s server-side watch timeout makes the API server close the watch while we look.
+      const deployments = new KubeDeployments({
+        client,
+        scope: { namespaces: [ns] },
+        logger,
+        minWatchTimeoutSeconds: 1,
+      });
+      const adds: string[] = [];
+      deployments.subscribe({ onAdd: (o) => void adds.push(o.metadata.name) });
+      start(deployments);
+      await deployments.synced;
+
+      await waitFor(() => messages().filter((m) => m === "watch ended; resuming").length >= 2, {
+        description: "two watches closed by the server",
+      });
+      await apply(deploymentYaml(ns, "second"));
+
+      await waitFor(() => adds.includes("second"), { description: "the add after the restarts" });
+      expect(adds).toEqual(["first", "second"]);
+      expect(messages()).not.toContain("resourceVersion expired; relisting");
+    });
+
+    it("logs a throwing handler and keeps serving the cache and the other handlers", async () => {
+      const ns = await freshNamespace("kube-handler");
+      const { logger, messages } = capturingLogger();
+      const deployments = new KubeDeployments({ client, scope: { namespaces: [ns] }, logger });
+      const later: string[] = [];
+      deployments.subscribe({
+        onAdd: () => {
+          throw new Error("handler bug");
+        },
+      });
+      deployments.subscribe({ onAdd: () => Promise.reject(new Error("async handler bug")) });
+      deployments.subscribe({ onAdd: (o) => void later.push(o.metadata.name) });
+      start(deployments);
+      await deployments.synced;
+
+      await apply(deploymentYaml(ns, "one"));
+      await apply(deploymentYaml(ns, "two"));
+
+      await waitFor(() => later.length === 2, { description: "both adds reaching the healthy handler" });
+      expect(deployments.list()).toHaveLength(2);
+      expect(messages()).toContain("reflector handler threw");
+      expect(messages()).toContain("reflector handler rejected");
+    });
+  });
+
+  describe("Deployment resource writes", () => {
+    let ns: string;
+    let deployments: KubeDeployments;
+    const live = async (name: string): Promise<DeploymentObject> => {
+      const obj = await deployments.getLive({ namespace: ns, name }, signal());
+      if (!obj) throw new Error(`${name} is gone`);
+      return obj;
+    };
+
+    beforeAll(async () => {
+      ns = await freshNamespace("kube-writes");
+      deployments = new KubeDeployments({ client, scope: { namespaces: [ns] } });
+    });
+
+    it("getLive reads the server, and answers undefined for an object that does not exist", async () => {
+      await apply(deploymentYaml(ns, "present"));
+      expect((await live("present")).metadata.generation).toBe(1);
+      expect(await deployments.getLive({ namespace: ns, name: "absent" }, signal())).toBeUndefined();
+    });
+
+    it("writes status without bumping generation, and a later status drops the fields it leaves out", async () => {
+      await apply(deploymentYaml(ns, "status"));
+      const ref = { namespace: ns, name: "status" };
+
+      const first = await deployments.patchStatus(
+        ref,
+        { deploymentId: "d-1", observedGeneration: 1 },
+        signal(),
+      );
+      expect(first.status).toEqual({ deploymentId: "d-1", observedGeneration: 1 });
+      expect(first.metadata.generation).toBe(1);
+
+      const second = await deployments.patchStatus(
+        ref,
+        { remoteStatus: "READY", observedGeneration: 1 },
+        signal(),
+      );
+      expect(second.status).toEqual({ remoteStatus: "READY", observedGeneration: 1 });
+      expect((await live("status")).metadata.generation).toBe(1);
+      expect((await live("status")).spec.source).toBe("external_docker");
+    });
+
+    it("fails a status write for a missing object with NotFoundError", async () => {
+      await expect(
+        deployments.patchStatus({ namespace: ns, name: "absent" }, {}, signal()),
+      ).rejects.toBeInstanceOf(NotFoundError);
+    });
+
+    it("adds and removes its finalizer without touching another controller's", async () => {
+      await apply(deploymentYaml(ns, "fin", { finalizers: "[other.example/keep]" }));
+
+      const added = await deployments.addFinalizer(await live("fin"), "dms.dev/finalizer", signal());
+      expect(added.metadata.finalizers).toEqual(["other.example/keep", "dms.dev/finalizer"]);
+      expect(await deployments.addFinalizer(added, "dms.dev/finalizer", signal())).toBe(added);
+
+      const removed = await deployments.removeFinalizer(added, "dms.dev/finalizer", signal());
+      expect(removed.metadata.finalizers).toEqual(["other.example/keep"]);
+      expect((await live("fin")).metadata.finalizers).toEqual(["other.example/keep"]);
+    });
+
+    it("adds the first finalizer to an object that has none", async () => {
+      await apply(deploymentYaml(ns, "fin-empty"));
+      const added = await deployments.addFinalizer(await live("fin-empty"), "dms.dev/finalizer", signal());
+      expect(added.metadata.finalizers).toEqual(["dms.dev/finalizer"]);
+    });
+
+    it("refuses a finalizer change based on a stale read with ConflictError, dropping nobody's finalizer", async () => {
+      await apply(deploymentYaml(ns, "race"));
+      const stale = await live("race");
+      // Another controller adds its finalizer after our read.
+      await kubectlOk([
+        "patch",
+        "deployments.dms.dev",
+        "race",
+        "-n",
+        ns,
+        "--type=merge",
+        "-p",
+        '{"metadata":{"finalizers":["other.example/late"]}}',
+      ]);
+
+      await expect(deployments.addFinalizer(stale, "dms.dev/finalizer", signal())).rejects.toBeInstanceOf(
+        ConflictError,
+      );
+      expect((await live("race")).metadata.finalizers).toEqual(["other.example/late"]);
+
+      const fresh = await deployments.addFinalizer(await live("race"), "dms.dev/finalizer", signal());
+      await kubectlOk([
+        "patch",
+        "deployments.dms.dev",
+        "race",
+        "-n",
+        ns,
+        "--type=json",
+        "-p",
+        '[{"op":"add","path":"/metadata/finalizers/-","value":"other.example/third"}]',
+      ]);
+      await expect(deployments.removeFinalizer(fresh, "dms.dev/finalizer", signal())).rejects.toBeInstanceOf(
+        ConflictError,
+      );
+      expect((await live("race")).metadata.finalizers).toEqual([
+        "other.example/late",
+        "dms.dev/finalizer",
+        "other.example/third",
+      ]);
+    });
+
+    it("merges annotations, a null removing one", async () => {
+      await apply(deploymentYaml(ns, "annotated"));
+      const ref = { namespace: ns, name: "annotated" };
+      await deployments.patchAnnotations(ref, { "example.com/a": "1", "example.com/b": "2" }, signal());
+      const patched = await deployments.patchAnnotations(ref, { "example.com/a": null }, signal());
+      expect(patched.metadata.annotations?.["example.com/a"]).toBeUndefined();
+      expect(patched.metadata.annotations?.["example.com/b"]).toBe("2");
+    });
+  });
+
+  describe("Secrets", () => {
+    it("follows Secret changes through a metadata-only watch that never holds a value", async () => {
+      const ns = await freshNamespace("kube-secrets");
+      const secrets = new KubeSecrets({ client, namespaces: [ns] });
+      const changed: string[] = [];
+      secrets.onChange((ref) => void changed.push(`${ref.namespace}/${ref.name}`));
+      start(secrets);
+      await secrets.synced;
+
+      // kubectl apply copies the whole manifest, value included, into an annotation.
+      const secretYaml = (value: string) =>
+        `apiVersion: v1\nkind: Secret\nmetadata: {name: api-key, namespace: ${ns}}\nstringData: {token: ${value}}\n`;
+      await kubectlOk(["apply", "-f", "-"], { input: secretYaml("first-s3cret-value") });
+      await waitFor(() => changed.length === 1, { description: "the create" });
+      await kubectlOk(["apply", "-f", "-"], { input: secretYaml("second-s3cret-value") });
+      await waitFor(() => changed.length === 2, { description: "the rotation" });
+
+      expect(changed).toEqual([`${ns}/api-key`, `${ns}/api-key`]);
+      expect(secrets.has({ namespace: ns, name: "api-key" })).toBe(true);
+      const cached = JSON.stringify(secrets.list());
+      expect(cached).not.toContain("s3cret");
+      expect(cached).not.toContain(Buffer.from("second-s3cret-value").toString("base64"));
+      expect(Object.keys(secrets.list()[0]?.metadata ?? {}).sort()).toEqual([
+        "name",
+        "namespace",
+        "resourceVersion",
+      ]);
+
+      await kubectlOk(["delete", "secret", "api-key", "-n", ns]);
+      await waitFor(() => changed.length === 3, { description: "the delete" });
+      expect(secrets.has({ namespace: ns, name: "api-key" })).toBe(false);
+    });
+
+    it("is served PartialObjectMetadata by the API server, so Secret data never crosses the wire", async () => {
+      const ns = await freshNamespace("kube-secrets-wire");
+      await kubectlOk(["create", "secret", "generic", "wire", "-n", ns, "--from-literal=k=wire-s3cret"]);
+      const list = await client.request({
+        method: "GET",
+        path: `/api/v1/namespaces/${ns}/secrets`,
+        accept: METADATA_LIST_ACCEPT,
+        signal: signal(),
+      });
+      expect(list).toMatchObject({
+        kind: "PartialObjectMetadataList",
+        items: [{ metadata: { name: "wire" } }],
+      });
+      expect(JSON.stringify(list)).not.toContain(Buffer.from("wire-s3cret").toString("base64"));
+    });
+
+    it("reads a value at reconcile time, and names a missing Secret or key", async () => {
+      const ns = await freshNamespace("kube-secret-values");
+      await kubectlOk(["create", "secret", "generic", "creds", "-n", ns, "--from-literal=token=välue-1"]);
+      const secrets = new KubeSecrets({ client, namespaces: [ns] });
+
+      expect(await secrets.getSecretValue({ namespace: ns, name: "creds" }, "token", signal())).toEqual({
+        kind: "found",
+        value: "välue-1",
+      });
+      expect(await secrets.getSecretValue({ namespace: ns, name: "creds" }, "other", signal())).toEqual({
+        kind: "missing-key",
+        namespace: ns,
+        name: "creds",
+        key: "other",
+      });
+      expect(await secrets.getSecretValue({ namespace: ns, name: "nope" }, "token", signal())).toEqual({
+        kind: "missing-secret",
+        namespace: ns,
+        name: "nope",
+      });
+    });
+  });
+
+  describe("Events", () => {
+    interface EventList {
+      items: {
+        metadata: { name: string };
+        reason: string;
+        note: string;
+        type: string;
+        action: string;
+        reportingController: string;
+        reportingInstance: string;
+        regarding: { kind: string; name: string; uid?: string };
+        series?: { count: number; lastObservedTime: string };
+      }[];
+    }
+    const events = async (ns: string): Promise<EventList["items"]> =>
+      (JSON.parse(await kubectlOk(["get", "events.events.k8s.io", "-n", ns, "-o", "json"])) as EventList)
+        .items;
+
+    it("records an Event once and counts its repeats in the series", async () => {
+      const ns = await freshNamespace("kube-events");
+      await apply(deploymentYaml(ns, "evented"));
+      let now = Date.parse("2030-01-01T00:00:00Z");
+      const clock: Clock = { now: () => now, setTimer: () => () => {}, sleep: async () => {} };
+      const recorder = new KubeEventRecorder({ client, reportingInstance: "operator-pod-1", clock });
+      const regarding = { apiVersion: API_VERSION, kind: KIND, namespace: ns, name: "evented", uid: "u-1" };
+      const drift = {
+        type: "Normal" as const,
+        reason: "DriftCorrected",
+        action: "Update",
+        note: "image changed",
+      };
+
+      await recorder.record(regarding, drift);
+      now += 1_000;
+      await recorder.record(regarding, drift);
+      now += 1_000;
+      await recorder.record(regarding, drift);
+      await recorder.record(regarding, {
+        ...drift,
+        type: "Warning",
+        reason: "UpdateFailed",
+        note: "x".repeat(5000),
+      });
+
+      const recorded = await events(ns);
+      expect(recorded).toHaveLength(2);
+      const corrected = recorded.find((e) => e.reason === "DriftCorrected");
+      expect(corrected).toMatchObject({
+        type: "Normal",
+        action: "Update",
+        note: "image changed",
+        reportingController: "dms.dev/operator",
+        reportingInstance: "operator-pod-1",
+        regarding: { kind: "Deployment", name: "evented", uid: "u-1" },
+        series: { count: 3, lastObservedTime: "2030-01-01T00:00:02.000000Z" },
+      });
+      const failed = recorded.find((e) => e.reason === "UpdateFailed");
+      expect(Buffer.byteLength(failed?.note ?? "")).toBeLessThanOrEqual(NOTE_LIMIT_BYTES);
+      expect(failed?.note.endsWith("…")).toBe(true);
+      expect(failed?.series).toBeUndefined();
+
+      // Once the dedupe window has passed since the last repeat, the next occurrence is a new Event.
+      now += 11 * 60_000;
+      await recorder.record(regarding, drift);
+      expect((await events(ns)).filter((e) => e.reason === "DriftCorrected")).toHaveLength(2);
+    });
+
+    it("never throws to the caller when the API server refuses the Event", async () => {
+      const { logger, messages } = capturingLogger();
+      const recorder = new KubeEventRecorder({ client, reportingInstance: "pod", logger });
+      const regarding = { apiVersion: API_VERSION, kind: KIND, namespace: "no-such-namespace-x", name: "d" };
+      await expect(
+        recorder.record(regarding, { type: "Normal", reason: "Created", action: "Create", note: "n" }),
+      ).resolves.toBeUndefined();
+      expect(messages()).toContain("failed to record an event");
+    });
+  });
+
+  describe("Lease", () => {
+    it("creates, reads and updates the Lease, and reports lost races as LeaseConflictError", async () => {
+      const ns = await freshNamespace("kube-lease");
+      const lease = new KubeLease(client, { namespace: ns, name: "dms-operator" });
+      const acquired = new Date("2030-01-01T00:00:00.123Z");
+      const record = {
+        holderIdentity: "pod-a",
+        leaseDurationSeconds: 15,
+        acquireTime: acquired,
+        renewTime: acquired,
+        leaseTransitions: 0,
+      };
+
+      expect(await lease.get(signal())).toBeUndefined();
+      const created = await lease.create(record, signal());
+      expect(created.record).toEqual(record);
+      await expect(lease.create({ ...record, holderIdentity: "pod-b" }, signal())).rejects.toBeInstanceOf(
+        LeaseConflictError,
+      );
+
+      const renewed = new Date("2030-01-01T00:00:02.456Z");
+      const updated = await lease.update(
+        { ...record, renewTime: renewed },
+        created.resourceVersion,
+        signal(),
+      );
+      expect(updated.record.renewTime).toEqual(renewed);
+      expect(await lease.get(signal())).toEqual(updated);
+
+      // pod-b read the lease before pod-a's renewal: its takeover must fail.
+      await expect(
+        lease.update(
+          { ...record, holderIdentity: "pod-b", leaseTransitions: 1 },
+          created.resourceVersion,
+          signal(),
+        ),
+      ).rejects.toBeInstanceOf(LeaseConflictError);
+      expect((await lease.get(signal()))?.record.holderIdentity).toBe("pod-a");
+    });
+  });
+});
