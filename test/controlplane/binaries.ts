@@ -5,20 +5,11 @@
 // pointed at explicitly must exist: silently falling back to something else would test a
 // different Kubernetes than the one the user asked for.
 import { spawn } from "node:child_process";
-import {
-  accessSync,
-  closeSync,
-  constants,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
+import { accessSync, constants, mkdirSync, readFileSync } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
+import { acquireLock } from "./lock.ts";
 
 /** Paths of the three executables a control plane needs. */
 export interface ControlPlaneBinaries {
@@ -161,11 +152,11 @@ export async function ensureBinaries(options: EnsureBinariesOptions = {}): Promi
       );
     }
     mkdirSync(cacheDir, { recursive: true });
-    const release = await acquireLock(
-      join(cacheDir, ".build.lock"),
-      options.lockTimeoutMs ?? 30 * 60_000,
+    const release = await acquireLock(join(cacheDir, ".build.lock"), {
+      timeoutMs: options.lockTimeoutMs ?? 30 * 60_000,
       log,
-    );
+      waitingFor: "building the control-plane binaries",
+    });
     try {
       for (const key of missing) {
         // Another process may have built it while we waited for the lock.
@@ -263,63 +254,4 @@ function run(
     child.on("error", reject);
     child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
   });
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-/** An exclusive lock file holding the owner's pid; a lock whose owner died is taken over. */
-async function acquireLock(
-  path: string,
-  timeoutMs: number,
-  log: (line: string) => void,
-): Promise<() => void> {
-  const deadline = Date.now() + timeoutMs;
-  let announced = false;
-  for (;;) {
-    try {
-      const fd = openSync(path, "wx");
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      return () => {
-        rmLockSync(path, process.pid);
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-    }
-    const owner = readPid(path);
-    if (owner !== undefined && !processAlive(owner)) {
-      log(`removing stale build lock ${path} of dead process ${owner}`);
-      rmLockSync(path, owner);
-      continue;
-    }
-    if (Date.now() > deadline) {
-      throw new ControlPlaneBinariesError(
-        `timed out waiting for the build lock ${path} held by process ${owner ?? "?"}; remove the file if no build runs`,
-      );
-    }
-    if (!announced) log(`waiting for process ${owner ?? "?"} that is building the control-plane binaries`);
-    announced = true;
-    await sleep(1000);
-  }
-}
-
-function readPid(path: string): number | undefined {
-  try {
-    const pid = Number.parseInt(readFileSync(path, "utf8"), 10);
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Removes the lock only if `owner` still holds it, narrowing the race between two stale-lock takers. */
-function rmLockSync(path: string, owner: number | undefined): void {
-  if (readPid(path) === owner) rmSync(path, { force: true });
 }

@@ -7,19 +7,23 @@
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
-import { request } from "node:https";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { parseAllDocuments } from "yaml";
 import { type ControlPlaneBinaries, ensureBinaries } from "./binaries.ts";
+import { apiServerArgs, etcdArgs } from "./flags.ts";
 import { caFromServingBundle, writeTokenKubeconfig } from "./kubeconfig.ts";
 import { type KubectlResult, runKubectl } from "./kubectl.ts";
+import { freePort, httpsGet } from "./net.ts";
+import {
+  registerEmergencyCleanup,
+  ServerExitedError,
+  ServerProcess,
+  startWatchdog,
+  waitUntil,
+} from "./process.ts";
 
 export type { KubectlResult } from "./kubectl.ts";
-
-import { registerEmergencyCleanup, ServerProcess, startWatchdog } from "./process.ts";
 
 /** Options of {@link ControlPlane.start}. */
 export interface ControlPlaneOptions {
@@ -126,7 +130,12 @@ export class ControlPlane {
     const etcdUrl = await this.#startEtcd();
     await this.#retryOnPortClash(async () => {
       this.#port = await freePort();
-      this.#apiArgs = this.#apiServerArgs(etcdUrl);
+      this.#apiArgs = apiServerArgs({
+        etcdUrl,
+        port: this.#port,
+        dir: this.#dir,
+        extra: this.#options.apiServerFlags ?? [],
+      });
       await this.#startApiServer();
     });
     this.#caPem = caFromServingBundle(await readFile(join(this.#dir, "certs", "apiserver.crt"), "utf8"));
@@ -146,18 +155,7 @@ export class ControlPlane {
     await this.#retryOnPortClash(async () => {
       clientUrl = `http://127.0.0.1:${await freePort()}`;
       const peerUrl = `http://127.0.0.1:${await freePort()}`;
-      const args = [
-        "--name=default",
-        `--data-dir=${dataDir}`,
-        `--listen-client-urls=${clientUrl}`,
-        `--advertise-client-urls=${clientUrl}`,
-        `--listen-peer-urls=${peerUrl}`,
-        `--initial-advertise-peer-urls=${peerUrl}`,
-        `--initial-cluster=default=${peerUrl}`,
-        // Test data: durability against power loss buys nothing and fsync dominates on slow disks.
-        "--unsafe-no-fsync",
-        "--log-level=warn",
-      ];
+      const args = etcdArgs({ dataDir, clientUrl, peerUrl });
       const etcd = await this.#spawn("etcd", this.binaries.etcd, args);
       this.#etcd = etcd;
       await waitUntil(etcd, this.#readyTimeout, async () => {
@@ -166,29 +164,6 @@ export class ControlPlane {
       });
     });
     return clientUrl;
-  }
-
-  #apiServerArgs(etcdUrl: string): string[] {
-    const file = (name: string) => join(this.#dir, name);
-    return [
-      `--etcd-servers=${etcdUrl}`,
-      "--bind-address=127.0.0.1",
-      `--secure-port=${this.#port}`,
-      // Works without a default route; "none" because Endpoints reject loopback addresses.
-      "--advertise-address=127.0.0.1",
-      "--endpoint-reconciler-type=none",
-      `--cert-dir=${file("certs")}`,
-      "--service-cluster-ip-range=10.0.0.0/24",
-      "--authorization-mode=RBAC",
-      `--token-auth-file=${file("tokens.csv")}`,
-      "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-      `--service-account-key-file=${file("sa.pub")}`,
-      `--service-account-signing-key-file=${file("sa.key")}`,
-      "--disable-admission-plugins=ServiceAccount",
-      "--allow-privileged=true",
-      "--profiling=false",
-      ...(this.#options.apiServerFlags ?? []),
-    ];
   }
 
   async #startApiServer(): Promise<void> {
@@ -285,6 +260,7 @@ export class ControlPlane {
 
   /** Stops kube-apiserver (SIGTERM, as in a rollout) and starts it again on the same port; etcd keeps running. */
   async restartApiServer(): Promise<void> {
+    if (this.#stopping) throw new Error("restartApiServer() after stop()");
     await this.#apiServer?.stop(STOP_GRACE_MS * 2);
     await this.#startApiServer();
   }
@@ -329,58 +305,4 @@ export class ControlPlane {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null;
-}
-
-/** A server exited while we waited for it to become ready. */
-class ServerExitedError extends Error {
-  override readonly name = "ServerExitedError";
-}
-
-async function waitUntil(
-  proc: ServerProcess,
-  timeoutMs: number,
-  ready: () => Promise<boolean>,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    if (!proc.running) {
-      throw new ServerExitedError(
-        `${proc.name} exited (${await proc.exited}) before it was ready:\n${proc.tail()}`,
-      );
-    }
-    try {
-      if (await ready()) return;
-    } catch (error) {
-      lastError = error; // connection refused until it listens
-    }
-    await sleep(100);
-  }
-  throw new Error(`${proc.name} not ready after ${timeoutMs} ms; last output:\n${proc.tail()}`, {
-    cause: lastError,
-  });
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", resolve);
-  });
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === "string") throw new Error("could not find a free port");
-  return address.port;
-}
-
-function httpsGet(url: string, ca: string, token: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { ca, headers: { authorization: `Bearer ${token}` }, timeout: 2_000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
-    req.on("timeout", () => req.destroy(new Error(`GET ${url} timed out`)));
-    req.on("error", reject);
-    req.end();
-  });
 }

@@ -7,6 +7,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 
 /** One long-running server (etcd or kube-apiserver) with its recent output kept for error messages. */
 export class ServerProcess {
@@ -163,4 +164,38 @@ export function startWatchdog(
       if (child.pid !== undefined) killGroup(child.pid, "SIGKILL");
     },
   };
+}
+
+/** A server exited while we waited for it to become ready. */
+export class ServerExitedError extends Error {
+  override readonly name = "ServerExitedError";
+}
+
+/**
+ * Polls `ready` every 100 ms until it resolves true. Throws {@link ServerExitedError} (with the
+ * server's last output) as soon as `proc` exits, or an Error after `timeoutMs`.
+ */
+export async function waitUntil(
+  proc: ServerProcess,
+  timeoutMs: number,
+  ready: () => Promise<boolean>,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (!proc.running) {
+      throw new ServerExitedError(
+        `${proc.name} exited (${await proc.exited}) before it was ready:\n${proc.tail()}`,
+      );
+    }
+    try {
+      if (await ready()) return;
+    } catch (error) {
+      lastError = error; // connection refused until it listens
+    }
+    await sleep(100);
+  }
+  throw new Error(`${proc.name} not ready after ${timeoutMs} ms; last output:\n${proc.tail()}`, {
+    cause: lastError,
+  });
 }
