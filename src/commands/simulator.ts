@@ -3,6 +3,7 @@
  * printing the URL it listens on.
  */
 import type { Command } from "commander";
+import type { Timing } from "../simulator/record.ts";
 import { integerArgument, type RegisterCommand } from "./context.ts";
 
 interface SimulatorFlags {
@@ -10,20 +11,14 @@ interface SimulatorFlags {
   host: string;
   seed?: string;
   apiKey?: string;
+  apiKeyHeader?: string;
+  tenantId?: string;
+  readyAfterMs?: number;
+  revisionActiveAfterMs?: number;
+  deleteAfterMs?: number;
 }
 
-/** The parts of `src/simulator/` this command relies on. */
-interface SimulatorModule {
-  startSimulator(options: {
-    port: number;
-    host: string;
-    apiKey?: string;
-    seed?: unknown;
-  }): Promise<{ url: string; close(): Promise<void> }>;
-}
-interface SeedModule {
-  loadSeed(path: string): Promise<unknown>;
-}
+const ms = integerArgument(0, 3_600_000);
 
 /** Registers `simulator` on `program`. */
 export const registerSimulatorCommand: RegisterCommand = (program, ctx) => {
@@ -34,17 +29,36 @@ export const registerSimulatorCommand: RegisterCommand = (program, ctx) => {
     .option("--host <host>", "address to listen on", "127.0.0.1")
     .option("--seed <file>", "YAML or JSON file with providers, integrations and deployments to start with")
     .option("--api-key <key>", "require this API key on every request (env DMS_SIMULATOR_API_KEY)")
+    .option("--api-key-header <name>", "header that must carry the key (default X-Api-Key)")
+    .option("--tenant-id <uuid>", "tenant id of the simulated deployments")
+    .option("--ready-after-ms <ms>", "delay before a new deployment is READY (default 3000)", ms)
+    .option(
+      "--revision-active-after-ms <ms>",
+      "delay before a new revision becomes active (default 2000)",
+      ms,
+    )
+    .option("--delete-after-ms <ms>", "delay before a deleted deployment is gone (default 1500)", ms)
     .action(async (_flags: unknown, command: Command) => {
       const flags = command.opts<SimulatorFlags>();
-      // Loaded on demand: the listing commands must not pay for the simulator's code.
-      const { startSimulator } = (await import("../simulator/server.ts" as string)) as SimulatorModule;
-      const { loadSeed } = (await import("../simulator/seed.ts")) as SeedModule;
+      // Loaded on demand: the listing commands need none of the simulator's code.
+      const [{ startSimulator }, { loadSeed }] = await Promise.all([
+        import("../simulator/server.ts"),
+        import("../simulator/seed.ts"),
+      ]);
       const apiKey = flags.apiKey ?? (ctx.env.DMS_SIMULATOR_API_KEY || undefined);
       const seed = flags.seed === undefined ? undefined : await loadSeed(flags.seed);
+      const timing: Partial<Timing> = {};
+      if (flags.readyAfterMs !== undefined) timing.readyAfterMs = flags.readyAfterMs;
+      if (flags.revisionActiveAfterMs !== undefined)
+        timing.revisionActiveAfterMs = flags.revisionActiveAfterMs;
+      if (flags.deleteAfterMs !== undefined) timing.deleteAfterMs = flags.deleteAfterMs;
       const simulator = await startSimulator({
         port: flags.port,
         host: flags.host,
+        timing,
         ...(apiKey === undefined ? {} : { apiKey }),
+        ...(flags.apiKeyHeader === undefined ? {} : { apiKeyHeader: flags.apiKeyHeader }),
+        ...(flags.tenantId === undefined ? {} : { tenantId: flags.tenantId }),
         ...(seed === undefined ? {} : { seed }),
       });
       ctx.out(`simulator listening on ${simulator.url}\n`);

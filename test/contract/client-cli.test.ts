@@ -1,0 +1,205 @@
+/**
+ * The CLI as a user runs it: `node src/cli.ts ...` in a child process against a simulator on
+ * loopback, checking what lands on stdout and stderr and the exit status.
+ */
+import { execFile, spawn } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse as parseYaml } from "yaml";
+import type { SimulatorSeed } from "../../src/simulator/seed.ts";
+import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+
+const CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
+const KEY = "cli-test-key-5b1e";
+const INTEGRATION = "3f9a2b1c-4d5e-4f60-8a7b-9c0d1e2f3a4b";
+
+const SEED: SimulatorSeed = {
+  providers: [
+    {
+      id: "0f6e1c2a-8b7d-4e3f-a1b2-c3d4e5f60718",
+      provider_id: "github",
+      name: "GitHub",
+      client_id: "Iv1.abc",
+      auth_url: "https://github.com/login/oauth/authorize",
+      token_url: "https://github.com/login/oauth/access_token",
+      uses_pkce: false,
+      code_challenge_method: null,
+    },
+  ],
+  integrations: [
+    { id: INTEGRATION, repos: [{ id: 7, owner: "acme", name: "support-agent", default_branch: "main" }] },
+  ],
+  deployments: [
+    {
+      name: "support-agent",
+      source: "github",
+      status: "READY",
+      secrets: [{ name: "OPENAI_API_KEY", value: "sk-never-print-me" }],
+    },
+    { name: "billing-agent", source: "external_docker", status: "UNUSED", image_version: "0.4.2" },
+  ],
+};
+
+let sim: RunningSimulator;
+let dir: string;
+
+beforeAll(async () => {
+  sim = await startSimulator({ apiKey: KEY, seed: SEED, secretsInResponses: "values" });
+  dir = await mkdtemp(join(tmpdir(), "dms-cli-"));
+});
+afterAll(async () => {
+  await sim.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  const baseEnv = { PATH: process.env.PATH ?? "", DMS_BASE_URL: sim.url, DMS_API_KEY: KEY };
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [CLI, ...args], {
+      env: { ...baseEnv, ...env },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+const names = (rows: { name: string }[]) => rows.map((r) => r.name).sort();
+
+describe("deployments list", () => {
+  it("prints JSON, hiding secret values unless asked", async () => {
+    const run = await cli(["deployments", "list", "--output", "json"]);
+    expect(run).toMatchObject({ code: 0, stderr: "" });
+    const rows = JSON.parse(run.stdout) as { name: string; secrets: { value?: string }[] }[];
+    expect(names(rows)).toEqual(["billing-agent", "support-agent"]);
+    expect(run.stdout).not.toContain("sk-never-print-me");
+    expect(rows.find((r) => r.name === "support-agent")?.secrets[0]?.value).toBe("(hidden)");
+
+    const revealed = await cli(["deployments", "list", "-o", "json", "--show-secret-values"]);
+    expect(revealed.stdout).toContain("sk-never-print-me");
+  });
+
+  it("prints YAML", async () => {
+    const run = await cli(["deployments", "list", "--output", "yaml"]);
+    expect(run.code).toBe(0);
+    expect(names(parseYaml(run.stdout) as { name: string }[])).toEqual(["billing-agent", "support-agent"]);
+  });
+
+  it("prints a table with a header and one line per deployment", async () => {
+    const run = await cli(["deployments", "list", "--output", "table"]);
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^NAME\s+ID\s+SOURCE\s+STATUS\s+IMAGE VERSION\s+ACTIVE REVISION\s+UPDATED$/);
+    expect(lines).toHaveLength(3);
+    expect(lines.find((l) => l.startsWith("billing-agent"))).toMatch(/external_docker\s+UNUSED\s+0\.4\.2/);
+  });
+
+  it("prints JSON by default when stdout is not a terminal", async () => {
+    const run = await cli(["deployments", "list"]);
+    expect(names(JSON.parse(run.stdout))).toEqual(["billing-agent", "support-agent"]);
+  });
+
+  it("passes filters through", async () => {
+    const run = await cli(["deployments", "list", "-o", "json", "--status", "UNUSED", "--limit", "1"]);
+    expect(names(JSON.parse(run.stdout))).toEqual(["billing-agent"]);
+    const none = await cli(["deployments", "list", "-o", "table", "--name-contains", "nothing-like-this"]);
+    expect(none.stdout).toBe("No deployments.\n");
+  });
+
+  it("reads the key from a file", async () => {
+    const keyFile = join(dir, "key");
+    await writeFile(keyFile, `${KEY}\n`);
+    const run = await cli(["deployments", "list", "-o", "json", "--api-key-file", keyFile], {
+      DMS_API_KEY: "",
+    });
+    expect(run.code).toBe(0);
+  });
+});
+
+describe("providers and repos", () => {
+  it("lists providers with defaults filled in", async () => {
+    const run = await cli(["providers", "list", "-o", "json"]);
+    expect(JSON.parse(run.stdout)).toMatchObject([{ provider_id: "github", is_dynamic_client: false }]);
+  });
+
+  it("lists the repositories of an integration", async () => {
+    const run = await cli(["repos", "list", "--integration", INTEGRATION, "-o", "table"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/acme\/support-agent\s+main\s+https:\/\/github\.com\/acme\/support-agent/);
+  });
+});
+
+describe("errors", () => {
+  const oneLine = (run: Run) => {
+    expect(run.stdout).toBe("");
+    expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
+    return run.stderr.trim();
+  };
+
+  it("an unknown flag: one line, exit 2", async () => {
+    const run = await cli(["deployments", "list", "--colour", "red"]);
+    expect(run.code).toBe(2);
+    expect(oneLine(run)).toBe("error: unknown option '--colour'");
+  });
+
+  it("a bad flag value: one line naming it, exit 2", async () => {
+    const run = await cli(["deployments", "list", "--deployment-ids", "abc"]);
+    expect(run.code).toBe(2);
+    expect(oneLine(run)).toMatch(/^error: option '--deployment-ids <ids>' argument 'abc' is invalid/);
+  });
+
+  it("missing configuration: one line naming the flag and variable, exit 2", async () => {
+    const run = await cli(["providers", "list"], { DMS_BASE_URL: "" });
+    expect(run.code).toBe(2);
+    expect(oneLine(run)).toBe("error: --base-url / DMS_BASE_URL: required, e.g. https://api.example.com");
+  });
+
+  it("a refusal by the service: one line, no stack, exit 1; the stack only with --verbose", async () => {
+    const run = await cli(["deployments", "list"], { DMS_API_KEY: "wrong-key" });
+    expect(run.code).toBe(1);
+    expect(oneLine(run)).toMatch(/^error: GET \/v2\/deployments: 401 unauthorized: /);
+
+    const verbose = await cli(["deployments", "list", "--verbose"], { DMS_API_KEY: "wrong-key" });
+    expect(verbose.code).toBe(1);
+    expect(verbose.stderr).toMatch(/\n\s+at /);
+    expect(verbose.stderr).not.toContain("wrong-key");
+  });
+});
+
+describe("simulator", () => {
+  it("serves a seed file until told to stop", async () => {
+    const seedFile = join(dir, "seed.json");
+    await writeFile(seedFile, JSON.stringify(SEED));
+    const child = spawn(process.execPath, [CLI, "simulator", "--port", "0", "--seed", seedFile], {
+      env: { PATH: process.env.PATH ?? "" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = "";
+        child.stdout.on("data", (chunk: Buffer) => {
+          out += chunk.toString();
+          const match = /listening on (http:\/\/\S+)/.exec(out);
+          if (match?.[1]) resolve(match[1]);
+        });
+        child.on("exit", () => reject(new Error(`simulator exited early: ${out}`)));
+      });
+      const run = await cli(["deployments", "list", "-o", "json"], { DMS_BASE_URL: url, DMS_API_KEY: "" });
+      expect(names(JSON.parse(run.stdout))).toEqual(["billing-agent", "support-agent"]);
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expect(await exited).toBe(0);
+  });
+});

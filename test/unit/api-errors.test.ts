@@ -1,0 +1,79 @@
+import { describe, expect, it } from "vitest";
+import { kindOfStatus, parseRetryAfter, renderDetail, ServiceError } from "../../src/api/errors.ts";
+
+describe("renderDetail", () => {
+  it.each([
+    { reason: "string detail as is", body: '{"detail":"Deployment not found"}', out: "Deployment not found" },
+    {
+      reason: "FastAPI list as loc: msg pairs",
+      body: JSON.stringify({
+        detail: [
+          { loc: ["body", "source_config", "repo_url"], msg: "field required", type: "missing" },
+          {
+            loc: ["query", "limit"],
+            msg: "Input should be less than or equal to 100",
+            type: "less_than_equal",
+          },
+        ],
+      }),
+      out: "body.source_config.repo_url: field required; query.limit: Input should be less than or equal to 100",
+    },
+    { reason: "issue without loc keeps its message", body: '{"detail":[{"msg":"bad"}]}', out: "bad" },
+    { reason: "plain text body", body: "upstream connect error", out: "upstream connect error" },
+    { reason: "empty body falls back", body: "", out: "HTTP 502" },
+    { reason: "null detail falls back", body: '{"detail":null}', out: "HTTP 502" },
+    { reason: "other JSON is shown", body: '{"error":"quota"}', out: '{"error":"quota"}' },
+  ])("$reason", ({ body, out }) => {
+    expect(renderDetail(body, "HTTP 502")).toBe(out);
+  });
+
+  it("bounds a huge body", () => {
+    expect(renderDetail("x".repeat(10_000), "-").length).toBeLessThan(600);
+  });
+});
+
+describe("parseRetryAfter", () => {
+  const now = Date.parse("2025-06-01T12:00:00Z");
+  it.each([
+    { value: "120", out: 120 },
+    { value: " 0 ", out: 0 },
+    { value: "1.5", out: 1.5 },
+    { value: "Sun, 01 Jun 2025 12:00:30 GMT", out: 30 },
+    { value: "Sun, 01 Jun 2025 11:00:00 GMT", out: 0 },
+    { value: "soon", out: undefined },
+    { value: undefined, out: undefined },
+  ])("$value → $out", ({ value, out }) => {
+    expect(parseRetryAfter(value, now)).toBe(out);
+  });
+});
+
+describe("ServiceError", () => {
+  it.each([
+    [401, "unauthorized"],
+    [403, "unauthorized"],
+    [400, "invalid"],
+    [422, "invalid"],
+    [404, "not_found"],
+    [409, "conflict"],
+    [429, "rate_limited"],
+    [500, "unavailable"],
+    [503, "unavailable"],
+    [405, "rejected"],
+    [302, "rejected"],
+  ] as const)("status %i is %s", (status, kind) => {
+    expect(kindOfStatus(status)).toBe(kind);
+  });
+
+  it("has a one-line message even when the detail spans lines", () => {
+    const error = new ServiceError({
+      kind: "unavailable",
+      method: "GET",
+      route: "/v2/deployments",
+      status: 502,
+      detail: "bad gateway\n  upstream reset",
+      retryable: true,
+    });
+    expect(error.message).toBe("GET /v2/deployments: 502 unavailable: bad gateway upstream reset");
+    expect(error.maybeApplied).toBe(false);
+  });
+});

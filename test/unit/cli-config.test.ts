@@ -1,0 +1,191 @@
+import { describe, expect, it } from "vitest";
+import { describeServiceConfig, type ServiceConfig, serviceConfigFrom } from "../../src/config.ts";
+
+const noFiles = (path: string): string => {
+  throw Object.assign(new Error(`ENOENT: ${path}`), { code: "ENOENT" });
+};
+const files =
+  (contents: Record<string, string>) =>
+  (path: string): string => {
+    const content = contents[path];
+    if (content === undefined) return noFiles(path);
+    return content;
+  };
+
+function ok(result: ReturnType<typeof serviceConfigFrom>): ServiceConfig {
+  if (!result.ok) throw new Error(`unexpected problems: ${result.problems.join(" | ")}`);
+  return result.config;
+}
+function problems(result: ReturnType<typeof serviceConfigFrom>): string[] {
+  if (result.ok) throw new Error("expected problems");
+  return result.problems;
+}
+
+describe("serviceConfigFrom", () => {
+  it("applies the defaults when only the base URL is given", () => {
+    expect(ok(serviceConfigFrom({}, { DMS_BASE_URL: "https://api.example.com/" }, noFiles))).toEqual({
+      baseUrl: "https://api.example.com",
+      apiKey: undefined,
+      tenantId: undefined,
+      apiKeyHeader: "X-Api-Key",
+      tenantHeader: "X-Tenant-Id",
+      insecureSkipTlsVerify: false,
+      timeoutMs: 10_000,
+      retries: 4,
+      qps: 20,
+      burst: 40,
+    });
+  });
+
+  it("reads every setting from the environment", () => {
+    const config = ok(
+      serviceConfigFrom(
+        {},
+        {
+          DMS_BASE_URL: "http://127.0.0.1:8090",
+          DMS_API_KEY: " k-env ",
+          DMS_TENANT_ID: "t-1",
+          DMS_API_KEY_HEADER: "X-Key",
+          DMS_TENANT_HEADER: "X-Org",
+          DMS_INSECURE_SKIP_TLS_VERIFY: "true",
+          DMS_TIMEOUT_MS: "2500",
+          DMS_RETRIES: "0",
+          DMS_QPS: "2.5",
+          DMS_BURST: "5",
+        },
+        noFiles,
+      ),
+    );
+    expect(config).toMatchObject({
+      apiKey: "k-env",
+      tenantId: "t-1",
+      apiKeyHeader: "X-Key",
+      tenantHeader: "X-Org",
+      insecureSkipTlsVerify: true,
+      timeoutMs: 2500,
+      retries: 0,
+      qps: 2.5,
+      burst: 5,
+    });
+  });
+
+  it("lets flags win over the environment, the key flags as a group", () => {
+    const config = ok(
+      serviceConfigFrom(
+        { baseUrl: "https://flag.example.com", apiKey: "k-flag", timeoutMs: "100" },
+        {
+          DMS_BASE_URL: "https://env.example.com",
+          DMS_API_KEY_FILE: "/run/secrets/key",
+          DMS_TIMEOUT_MS: "9",
+        },
+        noFiles,
+      ),
+    );
+    expect(config).toMatchObject({ baseUrl: "https://flag.example.com", apiKey: "k-flag", timeoutMs: 100 });
+  });
+
+  it("reads the key from a file, trimmed", () => {
+    const config = ok(
+      serviceConfigFrom(
+        { apiKeyFile: "/run/secrets/key" },
+        { DMS_BASE_URL: "https://api.example.com" },
+        files({ "/run/secrets/key": "s3cret\n" }),
+      ),
+    );
+    expect(config.apiKey).toBe("s3cret");
+  });
+
+  it.each([
+    {
+      reason: "missing base URL",
+      flags: {},
+      env: {},
+      problem: "--base-url / DMS_BASE_URL: required, e.g. https://api.example.com",
+    },
+    {
+      reason: "not a URL",
+      flags: { baseUrl: "api.example.com" },
+      env: {},
+      problem: '--base-url / DMS_BASE_URL: "api.example.com" is not a URL',
+    },
+    {
+      reason: "wrong scheme",
+      flags: { baseUrl: "ftp://x" },
+      env: {},
+      problem: "must start with https:// or http://",
+    },
+    {
+      reason: "credentials in the URL",
+      flags: { baseUrl: "https://u:p@x" },
+      env: {},
+      problem: "must not carry credentials",
+    },
+    {
+      reason: "both key and file",
+      flags: { baseUrl: "https://x", apiKey: "k", apiKeyFile: "/f" },
+      env: {},
+      problem: "give one of them, not both",
+    },
+    {
+      reason: "unreadable key file",
+      flags: { baseUrl: "https://x" },
+      env: { DMS_API_KEY_FILE: "/nope" },
+      problem: "--api-key-file / DMS_API_KEY_FILE: cannot read /nope (ENOENT)",
+    },
+    {
+      reason: "bad header name",
+      flags: { baseUrl: "https://x", apiKeyHeader: "X Key" },
+      env: {},
+      problem: '--api-key-header / DMS_API_KEY_HEADER: "X Key" is not a valid header name',
+    },
+    {
+      reason: "bad boolean",
+      flags: { baseUrl: "https://x" },
+      env: { DMS_INSECURE_SKIP_TLS_VERIFY: "maybe" },
+      problem: "--insecure-skip-tls-verify / DMS_INSECURE_SKIP_TLS_VERIFY: must be true or false",
+    },
+    {
+      reason: "zero timeout",
+      flags: { baseUrl: "https://x", timeoutMs: "0" },
+      env: {},
+      problem: "--timeout-ms / DMS_TIMEOUT_MS: must be an integer from 1 to 600000",
+    },
+    {
+      reason: "fractional burst",
+      flags: { baseUrl: "https://x" },
+      env: { DMS_BURST: "1.5" },
+      problem: "--burst / DMS_BURST: must be an integer",
+    },
+    {
+      reason: "text qps",
+      flags: { baseUrl: "https://x", qps: "fast" },
+      env: {},
+      problem: "--qps / DMS_QPS: must be a number",
+    },
+  ])("names the flag, the variable and the fix: $reason", ({ flags, env, problem }) => {
+    const found = problems(serviceConfigFrom(flags, env, noFiles));
+    expect(found).toHaveLength(1);
+    expect(found[0]).toContain(problem);
+  });
+
+  it("reports every problem at once", () => {
+    const found = problems(serviceConfigFrom({ retries: "-1" }, { DMS_QPS: "0" }, noFiles));
+    expect(found.map((p) => p.split(":")[0])).toEqual([
+      "--base-url / DMS_BASE_URL",
+      "--retries / DMS_RETRIES",
+      "--qps / DMS_QPS",
+    ]);
+  });
+
+  it("never puts the key file's content in a problem", () => {
+    const found = problems(serviceConfigFrom({ apiKeyFile: "/k" }, {}, files({ "/k": "   \n" })));
+    expect(found).toContain("--api-key-file / DMS_API_KEY_FILE: /k is empty; it must hold the API key");
+  });
+
+  it("describes a config without its key", () => {
+    const config = ok(serviceConfigFrom({ baseUrl: "https://x", apiKey: "k-secret" }, {}, noFiles));
+    const described = JSON.stringify(describeServiceConfig(config));
+    expect(described).not.toContain("k-secret");
+    expect(described).toContain('"apiKey":"(set)"');
+  });
+});
