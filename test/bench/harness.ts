@@ -1,0 +1,133 @@
+/**
+ * What a benchmark is and the tools benchmarks share: an HTTP load generator with keep-alive
+ * and bounded concurrency, percentiles, and a child process that serves on loopback.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { Agent, request } from "node:http";
+import { createInterface } from "node:readline";
+
+/** One line of a benchmark's result table. */
+export interface BenchRow {
+  variant: string;
+  requests: number;
+  seconds: number;
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  errors: number;
+}
+
+/** Options every benchmark receives from the runner. */
+export interface BenchOptions {
+  /** Measured seconds per variant (after a short warm-up). */
+  durationSeconds: number;
+}
+
+/** A named benchmark. `run` returns its rows and any details worth keeping in the JSON report. */
+export interface Benchmark {
+  name: string;
+  description: string;
+  run(options: BenchOptions): Promise<{ rows: BenchRow[]; details?: Record<string, unknown> }>;
+}
+
+/** A load to drive: URLs to cycle through, how many requests in flight, and the bounds. */
+export interface LoadSpec {
+  variant: string;
+  urls: readonly string[];
+  concurrency: number;
+  durationMs: number;
+  maxRequests: number;
+  headers?: Record<string, string>;
+}
+
+/** The value at quantile `q` (0..1) of ascending `sorted`, or 0 when empty. */
+export function quantile(sorted: Float64Array, q: number): number {
+  if (sorted.length === 0) return 0;
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[index] ?? 0;
+}
+
+/**
+ * Sends GET requests over keep-alive connections, `concurrency` at a time, until `durationMs`
+ * passed or `maxRequests` were sent. A non-2xx answer or a transport error counts as an error.
+ */
+export async function driveGet(spec: LoadSpec): Promise<BenchRow> {
+  const agent = new Agent({ keepAlive: true, maxSockets: spec.concurrency });
+  const latencies = new Float64Array(spec.maxRequests);
+  let sent = 0;
+  let done = 0;
+  let errors = 0;
+  const started = performance.now();
+  const deadline = started + spec.durationMs;
+  const one = (url: string) =>
+    new Promise<void>((resolve) => {
+      const t0 = performance.now();
+      const req = request(url, { agent, headers: spec.headers }, (res) => {
+        res.on("data", () => {});
+        res.on("end", () => {
+          if ((res.statusCode ?? 0) >= 300) errors++;
+          latencies[done++] = performance.now() - t0;
+          resolve();
+        });
+      });
+      req.on("error", () => {
+        errors++;
+        latencies[done++] = performance.now() - t0;
+        resolve();
+      });
+      req.end();
+    });
+  const worker = async () => {
+    while (sent < spec.maxRequests && performance.now() < deadline) {
+      const url = spec.urls[sent % spec.urls.length] ?? "";
+      sent++;
+      await one(url);
+    }
+  };
+  await Promise.all(Array.from({ length: spec.concurrency }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  agent.destroy();
+  const sorted = latencies.subarray(0, done).sort();
+  return {
+    variant: spec.variant,
+    requests: done,
+    seconds: round(seconds, 2),
+    requestsPerSecond: Math.round(done / seconds),
+    p50Ms: round(quantile(sorted, 0.5), 3),
+    p99Ms: round(quantile(sorted, 0.99), 3),
+    errors,
+  };
+}
+
+const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** A child process serving on loopback, and the first JSON line it printed (e.g. `{"url": ...}`). */
+export interface ServingChild {
+  child: ChildProcess;
+  ready: Record<string, unknown>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs `node <script> ...args` and waits for its first stdout line, which must be JSON. The
+ * child is expected to exit when its stdin closes, so it never outlives the benchmark.
+ */
+export async function spawnServing(script: string, args: readonly string[]): Promise<ServingChild> {
+  const child = spawn(process.execPath, [script, ...args], { stdio: ["pipe", "pipe", "inherit"] });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const stdout = child.stdout;
+  if (stdout === null) throw new Error("child has no stdout");
+  const lines = createInterface({ input: stdout });
+  const first = await new Promise<string>((resolve, reject) => {
+    lines.once("line", resolve);
+    child.once("exit", (code) => reject(new Error(`${script} exited (${code}) before it was ready`)));
+  });
+  lines.close();
+  const stop = async () => {
+    child.stdin?.end();
+    const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+    await exited;
+    clearTimeout(timer);
+  };
+  return { child, ready: JSON.parse(first) as Record<string, unknown>, stop };
+}

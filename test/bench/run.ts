@@ -1,0 +1,71 @@
+/**
+ * `npm run bench`: runs the named benchmarks of test/bench (every `*.bench.ts` exporting
+ * `benchmark`), prints a table per benchmark, and writes `docs/bench/<name>.json`.
+ *
+ *   node test/bench/run.ts [name ...] [--duration <seconds>] [--list]
+ *
+ * Figures are reported, never asserted: a benchmark fails only when it cannot run.
+ */
+import { mkdir, readdir, writeFile } from "node:fs/promises";
+import { arch, cpus, platform } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import Table from "cli-table3";
+import type { Benchmark } from "./harness.ts";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, "../..");
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { duration: { type: "string", default: "10" }, list: { type: "boolean", default: false } },
+});
+const durationSeconds = Number(values.duration);
+if (!(durationSeconds > 0))
+  throw new Error(`--duration must be a positive number of seconds, got '${values.duration}'`);
+
+const benchmarks: Benchmark[] = [];
+for (const file of (await readdir(here)).filter((f) => f.endsWith(".bench.ts")).sort()) {
+  const module = (await import(pathToFileURL(join(here, file)).href)) as { benchmark?: Benchmark };
+  if (module.benchmark === undefined) throw new Error(`${file} does not export 'benchmark'`);
+  benchmarks.push(module.benchmark);
+}
+
+if (values.list) {
+  for (const b of benchmarks) process.stdout.write(`${b.name}\t${b.description}\n`);
+  process.exit(0);
+}
+const unknown = positionals.filter((name) => !benchmarks.some((b) => b.name === name));
+if (unknown.length > 0) throw new Error(`unknown benchmark(s): ${unknown.join(", ")} (see --list)`);
+const selected =
+  positionals.length === 0 ? benchmarks : benchmarks.filter((b) => positionals.includes(b.name));
+
+for (const bench of selected) {
+  process.stdout.write(`\n${bench.name}: ${bench.description}\n`);
+  const { rows, details } = await bench.run({ durationSeconds });
+  const table = new Table({
+    head: ["variant", "requests", "seconds", "req/s", "p50 ms", "p99 ms", "errors"],
+    // Colours only on a terminal: the output is also read from CI logs and files.
+    style: process.stdout.isTTY ? {} : { head: [], border: [] },
+  });
+  for (const r of rows) {
+    table.push([r.variant, r.requests, r.seconds, r.requestsPerSecond, r.p50Ms, r.p99Ms, r.errors]);
+  }
+  process.stdout.write(`${table.toString()}\n`);
+  const report = {
+    benchmark: bench.name,
+    description: bench.description,
+    date: new Date().toISOString(),
+    node: process.version,
+    platform: `${platform()}-${arch()}`,
+    cpu: cpus()[0]?.model ?? "unknown",
+    durationSeconds,
+    rows,
+    ...details,
+  };
+  const out = join(root, "docs", "bench", `${bench.name}.json`);
+  await mkdir(dirname(out), { recursive: true });
+  await writeFile(out, `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`written ${out}\n`);
+}

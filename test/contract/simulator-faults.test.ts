@@ -1,0 +1,176 @@
+import { get } from "node:http";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+import { call, manualClock } from "./simulator-http.ts";
+
+const LIST = "GET /v2/deployments";
+const deployments = Array.from({ length: 10 }, (_, i) => ({ name: `agent-${i}`, source: "github" as const }));
+const clock = manualClock();
+let sim: RunningSimulator;
+beforeEach(async () => {
+  sim = await startSimulator({ seed: { deployments }, now: clock.now });
+});
+afterEach(() => sim.close());
+
+const statusOf = async (path = "/v2/deployments") => (await call(sim, "GET", path)).status;
+
+describe("scripted faults", () => {
+  it("the next N requests to a route answer the given status, then the service recovers", async () => {
+    sim.faults.set({ script: [{ route: LIST, count: 2, status: 503 }] });
+    expect(await statusOf("/v2/auth/providers")).toBe(200);
+    const failed = await call(sim, "GET", "/v2/deployments");
+    expect(failed.status).toBe(503);
+    expect(failed.body).toEqual({ detail: "Service Unavailable" });
+    expect(sim.faults.get().script).toEqual([{ route: LIST, count: 1, status: 503 }]);
+    expect(await statusOf()).toBe(503);
+    expect(await statusOf()).toBe(200);
+    expect(sim.counters()[LIST]).toEqual({ "503": 2, "200": 1 });
+  });
+
+  it("entries are consumed in order, and a template without a method selects every method", async () => {
+    sim.faults.set({
+      script: [
+        { route: "/v2/deployments/{deployment_id}", count: 1, status: 502 },
+        { count: 1, status: 500 },
+      ],
+    });
+    const id = sim.store.list()[0]?.id ?? "";
+    expect((await call(sim, "PATCH", `/v2/deployments/${id}`, {})).status).toBe(502);
+    expect(await statusOf("/v2/auth/providers")).toBe(500);
+    expect((await call(sim, "DELETE", `/v2/deployments/${id}`)).status).toBe(204);
+  });
+
+  it("429 carries Retry-After", async () => {
+    sim.faults.set({ script: [{ route: LIST, count: 1, status: 429, retryAfterSeconds: 2 }] });
+    const res = await call(sim, "GET", "/v2/deployments");
+    expect(res.status).toBe(429);
+    expect(res.headers.get("retry-after")).toBe("2");
+    expect(res.body).toEqual({ detail: "Too Many Requests" });
+  });
+
+  it("a scripted reset drops the connection without an answer", async () => {
+    sim.faults.set({ script: [{ route: LIST, count: 1, status: "reset" }] });
+    await expect(call(sim, "GET", "/v2/deployments")).rejects.toThrow();
+    expect(await statusOf()).toBe(200);
+    expect(sim.counters()[LIST]).toEqual({ reset: 1, "200": 1 });
+  });
+});
+
+describe("rates", () => {
+  const sample = async (n: number) => {
+    const statuses: number[] = [];
+    for (let i = 0; i < n; i++) statuses.push(await statusOf());
+    return statuses;
+  };
+
+  it("an error rate fails about that share of requests, the same ones for the same seed", async () => {
+    sim.faults.set({ seed: 42, errors: [{ route: LIST, status: 503, rate: 0.3, retryAfterSeconds: 1 }] });
+    const first = await sample(60);
+    const failures = first.filter((s) => s === 503).length;
+    expect(failures).toBeGreaterThan(5);
+    expect(failures).toBeLessThan(40);
+    sim.faults.set({ seed: 42, errors: [{ route: LIST, status: 503, rate: 0.3, retryAfterSeconds: 1 }] });
+    expect(await sample(60)).toEqual(first);
+    sim.faults.set({ seed: 7, errors: [{ route: LIST, status: 503, rate: 0.3 }] });
+    expect(await sample(60)).not.toEqual(first);
+  });
+
+  it("a reset rate drops about that share of connections", async () => {
+    sim.faults.set({ resets: [{ route: LIST, rate: 0.5 }] });
+    let resets = 0;
+    for (let i = 0; i < 20; i++) {
+      await call(sim, "GET", "/v2/deployments").catch(() => {
+        resets++;
+      });
+    }
+    expect(resets).toBeGreaterThan(2);
+    expect(resets).toBeLessThan(18);
+    expect(sim.counters()[LIST]?.reset).toBe(resets);
+  });
+});
+
+describe("slowness", () => {
+  it("latency holds the answer back: a client with a short timeout gives up, other routes answer", async () => {
+    sim.faults.set({ latency: [{ route: LIST, ms: 10_000 }] });
+    const slow = fetch(`${sim.url}/v2/deployments`, { signal: AbortSignal.timeout(200) });
+    await expect(slow).rejects.toThrow();
+    expect(await statusOf("/v2/auth/providers")).toBe(200);
+  });
+
+  it("a slow body arrives in several chunks and still parses", async () => {
+    sim.faults.set({ slowBody: [{ route: LIST, chunkBytes: 256, delayMs: 5 }] });
+    const { chunks, text } = await new Promise<{ chunks: number; text: string }>((resolve, reject) => {
+      get(`${sim.url}/v2/deployments`, (res) => {
+        let chunks = 0;
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => {
+          chunks++;
+          text += c;
+        });
+        res.on("end", () => resolve({ chunks, text }));
+      }).on("error", reject);
+    });
+    expect(chunks).toBeGreaterThan(3);
+    expect(JSON.parse(text).resources).toHaveLength(10);
+  });
+
+  it("closing the simulator does not wait for delayed answers", async () => {
+    sim.faults.set({ latency: [{ ms: 60_000 }] });
+    const pending = fetch(`${sim.url}/v2/deployments`).catch(() => "dropped");
+    await new Promise((r) => setTimeout(r, 50));
+    await sim.close();
+    expect(await pending).toBe("dropped");
+    sim = await startSimulator();
+  });
+});
+
+describe("listing faults", () => {
+  it("a listing lag hides deployments created less than lagMs ago", async () => {
+    sim.faults.set({ listingLagMs: 1000 });
+    const created = await call(sim, "POST", "/v2/deployments", { name: "fresh", source: "github" });
+    const listed = async () =>
+      (await call(sim, "GET", "/v2/deployments?limit=100")).body.resources.map(
+        (d: { name: string }) => d.name,
+      );
+    expect(await listed()).not.toContain("fresh");
+    expect((await call(sim, "GET", `/v2/deployments/${created.body.id}`)).status).toBe(200);
+    clock.advance(1000);
+    expect(await listed()).toContain("fresh");
+  });
+
+  it("a page cap returns fewer items than the limit, with an offset that still advances", async () => {
+    sim.faults.set({ pageCap: 3 });
+    const page = (await call(sim, "GET", "/v2/deployments?limit=20&offset=2")).body;
+    expect(page.resources.map((d: { name: string }) => d.name)).toEqual(["agent-2", "agent-3", "agent-4"]);
+    expect(page.offset).toBe(5);
+  });
+
+  it("repeat-offset answers the request's own offset", async () => {
+    sim.faults.set({ repeatOffset: true });
+    const page = (await call(sim, "GET", "/v2/deployments?limit=4&offset=4")).body;
+    expect(page.resources).toHaveLength(4);
+    expect(page.offset).toBe(4);
+  });
+});
+
+describe("/_sim/faults", () => {
+  it("PUT sets, GET shows, DELETE clears; faults never touch /_sim/ itself", async () => {
+    const put = await call(sim, "PUT", "/_sim/faults", { script: [{ count: 5, status: 500 }] });
+    expect(put.status).toBe(200);
+    expect((await call(sim, "GET", "/_sim/faults")).body).toEqual({ script: [{ count: 5, status: 500 }] });
+    expect(await statusOf()).toBe(500);
+    expect((await call(sim, "GET", "/_sim/faults")).body.script[0].count).toBe(4);
+    expect((await call(sim, "DELETE", "/_sim/faults")).status).toBe(204);
+    expect(await statusOf()).toBe(200);
+  });
+
+  it("rejects malformed faults with a 422 naming the field, leaving the faults as they were", async () => {
+    sim.faults.set({ pageCap: 2 });
+    const res = await call(sim, "PUT", "/_sim/faults", { errors: [{ status: 503, rate: 2 }] });
+    expect(res.status).toBe(422);
+    expect(res.body.detail[0].loc).toEqual(["body", "errors", 0, "rate"]);
+    expect(sim.faults.get()).toEqual({ pageCap: 2 });
+    expect(() => sim.faults.set({ latency: [{ ms: -1 }] })).toThrow(/latency\[0\]\.ms/);
+  });
+});
