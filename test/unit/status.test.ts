@@ -1,0 +1,333 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type { Deployment } from "../../src/api/wire.ts";
+import type { Condition } from "../../src/crd/schema.ts";
+import { redactSecrets } from "../../src/reconcile/secrets.ts";
+import {
+  CONDITION,
+  outcomeFromProblems,
+  REASON,
+  type StatusInput,
+  type SyncOutcome,
+  setCondition,
+  statusEqual,
+  statusFrom,
+} from "../../src/reconcile/status.ts";
+import { remote } from "./plan-fixtures.ts";
+
+const T0 = new Date("2025-06-01T10:00:00.123Z");
+const T1 = new Date("2025-06-01T10:05:00.000Z");
+const REV1 = "11111111-1111-4111-8111-111111111111";
+const REV2 = "22222222-2222-4222-8222-222222222222";
+const synced: SyncOutcome = { kind: "synced" };
+
+const condition = (status: ReturnType<typeof statusFrom>, type: string) =>
+  status.conditions?.find((c) => c.type === type);
+const summary = (status: ReturnType<typeof statusFrom>) =>
+  Object.fromEntries((status.conditions ?? []).map((c) => [c.type, `${c.status}/${c.reason}`]));
+
+describe("statusFrom: conditions from the service's state", () => {
+  const cases: Array<{
+    reason: string;
+    observed: Deployment | null | undefined;
+    sync: SyncOutcome;
+    expected: Record<string, string>;
+  }> = [
+    {
+      reason: "READY with the latest revision active is Ready",
+      observed: remote({ status: "READY", latest_revision_id: REV2, active_revision_id: REV2 }),
+      sync: synced,
+      expected: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+    },
+    {
+      reason: "READY while a newer revision rolls out is not Ready, and Reconciling",
+      observed: remote({ status: "READY", latest_revision_id: REV2, active_revision_id: REV1 }),
+      sync: synced,
+      expected: {
+        Ready: "False/RolloutInProgress",
+        Synced: "True/ReconcileSuccess",
+        Reconciling: "True/RolloutInProgress",
+      },
+    },
+    {
+      reason: "AWAITING_DATABASE is in progress",
+      observed: remote({ status: "AWAITING_DATABASE" }),
+      sync: synced,
+      expected: {
+        Ready: "False/AwaitingDatabase",
+        Synced: "True/ReconcileSuccess",
+        Reconciling: "True/AwaitingDatabase",
+      },
+    },
+    {
+      reason: "AWAITING_DELETE says the service is deleting it",
+      observed: remote({ status: "AWAITING_DELETE" }),
+      sync: synced,
+      expected: { Ready: "False/Deleting", Synced: "True/ReconcileSuccess" },
+    },
+    {
+      reason: "UNUSED has its own reason",
+      observed: remote({ status: "UNUSED" }),
+      sync: synced,
+      expected: { Ready: "False/Unused", Synced: "True/ReconcileSuccess" },
+    },
+    {
+      reason: "UNKNOWN makes Ready Unknown",
+      observed: remote({ status: "UNKNOWN" }),
+      sync: synced,
+      expected: { Ready: "Unknown/Unknown", Synced: "True/ReconcileSuccess" },
+    },
+    {
+      reason: "a create the listing does not show yet is in progress",
+      observed: null,
+      sync: synced,
+      expected: { Ready: "False/Creating", Synced: "True/ReconcileSuccess", Reconciling: "True/Creating" },
+    },
+    {
+      reason: "ObserveOnly without a deployment on the service says so",
+      observed: null,
+      sync: { kind: "observed", drift: [] },
+      expected: { Ready: "False/NotFound", Synced: "True/ObserveOnly" },
+    },
+    {
+      reason: "ObserveOnly with differences is Synced=False Drifted",
+      observed: remote(),
+      sync: { kind: "observed", drift: ["sourceConfig.buildOnPush: false → true"] },
+      expected: { Ready: "True/Available", Synced: "False/Drifted" },
+    },
+    {
+      reason: "a failure that can succeed later retries: Reconciling, not Stalled",
+      observed: remote(),
+      sync: { kind: "failed", reason: REASON.ServiceUnavailable, message: "503 from the service" },
+      expected: {
+        Ready: "True/Available",
+        Synced: "False/ServiceUnavailable",
+        Reconciling: "True/ServiceUnavailable",
+      },
+    },
+    {
+      reason: "a failure that needs a change stalls, without Reconciling",
+      observed: undefined,
+      sync: { kind: "failed", reason: REASON.SecretNotFound, message: "Secret s missing", stalled: true },
+      expected: { Ready: "Unknown/Unknown", Synced: "False/SecretNotFound", Stalled: "True/SecretNotFound" },
+    },
+    {
+      reason: "paused: no call was made, a condition says so",
+      observed: undefined,
+      sync: { kind: "paused" },
+      expected: { Ready: "Unknown/Paused", Synced: "False/Paused" },
+    },
+    {
+      reason: "deletion in progress",
+      observed: remote({ status: "AWAITING_DELETE" }),
+      sync: { kind: "deleting" },
+      expected: { Ready: "False/Deleting", Synced: "False/Deleting", Reconciling: "True/Deleting" },
+    },
+  ];
+  it.each(cases)("$reason", ({ observed, sync, expected }) => {
+    expect(summary(statusFrom({ generation: 3, observed, sync, now: T0 }))).toEqual(expected);
+  });
+});
+
+describe("statusFrom: fields", () => {
+  it("copies the service's ids and versions, and stamps every condition with the generation", () => {
+    const observed = remote({
+      image_version: "0.4.2",
+      source_revision_config: { repo_ref: "main", repo_commit_sha: "abc123" },
+    });
+    const status = statusFrom({ generation: 7, observed, sync: synced, now: T0 });
+    expect(status).toMatchObject({
+      deploymentId: observed.id,
+      tenantId: observed.tenant_id,
+      remoteStatus: "READY",
+      latestRevisionId: REV1,
+      activeRevisionId: REV1,
+      imageVersion: "0.4.2",
+      repoCommitSha: "abc123",
+      observedGeneration: 7,
+    });
+    for (const c of status.conditions ?? []) expect(c.observedGeneration).toBe(7);
+    expect(condition(status, CONDITION.Ready)?.lastTransitionTime).toBe("2025-06-01T10:00:00Z");
+  });
+
+  it("keeps what it did not look at, and clears what it knows is gone", () => {
+    const first = statusFrom({
+      generation: 1,
+      observed: remote(),
+      sync: synced,
+      now: T0,
+      record: { appliedSecretsHash: "a".repeat(64) },
+    });
+    const paused = statusFrom({
+      previous: first,
+      generation: 2,
+      observed: undefined,
+      sync: { kind: "paused" },
+      now: T1,
+    });
+    expect(paused).toMatchObject({
+      deploymentId: first.deploymentId,
+      appliedSecretsHash: "a".repeat(64),
+      observedGeneration: 2,
+    });
+    expect(condition(paused, CONDITION.Ready)).toEqual(condition(first, CONDITION.Ready));
+    const gone = statusFrom({
+      previous: first,
+      generation: 2,
+      observed: null,
+      sync: synced,
+      now: T1,
+      record: { appliedSecretsHash: null },
+    });
+    expect(gone.deploymentId).toBeUndefined();
+    expect(gone.appliedSecretsHash).toBeUndefined();
+  });
+
+  it("writes nothing new when nothing changed: a second identical reconcile yields an equal status", () => {
+    const input: StatusInput = { generation: 1, observed: remote(), sync: synced, now: T0 };
+    const first = statusFrom(input);
+    const second = statusFrom({ ...input, previous: first, now: T1 });
+    expect(statusEqual(first, second)).toBe(true);
+  });
+
+  it("a status change is noticed, and moves lastTransitionTime of that condition only", () => {
+    const first = statusFrom({ generation: 1, observed: remote(), sync: synced, now: T0 });
+    const rolling = remote({ latest_revision_id: REV2 });
+    const second = statusFrom({ previous: first, generation: 2, observed: rolling, sync: synced, now: T1 });
+    expect(statusEqual(first, second)).toBe(false);
+    expect(condition(second, CONDITION.Ready)?.lastTransitionTime).toBe("2025-06-01T10:05:00Z");
+    expect(condition(second, CONDITION.Synced)?.lastTransitionTime).toBe("2025-06-01T10:00:00Z");
+  });
+
+  it("drops Reconciling and Stalled once they no longer apply", () => {
+    const stalled = statusFrom({
+      generation: 1,
+      observed: remote(),
+      sync: { kind: "failed", reason: "InvalidSpec", message: "m", stalled: true },
+      now: T0,
+    });
+    const fixed = statusFrom({ previous: stalled, generation: 2, observed: remote(), sync: synced, now: T1 });
+    expect(Object.keys(summary(fixed))).toEqual([CONDITION.Ready, CONDITION.Synced]);
+  });
+
+  it("turns plan problems into a stalled failure: immutable fields and un-clearable secrets", () => {
+    expect(outcomeFromProblems([])).toBeUndefined();
+    expect(outcomeFromProblems([{ reason: "Immutable", field: "spec.source", message: "m1" }])).toEqual({
+      kind: "failed",
+      reason: REASON.Immutable,
+      message: "m1",
+      stalled: true,
+    });
+    expect(
+      outcomeFromProblems([{ reason: "CannotClearSecrets", field: "spec.secrets", message: "m2" }]),
+    ).toMatchObject({
+      reason: REASON.CannotClearSecrets,
+    });
+  });
+});
+
+describe("setCondition", () => {
+  const ready = (status: Condition["status"], reason: string) => ({
+    type: "Ready",
+    status,
+    reason,
+    message: "",
+    observedGeneration: 1,
+  });
+  const cases = [
+    {
+      reason: "a new condition gets now as its transition time",
+      before: [],
+      next: ready("True", "A"),
+      time: "2025-06-01T10:05:00Z",
+    },
+    {
+      reason: "same status, other reason or message: the transition time stays",
+      before: [{ ...ready("True", "A"), lastTransitionTime: "2025-01-01T00:00:00Z" }],
+      next: ready("True", "B"),
+      time: "2025-01-01T00:00:00Z",
+    },
+    {
+      reason: "the status moves: the transition time moves",
+      before: [{ ...ready("True", "A"), lastTransitionTime: "2025-01-01T00:00:00Z" }],
+      next: ready("False", "A"),
+      time: "2025-06-01T10:05:00Z",
+    },
+  ];
+  it.each(cases)("$reason", ({ before, next, time }) => {
+    const after = setCondition(before, next, T1);
+    expect(after).toHaveLength(1);
+    expect(after[0]).toEqual({ ...next, lastTransitionTime: time });
+  });
+
+  it("keeps the other conditions and their order", () => {
+    const others: Condition[] = [
+      {
+        type: "Synced",
+        status: "True",
+        reason: "X",
+        message: "",
+        lastTransitionTime: "2025-01-01T00:00:00Z",
+      },
+      { type: "Ready", status: "True", reason: "A", message: "", lastTransitionTime: "2025-01-01T00:00:00Z" },
+    ];
+    const after = setCondition(others, { type: "Ready", status: "False", reason: "B", message: "" }, T1);
+    expect(after.map((c) => c.type)).toEqual(["Synced", "Ready"]);
+    expect(after[0]).toBe(others[0]);
+  });
+});
+
+describe("secret values never reach a status", () => {
+  it("redacts values a service error echoes, from every condition message", () => {
+    fc.assert(
+      fc.property(
+        // Values holding "*" are left out: the redaction marker itself is made of it.
+        fc.uniqueArray(
+          fc.string({ minLength: 1, maxLength: 12 }).filter((v) => !v.includes("*")),
+          { minLength: 1, maxLength: 4 },
+        ),
+        fc.string({ maxLength: 20 }),
+        (values, filler) => {
+          const message = `422: invalid ${values.join(filler)} in ${filler}${values[0]}`;
+          const status = statusFrom({
+            generation: 1,
+            observed: remote(),
+            sync: { kind: "failed", reason: "ReconcileError", message },
+            now: T0,
+            secretValues: values,
+          });
+          const texts = (status.conditions ?? []).map((c) => c.message).join("\n");
+          const leaked = values.filter((v) => texts.includes(v));
+          expect(leaked).toEqual([]);
+        },
+      ),
+    );
+  });
+});
+
+describe("redactSecrets", () => {
+  const cases = [
+    {
+      reason: "every occurrence goes",
+      text: "a=hunter2 b=hunter2",
+      values: ["hunter2"],
+      expected: "a=*** b=***",
+    },
+    {
+      reason: "a value inside another goes with it whole",
+      text: "x=abcdef",
+      values: ["cd", "abcdef"],
+      expected: "x=***",
+    },
+    {
+      reason: "overlapping values merge into one marker",
+      text: "abcde",
+      values: ["abc", "cde"],
+      expected: "***",
+    },
+    { reason: "empty values are ignored", text: "text", values: [""], expected: "text" },
+  ];
+  it.each(cases)("$reason", ({ text, values, expected }) => {
+    expect(redactSecrets(text, values)).toBe(expected);
+  });
+});
