@@ -172,7 +172,8 @@ describe("plan (properties)", () => {
         // The law that makes convergence meaningful: what the service then has is what the spec says.
         // Values can be checked only when this plan sent them: otherwise the recorded hash is
         // trusted over what the service shows, which may be masked (by design, see planSecrets).
-        const sentSecrets = first.action !== "noop" && first.action !== "blocked" && first.body.secrets !== undefined;
+        const sentSecrets =
+          first.action !== "noop" && first.action !== "blocked" && first.body.secrets !== undefined;
         if (after) expect(mismatches(desired, after, sentSecrets ? shown : "masked")).toEqual([]);
         const recorded = "secretsHash" in first && first.secretsHash ? first.secretsHash : last.secretsHash;
         const second = plan(desired, after, recorded === undefined ? {} : { secretsHash: recorded });
