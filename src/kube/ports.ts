@@ -1,0 +1,54 @@
+/**
+ * The Kubernetes adapters seen through the reconciler's ports.
+ */
+import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "../reconcile/ports.ts";
+import type { KubeDeployments } from "./deployments.ts";
+import { ConflictError } from "./errors.ts";
+import type { EventRecorder } from "./events.ts";
+import type { KubeSecrets } from "./secrets.ts";
+
+/** Deployment resources: cache reads, API-server writes; 409s are the port's conflicts. */
+export function resourcePort(deployments: KubeDeployments): ResourcePort {
+  return {
+    get: (ref) => deployments.get(ref),
+    list: () => deployments.list(),
+    patchStatus: (ref, status, signal) => deployments.patchStatus(ref, status, signal),
+    addFinalizer: (obj, finalizer, signal) => deployments.addFinalizer(asObject(obj), finalizer, signal),
+    removeFinalizer: (obj, finalizer, signal) =>
+      deployments.removeFinalizer(asObject(obj), finalizer, signal),
+    isConflict: (error) => error instanceof ConflictError,
+  };
+}
+
+/** Secret values, read live from the resource's own namespace. */
+export function secretsPort(secrets: KubeSecrets): SecretsPort {
+  return {
+    read: async (namespace, name, key, signal) => {
+      const result = await secrets.getSecretValue({ namespace, name }, key, signal);
+      return result.kind === "found" ? { kind: "found", value: result.value } : { kind: result.kind };
+    },
+  };
+}
+
+/** Events about Deployment resources; recording never blocks or fails a reconcile. */
+export function eventsPort(recorder: EventRecorder): EventsPort {
+  return {
+    record: (obj, event) => {
+      void recorder.record(
+        {
+          apiVersion: obj.apiVersion ?? "dms.dev/v1alpha1",
+          kind: obj.kind ?? "Deployment",
+          namespace: obj.metadata.namespace ?? "",
+          name: obj.metadata.name,
+          ...(obj.metadata.uid ? { uid: obj.metadata.uid } : {}),
+          resourceVersion: obj.metadata.resourceVersion,
+        },
+        event,
+      );
+    },
+  };
+}
+
+function asObject(obj: StoredResource) {
+  return { ...obj, metadata: { ...obj.metadata } };
+}

@@ -1,0 +1,89 @@
+/**
+ * What a failed reconcile means for the resource and for the retry: one table from error to
+ * condition reason, stall, and retry behaviour, so every failure is reported the same way.
+ *
+ * - The service rejected the request (400/422), the spec or a Secret is wrong: Stalled, no retry
+ *   until something changes (a spec edit or the Secret's watch brings the resource back).
+ * - Credentials (401/403): a clear condition, retried with backoff (the fix is elsewhere).
+ * - 429: retried no sooner than the service's Retry-After.
+ * - 5xx, timeouts, lost connections: retried with backoff and jitter.
+ */
+import { isServiceError, RequestValidationError, type ServiceError } from "../api/errors.ts";
+import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
+import { TerminalError } from "../runtime/controller.ts";
+import { AmbiguousNameError } from "./observe.ts";
+import { redactSecrets } from "./secrets.ts";
+import { REASON, type SyncOutcome } from "./status.ts";
+
+/** A failure, as the reconciler acts on it. */
+export interface Failure {
+  outcome: Extract<SyncOutcome, { kind: "failed" }>;
+  /** Throw this to the controller (it decides the backoff); absent: wait for a change. */
+  rethrow?: Error;
+  /** Requeue at once without reporting (the state moved under us). */
+  requeue?: boolean;
+  /** A deployment id the snapshot must forget. */
+  forget?: string;
+  /** A create was refused before it could take effect: the recorded intent no longer holds. */
+  createRefused?: boolean;
+}
+
+const failed = (reason: string, message: string, stalled = false): Failure["outcome"] => ({
+  kind: "failed",
+  reason,
+  message,
+  stalled,
+});
+
+/** Maps `error` to its {@link Failure}; every message is scrubbed of `secretValues`. */
+export function failureOf(error: unknown, secretValues: readonly string[]): Failure {
+  const clean = (text: string) => redactSecrets(text, secretValues);
+  if (error instanceof SecretNotFoundError)
+    return { outcome: failed(REASON.SecretNotFound, error.message, true) };
+  if (
+    error instanceof InvalidSpecError ||
+    error instanceof AmbiguousNameError ||
+    error instanceof RequestValidationError
+  )
+    return { outcome: failed(REASON.InvalidSpec, clean(error.message), true) };
+  if (isServiceError(error)) {
+    const refused = error.method === "POST" && !error.maybeApplied;
+    const failure = serviceFailure(error, clean);
+    return refused ? { ...failure, createRefused: true } : failure;
+  }
+  const message = clean(error instanceof Error ? error.message : String(error));
+  return { outcome: failed(REASON.ReconcileError, message), rethrow: new Error(message) };
+}
+
+function serviceFailure(error: ServiceError, clean: (text: string) => string): Failure {
+  const message = clean(`${error.method} ${error.route}: ${error.detail}`);
+  switch (error.kind) {
+    case "invalid":
+    case "rejected":
+      return {
+        outcome: failed(REASON.InvalidSpec, `the service rejected the request: ${message}`, true),
+        rethrow: new TerminalError(message),
+      };
+    case "unauthorized":
+      return {
+        outcome: failed(
+          REASON.Unauthorized,
+          `the service refused the operator's credentials (check the API key and tenant): ${message}`,
+        ),
+        rethrow: new Error(message),
+      };
+    case "rate_limited": {
+      const retryAfterMs = (error.retryAfterSeconds ?? 1) * 1000;
+      return {
+        outcome: failed(REASON.RateLimited, `the service is rate limiting: ${message}`),
+        rethrow: Object.assign(new Error(message), { retryAfterMs }),
+      };
+    }
+    case "conflict":
+    case "not_found":
+      // The service's state moved (a name taken meanwhile, a deployment deleted): look again.
+      return { outcome: failed(REASON.ReconcileError, message), requeue: true };
+    default:
+      return { outcome: failed(REASON.ServiceUnavailable, message), rethrow: new Error(message) };
+  }
+}

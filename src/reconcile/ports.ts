@@ -1,0 +1,86 @@
+/**
+ * The narrow ports the reconciler talks to. Adapters at the edge implement them: the service
+ * client (`src/api/`) and the Kubernetes adapters (`src/kube/`), wired in `src/commands/run.ts`.
+ * Nothing here imports an HTTP or Kubernetes client, so the reconciler is tested against the
+ * real adapters or small in-memory ones alike.
+ */
+import type { CreateDeploymentBody, Deployment, ForgeRepo, PatchDeploymentBody } from "../api/wire.ts";
+import type { DeploymentResource, DeploymentResourceStatus } from "../crd/schema.ts";
+
+/** The service as the reconciler uses it. Every call honours its AbortSignal. */
+export interface DeploymentsPort {
+  /** The deployment with this id, or undefined when the service has none. */
+  getById(id: string, signal: AbortSignal): Promise<Deployment | undefined>;
+  /** Deployments whose name is exactly `name` (listing with `name_contains`, then exact match). */
+  findByName(name: string, signal: AbortSignal): Promise<Deployment[]>;
+  /** Every deployment of the tenant, all pages. */
+  listAll(signal: AbortSignal): Promise<Deployment[]>;
+  create(body: CreateDeploymentBody, signal: AbortSignal): Promise<Deployment>;
+  patch(id: string, body: PatchDeploymentBody, signal: AbortSignal): Promise<Deployment>;
+  /** Requests deletion; resolves when the service accepted it or the deployment is already gone. */
+  delete(id: string, signal: AbortSignal): Promise<void>;
+  listRepos(integrationId: string, signal: AbortSignal): Promise<ForgeRepo[]>;
+}
+
+/** Namespace and name of a resource. */
+export interface ResourceRef {
+  namespace: string;
+  name: string;
+}
+
+/** A Deployment resource as read from the API server (metadata always present). */
+export type StoredResource = DeploymentResource & {
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion: string;
+    generation?: number;
+    creationTimestamp?: string;
+    deletionTimestamp?: string;
+    finalizers?: string[];
+    annotations?: Record<string, string>;
+  };
+};
+
+/**
+ * The Deployment resources. Reads come from the informer cache; writes go to the API server.
+ * A write that lost an optimistic-concurrency race rejects with an error for which
+ * {@link ResourcePort.isConflict} is true: the reconciler then requeues quietly.
+ */
+export interface ResourcePort {
+  get(ref: ResourceRef): StoredResource | undefined;
+  list(): StoredResource[];
+  patchStatus(
+    ref: ResourceRef,
+    status: DeploymentResourceStatus,
+    signal: AbortSignal,
+  ): Promise<StoredResource>;
+  addFinalizer(obj: StoredResource, finalizer: string, signal: AbortSignal): Promise<StoredResource>;
+  removeFinalizer(obj: StoredResource, finalizer: string, signal: AbortSignal): Promise<StoredResource>;
+  isConflict(error: unknown): boolean;
+}
+
+/** The outcome of reading one key of a Secret in the resource's own namespace. */
+export type SecretRead =
+  | { kind: "found"; value: string }
+  | { kind: "missing-secret" }
+  | { kind: "missing-key" };
+
+/** Kubernetes Secrets, read live at reconcile time (values are never cached). */
+export interface SecretsPort {
+  read(namespace: string, name: string, key: string, signal: AbortSignal): Promise<SecretRead>;
+}
+
+/** A Kubernetes Event about a resource. `note` must never hold a secret value. */
+export interface EventNote {
+  type: "Normal" | "Warning";
+  reason: string;
+  action: string;
+  note: string;
+}
+
+/** Records Events; never throws (failures are the adapter's to log). */
+export interface EventsPort {
+  record(obj: StoredResource, event: EventNote): void;
+}

@@ -1,0 +1,322 @@
+/**
+ * The reconcile of one Deployment resource: observe the service, plan, act, write status.
+ *
+ * A linear sequence of guard clauses; every exit writes the status it concluded (only when it
+ * changed) and returns what the controller should do next. Decisions are the pure planner's
+ * (`plan.ts`, `status.ts`); this file only sequences I/O through the ports.
+ */
+import { randomUUID } from "node:crypto";
+import type { Logger } from "pino";
+import type { Deployment } from "../api/wire.ts";
+import { desiredFromSpec } from "../crd/mapping.ts";
+import { FINALIZER } from "../crd/schema.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { ReconcileResult } from "../runtime/controller.ts";
+import { isPaused, reconcileInterval, reconcileRequestedAt } from "./annotations.ts";
+import { claimedName, olderClaimant } from "./claims.ts";
+import { failureOf } from "./failures.ts";
+import { type ReadSecrets, RepoListings, readSecrets } from "./inputs.ts";
+import { observe } from "./observe.ts";
+import { type PatchPlan, plan } from "./plan.ts";
+import type { DeploymentsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
+import type { RemoteSnapshot } from "./remote.ts";
+import {
+  CONDITION,
+  formatTime,
+  outcomeFromProblems,
+  REASON,
+  type StatusRecord,
+  type SyncOutcome,
+  statusEqual,
+  statusFrom,
+} from "./status.ts";
+
+/** Options of {@link DeploymentReconciler}. */
+export interface ReconcilerOptions {
+  resources: ResourcePort;
+  service: DeploymentsPort;
+  secrets: SecretsPort;
+  events: EventsPort;
+  snapshot: RemoteSnapshot;
+  clock: Clock;
+  logger: Logger;
+  /** While rolling out, creating or deleting, look again after this long. Default 5 s. */
+  pollMs?: number;
+  /**
+   * After a create was requested, how long a listing that does not show the deployment is blamed
+   * on the listing lagging behind (no second create). Default 60 s.
+   */
+  createGraceMs?: number;
+  /** How long a forge repository listing is reused. Default 5 min. */
+  repoListingTtlMs?: number;
+}
+
+/** One reconcile's context: the object as read, its logger, the clock reading, the secrets seen. */
+interface Run {
+  obj: StoredResource;
+  log: Logger;
+  now: Date;
+  secrets: ReadSecrets;
+}
+
+/** Reconciles Deployment resources against the service. */
+export class DeploymentReconciler {
+  readonly #o: Required<ReconcilerOptions>;
+  readonly #repos: RepoListings;
+
+  constructor(options: ReconcilerOptions) {
+    this.#o = { pollMs: 5_000, createGraceMs: 60_000, repoListingTtlMs: 300_000, ...options };
+    this.#repos = new RepoListings(options.service, options.clock, this.#o.repoListingTtlMs);
+  }
+
+  /** The controller's entry point: `key` is `namespace/name`; the object is re-read each time. */
+  readonly reconcile = async (key: string, signal: AbortSignal): Promise<ReconcileResult> => {
+    const [namespace = "", name = ""] = key.split("/");
+    const obj = this.#o.resources.get({ namespace, name });
+    if (!obj) return { gone: true };
+    const run: Run = {
+      obj,
+      now: new Date(this.#o.clock.now()),
+      secrets: { data: {}, values: [] },
+      log: this.#o.logger.child({
+        namespace,
+        name,
+        generation: obj.metadata.generation,
+        reconcileId: randomUUID(),
+      }),
+    };
+    try {
+      return await this.#reconcile(run, signal);
+    } catch (error) {
+      return this.#fail(run, error, signal);
+    }
+  };
+
+  async #reconcile(run: Run, signal: AbortSignal): Promise<ReconcileResult> {
+    const { service, resources } = this.#o;
+    if (run.obj.metadata.deletionTimestamp) return this.#finalize(run, signal);
+    run.obj = await this.#syncFinalizer(run.obj, signal);
+    if (isPaused(run.obj)) return this.#finish(run, { kind: "paused" }, undefined, signal);
+
+    const holder = olderClaimant(run.obj, resources.list());
+    if (holder) {
+      const message = `the service name "${claimedName(run.obj)}" is already claimed by the older resource ${holder.metadata.namespace}/${holder.metadata.name}; give this resource another spec.name`;
+      return this.#finish(
+        run,
+        { kind: "failed", reason: REASON.NameConflict, message, stalled: true },
+        undefined,
+        signal,
+      );
+    }
+
+    const spec = run.obj.spec;
+    run.secrets = await readSecrets(spec, run.obj.metadata.namespace ?? "", this.#o.secrets, signal);
+    const github = await this.#repos.resolve(spec, signal);
+    const desired = desiredFromSpec(spec, run.obj.metadata.name, {
+      secretData: run.secrets.data,
+      ...(github ? { github } : {}),
+    });
+    const record: StatusRecord = {
+      lastHandledReconcileAt: reconcileRequestedAt(run.obj) ?? null,
+      resolvedRepoUrl: github?.repoUrl ?? null,
+      resolvedRepoRef: github && !spec.sourceRevisionConfig?.repoRef ? github.defaultBranch : null,
+    };
+    const status = run.obj.status ?? {};
+    const live =
+      status.observedGeneration !== run.obj.metadata.generation ||
+      record.lastHandledReconcileAt !== (status.lastHandledReconcileAt ?? null);
+    const found = await observe(
+      service,
+      this.#o.snapshot,
+      { deploymentId: status.deploymentId, name: desired.name, live },
+      signal,
+    );
+    const lastApplied = status.appliedSecretsHash ? { secretsHash: status.appliedSecretsHash } : {};
+    const decision = plan(desired, found.deployment ?? undefined, lastApplied);
+
+    if (spec.managementPolicy === "ObserveOnly") {
+      const drift = !found.deployment
+        ? [`the service has no deployment named "${desired.name}" (ObserveOnly never creates one)`]
+        : decision.action === "noop"
+          ? decision.problems.map((p) => p.message)
+          : decision.summary;
+      return this.#finish(run, { kind: "observed", drift }, found.deployment, signal, record);
+    }
+    if (found.adopted && found.deployment)
+      this.#event(run, "Normal", "Adopted", `adopted the service's deployment ${found.deployment.id}`);
+
+    switch (decision.action) {
+      case "blocked":
+        return this.#finish(
+          run,
+          outcomeFromProblems(decision.problems) ?? { kind: "synced" },
+          found.deployment,
+          signal,
+          record,
+        );
+      case "noop":
+        record.appliedSecretsHash = decision.secretsHash ?? status.appliedSecretsHash ?? null;
+        return this.#finish(
+          run,
+          outcomeFromProblems(decision.problems) ?? { kind: "synced" },
+          found.deployment,
+          signal,
+          record,
+        );
+      case "create":
+        return this.#create(run, decision.body, decision.secretsHash, record, signal);
+      case "patch": {
+        if (!found.deployment) throw new Error("a patch was planned without a deployment to patch");
+        const updated = await service.patch(found.deployment.id, decision.body, signal);
+        this.#o.snapshot.remember(updated);
+        this.#event(run, "Normal", this.#patchReason(run, decision, found.adopted), summaryNote(decision));
+        record.appliedSecretsHash = decision.secretsHash ?? status.appliedSecretsHash ?? null;
+        const outcome = outcomeFromProblems(decision.problems) ?? { kind: "synced" as const };
+        return this.#finish(run, outcome, updated, signal, record);
+      }
+    }
+  }
+
+  /** Creates the deployment, recording the intent first so that a crash never creates two. */
+  async #create(
+    run: Run,
+    body: Parameters<DeploymentsPort["create"]>[0],
+    secretsHash: string | undefined,
+    record: StatusRecord,
+    signal: AbortSignal,
+  ): Promise<ReconcileResult> {
+    const requestedAt = run.obj.status?.createRequestedAt;
+    if (requestedAt && this.#o.clock.now() - Date.parse(requestedAt) < this.#o.createGraceMs) {
+      // A create was requested and the listing does not show it yet: it may lag behind.
+      run.log.info({ requestedAt }, "create requested earlier; waiting for the service to list it");
+      return this.#finish(
+        run,
+        { kind: "synced", message: "waiting for the created deployment to be listed" },
+        null,
+        signal,
+        record,
+      );
+    }
+    const intent = { ...run.obj.status, createRequestedAt: formatTime(run.now) };
+    run.obj = await this.#o.resources.patchStatus(refOf(run.obj), intent, signal);
+    const created = await this.#o.service.create(body, signal);
+    this.#o.snapshot.remember(created);
+    this.#event(run, "Normal", "Created", `created the service's deployment ${created.id} (${created.name})`);
+    return this.#finish(run, { kind: "synced" }, created, signal, {
+      ...record,
+      appliedSecretsHash: secretsHash ?? null,
+      createRequestedAt: null,
+    });
+  }
+
+  /** Deletion: `Delete` removes the service's deployment and waits until it is gone. */
+  async #finalize(run: Run, signal: AbortSignal): Promise<ReconcileResult> {
+    const { obj } = run;
+    if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) return { gone: true };
+    if (obj.spec.deletionPolicy === "Delete" && obj.spec.managementPolicy !== "ObserveOnly") {
+      const found = await observe(
+        this.#o.service,
+        this.#o.snapshot,
+        { deploymentId: obj.status?.deploymentId, name: claimedName(obj), live: true },
+        signal,
+      );
+      if (found.deployment) {
+        if (found.deployment.status !== "AWAITING_DELETE") {
+          await this.#o.service.delete(found.deployment.id, signal);
+          this.#event(run, "Normal", "Deleting", `deleting the service's deployment ${found.deployment.id}`);
+        }
+        return this.#finish(run, { kind: "deleting" }, found.deployment, signal);
+      }
+      if (obj.status?.deploymentId) {
+        this.#o.snapshot.forget(obj.status.deploymentId);
+        this.#event(run, "Normal", "Deleted", `the service's deployment ${obj.status.deploymentId} is gone`);
+      }
+    }
+    await this.#o.resources.removeFinalizer(obj, FINALIZER, signal);
+    return { gone: true };
+  }
+
+  /** The finalizer is present exactly while a delete must clean up the service. */
+  async #syncFinalizer(obj: StoredResource, signal: AbortSignal): Promise<StoredResource> {
+    const wanted = obj.spec.deletionPolicy === "Delete" && obj.spec.managementPolicy !== "ObserveOnly";
+    const has = (obj.metadata.finalizers ?? []).includes(FINALIZER);
+    if (wanted && !has) return this.#o.resources.addFinalizer(obj, FINALIZER, signal);
+    if (!wanted && has) return this.#o.resources.removeFinalizer(obj, FINALIZER, signal);
+    return obj;
+  }
+
+  /** Writes the status `outcome` leads to, if it differs, and says when to look again. */
+  async #finish(
+    run: Run,
+    sync: SyncOutcome,
+    observed: Deployment | null | undefined,
+    signal: AbortSignal,
+    record: StatusRecord = {},
+  ): Promise<ReconcileResult> {
+    const previous = run.obj.status;
+    const next = statusFrom({
+      previous,
+      generation: run.obj.metadata.generation ?? 0,
+      observed,
+      sync,
+      now: run.now,
+      record,
+      secretValues: run.secrets.values,
+    });
+    if (!statusEqual(previous, next)) {
+      await this.#o.resources.patchStatus(refOf(run.obj), next, signal);
+      run.log.debug({ sync: sync.kind }, "status written");
+    }
+    const reconciling = next.conditions?.some((c) => c.type === CONDITION.Reconciling && c.status === "True");
+    if (reconciling && sync.kind !== "failed") return { requeueAfterMs: this.#o.pollMs };
+    const interval = reconcileInterval(run.obj);
+    return interval ? { resyncIntervalMs: interval } : {};
+  }
+
+  /** Turns a failure into a condition and an event, then tells the controller how to retry. */
+  async #fail(run: Run, error: unknown, signal: AbortSignal): Promise<ReconcileResult> {
+    if (this.#o.resources.isConflict(error)) return { requeue: true };
+    const failure = failureOf(error, run.secrets.values);
+    if (failure.forget) this.#o.snapshot.forget(failure.forget);
+    if (failure.requeue) return { requeue: true };
+    this.#event(run, "Warning", failure.outcome.reason, failure.outcome.message);
+    try {
+      await this.#finish(
+        run,
+        failure.outcome,
+        undefined,
+        signal,
+        failure.createRefused ? { createRequestedAt: null } : {},
+      );
+    } catch (statusError) {
+      if (!this.#o.resources.isConflict(statusError))
+        run.log.warn(
+          { err: failureOf(statusError, run.secrets.values).outcome.message },
+          "could not write status",
+        );
+    }
+    if (failure.rethrow) throw failure.rethrow;
+    run.log.warn({ reason: failure.outcome.reason }, failure.outcome.message);
+    return {};
+  }
+
+  #patchReason(run: Run, decision: PatchPlan, adopted: boolean): string {
+    if (adopted) return "Updated";
+    const specUnchanged = run.obj.status?.observedGeneration === run.obj.metadata.generation;
+    const secretsOnly = decision.changes.every((c) => c.group === "secrets");
+    return specUnchanged && !secretsOnly ? "DriftCorrected" : "Updated";
+  }
+
+  #event(run: Run, type: "Normal" | "Warning", reason: string, note: string): void {
+    this.#o.events.record(run.obj, { type, reason, action: "Reconcile", note });
+  }
+}
+
+function refOf(obj: StoredResource) {
+  return { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
+}
+
+function summaryNote(decision: PatchPlan): string {
+  const revision = decision.newRevision ? " (new revision)" : "";
+  return `updated the service's deployment${revision}: ${decision.summary.join("; ")}`;
+}
