@@ -4,7 +4,7 @@
  */
 import { Command, CommanderError } from "commander";
 import { RequestValidationError, ServiceError } from "../api/errors.ts";
-import type { CliContext, RegisterCommand } from "./context.ts";
+import { type CliContext, type RegisterCommand, UsageError } from "./context.ts";
 
 /** Exit statuses: 0 success, 1 the operation failed, 2 the command was called wrongly, 130 interrupted. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
@@ -50,12 +50,9 @@ function reportError(error: unknown, verbose: boolean, ctx: CliContext): number 
     ctx.err("error: interrupted\n");
     return EXIT.interrupted;
   }
-  const usage =
-    error instanceof RequestValidationError || (error instanceof Error && error.name === "UsageError");
+  const usage = error instanceof RequestValidationError || error instanceof UsageError;
   const lines =
-    error instanceof Error && "lines" in error && Array.isArray(error.lines)
-      ? error.lines.map(String)
-      : [error instanceof Error ? error.message : String(error)];
+    error instanceof UsageError ? error.lines : [error instanceof Error ? error.message : String(error)];
   for (const line of lines) ctx.err(`error: ${line.replace(/\s*\n\s*/g, " ")}\n`);
   if (verbose) ctx.err(`${describeChain(error)}\n`);
   else if (error instanceof ServiceError && error.maybeApplied) {
