@@ -72,12 +72,8 @@ export function serviceRoutes(
       },
     },
     [DEPLOYMENT]: {
-      // Beyond the spec (it shows no GET of one deployment); FastAPI services usually have one.
-      GET: (_req, [id = ""]) => {
-        const issues = uuidPathIssues("deployment_id", id);
-        if (issues.length > 0) throw new ServiceError(422, issues);
-        return { status: 200, body: store.getJson(id) };
-      },
+      // No GET of one deployment: the spec shows none, so a client must not come to rely on it
+      // here (FastAPI answers 405 for a known path with an unknown method).
       PATCH: async (req, [id = ""]) => {
         const pathIssues = uuidPathIssues("deployment_id", id);
         const raw = await readJsonBody(req);

@@ -15,6 +15,10 @@ import { serviceRoutes } from "./routes.ts";
 import { type SimulatorSeed, validateSeed } from "./seed.ts";
 import { SimulatorStore } from "./store.ts";
 
+export type { Faults } from "./faults.ts";
+export type { SecretsMode, Timing } from "./record.ts";
+export type { SimulatorSeed } from "./seed.ts";
+
 /** Options of {@link startSimulator}; every field has a default. */
 export interface SimulatorOptions {
   /** Interface to listen on. Default 127.0.0.1. */

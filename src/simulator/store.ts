@@ -190,12 +190,6 @@ export class SimulatorStore {
     return render(record, now, this.#timing, this.#mode);
   }
 
-  /** GET /v2/deployments/{id} as JSON. */
-  getJson(id: string): string {
-    const now = this.#sweep();
-    return renderJson(this.#live(id), now, this.#timing, this.#mode);
-  }
-
   /**
    * One page of GET /v2/deployments as JSON. The response `offset` is the one to pass next
    * (request offset + items returned); past the end the page is empty.

@@ -117,7 +117,8 @@ describe("status and revisions over time (injected clock)", () => {
     expect(created.status).toBe("READY");
     expect(created.active_revision_id).toBe(created.latest_revision_id);
     expect((await call(sim, "DELETE", `/v2/deployments/${created.id}`)).status).toBe(204);
-    expect((await call(sim, "GET", `/v2/deployments/${created.id}`)).status).toBe(404);
+    expect(sim.store.get(created.id)).toBeUndefined();
+    expect((await call(sim, "DELETE", `/v2/deployments/${created.id}`)).status).toBe(404);
   });
 });
 
