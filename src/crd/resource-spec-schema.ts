@@ -8,10 +8,7 @@
  * their field names but not their contents, so the CRD preserves unknown fields inside them.
  */
 import { type TNumber, type TOptional, Type } from "@sinclair/typebox";
-
-/** An object kept exactly as given (the CRD preserves its unknown fields). */
-export const PreservedObject = (description: string) =>
-  Type.Record(Type.String(), Type.Unknown(), { description, "x-kubernetes-preserve-unknown-fields": true });
+import { PreservedObject } from "./openapi-types.ts";
 
 const StringMap = (description: string) => Type.Record(Type.String(), Type.String(), { description });
 

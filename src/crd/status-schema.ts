@@ -1,0 +1,97 @@
+/**
+ * `status` of the Deployment resource (part of the one schema, see `schema.ts`): what the
+ * operator last observed of the service's deployment, its conditions, and its own bookkeeping.
+ */
+import { FormatRegistry, type Static, Type } from "@sinclair/typebox";
+import { StringEnum } from "./openapi-types.ts";
+
+// Lets TypeBox check `format: date-time` values (timestamps of conditions and bookkeeping).
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+if (!FormatRegistry.Has("date-time")) FormatRegistry.Set("date-time", (v) => RFC3339.test(v));
+
+/** A standard `metav1.Condition`. */
+export const ConditionSchema = Type.Object(
+  {
+    type: Type.String({
+      maxLength: 316,
+      pattern:
+        "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
+      description: "Type of the condition: Ready, Synced, Reconciling or Stalled.",
+    }),
+    status: StringEnum(["True", "False", "Unknown"] as const, { description: "True, False or Unknown." }),
+    observedGeneration: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        format: "int64",
+        description: "metadata.generation the condition was set from.",
+      }),
+    ),
+    lastTransitionTime: Type.String({
+      format: "date-time",
+      description: "When the status of the condition last changed.",
+    }),
+    reason: Type.String({
+      minLength: 1,
+      maxLength: 1024,
+      pattern: "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+      description: "Machine-readable CamelCase reason.",
+    }),
+    message: Type.String({ maxLength: 32768, description: "Human-readable detail." }),
+  },
+  { description: "A condition, shaped like metav1.Condition." },
+);
+export type Condition = Static<typeof ConditionSchema>;
+
+const Str = (description: string) => Type.Optional(Type.String({ description }));
+
+/** `status` of the Deployment resource, written by the operator only. */
+export const DeploymentResourceStatusSchema = Type.Object(
+  {
+    deploymentId: Str("Id of the service's deployment."),
+    tenantId: Str("Tenant owning the service's deployment."),
+    remoteStatus: Str(
+      "Status reported by the service: AWAITING_DATABASE, READY, UNUSED, AWAITING_DELETE or UNKNOWN.",
+    ),
+    latestRevisionId: Str("Latest revision of the service's deployment."),
+    activeRevisionId: Str("Revision currently deployed."),
+    imageVersion: Str("Image version reported by the service."),
+    repoCommitSha: Str("Commit of the latest revision (repository sources)."),
+    observedGeneration: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        format: "int64",
+        description: "metadata.generation this status was written from.",
+      }),
+    ),
+    conditions: Type.Optional(
+      Type.Array(ConditionSchema, {
+        maxItems: 16,
+        description: "Ready, Synced, and Reconciling or Stalled when they apply (kstatus conventions).",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["type"],
+      }),
+    ),
+    appliedSecretsHash: Type.Optional(
+      Type.String({
+        pattern: "^[0-9a-f]{64}$",
+        description: "sha256 of the secret names and values last applied to the service (never a value).",
+      }),
+    ),
+    lastHandledReconcileAt: Str(
+      "Last value of the dms.dev/reconcile-requested-at annotation that was acted on.",
+    ),
+    createRequestedAt: Type.Optional(
+      Type.String({
+        format: "date-time",
+        description:
+          "When the operator decided to create the service's deployment (recorded before creating it).",
+      }),
+    ),
+    resolvedRepoUrl: Str("Repository URL resolved from spec.github."),
+    resolvedRepoRef: Str(
+      "Default branch resolved from spec.github when sourceRevisionConfig.repoRef is unset.",
+    ),
+  },
+  { description: "What the operator last observed of the service's deployment and did about it." },
+);
+export type DeploymentResourceStatus = Static<typeof DeploymentResourceStatusSchema>;
