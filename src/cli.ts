@@ -7,10 +7,12 @@ import { registerDeploymentsCommand } from "./commands/deployments.ts";
 import { processContext, runProgram } from "./commands/program.ts";
 import { registerProvidersCommand } from "./commands/providers.ts";
 import { registerReposCommand } from "./commands/repos.ts";
+import { registerRunCommand } from "./commands/run.ts";
 import { registerSimulatorCommand } from "./commands/simulator.ts";
 
 /** Every subcommand, in the order `--help` lists them. */
 export const COMMANDS: readonly RegisterCommand[] = [
+  registerRunCommand,
   registerDeploymentsCommand,
   registerProvidersCommand,
   registerReposCommand,

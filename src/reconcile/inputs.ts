@@ -3,7 +3,9 @@
  * references (read live, in the resource's own namespace only) and the resolution of the
  * `github` shorthand through the forge repository listing.
  */
+import { isServiceError } from "../api/errors.ts";
 import type { ForgeRepo } from "../api/wire.ts";
+import { InvalidSpecError } from "../crd/errors.ts";
 import { type ResolvedGithub, resolveGithub } from "../crd/github.ts";
 import { secretKeyRefs } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
@@ -57,7 +59,16 @@ export class RepoListings {
   /** Resolves `spec.github`, or undefined when the spec does not use it. Throws when not found. */
   async resolve(spec: DeploymentSpec, signal: AbortSignal): Promise<ResolvedGithub | undefined> {
     if (!spec.github) return undefined;
-    return resolveGithub(spec.github, await this.list(spec.github.integrationId, signal));
+    const { integrationId } = spec.github;
+    try {
+      return resolveGithub(spec.github, await this.list(integrationId, signal));
+    } catch (error) {
+      if (!isServiceError(error, "not_found")) throw error;
+      throw new InvalidSpecError(
+        "spec.github.integrationId",
+        `the service has no GitHub integration ${integrationId}; use the id of an existing forge integration`,
+      );
+    }
   }
 
   /** The integration's repositories, from the cache while fresh. A failed listing is not kept. */

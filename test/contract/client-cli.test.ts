@@ -14,7 +14,7 @@ import { type RunningSimulator, startSimulator } from "../../src/simulator/serve
 
 const CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
 const KEY = "cli-test-key-5b1e";
-const INTEGRATION = "3f9a2b1c-4d5e-4f60-8a7b-9c0d1e2f3a4b";
+const INTEGRATION = "6f1c1d2e-0000-4000-8000-000000000001";
 
 const SEED: SimulatorSeed = {
   providers: [

@@ -10,7 +10,7 @@ import { type RunningSimulator, startSimulator } from "../../src/simulator/serve
 import { ManualClock } from "./client-fake-service.ts";
 
 const KEY = "sim-key-0123456789";
-const INTEGRATION = "3f9a2b1c-4d5e-4f60-8a7b-9c0d1e2f3a4b";
+const INTEGRATION = "6f1c1d2e-0000-4000-8000-000000000001";
 const SEEDED = {
   prod: "a0000000-0000-4000-8000-000000000001",
   dev: "a0000000-0000-4000-8000-000000000002",

@@ -10,7 +10,7 @@ import type { SeedDeployment } from "../../src/simulator/seed.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { call } from "./simulator-http.ts";
 
-const INTEGRATION = "3f9a2b1c-4d5e-4f60-8a7b-9c0d1e2f3a4b";
+const INTEGRATION = "6f1c1d2e-0000-4000-8000-000000000001";
 const UNKNOWN = "00000000-0000-4000-8000-000000000000";
 const id = (i: number) => `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`;
 

@@ -1,0 +1,143 @@
+/**
+ * The settings of `dms-operator run`, from flags, then environment variables, then defaults,
+ * validated at start-up: every problem is one line naming the flag, its variable, and the fix.
+ */
+import { type ConfigResult, type Env, type ServiceFlags, serviceConfigFrom } from "../config.ts";
+import type { OperatorConfig } from "../main.ts";
+import { parseDuration } from "../reconcile/annotations.ts";
+import { parseBindAddress } from "../runtime/health.ts";
+
+/** Environment variable of each `run` setting. */
+export const RUN_ENV = {
+  kubeconfig: "KUBECONFIG",
+  namespaces: "DMS_NAMESPACES",
+  labelSelector: "DMS_LABEL_SELECTOR",
+  concurrency: "DMS_CONCURRENCY",
+  resyncPeriod: "DMS_RESYNC_PERIOD",
+  leaderElect: "DMS_LEADER_ELECT",
+  leaderElectionNamespace: "DMS_LEADER_ELECTION_NAMESPACE",
+  leaderElectionId: "DMS_LEADER_ELECTION_ID",
+  metricsBindAddress: "DMS_METRICS_BIND_ADDRESS",
+  healthProbeBindAddress: "DMS_HEALTH_PROBE_BIND_ADDRESS",
+  logLevel: "DMS_LOG_LEVEL",
+  shutdownTimeout: "DMS_SHUTDOWN_TIMEOUT",
+  pollInterval: "DMS_POLL_INTERVAL",
+  createGrace: "DMS_CREATE_GRACE",
+} as const;
+
+/** `run` flags as commander parses them. */
+export interface RunFlags extends ServiceFlags {
+  kubeconfig?: string;
+  context?: string;
+  namespaces?: string;
+  labelSelector?: string;
+  concurrency?: string;
+  resyncPeriod?: string;
+  leaderElect?: boolean;
+  leaderElectionNamespace?: string;
+  leaderElectionId?: string;
+  leaseDuration?: string;
+  renewDeadline?: string;
+  retryPeriod?: string;
+  metricsBindAddress?: string;
+  healthProbeBindAddress?: string;
+  logLevel?: string;
+  shutdownTimeout?: string;
+  pollInterval?: string;
+  createGrace?: string;
+}
+
+export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
+
+/** The `run` configuration and its log level, or every problem found. */
+export function runConfigFrom(
+  flags: RunFlags,
+  env: Env,
+): ConfigResult<OperatorConfig & { logLevel: (typeof LOG_LEVELS)[number] }> {
+  const problems: string[] = [];
+  const service = serviceConfigFrom(flags, env);
+  if (!service.ok) problems.push(...service.problems);
+  else if (!service.config.baseUrl)
+    problems.push("--base-url / DMS_BASE_URL: required, e.g. https://api.example.com");
+  const pick = (key: keyof typeof RUN_ENV & keyof RunFlags): string | undefined => {
+    const flag = flags[key];
+    return typeof flag === "string" && flag !== "" ? flag : env[RUN_ENV[key]] || undefined;
+  };
+  const label = (key: keyof typeof RUN_ENV, flag: string) => `${flag} / ${RUN_ENV[key]}`;
+  const duration = (text: string | undefined, fallback: number, name: string, example: string): number => {
+    if (text === undefined) return fallback;
+    const ms = parseDuration(text);
+    if (ms === undefined)
+      problems.push(`${name}: ${JSON.stringify(text)} is not a duration; use e.g. ${example}`);
+    return ms ?? fallback;
+  };
+
+  const concurrencyText = pick("concurrency");
+  const concurrency = concurrencyText === undefined ? 4 : Number(concurrencyText);
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)
+    problems.push(`${label("concurrency", "--concurrency")}: must be an integer from 1 to 64`);
+  const resyncMs = duration(pick("resyncPeriod"), 600_000, label("resyncPeriod", "--resync-period"), "10m");
+  if (resyncMs < 10_000) problems.push(`${label("resyncPeriod", "--resync-period")}: must be at least 10s`);
+
+  const leaderText = env[RUN_ENV.leaderElect];
+  const leaderElect = flags.leaderElect ?? (leaderText === undefined ? true : leaderText !== "false");
+  if (leaderText !== undefined && !["true", "false"].includes(leaderText))
+    problems.push(`${RUN_ENV.leaderElect}: must be true or false`);
+  const leaseDurationMs = duration(flags.leaseDuration, 15_000, "--lease-duration", "15s");
+  const renewDeadlineMs = duration(flags.renewDeadline, 10_000, "--renew-deadline", "10s");
+  const retryPeriodMs = duration(flags.retryPeriod, 2_000, "--retry-period", "2s");
+  if (!(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > 1.2 * retryPeriodMs))
+    problems.push(
+      "--lease-duration, --renew-deadline, --retry-period: need lease > renew deadline > 1.2 × retry period",
+    );
+
+  const metricsBindAddress = pick("metricsBindAddress") ?? ":8080";
+  const healthProbeBindAddress = pick("healthProbeBindAddress") ?? ":8081";
+  for (const [key, flag, value] of [
+    ["metricsBindAddress", "--metrics-bind-address", metricsBindAddress],
+    ["healthProbeBindAddress", "--health-probe-bind-address", healthProbeBindAddress],
+  ] as const) {
+    if (!parseBindAddress(value))
+      problems.push(`${label(key, flag)}: ${JSON.stringify(value)} is not [host]:port or 0`);
+  }
+  const logLevel = (pick("logLevel") ?? "info") as (typeof LOG_LEVELS)[number];
+  if (!LOG_LEVELS.includes(logLevel))
+    problems.push(`${label("logLevel", "--log-level")}: one of ${LOG_LEVELS.join(", ")}`);
+  const namespaces = (pick("namespaces") ?? "")
+    .split(",")
+    .map((n) => n.trim())
+    .filter((n) => n !== "");
+  const bad = namespaces.find((n) => !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(n));
+  if (bad !== undefined)
+    problems.push(`${label("namespaces", "--namespaces")}: ${JSON.stringify(bad)} is not a namespace name`);
+
+  const config = {
+    service: service.ok ? service.config : ({} as never),
+    ...(pick("kubeconfig") ? { kubeconfig: pick("kubeconfig") } : {}),
+    ...(flags.context ? { context: flags.context } : {}),
+    namespaces,
+    ...(pick("labelSelector") ? { labelSelector: pick("labelSelector") } : {}),
+    concurrency,
+    resyncMs,
+    leaderElection: {
+      enabled: leaderElect,
+      ...(pick("leaderElectionNamespace") ? { namespace: pick("leaderElectionNamespace") } : {}),
+      name: pick("leaderElectionId") ?? "dms-operator-leader",
+      leaseDurationMs,
+      renewDeadlineMs,
+      retryPeriodMs,
+    },
+    metricsBindAddress,
+    healthProbeBindAddress,
+    shutdownTimeoutMs: duration(
+      pick("shutdownTimeout"),
+      30_000,
+      label("shutdownTimeout", "--shutdown-timeout"),
+      "30s",
+    ),
+    pollMs: duration(pick("pollInterval"), 5_000, label("pollInterval", "--poll-interval"), "5s"),
+    createGraceMs: duration(pick("createGrace"), 60_000, label("createGrace", "--create-grace"), "60s"),
+    logLevel,
+  };
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, config };
+}
