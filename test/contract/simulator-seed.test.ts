@@ -21,7 +21,7 @@ async function file(name: string, text: string) {
 }
 
 describe("the example seed", () => {
-  it("serves its tenant, 2 providers, an integration with 3 repos and its deployments", async () => {
+  it("serves its tenant, 2 providers, an integration with 4 repos and its deployments", async () => {
     const seed = await loadSeed(example);
     const sim = await startSimulator({ seed });
     try {
@@ -29,7 +29,7 @@ describe("the example seed", () => {
       const integration = seed.integrations?.[0]?.id ?? "";
       expect(
         (await call(sim, "GET", `/v1/integrations/forge/github/${integration}/repos`)).body,
-      ).toHaveLength(3);
+      ).toHaveLength(4);
       const page = (await call(sim, "GET", "/v2/deployments")).body;
       expect(page.resources.map((d: { name: string }) => d.name)).toEqual(
         seed.deployments?.map((d) => d.name),
