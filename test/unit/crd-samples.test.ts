@@ -8,23 +8,17 @@ import { resolveGithub } from "../../src/crd/github.ts";
 import { desiredFromSpec } from "../../src/crd/mapping.ts";
 import { type DeploymentResource, DeploymentResourceSchema } from "../../src/crd/schema.ts";
 import { plan } from "../../src/reconcile/plan.ts";
+import { seededRepos } from "../../src/simulator/catalog.ts";
+import { loadSeed } from "../../src/simulator/seed.ts";
 
 const dir = join(import.meta.dirname, "..", "..", "manifests", "samples");
 
-// The example seed's GitHub integration, as the samples are written against it.
-const INTEGRATION = "6f1c1d2e-0000-4000-8000-000000000001";
-const REPOS: ForgeRepo[] = [
-  ["support-agent", "main"],
-  ["research-agent", "main"],
-  ["triage-bot", "develop"],
-].map(([name = "", branch = ""], i) => ({
-  host_integration_id: INTEGRATION,
-  id: 701234500 + i,
-  owner: "acme",
-  name,
-  url: `https://github.com/acme/${name}`,
-  default_branch: branch,
-}));
+const SEED = join(import.meta.dirname, "..", "..", "src", "simulator", "seed.example.yaml");
+
+/** The forge repositories of the simulator's example seed, by integration id. */
+async function seedRepos(): Promise<Map<string, ForgeRepo[]>> {
+  return seededRepos(await loadSeed(SEED));
+}
 
 interface Doc {
   file: string;
@@ -77,13 +71,25 @@ describe("manifests/samples", () => {
 
   it("every Deployment plans a create the service's request schema accepts, against the example seed", async () => {
     const docs = await samples();
+    const repos = await seedRepos();
     const secretData: Record<string, Record<string, string>> = {};
     for (const { object } of docs.filter((d) => d.object.kind === "Secret")) {
       const meta = object.metadata as { name: string };
       secretData[meta.name] = object.stringData as Record<string, string>;
     }
     for (const { file, resource } of deployments(docs)) {
-      const github = resource.spec.github ? resolveGithub(resource.spec.github, REPOS) : undefined;
+      const shorthand = resource.spec.github;
+      const github = shorthand
+        ? resolveGithub(shorthand, repos.get(shorthand.integrationId) ?? [])
+        : undefined;
+      const { integrationId, repoUrl } = resource.spec.sourceConfig ?? {};
+      if (integrationId && repoUrl) {
+        // A spelled-out github source must name a repository its integration reaches.
+        expect(
+          repos.get(integrationId)?.map((r) => r.url),
+          file,
+        ).toContain(repoUrl);
+      }
       const desired = desiredFromSpec(resource.spec, resource.metadata?.name ?? "", { secretData, github });
       const result = plan(desired, undefined, {});
       expect(result.action, file).toBe("create");
