@@ -10,6 +10,7 @@
 import {
   FormatRegistry,
   type Static,
+  type TLiteral,
   type TNull,
   type TNumber,
   type TOptional,
@@ -54,7 +55,9 @@ export type DeploymentStatus = (typeof DEPLOYMENT_STATUSES)[number];
 export const DEPLOYMENT_TYPES = ["dev_free", "dev", "prod"] as const;
 export type DeploymentType = (typeof DEPLOYMENT_TYPES)[number];
 
-const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
+/** A union of string literals whose static type is the union of `values` (not plain `string`). */
+const literals = <T extends readonly string[]>(values: T) =>
+  Type.Union(values.map((v) => Type.Literal(v))) as TUnion<TLiteral<T[number]>[]>;
 
 export const DeploymentSourceSchema = literals(DEPLOYMENT_SOURCES);
 export const RevisionSourceSchema = literals(REVISION_SOURCES);
