@@ -97,7 +97,7 @@ export function runConfigFrom(
     ["metricsBindAddress", "--metrics-bind-address", metricsBindAddress],
     ["healthProbeBindAddress", "--health-probe-bind-address", healthProbeBindAddress],
   ] as const) {
-    if (!parseBindAddress(value))
+    if (!isBindAddress(value))
       problems.push(`${label(key, flag)}: ${JSON.stringify(value)} is not [host]:port or 0`);
   }
   const logLevel = (pick("logLevel") ?? "info") as (typeof LOG_LEVELS)[number];
@@ -140,4 +140,13 @@ export function runConfigFrom(
     logLevel,
   };
   return problems.length > 0 ? { ok: false, problems } : { ok: true, config };
+}
+
+/** True for `[host]:port` and for `0` (disabled); parseBindAddress throws on anything else. */
+function isBindAddress(value: string): boolean {
+  try {
+    return value.trim() === "0" || parseBindAddress(value) !== undefined;
+  } catch {
+    return false;
+  }
 }

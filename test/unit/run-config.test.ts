@@ -1,0 +1,29 @@
+// `dms-operator run` settings: the bind addresses a user can give, including `0` to disable one.
+import { describe, expect, it } from "vitest";
+import { runConfigFrom } from "../../src/commands/run-config.ts";
+
+const base = { baseUrl: "http://127.0.0.1:8090" };
+
+describe("runConfigFrom bind addresses", () => {
+  it("accepts 0 to disable the metrics or probe server, as the flag's help says", () => {
+    const result = runConfigFrom({ ...base, metricsBindAddress: "0", healthProbeBindAddress: "0" }, {});
+    expect(result).toMatchObject({
+      ok: true,
+      config: { metricsBindAddress: "0", healthProbeBindAddress: "0" },
+    });
+  });
+
+  it("reports a malformed address as a problem line instead of throwing", () => {
+    const result = runConfigFrom(
+      { ...base, metricsBindAddress: "foo" },
+      { DMS_HEALTH_PROBE_BIND_ADDRESS: "::x" },
+    );
+    expect(result).toEqual({
+      ok: false,
+      problems: [
+        '--metrics-bind-address / DMS_METRICS_BIND_ADDRESS: "foo" is not [host]:port or 0',
+        '--health-probe-bind-address / DMS_HEALTH_PROBE_BIND_ADDRESS: "::x" is not [host]:port or 0',
+      ],
+    });
+  });
+});
