@@ -1,0 +1,206 @@
+/**
+ * The operator under test, in-process: a simulator of the service on loopback with fast timing,
+ * and the operator wired by `buildOperator` (the same composition root `dms-operator run` uses),
+ * scoped to the test's namespaces, with a logger whose every line is kept for assertions (such
+ * as "no secret value is ever logged").
+ */
+import { Writable } from "node:stream";
+import pino from "pino";
+import type { ServiceConfig } from "../../src/config.ts";
+import { buildOperator, type Operator, type OperatorConfig } from "../../src/main.ts";
+import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/server.ts";
+import { freshNamespace, testKubeconfigPath } from "./cluster.ts";
+import { ClusterUser } from "./resources.ts";
+
+/** The API key the test simulator demands; the operator sends it, and it must never be logged. */
+export const TEST_API_KEY = "test-key-d41d8cd98f00b204e980";
+
+/** Service transitions fast enough for tests, slow enough to observe the states in between. */
+export const FAST_TIMING = { readyAfterMs: 300, revisionActiveAfterMs: 300, deleteAfterMs: 300 } as const;
+
+/** Starts a simulator demanding {@link TEST_API_KEY}, with {@link FAST_TIMING} unless told otherwise. */
+export function startTestSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
+  return startSimulator({ apiKey: TEST_API_KEY, ...options, timing: { ...FAST_TIMING, ...options.timing } });
+}
+
+/** One captured log line: the raw JSON text and its parsed record. */
+export interface LogLine {
+  text: string;
+  record: { level: number; time: number; msg?: string; [key: string]: unknown };
+}
+
+/** Every line a pino logger wrote, in order. */
+export class LogCapture {
+  readonly lines: LogLine[] = [];
+  readonly logger: pino.Logger;
+
+  constructor(level: pino.Level = "debug") {
+    const sink = new Writable({
+      write: (chunk: Buffer, _encoding, done) => {
+        for (const text of chunk.toString("utf8").split("\n")) {
+          if (text.trim() !== "") this.lines.push({ text, record: JSON.parse(text) });
+        }
+        done();
+      },
+    });
+    this.logger = pino({ level }, sink);
+  }
+
+  /** All lines as one string, to search for what must never appear. */
+  text(): string {
+    return this.lines.map((l) => l.text).join("\n");
+  }
+
+  /** Lines whose message contains `fragment`. */
+  find(fragment: string): LogLine[] {
+    return this.lines.filter((l) => l.record.msg?.includes(fragment));
+  }
+}
+
+/** Leader election for a test instance: a short lease in the test's namespace. */
+export interface TestLeaderElection {
+  namespace: string;
+  name?: string;
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+}
+
+/** Options of {@link startOperator}. */
+export interface TestOperatorOptions {
+  simulator: RunningSimulator;
+  namespaces: string[];
+  /** Default: the run's shared control plane. */
+  kubeconfig?: string;
+  identity?: string;
+  /** Drift resync period. Default 60 s: no resync during a test unless it asks for one. */
+  resyncMs?: number;
+  /** Poll while rolling out, creating or deleting. Default 200 ms. */
+  pollMs?: number;
+  /** Default 15 s. */
+  createGraceMs?: number;
+  concurrency?: number;
+  /** Off unless given. */
+  leaderElection?: TestLeaderElection;
+  /** Overrides of the service settings (timeouts, retries, QPS). */
+  service?: Partial<ServiceConfig>;
+  /** Default 10 s; a tiny value makes `stop()` abandon in-flight work, as a killed process would. */
+  shutdownTimeoutMs?: number;
+  /** Shared with another instance to compare their lines; default a capture of its own. */
+  logs?: LogCapture;
+}
+
+/** A running operator and what a test inspects of it. */
+export interface TestOperator {
+  operator: Operator;
+  identity: string;
+  logs: LogCapture;
+  config: OperatorConfig;
+  /** Reconciles finished so far (any result), from the operator's own metrics. */
+  reconciles(): Promise<number>;
+  /** Stops it (graceful, within `shutdownTimeoutMs`) and resolves once it has stopped. */
+  stop(): Promise<void>;
+}
+
+/** The operator's configuration for a test (all fields valid; see `runConfigFrom`). */
+export function testOperatorConfig(options: TestOperatorOptions): OperatorConfig {
+  const le = options.leaderElection;
+  return {
+    service: {
+      baseUrl: options.simulator.url,
+      apiKey: TEST_API_KEY,
+      tenantId: undefined,
+      apiKeyHeader: "X-Api-Key",
+      tenantHeader: "X-Tenant-Id",
+      insecureSkipTlsVerify: false,
+      timeoutMs: 5_000,
+      retries: 4,
+      qps: 200,
+      burst: 400,
+      ...options.service,
+    },
+    kubeconfig: options.kubeconfig ?? testKubeconfigPath(),
+    namespaces: options.namespaces,
+    concurrency: options.concurrency ?? 4,
+    resyncMs: options.resyncMs ?? 60_000,
+    leaderElection: {
+      enabled: le !== undefined,
+      namespace: le?.namespace ?? options.namespaces[0] ?? "default",
+      name: le?.name ?? "dms-operator-leader",
+      leaseDurationMs: le?.leaseDurationMs ?? 3_000,
+      renewDeadlineMs: le?.renewDeadlineMs ?? 2_000,
+      retryPeriodMs: le?.retryPeriodMs ?? 500,
+    },
+    metricsBindAddress: "0",
+    healthProbeBindAddress: "0",
+    shutdownTimeoutMs: options.shutdownTimeoutMs ?? 10_000,
+    pollMs: options.pollMs ?? 200,
+    createGraceMs: options.createGraceMs ?? 15_000,
+  };
+}
+
+/**
+ * Builds and starts the operator. Resolves once it runs (its manager started); the informers
+ * sync and the workers start in the background, as in production.
+ */
+export function startOperator(options: TestOperatorOptions): TestOperator {
+  const logs = options.logs ?? new LogCapture();
+  const config = testOperatorConfig(options);
+  const operator = buildOperator(config, {
+    logger: logs.logger,
+    ...(options.identity ? { identity: options.identity } : {}),
+  });
+  const abort = new AbortController();
+  // A shutdown that overran its deadline (a simulated kill) is what the test asked for.
+  const running = operator.manager.start(abort.signal).catch((error: unknown) => {
+    if (!abort.signal.aborted) throw error;
+  });
+  running.catch(() => {});
+  return {
+    operator,
+    identity: operator.identity,
+    logs,
+    config,
+    reconciles: async () => {
+      const metric = await operator.metrics.registry
+        .getSingleMetric("controller_runtime_reconcile_total")
+        ?.get();
+      return (metric?.values ?? []).reduce((sum, v) => sum + v.value, 0);
+    },
+    stop: async () => {
+      abort.abort(new Error("test stopped the operator"));
+      await running;
+    },
+  };
+}
+
+/** A test's world: its own namespace, simulator and operator, and a user of the cluster. */
+export interface Scenario {
+  namespace: string;
+  sim: RunningSimulator;
+  op: TestOperator;
+  user: ClusterUser;
+  /** Stops the operator and the simulator (the namespace stays: it cannot be finalized here). */
+  stop(): Promise<void>;
+}
+
+/** Starts a {@link Scenario} in a fresh namespace named after `prefix`. */
+export async function startScenario(
+  prefix: string,
+  options: { sim?: SimulatorOptions; op?: Partial<TestOperatorOptions> } = {},
+): Promise<Scenario> {
+  const namespace = await freshNamespace(prefix);
+  const sim = await startTestSimulator(options.sim);
+  const op = startOperator({ simulator: sim, namespaces: [namespace], ...options.op });
+  const user = new ClusterUser(options.op?.kubeconfig);
+  return {
+    namespace,
+    sim,
+    op,
+    user,
+    stop: async () => {
+      await op.stop();
+      await sim.close();
+    },
+  };
+}

@@ -1,0 +1,168 @@
+/**
+ * What a test does to, and reads from, the API server as a user would: Deployment resources,
+ * Secrets and Events, over the project's own REST transport (no kubectl process per poll, which
+ * would cost the 2-core test machine dearly while waiting for a condition).
+ */
+
+import type { Condition, DeploymentSpec } from "../../src/crd/schema.ts";
+import { KubeClient, PatchType } from "../../src/kube/client.ts";
+import { loadKubeConfig } from "../../src/kube/config.ts";
+import type { DeploymentObject } from "../../src/kube/deployments.ts";
+import { isNotFound } from "../../src/kube/errors.ts";
+import { listItems } from "../../src/kube/object.ts";
+import { testKubeconfigPath, waitFor } from "./cluster.ts";
+
+const DEPLOYMENTS = "/apis/dms.dev/v1alpha1/namespaces";
+
+/** An Event about a resource, as `kubectl events` shows it. */
+export interface SeenEvent {
+  type: string;
+  reason: string;
+  note: string;
+  reportingInstance: string;
+  count: number;
+}
+
+/** Extra metadata of a resource created by a test. */
+export interface ResourceMeta {
+  annotations?: Record<string, string>;
+  labels?: Record<string, string>;
+}
+
+/** The condition of `type` on `obj`, if any. */
+export function conditionOf(obj: DeploymentObject | undefined, type: string): Condition | undefined {
+  return obj?.status?.conditions?.find((c) => c.type === type);
+}
+
+/** True when `obj` has condition `type` with `status` (and `reason`, when given). */
+export function hasCondition(
+  obj: DeploymentObject | undefined,
+  type: string,
+  status: "True" | "False" | "Unknown",
+  reason?: string,
+): boolean {
+  const c = conditionOf(obj, type);
+  return c !== undefined && c.status === status && (reason === undefined || c.reason === reason);
+}
+
+/** A user of the cluster: creates, changes and reads resources, Secrets and Events. */
+export class ClusterUser {
+  readonly client: KubeClient;
+
+  constructor(kubeconfig: string = testKubeconfigPath()) {
+    this.client = new KubeClient(loadKubeConfig({ kubeconfig }).config);
+  }
+
+  /** `kubectl create` of a Deployment resource. */
+  async create(namespace: string, name: string, spec: DeploymentSpec, meta: ResourceMeta = {}) {
+    return (await this.client.request({
+      method: "POST",
+      path: `${DEPLOYMENTS}/${namespace}/deployments`,
+      body: { apiVersion: "dms.dev/v1alpha1", kind: "Deployment", metadata: { name, ...meta }, spec },
+    })) as DeploymentObject;
+  }
+
+  /** The resource as the API server has it now, or undefined. */
+  async get(namespace: string, name: string): Promise<DeploymentObject | undefined> {
+    try {
+      return (await this.client.request({
+        method: "GET",
+        path: `${DEPLOYMENTS}/${namespace}/deployments/${name}`,
+      })) as DeploymentObject;
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /** A JSON merge patch of the resource (spec, annotations...), as `kubectl patch --type merge`. */
+  async patch(namespace: string, name: string, patch: Record<string, unknown>) {
+    return (await this.client.request({
+      method: "PATCH",
+      path: `${DEPLOYMENTS}/${namespace}/deployments/${name}`,
+      contentType: PatchType.Merge,
+      body: patch,
+    })) as DeploymentObject;
+  }
+
+  /** Sets (or, with null, removes) annotations. */
+  annotate(namespace: string, name: string, annotations: Record<string, string | null>) {
+    return this.patch(namespace, name, { metadata: { annotations } });
+  }
+
+  /** `kubectl delete` (returns at once; finalizers may keep the object a while). */
+  async delete(namespace: string, name: string): Promise<void> {
+    await this.client.request({ method: "DELETE", path: `${DEPLOYMENTS}/${namespace}/deployments/${name}` });
+  }
+
+  /** Creates or replaces an Opaque Secret with string data. */
+  async putSecret(namespace: string, name: string, data: Record<string, string>): Promise<void> {
+    const path = `/api/v1/namespaces/${namespace}/secrets`;
+    const body = { apiVersion: "v1", kind: "Secret", metadata: { name, namespace }, stringData: data };
+    try {
+      await this.client.request({ method: "PUT", path: `${path}/${name}`, body });
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+      await this.client.request({ method: "POST", path, body });
+    }
+  }
+
+  /** Events about the resource `name` in `namespace`, oldest first. */
+  async events(namespace: string, name: string): Promise<SeenEvent[]> {
+    const list = await this.client.request({
+      method: "GET",
+      path: `/apis/events.k8s.io/v1/namespaces/${namespace}/events`,
+    });
+    return listItems(list)
+      .map((raw) => raw as Record<string, unknown> & { regarding?: { name?: string } })
+      .filter((e) => e.regarding?.name === name)
+      .sort((a, b) => String(a.eventTime).localeCompare(String(b.eventTime)))
+      .map((e) => ({
+        type: String(e.type),
+        reason: String(e.reason),
+        note: String(e.note ?? ""),
+        reportingInstance: String(e.reportingInstance ?? ""),
+        count: (e.series as { count?: number } | undefined)?.count ?? 1,
+      }));
+  }
+
+  /** Waits until the resource satisfies `check`; returns it. */
+  waitFor(
+    namespace: string,
+    name: string,
+    check: (obj: DeploymentObject | undefined) => boolean,
+    description: string,
+    timeoutMs = 20_000,
+  ): Promise<DeploymentObject> {
+    return waitFor(
+      async () => {
+        const obj = await this.get(namespace, name);
+        return check(obj) ? (obj ?? ({} as DeploymentObject)) : undefined;
+      },
+      { description: `${namespace}/${name}: ${description}`, timeoutMs, intervalMs: 150 },
+    );
+  }
+
+  /** Waits for Ready=True and Synced=True on the current generation. */
+  waitReady(namespace: string, name: string, timeoutMs = 20_000): Promise<DeploymentObject> {
+    return this.waitFor(
+      namespace,
+      name,
+      (o) =>
+        hasCondition(o, "Ready", "True") &&
+        hasCondition(o, "Synced", "True") &&
+        o?.status?.observedGeneration === o?.metadata.generation,
+      "Ready and Synced",
+      timeoutMs,
+    );
+  }
+
+  /** Waits for an Event with `reason` about the resource; returns it. */
+  waitForEvent(namespace: string, name: string, reason: string, timeoutMs = 20_000): Promise<SeenEvent> {
+    return waitFor(async () => (await this.events(namespace, name)).find((e) => e.reason === reason), {
+      description: `event ${reason} about ${namespace}/${name}`,
+      timeoutMs,
+      intervalMs: 150,
+    });
+  }
+}
