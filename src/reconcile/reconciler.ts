@@ -131,6 +131,8 @@ export class DeploymentReconciler {
       { deploymentId: status.deploymentId, name: desired.name, live },
       signal,
     );
+    // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
+    if (found.deployment && status.createRequestedAt) record.createRequestedAt = null;
     const lastApplied = status.appliedSecretsHash ? { secretsHash: status.appliedSecretsHash } : {};
     const decision = plan(desired, found.deployment ?? undefined, lastApplied);
 
@@ -142,8 +144,12 @@ export class DeploymentReconciler {
           : decision.summary;
       return this.#finish(run, { kind: "observed", drift }, found.deployment, signal, record);
     }
-    if (found.adopted && found.deployment)
-      this.#event(run, "Normal", "Adopted", `adopted the service's deployment ${found.deployment.id}`);
+    if (found.adopted && found.deployment) {
+      // Found by name while a create of ours was pending: it is that create (a restart or a lost
+      // answer hid it), not someone else's deployment.
+      if (status.createRequestedAt) this.#event(run, "Normal", "Created", createdNote(found.deployment));
+      else this.#event(run, "Normal", "Adopted", `adopted the service's deployment ${found.deployment.id}`);
+    }
 
     switch (decision.action) {
       case "blocked":
@@ -195,17 +201,19 @@ export class DeploymentReconciler {
         null,
         signal,
         record,
+        // The id the create answered with stays known while the listing catches up.
+        { keepDeploymentId: true },
       );
     }
     const intent = { ...run.obj.status, createRequestedAt: formatTime(run.now) };
     run.obj = await this.#o.resources.patchStatus(refOf(run.obj), intent, signal);
     const created = await this.#o.service.create(body, signal);
     this.#o.snapshot.remember(created);
-    this.#event(run, "Normal", "Created", `created the service's deployment ${created.id} (${created.name})`);
+    this.#event(run, "Normal", "Created", createdNote(created));
+    // The intent stays recorded until a lookup lists the deployment (see #reconcile).
     return this.#finish(run, { kind: "synced" }, created, signal, {
       ...record,
       appliedSecretsHash: secretsHash ?? null,
-      createRequestedAt: null,
     });
   }
 
@@ -252,6 +260,7 @@ export class DeploymentReconciler {
     observed: Deployment | null | undefined,
     signal: AbortSignal,
     record: StatusRecord = {},
+    options: { keepDeploymentId?: boolean } = {},
   ): Promise<ReconcileResult> {
     const previous = run.obj.status;
     const next = statusFrom({
@@ -263,6 +272,7 @@ export class DeploymentReconciler {
       record,
       secretValues: run.secrets.values,
     });
+    if (options.keepDeploymentId && previous?.deploymentId) next.deploymentId = previous.deploymentId;
     if (!statusEqual(previous, next)) {
       await this.#o.resources.patchStatus(refOf(run.obj), next, signal);
       run.log.debug({ sync: sync.kind }, "status written");
@@ -314,6 +324,10 @@ export class DeploymentReconciler {
 
 function refOf(obj: StoredResource) {
   return { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
+}
+
+function createdNote(deployment: Deployment): string {
+  return `created the service's deployment ${deployment.id} (${deployment.name})`;
 }
 
 function summaryNote(decision: PatchPlan): string {
