@@ -9,6 +9,19 @@ import { type CliContext, type RegisterCommand, UsageError } from "./context.ts"
 /** Exit statuses: 0 success, 1 the operation failed, 2 the command was called wrongly, 130 interrupted. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
 
+/**
+ * Thrown by a command that has already reported its outcome and must end with `status`, e.g.
+ * `plan`, whose 2 means "changes planned" (so its own usage errors end with 1). Prints nothing.
+ */
+export class CommandExit extends Error {
+  override readonly name = "CommandExit";
+  readonly status: number;
+  constructor(status: number) {
+    super(`exit status ${status}`);
+    this.status = status;
+  }
+}
+
 /** The `dms-operator` program with `commands` registered, writing through `ctx`, never exiting the process. */
 export function createProgram(ctx: CliContext, commands: readonly RegisterCommand[]): Command {
   const program = new Command("dms-operator")
@@ -39,6 +52,7 @@ export async function runProgram(
     await program.parseAsync([...argv], { from: "user" });
     return EXIT.ok;
   } catch (error) {
+    if (error instanceof CommandExit) return error.status;
     // commander has already printed its own one-line message (or the help).
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
     return reportError(error, argv.includes("--verbose"), ctx);
