@@ -1,0 +1,136 @@
+/**
+ * Helpers of the end-to-end tests: install from `manifests/` with kubectl, mint a token for the
+ * manifests' own ServiceAccount, and run `dms-operator run` as a child process with that token and
+ * the very arguments the manifests give the container, so a permission the manifests lack fails
+ * the test just as it would fail in a cluster.
+ */
+import { readFileSync } from "node:fs";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse, parseAllDocuments } from "yaml";
+import { OperatorProcess } from "../../scripts/demo/operator-process.ts";
+import { writeTokenKubeconfig } from "../controlplane/kubeconfig.ts";
+import { freePort } from "../controlplane/net.ts";
+import { kubectl, kubectlOk, testKubeconfigPath, testServer } from "../support/cluster.ts";
+
+/** The repository's `manifests/` directory. */
+export const MANIFESTS = join(import.meta.dirname, "..", "..", "manifests");
+
+/** Objects of a multi-document YAML text (e.g. `kubectl kustomize` output), as plain values. */
+export function documents(text: string): Record<string, unknown>[] {
+  return parseAllDocuments(text)
+    .map((doc) => doc.toJS() as unknown)
+    .filter((v): v is Record<string, unknown> => typeof v === "object" && v !== null);
+}
+
+/**
+ * The operator container's `args` in the Deployment that `kubectl kustomize <dir>` renders, with
+ * `$(VAR)` references expanded from `env` as the kubelet would. Throws when there is no such container.
+ */
+export async function containerArgs(dir: string, env: Record<string, string>): Promise<string[]> {
+  const rendered = documents(await kubectlOk(["kustomize", dir]));
+  const deployment = rendered.find((o) => o.kind === "Deployment") as
+    | { spec?: { template?: { spec?: { containers?: { name: string; args?: string[] }[] } } } }
+    | undefined;
+  const container = deployment?.spec?.template?.spec?.containers?.find((c) => c.name === "operator");
+  if (!container?.args) throw new Error(`${dir} renders no Deployment with an "operator" container and args`);
+  return container.args.map((arg) =>
+    arg.replace(/\$\(([A-Z_]+)\)/g, (all, name: string) => env[name] ?? all),
+  );
+}
+
+/**
+ * A kubeconfig (in a fresh temp dir) for the run's API server that authenticates as
+ * ServiceAccount `namespace/name` with a token from the TokenRequest API.
+ */
+export async function serviceAccountKubeconfig(namespace: string, name: string): Promise<string> {
+  const token = (await kubectlOk(["create", "token", name, "-n", namespace, "--duration=3600s"])).trim();
+  const admin = parse(readFileSync(testKubeconfigPath(), "utf8")) as {
+    clusters: { cluster: { "certificate-authority-data": string } }[];
+  };
+  const caData = admin.clusters[0]?.cluster["certificate-authority-data"];
+  if (!caData) throw new Error("the admin kubeconfig has no certificate-authority-data");
+  const path = join(await mkdtemp(join(tmpdir(), "dms-e2e-sa-")), "kubeconfig");
+  await writeTokenKubeconfig(path, {
+    server: testServer(),
+    caPem: Buffer.from(caData, "base64").toString("utf8"),
+    token,
+    user: `${namespace}-${name}`,
+  });
+  return path;
+}
+
+/** `kubectl auth can-i` as ServiceAccount `namespace/name`: true for yes, false for no. */
+export async function canI(sa: { namespace: string; name: string }, args: string[]): Promise<boolean> {
+  // can-i answers on stdout and exits 1 for "no"; anything else is a broken question.
+  const result = await kubectl([
+    "auth",
+    "can-i",
+    `--as=system:serviceaccount:${sa.namespace}:${sa.name}`,
+    ...args,
+  ]);
+  const answer = result.stdout.trim();
+  if (answer !== "yes" && answer !== "no")
+    throw new Error(`kubectl auth can-i ${args.join(" ")}: ${result.stderr.trim() || answer}`);
+  return answer === "yes";
+}
+
+/** Options of {@link startOperatorAs}. */
+export interface OperatorAsOptions {
+  /** Arguments after `run`, as the manifests give them; bind addresses are replaced by loopback ones. */
+  args: string[];
+  kubeconfig: string;
+  serviceUrl: string;
+  apiKey: string;
+  /** What the Downward API would give the pod. */
+  podNamespace: string;
+  podName: string;
+}
+
+/** A started operator with where its probes listen. */
+export interface StartedOperator {
+  process: OperatorProcess;
+  probesUrl: string;
+  logText(): string;
+}
+
+/**
+ * Runs `node src/cli.ts run <args>` with the environment the manifests' Deployment sets (the API
+ * key from a file, POD_NAMESPACE and POD_NAME) and a short poll interval so the test is quick.
+ */
+export async function startOperatorAs(options: OperatorAsOptions): Promise<StartedOperator> {
+  const dir = await mkdtemp(join(tmpdir(), "dms-e2e-operator-"));
+  const keyFile = join(dir, "api-key");
+  await writeFile(keyFile, `${options.apiKey}\n`, { mode: 0o600 });
+  const probesPort = await freePort();
+  const args = [
+    ...options.args.filter((a) => !/^--(metrics|health-probe)-bind-address/.test(a)),
+    "--metrics-bind-address=0",
+    `--health-probe-bind-address=127.0.0.1:${probesPort}`,
+    `--kubeconfig=${options.kubeconfig}`,
+  ];
+  const process = OperatorProcess.start({
+    args,
+    logPath: join(dir, "operator.log"),
+    workDir: join(dir, "work"),
+    env: {
+      PATH: globalThis.process.env.PATH ?? "",
+      POD_NAMESPACE: options.podNamespace,
+      POD_NAME: options.podName,
+      DMS_BASE_URL: options.serviceUrl,
+      DMS_API_KEY_FILE: keyFile,
+      DMS_POLL_INTERVAL: "300ms",
+    },
+  });
+  return {
+    process,
+    probesUrl: `http://127.0.0.1:${probesPort}`,
+    logText: () => readFileSync(process.logPath, "utf8"),
+  };
+}
+
+/** Log lines that say the API server refused the operator something (HTTP 403). */
+export function forbiddenLines(log: string): string[] {
+  return log.split("\n").filter((line) => /HTTP 403|forbidden/i.test(line));
+}

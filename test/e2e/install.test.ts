@@ -1,0 +1,178 @@
+// `kubectl apply -k manifests/default` against a real API server: accepted (dry run and for real,
+// and again unchanged, as a GitOps tool re-applies it), the operator pod meets the restricted Pod
+// Security Standard its namespace enforces, and the ServiceAccount holds exactly the permissions
+// the controller uses. The operator actually running with them is in operator-as-serviceaccount.test.ts.
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { kubectl, kubectlOk } from "../support/cluster.ts";
+import { canI, documents, MANIFESTS } from "./install-support.ts";
+
+const DEFAULT = join(MANIFESTS, "default");
+const SA = { namespace: "dms-system", name: "dms-operator" };
+
+/** What `kubectl apply -k manifests/default` must create, as kubectl names them. */
+const INSTALLED = [
+  "namespace/dms-system",
+  "customresourcedefinition.apiextensions.k8s.io/deployments.dms.dev",
+  "serviceaccount/dms-operator",
+  "role.rbac.authorization.k8s.io/dms-operator-leader-election",
+  "clusterrole.rbac.authorization.k8s.io/dms-operator",
+  "rolebinding.rbac.authorization.k8s.io/dms-operator-leader-election",
+  "clusterrolebinding.rbac.authorization.k8s.io/dms-operator",
+  "deployment.apps/dms-operator",
+];
+
+/**
+ * kubectl's warnings, except the one this shared control plane causes: its global setup installed
+ * the CRD server-side, so client-side `kubectl apply` adopts it (a fresh cluster prints nothing).
+ */
+const warnings = (stderr: string) =>
+  stderr.split("\n").filter((line) => line !== "" && !line.includes("last-applied-configuration annotation"));
+
+describe("kubectl apply -k manifests/default", () => {
+  it("is accepted by a server-side dry run, in the order GitOps tools apply: Namespace and CRD first", async () => {
+    // A dry run cannot create the namespace its other objects live in; Flux and Argo CD apply
+    // Namespaces and CRDs before the rest for this reason, and so does this test.
+    const rendered = documents(await kubectlOk(["kustomize", DEFAULT]));
+    const definitions = rendered.filter(
+      (o) => o.kind === "Namespace" || o.kind === "CustomResourceDefinition",
+    );
+    expect(definitions).toHaveLength(2);
+    const input = definitions.map((o) => JSON.stringify(o)).join("\n");
+    expect((await kubectl(["apply", "--dry-run=server", "-f", "-"], { input })).code).toBe(0);
+    await kubectlOk(["apply", "-f", "-"], { input });
+
+    const result = await kubectl(["apply", "-k", DEFAULT, "--dry-run=server"]);
+    expect(warnings(result.stderr)).toEqual([]);
+    expect(result.code).toBe(0);
+    for (const name of INSTALLED) expect(result.stdout).toContain(name);
+  });
+
+  it("installs everything, without Pod Security warnings, and a second apply changes nothing", async () => {
+    const first = await kubectl(["apply", "-k", DEFAULT]);
+    expect(warnings(first.stderr)).toEqual([]); // e.g. "Warning: would violate PodSecurity"
+    expect(first.code).toBe(0);
+    const again = await kubectlOk(["apply", "-k", DEFAULT]);
+    const lines = again.trim().split("\n");
+    expect(lines).toHaveLength(INSTALLED.length);
+    for (const line of lines) expect(line).toMatch(/ unchanged$/);
+  });
+});
+
+describe("the operator pod", () => {
+  // A Pod from the Deployment's template, created (dry run) in the namespace enforcing `restricted`.
+  const podFrom = async (edit: (spec: Record<string, unknown>) => void = () => {}) => {
+    const rendered = documents(await kubectlOk(["kustomize", DEFAULT]));
+    const deployment = rendered.find((o) => o.kind === "Deployment") as {
+      spec: { template: { spec: Record<string, unknown> } };
+    };
+    const spec = structuredClone(deployment.spec.template.spec);
+    edit(spec);
+    const pod = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "psa-check", namespace: "dms-system" },
+      spec,
+    };
+    return kubectl(["create", "--dry-run=server", "-o", "name", "-f", "-"], { input: JSON.stringify(pod) });
+  };
+
+  beforeAll(async () => {
+    await kubectlOk(["apply", "-k", DEFAULT]);
+  });
+
+  it("is admitted under the restricted Pod Security Standard of dms-system", async () => {
+    const result = await podFrom();
+    expect(result.stderr).toBe("");
+    expect(result.stdout.trim()).toBe("pod/psa-check");
+  });
+
+  it("would be refused without its security context (so the check above can fail)", async () => {
+    const result = await podFrom((spec) => {
+      delete spec.securityContext;
+    });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('violates PodSecurity "restricted');
+  });
+});
+
+describe("the ServiceAccount dms-system/dms-operator", () => {
+  beforeAll(async () => {
+    await kubectlOk(["apply", "-k", DEFAULT]);
+  });
+
+  // Each line: the `kubectl auth can-i` arguments. -A asks about every namespace at once.
+  const granted = [
+    ["get", "deployments.dms.dev", "-A"],
+    ["list", "deployments.dms.dev", "-A"],
+    ["watch", "deployments.dms.dev", "-A"],
+    ["patch", "deployments.dms.dev", "-A"], // finalizers (JSON patch) and the reconcile annotation
+    ["patch", "deployments.dms.dev", "--subresource=status", "-A"], // server-side apply of status
+    ["update", "deployments.dms.dev", "--subresource=finalizers", "-A"],
+    ["get", "secrets", "-A"], // values named by spec.secrets[].valueFrom
+    ["list", "secrets", "-A"], // the metadata-only Secret watch
+    ["watch", "secrets", "-A"],
+    ["create", "events.events.k8s.io", "-n", "some-team"],
+    ["patch", "events.events.k8s.io", "-n", "some-team"], // event series
+    ["get", "leases.coordination.k8s.io", "-n", "dms-system"],
+    ["create", "leases.coordination.k8s.io", "-n", "dms-system"],
+    ["update", "leases.coordination.k8s.io", "-n", "dms-system"],
+  ];
+  const refused = [
+    ["create", "deployments.dms.dev", "-n", "some-team"], // users create resources, never the operator
+    ["update", "deployments.dms.dev", "-n", "some-team"],
+    ["delete", "deployments.dms.dev", "-n", "some-team"],
+    ["deletecollection", "deployments.dms.dev", "-n", "some-team"],
+    ["get", "deployments.dms.dev", "--subresource=status", "-n", "some-team"], // status is applied, never read
+    ["update", "deployments.dms.dev", "--subresource=status", "-n", "some-team"],
+    ["create", "secrets", "-n", "some-team"], // Secrets are read-only
+    ["update", "secrets", "-n", "some-team"],
+    ["patch", "secrets", "-n", "some-team"],
+    ["delete", "secrets", "-n", "some-team"],
+    ["get", "leases.coordination.k8s.io", "-n", "kube-system"], // Leases only in its own namespace
+    ["update", "leases.coordination.k8s.io", "-n", "some-team"],
+    ["create", "leases.coordination.k8s.io", "-n", "default"],
+    ["delete", "leases.coordination.k8s.io", "-n", "dms-system"],
+    ["list", "leases.coordination.k8s.io", "-n", "dms-system"],
+    ["create", "events", "-n", "some-team"], // core/v1 Events: it writes events.k8s.io only
+    ["delete", "events.events.k8s.io", "-n", "some-team"],
+    ["get", "configmaps", "-n", "dms-system"],
+    ["list", "pods", "-A"],
+    ["get", "deployments.apps", "-n", "dms-system"],
+    ["list", "namespaces"],
+    ["create", "customresourcedefinitions.apiextensions.k8s.io"],
+    ["create", "clusterrolebindings.rbac.authorization.k8s.io"],
+    ["escalate", "clusterroles.rbac.authorization.k8s.io"],
+    ["impersonate", "serviceaccounts", "-A"],
+    ["*", "*", "-A"],
+  ];
+
+  const named = (rows: string[][]) => rows.map((args) => [args.join(" "), args] as const);
+
+  it.each(named(granted))("may %s", async (_name, args) => {
+    expect(await canI(SA, [...args])).toBe(true);
+  });
+
+  it.each(named(refused))("may not %s", async (_name, args) => {
+    expect(await canI(SA, [...args])).toBe(false);
+  });
+});
+
+describe("kubectl apply -k manifests/namespaced", () => {
+  it("is accepted by a server-side dry run into the namespace it names", async () => {
+    // The overlay installs into an existing namespace (dms-apps); a team creates it, not the overlay.
+    const exists = await kubectl(["get", "namespace", "dms-apps", "-o", "name"]);
+    if (exists.code !== 0) await kubectlOk(["create", "namespace", "dms-apps"]);
+    const result = await kubectl(["apply", "-k", join(MANIFESTS, "namespaced"), "--dry-run=server"]);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    for (const name of [
+      "serviceaccount/dms-operator",
+      "role.rbac.authorization.k8s.io/dms-operator",
+      "rolebinding.rbac.authorization.k8s.io/dms-operator",
+      "deployment.apps/dms-operator",
+    ])
+      expect(result.stdout).toContain(name);
+    expect(result.stdout).not.toMatch(/clusterrole|customresourcedefinition|namespace\//);
+  });
+});
