@@ -1,0 +1,122 @@
+// The periodic drift resync: one paginated listing per period for every resource, no write of
+// any kind while nothing changed, and a change made on the service by someone else corrected on
+// the next period (or at once when the user asks with the reconcile-requested-at annotation).
+import type { IncomingMessage } from "node:http";
+import { afterEach, describe, expect, it } from "vitest";
+import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import type { SimulatorSeed } from "../../src/simulator/server.ts";
+import { waitFor } from "../support/cluster.ts";
+import { type Scenario, startScenario } from "../support/operator.ts";
+import { hasCondition } from "../support/resources.ts";
+
+const spec: DeploymentSpec = {
+  source: "internal_docker",
+  sourceConfig: { resourceSpec: { minScale: 1, maxScale: 2 } },
+  sourceRevisionConfig: { imageUri: "registry.example.com/agent:1" },
+};
+
+/** `count` deployments nobody manages, so that one listing of the tenant takes several pages. */
+function unmanaged(count: number): SimulatorSeed {
+  return {
+    deployments: Array.from({ length: count }, (_, i) => ({
+      name: `unmanaged-${i}`,
+      source: "internal_docker" as const,
+      source_config: {},
+      source_revision_config: { image_uri: `registry.example.com/other:${i}` },
+    })),
+  };
+}
+
+interface SeenRequest {
+  method: string;
+  url: string;
+}
+
+describe("controller: drift resync", () => {
+  const running: Scenario[] = [];
+  afterEach(async () => {
+    for (const s of running.splice(0)) await s.stop();
+  });
+
+  it("costs one paginated listing per period and no write while nothing changes", async () => {
+    const requests: SeenRequest[] = [];
+    const record = (req: IncomingMessage) => requests.push({ method: req.method ?? "", url: req.url ?? "" });
+    // 150 + 3 deployments: a listing of the tenant is ceil(153 / 100) = 2 pages of data, and an
+    // empty third page that proves the end (the spec does not say how a listing ends, and a
+    // short page may be the service capping `limit`).
+    const s = await startScenario("ctl-steady", {
+      sim: { seed: unmanaged(150), onRequest: record },
+      op: { resyncMs: 1_500 },
+    });
+    running.push(s);
+    const names = ["steady-a", "steady-b", "steady-c"];
+    for (const name of names) await s.user.create(s.namespace, name, spec);
+    const ready = await Promise.all(names.map((n) => s.user.waitReady(s.namespace, n)));
+    const versions = ready.map((o) => o.metadata.resourceVersion);
+
+    const mark = requests.length;
+    const before = await s.op.reconciles();
+    // Enough reconciles for two whole resync periods after the mark (a period in progress at the
+    // mark may contribute up to two more).
+    await waitFor(async () => (await s.op.reconciles()) >= before + 3 * names.length, {
+      description: "two resync periods",
+      timeoutMs: 15_000,
+    });
+
+    const seen = requests.slice(mark);
+    const pages = seen.map((r) => `${r.method} ${r.url}`);
+    const listing = (offset: number) => `GET /v2/deployments?limit=100&offset=${offset}`;
+    // Nothing but whole listings: no lookup per resource, no PATCH, no POST.
+    expect(new Set(pages)).toEqual(new Set([listing(0), listing(100), listing(153)]));
+    const periods = pages.filter((p) => p === listing(0)).length;
+    expect(periods).toBeGreaterThanOrEqual(2);
+    expect(pages.filter((p) => p === listing(100)).length).toBe(periods);
+    expect(pages.filter((p) => p === listing(153)).length).toBe(periods);
+    const after = await Promise.all(names.map((n) => s.user.get(s.namespace, n)));
+    expect(after.map((o) => o?.metadata.resourceVersion)).toEqual(versions);
+  });
+
+  it("corrects a change made on the service on the next period, with a DriftCorrected event", async () => {
+    const s = await startScenario("ctl-drift", { op: { resyncMs: 1_500 } });
+    running.push(s);
+    await s.user.create(s.namespace, "drifting", spec);
+    const obj = await s.user.waitReady(s.namespace, "drifting");
+    const id = obj.status?.deploymentId ?? "";
+
+    s.sim.store.drift(id, { source_config: { resource_spec: { min_scale: 1, max_scale: 9, cpu: 4 } } });
+
+    const event = await s.user.waitForEvent(s.namespace, "drifting", "DriftCorrected");
+    expect(event.type).toBe("Normal");
+    expect(event.note).toContain("sourceConfig.resourceSpec.maxScale: 9 → 2");
+    // resource_spec is replaced whole by the service: what the spec leaves out is kept as found.
+    expect(s.sim.store.get(id)?.source_config.resource_spec).toEqual({ min_scale: 1, max_scale: 2, cpu: 4 });
+    expect(s.sim.store.revisions(id)).toHaveLength(1);
+    expect(hasCondition(await s.user.get(s.namespace, "drifting"), "Synced", "True")).toBe(true);
+  });
+
+  it("looks again at once when the user sets dms.dev/reconcile-requested-at, and says it did", async () => {
+    const s = await startScenario("ctl-now");
+    running.push(s);
+    await s.user.create(s.namespace, "on-demand", spec);
+    const obj = await s.user.waitReady(s.namespace, "on-demand");
+    const id = obj.status?.deploymentId ?? "";
+    s.sim.store.drift(id, { source_revision_config: { image_uri: "registry.example.com/agent:hotfix" } });
+
+    await s.user.annotate(s.namespace, "on-demand", {
+      "dms.dev/reconcile-requested-at": "2025-06-01T10:00:00Z",
+    });
+
+    const handled = await s.user.waitFor(
+      s.namespace,
+      "on-demand",
+      (o) => o?.status?.lastHandledReconcileAt === "2025-06-01T10:00:00Z",
+      "the request acknowledged",
+    );
+    expect(s.sim.store.get(id)?.source_revision_config.image_uri).toBe("registry.example.com/agent:1");
+    // The service's revision, the drifted one, and the one putting the image back.
+    expect(s.sim.store.revisions(id)).toHaveLength(3);
+    expect(handled.status?.conditions?.find((c) => c.type === "Synced")?.status).toBe("True");
+    const event = await s.user.waitForEvent(s.namespace, "on-demand", "DriftCorrected");
+    expect(event.note).toContain("(new revision): sourceRevisionConfig.imageUri");
+  });
+});
