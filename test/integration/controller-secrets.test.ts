@@ -1,0 +1,88 @@
+// Secrets by reference: a rotated Kubernetes Secret reaches the service in one PATCH, with no
+// value anywhere the user can read (status, events, logs); a missing Secret or key stops the
+// resource before any call to the service, and creating it later heals the resource through the
+// Secret watch.
+import { afterEach, describe, expect, it } from "vitest";
+import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { hashSecrets } from "../../src/reconcile/secrets.ts";
+import { waitFor } from "../support/cluster.ts";
+import { type Scenario, startScenario, TEST_API_KEY } from "../support/operator.ts";
+import { conditionOf, hasCondition } from "../support/resources.ts";
+
+const FIRST = "sk-first-0f3a9c5d7e1b";
+const SECOND = "sk-second-8b2e4d6f0a1c";
+
+const spec = (secret: string, key: string): DeploymentSpec => ({
+  source: "internal_docker",
+  sourceRevisionConfig: { imageUri: "registry.example.com/agent:1" },
+  secrets: [{ name: "OPENAI_API_KEY", valueFrom: { secretKeyRef: { name: secret, key } } }],
+});
+
+describe("controller: secrets", () => {
+  const running: Scenario[] = [];
+  afterEach(async () => {
+    for (const s of running.splice(0)) await s.stop();
+  });
+
+  it("sends a rotated Secret value in one PATCH and never shows a value", async () => {
+    const s = await startScenario("ctl-rotate");
+    running.push(s);
+    await s.user.putSecret(s.namespace, "agent-secrets", { openai: FIRST });
+    await s.user.create(s.namespace, "rotating", spec("agent-secrets", "openai"));
+    const first = await s.user.waitReady(s.namespace, "rotating");
+    const id = first.status?.deploymentId ?? "";
+    expect(first.status?.appliedSecretsHash).toBe(hashSecrets([{ name: "OPENAI_API_KEY", value: FIRST }]));
+
+    await s.user.putSecret(s.namespace, "agent-secrets", { openai: SECOND });
+
+    const rotated = await s.user.waitFor(
+      s.namespace,
+      "rotating",
+      (o) => o?.status?.appliedSecretsHash === hashSecrets([{ name: "OPENAI_API_KEY", value: SECOND }]),
+      "the new value applied",
+    );
+    expect(s.sim.counters()["PATCH /v2/deployments/{deployment_id}"]).toEqual({ "200": 1 });
+    // The service makes a new revision for new secret values.
+    expect(s.sim.store.revisions(id)).toHaveLength(2);
+    const event = await s.user.waitForEvent(s.namespace, "rotating", "Updated");
+    expect(event.note).toContain("secrets: rotated OPENAI_API_KEY");
+    await s.user.waitReady(s.namespace, "rotating");
+
+    const events = await s.user.events(s.namespace, "rotating");
+    const visible = [JSON.stringify(rotated), JSON.stringify(events), s.op.logs.text()].join("\n");
+    for (const secret of [FIRST, SECOND, TEST_API_KEY]) expect(visible).not.toContain(secret);
+  });
+
+  it("names a missing Secret and key, sends nothing, and heals when the Secret appears", async () => {
+    const s = await startScenario("ctl-missing");
+    running.push(s);
+    await s.user.create(s.namespace, "waiting-for-secret", spec("late-secret", "token"));
+
+    const missing = await s.user.waitFor(
+      s.namespace,
+      "waiting-for-secret",
+      (o) => hasCondition(o, "Synced", "False", "SecretNotFound"),
+      "SecretNotFound",
+    );
+    expect(conditionOf(missing, "Synced")?.message).toContain('key "token" of Secret "late-secret"');
+    expect(hasCondition(missing, "Stalled", "True", "SecretNotFound")).toBe(true);
+    const warning = await s.user.waitForEvent(s.namespace, "waiting-for-secret", "SecretNotFound");
+    expect(warning.type).toBe("Warning");
+
+    // The Secret appears without the key: the watch brings the resource back, still stopped.
+    const before = await s.op.reconciles();
+    await s.user.putSecret(s.namespace, "late-secret", { other: FIRST });
+    await waitFor(async () => (await s.op.reconciles()) > before, { description: "a reconcile" });
+    const stillMissing = await s.user.get(s.namespace, "waiting-for-secret");
+    expect(hasCondition(stillMissing, "Synced", "False", "SecretNotFound")).toBe(true);
+    expect(s.sim.counters()).toEqual({});
+
+    await s.user.putSecret(s.namespace, "late-secret", { other: FIRST, token: SECOND });
+
+    const healed = await s.user.waitReady(s.namespace, "waiting-for-secret");
+    expect(conditionOf(healed, "Stalled")).toBeUndefined();
+    expect(s.sim.counters()["POST /v2/deployments"]).toEqual({ "201": 1 });
+    expect(healed.status?.appliedSecretsHash).toBe(hashSecrets([{ name: "OPENAI_API_KEY", value: SECOND }]));
+    expect(s.op.logs.text()).not.toContain(SECOND);
+  });
+});
