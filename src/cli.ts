@@ -4,6 +4,8 @@
  */
 import type { RegisterCommand } from "./commands/context.ts";
 import { registerDeploymentsCommand } from "./commands/deployments.ts";
+import { registerImportCommand } from "./commands/import.ts";
+import { registerPlanCommand } from "./commands/plan.ts";
 import { processContext, runProgram } from "./commands/program.ts";
 import { registerProvidersCommand } from "./commands/providers.ts";
 import { registerReposCommand } from "./commands/repos.ts";
@@ -17,6 +19,8 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerProvidersCommand,
   registerReposCommand,
   registerSimulatorCommand,
+  registerImportCommand,
+  registerPlanCommand,
 ];
 
 process.exitCode = await runProgram(process.argv.slice(2), processContext(), COMMANDS);

@@ -1,0 +1,126 @@
+/**
+ * `dms-operator import`: the service's deployments as Deployment resources (YAML) that reproduce
+ * them exactly, for onboarding existing deployments into Git. See `src/gitops/importer.ts` for
+ * the rules and docs/gitops.md for the workflow.
+ */
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { type Command, InvalidArgumentError, Option } from "commander";
+import { isServiceError } from "../api/errors.ts";
+import { DEPLOYMENT_STATUSES, type DeploymentStatus, type ForgeRepo } from "../api/wire.ts";
+import type { ServiceFlags } from "../config.ts";
+import { renderFiles, renderStream, skippedLines } from "../gitops/import-render.ts";
+import { type ImportResult, importDeployments } from "../gitops/importer.ts";
+import { isObjectName } from "../gitops/names.ts";
+import { githubTarget, type RepoListing } from "../gitops/repos.ts";
+import { addServiceOptions, type CliContext, type RegisterCommand, serviceClientFrom } from "./context.ts";
+
+interface ImportFlags extends ServiceFlags {
+  nameContains?: string;
+  status?: DeploymentStatus;
+  namespace?: string;
+  secretsFrom?: string;
+  outDir?: string;
+  verbose?: boolean;
+}
+
+/** Flag parser: a Kubernetes object name. */
+function objectNameArgument(value: string): string {
+  if (!isObjectName(value))
+    throw new InvalidArgumentError("must be a Kubernetes name: lower-case letters, digits, '-' and '.'.");
+  return value;
+}
+
+/** Registers `import` on `program`. */
+export const registerImportCommand: RegisterCommand = (program, ctx) => {
+  const command = program
+    .command("import")
+    .description(
+      "write Deployment resources (YAML) reproducing the service's deployments, so applying them makes the operator adopt each with no change",
+    )
+    .option("--name-contains <text>", "only deployments whose name contains this text")
+    .addOption(
+      new Option("--status <status>", "only deployments in this status").choices(DEPLOYMENT_STATUSES),
+    )
+    .option("--namespace <ns>", "metadata.namespace of every object written", objectNameArgument)
+    .option(
+      "--secrets-from <secret>",
+      "read every secret from this one Kubernetes Secret (keys <metadata.name>.<secret>) and write its manifest",
+      objectNameArgument,
+    )
+    .option("--out-dir <dir>", "write one file per resource into this directory instead of stdout");
+  addServiceOptions(command).action(async (_flags: unknown, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<ImportFlags>();
+    const client = serviceClientFrom(flags, ctx);
+    const signal = ctx.stopSignal;
+    const deployments = await client.listAllDeployments(
+      {
+        ...(flags.nameContains !== undefined ? { name_contains: flags.nameContains } : {}),
+        ...(flags.status !== undefined ? { status: flags.status } : {}),
+      },
+      { signal, pageSize: 100 },
+    );
+    const repos = new Map<string, RepoListing>();
+    for (const d of deployments) {
+      const target = githubTarget(d.source, undefined, d.source_config);
+      if (!target || repos.has(target.integrationId)) continue;
+      repos.set(
+        target.integrationId,
+        await listRepos(target.integrationId, (id) => client.listRepos(id, { signal })),
+      );
+    }
+    const settings = {
+      repos,
+      ...(flags.namespace !== undefined ? { namespace: flags.namespace } : {}),
+      ...(flags.secretsFrom !== undefined ? { secretsFrom: flags.secretsFrom } : {}),
+    };
+    const result = importDeployments(deployments, settings);
+    const files = renderFiles(result, settings);
+    if (flags.outDir === undefined) ctx.out(renderStream(result, files));
+    else {
+      await mkdir(flags.outDir, { recursive: true });
+      for (const file of files) {
+        const path = join(flags.outDir, file.name);
+        await writeFile(path, file.text, { mode: file.sensitive ? 0o600 : 0o644 });
+        ctx.out(`wrote ${path}\n`);
+      }
+      for (const line of skippedLines(result)) ctx.out(`# ${line}\n`);
+    }
+    report(result, flags, ctx);
+  });
+};
+
+async function listRepos(
+  integrationId: string,
+  list: (id: string) => Promise<ForgeRepo[]>,
+): Promise<RepoListing> {
+  try {
+    return { kind: "listed", repos: await list(integrationId) };
+  } catch (error) {
+    if (isServiceError(error, "not_found")) return { kind: "not-found" };
+    if (isServiceError(error)) return { kind: "failed", reason: error.message };
+    throw error;
+  }
+}
+
+/** Diagnostics on stderr: warnings, skipped deployments, what the user must do about secrets. */
+function report(result: ImportResult, flags: ImportFlags, ctx: CliContext): void {
+  for (const r of result.resources)
+    for (const w of r.warnings) ctx.err(`warning: ${r.deployment.name}: ${w}\n`);
+  for (const line of skippedLines(result)) ctx.err(`${line}\n`);
+  const keys = result.resources.flatMap((r) => r.keys);
+  const hidden = keys.filter((k) => k.state !== "value");
+  if (flags.secretsFrom !== undefined && hidden.length > 0) {
+    const masked = hidden.some((k) => k.state === "masked");
+    ctx.err(
+      `note: the service ${masked ? "masks" : "does not return"} the values of ${hidden.length} secret(s): Secret ${flags.secretsFrom} has placeholders marked FILL IN that you must fill before applying\n`,
+    );
+  }
+  const withSecrets = result.resources.filter((r) => r.secretName !== undefined);
+  if (flags.secretsFrom === undefined && withSecrets.length > 0) {
+    ctx.err(
+      `note: ${withSecrets.length} deployment(s) read secrets from Secrets not written here (${withSecrets.map((r) => r.secretName).join(", ")}); pass --secrets-from <name> to get a manifest\n`,
+    );
+  }
+  ctx.err(`imported ${result.resources.length} deployment(s), skipped ${result.skipped.length}\n`);
+}

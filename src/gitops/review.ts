@@ -1,0 +1,221 @@
+/**
+ * `dms-operator plan`, the pure part: for one resource and what was found for it (the service's
+ * deployment, the referenced Secrets when they could be read, the live resource's status), what
+ * the operator would do. It runs the controller's own mapping and planner, so the answer is the
+ * controller's; this file only names the outcome and explains it.
+ */
+import type { Deployment } from "../api/wire.ts";
+import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
+import type { ResolvedGithub } from "../crd/github.ts";
+import { desiredFromSpec, effectiveName } from "../crd/mapping.ts";
+import { ANNOTATION_PAUSED, type DeploymentResource, type DeploymentSpec } from "../crd/schema.ts";
+import { type FieldChange, type LastApplied, type PlanProblem, plan } from "../reconcile/plan.ts";
+import { secretValueState } from "./importer.ts";
+
+/** What the operator would do with a resource. */
+export type ReviewAction = "create" | "adopt" | "patch" | "noop" | "blocked" | "error";
+
+/** Whether the secret values of a resource were compared with the service's. */
+export type SecretsCheck = "unmanaged" | "checked" | "not-checked";
+
+/** The answer for one resource. Never holds a secret value. */
+export interface ReviewEntry {
+  file: string;
+  line: number;
+  namespace: string;
+  /** `metadata.name`. */
+  name: string;
+  /** The service's deployment name (`spec.name`, else `metadata.name`). */
+  deploymentName: string;
+  /**
+   * `create`: no deployment of that name; `adopt`: the service's deployment would be taken over
+   * as it is (no write); `patch`: fields would be sent (`adopt` says whether it is also taken
+   * over); `noop`: nothing to send; `blocked`: the operator would refuse (see `problems`);
+   * `error`: the resource cannot be planned (see `error`).
+   */
+  action: ReviewAction;
+  adopt: boolean;
+  deploymentId?: string;
+  /** True when the PATCH would make the service build a new revision. */
+  newRevision: boolean;
+  /** What would change, field by field (patch only). */
+  changes: FieldChange[];
+  /** One line per change (patch) or per field to create (create). Never a secret value. */
+  summary: string[];
+  /** What the operator cannot do although the spec asks for it. */
+  problems: ReviewProblem[];
+  warnings: string[];
+  secrets: SecretsCheck;
+  /** `managementPolicy: ObserveOnly`: nothing is ever sent; `drift` lists the differences. */
+  observeOnly: boolean;
+  drift: string[];
+  /** Annotated `dms.dev/paused: "true"`: the plan applies once the annotation is removed. */
+  paused: boolean;
+  error?: string;
+}
+
+/** Something the operator would refuse or cannot do; `reason` is the condition reason it would set. */
+export interface ReviewProblem {
+  reason: PlanProblem["reason"] | "NameConflict" | "ImmutableOnApply";
+  field: string;
+  message: string;
+}
+
+/** The live resource's status fields that steer the operator (with `--kubeconfig`). */
+export interface LiveStatus {
+  deploymentId?: string;
+  appliedSecretsHash?: string;
+}
+
+/** What was found for a resource before planning it. */
+export interface ReviewInputs {
+  file: string;
+  line: number;
+  resource: DeploymentResource & { metadata: { name: string } };
+  /** The resource's namespace (its own, else the one it would be applied to). */
+  namespace: string;
+  /** The service's deployment the operator would find, or null when there is none. */
+  observed: Deployment | null;
+  /** True when found by name while no live resource points at it. */
+  adopted: boolean;
+  /** The live resource's status; undefined when there is none or the cluster was not read. */
+  live?: LiveStatus;
+  /** Data of the referenced Secrets; undefined when the cluster was not read. */
+  secretData?: Record<string, Record<string, string>>;
+  github?: ResolvedGithub;
+  warnings: readonly string[];
+  /** Set when another resource holds the same service name: the operator would stall this one. */
+  nameConflict?: string;
+}
+
+/** The operator's decision for `inputs`, explained. Throws only on a bug (an unexpected error). */
+export function reviewResource(inputs: ReviewInputs): ReviewEntry {
+  const { resource } = inputs;
+  const spec = resource.spec;
+  const entry = baseEntry(inputs);
+  if (inputs.nameConflict) {
+    entry.action = "blocked";
+    entry.problems.push({ reason: "NameConflict", field: "spec.name", message: inputs.nameConflict });
+    return entry;
+  }
+  const readable = inputs.secretData !== undefined || !spec.secrets?.some((s) => s.valueFrom);
+  entry.secrets = spec.secrets === undefined ? "unmanaged" : readable ? "checked" : "not-checked";
+  const planned: DeploymentSpec = readable ? spec : withoutSecrets(spec);
+  let desired: ReturnType<typeof desiredFromSpec>;
+  try {
+    desired = desiredFromSpec(planned, resource.metadata.name, {
+      ...(inputs.secretData ? { secretData: inputs.secretData } : {}),
+      ...(inputs.github ? { github: inputs.github } : {}),
+    });
+  } catch (error) {
+    if (!(error instanceof SecretNotFoundError || error instanceof InvalidSpecError)) throw error;
+    return { ...entry, action: "error", error: error.message };
+  }
+  const lastApplied: LastApplied = inputs.live?.appliedSecretsHash
+    ? { secretsHash: inputs.live.appliedSecretsHash }
+    : {};
+  const decision = plan(desired, inputs.observed ?? undefined, lastApplied);
+  const unchecked = entry.secrets === "not-checked" ? uncheckedSecrets(spec, inputs.observed) : undefined;
+
+  if (spec.managementPolicy === "ObserveOnly") {
+    entry.observeOnly = true;
+    entry.action = "noop";
+    entry.drift = !inputs.observed
+      ? [`the service has no deployment named "${entry.deploymentName}" (ObserveOnly never creates one)`]
+      : decision.action === "noop"
+        ? decision.problems.map((p) => p.message)
+        : [...decision.summary, ...(unchecked?.change ? [unchecked.change.line] : [])];
+    return entry;
+  }
+  switch (decision.action) {
+    case "create":
+      entry.action = "create";
+      entry.summary = [...decision.summary, ...(unchecked?.change ? [unchecked.change.line] : [])];
+      break;
+    case "blocked":
+      entry.action = "blocked";
+      entry.problems = [...decision.problems];
+      break;
+    case "noop":
+    case "patch": {
+      const changes = decision.action === "patch" ? [...decision.changes] : [];
+      if (unchecked?.change) changes.push(unchecked.change);
+      entry.problems = [...decision.problems];
+      entry.changes = changes;
+      entry.summary = changes.map((c) => c.line);
+      entry.newRevision = decision.action === "patch" && decision.newRevision;
+      entry.action = changes.length > 0 ? "patch" : inputs.adopted ? "adopt" : "noop";
+      if (unchecked?.note) entry.warnings.push(unchecked.note);
+      if (decision.action === "patch" && decision.body.secrets) {
+        const note = maskedNote(inputs.observed, lastApplied);
+        if (note) entry.warnings.push(note);
+      }
+    }
+  }
+  return entry;
+}
+
+function baseEntry(inputs: ReviewInputs): ReviewEntry {
+  const { resource, observed } = inputs;
+  return {
+    file: inputs.file,
+    line: inputs.line,
+    namespace: inputs.namespace,
+    name: resource.metadata.name,
+    deploymentName: effectiveName(resource.spec, resource.metadata.name),
+    action: "noop",
+    adopt: inputs.adopted && observed !== null,
+    ...(observed ? { deploymentId: observed.id } : {}),
+    newRevision: false,
+    changes: [],
+    summary: [],
+    problems: [],
+    warnings: [...inputs.warnings],
+    secrets: resource.spec.secrets === undefined ? "unmanaged" : "checked",
+    observeOnly: false,
+    drift: [],
+    paused: resource.metadata.annotations?.[ANNOTATION_PAUSED] === "true",
+  };
+}
+
+function withoutSecrets(spec: DeploymentSpec): DeploymentSpec {
+  const { secrets: _ignored, ...rest } = spec;
+  return rest;
+}
+
+/**
+ * Secrets whose values could not be read: what the names alone prove. Different names are a
+ * certain change; the same names leave the values unknown.
+ */
+function uncheckedSecrets(
+  spec: DeploymentSpec,
+  observed: Deployment | null,
+): { change?: FieldChange; note?: string } {
+  const wanted = [...new Set((spec.secrets ?? []).map((s) => s.name))].sort();
+  const suffix = "(values not checked: pass --kubeconfig to read the referenced Secrets)";
+  if (!observed) {
+    return {
+      change: { group: "secrets", field: "secrets", line: `secrets: set ${wanted.join(", ")} ${suffix}` },
+    };
+  }
+  const remote = new Set(observed.secrets.map((s) => s.name));
+  const added = wanted.filter((n) => !remote.has(n));
+  const removed = [...remote].filter((n) => !wanted.includes(n)).sort();
+  if (added.length === 0 && removed.length === 0)
+    return {
+      note: "secrets: the same names as the service's; their values are not checked (pass --kubeconfig to read the referenced Secrets)",
+    };
+  const parts = [
+    ...(added.length > 0 ? [`added ${added.join(", ")}`] : []),
+    ...(removed.length > 0 ? [`removed ${removed.join(", ")}`] : []),
+  ];
+  return { change: { group: "secrets", field: "secrets", line: `secrets: ${parts.join("; ")} ${suffix}` } };
+}
+
+/** Why secrets are sent although they may be unchanged: the service hides values and no hash is known. */
+function maskedNote(observed: Deployment | null, lastApplied: LastApplied): string | undefined {
+  if (!observed || lastApplied.secretsHash) return undefined;
+  const hidden = observed.secrets.some((s) => secretValueState(s.value) !== "value");
+  if (!hidden) return undefined;
+  return "the service does not show secret values and no status.appliedSecretsHash is known, so the operator sends the secrets once even if they are unchanged";
+}

@@ -1,0 +1,235 @@
+import { describe, expect, it } from "vitest";
+import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import {
+  type PlanReport,
+  planExitStatus,
+  renderPlanJson,
+  renderPlanText,
+} from "../../src/gitops/plan-report.ts";
+import { type ReviewAction, type ReviewInputs, reviewResource } from "../../src/gitops/review.ts";
+import { hashSecrets } from "../../src/reconcile/secrets.ts";
+import { remote } from "./plan-fixtures.ts";
+
+const SECRET_VALUE = "sk-do-not-print-4f1e";
+
+const deployed = remote({
+  name: "agent",
+  source: "external_docker",
+  source_config: { resource_spec: { cpu: 1 } },
+  source_revision_config: { image_uri: "r/agent:1" },
+  secrets: [{ name: "API_KEY", value: "********" }],
+});
+
+const spec = (over: Partial<DeploymentSpec> = {}): DeploymentSpec => ({
+  source: "external_docker",
+  sourceConfig: { resourceSpec: { cpu: 1 } },
+  sourceRevisionConfig: { imageUri: "r/agent:1" },
+  ...over,
+});
+
+const inputs = (s: DeploymentSpec, over: Partial<ReviewInputs> = {}): ReviewInputs => ({
+  file: "deploy/agent.yaml",
+  line: 1,
+  resource: { metadata: { name: "agent" }, spec: s },
+  namespace: "team",
+  observed: deployed,
+  adopted: false,
+  warnings: [],
+  ...over,
+});
+
+const byRef = { name: "API_KEY", valueFrom: { secretKeyRef: { name: "agent-secrets", key: "API_KEY" } } };
+const secretData = { "agent-secrets": { API_KEY: SECRET_VALUE } };
+
+const cases: Array<{
+  reason: string;
+  input: ReviewInputs;
+  action: ReviewAction;
+  newRevision?: boolean;
+  summary?: string[];
+  check?: (e: ReturnType<typeof reviewResource>) => void;
+}> = [
+  {
+    reason: "no deployment of that name: create, listing what is set",
+    input: inputs(spec(), { observed: null }),
+    action: "create",
+    summary: [
+      "create deployment agent (source external_docker)",
+      "sourceConfig.resourceSpec.cpu: (unset) → 1",
+      "sourceRevisionConfig.imageUri: (unset) → r/agent:1",
+    ],
+  },
+  {
+    reason: "found by name, nothing differs: adopt with no write",
+    input: inputs(spec(), { adopted: true }),
+    action: "adopt",
+    check: (e) => expect(e.adopt).toBe(true),
+  },
+  {
+    reason: "already managed and equal: nothing to do",
+    input: inputs(spec()),
+    action: "noop",
+  },
+  {
+    reason: "a resource_spec change needs no new revision",
+    input: inputs(spec({ sourceConfig: { resourceSpec: { cpu: 2 } } })),
+    action: "patch",
+    newRevision: false,
+    summary: ["sourceConfig.resourceSpec.cpu: 1 → 2"],
+  },
+  {
+    reason: "an image change makes a new revision",
+    input: inputs(spec({ sourceRevisionConfig: { imageUri: "r/agent:2" } })),
+    action: "patch",
+    newRevision: true,
+    summary: ["sourceRevisionConfig.imageUri: r/agent:1 → r/agent:2"],
+  },
+  {
+    reason: "adopting a deployment that differs: adopt and patch",
+    input: inputs(spec({ sourceConfig: { resourceSpec: { cpu: 2 } } }), { adopted: true }),
+    action: "patch",
+    check: (e) => expect(e.adopt).toBe(true),
+  },
+  {
+    reason: "secrets read from the cluster, matching the applied hash: nothing to do",
+    input: inputs(spec({ secrets: [byRef] }), {
+      secretData,
+      live: { appliedSecretsHash: hashSecrets([{ name: "API_KEY", value: SECRET_VALUE }]) },
+    }),
+    action: "noop",
+    check: (e) => expect(e.secrets).toBe("checked"),
+  },
+  {
+    reason: "secrets read, rotated since the applied hash: patch secrets, no new revision",
+    input: inputs(spec({ secrets: [byRef] }), {
+      secretData,
+      live: { appliedSecretsHash: hashSecrets([{ name: "API_KEY", value: "old" }]) },
+    }),
+    action: "patch",
+    newRevision: false,
+    summary: ["secrets: rotated API_KEY"],
+  },
+  {
+    reason: "masked values and no applied hash: the operator sends once, and plan says why",
+    input: inputs(spec({ secrets: [byRef] }), { secretData }),
+    action: "patch",
+    check: (e) => expect(e.warnings.join()).toMatch(/does not show secret values/),
+  },
+  {
+    reason: "secrets not read (no kubeconfig), same names: nothing certain to send",
+    input: inputs(spec({ secrets: [byRef] })),
+    action: "noop",
+    check: (e) => {
+      expect(e.secrets).toBe("not-checked");
+      expect(e.warnings.join()).toMatch(/values are not checked/);
+    },
+  },
+  {
+    reason: "secrets not read, a name added: a certain change",
+    input: inputs(spec({ secrets: [byRef, { ...byRef, name: "NEW" }] })),
+    action: "patch",
+    summary: ["secrets: added NEW (values not checked: pass --kubeconfig to read the referenced Secrets)"],
+  },
+  {
+    reason: "a Secret missing from the cluster: error naming it, nothing sent",
+    input: inputs(spec({ secrets: [byRef] }), { secretData: {} }),
+    action: "error",
+    check: (e) => expect(e.error).toMatch(/key "API_KEY" of Secret "agent-secrets"/),
+  },
+  {
+    reason: "another source than the service's: blocked",
+    input: inputs(spec({ source: "internal_docker" })),
+    action: "blocked",
+    check: (e) => expect(e.problems[0]?.reason).toBe("Immutable"),
+  },
+  {
+    reason: "an empty secret list cannot clear the service's secrets: reported as a problem",
+    input: inputs(spec({ secrets: [] })),
+    action: "noop",
+    check: (e) => expect(e.problems[0]?.reason).toBe("CannotClearSecrets"),
+  },
+  {
+    reason: "a name claimed by another resource: blocked (NameConflict)",
+    input: inputs(spec(), { nameConflict: "claimed by x.yaml:1" }),
+    action: "blocked",
+  },
+  {
+    reason: "ObserveOnly never writes: the differences are drift",
+    input: inputs(spec({ managementPolicy: "ObserveOnly", sourceConfig: { resourceSpec: { cpu: 3 } } })),
+    action: "noop",
+    check: (e) => {
+      expect(e.observeOnly).toBe(true);
+      expect(e.drift).toEqual(["sourceConfig.resourceSpec.cpu: 1 → 3"]);
+    },
+  },
+];
+
+describe("reviewResource", () => {
+  it.each(cases)("$reason", ({ input, action, newRevision, summary, check }) => {
+    const entry = reviewResource(input);
+    expect(entry.action).toBe(action);
+    if (newRevision !== undefined) expect(entry.newRevision).toBe(newRevision);
+    if (summary) expect(entry.summary).toEqual(summary);
+    check?.(entry);
+    expect(JSON.stringify(entry)).not.toContain(SECRET_VALUE);
+  });
+});
+
+describe("plan report", () => {
+  const entry = (i: ReviewInputs) => reviewResource(i);
+  const report = (
+    entries: ReturnType<typeof reviewResource>[],
+    fileErrors: PlanReport["fileErrors"] = [],
+  ) => ({
+    entries,
+    fileErrors,
+    clusterRead: true,
+  });
+
+  it("exit status: 0 nothing or adopt, 2 create or patch, 1 errors, blocked or problems", () => {
+    expect(planExitStatus(report([entry(inputs(spec())), entry(inputs(spec(), { adopted: true }))]))).toBe(0);
+    expect(planExitStatus(report([entry(inputs(spec(), { observed: null }))]))).toBe(2);
+    const patch = entry(inputs(spec({ sourceConfig: { resourceSpec: { cpu: 2 } } })));
+    expect(planExitStatus(report([patch]))).toBe(2);
+    expect(planExitStatus(report([patch, entry(inputs(spec({ source: "internal_docker" })))]))).toBe(1);
+    expect(planExitStatus(report([entry(inputs(spec({ secrets: [] })))]))).toBe(1);
+    expect(planExitStatus(report([], [{ file: "a.yaml", line: 3, column: 1, message: "x" }]))).toBe(1);
+  });
+
+  it("text names each resource, its file and line, the action and each change; JSON holds the same", () => {
+    const r = report(
+      [
+        entry(
+          inputs(spec({ sourceRevisionConfig: { imageUri: "r/agent:2" }, secrets: [byRef] }), { secretData }),
+        ),
+      ],
+      [{ file: "bad.yaml", line: 7, column: 3, message: "spec.source: required field is missing" }],
+    );
+    const text = renderPlanText(r);
+    expect(text).toContain(
+      "team/agent [deploy/agent.yaml:1]: patch 9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a, NEW REVISION",
+    );
+    expect(text).toContain("    ~ sourceRevisionConfig.imageUri: r/agent:1 → r/agent:2");
+    expect(text).toContain("bad.yaml:7:3: error: spec.source: required field is missing");
+    expect(text).toContain(
+      "Plan: 0 to create, 0 to adopt, 1 to patch (1 with a new revision), 0 unchanged, 0 blocked, 1 error(s).",
+    );
+    expect(text).not.toContain(SECRET_VALUE);
+    const json = JSON.parse(renderPlanJson(r)) as {
+      exitCode: number;
+      resources: { action: string; changes: { field: string }[] }[];
+    };
+    expect(json.exitCode).toBe(1);
+    expect(json.resources[0]?.action).toBe("patch");
+    expect(json.resources[0]?.changes.map((c) => c.field)).toEqual([
+      "sourceRevisionConfig.imageUri",
+      "secrets",
+    ]);
+    expect(renderPlanJson(r)).not.toContain(SECRET_VALUE);
+  });
+
+  it("service names that differ from metadata.name are shown", () => {
+    const e = entry({ ...inputs(spec({ name: "Agent One" }), { observed: null }) });
+    expect(renderPlanText(report([e]))).toContain('team/agent (service name "Agent One")');
+  });
+});
