@@ -101,6 +101,7 @@ export class DeploymentReconciler {
     const holder = olderClaimant(run.obj, resources.list());
     if (holder) {
       const message = `the service name "${claimedName(run.obj)}" is already claimed by the older resource ${holder.metadata.namespace}/${holder.metadata.name}; give this resource another spec.name`;
+      this.#event(run, "Warning", REASON.NameConflict, message);
       return this.#finish(
         run,
         { kind: "failed", reason: REASON.NameConflict, message, stalled: true },
