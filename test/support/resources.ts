@@ -27,6 +27,7 @@ export interface SeenEvent {
 export interface ResourceMeta {
   annotations?: Record<string, string>;
   labels?: Record<string, string>;
+  finalizers?: string[];
 }
 
 /** The condition of `type` on `obj`, if any. */

@@ -1,0 +1,96 @@
+// Deleting a resource: Orphan leaves the service's deployment alone and needs no finalizer;
+// Delete calls DELETE, waits until the service no longer has the deployment, and only then
+// removes its finalizer, never anyone else's; a deployment already gone is fine.
+import { afterEach, describe, expect, it } from "vitest";
+import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { type Scenario, startScenario } from "../support/operator.ts";
+import { hasCondition } from "../support/resources.ts";
+
+const FINALIZER = "dms.dev/finalizer";
+
+const spec = (deletionPolicy: "Orphan" | "Delete"): DeploymentSpec => ({
+  source: "internal_docker",
+  sourceRevisionConfig: { imageUri: "registry.example.com/agent:1" },
+  deletionPolicy,
+});
+
+const deletes = (s: Scenario) => s.sim.counters()["DELETE /v2/deployments/{deployment_id}"] ?? {};
+
+describe("controller: deletion", () => {
+  const running: Scenario[] = [];
+  afterEach(async () => {
+    for (const s of running.splice(0)) await s.stop();
+  });
+
+  it("Orphan: no finalizer, and the service's deployment stays", async () => {
+    const s = await startScenario("ctl-orphan");
+    running.push(s);
+    await s.user.create(s.namespace, "orphaned", spec("Orphan"));
+    const ready = await s.user.waitReady(s.namespace, "orphaned");
+    expect(ready.metadata.finalizers ?? []).not.toContain(FINALIZER);
+
+    await s.user.delete(s.namespace, "orphaned");
+    await s.user.waitFor(s.namespace, "orphaned", (o) => o === undefined, "gone");
+
+    expect(s.sim.store.get(ready.status?.deploymentId ?? "")?.status).toBe("READY");
+    expect(deletes(s)).toEqual({});
+  });
+
+  it("Delete: DELETE, wait until the service lets it go, then drop only our finalizer", async () => {
+    // A slower delete on the service, so the wait is visible on the resource.
+    const s = await startScenario("ctl-delete", { sim: { timing: { deleteAfterMs: 1_500 } } });
+    running.push(s);
+    await s.user.create(s.namespace, "deleted", spec("Delete"), { finalizers: ["example.com/keep"] });
+    const ready = await s.user.waitReady(s.namespace, "deleted");
+    const id = ready.status?.deploymentId ?? "";
+    expect(ready.metadata.finalizers).toEqual(["example.com/keep", FINALIZER]);
+
+    await s.user.delete(s.namespace, "deleted");
+
+    const deleting = await s.user.waitFor(
+      s.namespace,
+      "deleted",
+      (o) => o?.status?.remoteStatus === "AWAITING_DELETE",
+      "the service deleting it",
+    );
+    expect(hasCondition(deleting, "Ready", "False", "Deleting")).toBe(true);
+    expect(hasCondition(deleting, "Reconciling", "True", "Deleting")).toBe(true);
+    expect(deleting.metadata.finalizers).toContain(FINALIZER);
+
+    // Our finalizer goes only once the service has no such deployment; the user's one stays.
+    const left = await s.user.waitFor(
+      s.namespace,
+      "deleted",
+      (o) => !(o?.metadata.finalizers ?? []).includes(FINALIZER),
+      "our finalizer removed",
+    );
+    expect(s.sim.store.get(id)).toBeUndefined();
+    expect(left.metadata.finalizers).toEqual(["example.com/keep"]);
+    expect(deletes(s)).toEqual({ "204": 1 });
+    const reasons = (await s.user.events(s.namespace, "deleted")).map((e) => e.reason);
+    expect(reasons).toEqual(["Created", "Deleting", "Deleted"]);
+
+    await s.user.patch(s.namespace, "deleted", { metadata: { finalizers: null } });
+    await s.user.waitFor(s.namespace, "deleted", (o) => o === undefined, "gone");
+  });
+
+  it("Delete: a deployment someone already deleted on the service is no obstacle", async () => {
+    const s = await startScenario("ctl-gone");
+    running.push(s);
+    await s.user.create(s.namespace, "already-gone", spec("Delete"));
+    const ready = await s.user.waitReady(s.namespace, "already-gone");
+    const id = ready.status?.deploymentId ?? "";
+    s.sim.store.delete(id);
+    await s.user.waitFor(
+      s.namespace,
+      "already-gone",
+      () => s.sim.store.get(id) === undefined,
+      "gone on the service",
+    );
+
+    await s.user.delete(s.namespace, "already-gone");
+
+    await s.user.waitFor(s.namespace, "already-gone", (o) => o === undefined, "gone");
+    expect(deletes(s)).toEqual({});
+  });
+});
