@@ -1,0 +1,124 @@
+// Onboarding on a real control plane: `import` from a seeded service, `kubectl apply` of its YAML
+// (Secret included) into a fresh namespace, then the operator adopts every deployment, Ready,
+// with ZERO writes to the service. `plan --kubeconfig` tells the same story before and after, and
+// reads the cluster's Secrets without ever printing a value.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RunningSimulator } from "../../src/simulator/server.ts";
+import { manifestDir, cli as runCli, SECRET_VALUE, SEED } from "../contract/gitops-fixture.ts";
+import { freshNamespace, kubectlOk, testKubeconfigPath } from "../support/cluster.ts";
+import { startOperator, startTestSimulator, TEST_API_KEY, type TestOperator } from "../support/operator.ts";
+import { ClusterUser } from "../support/resources.ts";
+
+const NAMES = ["billing-agent", "intake", "lost-repo", "notes-agent", "summarizer", "support-agent"];
+
+let sim: RunningSimulator;
+let namespace: string;
+let imported: string;
+let op: TestOperator | undefined;
+const user = () => new ClusterUser();
+
+/** The CLI in-process against the test simulator, with the test's API key. */
+const cli = (args: string[]) => runCli(sim.url, args, { DMS_API_KEY: TEST_API_KEY });
+
+interface JsonPlan {
+  exitCode: number;
+  clusterRead: boolean;
+  resources: Array<{
+    name: string;
+    action: string;
+    secrets: string;
+    summary: string[];
+    newRevision: boolean;
+  }>;
+}
+async function planJson(args: string[]) {
+  const run = await cli(["plan", "-o", "json", ...args]);
+  expect(run.stderr).toBe("");
+  expect(run.stdout).not.toContain(SECRET_VALUE);
+  return { code: run.code, doc: JSON.parse(run.stdout) as JsonPlan };
+}
+const actions = (doc: JsonPlan) => Object.fromEntries(doc.resources.map((r) => [r.name, r.action]));
+
+const writes = () => {
+  const c = sim.counters();
+  return { post: c["POST /v2/deployments"] ?? {}, patch: c["PATCH /v2/deployments/{deployment_id}"] ?? {} };
+};
+
+beforeAll(async () => {
+  sim = await startTestSimulator({ seed: SEED, secretsInResponses: "values" });
+  namespace = await freshNamespace("gitops-roundtrip");
+});
+afterAll(async () => {
+  await op?.stop();
+  await sim?.close();
+});
+
+describe("import → kubectl apply → operator", () => {
+  it("import writes resources and a Secret that kubectl applies as they are", async () => {
+    const run = await cli(["import", "--namespace", namespace, "--secrets-from", "agent-secrets"]);
+    expect(run.code).toBe(0);
+    imported = run.stdout;
+    const applied = await kubectlOk(["apply", "-f", "-"], { input: imported });
+    for (const name of NAMES) expect(applied).toContain(`deployment.dms.dev/${name} created`);
+    expect(applied).toContain("secret/agent-secrets created");
+  });
+
+  it("before the operator runs, plan --kubeconfig reads the Secrets and shows only adoptions (exit 0)", async () => {
+    const dir = await manifestDir({ "all.yaml": imported });
+    const { code, doc } = await planJson(["-f", dir, "--kubeconfig", testKubeconfigPath()]);
+    expect(doc.clusterRead).toBe(true);
+    expect(actions(doc)).toEqual(Object.fromEntries(NAMES.map((n) => [n, "adopt"])));
+    expect(doc.resources.find((r) => r.name === "support-agent")?.secrets).toBe("checked");
+    expect(code).toBe(0);
+  });
+
+  it("the operator adopts every deployment, Ready, with zero POST and zero PATCH", async () => {
+    sim.resetCounters();
+    op = startOperator({ simulator: sim, namespaces: [namespace] });
+    for (const name of NAMES) {
+      const obj = await user().waitReady(namespace, name);
+      expect(obj.status?.deploymentId).toBe(sim.store.getByName(name)?.id);
+    }
+    expect(writes()).toEqual({ post: {}, patch: {} });
+    const events = await user().events(namespace, "support-agent");
+    expect(events.map((e) => e.reason)).toEqual(["Adopted"]);
+    expect(op.logs.text()).not.toContain(SECRET_VALUE);
+  });
+
+  it("after adoption, plan --kubeconfig finds nothing to do; a change in Git or a rotated Secret is planned", async () => {
+    const dir = await manifestDir({ "all.yaml": imported });
+    const steady = await planJson(["-f", dir, "--kubeconfig", testKubeconfigPath()]);
+    expect(actions(steady.doc)).toEqual(Object.fromEntries(NAMES.map((n) => [n, "noop"])));
+    expect(steady.code).toBe(0);
+
+    const changed = imported.replace("summarizer:2025-06-01", "summarizer:2025-07-01");
+    const pr = await planJson([
+      "-f",
+      await manifestDir({ "all.yaml": changed }),
+      "--kubeconfig",
+      testKubeconfigPath(),
+    ]);
+    expect(pr.doc.resources.find((r) => r.name === "summarizer")).toMatchObject({
+      action: "patch",
+      newRevision: true,
+      summary: ["sourceRevisionConfig.imageUri: summarizer:2025-06-01 → summarizer:2025-07-01"],
+    });
+    expect(pr.code).toBe(2);
+
+    // Stopped, so that plan sees the rotation before the operator applies it.
+    await op?.stop();
+    op = undefined;
+    await kubectlOk(
+      ["-n", namespace, "patch", "secret", "agent-secrets", "--type", "merge", "-p"].concat(
+        JSON.stringify({ stringData: { "support-agent.OPENAI_API_KEY": "sk-rotated-in-cluster" } }),
+      ),
+    );
+    const rotated = await planJson(["-f", dir, "--kubeconfig", testKubeconfigPath()]);
+    expect(rotated.doc.resources.find((r) => r.name === "support-agent")).toMatchObject({
+      action: "patch",
+      newRevision: false,
+      summary: ["secrets: rotated OPENAI_API_KEY"],
+    });
+    expect(JSON.stringify(rotated.doc)).not.toContain("sk-rotated-in-cluster");
+  });
+});
