@@ -56,7 +56,9 @@ export function failureOf(error: unknown, secretValues: readonly string[]): Fail
 }
 
 function serviceFailure(error: ServiceError, clean: (text: string) => string): Failure {
-  const message = clean(`${error.method} ${error.route}: ${error.detail}`);
+  // The status code is what a user searches the service's documentation for.
+  const answered = error.status === undefined ? "" : ` answered ${error.status}`;
+  const message = clean(`${error.method} ${error.route}${answered}: ${error.detail}`);
   switch (error.kind) {
     case "invalid":
     case "rejected":
