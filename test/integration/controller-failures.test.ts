@@ -1,0 +1,145 @@
+// Failures of the service as the user sees them: a rejected request (422) is reported with the
+// service's detail and not retried until the spec changes; 429 waits out Retry-After; 5xx and
+// timeouts are retried with a backoff that keeps the request count bounded, and heal by
+// themselves once the service recovers.
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterEach, describe, expect, it } from "vitest";
+import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { type Scenario, startScenario, type TestOperator } from "../support/operator.ts";
+import { conditionOf, hasCondition } from "../support/resources.ts";
+
+const PATCH = "PATCH /v2/deployments/{deployment_id}";
+
+const spec: DeploymentSpec = {
+  source: "internal_docker",
+  sourceConfig: { resourceSpec: { minScale: 1, maxScale: 2 } },
+  sourceRevisionConfig: { imageUri: "registry.example.com/agent:1" },
+};
+const scaleTo = (maxScale: number) => ({ spec: { sourceConfig: { resourceSpec: { maxScale } } } });
+
+/** The operator's own record of each HTTP exchange with the service (one per attempt). */
+function calls(op: TestOperator, method: string, since = 0) {
+  return op.logs
+    .find("service call")
+    .map((l) => l.record as { time: number; method: string; status: number | "error" })
+    .filter((r) => r.method === method && r.time >= since);
+}
+
+describe("controller: service failures", () => {
+  const running: Scenario[] = [];
+  afterEach(async () => {
+    for (const s of running.splice(0)) await s.stop();
+  });
+
+  it("422: the service's detail in Synced and a Warning event; no retry until the spec changes", async () => {
+    const s = await startScenario("ctl-422");
+    running.push(s);
+    await s.user.create(s.namespace, "rejected", spec);
+    await s.user.waitReady(s.namespace, "rejected");
+    s.sim.faults.set({ script: [{ route: PATCH, count: 1_000, status: 422 }] });
+
+    await s.user.patch(s.namespace, "rejected", scaleTo(5));
+
+    const failed = await s.user.waitFor(
+      s.namespace,
+      "rejected",
+      (o) => hasCondition(o, "Synced", "False", "InvalidSpec"),
+      "InvalidSpec",
+    );
+    const message = conditionOf(failed, "Synced")?.message ?? "";
+    expect(message).toContain("the service rejected the request");
+    expect(message).toContain(`${PATCH} answered 422: Unprocessable Entity`);
+    expect(hasCondition(failed, "Stalled", "True", "InvalidSpec")).toBe(true);
+    const warning = await s.user.waitForEvent(s.namespace, "rejected", "InvalidSpec");
+    expect(warning.type).toBe("Warning");
+    expect(warning.note).toContain("Unprocessable Entity");
+    // The window in which a hot loop would show: the one PATCH stays the only one.
+    await sleep(3_000);
+    expect(s.sim.counters()[PATCH]).toEqual({ "422": 1 });
+
+    s.sim.faults.clear();
+    await s.user.patch(s.namespace, "rejected", scaleTo(6));
+    await s.user.waitReady(s.namespace, "rejected");
+    expect(s.sim.store.getByName("rejected")?.source_config.resource_spec?.max_scale).toBe(6);
+  });
+
+  it("429: RateLimited while the service says so, never asking again before Retry-After", async () => {
+    // No client-side retry: the reconcile sees each 429 and the controller schedules the next.
+    const s = await startScenario("ctl-429", { op: { service: { retries: 0 } } });
+    running.push(s);
+    await s.user.create(s.namespace, "throttled", spec);
+    await s.user.waitReady(s.namespace, "throttled");
+    s.sim.faults.set({ script: [{ route: PATCH, count: 2, status: 429, retryAfterSeconds: 1 }] });
+
+    await s.user.patch(s.namespace, "throttled", scaleTo(5));
+
+    const limited = await s.user.waitFor(
+      s.namespace,
+      "throttled",
+      (o) => hasCondition(o, "Synced", "False", "RateLimited"),
+      "RateLimited",
+    );
+    expect(hasCondition(limited, "Reconciling", "True", "RateLimited")).toBe(true);
+    await s.user.waitFor(
+      s.namespace,
+      "throttled",
+      (o) => o?.status?.observedGeneration === 2 && hasCondition(o, "Synced", "True"),
+      "applied after the rate limit",
+    );
+    const patches = calls(s.op, "PATCH");
+    expect(patches.map((c) => c.status)).toEqual([429, 429, 200]);
+    for (let i = 1; i < patches.length; i++) {
+      expect((patches[i]?.time ?? 0) - (patches[i - 1]?.time ?? 0)).toBeGreaterThanOrEqual(1_000);
+    }
+  });
+
+  it("5xx: ServiceUnavailable, retried with a backoff that bounds the requests, healed after", async () => {
+    const s = await startScenario("ctl-5xx");
+    running.push(s);
+    s.sim.faults.set({ errors: [{ status: 503, rate: 1, route: "GET /v2/deployments" }] });
+    await s.user.create(s.namespace, "unavailable", spec);
+
+    const failing = await s.user.waitFor(
+      s.namespace,
+      "unavailable",
+      (o) => hasCondition(o, "Synced", "False", "ServiceUnavailable"),
+      "ServiceUnavailable",
+    );
+    expect(hasCondition(failing, "Reconciling", "True", "ServiceUnavailable")).toBe(true);
+    expect((await s.user.waitForEvent(s.namespace, "unavailable", "ServiceUnavailable")).type).toBe(
+      "Warning",
+    );
+    const since = Date.now();
+    await sleep(4_000);
+    // A reconcile makes 5 attempts at least 1.9 s apart in all (client backoff 0.25, 0.5, 1, 2 s,
+    // jittered down to half), then the controller's backoff: at most 12 in 4 s even with zero
+    // controller delays, where a loop without backoff would send hundreds.
+    expect(calls(s.op, "GET", since).length).toBeLessThanOrEqual(15);
+
+    s.sim.faults.clear();
+    await s.user.waitReady(s.namespace, "unavailable", 30_000);
+    expect(s.sim.counters()["POST /v2/deployments"]).toEqual({ "201": 1 });
+  });
+
+  it("timeouts: reported with the limit, retried with backoff, healed after", async () => {
+    const s = await startScenario("ctl-timeout", { op: { service: { timeoutMs: 300 } } });
+    running.push(s);
+    s.sim.faults.set({ latency: [{ ms: 1_000, route: "GET /v2/deployments" }] });
+    await s.user.create(s.namespace, "slow", spec);
+
+    const failing = await s.user.waitFor(
+      s.namespace,
+      "slow",
+      (o) => hasCondition(o, "Synced", "False", "ServiceUnavailable"),
+      "ServiceUnavailable",
+    );
+    expect(conditionOf(failing, "Synced")?.message).toContain("no complete response within 300 ms");
+    const since = Date.now();
+    await sleep(4_000);
+    expect(calls(s.op, "GET", since).length).toBeLessThanOrEqual(15);
+
+    s.sim.faults.clear();
+    await s.user.waitReady(s.namespace, "slow", 30_000);
+    expect(s.sim.store.list().filter((d) => d.name === "slow")).toHaveLength(1);
+  });
+});
