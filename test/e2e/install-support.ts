@@ -6,7 +6,6 @@
  */
 import { readFileSync } from "node:fs";
 import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse, parseAllDocuments } from "yaml";
 import { OperatorProcess } from "../../scripts/demo/operator-process.ts";
@@ -41,17 +40,21 @@ export async function containerArgs(dir: string, env: Record<string, string>): P
 }
 
 /**
- * A kubeconfig (in a fresh temp dir) for the run's API server that authenticates as
+ * A kubeconfig (written into `dir`) for the run's API server that authenticates as
  * ServiceAccount `namespace/name` with a token from the TokenRequest API.
  */
-export async function serviceAccountKubeconfig(namespace: string, name: string): Promise<string> {
+export async function serviceAccountKubeconfig(
+  namespace: string,
+  name: string,
+  dir: string,
+): Promise<string> {
   const token = (await kubectlOk(["create", "token", name, "-n", namespace, "--duration=3600s"])).trim();
   const admin = parse(readFileSync(testKubeconfigPath(), "utf8")) as {
     clusters: { cluster: { "certificate-authority-data": string } }[];
   };
   const caData = admin.clusters[0]?.cluster["certificate-authority-data"];
   if (!caData) throw new Error("the admin kubeconfig has no certificate-authority-data");
-  const path = join(await mkdtemp(join(tmpdir(), "dms-e2e-sa-")), "kubeconfig");
+  const path = join(dir, `${namespace}-${name}.kubeconfig`);
   await writeTokenKubeconfig(path, {
     server: testServer(),
     caPem: Buffer.from(caData, "base64").toString("utf8"),
@@ -86,6 +89,8 @@ export interface OperatorAsOptions {
   /** What the Downward API would give the pod. */
   podNamespace: string;
   podName: string;
+  /** Where the API key file and the log go (the caller removes it). */
+  dir: string;
 }
 
 /** A started operator with where its probes listen. */
@@ -100,7 +105,7 @@ export interface StartedOperator {
  * key from a file, POD_NAMESPACE and POD_NAME) and a short poll interval so the test is quick.
  */
 export async function startOperatorAs(options: OperatorAsOptions): Promise<StartedOperator> {
-  const dir = await mkdtemp(join(tmpdir(), "dms-e2e-operator-"));
+  const dir = await mkdtemp(join(options.dir, "operator-"));
   const keyFile = join(dir, "api-key");
   await writeFile(keyFile, `${options.apiKey}\n`, { mode: 0o600 });
   const probesPort = await freePort();

@@ -5,6 +5,8 @@
 // with kubectl; `kubectl wait --for=condition=Ready` must succeed. A permission missing from
 // manifests/rbac makes a step time out here and leaves an HTTP 403 in the operator's log.
 import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments, stringify } from "yaml";
@@ -41,12 +43,14 @@ describe("the operator as ServiceAccount dms-system/dms-operator", () => {
   let simulator: RunningSimulator;
   let operator: StartedOperator;
   let ns: string;
+  let work: string;
   const get = async (name: string, path: string) =>
     kubectlOk(["get", "dmsd", name, "-n", ns, "-o", `jsonpath={${path}}`]);
   const onService = (name: string) => simulator.store.list().find((d) => d.name === name);
 
   beforeAll(async () => {
     await kubectlOk(["apply", "-k", join(MANIFESTS, "default")]);
+    work = await mkdtemp(join(tmpdir(), "dms-e2e-gitops-"));
     simulator = await startSimulator({
       apiKey: API_KEY,
       seed: await loadSeed(SEED),
@@ -59,11 +63,12 @@ describe("the operator as ServiceAccount dms-system/dms-operator", () => {
     expect(args).toContain("--leader-elect");
     operator = await startOperatorAs({
       args,
-      kubeconfig: await serviceAccountKubeconfig("dms-system", "dms-operator"),
+      kubeconfig: await serviceAccountKubeconfig("dms-system", "dms-operator", work),
       serviceUrl: simulator.url,
       apiKey: API_KEY,
       podNamespace: "dms-system",
       podName: POD_NAME,
+      dir: work,
     });
     ns = await freshNamespace("e2e-gitops");
   });
@@ -71,6 +76,7 @@ describe("the operator as ServiceAccount dms-system/dms-operator", () => {
   afterAll(async () => {
     await operator?.process.stop(10_000);
     await simulator?.close();
+    if (work) await rm(work, { recursive: true, force: true });
   });
 
   it("takes the leader Lease in its own namespace and becomes ready", async () => {

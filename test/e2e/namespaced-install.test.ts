@@ -1,0 +1,134 @@
+// The namespace-scoped install (manifests/namespaced) into a namespace of the team's choosing, as
+// its comment tells users to do it: an overlay setting `namespace:`. The operator runs with the
+// overlay's own arguments (`--namespaces=$(POD_NAMESPACE)`) and its ServiceAccount's token, so
+// its Role alone must be enough; resources elsewhere stay untouched.
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadSeed } from "../../src/simulator/seed.ts";
+import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+import { freshNamespace, kubectl, kubectlOk } from "../support/cluster.ts";
+import {
+  canI,
+  containerArgs,
+  forbiddenLines,
+  MANIFESTS,
+  type StartedOperator,
+  serviceAccountKubeconfig,
+  startOperatorAs,
+} from "./install-support.ts";
+
+const API_KEY = "e2e-namespaced-key-0123456789";
+
+describe("the namespace-scoped install", () => {
+  let ns: string;
+  let elsewhere: string;
+  let work: string;
+  let overlay: string;
+  let simulator: RunningSimulator;
+  let operator: StartedOperator | undefined;
+
+  beforeAll(async () => {
+    ns = await freshNamespace("e2e-team");
+    elsewhere = await freshNamespace("e2e-other-team");
+    work = await mkdtemp(join(tmpdir(), "dms-e2e-namespaced-"));
+    overlay = join(work, "overlay");
+    await mkdir(overlay);
+    // kustomize wants a relative path to a base.
+    const base = relative(overlay, join(MANIFESTS, "namespaced"));
+    await writeFile(
+      join(overlay, "kustomization.yaml"),
+      `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: ${ns}\nresources:\n  - ${base}\n`,
+    );
+    simulator = await startSimulator({
+      apiKey: API_KEY,
+      seed: await loadSeed(join(import.meta.dirname, "..", "..", "src", "simulator", "seed.example.yaml")),
+      timing: { readyAfterMs: 300, revisionActiveAfterMs: 300, deleteAfterMs: 300 },
+    });
+  });
+
+  afterAll(async () => {
+    await operator?.process.stop(10_000);
+    await simulator?.close();
+    if (work) await rm(work, { recursive: true, force: true });
+  });
+
+  it("is accepted by a server-side dry run, then applied, into the team's namespace", async () => {
+    const dryRun = await kubectl(["apply", "-k", overlay, "--dry-run=server"]);
+    expect(dryRun.stderr).toBe("");
+    expect(dryRun.code).toBe(0);
+    const applied = await kubectlOk(["apply", "-k", overlay]);
+    expect(applied).toContain("role.rbac.authorization.k8s.io/dms-operator created");
+    const subject = await kubectlOk([
+      "get",
+      "rolebinding",
+      "dms-operator",
+      "-n",
+      ns,
+      "-o",
+      "jsonpath={.subjects[0]}",
+    ]);
+    expect(JSON.parse(subject)).toMatchObject({
+      kind: "ServiceAccount",
+      name: "dms-operator",
+      namespace: ns,
+    });
+  });
+
+  it("grants its ServiceAccount nothing outside its namespace", async () => {
+    const sa = { namespace: ns, name: "dms-operator" };
+    expect(await canI(sa, ["watch", "deployments.dms.dev", "-n", ns])).toBe(true);
+    expect(await canI(sa, ["get", "secrets", "-n", ns])).toBe(true);
+    expect(await canI(sa, ["update", "leases.coordination.k8s.io", "-n", ns])).toBe(true);
+    expect(await canI(sa, ["list", "deployments.dms.dev", "-A"])).toBe(false);
+    expect(await canI(sa, ["list", "deployments.dms.dev", "-n", elsewhere])).toBe(false);
+    expect(await canI(sa, ["get", "secrets", "-n", elsewhere])).toBe(false);
+    expect(await canI(sa, ["create", "secrets", "-n", ns])).toBe(false);
+    expect(await canI(sa, ["get", "leases.coordination.k8s.io", "-n", "dms-system"])).toBe(false);
+  });
+
+  it("runs with --namespaces=$(POD_NAMESPACE) and its Role: resources there become Ready, others are left alone", async () => {
+    const [command, ...args] = await containerArgs(overlay, { POD_NAMESPACE: ns });
+    expect(command).toBe("run");
+    expect(args).toContain(`--namespaces=${ns}`);
+    operator = await startOperatorAs({
+      args,
+      kubeconfig: await serviceAccountKubeconfig(ns, "dms-operator", work),
+      serviceUrl: simulator.url,
+      apiKey: API_KEY,
+      podNamespace: ns,
+      podName: "dms-operator-team-0",
+      dir: work,
+    });
+    const sample = join(MANIFESTS, "samples", "secret-by-reference.yaml");
+    await kubectlOk(["apply", "-n", elsewhere, "-f", sample]);
+    await kubectlOk(["apply", "-n", ns, "-f", sample]);
+
+    const waited = await kubectl(
+      ["wait", "--for=condition=Ready", "dmsd/triage-bot", "-n", ns, "--timeout=45s"],
+      {
+        timeoutMs: 50_000,
+      },
+    );
+    expect(waited.stderr).toBe("");
+    expect(waited.code).toBe(0);
+    // The Lease lives in the team's namespace, where the Role allows it.
+    const holder = await kubectlOk([
+      "get",
+      "lease",
+      "dms-operator-leader",
+      "-n",
+      ns,
+      "-o",
+      "jsonpath={.spec.holderIdentity}",
+    ]);
+    expect(holder).toMatch(/^dms-operator-team-0_/);
+    expect(await kubectlOk(["get", "dmsd", "triage-bot", "-n", elsewhere, "-o", "jsonpath={.status}"])).toBe(
+      "",
+    );
+    expect(simulator.store.list().filter((d) => d.name === "triage-bot")).toHaveLength(1);
+    operator.process.assertRunning();
+    expect(forbiddenLines(operator.logText())).toEqual([]);
+  });
+});
