@@ -16,7 +16,13 @@ import { RemoteSnapshot } from "../reconcile/remote.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { ManifestResource } from "./manifests.ts";
 import { githubTarget, type RepoListing, repoReachabilityWarning } from "./repos.ts";
-import { type LiveStatus, type ReviewEntry, type ReviewInputs, reviewResource } from "./review.ts";
+import {
+  errorEntry,
+  type LiveStatus,
+  type ReviewEntry,
+  type ReviewInputs,
+  reviewResource,
+} from "./review.ts";
 
 /** A Deployment resource as the cluster holds it (the fields plan reads). */
 export interface LiveResource {
@@ -88,11 +94,8 @@ export async function reviewAll(
     const name = effectiveName(resource.spec, resource.metadata.name);
     const base = { file: item.file, line: item.line, resource, namespace };
     const live = cluster ? await cluster.getResource(namespace, resource.metadata.name, signal) : undefined;
-    const fail = (message: string): ReviewEntry => ({
-      ...reviewResource({ ...base, observed: null, adopted: false, warnings: [] }),
-      action: "error",
-      error: message,
-    });
+    const fail = (message: string) =>
+      errorEntry({ ...base, observed: null, adopted: false, warnings: [] }, message);
 
     const refused = live ? refusedOnApply(live, resource.spec, resource.metadata.name) : undefined;
     if (refused) {

@@ -155,6 +155,11 @@ export function reviewResource(inputs: ReviewInputs): ReviewEntry {
   return entry;
 }
 
+/** The entry of a resource that cannot be planned, for `message` (found before planning). */
+export function errorEntry(inputs: ReviewInputs, message: string): ReviewEntry {
+  return { ...baseEntry(inputs), action: "error", error: message };
+}
+
 function baseEntry(inputs: ReviewInputs): ReviewEntry {
   const { resource, observed } = inputs;
   return {

@@ -105,6 +105,23 @@ describe("import → kubectl apply → operator", () => {
     });
     expect(pr.code).toBe(2);
 
+    // The CRD's immutability rules need the live object: plan reads it and says apply would fail.
+    const resourced = imported.replace(
+      /name: intake\n {2}source: internal_template/,
+      "name: intake\n  source: internal_docker",
+    );
+    expect(resourced).not.toBe(imported);
+    const refused = await planJson([
+      "-f",
+      await manifestDir({ "all.yaml": resourced }),
+      "--kubeconfig",
+      testKubeconfigPath(),
+    ]);
+    const intake = refused.doc.resources.find((r) => r.name === "intake");
+    expect(intake).toMatchObject({ action: "error", summary: [] });
+    expect(JSON.stringify(intake)).toContain("kubectl apply would be refused: spec.source is immutable");
+    expect(refused.code).toBe(1);
+
     // Stopped, so that plan sees the rotation before the operator applies it.
     await op?.stop();
     op = undefined;
