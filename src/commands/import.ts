@@ -24,6 +24,15 @@ interface ImportFlags extends ServiceFlags {
   verbose?: boolean;
 }
 
+/** Flag parser: a namespace name (a DNS-1123 label). */
+function namespaceArgument(value: string): string {
+  if (value.length > 63 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value))
+    throw new InvalidArgumentError(
+      "must be a namespace name: lower-case letters, digits and '-', at most 63.",
+    );
+  return value;
+}
+
 /** Flag parser: a Kubernetes object name. */
 function objectNameArgument(value: string): string {
   if (!isObjectName(value))
@@ -42,7 +51,7 @@ export const registerImportCommand: RegisterCommand = (program, ctx) => {
     .addOption(
       new Option("--status <status>", "only deployments in this status").choices(DEPLOYMENT_STATUSES),
     )
-    .option("--namespace <ns>", "metadata.namespace of every object written", objectNameArgument)
+    .option("--namespace <ns>", "metadata.namespace of every object written", namespaceArgument)
     .option(
       "--secrets-from <secret>",
       "read every secret from this one Kubernetes Secret (keys <metadata.name>.<secret>) and write its manifest",

@@ -77,7 +77,7 @@ function headline(e: ReviewEntry): string {
       return `${e.adopt ? `adopt${id} and patch` : `patch${id}`}, ${e.newRevision ? "NEW REVISION" : "no new revision"}`;
     case "noop":
       return e.observeOnly
-        ? `nothing (ObserveOnly${e.drift.length > 0 ? `: the service differs in ${e.drift.length} field(s)` : ""})`
+        ? `nothing (ObserveOnly${e.drift.length > 0 ? "; differences below are reported, never corrected" : ""})`
         : "nothing to do";
     case "blocked":
       return "blocked";
