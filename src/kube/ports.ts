@@ -7,10 +7,10 @@ import { ConflictError } from "./errors.ts";
 import type { EventRecorder } from "./events.ts";
 import type { KubeSecrets } from "./secrets.ts";
 
-/** Deployment resources: cache reads, API-server writes; 409s are the port's conflicts. */
+/** Deployment resources: live reads of one object, cache listings, API-server writes; 409s are conflicts. */
 export function resourcePort(deployments: KubeDeployments): ResourcePort {
   return {
-    get: (ref) => deployments.get(ref),
+    read: (ref, signal) => deployments.getLive(ref, signal),
     list: () => deployments.list(),
     patchStatus: (ref, status, signal) => deployments.patchStatus(ref, status, signal),
     addFinalizer: (obj, finalizer, signal) => deployments.addFinalizer(asObject(obj), finalizer, signal),

@@ -44,12 +44,15 @@ export type StoredResource = DeploymentResource & {
 };
 
 /**
- * The Deployment resources. Reads come from the informer cache; writes go to the API server.
- * A write that lost an optimistic-concurrency race rejects with an error for which
- * {@link ResourcePort.isConflict} is true: the reconciler then requeues quietly.
+ * The Deployment resources. `read` asks the API server, so a reconcile never acts on a view
+ * older than its own last write (the informer cache may lag it by a watch event, and acting on
+ * that lag could repeat a create or a PATCH); `list` is the informer cache (name claims). Writes
+ * go to the API server. A write that lost an optimistic-concurrency race rejects with an error
+ * for which {@link ResourcePort.isConflict} is true: the reconciler then requeues quietly.
  */
 export interface ResourcePort {
-  get(ref: ResourceRef): StoredResource | undefined;
+  /** The object as the API server has it now; undefined when it does not exist. */
+  read(ref: ResourceRef, signal: AbortSignal): Promise<StoredResource | undefined>;
   list(): StoredResource[];
   patchStatus(
     ref: ResourceRef,

@@ -72,7 +72,7 @@ export class DeploymentReconciler {
   /** The controller's entry point: `key` is `namespace/name`; the object is re-read each time. */
   readonly reconcile = async (key: string, signal: AbortSignal): Promise<ReconcileResult> => {
     const [namespace = "", name = ""] = key.split("/");
-    const obj = this.#o.resources.get({ namespace, name });
+    const obj = await this.#o.resources.read({ namespace, name }, signal);
     if (!obj) return { gone: true };
     const run: Run = {
       obj,
