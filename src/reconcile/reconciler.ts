@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Deployment } from "../api/wire.ts";
-import { desiredFromSpec } from "../crd/mapping.ts";
+import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
 import { FINALIZER } from "../crd/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { ReconcileResult } from "../runtime/controller.ts";
@@ -16,8 +16,16 @@ import { isPaused, reconcileInterval, reconcileRequestedAt } from "./annotations
 import { claimedName, olderClaimant } from "./claims.ts";
 import { failureOf } from "./failures.ts";
 import { type ReadSecrets, RepoListings, readSecrets } from "./inputs.ts";
+import {
+  adoptedNote,
+  createdNote,
+  nameConflictMessage,
+  observedDrift,
+  updateNote,
+  updateReason,
+} from "./notes.ts";
 import { observe } from "./observe.ts";
-import { type PatchPlan, plan } from "./plan.ts";
+import { type CreatePlan, plan } from "./plan.ts";
 import type { DeploymentsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { RemoteSnapshot } from "./remote.ts";
 import {
@@ -93,23 +101,58 @@ export class DeploymentReconciler {
   };
 
   async #reconcile(run: Run, signal: AbortSignal): Promise<ReconcileResult> {
-    const { service, resources } = this.#o;
     if (run.obj.metadata.deletionTimestamp) return this.#finalize(run, signal);
     run.obj = await this.#syncFinalizer(run.obj, signal);
     if (isPaused(run.obj)) return this.#finish(run, { kind: "paused" }, undefined, signal);
-
-    const holder = olderClaimant(run.obj, resources.list());
+    const holder = olderClaimant(run.obj, this.#o.resources.list());
     if (holder) {
-      const message = `the service name "${claimedName(run.obj)}" is already claimed by the older resource ${holder.metadata.namespace}/${holder.metadata.name}; give this resource another spec.name`;
+      const message = nameConflictMessage(run.obj, holder);
       this.#event(run, "Warning", REASON.NameConflict, message);
-      return this.#finish(
-        run,
-        { kind: "failed", reason: REASON.NameConflict, message, stalled: true },
-        undefined,
-        signal,
-      );
+      const conflict = { kind: "failed", reason: REASON.NameConflict, message, stalled: true } as const;
+      return this.#finish(run, conflict, undefined, signal);
     }
 
+    const { desired, record } = await this.#desired(run, signal);
+    const status = run.obj.status ?? {};
+    // A changed spec or a requested reconcile looks the service up; a resync reads its listing.
+    const live =
+      status.observedGeneration !== run.obj.metadata.generation ||
+      record.lastHandledReconcileAt !== (status.lastHandledReconcileAt ?? null);
+    const target = { deploymentId: status.deploymentId, name: desired.name, live };
+    const found = await observe(this.#o.service, this.#o.snapshot, target, signal);
+    // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
+    if (found.deployment && status.createRequestedAt) record.createRequestedAt = null;
+    const lastApplied = status.appliedSecretsHash ? { secretsHash: status.appliedSecretsHash } : {};
+    const decision = plan(desired, found.deployment ?? undefined, lastApplied);
+
+    if (run.obj.spec.managementPolicy === "ObserveOnly") {
+      const drift = observedDrift(desired.name, found.deployment, decision);
+      return this.#finish(run, { kind: "observed", drift }, found.deployment, signal, record);
+    }
+    if (found.adopted && found.deployment) {
+      // Found by name while a create of ours was pending: it is that create (a restart or a lost
+      // answer hid it), not someone else's deployment.
+      if (status.createRequestedAt) this.#event(run, "Normal", "Created", createdNote(found.deployment));
+      else this.#event(run, "Normal", "Adopted", adoptedNote(found.deployment));
+    }
+    if (decision.action === "create") return this.#create(run, decision, record, signal);
+    const outcome = outcomeFromProblems(decision.problems) ?? { kind: "synced" as const };
+    if (decision.action === "blocked") return this.#finish(run, outcome, found.deployment, signal, record);
+    record.appliedSecretsHash = decision.secretsHash ?? status.appliedSecretsHash ?? null;
+    if (decision.action === "noop") return this.#finish(run, outcome, found.deployment, signal, record);
+    if (!found.deployment) throw new Error("a patch was planned without a deployment to patch");
+
+    const updated = await this.#o.service.patch(found.deployment.id, decision.body, signal);
+    this.#o.snapshot.remember(updated);
+    this.#event(run, "Normal", updateReason(run.obj, decision, found.adopted), updateNote(decision));
+    return this.#finish(run, outcome, updated, signal, record);
+  }
+
+  /** The spec in wire terms, with its Secrets read and its GitHub shorthand resolved. */
+  async #desired(
+    run: Run,
+    signal: AbortSignal,
+  ): Promise<{ desired: DesiredDeployment; record: StatusRecord }> {
     const spec = run.obj.spec;
     run.secrets = await readSecrets(spec, run.obj.metadata.namespace ?? "", this.#o.secrets, signal);
     const github = await this.#repos.resolve(spec, signal);
@@ -122,76 +165,11 @@ export class DeploymentReconciler {
       resolvedRepoUrl: github?.repoUrl ?? null,
       resolvedRepoRef: github && !spec.sourceRevisionConfig?.repoRef ? github.defaultBranch : null,
     };
-    const status = run.obj.status ?? {};
-    const live =
-      status.observedGeneration !== run.obj.metadata.generation ||
-      record.lastHandledReconcileAt !== (status.lastHandledReconcileAt ?? null);
-    const found = await observe(
-      service,
-      this.#o.snapshot,
-      { deploymentId: status.deploymentId, name: desired.name, live },
-      signal,
-    );
-    // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
-    if (found.deployment && status.createRequestedAt) record.createRequestedAt = null;
-    const lastApplied = status.appliedSecretsHash ? { secretsHash: status.appliedSecretsHash } : {};
-    const decision = plan(desired, found.deployment ?? undefined, lastApplied);
-
-    if (spec.managementPolicy === "ObserveOnly") {
-      const drift = !found.deployment
-        ? [`the service has no deployment named "${desired.name}" (ObserveOnly never creates one)`]
-        : decision.action === "noop"
-          ? decision.problems.map((p) => p.message)
-          : decision.summary;
-      return this.#finish(run, { kind: "observed", drift }, found.deployment, signal, record);
-    }
-    if (found.adopted && found.deployment) {
-      // Found by name while a create of ours was pending: it is that create (a restart or a lost
-      // answer hid it), not someone else's deployment.
-      if (status.createRequestedAt) this.#event(run, "Normal", "Created", createdNote(found.deployment));
-      else this.#event(run, "Normal", "Adopted", `adopted the service's deployment ${found.deployment.id}`);
-    }
-
-    switch (decision.action) {
-      case "blocked":
-        return this.#finish(
-          run,
-          outcomeFromProblems(decision.problems) ?? { kind: "synced" },
-          found.deployment,
-          signal,
-          record,
-        );
-      case "noop":
-        record.appliedSecretsHash = decision.secretsHash ?? status.appliedSecretsHash ?? null;
-        return this.#finish(
-          run,
-          outcomeFromProblems(decision.problems) ?? { kind: "synced" },
-          found.deployment,
-          signal,
-          record,
-        );
-      case "create":
-        return this.#create(run, decision.body, decision.secretsHash, record, signal);
-      case "patch": {
-        if (!found.deployment) throw new Error("a patch was planned without a deployment to patch");
-        const updated = await service.patch(found.deployment.id, decision.body, signal);
-        this.#o.snapshot.remember(updated);
-        this.#event(run, "Normal", this.#patchReason(run, decision, found.adopted), summaryNote(decision));
-        record.appliedSecretsHash = decision.secretsHash ?? status.appliedSecretsHash ?? null;
-        const outcome = outcomeFromProblems(decision.problems) ?? { kind: "synced" as const };
-        return this.#finish(run, outcome, updated, signal, record);
-      }
-    }
+    return { desired, record };
   }
 
   /** Creates the deployment, recording the intent first so that a crash never creates two. */
-  async #create(
-    run: Run,
-    body: Parameters<DeploymentsPort["create"]>[0],
-    secretsHash: string | undefined,
-    record: StatusRecord,
-    signal: AbortSignal,
-  ): Promise<ReconcileResult> {
+  async #create(run: Run, decision: CreatePlan, record: StatusRecord, signal: AbortSignal) {
     const requestedAt = run.obj.status?.createRequestedAt;
     if (requestedAt && this.#o.clock.now() - Date.parse(requestedAt) < this.#o.createGraceMs) {
       // A create was requested and the listing does not show it yet: it may lag behind.
@@ -208,14 +186,12 @@ export class DeploymentReconciler {
     }
     const intent = { ...run.obj.status, createRequestedAt: formatTime(run.now) };
     run.obj = await this.#o.resources.patchStatus(refOf(run.obj), intent, signal);
-    const created = await this.#o.service.create(body, signal);
+    const created = await this.#o.service.create(decision.body, signal);
     this.#o.snapshot.remember(created);
     this.#event(run, "Normal", "Created", createdNote(created));
     // The intent stays recorded until a lookup lists the deployment (see #reconcile).
-    return this.#finish(run, { kind: "synced" }, created, signal, {
-      ...record,
-      appliedSecretsHash: secretsHash ?? null,
-    });
+    record.appliedSecretsHash = decision.secretsHash ?? null;
+    return this.#finish(run, { kind: "synced" }, created, signal, record);
   }
 
   /** Deletion: `Delete` removes the service's deployment and waits until it is gone. */
@@ -311,13 +287,6 @@ export class DeploymentReconciler {
     return {};
   }
 
-  #patchReason(run: Run, decision: PatchPlan, adopted: boolean): string {
-    if (adopted) return "Updated";
-    const specUnchanged = run.obj.status?.observedGeneration === run.obj.metadata.generation;
-    const secretsOnly = decision.changes.every((c) => c.group === "secrets");
-    return specUnchanged && !secretsOnly ? "DriftCorrected" : "Updated";
-  }
-
   #event(run: Run, type: "Normal" | "Warning", reason: string, note: string): void {
     this.#o.events.record(run.obj, { type, reason, action: "Reconcile", note });
   }
@@ -325,13 +294,4 @@ export class DeploymentReconciler {
 
 function refOf(obj: StoredResource) {
   return { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
-}
-
-function createdNote(deployment: Deployment): string {
-  return `created the service's deployment ${deployment.id} (${deployment.name})`;
-}
-
-function summaryNote(decision: PatchPlan): string {
-  const revision = decision.newRevision ? " (new revision)" : "";
-  return `updated the service's deployment${revision}: ${decision.summary.join("; ")}`;
 }

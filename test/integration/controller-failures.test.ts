@@ -21,7 +21,7 @@ const scaleTo = (maxScale: number) => ({ spec: { sourceConfig: { resourceSpec: {
 function calls(op: TestOperator, method: string, since = 0) {
   return op.logs
     .find("service call")
-    .map((l) => l.record as { time: number; method: string; status: number | "error" })
+    .map((l) => ({ time: l.record.time, method: l.record.method, status: l.record.status }))
     .filter((r) => r.method === method && r.time >= since);
 }
 

@@ -1,0 +1,48 @@
+/**
+ * What the reconciler tells people: the notes of its Events and the lines of an ObserveOnly
+ * drift report. Pure; never a secret value (the planner's summaries hold none).
+ */
+import type { Deployment } from "../api/wire.ts";
+import { claimedName } from "./claims.ts";
+import type { PatchPlan, Plan } from "./plan.ts";
+import type { StoredResource } from "./ports.ts";
+
+/** Note of the `Created` event. */
+export function createdNote(deployment: Deployment): string {
+  return `created the service's deployment ${deployment.id} (${deployment.name})`;
+}
+
+/** Note of the `Adopted` event. */
+export function adoptedNote(deployment: Deployment): string {
+  return `adopted the service's deployment ${deployment.id}`;
+}
+
+/** Note of the event of a PATCH: what changed, and whether it made a new revision. */
+export function updateNote(decision: PatchPlan): string {
+  const revision = decision.newRevision ? " (new revision)" : "";
+  return `updated the service's deployment${revision}: ${decision.summary.join("; ")}`;
+}
+
+/**
+ * Reason of the event of a PATCH: `DriftCorrected` when the spec did not change since it was
+ * last reconciled (someone changed the service), `Updated` otherwise. A secrets-only PATCH is a
+ * rotation of a Kubernetes Secret, hence `Updated`.
+ */
+export function updateReason(obj: StoredResource, decision: PatchPlan, adopted: boolean): string {
+  if (adopted) return "Updated";
+  const specUnchanged = obj.status?.observedGeneration === obj.metadata.generation;
+  const secretsOnly = decision.changes.every((c) => c.group === "secrets");
+  return specUnchanged && !secretsOnly ? "DriftCorrected" : "Updated";
+}
+
+/** Message of the NameConflict condition and event. */
+export function nameConflictMessage(obj: StoredResource, holder: StoredResource): string {
+  return `the service name "${claimedName(obj)}" is already claimed by the older resource ${holder.metadata.namespace}/${holder.metadata.name}; give this resource another spec.name`;
+}
+
+/** ObserveOnly: the lines saying how the service differs from the spec (empty: in line). */
+export function observedDrift(name: string, deployment: Deployment | null, decision: Plan): string[] {
+  if (!deployment) return [`the service has no deployment named "${name}" (ObserveOnly never creates one)`];
+  if (decision.action === "noop") return decision.problems.map((p) => p.message);
+  return decision.action === "create" ? [] : decision.summary;
+}
