@@ -3,6 +3,7 @@
 // revision from one that does, writing the revision ids back onto the resource.
 import { afterEach, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { waitFor } from "../support/cluster.ts";
 import { type Scenario, startScenario, TEST_API_KEY } from "../support/operator.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
 
@@ -49,6 +50,28 @@ describe("controller: create, adopt, update", () => {
     const events = await s.user.events(s.namespace, "create-me");
     expect(events.map((e) => e.reason)).toEqual(["Created"]);
     expect(events[0]?.note).toContain(remote?.id);
+  });
+
+  it("serves /readyz once its caches are synced and the service answers, and /metrics", async () => {
+    const s = await startScenario("ctl-probes", { op: { listen: true } });
+    running.push(s);
+    const { metrics, probes } = await s.op.operator.addresses();
+    const readyz = await waitFor(
+      async () => {
+        const res = await fetch(`${probes}/readyz?verbose`);
+        return res.status === 200 ? res.text() : undefined;
+      },
+      { description: "/readyz 200" },
+    );
+    expect(readyz).toContain("[+]informers ok");
+    expect(readyz).toContain("[+]service ok");
+    await s.user.create(s.namespace, "measured", spec());
+    await s.user.waitReady(s.namespace, "measured");
+
+    const text = await (await fetch(`${metrics}/metrics`)).text();
+    expect(text).toMatch(/controller_runtime_reconcile_total\{[^}]*result="success"[^}]*\} [1-9]/);
+    expect(text).toMatch(/dms_service_requests_total\{[^}]*method="POST"[^}]*status="201"[^}]*\} 1/);
+    expect(text).toContain("workqueue_depth");
   });
 
   it("adopts a deployment that already has the resource's name, without creating one", async () => {

@@ -88,6 +88,8 @@ export interface TestOperatorOptions {
   shutdownTimeoutMs?: number;
   /** Shared with another instance to compare their lines; default a capture of its own. */
   logs?: LogCapture;
+  /** Serve /metrics and the probes on loopback ports of the system's choosing. Default off. */
+  listen?: boolean;
 }
 
 /** A running operator and what a test inspects of it. */
@@ -131,8 +133,8 @@ export function testOperatorConfig(options: TestOperatorOptions): OperatorConfig
       renewDeadlineMs: le?.renewDeadlineMs ?? 2_000,
       retryPeriodMs: le?.retryPeriodMs ?? 500,
     },
-    metricsBindAddress: "0",
-    healthProbeBindAddress: "0",
+    metricsBindAddress: options.listen ? "127.0.0.1:0" : "0",
+    healthProbeBindAddress: options.listen ? "127.0.0.1:0" : "0",
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? 10_000,
     pollMs: options.pollMs ?? 200,
     createGraceMs: options.createGraceMs ?? 15_000,
