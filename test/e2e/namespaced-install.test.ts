@@ -49,6 +49,9 @@ describe("the namespace-scoped install", () => {
   });
 
   afterAll(async () => {
+    // Leave no resources behind: other files read the cluster as a whole (name claims, plan).
+    for (const namespace of [ns, elsewhere])
+      if (namespace) await kubectl(["delete", "dmsd", "--all", "-n", namespace, "--timeout=30s"]);
     await operator?.process.stop(10_000);
     await simulator?.close();
     if (work) await rm(work, { recursive: true, force: true });

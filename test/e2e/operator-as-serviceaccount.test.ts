@@ -74,6 +74,8 @@ describe("the operator as ServiceAccount dms-system/dms-operator", () => {
   });
 
   afterAll(async () => {
+    // Leave no resources behind: other files read the cluster as a whole (name claims, plan).
+    if (ns) await kubectl(["delete", "dmsd", "--all", "-n", ns, "--timeout=30s"]);
     await operator?.process.stop(10_000);
     await simulator?.close();
     if (work) await rm(work, { recursive: true, force: true });
