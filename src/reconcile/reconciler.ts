@@ -114,10 +114,12 @@ export class DeploymentReconciler {
 
     const { desired, record } = await this.#desired(run, signal);
     const status = run.obj.status ?? {};
-    // A changed spec or a requested reconcile looks the service up; a resync reads its listing.
+    // A changed spec, a requested reconcile, or work in progress (a create, a rollout: polled
+    // until done) looks the service up; only a settled resource may read the resync's listing.
     const live =
       status.observedGeneration !== run.obj.metadata.generation ||
-      record.lastHandledReconcileAt !== (status.lastHandledReconcileAt ?? null);
+      record.lastHandledReconcileAt !== (status.lastHandledReconcileAt ?? null) ||
+      (status.conditions ?? []).some((c) => c.type === CONDITION.Reconciling && c.status === "True");
     const target = { deploymentId: status.deploymentId, name: desired.name, live };
     const found = await observe(this.#o.service, this.#o.snapshot, target, signal);
     // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
