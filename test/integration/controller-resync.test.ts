@@ -76,6 +76,23 @@ describe("controller: drift resync", () => {
     expect(after.map((o) => o?.metadata.resourceVersion)).toEqual(versions);
   });
 
+  it("follows a create until Ready by looking the service up, not by waiting for the next listing", async () => {
+    const requests: Array<SeenRequest & { at: number }> = [];
+    const record = (req: IncomingMessage) =>
+      requests.push({ method: req.method ?? "", url: req.url ?? "", at: Date.now() });
+    const s = await startScenario("ctl-poll", { sim: { onRequest: record }, op: { resyncMs: 3_000 } });
+    running.push(s);
+    const fullListing = (r: SeenRequest) => r.url === "/v2/deployments?limit=100&offset=0";
+    // Right after a resync period the listing is fresh, and answers for settled resources.
+    await waitFor(() => requests.some(fullListing), { description: "a resync", timeoutMs: 10_000 });
+    const createdAt = Date.now();
+    await s.user.create(s.namespace, "polled", spec);
+
+    await s.user.waitReady(s.namespace, "polled");
+    const readyAt = Date.now();
+    expect(requests.filter((r) => fullListing(r) && r.at >= createdAt && r.at <= readyAt)).toEqual([]);
+  });
+
   it("corrects a change made on the service on the next period, with a DriftCorrected event", async () => {
     const s = await startScenario("ctl-drift", { op: { resyncMs: 1_500 } });
     running.push(s);
