@@ -170,6 +170,16 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     runnable("deployment-controller", true, async (signal, halt) => {
       // Workers start once the caches hold every resource and Secret in scope.
       await untilAborted(Promise.all([deployments.synced, secrets.synced]), signal);
+      if (signal.aborted) return;
+      // A start (a restart, a new leader) reconciles everything, like a resync: one listing
+      // answers for the settled resources instead of one lookup each.
+      await snapshot.refresh(signal).catch((error: unknown) => {
+        if (!signal.aborted)
+          logger.warn(
+            { err: error instanceof Error ? error.message : String(error) },
+            "initial listing failed",
+          );
+      });
       if (!signal.aborted) await controller.start(signal, halt);
     }),
   );
