@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import type { SimulatorSeed } from "../../src/simulator/server.ts";
 import { waitFor } from "../support/cluster.ts";
-import { type Scenario, startScenario } from "../support/operator.ts";
+import { type Scenario, startOperator, startScenario } from "../support/operator.ts";
 import { hasCondition } from "../support/resources.ts";
 
 const spec: DeploymentSpec = {
@@ -35,7 +35,7 @@ interface SeenRequest {
 describe("controller: drift resync", () => {
   const running: Scenario[] = [];
   afterEach(async () => {
-    for (const s of running.splice(0)) await s.stop();
+    for (const s of running.splice(0).reverse()) await s.stop();
   });
 
   it("costs one paginated listing per period and no write while nothing changes", async () => {
@@ -74,6 +74,24 @@ describe("controller: drift resync", () => {
     expect(pages.filter((p) => p === listing(153)).length).toBe(periods);
     const after = await Promise.all(names.map((n) => s.user.get(s.namespace, n)));
     expect(after.map((o) => o?.metadata.resourceVersion)).toEqual(versions);
+  });
+
+  it("after a restart, one listing answers for every settled resource", async () => {
+    const s = await startScenario("ctl-restart");
+    running.push(s);
+    const names = ["kept-a", "kept-b", "kept-c"];
+    for (const name of names) await s.user.create(s.namespace, name, spec);
+    await Promise.all(names.map((n) => s.user.waitReady(s.namespace, n)));
+    await s.op.stop();
+    s.sim.resetCounters();
+
+    const next = startOperator({ simulator: s.sim, namespaces: [s.namespace] });
+    running.push({ ...s, stop: () => next.stop() });
+    await waitFor(async () => (await next.reconciles()) >= names.length, {
+      description: "every resource reconciled",
+    });
+    // ceil(3 / 100) page of data and the empty page after it; no lookup per resource.
+    expect(s.sim.counters()).toEqual({ "GET /v2/deployments": { "200": 2 } });
   });
 
   it("follows a create until Ready by looking the service up, not by waiting for the next listing", async () => {
