@@ -23,11 +23,22 @@ export interface BenchOptions {
   durationSeconds: number;
 }
 
-/** A named benchmark. `run` returns its rows and any details worth keeping in the JSON report. */
+/** A table of a benchmark's own shape, printed instead of the request-rate table. */
+export interface BenchTable {
+  head: string[];
+  rows: Array<Array<string | number>>;
+}
+
+/**
+ * A named benchmark. `run` returns its rows and any details worth keeping in the JSON report;
+ * a benchmark that measures something other than request rates returns its own `table`.
+ */
 export interface Benchmark {
   name: string;
   description: string;
-  run(options: BenchOptions): Promise<{ rows: BenchRow[]; details?: Record<string, unknown> }>;
+  run(
+    options: BenchOptions,
+  ): Promise<{ rows: BenchRow[]; table?: BenchTable; details?: Record<string, unknown> }>;
 }
 
 /** A load to drive: URLs to cycle through, how many requests in flight, and the bounds. */

@@ -43,12 +43,13 @@ const selected =
 
 for (const bench of selected) {
   process.stdout.write(`\n${bench.name}: ${bench.description}\n`);
-  const { rows, details } = await bench.run({ durationSeconds });
+  const { rows, table: own, details } = await bench.run({ durationSeconds });
   const table = new Table({
-    head: ["variant", "requests", "seconds", "req/s", "p50 ms", "p99 ms", "errors"],
+    head: own?.head ?? ["variant", "requests", "seconds", "req/s", "p50 ms", "p99 ms", "errors"],
     // Colours only on a terminal: the output is also read from CI logs and files.
     style: process.stdout.isTTY ? {} : { head: [], border: [] },
   });
+  if (own) table.push(...own.rows);
   for (const r of rows) {
     table.push([r.variant, r.requests, r.seconds, r.requestsPerSecond, r.p50Ms, r.p99Ms, r.errors]);
   }
