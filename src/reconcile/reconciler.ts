@@ -28,6 +28,7 @@ import { observe } from "./observe.ts";
 import { type CreatePlan, plan } from "./plan.ts";
 import type { DeploymentsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { RemoteSnapshot } from "./remote.ts";
+import { hashSecrets } from "./secrets.ts";
 import {
   CONDITION,
   formatTime,
@@ -124,10 +125,13 @@ export class DeploymentReconciler {
     const found = await observe(this.#o.service, this.#o.snapshot, target, signal);
     // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
     if (found.deployment && status.createRequestedAt) record.createRequestedAt = null;
-    const lastApplied = status.appliedSecretsHash ? { secretsHash: status.appliedSecretsHash } : {};
-    const decision = plan(desired, found.deployment ?? undefined, lastApplied);
+    const observeOnly = run.obj.spec.managementPolicy === "ObserveOnly";
+    // ObserveOnly never sent the secrets: where the service masks values it can compare names
+    // only, as if the desired values were the ones applied.
+    const applied = observeOnly && desired.secrets ? hashSecrets(desired.secrets) : status.appliedSecretsHash;
+    const decision = plan(desired, found.deployment ?? undefined, applied ? { secretsHash: applied } : {});
 
-    if (run.obj.spec.managementPolicy === "ObserveOnly") {
+    if (observeOnly) {
       const drift = observedDrift(desired.name, found.deployment, decision);
       return this.#finish(run, { kind: "observed", drift }, found.deployment, signal, record);
     }
@@ -201,12 +205,8 @@ export class DeploymentReconciler {
     const { obj } = run;
     if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) return { gone: true };
     if (obj.spec.deletionPolicy === "Delete" && obj.spec.managementPolicy !== "ObserveOnly") {
-      const found = await observe(
-        this.#o.service,
-        this.#o.snapshot,
-        { deploymentId: obj.status?.deploymentId, name: claimedName(obj), live: true },
-        signal,
-      );
+      const target = { deploymentId: obj.status?.deploymentId, name: claimedName(obj), live: true };
+      const found = await observe(this.#o.service, this.#o.snapshot, target, signal);
       if (found.deployment) {
         if (found.deployment.status !== "AWAITING_DELETE") {
           await this.#o.service.delete(found.deployment.id, signal);
@@ -269,14 +269,9 @@ export class DeploymentReconciler {
     if (failure.forget) this.#o.snapshot.forget(failure.forget);
     if (failure.requeue) return { requeue: true };
     this.#event(run, "Warning", failure.outcome.reason, failure.outcome.message);
+    const record = failure.createRefused ? { createRequestedAt: null } : {};
     try {
-      await this.#finish(
-        run,
-        failure.outcome,
-        undefined,
-        signal,
-        failure.createRefused ? { createRequestedAt: null } : {},
-      );
+      await this.#finish(run, failure.outcome, undefined, signal, record);
     } catch (statusError) {
       if (!this.#o.resources.isConflict(statusError))
         run.log.warn(
