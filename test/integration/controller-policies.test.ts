@@ -38,6 +38,7 @@ describe("controller: policies", () => {
               source: "internal_docker",
               source_config: { resource_spec: { min_scale: 1, max_scale: 2 } },
               source_revision_config: { image_uri: "registry.example.com/agent:1" },
+              secrets: [{ name: "TOKEN", value: "seeded-token-value" }],
             },
           ],
         },
@@ -45,7 +46,10 @@ describe("controller: policies", () => {
     });
     running.push(s);
     const observeOnly = { managementPolicy: "ObserveOnly", deletionPolicy: "Delete" } as const;
-    await s.user.create(s.namespace, "watched", spec(3, observeOnly));
+    // The service masks secret values: ObserveOnly can compare their names, never their values.
+    await s.user.putSecret(s.namespace, "tokens", { token: "declared-token-value" });
+    const token = { name: "TOKEN", valueFrom: { secretKeyRef: { name: "tokens", key: "token" } } };
+    await s.user.create(s.namespace, "watched", spec(3, { ...observeOnly, secrets: [token] }));
     await s.user.create(s.namespace, "absent", spec(3, observeOnly));
 
     const watched = await s.user.waitFor(
@@ -54,7 +58,9 @@ describe("controller: policies", () => {
       (o) => hasCondition(o, "Synced", "False", "Drifted"),
       "Drifted",
     );
-    expect(conditionOf(watched, "Synced")?.message).toContain("sourceConfig.resourceSpec.maxScale: 2 → 3");
+    expect(conditionOf(watched, "Synced")?.message).toBe(
+      "ObserveOnly: the service differs from the spec: sourceConfig.resourceSpec.maxScale: 2 → 3",
+    );
     expect(hasCondition(watched, "Ready", "True", "Available")).toBe(true);
     expect(watched.status?.deploymentId).toBe(SEEDED);
     expect(watched.metadata.finalizers ?? []).not.toContain("dms.dev/finalizer");
