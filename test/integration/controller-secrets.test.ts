@@ -56,6 +56,9 @@ describe("controller: secrets", () => {
   it("names a missing Secret and key, sends nothing, and heals when the Secret appears", async () => {
     const s = await startScenario("ctl-missing");
     running.push(s);
+    // Past the start-up listing every operator makes, the service must hear nothing.
+    await s.op.started();
+    s.sim.resetCounters();
     await s.user.create(s.namespace, "waiting-for-secret", spec("late-secret", "token"));
 
     const missing = await s.user.waitFor(

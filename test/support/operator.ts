@@ -9,7 +9,7 @@ import pino from "pino";
 import type { ServiceConfig } from "../../src/config.ts";
 import { buildOperator, type Operator, type OperatorConfig } from "../../src/main.ts";
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/server.ts";
-import { freshNamespace, testKubeconfigPath } from "./cluster.ts";
+import { freshNamespace, testKubeconfigPath, waitFor } from "./cluster.ts";
 import { ClusterUser } from "./resources.ts";
 
 /** The API key the test simulator demands; the operator sends it, and it must never be logged. */
@@ -100,6 +100,8 @@ export interface TestOperator {
   config: OperatorConfig;
   /** Reconciles finished so far (any result), from the operator's own metrics. */
   reconciles(): Promise<number>;
+  /** Resolves once the workers run (caches synced, the start-up listing of the service done). */
+  started(): Promise<void>;
   /** Stops it (graceful, within `shutdownTimeoutMs`) and resolves once it has stopped. */
   stop(): Promise<void>;
 }
@@ -168,6 +170,9 @@ export function startOperator(options: TestOperatorOptions): TestOperator {
         .getSingleMetric("controller_runtime_reconcile_total")
         ?.get();
       return (metric?.values ?? []).reduce((sum, v) => sum + v.value, 0);
+    },
+    started: async () => {
+      await waitFor(() => operator.controller.running, { description: "the operator's workers" });
     },
     stop: async () => {
       abort.abort(new Error("test stopped the operator"));
