@@ -144,8 +144,8 @@ export function testOperatorConfig(options: TestOperatorOptions): OperatorConfig
 }
 
 /**
- * Builds and starts the operator. Resolves once it runs (its manager started); the informers
- * sync and the workers start in the background, as in production.
+ * Builds and starts the operator, returning at once: the informers sync and the workers start
+ * in the background, as in production (see {@link TestOperator.started}).
  */
 export function startOperator(options: TestOperatorOptions): TestOperator {
   const logs = options.logs ?? new LogCapture();
