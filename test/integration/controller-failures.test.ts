@@ -5,6 +5,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { waitFor } from "../support/cluster.ts";
 import { type Scenario, startScenario, type TestOperator } from "../support/operator.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
 
@@ -91,6 +92,32 @@ describe("controller: service failures", () => {
     for (let i = 1; i < patches.length; i++) {
       expect((patches[i]?.time ?? 0) - (patches[i - 1]?.time ?? 0)).toBeGreaterThanOrEqual(1_000);
     }
+  });
+
+  it("401: a condition pointing at the credentials, retried with backoff, the key never shown", async () => {
+    const wrongKey = "wrong-key-5f2b9c1e7a3d";
+    const s = await startScenario("ctl-401", { op: { service: { apiKey: wrongKey } } });
+    running.push(s);
+    await s.user.create(s.namespace, "unauthorized", spec);
+
+    const refused = await s.user.waitFor(
+      s.namespace,
+      "unauthorized",
+      (o) => hasCondition(o, "Synced", "False", "Unauthorized"),
+      "Unauthorized",
+    );
+    expect(conditionOf(refused, "Synced")?.message).toContain("check the API key and tenant");
+    expect(hasCondition(refused, "Reconciling", "True", "Unauthorized")).toBe(true);
+    // Retried (the fix may come from outside, e.g. a rotated key): the one Warning becomes a series.
+    await waitFor(async () => (await s.user.events(s.namespace, "unauthorized")).some((e) => e.count >= 2), {
+      description: "a retry",
+      timeoutMs: 15_000,
+    });
+    const events = await s.user.events(s.namespace, "unauthorized");
+    expect(events.map((e) => `${e.type}/${e.reason}`)).toEqual(["Warning/Unauthorized"]);
+    expect(s.sim.counters()["POST /v2/deployments"]).toBeUndefined();
+    const visible = [JSON.stringify(refused), JSON.stringify(events), s.op.logs.text()].join("\n");
+    expect(visible).not.toContain(wrongKey);
   });
 
   it("5xx: ServiceUnavailable, retried with a backoff that bounds the requests, healed after", async () => {
