@@ -5,7 +5,9 @@ ARG NODE_VERSION=24.21.0
 FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# Installs what package-lock.json pins; unlike `npm ci` it tolerates optional platform binaries
+# (Biome's) that the lockfile does not list.
+RUN npm install --no-save --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --no-audit --no-fund
