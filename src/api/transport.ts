@@ -238,7 +238,8 @@ export class Transport {
     let value: unknown;
     try {
       value = JSON.parse(text);
-    } catch (error) {
+    } catch {
+      // No cause: V8's SyntaxError message quotes part of the body, which may hold secret values.
       throw new AbortError(
         new ServiceError({
           kind: "bad_response",
@@ -247,7 +248,6 @@ export class Transport {
           status,
           detail: `response body is not JSON (${text.length} bytes)`,
           retryable: false,
-          cause: error,
         }),
       );
     }
