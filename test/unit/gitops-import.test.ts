@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import type { Deployment, ForgeRepo } from "../../src/api/wire.ts";
+import { DEPLOYMENT_SOURCES, type Deployment, type ForgeRepo } from "../../src/api/wire.ts";
 import { SecretNotFoundError } from "../../src/crd/errors.ts";
 import { desiredFromSpec } from "../../src/crd/mapping.ts";
 import { renderFiles, renderStream } from "../../src/gitops/import-render.ts";
@@ -198,13 +198,6 @@ describe("importDeployments", () => {
   });
 });
 
-const SOURCES = [
-  "github",
-  "external_docker",
-  "internal_docker",
-  "internal_source",
-  "internal_template",
-] as const;
 const text = fc.string({ minLength: 1, maxLength: 12 });
 const deploymentArb = fc
   .record({
@@ -212,7 +205,7 @@ const deploymentArb = fc
       fc.stringMatching(/^[a-z][a-z0-9-]{0,20}[a-z0-9]$/),
       fc.string({ minLength: 1, maxLength: 30 }),
     ),
-    source: fc.constantFrom(...SOURCES),
+    source: fc.constantFrom(...DEPLOYMENT_SOURCES),
     customUrl: fc.option(text, { nil: undefined }),
     buildOnPush: fc.option(fc.boolean(), { nil: undefined }),
     minScale: fc.option(fc.nat(5), { nil: undefined }),
