@@ -148,6 +148,12 @@ function resolveSecrets(
 export interface ImportOptions {
   /** Kubernetes Secret (same namespace) that will hold the deployment's secret values. */
   secretName: string;
+  /**
+   * The key in that Secret of the deployment secret named `secret`. Default
+   * {@link secretDataKey}; `import --secrets-from` prefixes the resource name, so that one
+   * Secret can hold the secrets of many deployments.
+   */
+  keyOf?: (secret: string) => string;
 }
 
 const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;
@@ -168,7 +174,7 @@ export function secretDataKey(secretName: string): string {
 /**
  * A spec that reproduces `deployment` exactly: every non-null field it reports becomes a managed
  * field, secrets become `valueFrom.secretKeyRef` entries to `options.secretName` (keys from
- * {@link secretDataKey}; values never copied). `spec.name` is always set, since resource names
+ * `options.keyOf`, else {@link secretDataKey}; values never copied). `spec.name` is always set, since resource names
  * are stricter than the service's. `revisionSource` is not reported by the service, so left out.
  * Law: mapping the result back with the Secret's data gives a desired state `plan` finds equal.
  */
@@ -197,9 +203,10 @@ export function specFromDeployment(deployment: Deployment, options: ImportOption
   if (Object.keys(revision).length > 0) spec.sourceRevisionConfig = revision;
 
   if (deployment.secrets.length > 0) {
+    const keyOf = options.keyOf ?? secretDataKey;
     spec.secrets = deployment.secrets.map((s) => ({
       name: s.name,
-      valueFrom: { secretKeyRef: { name: options.secretName, key: secretDataKey(s.name) } },
+      valueFrom: { secretKeyRef: { name: options.secretName, key: keyOf(s.name) } },
     }));
   }
   const references = deployment.secret_references ?? [];

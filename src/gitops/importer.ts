@@ -128,9 +128,9 @@ export function importDeployments(
 function importOne(deployment: Deployment, settings: ImportSettings): ImportedResource {
   const name = objectNameFor(deployment.name);
   const secretName = settings.secretsFrom ?? objectNameFor(name, "-secrets");
-  const spec: DeploymentSpec = specFromDeployment(deployment, { secretName });
   const keyOf = (secret: string) =>
     settings.secretsFrom === undefined ? secretDataKey(secret) : secretDataKey(`${name}.${secret}`);
+  const spec: DeploymentSpec = specFromDeployment(deployment, { secretName, keyOf });
   const keys: SecretKey[] = deployment.secrets.map((s) => {
     const state = secretValueState(s.value);
     return {
@@ -141,12 +141,6 @@ function importOne(deployment: Deployment, settings: ImportSettings): ImportedRe
       ...(state === "value" && s.value !== undefined ? { value: s.value } : {}),
     };
   });
-  if (spec.secrets) {
-    spec.secrets = spec.secrets.map((entry) => ({
-      name: entry.name,
-      valueFrom: { secretKeyRef: { name: secretName, key: keyOf(entry.name) } },
-    }));
-  }
   const warnings: string[] = [];
   const refs = deployment.secret_references ?? [];
   if (deployment.source !== "external_docker" && refs.length > 0) {

@@ -291,6 +291,14 @@ describe("specFromDeployment", () => {
     });
   });
 
+  it("keys each secret with the caller's keyOf when given one", () => {
+    const deployment = remote({ secrets: [{ name: "API_KEY", value: "sk-1" }] });
+    const spec = specFromDeployment(deployment, { secretName: "shared", keyOf: (s) => `agent.${s}` });
+    expect(spec.secrets).toEqual([
+      { name: "API_KEY", valueFrom: { secretKeyRef: { name: "shared", key: "agent.API_KEY" } } },
+    ]);
+  });
+
   it("gives every secret a valid, distinct Secret data key", () => {
     expect(secretDataKey("API_KEY")).toBe("API_KEY");
     expect(secretDataKey("a b")).toMatch(/^[-._a-zA-Z0-9]+$/);
