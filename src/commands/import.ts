@@ -13,7 +13,13 @@ import { renderFiles, renderStream, skippedLines } from "../gitops/import-render
 import { type ImportResult, importDeployments } from "../gitops/importer.ts";
 import { isObjectName } from "../gitops/names.ts";
 import { githubTarget, type RepoListing } from "../gitops/repos.ts";
-import { addServiceOptions, type CliContext, type RegisterCommand, serviceClientFrom } from "./context.ts";
+import {
+  addServiceOptions,
+  type CliContext,
+  type RegisterCommand,
+  serviceClientFrom,
+  UsageError,
+} from "./context.ts";
 
 interface ImportFlags extends ServiceFlags {
   nameContains?: string;
@@ -21,6 +27,7 @@ interface ImportFlags extends ServiceFlags {
   namespace?: string;
   secretsFrom?: string;
   outDir?: string;
+  printSecretValues?: boolean;
   verbose?: boolean;
 }
 
@@ -57,7 +64,11 @@ export const registerImportCommand: RegisterCommand = (program, ctx) => {
       "read every secret from this one Kubernetes Secret (keys <metadata.name>.<secret>) and write its manifest",
       objectNameArgument,
     )
-    .option("--out-dir <dir>", "write one file per resource into this directory instead of stdout");
+    .option("--out-dir <dir>", "write one file per resource into this directory instead of stdout")
+    .option(
+      "--print-secret-values",
+      "with --secrets-from and no --out-dir: print the Secret manifest even when it holds real secret values",
+    );
   addServiceOptions(command).action(async (_flags: unknown, cmd: Command) => {
     const flags = cmd.optsWithGlobals<ImportFlags>();
     const client = serviceClientFrom(flags, ctx);
@@ -85,8 +96,14 @@ export const registerImportCommand: RegisterCommand = (program, ctx) => {
     };
     const result = importDeployments(deployments, settings);
     const files = renderFiles(result, settings);
-    if (flags.outDir === undefined) ctx.out(renderStream(result, files));
-    else {
+    if (flags.outDir === undefined) {
+      // Values on a terminal end up in scrollback, CI logs and shell history: only when asked.
+      if (files.some((f) => f.sensitive) && !flags.printSecretValues)
+        throw new UsageError([
+          `Secret ${flags.secretsFrom ?? ""} would hold the real values of secrets the service shows; pass --out-dir <dir> to write it to a file readable by its owner only, or --print-secret-values to print it`,
+        ]);
+      ctx.out(renderStream(result, files));
+    } else {
       await mkdir(flags.outDir, { recursive: true });
       for (const file of files) {
         const path = join(flags.outDir, file.name);

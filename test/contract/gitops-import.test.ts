@@ -133,6 +133,14 @@ describe("import", () => {
     ).toEqual(["billing-agent", "notes-agent", "support-agent"]);
   });
 
+  it("with --secrets-from and no --out-dir, prints no value unless --print-secret-values is given", async () => {
+    const run = await cli(shown.url, ["import", "--name-contains", "support", "--secrets-from", "agents"]);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toContain("pass --out-dir <dir>");
+    expect(run.stderr).not.toContain(SECRET_VALUE);
+  });
+
   it("with --secrets-from, writes the values the service shows into one Secret, and only there", async () => {
     const run = await cli(shown.url, [
       "import",
@@ -140,6 +148,7 @@ describe("import", () => {
       "support",
       "--secrets-from",
       "agents",
+      "--print-secret-values",
       "--namespace",
       "team",
     ]);

@@ -55,7 +55,14 @@ afterAll(async () => {
 
 describe("import → kubectl apply → operator", () => {
   it("import writes resources and a Secret that kubectl applies as they are", async () => {
-    const run = await cli(["import", "--namespace", namespace, "--secrets-from", "agent-secrets"]);
+    const run = await cli([
+      "import",
+      "--namespace",
+      namespace,
+      "--secrets-from",
+      "agent-secrets",
+      "--print-secret-values",
+    ]);
     expect(run.code).toBe(0);
     imported = run.stdout;
     const applied = await kubectlOk(["apply", "-f", "-"], { input: imported });
