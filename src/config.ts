@@ -77,12 +77,8 @@ export function serviceConfigFrom(
   readTextFile: ReadTextFile = (path) => readFileSync(path, "utf8"),
 ): ConfigResult<ServiceConfig> {
   const problems: string[] = [];
-  const pick = <K extends keyof typeof SERVICE_ENV>(key: K): string | undefined => {
-    const flag = flags[key as keyof ServiceFlags];
-    if (flag !== undefined && typeof flag !== "boolean") return String(flag);
-    const fromEnv = env[SERVICE_ENV[key]];
-    return fromEnv === undefined || fromEnv === "" ? undefined : fromEnv;
-  };
+  const pick = (key: keyof typeof SERVICE_ENV): string | undefined =>
+    pickSetting(flags[key as keyof ServiceFlags], env[SERVICE_ENV[key]]);
   const where = (key: keyof typeof SERVICE_ENV) => `${flagOf(key)} / ${SERVICE_ENV[key]}`;
 
   const baseUrl = checkBaseUrl(pick("baseUrl"), where("baseUrl"), problems);
@@ -141,6 +137,36 @@ export function serviceConfigFrom(
 export function describeServiceConfig(config: ServiceConfig): Record<string, unknown> {
   const { apiKey, ...rest } = config;
   return { ...rest, apiKey: apiKey === undefined ? "(none)" : "(set)" };
+}
+
+/**
+ * The text of a setting: the flag when given (a given empty flag counts, so it is reported as
+ * invalid rather than silently replaced), else the environment variable unless unset or empty.
+ * Boolean flags are not text and fall through to the environment.
+ */
+export function pickSetting(
+  flag: string | number | boolean | undefined,
+  fromEnv: string | undefined,
+): string | undefined {
+  if (flag !== undefined && typeof flag !== "boolean") return String(flag);
+  return fromEnv === undefined || fromEnv === "" ? undefined : fromEnv;
+}
+
+/**
+ * A boolean setting's text: true for `true`/`1`/`yes`, false for `false`/`0`/`no` (any case,
+ * trimmed), undefined when not given, null when it is none of those.
+ */
+export function parseBool(value: string | undefined): boolean | undefined | null {
+  if (value === undefined) return undefined;
+  const v = value.trim().toLowerCase();
+  if (["true", "1", "yes"].includes(v)) return true;
+  if (["false", "0", "no"].includes(v)) return false;
+  return null;
+}
+
+/** Whether `value` is a Kubernetes namespace name (a DNS-1123 label: at most 63 of a-z, 0-9, '-'). */
+export function isNamespaceName(value: string): boolean {
+  return value.length <= 63 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value);
 }
 
 /** The long flag of a setting, e.g. `--base-url`. */
@@ -223,12 +249,4 @@ function parseNumber(value: string | undefined, where: string, rule: NumberRule,
     return rule.fallback;
   }
   return n;
-}
-
-function parseBool(value: string | undefined): boolean | undefined | null {
-  if (value === undefined) return undefined;
-  const v = value.trim().toLowerCase();
-  if (["true", "1", "yes"].includes(v)) return true;
-  if (["false", "0", "no"].includes(v)) return false;
-  return null;
 }

@@ -2,7 +2,15 @@
  * The settings of `dms-operator run`, from flags, then environment variables, then defaults,
  * validated at start-up: every problem is one line naming the flag, its variable, and the fix.
  */
-import { type ConfigResult, type Env, type ServiceFlags, serviceConfigFrom } from "../config.ts";
+import {
+  type ConfigResult,
+  type Env,
+  isNamespaceName,
+  parseBool,
+  pickSetting,
+  type ServiceFlags,
+  serviceConfigFrom,
+} from "../config.ts";
 import type { OperatorConfig } from "../main.ts";
 import { parseDuration } from "../reconcile/annotations.ts";
 import { parseBindAddress } from "../runtime/health.ts";
@@ -47,6 +55,7 @@ export interface RunFlags extends ServiceFlags {
   createGrace?: string;
 }
 
+/** Accepted `--log-level` values. */
 export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 
 /** The `run` configuration and its log level, or every problem found. */
@@ -59,10 +68,8 @@ export function runConfigFrom(
   if (!service.ok) problems.push(...service.problems);
   else if (!service.config.baseUrl)
     problems.push("--base-url / DMS_BASE_URL: required, e.g. https://api.example.com");
-  const pick = (key: keyof typeof RUN_ENV & keyof RunFlags): string | undefined => {
-    const flag = flags[key];
-    return typeof flag === "string" && flag !== "" ? flag : env[RUN_ENV[key]] || undefined;
-  };
+  const pick = (key: keyof typeof RUN_ENV & keyof RunFlags): string | undefined =>
+    pickSetting(flags[key], env[RUN_ENV[key]]);
   const label = (key: keyof typeof RUN_ENV, flag: string) => `${flag} / ${RUN_ENV[key]}`;
   const duration = (text: string | undefined, fallback: number, name: string, example: string): number => {
     if (text === undefined) return fallback;
@@ -79,10 +86,10 @@ export function runConfigFrom(
   const resyncMs = duration(pick("resyncPeriod"), 600_000, label("resyncPeriod", "--resync-period"), "10m");
   if (resyncMs < 10_000) problems.push(`${label("resyncPeriod", "--resync-period")}: must be at least 10s`);
 
-  const leaderText = env[RUN_ENV.leaderElect];
-  const leaderElect = flags.leaderElect ?? (leaderText === undefined ? true : leaderText !== "false");
-  if (leaderText !== undefined && !["true", "false"].includes(leaderText))
-    problems.push(`${RUN_ENV.leaderElect}: must be true or false`);
+  // Read as every other boolean setting is (config.ts): true/false, 1/0, yes/no.
+  const leaderElect = flags.leaderElect ?? parseBool(pick("leaderElect"));
+  if (leaderElect === null)
+    problems.push(`${label("leaderElect", "--leader-elect")}: must be true or false (or 1/0, yes/no)`);
   const leaseDurationMs = duration(flags.leaseDuration, 15_000, "--lease-duration", "15s");
   const renewDeadlineMs = duration(flags.renewDeadline, 10_000, "--renew-deadline", "10s");
   const retryPeriodMs = duration(flags.retryPeriod, 2_000, "--retry-period", "2s");
@@ -107,7 +114,7 @@ export function runConfigFrom(
     .split(",")
     .map((n) => n.trim())
     .filter((n) => n !== "");
-  const bad = namespaces.find((n) => !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(n));
+  const bad = namespaces.find((n) => !isNamespaceName(n));
   if (bad !== undefined)
     problems.push(`${label("namespaces", "--namespaces")}: ${JSON.stringify(bad)} is not a namespace name`);
 
@@ -120,7 +127,7 @@ export function runConfigFrom(
     concurrency,
     resyncMs,
     leaderElection: {
-      enabled: leaderElect,
+      enabled: leaderElect ?? true,
       ...(pick("leaderElectionNamespace") ? { namespace: pick("leaderElectionNamespace") } : {}),
       name: pick("leaderElectionId") ?? "dms-operator-leader",
       leaseDurationMs,

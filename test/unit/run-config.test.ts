@@ -27,3 +27,35 @@ describe("runConfigFrom bind addresses", () => {
     });
   });
 });
+
+describe("runConfigFrom shared parsing", () => {
+  it("reads DMS_LEADER_ELECT as every boolean setting is read (1/0, yes/no)", () => {
+    expect(runConfigFrom(base, { DMS_LEADER_ELECT: "0" })).toMatchObject({
+      ok: true,
+      config: { leaderElection: { enabled: false } },
+    });
+    expect(runConfigFrom(base, { DMS_LEADER_ELECT: "yes" })).toMatchObject({
+      ok: true,
+      config: { leaderElection: { enabled: true } },
+    });
+    expect(runConfigFrom(base, { DMS_LEADER_ELECT: "maybe" })).toEqual({
+      ok: false,
+      problems: ["--leader-elect / DMS_LEADER_ELECT: must be true or false (or 1/0, yes/no)"],
+    });
+  });
+
+  it("lets the --no-leader-elect flag win over the environment", () => {
+    expect(runConfigFrom({ ...base, leaderElect: false }, { DMS_LEADER_ELECT: "true" })).toMatchObject({
+      ok: true,
+      config: { leaderElection: { enabled: false } },
+    });
+  });
+
+  it("refuses a namespace name longer than 63 characters", () => {
+    const long = "a".repeat(64);
+    expect(runConfigFrom({ ...base, namespaces: `team-a,${long}` }, {})).toEqual({
+      ok: false,
+      problems: [`--namespaces / DMS_NAMESPACES: "${long}" is not a namespace name`],
+    });
+  });
+});
