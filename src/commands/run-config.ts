@@ -55,6 +55,11 @@ export interface RunFlags extends ServiceFlags {
   createGrace?: string;
 }
 
+/** Lowest `--poll-interval`, in ms. */
+export const MIN_POLL_MS = 1_000;
+/** Lowest `--create-grace`, in ms (it must also be at least the poll interval). */
+export const MIN_CREATE_GRACE_MS = 5_000;
+
 /** Accepted `--log-level` values. */
 export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 
@@ -96,6 +101,19 @@ export function runConfigFrom(
   if (!(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > 1.2 * retryPeriodMs))
     problems.push(
       "--lease-duration, --renew-deadline, --retry-period: need lease > renew deadline > 1.2 × retry period",
+    );
+
+  // A tiny poll interval turns every rollout into a tight requeue loop against the service; a
+  // create grace shorter than the poll (or than the service's listing lag) lets the controller
+  // create the same deployment twice before the first one is listed.
+  const pollWhere = label("pollInterval", "--poll-interval");
+  const pollMs = duration(pick("pollInterval"), 5_000, pollWhere, "5s");
+  if (pollMs < MIN_POLL_MS) problems.push(`${pollWhere}: must be at least 1s`);
+  const graceWhere = label("createGrace", "--create-grace");
+  const createGraceMs = duration(pick("createGrace"), 60_000, graceWhere, "60s");
+  if (createGraceMs < Math.max(MIN_CREATE_GRACE_MS, pollMs))
+    problems.push(
+      `${graceWhere}: must be at least 5s and at least the poll interval (${pick("pollInterval") ?? "5s"})`,
     );
 
   const metricsBindAddress = pick("metricsBindAddress") ?? ":8080";
@@ -142,8 +160,8 @@ export function runConfigFrom(
       label("shutdownTimeout", "--shutdown-timeout"),
       "30s",
     ),
-    pollMs: duration(pick("pollInterval"), 5_000, label("pollInterval", "--poll-interval"), "5s"),
-    createGraceMs: duration(pick("createGrace"), 60_000, label("createGrace", "--create-grace"), "60s"),
+    pollMs,
+    createGraceMs,
     logLevel,
   };
   return problems.length > 0 ? { ok: false, problems } : { ok: true, config };

@@ -28,6 +28,34 @@ describe("runConfigFrom bind addresses", () => {
   });
 });
 
+describe("runConfigFrom polling bounds", () => {
+  const problemsOf = (result: ReturnType<typeof runConfigFrom>) => (result.ok ? [] : result.problems);
+
+  it("refuses a poll interval under 1s, naming the flag and its variable", () => {
+    expect(problemsOf(runConfigFrom({ ...base, pollInterval: "1ms" }, {}))).toEqual([
+      "--poll-interval / DMS_POLL_INTERVAL: must be at least 1s",
+    ]);
+    expect(problemsOf(runConfigFrom(base, { DMS_POLL_INTERVAL: "300ms" }))).toEqual([
+      "--poll-interval / DMS_POLL_INTERVAL: must be at least 1s",
+    ]);
+  });
+
+  it("refuses a create grace under 5s or under the poll interval", () => {
+    expect(problemsOf(runConfigFrom({ ...base, createGrace: "2s" }, {}))).toEqual([
+      "--create-grace / DMS_CREATE_GRACE: must be at least 5s and at least the poll interval (5s)",
+    ]);
+    expect(problemsOf(runConfigFrom({ ...base, pollInterval: "30s" }, { DMS_CREATE_GRACE: "20s" }))).toEqual([
+      "--create-grace / DMS_CREATE_GRACE: must be at least 5s and at least the poll interval (30s)",
+    ]);
+  });
+
+  it("accepts the lowest allowed values", () => {
+    expect(
+      runConfigFrom({ ...base, pollInterval: "1s", createGrace: "5s", resyncPeriod: "10s" }, {}),
+    ).toMatchObject({ ok: true, config: { pollMs: 1_000, createGraceMs: 5_000, resyncMs: 10_000 } });
+  });
+});
+
 describe("runConfigFrom shared parsing", () => {
   it("reads DMS_LEADER_ELECT as every boolean setting is read (1/0, yes/no)", () => {
     expect(runConfigFrom(base, { DMS_LEADER_ELECT: "0" })).toMatchObject({
