@@ -2,14 +2,29 @@
 // (Secret included) into a fresh namespace, then the operator adopts every deployment, Ready,
 // with ZERO writes to the service. `plan --kubeconfig` tells the same story before and after, and
 // reads the cluster's Secrets without ever printing a value.
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SimulatorSeed } from "../../src/simulator/seed.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { manifestDir, cli as runCli, SECRET_VALUE, SEED } from "../contract/gitops-fixture.ts";
 import { freshNamespace, kubectlOk, testKubeconfigPath } from "../support/cluster.ts";
 import { startOperator, startTestSimulator, TEST_API_KEY, type TestOperator } from "../support/operator.ts";
 import { ClusterUser } from "../support/resources.ts";
 
-const NAMES = ["billing-agent", "intake", "lost-repo", "notes-agent", "summarizer", "support-agent"];
+// plan --kubeconfig reads name claims cluster-wide, and other test files leave resources named
+// after the sample deployments: names of this run only keep their claims out of this story.
+const RUN = randomBytes(3).toString("hex");
+const named = (base: string) => `${base}-${RUN}`;
+const RUN_SEED: SimulatorSeed = {
+  ...SEED,
+  deployments: (SEED.deployments ?? []).map((d) => ({ ...d, name: named(d.name) })),
+};
+const NAMES = ["billing-agent", "intake", "lost-repo", "notes-agent", "summarizer", "support-agent"].map(
+  named,
+);
+const INTAKE = named("intake");
+const SUMMARIZER = named("summarizer");
+const SUPPORT = named("support-agent");
 
 let sim: RunningSimulator;
 let namespace: string;
@@ -45,7 +60,7 @@ const writes = () => {
 };
 
 beforeAll(async () => {
-  sim = await startTestSimulator({ seed: SEED, secretsInResponses: "values" });
+  sim = await startTestSimulator({ seed: RUN_SEED, secretsInResponses: "values" });
   namespace = await freshNamespace("gitops-roundtrip");
 });
 afterAll(async () => {
@@ -75,7 +90,7 @@ describe("import → kubectl apply → operator", () => {
     const { code, doc } = await planJson(["-f", dir, "--kubeconfig", testKubeconfigPath()]);
     expect(doc.clusterRead).toBe(true);
     expect(actions(doc)).toEqual(Object.fromEntries(NAMES.map((n) => [n, "adopt"])));
-    expect(doc.resources.find((r) => r.name === "support-agent")?.secrets).toBe("checked");
+    expect(doc.resources.find((r) => r.name === SUPPORT)?.secrets).toBe("checked");
     expect(code).toBe(0);
   });
 
@@ -87,7 +102,7 @@ describe("import → kubectl apply → operator", () => {
       expect(obj.status?.deploymentId).toBe(sim.store.getByName(name)?.id);
     }
     expect(writes()).toEqual({ post: {}, patch: {} });
-    const events = await user().events(namespace, "support-agent");
+    const events = await user().events(namespace, SUPPORT);
     expect(events.map((e) => e.reason)).toEqual(["Adopted"]);
     expect(op.logs.text()).not.toContain(SECRET_VALUE);
   });
@@ -105,7 +120,7 @@ describe("import → kubectl apply → operator", () => {
       "--kubeconfig",
       testKubeconfigPath(),
     ]);
-    expect(pr.doc.resources.find((r) => r.name === "summarizer")).toMatchObject({
+    expect(pr.doc.resources.find((r) => r.name === SUMMARIZER)).toMatchObject({
       action: "patch",
       newRevision: true,
       summary: ["sourceRevisionConfig.imageUri: summarizer:2025-06-01 → summarizer:2025-07-01"],
@@ -114,8 +129,8 @@ describe("import → kubectl apply → operator", () => {
 
     // The CRD's immutability rules need the live object: plan reads it and says apply would fail.
     const resourced = imported.replace(
-      /name: intake\n {2}source: internal_template/,
-      "name: intake\n  source: internal_docker",
+      `name: ${INTAKE}\n  source: internal_template`,
+      `name: ${INTAKE}\n  source: internal_docker`,
     );
     expect(resourced).not.toBe(imported);
     const refused = await planJson([
@@ -124,7 +139,7 @@ describe("import → kubectl apply → operator", () => {
       "--kubeconfig",
       testKubeconfigPath(),
     ]);
-    const intake = refused.doc.resources.find((r) => r.name === "intake");
+    const intake = refused.doc.resources.find((r) => r.name === INTAKE);
     expect(intake).toMatchObject({ action: "error", summary: [] });
     expect(JSON.stringify(intake)).toContain("kubectl apply would be refused: spec.source is immutable");
     expect(refused.code).toBe(1);
@@ -134,11 +149,11 @@ describe("import → kubectl apply → operator", () => {
     op = undefined;
     await kubectlOk(
       ["-n", namespace, "patch", "secret", "agent-secrets", "--type", "merge", "-p"].concat(
-        JSON.stringify({ stringData: { "support-agent.OPENAI_API_KEY": "sk-rotated-in-cluster" } }),
+        JSON.stringify({ stringData: { [`${SUPPORT}.OPENAI_API_KEY`]: "sk-rotated-in-cluster" } }),
       ),
     );
     const rotated = await planJson(["-f", dir, "--kubeconfig", testKubeconfigPath()]);
-    expect(rotated.doc.resources.find((r) => r.name === "support-agent")).toMatchObject({
+    expect(rotated.doc.resources.find((r) => r.name === SUPPORT)).toMatchObject({
       action: "patch",
       newRevision: false,
       summary: ["secrets: rotated OPENAI_API_KEY"],
