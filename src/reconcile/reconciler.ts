@@ -103,9 +103,11 @@ export class DeploymentReconciler {
 
   async #reconcile(run: Run, signal: AbortSignal): Promise<ReconcileResult> {
     if (run.obj.metadata.deletionTimestamp) return this.#finalize(run, signal);
-    run.obj = await this.#syncFinalizer(run.obj, signal);
-    if (isPaused(run.obj)) return this.#finish(run, { kind: "paused" }, undefined, signal);
     const holder = olderClaimant(run.obj, this.#o.resources.list());
+    // The loser of a name conflict owns nothing on the service: no finalizer, so that deleting it
+    // can never delete the holder's deployment.
+    if (!holder) run.obj = await this.#syncFinalizer(run.obj, signal);
+    if (isPaused(run.obj)) return this.#finish(run, { kind: "paused" }, undefined, signal);
     if (holder) {
       const message = nameConflictMessage(run.obj, holder);
       this.#event(run, "Warning", REASON.NameConflict, message);
@@ -200,13 +202,17 @@ export class DeploymentReconciler {
     return this.#finish(run, { kind: "synced" }, created, signal, record);
   }
 
-  /** Deletion: `Delete` removes the service's deployment and waits until it is gone. */
+  /**
+   * Deletion: `Delete` removes the service's deployment this resource owns (the one its status
+   * records, or the one its pending create made) and waits until it is gone. A deployment that
+   * merely carries the name is never deleted: it may be another resource's or someone else's.
+   */
   async #finalize(run: Run, signal: AbortSignal): Promise<ReconcileResult> {
     const { obj } = run;
     if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) return { gone: true };
-    if (obj.spec.deletionPolicy === "Delete" && obj.spec.managementPolicy !== "ObserveOnly") {
-      const target = { deploymentId: obj.status?.deploymentId, name: claimedName(obj), live: true };
-      const found = await observe(this.#o.service, this.#o.snapshot, target, signal);
+    const cleanUp = obj.spec.deletionPolicy === "Delete" && obj.spec.managementPolicy !== "ObserveOnly";
+    if (cleanUp && !olderClaimant(obj, this.#o.resources.list())) {
+      const found = await this.#owned(obj, signal);
       if (found.deployment) {
         if (found.deployment.status !== "AWAITING_DELETE") {
           await this.#o.service.delete(found.deployment.id, signal);
@@ -221,6 +227,18 @@ export class DeploymentReconciler {
     }
     await this.#o.resources.removeFinalizer(obj, FINALIZER, signal);
     return { gone: true };
+  }
+
+  /** The deployment `obj` owns: by its recorded id, or by name while its create is pending. */
+  async #owned(obj: StoredResource, signal: AbortSignal) {
+    const id = obj.status?.deploymentId;
+    const byId = id ? await this.#o.service.getById(id, signal) : undefined;
+    if (byId) return { deployment: byId };
+    // Otherwise only a create of ours still pending (its answer lost, or not listed yet) can
+    // have made the deployment that carries the name.
+    if (!obj.status?.createRequestedAt) return { deployment: null };
+    const target = { deploymentId: undefined, name: claimedName(obj), live: true };
+    return observe(this.#o.service, this.#o.snapshot, target, signal);
   }
 
   /** The finalizer is present exactly while a delete must clean up the service. */
