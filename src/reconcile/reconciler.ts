@@ -137,6 +137,13 @@ export class DeploymentReconciler {
       const drift = observedDrift(desired.name, found.deployment, decision);
       return this.#finish(run, { kind: "observed", drift }, found.deployment, signal, record);
     }
+    if (decision.action === "blocked") {
+      // A deployment found by name that cannot become the spec's (another source) is someone
+      // else's: recording its id would make it ours, and deletionPolicy Delete would delete it.
+      const owned = found.adopted ? undefined : found.deployment;
+      const blocked = outcomeFromProblems(decision.problems) ?? { kind: "synced" as const };
+      return this.#finish(run, blocked, owned, signal, record);
+    }
     if (found.adopted && found.deployment) {
       // Found by name while a create of ours was pending: it is that create (a restart or a lost
       // answer hid it), not someone else's deployment.
@@ -145,7 +152,6 @@ export class DeploymentReconciler {
     }
     if (decision.action === "create") return this.#create(run, decision, record, signal);
     const outcome = outcomeFromProblems(decision.problems) ?? { kind: "synced" as const };
-    if (decision.action === "blocked") return this.#finish(run, outcome, found.deployment, signal, record);
     record.appliedSecretsHash = decision.secretsHash ?? status.appliedSecretsHash ?? null;
     if (decision.action === "noop") return this.#finish(run, outcome, found.deployment, signal, record);
     if (!found.deployment) throw new Error("a patch was planned without a deployment to patch");
