@@ -7,6 +7,9 @@
  * - Credentials (401/403): a clear condition, retried with backoff (the fix is elsewhere).
  * - 429: retried no sooner than the service's Retry-After.
  * - 5xx, timeouts, lost connections: retried with backoff and jitter.
+ * - 409/404 (the service's state moved: a name taken meanwhile, a deployment deleted): reported
+ *   like any other failure and retried with backoff, so a persistent one is visible on the
+ *   resource instead of retrying silently forever.
  */
 import { isServiceError, RequestValidationError, type ServiceError } from "../api/errors.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
@@ -20,10 +23,6 @@ export interface Failure {
   outcome: Extract<SyncOutcome, { kind: "failed" }>;
   /** Throw this to the controller (it decides the backoff); absent: wait for a change. */
   rethrow?: Error;
-  /** Requeue at once without reporting (the state moved under us). */
-  requeue?: boolean;
-  /** A deployment id the snapshot must forget. */
-  forget?: string;
   /** A create was refused before it could take effect: the recorded intent no longer holds. */
   createRefused?: boolean;
 }
@@ -83,8 +82,12 @@ function serviceFailure(error: ServiceError, clean: (text: string) => string): F
     }
     case "conflict":
     case "not_found":
-      // The service's state moved (a name taken meanwhile, a deployment deleted): look again.
-      return { outcome: failed(REASON.ReconcileError, message), requeue: true };
+      // The service's state moved (a name taken meanwhile, a deployment deleted): the retry looks
+      // again; reporting it keeps a conflict that persists from hiding behind silent retries.
+      return {
+        outcome: failed(REASON.ReconcileError, `the service's state changed; looking again: ${message}`),
+        rethrow: new Error(message),
+      };
     default:
       return { outcome: failed(REASON.ServiceUnavailable, message), rethrow: new Error(message) };
   }

@@ -290,8 +290,6 @@ export class DeploymentReconciler {
   async #fail(run: Run, error: unknown, signal: AbortSignal): Promise<ReconcileResult> {
     if (this.#o.resources.isConflict(error)) return { requeue: true };
     const failure = failureOf(error, run.secrets.values);
-    if (failure.forget) this.#o.snapshot.forget(failure.forget);
-    if (failure.requeue) return { requeue: true };
     this.#event(run, "Warning", failure.outcome.reason, failure.outcome.message);
     const record = failure.createRefused ? { createRequestedAt: null } : {};
     try {
