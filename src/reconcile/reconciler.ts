@@ -11,7 +11,7 @@ import type { Deployment } from "../api/wire.ts";
 import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
 import { FINALIZER } from "../crd/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
-import type { ReconcileResult } from "../runtime/controller.ts";
+import { type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
 import { isPaused, reconcileInterval, reconcileRequestedAt } from "./annotations.ts";
 import { claimedName, olderClaimant } from "./claims.ts";
 import { failureOf } from "./failures.ts";
@@ -59,6 +59,9 @@ export interface ReconcilerOptions {
   /** How long a forge repository listing is reused. Default 5 min. */
   repoListingTtlMs?: number;
 }
+
+/** How long the status write reporting a timed-out reconcile may take. */
+const STATUS_AFTER_TIMEOUT_MS = 5_000;
 
 /** One reconcile's context: the object as read, its logger, the clock reading, the secrets seen. */
 interface Run {
@@ -286,20 +289,38 @@ export class DeploymentReconciler {
     return interval ? { resyncIntervalMs: interval } : {};
   }
 
-  /** Turns a failure into a condition and an event, then tells the controller how to retry. */
+  /**
+   * Turns a failure into a condition and an event, then tells the controller how to retry.
+   * A halt (leadership lost, shutdown deadline) is not the resource's failure: it is rethrown
+   * unreported, for the controller to abandon. A timeout is reported like any failure, its
+   * status written under a short signal of its own (the reconcile's has already aborted).
+   */
   async #fail(run: Run, error: unknown, signal: AbortSignal): Promise<ReconcileResult> {
     if (this.#o.resources.isConflict(error)) return { requeue: true };
+    if (signal.aborted && !(signal.reason instanceof ReconcileTimeoutError)) throw error;
     const failure = failureOf(error, run.secrets.values);
     this.#event(run, "Warning", failure.outcome.reason, failure.outcome.message);
     const record = failure.createRefused ? { createRequestedAt: null } : {};
+    const writeWindow = new AbortController();
+    const cancel = signal.aborted
+      ? this.#o.clock.setTimer(STATUS_AFTER_TIMEOUT_MS, () => writeWindow.abort(signal.reason))
+      : () => {};
     try {
-      await this.#finish(run, failure.outcome, undefined, signal, record);
+      await this.#finish(
+        run,
+        failure.outcome,
+        undefined,
+        signal.aborted ? writeWindow.signal : signal,
+        record,
+      );
     } catch (statusError) {
       if (!this.#o.resources.isConflict(statusError))
         run.log.warn(
           { err: failureOf(statusError, run.secrets.values).outcome.message },
           "could not write status",
         );
+    } finally {
+      cancel();
     }
     if (failure.rethrow) throw failure.rethrow;
     run.log.warn({ reason: failure.outcome.reason }, failure.outcome.message);
