@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from "commander";
 import { RequestValidationError, ServiceError } from "../api/errors.ts";
+import { shutdownSignal } from "../runtime/manager.ts";
 import { type CliContext, type RegisterCommand, UsageError } from "./context.ts";
 
 /** Exit statuses: 0 success, 1 the operation failed, 2 the command was called wrongly, 130 interrupted. */
@@ -60,7 +61,9 @@ export async function runProgram(
 }
 
 function reportError(error: unknown, verbose: boolean, ctx: CliContext): number {
-  if (ctx.stopSignal.aborted) {
+  // Only a failure that IS the interruption is reported as such: an error after a signal (a
+  // shutdown deadline passed, a runnable failed while stopping) keeps its own line.
+  if (ctx.stopSignal.aborted && isInterruption(error, ctx.stopSignal.reason)) {
     ctx.err("error: interrupted\n");
     return EXIT.interrupted;
   }
@@ -75,6 +78,15 @@ function reportError(error: unknown, verbose: boolean, ctx: CliContext): number 
   return usage ? EXIT.usage : EXIT.failed;
 }
 
+/** Whether `error` is, or was caused by, the stop signal's abort (its reason, or an AbortError). */
+function isInterruption(error: unknown, reason: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e !== undefined && depth < 5; depth++) {
+    if (e === reason || (e instanceof Error && e.name === "AbortError")) return true;
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return false;
+}
+
 function describeChain(error: unknown): string {
   const parts: string[] = [];
   for (let e: unknown = error, depth = 0; e !== undefined && depth < 5; depth++) {
@@ -85,12 +97,15 @@ function describeChain(error: unknown): string {
   return parts.join("\n");
 }
 
-/** The context of the real process: its streams, environment, and a signal fired by SIGINT/SIGTERM. */
+/**
+ * The context of the real process: its streams, environment, and a signal fired by the first
+ * SIGINT/SIGTERM (graceful stop); a second signal exits at once with status 130.
+ */
 export function processContext(): CliContext {
-  const stop = new AbortController();
-  const onSignal = (signal: NodeJS.Signals) => stop.abort(new Error(`received ${signal}`));
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+  const stop = shutdownSignal(process, (code) => {
+    process.stderr.write("error: interrupted again; exiting at once\n");
+    process.exit(code);
+  });
   return {
     out: (text) => process.stdout.write(text),
     err: (text) => process.stderr.write(text),

@@ -42,8 +42,9 @@ export interface ManagerOptions {
  *
  * `start(signal)` resolves once every runnable has stopped after `signal` aborted (and the lease
  * is released); rejects with {@link ShutdownTimeoutError} when that takes longer than the
- * deadline (in-flight work is halted first), or with the error of a runnable that failed (after
- * the others stopped). Losing leadership is not a failure: leader-gated runnables are aborted at
+ * deadline (in-flight work is halted first), or, when a runnable failed, with an error whose
+ * message is `<runnable> failed: <its message>` and whose cause is its error (after the others
+ * stopped). Losing leadership is not a failure: leader-gated runnables are aborted at
  * once and the manager campaigns again.
  */
 export class Manager {
@@ -72,7 +73,7 @@ export class Manager {
     this.#started = true;
     const stop = new AbortController();
     const halt = new AbortController();
-    let failure: unknown;
+    let failure: { runnable: string; error: unknown } | undefined;
     let cancelDeadline: CancelTimer = () => {};
     const deadline = new Promise<never>((_, reject) => {
       const onStop = () => {
@@ -100,7 +101,7 @@ export class Manager {
         this.#log.info({ runnable: runnable.name }, "stopped");
       } catch (err) {
         this.#log.error({ runnable: runnable.name, err }, "runnable failed; shutting down");
-        failure ??= err;
+        failure ??= { runnable: runnable.name, error: err };
         stop.abort(err);
       }
     };
@@ -117,7 +118,13 @@ export class Manager {
       cancelDeadline();
       signal.removeEventListener("abort", onRoot);
     }
-    if (failure !== undefined) throw new Error("a runnable failed", { cause: failure });
+    // The cause's message goes in the line itself: the CLI prints the chain only under --verbose,
+    // and "a runnable failed" alone does not tell the user what to fix.
+    if (failure !== undefined) {
+      const { runnable, error } = failure;
+      const why = error instanceof Error ? error.message : String(error);
+      throw new Error(`${runnable} failed: ${why}`, { cause: error });
+    }
   }
 
   async #runGated(

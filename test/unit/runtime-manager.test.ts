@@ -168,6 +168,7 @@ describe("Manager", () => {
     await vi.advanceTimersByTimeAsync(0);
     const err = await outcome;
     expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toBe("broken failed: watch permission denied");
     expect((err as Error).cause).toEqual(new Error("watch permission denied"));
     expect(healthy.runs[0]?.stoppedAt).toBeDefined();
   });
