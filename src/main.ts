@@ -299,7 +299,6 @@ function elector(
     clock,
     logger,
     onLeadingChange: (leading) => metrics.setLeader(le.name, leading),
-    onNewLeader: (holder) => logger.info({ leader: holder }, "new leader observed"),
   });
 }
 
