@@ -30,6 +30,7 @@ import { RuntimeMetrics } from "./runtime/metrics.ts";
 
 /** Everything the operator needs to run, validated (see `config.ts`). */
 export interface OperatorConfig {
+  /** The service endpoint; its `retries` is not used: the controller alone retries a reconcile. */
   service: ServiceConfig;
   kubeconfig?: string;
   context?: string;
@@ -87,7 +88,15 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   logger.info({ kubernetes: kube.description }, "Kubernetes configuration loaded");
   const kubeClient = new KubeClient(kube.config);
   const metrics = new RuntimeMetrics();
-  const client = new ServiceClient({ ...config.service, logger, onResponse: metrics.recordServiceCall });
+  // One retry layer: the controller's per-key backoff, which honours Retry-After through
+  // failureOf. Client retries on top held a worker through up to 4 waits of up to 60 s each
+  // (past the reconcile timeout on a 429) before the controller even saw the failure.
+  const client = new ServiceClient({
+    ...config.service,
+    retries: 0,
+    logger,
+    onResponse: metrics.recordServiceCall,
+  });
   const service = deploymentsPort(client);
 
   const scope = {

@@ -65,8 +65,9 @@ describe("controller: service failures", () => {
   });
 
   it("429: RateLimited while the service says so, never asking again before Retry-After", async () => {
-    // No client-side retry: the reconcile sees each 429 and the controller schedules the next.
-    const s = await startScenario("ctl-429", { op: { service: { retries: 0 } } });
+    // The operator's client never retries: the reconcile sees each 429 and the controller
+    // schedules the next, no sooner than Retry-After.
+    const s = await startScenario("ctl-429");
     running.push(s);
     await s.user.create(s.namespace, "throttled", spec);
     await s.user.waitReady(s.namespace, "throttled");
@@ -138,9 +139,8 @@ describe("controller: service failures", () => {
     );
     const since = Date.now();
     await sleep(4_000);
-    // A reconcile makes 5 attempts at least 1.9 s apart in all (client backoff 0.25, 0.5, 1, 2 s,
-    // jittered down to half), then the controller's backoff: at most 12 in 4 s even with zero
-    // controller delays, where a loop without backoff would send hundreds.
+    // One request per reconcile (the client does not retry), spaced by the controller's
+    // exponential backoff: a handful in 4 s, where a loop without backoff would send hundreds.
     expect(calls(s.op, "GET", since).length).toBeLessThanOrEqual(15);
 
     s.sim.faults.clear();

@@ -82,7 +82,7 @@ export interface TestOperatorOptions {
   concurrency?: number;
   /** Off unless given. */
   leaderElection?: TestLeaderElection;
-  /** Overrides of the service settings (timeouts, retries, QPS). */
+  /** Overrides of the service settings (timeouts, QPS; the operator ignores `retries`). */
   service?: Partial<ServiceConfig>;
   /** Default 10 s; a tiny value makes `stop()` abandon in-flight work, as a killed process would. */
   shutdownTimeoutMs?: number;
@@ -118,7 +118,7 @@ export function testOperatorConfig(options: TestOperatorOptions): OperatorConfig
       tenantHeader: "X-Tenant-Id",
       insecureSkipTlsVerify: false,
       timeoutMs: 5_000,
-      retries: 4,
+      retries: 0,
       qps: 200,
       burst: 400,
       ...options.service,
