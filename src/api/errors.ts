@@ -3,6 +3,7 @@
  * {@link ServiceError.retryable}; messages are one line, readable by a person, and never carry
  * the API key (the transport redacts it before an error is built).
  */
+import { isRecord } from "../json.ts";
 
 /** What went wrong, coarse enough for a controller to branch on. */
 export type ServiceErrorKind =
@@ -160,8 +161,4 @@ function truncate(text: string): string {
 
 function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, " ");
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

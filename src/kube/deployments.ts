@@ -13,11 +13,12 @@ import {
   PLURAL,
   VERSION,
 } from "../crd/schema.ts";
+import { isRecord } from "../json.ts";
 import type { BackoffOptions } from "../runtime/backoff.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";
-import { isKubeObject, isRecord, type KubeObject, type ObjectRef } from "./object.ts";
+import { isKubeObject, type KubeObject, type ObjectRef } from "./object.ts";
 import { collectionPath, Reflector, type ReflectorHandlers, type ResourceType } from "./reflector.ts";
 import { ScopedReflectors, type WatchScope } from "./scope.ts";
 

@@ -2,6 +2,7 @@
  * The slice of Kubernetes object metadata the adapters rely on, and the checks that turn a JSON
  * value from the API server into it (validate at the edge, then trust the types).
  */
+import { isRecord } from "../json.ts";
 
 /** Metadata fields read by the adapters. Optional ones may be absent on the wire. */
 export interface ObjectMeta {
@@ -40,9 +41,8 @@ export function refOf(obj: KubeObject): ObjectRef {
   return { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
 }
 
-/** Narrows an unknown JSON value to a plain object. */
-export const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
+// Re-exported for the kube modules that still import it from here (reflector.ts, lease.ts).
+export { isRecord };
 
 const isStringArray = (value: unknown): value is string[] =>
   Array.isArray(value) && value.every((v) => typeof v === "string");

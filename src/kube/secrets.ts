@@ -5,11 +5,12 @@
  * is read with a GET at reconcile time and not kept.
  */
 import type { Logger } from "pino";
+import { isRecord } from "../json.ts";
 import type { BackoffOptions } from "../runtime/backoff.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { KubeClient } from "./client.ts";
 import { isNotFound } from "./errors.ts";
-import { isKubeObject, isRecord, type ObjectRef } from "./object.ts";
+import { isKubeObject, type ObjectRef } from "./object.ts";
 import { collectionPath, Reflector, type ResourceType } from "./reflector.ts";
 import { ScopedReflectors } from "./scope.ts";
 
