@@ -9,6 +9,8 @@ import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { desiredFromSpec, effectiveName } from "../crd/mapping.ts";
 import { ANNOTATION_PAUSED, type DeploymentResource, type DeploymentSpec } from "../crd/schema.ts";
+import { lastAppliedFor } from "../reconcile/last-applied.ts";
+import { observedDrift } from "../reconcile/notes.ts";
 import { type FieldChange, type LastApplied, type PlanProblem, plan } from "../reconcile/plan.ts";
 import { secretValueState } from "./importer.ts";
 
@@ -111,20 +113,17 @@ export function reviewResource(inputs: ReviewInputs): ReviewEntry {
     if (!(error instanceof SecretNotFoundError || error instanceof InvalidSpecError)) throw error;
     return { ...entry, action: "error", error: error.message };
   }
-  const lastApplied: LastApplied = inputs.live?.appliedSecretsHash
-    ? { secretsHash: inputs.live.appliedSecretsHash }
-    : {};
+  const lastApplied = lastAppliedFor(spec, desired, inputs.live?.appliedSecretsHash);
   const decision = plan(desired, inputs.observed ?? undefined, lastApplied);
   const unchecked = entry.secrets === "not-checked" ? uncheckedSecrets(spec, inputs.observed) : undefined;
 
   if (spec.managementPolicy === "ObserveOnly") {
     entry.observeOnly = true;
     entry.action = "noop";
-    entry.drift = !inputs.observed
-      ? [`the service has no deployment named "${entry.deploymentName}" (ObserveOnly never creates one)`]
-      : decision.action === "noop"
-        ? decision.problems.map((p) => p.message)
-        : [...decision.summary, ...(unchecked?.change ? [unchecked.change.line] : [])];
+    // The controller's own drift lines, plus what the names alone prove when values were not read.
+    const provenByNames =
+      inputs.observed && decision.action !== "noop" && unchecked?.change ? [unchecked.change.line] : [];
+    entry.drift = [...observedDrift(entry.deploymentName, inputs.observed, decision), ...provenByNames];
     return entry;
   }
   switch (decision.action) {

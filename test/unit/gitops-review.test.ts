@@ -162,6 +162,12 @@ const cases: Array<{
       expect(e.drift).toEqual(["sourceConfig.resourceSpec.cpu: 1 → 3"]);
     },
   },
+  {
+    reason: "ObserveOnly with masked values: names compared only, as the controller does (no drift)",
+    input: inputs(spec({ managementPolicy: "ObserveOnly", secrets: [byRef] }), { secretData }),
+    action: "noop",
+    check: (e) => expect(e.drift).toEqual([]),
+  },
 ];
 
 describe("reviewResource", () => {
