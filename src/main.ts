@@ -157,24 +157,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   });
   manager.add(runnable("deployment-informer", false, (signal) => deployments.run(signal)));
   manager.add(runnable("secret-informer", false, (signal) => secrets.run(signal)));
-  // The health runnable opens the listeners; `addresses()` answers with what it opened.
-  const listening = Promise.withResolvers<{ metrics?: string; probes?: string }>();
-  listening.promise.catch(() => {});
-  manager.add({
-    name: health.name,
-    needLeaderElection: false,
-    start: async (signal) => {
-      const urls = await health.listen().catch((error: unknown) => {
-        listening.reject(error);
-        throw error;
-      });
-      listening.resolve(urls);
-      logger.info(urls, "serving health probes and metrics");
-      await untilAborted(new Promise<never>(() => {}), signal);
-      health.markStopping();
-      await health.close();
-    },
-  });
+  manager.add(health);
   manager.add(
     runnable("deployment-controller", true, async (signal, halt) => {
       // Workers start once the caches hold every resource and Secret in scope.
@@ -197,7 +180,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
       resyncLoop({ config, clock, snapshot, controller, deployments, spreadMs, logger }, signal),
     ),
   );
-  return { manager, controller, health, metrics, identity, addresses: () => listening.promise };
+  return { manager, controller, health, metrics, identity, addresses: () => health.listening };
 }
 
 /** Runs the operator until `signal` aborts; resolves after a graceful shutdown. */

@@ -78,12 +78,24 @@ export class HealthServer implements Runnable {
   readonly #liveness: HealthCheck[] = [];
   readonly #lastFailure = new Map<string, string>();
   readonly #servers: Array<{ server: Server; routes: Set<Route> }> = [];
+  readonly #listening = Promise.withResolvers<{ metrics?: string; probes?: string }>();
   #stopping = false;
 
   constructor(options: HealthServerOptions = {}) {
     this.#opts = options;
     this.#clock = options.clock ?? systemClock;
     this.#log = (options.logger ?? pino({ level: "silent" })).child({ component: "health" });
+    // Nobody may be waiting for it; a failed bind is also thrown by start().
+    this.#listening.promise.catch(() => {});
+  }
+
+  /**
+   * Settles with the first {@link start}: its listeners' base URLs once they listen, or the
+   * error that kept them from listening. For callers that run the server as a Runnable and need
+   * its addresses (ports of the system's choosing, say).
+   */
+  get listening(): Promise<{ metrics?: string; probes?: string }> {
+    return this.#listening.promise;
   }
 
   /** Adds a readiness check (e.g. "informers", "service"). */
@@ -145,7 +157,11 @@ export class HealthServer implements Runnable {
 
   /** Runnable: listens until `signal` aborts, then fails readiness and closes. */
   async start(signal: AbortSignal): Promise<void> {
-    const urls = await this.listen();
+    const urls = await this.listen().catch((error: unknown) => {
+      this.#listening.reject(error);
+      throw error;
+    });
+    this.#listening.resolve(urls);
     this.#log.info(urls, "serving health probes and metrics");
     await new Promise<void>((resolve) => {
       if (signal.aborted) resolve();

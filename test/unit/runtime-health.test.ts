@@ -139,6 +139,30 @@ describe("HealthServer", () => {
     const second = new HealthServer({ metricsBindAddress: `127.0.0.1:${port}`, probeBindAddress: "0" });
     await expect(serve(second)).rejects.toThrow(`cannot listen on 127.0.0.1:${port}`);
   });
+
+  it("run as a Runnable, tells where it listens, and stops serving when its signal aborts", async () => {
+    const server = new HealthServer(local);
+    servers.push(server);
+    const stop = new AbortController();
+    const running = server.start(stop.signal);
+    const { probes } = await server.listening;
+    expect((await get(`${probes}/healthz`)).status).toBe(200);
+    stop.abort();
+    await running;
+    await expect(fetch(`${probes}/healthz`)).rejects.toThrow();
+  });
+
+  it("run as a Runnable, rejects both start and listening when it cannot listen", async () => {
+    const port = await freePort();
+    const first = new HealthServer({ metricsBindAddress: `127.0.0.1:${port}`, probeBindAddress: "0" });
+    await serve(first);
+    const second = new HealthServer({ metricsBindAddress: `127.0.0.1:${port}`, probeBindAddress: "0" });
+    servers.push(second);
+    await expect(second.start(new AbortController().signal)).rejects.toThrow(
+      `cannot listen on 127.0.0.1:${port}`,
+    );
+    await expect(second.listening).rejects.toThrow(`cannot listen on 127.0.0.1:${port}`);
+  });
 });
 
 describe("parseBindAddress", () => {
