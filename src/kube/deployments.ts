@@ -195,24 +195,6 @@ export class KubeDeployments {
     return this.#jsonPatch(obj, [{ op: "remove", path: `/metadata/finalizers/${index}` }], signal);
   }
 
-  /** Merges annotations (a `null` value removes that annotation). */
-  async patchAnnotations(
-    ref: ObjectRef,
-    annotations: Record<string, string | null>,
-    signal: AbortSignal,
-  ): Promise<DeploymentObject> {
-    return this.#decode(
-      await this.#client.request({
-        method: "PATCH",
-        path: itemPath(ref),
-        query: { fieldManager: FIELD_MANAGER },
-        contentType: PatchType.Merge,
-        body: { metadata: { annotations } },
-        signal,
-      }),
-    );
-  }
-
   async #jsonPatch(obj: DeploymentObject, ops: unknown[], signal: AbortSignal): Promise<DeploymentObject> {
     const ref = { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
     const precondition = {

@@ -280,15 +280,6 @@ describe("kube adapters", () => {
         "other.example/third",
       ]);
     });
-
-    it("merges annotations, a null removing one", async () => {
-      await apply(deploymentYaml(ns, "annotated"));
-      const ref = { namespace: ns, name: "annotated" };
-      await deployments.patchAnnotations(ref, { "example.com/a": "1", "example.com/b": "2" }, signal());
-      const patched = await deployments.patchAnnotations(ref, { "example.com/a": null }, signal());
-      expect(patched.metadata.annotations?.["example.com/a"]).toBeUndefined();
-      expect(patched.metadata.annotations?.["example.com/b"]).toBe("2");
-    });
   });
 
   describe("Secrets", () => {
