@@ -40,6 +40,16 @@ export async function readSecrets(
   return out;
 }
 
+/** One listing, shared by every caller that asks while it is fresh. */
+interface SharedListing {
+  at: number;
+  repos: Promise<ForgeRepo[]>;
+  /** Aborts the fetch once every caller waiting for it has given up. */
+  controller: AbortController;
+  waiters: number;
+  settled: boolean;
+}
+
 /**
  * The forge repository listings by integration, kept for `ttlMs` so that resources using the
  * `github` shorthand do not cost a listing on every reconcile.
@@ -48,7 +58,7 @@ export class RepoListings {
   readonly #service: DeploymentsPort;
   readonly #clock: Clock;
   readonly #ttlMs: number;
-  readonly #cache = new Map<string, { at: number; repos: Promise<ForgeRepo[]> }>();
+  readonly #cache = new Map<string, SharedListing>();
 
   constructor(service: DeploymentsPort, clock: Clock, ttlMs: number) {
     this.#service = service;
@@ -71,13 +81,73 @@ export class RepoListings {
     }
   }
 
-  /** The integration's repositories, from the cache while fresh. A failed listing is not kept. */
+  /**
+   * The integration's repositories, from the cache while fresh. A failed listing is not kept.
+   * Callers asking while a listing is in flight share it, yet each waits only as long as its own
+   * `signal` allows: the fetch runs under a signal of its own, aborted only when every caller
+   * waiting for it has given up (so one caller's timeout never fails the others).
+   */
   list(integrationId: string, signal: AbortSignal): Promise<ForgeRepo[]> {
-    const cached = this.#cache.get(integrationId);
-    if (cached && this.#clock.now() - cached.at <= this.#ttlMs) return cached.repos;
-    const repos = this.#service.listRepos(integrationId, signal);
-    this.#cache.set(integrationId, { at: this.#clock.now(), repos });
-    repos.catch(() => this.#cache.delete(integrationId));
-    return repos;
+    if (signal.aborted) return Promise.reject(signal.reason);
+    let shared = this.#cache.get(integrationId);
+    if (!shared || this.#clock.now() - shared.at > this.#ttlMs) {
+      shared = this.#fetch(integrationId);
+      this.#cache.set(integrationId, shared);
+    }
+    return shared.settled ? shared.repos : this.#join(integrationId, shared, signal);
+  }
+
+  #fetch(integrationId: string): SharedListing {
+    const controller = new AbortController();
+    const shared: SharedListing = {
+      at: this.#clock.now(),
+      repos: this.#service.listRepos(integrationId, controller.signal),
+      controller,
+      waiters: 0,
+      settled: false,
+    };
+    shared.repos.then(
+      () => {
+        shared.settled = true;
+      },
+      () => {
+        shared.settled = true;
+        if (this.#cache.get(integrationId) === shared) this.#cache.delete(integrationId);
+      },
+    );
+    return shared;
+  }
+
+  /** Waits for `shared` until it settles or `signal` aborts, whichever comes first. */
+  #join(integrationId: string, shared: SharedListing, signal: AbortSignal): Promise<ForgeRepo[]> {
+    shared.waiters += 1;
+    return new Promise<ForgeRepo[]>((resolve, reject) => {
+      let waiting = true;
+      const leave = () => {
+        if (!waiting) return false;
+        waiting = false;
+        signal.removeEventListener("abort", onAbort);
+        shared.waiters -= 1;
+        return true;
+      };
+      const onAbort = () => {
+        if (!leave()) return;
+        if (shared.waiters === 0 && !shared.settled) {
+          // Nobody waits any more: stop the fetch, and let the next caller start a fresh one.
+          shared.controller.abort(new Error("every caller waiting for the repository listing gave up"));
+          if (this.#cache.get(integrationId) === shared) this.#cache.delete(integrationId);
+        }
+        reject(signal.reason);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      shared.repos.then(
+        (repos) => {
+          if (leave()) resolve(repos);
+        },
+        (error: unknown) => {
+          if (leave()) reject(error);
+        },
+      );
+    });
   }
 }
