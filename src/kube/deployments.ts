@@ -1,9 +1,3 @@
-/**
- * The adapter for `deployments.dms.dev` objects: a reflector-backed cache for the controller's
- * triggers and lookups, a live GET for the level-based reconcile, and the writes the controller
- * makes (status through the status subresource, finalizers without clobbering anyone else's).
- */
-import type { Logger } from "pino";
 import {
   API_VERSION,
   type DeploymentResource,
@@ -14,13 +8,11 @@ import {
   VERSION,
 } from "../crd/schema.ts";
 import { isRecord } from "../json.ts";
-import type { BackoffOptions } from "../runtime/backoff.ts";
-import type { Clock } from "../runtime/clock.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";
 import { isKubeObject, type KubeObject, type ObjectRef } from "./object.ts";
-import { collectionPath, Reflector, type ReflectorHandlers, type ResourceType } from "./reflector.ts";
-import { ScopedReflectors, type WatchScope } from "./scope.ts";
+import { collectionPath, type ReflectorHandlers, type ResourceType } from "./reflector.ts";
+import { WatchedResource, type WatchOptions, type WatchScope } from "./scope.ts";
 
 /** A Deployment resource as read from the API server: metadata name and resourceVersion are known. */
 export type DeploymentObject = DeploymentResource & KubeObject;
@@ -42,14 +34,8 @@ export function decodeDeployment(raw: unknown): DeploymentObject | undefined {
 }
 
 /** Options of {@link KubeDeployments}. */
-export interface KubeDeploymentsOptions {
-  client: KubeClient;
+export interface KubeDeploymentsOptions extends WatchOptions {
   scope?: WatchScope;
-  logger?: Logger;
-  clock?: Clock;
-  backoff?: BackoffOptions;
-  /** Server-side watch timeout floor, seconds (tests use a few seconds to exercise restarts). */
-  minWatchTimeoutSeconds?: number;
 }
 
 /**
@@ -60,65 +46,37 @@ export interface KubeDeploymentsOptions {
  * with {@link NotFoundError} when it is gone and with {@link ConflictError} when the write raced
  * another writer (re-read and requeue quietly).
  */
-export class KubeDeployments {
+export class KubeDeployments extends WatchedResource<DeploymentObject> {
   readonly #client: KubeClient;
-  readonly #cache: ScopedReflectors<DeploymentObject>;
 
   constructor(options: KubeDeploymentsOptions) {
-    this.#client = options.client;
     const scope = options.scope ?? {};
-    this.#cache = new ScopedReflectors(
-      scope.namespaces,
-      (namespace) =>
-        new Reflector<DeploymentObject>({
-          client: options.client,
-          resource: DEPLOYMENTS,
-          decode: decodeDeployment,
-          ...(namespace !== undefined ? { namespace } : {}),
-          ...(scope.labelSelector ? { labelSelector: scope.labelSelector } : {}),
-          ...(options.logger ? { logger: options.logger } : {}),
-          ...(options.clock ? { clock: options.clock } : {}),
-          ...(options.backoff ? { backoff: options.backoff } : {}),
-          ...(options.minWatchTimeoutSeconds
-            ? { minWatchTimeoutSeconds: options.minWatchTimeoutSeconds }
-            : {}),
-        }),
-    );
-  }
-
-  /** Resolves when every watched namespace has been listed once. */
-  get synced(): Promise<void> {
-    return this.#cache.synced;
-  }
-
-  /** True when every watched namespace has been listed once. */
-  hasSynced(): boolean {
-    return this.#cache.hasSynced();
-  }
-
-  /** Lists and watches until `signal` aborts (a manager runnable). */
-  run(signal: AbortSignal): Promise<void> {
-    return this.#cache.run(signal);
+    super(scope.namespaces, options, {
+      resource: DEPLOYMENTS,
+      decode: decodeDeployment,
+      ...(scope.labelSelector ? { labelSelector: scope.labelSelector } : {}),
+    });
+    this.#client = options.client;
   }
 
   /** Adds cache-change handlers; returns the function that removes them. */
   subscribe(handlers: ReflectorHandlers<DeploymentObject>): () => void {
-    return this.#cache.subscribe(handlers);
+    return this.cache.subscribe(handlers);
   }
 
   /** The cached object, if seen. */
   get(ref: ObjectRef): DeploymentObject | undefined {
-    return this.#cache.get(ref.namespace, ref.name);
+    return this.cache.get(ref.namespace, ref.name);
   }
 
   /** Every cached object. */
   list(): DeploymentObject[] {
-    return this.#cache.list();
+    return this.cache.list();
   }
 
   /** The cached objects of one namespace. */
   listNamespace(namespace: string): DeploymentObject[] {
-    return this.#cache.listNamespace(namespace);
+    return this.cache.listNamespace(namespace);
   }
 
   /** GETs the object from the API server; `undefined` when it does not exist. */

@@ -3,8 +3,12 @@
  * namespaces), seen as one cache. Sharding by `--namespaces` needs this: a ServiceAccount allowed
  * in three namespaces cannot list the resource across all of them.
  */
+import type { Logger } from "pino";
+import type { BackoffOptions } from "../runtime/backoff.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { KubeClient } from "./client.ts";
 import type { KubeObject } from "./object.ts";
-import type { Reflector, ReflectorHandlers } from "./reflector.ts";
+import { Reflector, type ReflectorHandlers, type ReflectorOptions } from "./reflector.ts";
 
 /**
  * Which objects an operator instance watches. `namespaces` empty or absent means all namespaces;
@@ -71,5 +75,62 @@ export class ScopedReflectors<T extends KubeObject> {
     return () => {
       for (const u of undo) u();
     };
+  }
+}
+
+/** The watch settings every resource adapter passes to its reflectors. */
+export interface WatchOptions {
+  client: KubeClient;
+  logger?: Logger;
+  clock?: Clock;
+  backoff?: BackoffOptions;
+  /** Server-side watch timeout floor, seconds (tests use a few seconds to exercise restarts). */
+  minWatchTimeoutSeconds?: number;
+}
+
+/** What one adapter's reflectors watch and how they decode it; the rest comes from {@link WatchOptions}. */
+export type ReflectorSpec<T extends KubeObject> = Omit<
+  ReflectorOptions<T>,
+  "client" | "namespace" | keyof WatchOptions
+>;
+
+/**
+ * Base of a resource adapter backed by one reflector per watched namespace (KubeDeployments,
+ * KubeSecrets): builds the {@link ScopedReflectors} from the shared {@link WatchOptions} and the
+ * adapter's {@link ReflectorSpec}, and exposes the manager-facing `synced`, `hasSynced` and `run`.
+ * Subclasses read through `cache`.
+ */
+export abstract class WatchedResource<T extends KubeObject> {
+  protected readonly cache: ScopedReflectors<T>;
+
+  constructor(namespaces: readonly string[] | undefined, options: WatchOptions, spec: ReflectorSpec<T>) {
+    const { client, logger, clock, backoff, minWatchTimeoutSeconds } = options;
+    // Only the settings given: an explicit undefined would hide the reflector's defaults.
+    const shared = {
+      ...(logger ? { logger } : {}),
+      ...(clock ? { clock } : {}),
+      ...(backoff ? { backoff } : {}),
+      ...(minWatchTimeoutSeconds ? { minWatchTimeoutSeconds } : {}),
+    };
+    this.cache = new ScopedReflectors(
+      namespaces,
+      (namespace) =>
+        new Reflector<T>({ ...spec, ...shared, client, ...(namespace !== undefined ? { namespace } : {}) }),
+    );
+  }
+
+  /** Resolves when every watched namespace has been listed once. */
+  get synced(): Promise<void> {
+    return this.cache.synced;
+  }
+
+  /** True when every watched namespace has been listed once. */
+  hasSynced(): boolean {
+    return this.cache.hasSynced();
+  }
+
+  /** Lists and watches until `signal` aborts (a manager runnable). */
+  run(signal: AbortSignal): Promise<void> {
+    return this.cache.run(signal);
   }
 }

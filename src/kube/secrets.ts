@@ -1,18 +1,9 @@
-/**
- * Secrets referenced by Deployment resources, without holding Secret data in memory: a
- * metadata-only list+watch (the API server answers PartialObjectMetadata, never `data`) tells the
- * controller WHICH Secret changed so it can enqueue the resources referencing it; the value itself
- * is read with a GET at reconcile time and not kept.
- */
-import type { Logger } from "pino";
 import { isRecord } from "../json.ts";
-import type { BackoffOptions } from "../runtime/backoff.ts";
-import type { Clock } from "../runtime/clock.ts";
 import type { KubeClient } from "./client.ts";
 import { isNotFound } from "./errors.ts";
 import { isKubeObject, type ObjectRef } from "./object.ts";
-import { collectionPath, Reflector, type ResourceType } from "./reflector.ts";
-import { ScopedReflectors } from "./scope.ts";
+import { collectionPath, type ResourceType } from "./reflector.ts";
+import { WatchedResource, type WatchOptions } from "./scope.ts";
 
 /** The core resource type `secrets`. */
 export const SECRETS: ResourceType = { group: "", version: "v1", plural: "secrets" };
@@ -44,14 +35,9 @@ export type SecretValueResult =
   | { kind: "missing-key"; namespace: string; name: string; key: string };
 
 /** Options of {@link KubeSecrets}. */
-export interface KubeSecretsOptions {
-  client: KubeClient;
+export interface KubeSecretsOptions extends WatchOptions {
   /** Namespaces to watch; empty or absent means all. */
   namespaces?: readonly string[];
-  logger?: Logger;
-  clock?: Clock;
-  backoff?: BackoffOptions;
-  minWatchTimeoutSeconds?: number;
 }
 
 /**
@@ -63,60 +49,32 @@ export interface KubeSecretsOptions {
  * result for a missing Secret or key; it rejects only on other failures, with errors that never
  * contain a value.
  */
-export class KubeSecrets {
+export class KubeSecrets extends WatchedResource<SecretMeta> {
   readonly #client: KubeClient;
-  readonly #cache: ScopedReflectors<SecretMeta>;
 
   constructor(options: KubeSecretsOptions) {
+    super(options.namespaces, options, {
+      resource: SECRETS,
+      decode: decodeSecretMeta,
+      accept: { list: METADATA_LIST_ACCEPT, watch: METADATA_WATCH_ACCEPT },
+    });
     this.#client = options.client;
-    this.#cache = new ScopedReflectors(
-      options.namespaces,
-      (namespace) =>
-        new Reflector<SecretMeta>({
-          client: options.client,
-          resource: SECRETS,
-          decode: decodeSecretMeta,
-          accept: { list: METADATA_LIST_ACCEPT, watch: METADATA_WATCH_ACCEPT },
-          ...(namespace !== undefined ? { namespace } : {}),
-          ...(options.logger ? { logger: options.logger } : {}),
-          ...(options.clock ? { clock: options.clock } : {}),
-          ...(options.backoff ? { backoff: options.backoff } : {}),
-          ...(options.minWatchTimeoutSeconds
-            ? { minWatchTimeoutSeconds: options.minWatchTimeoutSeconds }
-            : {}),
-        }),
-    );
-  }
-
-  /** Resolves when every watched namespace has been listed once. */
-  get synced(): Promise<void> {
-    return this.#cache.synced;
-  }
-
-  /** True when every watched namespace has been listed once. */
-  hasSynced(): boolean {
-    return this.#cache.hasSynced();
-  }
-
-  /** Lists and watches Secret metadata until `signal` aborts. */
-  run(signal: AbortSignal): Promise<void> {
-    return this.#cache.run(signal);
   }
 
   /** Calls `listener` with the reference of each Secret that appears, changes or goes; returns the unsubscribe. */
   onChange(listener: (ref: ObjectRef) => void): () => void {
     const notify = (s: SecretMeta) => listener({ namespace: s.metadata.namespace, name: s.metadata.name });
-    return this.#cache.subscribe({ onAdd: notify, onUpdate: (_old, s) => notify(s), onDelete: notify });
+    return this.cache.subscribe({ onAdd: notify, onUpdate: (_old, s) => notify(s), onDelete: notify });
   }
 
   /** True when the metadata cache has seen the Secret (it may lag the server). */
   has(ref: ObjectRef): boolean {
-    return this.#cache.get(ref.namespace, ref.name) !== undefined;
+    return this.cache.get(ref.namespace, ref.name) !== undefined;
   }
 
   /** The cached metadata of every Secret in scope (identity and resourceVersion only). */
   list(): SecretMeta[] {
-    return this.#cache.list();
+    return this.cache.list();
   }
 
   /** GETs the Secret and returns the UTF-8 decoded value of `key`. */
