@@ -1,7 +1,5 @@
 // The Kubernetes adapters (src/kube/) against the run's real kube-apiserver: the caches the
 // controller is triggered by, the writes it makes, Secrets, Events and the leader Lease.
-import { Writable } from "node:stream";
-import pino, { type Logger } from "pino";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { API_VERSION, KIND } from "../../src/crd/schema.ts";
 import { KubeClient } from "../../src/kube/client.ts";
@@ -14,18 +12,7 @@ import { KubeSecrets, METADATA_LIST_ACCEPT } from "../../src/kube/secrets.ts";
 import type { Clock } from "../../src/runtime/clock.ts";
 import { LeaseConflictError } from "../../src/runtime/leader.ts";
 import { freshNamespace, kubectlOk, testKubeconfigPath, waitFor } from "../support/cluster.ts";
-
-/** A pino logger whose records the test can read. */
-function capturingLogger(): { logger: Logger; messages: () => string[] } {
-  const records: { msg?: string }[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split("\n").filter(Boolean)) records.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { logger: pino({ level: "debug" }, sink), messages: () => records.map((r) => r.msg ?? "") };
-}
+import { capturingLogger } from "../support/logs.ts";
 
 const deploymentYaml = (
   namespace: string,

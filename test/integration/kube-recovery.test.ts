@@ -1,25 +1,13 @@
 // The reflector's recovery from what a real API server does to watchers: a restart that cuts
 // every watch, and resourceVersions that are no longer served (410 Gone) afterwards. This file
 // runs a control plane of its own, because restarting the shared one would disturb other files.
-import { Writable } from "node:stream";
-import pino, { type Logger } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KubeClient } from "../../src/kube/client.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
 import { KubeSecrets } from "../../src/kube/secrets.ts";
 import { ControlPlane } from "../controlplane/harness.ts";
 import { waitFor } from "../support/cluster.ts";
-
-function capturingLogger(): { logger: Logger; messages: () => string[] } {
-  const records: { msg?: string }[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split("\n").filter(Boolean)) records.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { logger: pino({ level: "debug" }, sink), messages: () => records.map((r) => r.msg ?? "") };
-}
+import { capturingLogger } from "../support/logs.ts";
 
 describe("reflector recovery", () => {
   let plane: ControlPlane;

@@ -4,12 +4,11 @@
  * scoped to the test's namespaces, with a logger whose every line is kept for assertions (such
  * as "no secret value is ever logged").
  */
-import { Writable } from "node:stream";
-import pino from "pino";
 import type { ServiceConfig } from "../../src/config.ts";
 import { buildOperator, type Operator, type OperatorConfig } from "../../src/main.ts";
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/server.ts";
 import { freshNamespace, testKubeconfigPath, waitFor } from "./cluster.ts";
+import { LogCapture } from "./logs.ts";
 import { ClusterUser } from "./resources.ts";
 
 /** The API key the test simulator demands; the operator sends it, and it must never be logged. */
@@ -21,40 +20,6 @@ export const FAST_TIMING = { readyAfterMs: 300, revisionActiveAfterMs: 300, dele
 /** Starts a simulator demanding {@link TEST_API_KEY}, with {@link FAST_TIMING} unless told otherwise. */
 export function startTestSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
   return startSimulator({ apiKey: TEST_API_KEY, ...options, timing: { ...FAST_TIMING, ...options.timing } });
-}
-
-/** One captured log line: the raw JSON text and its parsed record. */
-export interface LogLine {
-  text: string;
-  record: { level: number; time: number; msg?: string; [key: string]: unknown };
-}
-
-/** Every line a pino logger wrote, in order. */
-export class LogCapture {
-  readonly lines: LogLine[] = [];
-  readonly logger: pino.Logger;
-
-  constructor(level: pino.Level = "debug") {
-    const sink = new Writable({
-      write: (chunk: Buffer, _encoding, done) => {
-        for (const text of chunk.toString("utf8").split("\n")) {
-          if (text.trim() !== "") this.lines.push({ text, record: JSON.parse(text) });
-        }
-        done();
-      },
-    });
-    this.logger = pino({ level }, sink);
-  }
-
-  /** All lines as one string, to search for what must never appear. */
-  text(): string {
-    return this.lines.map((l) => l.text).join("\n");
-  }
-
-  /** Lines whose message contains `fragment`. */
-  find(fragment: string): LogLine[] {
-    return this.lines.filter((l) => l.record.msg?.includes(fragment));
-  }
 }
 
 /** Leader election for a test instance: a short lease in the test's namespace. */
