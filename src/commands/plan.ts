@@ -16,6 +16,7 @@ import { loadKubeConfig } from "../kube/config.ts";
 import { DEPLOYMENTS, decodeDeployment, KubeDeployments } from "../kube/deployments.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import { listItems } from "../kube/object.ts";
+import { secretsPort } from "../kube/ports.ts";
 import { collectionPath } from "../kube/reflector.ts";
 import { KubeSecrets } from "../kube/secrets.ts";
 import { systemClock } from "../runtime/clock.ts";
@@ -104,7 +105,6 @@ function clusterReader(kubeconfig: string, context: string | undefined): Cluster
   const kube = loadKubeConfig({ kubeconfig, ...(context ? { context } : {}) });
   const client = new KubeClient(kube.config, { userAgent: "dms-operator-plan" });
   const deployments = new KubeDeployments({ client });
-  const secrets = new KubeSecrets({ client });
   return {
     defaultNamespace: kube.namespace ?? "default",
     getResource: async (namespace, name, signal) => {
@@ -124,9 +124,6 @@ function clusterReader(kubeconfig: string, context: string | undefined): Cluster
         throw error;
       }
     },
-    readSecretKey: async (namespace, name, key, signal) => {
-      const read = await secrets.getSecretValue({ namespace, name }, key, signal);
-      return read.kind === "found" ? read.value : undefined;
-    },
+    secrets: secretsPort(new KubeSecrets({ client })),
   };
 }

@@ -6,12 +6,15 @@
  * Talks to the service and the cluster only through ports; writes nothing anywhere.
  */
 import { isServiceError } from "../api/errors.ts";
+import type { ForgeRepo } from "../api/wire.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
-import { type ResolvedGithub, resolveGithub } from "../crd/github.ts";
-import { effectiveName, secretKeyRefs } from "../crd/mapping.ts";
+import type { ResolvedGithub } from "../crd/github.ts";
+import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
+import { type Claimant, claimedName, olderClaimant } from "../reconcile/claims.ts";
+import { RepoListings, readSecrets } from "../reconcile/inputs.ts";
 import { AmbiguousNameError, observe } from "../reconcile/observe.ts";
-import type { DeploymentsPort } from "../reconcile/ports.ts";
+import type { DeploymentsPort, SecretsPort } from "../reconcile/ports.ts";
 import { RemoteSnapshot } from "../reconcile/remote.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { ManifestResource } from "./manifests.ts";
@@ -39,13 +42,8 @@ export interface ClusterReader {
   getResource(namespace: string, name: string, signal: AbortSignal): Promise<LiveResource | undefined>;
   /** Every Deployment resource of the cluster, for name claims; undefined when not allowed to list. */
   listResources(signal: AbortSignal): Promise<LiveResource[] | undefined>;
-  /** The value of `key` of Secret `name`, or undefined when the Secret or the key is missing. */
-  readSecretKey(
-    namespace: string,
-    name: string,
-    key: string,
-    signal: AbortSignal,
-  ): Promise<string | undefined>;
+  /** The cluster's Secrets, read as the controller reads them. */
+  secrets: SecretsPort;
 }
 
 /** Inputs of {@link reviewAll}. */
@@ -56,8 +54,6 @@ export interface ReviewAllOptions {
   clock: Clock;
   signal: AbortSignal;
 }
-
-const keyOf = (namespace: string, name: string) => `${namespace}/${name}`;
 
 /**
  * Reviews every resource, in order. A resource that cannot be planned (a missing Secret, an
@@ -70,17 +66,13 @@ export async function reviewAll(
 ): Promise<ReviewEntry[]> {
   const { service, cluster, signal } = options;
   const snapshot = new RemoteSnapshot(service, options.clock, 0);
+  // The controller's listings and shorthand resolution, kept for the whole run.
+  const repos = new RepoListings(service, options.clock, Number.POSITIVE_INFINITY);
   const listings = new Map<string, Promise<RepoListing>>();
   const listing = (integrationId: string) => {
     let found = listings.get(integrationId);
     if (!found) {
-      found = service.listRepos(integrationId, signal).then(
-        (repos): RepoListing => ({ kind: "listed", repos }),
-        (error: unknown): RepoListing => {
-          if (isServiceError(error, "not_found")) return { kind: "not-found" };
-          throw error;
-        },
-      );
+      found = listingOf(repos.list(integrationId, signal));
       listings.set(integrationId, found);
     }
     return found;
@@ -106,12 +98,22 @@ export async function reviewAll(
     firstClaim.set(name, holder ?? item);
     const nameConflict = holder
       ? `the service name "${name}" is also claimed by ${holder.file}:${holder.line}; the operator would stall one of them (NameConflict)`
-      : claimedInCluster(liveAll, { namespace, name: resource.metadata.name }, name, live);
+      : claimedInCluster(liveAll, {
+          metadata: {
+            namespace,
+            name: resource.metadata.name,
+            // Not applied yet: the newest of all.
+            ...(live?.metadata.creationTimestamp
+              ? { creationTimestamp: live.metadata.creationTimestamp }
+              : {}),
+          },
+          spec: resource.spec,
+        });
 
     const warnings: string[] = [];
     let github: ResolvedGithub | undefined;
     try {
-      github = await resolveShorthand(resource.spec, listing);
+      github = await repos.resolve(resource.spec, signal);
     } catch (error) {
       if (!(error instanceof InvalidSpecError)) throw error;
       entries.push(fail(error.message));
@@ -130,7 +132,9 @@ export async function reviewAll(
       if (warning) warnings.push(warning);
     }
 
-    const secretData = cluster ? await readSecrets(cluster, namespace, resource.spec, signal) : undefined;
+    const secretData = cluster
+      ? (await readSecrets(resource.spec, namespace, cluster.secrets, signal)).data
+      : undefined;
     let found: Awaited<ReturnType<typeof observe>>;
     try {
       found = await observe(
@@ -159,20 +163,15 @@ export async function reviewAll(
   return entries;
 }
 
-async function resolveShorthand(
-  spec: DeploymentSpec,
-  listing: (integrationId: string) => Promise<RepoListing>,
-): Promise<ResolvedGithub | undefined> {
-  if (!spec.github) return undefined;
-  const { integrationId } = spec.github;
-  const found = await listing(integrationId);
-  if (found.kind === "not-found")
-    throw new InvalidSpecError(
-      "spec.github.integrationId",
-      `the service has no GitHub integration ${integrationId}; use the id of an existing forge integration`,
-    );
-  if (found.kind === "failed") throw new InvalidSpecError("spec.github", found.reason);
-  return resolveGithub(spec.github, found.repos);
+/** A listing as the reachability warning reads it: an unknown integration is an answer, not a failure. */
+function listingOf(repos: Promise<ForgeRepo[]>): Promise<RepoListing> {
+  return repos.then(
+    (found): RepoListing => ({ kind: "listed", repos: found }),
+    (error: unknown): RepoListing => {
+      if (isServiceError(error, "not_found")) return { kind: "not-found" };
+      throw error;
+    },
+  );
 }
 
 /** The CRD's immutability rules against the live object: what `kubectl apply` would refuse. */
@@ -186,42 +185,9 @@ function refusedOnApply(live: LiveResource, spec: DeploymentSpec, name: string):
   return undefined;
 }
 
-/** A claim on `name` by an older resource of the cluster (the operator's rule: the older keeps it). */
-function claimedInCluster(
-  all: readonly LiveResource[] | undefined,
-  self: { namespace: string; name: string },
-  name: string,
-  live: LiveResource | undefined,
-): string | undefined {
-  if (!all) return undefined;
-  const selfKey = keyOf(self.namespace, self.name);
-  const created = live?.metadata.creationTimestamp;
-  for (const other of all) {
-    const otherKey = keyOf(other.metadata.namespace ?? "", other.metadata.name);
-    if (otherKey === selfKey || effectiveName(other.spec, other.metadata.name) !== name) continue;
-    const otherCreated = other.metadata.creationTimestamp ?? "";
-    // A resource not yet in the cluster is the newest of all.
-    const older =
-      created === undefined || otherCreated < created || (otherCreated === created && otherKey < selfKey);
-    if (older)
-      return `the service name "${name}" is already claimed by the older resource ${otherKey} in the cluster; the operator would stall this one (NameConflict)`;
-  }
-  return undefined;
-}
-
-/** The referenced keys that exist, by Secret and key; missing ones are left out (the review names them). */
-async function readSecrets(
-  cluster: ClusterReader,
-  namespace: string,
-  spec: DeploymentSpec,
-  signal: AbortSignal,
-): Promise<Record<string, Record<string, string>>> {
-  const data: Record<string, Record<string, string>> = {};
-  for (const { secret, key } of secretKeyRefs(spec)) {
-    const value = await cluster.readSecretKey(namespace, secret, key, signal);
-    if (value === undefined) continue;
-    data[secret] ??= {};
-    data[secret][key] = value;
-  }
-  return data;
+/** A claim on `self`'s service name by an older resource of the cluster (the controller's rule). */
+function claimedInCluster(all: readonly LiveResource[] | undefined, self: Claimant): string | undefined {
+  const holder = all ? olderClaimant(self, all) : undefined;
+  if (!holder) return undefined;
+  return `the service name "${claimedName(self)}" is already claimed by the older resource ${holder.metadata.namespace ?? ""}/${holder.metadata.name} in the cluster; the operator would stall this one (NameConflict)`;
 }

@@ -1,34 +1,47 @@
 /**
  * Which resource owns a service deployment name. Two resources may claim the same name (in one
  * namespace or in two); the older one keeps it and the other stalls, so the service never gets
- * two writers for one deployment.
+ * two writers for one deployment. `plan` applies the same rule to the cluster's resources.
  */
 import { effectiveName } from "../crd/mapping.ts";
-import type { StoredResource } from "./ports.ts";
+import type { DeploymentSpec } from "../crd/schema.ts";
 
-const keyOf = (o: StoredResource) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+/**
+ * What the rule reads of a resource. A {@link StoredResource} is one; so is a resource `plan`
+ * reads from a file, which has no `creationTimestamp` until it is applied.
+ */
+export interface Claimant {
+  metadata: { name: string; namespace?: string; creationTimestamp?: string };
+  spec: DeploymentSpec;
+}
 
-/** True when `a` was created before `b` (ties broken by namespace/name, so the order is total). */
-function olderThan(a: StoredResource, b: StoredResource): boolean {
-  const ta = a.metadata.creationTimestamp ?? "";
-  const tb = b.metadata.creationTimestamp ?? "";
-  if (ta !== tb) return ta < tb;
+const keyOf = (o: Claimant) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+
+/**
+ * True when `a` was created before `b` (ties broken by namespace/name, so the order is total).
+ * A resource without a `creationTimestamp` is not created yet: younger than any that has one.
+ */
+function olderThan(a: Claimant, b: Claimant): boolean {
+  const ta = a.metadata.creationTimestamp;
+  const tb = b.metadata.creationTimestamp;
+  if (ta !== tb) {
+    if (ta === undefined) return false;
+    if (tb === undefined) return true;
+    return ta < tb;
+  }
   return keyOf(a) < keyOf(b);
 }
 
 /** The service name a resource claims. */
-export const claimedName = (o: StoredResource): string => effectiveName(o.spec, o.metadata.name);
+export const claimedName = (o: Claimant): string => effectiveName(o.spec, o.metadata.name);
 
 /**
  * The resource that holds `obj`'s service name before it, if any. Resources being deleted still
  * hold their name until they are gone: their cleanup may still need the deployment.
  */
-export function olderClaimant(
-  obj: StoredResource,
-  all: readonly StoredResource[],
-): StoredResource | undefined {
+export function olderClaimant<T extends Claimant>(obj: Claimant, all: readonly T[]): T | undefined {
   const name = claimedName(obj);
-  let holder: StoredResource | undefined;
+  let holder: T | undefined;
   for (const other of all) {
     if (keyOf(other) === keyOf(obj) || claimedName(other) !== name) continue;
     if (olderThan(other, obj) && (!holder || olderThan(other, holder))) holder = other;
@@ -37,7 +50,7 @@ export function olderClaimant(
 }
 
 /** Keys (`namespace/name`) of the other resources claiming the same service name as `obj`. */
-export function sameNameKeys(obj: StoredResource, all: readonly StoredResource[]): string[] {
+export function sameNameKeys(obj: Claimant, all: readonly Claimant[]): string[] {
   const name = claimedName(obj);
   return all.filter((o) => keyOf(o) !== keyOf(obj) && claimedName(o) === name).map(keyOf);
 }

@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SimulatorSeed } from "../../src/simulator/seed.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
-import { manifestDir, cli as runCli, SECRET_VALUE, SEED } from "../contract/gitops-fixture.ts";
+import { manifestDir, resourceYaml, cli as runCli, SECRET_VALUE, SEED } from "../contract/gitops-fixture.ts";
 import { freshNamespace, kubectlOk, testKubeconfigPath } from "../support/cluster.ts";
 import { startOperator, startTestSimulator, TEST_API_KEY, type TestOperator } from "../support/operator.ts";
 import { ClusterUser } from "../support/resources.ts";
@@ -159,5 +159,26 @@ describe("import → kubectl apply → operator", () => {
       summary: ["secrets: rotated OPENAI_API_KEY"],
     });
     expect(JSON.stringify(rotated.doc)).not.toContain("sk-rotated-in-cluster");
+  });
+
+  it("plan --kubeconfig blocks a new resource claiming a service name an applied one holds", async () => {
+    const other = await freshNamespace("gitops-claim");
+    const copy = resourceYaml(
+      "intake-copy",
+      { name: INTAKE, source: "internal_template" },
+      { namespace: other },
+    );
+    const { code, doc } = await planJson([
+      "-f",
+      await manifestDir({ "copy.yaml": copy }),
+      "--kubeconfig",
+      testKubeconfigPath(),
+    ]);
+    expect(doc.resources).toHaveLength(1);
+    expect(doc.resources[0]?.action).toBe("blocked");
+    expect(JSON.stringify(doc.resources[0])).toContain(
+      `is already claimed by the older resource ${namespace}/${INTAKE} in the cluster`,
+    );
+    expect(code).toBe(1);
   });
 });
