@@ -1,10 +1,11 @@
 // Deleting a resource: Orphan leaves the service's deployment alone and needs no finalizer;
 // Delete calls DELETE, waits until the service no longer has the deployment, and only then
-// removes its finalizer, never anyone else's; a deployment already gone is fine.
+// removes its finalizer, never anyone else's; a deployment already gone is fine; and Delete
+// never deletes a deployment the resource does not own (a name it lost, a foreign source).
 import { afterEach, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { type Scenario, startScenario } from "../support/operator.ts";
-import { hasCondition } from "../support/resources.ts";
+import { conditionOf, hasCondition } from "../support/resources.ts";
 
 const FINALIZER = "dms.dev/finalizer";
 
@@ -92,5 +93,50 @@ describe("controller: deletion", () => {
 
     await s.user.waitFor(s.namespace, "already-gone", (o) => o === undefined, "gone");
     expect(deletes(s)).toEqual({});
+  });
+
+  it("Delete: the loser of a name conflict deletes nothing when it goes", async () => {
+    const s = await startScenario("ctl-del-conflict");
+    running.push(s);
+    await s.user.create(s.namespace, "holder", { ...spec("Delete"), name: "contested" });
+    const holder = await s.user.waitReady(s.namespace, "holder");
+    await s.user.create(s.namespace, "loser", { ...spec("Delete"), name: "contested" });
+    const lost = await s.user.waitFor(
+      s.namespace,
+      "loser",
+      (o) => hasCondition(o, "Stalled", "True", "NameConflict"),
+      "NameConflict",
+    );
+    expect(lost.metadata.finalizers ?? []).not.toContain(FINALIZER);
+
+    await s.user.delete(s.namespace, "loser");
+    await s.user.waitFor(s.namespace, "loser", (o) => o === undefined, "gone");
+
+    expect(deletes(s)).toEqual({});
+    expect(s.sim.store.get(holder.status?.deploymentId ?? "")?.status).toBe("READY");
+  });
+
+  it("Delete: a deployment of another source that carries the name is not adopted, nor deleted", async () => {
+    const foreign = "3c2b1a09-8f7e-4d6c-9b5a-4e3f2a1b0c9d";
+    const s = await startScenario("ctl-del-blocked", {
+      sim: { seed: { deployments: [{ id: foreign, name: "foreign", source: "github" }] } },
+    });
+    running.push(s);
+    await s.user.create(s.namespace, "foreign", spec("Delete"));
+    const blocked = await s.user.waitFor(
+      s.namespace,
+      "foreign",
+      (o) => hasCondition(o, "Stalled", "True", "Immutable"),
+      "Immutable",
+    );
+    expect(conditionOf(blocked, "Synced")?.message).toContain("source");
+    expect(blocked.status?.deploymentId).toBeUndefined();
+    expect((await s.user.events(s.namespace, "foreign")).map((e) => e.reason)).not.toContain("Adopted");
+
+    await s.user.delete(s.namespace, "foreign");
+    await s.user.waitFor(s.namespace, "foreign", (o) => o === undefined, "gone");
+
+    expect(deletes(s)).toEqual({});
+    expect(s.sim.store.get(foreign)).toBeDefined();
   });
 });
