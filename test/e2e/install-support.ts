@@ -125,7 +125,7 @@ export async function startOperatorAs(options: OperatorAsOptions): Promise<Start
       POD_NAME: options.podName,
       DMS_BASE_URL: options.serviceUrl,
       DMS_API_KEY_FILE: keyFile,
-      DMS_POLL_INTERVAL: "300ms",
+      DMS_POLL_INTERVAL: "1s",
     },
   });
   return {

@@ -37,9 +37,13 @@ describe("Deployment CRD: accepted input", () => {
   const samples = readdirSync(join(ROOT, "manifests", "samples")).filter((f) => f !== "kustomization.yaml");
 
   it.each(samples)("accepts the sample %s", async (file) => {
-    const result = await kubectl(["apply", "-n", namespace, "-f", join(ROOT, "manifests", "samples", file)]);
+    const path = join(ROOT, "manifests", "samples", file);
+    const result = await kubectl(["apply", "-n", namespace, "-f", path]);
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
+    // The samples' service names are claimed cluster-wide: leaving them would make every later
+    // test that applies the samples lose a name conflict to these.
+    await kubectlOk(["delete", "-n", namespace, "-f", path, "--wait=false"]);
   });
 
   it("fills the policy defaults", async () => {
