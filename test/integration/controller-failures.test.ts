@@ -1,7 +1,8 @@
 // Failures of the service as the user sees them: a rejected request (422) is reported with the
 // service's detail and not retried until the spec changes; 429 waits out Retry-After; 5xx and
 // timeouts are retried with a backoff that keeps the request count bounded, and heal by
-// themselves once the service recovers.
+// themselves once the service recovers; a 409 that persists is reported, not retried silently;
+// an operator stopped mid-reconcile blames nothing on the resource.
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
@@ -168,5 +169,55 @@ describe("controller: service failures", () => {
     s.sim.faults.clear();
     await s.user.waitReady(s.namespace, "slow", 30_000);
     expect(s.sim.store.list().filter((d) => d.name === "slow")).toHaveLength(1);
+  });
+
+  it("409 on every PATCH: reported with the service's detail and retried until it clears", async () => {
+    const s = await startScenario("ctl-409");
+    running.push(s);
+    await s.user.create(s.namespace, "contended", spec);
+    await s.user.waitReady(s.namespace, "contended");
+    s.sim.faults.set({ script: [{ route: PATCH, count: 1_000, status: 409 }] });
+
+    await s.user.patch(s.namespace, "contended", scaleTo(5));
+
+    const failing = await s.user.waitFor(
+      s.namespace,
+      "contended",
+      (o) => hasCondition(o, "Synced", "False", "ReconcileError"),
+      "ReconcileError",
+    );
+    expect(conditionOf(failing, "Synced")?.message).toContain(`${PATCH} answered 409`);
+    expect(hasCondition(failing, "Reconciling", "True", "ReconcileError")).toBe(true);
+    expect((await s.user.waitForEvent(s.namespace, "contended", "ReconcileError")).type).toBe("Warning");
+
+    s.sim.faults.clear();
+    await s.user.waitFor(
+      s.namespace,
+      "contended",
+      (o) => o?.status?.observedGeneration === 2 && hasCondition(o, "Synced", "True"),
+      "applied once the conflict cleared",
+      30_000,
+    );
+  });
+
+  it("stopped mid-reconcile: no failure is reported on the resource", async () => {
+    // Every lookup takes 3 s; the stop abandons the one in flight at once.
+    const s = await startScenario("ctl-halt", { op: { shutdownTimeoutMs: 1 } });
+    running.push(s);
+    await s.op.started();
+    s.sim.faults.set({ latency: [{ ms: 3_000, route: "GET /v2/deployments" }] });
+    await s.user.create(s.namespace, "interrupted", spec);
+    await sleep(1_500); // the watch brings it in and its lookup is held
+    await s.op.stop();
+    // The abandoned reconcile settles after the stop returned (its deadline passed).
+    await waitFor(() => s.op.logs.find("reconcile abandoned").length === 1 || undefined, {
+      description: "the reconcile abandoned",
+    });
+    await sleep(500);
+
+    const events = await s.user.events(s.namespace, "interrupted");
+    expect(events.filter((e) => e.type === "Warning")).toEqual([]);
+    const obj = await s.user.get(s.namespace, "interrupted");
+    expect(hasCondition(obj, "Synced", "False")).toBe(false);
   });
 });
