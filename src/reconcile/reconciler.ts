@@ -16,6 +16,7 @@ import { isPaused, reconcileInterval, reconcileRequestedAt } from "./annotations
 import { claimedName, olderClaimant } from "./claims.ts";
 import { failureOf } from "./failures.ts";
 import { type ReadSecrets, RepoListings, readSecrets } from "./inputs.ts";
+import { lastAppliedFor } from "./last-applied.ts";
 import {
   adoptedNote,
   createdNote,
@@ -28,7 +29,6 @@ import { observe } from "./observe.ts";
 import { type CreatePlan, plan } from "./plan.ts";
 import type { DeploymentsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { RemoteSnapshot } from "./remote.ts";
-import { hashSecrets } from "./secrets.ts";
 import {
   CONDITION,
   formatTime,
@@ -131,10 +131,8 @@ export class DeploymentReconciler {
     // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
     if (found.deployment && status.createRequestedAt) record.createRequestedAt = null;
     const observeOnly = run.obj.spec.managementPolicy === "ObserveOnly";
-    // ObserveOnly never sent the secrets: where the service masks values it can compare names
-    // only, as if the desired values were the ones applied.
-    const applied = observeOnly && desired.secrets ? hashSecrets(desired.secrets) : status.appliedSecretsHash;
-    const decision = plan(desired, found.deployment ?? undefined, applied ? { secretsHash: applied } : {});
+    const lastApplied = lastAppliedFor(run.obj.spec, desired, status.appliedSecretsHash);
+    const decision = plan(desired, found.deployment ?? undefined, lastApplied);
 
     if (observeOnly) {
       const drift = observedDrift(desired.name, found.deployment, decision);
