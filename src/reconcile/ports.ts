@@ -28,19 +28,12 @@ export interface ResourceRef {
   name: string;
 }
 
-/** A Deployment resource as read from the API server (metadata always present). */
+/**
+ * A Deployment resource as read from the API server: the schema's metadata, with the name and
+ * resourceVersion the server always sets.
+ */
 export type StoredResource = DeploymentResource & {
-  metadata: {
-    name: string;
-    namespace?: string;
-    uid?: string;
-    resourceVersion: string;
-    generation?: number;
-    creationTimestamp?: string;
-    deletionTimestamp?: string;
-    finalizers?: string[];
-    annotations?: Record<string, string>;
-  };
+  metadata: NonNullable<DeploymentResource["metadata"]> & { name: string; resourceVersion: string };
 };
 
 /**
