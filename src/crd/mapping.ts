@@ -14,7 +14,7 @@ import {
   type SourceConfigRequest,
   type SourceRevisionConfigRequest,
 } from "../api/wire.ts";
-import { isPlainObject } from "../reconcile/diff.ts";
+import { isRecord } from "../json.ts";
 import type { SecretValue } from "../reconcile/secrets.ts";
 import { InvalidSpecError, type MissingSecretKey, SecretNotFoundError } from "./errors.ts";
 import { RESOURCE_SPEC_FIELDS, SOURCE_CONFIG_SCALARS, SOURCE_REVISION_FIELDS } from "./fields.ts";
@@ -223,7 +223,7 @@ export function specFromDeployment(deployment: Deployment, options: ImportOption
 type SpecResourceSpec = NonNullable<NonNullable<DeploymentSpec["sourceConfig"]>["resourceSpec"]>;
 
 function resourceSpecToSpec(wire: ResourceSpec | null | undefined): SpecResourceSpec | undefined {
-  if (!isPlainObject(wire)) return undefined;
+  if (!isRecord(wire)) return undefined;
   const out: Record<string, unknown> = {};
   const source: Record<string, unknown> = wire;
   for (const [specKey, wireKey] of RESOURCE_SPEC_FIELDS) {

@@ -4,8 +4,10 @@
  * reported with the file, line and column of the node it concerns. Documents of other kinds
  * (a Secret, an `apps/v1` Deployment, a Kustomization) are skipped. Pure: text in, data out.
  */
+
 import { isNode, LineCounter, type Node, parseAllDocuments } from "yaml";
 import { API_VERSION, type DeploymentResource, GROUP, KIND } from "../crd/schema.ts";
+import { isRecord } from "../json.ts";
 import { type DocPath, validateResource } from "./validate.ts";
 
 /** A problem in a manifest file, at a 1-based line and column. */
@@ -28,9 +30,6 @@ export interface ParsedManifests {
   resources: ManifestResource[];
   problems: ManifestProblem[];
 }
-
-const isRecord = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
  * Parses `text` (the content of `file`) and returns its valid Deployment resources and the

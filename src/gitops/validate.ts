@@ -4,10 +4,12 @@
  * default strict validation refuses them), and the CRD's CEL rules that need no previous object
  * (the immutability rules need the live object; `plan` checks those separately). Pure.
  */
+
 import { KindGuard, type TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { ORDERED_PAIRS } from "../crd/resource-spec-schema.ts";
 import { DeploymentResourceSchema, DeploymentSpecSchema } from "../crd/schema.ts";
+import { isRecord } from "../json.ts";
 import { isObjectName } from "./names.ts";
 
 /** A path into the document: object keys and list indexes. */
@@ -25,9 +27,6 @@ export function showPath(path: DocPath): string {
   for (const part of path) out += typeof part === "number" ? `[${part}]` : out === "" ? part : `.${part}`;
   return out === "" ? "(document)" : out;
 }
-
-const isRecord = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
  * Every violation of `value` as a Deployment resource, in document order of discovery: schema

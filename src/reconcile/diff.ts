@@ -5,6 +5,7 @@
  * numerically (`1` and `1.0` are the same number), objects by their keys whatever the key order,
  * lists element by element in order (a Kubernetes list such as `env` is ordered).
  */
+import { isRecord } from "../json.ts";
 
 /**
  * True when `a` and `b` are the same JSON value. `undefined` and `null` are both "absent" at the
@@ -18,18 +19,13 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
     return a.every((item, i) => jsonEqual(item, b[i]));
   }
-  if (isPlainObject(a) && isPlainObject(b)) {
+  if (isRecord(a) && isRecord(b)) {
     const keysA = definedKeys(a);
     const keysB = definedKeys(b);
     if (keysA.length !== keysB.length) return false;
     return keysA.every((key) => Object.hasOwn(b, key) && jsonEqual(a[key], b[key]));
   }
   return false;
-}
-
-/** True for a non-null, non-array object. */
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function definedKeys(value: Record<string, unknown>): string[] {

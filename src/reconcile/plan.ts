@@ -23,7 +23,8 @@ import {
   specPath,
 } from "../crd/fields.ts";
 import type { DesiredDeployment } from "../crd/mapping.ts";
-import { cloneJson, displayValue, isPlainObject, jsonEqual } from "./diff.ts";
+import { isRecord } from "../json.ts";
+import { cloneJson, displayValue, jsonEqual } from "./diff.ts";
 import { planSecrets } from "./secrets.ts";
 
 /** What the planner remembers from the last successful apply (from the resource's status). */
@@ -241,8 +242,8 @@ function diffResourceSpec(
   remoteSpec: unknown,
   changes: FieldChange[],
 ): SourceConfigRequest["resource_spec"] {
-  if (!isPlainObject(desired)) return undefined;
-  const remote = isPlainObject(remoteSpec) ? remoteSpec : {};
+  if (!isRecord(desired)) return undefined;
+  const remote = isRecord(remoteSpec) ? remoteSpec : {};
   let changed = false;
   for (const key of orderedKeys(Object.keys(desired), RESOURCE_SPEC_FIELDS)) {
     if (absent(desired[key]) || same(desired[key], remote[key])) continue;
