@@ -55,6 +55,11 @@ export interface OperatorConfig {
   pollMs: number;
   /** How long a missing listing after a create is blamed on lag (see the reconciler). */
   createGraceMs: number;
+  /**
+   * Longest one reconcile may run before its signal aborts; the failure is then reported on the
+   * resource. Must exceed `service.timeoutMs`, so a hung call fails (and is reported) first.
+   */
+  reconcileTimeoutMs: number;
 }
 
 /** The wired operator: start the manager with a signal; the parts are exposed for tests. */
@@ -125,6 +130,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     reconcile: reconciler.reconcile,
     concurrency: config.concurrency,
     resyncMs: 0,
+    reconcileTimeoutMs: config.reconcileTimeoutMs,
     listKeys: () => deployments.list().map((o) => objectKey(refOf(o))),
     clock,
     metrics: metrics.controllerHooks("deployment"),

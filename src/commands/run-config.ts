@@ -31,6 +31,7 @@ export const RUN_ENV = {
   shutdownTimeout: "DMS_SHUTDOWN_TIMEOUT",
   pollInterval: "DMS_POLL_INTERVAL",
   createGrace: "DMS_CREATE_GRACE",
+  reconcileTimeout: "DMS_RECONCILE_TIMEOUT",
 } as const;
 
 /** `run` flags as commander parses them. */
@@ -53,12 +54,16 @@ export interface RunFlags extends ServiceFlags {
   shutdownTimeout?: string;
   pollInterval?: string;
   createGrace?: string;
+  reconcileTimeout?: string;
 }
 
 /** Lowest `--poll-interval`, in ms. */
 export const MIN_POLL_MS = 1_000;
 /** Lowest `--create-grace`, in ms (it must also be at least the poll interval). */
 export const MIN_CREATE_GRACE_MS = 5_000;
+
+/** Lowest `--reconcile-timeout`, in ms (it must also exceed the service request timeout). */
+export const MIN_RECONCILE_TIMEOUT_MS = 5_000;
 
 /** Accepted `--log-level` values. */
 export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
@@ -116,6 +121,16 @@ export function runConfigFrom(
       `${graceWhere}: must be at least 5s and at least the poll interval (${pick("pollInterval") ?? "5s"})`,
     );
 
+  // A reconcile cut off while its one service call is still within the request timeout could
+  // never report that call's failure: the call must be able to end before the reconcile does.
+  const timeoutWhere = label("reconcileTimeout", "--reconcile-timeout");
+  const reconcileTimeoutMs = duration(pick("reconcileTimeout"), 120_000, timeoutWhere, "2m");
+  const requestTimeoutMs = service.ok ? service.config.timeoutMs : 0;
+  if (reconcileTimeoutMs < MIN_RECONCILE_TIMEOUT_MS || reconcileTimeoutMs <= requestTimeoutMs)
+    problems.push(
+      `${timeoutWhere}: must be at least 5s and more than the service request timeout (--timeout-ms ${requestTimeoutMs})`,
+    );
+
   const metricsBindAddress = pick("metricsBindAddress") ?? ":8080";
   const healthProbeBindAddress = pick("healthProbeBindAddress") ?? ":8081";
   for (const [key, flag, value] of [
@@ -162,6 +177,7 @@ export function runConfigFrom(
     ),
     pollMs,
     createGraceMs,
+    reconcileTimeoutMs,
     logLevel,
   };
   return problems.length > 0 ? { ok: false, problems } : { ok: true, config };

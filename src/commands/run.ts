@@ -71,6 +71,10 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
       "--create-grace <duration>",
       `how long to wait for a created deployment to be listed before creating again (default 60s) ${env("createGrace")}`,
     )
+    .option(
+      "--reconcile-timeout <duration>",
+      `longest one reconcile may run; more than --timeout-ms (default 2m) ${env("reconcileTimeout")}`,
+    )
     .action(async (flags: RunFlags) => {
       const result = runConfigFrom(flags, ctx.env);
       if (!result.ok) throw new UsageError(result.problems);

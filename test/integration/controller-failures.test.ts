@@ -1,8 +1,9 @@
 // Failures of the service as the user sees them: a rejected request (422) is reported with the
 // service's detail and not retried until the spec changes; 429 waits out Retry-After; 5xx and
-// timeouts are retried with a backoff that keeps the request count bounded, and heal by
-// themselves once the service recovers; a 409 that persists is reported, not retried silently;
-// an operator stopped mid-reconcile blames nothing on the resource.
+// timeouts (a request's, or the whole reconcile's) are retried with a backoff that keeps the
+// request count bounded, and heal by themselves once the service recovers; a 409 that persists
+// is reported, not retried silently; an operator stopped mid-reconcile blames nothing on the
+// resource.
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
@@ -169,6 +170,36 @@ describe("controller: service failures", () => {
     s.sim.faults.clear();
     await s.user.waitReady(s.namespace, "slow", 30_000);
     expect(s.sim.store.list().filter((d) => d.name === "slow")).toHaveLength(1);
+  });
+
+  it("reconcile timeout: a call hung past it is reported as timed out, healed after", async () => {
+    // The request timeout (10 s) outlasts the reconcile's (2 s): the reconcile's own deadline is
+    // what cuts the hung lookup, and its failure must still reach the resource.
+    const s = await startScenario("ctl-rtimeout", {
+      op: { reconcileTimeoutMs: 2_000, service: { timeoutMs: 10_000 } },
+    });
+    running.push(s);
+    await s.op.started();
+    s.sim.faults.set({ latency: [{ ms: 6_000, route: "GET /v2/deployments" }] });
+    await s.user.create(s.namespace, "hung", spec);
+
+    const failing = await s.user.waitFor(
+      s.namespace,
+      "hung",
+      (o) => hasCondition(o, "Synced", "False", "ReconcileError"),
+      "ReconcileError",
+      20_000,
+    );
+    const limit = `reconcile of ${s.namespace}/hung exceeded 2000 ms`;
+    expect(conditionOf(failing, "Synced")?.message).toBe(limit);
+    expect(hasCondition(failing, "Reconciling", "True", "ReconcileError")).toBe(true);
+    const warning = await s.user.waitForEvent(s.namespace, "hung", "ReconcileError");
+    expect(warning.type).toBe("Warning");
+    expect(warning.note).toBe(limit);
+
+    s.sim.faults.clear();
+    await s.user.waitReady(s.namespace, "hung", 30_000);
+    expect(s.sim.store.list().filter((d) => d.name === "hung")).toHaveLength(1);
   });
 
   it("409 on every PATCH: reported with the service's detail and retried until it clears", async () => {

@@ -51,6 +51,8 @@ export interface TestOperatorOptions {
   service?: Partial<ServiceConfig>;
   /** Default 10 s; a tiny value makes `stop()` abandon in-flight work, as a killed process would. */
   shutdownTimeoutMs?: number;
+  /** Longest one reconcile may run. Default 120 s (the production default). */
+  reconcileTimeoutMs?: number;
   /** Shared with another instance to compare their lines; default a capture of its own. */
   logs?: LogCapture;
   /** Serve /metrics and the probes on loopback ports of the system's choosing. Default off. */
@@ -105,6 +107,7 @@ export function testOperatorConfig(options: TestOperatorOptions): OperatorConfig
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? 10_000,
     pollMs: options.pollMs ?? 200,
     createGraceMs: options.createGraceMs ?? 15_000,
+    reconcileTimeoutMs: options.reconcileTimeoutMs ?? 120_000,
   };
 }
 

@@ -87,3 +87,38 @@ describe("runConfigFrom shared parsing", () => {
     });
   });
 });
+
+describe("runConfigFrom reconcile timeout", () => {
+  const problemsOf = (result: ReturnType<typeof runConfigFrom>) => (result.ok ? [] : result.problems);
+
+  it("defaults to 2m and reads the flag before DMS_RECONCILE_TIMEOUT", () => {
+    expect(runConfigFrom(base, {})).toMatchObject({ ok: true, config: { reconcileTimeoutMs: 120_000 } });
+    expect(runConfigFrom(base, { DMS_RECONCILE_TIMEOUT: "30s" })).toMatchObject({
+      ok: true,
+      config: { reconcileTimeoutMs: 30_000 },
+    });
+    expect(
+      runConfigFrom({ ...base, reconcileTimeout: "45s" }, { DMS_RECONCILE_TIMEOUT: "30s" }),
+    ).toMatchObject({ ok: true, config: { reconcileTimeoutMs: 45_000 } });
+  });
+
+  it("refuses a timeout under 5s or not above the request timeout, naming the flag and its variable", () => {
+    const problem =
+      "--reconcile-timeout / DMS_RECONCILE_TIMEOUT: must be at least 5s and more than the service request timeout (--timeout-ms 10000)";
+    expect(problemsOf(runConfigFrom({ ...base, reconcileTimeout: "4s" }, {}))).toEqual([problem]);
+    expect(problemsOf(runConfigFrom(base, { DMS_RECONCILE_TIMEOUT: "10s" }))).toEqual([problem]);
+    expect(problemsOf(runConfigFrom({ ...base, timeoutMs: "20000", reconcileTimeout: "15s" }, {}))).toEqual([
+      problem.replace("10000", "20000"),
+    ]);
+    expect(problemsOf(runConfigFrom({ ...base, reconcileTimeout: "soon" }, {}))).toContain(
+      '--reconcile-timeout / DMS_RECONCILE_TIMEOUT: "soon" is not a duration; use e.g. 2m',
+    );
+  });
+
+  it("accepts 5s when the request timeout is shorter", () => {
+    expect(runConfigFrom({ ...base, timeoutMs: "2000", reconcileTimeout: "5s" }, {})).toMatchObject({
+      ok: true,
+      config: { reconcileTimeoutMs: 5_000 },
+    });
+  });
+});
