@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import type { Deployment } from "../api/wire.ts";
 import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
-import { FINALIZER } from "../crd/schema.ts";
+import { type DeploymentResourceStatus, FINALIZER } from "../crd/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
 import { isPaused, reconcileInterval, reconcileRequestedAt } from "./annotations.ts";
@@ -125,7 +125,7 @@ export class DeploymentReconciler {
     const live =
       status.observedGeneration !== run.obj.metadata.generation ||
       record.lastHandledReconcileAt !== (status.lastHandledReconcileAt ?? null) ||
-      (status.conditions ?? []).some((c) => c.type === CONDITION.Reconciling && c.status === "True");
+      isReconciling(status);
     const target = { deploymentId: status.deploymentId, name: desired.name, live };
     const found = await observe(this.#o.service, this.#o.snapshot, target, signal);
     // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
@@ -217,8 +217,7 @@ export class DeploymentReconciler {
   async #finalize(run: Run, signal: AbortSignal): Promise<ReconcileResult> {
     const { obj } = run;
     if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) return { gone: true };
-    const cleanUp = obj.spec.deletionPolicy === "Delete" && obj.spec.managementPolicy !== "ObserveOnly";
-    if (cleanUp && !olderClaimant(obj, this.#o.resources.list())) {
+    if (cleansUpOnDelete(obj) && !olderClaimant(obj, this.#o.resources.list())) {
       const found = await this.#owned(obj, signal);
       if (found.deployment) {
         if (found.deployment.status !== "AWAITING_DELETE") {
@@ -250,7 +249,7 @@ export class DeploymentReconciler {
 
   /** The finalizer is present exactly while a delete must clean up the service. */
   async #syncFinalizer(obj: StoredResource, signal: AbortSignal): Promise<StoredResource> {
-    const wanted = obj.spec.deletionPolicy === "Delete" && obj.spec.managementPolicy !== "ObserveOnly";
+    const wanted = cleansUpOnDelete(obj);
     const has = (obj.metadata.finalizers ?? []).includes(FINALIZER);
     if (wanted && !has) return this.#o.resources.addFinalizer(obj, FINALIZER, signal);
     if (!wanted && has) return this.#o.resources.removeFinalizer(obj, FINALIZER, signal);
@@ -281,8 +280,7 @@ export class DeploymentReconciler {
       await this.#o.resources.patchStatus(refOf(run.obj), next, signal);
       run.log.debug({ sync: sync.kind }, "status written");
     }
-    const reconciling = next.conditions?.some((c) => c.type === CONDITION.Reconciling && c.status === "True");
-    if (reconciling && sync.kind !== "failed") return { requeueAfterMs: this.#o.pollMs };
+    if (isReconciling(next) && sync.kind !== "failed") return { requeueAfterMs: this.#o.pollMs };
     const interval = reconcileInterval(run.obj);
     return interval ? { resyncIntervalMs: interval } : {};
   }
@@ -328,6 +326,16 @@ export class DeploymentReconciler {
   #event(run: Run, type: "Normal" | "Warning", reason: string, note: string): void {
     this.#o.events.record(run.obj, { type, reason, action: "Reconcile", note });
   }
+}
+
+/** Whether deleting `obj` must delete its service deployment (and so it carries the finalizer). */
+function cleansUpOnDelete(obj: StoredResource): boolean {
+  return obj.spec.deletionPolicy === "Delete" && obj.spec.managementPolicy !== "ObserveOnly";
+}
+
+/** Whether the status says work is in progress (creation, rollout, deletion, a retry). */
+function isReconciling(status: DeploymentResourceStatus): boolean {
+  return (status.conditions ?? []).some((c) => c.type === CONDITION.Reconciling && c.status === "True");
 }
 
 function refOf(obj: StoredResource) {
