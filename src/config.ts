@@ -4,6 +4,7 @@
  * line naming the flag and the variable and saying how to fix it. Nothing here exits or logs.
  */
 import { readFileSync } from "node:fs";
+import type { TransportSettings } from "./api/transport.ts";
 
 /** Environment variables as `process.env` holds them. */
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -45,18 +46,17 @@ export interface ServiceFlags {
  * How to reach the service. Assignable to `ServiceClientOptions`.
  * Holds the API key: log it only through {@link describeServiceConfig}.
  */
-export interface ServiceConfig {
-  baseUrl: string;
-  apiKey: string | undefined;
-  tenantId: string | undefined;
-  apiKeyHeader: string;
-  tenantHeader: string;
-  insecureSkipTlsVerify: boolean;
-  timeoutMs: number;
-  retries: number;
-  qps: number;
-  burst: number;
-}
+export type ServiceConfig = Pick<
+  TransportSettings,
+  | "baseUrl"
+  | "apiKey"
+  | "tenantId"
+  | "apiKeyHeader"
+  | "tenantHeader"
+  | "insecureSkipTlsVerify"
+  | "timeoutMs"
+  | "retries"
+> & { qps: number; burst: number };
 
 /** Reads a whole text file; injected so tests need no files when they do not want them. */
 export type ReadTextFile = (path: string) => string;
