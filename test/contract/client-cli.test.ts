@@ -11,27 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import type { SimulatorSeed } from "../../src/simulator/seed.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+import { BASE_SEED, INTEGRATION } from "./seed-fixtures.ts";
 
 const CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
 const KEY = "cli-test-key-5b1e";
-const INTEGRATION = "6f1c1d2e-0000-4000-8000-000000000001";
 
 const SEED: SimulatorSeed = {
-  providers: [
-    {
-      id: "0f6e1c2a-8b7d-4e3f-a1b2-c3d4e5f60718",
-      provider_id: "github",
-      name: "GitHub",
-      client_id: "Iv1.abc",
-      auth_url: "https://github.com/login/oauth/authorize",
-      token_url: "https://github.com/login/oauth/access_token",
-      uses_pkce: false,
-      code_challenge_method: null,
-    },
-  ],
-  integrations: [
-    { id: INTEGRATION, repos: [{ id: 7, owner: "acme", name: "support-agent", default_branch: "main" }] },
-  ],
+  ...BASE_SEED,
   deployments: [
     {
       name: "support-agent",

@@ -8,9 +8,9 @@ import type { ServiceError } from "../../src/api/errors.ts";
 import type { CreateDeploymentBody, DeploymentFilters } from "../../src/api/wire.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { ManualClock } from "./client-fake-service.ts";
+import { BASE_SEED, INTEGRATION } from "./seed-fixtures.ts";
 
 const KEY = "sim-key-0123456789";
-const INTEGRATION = "6f1c1d2e-0000-4000-8000-000000000001";
 const SEEDED = {
   prod: "a0000000-0000-4000-8000-000000000001",
   dev: "a0000000-0000-4000-8000-000000000002",
@@ -43,21 +43,7 @@ beforeAll(async () => {
     apiKey: KEY,
     timing: { readyAfterMs: 0, revisionActiveAfterMs: 0, deleteAfterMs: 0 },
     seed: {
-      providers: [
-        {
-          id: "0f6e1c2a-8b7d-4e3f-a1b2-c3d4e5f60718",
-          provider_id: "github",
-          name: "GitHub",
-          client_id: "Iv1.abc",
-          auth_url: "https://github.com/login/oauth/authorize",
-          token_url: "https://github.com/login/oauth/access_token",
-          uses_pkce: false,
-          code_challenge_method: null,
-        },
-      ],
-      integrations: [
-        { id: INTEGRATION, repos: [{ id: 1, owner: "acme", name: "support-agent", default_branch: "main" }] },
-      ],
+      ...BASE_SEED,
       deployments: [
         {
           id: SEEDED.prod,
