@@ -156,7 +156,8 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
       if (!deployments.hasSynced() || !secrets.hasSynced()) throw new Error("caches not synced yet");
     },
   });
-  health.addReadinessCheck(serviceReachable(client, clock));
+  // The service's reachability is not the operator's health: an outage there is reported on the
+  // resources (ServiceUnavailable, Unauthorized), never by making every replica NotReady.
 
   const manager = new Manager({
     ...(config.leaderElection.enabled
@@ -266,25 +267,6 @@ function elector(
     logger,
     onLeadingChange: (leading) => metrics.setLeader(le.name, leading),
   });
-}
-
-/** The service answers an authenticated call (the OAuth provider listing), checked at most every 10 s. */
-function serviceReachable(client: ServiceClient, clock: Clock) {
-  let last: { at: number; error?: Error } | undefined;
-  return {
-    name: "service",
-    check: async (signal: AbortSignal) => {
-      if (!last || clock.now() - last.at > 10_000) {
-        try {
-          await client.listProviders({ signal });
-          last = { at: clock.now() };
-        } catch (error) {
-          last = { at: clock.now(), error: error instanceof Error ? error : new Error(String(error)) };
-        }
-      }
-      if (last.error) throw last.error;
-    },
-  };
 }
 
 function runnable(
