@@ -320,7 +320,8 @@ describe("loadKubeConfig reads kubeconfig credentials without client-node", () =
     const options = await httpsOptions(loadKubeConfig({ kubeconfig: path }, { env: {} }));
     expect(options.headers).toMatchObject({ Authorization: "Bearer from-exec-plugin" });
     expect(options.ca?.toString()).toBe("CA PEM");
-  });
+    // Importing client-node and running a plugin process take seconds on a loaded machine.
+  }, 60_000);
 });
 
 function oneContext() {
