@@ -23,6 +23,7 @@ function heldListings() {
     patch: unused,
     delete: unused,
     listRepos: unused,
+    getRevision: unused,
   };
   const snapshot = new RemoteSnapshot(port, systemClock, 60_000);
   return { snapshot, pending };
