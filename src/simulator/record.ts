@@ -4,16 +4,17 @@
  * so no deployment owns a timer; the rendered JSON is cached until the next transition.
  */
 import { createHash } from "node:crypto";
-import type {
-  Deployment,
-  DeploymentSource,
-  DeploymentType,
-  Revision,
-  RevisionSource,
-  RevisionStatus,
-  SecretReference,
-  SourceConfig,
-  SourceRevisionConfig,
+import {
+  type Deployment,
+  type DeploymentSource,
+  type DeploymentType,
+  REVISION_STATUSES,
+  type Revision,
+  type RevisionSource,
+  type RevisionStatus,
+  type SecretReference,
+  type SourceConfig,
+  type SourceRevisionConfig,
 } from "../api/wire.ts";
 import { isRecord } from "../json.ts";
 
@@ -176,14 +177,11 @@ function merge(base: unknown, extra: unknown): unknown {
 }
 
 // The phases of a revision, spread evenly over `revisionActiveAfterMs`.
-const PHASES: readonly RevisionStatus[] = [
-  "CREATING",
-  "QUEUED",
-  "AWAITING_BUILD",
-  "BUILDING",
-  "AWAITING_DEPLOY",
-  "DEPLOYING",
-];
+// CREATING, QUEUED, AWAITING_BUILD, BUILDING, AWAITING_DEPLOY, DEPLOYING.
+const PHASES: readonly RevisionStatus[] = REVISION_STATUSES.slice(
+  0,
+  REVISION_STATUSES.indexOf("CREATE_FAILED"),
+);
 // The phase after which a failure shows: creation fails after CREATING, a build after BUILDING,
 // a deploy after DEPLOYING.
 const FAILS_AFTER: Record<RevisionFailure, { phase: number; status: RevisionStatus }> = {
