@@ -1,0 +1,91 @@
+/**
+ * Outside views of a running process and of servers, for benchmarks that must not rely on what
+ * the measured program says about itself: memory and CPU time from /proc, and Prometheus text
+ * scraped over HTTP(S).
+ */
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { type RequestOptions, request } from "node:https";
+
+/** Resident memory of `pid` now and its peak (VmHWM), in MiB, from /proc/<pid>/status. */
+export function memoryMiB(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = (field: string) => {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status);
+    if (match === null) throw new Error(`/proc/${pid}/status has no ${field}`);
+    return Number(match[1]);
+  };
+  return { rss: kib("VmRSS") / 1024, peak: kib("VmHWM") / 1024 };
+}
+
+// Clock ticks per second of /proc/<pid>/stat (USER_HZ; 100 on every Linux we know, but ask).
+let ticksPerSecond: number | undefined;
+
+/** CPU seconds `pid` has used so far, user plus system (utime + stime of /proc/<pid>/stat). */
+export function cpuSeconds(pid: number): number {
+  ticksPerSecond ??= Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command name, which is in parentheses and may itself contain spaces.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // utime and stime are fields 14 and 15 of the line; the slice starts at field 3 (state).
+  return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
+}
+
+/** One sample of a Prometheus text exposition. */
+export interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/;
+const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+
+/** The samples of a Prometheus text exposition named `name` (every sample when not given). */
+export function parseSamples(text: string, name?: string): Sample[] {
+  const samples: Sample[] = [];
+  for (const line of text.split("\n")) {
+    if (line.startsWith("#") || (name !== undefined && !line.startsWith(name))) continue;
+    const match = SAMPLE.exec(line);
+    if (match === null || (name !== undefined && match[1] !== name)) continue;
+    const labels: Record<string, string> = {};
+    for (const [, key, value] of (match[2] ?? "").matchAll(LABEL)) labels[key ?? ""] = value ?? "";
+    samples.push({ name: match[1] ?? "", labels, value: Number(match[3]) });
+  }
+  return samples;
+}
+
+/** Sum of the samples' values that `where` accepts. */
+export function sumOf(
+  samples: readonly Sample[],
+  where: (labels: Record<string, string>) => boolean = () => true,
+) {
+  return samples.reduce((sum, s) => (where(s.labels) ? sum + s.value : sum), 0);
+}
+
+/** The body of an HTTPS GET with `options` (CA, bearer token) applied; rejects unless 200. */
+export function httpsText(url: string, options: RequestOptions, timeoutMs = 30_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { ...options, method: "GET", timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => {
+        const body = Buffer.concat(chunks).toString("utf8");
+        if (res.statusCode === 200) resolve(body);
+        else reject(new Error(`GET ${url}: ${res.statusCode} ${body.slice(0, 200)}`));
+      });
+      res.on("error", reject);
+    });
+    req.on("timeout", () => req.destroy(new Error(`GET ${url} timed out`)));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/** The body of a plain HTTP GET; rejects unless 200. */
+export async function httpText(url: string, timeoutMs = 10_000): Promise<string> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+  const body = await res.text();
+  if (res.status !== 200) throw new Error(`GET ${url}: ${res.status} ${body.slice(0, 200)}`);
+  return body;
+}
