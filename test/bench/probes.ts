@@ -63,6 +63,47 @@ export function sumOf(
   return samples.reduce((sum, s) => (where(s.labels) ? sum + s.value : sum), 0);
 }
 
+/** What {@link apiRequestDelta} found. */
+export interface RequestDelta {
+  /** Requests on the resource (any subresource), WATCH excluded. */
+  target: number;
+  /** The same by verb, with the subresource: `{"GET": 3, "APPLY/status": 2}`. */
+  byVerb: Record<string, number>;
+  /** Every other request by verb and resource (`(non-resource)` for paths like /metrics), WATCH excluded. */
+  other: Record<string, number>;
+}
+
+/**
+ * The requests the API server counted between two scrapes of its `apiserver_request_total`, on
+ * `group`/`resource` and on everything else. WATCH (and WATCHLIST) requests are left out: a
+ * watch is counted when it ends, so the count says nothing about the window.
+ */
+export function apiRequestDelta(
+  before: Sample[],
+  after: Sample[],
+  group: string,
+  resource: string,
+): RequestDelta {
+  const key = (labels: Record<string, string>) =>
+    JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const was = new Map(before.map((s) => [key(s.labels), s.value]));
+  const delta: RequestDelta = { target: 0, byVerb: {}, other: {} };
+  for (const s of after) {
+    const count = s.value - (was.get(key(s.labels)) ?? 0);
+    const verb = s.labels.verb ?? "";
+    if (count <= 0 || verb.startsWith("WATCH")) continue;
+    const sub = s.labels.subresource ? `/${s.labels.subresource}` : "";
+    if (s.labels.group === group && s.labels.resource === resource) {
+      delta.target += count;
+      delta.byVerb[`${verb}${sub}`] = (delta.byVerb[`${verb}${sub}`] ?? 0) + count;
+    } else {
+      const what = `${verb} ${s.labels.resource || "(non-resource)"}${sub}`;
+      delta.other[what] = (delta.other[what] ?? 0) + count;
+    }
+  }
+  return delta;
+}
+
 /** The body of an HTTPS GET with `options` (CA, bearer token) applied; rejects unless 200. */
 export function httpsText(url: string, options: RequestOptions, timeoutMs = 30_000): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -42,7 +42,16 @@ import { type RunningSimulator, startSimulator } from "../../src/simulator/serve
 import { ControlPlane } from "../controlplane/harness.ts";
 import { freePort } from "../controlplane/net.ts";
 import { type Benchmark, benchDeploymentBody, benchDeploymentSpec, callCount, quantile } from "./harness.ts";
-import { cpuSeconds, httpsText, httpText, memoryMiB, parseSamples, type Sample, sumOf } from "./probes.ts";
+import {
+  apiRequestDelta,
+  cpuSeconds,
+  httpsText,
+  httpText,
+  memoryMiB,
+  parseSamples,
+  type Sample,
+  sumOf,
+} from "./probes.ts";
 import { type ScaleFigures, saveScale, scaleTable } from "./scale-report.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -565,7 +574,7 @@ async function resyncPass(
   );
   const after = await apiMetrics();
   const calls = sim.counters();
-  const kube = requestDelta(before, after);
+  const kube = apiRequestDelta(before, after, "dms.dev", "deployments");
   const seconds = (end.lastChangeAt - startedAt) / 1000;
   const figures = {
     resyncPeriod: resyncPeriod,
@@ -574,38 +583,14 @@ async function resyncPass(
     serviceCalls: callCount(calls),
     serviceCallsGoal: Math.ceil(n / 100) + 1,
     serviceCallsByRoute: calls,
-    kubeRequests: kube.deployments,
-    kubeRequestsPerResource: round(kube.deployments / n, 4),
+    kubeRequests: kube.target,
+    kubeRequestsPerResource: round(kube.target / n, 4),
     kubeRequestsByVerb: kube.byVerb,
     otherKubeRequests: kube.other,
     cpuSeconds: round(end.cpuAtLastChange - cpuAtStart, 2),
     overlapped: seconds * 1000 > 0.9 * periodMs || tap.listings.some((t) => t - startedAt > 0.9 * periodMs),
   };
   return { figures, steadyRssMiB, seconds: figures.seconds, cpuSeconds: figures.cpuSeconds };
-}
-
-/** apiserver_request_total differences: deployments.dms.dev (WATCH excluded) by verb, and the rest by resource. */
-function requestDelta(before: Sample[], after: Sample[]) {
-  const key = (l: Record<string, string>) =>
-    [l.verb, l.group, l.resource, l.subresource, l.code, l.scope, l.component, l.dry_run].join("|");
-  const was = new Map(before.map((s) => [key(s.labels), s.value]));
-  const byVerb: Record<string, number> = {};
-  const other: Record<string, number> = {};
-  let deployments = 0;
-  for (const s of after) {
-    const delta = s.value - (was.get(key(s.labels)) ?? 0);
-    const verb = s.labels.verb ?? "";
-    if (delta <= 0 || verb.startsWith("WATCH")) continue;
-    const sub = s.labels.subresource ? `/${s.labels.subresource}` : "";
-    if (s.labels.group === "dms.dev" && s.labels.resource === "deployments") {
-      deployments += delta;
-      byVerb[`${verb}${sub}`] = (byVerb[`${verb}${sub}`] ?? 0) + delta;
-    } else {
-      const what = `${verb} ${s.labels.resource || "(non-resource)"}${sub}`;
-      other[what] = (other[what] ?? 0) + delta;
-    }
-  }
-  return { deployments, byVerb, other };
 }
 
 /**
