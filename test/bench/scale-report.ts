@@ -24,6 +24,7 @@ export interface ScaleFigures {
   /** The commit measured (`+changes` when src/ or manifests/ differed from it). */
   commit: string;
   node: string;
+  loadAverage: { start: number; end: number };
   nodeOptions: string | null;
   operatorFlags: string[];
   /** Seconds this benchmark took to create the N resources of each namespace. */
@@ -181,6 +182,11 @@ const MEASURES: Array<{ label: string; goal: string; value: (f: ScaleFigures) =>
     value: (f) => `${fmt(f.perResource.resyncCpuMs)} / ${fmt(f.perResource.steadyKiB)}`,
   },
   { label: "commit", goal: "", value: (f) => `\`${f.commit}\`` },
+  {
+    label: "machine load (1-min average, start → end)",
+    goal: "",
+    value: (f) => (f.loadAverage ? `${fmt(f.loadAverage.start)} → ${fmt(f.loadAverage.end)}` : "–"),
+  },
 ];
 
 function columns(series: ScaleReport["series"]): Array<{ label: string; f: ScaleFigures }> {

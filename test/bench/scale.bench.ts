@@ -26,7 +26,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
 import type { RequestOptions } from "node:https";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseAllDocuments } from "yaml";
@@ -156,6 +156,7 @@ interface Setup {
 const name = (i: number) => `scale-${String(i).padStart(5, "0")}`;
 
 async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
+  const loadAtStart = loadavg()[0] ?? 0;
   const plane = await ControlPlane.start();
   const work = mkdtempSync(join(tmpdir(), "dms-scale-"));
   try {
@@ -260,6 +261,8 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
         date: new Date().toISOString(),
         commit: commitOf(),
         node: process.version,
+        // The machine may be shared: its 1-minute load average when this N began and ended.
+        loadAverage: { start: round(loadAtStart, 1), end: round(loadavg()[0] ?? 0, 1) },
         nodeOptions: setup.nodeOptions ?? null,
         operatorFlags: running.flags,
         applySeconds: { adopt: round(adoptApply, 1), cold: round(coldApply, 1) },
@@ -414,26 +417,35 @@ async function startOperator(
   };
 }
 
-/** The simulator's request hook: when the last request came, the POSTs' and listings' times, PATCHes by id. */
+/**
+ * The simulator's request hook: when the last request came, the times of the POSTs and of the
+ * full listings' first pages (a resync pass starts with one; a lookup or a rollout poll filters),
+ * and the first PATCH of each deployment id.
+ */
 class Tap {
   lastRequestAt = 0;
   posts: number[] = [];
-  listings: number[] = [];
+  fullListings: number[] = [];
   patches = new Map<string, number>();
-  /** Called (once, then cleared) when a listing call arrives. */
-  onFirstListing: (() => void) | undefined;
+  /** Called (once, then cleared) when a full listing starts. */
+  onFullListing: (() => void) | undefined;
 
   readonly hook = (req: IncomingMessage) => {
     const now = performance.now();
     this.lastRequestAt = now;
-    const url = req.url ?? "";
-    const path = url.split("?")[0] ?? "";
+    const url = new URL(req.url ?? "/", "http://simulator");
+    const path = url.pathname;
     if (path === "/v2/deployments") {
+      const query = [...url.searchParams.keys()];
       if (req.method === "POST") this.posts.push(now);
-      else if (req.method === "GET") {
-        this.listings.push(now);
-        const first = this.onFirstListing;
-        this.onFirstListing = undefined;
+      else if (
+        req.method === "GET" &&
+        query.every((key) => key === "limit" || key === "offset") &&
+        Number(url.searchParams.get("offset") ?? 0) === 0
+      ) {
+        this.fullListings.push(now);
+        const first = this.onFullListing;
+        this.onFullListing = undefined;
         first?.();
       }
     } else if (req.method === "PATCH" && path.startsWith("/v2/deployments/")) {
@@ -444,7 +456,7 @@ class Tap {
 
   reset(): void {
     this.posts = [];
-    this.listings = [];
+    this.fullListings = [];
     this.patches.clear();
   }
 }
@@ -552,7 +564,7 @@ async function resyncPass(
   let cpuAtStart = 0;
   let startedAt = 0;
   const listed = new Promise<void>((resolve) => {
-    tap.onFirstListing = () => {
+    tap.onFullListing = () => {
       cpuAtStart = cpuSeconds(pid);
       startedAt = performance.now();
       resolve();
@@ -588,7 +600,8 @@ async function resyncPass(
     kubeRequestsByVerb: kube.byVerb,
     otherKubeRequests: kube.other,
     cpuSeconds: round(end.cpuAtLastChange - cpuAtStart, 2),
-    overlapped: seconds * 1000 > 0.9 * periodMs || tap.listings.some((t) => t - startedAt > 0.9 * periodMs),
+    // A second pass began before this one was quiet (the periods of older code could overlap).
+    overlapped: tap.fullListings.length > 1,
   };
   return { figures, steadyRssMiB, seconds: figures.seconds, cpuSeconds: figures.cpuSeconds };
 }
