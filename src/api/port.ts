@@ -3,6 +3,7 @@
  */
 import type { DeploymentsPort } from "../reconcile/ports.ts";
 import type { ServiceClient } from "./client.ts";
+import type { Deployment } from "./wire.ts";
 
 /** Page size of the full listings: the spec's maximum, so N deployments cost ceil(N/100) calls. */
 const FULL_PAGE = 100;
@@ -11,6 +12,22 @@ const FULL_PAGE = 100;
 export function deploymentsPort(client: ServiceClient): DeploymentsPort {
   return {
     getById: (id, signal) => client.getDeployment(id, { signal }),
+    getByIds: async (ids, signal) => {
+      // The answer has at most ids.length items: stop once every id came, with no empty last page.
+      const wanted = new Set(ids);
+      const found: Deployment[] = [];
+      if (wanted.size === 0) return found;
+      const listing = client.listDeployments(
+        { deployment_ids: [...wanted] },
+        { pageSize: FULL_PAGE, signal },
+      );
+      for await (const deployment of listing) {
+        if (!wanted.delete(deployment.id)) continue;
+        found.push(deployment);
+        if (wanted.size === 0) break;
+      }
+      return found;
+    },
     findByName: async (name, signal) =>
       (await client.listAllDeployments({ name_contains: name }, { pageSize: FULL_PAGE, signal })).filter(
         (d) => d.name === name,

@@ -36,15 +36,18 @@ export function decodeDeployment(raw: unknown): DeploymentObject | undefined {
 /** Options of {@link KubeDeployments}. */
 export interface KubeDeploymentsOptions extends WatchOptions {
   scope?: WatchScope;
+  /** Secondary indexes of the cache, read with {@link KubeDeployments.byIndex}. */
+  indexers?: Record<string, (obj: DeploymentObject) => readonly string[]>;
 }
 
 /**
  * Deployment resources in the operator's scope.
  *
- * Contract: cache reads (`get`, `list`, `listNamespace`) are the reflectors' last view and may lag;
+ * Contract: cache reads (`get`, `list`, `listNamespace`, `byIndex`) are the reflectors' last view,
+ * which includes this instance's own writes as soon as they are answered, and may lag others';
  * `getLive` reads the server (undefined when gone). Writes resolve the object as written, reject
  * with {@link NotFoundError} when it is gone and with {@link ConflictError} when the write raced
- * another writer (re-read and requeue quietly).
+ * another writer (a precondition on the resourceVersion failed: re-read and requeue quietly).
  */
 export class KubeDeployments extends WatchedResource<DeploymentObject> {
   readonly #client: KubeClient;
@@ -55,6 +58,7 @@ export class KubeDeployments extends WatchedResource<DeploymentObject> {
       resource: DEPLOYMENTS,
       decode: decodeDeployment,
       ...(scope.labelSelector ? { labelSelector: scope.labelSelector } : {}),
+      ...(options.indexers ? { indexers: options.indexers } : {}),
     });
     this.#client = options.client;
   }
@@ -79,6 +83,16 @@ export class KubeDeployments extends WatchedResource<DeploymentObject> {
     return this.cache.listNamespace(namespace);
   }
 
+  /** The cached objects under `value` of the index `index` (see {@link KubeDeploymentsOptions.indexers}). */
+  byIndex(index: string, value: string): DeploymentObject[] {
+    return this.cache.byIndex(index, value);
+  }
+
+  /** The number of cached objects. */
+  get size(): number {
+    return this.cache.size;
+  }
+
   /** GETs the object from the API server; `undefined` when it does not exist. */
   async getLive(ref: ObjectRef, signal: AbortSignal): Promise<DeploymentObject | undefined> {
     try {
@@ -93,20 +107,23 @@ export class KubeDeployments extends WatchedResource<DeploymentObject> {
    * Sets `status` through the status subresource with server-side apply (field manager
    * `dms-operator`, forced): the status becomes exactly `status` as far as the operator's fields
    * go, so a field left out is removed, which a merge patch would silently keep. The spec and
-   * `metadata.generation` are untouched.
+   * `metadata.generation` are untouched. With `resourceVersion`, the write applies only to exactly
+   * that version of the object (409, {@link ConflictError}, otherwise): a status computed from a
+   * stale read can never land.
    */
   async patchStatus(
     ref: ObjectRef,
     status: DeploymentResourceStatus,
     signal: AbortSignal,
+    resourceVersion?: string,
   ): Promise<DeploymentObject> {
     const body = {
       apiVersion: API_VERSION,
       kind: KIND,
-      metadata: { name: ref.name, namespace: ref.namespace },
+      metadata: { name: ref.name, namespace: ref.namespace, ...(resourceVersion ? { resourceVersion } : {}) },
       status,
     };
-    return this.#decode(
+    return this.#written(
       await this.#client.request({
         method: "PATCH",
         path: `${itemPath(ref)}/status`,
@@ -160,7 +177,7 @@ export class KubeDeployments extends WatchedResource<DeploymentObject> {
       path: "/metadata/resourceVersion",
       value: obj.metadata.resourceVersion,
     };
-    return this.#decode(
+    return this.#written(
       await this.#client.request({
         method: "PATCH",
         path: itemPath(ref),
@@ -170,6 +187,13 @@ export class KubeDeployments extends WatchedResource<DeploymentObject> {
         signal,
       }),
     );
+  }
+
+  /** Decodes a write's answer and caches it, so this instance's next read sees its own write. */
+  #written(raw: unknown): DeploymentObject {
+    const obj = this.#decode(raw);
+    this.cache.observeWrite(obj);
+    return obj;
   }
 
   #decode(raw: unknown): DeploymentObject {
