@@ -84,14 +84,10 @@ export function apiRequestDelta(
   group: string,
   resource: string,
 ): RequestDelta {
-  const key = (labels: Record<string, string>) =>
-    JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  const was = new Map(before.map((s) => [key(s.labels), s.value]));
   const delta: RequestDelta = { target: 0, byVerb: {}, other: {} };
-  for (const s of after) {
-    const count = s.value - (was.get(key(s.labels)) ?? 0);
+  for (const [s, count] of increases(before, after, "apiserver_request_total")) {
     const verb = s.labels.verb ?? "";
-    if (count <= 0 || verb.startsWith("WATCH")) continue;
+    if (verb.startsWith("WATCH")) continue;
     const sub = s.labels.subresource ? `/${s.labels.subresource}` : "";
     if (s.labels.group === group && s.labels.resource === resource) {
       delta.target += count;
@@ -102,6 +98,36 @@ export function apiRequestDelta(
     }
   }
   return delta;
+}
+
+/**
+ * Writes the API server made to etcd for `group`/`resource` between two scrapes of its
+ * `etcd_requests_total` (operations create, update, delete). A server-side apply that changes
+ * nothing is a request but no write.
+ */
+export function etcdWriteDelta(before: Sample[], after: Sample[], group: string, resource: string): number {
+  let writes = 0;
+  for (const [s, count] of increases(before, after, "etcd_requests_total")) {
+    const { operation = "" } = s.labels;
+    if (
+      s.labels.group === group &&
+      s.labels.resource === resource &&
+      /^(create|update|delete)$/.test(operation)
+    )
+      writes += count;
+  }
+  return writes;
+}
+
+/** The samples of counter `name` in `after` that grew since `before` (a new series from 0), with the growth. */
+function increases(before: Sample[], after: Sample[], name: string): Array<[Sample, number]> {
+  const key = (s: Sample) =>
+    JSON.stringify([s.name, ...Object.entries(s.labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))]);
+  const was = new Map(before.filter((s) => s.name === name).map((s) => [key(s), s.value]));
+  return after.flatMap((s): Array<[Sample, number]> => {
+    const grew = s.name === name ? s.value - (was.get(key(s)) ?? 0) : 0;
+    return grew > 0 ? [[s, grew]] : [];
+  });
 }
 
 /** The body of an HTTPS GET with `options` (CA, bearer token) applied; rejects unless 200. */

@@ -29,6 +29,8 @@ export interface ScaleFigures {
   operatorFlags: string[];
   /** Seconds this benchmark took to create the N resources of each namespace. */
   applySeconds: { adopt: number; cold: number };
+  /** Spawn → /readyz of an operator with no resources (part of the adoption time). */
+  startupSeconds: number;
   rssMiB: { idle: number; steady: number; peak: number; peakCold: number; peakAdoption: number };
   resync: {
     resyncPeriod: string;
@@ -40,6 +42,8 @@ export interface ScaleFigures {
     kubeRequests: number;
     kubeRequestsPerResource: number;
     kubeRequestsByVerb: Record<string, number>;
+    /** Of those, the ones that changed the object (etcd create/update/delete). */
+    etcdWrites: number;
     otherKubeRequests: Record<string, number>;
     cpuSeconds: number;
     overlapped: boolean;
@@ -150,13 +154,23 @@ const MEASURES: Array<{ label: string; goal: string; value: (f: ScaleFigures) =>
     goal: "≤ 0.01",
     value: (f) => fmt(f.resync.kubeRequestsPerResource),
   },
+  {
+    label: "of which writes (etcd)",
+    goal: "",
+    value: (f) => (f.resync.etcdWrites === undefined ? "–" : fmt(f.resync.etcdWrites / f.n)),
+  },
   { label: "CPU-seconds per resync", goal: "", value: (f) => fmt(f.resync.cpuSeconds) },
   {
     label: "resync pass, s",
     goal: "",
     value: (f) => `${fmt(f.resync.seconds)}${f.resync.overlapped ? " (overlapped)" : ""}`,
   },
-  { label: "adoption: start → all Ready, s", goal: "", value: (f) => fmt(f.adoption.seconds) },
+  {
+    label: "adoption: start → all Ready, s (of which start-up)",
+    goal: "",
+    value: (f) =>
+      `${fmt(f.adoption.seconds)}${f.startupSeconds === undefined ? "" : ` (${fmt(f.startupSeconds)})`}`,
+  },
   { label: "N bare status patches, s", goal: "", value: (f) => fmt(f.adoption.barePatchSeconds) },
   { label: "adoption ÷ bare patches", goal: "≤ 1.5", value: (f) => fmt(f.adoption.ratio) },
   {

@@ -45,6 +45,7 @@ import { type Benchmark, benchDeploymentBody, benchDeploymentSpec, callCount, qu
 import {
   apiRequestDelta,
   cpuSeconds,
+  etcdWriteDelta,
   httpsText,
   httpText,
   memoryMiB,
@@ -165,8 +166,10 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
     const client = new KubeClient(kube, { userAgent: "dms-scale-bench", timeoutMs: 120_000 });
     const tls: RequestOptions = {};
     await kube.applyToHTTPSOptions(tls);
-    const apiMetrics = async () =>
-      parseSamples(await httpsText(`${plane.server}/metrics`, tls), "apiserver_request_total");
+    const apiMetrics = async () => {
+      const text = await httpsText(`${plane.server}/metrics`, tls);
+      return [...parseSamples(text, "apiserver_request_total"), ...parseSamples(text, "etcd_requests_total")];
+    };
     for (const ns of [ADOPT_NS, COLD_NS]) {
       await client.request({ method: "POST", path: "/api/v1/namespaces", body: { metadata: { name: ns } } });
     }
@@ -218,7 +221,7 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
     const running = await operator(COLD_NS, sim);
     const pid = running.process.pid;
     try {
-      await running.ready();
+      const startupSeconds = await running.ready();
       await sleep(5_000);
       const idleRss = memoryMiB(pid).rss;
       progress(`N=${n}: idle RSS ${idleRss.toFixed(1)} MiB; applying ${n} resources`);
@@ -266,6 +269,7 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
         nodeOptions: setup.nodeOptions ?? null,
         operatorFlags: running.flags,
         applySeconds: { adopt: round(adoptApply, 1), cold: round(coldApply, 1) },
+        startupSeconds: round(startupSeconds, 1),
         rssMiB: {
           idle: round(idleRss, 1),
           steady: resync.steadyRssMiB,
@@ -354,8 +358,8 @@ interface RunningOperator {
   process: OperatorProcess;
   flags: string[];
   metricsUrl: string;
-  /** Resolves once /readyz answers 200. */
-  ready(): Promise<void>;
+  /** Resolves once /readyz answers 200, with the seconds since the process was spawned. */
+  ready(): Promise<number>;
   /** controller_runtime_reconcile_total, summed. */
   reconciles(): Promise<number>;
 }
@@ -376,6 +380,7 @@ async function startOperator(
     `--qps=${QPS}`,
     `--resync-period=${setup.resync}`,
   ];
+  const spawnedAt = performance.now();
   const process = OperatorProcess.start({
     entry: setup.entry,
     args: [
@@ -403,7 +408,7 @@ async function startOperator(
           (r) => r.ok,
           () => false,
         );
-        if (ok) return;
+        if (ok) return (performance.now() - spawnedAt) / 1000;
         if (Date.now() > deadline)
           throw new Error(`the operator was not ready in 60 s:\n${process.logTail(15)}`);
         await sleep(200);
@@ -598,6 +603,7 @@ async function resyncPass(
     kubeRequests: kube.target,
     kubeRequestsPerResource: round(kube.target / n, 4),
     kubeRequestsByVerb: kube.byVerb,
+    etcdWrites: etcdWriteDelta(before, after, "dms.dev", "deployments"),
     otherKubeRequests: kube.other,
     cpuSeconds: round(end.cpuAtLastChange - cpuAtStart, 2),
     // A second pass began before this one was quiet (the periods of older code could overlap).

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { apiRequestDelta, cpuSeconds, memoryMiB, parseSamples, sumOf } from "../../test/bench/probes.ts";
+import {
+  apiRequestDelta,
+  cpuSeconds,
+  etcdWriteDelta,
+  memoryMiB,
+  parseSamples,
+  sumOf,
+} from "../../test/bench/probes.ts";
 
 // The scale benchmark's figures come from these readings; a wrong parse would publish wrong figures.
 
@@ -93,5 +100,20 @@ describe("/proc readings of a process", () => {
     const own = process.memoryUsage().rss / 1024 / 1024;
     expect(Math.abs(rss - own) / own).toBeLessThan(0.1);
     expect(peak).toBeGreaterThanOrEqual(rss);
+  });
+});
+
+describe("etcdWriteDelta", () => {
+  const scrape = (update: number, get: number) =>
+    parseSamples(
+      `etcd_requests_total{group="dms.dev",operation="update",resource="deployments"} ${update}
+etcd_requests_total{group="dms.dev",operation="get",resource="deployments"} ${get}
+etcd_requests_total{group="apps",operation="update",resource="deployments"} ${update * 2}
+`,
+      "etcd_requests_total",
+    );
+
+  it("counts the resource's writes only: no reads, no other group's writes", () => {
+    expect(etcdWriteDelta(scrape(10, 50), scrape(13, 90), "dms.dev", "deployments")).toBe(3);
   });
 });
