@@ -47,6 +47,14 @@ export interface ScaleFigures {
     otherKubeRequests: Record<string, number>;
     cpuSeconds: number;
     overlapped: boolean;
+    /** The pass before, the first after the creates (the figures above are the next one's). */
+    firstPass?: {
+      seconds: number;
+      serviceCalls: number;
+      kubeRequests: number;
+      etcdWrites: number;
+      cpuSeconds: number;
+    };
   };
   adoption: {
     seconds: number;
@@ -78,6 +86,8 @@ export interface ScaleFigures {
     maxMs: number;
     writeP50Ms: number;
     writeP99Ms: number;
+    /** The simulator's calls during the edits and until the last PATCH (or the wait's end). */
+    serviceCallsByRoute?: Counters;
   };
   perResource: { resyncCpuMs: number; steadyKiB: number };
 }
@@ -153,6 +163,11 @@ const MEASURES: Array<{ label: string; goal: string; value: (f: ScaleFigures) =>
     label: "Kubernetes requests per resource per resync",
     goal: "≤ 0.01",
     value: (f) => fmt(f.resync.kubeRequestsPerResource),
+  },
+  {
+    label: "… in the first pass after the creates",
+    goal: "",
+    value: (f) => (f.resync.firstPass ? fmt(f.resync.firstPass.kubeRequests / f.n) : "–"),
   },
   {
     label: "of which writes (etcd)",
