@@ -31,7 +31,10 @@ import { ResyncedController } from "./runtime/resync.ts";
 
 /** Everything the operator needs to run, validated (see `config.ts`). */
 export interface OperatorConfig {
-  /** The service endpoint; its `retries` is not used: the controller alone retries a reconcile. */
+  /**
+   * The service endpoint. Its `retries` only applies to the pages of a listing (a resync must not
+   * be given up for one 429 or 5xx); every other call is retried by the controller alone.
+   */
   service: ServiceConfig;
   kubeconfig?: string;
   context?: string;
@@ -61,6 +64,8 @@ export interface OperatorConfig {
    * resource. Must exceed `service.timeoutMs`, so a hung call fails (and is reported) first.
    */
   reconcileTimeoutMs: number;
+  /** Read the latest revision while a rollout is in progress (`--revision-tracking`). */
+  revisionTracking: boolean;
 }
 
 /** The wired operator: start the manager with a signal; the parts are exposed for tests. */
@@ -100,8 +105,12 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   const client = new ServiceClient({
     ...config.service,
     retries: 0,
+    // `--retries` in `run`: retries of one page of a listing (the resync's), never of a write.
+    pageRetries: config.service.retries,
     logger,
     onResponse: metrics.recordServiceCall,
+    onUnknownValue: metrics.recordUnknownValue,
+    onUnreadable: metrics.recordUnreadable,
   });
   const service = deploymentsPort(client);
 
@@ -129,6 +138,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     logger,
     pollMs: config.pollMs,
     createGraceMs: config.createGraceMs,
+    revisionTracking: config.revisionTracking,
   });
   const controller = new Controller({
     name: "deployment",

@@ -2,19 +2,29 @@
  * The Deployment Management Service client: every operation of the spec plus create and delete,
  * typed with the wire model, input checked before sending, answers validated on arrival.
  */
+import { Type } from "@sinclair/typebox";
 import type { Logger } from "pino";
 import { type ApiClock, systemApiClock } from "./clock.ts";
+import { isServiceError, RevisionsRouteMissingError, ServiceError } from "./errors.ts";
 import { paginate } from "./pagination.ts";
 import { TokenBucket } from "./rate-limit.ts";
 import { type ResponseObservation, Transport, type TransportSettings } from "./transport.ts";
-import { checkFilters, checkOffset, checkPageSize, checkRequestBody, checkUuid } from "./validate.ts";
+import {
+  checkFilters,
+  checkOffset,
+  checkPageSize,
+  checkRequestBody,
+  checkUuid,
+  readDeployment,
+  unknownDeploymentValues,
+  unknownRevisionValues,
+} from "./validate.ts";
 import {
   type CreateDeploymentBody,
   CreateDeploymentBodySchema,
   type Deployment,
   type DeploymentFilters,
   DeploymentPageSchema,
-  DeploymentSchema,
   type ForgeRepo,
   ForgeRepoListSchema,
   type OAuthProvider,
@@ -23,6 +33,11 @@ import {
   PatchDeploymentBodySchema,
   PROVIDER_DEFAULTS,
   ProviderListSchema,
+  type Revision,
+  RevisionSchema,
+  type UnknownValue,
+  type UnreadableDeployment,
+  withCreateDefaults,
 } from "./wire.ts";
 
 /** How to reach the service and how hard to push it. */
@@ -41,6 +56,12 @@ export interface ServiceClientOptions {
   timeoutMs?: number;
   /** Retries of a retryable failure; default 4. */
   retries?: number;
+  /**
+   * Retries of one page of a listing after a 429, a 5xx or a lost connection (honouring
+   * `Retry-After`), even when `retries` is 0: a listing of many pages must not be given up for
+   * one bad answer. Default: `retries`.
+   */
+  pageRetries?: number;
   /** Requests per second of the token bucket shared by all callers of this client; default 20. */
   qps?: number;
   /** Bucket size; default 40. */
@@ -49,6 +70,10 @@ export interface ServiceClientOptions {
   logger?: Logger;
   /** Metrics hook, called once per HTTP exchange. */
   onResponse?: (observation: ResponseObservation) => void;
+  /** Metrics hook, called for every enum value read outside the spec's list (kept raw). */
+  onUnknownValue?: (value: UnknownValue) => void;
+  /** Metrics hook, called for every deployment of a listing skipped as unreadable. */
+  onUnreadable?: (item: UnreadableDeployment) => void;
   /** First retry back-off in ms (doubles per attempt, with jitter); default 250. */
   retryBaseDelayMs?: number;
   /** Cap of the back-off in ms; default 10 000. */
@@ -70,6 +95,14 @@ export interface ListDeploymentsOptions {
   /** Offset of the first page; default 0. */
   offset?: number;
   signal?: AbortSignal;
+  /**
+   * Told about each deployment of a page that cannot be understood (say, no `id`). Such an item
+   * is skipped, logged once as a warning naming the field and the deployment, and the rest of
+   * the page is used.
+   */
+  onUnreadable?: (item: UnreadableDeployment) => void;
+  /** Retries of each page; default the client's `pageRetries`. */
+  pageRetries?: number;
 }
 
 /** Cancellation of a single call. */
@@ -85,8 +118,11 @@ export type ResolvedOAuthProvider = OAuthProvider & {
 
 const DEPLOYMENTS = "/v2/deployments";
 const DEPLOYMENT = "/v2/deployments/{deployment_id}";
+const REVISION = "/v2/deployments/{deployment_id}/revisions/{revision_id}";
 const REPOS = "/v1/integrations/forge/github/{integration_id}/repos";
 const PROVIDERS = "/v2/auth/providers";
+
+const AnyBody = Type.Unknown();
 
 /**
  * A client of one service endpoint (one key, one tenant).
@@ -99,7 +135,12 @@ const PROVIDERS = "/v2/auth/providers";
 export class ServiceClient {
   readonly #transport: Transport;
   readonly #maxPages: number;
+  readonly #pageRetries: number;
   readonly #logger: Logger | undefined;
+  readonly #onUnknownValue: ((value: UnknownValue) => void) | undefined;
+  readonly #onUnreadable: ((item: UnreadableDeployment) => void) | undefined;
+  /** Unknown values already logged: each is logged once per client, counted every time. */
+  readonly #loggedUnknown = new Set<string>();
   /** The endpoint this client talks to (no secrets). */
   readonly baseUrl: string;
 
@@ -107,7 +148,10 @@ export class ServiceClient {
     const clock = options.clock ?? systemApiClock;
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
     this.#maxPages = options.maxPages ?? 1000;
+    this.#pageRetries = options.pageRetries ?? options.retries ?? 4;
     this.#logger = options.logger;
+    this.#onUnknownValue = options.onUnknownValue;
+    this.#onUnreadable = options.onUnreadable;
     const settings: TransportSettings = {
       baseUrl: this.baseUrl,
       apiKey: options.apiKey,
@@ -165,7 +209,11 @@ export class ServiceClient {
    * Every deployment matching `filters`, page by page (GET /v2/deployments), each once.
    *
    * Contract: the filters and paging options are checked when iteration starts, before any
-   * request; pages are fetched lazily; see `paginate` for how the end is detected.
+   * request; pages are fetched lazily; see `paginate` for how the end is detected. Each item is
+   * read tolerantly (`readDeployment`): one that still cannot be understood is skipped and
+   * reported (`opts.onUnreadable`, a warning, the client's `onUnreadable` hook) and the rest of
+   * the page is used. A page that fails with a 429, a 5xx or a lost connection is retried up to
+   * `pageRetries` times.
    */
   listDeployments(
     filters: DeploymentFilters = {},
@@ -174,18 +222,26 @@ export class ServiceClient {
     const pageSize = opts.pageSize ?? PAGE_LIMIT.max;
     const offset = opts.offset ?? 0;
     const query = filterQuery(filters);
-    const pages = (start: number, limit: number) =>
-      this.#transport
-        .send({
-          method: "GET",
-          route: DEPLOYMENTS,
-          path: DEPLOYMENTS,
-          searchParams: { ...query, limit: String(limit), offset: String(start) },
-          schema: DeploymentPageSchema,
-          idempotent: true,
-          ...signalOf(opts),
-        })
-        .then(({ body }) => ({ items: body.resources, nextOffset: body.offset }));
+    const retries = opts.pageRetries ?? this.#pageRetries;
+    const pages = async (start: number, limit: number) => {
+      const { body } = await this.#transport.send({
+        method: "GET",
+        route: DEPLOYMENTS,
+        path: DEPLOYMENTS,
+        searchParams: { ...query, limit: String(limit), offset: String(start) },
+        schema: DeploymentPageSchema,
+        idempotent: true,
+        retries,
+        ...signalOf(opts),
+      });
+      const items: Deployment[] = [];
+      body.resources.forEach((raw, i) => {
+        const read = readDeployment(raw);
+        if (read.ok) items.push(this.#noticeUnknown(read.deployment));
+        else this.#skip(read.unreadable, start + i, opts.onUnreadable);
+      });
+      return { items, nextOffset: body.offset, skipped: body.resources.length - items.length };
+    };
     const maxPages = this.#maxPages;
     const logger = this.#logger;
     return {
@@ -222,10 +278,68 @@ export class ServiceClient {
    */
   async getDeployment(id: string, opts: CallOptions = {}): Promise<Deployment | undefined> {
     checkUuid(id, "id");
-    for await (const deployment of this.listDeployments({ deployment_ids: [id] }, signalOf(opts))) {
+    const unreadable: UnreadableDeployment[] = [];
+    const listing = this.listDeployments(
+      { deployment_ids: [id] },
+      { ...signalOf(opts), onUnreadable: (item) => unreadable.push(item) },
+    );
+    for await (const deployment of listing) {
       if (deployment.id === id) return deployment;
     }
+    // "Not found" would let a caller create a duplicate of what it merely could not read.
+    const hidden = unreadable.find(
+      (item) => item.id === undefined || item.id.toLowerCase() === id.toLowerCase(),
+    );
+    if (hidden) {
+      throw new ServiceError({
+        kind: "bad_response",
+        method: "GET",
+        route: DEPLOYMENTS,
+        status: 200,
+        detail: hidden.message,
+        retryable: false,
+      });
+    }
     return undefined;
+  }
+
+  /**
+   * GET /v2/deployments/{deployment_id}/revisions/{revision_id} (not in the shared spec).
+   * Resolves undefined when the service says it has no such revision; throws
+   * {@link RevisionsRouteMissingError} when the service has no such route (405, or a 404 whose
+   * detail is the generic "Not Found" of an unknown path).
+   */
+  async getRevision(
+    deploymentId: string,
+    revisionId: string,
+    opts: CallOptions = {},
+  ): Promise<Revision | undefined> {
+    checkUuid(deploymentId, "deploymentId");
+    checkUuid(revisionId, "revisionId");
+    const path = REVISION.replace("{deployment_id}", encodeURIComponent(deploymentId)).replace(
+      "{revision_id}",
+      encodeURIComponent(revisionId),
+    );
+    try {
+      const { body } = await this.#transport.send({
+        method: "GET",
+        route: REVISION,
+        path,
+        schema: RevisionSchema,
+        idempotent: true,
+        ...signalOf(opts),
+      });
+      for (const value of unknownRevisionValues(body)) this.#reportUnknown(value);
+      return body;
+    } catch (error) {
+      if (isServiceError(error, "rejected") && error.status === 405)
+        throw new RevisionsRouteMissingError(error);
+      if (isServiceError(error, "not_found"))
+        if (/^\s*not found\s*$/i.test(error.detail) || error.detail === "HTTP 404")
+          throw new RevisionsRouteMissingError(error);
+        else return undefined;
+      throw error;
+    }
   }
 
   /**
@@ -239,12 +353,12 @@ export class ServiceClient {
       method: "POST",
       route: DEPLOYMENTS,
       path: DEPLOYMENTS,
-      body,
-      schema: DeploymentSchema,
+      body: withCreateDefaults(body),
+      schema: AnyBody,
       idempotent: false,
       ...signalOf(opts),
     });
-    return response.body;
+    return this.#readOne(response.body, "POST", DEPLOYMENTS);
   }
 
   /**
@@ -260,11 +374,11 @@ export class ServiceClient {
       route: DEPLOYMENT,
       path: DEPLOYMENT.replace("{deployment_id}", encodeURIComponent(id)),
       body,
-      schema: DeploymentSchema,
+      schema: AnyBody,
       idempotent: false,
       ...signalOf(opts),
     });
-    return response.body;
+    return this.#readOne(response.body, "PATCH", DEPLOYMENT);
   }
 
   /** DELETE /v2/deployments/{deployment_id}. Resolves when the deployment is gone or going (2xx or 404). */
@@ -279,6 +393,49 @@ export class ServiceClient {
       idempotent: true,
       ...signalOf(opts),
     });
+  }
+
+  /** The deployment a write answered with: read tolerantly, or a `bad_response` naming the field. */
+  #readOne(body: unknown, method: string, route: string): Deployment {
+    const read = readDeployment(body);
+    if (read.ok) return this.#noticeUnknown(read.deployment);
+    throw new ServiceError({
+      kind: "bad_response",
+      method,
+      route,
+      status: 200,
+      detail: read.unreadable.message,
+      retryable: false,
+    });
+  }
+
+  #noticeUnknown(deployment: Deployment): Deployment {
+    for (const value of unknownDeploymentValues(deployment)) this.#reportUnknown(value);
+    return deployment;
+  }
+
+  #reportUnknown(value: UnknownValue): void {
+    this.#onUnknownValue?.(value);
+    const key = `${value.field}=${value.value}`;
+    if (this.#loggedUnknown.has(key) || this.#loggedUnknown.size > 100) return;
+    this.#loggedUnknown.add(key);
+    this.#logger?.warn(
+      { field: value.field, value: value.value },
+      `the service answered ${value.field} ${JSON.stringify(value.value)}, which the spec does not list; kept as is`,
+    );
+  }
+
+  #skip(
+    item: UnreadableDeployment,
+    position: number,
+    callback: ((item: UnreadableDeployment) => void) | undefined,
+  ): void {
+    this.#logger?.warn(
+      { route: DEPLOYMENTS, position, field: item.field, deployment: item.name ?? item.id },
+      `skipped a deployment of the listing: ${item.message}`,
+    );
+    this.#onUnreadable?.(item);
+    callback?.(item);
   }
 }
 

@@ -80,6 +80,22 @@ export class ServiceError extends Error {
 }
 
 /**
+ * The service has no revisions route (GET /v2/deployments/{deployment_id}/revisions/{revision_id}
+ * answered 405, or a 404 whose detail is the generic "Not Found" of an unknown path): a caller
+ * tracking revisions should stop asking.
+ */
+export class RevisionsRouteMissingError extends Error {
+  override readonly name = "RevisionsRouteMissingError";
+  readonly status: number | undefined;
+  constructor(cause: ServiceError) {
+    super(`the service has no revisions route (${cause.method} ${cause.route} answered ${cause.status})`, {
+      cause,
+    });
+    this.status = cause.status;
+  }
+}
+
+/**
  * Input rejected by the client before any request was sent.
  *
  * Contract: `parameter` names the offending argument as the caller wrote it (e.g. `limit`,

@@ -9,6 +9,8 @@ import { ServiceError } from "./errors.ts";
 export interface FetchedPage<T> {
   items: readonly T[];
   nextOffset: number;
+  /** Items of the page the fetcher could not read and left out: the page was not empty. */
+  skipped?: number;
 }
 
 /** Options of {@link paginate}. */
@@ -31,7 +33,8 @@ export interface PaginateOptions<T> {
  * Yields every item of every page, in order, once.
  *
  * Contract: fetches pages lazily (the next page only after the consumer has taken the current
- * one's items); ends on an empty page, on a response offset not greater than the requested one,
+ * one's items); ends on an empty page (one whose items were all skipped as unreadable is not
+ * empty), on a response offset not greater than the requested one,
  * or on a page made only of items already yielded (a service ignoring `offset`); never yields an
  * id twice; throws a `bad_response` ServiceError after `maxPages` pages instead of looping.
  * A page shorter than `limit` does not end the listing: the service may cap pages on its own.
@@ -53,7 +56,8 @@ export async function* paginate<T>(
       });
     }
     const page = await fetchPage(offset, options.limit);
-    if (page.items.length === 0) return;
+    const skipped = page.skipped ?? 0;
+    if (page.items.length === 0 && skipped === 0) return;
     let fresh = 0;
     for (const item of page.items) {
       const id = options.idOf(item);
@@ -62,7 +66,7 @@ export async function* paginate<T>(
       fresh++;
       yield item;
     }
-    if (fresh === 0) {
+    if (fresh === 0 && skipped === 0) {
       options.onEarlyEnd?.(`page at offset ${offset} held only items already listed`);
       return;
     }

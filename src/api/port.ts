@@ -37,5 +37,7 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
     patch: (id, body, signal) => client.patchDeployment(id, body, { signal }),
     delete: (id, signal) => client.deleteDeployment(id, { signal }),
     listRepos: (integrationId, signal) => client.listRepos(integrationId, { signal }),
+    getRevision: (deploymentId, revisionId, signal) =>
+      client.getRevision(deploymentId, revisionId, { signal }),
   };
 }

@@ -1,16 +1,19 @@
 /**
  * Client-side rate limit: one token bucket per client, shared by every caller of that client, so
- * a busy controller with many workers stays under one requests-per-second budget.
+ * a busy controller with many workers stays under one requests-per-second budget, and a 429 from
+ * the service pauses all of them, not only the caller that received it.
  */
 import type { ApiClock } from "./clock.ts";
 
 /**
- * A token bucket that refills `qps` tokens per second up to `burst`.
+ * A token bucket that refills `qps` tokens per second up to `burst`, and can be paused.
  *
  * Contract: {@link acquire} resolves when the caller may send one request. Callers are served
  * in arrival order (a waiter reserves its token on arrival, so a later caller never overtakes an
  * earlier one); over any window of `t` seconds at most `burst + qps·t` acquisitions resolve. An
- * acquisition aborted while waiting gives its reservation back and rejects with the signal's reason.
+ * acquisition aborted while waiting gives its reservation back and rejects with the signal's
+ * reason. While paused ({@link pause}) no acquisition resolves; afterwards the bucket holds at
+ * most one token, so work resumes at `qps` rather than in a burst.
  */
 export class TokenBucket {
   readonly #qps: number;
@@ -18,6 +21,9 @@ export class TokenBucket {
   readonly #clock: ApiClock;
   #tokens: number;
   #updatedAt: number;
+  #pausedUntil = Number.NEGATIVE_INFINITY;
+  /** Counts pauses, so that a waiter can tell that one began while it slept. */
+  #pauses = 0;
 
   constructor(options: { qps: number; burst: number; clock: ApiClock }) {
     if (!(options.qps > 0)) throw new RangeError(`qps must be > 0, got ${options.qps}`);
@@ -31,24 +37,59 @@ export class TokenBucket {
 
   /** Waits for a token; see the class contract. */
   async acquire(signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) throw signal.reason;
-    this.#refill();
-    // Reserve first, even into debt: the debt is what orders waiters fairly.
-    this.#tokens -= 1;
-    if (this.#tokens >= 0) return;
-    const waitMs = (-this.#tokens / this.#qps) * 1000;
-    try {
-      await this.#clock.sleep(waitMs, signal);
-    } catch (error) {
+    for (;;) {
+      if (signal?.aborted) throw signal.reason;
+      const paused = this.pausedForMs();
+      if (paused > 0) {
+        await this.#clock.sleep(paused, signal);
+        continue;
+      }
       this.#refill();
-      this.#tokens = Math.min(this.#burst, this.#tokens + 1);
-      throw error;
+      // Reserve first, even into debt: the debt is what orders waiters fairly.
+      this.#tokens -= 1;
+      if (this.#tokens >= 0) return;
+      const waitMs = (-this.#tokens / this.#qps) * 1000;
+      const pausesBefore = this.#pauses;
+      try {
+        await this.#clock.sleep(waitMs, signal);
+      } catch (error) {
+        this.#giveBack();
+        throw error;
+      }
+      if (this.#pauses === pausesBefore) return;
+      // A pause began while this caller waited: its turn is after the pause, in a new queue.
+      this.#giveBack();
     }
+  }
+
+  /**
+   * Pauses every acquisition for `ms` from now (a longer pause already in force is kept) and
+   * drains the bucket to one token, so that the requests after the pause come at `qps`.
+   */
+  pause(ms: number): void {
+    if (!(ms > 0)) return;
+    this.#refill();
+    this.#pausedUntil = Math.max(this.#pausedUntil, this.#clock.now() + ms);
+    // One token left: the first request after the pause goes at once, the next ones at `qps`.
+    this.#tokens = Math.min(this.#tokens, 1);
+    this.#pauses += 1;
+  }
+
+  /** How long the current pause still lasts, in ms (0 when not paused). */
+  pausedForMs(): number {
+    return Math.max(0, this.#pausedUntil - this.#clock.now());
+  }
+
+  #giveBack(): void {
+    this.#refill();
+    this.#tokens = Math.min(this.#burst, this.#tokens + 1);
   }
 
   #refill(): void {
     const now = this.#clock.now();
-    const elapsed = Math.max(0, now - this.#updatedAt) / 1000;
+    // No tokens accrue during a pause.
+    const from = Math.max(this.#updatedAt, Math.min(now, this.#pausedUntil));
+    const elapsed = Math.max(0, now - from) / 1000;
     this.#updatedAt = now;
     this.#tokens = Math.min(this.#burst, this.#tokens + elapsed * this.#qps);
   }

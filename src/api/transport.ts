@@ -55,6 +55,8 @@ export interface TransportRequest<S extends TSchema | undefined> {
   alsoOk?: readonly number[];
   /** True for reads and DELETE: safe to repeat after a timeout or a lost connection. */
   idempotent: boolean;
+  /** Retries of this request, instead of the client's `retries` (e.g. the pages of a listing). */
+  retries?: number;
   signal?: AbortSignal;
 }
 
@@ -92,7 +94,9 @@ export class Transport {
   /**
    * Sends one logical request, retrying as the failure allows, and returns the validated answer.
    *
-   * Contract: waits for the shared rate limit before each attempt; each attempt has its own
+   * Contract: waits for the shared rate limit before each attempt, and a 429 with `Retry-After`
+   * pauses that limit (every request of the client) until the delay has passed, or fails at once
+   * with `rate_limited` while the pause left exceeds `maxRetryAfterMs`; each attempt has its own
    * timeout; retries (up to `retries`) idempotent requests on timeouts, lost connections and
    * 429/5xx, and writes only on 429/503 or when the request never left; waits the exponential
    * back-off with jitter or the `Retry-After` delay, whichever is longer, and gives up at once
@@ -103,7 +107,7 @@ export class Transport {
     const { signal } = request;
     try {
       return await pRetry(async (attempt) => this.#attempt(request, attempt), {
-        retries: this.#s.retries,
+        retries: request.retries ?? this.#s.retries,
         // The wait happens in onFailedAttempt on the injected clock, so p-retry adds none.
         minTimeout: 0,
         maxTimeout: 0,
@@ -136,6 +140,20 @@ export class Transport {
     attempt: number,
   ): Promise<TransportResponse<S>> {
     const { method, route, signal } = request;
+    const pausedMs = this.#s.bucket.pausedForMs();
+    if (pausedMs > this.#s.maxRetryAfterMs) {
+      // Waiting that long would hold the caller past any sensible deadline: fail now, saying when to come back.
+      throw new AbortError(
+        new ServiceError({
+          kind: "rate_limited",
+          method,
+          route,
+          detail: `the service asked for a pause (Retry-After); ${Math.ceil(pausedMs / 1000)} s left`,
+          retryable: true,
+          retryAfterSeconds: Math.ceil(pausedMs / 1000),
+        }),
+      );
+    }
     await this.#s.bucket.acquire(signal);
     const started = this.#s.clock.now();
     const observe = (status: number | "error") => {
@@ -178,6 +196,9 @@ export class Transport {
     const retryAfter = header(response.headers["retry-after"]);
     const retryAfterSeconds = parseRetryAfter(retryAfter, Date.now());
     const kind = kindOfStatus(status);
+    // The service rate limits the client, not one request: everyone of this client waits.
+    if (kind === "rate_limited" && retryAfterSeconds !== undefined)
+      this.#s.bucket.pause(retryAfterSeconds * 1000);
     const retryable = kind === "rate_limited" || kind === "unavailable" || kind === "timeout";
     const maybeApplied = !request.idempotent && status >= 500 && !RETRY_WRITE.has(status);
     const error = new ServiceError({

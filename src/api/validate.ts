@@ -5,8 +5,22 @@
 import type { Static, TSchema } from "@sinclair/typebox";
 import { type ValueError, ValueErrorType } from "@sinclair/typebox/errors";
 import { Value } from "@sinclair/typebox/value";
+import { isRecord } from "../json.ts";
 import { RequestValidationError, ServiceError } from "./errors.ts";
-import { DEPLOYMENT_STATUSES, DEPLOYMENT_TYPES, type DeploymentFilters, isUuid, PAGE_LIMIT } from "./wire.ts";
+import {
+  DEPLOYMENT_SOURCES,
+  DEPLOYMENT_STATUSES,
+  DEPLOYMENT_TYPES,
+  type Deployment,
+  type DeploymentFilters,
+  DeploymentSchema,
+  isUuid,
+  PAGE_LIMIT,
+  REVISION_STATUSES,
+  type Revision,
+  type UnknownValue,
+  type UnreadableDeployment,
+} from "./wire.ts";
 
 /**
  * Returns `value` typed as the schema's static type, or throws a `bad_response`
@@ -20,8 +34,71 @@ export function checkResponse<T extends TSchema>(
 ): Static<T> {
   if (Value.Check(schema, value)) return value;
   const first = Value.Errors(schema, value).First();
-  const detail = first ? describeError("response", first) : "response: does not match the expected shape";
+  const detail = first
+    ? describeError("response", deepest(first))
+    : "response: does not match the expected shape";
   throw new ServiceError({ kind: "bad_response", ...request, status: 200, detail, retryable: false });
+}
+
+/**
+ * A deployment as the service sent it, read tolerantly: a `null` `source_config`,
+ * `source_revision_config` or `secrets` reads as empty, a `null` secret value as none, a missing
+ * revision id as `null`; then the value must match {@link DeploymentSchema} (what the operator
+ * relies on). Returns the deployment, or what made it unreadable. Never mutates `value`.
+ */
+export function readDeployment(
+  value: unknown,
+): { ok: true; deployment: Deployment } | { ok: false; unreadable: UnreadableDeployment } {
+  const repaired = isRecord(value) ? repairDeployment(value) : value;
+  if (Value.Check(DeploymentSchema, repaired)) return { ok: true, deployment: repaired };
+  const first = Value.Errors(DeploymentSchema, repaired).First();
+  const [path, problem] = first ? splitError("", deepest(first)) : ["", "is not an object"];
+  const field = path.replace(/^\./, "") || "(the item)";
+  const name = isRecord(value) && typeof value.name === "string" ? value.name : undefined;
+  const id = isRecord(value) && typeof value.id === "string" && value.id !== "" ? value.id : undefined;
+  const who = name !== undefined ? `"${name}"` : id !== undefined ? id : "(no name)";
+  return {
+    ok: false,
+    unreadable: {
+      ...(name === undefined ? {} : { name }),
+      ...(id === undefined ? {} : { id }),
+      field,
+      message: `the service's deployment ${who} cannot be read: ${field}: ${problem}`,
+    },
+  };
+}
+
+function repairDeployment(value: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...value };
+  if (out.source_config === null) out.source_config = {};
+  if (out.source_revision_config === null) out.source_revision_config = {};
+  if (out.secrets === null) out.secrets = [];
+  if (Array.isArray(out.secrets)) {
+    out.secrets = out.secrets.map((s: unknown) => {
+      if (!isRecord(s) || s.value !== null) return s;
+      const { value: _masked, ...rest } = s;
+      return rest;
+    });
+  }
+  for (const key of ["latest_revision_id", "active_revision_id"]) if (out[key] === undefined) out[key] = null;
+  return out;
+}
+
+/** The values of `deployment`'s enum fields that the spec does not list (kept raw, reported). */
+export function unknownDeploymentValues(deployment: Deployment): UnknownValue[] {
+  const found: UnknownValue[] = [];
+  if (!(DEPLOYMENT_STATUSES as readonly string[]).includes(deployment.status))
+    found.push({ field: "deployment.status", value: deployment.status });
+  if (!(DEPLOYMENT_SOURCES as readonly string[]).includes(deployment.source))
+    found.push({ field: "deployment.source", value: deployment.source });
+  return found;
+}
+
+/** The value of `revision.status` when the service's list does not hold it. */
+export function unknownRevisionValues(revision: Revision): UnknownValue[] {
+  return (REVISION_STATUSES as readonly string[]).includes(revision.status)
+    ? []
+    : [{ field: "revision.status", value: revision.status }];
 }
 
 /**
@@ -80,7 +157,12 @@ export function checkFilters(filters: DeploymentFilters): void {
     }
   }
   const { status, deployment_type, remote_reconciled, name_contains, image_version } = filters;
-  if (status !== undefined) checkOneOf(status, DEPLOYMENT_STATUSES, "filters.status");
+  // `status` is a free string in the spec: the service has values beyond the documented ones.
+  if (status !== undefined && (typeof status !== "string" || status === ""))
+    throw new RequestValidationError(
+      "filters.status",
+      `must be a status such as ${DEPLOYMENT_STATUSES.join(", ")}`,
+    );
   if (deployment_type !== undefined) checkOneOf(deployment_type, DEPLOYMENT_TYPES, "filters.deployment_type");
   if (remote_reconciled !== undefined && typeof remote_reconciled !== "boolean") {
     throw new RequestValidationError("filters.remote_reconciled", "must be true or false");
@@ -122,6 +204,19 @@ function checkOneOf(value: string, allowed: readonly string[], parameter: string
       `must be one of ${allowed.join(", ")}, got ${JSON.stringify(value)}`,
     );
   }
+}
+
+/**
+ * The error that says what is really wrong: for a value that failed a union (`T | null`) because
+ * of a field deep inside it, that field's error rather than "expected object or null, got an object".
+ */
+function deepest(error: ValueError): ValueError {
+  if (error.type !== ValueErrorType.Union) return error;
+  for (const variant of error.errors) {
+    const inner = variant.First();
+    if (inner && inner.path.length > error.path.length) return deepest(inner);
+  }
+  return error;
 }
 
 function describeError(root: string, error: ValueError): string {

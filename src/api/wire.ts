@@ -2,10 +2,12 @@
  * The service's wire model: every resource and field of the Deployment Management Service API
  * (shared spec `service-api.md`), as TypeBox schemas with their static types.
  *
- * Field names are the service's (snake_case). Response schemas are strict about what the spec
- * marks required and about types, and tolerant of fields they do not know (a newer service may
- * add some). Request schemas are what we send and what the simulator accepts: they reject
- * unknown fields, as the service's own request models do.
+ * Field names are the service's (snake_case). Response schemas are strict only about what the
+ * operator relies on (ids, names, the types of the fields it compares) and tolerant of the rest,
+ * because the real service answers more loosely than the spec reads: an enum value outside the
+ * spec's list is kept as its raw string, `null` is accepted wherever a field is optional, and
+ * unknown fields are kept. Request schemas are what we send and what the simulator accepts: they
+ * reject unknown fields at the top, as the service's own request models do.
  */
 import {
   FormatRegistry,
@@ -26,6 +28,18 @@ if (!FormatRegistry.Has("uuid")) FormatRegistry.Set("uuid", isUuid);
 
 /** `T | null`: the spec's nullable values. */
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/** An optional field of a response: the real service also answers `null` for "not set". */
+const Opt = <T extends TSchema>(schema: T) => Type.Optional(Nullable(schema));
+
+/**
+ * An enum value as read from the service: one of `T`, or any other string kept raw (a newer or
+ * looser service uses values the spec does not list, e.g. status `AWAITING_FINAL_DELETE`).
+ */
+export type OpenEnum<T extends string> = T | (string & {});
+
+/** A string read as an {@link OpenEnum} of `values`: any string passes, the type names the known ones. */
+const openEnum = <T extends readonly string[]>(_values: T) => Type.Unsafe<OpenEnum<T[number]>>(Type.String());
 
 /** Sources a deployment can be created from. Fixed at creation. */
 export const DEPLOYMENT_SOURCES = [
@@ -66,7 +80,8 @@ export const DeploymentStatusSchema = literals(DEPLOYMENT_STATUSES);
 const open = { additionalProperties: true } as const;
 const closed = { additionalProperties: false } as const;
 const AnyObject = Type.Record(Type.String(), Type.Unknown());
-const StringMap = Type.Record(Type.String(), Type.String());
+// A label or annotation the service leaves unset may come back as null.
+const StringMap = Type.Record(Type.String(), Nullable(Type.String()));
 
 /** An OAuth provider configuration, element of GET /v2/auth/providers. */
 export const OAuthProviderSchema = Type.Object(
@@ -82,12 +97,12 @@ export const OAuthProviderSchema = Type.Object(
     code_challenge_method: Nullable(Type.String()),
     created_at: Type.String(),
     updated_at: Type.String(),
-    provider_type: Type.Optional(Nullable(Type.String())),
-    mcp_server_url: Type.Optional(Nullable(Type.String())),
-    /** Defaults to `client_secret_post` when absent. */
-    token_endpoint_auth_method: Type.Optional(Type.String()),
-    /** Defaults to `false` when absent. */
-    is_dynamic_client: Type.Optional(Type.Boolean()),
+    provider_type: Opt(Type.String()),
+    mcp_server_url: Opt(Type.String()),
+    /** Defaults to `client_secret_post` when absent or null. */
+    token_endpoint_auth_method: Opt(Type.String()),
+    /** Defaults to `false` when absent or null. */
+    is_dynamic_client: Opt(Type.Boolean()),
   },
   open,
 );
@@ -116,58 +131,56 @@ export type ForgeRepo = Static<typeof ForgeRepoSchema>;
 
 const VolumeMountSchema = Type.Object(
   {
-    name: Type.Optional(Type.String()),
-    mountPath: Type.Optional(Type.String()),
-    subPath: Type.Optional(Type.String()),
-    mountPropagation: Type.Optional(Type.String()),
-    subPathExpr: Type.Optional(Type.String()),
-    readOnly: Type.Optional(Type.Boolean()),
+    name: Opt(Type.String()),
+    mountPath: Opt(Type.String()),
+    subPath: Opt(Type.String()),
+    mountPropagation: Opt(Type.String()),
+    subPathExpr: Opt(Type.String()),
+    readOnly: Opt(Type.Boolean()),
   },
   open,
 );
 
 const VolumeSchema = Type.Object(
   {
-    name: Type.Optional(Type.String()),
-    configMap: Type.Optional(AnyObject),
-    secret: Type.Optional(AnyObject),
-    emptyDir: Type.Optional(AnyObject),
-    persistentVolumeClaim: Type.Optional(AnyObject),
-    nfs: Type.Optional(AnyObject),
-    projected: Type.Optional(AnyObject),
-    downwardAPI: Type.Optional(AnyObject),
-    csi: Type.Optional(AnyObject),
+    name: Opt(Type.String()),
+    configMap: Opt(AnyObject),
+    secret: Opt(AnyObject),
+    emptyDir: Opt(AnyObject),
+    persistentVolumeClaim: Opt(AnyObject),
+    nfs: Opt(AnyObject),
+    projected: Opt(AnyObject),
+    downwardAPI: Opt(AnyObject),
+    csi: Opt(AnyObject),
   },
   open,
 );
 
 const ContainerSchema = Type.Object(
   {
-    name: Type.Optional(Type.String()),
-    image: Type.Optional(Type.String()),
-    imagePullPolicy: Type.Optional(Type.String()),
-    workingDir: Type.Optional(Type.String()),
-    restartPolicy: Type.Optional(Type.String()),
-    command: Type.Optional(Type.Array(Type.String())),
-    args: Type.Optional(Type.Array(Type.String())),
-    env: Type.Optional(
+    name: Opt(Type.String()),
+    image: Opt(Type.String()),
+    imagePullPolicy: Opt(Type.String()),
+    workingDir: Opt(Type.String()),
+    restartPolicy: Opt(Type.String()),
+    command: Opt(Type.Array(Type.String())),
+    args: Opt(Type.Array(Type.String())),
+    env: Opt(
       Type.Array(
         Type.Object(
           {
-            name: Type.Optional(Type.String()),
-            value: Type.Optional(Type.String()),
-            valueFrom: Type.Optional(AnyObject),
+            name: Opt(Type.String()),
+            value: Opt(Type.String()),
+            valueFrom: Opt(AnyObject),
           },
           open,
         ),
       ),
     ),
-    envFrom: Type.Optional(Type.Array(AnyObject)),
-    resources: Type.Optional(
-      Type.Object({ limits: Type.Optional(AnyObject), requests: Type.Optional(AnyObject) }, open),
-    ),
-    volumeMounts: Type.Optional(Type.Array(VolumeMountSchema)),
-    securityContext: Type.Optional(AnyObject),
+    envFrom: Opt(Type.Array(AnyObject)),
+    resources: Opt(Type.Object({ limits: Opt(AnyObject), requests: Opt(AnyObject) }, open)),
+    volumeMounts: Opt(Type.Array(VolumeMountSchema)),
+    securityContext: Opt(AnyObject),
   },
   open,
 );
@@ -221,7 +234,7 @@ export const ResourceSpecSchema = Type.Object(
     labels: Type.Optional(Nullable(StringMap)),
     annotations: Type.Optional(Nullable(StringMap)),
     service_account_name: Type.Optional(Nullable(Type.String())),
-    image_pull_secrets: Type.Optional(Nullable(Type.Array(Type.Object({ name: Type.String() }, open)))),
+    image_pull_secrets: Opt(Type.Array(Type.Object({ name: Opt(Type.String()) }, open))),
     volumes: Type.Optional(Nullable(Type.Array(VolumeSchema))),
     volume_mounts: Type.Optional(Nullable(Type.Array(VolumeMountSchema))),
     init_containers: Type.Optional(Nullable(Type.Array(ContainerSchema))),
@@ -240,9 +253,7 @@ export const SourceConfigSchema = Type.Object(
     custom_url: Type.Optional(Nullable(Type.String())),
     resource_spec: Type.Optional(Nullable(ResourceSpecSchema)),
     listener_id: Type.Optional(Nullable(Type.String())),
-    listener_config: Type.Optional(
-      Nullable(Type.Object({ k8s_namespace: Type.Optional(Type.String()) }, open)),
-    ),
+    listener_config: Opt(Type.Object({ k8s_namespace: Opt(Type.String()) }, open)),
     install_command: Type.Optional(Nullable(Type.String())),
     build_command: Type.Optional(Nullable(Type.String())),
   },
@@ -263,7 +274,10 @@ export const SourceRevisionConfigSchema = Type.Object(
 );
 export type SourceRevisionConfig = Static<typeof SourceRevisionConfigSchema>;
 
-/** A secret of a deployment. The service may return its value, a masked value, or none. */
+/**
+ * A secret of a deployment. The service may return its value, a masked value, or none (a `null`
+ * value is read as none by `readDeployment`).
+ */
 export const SecretSchema = Type.Object({ name: Type.String(), value: Type.Optional(Type.String()) }, open);
 export type Secret = Static<typeof SecretSchema>;
 
@@ -274,34 +288,107 @@ export const SecretReferenceSchema = Type.Object(
 );
 export type SecretReference = Static<typeof SecretReferenceSchema>;
 
-/** A deployment as the service returns it. */
+/**
+ * A deployment as the service returns it, as far as the operator relies on it: `id`, `name`,
+ * `source` and `status` must be strings (`source` and `status` any string, see
+ * {@link OpenEnum}); the containers it compares must have their types. The read-only
+ * bookkeeping (`tenant_id`, timestamps) may be missing or null. `readDeployment` (validate.ts)
+ * turns a `null` container into an empty one and a missing revision id into `null` first.
+ */
 export const DeploymentSchema = Type.Object(
   {
     name: Type.String(),
-    source: DeploymentSourceSchema,
+    source: openEnum(DEPLOYMENT_SOURCES),
     source_config: SourceConfigSchema,
     source_revision_config: SourceRevisionConfigSchema,
     secrets: Type.Array(SecretSchema),
-    id: Type.String(),
-    tenant_id: Type.String(),
-    created_at: Type.String(),
-    updated_at: Type.String(),
-    status: DeploymentStatusSchema,
+    id: Type.String({ minLength: 1 }),
+    tenant_id: Opt(Type.String()),
+    created_at: Opt(Type.String()),
+    updated_at: Opt(Type.String()),
+    status: openEnum(DEPLOYMENT_STATUSES),
     latest_revision_id: Nullable(Type.String()),
     active_revision_id: Nullable(Type.String()),
-    secret_references: Type.Optional(Nullable(Type.Array(SecretReferenceSchema))),
-    image_version: Type.Optional(Nullable(Type.String())),
+    secret_references: Opt(Type.Array(SecretReferenceSchema)),
+    image_version: Opt(Type.String()),
   },
   open,
 );
 export type Deployment = Static<typeof DeploymentSchema>;
 
-/** A page of GET /v2/deployments. `offset` is what to pass to fetch the next page. */
+/**
+ * A page of GET /v2/deployments. `offset` is what to pass to fetch the next page. Items are read
+ * one by one (`readDeployment`), so that one item the operator cannot understand is skipped and
+ * reported instead of failing the whole listing.
+ */
 export const DeploymentPageSchema = Type.Object(
-  { resources: Type.Array(DeploymentSchema), offset: Type.Integer() },
+  { resources: Type.Array(Type.Unknown()), offset: Type.Integer() },
   open,
 );
 export type DeploymentPage = Static<typeof DeploymentPageSchema>;
+
+/**
+ * A deployment of a listing page that could not be understood (say, it has no `id`): skipped,
+ * and reported through the listing's `onUnreadable` callback. `field` is the first field that
+ * failed, e.g. `id`; `message` is one line naming it and the deployment.
+ */
+export interface UnreadableDeployment {
+  name?: string;
+  id?: string;
+  field: string;
+  message: string;
+}
+
+/** A value of an enum field outside the spec's list, kept raw (reported for the metrics). */
+export interface UnknownValue {
+  /** e.g. `deployment.status`, `revision.status`. */
+  field: string;
+  value: string;
+}
+
+/** Values of a revision's `status` (not in the shared spec; as the service answers them). */
+export const REVISION_STATUSES = [
+  "CREATING",
+  "QUEUED",
+  "AWAITING_BUILD",
+  "BUILDING",
+  "AWAITING_DEPLOY",
+  "DEPLOYING",
+  "CREATE_FAILED",
+  "BUILD_FAILED",
+  "DEPLOY_FAILED",
+  "DEPLOYED",
+  "SKIPPED",
+  "INTERRUPTED",
+  "UNKNOWN",
+] as const;
+export type RevisionStatus = (typeof REVISION_STATUSES)[number];
+
+/** Revision statuses that say the revision will never go live. */
+export const FAILED_REVISION_STATUSES: readonly RevisionStatus[] = [
+  "CREATE_FAILED",
+  "BUILD_FAILED",
+  "DEPLOY_FAILED",
+];
+/** Revision statuses that end a rollout: the revision is live, or the service chose not to deploy it. */
+export const DONE_REVISION_STATUSES: readonly RevisionStatus[] = ["DEPLOYED", "SKIPPED"];
+
+/**
+ * A revision (GET /v2/deployments/{deployment_id}/revisions/{revision_id}). Not in the shared
+ * spec: read tolerantly, relying only on `id` and `status` (any string, see {@link OpenEnum}).
+ */
+export const RevisionSchema = Type.Object(
+  {
+    id: Type.String({ minLength: 1 }),
+    created_at: Opt(Type.String()),
+    updated_at: Opt(Type.String()),
+    status: openEnum(REVISION_STATUSES),
+    source: Opt(Type.String()),
+    source_revision_config: Opt(SourceRevisionConfigSchema),
+  },
+  open,
+);
+export type Revision = Static<typeof RevisionSchema>;
 
 export const ProviderListSchema = Type.Array(OAuthProviderSchema);
 export const ForgeRepoListSchema = Type.Array(ForgeRepoSchema);
@@ -361,7 +448,9 @@ export type PatchDeploymentBody = Static<typeof PatchDeploymentBodySchema>;
 /**
  * Body of POST /v2/deployments. The spec does not show this operation's request; this shape
  * (the PATCH fields plus `name` and `source`) is our assumption, kept here alone so that it is
- * corrected in one place.
+ * corrected in one place. The service requires `source_config`, `source_revision_config` and
+ * `secrets` to be present: the client sends them empty when the caller leaves them out (see
+ * {@link withCreateDefaults}).
  */
 export const CreateDeploymentBodySchema = Type.Object(
   {
@@ -376,10 +465,21 @@ export const CreateDeploymentBodySchema = Type.Object(
 );
 export type CreateDeploymentBody = Static<typeof CreateDeploymentBodySchema>;
 
+/** `body` with `source_config`, `source_revision_config` and `secrets` present (empty when absent). */
+export function withCreateDefaults(body: CreateDeploymentBody): CreateDeploymentBody {
+  return {
+    ...body,
+    source_config: body.source_config ?? {},
+    source_revision_config: body.source_revision_config ?? {},
+    secrets: body.secrets ?? [],
+  };
+}
+
 /** Query filters of GET /v2/deployments (pagination is the client's business). */
 export interface DeploymentFilters {
   name_contains?: string;
-  status?: DeploymentStatus;
+  /** Any status string: the service has values beyond the spec's list. */
+  status?: OpenEnum<DeploymentStatus>;
   remote_reconciled?: boolean;
   /** Tag value ids; sent comma-separated. */
   tag_value_ids?: readonly string[];

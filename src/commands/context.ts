@@ -37,8 +37,12 @@ export class UsageError extends Error {
 /** Registers a command (and its subcommands) on the program. */
 export type RegisterCommand = (program: Command, ctx: CliContext) => void;
 
-/** Adds the service connection flags (each documenting its environment variable) to `command`. */
-export function addServiceOptions(command: Command): Command {
+/**
+ * Adds the service connection flags (each documenting its environment variable) to `command`.
+ * `help` overrides the description of a flag whose meaning the command narrows (e.g. `run`'s
+ * `--retries`).
+ */
+export function addServiceOptions(command: Command, help: { retries?: string } = {}): Command {
   const env = (key: keyof typeof SERVICE_ENV) => `(env ${SERVICE_ENV[key]})`;
   return command
     .option(`${flagOf("baseUrl")} <url>`, `service base URL, e.g. https://api.example.com ${env("baseUrl")}`)
@@ -64,7 +68,10 @@ export function addServiceOptions(command: Command): Command {
       `accept any TLS certificate (self-signed endpoints only) ${env("insecureSkipTlsVerify")}`,
     )
     .option(`${flagOf("timeoutMs")} <ms>`, `timeout of each request (default 10000) ${env("timeoutMs")}`)
-    .option(`${flagOf("retries")} <n>`, `retries of a retryable failure (default 4) ${env("retries")}`)
+    .option(
+      `${flagOf("retries")} <n>`,
+      `${help.retries ?? "retries of a retryable failure (default 4)"} ${env("retries")}`,
+    )
     .option(`${flagOf("qps")} <n>`, `client-side requests per second (default 20) ${env("qps")}`)
     .option(`${flagOf("burst")} <n>`, `client-side burst (default 40) ${env("burst")}`);
 }

@@ -1,5 +1,7 @@
 /**
  * `dms-operator deployments list`: the service's deployments, with every filter of the spec.
+ * Statuses are shown as the service reports them (also values the spec does not list); a
+ * deployment that cannot be read is skipped with a warning on stderr, and the command succeeds.
  */
 import { type Command, Option } from "commander";
 import {
@@ -7,7 +9,6 @@ import {
   DEPLOYMENT_TYPES,
   type Deployment,
   type DeploymentFilters,
-  type DeploymentStatus,
   type DeploymentType,
   PAGE_LIMIT,
 } from "../api/wire.ts";
@@ -28,7 +29,7 @@ import { type Column, renderRows } from "./output.ts";
 interface ListFlags extends ServiceFlags {
   output?: OutputFormat;
   nameContains?: string;
-  status?: DeploymentStatus;
+  status?: string;
   remoteReconciled?: "true" | "false";
   tagValueIds?: string[];
   imageVersion?: string;
@@ -76,8 +77,9 @@ export const registerDeploymentsCommand: RegisterCommand = (program, ctx) => {
     .command("list")
     .description("list deployments (GET /v2/deployments), following every page")
     .option("--name-contains <text>", "only names containing this text")
-    .addOption(
-      new Option("--status <status>", "only deployments in this status").choices(DEPLOYMENT_STATUSES),
+    .option(
+      "--status <status>",
+      `only deployments in this status: ${DEPLOYMENT_STATUSES.join(", ")}, or another value the service uses`,
     )
     .addOption(
       new Option("--remote-reconciled <bool>", "only (or no) remote-reconciled deployments").choices([
@@ -105,6 +107,7 @@ export const registerDeploymentsCommand: RegisterCommand = (program, ctx) => {
     const rows = await client.listAllDeployments(filtersFromFlags(flags), {
       signal: ctx.stopSignal,
       ...(flags.limit === undefined ? {} : { pageSize: flags.limit }),
+      onUnreadable: (item) => ctx.err(`warning: skipped: ${item.message}\n`),
     });
     const shown = flags.showSecretValues ? rows : rows.map(hideSecretValues);
     ctx.out(renderRows(outputFormat(flags, ctx), shown, COLUMNS, "No deployments."));

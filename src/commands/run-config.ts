@@ -32,6 +32,7 @@ export const RUN_ENV = {
   pollInterval: "DMS_POLL_INTERVAL",
   createGrace: "DMS_CREATE_GRACE",
   reconcileTimeout: "DMS_RECONCILE_TIMEOUT",
+  revisionTracking: "DMS_REVISION_TRACKING",
 } as const;
 
 /** `run` flags as commander parses them. */
@@ -55,6 +56,7 @@ export interface RunFlags extends ServiceFlags {
   pollInterval?: string;
   createGrace?: string;
   reconcileTimeout?: string;
+  revisionTracking?: string;
 }
 
 /** Lowest `--poll-interval`, in ms. */
@@ -131,6 +133,12 @@ export function runConfigFrom(
       `${timeoutWhere}: must be at least 5s and more than the service request timeout (--timeout-ms ${requestTimeoutMs})`,
     );
 
+  const trackingWhere = label("revisionTracking", "--revision-tracking");
+  const trackingText = pick("revisionTracking");
+  const revisionTracking = parseOnOff(trackingText);
+  if (revisionTracking === null)
+    problems.push(`${trackingWhere}: must be on or off, got ${JSON.stringify(trackingText)}`);
+
   const metricsBindAddress = pick("metricsBindAddress") ?? ":8080";
   const healthProbeBindAddress = pick("healthProbeBindAddress") ?? ":8081";
   for (const [key, flag, value] of [
@@ -178,9 +186,18 @@ export function runConfigFrom(
     pollMs,
     createGraceMs,
     reconcileTimeoutMs,
+    revisionTracking: revisionTracking ?? true,
     logLevel,
   };
   return problems.length > 0 ? { ok: false, problems } : { ok: true, config };
+}
+
+/** `on`/`off` (or any boolean spelling of config.ts); undefined when not given, null when invalid. */
+function parseOnOff(value: string | undefined): boolean | undefined | null {
+  const v = value?.trim().toLowerCase();
+  if (v === "on") return true;
+  if (v === "off") return false;
+  return parseBool(value);
 }
 
 /** True for `[host]:port` and for `0` (disabled); parseBindAddress throws on anything else. */

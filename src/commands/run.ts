@@ -75,6 +75,10 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
       "--reconcile-timeout <duration>",
       `longest one reconcile may run; more than --timeout-ms (default 2m) ${env("reconcileTimeout")}`,
     )
+    .option(
+      "--revision-tracking <on|off>",
+      `while a rollout is in progress, read the latest revision so that a failed build or deploy is reported as RevisionFailed (default on) ${env("revisionTracking")}`,
+    )
     .action(async (flags: RunFlags) => {
       const result = runConfigFrom(flags, ctx.env);
       if (!result.ok) throw new UsageError(result.problems);
@@ -82,5 +86,8 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
       const logger = pino({ level: logLevel, redact: { paths: REDACT, censor: "[REDACTED]" } });
       await runOperator(config, { logger }, ctx.stopSignal);
     });
-  addServiceOptions(run);
+  addServiceOptions(run, {
+    retries:
+      "retries of one page of a listing (the drift resync) after a 429, a 5xx or a lost connection; other calls are retried by the controller's backoff (default 4)",
+  });
 }

@@ -2,8 +2,9 @@
  * `dms-operator simulator`: runs the service simulator in the foreground until SIGINT/SIGTERM,
  * printing the URL it listens on.
  */
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import type { Timing } from "../simulator/record.ts";
+import type { RevisionsRouteMode } from "../simulator/routes.ts";
 import { integerArgument, type RegisterCommand } from "./context.ts";
 
 interface SimulatorFlags {
@@ -16,6 +17,7 @@ interface SimulatorFlags {
   readyAfterMs?: number;
   revisionActiveAfterMs?: number;
   deleteAfterMs?: number;
+  revisionsRoute?: string;
 }
 
 const ms = integerArgument(0, 3_600_000);
@@ -38,6 +40,14 @@ export const registerSimulatorCommand: RegisterCommand = (program, ctx) => {
       ms,
     )
     .option("--delete-after-ms <ms>", "delay before a deleted deployment is gone (default 1500)", ms)
+    .addOption(
+      new Option(
+        "--revisions-route <mode>",
+        "the revisions route: present, or missing (404) / method-not-allowed (405) to act as a service without it",
+      )
+        .choices(["present", "missing", "method-not-allowed"])
+        .default("present"),
+    )
     .action(async (_flags: unknown, command: Command) => {
       const flags = command.opts<SimulatorFlags>();
       // Loaded on demand: the listing commands need none of the simulator's code.
@@ -60,6 +70,7 @@ export const registerSimulatorCommand: RegisterCommand = (program, ctx) => {
         ...(flags.apiKeyHeader === undefined ? {} : { apiKeyHeader: flags.apiKeyHeader }),
         ...(flags.tenantId === undefined ? {} : { tenantId: flags.tenantId }),
         ...(seed === undefined ? {} : { seed }),
+        revisionsRoute: flags.revisionsRoute as RevisionsRouteMode,
       });
       ctx.out(`simulator listening on ${simulator.url}\n`);
       await new Promise<void>((resolve) => {

@@ -50,9 +50,12 @@ export const DeploymentResourceStatusSchema = Type.Object(
     deploymentId: Str("Id of the service's deployment."),
     tenantId: Str("Tenant owning the service's deployment."),
     remoteStatus: Str(
-      "Status reported by the service: AWAITING_DATABASE, READY, UNUSED, AWAITING_DELETE or UNKNOWN.",
+      "Status reported by the service, as it reports it: AWAITING_DATABASE, READY, UNUSED, AWAITING_DELETE, UNKNOWN, or a value the spec does not list.",
     ),
     latestRevisionId: Str("Latest revision of the service's deployment."),
+    latestRevisionStatus: Str(
+      "Status of the latest revision as the service reports it (CREATING … DEPLOYING, DEPLOYED, SKIPPED, CREATE_FAILED, BUILD_FAILED, DEPLOY_FAILED, INTERRUPTED, UNKNOWN, or another value); DEPLOYED once it is the active revision.",
+    ),
     activeRevisionId: Str("Revision currently deployed."),
     imageVersion: Str("Image version reported by the service."),
     repoCommitSha: Str("Commit of the latest revision (repository sources)."),

@@ -10,7 +10,7 @@ import {
 import { isRecord } from "../json.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";
-import { isKubeObject, type KubeObject, type ObjectRef } from "./object.ts";
+import { isKubeObject, type KubeObject, type ObjectMeta, type ObjectRef } from "./object.ts";
 import { collectionPath, type ReflectorHandlers, type ResourceType } from "./reflector.ts";
 import { WatchedResource, type WatchOptions, type WatchScope } from "./scope.ts";
 
@@ -23,14 +23,30 @@ export const DEPLOYMENTS: ResourceType = { group: GROUP, version: VERSION, plura
 /** The field manager of every write the operator makes. */
 export const FIELD_MANAGER = "dms-operator";
 
+/** The annotation `kubectl apply` keeps the whole applied manifest in (a second copy of the spec). */
+export const LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration";
+
 /**
  * Checks the object metadata and that `spec` is an object. The spec's fields are not re-validated:
  * the API server already checked them against the CRD schema generated from the same TypeBox
  * schema, and skipping an object here would also block its deletion (its finalizer would never go).
+ *
+ * Drops what the operator never reads and would otherwise hold for every cached resource (as
+ * controller-runtime's managed-fields transform does): `metadata.managedFields` and the
+ * {@link LAST_APPLIED_ANNOTATION}, together about half of a typical object. Every write the
+ * operator makes is a patch, so a dropped field is never written back. `raw` is not modified.
  */
 export function decodeDeployment(raw: unknown): DeploymentObject | undefined {
   if (!isKubeObject(raw) || !isRecord((raw as { spec?: unknown }).spec)) return undefined;
-  return raw as DeploymentObject;
+  const { managedFields: _managedFields, ...metadata } = raw.metadata as ObjectMeta & {
+    managedFields?: unknown;
+  };
+  const annotations = metadata.annotations;
+  if (annotations && LAST_APPLIED_ANNOTATION in annotations) {
+    const { [LAST_APPLIED_ANNOTATION]: _lastApplied, ...kept } = annotations;
+    metadata.annotations = kept;
+  }
+  return { ...raw, metadata } as DeploymentObject;
 }
 
 /** Options of {@link KubeDeployments}. */

@@ -13,23 +13,32 @@ import { isRecord } from "../json.ts";
  * object key whose value is `undefined` counts as missing.
  */
 export function jsonEqual(a: unknown, b: unknown): boolean {
+  return equal(a, b, (v) => v === undefined);
+}
+
+/**
+ * {@link jsonEqual} for values read from the service: an object key whose value is `null` counts
+ * as missing too, at any depth, because the service answers `null` for nested fields that are
+ * not set (`sidecars[0].env: null` is the same as no `env`). Such a null never causes a PATCH.
+ */
+export function wireEqual(a: unknown, b: unknown): boolean {
+  return equal(a, b, (v) => v === undefined || v === null);
+}
+
+function equal(a: unknown, b: unknown, missing: (value: unknown) => boolean): boolean {
   if (a === b) return true;
   if (typeof a === "number" && typeof b === "number") return a === b || (Number.isNaN(a) && Number.isNaN(b));
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    return a.every((item, i) => jsonEqual(item, b[i]));
+    return a.every((item, i) => equal(item, b[i], missing));
   }
   if (isRecord(a) && isRecord(b)) {
-    const keysA = definedKeys(a);
-    const keysB = definedKeys(b);
+    const keysA = Object.keys(a).filter((key) => !missing(a[key]));
+    const keysB = Object.keys(b).filter((key) => !missing(b[key]));
     if (keysA.length !== keysB.length) return false;
-    return keysA.every((key) => Object.hasOwn(b, key) && jsonEqual(a[key], b[key]));
+    return keysA.every((key) => Object.hasOwn(b, key) && equal(a[key], b[key], missing));
   }
   return false;
-}
-
-function definedKeys(value: Record<string, unknown>): string[] {
-  return Object.keys(value).filter((key) => value[key] !== undefined);
 }
 
 /** Longest rendering of one value in a summary line before it is cut with an ellipsis. */

@@ -4,6 +4,8 @@
  *
  * - The service rejected the request (400/422), the spec or a Secret is wrong: Stalled, no retry
  *   until something changes (a spec edit or the Secret's watch brings the resource back).
+ * - The service's deployment cannot be read: Stalled (`UnreadableDeployment`), never a create;
+ *   the next resync or spec change looks again.
  * - Credentials (401/403): a clear condition, retried with backoff (the fix is elsewhere).
  * - 429: retried no sooner than the service's Retry-After.
  * - 5xx, timeouts, lost connections: retried with backoff and jitter.
@@ -17,6 +19,16 @@ import { TerminalError } from "../runtime/controller.ts";
 import { AmbiguousNameError } from "./observe.ts";
 import { redactSecrets } from "./secrets.ts";
 import { REASON, type SyncOutcome } from "./status.ts";
+
+/**
+ * The service lists a deployment this resource would own (its recorded id, or its name) but the
+ * operator cannot read it (see `UnreadableDeployment` in api/wire.ts). Creating one would make a
+ * duplicate, so the resource reports `Synced=False UnreadableDeployment` with this message and
+ * waits (stalled, no retry loop: the next resync or spec change looks again).
+ */
+export class UnreadableDeploymentError extends Error {
+  override readonly name = "UnreadableDeploymentError";
+}
 
 /** A failure, as the reconciler acts on it. */
 export interface Failure {
@@ -39,6 +51,8 @@ export function failureOf(error: unknown, secretValues: readonly string[]): Fail
   const clean = (text: string) => redactSecrets(text, secretValues);
   if (error instanceof SecretNotFoundError)
     return { outcome: failed(REASON.SecretNotFound, error.message, true) };
+  if (error instanceof UnreadableDeploymentError)
+    return { outcome: failed(REASON.UnreadableDeployment, clean(error.message), true) };
   if (
     error instanceof InvalidSpecError ||
     error instanceof AmbiguousNameError ||

@@ -6,6 +6,7 @@ import type { Deployment } from "../api/wire.ts";
 import { claimedName } from "./claims.ts";
 import type { PatchPlan, Plan } from "./plan.ts";
 import type { StoredResource } from "./ports.ts";
+import { CONDITION } from "./status.ts";
 
 /** Note of the `Created` event. */
 export function createdNote(deployment: Deployment): string {
@@ -24,15 +25,18 @@ export function updateNote(decision: PatchPlan): string {
 }
 
 /**
- * Reason of the event of a PATCH: `DriftCorrected` when the spec did not change since it was
- * last reconciled (someone changed the service), `Updated` otherwise. A secrets-only PATCH is a
- * rotation of a Kubernetes Secret, hence `Updated`.
+ * Reason of the event of a PATCH: `DriftCorrected` when this generation of the spec was already
+ * applied (`Synced=True` for it: someone changed the service since), `Updated` otherwise. An edit
+ * whose first attempt failed (a 429, a 5xx) was never applied, so its retry is `Updated`, although
+ * the failure's status write already carried the generation in `observedGeneration`. A
+ * secrets-only PATCH is a rotation of a Kubernetes Secret, hence `Updated`.
  */
 export function updateReason(obj: StoredResource, decision: PatchPlan, adopted: boolean): string {
   if (adopted) return "Updated";
-  const specUnchanged = obj.status?.observedGeneration === obj.metadata.generation;
+  const synced = obj.status?.conditions?.find((c) => c.type === CONDITION.Synced);
+  const applied = synced?.status === "True" && synced.observedGeneration === obj.metadata.generation;
   const secretsOnly = decision.changes.every((c) => c.group === "secrets");
-  return specUnchanged && !secretsOnly ? "DriftCorrected" : "Updated";
+  return applied && !secretsOnly ? "DriftCorrected" : "Updated";
 }
 
 /** Message of the NameConflict condition and event. */

@@ -24,7 +24,7 @@ import {
 } from "../crd/fields.ts";
 import type { DesiredDeployment } from "../crd/mapping.ts";
 import { isRecord } from "../json.ts";
-import { cloneJson, displayValue, jsonEqual } from "./diff.ts";
+import { cloneJson, displayValue, jsonEqual, wireEqual } from "./diff.ts";
 import { planSecrets } from "./secrets.ts";
 
 /** What the planner remembers from the last successful apply (from the resource's status). */
@@ -93,8 +93,9 @@ export interface BlockedPlan {
 export type Plan = CreatePlan | PatchPlan | NoopPlan | BlockedPlan;
 
 const absent = (value: unknown): boolean => value === undefined || value === null;
+// Nested nulls from the service compare equal to absent fields (see wireEqual).
 const same = (desired: unknown, remote: unknown): boolean =>
-  absent(remote) ? false : jsonEqual(desired, remote);
+  absent(remote) ? false : wireEqual(desired, remote);
 const line = (field: string, from: unknown, to: unknown) =>
   `${field}: ${displayValue(from)} → ${displayValue(to)}`;
 

@@ -4,7 +4,13 @@
  * Nothing here imports an HTTP or Kubernetes client, so the reconciler is tested against the
  * real adapters or small in-memory ones alike.
  */
-import type { CreateDeploymentBody, Deployment, ForgeRepo, PatchDeploymentBody } from "../api/wire.ts";
+import type {
+  CreateDeploymentBody,
+  Deployment,
+  ForgeRepo,
+  PatchDeploymentBody,
+  Revision,
+} from "../api/wire.ts";
 import type { DeploymentResource, DeploymentResourceStatus } from "../crd/schema.ts";
 
 /** The service as the reconciler uses it. Every call honours its AbortSignal. */
@@ -22,6 +28,11 @@ export interface DeploymentsPort {
   /** Requests deletion; resolves when the service accepted it or the deployment is already gone. */
   delete(id: string, signal: AbortSignal): Promise<void>;
   listRepos(integrationId: string, signal: AbortSignal): Promise<ForgeRepo[]>;
+  /**
+   * A revision of a deployment; undefined when the service has no such revision. Rejects with
+   * `RevisionsRouteMissingError` (api/errors.ts) when the service has no revisions route.
+   */
+  getRevision(deploymentId: string, revisionId: string, signal: AbortSignal): Promise<Revision | undefined>;
 }
 
 /** Namespace and name of a resource. */

@@ -31,6 +31,7 @@ import { type LookupTarget, observe } from "./observe.ts";
 import { type CreatePlan, plan } from "./plan.ts";
 import type { DeploymentsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { RemoteSnapshot } from "./remote.ts";
+import { RevisionTracker } from "./revisions.ts";
 import {
   CONDITION,
   formatTime,
@@ -60,6 +61,8 @@ export interface ReconcilerOptions {
   createGraceMs?: number;
   /** How long a forge repository listing is reused. Default 5 min. */
   repoListingTtlMs?: number;
+  /** Read the latest revision while a rollout is in progress (see revisions.ts). Default true. */
+  revisionTracking?: boolean;
 }
 
 /** How long the status write reporting a timed-out reconcile may take. */
@@ -77,10 +80,18 @@ interface Run {
 export class DeploymentReconciler {
   readonly #o: Required<ReconcilerOptions>;
   readonly #repos: RepoListings;
+  readonly #revisions: RevisionTracker;
 
   constructor(options: ReconcilerOptions) {
-    this.#o = { pollMs: 5_000, createGraceMs: 60_000, repoListingTtlMs: 300_000, ...options };
+    this.#o = {
+      pollMs: 5_000,
+      createGraceMs: 60_000,
+      repoListingTtlMs: 300_000,
+      revisionTracking: true,
+      ...options,
+    };
     this.#repos = new RepoListings(options.service, options.clock, this.#o.repoListingTtlMs);
+    this.#revisions = new RevisionTracker(options.service, options.logger, this.#o.revisionTracking);
   }
 
   /**
@@ -318,6 +329,13 @@ export class DeploymentReconciler {
     options: { keepDeploymentId?: boolean } = {},
   ): Promise<ReconcileResult> {
     const previous = run.obj.status;
+    // Revision tracking: the latest revision's status, and a Warning the first time it failed.
+    const requested = (reconcileRequestedAt(run.obj) ?? null) !== (previous?.lastHandledReconcileAt ?? null);
+    const look =
+      observed && sync.kind !== "deleting"
+        ? await this.#revisions.look(observed, previous, requested, signal)
+        : {};
+    if (look.event) this.#event(run, look.event.type, look.event.reason, look.event.note);
     const next = statusFrom({
       previous,
       generation: run.obj.metadata.generation ?? 0,
@@ -326,6 +344,7 @@ export class DeploymentReconciler {
       now: run.now,
       record,
       secretValues: run.secrets.values,
+      revision: look.revision,
     });
     if (options.keepDeploymentId && previous?.deploymentId) next.deploymentId = previous.deploymentId;
     if (!statusEqual(previous, next)) {

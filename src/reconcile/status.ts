@@ -5,7 +5,12 @@
  * only while True. `lastTransitionTime` moves only when a condition's status moves, and
  * `statusEqual` lets the controller skip writes that would change nothing.
  */
-import type { Deployment } from "../api/wire.ts";
+import {
+  DEPLOYMENT_STATUSES,
+  type Deployment,
+  DONE_REVISION_STATUSES,
+  FAILED_REVISION_STATUSES,
+} from "../api/wire.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import { jsonEqual } from "./diff.ts";
 import type { PlanProblem } from "./plan.ts";
@@ -43,7 +48,31 @@ export const REASON = {
   ServiceUnavailable: "ServiceUnavailable",
   Paused: "Paused",
   ObserveOnly: "ObserveOnly",
+  /** The latest revision failed to be created, built or deployed: it will never go live. */
+  RevisionFailed: "RevisionFailed",
+  /** The service reports a status this operator does not know: not ready, not failed. */
+  UnrecognizedStatus: "UnrecognizedStatus",
+  /** The service's deployment for this resource is in the listing but cannot be read. */
+  UnreadableDeployment: "UnreadableDeployment",
 } as const;
+
+/** What is known of the deployment's latest revision (see `revisions.ts`). */
+export interface RevisionObservation {
+  /** The revision id: the deployment's `latest_revision_id` when it was read. */
+  id: string;
+  /** Its status as the service reports it (any string, kept raw). */
+  status: string;
+}
+
+/** True when `status` says the revision will never go live. */
+export function isFailedRevision(status: string | undefined): boolean {
+  return (FAILED_REVISION_STATUSES as readonly (string | undefined)[]).includes(status);
+}
+
+/** True when `status` ends a rollout although the revision is not (yet) the active one. */
+export function isDoneRevision(status: string | undefined): boolean {
+  return (DONE_REVISION_STATUSES as readonly (string | undefined)[]).includes(status);
+}
 
 /** What the reconcile concluded about keeping the service in line with the spec. */
 export type SyncOutcome =
@@ -79,6 +108,8 @@ export interface StatusInput {
   record?: StatusRecord;
   /** Secret values to scrub from every message (service error details may echo them). */
   secretValues?: readonly string[];
+  /** The latest revision's status, when it was read or is known (see `revisions.ts`). */
+  revision?: RevisionObservation | undefined;
 }
 
 /** Longest condition message written; longer ones are cut (the API allows 32768). */
@@ -131,8 +162,20 @@ export function outcomeFromProblems(problems: readonly PlanProblem[]): SyncOutco
 
 type Verdict = { status: Condition["status"]; reason: string; message: string };
 
-function readiness(observed: Deployment): { ready: Verdict; progress?: Verdict } {
+function readiness(
+  observed: Deployment,
+  revision: RevisionObservation | undefined,
+): { ready: Verdict; progress?: Verdict; stalled?: Verdict } {
   const { status, latest_revision_id: latest, active_revision_id: active } = observed;
+  const latestRevision = revision && revision.id === latest ? revision : undefined;
+  if (latestRevision && isFailedRevision(latestRevision.status) && status !== "AWAITING_DELETE") {
+    const v = {
+      status: "False" as const,
+      reason: REASON.RevisionFailed,
+      message: `revision ${latestRevision.id} ${latestRevision.status}: it will not go live; ${active ? `revision ${active} stays active` : "no revision is active"}. Change the spec (a new revision) or set dms.dev/reconcile-requested-at to look again`,
+    };
+    return { ready: v, stalled: { ...v, status: "True" } };
+  }
   switch (status) {
     case "READY":
       if (active === latest) {
@@ -144,16 +187,25 @@ function readiness(observed: Deployment): { ready: Verdict; progress?: Verdict }
           },
         };
       }
+      if (latestRevision && isDoneRevision(latestRevision.status)) {
+        return {
+          ready: {
+            status: "True",
+            reason: REASON.Available,
+            message: `revision ${latestRevision.id} is ${latestRevision.status}; ${active ?? "no revision"} is active`,
+          },
+        };
+      }
       return {
         ready: {
           status: "False",
           reason: REASON.RolloutInProgress,
-          message: `revision ${latest ?? "(none)"} is rolling out; ${active ?? "no revision"} is active`,
+          message: `revision ${latest ?? "(none)"} is rolling out${latestRevision ? ` (${latestRevision.status})` : ""}; ${active ?? "no revision"} is active`,
         },
         progress: {
           status: "True",
           reason: REASON.RolloutInProgress,
-          message: `rolling out revision ${latest ?? "(none)"}`,
+          message: `rolling out revision ${latest ?? "(none)"}${latestRevision ? ` (${latestRevision.status})` : ""}`,
         },
       };
     case "AWAITING_DATABASE": {
@@ -180,9 +232,18 @@ function readiness(observed: Deployment): { ready: Verdict; progress?: Verdict }
           message: "the service reports this deployment as unused",
         },
       };
-    default:
+    case "UNKNOWN":
       return {
         ready: { status: "Unknown", reason: REASON.Unknown, message: `the service reports status ${status}` },
+      };
+    default:
+      // A value the spec does not list (a newer or looser service): not ready, not failed.
+      return {
+        ready: {
+          status: "False",
+          reason: REASON.UnrecognizedStatus,
+          message: `the service reports status ${status}, which this operator does not know (known: ${DEPLOYMENT_STATUSES.join(", ")}); treated as not ready`,
+        },
       };
   }
 }
@@ -232,6 +293,7 @@ const REMOTE_FIELDS = [
   "activeRevisionId",
   "imageVersion",
   "repoCommitSha",
+  "latestRevisionStatus",
 ] as const;
 
 /**
@@ -250,8 +312,12 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
 
   let ready: Verdict | undefined;
   let progress: Verdict | undefined;
-  if (observed) ({ ready, progress } = readiness(observed));
-  else if (observed === null && sync.kind === "deleting")
+  let revisionStall: Verdict | undefined;
+  if (observed) {
+    ({ ready, progress, stalled: revisionStall } = readiness(observed, input.revision));
+    if (input.revision && input.revision.id === observed.latest_revision_id)
+      status.latestRevisionStatus = input.revision.status;
+  } else if (observed === null && sync.kind === "deleting")
     ready = { status: "False", reason: REASON.Deleting, message: "the service's deployment is gone" };
   else if (observed === null && sync.kind === "synced") {
     ready = {
@@ -284,8 +350,11 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
     });
   }
   put(CONDITION.Synced, syncVerdict(sync));
-  const stalled = sync.kind === "failed" && sync.stalled === true;
-  if (stalled) put(CONDITION.Stalled, { status: "True", reason: sync.reason, message: sync.message });
+  const syncStalled = sync.kind === "failed" && sync.stalled === true;
+  const stalled = syncStalled || revisionStall !== undefined;
+  if (sync.kind === "failed" && syncStalled)
+    put(CONDITION.Stalled, { status: "True", reason: sync.reason, message: sync.message });
+  else if (revisionStall) put(CONDITION.Stalled, revisionStall);
   else conditions = removeCondition(conditions, CONDITION.Stalled);
   if (progress && !stalled) put(CONDITION.Reconciling, progress);
   else conditions = removeCondition(conditions, CONDITION.Reconciling);
@@ -307,11 +376,8 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
 }
 
 function remoteFields(observed: Deployment): DeploymentResourceStatus {
-  const out: DeploymentResourceStatus = {
-    deploymentId: observed.id,
-    tenantId: observed.tenant_id,
-    remoteStatus: observed.status,
-  };
+  const out: DeploymentResourceStatus = { deploymentId: observed.id, remoteStatus: observed.status };
+  if (observed.tenant_id) out.tenantId = observed.tenant_id;
   if (observed.latest_revision_id) out.latestRevisionId = observed.latest_revision_id;
   if (observed.active_revision_id) out.activeRevisionId = observed.active_revision_id;
   if (observed.image_version) out.imageVersion = observed.image_version;

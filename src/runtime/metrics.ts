@@ -53,6 +53,9 @@ export class RuntimeMetrics {
   readonly #serviceRequests: Counter<"method" | "route" | "status">;
   readonly #serviceDuration: Histogram<"method" | "route">;
   readonly #leader: Gauge<"name">;
+  readonly #unknownValues: Counter<"field" | "value">;
+  readonly #unreadable: Counter;
+  readonly #unknownSeen = new Set<string>();
 
   constructor(options: RuntimeMetricsOptions = {}) {
     const registers = [this.registry];
@@ -158,6 +161,17 @@ export class RuntimeMetrics {
       buckets: SERVICE_BUCKETS,
       registers,
     });
+    this.#unknownValues = new Counter({
+      name: "dms_service_unknown_values_total",
+      help: "Values of enum fields read from the Deployment Management Service that its spec does not list (kept raw)",
+      labelNames: ["field", "value"],
+      registers,
+    });
+    this.#unreadable = new Counter({
+      name: "dms_service_unreadable_items_total",
+      help: "Deployments of a listing skipped because they could not be read (e.g. no id)",
+      registers,
+    });
     this.#leader = new Gauge({
       name: "leader_election_master_status",
       help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master",
@@ -203,6 +217,23 @@ export class RuntimeMetrics {
     const method = call.method.toUpperCase();
     this.#serviceRequests.inc({ method, route: call.route, status: String(call.status) });
     this.#serviceDuration.observe({ method, route: call.route }, call.seconds);
+  };
+
+  /**
+   * Counts one enum value the spec does not list; pass it as the API client's `onUnknownValue`.
+   * Values are cut at 64 characters and at most 50 distinct ones are labelled (the rest count as
+   * `other`), so a service sending odd values cannot grow the series without bound.
+   */
+  readonly recordUnknownValue = (unknown: { field: string; value: string }): void => {
+    const value = unknown.value.slice(0, 64);
+    const key = `${unknown.field}\u0000${value}`;
+    if (!this.#unknownSeen.has(key) && this.#unknownSeen.size < 50) this.#unknownSeen.add(key);
+    this.#unknownValues.inc({ field: unknown.field, value: this.#unknownSeen.has(key) ? value : "other" });
+  };
+
+  /** Counts one deployment skipped as unreadable; pass it as the API client's `onUnreadable`. */
+  readonly recordUnreadable = (): void => {
+    this.#unreadable.inc();
   };
 
   /** Sets `leader_election_master_status{name}` to 1 while leading, 0 otherwise. */

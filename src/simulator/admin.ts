@@ -8,7 +8,9 @@
  *   GET    /_sim/faults              the faults in force
  *   PUT    /_sim/faults              replace the faults (JSON body, see `Faults`); 200 with them
  *   DELETE /_sim/faults              204
- *   PATCH  /_sim/deployments/{id}    drift (see `DriftChange`); 200 with the deployment
+ *   PATCH  /_sim/deployments/{id}    drift (see `DriftChange`, also `status`, `fail_revisions`,
+ *                                    `quirks`); 200 with the deployment
+ *   PUT    /_sim/revisions-route     `{"mode": "present" | "missing" | "method-not-allowed"}`; 200 with it
  *   GET    /_sim/state               tenant, clock, timing, faults, deployments with revisions
  */
 import type { IncomingMessage } from "node:http";
@@ -17,6 +19,7 @@ import { ServiceError } from "./errors.ts";
 import type { FaultController, Faults } from "./faults.ts";
 import { json, missingBody, readJsonBody, type SimResponse } from "./http.ts";
 import type { Timing } from "./record.ts";
+import { REVISIONS_ROUTE_MODES, type RevisionsRouteMode } from "./routes.ts";
 import type { SimulatorStore } from "./store.ts";
 
 /** What the admin routes act on. */
@@ -27,6 +30,7 @@ export interface AdminContext {
   resetCounters: () => void;
   timing: Timing;
   now: () => number;
+  revisionsRoute: { mode: RevisionsRouteMode };
 }
 
 /** Answers one `/_sim/` request; `path` starts with `/_sim/`. Unknown paths are 404. */
@@ -56,6 +60,21 @@ export async function handleAdmin(
       return { status: 204 };
     case "GET /_sim/state":
       return json(200, state(ctx));
+    case "PUT /_sim/revisions-route": {
+      const body = await readJsonBody(req);
+      const mode = (body as { mode?: unknown } | undefined)?.mode;
+      if (!REVISIONS_ROUTE_MODES.some((m) => m === mode)) {
+        throw new ServiceError(422, [
+          {
+            loc: ["body", "mode"],
+            msg: `Input should be ${REVISIONS_ROUTE_MODES.map((m) => `'${m}'`).join(", ")}`,
+            type: "literal_error",
+          },
+        ]);
+      }
+      ctx.revisionsRoute.mode = mode as RevisionsRouteMode;
+      return json(200, { mode });
+    }
   }
   const prefix = "/_sim/deployments/";
   if (method === "PATCH" && path.startsWith(prefix)) {
@@ -72,6 +91,7 @@ function state(ctx: AdminContext) {
     now: new Date(ctx.now()).toISOString(),
     timing: ctx.timing,
     faults: ctx.faults.get(),
+    revisions_route: ctx.revisionsRoute.mode,
     deployments: ctx.store.list().map((d) => ({ ...d, revisions: ctx.store.revisions(d.id) ?? [] })),
   };
 }

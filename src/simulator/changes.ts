@@ -5,7 +5,6 @@
 import { randomUUID } from "node:crypto";
 import {
   DEPLOYMENT_SOURCES,
-  DEPLOYMENT_STATUSES,
   type DeploymentSource,
   type PatchDeploymentBody,
   REVISION_SOURCES,
@@ -78,6 +77,8 @@ export function newRecord(
     imageVersion: null,
     statusOverride: undefined,
     revisions: [],
+    failRevisions: undefined,
+    quirks: undefined,
     deleteRequestedAt: undefined,
     deploymentType: "dev",
     remoteReconciled: true,
@@ -132,12 +133,16 @@ function addRevision(
       repo_commit_sha: fakeCommitSha(record.sourceConfig.repo_url, config.repo_ref),
     };
   }
+  const failure = record.failRevisions;
   record.revisions.push({
     id: randomUUID(),
     createdAt: now,
-    activeAt,
+    // A revision that fails never becomes active: the previous one stays live.
+    activeAt: failure === undefined ? activeAt : Number.POSITIVE_INFINITY,
+    settlesAt: activeAt,
     sourceRevisionConfig: { ...record.sourceRevisionConfig },
     revisionSource,
+    ...(failure === undefined ? {} : { failure }),
   });
 }
 
@@ -160,10 +165,13 @@ export function seededRecord(
   record.secrets = (d.secrets ?? []).map((s) => ({ ...s }));
   record.secretReferences = d.secret_references ?? null;
   record.imageVersion = d.image_version ?? null;
-  record.statusOverride = oneOf(DEPLOYMENT_STATUSES, d.status) ? d.status : "READY";
+  record.statusOverride = d.status ?? "READY";
+  if (d.quirks !== undefined) record.quirks = structuredClone(d.quirks);
   record.deploymentType = d.deployment_type ?? "dev";
   record.remoteReconciled = d.remote_reconciled ?? true;
   record.tagValueIds = [...(d.tag_value_ids ?? [])];
   addRevision(record, null, createdAt, Math.min(createdAt, start));
+  // Only the revisions made after the start fail: a seeded deployment starts settled.
+  record.failRevisions = d.fail_revisions ?? undefined;
   return record;
 }

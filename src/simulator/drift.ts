@@ -7,7 +7,6 @@ import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import {
   DEPLOYMENT_TYPES,
-  DeploymentStatusSchema,
   Nullable,
   RevisionSourceSchema,
   SecretReferenceSchema,
@@ -15,7 +14,29 @@ import {
   SourceRevisionConfigSchema,
 } from "../api/wire.ts";
 
+import { REVISION_FAILURES } from "./record.ts";
+
 const closed = { additionalProperties: false } as const;
+
+/**
+ * Any status string: one of the spec's, or one only the real service uses (e.g.
+ * `AWAITING_FINAL_DELETE`), to show how a client copes.
+ */
+export const AnyStatusSchema = Type.String({ minLength: 1 });
+
+/** `create`, `build` or `deploy`: the phase at which every new revision of the deployment fails. */
+export const RevisionFailureSchema = Type.Union(REVISION_FAILURES.map((f) => Type.Literal(f)));
+
+/** How listings show the deployment: see `Quirks` in record.ts. */
+export const QuirksSchema = Type.Object(
+  {
+    /** Top-level fields left out of listings, e.g. `["id"]`. */
+    omit: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    /** JSON merged into listings: unknown fields, nulls in nested fields. */
+    extra: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  closed,
+);
 
 /** What a drift may change. Every field is optional; absent fields stay as they are. */
 export const DriftChangeSchema = Type.Object(
@@ -31,8 +52,12 @@ export const DriftChangeSchema = Type.Object(
     /** `true`: make a new revision even though nothing changed (someone redeployed). */
     new_revision: Type.Optional(Type.Boolean()),
     image_version: Type.Optional(Nullable(Type.String())),
-    /** Pins the status; `null` returns to the status derived from time. */
-    status: Type.Optional(Nullable(DeploymentStatusSchema)),
+    /** Pins the status (any string); `null` returns to the status derived from time. */
+    status: Type.Optional(Nullable(AnyStatusSchema)),
+    /** Every new revision fails at this phase; `null`: they succeed again. */
+    fail_revisions: Type.Optional(Nullable(RevisionFailureSchema)),
+    /** How listings show it (replaces the previous quirks); `null` removes them. */
+    quirks: Type.Optional(Nullable(QuirksSchema)),
     deployment_type: Type.Optional(Type.Union(DEPLOYMENT_TYPES.map((t) => Type.Literal(t)))),
     remote_reconciled: Type.Optional(Type.Boolean()),
     tag_value_ids: Type.Optional(Type.Array(Type.String())),

@@ -3,7 +3,6 @@
  * spec, the listing faults, and the JSON of the page built from cached per-deployment JSON (the
  * hot path of the simulator: no copy of the store, no re-serialization of unchanged items).
  */
-import type { DeploymentStatus } from "../api/wire.ts";
 import type { ListQuery } from "./query.ts";
 import type { DeploymentRecord } from "./record.ts";
 
@@ -34,7 +33,7 @@ export function pageJson(
   query: ListQuery,
   faults: ListingFaults,
   json: (record: DeploymentRecord) => string,
-  status: (record: DeploymentRecord) => DeploymentStatus,
+  status: (record: DeploymentRecord) => string,
   now: number,
 ): string {
   const cap = faults.pageCap === undefined ? query.limit : Math.min(query.limit, faults.pageCap);

@@ -4,16 +4,19 @@
  * so no deployment owns a timer; the rendered JSON is cached until the next transition.
  */
 import { createHash } from "node:crypto";
-import type {
-  Deployment,
-  DeploymentSource,
-  DeploymentStatus,
-  DeploymentType,
-  RevisionSource,
-  SecretReference,
-  SourceConfig,
-  SourceRevisionConfig,
+import {
+  type Deployment,
+  type DeploymentSource,
+  type DeploymentType,
+  REVISION_STATUSES,
+  type Revision,
+  type RevisionSource,
+  type RevisionStatus,
+  type SecretReference,
+  type SourceConfig,
+  type SourceRevisionConfig,
 } from "../api/wire.ts";
+import { isRecord } from "../json.ts";
 
 /** How secret values appear in responses: as stored, as `********`, or left out. */
 export type SecretsMode = "values" | "masked" | "none";
@@ -25,13 +28,35 @@ export interface Timing {
   deleteAfterMs: number;
 }
 
-/** A revision: created by a create or a revision-making PATCH, active from `activeAt` on. */
+/** Where a revision fails, when it is made to (see `fail_revisions`). */
+export const REVISION_FAILURES = ["create", "build", "deploy"] as const;
+export type RevisionFailure = (typeof REVISION_FAILURES)[number];
+
+/**
+ * A revision: created by a create or a revision-making PATCH, active from `activeAt` on (never,
+ * when it fails). Between `createdAt` and `activeAt` its status walks through the build and
+ * deploy phases (see {@link revisionStatusAt}).
+ */
 export interface RevisionRecord {
   readonly id: string;
   readonly createdAt: number;
   readonly activeAt: number;
   readonly sourceRevisionConfig: SourceRevisionConfig;
   readonly revisionSource: RevisionSource | null;
+  /** The phase at which it fails, if it was made to fail. */
+  readonly failure?: RevisionFailure;
+  /** When it would have become active had it not failed: the end of its phases. */
+  readonly settlesAt: number;
+}
+
+/**
+ * How the simulator makes a deployment answer like the real service rather than the spec, in
+ * listings: top-level fields left out (`omit`, e.g. `["id"]`) and extra JSON merged in (`extra`:
+ * objects merged key by key at any depth, anything else replaces; unknown fields and nulls alike).
+ */
+export interface Quirks {
+  omit?: string[];
+  extra?: Record<string, unknown>;
 }
 
 /** The stored state of one deployment. Mutated only by the store, which then calls {@link invalidate}. */
@@ -48,9 +73,13 @@ export interface DeploymentRecord {
   secrets: { name: string; value: string }[];
   secretReferences: SecretReference[] | null;
   imageVersion: string | null;
-  /** Set by a seed or by drift; otherwise the status follows from `createdAt`. */
-  statusOverride: DeploymentStatus | undefined;
+  /** Set by a seed or by drift (any string, also one the spec does not list); otherwise from `createdAt`. */
+  statusOverride: string | undefined;
   revisions: RevisionRecord[];
+  /** New revisions fail at this phase (seed or drift `fail_revisions`); undefined: they succeed. */
+  failRevisions: RevisionFailure | undefined;
+  /** How listings show it (seed or drift `quirks`). */
+  quirks: Quirks | undefined;
   deleteRequestedAt: number | undefined;
   deploymentType: DeploymentType;
   remoteReconciled: boolean;
@@ -66,7 +95,7 @@ export function invalidate(record: DeploymentRecord): void {
 }
 
 /** The status `record` shows at `now`. */
-export function statusAt(record: DeploymentRecord, now: number, timing: Timing): DeploymentStatus {
+export function statusAt(record: DeploymentRecord, now: number, timing: Timing): string {
   if (record.deleteRequestedAt !== undefined) return "AWAITING_DELETE";
   if (record.statusOverride !== undefined) return record.statusOverride;
   return now >= record.createdAt + timing.readyAfterMs ? "READY" : "AWAITING_DATABASE";
@@ -121,13 +150,77 @@ function nextTransition(record: DeploymentRecord, now: number, timing: Timing): 
   return until;
 }
 
-/** `render` as JSON, cached while the clock stays before the next transition. The hot path of listing. */
+/**
+ * `render` as a listing shows it (with the record's {@link Quirks}), as JSON, cached while the
+ * clock stays before the next transition. The hot path of listing.
+ */
 export function renderJson(record: DeploymentRecord, now: number, timing: Timing, mode: SecretsMode): string {
   const cache = record.cache;
   if (cache !== undefined && now >= cache.from && now < cache.until) return cache.json;
-  const json = JSON.stringify(render(record, now, timing, mode));
+  const rendered = render(record, now, timing, mode);
+  const json = JSON.stringify(record.quirks === undefined ? rendered : withQuirks(rendered, record.quirks));
   record.cache = { json, from: now, until: nextTransition(record, now, timing) };
   return json;
+}
+
+function withQuirks(rendered: Deployment, quirks: Quirks): Record<string, unknown> {
+  const out: Record<string, unknown> = merge(rendered, quirks.extra ?? {}) as Record<string, unknown>;
+  for (const key of quirks.omit ?? []) delete out[key];
+  return out;
+}
+
+function merge(base: unknown, extra: unknown): unknown {
+  if (!isRecord(base) || !isRecord(extra)) return structuredClone(extra);
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(extra)) out[key] = merge(base[key], value);
+  return out;
+}
+
+// The phases of a revision, spread evenly over `revisionActiveAfterMs`.
+// CREATING, QUEUED, AWAITING_BUILD, BUILDING, AWAITING_DEPLOY, DEPLOYING.
+const PHASES: readonly RevisionStatus[] = REVISION_STATUSES.slice(
+  0,
+  REVISION_STATUSES.indexOf("CREATE_FAILED"),
+);
+// The phase after which a failure shows: creation fails after CREATING, a build after BUILDING,
+// a deploy after DEPLOYING.
+const FAILS_AFTER: Record<RevisionFailure, { phase: number; status: RevisionStatus }> = {
+  create: { phase: 1, status: "CREATE_FAILED" },
+  build: { phase: 4, status: "BUILD_FAILED" },
+  deploy: { phase: 6, status: "DEPLOY_FAILED" },
+};
+
+/** The status of `revision` at `now`, and since when it holds. */
+export function revisionStatusAt(
+  revision: RevisionRecord,
+  now: number,
+): { status: RevisionStatus; since: number } {
+  const span = revision.settlesAt - revision.createdAt;
+  const phaseStart = (phase: number) => revision.createdAt + (span * phase) / PHASES.length;
+  if (revision.failure !== undefined) {
+    const { phase, status } = FAILS_AFTER[revision.failure];
+    if (now >= phaseStart(phase)) return { status, since: phaseStart(phase) };
+  } else if (now >= revision.activeAt) {
+    return { status: "DEPLOYED", since: revision.activeAt };
+  }
+  const phase =
+    span <= 0
+      ? PHASES.length - 1
+      : Math.min(PHASES.length - 1, Math.floor(((now - revision.createdAt) / span) * PHASES.length));
+  return { status: PHASES[phase] ?? "UNKNOWN", since: phaseStart(phase) };
+}
+
+/** `revision` of `record` as GET .../revisions/{revision_id} answers it at `now`. */
+export function renderRevision(record: DeploymentRecord, revision: RevisionRecord, now: number): Revision {
+  const { status, since } = revisionStatusAt(revision, now);
+  return {
+    id: revision.id,
+    created_at: new Date(revision.createdAt).toISOString(),
+    updated_at: new Date(since).toISOString(),
+    status,
+    source: revision.revisionSource ?? record.source,
+    source_revision_config: { ...revision.sourceRevisionConfig },
+  };
 }
 
 /** A plausible commit sha for a ref: stable for the same repository and ref, like a branch that did not move. */

@@ -34,6 +34,7 @@ const PROVIDERS = "/v2/auth/providers";
 const REPOS = "/v1/integrations/forge/github/{integration_id}/repos";
 const DEPLOYMENTS = "/v2/deployments";
 const DEPLOYMENT = "/v2/deployments/{deployment_id}";
+const REVISION = "/v2/deployments/{deployment_id}/revisions/{revision_id}";
 const REPOS_PREFIX = "/v1/integrations/forge/github/";
 const DEPLOYMENT_PREFIX = "/v2/deployments/";
 
@@ -45,10 +46,19 @@ function decode(segment: string): string | undefined {
   }
 }
 
-/** Routes of the service bound to `store` and `faults`. */
+/**
+ * Whether the simulated service has the revisions route (it is not in the shared spec, and a
+ * service without it must still be served): `present`, `missing` (404 "Not Found", as for any
+ * unknown path) or `method-not-allowed` (405).
+ */
+export const REVISIONS_ROUTE_MODES = ["present", "missing", "method-not-allowed"] as const;
+export type RevisionsRouteMode = (typeof REVISIONS_ROUTE_MODES)[number];
+
+/** Routes of the service bound to `store` and `faults`; `revisions.mode` is read per request. */
 export function serviceRoutes(
   store: SimulatorStore,
   faults: FaultController,
+  revisions: { mode: RevisionsRouteMode } = { mode: "present" },
 ): (method: string, path: string) => RouteMatch {
   const table: Record<string, Record<string, Handler>> = {
     [PROVIDERS]: { GET: () => json(200, store.providers()) },
@@ -92,8 +102,16 @@ export function serviceRoutes(
         return { status: 204 };
       },
     },
+    [REVISION]: {
+      GET: (_req, [id = "", revisionId = ""]) => {
+        const issues = [...uuidPathIssues("deployment_id", id), ...uuidPathIssues("revision_id", revisionId)];
+        if (issues.length > 0) throw new ServiceError(422, issues);
+        return json(200, store.revision(id, revisionId));
+      },
+    },
   };
 
+  const revisionsMode = () => revisions.mode;
   const match = (method: string, template: string, params: string[]): RouteMatch => {
     const handlers = table[template] ?? {};
     const handler = handlers[method];
@@ -105,8 +123,17 @@ export function serviceRoutes(
   return (method, path) => {
     if (path === DEPLOYMENTS) return match(method, DEPLOYMENTS, []);
     if (path.startsWith(DEPLOYMENT_PREFIX)) {
-      const id = decode(path.slice(DEPLOYMENT_PREFIX.length));
-      if (id !== undefined && id !== "" && !id.includes("/")) return match(method, DEPLOYMENT, [id]);
+      const parts = path.slice(DEPLOYMENT_PREFIX.length).split("/").map(decode);
+      const [id, revisions, revisionId] = parts;
+      const given = (v: string | undefined): v is string => v !== undefined && v !== "" && !v.includes("/");
+      if (parts.length === 1 && given(id)) return match(method, DEPLOYMENT, [id]);
+      if (parts.length === 3 && given(id) && revisions === "revisions" && given(revisionId)) {
+        if (revisionsMode() === "present") return match(method, REVISION, [id, revisionId]);
+        if (revisionsMode() === "method-not-allowed") {
+          const route = `${method} ${REVISION}`;
+          return { route, template: REVISION, params: [], handler: undefined, allow: "DELETE" };
+        }
+      }
     } else if (path === PROVIDERS) {
       return match(method, PROVIDERS, []);
     } else if (path.startsWith(REPOS_PREFIX) && path.endsWith("/repos")) {

@@ -10,12 +10,12 @@ import { parse as parseYaml } from "yaml";
 import {
   DEPLOYMENT_TYPES,
   DeploymentSourceSchema,
-  DeploymentStatusSchema,
   Nullable,
   SecretReferenceSchema,
   SourceConfigRequestSchema,
   SourceRevisionConfigSchema,
 } from "../api/wire.ts";
+import { AnyStatusSchema, QuirksSchema, RevisionFailureSchema } from "./drift.ts";
 import { renderIssues, type ValidationIssue } from "./errors.ts";
 import { issuesOf } from "./validation.ts";
 
@@ -72,8 +72,12 @@ export const SeedDeploymentSchema = Type.Object(
     secrets: Type.Optional(Type.Array(Type.Object({ name: Type.String(), value: Type.String() }, closed))),
     secret_references: Type.Optional(Nullable(Type.Array(SecretReferenceSchema))),
     image_version: Type.Optional(Nullable(Type.String())),
-    /** Default: READY. */
-    status: Type.Optional(DeploymentStatusSchema),
+    /** Default: READY. Any string: also a value only the real service uses. */
+    status: Type.Optional(AnyStatusSchema),
+    /** Every revision made after the start fails at this phase (`create`, `build`, `deploy`). */
+    fail_revisions: Type.Optional(RevisionFailureSchema),
+    /** How listings show it: fields left out (`omit`), JSON merged in (`extra`). */
+    quirks: Type.Optional(QuirksSchema),
     /** ISO date-time; default: the simulator's start. */
     created_at: Type.Optional(Type.String({ format: "date-time" })),
     deployment_type: Type.Optional(Type.Union(DEPLOYMENT_TYPES.map((t) => Type.Literal(t)))),

@@ -11,12 +11,13 @@ import { ServiceError } from "./errors.ts";
 import { FaultController } from "./faults.ts";
 import { errorResponse, json, type SimResponse, writeResponse } from "./http.ts";
 import type { SecretsMode, Timing } from "./record.ts";
-import { serviceRoutes } from "./routes.ts";
+import { REVISIONS_ROUTE_MODES, type RevisionsRouteMode, serviceRoutes } from "./routes.ts";
 import { type SimulatorSeed, validateSeed } from "./seed.ts";
 import { SimulatorStore } from "./store.ts";
 
 export type { Faults } from "./faults.ts";
 export type { SecretsMode, Timing } from "./record.ts";
+export type { RevisionsRouteMode } from "./routes.ts";
 export type { SimulatorSeed } from "./seed.ts";
 
 /** Options of {@link startSimulator}; every field has a default. */
@@ -39,6 +40,13 @@ export interface SimulatorOptions {
   secretsInResponses?: SecretsMode;
   /** The clock, in ms since the epoch. Default `Date.now`. Fault delays use real timers regardless. */
   now?: () => number;
+  /**
+   * The revisions route (GET /v2/deployments/{id}/revisions/{revision_id}, not in the shared
+   * spec): `present` (default), `missing` (404 "Not Found") or `method-not-allowed` (405), to
+   * act as a service without it. Changeable while running: `revisionsRoute.mode` or
+   * `PUT /_sim/revisions-route`.
+   */
+  revisionsRoute?: RevisionsRouteMode;
   /** Called with every request to a service route before it is handled (to look at headers in tests). */
   onRequest?: (req: IncomingMessage) => void;
   /** Called with an unexpected error (a bug) behind a 500. Default: one line on stderr. */
@@ -58,6 +66,8 @@ export interface RunningSimulator {
   resetCounters(): void;
   /** The state, for tests: read it, or drift a deployment as someone else would. */
   store: SimulatorStore;
+  /** Whether the revisions route exists; set `mode` to change it for the next request. */
+  revisionsRoute: { mode: RevisionsRouteMode };
 }
 
 /** Transition delays used when none are given. */
@@ -82,7 +92,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     seed,
   });
   const faults = new FaultController();
-  const route = serviceRoutes(store, faults);
+  const revisionsRoute = { mode: options.revisionsRoute ?? "present" };
+  if (!REVISIONS_ROUTE_MODES.includes(revisionsRoute.mode))
+    throw new Error(
+      `revisionsRoute: must be one of ${REVISIONS_ROUTE_MODES.join(", ")}, got ${revisionsRoute.mode}`,
+    );
+  const route = serviceRoutes(store, faults, revisionsRoute);
   const timers = new Set<NodeJS.Timeout>();
   const counts = new Map<string, Map<string, number>>();
   const count = (key: string, status: string) => {
@@ -107,7 +122,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     return json(500, { detail: "Internal Server Error" });
   };
 
-  const admin = { store, faults, counters, resetCounters, timing, now };
+  const admin = { store, faults, counters, resetCounters, timing, now, revisionsRoute };
   const serveAdmin = (req: IncomingMessage, res: ServerResponse, path: string) => {
     handleAdmin(req, path, admin).then(
       (response) => writeResponse(res, response, undefined, timers),
@@ -194,6 +209,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     counters,
     resetCounters,
     store,
+    revisionsRoute,
     close: () =>
       new Promise<void>((resolve, reject) => {
         for (const timer of timers) clearTimeout(timer);

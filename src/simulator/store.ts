@@ -7,11 +7,11 @@ import { randomUUID } from "node:crypto";
 import {
   type CreateDeploymentBody,
   DEPLOYMENT_SOURCES,
-  DEPLOYMENT_STATUSES,
   type Deployment,
   type ForgeRepo,
   type OAuthProvider,
   type PatchDeploymentBody,
+  type Revision,
   type RevisionSource,
   type SourceRevisionConfig,
 } from "../api/wire.ts";
@@ -27,6 +27,8 @@ import {
   invalidate,
   render,
   renderJson,
+  renderRevision,
+  revisionStatusAt,
   type SecretsMode,
   statusAt,
   type Timing,
@@ -49,6 +51,8 @@ export interface RevisionView {
   created_at: string;
   /** True once the revision has become active (it may since have been superseded). */
   activated: boolean;
+  /** Its status now, as the revisions route answers it. */
+  status: string;
   revision_source: RevisionSource | null;
   source_revision_config: SourceRevisionConfig;
 }
@@ -121,9 +125,22 @@ export class SimulatorStore {
       id: r.id,
       created_at: new Date(r.createdAt).toISOString(),
       activated: r.activeAt <= now,
+      status: revisionStatusAt(r, now).status,
       revision_source: r.revisionSource,
       source_revision_config: { ...r.sourceRevisionConfig },
     }));
+  }
+
+  /**
+   * GET /v2/deployments/{id}/revisions/{revision_id}: the revision at this instant. 404 (naming
+   * what is missing, never the bare "Not Found" of an unknown route) when either is unknown.
+   */
+  revision(id: string, revisionId: string): Revision {
+    const now = this.#sweep();
+    const record = this.#live(id);
+    const revision = record.revisions.find((r) => r.id === revisionId.toLowerCase());
+    if (revision === undefined) throw notFound("Revision");
+    return renderRevision(record, revision, now);
   }
 
   /**
@@ -179,11 +196,13 @@ export class SimulatorStore {
     if (issues.length > 0) throw validationError(issues);
     const now = this.#sweep();
     const record = this.#live(id);
+    // Before the change: a revision the drift itself makes fails too.
+    if (change.fail_revisions !== undefined) record.failRevisions = change.fail_revisions ?? undefined;
     applyChange(record, change, now, this.#timing);
     if (change.image_version !== undefined) record.imageVersion = change.image_version;
-    if (change.status !== undefined) {
-      record.statusOverride = oneOf(DEPLOYMENT_STATUSES, change.status) ? change.status : undefined;
-    }
+    if (change.status !== undefined) record.statusOverride = change.status ?? undefined;
+    if (change.quirks !== undefined)
+      record.quirks = change.quirks === null ? undefined : structuredClone(change.quirks);
     if (change.deployment_type !== undefined) record.deploymentType = change.deployment_type;
     if (change.remote_reconciled !== undefined) record.remoteReconciled = change.remote_reconciled;
     if (change.tag_value_ids !== undefined) record.tagValueIds = [...change.tag_value_ids];

@@ -51,9 +51,16 @@ export function issuesOf<T extends TSchema>(
 /** Validates a parsed JSON body; throws a 422 {@link ServiceError} naming each bad field. */
 export function parseCreateBody(value: unknown): CreateDeploymentBody {
   const issues = issuesOf(createBodyCheck, value, ["body"]);
+  // As the service: these must be present on create, if empty (`{}`, `{}`, `[]`).
+  if (typeof value === "object" && value !== null)
+    for (const field of CREATE_REQUIRED)
+      if (!(field in value)) issues.push({ loc: ["body", field], msg: "Field required", type: "missing" });
   if (issues.length > 0) throw new ServiceError(422, issues);
   return value as CreateDeploymentBody;
 }
+
+/** Fields the service requires in a create body although our shared schema makes them optional. */
+const CREATE_REQUIRED = ["source_config", "source_revision_config", "secrets"] as const;
 
 /** Validates a parsed JSON PATCH body; `pathIssues` (a bad id) are reported with it, as FastAPI does. */
 export function parsePatchBody(value: unknown, pathIssues: ValidationIssue[] = []): PatchDeploymentBody {

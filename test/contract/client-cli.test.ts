@@ -75,6 +75,30 @@ describe("deployments list", () => {
     expect(revealed.stdout).toContain("sk-never-print-me");
   });
 
+  it("shows a status the spec does not list as is, and skips an unreadable deployment with a warning, exit 0", async () => {
+    const billing = sim.store.getByName("billing-agent");
+    const ghost = sim.store.create({ name: "ghost-agent", source: "external_docker" });
+    if (!billing) throw new Error("seeded deployment missing");
+    sim.store.drift(billing.id, { status: "AWAITING_FINAL_DELETE" });
+    sim.store.drift(ghost.id, { quirks: { omit: ["id"] } });
+    try {
+      const run = await cli(["deployments", "list", "--output", "table"]);
+      expect(run.code).toBe(0);
+      expect(run.stdout.split("\n").find((l) => l.startsWith("billing-agent"))).toMatch(
+        /external_docker\s+AWAITING_FINAL_DELETE/,
+      );
+      expect(run.stdout).not.toContain("ghost-agent");
+      expect(run.stderr).toBe(
+        `warning: skipped: the service's deployment "ghost-agent" cannot be read: id: required field is missing\n`,
+      );
+      const filtered = await cli(["deployments", "list", "-o", "json", "--status", "AWAITING_FINAL_DELETE"]);
+      expect(names(JSON.parse(filtered.stdout))).toEqual(["billing-agent"]);
+    } finally {
+      sim.store.drift(billing.id, { status: "UNUSED" });
+      sim.store.delete(ghost.id);
+    }
+  });
+
   it("prints YAML", async () => {
     const run = await cli(["deployments", "list", "--output", "yaml"]);
     expect(run.code).toBe(0);

@@ -194,8 +194,8 @@ describe("input checks (no request is made)", () => {
     ["a non-uuid integration id", (c: ServiceClient) => c.listRepos("nope"), "integrationId"],
     ["a non-uuid id to delete", (c: ServiceClient) => c.deleteDeployment("1"), "id"],
     [
-      "an unknown status",
-      (c: ServiceClient) => c.listAllDeployments({ status: "DONE" as unknown as DeploymentStatus }),
+      "an empty status",
+      (c: ServiceClient) => c.listAllDeployments({ status: "" as unknown as DeploymentStatus }),
       "filters.status",
     ],
     [
@@ -271,21 +271,31 @@ describe("failures", () => {
     });
   });
 
-  it("names the failing field of a malformed response", async () => {
-    const { client } = await serve((_req, res) =>
-      send(res, 200, { resources: [deployment(0), { ...deployment(1), status: "DONE" }], offset: 2 }),
-    );
+  it("names the failing field of a malformed page", async () => {
+    const { client } = await serve((_req, res) => send(res, 200, { resources: {}, offset: 2 }));
     const error = await failure(client.listAllDeployments());
     expect(error.kind).toBe("bad_response");
-    expect(error.detail).toMatch(/^response\.resources\[1\]\.status: expected one of "AWAITING_DATABASE"/);
-    expect(error.detail).toMatch(/got "DONE"$/);
+    expect(error.detail).toBe("response.resources: expected a value of type array, got an object");
   });
 
-  it("names a missing required field", async () => {
+  it("names a missing required field of the deployment a write answered with", async () => {
     const { name: _dropped, ...nameless } = deployment(1);
     const { client } = await serve((_req, res) => send(res, 200, nameless));
     const error = await failure(client.patchDeployment(ID, {}));
-    expect(error.detail).toBe("response.name: required field is missing");
+    expect(error.kind).toBe("bad_response");
+    expect(error.detail).toMatch(/cannot be read: name: required field is missing$/);
+  });
+
+  it("names the field deep inside an optional object, not the union around it", async () => {
+    const bad = {
+      ...deployment(1),
+      source_config: { resource_spec: { sidecars: [{ name: "s", env: 5 }] } },
+    };
+    const { client } = await serve((_req, res) => send(res, 200, bad));
+    const error = await failure(client.patchDeployment(ID, {}));
+    expect(error.detail).toMatch(
+      /cannot be read: source_config\.resource_spec\.sidecars\[0\]\.env: expected a value of type array or null, got 5$/,
+    );
   });
 
   it("reports a body that is not JSON", async () => {

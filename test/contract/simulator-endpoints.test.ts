@@ -191,9 +191,21 @@ describe("deployments: create, get, patch, delete", () => {
       "uuid_parsing",
     ],
     [
-      { name: "x", source: "github", secret_references: [{ name: "a", secret_name: "s", secret_key: "k" }] },
+      {
+        name: "x",
+        source: "github",
+        source_config: {},
+        source_revision_config: {},
+        secrets: [],
+        secret_references: [{ name: "a", secret_name: "s", secret_key: "k" }],
+      },
       ["body", "secret_references"],
       "value_error",
+    ],
+    [
+      { name: "x", source: "github", source_revision_config: {}, secrets: [] },
+      ["body", "source_config"],
+      "missing",
     ],
   ])("rejects a bad create body %j with a 422 at the field", async (body, loc, type) => {
     const res = await call(sim, "POST", "/v2/deployments", body);
@@ -206,6 +218,9 @@ describe("deployments: create, get, patch, delete", () => {
     const res = await call(sim, "POST", "/v2/deployments", {
       name: "ext",
       source: "external_docker",
+      source_config: {},
+      source_revision_config: {},
+      secrets: [],
       secret_references: refs,
     });
     expect(res.status).toBe(201);
@@ -272,7 +287,13 @@ describe("deployments: create, get, patch, delete", () => {
   });
 
   it("deletes with 204; the deployment then awaits deletion", async () => {
-    const created = await call(sim, "POST", "/v2/deployments", { name: "doomed", source: "internal_source" });
+    const created = await call(sim, "POST", "/v2/deployments", {
+      name: "doomed",
+      source: "internal_source",
+      source_config: {},
+      source_revision_config: {},
+      secrets: [],
+    });
     const res = await call(sim, "DELETE", `/v2/deployments/${created.body.id}`);
     expect(res.status).toBe(204);
     expect(res.body).toBeUndefined();

@@ -128,7 +128,13 @@ describe("slowness", () => {
 describe("listing faults", () => {
   it("a listing lag hides deployments created less than lagMs ago", async () => {
     sim.faults.set({ listingLagMs: 1000 });
-    const created = await call(sim, "POST", "/v2/deployments", { name: "fresh", source: "github" });
+    const created = await call(sim, "POST", "/v2/deployments", {
+      name: "fresh",
+      source: "github",
+      source_config: {},
+      source_revision_config: {},
+      secrets: [],
+    });
     const listed = async () =>
       (await call(sim, "GET", "/v2/deployments?limit=100")).body.resources.map(
         (d: { name: string }) => d.name,

@@ -101,7 +101,7 @@ describe("loadSeed", () => {
 
   it("startSimulator refuses an invalid seed, naming the field", async () => {
     // biome-ignore lint/suspicious/noExplicitAny: deliberately invalid input.
-    const seed: any = { deployments: [{ name: "a", source: "github", status: "SLEEPING" }] };
-    await expect(startSimulator({ seed })).rejects.toThrow(/deployments\[0\]\.status/);
+    const seed: any = { deployments: [{ name: "a", source: "github", fail_revisions: "always" }] };
+    await expect(startSimulator({ seed })).rejects.toThrow(/deployments\[0\]\.fail_revisions/);
   });
 });

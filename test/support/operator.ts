@@ -47,12 +47,14 @@ export interface TestOperatorOptions {
   concurrency?: number;
   /** Off unless given. */
   leaderElection?: TestLeaderElection;
-  /** Overrides of the service settings (timeouts, QPS; the operator ignores `retries`). */
+  /** Overrides of the service settings (timeouts, QPS; `retries` only retries listing pages). */
   service?: Partial<ServiceConfig>;
   /** Default 10 s; a tiny value makes `stop()` abandon in-flight work, as a killed process would. */
   shutdownTimeoutMs?: number;
   /** Longest one reconcile may run. Default 120 s (the production default). */
   reconcileTimeoutMs?: number;
+  /** `--revision-tracking`. Default on (the production default). */
+  revisionTracking?: boolean;
   /** Shared with another instance to compare their lines; default a capture of its own. */
   logs?: LogCapture;
   /** Serve /metrics and the probes on loopback ports of the system's choosing. Default off. */
@@ -108,6 +110,7 @@ export function testOperatorConfig(options: TestOperatorOptions): OperatorConfig
     pollMs: options.pollMs ?? 200,
     createGraceMs: options.createGraceMs ?? 15_000,
     reconcileTimeoutMs: options.reconcileTimeoutMs ?? 120_000,
+    revisionTracking: options.revisionTracking ?? true,
   };
 }
 

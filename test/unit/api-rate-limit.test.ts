@@ -51,3 +51,68 @@ describe("TokenBucket", () => {
     expect(() => new TokenBucket({ qps: 1, burst: 0, clock })).toThrow(/burst/);
   });
 });
+
+describe("TokenBucket.pause", () => {
+  /** A clock whose sleeps advance time at once, recording when each acquisition was granted. */
+  const instantClock = () => {
+    let time = 0;
+    const clock: ApiClock = {
+      now: () => time,
+      sleep: async (ms) => {
+        time += ms;
+      },
+    };
+    return { clock, now: () => time };
+  };
+
+  it("grants nothing during the pause, then one at once and the rest at qps, not a burst", async () => {
+    const { clock, now } = instantClock();
+    const bucket = new TokenBucket({ qps: 10, burst: 40, clock });
+    bucket.pause(2000);
+    expect(bucket.pausedForMs()).toBe(2000);
+    const grants: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      await bucket.acquire();
+      grants.push(now());
+    }
+    expect(grants).toEqual([2000, 2100, 2200, 2300]);
+    expect(bucket.pausedForMs()).toBe(0);
+  });
+
+  it("a waiter already queued when the pause begins waits for the pause too", async () => {
+    let time = 0;
+    let wakeups: Array<{ at: number; wake: () => void }> = [];
+    const clock: ApiClock = {
+      now: () => time,
+      sleep: (ms) => new Promise<void>((wake) => wakeups.push({ at: time + ms, wake })),
+    };
+    const advance = async (to: number) => {
+      time = to;
+      const due = wakeups.filter((w) => w.at <= to);
+      wakeups = wakeups.filter((w) => w.at > to);
+      for (const w of due) w.wake();
+      await new Promise((r) => setImmediate(r));
+    };
+    const bucket = new TokenBucket({ qps: 10, burst: 1, clock });
+    await bucket.acquire();
+    let granted: number | undefined;
+    const waiting = bucket.acquire().then(() => {
+      granted = time;
+    });
+    bucket.pause(1000);
+    await advance(100);
+    expect(granted).toBeUndefined();
+    await advance(1000);
+    await advance(1100);
+    await waiting;
+    expect(granted).toBeGreaterThanOrEqual(1000);
+  });
+
+  it("keeps the longer of two pauses", () => {
+    const { clock } = instantClock();
+    const bucket = new TokenBucket({ qps: 1, burst: 1, clock });
+    bucket.pause(5000);
+    bucket.pause(1000);
+    expect(bucket.pausedForMs()).toBe(5000);
+  });
+});

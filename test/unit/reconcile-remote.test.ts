@@ -24,6 +24,7 @@ function heldListings() {
     patch: unused,
     delete: unused,
     listRepos: unused,
+    getRevision: unused,
   };
   const snapshot = new RemoteSnapshot(port, systemClock, { maxAgeMs: 60_000 });
   return { snapshot, pending };

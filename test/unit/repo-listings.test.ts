@@ -30,6 +30,7 @@ function pendingService() {
     create: unused,
     patch: unused,
     delete: unused,
+    getRevision: unused,
     listRepos: (_id, signal) =>
       new Promise((resolve, reject) => {
         calls.push({ signal, settle: resolve });

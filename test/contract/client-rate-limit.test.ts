@@ -1,0 +1,129 @@
+/**
+ * One client, one rate limit, against the simulator over loopback with the real clock: a 429
+ * with Retry-After pauses every caller of the client (not only the one that received it), work
+ * resumes at the configured rate after the window, and a listing retries a page after a 429 or a
+ * 5xx even when single calls are not retried (the operator's `retries: 0`).
+ */
+import { performance } from "node:perf_hooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ServiceClient } from "../../src/api/client.ts";
+import type { ServiceError } from "../../src/api/errors.ts";
+import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+
+let sim: RunningSimulator;
+/** When each request reached the simulator's handlers (performance.now()). */
+let arrivals: number[] = [];
+
+beforeAll(async () => {
+  sim = await startSimulator({
+    timing: { readyAfterMs: 0, revisionActiveAfterMs: 0, deleteAfterMs: 0 },
+    seed: {
+      deployments: Array.from({ length: 5 }, (_, i) => ({
+        name: `agent-${i}`,
+        source: "external_docker" as const,
+      })),
+    },
+    onRequest: () => arrivals.push(performance.now()),
+  });
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+describe("a 429 pauses the whole client", () => {
+  it("no request of any caller inside the Retry-After window; then work resumes at the configured rate", async () => {
+    const qps = 10;
+    // The operator's settings: no client retries (the controller retries), one shared bucket.
+    // Burst 1 spaces the calls 100 ms apart, so that none is on the wire when the 429 arrives:
+    // every request counted below was sent after the client knew it had to wait.
+    const client = new ServiceClient({ baseUrl: sim.url, retries: 0, qps, burst: 1 });
+    arrivals = [];
+    let rateLimitedAt: number | undefined;
+    sim.faults.set({
+      script: [{ route: "GET /v2/auth/providers", count: 1, status: 429, retryAfterSeconds: 1 }],
+    });
+    // Four workers calling as fast as the client lets them, for 2.5 s.
+    const stopAt = performance.now() + 2500;
+    const worker = async (call: () => Promise<unknown>) => {
+      while (performance.now() < stopAt) {
+        try {
+          await call();
+        } catch (error) {
+          if ((error as ServiceError).kind === "rate_limited") rateLimitedAt ??= performance.now();
+          else throw error;
+        }
+      }
+    };
+    await Promise.all([
+      worker(() => client.listProviders()),
+      worker(() => client.listAllDeployments()),
+      worker(() => client.listAllDeployments({ name_contains: "agent" })),
+      worker(() => client.listProviders()),
+    ]);
+    sim.faults.clear();
+    expect(rateLimitedAt).toBeDefined();
+    const windowStart = rateLimitedAt ?? 0;
+    const windowEnd = windowStart + 1000;
+    const inside = arrivals.filter((t) => t > windowStart && t < windowEnd - 5);
+    expect(inside).toEqual([]);
+    const after = arrivals.filter((t) => t >= windowEnd - 5);
+    expect(after.length).toBeGreaterThan(3);
+    // Resumed at the configured rate, not in a burst: any 1 s after the window holds at most qps + 1.
+    const firstAfter = after[0] ?? windowEnd;
+    const firstSecond = after.filter((t) => t < firstAfter + 1000);
+    expect(firstSecond.length).toBeLessThanOrEqual(qps + 1);
+  });
+
+  it("a Retry-After longer than the client waits fails every caller at once with rate_limited", async () => {
+    const client = new ServiceClient({ baseUrl: sim.url, retries: 0, maxRetryAfterMs: 1000 });
+    sim.faults.set({ script: [{ count: 1, status: 429, retryAfterSeconds: 30 }] });
+    arrivals = [];
+    const first = (await client.listProviders().catch((e) => e)) as ServiceError;
+    expect(first.kind).toBe("rate_limited");
+    const other = (await client.listAllDeployments().catch((e) => e)) as ServiceError;
+    expect(other).toMatchObject({ kind: "rate_limited" });
+    expect(other.retryAfterSeconds).toBeGreaterThan(28);
+    expect(arrivals).toEqual([]);
+    sim.faults.clear();
+  });
+});
+
+describe("a listing retries a page", () => {
+  it.each([429, 500, 503])("after a %i, although single calls are not retried", async (status) => {
+    const client = new ServiceClient({
+      baseUrl: sim.url,
+      retries: 0,
+      pageRetries: 3,
+      retryBaseDelayMs: 10,
+    });
+    sim.resetCounters();
+    // One page fails once; the listing goes on instead of giving up the pass.
+    sim.faults.set({
+      script: [
+        {
+          route: "GET /v2/deployments",
+          count: 1,
+          status,
+          ...(status === 429 ? { retryAfterSeconds: 0 } : {}),
+        },
+      ],
+    });
+    const again = await client.listAllDeployments({}, { pageSize: 2 });
+    expect(again.map((d) => d.name).sort()).toEqual(["agent-0", "agent-1", "agent-2", "agent-3", "agent-4"]);
+    // Pages of 2, 2 and 1 item, then the empty page that ends the listing; one of them twice.
+    expect(sim.counters()["GET /v2/deployments"]).toEqual({ [String(status)]: 1, "200": 4 });
+    // A single call is still not retried: the controller does that.
+    sim.faults.set({ script: [{ route: "GET /v2/auth/providers", count: 1, status }] });
+    await expect(client.listProviders()).rejects.toMatchObject({ status });
+    sim.faults.clear();
+  });
+
+  it("gives up after pageRetries", async () => {
+    const client = new ServiceClient({ baseUrl: sim.url, retries: 0, pageRetries: 2, retryBaseDelayMs: 5 });
+    sim.resetCounters();
+    sim.faults.set({ script: [{ route: "GET /v2/deployments", count: 5, status: 503 }] });
+    await expect(client.listAllDeployments()).rejects.toMatchObject({ kind: "unavailable" });
+    expect(sim.counters()["GET /v2/deployments"]).toEqual({ "503": 3 });
+    sim.faults.clear();
+  });
+});

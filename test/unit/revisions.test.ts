@@ -1,0 +1,288 @@
+/**
+ * Revision outcomes and the service's looser answers, as the status, the event notes and the
+ * failure table report them; the revision tracker's calls (none in steady state, one per
+ * rolling look, none after the route turned out missing).
+ */
+import { describe, expect, it } from "vitest";
+import { RevisionsRouteMissingError, ServiceError } from "../../src/api/errors.ts";
+import type { Deployment, Revision } from "../../src/api/wire.ts";
+import type { Condition } from "../../src/crd/schema.ts";
+import { failureOf, UnreadableDeploymentError } from "../../src/reconcile/failures.ts";
+import { updateReason } from "../../src/reconcile/notes.ts";
+import type { PatchPlan } from "../../src/reconcile/plan.ts";
+import type { StoredResource } from "../../src/reconcile/ports.ts";
+import { RevisionTracker } from "../../src/reconcile/revisions.ts";
+import { type RevisionObservation, statusFrom } from "../../src/reconcile/status.ts";
+import { LogCapture } from "../support/logs.ts";
+import { remote } from "./plan-fixtures.ts";
+
+const T0 = new Date("2025-06-01T10:00:00Z");
+const REV1 = "11111111-1111-4111-8111-111111111111";
+const REV2 = "22222222-2222-4222-8222-222222222222";
+const rolling = (status = "READY") => remote({ status, latest_revision_id: REV2, active_revision_id: REV1 });
+
+const summary = (status: ReturnType<typeof statusFrom>) =>
+  Object.fromEntries((status.conditions ?? []).map((c) => [c.type, `${c.status}/${c.reason}`]));
+
+describe("statusFrom: revision outcomes and statuses the spec does not list", () => {
+  const cases: Array<{
+    reason: string;
+    observed: Deployment;
+    revision?: RevisionObservation;
+    expected: Record<string, string>;
+    latestRevisionStatus?: string;
+  }> = [
+    ...(["CREATE_FAILED", "BUILD_FAILED", "DEPLOY_FAILED"] as const).map((status) => ({
+      reason: `${status} stalls the rollout as RevisionFailed, not RolloutInProgress`,
+      observed: rolling(),
+      revision: { id: REV2, status },
+      expected: {
+        Ready: "False/RevisionFailed",
+        Synced: "True/ReconcileSuccess",
+        Stalled: "True/RevisionFailed",
+      },
+      latestRevisionStatus: status,
+    })),
+    ...(["DEPLOYED", "SKIPPED"] as const).map((status) => ({
+      reason: `${status} ends the rollout although the revision is not the active one`,
+      observed: rolling(),
+      revision: { id: REV2, status },
+      expected: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+      latestRevisionStatus: status,
+    })),
+    ...["INTERRUPTED", "UNKNOWN", "BUILDING", "SOMETHING_NEW"].map((status) => ({
+      reason: `${status} is still in progress`,
+      observed: rolling(),
+      revision: { id: REV2, status },
+      expected: {
+        Ready: "False/RolloutInProgress",
+        Synced: "True/ReconcileSuccess",
+        Reconciling: "True/RolloutInProgress",
+      },
+      latestRevisionStatus: status,
+    })),
+    {
+      reason: "no revision read (route missing, tracking off): in progress as before",
+      observed: rolling(),
+      expected: {
+        Ready: "False/RolloutInProgress",
+        Synced: "True/ReconcileSuccess",
+        Reconciling: "True/RolloutInProgress",
+      },
+    },
+    {
+      reason: "a verdict about an older revision says nothing about the latest one",
+      observed: rolling(),
+      revision: { id: REV1, status: "BUILD_FAILED" },
+      expected: {
+        Ready: "False/RolloutInProgress",
+        Synced: "True/ReconcileSuccess",
+        Reconciling: "True/RolloutInProgress",
+      },
+    },
+    {
+      reason: "a failed revision while the database is provisioned still stalls",
+      observed: rolling("AWAITING_DATABASE"),
+      revision: { id: REV2, status: "CREATE_FAILED" },
+      expected: {
+        Ready: "False/RevisionFailed",
+        Synced: "True/ReconcileSuccess",
+        Stalled: "True/RevisionFailed",
+      },
+      latestRevisionStatus: "CREATE_FAILED",
+    },
+    {
+      reason: "a deletion in progress outranks a failed revision",
+      observed: rolling("AWAITING_DELETE"),
+      revision: { id: REV2, status: "DEPLOY_FAILED" },
+      expected: { Ready: "False/Deleting", Synced: "True/ReconcileSuccess" },
+      latestRevisionStatus: "DEPLOY_FAILED",
+    },
+    {
+      reason: "AWAITING_FINAL_DELETE (not in the spec) is not ready and not failed",
+      observed: remote({ status: "AWAITING_FINAL_DELETE" }),
+      expected: { Ready: "False/UnrecognizedStatus", Synced: "True/ReconcileSuccess" },
+    },
+  ];
+  it.each(cases)("$reason", ({ observed, revision, expected, latestRevisionStatus }) => {
+    const status = statusFrom({ generation: 2, observed, sync: { kind: "synced" }, now: T0, revision });
+    expect(summary(status)).toEqual(expected);
+    expect(status.latestRevisionStatus).toBe(latestRevisionStatus);
+    expect(status.remoteStatus).toBe(observed.status);
+  });
+
+  it("names the revision and its status in the message", () => {
+    const status = statusFrom({
+      generation: 2,
+      observed: rolling(),
+      sync: { kind: "synced" },
+      now: T0,
+      revision: { id: REV2, status: "BUILD_FAILED" },
+    });
+    const ready = status.conditions?.find((c) => c.type === "Ready");
+    expect(ready?.message).toContain(`revision ${REV2} BUILD_FAILED`);
+    expect(ready?.message).toContain(`revision ${REV1} stays active`);
+  });
+});
+
+describe("failureOf: a deployment the operator cannot read", () => {
+  it("is Synced=False UnreadableDeployment, stalled (no hot loop), with the error's message", () => {
+    const message = `the service's deployment "a" cannot be read: id: required field is missing`;
+    const failure = failureOf(new UnreadableDeploymentError(message), []);
+    expect(failure.outcome).toEqual({
+      kind: "failed",
+      reason: "UnreadableDeployment",
+      message,
+      stalled: true,
+    });
+    expect(failure.rethrow).toBeUndefined();
+    const status = statusFrom({ generation: 1, observed: undefined, sync: failure.outcome, now: T0 });
+    expect(summary(status)).toMatchObject({
+      Synced: "False/UnreadableDeployment",
+      Stalled: "True/UnreadableDeployment",
+    });
+  });
+});
+
+describe("updateReason: Updated or DriftCorrected", () => {
+  const patch = { changes: [{ group: "source_config", field: "x", line: "x" }] } as unknown as PatchPlan;
+  const synced = (status: Condition["status"], observedGeneration: number): Condition => ({
+    type: "Synced",
+    status,
+    reason: status === "True" ? "ReconcileSuccess" : "RateLimited",
+    message: "",
+    observedGeneration,
+    lastTransitionTime: "2025-06-01T10:00:00Z",
+  });
+  const resource = (generation: number, conditions: Condition[]) =>
+    ({
+      metadata: { name: "a", resourceVersion: "1", generation },
+      spec: {},
+      status: { observedGeneration: generation, conditions },
+    }) as unknown as StoredResource;
+  const cases = [
+    {
+      reason: "the spec's generation was applied before: someone changed the service",
+      obj: resource(4, [synced("True", 4)]),
+      expected: "DriftCorrected",
+    },
+    {
+      reason: "the edit's first PATCH failed (429): its retry applies the edit, Updated",
+      obj: resource(4, [synced("False", 4)]),
+      expected: "Updated",
+    },
+    {
+      reason: "a new generation not yet applied",
+      obj: resource(5, [synced("True", 4)]),
+      expected: "Updated",
+    },
+  ];
+  it.each(cases)("$reason", ({ obj, expected }) => {
+    expect(updateReason(obj, patch, false)).toBe(expected);
+  });
+});
+
+/** A port whose getRevision answers from a script and counts its calls. */
+function revisionPort(answer: (deploymentId: string, revisionId: string) => Revision | undefined | Error) {
+  const calls: string[] = [];
+  return {
+    calls,
+    port: {
+      getRevision: async (deploymentId: string, revisionId: string) => {
+        calls.push(revisionId);
+        const result = answer(deploymentId, revisionId);
+        if (result instanceof Error) throw result;
+        return result;
+      },
+    },
+  };
+}
+const revision = (id: string, status: string): Revision => ({ id, status });
+const signal = new AbortController().signal;
+
+describe("RevisionTracker", () => {
+  it("makes no call in steady state; the active latest revision is DEPLOYED", async () => {
+    const { port, calls } = revisionPort(() => revision(REV2, "DEPLOYED"));
+    const tracker = new RevisionTracker(port, new LogCapture().logger);
+    const steady = remote({ latest_revision_id: REV2, active_revision_id: REV2 });
+    expect(await tracker.look(steady, undefined, false, signal)).toEqual({
+      revision: { id: REV2, status: "DEPLOYED" },
+    });
+    expect(calls).toEqual([]);
+  });
+
+  it("reads the latest revision once per look while rolling out", async () => {
+    const { port, calls } = revisionPort((_d, id) => revision(id, "BUILDING"));
+    const tracker = new RevisionTracker(port, new LogCapture().logger);
+    expect(await tracker.look(rolling(), undefined, false, signal)).toEqual({
+      revision: { id: REV2, status: "BUILDING" },
+    });
+    await tracker.look(rolling(), undefined, false, signal);
+    expect(calls).toEqual([REV2, REV2]);
+  });
+
+  it("a failed revision gives one Warning event; later looks reuse the verdict without a call", async () => {
+    const { port, calls } = revisionPort((_d, id) => revision(id, "BUILD_FAILED"));
+    const tracker = new RevisionTracker(port, new LogCapture().logger);
+    const first = await tracker.look(rolling(), undefined, false, signal);
+    expect(first.event).toMatchObject({ type: "Warning", reason: "RevisionFailed" });
+    expect(first.event?.note).toContain(`revision ${REV2}`);
+    expect(first.event?.note).toContain("BUILD_FAILED");
+    const previous = { latestRevisionId: REV2, latestRevisionStatus: "BUILD_FAILED" };
+    const again = await tracker.look(rolling(), previous, false, signal);
+    expect(again).toEqual({ revision: { id: REV2, status: "BUILD_FAILED" } });
+    expect(calls).toEqual([REV2]);
+    // A reconcile requested by annotation looks again, without a second event.
+    const requested = await tracker.look(rolling(), previous, true, signal);
+    expect(requested.event).toBeUndefined();
+    expect(calls).toEqual([REV2, REV2]);
+  });
+
+  it("a service without the route: one log line, tracking off, no further probing", async () => {
+    const missing = new RevisionsRouteMissingError(
+      new ServiceError({
+        kind: "not_found",
+        method: "GET",
+        route: "/r",
+        status: 404,
+        detail: "Not Found",
+        retryable: false,
+      }),
+    );
+    const { port, calls } = revisionPort(() => missing);
+    const logs = new LogCapture();
+    const tracker = new RevisionTracker(port, logs.logger);
+    expect(await tracker.look(rolling(), undefined, false, signal)).toEqual({});
+    expect(await tracker.look(rolling(), undefined, false, signal)).toEqual({});
+    expect(calls).toHaveLength(1);
+    expect(tracker.enabled).toBe(false);
+    expect(logs.find("no revisions route")).toHaveLength(1);
+  });
+
+  it("--revision-tracking=off makes no call", async () => {
+    const { port, calls } = revisionPort(() => revision(REV2, "BUILD_FAILED"));
+    const tracker = new RevisionTracker(port, new LogCapture().logger, false);
+    expect(await tracker.look(rolling(), undefined, false, signal)).toEqual({});
+    expect(calls).toEqual([]);
+  });
+
+  it("another failure keeps what was known and never fails the reconcile", async () => {
+    const { port } = revisionPort(
+      () =>
+        new ServiceError({
+          kind: "unavailable",
+          method: "GET",
+          route: "/r",
+          status: 503,
+          detail: "x",
+          retryable: true,
+        }),
+    );
+    const tracker = new RevisionTracker(port, new LogCapture().logger);
+    const previous = { latestRevisionId: REV2, latestRevisionStatus: "DEPLOYING" };
+    expect(await tracker.look(rolling(), previous, false, signal)).toEqual({
+      revision: { id: REV2, status: "DEPLOYING" },
+    });
+    expect(await tracker.look(rolling(), undefined, false, signal)).toEqual({});
+  });
+});
