@@ -3,7 +3,7 @@
  * separate runs accumulate), `docs/bench/scale.svg` (RSS and the cost of a resync against N, log
  * scale), and the table between the markers of `docs/benchmarks.md`.
  */
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { arch, cpus, platform } from "node:os";
 import { join } from "node:path";
 import type { BenchTable } from "./harness.ts";
@@ -102,11 +102,12 @@ interface ScaleReport {
 }
 
 /** Merges `figures` into the series `label` and rewrites the JSON, the SVG and the docs table; returns the paths. */
-export async function saveScale(label: string, figures: ScaleFigures): Promise<string[]> {
-  const previous = await readFile(JSON_PATH, "utf8").then(
-    (text) => JSON.parse(text) as ScaleReport,
-    () => undefined,
-  );
+export function saveScale(label: string, figures: ScaleFigures): string[] {
+  // Synchronous from read to write: two runs at once (e.g. N=10,000 beside smaller ones) merge
+  // into the same file, and must not interleave a read and a write.
+  const previous = existsSync(JSON_PATH)
+    ? (JSON.parse(readFileSync(JSON_PATH, "utf8")) as ScaleReport)
+    : undefined;
   const series = previous?.series ?? {};
   series[label] = { ...series[label], [String(figures.n)]: figures };
   const report: ScaleReport = {
@@ -115,16 +116,16 @@ export async function saveScale(label: string, figures: ScaleFigures): Promise<s
     series,
     flatness: flatness(series),
   };
-  await mkdir(join(DOCS, "bench"), { recursive: true });
-  await writeFile(JSON_PATH, `${JSON.stringify(report, null, 2)}\n`);
-  await writeFile(SVG_PATH, svg(series));
+  mkdirSync(join(DOCS, "bench"), { recursive: true });
+  writeFileSync(JSON_PATH, `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(SVG_PATH, svg(series));
   const written = [JSON_PATH, SVG_PATH];
-  const markdown = await readFile(MARKDOWN_PATH, "utf8").catch(() => undefined);
+  const markdown = existsSync(MARKDOWN_PATH) ? readFileSync(MARKDOWN_PATH, "utf8") : undefined;
   const begin = markdown?.indexOf(BEGIN) ?? -1;
   const end = markdown?.indexOf(END) ?? -1;
   if (markdown !== undefined && begin >= 0 && end > begin) {
     const table = markdownTable(series, report.flatness);
-    await writeFile(
+    writeFileSync(
       MARKDOWN_PATH,
       `${markdown.slice(0, begin + BEGIN.length)}\n${table}\n${markdown.slice(end)}`,
     );

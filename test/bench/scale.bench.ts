@@ -67,7 +67,7 @@ const QPS = 50;
 const APPLY_CONCURRENCY = 16;
 /** Edits sampled for the edit → PATCH latency, and their pace. */
 const EDITS = 100;
-const EDITS_PER_SECOND = 20;
+const EDITS_PER_SECOND = 5;
 const ADOPT_NS = "scale-adopt";
 const COLD_NS = "scale-cold";
 
@@ -100,16 +100,22 @@ export const benchmark: Benchmark = {
       return n;
     });
     const label = args.label ?? "current";
-    const entry = compileOperator();
+    // A build of this run's own: another run may rebuild meanwhile.
+    const dist = join(CACHE, `dist-${process.pid}`);
+    const entry = compileOperator(dist);
     const nodeOptions = manifestNodeOptions();
     const results: ScaleFigures[] = [];
-    for (const n of sizes) {
-      const resync = args["resync-period"] ?? defaultResync(n);
-      progress(`N=${n}: resync period ${resync}, NODE_OPTIONS ${nodeOptions ?? "(none)"}`);
-      const figures = await measure(n, { entry, nodeOptions, resync });
-      results.push(figures);
-      // Saved per N, so a long run that fails later keeps what it measured.
-      for (const path of await saveScale(label, figures)) progress(`written ${path}`);
+    try {
+      for (const n of sizes) {
+        const resync = args["resync-period"] ?? defaultResync(n);
+        progress(`N=${n}: resync period ${resync}, NODE_OPTIONS ${nodeOptions ?? "(none)"}`);
+        const figures = await measure(n, { entry, nodeOptions, resync, logs: join(LOGS, `n${n}`) });
+        results.push(figures);
+        // Saved per N, so a long run that fails later keeps what it measured.
+        for (const path of saveScale(label, figures)) progress(`written ${path}`);
+      }
+    } finally {
+      rmSync(dist, { recursive: true, force: true });
     }
     return { rows: [], table: scaleTable(label, results) };
   },
@@ -117,10 +123,11 @@ export const benchmark: Benchmark = {
 
 const progress = (line: string) => process.stderr.write(`scale: ${line}\n`);
 
-/** Compiles the operator as `npm run build` does, into a directory of its own; returns its `cli.js`. */
-function compileOperator(): string {
-  // Inside the repository, so the compiled code resolves the installed dependencies.
-  const out = join(CACHE, "dist");
+/**
+ * Compiles the operator as `npm run build` does, into `out` (inside the repository, so the
+ * compiled code resolves the installed dependencies); returns its `cli.js`.
+ */
+function compileOperator(out: string): string {
   rmSync(out, { recursive: true, force: true });
   const tsc = join(ROOT, "node_modules", ".bin", "tsc");
   const built = spawnSync(tsc, ["-p", join(ROOT, "tsconfig.build.json"), "--outDir", out], {
@@ -150,6 +157,8 @@ function manifestNodeOptions(): string | undefined {
 
 interface Setup {
   entry: string;
+  /** Directory of the operators' logs, kept after the run. */
+  logs: string;
   nodeOptions: string | undefined;
   resync: string;
 }
@@ -402,7 +411,7 @@ async function startOperator(
       `--health-probe-bind-address=${probes}`,
     ],
     // Kept after the run (overwritten by the next), for a look at what the operator did.
-    logPath: join(LOGS, `operator-${namespace}.log`),
+    logPath: join(setup.logs, `operator-${namespace}.log`),
     workDir: join(work, `operator-${namespace}`),
     // Exactly the manifest's runtime settings: none of this process's own NODE_OPTIONS.
     env: operatorEnv({ NODE_OPTIONS: setup.nodeOptions ?? "" }),
