@@ -33,9 +33,8 @@ export class ManualClock implements Clock {
     this.#instant = options.sleepsInstantly ?? false;
   }
 
-  now(): number {
-    return this.#now;
-  }
+  /** Bound, so it can be handed on alone (`startSimulator({ now: clock.now })`). */
+  readonly now = (): number => this.#now;
 
   setTimer(ms: number, fn: () => void): CancelTimer {
     const timer = { at: this.#now + Math.max(0, ms), fn };

@@ -9,7 +9,7 @@ import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { RemoteSnapshot } from "../../src/reconcile/remote.ts";
 import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";
-import { ManualClock } from "../../test/support/manual-clock.ts";
+import { ManualClock } from "../support/manual-clock.ts";
 import {
   type InjectedFailure,
   MemoryResources,
@@ -17,7 +17,7 @@ import {
   RecordedEvents,
   type ServiceMethod,
   SimulatedService,
-} from "../../test/support/memory-ports.ts";
+} from "../support/memory-ports.ts";
 
 const START = Date.parse("2030-01-01T00:00:00Z");
 const POLL_MS = 5_000;
