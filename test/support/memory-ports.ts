@@ -62,6 +62,8 @@ export class MemoryResources implements ResourcePort {
   readonly writes: ResourceWrites = { patchStatus: 0, addFinalizer: 0, removeFinalizer: 0 };
   /** The signal of every write, in order (to tell which window a write ran under). */
   readonly signals: AbortSignal[] = [];
+  /** While true, writes never answer: they reject with their signal's reason once it aborts. */
+  hung = false;
 
   constructor(now: () => number) {
     this.#now = now;
@@ -135,14 +137,14 @@ export class MemoryResources implements ResourcePort {
   }
 
   async patchStatus(obj: StoredResource, status: StoredResource["status"], signal: AbortSignal) {
-    this.#write("patchStatus", signal);
+    await this.#write("patchStatus", signal);
     const current = this.#current(obj);
     return this.#store({ ...current, status: structuredClone(status ?? {}) });
   }
 
   async addFinalizer(obj: StoredResource, finalizer: string, signal: AbortSignal) {
     if ((obj.metadata.finalizers ?? []).includes(finalizer)) return obj;
-    this.#write("addFinalizer", signal);
+    await this.#write("addFinalizer", signal);
     const current = this.#current(obj);
     const finalizers = [...(current.metadata.finalizers ?? []), finalizer];
     return this.#store({ ...current, metadata: { ...current.metadata, finalizers } });
@@ -150,7 +152,7 @@ export class MemoryResources implements ResourcePort {
 
   async removeFinalizer(obj: StoredResource, finalizer: string, signal: AbortSignal) {
     if (!(obj.metadata.finalizers ?? []).includes(finalizer)) return obj;
-    this.#write("removeFinalizer", signal);
+    await this.#write("removeFinalizer", signal);
     const current = this.#current(obj);
     const finalizers = (current.metadata.finalizers ?? []).filter((f) => f !== finalizer);
     return this.#store({ ...current, metadata: { ...current.metadata, finalizers } });
@@ -160,9 +162,10 @@ export class MemoryResources implements ResourcePort {
     return error instanceof ResourceConflict;
   }
 
-  #write(method: keyof ResourceWrites, signal: AbortSignal): void {
+  async #write(method: keyof ResourceWrites, signal: AbortSignal): Promise<void> {
     this.signals.push(signal);
     if (signal.aborted) throw signal.reason;
+    if (this.hung) await hangUntil(signal);
     this.writes[method] += 1;
   }
 
@@ -199,6 +202,13 @@ export class MemoryResources implements ResourcePort {
     this.#version += 1;
     return String(this.#version);
   }
+}
+
+/** A call that never answers: rejects with `signal`'s reason once it aborts. */
+function hangUntil(signal: AbortSignal): Promise<never> {
+  return new Promise<never>((_, reject) => {
+    signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
 }
 
 /** An Event recorded about a resource. */
@@ -388,11 +398,7 @@ export class SimulatedService implements DeploymentsPort {
   async #call<T>(method: ServiceMethod, signal: AbortSignal, answer: () => T): Promise<T> {
     this.calls[method] += 1;
     if (signal.aborted) throw signal.reason;
-    if (this.#held.has(method)) {
-      return new Promise<T>((_, reject) => {
-        signal.addEventListener("abort", () => reject(signal.reason), { once: true });
-      });
-    }
+    if (this.#held.has(method)) return hangUntil(signal);
     const [verb, route] = HTTP[method];
     const failure = this.#failures.get(method);
     if (failure) {

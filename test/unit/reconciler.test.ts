@@ -4,10 +4,17 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { CreateDeploymentBody } from "../../src/api/wire.ts";
-import { ANNOTATION_PAUSED, type DeploymentSpec, FINALIZER } from "../../src/crd/schema.ts";
+import {
+  ANNOTATION_PAUSED,
+  ANNOTATION_RECONCILE_INTERVAL,
+  ANNOTATION_RECONCILE_REQUESTED_AT,
+  type DeploymentSpec,
+  FINALIZER,
+} from "../../src/crd/schema.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { RemoteSnapshot } from "../../src/reconcile/remote.ts";
+import { hashSecrets } from "../../src/reconcile/secrets.ts";
 import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {
@@ -552,6 +559,117 @@ const cases: Case[] = [
       expect(synced?.message).toContain("agent-keys");
     },
   },
+
+  // Deletion of what this resource owns, and only that.
+  {
+    reason:
+      "deleted under Delete while its create is pending (the answer was lost): the deployment it made is deleted",
+    arrange: (w) => {
+      w.existing();
+      w.resources.create({
+        metadata: { name: "agent", finalizers: [FINALIZER] },
+        spec: { ...SPEC, deletionPolicy: "Delete" },
+        status: { createRequestedAt: "2030-01-01T00:00:00Z" },
+      });
+      w.resources.delete(REF);
+    },
+    outcome: { result: { requeueAfterMs: POLL_MS } },
+    calls: { findByName: 1, delete: 1 },
+    events: ["Normal/Deleting"],
+    also: (w) => expect(w.service.store.getByName("agent")?.status).toBe("AWAITING_DELETE"),
+  },
+  {
+    reason:
+      "deleted under Delete when a deployment merely carries the name: it is someone else's, left alone",
+    arrange: (w) => {
+      w.existing();
+      w.resources.create({
+        metadata: { name: "agent", finalizers: [FINALIZER] },
+        spec: { ...SPEC, deletionPolicy: "Delete" },
+      });
+      w.resources.delete(REF);
+    },
+    outcome: { result: { gone: true } },
+    calls: {},
+    conditions: undefined,
+    events: [],
+    also: (w) => expect(w.service.store.getByName("agent")?.status).toBe("READY"),
+  },
+
+  // Annotations.
+  {
+    reason:
+      "a requested reconcile asks the service although the listing is fresh, and is recorded as handled",
+    arrange: async (w) => {
+      await w.settled();
+      w.resources.edit(REF, (o) => {
+        o.metadata.annotations = { [ANNOTATION_RECONCILE_REQUESTED_AT]: "2030-01-01T01:00:00Z" };
+      });
+    },
+    outcome: { result: {} },
+    calls: { getById: 1 },
+    conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+    events: [],
+    also: (w) => expect(w.resources.stored(REF)?.status?.lastHandledReconcileAt).toBe("2030-01-01T01:00:00Z"),
+  },
+  {
+    reason: "a reconcile-interval annotation sets this resource's own resync, at no service call",
+    arrange: async (w) => {
+      await w.settled();
+      w.resources.edit(REF, (o) => {
+        o.metadata.annotations = { [ANNOTATION_RECONCILE_INTERVAL]: "2m" };
+      });
+    },
+    outcome: { result: { resyncIntervalMs: 120_000 } },
+    calls: {},
+    events: [],
+  },
+
+  // Secrets.
+  {
+    reason: "a rotated Secret value is sent in one PATCH and recorded as a hash, never as a value",
+    arrange: async (w) => {
+      w.secrets.set("default", "agent-keys", { api: "sk-old-0123456789" });
+      await w.settled({
+        secrets: [{ name: "API_KEY", valueFrom: { secretKeyRef: { name: "agent-keys", key: "api" } } }],
+      });
+      w.secrets.set("default", "agent-keys", { api: "sk-new-9876543210" });
+    },
+    outcome: { result: { requeueAfterMs: POLL_MS } },
+    calls: { patch: 1 },
+    conditions: {
+      Ready: "False/RolloutInProgress",
+      Synced: "True/ReconcileSuccess",
+      Reconciling: "True/RolloutInProgress",
+    },
+    events: ["Normal/Updated"],
+    also: (w) => {
+      const status = w.resources.stored(REF)?.status;
+      expect(status?.appliedSecretsHash).toBe(hashSecrets([{ name: "API_KEY", value: "sk-new-9876543210" }]));
+      const shown = JSON.stringify([status, w.events.all]);
+      expect(shown).not.toContain("sk-new");
+      expect(shown).not.toContain("sk-old");
+    },
+  },
+
+  // The create intent's grace period.
+  {
+    reason:
+      "a create intent older than the grace period with nothing on the service: the earlier POST never took effect, so create",
+    arrange: async (w) => {
+      w.resources.create({
+        metadata: { name: "agent" },
+        spec: SPEC,
+        status: { createRequestedAt: "2030-01-01T00:00:00Z" },
+      });
+      w.clock.advance(GRACE_MS + 1_000);
+      await w.resync();
+    },
+    outcome: { result: { requeueAfterMs: POLL_MS } },
+    calls: { findByName: 1, create: 1 },
+    events: ["Normal/Created"],
+    also: (w) => expect(w.service.store.list()).toHaveLength(1),
+  },
 ];
 
 describe("DeploymentReconciler", () => {
@@ -657,14 +775,20 @@ describe("DeploymentReconciler when reads lag", () => {
   });
 });
 
+/** A new resource's reconcile, waiting on a POST that never answers. */
+async function stuckInCreate() {
+  const w = world();
+  await w.applied();
+  w.service.hold("create");
+  const controller = new AbortController();
+  const pending = w.reconcile("agent", controller.signal);
+  await settle();
+  return { w, controller, pending };
+}
+
 describe("DeploymentReconciler when its signal aborts", () => {
   it("a timeout is reported on the resource, its status written under a window of its own", async () => {
-    const w = world();
-    await w.applied();
-    w.service.hold("create");
-    const controller = new AbortController();
-    const pending = w.reconcile("agent", controller.signal);
-    await settle();
+    const { w, controller, pending } = await stuckInCreate();
     expect(w.service.calls.create).toBe(1);
 
     controller.abort(new ReconcileTimeoutError("reconcile of default/agent exceeded 30000 ms"));
@@ -681,12 +805,7 @@ describe("DeploymentReconciler when its signal aborts", () => {
   });
 
   it("a halt (leadership lost, shutdown) abandons the reconcile without reporting it", async () => {
-    const w = world();
-    await w.applied();
-    w.service.hold("create");
-    const controller = new AbortController();
-    const pending = w.reconcile("agent", controller.signal);
-    await settle();
+    const { w, controller, pending } = await stuckInCreate();
 
     controller.abort(new Error("leadership lost"));
     await expect(pending).rejects.toThrow("leadership lost");
@@ -694,5 +813,22 @@ describe("DeploymentReconciler when its signal aborts", () => {
     expect(w.resources.writes.patchStatus).toBe(1);
     expect(conditions(w.resources.stored(REF))).toEqual({});
     expect(w.events.all).toEqual([]);
+  });
+
+  it("bounds the failure's status write after a timeout: a write that hangs is given up after its window", async () => {
+    const { w, controller, pending } = await stuckInCreate();
+    w.resources.hung = true;
+
+    controller.abort(new ReconcileTimeoutError("reconcile of default/agent exceeded 30000 ms"));
+    await settle();
+    let settled = false;
+    void pending.catch(() => {
+      settled = true;
+    });
+    await settle();
+    expect(settled).toBe(false);
+    w.clock.advance(5_000);
+    await expect(pending).rejects.toThrow("exceeded 30000 ms");
+    expect(w.resources.signals.at(-1)?.aborted).toBe(true);
   });
 });
