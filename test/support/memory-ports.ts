@@ -28,6 +28,7 @@ import { objectKey, parseObjectKey } from "../../src/runtime/keys.ts";
 import { ServiceError as SimulatorError } from "../../src/simulator/errors.ts";
 import { parseListQuery } from "../../src/simulator/query.ts";
 import type { Timing } from "../../src/simulator/record.ts";
+import { DEFAULT_TENANT_ID, DEFAULT_TIMING } from "../../src/simulator/server.ts";
 import { SimulatorStore } from "../../src/simulator/store.ts";
 
 /** The API server's answer to a write under a resourceVersion that is no longer current. */
@@ -262,13 +263,6 @@ const HTTP: Record<ServiceMethod, [method: string, route: string]> = {
   listRepos: ["GET", "/v1/integrations/forge/github/{integration_id}/repos"],
 };
 
-/** The simulator's default delays of its transitions. */
-export const SIMULATOR_TIMING: Timing = {
-  readyAfterMs: 3000,
-  revisionActiveAfterMs: 2000,
-  deleteAfterMs: 1500,
-};
-
 /** Options of {@link SimulatedService}. */
 export interface SimulatedServiceOptions {
   now: () => number;
@@ -310,8 +304,8 @@ export class SimulatedService implements DeploymentsPort {
 
   constructor(options: SimulatedServiceOptions) {
     this.store = new SimulatorStore({
-      tenantId: "7b0c4f8e-3a1d-4c2b-9e5f-1d2c3b4a5f60",
-      timing: options.timing ?? SIMULATOR_TIMING,
+      tenantId: DEFAULT_TENANT_ID,
+      timing: options.timing ?? DEFAULT_TIMING,
       secretsMode: "masked",
       now: options.now,
     });
