@@ -14,6 +14,7 @@ RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --no-audit --no-fund
 
 FROM gcr.io/distroless/nodejs24-debian12:nonroot
 ENV NODE_ENV=production
+ENV NODE_OPTIONS="--max-old-space-size=128 --max-semi-space-size=2" MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

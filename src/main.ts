@@ -24,6 +24,7 @@ import { POLL_INDEX, pollIndexer, RemoteSnapshot, RolloutPoller } from "./reconc
 import { type Clock, systemClock } from "./runtime/clock.ts";
 import { Controller } from "./runtime/controller.ts";
 import { HealthServer } from "./runtime/health.ts";
+import { HeapBudgetCheck } from "./runtime/heap-budget.ts";
 import { LeaderElector } from "./runtime/leader.ts";
 import { Manager, type Runnable } from "./runtime/manager.ts";
 import { RuntimeMetrics } from "./runtime/metrics.ts";
@@ -152,6 +153,9 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     logger,
   });
   subscribeTriggers(deployments, secrets, controller);
+  // Warns when the cache holds more resources than the heap limit (NODE_OPTIONS) was sized for.
+  const heapBudget = new HeapBudgetCheck((fields, message) => logger.warn(fields, message));
+  deployments.subscribe({ onAdd: () => heapBudget.add(1), onDelete: () => heapBudget.add(-1) });
 
   const health = new HealthServer({
     metricsBindAddress: config.metricsBindAddress,
