@@ -27,6 +27,7 @@ import { HealthServer } from "./runtime/health.ts";
 import { LeaderElector } from "./runtime/leader.ts";
 import { Manager, type Runnable } from "./runtime/manager.ts";
 import { RuntimeMetrics } from "./runtime/metrics.ts";
+import { VERSION } from "./version.ts";
 
 /** Everything the operator needs to run, validated (see `config.ts`). */
 export interface OperatorConfig {
@@ -197,7 +198,11 @@ export async function runOperator(
 ): Promise<void> {
   const operator = buildOperator(config, deps);
   deps.logger.info(
-    { identity: operator.identity, namespaces: config.namespaces.length > 0 ? config.namespaces : "all" },
+    {
+      version: VERSION,
+      identity: operator.identity,
+      namespaces: config.namespaces.length > 0 ? config.namespaces : "all",
+    },
     "starting dms-operator",
   );
   await operator.manager.start(signal);
