@@ -9,6 +9,7 @@ import type { Deployment } from "../api/wire.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import { jsonEqual } from "./diff.ts";
 import type { PlanProblem } from "./plan.ts";
+import { shortRevisions } from "./revisions.ts";
 import { redactSecrets } from "./secrets.ts";
 
 /** Condition types the operator sets. */
@@ -232,6 +233,7 @@ const REMOTE_FIELDS = [
   "activeRevisionId",
   "imageVersion",
   "repoCommitSha",
+  "shortRevisions",
 ] as const;
 
 /**
@@ -314,6 +316,7 @@ function remoteFields(observed: Deployment): DeploymentResourceStatus {
   };
   if (observed.latest_revision_id) out.latestRevisionId = observed.latest_revision_id;
   if (observed.active_revision_id) out.activeRevisionId = observed.active_revision_id;
+  if (observed.latest_revision_id) out.shortRevisions = shortRevisions(observed);
   if (observed.image_version) out.imageVersion = observed.image_version;
   const sha = observed.source_revision_config.repo_commit_sha;
   if (sha) out.repoCommitSha = sha;
