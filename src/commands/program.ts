@@ -2,6 +2,7 @@
  * The command-line harness: builds the commander program from a list of command registrations,
  * runs it, and turns every failure into one line on stderr and an exit status.
  */
+import { text } from "node:stream/consumers";
 import { Command, CommanderError } from "commander";
 import { RequestValidationError, ServiceError } from "../api/errors.ts";
 import { shutdownSignal } from "../runtime/manager.ts";
@@ -114,5 +115,6 @@ export function processContext(): CliContext {
     stdoutIsTTY: process.stdout.isTTY === true,
     env: process.env,
     stopSignal: stop.signal,
+    readStdin: () => text(process.stdin),
   };
 }

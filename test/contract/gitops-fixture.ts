@@ -85,8 +85,13 @@ export interface Run {
   stderr: string;
 }
 
-/** Runs `dms-operator <args>` in-process against `baseUrl`, with the plan and import commands. */
-export async function cli(baseUrl: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
+/** Runs `dms-operator <args>` in-process against `baseUrl`, with the plan and import commands; `stdin` is what `-f -` reads. */
+export async function cli(
+  baseUrl: string,
+  args: string[],
+  env: Record<string, string> = {},
+  stdin?: string,
+): Promise<Run> {
   let stdout = "";
   let stderr = "";
   const ctx: CliContext = {
@@ -99,6 +104,7 @@ export async function cli(baseUrl: string, args: string[], env: Record<string, s
     stdoutIsTTY: false,
     env: { DMS_BASE_URL: baseUrl, DMS_API_KEY: KEY, ...env },
     stopSignal: new AbortController().signal,
+    ...(stdin === undefined ? {} : { readStdin: async () => stdin }),
   };
   const commands: RegisterCommand[] = [registerImportCommand, registerPlanCommand];
   const code = await runProgram(args, ctx, commands);
