@@ -27,6 +27,7 @@ import { HealthServer } from "./runtime/health.ts";
 import { LeaderElector } from "./runtime/leader.ts";
 import { Manager, type Runnable } from "./runtime/manager.ts";
 import { RuntimeMetrics } from "./runtime/metrics.ts";
+import { registerResourceMetrics } from "./runtime/resource-metrics.ts";
 import { VERSION } from "./version.ts";
 
 /** Everything the operator needs to run, validated (see `config.ts`). */
@@ -110,6 +111,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     ...(config.labelSelector ? { labelSelector: config.labelSelector } : {}),
   };
   const deployments = new KubeDeployments({ client: kubeClient, scope, logger, clock });
+  registerResourceMetrics(metrics.registry, () => deployments.list());
   const secrets = new KubeSecrets({ client: kubeClient, namespaces: config.namespaces, logger, clock });
   const recorder = new KubeEventRecorder({ client: kubeClient, reportingInstance: identity, clock, logger });
   // One resync tick's reconciles are spread over this window and read the tick's listing.
