@@ -5,11 +5,11 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import type { CliContext } from "../../src/commands/context.ts";
 import { registerDeploymentsCommand } from "../../src/commands/deployments.ts";
 import { registerPlanCommand } from "../../src/commands/plan.ts";
-import { EXIT, runProgram } from "../../src/commands/program.ts";
+import { EXIT } from "../../src/commands/program.ts";
 import { VERSION } from "../../src/version.ts";
+import { runCli } from "../support/cli.ts";
 
 const root = join(import.meta.dirname, "..", "..");
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
@@ -18,23 +18,7 @@ const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
 };
 const BIN = join(root, "bin", "dms-operator.mjs");
 
-async function run(argv: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const ctx: CliContext = {
-    out: (t) => {
-      stdout += t;
-    },
-    err: (t) => {
-      stderr += t;
-    },
-    stdoutIsTTY: false,
-    env: {},
-    stopSignal: new AbortController().signal,
-  };
-  const code = await runProgram(argv, ctx, [registerDeploymentsCommand, registerPlanCommand]);
-  return { code, stdout, stderr };
-}
+const run = (argv: string[]) => runCli(argv, { commands: [registerDeploymentsCommand, registerPlanCommand] });
 
 describe("dms-operator --version", () => {
   it("prints package.json's version and exits 0", async () => {
@@ -93,5 +77,5 @@ describe("bin/dms-operator.mjs on an old Node", () => {
 
   it("runs the CLI on a Node that is recent enough", async () => {
     expect(await asNode("22.19.0")).toEqual({ code: 0, stdout: `${pkg.version}\n`, stderr: "" });
-  });
+  }, 30_000);
 });
