@@ -34,6 +34,9 @@ export interface ImageRef {
 }
 
 const ROOT = resolve(import.meta.dirname, "..");
+
+/** The files a release attaches, by name (the README's quickstart links them). */
+export const RELEASE_FILES = ["install.yaml", "install-namespaced.yaml", "crds.yaml"] as const;
 const VERSION = /^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$/;
 const IMAGE = /^([a-z0-9][a-z0-9._\-/:]*?)(?::[\w][\w.-]{0,127})?@(sha256:[0-9a-f]{64})$/;
 
