@@ -297,24 +297,9 @@ describe("the image's runtime layout", () => {
       "REVISIONS",
       "REVISION-STATUS",
     ]);
-    const latest = await kubectlOk([
-      "get",
-      "dmsd",
-      "summarizer",
-      "-n",
-      ns,
-      "-o",
-      "jsonpath={.status.latestRevisionId}",
-    ]);
-    const active = await kubectlOk([
-      "get",
-      "dmsd",
-      "summarizer",
-      "-n",
-      ns,
-      "-o",
-      "jsonpath={.status.activeRevisionId}",
-    ]);
+    const status = (field: string) =>
+      kubectlOk(["get", "dmsd", "summarizer", "-n", ns, "-o", `jsonpath={.status.${field}}`]);
+    const [latest, active] = [await status("latestRevisionId"), await status("activeRevisionId")];
     expect(latest).toMatch(/^[0-9a-f-]{36}$/);
     expect(wide[1]).toContain(` ${latest.slice(0, 8)}/${active.slice(0, 8)}`);
     expect(wide[1]).not.toContain(latest);

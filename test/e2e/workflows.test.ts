@@ -2,7 +2,7 @@
 // cached), so a typo in an expression, an unknown input or a job dependency that does not exist
 // is found here rather than on the first tag pushed.
 import { execFile } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -40,13 +40,28 @@ describe(".github/workflows", () => {
     expect(result.code).toBe(0);
   });
 
+  it("the pull-request workflow docs/gitops.md tells GitOps repositories to use passes actionlint", async () => {
+    const doc = readFileSync(join(WORKFLOWS, "..", "..", "docs", "gitops.md"), "utf8");
+    const block = /### A CI gate \(GitHub Actions\)[\s\S]*?```yaml\n([\s\S]*?)```/.exec(doc)?.[1];
+    expect(block).toBeDefined();
+    const dir = mkdtempSync(join(tmpdir(), "dms-actionlint-doc-"));
+    try {
+      writeFileSync(join(dir, "plan.yml"), block ?? "");
+      const result = await actionlint(bin, [join(dir, "plan.yml")]);
+      expect(result.stdout).toBe("");
+      expect(result.code).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("actionlint does report a broken workflow (the check above can fail)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "dms-actionlint-"));
     try {
       const broken = join(dir, "broken.yml");
       writeFileSync(
         broken,
-        "on: push\njobs:\n  a:\n    needs: missing\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.nope }}\n",
+        "on: push\njobs:\n  a:\n    needs: missing\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo hello\n",
       );
       const result = await actionlint(bin, [broken]);
       expect(result.code).toBe(1);
