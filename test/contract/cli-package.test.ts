@@ -52,7 +52,8 @@ function docWorkflowSteps(): { name?: string; run?: string }[] {
   return Object.values(workflow.jobs).flatMap((job) => job.steps);
 }
 
-describe("the packed CLI, installed into an empty prefix", () => {
+// Each step starts the installed CLI (seconds on a loaded 2-core machine): generous per-test limits.
+describe("the packed CLI, installed into an empty prefix", { timeout: 90_000 }, () => {
   let work: string;
   let tarball: string;
   let prefix: string;
