@@ -111,7 +111,7 @@ describe("the packed CLI, installed into an empty prefix", { timeout: 90_000 }, 
   afterAll(async () => {
     await sim?.close();
     if (work) rmSync(work, { recursive: true, force: true });
-  });
+  }, 60_000);
 
   it("ships the compiled CLI, the bin and the CRDs, and no sources or tests", () => {
     const files = JSON.parse(readFileSync(join(work, "files.json"), "utf8")) as string[];
