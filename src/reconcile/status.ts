@@ -294,6 +294,7 @@ const REMOTE_FIELDS = [
   "imageVersion",
   "repoCommitSha",
   "latestRevisionStatus",
+  "shortRevisions",
 ] as const;
 
 /**
@@ -380,8 +381,18 @@ function remoteFields(observed: Deployment): DeploymentResourceStatus {
   if (observed.tenant_id) out.tenantId = observed.tenant_id;
   if (observed.latest_revision_id) out.latestRevisionId = observed.latest_revision_id;
   if (observed.active_revision_id) out.activeRevisionId = observed.active_revision_id;
+  if (observed.latest_revision_id) out.shortRevisions = shortRevisions(observed);
   if (observed.image_version) out.imageVersion = observed.image_version;
   const sha = observed.source_revision_config.repo_commit_sha;
   if (sha) out.repoCommitSha = sha;
   return out;
+}
+
+/**
+ * `<latest>/<active>` revision ids, 8 characters each (`-` for one the service does not report),
+ * for `kubectl get dmsd -o wide`: full UUIDs are 36 characters each, and the first 8 tell the
+ * revisions of one deployment apart in practice, as a short commit sha does.
+ */
+export function shortRevisions(d: Pick<Deployment, "latest_revision_id" | "active_revision_id">): string {
+  return `${(d.latest_revision_id ?? "-").slice(0, 8)}/${(d.active_revision_id ?? "-").slice(0, 8)}`;
 }
