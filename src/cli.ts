@@ -1,26 +1,41 @@
 /**
  * The `dms-operator` command: a router of subcommands, each registered from its own file under
  * `src/commands/`. To add one, export a `RegisterCommand` there and list it below.
+ *
+ * Each file is imported only when needed: `dms-operator run` loads the operator and not the
+ * GitOps, table and simulator code of the other commands (memory is the operator's budget). Help,
+ * an unknown command or a typo loads them all, so listings and suggestions stay complete.
  */
 import type { RegisterCommand } from "./commands/context.ts";
-import { registerDeploymentsCommand } from "./commands/deployments.ts";
-import { registerImportCommand } from "./commands/import.ts";
-import { registerPlanCommand } from "./commands/plan.ts";
 import { processContext, runProgram } from "./commands/program.ts";
-import { registerProvidersCommand } from "./commands/providers.ts";
-import { registerReposCommand } from "./commands/repos.ts";
-import { registerRunCommand } from "./commands/run.ts";
-import { registerSimulatorCommand } from "./commands/simulator.ts";
+
+/** A subcommand's name and how to load its registration. */
+interface LazyCommand {
+  name: string;
+  load: () => Promise<RegisterCommand>;
+}
 
 /** Every subcommand, in the order `--help` lists them. */
-export const COMMANDS: readonly RegisterCommand[] = [
-  registerRunCommand,
-  registerDeploymentsCommand,
-  registerProvidersCommand,
-  registerReposCommand,
-  registerSimulatorCommand,
-  registerImportCommand,
-  registerPlanCommand,
+export const COMMANDS: readonly LazyCommand[] = [
+  { name: "run", load: async () => (await import("./commands/run.ts")).registerRunCommand },
+  {
+    name: "deployments",
+    load: async () => (await import("./commands/deployments.ts")).registerDeploymentsCommand,
+  },
+  { name: "providers", load: async () => (await import("./commands/providers.ts")).registerProvidersCommand },
+  { name: "repos", load: async () => (await import("./commands/repos.ts")).registerReposCommand },
+  { name: "simulator", load: async () => (await import("./commands/simulator.ts")).registerSimulatorCommand },
+  { name: "import", load: async () => (await import("./commands/import.ts")).registerImportCommand },
+  { name: "plan", load: async () => (await import("./commands/plan.ts")).registerPlanCommand },
 ];
 
-process.exitCode = await runProgram(process.argv.slice(2), processContext(), COMMANDS);
+/** The commands `argv` needs: the one it names (the first argument that is not an option), else all. */
+function commandsFor(argv: readonly string[]): readonly LazyCommand[] {
+  const named = argv.find((arg) => !arg.startsWith("-"));
+  const only = COMMANDS.find((c) => c.name === named);
+  return only ? [only] : COMMANDS;
+}
+
+const argv = process.argv.slice(2);
+const commands = await Promise.all(commandsFor(argv).map((c) => c.load()));
+process.exitCode = await runProgram(argv, processContext(), commands);

@@ -9,7 +9,6 @@ import type { Logger } from "pino";
 import { ServiceClient } from "./api/client.ts";
 import { deploymentsPort } from "./api/port.ts";
 import type { ServiceConfig } from "./config.ts";
-import { secretKeyRefs } from "./crd/mapping.ts";
 import { KubeClient } from "./kube/client.ts";
 import { loadKubeConfig } from "./kube/config.ts";
 import { type DeploymentObject, KubeDeployments } from "./kube/deployments.ts";
@@ -18,15 +17,17 @@ import { KubeLease } from "./kube/lease.ts";
 import { objectKey, refOf } from "./kube/object.ts";
 import { eventsPort, resourcePort, secretsPort } from "./kube/ports.ts";
 import { KubeSecrets } from "./kube/secrets.ts";
-import { sameNameKeys } from "./reconcile/claims.ts";
+import { CLAIM_INDEX, claimedName, claimIndexer } from "./reconcile/claims.ts";
+import { SECRET_INDEX, secretIndexer } from "./reconcile/inputs.ts";
 import { DeploymentReconciler } from "./reconcile/reconciler.ts";
-import { RemoteSnapshot } from "./reconcile/remote.ts";
+import { POLL_INDEX, pollIndexer, RemoteSnapshot, RolloutPoller } from "./reconcile/remote.ts";
 import { type Clock, systemClock } from "./runtime/clock.ts";
 import { Controller } from "./runtime/controller.ts";
 import { HealthServer } from "./runtime/health.ts";
 import { LeaderElector } from "./runtime/leader.ts";
 import { Manager, type Runnable } from "./runtime/manager.ts";
 import { RuntimeMetrics } from "./runtime/metrics.ts";
+import { ResyncedController } from "./runtime/resync.ts";
 
 /** Everything the operator needs to run, validated (see `config.ts`). */
 export interface OperatorConfig {
@@ -117,14 +118,18 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     ...(config.namespaces.length > 0 ? { namespaces: config.namespaces } : {}),
     ...(config.labelSelector ? { labelSelector: config.labelSelector } : {}),
   };
-  const deployments = new KubeDeployments({ client: kubeClient, scope, logger, clock });
+  const deployments = new KubeDeployments({
+    client: kubeClient,
+    scope,
+    logger,
+    clock,
+    indexers: { [CLAIM_INDEX]: claimIndexer, [SECRET_INDEX]: secretIndexer, [POLL_INDEX]: pollIndexer },
+  });
   const secrets = new KubeSecrets({ client: kubeClient, namespaces: config.namespaces, logger, clock });
   const recorder = new KubeEventRecorder({ client: kubeClient, reportingInstance: identity, clock, logger });
-  // One resync tick's reconciles are spread over this window and read the tick's listing.
-  const spreadMs = Math.min(config.resyncMs / 10, 60_000);
-  const snapshot = new RemoteSnapshot(service, clock, spreadMs + 30_000);
+  const snapshot = new RemoteSnapshot(service, clock, { maxAgeMs: config.resyncMs });
   const reconciler = new DeploymentReconciler({
-    resources: resourcePort(deployments),
+    resources: resourcePort(deployments, CLAIM_INDEX),
     service,
     secrets: secretsPort(secrets),
     events: eventsPort(recorder),
@@ -139,9 +144,9 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     name: "deployment",
     reconcile: reconciler.reconcile,
     concurrency: config.concurrency,
+    // The per-object interval annotation only: the resync below owns the periodic pass.
     resyncMs: 0,
     reconcileTimeoutMs: config.reconcileTimeoutMs,
-    listKeys: () => deployments.list().map((o) => objectKey(refOf(o))),
     clock,
     metrics: metrics.controllerHooks("deployment"),
     logger,
@@ -161,7 +166,8 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
       if (!deployments.hasSynced() || !secrets.hasSynced()) throw new Error("caches not synced yet");
     },
   });
-  health.addReadinessCheck(serviceReachable(client, clock));
+  // The service's reachability is not the operator's health: an outage there is reported on the
+  // resources (ServiceUnavailable, Unauthorized), never by making every replica NotReady.
 
   const manager = new Manager({
     ...(config.leaderElection.enabled
@@ -174,27 +180,31 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   manager.add(runnable("deployment-informer", false, (signal) => deployments.run(signal)));
   manager.add(runnable("secret-informer", false, (signal) => secrets.run(signal)));
   manager.add(health);
+  // A start (a restart, a new leader) is a pass like every resync: one listing answers for every
+  // resource instead of one lookup each, and serves the whole pass however long it takes.
   manager.add(
-    runnable("deployment-controller", true, async (signal, halt) => {
-      // Workers start once the caches hold every resource and Secret in scope.
-      await untilAborted(Promise.all([deployments.synced, secrets.synced]), signal);
-      if (signal.aborted) return;
-      // A start (a restart, a new leader) reconciles everything, like a resync: one listing
-      // answers for the settled resources instead of one lookup each.
-      await snapshot.refresh(signal).catch((error: unknown) => {
-        if (!signal.aborted)
-          logger.warn(
-            { err: error instanceof Error ? error.message : String(error) },
-            "initial listing failed",
-          );
-      });
-      if (!signal.aborted) await controller.start(signal, halt);
+    new ResyncedController({
+      controller,
+      synced: () => Promise.all([deployments.synced, secrets.synced]),
+      keys: () => deployments.list().map((o) => objectKey(refOf(o))),
+      prepare: async (signal) => {
+        await snapshot.refresh(signal);
+        return snapshot.holdFresh();
+      },
+      periodMs: config.resyncMs,
+      spreadMs: Math.min(config.resyncMs / 10, 60_000),
+      clock,
+      logger,
     }),
   );
   manager.add(
-    runnable("drift-resync", true, (signal) =>
-      resyncLoop({ config, clock, snapshot, controller, deployments, spreadMs, logger }, signal),
-    ),
+    new RolloutPoller({
+      snapshot,
+      ids: () => deployments.byIndex(POLL_INDEX, POLL_INDEX).flatMap((o) => o.status?.deploymentId ?? []),
+      periodMs: config.pollMs,
+      clock,
+      logger,
+    }),
   );
   return { manager, controller, health, metrics, identity, addresses: () => health.listening };
 }
@@ -225,13 +235,11 @@ function subscribeTriggers(deployments: KubeDeployments, secrets: KubeSecrets, c
     onDelete: (o) => {
       controller.forget(keyOf(o));
       // A resource that lost a name conflict to this one may now take the name.
-      for (const key of sameNameKeys(o, deployments.list())) controller.enqueue(key);
+      for (const rival of deployments.byIndex(CLAIM_INDEX, claimedName(o))) controller.enqueue(keyOf(rival));
     },
   });
   secrets.onChange((ref) => {
-    for (const o of deployments.listNamespace(ref.namespace)) {
-      if (secretKeyRefs(o.spec).some((r) => r.secret === ref.name)) controller.enqueue(keyOf(o));
-    }
+    for (const o of deployments.byIndex(SECRET_INDEX, objectKey(ref))) controller.enqueue(keyOf(o));
   });
 }
 
@@ -246,45 +254,6 @@ function specOrMetaChanged(old: DeploymentObject, o: DeploymentObject): boolean 
     JSON.stringify(a.labels ?? {}) !== JSON.stringify(b.labels ?? {}) ||
     JSON.stringify(a.finalizers ?? []) !== JSON.stringify(b.finalizers ?? [])
   );
-}
-
-interface ResyncParts {
-  config: OperatorConfig;
-  clock: Clock;
-  snapshot: RemoteSnapshot;
-  controller: Controller;
-  deployments: KubeDeployments;
-  spreadMs: number;
-  logger: Logger;
-}
-
-/**
- * Every resync period (±10 %): list the service once, then enqueue every resource spread over a
- * short window; their reconciles read that listing instead of asking the service one by one.
- */
-async function resyncLoop(parts: ResyncParts, signal: AbortSignal): Promise<void> {
-  const { config, clock, snapshot, controller, deployments, spreadMs, logger } = parts;
-  while (!signal.aborted) {
-    const wait = config.resyncMs * (0.9 + Math.random() * 0.2);
-    try {
-      await clock.sleep(wait, signal);
-    } catch {
-      return;
-    }
-    try {
-      await snapshot.refresh(signal);
-      controller.enqueueAll(
-        deployments.list().map((o) => objectKey(refOf(o))),
-        spreadMs,
-      );
-    } catch (error) {
-      if (!signal.aborted)
-        logger.warn(
-          { err: error instanceof Error ? error.message : String(error) },
-          "drift resync listing failed; retrying next period",
-        );
-    }
-  }
 }
 
 function elector(
@@ -310,48 +279,10 @@ function elector(
   });
 }
 
-/** The service answers an authenticated call (the OAuth provider listing), checked at most every 10 s. */
-function serviceReachable(client: ServiceClient, clock: Clock) {
-  let last: { at: number; error?: Error } | undefined;
-  return {
-    name: "service",
-    check: async (signal: AbortSignal) => {
-      if (!last || clock.now() - last.at > 10_000) {
-        try {
-          await client.listProviders({ signal });
-          last = { at: clock.now() };
-        } catch (error) {
-          last = { at: clock.now(), error: error instanceof Error ? error : new Error(String(error)) };
-        }
-      }
-      if (last.error) throw last.error;
-    },
-  };
-}
-
 function runnable(
   name: string,
   needLeaderElection: boolean,
   start: (signal: AbortSignal, halt: AbortSignal) => Promise<unknown>,
 ): Runnable {
   return { name, needLeaderElection, start: async (signal, halt) => void (await start(signal, halt)) };
-}
-
-/** Resolves when `promise` does or `signal` aborts, whichever comes first. */
-function untilAborted(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (signal.aborted) return resolve();
-    const onAbort = () => resolve();
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      () => {
-        signal.removeEventListener("abort", onAbort);
-        resolve();
-      },
-      (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
 }

@@ -19,8 +19,16 @@ export interface OperatorProcessOptions {
   logPath: string;
   /** A private directory for the watchdog's bookkeeping; removed by stop() or by the watchdog. */
   workDir: string;
-  /** Environment of the child; default: the demo's, without DMS_* and KUBECONFIG. */
+  /** Environment of the child; default: {@link operatorEnv}(). */
   env?: NodeJS.ProcessEnv;
+  /** The CLI script to run; default `src/cli.ts` (a benchmark runs the compiled `dist/cli.js`). */
+  entry?: string;
+}
+
+/** This process's environment without DMS_* and KUBECONFIG (the flags alone configure the child), plus `extra`. */
+export function operatorEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const own = Object.entries(process.env).filter(([k]) => !k.startsWith("DMS_") && k !== "KUBECONFIG");
+  return { ...Object.fromEntries(own), ...extra };
 }
 
 /** How the process ended. */
@@ -64,14 +72,11 @@ export class OperatorProcess {
     mkdirSync(dirname(options.logPath), { recursive: true });
     mkdirSync(options.workDir, { recursive: true });
     const log = openSync(options.logPath, "w");
-    const env =
-      options.env ??
-      Object.fromEntries(
-        Object.entries(process.env).filter(([k]) => !k.startsWith("DMS_") && k !== "KUBECONFIG"),
-      );
+    const env = options.env ?? operatorEnv();
+    const entry = options.entry ?? CLI;
     let child: ChildProcess;
     try {
-      child = spawn(process.execPath, [CLI, "run", ...options.args], {
+      child = spawn(process.execPath, [entry, "run", ...options.args], {
         detached: true,
         stdio: ["ignore", log, log],
         env,
@@ -79,10 +84,16 @@ export class OperatorProcess {
     } finally {
       closeSync(log);
     }
-    if (child.pid === undefined) throw new Error(`could not start the operator (${process.execPath} ${CLI})`);
+    if (child.pid === undefined)
+      throw new Error(`could not start the operator (${process.execPath} ${entry})`);
     const watchdog = startWatchdog(options.workDir, [options.workDir]);
     writeFileSync(watchdog.pgidFile, `${child.pid}\n`);
     return new OperatorProcess(child, child.pid, options, watchdog.retire);
+  }
+
+  /** The operator's process id (it is the node process itself, so /proc/<pid> describes it). */
+  get pid(): number {
+    return this.#pid;
   }
 
   /** Whether it is still running. */

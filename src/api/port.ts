@@ -1,8 +1,11 @@
 /**
  * The service client seen through the reconciler's {@link DeploymentsPort}.
  */
-import type { DeploymentsPort } from "../reconcile/ports.ts";
+import { UnreadableDeploymentError } from "../reconcile/observe.ts";
+import type { DeploymentsPort, Listing } from "../reconcile/ports.ts";
 import type { ServiceClient } from "./client.ts";
+import { isServiceError } from "./errors.ts";
+import type { Deployment, DeploymentFilters, UnreadableDeployment } from "./wire.ts";
 
 /** Page size of the full listings: the spec's maximum, so N deployments cost ceil(N/100) calls. */
 const FULL_PAGE = 100;
@@ -10,12 +13,34 @@ const FULL_PAGE = 100;
 /** Adapts `client` to {@link DeploymentsPort}; `findByName` keeps exact matches of `name_contains`. */
 export function deploymentsPort(client: ServiceClient): DeploymentsPort {
   return {
-    getById: (id, signal) => client.getDeployment(id, { signal }),
-    findByName: async (name, signal) =>
-      (await client.listAllDeployments({ name_contains: name }, { pageSize: FULL_PAGE, signal })).filter(
-        (d) => d.name === name,
-      ),
-    listAll: (signal) => client.listAllDeployments({}, { pageSize: FULL_PAGE, signal }),
+    getById: (id, signal) =>
+      client.getDeployment(id, { signal }).catch((error: unknown) => {
+        // The listing holds the id, or an item without one, that cannot be read.
+        if (isServiceError(error, "bad_response") && error.status === 200)
+          throw new UnreadableDeploymentError(error.detail);
+        throw error;
+      }),
+    getByIds: async (ids, signal) => {
+      // The answer has at most ids.length items: stop once every id came, with no empty last page.
+      const wanted = new Set(ids);
+      const found: Deployment[] = [];
+      if (wanted.size === 0) return found;
+      const listing = client.listDeployments(
+        { deployment_ids: [...wanted] },
+        { pageSize: FULL_PAGE, signal },
+      );
+      for await (const deployment of listing) {
+        if (!wanted.delete(deployment.id)) continue;
+        found.push(deployment);
+        if (wanted.size === 0) break;
+      }
+      return found;
+    },
+    findByName: async (name, signal) => {
+      const { deployments, unreadable } = await listing(client, { name_contains: name }, signal);
+      return { deployments: deployments.filter((d) => d.name === name), unreadable };
+    },
+    listAll: (signal) => listing(client, {}, signal),
     create: (body, signal) => client.createDeployment(body, { signal }),
     patch: (id, body, signal) => client.patchDeployment(id, body, { signal }),
     delete: (id, signal) => client.deleteDeployment(id, { signal }),
@@ -23,4 +48,16 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
     getRevision: (deploymentId, revisionId, signal) =>
       client.getRevision(deploymentId, revisionId, { signal }),
   };
+}
+
+/** Every page of a listing, with the items it skipped as unreadable. */
+async function listing(
+  client: ServiceClient,
+  filters: DeploymentFilters,
+  signal: AbortSignal,
+): Promise<Listing> {
+  const unreadable: UnreadableDeployment[] = [];
+  const onUnreadable = (item: UnreadableDeployment) => unreadable.push(item);
+  const deployments = await client.listAllDeployments(filters, { pageSize: FULL_PAGE, signal, onUnreadable });
+  return { deployments, unreadable };
 }

@@ -65,7 +65,7 @@ export async function reviewAll(
   options: ReviewAllOptions,
 ): Promise<ReviewEntry[]> {
   const { service, cluster, signal } = options;
-  const snapshot = new RemoteSnapshot(service, options.clock, 0);
+  const snapshot = new RemoteSnapshot(service, options.clock, { maxAgeMs: 0 });
   // The controller's listings and shorthand resolution, kept for the whole run.
   const repos = new RepoListings(service, options.clock, Number.POSITIVE_INFINITY);
   const listings = new Map<string, Promise<RepoListing>>();
@@ -140,7 +140,7 @@ export async function reviewAll(
       found = await observe(
         service,
         snapshot,
-        { deploymentId: live?.status?.deploymentId, name, live: true },
+        { deploymentId: live?.status?.deploymentId, name, live: true, liveName: true },
         signal,
       );
     } catch (error) {

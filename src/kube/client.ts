@@ -1,6 +1,7 @@
 /**
- * A small REST transport to the Kubernetes API server over `node:https`, authenticated by a
- * client-node {@link KubeConfig} (client certificates, bearer tokens, token files, exec plugins).
+ * A small REST transport to the Kubernetes API server over `node:https`, authenticated by
+ * {@link KubeCredentials} (client certificates, bearer tokens, token files; exec plugins and auth
+ * providers through client-node, loaded only for them).
  *
  * Why not the generated API classes: this operator needs exact control over `Accept` (metadata-only
  * lists and watches of Secrets), `Content-Type` (the generated CustomObjects patch silently defaults
@@ -10,7 +11,7 @@
  */
 import http from "node:http";
 import https from "node:https";
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { KubeCredentials } from "./config.ts";
 import { apiErrorFrom, KubeApiError } from "./errors.ts";
 
 /** The content types of the PATCH flavours the API server accepts. */
@@ -55,12 +56,12 @@ export interface KubeClientOptions {
  * the connection fails (throws); it rejects like `request` when the answer is not 200.
  */
 export class KubeClient {
-  readonly #kc: KubeConfig;
+  readonly #kc: KubeCredentials;
   readonly #server: URL;
   readonly #timeoutMs: number;
   readonly #userAgent: string;
 
-  constructor(kc: KubeConfig, options: KubeClientOptions = {}) {
+  constructor(kc: KubeCredentials, options: KubeClientOptions = {}) {
     const cluster = kc.getCurrentCluster();
     if (!cluster?.server)
       throw new Error("the Kubernetes configuration has no current cluster with a server");

@@ -3,13 +3,24 @@
  * `KUBECONFIG`), else the pod's service account. Never client-node's `loadFromDefault()`, which
  * silently falls back to http://localhost:8080 and turns a misconfiguration into a confusing
  * connection error far from its cause.
+ *
+ * The common cases (service account; kubeconfig with client certificate, bearer token or token
+ * file, CA, insecure-skip-tls-verify) are read here by hand: `@kubernetes/client-node` loads its
+ * whole generated API on import, ~80 MiB of resident memory the operator never uses. Only a user
+ * that needs what client-node alone implements (exec plugins, auth providers, basic auth,
+ * impersonation) loads it, lazily, on the first request.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { delimiter, join } from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
+import type { RequestOptions } from "node:https";
+import { delimiter, dirname, isAbsolute, join } from "node:path";
+import { parse } from "yaml";
+import { isRecord } from "../json.ts";
 
 /** The standard mount of a pod's service account credentials. */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/** How long a token read from a file is used before the file is read again (client-go's period). */
+export const TOKEN_FILE_REFRESH_MS = 60_000;
 
 /** What the caller asks for: a kubeconfig path (the `--kubeconfig` flag) and a context in it. */
 export interface KubeConfigRequest {
@@ -23,9 +34,22 @@ export interface KubeConfigEnvironment {
   serviceAccountDir?: string;
 }
 
+/**
+ * The credentials of one cluster and user, as the transport applies them to each request.
+ *
+ * Contract: `applyToHTTPSOptions` sets the TLS options (`ca`, `cert`, `key`, `rejectUnauthorized`,
+ * `servername`) and the authentication headers on `options`; it is called per request, so a
+ * rotated token file is picked up within {@link TOKEN_FILE_REFRESH_MS}. It rejects when a
+ * credential file cannot be read. client-node's `KubeConfig` satisfies this interface too.
+ */
+export interface KubeCredentials {
+  getCurrentCluster(): { server: string } | null;
+  applyToHTTPSOptions(options: RequestOptions): Promise<void>;
+}
+
 /** A loaded configuration and a description of its origin, for the start-up log line. */
 export interface LoadedKubeConfig {
-  config: KubeConfig;
+  config: KubeCredentials;
   source: "kubeconfig" | "in-cluster";
   /** e.g. `kubeconfig /home/me/.kube/config, context kind-dev` or `in-cluster service account`. */
   description: string;
@@ -39,10 +63,13 @@ export interface LoadedKubeConfig {
  * Loads the Kubernetes configuration.
  *
  * Contract: `request.kubeconfig`, else the first non-empty path of `KUBECONFIG` (further paths
- * merged, as kubectl does); else in-cluster when `KUBERNETES_SERVICE_HOST`/`_PORT` are set and the
- * service account token and CA files exist. Throws an Error with one clear line when the file is
- * missing or unreadable, the context does not exist, the chosen context has no cluster server, or
- * there is no configuration at all. Never falls back to localhost.
+ * merged as kubectl does: the first file to name a cluster, user or context, or to set the current
+ * context, wins); else in-cluster when `KUBERNETES_SERVICE_HOST`/`_PORT` are set and the service
+ * account token and CA files exist. Relative file paths in a kubeconfig are resolved against that
+ * file's directory; inline `*-data` overrides the matching file, and `token` overrides `tokenFile`
+ * (kubectl's rules). Throws an Error with one clear line when a file is missing, unreadable or
+ * malformed, the context does not exist, the chosen context has no cluster server, or there is no
+ * configuration at all. Never falls back to localhost.
  */
 export function loadKubeConfig(
   request: KubeConfigRequest,
@@ -64,43 +91,276 @@ export function loadKubeConfig(
   throw new Error("no Kubernetes configuration: pass --kubeconfig or run in a cluster");
 }
 
+/** A named entry of a kubeconfig list, with the directory of the file it came from. */
+interface Entry {
+  body: Record<string, unknown>;
+  dir: string;
+  file: string;
+}
+
+/** The merged content of the kubeconfig files: first occurrence wins. */
+interface Merged {
+  clusters: Map<string, Entry>;
+  users: Map<string, Entry>;
+  contexts: Map<string, Entry>;
+  currentContext: string | undefined;
+}
+
 function fromFiles(paths: string[], context: string | undefined, origin: string): LoadedKubeConfig {
-  const config = new KubeConfig();
-  paths.forEach((path, index) => {
-    if (!existsSync(path)) throw new Error(`kubeconfig ${path} (from ${origin}) does not exist`);
-    const next = index === 0 ? config : new KubeConfig();
-    try {
-      next.loadFromFile(path);
-    } catch (err) {
-      throw new Error(`kubeconfig ${path} (from ${origin}) cannot be read: ${(err as Error).message}`, {
-        cause: err,
-      });
-    }
-    if (next !== config) config.mergeConfig(next, true);
-  });
-  if (context) {
-    if (!config.getContextObject(context)) {
-      const known = config.getContexts().map((c) => c.name);
-      throw new Error(
-        `context ${context} is not in ${paths.join(delimiter)} (contexts: ${known.join(", ") || "none"})`,
-      );
-    }
-    config.setCurrentContext(context);
-  }
-  const current = config.getCurrentContext();
-  const server = config.getCurrentCluster()?.server;
-  if (!current || !server) {
-    throw new Error(
-      `kubeconfig ${paths.join(delimiter)} has no current context with a cluster server; pass --context`,
-    );
-  }
-  return {
-    config,
-    source: "kubeconfig",
-    description: `kubeconfig ${paths.join(delimiter)}, context ${current}`,
-    server,
-    namespace: config.getContextObject(current)?.namespace || undefined,
+  const merged: Merged = {
+    clusters: new Map(),
+    users: new Map(),
+    contexts: new Map(),
+    currentContext: undefined,
   };
+  for (const path of paths) mergeFile(merged, path, origin);
+  const all = paths.join(delimiter);
+  if (context && !merged.contexts.has(context)) {
+    const known = [...merged.contexts.keys()];
+    throw new Error(`context ${context} is not in ${all} (contexts: ${known.join(", ") || "none"})`);
+  }
+  const current = context ?? merged.currentContext;
+  const ctx = current ? merged.contexts.get(current) : undefined;
+  const clusterName = ctx ? stringField(ctx, "cluster") : undefined;
+  const cluster = clusterName ? merged.clusters.get(clusterName) : undefined;
+  const server = cluster ? stringField(cluster, "server") : undefined;
+  if (!current || !ctx || !cluster || !server) {
+    throw new Error(`kubeconfig ${all} has no current context with a cluster server; pass --context`);
+  }
+  const userName = stringField(ctx, "user");
+  const user = userName ? merged.users.get(userName) : undefined;
+  const tls = clusterTls(cluster, server);
+  return {
+    config: user && needsClientNode(user) ? new ClientNodeCredentials(tls, user) : credentialsFor(tls, user),
+    source: "kubeconfig",
+    description: `kubeconfig ${all}, context ${current}`,
+    server: tls.server,
+    namespace: stringField(ctx, "namespace") || undefined,
+  };
+}
+
+function mergeFile(merged: Merged, path: string, origin: string): void {
+  if (!existsSync(path)) throw new Error(`kubeconfig ${path} (from ${origin}) does not exist`);
+  let doc: unknown;
+  try {
+    doc = parse(readFileSync(path, "utf8"));
+  } catch (err) {
+    throw new Error(`kubeconfig ${path} (from ${origin}) cannot be read: ${firstLine(err)}`, { cause: err });
+  }
+  if (doc === null || doc === undefined) return; // An empty file is an empty configuration.
+  if (!isRecord(doc))
+    throw new Error(`kubeconfig ${path} (from ${origin}) is not a kubeconfig: not a mapping`);
+  const dir = dirname(path);
+  for (const [list, key, target] of [
+    ["clusters", "cluster", merged.clusters],
+    ["users", "user", merged.users],
+    ["contexts", "context", merged.contexts],
+  ] as const) {
+    const items = doc[list];
+    if (items === undefined || items === null) continue;
+    if (!Array.isArray(items))
+      throw new Error(`kubeconfig ${path} (from ${origin}): ${list} must be a list, got ${typeof items}`);
+    items.forEach((item, i) => {
+      const name = isRecord(item) ? item.name : undefined;
+      if (typeof name !== "string" || name === "")
+        throw new Error(`kubeconfig ${path} (from ${origin}): ${list}[${i}].name is missing`);
+      const body = (item as Record<string, unknown>)[key] ?? {};
+      if (!isRecord(body))
+        throw new Error(`kubeconfig ${path} (from ${origin}): ${list}[${i}].${key} must be a mapping`);
+      if (!target.has(name)) target.set(name, { body, dir, file: path });
+    });
+  }
+  const current = doc["current-context"];
+  if (merged.currentContext === undefined && typeof current === "string" && current !== "")
+    merged.currentContext = current;
+}
+
+function firstLine(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).split("\n")[0] ?? "";
+}
+
+/** A string field of an entry; a field of another type is a clear error naming it. */
+function stringField(entry: Entry, field: string): string | undefined {
+  const value = entry.body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "string") throw new Error(`kubeconfig ${entry.file}: ${field} must be a string`);
+  return value;
+}
+
+/** A file named in the kubeconfig, relative to the kubeconfig's own directory. */
+function fileField(entry: Entry, field: string): string | undefined {
+  const file = stringField(entry, field);
+  return file ? (isAbsolute(file) ? file : join(entry.dir, file)) : undefined;
+}
+
+/** Bytes given inline (base64 `<field>-data`, which wins) or as a file `<field>`. */
+type Material = { data: Buffer } | { file: string } | undefined;
+
+function material(entry: Entry, field: string): Material {
+  const data = stringField(entry, `${field}-data`);
+  if (data) return { data: Buffer.from(data, "base64") };
+  const file = fileField(entry, field);
+  return file ? { file } : undefined;
+}
+
+function readMaterial(m: Material): Buffer | undefined {
+  if (m === undefined) return undefined;
+  return "data" in m ? m.data : readFileSync(m.file);
+}
+
+/** The cluster half of the credentials. */
+interface ClusterTls {
+  server: string;
+  ca: Material;
+  insecure: boolean;
+  tlsServerName: string | undefined;
+}
+
+function clusterTls(cluster: Entry, server: string): ClusterTls {
+  return {
+    server: server.replace(/\/+$/, ""),
+    ca: material(cluster, "certificate-authority"),
+    insecure: cluster.body["insecure-skip-tls-verify"] === true,
+    tlsServerName: stringField(cluster, "tls-server-name") || undefined,
+  };
+}
+
+/** True when `user` needs what only client-node implements. */
+function needsClientNode(user: Entry): boolean {
+  const b = user.body;
+  return ["exec", "auth-provider", "username", "password", "as"].some(
+    (k) => b[k] !== undefined && b[k] !== null,
+  );
+}
+
+function credentialsFor(tls: ClusterTls, user: Entry | undefined): StaticCredentials {
+  const token = user ? stringField(user, "token") : undefined;
+  const tokenFile = user ? (fileField(user, "tokenFile") ?? fileField(user, "token-file")) : undefined;
+  return new StaticCredentials(tls, {
+    cert: user ? material(user, "client-certificate") : undefined,
+    key: user ? material(user, "client-key") : undefined,
+    token: token ? { token } : tokenFile ? { tokenFile } : undefined,
+  });
+}
+
+/** Client certificate, key and bearer token (inline or re-read from a file). */
+interface UserAuth {
+  cert: Material;
+  key: Material;
+  token: { token: string } | { tokenFile: string } | undefined;
+}
+
+/** Credentials read by hand: TLS material and a bearer token. */
+class StaticCredentials implements KubeCredentials {
+  readonly #tls: ClusterTls;
+  readonly #user: UserAuth;
+  #token: { value: string; readAt: number } | undefined;
+
+  constructor(tls: ClusterTls, user: UserAuth) {
+    this.#tls = tls;
+    this.#user = user;
+  }
+
+  getCurrentCluster(): { server: string; caFile?: string } {
+    const { server, ca } = this.#tls;
+    return ca && "file" in ca ? { server, caFile: ca.file } : { server };
+  }
+
+  async applyToHTTPSOptions(options: RequestOptions): Promise<void> {
+    applyTls(options, this.#tls);
+    const cert = readMaterial(this.#user.cert);
+    const key = readMaterial(this.#user.key);
+    if (cert) options.cert = cert;
+    if (key) options.key = key;
+    const token = this.#bearer();
+    if (token) options.headers = { ...plainHeaders(options), Authorization: `Bearer ${token}` };
+  }
+
+  #bearer(): string | undefined {
+    const source = this.#user.token;
+    if (!source) return undefined;
+    if ("token" in source) return source.token;
+    const now = Date.now();
+    if (!this.#token || now - this.#token.readAt > TOKEN_FILE_REFRESH_MS) {
+      this.#token = { value: readFileSync(source.tokenFile, "utf8").trim(), readAt: now };
+    }
+    return this.#token.value;
+  }
+}
+
+function applyTls(options: RequestOptions, tls: ClusterTls): void {
+  if (tls.insecure) options.rejectUnauthorized = false;
+  if (tls.tlsServerName) options.servername = tls.tlsServerName;
+  const ca = readMaterial(tls.ca);
+  if (ca) options.ca = ca;
+}
+
+function plainHeaders(options: RequestOptions): Record<string, unknown> {
+  return options.headers && !Array.isArray(options.headers) ? { ...options.headers } : {};
+}
+
+/**
+ * A user that needs client-node (exec plugin, auth provider, basic auth, impersonation): the
+ * library is imported on the first request only, and given the cluster and user as read here.
+ */
+class ClientNodeCredentials implements KubeCredentials {
+  readonly #tls: ClusterTls;
+  readonly #user: Entry;
+  #config: Promise<KubeCredentials> | undefined;
+
+  constructor(tls: ClusterTls, user: Entry) {
+    this.#tls = tls;
+    this.#user = user;
+  }
+
+  getCurrentCluster(): { server: string } {
+    return { server: this.#tls.server };
+  }
+
+  async applyToHTTPSOptions(options: RequestOptions): Promise<void> {
+    this.#config ??= this.#load();
+    await (await this.#config).applyToHTTPSOptions(options);
+  }
+
+  async #load(): Promise<KubeCredentials> {
+    const { KubeConfig } = await import("@kubernetes/client-node");
+    const { ca, server, insecure, tlsServerName } = this.#tls;
+    const u = this.#user.body;
+    const config = new KubeConfig();
+    config.loadFromOptions({
+      clusters: [
+        {
+          name: "cluster",
+          server,
+          skipTLSVerify: insecure,
+          ...(tlsServerName ? { tlsServerName } : {}),
+          ...forClientNode(ca, "ca"),
+        },
+      ],
+      users: [
+        {
+          name: "user",
+          authProvider: u["auth-provider"],
+          exec: u.exec,
+          username: u.username as string | undefined,
+          password: u.password as string | undefined,
+          impersonateUser: u.as as string | undefined,
+          token: stringField(this.#user, "token"),
+          ...forClientNode(material(this.#user, "client-certificate"), "cert"),
+          ...forClientNode(material(this.#user, "client-key"), "key"),
+        },
+      ],
+      contexts: [{ name: "context", cluster: "cluster", user: "user" }],
+      currentContext: "context",
+    });
+    return config;
+  }
+}
+
+/** `material` as client-node's `<prefix>File` or `<prefix>Data` (base64) field. */
+function forClientNode(m: Material, prefix: "ca" | "cert" | "key"): Record<string, string> {
+  if (!m) return {};
+  return "file" in m ? { [`${prefix}File`]: m.file } : { [`${prefix}Data`]: m.data.toString("base64") };
 }
 
 function fromServiceAccount(env: NodeJS.ProcessEnv, dir: string): LoadedKubeConfig | undefined {
@@ -114,13 +374,10 @@ function fromServiceAccount(env: NodeJS.ProcessEnv, dir: string): LoadedKubeConf
   const namespace = existsSync(namespaceFile)
     ? readFileSync(namespaceFile, "utf8").trim() || undefined
     : undefined;
-  const config = new KubeConfig();
-  // The token file is re-read by client-node's file authenticator, so projected tokens rotate.
-  config.loadFromOptions({
-    clusters: [{ name: "in-cluster", server, caFile, skipTLSVerify: false }],
-    users: [{ name: "in-cluster", authProvider: { name: "tokenFile", config: { tokenFile } } }],
-    contexts: [{ name: "in-cluster", cluster: "in-cluster", user: "in-cluster", namespace }],
-    currentContext: "in-cluster",
-  });
+  // The token file is re-read (see TOKEN_FILE_REFRESH_MS), so projected tokens rotate.
+  const config = new StaticCredentials(
+    { server, ca: { file: caFile }, insecure: false, tlsServerName: undefined },
+    { cert: undefined, key: undefined, token: { tokenFile } },
+  );
   return { config, source: "in-cluster", description: "in-cluster service account", server, namespace };
 }

@@ -10,7 +10,7 @@ import {
 import { isRecord } from "../json.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";
-import { isKubeObject, type KubeObject, type ObjectRef } from "./object.ts";
+import { isKubeObject, type KubeObject, type ObjectMeta, type ObjectRef } from "./object.ts";
 import { collectionPath, type ReflectorHandlers, type ResourceType } from "./reflector.ts";
 import { WatchedResource, type WatchOptions, type WatchScope } from "./scope.ts";
 
@@ -23,28 +23,47 @@ export const DEPLOYMENTS: ResourceType = { group: GROUP, version: VERSION, plura
 /** The field manager of every write the operator makes. */
 export const FIELD_MANAGER = "dms-operator";
 
+/** The annotation `kubectl apply` keeps the whole applied manifest in (a second copy of the spec). */
+export const LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration";
+
 /**
  * Checks the object metadata and that `spec` is an object. The spec's fields are not re-validated:
  * the API server already checked them against the CRD schema generated from the same TypeBox
  * schema, and skipping an object here would also block its deletion (its finalizer would never go).
+ *
+ * Drops what the operator never reads and would otherwise hold for every cached resource (as
+ * controller-runtime's managed-fields transform does): `metadata.managedFields` and the
+ * {@link LAST_APPLIED_ANNOTATION}, together about half of a typical object. Every write the
+ * operator makes is a patch, so a dropped field is never written back. `raw` is not modified.
  */
 export function decodeDeployment(raw: unknown): DeploymentObject | undefined {
   if (!isKubeObject(raw) || !isRecord((raw as { spec?: unknown }).spec)) return undefined;
-  return raw as DeploymentObject;
+  const { managedFields: _managedFields, ...metadata } = raw.metadata as ObjectMeta & {
+    managedFields?: unknown;
+  };
+  const annotations = metadata.annotations;
+  if (annotations && LAST_APPLIED_ANNOTATION in annotations) {
+    const { [LAST_APPLIED_ANNOTATION]: _lastApplied, ...kept } = annotations;
+    metadata.annotations = kept;
+  }
+  return { ...raw, metadata } as DeploymentObject;
 }
 
 /** Options of {@link KubeDeployments}. */
 export interface KubeDeploymentsOptions extends WatchOptions {
   scope?: WatchScope;
+  /** Secondary indexes of the cache, read with {@link KubeDeployments.byIndex}. */
+  indexers?: Record<string, (obj: DeploymentObject) => readonly string[]>;
 }
 
 /**
  * Deployment resources in the operator's scope.
  *
- * Contract: cache reads (`get`, `list`, `listNamespace`) are the reflectors' last view and may lag;
+ * Contract: cache reads (`get`, `list`, `listNamespace`, `byIndex`) are the reflectors' last view,
+ * which includes this instance's own writes as soon as they are answered, and may lag others';
  * `getLive` reads the server (undefined when gone). Writes resolve the object as written, reject
  * with {@link NotFoundError} when it is gone and with {@link ConflictError} when the write raced
- * another writer (re-read and requeue quietly).
+ * another writer (a precondition on the resourceVersion failed: re-read and requeue quietly).
  */
 export class KubeDeployments extends WatchedResource<DeploymentObject> {
   readonly #client: KubeClient;
@@ -55,6 +74,7 @@ export class KubeDeployments extends WatchedResource<DeploymentObject> {
       resource: DEPLOYMENTS,
       decode: decodeDeployment,
       ...(scope.labelSelector ? { labelSelector: scope.labelSelector } : {}),
+      ...(options.indexers ? { indexers: options.indexers } : {}),
     });
     this.#client = options.client;
   }
@@ -79,6 +99,16 @@ export class KubeDeployments extends WatchedResource<DeploymentObject> {
     return this.cache.listNamespace(namespace);
   }
 
+  /** The cached objects under `value` of the index `index` (see {@link KubeDeploymentsOptions.indexers}). */
+  byIndex(index: string, value: string): DeploymentObject[] {
+    return this.cache.byIndex(index, value);
+  }
+
+  /** The number of cached objects. */
+  get size(): number {
+    return this.cache.size;
+  }
+
   /** GETs the object from the API server; `undefined` when it does not exist. */
   async getLive(ref: ObjectRef, signal: AbortSignal): Promise<DeploymentObject | undefined> {
     try {
@@ -93,20 +123,23 @@ export class KubeDeployments extends WatchedResource<DeploymentObject> {
    * Sets `status` through the status subresource with server-side apply (field manager
    * `dms-operator`, forced): the status becomes exactly `status` as far as the operator's fields
    * go, so a field left out is removed, which a merge patch would silently keep. The spec and
-   * `metadata.generation` are untouched.
+   * `metadata.generation` are untouched. With `resourceVersion`, the write applies only to exactly
+   * that version of the object (409, {@link ConflictError}, otherwise): a status computed from a
+   * stale read can never land.
    */
   async patchStatus(
     ref: ObjectRef,
     status: DeploymentResourceStatus,
     signal: AbortSignal,
+    resourceVersion?: string,
   ): Promise<DeploymentObject> {
     const body = {
       apiVersion: API_VERSION,
       kind: KIND,
-      metadata: { name: ref.name, namespace: ref.namespace },
+      metadata: { name: ref.name, namespace: ref.namespace, ...(resourceVersion ? { resourceVersion } : {}) },
       status,
     };
-    return this.#decode(
+    return this.#written(
       await this.#client.request({
         method: "PATCH",
         path: `${itemPath(ref)}/status`,
@@ -160,7 +193,7 @@ export class KubeDeployments extends WatchedResource<DeploymentObject> {
       path: "/metadata/resourceVersion",
       value: obj.metadata.resourceVersion,
     };
-    return this.#decode(
+    return this.#written(
       await this.#client.request({
         method: "PATCH",
         path: itemPath(ref),
@@ -170,6 +203,13 @@ export class KubeDeployments extends WatchedResource<DeploymentObject> {
         signal,
       }),
     );
+  }
+
+  /** Decodes a write's answer and caches it, so this instance's next read sees its own write. */
+  #written(raw: unknown): DeploymentObject {
+    const obj = this.#decode(raw);
+    this.cache.observeWrite(obj);
+    return obj;
   }
 
   #decode(raw: unknown): DeploymentObject {

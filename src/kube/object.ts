@@ -3,6 +3,7 @@
  * value from the API server into it (validate at the edge, then trust the types).
  */
 import { isRecord } from "../json.ts";
+import { type ObjectRef, objectKey } from "../runtime/keys.ts";
 
 /** Metadata fields read by the adapters. Optional ones may be absent on the wire. */
 export interface ObjectMeta {
@@ -25,16 +26,8 @@ export interface KubeObject {
   metadata: ObjectMeta;
 }
 
-/** Namespace and name of a namespaced object (namespace `""` for a cluster-scoped one). */
-export interface ObjectRef {
-  namespace: string;
-  name: string;
-}
-
-/** The cache key of an object: `namespace/name`, or `name` when cluster-scoped (client-go's format). */
-export function objectKey(ref: ObjectRef): string {
-  return ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name;
-}
+// The cache and the work queue share one key format.
+export { type ObjectRef, objectKey };
 
 /** The {@link ObjectRef} of an object. */
 export function refOf(obj: KubeObject): ObjectRef {

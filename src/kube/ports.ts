@@ -5,14 +5,19 @@ import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "../r
 import type { KubeDeployments } from "./deployments.ts";
 import { ConflictError } from "./errors.ts";
 import type { EventRecorder } from "./events.ts";
+import { refOf } from "./object.ts";
 import type { KubeSecrets } from "./secrets.ts";
 
-/** Deployment resources: live reads of one object, cache listings, API-server writes; 409s are conflicts. */
-export function resourcePort(deployments: KubeDeployments): ResourcePort {
+/**
+ * Deployment resources: reads from the watch cache, claims from its index `claimIndex`, writes to
+ * the API server under the resourceVersion read; 409s are conflicts.
+ */
+export function resourcePort(deployments: KubeDeployments, claimIndex: string): ResourcePort {
   return {
-    read: (ref, signal) => deployments.getLive(ref, signal),
-    list: () => deployments.list(),
-    patchStatus: (ref, status, signal) => deployments.patchStatus(ref, status, signal),
+    get: (ref) => deployments.get(ref),
+    claimants: (name) => deployments.byIndex(claimIndex, name),
+    patchStatus: (obj, status, signal) =>
+      deployments.patchStatus(refOf(obj), status, signal, obj.metadata.resourceVersion),
     addFinalizer: (obj, finalizer, signal) => deployments.addFinalizer(asObject(obj), finalizer, signal),
     removeFinalizer: (obj, finalizer, signal) =>
       deployments.removeFinalizer(asObject(obj), finalizer, signal),

@@ -7,6 +7,7 @@
 import pino, { type Logger } from "pino";
 import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
+import { CacheIndexes } from "./cache-index.ts";
 import type { KubeClient } from "./client.ts";
 import { apiErrorFrom, GoneError } from "./errors.ts";
 import { isRecord, type KubeObject, listItems, listMeta, objectKey, refOf } from "./object.ts";
@@ -48,6 +49,12 @@ export interface ReflectorOptions<T extends KubeObject> {
   accept?: { list: string; watch: string };
   /** Validates one object from the wire; `undefined` skips it (logged). */
   decode(raw: unknown): T | undefined;
+  /**
+   * Secondary indexes kept with the cache (client-go's Indexers): each function gives the index
+   * values of an object, and {@link Reflector.byIndex} answers the objects under a value without
+   * scanning the cache. Maintained before handlers run, so a handler sees them current.
+   */
+  indexers?: Record<string, (obj: T) => readonly string[]>;
   /** Page size of the list; 500. */
   pageSize?: number;
   /** Server-side watch timeout: a random value in [n, 2n) seconds per watch (client-go); n = 300. */
@@ -77,6 +84,7 @@ export class Reflector<T extends KubeObject> {
   readonly synced: Promise<void>;
   readonly #opts: ReflectorOptions<T>;
   readonly #cache = new Map<string, T>();
+  readonly #indexes: CacheIndexes<T>;
   readonly #handlers = new Set<ReflectorHandlers<T>>();
   readonly #clock: Clock;
   readonly #random: () => number;
@@ -98,6 +106,7 @@ export class Reflector<T extends KubeObject> {
       random: this.#random,
       ...options.backoff,
     });
+    this.#indexes = new CacheIndexes(options.indexers ?? {});
     this.#log = (options.logger ?? pino({ enabled: false })).child({
       reflector: options.resource.plural,
       namespace: options.namespace ?? "*",
@@ -122,6 +131,36 @@ export class Reflector<T extends KubeObject> {
   /** Every cached object. */
   list(): T[] {
     return [...this.#cache.values()];
+  }
+
+  /** The number of cached objects. */
+  get size(): number {
+    return this.#cache.size;
+  }
+
+  /** The cached objects whose indexer `index` gives `value`; `[]` when none (or no such index). */
+  byIndex(index: string, value: string): T[] {
+    const keys = this.#indexes.keys(index, value);
+    const found: T[] = [];
+    for (const key of keys) {
+      const obj = this.#cache.get(key);
+      if (obj) found.push(obj);
+    }
+    return found;
+  }
+
+  /**
+   * Puts what a write of this process answered into the cache, unless the cache already holds
+   * that version or a newer one (client-go's mutation cache): the next read of the object sees
+   * the write even before its watch event arrives. Handlers are not called: the watch event that
+   * follows is the change notification. Versions are compared as etcd revisions; one that is not
+   * a number is left to the watch.
+   */
+  observeWrite(obj: T): void {
+    const key = objectKey(refOf(obj));
+    const cached = this.#cache.get(key);
+    if (!cached || !isNewer(obj.metadata.resourceVersion, cached.metadata.resourceVersion)) return;
+    this.#set(key, obj);
   }
 
   /** The resourceVersion the next watch resumes from. */
@@ -254,19 +293,34 @@ export class Reflector<T extends KubeObject> {
     const key = objectKey(refOf(obj));
     const old = this.#cache.get(key);
     if (type === "DELETED") {
-      this.#cache.delete(key);
+      this.#delete(key);
       this.#emit((h) => h.onDelete?.(obj));
     } else if (type === "ADDED" || type === "MODIFIED") {
-      this.#cache.set(key, obj);
+      // An event older than a write this process already cached is history the write includes.
+      if (old && isNewer(old.metadata.resourceVersion, obj.metadata.resourceVersion)) return;
+      this.#set(key, obj);
       if (old) this.#emit((h) => h.onUpdate?.(old, obj));
       else this.#emit((h) => h.onAdd?.(obj));
     }
   }
 
+  #set(key: string, obj: T): void {
+    const old = this.#cache.get(key);
+    this.#cache.set(key, obj);
+    this.#indexes.update(key, old, obj);
+  }
+
+  #delete(key: string): void {
+    const old = this.#cache.get(key);
+    if (!old) return;
+    this.#cache.delete(key);
+    this.#indexes.update(key, old, undefined);
+  }
+
   #replace(fresh: Map<string, T>): void {
     const previous = new Map(this.#cache);
-    this.#cache.clear();
-    for (const [key, obj] of fresh) this.#cache.set(key, obj);
+    for (const key of previous.keys()) if (!fresh.has(key)) this.#delete(key);
+    for (const [key, obj] of fresh) this.#set(key, obj);
     for (const [key, obj] of fresh) {
       const old = previous.get(key);
       if (!old) this.#emit((h) => h.onAdd?.(obj));
@@ -303,4 +357,10 @@ export class Reflector<T extends KubeObject> {
       }
     }
   }
+}
+
+/** True when resourceVersion `a` is a later etcd revision than `b` (both decimal numbers). */
+function isNewer(a: string, b: string): boolean {
+  if (!/^\d+$/.test(a) || !/^\d+$/.test(b)) return false;
+  return a.length !== b.length ? a.length > b.length : a > b;
 }

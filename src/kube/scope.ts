@@ -62,6 +62,27 @@ export class ScopedReflectors<T extends KubeObject> {
     return [...this.#byNamespace.values()].flatMap((r) => r.list());
   }
 
+  /** The number of cached objects. */
+  get size(): number {
+    let size = 0;
+    for (const r of this.#byNamespace.values()) size += r.size;
+    return size;
+  }
+
+  /** The cached objects under `value` of the secondary index `index` (see {@link ReflectorOptions.indexers}). */
+  byIndex(index: string, value: string): T[] {
+    const reflectors = [...this.#byNamespace.values()];
+    return reflectors.length === 1
+      ? (reflectors[0]?.byIndex(index, value) ?? [])
+      : reflectors.flatMap((r) => r.byIndex(index, value));
+  }
+
+  /** Caches what a write answered, if newer than the cached object (see {@link Reflector.observeWrite}). */
+  observeWrite(obj: T): void {
+    const namespace = obj.metadata.namespace ?? "";
+    (this.#byNamespace.get(namespace) ?? this.#byNamespace.get(undefined))?.observeWrite(obj);
+  }
+
   /** The cached objects of one namespace. */
   listNamespace(namespace: string): T[] {
     const own = this.#byNamespace.get(namespace);

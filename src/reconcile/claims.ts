@@ -5,6 +5,7 @@
  */
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
+import { objectKey } from "../runtime/keys.ts";
 
 /**
  * What the rule reads of a resource. A {@link StoredResource} is one; so is a resource `plan`
@@ -15,7 +16,7 @@ export interface Claimant {
   spec: DeploymentSpec;
 }
 
-const keyOf = (o: Claimant) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+const keyOf = (o: Claimant) => objectKey({ namespace: o.metadata.namespace ?? "", name: o.metadata.name });
 
 /**
  * True when `a` was created before `b` (ties broken by namespace/name, so the order is total).
@@ -35,9 +36,16 @@ function olderThan(a: Claimant, b: Claimant): boolean {
 /** The service name a resource claims. */
 export const claimedName = (o: Claimant): string => effectiveName(o.spec, o.metadata.name);
 
+/** The cache index of resources by the name they claim, so a claim check reads only its rivals. */
+export const CLAIM_INDEX = "claimedName";
+
+/** The index values of {@link CLAIM_INDEX}. */
+export const claimIndexer = (o: Claimant): string[] => [claimedName(o)];
+
 /**
- * The resource that holds `obj`'s service name before it, if any. Resources being deleted still
- * hold their name until they are gone: their cleanup may still need the deployment.
+ * The resource that holds `obj`'s service name before it, if any, among `all` (every resource
+ * claiming the name will do: others are skipped). Resources being deleted still hold their name
+ * until they are gone: their cleanup may still need the deployment.
  */
 export function olderClaimant<T extends Claimant>(obj: Claimant, all: readonly T[]): T | undefined {
   const name = claimedName(obj);

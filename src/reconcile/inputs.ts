@@ -10,7 +10,18 @@ import { type ResolvedGithub, resolveGithub } from "../crd/github.ts";
 import { secretKeyRefs } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
+import { objectKey } from "../runtime/keys.ts";
+import { SharedCall } from "../runtime/shared-call.ts";
 import type { DeploymentsPort, SecretsPort } from "./ports.ts";
+
+/** The cache index of resources by the Secrets (`namespace/name`) their spec reads. */
+export const SECRET_INDEX = "secretRefs";
+
+/** The index values of {@link SECRET_INDEX}. */
+export function secretIndexer(obj: { metadata: { namespace?: string }; spec: DeploymentSpec }): string[] {
+  const namespace = obj.metadata.namespace ?? "";
+  return [...new Set(secretKeyRefs(obj.spec).map((r) => objectKey({ namespace, name: r.secret })))];
+}
 
 /** Secret data by Secret name and key, plus every value read (for redaction). */
 export interface ReadSecrets {
@@ -40,25 +51,13 @@ export async function readSecrets(
   return out;
 }
 
-/** One listing, shared by every caller that asks while it is fresh. */
-interface SharedListing {
-  at: number;
-  repos: Promise<ForgeRepo[]>;
-  /** Aborts the fetch once every caller waiting for it has given up. */
-  controller: AbortController;
-  waiters: number;
-  settled: boolean;
-}
-
-/**
- * The forge repository listings by integration, kept for `ttlMs` so that resources using the
- * `github` shorthand do not cost a listing on every reconcile.
- */
 export class RepoListings {
   readonly #service: DeploymentsPort;
   readonly #clock: Clock;
   readonly #ttlMs: number;
-  readonly #cache = new Map<string, SharedListing>();
+  /** The last listing per integration, and when it was asked for. */
+  readonly #kept = new Map<string, { at: number; repos: ForgeRepo[] }>();
+  readonly #calls = new Map<string, SharedCall<ForgeRepo[]>>();
 
   constructor(service: DeploymentsPort, clock: Clock, ttlMs: number) {
     this.#service = service;
@@ -82,72 +81,23 @@ export class RepoListings {
   }
 
   /**
-   * The integration's repositories, from the cache while fresh. A failed listing is not kept.
-   * Callers asking while a listing is in flight share it, yet each waits only as long as its own
-   * `signal` allows: the fetch runs under a signal of its own, aborted only when every caller
-   * waiting for it has given up (so one caller's timeout never fails the others).
+   * The integration's repositories, kept for `ttlMs` from when they were asked for; a failed
+   * listing is not kept. Callers asking while a listing is in flight share it, yet each waits
+   * only as long as its own `signal` allows (see {@link SharedCall}).
    */
-  list(integrationId: string, signal: AbortSignal): Promise<ForgeRepo[]> {
-    if (signal.aborted) return Promise.reject(signal.reason);
-    let shared = this.#cache.get(integrationId);
-    if (!shared || this.#clock.now() - shared.at > this.#ttlMs) {
-      shared = this.#fetch(integrationId);
-      this.#cache.set(integrationId, shared);
+  async list(integrationId: string, signal: AbortSignal): Promise<ForgeRepo[]> {
+    const kept = this.#kept.get(integrationId);
+    if (kept && this.#clock.now() - kept.at <= this.#ttlMs) return kept.repos;
+    let call = this.#calls.get(integrationId);
+    if (!call) {
+      call = new SharedCall(async (callSignal) => {
+        const at = this.#clock.now();
+        const repos = await this.#service.listRepos(integrationId, callSignal);
+        this.#kept.set(integrationId, { at, repos });
+        return repos;
+      });
+      this.#calls.set(integrationId, call);
     }
-    return shared.settled ? shared.repos : this.#join(integrationId, shared, signal);
-  }
-
-  #fetch(integrationId: string): SharedListing {
-    const controller = new AbortController();
-    const shared: SharedListing = {
-      at: this.#clock.now(),
-      repos: this.#service.listRepos(integrationId, controller.signal),
-      controller,
-      waiters: 0,
-      settled: false,
-    };
-    shared.repos.then(
-      () => {
-        shared.settled = true;
-      },
-      () => {
-        shared.settled = true;
-        if (this.#cache.get(integrationId) === shared) this.#cache.delete(integrationId);
-      },
-    );
-    return shared;
-  }
-
-  /** Waits for `shared` until it settles or `signal` aborts, whichever comes first. */
-  #join(integrationId: string, shared: SharedListing, signal: AbortSignal): Promise<ForgeRepo[]> {
-    shared.waiters += 1;
-    return new Promise<ForgeRepo[]>((resolve, reject) => {
-      let waiting = true;
-      const leave = () => {
-        if (!waiting) return false;
-        waiting = false;
-        signal.removeEventListener("abort", onAbort);
-        shared.waiters -= 1;
-        return true;
-      };
-      const onAbort = () => {
-        if (!leave()) return;
-        if (shared.waiters === 0 && !shared.settled) {
-          // Nobody waits any more: stop the fetch, and let the next caller start a fresh one.
-          shared.controller.abort(new Error("every caller waiting for the repository listing gave up"));
-          if (this.#cache.get(integrationId) === shared) this.#cache.delete(integrationId);
-        }
-        reject(signal.reason);
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      shared.repos.then(
-        (repos) => {
-          if (leave()) resolve(repos);
-        },
-        (error: unknown) => {
-          if (leave()) reject(error);
-        },
-      );
-    });
+    return call.run(signal);
   }
 }

@@ -12,6 +12,21 @@ export interface Observation {
   deployment: Deployment | null;
   /** Found by name although the status did not point at it: the resource takes it over. */
   adopted: boolean;
+  /**
+   * A read of the service showed the deployment (not only the answer to this operator's create):
+   * a recorded create intent is then fulfilled.
+   */
+  listed: boolean;
+}
+
+/**
+ * The service lists a deployment this resource would own (its recorded id, or its name) but the
+ * operator cannot read it (see `UnreadableDeployment` in api/wire.ts). Creating one would make a
+ * duplicate, so the resource reports `Synced=False UnreadableDeployment` with this message and
+ * waits (stalled, no retry loop: the next resync or spec change looks again).
+ */
+export class UnreadableDeploymentError extends Error {
+  override readonly name = "UnreadableDeploymentError";
 }
 
 /** The service has several deployments with the name: which one is meant cannot be told. */
@@ -19,36 +34,75 @@ export class AmbiguousNameError extends Error {
   override readonly name = "AmbiguousNameError";
 }
 
+/** What to look up, and how much the snapshot may answer for. */
+export interface LookupTarget {
+  /** The deployment the resource's status records, if any. */
+  deploymentId: string | undefined;
+  /** The service name the resource claims. */
+  name: string;
+  /** Ask the service about the recorded id (a changed spec, a requested reconcile). */
+  live: boolean;
+  /** Ask the service about the name (a create of ours may be pending, or a reconcile was requested). */
+  liveName: boolean;
+  /** Only a snapshot entry the service answered within this long will do (a rollout being polled). */
+  withinMs?: number;
+}
+
 /**
- * Looks the deployment up. `live` forces a request (a changed spec, a reconcile requested by
- * annotation); otherwise a fresh resync snapshot answers for ids it covers.
+ * Looks the deployment up: by recorded id, else by exact name. The snapshot answers where it may
+ * (see {@link LookupTarget}); what the service is asked is remembered in the snapshot. A recorded
+ * id the snapshot does not list is asked about before it is given up: a listing may lag.
  */
 export async function observe(
   service: DeploymentsPort,
   snapshot: RemoteSnapshot,
-  target: { deploymentId: string | undefined; name: string; live: boolean },
+  target: LookupTarget,
   signal: AbortSignal,
 ): Promise<Observation> {
   const { deploymentId: id, name } = target;
   if (id) {
-    let found = target.live ? undefined : snapshot.byId(id);
-    if (found === undefined) found = (await service.getById(id, signal)) ?? null;
-    if (found && found.name === name) {
-      snapshot.remember(found);
-      return { deployment: found, adopted: false };
+    let found = target.live ? undefined : snapshot.byId(id, target.withinMs);
+    if (!found) {
+      found = (await service.getById(id, signal)) ?? null;
+      if (found) snapshot.observed(found);
+      else snapshot.forget(id);
     }
+    if (found && found.name === name)
+      return { deployment: found, adopted: false, listed: snapshot.isListed(found.id) };
     // The recorded deployment is gone (deleted on the service) or is not this name's any more:
     // fall back to the name, as for a resource never reconciled.
-    if (!found) snapshot.forget(id);
   }
-  const matches = await service.findByName(name, signal);
+  const listed = target.liveName ? undefined : snapshot.byName(name);
+  const matches = listed ?? (await lookUpName(service, snapshot, name, signal));
   if (matches.length > 1) {
     throw new AmbiguousNameError(
       `the service has ${matches.length} deployments named "${name}" (ids ${matches.map((d) => d.id).join(", ")}): delete the extra ones on the service or give this resource another spec.name`,
     );
   }
   const [match] = matches;
-  if (!match) return { deployment: null, adopted: false };
-  snapshot.remember(match);
-  return { deployment: match, adopted: match.id !== id };
+  if (!match) return { deployment: null, adopted: false, listed: false };
+  return { deployment: match, adopted: match.id !== id, listed: snapshot.isListed(match.id) };
+}
+
+/**
+ * The service's deployments named `name`, asked live and remembered in the snapshot. An item of
+ * the listing the operator cannot read that may be this name's (its name, or no name at all)
+ * stops the lookup: answering "none" would let the reconcile create a duplicate.
+ */
+async function lookUpName(
+  service: DeploymentsPort,
+  snapshot: RemoteSnapshot,
+  name: string,
+  signal: AbortSignal,
+): Promise<Deployment[]> {
+  const { deployments, unreadable } = await service.findByName(name, signal);
+  const hidden = unreadable.find((item) => item.name === undefined || item.name === name);
+  if (hidden) throw new UnreadableDeploymentError(unreadableMessage(name, hidden.message));
+  for (const deployment of deployments) snapshot.observed(deployment);
+  return deployments;
+}
+
+/** The message of a resource whose deployment the operator cannot read. */
+export function unreadableMessage(name: string, problem: string): string {
+  return `the service lists a deployment that may be "${name}" but the operator cannot read it (${problem}); nothing is created meanwhile, to avoid a duplicate`;
 }

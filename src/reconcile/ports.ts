@@ -10,6 +10,7 @@ import type {
   ForgeRepo,
   PatchDeploymentBody,
   Revision,
+  UnreadableDeployment,
 } from "../api/wire.ts";
 import type { DeploymentResource, DeploymentResourceStatus } from "../crd/schema.ts";
 
@@ -17,10 +18,12 @@ import type { DeploymentResource, DeploymentResourceStatus } from "../crd/schema
 export interface DeploymentsPort {
   /** The deployment with this id, or undefined when the service has none. */
   getById(id: string, signal: AbortSignal): Promise<Deployment | undefined>;
+  /** The deployments with these ids (at most 100) in one call; ids the service lacks are absent. */
+  getByIds(ids: readonly string[], signal: AbortSignal): Promise<Deployment[]>;
   /** Deployments whose name is exactly `name` (listing with `name_contains`, then exact match). */
-  findByName(name: string, signal: AbortSignal): Promise<Deployment[]>;
+  findByName(name: string, signal: AbortSignal): Promise<Listing>;
   /** Every deployment of the tenant, all pages. */
-  listAll(signal: AbortSignal): Promise<Deployment[]>;
+  listAll(signal: AbortSignal): Promise<Listing>;
   create(body: CreateDeploymentBody, signal: AbortSignal): Promise<Deployment>;
   patch(id: string, body: PatchDeploymentBody, signal: AbortSignal): Promise<Deployment>;
   /** Requests deletion; resolves when the service accepted it or the deployment is already gone. */
@@ -31,6 +34,15 @@ export interface DeploymentsPort {
    * `RevisionsRouteMissingError` (api/errors.ts) when the service has no revisions route.
    */
   getRevision(deploymentId: string, revisionId: string, signal: AbortSignal): Promise<Revision | undefined>;
+}
+
+/**
+ * What a listing answered: the deployments read, and the items it skipped because they could not
+ * be understood (one odd item never stops a listing; see `UnreadableDeployment`).
+ */
+export interface Listing {
+  deployments: Deployment[];
+  unreadable: UnreadableDeployment[];
 }
 
 /** Namespace and name of a resource. */
@@ -48,18 +60,21 @@ export type StoredResource = DeploymentResource & {
 };
 
 /**
- * The Deployment resources. `read` asks the API server, so a reconcile never acts on a view
- * older than its own last write (the informer cache may lag it by a watch event, and acting on
- * that lag could repeat a create or a PATCH); `list` is the informer cache (name claims). Writes
- * go to the API server. A write that lost an optimistic-concurrency race rejects with an error
- * for which {@link ResourcePort.isConflict} is true: the reconciler then requeues quietly.
+ * The Deployment resources. Reads come from the watch cache (which holds this instance's own
+ * writes as soon as they are answered) and may lag other writers; every write carries the
+ * resourceVersion of the object it was computed from, so a write from a stale read never lands:
+ * it rejects with an error for which {@link ResourcePort.isConflict} is true, and the reconciler
+ * requeues quietly to read again. This is what makes a create safe: its intent is recorded by
+ * such a write before the POST.
  */
 export interface ResourcePort {
-  /** The object as the API server has it now; undefined when it does not exist. */
-  read(ref: ResourceRef, signal: AbortSignal): Promise<StoredResource | undefined>;
-  list(): StoredResource[];
+  /** The object as the watch cache has it; undefined when it does not exist. */
+  get(ref: ResourceRef): StoredResource | undefined;
+  /** The resources claiming the service name `name` (an index of the cache: no scan). */
+  claimants(name: string): StoredResource[];
+  /** Sets the status of exactly `obj`'s version (conflict when the object changed since). */
   patchStatus(
-    ref: ResourceRef,
+    obj: StoredResource,
     status: DeploymentResourceStatus,
     signal: AbortSignal,
   ): Promise<StoredResource>;

@@ -7,11 +7,13 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
+import { isServiceError } from "../api/errors.ts";
 import type { Deployment } from "../api/wire.ts";
 import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
 import { type DeploymentResourceStatus, FINALIZER } from "../crd/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
+import { parseObjectKey } from "../runtime/keys.ts";
 import { isPaused, reconcileInterval, reconcileRequestedAt } from "./annotations.ts";
 import { claimedName, olderClaimant } from "./claims.ts";
 import { failureOf } from "./failures.ts";
@@ -25,7 +27,7 @@ import {
   updateNote,
   updateReason,
 } from "./notes.ts";
-import { observe } from "./observe.ts";
+import { type LookupTarget, observe } from "./observe.ts";
 import { type CreatePlan, plan } from "./plan.ts";
 import type { DeploymentsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { RemoteSnapshot } from "./remote.ts";
@@ -92,10 +94,13 @@ export class DeploymentReconciler {
     this.#revisions = new RevisionTracker(options.service, options.logger, this.#o.revisionTracking);
   }
 
-  /** The controller's entry point: `key` is `namespace/name`; the object is re-read each time. */
+  /**
+   * The controller's entry point: `key` is `namespace/name`; the object is read from the watch
+   * cache each time (writes carry its resourceVersion, so a stale read never acts twice).
+   */
   readonly reconcile = async (key: string, signal: AbortSignal): Promise<ReconcileResult> => {
-    const [namespace = "", name = ""] = key.split("/");
-    const obj = await this.#o.resources.read({ namespace, name }, signal);
+    const { namespace, name } = parseObjectKey(key);
+    const obj = this.#o.resources.get({ namespace, name });
     if (!obj) return { gone: true };
     const run: Run = {
       obj,
@@ -117,7 +122,7 @@ export class DeploymentReconciler {
 
   async #reconcile(run: Run, signal: AbortSignal): Promise<ReconcileResult> {
     if (run.obj.metadata.deletionTimestamp) return this.#finalize(run, signal);
-    const holder = olderClaimant(run.obj, this.#o.resources.list());
+    const holder = this.#holder(run.obj);
     // The loser of a name conflict owns nothing on the service: no finalizer, so that deleting it
     // can never delete the holder's deployment.
     if (!holder) run.obj = await this.#syncFinalizer(run.obj, signal);
@@ -131,16 +136,14 @@ export class DeploymentReconciler {
 
     const { desired, record } = await this.#desired(run, signal);
     const status = run.obj.status ?? {};
-    // A changed spec, a requested reconcile, or work in progress (a create, a rollout: polled
-    // until done) looks the service up; only a settled resource may read the resync's listing.
-    const live =
-      status.observedGeneration !== run.obj.metadata.generation ||
-      record.lastHandledReconcileAt !== (status.lastHandledReconcileAt ?? null) ||
-      isReconciling(status);
-    const target = { deploymentId: status.deploymentId, name: desired.name, live };
-    const found = await observe(this.#o.service, this.#o.snapshot, target, signal);
+    const found = await observe(
+      this.#o.service,
+      this.#o.snapshot,
+      this.#lookup(run, desired, record),
+      signal,
+    );
     // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
-    if (found.deployment && status.createRequestedAt) record.createRequestedAt = null;
+    if (found.listed && status.createRequestedAt) record.createRequestedAt = null;
     const observeOnly = run.obj.spec.managementPolicy === "ObserveOnly";
     const lastApplied = lastAppliedFor(run.obj.spec, desired, status.appliedSecretsHash);
     const decision = plan(desired, found.deployment ?? undefined, lastApplied);
@@ -168,10 +171,42 @@ export class DeploymentReconciler {
     if (decision.action === "noop") return this.#finish(run, outcome, found.deployment, signal, record);
     if (!found.deployment) throw new Error("a patch was planned without a deployment to patch");
 
-    const updated = await this.#o.service.patch(found.deployment.id, decision.body, signal);
+    const updated = await this.#o.service
+      .patch(found.deployment.id, decision.body, signal)
+      .catch((error: unknown) => this.#forgetIfGone(found.deployment?.id, error));
     this.#o.snapshot.remember(updated);
     this.#event(run, "Normal", updateReason(run.obj, decision, found.adopted), updateNote(decision));
     return this.#finish(run, outcome, updated, signal, record);
+  }
+
+  /**
+   * What the lookup may take from the snapshot. A changed spec or a requested reconcile asks the
+   * service about the recorded deployment; a pending create of ours or a requested reconcile asks
+   * it about the name (the listing may lag behind the create). A rollout in progress reads the
+   * entry the poller refreshed, if it is recent. A settled resource reads the resync's listing,
+   * and so does a new one: adoption and the check before a create cost no call of their own.
+   */
+  #lookup(run: Run, desired: DesiredDeployment, record: StatusRecord): LookupTarget {
+    const status = run.obj.status ?? {};
+    const requested = record.lastHandledReconcileAt !== (status.lastHandledReconcileAt ?? null);
+    return {
+      deploymentId: status.deploymentId,
+      name: desired.name,
+      live: requested || status.observedGeneration !== run.obj.metadata.generation,
+      liveName: requested || status.createRequestedAt !== undefined,
+      ...(isReconciling(status) ? { withinMs: 2 * this.#o.pollMs } : {}),
+    };
+  }
+
+  /** The older resource holding `obj`'s service name, if any (read from the claim index). */
+  #holder(obj: StoredResource): StoredResource | undefined {
+    return olderClaimant(obj, this.#o.resources.claimants(claimedName(obj)));
+  }
+
+  /** A write the service answered 404 to: its deployment is gone, so the snapshot forgets it. */
+  #forgetIfGone(id: string | undefined, error: unknown): never {
+    if (id && isServiceError(error, "not_found")) this.#o.snapshot.forget(id);
+    throw error;
   }
 
   /** The spec in wire terms, with its Secrets read and its GitHub shorthand resolved. */
@@ -210,14 +245,31 @@ export class DeploymentReconciler {
         { keepDeploymentId: true },
       );
     }
+    // Written under the resourceVersion this reconcile read: a reconcile acting on a stale copy
+    // (one that does not show an earlier intent) gets a conflict here, never a second POST.
     const intent = { ...run.obj.status, createRequestedAt: formatTime(run.now) };
-    run.obj = await this.#o.resources.patchStatus(refOf(run.obj), intent, signal);
-    const created = await this.#o.service.create(decision.body, signal);
+    run.obj = await this.#o.resources.patchStatus(run.obj, intent, signal);
+    const created = await this.#o.service
+      .create(decision.body, signal)
+      .catch((error: unknown) => this.#learnTakenName(decision.body.name, error, signal));
     this.#o.snapshot.remember(created);
     this.#event(run, "Normal", "Created", createdNote(created));
     // The intent stays recorded until a lookup lists the deployment (see #reconcile).
     record.appliedSecretsHash = decision.secretsHash ?? null;
     return this.#finish(run, { kind: "synced" }, created, signal, record);
+  }
+
+  /**
+   * A create the service refused because the name is taken (409): someone created the deployment
+   * after the listing the reconcile read. Looks the name up so that the retry adopts it, then
+   * fails with the service's answer (reported, retried with backoff).
+   */
+  async #learnTakenName(name: string, error: unknown, signal: AbortSignal): Promise<never> {
+    if (isServiceError(error, "conflict")) {
+      const { deployments } = await this.#o.service.findByName(name, signal);
+      for (const deployment of deployments) this.#o.snapshot.observed(deployment);
+    }
+    throw error;
   }
 
   /**
@@ -228,7 +280,7 @@ export class DeploymentReconciler {
   async #finalize(run: Run, signal: AbortSignal): Promise<ReconcileResult> {
     const { obj } = run;
     if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) return { gone: true };
-    if (cleansUpOnDelete(obj) && !olderClaimant(obj, this.#o.resources.list())) {
+    if (cleansUpOnDelete(obj) && !this.#holder(obj)) {
       const found = await this.#owned(obj, signal);
       if (found.deployment) {
         if (found.deployment.status !== "AWAITING_DELETE") {
@@ -254,7 +306,7 @@ export class DeploymentReconciler {
     // Otherwise only a create of ours still pending (its answer lost, or not listed yet) can
     // have made the deployment that carries the name.
     if (!obj.status?.createRequestedAt) return { deployment: null };
-    const target = { deploymentId: undefined, name: claimedName(obj), live: true };
+    const target = { deploymentId: undefined, name: claimedName(obj), live: true, liveName: true };
     return observe(this.#o.service, this.#o.snapshot, target, signal);
   }
 
@@ -296,7 +348,7 @@ export class DeploymentReconciler {
     });
     if (options.keepDeploymentId && previous?.deploymentId) next.deploymentId = previous.deploymentId;
     if (!statusEqual(previous, next)) {
-      await this.#o.resources.patchStatus(refOf(run.obj), next, signal);
+      run.obj = await this.#o.resources.patchStatus(run.obj, next, signal);
       run.log.debug({ sync: sync.kind }, "status written");
     }
     if (isReconciling(next) && sync.kind !== "failed") return { requeueAfterMs: this.#o.pollMs };
@@ -355,8 +407,4 @@ function cleansUpOnDelete(obj: StoredResource): boolean {
 /** Whether the status says work is in progress (creation, rollout, deletion, a retry). */
 function isReconciling(status: DeploymentResourceStatus): boolean {
   return (status.conditions ?? []).some((c) => c.type === CONDITION.Reconciling && c.status === "True");
-}
-
-function refOf(obj: StoredResource) {
-  return { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
 }

@@ -2,46 +2,69 @@
  * What the reconciler knows of the service's deployments, and how it looks one up.
  *
  * The service has no watch, so drift is found by polling. Polling each resource on its own would
- * cost N calls per resync; instead a resync tick lists every deployment once (ceil(N/100) calls
- * with pages of 100) into a snapshot, and the reconciles of that tick read from it. Reconciles
- * caused by a change of the resource (or any reconcile when the snapshot is old) look the
- * deployment up live, and every write refreshes the snapshot's entry with the service's answer.
+ * cost N calls per resync; instead a resync pass lists every deployment once (ceil(N/100) calls
+ * with pages of 100) into a snapshot, and the reconciles of that pass read from it, by id or by
+ * exact name (adoption, and the check before a create). Reconciles caused by a change of the
+ * resource look the deployment up live, every write refreshes the snapshot's entry with the
+ * service's answer, and the deployments of resources in progress are re-read together, a hundred
+ * per call ({@link RemoteSnapshot.poll}).
  */
 
-import type { Deployment } from "../api/wire.ts";
+import type { Logger } from "pino";
+import type { Deployment, UnreadableDeployment } from "../api/wire.ts";
 import type { Clock } from "../runtime/clock.ts";
-import type { DeploymentsPort } from "./ports.ts";
+import type { Runnable } from "../runtime/manager.ts";
+import { SharedCall } from "../runtime/shared-call.ts";
+import { UnreadableDeploymentError, unreadableMessage } from "./observe.ts";
+import type { DeploymentsPort, StoredResource } from "./ports.ts";
+import { CONDITION } from "./status.ts";
 
-/** One listing under way, shared by every caller that asked for it meanwhile. */
-interface Flight {
-  done: Promise<void>;
-  /** Aborts the listing: done once every caller waiting for it has given up. */
-  abort: AbortController;
-  waiting: number;
+/** Ids per `deployment_ids` lookup: the service's largest page, so one call answers for all. */
+export const POLL_BATCH = 100;
+
+/** Options of {@link RemoteSnapshot}. */
+export interface RemoteSnapshotOptions {
+  /**
+   * How long a listing answers for the service outside a resync pass: an edit on the service is
+   * seen by the next pass. While a pass runs ({@link RemoteSnapshot.holdFresh}) the listing
+   * answers however long the pass takes.
+   */
+  maxAgeMs: number;
 }
 
-/** A listing of all deployments taken at one instant, indexed by id and by name. */
+/**
+ * A listing of all deployments taken at one instant, indexed by id and by exact name, and kept
+ * up to date with this operator's own writes. Entries are held as JSON text: a tenant's whole
+ * listing then costs about its size on the wire, not the several times more of parsed objects.
+ */
 export class RemoteSnapshot {
   readonly #port: DeploymentsPort;
   readonly #clock: Clock;
   readonly #maxAgeMs: number;
-  #byId = new Map<string, Deployment>();
+  readonly #listing: SharedCall<void>;
+  #byId = new Map<string, string>();
+  #byName = new Map<string, string[]>();
+  /** The name of each entry of `#byId`, to unindex it without parsing it. */
+  #names = new Map<string, string>();
+  /** When the current listing started; entries written or polled since carry their own time. */
   #takenAt = Number.NEGATIVE_INFINITY;
-  #flight: Flight | undefined;
+  readonly #seenAt = new Map<string, number>();
+  /** Entries known only from a write's answer, not yet from a read (a listing may lag a create). */
+  #unlisted = new Set<string>();
+  /** The items of the last listing that could not be read, by what is known of them. */
+  #unreadable = unreadableIndex([]);
+  /** Resync passes under way: while any is, the listing stays fresh. */
+  #holds = 0;
   /** Counts writes to the snapshot, to tell a write made while a listing was under way. */
   #writes = 0;
   /** The latest write per id (null: forgotten), with its count; pruned as listings supersede it. */
   readonly #written = new Map<string, { at: number; deployment: Deployment | null }>();
 
-  /**
-   * @param maxAgeMs how long a listing may answer for the service: long enough to cover the
-   *   spread of one resync tick's reconciles, short enough that an edit on the service is seen
-   *   by the next tick.
-   */
-  constructor(port: DeploymentsPort, clock: Clock, maxAgeMs: number) {
+  constructor(port: DeploymentsPort, clock: Clock, options: RemoteSnapshotOptions) {
     this.#port = port;
     this.#clock = clock;
-    this.#maxAgeMs = maxAgeMs;
+    this.#maxAgeMs = options.maxAgeMs;
+    this.#listing = new SharedCall((signal) => this.#list(signal));
   }
 
   /**
@@ -50,84 +73,220 @@ export class RemoteSnapshot {
    * is aborted only once every caller waiting for it has given up.
    */
   refresh(signal: AbortSignal): Promise<void> {
-    if (signal.aborted) return Promise.reject(signal.reason);
-    const flight = this.#flight ?? this.#takeOff();
-    flight.waiting += 1;
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = () => {
-        flight.waiting -= 1;
-        if (flight.waiting === 0) {
-          // Nobody waits for it any more: a new caller starts a listing of its own.
-          if (this.#flight === flight) this.#flight = undefined;
-          flight.abort.abort(signal.reason);
-        }
-        reject(signal.reason);
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      flight.done.then(
-        () => {
-          signal.removeEventListener("abort", onAbort);
-          resolve();
-        },
-        (error: unknown) => {
-          signal.removeEventListener("abort", onAbort);
-          reject(error);
-        },
-      );
-    });
+    return this.#listing.run(signal);
   }
 
-  #takeOff(): Flight {
-    const abort = new AbortController();
-    const flight: Flight = { abort, waiting: 0, done: Promise.resolve() };
-    // Set before the listing starts: its `finally` must see it, however soon it settles.
-    this.#flight = flight;
-    flight.done = (async () => {
-      try {
-        const startedAt = this.#clock.now();
-        const writesBefore = this.#writes;
-        const all = await this.#port.listAll(abort.signal);
-        if (abort.signal.aborted) return;
-        const byId = new Map(all.map((d) => [d.id, d]));
-        // A write answered after the listing started is newer than what the listing shows.
-        for (const [id, write] of this.#written) {
-          if (write.at <= writesBefore) this.#written.delete(id);
-          else if (write.deployment) byId.set(id, write.deployment);
-          else byId.delete(id);
-        }
-        this.#byId = byId;
-        this.#takenAt = startedAt;
-      } finally {
-        if (this.#flight === flight) this.#flight = undefined;
-      }
-    })();
-    flight.done.catch(() => {});
-    return flight;
-  }
-
-  /** True while the last listing may still answer for the service. */
-  isFresh(): boolean {
-    return this.#clock.now() - this.#takenAt <= this.#maxAgeMs;
+  async #list(signal: AbortSignal): Promise<void> {
+    const startedAt = this.#clock.now();
+    const writesBefore = this.#writes;
+    const { deployments: all, unreadable } = await this.#port.listAll(signal);
+    if (signal.aborted) return;
+    this.#unreadable = unreadableIndex(unreadable);
+    const listed = new Map<string, Deployment>(all.map((d) => [d.id, d]));
+    // A write answered after the listing started is newer than what the listing shows.
+    for (const [id, write] of this.#written) {
+      if (write.at <= writesBefore) this.#written.delete(id);
+      else if (write.deployment) listed.set(id, write.deployment);
+      else listed.delete(id);
+    }
+    this.#byId = new Map();
+    this.#byName = new Map();
+    this.#names = new Map();
+    for (const [id, d] of listed) this.#set(id, d);
+    this.#unlisted = new Set([...this.#written.keys()].filter((id) => this.#unlisted.has(id)));
+    for (const [id, at] of this.#seenAt) if (at <= startedAt || !this.#byId.has(id)) this.#seenAt.delete(id);
+    this.#takenAt = startedAt;
   }
 
   /**
-   * The snapshot's answer for `id`: the deployment, `null` when the fresh listing did not have it,
-   * or `undefined` when the snapshot is too old to say.
+   * Keeps the listing fresh until the returned release is called: a resync pass holds it so that
+   * its reconciles read the pass's listing however long the pass takes.
    */
-  byId(id: string): Deployment | null | undefined {
-    if (!this.isFresh()) return undefined;
-    return this.#byId.get(id) ?? null;
+  holdFresh(): () => void {
+    this.#holds += 1;
+    let held = true;
+    return () => {
+      if (held) this.#holds -= 1;
+      held = false;
+    };
   }
 
-  /** Records what a write returned, so the next reconcile of this tick sees it. */
+  /** True while the last listing may answer for the service. */
+  isFresh(): boolean {
+    return this.#holds > 0 || this.#clock.now() - this.#takenAt <= this.#maxAgeMs;
+  }
+
+  /**
+   * The snapshot's answer for `id`: the deployment, `null` when the listing did not have it, or
+   * `undefined` when the snapshot is too old to say. With `withinMs`, only an entry the service
+   * answered in the last `withinMs` counts (a rollout being polled).
+   */
+  byId(id: string, withinMs?: number): Deployment | null | undefined {
+    if (withinMs !== undefined) {
+      const seen = this.#seenAt.get(id) ?? this.#takenAt;
+      if (this.#clock.now() - seen > withinMs) return undefined;
+    } else if (!this.isFresh()) return undefined;
+    const problem = this.#unreadable.byId.get(id);
+    if (problem !== undefined) throw new UnreadableDeploymentError(problem);
+    const text = this.#byId.get(id);
+    return text === undefined ? null : (JSON.parse(text) as Deployment);
+  }
+
+  /**
+   * The deployments named exactly `name` (several: the service holds duplicates), `[]` when the
+   * listing had none, or `undefined` when the snapshot cannot say: too old, or the listing held
+   * an unreadable item without a name (a live lookup by name tells whether it is this one).
+   * Throws {@link UnreadableDeploymentError} when an unreadable item carries this name.
+   */
+  byName(name: string): Deployment[] | undefined {
+    if (!this.isFresh()) return undefined;
+    const problem = this.#unreadable.byName.get(name);
+    if (problem !== undefined) throw new UnreadableDeploymentError(unreadableMessage(name, problem));
+    const ids = this.#byName.get(name) ?? [];
+    if (ids.length === 0 && this.#unreadable.unnamed) return undefined;
+    return ids.flatMap((id) => {
+      const text = this.#byId.get(id);
+      return text === undefined ? [] : [JSON.parse(text) as Deployment];
+    });
+  }
+
+  /**
+   * Records what a write (a create, a PATCH) answered, so the next reconcile sees it. A deployment
+   * no read has shown yet (a create's) stays unlisted ({@link isListed}) until one does.
+   */
   remember(deployment: Deployment): void {
-    this.#byId.set(deployment.id, deployment);
+    const listed = this.isListed(deployment.id);
+    this.#record(deployment);
+    if (!listed) this.#unlisted.add(deployment.id);
+  }
+
+  /** Records what a read (a lookup, a poll) answered: the service lists this deployment. */
+  observed(deployment: Deployment): void {
+    this.#record(deployment);
+    this.#unlisted.delete(deployment.id);
+  }
+
+  /** True when a read of the service showed the entry `id` (not only a write's answer). */
+  isListed(id: string): boolean {
+    return this.#byId.has(id) && !this.#unlisted.has(id);
+  }
+
+  #record(deployment: Deployment): void {
+    this.#delete(deployment.id);
+    this.#set(deployment.id, deployment);
+    this.#seenAt.set(deployment.id, this.#clock.now());
     this.#written.set(deployment.id, { at: ++this.#writes, deployment });
   }
 
   /** Forgets a deployment that the service no longer has. */
   forget(id: string): void {
-    this.#byId.delete(id);
+    this.#delete(id);
+    this.#unlisted.delete(id);
+    this.#seenAt.set(id, this.#clock.now());
     this.#written.set(id, { at: ++this.#writes, deployment: null });
+  }
+
+  /**
+   * Re-reads the deployments `ids` from the service, {@link POLL_BATCH} per call, and records
+   * them. An id the service did not return is left as it was: a listing may lag behind a create.
+   */
+  async poll(ids: readonly string[], signal: AbortSignal): Promise<void> {
+    for (let i = 0; i < ids.length; i += POLL_BATCH) {
+      const found = await this.#port.getByIds(ids.slice(i, i + POLL_BATCH), signal);
+      for (const deployment of found) this.observed(deployment);
+    }
+  }
+
+  #set(id: string, deployment: Deployment): void {
+    this.#byId.set(id, JSON.stringify(deployment));
+    this.#names.set(id, deployment.name);
+    const ids = this.#byName.get(deployment.name);
+    if (!ids) this.#byName.set(deployment.name, [id]);
+    else if (!ids.includes(id)) ids.push(id);
+  }
+
+  #delete(id: string): void {
+    const name = this.#names.get(id);
+    this.#byId.delete(id);
+    this.#names.delete(id);
+    if (name === undefined) return;
+    const ids = this.#byName.get(name)?.filter((other) => other !== id) ?? [];
+    if (ids.length > 0) this.#byName.set(name, ids);
+    else this.#byName.delete(name);
+  }
+}
+
+/** A listing's unreadable items by id and by name; `unnamed` when one had neither. */
+function unreadableIndex(items: readonly UnreadableDeployment[]) {
+  const byId = new Map<string, string>();
+  const byName = new Map<string, string>();
+  let unnamed = false;
+  for (const item of items) {
+    if (item.id !== undefined) byId.set(item.id, item.message);
+    if (item.name !== undefined) byName.set(item.name, item.message);
+    else unnamed = true;
+  }
+  return { byId, byName, unnamed };
+}
+
+/** The cache index of resources whose deployment is being polled (see {@link pollIndexer}). */
+export const POLL_INDEX = "polled";
+
+/**
+ * A resource is polled while its deployment is settling after a successful write (creating,
+ * rolling out): Reconciling and Synced both True, and its deployment id known. A failing one is
+ * not: its retries follow the controller's backoff.
+ */
+export function pollIndexer(obj: StoredResource): string[] {
+  const status = obj.status;
+  if (!status?.deploymentId) return [];
+  const isTrue = (type: string) =>
+    (status.conditions ?? []).some((c) => c.type === type && c.status === "True");
+  return isTrue(CONDITION.Reconciling) && isTrue(CONDITION.Synced) ? [POLL_INDEX] : [];
+}
+
+/** Options of {@link RolloutPoller}. */
+export interface RolloutPollerOptions {
+  snapshot: RemoteSnapshot;
+  /** The deployment ids of the resources in progress now (the {@link POLL_INDEX} of the cache). */
+  ids: () => string[];
+  periodMs: number;
+  clock: Clock;
+  logger: Logger;
+}
+
+/**
+ * Re-reads the deployments of every resource in progress once per period, a hundred per call,
+ * into the snapshot; their reconciles (requeued at the same period) read it from there. Polling
+ * R rollouts costs ceil(R/100) calls per period instead of R.
+ */
+export class RolloutPoller implements Runnable {
+  readonly name = "rollout-poller";
+  readonly needLeaderElection = true;
+  readonly #o: RolloutPollerOptions;
+
+  constructor(options: RolloutPollerOptions) {
+    this.#o = options;
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    const { snapshot, clock, periodMs, logger } = this.#o;
+    while (!signal.aborted) {
+      try {
+        await clock.sleep(periodMs, signal);
+      } catch {
+        return;
+      }
+      const ids = this.#o.ids();
+      if (ids.length === 0) continue;
+      // A failed poll is not the resources' failure: their reconciles then look up live.
+      await snapshot.poll(ids, signal).catch((error: unknown) => {
+        if (!signal.aborted)
+          logger.debug(
+            { err: error instanceof Error ? error.message : String(error) },
+            "rollout poll failed",
+          );
+      });
+    }
   }
 }

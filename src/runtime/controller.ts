@@ -107,6 +107,8 @@ export class Controller implements Runnable {
   readonly #concurrency: number;
   #queue: WorkQueue | undefined;
   #active = 0;
+  /** Passes under way: the keys each still waits for, and how to end it. */
+  readonly #passes = new Set<{ pending: Set<string>; end: () => void }>();
 
   constructor(options: ControllerOptions) {
     this.name = options.name;
@@ -137,10 +139,40 @@ export class Controller implements Runnable {
     for (const key of keys) this.#queue?.addAfter(key, Math.floor(this.#random() * Math.max(0, spreadMs)));
   }
 
+  /**
+   * Enqueues every key like {@link enqueueAll} and resolves once each has been reconciled (or
+   * failed, or was forgotten) since: one resync pass, however long it takes. Resolves at once
+   * when the controller is not running, and when it stops.
+   */
+  pass(keys: Iterable<string>, spreadMs: number): Promise<void> {
+    const pending = new Set(keys);
+    if (!this.running || pending.size === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const pass = {
+        pending,
+        end: () => {
+          this.#passes.delete(pass);
+          resolve();
+        },
+      };
+      this.#passes.add(pass);
+      this.enqueueAll(pending, spreadMs);
+    });
+  }
+
   /** Unschedules `key`'s pending resync or retry (its object was deleted). */
   forget(key: string): void {
     this.#queue?.cancel(key);
     this.#queue?.forget(key);
+    this.#settle(key);
+  }
+
+  /** `key` was reconciled (or is gone): the passes waiting for it may end. */
+  #settle(key: string): void {
+    for (const pass of this.#passes) {
+      pass.pending.delete(key);
+      if (pass.pending.size === 0) pass.end();
+    }
   }
 
   /** True while started and not yet stopping. */
@@ -170,6 +202,7 @@ export class Controller implements Runnable {
     const workers = Array.from({ length: this.#concurrency }, () => this.#work(queue, halt));
     await Promise.all(workers);
     await queue.drained();
+    for (const pass of this.#passes) pass.end();
     signal.removeEventListener("abort", onStop);
     this.#log.info("workers stopped");
   }
@@ -203,6 +236,7 @@ export class Controller implements Runnable {
       cancelTimer();
       this.#metrics.activeWorkers?.(--this.#active);
       queue.done(key);
+      this.#settle(key);
     }
   }
 

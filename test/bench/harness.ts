@@ -5,6 +5,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { Agent, request } from "node:http";
 import { createInterface } from "node:readline";
+import type { DeploymentSpec } from "../../src/crd/schema.ts";
 
 /** One line of a benchmark's result table. */
 export interface BenchRow {
@@ -21,6 +22,15 @@ export interface BenchRow {
 export interface BenchOptions {
   /** Measured seconds per variant (after a short warm-up). */
   durationSeconds: number;
+  /** Values of the benchmark's own options (see {@link Benchmark.options}); absent when not given. */
+  args: Record<string, string | undefined>;
+}
+
+/** An option of one benchmark, e.g. `--n 100,1000` of `scale`; its value is a string. */
+export interface BenchOption {
+  description: string;
+  /** Shown by `--list`; the benchmark applies it itself when the option is absent. */
+  default?: string;
 }
 
 /** A table of a benchmark's own shape, printed instead of the request-rate table. */
@@ -36,6 +46,13 @@ export interface BenchTable {
 export interface Benchmark {
   name: string;
   description: string;
+  /** Options of its own (`--<name> <value>` on the runner's command line), keyed by name. */
+  options?: Record<string, BenchOption>;
+  /**
+   * True when the benchmark writes its report files itself (e.g. merging runs at several sizes
+   * into one file); the runner then writes none.
+   */
+  writesOwnReport?: boolean;
   run(
     options: BenchOptions,
   ): Promise<{ rows: BenchRow[]; table?: BenchTable; details?: Record<string, unknown> }>;
@@ -141,4 +158,30 @@ export async function spawnServing(script: string, args: readonly string[]): Pro
     clearTimeout(timer);
   };
   return { child, ready: JSON.parse(first) as Record<string, unknown>, stop };
+}
+
+/** The spec of the benchmarks' Deployment resources: a small internal_docker deployment of image `image`. */
+export function benchDeploymentSpec(name: string, image = 1): DeploymentSpec {
+  return {
+    source: "internal_docker",
+    sourceConfig: { resourceSpec: { minScale: 1, maxScale: 2 } },
+    sourceRevisionConfig: { imageUri: `registry.example.com/${name}:${image}` },
+  } as DeploymentSpec;
+}
+
+/** The body that creates the resource `name` with {@link benchDeploymentSpec}. */
+export function benchDeploymentBody(name: string): Record<string, unknown> {
+  return {
+    apiVersion: "dms.dev/v1alpha1",
+    kind: "Deployment",
+    metadata: { name },
+    spec: benchDeploymentSpec(name),
+  };
+}
+
+/** The simulator's answers counted on the routes starting with `prefix` (all routes by default). */
+export function callCount(counters: Record<string, Record<string, number>>, prefix = ""): number {
+  return Object.entries(counters)
+    .filter(([route]) => route.startsWith(prefix))
+    .reduce((sum, [, byStatus]) => sum + Object.values(byStatus).reduce((a, b) => a + b, 0), 0);
 }

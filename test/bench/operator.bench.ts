@@ -23,7 +23,7 @@ import { listItems } from "../../src/kube/object.ts";
 import { buildOperator, type Operator } from "../../src/main.ts";
 import { startSimulator } from "../../src/simulator/server.ts";
 import { ControlPlane } from "../controlplane/harness.ts";
-import type { Benchmark, BenchTable } from "./harness.ts";
+import { type Benchmark, type BenchTable, benchDeploymentBody, callCount } from "./harness.ts";
 
 const N = 200;
 const RESYNC = "10s";
@@ -63,10 +63,7 @@ type Resource = DeploymentResource & {
   metadata: { name: string; resourceVersion: string; generation?: number };
 };
 
-const total = (counters: Record<string, Record<string, number>>, prefix = "") =>
-  Object.entries(counters)
-    .filter(([route]) => route.startsWith(prefix))
-    .reduce((sum, [, byStatus]) => sum + Object.values(byStatus).reduce((a, b) => a + b, 0), 0);
+const total = callCount;
 
 async function until(check: () => Promise<boolean> | boolean, what: string, timeoutMs: number) {
   const deadline = Date.now() + timeoutMs;
@@ -112,22 +109,9 @@ async function measure(plane: ControlPlane, client: KubeClient, variant: Variant
     const names = Array.from({ length: N }, (_, i) => `agent-${String(i).padStart(3, "0")}`);
     for (let i = 0; i < names.length; i += 20) {
       await Promise.all(
-        names.slice(i, i + 20).map((name) =>
-          client.request({
-            method: "POST",
-            path,
-            body: {
-              apiVersion: "dms.dev/v1alpha1",
-              kind: "Deployment",
-              metadata: { name },
-              spec: {
-                source: "internal_docker",
-                sourceConfig: { resourceSpec: { minScale: 1, maxScale: 2 } },
-                sourceRevisionConfig: { imageUri: `registry.example.com/${name}:1` },
-              },
-            },
-          }),
-        ),
+        names
+          .slice(i, i + 20)
+          .map((name) => client.request({ method: "POST", path, body: benchDeploymentBody(name) })),
       );
     }
     const ready = (o: Resource) =>

@@ -2,8 +2,9 @@
  * `npm run bench`: runs the named benchmarks of test/bench (every `*.bench.ts` exporting
  * `benchmark`), prints a table per benchmark, and writes `docs/bench/<name>.json`.
  *
- *   node test/bench/run.ts [name ...] [--duration <seconds>] [--list]
+ *   node test/bench/run.ts [name ...] [--duration <seconds>] [--list] [--<option> <value> ...]
  *
+ * A benchmark may declare options of its own (e.g. `scale --n 100,1000`); `--list` shows them.
  * Figures are reported, never asserted: a benchmark fails only when it cannot run.
  */
 import { mkdir, readdir, writeFile } from "node:fs/promises";
@@ -17,14 +18,6 @@ import type { Benchmark } from "./harness.ts";
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, "../..");
 
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: { duration: { type: "string", default: "10" }, list: { type: "boolean", default: false } },
-});
-const durationSeconds = Number(values.duration);
-if (!(durationSeconds > 0))
-  throw new Error(`--duration must be a positive number of seconds, got '${values.duration}'`);
-
 const benchmarks: Benchmark[] = [];
 for (const file of (await readdir(here)).filter((f) => f.endsWith(".bench.ts")).sort()) {
   const module = (await import(pathToFileURL(join(here, file)).href)) as { benchmark?: Benchmark };
@@ -32,28 +25,64 @@ for (const file of (await readdir(here)).filter((f) => f.endsWith(".bench.ts")).
   benchmarks.push(module.benchmark);
 }
 
+// The runner's options plus every benchmark's own; a name two of them declare would be ambiguous.
+const own = new Map<string, Benchmark>();
+for (const b of benchmarks) {
+  for (const option of Object.keys(b.options ?? {})) {
+    const other = own.get(option);
+    if (other !== undefined || option === "duration" || option === "list")
+      throw new Error(`option --${option} of ${b.name} is also declared by ${other?.name ?? "the runner"}`);
+    own.set(option, b);
+  }
+}
+const { values: parsed, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    duration: { type: "string", default: "10" },
+    list: { type: "boolean", default: false },
+    ...Object.fromEntries([...own.keys()].map((option) => [option, { type: "string" as const }])),
+  },
+});
+const values = parsed as typeof parsed & Record<string, string | undefined>;
+const durationSeconds = Number(values.duration);
+if (!(durationSeconds > 0))
+  throw new Error(`--duration must be a positive number of seconds, got '${values.duration}'`);
+
 if (values.list) {
-  for (const b of benchmarks) process.stdout.write(`${b.name}\t${b.description}\n`);
+  for (const b of benchmarks) {
+    process.stdout.write(`${b.name}\t${b.description}\n`);
+    for (const [option, about] of Object.entries(b.options ?? {})) {
+      const fallback = about.default === undefined ? "" : ` (default ${about.default})`;
+      process.stdout.write(`\t--${option} <value>\t${about.description}${fallback}\n`);
+    }
+  }
   process.exit(0);
 }
 const unknown = positionals.filter((name) => !benchmarks.some((b) => b.name === name));
 if (unknown.length > 0) throw new Error(`unknown benchmark(s): ${unknown.join(", ")} (see --list)`);
 const selected =
   positionals.length === 0 ? benchmarks : benchmarks.filter((b) => positionals.includes(b.name));
+const misplaced = [...own].filter(([option, b]) => values[option] !== undefined && !selected.includes(b));
+if (misplaced.length > 0)
+  throw new Error(
+    misplaced.map(([option, b]) => `--${option} belongs to ${b.name}, which is not selected`).join("; "),
+  );
 
 for (const bench of selected) {
   process.stdout.write(`\n${bench.name}: ${bench.description}\n`);
-  const { rows, table: own, details } = await bench.run({ durationSeconds });
+  const args = Object.fromEntries(Object.keys(bench.options ?? {}).map((option) => [option, values[option]]));
+  const { rows, table: shaped, details } = await bench.run({ durationSeconds, args });
   const table = new Table({
-    head: own?.head ?? ["variant", "requests", "seconds", "req/s", "p50 ms", "p99 ms", "errors"],
+    head: shaped?.head ?? ["variant", "requests", "seconds", "req/s", "p50 ms", "p99 ms", "errors"],
     // Colours only on a terminal: the output is also read from CI logs and files.
     style: process.stdout.isTTY ? {} : { head: [], border: [] },
   });
-  if (own) table.push(...own.rows);
+  if (shaped) table.push(...shaped.rows);
   for (const r of rows) {
     table.push([r.variant, r.requests, r.seconds, r.requestsPerSecond, r.p50Ms, r.p99Ms, r.errors]);
   }
   process.stdout.write(`${table.toString()}\n`);
+  if (bench.writesOwnReport) continue;
   const report = {
     benchmark: bench.name,
     description: bench.description,

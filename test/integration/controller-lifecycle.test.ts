@@ -52,9 +52,12 @@ describe("controller: create, adopt, update", () => {
     expect(events[0]?.note).toContain(remote?.id);
   });
 
-  it("serves /readyz once its caches are synced and the service answers, and /metrics", async () => {
+  it("serves /readyz on its own health alone, even while the service fails every call, and /metrics", async () => {
     const s = await startScenario("ctl-probes", { op: { listen: true } });
     running.push(s);
+    // An unreachable service must not make the operator NotReady (every replica, rollouts, Argo
+    // CD): it is reported on the resources instead.
+    s.sim.faults.set({ errors: [{ status: 503, rate: 1 }] });
     const { metrics, probes } = await s.op.operator.addresses();
     const readyz = await waitFor(
       async () => {
@@ -64,8 +67,16 @@ describe("controller: create, adopt, update", () => {
       { description: "/readyz 200" },
     );
     expect(readyz).toContain("[+]informers ok");
-    expect(readyz).toContain("[+]service ok");
+    expect(readyz).not.toContain("service");
     await s.user.create(s.namespace, "measured", spec());
+    await s.user.waitFor(
+      s.namespace,
+      "measured",
+      (o) => (o?.status?.conditions ?? []).some((c) => c.reason === "ServiceUnavailable"),
+      "the outage reported on the resource",
+    );
+    expect((await fetch(`${probes}/readyz`)).status).toBe(200);
+    s.sim.faults.set({});
     await s.user.waitReady(s.namespace, "measured");
 
     const text = await (await fetch(`${metrics}/metrics`)).text();

@@ -1,9 +1,17 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import type { RequestOptions } from "node:https";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { stringify } from "yaml";
-import { loadKubeConfig } from "../../src/kube/config.ts";
+import { type LoadedKubeConfig, loadKubeConfig, TOKEN_FILE_REFRESH_MS } from "../../src/kube/config.ts";
+
+/** The TLS options and headers the transport would send with, as plain values. */
+async function httpsOptions(loaded: LoadedKubeConfig) {
+  const options: RequestOptions = {};
+  await loaded.config.applyToHTTPSOptions(options);
+  return options as RequestOptions & { ca?: Buffer; cert?: Buffer; key?: Buffer };
+}
 
 const dir = mkdtempSync(join(tmpdir(), "kube-config-test-"));
 
@@ -97,7 +105,7 @@ describe("loadKubeConfig", () => {
     expect(() => loadKubeConfig({ kubeconfig: none }, { env: {} })).toThrow(/has no current context/);
   });
 
-  it("uses the pod's service account when there is no kubeconfig", () => {
+  it("uses the pod's service account when there is no kubeconfig", async () => {
     const sa = serviceAccount({ token: true, ca: true, namespace: "dms-system\n" });
     const loaded = loadKubeConfig({}, { env: inClusterEnv, serviceAccountDir: sa });
     expect(loaded).toMatchObject({
@@ -106,7 +114,24 @@ describe("loadKubeConfig", () => {
       namespace: "dms-system",
       description: "in-cluster service account",
     });
-    expect(loaded.config.getCurrentCluster()?.caFile).toBe(join(sa, "ca.crt"));
+    const options = await httpsOptions(loaded);
+    expect(options.ca?.toString()).toBe("not really a certificate");
+    expect(options.headers).toEqual({ Authorization: "Bearer sa-token" });
+  });
+
+  it("re-reads a rotated service account token once the refresh period passed", async () => {
+    const sa = serviceAccount({ token: true, ca: true });
+    const loaded = loadKubeConfig({}, { env: inClusterEnv, serviceAccountDir: sa });
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      expect((await httpsOptions(loaded)).headers).toEqual({ Authorization: "Bearer sa-token" });
+      writeFileSync(join(sa, "token"), "rotated-token\n");
+      expect((await httpsOptions(loaded)).headers).toEqual({ Authorization: "Bearer sa-token" });
+      vi.advanceTimersByTime(TOKEN_FILE_REFRESH_MS + 1);
+      expect((await httpsOptions(loaded)).headers).toEqual({ Authorization: "Bearer rotated-token" });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("brackets an IPv6 service host", () => {
@@ -133,3 +158,176 @@ describe("loadKubeConfig", () => {
     );
   });
 });
+
+/** Writes `content` (YAML or a value to stringify) as a kubeconfig in a fresh directory. */
+function rawKubeconfig(content: unknown): string {
+  const where = mkdtempSync(join(dir, "raw-"));
+  const path = join(where, "config");
+  writeFileSync(path, typeof content === "string" ? content : stringify(content));
+  return path;
+}
+
+/** A one-context kubeconfig with the given cluster and user fields. */
+function single(cluster: Record<string, unknown>, user: Record<string, unknown>, at?: string) {
+  const config = {
+    clusters: [{ name: "c", cluster: { server: "https://c.example:6443/", ...cluster } }],
+    users: [{ name: "u", user }],
+    contexts: [{ name: "ctx", context: { cluster: "c", user: "u" } }],
+    "current-context": "ctx",
+  };
+  if (!at) return rawKubeconfig(config);
+  writeFileSync(at, stringify(config));
+  return at;
+}
+
+const b64 = (text: string) => Buffer.from(text).toString("base64");
+
+describe("loadKubeConfig reads kubeconfig credentials without client-node", () => {
+  it("applies inline CA, client certificate and key, and a bearer token", async () => {
+    const path = single(
+      { "certificate-authority-data": b64("CA PEM") },
+      { "client-certificate-data": b64("CERT PEM"), "client-key-data": b64("KEY PEM"), token: "t0k" },
+    );
+    const loaded = loadKubeConfig({ kubeconfig: path }, { env: {} });
+    expect(loaded.server).toBe("https://c.example:6443");
+    const options = await httpsOptions(loaded);
+    expect(options.ca?.toString()).toBe("CA PEM");
+    expect(options.cert?.toString()).toBe("CERT PEM");
+    expect(options.key?.toString()).toBe("KEY PEM");
+    expect(options.headers).toEqual({ Authorization: "Bearer t0k" });
+    expect(options.rejectUnauthorized).toBeUndefined();
+  });
+
+  it("resolves relative file paths against the kubeconfig's directory, not the working directory", async () => {
+    const where = mkdtempSync(join(dir, "rel-"));
+    mkdirSync(join(where, "pki"));
+    writeFileSync(join(where, "pki", "ca.crt"), "CA FROM FILE");
+    writeFileSync(join(where, "pki", "client.crt"), "CERT FROM FILE");
+    writeFileSync(join(where, "pki", "client.key"), "KEY FROM FILE");
+    writeFileSync(join(where, "token"), "file-token\n");
+    const path = single(
+      { "certificate-authority": "pki/ca.crt" },
+      { "client-certificate": "pki/client.crt", "client-key": "./pki/client.key", tokenFile: "token" },
+      join(where, "config"),
+    );
+    const options = await httpsOptions(loadKubeConfig({ kubeconfig: path }, { env: {} }));
+    expect(options.ca?.toString()).toBe("CA FROM FILE");
+    expect(options.cert?.toString()).toBe("CERT FROM FILE");
+    expect(options.key?.toString()).toBe("KEY FROM FILE");
+    expect(options.headers).toEqual({ Authorization: "Bearer file-token" });
+  });
+
+  it("lets inline data override the file, and token override tokenFile, as kubectl does", async () => {
+    const path = single(
+      { "certificate-authority": "/no/such/ca.crt", "certificate-authority-data": b64("INLINE CA") },
+      {
+        "client-certificate": "/no/such/client.crt",
+        "client-certificate-data": b64("INLINE CERT"),
+        "client-key": "/no/such/client.key",
+        "client-key-data": b64("INLINE KEY"),
+        token: "inline-token",
+        tokenFile: "/no/such/token",
+      },
+    );
+    const options = await httpsOptions(loadKubeConfig({ kubeconfig: path }, { env: {} }));
+    expect([options.ca?.toString(), options.cert?.toString(), options.key?.toString()]).toEqual([
+      "INLINE CA",
+      "INLINE CERT",
+      "INLINE KEY",
+    ]);
+    expect(options.headers).toEqual({ Authorization: "Bearer inline-token" });
+  });
+
+  it("fails the request, not the load, when a credential file named in the kubeconfig is missing", async () => {
+    const path = single({ "certificate-authority": "missing-ca.crt" }, { token: "t" });
+    const loaded = loadKubeConfig({ kubeconfig: path }, { env: {} });
+    await expect(httpsOptions(loaded)).rejects.toThrow(/missing-ca\.crt/);
+  });
+
+  it("honours insecure-skip-tls-verify and tls-server-name", async () => {
+    const path = single({ "insecure-skip-tls-verify": true, "tls-server-name": "api.internal" }, {});
+    const options = await httpsOptions(loadKubeConfig({ kubeconfig: path }, { env: {} }));
+    expect(options.rejectUnauthorized).toBe(false);
+    expect(options.servername).toBe("api.internal");
+    expect(options.headers).toBeUndefined();
+  });
+
+  it("keeps the first definition of a name across KUBECONFIG files, as kubectl merges", () => {
+    const first = rawKubeconfig({
+      clusters: [{ name: "shared", cluster: { server: "https://first.example" } }],
+      contexts: [{ name: "shared", context: { cluster: "shared" } }],
+    });
+    const second = rawKubeconfig({
+      clusters: [{ name: "shared", cluster: { server: "https://second.example" } }],
+      contexts: [{ name: "shared", context: { cluster: "shared", namespace: "ns2" } }],
+      "current-context": "shared",
+    });
+    const loaded = loadKubeConfig({}, { env: { KUBECONFIG: [first, second].join(delimiter) } });
+    expect(loaded.server).toBe("https://first.example");
+    expect(loaded.namespace).toBeUndefined();
+  });
+
+  it.each([
+    ["malformed YAML", "clusters: [unclosed\n", /cannot be read: /],
+    ["not a mapping", "- just\n- a list\n", /is not a kubeconfig: not a mapping/],
+    ["clusters not a list", { clusters: { name: "c" } }, /clusters must be a list/],
+    [
+      "an entry without a name",
+      { contexts: [{ context: { cluster: "c" } }] },
+      /contexts\[0\]\.name is missing/,
+    ],
+    [
+      "a server that is not a string",
+      { ...oneContext(), clusters: [{ name: "c", cluster: { server: 6443 } }] },
+      /server must be a string/,
+    ],
+  ])("names the file and the field for %s", (_what, content, message) => {
+    const path = rawKubeconfig(content);
+    expect(() => loadKubeConfig({ kubeconfig: path }, { env: {} })).toThrow(message);
+    expect(() => loadKubeConfig({ kubeconfig: path }, { env: {} })).toThrow(path);
+  });
+
+  it.each([
+    ["a current context that is not defined", { ...oneContext(), "current-context": "gone" }],
+    ["a context whose cluster is not defined", { ...oneContext(), clusters: [] }],
+    ["a cluster without a server", { ...oneContext(), clusters: [{ name: "c", cluster: {} }] }],
+    ["an empty file", ""],
+  ])("refuses %s with the --context hint, never localhost", (_what, content) => {
+    const path = rawKubeconfig(content);
+    expect(() => loadKubeConfig({ kubeconfig: path }, { env: {} })).toThrow(
+      `kubeconfig ${path} has no current context with a cluster server; pass --context`,
+    );
+  });
+
+  it("hands an exec plugin to client-node, loaded on the first request", async () => {
+    const where = mkdtempSync(join(dir, "exec-"));
+    const plugin = join(where, "plugin.mjs");
+    writeFileSync(
+      plugin,
+      `process.stdout.write(JSON.stringify({ apiVersion: "client.authentication.k8s.io/v1", kind: "ExecCredential", status: { token: "from-" + process.argv[2] } }));`,
+    );
+    const path = single(
+      { "certificate-authority-data": b64("CA PEM") },
+      {
+        exec: {
+          apiVersion: "client.authentication.k8s.io/v1",
+          command: process.execPath,
+          args: [plugin, "exec-plugin"],
+          interactiveMode: "Never",
+        },
+      },
+    );
+    const options = await httpsOptions(loadKubeConfig({ kubeconfig: path }, { env: {} }));
+    expect(options.headers).toMatchObject({ Authorization: "Bearer from-exec-plugin" });
+    expect(options.ca?.toString()).toBe("CA PEM");
+    // Importing client-node and running a plugin process take seconds on a loaded machine.
+  }, 60_000);
+});
+
+function oneContext() {
+  return {
+    clusters: [{ name: "c", cluster: { server: "https://c.example" } }],
+    contexts: [{ name: "ctx", context: { cluster: "c" } }],
+    "current-context": "ctx",
+  };
+}

@@ -1,7 +1,8 @@
 // The resync snapshot: a listing never undoes a write answered while it was under way, and a
 // caller that stops waiting for a shared listing fails alone.
-import { describe, expect, it } from "vitest";
-import type { Deployment } from "../../src/api/wire.ts";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Deployment, UnreadableDeployment } from "../../src/api/wire.ts";
+import { UnreadableDeploymentError } from "../../src/reconcile/observe.ts";
 import type { DeploymentsPort } from "../../src/reconcile/ports.ts";
 import { RemoteSnapshot } from "../../src/reconcile/remote.ts";
 import { systemClock } from "../../src/runtime/clock.ts";
@@ -15,9 +16,10 @@ function heldListings() {
     listAll: (signal) =>
       new Promise((resolve, reject) => {
         signal.addEventListener("abort", () => reject(signal.reason), { once: true });
-        pending.push({ signal, answer: resolve });
+        pending.push({ signal, answer: (deployments) => resolve({ deployments, unreadable: [] }) });
       }),
     getById: unused,
+    getByIds: unused,
     findByName: unused,
     create: unused,
     patch: unused,
@@ -25,7 +27,7 @@ function heldListings() {
     listRepos: unused,
     getRevision: unused,
   };
-  const snapshot = new RemoteSnapshot(port, systemClock, 60_000);
+  const snapshot = new RemoteSnapshot(port, systemClock, { maxAgeMs: 60_000 });
   return { snapshot, pending };
 }
 
@@ -57,22 +59,6 @@ describe("RemoteSnapshot", () => {
     expect(snapshot.byId(other.id)?.name).toBe("other");
   });
 
-  it("lets a caller stop waiting for a shared listing without failing the others", async () => {
-    const { snapshot, pending } = heldListings();
-    const impatient = new AbortController();
-    const first = snapshot.refresh(impatient.signal);
-    const second = snapshot.refresh(new AbortController().signal);
-    expect(pending).toHaveLength(1);
-
-    impatient.abort(new Error("reconcile timed out"));
-    await expect(first).rejects.toThrow("reconcile timed out");
-    expect(pending[0]?.signal.aborted).toBe(false);
-
-    pending[0]?.answer([scaled(7)]);
-    await second;
-    expect(scaleOf(snapshot.byId(scaled(7).id))).toBe(7);
-  });
-
   it("stops the listing once every caller gave up, and the next caller lists afresh", async () => {
     const { snapshot, pending } = heldListings();
     const a = new AbortController();
@@ -92,12 +78,129 @@ describe("RemoteSnapshot", () => {
     await third;
     expect(snapshot.isFresh()).toBe(true);
   });
+});
 
-  it("rejects at once, listing nothing, for a caller whose signal already aborted", async () => {
-    const { snapshot, pending } = heldListings();
-    const gone = new AbortController();
-    gone.abort(new Error("already stopped"));
-    await expect(snapshot.refresh(gone.signal)).rejects.toThrow("already stopped");
-    expect(pending).toHaveLength(0);
+describe("RemoteSnapshot lookups", () => {
+  const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+  const named = (n: number, name = `agent-${n}`) => remote({ id: id(n), name });
+
+  /** A snapshot over an in-memory listing; `calls` counts the service calls by kind. */
+  function snapshotOver(listing: Deployment[], maxAgeMs = 60_000, unreadable: UnreadableDeployment[] = []) {
+    const calls = { listAll: 0, getByIds: [] as number[] };
+    const unused = () => Promise.reject(new Error("not used by the snapshot"));
+    const port: DeploymentsPort = {
+      listAll: async () => {
+        calls.listAll += 1;
+        return { deployments: listing, unreadable };
+      },
+      getByIds: async (ids) => {
+        calls.getByIds.push(ids.length);
+        return listing.filter((d) => ids.includes(d.id));
+      },
+      getById: unused,
+      getRevision: unused,
+      findByName: unused,
+      create: unused,
+      patch: unused,
+      delete: unused,
+      listRepos: unused,
+    };
+    return { snapshot: new RemoteSnapshot(port, systemClock, { maxAgeMs }), calls };
+  }
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("answers by exact name, and follows a write that renames or a deployment forgotten", async () => {
+    const { snapshot } = snapshotOver([named(1), named(2), named(3, "agent-1")]);
+    expect(snapshot.byName("agent-1")).toBeUndefined();
+    await snapshot.refresh(new AbortController().signal);
+    expect(snapshot.byName("agent-1")?.map((d) => d.id)).toEqual([id(1), id(3)]);
+    expect(snapshot.byName("agent")).toEqual([]);
+    snapshot.remember(named(3, "renamed"));
+    expect(snapshot.byName("agent-1")?.map((d) => d.id)).toEqual([id(1)]);
+    expect(snapshot.byName("renamed")?.map((d) => d.id)).toEqual([id(3)]);
+    snapshot.forget(id(1));
+    expect(snapshot.byName("agent-1")).toEqual([]);
+    expect(snapshot.byId(id(1))).toBeNull();
+  });
+
+  it("serves a resync pass however long it takes, and goes stale once the pass released it", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const { snapshot } = snapshotOver([named(1)], 10_000);
+    await snapshot.refresh(new AbortController().signal);
+    const release = snapshot.holdFresh();
+    vi.setSystemTime(600_000);
+    expect(snapshot.byId(id(1))?.name).toBe("agent-1");
+    expect(snapshot.byName("agent-1")).toHaveLength(1);
+    release();
+    release();
+    expect(snapshot.isFresh()).toBe(false);
+    expect(snapshot.byId(id(1))).toBeUndefined();
+    expect(snapshot.byName("agent-1")).toBeUndefined();
+  });
+
+  it("answers a poll-fresh lookup only with an entry the service gave in that window", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const { snapshot } = snapshotOver([named(1), named(2)]);
+    await snapshot.refresh(new AbortController().signal);
+    vi.setSystemTime(8_000);
+    snapshot.remember(named(2));
+    vi.setSystemTime(12_000);
+    expect(snapshot.byId(id(1), 10_000)).toBeUndefined();
+    expect(snapshot.byId(id(2), 10_000)?.name).toBe("agent-2");
+    expect(snapshot.byId(id(1))?.name).toBe("agent-1");
+  });
+
+  it("polls a hundred ids per call and keeps an id the service did not return", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const listing = Array.from({ length: 250 }, (_, i) => named(i));
+    const { snapshot, calls } = snapshotOver(listing);
+    await snapshot.refresh(new AbortController().signal);
+    vi.setSystemTime(20_000);
+    const lagging = id(999);
+    snapshot.remember(remote({ id: lagging, name: "just-created" }));
+    vi.setSystemTime(40_000);
+    await snapshot.poll([...listing.map((d) => d.id), lagging], new AbortController().signal);
+    expect(calls.getByIds).toEqual([100, 100, 51]);
+    expect(snapshot.byId(id(42), 1_000)?.name).toBe("agent-42");
+    expect(snapshot.byId(lagging)?.name).toBe("just-created");
+  });
+
+  it("knows a created deployment only from the create's answer until a read lists it", async () => {
+    const created = named(7);
+    const { snapshot } = snapshotOver([]);
+    await snapshot.refresh(new AbortController().signal);
+    snapshot.remember(created);
+    expect(snapshot.byId(created.id)?.name).toBe("agent-7");
+    expect(snapshot.isListed(created.id)).toBe(false);
+    // A PATCH's answer does not make it listed either; a read does, and stays so after a write.
+    snapshot.remember(created);
+    expect(snapshot.isListed(created.id)).toBe(false);
+    snapshot.observed(created);
+    expect(snapshot.isListed(created.id)).toBe(true);
+    snapshot.remember(created);
+    expect(snapshot.isListed(created.id)).toBe(true);
+  });
+
+  it("refuses to say a name or an id is free when the listing held an item it could not read", async () => {
+    const problem = (what: string) => `deployment ${what}: id: expected a uuid`;
+    const { snapshot } = snapshotOver([named(1)], 60_000, [
+      { name: "broken", field: "id", message: problem("broken") },
+      { id: id(5), name: "half-read", field: "status", message: problem("half-read") },
+    ]);
+    await snapshot.refresh(new AbortController().signal);
+    expect(() => snapshot.byName("broken")).toThrow(UnreadableDeploymentError);
+    expect(() => snapshot.byName("broken")).toThrow(/nothing is created meanwhile/);
+    expect(() => snapshot.byId(id(5))).toThrow(UnreadableDeploymentError);
+    expect(snapshot.byName("agent-1")).toHaveLength(1);
+    expect(snapshot.byName("free")).toEqual([]);
+
+    // An item with no name could be any name's: the snapshot cannot say a name is free.
+    const unnamed = snapshotOver([named(1)], 60_000, [{ field: "name", message: problem("#3") }]).snapshot;
+    await unnamed.refresh(new AbortController().signal);
+    expect(unnamed.byName("free")).toBeUndefined();
+    expect(unnamed.byName("agent-1")).toHaveLength(1);
   });
 });

@@ -24,6 +24,7 @@ function pendingService() {
   const unused = () => Promise.reject(new Error("not used by RepoListings"));
   const service: DeploymentsPort = {
     getById: unused,
+    getByIds: unused,
     findByName: unused,
     listAll: unused,
     create: unused,

@@ -1,0 +1,47 @@
+/** Secondary indexes of a watch cache. */
+
+/**
+ * The secondary indexes of one cache (client-go's Indexers): index name → value → the keys of the
+ * objects under that value.
+ *
+ * Contract: `update(key, old, next)` is called on every change of the cache (`old` undefined for
+ * an add, `next` undefined for a delete); `keys(index, value)` then answers exactly the keys of
+ * the cached objects whose indexer gives `value`, in O(1) for any cache size.
+ */
+export class CacheIndexes<T> {
+  readonly #indexers: Record<string, (obj: T) => readonly string[]>;
+  readonly #byIndex = new Map<string, Map<string, Set<string>>>();
+
+  constructor(indexers: Record<string, (obj: T) => readonly string[]>) {
+    this.#indexers = indexers;
+    for (const name of Object.keys(indexers)) this.#byIndex.set(name, new Map());
+  }
+
+  /** The keys under `value` of `index` (empty for an unknown index). */
+  keys(index: string, value: string): ReadonlySet<string> {
+    return this.#byIndex.get(index)?.get(value) ?? EMPTY;
+  }
+
+  /** Moves `key` from the values `old` had to the values `next` has. */
+  update(key: string, old: T | undefined, next: T | undefined): void {
+    for (const [name, indexer] of Object.entries(this.#indexers)) {
+      const values = this.#byIndex.get(name);
+      if (!values) continue;
+      const before = old ? indexer(old) : [];
+      const after = next ? indexer(next) : [];
+      for (const value of before) {
+        if (after.includes(value)) continue;
+        const keys = values.get(value);
+        keys?.delete(key);
+        if (keys?.size === 0) values.delete(value);
+      }
+      for (const value of after) {
+        const keys = values.get(value);
+        if (keys) keys.add(key);
+        else values.set(value, new Set([key]));
+      }
+    }
+  }
+}
+
+const EMPTY: ReadonlySet<string> = new Set();

@@ -1,0 +1,158 @@
+/**
+ * Outside views of a running process and of servers, for benchmarks that must not rely on what
+ * the measured program says about itself: memory and CPU time from /proc, and Prometheus text
+ * scraped over HTTP(S).
+ */
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { type RequestOptions, request } from "node:https";
+
+/** Resident memory of `pid` now and its peak (VmHWM), in MiB, from /proc/<pid>/status. */
+export function memoryMiB(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = (field: string) => {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status);
+    if (match === null) throw new Error(`/proc/${pid}/status has no ${field}`);
+    return Number(match[1]);
+  };
+  return { rss: kib("VmRSS") / 1024, peak: kib("VmHWM") / 1024 };
+}
+
+// Clock ticks per second of /proc/<pid>/stat (USER_HZ; 100 on every Linux we know, but ask).
+let ticksPerSecond: number | undefined;
+
+/** CPU seconds `pid` has used so far, user plus system (utime + stime of /proc/<pid>/stat). */
+export function cpuSeconds(pid: number): number {
+  ticksPerSecond ??= Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command name, which is in parentheses and may itself contain spaces.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // utime and stime are fields 14 and 15 of the line; the slice starts at field 3 (state).
+  return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
+}
+
+/** One sample of a Prometheus text exposition. */
+export interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/;
+const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+
+/** The samples of a Prometheus text exposition named `name` (every sample when not given). */
+export function parseSamples(text: string, name?: string): Sample[] {
+  const samples: Sample[] = [];
+  for (const line of text.split("\n")) {
+    if (line.startsWith("#") || (name !== undefined && !line.startsWith(name))) continue;
+    const match = SAMPLE.exec(line);
+    if (match === null || (name !== undefined && match[1] !== name)) continue;
+    const labels: Record<string, string> = {};
+    for (const [, key, value] of (match[2] ?? "").matchAll(LABEL)) labels[key ?? ""] = value ?? "";
+    samples.push({ name: match[1] ?? "", labels, value: Number(match[3]) });
+  }
+  return samples;
+}
+
+/** Sum of the samples' values that `where` accepts. */
+export function sumOf(
+  samples: readonly Sample[],
+  where: (labels: Record<string, string>) => boolean = () => true,
+) {
+  return samples.reduce((sum, s) => (where(s.labels) ? sum + s.value : sum), 0);
+}
+
+/** What {@link apiRequestDelta} found. */
+export interface RequestDelta {
+  /** Requests on the resource (any subresource), WATCH excluded. */
+  target: number;
+  /** The same by verb, with the subresource: `{"GET": 3, "APPLY/status": 2}`. */
+  byVerb: Record<string, number>;
+  /** Every other request by verb and resource (`(non-resource)` for paths like /metrics), WATCH excluded. */
+  other: Record<string, number>;
+}
+
+/**
+ * The requests the API server counted between two scrapes of its `apiserver_request_total`, on
+ * `group`/`resource` and on everything else. WATCH (and WATCHLIST) requests are left out: a
+ * watch is counted when it ends, so the count says nothing about the window.
+ */
+export function apiRequestDelta(
+  before: Sample[],
+  after: Sample[],
+  group: string,
+  resource: string,
+): RequestDelta {
+  const delta: RequestDelta = { target: 0, byVerb: {}, other: {} };
+  for (const [s, count] of increases(before, after, "apiserver_request_total")) {
+    const verb = s.labels.verb ?? "";
+    if (verb.startsWith("WATCH")) continue;
+    const sub = s.labels.subresource ? `/${s.labels.subresource}` : "";
+    if (s.labels.group === group && s.labels.resource === resource) {
+      delta.target += count;
+      delta.byVerb[`${verb}${sub}`] = (delta.byVerb[`${verb}${sub}`] ?? 0) + count;
+    } else {
+      const what = `${verb} ${s.labels.resource || "(non-resource)"}${sub}`;
+      delta.other[what] = (delta.other[what] ?? 0) + count;
+    }
+  }
+  return delta;
+}
+
+/**
+ * Writes the API server made to etcd for `group`/`resource` between two scrapes of its
+ * `etcd_requests_total` (operations create, update, delete). A server-side apply that changes
+ * nothing is a request but no write.
+ */
+export function etcdWriteDelta(before: Sample[], after: Sample[], group: string, resource: string): number {
+  let writes = 0;
+  for (const [s, count] of increases(before, after, "etcd_requests_total")) {
+    const { operation = "" } = s.labels;
+    if (
+      s.labels.group === group &&
+      s.labels.resource === resource &&
+      /^(create|update|delete)$/.test(operation)
+    )
+      writes += count;
+  }
+  return writes;
+}
+
+/** The samples of counter `name` in `after` that grew since `before` (a new series from 0), with the growth. */
+function increases(before: Sample[], after: Sample[], name: string): Array<[Sample, number]> {
+  const key = (s: Sample) =>
+    JSON.stringify([s.name, ...Object.entries(s.labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))]);
+  const was = new Map(before.filter((s) => s.name === name).map((s) => [key(s), s.value]));
+  return after.flatMap((s): Array<[Sample, number]> => {
+    const grew = s.name === name ? s.value - (was.get(key(s)) ?? 0) : 0;
+    return grew > 0 ? [[s, grew]] : [];
+  });
+}
+
+/** The body of an HTTPS GET with `options` (CA, bearer token) applied; rejects unless 200. */
+export function httpsText(url: string, options: RequestOptions, timeoutMs = 30_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { ...options, method: "GET", timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => {
+        const body = Buffer.concat(chunks).toString("utf8");
+        if (res.statusCode === 200) resolve(body);
+        else reject(new Error(`GET ${url}: ${res.statusCode} ${body.slice(0, 200)}`));
+      });
+      res.on("error", reject);
+    });
+    req.on("timeout", () => req.destroy(new Error(`GET ${url} timed out`)));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/** The body of a plain HTTP GET; rejects unless 200. */
+export async function httpText(url: string, timeoutMs = 10_000): Promise<string> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+  const body = await res.text();
+  if (res.status !== 200) throw new Error(`GET ${url}: ${res.status} ${body.slice(0, 200)}`);
+  return body;
+}

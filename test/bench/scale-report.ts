@@ -1,0 +1,404 @@
+/**
+ * The `scale` benchmark's report: `docs/bench/scale.json` (figures per series and N, merged so
+ * separate runs accumulate), `docs/bench/scale.svg` (RSS and the cost of a resync against N, log
+ * scale), and the table between the markers of `docs/benchmarks.md`.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { arch, cpus, platform } from "node:os";
+import { join } from "node:path";
+import type { BenchTable } from "./harness.ts";
+
+const DOCS = join(import.meta.dirname, "..", "..", "docs");
+const JSON_PATH = join(DOCS, "bench", "scale.json");
+const SVG_PATH = join(DOCS, "bench", "scale.svg");
+const MARKDOWN_PATH = join(DOCS, "benchmarks.md");
+const BEGIN = "<!-- scale:begin (written by npm run bench -- scale) -->";
+const END = "<!-- scale:end -->";
+
+type Counters = Record<string, Record<string, number>>;
+
+/** Everything measured at one N. */
+export interface ScaleFigures {
+  n: number;
+  date: string;
+  /** The commit measured (`+changes` when src/ or manifests/ differed from it). */
+  commit: string;
+  node: string;
+  loadAverage: { start: number; end: number };
+  nodeOptions: string | null;
+  operatorFlags: string[];
+  /** Seconds this benchmark took to create the N resources of each namespace. */
+  applySeconds: { adopt: number; cold: number };
+  /** Spawn → /readyz of an operator with no resources (part of the adoption time). */
+  startupSeconds: number;
+  rssMiB: { idle: number; steady: number; peak: number; peakCold: number; peakAdoption: number };
+  resync: {
+    resyncPeriod: string;
+    seconds: number;
+    reconciles: number;
+    serviceCalls: number;
+    serviceCallsGoal: number;
+    serviceCallsByRoute: Counters;
+    kubeRequests: number;
+    kubeRequestsPerResource: number;
+    kubeRequestsByVerb: Record<string, number>;
+    /** Of those, the ones that changed the object (etcd create/update/delete). */
+    etcdWrites: number;
+    otherKubeRequests: Record<string, number>;
+    cpuSeconds: number;
+    overlapped: boolean;
+    /** The pass before, the first after the creates (the figures above are the next one's). */
+    firstPass?: {
+      seconds: number;
+      serviceCalls: number;
+      kubeRequests: number;
+      etcdWrites: number;
+      cpuSeconds: number;
+    };
+  };
+  adoption: {
+    seconds: number;
+    serviceCalls: number;
+    serviceCallsByRoute: Counters;
+    cpuSeconds: number;
+    peakRssMiB: number;
+    barePatchSeconds: number;
+    barePatchWrites: number;
+    ratio: number;
+    concurrency: number;
+  };
+  cold: {
+    qps: number;
+    applySeconds: number;
+    secondsToAllReady: number;
+    creates: number;
+    createsPerSecond: number;
+    ofQps: number;
+    serviceCallsPerCreate: number;
+    serviceCallsByRoute: Counters;
+  };
+  edit: {
+    edits: number;
+    patched: number;
+    perSecond: number;
+    p50Ms: number;
+    p99Ms: number;
+    maxMs: number;
+    writeP50Ms: number;
+    writeP99Ms: number;
+    /** The simulator's calls during the edits and until the last PATCH (or the wait's end). */
+    serviceCallsByRoute?: Counters;
+  };
+  perResource: { resyncCpuMs: number; steadyKiB: number };
+}
+
+/** The file: series (e.g. before, after) → N → figures. */
+interface ScaleReport {
+  benchmark: "scale";
+  machine: { platform: string; cpu: string; cpus: number };
+  series: Record<string, Record<string, ScaleFigures>>;
+  /** Per series with both N = 1,000 and N = 10,000: per-resource cost at 10k ÷ at 1k (goal ≤ 1.2). */
+  flatness: Record<string, { resyncCpu: number; steadyMemory: number }>;
+}
+
+/** Merges `figures` into the series `label` and rewrites the JSON, the SVG and the docs table; returns the paths. */
+export function saveScale(label: string, figures: ScaleFigures): string[] {
+  // Synchronous from read to write: two runs at once (e.g. N=10,000 beside smaller ones) merge
+  // into the same file, and must not interleave a read and a write.
+  const previous = existsSync(JSON_PATH)
+    ? (JSON.parse(readFileSync(JSON_PATH, "utf8")) as ScaleReport)
+    : undefined;
+  const series = previous?.series ?? {};
+  series[label] = { ...series[label], [String(figures.n)]: figures };
+  const report: ScaleReport = {
+    benchmark: "scale",
+    machine: { platform: `${platform()}-${arch()}`, cpu: cpus()[0]?.model ?? "unknown", cpus: cpus().length },
+    series,
+    flatness: flatness(series),
+  };
+  mkdirSync(join(DOCS, "bench"), { recursive: true });
+  writeFileSync(JSON_PATH, `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(SVG_PATH, svg(series));
+  const written = [JSON_PATH, SVG_PATH];
+  const markdown = existsSync(MARKDOWN_PATH) ? readFileSync(MARKDOWN_PATH, "utf8") : undefined;
+  const begin = markdown?.indexOf(BEGIN) ?? -1;
+  const end = markdown?.indexOf(END) ?? -1;
+  if (markdown !== undefined && begin >= 0 && end > begin) {
+    const table = markdownTable(series, report.flatness);
+    writeFileSync(
+      MARKDOWN_PATH,
+      `${markdown.slice(0, begin + BEGIN.length)}\n${table}\n${markdown.slice(end)}`,
+    );
+    written.push(MARKDOWN_PATH);
+  }
+  return written;
+}
+
+function flatness(series: ScaleReport["series"]): ScaleReport["flatness"] {
+  const out: ScaleReport["flatness"] = {};
+  for (const [label, byN] of Object.entries(series)) {
+    const small = byN["1000"];
+    const large = byN["10000"];
+    if (small === undefined || large === undefined) continue;
+    out[label] = {
+      resyncCpu: ratio(large.perResource.resyncCpuMs, small.perResource.resyncCpuMs),
+      steadyMemory: ratio(large.perResource.steadyKiB, small.perResource.steadyKiB),
+    };
+  }
+  return out;
+}
+
+const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 100) / 100 : Number.NaN);
+
+/** One line per measure: label, goal, and the value of figures. */
+const MEASURES: Array<{ label: string; goal: string; value: (f: ScaleFigures) => string }> = [
+  { label: "RSS idle, MiB", goal: "≤ 90", value: (f) => fmt(f.rssMiB.idle) },
+  { label: "RSS steady holding N, MiB", goal: "", value: (f) => fmt(f.rssMiB.steady) },
+  { label: "RSS peak (VmHWM), MiB", goal: "≤ 150 at 10k", value: (f) => fmt(f.rssMiB.peak) },
+  {
+    label: "service calls per resync (goal ⌈N/100⌉+1)",
+    goal: "⌈N/100⌉+1",
+    value: (f) => `${f.resync.serviceCalls} (${f.resync.serviceCallsGoal})`,
+  },
+  {
+    label: "Kubernetes requests per resource per resync",
+    goal: "≤ 0.01",
+    value: (f) => fmt(f.resync.kubeRequestsPerResource),
+  },
+  {
+    label: "… in the first pass after the creates",
+    goal: "",
+    value: (f) => (f.resync.firstPass ? fmt(f.resync.firstPass.kubeRequests / f.n) : "–"),
+  },
+  {
+    label: "of which writes (etcd)",
+    goal: "",
+    value: (f) => (f.resync.etcdWrites === undefined ? "–" : fmt(f.resync.etcdWrites / f.n)),
+  },
+  { label: "CPU-seconds per resync", goal: "", value: (f) => fmt(f.resync.cpuSeconds) },
+  {
+    label: "resync pass, s",
+    goal: "",
+    value: (f) => `${fmt(f.resync.seconds)}${f.resync.overlapped ? " (overlapped)" : ""}`,
+  },
+  {
+    label: "adoption: start → all Ready, s (of which start-up)",
+    goal: "",
+    value: (f) =>
+      `${fmt(f.adoption.seconds)}${f.startupSeconds === undefined ? "" : ` (${fmt(f.startupSeconds)})`}`,
+  },
+  { label: "N bare status patches, s", goal: "", value: (f) => fmt(f.adoption.barePatchSeconds) },
+  { label: "adoption ÷ bare patches", goal: "≤ 1.5", value: (f) => fmt(f.adoption.ratio) },
+  {
+    label: "adoption service calls per resource",
+    goal: "",
+    value: (f) => fmt(f.adoption.serviceCalls / f.n),
+  },
+  {
+    label: "cold creates/s at --qps 50",
+    goal: "≥ 40",
+    value: (f) => `${fmt(f.cold.createsPerSecond)} (${Math.round(f.cold.ofQps * 100)} %)`,
+  },
+  { label: "service calls per create", goal: "1", value: (f) => fmt(f.cold.serviceCallsPerCreate) },
+  {
+    label: "edit → PATCH p50 / p99, ms",
+    goal: "< 50 / < 250",
+    value: (f) =>
+      `${fmt(f.edit.p50Ms)} / ${fmt(f.edit.p99Ms)}${f.edit.patched < f.edit.edits ? ` (${f.edit.patched}/${f.edit.edits} patched)` : ""}`,
+  },
+  {
+    label: "per resource: resync CPU ms / steady KiB",
+    goal: "flat",
+    value: (f) => `${fmt(f.perResource.resyncCpuMs)} / ${fmt(f.perResource.steadyKiB)}`,
+  },
+  { label: "commit", goal: "", value: (f) => `\`${f.commit}\`` },
+  {
+    label: "machine load (1-min average, start → end)",
+    goal: "",
+    value: (f) => (f.loadAverage ? `${fmt(f.loadAverage.start)} → ${fmt(f.loadAverage.end)}` : "–"),
+  },
+];
+
+function columns(series: ScaleReport["series"]): Array<{ label: string; f: ScaleFigures }> {
+  return Object.entries(series).flatMap(([label, byN]) =>
+    Object.values(byN)
+      .sort((a, b) => a.n - b.n)
+      .map((f) => ({ label, f })),
+  );
+}
+
+function markdownTable(series: ScaleReport["series"], flat: ScaleReport["flatness"]): string {
+  const cols = columns(series);
+  const head = `| measured | ${cols.map((c) => `${c.label} N=${c.f.n.toLocaleString("en")}`).join(" | ")} | goal |`;
+  const rule = `|---|${cols.map(() => "---|").join("")}---|`;
+  const rows = MEASURES.map(
+    (m) => `| ${m.label} | ${cols.map((c) => m.value(c.f)).join(" | ")} | ${m.goal} |`,
+  );
+  const notes = Object.entries(flat).map(
+    ([label, r]) =>
+      `- ${label}: per-resource cost at 10,000 ÷ at 1,000: resync CPU ${fmt(r.resyncCpu)}, steady memory ${fmt(r.steadyMemory)} (goal ≤ 1.2)`,
+  );
+  return [head, rule, ...rows, ...(notes.length > 0 ? ["", ...notes] : [])].join("\n");
+}
+
+/** The table `npm run bench -- scale` prints for this run. */
+export function scaleTable(label: string, results: ScaleFigures[]): BenchTable {
+  return {
+    head: ["measured", ...results.map((f) => `${label} N=${f.n}`), "goal"],
+    rows: MEASURES.map((m) => [m.label, ...results.map((f) => m.value(f).replaceAll("`", "")), m.goal]),
+  };
+}
+
+function fmt(value: number): string {
+  if (!Number.isFinite(value)) return "–";
+  const digits = Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : Math.abs(value) >= 1 ? 2 : 3;
+  return value.toLocaleString("en", { maximumFractionDigits: digits });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The picture: two panels, x = N on a log scale. Left: RSS (idle, steady, peak); right: CPU
+// seconds of one resync pass on a log scale, with a dotted line ∝ N through each series' smallest
+// N, so linear cost shows as a series running parallel to it.
+
+const COLORS = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"];
+const PANEL = { width: 440, height: 300, left: 58, right: 12, top: 36, bottom: 44 };
+
+interface Line {
+  name: string;
+  color: string;
+  dash?: string;
+  points: Array<[number, number]>;
+}
+
+function svg(series: ScaleReport["series"]): string {
+  const labels = Object.keys(series);
+  const rss: Line[] = [];
+  const cpu: Line[] = [];
+  labels.forEach((label, i) => {
+    const color = COLORS[i % COLORS.length] ?? "#000";
+    const figures = Object.values(series[label] ?? {}).sort((a, b) => a.n - b.n);
+    rss.push({ name: `${label} peak`, color, points: figures.map((f) => [f.n, f.rssMiB.peak]) });
+    rss.push({
+      name: `${label} steady`,
+      color,
+      dash: "6 3",
+      points: figures.map((f) => [f.n, f.rssMiB.steady]),
+    });
+    rss.push({ name: `${label} idle`, color, dash: "2 3", points: figures.map((f) => [f.n, f.rssMiB.idle]) });
+    const costs = figures.filter((f) => f.resync.cpuSeconds > 0);
+    cpu.push({ name: `${label} CPU-s`, color, points: costs.map((f) => [f.n, f.resync.cpuSeconds]) });
+    const first = costs[0];
+    const last = costs[costs.length - 1];
+    if (first && last && last.n > first.n) {
+      const perN = first.resync.cpuSeconds / first.n;
+      cpu.push({
+        name: `∝ N`,
+        color: "#999",
+        dash: "1 3",
+        points: [
+          [first.n, first.resync.cpuSeconds],
+          [last.n, last.n * perN],
+        ],
+      });
+    }
+  });
+  const width = PANEL.width * 2;
+  const height = PANEL.height + 24 + labels.length * 16;
+  const legend = labels
+    .map((label, i) => {
+      const y = PANEL.height + 16 + i * 16;
+      const color = COLORS[i % COLORS.length] ?? "#000";
+      return `<g font-size="11"><rect x="${PANEL.left}" y="${y - 8}" width="10" height="10" fill="${color}"/><text x="${PANEL.left + 16}" y="${y + 1}">${xml(label)}: solid peak, dashed steady, dotted idle (left); CPU-seconds of one resync pass (right; grey dots: ∝ N)</text></g>`;
+    })
+    .join("\n");
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">`,
+    `<rect width="100%" height="100%" fill="#fff"/>`,
+    panel(0, "operator RSS, MiB", rss, false),
+    panel(PANEL.width, "CPU-seconds per drift resync (log)", cpu, true),
+    legend,
+    "</svg>",
+    "",
+  ].join("\n");
+}
+
+function panel(x0: number, title: string, lines: Line[], logY: boolean): string {
+  const points = lines.flatMap((l) => l.points).filter(([n, v]) => n > 0 && (!logY || v > 0));
+  const plotW = PANEL.width - PANEL.left - PANEL.right;
+  const plotH = PANEL.height - PANEL.top - PANEL.bottom;
+  const out: string[] = [`<g transform="translate(${x0},0)">`];
+  out.push(`<text x="${PANEL.left}" y="20" font-size="13" font-weight="bold">${xml(title)}</text>`);
+  if (points.length === 0) {
+    out.push(`<text x="${PANEL.left}" y="${PANEL.top + 20}" font-size="11">no figures yet</text></g>`);
+    return out.join("\n");
+  }
+  const ns = points.map(([n]) => n);
+  const xLo = Math.floor(Math.log10(Math.min(...ns)));
+  const xHi = Math.max(xLo + 1, Math.ceil(Math.log10(Math.max(...ns))));
+  const sx = (n: number) => PANEL.left + ((Math.log10(n) - xLo) / (xHi - xLo)) * plotW;
+  const vs = points.map(([, v]) => v);
+  let sy: (v: number) => number;
+  const yTicks: Array<[number, string]> = [];
+  if (logY) {
+    const yLo = Math.floor(Math.log10(Math.min(...vs)));
+    const yHi = Math.max(yLo + 1, Math.ceil(Math.log10(Math.max(...vs))));
+    sy = (v) => PANEL.top + plotH - ((Math.log10(v) - yLo) / (yHi - yLo)) * plotH;
+    for (let e = yLo; e <= yHi; e++) yTicks.push([10 ** e, String(Number((10 ** e).toPrecision(1)))]);
+  } else {
+    const step = niceStep(Math.max(...vs) / 5);
+    const yHi = Math.ceil((Math.max(...vs) * 1.05) / step) * step;
+    sy = (v) => PANEL.top + plotH - (v / yHi) * plotH;
+    for (let v = 0; v <= yHi + 1e-9; v += step) yTicks.push([v, String(Number(v.toPrecision(3)))]);
+  }
+  out.push(
+    `<rect x="${PANEL.left}" y="${PANEL.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#ccc"/>`,
+  );
+  for (const [v, text] of yTicks) {
+    const y = sy(v).toFixed(1);
+    out.push(`<line x1="${PANEL.left}" x2="${PANEL.left + plotW}" y1="${y}" y2="${y}" stroke="#eee"/>`);
+    out.push(
+      `<text x="${PANEL.left - 6}" y="${y}" font-size="10" text-anchor="end" dominant-baseline="middle">${text}</text>`,
+    );
+  }
+  for (let e = xLo; e <= xHi; e++) {
+    for (const m of e < xHi ? [1, 3] : [1]) {
+      const n = m * 10 ** e;
+      const x = sx(n).toFixed(1);
+      out.push(`<line x1="${x}" x2="${x}" y1="${PANEL.top}" y2="${PANEL.top + plotH}" stroke="#eee"/>`);
+      out.push(
+        `<text x="${x}" y="${PANEL.top + plotH + 14}" font-size="10" text-anchor="middle">${n.toLocaleString("en")}</text>`,
+      );
+    }
+  }
+  out.push(
+    `<text x="${PANEL.left + plotW / 2}" y="${PANEL.top + plotH + 32}" font-size="11" text-anchor="middle">resources (N, log scale)</text>`,
+  );
+  for (const line of lines) {
+    const pts = line.points.filter(([n, v]) => n > 0 && (!logY || v > 0));
+    if (pts.length === 0) continue;
+    const d = pts
+      .map(([n, v], i) => `${i === 0 ? "M" : "L"}${sx(n).toFixed(1)},${sy(v).toFixed(1)}`)
+      .join(" ");
+    const dash = line.dash ? ` stroke-dasharray="${line.dash}"` : "";
+    out.push(
+      `<path d="${d}" fill="none" stroke="${line.color}" stroke-width="2"${dash}><title>${xml(line.name)}</title></path>`,
+    );
+    if (line.name !== "∝ N") {
+      for (const [n, v] of pts) {
+        out.push(
+          `<circle cx="${sx(n).toFixed(1)}" cy="${sy(v).toFixed(1)}" r="3" fill="${line.color}"><title>${xml(line.name)} N=${n}: ${fmt(v)}</title></circle>`,
+        );
+      }
+    }
+  }
+  out.push("</g>");
+  return out.join("\n");
+}
+
+function niceStep(raw: number): number {
+  const power = 10 ** Math.floor(Math.log10(raw || 1));
+  const m = raw / power;
+  return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * power;
+}
+
+const xml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
