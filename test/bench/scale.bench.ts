@@ -60,7 +60,7 @@ const ROOT = join(import.meta.dirname, "..", "..");
 const CACHE = join(ROOT, "node_modules", ".cache", "dms-scale-bench");
 const LOGS = join(CACHE, "logs");
 /** Reconciles at once: the operator's default `--concurrency`, and the baseline patches' concurrency. */
-const CONCURRENCY = 4;
+const CONCURRENCY = 16;
 /** The operator's `--qps` in every phase (its default burst, 40, stays). */
 const QPS = 50;
 /** Requests in flight while this process applies resources. */
