@@ -165,9 +165,18 @@ type Verdict = { status: Condition["status"]; reason: string; message: string };
 function readiness(
   observed: Deployment,
   revision: RevisionObservation | undefined,
+  previous: DeploymentResourceStatus,
 ): { ready: Verdict; progress?: Verdict; stalled?: Verdict } {
   const { status, latest_revision_id: latest, active_revision_id: active } = observed;
   const latestRevision = revision && revision.id === latest ? revision : undefined;
+  // A revision read DEPLOYED after the deployment was read: the deployment will show it active at
+  // the next look. Only when a second look still does not (a service that never says so) does
+  // the revision's word end the rollout.
+  const deployedBefore = previous.latestRevisionId === latest && previous.latestRevisionStatus === "DEPLOYED";
+  const done =
+    latestRevision !== undefined &&
+    isDoneRevision(latestRevision.status) &&
+    (latestRevision.status !== "DEPLOYED" || deployedBefore);
   if (latestRevision && isFailedRevision(latestRevision.status) && status !== "AWAITING_DELETE") {
     const v = {
       status: "False" as const,
@@ -187,7 +196,7 @@ function readiness(
           },
         };
       }
-      if (latestRevision && isDoneRevision(latestRevision.status)) {
+      if (latestRevision && done) {
         return {
           ready: {
             status: "True",
@@ -315,7 +324,7 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   let progress: Verdict | undefined;
   let revisionStall: Verdict | undefined;
   if (observed) {
-    ({ ready, progress, stalled: revisionStall } = readiness(observed, input.revision));
+    ({ ready, progress, stalled: revisionStall } = readiness(observed, input.revision, previous));
     if (input.revision && input.revision.id === observed.latest_revision_id)
       status.latestRevisionStatus = input.revision.status;
   } else if (observed === null && sync.kind === "deleting")
