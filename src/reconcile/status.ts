@@ -177,7 +177,7 @@ function readiness(
     latestRevision !== undefined &&
     isDoneRevision(latestRevision.status) &&
     (latestRevision.status !== "DEPLOYED" || deployedBefore);
-  if (latestRevision && isFailedRevision(latestRevision.status) && status !== "AWAITING_DELETE") {
+  if (latestRevision && isFailedRevision(latestRevision.status) && !isBeingDeleted(status)) {
     const v = {
       status: "False" as const,
       reason: REASON.RevisionFailed,
@@ -404,4 +404,12 @@ function remoteFields(observed: Deployment): DeploymentResourceStatus {
  */
 export function shortRevisions(d: Pick<Deployment, "latest_revision_id" | "active_revision_id">): string {
   return `${(d.latest_revision_id ?? "-").slice(0, 8)}/${(d.active_revision_id ?? "-").slice(0, 8)}`;
+}
+
+/**
+ * True when the service says the deployment is on its way out: `AWAITING_DELETE`, and the values
+ * outside the spec the real service uses while it finishes a delete (`AWAITING_FINAL_DELETE`).
+ */
+export function isBeingDeleted(remoteStatus: string): boolean {
+  return remoteStatus.includes("DELETE");
 }
