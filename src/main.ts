@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { ServiceClient } from "./api/client.ts";
-import { deploymentsPort } from "./api/port.ts";
+import { deploymentsPort } from "./api/service-adapter.ts";
 import type { ServiceConfig } from "./config.ts";
 import { KubeClient } from "./kube/client.ts";
 import { loadKubeConfig } from "./kube/config.ts";
@@ -15,7 +15,7 @@ import { type DeploymentObject, KubeDeployments } from "./kube/deployments.ts";
 import { KubeEventRecorder } from "./kube/events.ts";
 import { KubeLease } from "./kube/lease.ts";
 import { objectKey, refOf } from "./kube/object.ts";
-import { eventsPort, resourcePort, secretsPort } from "./kube/ports.ts";
+import { eventsPort, resourcePort, secretsPort } from "./kube/reconcile-adapters.ts";
 import { KubeSecrets } from "./kube/secrets.ts";
 import { CLAIM_INDEX, claimedName, claimIndexer } from "./reconcile/claims.ts";
 import { SECRET_INDEX, secretIndexer } from "./reconcile/inputs.ts";
@@ -41,6 +41,8 @@ export interface OperatorConfig {
   service: ServiceConfig;
   kubeconfig?: string;
   context?: string;
+  /** The pod this instance runs in (`POD_NAME`, from the downward API): the base of its identity. */
+  podName?: string;
   /** Namespaces to watch; empty means all. */
   namespaces: string[];
   labelSelector?: string;
@@ -94,7 +96,7 @@ export interface OperatorDeps {
 export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Operator {
   const { logger } = deps;
   const clock = deps.clock ?? systemClock;
-  const identity = deps.identity ?? `${process.env.POD_NAME ?? hostname()}_${randomBytes(4).toString("hex")}`;
+  const identity = deps.identity ?? `${config.podName ?? hostname()}_${randomBytes(4).toString("hex")}`;
   const kube = loadKubeConfig({
     ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
     ...(config.context ? { context: config.context } : {}),
@@ -277,7 +279,7 @@ function elector(
   clock: Clock,
 ): LeaderElector {
   const le = config.leaderElection;
-  const namespace = le.namespace ?? process.env.POD_NAMESPACE ?? contextNamespace ?? "default";
+  const namespace = le.namespace ?? contextNamespace ?? "default";
   return new LeaderElector({
     lease: new KubeLease(client, { namespace, name: le.name }),
     identity,

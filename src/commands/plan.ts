@@ -4,7 +4,7 @@
  * nothing to do, 2 changes planned, 1 error — so it can gate a pull request. Reads only.
  */
 import { type Command, Option } from "commander";
-import { deploymentsPort } from "../api/port.ts";
+import { deploymentsPort } from "../api/service-adapter.ts";
 import type { ServiceFlags } from "../config.ts";
 import { readManifestFiles, STDIN_NAME, STDIN_PATH } from "../gitops/files.ts";
 import type { ClusterReader, LiveResource } from "../gitops/live.ts";
@@ -16,7 +16,7 @@ import { loadKubeConfig } from "../kube/config.ts";
 import { DEPLOYMENTS, decodeDeployment, KubeDeployments } from "../kube/deployments.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import { listItems } from "../kube/object.ts";
-import { secretsPort } from "../kube/ports.ts";
+import { secretsPort } from "../kube/reconcile-adapters.ts";
 import { collectionPath } from "../kube/reflector.ts";
 import { KubeSecrets } from "../kube/secrets.ts";
 import { systemClock } from "../runtime/clock.ts";

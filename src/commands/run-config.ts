@@ -167,9 +167,13 @@ export function runConfigFrom(
     ...(pick("labelSelector") ? { labelSelector: pick("labelSelector") } : {}),
     concurrency,
     resyncMs,
+    ...(env.POD_NAME ? { podName: env.POD_NAME } : {}),
     leaderElection: {
       enabled: leaderElect ?? true,
-      ...(pick("leaderElectionNamespace") ? { namespace: pick("leaderElectionNamespace") } : {}),
+      // In a pod the downward API's POD_NAMESPACE is the default: the Lease lives beside the operator.
+      ...((pick("leaderElectionNamespace") ?? env.POD_NAMESPACE)
+        ? { namespace: pick("leaderElectionNamespace") ?? env.POD_NAMESPACE }
+        : {}),
       name: pick("leaderElectionId") ?? "dms-operator-leader",
       leaseDurationMs,
       renewDeadlineMs,

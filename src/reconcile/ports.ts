@@ -1,6 +1,7 @@
 /**
  * The narrow ports the reconciler talks to. Adapters at the edge implement them: the service
- * client (`src/api/`) and the Kubernetes adapters (`src/kube/`), wired in `src/commands/run.ts`.
+ * client through `src/api/service-adapter.ts` and the Kubernetes adapters through
+ * `src/kube/reconcile-adapters.ts`, wired in `src/main.ts`.
  * Nothing here imports an HTTP or Kubernetes client, so the reconciler is tested against the
  * real adapters or small in-memory ones alike.
  */

@@ -145,3 +145,19 @@ describe("runConfigFrom revision tracking", () => {
     });
   });
 });
+
+describe("runConfigFrom in a pod", () => {
+  it("takes the downward API's POD_NAME and POD_NAMESPACE, and a flag still wins", () => {
+    const env = { POD_NAME: "dms-operator-7f9c-abcde", POD_NAMESPACE: "dms-system" };
+    expect(runConfigFrom(base, env)).toMatchObject({
+      ok: true,
+      config: { podName: "dms-operator-7f9c-abcde", leaderElection: { namespace: "dms-system" } },
+    });
+    expect(runConfigFrom({ ...base, leaderElectionNamespace: "ops" }, env)).toMatchObject({
+      config: { leaderElection: { namespace: "ops" } },
+    });
+    const outside = runConfigFrom(base, {});
+    expect(outside.ok && outside.config.podName).toBeUndefined();
+    expect(outside.ok && outside.config.leaderElection.namespace).toBeUndefined();
+  });
+});

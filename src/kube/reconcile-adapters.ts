@@ -1,5 +1,5 @@
 /**
- * The Kubernetes adapters seen through the reconciler's ports.
+ * The adapters from the Kubernetes resources, Secrets and events to the reconciler's ports.
  */
 import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "../reconcile/ports.ts";
 import type { KubeDeployments } from "./deployments.ts";

@@ -1,5 +1,5 @@
 /**
- * The service client seen through the reconciler's {@link DeploymentsPort}.
+ * The adapter from the service client to the reconciler's {@link DeploymentsPort}.
  */
 import { UnreadableDeploymentError } from "../reconcile/observe.ts";
 import type { DeploymentsPort, Listing } from "../reconcile/ports.ts";
