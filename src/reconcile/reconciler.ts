@@ -12,7 +12,7 @@ import type { Deployment } from "../api/wire.ts";
 import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
 import { type DeploymentResourceStatus, FINALIZER } from "../crd/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
-import { type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
+import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
 import { parseObjectKey } from "../runtime/keys.ts";
 import { isPaused, reconcileInterval, reconcileRequestedAt } from "./annotations.ts";
 import { claimedName, olderClaimant } from "./claims.ts";
@@ -102,7 +102,7 @@ export class DeploymentReconciler {
   readonly reconcile = async (key: string, signal: AbortSignal): Promise<ReconcileResult> => {
     const { namespace, name } = parseObjectKey(key);
     const obj = this.#o.resources.get({ namespace, name });
-    if (!obj) return { gone: true };
+    if (!obj) return Action.gone();
     const run: Run = {
       obj,
       now: new Date(this.#o.clock.now()),
@@ -280,7 +280,7 @@ export class DeploymentReconciler {
    */
   async #finalize(run: Run, signal: AbortSignal): Promise<ReconcileResult> {
     const { obj } = run;
-    if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) return { gone: true };
+    if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) return Action.gone();
     if (cleansUpOnDelete(obj) && !this.#holder(obj)) {
       const found = await this.#owned(obj, signal);
       if (found.deployment) {
@@ -297,7 +297,7 @@ export class DeploymentReconciler {
       }
     }
     await this.#o.resources.removeFinalizer(obj, FINALIZER, signal);
-    return { gone: true };
+    return Action.gone();
   }
 
   /** The deployment `obj` owns: by its recorded id, or by name while its create is pending. */
@@ -356,9 +356,8 @@ export class DeploymentReconciler {
     // Work in progress, or a create the service has not listed yet (its intent still recorded):
     // look again after a poll interval; the rollout poller has read the deployment meanwhile.
     if ((isReconciling(next) || next.createRequestedAt) && sync.kind !== "failed")
-      return { requeueAfterMs: this.#o.pollMs };
-    const interval = reconcileInterval(run.obj);
-    return interval ? { resyncIntervalMs: interval } : {};
+      return Action.requeueAfter(this.#o.pollMs);
+    return Action.done(reconcileInterval(run.obj));
   }
 
   /**
@@ -368,7 +367,7 @@ export class DeploymentReconciler {
    * status written under a short signal of its own (the reconcile's has already aborted).
    */
   async #fail(run: Run, error: unknown, signal: AbortSignal): Promise<ReconcileResult> {
-    if (this.#o.resources.isConflict(error)) return { requeue: true };
+    if (this.#o.resources.isConflict(error)) return Action.retry();
     if (signal.aborted && !(signal.reason instanceof ReconcileTimeoutError)) throw error;
     const failure = failureOf(error, run.secrets.values);
     this.#event(run, "Warning", failure.outcome.reason, failure.outcome.message);
@@ -396,7 +395,7 @@ export class DeploymentReconciler {
     }
     if (failure.rethrow) throw failure.rethrow;
     run.log.warn({ reason: failure.outcome.reason }, failure.outcome.message);
-    return {};
+    return Action.done();
   }
 
   #event(run: Run, type: "Normal" | "Warning", reason: string, note: string): void {

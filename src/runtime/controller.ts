@@ -25,18 +25,27 @@ export class ReconcileTimeoutError extends Error {
 }
 
 /**
- * What a reconcile asks for next. The empty object means "done: resync after the usual interval".
- * - `requeueAfterMs`: run again after this long (used when sooner than the resync).
- * - `requeue`: run again after the key's backoff, without counting as an error.
- * - `resyncIntervalMs`: this key's drift resync interval (an annotation override), ±jitter.
+ * What a reconcile asks the controller to do next (kube-rs's `Action`), one of:
+ * - `done`: in line; reconcile again at the resync interval, or after `resyncAfterMs` (this
+ *   key's own interval, an annotation override), ±jitter;
+ * - `requeueAfter`: work in progress; reconcile again after `ms` (the resync, if sooner);
+ * - `retry`: not an error, but again after the key's backoff (a write lost a race);
  * - `gone`: the object no longer exists; schedule nothing (a new event will bring it back).
  */
-export interface ReconcileResult {
-  requeueAfterMs?: number;
-  requeue?: boolean;
-  resyncIntervalMs?: number;
-  gone?: boolean;
-}
+export type ReconcileResult =
+  | { kind: "done"; resyncAfterMs?: number }
+  | { kind: "requeueAfter"; ms: number }
+  | { kind: "retry" }
+  | { kind: "gone" };
+
+/** The {@link ReconcileResult}s, built by name. */
+export const Action = {
+  done: (resyncAfterMs?: number): ReconcileResult =>
+    resyncAfterMs === undefined ? { kind: "done" } : { kind: "done", resyncAfterMs },
+  requeueAfter: (ms: number): ReconcileResult => ({ kind: "requeueAfter", ms }),
+  retry: (): ReconcileResult => ({ kind: "retry" }),
+  gone: (): ReconcileResult => ({ kind: "gone" }),
+} as const;
 
 /**
  * Reconciles one key. Must be level-based (re-read the object), must honour `signal` (it aborts
@@ -227,7 +236,7 @@ export class Controller implements Runnable {
     try {
       // The reconciler may throw synchronously; starting it inside the promise chain catches that too.
       const result = await Promise.resolve().then(() => this.#opts.reconcile(key, signal));
-      const outcome = this.#scheduleAfterSuccess(queue, key, result ?? {});
+      const outcome = this.#scheduleAfterSuccess(queue, key, result);
       this.#metrics.reconciled?.(outcome, (this.#clock.now() - started) / 1000);
     } catch (error) {
       this.#scheduleAfterError(queue, key, error, halt.aborted);
@@ -241,17 +250,17 @@ export class Controller implements Runnable {
   }
 
   #scheduleAfterSuccess(queue: WorkQueue, key: string, result: ReconcileResult): ReconcileOutcome {
-    if (result.requeue) {
+    if (result.kind === "retry") {
       queue.addRateLimited(key);
       return "requeue";
     }
     queue.forget(key);
-    if (result.gone) return "success";
-    const interval = result.resyncIntervalMs ?? this.#opts.resyncMs ?? 600_000;
+    if (result.kind === "gone") return "success";
+    const interval =
+      (result.kind === "done" ? result.resyncAfterMs : undefined) ?? this.#opts.resyncMs ?? 600_000;
     const resync = interval > 0 ? spread(interval, this.#opts.resyncJitter ?? 0.1, this.#random) : undefined;
-    const requeueAfter = result.requeueAfterMs;
-    if (requeueAfter !== undefined && requeueAfter >= 0 && (resync === undefined || requeueAfter < resync)) {
-      queue.addAfter(key, requeueAfter);
+    if (result.kind === "requeueAfter" && result.ms >= 0 && (resync === undefined || result.ms < resync)) {
+      queue.addAfter(key, result.ms);
       return "requeue_after";
     }
     if (resync !== undefined) queue.addAfter(key, resync);

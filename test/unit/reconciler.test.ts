@@ -207,7 +207,7 @@ const cases: Case[] = [
     arrange: async (w) => {
       await w.applied();
     },
-    outcome: { result: { requeueAfterMs: POLL_MS } },
+    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
     calls: { create: 1 },
     conditions: {
       Ready: "False/AwaitingDatabase",
@@ -236,7 +236,7 @@ const cases: Case[] = [
         return create(body, signal);
       };
     },
-    outcome: { result: { requeueAfterMs: POLL_MS } },
+    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
     calls: { create: 1 },
     events: ["Normal/Created"],
     also: (w) => expect(w.resources.stored(REF)?.metadata.resourceVersion).toBe("3"),
@@ -247,7 +247,7 @@ const cases: Case[] = [
       w.existing();
       await w.applied();
     },
-    outcome: { result: {} },
+    outcome: { result: { kind: "done" } },
     calls: {},
     conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
     events: ["Normal/Adopted"],
@@ -262,7 +262,7 @@ const cases: Case[] = [
       await w.settled();
       w.resources.writes.patchStatus = 0;
     },
-    outcome: { result: {} },
+    outcome: { result: { kind: "done" } },
     calls: {},
     conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
     events: [],
@@ -276,7 +276,7 @@ const cases: Case[] = [
         o.spec.sourceConfig = { customUrl: "https://agent-2.example" };
       });
     },
-    outcome: { result: {} },
+    outcome: { result: { kind: "done" } },
     calls: { getById: 1, patch: 1 },
     conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
     events: ["Normal/Updated"],
@@ -295,7 +295,7 @@ const cases: Case[] = [
         o.spec.sourceRevisionConfig = { imageUri: "repo/agent:2" };
       });
     },
-    outcome: { result: { requeueAfterMs: POLL_MS } },
+    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
     calls: { getById: 1, patch: 1 },
     conditions: {
       Ready: "False/RolloutInProgress",
@@ -318,7 +318,7 @@ const cases: Case[] = [
       w.service.store.drift(deployment.id, { source_config: { custom_url: "https://elsewhere.example" } });
       await w.resync();
     },
-    outcome: { result: {} },
+    outcome: { result: { kind: "done" } },
     calls: { patch: 1 },
     conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
     events: ["Normal/DriftCorrected"],
@@ -332,7 +332,7 @@ const cases: Case[] = [
     arrange: (w) => {
       w.apply({}, { annotations: { [ANNOTATION_PAUSED]: "true" } });
     },
-    outcome: { result: {} },
+    outcome: { result: { kind: "done" } },
     calls: {},
     conditions: { Ready: "Unknown/Paused", Synced: "False/Paused" },
     events: [],
@@ -343,7 +343,7 @@ const cases: Case[] = [
       w.existing({ ...BODY, source_config: { custom_url: "https://elsewhere.example" } });
       await w.applied({ managementPolicy: "ObserveOnly", deletionPolicy: "Delete" });
     },
-    outcome: { result: {} },
+    outcome: { result: { kind: "done" } },
     calls: {},
     conditions: { Ready: "True/Available", Synced: "False/Drifted" },
     events: [],
@@ -361,7 +361,7 @@ const cases: Case[] = [
     arrange: async (w) => {
       await w.applied({ managementPolicy: "ObserveOnly" });
     },
-    outcome: { result: {} },
+    outcome: { result: { kind: "done" } },
     calls: {},
     conditions: { Ready: "False/NotFound", Synced: "False/Drifted" },
     events: [],
@@ -372,7 +372,7 @@ const cases: Case[] = [
       w.existing({ name: "agent", source: "internal_docker" });
       await w.applied({ deletionPolicy: "Delete" });
     },
-    outcome: { result: {} },
+    outcome: { result: { kind: "done" } },
     calls: {},
     // Ready stays unknown: the deployment found is not this resource's to report on.
     conditions: { Ready: "Unknown/Unknown", Synced: "False/Immutable", Stalled: "True/Immutable" },
@@ -391,7 +391,7 @@ const cases: Case[] = [
       w.clock.advance(1_000);
       await w.applied({ deletionPolicy: "Delete" });
     },
-    outcome: { result: {} },
+    outcome: { result: { kind: "done" } },
     calls: {},
     conditions: { Ready: "Unknown/Unknown", Synced: "False/NameConflict", Stalled: "True/NameConflict" },
     events: ["Warning/NameConflict"],
@@ -416,7 +416,7 @@ const cases: Case[] = [
       });
       w.resources.delete(REF);
     },
-    outcome: { result: { gone: true } },
+    outcome: { result: { kind: "gone" } },
     calls: {},
     conditions: undefined,
     events: [],
@@ -431,7 +431,7 @@ const cases: Case[] = [
       await w.settled({ deletionPolicy: "Delete" });
       w.resources.delete(REF);
     },
-    outcome: { result: { requeueAfterMs: POLL_MS } },
+    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
     calls: { getById: 1, delete: 1 },
     // Ready is what the service showed before the DELETE; the next look shows it deleting.
     conditions: { Ready: "True/Available", Synced: "False/Deleting", Reconciling: "True/Deleting" },
@@ -441,12 +441,12 @@ const cases: Case[] = [
       expect(w.resources.stored(REF)?.metadata.finalizers).toEqual([FINALIZER]);
       // Looked at again while the service deletes: no second DELETE.
       w.service.resetCalls();
-      expect(await w.reconcile()).toEqual({ requeueAfterMs: POLL_MS });
+      expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: POLL_MS });
       expect(callsOf(w.service)).toEqual({ getById: 1 });
       expect(conditions(w.resources.stored(REF))).toMatchObject({ Ready: "False/Deleting" });
       // Gone on the service: the finalizer goes, and with it the object.
       w.clock.advance(2_000);
-      expect(await w.reconcile()).toEqual({ gone: true });
+      expect(await w.reconcile()).toEqual({ kind: "gone" });
       expect(w.resources.stored(REF)).toBeUndefined();
       expect(w.events.reasons()).toEqual(["Normal/Deleting", "Normal/Deleted"]);
     },
@@ -459,7 +459,7 @@ const cases: Case[] = [
       w.clock.advance(2_000);
       w.resources.delete(REF);
     },
-    outcome: { result: { gone: true } },
+    outcome: { result: { kind: "gone" } },
     calls: { getById: 1 },
     conditions: undefined,
     events: ["Normal/Deleted"],
@@ -468,7 +468,7 @@ const cases: Case[] = [
   {
     reason: "an object already gone from the cache: nothing to do",
     arrange: () => {},
-    outcome: { result: { gone: true } },
+    outcome: { result: { kind: "gone" } },
     calls: {},
     conditions: undefined,
     events: [],
@@ -510,7 +510,7 @@ const cases: Case[] = [
     also: async (w) => {
       w.service.resetCalls();
       // The deployment is still provisioning: adopted, and looked at again after the poll period.
-      expect(await w.reconcile()).toEqual({ requeueAfterMs: POLL_MS });
+      expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: POLL_MS });
       // The 409's lookup taught the snapshot the name: the retry costs no call.
       expect(callsOf(w.service)).toEqual({});
       expect(w.events.reasons()).toEqual(["Warning/ReconcileError", "Normal/Adopted"]);
@@ -551,7 +551,7 @@ const cases: Case[] = [
         secrets: [{ name: "API_KEY", valueFrom: { secretKeyRef: { name: "agent-keys", key: "api" } } }],
       });
     },
-    outcome: { result: {} },
+    outcome: { result: { kind: "done" } },
     calls: {},
     conditions: { Ready: "Unknown/Unknown", Synced: "False/SecretNotFound", Stalled: "True/SecretNotFound" },
     events: ["Warning/SecretNotFound"],
@@ -574,7 +574,7 @@ const cases: Case[] = [
       });
       w.resources.delete(REF);
     },
-    outcome: { result: { requeueAfterMs: POLL_MS } },
+    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
     calls: { findByName: 1, delete: 1 },
     events: ["Normal/Deleting"],
     also: (w) => expect(w.service.store.getByName("agent")?.status).toBe("AWAITING_DELETE"),
@@ -590,7 +590,7 @@ const cases: Case[] = [
       });
       w.resources.delete(REF);
     },
-    outcome: { result: { gone: true } },
+    outcome: { result: { kind: "gone" } },
     calls: {},
     conditions: undefined,
     events: [],
@@ -607,7 +607,7 @@ const cases: Case[] = [
         o.metadata.annotations = { [ANNOTATION_RECONCILE_REQUESTED_AT]: "2030-01-01T01:00:00Z" };
       });
     },
-    outcome: { result: {} },
+    outcome: { result: { kind: "done" } },
     calls: { getById: 1 },
     conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
     events: [],
@@ -621,7 +621,7 @@ const cases: Case[] = [
         o.metadata.annotations = { [ANNOTATION_RECONCILE_INTERVAL]: "2m" };
       });
     },
-    outcome: { result: { resyncIntervalMs: 120_000 } },
+    outcome: { result: { kind: "done", resyncAfterMs: 120_000 } },
     calls: {},
     events: [],
   },
@@ -636,7 +636,7 @@ const cases: Case[] = [
       });
       w.secrets.set("default", "agent-keys", { api: "sk-new-9876543210" });
     },
-    outcome: { result: { requeueAfterMs: POLL_MS } },
+    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
     calls: { patch: 1 },
     conditions: {
       Ready: "False/RolloutInProgress",
@@ -666,7 +666,7 @@ const cases: Case[] = [
       w.clock.advance(GRACE_MS + 1_000);
       await w.resync();
     },
-    outcome: { result: { requeueAfterMs: POLL_MS } },
+    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
     calls: { findByName: 1, create: 1 },
     events: ["Normal/Created"],
     also: (w) => expect(w.service.store.list()).toHaveLength(1),
@@ -710,7 +710,7 @@ describe("DeploymentReconciler when reads lag", () => {
     await w.resync();
     const signal = new AbortController().signal;
 
-    expect(await w.reconcile()).toEqual({ requeueAfterMs: POLL_MS });
+    expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: POLL_MS });
     const created = w.resources.get(REF);
     expect(conditions(created)).toMatchObject({ Ready: "True/Available", Synced: "True/ReconcileSuccess" });
     // The POST's own answer is no proof the listing shows it: the intent stays, and the resource
@@ -719,7 +719,7 @@ describe("DeploymentReconciler when reads lag", () => {
     expect(created && pollIndexer(created)).toEqual(["polled"]);
 
     await w.snapshot.poll([created?.status?.deploymentId ?? ""], signal);
-    expect(await w.reconcile()).toEqual({});
+    expect(await w.reconcile()).toEqual({ kind: "done" });
     const confirmed = w.resources.get(REF);
     expect(confirmed?.status?.createRequestedAt).toBeUndefined();
     expect(confirmed && pollIndexer(confirmed)).toEqual([]);
@@ -731,7 +731,7 @@ describe("DeploymentReconciler when reads lag", () => {
     const before = w.apply();
     w.service.lagMs = 30_000;
     await w.resync();
-    expect(await w.reconcile()).toEqual({ requeueAfterMs: POLL_MS });
+    expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: POLL_MS });
     expect(w.service.calls.create).toBe(1);
 
     // A new process whose watch cache still holds the object as it was before the create, and
@@ -739,13 +739,13 @@ describe("DeploymentReconciler when reads lag", () => {
     w.restart();
     w.resources.lag(before);
     await w.resync();
-    expect(await w.reconcile()).toEqual({ requeue: true });
+    expect(await w.reconcile()).toEqual({ kind: "retry" });
     expect(callsOf(w.service)).toEqual({});
 
     // The cache catches up: the recorded intent holds the create back while the listing lags.
     w.resources.catchUp();
     w.clock.advance(1_000);
-    expect(await w.reconcile()).toEqual({ requeueAfterMs: POLL_MS });
+    expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: POLL_MS });
     expect(callsOf(w.service)).toEqual({ getById: 1, findByName: 1 });
     const waiting = w.resources.stored(REF);
     expect(conditions(waiting)).toEqual({
@@ -759,7 +759,7 @@ describe("DeploymentReconciler when reads lag", () => {
     // Listed at last: the intent is fulfilled, and the service holds one deployment.
     w.clock.advance(30_000);
     w.service.resetCalls();
-    expect(await w.reconcile()).toEqual({});
+    expect(await w.reconcile()).toEqual({ kind: "done" });
     expect(callsOf(w.service)).toEqual({ getById: 1 });
     expect(w.resources.stored(REF)?.status?.createRequestedAt).toBeUndefined();
     expect(conditions(w.resources.stored(REF))).toEqual({
@@ -786,11 +786,11 @@ describe("DeploymentReconciler when reads lag", () => {
 
     w.service.resetCalls();
     w.clock.advance(POLL_MS);
-    expect(await w.reconcile()).toEqual({ requeueAfterMs: POLL_MS });
+    expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: POLL_MS });
     expect(callsOf(w.service)).toEqual({ findByName: 1 });
 
     w.clock.advance(30_000);
-    expect(await w.reconcile()).toEqual({});
+    expect(await w.reconcile()).toEqual({ kind: "done" });
     expect(w.service.calls.create).toBe(0);
     expect(w.events.reasons()).toEqual(["Warning/ReconcileError", "Normal/Created"]);
     expect(w.resources.stored(REF)?.status?.deploymentId).toBe(w.service.store.getByName("agent")?.id);

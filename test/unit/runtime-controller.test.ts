@@ -43,7 +43,7 @@ function startController(reconcile: Reconcile, options: Partial<ControllerOption
   };
 }
 
-const ok = async (): Promise<ReconcileResult> => ({});
+const ok = async (): Promise<ReconcileResult> => ({ kind: "done" });
 const deferred = () => {
   let resolve: () => void = () => {};
   const promise = new Promise<void>((r) => {
@@ -67,7 +67,7 @@ describe("Controller", () => {
         );
         await new Promise((r) => setTimeout(r, 1_000));
         inFlight.set(key, (inFlight.get(key) ?? 0) - 1);
-        return {};
+        return { kind: "done" };
       },
       { concurrency: 3 },
     );
@@ -86,7 +86,7 @@ describe("Controller", () => {
     let failures = 3;
     const { controller, times } = startController(async () => {
       if (failures-- > 0) throw new Error("service unavailable");
-      return {};
+      return { kind: "done" };
     });
     controller.enqueue("ns/a");
     await vi.advanceTimersByTimeAsync(60_000);
@@ -115,7 +115,7 @@ describe("Controller", () => {
         first = false;
         throw Object.assign(new Error("too many requests"), { retryAfterMs: 30_000 });
       }
-      return {};
+      return { kind: "done" };
     });
     controller.enqueue("ns/a");
     await vi.advanceTimersByTimeAsync(60_000);
@@ -127,7 +127,7 @@ describe("Controller", () => {
     const { controller, times } = startController((() => {
       calls++;
       if (calls === 1) throw new Error("boom");
-      return Promise.resolve({});
+      return Promise.resolve({ kind: "done" });
     }) as Reconcile);
     controller.enqueue("ns/a");
     await vi.advanceTimersByTimeAsync(5_000);
@@ -138,7 +138,7 @@ describe("Controller", () => {
     const randoms = [0, 0.9999, 0.5];
     let i = 0;
     const { controller, times } = startController(
-      async (key) => (key === "ns/b" ? { resyncIntervalMs: 60_000 } : {}),
+      async (key) => (key === "ns/b" ? { kind: "done", resyncAfterMs: 60_000 } : { kind: "done" }),
       {
         resyncMs: 600_000,
         resyncJitter: 0.1,
@@ -167,17 +167,20 @@ describe("Controller", () => {
 
   it("requeues after the asked delay when it is sooner than the resync", async () => {
     let n = 0;
-    const { controller, times } = startController(async () => (n++ === 0 ? { requeueAfterMs: 5_000 } : {}), {
-      resyncMs: 600_000,
-      resyncJitter: 0,
-    });
+    const { controller, times } = startController(
+      async () => (n++ === 0 ? { kind: "requeueAfter", ms: 5_000 } : { kind: "done" }),
+      {
+        resyncMs: 600_000,
+        resyncJitter: 0,
+      },
+    );
     controller.enqueue("ns/a");
     await vi.advanceTimersByTimeAsync(700_000);
     expect(times("ns/a")).toEqual([0, 5_000, 605_000]);
   });
 
   it("schedules nothing for an object that is gone", async () => {
-    const { controller, times } = startController(async () => ({ gone: true }), { resyncMs: 1_000 });
+    const { controller, times } = startController(async () => ({ kind: "gone" }), { resyncMs: 1_000 });
     controller.enqueue("ns/a");
     await vi.advanceTimersByTimeAsync(100_000);
     expect(times("ns/a")).toEqual([0]);
@@ -209,7 +212,7 @@ describe("Controller", () => {
         await gate.promise;
         finished = true;
       }
-      return {};
+      return { kind: "done" };
     });
     controller.enqueue("ns/a");
     await vi.advanceTimersByTimeAsync(0);
@@ -274,9 +277,9 @@ describe("Controller", () => {
       async () => {
         n++;
         if (n === 1) throw new TerminalError("bad spec");
-        if (n === 2) return { requeueAfterMs: 1 };
-        if (n === 3) return { requeue: true };
-        return {};
+        if (n === 2) return { kind: "requeueAfter", ms: 1 };
+        if (n === 3) return { kind: "retry" };
+        return { kind: "done" };
       },
       {
         resyncMs: 600_000,

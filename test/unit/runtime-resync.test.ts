@@ -19,7 +19,7 @@ function start(keys: string[], reconcileMs: number, prepare?: () => Promise<void
   const reconcile = async (key: string): Promise<ReconcileResult> => {
     log.push(`reconcile ${key} held=${held}`);
     await new Promise((r) => setTimeout(r, reconcileMs));
-    return {};
+    return { kind: "done" };
   };
   const controller = new Controller({ name: "test", reconcile, resyncMs: 0, random: () => 0.5 });
   const resync = new ResyncedController({
@@ -104,7 +104,7 @@ describe("Controller.pass", () => {
     const reconcile = async (key: string): Promise<ReconcileResult> => {
       await new Promise((r) => setTimeout(r, 100));
       if (key === "ns/bad") throw new Error("boom");
-      return {};
+      return { kind: "done" };
     };
     const controller = new Controller({ name: "test", reconcile, resyncMs: 0, backoff: { jitter: 0 } });
     const stop = new AbortController();
@@ -124,7 +124,11 @@ describe("Controller.pass", () => {
   });
 
   it("ends at once when the controller is not running, and when it stops", async () => {
-    const controller = new Controller({ name: "test", reconcile: async () => ({}), resyncMs: 0 });
+    const controller = new Controller({
+      name: "test",
+      reconcile: async () => ({ kind: "done" }),
+      resyncMs: 0,
+    });
     await controller.pass(["ns/a"], 0);
     const stop = new AbortController();
     const running = controller.start(stop.signal);
