@@ -66,6 +66,16 @@ export interface ReconcilerOptions {
   revisionTracking?: boolean;
 }
 
+/** What {@link DeploymentReconciler}'s status write has to go on besides the outcome. */
+interface FinishOptions {
+  /** The service's deployment: `null` when known not to exist, absent when not looked at. */
+  observed?: Deployment | null | undefined;
+  /** Controller bookkeeping to write alongside. */
+  record?: StatusRecord;
+  /** Keep the recorded deployment id although none was observed (a create not listed yet). */
+  keepDeploymentId?: boolean;
+}
+
 /** How long the status write reporting a timed-out reconcile may take. */
 const STATUS_AFTER_TIMEOUT_MS = 5_000;
 
@@ -127,14 +137,16 @@ export class DeploymentReconciler {
     // The loser of a name conflict owns nothing on the service: no finalizer, so that deleting it
     // can never delete the holder's deployment.
     if (!holder) run.obj = await this.#syncFinalizer(run.obj, signal);
-    if (isPaused(run.obj)) return this.#finish(run, { kind: "paused" }, undefined, signal);
+    if (isPaused(run.obj)) return this.#finish(run, { kind: "paused" }, signal);
     if (holder) {
       const message = nameConflictMessage(run.obj, holder);
       this.#event(run, "Warning", REASON.NameConflict, message);
       const conflict = { kind: "failed", reason: REASON.NameConflict, message, stalled: true } as const;
-      return this.#finish(run, conflict, undefined, signal);
+      return this.#finish(run, conflict, signal);
     }
 
+    // Read before the mapping, which may fail: the values read are scrubbed from any report.
+    run.secrets = await readSecrets(run.obj.spec, run.obj.metadata.namespace ?? "", this.#o.secrets, signal);
     const { desired, record } = await this.#desired(run, signal);
     const status = run.obj.status ?? {};
     const found = await observe(
@@ -151,14 +163,14 @@ export class DeploymentReconciler {
 
     if (observeOnly) {
       const drift = observedDrift(desired.name, found.deployment, decision);
-      return this.#finish(run, { kind: "observed", drift }, found.deployment, signal, record);
+      return this.#finish(run, { kind: "observed", drift }, signal, { observed: found.deployment, record });
     }
     if (decision.action === "blocked") {
       // A deployment found by name that cannot become the spec's (another source) is someone
       // else's: recording its id would make it ours, and deletionPolicy Delete would delete it.
       const owned = found.adopted ? undefined : found.deployment;
       const blocked = outcomeFromProblems(decision.problems) ?? { kind: "synced" as const };
-      return this.#finish(run, blocked, owned, signal, record);
+      return this.#finish(run, blocked, signal, { observed: owned, record });
     }
     if (found.adopted && found.deployment) {
       // Found by name while a create of ours was pending: it is that create (a restart or a lost
@@ -169,7 +181,8 @@ export class DeploymentReconciler {
     if (decision.action === "create") return this.#create(run, decision, record, signal);
     const outcome = outcomeFromProblems(decision.problems) ?? { kind: "synced" as const };
     record.appliedSecretsHash = decision.secretsHash ?? status.appliedSecretsHash ?? null;
-    if (decision.action === "noop") return this.#finish(run, outcome, found.deployment, signal, record);
+    if (decision.action === "noop")
+      return this.#finish(run, outcome, signal, { observed: found.deployment, record });
     if (!found.deployment) throw new Error("a patch was planned without a deployment to patch");
 
     const updated = await this.#o.service
@@ -177,7 +190,7 @@ export class DeploymentReconciler {
       .catch((error: unknown) => this.#forgetIfGone(found.deployment?.id, error));
     this.#o.snapshot.remember(updated);
     this.#event(run, "Normal", updateReason(run.obj, decision, found.adopted), updateNote(decision));
-    return this.#finish(run, outcome, updated, signal, record);
+    return this.#finish(run, outcome, signal, { observed: updated, record });
   }
 
   /**
@@ -210,13 +223,12 @@ export class DeploymentReconciler {
     throw error;
   }
 
-  /** The spec in wire terms, with its Secrets read and its GitHub shorthand resolved. */
+  /** The spec in wire terms, with the Secrets `run` read and its GitHub shorthand resolved. */
   async #desired(
     run: Run,
     signal: AbortSignal,
   ): Promise<{ desired: DesiredDeployment; record: StatusRecord }> {
     const spec = run.obj.spec;
-    run.secrets = await readSecrets(spec, run.obj.metadata.namespace ?? "", this.#o.secrets, signal);
     const github = await this.#repos.resolve(spec, signal);
     const desired = desiredFromSpec(spec, run.obj.metadata.name, {
       secretData: run.secrets.data,
@@ -236,15 +248,9 @@ export class DeploymentReconciler {
     if (requestedAt && this.#o.clock.now() - Date.parse(requestedAt) < this.#o.createGraceMs) {
       // A create was requested and the listing does not show it yet: it may lag behind.
       run.log.info({ requestedAt }, "create requested earlier; waiting for the service to list it");
-      return this.#finish(
-        run,
-        { kind: "synced", message: "waiting for the created deployment to be listed" },
-        null,
-        signal,
-        record,
-        // The id the create answered with stays known while the listing catches up.
-        { keepDeploymentId: true },
-      );
+      const waiting = { kind: "synced", message: "waiting for the created deployment to be listed" } as const;
+      // The id the create answered with stays known while the listing catches up.
+      return this.#finish(run, waiting, signal, { observed: null, record, keepDeploymentId: true });
     }
     // Written under the resourceVersion this reconcile read: a reconcile acting on a stale copy
     // (one that does not show an earlier intent) gets a conflict here, never a second POST.
@@ -257,7 +263,7 @@ export class DeploymentReconciler {
     this.#event(run, "Normal", "Created", createdNote(created));
     // The intent stays recorded until a lookup lists the deployment (see #reconcile).
     record.appliedSecretsHash = decision.secretsHash ?? null;
-    return this.#finish(run, { kind: "synced" }, created, signal, record);
+    return this.#finish(run, { kind: "synced" }, signal, { observed: created, record });
   }
 
   /**
@@ -289,7 +295,7 @@ export class DeploymentReconciler {
           await this.#o.service.delete(found.deployment.id, signal);
           this.#event(run, "Normal", "Deleting", `deleting the service's deployment ${found.deployment.id}`);
         }
-        return this.#finish(run, { kind: "deleting" }, found.deployment, signal);
+        return this.#finish(run, { kind: "deleting" }, signal, { observed: found.deployment });
       }
       if (obj.status?.deploymentId) {
         this.#o.snapshot.forget(obj.status.deploymentId);
@@ -325,10 +331,8 @@ export class DeploymentReconciler {
   async #finish(
     run: Run,
     sync: SyncOutcome,
-    observed: Deployment | null | undefined,
     signal: AbortSignal,
-    record: StatusRecord = {},
-    options: { keepDeploymentId?: boolean } = {},
+    { observed, record = {}, keepDeploymentId = false }: FinishOptions = {},
   ): Promise<ReconcileResult> {
     const previous = run.obj.status;
     // Revision tracking: the latest revision's status, and a Warning the first time it failed.
@@ -348,7 +352,7 @@ export class DeploymentReconciler {
       secretValues: run.secrets.values,
       revision: look.revision,
     });
-    if (options.keepDeploymentId && previous?.deploymentId) next.deploymentId = previous.deploymentId;
+    if (keepDeploymentId && previous?.deploymentId) next.deploymentId = previous.deploymentId;
     if (!statusEqual(previous, next)) {
       run.obj = await this.#o.resources.patchStatus(run.obj, next, signal);
       run.log.debug({ sync: sync.kind }, "status written");
@@ -377,13 +381,7 @@ export class DeploymentReconciler {
       ? this.#o.clock.setTimer(STATUS_AFTER_TIMEOUT_MS, () => writeWindow.abort(signal.reason))
       : () => {};
     try {
-      await this.#finish(
-        run,
-        failure.outcome,
-        undefined,
-        signal.aborted ? writeWindow.signal : signal,
-        record,
-      );
+      await this.#finish(run, failure.outcome, signal.aborted ? writeWindow.signal : signal, { record });
     } catch (statusError) {
       if (!this.#o.resources.isConflict(statusError))
         run.log.warn(
