@@ -11,13 +11,14 @@ import { deploymentsPort } from "./api/service-adapter.ts";
 import type { ServiceConfig } from "./config.ts";
 import { KubeClient } from "./kube/client.ts";
 import { loadKubeConfig } from "./kube/config.ts";
-import { type DeploymentObject, KubeDeployments } from "./kube/deployments.ts";
+import { KubeDeployments } from "./kube/deployments.ts";
 import { KubeEventRecorder } from "./kube/events.ts";
 import { KubeLease } from "./kube/lease.ts";
 import { objectKey, refOf } from "./kube/object.ts";
 import { eventsPort, resourcePort, secretsPort } from "./kube/reconcile-adapters.ts";
 import { KubeSecrets } from "./kube/secrets.ts";
-import { CLAIM_INDEX, claimedName, claimIndexer } from "./reconcile/claims.ts";
+import { subscribeTriggers } from "./kube/triggers.ts";
+import { CLAIM_INDEX, claimIndexer } from "./reconcile/claims.ts";
 import { SECRET_INDEX, secretIndexer } from "./reconcile/inputs.ts";
 import { DeploymentReconciler } from "./reconcile/reconciler.ts";
 import { POLL_INDEX, pollIndexer, RemoteSnapshot, RolloutPoller } from "./reconcile/remote.ts";
@@ -157,7 +158,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     metrics: metrics.controllerHooks("deployment"),
     logger,
   });
-  subscribeTriggers(deployments, secrets, controller);
+  subscribeTriggers(deployments, secrets, controller, CLAIM_INDEX, SECRET_INDEX);
   // Warns when the cache holds more resources than the heap limit (NODE_OPTIONS) was sized for.
   const heapBudget = new HeapBudgetCheck((fields, message) => logger.warn(fields, message));
   deployments.subscribe({ onAdd: () => heapBudget.add(1), onDelete: () => heapBudget.add(-1) });
@@ -235,38 +236,6 @@ export async function runOperator(
   );
   await operator.manager.start(signal);
   deps.logger.info("dms-operator stopped");
-}
-
-/** Enqueues reconciles on the changes that matter: not on the operator's own status writes. */
-function subscribeTriggers(deployments: KubeDeployments, secrets: KubeSecrets, controller: Controller): void {
-  const keyOf = (o: DeploymentObject) => objectKey(refOf(o));
-  deployments.subscribe({
-    onAdd: (o) => controller.enqueue(keyOf(o)),
-    onUpdate: (old, o) => {
-      if (specOrMetaChanged(old, o)) controller.enqueue(keyOf(o));
-    },
-    onDelete: (o) => {
-      controller.forget(keyOf(o));
-      // A resource that lost a name conflict to this one may now take the name.
-      for (const rival of deployments.byIndex(CLAIM_INDEX, claimedName(o))) controller.enqueue(keyOf(rival));
-    },
-  });
-  secrets.onChange((ref) => {
-    for (const o of deployments.byIndex(SECRET_INDEX, objectKey(ref))) controller.enqueue(keyOf(o));
-  });
-}
-
-/** True when an update is more than a status write: spec, annotations, labels, finalizers, deletion. */
-function specOrMetaChanged(old: DeploymentObject, o: DeploymentObject): boolean {
-  const a = old.metadata;
-  const b = o.metadata;
-  return (
-    a.generation !== b.generation ||
-    a.deletionTimestamp !== b.deletionTimestamp ||
-    JSON.stringify(a.annotations ?? {}) !== JSON.stringify(b.annotations ?? {}) ||
-    JSON.stringify(a.labels ?? {}) !== JSON.stringify(b.labels ?? {}) ||
-    JSON.stringify(a.finalizers ?? []) !== JSON.stringify(b.finalizers ?? [])
-  );
 }
 
 function elector(
