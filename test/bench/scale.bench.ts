@@ -31,6 +31,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseAllDocuments } from "yaml";
 import { OperatorProcess, operatorEnv } from "../../scripts/demo/operator-process.ts";
+import { runConfigFrom } from "../../src/commands/run-config.ts";
 import { desiredFromSpec } from "../../src/crd/mapping.ts";
 import { KubeClient, PatchType } from "../../src/kube/client.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
@@ -59,8 +60,11 @@ const ROOT = join(import.meta.dirname, "..", "..");
 /** Build output and logs of the operator under test, inside the repository (see compileOperator). */
 const CACHE = join(ROOT, "node_modules", ".cache", "dms-scale-bench");
 const LOGS = join(CACHE, "logs");
-/** Reconciles at once: the operator's default `--concurrency`, and the baseline patches' concurrency. */
-const CONCURRENCY = 4;
+/**
+ * Reconciles at once: the operator's default `--concurrency` (as `run` computes it from no flag),
+ * passed explicitly; the baseline status patches use the same.
+ */
+const CONCURRENCY = defaultConcurrency();
 /** The operator's `--qps` in every phase (its default burst, 40, stays). */
 const QPS = 50;
 /** Requests in flight while this process applies resources. */
@@ -120,6 +124,12 @@ export const benchmark: Benchmark = {
     return { rows: [], table: scaleTable(label, results) };
   },
 };
+
+function defaultConcurrency(): number {
+  const parsed = runConfigFrom({ baseUrl: "http://127.0.0.1" }, {});
+  if (!parsed.ok) throw new Error(`the operator's default settings: ${parsed.problems.join("; ")}`);
+  return parsed.config.concurrency;
+}
 
 const progress = (line: string) => process.stderr.write(`scale: ${line}\n`);
 
