@@ -1,33 +1,26 @@
 /**
- * The time the client depends on: reading a monotonic "now" and waiting. Injected so tests of
- * the rate limit and retry back-off run on a manual clock instead of sleeping. Structurally a
- * subset of the runtime's `Clock`, which can be passed as is.
+ * The time the client depends on: the runtime's {@link Clock}, of which it reads `now()` and
+ * waits with `sleep`. Injected so tests of the rate limit and retry back-off run on a manual
+ * clock instead of sleeping; any runtime `Clock` can be passed as is.
  */
-import { setTimeout as delay } from "node:timers/promises";
+import { type Clock, sleepOn } from "../runtime/clock.ts";
 
 /**
- * Contract: `now()` is in milliseconds and never goes backwards; `sleep(ms, signal)` resolves
- * after `ms` or rejects with `signal.reason` once `signal` aborts (at once if it already has).
+ * The part of {@link Clock} the client uses, under the same contract, except that the client
+ * reads only differences of `now()`: its own clock need not count from the epoch.
  */
-export interface ApiClock {
-  now(): number;
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
-}
+export type ApiClock = Pick<Clock, "now" | "sleep">;
 
-/**
- * The real clock: `performance.now()` and Node's timers. Timers are not `unref`ed on purpose: a
- * CLI waiting out a `Retry-After` must stay alive until it can retry.
- */
+/** Node's timers, not `unref`ed: a CLI waiting out a `Retry-After` must stay alive until it can retry. */
+const keptTimers: Pick<Clock, "setTimer"> = {
+  setTimer(ms, fn) {
+    const handle = setTimeout(fn, Math.max(0, ms));
+    return () => clearTimeout(handle);
+  },
+};
+
+/** The client's real clock: monotonic (`performance.now()`, which no wall-clock step moves), kept timers. */
 export const systemApiClock: ApiClock = {
   now: () => performance.now(),
-  async sleep(ms, signal) {
-    if (signal?.aborted) throw signal.reason;
-    try {
-      await delay(Math.max(0, ms), undefined, signal ? { signal } : undefined);
-    } catch (error) {
-      // timers/promises rejects with its own AbortError; the contract is the signal's reason.
-      if (signal?.aborted) throw signal.reason;
-      throw error;
-    }
-  },
+  sleep: (ms, signal) => sleepOn(keptTimers, ms, signal),
 };

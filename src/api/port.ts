@@ -1,9 +1,11 @@
 /**
  * The service client seen through the reconciler's {@link DeploymentsPort}.
  */
-import type { DeploymentsPort } from "../reconcile/ports.ts";
+import { UnreadableDeploymentError } from "../reconcile/observe.ts";
+import type { DeploymentsPort, Listing } from "../reconcile/ports.ts";
 import type { ServiceClient } from "./client.ts";
-import type { Deployment } from "./wire.ts";
+import { isServiceError } from "./errors.ts";
+import type { Deployment, DeploymentFilters, UnreadableDeployment } from "./wire.ts";
 
 /** Page size of the full listings: the spec's maximum, so N deployments cost ceil(N/100) calls. */
 const FULL_PAGE = 100;
@@ -11,7 +13,13 @@ const FULL_PAGE = 100;
 /** Adapts `client` to {@link DeploymentsPort}; `findByName` keeps exact matches of `name_contains`. */
 export function deploymentsPort(client: ServiceClient): DeploymentsPort {
   return {
-    getById: (id, signal) => client.getDeployment(id, { signal }),
+    getById: (id, signal) =>
+      client.getDeployment(id, { signal }).catch((error: unknown) => {
+        // The listing holds the id, or an item without one, that cannot be read.
+        if (isServiceError(error, "bad_response") && error.status === 200)
+          throw new UnreadableDeploymentError(error.detail);
+        throw error;
+      }),
     getByIds: async (ids, signal) => {
       // The answer has at most ids.length items: stop once every id came, with no empty last page.
       const wanted = new Set(ids);
@@ -28,11 +36,11 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
       }
       return found;
     },
-    findByName: async (name, signal) =>
-      (await client.listAllDeployments({ name_contains: name }, { pageSize: FULL_PAGE, signal })).filter(
-        (d) => d.name === name,
-      ),
-    listAll: (signal) => client.listAllDeployments({}, { pageSize: FULL_PAGE, signal }),
+    findByName: async (name, signal) => {
+      const { deployments, unreadable } = await listing(client, { name_contains: name }, signal);
+      return { deployments: deployments.filter((d) => d.name === name), unreadable };
+    },
+    listAll: (signal) => listing(client, {}, signal),
     create: (body, signal) => client.createDeployment(body, { signal }),
     patch: (id, body, signal) => client.patchDeployment(id, body, { signal }),
     delete: (id, signal) => client.deleteDeployment(id, { signal }),
@@ -40,4 +48,16 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
     getRevision: (deploymentId, revisionId, signal) =>
       client.getRevision(deploymentId, revisionId, { signal }),
   };
+}
+
+/** Every page of a listing, with the items it skipped as unreadable. */
+async function listing(
+  client: ServiceClient,
+  filters: DeploymentFilters,
+  signal: AbortSignal,
+): Promise<Listing> {
+  const unreadable: UnreadableDeployment[] = [];
+  const onUnreadable = (item: UnreadableDeployment) => unreadable.push(item);
+  const deployments = await client.listAllDeployments(filters, { pageSize: FULL_PAGE, signal, onUnreadable });
+  return { deployments, unreadable };
 }

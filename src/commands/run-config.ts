@@ -92,7 +92,7 @@ export function runConfigFrom(
   };
 
   const concurrencyText = pick("concurrency");
-  const concurrency = concurrencyText === undefined ? 4 : Number(concurrencyText);
+  const concurrency = concurrencyText === undefined ? 16 : Number(concurrencyText);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)
     problems.push(`${label("concurrency", "--concurrency")}: must be an integer from 1 to 64`);
   const resyncMs = duration(pick("resyncPeriod"), 600_000, label("resyncPeriod", "--resync-period"), "10m");

@@ -15,11 +15,16 @@ import {
   type SourceRevisionConfigRequest,
 } from "../api/wire.ts";
 import { isRecord } from "../json.ts";
-import type { SecretValue } from "../reconcile/secrets.ts";
 import { InvalidSpecError, type MissingSecretKey, SecretNotFoundError } from "./errors.ts";
 import { RESOURCE_SPEC_FIELDS, SOURCE_CONFIG_SCALARS, SOURCE_REVISION_FIELDS } from "./fields.ts";
 import type { ResolvedGithub } from "./github.ts";
 import type { DeploymentSpec } from "./schema.ts";
+
+/** A secret with its value resolved, as sent to the service. */
+export interface SecretValue {
+  name: string;
+  value: string;
+}
 
 /**
  * What the service's deployment must look like, in wire terms, holding ONLY what the spec sets

@@ -3,6 +3,8 @@
  * for the runtime's elector through its {@link LeasePort}. Optimistic concurrency (a PUT carrying
  * the resourceVersion read) is what makes two candidates unable to both win.
  */
+
+import { isRecord } from "../json.ts";
 import {
   LeaseConflictError,
   type LeasePort,
@@ -11,7 +13,7 @@ import {
 } from "../runtime/leader.ts";
 import type { KubeClient } from "./client.ts";
 import { ConflictError, isNotFound } from "./errors.ts";
-import { isKubeObject, isRecord, type ObjectRef } from "./object.ts";
+import { isKubeObject, type ObjectRef } from "./object.ts";
 import { parseKubeTime, toMicroTime } from "./time.ts";
 
 const leasesPath = (namespace: string) =>

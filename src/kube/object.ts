@@ -34,9 +34,6 @@ export function refOf(obj: KubeObject): ObjectRef {
   return { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
 }
 
-// Re-exported for the kube modules that still import it from here (reflector.ts, lease.ts).
-export { isRecord };
-
 const isStringArray = (value: unknown): value is string[] =>
   Array.isArray(value) && value.every((v) => typeof v === "string");
 

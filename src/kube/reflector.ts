@@ -5,12 +5,13 @@
  * backoff; when that version is gone (410), list again and emit the differences.
  */
 import pino, { type Logger } from "pino";
+import { isRecord } from "../json.ts";
 import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import { CacheIndexes } from "./cache-index.ts";
 import type { KubeClient } from "./client.ts";
 import { apiErrorFrom, GoneError } from "./errors.ts";
-import { isRecord, type KubeObject, listItems, listMeta, objectKey, refOf } from "./object.ts";
+import { type KubeObject, listItems, listMeta, objectKey, refOf } from "./object.ts";
 
 /** A resource type: `group` is `""` for the core API. */
 export interface ResourceType {

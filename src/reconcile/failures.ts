@@ -16,19 +16,9 @@
 import { isServiceError, RequestValidationError, type ServiceError } from "../api/errors.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import { TerminalError } from "../runtime/controller.ts";
-import { AmbiguousNameError } from "./observe.ts";
+import { AmbiguousNameError, UnreadableDeploymentError } from "./observe.ts";
 import { redactSecrets } from "./secrets.ts";
 import { REASON, type SyncOutcome } from "./status.ts";
-
-/**
- * The service lists a deployment this resource would own (its recorded id, or its name) but the
- * operator cannot read it (see `UnreadableDeployment` in api/wire.ts). Creating one would make a
- * duplicate, so the resource reports `Synced=False UnreadableDeployment` with this message and
- * waits (stalled, no retry loop: the next resync or spec change looks again).
- */
-export class UnreadableDeploymentError extends Error {
-  override readonly name = "UnreadableDeploymentError";
-}
 
 /** A failure, as the reconciler acts on it. */
 export interface Failure {

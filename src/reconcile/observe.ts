@@ -19,6 +19,16 @@ export interface Observation {
   listed: boolean;
 }
 
+/**
+ * The service lists a deployment this resource would own (its recorded id, or its name) but the
+ * operator cannot read it (see `UnreadableDeployment` in api/wire.ts). Creating one would make a
+ * duplicate, so the resource reports `Synced=False UnreadableDeployment` with this message and
+ * waits (stalled, no retry loop: the next resync or spec change looks again).
+ */
+export class UnreadableDeploymentError extends Error {
+  override readonly name = "UnreadableDeploymentError";
+}
+
 /** The service has several deployments with the name: which one is meant cannot be told. */
 export class AmbiguousNameError extends Error {
   override readonly name = "AmbiguousNameError";
@@ -63,7 +73,7 @@ export async function observe(
     // fall back to the name, as for a resource never reconciled.
   }
   const listed = target.liveName ? undefined : snapshot.byName(name);
-  const matches = listed ?? (await service.findByName(name, signal));
+  const matches = listed ?? (await lookUpName(service, snapshot, name, signal));
   if (matches.length > 1) {
     throw new AmbiguousNameError(
       `the service has ${matches.length} deployments named "${name}" (ids ${matches.map((d) => d.id).join(", ")}): delete the extra ones on the service or give this resource another spec.name`,
@@ -71,6 +81,28 @@ export async function observe(
   }
   const [match] = matches;
   if (!match) return { deployment: null, adopted: false, listed: false };
-  if (!listed) snapshot.observed(match);
   return { deployment: match, adopted: match.id !== id, listed: snapshot.isListed(match.id) };
+}
+
+/**
+ * The service's deployments named `name`, asked live and remembered in the snapshot. An item of
+ * the listing the operator cannot read that may be this name's (its name, or no name at all)
+ * stops the lookup: answering "none" would let the reconcile create a duplicate.
+ */
+async function lookUpName(
+  service: DeploymentsPort,
+  snapshot: RemoteSnapshot,
+  name: string,
+  signal: AbortSignal,
+): Promise<Deployment[]> {
+  const { deployments, unreadable } = await service.findByName(name, signal);
+  const hidden = unreadable.find((item) => item.name === undefined || item.name === name);
+  if (hidden) throw new UnreadableDeploymentError(unreadableMessage(name, hidden.message));
+  for (const deployment of deployments) snapshot.observed(deployment);
+  return deployments;
+}
+
+/** The message of a resource whose deployment the operator cannot read. */
+export function unreadableMessage(name: string, problem: string): string {
+  return `the service lists a deployment that may be "${name}" but the operator cannot read it (${problem}); nothing is created meanwhile, to avoid a duplicate`;
 }

@@ -25,7 +25,7 @@ import {
 import type { DesiredDeployment } from "../crd/mapping.ts";
 import { isRecord } from "../json.ts";
 import { cloneJson, displayValue, jsonEqual, wireEqual } from "./diff.ts";
-import { planSecrets } from "./secrets.ts";
+import { planSecrets, type SecretsProblem } from "./plan-secrets.ts";
 
 /** What the planner remembers from the last successful apply (from the resource's status). */
 export interface LastApplied {
@@ -46,8 +46,11 @@ export interface FieldChange {
 }
 
 /** Something the spec asks that the operator cannot do; the controller reports it as a condition. */
-export interface PlanProblem {
-  reason: "Immutable" | "CannotClearSecrets";
+export type PlanProblem = ImmutableProblem | SecretsProblem;
+
+/** A field the service cannot change (name, source) differs from the spec. */
+export interface ImmutableProblem {
+  reason: "Immutable";
   /** Spec path of the field concerned. */
   field: string;
   /** Sentence naming the field and the way out. Never a secret value. */

@@ -10,6 +10,7 @@ import type {
   ForgeRepo,
   PatchDeploymentBody,
   Revision,
+  UnreadableDeployment,
 } from "../api/wire.ts";
 import type { DeploymentResource, DeploymentResourceStatus } from "../crd/schema.ts";
 
@@ -20,9 +21,9 @@ export interface DeploymentsPort {
   /** The deployments with these ids (at most 100) in one call; ids the service lacks are absent. */
   getByIds(ids: readonly string[], signal: AbortSignal): Promise<Deployment[]>;
   /** Deployments whose name is exactly `name` (listing with `name_contains`, then exact match). */
-  findByName(name: string, signal: AbortSignal): Promise<Deployment[]>;
+  findByName(name: string, signal: AbortSignal): Promise<Listing>;
   /** Every deployment of the tenant, all pages. */
-  listAll(signal: AbortSignal): Promise<Deployment[]>;
+  listAll(signal: AbortSignal): Promise<Listing>;
   create(body: CreateDeploymentBody, signal: AbortSignal): Promise<Deployment>;
   patch(id: string, body: PatchDeploymentBody, signal: AbortSignal): Promise<Deployment>;
   /** Requests deletion; resolves when the service accepted it or the deployment is already gone. */
@@ -33,6 +34,15 @@ export interface DeploymentsPort {
    * `RevisionsRouteMissingError` (api/errors.ts) when the service has no revisions route.
    */
   getRevision(deploymentId: string, revisionId: string, signal: AbortSignal): Promise<Revision | undefined>;
+}
+
+/**
+ * What a listing answered: the deployments read, and the items it skipped because they could not
+ * be understood (one odd item never stops a listing; see `UnreadableDeployment`).
+ */
+export interface Listing {
+  deployments: Deployment[];
+  unreadable: UnreadableDeployment[];
 }
 
 /** Namespace and name of a resource. */

@@ -266,8 +266,8 @@ export class DeploymentReconciler {
    */
   async #learnTakenName(name: string, error: unknown, signal: AbortSignal): Promise<never> {
     if (isServiceError(error, "conflict")) {
-      for (const deployment of await this.#o.service.findByName(name, signal))
-        this.#o.snapshot.observed(deployment);
+      const { deployments } = await this.#o.service.findByName(name, signal);
+      for (const deployment of deployments) this.#o.snapshot.observed(deployment);
     }
     throw error;
   }

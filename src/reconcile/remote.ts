@@ -11,10 +11,11 @@
  */
 
 import type { Logger } from "pino";
-import type { Deployment } from "../api/wire.ts";
+import type { Deployment, UnreadableDeployment } from "../api/wire.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import { SharedCall } from "../runtime/shared-call.ts";
+import { UnreadableDeploymentError, unreadableMessage } from "./observe.ts";
 import type { DeploymentsPort, StoredResource } from "./ports.ts";
 import { CONDITION } from "./status.ts";
 
@@ -50,6 +51,8 @@ export class RemoteSnapshot {
   readonly #seenAt = new Map<string, number>();
   /** Entries known only from a write's answer, not yet from a read (a listing may lag a create). */
   #unlisted = new Set<string>();
+  /** The items of the last listing that could not be read, by what is known of them. */
+  #unreadable = unreadableIndex([]);
   /** Resync passes under way: while any is, the listing stays fresh. */
   #holds = 0;
   /** Counts writes to the snapshot, to tell a write made while a listing was under way. */
@@ -76,8 +79,9 @@ export class RemoteSnapshot {
   async #list(signal: AbortSignal): Promise<void> {
     const startedAt = this.#clock.now();
     const writesBefore = this.#writes;
-    const all = await this.#port.listAll(signal);
+    const { deployments: all, unreadable } = await this.#port.listAll(signal);
     if (signal.aborted) return;
+    this.#unreadable = unreadableIndex(unreadable);
     const listed = new Map<string, Deployment>(all.map((d) => [d.id, d]));
     // A write answered after the listing started is newer than what the listing shows.
     for (const [id, write] of this.#written) {
@@ -122,17 +126,24 @@ export class RemoteSnapshot {
       const seen = this.#seenAt.get(id) ?? this.#takenAt;
       if (this.#clock.now() - seen > withinMs) return undefined;
     } else if (!this.isFresh()) return undefined;
+    const problem = this.#unreadable.byId.get(id);
+    if (problem !== undefined) throw new UnreadableDeploymentError(problem);
     const text = this.#byId.get(id);
     return text === undefined ? null : (JSON.parse(text) as Deployment);
   }
 
   /**
    * The deployments named exactly `name` (several: the service holds duplicates), `[]` when the
-   * listing had none, or `undefined` when the snapshot is too old to say.
+   * listing had none, or `undefined` when the snapshot cannot say: too old, or the listing held
+   * an unreadable item without a name (a live lookup by name tells whether it is this one).
+   * Throws {@link UnreadableDeploymentError} when an unreadable item carries this name.
    */
   byName(name: string): Deployment[] | undefined {
     if (!this.isFresh()) return undefined;
+    const problem = this.#unreadable.byName.get(name);
+    if (problem !== undefined) throw new UnreadableDeploymentError(unreadableMessage(name, problem));
     const ids = this.#byName.get(name) ?? [];
+    if (ids.length === 0 && this.#unreadable.unnamed) return undefined;
     return ids.flatMap((id) => {
       const text = this.#byId.get(id);
       return text === undefined ? [] : [JSON.parse(text) as Deployment];
@@ -203,6 +214,19 @@ export class RemoteSnapshot {
     if (ids.length > 0) this.#byName.set(name, ids);
     else this.#byName.delete(name);
   }
+}
+
+/** A listing's unreadable items by id and by name; `unnamed` when one had neither. */
+function unreadableIndex(items: readonly UnreadableDeployment[]) {
+  const byId = new Map<string, string>();
+  const byName = new Map<string, string>();
+  let unnamed = false;
+  for (const item of items) {
+    if (item.id !== undefined) byId.set(item.id, item.message);
+    if (item.name !== undefined) byName.set(item.name, item.message);
+    else unnamed = true;
+  }
+  return { byId, byName, unnamed };
 }
 
 /** The cache index of resources whose deployment is being polled (see {@link pollIndexer}). */

@@ -26,7 +26,8 @@ export interface RevisionLook {
  * Reads latest revisions for the reconciler.
  *
  * Contract of {@link look}: no call when the latest revision is the active one (it is
- * `DEPLOYED`), when tracking is off, or when the status already holds a final verdict
+ * `DEPLOYED`), when tracking is off, when the revision is new to the resource's status (it is
+ * read from the next poll on), or when the status already holds a final verdict
  * (failed, `DEPLOYED`, `SKIPPED`) for that same revision and no reconcile was requested by
  * annotation; otherwise one `getRevision`. A route-missing answer turns tracking off for good
  * (one log line); any other failure is logged and the previous knowledge kept: a revision's
@@ -68,6 +69,9 @@ export class RevisionTracker {
         ? { id: latest, status: previous.latestRevisionStatus }
         : undefined;
     if (!this.#enabled) return {};
+    // A revision first seen now (the answer to this reconcile's create or PATCH) is read from the
+    // next poll on: it has barely started, and a create or an edit then costs its one call.
+    if (previous?.latestRevisionId !== latest && !requested) return {};
     if (known && !requested && (isFailedRevision(known.status) || isDoneRevision(known.status)))
       return { revision: known };
     let status: string;

@@ -35,7 +35,7 @@ interface Variant {
 }
 
 const VARIANTS: Variant[] = [
-  { name: "run defaults (concurrency 4, qps 20, poll 5s)", flags: {} },
+  { name: "run defaults (concurrency 16, qps 20, poll 5s)", flags: {} },
   {
     name: "concurrency 16, qps 100, poll 1s",
     flags: { concurrency: "16", qps: "100", burst: "200", pollInterval: "1s" },

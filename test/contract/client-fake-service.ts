@@ -5,7 +5,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import type { ApiClock } from "../../src/api/clock.ts";
 import type { Deployment } from "../../src/api/wire.ts";
 
 /** A request as the service saw it. */
@@ -105,54 +104,6 @@ export function pagedListing(items: readonly Deployment[], cap = Number.POSITIVE
     const page = items.slice(offset, offset + Math.min(limit, cap));
     send(res, 200, { resources: page, offset: offset + page.length });
   };
-}
-
-/**
- * A clock that only moves when told. `sleep` records the wait and resolves once `advance` has
- * moved time past its deadline; `sleepsInstantly` makes it advance by itself (for retry tests).
- */
-export class ManualClock implements ApiClock {
-  time = 0;
-  readonly sleeps: number[] = [];
-  #waiters: { until: number; resolve: () => void }[] = [];
-  readonly #instant: boolean;
-
-  constructor(options: { sleepsInstantly?: boolean } = {}) {
-    this.#instant = options.sleepsInstantly ?? false;
-  }
-
-  now(): number {
-    return this.time;
-  }
-
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    this.sleeps.push(ms);
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    if (this.#instant) {
-      this.time += ms;
-      return Promise.resolve();
-    }
-    return new Promise<void>((resolve, reject) => {
-      const waiter = { until: this.time + ms, resolve };
-      this.#waiters.push(waiter);
-      signal?.addEventListener("abort", () => {
-        this.#waiters = this.#waiters.filter((w) => w !== waiter);
-        reject(signal.reason);
-      });
-    });
-  }
-
-  /** Sleeps not yet over. */
-  get pending(): number {
-    return this.#waiters.length;
-  }
-
-  advance(ms: number): void {
-    this.time += ms;
-    const due = this.#waiters.filter((w) => w.until <= this.time);
-    this.#waiters = this.#waiters.filter((w) => w.until > this.time);
-    for (const w of due) w.resolve();
-  }
 }
 
 /** Polls `condition` on the event loop (no fixed sleeps) until it holds, failing after `ms`. */

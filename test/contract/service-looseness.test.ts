@@ -12,8 +12,7 @@ import { plan } from "../../src/reconcile/plan.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { LogCapture } from "../support/logs.ts";
-import { ManualClock } from "./client-fake-service.ts";
-import { manualClock } from "./simulator-http.ts";
+import { ManualClock } from "../support/manual-clock.ts";
 
 const ID = {
   finalDelete: "b0000000-0000-4000-8000-000000000001",
@@ -199,7 +198,7 @@ describe("writing exactly", () => {
 
 describe("revisions", () => {
   const start = async (options: Parameters<typeof startSimulator>[0] = {}) => {
-    const clock = manualClock();
+    const clock = new ManualClock({ start: Date.parse("2030-01-01T00:00:00.000Z") });
     const s = await startSimulator({
       now: clock.now,
       timing: { readyAfterMs: 0, revisionActiveAfterMs: 6000, deleteAfterMs: 0 },

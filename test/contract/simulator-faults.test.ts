@@ -1,11 +1,12 @@
 import { get } from "node:http";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
-import { call, manualClock } from "./simulator-http.ts";
+import { ManualClock } from "../support/manual-clock.ts";
+import { call, SIMULATED_EPOCH } from "./simulator-http.ts";
 
 const LIST = "GET /v2/deployments";
 const deployments = Array.from({ length: 10 }, (_, i) => ({ name: `agent-${i}`, source: "github" as const }));
-const clock = manualClock();
+const clock = new ManualClock({ start: SIMULATED_EPOCH });
 let sim: RunningSimulator;
 beforeEach(async () => {
   sim = await startSimulator({ seed: { deployments }, now: clock.now });

@@ -1,6 +1,9 @@
 /** Test helpers for the simulator's contract tests: one HTTP call over loopback, answered as JSON. */
 import type { RunningSimulator } from "../../src/simulator/server.ts";
 
+/** The instant the contract tests' manual clocks start at. */
+export const SIMULATED_EPOCH = Date.parse("2030-01-01T00:00:00.000Z");
+
 /** The answer to one call: status, headers, and the body parsed as JSON (undefined when empty). */
 export interface Answer {
   status: number;
@@ -26,15 +29,4 @@ export async function call(
   const res = await fetch(`${base}${path}`, init);
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text === "" ? undefined : JSON.parse(text) };
-}
-
-/** A mutable clock for `startSimulator({ now })`. */
-export function manualClock(start = Date.parse("2030-01-01T00:00:00.000Z")) {
-  let now = start;
-  return {
-    now: () => now,
-    advance(ms: number) {
-      now += ms;
-    },
-  };
 }

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/server.ts";
-import { call, manualClock } from "./simulator-http.ts";
+import { ManualClock } from "../support/manual-clock.ts";
+import { call, SIMULATED_EPOCH } from "./simulator-http.ts";
 
 const timing = { readyAfterMs: 3000, revisionActiveAfterMs: 2000, deleteAfterMs: 1500 };
 let sim: RunningSimulator | undefined;
@@ -10,7 +11,7 @@ afterEach(async () => {
 });
 
 async function start(options: SimulatorOptions = {}) {
-  const clock = manualClock();
+  const clock = new ManualClock({ start: SIMULATED_EPOCH });
   sim = await startSimulator({ timing, now: clock.now, secretsInResponses: "values", ...options });
   return { sim, clock };
 }

@@ -199,21 +199,45 @@ describe("plan (properties)", () => {
     );
   });
 
-  it("never puts a secret value in a summary, a change or a problem, and never patches name or source", () => {
+  it("never puts a secret value in a summary, a change or a problem", () => {
     fc.assert(
       fc.property(scenario, fc.boolean(), ({ desired, remote: parts, lastMode }, renamed) => {
         const base = observedOf(desired, parts);
         const observed = base && renamed ? { ...base, name: "other", source: "github" as const } : base;
         const result = plan(desired, observed, lastFor(lastMode, desired));
-        const { body, ...shown } = result as typeof result & { body?: Record<string, unknown> };
+        const { body: _body, ...shown } = result as typeof result & { body?: unknown };
         const visible = JSON.stringify(shown);
         const values = [...(desired.secrets ?? []), ...(observed?.secrets ?? [])].map((s) => s.value ?? "");
         for (const value of values.filter((v) => v.startsWith("sv-"))) expect(visible).not.toContain(value);
-        if (result.action === "patch") {
-          expect(Object.keys(body ?? {})).not.toContain("name");
-          expect(Object.keys(body ?? {})).not.toContain("source");
-        }
       }),
+    );
+  });
+
+  it("blocks every write to a deployment whose name or source differs, naming each such field", () => {
+    fc.assert(
+      fc.property(
+        scenario,
+        fc.boolean(),
+        fc.constantFrom(...DEPLOYMENT_SOURCES),
+        ({ desired, remote: parts, lastMode }, renamed, source) => {
+          const base = observedOf(desired, parts) ?? remote({ source: desired.source });
+          const observed = { ...base, name: renamed ? "other" : desired.name, source };
+          const result = plan(desired, observed, lastFor(lastMode, desired));
+          const differing = [
+            ...(renamed ? ["spec.name"] : []),
+            ...(source !== desired.source ? ["spec.source"] : []),
+          ];
+          if (differing.length === 0) {
+            expect(result.action).not.toBe("blocked");
+            return;
+          }
+          // A user sees a Stalled condition naming the field to restore, and the service is untouched.
+          expect(result).toMatchObject({
+            action: "blocked",
+            problems: differing.map((field) => ({ reason: "Immutable", field })),
+          });
+        },
+      ),
     );
   });
 

@@ -1,7 +1,8 @@
 // The resync snapshot: a listing never undoes a write answered while it was under way, and a
 // caller that stops waiting for a shared listing fails alone.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { Deployment } from "../../src/api/wire.ts";
+import type { Deployment, UnreadableDeployment } from "../../src/api/wire.ts";
+import { UnreadableDeploymentError } from "../../src/reconcile/observe.ts";
 import type { DeploymentsPort } from "../../src/reconcile/ports.ts";
 import { RemoteSnapshot } from "../../src/reconcile/remote.ts";
 import { systemClock } from "../../src/runtime/clock.ts";
@@ -15,7 +16,7 @@ function heldListings() {
     listAll: (signal) =>
       new Promise((resolve, reject) => {
         signal.addEventListener("abort", () => reject(signal.reason), { once: true });
-        pending.push({ signal, answer: resolve });
+        pending.push({ signal, answer: (deployments) => resolve({ deployments, unreadable: [] }) });
       }),
     getById: unused,
     getByIds: unused,
@@ -84,19 +85,20 @@ describe("RemoteSnapshot lookups", () => {
   const named = (n: number, name = `agent-${n}`) => remote({ id: id(n), name });
 
   /** A snapshot over an in-memory listing; `calls` counts the service calls by kind. */
-  function snapshotOver(listing: Deployment[], maxAgeMs = 60_000) {
+  function snapshotOver(listing: Deployment[], maxAgeMs = 60_000, unreadable: UnreadableDeployment[] = []) {
     const calls = { listAll: 0, getByIds: [] as number[] };
     const unused = () => Promise.reject(new Error("not used by the snapshot"));
     const port: DeploymentsPort = {
       listAll: async () => {
         calls.listAll += 1;
-        return listing;
+        return { deployments: listing, unreadable };
       },
       getByIds: async (ids) => {
         calls.getByIds.push(ids.length);
         return listing.filter((d) => ids.includes(d.id));
       },
       getById: unused,
+      getRevision: unused,
       findByName: unused,
       create: unused,
       patch: unused,
@@ -180,5 +182,25 @@ describe("RemoteSnapshot lookups", () => {
     expect(snapshot.isListed(created.id)).toBe(true);
     snapshot.remember(created);
     expect(snapshot.isListed(created.id)).toBe(true);
+  });
+
+  it("refuses to say a name or an id is free when the listing held an item it could not read", async () => {
+    const problem = (what: string) => `deployment ${what}: id: expected a uuid`;
+    const { snapshot } = snapshotOver([named(1)], 60_000, [
+      { name: "broken", field: "id", message: problem("broken") },
+      { id: id(5), name: "half-read", field: "status", message: problem("half-read") },
+    ]);
+    await snapshot.refresh(new AbortController().signal);
+    expect(() => snapshot.byName("broken")).toThrow(UnreadableDeploymentError);
+    expect(() => snapshot.byName("broken")).toThrow(/nothing is created meanwhile/);
+    expect(() => snapshot.byId(id(5))).toThrow(UnreadableDeploymentError);
+    expect(snapshot.byName("agent-1")).toHaveLength(1);
+    expect(snapshot.byName("free")).toEqual([]);
+
+    // An item with no name could be any name's: the snapshot cannot say a name is free.
+    const unnamed = snapshotOver([named(1)], 60_000, [{ field: "name", message: problem("#3") }]).snapshot;
+    await unnamed.refresh(new AbortController().signal);
+    expect(unnamed.byName("free")).toBeUndefined();
+    expect(unnamed.byName("agent-1")).toHaveLength(1);
   });
 });

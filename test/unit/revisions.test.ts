@@ -7,8 +7,9 @@ import { describe, expect, it } from "vitest";
 import { RevisionsRouteMissingError, ServiceError } from "../../src/api/errors.ts";
 import type { Deployment, Revision } from "../../src/api/wire.ts";
 import type { Condition } from "../../src/crd/schema.ts";
-import { failureOf, UnreadableDeploymentError } from "../../src/reconcile/failures.ts";
+import { failureOf } from "../../src/reconcile/failures.ts";
 import { updateReason } from "../../src/reconcile/notes.ts";
+import { UnreadableDeploymentError } from "../../src/reconcile/observe.ts";
 import type { PatchPlan } from "../../src/reconcile/plan.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { RevisionTracker } from "../../src/reconcile/revisions.ts";
@@ -19,6 +20,8 @@ import { remote } from "./plan-fixtures.ts";
 const T0 = new Date("2025-06-01T10:00:00Z");
 const REV1 = "11111111-1111-4111-8111-111111111111";
 const REV2 = "22222222-2222-4222-8222-222222222222";
+/** The status of a resource whose previous poll already saw revision 2 rolling out. */
+const seen = { latestRevisionId: REV2 };
 const rolling = (status = "READY") => remote({ status, latest_revision_id: REV2, active_revision_id: REV1 });
 
 const summary = (status: ReturnType<typeof statusFrom>) =>
@@ -211,20 +214,23 @@ describe("RevisionTracker", () => {
     expect(calls).toEqual([]);
   });
 
-  it("reads the latest revision once per look while rolling out", async () => {
+  it("reads the latest revision once per look while rolling out, from the poll after it appeared", async () => {
     const { port, calls } = revisionPort((_d, id) => revision(id, "BUILDING"));
     const tracker = new RevisionTracker(port, new LogCapture().logger);
-    expect(await tracker.look(rolling(), undefined, false, signal)).toEqual({
+    // The reconcile whose create or PATCH made the revision: no call (a create is one POST).
+    expect(await tracker.look(rolling(), { latestRevisionId: REV1 }, false, signal)).toEqual({});
+    expect(calls).toEqual([]);
+    expect(await tracker.look(rolling(), seen, false, signal)).toEqual({
       revision: { id: REV2, status: "BUILDING" },
     });
-    await tracker.look(rolling(), undefined, false, signal);
+    await tracker.look(rolling(), seen, false, signal);
     expect(calls).toEqual([REV2, REV2]);
   });
 
   it("a failed revision gives one Warning event; later looks reuse the verdict without a call", async () => {
     const { port, calls } = revisionPort((_d, id) => revision(id, "BUILD_FAILED"));
     const tracker = new RevisionTracker(port, new LogCapture().logger);
-    const first = await tracker.look(rolling(), undefined, false, signal);
+    const first = await tracker.look(rolling(), seen, false, signal);
     expect(first.event).toMatchObject({ type: "Warning", reason: "RevisionFailed" });
     expect(first.event?.note).toContain(`revision ${REV2}`);
     expect(first.event?.note).toContain("BUILD_FAILED");
@@ -252,8 +258,8 @@ describe("RevisionTracker", () => {
     const { port, calls } = revisionPort(() => missing);
     const logs = new LogCapture();
     const tracker = new RevisionTracker(port, logs.logger);
-    expect(await tracker.look(rolling(), undefined, false, signal)).toEqual({});
-    expect(await tracker.look(rolling(), undefined, false, signal)).toEqual({});
+    expect(await tracker.look(rolling(), seen, false, signal)).toEqual({});
+    expect(await tracker.look(rolling(), seen, false, signal)).toEqual({});
     expect(calls).toHaveLength(1);
     expect(tracker.enabled).toBe(false);
     expect(logs.find("no revisions route")).toHaveLength(1);

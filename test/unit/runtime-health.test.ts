@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { type Clock, sleepOn } from "../../src/runtime/clock.ts";
 import { HealthServer, parseBindAddress } from "../../src/runtime/health.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
+import { ManualClock } from "../support/manual-clock.ts";
 
 const servers: HealthServer[] = [];
 afterEach(async () => {
@@ -16,32 +16,6 @@ async function serve(server: HealthServer) {
 async function get(url: string): Promise<{ status: number; body: string }> {
   const res = await fetch(url);
   return { status: res.status, body: await res.text() };
-}
-
-/** A clock whose timers fire only when the test says so: check timeouts without waiting. */
-function manualClock() {
-  const timers = new Set<{ at: number; fn: () => void }>();
-  let now = 0;
-  const clock: Clock & { advance(ms: number): void; pending(): number } = {
-    now: () => now,
-    setTimer(ms, fn) {
-      const timer = { at: now + ms, fn };
-      timers.add(timer);
-      return () => timers.delete(timer);
-    },
-    sleep: (ms, signal) => sleepOn(clock, ms, signal),
-    advance(ms) {
-      now += ms;
-      for (const timer of [...timers]) {
-        if (timer.at <= now) {
-          timers.delete(timer);
-          timer.fn();
-        }
-      }
-    },
-    pending: () => timers.size,
-  };
-  return clock;
 }
 
 const local = { metricsBindAddress: "127.0.0.1:0", probeBindAddress: "127.0.0.1:0" };
@@ -79,12 +53,12 @@ describe("HealthServer", () => {
   });
 
   it("fails a check that does not answer within its timeout, even if it ignores its signal", async () => {
-    const clock = manualClock();
+    const clock = new ManualClock();
     const server = new HealthServer({ ...local, checkTimeoutMs: 5_000, clock });
     server.addReadinessCheck({ name: "service", check: () => new Promise(() => {}) });
     const { probes } = await serve(server);
     const pending = get(`${probes}/readyz`);
-    while (clock.pending() === 0) await new Promise((r) => setTimeout(r, 1));
+    while (clock.pending === 0) await new Promise((r) => setTimeout(r, 1));
     clock.advance(5_000);
     const res = await pending;
     expect(res.status).toBe(503);

@@ -135,18 +135,25 @@ describe("Manager", () => {
     expect(stuck.runs[0]?.halted).toBe(true);
   });
 
-  it("runs leader-gated runnables at once when leader election is disabled", async () => {
+  it("runs leader-gated runnables at once when leader election is disabled, and drains them on shutdown", async () => {
     const manager = new Manager();
-    const controller = recorder("controller", true);
+    const controller = recorder("controller", true, 5_000);
     manager.add(controller.runnable);
     const root = new AbortController();
     const running = manager.start(root.signal);
     await vi.advanceTimersByTimeAsync(0);
     expect(controller.runs).toHaveLength(1);
     root.abort();
-    await vi.advanceTimersByTimeAsync(0);
-    await running;
-    expect(controller.runs[0]?.stoppedAt).toBeDefined();
+    let done = false;
+    void running.then(() => {
+      done = true;
+    });
+    // Shutdown waits for the in-flight work instead of halting it.
+    await vi.advanceTimersByTimeAsync(4_999);
+    expect(done).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(done).toBe(true);
+    expect(controller.runs[0]).toMatchObject({ halted: false, stoppedAt: 1_000_000 + 5_000 });
   });
 
   it("stops everything and rejects when a runnable fails", async () => {

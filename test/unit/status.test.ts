@@ -260,7 +260,7 @@ describe("setCondition", () => {
     expect(after[0]).toEqual({ ...next, lastTransitionTime: time });
   });
 
-  it("keeps the other conditions and their order", () => {
+  it("keeps the other conditions, their order and times, and leaves the given list as it was", () => {
     const others: Condition[] = [
       {
         type: "Synced",
@@ -271,9 +271,14 @@ describe("setCondition", () => {
       },
       { type: "Ready", status: "True", reason: "A", message: "", lastTransitionTime: "2025-01-01T00:00:00Z" },
     ];
+    const given = structuredClone(others);
     const after = setCondition(others, { type: "Ready", status: "False", reason: "B", message: "" }, T1);
     expect(after.map((c) => c.type)).toEqual(["Synced", "Ready"]);
-    expect(after[0]).toBe(others[0]);
+    // The other condition keeps its lastTransitionTime: a user reading it sees when *it* changed.
+    expect(after[0]).toEqual(given[0]);
+    // The conditions given are left as they were: the reconciler compares the previous status with
+    // the next to decide whether to write, and a mutated previous would hide the change.
+    expect(others).toEqual(given);
   });
 });
 

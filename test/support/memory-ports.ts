@@ -1,0 +1,432 @@
+/**
+ * In-memory implementations of the reconciler's ports (`src/reconcile/ports.ts`), faithful where
+ * the reconciler's correctness depends on them:
+ *
+ * - {@link MemoryResources} keeps resources like the API server: every write bumps the
+ *   resourceVersion, a write carrying another resourceVersion is refused with a conflict, and an
+ *   object being deleted goes away with its last finalizer. A test can make reads return an older
+ *   copy ({@link MemoryResources.lag}), as a watch cache behind the server does.
+ * - {@link SimulatedService} is the simulator's own store (the rules of the service: ids, unique
+ *   names, revisions, deletion delays, listing lag) called in process, with the API client's
+ *   errors, and counts the calls per method.
+ * - {@link RecordedEvents} and {@link MemorySecrets} record and answer.
+ */
+import { kindOfStatus, ServiceError } from "../../src/api/errors.ts";
+import type { CreateDeploymentBody, Deployment, Revision } from "../../src/api/wire.ts";
+import { claimedName } from "../../src/reconcile/claims.ts";
+import type {
+  DeploymentsPort,
+  EventNote,
+  EventsPort,
+  Listing,
+  ResourcePort,
+  ResourceRef,
+  SecretRead,
+  SecretsPort,
+  StoredResource,
+} from "../../src/reconcile/ports.ts";
+import { objectKey, parseObjectKey } from "../../src/runtime/keys.ts";
+import { ServiceError as SimulatorError } from "../../src/simulator/errors.ts";
+import { parseListQuery } from "../../src/simulator/query.ts";
+import type { Timing } from "../../src/simulator/record.ts";
+import { DEFAULT_TENANT_ID, DEFAULT_TIMING } from "../../src/simulator/server.ts";
+import { SimulatorStore } from "../../src/simulator/store.ts";
+
+/** The API server's answer to a write under a resourceVersion that is no longer current. */
+export class ResourceConflict extends Error {
+  override readonly name = "ResourceConflict";
+}
+
+/** The API server's answer to a write to an object that does not exist. */
+export class ResourceNotFound extends Error {
+  override readonly name = "ResourceNotFound";
+}
+
+const keyOf = (ref: ResourceRef | StoredResource) =>
+  "metadata" in ref
+    ? objectKey({ namespace: ref.metadata.namespace ?? "", name: ref.metadata.name })
+    : objectKey(ref);
+
+/** Writes a {@link MemoryResources} received, by method. */
+export interface ResourceWrites {
+  patchStatus: number;
+  addFinalizer: number;
+  removeFinalizer: number;
+}
+
+/** Deployment resources as the API server keeps them, read through a cache the test can hold back. */
+export class MemoryResources implements ResourcePort {
+  readonly #stored = new Map<string, StoredResource>();
+  /** Copies `get` answers instead of the stored object: a watch cache lagging behind. */
+  readonly #cached = new Map<string, StoredResource>();
+  readonly #now: () => number;
+  #version = 0;
+  readonly writes: ResourceWrites = { patchStatus: 0, addFinalizer: 0, removeFinalizer: 0 };
+  /** The signal of every write, in order (to tell which window a write ran under). */
+  readonly signals: AbortSignal[] = [];
+  /** While true, writes never answer: they reject with their signal's reason once it aborts. */
+  hung = false;
+
+  constructor(now: () => number) {
+    this.#now = now;
+  }
+
+  /** Creates `obj` as `kubectl apply` would: a uid, resourceVersion, generation 1, creationTimestamp. */
+  create(obj: Omit<StoredResource, "metadata"> & { metadata: Partial<StoredResource["metadata"]> }) {
+    const name = obj.metadata.name ?? "";
+    const stored: StoredResource = structuredClone({
+      apiVersion: "dms.dev/v1alpha1",
+      kind: "Deployment",
+      ...obj,
+      metadata: {
+        namespace: "default",
+        uid: `uid-${name}`,
+        generation: 1,
+        creationTimestamp: new Date(this.#now()).toISOString().replace(/\.\d{3}Z$/, "Z"),
+        ...obj.metadata,
+        name,
+        resourceVersion: this.#nextVersion(),
+      },
+    });
+    this.#stored.set(keyOf(stored), stored);
+    return structuredClone(stored);
+  }
+
+  /** A user's edit: `change` mutates a copy; a changed spec bumps the generation. */
+  edit(ref: ResourceRef, change: (obj: StoredResource) => void): StoredResource {
+    const before = this.#require(keyOf(ref));
+    const after = structuredClone(before);
+    change(after);
+    if (JSON.stringify(after.spec) !== JSON.stringify(before.spec))
+      after.metadata.generation = (before.metadata.generation ?? 0) + 1;
+    return this.#store(after);
+  }
+
+  /** `kubectl delete`: sets deletionTimestamp, or removes the object at once without finalizers. */
+  delete(ref: ResourceRef): void {
+    this.edit(ref, (obj) => {
+      obj.metadata.deletionTimestamp = new Date(this.#now()).toISOString();
+    });
+  }
+
+  /** The object as the API server has it now (not the cache's copy). */
+  stored(ref: ResourceRef): StoredResource | undefined {
+    const obj = this.#stored.get(keyOf(ref));
+    return obj && structuredClone(obj);
+  }
+
+  /** From now on `get` answers `copy` for its key (the watch cache has not seen later writes). */
+  lag(copy: StoredResource): void {
+    this.#cached.set(keyOf(copy), structuredClone(copy));
+  }
+
+  /** The cache catches up: `get` answers the stored object again. */
+  catchUp(): void {
+    this.#cached.clear();
+  }
+
+  get(ref: ResourceRef): StoredResource | undefined {
+    const key = keyOf(ref);
+    const obj = this.#cached.get(key) ?? this.#stored.get(key);
+    return obj && structuredClone(obj);
+  }
+
+  claimants(name: string): StoredResource[] {
+    return [...this.#stored.keys()].flatMap((key) => {
+      const obj = this.get(parseObjectKey(key));
+      return obj && claimedName(obj) === name ? [obj] : [];
+    });
+  }
+
+  async patchStatus(obj: StoredResource, status: StoredResource["status"], signal: AbortSignal) {
+    await this.#write("patchStatus", signal);
+    const current = this.#current(obj);
+    return this.#store({ ...current, status: structuredClone(status ?? {}) });
+  }
+
+  async addFinalizer(obj: StoredResource, finalizer: string, signal: AbortSignal) {
+    if ((obj.metadata.finalizers ?? []).includes(finalizer)) return obj;
+    await this.#write("addFinalizer", signal);
+    const current = this.#current(obj);
+    const finalizers = [...(current.metadata.finalizers ?? []), finalizer];
+    return this.#store({ ...current, metadata: { ...current.metadata, finalizers } });
+  }
+
+  async removeFinalizer(obj: StoredResource, finalizer: string, signal: AbortSignal) {
+    if (!(obj.metadata.finalizers ?? []).includes(finalizer)) return obj;
+    await this.#write("removeFinalizer", signal);
+    const current = this.#current(obj);
+    const finalizers = (current.metadata.finalizers ?? []).filter((f) => f !== finalizer);
+    return this.#store({ ...current, metadata: { ...current.metadata, finalizers } });
+  }
+
+  isConflict(error: unknown): boolean {
+    return error instanceof ResourceConflict;
+  }
+
+  async #write(method: keyof ResourceWrites, signal: AbortSignal): Promise<void> {
+    this.signals.push(signal);
+    if (signal.aborted) throw signal.reason;
+    if (this.hung) await hangUntil(signal);
+    this.writes[method] += 1;
+  }
+
+  /** The stored object `obj` was read from, or a conflict when it changed since (409). */
+  #current(obj: StoredResource): StoredResource {
+    const current = this.#require(keyOf(obj));
+    if (current.metadata.resourceVersion !== obj.metadata.resourceVersion) {
+      throw new ResourceConflict(
+        `the object has been modified (resourceVersion ${obj.metadata.resourceVersion}, now ${current.metadata.resourceVersion})`,
+      );
+    }
+    return current;
+  }
+
+  #require(key: string): StoredResource {
+    const current = this.#stored.get(key);
+    if (!current) throw new ResourceNotFound(`${key} not found`);
+    return current;
+  }
+
+  /** Stores `obj` under a new resourceVersion; an object being deleted without finalizers goes. */
+  #store(obj: StoredResource): StoredResource {
+    const next = structuredClone(obj);
+    next.metadata.resourceVersion = this.#nextVersion();
+    const key = keyOf(next);
+    if (next.metadata.deletionTimestamp && (next.metadata.finalizers ?? []).length === 0) {
+      this.#stored.delete(key);
+      this.#cached.delete(key);
+    } else this.#stored.set(key, next);
+    return structuredClone(next);
+  }
+
+  #nextVersion(): string {
+    this.#version += 1;
+    return String(this.#version);
+  }
+}
+
+/** A call that never answers: rejects with `signal`'s reason once it aborts. */
+function hangUntil(signal: AbortSignal): Promise<never> {
+  return new Promise<never>((_, reject) => {
+    signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
+}
+
+/** An Event recorded about a resource. */
+export interface RecordedEvent extends EventNote {
+  key: string;
+}
+
+/** Records every Event, in order. */
+export class RecordedEvents implements EventsPort {
+  readonly all: RecordedEvent[] = [];
+
+  record(obj: StoredResource, event: EventNote): void {
+    this.all.push({ key: keyOf(obj), ...event });
+  }
+
+  /** `Type/Reason` of every event, in order. */
+  reasons(): string[] {
+    return this.all.map((e) => `${e.type}/${e.reason}`);
+  }
+}
+
+/** Kubernetes Secrets by `namespace/name`, each a map of key to value. */
+export class MemorySecrets implements SecretsPort {
+  readonly #secrets = new Map<string, Record<string, string>>();
+
+  set(namespace: string, name: string, data: Record<string, string>): void {
+    this.#secrets.set(objectKey({ namespace, name }), { ...data });
+  }
+
+  async read(namespace: string, name: string, key: string): Promise<SecretRead> {
+    const data = this.#secrets.get(objectKey({ namespace, name }));
+    if (!data) return { kind: "missing-secret" };
+    const value = data[key];
+    return value === undefined ? { kind: "missing-key" } : { kind: "found", value };
+  }
+}
+
+/** The {@link DeploymentsPort} methods, for counting calls. */
+export type ServiceMethod = keyof DeploymentsPort;
+
+const DEPLOYMENTS = "/v2/deployments";
+const DEPLOYMENT = "/v2/deployments/{deployment_id}";
+const HTTP: Record<ServiceMethod, [method: string, route: string]> = {
+  getById: ["GET", DEPLOYMENTS],
+  getByIds: ["GET", DEPLOYMENTS],
+  findByName: ["GET", DEPLOYMENTS],
+  listAll: ["GET", DEPLOYMENTS],
+  create: ["POST", DEPLOYMENTS],
+  patch: ["PATCH", DEPLOYMENT],
+  delete: ["DELETE", DEPLOYMENT],
+  listRepos: ["GET", "/v1/integrations/forge/github/{integration_id}/repos"],
+  getRevision: ["GET", "/v2/deployments/{deployment_id}/revisions/{revision_id}"],
+};
+
+/** Options of {@link SimulatedService}. */
+export interface SimulatedServiceOptions {
+  now: () => number;
+  timing?: Timing;
+}
+
+/** How a call that the test makes fail fails. */
+export interface InjectedFailure {
+  status: number;
+  detail?: string;
+  retryAfterSeconds?: number;
+  /** A write whose answer was lost (a timeout): it may have been applied. */
+  maybeApplied?: boolean;
+}
+
+/**
+ * The service behind {@link DeploymentsPort}: the simulator's store, called in process. Reads go
+ * through its listing (with `deployment_ids` or `name_contains`, a hundred per page, as the
+ * client asks), so {@link SimulatedService.lagMs} hides new deployments from them as the real
+ * service's listing can; failures are the API client's {@link ServiceError}s.
+ */
+export class SimulatedService implements DeploymentsPort {
+  readonly store: SimulatorStore;
+  /** Calls per method. */
+  readonly calls: Record<ServiceMethod, number> = {
+    getById: 0,
+    getByIds: 0,
+    findByName: 0,
+    listAll: 0,
+    create: 0,
+    patch: 0,
+    delete: 0,
+    listRepos: 0,
+    getRevision: 0,
+  };
+  /** Deployments younger than this are missing from listings (the listing lags behind creates). */
+  lagMs = 0;
+  readonly #failures = new Map<ServiceMethod, InjectedFailure>();
+  readonly #held = new Set<ServiceMethod>();
+
+  constructor(options: SimulatedServiceOptions) {
+    this.store = new SimulatorStore({
+      tenantId: DEFAULT_TENANT_ID,
+      timing: options.timing ?? DEFAULT_TIMING,
+      secretsMode: "masked",
+      now: options.now,
+    });
+  }
+
+  /** Every call so far, summed over the methods. */
+  get total(): number {
+    return Object.values(this.calls).reduce((a, b) => a + b, 0);
+  }
+
+  /** Sets every call count back to zero. */
+  resetCalls(): void {
+    for (const method of Object.keys(this.calls) as ServiceMethod[]) this.calls[method] = 0;
+  }
+
+  /** The next call of `method` fails as the service would answer it. */
+  failNext(method: ServiceMethod, failure: InjectedFailure): void {
+    this.#failures.set(method, failure);
+  }
+
+  /** Calls of `method` never answer; they reject with their signal's reason once it aborts. */
+  hold(method: ServiceMethod): void {
+    this.#held.add(method);
+  }
+
+  /** A deployment created on the service directly (by someone else, or an earlier run). */
+  seed(body: CreateDeploymentBody): Deployment {
+    return this.store.create(body);
+  }
+
+  getById(id: string, signal: AbortSignal): Promise<Deployment | undefined> {
+    return this.#call("getById", signal, () => this.#list(`deployment_ids=${id}`).find((d) => d.id === id));
+  }
+
+  getByIds(ids: readonly string[], signal: AbortSignal): Promise<Deployment[]> {
+    return this.#call("getByIds", signal, () => this.#list(`deployment_ids=${ids.join(",")}`));
+  }
+
+  findByName(name: string, signal: AbortSignal): Promise<Listing> {
+    return this.#call("findByName", signal, () => ({
+      deployments: this.#list(`name_contains=${encodeURIComponent(name)}`).filter((d) => d.name === name),
+      unreadable: [],
+    }));
+  }
+
+  listAll(signal: AbortSignal): Promise<Listing> {
+    return this.#call("listAll", signal, () => ({ deployments: this.#list(""), unreadable: [] }));
+  }
+
+  getRevision(deploymentId: string, revisionId: string, signal: AbortSignal): Promise<Revision | undefined> {
+    return this.#call("getRevision", signal, () => this.store.revision(deploymentId, revisionId));
+  }
+
+  create(body: CreateDeploymentBody, signal: AbortSignal): Promise<Deployment> {
+    return this.#call("create", signal, () => this.store.create(structuredClone(body)));
+  }
+
+  patch(id: string, body: Parameters<DeploymentsPort["patch"]>[1], signal: AbortSignal) {
+    return this.#call("patch", signal, () => this.store.patch(id, structuredClone(body)));
+  }
+
+  delete(id: string, signal: AbortSignal): Promise<void> {
+    return this.#call("delete", signal, () => {
+      // DELETE of a deployment already gone is success (the port's contract).
+      if (this.store.get(id)) this.store.delete(id);
+    });
+  }
+
+  listRepos(integrationId: string, signal: AbortSignal) {
+    return this.#call("listRepos", signal, () => this.store.repos(integrationId) ?? []);
+  }
+
+  /** Every page of the listing for `query`, a hundred per page, through the simulator's listing. */
+  #list(query: string): Deployment[] {
+    const all: Deployment[] = [];
+    const faults = { lagMs: this.lagMs, pageCap: undefined, repeatOffset: false };
+    for (let offset = 0; ; ) {
+      const search = `${query}${query ? "&" : ""}limit=100&offset=${offset}`;
+      const page = JSON.parse(this.store.listPageJson(parseListQuery(search), faults)) as {
+        resources: Deployment[];
+        offset: number;
+      };
+      all.push(...page.resources);
+      if (page.resources.length < 100) return all;
+      offset = page.offset;
+    }
+  }
+
+  async #call<T>(method: ServiceMethod, signal: AbortSignal, answer: () => T): Promise<T> {
+    this.calls[method] += 1;
+    if (signal.aborted) throw signal.reason;
+    if (this.#held.has(method)) return hangUntil(signal);
+    const [verb, route] = HTTP[method];
+    const failure = this.#failures.get(method);
+    if (failure) {
+      this.#failures.delete(method);
+      throw serviceError(verb, route, failure);
+    }
+    try {
+      return answer();
+    } catch (error) {
+      if (!(error instanceof SimulatorError)) throw error;
+      throw serviceError(verb, route, { status: error.status, detail: error.message });
+    }
+  }
+}
+
+/** The client's error for an answer with `failure.status`, as its transport builds it. */
+export function serviceError(method: string, route: string, failure: InjectedFailure): ServiceError {
+  const kind = kindOfStatus(failure.status);
+  return new ServiceError({
+    kind,
+    method,
+    route,
+    status: failure.status,
+    detail: failure.detail ?? `HTTP ${failure.status}`,
+    retryable: kind === "rate_limited" || kind === "unavailable",
+    maybeApplied: failure.maybeApplied ?? false,
+    ...(failure.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: failure.retryAfterSeconds }),
+  });
+}

@@ -1,0 +1,834 @@
+// The reconciler's guard clauses at unit speed: DeploymentReconciler over in-memory ports (an
+// API server that refuses stale writes, the simulator's store as the service, a manual clock).
+// Each case states what a user would see: the status, the events, the calls made to the service.
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import type { CreateDeploymentBody } from "../../src/api/wire.ts";
+import {
+  ANNOTATION_PAUSED,
+  ANNOTATION_RECONCILE_INTERVAL,
+  ANNOTATION_RECONCILE_REQUESTED_AT,
+  type DeploymentSpec,
+  FINALIZER,
+} from "../../src/crd/schema.ts";
+import type { StoredResource } from "../../src/reconcile/ports.ts";
+import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
+import { RemoteSnapshot } from "../../src/reconcile/remote.ts";
+import { hashSecrets } from "../../src/reconcile/secrets.ts";
+import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";
+import { ManualClock } from "../support/manual-clock.ts";
+import {
+  type InjectedFailure,
+  MemoryResources,
+  MemorySecrets,
+  RecordedEvents,
+  type ServiceMethod,
+  SimulatedService,
+} from "../support/memory-ports.ts";
+
+const START = Date.parse("2030-01-01T00:00:00Z");
+const POLL_MS = 5_000;
+const GRACE_MS = 60_000;
+/** Long enough for the simulator's deployments to be READY with their revision active. */
+const SETTLE_MS = 5_000;
+
+const SPEC: DeploymentSpec = {
+  source: "external_docker",
+  sourceConfig: { customUrl: "https://agent.example" },
+  sourceRevisionConfig: { imageUri: "repo/agent:1" },
+};
+/** The service's deployment that SPEC describes. */
+const BODY: CreateDeploymentBody = {
+  name: "agent",
+  source: "external_docker",
+  source_config: { custom_url: "https://agent.example" },
+  source_revision_config: { image_uri: "repo/agent:1" },
+};
+const REF = { namespace: "default", name: "agent" };
+
+/** The reconciler over fresh in-memory ports, and the handles a test acts through. */
+function world() {
+  const clock = new ManualClock({ start: START });
+  const now = () => clock.now();
+  const resources = new MemoryResources(now);
+  const service = new SimulatedService({ now });
+  const events = new RecordedEvents();
+  const secrets = new MemorySecrets();
+  const w = {
+    clock,
+    resources,
+    service,
+    events,
+    secrets,
+    snapshot: undefined as unknown as RemoteSnapshot,
+    reconciler: undefined as unknown as DeploymentReconciler,
+    /** A new process: a new reconciler whose snapshot has not listed anything yet. */
+    restart() {
+      w.snapshot = new RemoteSnapshot(service, clock, { maxAgeMs: 60_000 });
+      w.reconciler = new DeploymentReconciler({
+        resources,
+        service,
+        secrets,
+        events,
+        snapshot: w.snapshot,
+        clock,
+        logger: pino({ level: "silent" }),
+        pollMs: POLL_MS,
+        createGraceMs: GRACE_MS,
+      });
+    },
+    reconcile(name = "agent", signal = new AbortController().signal): Promise<ReconcileResult> {
+      return w.reconciler.reconcile(`default/${name}`, signal);
+    },
+    /** A resync pass's listing; the calls it cost are not counted against the reconcile. */
+    async resync() {
+      await w.snapshot.refresh(new AbortController().signal);
+      service.resetCalls();
+    },
+    /** A resource as a user applies it. */
+    apply(spec: Partial<DeploymentSpec> = {}, meta: Partial<StoredResource["metadata"]> = {}) {
+      return resources.create({ metadata: { name: "agent", ...meta }, spec: { ...SPEC, ...spec } });
+    },
+    /** A deployment on the service made before the resource (READY, its revision active). */
+    existing(body: CreateDeploymentBody = BODY) {
+      const deployment = service.seed(body);
+      clock.advance(SETTLE_MS);
+      return deployment;
+    },
+    /** A resource applied, then a resync's listing taken. */
+    async applied(spec: Partial<DeploymentSpec> = {}, meta: Partial<StoredResource["metadata"]> = {}) {
+      w.apply(spec, meta);
+      await w.resync();
+    },
+    /** A Manage resource adopted, READY and reconciled once more: nothing left to do. */
+    async settled(spec: Partial<DeploymentSpec> = {}) {
+      const deployment = w.existing();
+      await w.applied(spec);
+      await w.reconcile();
+      await w.resync();
+      events.all.length = 0;
+      return deployment;
+    },
+  };
+  w.restart();
+  return w;
+}
+type World = ReturnType<typeof world>;
+
+/** The resource's conditions as `Type: Status/Reason`, the way `kubectl get` users read them. */
+function conditions(obj: StoredResource | undefined): Record<string, string> {
+  return Object.fromEntries((obj?.status?.conditions ?? []).map((c) => [c.type, `${c.status}/${c.reason}`]));
+}
+
+/** The service calls made, by method, leaving out the ones not made. */
+function callsOf(service: SimulatedService): Partial<Record<ServiceMethod, number>> {
+  return Object.fromEntries(Object.entries(service.calls).filter(([, n]) => n > 0));
+}
+
+/** A failure of the create, as the service answers it, and what the resource then shows. */
+interface FailureCase {
+  reason: string;
+  failure: InjectedFailure;
+  error: (error: unknown) => void;
+  conditions: { Synced: string } & Record<string, string>;
+  /** Whether the create intent stays recorded (the POST may have taken effect). */
+  intentKept: boolean;
+}
+
+type Outcome = { result: ReconcileResult } | { error: unknown };
+
+interface Case {
+  reason: string;
+  /** Brings the world to the moment before the reconcile under test. */
+  arrange: (w: World) => void | Promise<void>;
+  /** What the reconcile returned, or `{ error }` with a matcher for what it threw. */
+  outcome: Outcome | { error: (error: unknown) => void };
+  /** Service calls of the reconcile under test, exactly. */
+  calls: Partial<Record<ServiceMethod, number>>;
+  /** The conditions written (`undefined`: the object is gone). */
+  conditions?: Record<string, string> | undefined;
+  /** Events recorded by the reconcile under test, `Type/Reason` in order. */
+  events: string[];
+  /** Anything else a user would notice. */
+  also?: (w: World) => void | Promise<void>;
+}
+
+/** The controller retries with backoff: an error, not a terminal one, naming the service's answer. */
+const retriedWithBackoff = (status: string) => (error: unknown) => {
+  expect(error).not.toBeInstanceOf(TerminalError);
+  expect(String(error)).toContain(`answered ${status}`);
+};
+
+/** The create refused or unanswered, one case per failure class. */
+const CREATE_FAILURES: FailureCase[] = [
+  {
+    reason: "a 401: Unauthorized, retried with backoff; the refused create's intent is cleared",
+    failure: { status: 401 },
+    error: retriedWithBackoff("401"),
+    conditions: { Synced: "False/Unauthorized", Reconciling: "True/Unauthorized" },
+    intentKept: false,
+  },
+  {
+    reason: "a 422: the spec is wrong, so Stalled and no retry until it changes",
+    failure: { status: 422, detail: "source_config.custom_url: not a URL" },
+    error: (e: unknown) => expect(e).toBeInstanceOf(TerminalError),
+    conditions: { Synced: "False/InvalidSpec", Stalled: "True/InvalidSpec" },
+    intentKept: false,
+  },
+  {
+    reason: "a 429 with Retry-After: retried no sooner than the service asked",
+    failure: { status: 429, retryAfterSeconds: 7 },
+    error: (e: unknown) => expect(e).toMatchObject({ retryAfterMs: 7_000 }),
+    conditions: { Synced: "False/RateLimited", Reconciling: "True/RateLimited" },
+    intentKept: false,
+  },
+  {
+    reason: "a 503: ServiceUnavailable, retried with backoff",
+    failure: { status: 503 },
+    error: retriedWithBackoff("503"),
+    conditions: { Synced: "False/ServiceUnavailable", Reconciling: "True/ServiceUnavailable" },
+    intentKept: false,
+  },
+  {
+    reason:
+      "a 500 on the POST may have been applied: the intent is kept, so the retry looks before it creates",
+    failure: { status: 500, maybeApplied: true },
+    error: retriedWithBackoff("500"),
+    conditions: { Synced: "False/ServiceUnavailable", Reconciling: "True/ServiceUnavailable" },
+    intentKept: true,
+  },
+];
+
+const cases: Case[] = [
+  // Creating and adopting.
+  {
+    reason: "a new resource whose name the resync's listing lacks: exactly one POST, nothing else",
+    arrange: async (w) => {
+      await w.applied();
+    },
+    outcome: { result: { requeueAfterMs: POLL_MS } },
+    calls: { create: 1 },
+    conditions: {
+      Ready: "False/AwaitingDatabase",
+      Synced: "True/ReconcileSuccess",
+      Reconciling: "True/AwaitingDatabase",
+    },
+    events: ["Normal/Created"],
+    also: (w) => {
+      const status = w.resources.stored(REF)?.status;
+      expect(status?.deploymentId).toBe(w.service.store.getByName("agent")?.id);
+      // The intent stays recorded until a read lists the deployment (a listing may lag).
+      expect(status?.createRequestedAt).toBe("2030-01-01T00:00:00Z");
+      expect(w.resources.writes.patchStatus).toBe(2);
+    },
+  },
+  {
+    reason: "the create intent is recorded before the POST, under the resourceVersion the reconcile read",
+    arrange: async (w) => {
+      await w.applied();
+      const create = w.service.create.bind(w.service);
+      w.service.create = (body, signal) => {
+        // What the API server holds at the moment of the POST.
+        const atPost = w.resources.stored(REF);
+        expect(atPost?.status?.createRequestedAt).toBe("2030-01-01T00:00:00Z");
+        expect(atPost?.metadata.resourceVersion).toBe("2");
+        return create(body, signal);
+      };
+    },
+    outcome: { result: { requeueAfterMs: POLL_MS } },
+    calls: { create: 1 },
+    events: ["Normal/Created"],
+    also: (w) => expect(w.resources.stored(REF)?.metadata.resourceVersion).toBe("3"),
+  },
+  {
+    reason: "a deployment the resync's listing shows by name is adopted without any service call",
+    arrange: async (w) => {
+      w.existing();
+      await w.applied();
+    },
+    outcome: { result: {} },
+    calls: {},
+    conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+    events: ["Normal/Adopted"],
+    also: (w) => {
+      expect(w.resources.stored(REF)?.status?.deploymentId).toBe(w.service.store.getByName("agent")?.id);
+      expect(w.resources.stored(REF)?.status?.createRequestedAt).toBeUndefined();
+    },
+  },
+  {
+    reason: "a settled resource at a resync with a fresh listing: no service call and no status write",
+    arrange: async (w) => {
+      await w.settled();
+      w.resources.writes.patchStatus = 0;
+    },
+    outcome: { result: {} },
+    calls: {},
+    conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+    events: [],
+    also: (w) => expect(w.resources.writes.patchStatus).toBe(0),
+  },
+  {
+    reason: "a spec change outside the revision config is one PATCH without a new revision: Ready stays True",
+    arrange: async (w) => {
+      await w.settled();
+      w.resources.edit(REF, (o) => {
+        o.spec.sourceConfig = { customUrl: "https://agent-2.example" };
+      });
+    },
+    outcome: { result: {} },
+    calls: { getById: 1, patch: 1 },
+    conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+    events: ["Normal/Updated"],
+    also: (w) => {
+      const deployment = w.service.store.getByName("agent");
+      expect(deployment?.source_config.custom_url).toBe("https://agent-2.example");
+      expect(w.service.store.revisions(deployment?.id ?? "")).toHaveLength(1);
+      expect(w.resources.stored(REF)?.status?.observedGeneration).toBe(2);
+    },
+  },
+  {
+    reason: "a new image is one PATCH making a revision: rolling out, looked at again after the poll period",
+    arrange: async (w) => {
+      await w.settled();
+      w.resources.edit(REF, (o) => {
+        o.spec.sourceRevisionConfig = { imageUri: "repo/agent:2" };
+      });
+    },
+    outcome: { result: { requeueAfterMs: POLL_MS } },
+    calls: { getById: 1, patch: 1 },
+    conditions: {
+      Ready: "False/RolloutInProgress",
+      Synced: "True/ReconcileSuccess",
+      Reconciling: "True/RolloutInProgress",
+    },
+    events: ["Normal/Updated"],
+    also: (w) => {
+      const id = w.service.store.getByName("agent")?.id ?? "";
+      expect(w.service.store.revisions(id)?.map((r) => r.source_revision_config.image_uri)).toEqual([
+        "repo/agent:1",
+        "repo/agent:2",
+      ]);
+    },
+  },
+  {
+    reason: "someone changed the service: the resync's listing shows it and one PATCH corrects the drift",
+    arrange: async (w) => {
+      const deployment = await w.settled();
+      w.service.store.drift(deployment.id, { source_config: { custom_url: "https://elsewhere.example" } });
+      await w.resync();
+    },
+    outcome: { result: {} },
+    calls: { patch: 1 },
+    conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+    events: ["Normal/DriftCorrected"],
+    also: (w) =>
+      expect(w.service.store.getByName("agent")?.source_config.custom_url).toBe("https://agent.example"),
+  },
+
+  // Policies and guards that make no write to the service.
+  {
+    reason: "paused: not even a lookup, and the status says why",
+    arrange: (w) => {
+      w.apply({}, { annotations: { [ANNOTATION_PAUSED]: "true" } });
+    },
+    outcome: { result: {} },
+    calls: {},
+    conditions: { Ready: "Unknown/Paused", Synced: "False/Paused" },
+    events: [],
+  },
+  {
+    reason: "ObserveOnly reports the drift it sees and never writes to the service",
+    arrange: async (w) => {
+      w.existing({ ...BODY, source_config: { custom_url: "https://elsewhere.example" } });
+      await w.applied({ managementPolicy: "ObserveOnly", deletionPolicy: "Delete" });
+    },
+    outcome: { result: {} },
+    calls: {},
+    conditions: { Ready: "True/Available", Synced: "False/Drifted" },
+    events: [],
+    also: (w) => {
+      const status = w.resources.stored(REF)?.status;
+      const synced = status?.conditions?.find((c) => c.type === "Synced");
+      expect(synced?.message).toContain("https://elsewhere.example → https://agent.example");
+      expect(w.service.store.getByName("agent")?.source_config.custom_url).toBe("https://elsewhere.example");
+      // ObserveOnly never deletes either: no finalizer even under deletionPolicy Delete.
+      expect(w.resources.stored(REF)?.metadata.finalizers ?? []).toEqual([]);
+    },
+  },
+  {
+    reason: "ObserveOnly without a deployment on the service reports it and never creates one",
+    arrange: async (w) => {
+      await w.applied({ managementPolicy: "ObserveOnly" });
+    },
+    outcome: { result: {} },
+    calls: {},
+    conditions: { Ready: "False/NotFound", Synced: "False/Drifted" },
+    events: [],
+  },
+  {
+    reason: "a deployment with the name but another source is blocked: stalled, and not recorded as ours",
+    arrange: async (w) => {
+      w.existing({ name: "agent", source: "internal_docker" });
+      await w.applied({ deletionPolicy: "Delete" });
+    },
+    outcome: { result: {} },
+    calls: {},
+    // Ready stays unknown: the deployment found is not this resource's to report on.
+    conditions: { Ready: "Unknown/Unknown", Synced: "False/Immutable", Stalled: "True/Immutable" },
+    events: [],
+    also: (w) => {
+      // Recording its id would make deletionPolicy Delete delete someone else's deployment.
+      expect(w.resources.stored(REF)?.status?.deploymentId).toBeUndefined();
+      const stalled = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Stalled");
+      expect(stalled?.message).toContain("source");
+    },
+  },
+  {
+    reason: "a name conflict: the younger claimant stalls, gets no finalizer and makes no call",
+    arrange: async (w) => {
+      w.resources.create({ metadata: { name: "first" }, spec: { ...SPEC, name: "agent" } });
+      w.clock.advance(1_000);
+      await w.applied({ deletionPolicy: "Delete" });
+    },
+    outcome: { result: {} },
+    calls: {},
+    conditions: { Ready: "Unknown/Unknown", Synced: "False/NameConflict", Stalled: "True/NameConflict" },
+    events: ["Warning/NameConflict"],
+    also: async (w) => {
+      // The loser owns nothing on the service: deleting it can never delete the holder's deployment.
+      expect(w.resources.stored(REF)?.metadata.finalizers ?? []).toEqual([]);
+      expect(w.resources.writes.addFinalizer).toBe(0);
+      // The older claimant is reconciled as usual.
+      await w.reconcile("first");
+      expect(w.service.calls.create).toBe(1);
+    },
+  },
+
+  // Deletion.
+  {
+    reason: "deleted under Orphan: the finalizer goes, the service's deployment stays",
+    arrange: async (w) => {
+      await w.settled();
+      // A finalizer left from when the policy was Delete.
+      w.resources.edit(REF, (o) => {
+        o.metadata.finalizers = [FINALIZER];
+      });
+      w.resources.delete(REF);
+    },
+    outcome: { result: { gone: true } },
+    calls: {},
+    conditions: undefined,
+    events: [],
+    also: (w) => {
+      expect(w.resources.stored(REF)).toBeUndefined();
+      expect(w.service.store.getByName("agent")?.status).toBe("READY");
+    },
+  },
+  {
+    reason: "deleted under Delete: the deployment is deleted once, and the finalizer holds until it is gone",
+    arrange: async (w) => {
+      await w.settled({ deletionPolicy: "Delete" });
+      w.resources.delete(REF);
+    },
+    outcome: { result: { requeueAfterMs: POLL_MS } },
+    calls: { getById: 1, delete: 1 },
+    // Ready is what the service showed before the DELETE; the next look shows it deleting.
+    conditions: { Ready: "True/Available", Synced: "False/Deleting", Reconciling: "True/Deleting" },
+    events: ["Normal/Deleting"],
+    also: async (w) => {
+      expect(w.service.store.getByName("agent")?.status).toBe("AWAITING_DELETE");
+      expect(w.resources.stored(REF)?.metadata.finalizers).toEqual([FINALIZER]);
+      // Looked at again while the service deletes: no second DELETE.
+      w.service.resetCalls();
+      expect(await w.reconcile()).toEqual({ requeueAfterMs: POLL_MS });
+      expect(callsOf(w.service)).toEqual({ getById: 1 });
+      expect(conditions(w.resources.stored(REF))).toMatchObject({ Ready: "False/Deleting" });
+      // Gone on the service: the finalizer goes, and with it the object.
+      w.clock.advance(2_000);
+      expect(await w.reconcile()).toEqual({ gone: true });
+      expect(w.resources.stored(REF)).toBeUndefined();
+      expect(w.events.reasons()).toEqual(["Normal/Deleting", "Normal/Deleted"]);
+    },
+  },
+  {
+    reason: "deleted under Delete when the deployment is already gone: no DELETE, the finalizer goes",
+    arrange: async (w) => {
+      const deployment = await w.settled({ deletionPolicy: "Delete" });
+      w.service.store.delete(deployment.id);
+      w.clock.advance(2_000);
+      w.resources.delete(REF);
+    },
+    outcome: { result: { gone: true } },
+    calls: { getById: 1 },
+    conditions: undefined,
+    events: ["Normal/Deleted"],
+    also: (w) => expect(w.resources.stored(REF)).toBeUndefined(),
+  },
+  {
+    reason: "an object already gone from the cache: nothing to do",
+    arrange: () => {},
+    outcome: { result: { gone: true } },
+    calls: {},
+    conditions: undefined,
+    events: [],
+  },
+
+  // Failures of the create, one per class.
+  ...CREATE_FAILURES.map(
+    (f): Case => ({
+      reason: f.reason,
+      arrange: async (w) => {
+        await w.applied();
+        w.service.failNext("create", f.failure);
+      },
+      outcome: { error: f.error },
+      calls: { create: 1 },
+      conditions: { Ready: "Unknown/Unknown", ...f.conditions },
+      events: [`Warning/${f.conditions.Synced.split("/")[1]}`],
+      also: (w) => {
+        const status = w.resources.stored(REF)?.status;
+        expect(status?.createRequestedAt !== undefined).toBe(f.intentKept);
+        expect(w.service.store.getByName("agent")).toBeUndefined();
+      },
+    }),
+  ),
+  {
+    reason: "a 409 on create (the name was taken after the listing): reported, then adopted on the retry",
+    arrange: async (w) => {
+      await w.applied();
+      w.service.seed(BODY);
+    },
+    outcome: { error: (e) => expect(String(e)).toContain("409") },
+    calls: { create: 1, findByName: 1 },
+    conditions: {
+      Ready: "Unknown/Unknown",
+      Synced: "False/ReconcileError",
+      Reconciling: "True/ReconcileError",
+    },
+    events: ["Warning/ReconcileError"],
+    also: async (w) => {
+      w.service.resetCalls();
+      // The deployment is still provisioning: adopted, and looked at again after the poll period.
+      expect(await w.reconcile()).toEqual({ requeueAfterMs: POLL_MS });
+      // The 409's lookup taught the snapshot the name: the retry costs no call.
+      expect(callsOf(w.service)).toEqual({});
+      expect(w.events.reasons()).toEqual(["Warning/ReconcileError", "Normal/Adopted"]);
+      expect(w.resources.stored(REF)?.status?.deploymentId).toBe(w.service.store.getByName("agent")?.id);
+      expect(conditions(w.resources.stored(REF))).toEqual({
+        Ready: "False/AwaitingDatabase",
+        Synced: "True/ReconcileSuccess",
+        Reconciling: "True/AwaitingDatabase",
+      });
+    },
+  },
+  {
+    reason: "a PATCH answered 404 (deleted on the service meanwhile): the snapshot forgets the deployment",
+    arrange: async (w) => {
+      await w.settled();
+      w.resources.edit(REF, (o) => {
+        o.spec.sourceConfig = { customUrl: "https://agent-2.example" };
+      });
+      w.service.failNext("patch", { status: 404, detail: "Deployment not found" });
+    },
+    outcome: { error: (e) => expect(String(e)).toContain("404") },
+    calls: { getById: 1, patch: 1 },
+    conditions: {
+      Ready: "True/Available",
+      Synced: "False/ReconcileError",
+      Reconciling: "True/ReconcileError",
+    },
+    events: ["Warning/ReconcileError"],
+    also: (w) => {
+      const id = w.resources.stored(REF)?.status?.deploymentId ?? "";
+      expect(w.snapshot.byId(id)).toBeNull();
+    },
+  },
+  {
+    reason: "a Secret the spec reads is missing: Stalled, naming it, and no service call",
+    arrange: async (w) => {
+      await w.applied({
+        secrets: [{ name: "API_KEY", valueFrom: { secretKeyRef: { name: "agent-keys", key: "api" } } }],
+      });
+    },
+    outcome: { result: {} },
+    calls: {},
+    conditions: { Ready: "Unknown/Unknown", Synced: "False/SecretNotFound", Stalled: "True/SecretNotFound" },
+    events: ["Warning/SecretNotFound"],
+    also: (w) => {
+      const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
+      expect(synced?.message).toContain("agent-keys");
+    },
+  },
+
+  // Deletion of what this resource owns, and only that.
+  {
+    reason:
+      "deleted under Delete while its create is pending (the answer was lost): the deployment it made is deleted",
+    arrange: (w) => {
+      w.existing();
+      w.resources.create({
+        metadata: { name: "agent", finalizers: [FINALIZER] },
+        spec: { ...SPEC, deletionPolicy: "Delete" },
+        status: { createRequestedAt: "2030-01-01T00:00:00Z" },
+      });
+      w.resources.delete(REF);
+    },
+    outcome: { result: { requeueAfterMs: POLL_MS } },
+    calls: { findByName: 1, delete: 1 },
+    events: ["Normal/Deleting"],
+    also: (w) => expect(w.service.store.getByName("agent")?.status).toBe("AWAITING_DELETE"),
+  },
+  {
+    reason:
+      "deleted under Delete when a deployment merely carries the name: it is someone else's, left alone",
+    arrange: (w) => {
+      w.existing();
+      w.resources.create({
+        metadata: { name: "agent", finalizers: [FINALIZER] },
+        spec: { ...SPEC, deletionPolicy: "Delete" },
+      });
+      w.resources.delete(REF);
+    },
+    outcome: { result: { gone: true } },
+    calls: {},
+    conditions: undefined,
+    events: [],
+    also: (w) => expect(w.service.store.getByName("agent")?.status).toBe("READY"),
+  },
+
+  // Annotations.
+  {
+    reason:
+      "a requested reconcile asks the service although the listing is fresh, and is recorded as handled",
+    arrange: async (w) => {
+      await w.settled();
+      w.resources.edit(REF, (o) => {
+        o.metadata.annotations = { [ANNOTATION_RECONCILE_REQUESTED_AT]: "2030-01-01T01:00:00Z" };
+      });
+    },
+    outcome: { result: {} },
+    calls: { getById: 1 },
+    conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+    events: [],
+    also: (w) => expect(w.resources.stored(REF)?.status?.lastHandledReconcileAt).toBe("2030-01-01T01:00:00Z"),
+  },
+  {
+    reason: "a reconcile-interval annotation sets this resource's own resync, at no service call",
+    arrange: async (w) => {
+      await w.settled();
+      w.resources.edit(REF, (o) => {
+        o.metadata.annotations = { [ANNOTATION_RECONCILE_INTERVAL]: "2m" };
+      });
+    },
+    outcome: { result: { resyncIntervalMs: 120_000 } },
+    calls: {},
+    events: [],
+  },
+
+  // Secrets.
+  {
+    reason: "a rotated Secret value is sent in one PATCH and recorded as a hash, never as a value",
+    arrange: async (w) => {
+      w.secrets.set("default", "agent-keys", { api: "sk-old-0123456789" });
+      await w.settled({
+        secrets: [{ name: "API_KEY", valueFrom: { secretKeyRef: { name: "agent-keys", key: "api" } } }],
+      });
+      w.secrets.set("default", "agent-keys", { api: "sk-new-9876543210" });
+    },
+    outcome: { result: { requeueAfterMs: POLL_MS } },
+    calls: { patch: 1 },
+    conditions: {
+      Ready: "False/RolloutInProgress",
+      Synced: "True/ReconcileSuccess",
+      Reconciling: "True/RolloutInProgress",
+    },
+    events: ["Normal/Updated"],
+    also: (w) => {
+      const status = w.resources.stored(REF)?.status;
+      expect(status?.appliedSecretsHash).toBe(hashSecrets([{ name: "API_KEY", value: "sk-new-9876543210" }]));
+      const shown = JSON.stringify([status, w.events.all]);
+      expect(shown).not.toContain("sk-new");
+      expect(shown).not.toContain("sk-old");
+    },
+  },
+
+  // The create intent's grace period.
+  {
+    reason:
+      "a create intent older than the grace period with nothing on the service: the earlier POST never took effect, so create",
+    arrange: async (w) => {
+      w.resources.create({
+        metadata: { name: "agent" },
+        spec: SPEC,
+        status: { createRequestedAt: "2030-01-01T00:00:00Z" },
+      });
+      w.clock.advance(GRACE_MS + 1_000);
+      await w.resync();
+    },
+    outcome: { result: { requeueAfterMs: POLL_MS } },
+    calls: { findByName: 1, create: 1 },
+    events: ["Normal/Created"],
+    also: (w) => expect(w.service.store.list()).toHaveLength(1),
+  },
+];
+
+describe("DeploymentReconciler", () => {
+  it.each(cases)("$reason", async (c) => {
+    const w = world();
+    await c.arrange(w);
+    w.service.resetCalls();
+    w.events.all.length = 0;
+
+    const outcome: Outcome = await w.reconcile().then(
+      (result) => ({ result }),
+      (error: unknown) => ({ error }),
+    );
+
+    if ("result" in c.outcome) expect(outcome).toEqual(c.outcome);
+    else {
+      expect(outcome).toHaveProperty("error");
+      if ("error" in outcome && typeof c.outcome.error === "function") c.outcome.error(outcome.error);
+    }
+    expect(callsOf(w.service)).toEqual(c.calls);
+    expect(w.events.reasons()).toEqual(c.events);
+    if ("conditions" in c) {
+      const stored = w.resources.stored(REF);
+      expect(stored && conditions(stored)).toEqual(c.conditions);
+    }
+    await c.also?.(w);
+  });
+});
+
+/** Lets every promise chain that can progress do so (the reconcile runs up to its pending call). */
+const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe("DeploymentReconciler when reads lag", () => {
+  it("acts on a stale cached copy that lacks the create intent: a conflict, never a second POST", async () => {
+    const w = world();
+    const before = w.apply();
+    w.service.lagMs = 30_000;
+    await w.resync();
+    expect(await w.reconcile()).toEqual({ requeueAfterMs: POLL_MS });
+    expect(w.service.calls.create).toBe(1);
+
+    // A new process whose watch cache still holds the object as it was before the create, and
+    // whose listing does not show the deployment yet.
+    w.restart();
+    w.resources.lag(before);
+    await w.resync();
+    expect(await w.reconcile()).toEqual({ requeue: true });
+    expect(callsOf(w.service)).toEqual({});
+
+    // The cache catches up: the recorded intent holds the create back while the listing lags.
+    w.resources.catchUp();
+    w.clock.advance(1_000);
+    expect(await w.reconcile()).toEqual({ requeueAfterMs: POLL_MS });
+    expect(callsOf(w.service)).toEqual({ getById: 1, findByName: 1 });
+    const waiting = w.resources.stored(REF);
+    expect(conditions(waiting)).toEqual({
+      Ready: "False/Creating",
+      Synced: "True/ReconcileSuccess",
+      Reconciling: "True/Creating",
+    });
+    // The id the create answered with stays known while the listing catches up.
+    expect(waiting?.status?.deploymentId).toBe(w.service.store.getByName("agent")?.id);
+
+    // Listed at last: the intent is fulfilled, and the service holds one deployment.
+    w.clock.advance(30_000);
+    w.service.resetCalls();
+    expect(await w.reconcile()).toEqual({});
+    expect(callsOf(w.service)).toEqual({ getById: 1 });
+    expect(w.resources.stored(REF)?.status?.createRequestedAt).toBeUndefined();
+    expect(conditions(w.resources.stored(REF))).toEqual({
+      Ready: "True/Available",
+      Synced: "True/ReconcileSuccess",
+    });
+    expect(w.service.store.list()).toHaveLength(1);
+    expect(w.events.reasons()).toEqual(["Normal/Created"]);
+  });
+
+  it("a create whose answer was lost is found by name once listed, reported as created, not adopted", async () => {
+    const w = world();
+    w.apply();
+    w.service.lagMs = 30_000;
+    await w.resync();
+    // The POST reaches the service but its answer never comes back.
+    const create = w.service.create.bind(w.service);
+    w.service.create = async (body, signal) => {
+      await create(body, signal);
+      throw new Error("socket hang up");
+    };
+    await expect(w.reconcile()).rejects.toThrow("socket hang up");
+    expect(w.resources.stored(REF)?.status?.createRequestedAt).toBeDefined();
+
+    w.service.resetCalls();
+    w.clock.advance(POLL_MS);
+    expect(await w.reconcile()).toEqual({ requeueAfterMs: POLL_MS });
+    expect(callsOf(w.service)).toEqual({ findByName: 1 });
+
+    w.clock.advance(30_000);
+    expect(await w.reconcile()).toEqual({});
+    expect(w.service.calls.create).toBe(0);
+    expect(w.events.reasons()).toEqual(["Warning/ReconcileError", "Normal/Created"]);
+    expect(w.resources.stored(REF)?.status?.deploymentId).toBe(w.service.store.getByName("agent")?.id);
+    expect(w.resources.stored(REF)?.status?.createRequestedAt).toBeUndefined();
+  });
+});
+
+/** A new resource's reconcile, waiting on a POST that never answers. */
+async function stuckInCreate() {
+  const w = world();
+  await w.applied();
+  w.service.hold("create");
+  const controller = new AbortController();
+  const pending = w.reconcile("agent", controller.signal);
+  await settle();
+  return { w, controller, pending };
+}
+
+describe("DeploymentReconciler when its signal aborts", () => {
+  it("a timeout is reported on the resource, its status written under a window of its own", async () => {
+    const { w, controller, pending } = await stuckInCreate();
+    expect(w.service.calls.create).toBe(1);
+
+    controller.abort(new ReconcileTimeoutError("reconcile of default/agent exceeded 30000 ms"));
+    await expect(pending).rejects.toThrow("exceeded 30000 ms");
+    const status = w.resources.stored(REF)?.status;
+    expect(conditions(w.resources.stored(REF))).toMatchObject({ Synced: "False/ReconcileError" });
+    expect(status?.conditions?.find((c) => c.type === "Synced")?.message).toContain("exceeded 30000 ms");
+    // The reconcile's own signal had aborted: the write ran under another, whose timer is gone.
+    expect(w.resources.signals.at(-1)?.aborted).toBe(false);
+    expect(w.clock.pending).toBe(0);
+    // Whether the POST took effect is unknown: the intent stays, so the retry looks first.
+    expect(status?.createRequestedAt).toBeDefined();
+    expect(w.events.reasons()).toEqual(["Warning/ReconcileError"]);
+  });
+
+  it("a halt (leadership lost, shutdown) abandons the reconcile without reporting it", async () => {
+    const { w, controller, pending } = await stuckInCreate();
+
+    controller.abort(new Error("leadership lost"));
+    await expect(pending).rejects.toThrow("leadership lost");
+    // Only the intent was written: no failure condition, no event for a failure that is not the resource's.
+    expect(w.resources.writes.patchStatus).toBe(1);
+    expect(conditions(w.resources.stored(REF))).toEqual({});
+    expect(w.events.all).toEqual([]);
+  });
+
+  it("bounds the failure's status write after a timeout: a write that hangs is given up after its window", async () => {
+    const { w, controller, pending } = await stuckInCreate();
+    w.resources.hung = true;
+
+    controller.abort(new ReconcileTimeoutError("reconcile of default/agent exceeded 30000 ms"));
+    await settle();
+    let settled = false;
+    void pending.catch(() => {
+      settled = true;
+    });
+    await settle();
+    expect(settled).toBe(false);
+    w.clock.advance(5_000);
+    await expect(pending).rejects.toThrow("exceeded 30000 ms");
+    expect(w.resources.signals.at(-1)?.aborted).toBe(true);
+  });
+});
