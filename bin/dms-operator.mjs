@@ -1,7 +1,21 @@
 #!/usr/bin/env node
 // Entry point of the `dms-operator` command: the compiled CLI when built, the TypeScript
 // source otherwise (Node >= 22.18 runs it directly by stripping types).
-import { existsSync } from "node:fs";
+//
+// The Node version is checked first, with nothing else loaded: on an older Node the CLI's
+// dependencies fail deep inside their own code (undici's TypeError on Node 20), which tells
+// the user nothing. So this file uses only syntax and APIs every Node since 12 has.
+import { existsSync, readFileSync } from "node:fs";
+
+const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+const needed = /(\d+)\.(\d+)/.exec(manifest.engines.node);
+const [major, minor] = process.versions.node.split(".").map(Number);
+if (major < Number(needed[1]) || (major === Number(needed[1]) && minor < Number(needed[2]))) {
+  process.stderr.write(
+    `error: dms-operator needs Node >= ${needed[1]}.${needed[2]}; this is Node ${process.versions.node}. Install a newer Node (https://nodejs.org) and retry.\n`,
+  );
+  process.exit(1);
+}
 
 const compiled = new URL("../dist/cli.js", import.meta.url);
 await import(existsSync(compiled) ? compiled.href : new URL("../src/cli.ts", import.meta.url).href);

@@ -6,7 +6,7 @@
 // Written for any Node >= 18 on purpose: the machines this project is built on ship an older
 // Node than the one it runs on. When the running Node is too old, Node 24 LTS is installed from
 // the npm registry (package node-<platform>-<arch>) into a per-user cache and used instead.
-// Dependencies are installed from package-lock.json whenever it changed since the last run.
+// Dependencies are installed with `npm ci` whenever package-lock.json changed since the last run.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -66,14 +66,15 @@ function nodeBinDir() {
 
 function ensureDependencies(env) {
   const lock = readFileSync(join(root, "package-lock.json"));
-  const digest = createHash("sha256").update(lock).update(NODE_VERSION).digest("hex");
+  const manifest = readFileSync(join(root, "package.json"));
+  const digest = createHash("sha256").update(lock).update(manifest).update(NODE_VERSION).digest("hex");
   const stamp = join(root, "node_modules", ".dms-lock-sha256");
   if (existsSync(stamp) && readFileSync(stamp, "utf8") === digest) return;
-  // `npm install --no-save` installs exactly what package-lock.json pins, like `npm ci`, but
-  // tolerates optional platform packages the lockfile could not record (registries that serve
-  // only some platforms' binaries leave them out, and `npm ci` then refuses the whole install).
-  say("installing dependencies (npm install --no-save, from package-lock.json)");
-  const status = run("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"], {
+  // `npm ci`: exactly what package-lock.json pins, refusing a lockfile that disagrees with
+  // package.json. The lockfile records every platform's optional binaries, so this works on
+  // any machine the dev tools support.
+  say("installing dependencies (npm ci, from package-lock.json)");
+  const status = run("npm", ["ci", "--no-audit", "--no-fund", "--loglevel=error"], {
     cwd: root,
     env,
   });

@@ -24,10 +24,13 @@ import { POLL_INDEX, pollIndexer, RemoteSnapshot, RolloutPoller } from "./reconc
 import { type Clock, systemClock } from "./runtime/clock.ts";
 import { Controller } from "./runtime/controller.ts";
 import { HealthServer } from "./runtime/health.ts";
+import { HeapBudgetCheck } from "./runtime/heap-budget.ts";
 import { LeaderElector } from "./runtime/leader.ts";
 import { Manager, type Runnable } from "./runtime/manager.ts";
 import { RuntimeMetrics } from "./runtime/metrics.ts";
+import { registerResourceMetrics } from "./runtime/resource-metrics.ts";
 import { ResyncedController } from "./runtime/resync.ts";
+import { VERSION } from "./version.ts";
 
 /** Everything the operator needs to run, validated (see `config.ts`). */
 export interface OperatorConfig {
@@ -125,6 +128,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     clock,
     indexers: { [CLAIM_INDEX]: claimIndexer, [SECRET_INDEX]: secretIndexer, [POLL_INDEX]: pollIndexer },
   });
+  registerResourceMetrics(metrics.registry, () => deployments.list());
   const secrets = new KubeSecrets({ client: kubeClient, namespaces: config.namespaces, logger, clock });
   const recorder = new KubeEventRecorder({ client: kubeClient, reportingInstance: identity, clock, logger });
   const snapshot = new RemoteSnapshot(service, clock, { maxAgeMs: config.resyncMs });
@@ -152,6 +156,9 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     logger,
   });
   subscribeTriggers(deployments, secrets, controller);
+  // Warns when the cache holds more resources than the heap limit (NODE_OPTIONS) was sized for.
+  const heapBudget = new HeapBudgetCheck((fields, message) => logger.warn(fields, message));
+  deployments.subscribe({ onAdd: () => heapBudget.add(1), onDelete: () => heapBudget.add(-1) });
 
   const health = new HealthServer({
     metricsBindAddress: config.metricsBindAddress,
@@ -217,7 +224,11 @@ export async function runOperator(
 ): Promise<void> {
   const operator = buildOperator(config, deps);
   deps.logger.info(
-    { identity: operator.identity, namespaces: config.namespaces.length > 0 ? config.namespaces : "all" },
+    {
+      version: VERSION,
+      identity: operator.identity,
+      namespaces: config.namespaces.length > 0 ? config.namespaces : "all",
+    },
     "starting dms-operator",
   );
   await operator.manager.start(signal);

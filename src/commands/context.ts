@@ -19,6 +19,8 @@ export interface CliContext {
   env: Env;
   /** Resolves when the process is asked to stop (SIGINT/SIGTERM); long-running commands await it. */
   stopSignal: AbortSignal;
+  /** Reads standard input to its end (`plan -f -`); absent where there is none to read. */
+  readStdin?: () => Promise<string>;
 }
 
 /**

@@ -3,6 +3,7 @@
  * them exactly, for onboarding existing deployments into Git. See `src/gitops/importer.ts` for
  * the rules and docs/gitops.md for the workflow.
  */
+import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
@@ -28,6 +29,7 @@ interface ImportFlags extends ServiceFlags {
   secretsFrom?: string;
   outDir?: string;
   printSecretValues?: boolean;
+  force?: boolean;
   verbose?: boolean;
 }
 
@@ -65,6 +67,10 @@ export const registerImportCommand: RegisterCommand = (program, ctx) => {
       objectNameArgument,
     )
     .option("--out-dir <dir>", "write one file per resource into this directory instead of stdout")
+    .option(
+      "--force",
+      "with --out-dir: overwrite files that exist (without it, import writes nothing when one exists)",
+    )
     .option(
       "--print-secret-values",
       "with --secrets-from and no --out-dir: print the Secret manifest even when it holds real secret values",
@@ -104,10 +110,20 @@ export const registerImportCommand: RegisterCommand = (program, ctx) => {
         ]);
       ctx.out(renderStream(result, files));
     } else {
-      await mkdir(flags.outDir, { recursive: true });
-      for (const file of files) {
-        const path = join(flags.outDir, file.name);
-        await writeFile(path, file.text, { mode: file.sensitive ? 0o600 : 0o644 });
+      const outDir = flags.outDir;
+      await mkdir(outDir, { recursive: true });
+      const targets = files.map((file) => ({ file, path: join(outDir, file.name) }));
+      // A *.secret.yaml the user already filled in must never be lost to a second import.
+      const existing = flags.force ? [] : targets.filter((t) => existsSync(t.path)).map((t) => t.path);
+      if (existing.length > 0)
+        throw new UsageError([
+          `import would overwrite ${existing.length} existing file(s); nothing was written (pass --force to overwrite them):`,
+          ...existing,
+        ]);
+      for (const { file, path } of targets) {
+        // "wx" also refuses a file created since the check above.
+        const flag = flags.force ? "w" : "wx";
+        await writeFile(path, file.text, { mode: file.sensitive ? 0o600 : 0o644, flag });
         ctx.out(`wrote ${path}\n`);
       }
       for (const line of skippedLines(result)) ctx.out(`# ${line}\n`);

@@ -6,7 +6,7 @@
 import { type Command, Option } from "commander";
 import { deploymentsPort } from "../api/port.ts";
 import type { ServiceFlags } from "../config.ts";
-import { readManifestFiles } from "../gitops/files.ts";
+import { readManifestFiles, STDIN_NAME, STDIN_PATH } from "../gitops/files.ts";
 import type { ClusterReader, LiveResource } from "../gitops/live.ts";
 import { reviewAll } from "../gitops/live.ts";
 import { type ManifestProblem, type ManifestResource, parseManifests } from "../gitops/manifests.ts";
@@ -48,7 +48,7 @@ export const registerPlanCommand: RegisterCommand = (program, ctx) => {
     )
     .requiredOption(
       "-f, --filename <path>",
-      "manifest file or directory (recursive; .yaml, .yml, .json); repeatable",
+      "manifest file or directory (recursive; .yaml, .yml, .json), or - for standard input (e.g. kubectl kustomize output); repeatable",
       collect,
     )
     .option(
@@ -80,7 +80,7 @@ async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number> {
   if (flags.context !== undefined && flags.kubeconfig === undefined)
     throw new UsageError(["--context needs --kubeconfig"]);
   const client = serviceClientFrom(flags, ctx);
-  const files = await readManifestFiles(flags.filename);
+  const files = await readManifestFiles(flags.filename, ctx.readStdin);
   const resources: ManifestResource[] = [];
   const fileErrors: ManifestProblem[] = [];
   for (const file of files) {
@@ -88,6 +88,9 @@ async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number> {
     resources.push(...parsed.resources);
     fileErrors.push(...parsed.problems);
   }
+  // A wrong path must not pass a CI gate as "nothing to do".
+  if (resources.length === 0 && fileErrors.length === 0)
+    throw new UsageError([noResources(flags.filename, files.length)]);
   const cluster = flags.kubeconfig === undefined ? undefined : clusterReader(flags.kubeconfig, flags.context);
   const entries = await reviewAll(resources, {
     service: deploymentsPort(client),
@@ -98,6 +101,12 @@ async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number> {
   const report: PlanReport = { entries, fileErrors, clusterRead: cluster !== undefined };
   ctx.out(flags.output === "json" ? renderPlanJson(report) : renderPlanText(report));
   return planExitStatus(report);
+}
+
+function noResources(paths: readonly string[], fileCount: number): string {
+  const where = paths.map((p) => (p === STDIN_PATH ? STDIN_NAME : p)).join(", ");
+  const read = fileCount === 1 ? "1 file" : `${fileCount} files`;
+  return `no Deployment resources (apiVersion dms.dev/v1alpha1, kind Deployment) in ${where} (${read} read): check the path given to -f, or pipe the rendered manifests with -f -`;
 }
 
 /** Reads through the kubeconfig's credentials; nothing is cached or watched. */

@@ -2,9 +2,11 @@
  * The command-line harness: builds the commander program from a list of command registrations,
  * runs it, and turns every failure into one line on stderr and an exit status.
  */
+import { text } from "node:stream/consumers";
 import { Command, CommanderError } from "commander";
 import { RequestValidationError, ServiceError } from "../api/errors.ts";
 import { shutdownSignal } from "../runtime/manager.ts";
+import { VERSION } from "../version.ts";
 import { type CliContext, type RegisterCommand, UsageError } from "./context.ts";
 
 /** Exit statuses: 0 success, 1 the operation failed, 2 the command was called wrongly, 130 interrupted. */
@@ -29,8 +31,9 @@ export function createProgram(ctx: CliContext, commands: readonly RegisterComman
     .description(
       "Kubernetes operator keeping Deployment Management Service deployments in line with Deployment resources",
     )
+    .version(VERSION, "--version", "print the version of dms-operator")
     .option("--verbose", "log each service request to stderr and print stack traces of errors")
-    .showSuggestionAfterError(false)
+    .showSuggestionAfterError(true)
     .exitOverride()
     .configureOutput({ writeOut: (s) => ctx.out(s), writeErr: (s) => ctx.err(s) });
   for (const register of commands) register(program, ctx);
@@ -112,5 +115,6 @@ export function processContext(): CliContext {
     stdoutIsTTY: process.stdout.isTTY === true,
     env: process.env,
     stopSignal: stop.signal,
+    readStdin: () => text(process.stdin),
   };
 }

@@ -97,7 +97,25 @@ export function openApiSchema(schema: TSchema = DeploymentResourceSchema): JsonO
   return root;
 }
 
-const printerColumns = [
+/**
+ * `kubectl get dmsd` columns. By default what a user scans for: is it in line with the spec
+ * (Synced, and the reason when it is not), what the service says (Remote), is it Ready. Under
+ * `-o wide` (priority 1) the revision ids, shortened, and the latest revision's status.
+ */
+const printerColumns: JsonObject[] = [
+  {
+    name: "Synced",
+    type: "string",
+    description: "Whether the service's deployment matches the spec.",
+    jsonPath: '.status.conditions[?(@.type=="Synced")].status',
+  },
+  {
+    name: "Reason",
+    type: "string",
+    description:
+      "Reason of the Synced condition (e.g. ReconcileSuccess, NameConflict, SecretNotFound, Paused).",
+    jsonPath: '.status.conditions[?(@.type=="Synced")].reason',
+  },
   {
     name: "Remote",
     type: "string",
@@ -111,22 +129,24 @@ const printerColumns = [
     jsonPath: '.status.conditions[?(@.type=="Ready")].status',
   },
   {
-    name: "Latest",
-    type: "string",
-    description: "Latest revision of the service's deployment.",
-    jsonPath: ".status.latestRevisionId",
-  },
-  {
-    name: "Active",
-    type: "string",
-    description: "Revision currently deployed.",
-    jsonPath: ".status.activeRevisionId",
-  },
-  {
     name: "Age",
     type: "date",
     description: "Time since the resource was created.",
     jsonPath: ".metadata.creationTimestamp",
+  },
+  {
+    name: "Revisions",
+    type: "string",
+    description: "Latest/active revision ids, shortened to 8 characters (equal when the latest is deployed).",
+    jsonPath: ".status.shortRevisions",
+    priority: 1,
+  },
+  {
+    name: "Revision-Status",
+    type: "string",
+    description: "Status of the latest revision, as the service reports it.",
+    jsonPath: ".status.latestRevisionStatus",
+    priority: 1,
   },
 ];
 

@@ -59,6 +59,7 @@ export const DeploymentResourceStatusSchema = Type.Object(
     activeRevisionId: Str("Revision currently deployed."),
     imageVersion: Str("Image version reported by the service."),
     repoCommitSha: Str("Commit of the latest revision (repository sources)."),
+    shortRevisions: Str("Latest and active revision ids shortened to 8 characters, as `<latest>/<active>`."),
     observedGeneration: Type.Optional(
       Type.Integer({
         minimum: 0,

@@ -1,6 +1,7 @@
 /**
- * Reading manifest files for `plan -f`: a file as given, or a directory walked recursively for
- * `.yaml`, `.yml` and `.json` files, like `kubectl apply -f dir -R`.
+ * Reading manifest files for `plan -f`: a file as given, a directory walked recursively for
+ * `.yaml`, `.yml` and `.json` files, like `kubectl apply -f dir -R`, or `-` for standard input
+ * (multi-document YAML, e.g. `kubectl kustomize overlays/prod | dms-operator plan -f -`).
  */
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
@@ -14,14 +15,29 @@ export interface ManifestFile {
 
 const MANIFEST = /\.(ya?ml|json)$/i;
 
+/** The path that stands for standard input, and the name its problems are reported under. */
+export const STDIN_PATH = "-";
+export const STDIN_NAME = "<stdin>";
+
 /**
  * The files under `paths`, each read once, in a stable order (paths in the order given; within a
  * directory, sorted by name). Hidden entries (`.git`, `.github`…) are skipped inside directories.
+ * `-` is standard input, read with `readStdin`, at most once, reported as `<stdin>`.
  * Throws an Error naming the path when one does not exist or cannot be read.
  */
-export async function readManifestFiles(paths: readonly string[]): Promise<ManifestFile[]> {
+export async function readManifestFiles(
+  paths: readonly string[],
+  readStdin?: () => Promise<string>,
+): Promise<ManifestFile[]> {
+  const stdinCount = paths.filter((p) => p === STDIN_PATH).length;
+  if (stdinCount > 1) throw new Error("-f - (standard input) may be given once");
+  if (stdinCount === 1 && !readStdin) throw new Error("-f -: standard input cannot be read here");
   const found: string[] = [];
   for (const path of paths) {
+    if (path === STDIN_PATH) {
+      found.push(path);
+      continue;
+    }
     let info: Awaited<ReturnType<typeof stat>>;
     try {
       info = await stat(path);
@@ -33,6 +49,10 @@ export async function readManifestFiles(paths: readonly string[]): Promise<Manif
   }
   const files: ManifestFile[] = [];
   for (const path of [...new Set(found)]) {
+    if (path === STDIN_PATH && readStdin) {
+      files.push({ path: STDIN_NAME, text: await readStdin() });
+      continue;
+    }
     try {
       files.push({ path, text: await readFile(path, "utf8") });
     } catch (cause) {

@@ -12,8 +12,8 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import type { RequestOptions } from "node:https";
+import { createRequire } from "node:module";
 import { delimiter, dirname, isAbsolute, join } from "node:path";
-import { parse } from "yaml";
 import { isRecord } from "../json.ts";
 
 /** The standard mount of a pod's service account credentials. */
@@ -143,7 +143,7 @@ function mergeFile(merged: Merged, path: string, origin: string): void {
   if (!existsSync(path)) throw new Error(`kubeconfig ${path} (from ${origin}) does not exist`);
   let doc: unknown;
   try {
-    doc = parse(readFileSync(path, "utf8"));
+    doc = parseKubeconfig(readFileSync(path, "utf8"));
   } catch (err) {
     throw new Error(`kubeconfig ${path} (from ${origin}) cannot be read: ${firstLine(err)}`, { cause: err });
   }
@@ -173,6 +173,23 @@ function mergeFile(merged: Merged, path: string, origin: string): void {
   const current = doc["current-context"];
   if (merged.currentContext === undefined && typeof current === "string" && current !== "")
     merged.currentContext = current;
+}
+
+/**
+ * JSON (which is YAML, and what generated kubeconfigs often are) is parsed without loading the
+ * YAML parser, ~10 MiB of resident memory that an in-cluster operator never needs; anything else
+ * loads it, synchronously, here.
+ */
+function parseKubeconfig(text: string): unknown {
+  if (/^\s*\{/.test(text)) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      // Not JSON after all (YAML flow style): the YAML parser decides.
+    }
+  }
+  const { parse } = createRequire(import.meta.url)("yaml") as typeof import("yaml");
+  return parse(text);
 }
 
 function firstLine(err: unknown): string {

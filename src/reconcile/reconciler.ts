@@ -35,6 +35,7 @@ import { RevisionTracker } from "./revisions.ts";
 import {
   CONDITION,
   formatTime,
+  isBeingDeleted,
   outcomeFromProblems,
   REASON,
   type StatusRecord,
@@ -194,7 +195,7 @@ export class DeploymentReconciler {
       name: desired.name,
       live: requested || status.observedGeneration !== run.obj.metadata.generation,
       liveName: requested || status.createRequestedAt !== undefined,
-      ...(isReconciling(status) ? { withinMs: 2 * this.#o.pollMs } : {}),
+      ...(isReconciling(status) || status.createRequestedAt ? { withinMs: 2 * this.#o.pollMs } : {}),
     };
   }
 
@@ -283,7 +284,8 @@ export class DeploymentReconciler {
     if (cleansUpOnDelete(obj) && !this.#holder(obj)) {
       const found = await this.#owned(obj, signal);
       if (found.deployment) {
-        if (found.deployment.status !== "AWAITING_DELETE") {
+        // Asked once: a deployment already being deleted is not asked again on every poll.
+        if (!isBeingDeleted(found.deployment.status)) {
           await this.#o.service.delete(found.deployment.id, signal);
           this.#event(run, "Normal", "Deleting", `deleting the service's deployment ${found.deployment.id}`);
         }
@@ -351,7 +353,10 @@ export class DeploymentReconciler {
       run.obj = await this.#o.resources.patchStatus(run.obj, next, signal);
       run.log.debug({ sync: sync.kind }, "status written");
     }
-    if (isReconciling(next) && sync.kind !== "failed") return { requeueAfterMs: this.#o.pollMs };
+    // Work in progress, or a create the service has not listed yet (its intent still recorded):
+    // look again after a poll interval; the rollout poller has read the deployment meanwhile.
+    if ((isReconciling(next) || next.createRequestedAt) && sync.kind !== "failed")
+      return { requeueAfterMs: this.#o.pollMs };
     const interval = reconcileInterval(run.obj);
     return interval ? { resyncIntervalMs: interval } : {};
   }

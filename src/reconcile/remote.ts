@@ -234,12 +234,14 @@ export const POLL_INDEX = "polled";
 
 /**
  * A resource is polled while its deployment is settling after a successful write (creating,
- * rolling out): Reconciling and Synced both True, and its deployment id known. A failing one is
- * not: its retries follow the controller's backoff.
+ * rolling out): Reconciling and Synced both True, and its deployment id known; and while a
+ * create of its own is not yet listed (the intent is cleared once a read shows it). A failing
+ * one is not: its retries follow the controller's backoff.
  */
 export function pollIndexer(obj: StoredResource): string[] {
   const status = obj.status;
   if (!status?.deploymentId) return [];
+  if (status.createRequestedAt) return [POLL_INDEX];
   const isTrue = (type: string) =>
     (status.conditions ?? []).some((c) => c.type === type && c.status === "True");
   return isTrue(CONDITION.Reconciling) && isTrue(CONDITION.Synced) ? [POLL_INDEX] : [];

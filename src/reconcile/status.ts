@@ -165,10 +165,19 @@ type Verdict = { status: Condition["status"]; reason: string; message: string };
 function readiness(
   observed: Deployment,
   revision: RevisionObservation | undefined,
+  previous: DeploymentResourceStatus,
 ): { ready: Verdict; progress?: Verdict; stalled?: Verdict } {
   const { status, latest_revision_id: latest, active_revision_id: active } = observed;
   const latestRevision = revision && revision.id === latest ? revision : undefined;
-  if (latestRevision && isFailedRevision(latestRevision.status) && status !== "AWAITING_DELETE") {
+  // A revision read DEPLOYED after the deployment was read: the deployment will show it active at
+  // the next look. Only when a second look still does not (a service that never says so) does
+  // the revision's word end the rollout.
+  const deployedBefore = previous.latestRevisionId === latest && previous.latestRevisionStatus === "DEPLOYED";
+  const done =
+    latestRevision !== undefined &&
+    isDoneRevision(latestRevision.status) &&
+    (latestRevision.status !== "DEPLOYED" || deployedBefore);
+  if (latestRevision && isFailedRevision(latestRevision.status) && !isBeingDeleted(status)) {
     const v = {
       status: "False" as const,
       reason: REASON.RevisionFailed,
@@ -187,7 +196,7 @@ function readiness(
           },
         };
       }
-      if (latestRevision && isDoneRevision(latestRevision.status)) {
+      if (latestRevision && done) {
         return {
           ready: {
             status: "True",
@@ -294,6 +303,7 @@ const REMOTE_FIELDS = [
   "imageVersion",
   "repoCommitSha",
   "latestRevisionStatus",
+  "shortRevisions",
 ] as const;
 
 /**
@@ -314,7 +324,7 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   let progress: Verdict | undefined;
   let revisionStall: Verdict | undefined;
   if (observed) {
-    ({ ready, progress, stalled: revisionStall } = readiness(observed, input.revision));
+    ({ ready, progress, stalled: revisionStall } = readiness(observed, input.revision, previous));
     if (input.revision && input.revision.id === observed.latest_revision_id)
       status.latestRevisionStatus = input.revision.status;
   } else if (observed === null && sync.kind === "deleting")
@@ -380,8 +390,26 @@ function remoteFields(observed: Deployment): DeploymentResourceStatus {
   if (observed.tenant_id) out.tenantId = observed.tenant_id;
   if (observed.latest_revision_id) out.latestRevisionId = observed.latest_revision_id;
   if (observed.active_revision_id) out.activeRevisionId = observed.active_revision_id;
+  if (observed.latest_revision_id) out.shortRevisions = shortRevisions(observed);
   if (observed.image_version) out.imageVersion = observed.image_version;
   const sha = observed.source_revision_config.repo_commit_sha;
   if (sha) out.repoCommitSha = sha;
   return out;
+}
+
+/**
+ * `<latest>/<active>` revision ids, 8 characters each (`-` for one the service does not report),
+ * for `kubectl get dmsd -o wide`: full UUIDs are 36 characters each, and the first 8 tell the
+ * revisions of one deployment apart in practice, as a short commit sha does.
+ */
+export function shortRevisions(d: Pick<Deployment, "latest_revision_id" | "active_revision_id">): string {
+  return `${(d.latest_revision_id ?? "-").slice(0, 8)}/${(d.active_revision_id ?? "-").slice(0, 8)}`;
+}
+
+/**
+ * True when the service says the deployment is on its way out: `AWAITING_DELETE`, and the values
+ * outside the spec the real service uses while it finishes a delete (`AWAITING_FINAL_DELETE`).
+ */
+export function isBeingDeleted(remoteStatus: string): boolean {
+  return remoteStatus.includes("DELETE");
 }

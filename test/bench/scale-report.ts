@@ -313,6 +313,7 @@ function svg(series: ScaleReport["series"]): string {
     .join("\n");
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">`,
+    "<title>dms-operator at N resources: RSS and the CPU cost of one drift resync, against N</title>",
     `<rect width="100%" height="100%" fill="#fff"/>`,
     panel(0, "operator RSS, MiB", rss, false),
     panel(PANEL.width, "CPU-seconds per drift resync (log)", cpu, true),

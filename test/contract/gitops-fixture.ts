@@ -6,11 +6,10 @@
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { CliContext, RegisterCommand } from "../../src/commands/context.ts";
 import { registerImportCommand } from "../../src/commands/import.ts";
 import { registerPlanCommand } from "../../src/commands/plan.ts";
-import { runProgram } from "../../src/commands/program.ts";
 import type { SimulatorSeed } from "../../src/simulator/seed.ts";
+import { type Run, runCli } from "../support/cli.ts";
 
 export const KEY = "gitops-test-key-8c2d";
 export const INTEGRATION = "6f1c1d2e-0000-4000-8000-000000000001";
@@ -78,31 +77,20 @@ export const SEED: SimulatorSeed = {
   ],
 };
 
-/** What a run printed and its exit status. */
-export interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+export type { Run } from "../support/cli.ts";
 
-/** Runs `dms-operator <args>` in-process against `baseUrl`, with the plan and import commands. */
-export async function cli(baseUrl: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
-  let stdout = "";
-  let stderr = "";
-  const ctx: CliContext = {
-    out: (t) => {
-      stdout += t;
-    },
-    err: (t) => {
-      stderr += t;
-    },
-    stdoutIsTTY: false,
+/** Runs `dms-operator <args>` in-process against `baseUrl`, with the plan and import commands; `stdin` is what `-f -` reads. */
+export async function cli(
+  baseUrl: string,
+  args: string[],
+  env: Record<string, string> = {},
+  stdin?: string,
+): Promise<Run> {
+  return runCli(args, {
+    commands: [registerImportCommand, registerPlanCommand],
     env: { DMS_BASE_URL: baseUrl, DMS_API_KEY: KEY, ...env },
-    stopSignal: new AbortController().signal,
-  };
-  const commands: RegisterCommand[] = [registerImportCommand, registerPlanCommand];
-  const code = await runProgram(args, ctx, commands);
-  return { code, stdout, stderr };
+    ...(stdin === undefined ? {} : { stdin }),
+  });
 }
 
 /** Writes `files` (relative path → text) into a fresh temporary directory and returns it. */

@@ -46,7 +46,17 @@ type BinaryKey = keyof ControlPlaneBinaries;
 const MODULES_DIR = import.meta.dirname;
 const MIN_GO: readonly [number, number] = [1, 24]; // the `tool` directive of the go.mod files needs 1.24
 
-const BINARY: Record<BinaryKey, { file: string; envVar: string; module: "kube" | "etcd"; pkg: string }> = {
+/** A command built with `go build` from one of the wrapper modules next to this file. */
+interface GoBuild {
+  /** Executable name in the cache. */
+  file: string;
+  /** Directory of the wrapper module (its go.mod pins the version). */
+  module: string;
+  /** Go package of the command. */
+  pkg: string;
+}
+
+const BINARY: Record<BinaryKey, GoBuild & { envVar: string; module: "kube" | "etcd" }> = {
   kubeApiServer: {
     file: "kube-apiserver",
     envVar: "TEST_ASSET_KUBE_APISERVER",
@@ -160,7 +170,7 @@ export async function ensureBinaries(options: EnsureBinariesOptions = {}): Promi
     try {
       for (const key of missing) {
         // Another process may have built it while we waited for the lock.
-        found[key] = cached(cacheDir, key) ?? (await build(key, cacheDir, env, log));
+        found[key] = cached(cacheDir, key) ?? (await build(BINARY[key], ldflags(key), cacheDir, env, log));
       }
     } finally {
       release();
@@ -170,6 +180,50 @@ export async function ensureBinaries(options: EnsureBinariesOptions = {}): Promi
   if (!kubeApiServer || !etcd || !kubectl)
     throw new Error("unreachable: a binary was neither found nor built");
   return { kubeApiServer, etcd, kubectl };
+}
+
+/** A development tool the tests run, built like the control plane: pinned by a wrapper go.mod. */
+export interface GoTool extends GoBuild {
+  /** The module whose version (from the wrapper's go.mod) names the cache directory. */
+  modulePath: string;
+}
+
+/** actionlint, which lints the GitHub Actions workflows in the test suite. */
+export const ACTIONLINT: GoTool = {
+  file: "actionlint",
+  module: "actionlint",
+  pkg: "github.com/rhysd/actionlint/cmd/actionlint",
+  modulePath: "github.com/rhysd/actionlint",
+};
+
+/**
+ * The path of `tool`, built once with `go build` into
+ * `${DMS_CACHE_DIR:-…/dms-operator}/tools/<file>-<version>` (same lock, atomic rename and Go
+ * check as {@link ensureBinaries}). Throws {@link ControlPlaneBinariesError} when Go is missing.
+ */
+export async function ensureGoTool(tool: GoTool, options: EnsureBinariesOptions = {}): Promise<string> {
+  const env = options.env ?? process.env;
+  const log = options.log ?? (() => {});
+  const root = env.DMS_CACHE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), ".cache"), "dms-operator");
+  const cacheDir = join(root, "tools", `${tool.file}-${requiredVersion(tool.module, tool.modulePath)}`);
+  const path = join(cacheDir, tool.file);
+  if (isExecutable(path)) return path;
+  const go = await goVersion(env);
+  if (go === undefined || !atLeast(go, MIN_GO))
+    throw new ControlPlaneBinariesError(
+      `${tool.file} is built with Go >= ${MIN_GO.join(".")} (https://go.dev/dl/)`,
+    );
+  mkdirSync(cacheDir, { recursive: true });
+  const release = await acquireLock(join(cacheDir, ".build.lock"), {
+    timeoutMs: options.lockTimeoutMs ?? 30 * 60_000,
+    log,
+    waitingFor: `building ${tool.file}`,
+  });
+  try {
+    return isExecutable(path) ? path : await build(tool, "-s -w", cacheDir, env, log);
+  } finally {
+    release();
+  }
 }
 
 function cached(cacheDir: string, key: BinaryKey): string | undefined {
@@ -206,11 +260,16 @@ function ldflags(key: BinaryKey): string {
   return ["-s -w", ...vars].join(" ");
 }
 
-async function build(key: BinaryKey, cacheDir: string, env: NodeJS.ProcessEnv, log: (line: string) => void) {
-  const { file, module, pkg } = BINARY[key];
+async function build(
+  { file, module, pkg }: GoBuild,
+  flags: string,
+  cacheDir: string,
+  env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+) {
   const target = join(cacheDir, file);
   const temp = `${target}.tmp-${process.pid}`;
-  const args = ["build", "-trimpath", "-ldflags", ldflags(key), "-o", temp, pkg];
+  const args = ["build", "-trimpath", "-ldflags", flags, "-o", temp, pkg];
   log(`building ${file} (go ${args.join(" ")}) in ${join(MODULES_DIR, module)}; first build takes minutes`);
   const started = Date.now();
   try {

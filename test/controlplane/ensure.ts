@@ -1,6 +1,6 @@
 // Ensures the control-plane binaries exist before the test runner starts, so a first build (minutes)
-// happens outside any test or hook timeout. Usage: node test/controlplane/ensure.ts
-import { ControlPlaneBinariesError, ensureBinaries } from "./binaries.ts";
+// (and actionlint's) happens outside any test or hook timeout. Usage: node test/controlplane/ensure.ts
+import { ACTIONLINT, ControlPlaneBinariesError, ensureBinaries, ensureGoTool } from "./binaries.ts";
 
 try {
   const started = Date.now();
@@ -9,6 +9,8 @@ try {
   process.stderr.write(
     `controlplane: binaries ready in ${seconds} s: ${binaries.kubeApiServer}, ${binaries.etcd}, ${binaries.kubectl}\n`,
   );
+  // The workflows' linter, built the same way (seconds, once), for test/e2e/workflows.test.ts.
+  await ensureGoTool(ACTIONLINT, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
 } catch (error) {
   const message = error instanceof ControlPlaneBinariesError ? error.message : String(error);
   process.stderr.write(`controlplane: ${message}\n`);

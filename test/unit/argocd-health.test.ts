@@ -116,6 +116,15 @@ const SITUATIONS: Record<string, { generation: number; status?: DeploymentResour
       sync: { kind: "failed", reason: "Immutable", message: "spec.source cannot change", stalled: true },
     }),
   },
+  "A revision failed to build": {
+    generation: 1,
+    status: status({
+      previous: READY,
+      observed: deployment("READY", PREVIOUS),
+      sync: { kind: "synced" },
+      revision: { id: LATEST, status: "BUILD_FAILED" },
+    }),
+  },
   "Paused by annotation": {
     generation: 1,
     status: status({ previous: READY, observed: undefined, sync: { kind: "paused" } }),
@@ -143,6 +152,10 @@ const SITUATIONS: Record<string, { generation: number; status?: DeploymentResour
   "Service reports an unknown state": {
     generation: 1,
     status: status({ observed: deployment("UNKNOWN"), sync: { kind: "synced" } }),
+  },
+  "Service reports an unlisted status": {
+    generation: 1,
+    status: status({ observed: deployment("AWAITING_FINAL_DELETE"), sync: { kind: "synced" } }),
   },
 };
 

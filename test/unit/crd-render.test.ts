@@ -47,13 +47,11 @@ describe("CRD generation", () => {
     });
     const [v] = crd.spec.versions;
     expect(v).toMatchObject({ name: "v1alpha1", served: true, storage: true, subresources: { status: {} } });
-    expect(v.additionalPrinterColumns.map((c: Node) => c.name)).toEqual([
-      "Remote",
-      "Ready",
-      "Latest",
-      "Active",
-      "Age",
-    ]);
+    // `kubectl get dmsd`: these by default; the revisions under `-o wide` (priority 1).
+    const columns = (priority: number) =>
+      v.additionalPrinterColumns.filter((c: Node) => (c.priority ?? 0) === priority).map((c: Node) => c.name);
+    expect(columns(0)).toEqual(["Synced", "Reason", "Remote", "Ready", "Age"]);
+    expect(columns(1)).toEqual(["Revisions", "Revision-Status"]);
   });
 
   it("describes every field, so `kubectl explain` teaches the resource", () => {

@@ -252,6 +252,15 @@ describe("loadKubeConfig reads kubeconfig credentials without client-node", () =
     expect(options.headers).toBeUndefined();
   });
 
+  it("reads a JSON kubeconfig, and YAML flow style that only looks like JSON", () => {
+    const json = rawKubeconfig(JSON.stringify(oneContext(), null, 2));
+    expect(loadKubeConfig({ kubeconfig: json }, { env: {} }).server).toBe("https://c.example");
+    const flow = rawKubeconfig(
+      "{clusters: [{name: c, cluster: {server: 'https://flow.example'}}], contexts: [{name: x, context: {cluster: c}}], current-context: x}",
+    );
+    expect(loadKubeConfig({ kubeconfig: flow }, { env: {} }).server).toBe("https://flow.example");
+  });
+
   it("keeps the first definition of a name across KUBECONFIG files, as kubectl merges", () => {
     const first = rawKubeconfig({
       clusters: [{ name: "shared", cluster: { server: "https://first.example" } }],

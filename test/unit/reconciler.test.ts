@@ -13,9 +13,10 @@ import {
 } from "../../src/crd/schema.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
-import { RemoteSnapshot } from "../../src/reconcile/remote.ts";
+import { pollIndexer, RemoteSnapshot } from "../../src/reconcile/remote.ts";
 import { hashSecrets } from "../../src/reconcile/secrets.ts";
 import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";
+import type { Timing } from "../../src/simulator/record.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {
   type InjectedFailure,
@@ -47,11 +48,11 @@ const BODY: CreateDeploymentBody = {
 const REF = { namespace: "default", name: "agent" };
 
 /** The reconciler over fresh in-memory ports, and the handles a test acts through. */
-function world() {
+function world(timing?: Timing) {
   const clock = new ManualClock({ start: START });
   const now = () => clock.now();
   const resources = new MemoryResources(now);
-  const service = new SimulatedService({ now });
+  const service = new SimulatedService({ now, ...(timing ? { timing } : {}) });
   const events = new RecordedEvents();
   const secrets = new MemorySecrets();
   const w = {
@@ -703,6 +704,28 @@ describe("DeploymentReconciler", () => {
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe("DeploymentReconciler when reads lag", () => {
+  it("a create answered READY at once keeps its intent, polled, until a read lists the deployment", async () => {
+    const w = world({ readyAfterMs: 0, revisionActiveAfterMs: 0, deleteAfterMs: 0 });
+    w.apply();
+    await w.resync();
+    const signal = new AbortController().signal;
+
+    expect(await w.reconcile()).toEqual({ requeueAfterMs: POLL_MS });
+    const created = w.resources.get(REF);
+    expect(conditions(created)).toMatchObject({ Ready: "True/Available", Synced: "True/ReconcileSuccess" });
+    // The POST's own answer is no proof the listing shows it: the intent stays, and the resource
+    // stays among those the rollout poller reads (a hundred per call).
+    expect(created?.status?.createRequestedAt).toBeDefined();
+    expect(created && pollIndexer(created)).toEqual(["polled"]);
+
+    await w.snapshot.poll([created?.status?.deploymentId ?? ""], signal);
+    expect(await w.reconcile()).toEqual({});
+    const confirmed = w.resources.get(REF);
+    expect(confirmed?.status?.createRequestedAt).toBeUndefined();
+    expect(confirmed && pollIndexer(confirmed)).toEqual([]);
+    expect(callsOf(w.service)).toEqual({ create: 1, getByIds: 1 });
+  });
+
   it("acts on a stale cached copy that lacks the create intent: a conflict, never a second POST", async () => {
     const w = world();
     const before = w.apply();

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { RevisionsRouteMissingError, ServiceError } from "../../src/api/errors.ts";
 import type { Deployment, Revision } from "../../src/api/wire.ts";
-import type { Condition } from "../../src/crd/schema.ts";
+import type { Condition, DeploymentResourceStatus } from "../../src/crd/schema.ts";
 import { failureOf } from "../../src/reconcile/failures.ts";
 import { updateReason } from "../../src/reconcile/notes.ts";
 import { UnreadableDeploymentError } from "../../src/reconcile/observe.ts";
@@ -32,6 +32,7 @@ describe("statusFrom: revision outcomes and statuses the spec does not list", ()
     reason: string;
     observed: Deployment;
     revision?: RevisionObservation;
+    previous?: DeploymentResourceStatus;
     expected: Record<string, string>;
     latestRevisionStatus?: string;
   }> = [
@@ -46,13 +47,32 @@ describe("statusFrom: revision outcomes and statuses the spec does not list", ()
       },
       latestRevisionStatus: status,
     })),
-    ...(["DEPLOYED", "SKIPPED"] as const).map((status) => ({
-      reason: `${status} ends the rollout although the revision is not the active one`,
+    {
+      reason: "SKIPPED ends the rollout although the revision is not the active one",
       observed: rolling(),
-      revision: { id: REV2, status },
+      revision: { id: REV2, status: "SKIPPED" },
       expected: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
-      latestRevisionStatus: status,
-    })),
+      latestRevisionStatus: "SKIPPED",
+    },
+    {
+      reason: "DEPLOYED read after a deployment not yet showing it active: one more look",
+      observed: rolling(),
+      revision: { id: REV2, status: "DEPLOYED" },
+      expected: {
+        Ready: "False/RolloutInProgress",
+        Synced: "True/ReconcileSuccess",
+        Reconciling: "True/RolloutInProgress",
+      },
+      latestRevisionStatus: "DEPLOYED",
+    },
+    {
+      reason: "DEPLOYED on a second look whose deployment still does not show it active: done",
+      observed: rolling(),
+      previous: { latestRevisionId: REV2, latestRevisionStatus: "DEPLOYED" },
+      revision: { id: REV2, status: "DEPLOYED" },
+      expected: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+      latestRevisionStatus: "DEPLOYED",
+    },
     ...["INTERRUPTED", "UNKNOWN", "BUILDING", "SOMETHING_NEW"].map((status) => ({
       reason: `${status} is still in progress`,
       observed: rolling(),
@@ -107,8 +127,15 @@ describe("statusFrom: revision outcomes and statuses the spec does not list", ()
       expected: { Ready: "False/UnrecognizedStatus", Synced: "True/ReconcileSuccess" },
     },
   ];
-  it.each(cases)("$reason", ({ observed, revision, expected, latestRevisionStatus }) => {
-    const status = statusFrom({ generation: 2, observed, sync: { kind: "synced" }, now: T0, revision });
+  it.each(cases)("$reason", ({ observed, revision, previous, expected, latestRevisionStatus }) => {
+    const status = statusFrom({
+      generation: 2,
+      observed,
+      sync: { kind: "synced" },
+      now: T0,
+      revision,
+      previous,
+    });
     expect(summary(status)).toEqual(expected);
     expect(status.latestRevisionStatus).toBe(latestRevisionStatus);
     expect(status.remoteStatus).toBe(observed.status);

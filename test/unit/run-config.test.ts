@@ -122,3 +122,26 @@ describe("runConfigFrom reconcile timeout", () => {
     });
   });
 });
+
+describe("runConfigFrom revision tracking", () => {
+  it("is on by default, and reads on/off (or a boolean) from the flag before DMS_REVISION_TRACKING", () => {
+    expect(runConfigFrom(base, {})).toMatchObject({ ok: true, config: { revisionTracking: true } });
+    expect(
+      runConfigFrom({ ...base, revisionTracking: "off" }, { DMS_REVISION_TRACKING: "on" }),
+    ).toMatchObject({
+      ok: true,
+      config: { revisionTracking: false },
+    });
+    expect(runConfigFrom(base, { DMS_REVISION_TRACKING: "false" })).toMatchObject({
+      ok: true,
+      config: { revisionTracking: false },
+    });
+  });
+
+  it("refuses another value, naming the flag and its variable", () => {
+    expect(runConfigFrom({ ...base, revisionTracking: "sometimes" }, {})).toEqual({
+      ok: false,
+      problems: ['--revision-tracking / DMS_REVISION_TRACKING: must be on or off, got "sometimes"'],
+    });
+  });
+});

@@ -1,0 +1,71 @@
+/**
+ * Gauges of the Deployment resources' state for dashboards and alerts: how many are Ready and
+ * Synced, how many roll out a revision, how many rollouts failed. Computed when Prometheus
+ * scrapes, from the watch cache (one pass over the cached resources per scrape, never per
+ * reconcile), so they cost nothing between scrapes and are never stale.
+ */
+import { Gauge, type Registry } from "prom-client";
+
+/** What the gauges read of a resource: its conditions. */
+export interface ConditionsOf {
+  status?: { conditions?: readonly { type: string; status: string; reason?: string }[] };
+}
+
+/** The gauges' names. */
+export const RESOURCE_METRICS = {
+  resources: "dms_resources",
+  rollouts: "dms_rollouts",
+} as const;
+
+/** Reasons that mark a rollout: in progress (Ready=False), failed (Stalled=True). */
+const ROLLOUT_IN_PROGRESS = "RolloutInProgress";
+const ROLLOUT_FAILED = "RevisionFailed";
+
+/**
+ * Registers on `registry`:
+ * - `dms_resources{ready,synced}`: resources per status of their Ready and Synced conditions
+ *   (`True`, `False`, `Unknown`; `None` before the operator wrote one);
+ * - `dms_rollouts{state="in_progress"|"failed"}`: resources whose Ready reason is
+ *   `RolloutInProgress`, and whose Stalled reason is `RevisionFailed`.
+ * `list` is called once per scrape.
+ */
+export function registerResourceMetrics(registry: Registry, list: () => Iterable<ConditionsOf>): void {
+  new Gauge({
+    name: RESOURCE_METRICS.resources,
+    help: "Deployment resources by the status of their Ready and Synced conditions.",
+    labelNames: ["ready", "synced"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const counts = new Map<string, { ready: string; synced: string; n: number }>();
+      for (const resource of list()) {
+        const conditions = resource.status?.conditions ?? [];
+        const ready = conditions.find((c) => c.type === "Ready")?.status ?? "None";
+        const synced = conditions.find((c) => c.type === "Synced")?.status ?? "None";
+        const key = `${ready}/${synced}`;
+        const entry = counts.get(key) ?? { ready, synced, n: 0 };
+        entry.n++;
+        counts.set(key, entry);
+      }
+      for (const { ready, synced, n } of counts.values()) this.set({ ready, synced }, n);
+    },
+  });
+  new Gauge({
+    name: RESOURCE_METRICS.rollouts,
+    help: "Deployment resources rolling out a revision (in_progress) or whose latest revision failed (failed).",
+    labelNames: ["state"],
+    registers: [registry],
+    collect() {
+      let inProgress = 0;
+      let failed = 0;
+      for (const resource of list()) {
+        for (const c of resource.status?.conditions ?? []) {
+          if (c.type === "Ready" && c.status === "False" && c.reason === ROLLOUT_IN_PROGRESS) inProgress++;
+          if (c.type === "Stalled" && c.status === "True" && c.reason === ROLLOUT_FAILED) failed++;
+        }
+      }
+      this.set({ state: "in_progress" }, inProgress);
+      this.set({ state: "failed" }, failed);
+    },
+  });
+}

@@ -1,0 +1,34 @@
+/** Runs the CLI in-process with captured output, as the tests of its commands need. */
+import type { CliContext, RegisterCommand } from "../../src/commands/context.ts";
+import { runProgram } from "../../src/commands/program.ts";
+
+/** A finished run: exit status and what it wrote. */
+export interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `dms-operator <args>` with `commands` registered; `stdin` is what `-f -` reads. */
+export async function runCli(
+  args: string[],
+  options: { commands: readonly RegisterCommand[]; env?: Record<string, string>; stdin?: string },
+): Promise<Run> {
+  let stdout = "";
+  let stderr = "";
+  const { stdin } = options;
+  const ctx: CliContext = {
+    out: (t) => {
+      stdout += t;
+    },
+    err: (t) => {
+      stderr += t;
+    },
+    stdoutIsTTY: false,
+    env: options.env ?? {},
+    stopSignal: new AbortController().signal,
+    ...(stdin === undefined ? {} : { readStdin: async () => stdin }),
+  };
+  const code = await runProgram(args, ctx, options.commands);
+  return { code, stdout, stderr };
+}

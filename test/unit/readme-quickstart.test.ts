@@ -1,0 +1,131 @@
+// The README's quickstart works as written: every file and kustomization its commands name
+// exists, the release files it downloads are ones a release attaches (at this version), the
+// Secret it creates is the one the manifests read, the resource it waits for is the one it
+// applied, and the minimum Kubernetes version it states is the one the CRD's CEL features need.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { parse, parseAllDocuments } from "yaml";
+import { RELEASE_FILES } from "../../scripts/release-manifests.ts";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+const README = readFileSync(join(ROOT, "README.md"), "utf8");
+const PKG = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
+
+/** The `sh` block of a README section, its commands joined across `\` continuations, comments dropped. */
+function commands(section: string): string[][] {
+  const start = README.indexOf(`## ${section}`);
+  const block = /```sh\n([\s\S]*?)```/.exec(README.slice(start))?.[1];
+  if (start < 0 || !block) throw new Error(`README has no sh block under "## ${section}"`);
+  return block
+    .replace(/\\\n/g, " ")
+    .split("\n")
+    .map((line) => line.replace(/(^|\s)#.*$/, "").trim())
+    .filter(Boolean)
+    .map((line) => line.split(/\s+/));
+}
+
+const flag = (cmd: string[], name: string) => {
+  const i = cmd.indexOf(name);
+  return i >= 0 ? cmd[i + 1] : undefined;
+};
+
+const manager = parse(readFileSync(join(ROOT, "manifests", "manager", "manager.yaml"), "utf8"));
+const defaultNamespace = parse(readFileSync(join(ROOT, "manifests", "default", "kustomization.yaml"), "utf8"))
+  .namespace as string;
+
+describe("README quickstart", () => {
+  const quickstart = commands("Quickstart on a real cluster");
+  const kubectl = quickstart.filter((c) => c[0] === "kubectl");
+
+  it("names only files that exist, and release files a release attaches at this version", () => {
+    const applied = kubectl.filter((c) => c[1] === "apply");
+    expect(applied.length).toBeGreaterThan(1);
+    for (const cmd of applied) {
+      const file = flag(cmd, "-f");
+      const dir = flag(cmd, "-k");
+      if (dir) expect(existsSync(join(ROOT, dir, "kustomization.yaml")), dir).toBe(true);
+      else if (file?.startsWith("https://")) {
+        const m = /\/releases\/download\/v([^/]+)\/([^/]+)$/.exec(file);
+        expect(m?.[1], file).toBe(PKG.version);
+        expect(RELEASE_FILES as readonly string[]).toContain(m?.[2]);
+      } else expect(file && existsSync(join(ROOT, file)), file).toBe(true);
+    }
+    // The image comes from the manifests (kustomize images:), never an imperative change.
+    expect(kubectl.filter((c) => c.includes("set") && c.includes("image"))).toEqual([]);
+  });
+
+  it("creates the credentials the operator reads, in the namespace it is installed in", () => {
+    const create = kubectl.find((c) => c.includes("secret") && c.includes("create"));
+    expect(create).toBeDefined();
+    const cmd = create ?? [];
+    expect(flag(cmd, "-n")).toBe(defaultNamespace);
+    expect(kubectl.some((c) => c.join(" ") === `kubectl create namespace ${defaultNamespace}`)).toBe(true);
+    const name = cmd[cmd.indexOf("generic") + 1];
+    const keys = cmd.filter((a) => a.startsWith("--from-literal=")).map((a) => a.slice(15).split("=")[0]);
+    const container = manager.spec.template.spec.containers[0];
+    const refs = (
+      container.env as { valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } } }[]
+    ).flatMap((e) => (e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef] : []));
+    const volume = (
+      manager.spec.template.spec.volumes as { secret?: { secretName: string; items: { key: string }[] } }[]
+    ).flatMap((v) => (v.secret ? [v.secret] : []));
+    const read = [
+      ...refs.map((r) => ({ name: r.name, key: r.key })),
+      ...volume.flatMap((v) => v.items.map((i) => ({ name: v.secretName, key: i.key }))),
+    ];
+    for (const r of read) {
+      expect(r.name).toBe(name);
+      expect(keys).toContain(r.key);
+    }
+  });
+
+  it("waits for the operator's Deployment, and for the resource it applied", () => {
+    const rollout = kubectl.find((c) => c[2] === "rollout" || c[1] === "rollout" || c.includes("rollout"));
+    expect(rollout?.join(" ")).toBe(
+      `kubectl -n ${defaultNamespace} rollout status deployment/${manager.metadata.name} --timeout=5m`,
+    );
+    const appliedNames = kubectl
+      .filter((c) => c[1] === "apply" && flag(c, "-f") && !flag(c, "-f")?.startsWith("https://"))
+      .flatMap((c) =>
+        parseAllDocuments(readFileSync(join(ROOT, flag(c, "-f") ?? ""), "utf8"))
+          .map((d) => d.toJS() as { kind?: string; apiVersion?: string; metadata?: { name?: string } })
+          .filter((o) => o.kind === "Deployment" && o.apiVersion?.startsWith("dms.dev/"))
+          .map((o) => o.metadata?.name),
+      );
+    const waits = kubectl.filter((c) => c[1] === "wait");
+    expect(waits).toHaveLength(1);
+    const target = waits[0]?.find((a) => a.startsWith("dmsd/"))?.slice(5);
+    expect(appliedNames).toContain(target);
+  });
+});
+
+/** The Kubernetes version each CEL feature of a CRD needs, with how to find it in the CRD's YAML. */
+const CEL_FEATURES: { needs: [number, number]; what: string; found: (crd: string) => boolean }[] = [
+  {
+    needs: [1, 29],
+    what: "x-kubernetes-validations (GA)",
+    found: (crd) => crd.includes("x-kubernetes-validations"),
+  },
+  { needs: [1, 28], what: "rule reason/fieldPath", found: (crd) => /^\s+(reason|fieldPath): /m.test(crd) },
+  { needs: [1, 30], what: "optionalOldSelf", found: (crd) => crd.includes("optionalOldSelf") },
+  {
+    needs: [1, 31],
+    what: "CEL format/ip/cidr libraries",
+    found: (crd) => /\b(format\.\w+\(|ip\(|cidr\()/.test(crd),
+  },
+];
+
+describe("README requirements", () => {
+  it("states the minimum Kubernetes version the CRD's CEL features need", () => {
+    const crd = readFileSync(join(ROOT, "crds", "dms.dev_deployments.yaml"), "utf8");
+    const used = CEL_FEATURES.filter((f) => f.found(crd));
+    expect(used.map((f) => f.what)).toContain("x-kubernetes-validations (GA)");
+    const [major, minor] = used
+      .map((f) => f.needs)
+      .reduce((a, b) => (b[0] > a[0] || (b[0] === a[0] && b[1] > a[1]) ? b : a));
+    const min = `${major}.${minor}`;
+    expect(README).toContain(`Kubernetes **${min} or later**`);
+    expect(README).toContain(`**Kubernetes ≥ ${min}.**`);
+  });
+});
