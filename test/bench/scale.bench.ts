@@ -1,6 +1,6 @@
 /**
  * The operator at scale, measured from outside: the compiled operator (`dist/cli.js run`, with
- * the `NODE_OPTIONS` of `manifests/manager/manager.yaml` when it sets one) runs as its own
+ * the runtime variables of `manifests/manager/manager.yaml`, e.g. `NODE_OPTIONS`) runs as its own
  * process against a control plane of the benchmark's own and the simulator. For each N:
  *
  * 1. Adoption: N resources are applied while no operator runs, the simulator is seeded with the N
