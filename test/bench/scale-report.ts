@@ -26,6 +26,8 @@ export interface ScaleFigures {
   node: string;
   loadAverage: { start: number; end: number };
   nodeOptions: string | null;
+  /** The manifest's runtime variables the operator ran with (absent in older figures). */
+  runtimeEnv?: Record<string, string>;
   operatorFlags: string[];
   /** Seconds this benchmark took to create the N resources of each namespace. */
   applySeconds: { adopt: number; cold: number };

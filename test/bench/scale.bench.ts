@@ -1,6 +1,6 @@
 /**
  * The operator at scale, measured from outside: the compiled operator (`dist/cli.js run`, with
- * the `NODE_OPTIONS` of `manifests/manager/manager.yaml` when it sets one) runs as its own
+ * the runtime variables of `manifests/manager/manager.yaml`, e.g. `NODE_OPTIONS`) runs as its own
  * process against a control plane of the benchmark's own and the simulator. For each N:
  *
  * 1. Adoption: N resources are applied while no operator runs, the simulator is seeded with the N
@@ -23,7 +23,7 @@
  * Figures are reported, never asserted; `docs/bench/scale.json` accumulates them per series and N.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
 import type { RequestOptions } from "node:https";
 import { loadavg, tmpdir } from "node:os";
@@ -31,6 +31,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseAllDocuments } from "yaml";
 import { OperatorProcess, operatorEnv } from "../../scripts/demo/operator-process.ts";
+import { runConfigFrom } from "../../src/commands/run-config.ts";
 import { desiredFromSpec } from "../../src/crd/mapping.ts";
 import { KubeClient, PatchType } from "../../src/kube/client.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
@@ -59,8 +60,11 @@ const ROOT = join(import.meta.dirname, "..", "..");
 /** Build output and logs of the operator under test, inside the repository (see compileOperator). */
 const CACHE = join(ROOT, "node_modules", ".cache", "dms-scale-bench");
 const LOGS = join(CACHE, "logs");
-/** Reconciles at once: the operator's default `--concurrency`, and the baseline patches' concurrency. */
-const CONCURRENCY = 16;
+/**
+ * Reconciles at once: the operator's default `--concurrency` (as `run` computes it from no flag),
+ * passed explicitly; the baseline status patches use the same.
+ */
+const CONCURRENCY = defaultConcurrency();
 /** The operator's `--qps` in every phase (its default burst, 40, stays). */
 const QPS = 50;
 /** Requests in flight while this process applies resources. */
@@ -103,13 +107,20 @@ export const benchmark: Benchmark = {
     // A build of this run's own: another run may rebuild meanwhile.
     const dist = join(CACHE, `dist-${process.pid}`);
     const entry = compileOperator(dist);
-    const nodeOptions = manifestNodeOptions();
+    const runtimeEnv = manifestRuntimeEnv();
+    const nodeOptions = runtimeEnv.NODE_OPTIONS;
     const results: ScaleFigures[] = [];
     try {
       for (const n of sizes) {
         const resync = args["resync-period"] ?? defaultResync(n);
-        progress(`N=${n}: resync period ${resync}, NODE_OPTIONS ${nodeOptions ?? "(none)"}`);
-        const figures = await measure(n, { entry, nodeOptions, resync, logs: join(LOGS, `n${n}`) });
+        progress(`N=${n}: resync period ${resync}, runtime env ${JSON.stringify(runtimeEnv)}`);
+        const figures = await measure(n, {
+          entry,
+          nodeOptions,
+          runtimeEnv,
+          resync,
+          logs: join(LOGS, `n${n}`),
+        });
         results.push(figures);
         // Saved per N, so a long run that fails later keeps what it measured.
         for (const path of saveScale(label, figures)) progress(`written ${path}`);
@@ -120,6 +131,12 @@ export const benchmark: Benchmark = {
     return { rows: [], table: scaleTable(label, results) };
   },
 };
+
+function defaultConcurrency(): number {
+  const parsed = runConfigFrom({ baseUrl: "http://127.0.0.1" }, {});
+  if (!parsed.ok) throw new Error(`the operator's default settings: ${parsed.problems.join("; ")}`);
+  return parsed.config.concurrency;
+}
 
 const progress = (line: string) => process.stderr.write(`scale: ${line}\n`);
 
@@ -135,11 +152,17 @@ function compileOperator(out: string): string {
     encoding: "utf8",
   });
   if (built.status !== 0) throw new Error(`compiling the operator failed:\n${built.stdout}${built.stderr}`);
+  // The compiled CLI reads its version from ../package.json, as from dist/ in the package.
+  copyFileSync(join(ROOT, "package.json"), join(out, "..", "package.json"));
   return join(out, "cli.js");
 }
 
-/** `NODE_OPTIONS` of the manager's container in `manifests/manager/manager.yaml`, if it sets one. */
-function manifestNodeOptions(): string | undefined {
+/**
+ * The runtime settings of the manager's container in `manifests/manager/manager.yaml`: every
+ * variable with a literal value (`NODE_OPTIONS`, `MALLOC_ARENA_MAX`, ...) except the operator's
+ * own `DMS_*`, which the benchmark sets as flags.
+ */
+function manifestRuntimeEnv(): Record<string, string> {
   const text = readFileSync(join(ROOT, "manifests", "manager", "manager.yaml"), "utf8");
   for (const doc of parseAllDocuments(text)) {
     const manifest = doc.toJS() as {
@@ -148,11 +171,13 @@ function manifestNodeOptions(): string | undefined {
       };
     };
     for (const container of manifest.spec?.template?.spec?.containers ?? []) {
-      const value = container.env?.find((e) => e.name === "NODE_OPTIONS")?.value;
-      if (value !== undefined) return value;
+      const literal = (container.env ?? []).flatMap((e) =>
+        e.name && e.value !== undefined && !e.name.startsWith("DMS_") ? [[e.name, String(e.value)]] : [],
+      );
+      if (literal.length > 0) return Object.fromEntries(literal);
     }
   }
-  return undefined;
+  return {};
 }
 
 interface Setup {
@@ -160,6 +185,8 @@ interface Setup {
   /** Directory of the operators' logs, kept after the run. */
   logs: string;
   nodeOptions: string | undefined;
+  /** The manifest's runtime variables, NODE_OPTIONS among them. */
+  runtimeEnv: Record<string, string>;
   resync: string;
 }
 
@@ -287,6 +314,7 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
         // The machine may be shared: its 1-minute load average when this N began and ended.
         loadAverage: { start: round(loadAtStart, 1), end: round(loadavg()[0] ?? 0, 1) },
         nodeOptions: setup.nodeOptions ?? null,
+        runtimeEnv: setup.runtimeEnv,
         operatorFlags: running.flags,
         applySeconds: { adopt: round(adoptApply, 1), cold: round(coldApply, 1) },
         startupSeconds: round(startupSeconds, 1),
@@ -414,7 +442,7 @@ async function startOperator(
     logPath: join(setup.logs, `operator-${namespace}.log`),
     workDir: join(work, `operator-${namespace}`),
     // Exactly the manifest's runtime settings: none of this process's own NODE_OPTIONS.
-    env: operatorEnv({ NODE_OPTIONS: setup.nodeOptions ?? "" }),
+    env: operatorEnv({ NODE_OPTIONS: "", ...setup.runtimeEnv }),
   });
   return {
     process,
