@@ -49,8 +49,6 @@ export class RemoteSnapshot {
   /** When the current listing started; entries written or polled since carry their own time. */
   #takenAt = Number.NEGATIVE_INFINITY;
   readonly #seenAt = new Map<string, number>();
-  /** Entries the poller read that no reconcile has read since: polled again only once read. */
-  readonly #polledUnread = new Set<string>();
   /** Entries known only from a write's answer, not yet from a read (a listing may lag a create). */
   #unlisted = new Set<string>();
   /** The items of the last listing that could not be read, by what is known of them. */
@@ -124,12 +122,10 @@ export class RemoteSnapshot {
    * answered in the last `withinMs` counts (a rollout being polled).
    */
   byId(id: string, withinMs?: number): Deployment | null | undefined {
-    // What the poller read for this reconcile is its answer, however long the queue held the key.
-    const polled = this.#polledUnread.delete(id);
-    if (withinMs !== undefined && !polled) {
+    if (withinMs !== undefined) {
       const seen = this.#seenAt.get(id) ?? this.#takenAt;
       if (this.#clock.now() - seen > withinMs) return undefined;
-    } else if (withinMs === undefined && !this.isFresh()) return undefined;
+    } else if (!this.isFresh()) return undefined;
     const problem = this.#unreadable.byId.get(id);
     if (problem !== undefined) throw new UnreadableDeploymentError(problem);
     const text = this.#byId.get(id);
@@ -185,7 +181,6 @@ export class RemoteSnapshot {
   /** Forgets a deployment that the service no longer has. */
   forget(id: string): void {
     this.#delete(id);
-    this.#polledUnread.delete(id);
     this.#unlisted.delete(id);
     this.#seenAt.set(id, this.#clock.now());
     this.#written.set(id, { at: ++this.#writes, deployment: null });
@@ -193,18 +188,12 @@ export class RemoteSnapshot {
 
   /**
    * Re-reads the deployments `ids` from the service, {@link POLL_BATCH} per call, and records
-   * them. An id read by an earlier poll that no reconcile has read since is skipped: a backlog of
-   * reconciles must not make the poller read the same deployments again and again. An id the
-   * service did not return is left as it was: a listing may lag behind a create.
+   * them. An id the service did not return is left as it was: a listing may lag behind a create.
    */
   async poll(ids: readonly string[], signal: AbortSignal): Promise<void> {
-    const due = ids.filter((id) => !this.#polledUnread.has(id));
-    for (let i = 0; i < due.length; i += POLL_BATCH) {
-      const found = await this.#port.getByIds(due.slice(i, i + POLL_BATCH), signal);
-      for (const deployment of found) {
-        this.observed(deployment);
-        this.#polledUnread.add(deployment.id);
-      }
+    for (let i = 0; i < ids.length; i += POLL_BATCH) {
+      const found = await this.#port.getByIds(ids.slice(i, i + POLL_BATCH), signal);
+      for (const deployment of found) this.observed(deployment);
     }
   }
 

@@ -203,22 +203,4 @@ describe("RemoteSnapshot lookups", () => {
     expect(unnamed.byName("free")).toBeUndefined();
     expect(unnamed.byName("agent-1")).toHaveLength(1);
   });
-
-  it("polls a deployment once per reconcile that reads it, and serves that read however long the queue took", async () => {
-    vi.useFakeTimers({ now: 0 });
-    const { snapshot, calls } = snapshotOver([named(1), named(2)]);
-    await snapshot.refresh(new AbortController().signal);
-    const signal = new AbortController().signal;
-    await snapshot.poll([id(1), id(2)], signal);
-    // A backlog: the reconciles have not run yet, so polling again reads nothing more.
-    await snapshot.poll([id(1), id(2)], signal);
-    expect(calls.getByIds).toEqual([2]);
-    vi.setSystemTime(60_000);
-    // The reconcile, a minute late, takes what the poller read for it.
-    expect(snapshot.byId(id(1), 10_000)?.name).toBe("agent-1");
-    // Read once: the next reconcile of it needs a fresh poll (or looks it up itself).
-    expect(snapshot.byId(id(1), 10_000)).toBeUndefined();
-    await snapshot.poll([id(1), id(2)], signal);
-    expect(calls.getByIds).toEqual([2, 1]);
-  });
 });
