@@ -7,10 +7,13 @@
  */
 import { type Static, Type } from "@sinclair/typebox";
 import { DEPLOYMENT_SOURCES, REVISION_SOURCES } from "../api/wire.ts";
+import { CONNECTION_KINDS } from "./connection-schema.ts";
+import { ObjectMetaSchema } from "./object-meta.ts";
 import { StringEnum } from "./openapi-types.ts";
 import { ResourceSpecSchema } from "./resource-spec-schema.ts";
 import { DeploymentResourceStatusSchema } from "./status-schema.ts";
 
+export { ObjectMetaSchema } from "./object-meta.ts";
 export {
   type Condition,
   ConditionSchema,
@@ -175,7 +178,37 @@ const Github = Type.Object(
   },
 );
 
+const ConnectionRef = Type.Object(
+  {
+    kind: StringEnum(CONNECTION_KINDS, {
+      description:
+        "ServiceConnection (in this resource's namespace) or ClusterServiceConnection (cluster-scoped).",
+    }),
+    name: Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, description: "Name of the connection." }),
+  },
+  {
+    description:
+      "The connection (tenant) this deployment lives on. Left out: the operator's default connection. Cannot change: moving a deployment to another tenant is a delete and a create.",
+    "x-kubernetes-validations": [
+      {
+        rule: "self == oldSelf",
+        message:
+          "spec.connectionRef is immutable: the deployment lives on that tenant; create a new resource to deploy through another connection",
+        reason: "FieldValueForbidden",
+      },
+    ],
+  },
+);
+
 const SPEC_RULES = [
+  {
+    // Adding or removing the reference would re-home the deployment just as changing it would.
+    rule: "has(self.connectionRef) == has(oldSelf.connectionRef)",
+    message:
+      "spec.connectionRef cannot be added or removed: the deployment lives on the tenant it was created on; create a new resource to deploy through another connection",
+    fieldPath: ".connectionRef",
+    reason: "FieldValueForbidden",
+  },
   {
     rule: "!has(self.secretReferences) || self.source == 'external_docker'",
     message:
@@ -244,6 +277,7 @@ export const DeploymentSpecSchema = Type.Object(
       }),
     ),
     github: Type.Optional(Github),
+    connectionRef: Type.Optional(ConnectionRef),
     managementPolicy: Type.Optional(
       StringEnum(MANAGEMENT_POLICIES, {
         default: "Manage",
@@ -265,23 +299,6 @@ export const DeploymentSpecSchema = Type.Object(
   },
 );
 export type DeploymentSpec = Static<typeof DeploymentSpecSchema>;
-
-/** The object metadata the operator reads; the CRD leaves `metadata` to the API server. */
-export const ObjectMetaSchema = Type.Object(
-  {
-    name: Type.Optional(Type.String()),
-    namespace: Type.Optional(Type.String()),
-    uid: Type.Optional(Type.String()),
-    resourceVersion: Type.Optional(Type.String()),
-    generation: Type.Optional(Type.Integer()),
-    creationTimestamp: Type.Optional(Type.String()),
-    deletionTimestamp: Type.Optional(Type.String()),
-    labels: Type.Optional(Type.Record(Type.String(), Type.String())),
-    annotations: Type.Optional(Type.Record(Type.String(), Type.String())),
-    finalizers: Type.Optional(Type.Array(Type.String())),
-  },
-  { description: "Standard object metadata." },
-);
 
 /** A whole Deployment resource object. */
 export const DeploymentResourceSchema = Type.Object(

@@ -47,6 +47,9 @@ const Str = (description: string) => Type.Optional(Type.String({ description }))
 /** `status` of the Deployment resource, written by the operator only. */
 export const DeploymentResourceStatusSchema = Type.Object(
   {
+    connection: Str(
+      "The connection used: ServiceConnection/<name>, ClusterServiceConnection/<name>, or default (the operator's own settings).",
+    ),
     deploymentId: Str("Id of the service's deployment."),
     tenantId: Str("Tenant owning the service's deployment."),
     remoteStatus: Str(

@@ -1,0 +1,196 @@
+/**
+ * The connection resources (`serviceconnections.dms.dev`, `clusterserviceconnections.dms.dev`):
+ * how the operator reaches one tenant of the service, with its own key, rate limit and listing.
+ * Written once, like the Deployment's schema: `render.ts` turns these TypeBox schemas into CRDs
+ * and `Static<>` into the types the connection controller uses.
+ */
+import { type Static, Type } from "@sinclair/typebox";
+import { ObjectMetaSchema } from "./object-meta.ts";
+import { ConditionSchema } from "./status-schema.ts";
+
+/** Kind of the namespaced connection: usable by the Deployment resources of its own namespace. */
+export const SERVICE_CONNECTION_KIND = "ServiceConnection";
+/** Kind of the cluster-scoped connection: usable from every namespace. */
+export const CLUSTER_SERVICE_CONNECTION_KIND = "ClusterServiceConnection";
+/** The kinds `spec.connectionRef.kind` of a Deployment may name. */
+export const CONNECTION_KINDS = [SERVICE_CONNECTION_KIND, CLUSTER_SERVICE_CONNECTION_KIND] as const;
+export type ConnectionKind = (typeof CONNECTION_KINDS)[number];
+
+/** Plural resource names (URL path segments). */
+export const SERVICE_CONNECTION_PLURAL = "serviceconnections";
+export const CLUSTER_SERVICE_CONNECTION_PLURAL = "clusterserviceconnections";
+
+/**
+ * Finalizer every connection carries: deleting a connection still used by Deployment resources is
+ * held until none uses it (they may still need it to clean up their deployments).
+ */
+export const CONNECTION_FINALIZER = "dms.dev/connection-in-use";
+
+/** Longest name or key a reference may carry (a Kubernetes object name). */
+const MAX_NAME = 253;
+const HEADER_NAME = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
+
+const secretRefFields = {
+  name: Type.String({ minLength: 1, maxLength: MAX_NAME, description: "Name of the Secret." }),
+  key: Type.String({
+    minLength: 1,
+    maxLength: MAX_NAME,
+    pattern: "^[-._a-zA-Z0-9]+$",
+    description: "Key in that Secret's data holding the API key.",
+  }),
+};
+
+const specFields = (secretRef: ReturnType<typeof Type.Object>) => ({
+  baseUrl: Type.String({
+    minLength: 1,
+    maxLength: 2048,
+    pattern: "^https?://[^\\s/?#]+([/?#]\\S*)?$",
+    description: "Base URL of the service, such as https://api.example.com (http or https).",
+  }),
+  apiKeySecretRef: secretRef,
+  tenantId: Type.Optional(
+    Type.String({
+      format: "uuid",
+      maxLength: 36,
+      description: "Tenant to act as, sent in tenantIdHeader. Left out: the key's own tenant.",
+    }),
+  ),
+  apiKeyHeader: Type.Optional(
+    Type.String({
+      maxLength: 256,
+      pattern: HEADER_NAME,
+      description: "Header carrying the API key. Default: the operator's (--api-key-header, X-Api-Key).",
+    }),
+  ),
+  tenantIdHeader: Type.Optional(
+    Type.String({
+      maxLength: 256,
+      pattern: HEADER_NAME,
+      description: "Header carrying the tenant id. Default: the operator's (--tenant-header, X-Tenant-Id).",
+    }),
+  ),
+  qps: Type.Optional(
+    Type.Number({
+      minimum: 0.001,
+      maximum: 100_000,
+      description: "Most requests per second to this service, sustained. Default: the operator's --qps.",
+    }),
+  ),
+  burst: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: 100_000,
+      description: "Most requests in one burst. Default: the operator's --burst.",
+    }),
+  ),
+  insecureSkipTLSVerify: Type.Optional(
+    Type.Boolean({
+      default: false,
+      description:
+        "Skip verifying the service's TLS certificate (a test service only: the key can then be read by anyone in the path). A Warning event says so.",
+    }),
+  ),
+});
+
+/** `spec` of a ServiceConnection: the Secret is read from the connection's own namespace. */
+export const ServiceConnectionSpecSchema = Type.Object(
+  specFields(
+    Type.Object(secretRefFields, {
+      description: "The Secret key holding the API key, in this connection's own namespace.",
+    }),
+  ),
+  { description: "How to reach one tenant of the Deployment Management Service." },
+);
+
+/** `spec` of a ClusterServiceConnection: the Secret's namespace is named. */
+export const ClusterServiceConnectionSpecSchema = Type.Object(
+  specFields(
+    Type.Object(
+      {
+        ...secretRefFields,
+        namespace: Type.String({
+          minLength: 1,
+          maxLength: 63,
+          description: "Namespace of the Secret (a cluster-scoped connection has none of its own).",
+        }),
+      },
+      { description: "The Secret key holding the API key." },
+    ),
+  ),
+  { description: "How to reach one tenant of the Deployment Management Service, from every namespace." },
+);
+
+export type ServiceConnectionSpec = Static<typeof ServiceConnectionSpecSchema>;
+export type ClusterServiceConnectionSpec = Static<typeof ClusterServiceConnectionSpecSchema>;
+/** The spec of either kind: the cluster kind's Secret reference names its namespace. */
+export type ConnectionSpec = ServiceConnectionSpec & {
+  apiKeySecretRef: ServiceConnectionSpec["apiKeySecretRef"] & { namespace?: string };
+};
+
+/** `status` of either connection kind, written by the operator only. */
+export const ConnectionStatusSchema = Type.Object(
+  {
+    observedGeneration: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        format: "int64",
+        description: "metadata.generation this status was written from.",
+      }),
+    ),
+    conditions: Type.Optional(
+      Type.Array(ConditionSchema, {
+        maxItems: 8,
+        description:
+          "Ready (reasons Connected, Unauthorized, Unreachable, SecretMissing), and Reconciling or Stalled when they apply (kstatus conventions).",
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["type"],
+      }),
+    ),
+    providers: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          "How many OAuth providers the service listed at the last probe (GET /v2/auth/providers).",
+      }),
+    ),
+    lastProbeTime: Type.Optional(
+      Type.String({ format: "date-time", description: "When the credentials were last probed." }),
+    ),
+    deployments: Type.Optional(
+      Type.Integer({ minimum: 0, description: "How many Deployment resources use this connection." }),
+    ),
+  },
+  { description: "Whether the operator can reach the service with this connection." },
+);
+export type ConnectionStatus = Static<typeof ConnectionStatusSchema>;
+
+const resourceSchema = <S extends ReturnType<typeof Type.Object>>(
+  kind: string,
+  spec: S,
+  description: string,
+) =>
+  Type.Object(
+    {
+      apiVersion: Type.Optional(Type.String({ description: "dms.dev/v1alpha1." })),
+      kind: Type.Optional(Type.String({ description: `${kind}.` })),
+      metadata: Type.Optional(ObjectMetaSchema),
+      spec,
+      status: Type.Optional(ConnectionStatusSchema),
+    },
+    { description },
+  );
+
+/** A whole ServiceConnection object. */
+export const ServiceConnectionSchema = resourceSchema(
+  SERVICE_CONNECTION_KIND,
+  ServiceConnectionSpecSchema,
+  "A connection to one tenant of the Deployment Management Service, for the Deployment resources of its namespace (spec.connectionRef).",
+);
+/** A whole ClusterServiceConnection object. */
+export const ClusterServiceConnectionSchema = resourceSchema(
+  CLUSTER_SERVICE_CONNECTION_KIND,
+  ClusterServiceConnectionSpecSchema,
+  "A connection to one tenant of the Deployment Management Service, for the Deployment resources of every namespace (spec.connectionRef).",
+);
+export type ServiceConnectionResource = Static<typeof ServiceConnectionSchema>;
+export type ClusterServiceConnectionResource = Static<typeof ClusterServiceConnectionSchema>;
