@@ -86,7 +86,7 @@ export function serviceConfigOf(
     ...inherited,
     baseUrl: spec.baseUrl,
     apiKey,
-    ...(spec.tenantId ? { tenantId: spec.tenantId } : {}),
+    tenantId: spec.tenantId,
     ...(spec.apiKeyHeader ? { apiKeyHeader: spec.apiKeyHeader } : {}),
     ...(spec.tenantIdHeader ? { tenantHeader: spec.tenantIdHeader } : {}),
     ...(spec.qps !== undefined ? { qps: spec.qps } : {}),

@@ -4,7 +4,7 @@
  * Written once, like the Deployment's schema: `render.ts` turns these TypeBox schemas into CRDs
  * and `Static<>` into the types the connection controller uses.
  */
-import { type Static, Type } from "@sinclair/typebox";
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { ObjectMetaSchema } from "./object-meta.ts";
 import { ConditionSchema } from "./status-schema.ts";
 
@@ -40,7 +40,7 @@ const secretRefFields = {
   }),
 };
 
-const specFields = (secretRef: ReturnType<typeof Type.Object>) => ({
+const specFields = <R extends TSchema>(secretRef: R) => ({
   baseUrl: Type.String({
     minLength: 1,
     maxLength: 2048,
@@ -164,11 +164,7 @@ export const ConnectionStatusSchema = Type.Object(
 );
 export type ConnectionStatus = Static<typeof ConnectionStatusSchema>;
 
-const resourceSchema = <S extends ReturnType<typeof Type.Object>>(
-  kind: string,
-  spec: S,
-  description: string,
-) =>
+const resourceSchema = <S extends TSchema>(kind: string, spec: S, description: string) =>
   Type.Object(
     {
       apiVersion: Type.Optional(Type.String({ description: "dms.dev/v1alpha1." })),
