@@ -4,7 +4,7 @@
  * and the resources reading a Secret that changed. The indexes named are the cache's (see
  * `KubeDeploymentsOptions.indexers`), so no trigger scans the cache.
  */
-import { claimedName } from "../reconcile/claims.ts";
+import { claimOf } from "../reconcile/claims.ts";
 import type { Controller } from "../runtime/controller.ts";
 import type { DeploymentObject, KubeDeployments } from "./deployments.ts";
 import { objectKey, refOf } from "./object.ts";
@@ -27,7 +27,7 @@ export function subscribeTriggers(
     onDelete: (o) => {
       controller.forget(keyOf(o));
       // A resource that lost a name conflict to this one may now take the name.
-      for (const rival of deployments.byIndex(claimIndex, claimedName(o))) controller.enqueue(keyOf(rival));
+      for (const rival of deployments.byIndex(claimIndex, claimOf(o))) controller.enqueue(keyOf(rival));
     },
   });
   secrets.onChange((ref) => {

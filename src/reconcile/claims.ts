@@ -1,8 +1,10 @@
 /**
- * Which resource owns a service deployment name. Two resources may claim the same name (in one
- * namespace or in two); the older one keeps it and the other stalls, so the service never gets
- * two writers for one deployment. `plan` applies the same rule to the cluster's resources.
+ * Which resource owns a service deployment name. Two resources may claim the same name on one
+ * connection (in one namespace or in two); the older one keeps it and the other stalls, so the
+ * service never gets two writers for one deployment. The same name on two connections (two
+ * tenants) is no conflict. `plan` applies the same rule to the cluster's resources.
  */
+import { connectionKey, connectionOf } from "../connection/settings.ts";
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
 import { objectKey } from "../runtime/keys.ts";
@@ -36,29 +38,30 @@ function olderThan(a: Claimant, b: Claimant): boolean {
 /** The service name a resource claims. */
 export const claimedName = (o: Claimant): string => effectiveName(o.spec, o.metadata.name);
 
-/** The cache index of resources by the name they claim, so a claim check reads only its rivals. */
-export const CLAIM_INDEX = "claimedName";
+/** The key of the connection a resource uses (see `connection/settings.ts`). */
+export const connectionKeyOf = (o: Claimant): string =>
+  connectionKey(connectionOf(o.metadata.namespace ?? "", o.spec.connectionRef));
+
+/** What a resource claims: its service name on its connection (names hold no newline). */
+export const claimOf = (o: Claimant): string => `${connectionKeyOf(o)}\n${claimedName(o)}`;
+
+/** The cache index of resources by what they claim, so a claim check reads only its rivals. */
+export const CLAIM_INDEX = "claim";
 
 /** The index values of {@link CLAIM_INDEX}. */
-export const claimIndexer = (o: Claimant): string[] => [claimedName(o)];
+export const claimIndexer = (o: Claimant): string[] => [claimOf(o)];
 
 /**
- * The resource that holds `obj`'s service name before it, if any, among `all` (every resource
- * claiming the name will do: others are skipped). Resources being deleted still hold their name
+ * The resource that holds `obj`'s service name on its connection before it, if any, among `all`
+ * (every resource will do: others are skipped). Resources being deleted still hold their name
  * until they are gone: their cleanup may still need the deployment.
  */
 export function olderClaimant<T extends Claimant>(obj: Claimant, all: readonly T[]): T | undefined {
-  const name = claimedName(obj);
+  const claim = claimOf(obj);
   let holder: T | undefined;
   for (const other of all) {
-    if (keyOf(other) === keyOf(obj) || claimedName(other) !== name) continue;
+    if (keyOf(other) === keyOf(obj) || claimOf(other) !== claim) continue;
     if (olderThan(other, obj) && (!holder || olderThan(other, holder))) holder = other;
   }
   return holder;
-}
-
-/** Keys (`namespace/name`) of the other resources claiming the same service name as `obj`. */
-export function sameNameKeys(obj: Claimant, all: readonly Claimant[]): string[] {
-  const name = claimedName(obj);
-  return all.filter((o) => keyOf(o) !== keyOf(obj) && claimedName(o) === name).map(keyOf);
 }

@@ -15,7 +15,7 @@ import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
 import { parseObjectKey } from "../runtime/keys.ts";
 import { isPaused, reconcileInterval, reconcileRequestedAt } from "./annotations.ts";
-import { claimedName, olderClaimant } from "./claims.ts";
+import { claimedName, claimOf, olderClaimant } from "./claims.ts";
 import { failureOf } from "./failures.ts";
 import { type ReadSecrets, RepoListings, readSecrets } from "./inputs.ts";
 import { lastAppliedFor } from "./last-applied.ts";
@@ -214,7 +214,7 @@ export class DeploymentReconciler {
 
   /** The older resource holding `obj`'s service name, if any (read from the claim index). */
   #holder(obj: StoredResource): StoredResource | undefined {
-    return olderClaimant(obj, this.#o.resources.claimants(claimedName(obj)));
+    return olderClaimant(obj, this.#o.resources.claimants(claimOf(obj)));
   }
 
   /** A write the service answered 404 to: its deployment is gone, so the snapshot forgets it. */

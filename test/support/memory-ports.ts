@@ -13,7 +13,7 @@
  */
 import { kindOfStatus, ServiceError } from "../../src/api/errors.ts";
 import type { CreateDeploymentBody, Deployment, Revision } from "../../src/api/wire.ts";
-import { claimedName } from "../../src/reconcile/claims.ts";
+import { claimOf } from "../../src/reconcile/claims.ts";
 import type {
   DeploymentsPort,
   EventNote,
@@ -131,10 +131,10 @@ export class MemoryResources implements ResourcePort {
     return obj && structuredClone(obj);
   }
 
-  claimants(name: string): StoredResource[] {
+  claimants(claim: string): StoredResource[] {
     return [...this.#stored.keys()].flatMap((key) => {
       const obj = this.get(parseObjectKey(key));
-      return obj && claimedName(obj) === name ? [obj] : [];
+      return obj && claimOf(obj) === claim ? [obj] : [];
     });
   }
 
