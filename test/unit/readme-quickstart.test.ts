@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { RELEASE_FILES } from "../../scripts/release-manifests.ts";
+import { CRDS, crdFile } from "../../src/crd/render.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
@@ -117,8 +118,8 @@ const CEL_FEATURES: { needs: [number, number]; what: string; found: (crd: string
 ];
 
 describe("README requirements", () => {
-  it("states the minimum Kubernetes version the CRD's CEL features need", () => {
-    const crd = readFileSync(join(ROOT, "crds", "dms.dev_deployments.yaml"), "utf8");
+  it("states the minimum Kubernetes version the CRDs' CEL features need", () => {
+    const crd = CRDS.map((c) => readFileSync(join(ROOT, crdFile(c)), "utf8")).join("\n");
     const used = CEL_FEATURES.filter((f) => f.found(crd));
     expect(used.map((f) => f.what)).toContain("x-kubernetes-validations (GA)");
     const [major, minor] = used
