@@ -58,6 +58,11 @@ export interface OperatorConfig {
   podName?: string;
   /** Namespaces to watch; empty means all. */
   namespaces: string[];
+  /**
+   * Watch ClusterServiceConnections (needs cluster-wide list/watch). Default: when watching all
+   * namespaces; an install limited to some namespaces has only a Role.
+   */
+  clusterConnections?: boolean;
   labelSelector?: string;
   concurrency: number;
   /** Drift resync period; the service is listed once per period for all resources. */
@@ -170,7 +175,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   const kubeConnections = new KubeConnections({
     client: kubeClient,
     namespaces: config.namespaces,
-    clusterKind: config.namespaces.length === 0,
+    clusterKind: config.clusterConnections ?? config.namespaces.length === 0,
     logger,
     clock,
     indexers: { [CONNECTION_SECRET_INDEX]: (c) => [objectKey(apiKeySecretOf(idOf(c), c.spec))] },
