@@ -229,14 +229,19 @@ export class Connections implements Sessions {
 
     const config = serviceConfigOf(obj.spec, read.value, this.#o.defaults);
     const entry = this.#entry(key, obj, config);
-    const wasUsable = this.#usable(key);
+    const before = this.#state(key);
+    const wasUsable = before === "ready";
     this.#unusable.delete(key);
     const due =
       entry.probedAt === undefined ||
       !entry.verdict?.ok ||
       this.#o.clock.now() - entry.probedAt >= this.#o.probeIntervalMs * 0.8;
     if (due) {
-      entry.verdict = await this.#probe(entry, config, read.value, signal);
+      const verdict = await this.#probe(entry, config, read.value, signal);
+      // Asked to slow down: the service is there, and the last verdict still holds; ask again
+      // once its Retry-After has passed.
+      if ("retryAfterMs" in verdict && entry.verdict) return Action.requeueAfter(verdict.retryAfterMs);
+      entry.verdict = "retryAfterMs" in verdict ? verdict.verdict : verdict;
       entry.probedAt = this.#o.clock.now();
       // A connection that has just become usable lists its deployments once, so that its
       // resources find theirs in the listing instead of with one lookup each.
@@ -248,7 +253,7 @@ export class Connections implements Sessions {
           );
         });
     }
-    if (this.#usable(key) !== wasUsable) this.#o.onChange(key);
+    if (this.#state(key) !== before) this.#o.onChange(key);
     await this.#writeStatus(obj, users, undefined, signal, entry.verdict);
     // A transient failure is probed again after the key's backoff; otherwise the periodic pass
     // (every probe interval) or a change of the connection or its Secret brings it back.
@@ -274,7 +279,13 @@ export class Connections implements Sessions {
     return entry;
   }
 
-  async #probe(entry: Entry, config: ServiceConfig, apiKey: string, signal: AbortSignal): Promise<Verdict> {
+  /** The probe's verdict; a 429 also says how long to wait before asking again. */
+  async #probe(
+    entry: Entry,
+    config: ServiceConfig,
+    apiKey: string,
+    signal: AbortSignal,
+  ): Promise<Verdict | { retryAfterMs: number; verdict: Verdict }> {
     try {
       const providers = await entry.service.probe(signal);
       return { ok: true, providers, message: `the service at ${config.baseUrl} accepted the API key` };
@@ -288,12 +299,18 @@ export class Connections implements Sessions {
           message: `the service refused the API key (${detail}): put a valid key in the Secret named by spec.apiKeySecretRef${config.tenantId ? ", and check spec.tenantId" : ""}`,
           transient: false,
         };
-      return {
+      const unreachable = {
         ok: false,
         reason: CONNECTION_REASON.Unreachable,
         message: `cannot reach the service at ${config.baseUrl}: ${detail}`,
         transient: true,
-      };
+      } as const;
+      if (isServiceError(error, "rate_limited"))
+        return {
+          retryAfterMs: Math.max(1_000, (error.retryAfterSeconds ?? 1) * 1_000),
+          verdict: unreachable,
+        };
+      return unreachable;
     }
   }
 
@@ -353,14 +370,21 @@ export class Connections implements Sessions {
       this.#o.event(obj, after.status === "True" ? "Normal" : "Warning", after.reason, after.message);
   }
 
-  #usable(key: string): boolean {
-    return !this.#unusable.has(key) && this.#entries.get(key)?.verdict?.ok === true;
+  /**
+   * What the connection's resources are told, coarsely: `pending`, `ready`, or `unavailable/`
+   * with the reason. When it changes, they are enqueued to tell them (a detail of a message that
+   * changes alone does not re-enqueue them all).
+   */
+  #state(key: string): string {
+    const problem = this.#unusable.get(key) ?? this.#entries.get(key)?.verdict;
+    if (!problem) return "pending";
+    return problem.ok ? "ready" : `unavailable/${problem.reason}`;
   }
 
   #setUnusable(key: string, verdict: Verdict & { ok: false }): void {
-    const was = this.#usable(key);
+    const before = this.#state(key);
     this.#unusable.set(key, verdict);
-    if (was) this.#o.onChange(key);
+    if (this.#state(key) !== before) this.#o.onChange(key);
   }
 
   /** The connection is gone: its resources can no longer use it. */
