@@ -34,7 +34,7 @@ import { HeapBudgetCheck } from "./runtime/heap-budget.ts";
 import { LeaderElector } from "./runtime/leader.ts";
 import { Manager, type Runnable } from "./runtime/manager.ts";
 import { RuntimeMetrics } from "./runtime/metrics.ts";
-import { registerResourceMetrics } from "./runtime/resource-metrics.ts";
+import { registerConnectionMetrics, registerResourceMetrics } from "./runtime/resource-metrics.ts";
 import { ResyncedController } from "./runtime/resync.ts";
 import { VERSION } from "./version.ts";
 
@@ -180,6 +180,9 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     clock,
     indexers: { [CONNECTION_SECRET_INDEX]: (c) => [objectKey(apiKeySecretOf(idOf(c), c.spec))] },
   });
+  registerConnectionMetrics(metrics.registry, () =>
+    kubeConnections.all.flatMap((r) => r.list()).map((c) => ({ key: connectionKey(idOf(c)), ...c })),
+  );
   const connectionRecorder = (c: ConnectionObject) => ({
     apiVersion: "dms.dev/v1alpha1",
     kind: idOf(c).kind,
