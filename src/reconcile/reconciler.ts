@@ -124,12 +124,15 @@ export class DeploymentReconciler {
     }
   };
 
-  async #reconcile(base: Run, signal: AbortSignal): Promise<ReconcileResult> {
-    const connection = this.#o.sessions.lookup(base.obj);
-    // Not checked since the start yet: its check enqueues this resource again.
-    if (connection.kind === "pending") return Action.done();
-    if (connection.kind === "unavailable") return this.#unavailable(base, connection.message, signal);
-    const run: Connected = Object.assign(base, { session: connection.session });
+  async #reconcile(run: Run, signal: AbortSignal): Promise<ReconcileResult> {
+    const connection = this.#o.sessions.lookup(run.obj);
+    if (connection.kind === "ready") run.session = connection.session;
+    // A paused resource needs no connection (it makes no call), unless it is being deleted.
+    else if (!isPaused(run.obj) || run.obj.metadata.deletionTimestamp)
+      // Pending: not checked since the start yet; its check enqueues this resource again.
+      return connection.kind === "pending"
+        ? Action.done()
+        : this.#unavailable(run, connection.message, signal);
     if (run.obj.metadata.deletionTimestamp) return this.#finalize(run, signal);
     const holder = this.#holder(run.obj);
     // The loser of a name conflict owns nothing on the service: no finalizer, so that deleting it
@@ -142,7 +145,13 @@ export class DeploymentReconciler {
       const conflict = { kind: "failed", reason: REASON.NameConflict, message, stalled: true } as const;
       return this.#finish(run, conflict, signal);
     }
+    const { session } = run;
+    if (!session) throw new Error("a reconcile went past the pause check without a connection");
+    return this.#sync(Object.assign(run, { session }), signal);
+  }
 
+  /** Keeps the service's deployment in line with the spec, through the resource's connection. */
+  async #sync(run: Connected, signal: AbortSignal): Promise<ReconcileResult> {
     // Read before the mapping, which may fail: the values read are scrubbed from any report.
     run.secrets = await readSecrets(run.obj.spec, run.obj.metadata.namespace ?? "", this.#o.secrets, signal);
     const { desired, record } = await this.#desired(run, signal);
