@@ -85,6 +85,16 @@ const specFields = <R extends TSchema>(secretRef: R) => ({
       minimum: 0.001,
       maximum: 100_000,
       description: "Most requests per second to this service, sustained. Default: the operator's --qps.",
+      "x-kubernetes-validations": [
+        {
+          // The API server compares a whole-number value with the minimum truncated to an
+          // integer, so `minimum` alone lets qps: 0 (no request ever) through.
+          rule: "self >= 0.001",
+          message:
+            "spec.qps must be at least 0.001 requests per second: leave it out to use the operator's --qps",
+          reason: "FieldValueInvalid",
+        },
+      ],
     }),
   ),
   burst: Type.Optional(
