@@ -113,6 +113,21 @@ const specFields = <R extends TSchema>(secretRef: R) => ({
   ),
 });
 
+/**
+ * Rules of both kinds' spec. The tenant a connection names cannot change: the Deployment resources
+ * using it live on that tenant, and pointing them at another would re-home them silently (as a
+ * changed `connectionRef` would; see the Deployment's schema).
+ */
+const CONNECTION_SPEC_RULES = [
+  {
+    rule: "has(self.tenantId) == has(oldSelf.tenantId) && (!has(self.tenantId) || self.tenantId == oldSelf.tenantId)",
+    message:
+      "spec.tenantId is immutable, adding or removing it included: the Deployment resources using this connection live on that tenant; create another connection for another tenant",
+    fieldPath: ".tenantId",
+    reason: "FieldValueForbidden",
+  },
+];
+
 /** `spec` of a ServiceConnection: the Secret is read from the connection's own namespace. */
 export const ServiceConnectionSpecSchema = Type.Object(
   specFields(
@@ -120,7 +135,10 @@ export const ServiceConnectionSpecSchema = Type.Object(
       description: "The Secret key holding the API key, in this connection's own namespace.",
     }),
   ),
-  { description: "How to reach one tenant of the Deployment Management Service." },
+  {
+    description: "How to reach one tenant of the Deployment Management Service.",
+    "x-kubernetes-validations": CONNECTION_SPEC_RULES,
+  },
 );
 
 /** `spec` of a ClusterServiceConnection: the Secret's namespace is named. */
@@ -139,7 +157,10 @@ export const ClusterServiceConnectionSpecSchema = Type.Object(
       { description: "The Secret key holding the API key." },
     ),
   ),
-  { description: "How to reach one tenant of the Deployment Management Service, from every namespace." },
+  {
+    description: "How to reach one tenant of the Deployment Management Service, from every namespace.",
+    "x-kubernetes-validations": CONNECTION_SPEC_RULES,
+  },
 );
 
 export type ServiceConnectionSpec = Static<typeof ServiceConnectionSpecSchema>;

@@ -405,6 +405,34 @@ describe("connection CRDs: accepted input", () => {
     expect(result.code).toBe(0);
   });
 
+  it.each(Object.keys(KINDS) as ConnectionKind[])(
+    "%s: spec.tenantId cannot be changed, added or removed; the rest of the spec can",
+    async (kind) => {
+      const name = connectionName();
+      const withTenant = connection(kind, name, { ...KINDS[kind].spec, tenantId: UUID });
+      await kubectlOk(["create", "-n", namespace, "-f", "-"], { input: JSON.stringify(withTenant) });
+      const IMMUTABLE = /spec\.tenantId: Forbidden: spec\.tenantId is immutable/;
+      const other = "6f1c1d2e-0000-4000-8000-0000000000ff";
+      const changed = await submit("apply", connection(kind, name, { ...KINDS[kind].spec, tenantId: other }));
+      expect(changed.stderr).toMatch(IMMUTABLE);
+      const removed = await submit("replace", connection(kind, name, KINDS[kind].spec));
+      expect(removed.stderr).toMatch(IMMUTABLE);
+      const moved = await submit(
+        "apply",
+        connection(kind, name, { ...KINDS[kind].spec, tenantId: UUID, baseUrl: "https://moved.example" }),
+      );
+      expect(moved.stderr).not.toMatch(/Forbidden|Invalid/);
+      expect(moved.code).toBe(0);
+
+      const without = connectionName();
+      await kubectlOk(["create", "-n", namespace, "-f", "-"], {
+        input: JSON.stringify(connection(kind, without, KINDS[kind].spec)),
+      });
+      const added = await submit("apply", connection(kind, without, { ...KINDS[kind].spec, tenantId: UUID }));
+      expect(added.stderr).toMatch(IMMUTABLE);
+    },
+  );
+
   it("teaches the resources through kubectl explain", async () => {
     const out = await kubectlOk([
       "explain",
