@@ -164,7 +164,11 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
       [CLAIM_INDEX]: claimIndexer,
       [SECRET_INDEX]: secretIndexer,
       [POLL_INDEX]: pollIndexer,
-      [CONNECTION_INDEX]: (o) => [connectionKeyOf(o)],
+      // Resources of the default connection are not indexed: it is never counted or re-checked.
+      [CONNECTION_INDEX]: (o) => {
+        const key = connectionKeyOf(o);
+        return key === DEFAULT_CONNECTION ? [] : [key];
+      },
     },
   });
   registerResourceMetrics(metrics.registry, () => deployments.list());
