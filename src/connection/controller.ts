@@ -197,17 +197,20 @@ export class Connections implements Sessions {
   ): Promise<ReconcileResult> {
     let obj = found;
     const users = this.#o.usage(key);
+    // A deletion waits for the resources still using the connection, which stays usable (and
+    // checked) meanwhile: they may need it to delete their deployments.
+    let holding: { reason: string; message: string } | undefined;
     if (obj.metadata.deletionTimestamp) {
-      if (users > 0) {
-        const message = `deletion waits until no Deployment resource uses this connection: ${users} still ${users === 1 ? "does" : "do"}`;
-        await this.#writeStatus(obj, users, { reason: CONNECTION_REASON.InUse, message }, signal);
-        return Action.done();
+      if (users === 0) {
+        await this.#o.connections.removeFinalizer(obj, CONNECTION_FINALIZER, signal);
+        this.#forget(key);
+        return Action.gone();
       }
-      await this.#o.connections.removeFinalizer(obj, CONNECTION_FINALIZER, signal);
-      this.#forget(key);
-      return Action.gone();
-    }
-    obj = await this.#o.connections.addFinalizer(obj, CONNECTION_FINALIZER, signal);
+      holding = {
+        reason: CONNECTION_REASON.InUse,
+        message: `deletion waits until no Deployment resource uses this connection: ${users} still ${users === 1 ? "does" : "do"}`,
+      };
+    } else obj = await this.#o.connections.addFinalizer(obj, CONNECTION_FINALIZER, signal);
 
     const secret = apiKeySecretOf(id, obj.spec);
     const read = await this.#o.secrets.read(secret.namespace, secret.name, secret.key, signal);
@@ -223,7 +226,7 @@ export class Connections implements Sessions {
         transient: false,
       } as const;
       this.#setUnusable(key, verdict);
-      await this.#writeStatus(obj, users, undefined, signal, verdict);
+      await this.#writeStatus(obj, users, holding, signal, verdict);
       return Action.done();
     }
 
@@ -254,7 +257,7 @@ export class Connections implements Sessions {
         });
     }
     if (this.#state(key) !== before) this.#o.onChange(key);
-    await this.#writeStatus(obj, users, undefined, signal, entry.verdict);
+    await this.#writeStatus(obj, users, holding, signal, entry.verdict);
     // A transient failure is probed again after the key's backoff; otherwise the periodic pass
     // (every probe interval) or a change of the connection or its Secret brings it back.
     if (entry.verdict?.ok === false && entry.verdict.transient) return Action.retry();

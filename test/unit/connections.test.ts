@@ -398,6 +398,22 @@ describe("a connection's reconcile", () => {
     expect(w.changed).toEqual([connectionKey(A), connectionKey(A)]);
   });
 
+  it("a deletion in use found after a restart checks the connection, so its resources can clean up", async () => {
+    const w = world();
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    const stored = w.store.objects.get(connectionKey(A));
+    if (stored) stored.metadata.finalizers = ["dms.dev/connection-in-use"];
+    w.store.delete(A);
+    w.users = 1;
+    expect(w.connections.lookup(resource("team-a", ref)).kind).toBe("pending");
+    await w.reconcile(A);
+    expect(w.connections.lookup(resource("team-a", ref)).kind).toBe("ready");
+    expect(w.condition(A, "Reconciling")?.reason).toBe("InUse");
+    expect(w.ready(A)?.reason).toBe("Connected");
+    expect(w.changed).toEqual([connectionKey(A)]);
+  });
+
   it("a status write that lost a race is retried quietly", async () => {
     const w = world();
     w.store.put(A, specOf());
