@@ -120,7 +120,7 @@ const CONNECTION_SETTINGS = ["baseUrl", "apiKey", "apiKeyFile", "tenantId", "ins
 
 /** Help of `--connection`, shared by the commands that take it. */
 export const CONNECTION_HELP =
-  "read the service's URL, API key (from the Secret it names), tenant and TLS setting from this ServiceConnection (in --namespace, else the kubeconfig context's) or ClusterServiceConnection, e.g. ServiceConnection/prod; needs --kubeconfig; replaces --base-url, --api-key(-file), --tenant-id and --insecure-skip-tls-verify";
+  "ServiceConnection/<name> (of --namespace, else the kubeconfig context's) or ClusterServiceConnection/<name>, read with the Secret of its API key from the cluster (needs --kubeconfig); replaces --base-url, --api-key(-file), --tenant-id and --insecure-skip-tls-verify";
 
 /** The flags `--connection` reads, as commander parses them. */
 export interface ConnectionFlags extends ServiceFlags {

@@ -81,7 +81,7 @@ export const registerImportCommand: RegisterCommand = (program, ctx) => {
     )
     .option(
       "--connection <kind/name>",
-      `import the deployments of this connection's tenant, and write each resource with spec.connectionRef naming it: ${CONNECTION_HELP}`,
+      `import this connection's tenant, writing spec.connectionRef in each resource: ${CONNECTION_HELP}`,
     )
     .option("--kubeconfig <path>", "read --connection and its Secret from this cluster")
     .option("--context <name>", "kubeconfig context to use");

@@ -68,7 +68,7 @@ export const registerPlanCommand: RegisterCommand = (program, ctx) => {
     )
     .option(
       "--kubeconfig <path>",
-      "read referenced Secrets and the live resources from this cluster (without it, secret values are not checked)",
+      "read referenced Secrets, the live resources and the connections they name from this cluster (without it, secret values are not checked, and resources with spec.connectionRef cannot be planned)",
     )
     .option("--context <name>", "kubeconfig context to use")
     .option(
@@ -78,7 +78,7 @@ export const registerPlanCommand: RegisterCommand = (program, ctx) => {
     )
     .option(
       "--connection <kind/name>",
-      `review only the resources whose spec.connectionRef names this connection, through it (the others are listed as not reviewed): ${CONNECTION_HELP}. Without it, each resource is reviewed through its own connection, read from the cluster with --kubeconfig`,
+      `review only the resources using this connection (the others are listed as skipped): ${CONNECTION_HELP}. Without it, each resource is reviewed through its own`,
     )
     .addOption(new Option("-o, --output <format>", "output format").choices(["text", "json"]).default("text"))
     // 2 means "changes planned" here, so a mistake in the call must not end with 2.
