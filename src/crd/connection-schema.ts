@@ -5,6 +5,9 @@
  * and `Static<>` into the types the connection controller uses.
  */
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
+// For its side effect too: it registers TypeBox's `uuid` format (spec.tenantId), without which
+// checking a connection against these schemas fails with "Unknown format".
+import "../api/wire.ts";
 import { ObjectMetaSchema } from "./object-meta.ts";
 import { ConditionSchema } from "./status-schema.ts";
 
@@ -46,6 +49,14 @@ const specFields = <R extends TSchema>(secretRef: R) => ({
     maxLength: 2048,
     pattern: "^https?://[^\\s/?#]+([/?#]\\S*)?$",
     description: "Base URL of the service, such as https://api.example.com (http or https).",
+    "x-kubernetes-validations": [
+      {
+        // The pattern is the shape TypeBox checks too; the URL library also parses the host and port.
+        rule: "isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",
+        message: "spec.baseUrl must be an http or https URL with a host, such as https://api.example.com",
+        reason: "FieldValueInvalid",
+      },
+    ],
   }),
   apiKeySecretRef: secretRef,
   tenantId: Type.Optional(
@@ -111,6 +122,7 @@ export const ClusterServiceConnectionSpecSchema = Type.Object(
         namespace: Type.String({
           minLength: 1,
           maxLength: 63,
+          pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
           description: "Namespace of the Secret (a cluster-scoped connection has none of its own).",
         }),
       },

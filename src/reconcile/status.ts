@@ -54,6 +54,8 @@ export const REASON = {
   UnrecognizedStatus: "UnrecognizedStatus",
   /** The service's deployment for this resource is in the listing but cannot be read. */
   UnreadableDeployment: "UnreadableDeployment",
+  /** The resource's connection is missing, not Ready, or not usable from its namespace. */
+  ConnectionNotReady: "ConnectionNotReady",
 } as const;
 
 /** What is known of the deployment's latest revision (see `revisions.ts`). */
@@ -94,6 +96,8 @@ export interface StatusRecord {
   createRequestedAt?: string | null;
   resolvedRepoUrl?: string | null;
   resolvedRepoRef?: string | null;
+  /** The connection used: `Kind/name`, or `default`. */
+  connection?: string | null;
 }
 
 /** Everything {@link statusFrom} needs. */
@@ -378,6 +382,7 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
     "createRequestedAt",
     "resolvedRepoUrl",
     "resolvedRepoRef",
+    "connection",
   ] as const) {
     const value = record[key] === undefined ? previous[key] : record[key];
     if (typeof value === "string") status[key] = value;

@@ -13,8 +13,9 @@ import {
 } from "../../src/crd/schema.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
-import { pollIndexer, RemoteSnapshot } from "../../src/reconcile/remote.ts";
+import { pollIndexer, type RemoteSnapshot } from "../../src/reconcile/remote.ts";
 import { hashSecrets } from "../../src/reconcile/secrets.ts";
+import { oneSession, ServiceSession } from "../../src/reconcile/session.ts";
 import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";
 import type { Timing } from "../../src/simulator/record.ts";
 import { ManualClock } from "../support/manual-clock.ts";
@@ -65,15 +66,16 @@ function world(timing?: Timing) {
     reconciler: undefined as unknown as DeploymentReconciler,
     /** A new process: a new reconciler whose snapshot has not listed anything yet. */
     restart() {
-      w.snapshot = new RemoteSnapshot(service, clock, { maxAgeMs: 60_000 });
+      const logger = pino({ level: "silent" });
+      const session = new ServiceSession(service, { clock, logger, listingMaxAgeMs: 60_000 });
+      w.snapshot = session.snapshot;
       w.reconciler = new DeploymentReconciler({
         resources,
-        service,
+        sessions: oneSession(session),
         secrets,
         events,
-        snapshot: w.snapshot,
         clock,
-        logger: pino({ level: "silent" }),
+        logger,
         pollMs: POLL_MS,
         createGraceMs: GRACE_MS,
       });
