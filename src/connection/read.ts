@@ -8,26 +8,22 @@
 import { Value } from "@sinclair/typebox/value";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
-  CLUSTER_SERVICE_CONNECTION_PLURAL,
   ClusterServiceConnectionSpecSchema,
   type ConnectionKind,
   type ConnectionSpec,
-  SERVICE_CONNECTION_PLURAL,
   ServiceConnectionSpecSchema,
 } from "../crd/connection-schema.ts";
-import { GROUP, VERSION } from "../crd/schema.ts";
 import { isRecord } from "../json.ts";
 import type { KubeClient } from "../kube/client.ts";
+import {
+  CLUSTER_SERVICE_CONNECTIONS,
+  type ConnectionObject,
+  SERVICE_CONNECTIONS,
+} from "../kube/connections.ts";
+import { type CustomResourceKind, CustomResources } from "../kube/custom-resources.ts";
 import { isNotFound, KubeApiError } from "../kube/errors.ts";
-import { collectionPath, type ResourceType } from "../kube/reflector.ts";
 import type { KubeSecrets } from "../kube/secrets.ts";
 import { apiKeySecretOf, type ConnectionId, describeConnection } from "./settings.ts";
-
-/** The resource type of each connection kind. */
-export const CONNECTION_TYPES: Record<ConnectionKind, ResourceType> = {
-  ServiceConnection: { group: GROUP, version: VERSION, plural: SERVICE_CONNECTION_PLURAL },
-  ClusterServiceConnection: { group: GROUP, version: VERSION, plural: CLUSTER_SERVICE_CONNECTION_PLURAL },
-};
 
 /** A connection as read: its spec and the API key of its Secret (trimmed, never empty). */
 export interface ReadConnection {
@@ -47,12 +43,6 @@ export interface ConnectionReadPorts {
   secrets: Pick<KubeSecrets, "getSecretValue">;
 }
 
-/** The path of a connection object on the API server. */
-export function connectionPath(id: ConnectionId): string {
-  const namespace = id.kind === CLUSTER_SERVICE_CONNECTION_KIND ? undefined : id.namespace;
-  return `${collectionPath(CONNECTION_TYPES[id.kind], namespace)}/${encodeURIComponent(id.name)}`;
-}
-
 /**
  * Reads connection `id` and its API key.
  *
@@ -68,49 +58,55 @@ export async function readConnection(
   signal: AbortSignal,
 ): Promise<ReadConnection> {
   const what = describeConnection(id);
-  const type = CONNECTION_TYPES[id.kind];
-  let raw: unknown;
+  const type =
+    id.kind === CLUSTER_SERVICE_CONNECTION_KIND ? CLUSTER_SERVICE_CONNECTIONS : SERVICE_CONNECTIONS;
+  let found: ConnectionObject | undefined;
   try {
-    raw = await ports.client.request({ method: "GET", path: connectionPath(id), signal });
+    found = await new CustomResources<ConnectionObject, unknown>(type, { client: ports.client }).getLive(
+      id,
+      signal,
+    );
   } catch (error) {
-    if (isNotFound(error)) {
-      if (!(await servesType(ports.client, type, signal)))
-        throw new ConnectionReadError(
-          `the cluster does not know ${id.kind} (the CRD ${type.plural}.${GROUP} is not installed): install the operator's CRDs (crds/) first`,
-        );
-      const where = id.kind === CLUSTER_SERVICE_CONNECTION_KIND ? "" : ` -n ${id.namespace}`;
-      throw new ConnectionReadError(
-        `${what} not found: check the name with kubectl get ${type.plural}${where}`,
-      );
-    }
-    throw forbidden(error, `get ${type.plural}.${GROUP}`) ?? error;
+    throw forbidden(error, `get ${type.plural}.${type.group}`) ?? error;
   }
-  const spec = specOf(id.kind, raw, what);
+  if (!found) {
+    if (!(await servesType(ports.client, type, signal)))
+      throw new ConnectionReadError(
+        `the cluster does not know ${id.kind} (the CRD ${type.plural}.${type.group} is not installed): install the operator's CRDs (crds/) first`,
+      );
+    const where = type.clusterScoped ? "" : ` -n ${id.namespace}`;
+    throw new ConnectionReadError(
+      `${what} not found: check the name with kubectl get ${type.plural}${where}`,
+    );
+  }
+  const spec = specOf(id.kind, found.spec, what);
   const secret = apiKeySecretOf(id, spec);
   const source = `Secret ${secret.namespace}/${secret.name}, named by ${what} (spec.apiKeySecretRef)`;
-  let found: Awaited<ReturnType<KubeSecrets["getSecretValue"]>>;
+  let key: Awaited<ReturnType<KubeSecrets["getSecretValue"]>>;
   try {
-    found = await ports.secrets.getSecretValue(secret, secret.key, signal);
+    key = await ports.secrets.getSecretValue(secret, secret.key, signal);
   } catch (error) {
     throw forbidden(error, "get secrets") ?? error;
   }
-  if (found.kind === "missing-secret")
+  if (key.kind === "missing-secret")
     throw new ConnectionReadError(
       `${source}, not found: create it with the API key under key ${secret.key}, e.g. kubectl create secret generic ${secret.name} -n ${secret.namespace} --from-literal=${secret.key}=<key>`,
     );
-  if (found.kind === "missing-key")
+  if (key.kind === "missing-key")
     throw new ConnectionReadError(
       `${source}, has no key ${secret.key}: add the API key under that key, or point spec.apiKeySecretRef.key at the key that holds it`,
     );
-  const apiKey = found.value.trim();
+  const apiKey = key.value.trim();
   if (apiKey === "")
     throw new ConnectionReadError(`${source}: key ${secret.key} is empty; put the API key in it`);
   return { id, spec, apiKey };
 }
 
-/** The spec of a connection object, checked against its kind's schema. */
-function specOf(kind: ConnectionKind, raw: unknown, what: string): ConnectionSpec {
-  const spec = isRecord(raw) ? raw.spec : undefined;
+/**
+ * The spec of a connection object, checked against its kind's schema: the cluster's CRD may be
+ * older than this command, and a spec it let through must not become a wrong request.
+ */
+function specOf(kind: ConnectionKind, spec: unknown, what: string): ConnectionSpec {
   const schema =
     kind === CLUSTER_SERVICE_CONNECTION_KIND
       ? ClusterServiceConnectionSpecSchema
@@ -124,7 +120,11 @@ function specOf(kind: ConnectionKind, raw: unknown, what: string): ConnectionSpe
 }
 
 /** Whether the API server serves `type` (the discovery document of its group version lists it). */
-async function servesType(client: KubeClient, type: ResourceType, signal: AbortSignal): Promise<boolean> {
+async function servesType(
+  client: KubeClient,
+  type: CustomResourceKind,
+  signal: AbortSignal,
+): Promise<boolean> {
   try {
     const doc = await client.request({ method: "GET", path: `/apis/${type.group}/${type.version}`, signal });
     const resources = isRecord(doc) && Array.isArray(doc.resources) ? doc.resources : [];

@@ -61,7 +61,19 @@ beforeAll(async () => {
   kube = await startFakeKube({ namespace: NS });
   kube.put(serviceConnectionPath(NS, "prod"), {
     metadata: { name: "prod", namespace: NS, resourceVersion: "1" },
-    spec: { baseUrl: tenantSim.url, apiKeySecretRef: { name: "dms-key", key: "apiKey" } },
+    spec: {
+      baseUrl: tenantSim.url,
+      apiKeySecretRef: { name: "dms-key", key: "apiKey" },
+      tenantId: "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e",
+    },
+  });
+  // One an older CRD could have let through: refused before any request.
+  kube.put(clusterServiceConnectionPath("bad-spec"), {
+    metadata: { name: "bad-spec", resourceVersion: "1" },
+    spec: {
+      baseUrl: "ftp://files.example",
+      apiKeySecretRef: { name: "k", key: "k", namespace: "dms-system" },
+    },
   });
   // Written with `echo`: the trailing newline is not part of the key.
   kube.put(secretPath(NS, "dms-key"), secretObject(NS, "dms-key", { apiKey: `${TENANT_KEY}\n` }));
@@ -349,6 +361,12 @@ describe("plan --connection: only that connection's resources", () => {
       args: ["--connection", "ClusterServiceConnection/nope", "--kubeconfig", "KUBE"],
       stderr:
         "error: --connection ClusterServiceConnection/nope: ClusterServiceConnection nope not found: check the name with kubectl get clusterserviceconnections\n",
+    },
+    {
+      reason: "a connection whose spec is invalid",
+      args: ["--connection", "ClusterServiceConnection/bad-spec", "--kubeconfig", "KUBE"],
+      stderr:
+        "error: --connection ClusterServiceConnection/bad-spec: ClusterServiceConnection bad-spec has an invalid spec (spec.baseUrl: Expected string to match '^https?://[^\\s/?#]+([/?#]\\S*)?$'): fix the object; the operator's CRD would refuse it\n",
     },
   ];
   it.each(usage)("refuses $reason, exit 1, naming the flag and the fix", async ({ args, stderr }) => {
