@@ -22,6 +22,7 @@ import {
 import { cli, KEY, manifestDir, resourceYaml, SEED } from "./gitops-fixture.ts";
 
 const TENANT_KEY = "tenant-b-key-5e1f";
+const PROD_TENANT = "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e";
 const NS = "team-a";
 const summarizer = (image: string) => ({
   source: "internal_docker",
@@ -34,6 +35,8 @@ const SHARED = { kind: "ClusterServiceConnection", name: "shared" };
 let defaultSim: RunningSimulator;
 let tenantSim: RunningSimulator;
 let kube: FakeKube;
+/** The key and tenant headers of each request the other tenant's simulator received. */
+const tenantHeaders: Array<{ key: unknown; tenant: unknown }> = [];
 const dirs: string[] = [];
 
 beforeAll(async () => {
@@ -41,6 +44,8 @@ beforeAll(async () => {
   // The other tenant has a deployment of the same name as the default tenant's, with another image.
   tenantSim = await startSimulator({
     apiKey: TENANT_KEY,
+    onRequest: (req) =>
+      tenantHeaders.push({ key: req.headers["x-api-key"], tenant: req.headers["x-tenant-id"] }),
     seed: {
       deployments: [
         {
@@ -64,7 +69,7 @@ beforeAll(async () => {
     spec: {
       baseUrl: tenantSim.url,
       apiKeySecretRef: { name: "dms-key", key: "apiKey" },
-      tenantId: "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e",
+      tenantId: PROD_TENANT,
     },
   });
   // One an older CRD could have let through: refused before any request.
@@ -303,6 +308,23 @@ describe("plan --connection: only that connection's resources", () => {
     );
     expect(text.stdout).toMatch(/^ {4}- uses the default connection/m);
     expect(text.stdout).toMatch(/0 blocked, 0 error\(s\), 4 not reviewed\.$/m);
+  });
+
+  it("sends the connection's key and tenant, never the environment's, and to its URL only", async () => {
+    tenantHeaders.length = 0;
+    const before = requestsTo(defaultSim);
+    const files = await onProd();
+    const run = await cli(
+      defaultSim.url,
+      ["plan", "-f", files, "--kubeconfig", kube.kubeconfig, "--connection", "ServiceConnection/prod"],
+      { DMS_TENANT_ID: "6f1c1d2e-0000-4000-8000-0000000000aa" },
+    );
+    expect(run.code).toBe(2);
+    expect(tenantHeaders.length).toBeGreaterThan(0);
+    expect(new Set(tenantHeaders.map((h) => JSON.stringify(h)))).toEqual(
+      new Set([JSON.stringify({ key: TENANT_KEY, tenant: PROD_TENANT })]),
+    );
+    expect(requestsTo(defaultSim)).toBe(before);
   });
 
   it("a ServiceConnection is the one of --namespace: a resource of another namespace means another object", async () => {
