@@ -36,6 +36,7 @@ import {
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import {
+  apiKeyFrom,
   apiKeySecretOf,
   type ConnectionId,
   connectionKey,
@@ -214,15 +215,12 @@ export class Connections implements Sessions {
 
     const secret = apiKeySecretOf(id, obj.spec);
     const read = await this.#o.secrets.read(secret.namespace, secret.name, secret.key, signal);
-    if (read.kind !== "found") {
-      const missing =
-        read.kind === "missing-secret"
-          ? `Secret ${secret.namespace}/${secret.name} not found`
-          : `Secret ${secret.namespace}/${secret.name} has no key ${secret.key}`;
+    const apiKey = apiKeyFrom(read, secret);
+    if (!apiKey.ok) {
       const verdict = {
         ok: false,
         reason: CONNECTION_REASON.SecretMissing,
-        message: `${missing}: spec.apiKeySecretRef must name the Secret key holding the API key`,
+        message: `Secret ${secret.namespace}/${secret.name} (spec.apiKeySecretRef) ${apiKey.problem}`,
         transient: false,
       } as const;
       this.#setUnusable(key, verdict);
@@ -230,7 +228,7 @@ export class Connections implements Sessions {
       return Action.done();
     }
 
-    const config = serviceConfigOf(obj.spec, read.value, this.#o.defaults);
+    const config = serviceConfigOf(obj.spec, apiKey.apiKey, this.#o.defaults);
     const entry = this.#entry(key, obj, config);
     const before = this.#state(key);
     const wasUsable = before === "ready";
@@ -240,7 +238,7 @@ export class Connections implements Sessions {
       !entry.verdict?.ok ||
       this.#o.clock.now() - entry.probedAt >= this.#o.probeIntervalMs * 0.8;
     if (due) {
-      const verdict = await this.#probe(entry, config, read.value, signal);
+      const verdict = await this.#probe(entry, config, apiKey.apiKey, signal);
       // Asked to slow down: the service is there, and the last verdict still holds; ask again
       // once its Retry-After has passed.
       if ("retryAfterMs" in verdict && entry.verdict) return Action.requeueAfter(verdict.retryAfterMs);

@@ -23,7 +23,7 @@ import {
 import { type CustomResourceKind, CustomResources } from "../kube/custom-resources.ts";
 import { isNotFound, KubeApiError } from "../kube/errors.ts";
 import type { KubeSecrets } from "../kube/secrets.ts";
-import { apiKeySecretOf, type ConnectionId, describeConnection } from "./settings.ts";
+import { apiKeyFrom, apiKeySecretOf, type ConnectionId, describeConnection } from "./settings.ts";
 
 /** A connection as read: its spec and the API key of its Secret (trimmed, never empty). */
 export interface ReadConnection {
@@ -88,17 +88,9 @@ export async function readConnection(
   } catch (error) {
     throw forbidden(error, "get secrets") ?? error;
   }
-  if (key.kind === "missing-secret")
-    throw new ConnectionReadError(
-      `${source}, not found: create it with the API key under key ${secret.key}, e.g. kubectl create secret generic ${secret.name} -n ${secret.namespace} --from-literal=${secret.key}=<key>`,
-    );
-  if (key.kind === "missing-key")
-    throw new ConnectionReadError(
-      `${source}, has no key ${secret.key}: add the API key under that key, or point spec.apiKeySecretRef.key at the key that holds it`,
-    );
-  const apiKey = key.value.trim();
-  if (apiKey === "")
-    throw new ConnectionReadError(`${source}: key ${secret.key} is empty; put the API key in it`);
+  const read = apiKeyFrom(key.kind === "found" ? { kind: "found", value: key.value } : key, secret);
+  if (!read.ok) throw new ConnectionReadError(`${source}, ${read.problem}`);
+  const { apiKey } = read;
   return { id, spec, apiKey };
 }
 

@@ -255,7 +255,7 @@ describe("a connection's reconcile", () => {
     w.store.put(A, specOf());
     await w.reconcile(A);
     expect(w.ready(A)).toMatchObject({ status: "False", reason: "SecretMissing" });
-    expect(w.ready(A)?.message).toContain("Secret team-a/dms not found");
+    expect(w.ready(A)?.message).toContain("Secret team-a/dms (spec.apiKeySecretRef) not found: create it");
     expect(w.condition(A, "Stalled")?.reason).toBe("SecretMissing");
     expect(w.built).toEqual([]);
     const found = w.connections.lookup(resource("team-a", ref));
@@ -265,11 +265,16 @@ describe("a connection's reconcile", () => {
 
     w.secrets.set("team-a", "dms", { other: "x" });
     await w.reconcile(A);
-    expect(w.ready(A)?.message).toContain("Secret team-a/dms has no key api-key");
+    expect(w.ready(A)?.message).toContain("Secret team-a/dms (spec.apiKeySecretRef) has no key api-key");
 
-    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    w.secrets.set("team-a", "dms", { "api-key": " \n" });
+    await w.reconcile(A);
+    expect(w.ready(A)?.message).toContain("key api-key is empty");
+
+    w.secrets.set("team-a", "dms", { "api-key": `${KEY}\n` });
     await w.reconcile(A);
     expect(w.ready(A)?.reason).toBe("Connected");
+    expect(w.built.map((c) => c.apiKey)).toEqual([KEY]);
     expect(w.condition(A, "Stalled")).toBeUndefined();
     // Its resources were told when it became unusable (they were waiting for its first check),
     // not again for the other missing key, and again when it became usable.
