@@ -19,6 +19,7 @@ const dashboard = JSON.parse(
 async function exportedSeries(): Promise<Set<string>> {
   const metrics = new RuntimeMetrics();
   registerResourceMetrics(metrics.registry, () => []);
+  registerConnectionMetrics(metrics.registry, () => []);
   const names = new Set<string>();
   for (const m of await metrics.registry.getMetricsAsJSON()) {
     names.add(m.name);
@@ -28,7 +29,7 @@ async function exportedSeries(): Promise<Set<string>> {
 }
 
 const PROMQL_WORDS = new Set(
-  "sum max min avg count rate irate increase histogram_quantile by without on ignoring group_left group_right and or unless label_values topk bottomk".split(
+  "sum max min avg count vector rate irate increase histogram_quantile by without on ignoring group_left group_right and or unless label_values topk bottomk".split(
     " ",
   ),
 );
