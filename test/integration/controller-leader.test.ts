@@ -19,9 +19,16 @@ const image = (tag: number) => ({
   spec: { sourceRevisionConfig: { imageUri: `registry.example.com/agent:${tag}` } },
 });
 
-/** When the instance's workers started and stopped (ms since the epoch), from its own log. */
+/**
+ * When the instance's Deployment workers started and stopped (ms since the epoch), from its own
+ * log (the connection controller's workers follow the same leadership, and log alike).
+ */
 function workerSpans(op: TestOperator): { started: number[]; stopped: number[] } {
-  const times = (msg: string) => op.logs.find(msg).map((l) => l.record.time);
+  const times = (msg: string) =>
+    op.logs
+      .find(msg)
+      .filter((l) => l.record.controller === "deployment")
+      .map((l) => l.record.time);
   return { started: times("starting workers"), stopped: times("workers stopped") };
 }
 
