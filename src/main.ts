@@ -151,8 +151,6 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     name: "deployment",
     reconcile: reconciler.reconcile,
     concurrency: config.concurrency,
-    // The per-object interval annotation only: the resync below owns the periodic pass.
-    resyncMs: 0,
     reconcileTimeoutMs: config.reconcileTimeoutMs,
     clock,
     metrics: metrics.controllerHooks("deployment"),
