@@ -25,8 +25,11 @@ export function reconcileRequestedAt(obj: Annotated): string | undefined {
 export const MIN_RECONCILE_INTERVAL_MS = 10_000;
 
 /**
- * The drift-resync interval asked by `dms.dev/reconcile-interval`, floored at
- * {@link MIN_RECONCILE_INTERVAL_MS}; undefined when absent or malformed.
+ * The check interval asked by `dms.dev/reconcile-interval`, floored at
+ * {@link MIN_RECONCILE_INTERVAL_MS}; undefined when absent or malformed. The reconciler returns it
+ * with `Action.done` (the controller reconciles the object again after it) and, at that
+ * reconcile, asks the service about the object's deployment rather than reading the periodic
+ * pass's listing, which may be a whole `--resync-period` old.
  */
 export function reconcileInterval(obj: Annotated): number | undefined {
   const raw = obj.metadata.annotations?.[ANNOTATION_RECONCILE_INTERVAL];
