@@ -140,7 +140,7 @@ async function demo(parts: Parts, options: DemoOptions, signal: AbortSignal): Pr
     return result.stdout;
   };
   const crds = await plane.installCrds();
-  say(`   installed CRD ${crds.join(", ")}`);
+  say(`   installed CRDs ${crds.join(", ")}`);
 
   say("2. Starting the service simulator, seeded with src/simulator/seed.example.yaml.");
   const seed = await loadSeed(join(ROOT, "src", "simulator", "seed.example.yaml"));

@@ -3,9 +3,9 @@
 //   npm run release:manifests -- --version 0.2.0 --image ghcr.io/acme/dms-operator@sha256:<64 hex>
 //     [--out-dir release] [--kubectl path]
 //
-// writes <out-dir>/install.yaml (CRD, namespace, ServiceAccount, ClusterRole, the operator),
+// writes <out-dir>/install.yaml (CRDs, namespace, ServiceAccount, ClusterRole, the operator),
 // <out-dir>/install-namespaced.yaml (Role-based, no namespace: `kubectl apply -n <ns> -f`) and
-// <out-dir>/crds.yaml (what a cluster admin applies once before a namespaced install).
+// <out-dir>/crds.yaml (the CRDs, what a cluster admin applies once before a namespaced install).
 // Rendering is `kubectl kustomize` of a copy of manifests/ whose `images:` entry is rewritten, so
 // the release is exactly what `kubectl apply -k` of the same tree would apply.
 import { spawnSync } from "node:child_process";
@@ -92,7 +92,7 @@ export function renderRelease(options: ReleaseOptions): string[] {
           "namespace-scoped install (kubectl apply -n <namespace> -f install-namespaced.yaml; crds.yaml first)",
         ) + kustomize(options.kubectl, join(work, "manifests", "namespaced")),
       "crds.yaml":
-        header("the CRD alone, applied once by a cluster admin before a namespaced install") +
+        header("the CRDs alone, applied once by a cluster admin before a namespaced install") +
         kustomize(options.kubectl, join(work, "manifests", "crd")),
     };
     mkdirSync(options.outDir, { recursive: true });

@@ -9,19 +9,24 @@ import type { Logger } from "pino";
 import { ServiceClient } from "./api/client.ts";
 import { deploymentsPort } from "./api/service-adapter.ts";
 import type { ServiceConfig } from "./config.ts";
+import { type ConnectionService, Connections, idOf } from "./connection/controller.ts";
+import { apiKeySecretOf, connectionKey, DEFAULT_CONNECTION } from "./connection/settings.ts";
 import { KubeClient } from "./kube/client.ts";
 import { loadKubeConfig } from "./kube/config.ts";
+import { type ConnectionObject, KubeConnections } from "./kube/connections.ts";
 import { KubeDeployments } from "./kube/deployments.ts";
+import { ConflictError } from "./kube/errors.ts";
 import { KubeEventRecorder } from "./kube/events.ts";
 import { KubeLease } from "./kube/lease.ts";
 import { objectKey, refOf } from "./kube/object.ts";
 import { eventsPort, resourcePort, secretsPort } from "./kube/reconcile-adapters.ts";
 import { KubeSecrets } from "./kube/secrets.ts";
-import { subscribeTriggers } from "./kube/triggers.ts";
-import { CLAIM_INDEX, claimIndexer } from "./reconcile/claims.ts";
+import { subscribeConnectionTriggers, subscribeTriggers } from "./kube/triggers.ts";
+import { CLAIM_INDEX, claimIndexer, connectionKeyOf } from "./reconcile/claims.ts";
 import { SECRET_INDEX, secretIndexer } from "./reconcile/inputs.ts";
 import { DeploymentReconciler } from "./reconcile/reconciler.ts";
-import { POLL_INDEX, pollIndexer, RemoteSnapshot, RolloutPoller } from "./reconcile/remote.ts";
+import { POLL_INDEX, pollIndexer, RolloutPoller } from "./reconcile/remote.ts";
+import { ServiceSession } from "./reconcile/session.ts";
 import { type Clock, systemClock } from "./runtime/clock.ts";
 import { Controller } from "./runtime/controller.ts";
 import { HealthServer } from "./runtime/health.ts";
@@ -29,9 +34,16 @@ import { HeapBudgetCheck } from "./runtime/heap-budget.ts";
 import { LeaderElector } from "./runtime/leader.ts";
 import { Manager, type Runnable } from "./runtime/manager.ts";
 import { RuntimeMetrics } from "./runtime/metrics.ts";
-import { registerResourceMetrics } from "./runtime/resource-metrics.ts";
+import { registerConnectionMetrics, registerResourceMetrics } from "./runtime/resource-metrics.ts";
 import { ResyncedController } from "./runtime/resync.ts";
 import { VERSION } from "./version.ts";
+
+/** The cache index of Deployment resources by the key of the connection they use. */
+const CONNECTION_INDEX = "connection";
+/** The cache index of connections by the Secret holding their API key (`namespace/name`). */
+const CONNECTION_SECRET_INDEX = "apiKeySecret";
+/** How often a connection's credentials are probed again. */
+const CONNECTION_PROBE_MS = 300_000;
 
 /** Everything the operator needs to run, validated (see `config.ts`). */
 export interface OperatorConfig {
@@ -46,6 +58,11 @@ export interface OperatorConfig {
   podName?: string;
   /** Namespaces to watch; empty means all. */
   namespaces: string[];
+  /**
+   * Watch ClusterServiceConnections (needs cluster-wide list/watch). Default: when watching all
+   * namespaces; an install limited to some namespaces has only a Role.
+   */
+  clusterConnections?: boolean;
   labelSelector?: string;
   concurrency: number;
   /** Drift resync period; the service is listed once per period for all resources. */
@@ -105,20 +122,34 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   logger.info({ kubernetes: kube.description }, "Kubernetes configuration loaded");
   const kubeClient = new KubeClient(kube.config);
   const metrics = new RuntimeMetrics();
-  // One retry layer: the controller's per-key backoff, which honours Retry-After through
-  // failureOf. Client retries on top held a worker through up to 4 waits of up to 60 s each
-  // (past the reconcile timeout on a 429) before the controller even saw the failure.
-  const client = new ServiceClient({
-    ...config.service,
-    retries: 0,
-    // `--retries` in `run`: retries of one page of a listing (the resync's), never of a write.
-    pageRetries: config.service.retries,
-    logger,
-    onResponse: metrics.recordServiceCall,
-    onUnknownValue: metrics.recordUnknownValue,
-    onUnreadable: metrics.recordUnreadable,
-  });
-  const service = deploymentsPort(client);
+  // One client per connection (the default one of the flags, and one per connection resource),
+  // each with its own rate limit, Retry-After pause and listing.
+  const connect = (service: ServiceConfig, connection: string): ConnectionService => {
+    // One retry layer: the controller's per-key backoff, which honours Retry-After through
+    // failureOf. Client retries on top held a worker through up to 4 waits of up to 60 s each
+    // (past the reconcile timeout on a 429) before the controller even saw the failure.
+    const client = new ServiceClient({
+      ...service,
+      retries: 0,
+      // `--retries` in `run`: retries of one page of a listing (the resync's), never of a write.
+      pageRetries: service.retries,
+      logger: connection === DEFAULT_CONNECTION ? logger : logger.child({ connection }),
+      onResponse: metrics.recordServiceCall,
+      onUnknownValue: metrics.recordUnknownValue,
+      onUnreadable: metrics.recordUnreadable,
+    });
+    return {
+      port: deploymentsPort(client),
+      probe: async (signal) => (await client.listProviders({ signal })).length,
+    };
+  };
+  const newSession = (port: ReturnType<typeof deploymentsPort>) =>
+    new ServiceSession(port, {
+      clock,
+      logger,
+      listingMaxAgeMs: config.resyncMs,
+      revisionTracking: config.revisionTracking,
+    });
 
   const scope = {
     ...(config.namespaces.length > 0 ? { namespaces: config.namespaces } : {}),
@@ -129,23 +160,66 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     scope,
     logger,
     clock,
-    indexers: { [CLAIM_INDEX]: claimIndexer, [SECRET_INDEX]: secretIndexer, [POLL_INDEX]: pollIndexer },
+    indexers: {
+      [CLAIM_INDEX]: claimIndexer,
+      [SECRET_INDEX]: secretIndexer,
+      [POLL_INDEX]: pollIndexer,
+      // Resources of the default connection are not indexed: it is never counted or re-checked.
+      [CONNECTION_INDEX]: (o) => {
+        const key = connectionKeyOf(o);
+        return key === DEFAULT_CONNECTION ? [] : [key];
+      },
+    },
   });
   registerResourceMetrics(metrics.registry, () => deployments.list());
   const secrets = new KubeSecrets({ client: kubeClient, namespaces: config.namespaces, logger, clock });
   const recorder = new KubeEventRecorder({ client: kubeClient, reportingInstance: identity, clock, logger });
-  const snapshot = new RemoteSnapshot(service, clock, { maxAgeMs: config.resyncMs });
+  // ClusterServiceConnections need cluster-wide list/watch, which an install limited to some
+  // namespaces (a Role) does not have.
+  const kubeConnections = new KubeConnections({
+    client: kubeClient,
+    namespaces: config.namespaces,
+    clusterKind: config.clusterConnections ?? config.namespaces.length === 0,
+    logger,
+    clock,
+    indexers: { [CONNECTION_SECRET_INDEX]: (c) => [objectKey(apiKeySecretOf(idOf(c), c.spec))] },
+  });
+  registerConnectionMetrics(metrics.registry, () =>
+    kubeConnections.all.flatMap((r) => r.list()).map((c) => ({ key: connectionKey(idOf(c)), ...c })),
+  );
+  const connectionRecorder = (c: ConnectionObject) => ({
+    apiVersion: "dms.dev/v1alpha1",
+    kind: idOf(c).kind,
+    namespace: c.metadata.namespace ?? "",
+    name: c.metadata.name,
+    ...(c.metadata.uid ? { uid: c.metadata.uid } : {}),
+    resourceVersion: c.metadata.resourceVersion,
+  });
+  let enqueueUsers = (_key: string) => {};
+  const connections = new Connections({
+    connections: kubeConnections,
+    defaultSession: newSession(connect(config.service, DEFAULT_CONNECTION).port),
+    defaults: config.service,
+    connect,
+    session: newSession,
+    secrets: secretsPort(secrets),
+    usage: (key) => deployments.byIndex(CONNECTION_INDEX, key).length,
+    onChange: (key) => enqueueUsers(key),
+    event: (c, type, reason, note) =>
+      void recorder.record(connectionRecorder(c), { type, reason, action: "Probe", note }),
+    isConflict: (error) => error instanceof ConflictError,
+    clock,
+    logger,
+  });
   const reconciler = new DeploymentReconciler({
     resources: resourcePort(deployments, CLAIM_INDEX),
-    service,
+    sessions: connections,
     secrets: secretsPort(secrets),
     events: eventsPort(recorder),
-    snapshot,
     clock,
     logger,
     pollMs: config.pollMs,
     createGraceMs: config.createGraceMs,
-    revisionTracking: config.revisionTracking,
   });
   const controller = new Controller({
     name: "deployment",
@@ -156,7 +230,25 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     metrics: metrics.controllerHooks("deployment"),
     logger,
   });
+  const connectionController = new Controller({
+    name: "connection",
+    reconcile: connections.reconcile,
+    concurrency: 2,
+    reconcileTimeoutMs: config.reconcileTimeoutMs,
+    clock,
+    metrics: metrics.controllerHooks("connection"),
+    logger,
+  });
   subscribeTriggers(deployments, secrets, controller, CLAIM_INDEX, SECRET_INDEX);
+  enqueueUsers = subscribeConnectionTriggers({
+    deployments,
+    connections: kubeConnections,
+    secrets,
+    deploymentController: controller,
+    connectionController,
+    connectionIndex: CONNECTION_INDEX,
+    secretIndex: CONNECTION_SECRET_INDEX,
+  });
   // Warns when the cache holds more resources than the heap limit (NODE_OPTIONS) was sized for.
   const heapBudget = new HeapBudgetCheck((fields, message) => logger.warn(fields, message));
   deployments.subscribe({ onAdd: () => heapBudget.add(1), onDelete: () => heapBudget.add(-1) });
@@ -171,7 +263,8 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   health.addReadinessCheck({
     name: "informers",
     check: async () => {
-      if (!deployments.hasSynced() || !secrets.hasSynced()) throw new Error("caches not synced yet");
+      if (!deployments.hasSynced() || !secrets.hasSynced() || !kubeConnections.hasSynced())
+        throw new Error("caches not synced yet");
     },
   });
   // The service's reachability is not the operator's health: an outage there is reported on the
@@ -187,17 +280,44 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   });
   manager.add(runnable("deployment-informer", false, (signal) => deployments.run(signal)));
   manager.add(runnable("secret-informer", false, (signal) => secrets.run(signal)));
+  manager.add(runnable("connection-informer", false, (signal) => kubeConnections.run(signal)));
+  const synced = () => Promise.all([deployments.synced, secrets.synced, kubeConnections.synced]);
+  // The connections are checked (and re-probed) once per probe interval; their first check
+  // enqueues the resources waiting for them.
+  manager.add(
+    new ResyncedController({
+      controller: connectionController,
+      synced,
+      keys: () => kubeConnections.all.flatMap((r) => r.list()).map((c) => connectionKey(idOf(c))),
+      prepare: async () => () => {},
+      periodMs: CONNECTION_PROBE_MS,
+      spreadMs: 0,
+      clock,
+      logger,
+    }),
+  );
   manager.add(health);
   // A start (a restart, a new leader) is a pass like every resync: one listing answers for every
   // resource instead of one lookup each, and serves the whole pass however long it takes.
   manager.add(
     new ResyncedController({
       controller,
-      synced: () => Promise.all([deployments.synced, secrets.synced]),
+      synced,
       keys: () => deployments.list().map((o) => objectKey(refOf(o))),
+      // Each usable connection is listed once per pass; one failing does not fail the others.
       prepare: async (signal) => {
-        await snapshot.refresh(signal);
-        return snapshot.holdFresh();
+        const sessions = connections.sessions();
+        const listed = await Promise.allSettled(sessions.map((s) => s.session.snapshot.refresh(signal)));
+        const holds: (() => void)[] = [];
+        listed.forEach((result, i) => {
+          const { key, session } = sessions[i] ?? {};
+          if (result.status === "fulfilled" && session) holds.push(session.snapshot.holdFresh());
+          else if (result.status === "rejected" && !signal.aborted)
+            logger.warn({ connection: key, err: String(result.reason) }, "resync listing failed");
+        });
+        return () => {
+          for (const release of holds) release();
+        };
       },
       periodMs: config.resyncMs,
       spreadMs: Math.min(config.resyncMs / 10, 60_000),
@@ -207,8 +327,19 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   );
   manager.add(
     new RolloutPoller({
-      snapshot,
-      ids: () => deployments.byIndex(POLL_INDEX, POLL_INDEX).flatMap((o) => o.status?.deploymentId ?? []),
+      targets: () => {
+        const ids = new Map<string, string[]>();
+        for (const o of deployments.byIndex(POLL_INDEX, POLL_INDEX)) {
+          const id = o.status?.deploymentId;
+          if (!id) continue;
+          const key = connectionKeyOf(o);
+          ids.set(key, [...(ids.get(key) ?? []), id]);
+        }
+        return [...ids].flatMap(([key, list]) => {
+          const session = connections.session(key);
+          return session ? [{ snapshot: session.snapshot, ids: list }] : [];
+        });
+      },
       periodMs: config.pollMs,
       clock,
       logger,

@@ -6,7 +6,16 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import { pino } from "pino";
 import { ServiceClient } from "../api/client.ts";
 import { isUuid } from "../api/wire.ts";
-import { type Env, flagOf, SERVICE_ENV, type ServiceFlags, serviceConfigFrom } from "../config.ts";
+import {
+  type Env,
+  flagOf,
+  isNamespaceName,
+  SERVICE_ENV,
+  type ServiceConfig,
+  type ServiceFlags,
+  serviceConfigFrom,
+} from "../config.ts";
+import { type ConnectionRef, parseConnectionArg } from "../connection/settings.ts";
 
 /** The outside world of a command. */
 export interface CliContext {
@@ -88,10 +97,76 @@ export function serviceClientFrom(
 ): ServiceClient {
   const result = serviceConfigFrom(flags, ctx.env);
   if (!result.ok) throw new UsageError(result.problems);
+  return serviceClientOf(result.config, flags, ctx);
+}
+
+/** A client for `config`; under `--verbose`, each request is logged to stderr. */
+export function serviceClientOf(
+  config: ServiceConfig,
+  flags: { verbose?: boolean },
+  ctx: CliContext,
+): ServiceClient {
   const logger = flags.verbose
     ? pino({ level: "debug", base: null }, { write: (line: string) => ctx.err(line) })
     : undefined;
-  return new ServiceClient({ ...result.config, ...(logger ? { logger } : {}) });
+  return new ServiceClient({ ...config, ...(logger ? { logger } : {}) });
+}
+
+/**
+ * The service settings a connection gives (its spec and Secret): their flags cannot be combined
+ * with `--connection`, and their environment variables do not apply to a connection.
+ */
+const CONNECTION_SETTINGS = ["baseUrl", "apiKey", "apiKeyFile", "tenantId", "insecureSkipTlsVerify"] as const;
+
+/** Help of `--connection`, shared by the commands that take it. */
+export const CONNECTION_HELP =
+  "ServiceConnection/<name> (of --namespace, else the kubeconfig context's) or ClusterServiceConnection/<name>, read with the Secret of its API key from the cluster (needs --kubeconfig); replaces --base-url, --api-key(-file), --tenant-id and --insecure-skip-tls-verify";
+
+/** The flags `--connection` reads, as commander parses them. */
+export interface ConnectionFlags extends ServiceFlags {
+  connection?: string;
+  kubeconfig?: string;
+  context?: string;
+}
+
+/**
+ * `--connection <kind/name>`, parsed, or undefined when not given. A {@link UsageError} lists
+ * every mistake: a malformed value, no `--kubeconfig` to read it from, and the flags whose
+ * settings the connection gives (refused rather than mixed: a key must never be sent to another
+ * tenant's URL, and a flag that would be silently ignored is a trap).
+ */
+export function connectionFlag(flags: ConnectionFlags): ConnectionRef | undefined {
+  if (flags.connection === undefined) return undefined;
+  const parsed = parseConnectionArg(flags.connection);
+  const problems = parsed.ok ? [] : [parsed.problem];
+  if (flags.kubeconfig === undefined)
+    problems.push(
+      "--connection needs --kubeconfig: the connection and the Secret holding its API key are read from the cluster; add --kubeconfig <path> (and --context <name>)",
+    );
+  const given = CONNECTION_SETTINGS.filter((key) => flags[key] !== undefined).map((key) => flagOf(key));
+  if (given.length > 0)
+    problems.push(
+      `${given.join(", ")}: not with --connection, whose spec and Secret give the service's URL, API key, tenant and TLS setting; drop ${given.length > 1 ? "them" : "it"}, or drop --connection to give the settings by flags`,
+    );
+  if (!parsed.ok || problems.length > 0) throw new UsageError(problems);
+  return parsed.ref;
+}
+
+// serviceConfigOf replaces the URL: this one only satisfies serviceConfigFrom, which requires one.
+const CONNECTION_URL_PLACEHOLDER = "https://connection.invalid";
+
+/**
+ * The settings a connection's spec leaves to the command's own (headers, QPS, burst, timeout,
+ * retries): its flags and environment, without those a connection gives. A {@link UsageError}
+ * when one of them is invalid.
+ */
+export function connectionDefaultsFrom(flags: ServiceFlags, env: Env): ServiceConfig {
+  const own = (key: string) => !CONNECTION_SETTINGS.some((c) => c === key || SERVICE_ENV[c] === key);
+  const kept = Object.fromEntries(Object.entries(flags).filter(([key]) => own(key)));
+  const ownEnv = Object.fromEntries(Object.entries(env).filter(([key]) => own(key)));
+  const result = serviceConfigFrom({ ...kept, baseUrl: CONNECTION_URL_PLACEHOLDER }, ownEnv);
+  if (!result.ok) throw new UsageError(result.problems);
+  return result.config;
 }
 
 /** Output formats of the listing commands. */
@@ -114,6 +189,15 @@ export function outputFormat(flags: { output?: OutputFormat }, ctx: CliContext):
 }
 
 const UUID_EXAMPLE = "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e";
+
+/** Flag parser: a namespace name (a DNS-1123 label). */
+export function namespaceArgument(value: string): string {
+  if (!isNamespaceName(value))
+    throw new InvalidArgumentError(
+      "must be a namespace name: lower-case letters, digits and '-', at most 63.",
+    );
+  return value;
+}
 
 /** Flag parser: a uuid, or commander's one-line invalid-argument error. */
 export function uuidArgument(value: string): string {

@@ -7,22 +7,31 @@ import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
+import type { ServiceClient } from "../api/client.ts";
 import { isServiceError } from "../api/errors.ts";
 import { DEPLOYMENT_STATUSES, type DeploymentStatus, type ForgeRepo } from "../api/wire.ts";
-import type { ServiceFlags } from "../config.ts";
+import { ConnectionReadError } from "../connection/read.ts";
+import { type ConnectionId, connectionOf, describeConnection } from "../connection/settings.ts";
 import { renderFiles, renderStream, skippedLines } from "../gitops/import-render.ts";
 import { type ImportResult, importDeployments } from "../gitops/importer.ts";
 import { isObjectName } from "../gitops/names.ts";
 import { githubTarget, type RepoListing } from "../gitops/repos.ts";
+import { ConnectionClients, commandCluster } from "./connections.ts";
 import {
   addServiceOptions,
   type CliContext,
+  CONNECTION_HELP,
+  type ConnectionFlags,
+  connectionDefaultsFrom,
+  connectionFlag,
+  namespaceArgument,
   type RegisterCommand,
   serviceClientFrom,
+  serviceClientOf,
   UsageError,
 } from "./context.ts";
 
-interface ImportFlags extends ServiceFlags {
+interface ImportFlags extends ConnectionFlags {
   nameContains?: string;
   status?: DeploymentStatus;
   namespace?: string;
@@ -31,15 +40,6 @@ interface ImportFlags extends ServiceFlags {
   printSecretValues?: boolean;
   force?: boolean;
   verbose?: boolean;
-}
-
-/** Flag parser: a namespace name (a DNS-1123 label). */
-function namespaceArgument(value: string): string {
-  if (value.length > 63 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value))
-    throw new InvalidArgumentError(
-      "must be a namespace name: lower-case letters, digits and '-', at most 63.",
-    );
-  return value;
 }
 
 /** Flag parser: a Kubernetes object name. */
@@ -60,7 +60,11 @@ export const registerImportCommand: RegisterCommand = (program, ctx) => {
     .addOption(
       new Option("--status <status>", "only deployments in this status").choices(DEPLOYMENT_STATUSES),
     )
-    .option("--namespace <ns>", "metadata.namespace of every object written", namespaceArgument)
+    .option(
+      "--namespace <ns>",
+      "metadata.namespace of every object written (with a ServiceConnection: its namespace, default the kubeconfig context's)",
+      namespaceArgument,
+    )
     .option(
       "--secrets-from <secret>",
       "read every secret from this one Kubernetes Secret (keys <metadata.name>.<secret>) and write its manifest",
@@ -74,11 +78,17 @@ export const registerImportCommand: RegisterCommand = (program, ctx) => {
     .option(
       "--print-secret-values",
       "with --secrets-from and no --out-dir: print the Secret manifest even when it holds real secret values",
-    );
+    )
+    .option(
+      "--connection <kind/name>",
+      `import this connection's tenant, writing spec.connectionRef in each resource: ${CONNECTION_HELP}`,
+    )
+    .option("--kubeconfig <path>", "read --connection and its Secret from this cluster")
+    .option("--context <name>", "kubeconfig context to use");
   addServiceOptions(command).action(async (_flags: unknown, cmd: Command) => {
     const flags = cmd.optsWithGlobals<ImportFlags>();
-    const client = serviceClientFrom(flags, ctx);
     const signal = ctx.stopSignal;
+    const { client, connection } = await serviceOf(flags, ctx);
     const deployments = await client.listAllDeployments(
       {
         ...(flags.nameContains !== undefined ? { name_contains: flags.nameContains } : {}),
@@ -95,10 +105,13 @@ export const registerImportCommand: RegisterCommand = (program, ctx) => {
         await listRepos(target.integrationId, (id) => client.listRepos(id, { signal })),
       );
     }
+    // A ServiceConnection serves its own namespace only: the resources are written into it.
+    const namespace = connection?.namespace || flags.namespace;
     const settings = {
       repos,
-      ...(flags.namespace !== undefined ? { namespace: flags.namespace } : {}),
+      ...(namespace !== undefined ? { namespace } : {}),
       ...(flags.secretsFrom !== undefined ? { secretsFrom: flags.secretsFrom } : {}),
+      ...(connection ? { connectionRef: { kind: connection.kind, name: connection.name } } : {}),
     };
     const result = importDeployments(deployments, settings);
     const files = renderFiles(result, settings);
@@ -128,9 +141,44 @@ export const registerImportCommand: RegisterCommand = (program, ctx) => {
       }
       for (const line of skippedLines(result)) ctx.out(`# ${line}\n`);
     }
-    report(result, flags, ctx);
+    report(result, flags, connection, ctx);
   });
 };
+
+/**
+ * The service to import from: the flags' and environment's, or with `--connection` the
+ * connection read from the cluster (whose id is returned with the client).
+ */
+async function serviceOf(
+  flags: ImportFlags,
+  ctx: CliContext,
+): Promise<{ client: ServiceClient; connection?: ConnectionId }> {
+  if (flags.context !== undefined && flags.kubeconfig === undefined)
+    throw new UsageError(["--context needs --kubeconfig"]);
+  const ref = connectionFlag(flags);
+  if (!ref && flags.kubeconfig !== undefined)
+    throw new UsageError([
+      "--kubeconfig is read only for --connection: add --connection <kind/name>, or drop --kubeconfig",
+    ]);
+  // connectionFlag refuses --connection without --kubeconfig.
+  const kube =
+    ref && flags.kubeconfig !== undefined
+      ? commandCluster(flags.kubeconfig, flags.context, "dms-operator-import")
+      : undefined;
+  const connection = connectionOf(flags.namespace ?? kube?.namespace ?? "default", ref);
+  if (!connection || !kube) return { client: serviceClientFrom(flags, ctx) };
+  const clients = new ConnectionClients(
+    kube,
+    () => connectionDefaultsFrom(flags, ctx.env),
+    (config) => serviceClientOf(config, flags, ctx),
+  );
+  try {
+    return { client: await clients.client(connection, ctx.stopSignal), connection };
+  } catch (error) {
+    if (!(error instanceof ConnectionReadError)) throw error;
+    throw new ConnectionReadError(`--connection ${flags.connection}: ${error.message}`, { cause: error });
+  }
+}
 
 async function listRepos(
   integrationId: string,
@@ -146,7 +194,12 @@ async function listRepos(
 }
 
 /** Diagnostics on stderr: warnings, skipped deployments, what the user must do about secrets. */
-function report(result: ImportResult, flags: ImportFlags, ctx: CliContext): void {
+function report(
+  result: ImportResult,
+  flags: ImportFlags,
+  connection: ConnectionId | undefined,
+  ctx: CliContext,
+): void {
   for (const r of result.resources)
     for (const w of r.warnings) ctx.err(`warning: ${r.deployment.name}: ${w}\n`);
   for (const line of skippedLines(result)) ctx.err(`${line}\n`);
@@ -164,5 +217,6 @@ function report(result: ImportResult, flags: ImportFlags, ctx: CliContext): void
       `note: ${withSecrets.length} deployment(s) read secrets from Secrets not written here (${withSecrets.map((r) => r.secretName).join(", ")}); pass --secrets-from <name> to get a manifest\n`,
     );
   }
-  ctx.err(`imported ${result.resources.length} deployment(s), skipped ${result.skipped.length}\n`);
+  const through = connection ? ` through ${describeConnection(connection)}` : "";
+  ctx.err(`imported ${result.resources.length} deployment(s)${through}, skipped ${result.skipped.length}\n`);
 }

@@ -2,37 +2,52 @@
  * `dms-operator plan -f <file-or-dir>`: what the operator would do for each Deployment resource
  * of the files, against the live service, with the controller's own planner. Exit status 0
  * nothing to do, 2 changes planned, 1 error — so it can gate a pull request. Reads only.
+ *
+ * Each resource is reviewed through its own connection: the default one (the service flags and
+ * environment) without `spec.connectionRef`, else the connection it names, read from the cluster
+ * (`--kubeconfig`). `--connection <kind/name>` reviews only the resources using that one.
  */
 import { type Command, Option } from "commander";
 import { deploymentsPort } from "../api/service-adapter.ts";
-import type { ServiceFlags } from "../config.ts";
+import { ConnectionReadError } from "../connection/read.ts";
+import {
+  type ConnectionId,
+  connectionKey,
+  connectionLabel,
+  connectionOf,
+  DEFAULT_CONNECTION,
+  describeConnection,
+} from "../connection/settings.ts";
 import { readManifestFiles, STDIN_NAME, STDIN_PATH } from "../gitops/files.ts";
-import type { ClusterReader, LiveResource } from "../gitops/live.ts";
+import type { ClusterReader, LiveResource, ServiceChoice, ServiceFor } from "../gitops/live.ts";
 import { reviewAll } from "../gitops/live.ts";
 import { type ManifestProblem, type ManifestResource, parseManifests } from "../gitops/manifests.ts";
 import { type PlanReport, planExitStatus, renderPlanJson, renderPlanText } from "../gitops/plan-report.ts";
-import { KubeClient } from "../kube/client.ts";
-import { loadKubeConfig } from "../kube/config.ts";
 import { DEPLOYMENTS, decodeDeployment, KubeDeployments } from "../kube/deployments.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import { listItems } from "../kube/object.ts";
 import { secretsPort } from "../kube/reconcile-adapters.ts";
 import { collectionPath } from "../kube/reflector.ts";
-import { KubeSecrets } from "../kube/secrets.ts";
 import { systemClock } from "../runtime/clock.ts";
+import { type CommandCluster, ConnectionClients, commandCluster } from "./connections.ts";
 import {
   addServiceOptions,
   type CliContext,
+  CONNECTION_HELP,
+  type ConnectionFlags,
+  connectionDefaultsFrom,
+  connectionFlag,
+  namespaceArgument,
   type RegisterCommand,
   serviceClientFrom,
+  serviceClientOf,
   UsageError,
 } from "./context.ts";
 import { CommandExit, EXIT } from "./program.ts";
 
-interface PlanFlags extends ServiceFlags {
+interface PlanFlags extends ConnectionFlags {
   filename: string[];
-  kubeconfig?: string;
-  context?: string;
+  namespace?: string;
   output: "text" | "json";
   verbose?: boolean;
 }
@@ -53,9 +68,18 @@ export const registerPlanCommand: RegisterCommand = (program, ctx) => {
     )
     .option(
       "--kubeconfig <path>",
-      "read referenced Secrets and the live resources from this cluster (without it, secret values are not checked)",
+      "read referenced Secrets, the live resources and the connections they name from this cluster (without it, secret values are not checked, and resources with spec.connectionRef cannot be planned)",
     )
     .option("--context <name>", "kubeconfig context to use")
+    .option(
+      "--namespace <ns>",
+      "namespace of the resources that name none, as kubectl apply -n (default: the kubeconfig context's, else default)",
+      namespaceArgument,
+    )
+    .option(
+      "--connection <kind/name>",
+      `review only the resources using this connection (the others are listed as skipped): ${CONNECTION_HELP}. Without it, each resource is reviewed through its own`,
+    )
     .addOption(new Option("-o, --output <format>", "output format").choices(["text", "json"]).default("text"))
     // 2 means "changes planned" here, so a mistake in the call must not end with 2.
     .exitOverride((error) => {
@@ -79,7 +103,15 @@ export const registerPlanCommand: RegisterCommand = (program, ctx) => {
 async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number> {
   if (flags.context !== undefined && flags.kubeconfig === undefined)
     throw new UsageError(["--context needs --kubeconfig"]);
-  const client = serviceClientFrom(flags, ctx);
+  const selected = connectionFlag(flags);
+  const kube =
+    flags.kubeconfig === undefined
+      ? undefined
+      : commandCluster(flags.kubeconfig, flags.context, "dms-operator-plan");
+  const namespace = flags.namespace ?? kube?.namespace ?? "default";
+  const serviceFor = connectionServices(flags, ctx, kube, selected && connectionOf(namespace, selected));
+  // Read before the files: a connection that cannot be used is the command's error, not each resource's.
+  if (selected) await serviceFor(namespace, selected, ctx.stopSignal);
   const files = await readManifestFiles(flags.filename, ctx.readStdin);
   const resources: ManifestResource[] = [];
   const fileErrors: ManifestProblem[] = [];
@@ -91,16 +123,86 @@ async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number> {
   // A wrong path must not pass a CI gate as "nothing to do".
   if (resources.length === 0 && fileErrors.length === 0)
     throw new UsageError([noResources(flags.filename, files.length)]);
-  const cluster = flags.kubeconfig === undefined ? undefined : clusterReader(flags.kubeconfig, flags.context);
+  const cluster = kube && clusterReader(kube, namespace);
   const entries = await reviewAll(resources, {
-    service: deploymentsPort(client),
+    serviceFor,
+    namespace,
     ...(cluster ? { cluster } : {}),
     clock: systemClock,
     signal: ctx.stopSignal,
   });
+  // Likewise a --connection that no resource uses: its gate would pass with nothing reviewed.
+  if (selected && fileErrors.length === 0 && entries.every((e) => e.action === "skipped"))
+    throw new UsageError([
+      `no resource of the files uses --connection ${flags.connection} (${entries.length} read, each with another spec.connectionRef or none): check the connection, or plan without --connection`,
+    ]);
   const report: PlanReport = { entries, fileErrors, clusterRead: cluster !== undefined };
   ctx.out(flags.output === "json" ? renderPlanJson(report) : renderPlanText(report));
   return planExitStatus(report);
+}
+
+/**
+ * The service of each resource's connection: the default one from the flags and environment
+ * (checked on first use, so files whose resources all name a connection need no --base-url),
+ * the others read from the cluster. With `selected` (`--connection`), the resources using
+ * another connection are skipped.
+ */
+function connectionServices(
+  flags: PlanFlags,
+  ctx: CliContext,
+  kube: CommandCluster | undefined,
+  selected: ConnectionId | undefined,
+): ServiceFor {
+  let defaultChoice: ServiceChoice | undefined;
+  const defaults = () => connectionDefaultsFrom(flags, ctx.env);
+  const clients =
+    kube && new ConnectionClients(kube, defaults, (config) => serviceClientOf(config, flags, ctx));
+  return async (namespace, ref, signal) => {
+    const id = connectionOf(namespace, ref);
+    const key = connectionKey(id);
+    if (selected && key !== connectionKey(selected))
+      return { kind: "skip", reason: skipReason(id, selected) };
+    if (!id) {
+      defaultChoice ??= defaultService(flags, ctx);
+      return defaultChoice;
+    }
+    const label = `spec.connectionRef ${connectionLabel(ref)}`;
+    if (!clients)
+      return {
+        kind: "error",
+        message: `${label}: the connection's settings and API key are in the cluster; pass --kubeconfig (and --context) to read them`,
+      };
+    try {
+      return { kind: "service", key, service: deploymentsPort(await clients.client(id, signal)) };
+    } catch (error) {
+      if (!(error instanceof ConnectionReadError)) throw error;
+      // With --connection, the flag names the connection; else the resource's reference does.
+      if (selected) throw new UsageError([`--connection ${flags.connection}: ${error.message}`]);
+      return { kind: "error", message: `${label}: ${error.message}` };
+    }
+  };
+}
+
+/** The default connection's service, or a {@link UsageError} saying which resources need it. */
+function defaultService(flags: PlanFlags, ctx: CliContext): ServiceChoice {
+  try {
+    return {
+      kind: "service",
+      key: DEFAULT_CONNECTION,
+      service: deploymentsPort(serviceClientFrom(flags, ctx)),
+    };
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    throw new UsageError([
+      ...error.lines,
+      "the service settings above are needed by the resources without spec.connectionRef, which use the default connection",
+    ]);
+  }
+}
+
+function skipReason(id: ConnectionId | undefined, selected: ConnectionId): string {
+  const uses = id ? `uses ${describeConnection(id)}` : "uses the default connection (no spec.connectionRef)";
+  return `${uses}, not --connection's ${describeConnection(selected)}; plan without --connection reviews each resource through its own`;
 }
 
 function noResources(paths: readonly string[], fileCount: number): string {
@@ -110,12 +212,11 @@ function noResources(paths: readonly string[], fileCount: number): string {
 }
 
 /** Reads through the kubeconfig's credentials; nothing is cached or watched. */
-function clusterReader(kubeconfig: string, context: string | undefined): ClusterReader {
-  const kube = loadKubeConfig({ kubeconfig, ...(context ? { context } : {}) });
-  const client = new KubeClient(kube.config, { userAgent: "dms-operator-plan" });
+function clusterReader(kube: CommandCluster, defaultNamespace: string): ClusterReader {
+  const { client } = kube;
   const deployments = new KubeDeployments({ client });
   return {
-    defaultNamespace: kube.namespace ?? "default",
+    defaultNamespace,
     getResource: async (namespace, name, signal) => {
       const found = await deployments.getLive({ namespace, name }, signal);
       return found as LiveResource | undefined;
@@ -133,6 +234,6 @@ function clusterReader(kubeconfig: string, context: string | undefined): Cluster
         throw error;
       }
     },
-    secrets: secretsPort(new KubeSecrets({ client })),
+    secrets: secretsPort(kube.secrets),
   };
 }

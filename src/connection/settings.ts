@@ -11,6 +11,7 @@ import {
   type ConnectionSpec,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
+import type { SecretRead } from "../reconcile/ports.ts";
 import { type ObjectRef, objectKey, parseObjectKey } from "../runtime/keys.ts";
 
 /** `spec.connectionRef` of a Deployment resource. */
@@ -69,6 +70,29 @@ export function apiKeySecretOf(id: ConnectionId, spec: ConnectionSpec): ObjectRe
   const namespace =
     id.kind === CLUSTER_SERVICE_CONNECTION_KIND ? (spec.apiKeySecretRef.namespace ?? "") : id.namespace;
   return { namespace, name: spec.apiKeySecretRef.name, key: spec.apiKeySecretRef.key };
+}
+
+/**
+ * The API key a read of a connection's Secret gives, trimmed (a key written with `echo` ends with
+ * a newline, as `--api-key-file`'s may), or what is wrong with the Secret, naming the fix.
+ */
+export function apiKeyFrom(
+  read: SecretRead,
+  secret: ObjectRef & { key: string },
+): { ok: true; apiKey: string } | { ok: false; problem: string } {
+  if (read.kind === "missing-secret")
+    return {
+      ok: false,
+      problem: `not found: create it with the API key under key ${secret.key}, e.g. kubectl create secret generic ${secret.name} -n ${secret.namespace} --from-literal=${secret.key}=<key>`,
+    };
+  if (read.kind === "missing-key")
+    return {
+      ok: false,
+      problem: `has no key ${secret.key}: add the API key under that key, or point spec.apiKeySecretRef.key at the key that holds it`,
+    };
+  const apiKey = read.value.trim();
+  if (apiKey === "") return { ok: false, problem: `key ${secret.key} is empty: put the API key in it` };
+  return { ok: true, apiKey };
 }
 
 /**

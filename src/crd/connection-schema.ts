@@ -5,6 +5,9 @@
  * and `Static<>` into the types the connection controller uses.
  */
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
+// For its side effect too: it registers TypeBox's `uuid` format (spec.tenantId), without which
+// checking a connection against these schemas fails with "Unknown format".
+import "../api/wire.ts";
 import { ObjectMetaSchema } from "./object-meta.ts";
 import { conditionsSchema, ObservedGenerationSchema } from "./status-schema.ts";
 
@@ -46,6 +49,14 @@ const specFields = <R extends TSchema>(secretRef: R) => ({
     maxLength: 2048,
     pattern: "^https?://[^\\s/?#]+([/?#]\\S*)?$",
     description: "Base URL of the service, such as https://api.example.com (http or https).",
+    "x-kubernetes-validations": [
+      {
+        // The pattern is the shape TypeBox checks too; the URL library also parses the host and port.
+        rule: "isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",
+        message: "spec.baseUrl must be an http or https URL with a host, such as https://api.example.com",
+        reason: "FieldValueInvalid",
+      },
+    ],
   }),
   apiKeySecretRef: secretRef,
   tenantId: Type.Optional(
@@ -74,6 +85,16 @@ const specFields = <R extends TSchema>(secretRef: R) => ({
       minimum: 0.001,
       maximum: 100_000,
       description: "Most requests per second to this service, sustained. Default: the operator's --qps.",
+      "x-kubernetes-validations": [
+        {
+          // The API server compares a whole-number value with the minimum truncated to an
+          // integer, so `minimum` alone lets qps: 0 (no request ever) through.
+          rule: "self >= 0.001",
+          message:
+            "spec.qps must be at least 0.001 requests per second: leave it out to use the operator's --qps",
+          reason: "FieldValueInvalid",
+        },
+      ],
     }),
   ),
   burst: Type.Optional(
@@ -92,6 +113,21 @@ const specFields = <R extends TSchema>(secretRef: R) => ({
   ),
 });
 
+/**
+ * Rules of both kinds' spec. The tenant a connection names cannot change: the Deployment resources
+ * using it live on that tenant, and pointing them at another would re-home them silently (as a
+ * changed `connectionRef` would; see the Deployment's schema).
+ */
+const CONNECTION_SPEC_RULES = [
+  {
+    rule: "has(self.tenantId) == has(oldSelf.tenantId) && (!has(self.tenantId) || self.tenantId == oldSelf.tenantId)",
+    message:
+      "spec.tenantId is immutable, adding or removing it included: the Deployment resources using this connection live on that tenant; create another connection for another tenant",
+    fieldPath: ".tenantId",
+    reason: "FieldValueForbidden",
+  },
+];
+
 /** `spec` of a ServiceConnection: the Secret is read from the connection's own namespace. */
 export const ServiceConnectionSpecSchema = Type.Object(
   specFields(
@@ -99,7 +135,10 @@ export const ServiceConnectionSpecSchema = Type.Object(
       description: "The Secret key holding the API key, in this connection's own namespace.",
     }),
   ),
-  { description: "How to reach one tenant of the Deployment Management Service." },
+  {
+    description: "How to reach one tenant of the Deployment Management Service.",
+    "x-kubernetes-validations": CONNECTION_SPEC_RULES,
+  },
 );
 
 /** `spec` of a ClusterServiceConnection: the Secret's namespace is named. */
@@ -111,13 +150,17 @@ export const ClusterServiceConnectionSpecSchema = Type.Object(
         namespace: Type.String({
           minLength: 1,
           maxLength: 63,
+          pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
           description: "Namespace of the Secret (a cluster-scoped connection has none of its own).",
         }),
       },
       { description: "The Secret key holding the API key." },
     ),
   ),
-  { description: "How to reach one tenant of the Deployment Management Service, from every namespace." },
+  {
+    description: "How to reach one tenant of the Deployment Management Service, from every namespace.",
+    "x-kubernetes-validations": CONNECTION_SPEC_RULES,
+  },
 );
 
 export type ServiceConnectionSpec = Static<typeof ServiceConnectionSpecSchema>;

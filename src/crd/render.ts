@@ -1,11 +1,20 @@
 /**
- * Renders the CustomResourceDefinition of `deployments.dms.dev` from the TypeBox schema in
- * `schema.ts`. Pure: `generate.ts` writes the result to `crds/`, and a unit test compares that
- * file with `renderCrd()` so the checked-in CRD cannot drift from the schema.
+ * Renders the CustomResourceDefinitions of the operator's kinds (`deployments.dms.dev`,
+ * `serviceconnections.dms.dev`, `clusterserviceconnections.dms.dev`) from their TypeBox schemas in
+ * `schema.ts` and `connection-schema.ts`. Pure: `generate.ts` writes the results to `crds/`, and a
+ * unit test compares each file with `renderCrd()` so no checked-in CRD can drift from its schema.
  */
 import type { TSchema } from "@sinclair/typebox";
 import { stringify } from "yaml";
-import { DeploymentResourceSchema, GROUP, KIND, PLURAL, SINGULAR, VERSION } from "./schema.ts";
+import {
+  CLUSTER_SERVICE_CONNECTION_KIND,
+  CLUSTER_SERVICE_CONNECTION_PLURAL,
+  ClusterServiceConnectionSchema,
+  SERVICE_CONNECTION_KIND,
+  SERVICE_CONNECTION_PLURAL,
+  ServiceConnectionSchema,
+} from "./connection-schema.ts";
+import { DeploymentResourceSchema, GROUP, KIND, PLURAL, VERSION } from "./schema.ts";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
@@ -97,95 +106,176 @@ export function openApiSchema(schema: TSchema = DeploymentResourceSchema): JsonO
   return root;
 }
 
+/** A printer column; `wide` ones (priority 1) show under `kubectl get -o wide` only. */
+const column = (name: string, type: string, jsonPath: string, description: string, wide = false) => ({
+  name,
+  type,
+  description,
+  jsonPath,
+  ...(wide ? { priority: 1 } : {}),
+});
+/** A column showing one field of the condition `type`. */
+const conditionColumn = (name: string, type: string, field: "status" | "reason", description: string) =>
+  column(name, "string", `.status.conditions[?(@.type=="${type}")].${field}`, description);
+const AGE = column("Age", "date", ".metadata.creationTimestamp", "Time since the resource was created.");
+
 /**
  * `kubectl get dmsd` columns. By default what a user scans for: is it in line with the spec
  * (Synced, and the reason when it is not), what the service says (Remote), is it Ready. Under
  * `-o wide` (priority 1) the revision ids, shortened, and the latest revision's status.
  */
-const printerColumns: JsonObject[] = [
-  {
-    name: "Synced",
-    type: "string",
-    description: "Whether the service's deployment matches the spec.",
-    jsonPath: '.status.conditions[?(@.type=="Synced")].status',
-  },
-  {
-    name: "Reason",
-    type: "string",
-    description:
-      "Reason of the Synced condition (e.g. ReconcileSuccess, NameConflict, SecretNotFound, Paused).",
-    jsonPath: '.status.conditions[?(@.type=="Synced")].reason',
-  },
-  {
-    name: "Remote",
-    type: "string",
-    description: "Status reported by the service.",
-    jsonPath: ".status.remoteStatus",
-  },
-  {
-    name: "Ready",
-    type: "string",
-    description: "Whether the service's deployment is ready with its latest revision active.",
-    jsonPath: '.status.conditions[?(@.type=="Ready")].status',
-  },
-  {
-    name: "Age",
-    type: "date",
-    description: "Time since the resource was created.",
-    jsonPath: ".metadata.creationTimestamp",
-  },
-  {
-    name: "Revisions",
-    type: "string",
-    description: "Latest/active revision ids, shortened to 8 characters (equal when the latest is deployed).",
-    jsonPath: ".status.shortRevisions",
-    priority: 1,
-  },
-  {
-    name: "Revision-Status",
-    type: "string",
-    description: "Status of the latest revision, as the service reports it.",
-    jsonPath: ".status.latestRevisionStatus",
-    priority: 1,
-  },
+const deploymentColumns: JsonObject[] = [
+  conditionColumn("Synced", "Synced", "status", "Whether the service's deployment matches the spec."),
+  conditionColumn(
+    "Reason",
+    "Synced",
+    "reason",
+    "Reason of the Synced condition (e.g. ReconcileSuccess, NameConflict, SecretNotFound, Paused).",
+  ),
+  column("Remote", "string", ".status.remoteStatus", "Status reported by the service."),
+  conditionColumn(
+    "Ready",
+    "Ready",
+    "status",
+    "Whether the service's deployment is ready with its latest revision active.",
+  ),
+  AGE,
+  column(
+    "Revisions",
+    "string",
+    ".status.shortRevisions",
+    "Latest/active revision ids, shortened to 8 characters (equal when the latest is deployed).",
+    true,
+  ),
+  column(
+    "Revision-Status",
+    "string",
+    ".status.latestRevisionStatus",
+    "Status of the latest revision, as the service reports it.",
+    true,
+  ),
 ];
 
-/** The CustomResourceDefinition object of `deployments.dms.dev`. */
-export function crdObject(): JsonObject {
+/**
+ * `kubectl get dmsconn` / `dmscconn` columns: can the operator reach the service with it (Ready,
+ * and why not), where, and what the credential probe found. Under `-o wide`, the tenant it acts
+ * as and how many Deployment resources use it.
+ */
+const connectionColumns: JsonObject[] = [
+  conditionColumn("Ready", "Ready", "status", "Whether the last credential probe succeeded."),
+  conditionColumn(
+    "Reason",
+    "Ready",
+    "reason",
+    "Reason of the Ready condition (Connected, Unauthorized, Unreachable, SecretMissing).",
+  ),
+  column("Base URL", "string", ".spec.baseUrl", "Base URL of the service."),
+  column(
+    "Providers",
+    "integer",
+    ".status.providers",
+    "How many OAuth providers the service listed at the last probe.",
+  ),
+  AGE,
+  column("Tenant", "string", ".spec.tenantId", "Tenant it acts as (empty: the API key's own).", true),
+  column(
+    "Deployments",
+    "integer",
+    ".status.deployments",
+    "How many Deployment resources use this connection.",
+    true,
+  ),
+];
+
+/** What makes one CRD of the operator: its names, scope, schema and columns. */
+export interface CrdDefinition {
+  kind: string;
+  plural: string;
+  scope: "Namespaced" | "Cluster";
+  shortNames: string[];
+  schema: TSchema;
+  printerColumns: JsonObject[];
+  /** The schema's source file, named in the generated file's header. */
+  source: string;
+}
+
+/** `deployments.dms.dev`. */
+export const DEPLOYMENT_CRD: CrdDefinition = {
+  kind: KIND,
+  plural: PLURAL,
+  scope: "Namespaced",
+  shortNames: ["dmsd"],
+  schema: DeploymentResourceSchema,
+  printerColumns: deploymentColumns,
+  source: "src/crd/schema.ts",
+};
+
+/** `serviceconnections.dms.dev`: a connection for the Deployment resources of its namespace. */
+export const SERVICE_CONNECTION_CRD: CrdDefinition = {
+  kind: SERVICE_CONNECTION_KIND,
+  plural: SERVICE_CONNECTION_PLURAL,
+  scope: "Namespaced",
+  shortNames: ["dmsconn"],
+  schema: ServiceConnectionSchema,
+  printerColumns: connectionColumns,
+  source: "src/crd/connection-schema.ts",
+};
+
+/** `clusterserviceconnections.dms.dev`: a connection for the Deployment resources of every namespace. */
+export const CLUSTER_SERVICE_CONNECTION_CRD: CrdDefinition = {
+  kind: CLUSTER_SERVICE_CONNECTION_KIND,
+  plural: CLUSTER_SERVICE_CONNECTION_PLURAL,
+  scope: "Cluster",
+  shortNames: ["dmscconn"],
+  schema: ClusterServiceConnectionSchema,
+  printerColumns: connectionColumns,
+  source: "src/crd/connection-schema.ts",
+};
+
+/** Every CRD `npm run generate` writes, in the order `crds/kustomization.yaml` lists them. */
+export const CRDS: readonly CrdDefinition[] = [
+  DEPLOYMENT_CRD,
+  SERVICE_CONNECTION_CRD,
+  CLUSTER_SERVICE_CONNECTION_CRD,
+];
+
+/** The CustomResourceDefinition object of one kind (by default `deployments.dms.dev`). */
+export function crdObject(crd: CrdDefinition = DEPLOYMENT_CRD): JsonObject {
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",
-    metadata: { name: `${PLURAL}.${GROUP}` },
+    metadata: { name: `${crd.plural}.${GROUP}` },
     spec: {
       group: GROUP,
       names: {
-        kind: KIND,
-        listKind: `${KIND}List`,
-        plural: PLURAL,
-        singular: SINGULAR,
-        shortNames: ["dmsd"],
+        kind: crd.kind,
+        listKind: `${crd.kind}List`,
+        plural: crd.plural,
+        singular: crd.kind.toLowerCase(),
+        shortNames: crd.shortNames,
         categories: ["dms"],
       },
-      scope: "Namespaced",
+      scope: crd.scope,
       versions: [
         {
           name: VERSION,
           served: true,
           storage: true,
           subresources: { status: {} },
-          additionalPrinterColumns: printerColumns,
-          schema: { openAPIV3Schema: openApiSchema() },
+          // A fresh copy per CRD: a node shared by two objects would print as a YAML alias.
+          additionalPrinterColumns: structuredClone(crd.printerColumns),
+          schema: { openAPIV3Schema: openApiSchema(crd.schema) },
         },
       ],
     },
   };
 }
 
-/** The CRD as the YAML text checked in at `crds/dms.dev_deployments.yaml`. Deterministic. */
-export function renderCrd(): string {
-  const header = "# Generated by `npm run generate` from src/crd/schema.ts. Do not edit.\n";
-  return header + stringify(crdObject(), { lineWidth: 0 });
+/** The CRD as the YAML text checked in at {@link crdFile}. Deterministic. */
+export function renderCrd(crd: CrdDefinition = DEPLOYMENT_CRD): string {
+  const header = `# Generated by \`npm run generate\` from ${crd.source}. Do not edit.\n`;
+  return header + stringify(crdObject(crd), { lineWidth: 0 });
 }
 
-/** Path of the generated CRD, relative to the repository root. */
-export const CRD_FILE = "crds/dms.dev_deployments.yaml";
+/** Path of a generated CRD, relative to the repository root: `crds/dms.dev_<plural>.yaml`. */
+export const crdFile = (crd: CrdDefinition): string => `crds/${GROUP}_${crd.plural}.yaml`;

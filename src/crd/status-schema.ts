@@ -16,7 +16,7 @@ export const ConditionSchema = Type.Object(
       maxLength: 316,
       pattern:
         "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$",
-      description: "Type of the condition: Ready, Synced, Reconciling or Stalled.",
+      description: "Type of the condition, e.g. Ready, Synced, Reconciling or Stalled.",
     }),
     status: StringEnum(["True", "False", "Unknown"] as const, { description: "True, False or Unknown." }),
     observedGeneration: Type.Optional(

@@ -24,8 +24,10 @@ const comment = (lines: readonly string[]) =>
 /** The resource's document, headed by comments on its origin, its Secret and its warnings. */
 export function renderResource(imported: ImportedResource, manifestProduced: boolean): string {
   const d = imported.deployment;
+  const ref = imported.resource.spec.connectionRef;
+  const through = ref ? ` through ${ref.kind}/${ref.name}` : "";
   const lines = [
-    `Imported from the service's deployment ${JSON.stringify(d.name)} (id ${d.id}, source ${d.source}, status ${d.status}).`,
+    `Imported from the service's deployment ${JSON.stringify(d.name)} (id ${d.id}, source ${d.source}, status ${d.status})${through}.`,
   ];
   if (imported.secretName) {
     const keys = imported.keys.map((k) => k.key).join(", ");

@@ -5,6 +5,7 @@
  * `valueFrom.secretKeyRef`, and the values (when the service shows them) go to a separate Secret.
  */
 import type { Deployment } from "../api/wire.ts";
+import type { ConnectionRef } from "../connection/settings.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
 import { secretDataKey, specFromDeployment } from "../crd/mapping.ts";
 import { API_VERSION, type DeploymentResource, type DeploymentSpec, KIND } from "../crd/schema.ts";
@@ -24,6 +25,11 @@ export interface ImportSettings {
   secretsFrom?: string;
   /** The forge repository listing of each integration a `github` source uses. */
   repos: ReadonlyMap<string, RepoListing>;
+  /**
+   * The connection the deployments were listed through: every resource names it in
+   * `spec.connectionRef`, so the operator manages them on the same tenant. Absent: the default one.
+   */
+  connectionRef?: ConnectionRef;
 }
 
 /** How the service showed a secret's value. */
@@ -130,7 +136,17 @@ function importOne(deployment: Deployment, settings: ImportSettings): ImportedRe
   const secretName = settings.secretsFrom ?? objectNameFor(name, "-secrets");
   const keyOf = (secret: string) =>
     settings.secretsFrom === undefined ? secretDataKey(secret) : secretDataKey(`${name}.${secret}`);
-  const spec: DeploymentSpec = specFromDeployment(deployment, { secretName, keyOf });
+  const mapped: DeploymentSpec = specFromDeployment(deployment, { secretName, keyOf });
+  // Right after the source, where a reader looks for where the deployment lives.
+  const { name: serviceName, source, ...rest } = mapped;
+  const spec: DeploymentSpec = settings.connectionRef
+    ? {
+        ...(serviceName === undefined ? {} : { name: serviceName }),
+        source,
+        connectionRef: settings.connectionRef,
+        ...rest,
+      }
+    : mapped;
   const keys: SecretKey[] = deployment.secrets.map((s) => {
     const state = secretValueState(s.value);
     return {

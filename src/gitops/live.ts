@@ -2,16 +2,19 @@
  * `dms-operator plan`, the reading part: for each resource of the files, what the operator would
  * see — the service's deployment (found as the controller finds it), the forge listing behind a
  * `github` source, and, only when a cluster is given, the referenced Secrets' values, the live
- * resource's status and the other resources claiming the same name. Then the pure review.
+ * resource's status and the other resources claiming the same name. Each resource is reviewed
+ * against the service of its own connection (`spec.connectionRef`, else the default one), with a
+ * listing per connection. Then the pure review.
  * Talks to the service and the cluster only through ports; writes nothing anywhere.
  */
 import { isServiceError } from "../api/errors.ts";
 import type { ForgeRepo } from "../api/wire.ts";
+import { type ConnectionRef, connectionLabel } from "../connection/settings.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
-import { type Claimant, claimedName, olderClaimant } from "../reconcile/claims.ts";
+import { type Claimant, claimedName, claimOf, olderClaimant } from "../reconcile/claims.ts";
 import { RepoListings, readSecrets } from "../reconcile/inputs.ts";
 import { AmbiguousNameError, observe } from "../reconcile/observe.ts";
 import type { DeploymentsPort, SecretsPort } from "../reconcile/ports.ts";
@@ -25,6 +28,7 @@ import {
   type ReviewEntry,
   type ReviewInputs,
   reviewResource,
+  skippedEntry,
 } from "./review.ts";
 
 /** A Deployment resource as the cluster holds it (the fields plan reads). */
@@ -46,9 +50,31 @@ export interface ClusterReader {
   secrets: SecretsPort;
 }
 
+/**
+ * The service a resource is reviewed against, by its connection: a port (`key` tells connections
+ * apart: each has its own listing), a reason not to review it (`plan --connection` selects
+ * another connection), or why it cannot be reviewed (an `error` entry).
+ */
+export type ServiceChoice =
+  | { kind: "service"; key: string; service: DeploymentsPort }
+  | { kind: "skip"; reason: string }
+  | { kind: "error"; message: string };
+
+/**
+ * The service of the connection that a resource of `namespace` with `ref` uses. Called once per
+ * resource, in order; it may reject (a failure of the cluster, settings the command cannot use).
+ */
+export type ServiceFor = (
+  namespace: string,
+  ref: ConnectionRef | undefined,
+  signal: AbortSignal,
+) => Promise<ServiceChoice>;
+
 /** Inputs of {@link reviewAll}. */
 export interface ReviewAllOptions {
-  service: DeploymentsPort;
+  serviceFor: ServiceFor;
+  /** Namespace of the resources that name none (`--namespace`); default: the cluster's, else `default`. */
+  namespace?: string;
   /** Absent: the cluster is not read (no kubeconfig). */
   cluster?: ClusterReader;
   clock: Clock;
@@ -56,59 +82,67 @@ export interface ReviewAllOptions {
 }
 
 /**
- * Reviews every resource, in order. A resource that cannot be planned (a missing Secret, an
- * unresolvable `github`, several service deployments with its name, an apply the CRD would
- * refuse) becomes an `error` entry; a failure to talk to the service or the cluster rejects.
+ * Reviews every resource, in order. A resource that cannot be planned (a connection that cannot
+ * be used, a missing Secret, an unresolvable `github`, several service deployments with its name,
+ * an apply the CRD would refuse) becomes an `error` entry; one `serviceFor` skips, a `skipped`
+ * entry; a failure to talk to the service or the cluster rejects.
  */
 export async function reviewAll(
   resources: readonly ManifestResource[],
   options: ReviewAllOptions,
 ): Promise<ReviewEntry[]> {
-  const { service, cluster, signal } = options;
-  const snapshot = new RemoteSnapshot(service, options.clock, { maxAgeMs: 0 });
-  // The controller's listings and shorthand resolution, kept for the whole run.
-  const repos = new RepoListings(service, options.clock, Number.POSITIVE_INFINITY);
-  const listings = new Map<string, Promise<RepoListing>>();
-  const listing = (integrationId: string) => {
-    let found = listings.get(integrationId);
-    if (!found) {
-      found = listingOf(repos.list(integrationId, signal));
-      listings.set(integrationId, found);
-    }
-    return found;
-  };
+  const { cluster, signal } = options;
+  const connections = new Map<string, ConnectionState>();
   const liveAll = cluster ? await cluster.listResources(signal) : undefined;
   const firstClaim = new Map<string, ManifestResource>();
   const entries: ReviewEntry[] = [];
   for (const item of resources) {
     const { resource } = item;
-    const namespace = resource.metadata.namespace ?? cluster?.defaultNamespace ?? "default";
+    const namespace =
+      resource.metadata.namespace ?? options.namespace ?? cluster?.defaultNamespace ?? "default";
     const name = effectiveName(resource.spec, resource.metadata.name);
     const base = { file: item.file, line: item.line, resource, namespace };
-    const live = cluster ? await cluster.getResource(namespace, resource.metadata.name, signal) : undefined;
     const fail = (message: string) =>
       errorEntry({ ...base, observed: null, adopted: false, warnings: [] }, message);
 
+    const choice = await options.serviceFor(namespace, resource.spec.connectionRef, signal);
+    if (choice.kind === "skip") {
+      entries.push(skippedEntry({ ...base, observed: null, adopted: false, warnings: [] }, choice.reason));
+      continue;
+    }
+    const live = cluster ? await cluster.getResource(namespace, resource.metadata.name, signal) : undefined;
     const refused = live ? refusedOnApply(live, resource.spec, resource.metadata.name) : undefined;
     if (refused) {
       entries.push(fail(refused));
       continue;
     }
-    const holder = firstClaim.get(name);
-    firstClaim.set(name, holder ?? item);
+    if (choice.kind === "error") {
+      entries.push(fail(choice.message));
+      continue;
+    }
+    const { service } = choice;
+    let state = connections.get(choice.key);
+    if (!state) {
+      state = connectionState(service, options.clock, signal);
+      connections.set(choice.key, state);
+    }
+    const { snapshot, repos, listing } = state;
+    const self: Claimant = {
+      metadata: {
+        namespace,
+        name: resource.metadata.name,
+        // Not applied yet: the newest of all.
+        ...(live?.metadata.creationTimestamp ? { creationTimestamp: live.metadata.creationTimestamp } : {}),
+      },
+      spec: resource.spec,
+    };
+    // Two files claim the same name only on one connection (one tenant).
+    const claim = claimOf(self);
+    const holder = firstClaim.get(claim);
+    firstClaim.set(claim, holder ?? item);
     const nameConflict = holder
       ? `the service name "${name}" is also claimed by ${holder.file}:${holder.line}; the operator would stall one of them (NameConflict)`
-      : claimedInCluster(liveAll, {
-          metadata: {
-            namespace,
-            name: resource.metadata.name,
-            // Not applied yet: the newest of all.
-            ...(live?.metadata.creationTimestamp
-              ? { creationTimestamp: live.metadata.creationTimestamp }
-              : {}),
-          },
-          spec: resource.spec,
-        });
+      : claimedInCluster(liveAll, self);
 
     const warnings: string[] = [];
     let github: ResolvedGithub | undefined;
@@ -163,6 +197,30 @@ export async function reviewAll(
   return entries;
 }
 
+/** What the review keeps per connection for the whole run: the controller's listings and shorthand resolution. */
+interface ConnectionState {
+  snapshot: RemoteSnapshot;
+  repos: RepoListings;
+  listing(integrationId: string): Promise<RepoListing>;
+}
+
+function connectionState(service: DeploymentsPort, clock: Clock, signal: AbortSignal): ConnectionState {
+  const repos = new RepoListings(service, clock, Number.POSITIVE_INFINITY);
+  const listings = new Map<string, Promise<RepoListing>>();
+  return {
+    snapshot: new RemoteSnapshot(service, clock, { maxAgeMs: 0 }),
+    repos,
+    listing: (integrationId) => {
+      let found = listings.get(integrationId);
+      if (!found) {
+        found = listingOf(repos.list(integrationId, signal));
+        listings.set(integrationId, found);
+      }
+      return found;
+    },
+  };
+}
+
 /** A listing as the reachability warning reads it: an unknown integration is an answer, not a failure. */
 function listingOf(repos: Promise<ForgeRepo[]>): Promise<RepoListing> {
   return repos.then(
@@ -182,6 +240,9 @@ function refusedOnApply(live: LiveResource, spec: DeploymentSpec, name: string):
     return `kubectl apply would be refused: spec.name is immutable (the cluster's resource has "${before}", the file "${after}"); keep the name or create a new resource`;
   if (live.spec.source !== spec.source)
     return `kubectl apply would be refused: spec.source is immutable (the cluster's resource has ${live.spec.source}, the file ${spec.source}); create a new resource to deploy from another source`;
+  const [was, is] = [connectionLabel(live.spec.connectionRef), connectionLabel(spec.connectionRef)];
+  if (was !== is)
+    return `kubectl apply would be refused: spec.connectionRef is immutable (the cluster's resource uses ${was}, the file ${is}); create a new resource to deploy through another connection`;
   return undefined;
 }
 

@@ -2,6 +2,7 @@
  * The result of `dms-operator plan`: its exit status (0 nothing to do, 2 changes planned, 1
  * errors) and its rendering for people (text) and for programs (JSON). Pure.
  */
+import { DEFAULT_CONNECTION } from "../connection/settings.ts";
 import type { ManifestProblem } from "./manifests.ts";
 import type { ReviewAction, ReviewEntry } from "./review.ts";
 
@@ -29,6 +30,7 @@ export function planCounts(entries: readonly ReviewEntry[]): PlanCounts {
     noop: 0,
     blocked: 0,
     error: 0,
+    skipped: 0,
     newRevision: 0,
   };
   for (const e of entries) {
@@ -41,7 +43,8 @@ export function planCounts(entries: readonly ReviewEntry[]): PlanCounts {
 /**
  * 1 when a file is invalid, a resource cannot be planned, is blocked or asks what cannot be done
  * (a gate must not pass those silently); else 2 when a create or a patch would be sent; else 0.
- * Adopting a deployment as it is writes nothing to the service, so it counts as nothing to do.
+ * Adopting a deployment as it is writes nothing to the service, so it counts as nothing to do;
+ * a skipped resource (another connection than `--connection`'s) was left out on purpose.
  */
 export function planExitStatus(report: PlanReport): number {
   const bad = report.entries.some(
@@ -83,6 +86,8 @@ function headline(e: ReviewEntry): string {
       return "blocked";
     case "error":
       return "error";
+    case "skipped":
+      return "skipped (not reviewed)";
   }
 }
 
@@ -91,21 +96,23 @@ export function renderPlanText(report: PlanReport): string {
   const out: string[] = [];
   for (const e of report.entries) {
     const target = e.deploymentName === e.name ? "" : ` (service name "${e.deploymentName}")`;
-    out.push(`${e.namespace}/${e.name}${target} [${where(e)}]: ${headline(e)}`);
+    const through = e.connection === DEFAULT_CONNECTION ? "" : ` via ${e.connection}`;
+    out.push(`${e.namespace}/${e.name}${target}${through} [${where(e)}]: ${headline(e)}`);
     const marker = e.action === "create" ? "+" : "~";
     for (const line of e.summary) out.push(`    ${marker} ${line}`);
     for (const line of e.drift) out.push(`    ≠ ${line}`);
     for (const p of e.problems) out.push(`    ! ${p.reason}: ${p.message}`);
     if (e.error) out.push(`    ! ${e.error}`);
+    if (e.skipReason) out.push(`    - ${e.skipReason}`);
     for (const w of e.warnings) out.push(`    warning: ${w}`);
-    if (e.paused && e.action !== "error")
+    if (e.paused && e.action !== "error" && e.action !== "skipped")
       out.push("    note: paused (dms.dev/paused); applies once unpaused");
   }
   for (const p of report.fileErrors) out.push(`${p.file}:${p.line}:${p.column}: error: ${p.message}`);
   const c = planCounts(report.entries);
   if (out.length > 0) out.push("");
   out.push(
-    `Plan: ${c.create} to create, ${c.adopt} to adopt, ${c.patch} to patch (${c.newRevision} with a new revision), ${c.noop} unchanged, ${c.blocked} blocked, ${c.error + report.fileErrors.length} error(s).`,
+    `Plan: ${c.create} to create, ${c.adopt} to adopt, ${c.patch} to patch (${c.newRevision} with a new revision), ${c.noop} unchanged, ${c.blocked} blocked, ${c.error + report.fileErrors.length} error(s)${c.skipped > 0 ? `, ${c.skipped} not reviewed` : ""}.`,
   );
   if (!report.clusterRead) {
     out.push(

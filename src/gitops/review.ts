@@ -5,6 +5,7 @@
  * controller's; this file only names the outcome and explains it.
  */
 import type { Deployment } from "../api/wire.ts";
+import { connectionLabel } from "../connection/settings.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { desiredFromSpec, effectiveName } from "../crd/mapping.ts";
@@ -15,7 +16,7 @@ import { type FieldChange, type LastApplied, type PlanProblem, plan } from "../r
 import { secretValueState } from "./importer.ts";
 
 /** What the operator would do with a resource. */
-export type ReviewAction = "create" | "adopt" | "patch" | "noop" | "blocked" | "error";
+export type ReviewAction = "create" | "adopt" | "patch" | "noop" | "blocked" | "error" | "skipped";
 
 /** Whether the secret values of a resource were compared with the service's. */
 export type SecretsCheck = "unmanaged" | "checked" | "not-checked";
@@ -29,11 +30,14 @@ export interface ReviewEntry {
   name: string;
   /** The service's deployment name (`spec.name`, else `metadata.name`). */
   deploymentName: string;
+  /** The connection it is reviewed through: `ServiceConnection/<name>`, `ClusterServiceConnection/<name>` or `default`. */
+  connection: string;
   /**
    * `create`: no deployment of that name; `adopt`: the service's deployment would be taken over
    * as it is (no write); `patch`: fields would be sent (`adopt` says whether it is also taken
    * over); `noop`: nothing to send; `blocked`: the operator would refuse (see `problems`);
-   * `error`: the resource cannot be planned (see `error`).
+   * `error`: the resource cannot be planned (see `error`); `skipped`: not reviewed (see
+   * `skipReason`: `plan --connection` selects another connection).
    */
   action: ReviewAction;
   adopt: boolean;
@@ -54,6 +58,7 @@ export interface ReviewEntry {
   /** Annotated `dms.dev/paused: "true"`: the plan applies once the annotation is removed. */
   paused: boolean;
   error?: string;
+  skipReason?: string;
 }
 
 /** Something the operator would refuse or cannot do; `reason` is the condition reason it would set. */
@@ -159,6 +164,11 @@ export function errorEntry(inputs: ReviewInputs, message: string): ReviewEntry {
   return { ...baseEntry(inputs), action: "error", error: message };
 }
 
+/** The entry of a resource left out of the review, for `reason`. */
+export function skippedEntry(inputs: ReviewInputs, reason: string): ReviewEntry {
+  return { ...baseEntry(inputs), action: "skipped", skipReason: reason };
+}
+
 function baseEntry(inputs: ReviewInputs): ReviewEntry {
   const { resource, observed } = inputs;
   return {
@@ -167,6 +177,7 @@ function baseEntry(inputs: ReviewInputs): ReviewEntry {
     namespace: inputs.namespace,
     name: resource.metadata.name,
     deploymentName: effectiveName(resource.spec, resource.metadata.name),
+    connection: connectionLabel(resource.spec.connectionRef),
     action: "noop",
     adopt: inputs.adopted && observed !== null,
     ...(observed ? { deploymentId: observed.id } : {}),

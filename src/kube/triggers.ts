@@ -4,9 +4,13 @@
  * and the resources reading a Secret that changed. The indexes named are the cache's (see
  * `KubeDeploymentsOptions.indexers`), so no trigger scans the cache.
  */
-import { claimOf } from "../reconcile/claims.ts";
+import { idOf } from "../connection/controller.ts";
+import { connectionKey, DEFAULT_CONNECTION } from "../connection/settings.ts";
+import { claimOf, connectionKeyOf } from "../reconcile/claims.ts";
 import type { Controller } from "../runtime/controller.ts";
+import type { ConnectionObject, KubeConnections } from "./connections.ts";
 import type { DeploymentObject, KubeDeployments } from "./deployments.ts";
+import type { KubeObject } from "./object.ts";
 import { objectKey, refOf } from "./object.ts";
 import type { KubeSecrets } from "./secrets.ts";
 
@@ -36,7 +40,7 @@ export function subscribeTriggers(
 }
 
 /** True when an update is more than a status write: spec, annotations, labels, finalizers, deletion. */
-function specOrMetaChanged(old: DeploymentObject, o: DeploymentObject): boolean {
+function specOrMetaChanged(old: KubeObject, o: KubeObject): boolean {
   const a = old.metadata;
   const b = o.metadata;
   return (
@@ -46,4 +50,47 @@ function specOrMetaChanged(old: DeploymentObject, o: DeploymentObject): boolean 
     JSON.stringify(a.labels ?? {}) !== JSON.stringify(b.labels ?? {}) ||
     JSON.stringify(a.finalizers ?? []) !== JSON.stringify(b.finalizers ?? [])
   );
+}
+
+/** What {@link subscribeConnectionTriggers} connects. */
+export interface ConnectionTriggers {
+  deployments: KubeDeployments;
+  connections: KubeConnections;
+  secrets: KubeSecrets;
+  deploymentController: Pick<Controller, "enqueue">;
+  connectionController: Pick<Controller, "enqueue" | "forget">;
+  /** The deployments' cache index by connection key. */
+  connectionIndex: string;
+  /** The connections' cache index by the Secret (`namespace/name`) holding their key. */
+  secretIndex: string;
+}
+
+/**
+ * Enqueues connection reconciles on the changes that matter to them (their spec or metadata,
+ * their Secret, and a resource starting or ceasing to use them, which they count), and returns
+ * the function that enqueues the resources using a connection (called when it became usable or
+ * unusable).
+ */
+export function subscribeConnectionTriggers(t: ConnectionTriggers): (key: string) => void {
+  const keyOfConnection = (c: ConnectionObject) => connectionKey(idOf(c));
+  t.connections.subscribe({
+    onAdd: (c) => t.connectionController.enqueue(keyOfConnection(c)),
+    onUpdate: (old, c) => {
+      if (specOrMetaChanged(old, c)) t.connectionController.enqueue(keyOfConnection(c));
+    },
+    onDelete: (c) => t.connectionController.enqueue(keyOfConnection(c)),
+  });
+  const counted = (o: DeploymentObject) => {
+    const key = connectionKeyOf(o);
+    if (key !== DEFAULT_CONNECTION) t.connectionController.enqueue(key);
+  };
+  t.deployments.subscribe({ onAdd: counted, onDelete: counted });
+  t.secrets.onChange((ref) => {
+    for (const c of t.connections.byIndex(t.secretIndex, objectKey(ref)))
+      t.connectionController.enqueue(keyOfConnection(c));
+  });
+  return (key) => {
+    for (const o of t.deployments.byIndex(t.connectionIndex, key))
+      t.deploymentController.enqueue(objectKey(refOf(o)));
+  };
 }

@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { isServiceError } from "../api/errors.ts";
 import type { Deployment } from "../api/wire.ts";
+import { connectionLabel } from "../connection/settings.ts";
 import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
 import { type DeploymentResourceStatus, FINALIZER } from "../crd/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
@@ -17,7 +18,7 @@ import { parseObjectKey } from "../runtime/keys.ts";
 import { isPaused, reconcileInterval, reconcileRequestedAt } from "./annotations.ts";
 import { claimedName, claimOf, olderClaimant } from "./claims.ts";
 import { failureOf } from "./failures.ts";
-import { type ReadSecrets, RepoListings, readSecrets } from "./inputs.ts";
+import { type ReadSecrets, readSecrets } from "./inputs.ts";
 import { lastAppliedFor } from "./last-applied.ts";
 import {
   adoptedNote,
@@ -29,9 +30,8 @@ import {
 } from "./notes.ts";
 import { type LookupTarget, observe } from "./observe.ts";
 import { type CreatePlan, plan } from "./plan.ts";
-import type { DeploymentsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
-import type { RemoteSnapshot } from "./remote.ts";
-import { RevisionTracker } from "./revisions.ts";
+import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
+import type { ServiceSession, Sessions } from "./session.ts";
 import {
   CONDITION,
   formatTime,
@@ -47,10 +47,10 @@ import {
 /** Options of {@link DeploymentReconciler}. */
 export interface ReconcilerOptions {
   resources: ResourcePort;
-  service: DeploymentsPort;
+  /** The connections to the service: each resource reaches it through its own. */
+  sessions: Sessions;
   secrets: SecretsPort;
   events: EventsPort;
-  snapshot: RemoteSnapshot;
   clock: Clock;
   logger: Logger;
   /** While rolling out, creating or deleting, look again after this long. Default 5 s. */
@@ -60,10 +60,6 @@ export interface ReconcilerOptions {
    * on the listing lagging behind (no second create). Default 60 s.
    */
   createGraceMs?: number;
-  /** How long a forge repository listing is reused. Default 5 min. */
-  repoListingTtlMs?: number;
-  /** Read the latest revision while a rollout is in progress (see revisions.ts). Default true. */
-  revisionTracking?: boolean;
 }
 
 /** What {@link DeploymentReconciler}'s status write has to go on besides the outcome. */
@@ -79,30 +75,27 @@ interface FinishOptions {
 /** How long the status write reporting a timed-out reconcile may take. */
 const STATUS_AFTER_TIMEOUT_MS = 5_000;
 
-/** One reconcile's context: the object as read, its logger, the clock reading, the secrets seen. */
+/**
+ * One reconcile's context: the object as read, its logger, the clock reading, the secrets seen,
+ * and the connection's session once the connection was found usable.
+ */
 interface Run {
   obj: StoredResource;
   log: Logger;
   now: Date;
   secrets: ReadSecrets;
+  session?: ServiceSession;
 }
+
+/** A run whose connection is usable. */
+type Connected = Run & { session: ServiceSession };
 
 /** Reconciles Deployment resources against the service. */
 export class DeploymentReconciler {
   readonly #o: Required<ReconcilerOptions>;
-  readonly #repos: RepoListings;
-  readonly #revisions: RevisionTracker;
 
   constructor(options: ReconcilerOptions) {
-    this.#o = {
-      pollMs: 5_000,
-      createGraceMs: 60_000,
-      repoListingTtlMs: 300_000,
-      revisionTracking: true,
-      ...options,
-    };
-    this.#repos = new RepoListings(options.service, options.clock, this.#o.repoListingTtlMs);
-    this.#revisions = new RevisionTracker(options.service, options.logger, this.#o.revisionTracking);
+    this.#o = { pollMs: 5_000, createGraceMs: 60_000, ...options };
   }
 
   /**
@@ -132,6 +125,14 @@ export class DeploymentReconciler {
   };
 
   async #reconcile(run: Run, signal: AbortSignal): Promise<ReconcileResult> {
+    const connection = this.#o.sessions.lookup(run.obj);
+    if (connection.kind === "ready") run.session = connection.session;
+    // A paused resource needs no connection (it makes no call), unless it is being deleted.
+    else if (!isPaused(run.obj) || run.obj.metadata.deletionTimestamp)
+      // Pending: not checked since the start yet; its check enqueues this resource again.
+      return connection.kind === "pending"
+        ? Action.done()
+        : this.#unavailable(run, connection.message, signal);
     if (run.obj.metadata.deletionTimestamp) return this.#finalize(run, signal);
     const holder = this.#holder(run.obj);
     // The loser of a name conflict owns nothing on the service: no finalizer, so that deleting it
@@ -144,17 +145,19 @@ export class DeploymentReconciler {
       const conflict = { kind: "failed", reason: REASON.NameConflict, message, stalled: true } as const;
       return this.#finish(run, conflict, signal);
     }
+    const { session } = run;
+    if (!session) throw new Error("a reconcile went past the pause check without a connection");
+    return this.#sync(Object.assign(run, { session }), signal);
+  }
 
+  /** Keeps the service's deployment in line with the spec, through the resource's connection. */
+  async #sync(run: Connected, signal: AbortSignal): Promise<ReconcileResult> {
     // Read before the mapping, which may fail: the values read are scrubbed from any report.
     run.secrets = await readSecrets(run.obj.spec, run.obj.metadata.namespace ?? "", this.#o.secrets, signal);
     const { desired, record } = await this.#desired(run, signal);
     const status = run.obj.status ?? {};
-    const found = await observe(
-      this.#o.service,
-      this.#o.snapshot,
-      this.#lookup(run, desired, record),
-      signal,
-    );
+    const { service, snapshot } = run.session;
+    const found = await observe(service, snapshot, this.#lookup(run, desired, record), signal);
     // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
     if (found.listed && status.createRequestedAt) record.createRequestedAt = null;
     const observeOnly = run.obj.spec.managementPolicy === "ObserveOnly";
@@ -185,10 +188,10 @@ export class DeploymentReconciler {
       return this.#finish(run, outcome, signal, { observed: found.deployment, record });
     if (!found.deployment) throw new Error("a patch was planned without a deployment to patch");
 
-    const updated = await this.#o.service
+    const updated = await service
       .patch(found.deployment.id, decision.body, signal)
-      .catch((error: unknown) => this.#forgetIfGone(found.deployment?.id, error));
-    this.#o.snapshot.remember(updated);
+      .catch((error: unknown) => this.#forgetIfGone(run, found.deployment?.id, error));
+    snapshot.remember(updated);
     this.#event(run, "Normal", updateReason(run.obj, decision, found.adopted), updateNote(decision));
     return this.#finish(run, outcome, signal, { observed: updated, record });
   }
@@ -202,7 +205,7 @@ export class DeploymentReconciler {
    * A resource with its own check interval (`dms.dev/reconcile-interval`) takes no entry older
    * than half of it: the reconcile its interval brings asks the service.
    */
-  #lookup(run: Run, desired: DesiredDeployment, record: StatusRecord): LookupTarget {
+  #lookup(run: Connected, desired: DesiredDeployment, record: StatusRecord): LookupTarget {
     const status = run.obj.status ?? {};
     const requested = record.lastHandledReconcileAt !== (status.lastHandledReconcileAt ?? null);
     const interval = reconcileInterval(run.obj);
@@ -225,18 +228,39 @@ export class DeploymentReconciler {
   }
 
   /** A write the service answered 404 to: its deployment is gone, so the snapshot forgets it. */
-  #forgetIfGone(id: string | undefined, error: unknown): never {
-    if (id && isServiceError(error, "not_found")) this.#o.snapshot.forget(id);
+  #forgetIfGone(run: Connected, id: string | undefined, error: unknown): never {
+    if (id && isServiceError(error, "not_found")) run.session.snapshot.forget(id);
     throw error;
+  }
+
+  /**
+   * The resource's connection cannot be used (missing, not Ready, another namespace's): reported,
+   * with no service call. The connection's own check enqueues this resource when that changes.
+   * A resource being deleted keeps its finalizer meanwhile: its cleanup needs the connection.
+   */
+  #unavailable(run: Run, message: string, signal: AbortSignal): Promise<ReconcileResult> {
+    const deleting = run.obj.metadata.deletionTimestamp !== undefined;
+    // Nothing to clean up on the service: the deletion needs no connection.
+    if (deleting && !cleansUpOnDelete(run.obj)) return this.#finalize(run, signal);
+    const note = deleting
+      ? `${message}; the service's deployment is deleted once the connection is usable (or remove the finalizer ${FINALIZER} to leave it)`
+      : message;
+    const outcome = {
+      kind: "failed",
+      reason: REASON.ConnectionNotReady,
+      message: note,
+      stalled: true,
+    } as const;
+    return this.#finish(run, outcome, signal);
   }
 
   /** The spec in wire terms, with the Secrets `run` read and its GitHub shorthand resolved. */
   async #desired(
-    run: Run,
+    run: Connected,
     signal: AbortSignal,
   ): Promise<{ desired: DesiredDeployment; record: StatusRecord }> {
     const spec = run.obj.spec;
-    const github = await this.#repos.resolve(spec, signal);
+    const github = await run.session.repos.resolve(spec, signal);
     const desired = desiredFromSpec(spec, run.obj.metadata.name, {
       secretData: run.secrets.data,
       ...(github ? { github } : {}),
@@ -250,7 +274,7 @@ export class DeploymentReconciler {
   }
 
   /** Creates the deployment, recording the intent first so that a crash never creates two. */
-  async #create(run: Run, decision: CreatePlan, record: StatusRecord, signal: AbortSignal) {
+  async #create(run: Connected, decision: CreatePlan, record: StatusRecord, signal: AbortSignal) {
     const requestedAt = run.obj.status?.createRequestedAt;
     if (requestedAt && this.#o.clock.now() - Date.parse(requestedAt) < this.#o.createGraceMs) {
       // A create was requested and the listing does not show it yet: it may lag behind.
@@ -263,10 +287,10 @@ export class DeploymentReconciler {
     // (one that does not show an earlier intent) gets a conflict here, never a second POST.
     const intent = { ...run.obj.status, createRequestedAt: formatTime(run.now) };
     run.obj = await this.#o.resources.patchStatus(run.obj, intent, signal);
-    const created = await this.#o.service
+    const created = await run.session.service
       .create(decision.body, signal)
-      .catch((error: unknown) => this.#learnTakenName(decision.body.name, error, signal));
-    this.#o.snapshot.remember(created);
+      .catch((error: unknown) => this.#learnTakenName(run, decision.body.name, error, signal));
+    run.session.snapshot.remember(created);
     this.#event(run, "Normal", "Created", createdNote(created));
     // The intent stays recorded until a lookup lists the deployment (see #reconcile).
     record.appliedSecretsHash = decision.secretsHash ?? null;
@@ -278,10 +302,10 @@ export class DeploymentReconciler {
    * after the listing the reconcile read. Looks the name up so that the retry adopts it, then
    * fails with the service's answer (reported, retried with backoff).
    */
-  async #learnTakenName(name: string, error: unknown, signal: AbortSignal): Promise<never> {
+  async #learnTakenName(run: Connected, name: string, error: unknown, signal: AbortSignal): Promise<never> {
     if (isServiceError(error, "conflict")) {
-      const { deployments } = await this.#o.service.findByName(name, signal);
-      for (const deployment of deployments) this.#o.snapshot.observed(deployment);
+      const { deployments } = await run.session.service.findByName(name, signal);
+      for (const deployment of deployments) run.session.snapshot.observed(deployment);
     }
     throw error;
   }
@@ -292,20 +316,21 @@ export class DeploymentReconciler {
    * merely carries the name is never deleted: it may be another resource's or someone else's.
    */
   async #finalize(run: Run, signal: AbortSignal): Promise<ReconcileResult> {
-    const { obj } = run;
+    const { obj, session } = run;
     if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) return Action.gone();
-    if (cleansUpOnDelete(obj) && !this.#holder(obj)) {
-      const found = await this.#owned(obj, signal);
+    // Without a session only a resource that cleans nothing up gets here (see #unavailable).
+    if (session && cleansUpOnDelete(obj) && !this.#holder(obj)) {
+      const found = await this.#owned(session, obj, signal);
       if (found.deployment) {
         // Asked once: a deployment already being deleted is not asked again on every poll.
         if (!isBeingDeleted(found.deployment.status)) {
-          await this.#o.service.delete(found.deployment.id, signal);
+          await session.service.delete(found.deployment.id, signal);
           this.#event(run, "Normal", "Deleting", `deleting the service's deployment ${found.deployment.id}`);
         }
         return this.#finish(run, { kind: "deleting" }, signal, { observed: found.deployment });
       }
       if (obj.status?.deploymentId) {
-        this.#o.snapshot.forget(obj.status.deploymentId);
+        session.snapshot.forget(obj.status.deploymentId);
         this.#event(run, "Normal", "Deleted", `the service's deployment ${obj.status.deploymentId} is gone`);
       }
     }
@@ -314,15 +339,15 @@ export class DeploymentReconciler {
   }
 
   /** The deployment `obj` owns: by its recorded id, or by name while its create is pending. */
-  async #owned(obj: StoredResource, signal: AbortSignal) {
+  async #owned(session: ServiceSession, obj: StoredResource, signal: AbortSignal) {
     const id = obj.status?.deploymentId;
-    const byId = id ? await this.#o.service.getById(id, signal) : undefined;
+    const byId = id ? await session.service.getById(id, signal) : undefined;
     if (byId) return { deployment: byId };
     // Otherwise only a create of ours still pending (its answer lost, or not listed yet) can
     // have made the deployment that carries the name.
     if (!obj.status?.createRequestedAt) return { deployment: null };
     const target = { deploymentId: undefined, name: claimedName(obj), live: true, liveName: true };
-    return observe(this.#o.service, this.#o.snapshot, target, signal);
+    return observe(session.service, session.snapshot, target, signal);
   }
 
   /** The finalizer is present exactly while a delete must clean up the service. */
@@ -345,8 +370,8 @@ export class DeploymentReconciler {
     // Revision tracking: the latest revision's status, and a Warning the first time it failed.
     const requested = (reconcileRequestedAt(run.obj) ?? null) !== (previous?.lastHandledReconcileAt ?? null);
     const look =
-      observed && sync.kind !== "deleting"
-        ? await this.#revisions.look(observed, previous, requested, signal)
+      observed && run.session && sync.kind !== "deleting"
+        ? await run.session.revisions.look(observed, previous, requested, signal)
         : {};
     if (look.event) this.#event(run, look.event.type, look.event.reason, look.event.note);
     const next = statusFrom({
@@ -355,7 +380,7 @@ export class DeploymentReconciler {
       observed,
       sync,
       now: run.now,
-      record,
+      record: { connection: connectionLabel(run.obj.spec.connectionRef), ...record },
       secretValues: run.secrets.values,
       revision: look.revision,
     });

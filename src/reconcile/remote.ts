@@ -249,9 +249,11 @@ export function pollIndexer(obj: StoredResource): string[] {
 
 /** Options of {@link RolloutPoller}. */
 export interface RolloutPollerOptions {
-  snapshot: RemoteSnapshot;
-  /** The deployment ids of the resources in progress now (the {@link POLL_INDEX} of the cache). */
-  ids: () => string[];
+  /**
+   * The deployment ids of the resources in progress now (the {@link POLL_INDEX} of the cache),
+   * with the snapshot of the connection each is reached through.
+   */
+  targets: () => { snapshot: RemoteSnapshot; ids: string[] }[];
   periodMs: number;
   clock: Clock;
   logger: Logger;
@@ -272,23 +274,25 @@ export class RolloutPoller implements Runnable {
   }
 
   async start(signal: AbortSignal): Promise<void> {
-    const { snapshot, clock, periodMs, logger } = this.#o;
+    const { clock, periodMs, logger } = this.#o;
     while (!signal.aborted) {
       try {
         await clock.sleep(periodMs, signal);
       } catch {
         return;
       }
-      const ids = this.#o.ids();
-      if (ids.length === 0) continue;
-      // A failed poll is not the resources' failure: their reconciles then look up live.
-      await snapshot.poll(ids, signal).catch((error: unknown) => {
-        if (!signal.aborted)
-          logger.debug(
-            { err: error instanceof Error ? error.message : String(error) },
-            "rollout poll failed",
-          );
-      });
+      // Each connection's in its own rate limit, at once. A failed poll is not the resources'
+      // failure: their reconciles then look up live.
+      const polls = this.#o.targets().map(({ snapshot, ids }) =>
+        snapshot.poll(ids, signal).catch((error: unknown) => {
+          if (!signal.aborted)
+            logger.debug(
+              { err: error instanceof Error ? error.message : String(error) },
+              "rollout poll failed",
+            );
+        }),
+      );
+      await Promise.all(polls);
     }
   }
 }

@@ -54,6 +54,8 @@ export const REASON = {
   UnrecognizedStatus: "UnrecognizedStatus",
   /** The service's deployment for this resource is in the listing but cannot be read. */
   UnreadableDeployment: "UnreadableDeployment",
+  /** The resource's connection is missing, not Ready, or not usable from its namespace. */
+  ConnectionNotReady: "ConnectionNotReady",
 } as const;
 
 /** What is known of the deployment's latest revision (see `revisions.ts`). */
@@ -94,6 +96,8 @@ export interface StatusRecord {
   createRequestedAt?: string | null;
   resolvedRepoUrl?: string | null;
   resolvedRepoRef?: string | null;
+  /** The connection used: `Kind/name`, or `default`. */
+  connection?: string | null;
 }
 
 /** Everything {@link statusFrom} needs. */
@@ -338,6 +342,7 @@ const RECORD_FIELDS = [
   "createRequestedAt",
   "resolvedRepoUrl",
   "resolvedRepoRef",
+  "connection",
 ] as const satisfies readonly (keyof StatusRecord & keyof DeploymentResourceStatus)[];
 // Every field of StatusRecord is written: one added there and not here fails to compile.
 const _everyRecordField: Record<Exclude<keyof StatusRecord, (typeof RECORD_FIELDS)[number]>, never> = {};

@@ -15,6 +15,7 @@ export interface ConditionsOf {
 export const RESOURCE_METRICS = {
   resources: "dms_resources",
   rollouts: "dms_rollouts",
+  connectionReady: "dms_connection_ready",
 } as const;
 
 /** Reasons that mark a rollout: in progress (Ready=False), failed (Stalled=True). */
@@ -66,6 +67,36 @@ export function registerResourceMetrics(registry: Registry, list: () => Iterable
       }
       this.set({ state: "in_progress" }, inProgress);
       this.set({ state: "failed" }, failed);
+    },
+  });
+}
+
+/** A connection as its gauge reads it: its key (`ServiceConnection/<ns>/<name>`) and conditions. */
+export interface ConnectionConditions extends ConditionsOf {
+  key: string;
+}
+
+/**
+ * Registers `dms_connection_ready{connection,reason}` on `registry`: 1 when the connection's Ready
+ * condition is True, 0 otherwise (reason `None` before its first check), one series per
+ * connection resource (connections are few: one per tenant or environment). An alert on
+ * `dms_connection_ready == 0` names the connection whose key or service is failing.
+ */
+export function registerConnectionMetrics(
+  registry: Registry,
+  list: () => Iterable<ConnectionConditions>,
+): void {
+  new Gauge({
+    name: RESOURCE_METRICS.connectionReady,
+    help: "Whether each ServiceConnection / ClusterServiceConnection is Ready (1) or not (0), with the Ready reason.",
+    labelNames: ["connection", "reason"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const c of list()) {
+        const ready = c.status?.conditions?.find((x) => x.type === "Ready");
+        this.set({ connection: c.key, reason: ready?.reason ?? "None" }, ready?.status === "True" ? 1 : 0);
+      }
     },
   });
 }

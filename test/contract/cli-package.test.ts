@@ -10,6 +10,7 @@ import { delimiter, dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { CRDS, crdFile } from "../../src/crd/render.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { KEY, resourceYaml, SEED } from "./gitops-fixture.ts";
 
@@ -117,7 +118,7 @@ describe("the packed CLI, installed into an empty prefix", { timeout: 90_000 }, 
     const files = JSON.parse(readFileSync(join(work, "files.json"), "utf8")) as string[];
     expect(files).toContain("dist/cli.js");
     expect(files).toContain("bin/dms-operator.mjs");
-    expect(files).toContain("crds/dms.dev_deployments.yaml");
+    for (const crd of CRDS) expect(files).toContain(crdFile(crd));
     expect(files).toContain("package.json");
     expect(files.filter((f) => /^(src|test|scripts|manifests)\//.test(f))).toEqual([]);
   });

@@ -313,9 +313,13 @@ describe("plan: bad files", () => {
     expect(usage.stderr).toMatch(/unknown option '--no-such-flag'/);
     const noFile = await cli(sim.url, ["plan"]);
     expect(noFile.code).toBe(1);
-    const unconfigured = await cli(sim.url, ["plan", "-f", "x"], { DMS_BASE_URL: "" });
+    // The settings are checked once a resource needs them: one without spec.connectionRef.
+    const { dir } = await plan({ "a.yaml": resourceYaml("new-agent", { source: "internal_docker" }) });
+    const unconfigured = await cli(sim.url, ["plan", "-f", dir], { DMS_BASE_URL: "" });
     expect(unconfigured.code).toBe(1);
     expect(unconfigured.stderr).toMatch(/DMS_BASE_URL/);
+    expect(unconfigured.stderr).toMatch(/needed by the resources without spec\.connectionRef/);
+    expect(unconfigured.stdout).toBe("");
   });
 });
 

@@ -14,6 +14,8 @@ const SA = { namespace: "dms-system", name: "dms-operator" };
 const INSTALLED = [
   "namespace/dms-system",
   "customresourcedefinition.apiextensions.k8s.io/deployments.dms.dev",
+  "customresourcedefinition.apiextensions.k8s.io/serviceconnections.dms.dev",
+  "customresourcedefinition.apiextensions.k8s.io/clusterserviceconnections.dms.dev",
   "serviceaccount/dms-operator",
   "role.rbac.authorization.k8s.io/dms-operator-leader-election",
   "clusterrole.rbac.authorization.k8s.io/dms-operator",
@@ -37,7 +39,12 @@ describe("kubectl apply -k manifests/default", () => {
     const definitions = rendered.filter(
       (o) => o.kind === "Namespace" || o.kind === "CustomResourceDefinition",
     );
-    expect(definitions).toHaveLength(2);
+    expect(definitions.map((o) => o.kind).sort()).toEqual([
+      "CustomResourceDefinition",
+      "CustomResourceDefinition",
+      "CustomResourceDefinition",
+      "Namespace",
+    ]);
     const input = definitions.map((o) => JSON.stringify(o)).join("\n");
     expect((await kubectl(["apply", "--dry-run=server", "-f", "-"], { input })).code).toBe(0);
     await kubectlOk(["apply", "-f", "-"], { input });
@@ -109,6 +116,15 @@ describe("the ServiceAccount dms-system/dms-operator", () => {
     ["patch", "deployments.dms.dev", "-A"], // finalizers (JSON patch) and the reconcile annotation
     ["patch", "deployments.dms.dev", "--subresource=status", "-A"], // server-side apply of status
     ["update", "deployments.dms.dev", "--subresource=finalizers", "-A"],
+    // Connections, the same way: watched, finalizer patched, status applied.
+    ...["serviceconnections.dms.dev", "clusterserviceconnections.dms.dev"].flatMap((resource) => [
+      ["get", resource, "-A"],
+      ["list", resource, "-A"],
+      ["watch", resource, "-A"],
+      ["patch", resource, "-A"],
+      ["patch", resource, "--subresource=status", "-A"],
+      ["update", resource, "--subresource=finalizers", "-A"],
+    ]),
     ["get", "secrets", "-A"], // values named by spec.secrets[].valueFrom
     ["list", "secrets", "-A"], // the metadata-only Secret watch
     ["watch", "secrets", "-A"],
@@ -125,6 +141,13 @@ describe("the ServiceAccount dms-system/dms-operator", () => {
     ["deletecollection", "deployments.dms.dev", "-n", "some-team"],
     ["get", "deployments.dms.dev", "--subresource=status", "-n", "some-team"], // status is applied, never read
     ["update", "deployments.dms.dev", "--subresource=status", "-n", "some-team"],
+    ...["serviceconnections.dms.dev", "clusterserviceconnections.dms.dev"].flatMap((resource) => [
+      ["create", resource, "-A"], // users create connections, never the operator
+      ["update", resource, "-A"],
+      ["delete", resource, "-A"],
+      ["get", resource, "--subresource=status", "-A"],
+      ["update", resource, "--subresource=status", "-A"],
+    ]),
     ["create", "secrets", "-n", "some-team"], // Secrets are read-only
     ["update", "secrets", "-n", "some-team"],
     ["patch", "secrets", "-n", "some-team"],

@@ -82,6 +82,17 @@ describe("the namespace-scoped install", () => {
   it("grants its ServiceAccount nothing outside its namespace", async () => {
     const sa = { namespace: ns, name: "dms-operator" };
     expect(await canI(sa, ["watch", "deployments.dms.dev", "-n", ns])).toBe(true);
+    expect(await canI(sa, ["watch", "serviceconnections.dms.dev", "-n", ns])).toBe(true);
+    expect(await canI(sa, ["patch", "serviceconnections.dms.dev", "--subresource=status", "-n", ns])).toBe(
+      true,
+    );
+    expect(
+      await canI(sa, ["update", "serviceconnections.dms.dev", "--subresource=finalizers", "-n", ns]),
+    ).toBe(true);
+    expect(await canI(sa, ["create", "serviceconnections.dms.dev", "-n", ns])).toBe(false);
+    expect(await canI(sa, ["list", "serviceconnections.dms.dev", "-n", elsewhere])).toBe(false);
+    // Cluster-scoped: a Role cannot grant it; that takes the cluster-wide install.
+    expect(await canI(sa, ["list", "clusterserviceconnections.dms.dev"])).toBe(false);
     expect(await canI(sa, ["get", "secrets", "-n", ns])).toBe(true);
     expect(await canI(sa, ["update", "leases.coordination.k8s.io", "-n", ns])).toBe(true);
     expect(await canI(sa, ["list", "deployments.dms.dev", "-A"])).toBe(false);

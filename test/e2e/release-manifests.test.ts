@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { parseImage, renderRelease } from "../../scripts/release-manifests.ts";
+import { CRDS } from "../../src/crd/render.ts";
 import { freshNamespace, kubectl, kubectlOk } from "../support/cluster.ts";
 import { documents, MANIFESTS } from "./install-support.ts";
 
@@ -42,11 +43,13 @@ describe("npm run release:manifests", () => {
   afterAll(() => rmSync(out, { recursive: true, force: true }));
   const read = (name: string) => readFileSync(join(out, name), "utf8");
 
-  it("install.yaml holds the CRD, the namespace, RBAC and the operator, its image pinned by digest", async () => {
+  it("install.yaml holds the CRDs, the namespace, RBAC and the operator, its image pinned by digest", async () => {
     const objs = objects(read("install.yaml"));
     expect(objs.map((o) => o.kind).sort()).toEqual([
       "ClusterRole",
       "ClusterRoleBinding",
+      "CustomResourceDefinition",
+      "CustomResourceDefinition",
       "CustomResourceDefinition",
       "Deployment",
       "Namespace",
@@ -78,7 +81,11 @@ describe("npm run release:manifests", () => {
     expect(objs.map((o) => o.kind).sort()).toEqual(["Deployment", "Role", "RoleBinding", "ServiceAccount"]);
     expect(objs.every((o) => o.metadata.namespace === undefined)).toBe(true);
     expect(operatorImage(objs)).toBe(`ghcr.io/acme/dms-operator:9.8.7@${DIGEST}`);
-    expect(objects(read("crds.yaml")).map((o) => o.kind)).toEqual(["CustomResourceDefinition"]);
+    const crds = objects(read("crds.yaml"));
+    expect(crds.map((o) => o.kind)).toEqual(Array(CRDS.length).fill("CustomResourceDefinition"));
+    expect(crds.map((o) => o.metadata.name).sort()).toEqual(
+      CRDS.map((crd) => `${crd.plural}.dms.dev`).sort(),
+    );
 
     const ns = await freshNamespace("release-ns");
     expect((await kubectl(["apply", "--dry-run=server", "-f", join(out, "crds.yaml")])).code).toBe(0);

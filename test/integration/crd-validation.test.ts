@@ -1,13 +1,16 @@
-// The Deployment CRD on a real kube-apiserver: the samples are accepted, and each invalid example
-// is refused at `kubectl apply` time with a message that names the field, before any operator
-// sees it. Every rule listed in docs/crd-validation.md has a case here.
+// The CRDs (Deployment, ServiceConnection, ClusterServiceConnection) on a real kube-apiserver: the
+// samples are accepted, and each invalid example is refused at `kubectl apply` time with a message
+// that names the field, before any operator sees it. Every rule listed in docs/crd-validation.md
+// has a case here; so do the connections' printer columns, short names and category.
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freshNamespace, kubectl, kubectlOk } from "../support/cluster.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const RESOURCE = "deployments.dms.dev";
+/** Label on the cluster-scoped objects this file creates, valued with its namespace. */
+const OWNER_LABEL = "crd-validation.dms.dev/namespace";
 const UUID = "6f1c1d2e-0000-4000-8000-000000000001";
 
 type Spec = Record<string, unknown>;
@@ -31,6 +34,11 @@ const getSpec = async (name: string): Promise<Spec> =>
 
 beforeAll(async () => {
   namespace = await freshNamespace("crd-validation");
+});
+
+afterAll(async () => {
+  // Cluster-scoped connections outlive the namespace: remove the ones this file created.
+  if (namespace) await kubectl(["delete", "dmscconn", "-l", `${OWNER_LABEL}=${namespace}`, "--wait=false"]);
 });
 
 describe("Deployment CRD: accepted input", () => {
@@ -281,5 +289,354 @@ describe("Deployment CRD: immutability", () => {
     );
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
+  });
+});
+
+describe("Deployment CRD: spec.connectionRef", () => {
+  const onConnection = (kind: string, name: string): Spec => ({
+    source: "internal_docker",
+    connectionRef: { kind, name },
+  });
+  const applied = (name: string, spec: Spec) => submit("apply", resource(name, spec));
+
+  it("accepts a reference to either kind", async () => {
+    for (const kind of ["ServiceConnection", "ClusterServiceConnection"]) {
+      const result = await submit("create", resource(uniqueName(), onConnection(kind, "prod")));
+      expect(result.stderr).toBe("");
+      expect(result.code).toBe(0);
+    }
+  });
+
+  it("refuses an unknown kind, and a reference without a name", async () => {
+    const unknown = await submit("create", resource(uniqueName(), onConnection("Connection", "prod")));
+    expect(unknown.stderr).toMatch(/spec\.connectionRef\.kind: Unsupported value: "Connection"/);
+    const nameless = await submit(
+      "create",
+      resource(uniqueName(), { source: "internal_docker", connectionRef: { kind: "ServiceConnection" } }),
+    );
+    expect(nameless.stderr).toMatch(/spec\.connectionRef\.name: Required value/);
+  });
+
+  const IMMUTABLE = /spec\.connectionRef: Forbidden: spec\.connectionRef is immutable/;
+  const NOT_ADDED = /spec\.connectionRef: Forbidden: spec\.connectionRef cannot be added or removed/;
+  const plain: Spec = { source: "internal_docker" };
+
+  it.each([
+    [
+      "a change of name",
+      onConnection("ServiceConnection", "a"),
+      onConnection("ServiceConnection", "b"),
+      IMMUTABLE,
+    ],
+    [
+      "a change of kind",
+      onConnection("ServiceConnection", "a"),
+      onConnection("ClusterServiceConnection", "a"),
+      IMMUTABLE,
+    ],
+    ["adding it", plain, onConnection("ServiceConnection", "a"), NOT_ADDED],
+    ["removing it", onConnection("ServiceConnection", "a"), plain, NOT_ADDED],
+  ])("refuses %s, by kubectl apply and by kubectl replace", async (_, before, after, message) => {
+    const name = uniqueName();
+    expect((await applied(name, before)).code).toBe(0);
+    const apply = await applied(name, after);
+    expect(apply.code).not.toBe(0);
+    expect(apply.stderr).toMatch(message);
+    const replace = await submit("replace", resource(name, after));
+    expect(replace.code).not.toBe(0);
+    expect(replace.stderr).toMatch(message);
+    expect((await getSpec(name)).connectionRef).toEqual(before.connectionRef);
+  });
+
+  it("allows changing the rest of a resource on a connection", async () => {
+    const name = uniqueName();
+    const before = onConnection("ClusterServiceConnection", "shared");
+    expect((await applied(name, before)).code).toBe(0);
+    const result = await applied(name, { ...before, sourceRevisionConfig: { imageUri: "a:2" } });
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+  });
+});
+
+const KEY_REF = { name: "dms-key", key: "api-key" };
+const CONNECTION_SPEC: Spec = { baseUrl: "https://api.example.com", apiKeySecretRef: KEY_REF };
+const CLUSTER_SPEC: Spec = { ...CONNECTION_SPEC, apiKeySecretRef: { ...KEY_REF, namespace: "dms-system" } };
+const KINDS = {
+  ServiceConnection: { plural: "serviceconnections.dms.dev", spec: CONNECTION_SPEC },
+  ClusterServiceConnection: { plural: "clusterserviceconnections.dms.dev", spec: CLUSTER_SPEC },
+} as const;
+type ConnectionKind = keyof typeof KINDS;
+
+/** A connection object; a cluster-scoped one is labelled for cleanup. */
+const connection = (kind: ConnectionKind, name: string, spec: Spec) => ({
+  apiVersion: "dms.dev/v1alpha1",
+  kind,
+  metadata: { name, labels: { [OWNER_LABEL]: namespace } },
+  spec,
+});
+/** A name unique in the cluster, for the cluster-scoped kind. */
+const connectionName = () => `${namespace}-c${++counter}`;
+
+describe("connection CRDs: accepted input", () => {
+  it.each(Object.keys(KINDS) as ConnectionKind[])("%s: fills insecureSkipTLSVerify: false", async (kind) => {
+    const name = connectionName();
+    await kubectlOk(["create", "-n", namespace, "-f", "-"], {
+      input: JSON.stringify(connection(kind, name, KINDS[kind].spec)),
+    });
+    const stored = JSON.parse(
+      await kubectlOk(["get", KINDS[kind].plural, name, "-n", namespace, "-o", "json"]),
+    ).spec;
+    expect(stored).toEqual({ ...KINDS[kind].spec, insecureSkipTLSVerify: false });
+  });
+
+  it("accepts every optional field, and a baseUrl with a port and a path", async () => {
+    const spec = {
+      ...CLUSTER_SPEC,
+      baseUrl: "http://dms.internal:8080/api",
+      tenantId: UUID,
+      apiKeyHeader: "Authorization",
+      tenantIdHeader: "X-Workspace",
+      qps: 0.5,
+      burst: 1,
+      insecureSkipTLSVerify: true,
+    };
+    const result = await submit("create", connection("ClusterServiceConnection", connectionName(), spec));
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+  });
+
+  it.each(Object.keys(KINDS) as ConnectionKind[])(
+    "%s: spec.tenantId cannot be changed, added or removed; the rest of the spec can",
+    async (kind) => {
+      const name = connectionName();
+      const withTenant = connection(kind, name, { ...KINDS[kind].spec, tenantId: UUID });
+      await kubectlOk(["create", "-n", namespace, "-f", "-"], { input: JSON.stringify(withTenant) });
+      const IMMUTABLE = /spec\.tenantId: Forbidden: spec\.tenantId is immutable/;
+      const other = "6f1c1d2e-0000-4000-8000-0000000000ff";
+      const changed = await submit("apply", connection(kind, name, { ...KINDS[kind].spec, tenantId: other }));
+      expect(changed.stderr).toMatch(IMMUTABLE);
+      const removed = await submit("replace", connection(kind, name, KINDS[kind].spec));
+      expect(removed.stderr).toMatch(IMMUTABLE);
+      const moved = await submit(
+        "apply",
+        connection(kind, name, { ...KINDS[kind].spec, tenantId: UUID, baseUrl: "https://moved.example" }),
+      );
+      expect(moved.stderr).not.toMatch(/Forbidden|Invalid/);
+      expect(moved.code).toBe(0);
+
+      const without = connectionName();
+      await kubectlOk(["create", "-n", namespace, "-f", "-"], {
+        input: JSON.stringify(connection(kind, without, KINDS[kind].spec)),
+      });
+      const added = await submit("apply", connection(kind, without, { ...KINDS[kind].spec, tenantId: UUID }));
+      expect(added.stderr).toMatch(IMMUTABLE);
+    },
+  );
+
+  it("teaches the resources through kubectl explain", async () => {
+    const out = await kubectlOk([
+      "explain",
+      "clusterserviceconnections.dms.dev.spec.apiKeySecretRef.namespace",
+    ]);
+    expect(out).toContain("Namespace of the Secret");
+  });
+});
+
+const invalidConnections: Array<{ reason: string; kind: ConnectionKind; spec: Spec; message: RegExp }> = [
+  {
+    reason: "a missing baseUrl",
+    kind: "ServiceConnection",
+    spec: { apiKeySecretRef: KEY_REF },
+    message: /spec\.baseUrl: Required value/,
+  },
+  {
+    reason: "a missing apiKeySecretRef",
+    kind: "ClusterServiceConnection",
+    spec: { baseUrl: "https://api.example.com" },
+    message: /spec\.apiKeySecretRef: Required value/,
+  },
+  {
+    reason: "a baseUrl of another scheme",
+    kind: "ServiceConnection",
+    spec: { ...CONNECTION_SPEC, baseUrl: "ftp://api.example.com" },
+    message: /spec\.baseUrl: Invalid value: .*spec\.baseUrl must be an http or https URL with a host/,
+  },
+  {
+    reason: "a baseUrl that is not a URL",
+    kind: "ServiceConnection",
+    spec: { ...CONNECTION_SPEC, baseUrl: "api.example.com" },
+    message: /spec\.baseUrl: Invalid value: "api\.example\.com"/,
+  },
+  {
+    // The pattern lets it through; the URL library does not parse the port.
+    reason: "a baseUrl whose port is not a number",
+    kind: "ServiceConnection",
+    spec: { ...CONNECTION_SPEC, baseUrl: "https://api.example.com:https" },
+    message: /spec\.baseUrl: Invalid value: .*spec\.baseUrl must be an http or https URL with a host/,
+  },
+  {
+    reason: "a baseUrl without a host",
+    kind: "ClusterServiceConnection",
+    spec: { ...CLUSTER_SPEC, baseUrl: "https://:8080/" },
+    message: /spec\.baseUrl: Invalid value: .*spec\.baseUrl must be an http or https URL with a host/,
+  },
+  {
+    reason: "a tenantId that is not a uuid",
+    kind: "ServiceConnection",
+    spec: { ...CONNECTION_SPEC, tenantId: "acme" },
+    message: /spec\.tenantId: Invalid value: "acme"/,
+  },
+  {
+    reason: "a cluster connection without the Secret's namespace",
+    kind: "ClusterServiceConnection",
+    spec: CONNECTION_SPEC,
+    message: /spec\.apiKeySecretRef\.namespace: Required value/,
+  },
+  {
+    reason: "a Secret namespace that is not a namespace name",
+    kind: "ClusterServiceConnection",
+    spec: { ...CLUSTER_SPEC, apiKeySecretRef: { ...KEY_REF, namespace: "Team_A" } },
+    message: /spec\.apiKeySecretRef\.namespace: Invalid value: "Team_A"/,
+  },
+  {
+    // Strict field validation names it; the namespaced kind reads its own namespace only.
+    reason: "a namespaced connection naming the Secret's namespace",
+    kind: "ServiceConnection",
+    spec: CLUSTER_SPEC,
+    message: /unknown field "spec\.apiKeySecretRef\.namespace"/,
+  },
+  {
+    reason: "a Secret key that no Secret can hold",
+    kind: "ServiceConnection",
+    spec: { ...CONNECTION_SPEC, apiKeySecretRef: { name: "s", key: "a/b" } },
+    message: /spec\.apiKeySecretRef\.key: Invalid value: "a\/b"/,
+  },
+  {
+    reason: "a header name with a space",
+    kind: "ServiceConnection",
+    spec: { ...CONNECTION_SPEC, apiKeyHeader: "X Api Key" },
+    message: /spec\.apiKeyHeader: Invalid value: "X Api Key"/,
+  },
+  {
+    reason: "a qps of zero",
+    kind: "ServiceConnection",
+    spec: { ...CONNECTION_SPEC, qps: 0 },
+    message: /spec\.qps: Invalid value: .*spec\.qps must be at least 0\.001 requests per second/,
+  },
+  {
+    reason: "a qps below the minimum",
+    kind: "ClusterServiceConnection",
+    spec: { ...CLUSTER_SPEC, qps: 0.0001 },
+    message: /spec\.qps: Invalid value: 0\.0001: .*greater than or equal to 0\.001/,
+  },
+  {
+    reason: "a burst of zero",
+    kind: "ClusterServiceConnection",
+    spec: { ...CLUSTER_SPEC, burst: 0 },
+    message: /spec\.burst: Invalid value: 0: .*greater than or equal to 1/,
+  },
+];
+
+describe("connection CRDs: refused input names the field", () => {
+  it.each(invalidConnections)("$kind: refuses $reason", async ({ kind, spec, message }) => {
+    const result = await submit("create", connection(kind, connectionName(), spec));
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(message);
+  });
+});
+
+describe("kubectl get: short names, category dms, printer columns", () => {
+  const status = {
+    conditions: [
+      {
+        type: "Ready",
+        status: "True",
+        reason: "Connected",
+        message: "the service listed 3 providers",
+        lastTransitionTime: "2026-01-01T00:00:00Z",
+      },
+    ],
+    providers: 3,
+    deployments: 2,
+  };
+  let clusterName: string;
+
+  beforeAll(async () => {
+    clusterName = connectionName();
+    for (const [kind, name] of [
+      ["ServiceConnection", "columns"],
+      ["ClusterServiceConnection", clusterName],
+    ] as const) {
+      await kubectlOk(["create", "-n", namespace, "-f", "-"], {
+        input: JSON.stringify(connection(kind, name, { ...KINDS[kind].spec, tenantId: UUID })),
+      });
+      await kubectlOk([
+        "patch",
+        KINDS[kind].plural,
+        name,
+        "-n",
+        namespace,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        JSON.stringify({ status }),
+      ]);
+    }
+  });
+
+  /** The header and the row of `name` in a `kubectl get` table, split on runs of 2+ spaces. */
+  const table = async (args: string[], name: string) => {
+    const lines = (await kubectlOk(["get", ...args])).trimEnd().split("\n");
+    const cells = (line: string) => line.trim().split(/\s{2,}/);
+    const row = lines.find((line) => line.split(/\s+/).includes(name));
+    return { header: cells(lines[0] ?? ""), row: row ? cells(row) : [] };
+  };
+
+  it.each([
+    ["dmsconn", "ServiceConnection"],
+    ["dmscconn", "ClusterServiceConnection"],
+  ] as const)(
+    "kubectl get %s -o wide shows Ready, Reason, Base URL, Providers, Age, Tenant, Deployments",
+    async (short, kind) => {
+      const name = kind === "ServiceConnection" ? "columns" : clusterName;
+      const { header, row } = await table([short, "-n", namespace, "-o", "wide"], name);
+      expect(header).toEqual([
+        "NAME",
+        "READY",
+        "REASON",
+        "BASE URL",
+        "PROVIDERS",
+        "AGE",
+        "TENANT",
+        "DEPLOYMENTS",
+      ]);
+      expect(row).toEqual([
+        name,
+        "True",
+        "Connected",
+        "https://api.example.com",
+        "3",
+        expect.any(String),
+        UUID,
+        "2",
+      ]);
+      const narrow = await table([short, "-n", namespace], name);
+      expect(narrow.header).toEqual(["NAME", "READY", "REASON", "BASE URL", "PROVIDERS", "AGE"]);
+    },
+  );
+
+  it("kubectl get dms lists the Deployments and both connection kinds", async () => {
+    const out = await kubectlOk(["get", "dms", "-n", namespace, "-o", "name"]);
+    const kinds = new Set(
+      out
+        .trim()
+        .split("\n")
+        .map((line) => line.split("/")[0]),
+    );
+    expect(kinds).toEqual(
+      new Set(["deployment.dms.dev", "serviceconnection.dms.dev", "clusterserviceconnection.dms.dev"]),
+    );
+    expect(out).toContain("serviceconnection.dms.dev/columns");
+    expect(out).toContain(`clusterserviceconnection.dms.dev/${clusterName}`);
   });
 });

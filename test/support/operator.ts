@@ -59,6 +59,8 @@ export interface TestOperatorOptions {
   logs?: LogCapture;
   /** Serve /metrics and the probes on loopback ports of the system's choosing. Default off. */
   listen?: boolean;
+  /** Watch ClusterServiceConnections although scoped to `namespaces`. Default off. */
+  clusterConnections?: boolean;
 }
 
 /** A running operator and what a test inspects of it. */
@@ -94,6 +96,7 @@ export function testOperatorConfig(options: TestOperatorOptions): OperatorConfig
     },
     kubeconfig: options.kubeconfig ?? testKubeconfigPath(),
     namespaces: options.namespaces,
+    ...(options.clusterConnections ? { clusterConnections: true } : {}),
     concurrency: options.concurrency ?? 4,
     resyncMs: options.resyncMs ?? 60_000,
     leaderElection: {

@@ -1,9 +1,18 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { CreateDeploymentBodySchema, DEPLOYMENT_SOURCES, type ForgeRepo } from "../../src/api/wire.ts";
+import {
+  CLUSTER_SERVICE_CONNECTION_KIND,
+  ClusterServiceConnectionSchema,
+  CONNECTION_KINDS,
+  type ConnectionKind,
+  SERVICE_CONNECTION_KIND,
+  ServiceConnectionSchema,
+} from "../../src/crd/connection-schema.ts";
 import { resolveGithub } from "../../src/crd/github.ts";
 import { desiredFromSpec } from "../../src/crd/mapping.ts";
 import { type DeploymentResource, DeploymentResourceSchema } from "../../src/crd/schema.ts";
@@ -42,13 +51,31 @@ const deployments = (docs: Doc[]) =>
     .filter((d) => d.object.kind === "Deployment")
     .map((d) => ({ ...d, resource: d.object as unknown as DeploymentResource }));
 
+/** The connection samples, with the TypeBox schema of their kind. */
+const CONNECTION_SCHEMAS: Record<ConnectionKind, TSchema> = {
+  [SERVICE_CONNECTION_KIND]: ServiceConnectionSchema,
+  [CLUSTER_SERVICE_CONNECTION_KIND]: ClusterServiceConnectionSchema,
+};
+const connections = (docs: Doc[]) =>
+  docs.filter((d) => (CONNECTION_KINDS as readonly unknown[]).includes(d.object.kind));
+
+/** A sample needing a connection: it is one, or a Deployment naming one. */
+const usesConnection = (doc: Doc) =>
+  connections([doc]).length > 0 ||
+  deployments([doc]).some((d) => d.resource.spec.connectionRef !== undefined);
+
 describe("manifests/samples", () => {
-  it("kustomization.yaml lists exactly the sample files", async () => {
+  it("kustomization.yaml lists exactly the samples that need no connection of their own", async () => {
+    // `npm run demo` and the quickstart apply it: a connection needs the user's service URL and
+    // key Secret first, and a Deployment on one would wait for it forever.
     const kustomization = parseAllDocuments(
       await readFile(join(dir, "kustomization.yaml"), "utf8"),
     )[0]?.toJS();
-    const files = (await readdir(dir)).filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml");
-    expect([...kustomization.resources].sort()).toEqual(files.sort());
+    const docs = await samples();
+    const files = [...new Set(docs.map((d) => d.file))];
+    const needing = new Set(docs.filter(usesConnection).map((d) => d.file));
+    expect(needing.size).toBeGreaterThan(0);
+    expect([...kustomization.resources].sort()).toEqual(files.filter((f) => !needing.has(f)).sort());
   });
 
   it("covers every source kind, the github shorthand and a secret by reference", async () => {
@@ -67,6 +94,44 @@ describe("manifests/samples", () => {
         file,
       ).toEqual([]);
     }
+  });
+
+  it("has one connection of each kind, each matching its schema", async () => {
+    const found = connections(await samples());
+    expect(found.map((d) => d.object.kind).sort()).toEqual([...CONNECTION_KINDS].sort());
+    for (const { file, object } of found) {
+      const schema = CONNECTION_SCHEMAS[object.kind as ConnectionKind];
+      expect(
+        [...Value.Errors(schema, object)].map((e) => `${e.path}: ${e.message}`),
+        file,
+      ).toEqual([]);
+    }
+  });
+
+  it("tells in each connection's comment how to create the very Secret it reads", async () => {
+    for (const { file, object } of connections(await samples())) {
+      const ref = (object.spec as { apiKeySecretRef: { name: string; key: string; namespace?: string } })
+        .apiKeySecretRef;
+      const text = await readFile(join(dir, file), "utf8");
+      const command = /^#\s+(kubectl create secret generic .*)$/m.exec(text)?.[1]?.split(/\s+/) ?? [];
+      expect(command[4], file).toBe(ref.name);
+      expect(command.find((w) => w.startsWith("--from-literal="))?.split("=")[1], file).toBe(ref.key);
+      const namespace = command[command.indexOf("-n") + 1];
+      // The namespaced kind reads its own namespace: the command leaves it to the user.
+      expect(namespace, file).toBe(ref.namespace ?? "<namespace>");
+    }
+  });
+
+  it("every connectionRef names a connection sample of that kind", async () => {
+    const docs = await samples();
+    const refs = deployments(docs).flatMap((d) =>
+      d.resource.spec.connectionRef ? [d.resource.spec.connectionRef] : [],
+    );
+    expect(refs.length).toBeGreaterThan(0);
+    const known = connections(docs).map(
+      (d) => `${d.object.kind}/${(d.object.metadata as { name: string }).name}`,
+    );
+    for (const ref of refs) expect(known).toContain(`${ref.kind}/${ref.name}`);
   });
 
   it("every Deployment plans a create the service's request schema accepts, against the example seed", async () => {

@@ -81,6 +81,23 @@ describe("importDeployments", () => {
     expect(resourceDoc).not.toContain("sk-never-in-a-resource");
   });
 
+  it("through a connection, every resource names it in spec.connectionRef and still plans nothing", () => {
+    const connectionRef = { kind: "ServiceConnection" as const, name: "prod" };
+    const { parsed, plans, text } = roundTrip([github()], settings({ connectionRef, namespace: "team" }));
+    expect(parsed.problems).toEqual([]);
+    expect(plans.map((p) => p.action)).toEqual(["noop"]);
+    const spec = parsed.resources[0]?.resource.spec;
+    expect(spec?.connectionRef).toEqual(connectionRef);
+    expect(Object.keys(spec ?? {}).slice(0, 3)).toEqual(["name", "source", "connectionRef"]);
+    expect(text).toMatch(
+      /^# Imported from the service's deployment "support-agent" \(.*\) through ServiceConnection\/prod\.$/m,
+    );
+    // Without one, no reference: the resource uses the operator's default connection.
+    expect(importDeployments([github()], settings()).resources[0]?.resource.spec).not.toHaveProperty(
+      "connectionRef",
+    );
+  });
+
   it("without --secrets-from, each deployment reads its own Secret and no manifest (so no value) is written", () => {
     const d = github({ secrets: [{ name: "TOKEN", value: "tok-1" }] });
     const result = importDeployments([d], settings());

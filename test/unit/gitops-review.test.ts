@@ -2,11 +2,17 @@ import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import {
   type PlanReport,
+  planCounts,
   planExitStatus,
   renderPlanJson,
   renderPlanText,
 } from "../../src/gitops/plan-report.ts";
-import { type ReviewAction, type ReviewInputs, reviewResource } from "../../src/gitops/review.ts";
+import {
+  type ReviewAction,
+  type ReviewInputs,
+  reviewResource,
+  skippedEntry,
+} from "../../src/gitops/review.ts";
 import { hashSecrets } from "../../src/reconcile/secrets.ts";
 import { remote } from "./plan-fixtures.ts";
 
@@ -200,6 +206,23 @@ describe("plan report", () => {
     expect(planExitStatus(report([patch, entry(inputs(spec({ source: "internal_docker" })))]))).toBe(1);
     expect(planExitStatus(report([entry(inputs(spec({ secrets: [] })))]))).toBe(1);
     expect(planExitStatus(report([], [{ file: "a.yaml", line: 3, column: 1, message: "x" }]))).toBe(1);
+  });
+
+  it("a skipped resource (another connection than --connection's) leaves the exit status as it is", () => {
+    const skipped = skippedEntry(inputs(spec({ source: "internal_docker" })), "uses another connection");
+    expect(skipped).toMatchObject({ action: "skipped", skipReason: "uses another connection", problems: [] });
+    expect(planExitStatus(report([entry(inputs(spec())), skipped]))).toBe(0);
+    expect(planExitStatus(report([entry(inputs(spec(), { observed: null })), skipped]))).toBe(2);
+    expect(planCounts([skipped, skipped])).toMatchObject({ skipped: 2, noop: 0, error: 0 });
+  });
+
+  it("a resource on a connection is named with it; the default connection is not named", () => {
+    const through = entry(inputs(spec({ connectionRef: { kind: "ClusterServiceConnection", name: "eu" } })));
+    expect(through.connection).toBe("ClusterServiceConnection/eu");
+    expect(renderPlanText(report([through]))).toContain("team/agent via ClusterServiceConnection/eu [");
+    const plain = entry(inputs(spec()));
+    expect(plain.connection).toBe("default");
+    expect(renderPlanText(report([plain]))).toContain("team/agent [");
   });
 
   it("text names each resource, its file and line, the action and each change; JSON holds the same", () => {

@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
-import { registerResourceMetrics } from "../../src/runtime/resource-metrics.ts";
+import { registerConnectionMetrics, registerResourceMetrics } from "../../src/runtime/resource-metrics.ts";
 
 interface Panel {
   title: string;
@@ -19,6 +19,7 @@ const dashboard = JSON.parse(
 async function exportedSeries(): Promise<Set<string>> {
   const metrics = new RuntimeMetrics();
   registerResourceMetrics(metrics.registry, () => []);
+  registerConnectionMetrics(metrics.registry, () => []);
   const names = new Set<string>();
   for (const m of await metrics.registry.getMetricsAsJSON()) {
     names.add(m.name);
@@ -28,7 +29,7 @@ async function exportedSeries(): Promise<Set<string>> {
 }
 
 const PROMQL_WORDS = new Set(
-  "sum max min avg count rate irate increase histogram_quantile by without on ignoring group_left group_right and or unless label_values topk bottomk".split(
+  "sum max min avg count vector rate irate increase histogram_quantile by without on ignoring group_left group_right and or unless label_values topk bottomk".split(
     " ",
   ),
 );
@@ -120,5 +121,28 @@ describe("resource state gauges", () => {
     const later = await metrics.registry.metrics();
     expect(later).toContain('dms_resources{ready="True",synced="True"} 1');
     expect(later).not.toContain('ready="Unknown"');
+  });
+
+  it("give each connection's readiness, with its reason, at scrape time", async () => {
+    const metrics = new RuntimeMetrics({ processMetrics: false });
+    let current = [
+      { key: "ServiceConnection/team-a/prod", status: { conditions: [c("Ready", "True", "Connected")] } },
+      {
+        key: "ClusterServiceConnection/shared",
+        status: { conditions: [c("Ready", "False", "Unauthorized")] },
+      },
+      { key: "ServiceConnection/team-b/new" },
+    ];
+    registerConnectionMetrics(metrics.registry, () => current);
+    const text = await metrics.registry.metrics();
+    expect(text).toContain(
+      'dms_connection_ready{connection="ServiceConnection/team-a/prod",reason="Connected"} 1',
+    );
+    expect(text).toContain(
+      'dms_connection_ready{connection="ClusterServiceConnection/shared",reason="Unauthorized"} 0',
+    );
+    expect(text).toContain('dms_connection_ready{connection="ServiceConnection/team-b/new",reason="None"} 0');
+    current = current.slice(0, 1);
+    expect(await metrics.registry.metrics()).not.toContain("shared");
   });
 });

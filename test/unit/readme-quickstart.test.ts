@@ -4,9 +4,18 @@
 // applied, and the minimum Kubernetes version it states is the one the CRD's CEL features need.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { TSchema } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
 import { describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { RELEASE_FILES } from "../../scripts/release-manifests.ts";
+import {
+  ClusterServiceConnectionSchema,
+  type ConnectionSpec,
+  ServiceConnectionSchema,
+} from "../../src/crd/connection-schema.ts";
+import { CRDS, crdFile } from "../../src/crd/render.ts";
+import { DeploymentResourceSchema } from "../../src/crd/schema.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
@@ -117,8 +126,8 @@ const CEL_FEATURES: { needs: [number, number]; what: string; found: (crd: string
 ];
 
 describe("README requirements", () => {
-  it("states the minimum Kubernetes version the CRD's CEL features need", () => {
-    const crd = readFileSync(join(ROOT, "crds", "dms.dev_deployments.yaml"), "utf8");
+  it("states the minimum Kubernetes version the CRDs' CEL features need", () => {
+    const crd = CRDS.map((c) => readFileSync(join(ROOT, crdFile(c)), "utf8")).join("\n");
     const used = CEL_FEATURES.filter((f) => f.found(crd));
     expect(used.map((f) => f.what)).toContain("x-kubernetes-validations (GA)");
     const [major, minor] = used
@@ -127,5 +136,49 @@ describe("README requirements", () => {
     const min = `${major}.${minor}`;
     expect(README).toContain(`Kubernetes **${min} or later**`);
     expect(README).toContain(`**Kubernetes ≥ ${min}.**`);
+  });
+});
+
+describe("README: Several tenants", () => {
+  const start = README.indexOf("## Several tenants");
+  const block = /```yaml\n([\s\S]*?)```/.exec(README.slice(start))?.[1] ?? "";
+  const objects = parseAllDocuments(block).map((d) => d.toJS() as { kind: string; spec?: unknown });
+  const schemas: Record<string, TSchema> = {
+    Deployment: DeploymentResourceSchema,
+    ServiceConnection: ServiceConnectionSchema,
+    ClusterServiceConnection: ClusterServiceConnectionSchema,
+  };
+
+  it("shows one connection of each kind, a Deployment using each, and their Secrets", () => {
+    expect(objects.map((o) => o.kind).sort()).toEqual([
+      "ClusterServiceConnection",
+      "Deployment",
+      "Deployment",
+      "Secret",
+      "Secret",
+      "ServiceConnection",
+    ]);
+  });
+
+  it.each(["Deployment", "ServiceConnection", "ClusterServiceConnection"])(
+    "its %s objects match the schema",
+    (kind) => {
+      for (const object of objects.filter((o) => o.kind === kind)) {
+        const schema = schemas[kind] as TSchema;
+        expect([...Value.Errors(schema, object)].map((e) => `${e.path}: ${e.message}`)).toEqual([]);
+      }
+    },
+  );
+
+  it("each connection's Secret is one the example creates, in the namespace the connection reads", () => {
+    type Obj = { kind: string; metadata: { name: string; namespace?: string }; spec: ConnectionSpec };
+    const all = objects as unknown as Obj[];
+    const secrets = all
+      .filter((o) => o.kind === "Secret")
+      .map((o) => `${o.metadata.namespace}/${o.metadata.name}`);
+    for (const c of all.filter((o) => o.kind.endsWith("ServiceConnection"))) {
+      const ref = c.spec.apiKeySecretRef;
+      expect(secrets).toContain(`${ref.namespace ?? c.metadata.namespace}/${ref.name}`);
+    }
   });
 });

@@ -13,8 +13,9 @@ import {
 } from "../../src/crd/schema.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
-import { pollIndexer, RemoteSnapshot } from "../../src/reconcile/remote.ts";
+import { pollIndexer, type RemoteSnapshot } from "../../src/reconcile/remote.ts";
 import { hashSecrets } from "../../src/reconcile/secrets.ts";
+import { oneSession, ServiceSession, type SessionLookup } from "../../src/reconcile/session.ts";
 import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";
 import type { Timing } from "../../src/simulator/record.ts";
 import { ManualClock } from "../support/manual-clock.ts";
@@ -62,18 +63,21 @@ function world(timing?: Timing) {
     events,
     secrets,
     snapshot: undefined as unknown as RemoteSnapshot,
+    /** What the resource's connection is, when not the one session every resource uses. */
+    connection: undefined as SessionLookup | undefined,
     reconciler: undefined as unknown as DeploymentReconciler,
     /** A new process: a new reconciler whose snapshot has not listed anything yet. */
     restart() {
-      w.snapshot = new RemoteSnapshot(service, clock, { maxAgeMs: 60_000 });
+      const logger = pino({ level: "silent" });
+      const session = new ServiceSession(service, { clock, logger, listingMaxAgeMs: 60_000 });
+      w.snapshot = session.snapshot;
       w.reconciler = new DeploymentReconciler({
         resources,
-        service,
+        sessions: { lookup: (obj) => w.connection ?? oneSession(session).lookup(obj) },
         secrets,
         events,
-        snapshot: w.snapshot,
         clock,
-        logger: pino({ level: "silent" }),
+        logger,
         pollMs: POLL_MS,
         createGraceMs: GRACE_MS,
       });
@@ -336,6 +340,97 @@ const cases: Case[] = [
     calls: {},
     conditions: { Ready: "Unknown/Paused", Synced: "False/Paused" },
     events: [],
+  },
+  {
+    reason: "a connection that is not Ready: ConnectionNotReady naming it, Stalled, and no service call",
+    arrange: (w) => {
+      w.apply({ connectionRef: { kind: "ServiceConnection", name: "prod" } });
+      w.connection = {
+        kind: "unavailable",
+        message: "ServiceConnection default/prod is not Ready (Unauthorized)",
+      };
+    },
+    outcome: { result: { kind: "done" } },
+    calls: {},
+    conditions: {
+      Ready: "Unknown/Unknown",
+      Synced: "False/ConnectionNotReady",
+      Stalled: "True/ConnectionNotReady",
+    },
+    events: [],
+    also: (w) => {
+      const stored = w.resources.stored(REF);
+      expect(stored?.status?.conditions?.find((c) => c.type === "Synced")?.message).toBe(
+        "ServiceConnection default/prod is not Ready (Unauthorized)",
+      );
+      expect(stored?.status?.connection).toBe("ServiceConnection/prod");
+    },
+  },
+  {
+    reason:
+      "a connection not checked yet: nothing concluded, nothing written (its check enqueues the resource)",
+    arrange: (w) => {
+      w.apply({ connectionRef: { kind: "ClusterServiceConnection", name: "shared" } });
+      w.connection = { kind: "pending" };
+    },
+    outcome: { result: { kind: "done" } },
+    calls: {},
+    conditions: {},
+    events: [],
+    also: (w) => expect(w.resources.writes.patchStatus).toBe(0),
+  },
+  {
+    reason: "paused beats an unusable connection: the status says Paused, not the connection",
+    arrange: (w) => {
+      w.apply(
+        { connectionRef: { kind: "ServiceConnection", name: "prod" } },
+        { annotations: { [ANNOTATION_PAUSED]: "true" } },
+      );
+      w.connection = { kind: "unavailable", message: "ServiceConnection default/prod not found" };
+    },
+    outcome: { result: { kind: "done" } },
+    calls: {},
+    conditions: { Ready: "Unknown/Paused", Synced: "False/Paused" },
+    events: [],
+  },
+  {
+    reason:
+      "deleting under Delete while the connection is unusable: the finalizer holds, and the message says how to let go",
+    arrange: async (w) => {
+      await w.settled({ deletionPolicy: "Delete" });
+      w.resources.delete(REF);
+      w.connection = { kind: "unavailable", message: "ServiceConnection default/prod not found" };
+    },
+    outcome: { result: { kind: "done" } },
+    calls: {},
+    conditions: {
+      Ready: "True/Available",
+      Synced: "False/ConnectionNotReady",
+      Stalled: "True/ConnectionNotReady",
+    },
+    events: [],
+    also: (w) => {
+      const stored = w.resources.stored(REF);
+      expect(stored?.metadata.finalizers).toEqual([FINALIZER]);
+      expect(stored?.status?.conditions?.find((c) => c.type === "Synced")?.message).toContain(
+        "remove the finalizer dms.dev/finalizer to leave it",
+      );
+    },
+  },
+  {
+    reason: "the default connection is recorded in status.connection",
+    arrange: (w) => {
+      w.apply();
+    },
+    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
+    calls: { create: 1, findByName: 1 },
+    conditions: {
+      Ready: "False/AwaitingDatabase",
+      Synced: "True/ReconcileSuccess",
+      Reconciling: "True/AwaitingDatabase",
+    },
+    events: ["Normal/Created"],
+    also: (w) => expect(w.resources.stored(REF)?.status?.connection).toBe("default"),
   },
   {
     reason: "ObserveOnly reports the drift it sees and never writes to the service",

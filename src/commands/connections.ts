@@ -1,0 +1,70 @@
+/**
+ * The cluster as `plan` and `import` read it through `--kubeconfig`, and the service clients of
+ * the connections they read there (`--connection`, and for `plan` each resource's own
+ * `spec.connectionRef`).
+ */
+import type { ServiceClient } from "../api/client.ts";
+import type { ServiceConfig } from "../config.ts";
+import { type ConnectionReadPorts, readConnection } from "../connection/read.ts";
+import { type ConnectionId, connectionKey, serviceConfigOf } from "../connection/settings.ts";
+import { KubeClient } from "../kube/client.ts";
+import { loadKubeConfig } from "../kube/config.ts";
+import { KubeSecrets } from "../kube/secrets.ts";
+
+/** A cluster a command reads (never writes). */
+export interface CommandCluster extends ConnectionReadPorts {
+  client: KubeClient;
+  secrets: KubeSecrets;
+  /** The kubeconfig context's namespace, if it names one. */
+  namespace: string | undefined;
+}
+
+/** The cluster of `kubeconfig` (and `context`): nothing is cached or watched. */
+export function commandCluster(
+  kubeconfig: string,
+  context: string | undefined,
+  userAgent: string,
+): CommandCluster {
+  const kube = loadKubeConfig({ kubeconfig, ...(context ? { context } : {}) });
+  const client = new KubeClient(kube.config, { userAgent });
+  return { client, secrets: new KubeSecrets({ client }), namespace: kube.namespace };
+}
+
+/**
+ * One service client per connection for the whole run: each connection and its Secret are read
+ * once, on first use; a failure to read one is remembered too, so every resource using it gets
+ * the same answer without asking the cluster again.
+ */
+export class ConnectionClients {
+  readonly #ports: ConnectionReadPorts;
+  readonly #defaults: () => ServiceConfig;
+  readonly #client: (config: ServiceConfig) => ServiceClient;
+  readonly #clients = new Map<string, Promise<ServiceClient>>();
+
+  /**
+   * `defaults` gives what a connection's spec leaves out (called once per connection, so a
+   * command whose resources use none never validates them); `client` makes a client.
+   */
+  constructor(
+    ports: ConnectionReadPorts,
+    defaults: () => ServiceConfig,
+    client: (config: ServiceConfig) => ServiceClient,
+  ) {
+    this.#ports = ports;
+    this.#defaults = defaults;
+    this.#client = client;
+  }
+
+  /** The client of connection `id`; rejects with a `ConnectionReadError` when it cannot be used. */
+  client(id: ConnectionId, signal: AbortSignal): Promise<ServiceClient> {
+    const key = connectionKey(id);
+    let found = this.#clients.get(key);
+    if (!found) {
+      found = readConnection(this.#ports, id, signal).then((read) =>
+        this.#client(serviceConfigOf(read.spec, read.apiKey, this.#defaults())),
+      );
+      this.#clients.set(key, found);
+    }
+    return found;
+  }
+}

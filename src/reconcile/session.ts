@@ -1,0 +1,60 @@
+/**
+ * The service as one connection reaches it: its port, the snapshot of its deployments, its forge
+ * repository listings and its revision tracking. One per connection (the default one included),
+ * so that each tenant has its own listing, resync cost and cached answers.
+ */
+import type { Logger } from "pino";
+import type { Clock } from "../runtime/clock.ts";
+import { RepoListings } from "./inputs.ts";
+import type { DeploymentsPort, StoredResource } from "./ports.ts";
+import { RemoteSnapshot } from "./remote.ts";
+import { RevisionTracker } from "./revisions.ts";
+
+/** Options of {@link ServiceSession}. */
+export interface ServiceSessionOptions {
+  clock: Clock;
+  logger: Logger;
+  /** How long a listing answers for the service outside a resync pass (the resync period). */
+  listingMaxAgeMs: number;
+  /** How long a forge repository listing is reused. Default 5 min. */
+  repoListingTtlMs?: number;
+  /** Read the latest revision while a rollout is in progress. Default true. */
+  revisionTracking?: boolean;
+}
+
+/** One connection's view of the service (see the module comment). */
+export class ServiceSession {
+  readonly service: DeploymentsPort;
+  readonly snapshot: RemoteSnapshot;
+  readonly repos: RepoListings;
+  readonly revisions: RevisionTracker;
+
+  constructor(service: DeploymentsPort, options: ServiceSessionOptions) {
+    this.service = service;
+    this.snapshot = new RemoteSnapshot(service, options.clock, { maxAgeMs: options.listingMaxAgeMs });
+    this.repos = new RepoListings(service, options.clock, options.repoListingTtlMs ?? 300_000);
+    this.revisions = new RevisionTracker(service, options.logger, options.revisionTracking ?? true);
+  }
+}
+
+/**
+ * Whether a resource's connection can be used now:
+ * - `ready`: through `session`;
+ * - `unavailable`: missing, not Ready or not allowed; `message` names it and the fix;
+ * - `pending`: it exists but has not been checked since the operator started (its check
+ *   enqueues the resources using it).
+ */
+export type SessionLookup =
+  | { kind: "ready"; session: ServiceSession }
+  | { kind: "unavailable"; message: string }
+  | { kind: "pending" };
+
+/** The connections the reconciler reaches the service through. */
+export interface Sessions {
+  lookup(obj: StoredResource): SessionLookup;
+}
+
+/** Every resource through one session: an operator (or a test) with only the default connection. */
+export function oneSession(session: ServiceSession): Sessions {
+  return { lookup: () => ({ kind: "ready", session }) };
+}

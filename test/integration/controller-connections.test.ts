@@ -1,0 +1,242 @@
+// Several tenants from one operator: two simulators stand for two tenants with different keys,
+// reached through a ServiceConnection and a ClusterServiceConnection. The same name lives on
+// both; a wrong key shows on the connection and on its Deployments, and a corrected Secret heals
+// both without a restart; a ServiceConnection of another namespace cannot be used; a 429 on one
+// tenant does not hold back the other; deleting a connection in use is held until none uses it.
+import { randomBytes } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ConnectionStatus } from "../../src/crd/connection-schema.ts";
+import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import type { RunningSimulator } from "../../src/simulator/server.ts";
+import { freshNamespace, kubectl, kubectlOk, waitFor } from "../support/cluster.ts";
+import { startOperator, startTestSimulator, TEST_API_KEY, type TestOperator } from "../support/operator.ts";
+import { ClusterUser, conditionOf, hasCondition } from "../support/resources.ts";
+
+const KEY_B = "tenant-b-key-5f2c0e9a7d";
+const TENANT_A = "6f1c1d2e-0000-4000-8000-00000000000a";
+const TENANT_B = "6f1c1d2e-0000-4000-8000-00000000000b";
+const PROVIDER = (id: string) => ({ provider_id: id, name: id });
+
+const spec = (connectionRef?: DeploymentSpec["connectionRef"]): DeploymentSpec => ({
+  source: "internal_docker",
+  sourceConfig: { resourceSpec: { minScale: 1, maxScale: 2 } },
+  sourceRevisionConfig: { imageUri: "registry.example.com/shop:1" },
+  ...(connectionRef ? { connectionRef } : {}),
+});
+
+/** Every request a simulator served past its faults, as `METHOD /path?query`. */
+function recorder() {
+  const seen: string[] = [];
+  return { seen, onRequest: (req: IncomingMessage) => seen.push(`${req.method} ${req.url ?? ""}`) };
+}
+
+/** How many answers with `status` a simulator gave, over all routes (its own counters). */
+const answered = (sim: RunningSimulator, status: string) =>
+  Object.values(sim.counters()).reduce((sum, byStatus) => sum + (byStatus[status] ?? 0), 0);
+
+interface Connection {
+  metadata?: { deletionTimestamp?: string; finalizers?: string[] };
+  status?: ConnectionStatus;
+}
+
+describe("controller: connections to several tenants", () => {
+  const suffix = randomBytes(3).toString("hex");
+  const clusterName = `tenant-b-${suffix}`;
+  const user = new ClusterUser();
+  let nsA: string;
+  let nsB: string;
+  let simA: RunningSimulator;
+  let simB: RunningSimulator;
+  let op: TestOperator;
+  const seenA = recorder();
+  const seenB = recorder();
+
+  const getConnection = async (kind: string, name: string, namespace?: string) => {
+    const args = ["get", kind, name, "-o", "json", ...(namespace ? ["-n", namespace] : [])];
+    const result = await kubectl(args);
+    return result.code === 0 ? (JSON.parse(result.stdout) as Connection) : undefined;
+  };
+  const ready = (c: Connection | undefined) => c?.status?.conditions?.find((x) => x.type === "Ready");
+  const waitConnection = (kind: string, name: string, namespace: string | undefined, reason: string) =>
+    waitFor(
+      async () => {
+        const c = await getConnection(kind, name, namespace);
+        return ready(c)?.reason === reason ? c : undefined;
+      },
+      { description: `${kind} ${name} Ready reason ${reason}`, timeoutMs: 20_000 },
+    );
+  const apply = (object: object) => kubectlOk(["apply", "-f", "-"], { input: JSON.stringify(object) });
+
+  beforeAll(async () => {
+    nsA = await freshNamespace("conn-a");
+    nsB = await freshNamespace("conn-b");
+    simA = await startTestSimulator({
+      tenantId: TENANT_A,
+      seed: { providers: [PROVIDER("github"), PROVIDER("google")] },
+      onRequest: seenA.onRequest,
+    });
+    simB = await startTestSimulator({
+      apiKey: KEY_B,
+      tenantId: TENANT_B,
+      seed: { providers: [PROVIDER("github")] },
+      onRequest: seenB.onRequest,
+    });
+    await user.putSecret(nsA, "tenant-a", { "api-key": TEST_API_KEY });
+    await user.putSecret(nsB, "tenant-b", { "api-key": KEY_B });
+    await apply({
+      apiVersion: "dms.dev/v1alpha1",
+      kind: "ServiceConnection",
+      metadata: { name: "tenant-a", namespace: nsA },
+      spec: { baseUrl: simA.url, apiKeySecretRef: { name: "tenant-a", key: "api-key" } },
+    });
+    await apply({
+      apiVersion: "dms.dev/v1alpha1",
+      kind: "ClusterServiceConnection",
+      metadata: { name: clusterName },
+      spec: { baseUrl: simB.url, apiKeySecretRef: { name: "tenant-b", key: "api-key", namespace: nsB } },
+    });
+    // The default connection points at a simulator nobody uses here: every call it gets is a bug.
+    op = startOperator({ simulator: simA, namespaces: [nsA, nsB], clusterConnections: true });
+    await op.started();
+  });
+
+  afterAll(async () => {
+    await kubectl(["delete", "clusterserviceconnection", clusterName, "--wait=false"]);
+    await kubectl(["delete", "deployments.dms.dev", "--all", "-n", nsA, "--wait=false"]);
+    await kubectl(["delete", "deployments.dms.dev", "--all", "-n", nsB, "--wait=false"]);
+    await waitFor(async () => (await getConnection("clusterserviceconnection", clusterName)) === undefined, {
+      description: "the cluster connection to go",
+      timeoutMs: 20_000,
+    }).catch(() => {});
+    await op?.stop();
+    await simA?.close();
+    await simB?.close();
+  });
+
+  it("reports each connection Ready with the providers its tenant lists", async () => {
+    const a = await waitConnection("serviceconnection", "tenant-a", nsA, "Connected");
+    const b = await waitConnection("clusterserviceconnection", clusterName, undefined, "Connected");
+    expect(a?.status?.providers).toBe(2);
+    expect(b?.status?.providers).toBe(1);
+    expect(a?.status?.lastProbeTime).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(a?.metadata?.finalizers).toContain("dms.dev/connection-in-use");
+    // The probe is the providers listing, with the connection's own key.
+    expect(seenB.seen.some((r) => r.startsWith("GET /v2/auth/providers"))).toBe(true);
+  });
+
+  it("deploys the same name to two tenants from two namespaces, without a conflict", async () => {
+    await user.create(nsA, "shop", spec({ kind: "ServiceConnection", name: "tenant-a" }));
+    await user.create(nsB, "shop", spec({ kind: "ClusterServiceConnection", name: clusterName }));
+    const inA = await user.waitReady(nsA, "shop");
+    const inB = await user.waitReady(nsB, "shop");
+    expect(inA.status?.connection).toBe("ServiceConnection/tenant-a");
+    expect(inB.status?.connection).toBe(`ClusterServiceConnection/${clusterName}`);
+    expect(inA.status?.tenantId).toBe(TENANT_A);
+    expect(inB.status?.tenantId).toBe(TENANT_B);
+    expect(simA.store.list().map((d) => d.name)).toEqual(["shop"]);
+    expect(simB.store.list().map((d) => d.name)).toEqual(["shop"]);
+    const counted = await waitFor(
+      async () => {
+        const c = await getConnection("clusterserviceconnection", clusterName);
+        return c?.status?.deployments === 1 ? c : undefined;
+      },
+      { description: "the cluster connection to count its Deployment" },
+    );
+    expect(counted?.status?.deployments).toBe(1);
+  });
+
+  it("cannot use a ServiceConnection of another namespace, and makes no call for it", async () => {
+    const before = seenA.seen.length;
+    await user.create(nsB, "borrower", spec({ kind: "ServiceConnection", name: "tenant-a" }));
+    const stuck = await user.waitFor(
+      nsB,
+      "borrower",
+      (o) => hasCondition(o, "Synced", "False", "ConnectionNotReady"),
+      "ConnectionNotReady",
+    );
+    expect(conditionOf(stuck, "Synced")?.message).toContain(`ServiceConnection ${nsB}/tenant-a not found`);
+    expect(hasCondition(stuck, "Stalled", "True", "ConnectionNotReady")).toBe(true);
+    const asked = seenA.seen.slice(before);
+    expect(asked.filter((r) => r.includes("borrower") || r.startsWith("POST"))).toEqual([]);
+    expect(simA.store.list().map((d) => d.name)).toEqual(["shop"]);
+  });
+
+  it("shows a wrong key on the connection and its Deployments; a corrected Secret heals both", async () => {
+    await user.putSecret(nsB, "tenant-b", { "api-key": "a-wrong-key" });
+    const refused = await waitConnection("clusterserviceconnection", clusterName, undefined, "Unauthorized");
+    expect(ready(refused)?.status).toBe("False");
+    expect(ready(refused)?.message).not.toContain("a-wrong-key");
+    // A change of the resource is not sent: its connection is not Ready.
+    await user.patch(nsB, "shop", { spec: { sourceConfig: { resourceSpec: { maxScale: 3 } } } });
+    const blocked = await user.waitFor(
+      nsB,
+      "shop",
+      (o) => hasCondition(o, "Synced", "False", "ConnectionNotReady"),
+      "ConnectionNotReady",
+    );
+    expect(conditionOf(blocked, "Synced")?.message).toContain(`ClusterServiceConnection ${clusterName}`);
+    expect(conditionOf(blocked, "Synced")?.message).toContain("Unauthorized");
+    expect(simB.store.list()[0]?.source_config?.resource_spec?.max_scale).toBe(2);
+
+    await user.putSecret(nsB, "tenant-b", { "api-key": KEY_B });
+    await waitConnection("clusterserviceconnection", clusterName, undefined, "Connected");
+    await user.waitFor(nsB, "shop", (o) => hasCondition(o, "Synced", "True"), "Synced again");
+    await waitFor(() => simB.store.list()[0]?.source_config?.resource_spec?.max_scale === 3, {
+      description: "the held change to reach tenant B",
+    });
+  });
+
+  it("keeps serving one tenant while the other answers 429", async () => {
+    simA.faults.set({ errors: [{ status: 429, rate: 1, retryAfterSeconds: 60 }] });
+    try {
+      await user.patch(nsA, "shop", { spec: { sourceConfig: { resourceSpec: { maxScale: 4 } } } });
+      // Tenant A has answered 429 (with Retry-After) before tenant B is asked anything.
+      await waitFor(() => answered(simA, "429") > 0, { description: "tenant A to answer 429" });
+      await user.patch(nsB, "shop", { spec: { sourceConfig: { resourceSpec: { maxScale: 5 } } } });
+      // Tenant A waits out its Retry-After (a minute); tenant B's change goes through meanwhile.
+      await waitFor(() => simB.store.list()[0]?.source_config?.resource_spec?.max_scale === 5, {
+        description: "tenant B's change while tenant A is rate limited",
+        timeoutMs: 20_000,
+      });
+      expect(simA.store.list()[0]?.source_config?.resource_spec?.max_scale).toBe(2);
+    } finally {
+      simA.faults.set({});
+    }
+  });
+
+  it("under deletionPolicy Delete, deletes the service's deployment through the resource's own connection", async () => {
+    await user.create(nsB, "preview", {
+      ...spec({ kind: "ClusterServiceConnection", name: clusterName }),
+      deletionPolicy: "Delete",
+    });
+    await user.waitReady(nsB, "preview");
+    expect(simB.store.list().map((d) => d.name)).toContain("preview");
+    await user.delete(nsB, "preview");
+    await waitFor(async () => (await user.get(nsB, "preview")) === undefined, {
+      description: "the resource to go once its deployment is deleted",
+      timeoutMs: 20_000,
+    });
+    expect(simB.store.list().map((d) => d.name)).not.toContain("preview");
+    expect(seenA.seen.filter((r) => r.startsWith("DELETE"))).toEqual([]);
+  });
+
+  it("holds the deletion of a connection in use until no Deployment uses it", async () => {
+    await kubectlOk(["delete", "serviceconnection", "tenant-a", "-n", nsA, "--wait=false"]);
+    const held = await waitFor(
+      async () => {
+        const c = await getConnection("serviceconnection", "tenant-a", nsA);
+        const reconciling = c?.status?.conditions?.find((x) => x.type === "Reconciling");
+        return reconciling?.reason === "InUse" ? { c, reconciling } : undefined;
+      },
+      { description: "the held deletion's condition" },
+    );
+    expect(held?.c?.metadata?.deletionTimestamp).toBeDefined();
+    expect(held?.reconciling.message).toContain("1 still does");
+
+    await user.delete(nsA, "shop");
+    await waitFor(async () => (await getConnection("serviceconnection", "tenant-a", nsA)) === undefined, {
+      description: "the connection to go once unused",
+    });
+  });
+});
