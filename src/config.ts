@@ -64,6 +64,43 @@ export type ReadTextFile = (path: string) => string;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /**
+ * How each service setting is read (see {@link Setting}). The API key and its file are read as a
+ * pair, outside the table (see {@link serviceConfigFrom}).
+ */
+export const SERVICE_SETTINGS = {
+  baseUrl: { env: SERVICE_ENV.baseUrl, parse: baseUrl, required: "https://api.example.com" },
+  tenantId: { env: SERVICE_ENV.tenantId, parse: text },
+  apiKeyHeader: { env: SERVICE_ENV.apiKeyHeader, parse: headerName, default: "X-Api-Key" },
+  tenantHeader: { env: SERVICE_ENV.tenantHeader, parse: headerName, default: "X-Tenant-Id" },
+  insecureSkipTlsVerify: {
+    env: SERVICE_ENV.insecureSkipTlsVerify,
+    parse: boolean,
+    default: "false",
+    shown: "off",
+  },
+  timeoutMs: {
+    env: SERVICE_ENV.timeoutMs,
+    parse: number({ integer: true, min: 1, max: 600_000, unit: "milliseconds" }),
+    default: "10000",
+  },
+  retries: {
+    env: SERVICE_ENV.retries,
+    parse: number({ integer: true, min: 0, max: 20, unit: "retries" }),
+    default: "4",
+  },
+  qps: {
+    env: SERVICE_ENV.qps,
+    parse: number({ integer: false, min: 0.001, max: 100_000, unit: "requests per second" }),
+    default: "20",
+  },
+  burst: {
+    env: SERVICE_ENV.burst,
+    parse: number({ integer: true, min: 1, max: 100_000, unit: "requests" }),
+    default: "40",
+  },
+} satisfies Settings;
+
+/**
  * Service connection settings from `flags`, falling back to `env`, then to defaults.
  *
  * Contract: never throws; returns every problem at once. The key comes from `--api-key`,
@@ -76,67 +113,127 @@ export function serviceConfigFrom(
   env: Env,
   readTextFile: ReadTextFile = (path) => readFileSync(path, "utf8"),
 ): ConfigResult<ServiceConfig> {
-  const problems: string[] = [];
-  const pick = (key: keyof typeof SERVICE_ENV): string | undefined =>
-    pickSetting(flags[key as keyof ServiceFlags], env[SERVICE_ENV[key]]);
-  const where = (key: keyof typeof SERVICE_ENV) => `${flagOf(key)} / ${SERVICE_ENV[key]}`;
-
-  const baseUrl = checkBaseUrl(pick("baseUrl"), where("baseUrl"), problems);
+  const { values, problems } = readSettings(SERVICE_SETTINGS, flags, env);
   // Flags win as a group: `--api-key` must not clash with a DMS_API_KEY_FILE left in the environment.
   const keyFromFlags = flags.apiKey !== undefined || flags.apiKeyFile !== undefined;
+  const fromEnv = (key: "apiKey" | "apiKeyFile") => pickSetting(undefined, env[SERVICE_ENV[key]]);
   const apiKey = resolveApiKey(
-    keyFromFlags ? flags.apiKey : pick("apiKey"),
-    keyFromFlags ? flags.apiKeyFile : pick("apiKeyFile"),
+    keyFromFlags ? flags.apiKey : fromEnv("apiKey"),
+    keyFromFlags ? flags.apiKeyFile : fromEnv("apiKeyFile"),
     readTextFile,
     problems,
   );
-  const tenantId = pick("tenantId");
-  const apiKeyHeader = pick("apiKeyHeader") ?? "X-Api-Key";
-  const tenantHeader = pick("tenantHeader") ?? "X-Tenant-Id";
-  for (const [key, value] of [
-    ["apiKeyHeader", apiKeyHeader],
-    ["tenantHeader", tenantHeader],
-  ] as const) {
-    if (!HEADER_NAME.test(value)) {
-      problems.push(`${where(key)}: ${JSON.stringify(value)} is not a valid header name, e.g. X-Api-Key`);
-    }
-  }
-  const insecure = flags.insecureSkipTlsVerify ?? parseBool(pick("insecureSkipTlsVerify"));
-  if (insecure === null) problems.push(`${where("insecureSkipTlsVerify")}: must be true or false`);
-
-  const number = (key: "timeoutMs" | "retries" | "qps" | "burst", rule: NumberRule) =>
-    parseNumber(pick(key), where(key), rule, problems);
-  const config: ServiceConfig = {
-    baseUrl: baseUrl ?? "",
-    apiKey,
-    tenantId,
-    apiKeyHeader,
-    tenantHeader,
-    insecureSkipTlsVerify: insecure ?? false,
-    timeoutMs: number("timeoutMs", {
-      integer: true,
-      min: 1,
-      max: 600_000,
-      fallback: 10_000,
-      unit: "milliseconds",
-    }),
-    retries: number("retries", { integer: true, min: 0, max: 20, fallback: 4, unit: "retries" }),
-    qps: number("qps", {
-      integer: false,
-      min: 0.001,
-      max: 100_000,
-      fallback: 20,
-      unit: "requests per second",
-    }),
-    burst: number("burst", { integer: true, min: 1, max: 100_000, fallback: 40, unit: "requests" }),
-  };
-  return problems.length > 0 ? { ok: false, problems } : { ok: true, config };
+  if (problems.length > 0) return { ok: false, problems };
+  return { ok: true, config: { ...values, baseUrl: values.baseUrl ?? "", apiKey } };
 }
 
 /** The settings with the key replaced by whether one is set: safe to log or print. */
 export function describeServiceConfig(config: ServiceConfig): Record<string, unknown> {
   const { apiKey, ...rest } = config;
   return { ...rest, apiKey: apiKey === undefined ? "(none)" : "(set)" };
+}
+
+/**
+ * What a setting's parser makes of its text: the value, or a problem, said after the setting's
+ * flag and variable (`--poll-interval / DMS_POLL_INTERVAL: must be at least 1s`).
+ */
+export type Parsed<T> = { value: T } | { problem: string };
+
+/**
+ * One setting of a command, as a row of a table keyed by the setting's name. Its flag is the
+ * name's long form (`pollInterval` is `--poll-interval`, which commander reads back into
+ * `pollInterval`); its variable is `env`. A given flag wins over the variable, which wins over the
+ * default (see {@link pickSetting}); a switch (a flag without a value, like `--leader-elect`)
+ * gives its boolean as is.
+ */
+export interface Setting<T> {
+  /** The environment variable, if the setting has one. */
+  env?: string;
+  /** The value of a text; `fallback` is the default's text, for problems that name it. */
+  parse: (text: string, fallback: string | undefined) => Parsed<T>;
+  /** The default as a user writes it, parsed like a given text. None: the setting is unset. */
+  default?: string;
+  /** The setting must be given; this is an example of a value. */
+  required?: string;
+  /** For the help: the value's placeholder (`<duration>`); none for a switch. */
+  arg?: string;
+  /** For the help: what the setting is. */
+  help?: string;
+  /** For the help: the default as said there, when not its text (`all`, `on`). */
+  shown?: string;
+}
+
+/** A table of settings, keyed by name. */
+export type Settings = Record<string, Setting<unknown>>;
+
+/** The values a table of settings reads to: unset only where a setting has no default. */
+export type SettingValues<S extends Settings> = {
+  [K in keyof S]: ValueOf<S[K]> | (S[K] extends { default: string } ? never : undefined);
+};
+type ValueOf<S> = S extends { parse: (...args: never[]) => infer P }
+  ? P extends { value: infer T }
+    ? T
+    : never
+  : never;
+
+/**
+ * Reads every setting of `table` from `flags` and `env`, in the table's order. A problem is one
+ * line naming the flag and the variable; the setting then takes its default, so that the other
+ * settings' rules can still be checked. `given` holds the texts a user gave.
+ */
+export function readSettings<S extends Settings>(
+  table: S,
+  flags: object,
+  env: Env,
+): { values: SettingValues<S>; given: Partial<Record<keyof S, string>>; problems: string[] } {
+  const values: Record<string, unknown> = {};
+  const given: Record<string, string> = {};
+  const problems: string[] = [];
+  for (const [key, setting] of Object.entries(table)) {
+    const flag = (flags as Record<string, unknown>)[key];
+    if (typeof flag === "boolean") {
+      values[key] = flag;
+      continue;
+    }
+    const fromFlag = typeof flag === "string" || typeof flag === "number" ? flag : undefined;
+    const text = pickSetting(fromFlag, setting.env === undefined ? undefined : env[setting.env]);
+    if (text !== undefined) given[key] = text;
+    else if (setting.required !== undefined)
+      problems.push(`${settingName(key, setting.env)}: required, e.g. ${setting.required}`);
+    const parsed = text === undefined ? undefined : setting.parse(text, setting.default);
+    if (parsed && "value" in parsed) values[key] = parsed.value;
+    else {
+      if (parsed) problems.push(`${settingName(key, setting.env)}: ${parsed.problem}`);
+      values[key] = defaultOf(setting);
+    }
+  }
+  return { values: values as SettingValues<S>, given: given as Partial<Record<keyof S, string>>, problems };
+}
+
+/** A setting's default value: its default text parsed (undefined when it has none). */
+export function defaultOf<T>(setting: Setting<T>): T | undefined {
+  if (setting.default === undefined) return undefined;
+  const parsed = setting.parse(setting.default, setting.default);
+  if ("problem" in parsed)
+    throw new Error(`the default ${setting.default} does not parse: ${parsed.problem}`);
+  return parsed.value;
+}
+
+/** How problems name a setting: its flag, and its variable when it has one. */
+export function settingName(key: string, env: string | undefined): string {
+  return env === undefined ? flagOf(key) : `${flagOf(key)} / ${env}`;
+}
+
+/** The help line of a setting: what it is, its default, its variable. */
+export function settingHelp(setting: Setting<unknown>): string {
+  const shown = setting.shown ?? setting.default;
+  return [
+    setting.help ?? "",
+    shown ? `(default ${shown})` : "",
+    setting.env === undefined ? "" : `(env ${setting.env})`,
+  ]
+    .filter((part) => part !== "")
+    .join(" ");
 }
 
 /**
@@ -164,38 +261,132 @@ export function parseBool(value: string | undefined): boolean | undefined | null
   return null;
 }
 
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/**
+ * Parses a Go-style duration (`90s`, `5m`, `1h30m`, `500ms`), as flags, variables and annotations
+ * give them. Undefined when malformed or zero.
+ */
+export function parseDuration(text: string): number | undefined {
+  const trimmed = text.trim();
+  if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(trimmed)) return undefined;
+  let total = 0;
+  for (const [, amount, , unit] of trimmed.matchAll(/(\d+(\.\d+)?)(ms|s|m|h)/g)) {
+    total += Number(amount) * (UNIT_MS[unit ?? "s"] ?? 0);
+  }
+  return total > 0 ? Math.round(total) : undefined;
+}
+
 /** Whether `value` is a Kubernetes namespace name (a DNS-1123 label: at most 63 of a-z, 0-9, '-'). */
 export function isNamespaceName(value: string): boolean {
   return value.length <= 63 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value);
 }
 
-/** The long flag of a setting, e.g. `--base-url`. */
-export function flagOf(key: keyof typeof SERVICE_ENV): string {
+/** The long flag of a setting, e.g. `--base-url` for `baseUrl`. */
+export function flagOf(key: string): string {
   return `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 }
 
-function checkBaseUrl(value: string | undefined, where: string, problems: string[]): string | undefined {
-  if (value === undefined) {
-    problems.push(`${where}: required, e.g. https://api.example.com`);
-    return undefined;
-  }
+// The parsers of the settings' texts: each kind of value has one (see `parsers`).
+
+/** Any text, as given. */
+function text(value: string): Parsed<string> {
+  return { value };
+}
+
+/** A boolean, spelled as {@link parseBool} reads it. */
+function boolean(value: string): Parsed<boolean> {
+  const b = parseBool(value);
+  return typeof b === "boolean" ? { value: b } : { problem: "must be true or false (or 1/0, yes/no)" };
+}
+
+/** `on`/`off`, or a boolean as {@link parseBool} spells it. */
+function onOff(value: string): Parsed<boolean> {
+  const v = value.trim().toLowerCase();
+  const b = v === "on" ? true : v === "off" ? false : parseBool(value);
+  return typeof b === "boolean"
+    ? { value: b }
+    : { problem: `must be on or off, got ${JSON.stringify(value)}` };
+}
+
+/** A number within a range. */
+export interface NumberRule {
+  integer: boolean;
+  min: number;
+  max: number;
+  /** What it counts, for the problem: `milliseconds`. */
+  unit: string;
+}
+
+/** A number within `rule`. */
+function number(rule: NumberRule): Setting<number>["parse"] {
+  return (value, fallback) => {
+    const n = Number(value.trim());
+    if (
+      value.trim() === "" ||
+      !Number.isFinite(n) ||
+      (rule.integer && !Number.isInteger(n)) ||
+      n < rule.min ||
+      n > rule.max
+    ) {
+      const kind = rule.integer ? "an integer" : "a number";
+      const problem = `must be ${kind} from ${rule.min} to ${rule.max} (${rule.unit}), got ${JSON.stringify(value)}`;
+      return { problem: fallback === undefined ? problem : `${problem}; default ${fallback}` };
+    }
+    return { value: n };
+  };
+}
+
+/** A duration in ms, at least `atLeast` (written as a duration) when given. */
+function duration(atLeast?: string): Setting<number>["parse"] {
+  const min = atLeast === undefined ? 0 : (parseDuration(atLeast) ?? 0);
+  return (value, fallback) => {
+    const ms = parseDuration(value);
+    if (ms === undefined)
+      return { problem: `${JSON.stringify(value)} is not a duration; use e.g. ${fallback ?? "30s"}` };
+    return ms < min ? { problem: `must be at least ${atLeast}` } : { value: ms };
+  };
+}
+
+/** One of `choices`, exactly as written. */
+function oneOf<const C extends readonly string[]>(choices: C): Setting<C[number]>["parse"] {
+  return (value) =>
+    choices.includes(value) ? { value: value as C[number] } : { problem: `one of ${choices.join(", ")}` };
+}
+
+/** Comma-separated namespace names (blanks dropped); empty: none. */
+function namespaceList(value: string): Parsed<string[]> {
+  const names = value
+    .split(",")
+    .map((n) => n.trim())
+    .filter((n) => n !== "");
+  const bad = names.find((n) => !isNamespaceName(n));
+  return bad === undefined ? { value: names } : { problem: `${JSON.stringify(bad)} is not a namespace name` };
+}
+
+/** The parser of each kind of setting value, for the rows of a {@link Settings} table. */
+export const parsers = { text, boolean, onOff, number, duration, oneOf, namespaceList } as const;
+
+function headerName(value: string): Parsed<string> {
+  return HEADER_NAME.test(value)
+    ? { value }
+    : { problem: `${JSON.stringify(value)} is not a valid header name, e.g. X-Api-Key` };
+}
+
+function baseUrl(value: string): Parsed<string> {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    problems.push(`${where}: ${JSON.stringify(value)} is not a URL, e.g. https://api.example.com`);
-    return undefined;
+    return { problem: `${JSON.stringify(value)} is not a URL, e.g. https://api.example.com` };
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    problems.push(`${where}: must start with https:// or http://, got ${url.protocol}`);
-  } else if (url.username !== "" || url.password !== "") {
-    problems.push(`${where}: must not carry credentials; pass the key with --api-key-file or DMS_API_KEY`);
-  } else if (url.search !== "" || url.hash !== "") {
-    problems.push(`${where}: must not have a query or fragment, e.g. https://api.example.com`);
-  } else {
-    return value.replace(/\/+$/, "");
-  }
-  return undefined;
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    return { problem: `must start with https:// or http://, got ${url.protocol}` };
+  if (url.username !== "" || url.password !== "")
+    return { problem: "must not carry credentials; pass the key with --api-key-file or DMS_API_KEY" };
+  if (url.search !== "" || url.hash !== "")
+    return { problem: "must not have a query or fragment, e.g. https://api.example.com" };
+  return { value: value.replace(/\/+$/, "") };
 }
 
 function resolveApiKey(
@@ -204,8 +395,8 @@ function resolveApiKey(
   readTextFile: ReadTextFile,
   problems: string[],
 ): string | undefined {
-  const keyWhere = `${flagOf("apiKey")} / ${SERVICE_ENV.apiKey}`;
-  const fileWhere = `${flagOf("apiKeyFile")} / ${SERVICE_ENV.apiKeyFile}`;
+  const keyWhere = settingName("apiKey", SERVICE_ENV.apiKey);
+  const fileWhere = settingName("apiKeyFile", SERVICE_ENV.apiKeyFile);
   if (key !== undefined && file !== undefined) {
     problems.push(`${keyWhere} and ${fileWhere}: give one of them, not both`);
     return undefined;
@@ -222,31 +413,4 @@ function resolveApiKey(
   const trimmed = content.trim();
   if (trimmed === "") problems.push(`${fileWhere}: ${file} is empty; it must hold the API key`);
   return trimmed || undefined;
-}
-
-interface NumberRule {
-  integer: boolean;
-  min: number;
-  max: number;
-  fallback: number;
-  unit: string;
-}
-
-function parseNumber(value: string | undefined, where: string, rule: NumberRule, problems: string[]): number {
-  if (value === undefined) return rule.fallback;
-  const n = Number(value.trim());
-  const kind = rule.integer ? "an integer" : "a number";
-  if (
-    value.trim() === "" ||
-    !Number.isFinite(n) ||
-    (rule.integer && !Number.isInteger(n)) ||
-    n < rule.min ||
-    n > rule.max
-  ) {
-    problems.push(
-      `${where}: must be ${kind} from ${rule.min} to ${rule.max} (${rule.unit}), got ${JSON.stringify(value)}; default ${rule.fallback}`,
-    );
-    return rule.fallback;
-  }
-  return n;
 }

@@ -225,8 +225,6 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     name: "deployment",
     reconcile: reconciler.reconcile,
     concurrency: config.concurrency,
-    // The per-object interval annotation only: the resync below owns the periodic pass.
-    resyncMs: 0,
     reconcileTimeoutMs: config.reconcileTimeoutMs,
     clock,
     metrics: metrics.controllerHooks("deployment"),
@@ -236,7 +234,6 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     name: "connection",
     reconcile: connections.reconcile,
     concurrency: 2,
-    resyncMs: 0,
     reconcileTimeoutMs: config.reconcileTimeoutMs,
     clock,
     metrics: metrics.controllerHooks("connection"),

@@ -35,6 +35,7 @@ import {
   ProviderListSchema,
   type Revision,
   RevisionSchema,
+  ROUTES,
   type UnknownValue,
   type UnreadableDeployment,
   withCreateDefaults,
@@ -116,11 +117,7 @@ export type ResolvedOAuthProvider = OAuthProvider & {
   is_dynamic_client: boolean;
 };
 
-const DEPLOYMENTS = "/v2/deployments";
-const DEPLOYMENT = "/v2/deployments/{deployment_id}";
-const REVISION = "/v2/deployments/{deployment_id}/revisions/{revision_id}";
-const REPOS = "/v1/integrations/forge/github/{integration_id}/repos";
-const PROVIDERS = "/v2/auth/providers";
+const { DEPLOYMENTS, DEPLOYMENT, REVISION, REPOS, PROVIDERS } = ROUTES;
 
 const AnyBody = Type.Unknown();
 

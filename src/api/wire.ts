@@ -244,32 +244,42 @@ export const ResourceSpecSchema = Type.Object(
 );
 export type ResourceSpec = Static<typeof ResourceSpecSchema>;
 
+/**
+ * The fields of `source_config` that a response and a request type alike; the ids and the
+ * listener's config are read more loosely than they are written (see the request schema).
+ */
+const sourceConfigFields = {
+  repo_url: Type.Optional(Nullable(Type.String())),
+  build_on_push: Type.Optional(Nullable(Type.Boolean())),
+  custom_url: Type.Optional(Nullable(Type.String())),
+  resource_spec: Type.Optional(Nullable(ResourceSpecSchema)),
+  install_command: Type.Optional(Nullable(Type.String())),
+  build_command: Type.Optional(Nullable(Type.String())),
+};
+
 /** Source fields that need no new revision when changed (or cannot be changed). */
 export const SourceConfigSchema = Type.Object(
   {
+    ...sourceConfigFields,
     integration_id: Type.Optional(Nullable(Type.String())),
-    repo_url: Type.Optional(Nullable(Type.String())),
-    build_on_push: Type.Optional(Nullable(Type.Boolean())),
-    custom_url: Type.Optional(Nullable(Type.String())),
-    resource_spec: Type.Optional(Nullable(ResourceSpecSchema)),
     listener_id: Type.Optional(Nullable(Type.String())),
     listener_config: Opt(Type.Object({ k8s_namespace: Opt(Type.String()) }, open)),
-    install_command: Type.Optional(Nullable(Type.String())),
-    build_command: Type.Optional(Nullable(Type.String())),
   },
   open,
 );
 export type SourceConfig = Static<typeof SourceConfigSchema>;
 
+/** The fields of `source_revision_config` a request may carry. */
+const sourceRevisionFields = {
+  repo_ref: Type.Optional(Nullable(Type.String())),
+  graph_config_path: Type.Optional(Nullable(Type.String())),
+  image_uri: Type.Optional(Nullable(Type.String())),
+  source_tarball_path: Type.Optional(Nullable(Type.String())),
+};
+
 /** Source fields whose change requires a new revision. `repo_commit_sha` only appears in responses. */
 export const SourceRevisionConfigSchema = Type.Object(
-  {
-    repo_ref: Type.Optional(Nullable(Type.String())),
-    graph_config_path: Type.Optional(Nullable(Type.String())),
-    image_uri: Type.Optional(Nullable(Type.String())),
-    source_tarball_path: Type.Optional(Nullable(Type.String())),
-    repo_commit_sha: Type.Optional(Nullable(Type.String())),
-  },
+  { ...sourceRevisionFields, repo_commit_sha: Type.Optional(Nullable(Type.String())) },
   open,
 );
 export type SourceRevisionConfig = Static<typeof SourceRevisionConfigSchema>;
@@ -404,51 +414,40 @@ const RequestSecretReferenceSchema = Type.Object(
 /** `source_config` of a PATCH or POST body: every field nullable, validated by source. */
 export const SourceConfigRequestSchema = Type.Object(
   {
+    ...sourceConfigFields,
     integration_id: Type.Optional(Nullable(Type.String({ format: "uuid" }))),
-    repo_url: Type.Optional(Nullable(Type.String())),
-    build_on_push: Type.Optional(Nullable(Type.Boolean())),
-    custom_url: Type.Optional(Nullable(Type.String())),
-    resource_spec: Type.Optional(Nullable(ResourceSpecSchema)),
     listener_id: Type.Optional(Nullable(Type.String({ format: "uuid" }))),
     listener_config: Type.Optional(
       Nullable(Type.Object({ k8s_namespace: Type.Optional(Type.String()) }, closed)),
     ),
-    install_command: Type.Optional(Nullable(Type.String())),
-    build_command: Type.Optional(Nullable(Type.String())),
   },
   closed,
 );
 export type SourceConfigRequest = Static<typeof SourceConfigRequestSchema>;
 
 /** `source_revision_config` of a PATCH or POST body. Any change here makes a new revision. */
-export const SourceRevisionConfigRequestSchema = Type.Object(
-  {
-    repo_ref: Type.Optional(Nullable(Type.String())),
-    graph_config_path: Type.Optional(Nullable(Type.String())),
-    image_uri: Type.Optional(Nullable(Type.String())),
-    source_tarball_path: Type.Optional(Nullable(Type.String())),
-  },
-  closed,
-);
+export const SourceRevisionConfigRequestSchema = Type.Object(sourceRevisionFields, closed);
 export type SourceRevisionConfigRequest = Static<typeof SourceRevisionConfigRequestSchema>;
+
+/** What a PATCH and a POST body may both set. */
+const changeableFields = {
+  source_config: Type.Optional(SourceConfigRequestSchema),
+  source_revision_config: Type.Optional(SourceRevisionConfigRequestSchema),
+  secrets: Type.Optional(Nullable(Type.Array(RequestSecretSchema))),
+  secret_references: Type.Optional(Nullable(Type.Array(RequestSecretReferenceSchema))),
+};
 
 /** Body of PATCH /v2/deployments/{id}. It never carries `name` or `source`. */
 export const PatchDeploymentBodySchema = Type.Object(
-  {
-    revision_source: Type.Optional(Nullable(RevisionSourceSchema)),
-    source_config: Type.Optional(SourceConfigRequestSchema),
-    source_revision_config: Type.Optional(SourceRevisionConfigRequestSchema),
-    secrets: Type.Optional(Nullable(Type.Array(RequestSecretSchema))),
-    secret_references: Type.Optional(Nullable(Type.Array(RequestSecretReferenceSchema))),
-  },
+  { revision_source: Type.Optional(Nullable(RevisionSourceSchema)), ...changeableFields },
   closed,
 );
 export type PatchDeploymentBody = Static<typeof PatchDeploymentBodySchema>;
 
 /**
  * Body of POST /v2/deployments. The spec does not show this operation's request; this shape
- * (the PATCH fields plus `name` and `source`) is our assumption, kept here alone so that it is
- * corrected in one place. The service requires `source_config`, `source_revision_config` and
+ * (what a PATCH changes, plus `name` and `source`) is our assumption, kept here alone so that it
+ * is corrected in one place. The service requires `source_config`, `source_revision_config` and
  * `secrets` to be present: the client sends them empty when the caller leaves them out (see
  * {@link withCreateDefaults}).
  */
@@ -456,10 +455,7 @@ export const CreateDeploymentBodySchema = Type.Object(
   {
     name: Type.String({ minLength: 1 }),
     source: DeploymentSourceSchema,
-    source_config: Type.Optional(SourceConfigRequestSchema),
-    source_revision_config: Type.Optional(SourceRevisionConfigRequestSchema),
-    secrets: Type.Optional(Nullable(Type.Array(RequestSecretSchema))),
-    secret_references: Type.Optional(Nullable(Type.Array(RequestSecretReferenceSchema))),
+    ...changeableFields,
   },
   closed,
 );
@@ -488,6 +484,18 @@ export interface DeploymentFilters {
   /** Deployment ids; sent comma-separated. */
   deployment_ids?: readonly string[];
 }
+
+/**
+ * The service's route templates as the spec writes them: the client fills them in, the simulator
+ * serves them, and both name a route by its template (metrics labels, counters, error messages).
+ */
+export const ROUTES = {
+  PROVIDERS: "/v2/auth/providers",
+  REPOS: "/v1/integrations/forge/github/{integration_id}/repos",
+  DEPLOYMENTS: "/v2/deployments",
+  DEPLOYMENT: "/v2/deployments/{deployment_id}",
+  REVISION: "/v2/deployments/{deployment_id}/revisions/{revision_id}",
+} as const;
 
 /** Limits of the listing's pagination parameters. */
 export const PAGE_LIMIT = { min: 1, max: 100, default: 20 } as const;

@@ -1,214 +1,260 @@
 /**
  * The settings of `dms-operator run`, from flags, then environment variables, then defaults,
  * validated at start-up: every problem is one line naming the flag, its variable, and the fix.
+ * One table says, per setting, its variable, how its text is read, its default and its help;
+ * `run.ts` registers the flags from it and {@link runConfigFrom} reads them in one loop
+ * (`readSettings`, config.ts, which reads the service settings too).
  */
 import {
   type ConfigResult,
   type Env,
-  isNamespaceName,
-  parseBool,
-  pickSetting,
+  type Parsed,
+  parsers,
+  readSettings,
   type ServiceFlags,
+  type Setting,
+  type Settings,
+  type SettingValues,
   serviceConfigFrom,
+  settingName,
 } from "../config.ts";
 import type { OperatorConfig } from "../main.ts";
-import { parseDuration } from "../reconcile/annotations.ts";
 import { parseBindAddress } from "../runtime/health.ts";
 
-/** Environment variable of each `run` setting. */
-export const RUN_ENV = {
-  kubeconfig: "KUBECONFIG",
-  namespaces: "DMS_NAMESPACES",
-  labelSelector: "DMS_LABEL_SELECTOR",
-  concurrency: "DMS_CONCURRENCY",
-  resyncPeriod: "DMS_RESYNC_PERIOD",
-  leaderElect: "DMS_LEADER_ELECT",
-  leaderElectionNamespace: "DMS_LEADER_ELECTION_NAMESPACE",
-  leaderElectionId: "DMS_LEADER_ELECTION_ID",
-  metricsBindAddress: "DMS_METRICS_BIND_ADDRESS",
-  healthProbeBindAddress: "DMS_HEALTH_PROBE_BIND_ADDRESS",
-  logLevel: "DMS_LOG_LEVEL",
-  shutdownTimeout: "DMS_SHUTDOWN_TIMEOUT",
-  pollInterval: "DMS_POLL_INTERVAL",
-  createGrace: "DMS_CREATE_GRACE",
-  reconcileTimeout: "DMS_RECONCILE_TIMEOUT",
-  revisionTracking: "DMS_REVISION_TRACKING",
-} as const;
+/** Accepted `--log-level` values. */
+export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 
-/** `run` flags as commander parses them. */
-export interface RunFlags extends ServiceFlags {
-  kubeconfig?: string;
-  context?: string;
-  namespaces?: string;
-  labelSelector?: string;
-  concurrency?: string;
-  resyncPeriod?: string;
-  leaderElect?: boolean;
-  leaderElectionNamespace?: string;
-  leaderElectionId?: string;
-  leaseDuration?: string;
-  renewDeadline?: string;
-  retryPeriod?: string;
-  metricsBindAddress?: string;
-  healthProbeBindAddress?: string;
-  logLevel?: string;
-  shutdownTimeout?: string;
-  pollInterval?: string;
-  createGrace?: string;
-  reconcileTimeout?: string;
-  revisionTracking?: string;
-}
+/** The settings of `run`, in the order `--help` lists them (the service's follow). */
+export const RUN_SETTINGS = {
+  kubeconfig: {
+    env: "KUBECONFIG",
+    parse: parsers.text,
+    arg: "<path>",
+    help: "kubeconfig file; in a cluster the service account is used",
+  },
+  context: { parse: parsers.text, arg: "<name>", help: "kubeconfig context" },
+  namespaces: {
+    env: "DMS_NAMESPACES",
+    parse: parsers.namespaceList,
+    default: "",
+    shown: "all",
+    arg: "<a,b>",
+    help: "namespaces to watch, comma-separated",
+  },
+  labelSelector: {
+    env: "DMS_LABEL_SELECTOR",
+    parse: parsers.text,
+    arg: "<selector>",
+    help: "only resources matching this label selector",
+  },
+  concurrency: {
+    env: "DMS_CONCURRENCY",
+    parse: parsers.number({ integer: true, min: 1, max: 64, unit: "reconciles at once" }),
+    default: "16",
+    arg: "<n>",
+    help: "reconciles at once",
+  },
+  resyncPeriod: {
+    env: "DMS_RESYNC_PERIOD",
+    parse: parsers.duration("10s"),
+    default: "10m",
+    arg: "<duration>",
+    help: "drift check period",
+  },
+  leaderElect: {
+    env: "DMS_LEADER_ELECT",
+    parse: parsers.boolean,
+    default: "true",
+    shown: "on",
+    help: "elect a leader through a Lease",
+  },
+  leaderElectionNamespace: {
+    env: "DMS_LEADER_ELECTION_NAMESPACE",
+    parse: parsers.text,
+    shown: "the pod's",
+    arg: "<ns>",
+    help: "namespace of the Lease",
+  },
+  leaderElectionId: {
+    env: "DMS_LEADER_ELECTION_ID",
+    parse: parsers.text,
+    default: "dms-operator-leader",
+    arg: "<name>",
+    help: "name of the Lease",
+  },
+  leaseDuration: {
+    parse: parsers.duration(),
+    default: "15s",
+    arg: "<duration>",
+    help: "leader lease duration",
+  },
+  renewDeadline: {
+    parse: parsers.duration(),
+    default: "10s",
+    arg: "<duration>",
+    help: "leader renew deadline",
+  },
+  retryPeriod: { parse: parsers.duration(), default: "2s", arg: "<duration>", help: "leader retry period" },
+  metricsBindAddress: {
+    env: "DMS_METRICS_BIND_ADDRESS",
+    parse: bindAddress,
+    default: ":8080",
+    arg: "<addr>",
+    help: "where /metrics listens, 0 to disable",
+  },
+  healthProbeBindAddress: {
+    env: "DMS_HEALTH_PROBE_BIND_ADDRESS",
+    parse: bindAddress,
+    default: ":8081",
+    arg: "<addr>",
+    help: "where /healthz and /readyz listen",
+  },
+  logLevel: {
+    env: "DMS_LOG_LEVEL",
+    parse: parsers.oneOf(LOG_LEVELS),
+    default: "info",
+    arg: "<level>",
+    help: "trace, debug, info, warn, error",
+  },
+  shutdownTimeout: {
+    env: "DMS_SHUTDOWN_TIMEOUT",
+    parse: parsers.duration(),
+    default: "30s",
+    arg: "<duration>",
+    help: "graceful shutdown deadline",
+  },
+  // A tiny poll interval turns every rollout into a tight requeue loop against the service.
+  pollInterval: {
+    env: "DMS_POLL_INTERVAL",
+    parse: parsers.duration("1s"),
+    default: "5s",
+    arg: "<duration>",
+    help: "status polling while rolling out or deleting",
+  },
+  createGrace: {
+    env: "DMS_CREATE_GRACE",
+    parse: parsers.duration(),
+    default: "60s",
+    arg: "<duration>",
+    help: "how long to wait for a created deployment to be listed before creating again",
+  },
+  reconcileTimeout: {
+    env: "DMS_RECONCILE_TIMEOUT",
+    parse: parsers.duration(),
+    default: "2m",
+    arg: "<duration>",
+    help: "longest one reconcile may run; more than --timeout-ms",
+  },
+  revisionTracking: {
+    env: "DMS_REVISION_TRACKING",
+    parse: parsers.onOff,
+    default: "on",
+    arg: "<on|off>",
+    help: "while a rollout is in progress, read the latest revision so that a failed build or deploy is reported as RevisionFailed",
+  },
+} satisfies Settings;
 
-/** Lowest `--poll-interval`, in ms. */
-export const MIN_POLL_MS = 1_000;
+type RunValues = SettingValues<typeof RUN_SETTINGS>;
+
+/** `run` flags as commander parses them (each setting's camel-cased name). */
+export type RunFlags = ServiceFlags & { [K in keyof typeof RUN_SETTINGS]?: string | boolean };
+
 /** Lowest `--create-grace`, in ms (it must also be at least the poll interval). */
 export const MIN_CREATE_GRACE_MS = 5_000;
 
 /** Lowest `--reconcile-timeout`, in ms (it must also exceed the service request timeout). */
 export const MIN_RECONCILE_TIMEOUT_MS = 5_000;
 
-/** Accepted `--log-level` values. */
-export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
+/** What the rules between settings look at. */
+interface RuleInput {
+  values: RunValues;
+  /** The poll interval as given (or its default), to name it in a problem. */
+  pollText: string;
+  /** The service request timeout, in ms (0 when the service settings are invalid). */
+  requestTimeoutMs: number;
+}
+
+/** The rules that join settings: each a problem line when broken. */
+const RULES: ReadonlyArray<(input: RuleInput) => string | undefined> = [
+  ({ values: v }) =>
+    v.leaseDuration > v.renewDeadline && v.renewDeadline > 1.2 * v.retryPeriod
+      ? undefined
+      : "--lease-duration, --renew-deadline, --retry-period: need lease > renew deadline > 1.2 × retry period",
+  // A create grace shorter than the poll (or than the service's listing lag) lets the controller
+  // create the same deployment twice before the first one is listed.
+  ({ values: v, pollText }) =>
+    v.createGrace >= Math.max(MIN_CREATE_GRACE_MS, v.pollInterval)
+      ? undefined
+      : `${nameOf("createGrace")}: must be at least 5s and at least the poll interval (${pollText})`,
+  // A reconcile cut off while its one service call is still within the request timeout could
+  // never report that call's failure: the call must be able to end before the reconcile does.
+  ({ values: v, requestTimeoutMs }) =>
+    v.reconcileTimeout >= MIN_RECONCILE_TIMEOUT_MS && v.reconcileTimeout > requestTimeoutMs
+      ? undefined
+      : `${nameOf("reconcileTimeout")}: must be at least 5s and more than the service request timeout (--timeout-ms ${requestTimeoutMs})`,
+];
 
 /** The `run` configuration and its log level, or every problem found. */
 export function runConfigFrom(
   flags: RunFlags,
   env: Env,
 ): ConfigResult<OperatorConfig & { logLevel: (typeof LOG_LEVELS)[number] }> {
-  const problems: string[] = [];
   const service = serviceConfigFrom(flags, env);
-  if (!service.ok) problems.push(...service.problems);
-  else if (!service.config.baseUrl)
-    problems.push("--base-url / DMS_BASE_URL: required, e.g. https://api.example.com");
-  const pick = (key: keyof typeof RUN_ENV & keyof RunFlags): string | undefined =>
-    pickSetting(flags[key], env[RUN_ENV[key]]);
-  const label = (key: keyof typeof RUN_ENV, flag: string) => `${flag} / ${RUN_ENV[key]}`;
-  const duration = (text: string | undefined, fallback: number, name: string, example: string): number => {
-    if (text === undefined) return fallback;
-    const ms = parseDuration(text);
-    if (ms === undefined)
-      problems.push(`${name}: ${JSON.stringify(text)} is not a duration; use e.g. ${example}`);
-    return ms ?? fallback;
+  const { values: v, given, problems } = readSettings(RUN_SETTINGS, flags, env);
+  const input: RuleInput = {
+    values: v,
+    pollText: given.pollInterval ?? RUN_SETTINGS.pollInterval.default,
+    requestTimeoutMs: service.ok ? service.config.timeoutMs : 0,
   };
-
-  const concurrencyText = pick("concurrency");
-  const concurrency = concurrencyText === undefined ? 16 : Number(concurrencyText);
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64)
-    problems.push(`${label("concurrency", "--concurrency")}: must be an integer from 1 to 64`);
-  const resyncMs = duration(pick("resyncPeriod"), 600_000, label("resyncPeriod", "--resync-period"), "10m");
-  if (resyncMs < 10_000) problems.push(`${label("resyncPeriod", "--resync-period")}: must be at least 10s`);
-
-  // Read as every other boolean setting is (config.ts): true/false, 1/0, yes/no.
-  const leaderElect = flags.leaderElect ?? parseBool(pick("leaderElect"));
-  if (leaderElect === null)
-    problems.push(`${label("leaderElect", "--leader-elect")}: must be true or false (or 1/0, yes/no)`);
-  const leaseDurationMs = duration(flags.leaseDuration, 15_000, "--lease-duration", "15s");
-  const renewDeadlineMs = duration(flags.renewDeadline, 10_000, "--renew-deadline", "10s");
-  const retryPeriodMs = duration(flags.retryPeriod, 2_000, "--retry-period", "2s");
-  if (!(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > 1.2 * retryPeriodMs))
-    problems.push(
-      "--lease-duration, --renew-deadline, --retry-period: need lease > renew deadline > 1.2 × retry period",
-    );
-
-  // A tiny poll interval turns every rollout into a tight requeue loop against the service; a
-  // create grace shorter than the poll (or than the service's listing lag) lets the controller
-  // create the same deployment twice before the first one is listed.
-  const pollWhere = label("pollInterval", "--poll-interval");
-  const pollMs = duration(pick("pollInterval"), 5_000, pollWhere, "5s");
-  if (pollMs < MIN_POLL_MS) problems.push(`${pollWhere}: must be at least 1s`);
-  const graceWhere = label("createGrace", "--create-grace");
-  const createGraceMs = duration(pick("createGrace"), 60_000, graceWhere, "60s");
-  if (createGraceMs < Math.max(MIN_CREATE_GRACE_MS, pollMs))
-    problems.push(
-      `${graceWhere}: must be at least 5s and at least the poll interval (${pick("pollInterval") ?? "5s"})`,
-    );
-
-  // A reconcile cut off while its one service call is still within the request timeout could
-  // never report that call's failure: the call must be able to end before the reconcile does.
-  const timeoutWhere = label("reconcileTimeout", "--reconcile-timeout");
-  const reconcileTimeoutMs = duration(pick("reconcileTimeout"), 120_000, timeoutWhere, "2m");
-  const requestTimeoutMs = service.ok ? service.config.timeoutMs : 0;
-  if (reconcileTimeoutMs < MIN_RECONCILE_TIMEOUT_MS || reconcileTimeoutMs <= requestTimeoutMs)
-    problems.push(
-      `${timeoutWhere}: must be at least 5s and more than the service request timeout (--timeout-ms ${requestTimeoutMs})`,
-    );
-
-  const trackingWhere = label("revisionTracking", "--revision-tracking");
-  const trackingText = pick("revisionTracking");
-  const revisionTracking = parseOnOff(trackingText);
-  if (revisionTracking === null)
-    problems.push(`${trackingWhere}: must be on or off, got ${JSON.stringify(trackingText)}`);
-
-  const metricsBindAddress = pick("metricsBindAddress") ?? ":8080";
-  const healthProbeBindAddress = pick("healthProbeBindAddress") ?? ":8081";
-  for (const [key, flag, value] of [
-    ["metricsBindAddress", "--metrics-bind-address", metricsBindAddress],
-    ["healthProbeBindAddress", "--health-probe-bind-address", healthProbeBindAddress],
-  ] as const) {
-    if (!isBindAddress(value))
-      problems.push(`${label(key, flag)}: ${JSON.stringify(value)} is not [host]:port or 0`);
+  for (const rule of RULES) {
+    const problem = rule(input);
+    if (problem !== undefined) problems.push(problem);
   }
-  const logLevel = (pick("logLevel") ?? "info") as (typeof LOG_LEVELS)[number];
-  if (!LOG_LEVELS.includes(logLevel))
-    problems.push(`${label("logLevel", "--log-level")}: one of ${LOG_LEVELS.join(", ")}`);
-  const namespaces = (pick("namespaces") ?? "")
-    .split(",")
-    .map((n) => n.trim())
-    .filter((n) => n !== "");
-  const bad = namespaces.find((n) => !isNamespaceName(n));
-  if (bad !== undefined)
-    problems.push(`${label("namespaces", "--namespaces")}: ${JSON.stringify(bad)} is not a namespace name`);
-
+  if (!service.ok) return { ok: false, problems: [...service.problems, ...problems] };
+  if (problems.length > 0) return { ok: false, problems };
+  // In a pod the downward API's POD_NAMESPACE is the default: the Lease lives beside the operator.
+  const leaseNamespace = v.leaderElectionNamespace ?? env.POD_NAMESPACE;
   const config = {
-    service: service.ok ? service.config : ({} as never),
-    ...(pick("kubeconfig") ? { kubeconfig: pick("kubeconfig") } : {}),
-    ...(flags.context ? { context: flags.context } : {}),
-    namespaces,
-    ...(pick("labelSelector") ? { labelSelector: pick("labelSelector") } : {}),
-    concurrency,
-    resyncMs,
+    service: service.config,
+    ...(v.kubeconfig ? { kubeconfig: v.kubeconfig } : {}),
+    ...(v.context ? { context: v.context } : {}),
+    namespaces: v.namespaces,
+    ...(v.labelSelector ? { labelSelector: v.labelSelector } : {}),
+    concurrency: v.concurrency,
+    resyncMs: v.resyncPeriod,
     ...(env.POD_NAME ? { podName: env.POD_NAME } : {}),
     leaderElection: {
-      enabled: leaderElect ?? true,
-      // In a pod the downward API's POD_NAMESPACE is the default: the Lease lives beside the operator.
-      ...((pick("leaderElectionNamespace") ?? env.POD_NAMESPACE)
-        ? { namespace: pick("leaderElectionNamespace") ?? env.POD_NAMESPACE }
-        : {}),
-      name: pick("leaderElectionId") ?? "dms-operator-leader",
-      leaseDurationMs,
-      renewDeadlineMs,
-      retryPeriodMs,
+      enabled: v.leaderElect,
+      ...(leaseNamespace ? { namespace: leaseNamespace } : {}),
+      name: v.leaderElectionId,
+      leaseDurationMs: v.leaseDuration,
+      renewDeadlineMs: v.renewDeadline,
+      retryPeriodMs: v.retryPeriod,
     },
-    metricsBindAddress,
-    healthProbeBindAddress,
-    shutdownTimeoutMs: duration(
-      pick("shutdownTimeout"),
-      30_000,
-      label("shutdownTimeout", "--shutdown-timeout"),
-      "30s",
-    ),
-    pollMs,
-    createGraceMs,
-    reconcileTimeoutMs,
-    revisionTracking: revisionTracking ?? true,
-    logLevel,
+    metricsBindAddress: v.metricsBindAddress,
+    healthProbeBindAddress: v.healthProbeBindAddress,
+    shutdownTimeoutMs: v.shutdownTimeout,
+    pollMs: v.pollInterval,
+    createGraceMs: v.createGrace,
+    reconcileTimeoutMs: v.reconcileTimeout,
+    revisionTracking: v.revisionTracking,
+    logLevel: v.logLevel,
   };
-  return problems.length > 0 ? { ok: false, problems } : { ok: true, config };
+  return { ok: true, config };
 }
 
-/** `on`/`off` (or any boolean spelling of config.ts); undefined when not given, null when invalid. */
-function parseOnOff(value: string | undefined): boolean | undefined | null {
-  const v = value?.trim().toLowerCase();
-  if (v === "on") return true;
-  if (v === "off") return false;
-  return parseBool(value);
+function nameOf(key: keyof typeof RUN_SETTINGS): string {
+  const setting: Setting<unknown> = RUN_SETTINGS[key];
+  return settingName(key, setting.env);
 }
 
-/** True for `[host]:port` and for `0` (disabled); parseBindAddress throws on anything else. */
-function isBindAddress(value: string): boolean {
+/** `[host]:port`, or `0` (disabled); parseBindAddress throws on anything else. */
+function bindAddress(value: string): Parsed<string> {
+  let ok: boolean;
   try {
-    return value.trim() === "0" || parseBindAddress(value) !== undefined;
+    ok = value.trim() === "0" || parseBindAddress(value) !== undefined;
   } catch {
-    return false;
+    ok = false;
   }
+  return ok ? { value } : { problem: `${JSON.stringify(value)} is not [host]:port or 0` };
 }

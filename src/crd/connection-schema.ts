@@ -9,7 +9,7 @@ import { type Static, type TSchema, Type } from "@sinclair/typebox";
 // checking a connection against these schemas fails with "Unknown format".
 import "../api/wire.ts";
 import { ObjectMetaSchema } from "./object-meta.ts";
-import { ConditionSchema } from "./status-schema.ts";
+import { conditionsSchema, ObservedGenerationSchema } from "./status-schema.ts";
 
 /** Kind of the namespaced connection: usable by the Deployment resources of its own namespace. */
 export const SERVICE_CONNECTION_KIND = "ServiceConnection";
@@ -173,21 +173,10 @@ export type ConnectionSpec = ServiceConnectionSpec & {
 /** `status` of either connection kind, written by the operator only. */
 export const ConnectionStatusSchema = Type.Object(
   {
-    observedGeneration: Type.Optional(
-      Type.Integer({
-        minimum: 0,
-        format: "int64",
-        description: "metadata.generation this status was written from.",
-      }),
-    ),
-    conditions: Type.Optional(
-      Type.Array(ConditionSchema, {
-        maxItems: 8,
-        description:
-          "Ready (reasons Connected, Unauthorized, Unreachable, SecretMissing), and Reconciling or Stalled when they apply (kstatus conventions).",
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-list-map-keys": ["type"],
-      }),
+    observedGeneration: ObservedGenerationSchema,
+    conditions: conditionsSchema(
+      8,
+      "Ready (reasons Connected, Unauthorized, Unreachable, SecretMissing), and Reconciling or Stalled when they apply (kstatus conventions).",
     ),
     providers: Type.Optional(
       Type.Integer({

@@ -42,6 +42,27 @@ export const ConditionSchema = Type.Object(
 );
 export type Condition = Static<typeof ConditionSchema>;
 
+/** `status.observedGeneration` of a resource the operator writes the status of. */
+export const ObservedGenerationSchema = Type.Optional(
+  Type.Integer({
+    minimum: 0,
+    format: "int64",
+    description: "metadata.generation this status was written from.",
+  }),
+);
+
+/** `status.conditions`: a list map keyed by `type`, of at most `maxItems`, naming the conditions set. */
+export function conditionsSchema(maxItems: number, description: string) {
+  return Type.Optional(
+    Type.Array(ConditionSchema, {
+      maxItems,
+      description,
+      "x-kubernetes-list-type": "map",
+      "x-kubernetes-list-map-keys": ["type"],
+    }),
+  );
+}
+
 const Str = (description: string) => Type.Optional(Type.String({ description }));
 
 /** `status` of the Deployment resource, written by the operator only. */
@@ -63,20 +84,10 @@ export const DeploymentResourceStatusSchema = Type.Object(
     imageVersion: Str("Image version reported by the service."),
     repoCommitSha: Str("Commit of the latest revision (repository sources)."),
     shortRevisions: Str("Latest and active revision ids shortened to 8 characters, as `<latest>/<active>`."),
-    observedGeneration: Type.Optional(
-      Type.Integer({
-        minimum: 0,
-        format: "int64",
-        description: "metadata.generation this status was written from.",
-      }),
-    ),
-    conditions: Type.Optional(
-      Type.Array(ConditionSchema, {
-        maxItems: 16,
-        description: "Ready, Synced, and Reconciling or Stalled when they apply (kstatus conventions).",
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-list-map-keys": ["type"],
-      }),
+    observedGeneration: ObservedGenerationSchema,
+    conditions: conditionsSchema(
+      16,
+      "Ready, Synced, and Reconciling or Stalled when they apply (kstatus conventions).",
     ),
     appliedSecretsHash: Type.Optional(
       Type.String({

@@ -202,16 +202,23 @@ export class DeploymentReconciler {
    * it about the name (the listing may lag behind the create). A rollout in progress reads the
    * entry the poller refreshed, if it is recent. A settled resource reads the resync's listing,
    * and so does a new one: adoption and the check before a create cost no call of their own.
+   * A resource with its own check interval (`dms.dev/reconcile-interval`) takes no entry older
+   * than half of it: the reconcile its interval brings asks the service.
    */
   #lookup(run: Connected, desired: DesiredDeployment, record: StatusRecord): LookupTarget {
     const status = run.obj.status ?? {};
     const requested = record.lastHandledReconcileAt !== (status.lastHandledReconcileAt ?? null);
+    const interval = reconcileInterval(run.obj);
+    const within = [
+      ...(isReconciling(status) || status.createRequestedAt ? [2 * this.#o.pollMs] : []),
+      ...(interval ? [interval / 2] : []),
+    ];
     return {
       deploymentId: status.deploymentId,
       name: desired.name,
       live: requested || status.observedGeneration !== run.obj.metadata.generation,
       liveName: requested || status.createRequestedAt !== undefined,
-      ...(isReconciling(status) || status.createRequestedAt ? { withinMs: 2 * this.#o.pollMs } : {}),
+      ...(within.length > 0 ? { withinMs: Math.min(...within) } : {}),
     };
   }
 

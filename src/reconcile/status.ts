@@ -166,240 +166,247 @@ export function outcomeFromProblems(problems: readonly PlanProblem[]): SyncOutco
 
 type Verdict = { status: Condition["status"]; reason: string; message: string };
 
+/**
+ * What one source of evidence (the service's state, or the reconcile's outcome) says of the
+ * conditions: `ready` and `synced` where it speaks of them, `progress` (Reconciling) and
+ * `stalled` when they apply.
+ */
+interface Verdicts {
+  ready?: Verdict;
+  synced?: Verdict;
+  progress?: Verdict;
+  stalled?: Verdict;
+}
+
+const verdict = (status: Condition["status"], reason: string, message: string): Verdict => ({
+  status,
+  reason,
+  message,
+});
+/** Not ready because work is under way: Ready False and Reconciling True, for one reason. */
+const inProgress = (reason: string, message: string, progressMessage = message): Verdicts => ({
+  ready: verdict("False", reason, message),
+  progress: verdict("True", reason, progressMessage),
+});
+/** Not ready, and it will not get there without a change: Ready False and Stalled True. */
+const stuck = (reason: string, message: string): Verdicts => ({
+  ready: verdict("False", reason, message),
+  stalled: verdict("True", reason, message),
+});
+
+/** Readiness for the service statuses that settle it alone (READY also looks at the revisions). */
+const BY_REMOTE_STATUS = new Map<string, Verdicts>([
+  ["AWAITING_DATABASE", inProgress(REASON.AwaitingDatabase, "the service is provisioning the database")],
+  [
+    "AWAITING_DELETE",
+    { ready: verdict("False", REASON.Deleting, "the service is deleting this deployment") },
+  ],
+  ["UNUSED", { ready: verdict("False", REASON.Unused, "the service reports this deployment as unused") }],
+  ["UNKNOWN", { ready: verdict("Unknown", REASON.Unknown, "the service reports status UNKNOWN") }],
+]);
+
+/** Readiness when the service is known to have no deployment for the resource, by the outcome. */
+const WHEN_ABSENT: Partial<Record<SyncOutcome["kind"], Verdicts>> = {
+  deleting: { ready: verdict("False", REASON.Deleting, "the service's deployment is gone") },
+  synced: inProgress(REASON.Creating, "creation requested; waiting for the service to list the deployment"),
+};
+const NOT_FOUND: Verdicts = {
+  ready: verdict("False", REASON.NotFound, "the service has no such deployment"),
+};
+
+/** What the service's deployment says of readiness: its status, and its latest revision's. */
 function readiness(
   observed: Deployment,
   revision: RevisionObservation | undefined,
   previous: DeploymentResourceStatus,
-): { ready: Verdict; progress?: Verdict; stalled?: Verdict } {
+): Verdicts {
   const { status, latest_revision_id: latest, active_revision_id: active } = observed;
   const latestRevision = revision && revision.id === latest ? revision : undefined;
+  if (latestRevision && isFailedRevision(latestRevision.status) && !isBeingDeleted(status)) {
+    return stuck(
+      REASON.RevisionFailed,
+      `revision ${latestRevision.id} ${latestRevision.status}: it will not go live; ${active ? `revision ${active} stays active` : "no revision is active"}. Change the spec (a new revision) or set dms.dev/reconcile-requested-at to look again`,
+    );
+  }
+  if (status !== "READY") {
+    // A value the spec does not list (a newer or looser service): not ready, not failed.
+    return (
+      BY_REMOTE_STATUS.get(status) ?? {
+        ready: verdict(
+          "False",
+          REASON.UnrecognizedStatus,
+          `the service reports status ${status}, which this operator does not know (known: ${DEPLOYMENT_STATUSES.join(", ")}); treated as not ready`,
+        ),
+      }
+    );
+  }
+  if (active === latest)
+    return { ready: verdict("True", REASON.Available, `revision ${active ?? "(none)"} is active`) };
   // A revision read DEPLOYED after the deployment was read: the deployment will show it active at
   // the next look. Only when a second look still does not (a service that never says so) does
   // the revision's word end the rollout.
   const deployedBefore = previous.latestRevisionId === latest && previous.latestRevisionStatus === "DEPLOYED";
-  const done =
-    latestRevision !== undefined &&
+  if (
+    latestRevision &&
     isDoneRevision(latestRevision.status) &&
-    (latestRevision.status !== "DEPLOYED" || deployedBefore);
-  if (latestRevision && isFailedRevision(latestRevision.status) && !isBeingDeleted(status)) {
-    const v = {
-      status: "False" as const,
-      reason: REASON.RevisionFailed,
-      message: `revision ${latestRevision.id} ${latestRevision.status}: it will not go live; ${active ? `revision ${active} stays active` : "no revision is active"}. Change the spec (a new revision) or set dms.dev/reconcile-requested-at to look again`,
+    (latestRevision.status !== "DEPLOYED" || deployedBefore)
+  ) {
+    return {
+      ready: verdict(
+        "True",
+        REASON.Available,
+        `revision ${latestRevision.id} is ${latestRevision.status}; ${active ?? "no revision"} is active`,
+      ),
     };
-    return { ready: v, stalled: { ...v, status: "True" } };
   }
-  switch (status) {
-    case "READY":
-      if (active === latest) {
-        return {
-          ready: {
-            status: "True",
-            reason: REASON.Available,
-            message: `revision ${active ?? "(none)"} is active`,
-          },
-        };
-      }
-      if (latestRevision && done) {
-        return {
-          ready: {
-            status: "True",
-            reason: REASON.Available,
-            message: `revision ${latestRevision.id} is ${latestRevision.status}; ${active ?? "no revision"} is active`,
-          },
-        };
-      }
-      return {
-        ready: {
-          status: "False",
-          reason: REASON.RolloutInProgress,
-          message: `revision ${latest ?? "(none)"} is rolling out${latestRevision ? ` (${latestRevision.status})` : ""}; ${active ?? "no revision"} is active`,
-        },
-        progress: {
-          status: "True",
-          reason: REASON.RolloutInProgress,
-          message: `rolling out revision ${latest ?? "(none)"}${latestRevision ? ` (${latestRevision.status})` : ""}`,
-        },
-      };
-    case "AWAITING_DATABASE": {
-      const v = {
-        status: "False" as const,
-        reason: REASON.AwaitingDatabase,
-        message: "the service is provisioning the database",
-      };
-      return { ready: v, progress: { ...v, status: "True" } };
-    }
-    case "AWAITING_DELETE":
-      return {
-        ready: {
-          status: "False",
-          reason: REASON.Deleting,
-          message: "the service is deleting this deployment",
-        },
-      };
-    case "UNUSED":
-      return {
-        ready: {
-          status: "False",
-          reason: REASON.Unused,
-          message: "the service reports this deployment as unused",
-        },
-      };
-    case "UNKNOWN":
-      return {
-        ready: { status: "Unknown", reason: REASON.Unknown, message: `the service reports status ${status}` },
-      };
-    default:
-      // A value the spec does not list (a newer or looser service): not ready, not failed.
-      return {
-        ready: {
-          status: "False",
-          reason: REASON.UnrecognizedStatus,
-          message: `the service reports status ${status}, which this operator does not know (known: ${DEPLOYMENT_STATUSES.join(", ")}); treated as not ready`,
-        },
-      };
-  }
+  const revisionStatus = latestRevision ? ` (${latestRevision.status})` : "";
+  return inProgress(
+    REASON.RolloutInProgress,
+    `revision ${latest ?? "(none)"} is rolling out${revisionStatus}; ${active ?? "no revision"} is active`,
+    `rolling out revision ${latest ?? "(none)"}${revisionStatus}`,
+  );
 }
 
-function syncVerdict(sync: SyncOutcome): Verdict {
+/** What the reconcile's outcome says: Synced always, Reconciling or Stalled when they apply. */
+function outcomeVerdicts(sync: SyncOutcome): Verdicts & { synced: Verdict } {
   switch (sync.kind) {
     case "synced":
       return {
-        status: "True",
-        reason: REASON.ReconcileSuccess,
-        message: sync.message ?? "the service's deployment matches the spec",
+        synced: verdict(
+          "True",
+          REASON.ReconcileSuccess,
+          sync.message ?? "the service's deployment matches the spec",
+        ),
       };
     case "observed":
-      return sync.drift.length === 0
-        ? {
-            status: "True",
-            reason: REASON.ObserveOnly,
-            message: "ObserveOnly: the service's deployment matches the spec",
-          }
-        : {
-            status: "False",
-            reason: REASON.Drifted,
-            message: `ObserveOnly: the service differs from the spec: ${sync.drift.join("; ")}`,
-          };
+      return {
+        synced:
+          sync.drift.length === 0
+            ? verdict("True", REASON.ObserveOnly, "ObserveOnly: the service's deployment matches the spec")
+            : verdict(
+                "False",
+                REASON.Drifted,
+                `ObserveOnly: the service differs from the spec: ${sync.drift.join("; ")}`,
+              ),
+      };
     case "paused":
       return {
-        status: "False",
-        reason: REASON.Paused,
-        message: "paused by annotation dms.dev/paused=true: no call is made to the service",
+        synced: verdict(
+          "False",
+          REASON.Paused,
+          "paused by annotation dms.dev/paused=true: no call is made to the service",
+        ),
       };
     case "deleting":
       return {
-        status: "False",
-        reason: REASON.Deleting,
-        message: sync.message ?? "deleting the service's deployment",
+        synced: verdict("False", REASON.Deleting, sync.message ?? "deleting the service's deployment"),
+        progress: verdict("True", REASON.Deleting, sync.message ?? "deleting"),
       };
-    case "failed":
-      return { status: "False", reason: sync.reason, message: sync.message };
+    case "failed": {
+      const synced = verdict("False", sync.reason, sync.message);
+      return sync.stalled
+        ? { synced, stalled: verdict("True", sync.reason, sync.message) }
+        : { synced, progress: verdict("True", sync.reason, `retrying: ${sync.message}`) };
+    }
   }
 }
 
-const REMOTE_FIELDS = [
-  "deploymentId",
-  "tenantId",
-  "remoteStatus",
-  "latestRevisionId",
-  "activeRevisionId",
-  "imageVersion",
-  "repoCommitSha",
-  "latestRevisionStatus",
-  "shortRevisions",
+/**
+ * The status fields read from the service's deployment, each with how it is read. All of them
+ * are written from an observed deployment, cleared when it is known not to exist, and kept as
+ * they were when it was not looked at.
+ */
+const OBSERVED_FIELDS = {
+  deploymentId: (d) => d.id,
+  tenantId: (d) => d.tenant_id || undefined,
+  remoteStatus: (d) => d.status,
+  latestRevisionId: (d) => d.latest_revision_id || undefined,
+  activeRevisionId: (d) => d.active_revision_id || undefined,
+  imageVersion: (d) => d.image_version || undefined,
+  repoCommitSha: (d) => d.source_revision_config.repo_commit_sha || undefined,
+  latestRevisionStatus: (d, revision) =>
+    revision && revision.id === d.latest_revision_id ? revision.status : undefined,
+  shortRevisions: (d) => (d.latest_revision_id ? shortRevisions(d) : undefined),
+} satisfies Partial<
+  Record<
+    keyof DeploymentResourceStatus,
+    (d: Deployment, revision: RevisionObservation | undefined) => string | undefined
+  >
+>;
+type ObservedField = keyof typeof OBSERVED_FIELDS;
+
+/** The bookkeeping fields of {@link StatusRecord}, in the order they are written. */
+const RECORD_FIELDS = [
+  "appliedSecretsHash",
+  "lastHandledReconcileAt",
+  "createRequestedAt",
+  "resolvedRepoUrl",
+  "resolvedRepoRef",
+  "connection",
+] as const satisfies readonly (keyof StatusRecord & keyof DeploymentResourceStatus)[];
+// Every field of StatusRecord is written: one added there and not here fails to compile.
+const _everyRecordField: Record<Exclude<keyof StatusRecord, (typeof RECORD_FIELDS)[number]>, never> = {};
+
+/** The conditions, in the order a new one is added. Ready is kept when nothing speaks of it. */
+const CONDITION_ORDER = [
+  CONDITION.Ready,
+  CONDITION.Synced,
+  CONDITION.Stalled,
+  CONDITION.Reconciling,
 ] as const;
 
 /**
- * The status to write after a reconcile. Remote fields come from `observed` (cleared when it is
- * `null`, kept when `undefined`); bookkeeping from `previous` overridden by `record`; every
- * condition carries `generation` and passes through secret redaction.
+ * The status to write after a reconcile. Observed fields come from `observed` (cleared when it
+ * is `null`, kept when `undefined`); bookkeeping from `previous` overridden by `record`; every
+ * condition set carries `generation` and passes through secret redaction.
  */
 export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   const { previous = {}, observed, sync, now, generation } = input;
-  const clean = (message: string) =>
-    redactSecrets(message, input.secretValues ?? []).slice(0, MAX_MESSAGE_LENGTH);
   const status: DeploymentResourceStatus = {};
-  if (observed) Object.assign(status, remoteFields(observed));
-  else if (observed === undefined)
-    for (const key of REMOTE_FIELDS) if (previous[key] !== undefined) status[key] = previous[key];
-
-  let ready: Verdict | undefined;
-  let progress: Verdict | undefined;
-  let revisionStall: Verdict | undefined;
-  if (observed) {
-    ({ ready, progress, stalled: revisionStall } = readiness(observed, input.revision, previous));
-    if (input.revision && input.revision.id === observed.latest_revision_id)
-      status.latestRevisionStatus = input.revision.status;
-  } else if (observed === null && sync.kind === "deleting")
-    ready = { status: "False", reason: REASON.Deleting, message: "the service's deployment is gone" };
-  else if (observed === null && sync.kind === "synced") {
-    ready = {
-      status: "False",
-      reason: REASON.Creating,
-      message: "creation requested; waiting for the service to list the deployment",
-    };
-    progress = { ...ready, status: "True" };
-  } else if (observed === null)
-    ready = { status: "False", reason: REASON.NotFound, message: "the service has no such deployment" };
-  if (sync.kind === "deleting")
-    progress = { status: "True", reason: REASON.Deleting, message: sync.message ?? "deleting" };
-  if (sync.kind === "failed" && !sync.stalled)
-    progress = { status: "True", reason: sync.reason, message: `retrying: ${sync.message}` };
-
-  let conditions: Condition[] = [...(previous.conditions ?? [])];
-  const put = (type: ConditionType, v: Verdict) => {
-    conditions = setCondition(
-      conditions,
-      { type, status: v.status, reason: v.reason, message: clean(v.message), observedGeneration: generation },
-      now,
-    );
-  };
-  if (ready) put(CONDITION.Ready, ready);
-  else if (!conditions.some((c) => c.type === CONDITION.Ready)) {
-    put(CONDITION.Ready, {
-      status: "Unknown",
-      reason: sync.kind === "paused" ? REASON.Paused : REASON.Unknown,
-      message: "the service's deployment has not been observed yet",
-    });
+  for (const key of Object.keys(OBSERVED_FIELDS) as ObservedField[]) {
+    const value = observed ? OBSERVED_FIELDS[key](observed, input.revision) : undefined;
+    if (value !== undefined) status[key] = value;
+    else if (observed === undefined && previous[key] !== undefined) status[key] = previous[key];
   }
-  put(CONDITION.Synced, syncVerdict(sync));
-  const syncStalled = sync.kind === "failed" && sync.stalled === true;
-  const stalled = syncStalled || revisionStall !== undefined;
-  if (sync.kind === "failed" && syncStalled)
-    put(CONDITION.Stalled, { status: "True", reason: sync.reason, message: sync.message });
-  else if (revisionStall) put(CONDITION.Stalled, revisionStall);
-  else conditions = removeCondition(conditions, CONDITION.Stalled);
-  if (progress && !stalled) put(CONDITION.Reconciling, progress);
-  else conditions = removeCondition(conditions, CONDITION.Reconciling);
+
+  const service = observed
+    ? readiness(observed, input.revision, previous)
+    : observed === null
+      ? (WHEN_ABSENT[sync.kind] ?? NOT_FOUND)
+      : {};
+  const outcome = outcomeVerdicts(sync);
+  const stalled = outcome.stalled ?? service.stalled;
+  const verdicts: Record<ConditionType, Verdict | undefined> = {
+    [CONDITION.Ready]: service.ready,
+    [CONDITION.Synced]: outcome.synced,
+    [CONDITION.Stalled]: stalled,
+    // Reconciling and Stalled never stand together: a stalled resource is not making progress.
+    [CONDITION.Reconciling]: stalled ? undefined : (outcome.progress ?? service.progress),
+  };
+  let conditions: Condition[] = [...(previous.conditions ?? [])];
+  if (!verdicts.Ready && !conditions.some((c) => c.type === CONDITION.Ready)) {
+    verdicts.Ready = verdict(
+      "Unknown",
+      sync.kind === "paused" ? REASON.Paused : REASON.Unknown,
+      "the service's deployment has not been observed yet",
+    );
+  }
+  for (const type of CONDITION_ORDER) {
+    const v = verdicts[type];
+    if (v) {
+      const message = redactSecrets(v.message, input.secretValues ?? []).slice(0, MAX_MESSAGE_LENGTH);
+      const condition = { type, status: v.status, reason: v.reason, message, observedGeneration: generation };
+      conditions = setCondition(conditions, condition, now);
+    } else if (type !== CONDITION.Ready) conditions = removeCondition(conditions, type);
+  }
 
   status.observedGeneration = generation;
   status.conditions = conditions;
-  const record: Record<string, string | null | undefined> = { ...input.record };
-  for (const key of [
-    "appliedSecretsHash",
-    "lastHandledReconcileAt",
-    "createRequestedAt",
-    "resolvedRepoUrl",
-    "resolvedRepoRef",
-    "connection",
-  ] as const) {
-    const value = record[key] === undefined ? previous[key] : record[key];
+  for (const key of RECORD_FIELDS) {
+    const value = input.record?.[key] === undefined ? previous[key] : input.record[key];
     if (typeof value === "string") status[key] = value;
   }
   return status;
-}
-
-function remoteFields(observed: Deployment): DeploymentResourceStatus {
-  const out: DeploymentResourceStatus = { deploymentId: observed.id, remoteStatus: observed.status };
-  if (observed.tenant_id) out.tenantId = observed.tenant_id;
-  if (observed.latest_revision_id) out.latestRevisionId = observed.latest_revision_id;
-  if (observed.active_revision_id) out.activeRevisionId = observed.active_revision_id;
-  if (observed.latest_revision_id) out.shortRevisions = shortRevisions(observed);
-  if (observed.image_version) out.imageVersion = observed.image_version;
-  const sha = observed.source_revision_config.repo_commit_sha;
-  if (sha) out.repoCommitSha = sha;
-  return out;
 }
 
 /**

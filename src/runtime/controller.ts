@@ -1,7 +1,8 @@
 /**
  * The controller loop: N workers take keys from a {@link WorkQueue} and call the reconciler,
- * turning its outcome into the next schedule (backoff on error, requeue, or drift resync).
- * controller-runtime's contract, service-agnostic.
+ * turning its outcome into the next schedule (backoff on error, or the delay the outcome asks
+ * for). controller-runtime's contract, service-agnostic. It schedules nothing on its own: the
+ * periodic pass over every object is `ResyncedController`'s (resync.ts).
  */
 import type { Logger } from "pino";
 import { pino } from "pino";
@@ -26,22 +27,22 @@ export class ReconcileTimeoutError extends Error {
 
 /**
  * What a reconcile asks the controller to do next (kube-rs's `Action`), one of:
- * - `done`: in line; reconcile again at the resync interval, or after `resyncAfterMs` (this
- *   key's own interval, an annotation override), ±jitter;
- * - `requeueAfter`: work in progress; reconcile again after `ms` (the resync, if sooner);
+ * - `done`: in line; nothing until a change or the next periodic pass, or, with `intervalMs`
+ *   (this object's own check interval), again after that long ±jitter;
+ * - `requeueAfter`: work in progress; reconcile again after `ms`;
  * - `retry`: not an error, but again after the key's backoff (a write lost a race);
  * - `gone`: the object no longer exists; schedule nothing (a new event will bring it back).
  */
 export type ReconcileResult =
-  | { kind: "done"; resyncAfterMs?: number }
+  | { kind: "done"; intervalMs?: number }
   | { kind: "requeueAfter"; ms: number }
   | { kind: "retry" }
   | { kind: "gone" };
 
 /** The {@link ReconcileResult}s, built by name. */
 export const Action = {
-  done: (resyncAfterMs?: number): ReconcileResult =>
-    resyncAfterMs === undefined ? { kind: "done" } : { kind: "done", resyncAfterMs },
+  done: (intervalMs?: number): ReconcileResult =>
+    intervalMs === undefined ? { kind: "done" } : { kind: "done", intervalMs },
   requeueAfter: (ms: number): ReconcileResult => ({ kind: "requeueAfter", ms }),
   retry: (): ReconcileResult => ({ kind: "retry" }),
   gone: (): ReconcileResult => ({ kind: "gone" }),
@@ -76,18 +77,12 @@ export interface ControllerOptions {
   reconcile: Reconciler;
   /** Workers, i.e. reconciles that may run at once (distinct keys). Default 1. */
   concurrency?: number;
-  /** Drift resync interval after a success. Default 10 min. 0 disables. */
-  resyncMs?: number;
-  /** Resync spread as a fraction of the interval (±). Default 0.1. */
-  resyncJitter?: number;
+  /** Spread of a `done` result's interval, as a fraction of it (±). Default 0.1. */
+  intervalJitter?: number;
   /** Per-reconcile timeout; its signal aborts after this. Default 2 min. */
   reconcileTimeoutMs?: number;
   /** Failure backoff; default base 1 s, max 5 min, full jitter. */
   backoff?: BackoffOptions;
-  /** Keys to enqueue each time the controller starts (the informer cache's keys). */
-  listKeys?: () => Iterable<string>;
-  /** Start-up enqueue of `listKeys` spread over this many ms. Default 0 (all at once). */
-  startSpreadMs?: number;
   /** Whether the manager must hold the lease to run it. Default true. */
   needLeaderElection?: boolean;
   clock?: Clock;
@@ -102,8 +97,8 @@ export interface ControllerOptions {
  *
  * Guarantees: one key is never reconciled by two workers at once; a reconciler that throws or
  * rejects never crashes the process (the error is logged once, here, and retried per its kind);
- * keys enqueued while the controller is not running are dropped (level-based: `listKeys` is
- * enqueued at every start).
+ * keys enqueued while the controller is not running are dropped (level-based: whoever starts it
+ * enqueues every key then, as `ResyncedController` does).
  */
 export class Controller implements Runnable {
   readonly name: string;
@@ -169,7 +164,7 @@ export class Controller implements Runnable {
     });
   }
 
-  /** Unschedules `key`'s pending resync or retry (its object was deleted). */
+  /** Unschedules `key`'s pending interval, requeue or retry (its object was deleted). */
   forget(key: string): void {
     this.#queue?.cancel(key);
     this.#queue?.forget(key);
@@ -207,7 +202,6 @@ export class Controller implements Runnable {
     signal.addEventListener("abort", onStop, { once: true });
     if (signal.aborted) queue.shutDown();
     this.#log.info({ workers: this.#concurrency }, "starting workers");
-    if (this.#opts.listKeys) this.enqueueAll(this.#opts.listKeys(), this.#opts.startSpreadMs ?? 0);
     const workers = Array.from({ length: this.#concurrency }, () => this.#work(queue, halt));
     await Promise.all(workers);
     await queue.drained();
@@ -255,15 +249,12 @@ export class Controller implements Runnable {
       return "requeue";
     }
     queue.forget(key);
-    if (result.kind === "gone") return "success";
-    const interval =
-      (result.kind === "done" ? result.resyncAfterMs : undefined) ?? this.#opts.resyncMs ?? 600_000;
-    const resync = interval > 0 ? spread(interval, this.#opts.resyncJitter ?? 0.1, this.#random) : undefined;
-    if (result.kind === "requeueAfter" && result.ms >= 0 && (resync === undefined || result.ms < resync)) {
+    if (result.kind === "requeueAfter" && result.ms >= 0) {
       queue.addAfter(key, result.ms);
       return "requeue_after";
     }
-    if (resync !== undefined) queue.addAfter(key, resync);
+    if (result.kind === "done" && result.intervalMs !== undefined && result.intervalMs > 0)
+      queue.addAfter(key, spread(result.intervalMs, this.#opts.intervalJitter ?? 0.1, this.#random));
     return "success";
   }
 

@@ -3,6 +3,10 @@
  * object is reconciled again, periodically". Each pass first reads the outside world once (the
  * service's listing, say) and holds that reading until every key of the pass was reconciled;
  * the next pass starts a period after the last one ended, never over it.
+ *
+ * The controller schedules nothing else on its own: an object's reconcile may ask to be looked
+ * at again after some time (`Action.requeueAfter` while work is in progress, `Action.done` with
+ * the object's own interval), which is that object's affair, not a pass.
  */
 import type { Logger } from "pino";
 import { pino } from "pino";

@@ -4,7 +4,8 @@
  * faults, so a simulator must not be exposed beyond the machine it serves.
  *
  *   GET    /_sim/counters            route → status → count
- *   POST   /_sim/counters/reset      204
+ *   GET    /_sim/requests            the latest requests: at, method, route, url, status
+ *   POST   /_sim/counters/reset      204; forgets the counters and the requests
  *   GET    /_sim/faults              the faults in force
  *   PUT    /_sim/faults              replace the faults (JSON body, see `Faults`); 200 with them
  *   DELETE /_sim/faults              204
@@ -19,6 +20,7 @@ import { ServiceError } from "./errors.ts";
 import type { FaultController, Faults } from "./faults.ts";
 import { json, missingBody, readJsonBody, type SimResponse } from "./http.ts";
 import type { Timing } from "./record.ts";
+import type { SimRequest } from "./requests.ts";
 import { REVISIONS_ROUTE_MODES, type RevisionsRouteMode } from "./routes.ts";
 import type { SimulatorStore } from "./store.ts";
 
@@ -27,6 +29,7 @@ export interface AdminContext {
   store: SimulatorStore;
   faults: FaultController;
   counters: () => Record<string, Record<string, number>>;
+  requests: () => SimRequest[];
   resetCounters: () => void;
   timing: Timing;
   now: () => number;
@@ -44,6 +47,8 @@ export async function handleAdmin(
   switch (key) {
     case "GET /_sim/counters":
       return json(200, ctx.counters());
+    case "GET /_sim/requests":
+      return json(200, ctx.requests());
     case "POST /_sim/counters/reset":
       ctx.resetCounters();
       return { status: 204 };

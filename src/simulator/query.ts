@@ -99,24 +99,13 @@ function checkRange(
   max: number | undefined,
   issues: ValidationIssue[],
 ): boolean {
-  if (n < min) {
-    issues.push({
-      loc: ["query", name],
-      msg: `Input should be greater than or equal to ${min}`,
-      type: "greater_than_equal",
-      ctx: { ge: min },
-    });
+  const broken = (type: string, words: string, bound: number, ctx: Record<string, number>) => {
+    issues.push({ loc: ["query", name], msg: `Input should be ${words} ${bound}`, type, ctx });
     return false;
-  }
-  if (max !== undefined && n > max) {
-    issues.push({
-      loc: ["query", name],
-      msg: `Input should be less than or equal to ${max}`,
-      type: "less_than_equal",
-      ctx: { le: max },
-    });
-    return false;
-  }
+  };
+  if (n < min) return broken("greater_than_equal", "greater than or equal to", min, { ge: min });
+  if (max !== undefined && n > max)
+    return broken("less_than_equal", "less than or equal to", max, { le: max });
   return true;
 }
 

@@ -3,7 +3,7 @@
  * translate HTTP to store calls; the rules live in the store.
  */
 import type { IncomingMessage } from "node:http";
-import { isUuid } from "../api/wire.ts";
+import { isUuid, ROUTES } from "../api/wire.ts";
 import { notFound, ServiceError } from "./errors.ts";
 import type { FaultController } from "./faults.ts";
 import { json, missingBody, readJsonBody, type SimResponse } from "./http.ts";
@@ -30,12 +30,8 @@ export interface RouteMatch {
   allow?: string;
 }
 
-const PROVIDERS = "/v2/auth/providers";
-const REPOS = "/v1/integrations/forge/github/{integration_id}/repos";
-const DEPLOYMENTS = "/v2/deployments";
-const DEPLOYMENT = "/v2/deployments/{deployment_id}";
-const REVISION = "/v2/deployments/{deployment_id}/revisions/{revision_id}";
-const REPOS_PREFIX = "/v1/integrations/forge/github/";
+const { PROVIDERS, REPOS, DEPLOYMENTS, DEPLOYMENT, REVISION } = ROUTES;
+const REPOS_PREFIX = REPOS.slice(0, REPOS.indexOf("{"));
 const DEPLOYMENT_PREFIX = "/v2/deployments/";
 
 function decode(segment: string): string | undefined {

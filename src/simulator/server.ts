@@ -11,12 +11,14 @@ import { ServiceError } from "./errors.ts";
 import { FaultController } from "./faults.ts";
 import { errorResponse, json, type SimResponse, writeResponse } from "./http.ts";
 import type { SecretsMode, Timing } from "./record.ts";
+import { type RequestFilter, RequestRecord, type SimRequest } from "./requests.ts";
 import { REVISIONS_ROUTE_MODES, type RevisionsRouteMode, serviceRoutes } from "./routes.ts";
 import { type SimulatorSeed, validateSeed } from "./seed.ts";
 import { SimulatorStore } from "./store.ts";
 
 export type { Faults } from "./faults.ts";
 export type { SecretsMode, Timing } from "./record.ts";
+export type { RequestFilter, SimRequest } from "./requests.ts";
 export type { RevisionsRouteMode } from "./routes.ts";
 export type { SimulatorSeed } from "./seed.ts";
 
@@ -47,6 +49,8 @@ export interface SimulatorOptions {
    * `PUT /_sim/revisions-route`.
    */
   revisionsRoute?: RevisionsRouteMode;
+  /** How many of the latest requests `requests()` keeps one by one. Default 10,000. */
+  requestRecordLimit?: number;
   /** Called with every request to a service route before it is handled (to look at headers in tests). */
   onRequest?: (req: IncomingMessage) => void;
   /** Called with an unexpected error (a bug) behind a 500. Default: one line on stderr. */
@@ -63,6 +67,13 @@ export interface RunningSimulator {
   faults: FaultController;
   /** Answers per route template and status: `{"PATCH /v2/deployments/{deployment_id}": {"200": 3}}`; resets count as `"reset"`. */
   counters(): Record<string, Record<string, number>>;
+  /**
+   * The latest requests to service routes, oldest first: when each arrived (on the clock `now`),
+   * its route as `counters()` names it, its URL and the status answered. The record of which
+   * calls were made, and when, for tests and benchmarks.
+   */
+  requests(filter?: RequestFilter): SimRequest[];
+  /** Forgets the counters and the requests. */
   resetCounters(): void;
   /** The state, for tests: read it, or drift a deployment as someone else would. */
   store: SimulatorStore;
@@ -99,18 +110,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     );
   const route = serviceRoutes(store, faults, revisionsRoute);
   const timers = new Set<NodeJS.Timeout>();
-  const counts = new Map<string, Map<string, number>>();
-  const count = (key: string, status: string) => {
-    let byStatus = counts.get(key);
-    if (byStatus === undefined) {
-      byStatus = new Map();
-      counts.set(key, byStatus);
-    }
-    byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
-  };
-  const counters = () =>
-    Object.fromEntries([...counts].map(([key, byStatus]) => [key, Object.fromEntries(byStatus)]));
-  const resetCounters = () => counts.clear();
+  const record = new RequestRecord(now, options.requestRecordLimit);
+  const counters = () => record.counters();
+  const requests = (filter?: RequestFilter) => record.requests(filter);
+  const resetCounters = () => record.reset();
   const authorized = authorizer(options.apiKey, (options.apiKeyHeader ?? "x-api-key").toLowerCase());
   const onInternalError =
     options.onInternalError ??
@@ -122,7 +125,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     return json(500, { detail: "Internal Server Error" });
   };
 
-  const admin = { store, faults, counters, resetCounters, timing, now, revisionsRoute };
+  const admin = { store, faults, counters, requests, resetCounters, timing, now, revisionsRoute };
   const serveAdmin = (req: IncomingMessage, res: ServerResponse, path: string) => {
     handleAdmin(req, path, admin).then(
       (response) => writeResponse(res, response, undefined, timers),
@@ -132,13 +135,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
 
   const serve = (req: IncomingMessage, res: ServerResponse, path: string, search: string) => {
     const match = route(req.method ?? "GET", path);
+    const request = record.arrived(req.method ?? "GET", match.route, req.url ?? path);
     const send = (response: SimResponse) => {
-      count(match.route, String(response.status));
+      record.answered(request, String(response.status));
       writeResponse(res, response, faults.slowBody(match.route, match.template), timers);
     };
     const proceed = (decision: ReturnType<FaultController["decide"]>) => {
       if (decision.reset === true) {
-        count(match.route, "reset");
+        record.answered(request, "reset");
         req.socket.destroy();
         return;
       }
@@ -207,6 +211,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     url,
     faults,
     counters,
+    requests,
     resetCounters,
     store,
     revisionsRoute,

@@ -330,6 +330,37 @@ describe("HTTP surface", () => {
     expect((await call(sim, "POST", "/_sim/counters/reset")).status).toBe(204);
     expect(sim.counters()).toEqual({});
   });
+
+  it("records each request: when it came, its route and URL, and the status answered", async () => {
+    sim.resetCounters();
+    const before = Date.now();
+    await call(sim, "GET", "/v2/deployments?limit=0");
+    await call(sim, "PATCH", `/v2/deployments/${UNKNOWN}`, {});
+    await call(sim, "GET", "/nowhere");
+    const seen = sim.requests();
+    expect(seen.map(({ at: _, ...r }) => r)).toEqual([
+      { method: "GET", route: "GET /v2/deployments", url: "/v2/deployments?limit=0", status: "422" },
+      {
+        method: "PATCH",
+        route: "PATCH /v2/deployments/{deployment_id}",
+        url: `/v2/deployments/${UNKNOWN}`,
+        status: "404",
+      },
+      { method: "GET", route: "GET (unmatched)", url: "/nowhere", status: "404" },
+    ]);
+    for (const r of seen) expect(r.at).toBeGreaterThanOrEqual(before);
+    // The record and the counters tell the same story; filters narrow it.
+    expect(sim.counters()).toEqual({
+      "GET /v2/deployments": { "422": 1 },
+      "PATCH /v2/deployments/{deployment_id}": { "404": 1 },
+      "GET (unmatched)": { "404": 1 },
+    });
+    expect(sim.requests({ method: "PATCH" }).map((r) => r.status)).toEqual(["404"]);
+    expect(sim.requests({ since: Date.now() + 60_000 })).toEqual([]);
+    expect((await call(sim, "GET", "/_sim/requests")).body).toEqual(seen);
+    expect((await call(sim, "POST", "/_sim/counters/reset")).status).toBe(204);
+    expect(sim.requests()).toEqual([]);
+  });
 });
 
 describe("API key", () => {

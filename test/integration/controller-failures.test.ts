@@ -8,7 +8,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { waitFor } from "../support/cluster.ts";
-import { type Scenario, startScenario, type TestOperator } from "../support/operator.ts";
+import { type Scenario, startScenario } from "../support/operator.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
 
 const PATCH = "PATCH /v2/deployments/{deployment_id}";
@@ -19,14 +19,6 @@ const spec: DeploymentSpec = {
   sourceRevisionConfig: { imageUri: "registry.example.com/agent:1" },
 };
 const scaleTo = (maxScale: number) => ({ spec: { sourceConfig: { resourceSpec: { maxScale } } } });
-
-/** The operator's own record of each HTTP exchange with the service (one per attempt). */
-function calls(op: TestOperator, method: string, since = 0) {
-  return op.logs
-    .find("service call")
-    .map((l) => ({ time: l.record.time, method: l.record.method, status: l.record.status }))
-    .filter((r) => r.method === method && r.time >= since);
-}
 
 describe("controller: service failures", () => {
   const running: Scenario[] = [];
@@ -90,10 +82,11 @@ describe("controller: service failures", () => {
       (o) => o?.status?.observedGeneration === 2 && hasCondition(o, "Synced", "True"),
       "applied after the rate limit",
     );
-    const patches = calls(s.op, "PATCH");
-    expect(patches.map((c) => c.status)).toEqual([429, 429, 200]);
+    // The simulator's record of the PATCHes it received: each at least Retry-After after the last.
+    const patches = s.sim.requests({ route: PATCH });
+    expect(patches.map((r) => r.status)).toEqual(["429", "429", "200"]);
     for (let i = 1; i < patches.length; i++) {
-      expect((patches[i]?.time ?? 0) - (patches[i - 1]?.time ?? 0)).toBeGreaterThanOrEqual(1_000);
+      expect((patches[i]?.at ?? 0) - (patches[i - 1]?.at ?? 0)).toBeGreaterThanOrEqual(1_000);
     }
   });
 
@@ -143,7 +136,7 @@ describe("controller: service failures", () => {
     await sleep(4_000);
     // One request per reconcile (the client does not retry), spaced by the controller's
     // exponential backoff: a handful in 4 s, where a loop without backoff would send hundreds.
-    expect(calls(s.op, "GET", since).length).toBeLessThanOrEqual(15);
+    expect(s.sim.requests({ method: "GET", since }).length).toBeLessThanOrEqual(15);
 
     s.sim.faults.clear();
     await s.user.waitReady(s.namespace, "unavailable", 30_000);
@@ -165,7 +158,8 @@ describe("controller: service failures", () => {
     expect(conditionOf(failing, "Synced")?.message).toContain("no complete response within 300 ms");
     const since = Date.now();
     await sleep(4_000);
-    expect(calls(s.op, "GET", since).length).toBeLessThanOrEqual(15);
+    // Counted on arrival: a request still held by the latency fault counts too.
+    expect(s.sim.requests({ method: "GET", since }).length).toBeLessThanOrEqual(15);
 
     s.sim.faults.clear();
     await s.user.waitReady(s.namespace, "slow", 30_000);

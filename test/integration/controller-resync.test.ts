@@ -1,10 +1,10 @@
 // The periodic drift resync: one paginated listing per period for every resource, no write of
 // any kind while nothing changed, and a change made on the service by someone else corrected on
-// the next period (or at once when the user asks with the reconcile-requested-at annotation).
-import type { IncomingMessage } from "node:http";
+// the next period (or at once when the user asks with the reconcile-requested-at annotation, or
+// at the resource's own reconcile-interval).
 import { afterEach, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import type { SimulatorSeed } from "../../src/simulator/server.ts";
+import type { SimRequest, SimulatorSeed } from "../../src/simulator/server.ts";
 import { waitFor } from "../support/cluster.ts";
 import { type Scenario, startOperator, startScenario } from "../support/operator.ts";
 import { hasCondition } from "../support/resources.ts";
@@ -27,11 +27,6 @@ function unmanaged(count: number): SimulatorSeed {
   };
 }
 
-interface SeenRequest {
-  method: string;
-  url: string;
-}
-
 describe("controller: drift resync", () => {
   const running: Scenario[] = [];
   afterEach(async () => {
@@ -39,13 +34,11 @@ describe("controller: drift resync", () => {
   });
 
   it("costs one paginated listing per period and no write while nothing changes", async () => {
-    const requests: SeenRequest[] = [];
-    const record = (req: IncomingMessage) => requests.push({ method: req.method ?? "", url: req.url ?? "" });
     // 150 + 3 deployments: a listing of the tenant is ceil(153 / 100) = 2 pages of data, and an
     // empty third page that proves the end (the spec does not say how a listing ends, and a
     // short page may be the service capping `limit`).
     const s = await startScenario("ctl-steady", {
-      sim: { seed: unmanaged(150), onRequest: record },
+      sim: { seed: unmanaged(150) },
       op: { resyncMs: 1_500 },
     });
     running.push(s);
@@ -54,7 +47,7 @@ describe("controller: drift resync", () => {
     const ready = await Promise.all(names.map((n) => s.user.waitReady(s.namespace, n)));
     const versions = ready.map((o) => o.metadata.resourceVersion);
 
-    const mark = requests.length;
+    const mark = Date.now();
     const before = await s.op.reconciles();
     // Enough reconciles for two whole resync periods after the mark (a period in progress at the
     // mark may contribute up to two more).
@@ -63,8 +56,7 @@ describe("controller: drift resync", () => {
       timeoutMs: 15_000,
     });
 
-    const seen = requests.slice(mark);
-    const pages = seen.map((r) => `${r.method} ${r.url}`);
+    const pages = s.sim.requests({ since: mark }).map((r) => `${r.method} ${r.url}`);
     const listing = (offset: number) => `GET /v2/deployments?limit=100&offset=${offset}`;
     // Nothing but whole listings: no lookup per resource, no PATCH, no POST.
     expect(new Set(pages)).toEqual(new Set([listing(0), listing(100), listing(153)]));
@@ -95,20 +87,17 @@ describe("controller: drift resync", () => {
   });
 
   it("follows a create until Ready by looking the service up, not by waiting for the next listing", async () => {
-    const requests: Array<SeenRequest & { at: number }> = [];
-    const record = (req: IncomingMessage) =>
-      requests.push({ method: req.method ?? "", url: req.url ?? "", at: Date.now() });
-    const s = await startScenario("ctl-poll", { sim: { onRequest: record }, op: { resyncMs: 3_000 } });
+    const s = await startScenario("ctl-poll", { op: { resyncMs: 3_000 } });
     running.push(s);
-    const fullListing = (r: SeenRequest) => r.url === "/v2/deployments?limit=100&offset=0";
+    const fullListing = (r: SimRequest) => r.url === "/v2/deployments?limit=100&offset=0";
     // Right after a resync period the listing is fresh, and answers for settled resources.
-    await waitFor(() => requests.some(fullListing), { description: "a resync", timeoutMs: 10_000 });
+    await waitFor(() => s.sim.requests().some(fullListing), { description: "a resync", timeoutMs: 10_000 });
     const createdAt = Date.now();
     await s.user.create(s.namespace, "polled", spec);
 
     await s.user.waitReady(s.namespace, "polled");
     const readyAt = Date.now();
-    expect(requests.filter((r) => fullListing(r) && r.at >= createdAt && r.at <= readyAt)).toEqual([]);
+    expect(s.sim.requests({ since: createdAt }).filter((r) => fullListing(r) && r.at <= readyAt)).toEqual([]);
   });
 
   it("corrects a change made on the service on the next period, with a DriftCorrected event", async () => {
@@ -153,5 +142,25 @@ describe("controller: drift resync", () => {
     expect(handled.status?.conditions?.find((c) => c.type === "Synced")?.status).toBe("True");
     const event = await s.user.waitForEvent(s.namespace, "on-demand", "DriftCorrected");
     expect(event.note).toContain("(new revision): sourceRevisionConfig.imageUri");
+  });
+
+  it("checks a resource annotated dms.dev/reconcile-interval on its own, between two passes", async () => {
+    // The periodic pass every 60 s (the test default); this resource every 10 s, the shortest allowed.
+    const s = await startScenario("ctl-interval");
+    running.push(s);
+    await s.user.create(s.namespace, "watched", spec, {
+      annotations: { "dms.dev/reconcile-interval": "10s" },
+    });
+    const obj = await s.user.waitReady(s.namespace, "watched");
+    const id = obj.status?.deploymentId ?? "";
+    const driftedAt = Date.now();
+    s.sim.store.drift(id, { source_config: { resource_spec: { min_scale: 1, max_scale: 9 } } });
+
+    const event = await s.user.waitForEvent(s.namespace, "watched", "DriftCorrected", 30_000);
+    expect(event.note).toContain("sourceConfig.resourceSpec.maxScale: 9 → 2");
+    // Seen by a lookup of that one deployment, not by a listing of them all.
+    const seen = s.sim.requests({ since: driftedAt, method: "GET" });
+    expect(seen.filter((r) => r.url === "/v2/deployments?limit=100&offset=0")).toEqual([]);
+    expect(seen.filter((r) => r.url.includes(id)).length).toBeGreaterThanOrEqual(1);
   });
 });

@@ -716,8 +716,24 @@ const cases: Case[] = [
         o.metadata.annotations = { [ANNOTATION_RECONCILE_INTERVAL]: "2m" };
       });
     },
-    outcome: { result: { kind: "done", resyncAfterMs: 120_000 } },
+    outcome: { result: { kind: "done", intervalMs: 120_000 } },
     calls: {},
+    events: [],
+  },
+  {
+    reason:
+      "the reconcile a reconcile-interval brings asks the service, although the resync's listing is still fresh",
+    arrange: async (w) => {
+      await w.settled();
+      w.resources.edit(REF, (o) => {
+        o.metadata.annotations = { [ANNOTATION_RECONCILE_INTERVAL]: "20s" };
+      });
+      // Within the listing's 60 s, past half the interval: the listing no longer answers for it.
+      w.clock.advance(15_000);
+    },
+    outcome: { result: { kind: "done", intervalMs: 20_000 } },
+    calls: { getById: 1 },
+    conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
     events: [],
   },
 

@@ -1,6 +1,9 @@
 // `dms-operator run` settings: the bind addresses a user can give, including `0` to disable one.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runConfigFrom } from "../../src/commands/run-config.ts";
+import { RUN_SETTINGS, runConfigFrom } from "../../src/commands/run-config.ts";
+import { defaultOf, flagOf, SERVICE_SETTINGS, type Setting } from "../../src/config.ts";
 
 const base = { baseUrl: "http://127.0.0.1:8090" };
 
@@ -159,5 +162,48 @@ describe("runConfigFrom in a pod", () => {
     const outside = runConfigFrom(base, {});
     expect(outside.ok && outside.config.podName).toBeUndefined();
     expect(outside.ok && outside.config.leaderElection.namespace).toBeUndefined();
+  });
+});
+
+describe("the settings tables", () => {
+  const tables: Record<string, Setting<unknown>> = { ...SERVICE_SETTINGS, ...RUN_SETTINGS };
+
+  it("give every setting a default that its own parser accepts", () => {
+    for (const [key, setting] of Object.entries(tables)) {
+      if (setting.default !== undefined) expect(() => defaultOf(setting), key).not.toThrow();
+    }
+    // With nothing given, the configuration is the defaults: what --help and the README show.
+    expect(runConfigFrom(base, {})).toMatchObject({
+      ok: true,
+      config: {
+        concurrency: 16,
+        resyncMs: 600_000,
+        pollMs: 5_000,
+        createGraceMs: 60_000,
+        shutdownTimeoutMs: 30_000,
+        leaderElection: { enabled: true, name: "dms-operator-leader", leaseDurationMs: 15_000 },
+        metricsBindAddress: ":8080",
+        logLevel: "info",
+        service: { timeoutMs: 10_000, retries: 4, qps: 20, burst: 40, apiKeyHeader: "X-Api-Key" },
+      },
+    });
+  });
+
+  it("are what the README's configuration table says: each flag with its variable and default", () => {
+    const readme = readFileSync(join(import.meta.dirname, "..", "..", "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("## Configuration (`dms-operator run`)"));
+    const rows = section
+      .split("\n")
+      .filter((line) => line.startsWith("| `--"))
+      .map((line) => line.split("|").map((cell) => cell.trim()));
+    const cells = (cell: string) => cell.split(/,\s*|\s+\/\s+/).map((c) => c.replaceAll("`", "").trim());
+    for (const [key, setting] of Object.entries(tables)) {
+      const row = rows.find((r) => cells(r[1] ?? "").some((c) => c.split(" ")[0] === flagOf(key)));
+      expect(row, `README row of ${flagOf(key)}`).toBeDefined();
+      const at = cells(row?.[1] ?? "").findIndex((c) => c.split(" ")[0] === flagOf(key));
+      if (setting.env !== undefined) expect(cells(row?.[2] ?? ""), key).toContain(setting.env);
+      const shown = setting.required !== undefined ? "(required)" : (setting.shown ?? setting.default);
+      if (shown) expect(cells(row?.[3] ?? "")[at], key).toBe(shown);
+    }
   });
 });

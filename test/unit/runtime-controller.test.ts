@@ -22,7 +22,6 @@ function startController(reconcile: Reconcile, options: Partial<ControllerOption
   const controller = new Controller({
     name: "test",
     backoff: { jitter: 0 },
-    resyncMs: 0,
     random: () => 0.5,
     ...options,
     reconcile: (key, signal) => {
@@ -94,12 +93,9 @@ describe("Controller", () => {
   });
 
   it("does not retry a terminal error: the key waits for the next change", async () => {
-    const { controller, times } = startController(
-      async () => {
-        throw new TerminalError("spec rejected by the service");
-      },
-      { resyncMs: 60_000 },
-    );
+    const { controller, times } = startController(async () => {
+      throw new TerminalError("spec rejected by the service");
+    });
     controller.enqueue("ns/a");
     await vi.advanceTimersByTimeAsync(3_600_000);
     expect(times("ns/a")).toEqual([0]);
@@ -134,53 +130,44 @@ describe("Controller", () => {
     expect(times("ns/a")).toEqual([0, 1_000]);
   });
 
-  it("resyncs after a success within interval ± jitter, per-key interval override included", async () => {
-    const randoms = [0, 0.9999, 0.5];
-    let i = 0;
-    const { controller, times } = startController(
-      async (key) => (key === "ns/b" ? { kind: "done", resyncAfterMs: 60_000 } : { kind: "done" }),
-      {
-        resyncMs: 600_000,
-        resyncJitter: 0.1,
-        random: () => randoms[i++ % randoms.length] ?? 0.5,
-      },
-    );
+  it("schedules nothing of its own after a success: the periodic pass is the resync's", async () => {
+    const { controller, times } = startController(ok);
     controller.enqueue("ns/a");
-    await vi.advanceTimersByTimeAsync(0);
-    await vi.advanceTimersByTimeAsync(540_000 + 660_000);
-    const a = times("ns/a");
-    expect(a[0]).toBe(0);
-    // random 0 → 540 s; then random 0.9999 → ~660 s later.
-    expect(a[1]).toBe(540_000);
-    expect(a[2]).toBeGreaterThanOrEqual(540_000 + 659_000);
-    expect(a[2]).toBeLessThanOrEqual(540_000 + 660_000);
-    controller.enqueue("ns/b");
-    await vi.advanceTimersByTimeAsync(0);
-    const started = times("ns/b")[0] ?? 0;
-    await vi.advanceTimersByTimeAsync(66_000);
-    const b = times("ns/b");
-    expect(b).toHaveLength(2);
-    const gap = (b[1] ?? 0) - started;
-    expect(gap).toBeGreaterThanOrEqual(54_000);
-    expect(gap).toBeLessThanOrEqual(66_000);
+    await vi.advanceTimersByTimeAsync(24 * 3_600_000);
+    expect(times("ns/a")).toEqual([0]);
   });
 
-  it("requeues after the asked delay when it is sooner than the resync", async () => {
-    let n = 0;
+  it("reconciles a key again after the interval its result asks for, ± jitter, and again after that", async () => {
+    const randoms = [0, 0.9999];
+    let i = 0;
     const { controller, times } = startController(
-      async () => (n++ === 0 ? { kind: "requeueAfter", ms: 5_000 } : { kind: "done" }),
-      {
-        resyncMs: 600_000,
-        resyncJitter: 0,
-      },
+      async (key) => (key === "ns/b" ? { kind: "done", intervalMs: 60_000 } : { kind: "done" }),
+      { intervalJitter: 0.1, random: () => randoms[i++ % randoms.length] ?? 0.5 },
+    );
+    controller.enqueue("ns/a");
+    controller.enqueue("ns/b");
+    await vi.advanceTimersByTimeAsync(60_000 * 0.9 + 66_000);
+    expect(times("ns/a")).toEqual([0]);
+    const b = times("ns/b");
+    // random 0 → 54 s; then random 0.9999 → ~66 s later.
+    expect(b[0]).toBe(0);
+    expect(b[1]).toBe(54_000);
+    expect(b[2]).toBeGreaterThanOrEqual(54_000 + 65_990);
+    expect(b[2]).toBeLessThanOrEqual(54_000 + 66_000);
+  });
+
+  it("requeues after the asked delay, then waits for the next change", async () => {
+    let n = 0;
+    const { controller, times } = startController(async () =>
+      n++ === 0 ? { kind: "requeueAfter", ms: 5_000 } : { kind: "done" },
     );
     controller.enqueue("ns/a");
     await vi.advanceTimersByTimeAsync(700_000);
-    expect(times("ns/a")).toEqual([0, 5_000, 605_000]);
+    expect(times("ns/a")).toEqual([0, 5_000]);
   });
 
   it("schedules nothing for an object that is gone", async () => {
-    const { controller, times } = startController(async () => ({ kind: "gone" }), { resyncMs: 1_000 });
+    const { controller, times } = startController(async () => ({ kind: "gone" }));
     controller.enqueue("ns/a");
     await vi.advanceTimersByTimeAsync(100_000);
     expect(times("ns/a")).toEqual([0]);
@@ -253,21 +240,6 @@ describe("Controller", () => {
     expect(times("ns/a")).toEqual([0]);
   });
 
-  it("enqueues the known keys at start, spread over the window", async () => {
-    const keys = Array.from({ length: 50 }, (_, i) => `ns/r${i}`);
-    let r = 0;
-    const { times } = startController(ok, {
-      listKeys: () => keys,
-      startSpreadMs: 10_000,
-      concurrency: 50,
-      random: () => (r++ % 50) / 50,
-    });
-    await vi.advanceTimersByTimeAsync(10_000);
-    const starts = keys.map((k) => times(k)[0]);
-    expect(starts.every((t) => t !== undefined && t >= 0 && t < 10_000)).toBe(true);
-    expect(new Set(starts).size).toBeGreaterThan(40);
-  });
-
   it("reports outcomes and worker counts to its metrics hooks", async () => {
     const outcomes: string[] = [];
     const active: number[] = [];
@@ -282,7 +254,6 @@ describe("Controller", () => {
         return { kind: "done" };
       },
       {
-        resyncMs: 600_000,
         metrics: {
           reconciled: (o) => outcomes.push(o),
           errored: () => errors++,

@@ -21,7 +21,7 @@ function start(keys: string[], reconcileMs: number, prepare?: () => Promise<void
     await new Promise((r) => setTimeout(r, reconcileMs));
     return { kind: "done" };
   };
-  const controller = new Controller({ name: "test", reconcile, resyncMs: 0, random: () => 0.5 });
+  const controller = new Controller({ name: "test", reconcile, random: () => 0.5 });
   const resync = new ResyncedController({
     controller,
     synced: () => Promise.resolve(),
@@ -106,7 +106,7 @@ describe("Controller.pass", () => {
       if (key === "ns/bad") throw new Error("boom");
       return { kind: "done" };
     };
-    const controller = new Controller({ name: "test", reconcile, resyncMs: 0, backoff: { jitter: 0 } });
+    const controller = new Controller({ name: "test", reconcile, backoff: { jitter: 0 } });
     const stop = new AbortController();
     const running = controller.start(stop.signal);
     let ended = false;
@@ -127,7 +127,6 @@ describe("Controller.pass", () => {
     const controller = new Controller({
       name: "test",
       reconcile: async () => ({ kind: "done" }),
-      resyncMs: 0,
     });
     await controller.pass(["ns/a"], 0);
     const stop = new AbortController();

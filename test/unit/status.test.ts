@@ -153,11 +153,28 @@ describe("statusFrom: fields", () => {
   it("keeps what it did not look at, and clears what it knows is gone", () => {
     const first = statusFrom({
       generation: 1,
-      observed: remote(),
+      observed: remote({
+        image_version: "0.4.2",
+        source_revision_config: { repo_ref: "main", repo_commit_sha: "abc123" },
+      }),
       sync: synced,
       now: T0,
       record: { appliedSecretsHash: "a".repeat(64) },
+      revision: { id: REV1, status: "DEPLOYED" },
     });
+    // Everything the status says of the service's deployment, as `kubectl get -o yaml` shows it.
+    const observedFields = {
+      deploymentId: first.deploymentId,
+      tenantId: first.tenantId,
+      remoteStatus: "READY",
+      latestRevisionId: REV1,
+      activeRevisionId: REV1,
+      latestRevisionStatus: "DEPLOYED",
+      shortRevisions: "11111111/11111111",
+      imageVersion: "0.4.2",
+      repoCommitSha: "abc123",
+    };
+    expect(first).toMatchObject(observedFields);
     const paused = statusFrom({
       previous: first,
       generation: 2,
@@ -166,7 +183,7 @@ describe("statusFrom: fields", () => {
       now: T1,
     });
     expect(paused).toMatchObject({
-      deploymentId: first.deploymentId,
+      ...observedFields,
       appliedSecretsHash: "a".repeat(64),
       observedGeneration: 2,
     });
@@ -179,8 +196,9 @@ describe("statusFrom: fields", () => {
       now: T1,
       record: { appliedSecretsHash: null },
     });
-    expect(gone.deploymentId).toBeUndefined();
+    for (const field of Object.keys(observedFields)) expect(gone).not.toHaveProperty(field);
     expect(gone.appliedSecretsHash).toBeUndefined();
+    expect(gone.observedGeneration).toBe(2);
   });
 
   it("writes nothing new when nothing changed: a second identical reconcile yields an equal status", () => {
