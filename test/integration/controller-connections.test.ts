@@ -4,7 +4,6 @@
 // both without a restart; a ServiceConnection of another namespace cannot be used; a 429 on one
 // tenant does not hold back the other; deleting a connection in use is held until none uses it.
 import { randomBytes } from "node:crypto";
-import type { IncomingMessage } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConnectionStatus } from "../../src/crd/connection-schema.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
@@ -25,12 +24,6 @@ const spec = (connectionRef?: DeploymentSpec["connectionRef"]): DeploymentSpec =
   ...(connectionRef ? { connectionRef } : {}),
 });
 
-/** Every request a simulator served past its faults, as `METHOD /path?query`. */
-function recorder() {
-  const seen: string[] = [];
-  return { seen, onRequest: (req: IncomingMessage) => seen.push(`${req.method} ${req.url ?? ""}`) };
-}
-
 /** How many answers with `status` a simulator gave, over all routes (its own counters). */
 const answered = (sim: RunningSimulator, status: string) =>
   Object.values(sim.counters()).reduce((sum, byStatus) => sum + (byStatus[status] ?? 0), 0);
@@ -49,8 +42,8 @@ describe("controller: connections to several tenants", () => {
   let simA: RunningSimulator;
   let simB: RunningSimulator;
   let op: TestOperator;
-  const seenA = recorder();
-  const seenB = recorder();
+  /** Every request a simulator received, as `METHOD /path?query` (its own record). */
+  const seen = (sim: RunningSimulator) => sim.requests().map((r) => `${r.method} ${r.url}`);
 
   const getConnection = async (kind: string, name: string, namespace?: string) => {
     const args = ["get", kind, name, "-o", "json", ...(namespace ? ["-n", namespace] : [])];
@@ -74,13 +67,11 @@ describe("controller: connections to several tenants", () => {
     simA = await startTestSimulator({
       tenantId: TENANT_A,
       seed: { providers: [PROVIDER("github"), PROVIDER("google")] },
-      onRequest: seenA.onRequest,
     });
     simB = await startTestSimulator({
       apiKey: KEY_B,
       tenantId: TENANT_B,
       seed: { providers: [PROVIDER("github")] },
-      onRequest: seenB.onRequest,
     });
     await user.putSecret(nsA, "tenant-a", { "api-key": TEST_API_KEY });
     await user.putSecret(nsB, "tenant-b", { "api-key": KEY_B });
@@ -122,7 +113,7 @@ describe("controller: connections to several tenants", () => {
     expect(a?.status?.lastProbeTime).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect(a?.metadata?.finalizers).toContain("dms.dev/connection-in-use");
     // The probe is the providers listing, with the connection's own key.
-    expect(seenB.seen.some((r) => r.startsWith("GET /v2/auth/providers"))).toBe(true);
+    expect(seen(simB).some((r) => r.startsWith("GET /v2/auth/providers"))).toBe(true);
   });
 
   it("deploys the same name to two tenants from two namespaces, without a conflict", async () => {
@@ -147,7 +138,7 @@ describe("controller: connections to several tenants", () => {
   });
 
   it("cannot use a ServiceConnection of another namespace, and makes no call for it", async () => {
-    const before = seenA.seen.length;
+    const before = seen(simA).length;
     await user.create(nsB, "borrower", spec({ kind: "ServiceConnection", name: "tenant-a" }));
     const stuck = await user.waitFor(
       nsB,
@@ -157,7 +148,7 @@ describe("controller: connections to several tenants", () => {
     );
     expect(conditionOf(stuck, "Synced")?.message).toContain(`ServiceConnection ${nsB}/tenant-a not found`);
     expect(hasCondition(stuck, "Stalled", "True", "ConnectionNotReady")).toBe(true);
-    const asked = seenA.seen.slice(before);
+    const asked = seen(simA).slice(before);
     expect(asked.filter((r) => r.includes("borrower") || r.startsWith("POST"))).toEqual([]);
     expect(simA.store.list().map((d) => d.name)).toEqual(["shop"]);
   });
@@ -218,7 +209,7 @@ describe("controller: connections to several tenants", () => {
       timeoutMs: 20_000,
     });
     expect(simB.store.list().map((d) => d.name)).not.toContain("preview");
-    expect(seenA.seen.filter((r) => r.startsWith("DELETE"))).toEqual([]);
+    expect(seen(simA).filter((r) => r.startsWith("DELETE"))).toEqual([]);
   });
 
   it("holds the deletion of a connection in use until no Deployment uses it", async () => {
