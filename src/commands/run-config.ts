@@ -41,6 +41,12 @@ export const RUN_SETTINGS = {
     arg: "<a,b>",
     help: "namespaces to watch, comma-separated",
   },
+  clusterConnections: {
+    env: "DMS_CLUSTER_CONNECTIONS",
+    parse: parsers.boolean,
+    shown: "on when watching all namespaces",
+    help: "watch ClusterServiceConnections (needs cluster-wide list/watch on them)",
+  },
   labelSelector: {
     env: "DMS_LABEL_SELECTOR",
     parse: parsers.text,
@@ -219,6 +225,7 @@ export function runConfigFrom(
     ...(v.kubeconfig ? { kubeconfig: v.kubeconfig } : {}),
     ...(v.context ? { context: v.context } : {}),
     namespaces: v.namespaces,
+    ...(v.clusterConnections !== undefined ? { clusterConnections: v.clusterConnections } : {}),
     ...(v.labelSelector ? { labelSelector: v.labelSelector } : {}),
     concurrency: v.concurrency,
     resyncMs: v.resyncPeriod,

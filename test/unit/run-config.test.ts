@@ -207,3 +207,26 @@ describe("the settings tables", () => {
     }
   });
 });
+
+describe("runConfigFrom --cluster-connections", () => {
+  const clusterConnections = (flags: Record<string, unknown>, env: Record<string, string> = {}) => {
+    const result = runConfigFrom({ ...base, ...flags }, env);
+    return result.ok ? result.config.clusterConnections : result.problems;
+  };
+
+  it("is left to the operator (on when watching all namespaces) unless given", () => {
+    expect(clusterConnections({})).toBeUndefined();
+  });
+
+  it("can be turned on for a sharded install, by flag or variable, and off for a cluster-wide one", () => {
+    expect(clusterConnections({ namespaces: "a,b", clusterConnections: true })).toBe(true);
+    expect(clusterConnections({ namespaces: "a" }, { DMS_CLUSTER_CONNECTIONS: "true" })).toBe(true);
+    expect(clusterConnections({}, { DMS_CLUSTER_CONNECTIONS: "false" })).toBe(false);
+  });
+
+  it("names the variable and the values it takes when the value is not a boolean", () => {
+    expect(String(clusterConnections({}, { DMS_CLUSTER_CONNECTIONS: "sometimes" }))).toContain(
+      "--cluster-connections / DMS_CLUSTER_CONNECTIONS",
+    );
+  });
+});
