@@ -25,9 +25,10 @@ export const POLL_BATCH = 100;
 /** Options of {@link RemoteSnapshot}. */
 export interface RemoteSnapshotOptions {
   /**
-   * How long a listing answers for the service outside a resync pass: an edit on the service is
-   * seen by the next pass. While a pass runs ({@link RemoteSnapshot.holdFresh}) the listing
-   * answers however long the pass takes.
+   * How long a listing answers for the service when nothing holds it: an edit on the service is
+   * seen by the next pass. The resync holds each listing ({@link RemoteSnapshot.holdFresh}) until
+   * the next one is taken, so this only bounds a listing that is no longer renewed (the next one
+   * failed).
    */
   maxAgeMs: number;
 }
@@ -49,6 +50,11 @@ export class RemoteSnapshot {
   /** When the current listing started; entries written or polled since carry their own time. */
   #takenAt = Number.NEGATIVE_INFINITY;
   readonly #seenAt = new Map<string, number>();
+  /**
+   * Entries the poller read that no reconcile has taken yet: not polled again until one has,
+   * and taken by that reconcile however long its key waited in the queue.
+   */
+  readonly #polled = new Set<string>();
   /** Entries known only from a write's answer, not yet from a read (a listing may lag a create). */
   #unlisted = new Set<string>();
   /** The items of the last listing that could not be read, by what is known of them. */
@@ -95,12 +101,14 @@ export class RemoteSnapshot {
     for (const [id, d] of listed) this.#set(id, d);
     this.#unlisted = new Set([...this.#written.keys()].filter((id) => this.#unlisted.has(id)));
     for (const [id, at] of this.#seenAt) if (at <= startedAt || !this.#byId.has(id)) this.#seenAt.delete(id);
+    for (const id of this.#polled) if (!this.#byId.has(id)) this.#polled.delete(id);
     this.#takenAt = startedAt;
   }
 
   /**
-   * Keeps the listing fresh until the returned release is called: a resync pass holds it so that
-   * its reconciles read the pass's listing however long the pass takes.
+   * Keeps the listing fresh until the returned release is called: the resync holds each listing
+   * until the next one is taken, so that a pass reads its listing however long it takes and the
+   * reconciles between passes (new resources, changes) read it too, with no live lookups.
    */
   holdFresh(): () => void {
     this.#holds += 1;
@@ -119,13 +127,17 @@ export class RemoteSnapshot {
   /**
    * The snapshot's answer for `id`: the deployment, `null` when the listing did not have it, or
    * `undefined` when the snapshot is too old to say. With `withinMs`, only an entry the service
-   * answered in the last `withinMs` counts (a rollout being polled).
+   * answered in the last `withinMs` counts (a rollout being polled), or one the poller read for
+   * this reconcile: a poll is taken by the next reconcile that reads the entry, however long the
+   * queue held its key, and the poller reads the entry again only after that.
    */
   byId(id: string, withinMs?: number): Deployment | null | undefined {
-    if (withinMs !== undefined) {
-      const seen = this.#seenAt.get(id) ?? this.#takenAt;
-      if (this.#clock.now() - seen > withinMs) return undefined;
-    } else if (!this.isFresh()) return undefined;
+    if (!this.#polled.delete(id)) {
+      if (withinMs !== undefined) {
+        const seen = this.#seenAt.get(id) ?? this.#takenAt;
+        if (this.#clock.now() - seen > withinMs) return undefined;
+      } else if (!this.isFresh()) return undefined;
+    }
     const problem = this.#unreadable.byId.get(id);
     if (problem !== undefined) throw new UnreadableDeploymentError(problem);
     const text = this.#byId.get(id);
@@ -164,6 +176,8 @@ export class RemoteSnapshot {
   observed(deployment: Deployment): void {
     this.#record(deployment);
     this.#unlisted.delete(deployment.id);
+    // A reconcile's own lookup: it has what the service says now, so a poll read before is spent.
+    this.#polled.delete(deployment.id);
   }
 
   /** True when a read of the service showed the entry `id` (not only a write's answer). */
@@ -182,18 +196,26 @@ export class RemoteSnapshot {
   forget(id: string): void {
     this.#delete(id);
     this.#unlisted.delete(id);
+    this.#polled.delete(id);
     this.#seenAt.set(id, this.#clock.now());
     this.#written.set(id, { at: ++this.#writes, deployment: null });
   }
 
   /**
    * Re-reads the deployments `ids` from the service, {@link POLL_BATCH} per call, and records
-   * them. An id the service did not return is left as it was: a listing may lag behind a create.
+   * them. An id polled before whose read no reconcile has taken yet is skipped: when reconciles
+   * queue up (thousands of creates at once), polling their deployments again every period would
+   * spend the rate limit on reads nobody takes, and slow down the queue further. An id the
+   * service did not return is left as it was: a listing may lag behind a create.
    */
   async poll(ids: readonly string[], signal: AbortSignal): Promise<void> {
-    for (let i = 0; i < ids.length; i += POLL_BATCH) {
-      const found = await this.#port.getByIds(ids.slice(i, i + POLL_BATCH), signal);
-      for (const deployment of found) this.observed(deployment);
+    const due = ids.filter((id) => !this.#polled.has(id));
+    for (let i = 0; i < due.length; i += POLL_BATCH) {
+      const found = await this.#port.getByIds(due.slice(i, i + POLL_BATCH), signal);
+      for (const deployment of found) {
+        this.observed(deployment);
+        this.#polled.add(deployment.id);
+      }
     }
   }
 

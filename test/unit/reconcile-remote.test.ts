@@ -168,6 +168,29 @@ describe("RemoteSnapshot lookups", () => {
     expect(snapshot.byId(lagging)?.name).toBe("just-created");
   });
 
+  it("polls a deployment once per reconcile that takes the read, however long the queue held it", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const { snapshot, calls } = snapshotOver([named(1), named(2)]);
+    await snapshot.refresh(new AbortController().signal);
+    const signal = new AbortController().signal;
+    await snapshot.poll([id(1), id(2)], signal);
+    // A backlog: no reconcile took those reads yet, so polling again asks nothing.
+    vi.setSystemTime(5_000);
+    await snapshot.poll([id(1), id(2)], signal);
+    expect(calls.getByIds).toEqual([2]);
+    // The reconcile of 1 comes a minute late and takes what the poller read for it ...
+    vi.setSystemTime(60_000);
+    expect(snapshot.byId(id(1), 10_000)?.name).toBe("agent-1");
+    // ... once: its next reconcile needs a newer read, which the next poll makes.
+    expect(snapshot.byId(id(1), 10_000)).toBeUndefined();
+    await snapshot.poll([id(1), id(2)], signal);
+    expect(calls.getByIds).toEqual([2, 1]);
+    // A reconcile's own lookup spends the poll read too: the poller reads 2 again.
+    snapshot.observed(named(2));
+    await snapshot.poll([id(1), id(2)], signal);
+    expect(calls.getByIds).toEqual([2, 1, 1]);
+  });
+
   it("knows a created deployment only from the create's answer until a read lists it", async () => {
     const created = named(7);
     const { snapshot } = snapshotOver([]);
