@@ -43,10 +43,7 @@ export class RemoteSnapshot {
   readonly #clock: Clock;
   readonly #maxAgeMs: number;
   readonly #listing: SharedCall<void>;
-  #byId = new Map<string, string>();
-  #byName = new Map<string, string[]>();
-  /** The name of each entry of `#byId`, to unindex it without parsing it. */
-  #names = new Map<string, string>();
+  #entries = new Entries();
   /** When the current listing started; entries written or polled since carry their own time. */
   #takenAt = Number.NEGATIVE_INFINITY;
   readonly #seenAt = new Map<string, number>();
@@ -63,8 +60,11 @@ export class RemoteSnapshot {
   #holds = 0;
   /** Counts writes to the snapshot, to tell a write made while a listing was under way. */
   #writes = 0;
-  /** The latest write per id (null: forgotten), with its count; pruned as listings supersede it. */
-  readonly #written = new Map<string, { at: number; deployment: Deployment | null }>();
+  /**
+   * The count of the latest write per id (the entry itself is in `#entries`, or absent when
+   * forgotten); pruned as listings supersede the writes.
+   */
+  readonly #written = new Map<string, number>();
 
   constructor(port: DeploymentsPort, clock: Clock, options: RemoteSnapshotOptions) {
     this.#port = port;
@@ -85,23 +85,25 @@ export class RemoteSnapshot {
   async #list(signal: AbortSignal): Promise<void> {
     const startedAt = this.#clock.now();
     const writesBefore = this.#writes;
-    const { deployments: all, unreadable } = await this.#port.listAll(signal);
+    // Each item is kept as text as its page arrives: the listing is never held parsed at once.
+    const listed = new Entries();
+    const unreadable = await this.#port.listAll(signal, (d) => listed.set(d.id, d.name, JSON.stringify(d)));
     if (signal.aborted) return;
     this.#unreadable = unreadableIndex(unreadable);
-    const listed = new Map<string, Deployment>(all.map((d) => [d.id, d]));
     // A write answered after the listing started is newer than what the listing shows.
-    for (const [id, write] of this.#written) {
-      if (write.at <= writesBefore) this.#written.delete(id);
-      else if (write.deployment) listed.set(id, write.deployment);
-      else listed.delete(id);
+    for (const [id, at] of this.#written) {
+      if (at <= writesBefore) {
+        this.#written.delete(id);
+        continue;
+      }
+      listed.delete(id);
+      const written = this.#entries.get(id);
+      if (written) listed.set(id, written.name, written.text);
     }
-    this.#byId = new Map();
-    this.#byName = new Map();
-    this.#names = new Map();
-    for (const [id, d] of listed) this.#set(id, d);
+    this.#entries = listed;
     this.#unlisted = new Set([...this.#written.keys()].filter((id) => this.#unlisted.has(id)));
-    for (const [id, at] of this.#seenAt) if (at <= startedAt || !this.#byId.has(id)) this.#seenAt.delete(id);
-    for (const id of this.#polled) if (!this.#byId.has(id)) this.#polled.delete(id);
+    for (const [id, at] of this.#seenAt) if (at <= startedAt || !listed.has(id)) this.#seenAt.delete(id);
+    for (const id of this.#polled) if (!listed.has(id)) this.#polled.delete(id);
     this.#takenAt = startedAt;
   }
 
@@ -140,8 +142,8 @@ export class RemoteSnapshot {
     }
     const problem = this.#unreadable.byId.get(id);
     if (problem !== undefined) throw new UnreadableDeploymentError(problem);
-    const text = this.#byId.get(id);
-    return text === undefined ? null : (JSON.parse(text) as Deployment);
+    const entry = this.#entries.get(id);
+    return entry === undefined ? null : (JSON.parse(entry.text) as Deployment);
   }
 
   /**
@@ -154,11 +156,11 @@ export class RemoteSnapshot {
     if (!this.isFresh()) return undefined;
     const problem = this.#unreadable.byName.get(name);
     if (problem !== undefined) throw new UnreadableDeploymentError(unreadableMessage(name, problem));
-    const ids = this.#byName.get(name) ?? [];
+    const ids = this.#entries.idsNamed(name);
     if (ids.length === 0 && this.#unreadable.unnamed) return undefined;
     return ids.flatMap((id) => {
-      const text = this.#byId.get(id);
-      return text === undefined ? [] : [JSON.parse(text) as Deployment];
+      const entry = this.#entries.get(id);
+      return entry === undefined ? [] : [JSON.parse(entry.text) as Deployment];
     });
   }
 
@@ -182,23 +184,23 @@ export class RemoteSnapshot {
 
   /** True when a read of the service showed the entry `id` (not only a write's answer). */
   isListed(id: string): boolean {
-    return this.#byId.has(id) && !this.#unlisted.has(id);
+    return this.#entries.has(id) && !this.#unlisted.has(id);
   }
 
   #record(deployment: Deployment): void {
-    this.#delete(deployment.id);
-    this.#set(deployment.id, deployment);
+    this.#entries.delete(deployment.id);
+    this.#entries.set(deployment.id, deployment.name, JSON.stringify(deployment));
     this.#seenAt.set(deployment.id, this.#clock.now());
-    this.#written.set(deployment.id, { at: ++this.#writes, deployment });
+    this.#written.set(deployment.id, ++this.#writes);
   }
 
   /** Forgets a deployment that the service no longer has. */
   forget(id: string): void {
-    this.#delete(id);
+    this.#entries.delete(id);
     this.#unlisted.delete(id);
     this.#polled.delete(id);
     this.#seenAt.set(id, this.#clock.now());
-    this.#written.set(id, { at: ++this.#writes, deployment: null });
+    this.#written.set(id, ++this.#writes);
   }
 
   /**
@@ -218,23 +220,45 @@ export class RemoteSnapshot {
       }
     }
   }
+}
 
-  #set(id: string, deployment: Deployment): void {
-    this.#byId.set(id, JSON.stringify(deployment));
-    this.#names.set(id, deployment.name);
-    const ids = this.#byName.get(deployment.name);
-    if (!ids) this.#byName.set(deployment.name, [id]);
-    else if (!ids.includes(id)) ids.push(id);
+/**
+ * Deployments held as JSON text by id, with the index by exact name. A name held by one
+ * deployment (nearly all) maps to its id itself, not to an array of one.
+ */
+class Entries {
+  readonly #byId = new Map<string, { name: string; text: string }>();
+  readonly #byName = new Map<string, string | string[]>();
+
+  get(id: string): { name: string; text: string } | undefined {
+    return this.#byId.get(id);
   }
 
-  #delete(id: string): void {
-    const name = this.#names.get(id);
+  has(id: string): boolean {
+    return this.#byId.has(id);
+  }
+
+  idsNamed(name: string): readonly string[] {
+    const ids = this.#byName.get(name);
+    return ids === undefined ? [] : typeof ids === "string" ? [ids] : ids;
+  }
+
+  set(id: string, name: string, text: string): void {
+    this.#byId.set(id, { name, text });
+    const ids = this.#byName.get(name);
+    if (ids === undefined) this.#byName.set(name, id);
+    else if (typeof ids === "string") {
+      if (ids !== id) this.#byName.set(name, [ids, id]);
+    } else if (!ids.includes(id)) ids.push(id);
+  }
+
+  delete(id: string): void {
+    const entry = this.#byId.get(id);
+    if (!entry) return;
     this.#byId.delete(id);
-    this.#names.delete(id);
-    if (name === undefined) return;
-    const ids = this.#byName.get(name)?.filter((other) => other !== id) ?? [];
-    if (ids.length > 0) this.#byName.set(name, ids);
-    else this.#byName.delete(name);
+    const rest = this.idsNamed(entry.name).filter((other) => other !== id);
+    if (rest.length === 0) this.#byName.delete(entry.name);
+    else this.#byName.set(entry.name, rest.length === 1 ? (rest[0] as string) : rest);
   }
 }
 

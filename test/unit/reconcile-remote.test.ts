@@ -13,10 +13,16 @@ function heldListings() {
   const pending: Array<{ signal: AbortSignal; answer: (all: Deployment[]) => void }> = [];
   const unused = () => Promise.reject(new Error("not used by the snapshot"));
   const port: DeploymentsPort = {
-    listAll: (signal) =>
+    listAll: (signal, each) =>
       new Promise((resolve, reject) => {
         signal.addEventListener("abort", () => reject(signal.reason), { once: true });
-        pending.push({ signal, answer: (deployments) => resolve({ deployments, unreadable: [] }) });
+        pending.push({
+          signal,
+          answer: (deployments) => {
+            for (const deployment of deployments) each(deployment);
+            resolve([]);
+          },
+        });
       }),
     getById: unused,
     getByIds: unused,
@@ -89,9 +95,10 @@ describe("RemoteSnapshot lookups", () => {
     const calls = { listAll: 0, getByIds: [] as number[] };
     const unused = () => Promise.reject(new Error("not used by the snapshot"));
     const port: DeploymentsPort = {
-      listAll: async () => {
+      listAll: async (_signal, each) => {
         calls.listAll += 1;
-        return { deployments: listing, unreadable };
+        for (const deployment of listing) each(deployment);
+        return unreadable;
       },
       getByIds: async (ids) => {
         calls.getByIds.push(ids.length);
