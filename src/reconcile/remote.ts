@@ -43,7 +43,7 @@ export class RemoteSnapshot {
   readonly #clock: Clock;
   readonly #maxAgeMs: number;
   readonly #listing: SharedCall<void>;
-  #entries = new Entries();
+  readonly #entries = new Entries();
   /** When the current listing started; entries written or polled since carry their own time. */
   #takenAt = Number.NEGATIVE_INFINITY;
   readonly #seenAt = new Map<string, number>();
@@ -85,25 +85,26 @@ export class RemoteSnapshot {
   async #list(signal: AbortSignal): Promise<void> {
     const startedAt = this.#clock.now();
     const writesBefore = this.#writes;
-    // Each item is kept as text as its page arrives: the listing is never held parsed at once.
-    const listed = new Entries();
-    const unreadable = await this.#port.listAll(signal, (d) => listed.set(d.id, d.name, JSON.stringify(d)));
+    const newer = (id: string) => (this.#written.get(id) ?? 0) > writesBefore;
+    // Each item replaces its entry as its page arrives, as text: neither the parsed listing nor a
+    // second copy of the snapshot is ever held. A write answered after the listing started is
+    // newer than what the listing shows, and stays.
+    const listed = new Set<string>();
+    const unreadable = await this.#port.listAll(signal, (d) => {
+      listed.add(d.id);
+      if (newer(d.id)) return;
+      this.#entries.delete(d.id);
+      this.#entries.set(d.id, d.name, JSON.stringify(d));
+    });
     if (signal.aborted) return;
     this.#unreadable = unreadableIndex(unreadable);
-    // A write answered after the listing started is newer than what the listing shows.
-    for (const [id, at] of this.#written) {
-      if (at <= writesBefore) {
-        this.#written.delete(id);
-        continue;
-      }
-      listed.delete(id);
-      const written = this.#entries.get(id);
-      if (written) listed.set(id, written.name, written.text);
-    }
-    this.#entries = listed;
+    // What the listing did not show is gone from the service, unless written since it started.
+    for (const id of this.#entries.ids()) if (!listed.has(id) && !newer(id)) this.#entries.delete(id);
+    for (const [id, at] of this.#written) if (at <= writesBefore) this.#written.delete(id);
     this.#unlisted = new Set([...this.#written.keys()].filter((id) => this.#unlisted.has(id)));
-    for (const [id, at] of this.#seenAt) if (at <= startedAt || !listed.has(id)) this.#seenAt.delete(id);
-    for (const id of this.#polled) if (!listed.has(id)) this.#polled.delete(id);
+    const entries = this.#entries;
+    for (const [id, at] of this.#seenAt) if (at <= startedAt || !entries.has(id)) this.#seenAt.delete(id);
+    for (const id of this.#polled) if (!entries.has(id)) this.#polled.delete(id);
     this.#takenAt = startedAt;
   }
 
@@ -236,6 +237,11 @@ class Entries {
 
   has(id: string): boolean {
     return this.#byId.has(id);
+  }
+
+  /** The ids held, as a list (safe to delete from while going through it). */
+  ids(): string[] {
+    return [...this.#byId.keys()];
   }
 
   idsNamed(name: string): readonly string[] {
