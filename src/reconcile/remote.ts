@@ -93,8 +93,7 @@ export class RemoteSnapshot {
     const unreadable = await this.#port.listAll(signal, (d) => {
       listed.add(d.id);
       if (newer(d.id)) return;
-      this.#entries.delete(d.id);
-      this.#entries.set(d.id, d.name, JSON.stringify(d));
+      this.#entries.put(d.id, d.name, JSON.stringify(d));
     });
     if (signal.aborted) return;
     this.#unreadable = unreadableIndex(unreadable);
@@ -189,8 +188,7 @@ export class RemoteSnapshot {
   }
 
   #record(deployment: Deployment): void {
-    this.#entries.delete(deployment.id);
-    this.#entries.set(deployment.id, deployment.name, JSON.stringify(deployment));
+    this.#entries.put(deployment.id, deployment.name, JSON.stringify(deployment));
     this.#seenAt.set(deployment.id, this.#clock.now());
     this.#written.set(deployment.id, ++this.#writes);
   }
@@ -249,22 +247,36 @@ class Entries {
     return ids === undefined ? [] : typeof ids === "string" ? [ids] : ids;
   }
 
-  set(id: string, name: string, text: string): void {
+  /**
+   * Holds `text` as the deployment `id` named `name`. An entry whose text did not change keeps
+   * the string it has: a resync listing that finds 10,000 deployments unchanged then leaves the
+   * old generation of the heap as it was, instead of replacing 10,000 long-lived strings.
+   */
+  put(id: string, name: string, text: string): void {
+    const held = this.#byId.get(id);
+    if (held?.name === name) {
+      if (held.text !== text) held.text = text;
+      return;
+    }
+    if (held) this.#unindex(id, held.name);
     this.#byId.set(id, { name, text });
     const ids = this.#byName.get(name);
     if (ids === undefined) this.#byName.set(name, id);
-    else if (typeof ids === "string") {
-      if (ids !== id) this.#byName.set(name, [ids, id]);
-    } else if (!ids.includes(id)) ids.push(id);
+    else if (typeof ids === "string") this.#byName.set(name, [ids, id]);
+    else ids.push(id);
   }
 
   delete(id: string): void {
     const entry = this.#byId.get(id);
     if (!entry) return;
     this.#byId.delete(id);
-    const rest = this.idsNamed(entry.name).filter((other) => other !== id);
-    if (rest.length === 0) this.#byName.delete(entry.name);
-    else this.#byName.set(entry.name, rest.length === 1 ? (rest[0] as string) : rest);
+    this.#unindex(id, entry.name);
+  }
+
+  #unindex(id: string, name: string): void {
+    const rest = this.idsNamed(name).filter((other) => other !== id);
+    if (rest.length === 0) this.#byName.delete(name);
+    else this.#byName.set(name, rest.length === 1 ? (rest[0] as string) : rest);
   }
 }
 
