@@ -2,7 +2,7 @@
  * The adapter from the service client to the reconciler's {@link DeploymentsPort}.
  */
 import { UnreadableDeploymentError } from "../reconcile/observe.ts";
-import type { DeploymentsPort, Listing } from "../reconcile/ports.ts";
+import type { DeploymentsPort } from "../reconcile/ports.ts";
 import type { ServiceClient } from "./client.ts";
 import { isServiceError } from "./errors.ts";
 import type { Deployment, DeploymentFilters, UnreadableDeployment } from "./wire.ts";
@@ -37,10 +37,13 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
       return found;
     },
     findByName: async (name, signal) => {
-      const { deployments, unreadable } = await listing(client, { name_contains: name }, signal);
-      return { deployments: deployments.filter((d) => d.name === name), unreadable };
+      const deployments: Deployment[] = [];
+      const unreadable = await listing(client, { name_contains: name }, signal, (d) => {
+        if (d.name === name) deployments.push(d);
+      });
+      return { deployments, unreadable };
     },
-    listAll: (signal) => listing(client, {}, signal),
+    listAll: (signal, each) => listing(client, {}, signal, each),
     create: (body, signal) => client.createDeployment(body, { signal }),
     patch: (id, body, signal) => client.patchDeployment(id, body, { signal }),
     delete: (id, signal) => client.deleteDeployment(id, { signal }),
@@ -50,14 +53,20 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
   };
 }
 
-/** Every page of a listing, with the items it skipped as unreadable. */
+/** Every page of a listing, each item handed to `each` as read; resolves with the items it skipped. */
 async function listing(
   client: ServiceClient,
   filters: DeploymentFilters,
   signal: AbortSignal,
-): Promise<Listing> {
+  each: (deployment: Deployment) => void,
+): Promise<UnreadableDeployment[]> {
   const unreadable: UnreadableDeployment[] = [];
   const onUnreadable = (item: UnreadableDeployment) => unreadable.push(item);
-  const deployments = await client.listAllDeployments(filters, { pageSize: FULL_PAGE, signal, onUnreadable });
-  return { deployments, unreadable };
+  for await (const deployment of client.listDeployments(filters, {
+    pageSize: FULL_PAGE,
+    signal,
+    onUnreadable,
+  }))
+    each(deployment);
+  return unreadable;
 }

@@ -65,17 +65,24 @@ export interface CustomResourcesOptions<T> extends WatchOptions {
 export class CustomResources<T extends KubeObject & { spec: unknown }, S> extends WatchedResource<T> {
   readonly #client: KubeClient;
   readonly #type: CustomResourceKind;
+  readonly #decodeRaw: (raw: unknown) => T | undefined;
 
-  constructor(type: CustomResourceKind, options: CustomResourcesOptions<T>) {
+  /** `decode` may do more than {@link decodeCustomResource} (which it should call first). */
+  constructor(
+    type: CustomResourceKind,
+    options: CustomResourcesOptions<T>,
+    decode: (raw: unknown) => T | undefined = decodeCustomResource<T>,
+  ) {
     const scope = options.scope ?? {};
     super(type.clusterScoped ? undefined : scope.namespaces, options, {
       resource: type,
-      decode: decodeCustomResource<T>,
+      decode,
       ...(scope.labelSelector ? { labelSelector: scope.labelSelector } : {}),
       ...(options.indexers ? { indexers: options.indexers } : {}),
     });
     this.#client = options.client;
     this.#type = type;
+    this.#decodeRaw = decode;
   }
 
   /** Adds cache-change handlers; returns the function that removes them. */
@@ -203,7 +210,7 @@ export class CustomResources<T extends KubeObject & { spec: unknown }, S> extend
   }
 
   #decode(raw: unknown): T {
-    const obj = decodeCustomResource<T>(raw);
+    const obj = this.#decodeRaw(raw);
     if (!obj) throw new Error(`the API server returned a ${this.#type.kind} without metadata or spec`);
     return obj;
   }

@@ -74,6 +74,9 @@ interface Series {
   lastObservedMs: number;
 }
 
+/** How long one Event write may take. */
+const EVENT_WRITE_TIMEOUT_MS = 10_000;
+
 /** Events kept for deduplication at most; the oldest are forgotten first. */
 const MAX_TRACKED = 4096;
 
@@ -150,7 +153,7 @@ export class KubeEventRecorder implements EventRecorder {
         path: `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(series.namespace)}/events/${encodeURIComponent(series.name)}`,
         contentType: PatchType.Merge,
         body: { series: { count: series.count + 1, lastObservedTime: toMicroTime(new Date(now)) } },
-        signal: AbortSignal.timeout(10_000),
+        timeoutMs: EVENT_WRITE_TIMEOUT_MS,
       });
     } catch (err) {
       if (isNotFound(err)) return false;
@@ -190,7 +193,7 @@ export class KubeEventRecorder implements EventRecorder {
           ...(regarding.resourceVersion ? { resourceVersion: regarding.resourceVersion } : {}),
         },
       },
-      signal: AbortSignal.timeout(10_000),
+      timeoutMs: EVENT_WRITE_TIMEOUT_MS,
     });
     return { namespace, name, count: 1, lastObservedMs: now };
   }

@@ -23,8 +23,12 @@ export interface DeploymentsPort {
   getByIds(ids: readonly string[], signal: AbortSignal): Promise<Deployment[]>;
   /** Deployments whose name is exactly `name` (listing with `name_contains`, then exact match). */
   findByName(name: string, signal: AbortSignal): Promise<Listing>;
-  /** Every deployment of the tenant, all pages. */
-  listAll(signal: AbortSignal): Promise<Listing>;
+  /**
+   * Every deployment of the tenant, all pages, each handed to `each` as its page is read (so that
+   * a caller keeping something smaller never holds the whole listing parsed); resolves with the
+   * items that could not be read.
+   */
+  listAll(signal: AbortSignal, each: (deployment: Deployment) => void): Promise<UnreadableDeployment[]>;
   create(body: CreateDeploymentBody, signal: AbortSignal): Promise<Deployment>;
   patch(id: string, body: PatchDeploymentBody, signal: AbortSignal): Promise<Deployment>;
   /** Requests deletion; resolves when the service accepted it or the deployment is already gone. */

@@ -25,9 +25,10 @@ export const POLL_BATCH = 100;
 /** Options of {@link RemoteSnapshot}. */
 export interface RemoteSnapshotOptions {
   /**
-   * How long a listing answers for the service outside a resync pass: an edit on the service is
-   * seen by the next pass. While a pass runs ({@link RemoteSnapshot.holdFresh}) the listing
-   * answers however long the pass takes.
+   * How long a listing answers for the service when nothing holds it: an edit on the service is
+   * seen by the next pass. The resync holds each listing ({@link RemoteSnapshot.holdFresh}) until
+   * the next one is taken, so this only bounds a listing that is no longer renewed (the next one
+   * failed).
    */
   maxAgeMs: number;
 }
@@ -42,13 +43,15 @@ export class RemoteSnapshot {
   readonly #clock: Clock;
   readonly #maxAgeMs: number;
   readonly #listing: SharedCall<void>;
-  #byId = new Map<string, string>();
-  #byName = new Map<string, string[]>();
-  /** The name of each entry of `#byId`, to unindex it without parsing it. */
-  #names = new Map<string, string>();
+  readonly #entries = new Entries();
   /** When the current listing started; entries written or polled since carry their own time. */
   #takenAt = Number.NEGATIVE_INFINITY;
   readonly #seenAt = new Map<string, number>();
+  /**
+   * Entries the poller read that no reconcile has taken yet: not polled again until one has,
+   * and taken by that reconcile however long its key waited in the queue.
+   */
+  readonly #polled = new Set<string>();
   /** Entries known only from a write's answer, not yet from a read (a listing may lag a create). */
   #unlisted = new Set<string>();
   /** The items of the last listing that could not be read, by what is known of them. */
@@ -57,8 +60,11 @@ export class RemoteSnapshot {
   #holds = 0;
   /** Counts writes to the snapshot, to tell a write made while a listing was under way. */
   #writes = 0;
-  /** The latest write per id (null: forgotten), with its count; pruned as listings supersede it. */
-  readonly #written = new Map<string, { at: number; deployment: Deployment | null }>();
+  /**
+   * The count of the latest write per id (the entry itself is in `#entries`, or absent when
+   * forgotten); pruned as listings supersede the writes.
+   */
+  readonly #written = new Map<string, number>();
 
   constructor(port: DeploymentsPort, clock: Clock, options: RemoteSnapshotOptions) {
     this.#port = port;
@@ -79,28 +85,32 @@ export class RemoteSnapshot {
   async #list(signal: AbortSignal): Promise<void> {
     const startedAt = this.#clock.now();
     const writesBefore = this.#writes;
-    const { deployments: all, unreadable } = await this.#port.listAll(signal);
+    const newer = (id: string) => (this.#written.get(id) ?? 0) > writesBefore;
+    // Each item replaces its entry as its page arrives, as text: neither the parsed listing nor a
+    // second copy of the snapshot is ever held. A write answered after the listing started is
+    // newer than what the listing shows, and stays.
+    const listed = new Set<string>();
+    const unreadable = await this.#port.listAll(signal, (d) => {
+      listed.add(d.id);
+      if (newer(d.id)) return;
+      this.#entries.put(d.id, d.name, JSON.stringify(d));
+    });
     if (signal.aborted) return;
     this.#unreadable = unreadableIndex(unreadable);
-    const listed = new Map<string, Deployment>(all.map((d) => [d.id, d]));
-    // A write answered after the listing started is newer than what the listing shows.
-    for (const [id, write] of this.#written) {
-      if (write.at <= writesBefore) this.#written.delete(id);
-      else if (write.deployment) listed.set(id, write.deployment);
-      else listed.delete(id);
-    }
-    this.#byId = new Map();
-    this.#byName = new Map();
-    this.#names = new Map();
-    for (const [id, d] of listed) this.#set(id, d);
+    // What the listing did not show is gone from the service, unless written since it started.
+    for (const id of this.#entries.ids()) if (!listed.has(id) && !newer(id)) this.#entries.delete(id);
+    for (const [id, at] of this.#written) if (at <= writesBefore) this.#written.delete(id);
     this.#unlisted = new Set([...this.#written.keys()].filter((id) => this.#unlisted.has(id)));
-    for (const [id, at] of this.#seenAt) if (at <= startedAt || !this.#byId.has(id)) this.#seenAt.delete(id);
+    const entries = this.#entries;
+    for (const [id, at] of this.#seenAt) if (at <= startedAt || !entries.has(id)) this.#seenAt.delete(id);
+    for (const id of this.#polled) if (!entries.has(id)) this.#polled.delete(id);
     this.#takenAt = startedAt;
   }
 
   /**
-   * Keeps the listing fresh until the returned release is called: a resync pass holds it so that
-   * its reconciles read the pass's listing however long the pass takes.
+   * Keeps the listing fresh until the returned release is called: the resync holds each listing
+   * until the next one is taken, so that a pass reads its listing however long it takes and the
+   * reconciles between passes (new resources, changes) read it too, with no live lookups.
    */
   holdFresh(): () => void {
     this.#holds += 1;
@@ -119,17 +129,21 @@ export class RemoteSnapshot {
   /**
    * The snapshot's answer for `id`: the deployment, `null` when the listing did not have it, or
    * `undefined` when the snapshot is too old to say. With `withinMs`, only an entry the service
-   * answered in the last `withinMs` counts (a rollout being polled).
+   * answered in the last `withinMs` counts (a rollout being polled), or one the poller read for
+   * this reconcile: a poll is taken by the next reconcile that reads the entry, however long the
+   * queue held its key, and the poller reads the entry again only after that.
    */
   byId(id: string, withinMs?: number): Deployment | null | undefined {
-    if (withinMs !== undefined) {
-      const seen = this.#seenAt.get(id) ?? this.#takenAt;
-      if (this.#clock.now() - seen > withinMs) return undefined;
-    } else if (!this.isFresh()) return undefined;
+    if (!this.#polled.delete(id)) {
+      if (withinMs !== undefined) {
+        const seen = this.#seenAt.get(id) ?? this.#takenAt;
+        if (this.#clock.now() - seen > withinMs) return undefined;
+      } else if (!this.isFresh()) return undefined;
+    }
     const problem = this.#unreadable.byId.get(id);
     if (problem !== undefined) throw new UnreadableDeploymentError(problem);
-    const text = this.#byId.get(id);
-    return text === undefined ? null : (JSON.parse(text) as Deployment);
+    const entry = this.#entries.get(id);
+    return entry === undefined ? null : (JSON.parse(entry.text) as Deployment);
   }
 
   /**
@@ -142,11 +156,11 @@ export class RemoteSnapshot {
     if (!this.isFresh()) return undefined;
     const problem = this.#unreadable.byName.get(name);
     if (problem !== undefined) throw new UnreadableDeploymentError(unreadableMessage(name, problem));
-    const ids = this.#byName.get(name) ?? [];
+    const ids = this.#entries.idsNamed(name);
     if (ids.length === 0 && this.#unreadable.unnamed) return undefined;
     return ids.flatMap((id) => {
-      const text = this.#byId.get(id);
-      return text === undefined ? [] : [JSON.parse(text) as Deployment];
+      const entry = this.#entries.get(id);
+      return entry === undefined ? [] : [JSON.parse(entry.text) as Deployment];
     });
   }
 
@@ -164,55 +178,105 @@ export class RemoteSnapshot {
   observed(deployment: Deployment): void {
     this.#record(deployment);
     this.#unlisted.delete(deployment.id);
+    // A reconcile's own lookup: it has what the service says now, so a poll read before is spent.
+    this.#polled.delete(deployment.id);
   }
 
   /** True when a read of the service showed the entry `id` (not only a write's answer). */
   isListed(id: string): boolean {
-    return this.#byId.has(id) && !this.#unlisted.has(id);
+    return this.#entries.has(id) && !this.#unlisted.has(id);
   }
 
   #record(deployment: Deployment): void {
-    this.#delete(deployment.id);
-    this.#set(deployment.id, deployment);
+    this.#entries.put(deployment.id, deployment.name, JSON.stringify(deployment));
     this.#seenAt.set(deployment.id, this.#clock.now());
-    this.#written.set(deployment.id, { at: ++this.#writes, deployment });
+    this.#written.set(deployment.id, ++this.#writes);
   }
 
   /** Forgets a deployment that the service no longer has. */
   forget(id: string): void {
-    this.#delete(id);
+    this.#entries.delete(id);
     this.#unlisted.delete(id);
+    this.#polled.delete(id);
     this.#seenAt.set(id, this.#clock.now());
-    this.#written.set(id, { at: ++this.#writes, deployment: null });
+    this.#written.set(id, ++this.#writes);
   }
 
   /**
    * Re-reads the deployments `ids` from the service, {@link POLL_BATCH} per call, and records
-   * them. An id the service did not return is left as it was: a listing may lag behind a create.
+   * them. An id polled before whose read no reconcile has taken yet is skipped: when reconciles
+   * queue up (thousands of creates at once), polling their deployments again every period would
+   * spend the rate limit on reads nobody takes, and slow down the queue further. An id the
+   * service did not return is left as it was: a listing may lag behind a create.
    */
   async poll(ids: readonly string[], signal: AbortSignal): Promise<void> {
-    for (let i = 0; i < ids.length; i += POLL_BATCH) {
-      const found = await this.#port.getByIds(ids.slice(i, i + POLL_BATCH), signal);
-      for (const deployment of found) this.observed(deployment);
+    const due = ids.filter((id) => !this.#polled.has(id));
+    for (let i = 0; i < due.length; i += POLL_BATCH) {
+      const found = await this.#port.getByIds(due.slice(i, i + POLL_BATCH), signal);
+      for (const deployment of found) {
+        this.observed(deployment);
+        this.#polled.add(deployment.id);
+      }
     }
   }
+}
 
-  #set(id: string, deployment: Deployment): void {
-    this.#byId.set(id, JSON.stringify(deployment));
-    this.#names.set(id, deployment.name);
-    const ids = this.#byName.get(deployment.name);
-    if (!ids) this.#byName.set(deployment.name, [id]);
-    else if (!ids.includes(id)) ids.push(id);
+/**
+ * Deployments held as JSON text by id, with the index by exact name. A name held by one
+ * deployment (nearly all) maps to its id itself, not to an array of one.
+ */
+class Entries {
+  readonly #byId = new Map<string, { name: string; text: string }>();
+  readonly #byName = new Map<string, string | string[]>();
+
+  get(id: string): { name: string; text: string } | undefined {
+    return this.#byId.get(id);
   }
 
-  #delete(id: string): void {
-    const name = this.#names.get(id);
+  has(id: string): boolean {
+    return this.#byId.has(id);
+  }
+
+  /** The ids held, as a list (safe to delete from while going through it). */
+  ids(): string[] {
+    return [...this.#byId.keys()];
+  }
+
+  idsNamed(name: string): readonly string[] {
+    const ids = this.#byName.get(name);
+    return ids === undefined ? [] : typeof ids === "string" ? [ids] : ids;
+  }
+
+  /**
+   * Holds `text` as the deployment `id` named `name`. An entry whose text did not change keeps
+   * the string it has: a resync listing that finds 10,000 deployments unchanged then leaves the
+   * old generation of the heap as it was, instead of replacing 10,000 long-lived strings.
+   */
+  put(id: string, name: string, text: string): void {
+    const held = this.#byId.get(id);
+    if (held?.name === name) {
+      if (held.text !== text) held.text = text;
+      return;
+    }
+    if (held) this.#unindex(id, held.name);
+    this.#byId.set(id, { name, text });
+    const ids = this.#byName.get(name);
+    if (ids === undefined) this.#byName.set(name, id);
+    else if (typeof ids === "string") this.#byName.set(name, [ids, id]);
+    else ids.push(id);
+  }
+
+  delete(id: string): void {
+    const entry = this.#byId.get(id);
+    if (!entry) return;
     this.#byId.delete(id);
-    this.#names.delete(id);
-    if (name === undefined) return;
-    const ids = this.#byName.get(name)?.filter((other) => other !== id) ?? [];
-    if (ids.length > 0) this.#byName.set(name, ids);
-    else this.#byName.delete(name);
+    this.#unindex(id, entry.name);
+  }
+
+  #unindex(id: string, name: string): void {
+    const rest = this.idsNamed(name).filter((other) => other !== id);
+    if (rest.length === 0) this.#byName.delete(name);
+    else this.#byName.set(name, rest.length === 1 ? (rest[0] as string) : rest);
   }
 }
 

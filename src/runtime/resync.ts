@@ -1,8 +1,9 @@
 /**
  * A controller and its drift resync, run as one leader-only runnable: the single owner of "every
  * object is reconciled again, periodically". Each pass first reads the outside world once (the
- * service's listing, say) and holds that reading until every key of the pass was reconciled;
- * the next pass starts a period after the last one ended, never over it.
+ * service's listing, say) and holds that reading until the next pass's reading is in hand: through
+ * the whole pass however long it takes, and between passes, where the reconciles of changes read
+ * it too. The next pass starts a period after the last one ended, never over it.
  *
  * The controller schedules nothing else on its own: an object's reconcile may ask to be looked
  * at again after some time (`Action.requeueAfter` while work is in progress, `Action.done` with
@@ -24,9 +25,10 @@ export interface ResyncOptions {
   /** The keys of every object in scope now (the watch cache's). */
   keys: () => Iterable<string>;
   /**
-   * Reads the world once for a pass; resolves with the release of what it holds for the pass. A
-   * rejection is logged: the start-up pass still enqueues every key (level-based start), a
-   * periodic pass is skipped until the next period.
+   * Reads the world once for a pass; resolves with the release of what it holds, called once the
+   * next pass's reading is in hand, or failed, or the resync stops. A rejection is logged: the
+   * start-up pass still enqueues every key (level-based start), a periodic pass is skipped until
+   * the next period (and the reading before it is released: it is a period older than it may be).
    */
   prepare: (signal: AbortSignal) => Promise<() => void>;
   /** Time from the end of one pass to the start of the next, ±`jitter`. */
@@ -60,24 +62,26 @@ export class ResyncedController implements Runnable {
     await untilAborted(this.#o.synced(), signal);
     if (signal.aborted) return;
     // The workers start once the start-up pass has read the world: its reconciles read that.
-    const release = await this.#prepare(signal, true);
-    if (signal.aborted) return release?.();
-    const running = this.#o.controller.start(signal, halt);
-    await this.#pass(0, release);
-    await this.#passes(signal);
-    await running;
-  }
-
-  async #passes(signal: AbortSignal): Promise<void> {
-    const { periodMs, spreadMs } = this.#o;
-    while (!signal.aborted) {
-      try {
-        await this.#clock.sleep(spread(periodMs, this.#o.jitter ?? 0.1, this.#o.random), signal);
-      } catch {
-        return;
+    let held = await this.#prepare(signal, true);
+    try {
+      if (signal.aborted) return;
+      const running = this.#o.controller.start(signal, halt);
+      await this.#o.controller.pass(this.#o.keys(), 0);
+      const { periodMs, spreadMs } = this.#o;
+      while (!signal.aborted) {
+        try {
+          await this.#clock.sleep(spread(periodMs, this.#o.jitter ?? 0.1, this.#o.random), signal);
+        } catch {
+          break;
+        }
+        const next = await this.#prepare(signal, false);
+        held?.();
+        held = next;
+        if (next) await this.#o.controller.pass(this.#o.keys(), spreadMs);
       }
-      const release = await this.#prepare(signal, false);
-      if (release) await this.#pass(spreadMs, release);
+      await running;
+    } finally {
+      held?.();
     }
   }
 
@@ -94,15 +98,6 @@ export class ResyncedController implements Runnable {
             : "resync listing failed; retrying next period",
         );
       return undefined;
-    }
-  }
-
-  /** One pass over every key; the reading is released when it ends. */
-  async #pass(spreadMs: number, release: (() => void) | undefined): Promise<void> {
-    try {
-      await this.#o.controller.pass(this.#o.keys(), spreadMs);
-    } finally {
-      release?.();
     }
   }
 }

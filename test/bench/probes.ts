@@ -7,15 +7,24 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { type RequestOptions, request } from "node:https";
 
-/** Resident memory of `pid` now and its peak (VmHWM), in MiB, from /proc/<pid>/status. */
-export function memoryMiB(pid: number): { rss: number; peak: number } {
+/**
+ * Resident memory of `pid` now and its peak (VmHWM), in MiB, from /proc/<pid>/status; `anon` and
+ * `file` split the resident memory now into the process's own (heap, stacks) and mapped files
+ * (for node, mostly the pages of its binary that ran).
+ */
+export function memoryMiB(pid: number): { rss: number; peak: number; anon: number; file: number } {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const kib = (field: string) => {
     const match = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status);
     if (match === null) throw new Error(`/proc/${pid}/status has no ${field}`);
     return Number(match[1]);
   };
-  return { rss: kib("VmRSS") / 1024, peak: kib("VmHWM") / 1024 };
+  return {
+    rss: kib("VmRSS") / 1024,
+    peak: kib("VmHWM") / 1024,
+    anon: kib("RssAnon") / 1024,
+    file: (kib("RssFile") + kib("RssShmem")) / 1024,
+  };
 }
 
 // Clock ticks per second of /proc/<pid>/stat (USER_HZ; 100 on every Linux we know, but ask).

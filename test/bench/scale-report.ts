@@ -33,7 +33,16 @@ export interface ScaleFigures {
   applySeconds: { adopt: number; cold: number };
   /** Spawn → /readyz of an operator with no resources (part of the adoption time). */
   startupSeconds: number;
-  rssMiB: { idle: number; steady: number; peak: number; peakCold: number; peakAdoption: number };
+  rssMiB: {
+    idle: number;
+    steady: number;
+    peak: number;
+    peakCold: number;
+    peakAdoption: number;
+    /** RSS split into anonymous memory and mapped files (absent in older figures). */
+    idleSplit?: { anon: number; file: number };
+    steadySplit?: { anon: number; file: number };
+  };
   resync: {
     resyncPeriod: string;
     seconds: number;
@@ -78,6 +87,8 @@ export interface ScaleFigures {
     ofQps: number;
     serviceCallsPerCreate: number;
     serviceCallsByRoute: Counters;
+    /** The calls on /v2/deployments by kind: create, listing page, ids (batch), id, name (absent in older figures). */
+    serviceCallsByKind?: Record<string, number>;
   };
   edit: {
     edits: number;
@@ -156,6 +167,12 @@ const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 100) / 100
 const MEASURES: Array<{ label: string; goal: string; value: (f: ScaleFigures) => string }> = [
   { label: "RSS idle, MiB", goal: "≤ 90", value: (f) => fmt(f.rssMiB.idle) },
   { label: "RSS steady holding N, MiB", goal: "", value: (f) => fmt(f.rssMiB.steady) },
+  {
+    label: "… of which anonymous / mapped files (node's binary), MiB",
+    goal: "",
+    value: (f) =>
+      f.rssMiB.steadySplit ? `${fmt(f.rssMiB.steadySplit.anon)} / ${fmt(f.rssMiB.steadySplit.file)}` : "–",
+  },
   { label: "RSS peak (VmHWM), MiB", goal: "≤ 150 at 10k", value: (f) => fmt(f.rssMiB.peak) },
   {
     label: "service calls per resync (goal ⌈N/100⌉+1)",
@@ -202,6 +219,15 @@ const MEASURES: Array<{ label: string; goal: string; value: (f: ScaleFigures) =>
     value: (f) => `${fmt(f.cold.createsPerSecond)} (${Math.round(f.cold.ofQps * 100)} %)`,
   },
   { label: "service calls per create", goal: "1", value: (f) => fmt(f.cold.serviceCallsPerCreate) },
+  {
+    label: "… beside the creates: listing pages / id batches / single ids / names",
+    goal: "",
+    value: (f) => {
+      const k = f.cold.serviceCallsByKind;
+      if (!k) return "–";
+      return [k["listing page"], k["ids (batch)"], k.id, k.name].map((v) => fmt(v ?? 0)).join(" / ");
+    },
+  },
   {
     label: "edit → PATCH p50 / p99, ms",
     goal: "< 50 / < 250",

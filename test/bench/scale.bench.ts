@@ -259,7 +259,8 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
     try {
       const startupSeconds = await running.ready();
       await sleep(5_000);
-      const idleRss = memoryMiB(pid).rss;
+      const idle = memoryMiB(pid);
+      const idleRss = idle.rss;
       progress(`N=${n}: idle RSS ${idleRss.toFixed(1)} MiB; applying ${n} resources`);
       const coldWatch = new ReadyWatch(client, COLD_NS);
       await coldWatch.start();
@@ -284,6 +285,7 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
         ofQps: round(createsPerSecond / QPS, 2),
         serviceCallsPerCreate: round(callCount(coldCalls) / Math.max(1, posts.length), 2),
         serviceCallsByRoute: coldCalls,
+        serviceCallsByKind: { ...coldTap.kinds },
       };
       progress(`N=${n}: cold creates ${cold.createsPerSecond}/s; waiting for a resync pass`);
 
@@ -321,6 +323,8 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
         rssMiB: {
           idle: round(idleRss, 1),
           steady: resync.steadyRssMiB,
+          idleSplit: { anon: round(idle.anon, 1), file: round(idle.file, 1) },
+          steadySplit: resync.steadySplit,
           peak: round(Math.max(memory.peak, adoption.peakRssMiB), 1),
           peakCold: round(memory.peak, 1),
           peakAdoption: adoption.peakRssMiB,
@@ -479,6 +483,8 @@ class Tap {
   lastRequestAt = 0;
   posts: number[] = [];
   fullListings: number[] = [];
+  /** Calls on /v2/deployments by what they are (see {@link callKind}). */
+  kinds: Record<string, number> = {};
   patches = new Map<string, number>();
   /** Called (once, then cleared) when a full listing starts. */
   onFullListing: (() => void) | undefined;
@@ -489,6 +495,8 @@ class Tap {
     const url = new URL(req.url ?? "/", "http://simulator");
     const path = url.pathname;
     if (path === "/v2/deployments") {
+      const kind = callKind(req.method, url.searchParams);
+      this.kinds[kind] = (this.kinds[kind] ?? 0) + 1;
       const query = [...url.searchParams.keys()];
       if (req.method === "POST") this.posts.push(now);
       else if (
@@ -510,8 +518,22 @@ class Tap {
   reset(): void {
     this.posts = [];
     this.fullListings = [];
+    this.kinds = {};
     this.patches.clear();
   }
+}
+
+/**
+ * What a call on /v2/deployments is: a create, a page of a full listing (a resync's), a lookup of
+ * ids (the rollout poller's batches, or one reconcile's own lookup of its id) or of a name.
+ */
+function callKind(method: string | undefined, query: URLSearchParams): string {
+  if (method === "POST") return "create";
+  if (method !== "GET") return method ?? "other";
+  if (query.has("deployment_ids")) {
+    return (query.get("deployment_ids") ?? "").split(",").length > 1 ? "ids (batch)" : "id";
+  }
+  return query.has("name_contains") ? "name" : "listing page";
 }
 
 /** A watch of one namespace's resources, tracking which are Ready at their current generation. */
@@ -609,7 +631,9 @@ async function resyncPass(
   const periodMs = parseDuration(resyncPeriod);
   if (periodMs === undefined) throw new Error(`--resync-period: '${resyncPeriod}' is not a duration`);
   await quiet("a quiet moment", 10 * 60_000, () => true);
-  const steadyRssMiB = round(memoryMiB(pid).rss, 1);
+  const steady = memoryMiB(pid);
+  const steadyRssMiB = round(steady.rss, 1);
+  const steadySplit = { anon: round(steady.anon, 1), file: round(steady.file, 1) };
   const before = await apiMetrics();
   sim.resetCounters();
   tap.reset();
@@ -657,7 +681,7 @@ async function resyncPass(
     // A second pass began before this one was quiet (the periods of older code could overlap).
     overlapped: tap.fullListings.length > 1,
   };
-  return { figures, steadyRssMiB, seconds: figures.seconds, cpuSeconds: figures.cpuSeconds };
+  return { figures, steadyRssMiB, steadySplit, seconds: figures.seconds, cpuSeconds: figures.cpuSeconds };
 }
 
 /**

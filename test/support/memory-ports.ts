@@ -12,7 +12,7 @@
  * - {@link RecordedEvents} and {@link MemorySecrets} record and answer.
  */
 import { kindOfStatus, ServiceError } from "../../src/api/errors.ts";
-import type { CreateDeploymentBody, Deployment, Revision } from "../../src/api/wire.ts";
+import type { CreateDeploymentBody, Deployment, Revision, UnreadableDeployment } from "../../src/api/wire.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
 import type {
   DeploymentsPort,
@@ -354,8 +354,11 @@ export class SimulatedService implements DeploymentsPort {
     }));
   }
 
-  listAll(signal: AbortSignal): Promise<Listing> {
-    return this.#call("listAll", signal, () => ({ deployments: this.#list(""), unreadable: [] }));
+  listAll(signal: AbortSignal, each: (deployment: Deployment) => void): Promise<UnreadableDeployment[]> {
+    return this.#call("listAll", signal, () => {
+      for (const deployment of this.#list("")) each(deployment);
+      return [];
+    });
   }
 
   getRevision(deploymentId: string, revisionId: string, signal: AbortSignal): Promise<Revision | undefined> {

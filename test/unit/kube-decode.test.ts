@@ -30,7 +30,14 @@ function applied() {
       someFutureField: "kept",
     },
     spec: { source: "external_docker", sourceConfig: { listenerId: "5d6e7f80" } },
-    status: { observedGeneration: 1, conditions: [{ type: "Ready", status: "True" }] },
+    status: {
+      observedGeneration: 1,
+      tenantId: "5e1a7c3d-0000-4000-8000-00000000d0e5",
+      conditions: [
+        { type: "Ready", status: "True" },
+        { type: "Synced", status: "True", reason: "ReconcileSuccess", message: "matches the spec" },
+      ],
+    },
   };
 }
 

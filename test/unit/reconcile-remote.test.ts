@@ -13,10 +13,16 @@ function heldListings() {
   const pending: Array<{ signal: AbortSignal; answer: (all: Deployment[]) => void }> = [];
   const unused = () => Promise.reject(new Error("not used by the snapshot"));
   const port: DeploymentsPort = {
-    listAll: (signal) =>
+    listAll: (signal, each) =>
       new Promise((resolve, reject) => {
         signal.addEventListener("abort", () => reject(signal.reason), { once: true });
-        pending.push({ signal, answer: (deployments) => resolve({ deployments, unreadable: [] }) });
+        pending.push({
+          signal,
+          answer: (deployments) => {
+            for (const deployment of deployments) each(deployment);
+            resolve([]);
+          },
+        });
       }),
     getById: unused,
     getByIds: unused,
@@ -89,9 +95,10 @@ describe("RemoteSnapshot lookups", () => {
     const calls = { listAll: 0, getByIds: [] as number[] };
     const unused = () => Promise.reject(new Error("not used by the snapshot"));
     const port: DeploymentsPort = {
-      listAll: async () => {
+      listAll: async (_signal, each) => {
         calls.listAll += 1;
-        return { deployments: listing, unreadable };
+        for (const deployment of listing) each(deployment);
+        return unreadable;
       },
       getByIds: async (ids) => {
         calls.getByIds.push(ids.length);
@@ -166,6 +173,29 @@ describe("RemoteSnapshot lookups", () => {
     expect(calls.getByIds).toEqual([100, 100, 51]);
     expect(snapshot.byId(id(42), 1_000)?.name).toBe("agent-42");
     expect(snapshot.byId(lagging)?.name).toBe("just-created");
+  });
+
+  it("polls a deployment once per reconcile that takes the read, however long the queue held it", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const { snapshot, calls } = snapshotOver([named(1), named(2)]);
+    await snapshot.refresh(new AbortController().signal);
+    const signal = new AbortController().signal;
+    await snapshot.poll([id(1), id(2)], signal);
+    // A backlog: no reconcile took those reads yet, so polling again asks nothing.
+    vi.setSystemTime(5_000);
+    await snapshot.poll([id(1), id(2)], signal);
+    expect(calls.getByIds).toEqual([2]);
+    // The reconcile of 1 comes a minute late and takes what the poller read for it ...
+    vi.setSystemTime(60_000);
+    expect(snapshot.byId(id(1), 10_000)?.name).toBe("agent-1");
+    // ... once: its next reconcile needs a newer read, which the next poll makes.
+    expect(snapshot.byId(id(1), 10_000)).toBeUndefined();
+    await snapshot.poll([id(1), id(2)], signal);
+    expect(calls.getByIds).toEqual([2, 1]);
+    // A reconcile's own lookup spends the poll read too: the poller reads 2 again.
+    snapshot.observed(named(2));
+    await snapshot.poll([id(1), id(2)], signal);
+    expect(calls.getByIds).toEqual([2, 1, 1]);
   });
 
   it("knows a created deployment only from the create's answer until a read lists it", async () => {

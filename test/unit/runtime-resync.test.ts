@@ -1,5 +1,5 @@
-// The drift resync: a pass holds what it read until every key of the pass was reconciled, however
-// long that takes, and the next pass starts a period after the last one ended, never over it.
+// The drift resync: a pass holds what it read until the next pass's reading is in hand, however
+// long the pass takes, and the next pass starts a period after the last one ended, never over it.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Controller, type ReconcileResult } from "../../src/runtime/controller.ts";
 import { ResyncedController } from "../../src/runtime/resync.ts";
@@ -47,7 +47,7 @@ function start(keys: string[], reconcileMs: number, prepare?: () => Promise<void
 }
 
 describe("ResyncedController", () => {
-  it("reconciles every key at start-up under one held reading, and releases it when the pass ends", async () => {
+  it("reconciles every key at start-up under one held reading, held until the next pass's reading", async () => {
     const { log, stop, running } = start(["ns/a", "ns/b", "ns/c"], 100);
     await vi.advanceTimersByTimeAsync(1_000);
     expect(log).toEqual([
@@ -55,11 +55,16 @@ describe("ResyncedController", () => {
       "reconcile ns/a held=1",
       "reconcile ns/b held=1",
       "reconcile ns/c held=1",
-      "release at 300",
     ]);
+    // The pass ended at 300; the next one reads the world a period later and only then lets go.
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(log.slice(4, 6)).toEqual(["prepare at 10300", "release at 10300"]);
     stop.abort();
-    await vi.advanceTimersByTimeAsync(100);
+    await vi.advanceTimersByTimeAsync(1_000);
     await running;
+    // Stopping lets go of the last reading, once the reconciles in flight are done with it.
+    expect(log.at(-1)).toMatch(/^release at /);
+    expect(log.filter((l) => l.startsWith("release"))).toHaveLength(2);
   });
 
   it("never starts a pass over a running one: a pass longer than the period delays the next", async () => {
@@ -67,13 +72,15 @@ describe("ResyncedController", () => {
     const keys = Array.from({ length: 50 }, (_, i) => `ns/k${i}`);
     const { log, stop, running, maxHeld } = start(keys, 1_000);
     await vi.advanceTimersByTimeAsync(130_000);
-    expect(maxHeld()).toBe(1);
+    // Two readings are held only for the instant between the new one and the release of the old.
+    expect(maxHeld()).toBe(2);
     const prepares = log.filter((l) => l.startsWith("prepare")).map((l) => Number(l.split(" at ")[1]));
     const releases = log.filter((l) => l.startsWith("release")).map((l) => Number(l.split(" at ")[1]));
     expect(prepares[0]).toBe(0);
-    expect(releases[0]).toBe(50_000);
-    // The next pass starts one period after the first one ended.
+    // The next pass starts one period after the first one ended (at 50 s), and its reading
+    // replaces the first one's.
     expect(prepares[1]).toBe(60_000);
+    expect(releases[0]).toBe(60_000);
     expect(log.filter((l) => l.startsWith("reconcile")).every((l) => l.endsWith("held=1"))).toBe(true);
     stop.abort();
     await vi.advanceTimersByTimeAsync(2_000);
@@ -92,7 +99,11 @@ describe("ResyncedController", () => {
     fail = false;
     await vi.advanceTimersByTimeAsync(11_000);
     // The periodic pass spreads its keys (here: half of the 1 s spread).
-    expect(log.slice(1)).toEqual(["prepare at 20010", "reconcile ns/a held=1", "release at 20520"]);
+    expect(log.slice(1)).toEqual(["prepare at 20010", "reconcile ns/a held=1"]);
+    // A failed reading lets go of the one before: it is a period older than a reading may be.
+    fail = true;
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(log.slice(3)).toEqual(["release at 30520"]);
     stop.abort();
     await vi.advanceTimersByTimeAsync(100);
     await running;

@@ -1,0 +1,47 @@
+// The Kubernetes client's timeout covers the whole answer, body included, and ends with it.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { KubeClient } from "../../src/kube/client.ts";
+
+let server: Server | undefined;
+
+afterEach(async () => {
+  server?.closeAllConnections();
+  await new Promise((resolve) => server?.close(resolve));
+  server = undefined;
+});
+
+/** A client of a local server whose handler is `handle`. */
+async function clientOf(handle: Parameters<typeof createServer>[1], timeoutMs: number) {
+  server = createServer(handle);
+  await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  const credentials = {
+    getCurrentCluster: () => ({ server: `http://127.0.0.1:${port}` }),
+    applyToHTTPSOptions: async () => {},
+  };
+  return new KubeClient(credentials, { timeoutMs });
+}
+
+describe("KubeClient", () => {
+  it("answers within its timeout", async () => {
+    const client = await clientOf((_req, res) => res.end('{"kind":"Status"}'), 1_000);
+    await expect(client.request({ method: "GET", path: "/api" })).resolves.toEqual({ kind: "Status" });
+  });
+
+  it("gives up on an answer whose body does not end within the timeout", async () => {
+    const client = await clientOf((_req, res) => {
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.write('{"kind":');
+    }, 200);
+    await expect(client.request({ method: "GET", path: "/api" })).rejects.toThrow(/GET \/api/);
+  });
+
+  it("gives up on a server that does not answer at all, with the request's own timeout", async () => {
+    const client = await clientOf(() => {}, 60_000);
+    await expect(client.request({ method: "GET", path: "/api", timeoutMs: 200 })).rejects.toThrow(
+      /GET \/api/,
+    );
+  });
+});
