@@ -35,8 +35,9 @@ export const LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-confi
  * controller-runtime's managed-fields transform does): `metadata.managedFields` and the
  * {@link LAST_APPLIED_ANNOTATION}, together about half of a typical object. Every write the
  * operator makes is a patch, so a dropped field is never written back. The values most resources
- * share (apiVersion, kind, source, tenant, the reasons and messages of settled conditions) are
- * held once rather than once per cached resource (see {@link SHARED}). `raw` is not modified.
+ * share (apiVersion, kind, source, tenant, the reasons and messages of settled conditions, the
+ * times to the second) are held once rather than once per cached resource (see {@link SHARED}).
+ * `raw` is not modified.
  */
 export function decodeDeployment(raw: unknown): DeploymentObject | undefined {
   if (!isKubeObject(raw) || !isRecord((raw as { spec?: unknown }).spec)) return undefined;
@@ -48,14 +49,17 @@ export function decodeDeployment(raw: unknown): DeploymentObject | undefined {
     const { [LAST_APPLIED_ANNOTATION]: _lastApplied, ...kept } = annotations;
     metadata.annotations = kept;
   }
-  const decoded = { ...raw, metadata } as DeploymentObject;
+  const decoded = { ...raw, metadata: sharedFields(metadata, ["creationTimestamp"]) } as DeploymentObject;
   sharedFields(decoded, ["apiVersion", "kind"]);
   decoded.spec = sharedFields({ ...decoded.spec }, ["source"]);
   if (isRecord(decoded.status)) {
     const status = sharedFields({ ...decoded.status }, ["tenantId", "remoteStatus", "latestRevisionStatus"]);
+    // Once a rollout is done the active revision is the latest: one string for both.
+    if (status.latestRevisionId !== undefined && status.activeRevisionId === status.latestRevisionId)
+      status.activeRevisionId = status.latestRevisionId;
     if (Array.isArray(status.conditions))
       status.conditions = status.conditions.map((c) =>
-        isRecord(c) ? sharedFields({ ...c }, ["reason", "message"]) : c,
+        isRecord(c) ? sharedFields({ ...c }, ["reason", "message", "lastTransitionTime"]) : c,
       );
     decoded.status = status;
   }
