@@ -30,19 +30,24 @@ export const DEPLOYMENTS: CustomResourceKind = { group: GROUP, version: VERSION,
 /**
  * A Deployment resource from the wire (see `decodeCustomResource`, which checks it and drops
  * what the operator never reads), undefined when unusable. The values most resources share
- * (apiVersion, kind, source, tenant, the reasons and messages of settled conditions) are held
- * once rather than once per cached resource (see {@link SHARED}). `raw` is not modified.
+ * (apiVersion, kind, source, tenant, the reasons and messages of settled conditions, the times
+ * to the second) are held once rather than once per cached resource (see {@link SHARED}). `raw`
+ * is not modified.
  */
 export function decodeDeployment(raw: unknown): DeploymentObject | undefined {
   const decoded = decodeCustomResource<DeploymentObject>(raw);
   if (!decoded) return undefined;
+  sharedFields(decoded.metadata, ["creationTimestamp"]);
   sharedFields(decoded, ["apiVersion", "kind"]);
   decoded.spec = sharedFields({ ...decoded.spec }, ["source"]);
   if (isRecord(decoded.status)) {
     const status = sharedFields({ ...decoded.status }, ["tenantId", "remoteStatus", "latestRevisionStatus"]);
+    // Once a rollout is done the active revision is the latest: one string for both.
+    if (status.latestRevisionId !== undefined && status.activeRevisionId === status.latestRevisionId)
+      status.activeRevisionId = status.latestRevisionId;
     if (Array.isArray(status.conditions))
       status.conditions = status.conditions.map((c) =>
-        isRecord(c) ? sharedFields({ ...c }, ["reason", "message"]) : c,
+        isRecord(c) ? sharedFields({ ...c }, ["reason", "message", "lastTransitionTime"]) : c,
       );
     decoded.status = status;
   }
