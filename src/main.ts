@@ -13,13 +13,13 @@ import { type ConnectionService, Connections, idOf } from "./connection/controll
 import { apiKeySecretOf, connectionKey, DEFAULT_CONNECTION } from "./connection/settings.ts";
 import { KubeClient } from "./kube/client.ts";
 import { loadKubeConfig } from "./kube/config.ts";
-import { type ConnectionObject, KubeConnections } from "./kube/connections.ts";
+import { KubeConnections } from "./kube/connections.ts";
 import { KubeDeployments } from "./kube/deployments.ts";
 import { ConflictError } from "./kube/errors.ts";
 import { KubeEventRecorder } from "./kube/events.ts";
 import { KubeLease } from "./kube/lease.ts";
 import { objectKey, refOf } from "./kube/object.ts";
-import { eventsPort, resourcePort, secretsPort } from "./kube/reconcile-adapters.ts";
+import { eventsPort, regardingOf, resourcePort, secretsPort } from "./kube/reconcile-adapters.ts";
 import { KubeSecrets } from "./kube/secrets.ts";
 import { subscribeConnectionTriggers, subscribeTriggers } from "./kube/triggers.ts";
 import { CLAIM_INDEX, claimIndexer, connectionKeyOf } from "./reconcile/claims.ts";
@@ -187,14 +187,6 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   registerConnectionMetrics(metrics.registry, () =>
     kubeConnections.all.flatMap((r) => r.list()).map((c) => ({ key: connectionKey(idOf(c)), ...c })),
   );
-  const connectionRecorder = (c: ConnectionObject) => ({
-    apiVersion: "dms.dev/v1alpha1",
-    kind: idOf(c).kind,
-    namespace: c.metadata.namespace ?? "",
-    name: c.metadata.name,
-    ...(c.metadata.uid ? { uid: c.metadata.uid } : {}),
-    resourceVersion: c.metadata.resourceVersion,
-  });
   let enqueueUsers = (_key: string) => {};
   const connections = new Connections({
     connections: kubeConnections,
@@ -206,7 +198,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     usage: (key) => deployments.byIndex(CONNECTION_INDEX, key).length,
     onChange: (key) => enqueueUsers(key),
     event: (c, type, reason, note) =>
-      void recorder.record(connectionRecorder(c), { type, reason, action: "Probe", note }),
+      void recorder.record(regardingOf(c, idOf(c).kind), { type, reason, action: "Probe", note }),
     isConflict: (error) => error instanceof ConflictError,
     clock,
     logger,

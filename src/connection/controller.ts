@@ -41,6 +41,7 @@ import {
   type ConnectionId,
   connectionKey,
   connectionOf,
+  DEFAULT_CONNECTION,
   describeConnection,
   parseConnectionKey,
   serviceConfigOf,
@@ -164,7 +165,7 @@ export class Connections implements Sessions {
   sessions(): { key: string; session: ServiceSession }[] {
     const ready = [...this.#entries].filter(([key, e]) => e.verdict?.ok && !this.#unusable.has(key));
     return [
-      { key: "default", session: this.#o.defaultSession },
+      { key: DEFAULT_CONNECTION, session: this.#o.defaultSession },
       ...ready.map(([key, e]) => ({ key, session: e.session })),
     ];
   }

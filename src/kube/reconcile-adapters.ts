@@ -4,8 +4,8 @@
 import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "../reconcile/ports.ts";
 import type { KubeDeployments } from "./deployments.ts";
 import { ConflictError } from "./errors.ts";
-import type { EventRecorder } from "./events.ts";
-import { refOf } from "./object.ts";
+import type { EventRecorder, EventRegarding } from "./events.ts";
+import { type KubeObject, refOf } from "./object.ts";
 import type { KubeSecrets } from "./secrets.ts";
 
 /**
@@ -37,20 +37,18 @@ export function secretsPort(secrets: KubeSecrets): SecretsPort {
 
 /** Events about Deployment resources; recording never blocks or fails a reconcile. */
 export function eventsPort(recorder: EventRecorder): EventsPort {
+  return { record: (obj, event) => void recorder.record(regardingOf(obj, "Deployment"), event) };
+}
+
+/** What an event about one of the operator's own objects is regarding (`kind` when it has none). */
+export function regardingOf(obj: KubeObject, kind: string): EventRegarding {
   return {
-    record: (obj, event) => {
-      void recorder.record(
-        {
-          apiVersion: obj.apiVersion ?? "dms.dev/v1alpha1",
-          kind: obj.kind ?? "Deployment",
-          namespace: obj.metadata.namespace ?? "",
-          name: obj.metadata.name,
-          ...(obj.metadata.uid ? { uid: obj.metadata.uid } : {}),
-          resourceVersion: obj.metadata.resourceVersion,
-        },
-        event,
-      );
-    },
+    apiVersion: obj.apiVersion ?? "dms.dev/v1alpha1",
+    kind: obj.kind ?? kind,
+    namespace: obj.metadata.namespace ?? "",
+    name: obj.metadata.name,
+    ...(obj.metadata.uid ? { uid: obj.metadata.uid } : {}),
+    resourceVersion: obj.metadata.resourceVersion,
   };
 }
 

@@ -10,6 +10,7 @@ import {
   type ConnectionService,
   type ConnectionStore,
   Connections,
+  idOf,
 } from "../../src/connection/controller.ts";
 import { type ConnectionId, connectionKey } from "../../src/connection/settings.ts";
 import type { ConnectionStatus } from "../../src/crd/connection-schema.ts";
@@ -102,12 +103,6 @@ class MemoryConnections implements ConnectionStore {
     });
   }
 }
-
-const idOf = (obj: ConnectionObject): ConnectionId => ({
-  kind: obj.metadata.namespace ? "ServiceConnection" : "ClusterServiceConnection",
-  namespace: obj.metadata.namespace ?? "",
-  name: obj.metadata.name,
-});
 
 const A: ConnectionId = { kind: "ServiceConnection", namespace: "team-a", name: "prod" };
 const SHARED: ConnectionId = { kind: "ClusterServiceConnection", namespace: "", name: "shared" };
