@@ -325,7 +325,9 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
           const id = o.status?.deploymentId;
           if (!id) continue;
           const key = connectionKeyOf(o);
-          ids.set(key, [...(ids.get(key) ?? []), id]);
+          const list = ids.get(key);
+          if (list) list.push(id);
+          else ids.set(key, [id]);
         }
         return [...ids].flatMap(([key, list]) => {
           const session = connections.session(key);
