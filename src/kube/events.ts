@@ -3,7 +3,7 @@
  * client-go's events broadcaster does it: a repeat of the same event updates the existing Event's
  * `series` instead of creating one more object for `kubectl describe` to scroll through.
  */
-import { randomInt } from "node:crypto";
+import { createHash, randomInt } from "node:crypto";
 import pino, { type Logger } from "pino";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import { type KubeClient, PatchType } from "./client.ts";
@@ -63,6 +63,8 @@ export interface KubeEventRecorderOptions {
   reportingController?: string;
   /** A repeat within this long of the last occurrence joins the series; default 10 min. */
   dedupeWindowMs?: number;
+  /** Series tracked at most; the least recently seen are forgotten first. Default 4096. */
+  maxTracked?: number;
   clock?: Clock;
   logger?: Logger;
 }
@@ -77,9 +79,6 @@ interface Series {
 /** How long one Event write may take. */
 const EVENT_WRITE_TIMEOUT_MS = 10_000;
 
-/** Events kept for deduplication at most; the oldest are forgotten first. */
-const MAX_TRACKED = 4096;
-
 /**
  * The {@link EventRecorder} writing `events.k8s.io/v1` Events.
  *
@@ -93,6 +92,7 @@ export class KubeEventRecorder implements EventRecorder {
   readonly #instance: string;
   readonly #controller: string;
   readonly #windowMs: number;
+  readonly #maxTracked: number;
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #series = new Map<string, Series>();
@@ -103,22 +103,14 @@ export class KubeEventRecorder implements EventRecorder {
     this.#instance = options.reportingInstance;
     this.#controller = options.reportingController ?? "dms.dev/operator";
     this.#windowMs = options.dedupeWindowMs ?? 10 * 60_000;
+    this.#maxTracked = options.maxTracked ?? 4096;
     this.#clock = options.clock ?? systemClock;
     this.#log = options.logger ?? pino({ enabled: false });
   }
 
   record(regarding: EventRegarding, event: EventInput): Promise<void> {
     const input = { ...event, note: truncateNote(event.note) };
-    const key = JSON.stringify([
-      regarding.namespace,
-      regarding.kind,
-      regarding.name,
-      regarding.uid ?? "",
-      input.type,
-      input.reason,
-      input.action,
-      input.note,
-    ]);
+    const key = seriesKey(regarding, input);
     const previous = this.#pending.get(key) ?? Promise.resolve();
     const next = previous.then(() => this.#write(key, regarding, input));
     this.#pending.set(key, next);
@@ -129,19 +121,26 @@ export class KubeEventRecorder implements EventRecorder {
 
   async #write(key: string, regarding: EventRegarding, event: EventInput): Promise<void> {
     const now = this.#clock.now();
-    this.#forgetOlderThan(now - this.#windowMs);
     const series = this.#series.get(key);
     try {
       if (series && now - series.lastObservedMs <= this.#windowMs) {
         const updated = await this.#patchSeries(series, now);
-        if (updated) return;
+        if (updated) {
+          // Kept in the order of last occurrence (see #forgetOlderThan).
+          this.#series.delete(key);
+          this.#series.set(key, series);
+          return;
+        }
       }
+      this.#series.delete(key);
       this.#series.set(key, await this.#create(regarding, event, now));
     } catch (err) {
       this.#log.warn(
         { err, reason: event.reason, namespace: regarding.namespace, name: regarding.name },
         "failed to record an event",
       );
+    } finally {
+      this.#forgetOlderThan(now - this.#windowMs);
     }
   }
 
@@ -198,9 +197,35 @@ export class KubeEventRecorder implements EventRecorder {
     return { namespace, name, count: 1, lastObservedMs: now };
   }
 
+  /**
+   * Forgets the series last seen before `cutoffMs`, and the least recently seen beyond
+   * `maxTracked`.
+   * The map is in the order of last occurrence, so this stops at the first series it keeps: a
+   * write costs no walk through every series tracked.
+   */
   #forgetOlderThan(cutoffMs: number): void {
     for (const [key, series] of this.#series) {
-      if (series.lastObservedMs < cutoffMs || this.#series.size > MAX_TRACKED) this.#series.delete(key);
+      if (series.lastObservedMs >= cutoffMs && this.#series.size <= this.#maxTracked) return;
+      this.#series.delete(key);
     }
   }
+}
+
+/**
+ * What makes two records one series: the object and everything the Event says. Held as a digest
+ * (a note alone may be 1 KiB, and thousands of series are tracked); one record's inputs are the
+ * same JSON text whenever they are equal.
+ */
+function seriesKey(regarding: EventRegarding, input: EventInput): string {
+  const text = JSON.stringify([
+    regarding.namespace,
+    regarding.kind,
+    regarding.name,
+    regarding.uid ?? "",
+    input.type,
+    input.reason,
+    input.action,
+    input.note,
+  ]);
+  return createHash("sha256").update(text).digest("base64");
 }
