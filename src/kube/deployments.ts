@@ -30,14 +30,14 @@ export const DEPLOYMENTS: CustomResourceKind = { group: GROUP, version: VERSION,
 /**
  * A Deployment resource from the wire (see `decodeCustomResource`, which checks it and drops
  * what the operator never reads), undefined when unusable. The values most resources share
- * (apiVersion, kind, source, tenant, the reasons and messages of settled conditions, the times
+ * (apiVersion, kind, namespace, source, tenant, the reasons and messages of settled conditions, the times
  * to the second) are held once rather than once per cached resource (see {@link SHARED}). `raw`
  * is not modified.
  */
 export function decodeDeployment(raw: unknown): DeploymentObject | undefined {
   const decoded = decodeCustomResource<DeploymentObject>(raw);
   if (!decoded) return undefined;
-  sharedFields(decoded.metadata, ["creationTimestamp"]);
+  sharedFields(decoded.metadata, ["namespace", "creationTimestamp"]);
   sharedFields(decoded, ["apiVersion", "kind"]);
   decoded.spec = sharedFields({ ...decoded.spec }, ["source"]);
   if (isRecord(decoded.status)) {

@@ -42,8 +42,16 @@ export const claimedName = (o: Claimant): string => effectiveName(o.spec, o.meta
 export const connectionKeyOf = (o: Claimant): string =>
   connectionKey(connectionOf(o.metadata.namespace ?? "", o.spec.connectionRef));
 
-/** What a resource claims: its service name on its connection (names hold no newline). */
-export const claimOf = (o: Claimant): string => `${connectionKeyOf(o)}\n${claimedName(o)}`;
+/**
+ * What a resource claims: its service name on its connection. On the default connection that is
+ * the name itself (the string the resource already holds: 10,000 resources then cost no claim
+ * strings of their own); on another, the connection's key, a newline (names hold none) and the
+ * name.
+ */
+export function claimOf(o: Claimant): string {
+  const connection = connectionOf(o.metadata.namespace ?? "", o.spec.connectionRef);
+  return connection ? `${connectionKey(connection)}\n${claimedName(o)}` : claimedName(o);
+}
 
 /** The cache index of resources by what they claim, so a claim check reads only its rivals. */
 export const CLAIM_INDEX = "claim";

@@ -93,7 +93,7 @@ export class RemoteSnapshot {
     const unreadable = await this.#port.listAll(signal, (d) => {
       listed.add(d.id);
       if (newer(d.id)) return;
-      this.#entries.put(d.id, d.name, JSON.stringify(d));
+      this.#entries.put(d);
     });
     if (signal.aborted) return;
     this.#unreadable = unreadableIndex(unreadable);
@@ -142,8 +142,7 @@ export class RemoteSnapshot {
     }
     const problem = this.#unreadable.byId.get(id);
     if (problem !== undefined) throw new UnreadableDeploymentError(problem);
-    const entry = this.#entries.get(id);
-    return entry === undefined ? null : (JSON.parse(entry.text) as Deployment);
+    return this.#entries.read(id) ?? null;
   }
 
   /**
@@ -158,10 +157,7 @@ export class RemoteSnapshot {
     if (problem !== undefined) throw new UnreadableDeploymentError(unreadableMessage(name, problem));
     const ids = this.#entries.idsNamed(name);
     if (ids.length === 0 && this.#unreadable.unnamed) return undefined;
-    return ids.flatMap((id) => {
-      const entry = this.#entries.get(id);
-      return entry === undefined ? [] : [JSON.parse(entry.text) as Deployment];
-    });
+    return ids.flatMap((id) => this.#entries.read(id) ?? []);
   }
 
   /**
@@ -188,7 +184,7 @@ export class RemoteSnapshot {
   }
 
   #record(deployment: Deployment): void {
-    this.#entries.put(deployment.id, deployment.name, JSON.stringify(deployment));
+    this.#entries.put(deployment);
     this.#seenAt.set(deployment.id, this.#clock.now());
     this.#written.set(deployment.id, ++this.#writes);
   }
@@ -222,15 +218,19 @@ export class RemoteSnapshot {
 }
 
 /**
- * Deployments held as JSON text by id, with the index by exact name. A name held by one
+ * Deployments held as JSON text by id, with the index by exact name. The text leaves out the id
+ * and the name, which the entry holds once as its key and its name. A name held by one
  * deployment (nearly all) maps to its id itself, not to an array of one.
  */
 class Entries {
   readonly #byId = new Map<string, { name: string; text: string }>();
   readonly #byName = new Map<string, string | string[]>();
 
-  get(id: string): { name: string; text: string } | undefined {
-    return this.#byId.get(id);
+  /** The deployment `id` as it was put, or undefined. */
+  read(id: string): Deployment | undefined {
+    const entry = this.#byId.get(id);
+    if (entry === undefined) return undefined;
+    return { id, name: entry.name, ...(JSON.parse(entry.text) as Omit<Deployment, "id" | "name">) };
   }
 
   has(id: string): boolean {
@@ -248,11 +248,13 @@ class Entries {
   }
 
   /**
-   * Holds `text` as the deployment `id` named `name`. An entry whose text did not change keeps
-   * the string it has: a resync listing that finds 10,000 deployments unchanged then leaves the
-   * old generation of the heap as it was, instead of replacing 10,000 long-lived strings.
+   * Holds `deployment`. An entry whose text did not change keeps the string it has: a resync
+   * listing that finds 10,000 deployments unchanged then leaves the old generation of the heap as
+   * it was, instead of replacing 10,000 long-lived strings.
    */
-  put(id: string, name: string, text: string): void {
+  put(deployment: Deployment): void {
+    const { id, name, ...rest } = deployment;
+    const text = JSON.stringify(rest);
     const held = this.#byId.get(id);
     if (held?.name === name) {
       if (held.text !== text) held.text = text;

@@ -16,6 +16,7 @@ import { type ConnectionId, connectionKey } from "../../src/connection/settings.
 import type { ConnectionStatus } from "../../src/crd/connection-schema.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import type { ConnectionObject } from "../../src/kube/connections.ts";
+import { claimOf } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { ServiceSession } from "../../src/reconcile/session.ts";
 import { objectKey } from "../../src/runtime/keys.ts";
@@ -424,5 +425,25 @@ describe("a connection's reconcile", () => {
     const original = store.get.bind(store);
     store.get = (id) => (objectKey(id) === objectKey(A) ? stale : original(id));
     expect(await w.reconcile(A)).toEqual({ kind: "retry" });
+  });
+});
+
+describe("claimOf", () => {
+  const claimant = (namespace: string, name: string, spec: Partial<DeploymentSpec> = {}) => ({
+    metadata: { namespace, name },
+    spec: { source: "internal_docker", ...spec } as DeploymentSpec,
+  });
+
+  it("on the default connection is the service name itself; on another, the connection names it too", () => {
+    expect(claimOf(claimant("a", "web"))).toBe("web");
+    expect(claimOf(claimant("b", "x", { name: "web" }))).toBe("web");
+    const ref = { kind: "ServiceConnection", name: "prod" } as const;
+    expect(claimOf(claimant("a", "web", { connectionRef: ref }))).toBe("ServiceConnection/a/prod\nweb");
+    // The same connection name in two namespaces is two connections: two claims.
+    expect(claimOf(claimant("b", "web", { connectionRef: ref }))).not.toBe(
+      claimOf(claimant("a", "web", { connectionRef: ref })),
+    );
+    // No claim on a named connection equals a default one: service names hold no newline.
+    expect(claimOf(claimant("a", "web", { connectionRef: ref })).includes("\n")).toBe(true);
   });
 });
