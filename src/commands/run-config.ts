@@ -158,6 +158,13 @@ export const RUN_SETTINGS = {
     arg: "<on|off>",
     help: "while a rollout is in progress, read the latest revision so that a failed build or deploy is reported as RevisionFailed",
   },
+  optimizeForSize: {
+    env: "DMS_OPTIMIZE_FOR_SIZE",
+    parse: parsers.onOff,
+    default: "on",
+    arg: "<on|off>",
+    help: "V8 favours memory over speed: its heap stays close to what is live (a flag NODE_OPTIONS cannot carry)",
+  },
 } satisfies Settings;
 
 type RunValues = SettingValues<typeof RUN_SETTINGS>;
@@ -245,6 +252,7 @@ export function runConfigFrom(
     createGraceMs: v.createGrace,
     reconcileTimeoutMs: v.reconcileTimeout,
     revisionTracking: v.revisionTracking,
+    optimizeForSize: v.optimizeForSize,
     logLevel: v.logLevel,
   };
   return { ok: true, config };

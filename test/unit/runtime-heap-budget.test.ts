@@ -13,17 +13,27 @@ import {
 
 const MiB = 2 ** 20;
 
-/** NODE_OPTIONS of the operator container in manifests/manager/manager.yaml. */
-function shippedNodeOptions(): string {
+/**
+ * The runtime variables of the operator container in manifests/manager/manager.yaml: those with
+ * a literal value, except the operator's own `DMS_*` settings.
+ */
+function shippedRuntimeEnv(): Record<string, string> {
   const text = readFileSync(new URL("../../manifests/manager/manager.yaml", import.meta.url), "utf8");
   for (const doc of parseAllDocuments(text)) {
     const containers = doc.toJS()?.spec?.template?.spec?.containers ?? [];
     for (const c of containers as { env?: { name: string; value?: string }[] }[]) {
-      const value = c.env?.find((e) => e.name === "NODE_OPTIONS")?.value;
-      if (value) return value;
+      const literal = (c.env ?? []).filter((e) => e.value !== undefined && !e.name.startsWith("DMS_"));
+      if (literal.length > 0) return Object.fromEntries(literal.map((e) => [e.name, String(e.value)]));
     }
   }
-  throw new Error("manifests/manager/manager.yaml sets no NODE_OPTIONS");
+  throw new Error("manifests/manager/manager.yaml sets no runtime variables");
+}
+
+/** NODE_OPTIONS of the operator container in manifests/manager/manager.yaml. */
+function shippedNodeOptions(): string {
+  const value = shippedRuntimeEnv().NODE_OPTIONS;
+  if (!value) throw new Error("manifests/manager/manager.yaml sets no NODE_OPTIONS");
+  return value;
 }
 /** Round numbers: 10 MiB base, 10 KiB per resource, half the limit for the live set. */
 const budget: HeapBudget = { baseBytes: 10 * MiB, bytesPerResource: 10 * 1024, liveFraction: 0.5 };
@@ -55,9 +65,18 @@ describe("supportedResources", () => {
     expect(supportedResources(heapLimit, MEASURED_HEAP_BUDGET)).toBeGreaterThanOrEqual(10_000);
   });
 
-  it("the image sets the same NODE_OPTIONS as the manifests", () => {
+  it("the image sets the same runtime variables as the manifests", () => {
     const dockerfile = readFileSync(new URL("../../Dockerfile", import.meta.url), "utf8");
-    expect(dockerfile).toContain(`ENV NODE_OPTIONS="${shippedNodeOptions()}"`);
+    // The ENV lines, continuations joined: NAME=value or NAME="value" pairs.
+    const env = new Map<string, string>();
+    for (const line of dockerfile.replace(/\\\n\s*/g, " ").split("\n")) {
+      if (!line.startsWith("ENV ")) continue;
+      for (const [, name, quoted, bare] of line.slice(4).matchAll(/(\w+)=(?:"([^"]*)"|(\S+))/g))
+        env.set(name as string, quoted ?? bare ?? "");
+    }
+    const shipped = shippedRuntimeEnv();
+    expect(Object.keys(shipped)).toEqual(expect.arrayContaining(["NODE_OPTIONS", "MALLOC_ARENA_MAX"]));
+    for (const [name, value] of Object.entries(shipped)) expect(env.get(name), name).toBe(value);
   });
 });
 
