@@ -22,7 +22,7 @@ import {
 } from "../crd/connection-schema.ts";
 import type { Condition } from "../crd/schema.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
-import type { DeploymentsPort, SecretsPort, StoredResource } from "../reconcile/ports.ts";
+import type { DeploymentsPort, SecretRead, SecretsPort, StoredResource } from "../reconcile/ports.ts";
 import { redactSecrets } from "../reconcile/secrets.ts";
 import type { ServiceSession, SessionLookup, Sessions } from "../reconcile/session.ts";
 import {
@@ -53,6 +53,8 @@ export const CONNECTION_REASON = {
   Unauthorized: "Unauthorized",
   Unreachable: "Unreachable",
   SecretMissing: "SecretMissing",
+  /** The Secret could not be read (e.g. forbidden to the operator); retried with backoff. */
+  SecretUnreadable: "SecretUnreadable",
   /** Deletion waits for the Deployment resources still using the connection. */
   InUse: "InUse",
 } as const;
@@ -215,7 +217,23 @@ export class Connections implements Sessions {
     } else obj = await this.#o.connections.addFinalizer(obj, CONNECTION_FINALIZER, signal);
 
     const secret = apiKeySecretOf(id, obj.spec);
-    const read = await this.#o.secrets.read(secret.namespace, secret.name, secret.key, signal);
+    let read: SecretRead;
+    try {
+      read = await this.#o.secrets.read(secret.namespace, secret.name, secret.key, signal);
+    } catch (error) {
+      if (signal.aborted || this.#o.isConflict(error)) throw error;
+      // Said on the connection and its resources, not only in the log: a Secret the operator
+      // may not read (a namespaced install, a ClusterServiceConnection's Secret elsewhere).
+      const verdict = {
+        ok: false,
+        reason: CONNECTION_REASON.SecretUnreadable,
+        message: `cannot read Secret ${secret.namespace}/${secret.name} (spec.apiKeySecretRef): ${error instanceof Error ? error.message : String(error)}; the operator needs get on Secrets in namespace ${secret.namespace}`,
+        transient: true,
+      } as const;
+      this.#setUnusable(key, verdict);
+      await this.#writeStatus(obj, users, holding, signal, verdict);
+      return Action.retry();
+    }
     const apiKey = apiKeyFrom(read, secret);
     if (!apiKey.ok) {
       const verdict = {

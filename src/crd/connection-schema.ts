@@ -176,7 +176,7 @@ export const ConnectionStatusSchema = Type.Object(
     observedGeneration: ObservedGenerationSchema,
     conditions: conditionsSchema(
       8,
-      "Ready (reasons Connected, Unauthorized, Unreachable, SecretMissing), and Reconciling or Stalled when they apply (kstatus conventions).",
+      "Ready (reasons Connected, Unauthorized, Unreachable, SecretMissing, SecretUnreadable), and Reconciling or Stalled when they apply (kstatus conventions).",
     ),
     providers: Type.Optional(
       Type.Integer({

@@ -167,7 +167,7 @@ const connectionColumns: JsonObject[] = [
     "Reason",
     "Ready",
     "reason",
-    "Reason of the Ready condition (Connected, Unauthorized, Unreachable, SecretMissing).",
+    "Reason of the Ready condition (Connected, Unauthorized, Unreachable, SecretMissing, SecretUnreadable).",
   ),
   column("Base URL", "string", ".spec.baseUrl", "Base URL of the service."),
   column(

@@ -235,12 +235,16 @@ export class RecordedEvents implements EventsPort {
 /** Kubernetes Secrets by `namespace/name`, each a map of key to value. */
 export class MemorySecrets implements SecretsPort {
   readonly #secrets = new Map<string, Record<string, string>>();
+  /** Reads that fail with this error (as a forbidden GET would), by namespace/name. */
+  readonly failing = new Map<string, Error>();
 
   set(namespace: string, name: string, data: Record<string, string>): void {
     this.#secrets.set(objectKey({ namespace, name }), { ...data });
   }
 
   async read(namespace: string, name: string, key: string): Promise<SecretRead> {
+    const failure = this.failing.get(objectKey({ namespace, name }));
+    if (failure) throw failure;
     const data = this.#secrets.get(objectKey({ namespace, name }));
     if (!data) return { kind: "missing-secret" };
     const value = data[key];

@@ -246,6 +246,33 @@ describe("a connection's reconcile", () => {
     expect(w.connections.sessions().map((s) => s.key)).toEqual(["default", connectionKey(A)]);
   });
 
+  it("a Secret it may not read: SecretUnreadable on the connection and its resources, retried until readable", async () => {
+    const w = world();
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    w.secrets.failing.set("team-a/dms", new Error('secrets "dms" is forbidden'));
+    const result = await w.reconcile(A);
+    expect(result).toEqual({ kind: "retry" });
+    expect(w.ready(A)).toMatchObject({ status: "False", reason: "SecretUnreadable" });
+    expect(w.ready(A)?.message).toContain(
+      'cannot read Secret team-a/dms (spec.apiKeySecretRef): secrets "dms" is forbidden; the operator needs get on Secrets in namespace team-a',
+    );
+    expect(w.condition(A, "Reconciling")?.reason).toBe("SecretUnreadable");
+    expect(w.condition(A, "Stalled")).toBeUndefined();
+    expect(w.built).toEqual([]);
+    const found = w.connections.lookup(resource("team-a", ref));
+    expect(found.kind === "unavailable" && found.message).toContain(
+      "ServiceConnection team-a/prod is not Ready (SecretUnreadable)",
+    );
+    expect(w.changed).toEqual([connectionKey(A)]);
+
+    w.secrets.failing.clear();
+    await w.reconcile(A);
+    expect(w.ready(A)?.reason).toBe("Connected");
+    expect(w.condition(A, "Reconciling")).toBeUndefined();
+    expect(w.connections.lookup(resource("team-a", ref)).kind).toBe("ready");
+  });
+
   it("a missing Secret or key: SecretMissing, Stalled, no client built; the Secret's arrival heals it", async () => {
     const w = world();
     w.store.put(A, specOf());
