@@ -95,6 +95,13 @@ export const DeploymentResourceStatusSchema = Type.Object(
         description: "sha256 of the secret names and values last applied to the service (never a value).",
       }),
     ),
+    appliedSecretVersions: Type.Optional(
+      Type.String({
+        pattern: "^[0-9a-f]{64}$",
+        description:
+          "sha256 of the names and resourceVersions of the Secrets the secrets were read from when appliedSecretsHash was last confirmed: while they match and the spec is unchanged, a reconcile does not read the Secrets again.",
+      }),
+    ),
     lastHandledReconcileAt: Str(
       "Last value of the dms.dev/reconcile-requested-at annotation that was acted on.",
     ),

@@ -25,13 +25,14 @@ export function resourcePort(deployments: KubeDeployments, claimIndex: string): 
   };
 }
 
-/** Secret values, read live from the resource's own namespace. */
+/** Secret values, read live from the resource's own namespace; versions from the metadata watch. */
 export function secretsPort(secrets: KubeSecrets): SecretsPort {
   return {
     read: async (namespace, name, key, signal) => {
       const result = await secrets.getSecretValue({ namespace, name }, key, signal);
       return result.kind === "found" ? { kind: "found", value: result.value } : { kind: result.kind };
     },
+    version: (namespace, name) => secrets.versionOf({ namespace, name }),
   };
 }
 

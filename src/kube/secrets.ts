@@ -72,6 +72,11 @@ export class KubeSecrets extends WatchedResource<SecretMeta> {
     return this.cache.get(ref.namespace, ref.name) !== undefined;
   }
 
+  /** The Secret's resourceVersion in the metadata cache, undefined when not (yet) seen. */
+  versionOf(ref: ObjectRef): string | undefined {
+    return this.cache.get(ref.namespace, ref.name)?.metadata.resourceVersion;
+  }
+
   /** The cached metadata of every Secret in scope (identity and resourceVersion only). */
   list(): SecretMeta[] {
     return this.cache.list();

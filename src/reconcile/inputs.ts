@@ -3,6 +3,7 @@
  * references (read live, in the resource's own namespace only) and the resolution of the
  * `github` shorthand through the forge repository listing.
  */
+import { createHash } from "node:crypto";
 import { isServiceError } from "../api/errors.ts";
 import type { ForgeRepo } from "../api/wire.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
@@ -39,8 +40,7 @@ export async function readSecrets(
   secrets: SecretsPort,
   signal: AbortSignal,
 ): Promise<ReadSecrets> {
-  const out: ReadSecrets = { data: {}, values: [] };
-  for (const entry of spec.secrets ?? []) if (entry.value !== undefined) out.values.push(entry.value);
+  const out = inlineSecrets(spec);
   for (const { secret, key } of secretKeyRefs(spec)) {
     const read = await secrets.read(namespace, secret, key, signal);
     if (read.kind !== "found") continue;
@@ -49,6 +49,34 @@ export async function readSecrets(
     out.values.push(read.value);
   }
   return out;
+}
+
+/**
+ * A digest of the resourceVersions of the Secrets `spec` reads through `valueFrom.secretKeyRef`,
+ * as the metadata watch last saw them; undefined when the spec reads none or one of them is not
+ * in the watch. Recorded with the secrets' hash once they are what the service has
+ * (`status.appliedSecretVersions`): while it still matches (and the spec did not change), the
+ * values are those last applied, and a reconcile need not read them.
+ */
+export function secretVersions(
+  spec: DeploymentSpec,
+  namespace: string,
+  secrets: SecretsPort,
+): string | undefined {
+  const names = [...new Set(secretKeyRefs(spec).map((r) => r.secret))].sort();
+  if (names.length === 0) return undefined;
+  const lines: string[] = [];
+  for (const name of names) {
+    const version = secrets.version(namespace, name);
+    if (version === undefined) return undefined;
+    lines.push(`${name}\n${version}`);
+  }
+  return createHash("sha256").update(lines.join("\n\n")).digest("hex");
+}
+
+/** The inline secret values of `spec` (for redaction when the Secrets are not read). */
+export function inlineSecrets(spec: DeploymentSpec): ReadSecrets {
+  return { data: {}, values: (spec.secrets ?? []).flatMap((e) => (e.value === undefined ? [] : [e.value])) };
 }
 
 export class RepoListings {

@@ -97,6 +97,11 @@ export type SecretRead =
 /** Kubernetes Secrets, read live at reconcile time (values are never cached). */
 export interface SecretsPort {
   read(namespace: string, name: string, key: string, signal: AbortSignal): Promise<SecretRead>;
+  /**
+   * The Secret's resourceVersion as the metadata watch last saw it, undefined when it has not
+   * seen it: whether a value read before may have changed, without reading it.
+   */
+  version(namespace: string, name: string): string | undefined;
 }
 
 /** A Kubernetes Event about a resource. `note` must never hold a secret value. */

@@ -11,14 +11,14 @@ import { isServiceError } from "../api/errors.ts";
 import type { Deployment } from "../api/wire.ts";
 import { connectionLabel } from "../connection/settings.ts";
 import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
-import { type DeploymentResourceStatus, FINALIZER } from "../crd/schema.ts";
+import { type DeploymentResourceStatus, type DeploymentSpec, FINALIZER } from "../crd/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
 import { parseObjectKey } from "../runtime/keys.ts";
 import { isPaused, reconcileInterval, reconcileRequestedAt } from "./annotations.ts";
 import { claimedName, claimOf, olderClaimant } from "./claims.ts";
 import { failureOf } from "./failures.ts";
-import { type ReadSecrets, readSecrets } from "./inputs.ts";
+import { inlineSecrets, type ReadSecrets, readSecrets, secretVersions } from "./inputs.ts";
 import { lastAppliedFor } from "./last-applied.ts";
 import {
   adoptedNote,
@@ -84,6 +84,8 @@ interface Run {
   log: Logger;
   now: Date;
   secrets: ReadSecrets;
+  /** The referenced Secrets were not read: their values are known to be those last applied. */
+  secretsUnread?: boolean;
   session?: ServiceSession;
 }
 
@@ -152,12 +154,28 @@ export class DeploymentReconciler {
 
   /** Keeps the service's deployment in line with the spec, through the resource's connection. */
   async #sync(run: Connected, signal: AbortSignal): Promise<ReconcileResult> {
-    // Read before the mapping, which may fail: the values read are scrubbed from any report.
-    run.secrets = await readSecrets(run.obj.spec, run.obj.metadata.namespace ?? "", this.#o.secrets, signal);
-    const { desired, record } = await this.#desired(run, signal);
     const status = run.obj.status ?? {};
+    const versions = secretVersions(run.obj.spec, run.obj.metadata.namespace ?? "", this.#o.secrets);
+    // The referenced Secrets are read only when their values may differ from those last applied:
+    // a Secret changed (its resourceVersion), the spec changed, or the service's secret names
+    // differ from the spec's (checked once the deployment is found). A steady resource costs no
+    // Kubernetes request.
+    run.secretsUnread =
+      versions !== undefined &&
+      versions === status.appliedSecretVersions &&
+      status.appliedSecretsHash !== undefined &&
+      status.observedGeneration === run.obj.metadata.generation &&
+      run.obj.spec.managementPolicy !== "ObserveOnly";
+    // Read before the mapping, which may fail: the values read are scrubbed from any report.
+    if (run.secretsUnread) run.secrets = inlineSecrets(run.obj.spec);
+    else await this.#readSecrets(run, signal);
+    let { desired, record } = await this.#desired(run, signal);
     const { service, snapshot } = run.session;
     const found = await observe(service, snapshot, this.#lookup(run, desired, record), signal);
+    if (run.secretsUnread && !sameSecretNames(run.obj.spec, found.deployment)) {
+      await this.#readSecrets(run, signal);
+      ({ desired, record } = await this.#desired(run, signal));
+    }
     // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
     if (found.listed && status.createRequestedAt) record.createRequestedAt = null;
     const observeOnly = run.obj.spec.managementPolicy === "ObserveOnly";
@@ -184,6 +202,7 @@ export class DeploymentReconciler {
     if (decision.action === "create") return this.#create(run, decision, record, signal);
     const outcome = outcomeFromProblems(decision.problems) ?? { kind: "synced" as const };
     record.appliedSecretsHash = decision.secretsHash ?? status.appliedSecretsHash ?? null;
+    if (!run.secretsUnread) record.appliedSecretVersions = appliedVersions(decision.secretsHash, versions);
     if (decision.action === "noop")
       return this.#finish(run, outcome, signal, { observed: found.deployment, record });
     if (!found.deployment) throw new Error("a patch was planned without a deployment to patch");
@@ -254,12 +273,22 @@ export class DeploymentReconciler {
     return this.#finish(run, outcome, signal);
   }
 
-  /** The spec in wire terms, with the Secrets `run` read and its GitHub shorthand resolved. */
+  /** Reads the values of the Secrets the spec references into `run`. */
+  async #readSecrets(run: Run, signal: AbortSignal): Promise<void> {
+    run.secrets = await readSecrets(run.obj.spec, run.obj.metadata.namespace ?? "", this.#o.secrets, signal);
+    run.secretsUnread = false;
+  }
+
+  /**
+   * The spec in wire terms, with the Secrets `run` read and its GitHub shorthand resolved. When
+   * the Secrets were not read, the secrets are left out: not managed by this reconcile's plan.
+   */
   async #desired(
     run: Connected,
     signal: AbortSignal,
   ): Promise<{ desired: DesiredDeployment; record: StatusRecord }> {
-    const spec = run.obj.spec;
+    const { secrets: _unread, ...withoutSecrets } = run.obj.spec;
+    const spec = run.secretsUnread ? withoutSecrets : run.obj.spec;
     const github = await run.session.repos.resolve(spec, signal);
     const desired = desiredFromSpec(spec, run.obj.metadata.name, {
       secretData: run.secrets.data,
@@ -294,6 +323,10 @@ export class DeploymentReconciler {
     this.#event(run, "Normal", "Created", createdNote(created));
     // The intent stays recorded until a lookup lists the deployment (see #reconcile).
     record.appliedSecretsHash = decision.secretsHash ?? null;
+    record.appliedSecretVersions = appliedVersions(
+      decision.secretsHash,
+      secretVersions(run.obj.spec, run.obj.metadata.namespace ?? "", this.#o.secrets),
+    );
     return this.#finish(run, { kind: "synced" }, signal, { observed: created, record });
   }
 
@@ -405,6 +438,9 @@ export class DeploymentReconciler {
   async #fail(run: Run, error: unknown, signal: AbortSignal): Promise<ReconcileResult> {
     if (this.#o.resources.isConflict(error)) return Action.retry();
     if (signal.aborted && !(signal.reason instanceof ReconcileTimeoutError)) throw error;
+    // What the report must not show includes the values this reconcile did not read.
+    if (run.secretsUnread)
+      await this.#readSecrets(run, AbortSignal.timeout(STATUS_AFTER_TIMEOUT_MS)).catch(() => undefined);
     const failure = failureOf(error, run.secrets.values);
     this.#event(run, "Warning", failure.outcome.reason, failure.outcome.message);
     const record = failure.createRefused ? { createRequestedAt: null } : {};
@@ -431,6 +467,25 @@ export class DeploymentReconciler {
   #event(run: Run, type: "Normal" | "Warning", reason: string, note: string): void {
     this.#o.events.record(run.obj, { type, reason, action: "Reconcile", note });
   }
+}
+
+/**
+ * Whether the service's deployment has exactly the secret names of `spec` (false when it was not
+ * found): then values known to be those last applied are all the plan needs.
+ */
+function sameSecretNames(spec: DeploymentSpec, deployment: Deployment | null | undefined): boolean {
+  if (!deployment) return false;
+  const wanted = [...new Set((spec.secrets ?? []).map((s) => s.name))].sort();
+  const shown = [...new Set(deployment.secrets.map((s) => s.name))].sort();
+  return wanted.length === shown.length && wanted.every((name, i) => name === shown[i]);
+}
+
+/**
+ * `status.appliedSecretVersions` after a plan that read the Secrets: their versions when the
+ * secrets are (or, once the write succeeds, will be) what the service has, else none.
+ */
+function appliedVersions(secretsHash: string | undefined, versions: string | undefined): string | null {
+  return secretsHash !== undefined && versions !== undefined ? versions : null;
 }
 
 /** Whether deleting `obj` must delete its service deployment (and so it carries the finalizer). */

@@ -92,6 +92,7 @@ export type SyncOutcome =
 /** Controller bookkeeping written alongside; `null` clears a field, `undefined` keeps it. */
 export interface StatusRecord {
   appliedSecretsHash?: string | null;
+  appliedSecretVersions?: string | null;
   lastHandledReconcileAt?: string | null;
   createRequestedAt?: string | null;
   resolvedRepoUrl?: string | null;
@@ -338,6 +339,7 @@ type ObservedField = keyof typeof OBSERVED_FIELDS;
 /** The bookkeeping fields of {@link StatusRecord}, in the order they are written. */
 const RECORD_FIELDS = [
   "appliedSecretsHash",
+  "appliedSecretVersions",
   "lastHandledReconcileAt",
   "createRequestedAt",
   "resolvedRepoUrl",

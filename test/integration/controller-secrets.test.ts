@@ -53,6 +53,34 @@ describe("controller: secrets", () => {
     for (const secret of [FIRST, SECOND, TEST_API_KEY]) expect(visible).not.toContain(secret);
   });
 
+  it("reads no Secret in a resync once the secrets are applied, and reads it again when it changes", async () => {
+    const s = await startScenario("ctl-secret-reads", { op: { resyncMs: 1_000 } });
+    running.push(s);
+    await s.user.putSecret(s.namespace, "agent-secrets", { openai: FIRST });
+    await s.user.create(s.namespace, "steady", spec("agent-secrets", "openai"));
+    const ready = await s.user.waitReady(s.namespace, "steady");
+    expect(ready.status?.appliedSecretVersions).toMatch(/^[0-9a-f]{64}$/);
+
+    // Three resync passes (one reconcile each), counted by the API server itself.
+    const gets = await s.user.requestsServed("secrets", "GET");
+    const reconciles = await s.op.reconciles();
+    await waitFor(async () => (await s.op.reconciles()) >= reconciles + 3, {
+      description: "three resync passes",
+      timeoutMs: 20_000,
+    });
+    expect((await s.user.requestsServed("secrets", "GET")) - gets).toBe(0);
+
+    // A new value: the watch sees a new resourceVersion, and the reconcile reads it.
+    await s.user.putSecret(s.namespace, "agent-secrets", { openai: SECOND });
+    await s.user.waitFor(
+      s.namespace,
+      "steady",
+      (o) => o?.status?.appliedSecretsHash === hashSecrets([{ name: "OPENAI_API_KEY", value: SECOND }]),
+      "the new value applied",
+    );
+    expect(await s.user.requestsServed("secrets", "GET")).toBeGreaterThan(gets);
+  });
+
   it("names a missing Secret and key, sends nothing, and heals when the Secret appears", async () => {
     const s = await startScenario("ctl-missing");
     running.push(s);

@@ -235,14 +235,29 @@ export class RecordedEvents implements EventsPort {
 /** Kubernetes Secrets by `namespace/name`, each a map of key to value. */
 export class MemorySecrets implements SecretsPort {
   readonly #secrets = new Map<string, Record<string, string>>();
+  readonly #versions = new Map<string, string>();
+  #writes = 0;
+  /** Every read, as `namespace/name/key`, in order. */
+  readonly reads: string[] = [];
   /** Reads that fail with this error (as a forbidden GET would), by namespace/name. */
   readonly failing = new Map<string, Error>();
 
   set(namespace: string, name: string, data: Record<string, string>): void {
     this.#secrets.set(objectKey({ namespace, name }), { ...data });
+    this.#versions.set(objectKey({ namespace, name }), String(++this.#writes));
+  }
+
+  delete(namespace: string, name: string): void {
+    this.#secrets.delete(objectKey({ namespace, name }));
+    this.#versions.delete(objectKey({ namespace, name }));
+  }
+
+  version(namespace: string, name: string): string | undefined {
+    return this.#versions.get(objectKey({ namespace, name }));
   }
 
   async read(namespace: string, name: string, key: string): Promise<SecretRead> {
+    this.reads.push(`${namespace}/${name}/${key}`);
     const failure = this.failing.get(objectKey({ namespace, name }));
     if (failure) throw failure;
     const data = this.#secrets.get(objectKey({ namespace, name }));
@@ -373,7 +388,11 @@ export class SimulatedService implements DeploymentsPort {
     return this.#call("create", signal, () => this.store.create(structuredClone(body)));
   }
 
+  /** The body of the last PATCH sent (answered or not). */
+  lastPatchBody: Parameters<DeploymentsPort["patch"]>[1] | undefined;
+
   patch(id: string, body: Parameters<DeploymentsPort["patch"]>[1], signal: AbortSignal) {
+    this.lastPatchBody = structuredClone(body);
     return this.#call("patch", signal, () => this.store.patch(id, structuredClone(body)));
   }
 

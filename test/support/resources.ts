@@ -4,12 +4,14 @@
  * would cost the 2-core test machine dearly while waiting for a condition).
  */
 
+import type { RequestOptions } from "node:https";
 import type { Condition, DeploymentSpec } from "../../src/crd/schema.ts";
 import { KubeClient, PatchType } from "../../src/kube/client.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
 import { isNotFound } from "../../src/kube/errors.ts";
 import { listItems } from "../../src/kube/object.ts";
+import { httpsText, parseSamples, sumOf } from "../bench/probes.ts";
 import { testKubeconfigPath, waitFor } from "./cluster.ts";
 
 const DEPLOYMENTS = "/apis/dms.dev/v1alpha1/namespaces";
@@ -49,9 +51,24 @@ export function hasCondition(
 /** A user of the cluster: creates, changes and reads resources, Secrets and Events. */
 export class ClusterUser {
   readonly client: KubeClient;
+  readonly #kube: ReturnType<typeof loadKubeConfig>["config"];
 
   constructor(kubeconfig: string = testKubeconfigPath()) {
-    this.client = new KubeClient(loadKubeConfig({ kubeconfig }).config);
+    this.#kube = loadKubeConfig({ kubeconfig }).config;
+    this.client = new KubeClient(this.#kube);
+  }
+
+  /**
+   * Requests the API server has answered so far for `resource` with `verb` (e.g. `secrets`,
+   * `GET`), from every client, as its own `apiserver_request_total` counts them.
+   */
+  async requestsServed(resource: string, verb: string): Promise<number> {
+    const server = this.#kube.getCurrentCluster()?.server;
+    if (!server) throw new Error("the kubeconfig names no server");
+    const tls: RequestOptions = {};
+    await this.#kube.applyToHTTPSOptions(tls);
+    const samples = parseSamples(await httpsText(`${server}/metrics`, tls), "apiserver_request_total");
+    return sumOf(samples, (l) => l.resource === resource && l.verb === verb);
   }
 
   /** `kubectl create` of a Deployment resource. */

@@ -47,6 +47,34 @@ const BODY: CreateDeploymentBody = {
   source_revision_config: { image_uri: "repo/agent:1" },
 };
 const REF = { namespace: "default", name: "agent" };
+/** The conditions of a resource whose new revision is rolling out. */
+const ROLLING_OUT = {
+  Ready: "False/RolloutInProgress",
+  Synced: "True/ReconcileSuccess",
+  Reconciling: "True/RolloutInProgress",
+};
+/** A secret read from the Secret `agent-keys`. */
+const API_KEY_FROM_SECRET = {
+  name: "API_KEY",
+  valueFrom: { secretKeyRef: { name: "agent-keys", key: "api" } },
+};
+
+/**
+ * A resource whose secret comes from the Secret `agent-keys`, sent once (the service cannot show
+ * whether the values are equal), rolled out and listed again: nothing left to do. Returns the
+ * service's deployment; the Secret reads so far are forgotten.
+ */
+async function settledWithSecret(w: World) {
+  w.secrets.set("default", "agent-keys", { api: "sk-old-0123456789" });
+  const deployment = await w.settled({ secrets: [API_KEY_FROM_SECRET] });
+  w.clock.advance(SETTLE_MS);
+  await w.resync();
+  await w.reconcile();
+  await w.resync();
+  w.events.all.length = 0;
+  w.secrets.reads.length = 0;
+  return deployment;
+}
 
 /** The reconciler over fresh in-memory ports, and the handles a test acts through. */
 function world(timing?: Timing) {
@@ -301,11 +329,7 @@ const cases: Case[] = [
     },
     outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
     calls: { getById: 1, patch: 1 },
-    conditions: {
-      Ready: "False/RolloutInProgress",
-      Synced: "True/ReconcileSuccess",
-      Reconciling: "True/RolloutInProgress",
-    },
+    conditions: ROLLING_OUT,
     events: ["Normal/Updated"],
     also: (w) => {
       const id = w.service.store.getByName("agent")?.id ?? "";
@@ -749,11 +773,7 @@ const cases: Case[] = [
     },
     outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
     calls: { patch: 1 },
-    conditions: {
-      Ready: "False/RolloutInProgress",
-      Synced: "True/ReconcileSuccess",
-      Reconciling: "True/RolloutInProgress",
-    },
+    conditions: ROLLING_OUT,
     events: ["Normal/Updated"],
     also: (w) => {
       const status = w.resources.stored(REF)?.status;
@@ -761,6 +781,82 @@ const cases: Case[] = [
       const shown = JSON.stringify([status, w.events.all]);
       expect(shown).not.toContain("sk-new");
       expect(shown).not.toContain("sk-old");
+    },
+  },
+
+  {
+    reason:
+      "a settled resource reads none of its Secrets: their resourceVersions are those recorded with the hash",
+    arrange: async (w) => {
+      await settledWithSecret(w);
+    },
+    outcome: { result: { kind: "done" } },
+    calls: {},
+    conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+    events: [],
+    also: (w) => {
+      expect(w.secrets.reads).toEqual([]);
+      expect(w.resources.stored(REF)?.status?.appliedSecretVersions).toMatch(/^[0-9a-f]{64}$/);
+    },
+  },
+  {
+    reason:
+      "drift beside unread Secrets is corrected without them, and a failure report is still scrubbed of their values",
+    arrange: async (w) => {
+      const deployment = await settledWithSecret(w);
+      w.service.store.drift(deployment.id, { source_config: { custom_url: "https://elsewhere.example" } });
+      await w.resync();
+      // The service's answer echoes a stored value: the report must not.
+      w.service.failNext("patch", { status: 422, detail: "body.secrets.API_KEY: sk-old-0123456789 is weak" });
+    },
+    outcome: {
+      error: (e) => {
+        expect(String(e)).toContain("422");
+        expect(String(e)).not.toContain("sk-old");
+      },
+    },
+    calls: { patch: 1 },
+    conditions: { Ready: "True/Available", Synced: "False/InvalidSpec", Stalled: "True/InvalidSpec" },
+    events: ["Warning/InvalidSpec"],
+    also: (w) => {
+      expect(w.service.lastPatchBody).not.toHaveProperty("secrets");
+      // Read for the report only, after the PATCH failed.
+      expect(w.secrets.reads).toEqual(["default/agent-keys/api"]);
+      const shown = JSON.stringify([w.resources.stored(REF)?.status, w.events.all]);
+      expect(shown).not.toContain("sk-old");
+    },
+  },
+  {
+    reason: "the service lost a secret: the names differ, so the Secrets are read and the secrets sent again",
+    arrange: async (w) => {
+      const deployment = await settledWithSecret(w);
+      w.service.store.drift(deployment.id, { secrets: [] });
+      await w.resync();
+    },
+    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
+    calls: { patch: 1 },
+    conditions: ROLLING_OUT,
+    events: ["Normal/Updated"],
+    also: (w) => {
+      expect(w.secrets.reads).toEqual(["default/agent-keys/api"]);
+      expect(w.service.store.getByName("agent")?.secrets.map((s) => s.name)).toEqual(["API_KEY"]);
+    },
+  },
+  {
+    reason: "an edited spec reads its Secrets again, and sends only what changed",
+    arrange: async (w) => {
+      await settledWithSecret(w);
+      w.resources.edit(REF, (o) => {
+        o.spec = { ...o.spec, sourceRevisionConfig: { imageUri: "repo/agent:2" } };
+      });
+    },
+    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
+    calls: { getById: 1, patch: 1 },
+    conditions: ROLLING_OUT,
+    events: ["Normal/Updated"],
+    also: (w) => {
+      expect(w.secrets.reads).toEqual(["default/agent-keys/api"]);
+      expect(w.service.lastPatchBody).not.toHaveProperty("secrets");
     },
   },
 
