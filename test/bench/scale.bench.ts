@@ -106,6 +106,8 @@ export const benchmark: Benchmark = {
     const label = args.label ?? "current";
     // A build of this run's own: another run may rebuild meanwhile.
     const dist = join(CACHE, `dist-${process.pid}`);
+    // The code measured is the code compiled now, whatever is committed while the run goes on.
+    const commit = commitOf();
     const entry = compileOperator(dist);
     const runtimeEnv = manifestRuntimeEnv();
     const nodeOptions = runtimeEnv.NODE_OPTIONS;
@@ -118,6 +120,7 @@ export const benchmark: Benchmark = {
           entry,
           nodeOptions,
           runtimeEnv,
+          commit,
           resync,
           logs: join(LOGS, `n${n}`),
         });
@@ -188,6 +191,8 @@ interface Setup {
   /** The manifest's runtime variables, NODE_OPTIONS among them. */
   runtimeEnv: Record<string, string>;
   resync: string;
+  /** The commit the operator was compiled from (`+changes`: with uncommitted changes). */
+  commit: string;
 }
 
 const name = (i: number) => `scale-${String(i).padStart(5, "0")}`;
@@ -311,7 +316,7 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
       return {
         n,
         date: new Date().toISOString(),
-        commit: commitOf(),
+        commit: setup.commit,
         node: process.version,
         // The machine may be shared: its 1-minute load average when this N began and ended.
         loadAverage: { start: round(loadAtStart, 1), end: round(loadavg()[0] ?? 0, 1) },
