@@ -221,7 +221,7 @@ export class Connections implements Sessions {
     try {
       read = await this.#o.secrets.read(secret.namespace, secret.name, secret.key, signal);
     } catch (error) {
-      if (signal.aborted || this.#o.isConflict(error)) throw error;
+      if (signal.aborted) throw error;
       // Said on the connection and its resources, not only in the log: a Secret the operator
       // may not read (a namespaced install, a ClusterServiceConnection's Secret elsewhere).
       const verdict = {

@@ -199,7 +199,7 @@ export class DeploymentReconciler {
       if (status.createRequestedAt) this.#event(run, "Normal", "Created", createdNote(found.deployment));
       else this.#event(run, "Normal", "Adopted", adoptedNote(found.deployment));
     }
-    if (decision.action === "create") return this.#create(run, decision, record, signal);
+    if (decision.action === "create") return this.#create(run, decision, record, versions, signal);
     const outcome = outcomeFromProblems(decision.problems) ?? { kind: "synced" as const };
     record.appliedSecretsHash = decision.secretsHash ?? status.appliedSecretsHash ?? null;
     if (!run.secretsUnread) record.appliedSecretVersions = appliedVersions(decision.secretsHash, versions);
@@ -302,8 +302,17 @@ export class DeploymentReconciler {
     return { desired, record };
   }
 
-  /** Creates the deployment, recording the intent first so that a crash never creates two. */
-  async #create(run: Connected, decision: CreatePlan, record: StatusRecord, signal: AbortSignal) {
+  /**
+   * Creates the deployment, recording the intent first so that a crash never creates two.
+   * `versions`: of the Secrets this reconcile read (see {@link secretVersions}).
+   */
+  async #create(
+    run: Connected,
+    decision: CreatePlan,
+    record: StatusRecord,
+    versions: string | undefined,
+    signal: AbortSignal,
+  ) {
     const requestedAt = run.obj.status?.createRequestedAt;
     if (requestedAt && this.#o.clock.now() - Date.parse(requestedAt) < this.#o.createGraceMs) {
       // A create was requested and the listing does not show it yet: it may lag behind.
@@ -323,10 +332,7 @@ export class DeploymentReconciler {
     this.#event(run, "Normal", "Created", createdNote(created));
     // The intent stays recorded until a lookup lists the deployment (see #reconcile).
     record.appliedSecretsHash = decision.secretsHash ?? null;
-    record.appliedSecretVersions = appliedVersions(
-      decision.secretsHash,
-      secretVersions(run.obj.spec, run.obj.metadata.namespace ?? "", this.#o.secrets),
-    );
+    record.appliedSecretVersions = appliedVersions(decision.secretsHash, versions);
     return this.#finish(run, { kind: "synced" }, signal, { observed: created, record });
   }
 

@@ -247,11 +247,6 @@ export class MemorySecrets implements SecretsPort {
     this.#versions.set(objectKey({ namespace, name }), String(++this.#writes));
   }
 
-  delete(namespace: string, name: string): void {
-    this.#secrets.delete(objectKey({ namespace, name }));
-    this.#versions.delete(objectKey({ namespace, name }));
-  }
-
   version(namespace: string, name: string): string | undefined {
     return this.#versions.get(objectKey({ namespace, name }));
   }

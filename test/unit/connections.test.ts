@@ -5,7 +5,7 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/api/errors.ts";
-import type { ServiceConfig } from "../../src/config.ts";
+import { type ServiceConfig, serviceConfigFrom } from "../../src/config.ts";
 import {
   type ConnectionService,
   type ConnectionStore,
@@ -27,18 +27,19 @@ const START = Date.parse("2030-01-01T00:00:00Z");
 const KEY = "tenant-a-key-0123456789";
 const signal = new AbortController().signal;
 
-const DEFAULTS: ServiceConfig = {
-  baseUrl: "https://default.example",
-  apiKey: "default-key",
-  tenantId: "6f1c1d2e-0000-4000-8000-0000000000dd",
-  apiKeyHeader: "X-Api-Key",
-  tenantHeader: "X-Tenant-Id",
-  insecureSkipTlsVerify: false,
-  timeoutMs: 10_000,
-  retries: 4,
-  qps: 20,
-  burst: 40,
-};
+/** The operator's own settings: its flags' defaults (SERVICE_SETTINGS) with a URL, key and tenant. */
+const DEFAULTS: ServiceConfig = (() => {
+  const parsed = serviceConfigFrom(
+    {
+      baseUrl: "https://default.example",
+      apiKey: "default-key",
+      tenantId: "6f1c1d2e-0000-4000-8000-0000000000dd",
+    },
+    {},
+  );
+  if (!parsed.ok) throw new Error(parsed.problems.join("; "));
+  return parsed.config;
+})();
 
 const SPEC: DeploymentSpec = { source: "external_docker", sourceRevisionConfig: { imageUri: "repo/a:1" } };
 
