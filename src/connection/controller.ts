@@ -57,6 +57,10 @@ export const CONNECTION_REASON = {
   SecretUnreadable: "SecretUnreadable",
   /** Deletion waits for the Deployment resources still using the connection. */
   InUse: "InUse",
+  /** The spec holds what the operator refuses to send (a base URL or header it does not allow). */
+  InvalidSpec: "InvalidSpec",
+  /** The probe's answer was larger than the operator's limit. */
+  ResponseTooLarge: "ResponseTooLarge",
 } as const;
 
 /** The service as one connection reaches it, built by the composition root. */

@@ -56,6 +56,16 @@ export const REASON = {
   UnreadableDeployment: "UnreadableDeployment",
   /** The resource's connection is missing, not Ready, or not usable from its namespace. */
   ConnectionNotReady: "ConnectionNotReady",
+  /** The resource's namespace is not one its connection (or the default connection) selects. */
+  ConnectionNotAllowed: "ConnectionNotAllowed",
+  /** The secret values the resource would send are more than the operator's limit. */
+  SecretsTooLarge: "SecretsTooLarge",
+  /** An answer of the resource's service was larger than the operator's limit. */
+  ResponseTooLarge: "ResponseTooLarge",
+  /** The periodic listing of the resource's connection did not end within its deadline. */
+  ListingDeadlineExceeded: "ListingDeadlineExceeded",
+  /** The deployment a status names is not this resource's (another name, or claimed by another). */
+  NotOwned: "NotOwned",
 } as const;
 
 /** What is known of the deployment's latest revision (see `revisions.ts`). */
