@@ -504,7 +504,14 @@ describe("import --connection", () => {
     expect(run).toMatchObject({ code, stdout: "", stderr });
   });
 
-  it("never writes to the cluster", () => {
-    expect(kube.requests.filter((r) => !r.startsWith("GET "))).toEqual([]);
+  it("never writes to the cluster: plan and import through connections only read it", async () => {
+    const since = kube.requests.length;
+    expect((await planJson(await onProd())).run.code).toBe(2);
+    expect((await importWith(["--connection", "dmsconn/prod", "--namespace", NS])).code).toBe(0);
+    const made = kube.requests.slice(since);
+    // What the two commands read: the connection and the Secret holding its key.
+    expect(made).toContain(`GET ${serviceConnectionPath(NS, "prod")}`);
+    expect(made.some((r) => r.startsWith(`GET ${secretPath(NS, "")}`))).toBe(true);
+    expect(made.filter((r) => !r.startsWith("GET "))).toEqual([]);
   });
 });
