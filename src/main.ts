@@ -91,6 +91,11 @@ export interface OperatorConfig {
   /** Read the latest revision while a rollout is in progress (`--revision-tracking`). */
   revisionTracking: boolean;
   /**
+   * The most bytes of secret values one Deployment resource may send (`--max-secret-bytes`);
+   * over it the resource is Stalled with `SecretsTooLarge`. Default 1 MiB.
+   */
+  maxSecretBytes?: number;
+  /**
    * V8's `--optimize-for-size` for this process (`runOperator` only: it is process-wide). Node
    * refuses the flag in NODE_OPTIONS, so `run` sets it itself, before the cache fills.
    */
@@ -218,6 +223,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     logger,
     pollMs: config.pollMs,
     createGraceMs: config.createGraceMs,
+    maxSecretBytes: config.maxSecretBytes,
   });
   const controller = new Controller({
     name: "deployment",

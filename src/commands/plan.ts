@@ -9,6 +9,7 @@
  */
 import { type Command, Option } from "commander";
 import { deploymentsPort } from "../api/service-adapter.ts";
+import { flagOf, readSettings, settingHelp } from "../config.ts";
 import { ConnectionReadError } from "../connection/read.ts";
 import {
   type ConnectionId,
@@ -44,15 +45,20 @@ import {
   UsageError,
 } from "./context.ts";
 import { CommandExit, EXIT } from "./program.ts";
+import { RUN_SETTINGS } from "./run-config.ts";
 
 interface PlanFlags extends ConnectionFlags {
   filename: string[];
   namespace?: string;
+  maxSecretBytes?: string;
   output: "text" | "json";
   verbose?: boolean;
 }
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** The settings plan shares with `run`: it reviews secret values within the operator's limit. */
+const PLAN_SETTINGS = { maxSecretBytes: RUN_SETTINGS.maxSecretBytes };
 
 /** Registers `plan` on `program`. */
 export const registerPlanCommand: RegisterCommand = (program, ctx) => {
@@ -80,6 +86,10 @@ export const registerPlanCommand: RegisterCommand = (program, ctx) => {
       "--connection <kind/name>",
       `review only the resources using this connection (the others are listed as skipped): ${CONNECTION_HELP}. Without it, each resource is reviewed through its own`,
     )
+    .option(
+      `${flagOf("maxSecretBytes")} ${PLAN_SETTINGS.maxSecretBytes.arg}`,
+      `with --kubeconfig: the operator's limit on the secret values one resource sends; over it the resource is an error, as the operator would stall it (SecretsTooLarge) ${settingHelp({ ...PLAN_SETTINGS.maxSecretBytes, help: "" })}`,
+    )
     .addOption(new Option("-o, --output <format>", "output format").choices(["text", "json"]).default("text"))
     // 2 means "changes planned" here, so a mistake in the call must not end with 2.
     .exitOverride((error) => {
@@ -103,6 +113,8 @@ export const registerPlanCommand: RegisterCommand = (program, ctx) => {
 async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number> {
   if (flags.context !== undefined && flags.kubeconfig === undefined)
     throw new UsageError(["--context needs --kubeconfig"]);
+  const settings = readSettings(PLAN_SETTINGS, flags, ctx.env);
+  if (settings.problems.length > 0) throw new UsageError(settings.problems);
   const selected = connectionFlag(flags);
   const kube =
     flags.kubeconfig === undefined
@@ -128,6 +140,7 @@ async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number> {
     serviceFor,
     namespace,
     ...(cluster ? { cluster } : {}),
+    maxSecretBytes: settings.values.maxSecretBytes,
     clock: systemClock,
     signal: ctx.stopSignal,
   });

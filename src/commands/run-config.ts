@@ -19,10 +19,17 @@ import {
   settingName,
 } from "../config.ts";
 import type { OperatorConfig } from "../main.ts";
+import { DEFAULT_MAX_SECRET_BYTES } from "../reconcile/secret-budget.ts";
 import { parseBindAddress } from "../runtime/health.ts";
 
 /** Accepted `--log-level` values. */
 export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
+
+/**
+ * Highest `--max-secret-bytes` (16 MiB): a reconcile holds a few copies of what it sends, times
+ * `--concurrency`, within the operator's heap.
+ */
+export const MAX_SECRET_BYTES_CEILING = 16_777_216;
 
 /** The settings of `run`, in the order `--help` lists them (the service's follow). */
 export const RUN_SETTINGS = {
@@ -158,6 +165,15 @@ export const RUN_SETTINGS = {
     arg: "<on|off>",
     help: "while a rollout is in progress, read the latest revision so that a failed build or deploy is reported as RevisionFailed",
   },
+  // Bounds what one resource makes the operator hold: each entry of spec.secrets sends its value,
+  // so one large Secret key listed many times would be multiplied in every body, hash and diff.
+  maxSecretBytes: {
+    env: "DMS_MAX_SECRET_BYTES",
+    parse: parsers.number({ integer: true, min: 1_024, max: MAX_SECRET_BYTES_CEILING, unit: "bytes" }),
+    default: String(DEFAULT_MAX_SECRET_BYTES),
+    arg: "<bytes>",
+    help: "most bytes of secret values one Deployment resource may send, each entry counted (over it: SecretsTooLarge)",
+  },
   optimizeForSize: {
     env: "DMS_OPTIMIZE_FOR_SIZE",
     parse: parsers.onOff,
@@ -252,6 +268,7 @@ export function runConfigFrom(
     createGraceMs: v.createGrace,
     reconcileTimeoutMs: v.reconcileTimeout,
     revisionTracking: v.revisionTracking,
+    maxSecretBytes: v.maxSecretBytes,
     optimizeForSize: v.optimizeForSize,
     logLevel: v.logLevel,
   };

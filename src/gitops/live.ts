@@ -15,10 +15,11 @@ import type { ResolvedGithub } from "../crd/github.ts";
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
 import { type Claimant, claimedName, claimOf, olderClaimant } from "../reconcile/claims.ts";
-import { RepoListings, readSecrets } from "../reconcile/inputs.ts";
+import { type ReadSecrets, RepoListings, readSecrets } from "../reconcile/inputs.ts";
 import { AmbiguousNameError, observe } from "../reconcile/observe.ts";
 import type { DeploymentsPort, SecretsPort } from "../reconcile/ports.ts";
 import { RemoteSnapshot } from "../reconcile/remote.ts";
+import { DEFAULT_MAX_SECRET_BYTES, SecretsTooLargeError } from "../reconcile/secret-budget.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { ManifestResource } from "./manifests.ts";
 import { githubTarget, type RepoListing, repoReachabilityWarning } from "./repos.ts";
@@ -77,21 +78,24 @@ export interface ReviewAllOptions {
   namespace?: string;
   /** Absent: the cluster is not read (no kubeconfig). */
   cluster?: ClusterReader;
+  /** The operator's `--max-secret-bytes`, applied to the values read from the cluster. Default 1 MiB. */
+  maxSecretBytes?: number;
   clock: Clock;
   signal: AbortSignal;
 }
 
 /**
  * Reviews every resource, in order. A resource that cannot be planned (a connection that cannot
- * be used, a missing Secret, an unresolvable `github`, several service deployments with its name,
- * an apply the CRD would refuse) becomes an `error` entry; one `serviceFor` skips, a `skipped`
- * entry; a failure to talk to the service or the cluster rejects.
+ * be used, a missing Secret, secret values over `maxSecretBytes`, an unresolvable `github`,
+ * several service deployments with its name, an apply the CRD would refuse) becomes an `error`
+ * entry; one `serviceFor` skips, a `skipped` entry; a failure to talk to the service or the
+ * cluster rejects.
  */
 export async function reviewAll(
   resources: readonly ManifestResource[],
   options: ReviewAllOptions,
 ): Promise<ReviewEntry[]> {
-  const { cluster, signal } = options;
+  const { cluster, signal, maxSecretBytes = DEFAULT_MAX_SECRET_BYTES } = options;
   const connections = new Map<string, ConnectionState>();
   const liveAll = cluster ? await cluster.listResources(signal) : undefined;
   const firstClaim = new Map<string, ManifestResource>();
@@ -166,9 +170,17 @@ export async function reviewAll(
       if (warning) warnings.push(warning);
     }
 
-    const secretData = cluster
-      ? (await readSecrets(resource.spec, namespace, cluster.secrets, signal)).data
-      : undefined;
+    let secretData: ReadSecrets["data"] | undefined;
+    try {
+      secretData = cluster
+        ? (await readSecrets(resource.spec, namespace, cluster.secrets, signal, maxSecretBytes)).data
+        : undefined;
+    } catch (error) {
+      // What the operator would report (SecretsTooLarge): it would send nothing either.
+      if (!(error instanceof SecretsTooLargeError)) throw error;
+      entries.push(fail(error.message));
+      continue;
+    }
     let found: Awaited<ReturnType<typeof observe>>;
     try {
       found = await observe(

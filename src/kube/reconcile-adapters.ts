@@ -32,6 +32,10 @@ export function secretsPort(secrets: KubeSecrets): SecretsPort {
       const result = await secrets.getSecretValue({ namespace, name }, key, signal);
       return result.kind === "found" ? { kind: "found", value: result.value } : { kind: result.kind };
     },
+    readKeys: async (namespace, name, keys, signal) => {
+      const result = await secrets.getSecretValues({ namespace, name }, keys, signal);
+      return result.kind === "found" ? result : { kind: result.kind };
+    },
     version: (namespace, name) => secrets.versionOf({ namespace, name }),
   };
 }

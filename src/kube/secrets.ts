@@ -34,6 +34,11 @@ export type SecretValueResult =
   | { kind: "missing-secret"; namespace: string; name: string }
   | { kind: "missing-key"; namespace: string; name: string; key: string };
 
+/** The outcome of reading some keys of one Secret: the values of those it has. */
+export type SecretValuesResult =
+  | { kind: "found"; values: Map<string, string> }
+  | { kind: "missing-secret"; namespace: string; name: string };
+
 /** Options of {@link KubeSecrets}. */
 export interface KubeSecretsOptions extends WatchOptions {
   /** Namespaces to watch; empty or absent means all. */
@@ -45,9 +50,9 @@ export interface KubeSecretsOptions extends WatchOptions {
  *
  * Contract: `onChange` listeners receive the reference of every Secret added, updated or deleted
  * in scope (including the differences found by a relist); they never receive data. `has` answers
- * from the metadata cache. `getSecretValue` always asks the API server and resolves a typed
- * result for a missing Secret or key; it rejects only on other failures, with errors that never
- * contain a value.
+ * from the metadata cache. `getSecretValue` and `getSecretValues` always ask the API server (one
+ * GET each) and resolve a typed result for a missing Secret or key; they reject only on other
+ * failures, with errors that never contain a value.
  */
 export class KubeSecrets extends WatchedResource<SecretMeta> {
   readonly #client: KubeClient;
@@ -84,6 +89,22 @@ export class KubeSecrets extends WatchedResource<SecretMeta> {
 
   /** GETs the Secret and returns the UTF-8 decoded value of `key`. */
   async getSecretValue(ref: ObjectRef, key: string, signal: AbortSignal): Promise<SecretValueResult> {
+    const read = await this.getSecretValues(ref, [key], signal);
+    if (read.kind === "missing-secret") return read;
+    const value = read.values.get(key);
+    if (value === undefined) return { kind: "missing-key", namespace: ref.namespace, name: ref.name, key };
+    return { kind: "found", value };
+  }
+
+  /**
+   * GETs the Secret once and returns the UTF-8 decoded values of those of `keys` it has (the
+   * others are absent from `values`); the other keys' data is never decoded.
+   */
+  async getSecretValues(
+    ref: ObjectRef,
+    keys: readonly string[],
+    signal: AbortSignal,
+  ): Promise<SecretValuesResult> {
     let secret: unknown;
     try {
       secret = await this.#client.request({
@@ -96,9 +117,11 @@ export class KubeSecrets extends WatchedResource<SecretMeta> {
       throw err;
     }
     const data = isRecord(secret) && isRecord(secret.data) ? secret.data : {};
-    const encoded = data[key];
-    if (typeof encoded !== "string")
-      return { kind: "missing-key", namespace: ref.namespace, name: ref.name, key };
-    return { kind: "found", value: Buffer.from(encoded, "base64").toString("utf8") };
+    const values = new Map<string, string>();
+    for (const key of keys) {
+      const encoded = Object.hasOwn(data, key) ? data[key] : undefined;
+      if (typeof encoded === "string") values.set(key, Buffer.from(encoded, "base64").toString("utf8"));
+    }
+    return { kind: "found", values };
   }
 }

@@ -2,8 +2,9 @@
  * What a failed reconcile means for the resource and for the retry: one table from error to
  * condition reason, stall, and retry behaviour, so every failure is reported the same way.
  *
- * - The service rejected the request (400/422), the spec or a Secret is wrong: Stalled, no retry
- *   until something changes (a spec edit or the Secret's watch brings the resource back).
+ * - The service rejected the request (400/422), the spec or a Secret is wrong, or the secret
+ *   values are over `--max-secret-bytes`: Stalled, no retry until something changes (a spec edit
+ *   or the Secret's watch brings the resource back).
  * - The service's deployment cannot be read: Stalled (`UnreadableDeployment`), never a create;
  *   the next resync or spec change looks again.
  * - Credentials (401/403): a clear condition, retried with backoff (the fix is elsewhere).
@@ -17,6 +18,7 @@ import { isServiceError, RequestValidationError, type ServiceError } from "../ap
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import { TerminalError } from "../runtime/controller.ts";
 import { AmbiguousNameError, UnreadableDeploymentError } from "./observe.ts";
+import { SecretsTooLargeError } from "./secret-budget.ts";
 import { redactSecrets } from "./secrets.ts";
 import { REASON, type SyncOutcome } from "./status.ts";
 
@@ -41,6 +43,9 @@ export function failureOf(error: unknown, secretValues: readonly string[]): Fail
   const clean = (text: string) => redactSecrets(text, secretValues);
   if (error instanceof SecretNotFoundError)
     return { outcome: failed(REASON.SecretNotFound, error.message, true) };
+  // Over the secret budget: nothing was sent; a change of the spec or of a Secret brings it back.
+  if (error instanceof SecretsTooLargeError)
+    return { outcome: failed(REASON.SecretsTooLarge, error.message, true) };
   if (error instanceof UnreadableDeploymentError)
     return { outcome: failed(REASON.UnreadableDeployment, clean(error.message), true) };
   if (

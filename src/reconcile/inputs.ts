@@ -14,6 +14,7 @@ import type { Clock } from "../runtime/clock.ts";
 import { objectKey } from "../runtime/keys.ts";
 import { SharedCall } from "../runtime/shared-call.ts";
 import type { DeploymentsPort, SecretsPort } from "./ports.ts";
+import { SecretBudget, utf8Bytes } from "./secret-budget.ts";
 
 /** The cache index of resources by the Secrets (`namespace/name`) their spec reads. */
 export const SECRET_INDEX = "secretRefs";
@@ -31,24 +32,61 @@ export interface ReadSecrets {
 }
 
 /**
- * Reads every `valueFrom.secretKeyRef` of `spec` from `namespace`. Missing Secrets or keys are
- * simply absent from the result: the mapping names each of them in one error.
+ * Reads every `valueFrom.secretKeyRef` of `spec` from `namespace`, each referenced Secret once
+ * however many entries use it. Missing Secrets or keys are simply absent from the result: the
+ * mapping names each of them in one error.
+ *
+ * The values the spec would send (inline ones too, counted once per entry that sends them) are
+ * counted against `maxBytes` as they are read: past it, the reading stops with a
+ * `SecretsTooLargeError` (secret-budget.ts), before anything is built from the values.
  */
 export async function readSecrets(
   spec: DeploymentSpec,
   namespace: string,
   secrets: SecretsPort,
   signal: AbortSignal,
+  maxBytes: number,
 ): Promise<ReadSecrets> {
+  const budget = new SecretBudget(maxBytes);
   const out = inlineSecrets(spec);
-  for (const { secret, key } of secretKeyRefs(spec)) {
-    const read = await secrets.read(namespace, secret, key, signal);
+  for (const entry of spec.secrets ?? [])
+    if (entry.value !== undefined)
+      budget.add({
+        what: `the value of spec.secrets[${entry.name}]`,
+        bytes: utf8Bytes(entry.value),
+        entries: 1,
+      });
+  const bySecret = referencesBySecret(spec);
+  budget.check(bySecret.size === 0);
+  let left = bySecret.size;
+  for (const [secret, keys] of bySecret) {
+    const read = await secrets.readKeys(namespace, secret, [...keys.keys()], signal);
+    left -= 1;
     if (read.kind !== "found") continue;
-    out.data[secret] ??= {};
-    out.data[secret][key] = read.value;
-    out.values.push(read.value);
+    for (const [key, entries] of keys) {
+      const value = read.values.get(key);
+      if (value === undefined) continue;
+      budget.add({ what: `key "${key}" of Secret "${secret}"`, bytes: utf8Bytes(value), entries });
+      out.data[secret] ??= {};
+      out.data[secret][key] = value;
+      out.values.push(value);
+    }
+    budget.check(left === 0);
   }
   return out;
+}
+
+/** The Secrets `spec` reads, each with its keys and how many entries read each key. */
+function referencesBySecret(spec: DeploymentSpec): Map<string, Map<string, number>> {
+  const bySecret = new Map<string, Map<string, number>>();
+  for (const entry of spec.secrets ?? []) {
+    const ref = entry.valueFrom?.secretKeyRef;
+    if (!ref) continue;
+    const keys = bySecret.get(ref.name) ?? new Map<string, number>();
+    keys.set(ref.key, (keys.get(ref.key) ?? 0) + 1);
+    bySecret.set(ref.name, keys);
+  }
+  return bySecret;
 }
 
 /**

@@ -94,9 +94,27 @@ export type SecretRead =
   | { kind: "missing-secret" }
   | { kind: "missing-key" };
 
+/**
+ * The outcome of reading some keys of one Secret: the values of those it has (a key it lacks is
+ * absent from `values`), or that the Secret does not exist.
+ */
+export type SecretKeysRead =
+  | { kind: "found"; values: ReadonlyMap<string, string> }
+  | { kind: "missing-secret" };
+
 /** Kubernetes Secrets, read live at reconcile time (values are never cached). */
 export interface SecretsPort {
   read(namespace: string, name: string, key: string, signal: AbortSignal): Promise<SecretRead>;
+  /**
+   * The values of `keys` of one Secret, from one read of it: a resource referencing a Secret in
+   * many entries costs one request, whatever the number of keys.
+   */
+  readKeys(
+    namespace: string,
+    name: string,
+    keys: readonly string[],
+    signal: AbortSignal,
+  ): Promise<SecretKeysRead>;
   /**
    * The Secret's resourceVersion as the metadata watch last saw it, undefined when it has not
    * seen it: whether a value read before may have changed, without reading it.

@@ -31,6 +31,7 @@ import {
 import { type LookupTarget, observe } from "./observe.ts";
 import { type CreatePlan, plan } from "./plan.ts";
 import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
+import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
 import type { ServiceSession, Sessions } from "./session.ts";
 import {
   CONDITION,
@@ -60,6 +61,11 @@ export interface ReconcilerOptions {
    * on the listing lagging behind (no second create). Default 60 s.
    */
   createGraceMs?: number;
+  /**
+   * The most bytes of secret values one resource may send (`--max-secret-bytes`), counted as its
+   * Secrets are read. Default 1 MiB.
+   */
+  maxSecretBytes?: number;
 }
 
 /** What {@link DeploymentReconciler}'s status write has to go on besides the outcome. */
@@ -97,7 +103,8 @@ export class DeploymentReconciler {
   readonly #o: Required<ReconcilerOptions>;
 
   constructor(options: ReconcilerOptions) {
-    this.#o = { pollMs: 5_000, createGraceMs: 60_000, ...options };
+    const maxSecretBytes = options.maxSecretBytes ?? DEFAULT_MAX_SECRET_BYTES;
+    this.#o = { pollMs: 5_000, createGraceMs: 60_000, ...options, maxSecretBytes };
   }
 
   /**
@@ -273,10 +280,15 @@ export class DeploymentReconciler {
     return this.#finish(run, outcome, signal);
   }
 
-  /** Reads the values of the Secrets the spec references into `run`. */
+  /**
+   * Reads the values of the Secrets the spec references into `run`, within the secret budget.
+   * Once per reconcile: a read that failed (or stopped at the budget) is not tried again for the
+   * failure's report.
+   */
   async #readSecrets(run: Run, signal: AbortSignal): Promise<void> {
-    run.secrets = await readSecrets(run.obj.spec, run.obj.metadata.namespace ?? "", this.#o.secrets, signal);
     run.secretsUnread = false;
+    const namespace = run.obj.metadata.namespace ?? "";
+    run.secrets = await readSecrets(run.obj.spec, namespace, this.#o.secrets, signal, this.#o.maxSecretBytes);
   }
 
   /**

@@ -1,25 +1,35 @@
 // Secrets by reference: a rotated Kubernetes Secret reaches the service in one PATCH, with no
 // value anywhere the user can read (status, events, logs); a missing Secret or key stops the
 // resource before any call to the service, and creating it later heals the resource through the
-// Secret watch.
+// Secret watch. One resource whose secret values are over the limit is stopped alone, reading
+// its Secret once per reconcile, while another namespace's resource converges.
 import { afterEach, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { hashSecrets } from "../../src/reconcile/secrets.ts";
-import { waitFor } from "../support/cluster.ts";
-import { type Scenario, startScenario, TEST_API_KEY } from "../support/operator.ts";
-import { conditionOf, hasCondition } from "../support/resources.ts";
+import { freshNamespace, waitFor } from "../support/cluster.ts";
+import {
+  type Scenario,
+  startOperator,
+  startScenario,
+  startTestSimulator,
+  TEST_API_KEY,
+  type TestOperator,
+} from "../support/operator.ts";
+import { ClusterUser, conditionOf, hasCondition } from "../support/resources.ts";
 
 const FIRST = "sk-first-0f3a9c5d7e1b";
 const SECOND = "sk-second-8b2e4d6f0a1c";
 
-const spec = (secret: string, key: string): DeploymentSpec => ({
+const agent = (secrets: DeploymentSpec["secrets"]): DeploymentSpec => ({
   source: "internal_docker",
   sourceRevisionConfig: { imageUri: "registry.example.com/agent:1" },
-  secrets: [{ name: "OPENAI_API_KEY", valueFrom: { secretKeyRef: { name: secret, key } } }],
+  secrets,
 });
+const spec = (secret: string, key: string): DeploymentSpec =>
+  agent([{ name: "OPENAI_API_KEY", valueFrom: { secretKeyRef: { name: secret, key } } }]);
 
 describe("controller: secrets", () => {
-  const running: Scenario[] = [];
+  const running: Array<Pick<Scenario, "stop">> = [];
   afterEach(async () => {
     for (const s of running.splice(0)) await s.stop();
   });
@@ -116,4 +126,64 @@ describe("controller: secrets", () => {
     expect(healed.status?.appliedSecretsHash).toBe(hashSecrets([{ name: "OPENAI_API_KEY", value: SECOND }]));
     expect(s.op.logs.text()).not.toContain(SECOND);
   });
+
+  it("stops a resource whose 200 entries read one 700 KB Secret, one GET per reconcile, while another namespace converges", async () => {
+    const [crowded, neighbour] = [await freshNamespace("ctl-budget-a"), await freshNamespace("ctl-budget-b")];
+    const sim = await startTestSimulator();
+    const op = startOperator({ simulator: sim, namespaces: [crowded, neighbour] });
+    running.push({ stop: () => op.stop().then(() => sim.close()) });
+    const user = new ClusterUser();
+    await user.putSecret(crowded, "big", { blob: "x".repeat(700_000) });
+    await op.started();
+    const gets = await user.requestsServed("secrets", "GET");
+    const reconciles = await deploymentReconciles(op);
+
+    const entries = Array.from({ length: 200 }, (_, i) => ({
+      name: `S_${i}`,
+      valueFrom: { secretKeyRef: { name: "big", key: "blob" } },
+    }));
+    await user.create(crowded, "crowded", agent(entries));
+    await user.create(neighbour, "neighbour", agent([{ name: "OPENAI_API_KEY", value: FIRST }]));
+
+    const stopped = await user.waitFor(
+      crowded,
+      "crowded",
+      (o) => hasCondition(o, "Synced", "False", "SecretsTooLarge"),
+      "SecretsTooLarge",
+    );
+    expect(conditionOf(stopped, "Synced")?.message).toMatch(
+      /^the secret values of spec\.secrets come to 140,000,000 bytes, more than the limit of 1,048,576 \(--max-secret-bytes\): /,
+    );
+    expect(hasCondition(stopped, "Stalled", "True", "SecretsTooLarge")).toBe(true);
+    expect((await user.waitForEvent(crowded, "crowded", "SecretsTooLarge")).type).toBe("Warning");
+    await user.waitReady(neighbour, "neighbour");
+    // The neighbour's inline value costs no Secret GET: those counted are the crowded resource's,
+    // at most one per reconcile (one per entry would be 200 for each).
+    const read = (await user.requestsServed("secrets", "GET")) - gets;
+    expect(read).toBeGreaterThanOrEqual(1);
+    expect(read).toBeLessThanOrEqual((await deploymentReconciles(op)) - reconciles);
+    expect(sim.counters()["POST /v2/deployments"]).toEqual({ "201": 1 });
+
+    // A new value: the Secret watch brings the resource back for exactly one reconcile, one GET.
+    const before = await user.requestsServed("secrets", "GET");
+    await user.putSecret(crowded, "big", { blob: "y".repeat(650_000) });
+    await user.waitFor(
+      crowded,
+      "crowded",
+      (o) => conditionOf(o, "Synced")?.message?.includes("come to 130,000,000 bytes") === true,
+      "the new size reported",
+    );
+    expect((await user.requestsServed("secrets", "GET")) - before).toBe(1);
+    expect(sim.counters()["POST /v2/deployments"]).toEqual({ "201": 1 });
+  });
 });
+
+/** Reconciles of Deployment resources finished so far, from the operator's own metrics. */
+async function deploymentReconciles(op: TestOperator): Promise<number> {
+  const metric = await op.operator.metrics.registry
+    .getSingleMetric("controller_runtime_reconcile_total")
+    ?.get();
+  return (metric?.values ?? [])
+    .filter((v) => v.labels.controller === "deployment")
+    .reduce((sum, v) => sum + v.value, 0);
+}

@@ -21,6 +21,7 @@ import type {
   Listing,
   ResourcePort,
   ResourceRef,
+  SecretKeysRead,
   SecretRead,
   SecretsPort,
   StoredResource,
@@ -237,7 +238,7 @@ export class MemorySecrets implements SecretsPort {
   readonly #secrets = new Map<string, Record<string, string>>();
   readonly #versions = new Map<string, string>();
   #writes = 0;
-  /** Every read, as `namespace/name/key`, in order. */
+  /** Every read of a Secret, as `namespace/name/key` (the keys of one read joined by commas), in order. */
   readonly reads: string[] = [];
   /** Reads that fail with this error (as a forbidden GET would), by namespace/name. */
   readonly failing = new Map<string, Error>();
@@ -259,6 +260,18 @@ export class MemorySecrets implements SecretsPort {
     if (!data) return { kind: "missing-secret" };
     const value = data[key];
     return value === undefined ? { kind: "missing-key" } : { kind: "found", value };
+  }
+
+  /** One read of the Secret, recorded as `namespace/name/key1,key2`. */
+  async readKeys(namespace: string, name: string, keys: readonly string[]): Promise<SecretKeysRead> {
+    this.reads.push(`${namespace}/${name}/${keys.join(",")}`);
+    const failure = this.failing.get(objectKey({ namespace, name }));
+    if (failure) throw failure;
+    const data = this.#secrets.get(objectKey({ namespace, name }));
+    if (!data) return { kind: "missing-secret" };
+    const values = new Map<string, string>();
+    for (const key of keys) if (Object.hasOwn(data, key)) values.set(key, data[key] ?? "");
+    return { kind: "found", values };
   }
 }
 

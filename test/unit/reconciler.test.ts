@@ -53,6 +53,16 @@ const ROLLING_OUT = {
   Synced: "True/ReconcileSuccess",
   Reconciling: "True/RolloutInProgress",
 };
+/** `count` entries `S_0`, `S_1`… reading Secret `secret`, at the key `keyOf` gives each. */
+const entriesOf = (
+  count: number,
+  secret: string,
+  keyOf: (i: number) => string,
+): NonNullable<DeploymentSpec["secrets"]> =>
+  Array.from({ length: count }, (_, i) => ({
+    name: `S_${i}`,
+    valueFrom: { secretKeyRef: { name: secret, key: keyOf(i) } },
+  }));
 /** A secret read from the Secret `agent-keys`. */
 const API_KEY_FROM_SECRET = {
   name: "API_KEY",
@@ -678,6 +688,164 @@ const cases: Case[] = [
       const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
       expect(synced?.message).toContain("agent-keys");
     },
+  },
+
+  // The secret budget (--max-secret-bytes, 1 MiB by default): counted as the Secrets are read.
+  {
+    reason:
+      "200 entries of one 700 KB Secret: SecretsTooLarge naming size, limit and flag; the Secret read once, no service call",
+    arrange: async (w) => {
+      w.secrets.set("default", "big", { blob: "x".repeat(700_000) });
+      await w.applied({ secrets: entriesOf(200, "big", () => "blob") });
+    },
+    outcome: { result: { kind: "done" } },
+    calls: {},
+    conditions: {
+      Ready: "Unknown/Unknown",
+      Synced: "False/SecretsTooLarge",
+      Stalled: "True/SecretsTooLarge",
+    },
+    events: ["Warning/SecretsTooLarge"],
+    also: (w) => {
+      expect(w.secrets.reads).toEqual(["default/big/blob"]);
+      const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
+      expect(synced?.message).toContain(
+        "the secret values of spec.secrets come to 140,000,000 bytes, more than the limit of 1,048,576 (--max-secret-bytes)",
+      );
+      expect(synced?.message).toContain('key "blob" of Secret "big" (700,000 bytes in each of 200 entries)');
+      expect(w.events.all[0]?.note).toBe(synced?.message);
+    },
+  },
+  {
+    reason:
+      "values of exactly the limit are sent, the Secret read once for all the entries and keys that use it",
+    arrange: async (w) => {
+      // 2 entries × 262,144 + 1 entry × 524,288 = 1,048,576 bytes.
+      w.secrets.set("default", "keys", { a: "a".repeat(262_144), b: "b".repeat(524_288) });
+      await w.applied({ secrets: entriesOf(3, "keys", (i) => (i < 2 ? "a" : "b")) });
+    },
+    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
+    calls: { create: 1 },
+    conditions: {
+      Ready: "False/AwaitingDatabase",
+      Synced: "True/ReconcileSuccess",
+      Reconciling: "True/AwaitingDatabase",
+    },
+    events: ["Normal/Created"],
+    also: (w) => {
+      expect(w.secrets.reads).toEqual(["default/keys/a,b"]);
+      expect(w.service.store.getByName("agent")?.secrets.map((s) => s.name)).toEqual(["S_0", "S_1", "S_2"]);
+    },
+  },
+  {
+    reason: "one byte over the limit: SecretsTooLarge, nothing sent",
+    arrange: async (w) => {
+      w.secrets.set("default", "keys", { a: "a".repeat(262_144), b: "b".repeat(524_289) });
+      await w.applied({ secrets: entriesOf(3, "keys", (i) => (i < 2 ? "a" : "b")) });
+    },
+    outcome: { result: { kind: "done" } },
+    calls: {},
+    conditions: {
+      Ready: "Unknown/Unknown",
+      Synced: "False/SecretsTooLarge",
+      Stalled: "True/SecretsTooLarge",
+    },
+    events: ["Warning/SecretsTooLarge"],
+    also: (w) => {
+      const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
+      expect(synced?.message).toContain("come to 1,048,577 bytes");
+    },
+  },
+  {
+    reason: "inline values count with the values read, each in its UTF-8 bytes",
+    arrange: async (w) => {
+      w.secrets.set("default", "keys", { a: "a".repeat(500_000) });
+      // 2 bytes per character in UTF-8: 600,000 bytes.
+      await w.applied({
+        secrets: [{ name: "INLINE", value: "é".repeat(300_000) }, ...entriesOf(1, "keys", () => "a")],
+      });
+    },
+    outcome: { result: { kind: "done" } },
+    calls: {},
+    conditions: {
+      Ready: "Unknown/Unknown",
+      Synced: "False/SecretsTooLarge",
+      Stalled: "True/SecretsTooLarge",
+    },
+    events: ["Warning/SecretsTooLarge"],
+    also: (w) => {
+      expect(w.secrets.reads).toEqual(["default/keys/a"]);
+      const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
+      expect(synced?.message).toContain("come to 1,100,000 bytes");
+      expect(synced?.message).toContain("the value of spec.secrets[INLINE] (600,000 bytes)");
+    },
+  },
+  {
+    reason: "inline values alone over the limit: no Secret is read at all",
+    arrange: async (w) => {
+      w.secrets.set("default", "keys", { a: "a" });
+      await w.applied({
+        secrets: [
+          { name: "ONE", value: "1".repeat(600_000) },
+          { name: "TWO", value: "2".repeat(600_000) },
+          ...entriesOf(1, "keys", () => "a"),
+        ],
+      });
+    },
+    outcome: { result: { kind: "done" } },
+    calls: {},
+    conditions: {
+      Ready: "Unknown/Unknown",
+      Synced: "False/SecretsTooLarge",
+      Stalled: "True/SecretsTooLarge",
+    },
+    events: ["Warning/SecretsTooLarge"],
+    also: (w) => {
+      expect(w.secrets.reads).toEqual([]);
+      const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
+      expect(synced?.message).toContain("come to at least 1,200,000 bytes");
+    },
+  },
+  {
+    reason: "one Secret over the limit stops the reading: the Secrets after it are not read",
+    arrange: async (w) => {
+      w.secrets.set("default", "huge", { blob: "x".repeat(1_048_577) });
+      w.secrets.set("default", "small", { a: "a" });
+      await w.applied({
+        secrets: [
+          ...entriesOf(1, "huge", () => "blob"),
+          { name: "LAST", valueFrom: { secretKeyRef: { name: "small", key: "a" } } },
+        ],
+      });
+    },
+    outcome: { result: { kind: "done" } },
+    calls: {},
+    conditions: {
+      Ready: "Unknown/Unknown",
+      Synced: "False/SecretsTooLarge",
+      Stalled: "True/SecretsTooLarge",
+    },
+    events: ["Warning/SecretsTooLarge"],
+    also: (w) => expect(w.secrets.reads).toEqual(["default/huge/blob"]),
+  },
+  {
+    reason: "a Secret shrunk below the limit brings a SecretsTooLarge resource back: it is created",
+    arrange: async (w) => {
+      w.secrets.set("default", "big", { blob: "x".repeat(700_000) });
+      await w.applied({ secrets: entriesOf(200, "big", () => "blob") });
+      await w.reconcile();
+      w.secrets.set("default", "big", { blob: "x".repeat(5_000) });
+      w.secrets.reads.length = 0;
+    },
+    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
+    calls: { create: 1 },
+    conditions: {
+      Ready: "False/AwaitingDatabase",
+      Synced: "True/ReconcileSuccess",
+      Reconciling: "True/AwaitingDatabase",
+    },
+    events: ["Normal/Created"],
+    also: (w) => expect(w.secrets.reads).toEqual(["default/big/blob"]),
   },
 
   // Deletion of what this resource owns, and only that.

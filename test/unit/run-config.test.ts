@@ -230,3 +230,23 @@ describe("runConfigFrom --cluster-connections", () => {
     );
   });
 });
+
+describe("runConfigFrom --max-secret-bytes", () => {
+  const limit = (flags: Record<string, unknown>, env: Record<string, string> = {}) => {
+    const result = runConfigFrom({ ...base, ...flags }, env);
+    return result.ok ? result.config.maxSecretBytes : result.problems;
+  };
+
+  it("is 1 MiB unless given, and the flag wins over DMS_MAX_SECRET_BYTES", () => {
+    expect(limit({})).toBe(1_048_576);
+    expect(limit({}, { DMS_MAX_SECRET_BYTES: "4194304" })).toBe(4_194_304);
+    expect(limit({ maxSecretBytes: "2097152" }, { DMS_MAX_SECRET_BYTES: "4194304" })).toBe(2_097_152);
+  });
+
+  it("refuses what is not a whole number of bytes from 1 KiB to 16 MiB, naming the flag and its variable", () => {
+    for (const given of ["1MiB", "1023", "16777217", "1.5"])
+      expect(limit({}, { DMS_MAX_SECRET_BYTES: given })).toEqual([
+        `--max-secret-bytes / DMS_MAX_SECRET_BYTES: must be an integer from 1024 to 16777216 (bytes), got ${JSON.stringify(given)}; default 1048576`,
+      ]);
+  });
+});
