@@ -5,6 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { TransportSettings } from "./api/transport.ts";
+import { baseUrlProblems, headerNameProblem } from "./crd/connection-rules.ts";
 
 /** Environment variables as `process.env` holds them. */
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -60,8 +61,6 @@ export type ServiceConfig = Pick<
 
 /** Reads a whole text file; injected so tests need no files when they do not want them. */
 export type ReadTextFile = (path: string) => string;
-
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /**
  * How each service setting is read (see {@link Setting}). The API key and its file are read as a
@@ -367,26 +366,19 @@ function namespaceList(value: string): Parsed<string[]> {
 /** The parser of each kind of setting value, for the rows of a {@link Settings} table. */
 export const parsers = { text, boolean, onOff, number, duration, oneOf, namespaceList } as const;
 
+/** A header name for the key or the tenant id: a token, and none the HTTP client or a proxy owns. */
 function headerName(value: string): Parsed<string> {
-  return HEADER_NAME.test(value)
-    ? { value }
-    : { problem: `${JSON.stringify(value)} is not a valid header name, e.g. X-Api-Key` };
+  const problem = headerNameProblem(value);
+  return problem === undefined ? { value } : { problem };
 }
 
+/**
+ * An http(s) URL the API paths can be appended to: no query, fragment or credentials, judged on
+ * the text too (`…/token#` parses to an empty fragment, and `https://@host` to no credentials).
+ */
 function baseUrl(value: string): Parsed<string> {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return { problem: `${JSON.stringify(value)} is not a URL, e.g. https://api.example.com` };
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:")
-    return { problem: `must start with https:// or http://, got ${url.protocol}` };
-  if (url.username !== "" || url.password !== "")
-    return { problem: "must not carry credentials; pass the key with --api-key-file or DMS_API_KEY" };
-  if (url.search !== "" || url.hash !== "")
-    return { problem: "must not have a query or fragment, e.g. https://api.example.com" };
-  return { value: value.replace(/\/+$/, "") };
+  const [problem] = baseUrlProblems(value, "--api-key-file or DMS_API_KEY");
+  return problem === undefined ? { value: value.replace(/\/+$/, "") } : { problem };
 }
 
 function resolveApiKey(

@@ -41,6 +41,7 @@ import {
   type ConnectionId,
   connectionKey,
   connectionOf,
+  connectionSpecProblems,
   DEFAULT_CONNECTION,
   describeConnection,
   parseConnectionKey,
@@ -219,6 +220,21 @@ export class Connections implements Sessions {
         message: `deletion waits until no Deployment resource uses this connection: ${users} still ${users === 1 ? "does" : "do"}`,
       };
     } else obj = await this.#o.connections.addFinalizer(obj, CONNECTION_FINALIZER, signal);
+
+    // The CRD refuses these, but not in a connection stored before its rules: nothing is built
+    // or sent until the spec changes (a change enqueues the connection again).
+    const invalid = connectionSpecProblems(obj.spec);
+    if (invalid.length > 0) {
+      const verdict = {
+        ok: false,
+        reason: CONNECTION_REASON.InvalidSpec,
+        message: invalid.join("; "),
+        transient: false,
+      } as const;
+      this.#setUnusable(key, verdict);
+      await this.#writeStatus(obj, users, holding, signal, verdict);
+      return Action.done();
+    }
 
     const secret = apiKeySecretOf(id, obj.spec);
     let read: SecretRead;

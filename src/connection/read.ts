@@ -23,7 +23,13 @@ import {
 import { type CustomResourceKind, CustomResources } from "../kube/custom-resources.ts";
 import { isNotFound, KubeApiError } from "../kube/errors.ts";
 import type { KubeSecrets } from "../kube/secrets.ts";
-import { apiKeyFrom, apiKeySecretOf, type ConnectionId, describeConnection } from "./settings.ts";
+import {
+  apiKeyFrom,
+  apiKeySecretOf,
+  type ConnectionId,
+  connectionSpecProblems,
+  describeConnection,
+} from "./settings.ts";
 
 /** A connection as read: its spec and the API key of its Secret (trimmed, never empty). */
 export interface ReadConnection {
@@ -108,6 +114,9 @@ function specOf(kind: ConnectionKind, spec: unknown, what: string): ConnectionSp
     throw new ConnectionReadError(
       `${what} has an invalid spec (spec${first.path.replaceAll("/", ".")}: ${first.message}): fix the object; the operator's CRD would refuse it`,
     );
+  // The CRD's CEL rules, which a schema check does not run (an older CRD did not have them).
+  const [problem] = connectionSpecProblems(spec as ConnectionSpec);
+  if (problem) throw new ConnectionReadError(`${what} has an invalid spec: ${problem}`);
   return spec as ConnectionSpec;
 }
 

@@ -4,6 +4,7 @@
  * `plan`/`import` commands share it.
  */
 import type { ServiceConfig } from "../config.ts";
+import { baseUrlProblems, headerNameProblem } from "../crd/connection-rules.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
   CONNECTION_KINDS,
@@ -93,6 +94,26 @@ export function apiKeyFrom(
   const apiKey = read.value.trim();
   if (apiKey === "") return { ok: false, problem: `key ${secret.key} is empty: put the API key in it` };
   return { ok: true, apiKey };
+}
+
+/**
+ * What the operator refuses to send in a connection's spec, each problem naming the field and the
+ * fix; empty when it may be used. The CRD refuses the same, but a connection stored before its
+ * rules (or under an older CRD) reaches the operator anyway: its base URL must leave room for the
+ * API paths, and its header names must carry a value and nothing more (see `connection-rules.ts`).
+ */
+export function connectionSpecProblems(
+  spec: Pick<ConnectionSpec, "baseUrl" | "apiKeyHeader" | "tenantIdHeader">,
+): string[] {
+  const problems = baseUrlProblems(spec.baseUrl, "the Secret named by spec.apiKeySecretRef").map(
+    (p) => `spec.baseUrl ${p}`,
+  );
+  for (const field of ["apiKeyHeader", "tenantIdHeader"] as const) {
+    const name = spec[field];
+    const problem = name === undefined ? undefined : headerNameProblem(name);
+    if (problem) problems.push(`spec.${field} ${problem}`);
+  }
+  return problems;
 }
 
 /**

@@ -8,6 +8,7 @@ import { type Static, type TSchema, Type } from "@sinclair/typebox";
 // For its side effect too: it registers TypeBox's `uuid` format (spec.tenantId), without which
 // checking a connection against these schemas fails with "Unknown format".
 import "../api/wire.ts";
+import { BASE_URL_RULES, HEADER_NAME_PATTERN, refusedHeaderRule } from "./connection-rules.ts";
 import { ObjectMetaSchema } from "./object-meta.ts";
 import { conditionsSchema, ObservedGenerationSchema } from "./status-schema.ts";
 
@@ -31,7 +32,10 @@ export const CONNECTION_FINALIZER = "dms.dev/connection-in-use";
 
 /** Longest name or key a reference may carry (a Kubernetes object name). */
 const MAX_NAME = 253;
-const HEADER_NAME = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
+/** Longest base URL: what browsers and most proxies accept in a request line. */
+export const MAX_BASE_URL_LENGTH = 2048;
+/** Longest header name: far above any real one, far below what a proxy refuses. */
+export const MAX_HEADER_NAME_LENGTH = 256;
 
 const secretRefFields = {
   name: Type.String({ minLength: 1, maxLength: MAX_NAME, description: "Name of the Secret." }),
@@ -46,9 +50,10 @@ const secretRefFields = {
 const specFields = <R extends TSchema>(secretRef: R) => ({
   baseUrl: Type.String({
     minLength: 1,
-    maxLength: 2048,
+    maxLength: MAX_BASE_URL_LENGTH,
     pattern: "^https?://[^\\s/?#]+([/?#]\\S*)?$",
-    description: "Base URL of the service, such as https://api.example.com (http or https).",
+    description:
+      "Base URL of the service, such as https://api.example.com (http or https, at most 2048 characters). The API paths are appended to it, so it has no query (?), fragment (#) or user-info (user:password@).",
     "x-kubernetes-validations": [
       {
         // The pattern is the shape TypeBox checks too; the URL library also parses the host and port.
@@ -56,6 +61,7 @@ const specFields = <R extends TSchema>(secretRef: R) => ({
         message: "spec.baseUrl must be an http or https URL with a host, such as https://api.example.com",
         reason: "FieldValueInvalid",
       },
+      ...BASE_URL_RULES,
     ],
   }),
   apiKeySecretRef: secretRef,
@@ -68,16 +74,20 @@ const specFields = <R extends TSchema>(secretRef: R) => ({
   ),
   apiKeyHeader: Type.Optional(
     Type.String({
-      maxLength: 256,
-      pattern: HEADER_NAME,
-      description: "Header carrying the API key. Default: the operator's (--api-key-header, X-Api-Key).",
+      maxLength: MAX_HEADER_NAME_LENGTH,
+      pattern: HEADER_NAME_PATTERN,
+      description:
+        "Header carrying the API key. Default: the operator's (--api-key-header, X-Api-Key). Not a header that frames, routes or proxies the request or that the HTTP client sets (Host, Content-Length, Transfer-Encoding, Connection, Cookie, …: see docs/crd-validation.md).",
+      "x-kubernetes-validations": [refusedHeaderRule("apiKeyHeader")],
     }),
   ),
   tenantIdHeader: Type.Optional(
     Type.String({
-      maxLength: 256,
-      pattern: HEADER_NAME,
-      description: "Header carrying the tenant id. Default: the operator's (--tenant-header, X-Tenant-Id).",
+      maxLength: MAX_HEADER_NAME_LENGTH,
+      pattern: HEADER_NAME_PATTERN,
+      description:
+        "Header carrying the tenant id. Default: the operator's (--tenant-header, X-Tenant-Id). Not a header that frames, routes or proxies the request or that the HTTP client sets (Host, Content-Length, Transfer-Encoding, Connection, Cookie, …: see docs/crd-validation.md).",
+      "x-kubernetes-validations": [refusedHeaderRule("tenantIdHeader")],
     }),
   ),
   qps: Type.Optional(

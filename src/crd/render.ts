@@ -33,6 +33,7 @@ const ALLOWED_KEYWORDS = [
   "pattern",
   "minItems",
   "maxItems",
+  "maxProperties",
   "required",
   "properties",
   "additionalProperties",

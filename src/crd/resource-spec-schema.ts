@@ -8,9 +8,51 @@
  * their field names but not their contents, so the CRD preserves unknown fields inside them.
  */
 import { type TNumber, type TOptional, Type } from "@sinclair/typebox";
-import { PreservedObject } from "./openapi-types.ts";
+import { BoundedMap, PreservedObject } from "./openapi-types.ts";
 
-const StringMap = (description: string) => Type.Record(Type.String(), Type.String(), { description });
+/**
+ * Bounds of what `resourceSpec` may hold, from Kubernetes' own limits where it has one (names,
+ * label keys and values) and otherwise from what a deployment needs with room to spare: together
+ * they keep the largest valid Deployment resource under 256 KiB (`test/unit/crd-size.test.ts`).
+ * Anything larger belongs in a ConfigMap or a Secret the containers read.
+ */
+export const RESOURCE_SPEC_LIMITS = {
+  /** A DNS label: container, volume and volume mount names. */
+  dnsLabel: 63,
+  /** A Kubernetes object name: service account, image pull Secret. */
+  objectName: 253,
+  /** A qualified name: an optional DNS-subdomain prefix (253), "/", a name (63). */
+  qualifiedName: 317,
+  labels: 32,
+  labelValue: 63,
+  annotations: 16,
+  annotationValue: 512,
+  imagePullSecrets: 8,
+  volumes: 16,
+  volumeMounts: 8,
+  /** A path in a container: mount paths, sub-paths, working directory. */
+  path: 256,
+  /** `mountPropagation`, `imagePullPolicy`, `restartPolicy`: a Kubernetes enum word. */
+  keyword: 32,
+  initContainers: 2,
+  sidecars: 4,
+  image: 512,
+  command: 4,
+  args: 16,
+  argument: 256,
+  env: 16,
+  envName: 128,
+  envValue: 256,
+  envFrom: 4,
+  containerVolumeMounts: 4,
+  /** Fields of a Kubernetes-shaped object kept as given (its own fields, not their contents). */
+  preservedFields: 32,
+} as const;
+const L = RESOURCE_SPEC_LIMITS;
+
+const RS = "spec.sourceConfig.resourceSpec";
+const Str = (maxLength: number, description: string) => Type.String({ maxLength, description });
+const Preserved = (description: string) => PreservedObject(description, L.preservedFields);
 
 /**
  * Every numeric ResourceSpec field: camelCase name in the resource, snake_case name on the wire,
@@ -120,58 +162,71 @@ export const orderedPairRules = ORDERED_PAIRS.map(([low, high]) => ({
   reason: "FieldValueInvalid",
 }));
 
+/**
+ * Upper bound of a numeric field, by what it counts: far above any real deployment, so that only
+ * a mistake (a unit off by a thousand, a stray exponent) is refused.
+ */
+export function maximumOf(key: ResourceSpecNumberKey): number {
+  if (key.endsWith("Scale")) return 10_000; // replicas
+  if (/cpu/i.test(key)) return 1_024; // cores
+  if (/memory/i.test(key)) return 16_777_216; // MB: 16 TiB
+  if (key === "dbStorageGi") return 1_048_576; // GiB: 1 PiB
+  return 1_000_000; // dbMaxConnections
+}
+
 const numberFields = Object.fromEntries(
   RESOURCE_SPEC_NUMBERS.map(([key, , description]) => [
     key,
-    Type.Optional(Type.Number({ minimum: 0, description: `${description} Non-negative.` })),
+    Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: maximumOf(key),
+        description: `${description} Non-negative, at most ${maximumOf(key)}.`,
+      }),
+    ),
   ]),
 ) as { [K in ResourceSpecNumberKey]: TOptional<TNumber> };
 
 const VolumeMount = Type.Object(
   {
-    name: Type.Optional(Type.String({ description: "Name of the volume to mount." })),
-    mountPath: Type.Optional(
-      Type.String({ description: "Path in the container where the volume is mounted." }),
-    ),
-    subPath: Type.Optional(
-      Type.String({ description: "Path within the volume to mount instead of its root." }),
-    ),
-    mountPropagation: Type.Optional(
-      Type.String({ description: "How mounts are propagated (Kubernetes semantics)." }),
-    ),
+    name: Type.Optional(Str(L.dnsLabel, "Name of the volume to mount.")),
+    mountPath: Type.Optional(Str(L.path, "Path in the container where the volume is mounted.")),
+    subPath: Type.Optional(Str(L.path, "Path within the volume to mount instead of its root.")),
+    mountPropagation: Type.Optional(Str(L.keyword, "How mounts are propagated (Kubernetes semantics).")),
     subPathExpr: Type.Optional(
-      Type.String({ description: "Like subPath, with $(VAR) references expanded from the environment." }),
+      Str(L.path, "Like subPath, with $(VAR) references expanded from the environment."),
     ),
     readOnly: Type.Optional(Type.Boolean({ description: "Mount the volume read-only." })),
   },
   { description: "A volume mount, shaped like a Kubernetes VolumeMount." },
 );
 
-const VolumeMounts = (description: string) => Type.Array(VolumeMount, { description });
+const VolumeMounts = (maxItems: number, description: string) =>
+  Type.Array(VolumeMount, { maxItems, description });
 
 const Volume = Type.Object(
   {
-    name: Type.Optional(Type.String({ description: "Name of the volume, referenced by volume mounts." })),
-    configMap: Type.Optional(PreservedObject("A ConfigMap volume source, kept as given.")),
-    secret: Type.Optional(PreservedObject("A Secret volume source, kept as given.")),
-    emptyDir: Type.Optional(PreservedObject("An emptyDir volume source, kept as given.")),
-    persistentVolumeClaim: Type.Optional(
-      PreservedObject("A PersistentVolumeClaim volume source, kept as given."),
-    ),
-    nfs: Type.Optional(PreservedObject("An NFS volume source, kept as given.")),
-    projected: Type.Optional(PreservedObject("A projected volume source, kept as given.")),
-    downwardAPI: Type.Optional(PreservedObject("A downward API volume source, kept as given.")),
-    csi: Type.Optional(PreservedObject("A CSI volume source, kept as given.")),
+    name: Type.Optional(Str(L.dnsLabel, "Name of the volume, referenced by volume mounts.")),
+    configMap: Type.Optional(Preserved("A ConfigMap volume source, kept as given.")),
+    secret: Type.Optional(Preserved("A Secret volume source, kept as given.")),
+    emptyDir: Type.Optional(Preserved("An emptyDir volume source, kept as given.")),
+    persistentVolumeClaim: Type.Optional(Preserved("A PersistentVolumeClaim volume source, kept as given.")),
+    nfs: Type.Optional(Preserved("An NFS volume source, kept as given.")),
+    projected: Type.Optional(Preserved("A projected volume source, kept as given.")),
+    downwardAPI: Type.Optional(Preserved("A downward API volume source, kept as given.")),
+    csi: Type.Optional(Preserved("A CSI volume source, kept as given.")),
   },
   { description: "A volume, shaped like a Kubernetes Volume: a name and one volume source." },
 );
 
 const EnvVar = Type.Object(
   {
-    name: Type.Optional(Type.String({ description: "Name of the environment variable (case kept)." })),
-    value: Type.Optional(Type.String({ description: "Literal value." })),
+    name: Type.Optional(Str(L.envName, "Name of the environment variable (case kept).")),
+    value: Type.Optional(
+      Str(L.envValue, "Literal value. A longer one belongs in a ConfigMap, read through valueFrom."),
+    ),
     valueFrom: Type.Optional(
-      PreservedObject("Where the value comes from (Kubernetes EnvVarSource), kept as given."),
+      Preserved("Where the value comes from (Kubernetes EnvVarSource), kept as given."),
     ),
   },
   { description: "An environment variable, shaped like a Kubernetes EnvVar." },
@@ -179,64 +234,90 @@ const EnvVar = Type.Object(
 
 const Container = Type.Object(
   {
-    name: Type.Optional(Type.String({ description: "Name of the container." })),
-    image: Type.Optional(Type.String({ description: "Container image reference." })),
-    imagePullPolicy: Type.Optional(Type.String({ description: "Always, IfNotPresent or Never." })),
-    workingDir: Type.Optional(Type.String({ description: "Working directory of the container." })),
-    restartPolicy: Type.Optional(
-      Type.String({ description: "Container restart policy (Kubernetes semantics)." }),
+    name: Type.Optional(Str(L.dnsLabel, "Name of the container.")),
+    image: Type.Optional(Str(L.image, "Container image reference.")),
+    imagePullPolicy: Type.Optional(Str(L.keyword, "Always, IfNotPresent or Never.")),
+    workingDir: Type.Optional(Str(L.path, "Working directory of the container.")),
+    restartPolicy: Type.Optional(Str(L.keyword, "Container restart policy (Kubernetes semantics).")),
+    command: Type.Optional(
+      Type.Array(Str(L.argument, "One word of the entrypoint."), {
+        maxItems: L.command,
+        description: "Entrypoint, replacing the image's.",
+      }),
     ),
-    command: Type.Optional(Type.Array(Type.String(), { description: "Entrypoint, replacing the image's." })),
-    args: Type.Optional(Type.Array(Type.String(), { description: "Arguments to the entrypoint." })),
-    env: Type.Optional(Type.Array(EnvVar, { description: "Environment variables, in order." })),
+    args: Type.Optional(
+      Type.Array(Str(L.argument, "One argument."), {
+        maxItems: L.args,
+        description: "Arguments to the entrypoint. A longer script belongs in a ConfigMap mounted as a file.",
+      }),
+    ),
+    env: Type.Optional(
+      Type.Array(EnvVar, { maxItems: L.env, description: "Environment variables, in order." }),
+    ),
     envFrom: Type.Optional(
-      Type.Array(PreservedObject("A Kubernetes EnvFromSource, kept as given."), {
+      Type.Array(Preserved("A Kubernetes EnvFromSource, kept as given."), {
+        maxItems: L.envFrom,
         description: "Sources of environment variables (ConfigMaps, Secrets).",
       }),
     ),
     resources: Type.Optional(
       Type.Object(
         {
-          limits: Type.Optional(PreservedObject("Resource limits, e.g. cpu and memory quantities.")),
-          requests: Type.Optional(PreservedObject("Resource requests, e.g. cpu and memory quantities.")),
+          limits: Type.Optional(Preserved("Resource limits, e.g. cpu and memory quantities.")),
+          requests: Type.Optional(Preserved("Resource requests, e.g. cpu and memory quantities.")),
         },
         { description: "Compute resources of the container." },
       ),
     ),
-    volumeMounts: Type.Optional(VolumeMounts("Volumes mounted into the container.")),
-    securityContext: Type.Optional(PreservedObject("A Kubernetes SecurityContext, kept as given.")),
+    volumeMounts: Type.Optional(VolumeMounts(L.containerVolumeMounts, "Volumes mounted into the container.")),
+    securityContext: Type.Optional(Preserved("A Kubernetes SecurityContext, kept as given.")),
   },
   { description: "A container, shaped like a Kubernetes Container (the fields the service knows)." },
 );
+
+const Containers = (maxItems: number, description: string) =>
+  Type.Array(Container, { maxItems, description });
 
 /** The resource settings of a deployment (`spec.sourceConfig.resourceSpec`). */
 export const ResourceSpecSchema = Type.Object(
   {
     ...numberFields,
     labels: Type.Optional(
-      StringMap("Labels the service puts on the deployment's workloads. Keys kept as given."),
+      BoundedMap(Str(L.labelValue, "A label value."), {
+        path: `${RS}.labels`,
+        maxProperties: L.labels,
+        maxKeyLength: L.qualifiedName,
+        description:
+          "Labels the service puts on the deployment's workloads. Keys kept as given. At most 64, keys of at most 317 characters (prefix/name), values of at most 63.",
+      }),
     ),
     annotations: Type.Optional(
-      StringMap("Annotations the service puts on the deployment's workloads. Keys kept as given."),
+      BoundedMap(Str(L.annotationValue, "An annotation value."), {
+        path: `${RS}.annotations`,
+        maxProperties: L.annotations,
+        maxKeyLength: L.qualifiedName,
+        description:
+          "Annotations the service puts on the deployment's workloads. Keys kept as given. At most 64, keys of at most 317 characters, values of at most 1024.",
+      }),
     ),
     serviceAccountName: Type.Optional(
-      Type.String({ description: "Kubernetes service account the deployment's workloads run as." }),
+      Str(L.objectName, "Kubernetes service account the deployment's workloads run as."),
     ),
     imagePullSecrets: Type.Optional(
       Type.Array(
         Type.Object(
-          { name: Type.String({ description: "Name of a Secret holding registry credentials." }) },
+          { name: Str(L.objectName, "Name of a Secret holding registry credentials.") },
           { description: "A reference to an image pull Secret." },
         ),
-        { description: "Secrets used to pull the deployment's images." },
+        { maxItems: L.imagePullSecrets, description: "Secrets used to pull the deployment's images." },
       ),
     ),
-    volumes: Type.Optional(Type.Array(Volume, { description: "Volumes available to the containers." })),
-    volumeMounts: Type.Optional(VolumeMounts("Volumes mounted into the main container.")),
-    initContainers: Type.Optional(
-      Type.Array(Container, { description: "Containers run before the main one." }),
+    volumes: Type.Optional(
+      Type.Array(Volume, { maxItems: L.volumes, description: "Volumes available to the containers." }),
     ),
-    sidecars: Type.Optional(Type.Array(Container, { description: "Containers run beside the main one." })),
+    volumeMounts: Type.Optional(VolumeMounts(L.volumeMounts, "Volumes mounted into the main container.")),
+    initContainers: Type.Optional(Containers(L.initContainers, "Containers run before the main one.")),
+    sidecars: Type.Optional(Containers(L.sidecars, "Containers run beside the main one.")),
   },
   {
     description:

@@ -51,8 +51,30 @@ const Uuid = (description: string) => Type.String({ format: "uuid", maxLength: 3
 
 /** Longest name we accept for a deployment: bounded so the CEL immutability rule stays cheap. */
 export const MAX_NAME_LENGTH = 253;
-/** Most secrets (and secret references) one resource may list: bounds the cost of their CEL rules. */
-export const MAX_SECRETS = 256;
+/**
+ * Most secrets (and secret references) one resource may list: bounds the cost of their CEL rules
+ * and, with the other bounds, the size of the resource (see `test/unit/crd-size.test.ts`).
+ */
+export const MAX_SECRETS = 64;
+/** Most Secret references one resource may list (each names a Secret and a key of its own). */
+export const MAX_SECRET_REFERENCES = 32;
+/** Longest URL (repository, custom URL): what browsers and most proxies accept. */
+export const MAX_URL_LENGTH = 2048;
+/** Longest install or build command: a longer one belongs in a script of the repository. */
+export const MAX_COMMAND_LENGTH = 2048;
+/** Longest path of a file in the source (graph configuration, tarball). */
+export const MAX_PATH_LENGTH = 1024;
+/** Longest image reference: a registry host, a repository path, a tag and a digest. */
+export const MAX_IMAGE_LENGTH = 512;
+/** Longest git ref: a branch, a tag or a commit (Git's own limit is the file system's, 255). */
+export const MAX_REF_LENGTH = 256;
+/**
+ * Longest secret name: the name the deployment sees, an environment variable's (128, as in a
+ * container's `env`).
+ */
+export const MAX_SECRET_NAME_LENGTH = 128;
+/** Longest literal secret value: a longer one belongs in a Kubernetes Secret (valueFrom). */
+export const MAX_SECRET_VALUE_LENGTH = 512;
 
 const SourceConfig = Type.Object(
   {
@@ -61,13 +83,16 @@ const SourceConfig = Type.Object(
     ),
     repoUrl: Type.Optional(
       Type.String({
+        maxLength: MAX_URL_LENGTH,
         description: "Repository URL (source github). Set by spec.github when that shorthand is used.",
       }),
     ),
     buildOnPush: Type.Optional(
       Type.Boolean({ description: "Build a new revision on every push to repoRef." }),
     ),
-    customUrl: Type.Optional(Type.String({ description: "Custom URL the deployment is served at." })),
+    customUrl: Type.Optional(
+      Type.String({ maxLength: MAX_URL_LENGTH, description: "Custom URL the deployment is served at." }),
+    ),
     listenerId: Type.Optional(Uuid("Id of the listener (self-hosted data plane) that runs the deployment.")),
     listenerConfig: Type.Optional(
       Type.Object(
@@ -79,8 +104,12 @@ const SourceConfig = Type.Object(
         { description: "Settings for the listener." },
       ),
     ),
-    installCommand: Type.Optional(Type.String({ description: "Command that installs dependencies." })),
-    buildCommand: Type.Optional(Type.String({ description: "Command that builds the application." })),
+    installCommand: Type.Optional(
+      Type.String({ maxLength: MAX_COMMAND_LENGTH, description: "Command that installs dependencies." }),
+    ),
+    buildCommand: Type.Optional(
+      Type.String({ maxLength: MAX_COMMAND_LENGTH, description: "Command that builds the application." }),
+    ),
     resourceSpec: Type.Optional(ResourceSpecSchema),
   },
   {
@@ -93,13 +122,23 @@ const SourceRevisionConfig = Type.Object(
   {
     repoRef: Type.Optional(
       Type.String({
+        maxLength: MAX_REF_LENGTH,
         description:
           "Git ref (branch, tag or commit) to deploy. With spec.github, defaults to the default branch.",
       }),
     ),
-    graphConfigPath: Type.Optional(Type.String({ description: "Path of the graph configuration file." })),
-    imageUri: Type.Optional(Type.String({ description: "Image to deploy (docker sources)." })),
-    sourceTarballPath: Type.Optional(Type.String({ description: "Path of the uploaded source tarball." })),
+    graphConfigPath: Type.Optional(
+      Type.String({ maxLength: MAX_PATH_LENGTH, description: "Path of the graph configuration file." }),
+    ),
+    imageUri: Type.Optional(
+      Type.String({
+        maxLength: MAX_IMAGE_LENGTH,
+        description: "Image to deploy (docker sources), at most 512 characters.",
+      }),
+    ),
+    sourceTarballPath: Type.Optional(
+      Type.String({ maxLength: MAX_PATH_LENGTH, description: "Path of the uploaded source tarball." }),
+    ),
   },
   { description: "Source settings whose change creates a new revision. Fields left out are not managed." },
 );
@@ -108,11 +147,15 @@ const SecretEntry = Type.Object(
   {
     name: Type.String({
       minLength: 1,
-      maxLength: MAX_NAME_LENGTH,
-      description: "Name of the secret (case kept).",
+      maxLength: MAX_SECRET_NAME_LENGTH,
+      description: "Name of the secret (case kept), at most 128 characters.",
     }),
     value: Type.Optional(
-      Type.String({ description: "Literal value. Prefer valueFrom: this one is stored in the resource." }),
+      Type.String({
+        maxLength: MAX_SECRET_VALUE_LENGTH,
+        description:
+          "Literal value, at most 512 characters. Prefer valueFrom: this one is stored in the resource.",
+      }),
     ),
     valueFrom: Type.Optional(
       Type.Object(
@@ -152,7 +195,11 @@ const SecretEntry = Type.Object(
 
 const SecretReference = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, description: "Name the deployment sees." }),
+    name: Type.String({
+      minLength: 1,
+      maxLength: MAX_SECRET_NAME_LENGTH,
+      description: "Name the deployment sees, at most 128 characters.",
+    }),
     secretName: Type.String({
       minLength: 1,
       maxLength: MAX_NAME_LENGTH,
@@ -270,7 +317,7 @@ export const DeploymentSpecSchema = Type.Object(
     ),
     secretReferences: Type.Optional(
       Type.Array(SecretReference, {
-        maxItems: MAX_SECRETS,
+        maxItems: MAX_SECRET_REFERENCES,
         description: "Kubernetes Secret references, only with source external_docker.",
         "x-kubernetes-list-type": "map",
         "x-kubernetes-list-map-keys": ["name"],

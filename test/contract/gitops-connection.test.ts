@@ -80,6 +80,14 @@ beforeAll(async () => {
       apiKeySecretRef: { name: "k", key: "k", namespace: "dms-system" },
     },
   });
+  // One the schema accepts but the CRD's CEL rules now refuse: the path would land in the fragment.
+  kube.put(clusterServiceConnectionPath("bad-url"), {
+    metadata: { name: "bad-url", resourceVersion: "1" },
+    spec: {
+      baseUrl: "http://169.254.169.254/computeMetadata/v1/token#",
+      apiKeySecretRef: { name: "k", key: "k", namespace: "dms-system" },
+    },
+  });
   // Written with `echo`: the trailing newline is not part of the key.
   kube.put(secretPath(NS, "dms-key"), secretObject(NS, "dms-key", { apiKey: `${TENANT_KEY}\n` }));
   kube.put(clusterServiceConnectionPath("shared"), {
@@ -389,6 +397,12 @@ describe("plan --connection: only that connection's resources", () => {
       args: ["--connection", "ClusterServiceConnection/bad-spec", "--kubeconfig", "KUBE"],
       stderr:
         "error: --connection ClusterServiceConnection/bad-spec: ClusterServiceConnection bad-spec has an invalid spec (spec.baseUrl: Expected string to match '^https?://[^\\s/?#]+([/?#]\\S*)?$'): fix the object; the operator's CRD would refuse it\n",
+    },
+    {
+      reason: "a connection whose spec its CRD's CEL rules refuse",
+      args: ["--connection", "ClusterServiceConnection/bad-url", "--kubeconfig", "KUBE"],
+      stderr:
+        'error: --connection ClusterServiceConnection/bad-url: ClusterServiceConnection bad-url has an invalid spec: spec.baseUrl must not have a fragment (#…): the operator appends API paths such as /v2/deployments to it, and a fragment would cut them off; remove everything from the "#"\n',
     },
   ];
   it.each(usage)("refuses $reason, exit 1, naming the flag and the fix", async ({ args, stderr }) => {

@@ -238,6 +238,58 @@ const invalid: Array<{ reason: string; spec: Spec; message: RegExp }> = [
     spec: { source: "github", github: { integrationId: UUID, repository: "just-a-name" } },
     message: /spec\.github\.repository: Invalid value: "just-a-name"/,
   },
+  {
+    reason: "1,000 labels",
+    spec: {
+      source: "github",
+      sourceConfig: {
+        resourceSpec: {
+          labels: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`l${i}`, "v"])),
+        },
+      },
+    },
+    message: /spec\.sourceConfig\.resourceSpec\.labels: Too many: 1000: must have at most 32 items/,
+  },
+  {
+    reason: "a label key longer than a qualified name",
+    spec: { source: "github", sourceConfig: { resourceSpec: { labels: { ["k".repeat(318)]: "v" } } } },
+    message:
+      /spec\.sourceConfig\.resourceSpec\.labels: Invalid value: .*spec\.sourceConfig\.resourceSpec\.labels: a key is longer than 317 characters/,
+  },
+  {
+    reason: "a sidecar with 10,000 args",
+    spec: {
+      source: "external_docker",
+      sourceConfig: {
+        resourceSpec: { sidecars: [{ name: "s", args: Array.from({ length: 10_000 }, () => "-v") }] },
+      },
+    },
+    message:
+      /spec\.sourceConfig\.resourceSpec\.sidecars\[0\]\.args: Too many: 10000: must have at most 16 items/,
+  },
+  {
+    reason: "a 100 KB imageUri",
+    spec: { source: "external_docker", sourceRevisionConfig: { imageUri: `r/${"a".repeat(100_000)}:1` } },
+    message: /spec\.sourceRevisionConfig\.imageUri: Too long: may not be (more|longer) than 512/,
+  },
+  {
+    reason: "a literal secret value longer than 512 characters",
+    spec: { source: "github", secrets: [{ name: "A", value: "v".repeat(513) }] },
+    message: /spec\.secrets\[0\]\.value: Too long: may not be (more|longer) than 512/,
+  },
+  {
+    reason: "65 secrets",
+    spec: {
+      source: "github",
+      secrets: Array.from({ length: 65 }, (_, i) => ({ name: `S${i}`, value: "v" })),
+    },
+    message: /spec\.secrets: Too many: 65: must have at most 64 items/,
+  },
+  {
+    reason: "a cpu of a million cores",
+    spec: { source: "github", sourceConfig: { resourceSpec: { cpu: 1e6 } } },
+    message: /spec\.sourceConfig\.resourceSpec\.cpu: Invalid value: .*less than or equal to 1024/,
+  },
 ];
 
 describe("Deployment CRD: refused input names the field", () => {
@@ -245,6 +297,54 @@ describe("Deployment CRD: refused input names the field", () => {
     const result = await submit("create", resource(uniqueName(), spec));
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(message);
+  });
+});
+
+/** A Deployment at the bounds that dominate its size: every large list full, every string long. */
+function atTheBounds(): Spec {
+  const text = (n: number, c = "a") => c.repeat(n);
+  const qualified = (i: number) => `${text(240, "p")}.example/${String(i).padStart(3, "0")}${text(60, "n")}`;
+  const container = (i: number) => ({
+    name: `c${i}`,
+    image: `registry.example/${text(480)}:1`,
+    command: Array.from({ length: 4 }, () => text(256)),
+    args: Array.from({ length: 16 }, () => text(256)),
+    env: Array.from({ length: 16 }, (_, j) => ({ name: `E${j}${text(120, "E")}`, value: text(256) })),
+    volumeMounts: Array.from({ length: 4 }, (_, j) => ({ name: `v${j}`, mountPath: `/${text(255)}` })),
+  });
+  return {
+    source: "external_docker",
+    sourceRevisionConfig: { imageUri: `registry.example/${text(480)}:1` },
+    sourceConfig: {
+      resourceSpec: {
+        labels: Object.fromEntries(Array.from({ length: 32 }, (_, i) => [qualified(i), text(63)])),
+        annotations: Object.fromEntries(Array.from({ length: 16 }, (_, i) => [qualified(i), text(512)])),
+        volumes: Array.from({ length: 16 }, (_, i) => ({ name: `v${i}`, emptyDir: {} })),
+        initContainers: [0, 1].map(container),
+        sidecars: [2, 3, 4, 5].map(container),
+      },
+    },
+    secrets: Array.from({ length: 64 }, (_, i) => ({ name: `S${i}${text(120, "S")}`, value: text(512) })),
+    secretReferences: Array.from({ length: 32 }, (_, i) => ({
+      name: `R${i}${text(120, "R")}`,
+      secretName: text(253),
+      secretKey: text(253),
+    })),
+  };
+}
+
+describe("Deployment CRD: bounds", () => {
+  it("accepts a resource at its bounds: its CEL rules stay within the API server's runtime cost", async () => {
+    const spec = atTheBounds();
+    expect(JSON.stringify(spec).length).toBeGreaterThan(160_000);
+    const result = await submit("create", resource(uniqueName(), spec));
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+  });
+
+  it("teaches the bounds through kubectl explain", async () => {
+    const out = await kubectlOk(["explain", `${RESOURCE}.spec.sourceRevisionConfig.imageUri`]);
+    expect(out).toContain("at most 512 characters");
   });
 });
 
@@ -510,6 +610,46 @@ const invalidConnections: Array<{ reason: string; kind: ConnectionKind; spec: Sp
     kind: "ServiceConnection",
     spec: { ...CONNECTION_SPEC, apiKeySecretRef: { name: "s", key: "a/b" } },
     message: /spec\.apiKeySecretRef\.key: Invalid value: "a\/b"/,
+  },
+  {
+    reason: "a baseUrl with a fragment, even an empty one",
+    kind: "ServiceConnection",
+    spec: { ...CONNECTION_SPEC, baseUrl: "http://169.254.169.254/computeMetadata/v1/token#" },
+    message:
+      /spec\.baseUrl: Forbidden: spec\.baseUrl must not have a fragment \(#…\): .*remove everything from the "#"/,
+  },
+  {
+    reason: "a baseUrl with a query",
+    kind: "ClusterServiceConnection",
+    spec: { ...CLUSTER_SPEC, baseUrl: "http://169.254.169.254/computeMetadata/v1/x?y=" },
+    message:
+      /spec\.baseUrl: Forbidden: spec\.baseUrl must not have a query \(\?…\): .*remove everything from the "\?"/,
+  },
+  {
+    reason: "a baseUrl with user-info",
+    kind: "ServiceConnection",
+    spec: { ...CONNECTION_SPEC, baseUrl: "https://user:pw@host" },
+    message:
+      /spec\.baseUrl: Forbidden: spec\.baseUrl must not carry user-info \(user:password@host\): put the API key in the Secret named by spec\.apiKeySecretRef/,
+  },
+  {
+    reason: "Host as the API key's header",
+    kind: "ServiceConnection",
+    spec: { ...CONNECTION_SPEC, apiKeyHeader: "Host" },
+    message:
+      /spec\.apiKeyHeader: Forbidden: spec\.apiKeyHeader must not be a header that frames, routes or proxies the request.*choose a header of your own/,
+  },
+  {
+    reason: "Transfer-Encoding, in any case, as the tenant header",
+    kind: "ClusterServiceConnection",
+    spec: { ...CLUSTER_SPEC, tenantIdHeader: "transfer-ENCODING" },
+    message: /spec\.tenantIdHeader: Forbidden: spec\.tenantIdHeader must not be a header that frames/,
+  },
+  {
+    reason: "a baseUrl longer than 2048 characters",
+    kind: "ServiceConnection",
+    spec: { ...CONNECTION_SPEC, baseUrl: `https://api.example.com/${"a".repeat(2048)}` },
+    message: /spec\.baseUrl: Too long: may not be (more|longer) than 2048/,
   },
   {
     reason: "a header name with a space",

@@ -37,6 +37,21 @@ describe("serviceConfigFrom", () => {
     });
   });
 
+  it("accepts a base URL with a port and a path, and Authorization as the key's header", () => {
+    const config = ok(
+      serviceConfigFrom(
+        { baseUrl: "http://dms.internal:8080/api/", apiKeyHeader: "Authorization", tenantHeader: "X-Org" },
+        {},
+        noFiles,
+      ),
+    );
+    expect(config).toMatchObject({
+      baseUrl: "http://dms.internal:8080/api",
+      apiKeyHeader: "Authorization",
+      tenantHeader: "X-Org",
+    });
+  });
+
   it("reads every setting from the environment", () => {
     const config = ok(
       serviceConfigFrom(
@@ -118,7 +133,35 @@ describe("serviceConfigFrom", () => {
       reason: "credentials in the URL",
       flags: { baseUrl: "https://u:p@x" },
       env: {},
-      problem: "must not carry credentials",
+      problem:
+        "--base-url / DMS_BASE_URL: must not carry user-info (user:password@host): put the API key in --api-key-file or DMS_API_KEY",
+    },
+    {
+      // Parsed, it has no credentials; sent, the text is what the path is appended to.
+      reason: "an empty user-info",
+      flags: { baseUrl: "https://@x" },
+      env: {},
+      problem: "must not carry user-info",
+    },
+    {
+      // Parsed, its fragment is empty: the text still cuts the appended path off.
+      reason: "an empty fragment",
+      flags: { baseUrl: "http://169.254.169.254/computeMetadata/v1/token#" },
+      env: {},
+      problem:
+        '--base-url / DMS_BASE_URL: must not have a fragment (#…): the operator appends API paths such as /v2/deployments to it, and a fragment would cut them off; remove everything from the "#"',
+    },
+    {
+      reason: "a query",
+      flags: { baseUrl: "https://x/x?y=" },
+      env: {},
+      problem: "--base-url / DMS_BASE_URL: must not have a query (?…)",
+    },
+    {
+      reason: "an empty query",
+      flags: { baseUrl: "https://x/?" },
+      env: {},
+      problem: "--base-url / DMS_BASE_URL: must not have a query (?…)",
     },
     {
       reason: "both key and file",
@@ -137,6 +180,26 @@ describe("serviceConfigFrom", () => {
       flags: { baseUrl: "https://x", apiKeyHeader: "X Key" },
       env: {},
       problem: '--api-key-header / DMS_API_KEY_HEADER: "X Key" is not a valid header name',
+    },
+    {
+      reason: "the Host header, in any case",
+      flags: { baseUrl: "https://x", apiKeyHeader: "hOsT" },
+      env: {},
+      problem:
+        "--api-key-header / DMS_API_KEY_HEADER: must not be hOsT: it frames or routes the request (the HTTP client sets it); choose a header of your own, e.g. X-Api-Key",
+    },
+    {
+      reason: "a hop-by-hop header as the tenant header",
+      flags: { baseUrl: "https://x" },
+      env: { DMS_TENANT_HEADER: "Transfer-Encoding" },
+      problem:
+        "--tenant-header / DMS_TENANT_HEADER: must not be Transfer-Encoding: it frames or routes the request",
+    },
+    {
+      reason: "a cookie",
+      flags: { baseUrl: "https://x", tenantHeader: "Cookie" },
+      env: {},
+      problem: "--tenant-header / DMS_TENANT_HEADER: must not be Cookie: it carries a session",
     },
     {
       reason: "bad boolean",

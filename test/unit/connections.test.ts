@@ -12,7 +12,7 @@ import {
   Connections,
   idOf,
 } from "../../src/connection/controller.ts";
-import { type ConnectionId, connectionKey } from "../../src/connection/settings.ts";
+import { type ConnectionId, connectionKey, connectionSpecProblems } from "../../src/connection/settings.ts";
 import type { ConnectionStatus } from "../../src/crd/connection-schema.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import type { ConnectionObject } from "../../src/kube/connections.ts";
@@ -443,6 +443,51 @@ describe("a connection's reconcile", () => {
     expect(w.changed).toEqual([connectionKey(A)]);
   });
 
+  it("a spec the CRD now refuses, stored before its rules: InvalidSpec and Stalled, no client, no call, no Secret read; a fixed spec heals it", async () => {
+    const w = world();
+    w.store.put(A, {
+      ...specOf("http://169.254.169.254/computeMetadata/v1/token#"),
+      apiKeyHeader: "Host",
+    });
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    expect(await w.reconcile(A)).toEqual({ kind: "done" });
+    expect(w.ready(A)).toMatchObject({ status: "False", reason: "InvalidSpec" });
+    expect(w.ready(A)?.message).toBe(
+      'spec.baseUrl must not have a fragment (#…): the operator appends API paths such as /v2/deployments to it, and a fragment would cut them off; remove everything from the "#"; spec.apiKeyHeader must not be Host: it frames or routes the request (the HTTP client sets it); choose a header of your own, e.g. X-Api-Key',
+    );
+    expect(w.condition(A, "Stalled")).toMatchObject({ status: "True", reason: "InvalidSpec" });
+    expect(w.condition(A, "Reconciling")).toBeUndefined();
+    expect([w.built, w.probes, w.secrets.reads]).toEqual([[], 0, []]);
+    expect(w.events).toEqual(["Warning/InvalidSpec/prod"]);
+    const found = w.connections.lookup(resource("team-a", ref));
+    expect(found.kind === "unavailable" && found.message).toContain(
+      "ServiceConnection team-a/prod is not Ready (InvalidSpec): spec.baseUrl must not have a fragment",
+    );
+    expect(w.connections.sessions().map((s) => s.key)).toEqual(["default"]);
+    expect(w.changed).toEqual([connectionKey(A)]);
+
+    w.store.put(A, specOf("http://a.example/computeMetadata"), 2);
+    expect(await w.reconcile(A)).toEqual({ kind: "done" });
+    expect(w.ready(A)).toMatchObject({ status: "True", reason: "Connected", observedGeneration: 2 });
+    expect(w.condition(A, "Stalled")).toBeUndefined();
+    expect(w.built.map((c) => c.baseUrl)).toEqual(["http://a.example/computeMetadata"]);
+  });
+
+  it("a connection that turns invalid stops being used, its client kept out of every listing", async () => {
+    const w = world();
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    await w.reconcile(A);
+    expect(w.connections.lookup(resource("team-a", ref)).kind).toBe("ready");
+    w.store.put(A, { ...specOf(), tenantIdHeader: "content-length" }, 2);
+    await w.reconcile(A);
+    expect(w.ready(A)?.reason).toBe("InvalidSpec");
+    expect(w.ready(A)?.message).toContain("spec.tenantIdHeader must not be content-length");
+    expect(w.connections.lookup(resource("team-a", ref)).kind).toBe("unavailable");
+    expect(w.connections.session(connectionKey(A))).toBeUndefined();
+    expect(w.probes).toBe(1);
+  });
+
   it("a status write that lost a race is retried quietly", async () => {
     const w = world();
     w.store.put(A, specOf());
@@ -453,6 +498,93 @@ describe("a connection's reconcile", () => {
     const original = store.get.bind(store);
     store.get = (id) => (objectKey(id) === objectKey(A) ? stale : original(id));
     expect(await w.reconcile(A)).toEqual({ kind: "retry" });
+  });
+});
+
+describe("connectionSpecProblems", () => {
+  const base = { baseUrl: "https://api.example.com" };
+  it.each([
+    { reason: "a plain URL", spec: base, problems: [] },
+    { reason: "a port and a path", spec: { baseUrl: "http://dms.internal:8080/api/" }, problems: [] },
+    {
+      reason: "Authorization as the key's header",
+      spec: { ...base, apiKeyHeader: "Authorization" },
+      problems: [],
+    },
+    {
+      reason: "an empty fragment (the URL parser sees none)",
+      spec: { baseUrl: "http://169.254.169.254/computeMetadata/v1/token#" },
+      problems: [expect.stringMatching(/^spec\.baseUrl must not have a fragment \(#…\)/)],
+    },
+    {
+      reason: "a query",
+      spec: { baseUrl: "http://169.254.169.254/x?y=" },
+      problems: [expect.stringMatching(/^spec\.baseUrl must not have a query \(\?…\)/)],
+    },
+    {
+      reason: "user-info",
+      spec: { baseUrl: "https://user:pw@host" },
+      problems: [
+        "spec.baseUrl must not carry user-info (user:password@host): put the API key in the Secret named by spec.apiKeySecretRef",
+      ],
+    },
+    {
+      // WHATWG reads host evil.com, Go's parser reads user "evil.com\" at good.com: refused either way.
+      reason: "an authority the two URL parsers read differently",
+      spec: { baseUrl: "http://evil.com\\@good.com/" },
+      problems: [expect.stringContaining("spec.baseUrl must not carry user-info")],
+    },
+    {
+      reason: "another scheme",
+      spec: { baseUrl: "file:///etc/passwd" },
+      problems: ["spec.baseUrl must start with https:// or http://, got file:"],
+    },
+    {
+      reason: "not a URL",
+      spec: { baseUrl: "api.example.com" },
+      problems: ['spec.baseUrl "api.example.com" is not a URL, e.g. https://api.example.com'],
+    },
+    ...[
+      "Host",
+      "CONTENT-LENGTH",
+      "Transfer-Encoding",
+      "Connection",
+      "Cookie",
+      "Keep-Alive",
+      "TE",
+      "Upgrade",
+      "Proxy-Authorization",
+      "Accept-Encoding",
+      "X-HTTP-Method-Override",
+    ].map((header) => ({
+      reason: `the header ${header}`,
+      spec: { ...base, apiKeyHeader: header },
+      problems: [
+        expect.stringMatching(
+          new RegExp(
+            `^spec\\.apiKeyHeader must not be ${header}: .*; choose a header of your own, e\\.g\\. X-Api-Key$`,
+          ),
+        ),
+      ],
+    })),
+    {
+      reason: "a header name that is not a token",
+      spec: { ...base, tenantIdHeader: "X Tenant" },
+      problems: [expect.stringMatching(/^spec\.tenantIdHeader "X Tenant" is not a valid header name/)],
+    },
+    {
+      reason: "every problem at once",
+      spec: { baseUrl: "https://u@h/?q#f", apiKeyHeader: "host", tenantIdHeader: "cookie" },
+      problems: [
+        expect.stringContaining("spec.baseUrl must not carry user-info"),
+        expect.stringContaining("spec.baseUrl must not have a query"),
+        expect.stringContaining("spec.baseUrl must not have a fragment"),
+        expect.stringContaining("spec.apiKeyHeader must not be host"),
+        expect.stringContaining("spec.tenantIdHeader must not be cookie"),
+      ],
+    },
+  ])("$reason", ({ spec, problems }) => {
+    expect(connectionSpecProblems(spec)).toEqual(problems);
   });
 });
 

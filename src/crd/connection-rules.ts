@@ -1,0 +1,154 @@
+/**
+ * What a connection may not say, written once for the two places that refuse it: the CRDs' CEL
+ * rules (the API server refuses the object) and the operator (a connection stored before those
+ * rules, or the operator's own `--base-url` / `--api-key-header` / `--tenant-header`). Pure.
+ *
+ * The transport builds every request URL as `baseUrl + path` and sends the API key and the tenant
+ * id under header names the connection chooses, with values the tenant chooses (the key is
+ * whatever the Secret holds). So a base URL must end where the path can begin, and the header
+ * names must be ones that carry a value to the service and nothing more.
+ */
+
+/** Why a header name is refused, and the names refused for that reason (lower case). */
+export interface RefusedHeaderGroup {
+  why: string;
+  names: readonly string[];
+}
+
+/**
+ * Header names a connection may not use for its API key or tenant id, compared case-insensitively.
+ * Each group says why; a name is refused when its value could change how the request is framed,
+ * routed or read by something other than the service's API-key check.
+ */
+export const REFUSED_HEADER_GROUPS: readonly RefusedHeaderGroup[] = [
+  {
+    // A tenant-chosen value here sends the request to another virtual host, or splits one request
+    // into two for a proxy the operator shares with every tenant (request smuggling).
+    why: "it frames or routes the request (the HTTP client sets it)",
+    names: ["host", "content-length", "transfer-encoding", "expect", "http2-settings"],
+  },
+  {
+    // RFC 9110 §7.6.1: meant for the next hop only; a proxy acts on them and strips them.
+    why: "it is a hop-by-hop header, acted on by the next proxy",
+    names: [
+      "connection",
+      "keep-alive",
+      "proxy-connection",
+      "te",
+      "trailer",
+      "upgrade",
+      "proxy-authorization",
+      "proxy-authenticate",
+    ],
+  },
+  {
+    // The client sends and accepts JSON: another value makes the service read or answer
+    // something the client does not parse or bound (a compressed body it did not ask for).
+    why: "the HTTP client sets it for the JSON it sends and accepts",
+    names: ["content-type", "content-encoding", "accept", "accept-encoding", "user-agent"],
+  },
+  {
+    // State and identity a proxy or the service attaches to a caller beyond this one tenant.
+    why: "it carries a session or a client's identity, which a proxy or the service trusts",
+    names: ["cookie", "forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-real-ip"],
+  },
+  {
+    // Frameworks honour these to turn a GET (the listing, the probe) into a DELETE or a PATCH.
+    why: "it overrides the request's method",
+    names: ["x-http-method-override", "x-http-method", "x-method-override"],
+  },
+];
+
+/** Every refused header name, lower case. */
+export const REFUSED_HEADERS: readonly string[] = REFUSED_HEADER_GROUPS.flatMap((g) => g.names);
+
+/** Token characters of RFC 9110: what a header name is made of. */
+export const HEADER_NAME_PATTERN = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
+const HEADER_NAME = new RegExp(HEADER_NAME_PATTERN);
+
+/**
+ * What is wrong with `name` as the name of a header carrying the API key or the tenant id, said
+ * after the setting's name (`spec.apiKeyHeader …`, `--api-key-header: …`), or undefined.
+ */
+export function headerNameProblem(name: string): string | undefined {
+  if (!HEADER_NAME.test(name))
+    return `${JSON.stringify(name)} is not a valid header name (letters, digits and !#$%&'*+.^_\`|~-), e.g. X-Api-Key`;
+  const group = REFUSED_HEADER_GROUPS.find((g) => g.names.includes(name.toLowerCase()));
+  if (group) return `must not be ${name}: ${group.why}; choose a header of your own, e.g. X-Api-Key`;
+  return undefined;
+}
+
+/**
+ * An `@` before the end of the authority. A `\` does not end it here (the WHATWG parser ends it
+ * there, Go's does not): `http://a\@b/` is refused, whichever host a parser would read.
+ */
+const USER_INFO = "^[^:/?#]+://[^/?#]*@";
+const hasUserInfo = (url: string) => new RegExp(USER_INFO).test(url);
+
+/** The base URL problems the CRD's CEL rules also say (their messages start `spec.baseUrl `). */
+const BASE_URL_PROBLEM = {
+  userInfo: "must not carry user-info (user:password@host)",
+  query:
+    'must not have a query (?…): the operator appends API paths such as /v2/deployments to it, and a query would swallow them; remove everything from the "?"',
+  fragment:
+    'must not have a fragment (#…): the operator appends API paths such as /v2/deployments to it, and a fragment would cut them off; remove everything from the "#"',
+} as const;
+
+/**
+ * The problems of `url` as a service base URL: not an http(s) URL with a host, or with a query,
+ * a fragment or user-info (checked on the text as well as on the parsed URL: `…/token#` parses
+ * to an empty fragment, and the WHATWG and Go URL parsers do not agree on every authority).
+ * Each problem is said after the setting's name; `keyHint` says where the API key goes instead.
+ */
+export function baseUrlProblems(url: string, keyHint: string): string[] {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return [`${JSON.stringify(url)} is not a URL, e.g. https://api.example.com`];
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
+    return [`must start with https:// or http://, got ${parsed.protocol}`];
+  const problems: string[] = [];
+  if (parsed.hostname === "") problems.push("must name a host, e.g. https://api.example.com");
+  if (hasUserInfo(url) || parsed.username !== "" || parsed.password !== "")
+    problems.push(`${BASE_URL_PROBLEM.userInfo}: put the API key in ${keyHint}`);
+  if (url.includes("?")) problems.push(BASE_URL_PROBLEM.query);
+  if (url.includes("#")) problems.push(BASE_URL_PROBLEM.fragment);
+  return problems;
+}
+
+/** A CEL rule of a CRD, as `x-kubernetes-validations` lists it. */
+export interface CelRule {
+  rule: string;
+  message: string;
+  reason: "FieldValueInvalid" | "FieldValueForbidden";
+}
+
+/** The CEL rules of `spec.baseUrl` beyond its being an http(s) URL with a host. */
+export const BASE_URL_RULES: readonly CelRule[] = [
+  {
+    rule: `!self.matches('${USER_INFO}')`,
+    message: `spec.baseUrl ${BASE_URL_PROBLEM.userInfo}: put the API key in the Secret named by spec.apiKeySecretRef`,
+    reason: "FieldValueForbidden",
+  },
+  {
+    rule: "!self.contains('?')",
+    message: `spec.baseUrl ${BASE_URL_PROBLEM.query}`,
+    reason: "FieldValueForbidden",
+  },
+  {
+    rule: "!self.contains('#')",
+    message: `spec.baseUrl ${BASE_URL_PROBLEM.fragment}`,
+    reason: "FieldValueForbidden",
+  },
+];
+
+/** The CEL rule refusing the {@link REFUSED_HEADERS} as the header named by `field`. */
+export function refusedHeaderRule(field: string): CelRule {
+  return {
+    rule: `!(self.lowerAscii() in [${REFUSED_HEADERS.map((h) => `'${h}'`).join(", ")}])`,
+    message: `spec.${field} must not be a header that frames, routes or proxies the request, or that the HTTP client sets (${REFUSED_HEADERS.join(", ")}; any case): choose a header of your own, e.g. X-Api-Key`,
+    reason: "FieldValueForbidden",
+  };
+}
