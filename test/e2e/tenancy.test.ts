@@ -41,8 +41,8 @@ const LISTING_DEADLINE_MS = 5_000;
  * it spreads its reconciles over a tenth of the period, and the correcting PATCH takes a moment.
  */
 const DRIFT_BOUND_MS = RESYNC_MS * 1.1 + LISTING_DEADLINE_MS + RESYNC_MS / 10 + 5_000;
-/** A test waits for a drift, and before it for a hostile outcome. */
-const ROW_TIMEOUT_MS = 120_000;
+/** A row waits for a hostile outcome (up to a resync and a listing deadline), an edit and a drift. */
+const ROW_TIMEOUT_MS = 150_000;
 
 const PLATFORM_KEY = "tenancy-platform-key-5a1e";
 const VICTIM_KEY = "tenancy-victim-key-7c2d";
