@@ -23,20 +23,41 @@ export function documents(text: string): Record<string, unknown>[] {
     .filter((v): v is Record<string, unknown> => typeof v === "object" && v !== null);
 }
 
+/** The operator container as `kubectl kustomize <dir>` renders it (only the fields read here). */
+interface OperatorContainer {
+  args?: string[];
+  env?: { name: string; value?: string; valueFrom?: unknown }[];
+}
+
+/** The "operator" container of the Deployment `kubectl kustomize <dir>` renders; throws when there is none. */
+async function operatorContainer(dir: string): Promise<OperatorContainer> {
+  const rendered = documents(await kubectlOk(["kustomize", dir]));
+  const deployment = rendered.find((o) => o.kind === "Deployment") as
+    | { spec?: { template?: { spec?: { containers?: (OperatorContainer & { name: string })[] } } } }
+    | undefined;
+  const container = deployment?.spec?.template?.spec?.containers?.find((c) => c.name === "operator");
+  if (!container) throw new Error(`${dir} renders no Deployment with an "operator" container`);
+  return container;
+}
+
 /**
  * The operator container's `args` in the Deployment that `kubectl kustomize <dir>` renders, with
  * `$(VAR)` references expanded from `env` as the kubelet would. Throws when there is no such container.
  */
 export async function containerArgs(dir: string, env: Record<string, string>): Promise<string[]> {
-  const rendered = documents(await kubectlOk(["kustomize", dir]));
-  const deployment = rendered.find((o) => o.kind === "Deployment") as
-    | { spec?: { template?: { spec?: { containers?: { name: string; args?: string[] }[] } } } }
-    | undefined;
-  const container = deployment?.spec?.template?.spec?.containers?.find((c) => c.name === "operator");
-  if (!container?.args) throw new Error(`${dir} renders no Deployment with an "operator" container and args`);
-  return container.args.map((arg) =>
-    arg.replace(/\$\(([A-Z_]+)\)/g, (all, name: string) => env[name] ?? all),
-  );
+  const { args } = await operatorContainer(dir);
+  if (!args) throw new Error(`${dir} renders an "operator" container without args`);
+  return args.map((arg) => arg.replace(/\$\(([A-Z_]+)\)/g, (all, name: string) => env[name] ?? all));
+}
+
+/**
+ * The environment variables the operator container sets literally (`value`, not `valueFrom`) in
+ * the Deployment `kubectl kustomize <dir>` renders: its runtime (NODE_OPTIONS, MALLOC_*), which a
+ * child process must get too for its memory to be bounded as in the pod.
+ */
+export async function containerEnv(dir: string): Promise<Record<string, string>> {
+  const { env = [] } = await operatorContainer(dir);
+  return Object.fromEntries(env.flatMap((e) => (e.value === undefined ? [] : [[e.name, e.value] as const])));
 }
 
 /**
@@ -91,6 +112,11 @@ export interface OperatorAsOptions {
   podName: string;
   /** Where the API key file and the log go (the caller removes it). */
   dir: string;
+  /**
+   * More environment (e.g. {@link containerEnv}, DMS_* settings). It replaces the short poll
+   * interval, never the pod's own (POD_NAMESPACE, POD_NAME) nor the service URL and key file.
+   */
+  env?: Record<string, string>;
 }
 
 /** A started operator with where its probes listen. */
@@ -98,11 +124,17 @@ export interface StartedOperator {
   process: OperatorProcess;
   probesUrl: string;
   logText(): string;
+  /**
+   * `waiting`, or a rejection quoting the end of the log as soon as the operator exits: a wait
+   * for what a dead operator would never do fails with why, not with a timeout long after.
+   */
+  whileRunning<T>(waiting: Promise<T>): Promise<T>;
 }
 
 /**
  * Runs `node src/cli.ts run <args>` with the environment the manifests' Deployment sets (the API
- * key from a file, POD_NAMESPACE and POD_NAME) and a short poll interval so the test is quick.
+ * key from a file, POD_NAMESPACE and POD_NAME), a short poll interval so the test is quick, and
+ * `options.env`.
  */
 export async function startOperatorAs(options: OperatorAsOptions): Promise<StartedOperator> {
   const dir = await mkdtemp(join(options.dir, "operator-"));
@@ -121,17 +153,27 @@ export async function startOperatorAs(options: OperatorAsOptions): Promise<Start
     workDir: join(dir, "work"),
     env: {
       PATH: globalThis.process.env.PATH ?? "",
+      DMS_POLL_INTERVAL: "1s",
+      ...options.env,
+      // What stands in for the pod's Downward API and mounted Secret wins over `options.env`.
       POD_NAMESPACE: options.podNamespace,
       POD_NAME: options.podName,
       DMS_BASE_URL: options.serviceUrl,
       DMS_API_KEY_FILE: keyFile,
-      DMS_POLL_INTERVAL: "1s",
     },
   });
   return {
     process,
     probesUrl: `http://127.0.0.1:${probesPort}`,
     logText: () => readFileSync(process.logPath, "utf8"),
+    whileRunning: (waiting) =>
+      Promise.race([
+        waiting,
+        process.exited.then((): never => {
+          process.assertRunning();
+          throw new Error("the operator exited");
+        }),
+      ]),
   };
 }
 

@@ -1,13 +1,20 @@
 /**
  * What a test does to, and reads from, the API server as a user would: Deployment resources,
- * Secrets and Events, over the project's own REST transport (no kubectl process per poll, which
- * would cost the 2-core test machine dearly while waiting for a condition).
+ * connections, Secrets and Events, over the project's own REST transport (no kubectl process per
+ * poll, which would cost the 2-core test machine dearly while waiting for a condition).
  */
 
 import type { RequestOptions } from "node:https";
+import {
+  CLUSTER_SERVICE_CONNECTION_PLURAL,
+  type ConnectionKind,
+  SERVICE_CONNECTION_KIND,
+  SERVICE_CONNECTION_PLURAL,
+} from "../../src/crd/connection-schema.ts";
 import type { Condition, DeploymentSpec } from "../../src/crd/schema.ts";
 import { KubeClient, PatchType } from "../../src/kube/client.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
+import type { ConnectionObject } from "../../src/kube/connections.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
 import { isNotFound } from "../../src/kube/errors.ts";
 import { listItems } from "../../src/kube/object.ts";
@@ -15,6 +22,15 @@ import { httpsText, parseSamples, sumOf } from "../bench/probes.ts";
 import { testKubeconfigPath, waitFor } from "./cluster.ts";
 
 const DEPLOYMENTS = "/apis/dms.dev/v1alpha1/namespaces";
+
+/** Path of a connection object: namespaced for a ServiceConnection, cluster-wide otherwise. */
+function connectionPath(kind: ConnectionKind, name: string, namespace?: string): string {
+  if (kind === SERVICE_CONNECTION_KIND) {
+    if (!namespace) throw new Error(`a ${kind} needs a namespace`);
+    return `${DEPLOYMENTS}/${namespace}/${SERVICE_CONNECTION_PLURAL}/${name}`;
+  }
+  return `/apis/dms.dev/v1alpha1/${CLUSTER_SERVICE_CONNECTION_PLURAL}/${name}`;
+}
 
 /** An Event about a resource, as `kubectl events` shows it. */
 export interface SeenEvent {
@@ -32,14 +48,17 @@ export interface ResourceMeta {
   finalizers?: string[];
 }
 
+/** An object with kstatus conditions: a Deployment resource or a connection. */
+export type WithConditions = { status?: { conditions?: Condition[] } } | undefined;
+
 /** The condition of `type` on `obj`, if any. */
-export function conditionOf(obj: DeploymentObject | undefined, type: string): Condition | undefined {
+export function conditionOf(obj: WithConditions, type: string): Condition | undefined {
   return obj?.status?.conditions?.find((c) => c.type === type);
 }
 
 /** True when `obj` has condition `type` with `status` (and `reason`, when given). */
 export function hasCondition(
-  obj: DeploymentObject | undefined,
+  obj: WithConditions,
   type: string,
   status: "True" | "False" | "Unknown",
   reason?: string,
@@ -125,6 +144,68 @@ export class ClusterUser {
     }
   }
 
+  /** The connection as the API server has it now, or undefined (`namespace`: a ServiceConnection's). */
+  async connection(
+    kind: ConnectionKind,
+    name: string,
+    namespace?: string,
+  ): Promise<ConnectionObject | undefined> {
+    try {
+      return (await this.client.request({
+        method: "GET",
+        path: connectionPath(kind, name, namespace),
+      })) as ConnectionObject;
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /** Waits until the connection satisfies `check`; returns it. */
+  waitForConnection(
+    kind: ConnectionKind,
+    name: string,
+    namespace: string | undefined,
+    check: (obj: ConnectionObject | undefined) => boolean,
+    description: string,
+    timeoutMs = 20_000,
+  ): Promise<ConnectionObject> {
+    return this.#waitSeen(
+      () => this.connection(kind, name, namespace),
+      (obj) => (obj && check(obj) ? obj : undefined),
+      `${kind} ${name}: ${description}`,
+      timeoutMs,
+    );
+  }
+
+  /**
+   * Reads until `accept` returns a value; on timeout the error also says what the conditions
+   * last read were, so that a failure shows what the operator reported instead.
+   */
+  async #waitSeen<T extends WithConditions, R>(
+    read: () => Promise<T>,
+    accept: (obj: T) => R | undefined,
+    description: string,
+    timeoutMs: number,
+  ): Promise<R> {
+    let last: T | undefined;
+    try {
+      return await waitFor(
+        async () => {
+          last = await read();
+          return accept(last);
+        },
+        { description, timeoutMs, intervalMs: 150 },
+      );
+    } catch (error) {
+      const seen = (last?.status?.conditions ?? [])
+        .map((c) => `${c.type}=${c.status} ${c.reason ?? ""}: ${c.message ?? ""}`)
+        .join("; ");
+      if (error instanceof Error && seen !== "") error.message += `; last seen: ${seen}`;
+      throw error;
+    }
+  }
+
   /** Events about the resource `name` in `namespace`, oldest first. */
   async events(namespace: string, name: string): Promise<SeenEvent[]> {
     const list = await this.client.request({
@@ -152,12 +233,11 @@ export class ClusterUser {
     description: string,
     timeoutMs = 20_000,
   ): Promise<DeploymentObject> {
-    return waitFor(
-      async () => {
-        const obj = await this.get(namespace, name);
-        return check(obj) ? (obj ?? ({} as DeploymentObject)) : undefined;
-      },
-      { description: `${namespace}/${name}: ${description}`, timeoutMs, intervalMs: 150 },
+    return this.#waitSeen(
+      () => this.get(namespace, name),
+      (obj) => (check(obj) ? (obj ?? ({} as DeploymentObject)) : undefined),
+      `${namespace}/${name}: ${description}`,
+      timeoutMs,
     );
   }
 
