@@ -13,7 +13,7 @@ import { BoundedMap, PreservedObject } from "./openapi-types.ts";
 /**
  * Bounds of what `resourceSpec` may hold, from Kubernetes' own limits where it has one (names,
  * label keys and values) and otherwise from what a deployment needs with room to spare: together
- * they keep the largest valid Deployment resource under 256 KiB (`test/unit/crd-size.test.ts`).
+ * they keep the largest valid Deployment resource under 512 KiB (`test/unit/crd-size.test.ts`).
  * Anything larger belongs in a ConfigMap or a Secret the containers read.
  */
 export const RESOURCE_SPEC_LIMITS = {

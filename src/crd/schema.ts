@@ -55,9 +55,9 @@ export const MAX_NAME_LENGTH = 253;
  * Most secrets (and secret references) one resource may list: bounds the cost of their CEL rules
  * and, with the other bounds, the size of the resource (see `test/unit/crd-size.test.ts`).
  */
-export const MAX_SECRETS = 64;
+export const MAX_SECRETS = 256;
 /** Most Secret references one resource may list (each names a Secret and a key of its own). */
-export const MAX_SECRET_REFERENCES = 32;
+export const MAX_SECRET_REFERENCES = 64;
 /** Longest URL (repository, custom URL): what browsers and most proxies accept. */
 export const MAX_URL_LENGTH = 2048;
 /** Longest install or build command: a longer one belongs in a script of the repository. */

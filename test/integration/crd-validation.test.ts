@@ -278,12 +278,12 @@ const invalid: Array<{ reason: string; spec: Spec; message: RegExp }> = [
     message: /spec\.secrets\[0\]\.value: Too long: may not be (more|longer) than 512/,
   },
   {
-    reason: "65 secrets",
+    reason: "257 secrets",
     spec: {
       source: "github",
-      secrets: Array.from({ length: 65 }, (_, i) => ({ name: `S${i}`, value: "v" })),
+      secrets: Array.from({ length: 257 }, (_, i) => ({ name: `S${i}`, value: "v" })),
     },
-    message: /spec\.secrets: Too many: 65: must have at most 64 items/,
+    message: /spec\.secrets: Too many: 257: must have at most 256 items/,
   },
   {
     reason: "a cpu of a million cores",

@@ -8,7 +8,7 @@ import { CRDS, type CrdDefinition, crdObject } from "../../src/crd/render.ts";
 type Node = Record<string, unknown>;
 
 /** Most characters the JSON of one resource may take: what the bounds are chosen to keep under. */
-const MAX_OBJECT_CHARS = 256 * 1024;
+const MAX_OBJECT_CHARS = 512 * 1024;
 
 /** Longest JSON text of a number: `-1.7976931348623157e+308`. */
 const NUMBER_CHARS = 24;
