@@ -14,7 +14,7 @@ import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
 import { type DeploymentResourceStatus, type DeploymentSpec, FINALIZER } from "../crd/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
-import { parseObjectKey } from "../runtime/keys.ts";
+import { objectKey, parseObjectKey } from "../runtime/keys.ts";
 import { isPaused, reconcileInterval, reconcileRequestedAt } from "./annotations.ts";
 import { claimedName, claimOf, olderClaimant } from "./claims.ts";
 import { failureOf } from "./failures.ts";
@@ -95,6 +95,11 @@ type Connected = Run & { session: ServiceSession };
 /** Reconciles Deployment resources against the service. */
 export class DeploymentReconciler {
   readonly #o: Required<ReconcilerOptions>;
+  /**
+   * The recorded deployment id each resource was last warned about as not its own (by resource
+   * key): the warning is given once, not at every reconcile while the status still shows the id.
+   */
+  readonly #disownedWarned = new Map<string, string>();
 
   constructor(options: ReconcilerOptions) {
     this.#o = { pollMs: 5_000, createGraceMs: 60_000, ...options };
@@ -107,7 +112,10 @@ export class DeploymentReconciler {
   readonly reconcile = async (key: string, signal: AbortSignal): Promise<ReconcileResult> => {
     const { namespace, name } = parseObjectKey(key);
     const obj = this.#o.resources.get({ namespace, name });
-    if (!obj) return Action.gone();
+    if (!obj) {
+      this.#disownedWarned.delete(key);
+      return Action.gone();
+    }
     const run: Run = {
       obj,
       now: new Date(this.#o.clock.now()),
@@ -172,6 +180,7 @@ export class DeploymentReconciler {
     let { desired, record } = await this.#desired(run, signal);
     const { service, snapshot } = run.session;
     const found = await observe(service, snapshot, this.#lookup(run, desired, record), signal);
+    this.#warnDisowned(run, found.disowned);
     if (run.secretsUnread && !sameSecretNames(run.obj.spec, found.deployment)) {
       await this.#readSecrets(run, signal);
       ({ desired, record } = await this.#desired(run, signal));
@@ -353,40 +362,82 @@ export class DeploymentReconciler {
    * Deletion: `Delete` removes the service's deployment this resource owns (the one its status
    * records, or the one its pending create made) and waits until it is gone. A deployment that
    * merely carries the name is never deleted: it may be another resource's or someone else's.
+   * Nor is one the status records that is not this resource's: it carries another name, or an
+   * older resource holds the name. Then nothing is deleted, a `NotOwned` warning says so, and
+   * the resource is let go: a forged status must not be able to hold its deletion (and with it
+   * its namespace's) for ever.
    */
   async #finalize(run: Run, signal: AbortSignal): Promise<ReconcileResult> {
     const { obj, session } = run;
     if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) return Action.gone();
     // Without a session only a resource that cleans nothing up gets here (see #unavailable).
-    if (session && cleansUpOnDelete(obj) && !this.#holder(obj)) {
-      const found = await this.#owned(session, obj, signal);
-      if (found.deployment) {
-        // Asked once: a deployment already being deleted is not asked again on every poll.
-        if (!isBeingDeleted(found.deployment.status)) {
-          await session.service.delete(found.deployment.id, signal);
-          this.#event(run, "Normal", "Deleting", `deleting the service's deployment ${found.deployment.id}`);
+    if (session && cleansUpOnDelete(obj)) {
+      const holder = this.#holder(obj);
+      const recorded = obj.status?.deploymentId;
+      if (holder && recorded) {
+        const message = `${describeResource(obj)} records the service's deployment ${recorded} in status.deploymentId, but the name "${claimedName(obj)}" on its connection is held by the older resource ${describeResource(holder)}: not deleting it, and letting ${describeResource(obj)} go`;
+        this.#event(run, "Warning", REASON.NotOwned, message);
+      } else if (!holder) {
+        const found = await this.#owned(session, obj, signal);
+        if (found.disowned) {
+          const letGo = found.deployment ? "" : `, and letting ${describeResource(obj)} go`;
+          const note = notOwnedMessage(obj, found.disowned, `not deleting it${letGo}`);
+          this.#event(run, "Warning", REASON.NotOwned, note);
         }
-        return this.#finish(run, { kind: "deleting" }, signal, { observed: found.deployment });
-      }
-      if (obj.status?.deploymentId) {
-        session.snapshot.forget(obj.status.deploymentId);
-        this.#event(run, "Normal", "Deleted", `the service's deployment ${obj.status.deploymentId} is gone`);
+        if (found.deployment) {
+          // Asked once: a deployment already being deleted is not asked again on every poll.
+          if (!isBeingDeleted(found.deployment.status)) {
+            await session.service.delete(found.deployment.id, signal);
+            this.#event(run, "Normal", "Deleting", `deleting the service's deployment ${found.deployment.id}`);
+          }
+          return this.#finish(run, { kind: "deleting" }, signal, { observed: found.deployment });
+        }
+        if (recorded && !found.disowned) {
+          session.snapshot.forget(recorded);
+          this.#event(run, "Normal", "Deleted", `the service's deployment ${recorded} is gone`);
+        }
       }
     }
     await this.#o.resources.removeFinalizer(obj, FINALIZER, signal);
     return Action.gone();
   }
 
-  /** The deployment `obj` owns: by its recorded id, or by name while its create is pending. */
-  async #owned(session: ServiceSession, obj: StoredResource, signal: AbortSignal) {
+  /**
+   * The deployment `obj` owns: by its recorded id, when that deployment carries the name `obj`
+   * claims (else it is `disowned`), or by name while its create is pending. The caller has
+   * checked that no older resource holds the name.
+   */
+  async #owned(
+    session: ServiceSession,
+    obj: StoredResource,
+    signal: AbortSignal,
+  ): Promise<{ deployment: Deployment | null; disowned?: Deployment }> {
     const id = obj.status?.deploymentId;
     const byId = id ? await session.service.getById(id, signal) : undefined;
-    if (byId) return { deployment: byId };
+    if (byId && byId.name === claimedName(obj)) return { deployment: byId };
+    const disowned = byId ? { disowned: byId } : {};
     // Otherwise only a create of ours still pending (its answer lost, or not listed yet) can
     // have made the deployment that carries the name.
-    if (!obj.status?.createRequestedAt) return { deployment: null };
+    if (!obj.status?.createRequestedAt) return { deployment: null, ...disowned };
     const target = { deploymentId: undefined, name: claimedName(obj), live: true, liveName: true };
-    return observe(session.service, session.snapshot, target, signal);
+    const found = await observe(session.service, session.snapshot, target, signal);
+    return { deployment: found.deployment, ...disowned };
+  }
+
+  /**
+   * Warns that the deployment the status records is not this resource's (the lookup ignored it),
+   * once per recorded id: the status may keep showing it until a write replaces it.
+   */
+  #warnDisowned(run: Run, disowned: Deployment | undefined): void {
+    const key = objectKey({ namespace: run.obj.metadata.namespace ?? "", name: run.obj.metadata.name });
+    if (!disowned) {
+      this.#disownedWarned.delete(key);
+      return;
+    }
+    if (this.#disownedWarned.get(key) === disowned.id) return;
+    this.#disownedWarned.set(key, disowned.id);
+    const consequence = `ignoring it, and looking the deployment up by the name "${claimedName(run.obj)}"`;
+    this.#event(run, "Warning", REASON.NotOwned, notOwnedMessage(run.obj, disowned, consequence));
   }
 
   /** The finalizer is present exactly while a delete must clean up the service. */
@@ -492,6 +543,19 @@ function sameSecretNames(spec: DeploymentSpec, deployment: Deployment | null | u
  */
 function appliedVersions(secretsHash: string | undefined, versions: string | undefined): string | null {
   return secretsHash !== undefined && versions !== undefined ? versions : null;
+}
+
+/** `namespace/name` of a resource, as events and messages name it. */
+function describeResource(obj: StoredResource): string {
+  return objectKey({ namespace: obj.metadata.namespace ?? "", name: obj.metadata.name });
+}
+
+/**
+ * The `NotOwned` warning: `obj`'s status records `deployment`, which carries another name than
+ * the one `obj` claims. `consequence`: what the operator does instead.
+ */
+function notOwnedMessage(obj: StoredResource, deployment: Deployment, consequence: string): string {
+  return `${describeResource(obj)} records the service's deployment ${deployment.id} in status.deploymentId, but that deployment is named "${deployment.name}" and ${describeResource(obj)} claims "${claimedName(obj)}": it is not this resource's; ${consequence}`;
 }
 
 /** Whether deleting `obj` must delete its service deployment (and so it carries the finalizer). */

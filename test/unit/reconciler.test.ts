@@ -148,6 +148,13 @@ function world(timing?: Timing) {
 }
 type World = ReturnType<typeof world>;
 
+/** Someone with write access to the status subresource points `status.deploymentId` at `id`. */
+function forgeDeploymentId(w: World, id: string): void {
+  w.resources.edit(REF, (o) => {
+    o.status = { ...o.status, deploymentId: id };
+  });
+}
+
 /** The resource's conditions as `Type: Status/Reason`, the way `kubectl get` users read them. */
 function conditions(obj: StoredResource | undefined): Record<string, string> {
   return Object.fromEntries((obj?.status?.conditions ?? []).map((c) => [c.type, `${c.status}/${c.reason}`]));
@@ -583,6 +590,79 @@ const cases: Case[] = [
     conditions: undefined,
     events: ["Normal/Deleted"],
     also: (w) => expect(w.resources.stored(REF)).toBeUndefined(),
+  },
+  {
+    reason:
+      "deleted under Delete with status.deploymentId forged to another resource's deployment: nothing deleted, NotOwned, let go",
+    arrange: async (w) => {
+      await w.settled({ deletionPolicy: "Delete" });
+      const other = w.existing({ ...BODY, name: "billing" });
+      forgeDeploymentId(w, other.id);
+      w.resources.delete(REF);
+    },
+    outcome: { result: { kind: "gone" } },
+    // Read through the resource's own connection: that is how its name is checked.
+    calls: { getById: 1 },
+    conditions: undefined,
+    events: ["Warning/NotOwned"],
+    also: (w) => {
+      const billing = w.service.store.getByName("billing");
+      expect(billing?.status).toBe("READY");
+      expect(w.resources.stored(REF)).toBeUndefined();
+      const note = w.events.all[0]?.note ?? "";
+      for (const named of ["default/agent", billing?.id ?? "?", '"billing"', '"agent"', "letting default/agent go"])
+        expect(note).toContain(named);
+    },
+  },
+  {
+    reason:
+      "deleted under Delete while an older resource holds the name its status records: nothing deleted, NotOwned, let go",
+    arrange: async (w) => {
+      const held = w.existing();
+      w.resources.create({ metadata: { name: "holder" }, spec: { ...SPEC, name: "agent" } });
+      w.clock.advance(1_000);
+      // A finalizer and an id copied from the holder (by hand, or a restored backup).
+      w.apply({ deletionPolicy: "Delete" }, { finalizers: [FINALIZER] });
+      forgeDeploymentId(w, held.id);
+      w.resources.delete(REF);
+    },
+    outcome: { result: { kind: "gone" } },
+    calls: {},
+    conditions: undefined,
+    events: ["Warning/NotOwned"],
+    also: (w) => {
+      expect(w.service.store.getByName("agent")?.status).toBe("READY");
+      expect(w.events.all[0]?.note).toContain("held by the older resource default/holder");
+    },
+  },
+  {
+    reason:
+      "status.deploymentId forged to another resource's deployment: ignored with one NotOwned, the own deployment found by name and patched",
+    arrange: async (w) => {
+      await w.settled();
+      const other = w.existing({ ...BODY, name: "billing" });
+      await w.resync();
+      forgeDeploymentId(w, other.id);
+      w.resources.edit(REF, (o) => {
+        o.spec.sourceConfig = { customUrl: "https://new.example" };
+      });
+    },
+    outcome: { result: { kind: "done" } },
+    calls: { getById: 1, patch: 1 },
+    conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+    events: ["Warning/NotOwned", "Normal/Adopted", "Normal/Updated"],
+    also: async (w) => {
+      const own = w.service.store.getByName("agent");
+      expect(own?.source_config.custom_url).toBe("https://new.example");
+      expect(w.service.store.getByName("billing")?.source_config.custom_url).toBe("https://agent.example");
+      // Self-healing: the status records the resource's own deployment again.
+      expect(w.resources.stored(REF)?.status?.deploymentId).toBe(own?.id);
+      // A status that keeps showing the id (another writer owns the field) is warned about once.
+      forgeDeploymentId(w, w.service.store.getByName("billing")?.id ?? "");
+      w.events.all.length = 0;
+      await w.reconcile();
+      expect(w.events.reasons()).not.toContain("Warning/NotOwned");
+    },
   },
   {
     reason: "an object already gone from the cache: nothing to do",
