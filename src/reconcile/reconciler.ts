@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { isServiceError } from "../api/errors.ts";
 import type { Deployment } from "../api/wire.ts";
-import { connectionLabel } from "../connection/settings.ts";
+import { connectionLabel, connectionOf, describeConnection } from "../connection/settings.ts";
 import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
 import { type DeploymentResourceStatus, type DeploymentSpec, FINALIZER } from "../crd/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
@@ -31,6 +31,7 @@ import {
 import { type LookupTarget, observe } from "./observe.ts";
 import { type CreatePlan, plan } from "./plan.ts";
 import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
+import type { ListingFailure } from "./remote.ts";
 import type { ServiceSession, Sessions } from "./session.ts";
 import {
   CONDITION,
@@ -162,6 +163,10 @@ export class DeploymentReconciler {
 
   /** Keeps the service's deployment in line with the spec, through the resource's connection. */
   async #sync(run: Connected, signal: AbortSignal): Promise<ReconcileResult> {
+    // A connection whose listing hung or failed would hold this worker as long with a lookup of
+    // its own: report it, with no call, until the connection's next listing ends in time.
+    const missed = run.session.listingFailure();
+    if (missed) return this.#finish(run, listingMissed(run.obj, missed), signal);
     const status = run.obj.status ?? {};
     const versions = secretVersions(run.obj.spec, run.obj.metadata.namespace ?? "", this.#o.secrets);
     // The referenced Secrets are read only when their values may differ from those last applied:
@@ -378,6 +383,12 @@ export class DeploymentReconciler {
         const message = `${describeResource(obj)} records the service's deployment ${recorded} in status.deploymentId, but the name "${claimedName(obj)}" on its connection is held by the older resource ${describeResource(holder)}: not deleting it, and letting ${describeResource(obj)} go`;
         this.#event(run, "Warning", REASON.NotOwned, message);
       } else if (!holder) {
+        const missed = session.listingFailure();
+        if (missed) {
+          const outcome = listingMissed(obj, missed);
+          const message = `${outcome.message}; the service's deployment is deleted once one does (or remove the finalizer ${FINALIZER} to leave it)`;
+          return this.#finish(run, { ...outcome, message }, signal);
+        }
         const found = await this.#owned(session, obj, signal);
         if (found.disowned) {
           const letGo = found.deployment ? "" : `, and letting ${describeResource(obj)} go`;
@@ -388,7 +399,12 @@ export class DeploymentReconciler {
           // Asked once: a deployment already being deleted is not asked again on every poll.
           if (!isBeingDeleted(found.deployment.status)) {
             await session.service.delete(found.deployment.id, signal);
-            this.#event(run, "Normal", "Deleting", `deleting the service's deployment ${found.deployment.id}`);
+            this.#event(
+              run,
+              "Normal",
+              "Deleting",
+              `deleting the service's deployment ${found.deployment.id}`,
+            );
           }
           return this.#finish(run, { kind: "deleting" }, signal, { observed: found.deployment });
         }
@@ -543,6 +559,35 @@ function sameSecretNames(spec: DeploymentSpec, deployment: Deployment | null | u
  */
 function appliedVersions(secretsHash: string | undefined, versions: string | undefined): string | null {
   return secretsHash !== undefined && versions !== undefined ? versions : null;
+}
+
+/**
+ * The outcome of a resource whose connection's last listing missed its deadline or failed: no
+ * call is made for it until a listing ends in time (the connection's next one).
+ */
+function listingMissed(obj: StoredResource, failure: ListingFailure): SyncOutcome & { kind: "failed" } {
+  const id = connectionOf(obj.metadata.namespace ?? "", obj.spec.connectionRef);
+  const connection = id ? describeConnection(id) : "the default connection (the operator's own settings)";
+  const deadline = `the listing deadline of ${goDuration(failure.deadlineMs)} (--listing-deadline)`;
+  const what =
+    failure.kind === "deadline"
+      ? `did not end within ${deadline}`
+      : `failed within ${deadline}: ${failure.detail}`;
+  return {
+    kind: "failed",
+    reason: REASON.ListingDeadlineExceeded,
+    message: `the periodic listing of the service's deployments (GET /v2/deployments) through ${connection} ${what}; no call is made for this resource until a listing through that connection ends in time (the next is at the next resync): fix the service, or raise --listing-deadline if it is only slow`,
+    stalled: false,
+  };
+}
+
+/** A duration as a flag takes it: `1m`, `90s`, `1500ms`. */
+function goDuration(ms: number): string {
+  if (!Number.isFinite(ms)) return "none";
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1_000 === 0) return `${ms / 1_000}s`;
+  return `${ms}ms`;
 }
 
 /** `namespace/name` of a resource, as events and messages name it. */

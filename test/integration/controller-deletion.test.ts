@@ -4,8 +4,8 @@
 // never deletes a deployment the resource does not own (a name it lost, a foreign source, an id
 // another resource's deployment has that someone wrote into its status).
 import { afterEach, describe, expect, it } from "vitest";
-import { PatchType } from "../../src/kube/client.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { PatchType } from "../../src/kube/client.ts";
 import { type Scenario, startScenario } from "../support/operator.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
 
