@@ -74,7 +74,7 @@ export interface OperatorConfig {
   clusterConnections?: boolean;
   labelSelector?: string;
   concurrency: number;
-  /** Drift resync period; the service is listed once per period for all resources. */
+  /** Drift resync period; each connection is listed once per period for all its resources. */
   resyncMs: number;
   /**
    * How long one connection's listing may take (`--listing-deadline`); its resources report
