@@ -45,6 +45,14 @@ const CONNECTION_INDEX = "connection";
 const CONNECTION_SECRET_INDEX = "apiKeySecret";
 /** How often a connection's credentials are probed again. */
 const CONNECTION_PROBE_MS = 300_000;
+/**
+ * Connections checked at once. A check waits on the network (a Secret read, a probe bounded by
+ * its deadline, a status write): enough of them that twenty connections whose service never
+ * answers do not hold back a new, healthy connection's check.
+ */
+const CONNECTION_CONCURRENCY = 32;
+/** Longest wait before a connection whose listing missed its deadline or failed is listed again. */
+const LISTING_RETRY_MS = 60_000;
 
 /** Everything the operator needs to run, validated (see `config.ts`). */
 export interface OperatorConfig {
@@ -66,8 +74,14 @@ export interface OperatorConfig {
   clusterConnections?: boolean;
   labelSelector?: string;
   concurrency: number;
-  /** Drift resync period; the service is listed once per period for all resources. */
+  /** Drift resync period; each connection is listed once per period for all its resources. */
   resyncMs: number;
+  /**
+   * How long one connection's listing may take (`--listing-deadline`); its resources report
+   * `ListingDeadlineExceeded` and make no call until one ends in time. Must be below `resyncMs`.
+   * Default: a minute, or half the resync period when that is shorter.
+   */
+  listingDeadlineMs?: number;
   leaderElection: {
     enabled: boolean;
     namespace?: string;
@@ -154,11 +168,13 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
       probe: async (signal) => (await client.listProviders({ signal })).length,
     };
   };
+  const listingDeadlineMs = config.listingDeadlineMs ?? defaultListingDeadlineMs(config.resyncMs);
   const newSession = (port: ReturnType<typeof deploymentsPort>) =>
     new ServiceSession(port, {
       clock,
       logger,
       listingMaxAgeMs: config.resyncMs,
+      listingDeadlineMs,
       revisionTracking: config.revisionTracking,
     });
 
@@ -199,6 +215,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     kubeConnections.all.flatMap((r) => r.list()).map((c) => ({ key: connectionKey(idOf(c)), ...c })),
   );
   let enqueueUsers = (_key: string) => {};
+  let connectionsChanged = () => {};
   const connections = new Connections({
     connections: kubeConnections,
     defaultSession: newSession(connect(config.service, DEFAULT_CONNECTION).port),
@@ -207,7 +224,10 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     session: newSession,
     secrets: secretsPort(secrets),
     usage: (key) => deployments.byIndex(CONNECTION_INDEX, key).length,
-    onChange: (key) => enqueueUsers(key),
+    onChange: (key) => {
+      enqueueUsers(key);
+      connectionsChanged();
+    },
     event: (c, type, reason, note) =>
       void recorder.record(regardingOf(c, idOf(c).kind), { type, reason, action: "Probe", note }),
     isConflict: (error) => error instanceof ConflictError,
@@ -237,7 +257,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   const connectionController = new Controller({
     name: "connection",
     reconcile: connections.reconcile,
-    concurrency: 2,
+    concurrency: CONNECTION_CONCURRENCY,
     reconcileTimeoutMs: config.reconcileTimeoutMs,
     clock,
     metrics: metrics.controllerHooks("connection"),
@@ -301,34 +321,44 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     }),
   );
   manager.add(health);
-  // A start (a restart, a new leader) is a pass like every resync: one listing answers for every
-  // resource instead of one lookup each, and serves the whole pass however long it takes.
-  manager.add(
-    new ResyncedController({
-      controller,
-      synced,
-      keys: () => deployments.list().map((o) => objectKey(refOf(o))),
-      // Each usable connection is listed once per pass; one failing does not fail the others.
-      prepare: async (signal) => {
-        const sessions = connections.sessions();
-        const listed = await Promise.allSettled(sessions.map((s) => s.session.snapshot.refresh(signal)));
-        const holds: (() => void)[] = [];
-        listed.forEach((result, i) => {
-          const { key, session } = sessions[i] ?? {};
-          if (result.status === "fulfilled" && session) holds.push(session.snapshot.holdFresh());
-          else if (result.status === "rejected" && !signal.aborted)
-            logger.warn({ connection: key, err: String(result.reason) }, "resync listing failed");
-        });
-        return () => {
-          for (const release of holds) release();
-        };
-      },
-      periodMs: config.resyncMs,
-      spreadMs: Math.min(config.resyncMs / 10, 60_000),
-      clock,
-      logger,
-    }),
-  );
+  // The periodic pass is per connection: each usable connection (the default one included) is
+  // listed on its own, under --listing-deadline, and its resources are enqueued as soon as ITS
+  // listing is in. One that is slow, endless or failing delays only its own resources, which then
+  // report ListingDeadlineExceeded without a call (see the reconciler). A start (a restart, a new
+  // leader) is a pass like every resync: one listing per connection answers for its resources.
+  const keyOf = (o: Parameters<typeof refOf>[0]) => objectKey(refOf(o));
+  // A connection that has just become usable was listed by its check a moment ago.
+  const reuseListingMs = Math.min(config.resyncMs / 2, 60_000);
+  const resync = new ResyncedController({
+    controller,
+    synced,
+    groups: () => connections.sessions().map((s) => s.key),
+    // The default connection's resources are the only ones outside the connection index: found
+    // by going through the cache once per pass of that connection, as the single pass did.
+    keys: (key) =>
+      key === DEFAULT_CONNECTION
+        ? deployments.list().flatMap((o) => (connectionKeyOf(o) === DEFAULT_CONNECTION ? [keyOf(o)] : []))
+        : deployments.byIndex(CONNECTION_INDEX, key).map(keyOf),
+    // Resources of a connection not usable at the start: told so once (its check enqueues them
+    // again when that changes).
+    ungrouped: () => {
+      const usable = new Set(connections.sessions().map((s) => s.key));
+      return deployments.list().flatMap((o) => (usable.has(connectionKeyOf(o)) ? [] : [keyOf(o)]));
+    },
+    prepare: async (key, signal) => {
+      const session = connections.session(key);
+      if (!session) return () => {};
+      if (!session.snapshot.listedWithin(reuseListingMs)) await session.snapshot.refresh(signal);
+      return session.snapshot.holdFresh();
+    },
+    periodMs: config.resyncMs,
+    retryMs: Math.min(config.resyncMs, LISTING_RETRY_MS),
+    spreadMs: Math.min(config.resyncMs / 10, 60_000),
+    clock,
+    logger,
+  });
+  connectionsChanged = () => resync.groupsChanged();
+  manager.add(resync);
   manager.add(
     new RolloutPoller({
       targets: () => {
@@ -352,6 +382,14 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     }),
   );
   return { manager, controller, health, metrics, identity, addresses: () => health.listening };
+}
+
+/**
+ * The listing deadline when none is given: a minute, or half the resync period when that is
+ * shorter (a listing must end well before the next pass is due).
+ */
+export function defaultListingDeadlineMs(resyncMs: number): number {
+  return Math.min(60_000, resyncMs / 2);
 }
 
 /** Runs the operator until `signal` aborts; resolves after a graceful shutdown. */

@@ -18,7 +18,7 @@ import {
   serviceConfigFrom,
   settingName,
 } from "../config.ts";
-import type { OperatorConfig } from "../main.ts";
+import { defaultListingDeadlineMs, type OperatorConfig } from "../main.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "../reconcile/secret-budget.ts";
 import { parseBindAddress } from "../runtime/health.ts";
 
@@ -73,6 +73,13 @@ export const RUN_SETTINGS = {
     default: "10m",
     arg: "<duration>",
     help: "drift check period",
+  },
+  listingDeadline: {
+    env: "DMS_LISTING_DEADLINE",
+    parse: parsers.duration("1s"),
+    shown: "1m (at most half the resync period)",
+    arg: "<duration>",
+    help: "longest one connection's periodic listing may take; past it, its resources report ListingDeadlineExceeded and make no call until one ends in time (below --resync-period)",
   },
   leaderElect: {
     env: "DMS_LEADER_ELECT",
@@ -215,6 +222,12 @@ const RULES: ReadonlyArray<(input: RuleInput) => string | undefined> = [
     v.createGrace >= Math.max(MIN_CREATE_GRACE_MS, v.pollInterval)
       ? undefined
       : `${nameOf("createGrace")}: must be at least 5s and at least the poll interval (${pollText})`,
+  // A listing allowed the whole period would leave its connection's resources no pass at all when
+  // it hangs, and its reading would be a period old before its pass began.
+  ({ values: v }) =>
+    v.listingDeadline === undefined || v.listingDeadline < v.resyncPeriod
+      ? undefined
+      : `${nameOf("listingDeadline")}: must be below the resync period (--resync-period / DMS_RESYNC_PERIOD); a listing deadline of a few minutes at most is usual`,
   // A reconcile cut off while its one service call is still within the request timeout could
   // never report that call's failure: the call must be able to end before the reconcile does.
   ({ values: v, requestTimeoutMs }) =>
@@ -252,6 +265,7 @@ export function runConfigFrom(
     ...(v.labelSelector ? { labelSelector: v.labelSelector } : {}),
     concurrency: v.concurrency,
     resyncMs: v.resyncPeriod,
+    listingDeadlineMs: v.listingDeadline ?? defaultListingDeadlineMs(v.resyncPeriod),
     ...(env.POD_NAME ? { podName: env.POD_NAME } : {}),
     leaderElection: {
       enabled: v.leaderElect,

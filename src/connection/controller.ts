@@ -114,6 +114,11 @@ export interface ConnectionsOptions {
    * periodic pass runs at this period). Default 5 min.
    */
   probeIntervalMs?: number;
+  /**
+   * Longest one probe may take, whatever the request timeout: a service that never answers is
+   * `Unreachable` after this long, and the check's worker is free again. Default 10 s.
+   */
+  probeDeadlineMs?: number;
 }
 
 /** What the last probe of a connection said. */
@@ -139,7 +144,7 @@ export class Connections implements Sessions {
   readonly #unusable = new Map<string, Verdict & { ok: false }>();
 
   constructor(options: ConnectionsOptions) {
-    this.#o = { probeIntervalMs: 300_000, ...options };
+    this.#o = { probeIntervalMs: 300_000, probeDeadlineMs: 10_000, ...options };
   }
 
   /** Whether `obj` may reach the service now, and through which session. */
@@ -326,12 +331,17 @@ export class Connections implements Sessions {
     apiKey: string,
     signal: AbortSignal,
   ): Promise<Verdict | { retryAfterMs: number; verdict: Verdict }> {
+    const deadlineMs = this.#o.probeDeadlineMs;
+    const deadline = new AbortController();
+    const cancel = this.#o.clock.setTimer(deadlineMs, () => deadline.abort(new Error("probe deadline")));
     try {
-      const providers = await entry.service.probe(signal);
+      const providers = await entry.service.probe(AbortSignal.any([signal, deadline.signal]));
       return { ok: true, providers, message: `the service at ${config.baseUrl} accepted the API key` };
     } catch (error) {
       if (signal.aborted) throw error;
-      const detail = redactSecrets(error instanceof Error ? error.message : String(error), [apiKey]);
+      const detail = deadline.signal.aborted
+        ? `no answer to GET /v2/auth/providers within the probe's deadline of ${deadlineMs} ms`
+        : redactSecrets(error instanceof Error ? error.message : String(error), [apiKey]);
       if (isServiceError(error, "unauthorized"))
         return {
           ok: false,
@@ -351,6 +361,8 @@ export class Connections implements Sessions {
           verdict: unreachable,
         };
       return unreachable;
+    } finally {
+      cancel();
     }
   }
 

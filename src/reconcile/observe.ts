@@ -17,6 +17,11 @@ export interface Observation {
    * a recorded create intent is then fulfilled.
    */
   listed: boolean;
+  /**
+   * The deployment the status records, found carrying another name: not this resource's (a
+   * forged or stale status), so it was ignored and the name looked up instead.
+   */
+  disowned?: Deployment;
 }
 
 /**
@@ -60,6 +65,7 @@ export async function observe(
   signal: AbortSignal,
 ): Promise<Observation> {
   const { deploymentId: id, name } = target;
+  let disowned: Deployment | undefined;
   if (id) {
     let found = target.live ? undefined : snapshot.byId(id, target.withinMs);
     if (!found) {
@@ -69,8 +75,11 @@ export async function observe(
     }
     if (found && found.name === name)
       return { deployment: found, adopted: false, listed: snapshot.isListed(found.id) };
-    // The recorded deployment is gone (deleted on the service) or is not this name's any more:
-    // fall back to the name, as for a resource never reconciled.
+    // The recorded deployment is gone (deleted on the service), or carries another name: then it
+    // is not this resource's (status is a record, not an authority: anyone who may write the
+    // status subresource can put another resource's id there), and nothing is written to it.
+    // Fall back to the name, as for a resource never reconciled.
+    if (found) disowned = found;
   }
   const listed = target.liveName ? undefined : snapshot.byName(name);
   const matches = listed ?? (await lookUpName(service, snapshot, name, signal));
@@ -80,8 +89,9 @@ export async function observe(
     );
   }
   const [match] = matches;
-  if (!match) return { deployment: null, adopted: false, listed: false };
-  return { deployment: match, adopted: match.id !== id, listed: snapshot.isListed(match.id) };
+  const also = disowned ? { disowned } : {};
+  if (!match) return { deployment: null, adopted: false, listed: false, ...also };
+  return { deployment: match, adopted: match.id !== id, listed: snapshot.isListed(match.id), ...also };
 }
 
 /**

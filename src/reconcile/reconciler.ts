@@ -9,12 +9,12 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { isServiceError } from "../api/errors.ts";
 import type { Deployment } from "../api/wire.ts";
-import { connectionLabel } from "../connection/settings.ts";
+import { connectionLabel, connectionOf, describeConnection } from "../connection/settings.ts";
 import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
 import { type DeploymentResourceStatus, type DeploymentSpec, FINALIZER } from "../crd/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
-import { parseObjectKey } from "../runtime/keys.ts";
+import { objectKey, parseObjectKey } from "../runtime/keys.ts";
 import { isPaused, reconcileInterval, reconcileRequestedAt } from "./annotations.ts";
 import { claimedName, claimOf, olderClaimant } from "./claims.ts";
 import { failureOf } from "./failures.ts";
@@ -31,6 +31,7 @@ import {
 import { type LookupTarget, observe } from "./observe.ts";
 import { type CreatePlan, plan } from "./plan.ts";
 import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
+import type { ListingFailure } from "./remote.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
 import type { ServiceSession, Sessions } from "./session.ts";
 import {
@@ -101,6 +102,11 @@ type Connected = Run & { session: ServiceSession };
 /** Reconciles Deployment resources against the service. */
 export class DeploymentReconciler {
   readonly #o: Required<ReconcilerOptions>;
+  /**
+   * The recorded deployment id each resource was last warned about as not its own (by resource
+   * key): the warning is given once, not at every reconcile while the status still shows the id.
+   */
+  readonly #disownedWarned = new Map<string, string>();
 
   constructor(options: ReconcilerOptions) {
     const maxSecretBytes = options.maxSecretBytes ?? DEFAULT_MAX_SECRET_BYTES;
@@ -114,7 +120,10 @@ export class DeploymentReconciler {
   readonly reconcile = async (key: string, signal: AbortSignal): Promise<ReconcileResult> => {
     const { namespace, name } = parseObjectKey(key);
     const obj = this.#o.resources.get({ namespace, name });
-    if (!obj) return Action.gone();
+    if (!obj) {
+      this.#disownedWarned.delete(key);
+      return Action.gone();
+    }
     const run: Run = {
       obj,
       now: new Date(this.#o.clock.now()),
@@ -161,6 +170,10 @@ export class DeploymentReconciler {
 
   /** Keeps the service's deployment in line with the spec, through the resource's connection. */
   async #sync(run: Connected, signal: AbortSignal): Promise<ReconcileResult> {
+    // A connection whose listing hung or failed would hold this worker as long with a lookup of
+    // its own: report it, with no call, until the connection's next listing ends in time.
+    const missed = run.session.listingFailure();
+    if (missed) return this.#finish(run, listingMissed(run.obj, missed), signal);
     const status = run.obj.status ?? {};
     const versions = secretVersions(run.obj.spec, run.obj.metadata.namespace ?? "", this.#o.secrets);
     // The referenced Secrets are read only when their values may differ from those last applied:
@@ -179,6 +192,7 @@ export class DeploymentReconciler {
     let { desired, record } = await this.#desired(run, signal);
     const { service, snapshot } = run.session;
     const found = await observe(service, snapshot, this.#lookup(run, desired, record), signal);
+    this.#warnDisowned(run, found.disowned);
     if (run.secretsUnread && !sameSecretNames(run.obj.spec, found.deployment)) {
       await this.#readSecrets(run, signal);
       ({ desired, record } = await this.#desired(run, signal));
@@ -365,40 +379,93 @@ export class DeploymentReconciler {
    * Deletion: `Delete` removes the service's deployment this resource owns (the one its status
    * records, or the one its pending create made) and waits until it is gone. A deployment that
    * merely carries the name is never deleted: it may be another resource's or someone else's.
+   * Nor is one the status records that is not this resource's: it carries another name, or an
+   * older resource holds the name. Then nothing is deleted, a `NotOwned` warning says so, and
+   * the resource is let go: a forged status must not be able to hold its deletion (and with it
+   * its namespace's) for ever.
    */
   async #finalize(run: Run, signal: AbortSignal): Promise<ReconcileResult> {
     const { obj, session } = run;
     if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) return Action.gone();
     // Without a session only a resource that cleans nothing up gets here (see #unavailable).
-    if (session && cleansUpOnDelete(obj) && !this.#holder(obj)) {
-      const found = await this.#owned(session, obj, signal);
-      if (found.deployment) {
-        // Asked once: a deployment already being deleted is not asked again on every poll.
-        if (!isBeingDeleted(found.deployment.status)) {
-          await session.service.delete(found.deployment.id, signal);
-          this.#event(run, "Normal", "Deleting", `deleting the service's deployment ${found.deployment.id}`);
+    if (session && cleansUpOnDelete(obj)) {
+      const holder = this.#holder(obj);
+      const recorded = obj.status?.deploymentId;
+      if (holder && recorded) {
+        const message = `${describeResource(obj)} records the service's deployment ${recorded} in status.deploymentId, but the name "${claimedName(obj)}" on its connection is held by the older resource ${describeResource(holder)}: not deleting it, and letting ${describeResource(obj)} go`;
+        this.#event(run, "Warning", REASON.NotOwned, message);
+      } else if (!holder) {
+        const missed = session.listingFailure();
+        if (missed) {
+          const outcome = listingMissed(obj, missed);
+          const message = `${outcome.message}; the service's deployment is deleted once one does (or remove the finalizer ${FINALIZER} to leave it)`;
+          return this.#finish(run, { ...outcome, message }, signal);
         }
-        return this.#finish(run, { kind: "deleting" }, signal, { observed: found.deployment });
-      }
-      if (obj.status?.deploymentId) {
-        session.snapshot.forget(obj.status.deploymentId);
-        this.#event(run, "Normal", "Deleted", `the service's deployment ${obj.status.deploymentId} is gone`);
+        const found = await this.#owned(session, obj, signal);
+        if (found.disowned) {
+          const letGo = found.deployment ? "" : `, and letting ${describeResource(obj)} go`;
+          const note = notOwnedMessage(obj, found.disowned, `not deleting it${letGo}`);
+          this.#event(run, "Warning", REASON.NotOwned, note);
+        }
+        if (found.deployment) {
+          // Asked once: a deployment already being deleted is not asked again on every poll.
+          if (!isBeingDeleted(found.deployment.status)) {
+            await session.service.delete(found.deployment.id, signal);
+            this.#event(
+              run,
+              "Normal",
+              "Deleting",
+              `deleting the service's deployment ${found.deployment.id}`,
+            );
+          }
+          return this.#finish(run, { kind: "deleting" }, signal, { observed: found.deployment });
+        }
+        if (recorded && !found.disowned) {
+          session.snapshot.forget(recorded);
+          this.#event(run, "Normal", "Deleted", `the service's deployment ${recorded} is gone`);
+        }
       }
     }
     await this.#o.resources.removeFinalizer(obj, FINALIZER, signal);
     return Action.gone();
   }
 
-  /** The deployment `obj` owns: by its recorded id, or by name while its create is pending. */
-  async #owned(session: ServiceSession, obj: StoredResource, signal: AbortSignal) {
+  /**
+   * The deployment `obj` owns: by its recorded id, when that deployment carries the name `obj`
+   * claims (else it is `disowned`), or by name while its create is pending. The caller has
+   * checked that no older resource holds the name.
+   */
+  async #owned(
+    session: ServiceSession,
+    obj: StoredResource,
+    signal: AbortSignal,
+  ): Promise<{ deployment: Deployment | null; disowned?: Deployment }> {
     const id = obj.status?.deploymentId;
     const byId = id ? await session.service.getById(id, signal) : undefined;
-    if (byId) return { deployment: byId };
+    if (byId && byId.name === claimedName(obj)) return { deployment: byId };
+    const disowned = byId ? { disowned: byId } : {};
     // Otherwise only a create of ours still pending (its answer lost, or not listed yet) can
     // have made the deployment that carries the name.
-    if (!obj.status?.createRequestedAt) return { deployment: null };
+    if (!obj.status?.createRequestedAt) return { deployment: null, ...disowned };
     const target = { deploymentId: undefined, name: claimedName(obj), live: true, liveName: true };
-    return observe(session.service, session.snapshot, target, signal);
+    const found = await observe(session.service, session.snapshot, target, signal);
+    return { deployment: found.deployment, ...disowned };
+  }
+
+  /**
+   * Warns that the deployment the status records is not this resource's (the lookup ignored it),
+   * once per recorded id: the status may keep showing it until a write replaces it.
+   */
+  #warnDisowned(run: Run, disowned: Deployment | undefined): void {
+    const key = objectKey({ namespace: run.obj.metadata.namespace ?? "", name: run.obj.metadata.name });
+    if (!disowned) {
+      this.#disownedWarned.delete(key);
+      return;
+    }
+    if (this.#disownedWarned.get(key) === disowned.id) return;
+    this.#disownedWarned.set(key, disowned.id);
+    const consequence = `ignoring it, and looking the deployment up by the name "${claimedName(run.obj)}"`;
+    this.#event(run, "Warning", REASON.NotOwned, notOwnedMessage(run.obj, disowned, consequence));
   }
 
   /** The finalizer is present exactly while a delete must clean up the service. */
@@ -504,6 +571,48 @@ function sameSecretNames(spec: DeploymentSpec, deployment: Deployment | null | u
  */
 function appliedVersions(secretsHash: string | undefined, versions: string | undefined): string | null {
   return secretsHash !== undefined && versions !== undefined ? versions : null;
+}
+
+/**
+ * The outcome of a resource whose connection's last listing missed its deadline or failed: no
+ * call is made for it until a listing ends in time (the connection's next one).
+ */
+function listingMissed(obj: StoredResource, failure: ListingFailure): SyncOutcome & { kind: "failed" } {
+  const id = connectionOf(obj.metadata.namespace ?? "", obj.spec.connectionRef);
+  const connection = id ? describeConnection(id) : "the default connection (the operator's own settings)";
+  const deadline = `the listing deadline of ${goDuration(failure.deadlineMs)} (--listing-deadline)`;
+  const what =
+    failure.kind === "deadline"
+      ? `did not end within ${deadline}`
+      : `failed within ${deadline}: ${failure.detail}`;
+  return {
+    kind: "failed",
+    reason: REASON.ListingDeadlineExceeded,
+    message: `the periodic listing of the service's deployments (GET /v2/deployments) through ${connection} ${what}; no call is made for this resource until a listing through that connection ends in time (the next is at the next resync): fix the service, or raise --listing-deadline if it is only slow`,
+    stalled: false,
+  };
+}
+
+/** A duration as a flag takes it: `1m`, `90s`, `1500ms`. */
+function goDuration(ms: number): string {
+  if (!Number.isFinite(ms)) return "none";
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1_000 === 0) return `${ms / 1_000}s`;
+  return `${ms}ms`;
+}
+
+/** `namespace/name` of a resource, as events and messages name it. */
+function describeResource(obj: StoredResource): string {
+  return objectKey({ namespace: obj.metadata.namespace ?? "", name: obj.metadata.name });
+}
+
+/**
+ * The `NotOwned` warning: `obj`'s status records `deployment`, which carries another name than
+ * the one `obj` claims. `consequence`: what the operator does instead.
+ */
+function notOwnedMessage(obj: StoredResource, deployment: Deployment, consequence: string): string {
+  return `${describeResource(obj)} records the service's deployment ${deployment.id} in status.deploymentId, but that deployment is named "${deployment.name}" and ${describeResource(obj)} claims "${claimedName(obj)}": it is not this resource's; ${consequence}`;
 }
 
 /** Whether deleting `obj` must delete its service deployment (and so it carries the finalizer). */

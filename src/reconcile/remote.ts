@@ -31,6 +31,25 @@ export interface RemoteSnapshotOptions {
    * failed).
    */
   maxAgeMs: number;
+  /**
+   * How long one listing may take (`--listing-deadline`); past it the listing is given up and
+   * recorded as missed ({@link RemoteSnapshot.listingFailure}). Default: no deadline.
+   */
+  listingDeadlineMs?: number;
+}
+
+/**
+ * Why the connection's last listing does not answer for the service: it missed its deadline
+ * (`deadline`), or failed before it (`failed`, with the error's message). `deadlineMs` is the
+ * deadline it ran under.
+ */
+export type ListingFailure =
+  | { kind: "deadline"; deadlineMs: number }
+  | { kind: "failed"; deadlineMs: number; detail: string };
+
+/** The error a listing that missed its deadline rejects with. */
+export class ListingDeadlineError extends Error {
+  override readonly name = "ListingDeadlineError";
 }
 
 /**
@@ -42,7 +61,10 @@ export class RemoteSnapshot {
   readonly #port: DeploymentsPort;
   readonly #clock: Clock;
   readonly #maxAgeMs: number;
+  readonly #deadlineMs: number;
   readonly #listing: SharedCall<void>;
+  /** Why the last listing that ended did not answer; undefined once one succeeded. */
+  #failure: ListingFailure | undefined;
   readonly #entries = new Entries();
   /** When the current listing started; entries written or polled since carry their own time. */
   #takenAt = Number.NEGATIVE_INFINITY;
@@ -70,19 +92,60 @@ export class RemoteSnapshot {
     this.#port = port;
     this.#clock = clock;
     this.#maxAgeMs = options.maxAgeMs;
+    this.#deadlineMs = options.listingDeadlineMs ?? Number.POSITIVE_INFINITY;
     this.#listing = new SharedCall((signal) => this.#list(signal));
   }
 
   /**
    * Lists everything once; concurrent callers share the same listing. Each caller's `signal`
    * ends its own wait (rejecting with its reason) without failing the others; the listing itself
-   * is aborted only once every caller waiting for it has given up.
+   * is aborted only once every caller waiting for it has given up, or at its deadline (then it
+   * rejects with a {@link ListingDeadlineError}). How it ended is {@link listingFailure}.
    */
   refresh(signal: AbortSignal): Promise<void> {
     return this.#listing.run(signal);
   }
 
+  /**
+   * Why the last listing that ended (not given up by its callers) did not answer for the
+   * service: missed its deadline or failed. Undefined once a listing succeeded, and before any
+   * ended. While it is set, the connection's calls may hang as its listing did: its resources
+   * make none (see the reconciler).
+   */
+  listingFailure(): ListingFailure | undefined {
+    return this.#failure;
+  }
+
+  /** True when the last listing that succeeded started less than `ms` ago. */
+  listedWithin(ms: number): boolean {
+    return this.#clock.now() - this.#takenAt < ms;
+  }
+
   async #list(signal: AbortSignal): Promise<void> {
+    const deadlineMs = this.#deadlineMs;
+    const deadline = new AbortController();
+    const cancel = Number.isFinite(deadlineMs)
+      ? this.#clock.setTimer(deadlineMs, () =>
+          deadline.abort(new ListingDeadlineError(`the listing did not end within ${deadlineMs} ms`)),
+        )
+      : () => {};
+    try {
+      await this.#listUnder(AbortSignal.any([signal, deadline.signal]));
+      if (deadline.signal.aborted) throw deadline.signal.reason;
+      if (!signal.aborted) this.#failure = undefined;
+    } catch (error) {
+      // Given up by every caller (a shutdown, a lost leadership): that says nothing of the service.
+      if (signal.aborted) throw error;
+      this.#failure = deadline.signal.aborted
+        ? { kind: "deadline", deadlineMs }
+        : { kind: "failed", deadlineMs, detail: error instanceof Error ? error.message : String(error) };
+      throw deadline.signal.aborted ? deadline.signal.reason : error;
+    } finally {
+      cancel();
+    }
+  }
+
+  async #listUnder(signal: AbortSignal): Promise<void> {
     const startedAt = this.#clock.now();
     const writesBefore = this.#writes;
     const newer = (id: string) => (this.#written.get(id) ?? 0) > writesBefore;
@@ -341,24 +404,31 @@ export class RolloutPoller implements Runnable {
 
   async start(signal: AbortSignal): Promise<void> {
     const { clock, periodMs, logger } = this.#o;
+    // Each connection's poll in its own rate limit, and on its own: a connection still answering
+    // its last poll (a service that hangs) is skipped, and never holds back the others'.
+    const polling = new Map<RemoteSnapshot, Promise<void>>();
     while (!signal.aborted) {
       try {
         await clock.sleep(periodMs, signal);
       } catch {
-        return;
+        break;
       }
-      // Each connection's in its own rate limit, at once. A failed poll is not the resources'
-      // failure: their reconciles then look up live.
-      const polls = this.#o.targets().map(({ snapshot, ids }) =>
-        snapshot.poll(ids, signal).catch((error: unknown) => {
-          if (!signal.aborted)
-            logger.debug(
-              { err: error instanceof Error ? error.message : String(error) },
-              "rollout poll failed",
-            );
-        }),
-      );
-      await Promise.all(polls);
+      for (const { snapshot, ids } of this.#o.targets()) {
+        if (polling.has(snapshot)) continue;
+        // A failed poll is not the resources' failure: their reconciles then look up live.
+        const poll = snapshot
+          .poll(ids, signal)
+          .catch((error: unknown) => {
+            if (!signal.aborted)
+              logger.debug(
+                { err: error instanceof Error ? error.message : String(error) },
+                "rollout poll failed",
+              );
+          })
+          .finally(() => polling.delete(snapshot));
+        polling.set(snapshot, poll);
+      }
     }
+    await Promise.all(polling.values());
   }
 }

@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../runtime/clock.ts";
 import { RepoListings } from "./inputs.ts";
 import type { DeploymentsPort, StoredResource } from "./ports.ts";
-import { RemoteSnapshot } from "./remote.ts";
+import { type ListingFailure, RemoteSnapshot } from "./remote.ts";
 import { RevisionTracker } from "./revisions.ts";
 
 /** Options of {@link ServiceSession}. */
@@ -16,6 +16,12 @@ export interface ServiceSessionOptions {
   logger: Logger;
   /** How long a listing answers for the service outside a resync pass (the resync period). */
   listingMaxAgeMs: number;
+  /**
+   * How long one listing of this connection may take (`--listing-deadline`). Past it, or when a
+   * listing fails, the session says so ({@link ServiceSession.listingFailure}) until one succeeds.
+   * Default: no deadline.
+   */
+  listingDeadlineMs?: number;
   /** How long a forge repository listing is reused. Default 5 min. */
   repoListingTtlMs?: number;
   /** Read the latest revision while a rollout is in progress. Default true. */
@@ -31,9 +37,20 @@ export class ServiceSession {
 
   constructor(service: DeploymentsPort, options: ServiceSessionOptions) {
     this.service = service;
-    this.snapshot = new RemoteSnapshot(service, options.clock, { maxAgeMs: options.listingMaxAgeMs });
+    this.snapshot = new RemoteSnapshot(service, options.clock, {
+      maxAgeMs: options.listingMaxAgeMs,
+      ...(options.listingDeadlineMs === undefined ? {} : { listingDeadlineMs: options.listingDeadlineMs }),
+    });
     this.repos = new RepoListings(service, options.clock, options.repoListingTtlMs ?? 300_000);
     this.revisions = new RevisionTracker(service, options.logger, options.revisionTracking ?? true);
+  }
+
+  /**
+   * Why this connection's last listing missed its deadline or failed, until one succeeds: its
+   * calls may hang as the listing did, so its resources make none meanwhile.
+   */
+  listingFailure(): ListingFailure | undefined {
+    return this.snapshot.listingFailure();
   }
 }
 

@@ -1,9 +1,14 @@
 /**
  * A controller and its drift resync, run as one leader-only runnable: the single owner of "every
- * object is reconciled again, periodically". Each pass first reads the outside world once (the
- * service's listing, say) and holds that reading until the next pass's reading is in hand: through
- * the whole pass however long it takes, and between passes, where the reconciles of changes read
- * it too. The next pass starts a period after the last one ended, never over it.
+ * object is reconciled again, periodically".
+ *
+ * The objects fall into groups (one per connection to the service, say), and each group has a
+ * pass of its own: it reads the outside world once for its objects (the service's listing, say),
+ * passes its keys to the controller as soon as that reading is in, and holds the reading until
+ * its next one is in hand: through the whole pass however long it takes, and between passes,
+ * where the reconciles of changes read it too. A group's next pass starts a period after its last
+ * one ended, never over it. Groups never wait for each other: a reading that is slow, endless or
+ * failing delays its own group only.
  *
  * The controller schedules nothing else on its own: an object's reconcile may ask to be looked
  * at again after some time (`Action.requeueAfter` while work is in progress, `Action.done` with
@@ -17,22 +22,38 @@ import { type Clock, systemClock } from "./clock.ts";
 import type { Controller } from "./controller.ts";
 import type { Runnable } from "./manager.ts";
 
+/** The group of a resync that has only one. */
+export const ONE_GROUP = "";
+
 /** Options of {@link ResyncedController}. */
 export interface ResyncOptions {
   controller: Controller;
   /** Resolves once the caches `keys` reads are filled (the workers start after it). */
   synced: () => Promise<unknown>;
-  /** The keys of every object in scope now (the watch cache's). */
-  keys: () => Iterable<string>;
   /**
-   * Reads the world once for a pass; resolves with the release of what it holds, called once the
-   * next pass's reading is in hand, or failed, or the resync stops. A rejection is logged: the
-   * start-up pass still enqueues every key (level-based start), a periodic pass is skipped until
-   * the next period (and the reading before it is released: it is a period older than it may be).
+   * The groups in scope now, by name; read at the start and at each
+   * {@link ResyncedController.groupsChanged}. Default: one group, {@link ONE_GROUP}.
    */
-  prepare: (signal: AbortSignal) => Promise<() => void>;
-  /** Time from the end of one pass to the start of the next, ±`jitter`. */
+  groups?: () => Iterable<string>;
+  /** The keys of every object of `group` now (the watch cache's). */
+  keys: (group: string) => Iterable<string>;
+  /**
+   * The keys of the objects that belong to no group at the start: reconciled once then, so that
+   * the start is level-based for every object. Default: none.
+   */
+  ungrouped?: () => Iterable<string>;
+  /**
+   * Reads the world once for a pass of `group`; resolves with the release of what it holds,
+   * called once the group's next reading is in hand, or failed, or the group left the scope, or
+   * the resync stops. A rejection is logged and the group's keys are passed all the same: their
+   * reconciles learn from the reading's owner that it failed, and report it. A group whose
+   * reading failed is read again after `retryMs`, not a period.
+   */
+  prepare: (group: string, signal: AbortSignal) => Promise<() => void>;
+  /** Time from the end of one pass of a group to the start of its next, ±`jitter`. */
   periodMs: number;
+  /** Time from a pass whose reading failed to the group's next reading, ±`jitter`. Default `periodMs`. */
+  retryMs?: number;
   /** Fraction of the period by which it varies; default 0.1. */
   jitter?: number;
   /** A periodic pass spreads its keys over this long, so N reconciles do not start at once. */
@@ -42,13 +63,24 @@ export interface ResyncOptions {
   logger?: Logger;
 }
 
-/** See the module comment. The start-up pass enqueues every key at once. */
+/** The groups' pass loops of a running {@link ResyncedController}. */
+interface RunningGroups {
+  signal: AbortSignal;
+  /** The loop of each group in scope, by group: aborting `stop` ends it. */
+  loops: Map<string, { stop: AbortController }>;
+  /** Every loop not ended yet (a group that left the scope may still be letting go). */
+  unfinished: Set<Promise<void>>;
+}
+
+/** See the module comment. A group's first pass enqueues its keys at once. */
 export class ResyncedController implements Runnable {
   readonly name: string;
   readonly needLeaderElection: boolean;
   readonly #o: ResyncOptions;
   readonly #clock: Clock;
   readonly #log: Logger;
+  /** While running: the resync's signal, the pass loop of each group, and every loop not ended. */
+  #running: RunningGroups | undefined;
 
   constructor(options: ResyncOptions) {
     this.#o = options;
@@ -61,41 +93,76 @@ export class ResyncedController implements Runnable {
   async start(signal: AbortSignal, halt: AbortSignal): Promise<void> {
     await untilAborted(this.#o.synced(), signal);
     if (signal.aborted) return;
-    // The workers start once the start-up pass has read the world: its reconciles read that.
-    let held = await this.#prepare(signal, true);
+    const running = this.#o.controller.start(signal, halt);
+    const state: RunningGroups = { signal, loops: new Map(), unfinished: new Set() };
+    this.#running = state;
     try {
-      if (signal.aborted) return;
-      const running = this.#o.controller.start(signal, halt);
-      await this.#o.controller.pass(this.#o.keys(), 0);
-      const { periodMs, spreadMs } = this.#o;
-      while (!signal.aborted) {
+      this.#o.controller.enqueueAll(this.#o.ungrouped?.() ?? [], 0);
+      this.groupsChanged();
+      await running;
+    } finally {
+      if (this.#running === state) this.#running = undefined;
+      for (const loop of state.loops.values()) loop.stop.abort();
+      await Promise.all(state.unfinished);
+    }
+  }
+
+  /**
+   * The groups in scope may have changed: a new group gets its pass loop (its first reading at
+   * once), and a group gone stops its loop and lets go of its reading. Ignored while not running.
+   */
+  groupsChanged(): void {
+    const state = this.#running;
+    if (!state || state.signal.aborted) return;
+    const now = new Set(this.#o.groups?.() ?? [ONE_GROUP]);
+    for (const [group, loop] of state.loops) {
+      if (now.has(group)) continue;
+      loop.stop.abort();
+      state.loops.delete(group);
+    }
+    for (const group of now) {
+      if (state.loops.has(group)) continue;
+      const stop = new AbortController();
+      const done = this.#passes(group, AbortSignal.any([state.signal, stop.signal]));
+      state.unfinished.add(done);
+      const end = () => state.unfinished.delete(done);
+      done.then(end, end);
+      state.loops.set(group, { stop });
+    }
+  }
+
+  /** The passes of one group, until `signal` aborts (the resync stops, or the group is gone). */
+  async #passes(group: string, signal: AbortSignal): Promise<void> {
+    const { periodMs, spreadMs, jitter = 0.1, random } = this.#o;
+    let held: (() => void) | undefined;
+    try {
+      for (let first = true; !signal.aborted; first = false) {
+        const next = await this.#prepare(group, signal, first);
+        held?.();
+        held = next;
+        if (signal.aborted) break;
+        await untilAborted(this.#o.controller.pass(this.#o.keys(group), first ? 0 : spreadMs), signal);
+        const waitMs = next ? periodMs : (this.#o.retryMs ?? periodMs);
         try {
-          await this.#clock.sleep(spread(periodMs, this.#o.jitter ?? 0.1, this.#o.random), signal);
+          await this.#clock.sleep(spread(waitMs, jitter, random), signal);
         } catch {
           break;
         }
-        const next = await this.#prepare(signal, false);
-        held?.();
-        held = next;
-        if (next) await this.#o.controller.pass(this.#o.keys(), spreadMs);
       }
-      await running;
     } finally {
       held?.();
     }
   }
 
-  /** The pass's reading, or undefined when it failed (logged). */
-  async #prepare(signal: AbortSignal, first: boolean): Promise<(() => void) | undefined> {
+  /** The group's reading, or undefined when it failed (logged). */
+  async #prepare(group: string, signal: AbortSignal, first: boolean): Promise<(() => void) | undefined> {
     try {
-      return await this.#o.prepare(signal);
+      return await this.#o.prepare(group, signal);
     } catch (error) {
       if (!signal.aborted)
         this.#log.warn(
-          { err: error instanceof Error ? error.message : String(error) },
-          first
-            ? "start-up listing failed; reconciling with live lookups"
-            : "resync listing failed; retrying next period",
+          { group, err: error instanceof Error ? error.message : String(error) },
+          first ? "first reading of a resync group failed" : "resync reading failed",
         );
       return undefined;
     }

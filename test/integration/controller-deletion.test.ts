@@ -1,9 +1,11 @@
 // Deleting a resource: Orphan leaves the service's deployment alone and needs no finalizer;
 // Delete calls DELETE, waits until the service no longer has the deployment, and only then
 // removes its finalizer, never anyone else's; a deployment already gone is fine; and Delete
-// never deletes a deployment the resource does not own (a name it lost, a foreign source).
+// never deletes a deployment the resource does not own (a name it lost, a foreign source, an id
+// another resource's deployment has that someone wrote into its status).
 import { afterEach, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { PatchType } from "../../src/kube/client.ts";
 import { type Scenario, startScenario } from "../support/operator.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
 
@@ -138,5 +140,35 @@ describe("controller: deletion", () => {
 
     expect(deletes(s)).toEqual({});
     expect(s.sim.store.get(foreign)).toBeDefined();
+  });
+
+  it("Delete: a status.deploymentId forged to another resource's deployment deletes nothing", async () => {
+    const s = await startScenario("ctl-del-forged");
+    running.push(s);
+    await s.user.create(s.namespace, "victim", spec("Orphan"));
+    const victim = await s.user.waitReady(s.namespace, "victim");
+    const victimId = victim.status?.deploymentId ?? "";
+    await s.user.create(s.namespace, "forger", spec("Delete"));
+    const forger = await s.user.waitReady(s.namespace, "forger");
+    expect(forger.metadata.finalizers).toContain(FINALIZER);
+
+    // Anyone who may write the status subresource in the namespace can do this.
+    await s.user.client.request({
+      method: "PATCH",
+      path: `/apis/dms.dev/v1alpha1/namespaces/${s.namespace}/deployments/forger/status`,
+      contentType: PatchType.Merge,
+      body: { status: { deploymentId: victimId } },
+    });
+    await s.user.waitFor(s.namespace, "forger", (o) => o?.status?.deploymentId === victimId, "forged id");
+    await s.user.delete(s.namespace, "forger");
+
+    await s.user.waitFor(s.namespace, "forger", (o) => o === undefined, "gone");
+    expect(s.sim.store.get(victimId)?.status).toBe("READY");
+    expect(deletes(s)).toEqual({});
+    const notOwned = await s.user.waitForEvent(s.namespace, "forger", "NotOwned");
+    expect(notOwned.type).toBe("Warning");
+    expect(notOwned.note).toContain(victimId);
+    expect(notOwned.note).toContain('"victim"');
+    expect(notOwned.note).toContain(`${s.namespace}/forger`);
   });
 });

@@ -361,6 +361,11 @@ export class SimulatedService implements DeploymentsPort {
     this.#held.add(method);
   }
 
+  /** Calls of `method` made from now on answer again (those held still hang). */
+  release(method: ServiceMethod): void {
+    this.#held.delete(method);
+  }
+
   /** A deployment created on the service directly (by someone else, or an earlier run). */
   seed(body: CreateDeploymentBody): Deployment {
     return this.store.create(body);

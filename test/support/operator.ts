@@ -40,6 +40,8 @@ export interface TestOperatorOptions {
   identity?: string;
   /** Drift resync period. Default 60 s: no resync during a test unless it asks for one. */
   resyncMs?: number;
+  /** `--listing-deadline`. Default: the operator's (a minute, or half the resync period). */
+  listingDeadlineMs?: number;
   /** Poll while rolling out, creating or deleting. Default 200 ms. */
   pollMs?: number;
   /** Default 15 s. */
@@ -99,6 +101,7 @@ export function testOperatorConfig(options: TestOperatorOptions): OperatorConfig
     ...(options.clusterConnections ? { clusterConnections: true } : {}),
     concurrency: options.concurrency ?? 4,
     resyncMs: options.resyncMs ?? 60_000,
+    ...(options.listingDeadlineMs === undefined ? {} : { listingDeadlineMs: options.listingDeadlineMs }),
     leaderElection: {
       enabled: le !== undefined,
       namespace: le?.namespace ?? options.namespaces[0] ?? "default",

@@ -131,8 +131,8 @@ function world() {
     clock,
     store,
     secrets,
-    /** What the next probe answers: a number of providers, or an error. */
-    answer: 2 as number | Error,
+    /** What the next probe answers: a number of providers, an error, or nothing ever. */
+    answer: 2 as number | Error | "never",
     probes: 0,
     /** The settings of each client built, in order. */
     built: [] as ServiceConfig[],
@@ -155,8 +155,12 @@ function world() {
       w.built.push(config);
       return {
         port: new SimulatedService({ now }),
-        probe: async () => {
+        probe: async (probeSignal) => {
           w.probes += 1;
+          if (w.answer === "never")
+            return new Promise<number>((_, reject) => {
+              probeSignal.addEventListener("abort", () => reject(probeSignal.reason), { once: true });
+            });
           if (w.answer instanceof Error) throw w.answer;
           return w.answer;
         },
@@ -338,6 +342,24 @@ describe("a connection's reconcile", () => {
     expect(w.ready(A)?.reason).toBe("Connected");
     expect(w.condition(A, "Reconciling")).toBeUndefined();
     expect(w.status(A)?.providers).toBe(4);
+  });
+
+  it("a service that never answers: Unreachable at the probe's deadline, its worker free again", async () => {
+    const w = world();
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    w.answer = "never";
+    const check = w.reconcile(A);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(w.probes).toBe(1);
+    w.clock.advance(10_000);
+    expect(await check).toEqual({ kind: "retry" });
+    expect(w.ready(A)).toMatchObject({
+      status: "False",
+      reason: "Unreachable",
+      message:
+        "cannot reach the service at https://a.example: no answer to GET /v2/auth/providers within the probe's deadline of 10000 ms",
+    });
   });
 
   it("a probe answered 429 keeps the last verdict and asks again after Retry-After", async () => {

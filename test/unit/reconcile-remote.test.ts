@@ -1,16 +1,22 @@
 // The resync snapshot: a listing never undoes a write answered while it was under way, and a
 // caller that stops waiting for a shared listing fails alone.
+import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Deployment, UnreadableDeployment } from "../../src/api/wire.ts";
 import { UnreadableDeploymentError } from "../../src/reconcile/observe.ts";
 import type { DeploymentsPort } from "../../src/reconcile/ports.ts";
-import { RemoteSnapshot } from "../../src/reconcile/remote.ts";
-import { systemClock } from "../../src/runtime/clock.ts";
+import { ListingDeadlineError, RemoteSnapshot, RolloutPoller } from "../../src/reconcile/remote.ts";
+import { type Clock, systemClock } from "../../src/runtime/clock.ts";
+import { ManualClock } from "../support/manual-clock.ts";
 import { remote } from "./plan-fixtures.ts";
 
 /** An in-memory service whose listings answer only when the test releases them. */
-function heldListings() {
-  const pending: Array<{ signal: AbortSignal; answer: (all: Deployment[]) => void }> = [];
+function heldListings(clock: Clock = systemClock, listingDeadlineMs?: number) {
+  const pending: Array<{
+    signal: AbortSignal;
+    answer: (all: Deployment[]) => void;
+    fail: (error: Error) => void;
+  }> = [];
   const unused = () => Promise.reject(new Error("not used by the snapshot"));
   const port: DeploymentsPort = {
     listAll: (signal, each) =>
@@ -22,6 +28,7 @@ function heldListings() {
             for (const deployment of deployments) each(deployment);
             resolve([]);
           },
+          fail: reject,
         });
       }),
     getById: unused,
@@ -33,7 +40,10 @@ function heldListings() {
     listRepos: unused,
     getRevision: unused,
   };
-  const snapshot = new RemoteSnapshot(port, systemClock, { maxAgeMs: 60_000 });
+  const snapshot = new RemoteSnapshot(port, clock, {
+    maxAgeMs: 60_000,
+    ...(listingDeadlineMs === undefined ? {} : { listingDeadlineMs }),
+  });
   return { snapshot, pending };
 }
 
@@ -83,6 +93,47 @@ describe("RemoteSnapshot", () => {
     pending[1]?.answer([scaled(2)]);
     await third;
     expect(snapshot.isFresh()).toBe(true);
+  });
+});
+
+describe("RemoteSnapshot listing deadline", () => {
+  it("gives up a listing at its deadline and says so until a listing ends in time", async () => {
+    const clock = new ManualClock({ start: 0 });
+    const { snapshot, pending } = heldListings(clock, 5_000);
+    const first = snapshot.refresh(new AbortController().signal);
+    clock.advance(4_999);
+    expect(snapshot.listingFailure()).toBeUndefined();
+    clock.advance(1);
+    await expect(first).rejects.toBeInstanceOf(ListingDeadlineError);
+    // The request itself is cancelled: nothing keeps waiting on that service.
+    expect(pending[0]?.signal.aborted).toBe(true);
+    expect(snapshot.listingFailure()).toEqual({ kind: "deadline", deadlineMs: 5_000 });
+
+    const second = snapshot.refresh(new AbortController().signal);
+    pending[1]?.fail(new Error("GET /v2/deployments: 503 unavailable: gateway down"));
+    await expect(second).rejects.toThrow("gateway down");
+    expect(snapshot.listingFailure()).toEqual({
+      kind: "failed",
+      deadlineMs: 5_000,
+      detail: "GET /v2/deployments: 503 unavailable: gateway down",
+    });
+
+    // A listing its callers gave up (a shutdown) says nothing of the service.
+    const caller = new AbortController();
+    const third = snapshot.refresh(caller.signal);
+    caller.abort(new Error("stopping"));
+    await expect(third).rejects.toThrow("stopping");
+    expect(snapshot.listingFailure()?.kind).toBe("failed");
+
+    const fourth = snapshot.refresh(new AbortController().signal);
+    clock.advance(4_000);
+    pending[3]?.answer([scaled(2)]);
+    await fourth;
+    expect(snapshot.listingFailure()).toBeUndefined();
+    expect(snapshot.listedWithin(1)).toBe(false);
+    expect(snapshot.listedWithin(4_001)).toBe(true);
+    // The deadline of a listing that ended in time fires no more.
+    expect(clock.pending).toBe(0);
   });
 });
 
@@ -232,5 +283,52 @@ describe("RemoteSnapshot lookups", () => {
     await unnamed.refresh(new AbortController().signal);
     expect(unnamed.byName("free")).toBeUndefined();
     expect(unnamed.byName("agent-1")).toHaveLength(1);
+  });
+});
+
+describe("RolloutPoller", () => {
+  it("polls each connection on its own: one whose poll never answers is skipped, and holds back no other", async () => {
+    const clock = new ManualClock({ start: 0 });
+    const calls = { hanging: 0, healthy: 0 };
+    const portOf = (name: keyof typeof calls): DeploymentsPort => {
+      const unused = () => Promise.reject(new Error("not used by the poller"));
+      return {
+        getByIds: (_ids, signal) => {
+          calls[name] += 1;
+          if (name === "healthy") return Promise.resolve([]);
+          return new Promise((_, reject) =>
+            signal.addEventListener("abort", () => reject(signal.reason), { once: true }),
+          );
+        },
+        listAll: unused,
+        getById: unused,
+        findByName: unused,
+        create: unused,
+        patch: unused,
+        delete: unused,
+        listRepos: unused,
+        getRevision: unused,
+      };
+    };
+    const hanging = new RemoteSnapshot(portOf("hanging"), clock, { maxAgeMs: 60_000 });
+    const healthy = new RemoteSnapshot(portOf("healthy"), clock, { maxAgeMs: 60_000 });
+    const poller = new RolloutPoller({
+      targets: () => [
+        { snapshot: hanging, ids: ["00000000-0000-4000-8000-000000000001"] },
+        { snapshot: healthy, ids: ["00000000-0000-4000-8000-000000000002"] },
+      ],
+      periodMs: 1_000,
+      clock,
+      logger: pino({ level: "silent" }),
+    });
+    const stop = new AbortController();
+    const running = poller.start(stop.signal);
+    for (let i = 0; i < 3; i++) {
+      clock.advance(1_000);
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    expect(calls).toEqual({ hanging: 1, healthy: 3 });
+    stop.abort(new Error("stopping"));
+    await running;
   });
 });

@@ -13,7 +13,7 @@ import {
 } from "../../src/crd/schema.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
-import { pollIndexer, type RemoteSnapshot } from "../../src/reconcile/remote.ts";
+import { ListingDeadlineError, pollIndexer, type RemoteSnapshot } from "../../src/reconcile/remote.ts";
 import { hashSecrets } from "../../src/reconcile/secrets.ts";
 import { oneSession, ServiceSession, type SessionLookup } from "../../src/reconcile/session.ts";
 import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";
@@ -31,6 +31,8 @@ import {
 const START = Date.parse("2030-01-01T00:00:00Z");
 const POLL_MS = 5_000;
 const GRACE_MS = 60_000;
+/** The listing deadline of the resources' connection (`--listing-deadline`). */
+const LISTING_DEADLINE_MS = 30_000;
 /** Long enough for the simulator's deployments to be READY with their revision active. */
 const SETTLE_MS = 5_000;
 
@@ -107,7 +109,12 @@ function world(timing?: Timing) {
     /** A new process: a new reconciler whose snapshot has not listed anything yet. */
     restart() {
       const logger = pino({ level: "silent" });
-      const session = new ServiceSession(service, { clock, logger, listingMaxAgeMs: 60_000 });
+      const session = new ServiceSession(service, {
+        clock,
+        logger,
+        listingMaxAgeMs: 60_000,
+        listingDeadlineMs: LISTING_DEADLINE_MS,
+      });
       w.snapshot = session.snapshot;
       w.reconciler = new DeploymentReconciler({
         resources,
@@ -126,6 +133,18 @@ function world(timing?: Timing) {
     /** A resync pass's listing; the calls it cost are not counted against the reconcile. */
     async resync() {
       await w.snapshot.refresh(new AbortController().signal);
+      service.resetCalls();
+    },
+    /** A resync pass's listing that never answers, given up at its deadline. */
+    async missListing() {
+      service.hold("listAll");
+      const listing = w.snapshot.refresh(new AbortController().signal).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      clock.advance(LISTING_DEADLINE_MS);
+      expect(await listing).toBeInstanceOf(ListingDeadlineError);
+      service.release("listAll");
       service.resetCalls();
     },
     /** A resource as a user applies it. */
@@ -157,6 +176,13 @@ function world(timing?: Timing) {
   return w;
 }
 type World = ReturnType<typeof world>;
+
+/** Someone with write access to the status subresource points `status.deploymentId` at `id`. */
+function forgeDeploymentId(w: World, id: string): void {
+  w.resources.edit(REF, (o) => {
+    o.status = { ...o.status, deploymentId: id };
+  });
+}
 
 /** The resource's conditions as `Type: Status/Reason`, the way `kubectl get` users read them. */
 function conditions(obj: StoredResource | undefined): Record<string, string> {
@@ -534,6 +560,104 @@ const cases: Case[] = [
     },
   },
 
+  // A connection whose listing missed its deadline or failed.
+  {
+    reason:
+      "the connection's last listing missed its deadline: ListingDeadlineExceeded naming it and the deadline, and no call even for an edit",
+    arrange: async (w) => {
+      await w.settled();
+      w.resources.edit(REF, (o) => {
+        o.spec.sourceConfig = { customUrl: "https://new.example" };
+      });
+      await w.missListing();
+    },
+    outcome: { result: { kind: "done" } },
+    calls: {},
+    conditions: {
+      Ready: "True/Available",
+      Synced: "False/ListingDeadlineExceeded",
+      Reconciling: "True/ListingDeadlineExceeded",
+    },
+    events: [],
+    also: (w) => {
+      const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
+      for (const named of [
+        "GET /v2/deployments",
+        "the default connection",
+        "within the listing deadline of 30s",
+      ])
+        expect(synced?.message).toContain(named);
+      expect(w.service.store.getByName("agent")?.source_config.custom_url).toBe("https://agent.example");
+    },
+  },
+  {
+    reason: "the connection's last listing failed: ListingDeadlineExceeded with what failed, and no call",
+    arrange: async (w) => {
+      w.connection = undefined;
+      await w.applied({ connectionRef: { kind: "ServiceConnection", name: "prod" } });
+      w.service.failNext("listAll", { status: 503, detail: "gateway down" });
+      await w.snapshot.refresh(new AbortController().signal).catch(() => {});
+    },
+    outcome: { result: { kind: "done" } },
+    calls: {},
+    conditions: {
+      Ready: "Unknown/Unknown",
+      Synced: "False/ListingDeadlineExceeded",
+      Reconciling: "True/ListingDeadlineExceeded",
+    },
+    events: [],
+    also: (w) => {
+      const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
+      expect(synced?.message).toContain("through ServiceConnection default/prod failed");
+      expect(synced?.message).toContain("gateway down");
+      expect(w.service.store.list()).toEqual([]);
+    },
+  },
+  {
+    reason: "a listing that ends in time again clears it: the change held meanwhile is applied",
+    arrange: async (w) => {
+      await w.settled();
+      w.resources.edit(REF, (o) => {
+        o.spec.sourceConfig = { customUrl: "https://new.example" };
+      });
+      await w.missListing();
+      await w.reconcile();
+      await w.resync();
+    },
+    outcome: { result: { kind: "done" } },
+    // The listing now answers for the deployment: the PATCH is the only call.
+    calls: { patch: 1 },
+    conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+    events: ["Normal/Updated"],
+    also: (w) =>
+      expect(w.service.store.getByName("agent")?.source_config.custom_url).toBe("https://new.example"),
+  },
+  {
+    reason:
+      "deleted under Delete while the connection's listing missed its deadline: no call, the finalizer holds and the message says how to let go",
+    arrange: async (w) => {
+      await w.settled({ deletionPolicy: "Delete" });
+      w.resources.delete(REF);
+      await w.missListing();
+    },
+    outcome: { result: { kind: "done" } },
+    calls: {},
+    conditions: {
+      Ready: "True/Available",
+      Synced: "False/ListingDeadlineExceeded",
+      Reconciling: "True/ListingDeadlineExceeded",
+    },
+    events: [],
+    also: (w) => {
+      const stored = w.resources.stored(REF);
+      expect(stored?.metadata.finalizers).toEqual([FINALIZER]);
+      expect(stored?.status?.conditions?.find((c) => c.type === "Synced")?.message).toContain(
+        "remove the finalizer dms.dev/finalizer to leave it",
+      );
+      expect(w.service.store.getByName("agent")?.status).toBe("READY");
+    },
+  },
+
   // Deletion.
   {
     reason: "deleted under Orphan: the finalizer goes, the service's deployment stays",
@@ -593,6 +717,85 @@ const cases: Case[] = [
     conditions: undefined,
     events: ["Normal/Deleted"],
     also: (w) => expect(w.resources.stored(REF)).toBeUndefined(),
+  },
+  {
+    reason:
+      "deleted under Delete with status.deploymentId forged to another resource's deployment: nothing deleted, NotOwned, let go",
+    arrange: async (w) => {
+      await w.settled({ deletionPolicy: "Delete" });
+      const other = w.existing({ ...BODY, name: "billing" });
+      forgeDeploymentId(w, other.id);
+      w.resources.delete(REF);
+    },
+    outcome: { result: { kind: "gone" } },
+    // Read through the resource's own connection: that is how its name is checked.
+    calls: { getById: 1 },
+    conditions: undefined,
+    events: ["Warning/NotOwned"],
+    also: (w) => {
+      const billing = w.service.store.getByName("billing");
+      expect(billing?.status).toBe("READY");
+      expect(w.resources.stored(REF)).toBeUndefined();
+      const note = w.events.all[0]?.note ?? "";
+      for (const named of [
+        "default/agent",
+        billing?.id ?? "?",
+        '"billing"',
+        '"agent"',
+        "letting default/agent go",
+      ])
+        expect(note).toContain(named);
+    },
+  },
+  {
+    reason:
+      "deleted under Delete while an older resource holds the name its status records: nothing deleted, NotOwned, let go",
+    arrange: async (w) => {
+      const held = w.existing();
+      w.resources.create({ metadata: { name: "holder" }, spec: { ...SPEC, name: "agent" } });
+      w.clock.advance(1_000);
+      // A finalizer and an id copied from the holder (by hand, or a restored backup).
+      w.apply({ deletionPolicy: "Delete" }, { finalizers: [FINALIZER] });
+      forgeDeploymentId(w, held.id);
+      w.resources.delete(REF);
+    },
+    outcome: { result: { kind: "gone" } },
+    calls: {},
+    conditions: undefined,
+    events: ["Warning/NotOwned"],
+    also: (w) => {
+      expect(w.service.store.getByName("agent")?.status).toBe("READY");
+      expect(w.events.all[0]?.note).toContain("held by the older resource default/holder");
+    },
+  },
+  {
+    reason:
+      "status.deploymentId forged to another resource's deployment: ignored with one NotOwned, the own deployment found by name and patched",
+    arrange: async (w) => {
+      await w.settled();
+      const other = w.existing({ ...BODY, name: "billing" });
+      await w.resync();
+      forgeDeploymentId(w, other.id);
+      w.resources.edit(REF, (o) => {
+        o.spec.sourceConfig = { customUrl: "https://new.example" };
+      });
+    },
+    outcome: { result: { kind: "done" } },
+    calls: { getById: 1, patch: 1 },
+    conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+    events: ["Warning/NotOwned", "Normal/Adopted", "Normal/Updated"],
+    also: async (w) => {
+      const own = w.service.store.getByName("agent");
+      expect(own?.source_config.custom_url).toBe("https://new.example");
+      expect(w.service.store.getByName("billing")?.source_config.custom_url).toBe("https://agent.example");
+      // Self-healing: the status records the resource's own deployment again.
+      expect(w.resources.stored(REF)?.status?.deploymentId).toBe(own?.id);
+      // A status that keeps showing the id (another writer owns the field) is warned about once.
+      forgeDeploymentId(w, w.service.store.getByName("billing")?.id ?? "");
+      w.events.all.length = 0;
+      await w.reconcile();
+      expect(w.events.reasons()).not.toContain("Warning/NotOwned");
+    },
   },
   {
     reason: "an object already gone from the cache: nothing to do",

@@ -208,6 +208,36 @@ describe("the settings tables", () => {
   });
 });
 
+describe("runConfigFrom --listing-deadline", () => {
+  const deadline = (flags: Record<string, unknown>, env: Record<string, string> = {}) => {
+    const result = runConfigFrom({ ...base, ...flags }, env);
+    return result.ok ? result.config.listingDeadlineMs : result.problems;
+  };
+
+  it("defaults to a minute, or half the resync period when that is shorter", () => {
+    expect(deadline({})).toBe(60_000);
+    expect(deadline({ resyncPeriod: "30s" })).toBe(15_000);
+  });
+
+  it("reads the flag before DMS_LISTING_DEADLINE", () => {
+    expect(deadline({}, { DMS_LISTING_DEADLINE: "2m" })).toBe(120_000);
+    expect(deadline({ listingDeadline: "45s" }, { DMS_LISTING_DEADLINE: "2m" })).toBe(45_000);
+  });
+
+  it("refuses a deadline not below the resync period, naming both settings", () => {
+    expect(deadline({ listingDeadline: "10m" })).toEqual([
+      "--listing-deadline / DMS_LISTING_DEADLINE: must be below the resync period (--resync-period / DMS_RESYNC_PERIOD); a listing deadline of a few minutes at most is usual",
+    ]);
+    expect(deadline({ resyncPeriod: "15s" }, { DMS_LISTING_DEADLINE: "20s" })).toHaveLength(1);
+  });
+
+  it("refuses a deadline under 1s", () => {
+    expect(deadline({ listingDeadline: "500ms" })).toEqual([
+      "--listing-deadline / DMS_LISTING_DEADLINE: must be at least 1s",
+    ]);
+  });
+});
+
 describe("runConfigFrom --cluster-connections", () => {
   const clusterConnections = (flags: Record<string, unknown>, env: Record<string, string> = {}) => {
     const result = runConfigFrom({ ...base, ...flags }, env);

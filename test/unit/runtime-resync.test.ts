@@ -1,5 +1,7 @@
 // The drift resync: a pass holds what it read until the next pass's reading is in hand, however
 // long the pass takes, and the next pass starts a period after the last one ended, never over it.
+// Each group (a connection) is read and passed on its own: one whose reading is slow, endless or
+// failing delays no other, and a failed reading is tried again sooner than a period.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Controller, type ReconcileResult } from "../../src/runtime/controller.ts";
 import { ResyncedController } from "../../src/runtime/resync.ts";
@@ -12,7 +14,7 @@ afterEach(() => {
 });
 
 /** A resync over `keys` whose reconciles take `reconcileMs` each, one worker. */
-function start(keys: string[], reconcileMs: number, prepare?: () => Promise<void>) {
+function start(keys: string[], reconcileMs: number) {
   const log: string[] = [];
   let held = 0;
   let maxHeld = 0;
@@ -27,7 +29,6 @@ function start(keys: string[], reconcileMs: number, prepare?: () => Promise<void
     synced: () => Promise.resolve(),
     keys: () => keys,
     prepare: async () => {
-      await prepare?.();
       held += 1;
       maxHeld = Math.max(maxHeld, held);
       log.push(`prepare at ${Date.now()}`);
@@ -87,26 +88,144 @@ describe("ResyncedController", () => {
     await running;
   });
 
-  it("skips a periodic pass whose reading failed, but still reconciles everything at start-up", async () => {
+  it("passes the keys of a group whose reading failed, and reads it again after retryMs, not a period", async () => {
     let fail = true;
-    const { log, stop, running } = start(["ns/a"], 10, async () => {
-      if (fail) throw new Error("listing failed");
+    const reconciled: string[] = [];
+    const prepares: number[] = [];
+    const controller = new Controller({
+      name: "test",
+      reconcile: async (key) => {
+        reconciled.push(`${key} at ${Date.now()}`);
+        return { kind: "done" };
+      },
     });
-    await vi.advanceTimersByTimeAsync(100);
-    expect(log).toEqual(["reconcile ns/a held=0"]);
-    await vi.advanceTimersByTimeAsync(10_000);
-    expect(log).toEqual(["reconcile ns/a held=0"]);
+    const resync = new ResyncedController({
+      controller,
+      synced: () => Promise.resolve(),
+      keys: () => ["ns/a"],
+      prepare: async () => {
+        prepares.push(Date.now());
+        if (fail) throw new Error("listing failed");
+        return () => {};
+      },
+      periodMs: 10_000,
+      retryMs: 3_000,
+      jitter: 0,
+      spreadMs: 0,
+    });
+    const stop = new AbortController();
+    const running = resync.start(stop.signal, new AbortController().signal);
+    // Its reconciles learn from the reading's owner that it failed (and report it, at no call).
+    await vi.advanceTimersByTimeAsync(7_000);
+    expect(prepares).toEqual([0, 3_000, 6_000]);
+    expect(reconciled).toEqual(["ns/a at 0", "ns/a at 3000", "ns/a at 6000"]);
+    // Once a reading succeeds, the period applies again.
     fail = false;
-    await vi.advanceTimersByTimeAsync(11_000);
-    // The periodic pass spreads its keys (here: half of the 1 s spread).
-    expect(log.slice(1)).toEqual(["prepare at 20010", "reconcile ns/a held=1"]);
-    // A failed reading lets go of the one before: it is a period older than a reading may be.
-    fail = true;
-    await vi.advanceTimersByTimeAsync(10_000);
-    expect(log.slice(3)).toEqual(["release at 30520"]);
+    await vi.advanceTimersByTimeAsync(12_000);
+    expect(prepares).toEqual([0, 3_000, 6_000, 9_000, 19_000]);
     stop.abort();
     await vi.advanceTimersByTimeAsync(100);
     await running;
+  });
+});
+
+/**
+ * A resync over groups whose readings take `readMs[group]` each (never, when absent from it),
+ * with the keys of each group `group/0` and `group/1`.
+ */
+function startGroups(initial: string[], readMs: Record<string, number>, ungrouped: string[] = []) {
+  let groups = initial;
+  const reconciled: string[] = [];
+  /** Readings held, per group. */
+  const held = new Map<string, number>();
+  const holding = () =>
+    [...held]
+      .filter(([, n]) => n > 0)
+      .map(([group]) => group)
+      .sort();
+  const controller = new Controller({
+    name: "test",
+    reconcile: async (key) => {
+      reconciled.push(`${key} at ${Date.now()}`);
+      return { kind: "done" };
+    },
+    concurrency: 4,
+  });
+  const resync = new ResyncedController({
+    controller,
+    synced: () => Promise.resolve(),
+    groups: () => groups,
+    keys: (group) => [`${group}/0`, `${group}/1`],
+    ungrouped: () => ungrouped,
+    prepare: async (group, signal) => {
+      const ms = readMs[group];
+      // A reading that never ends holds on until its signal aborts (the group or the resync stops).
+      await new Promise<void>((resolve, reject) => {
+        if (ms !== undefined) setTimeout(resolve, ms);
+        signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+      });
+      held.set(group, (held.get(group) ?? 0) + 1);
+      return () => held.set(group, (held.get(group) ?? 0) - 1);
+    },
+    periodMs: 10_000,
+    jitter: 0,
+    spreadMs: 0,
+  });
+  const stop = new AbortController();
+  const running = resync.start(stop.signal, new AbortController().signal);
+  const when = (key: string) =>
+    reconciled.filter((r) => r.startsWith(`${key} at `)).map((r) => Number(r.split(" at ")[1]));
+  return {
+    resync,
+    reconciled,
+    holding,
+    when,
+    setGroups: (next: string[]) => {
+      groups = next;
+      resync.groupsChanged();
+    },
+    stop: async () => {
+      stop.abort();
+      await vi.advanceTimersByTimeAsync(100);
+      await running;
+    },
+  };
+}
+
+describe("ResyncedController with groups", () => {
+  it("passes each group's keys as soon as its own reading is in: one that never ends delays no other", async () => {
+    const r = startGroups(["fast", "slow", "stuck"], { fast: 100, slow: 4_000 });
+    await vi.advanceTimersByTimeAsync(35_000);
+    // Each group's pass follows its own reading, and its next one a period after it ended.
+    expect(r.when("fast/0")).toEqual([100, 10_200, 20_300, 30_400]);
+    expect(r.when("slow/1")).toEqual([4_000, 18_000, 32_000]);
+    expect(r.when("stuck/0")).toEqual([]);
+    expect(r.holding()).toEqual(["fast", "slow"]);
+    await r.stop();
+    expect(r.holding()).toEqual([]);
+  });
+
+  it("reconciles the keys of no group once at the start, at once", async () => {
+    const r = startGroups(["stuck"], {}, ["elsewhere/a"]);
+    await vi.advanceTimersByTimeAsync(25_000);
+    expect(r.reconciled).toEqual(["elsewhere/a at 0"]);
+    await r.stop();
+  });
+
+  it("gives a group that comes into scope its first pass at once, and lets go of one that leaves", async () => {
+    const r = startGroups(["a"], { a: 100, b: 100 });
+    await vi.advanceTimersByTimeAsync(3_000);
+    r.setGroups(["a", "b"]);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(r.when("b/0")).toEqual([3_100]);
+    expect(r.holding()).toEqual(["a", "b"]);
+    r.setGroups(["b"]);
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(r.holding()).toEqual(["b"]);
+    // Not passed again once out of scope; the other goes on.
+    expect(r.when("a/0")).toEqual([100]);
+    expect(r.when("b/0")).toEqual([3_100, 13_200, 23_300, 33_400]);
+    await r.stop();
   });
 });
 
