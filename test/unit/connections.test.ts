@@ -319,7 +319,11 @@ describe("who may use a connection: namespace selectors", () => {
 
   it("a selector that bypassed the CRD's validation refuses every namespace, saying why", async () => {
     const w = await sharedWorld();
-    w.store.put(SHARED, selecting({ matchExpressions: [{ key: "team", operator: "Gt" as "In", values: ["1"] }] }), 2);
+    w.store.put(
+      SHARED,
+      selecting({ matchExpressions: [{ key: "team", operator: "Gt" as "In", values: ["1"] }] }),
+      2,
+    );
     const found = w.connections.lookup(resource("team-a", shared));
     expect(found.kind === "refused" && found.message).toContain(
       'its spec.namespaceSelector is invalid (matchExpressions[0].operator "Gt" is not one of In, NotIn, Exists, DoesNotExist), so it refuses every namespace',
