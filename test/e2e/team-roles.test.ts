@@ -88,7 +88,7 @@ describe("the team roles dms-operator-edit and dms-operator-view", () => {
       ...["create", "update", "patch", "delete"].map((verb) => [verb, "clusterserviceconnections.dms.dev"]),
       ["create", "deployments.dms.dev", "-n", other],
       ["get", "serviceconnections.dms.dev", "-n", other],
-      ["patch", "namespaces", team], // a namespace's labels decide which connections it may use
+      ["patch", `namespaces/${team}`], // a namespace's labels decide which connections it may use
     ];
     for (const args of refused) expect(await userCan(editor, args), args.join(" ")).toBe(false);
   });
