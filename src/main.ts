@@ -242,8 +242,14 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     clock,
     logger,
   });
+  const resources = resourcePort(deployments, CLAIM_INDEX);
   const reconciler = new DeploymentReconciler({
-    resources: resourcePort(deployments, CLAIM_INDEX),
+    // A resource refused its connection claims no name on it: a hostile namespace cannot hold
+    // another team's name on a shared tenant by creating its resource first.
+    resources: {
+      ...resources,
+      claimants: (claim) => resources.claimants(claim).filter((o) => !connections.refuses(o)),
+    },
     sessions: connections,
     secrets: secretsPort(secrets),
     events: eventsPort(recorder),
@@ -281,7 +287,12 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     secretIndex: CONNECTION_SECRET_INDEX,
   });
   if (namespaces)
-    subscribeNamespaceTriggers(namespaces, deployments, NAMESPACE_INDEX, controller, connectionController);
+    subscribeNamespaceTriggers(namespaces, deployments, {
+      namespaceIndex: NAMESPACE_INDEX,
+      claimIndex: CLAIM_INDEX,
+      deploymentController: controller,
+      connectionController,
+    });
   registerRefusalMetrics(metrics.registry, () => connections.refusals(deployments.list()));
   // Warns when the cache holds more resources than the heap limit (NODE_OPTIONS) was sized for.
   const heapBudget = new HeapBudgetCheck((fields, message) => logger.warn(fields, message));

@@ -208,6 +208,18 @@ export class Connections implements Sessions {
     return this.sessions().find((s) => s.key === key)?.session;
   }
 
+  /** True when `obj`'s namespace may not use its connection now (see `access.ts`). */
+  refuses(obj: StoredResource): boolean {
+    const namespace = obj.metadata.namespace ?? "";
+    const id = connectionOf(namespace, obj.spec.connectionRef);
+    // A missing connection refuses no one (its resources are told it is missing), nor does a
+    // ServiceConnection (its own namespace's only).
+    if (id && id.kind !== CLUSTER_SERVICE_CONNECTION_KIND) return false;
+    const spec = id ? this.#o.connections.get(id)?.spec : undefined;
+    if (id && !spec) return false;
+    return this.#o.access.check(namespace, id, spec).kind === "refused";
+  }
+
   /**
    * Per connection key (`default`, `ClusterServiceConnection/<name>`), how many of `resources`
    * its namespace selector refuses now. One pass, each (connection, namespace) checked once.
@@ -222,9 +234,7 @@ export class Connections implements Sessions {
       const memo = `${connectionKey(id)}\n${namespace}`;
       let refused = checked.get(memo);
       if (refused === undefined) {
-        const spec = id ? this.#o.connections.get(id)?.spec : undefined;
-        // A missing connection refuses no one: its resources are told it is missing.
-        refused = (!id || spec !== undefined) && this.#o.access.check(namespace, id, spec).kind === "refused";
+        refused = this.refuses(obj);
         checked.set(memo, refused);
       }
       if (!refused) continue;

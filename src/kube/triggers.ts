@@ -97,28 +97,39 @@ export function subscribeConnectionTriggers(t: ConnectionTriggers): (key: string
   };
 }
 
+/** What {@link subscribeNamespaceTriggers} connects. */
+export interface NamespaceTriggers {
+  /** The deployments' cache index by namespace. */
+  namespaceIndex: string;
+  /** The deployments' cache index by claim (see `claims.ts`). */
+  claimIndex: string;
+  deploymentController: Pick<Controller, "enqueue">;
+  connectionController: Pick<Controller, "enqueue">;
+}
+
 /**
  * When a namespace's labels change (or it appears or goes), enqueues its Deployment resources,
- * whose connection's namespace selector may now decide otherwise, and the ClusterServiceConnections
- * they use, which count the resources they refuse. `namespaceIndex` is the deployments' cache
- * index by namespace: a label change costs the resources of that namespace, never a scan.
+ * whose connection's namespace selector may now decide otherwise, their rivals for their service
+ * names elsewhere (a refused resource holds no name), and the ClusterServiceConnections they use,
+ * which count the resources they refuse. Through the cache's indexes: a label change costs the
+ * resources of that namespace and their rivals, never a scan.
  */
 export function subscribeNamespaceTriggers(
   namespaces: KubeNamespaces,
   deployments: KubeDeployments,
-  namespaceIndex: string,
-  deploymentController: Pick<Controller, "enqueue">,
-  connectionController: Pick<Controller, "enqueue">,
+  t: NamespaceTriggers,
 ): void {
+  const keyOf = (o: DeploymentObject) => objectKey(refOf(o));
   namespaces.onLabelsChange((namespace) => {
     const counted = new Set<string>();
-    for (const o of deployments.byIndex(namespaceIndex, namespace)) {
-      deploymentController.enqueue(objectKey(refOf(o)));
+    for (const o of deployments.byIndex(t.namespaceIndex, namespace)) {
+      t.deploymentController.enqueue(keyOf(o));
+      for (const rival of deployments.byIndex(t.claimIndex, claimOf(o)))
+        if (rival.metadata.namespace !== namespace) t.deploymentController.enqueue(keyOf(rival));
       const key = connectionKeyOf(o);
-      if (key !== DEFAULT_CONNECTION && !counted.has(key)) {
-        counted.add(key);
-        connectionController.enqueue(key);
-      }
+      if (key === DEFAULT_CONNECTION || counted.has(key)) continue;
+      counted.add(key);
+      t.connectionController.enqueue(key);
     }
   });
 }

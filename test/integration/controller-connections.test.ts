@@ -321,6 +321,22 @@ describe("controller: connections to several tenants", () => {
     expect(simB.store.list().map((d) => d.name)).toContain("intruder");
   });
 
+  it("a refused resource holds no name: an older one in a refused namespace cannot block a team's name", async () => {
+    const picky = { kind: "ClusterServiceConnection", name: pickyName } as const;
+    await user.create(nsA, "contested", spec(picky));
+    await user.waitFor(
+      nsA,
+      "contested",
+      (o) => hasCondition(o, "Synced", "False", "ConnectionNotAllowed"),
+      "the older resource refused",
+    );
+    await kubectlOk(["label", "namespace", nsB, `${allowedLabel}=yes`]);
+    await user.create(nsB, "contested", spec(picky));
+    const ready = await user.waitReady(nsB, "contested");
+    expect(conditionOf(ready, "Synced")?.reason).not.toBe("NameConflict");
+    expect(simB.store.list().filter((d) => d.name === "contested")).toHaveLength(1);
+  });
+
   it("the default connection serves only the namespaces its selector selects; a label heals the others", async () => {
     const before = seen(simA).length;
     await user.create(nsB, "plain", spec());
