@@ -179,8 +179,14 @@ export const NamespaceSelectorSchema = Type.Object(
         maxProperties: MAX_SELECTOR_LABELS,
         description: "Labels the namespace must have, each with exactly this value.",
         "x-kubernetes-validations": [
+          // The length first, alone: the rule the CRD size check reads a map's key bound from.
           {
-            rule: `self.all(k, k.size() <= ${MAX_LABEL_KEY_LENGTH} && ${labelKeyRule("k")})`,
+            rule: `self.all(k, k.size() <= ${MAX_LABEL_KEY_LENGTH})`,
+            message: `spec.namespaceSelector.matchLabels: a label key is at most ${MAX_LABEL_KEY_LENGTH} characters`,
+            reason: "FieldValueInvalid",
+          },
+          {
+            rule: `self.all(k, ${labelKeyRule("k")})`,
             message: `spec.namespaceSelector.matchLabels: ${LABEL_KEY_MESSAGE}`,
             reason: "FieldValueInvalid",
           },
