@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import { ServiceClient } from "./api/client.ts";
 import { deploymentsPort } from "./api/service-adapter.ts";
 import type { ServiceConfig } from "./config.ts";
+import { type DefaultConnectionSelector, NamespaceAccess } from "./connection/access.ts";
 import { type ConnectionService, Connections, idOf } from "./connection/controller.ts";
 import { apiKeySecretOf, connectionKey, DEFAULT_CONNECTION } from "./connection/settings.ts";
 import { KubeClient } from "./kube/client.ts";
@@ -19,10 +20,15 @@ import { KubeDeployments } from "./kube/deployments.ts";
 import { ConflictError } from "./kube/errors.ts";
 import { KubeEventRecorder } from "./kube/events.ts";
 import { KubeLease } from "./kube/lease.ts";
+import { KubeNamespaces } from "./kube/namespaces.ts";
 import { objectKey, refOf } from "./kube/object.ts";
 import { eventsPort, regardingOf, resourcePort, secretsPort } from "./kube/reconcile-adapters.ts";
 import { KubeSecrets } from "./kube/secrets.ts";
-import { subscribeConnectionTriggers, subscribeTriggers } from "./kube/triggers.ts";
+import {
+  subscribeConnectionTriggers,
+  subscribeNamespaceTriggers,
+  subscribeTriggers,
+} from "./kube/triggers.ts";
 import { CLAIM_INDEX, claimIndexer, connectionKeyOf } from "./reconcile/claims.ts";
 import { SECRET_INDEX, secretIndexer } from "./reconcile/inputs.ts";
 import { DeploymentReconciler } from "./reconcile/reconciler.ts";
@@ -35,12 +41,15 @@ import { HeapBudgetCheck } from "./runtime/heap-budget.ts";
 import { LeaderElector } from "./runtime/leader.ts";
 import { Manager, type Runnable } from "./runtime/manager.ts";
 import { RuntimeMetrics } from "./runtime/metrics.ts";
+import { registerRefusalMetrics } from "./runtime/refusal-metrics.ts";
 import { registerConnectionMetrics, registerResourceMetrics } from "./runtime/resource-metrics.ts";
 import { ResyncedController } from "./runtime/resync.ts";
 import { VERSION } from "./version.ts";
 
 /** The cache index of Deployment resources by the key of the connection they use. */
 const CONNECTION_INDEX = "connection";
+/** The cache index of Deployment resources by namespace (kept only when namespaces are watched). */
+const NAMESPACE_INDEX = "namespace";
 /** The cache index of connections by the Secret holding their API key (`namespace/name`). */
 const CONNECTION_SECRET_INDEX = "apiKeySecret";
 /** How often a connection's credentials are probed again. */
@@ -73,6 +82,11 @@ export interface OperatorConfig {
    */
   clusterConnections?: boolean;
   labelSelector?: string;
+  /**
+   * Which namespaces may use the default connection (resources without `spec.connectionRef`):
+   * `--default-connection-namespace-selector`. Absent: every watched namespace.
+   */
+  defaultConnectionNamespaceSelector?: DefaultConnectionSelector;
   concurrency: number;
   /** Drift resync period; each connection is listed once per period for all its resources. */
   resyncMs: number;
@@ -178,6 +192,14 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
       revisionTracking: config.revisionTracking,
     });
 
+  // Namespace selectors need the namespaces' labels: ClusterServiceConnections may carry one, and
+  // the default connection may have one. Without either, namespaces are not watched (a namespaced
+  // install cannot: namespaces are cluster-scoped).
+  const clusterKind = config.clusterConnections ?? config.namespaces.length === 0;
+  const namespaces =
+    clusterKind || config.defaultConnectionNamespaceSelector
+      ? new KubeNamespaces({ client: kubeClient, logger, clock })
+      : undefined;
   const scope = {
     ...(config.namespaces.length > 0 ? { namespaces: config.namespaces } : {}),
     ...(config.labelSelector ? { labelSelector: config.labelSelector } : {}),
@@ -191,6 +213,9 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
       [CLAIM_INDEX]: claimIndexer,
       [SECRET_INDEX]: secretIndexer,
       [POLL_INDEX]: pollIndexer,
+      ...(namespaces
+        ? { [NAMESPACE_INDEX]: (o: { metadata: { namespace?: string } }) => [o.metadata.namespace ?? ""] }
+        : {}),
       // Resources of the default connection are not indexed: it is never counted or re-checked.
       [CONNECTION_INDEX]: (o) => {
         const key = connectionKeyOf(o);
@@ -206,7 +231,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   const kubeConnections = new KubeConnections({
     client: kubeClient,
     namespaces: config.namespaces,
-    clusterKind: config.clusterConnections ?? config.namespaces.length === 0,
+    clusterKind,
     logger,
     clock,
     indexers: { [CONNECTION_SECRET_INDEX]: (c) => [objectKey(apiKeySecretOf(idOf(c), c.spec))] },
@@ -224,6 +249,14 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     session: newSession,
     secrets: secretsPort(secrets),
     usage: (key) => deployments.byIndex(CONNECTION_INDEX, key).length,
+    userNamespaces: (key) =>
+      deployments.byIndex(CONNECTION_INDEX, key).map((o) => o.metadata.namespace ?? ""),
+    access: new NamespaceAccess({
+      ...(namespaces ? { labels: (name: string) => namespaces.labels(name) } : {}),
+      ...(config.defaultConnectionNamespaceSelector
+        ? { defaultSelector: config.defaultConnectionNamespaceSelector }
+        : {}),
+    }),
     onChange: (key) => {
       enqueueUsers(key);
       connectionsChanged();
@@ -234,8 +267,14 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     clock,
     logger,
   });
+  const resources = resourcePort(deployments, CLAIM_INDEX);
   const reconciler = new DeploymentReconciler({
-    resources: resourcePort(deployments, CLAIM_INDEX),
+    // A resource refused its connection claims no name on it: a hostile namespace cannot hold
+    // another team's name on a shared tenant by creating its resource first.
+    resources: {
+      ...resources,
+      claimants: (claim) => resources.claimants(claim).filter((o) => !connections.refuses(o)),
+    },
     sessions: connections,
     secrets: secretsPort(secrets),
     events: eventsPort(recorder),
@@ -273,6 +312,14 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     connectionIndex: CONNECTION_INDEX,
     secretIndex: CONNECTION_SECRET_INDEX,
   });
+  if (namespaces)
+    subscribeNamespaceTriggers(namespaces, deployments, {
+      namespaceIndex: NAMESPACE_INDEX,
+      claimIndex: CLAIM_INDEX,
+      deploymentController: controller,
+      connectionController,
+    });
+  registerRefusalMetrics(metrics.registry, () => connections.refusals(deployments.list()));
   // Warns when the cache holds more resources than the heap limit (NODE_OPTIONS) was sized for.
   const heapBudget = new HeapBudgetCheck((fields, message) => logger.warn(fields, message));
   deployments.subscribe({ onAdd: () => heapBudget.add(1), onDelete: () => heapBudget.add(-1) });
@@ -287,7 +334,12 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   health.addReadinessCheck({
     name: "informers",
     check: async () => {
-      if (!deployments.hasSynced() || !secrets.hasSynced() || !kubeConnections.hasSynced())
+      if (
+        !deployments.hasSynced() ||
+        !secrets.hasSynced() ||
+        !kubeConnections.hasSynced() ||
+        (namespaces && !namespaces.hasSynced())
+      )
         throw new Error("caches not synced yet");
     },
   });
@@ -305,7 +357,9 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   manager.add(runnable("deployment-informer", false, (signal) => deployments.run(signal)));
   manager.add(runnable("secret-informer", false, (signal) => secrets.run(signal)));
   manager.add(runnable("connection-informer", false, (signal) => kubeConnections.run(signal)));
-  const synced = () => Promise.all([deployments.synced, secrets.synced, kubeConnections.synced]);
+  if (namespaces) manager.add(runnable("namespace-informer", false, (signal) => namespaces.run(signal)));
+  const synced = () =>
+    Promise.all([deployments.synced, secrets.synced, kubeConnections.synced, namespaces?.synced]);
   // The connections are checked (and re-probed) once per probe interval; their first check
   // enqueues the resources waiting for them.
   manager.add(

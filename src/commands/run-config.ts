@@ -18,6 +18,8 @@ import {
   serviceConfigFrom,
   settingName,
 } from "../config.ts";
+import type { DefaultConnectionSelector } from "../connection/access.ts";
+import { parseSelector } from "../connection/label-selector.ts";
 import { defaultListingDeadlineMs, type OperatorConfig } from "../main.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "../reconcile/secret-budget.ts";
 import { parseBindAddress } from "../runtime/health.ts";
@@ -59,6 +61,13 @@ export const RUN_SETTINGS = {
     parse: parsers.text,
     arg: "<selector>",
     help: "only resources matching this label selector",
+  },
+  defaultConnectionNamespaceSelector: {
+    env: "DMS_DEFAULT_CONNECTION_NAMESPACE_SELECTOR",
+    parse: namespaceSelector,
+    shown: "every watched namespace",
+    arg: "<selector>",
+    help: "which namespaces may use the default connection (resources without spec.connectionRef), by their labels, e.g. dms.dev/tenant=platform",
   },
   concurrency: {
     env: "DMS_CONCURRENCY",
@@ -263,6 +272,10 @@ export function runConfigFrom(
     namespaces: v.namespaces,
     ...(v.clusterConnections !== undefined ? { clusterConnections: v.clusterConnections } : {}),
     ...(v.labelSelector ? { labelSelector: v.labelSelector } : {}),
+    // An empty selector selects every namespace: the same as none, and no namespace watch.
+    ...(v.defaultConnectionNamespaceSelector?.selector.length
+      ? { defaultConnectionNamespaceSelector: v.defaultConnectionNamespaceSelector }
+      : {}),
     concurrency: v.concurrency,
     resyncMs: v.resyncPeriod,
     listingDeadlineMs: v.listingDeadline ?? defaultListingDeadlineMs(v.resyncPeriod),
@@ -292,6 +305,16 @@ export function runConfigFrom(
 function nameOf(key: keyof typeof RUN_SETTINGS): string {
   const setting: Setting<unknown> = RUN_SETTINGS[key];
   return settingName(key, setting.env);
+}
+
+/** A label selector in Kubernetes' string syntax, kept with its text for messages. */
+function namespaceSelector(value: string): Parsed<DefaultConnectionSelector> {
+  const parsed = parseSelector(value);
+  if (!parsed.ok)
+    return {
+      problem: `${JSON.stringify(value)} is not a label selector: ${parsed.problem}; write requirements on namespace labels joined by commas, e.g. "dms.dev/tenant=platform" or "team in (a,b),!quarantine"`,
+    };
+  return { value: { text: value.trim(), selector: parsed.selector } };
 }
 
 /** `[host]:port`, or `0` (disabled); parseBindAddress throws on anything else. */

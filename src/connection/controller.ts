@@ -6,8 +6,9 @@
  * and session for it (rebuilt only when the spec or the key change), probes the credentials with
  * `GET /v2/auth/providers` when it was built and then at most every `probeIntervalMs`, and writes
  * the result as its `Ready` condition. Resources using a connection that is missing, not Ready or
- * not theirs to use make no service call (`ConnectionNotReady`); when a connection's usability
- * changes, the resources using it are enqueued (`onChange`). Deleting a connection is held by its
+ * another namespace's make no service call (`ConnectionNotReady`), nor do those of a namespace the
+ * connection's namespace selector refuses (`ConnectionNotAllowed`, see `access.ts`); when a
+ * connection's usability or selector changes, the resources using it are enqueued (`onChange`). Deleting a connection is held by its
  * finalizer while resources still use it: they may need it to clean up.
  */
 import { createHash } from "node:crypto";
@@ -35,6 +36,7 @@ import {
 } from "../reconcile/status.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
+import { NamespaceAccess } from "./access.ts";
 import {
   apiKeyFrom,
   apiKeySecretOf,
@@ -102,6 +104,13 @@ export interface ConnectionsOptions {
   secrets: SecretsPort;
   /** How many Deployment resources use the connection `key` now (an index of the cache). */
   usage(key: string): number;
+  /**
+   * The namespace of each Deployment resource using the connection `key` (an index of the cache),
+   * to count those its namespace selector refuses (`status.refused`). Default: none.
+   */
+  userNamespaces?: (key: string) => Iterable<string>;
+  /** Who may use which connection (namespace selectors). Default: everyone may use every one. */
+  access?: NamespaceAccess;
   /** Called with a connection's key when whether it can be used changed. */
   onChange(key: string): void;
   /** Records an event about a connection object; never throws. */
@@ -142,21 +151,38 @@ export class Connections implements Sessions {
   readonly #entries = new Map<string, Entry>();
   /** Connections found unusable for a reason other than the probe (e.g. their Secret). */
   readonly #unusable = new Map<string, Verdict & { ok: false }>();
+  /** The namespace selector each connection had at its last reconcile (see `selectorOf`). */
+  readonly #selectors = new Map<string, string>();
 
   constructor(options: ConnectionsOptions) {
-    this.#o = { probeIntervalMs: 300_000, probeDeadlineMs: 10_000, ...options };
+    this.#o = {
+      probeIntervalMs: 300_000,
+      probeDeadlineMs: 10_000,
+      userNamespaces: () => [],
+      access: new NamespaceAccess(),
+      ...options,
+    };
   }
 
-  /** Whether `obj` may reach the service now, and through which session. */
+  /**
+   * Whether `obj` may reach the service now, and through which session. Whether its namespace may
+   * use the connection is asked first, before whether it is Ready: a refused namespace learns
+   * nothing of a connection it may not use but that it exists.
+   */
   lookup(obj: StoredResource): SessionLookup {
-    const id = connectionOf(obj.metadata.namespace ?? "", obj.spec.connectionRef);
-    if (!id) return { kind: "ready", session: this.#o.defaultSession };
+    const namespace = obj.metadata.namespace ?? "";
+    const id = connectionOf(namespace, obj.spec.connectionRef);
+    if (!id) {
+      const access = this.#o.access.check(namespace, undefined);
+      return access.kind === "allowed" ? { kind: "ready", session: this.#o.defaultSession } : access;
+    }
     if (!this.#o.connections.watches(id.kind))
       return {
         kind: "unavailable",
         message: `${describeConnection(id)} cannot be used: this operator watches only some namespaces (a namespaced install), and a ClusterServiceConnection needs the cluster-wide install; use a ServiceConnection in namespace ${obj.metadata.namespace}`,
       };
-    if (!this.#o.connections.get(id))
+    const found = this.#o.connections.get(id);
+    if (!found)
       return {
         kind: "unavailable",
         message:
@@ -164,6 +190,8 @@ export class Connections implements Sessions {
             ? `${describeConnection(id)} not found: a Deployment uses a ServiceConnection of its own namespace only; create it there, or use a ClusterServiceConnection`
             : `${describeConnection(id)} not found: create it, or fix spec.connectionRef`,
       };
+    const access = this.#o.access.check(namespace, id, found.spec);
+    if (access.kind !== "allowed") return access;
     const key = connectionKey(id);
     const problem = this.#unusable.get(key);
     if (problem) return { kind: "unavailable", message: notReady(id, problem) };
@@ -185,6 +213,42 @@ export class Connections implements Sessions {
   /** The session of a ready connection `key` (`default` included), if any. */
   session(key: string): ServiceSession | undefined {
     return this.sessions().find((s) => s.key === key)?.session;
+  }
+
+  /** True when `obj`'s namespace may not use its connection now (see `access.ts`). */
+  refuses(obj: StoredResource): boolean {
+    const namespace = obj.metadata.namespace ?? "";
+    const id = connectionOf(namespace, obj.spec.connectionRef);
+    // A missing connection refuses no one (its resources are told it is missing), nor does a
+    // ServiceConnection (its own namespace's only).
+    if (id && id.kind !== CLUSTER_SERVICE_CONNECTION_KIND) return false;
+    const spec = id ? this.#o.connections.get(id)?.spec : undefined;
+    if (id && !spec) return false;
+    return this.#o.access.check(namespace, id, spec).kind === "refused";
+  }
+
+  /**
+   * Per connection key (`default`, `ClusterServiceConnection/<name>`), how many of `resources`
+   * its namespace selector refuses now. One pass, each (connection, namespace) checked once.
+   */
+  refusals(resources: Iterable<StoredResource>): Map<string, number> {
+    const counts = new Map<string, number>();
+    const checked = new Map<string, boolean>();
+    for (const obj of resources) {
+      const namespace = obj.metadata.namespace ?? "";
+      const id = connectionOf(namespace, obj.spec.connectionRef);
+      if (id && id.kind !== CLUSTER_SERVICE_CONNECTION_KIND) continue;
+      const memo = `${connectionKey(id)}\n${namespace}`;
+      let refused = checked.get(memo);
+      if (refused === undefined) {
+        refused = this.refuses(obj);
+        checked.set(memo, refused);
+      }
+      if (!refused) continue;
+      const label = connectionKey(id);
+      counts.set(label, (counts.get(label) ?? 0) + 1);
+    }
+    return counts;
   }
 
   /** The connection controller's reconcile of the connection `key` (see `connectionKey`). */
@@ -210,7 +274,14 @@ export class Connections implements Sessions {
     signal: AbortSignal,
   ): Promise<ReconcileResult> {
     let obj = found;
-    const users = this.#o.usage(key);
+    const counts = { users: this.#o.usage(key), refused: this.#refused(id, obj) };
+    // Resources its selector refuses own nothing through it: they do not hold its deletion.
+    const users = counts.users - counts.refused;
+    // A changed selector may allow or refuse resources that already use the connection.
+    const selector = this.#o.access.selectorOf(obj.spec);
+    const knownSelector = this.#selectors.get(key);
+    this.#selectors.set(key, selector);
+    if (knownSelector !== undefined && knownSelector !== selector) this.#o.onChange(key);
     // A deletion waits for the resources still using the connection, which stays usable (and
     // checked) meanwhile: they may need it to delete their deployments.
     let holding: { reason: string; message: string } | undefined;
@@ -237,7 +308,7 @@ export class Connections implements Sessions {
         transient: false,
       } as const;
       this.#setUnusable(key, verdict);
-      await this.#writeStatus(obj, users, holding, signal, verdict);
+      await this.#writeStatus(obj, counts, holding, signal, verdict);
       return Action.done();
     }
 
@@ -256,7 +327,7 @@ export class Connections implements Sessions {
         transient: true,
       } as const;
       this.#setUnusable(key, verdict);
-      await this.#writeStatus(obj, users, holding, signal, verdict);
+      await this.#writeStatus(obj, counts, holding, signal, verdict);
       return Action.retry();
     }
     const apiKey = apiKeyFrom(read, secret);
@@ -268,7 +339,7 @@ export class Connections implements Sessions {
         transient: false,
       } as const;
       this.#setUnusable(key, verdict);
-      await this.#writeStatus(obj, users, holding, signal, verdict);
+      await this.#writeStatus(obj, counts, holding, signal, verdict);
       return Action.done();
     }
 
@@ -299,7 +370,7 @@ export class Connections implements Sessions {
         });
     }
     if (this.#state(key) !== before) this.#o.onChange(key);
-    await this.#writeStatus(obj, users, holding, signal, entry.verdict);
+    await this.#writeStatus(obj, counts, holding, signal, entry.verdict);
     // A transient failure is probed again after the key's backoff; otherwise the periodic pass
     // (every probe interval) or a change of the connection or its Secret brings it back.
     if (entry.verdict?.ok === false && entry.verdict.transient) return Action.retry();
@@ -366,10 +437,29 @@ export class Connections implements Sessions {
     }
   }
 
-  /** Writes the connection's status when it changed. `holding`: a held deletion's condition. */
+  /** How many of the connection's users its namespace selector refuses (their namespaces, once each). */
+  #refused(id: ConnectionId, obj: ConnectionObject): number {
+    if (!obj.spec.namespaceSelector) return 0;
+    const checked = new Map<string, boolean>();
+    let refused = 0;
+    for (const namespace of this.#o.userNamespaces(connectionKey(id))) {
+      let no = checked.get(namespace);
+      if (no === undefined) {
+        no = this.#o.access.check(namespace, id, obj.spec).kind === "refused";
+        checked.set(namespace, no);
+      }
+      if (no) refused += 1;
+    }
+    return refused;
+  }
+
+  /**
+   * Writes the connection's status when it changed. `counts`: the resources using it and those
+   * refused; `holding`: a held deletion's condition.
+   */
   async #writeStatus(
     obj: ConnectionObject,
-    users: number,
+    counts: { users: number; refused: number },
     holding: { reason: string; message: string } | undefined,
     signal: AbortSignal,
     verdict?: Verdict,
@@ -407,7 +497,12 @@ export class Connections implements Sessions {
       put(CONDITION.Stalled, "True", last.reason, last.message);
     else conditions = removeCondition(conditions, CONDITION.Stalled);
 
-    const status: ConnectionStatus = { observedGeneration: generation, conditions, deployments: users };
+    const status: ConnectionStatus = {
+      observedGeneration: generation,
+      conditions,
+      deployments: counts.users,
+      refused: counts.refused,
+    };
     const providers = last?.ok ? last.providers : previous.providers;
     if (providers !== undefined) status.providers = providers;
     const probedAt = entry?.probedAt;
@@ -442,6 +537,7 @@ export class Connections implements Sessions {
   /** The connection is gone: its resources can no longer use it. */
   #forget(key: string): void {
     const known = this.#entries.has(key) || this.#unusable.has(key);
+    this.#selectors.delete(key);
     this.#entries.delete(key);
     this.#unusable.delete(key);
     if (known) this.#o.onChange(key);

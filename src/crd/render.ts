@@ -160,7 +160,7 @@ const deploymentColumns: JsonObject[] = [
 /**
  * `kubectl get dmsconn` / `dmscconn` columns: can the operator reach the service with it (Ready,
  * and why not), where, and what the credential probe found. Under `-o wide`, the tenant it acts
- * as and how many Deployment resources use it.
+ * as, how many Deployment resources use it and how many its namespace selector refused.
  */
 const connectionColumns: JsonObject[] = [
   conditionColumn("Ready", "Ready", "status", "Whether the last credential probe succeeded."),
@@ -184,6 +184,13 @@ const connectionColumns: JsonObject[] = [
     "integer",
     ".status.deployments",
     "How many Deployment resources use this connection.",
+    true,
+  ),
+  column(
+    "Refused",
+    "integer",
+    ".status.refused",
+    "How many Deployment resources its spec.namespaceSelector refused (reason ConnectionNotAllowed).",
     true,
   ),
 ];

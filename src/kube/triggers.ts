@@ -1,8 +1,9 @@
 /**
  * Which changes of the watched objects enqueue which reconciles: a Deployment resource's own
  * changes (not the operator's status writes), a deleted resource's rivals for its service name,
- * and the resources reading a Secret that changed. The indexes named are the cache's (see
- * `KubeDeploymentsOptions.indexers`), so no trigger scans the cache.
+ * the resources reading a Secret that changed, and the resources of a namespace whose labels
+ * changed (a namespace selector may now allow or refuse them). The indexes named are the cache's
+ * (see `KubeDeploymentsOptions.indexers`), so no trigger scans the cache.
  */
 import { idOf } from "../connection/controller.ts";
 import { connectionKey, DEFAULT_CONNECTION } from "../connection/settings.ts";
@@ -10,6 +11,7 @@ import { claimOf, connectionKeyOf } from "../reconcile/claims.ts";
 import type { Controller } from "../runtime/controller.ts";
 import type { ConnectionObject, KubeConnections } from "./connections.ts";
 import type { DeploymentObject, KubeDeployments } from "./deployments.ts";
+import type { KubeNamespaces } from "./namespaces.ts";
 import type { KubeObject } from "./object.ts";
 import { objectKey, refOf } from "./object.ts";
 import type { KubeSecrets } from "./secrets.ts";
@@ -93,4 +95,41 @@ export function subscribeConnectionTriggers(t: ConnectionTriggers): (key: string
     for (const o of t.deployments.byIndex(t.connectionIndex, key))
       t.deploymentController.enqueue(objectKey(refOf(o)));
   };
+}
+
+/** What {@link subscribeNamespaceTriggers} connects. */
+export interface NamespaceTriggers {
+  /** The deployments' cache index by namespace. */
+  namespaceIndex: string;
+  /** The deployments' cache index by claim (see `claims.ts`). */
+  claimIndex: string;
+  deploymentController: Pick<Controller, "enqueue">;
+  connectionController: Pick<Controller, "enqueue">;
+}
+
+/**
+ * When a namespace's labels change (or it appears or goes), enqueues its Deployment resources,
+ * whose connection's namespace selector may now decide otherwise, their rivals for their service
+ * names elsewhere (a refused resource holds no name), and the ClusterServiceConnections they use,
+ * which count the resources they refuse. Through the cache's indexes: a label change costs the
+ * resources of that namespace and their rivals, never a scan.
+ */
+export function subscribeNamespaceTriggers(
+  namespaces: KubeNamespaces,
+  deployments: KubeDeployments,
+  t: NamespaceTriggers,
+): void {
+  const keyOf = (o: DeploymentObject) => objectKey(refOf(o));
+  namespaces.onLabelsChange((namespace) => {
+    const counted = new Set<string>();
+    for (const o of deployments.byIndex(t.namespaceIndex, namespace)) {
+      t.deploymentController.enqueue(keyOf(o));
+      for (const rival of deployments.byIndex(t.claimIndex, claimOf(o)))
+        if (rival.metadata.namespace !== namespace) t.deploymentController.enqueue(keyOf(rival));
+      const key = connectionKeyOf(o);
+      if (key === DEFAULT_CONNECTION || counted.has(key)) continue;
+      counted.add(key);
+      t.connectionController.enqueue(key);
+    }
+  });
 }

@@ -144,6 +144,8 @@ export class DeploymentReconciler {
 
   async #reconcile(run: Run, signal: AbortSignal): Promise<ReconcileResult> {
     const connection = this.#o.sessions.lookup(run.obj);
+    // Refused before anything else, paused or not: the trust boundary is reported as such.
+    if (connection.kind === "refused") return this.#refused(run, connection.message, signal);
     if (connection.kind === "ready") run.session = connection.session;
     // A paused resource needs no connection (it makes no call), unless it is being deleted.
     else if (!isPaused(run.obj) || run.obj.metadata.deletionTimestamp)
@@ -291,6 +293,33 @@ export class DeploymentReconciler {
       message: note,
       stalled: true,
     } as const;
+    return this.#finish(run, outcome, signal);
+  }
+
+  /**
+   * The resource's namespace may not use its connection (a namespace selector refuses it):
+   * reported, with no service call; the namespace's labels or the selector changing enqueue it
+   * again. Being deleted, it lets its finalizer go without a call either: through a connection it
+   * may not use it owns nothing, and deleting through it is exactly what the selector forbids.
+   */
+  async #refused(run: Run, message: string, signal: AbortSignal): Promise<ReconcileResult> {
+    if (run.obj.metadata.deletionTimestamp) {
+      if (!(run.obj.metadata.finalizers ?? []).includes(FINALIZER)) return Action.gone();
+      const id = run.obj.status?.deploymentId;
+      this.#event(
+        run,
+        "Warning",
+        REASON.ConnectionNotAllowed,
+        `${message}. Deleted without a call to the service: a resource refused its connection owns nothing there${id ? `, so the service's deployment ${id} is left in place` : ""}`,
+      );
+      await this.#o.resources.removeFinalizer(run.obj, FINALIZER, signal);
+      return Action.gone();
+    }
+    // Logged when it starts, not on every resync that finds it still refused.
+    const synced = run.obj.status?.conditions?.find((c) => c.type === CONDITION.Synced);
+    if (synced?.reason !== REASON.ConnectionNotAllowed)
+      run.log.warn({ reason: REASON.ConnectionNotAllowed }, message);
+    const outcome = { kind: "failed", reason: REASON.ConnectionNotAllowed, message, stalled: true } as const;
     return this.#finish(run, outcome, signal);
   }
 

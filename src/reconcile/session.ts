@@ -57,13 +57,18 @@ export class ServiceSession {
 /**
  * Whether a resource's connection can be used now:
  * - `ready`: through `session`;
- * - `unavailable`: missing, not Ready or not allowed; `message` names it and the fix;
+ * - `unavailable`: missing, not Ready, or another namespace's; `message` names it and the fix;
+ * - `refused`: the resource's namespace may not use it (a ClusterServiceConnection's
+ *   `spec.namespaceSelector`, or the default connection's selector); `message` names the
+ *   connection, the selector and the labels the namespace lacks. Such a resource makes no service
+ *   call at all, not even to clean up when it is deleted: it owns nothing through that connection;
  * - `pending`: it exists but has not been checked since the operator started (its check
- *   enqueues the resources using it).
+ *   enqueues the resources using it), or the resource's namespace has not been seen yet.
  */
 export type SessionLookup =
   | { kind: "ready"; session: ServiceSession }
   | { kind: "unavailable"; message: string }
+  | { kind: "refused"; message: string }
   | { kind: "pending" };
 
 /** The connections the reconciler reaches the service through. */

@@ -19,6 +19,8 @@ const INSTALLED = [
   "serviceaccount/dms-operator",
   "role.rbac.authorization.k8s.io/dms-operator-leader-election",
   "clusterrole.rbac.authorization.k8s.io/dms-operator",
+  "clusterrole.rbac.authorization.k8s.io/dms-operator-edit",
+  "clusterrole.rbac.authorization.k8s.io/dms-operator-view",
   "rolebinding.rbac.authorization.k8s.io/dms-operator-leader-election",
   "clusterrolebinding.rbac.authorization.k8s.io/dms-operator",
   "deployment.apps/dms-operator",
@@ -128,6 +130,10 @@ describe("the ServiceAccount dms-system/dms-operator", () => {
     ["get", "secrets", "-A"], // values named by spec.secrets[].valueFrom
     ["list", "secrets", "-A"], // the metadata-only Secret watch
     ["watch", "secrets", "-A"],
+    // Namespace labels, for namespace selectors (a metadata-only watch).
+    ["get", "namespaces"],
+    ["list", "namespaces"],
+    ["watch", "namespaces"],
     ["create", "events.events.k8s.io", "-n", "some-team"],
     ["patch", "events.events.k8s.io", "-n", "some-team"], // event series
     ["get", "leases.coordination.k8s.io", "-n", "dms-system"],
@@ -162,7 +168,10 @@ describe("the ServiceAccount dms-system/dms-operator", () => {
     ["get", "configmaps", "-n", "dms-system"],
     ["list", "pods", "-A"],
     ["get", "deployments.apps", "-n", "dms-system"],
-    ["list", "namespaces"],
+    ["patch", "namespaces"], // labelling a namespace is what decides access: never the operator's
+    ["update", "namespaces"],
+    ["create", "namespaces"],
+    ["delete", "namespaces"],
     ["create", "customresourcedefinitions.apiextensions.k8s.io"],
     ["create", "clusterrolebindings.rbac.authorization.k8s.io"],
     ["escalate", "clusterroles.rbac.authorization.k8s.io"],

@@ -145,4 +145,29 @@ describe("the namespace-scoped install", () => {
     operator.process.assertRunning();
     expect(forbiddenLines(operator.logText())).toEqual([]);
   });
+
+  it("refuses to start with --default-connection-namespace-selector and no read on namespaces, naming the permission", async () => {
+    const [, ...args] = await containerArgs(overlay, { POD_NAMESPACE: ns });
+    const refused = await startOperatorAs({
+      args: [...args, "--default-connection-namespace-selector=team=a", "--no-leader-elect"],
+      kubeconfig: await serviceAccountKubeconfig(ns, "dms-operator", work),
+      serviceUrl: simulator.url,
+      apiKey: API_KEY,
+      podNamespace: ns,
+      podName: "dms-operator-team-1",
+      dir: work,
+    });
+    try {
+      const exit = await Promise.race([
+        refused.process.exited,
+        new Promise<undefined>((resolve) => setTimeout(resolve, 30_000, undefined)),
+      ]);
+      expect(exit, "the operator to exit by itself").toBeDefined();
+      expect(exit?.code).not.toBe(0);
+      expect(refused.logText()).toContain("the operator may not list and watch namespaces");
+      expect(refused.logText()).toContain("grant get, list and watch on namespaces cluster-wide");
+    } finally {
+      await refused.process.stop(5_000);
+    }
+  });
 });

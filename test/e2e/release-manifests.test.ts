@@ -47,6 +47,8 @@ describe("npm run release:manifests", () => {
     const objs = objects(read("install.yaml"));
     expect(objs.map((o) => o.kind).sort()).toEqual([
       "ClusterRole",
+      "ClusterRole",
+      "ClusterRole",
       "ClusterRoleBinding",
       "CustomResourceDefinition",
       "CustomResourceDefinition",

@@ -3,6 +3,9 @@
 // both; a wrong key shows on the connection and on its Deployments, and a corrected Secret heals
 // both without a restart; a ServiceConnection of another namespace cannot be used; a 429 on one
 // tenant does not hold back the other; deleting a connection in use is held until none uses it.
+// Who may use a connection: a ClusterServiceConnection's namespaceSelector and the default
+// connection's selector refuse the other namespaces before any service call, and a namespace's
+// new labels heal its resources.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConnectionStatus } from "../../src/crd/connection-schema.ts";
@@ -36,6 +39,10 @@ interface Connection {
 describe("controller: connections to several tenants", () => {
   const suffix = randomBytes(3).toString("hex");
   const clusterName = `tenant-b-${suffix}`;
+  /** A ClusterServiceConnection to tenant B for the namespaces labelled `allowedLabel=yes` only. */
+  const pickyName = `picky-${suffix}`;
+  const allowedLabel = `dms.dev/allowed-${suffix}`;
+  const defaultLabel = `dms.dev/default-${suffix}`;
   const user = new ClusterUser();
   let nsA: string;
   let nsB: string;
@@ -87,13 +94,19 @@ describe("controller: connections to several tenants", () => {
       metadata: { name: clusterName },
       spec: { baseUrl: simB.url, apiKeySecretRef: { name: "tenant-b", key: "api-key", namespace: nsB } },
     });
-    // The default connection points at a simulator nobody uses here: every call it gets is a bug.
-    op = startOperator({ simulator: simA, namespaces: [nsA, nsB], clusterConnections: true });
+    // The default connection (tenant A's simulator) is for the namespaces labelled `defaultLabel`
+    // only, which neither is until a test labels one.
+    op = startOperator({
+      simulator: simA,
+      namespaces: [nsA, nsB],
+      clusterConnections: true,
+      defaultConnectionNamespaceSelector: `${defaultLabel}=yes`,
+    });
     await op.started();
   });
 
   afterAll(async () => {
-    await kubectl(["delete", "clusterserviceconnection", clusterName, "--wait=false"]);
+    await kubectl(["delete", "clusterserviceconnection", clusterName, pickyName, "--wait=false"]);
     await kubectl(["delete", "deployments.dms.dev", "--all", "-n", nsA, "--wait=false"]);
     await kubectl(["delete", "deployments.dms.dev", "--all", "-n", nsB, "--wait=false"]);
     await waitFor(async () => (await getConnection("clusterserviceconnection", clusterName)) === undefined, {
@@ -229,5 +242,122 @@ describe("controller: connections to several tenants", () => {
     await waitFor(async () => (await getConnection("serviceconnection", "tenant-a", nsA)) === undefined, {
       description: "the connection to go once unused",
     });
+  });
+
+  it("refuses a ClusterServiceConnection to a namespace its selector does not select: no call; a label heals it", async () => {
+    await apply({
+      apiVersion: "dms.dev/v1alpha1",
+      kind: "ClusterServiceConnection",
+      metadata: { name: pickyName },
+      spec: {
+        baseUrl: simB.url,
+        apiKeySecretRef: { name: "tenant-b", key: "api-key", namespace: nsB },
+        namespaceSelector: { matchLabels: { [allowedLabel]: "yes" } },
+      },
+    });
+    await waitConnection("clusterserviceconnection", pickyName, undefined, "Connected");
+    const before = seen(simB).length;
+    await user.create(nsA, "intruder", {
+      ...spec({ kind: "ClusterServiceConnection", name: pickyName }),
+      deletionPolicy: "Delete",
+    });
+    const refused = await user.waitFor(
+      nsA,
+      "intruder",
+      (o) => hasCondition(o, "Synced", "False", "ConnectionNotAllowed"),
+      "ConnectionNotAllowed",
+    );
+    expect(hasCondition(refused, "Stalled", "True", "ConnectionNotAllowed")).toBe(true);
+    const message = conditionOf(refused, "Synced")?.message ?? "";
+    expect(message).toContain(`ClusterServiceConnection ${pickyName} may not be used from namespace ${nsA}`);
+    expect(message).toContain(`(${allowedLabel}=yes)`);
+    expect(message).toContain(`kubectl label namespace ${nsA} ${allowedLabel}=yes`);
+    // Refused before any call: not a lookup of its name, not a write.
+    const asked = () => seen(simB).slice(before);
+    expect(asked().filter((r) => r.includes("intruder") || !r.startsWith("GET"))).toEqual([]);
+    expect(refused.metadata.finalizers ?? []).toEqual([]);
+    const counted = await waitFor(
+      async () => {
+        const c = await getConnection("clusterserviceconnection", pickyName);
+        return c?.status?.refused === 1 ? c : undefined;
+      },
+      { description: "the connection to count the resource it refuses" },
+    );
+    expect(counted?.status?.deployments).toBe(1);
+    const wide = await kubectlOk(["get", "clusterserviceconnection", pickyName, "-o", "wide"]);
+    expect(wide.split("\n")[0]).toMatch(/DEPLOYMENTS\s+REFUSED/);
+
+    // The namespace is given the label: the resource heals by itself.
+    await kubectlOk(["label", "namespace", nsA, `${allowedLabel}=yes`]);
+    const healed = await user.waitReady(nsA, "intruder");
+    expect(healed.status?.connection).toBe(`ClusterServiceConnection/${pickyName}`);
+    expect(simB.store.list().map((d) => d.name)).toContain("intruder");
+    await waitFor(
+      async () => (await getConnection("clusterserviceconnection", pickyName))?.status?.refused === 0,
+      {
+        description: "status.refused back to 0",
+      },
+    );
+  });
+
+  it("a resource refused after the fact is deleted without a call: its deployment stays on the tenant", async () => {
+    await kubectlOk(["label", "namespace", nsA, `${allowedLabel}-`]);
+    await user.waitFor(
+      nsA,
+      "intruder",
+      (o) => hasCondition(o, "Synced", "False", "ConnectionNotAllowed"),
+      "ConnectionNotAllowed once the label is gone",
+    );
+    const before = seen(simB).length;
+    await user.delete(nsA, "intruder");
+    await waitFor(async () => (await user.get(nsA, "intruder")) === undefined, {
+      description: "the refused resource to go without its cleanup",
+    });
+    expect(
+      seen(simB)
+        .slice(before)
+        .filter((r) => r.startsWith("DELETE") || r.includes("intruder")),
+    ).toEqual([]);
+    expect(simB.store.list().map((d) => d.name)).toContain("intruder");
+  });
+
+  it("a refused resource holds no name: an older one in a refused namespace cannot block a team's name", async () => {
+    const picky = { kind: "ClusterServiceConnection", name: pickyName } as const;
+    await user.create(nsA, "contested", spec(picky));
+    await user.waitFor(
+      nsA,
+      "contested",
+      (o) => hasCondition(o, "Synced", "False", "ConnectionNotAllowed"),
+      "the older resource refused",
+    );
+    await kubectlOk(["label", "namespace", nsB, `${allowedLabel}=yes`]);
+    await user.create(nsB, "contested", spec(picky));
+    const ready = await user.waitReady(nsB, "contested");
+    expect(conditionOf(ready, "Synced")?.reason).not.toBe("NameConflict");
+    expect(simB.store.list().filter((d) => d.name === "contested")).toHaveLength(1);
+  });
+
+  it("the default connection serves only the namespaces its selector selects; a label heals the others", async () => {
+    const before = seen(simA).length;
+    await user.create(nsB, "plain", spec());
+    const refused = await user.waitFor(
+      nsB,
+      "plain",
+      (o) => hasCondition(o, "Synced", "False", "ConnectionNotAllowed"),
+      "ConnectionNotAllowed",
+    );
+    expect(conditionOf(refused, "Synced")?.message).toContain(
+      `the default connection (the operator's own credentials, for resources without spec.connectionRef) may not be used from namespace ${nsB}: --default-connection-namespace-selector (${defaultLabel}=yes)`,
+    );
+    expect(refused.status?.connection).toBe("default");
+    expect(
+      seen(simA)
+        .slice(before)
+        .filter((r) => r.includes("plain") || !r.startsWith("GET")),
+    ).toEqual([]);
+
+    await kubectlOk(["label", "namespace", nsB, `${defaultLabel}=yes`]);
+    await user.waitReady(nsB, "plain");
+    expect(simA.store.list().map((d) => d.name)).toContain("plain");
   });
 });

@@ -533,6 +533,24 @@ describe("connection CRDs: accepted input", () => {
     },
   );
 
+  it("ClusterServiceConnection: accepts a full namespaceSelector (matchLabels, every operator, prefixed keys)", async () => {
+    const spec = {
+      ...CLUSTER_SPEC,
+      namespaceSelector: {
+        matchLabels: { "dms.dev/tenant": "staging", team: "" },
+        matchExpressions: [
+          { key: "kubernetes.io/metadata.name", operator: "In", values: ["team-a", "team-b"] },
+          { key: "tier", operator: "NotIn", values: ["dev"] },
+          { key: `${"a".repeat(63)}.example.com/${"n".repeat(63)}`, operator: "Exists" },
+          { key: "quarantine", operator: "DoesNotExist" },
+        ],
+      },
+    };
+    const result = await submit("create", connection("ClusterServiceConnection", connectionName(), spec));
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+  });
+
   it("teaches the resources through kubectl explain", async () => {
     const out = await kubectlOk([
       "explain",
@@ -670,6 +688,69 @@ const invalidConnections: Array<{ reason: string; kind: ConnectionKind; spec: Sp
     message: /spec\.qps: Invalid value: 0\.0001: .*greater than or equal to 0\.001/,
   },
   {
+    reason: "a namespaceSelector on a namespaced connection (it serves its own namespace only)",
+    kind: "ServiceConnection",
+    spec: { ...CONNECTION_SPEC, namespaceSelector: { matchLabels: { team: "a" } } },
+    message: /unknown field "spec\.namespaceSelector"/,
+  },
+  {
+    reason: "a namespaceSelector label key that is not one",
+    kind: "ClusterServiceConnection",
+    spec: { ...CLUSTER_SPEC, namespaceSelector: { matchLabels: { "-team": "a" } } },
+    message: /spec\.namespaceSelector\.matchLabels: Invalid value: .*a label key is \[prefix\/\]name/,
+  },
+  {
+    reason: "a namespaceSelector label key whose prefix is longer than 253",
+    kind: "ClusterServiceConnection",
+    spec: {
+      ...CLUSTER_SPEC,
+      namespaceSelector: { matchExpressions: [{ key: `${"a".repeat(254)}/team`, operator: "Exists" }] },
+    },
+    message: /spec\.namespaceSelector\.matchExpressions\[0\]\.key: Invalid value: .*a label key is/,
+  },
+  {
+    reason: "a namespaceSelector label value longer than 63",
+    kind: "ClusterServiceConnection",
+    spec: { ...CLUSTER_SPEC, namespaceSelector: { matchLabels: { team: "a".repeat(64) } } },
+    message: /spec\.namespaceSelector\.matchLabels\.team: Too long/,
+  },
+  {
+    reason: "a namespaceSelector operator Kubernetes does not know",
+    kind: "ClusterServiceConnection",
+    spec: {
+      ...CLUSTER_SPEC,
+      namespaceSelector: { matchExpressions: [{ key: "team", operator: "Gt", values: ["1"] }] },
+    },
+    message: /spec\.namespaceSelector\.matchExpressions\[0\]\.operator: Unsupported value: "Gt"/,
+  },
+  {
+    reason: "In without values",
+    kind: "ClusterServiceConnection",
+    spec: { ...CLUSTER_SPEC, namespaceSelector: { matchExpressions: [{ key: "team", operator: "In" }] } },
+    message:
+      /spec\.namespaceSelector\.matchExpressions\[0\]\.values: Invalid value: .*In and NotIn need at least one value/,
+  },
+  {
+    reason: "Exists with values",
+    kind: "ClusterServiceConnection",
+    spec: {
+      ...CLUSTER_SPEC,
+      namespaceSelector: { matchExpressions: [{ key: "team", operator: "Exists", values: ["a"] }] },
+    },
+    message: /Exists and DoesNotExist take none/,
+  },
+  {
+    reason: "a namespaceSelector with more than 32 matchLabels",
+    kind: "ClusterServiceConnection",
+    spec: {
+      ...CLUSTER_SPEC,
+      namespaceSelector: {
+        matchLabels: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, "v"])),
+      },
+    },
+    message: /spec\.namespaceSelector\.matchLabels: Too many: 33: must have at most 32 items/,
+  },
+  {
     reason: "a burst of zero",
     kind: "ClusterServiceConnection",
     spec: { ...CLUSTER_SPEC, burst: 0 },
@@ -698,6 +779,7 @@ describe("kubectl get: short names, category dms, printer columns", () => {
     ],
     providers: 3,
     deployments: 2,
+    refused: 1,
   };
   let clusterName: string;
 
@@ -736,7 +818,7 @@ describe("kubectl get: short names, category dms, printer columns", () => {
     ["dmsconn", "ServiceConnection"],
     ["dmscconn", "ClusterServiceConnection"],
   ] as const)(
-    "kubectl get %s -o wide shows Ready, Reason, Base URL, Providers, Age, Tenant, Deployments",
+    "kubectl get %s -o wide shows Ready, Reason, Base URL, Providers, Age, Tenant, Deployments, Refused",
     async (short, kind) => {
       const name = kind === "ServiceConnection" ? "columns" : clusterName;
       const { header, row } = await table([short, "-n", namespace, "-o", "wide"], name);
@@ -749,6 +831,7 @@ describe("kubectl get: short names, category dms, printer columns", () => {
         "AGE",
         "TENANT",
         "DEPLOYMENTS",
+        "REFUSED",
       ]);
       expect(row).toEqual([
         name,
@@ -759,6 +842,7 @@ describe("kubectl get: short names, category dms, printer columns", () => {
         expect.any(String),
         UUID,
         "2",
+        "1",
       ]);
       const narrow = await table([short, "-n", namespace], name);
       expect(narrow.header).toEqual(["NAME", "READY", "REASON", "BASE URL", "PROVIDERS", "AGE"]);

@@ -5,6 +5,7 @@
  * as "no secret value is ever logged").
  */
 import type { ServiceConfig } from "../../src/config.ts";
+import { parseSelector } from "../../src/connection/label-selector.ts";
 import { buildOperator, type Operator, type OperatorConfig } from "../../src/main.ts";
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/server.ts";
 import { freshNamespace, testKubeconfigPath, waitFor } from "./cluster.ts";
@@ -63,6 +64,8 @@ export interface TestOperatorOptions {
   listen?: boolean;
   /** Watch ClusterServiceConnections although scoped to `namespaces`. Default off. */
   clusterConnections?: boolean;
+  /** `--default-connection-namespace-selector`, in the flag's syntax. Default none. */
+  defaultConnectionNamespaceSelector?: string;
 }
 
 /** A running operator and what a test inspects of it. */
@@ -99,6 +102,9 @@ export function testOperatorConfig(options: TestOperatorOptions): OperatorConfig
     kubeconfig: options.kubeconfig ?? testKubeconfigPath(),
     namespaces: options.namespaces,
     ...(options.clusterConnections ? { clusterConnections: true } : {}),
+    ...(options.defaultConnectionNamespaceSelector !== undefined
+      ? { defaultConnectionNamespaceSelector: defaultSelector(options.defaultConnectionNamespaceSelector) }
+      : {}),
     concurrency: options.concurrency ?? 4,
     resyncMs: options.resyncMs ?? 60_000,
     ...(options.listingDeadlineMs === undefined ? {} : { listingDeadlineMs: options.listingDeadlineMs }),
@@ -118,6 +124,13 @@ export function testOperatorConfig(options: TestOperatorOptions): OperatorConfig
     reconcileTimeoutMs: options.reconcileTimeoutMs ?? 120_000,
     revisionTracking: options.revisionTracking ?? true,
   };
+}
+
+/** `--default-connection-namespace-selector` as `run` parses it; a test's typo throws. */
+function defaultSelector(text: string) {
+  const parsed = parseSelector(text);
+  if (!parsed.ok) throw new Error(`defaultConnectionNamespaceSelector: ${parsed.problem}`);
+  return { text, selector: parsed.selector };
 }
 
 /**

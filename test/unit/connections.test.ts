@@ -6,12 +6,14 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/api/errors.ts";
 import { type ServiceConfig, serviceConfigFrom } from "../../src/config.ts";
+import { NamespaceAccess } from "../../src/connection/access.ts";
 import {
   type ConnectionService,
   type ConnectionStore,
   Connections,
   idOf,
 } from "../../src/connection/controller.ts";
+import { parseSelector, type Selector } from "../../src/connection/label-selector.ts";
 import { type ConnectionId, connectionKey, connectionSpecProblems } from "../../src/connection/settings.ts";
 import type { ConnectionStatus } from "../../src/crd/connection-schema.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
@@ -119,7 +121,15 @@ const resource = (namespace: string, connectionRef?: DeploymentSpec["connectionR
   spec: { ...SPEC, ...(connectionRef ? { connectionRef } : {}) },
 });
 
-function world() {
+/** Who may use what in a {@link world}: namespace labels, and the default connection's selector. */
+interface AccessWorld {
+  labels?: Record<string, Record<string, string>>;
+  defaultSelector?: string;
+  /** The namespace of each resource using a connection (the cache index in production). */
+  userNamespaces?: string[];
+}
+
+function world(access?: AccessWorld) {
   const clock = new ManualClock({ start: START });
   const now = () => clock.now();
   const store = new MemoryConnections();
@@ -169,6 +179,22 @@ function world() {
     session,
     secrets,
     usage: () => w.users,
+    ...(access
+      ? {
+          userNamespaces: () => access.userNamespaces ?? [],
+          access: new NamespaceAccess({
+            labels: (namespace: string) => access.labels?.[namespace],
+            ...(access.defaultSelector !== undefined
+              ? {
+                  defaultSelector: {
+                    text: access.defaultSelector,
+                    selector: selectorOf(access.defaultSelector),
+                  },
+                }
+              : {}),
+          }),
+        }
+      : {}),
     onChange: (key) => w.changed.push(key),
     event: (obj, type, reason) => w.events.push(`${type}/${reason}/${obj.metadata.name}`),
     isConflict: (error) => error instanceof ResourceConflict,
@@ -177,6 +203,12 @@ function world() {
     probeIntervalMs: 300_000,
   });
   return w;
+}
+
+function selectorOf(text: string): Selector {
+  const parsed = parseSelector(text);
+  if (!parsed.ok) throw new Error(parsed.problem);
+  return parsed.selector;
 }
 
 const serviceError = (kind: "unauthorized" | "network", status?: number) =>
@@ -221,6 +253,157 @@ describe("which connection a resource may use", () => {
     expect(w.connections.lookup(resource("team-a", { kind: "ServiceConnection", name: "prod" }))).toEqual({
       kind: "pending",
     });
+  });
+});
+
+describe("who may use a connection: namespace selectors", () => {
+  const shared = { kind: "ClusterServiceConnection", name: "shared" } as const;
+  const selecting = (namespaceSelector: NonNullable<ConnectionObject["spec"]["namespaceSelector"]>) => ({
+    ...specOf(),
+    apiKeySecretRef: { name: "dms", key: "api-key", namespace: "dms-system" },
+    namespaceSelector,
+  });
+  const LABELS = { "team-a": { team: "a" }, "team-x": { team: "x", quarantine: "yes" } };
+
+  /** A world whose ClusterServiceConnection `shared` selects `team=a` and is Ready. */
+  async function sharedWorld(access: AccessWorld = {}) {
+    const w = world({ labels: LABELS, ...access });
+    w.store.put(SHARED, selecting({ matchLabels: { team: "a" } }));
+    w.secrets.set("dms-system", "dms", { "api-key": KEY });
+    await w.reconcile(SHARED);
+    return w;
+  }
+
+  it("a namespace the selector selects uses the connection", async () => {
+    const w = await sharedWorld();
+    expect(w.connections.lookup(resource("team-a", shared)).kind).toBe("ready");
+  });
+
+  it("another namespace is refused, told the connection, the selector and the labels it lacks", async () => {
+    const w = await sharedWorld();
+    const found = w.connections.lookup(resource("team-x", shared));
+    expect(found.kind).toBe("refused");
+    const message = found.kind === "refused" ? found.message : "";
+    expect(message).toContain(
+      "ClusterServiceConnection shared may not be used from namespace team-x: its spec.namespaceSelector (team=a) does not select this namespace.",
+    );
+    expect(message).toContain("The namespace needs label team=a (it has team=x)");
+    expect(message).toContain("kubectl label namespace team-x team=a");
+  });
+
+  it("refuses before saying whether the connection is Ready: a refused namespace learns nothing of it", () => {
+    const w = world({ labels: LABELS });
+    w.store.put(SHARED, selecting({ matchLabels: { team: "a" } }));
+    // Not checked yet (pending for its own namespaces), and its Secret is missing: still refused.
+    expect(w.connections.lookup(resource("team-x", shared)).kind).toBe("refused");
+    expect(w.connections.lookup(resource("team-a", shared))).toEqual({ kind: "pending" });
+  });
+
+  it("matchExpressions too; {} selects every namespace; no selector, every namespace", async () => {
+    const w = await sharedWorld();
+    w.store.put(
+      SHARED,
+      selecting({ matchExpressions: [{ key: "quarantine", operator: "DoesNotExist" }] }),
+      2,
+    );
+    expect(w.connections.lookup(resource("team-a", shared)).kind).toBe("ready");
+    const refused = w.connections.lookup(resource("team-x", shared));
+    expect(refused.kind === "refused" && refused.message).toContain(
+      "needs no label quarantine (it has quarantine=yes): if this team is meant to use that tenant, a cluster admin labels it (kubectl label namespace team-x quarantine-)",
+    );
+    w.store.put(SHARED, selecting({}), 3);
+    expect(w.connections.lookup(resource("team-x", shared)).kind).toBe("ready");
+    w.store.put(
+      SHARED,
+      { ...specOf(), apiKeySecretRef: { name: "dms", key: "api-key", namespace: "dms-system" } },
+      4,
+    );
+    expect(w.connections.lookup(resource("team-x", shared)).kind).toBe("ready");
+  });
+
+  it("a selector that bypassed the CRD's validation refuses every namespace, saying why", async () => {
+    const w = await sharedWorld();
+    w.store.put(
+      SHARED,
+      selecting({ matchExpressions: [{ key: "team", operator: "Gt" as "In", values: ["1"] }] }),
+      2,
+    );
+    const found = w.connections.lookup(resource("team-a", shared));
+    expect(found.kind === "refused" && found.message).toContain(
+      'its spec.namespaceSelector is invalid (matchExpressions[0].operator "Gt" is not one of In, NotIn, Exists, DoesNotExist), so it refuses every namespace',
+    );
+  });
+
+  it("a namespace not seen yet is pending, never allowed by default", async () => {
+    const w = await sharedWorld();
+    expect(w.connections.lookup(resource("new-team", shared))).toEqual({ kind: "pending" });
+  });
+
+  it("a ServiceConnection has no selector: its own namespace always uses it", async () => {
+    const w = world({ labels: LABELS, defaultSelector: "team=a" });
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    await w.reconcile(A);
+    expect(w.connections.lookup(resource("team-a", { kind: "ServiceConnection", name: "prod" })).kind).toBe(
+      "ready",
+    );
+  });
+
+  it("the default connection: only the namespaces --default-connection-namespace-selector selects", () => {
+    const w = world({
+      labels: { ...LABELS, platform: { "dms.dev/tenant": "platform" } },
+      defaultSelector: "dms.dev/tenant=platform",
+    });
+    expect(w.connections.lookup(resource("platform"))).toEqual({ kind: "ready", session: w.defaultSession });
+    const found = w.connections.lookup(resource("team-a"));
+    expect(found.kind === "refused" && found.message).toContain(
+      "the default connection (the operator's own credentials, for resources without spec.connectionRef) may not be used from namespace team-a: --default-connection-namespace-selector (dms.dev/tenant=platform) does not select this namespace. The namespace needs label dms.dev/tenant=platform",
+    );
+    expect(found.kind === "refused" && found.message).toContain("otherwise set spec.connectionRef");
+    expect(world({ labels: LABELS }).connections.lookup(resource("team-x")).kind).toBe("ready");
+  });
+
+  it("counts the resources it refuses in status.refused, and they do not hold its deletion", async () => {
+    const w = await sharedWorld({ userNamespaces: ["team-a", "team-x", "team-x"] });
+    w.users = 3;
+    await w.reconcile(SHARED);
+    expect(w.status(SHARED)).toMatchObject({ deployments: 3, refused: 2 });
+    w.store.delete(SHARED);
+    await w.reconcile(SHARED);
+    expect(w.condition(SHARED, "Reconciling")?.message).toContain("1 still does");
+  });
+
+  it("a ServiceConnection refuses no one: status.refused 0", async () => {
+    const w = world({ labels: LABELS, userNamespaces: ["team-a"] });
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    w.users = 1;
+    await w.reconcile(A);
+    expect(w.status(A)).toMatchObject({ deployments: 1, refused: 0 });
+  });
+
+  it("a changed selector enqueues the connection's resources: they may now be allowed or refused", async () => {
+    const w = await sharedWorld();
+    w.changed.length = 0;
+    await w.reconcile(SHARED);
+    expect(w.changed).toEqual([]);
+    w.store.put(SHARED, selecting({ matchLabels: { team: "x" } }), 2);
+    await w.reconcile(SHARED);
+    expect(w.changed).toEqual([connectionKey(SHARED)]);
+  });
+
+  it("refusals: per connection, the resources refused now (the dms_connection_refused gauge)", async () => {
+    const w = await sharedWorld({ defaultSelector: "team=a" });
+    const counts = w.connections.refusals([
+      resource("team-a", shared),
+      resource("team-x", shared),
+      resource("team-x", shared),
+      resource("team-x"),
+      resource("team-a"),
+      resource("team-x", { kind: "ClusterServiceConnection", name: "missing" }),
+      resource("team-x", { kind: "ServiceConnection", name: "prod" }),
+    ]);
+    expect(Object.fromEntries(counts)).toEqual({ [connectionKey(SHARED)]: 2, default: 1 });
   });
 });
 

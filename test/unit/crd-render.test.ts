@@ -122,13 +122,14 @@ describe("CRD generation", () => {
       });
       expect(columns(crd)).toEqual([
         ["Ready", "Reason", "Base URL", "Providers", "Age"],
-        ["Tenant", "Deployments"],
+        ["Tenant", "Deployments", "Refused"],
       ]);
       const byName = Object.fromEntries(v.additionalPrinterColumns.map((c: Node) => [c.name, c]));
       expect(byName.Reason.jsonPath).toBe('.status.conditions[?(@.type=="Ready")].reason');
       expect(byName["Base URL"].jsonPath).toBe(".spec.baseUrl");
       expect(byName.Providers).toMatchObject({ type: "integer", jsonPath: ".status.providers" });
       expect(byName.Deployments).toMatchObject({ type: "integer", jsonPath: ".status.deployments" });
+      expect(byName.Refused).toMatchObject({ type: "integer", jsonPath: ".status.refused", priority: 1 });
     },
   );
 

@@ -478,6 +478,57 @@ const cases: Case[] = [
     },
   },
   {
+    reason:
+      "a namespace its connection's selector refuses: ConnectionNotAllowed naming it, Stalled, no service call, paused or not",
+    arrange: (w) => {
+      w.apply(
+        { connectionRef: { kind: "ClusterServiceConnection", name: "shared" } },
+        { annotations: { [ANNOTATION_PAUSED]: "true" } },
+      );
+      w.connection = {
+        kind: "refused",
+        message: "ClusterServiceConnection shared may not be used from namespace default: …",
+      };
+    },
+    outcome: { result: { kind: "done" } },
+    calls: {},
+    conditions: {
+      Ready: "Unknown/Unknown",
+      Synced: "False/ConnectionNotAllowed",
+      Stalled: "True/ConnectionNotAllowed",
+    },
+    events: [],
+    also: (w) => {
+      const stored = w.resources.stored(REF);
+      expect(stored?.status?.conditions?.find((c) => c.type === "Synced")?.message).toBe(
+        "ClusterServiceConnection shared may not be used from namespace default: …",
+      );
+      expect(stored?.metadata.finalizers ?? []).toEqual([]);
+    },
+  },
+  {
+    reason:
+      "deleting under Delete from a namespace now refused: the finalizer goes without a call, the deployment stays",
+    arrange: async (w) => {
+      await w.settled({ deletionPolicy: "Delete" });
+      w.resources.delete(REF);
+      w.connection = {
+        kind: "refused",
+        message: "the default connection may not be used from namespace default",
+      };
+    },
+    outcome: { result: { kind: "gone" } },
+    calls: {},
+    events: ["Warning/ConnectionNotAllowed"],
+    also: (w) => {
+      expect(w.resources.stored(REF)).toBeUndefined();
+      expect(w.service.store.getByName("agent")).toBeDefined();
+      expect(w.events.all[0]?.note).toMatch(
+        /Deleted without a call to the service: .* so the service's deployment \S+ is left in place/,
+      );
+    },
+  },
+  {
     reason: "the default connection is recorded in status.connection",
     arrange: (w) => {
       w.apply();

@@ -280,3 +280,37 @@ describe("runConfigFrom --max-secret-bytes", () => {
       ]);
   });
 });
+
+describe("runConfigFrom --default-connection-namespace-selector", () => {
+  const selectorOf = (flags: Record<string, unknown>, env: Record<string, string> = {}) => {
+    const result = runConfigFrom({ ...base, ...flags }, env);
+    return result.ok ? result.config.defaultConnectionNamespaceSelector : result.problems;
+  };
+
+  it("is absent unless given: every watched namespace may use the default connection", () => {
+    expect(selectorOf({})).toBeUndefined();
+    // An empty selector selects everything: the same as none (and no namespace watch).
+    expect(selectorOf({ defaultConnectionNamespaceSelector: "" })).toBeUndefined();
+  });
+
+  it("parses the label-selector syntax from the flag or the variable, keeping the text for messages", () => {
+    expect(
+      selectorOf({ defaultConnectionNamespaceSelector: "dms.dev/tenant=platform, !quarantine" }),
+    ).toEqual({
+      text: "dms.dev/tenant=platform, !quarantine",
+      selector: [
+        { key: "dms.dev/tenant", operator: "In", values: ["platform"] },
+        { key: "quarantine", operator: "DoesNotExist", values: [] },
+      ],
+    });
+    expect(selectorOf({}, { DMS_DEFAULT_CONNECTION_NAMESPACE_SELECTOR: "team in (a,b)" })).toMatchObject({
+      text: "team in (a,b)",
+    });
+  });
+
+  it("refuses a bad selector at start-up, naming the flag, its variable, what is wrong and how to write one", () => {
+    expect(selectorOf({ defaultConnectionNamespaceSelector: "team in a" })).toEqual([
+      '--default-connection-namespace-selector / DMS_DEFAULT_CONNECTION_NAMESPACE_SELECTOR: "team in a" is not a label selector: expected "(" after in/notin, found "a"; write requirements on namespace labels joined by commas, e.g. "dms.dev/tenant=platform" or "team in (a,b),!quarantine"',
+    ]);
+  });
+});
