@@ -5,7 +5,8 @@
 // pointed at explicitly must exist: silently falling back to something else would test a
 // different Kubernetes than the one the user asked for.
 import { spawn } from "node:child_process";
-import { accessSync, constants, mkdirSync, readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { accessSync, constants, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
@@ -184,8 +185,14 @@ export async function ensureBinaries(options: EnsureBinariesOptions = {}): Promi
 
 /** A development tool the tests run, built like the control plane: pinned by a wrapper go.mod. */
 export interface GoTool extends GoBuild {
-  /** The module whose version (from the wrapper's go.mod) names the cache directory. */
-  modulePath: string;
+  /**
+   * The module whose version (from the wrapper's go.mod) names the cache directory. Without it,
+   * the directory is named by a digest of the wrapper module's files (go.mod, go.sum and its own
+   * .go files), so that any change to the pins or to our code there builds a new binary.
+   */
+  modulePath?: string;
+  /** The oldest Go that builds it, when newer than the control plane's. */
+  minGo?: readonly [number, number];
 }
 
 /** actionlint, which lints the GitHub Actions workflows in the test suite. */
@@ -197,22 +204,55 @@ export const ACTIONLINT: GoTool = {
 };
 
 /**
+ * gitops-health: our own command (test/controlplane/gitops-health/main.go) around the health
+ * engines of Argo CD (gopher-lua) and Flux (kstatus, fluxcd/pkg runtime/cel), which the tests of
+ * docs/gitops-health.md run. See test/controlplane/gitops-health.ts.
+ */
+export const GITOPS_HEALTH: GoTool = {
+  file: "gitops-health",
+  module: "gitops-health",
+  pkg: ".",
+  minGo: [1, 26], // fluxcd/pkg/runtime's go.mod
+};
+
+/** The name of `tool`'s cache directory: `<file>-<version>` or `<file>-<digest of its module>`. */
+export function goToolCacheName(tool: GoTool): string {
+  if (tool.modulePath) return `${tool.file}-${requiredVersion(tool.module, tool.modulePath)}`;
+  const dir = join(MODULES_DIR, tool.module);
+  const hash = createHash("sha256");
+  for (const name of readdirSync(dir).sort()) {
+    if (name === "go.mod" || name === "go.sum" || name.endsWith(".go")) {
+      hash
+        .update(`${name}\0`)
+        .update(readFileSync(join(dir, name)))
+        .update("\0");
+    }
+  }
+  return `${tool.file}-${hash.digest("hex").slice(0, 16)}`;
+}
+
+/**
  * The path of `tool`, built once with `go build` into
- * `${DMS_CACHE_DIR:-…/dms-operator}/tools/<file>-<version>` (same lock, atomic rename and Go
- * check as {@link ensureBinaries}). Throws {@link ControlPlaneBinariesError} when Go is missing.
+ * `${DMS_CACHE_DIR:-…/dms-operator}/tools/<cache name>` (see {@link goToolCacheName}; same lock,
+ * atomic rename and Go check as {@link ensureBinaries}). Throws {@link ControlPlaneBinariesError}
+ * when Go is missing or too old.
  */
 export async function ensureGoTool(tool: GoTool, options: EnsureBinariesOptions = {}): Promise<string> {
   const env = options.env ?? process.env;
   const log = options.log ?? (() => {});
   const root = env.DMS_CACHE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), ".cache"), "dms-operator");
-  const cacheDir = join(root, "tools", `${tool.file}-${requiredVersion(tool.module, tool.modulePath)}`);
+  const cacheDir = join(root, "tools", goToolCacheName(tool));
   const path = join(cacheDir, tool.file);
   if (isExecutable(path)) return path;
+  const minGo = tool.minGo ?? MIN_GO;
   const go = await goVersion(env);
-  if (go === undefined || !atLeast(go, MIN_GO))
+  if (go === undefined || !atLeast(go, minGo)) {
+    const have = go === undefined ? "Go is not installed (no `go` on PATH)" : `Go ${go.join(".")} is too old`;
     throw new ControlPlaneBinariesError(
-      `${tool.file} is built with Go >= ${MIN_GO.join(".")} (https://go.dev/dl/)`,
+      `${tool.file} is built with Go >= ${minGo.join(".")} (https://go.dev/dl/) and ${have}. ` +
+        "Install Go, then run `node test/controlplane/ensure.ts` to build it into the cache.",
     );
+  }
   mkdirSync(cacheDir, { recursive: true });
   const release = await acquireLock(join(cacheDir, ".build.lock"), {
     timeoutMs: options.lockTimeoutMs ?? 30 * 60_000,

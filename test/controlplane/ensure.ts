@@ -1,6 +1,13 @@
 // Ensures the control-plane binaries exist before the test runner starts, so a first build (minutes)
-// (and actionlint's) happens outside any test or hook timeout. Usage: node test/controlplane/ensure.ts
-import { ACTIONLINT, ControlPlaneBinariesError, ensureBinaries, ensureGoTool } from "./binaries.ts";
+// (and the Go tools': actionlint, gitops-health) happens outside any test or hook timeout.
+// Usage: node test/controlplane/ensure.ts
+import {
+  ACTIONLINT,
+  ControlPlaneBinariesError,
+  ensureBinaries,
+  ensureGoTool,
+  GITOPS_HEALTH,
+} from "./binaries.ts";
 
 try {
   const started = Date.now();
@@ -11,6 +18,8 @@ try {
   );
   // The workflows' linter, built the same way (seconds, once), for test/e2e/workflows.test.ts.
   await ensureGoTool(ACTIONLINT, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
+  // The health engines of Argo CD and Flux (minutes, once), for test/e2e/gitops-health.test.ts.
+  await ensureGoTool(GITOPS_HEALTH, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
 } catch (error) {
   const message = error instanceof ControlPlaneBinariesError ? error.message : String(error);
   process.stderr.write(`controlplane: ${message}\n`);

@@ -11,6 +11,9 @@ import {
   type ControlPlaneBinaries,
   controlPlaneVersions,
   ensureBinaries,
+  ensureGoTool,
+  GITOPS_HEALTH,
+  goToolCacheName,
 } from "../controlplane/binaries.ts";
 
 const FAKE_GO = `#!/bin/sh
@@ -171,5 +174,32 @@ describe("ensureBinaries", () => {
     await ensureBinaries({ env, log: (line) => lines.push(line) });
     expect(lines.join("\n")).toContain(`stale lock ${join(dir, ".build.lock")} of process ${dead}`);
     expect(builds()).toHaveLength(3);
+  });
+});
+
+describe("ensureGoTool, for gitops-health", () => {
+  it("builds it once, into a cache directory named by a digest of its module, even when two callers race", async () => {
+    const name = goToolCacheName(GITOPS_HEALTH);
+    expect(name).toMatch(/^gitops-health-[0-9a-f]{16}$/);
+    const [a, b] = await Promise.all([
+      ensureGoTool(GITOPS_HEALTH, { env }),
+      ensureGoTool(GITOPS_HEALTH, { env }),
+    ]);
+    expect(a).toBe(join(root, "cache", "tools", name, "gitops-health"));
+    expect(b).toBe(a);
+    expect(builds()).toEqual(["."]);
+    expect(readdirSync(join(root, "cache", "tools", name))).toEqual(["gitops-health"]);
+    await ensureGoTool(GITOPS_HEALTH, { env });
+    expect(builds()).toEqual(["."]);
+  });
+
+  it("fails, naming the Go it needs, when Go is missing or older than its module", async () => {
+    await expect(ensureGoTool(GITOPS_HEALTH, { env: { ...env, PATH: "/nonexistent" } })).rejects.toThrow(
+      /gitops-health is built with Go >= 1\.26 .* Go is not installed .*node test\/controlplane\/ensure\.ts/,
+    );
+    await expect(
+      ensureGoTool(GITOPS_HEALTH, { env: { ...env, FAKE_GO_VERSION: "go1.25.3" } }),
+    ).rejects.toThrow(/Go 1\.25 is too old/);
+    expect(builds()).toEqual([]);
   });
 });
