@@ -354,7 +354,13 @@ export const DeploymentResourceSchema = Type.Object(
     kind: Type.Optional(Type.String({ description: "Deployment." })),
     metadata: Type.Optional(ObjectMetaSchema),
     spec: DeploymentSpecSchema,
-    status: Type.Optional(DeploymentResourceStatusSchema),
+    // Defaulted to {} so that a resource not reconciled yet has a status to read: Flux's
+    // healthCheckExprs (docs/gitops-health.md) then say InProgress where a missing status would
+    // make every expression fail with "no such attribute".
+    status: Type.Optional({
+      ...DeploymentResourceStatusSchema,
+      default: {},
+    } as typeof DeploymentResourceStatusSchema),
   },
   {
     description:

@@ -164,7 +164,8 @@ export interface Situation {
 
 /** Each situation of the doc's table, with the status the operator's own status code writes for it. */
 export const SITUATIONS: Record<string, Situation> = {
-  "Not reconciled yet": { generation: 1 },
+  // The CRD defaults status to {}: what the API server answers for a resource nobody has reconciled.
+  "Not reconciled yet": { generation: 1, status: {} },
   "Edited, new generation not seen": { generation: 2, status: READY },
   Creating: { generation: 1, status: status({ observed: null, sync: { kind: "synced" } }) },
   "Database being provisioned": {
