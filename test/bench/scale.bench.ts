@@ -21,6 +21,8 @@
  * The simulator runs in this process: its request hook timestamps what the operator sends, with
  * no clock shared across processes, and this process is idle while the operator is measured.
  * Figures are reported, never asserted; `docs/bench/scale.json` accumulates them per series and N.
+ * With `--tenants T`, each N is the many-tenants case instead (N resources over T connections and
+ * simulators, one of them then a black hole): see `tenancy.ts`, reported in `docs/bench/tenancy.json`.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import type { RequestOptions } from "node:https";
@@ -57,6 +59,8 @@ import {
 } from "./operator-run.ts";
 import { cpuSeconds, httpsText, memoryMiB, parseSamples } from "./probes.ts";
 import { type ScaleFigures, saveScale, scaleTable } from "./scale-report.ts";
+import { measureTenants, parseTenants } from "./tenancy.ts";
+import { saveTenancy, type TenancyFigures, tenancyTable } from "./tenancy-report.ts";
 
 /** Edits sampled for the edit → PATCH latency, and their pace. */
 const EDITS = 100;
@@ -68,16 +72,26 @@ const COLD_NS = "scale-cold";
 export const benchmark: Benchmark = {
   name: "scale",
   description:
-    "N resources, the compiled operator as its own process: RSS, cost of one drift resync, adoption, cold creates, edit → PATCH (own control plane, simulator)",
+    "N resources, the compiled operator as its own process: RSS, cost of one drift resync, adoption, cold creates, edit → PATCH (own control plane, simulator); with --tenants, N spread over that many connections, one of them then a black hole",
   options: {
     n: { description: "numbers of resources, comma-separated, run in turn", default: "100" },
     "resync-period": {
       description: "the operator's --resync-period",
-      default: "30s up to 1,000 resources, 60s above",
+      default: "30s up to 1,000 resources, 60s above; 30s with --tenants",
     },
     label: {
-      description: "series the figures are filed under in docs/bench/scale.json (e.g. before, after)",
+      description:
+        "series the figures are filed under in docs/bench/scale.json (tenancy.json with --tenants; e.g. before, after)",
       default: "current",
+    },
+    tenants: {
+      description:
+        "the many-tenants case: the N resources spread over this many ServiceConnections, each in its own namespace with its own Secret and simulator (e.g. --tenants 50 --n 10000)",
+    },
+    "listing-deadline": {
+      description:
+        "with --tenants: the operator's --listing-deadline (refused when the compiled operator has no such flag)",
+      default: "not passed: the operator's own default, if it has the flag",
     },
   },
   writesOwnReport: true,
@@ -87,6 +101,9 @@ export const benchmark: Benchmark = {
       if (!Number.isInteger(n) || n < 1) throw new Error(`--n: '${text}' is not a positive integer`);
       return n;
     });
+    const tenants = args.tenants === undefined ? undefined : parseTenants(args.tenants, sizes);
+    if (tenants === undefined && args["listing-deadline"] !== undefined)
+      throw new Error("--listing-deadline applies to the many-tenants case only: add --tenants <count>");
     const label = args.label ?? "current";
     // A build of this run's own: another run may rebuild meanwhile.
     const dist = join(CACHE, `dist-${process.pid}`);
@@ -96,26 +113,37 @@ export const benchmark: Benchmark = {
     const runtimeEnv = manifestRuntimeEnv();
     const nodeOptions = runtimeEnv.NODE_OPTIONS;
     const results: ScaleFigures[] = [];
+    const tenancy: TenancyFigures[] = [];
     try {
       for (const n of sizes) {
-        const resync = args["resync-period"] ?? defaultResync(n);
+        const resync = args["resync-period"] ?? (tenants === undefined ? defaultResync(n) : "30s");
         progress(`N=${n}: resync period ${resync}, runtime env ${JSON.stringify(runtimeEnv)}`);
-        const figures = await measure(n, {
+        const setup: Setup = {
           entry,
           nodeOptions,
           runtimeEnv,
           commit,
           resync,
-          logs: join(LOGS, `n${n}`),
-        });
-        results.push(figures);
+          logs: join(LOGS, tenants === undefined ? `n${n}` : `tenants${tenants}-n${n}`),
+        };
         // Saved per N, so a long run that fails later keeps what it measured.
-        for (const path of saveScale(label, figures)) progress(`written ${path}`);
+        if (tenants === undefined) {
+          const figures = await measure(n, setup);
+          results.push(figures);
+          for (const path of saveScale(label, figures)) progress(`written ${path}`);
+        } else {
+          const figures = await measureTenants(tenants, n, setup, args["listing-deadline"]);
+          tenancy.push(figures);
+          for (const path of saveTenancy(label, figures)) progress(`written ${path}`);
+        }
       }
     } finally {
       rmSync(dist, { recursive: true, force: true });
     }
-    return { rows: [], table: scaleTable(label, results) };
+    return {
+      rows: [],
+      table: tenants === undefined ? scaleTable(label, results) : tenancyTable(label, tenancy),
+    };
   },
 };
 
