@@ -7,8 +7,10 @@
  *
  * So each answer is weighed as it arrives, by an estimate of the heap its parsed form takes, and
  * the answers in flight together may hold at most a share of the V8 heap limit. An answer whose
- * weight alone exceeds that share is refused; one that fits but finds the share taken by others
- * waits (it stops reading the socket) until they are done, within its request timeout.
+ * weight alone exceeds that share is refused. An answer that holds nothing yet waits for room
+ * (it stops reading the socket; its request timeout still runs); one that already holds some and
+ * finds no room for more is refused rather than wait, since answers waiting for each other while
+ * each holds a part would never finish.
  */
 import { getHeapStatistics } from "node:v8";
 
@@ -25,8 +27,13 @@ export const SEPARATOR_WEIGHT = 32;
 /** Share of V8's heap limit the answers in flight may take together. */
 export const HEAP_SHARE = 1 / 3;
 
-/** Why an answer was refused: its size, or its weight against the shared budget. */
-export type Overflow = { bound: "bytes"; limit: number } | { bound: "memory"; limit: number };
+/**
+ * Why an answer was refused: its size; its weight against the shared budget, alone (`shared`
+ * false) or with the answers in flight beside it (`shared` true).
+ */
+export type Overflow =
+  | { bound: "bytes"; limit: number }
+  | { bound: "memory"; limit: number; shared: boolean };
 
 /** An answer exceeded a bound; the reading stopped there. */
 export class OverflowError extends Error {
@@ -70,9 +77,11 @@ interface Waiter {
  * The weight the answers in flight may hold together, shared by every client of the process.
  *
  * Contract: {@link open} starts one answer's account; its `take` resolves once the weight is
- * held, waiting in arrival order while others hold too much, and rejects with an
- * {@link OverflowError} (`memory`) when the answer's own weight would exceed the capacity;
- * `close` gives the answer's weight back. An aborted wait rejects with the signal's reason.
+ * held. An account that holds nothing waits, in arrival order, while others hold too much; one
+ * that holds some is never made to wait. `take` rejects with an {@link OverflowError} (`memory`)
+ * when the answer's own weight would exceed the capacity, or when an account that holds some
+ * finds no room (`shared`). `close` gives the answer's weight back. An aborted wait rejects with
+ * the signal's reason and holds nothing.
  */
 export class ResponseMemory {
   /** The weight all answers in flight may hold together, in bytes. */
@@ -97,8 +106,12 @@ export class ResponseMemory {
     return {
       take: async (weight, signal) => {
         if (closed) throw new Error("the account is closed");
-        if (own + weight > this.capacity) throw new OverflowError({ bound: "memory", limit: this.capacity });
-        await this.#acquire(weight, signal);
+        if (own + weight > this.capacity)
+          throw new OverflowError({ bound: "memory", limit: this.capacity, shared: false });
+        if (own === 0) await this.#acquire(weight, signal);
+        else if (this.#held + weight <= this.capacity) this.#held += weight;
+        // Waiting while holding a part could wait forever for others that do the same.
+        else throw new OverflowError({ bound: "memory", limit: this.capacity, shared: true });
         own += weight;
       },
       close: () => {

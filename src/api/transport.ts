@@ -231,10 +231,13 @@ export class Transport {
       });
       // got decompresses, and drops Content-Length when it does: a length left is the body's own.
       const declared = contentLength(response.headers["content-length"]);
+      // A wait for memory ends when the request does (its timeout, a reset), not only when asked.
+      const ended = new AbortController();
+      stream.once("error", (cause: unknown) => ended.abort(cause));
       const body = await readBody(stream, declared, {
         maxBytes: this.#s.maxResponseBytes,
         account,
-        ...(signal ? { signal } : {}),
+        signal: signal ? AbortSignal.any([signal, ended.signal]) : ended.signal,
       });
       return { statusCode: response.statusCode, headers: response.headers, body: body.toString("utf8") };
     } finally {
@@ -365,11 +368,13 @@ export class Transport {
   }
 
   #tooLarge(request: TransportRequest<TSchema | undefined>, error: OverflowError): ServiceError {
-    const { bound, limit } = error.overflow;
+    const { overflow } = error;
     const detail =
-      bound === "bytes"
-        ? `the answer was larger than ${limit} bytes (${MAX_RESPONSE_BYTES_SETTING}); the request was cut off. Check that the base URL is the service's, or raise the limit`
-        : `the answer would take more than ${limit} bytes of memory once parsed (a third of the heap limit, shared by all answers in flight); the request was cut off. Check that the base URL is the service's, or raise --max-old-space-size in NODE_OPTIONS with the memory limit`;
+      overflow.bound === "bytes"
+        ? `the answer was larger than ${overflow.limit} bytes (${MAX_RESPONSE_BYTES_SETTING}); the request was cut off. Check that the base URL is the service's, or raise the limit`
+        : overflow.shared
+          ? `the answers in flight together would take more than ${overflow.limit} bytes of memory once parsed (a third of the heap limit); the request was cut off and is tried again later. If it persists, raise --max-old-space-size in NODE_OPTIONS with the memory limit`
+          : `the answer would take more than ${overflow.limit} bytes of memory once parsed (a third of the heap limit, shared by all answers in flight); the request was cut off. Check that the base URL is the service's, or raise --max-old-space-size in NODE_OPTIONS with the memory limit`;
     return new ServiceError({
       kind: "too_large",
       method: request.method,

@@ -30,7 +30,9 @@ describe("ResponseMemory", () => {
     const memory = new ResponseMemory(100);
     const account = memory.open();
     await account.take(60);
-    await expect(account.take(41)).rejects.toEqual(new OverflowError({ bound: "memory", limit: 100 }));
+    await expect(account.take(41)).rejects.toEqual(
+      new OverflowError({ bound: "memory", limit: 100, shared: false }),
+    );
     account.close();
     expect(memory.held).toBe(0);
   });
@@ -55,6 +57,20 @@ describe("ResponseMemory", () => {
     third.close();
     third.close();
     expect(memory.held).toBe(0);
+  });
+
+  it("never makes an answer that holds a part wait: it is refused, so that none waits forever", async () => {
+    const memory = new ResponseMemory(100);
+    const first = memory.open();
+    const second = memory.open();
+    await first.take(50);
+    await second.take(40);
+    await expect(first.take(20)).rejects.toEqual(
+      new OverflowError({ bound: "memory", limit: 100, shared: true }),
+    );
+    first.close();
+    await second.take(20);
+    expect(memory.held).toBe(60);
   });
 
   it("a wait given up gives its turn to the next one", async () => {
