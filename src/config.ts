@@ -4,6 +4,7 @@
  * line naming the flag and the variable and saying how to fix it. Nothing here exits or logs.
  */
 import { readFileSync } from "node:fs";
+import { DEFAULT_MAX_RESPONSE_BYTES } from "./api/errors.ts";
 import type { TransportSettings } from "./api/transport.ts";
 import { baseUrlProblems, headerNameProblem } from "./crd/connection-rules.ts";
 
@@ -23,6 +24,7 @@ export const SERVICE_ENV = {
   tenantHeader: "DMS_TENANT_HEADER",
   insecureSkipTlsVerify: "DMS_INSECURE_SKIP_TLS_VERIFY",
   timeoutMs: "DMS_TIMEOUT_MS",
+  maxResponseBytes: "DMS_MAX_RESPONSE_BYTES",
   retries: "DMS_RETRIES",
   qps: "DMS_QPS",
   burst: "DMS_BURST",
@@ -38,6 +40,7 @@ export interface ServiceFlags {
   tenantHeader?: string;
   insecureSkipTlsVerify?: boolean;
   timeoutMs?: string | number;
+  maxResponseBytes?: string | number;
   retries?: string | number;
   qps?: string | number;
   burst?: string | number;
@@ -56,6 +59,7 @@ export type ServiceConfig = Pick<
   | "tenantHeader"
   | "insecureSkipTlsVerify"
   | "timeoutMs"
+  | "maxResponseBytes"
   | "retries"
 > & { qps: number; burst: number };
 
@@ -81,6 +85,12 @@ export const SERVICE_SETTINGS = {
     env: SERVICE_ENV.timeoutMs,
     parse: number({ integer: true, min: 1, max: 600_000, unit: "milliseconds" }),
     default: "10000",
+  },
+  maxResponseBytes: {
+    env: SERVICE_ENV.maxResponseBytes,
+    // At least 64 KiB: any less and an honest answer of one deployment could not come through.
+    parse: number({ integer: true, min: 65_536, max: 1_073_741_824, unit: "bytes" }),
+    default: String(DEFAULT_MAX_RESPONSE_BYTES),
   },
   retries: {
     env: SERVICE_ENV.retries,

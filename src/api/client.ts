@@ -5,9 +5,15 @@
 import { Type } from "@sinclair/typebox";
 import type { Logger } from "pino";
 import { type ApiClock, systemApiClock } from "./clock.ts";
-import { isServiceError, RevisionsRouteMissingError, ServiceError } from "./errors.ts";
+import {
+  DEFAULT_MAX_RESPONSE_BYTES,
+  isServiceError,
+  RevisionsRouteMissingError,
+  ServiceError,
+} from "./errors.ts";
 import { paginate } from "./pagination.ts";
 import { TokenBucket } from "./rate-limit.ts";
+import { processResponseMemory, type ResponseMemory } from "./response-memory.ts";
 import { type ResponseObservation, Transport, type TransportSettings } from "./transport.ts";
 import {
   checkFilters,
@@ -57,6 +63,13 @@ export interface ServiceClientOptions {
   timeoutMs?: number;
   /** Retries of a retryable failure; default 4. */
   retries?: number;
+  /**
+   * Bytes a response body may have after decompression; past it the request is cut off and
+   * fails `too_large`. Default {@link DEFAULT_MAX_RESPONSE_BYTES} (8 MiB).
+   */
+  maxResponseBytes?: number;
+  /** The memory the answers in flight may take together; default the process's (response-memory.ts). */
+  responseMemory?: ResponseMemory;
   /**
    * Retries of one page of a listing after a 429, a 5xx or a lost connection (honouring
    * `Retry-After`), even when `retries` is 0: a listing of many pages must not be given up for
@@ -157,6 +170,8 @@ export class ServiceClient {
       tenantHeader: options.tenantHeader ?? "X-Tenant-Id",
       insecureSkipTlsVerify: options.insecureSkipTlsVerify ?? false,
       timeoutMs: options.timeoutMs ?? 10_000,
+      maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+      memory: options.responseMemory ?? processResponseMemory(),
       retries: options.retries ?? 4,
       retryBaseDelayMs: options.retryBaseDelayMs ?? 250,
       retryMaxDelayMs: options.retryMaxDelayMs ?? 10_000,

@@ -26,7 +26,24 @@ export type ServiceErrorKind =
   /** The connection failed or was lost (refused, reset, DNS, TLS). */
   | "network"
   /** The response was not what the spec promises (bad JSON, missing field, wrong type). */
-  | "bad_response";
+  | "bad_response"
+  /**
+   * The answer was larger than the operator accepts (`--max-response-bytes`, or the memory the
+   * answers in flight may take): the request was cut off. Repeating it will not make it smaller.
+   */
+  | "too_large";
+
+/** The setting that bounds a response body, as a `too_large` failure names it. */
+export const MAX_RESPONSE_BYTES_SETTING = "--max-response-bytes / DMS_MAX_RESPONSE_BYTES";
+
+/**
+ * Default of `--max-response-bytes`: 8 MiB. The largest honest answer measured, a listing page
+ * of 100 deployments with every field of the spec filled with long values (64 secret names, 32
+ * secret references, 16 labels and annotations, three containers of 16 environment variables
+ * each), is 4.1 MB (test/contract/response-bounds.test.ts): twice that, and still within the
+ * memory answers in flight may take under the shipped heap limit (see response-memory.ts).
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 
 /** Construction data of a {@link ServiceError}. */
 export interface ServiceErrorInit {
@@ -45,8 +62,11 @@ export interface ServiceErrorInit {
 /**
  * A failed call to the service.
  *
- * Contract: `message` is a single line `METHOD route: [status ]kind: detail`; `detail` is the
- * service's own explanation (FastAPI validation lists rendered as `loc: msg; loc: msg`) or ours;
+ * Contract: `message` is a single line `METHOD route: [status ]kind: detail` with the detail cut
+ * to 500 characters; `detail` is whole: the service's own explanation (FastAPI validation lists
+ * rendered as `loc: msg; loc: msg`) or ours. Where the detail may quote secret values the caller
+ * sent, redact `detail` and cut it afterwards (a value cut in two would escape redaction, so do
+ * not redact `message`);
  * `retryable` says whether repeating the same call later can help; `maybeApplied` is true when a
  * write (POST/PATCH) may have reached the service although no answer came back, so the caller
  * must re-read before deciding to repeat it.
@@ -65,7 +85,7 @@ export class ServiceError extends Error {
 
   constructor(init: ServiceErrorInit) {
     const status = init.status === undefined ? "" : `${init.status} `;
-    super(`${init.method} ${init.route}: ${status}${init.kind}: ${oneLine(init.detail)}`, {
+    super(`${init.method} ${init.route}: ${status}${init.kind}: ${oneLine(truncate(init.detail))}`, {
       cause: init.cause,
     });
     this.kind = init.kind;
@@ -111,6 +131,18 @@ export class RequestValidationError extends Error {
   }
 }
 
+/**
+ * The whole text of `error`: for a {@link ServiceError}, its message with the detail uncut (redact
+ * it, then cut it); for another error, its message.
+ */
+export function wholeMessage(error: unknown): string {
+  if (error instanceof ServiceError) {
+    const status = error.status === undefined ? "" : `${error.status} `;
+    return `${error.method} ${error.route}: ${status}${error.kind}: ${oneLine(error.detail)}`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** True when `error` is a {@link ServiceError} of one of `kinds` (any kind when none is given). */
 export function isServiceError(error: unknown, ...kinds: ServiceErrorKind[]): error is ServiceError {
   return error instanceof ServiceError && (kinds.length === 0 || kinds.includes(error.kind));
@@ -132,7 +164,9 @@ export function kindOfStatus(status: number): ServiceErrorKind {
  *
  * Contract: a string detail is returned as is; a FastAPI list `[{loc, msg, type}]` becomes
  * `body.source_config.repo_url: field required; query.limit: ...`; any other JSON is
- * stringified (bounded); an unparseable or empty body yields `fallback`.
+ * stringified; an unparseable or empty body yields its text, or `fallback`. Nothing is cut: the
+ * body is already bounded (`--max-response-bytes`), and only a caller that knows the secret
+ * values may cut the text, after redacting them.
  */
 export function renderDetail(body: string, fallback: string): string {
   let parsed: unknown;
@@ -140,13 +174,13 @@ export function renderDetail(body: string, fallback: string): string {
     parsed = JSON.parse(body);
   } catch {
     const text = body.trim();
-    return text === "" ? fallback : truncate(text);
+    return text === "" ? fallback : text;
   }
   const detail = isRecord(parsed) && "detail" in parsed ? parsed.detail : parsed;
-  if (typeof detail === "string") return detail === "" ? fallback : truncate(detail);
-  if (Array.isArray(detail) && detail.length > 0) return truncate(detail.map(renderIssue).join("; "));
+  if (typeof detail === "string") return detail === "" ? fallback : detail;
+  if (Array.isArray(detail) && detail.length > 0) return detail.map(renderIssue).join("; ");
   if (detail === null || detail === undefined) return fallback;
-  return truncate(JSON.stringify(detail));
+  return JSON.stringify(detail);
 }
 
 function renderIssue(issue: unknown): string {
@@ -169,10 +203,19 @@ export function parseRetryAfter(value: string | undefined, nowMs: number): numbe
   return Math.max(0, (date - nowMs) / 1000);
 }
 
+/** How much of the detail a {@link ServiceError}'s message shows. */
 const MAX_DETAIL = 500;
 
-function truncate(text: string): string {
-  return text.length > MAX_DETAIL ? `${text.slice(0, MAX_DETAIL)}…` : text;
+/**
+ * `text` cut to at most `max` characters, the last being `…` when it was cut (never inside a
+ * surrogate pair). Redact secret values before cutting: a value cut in two would escape redaction.
+ */
+export function truncate(text: string, max = MAX_DETAIL): string {
+  if (text.length <= max) return text;
+  let end = max - 1;
+  const code = text.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end -= 1;
+  return `${text.slice(0, end)}…`;
 }
 
 function oneLine(text: string): string {

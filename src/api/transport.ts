@@ -5,12 +5,21 @@
  * scrubbed from every text that leaves this module.
  */
 import type { Static, TSchema } from "@sinclair/typebox";
-import got, { type RequestError } from "got";
+import got, { type PlainResponse, type RequestError } from "got";
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
+import { redactSecrets } from "../reconcile/secrets.ts";
 import type { ApiClock } from "./clock.ts";
-import { kindOfStatus, parseRetryAfter, renderDetail, ServiceError } from "./errors.ts";
+import {
+  kindOfStatus,
+  MAX_RESPONSE_BYTES_SETTING,
+  parseRetryAfter,
+  renderDetail,
+  ServiceError,
+} from "./errors.ts";
 import type { TokenBucket } from "./rate-limit.ts";
+import { contentLength, readBody } from "./response-body.ts";
+import { type MemoryAccount, OverflowError, type ResponseMemory } from "./response-memory.ts";
 import { checkResponse } from "./validate.ts";
 
 /** What the metrics hook receives once per HTTP exchange (each retry attempt counts). */
@@ -31,6 +40,10 @@ export interface TransportSettings {
   tenantHeader: string;
   insecureSkipTlsVerify: boolean;
   timeoutMs: number;
+  /** Bytes a response body may have after decompression; a larger one fails `too_large`. */
+  maxResponseBytes: number;
+  /** The weight the answers in flight may hold together, shared by every client of the process. */
+  memory: ResponseMemory;
   retries: number;
   retryBaseDelayMs: number;
   retryMaxDelayMs: number;
@@ -71,6 +84,13 @@ const RETRY_READ = new Set([429, 500, 502, 503, 504]);
 const RETRY_WRITE = new Set([429, 503]);
 // Failures that happen before a byte of the request reaches the service.
 const NOT_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH"]);
+
+/** A whole answer: its status, headers and body text. */
+interface Exchange {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
 
 /** Why an attempt failed, and whether the retry loop may try again. */
 class AttemptFailure extends Error {
@@ -164,30 +184,74 @@ export class Transport {
         "service call",
       );
     };
-    let response: {
-      statusCode: number;
-      body: string;
-      headers: Record<string, string | string[] | undefined>;
-    };
+    const account = this.#s.memory.open();
     try {
-      response = await got(this.#s.baseUrl + request.path, {
-        method,
-        headers: this.#headers(),
-        ...(request.searchParams ? { searchParams: request.searchParams } : {}),
-        ...(request.body === undefined ? {} : { json: request.body }),
-        responseType: "text",
-        throwHttpErrors: false,
-        followRedirect: false,
-        retry: { limit: 0 },
-        timeout: { request: this.#s.timeoutMs },
-        https: { rejectUnauthorized: !this.#s.insecureSkipTlsVerify },
-        ...(signal ? { signal } : {}),
-      });
-    } catch (error) {
-      observe("error");
-      if (signal?.aborted) throw new AbortError(signal.reason instanceof Error ? signal.reason : "aborted");
-      throw this.#failure(this.#transportError(request, error as RequestError), request);
+      let response: Exchange;
+      try {
+        response = await this.#exchange(request, account);
+      } catch (error) {
+        observe("error");
+        if (signal?.aborted) throw new AbortError(signal.reason instanceof Error ? signal.reason : "aborted");
+        // Repeating the request would bring the same answer: final, whatever its status.
+        if (error instanceof OverflowError) throw new AbortError(this.#tooLarge(request, error));
+        throw this.#failure(this.#transportError(request, error as RequestError), request);
+      }
+      return this.#answer(request, response, observe);
+    } finally {
+      // The parsed body is the caller's now; the text and the chunks are garbage.
+      account.close();
     }
+  }
+
+  /**
+   * Sends the request and reads the whole answer within its bounds. Rejects with got's error, or
+   * with an {@link OverflowError} once the body is known to exceed a bound (the connection is then
+   * closed: the rest is never read).
+   */
+  async #exchange(request: TransportRequest<TSchema | undefined>, account: MemoryAccount): Promise<Exchange> {
+    const { method, signal } = request;
+    const stream = got.stream(this.#s.baseUrl + request.path, {
+      method,
+      headers: this.#headers(),
+      ...(request.searchParams ? { searchParams: request.searchParams } : {}),
+      ...(request.body === undefined ? {} : { json: request.body }),
+      throwHttpErrors: false,
+      followRedirect: false,
+      retry: { limit: 0 },
+      timeout: { request: this.#s.timeoutMs },
+      https: { rejectUnauthorized: !this.#s.insecureSkipTlsVerify },
+      ...(signal ? { signal } : {}),
+    });
+    // A stream's request body is its writable side: one without a body (DELETE) must be ended.
+    if (request.body === undefined && method !== "GET") stream.end();
+    try {
+      const response = await new Promise<PlainResponse>((resolve, reject) => {
+        stream.once("response", resolve);
+        stream.once("error", reject);
+      });
+      // got decompresses, and drops Content-Length when it does: a length left is the body's own.
+      const declared = contentLength(response.headers["content-length"]);
+      // A wait for memory ends when the request does (its timeout, a reset), not only when asked.
+      const ended = new AbortController();
+      stream.once("error", (cause: unknown) => ended.abort(cause));
+      const body = await readBody(stream, declared, {
+        maxBytes: this.#s.maxResponseBytes,
+        account,
+        signal: signal ? AbortSignal.any([signal, ended.signal]) : ended.signal,
+      });
+      return { statusCode: response.statusCode, headers: response.headers, body: body.toString("utf8") };
+    } finally {
+      // A body read to its end leaves the connection to the agent's pool; any other is closed.
+      if (!stream.readableEnded) stream.destroy();
+    }
+  }
+
+  #answer<S extends TSchema | undefined>(
+    request: TransportRequest<S>,
+    response: Exchange,
+    observe: (status: number | "error") => void,
+  ): TransportResponse<S> {
+    const { method, route } = request;
     observe(response.statusCode);
     const status = response.statusCode;
     if ((status >= 200 && status < 300) || request.alsoOk?.includes(status)) {
@@ -206,7 +270,8 @@ export class Transport {
       method,
       route,
       status,
-      detail: this.#redact(renderDetail(response.body, `HTTP ${status}`)),
+      // Redacted before it is rendered: the key must be found whole, wherever it is.
+      detail: renderDetail(this.#redact(response.body), `HTTP ${status}`),
       retryable,
       maybeApplied,
       ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
@@ -299,7 +364,24 @@ export class Transport {
 
   #redact(text: string): string {
     const key = this.#s.apiKey;
-    return key ? text.split(key).join("[REDACTED]") : text;
+    return key ? redactSecrets(text, [key], "[REDACTED]") : text;
+  }
+
+  #tooLarge(request: TransportRequest<TSchema | undefined>, error: OverflowError): ServiceError {
+    const { overflow } = error;
+    const detail =
+      overflow.bound === "bytes"
+        ? `the answer was larger than ${overflow.limit} bytes (${MAX_RESPONSE_BYTES_SETTING}); the request was cut off. Check that the base URL is the service's, or raise the limit`
+        : overflow.shared
+          ? `the answers in flight together would take more than ${overflow.limit} bytes of memory once parsed (a third of the heap limit); the request was cut off and is tried again later. If it persists, raise --max-old-space-size in NODE_OPTIONS with the memory limit`
+          : `the answer would take more than ${overflow.limit} bytes of memory once parsed (a third of the heap limit, shared by all answers in flight); the request was cut off. Check that the base URL is the service's, or raise --max-old-space-size in NODE_OPTIONS with the memory limit`;
+    return new ServiceError({
+      kind: "too_large",
+      method: request.method,
+      route: request.route,
+      detail,
+      retryable: false,
+    });
   }
 }
 

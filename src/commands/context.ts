@@ -11,6 +11,7 @@ import {
   flagOf,
   isNamespaceName,
   SERVICE_ENV,
+  SERVICE_SETTINGS,
   type ServiceConfig,
   type ServiceFlags,
   serviceConfigFrom,
@@ -79,6 +80,10 @@ export function addServiceOptions(command: Command, help: { retries?: string } =
       `accept any TLS certificate (self-signed endpoints only) ${env("insecureSkipTlsVerify")}`,
     )
     .option(`${flagOf("timeoutMs")} <ms>`, `timeout of each request (default 10000) ${env("timeoutMs")}`)
+    .option(
+      `${flagOf("maxResponseBytes")} <bytes>`,
+      `largest response body accepted, after decompression (default ${SERVICE_SETTINGS.maxResponseBytes.default}) ${env("maxResponseBytes")}`,
+    )
     .option(
       `${flagOf("retries")} <n>`,
       `${help.retries ?? "retries of a retryable failure (default 4)"} ${env("retries")}`,

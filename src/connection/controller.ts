@@ -13,7 +13,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
-import { isServiceError } from "../api/errors.ts";
+import { isServiceError, truncate, wholeMessage } from "../api/errors.ts";
 import type { ServiceConfig } from "../config.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
@@ -24,7 +24,7 @@ import {
 import type { Condition } from "../crd/schema.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
 import type { DeploymentsPort, SecretRead, SecretsPort, StoredResource } from "../reconcile/ports.ts";
-import { redactSecrets } from "../reconcile/secrets.ts";
+import { redactAndTruncate } from "../reconcile/secrets.ts";
 import type { ServiceSession, SessionLookup, Sessions } from "../reconcile/session.ts";
 import {
   CONDITION,
@@ -410,9 +410,17 @@ export class Connections implements Sessions {
       return { ok: true, providers, message: `the service at ${config.baseUrl} accepted the API key` };
     } catch (error) {
       if (signal.aborted) throw error;
+      // Redacted whole, then cut (to leave room for the fix): a key cut in two would escape redaction.
       const detail = deadline.signal.aborted
         ? `no answer to GET /v2/auth/providers within the probe's deadline of ${deadlineMs} ms`
-        : redactSecrets(error instanceof Error ? error.message : String(error), [apiKey]);
+        : redactAndTruncate(wholeMessage(error), [apiKey], 2000);
+      if (isServiceError(error, "too_large"))
+        return {
+          ok: false,
+          reason: CONNECTION_REASON.ResponseTooLarge,
+          message: `the service at ${config.baseUrl} answered the probe with more than the operator accepts: ${detail}`,
+          transient: true,
+        };
       if (isServiceError(error, "unauthorized"))
         return {
           ok: false,
@@ -478,7 +486,7 @@ export class Connections implements Sessions {
           type,
           status,
           reason,
-          message: message.slice(0, MAX_MESSAGE_LENGTH),
+          message: truncate(message, MAX_MESSAGE_LENGTH),
           observedGeneration: generation,
         },
         now,

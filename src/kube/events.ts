@@ -23,7 +23,11 @@ export interface EventRegarding {
   resourceVersion?: string;
 }
 
-/** What happened. `reason` and `action` are short CamelCase words; `note` is for humans. */
+/**
+ * What happened. `reason` and `action` are short CamelCase words; `note` is for humans, already
+ * redacted of secret values: the recorder cuts it to {@link NOTE_LIMIT_BYTES}, and a value cut
+ * in two would escape a redaction made afterwards.
+ */
 export interface EventInput {
   type: EventType;
   reason: string;

@@ -10,6 +10,8 @@
  * - Credentials (401/403): a clear condition, retried with backoff (the fix is elsewhere).
  * - 429: retried no sooner than the service's Retry-After.
  * - 5xx, timeouts, lost connections: retried with backoff and jitter.
+ * - An answer larger than the operator accepts (`too_large`): `ResponseTooLarge`, retried with
+ *   backoff (the server may mend, and a larger `--max-response-bytes` needs a restart anyway).
  * - 409/404 (the service's state moved: a name taken meanwhile, a deployment deleted): reported
  *   like any other failure and retried with backoff, so a persistent one is visible on the
  *   resource instead of retrying silently forever.
@@ -19,8 +21,8 @@ import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import { TerminalError } from "../runtime/controller.ts";
 import { AmbiguousNameError, UnreadableDeploymentError } from "./observe.ts";
 import { SecretsTooLargeError } from "./secret-budget.ts";
-import { redactSecrets } from "./secrets.ts";
-import { REASON, type SyncOutcome } from "./status.ts";
+import { redactAndTruncate } from "./secrets.ts";
+import { MAX_MESSAGE_LENGTH, REASON, type SyncOutcome } from "./status.ts";
 
 /** A failure, as the reconciler acts on it. */
 export interface Failure {
@@ -38,9 +40,12 @@ const failed = (reason: string, message: string, stalled = false): Failure["outc
   stalled,
 });
 
-/** Maps `error` to its {@link Failure}; every message is scrubbed of `secretValues`. */
+/**
+ * Maps `error` to its {@link Failure}; every message is scrubbed of `secretValues`, then cut to
+ * {@link MAX_MESSAGE_LENGTH} (in that order: a value cut in two would escape redaction).
+ */
 export function failureOf(error: unknown, secretValues: readonly string[]): Failure {
-  const clean = (text: string) => redactSecrets(text, secretValues);
+  const clean = (text: string) => redactAndTruncate(text, secretValues, MAX_MESSAGE_LENGTH);
   if (error instanceof SecretNotFoundError)
     return { outcome: failed(REASON.SecretNotFound, error.message, true) };
   // Over the secret budget: nothing was sent; a change of the spec or of a Secret brings it back.
@@ -89,6 +94,11 @@ function serviceFailure(error: ServiceError, clean: (text: string) => string): F
         rethrow: Object.assign(new Error(message), { retryAfterMs }),
       };
     }
+    case "too_large":
+      return {
+        outcome: failed(REASON.ResponseTooLarge, `the service's answer was refused: ${message}`),
+        rethrow: new Error(message),
+      };
     case "conflict":
     case "not_found":
       // The service's state moved (a name taken meanwhile, a deployment deleted): the retry looks

@@ -4,6 +4,7 @@
  * shows. Pure (hashing is computation, not I/O). Deciding what to send is `plan-secrets.ts`'s.
  */
 import { createHash } from "node:crypto";
+import { truncate } from "../api/errors.ts";
 import type { SecretValue } from "../crd/mapping.ts";
 
 /**
@@ -22,23 +23,156 @@ export function hashSecrets(secrets: readonly SecretValue[]): string {
 export const REDACTED = "***";
 
 /**
- * `text` with every occurrence of each non-empty value in `values` replaced by {@link REDACTED}.
- * Occurrences are found in the original text (overlapping ones merge into one replacement), so
- * the marker itself is never searched again. Used on text the operator did not compose itself
- * (service error details) before it reaches a status, an event or a log.
+ * How many times a value may have been JSON-escaped and still be found: once for a value inside
+ * a JSON body, twice for JSON carried as a string inside JSON (a detail quoting a request body).
  */
-export function redactSecrets(text: string, values: Iterable<string>): string {
-  const covered = new Uint8Array(text.length);
-  for (const value of new Set(values)) {
-    if (value.length === 0) continue;
-    for (let at = text.indexOf(value); at !== -1; at = text.indexOf(value, at + 1)) {
-      covered.fill(1, at, at + value.length);
+const ESCAPE_DEPTH = 2;
+/** The most characters one character of a value becomes, escaped {@link ESCAPE_DEPTH} times (`é` → `\\u00e9`). */
+const ESCAPED_WIDTH = 8;
+/** Characters no JSON encoder escapes: a value made of them only reads the same escaped or not. */
+const NEVER_ESCAPED = /^[\x20-\x7e]*$/;
+const SOMETIMES_ESCAPED = /["\\/<>&']/;
+
+/**
+ * `text` with every occurrence of each non-empty value in `values` replaced by `marker`.
+ *
+ * Contract: a value is found as it is and as any JSON encoder may have escaped it, up to twice
+ * (`"` as `\"`, `\` as `\\`, a newline as `\n`, `é` as `\u00e9` or `\u00E9`, `/` as `\/`, any
+ * character as `\uXXXX`): a service's error body quotes what it was sent in JSON. Occurrences
+ * are found in the original text (overlapping ones merge into one marker), so the marker itself
+ * is never searched again. Redact the whole text before cutting it to a length: a value cut in
+ * two is no longer found, and its first half would show ({@link redactAndTruncate} does both).
+ */
+export function redactSecrets(text: string, values: Iterable<string>, marker = REDACTED): string {
+  return redactPrefix(text, [...values], marker, text.length);
+}
+
+/**
+ * `text` redacted of `values` (see {@link redactSecrets}), then cut to at most `max` characters:
+ * the one order in which no part of a value can show. Every message the operator cuts to a
+ * length goes through here. Only the start of a long text is searched, as far as a value shown
+ * within `max` characters could reach, so a huge text costs no more than a short one.
+ */
+export function redactAndTruncate(
+  text: string,
+  values: Iterable<string>,
+  max: number,
+  marker = REDACTED,
+): string {
+  const wanted = [...values];
+  const longest = wanted.reduce((n, v) => Math.max(n, v.length), 0);
+  // Every occurrence that starts within `keep` characters ends within `keep + reach`: all found.
+  const keep = 2 * max;
+  const reach = ESCAPED_WIDTH * longest;
+  if (text.length <= keep + reach) return truncate(redactPrefix(text, wanted, marker, text.length), max);
+  const shown = redactPrefix(text.slice(0, keep + reach), wanted, marker, keep);
+  return truncate(`${shown}…`, max);
+}
+
+/** `text[0, keep)` redacted of `values`, searching the whole of `text` (see {@link redactSecrets}). */
+function redactPrefix(text: string, values: readonly string[], marker: string, keep: number): string {
+  const wanted = [...new Set(values)].filter((value) => value.length > 0);
+  if (wanted.length === 0 || text.length === 0) return text.slice(0, keep);
+  const spans: [number, number][] = [];
+  const find = (view: TextView, value: string) => {
+    for (let at = view.text.indexOf(value); at !== -1; at = view.text.indexOf(value, at + 1))
+      spans.push([startOf(view, at), endOf(view, at + value.length - 1)]);
+  };
+  const plain: TextView = { text, start: undefined, end: undefined };
+  for (const value of wanted) find(plain, value);
+  // Only a value with a character some encoder escapes can look different in JSON text.
+  const escapable = wanted.filter((v) => !NEVER_ESCAPED.test(v) || SOMETIMES_ESCAPED.test(v));
+  let view = plain;
+  for (let depth = 0; depth < ESCAPE_DEPTH && escapable.length > 0 && view.text.includes("\\"); depth++) {
+    view = unescapeJson(view);
+    for (const value of escapable) find(view, value);
+  }
+  spans.sort((a, b) => a[0] - b[0]);
+  // Overlapping or touching occurrences become one marker.
+  let out = "";
+  let at = 0;
+  let covering = false;
+  for (const [from, to] of spans) {
+    if (from >= keep) break;
+    if (covering && from <= at) at = Math.max(at, to);
+    else {
+      out += text.slice(at, from) + marker;
+      covering = true;
+      at = to;
     }
   }
-  let out = "";
-  for (let i = 0; i < text.length; i++) {
-    if (covered[i] === 0) out += text[i];
-    else if (i === 0 || covered[i - 1] === 0) out += REDACTED;
+  return at < keep ? out + text.slice(at, keep) : out;
+}
+
+/**
+ * A reading of the original text: `text`, and for each of its characters the span of the
+ * original it stands for (absent: the original itself, character for character).
+ */
+interface TextView {
+  text: string;
+  start: Int32Array | undefined;
+  end: Int32Array | undefined;
+}
+
+const startOf = (view: TextView, i: number): number => view.start?.[i] ?? i;
+const endOf = (view: TextView, i: number): number => view.end?.[i] ?? i + 1;
+
+const SIMPLE_ESCAPES: Record<string, string> = {
+  '"': '"',
+  "\\": "\\",
+  "/": "/",
+  b: "\b",
+  f: "\f",
+  n: "\n",
+  r: "\r",
+  t: "\t",
+};
+
+/**
+ * `view` with its JSON string escapes decoded, each decoded character mapped to the span of the
+ * original its escape covers. A backslash that starts no escape stays as it is. Runs without a
+ * backslash are copied whole: a long text costs a few passes, not a string per character.
+ */
+function unescapeJson(view: TextView): TextView {
+  const source = view.text;
+  const parts: string[] = [];
+  const start = new Int32Array(source.length);
+  const end = new Int32Array(source.length);
+  let n = 0;
+  for (let i = 0; i < source.length; ) {
+    const slash = source.indexOf("\\", i);
+    const runEnd = slash === -1 ? source.length : slash;
+    if (runEnd > i) {
+      parts.push(source.slice(i, runEnd));
+      if (view.start === undefined || view.end === undefined) {
+        for (let k = i; k < runEnd; k++, n++) {
+          start[n] = k;
+          end[n] = k + 1;
+        }
+      } else {
+        start.set(view.start.subarray(i, runEnd), n);
+        end.set(view.end.subarray(i, runEnd), n);
+        n += runEnd - i;
+      }
+      i = runEnd;
+      continue;
+    }
+    let char = "\\";
+    let width = 1;
+    const next = source[i + 1] ?? "";
+    const simple = SIMPLE_ESCAPES[next];
+    if (simple !== undefined) {
+      char = simple;
+      width = 2;
+    } else if (next === "u" && /^[0-9a-fA-F]{4}$/.test(source.slice(i + 2, i + 6))) {
+      char = String.fromCharCode(Number.parseInt(source.slice(i + 2, i + 6), 16));
+      width = 6;
+    }
+    parts.push(char);
+    start[n] = startOf(view, i);
+    end[n] = endOf(view, i + width - 1);
+    n++;
+    i += width;
   }
-  return out;
+  return { text: parts.join(""), start: start.subarray(0, n), end: end.subarray(0, n) };
 }

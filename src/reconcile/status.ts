@@ -14,7 +14,7 @@ import {
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import { jsonEqual } from "./diff.ts";
 import type { PlanProblem } from "./plan.ts";
-import { redactSecrets } from "./secrets.ts";
+import { redactAndTruncate } from "./secrets.ts";
 
 /** Condition types the operator sets. */
 export const CONDITION = {
@@ -406,7 +406,7 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   for (const type of CONDITION_ORDER) {
     const v = verdicts[type];
     if (v) {
-      const message = redactSecrets(v.message, input.secretValues ?? []).slice(0, MAX_MESSAGE_LENGTH);
+      const message = redactAndTruncate(v.message, input.secretValues ?? [], MAX_MESSAGE_LENGTH);
       const condition = { type, status: v.status, reason: v.reason, message, observedGeneration: generation };
       conditions = setCondition(conditions, condition, now);
     } else if (type !== CONDITION.Ready) conditions = removeCondition(conditions, type);

@@ -6,6 +6,7 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { ServiceError } from "./errors.ts";
+import { OVERSIZED_MIN_BYTES, type Oversized } from "./hostile.ts";
 import { issuesOf } from "./validation.ts";
 
 /**
@@ -69,6 +70,26 @@ export const FaultsSchema = Type.Object(
     pageCap: Type.Optional(Type.Integer({ minimum: 1 })),
     /** GET /v2/deployments answers the request's own `offset` instead of the next one. */
     repeatOffset: Type.Optional(Type.Boolean()),
+    /**
+     * A hostile server: answer 200 with a body of `bytes` bytes of JSON after decompression
+     * (`{"padding":"xxx…"}`), streamed, gzip-encoded (`Content-Encoding: gzip`) when `gzip`
+     * (first match). The handler is not run.
+     */
+    oversized: Type.Optional(
+      Type.Array(
+        Type.Object({
+          route: Route,
+          bytes: Type.Integer({ minimum: OVERSIZED_MIN_BYTES, maximum: Number.MAX_SAFE_INTEGER }),
+          gzip: Type.Optional(Type.Boolean()),
+        }),
+      ),
+    ),
+    /**
+     * A hostile server: GET /v2/deployments never ends. Every page is full (the request's
+     * `limit`) of distinct, valid deployments made up from their position, the next offset is
+     * always given, and each page is answered after `pageDelayMs`. Filters are ignored.
+     */
+    endlessListing: Type.Optional(Type.Object({ pageDelayMs: Type.Integer({ minimum: 0 }) })),
   },
   { additionalProperties: false },
 );
@@ -93,6 +114,8 @@ export interface SlowBody {
 }
 
 const NONE: FaultDecision = { delayMs: 0 };
+/** The route the `endlessListing` fault answers. */
+const ENDLESS_ROUTE = "GET /v2/deployments";
 
 /** mulberry32: small, fast, good enough to spread faults; deterministic per seed. */
 function prng(seed: number): () => number {
@@ -151,6 +174,7 @@ export class FaultController {
     const f = this.#faults;
     let delayMs = 0;
     for (const rule of f.latency ?? []) if (matches(rule.route, route, path)) delayMs += rule.ms;
+    if (f.endlessListing !== undefined && route === ENDLESS_ROUTE) delayMs += f.endlessListing.pageDelayMs;
     for (const entry of this.#script) {
       if (entry.left <= 0 || !matches(entry.route, route, path)) continue;
       entry.left -= 1;
@@ -168,17 +192,23 @@ export class FaultController {
     return delayMs === 0 ? NONE : { delayMs };
   }
 
+  /** The oversized answer `route` gets instead of its handler's, if any (first match). */
+  oversized(route: string, path: string): Oversized | undefined {
+    return this.#faults.oversized?.find((rule) => matches(rule.route, route, path));
+  }
+
   /** How bodies of `route` are to be written slowly, if at all. */
   slowBody(route: string, path: string): SlowBody | undefined {
     return this.#faults.slowBody?.find((rule) => matches(rule.route, route, path));
   }
 
   /** Listing faults, read by the listing handler. */
-  get listing(): { lagMs: number; pageCap: number | undefined; repeatOffset: boolean } {
+  get listing(): { lagMs: number; pageCap: number | undefined; repeatOffset: boolean; endless: boolean } {
     return {
       lagMs: this.#faults.listingLagMs ?? 0,
       pageCap: this.#faults.pageCap,
       repeatOffset: this.#faults.repeatOffset ?? false,
+      endless: this.#faults.endlessListing !== undefined,
     };
   }
 }

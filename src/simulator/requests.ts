@@ -16,6 +16,11 @@ export interface SimRequest {
   url: string;
   /** The status answered (`"200"`), `"reset"` for a connection dropped by a fault, absent while pending. */
   status?: string;
+  /**
+   * True when the client closed the connection before the answer was fully written (it did not
+   * read it all): what a client that cuts off an oversized answer does.
+   */
+  closedEarly?: boolean;
 }
 
 /** Which requests {@link RequestRecord.requests} returns; every field given must match. */
@@ -46,6 +51,11 @@ export class RequestRecord {
     // Trimmed in batches, so that recording stays O(1) amortized.
     if (this.#latest.length >= 2 * this.#limit) this.#latest = this.#latest.slice(-this.#limit);
     return request;
+  }
+
+  /** The client closed `request`'s connection before its answer was fully written. */
+  closedEarly(request: SimRequest): void {
+    request.closedEarly = true;
   }
 
   /** `request` was answered with `status` (or `"reset"`): it counts from now on. */

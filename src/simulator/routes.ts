@@ -6,6 +6,7 @@ import type { IncomingMessage } from "node:http";
 import { isUuid, ROUTES } from "../api/wire.ts";
 import { notFound, ServiceError } from "./errors.ts";
 import type { FaultController } from "./faults.ts";
+import { endlessPageJson } from "./hostile.ts";
 import { json, missingBody, readJsonBody, type SimResponse } from "./http.ts";
 import { parseListQuery } from "./query.ts";
 import type { SimulatorStore } from "./store.ts";
@@ -67,10 +68,16 @@ export function serviceRoutes(
       },
     },
     [DEPLOYMENTS]: {
-      GET: (_req, _params, search) => ({
-        status: 200,
-        body: store.listPageJson(parseListQuery(search), faults.listing),
-      }),
+      GET: (_req, _params, search) => {
+        const query = parseListQuery(search);
+        const listing = faults.listing;
+        return {
+          status: 200,
+          body: listing.endless
+            ? endlessPageJson(query, store.tenantId, store.now())
+            : store.listPageJson(query, listing),
+        };
+      },
       POST: async (req) => {
         const body = await readJsonBody(req);
         if (body === undefined) throw missingBody();

@@ -9,6 +9,7 @@ import type { AddressInfo } from "node:net";
 import { handleAdmin } from "./admin.ts";
 import { ServiceError } from "./errors.ts";
 import { FaultController } from "./faults.ts";
+import { writeOversized } from "./hostile.ts";
 import { errorResponse, json, type SimResponse, writeResponse } from "./http.ts";
 import type { SecretsMode, Timing } from "./record.ts";
 import { type RequestFilter, RequestRecord, type SimRequest } from "./requests.ts";
@@ -138,6 +139,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     const request = record.arrived(req.method ?? "GET", match.route, req.url ?? path);
     const send = (response: SimResponse) => {
       record.answered(request, String(response.status));
+      res.once("close", () => {
+        if (!res.writableFinished) record.closedEarly(request);
+      });
       writeResponse(res, response, faults.slowBody(match.route, match.template), timers);
     };
     const proceed = (decision: ReturnType<FaultController["decide"]>) => {
@@ -155,6 +159,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
           status: decision.status,
           body: JSON.stringify({ detail: STATUS_CODES[decision.status] ?? "Error" }),
           headers,
+        });
+        return;
+      }
+      const oversized = faults.oversized(match.route, match.template);
+      if (oversized !== undefined) {
+        record.answered(request, "200");
+        writeOversized(res, oversized, (finished) => {
+          if (!finished) record.closedEarly(request);
         });
         return;
       }

@@ -87,6 +87,11 @@ export class SimulatorStore {
     });
   }
 
+  /** The time on the store's clock, in ms since the epoch. */
+  now(): number {
+    return this.#now();
+  }
+
   /** The OAuth providers (GET /v2/auth/providers). */
   providers(): OAuthProvider[] {
     return structuredClone(this.#providers);

@@ -1,7 +1,10 @@
 import { get } from "node:http";
+import { gunzipSync } from "node:zlib";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { readDeployment } from "../../src/api/validate.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { ManualClock } from "../support/manual-clock.ts";
+import { until } from "./client-fake-service.ts";
 import { call, SIMULATED_EPOCH } from "./simulator-http.ts";
 
 const LIST = "GET /v2/deployments";
@@ -158,6 +161,92 @@ describe("listing faults", () => {
     const page = (await call(sim, "GET", "/v2/deployments?limit=4&offset=4")).body;
     expect(page.resources).toHaveLength(4);
     expect(page.offset).toBe(4);
+  });
+});
+
+describe("hostile faults", () => {
+  it("oversized: a 200 whose body is exactly `bytes` bytes of JSON, on the matching route only", async () => {
+    sim.faults.set({ oversized: [{ route: "GET /v2/auth/providers", bytes: 100_000 }] });
+    const res = await fetch(`${sim.url}/v2/auth/providers`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-length")).toBeNull();
+    const text = await res.text();
+    expect(Buffer.byteLength(text)).toBe(100_000);
+    expect(Object.keys(JSON.parse(text))).toEqual(["padding"]);
+    expect((await call(sim, "GET", "/v2/deployments")).body.resources).toHaveLength(10);
+    expect(sim.counters()["GET /v2/auth/providers"]).toEqual({ "200": 1 });
+  });
+
+  it("oversized with gzip: Content-Encoding gzip, a small body on the wire that inflates to `bytes`", async () => {
+    sim.faults.set({ oversized: [{ route: LIST, bytes: 4 * 1024 * 1024, gzip: true }] });
+    const { encoding, body } = await new Promise<{ encoding: string | undefined; body: Buffer }>(
+      (resolve, reject) => {
+        get(`${sim.url}/v2/deployments`, { headers: { "accept-encoding": "gzip" } }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () =>
+            resolve({ encoding: res.headers["content-encoding"], body: Buffer.concat(chunks) }),
+          );
+        }).on("error", reject);
+      },
+    );
+    expect(encoding).toBe("gzip");
+    const inflated = gunzipSync(body);
+    expect(inflated.length).toBe(4 * 1024 * 1024);
+    expect(JSON.parse(inflated.toString("utf8")).padding).toHaveLength(4 * 1024 * 1024 - 14);
+    const wire = body.length;
+    expect(wire).toBeLessThan(64 * 1024);
+  });
+
+  it("oversized stops writing when the client hangs up, and the record says so", async () => {
+    sim.faults.set({ oversized: [{ route: LIST, bytes: 1024 * 1024 * 1024 }] });
+    await new Promise<void>((resolve, reject) => {
+      const req = get(`${sim.url}/v2/deployments`, (res) => {
+        res.once("data", () => {
+          req.destroy();
+          resolve();
+        });
+      });
+      req.on("error", () => {});
+      req.on("close", resolve);
+      setTimeout(() => reject(new Error("no answer")), 5_000);
+    });
+    await until(() => sim.requests({ route: LIST })[0]?.closedEarly === true);
+    expect(sim.requests({ route: LIST })).toMatchObject([{ status: "200", closedEarly: true }]);
+  });
+
+  it("endlessListing: every page is full of distinct, valid deployments, and a next page always exists", async () => {
+    sim.faults.set({ endlessListing: { pageDelayMs: 0 } });
+    const pages = [0, 100, 5_000_000].map(async (offset) => {
+      const page = (await call(sim, "GET", `/v2/deployments?limit=100&offset=${offset}`)).body;
+      expect(page.offset).toBe(offset + 100);
+      return page.resources as { id: string; name: string }[];
+    });
+    const items = (await Promise.all(pages)).flat();
+    expect(items).toHaveLength(300);
+    expect(new Set(items.map((d) => d.id)).size).toBe(300);
+    expect(items.map((d) => readDeployment(d).ok)).not.toContain(false);
+    // Filters are ignored: a search by name never ends either.
+    expect(
+      (await call(sim, "GET", "/v2/deployments?name_contains=nothing&limit=7")).body.resources,
+    ).toHaveLength(7);
+  });
+
+  it("endlessListing: each page is held back by pageDelayMs, other routes answer", async () => {
+    sim.faults.set({ endlessListing: { pageDelayMs: 10_000 } });
+    await expect(fetch(`${sim.url}/v2/deployments`, { signal: AbortSignal.timeout(200) })).rejects.toThrow();
+    expect(await statusOf("/v2/auth/providers")).toBe(200);
+  });
+
+  it("rejects malformed hostile faults with a 422 naming the field", async () => {
+    const small = await call(sim, "PUT", "/_sim/faults", { oversized: [{ bytes: 3 }] });
+    expect(small.status).toBe(422);
+    expect(small.body.detail[0].loc).toEqual(["body", "oversized", 0, "bytes"]);
+    expect(() => sim.faults.set({ endlessListing: { pageDelayMs: -1 } })).toThrow(
+      /endlessListing\.pageDelayMs/,
+    );
+    const put = await call(sim, "PUT", "/_sim/faults", { endlessListing: { pageDelayMs: 5 } });
+    expect(put.body).toEqual({ endlessListing: { pageDelayMs: 5 } });
   });
 });
 

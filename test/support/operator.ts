@@ -4,6 +4,7 @@
  * scoped to the test's namespaces, with a logger whose every line is kept for assertions (such
  * as "no secret value is ever logged").
  */
+import { DEFAULT_MAX_RESPONSE_BYTES } from "../../src/api/errors.ts";
 import type { ServiceConfig } from "../../src/config.ts";
 import { parseSelector } from "../../src/connection/label-selector.ts";
 import { buildOperator, type Operator, type OperatorConfig } from "../../src/main.ts";
@@ -94,6 +95,7 @@ export function testOperatorConfig(options: TestOperatorOptions): OperatorConfig
       tenantHeader: "X-Tenant-Id",
       insecureSkipTlsVerify: false,
       timeoutMs: 5_000,
+      maxResponseBytes: DEFAULT_MAX_RESPONSE_BYTES,
       retries: 0,
       qps: 200,
       burst: 400,

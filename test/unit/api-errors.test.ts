@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { kindOfStatus, parseRetryAfter, renderDetail, ServiceError } from "../../src/api/errors.ts";
+import { kindOfStatus, parseRetryAfter, renderDetail, ServiceError, truncate } from "../../src/api/errors.ts";
 
 describe("renderDetail", () => {
   it.each([
@@ -27,8 +27,26 @@ describe("renderDetail", () => {
     expect(renderDetail(body, "HTTP 502")).toBe(out);
   });
 
-  it("bounds a huge body", () => {
-    expect(renderDetail("x".repeat(10_000), "-").length).toBeLessThan(600);
+  it("keeps a long detail whole, for the caller to redact before cutting, and the message short", () => {
+    const detail = renderDetail(JSON.stringify({ detail: `${"x".repeat(9_990)}secret-value` }), "-");
+    expect(detail.endsWith("secret-value")).toBe(true);
+    const error = new ServiceError({
+      kind: "invalid",
+      method: "POST",
+      route: "/r",
+      detail,
+      retryable: false,
+    });
+    expect(error.message.length).toBeLessThan(600);
+    expect(error.message.endsWith("…")).toBe(true);
+  });
+});
+
+describe("truncate", () => {
+  it("cuts to at most max characters, marking the cut, never inside a surrogate pair", () => {
+    expect(truncate("abcdef", 6)).toBe("abcdef");
+    expect(truncate("abcdef", 4)).toBe("abc…");
+    expect(truncate("ab😀cd", 4)).toBe("ab…");
   });
 });
 

@@ -31,6 +31,7 @@ describe("serviceConfigFrom", () => {
       tenantHeader: "X-Tenant-Id",
       insecureSkipTlsVerify: false,
       timeoutMs: 10_000,
+      maxResponseBytes: 8 * 1024 * 1024,
       retries: 4,
       qps: 20,
       burst: 40,

@@ -211,13 +211,18 @@ function selectorOf(text: string): Selector {
   return parsed.selector;
 }
 
-const serviceError = (kind: "unauthorized" | "network", status?: number) =>
+const serviceError = (kind: "unauthorized" | "network" | "too_large", status?: number) =>
   new ServiceError({
     kind,
     method: "GET",
     route: "/v2/auth/providers",
     ...(status ? { status } : {}),
-    detail: kind === "unauthorized" ? `invalid key ${KEY}` : "connect ECONNREFUSED",
+    detail:
+      kind === "unauthorized"
+        ? `invalid key ${KEY}`
+        : kind === "too_large"
+          ? "the answer was larger than 8388608 bytes (--max-response-bytes / DMS_MAX_RESPONSE_BYTES)"
+          : "connect ECONNREFUSED",
     retryable: kind === "network",
   });
 
@@ -543,6 +548,21 @@ describe("a connection's reconcile", () => {
       message:
         "cannot reach the service at https://a.example: no answer to GET /v2/auth/providers within the probe's deadline of 10000 ms",
     });
+  });
+
+  it("a probe answered with more than the limit: ResponseTooLarge, retried with backoff", async () => {
+    const w = world();
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    w.answer = serviceError("too_large");
+    expect(await w.reconcile(A)).toEqual({ kind: "retry" });
+    expect(w.ready(A)).toMatchObject({ status: "False", reason: "ResponseTooLarge" });
+    expect(w.ready(A)?.message).toContain(
+      "larger than 8388608 bytes (--max-response-bytes / DMS_MAX_RESPONSE_BYTES)",
+    );
+    expect(w.condition(A, "Reconciling")?.reason).toBe("ResponseTooLarge");
+    expect(w.condition(A, "Stalled")).toBeUndefined();
+    expect(w.events).toEqual(["Warning/ResponseTooLarge/prod"]);
   });
 
   it("a probe answered 429 keeps the last verdict and asks again after Retry-After", async () => {

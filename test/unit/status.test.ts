@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Deployment } from "../../src/api/wire.ts";
 import type { Condition } from "../../src/crd/schema.ts";
-import { redactSecrets } from "../../src/reconcile/secrets.ts";
+import { redactAndTruncate, redactSecrets } from "../../src/reconcile/secrets.ts";
 import {
   CONDITION,
   outcomeFromProblems,
@@ -349,8 +349,86 @@ describe("redactSecrets", () => {
       expected: "***",
     },
     { reason: "empty values are ignored", text: "text", values: [""], expected: "text" },
+    {
+      reason: "a value with a quote, as JSON escapes it",
+      text: '{"detail":"bad value pa\\"ss"}',
+      values: ['pa"ss'],
+      expected: '{"detail":"bad value ***"}',
+    },
+    {
+      reason: "a value with a backslash and a newline, as JSON escapes them",
+      text: '{"detail":"got C:\\\\new\\nline"}',
+      values: ["C:\\new\nline"],
+      expected: '{"detail":"got ***"}',
+    },
+    {
+      reason: "non-ASCII escaped as \\u00e9 (Python's ensure_ascii), in either case of hex",
+      text: '{"a":"caf\\u00e9-1","b":"caf\\u00E9-1","c":"café-1"}',
+      values: ["café-1"],
+      expected: '{"a":"***","b":"***","c":"***"}',
+    },
+    {
+      reason: "a character outside the BMP escaped as a surrogate pair",
+      text: '"k\\ud83d\\ude00y"',
+      values: ["k😀y"],
+      expected: '"***"',
+    },
+    {
+      reason: "a slash escaped as \\/ and HTML characters as \\u003c (PHP, Go)",
+      text: '"a\\/b\\u003cc\\u003e"',
+      values: ["a/b<c>"],
+      expected: '"***"',
+    },
+    {
+      reason: "escaped twice: a request body quoted as a string inside the error body",
+      text: JSON.stringify({ detail: JSON.stringify({ secrets: [{ name: "K", value: 'x"y\\z' }] }) }),
+      values: ['x"y\\z'],
+      expected: JSON.stringify({
+        detail: JSON.stringify({ secrets: [{ name: "K", value: "***" }] }),
+      }).replace(/\*\*\*/, "***"),
+    },
+    {
+      reason: "a backslash that starts no escape stays, and so does the text around a value",
+      text: "path \\q and s3cr3t",
+      values: ["s3cr3t"],
+      expected: "path \\q and ***",
+    },
   ];
   it.each(cases)("$reason", ({ text, values, expected }) => {
     expect(redactSecrets(text, values)).toBe(expected);
+  });
+
+  it("finds any value as JSON text shows it, once or twice encoded, escaped to ASCII or not", () => {
+    const asciiJson = (v: string) =>
+      JSON.stringify(v).replace(
+        /[^\x20-\x7e]/g,
+        (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+      );
+    fc.assert(
+      fc.property(fc.string({ minLength: 3, maxLength: 16, unit: "binary" }), (value) => {
+        for (const encoded of [
+          JSON.stringify(value),
+          asciiJson(value),
+          JSON.stringify(JSON.stringify(value)),
+          asciiJson(asciiJson(value)),
+        ]) {
+          const text = `{"detail":"refused ${encoded.slice(1, -1)} here"}`;
+          const redacted = redactSecrets(text, [value]);
+          expect(redacted).toContain("***");
+          expect(redacted).not.toContain(encoded.slice(1, -1));
+          expect(redacted.endsWith(' here"}')).toBe(true);
+        }
+      }),
+    );
+  });
+
+  it("redactAndTruncate never shows the first part of a value cut at the length", () => {
+    const secret = "hunter2-hunter2-hunter2";
+    for (let at = 0; at < 40; at++) {
+      const text = `${"x".repeat(at)}${secret} and more`;
+      const out = redactAndTruncate(text, [secret], 30);
+      expect(out.length).toBeLessThanOrEqual(30);
+      expect(out).not.toContain("hunter");
+    }
   });
 });

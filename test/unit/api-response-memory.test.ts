@@ -1,0 +1,131 @@
+import { Readable } from "node:stream";
+import { createGunzip, gzipSync } from "node:zlib";
+import { describe, expect, it } from "vitest";
+import { readBody } from "../../src/api/response-body.ts";
+import {
+  CONTAINER_WEIGHT,
+  JsonWeigher,
+  OverflowError,
+  ResponseMemory,
+  SEPARATOR_WEIGHT,
+} from "../../src/api/response-memory.ts";
+
+const MiB = 1024 * 1024;
+
+describe("JsonWeigher", () => {
+  it("weighs the bytes, each object or array, and each separator", () => {
+    const weigher = new JsonWeigher();
+    expect(weigher.weigh(Buffer.from('{"a":[1,2]}'))).toBe(11 + 2 * CONTAINER_WEIGHT + 2 * SEPARATOR_WEIGHT);
+    expect(weigher.weigh(Buffer.from('"padding"'))).toBe(9);
+  });
+
+  it("weighs what parses into many objects far above its size", () => {
+    const text = Buffer.from(`[${Array(1000).fill("{}").join(",")}]`);
+    expect(new JsonWeigher().weigh(text)).toBeGreaterThan(60 * text.length);
+  });
+});
+
+describe("ResponseMemory", () => {
+  it("refuses an answer whose own weight exceeds the capacity", async () => {
+    const memory = new ResponseMemory(100);
+    const account = memory.open();
+    await account.take(60);
+    await expect(account.take(41)).rejects.toEqual(
+      new OverflowError({ bound: "memory", limit: 100, shared: false }),
+    );
+    account.close();
+    expect(memory.held).toBe(0);
+  });
+
+  it("makes an answer wait while others hold the room, in arrival order, until they close", async () => {
+    const memory = new ResponseMemory(100);
+    const first = memory.open();
+    await first.take(90);
+    const order: string[] = [];
+    const second = memory.open();
+    const third = memory.open();
+    const secondTakes = second.take(50).then(() => order.push("second"));
+    const thirdTakes = third.take(5).then(() => order.push("third"));
+    await Promise.resolve();
+    // The third would fit, but waits its turn behind the second.
+    expect(order).toEqual([]);
+    first.close();
+    await Promise.all([secondTakes, thirdTakes]);
+    expect(order).toEqual(["second", "third"]);
+    expect(memory.held).toBe(55);
+    second.close();
+    third.close();
+    third.close();
+    expect(memory.held).toBe(0);
+  });
+
+  it("never makes an answer that holds a part wait: it is refused, so that none waits forever", async () => {
+    const memory = new ResponseMemory(100);
+    const first = memory.open();
+    const second = memory.open();
+    await first.take(50);
+    await second.take(40);
+    await expect(first.take(20)).rejects.toEqual(
+      new OverflowError({ bound: "memory", limit: 100, shared: true }),
+    );
+    first.close();
+    await second.take(20);
+    expect(memory.held).toBe(60);
+  });
+
+  it("a wait given up gives its turn to the next one", async () => {
+    const memory = new ResponseMemory(100);
+    const first = memory.open();
+    await first.take(90);
+    const stop = new AbortController();
+    const abandoned = memory.open().take(50, stop.signal);
+    const next = memory.open().take(10);
+    stop.abort(new Error("caller gave up"));
+    await expect(abandoned).rejects.toThrow("caller gave up");
+    await next;
+    expect(memory.held).toBe(100);
+  });
+});
+
+describe("readBody", () => {
+  it("cuts a gzip bomb while it inflates: the inflater never gets far into its input", {
+    timeout: 30_000,
+  }, async () => {
+    const bomb = gzipSync(Buffer.alloc(64 * MiB, "x"));
+    const gunzip = createGunzip();
+    Readable.from([bomb]).pipe(gunzip);
+    const account = new ResponseMemory(1024 * MiB).open();
+    await expect(readBody(gunzip, undefined, { maxBytes: 4 * MiB, account })).rejects.toEqual(
+      new OverflowError({ bound: "bytes", limit: 4 * MiB }),
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    // 4 MiB is a sixteenth of what the bomb inflates to: the input read is about that share.
+    expect(gunzip.bytesWritten).toBeLessThan(bomb.length / 4);
+  });
+
+  it("refuses a declared length past the bound before reading", async () => {
+    let read = false;
+    const chunks = (async function* () {
+      read = true;
+      yield Buffer.from("{}");
+    })();
+    const account = new ResponseMemory(MiB).open();
+    await expect(readBody(chunks, 10 * MiB, { maxBytes: MiB, account })).rejects.toBeInstanceOf(
+      OverflowError,
+    );
+    expect(read).toBe(false);
+  });
+
+  it("reads a body within its bounds whole, holding its weight until the account closes", async () => {
+    const memory = new ResponseMemory(MiB);
+    const account = memory.open();
+    const body = await readBody(Readable.from([Buffer.from('{"a":'), Buffer.from("1}")]), undefined, {
+      maxBytes: 7,
+      account,
+    });
+    expect(body.toString()).toBe('{"a":1}');
+    expect(memory.held).toBe(7 + CONTAINER_WEIGHT + SEPARATOR_WEIGHT);
+    account.close();
+    expect(memory.held).toBe(0);
+  });
+});

@@ -1,0 +1,62 @@
+import { describe, expect, it } from "vitest";
+import { renderDetail, ServiceError } from "../../src/api/errors.ts";
+import { failureOf } from "../../src/reconcile/failures.ts";
+import { MAX_MESSAGE_LENGTH, REASON } from "../../src/reconcile/status.ts";
+import { TerminalError } from "../../src/runtime/controller.ts";
+
+const SECRET = "s3cr3t-value-that-must-never-show";
+
+/** A 422 whose body quotes `quoted` at character `at` of its detail. */
+const rejected = (quoted: string, at: number) =>
+  new ServiceError({
+    kind: "invalid",
+    method: "PATCH",
+    route: "/v2/deployments/{deployment_id}",
+    status: 422,
+    detail: renderDetail(JSON.stringify({ detail: `${"x".repeat(at)}${quoted} rest` }), "HTTP 422"),
+    retryable: false,
+  });
+
+describe("failureOf", () => {
+  it("an answer past the bound: ResponseTooLarge, retried with backoff, never stalled", () => {
+    const error = new ServiceError({
+      kind: "too_large",
+      method: "GET",
+      route: "/v2/deployments",
+      detail: "the answer was larger than 8388608 bytes (--max-response-bytes / DMS_MAX_RESPONSE_BYTES)",
+      retryable: false,
+    });
+    const failure = failureOf(error, []);
+    expect(failure.outcome).toMatchObject({ reason: REASON.ResponseTooLarge, stalled: false });
+    expect(failure.outcome.message).toContain("larger than 8388608 bytes (--max-response-bytes");
+    expect(failure.rethrow).toBeInstanceOf(Error);
+    expect(failure.rethrow).not.toBeInstanceOf(TerminalError);
+  });
+
+  it.each([490, 500, MAX_MESSAGE_LENGTH - 80, MAX_MESSAGE_LENGTH - 60, 20_000])(
+    "a secret value the service quotes at character %i never shows, not even its first half",
+    (at) => {
+      const { message } = failureOf(rejected(SECRET, at), [SECRET]).outcome;
+      // Cut to the status's length, give or take the words around the service's answer.
+      expect(message.length).toBeLessThan(MAX_MESSAGE_LENGTH + 100);
+      expect(message).not.toContain(SECRET.slice(0, 8));
+    },
+  );
+
+  it("a secret value the service quotes JSON-escaped in a detail it did not decode never shows", () => {
+    const value = 'pa"ss\\word\nline-é';
+    const error = new ServiceError({
+      kind: "invalid",
+      method: "POST",
+      route: "/v2/deployments",
+      status: 422,
+      // A detail that is an object is shown as JSON: the value appears escaped.
+      detail: renderDetail(JSON.stringify({ detail: { secrets: [{ value }] } }), "HTTP 422"),
+      retryable: false,
+    });
+    const { message } = failureOf(error, [value]).outcome;
+    expect(message).toContain("***");
+    expect(message).not.toContain('pa\\"ss');
+    expect(message).not.toContain("word");
+  });
+});
