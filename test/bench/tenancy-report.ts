@@ -47,7 +47,7 @@ export interface TenancyFigures {
   loadAverage: { start: number; end: number };
   runtimeEnv: Record<string, string>;
   operatorFlags: string[];
-  /** The `--listing-deadline` given, `operator default` (the operator has the flag), or `unsupported`. */
+  /** The `--listing-deadline` given, or `operator default`. */
   listingDeadline: string;
   startupSeconds: number;
   /** Operator start → every ServiceConnection Ready. */

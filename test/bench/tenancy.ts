@@ -24,7 +24,6 @@
  * is kept too.
  */
 
-import { spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import type { RequestOptions } from "node:https";
@@ -112,7 +111,7 @@ export async function measureTenants(
   listingDeadline: string | undefined,
 ): Promise<TenancyFigures> {
   const loadAtStart = loadavg()[0] ?? 0;
-  const deadlineFlag = listingDeadlineFlag(setup.entry, listingDeadline);
+  const deadlineFlag = listingDeadline === undefined ? undefined : `--listing-deadline=${listingDeadline}`;
   const periodMs = parseDuration(setup.resync);
   if (periodMs === undefined) throw new Error(`--resync-period: '${setup.resync}' is not a duration`);
   const benchBefore = memoryMiB(process.pid);
@@ -263,7 +262,7 @@ export async function measureTenants(
       loadAverage: { start: round(loadAtStart, 1), end: round(loadavg()[0] ?? 0, 1) },
       runtimeEnv: setup.runtimeEnv,
       operatorFlags: running.flags,
-      listingDeadline: listingDeadline ?? (deadlineFlag === undefined ? "unsupported" : "operator default"),
+      listingDeadline: listingDeadline ?? "operator default",
       startupSeconds: round(startupSeconds, 1),
       connectionsReadySeconds: round(connectedSeconds, 1),
       rssMiB: {
@@ -296,21 +295,6 @@ export async function measureTenants(
     await plane.stop();
     rmSync(work, { recursive: true, force: true });
   }
-}
-
-/**
- * The `--listing-deadline` flag for the operator, or undefined to pass none. The flag is newer
- * than this benchmark: the compiled operator's `run --help` says whether it has it.
- */
-function listingDeadlineFlag(entry: string, value: string | undefined): string | undefined {
-  const help = spawnSync(process.execPath, [entry, "run", "--help"], { encoding: "utf8" });
-  const supported = `${help.stdout}${help.stderr}`.includes("--listing-deadline");
-  if (value === undefined) return undefined;
-  if (!supported)
-    throw new Error(
-      `--listing-deadline ${value}: the operator compiled from this checkout has no --listing-deadline flag; leave the option out`,
-    );
-  return `--listing-deadline=${value}`;
 }
 
 /** Edits are paced over this long: at least one resync cycle even when a black hole holds the listing. */
