@@ -62,6 +62,8 @@ const CONNECTION_PROBE_MS = 300_000;
 const CONNECTION_CONCURRENCY = 32;
 /** Longest wait before a connection whose listing missed its deadline or failed is listed again. */
 const LISTING_RETRY_MS = 60_000;
+/** The first wait before a failed listing is tried again (doubling up to LISTING_RETRY_MS). */
+const LISTING_RETRY_BASE_MS = 2_000;
 
 /** Everything the operator needs to run, validated (see `config.ts`). */
 export interface OperatorConfig {
@@ -378,7 +380,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   // The periodic pass is per connection: each usable connection (the default one included) is
   // listed on its own, under --listing-deadline, and its resources are enqueued as soon as ITS
   // listing is in. One that is slow, endless or failing delays only its own resources, which then
-  // report ListingDeadlineExceeded without a call (see the reconciler). A start (a restart, a new
+  // report it without a call (see the reconciler). A start (a restart, a new
   // leader) is a pass like every resync: one listing per connection answers for its resources.
   const keyOf = (o: Parameters<typeof refOf>[0]) => objectKey(refOf(o));
   // A connection that has just become usable was listed by its check a moment ago.
@@ -407,6 +409,9 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     },
     periodMs: config.resyncMs,
     retryMs: Math.min(config.resyncMs, LISTING_RETRY_MS),
+    // A failed listing is tried again soon, then less often: its resources heal within seconds
+    // of the service's, while one that stays down costs a listing a minute.
+    retryBaseMs: Math.min(config.resyncMs, LISTING_RETRY_BASE_MS),
     spreadMs: Math.min(config.resyncMs / 10, 60_000),
     clock,
     logger,

@@ -174,7 +174,11 @@ export class DeploymentReconciler {
   async #sync(run: Connected, signal: AbortSignal): Promise<ReconcileResult> {
     // A connection whose listing hung or failed would hold this worker as long with a lookup of
     // its own: report it, with no call, until the connection's next listing ends in time.
+    // A listing that failed with an answer (a 401, a 503) is reported as a lookup's failure would
+    // be, with its reason, retried with backoff, and no call either: the connection's own pass
+    // lists it again soon, and its keys are enqueued once a listing is in.
     const missed = run.session.listingFailure();
+    if (missed?.kind === "failed") throw missed.error;
     if (missed) return this.#finish(run, listingMissed(run.obj, missed), signal);
     const status = run.obj.status ?? {};
     const versions = secretVersions(run.obj.spec, run.obj.metadata.namespace ?? "", this.#o.secrets);
@@ -425,6 +429,7 @@ export class DeploymentReconciler {
         this.#event(run, "Warning", REASON.NotOwned, message);
       } else if (!holder) {
         const missed = session.listingFailure();
+        if (missed?.kind === "failed") throw missed.error;
         if (missed) {
           const outcome = listingMissed(obj, missed);
           const message = `${outcome.message}; the service's deployment is deleted once one does (or remove the finalizer ${FINALIZER} to leave it)`;
@@ -603,21 +608,16 @@ function appliedVersions(secretsHash: string | undefined, versions: string | und
 }
 
 /**
- * The outcome of a resource whose connection's last listing missed its deadline or failed: no
- * call is made for it until a listing ends in time (the connection's next one).
+ * The outcome of a resource whose connection's last listing missed its deadline: no call is made
+ * for it until a listing ends in time (the connection's pass tries again within a minute).
  */
 function listingMissed(obj: StoredResource, failure: ListingFailure): SyncOutcome & { kind: "failed" } {
   const id = connectionOf(obj.metadata.namespace ?? "", obj.spec.connectionRef);
   const connection = id ? describeConnection(id) : "the default connection (the operator's own settings)";
-  const deadline = `the listing deadline of ${goDuration(failure.deadlineMs)} (--listing-deadline)`;
-  const what =
-    failure.kind === "deadline"
-      ? `did not end within ${deadline}`
-      : `failed within ${deadline}: ${failure.detail}`;
   return {
     kind: "failed",
     reason: REASON.ListingDeadlineExceeded,
-    message: `the periodic listing of the service's deployments (GET /v2/deployments) through ${connection} ${what}; no call is made for this resource until a listing through that connection ends in time (the next is at the next resync): fix the service, or raise --listing-deadline if it is only slow`,
+    message: `the periodic listing of the service's deployments (GET /v2/deployments) through ${connection} did not end within the listing deadline of ${goDuration(failure.deadlineMs)} (--listing-deadline); no call is made for this resource until a listing through that connection ends in time (it is tried again within a minute): fix the service, or raise --listing-deadline if it is only slow`,
     stalled: false,
   };
 }

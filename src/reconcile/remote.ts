@@ -40,12 +40,12 @@ export interface RemoteSnapshotOptions {
 
 /**
  * Why the connection's last listing does not answer for the service: it missed its deadline
- * (`deadline`), or failed before it (`failed`, with the error's message). `deadlineMs` is the
- * deadline it ran under.
+ * (`deadline`), or failed before it (`failed`, with the error it failed with). `deadlineMs` is
+ * the deadline it ran under.
  */
 export type ListingFailure =
   | { kind: "deadline"; deadlineMs: number }
-  | { kind: "failed"; deadlineMs: number; detail: string };
+  | { kind: "failed"; deadlineMs: number; error: unknown };
 
 /** The error a listing that missed its deadline rejects with. */
 export class ListingDeadlineError extends Error {
@@ -138,7 +138,7 @@ export class RemoteSnapshot {
       if (signal.aborted) throw error;
       this.#failure = deadline.signal.aborted
         ? { kind: "deadline", deadlineMs }
-        : { kind: "failed", deadlineMs, detail: error instanceof Error ? error.message : String(error) };
+        : { kind: "failed", deadlineMs, error };
       throw deadline.signal.aborted ? deadline.signal.reason : error;
     } finally {
       cancel();

@@ -52,8 +52,14 @@ export interface ResyncOptions {
   prepare: (group: string, signal: AbortSignal) => Promise<() => void>;
   /** Time from the end of one pass of a group to the start of its next, ±`jitter`. */
   periodMs: number;
-  /** Time from a pass whose reading failed to the group's next reading, ±`jitter`. Default `periodMs`. */
+  /**
+   * Longest time from a pass whose reading failed to the group's next reading, ±`jitter`: the
+   * first retry comes after `retryBaseMs`, each next one after twice the last, up to this.
+   * Default `periodMs`.
+   */
   retryMs?: number;
+  /** The first retry's wait after a failed reading (see `retryMs`). Default `retryMs`. */
+  retryBaseMs?: number;
   /** Fraction of the period by which it varies; default 0.1. */
   jitter?: number;
   /** A periodic pass spreads its keys over this long, so N reconciles do not start at once. */
@@ -134,7 +140,9 @@ export class ResyncedController implements Runnable {
   /** The passes of one group, until `signal` aborts (the resync stops, or the group is gone). */
   async #passes(group: string, signal: AbortSignal): Promise<void> {
     const { periodMs, spreadMs, jitter = 0.1, random } = this.#o;
+    const retryMs = this.#o.retryMs ?? periodMs;
     let held: (() => void) | undefined;
+    let failed = 0;
     try {
       for (let first = true; !signal.aborted; first = false) {
         const next = await this.#prepare(group, signal, first);
@@ -142,7 +150,10 @@ export class ResyncedController implements Runnable {
         held = next;
         if (signal.aborted) break;
         await untilAborted(this.#o.controller.pass(this.#o.keys(group), first ? 0 : spreadMs), signal);
-        const waitMs = next ? periodMs : (this.#o.retryMs ?? periodMs);
+        failed = next ? 0 : failed + 1;
+        const waitMs = next
+          ? periodMs
+          : Math.min(retryMs, (this.#o.retryBaseMs ?? retryMs) * 2 ** (failed - 1));
         try {
           await this.#clock.sleep(spread(waitMs, jitter, random), signal);
         } catch {

@@ -112,11 +112,8 @@ describe("RemoteSnapshot listing deadline", () => {
     const second = snapshot.refresh(new AbortController().signal);
     pending[1]?.fail(new Error("GET /v2/deployments: 503 unavailable: gateway down"));
     await expect(second).rejects.toThrow("gateway down");
-    expect(snapshot.listingFailure()).toEqual({
-      kind: "failed",
-      deadlineMs: 5_000,
-      detail: "GET /v2/deployments: 503 unavailable: gateway down",
-    });
+    expect(snapshot.listingFailure()).toMatchObject({ kind: "failed", deadlineMs: 5_000 });
+    expect(String((snapshot.listingFailure() as { error: unknown }).error)).toContain("gateway down");
 
     // A listing its callers gave up (a shutdown) says nothing of the service.
     const caller = new AbortController();

@@ -642,24 +642,24 @@ const cases: Case[] = [
     },
   },
   {
-    reason: "the connection's last listing failed: ListingDeadlineExceeded with what failed, and no call",
+    reason: "the connection's last listing failed with an answer: that failure's reason, retried, and no call",
     arrange: async (w) => {
       w.connection = undefined;
       await w.applied({ connectionRef: { kind: "ServiceConnection", name: "prod" } });
       w.service.failNext("listAll", { status: 503, detail: "gateway down" });
       await w.snapshot.refresh(new AbortController().signal).catch(() => {});
     },
-    outcome: { result: { kind: "done" } },
+    outcome: { error: retriedWithBackoff("503") },
     calls: {},
     conditions: {
       Ready: "Unknown/Unknown",
-      Synced: "False/ListingDeadlineExceeded",
-      Reconciling: "True/ListingDeadlineExceeded",
+      Synced: "False/ServiceUnavailable",
+      Reconciling: "True/ServiceUnavailable",
     },
-    events: [],
+    events: ["Warning/ServiceUnavailable"],
     also: (w) => {
       const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
-      expect(synced?.message).toContain("through ServiceConnection default/prod failed");
+      expect(synced?.message).toContain("GET /v2/deployments answered 503");
       expect(synced?.message).toContain("gateway down");
       expect(w.service.store.list()).toEqual([]);
     },

@@ -127,6 +127,39 @@ describe("ResyncedController", () => {
     await vi.advanceTimersByTimeAsync(100);
     await running;
   });
+
+  it("reads a failed group again after retryBaseMs, then twice as long each time up to retryMs", async () => {
+    let fail = true;
+    const prepares: number[] = [];
+    const resync = new ResyncedController({
+      controller: new Controller({ name: "test", reconcile: async () => ({ kind: "done" }) }),
+      synced: () => Promise.resolve(),
+      keys: () => ["ns/a"],
+      prepare: async () => {
+        prepares.push(Date.now());
+        if (fail) throw new Error("listing failed");
+        return () => {};
+      },
+      periodMs: 60_000,
+      retryMs: 10_000,
+      retryBaseMs: 2_000,
+      jitter: 0,
+      spreadMs: 0,
+    });
+    const stop = new AbortController();
+    const running = resync.start(stop.signal, new AbortController().signal);
+    await vi.advanceTimersByTimeAsync(35_000);
+    expect(prepares).toEqual([0, 2_000, 6_000, 14_000, 24_000, 34_000]);
+    // A success resets it: the next failure is retried after retryBaseMs again.
+    fail = false;
+    await vi.advanceTimersByTimeAsync(10_000);
+    fail = true;
+    await vi.advanceTimersByTimeAsync(60_000 + 2_000);
+    expect(prepares.slice(6)).toEqual([44_000, 104_000, 106_000]);
+    stop.abort();
+    await vi.advanceTimersByTimeAsync(100);
+    await running;
+  });
 });
 
 /**
