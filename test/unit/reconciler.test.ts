@@ -642,7 +642,8 @@ const cases: Case[] = [
     },
   },
   {
-    reason: "the connection's last listing failed with an answer: that failure's reason, retried, and no call",
+    reason:
+      "the connection's last listing failed with an answer: that failure's reason, retried, and no call",
     arrange: async (w) => {
       w.connection = undefined;
       await w.applied({ connectionRef: { kind: "ServiceConnection", name: "prod" } });
