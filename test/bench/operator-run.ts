@@ -8,22 +8,26 @@
 import { spawnSync } from "node:child_process";
 import { copyFileSync, readFileSync, rmSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
+import type { RequestOptions } from "node:https";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseAllDocuments } from "yaml";
 import { OperatorProcess, operatorEnv } from "../../scripts/demo/operator-process.ts";
 import { runConfigFrom } from "../../src/commands/run-config.ts";
 import { parseDuration } from "../../src/config.ts";
-import type { KubeClient } from "../../src/kube/client.ts";
+import { KubeClient } from "../../src/kube/client.ts";
+import { loadKubeConfig } from "../../src/kube/config.ts";
 import { DEPLOYMENTS, type DeploymentObject, decodeDeployment } from "../../src/kube/deployments.ts";
 import { Reflector } from "../../src/kube/reflector.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
+import type { ControlPlane } from "../controlplane/harness.ts";
 import { freePort } from "../controlplane/net.ts";
 import { callCount } from "./harness.ts";
 import {
   apiRequestDelta,
   cpuSeconds,
   etcdWriteDelta,
+  httpsText,
   httpText,
   memoryMiB,
   parseSamples,
@@ -434,3 +438,20 @@ export function commitOf(): string {
 
 /** `value` rounded to `digits` decimals. */
 export const round = (value: number, digits: number) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+/**
+ * A client of the benchmark's control plane (as `userAgent`, so its own requests can be told
+ * apart), and a reading of the API server's request counters (`apiserver_request_total`,
+ * `etcd_requests_total`), which the figures of Kubernetes requests per resource come from.
+ */
+export async function planeClient(plane: ControlPlane, userAgent: string) {
+  const kube = loadKubeConfig({ kubeconfig: plane.kubeconfigPath }).config;
+  const client = new KubeClient(kube, { userAgent, timeoutMs: 120_000 });
+  const tls: RequestOptions = {};
+  await kube.applyToHTTPSOptions(tls);
+  const apiMetrics = async () => {
+    const text = await httpsText(`${plane.server}/metrics`, tls);
+    return [...parseSamples(text, "apiserver_request_total"), ...parseSamples(text, "etcd_requests_total")];
+  };
+  return { client, apiMetrics };
+}

@@ -25,13 +25,11 @@
  * simulators, one of them then a black hole): see `tenancy.ts`, reported in `docs/bench/tenancy.json`.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import type { RequestOptions } from "node:https";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { desiredFromSpec } from "../../src/crd/mapping.ts";
-import { KubeClient, PatchType } from "../../src/kube/client.ts";
-import { loadKubeConfig } from "../../src/kube/config.ts";
+import { type KubeClient, PatchType } from "../../src/kube/client.ts";
 import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
 import { collectionPath } from "../../src/kube/reflector.ts";
 import type { SeedDeployment } from "../../src/simulator/seed.ts";
@@ -47,6 +45,7 @@ import {
   defaultResync,
   LOGS,
   manifestRuntimeEnv,
+  planeClient,
   pool,
   progress,
   QPS,
@@ -57,7 +56,7 @@ import {
   startOperator,
   Tap,
 } from "./operator-run.ts";
-import { cpuSeconds, httpsText, memoryMiB, parseSamples } from "./probes.ts";
+import { cpuSeconds, memoryMiB } from "./probes.ts";
 import { type ScaleFigures, saveScale, scaleTable } from "./scale-report.ts";
 import { measureTenants, parseTenants } from "./tenancy.ts";
 import { saveTenancy, type TenancyFigures, tenancyTable } from "./tenancy-report.ts";
@@ -154,14 +153,7 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
   const work = mkdtempSync(join(tmpdir(), "dms-scale-"));
   try {
     await plane.installCrds();
-    const kube = loadKubeConfig({ kubeconfig: plane.kubeconfigPath }).config;
-    const client = new KubeClient(kube, { userAgent: "dms-scale-bench", timeoutMs: 120_000 });
-    const tls: RequestOptions = {};
-    await kube.applyToHTTPSOptions(tls);
-    const apiMetrics = async () => {
-      const text = await httpsText(`${plane.server}/metrics`, tls);
-      return [...parseSamples(text, "apiserver_request_total"), ...parseSamples(text, "etcd_requests_total")];
-    };
+    const { client, apiMetrics } = await planeClient(plane, "dms-scale-bench");
     for (const ns of [ADOPT_NS, COLD_NS]) {
       await client.request({ method: "POST", path: "/api/v1/namespaces", body: { metadata: { name: ns } } });
     }

@@ -26,13 +26,11 @@
 
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
-import type { RequestOptions } from "node:https";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseDuration } from "../../src/config.ts";
-import { KubeClient, PatchType } from "../../src/kube/client.ts";
-import { loadKubeConfig } from "../../src/kube/config.ts";
+import { type KubeClient, PatchType } from "../../src/kube/client.ts";
 import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
 import { collectionPath } from "../../src/kube/reflector.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
@@ -41,6 +39,7 @@ import { benchDeploymentBody, benchDeploymentSpec, callCount, quantile } from ".
 import {
   APPLY_CONCURRENCY,
   passStarts,
+  planeClient,
   pool,
   progress,
   ReadyWatch,
@@ -51,7 +50,7 @@ import {
   startOperator,
   Tap,
 } from "./operator-run.ts";
-import { cpuSeconds, httpsText, memoryMiB, parseSamples } from "./probes.ts";
+import { cpuSeconds, memoryMiB } from "./probes.ts";
 import type { ContentionFigures, TenancyFigures } from "./tenancy-report.ts";
 
 type Counters = Record<string, Record<string, number>>;
@@ -144,14 +143,7 @@ export async function measureTenants(
     }
     const benchWithSimulators = memoryMiB(process.pid);
     await plane.installCrds();
-    const kube = loadKubeConfig({ kubeconfig: plane.kubeconfigPath }).config;
-    const client = new KubeClient(kube, { userAgent: "dms-tenancy-bench", timeoutMs: 120_000 });
-    const tls: RequestOptions = {};
-    await kube.applyToHTTPSOptions(tls);
-    const apiMetrics = async () => {
-      const text = await httpsText(`${plane.server}/metrics`, tls);
-      return [...parseSamples(text, "apiserver_request_total"), ...parseSamples(text, "etcd_requests_total")];
-    };
+    const { client, apiMetrics } = await planeClient(plane, "dms-tenancy-bench");
     await pool(tenants, APPLY_CONCURRENCY, (t) => createTenant(client, fleet[t] as Tenant));
     progress(`${tenants} tenants: namespaces, Secrets, ServiceConnections and simulators made`);
 

@@ -89,76 +89,29 @@ describe("ResyncedController", () => {
   });
 
   it("passes the keys of a group whose reading failed, and reads it again after retryMs, not a period", async () => {
-    let fail = true;
-    const reconciled: string[] = [];
-    const prepares: number[] = [];
-    const controller = new Controller({
-      name: "test",
-      reconcile: async (key) => {
-        reconciled.push(`${key} at ${Date.now()}`);
-        return { kind: "done" };
-      },
-    });
-    const resync = new ResyncedController({
-      controller,
-      synced: () => Promise.resolve(),
-      keys: () => ["ns/a"],
-      prepare: async () => {
-        prepares.push(Date.now());
-        if (fail) throw new Error("listing failed");
-        return () => {};
-      },
-      periodMs: 10_000,
-      retryMs: 3_000,
-      jitter: 0,
-      spreadMs: 0,
-    });
-    const stop = new AbortController();
-    const running = resync.start(stop.signal, new AbortController().signal);
+    const r = failingReads({ periodMs: 10_000, retryMs: 3_000 });
     // Its reconciles learn from the reading's owner that it failed (and report it, at no call).
     await vi.advanceTimersByTimeAsync(7_000);
-    expect(prepares).toEqual([0, 3_000, 6_000]);
-    expect(reconciled).toEqual(["ns/a at 0", "ns/a at 3000", "ns/a at 6000"]);
+    expect(r.prepares).toEqual([0, 3_000, 6_000]);
+    expect(r.reconciled).toEqual(["ns/a at 0", "ns/a at 3000", "ns/a at 6000"]);
     // Once a reading succeeds, the period applies again.
-    fail = false;
+    r.fail = false;
     await vi.advanceTimersByTimeAsync(12_000);
-    expect(prepares).toEqual([0, 3_000, 6_000, 9_000, 19_000]);
-    stop.abort();
-    await vi.advanceTimersByTimeAsync(100);
-    await running;
+    expect(r.prepares).toEqual([0, 3_000, 6_000, 9_000, 19_000]);
+    await r.stop();
   });
 
   it("reads a failed group again after retryBaseMs, then twice as long each time up to retryMs", async () => {
-    let fail = true;
-    const prepares: number[] = [];
-    const resync = new ResyncedController({
-      controller: new Controller({ name: "test", reconcile: async () => ({ kind: "done" }) }),
-      synced: () => Promise.resolve(),
-      keys: () => ["ns/a"],
-      prepare: async () => {
-        prepares.push(Date.now());
-        if (fail) throw new Error("listing failed");
-        return () => {};
-      },
-      periodMs: 60_000,
-      retryMs: 10_000,
-      retryBaseMs: 2_000,
-      jitter: 0,
-      spreadMs: 0,
-    });
-    const stop = new AbortController();
-    const running = resync.start(stop.signal, new AbortController().signal);
+    const r = failingReads({ periodMs: 60_000, retryMs: 10_000, retryBaseMs: 2_000 });
     await vi.advanceTimersByTimeAsync(35_000);
-    expect(prepares).toEqual([0, 2_000, 6_000, 14_000, 24_000, 34_000]);
+    expect(r.prepares).toEqual([0, 2_000, 6_000, 14_000, 24_000, 34_000]);
     // A success resets it: the next failure is retried after retryBaseMs again.
-    fail = false;
+    r.fail = false;
     await vi.advanceTimersByTimeAsync(10_000);
-    fail = true;
+    r.fail = true;
     await vi.advanceTimersByTimeAsync(60_000 + 2_000);
-    expect(prepares.slice(6)).toEqual([44_000, 104_000, 106_000]);
-    stop.abort();
-    await vi.advanceTimersByTimeAsync(100);
-    await running;
+    expect(r.prepares.slice(6)).toEqual([44_000, 104_000, 106_000]);
+    await r.stop();
   });
 });
 
@@ -312,3 +265,39 @@ describe("Controller.pass", () => {
     await running;
   });
 });
+
+/**
+ * A running resync of one group with one key, `ns/a`, whose reading fails while `fail` is set:
+ * when each reading started, and each reconcile with its time.
+ */
+function failingReads(timing: { periodMs: number; retryMs: number; retryBaseMs?: number }) {
+  const state = { fail: true, prepares: [] as number[], reconciled: [] as string[], stop: async () => {} };
+  const controller = new Controller({
+    name: "test",
+    reconcile: async (key) => {
+      state.reconciled.push(`${key} at ${Date.now()}`);
+      return { kind: "done" };
+    },
+  });
+  const resync = new ResyncedController({
+    controller,
+    synced: () => Promise.resolve(),
+    keys: () => ["ns/a"],
+    prepare: async () => {
+      state.prepares.push(Date.now());
+      if (state.fail) throw new Error("listing failed");
+      return () => {};
+    },
+    ...timing,
+    jitter: 0,
+    spreadMs: 0,
+  });
+  const stop = new AbortController();
+  const running = resync.start(stop.signal, new AbortController().signal);
+  state.stop = async () => {
+    stop.abort();
+    await vi.advanceTimersByTimeAsync(100);
+    await running;
+  };
+  return state;
+}
