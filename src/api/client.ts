@@ -224,7 +224,9 @@ export class ServiceClient {
   }
 
   /**
-   * Every deployment matching `filters`, page by page (GET /v2/deployments), each once.
+   * Every deployment matching `filters`, page by page (GET /v2/deployments), none repeated from
+   * one page to the next (see `paginate`; only {@link listAllDeployments} catches a server
+   * repeating an older page).
    *
    * Contract: the filters and paging options are checked when iteration starts, before any
    * request; pages are fetched lazily; see `paginate` for how the end is detected. Each item is
@@ -291,13 +293,19 @@ export class ServiceClient {
     };
   }
 
-  /** All of {@link listDeployments} in one array. */
+  /** All of {@link listDeployments} in one array, each id once. */
   async listAllDeployments(
     filters: DeploymentFilters = {},
     opts: ListDeploymentsOptions = {},
   ): Promise<Deployment[]> {
     const all: Deployment[] = [];
-    for await (const deployment of this.listDeployments(filters, opts)) all.push(deployment);
+    // It holds every item anyway: a server repeating an older page gives each once.
+    const ids = new Set<string>();
+    for await (const deployment of this.listDeployments(filters, opts)) {
+      if (ids.has(deployment.id)) continue;
+      ids.add(deployment.id);
+      all.push(deployment);
+    }
     return all;
   }
 
