@@ -29,7 +29,7 @@ import {
   subscribeNamespaceTriggers,
   subscribeTriggers,
 } from "./kube/triggers.ts";
-import { CLAIM_INDEX, claimIndexer, connectionKeyOf } from "./reconcile/claims.ts";
+import { CLAIM_INDEX, claimIndexer, claimOn, connectionKeyOf } from "./reconcile/claims.ts";
 import { SECRET_INDEX, secretIndexer } from "./reconcile/inputs.ts";
 import { DeploymentReconciler } from "./reconcile/reconciler.ts";
 import { POLL_INDEX, pollIndexer, RolloutPoller } from "./reconcile/remote.ts";
@@ -185,12 +185,15 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     };
   };
   const listingDeadlineMs = config.listingDeadlineMs ?? defaultListingDeadlineMs(config.resyncMs);
-  const newSession = (port: ReturnType<typeof deploymentsPort>) =>
+  // A connection's snapshot holds only the deployments its resources claim (the claim index: no
+  // scan, no string kept per resource): a tenant's listing, however long, costs its pages only.
+  const newSession = (port: ReturnType<typeof deploymentsPort>, key: string) =>
     new ServiceSession(port, {
       clock,
       logger,
       listingMaxAgeMs: config.resyncMs,
       listingDeadlineMs,
+      wanted: (name) => deployments.byIndex(CLAIM_INDEX, claimOn(key, name)).length > 0,
       revisionTracking: config.revisionTracking,
     });
 
@@ -245,7 +248,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   let connectionsChanged = () => {};
   const connections = new Connections({
     connections: kubeConnections,
-    defaultSession: newSession(connect(config.service, DEFAULT_CONNECTION).port),
+    defaultSession: newSession(connect(config.service, DEFAULT_CONNECTION).port, DEFAULT_CONNECTION),
     defaults: config.service,
     connect,
     session: newSession,

@@ -111,8 +111,8 @@ export interface ListDeploymentsOptions {
   signal?: AbortSignal;
   /**
    * Told about each deployment of a page that cannot be understood (say, no `id`). Such an item
-   * is skipped, logged once as a warning naming the field and the deployment, and the rest of
-   * the page is used.
+   * is skipped, logged as a warning naming the field and the deployment (the first few of a
+   * listing; then a count), and the rest of the page is used.
    */
   onUnreadable?: (item: UnreadableDeployment) => void;
   /** Retries of each page; default the client's `pageRetries`. */
@@ -131,6 +131,12 @@ export type ResolvedOAuthProvider = OAuthProvider & {
 };
 
 const { DEPLOYMENTS, DEPLOYMENT, REVISION, REPOS, PROVIDERS } = ROUTES;
+
+/**
+ * Unreadable items of one listing logged one by one; the rest are counted in one line when the
+ * listing ends (every one is still counted by the `onUnreadable` hook, the metrics).
+ */
+export const UNREADABLE_WARNINGS = 3;
 
 const AnyBody = Type.Unknown();
 
@@ -218,13 +224,16 @@ export class ServiceClient {
   }
 
   /**
-   * Every deployment matching `filters`, page by page (GET /v2/deployments), each once.
+   * Every deployment matching `filters`, page by page (GET /v2/deployments), none repeated from
+   * one page to the next (see `paginate`; only {@link listAllDeployments} catches a server
+   * repeating an older page).
    *
    * Contract: the filters and paging options are checked when iteration starts, before any
    * request; pages are fetched lazily; see `paginate` for how the end is detected. Each item is
    * read tolerantly (`readDeployment`): one that still cannot be understood is skipped and
-   * reported (`opts.onUnreadable`, a warning, the client's `onUnreadable` hook) and the rest of
-   * the page is used. A page that fails with a 429, a 5xx or a lost connection is retried up to
+   * reported (`opts.onUnreadable`, the client's `onUnreadable` hook, and a warning for the first
+   * {@link UNREADABLE_WARNINGS} of the listing, then one line counting them all when it ends) and
+   * the rest of the page is used. A page that fails with a 429, a 5xx or a lost connection is retried up to
    * `pageRetries` times.
    */
   listDeployments(
@@ -250,10 +259,13 @@ export class ServiceClient {
       body.resources.forEach((raw, i) => {
         const read = readDeployment(raw);
         if (read.ok) items.push(this.#noticeUnknown(read.deployment));
-        else this.#skip(read.unreadable, start + i, opts.onUnreadable);
+        else this.#skip(read.unreadable, start + i, skipped++ < UNREADABLE_WARNINGS, opts.onUnreadable);
       });
       return { items, nextOffset: body.offset, skipped: body.resources.length - items.length };
     };
+    // Unreadable items of this listing: a server may answer every page full of them, so only the
+    // first few are logged one by one.
+    let skipped = 0;
     const maxPages = this.#maxPages;
     const logger = this.#logger;
     return {
@@ -261,25 +273,39 @@ export class ServiceClient {
         checkFilters(filters);
         checkPageSize(pageSize, "pageSize");
         checkOffset(offset, "offset");
-        yield* paginate(pages, {
-          offset,
-          limit: pageSize,
-          maxPages,
-          idOf: (d) => d.id,
-          route: DEPLOYMENTS,
-          onEarlyEnd: (reason) => logger?.warn({ route: DEPLOYMENTS }, `listing ended early: ${reason}`),
-        });
+        try {
+          yield* paginate(pages, {
+            offset,
+            limit: pageSize,
+            maxPages,
+            idOf: (d) => d.id,
+            route: DEPLOYMENTS,
+            onEarlyEnd: (reason) => logger?.warn({ route: DEPLOYMENTS }, `listing ended early: ${reason}`),
+          });
+        } finally {
+          if (skipped > UNREADABLE_WARNINGS)
+            logger?.warn(
+              { route: DEPLOYMENTS, skipped },
+              `skipped ${skipped} deployments of the listing that could not be read (the first ${UNREADABLE_WARNINGS} logged)`,
+            );
+        }
       },
     };
   }
 
-  /** All of {@link listDeployments} in one array. */
+  /** All of {@link listDeployments} in one array, each id once. */
   async listAllDeployments(
     filters: DeploymentFilters = {},
     opts: ListDeploymentsOptions = {},
   ): Promise<Deployment[]> {
     const all: Deployment[] = [];
-    for await (const deployment of this.listDeployments(filters, opts)) all.push(deployment);
+    // It holds every item anyway: a server repeating an older page gives each once.
+    const ids = new Set<string>();
+    for await (const deployment of this.listDeployments(filters, opts)) {
+      if (ids.has(deployment.id)) continue;
+      ids.add(deployment.id);
+      all.push(deployment);
+    }
     return all;
   }
 
@@ -290,18 +316,23 @@ export class ServiceClient {
    */
   async getDeployment(id: string, opts: CallOptions = {}): Promise<Deployment | undefined> {
     checkUuid(id, "id");
-    const unreadable: UnreadableDeployment[] = [];
+    // "Not found" would let a caller create a duplicate of what it merely could not read: the
+    // first unreadable item that may be this id's says so (the others are not kept).
+    let hidden: UnreadableDeployment | undefined;
+    const mayBe = (item: UnreadableDeployment) =>
+      item.id === undefined || item.id.toLowerCase() === id.toLowerCase();
     const listing = this.listDeployments(
       { deployment_ids: [id] },
-      { ...signalOf(opts), onUnreadable: (item) => unreadable.push(item) },
+      {
+        ...signalOf(opts),
+        onUnreadable: (item) => {
+          if (hidden === undefined && mayBe(item)) hidden = item;
+        },
+      },
     );
     for await (const deployment of listing) {
       if (deployment.id === id) return deployment;
     }
-    // "Not found" would let a caller create a duplicate of what it merely could not read.
-    const hidden = unreadable.find(
-      (item) => item.id === undefined || item.id.toLowerCase() === id.toLowerCase(),
-    );
     if (hidden) {
       throw new ServiceError({
         kind: "bad_response",
@@ -440,12 +471,14 @@ export class ServiceClient {
   #skip(
     item: UnreadableDeployment,
     position: number,
+    log: boolean,
     callback: ((item: UnreadableDeployment) => void) | undefined,
   ): void {
-    this.#logger?.warn(
-      { route: DEPLOYMENTS, position, field: item.field, deployment: item.name ?? item.id },
-      `skipped a deployment of the listing: ${item.message}`,
-    );
+    if (log)
+      this.#logger?.warn(
+        { route: DEPLOYMENTS, position, field: item.field, deployment: item.name ?? item.id },
+        `skipped a deployment of the listing: ${item.message}`,
+      );
     this.#onUnreadable?.(item);
     callback?.(item);
   }

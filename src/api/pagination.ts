@@ -35,15 +35,19 @@ export interface PaginateOptions<T> {
  * Contract: fetches pages lazily (the next page only after the consumer has taken the current
  * one's items); ends on an empty page (one whose items were all skipped as unreadable is not
  * empty), on a response offset not greater than the requested one,
- * or on a page made only of items already yielded (a service ignoring `offset`); never yields an
- * id twice; throws a `bad_response` ServiceError after `maxPages` pages instead of looping.
+ * or on a page made only of items of the page before (a service ignoring `offset`); never yields
+ * an id twice within a page or from one page to the next (what a listing shifted by an insert
+ * repeats); throws a `bad_response` ServiceError after `maxPages` pages instead of looping.
  * A page shorter than `limit` does not end the listing: the service may cap pages on its own.
+ * Only the ids of the last page are kept, not those of the whole listing: a server answering
+ * 1,000 pages costs one page's ids. A caller that must never see an id twice from a hostile
+ * server repeating an older page keeps its own set (it holds the items anyway).
  */
 export async function* paginate<T>(
   fetchPage: (offset: number, limit: number) => Promise<FetchedPage<T>>,
   options: PaginateOptions<T>,
 ): AsyncGenerator<T, void, undefined> {
-  const seen = new Set<string>();
+  let previous = new Set<string>();
   let offset = options.offset;
   for (let pages = 1; ; pages++) {
     if (pages > options.maxPages) {
@@ -59,13 +63,15 @@ export async function* paginate<T>(
     const skipped = page.skipped ?? 0;
     if (page.items.length === 0 && skipped === 0) return;
     let fresh = 0;
+    const current = new Set<string>();
     for (const item of page.items) {
       const id = options.idOf(item);
-      if (seen.has(id)) continue;
-      seen.add(id);
+      if (previous.has(id) || current.has(id)) continue;
+      current.add(id);
       fresh++;
       yield item;
     }
+    previous = current;
     if (fresh === 0 && skipped === 0) {
       options.onEarlyEnd?.(`page at offset ${offset} held only items already listed`);
       return;

@@ -7,6 +7,9 @@ import type { ServiceClient } from "./client.ts";
 import { isServiceError } from "./errors.ts";
 import type { Deployment, DeploymentFilters, UnreadableDeployment } from "./wire.ts";
 
+/** Unreadable items a lookup by name keeps: its caller needs the first one that may be the name's. */
+const UNREADABLE_KEPT = 100;
+
 /** Page size of the full listings: the spec's maximum, so N deployments cost ceil(N/100) calls. */
 const FULL_PAGE = 100;
 
@@ -38,12 +41,24 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
     },
     findByName: async (name, signal) => {
       const deployments: Deployment[] = [];
-      const unreadable = await listing(client, { name_contains: name }, signal, (d) => {
-        if (d.name === name) deployments.push(d);
-      });
+      const unreadable: UnreadableDeployment[] = [];
+      await listing(
+        client,
+        { name_contains: name },
+        signal,
+        (d) => {
+          // A service repeating an item on a later page lists it once.
+          if (d.name === name && !deployments.some((o) => o.id === d.id)) deployments.push(d);
+        },
+        (item) => {
+          // Only an item that may be this name's matters, and the first few say so.
+          const mayBe = item.name === undefined || item.name === name;
+          if (mayBe && unreadable.length < UNREADABLE_KEPT) unreadable.push(item);
+        },
+      );
       return { deployments, unreadable };
     },
-    listAll: (signal, each) => listing(client, {}, signal, each),
+    listAll: (signal, each, skipped) => listing(client, {}, signal, each, skipped),
     create: (body, signal) => client.createDeployment(body, { signal }),
     patch: (id, body, signal) => client.patchDeployment(id, body, { signal }),
     delete: (id, signal) => client.deleteDeployment(id, { signal }),
@@ -53,20 +68,18 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
   };
 }
 
-/** Every page of a listing, each item handed to `each` as read; resolves with the items it skipped. */
+/** Every page of a listing, each item handed to `each` as read and each one skipped to `skipped`. */
 async function listing(
   client: ServiceClient,
   filters: DeploymentFilters,
   signal: AbortSignal,
   each: (deployment: Deployment) => void,
-): Promise<UnreadableDeployment[]> {
-  const unreadable: UnreadableDeployment[] = [];
-  const onUnreadable = (item: UnreadableDeployment) => unreadable.push(item);
+  skipped: (item: UnreadableDeployment) => void,
+): Promise<void> {
   for await (const deployment of client.listDeployments(filters, {
     pageSize: FULL_PAGE,
     signal,
-    onUnreadable,
+    onUnreadable: skipped,
   }))
     each(deployment);
-  return unreadable;
 }

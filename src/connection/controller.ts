@@ -99,8 +99,11 @@ export interface ConnectionsOptions {
   defaults: ServiceConfig;
   /** Builds the client of a connection's settings. */
   connect(config: ServiceConfig, key: string): ConnectionService;
-  /** Builds a connection's session (its snapshot, listings, revision tracking) over its port. */
-  session(port: DeploymentsPort): ServiceSession;
+  /**
+   * Builds the session (its snapshot, listings, revision tracking) of the connection `key` over
+   * its port.
+   */
+  session(port: DeploymentsPort, key: string): ServiceSession;
   secrets: SecretsPort;
   /** How many Deployment resources use the connection `key` now (an index of the cache). */
   usage(key: string): number;
@@ -383,7 +386,7 @@ export class Connections implements Sessions {
     const existing = this.#entries.get(key);
     if (existing?.fingerprint === fingerprint) return existing;
     const service = this.#o.connect(config, key);
-    const entry: Entry = { fingerprint, service, session: this.#o.session(service.port) };
+    const entry: Entry = { fingerprint, service, session: this.#o.session(service.port, key) };
     this.#entries.set(key, entry);
     if (config.insecureSkipTlsVerify)
       this.#o.event(

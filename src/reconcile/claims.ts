@@ -4,7 +4,7 @@
  * service never gets two writers for one deployment. The same name on two connections (two
  * tenants) is no conflict. `plan` applies the same rule to the cluster's resources.
  */
-import { connectionKey, connectionOf } from "../connection/settings.ts";
+import { connectionKey, connectionOf, DEFAULT_CONNECTION } from "../connection/settings.ts";
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
 import { objectKey } from "../runtime/keys.ts";
@@ -50,7 +50,12 @@ export const connectionKeyOf = (o: Claimant): string =>
  */
 export function claimOf(o: Claimant): string {
   const connection = connectionOf(o.metadata.namespace ?? "", o.spec.connectionRef);
-  return connection ? `${connectionKey(connection)}\n${claimedName(o)}` : claimedName(o);
+  return claimOn(connectionKey(connection), claimedName(o));
+}
+
+/** The claim of the service name `name` on the connection `key` (see {@link claimOf}). */
+export function claimOn(key: string, name: string): string {
+  return key === DEFAULT_CONNECTION ? name : `${key}\n${name}`;
 }
 
 /** The cache index of resources by what they claim, so a claim check reads only its rivals. */

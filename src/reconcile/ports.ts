@@ -24,11 +24,15 @@ export interface DeploymentsPort {
   /** Deployments whose name is exactly `name` (listing with `name_contains`, then exact match). */
   findByName(name: string, signal: AbortSignal): Promise<Listing>;
   /**
-   * Every deployment of the tenant, all pages, each handed to `each` as its page is read (so that
-   * a caller keeping something smaller never holds the whole listing parsed); resolves with the
-   * items that could not be read.
+   * Every deployment of the tenant, all pages, each handed to `each` as its page is read, and each
+   * item that could not be read to `skipped`: a caller keeping something smaller never holds the
+   * whole listing (a tenant's server may answer with any number of items).
    */
-  listAll(signal: AbortSignal, each: (deployment: Deployment) => void): Promise<UnreadableDeployment[]>;
+  listAll(
+    signal: AbortSignal,
+    each: (deployment: Deployment) => void,
+    skipped: (item: UnreadableDeployment) => void,
+  ): Promise<void>;
   create(body: CreateDeploymentBody, signal: AbortSignal): Promise<Deployment>;
   patch(id: string, body: PatchDeploymentBody, signal: AbortSignal): Promise<Deployment>;
   /** Requests deletion; resolves when the service accepted it or the deployment is already gone. */

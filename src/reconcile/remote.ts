@@ -8,6 +8,11 @@
  * resource look the deployment up live, every write refreshes the snapshot's entry with the
  * service's answer, and the deployments of resources in progress are re-read together, a hundred
  * per call ({@link RemoteSnapshot.poll}).
+ *
+ * The snapshot keeps only the deployments its connection's resources may ask about: those whose
+ * name a resource claims ({@link RemoteSnapshotOptions.wanted}). A tenant's server answers with
+ * as many deployments as it likes (thousands managed elsewhere, or an endless hostile listing):
+ * the operator then holds the page being read, not the listing.
  */
 
 import type { Logger } from "pino";
@@ -36,7 +41,21 @@ export interface RemoteSnapshotOptions {
    * recorded as missed ({@link RemoteSnapshot.listingFailure}). Default: no deadline.
    */
   listingDeadlineMs?: number;
+  /**
+   * Whether a resource of this connection claims the service name `name` (the claim index of
+   * the cache: O(1), no scan). Only those deployments are held; of the others the snapshot keeps
+   * a filter of names, so that it never says a name is free that the listing held (see
+   * {@link RemoteSnapshot.byName}). Default: every name (a snapshot without resources to ask).
+   */
+  wanted?: (name: string) => boolean;
 }
+
+/**
+ * Unreadable items of a listing kept with what is known of them (their id, name and message),
+ * for the message of a resource they may be the deployment of. The others are counted, and
+ * their names kept in the filter of names not held: a lookup of such a name is made live.
+ */
+export const UNREADABLE_KEPT = 100;
 
 /**
  * Why the connection's last listing does not answer for the service: it missed its deadline
@@ -62,6 +81,7 @@ export class RemoteSnapshot {
   readonly #clock: Clock;
   readonly #maxAgeMs: number;
   readonly #deadlineMs: number;
+  readonly #wanted: (name: string) => boolean;
   readonly #listing: SharedCall<void>;
   /** Why the last listing that ended did not answer; undefined once one succeeded. */
   #failure: ListingFailure | undefined;
@@ -77,7 +97,14 @@ export class RemoteSnapshot {
   /** Entries known only from a write's answer, not yet from a read (a listing may lag a create). */
   #unlisted = new Set<string>();
   /** The items of the last listing that could not be read, by what is known of them. */
-  #unreadable = unreadableIndex([]);
+  #unreadable = new Unreadable(new NameFilter(0));
+  /**
+   * The names of the last listing's deployments (and unreadable items) that were not held: the
+   * snapshot cannot say what the service has under them.
+   */
+  #unheld = new NameFilter(0);
+  /** How many names the next listing's filter is sized for: the last listing's count. */
+  #expectUnheld = FIRST_LISTING_UNHELD;
   /** Resync passes under way: while any is, the listing stays fresh. */
   #holds = 0;
   /** Counts writes to the snapshot, to tell a write made while a listing was under way. */
@@ -93,6 +120,7 @@ export class RemoteSnapshot {
     this.#clock = clock;
     this.#maxAgeMs = options.maxAgeMs;
     this.#deadlineMs = options.listingDeadlineMs ?? Number.POSITIVE_INFINITY;
+    this.#wanted = options.wanted ?? (() => true);
     this.#listing = new SharedCall((signal) => this.#list(signal));
   }
 
@@ -149,25 +177,45 @@ export class RemoteSnapshot {
     const startedAt = this.#clock.now();
     const writesBefore = this.#writes;
     const newer = (id: string) => (this.#written.get(id) ?? 0) > writesBefore;
-    // Each item replaces its entry as its page arrives, as text: neither the parsed listing nor a
-    // second copy of the snapshot is ever held. A write answered after the listing started is
-    // newer than what the listing shows, and stays.
-    const listed = new Set<string>();
-    const unreadable = await this.#port.listAll(signal, (d) => {
-      listed.add(d.id);
-      if (newer(d.id)) return;
-      this.#entries.put(d);
-    });
+    // Each wanted item replaces its entry as its page arrives, as text: neither the parsed listing
+    // nor a second copy of the snapshot is ever held. A write answered after the listing started
+    // is newer than what the listing shows, and stays. Of the other items only their names'
+    // bits in a filter are kept, sized after the last listing's count; and only the ids held are
+    // remembered, so the listing's cost is bounded by the connection's resources, not its length.
+    const held = new Set<string>();
+    const unheld = new NameFilter(this.#expectUnheld);
+    const unreadable = new Unreadable(unheld);
+    await this.#port.listAll(
+      signal,
+      (d) => {
+        if (!this.#wanted(d.name)) {
+          unheld.add(d.name);
+          return;
+        }
+        held.add(d.id);
+        if (newer(d.id)) return;
+        this.#entries.put(d);
+      },
+      (item) => unreadable.add(item),
+    );
     if (signal.aborted) return;
-    this.#unreadable = unreadableIndex(unreadable);
-    // What the listing did not show is gone from the service, unless written since it started.
-    for (const id of this.#entries.ids()) if (!listed.has(id) && !newer(id)) this.#entries.delete(id);
+    this.#unreadable = unreadable;
+    this.#unheld = unheld;
+    this.#expectUnheld = unheld.count;
+    // What the listing did not hold is gone from the service, or not asked about, unless written
+    // since it started.
+    for (const id of this.#entries.ids()) if (!held.has(id) && !newer(id)) this.#entries.delete(id);
     for (const [id, at] of this.#written) if (at <= writesBefore) this.#written.delete(id);
     this.#unlisted = new Set([...this.#written.keys()].filter((id) => this.#unlisted.has(id)));
     const entries = this.#entries;
     for (const [id, at] of this.#seenAt) if (at <= startedAt || !entries.has(id)) this.#seenAt.delete(id);
     for (const id of this.#polled) if (!entries.has(id)) this.#polled.delete(id);
     this.#takenAt = startedAt;
+  }
+
+  /** How many deployments the snapshot holds now (the listing's wanted ones and those written). */
+  get size(): number {
+    return this.#entries.size;
   }
 
   /**
@@ -210,14 +258,17 @@ export class RemoteSnapshot {
 
   /**
    * The deployments named exactly `name` (several: the service holds duplicates), `[]` when the
-   * listing had none, or `undefined` when the snapshot cannot say: too old, or the listing held
-   * an unreadable item without a name (a live lookup by name tells whether it is this one).
+   * listing had none, or `undefined` when the snapshot cannot say: too old, the listing held an
+   * unreadable item without a name (a live lookup by name tells whether it is this one), or the
+   * listing showed the name while no resource claimed it (so it was not held; a name that a
+   * resource claimed since is then looked up live, never taken as free).
    * Throws {@link UnreadableDeploymentError} when an unreadable item carries this name.
    */
   byName(name: string): Deployment[] | undefined {
     if (!this.isFresh()) return undefined;
     const problem = this.#unreadable.byName.get(name);
     if (problem !== undefined) throw new UnreadableDeploymentError(unreadableMessage(name, problem));
+    if (this.#unheld.has(name)) return undefined;
     const ids = this.#entries.idsNamed(name);
     if (ids.length === 0 && this.#unreadable.unnamed) return undefined;
     return ids.flatMap((id) => this.#entries.read(id) ?? []);
@@ -300,6 +351,10 @@ class Entries {
     return this.#byId.has(id);
   }
 
+  get size(): number {
+    return this.#byId.size;
+  }
+
   /** The ids held, as a list (safe to delete from while going through it). */
   ids(): string[] {
     return [...this.#byId.keys()];
@@ -345,17 +400,92 @@ class Entries {
   }
 }
 
-/** A listing's unreadable items by id and by name; `unnamed` when one had neither. */
-function unreadableIndex(items: readonly UnreadableDeployment[]) {
-  const byId = new Map<string, string>();
-  const byName = new Map<string, string>();
-  let unnamed = false;
-  for (const item of items) {
-    if (item.id !== undefined) byId.set(item.id, item.message);
-    if (item.name !== undefined) byName.set(item.name, item.message);
-    else unnamed = true;
+/**
+ * A listing's unreadable items by id and by name, at most {@link UNREADABLE_KEPT} of them; the
+ * names of the rest go to the listing's filter of names not held (the count of all is the client's
+ * metric). `unnamed` when one had no name (it could be any name's).
+ */
+class Unreadable {
+  readonly byId = new Map<string, string>();
+  readonly byName = new Map<string, string>();
+  unnamed = false;
+  #kept = 0;
+  readonly #unheld: NameFilter;
+
+  constructor(unheld: NameFilter) {
+    this.#unheld = unheld;
   }
-  return { byId, byName, unnamed };
+
+  add(item: UnreadableDeployment): void {
+    if (item.name === undefined) this.unnamed = true;
+    if (this.#kept >= UNREADABLE_KEPT) {
+      // Its id is not held either: a lookup of it asks the service, which says it is unreadable.
+      if (item.name !== undefined) this.#unheld.add(item.name);
+      return;
+    }
+    this.#kept += 1;
+    if (item.id !== undefined) this.byId.set(item.id, item.message);
+    if (item.name !== undefined) this.byName.set(item.name, item.message);
+  }
+}
+
+/**
+ * A Bloom filter of names: `has` is true for every name added, and for a few others (about 1% when
+ * it was sized for the names it holds). Sized after the count of the previous listing of the same
+ * connection, between 128 bytes and 128 KiB: about 1.25 bytes per name, where holding the
+ * deployment would cost hundreds. Past its size it only answers `true` more often, which costs
+ * live lookups, never a wrong "none".
+ */
+class NameFilter {
+  /** How many names were added. */
+  count = 0;
+  readonly #bits: Uint32Array;
+  readonly #mask: number;
+
+  /** A filter for about `expected` names. */
+  constructor(expected: number) {
+    const wanted = Math.min(Math.max(expected * 10, MIN_FILTER_BITS), MAX_FILTER_BITS);
+    const size = 2 ** Math.ceil(Math.log2(wanted));
+    this.#bits = new Uint32Array(size / 32);
+    this.#mask = size - 1;
+  }
+
+  add(name: string): void {
+    this.count += 1;
+    const [a, b] = hashes(name);
+    for (let i = 0; i < FILTER_HASHES; i++) {
+      const bit = (a + i * b) & this.#mask;
+      this.#bits[bit >>> 5] = (this.#bits[bit >>> 5] as number) | (1 << (bit & 31));
+    }
+  }
+
+  has(name: string): boolean {
+    if (this.count === 0) return false;
+    const [a, b] = hashes(name);
+    for (let i = 0; i < FILTER_HASHES; i++) {
+      const bit = (a + i * b) & this.#mask;
+      if (((this.#bits[bit >>> 5] as number) & (1 << (bit & 31))) === 0) return false;
+    }
+    return true;
+  }
+}
+
+/** The first listing's guess of names not held; the next ones go by the last count. */
+const FIRST_LISTING_UNHELD = 1024;
+const MIN_FILTER_BITS = 1 << 10;
+const MAX_FILTER_BITS = 1 << 20;
+const FILTER_HASHES = 4;
+
+/** Two 32-bit hashes of `name` (FNV-1a and a multiplicative one), the second odd. */
+function hashes(name: string): [number, number] {
+  let a = 0x811c9dc5;
+  let b = 0x9e3779b9;
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x85ebca6b) ^ (b >>> 13);
+  }
+  return [a >>> 0, (b | 1) >>> 0];
 }
 
 /** The cache index of resources whose deployment is being polled (see {@link pollIndexer}). */

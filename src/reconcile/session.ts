@@ -22,6 +22,11 @@ export interface ServiceSessionOptions {
    * Default: no deadline.
    */
   listingDeadlineMs?: number;
+  /**
+   * Whether a resource of this connection claims the service name `name`: only those deployments
+   * of a listing are held (see `RemoteSnapshotOptions.wanted`). Default: every name.
+   */
+  wanted?: (name: string) => boolean;
   /** How long a forge repository listing is reused. Default 5 min. */
   repoListingTtlMs?: number;
   /** Read the latest revision while a rollout is in progress. Default true. */
@@ -40,6 +45,7 @@ export class ServiceSession {
     this.snapshot = new RemoteSnapshot(service, options.clock, {
       maxAgeMs: options.listingMaxAgeMs,
       ...(options.listingDeadlineMs === undefined ? {} : { listingDeadlineMs: options.listingDeadlineMs }),
+      ...(options.wanted ? { wanted: options.wanted } : {}),
     });
     this.repos = new RepoListings(service, options.clock, options.repoListingTtlMs ?? 300_000);
     this.revisions = new RevisionTracker(service, options.logger, options.revisionTracking ?? true);

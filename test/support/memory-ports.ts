@@ -12,7 +12,7 @@
  * - {@link RecordedEvents} and {@link MemorySecrets} record and answer.
  */
 import { kindOfStatus, ServiceError } from "../../src/api/errors.ts";
-import type { CreateDeploymentBody, Deployment, Revision, UnreadableDeployment } from "../../src/api/wire.ts";
+import type { CreateDeploymentBody, Deployment, Revision } from "../../src/api/wire.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
 import type {
   DeploymentsPort,
@@ -386,10 +386,9 @@ export class SimulatedService implements DeploymentsPort {
     }));
   }
 
-  listAll(signal: AbortSignal, each: (deployment: Deployment) => void): Promise<UnreadableDeployment[]> {
+  listAll(signal: AbortSignal, each: (deployment: Deployment) => void): Promise<void> {
     return this.#call("listAll", signal, () => {
       for (const deployment of this.#list("")) each(deployment);
-      return [];
     });
   }
 

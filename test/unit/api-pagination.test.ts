@@ -33,6 +33,21 @@ describe("paginate", () => {
     );
   });
 
+  it("yields once an item a listing shifted by an insert repeats on the next page", async () => {
+    // Page 2 is asked from offset 2 after "new" was inserted first: "b" moved onto it.
+    const pages: Record<number, string[]> = { 0: ["a", "b"], 2: ["b", "c"], 4: [] };
+    const listed = await collect(
+      paginate(async (offset) => ({ items: pages[offset] ?? [], nextOffset: offset + 2 }), {
+        offset: 0,
+        limit: 2,
+        maxPages: 10,
+        idOf: (x) => x,
+        route: "/r",
+      }),
+    );
+    expect(listed).toEqual(["a", "b", "c"]);
+  });
+
   it("reports why a listing ended early", async () => {
     const reasons: string[] = [];
     const listed = await collect(

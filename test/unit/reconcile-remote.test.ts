@@ -5,7 +5,12 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Deployment, UnreadableDeployment } from "../../src/api/wire.ts";
 import { UnreadableDeploymentError } from "../../src/reconcile/observe.ts";
 import type { DeploymentsPort } from "../../src/reconcile/ports.ts";
-import { ListingDeadlineError, RemoteSnapshot, RolloutPoller } from "../../src/reconcile/remote.ts";
+import {
+  ListingDeadlineError,
+  RemoteSnapshot,
+  RolloutPoller,
+  UNREADABLE_KEPT,
+} from "../../src/reconcile/remote.ts";
 import { type Clock, systemClock } from "../../src/runtime/clock.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { remote } from "./plan-fixtures.ts";
@@ -26,7 +31,7 @@ function heldListings(clock: Clock = systemClock, listingDeadlineMs?: number) {
           signal,
           answer: (deployments) => {
             for (const deployment of deployments) each(deployment);
-            resolve([]);
+            resolve();
           },
           fail: reject,
         });
@@ -143,10 +148,10 @@ describe("RemoteSnapshot lookups", () => {
     const calls = { listAll: 0, getByIds: [] as number[] };
     const unused = () => Promise.reject(new Error("not used by the snapshot"));
     const port: DeploymentsPort = {
-      listAll: async (_signal, each) => {
+      listAll: async (_signal, each, skipped) => {
         calls.listAll += 1;
         for (const deployment of listing) each(deployment);
-        return unreadable;
+        for (const item of unreadable) skipped(item);
       },
       getByIds: async (ids) => {
         calls.getByIds.push(ids.length);
@@ -280,6 +285,110 @@ describe("RemoteSnapshot lookups", () => {
     await unnamed.refresh(new AbortController().signal);
     expect(unnamed.byName("free")).toBeUndefined();
     expect(unnamed.byName("agent-1")).toHaveLength(1);
+  });
+});
+
+describe("RemoteSnapshot of a connection whose resources claim a few names", () => {
+  const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+  const unused = () => Promise.reject(new Error("not used by the snapshot"));
+
+  /**
+   * A snapshot over a listing of `pages` pages of a hundred distinct deployments `endless-<n>`
+   * (made as they are read, as a hostile server answers them), whose resources claim `claimed`.
+   * `largest` is the most entries the snapshot held at any item of the listing.
+   */
+  function claimedOf(pages: number, claimed: Set<string>, unreadable = 0) {
+    const seen = { largest: 0, items: 0 };
+    const port: DeploymentsPort = {
+      listAll: async (_signal, each, skipped) => {
+        for (let page = 0; page < pages; page++) {
+          for (let i = page * 100; i < page * 100 + 100; i++)
+            each(remote({ id: id(i), name: `endless-${i}` }));
+          seen.largest = Math.max(seen.largest, snapshot.size);
+          // Let other work run between pages, as the HTTP client does.
+          await Promise.resolve();
+        }
+        for (let i = 0; i < unreadable; i++)
+          skipped({ id: id(1_000_000 + i), name: `broken-${i}`, field: "status", message: `broken-${i}` });
+      },
+      getById: unused,
+      getByIds: unused,
+      findByName: unused,
+      create: unused,
+      patch: unused,
+      delete: unused,
+      listRepos: unused,
+      getRevision: unused,
+    };
+    const snapshot = new RemoteSnapshot(port, systemClock, {
+      maxAgeMs: 60_000,
+      wanted: (name) => {
+        seen.items += 1;
+        return claimed.has(name);
+      },
+    });
+    return { snapshot, seen };
+  }
+
+  it("holds only the claimed deployments of a listing of 100,000: the rest cost their page only", async () => {
+    const claimed = new Set(["endless-7", "endless-99999", "agent"]);
+    const { snapshot, seen } = claimedOf(1000, claimed);
+    for (let listing = 0; listing < 2; listing++) await snapshot.refresh(new AbortController().signal);
+    expect(seen.items).toBe(200_000);
+    expect(seen.largest).toBeLessThanOrEqual(2);
+    expect(snapshot.size).toBe(2);
+    expect(snapshot.byName("endless-7")?.map((d) => d.id)).toEqual([id(7)]);
+    expect(snapshot.byId(id(99_999))?.name).toBe("endless-99999");
+    // A claimed name the listing did not have is free: the check before a create costs no call.
+    expect(snapshot.byName("agent")).toEqual([]);
+    // A name the listing showed but did not hold: the snapshot cannot say (never "none").
+    for (let i = 0; i < 100_000; i += 97)
+      if (!claimed.has(`endless-${i}`)) expect(snapshot.byName(`endless-${i}`)).toBeUndefined();
+    expect(snapshot.byId(id(5))).toBeNull(); // not held: a lookup of the id asks the service
+    // Names the listing did not show are, nearly all, known to be free.
+    const free = Array.from({ length: 1000 }, (_, i) => snapshot.byName(`agent-${i}`));
+    expect(free.every((answer) => answer === undefined || answer.length === 0)).toBe(true);
+    expect(free.filter((answer) => answer !== undefined).length).toBeGreaterThan(950);
+  });
+
+  it("looks up live a name claimed after its item went by, and drops an entry no longer claimed", async () => {
+    const claimed = new Set(["endless-1"]);
+    const { snapshot } = claimedOf(1, claimed);
+    await snapshot.refresh(new AbortController().signal);
+    expect(snapshot.size).toBe(1);
+    // A resource created since claims endless-2, which the listing had: not "none".
+    claimed.add("endless-2");
+    expect(snapshot.byName("endless-2")).toBeUndefined();
+    // The next listing holds it, and lets endless-1 go once nothing claims it.
+    claimed.delete("endless-1");
+    await snapshot.refresh(new AbortController().signal);
+    expect(snapshot.byName("endless-2")?.map((d) => d.id)).toEqual([id(2)]);
+    expect(snapshot.byName("endless-1")).toBeUndefined();
+    expect(snapshot.byId(id(1))).toBeNull();
+    expect(snapshot.size).toBe(1);
+  });
+
+  it("keeps a write of an unclaimed deployment answered while the listing was under way", async () => {
+    const { snapshot } = claimedOf(1, new Set());
+    const listing = snapshot.refresh(new AbortController().signal);
+    snapshot.remember(remote({ id: id(3), name: "endless-3" }));
+    await listing;
+    expect(snapshot.byId(id(3))?.name).toBe("endless-3");
+    // The next listing lets it go: nothing claims it.
+    await snapshot.refresh(new AbortController().signal);
+    expect(snapshot.byId(id(3))).toBeNull();
+    expect(snapshot.size).toBe(0);
+  });
+
+  it(`keeps ${UNREADABLE_KEPT} unreadable items of a listing; a name of the others is looked up live`, async () => {
+    const { snapshot } = claimedOf(1, new Set(["endless-1"]), 5_000);
+    await snapshot.refresh(new AbortController().signal);
+    expect(() => snapshot.byName("broken-0")).toThrow(UnreadableDeploymentError);
+    expect(() => snapshot.byId(id(1_000_000))).toThrow(UnreadableDeploymentError);
+    expect(snapshot.byName(`broken-${UNREADABLE_KEPT}`)).toBeUndefined();
+    expect(snapshot.byName("broken-4999")).toBeUndefined();
+    expect(snapshot.byId(id(1_004_999))).toBeNull();
+    expect(snapshot.byName("endless-1")).toHaveLength(1);
   });
 });
 

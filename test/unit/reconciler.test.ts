@@ -4,6 +4,7 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { CreateDeploymentBody } from "../../src/api/wire.ts";
+import { DEFAULT_CONNECTION } from "../../src/connection/settings.ts";
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RECONCILE_INTERVAL,
@@ -11,6 +12,7 @@ import {
   type DeploymentSpec,
   FINALIZER,
 } from "../../src/crd/schema.ts";
+import { claimOn } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { ListingDeadlineError, pollIndexer, type RemoteSnapshot } from "../../src/reconcile/remote.ts";
@@ -114,6 +116,8 @@ function world(timing?: Timing) {
         logger,
         listingMaxAgeMs: 60_000,
         listingDeadlineMs: LISTING_DEADLINE_MS,
+        // As the operator wires it: the snapshot holds only the names the resources claim.
+        wanted: (name) => resources.claimants(claimOn(DEFAULT_CONNECTION, name)).length > 0,
       });
       w.snapshot = session.snapshot;
       w.reconciler = new DeploymentReconciler({
