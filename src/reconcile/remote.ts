@@ -436,7 +436,7 @@ class Unreadable {
  * deployment would cost hundreds. Past its size it only answers `true` more often, which costs
  * live lookups, never a wrong "none".
  */
-class NameFilter {
+export class NameFilter {
   /** How many names were added. */
   count = 0;
   readonly #bits: Uint32Array;
