@@ -178,7 +178,11 @@ export class DeploymentReconciler {
     // be, with its reason, retried with backoff, and no call either: the connection's own pass
     // lists it again soon, and its keys are enqueued once a listing is in.
     const missed = run.session.listingFailure();
-    if (missed?.kind === "failed") throw missed.error;
+    if (missed?.kind === "failed") {
+      // The service's answer is reported: scrubbed of this resource's values, read for that.
+      run.secretsUnread = true;
+      throw missed.error;
+    }
     if (missed) return this.#finish(run, listingMissed(run.obj, missed), signal);
     const status = run.obj.status ?? {};
     const versions = secretVersions(run.obj.spec, run.obj.metadata.namespace ?? "", this.#o.secrets);
@@ -429,7 +433,10 @@ export class DeploymentReconciler {
         this.#event(run, "Warning", REASON.NotOwned, message);
       } else if (!holder) {
         const missed = session.listingFailure();
-        if (missed?.kind === "failed") throw missed.error;
+        if (missed?.kind === "failed") {
+          run.secretsUnread = true;
+          throw missed.error;
+        }
         if (missed) {
           const outcome = listingMissed(obj, missed);
           const message = `${outcome.message}; the service's deployment is deleted once one does (or remove the finalizer ${FINALIZER} to leave it)`;

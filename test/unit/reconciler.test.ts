@@ -647,11 +647,16 @@ const cases: Case[] = [
   },
   {
     reason:
-      "the connection's last listing failed with an answer: that failure's reason, retried, and no call",
+      "the connection's last listing failed with an answer: that failure's reason, retried, no call, no value shown",
     arrange: async (w) => {
       w.connection = undefined;
-      await w.applied({ connectionRef: { kind: "ServiceConnection", name: "prod" } });
-      w.service.failNext("listAll", { status: 503, detail: "gateway down" });
+      w.secrets.set("default", "agent-keys", { api: "sk-listed-0123456789" });
+      await w.applied({
+        connectionRef: { kind: "ServiceConnection", name: "prod" },
+        secrets: [API_KEY_FROM_SECRET],
+      });
+      // The answer echoes a value this resource sends: read for the report, and scrubbed from it.
+      w.service.failNext("listAll", { status: 503, detail: "gateway down (sk-listed-0123456789)" });
       await w.snapshot.refresh(new AbortController().signal).catch(() => {});
     },
     outcome: { error: retriedWithBackoff("503") },
@@ -665,7 +670,10 @@ const cases: Case[] = [
     also: (w) => {
       const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
       expect(synced?.message).toContain("GET /v2/deployments answered 503");
-      expect(synced?.message).toContain("gateway down");
+      expect(synced?.message).toContain("gateway down (***)");
+      expect(JSON.stringify(w.resources.stored(REF)) + JSON.stringify(w.events.all)).not.toContain(
+        "sk-listed-0123456789",
+      );
       expect(w.service.store.list()).toEqual([]);
     },
   },
