@@ -47,8 +47,10 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
         { name_contains: name },
         signal,
         (d) => {
-          // A service repeating an item on a later page lists it once.
-          if (d.name === name && !deployments.some((o) => o.id === d.id)) deployments.push(d);
+          // A service repeating an item on a later page lists it once; past two, the name is
+          // ambiguous however many more there are, and none is kept.
+          if (d.name === name && deployments.length < 2 && !deployments.some((o) => o.id === d.id))
+            deployments.push(d);
         },
         (item) => {
           // Only an item that may be this name's matters, and the first few say so.

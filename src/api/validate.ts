@@ -53,9 +53,12 @@ export function readDeployment(
   if (Value.Check(DeploymentSchema, repaired)) return { ok: true, deployment: repaired };
   const first = Value.Errors(DeploymentSchema, repaired).First();
   const [path, problem] = first ? splitError("", deepest(first)) : ["", "is not an object"];
-  const field = path.replace(/^\./, "") || "(the item)";
-  const name = isRecord(value) && typeof value.name === "string" ? value.name : undefined;
-  const id = isRecord(value) && typeof value.id === "string" && value.id !== "" ? value.id : undefined;
+  const field = clip(path.replace(/^\./, "") || "(the item)", 256);
+  // Kept to say which deployment is unreadable, so bounded: a name or id longer than any the
+  // operator asks about (a name of 253, an id of 36) is cut, and then matches none of them.
+  const name = isRecord(value) && typeof value.name === "string" ? clip(value.name, 253) : undefined;
+  const id =
+    isRecord(value) && typeof value.id === "string" && value.id !== "" ? clip(value.id, 64) : undefined;
   const who = name !== undefined ? `"${name}"` : id !== undefined ? id : "(no name)";
   return {
     ok: false,
@@ -66,6 +69,11 @@ export function readDeployment(
       message: `the service's deployment ${who} cannot be read: ${field}: ${problem}`,
     },
   };
+}
+
+/** `text` cut to `max` characters and marked so (the cut text is longer than `max`). */
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…`;
 }
 
 function repairDeployment(value: Record<string, unknown>): Record<string, unknown> {

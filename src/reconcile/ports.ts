@@ -21,7 +21,10 @@ export interface DeploymentsPort {
   getById(id: string, signal: AbortSignal): Promise<Deployment | undefined>;
   /** The deployments with these ids (at most 100) in one call; ids the service lacks are absent. */
   getByIds(ids: readonly string[], signal: AbortSignal): Promise<Deployment[]>;
-  /** Deployments whose name is exactly `name` (listing with `name_contains`, then exact match). */
+  /**
+   * Deployments whose name is exactly `name` (listing with `name_contains`, then exact match): at
+   * most two, which is enough to say the name is ambiguous.
+   */
   findByName(name: string, signal: AbortSignal): Promise<Listing>;
   /**
    * Every deployment of the tenant, all pages, each handed to `each` as its page is read, and each

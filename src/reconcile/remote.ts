@@ -183,6 +183,8 @@ export class RemoteSnapshot {
     // bits in a filter are kept, sized after the last listing's count; and only the ids held are
     // remembered, so the listing's cost is bounded by the connection's resources, not its length.
     const held = new Set<string>();
+    /** How many deployments of each wanted name this listing showed (at most two are held). */
+    const perName = new Map<string, number>();
     const unheld = new NameFilter(this.#expectUnheld);
     const unreadable = new Unreadable(unheld);
     await this.#port.listAll(
@@ -192,6 +194,11 @@ export class RemoteSnapshot {
           unheld.add(d.name);
           return;
         }
+        // A name the service shows more than once is ambiguous however many times: a listing
+        // repeating one claimed name holds the first two of them, not all.
+        const shown = perName.get(d.name) ?? 0;
+        if (shown >= MAX_HELD_PER_NAME) return;
+        perName.set(d.name, shown + 1);
         held.add(d.id);
         if (newer(d.id)) return;
         this.#entries.put(d);
@@ -469,6 +476,9 @@ export class NameFilter {
     return true;
   }
 }
+
+/** Deployments held per name: two already say the name is ambiguous (see {@link RemoteSnapshot.byName}). */
+const MAX_HELD_PER_NAME = 2;
 
 /** The first listing's guess of names not held; the next ones go by the last count. */
 const FIRST_LISTING_UNHELD = 1024;

@@ -73,10 +73,18 @@ export function redactAndTruncate(
 function redactPrefix(text: string, values: readonly string[], marker: string, keep: number): string {
   const wanted = [...new Set(values)].filter((value) => value.length > 0);
   if (wanted.length === 0 || text.length === 0) return text.slice(0, keep);
-  const spans: [number, number][] = [];
+  // Which characters of the original text some occurrence covers: one byte each, however many
+  // occurrences overlap (a key of one repeated character in a body of that character included).
+  const covered = new Uint8Array(text.length);
   const find = (view: TextView, value: string) => {
-    for (let at = view.text.indexOf(value); at !== -1; at = view.text.indexOf(value, at + 1))
-      spans.push([startOf(view, at), endOf(view, at + value.length - 1)]);
+    // Occurrences come in order: only the part past the last one's end is marked again.
+    let marked = 0;
+    for (let at = view.text.indexOf(value); at !== -1; at = view.text.indexOf(value, at + 1)) {
+      const from = Math.max(startOf(view, at), marked);
+      const to = endOf(view, at + value.length - 1);
+      if (to > from) covered.fill(1, from, to);
+      marked = Math.max(marked, to);
+    }
   };
   const plain: TextView = { text, start: undefined, end: undefined };
   for (const value of wanted) find(plain, value);
@@ -87,21 +95,18 @@ function redactPrefix(text: string, values: readonly string[], marker: string, k
     view = unescapeJson(view);
     for (const value of escapable) find(view, value);
   }
-  spans.sort((a, b) => a[0] - b[0]);
-  // Overlapping or touching occurrences become one marker.
+  // Each run of covered characters (overlapping or touching occurrences) becomes one marker.
   let out = "";
   let at = 0;
-  let covering = false;
-  for (const [from, to] of spans) {
-    if (from >= keep) break;
-    if (covering && from <= at) at = Math.max(at, to);
-    else {
-      out += text.slice(at, from) + marker;
-      covering = true;
-      at = to;
-    }
+  while (at < keep) {
+    const from = covered.indexOf(1, at);
+    if (from === -1 || from >= keep) return out + text.slice(at, keep);
+    const to = covered.indexOf(0, from);
+    out += text.slice(at, from) + marker;
+    if (to === -1) return out;
+    at = to;
   }
-  return at < keep ? out + text.slice(at, keep) : out;
+  return out;
 }
 
 /**

@@ -297,13 +297,17 @@ describe("RemoteSnapshot of a connection whose resources claim a few names", () 
    * (made as they are read, as a hostile server answers them), whose resources claim `claimed`.
    * `largest` is the most entries the snapshot held at any item of the listing.
    */
-  function claimedOf(pages: number, claimed: Set<string>, unreadable = 0) {
+  function claimedOf(
+    pages: number,
+    claimed: Set<string>,
+    unreadable = 0,
+    nameOf = (i: number) => `endless-${i}`,
+  ) {
     const seen = { largest: 0, items: 0 };
     const port: DeploymentsPort = {
       listAll: async (_signal, each, skipped) => {
         for (let page = 0; page < pages; page++) {
-          for (let i = page * 100; i < page * 100 + 100; i++)
-            each(remote({ id: id(i), name: `endless-${i}` }));
+          for (let i = page * 100; i < page * 100 + 100; i++) each(remote({ id: id(i), name: nameOf(i) }));
           seen.largest = Math.max(seen.largest, snapshot.size);
           // Let other work run between pages, as the HTTP client does.
           await Promise.resolve();
@@ -349,6 +353,16 @@ describe("RemoteSnapshot of a connection whose resources claim a few names", () 
     const free = Array.from({ length: 1000 }, (_, i) => snapshot.byName(`agent-${i}`));
     expect(free.every((answer) => answer === undefined || answer.length === 0)).toBe(true);
     expect(free.filter((answer) => answer !== undefined).length).toBeGreaterThan(950);
+  });
+
+  it("holds two of a claimed name the listing repeats 50,000 times: enough to say it is ambiguous", async () => {
+    const { snapshot, seen } = claimedOf(500, new Set(["x"]), 0, () => "x");
+    await snapshot.refresh(new AbortController().signal);
+    expect(seen.largest).toBeLessThanOrEqual(2);
+    expect(snapshot.byName("x")?.map((d) => d.id)).toEqual([id(0), id(1)]);
+    // The next listing holds the same two, and no more.
+    await snapshot.refresh(new AbortController().signal);
+    expect(snapshot.size).toBe(2);
   });
 
   it("looks up live a name claimed after its item went by, and drops an entry no longer claimed", async () => {
