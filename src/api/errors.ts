@@ -100,6 +100,25 @@ export class ServiceError extends Error {
 }
 
 /**
+ * `error` with a service's detail cut to `max` characters, for an error kept for a while (a
+ * connection's failed listing, until the next one): a server may answer MiBs of detail, and only
+ * its start is ever shown. Any other error is returned as it is.
+ */
+export function withDetailCut(error: unknown, max: number): unknown {
+  if (!(error instanceof ServiceError) || error.detail.length <= max) return error;
+  return new ServiceError({
+    kind: error.kind,
+    method: error.method,
+    route: error.route,
+    ...(error.status === undefined ? {} : { status: error.status }),
+    detail: `${error.detail.slice(0, max)}…`,
+    retryable: error.retryable,
+    ...(error.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: error.retryAfterSeconds }),
+    maybeApplied: error.maybeApplied,
+  });
+}
+
+/**
  * The service has no revisions route (GET /v2/deployments/{deployment_id}/revisions/{revision_id}
  * answered 405, or a 404 whose detail is the generic "Not Found" of an unknown path): a caller
  * tracking revisions should stop asking.

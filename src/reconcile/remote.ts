@@ -16,6 +16,7 @@
  */
 
 import type { Logger } from "pino";
+import { withDetailCut } from "../api/errors.ts";
 import type { Deployment, UnreadableDeployment } from "../api/wire.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Runnable } from "../runtime/manager.ts";
@@ -166,7 +167,7 @@ export class RemoteSnapshot {
       if (signal.aborted) throw error;
       this.#failure = deadline.signal.aborted
         ? { kind: "deadline", deadlineMs }
-        : { kind: "failed", deadlineMs, error };
+        : { kind: "failed", deadlineMs, error: withDetailCut(error, KEPT_DETAIL_CHARS) };
       throw deadline.signal.aborted ? deadline.signal.reason : error;
     } finally {
       cancel();
@@ -476,6 +477,12 @@ export class NameFilter {
     return true;
   }
 }
+
+/**
+ * Characters of a failed listing's detail kept until the next listing: several times what a
+ * condition shows (4,096), so a value near its start is still found whole by redaction.
+ */
+const KEPT_DETAIL_CHARS = 16_384;
 
 /** Deployments held per name: two already say the name is ambiguous (see {@link RemoteSnapshot.byName}). */
 const MAX_HELD_PER_NAME = 2;

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { kindOfStatus, parseRetryAfter, renderDetail, ServiceError, truncate } from "../../src/api/errors.ts";
+import {
+  kindOfStatus,
+  parseRetryAfter,
+  renderDetail,
+  ServiceError,
+  truncate,
+  withDetailCut,
+} from "../../src/api/errors.ts";
 
 describe("renderDetail", () => {
   it.each([
@@ -93,5 +100,36 @@ describe("ServiceError", () => {
     });
     expect(error.message).toBe("GET /v2/deployments: 502 unavailable: bad gateway upstream reset");
     expect(error.maybeApplied).toBe(false);
+  });
+});
+
+describe("withDetailCut", () => {
+  const error = (detail: string) =>
+    new ServiceError({
+      kind: "unavailable",
+      method: "GET",
+      route: "/v2/deployments",
+      status: 503,
+      detail,
+      retryable: true,
+    });
+
+  it("keeps the start of a service's detail of MiBs, and everything else of the error", () => {
+    const kept = withDetailCut(error("d".repeat(8 * 1024 * 1024)), 16_384);
+    expect(kept).toBeInstanceOf(ServiceError);
+    expect((kept as ServiceError).detail).toHaveLength(16_385);
+    expect(kept).toMatchObject({
+      kind: "unavailable",
+      status: 503,
+      retryable: true,
+      route: "/v2/deployments",
+    });
+  });
+
+  it("returns a short detail's error, and any other error, as it is", () => {
+    const short = error("gateway down");
+    expect(withDetailCut(short, 16_384)).toBe(short);
+    const other = new Error("x".repeat(100_000));
+    expect(withDetailCut(other, 16_384)).toBe(other);
   });
 });

@@ -19,6 +19,16 @@ describe("JsonWeigher", () => {
     expect(weigher.weigh(Buffer.from('"padding"'))).toBe(9);
   });
 
+  it("weighs brackets and separators inside strings as text, across chunks and escapes", () => {
+    const weigher = new JsonWeigher();
+    // A value full of brackets parses to one string: its bytes, however many brackets.
+    expect(weigher.weigh(Buffer.from('{"a":"[[[,,:'))).toBe(12 + CONTAINER_WEIGHT + SEPARATOR_WEIGHT);
+    // Still inside the string: an escaped quote does not end it.
+    expect(weigher.weigh(Buffer.from('{{\\"[[,'))).toBe(7);
+    // The string ends here; what follows is structure again.
+    expect(weigher.weigh(Buffer.from('",["x"]}'))).toBe(8 + CONTAINER_WEIGHT + SEPARATOR_WEIGHT);
+  });
+
   it("weighs what parses into many objects far above its size", () => {
     const text = Buffer.from(`[${Array(1000).fill("{}").join(",")}]`);
     expect(new JsonWeigher().weigh(text)).toBeGreaterThan(60 * text.length);
