@@ -278,7 +278,10 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     // another team's name on a shared tenant by creating its resource first.
     resources: {
       ...resources,
-      claimants: (claim) => resources.claimants(claim).filter((o) => !connections.refuses(o)),
+      // One that owns a deployment there (its status records one: only the operator writes
+      // status) keeps its claim, so a relabelled namespace does not hand it to a rival.
+      claimants: (claim) =>
+        resources.claimants(claim).filter((o) => Boolean(o.status?.deploymentId) || !connections.refuses(o)),
     },
     sessions: connections,
     secrets: secretsPort(secrets),
@@ -427,7 +430,8 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
         const ids = new Map<string, string[]>();
         for (const o of deployments.byIndex(POLL_INDEX, POLL_INDEX)) {
           const id = o.status?.deploymentId;
-          if (!id) continue;
+          // A resource refused its connection makes no call through it, polls included.
+          if (!id || connections.refuses(o)) continue;
           const key = connectionKeyOf(o);
           const list = ids.get(key);
           if (list) list.push(id);
