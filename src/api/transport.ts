@@ -192,8 +192,15 @@ export class Transport {
       } catch (error) {
         observe("error");
         if (signal?.aborted) throw new AbortError(signal.reason instanceof Error ? signal.reason : "aborted");
-        // Repeating the request would bring the same answer: final, whatever its status.
-        if (error instanceof OverflowError) throw new AbortError(this.#tooLarge(request, error));
+        // Repeating the request would bring the same answer: final, whatever its status. Unless
+        // only the answers beside it left no room (one tenant's slow answers holding the shared
+        // budget): then a read is tried again, once they are read or timed out.
+        if (error instanceof OverflowError) {
+          const tooLarge = this.#tooLarge(request, error);
+          const { overflow } = error;
+          const crowded = overflow.bound === "memory" && overflow.shared && request.idempotent;
+          throw crowded ? new AttemptFailure(tooLarge) : new AbortError(tooLarge);
+        }
         throw this.#failure(this.#transportError(request, error as RequestError), request);
       }
       return this.#answer(request, response, observe);

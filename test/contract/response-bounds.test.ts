@@ -151,6 +151,30 @@ describe("the memory the answers in flight may take together", () => {
   });
 });
 
+describe("an answer refused only because others hold the room", () => {
+  it("is read again once they are done: a read crowded out is retried, not failed", async () => {
+    let release: () => void = () => {};
+    const service = await startFakeService((_req, res) => {
+      if (service.requests.length > 1) return send(res, 200, []);
+      // The first answer comes in two parts; another answer takes the room in between.
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write(`[${" ".repeat(1000)}`);
+      release = () => res.end(`${" ".repeat(1000)}]`);
+    });
+    closeService = service.close;
+    const memory = new ResponseMemory(10_000);
+    const answer = clientOf(service.url, { responseMemory: memory }).listProviders();
+    await until(() => memory.held > 0);
+    const other = memory.open();
+    await other.take(8_000);
+    release();
+    await until(() => service.requests.length === 2);
+    other.close();
+    expect(await answer).toEqual([]);
+    expect(memory.held).toBe(0);
+  });
+});
+
 describe("an honest answer under the default", () => {
   it("a listing of 100 deployments with every field filled comes through; the largest page has room to spare", async () => {
     const deployments = Array.from({ length: 100 }, (_, i) => fullDeployment(i));
