@@ -1,8 +1,8 @@
 // Runs gitops-health (the Go command in ./gitops-health, built into the cache by ensure.ts): the
 // health engines of Argo CD and Flux, on objects, so that tests compare what the docs promise with
 // what those tools compute rather than with our reading of their rules.
-import { spawn } from "node:child_process";
 import { ensureGoTool, GITOPS_HEALTH } from "./binaries.ts";
+import { runCaptured } from "./kubectl.ts";
 
 /** One engine's answer about one object. */
 export interface HealthVerdict {
@@ -50,28 +50,11 @@ export function gitopsHealthBinary(): Promise<string> {
  * order. Rejects with the command's own message when it refuses the input (a script or an
  * expression that does not parse, an object that is not a Kubernetes object).
  */
-export function judge(binary: string, input: HealthInput): Promise<EngineVerdicts[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(binary, [], { stdio: ["pipe", "pipe", "pipe"], timeout: 60_000 });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      if (code !== 0) {
-        reject(new Error(`${binary} exited ${code ?? signal}: ${stderr.trim()}`));
-        return;
-      }
-      const out = JSON.parse(stdout) as { verdicts: EngineVerdicts[] };
-      if (out.verdicts.length !== input.objects.length)
-        reject(new Error(`${binary} judged ${out.verdicts.length} objects of ${input.objects.length}`));
-      else resolve(out.verdicts);
-    });
-    child.stdin.end(JSON.stringify(input));
-  });
+export async function judge(binary: string, input: HealthInput): Promise<EngineVerdicts[]> {
+  const run = await runCaptured(binary, [], { input: JSON.stringify(input), timeoutMs: 60_000 });
+  if (run.code !== 0) throw new Error(`${binary} exited ${run.code}: ${run.stderr.trim()}`);
+  const out = JSON.parse(run.stdout) as { verdicts: EngineVerdicts[] };
+  if (out.verdicts.length !== input.objects.length)
+    throw new Error(`${binary} judged ${out.verdicts.length} objects of ${input.objects.length}`);
+  return out.verdicts;
 }

@@ -24,11 +24,27 @@ export function runKubectl(
     `--kubeconfig=${opts.kubeconfig}`,
     ...(opts.cacheDir ? [`--cache-dir=${opts.cacheDir}`] : []),
   ];
+  return runCaptured(kubectl, [...global, ...args], {
+    ...(opts.env ? { env: opts.env } : {}),
+    input: opts.input ?? "",
+    timeoutMs: opts.timeoutMs ?? 60_000,
+  });
+}
+
+/**
+ * Runs `binary` with `args`, `input` on its standard input; resolves with its exit code and both
+ * outputs (a signal that ended it is said at the end of stderr), killing it after `timeoutMs`.
+ */
+export function runCaptured(
+  binary: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; input: string; timeoutMs: number },
+): Promise<KubectlResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(kubectl, [...global, ...args], {
+    const child = spawn(binary, args, {
       env: opts.env ?? process.env,
       stdio: ["pipe", "pipe", "pipe"],
-      timeout: opts.timeoutMs ?? 60_000,
+      timeout: opts.timeoutMs,
     });
     let stdout = "";
     let stderr = "";
@@ -42,6 +58,6 @@ export function runKubectl(
     child.on("close", (code, signal) =>
       resolve({ code: code ?? 128, stdout, stderr: signal ? `${stderr}killed by ${signal}` : stderr }),
     );
-    child.stdin.end(opts.input ?? "");
+    child.stdin.end(opts.input);
   });
 }
