@@ -66,6 +66,12 @@ export const REASON = {
   ListingDeadlineExceeded: "ListingDeadlineExceeded",
   /** The deployment a status names is not this resource's (another name, or claimed by another). */
   NotOwned: "NotOwned",
+  /** The latest revision has not finished rolling out within `spec.rolloutTimeout`. */
+  RolloutTimeout: "RolloutTimeout",
+  /** A change that would create a revision is held until a rollout window opens. */
+  OutsideRolloutWindow: "OutsideRolloutWindow",
+  /** The name cannot be created: a tracing project of that name remains on the service. */
+  NameReserved: "NameReserved",
 } as const;
 
 /** What is known of the deployment's latest revision (see `revisions.ts`). */
