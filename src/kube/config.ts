@@ -8,7 +8,8 @@
  * file, CA, insecure-skip-tls-verify) are read here by hand: `@kubernetes/client-node` loads its
  * whole generated API on import, ~80 MiB of resident memory the operator never uses. Only a user
  * that needs what client-node alone implements (exec plugins, auth providers, basic auth,
- * impersonation) loads it, lazily, on the first request.
+ * impersonation, a cluster's `proxy-url`) loads it, lazily, on the first request.
+ * `test/unit/kube-config-conformance.test.ts` compares what both would send, shape by shape.
  */
 import { existsSync, readFileSync } from "node:fs";
 import type { RequestOptions } from "node:https";
@@ -131,7 +132,10 @@ function fromFiles(paths: string[], context: string | undefined, origin: string)
   const user = userName ? merged.users.get(userName) : undefined;
   const tls = clusterTls(cluster, server);
   return {
-    config: user && needsClientNode(user) ? new ClientNodeCredentials(tls, user) : credentialsFor(tls, user),
+    config:
+      tls.proxyUrl !== undefined || (user && needsClientNode(user))
+        ? new ClientNodeCredentials(tls, user)
+        : credentialsFor(tls, user),
     source: "kubeconfig",
     description: `kubeconfig ${all}, context ${current}`,
     server: tls.server,
@@ -231,6 +235,8 @@ interface ClusterTls {
   ca: Material;
   insecure: boolean;
   tlsServerName: string | undefined;
+  /** The cluster's `proxy-url` (http, https or socks5): only client-node tunnels through one. */
+  proxyUrl?: string;
 }
 
 function clusterTls(cluster: Entry, server: string): ClusterTls {
@@ -239,6 +245,7 @@ function clusterTls(cluster: Entry, server: string): ClusterTls {
     ca: material(cluster, "certificate-authority"),
     insecure: cluster.body["insecure-skip-tls-verify"] === true,
     tlsServerName: stringField(cluster, "tls-server-name") || undefined,
+    ...(stringField(cluster, "proxy-url") ? { proxyUrl: stringField(cluster, "proxy-url") } : {}),
   };
 }
 
@@ -251,31 +258,58 @@ function needsClientNode(user: Entry): boolean {
 }
 
 function credentialsFor(tls: ClusterTls, user: Entry | undefined): StaticCredentials {
-  const token = user ? stringField(user, "token") : undefined;
-  const tokenFile = user ? (fileField(user, "tokenFile") ?? fileField(user, "token-file")) : undefined;
   return new StaticCredentials(tls, {
     cert: user ? material(user, "client-certificate") : undefined,
     key: user ? material(user, "client-key") : undefined,
-    token: token ? { token } : tokenFile ? { tokenFile } : undefined,
+    token: user ? bearerSource(user) : undefined,
   });
+}
+
+/** Where a user's bearer token comes from: inline `token` wins over `tokenFile`, as in kubectl. */
+function bearerSource(user: Entry): BearerSource | undefined {
+  const token = stringField(user, "token");
+  const tokenFile = fileField(user, "tokenFile") ?? fileField(user, "token-file");
+  return token ? { token } : tokenFile ? { tokenFile } : undefined;
+}
+
+type BearerSource = { token: string } | { tokenFile: string };
+
+/** A bearer token, inline or read from its file again once {@link TOKEN_FILE_REFRESH_MS} passed. */
+class BearerToken {
+  readonly #source: BearerSource;
+  #read: { value: string; at: number } | undefined;
+
+  constructor(source: BearerSource) {
+    this.#source = source;
+  }
+
+  value(): string {
+    if ("token" in this.#source) return this.#source.token;
+    const now = Date.now();
+    if (!this.#read || now - this.#read.at > TOKEN_FILE_REFRESH_MS) {
+      this.#read = { value: readFileSync(this.#source.tokenFile, "utf8").trim(), at: now };
+    }
+    return this.#read.value;
+  }
 }
 
 /** Client certificate, key and bearer token (inline or re-read from a file). */
 interface UserAuth {
   cert: Material;
   key: Material;
-  token: { token: string } | { tokenFile: string } | undefined;
+  token: BearerSource | undefined;
 }
 
 /** Credentials read by hand: TLS material and a bearer token. */
 class StaticCredentials implements KubeCredentials {
   readonly #tls: ClusterTls;
   readonly #user: UserAuth;
-  #token: { value: string; readAt: number } | undefined;
+  readonly #token: BearerToken | undefined;
 
   constructor(tls: ClusterTls, user: UserAuth) {
     this.#tls = tls;
     this.#user = user;
+    this.#token = user.token ? new BearerToken(user.token) : undefined;
   }
 
   getCurrentCluster(): { server: string; caFile?: string } {
@@ -289,19 +323,8 @@ class StaticCredentials implements KubeCredentials {
     const key = readMaterial(this.#user.key);
     if (cert) options.cert = cert;
     if (key) options.key = key;
-    const token = this.#bearer();
+    const token = this.#token?.value();
     if (token) options.headers = { ...plainHeaders(options), Authorization: `Bearer ${token}` };
-  }
-
-  #bearer(): string | undefined {
-    const source = this.#user.token;
-    if (!source) return undefined;
-    if ("token" in source) return source.token;
-    const now = Date.now();
-    if (!this.#token || now - this.#token.readAt > TOKEN_FILE_REFRESH_MS) {
-      this.#token = { value: readFileSync(source.tokenFile, "utf8").trim(), readAt: now };
-    }
-    return this.#token.value;
   }
 }
 
@@ -317,17 +340,23 @@ function plainHeaders(options: RequestOptions): Record<string, unknown> {
 }
 
 /**
- * A user that needs client-node (exec plugin, auth provider, basic auth, impersonation): the
- * library is imported on the first request only, and given the cluster and user as read here.
+ * A user that needs client-node (exec plugin, auth provider, basic auth, impersonation), or a
+ * cluster reached through a `proxy-url`: the library is imported on the first request only, and
+ * given the cluster and user as read here. (It sets the request's `agent` to one that tunnels
+ * through the proxy; the transport keeps that agent.)
  */
 class ClientNodeCredentials implements KubeCredentials {
   readonly #tls: ClusterTls;
-  readonly #user: Entry;
+  readonly #user: Entry | undefined;
+  /** A `tokenFile` user behind a proxy: client-node would read the file once, we re-read it. */
+  readonly #tokenFile: BearerToken | undefined;
   #config: Promise<KubeCredentials> | undefined;
 
-  constructor(tls: ClusterTls, user: Entry) {
+  constructor(tls: ClusterTls, user: Entry | undefined) {
     this.#tls = tls;
     this.#user = user;
+    const source = user ? bearerSource(user) : undefined;
+    this.#tokenFile = source && "tokenFile" in source ? new BearerToken(source) : undefined;
   }
 
   getCurrentCluster(): { server: string } {
@@ -337,12 +366,17 @@ class ClientNodeCredentials implements KubeCredentials {
   async applyToHTTPSOptions(options: RequestOptions): Promise<void> {
     this.#config ??= this.#load();
     await (await this.#config).applyToHTTPSOptions(options);
+    const headers = plainHeaders(options);
+    if (this.#tokenFile && headers.Authorization === undefined) {
+      options.headers = { ...headers, Authorization: `Bearer ${this.#tokenFile.value()}` };
+    }
   }
 
   async #load(): Promise<KubeCredentials> {
     const { KubeConfig } = await import("@kubernetes/client-node");
-    const { ca, server, insecure, tlsServerName } = this.#tls;
-    const u = this.#user.body;
+    const { ca, server, insecure, tlsServerName, proxyUrl } = this.#tls;
+    const user = this.#user;
+    const u = user?.body ?? {};
     const config = new KubeConfig();
     config.loadFromOptions({
       clusters: [
@@ -351,6 +385,7 @@ class ClientNodeCredentials implements KubeCredentials {
           server,
           skipTLSVerify: insecure,
           ...(tlsServerName ? { tlsServerName } : {}),
+          ...(proxyUrl ? { proxyUrl } : {}),
           ...forClientNode(ca, "ca"),
         },
       ],
@@ -362,9 +397,9 @@ class ClientNodeCredentials implements KubeCredentials {
           username: u.username as string | undefined,
           password: u.password as string | undefined,
           impersonateUser: u.as as string | undefined,
-          token: stringField(this.#user, "token"),
-          ...forClientNode(material(this.#user, "client-certificate"), "cert"),
-          ...forClientNode(material(this.#user, "client-key"), "key"),
+          token: user ? stringField(user, "token") : undefined,
+          ...(user ? forClientNode(material(user, "client-certificate"), "cert") : {}),
+          ...(user ? forClientNode(material(user, "client-key"), "key") : {}),
         },
       ],
       contexts: [{ name: "context", cluster: "cluster", user: "user" }],
