@@ -14,8 +14,14 @@ import {
 } from "./errors.ts";
 import { paginate } from "./pagination.ts";
 import { TokenBucket } from "./rate-limit.ts";
-import { newestFirst, type RevisionListing, type RevisionRow, readRevisionItem, rowId } from "./revision-listing.ts";
 import { processResponseMemory, type ResponseMemory } from "./response-memory.ts";
+import {
+  newestFirst,
+  type RevisionListing,
+  type RevisionRow,
+  readRevisionItem,
+  rowId,
+} from "./revision-listing.ts";
 import { type ResponseObservation, Transport, type TransportSettings } from "./transport.ts";
 import {
   checkFilters,
@@ -457,7 +463,8 @@ export class ServiceClient {
         rows.push(row);
       }
     } catch (error) {
-      if (isServiceError(error, "rejected") && error.status === 405) throw new RevisionsRouteMissingError(error);
+      if (isServiceError(error, "rejected") && error.status === 405)
+        throw new RevisionsRouteMissingError(error);
       if (isServiceError(error, "not_found") && isGenericNotFound(error.detail))
         throw new RevisionsRouteMissingError(error);
       throw error;

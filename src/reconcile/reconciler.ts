@@ -18,9 +18,9 @@ import { objectKey, parseObjectKey } from "../runtime/keys.ts";
 import { isPaused, reconcileInterval, reconcileRequestedAt } from "./annotations.ts";
 import { claimedName, claimOf, olderClaimant } from "./claims.ts";
 import { failureOf } from "./failures.ts";
-import { isTracingProjectConflict, NameReservedError } from "./name-reserved.ts";
 import { inlineSecrets, type ReadSecrets, readSecrets, secretVersions } from "./inputs.ts";
 import { lastAppliedFor } from "./last-applied.ts";
+import { isTracingProjectConflict, NameReservedError } from "./name-reserved.ts";
 import {
   adoptedNote,
   createdNote,
