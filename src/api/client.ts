@@ -8,12 +8,20 @@ import { type ApiClock, systemApiClock } from "./clock.ts";
 import {
   DEFAULT_MAX_RESPONSE_BYTES,
   isServiceError,
+  RequestValidationError,
   RevisionsRouteMissingError,
   ServiceError,
 } from "./errors.ts";
 import { paginate } from "./pagination.ts";
 import { TokenBucket } from "./rate-limit.ts";
 import { processResponseMemory, type ResponseMemory } from "./response-memory.ts";
+import {
+  newestFirst,
+  type RevisionListing,
+  type RevisionRow,
+  readRevisionItem,
+  rowId,
+} from "./revision-listing.ts";
 import { type ResponseObservation, Transport, type TransportSettings } from "./transport.ts";
 import {
   checkFilters,
@@ -40,6 +48,7 @@ import {
   PROVIDER_DEFAULTS,
   ProviderListSchema,
   type Revision,
+  RevisionPageSchema,
   RevisionSchema,
   ROUTES,
   type UnknownValue,
@@ -119,9 +128,24 @@ export interface ListDeploymentsOptions {
   pageRetries?: number;
 }
 
+/** Bounds and cancellation of {@link ServiceClient.listRevisions}. */
+export interface ListRevisionsOptions {
+  /** Page size sent as `limit` (1–100); default 100. */
+  pageSize?: number;
+  /** Rows read at most (default 1,000): past them the listing is cut and says so. */
+  maxItems?: number;
+  signal?: AbortSignal;
+}
+
 /** Cancellation of a single call. */
 export interface CallOptions {
   signal?: AbortSignal;
+}
+
+/** Options of {@link ServiceClient.deleteDeployment}. */
+export interface DeleteDeploymentOptions extends CallOptions {
+  /** Delete the deployment's tracing project too (`delete_tracing_project=true`); default false. */
+  deleteTracingProject?: boolean;
 }
 
 /** An OAuth provider with the spec's documented defaults filled in. */
@@ -130,7 +154,7 @@ export type ResolvedOAuthProvider = OAuthProvider & {
   is_dynamic_client: boolean;
 };
 
-const { DEPLOYMENTS, DEPLOYMENT, REVISION, REPOS, PROVIDERS } = ROUTES;
+const { DEPLOYMENTS, DEPLOYMENT, REVISION, REVISIONS, REPOS, PROVIDERS } = ROUTES;
 
 /**
  * Unreadable items of one listing logged one by one; the rest are counted in one line when the
@@ -378,11 +402,74 @@ export class ServiceClient {
       if (isServiceError(error, "rejected") && error.status === 405)
         throw new RevisionsRouteMissingError(error);
       if (isServiceError(error, "not_found"))
-        if (/^\s*not found\s*$/i.test(error.detail) || error.detail === "HTTP 404")
-          throw new RevisionsRouteMissingError(error);
+        if (isGenericNotFound(error.detail)) throw new RevisionsRouteMissingError(error);
         else return undefined;
       throw error;
     }
+  }
+
+  /**
+   * GET /v2/deployments/{deployment_id}/revisions (not in the shared spec), every page, newest
+   * first. Assumed paged like the deployment listing (`limit`/`offset`, `{resources, offset}`):
+   * see `paginate` for how the end is found. Each item is read on its own; one that is not a
+   * revision is kept as an unreadable row. At most `maxItems` rows are read (then `truncated`).
+   * Throws {@link RevisionsRouteMissingError} when the service has no such route (405, or the
+   * generic 404 "Not Found" of an unknown path), and the `not_found` ServiceError when it says
+   * the deployment does not exist.
+   */
+  async listRevisions(deploymentId: string, opts: ListRevisionsOptions = {}): Promise<RevisionListing> {
+    checkUuid(deploymentId, "deploymentId");
+    const pageSize = opts.pageSize ?? PAGE_LIMIT.max;
+    checkPageSize(pageSize, "pageSize");
+    const maxItems = opts.maxItems ?? 1000;
+    if (!Number.isInteger(maxItems) || maxItems < 1)
+      throw new RequestValidationError("maxItems", `must be an integer >= 1, got ${maxItems}`);
+    const path = REVISIONS.replace("{deployment_id}", encodeURIComponent(deploymentId));
+    const page = async (start: number, limit: number) => {
+      const { body } = await this.#transport.send({
+        method: "GET",
+        route: REVISIONS,
+        path,
+        searchParams: { limit: String(limit), offset: String(start) },
+        schema: RevisionPageSchema,
+        idempotent: true,
+        retries: this.#pageRetries,
+        ...signalOf(opts),
+      });
+      const items = body.resources.map((raw): RevisionRow => {
+        const row = readRevisionItem(raw);
+        if (row.ok) for (const value of unknownRevisionValues(row.revision)) this.#reportUnknown(value);
+        return row;
+      });
+      return { items, nextOffset: body.offset ?? start + items.length };
+    };
+    const rows: RevisionRow[] = [];
+    let truncated = false;
+    try {
+      const listing = paginate(page, {
+        offset: 0,
+        limit: pageSize,
+        // Enough pages for maxItems, and one to learn that there were more.
+        maxPages: Math.ceil(maxItems / pageSize) + 1,
+        idOf: (row) => rowId(row, rows.length),
+        route: REVISIONS,
+        onEarlyEnd: (reason) => this.#logger?.warn({ route: REVISIONS }, `listing ended early: ${reason}`),
+      });
+      for await (const row of listing) {
+        if (rows.length >= maxItems) {
+          truncated = true;
+          break;
+        }
+        rows.push(row);
+      }
+    } catch (error) {
+      if (isServiceError(error, "rejected") && error.status === 405)
+        throw new RevisionsRouteMissingError(error);
+      if (isServiceError(error, "not_found") && isGenericNotFound(error.detail))
+        throw new RevisionsRouteMissingError(error);
+      throw error;
+    }
+    return { rows: newestFirst(rows), truncated };
   }
 
   /**
@@ -424,13 +511,19 @@ export class ServiceClient {
     return this.#readOne(response.body, "PATCH", DEPLOYMENT);
   }
 
-  /** DELETE /v2/deployments/{deployment_id}. Resolves when the deployment is gone or going (2xx or 404). */
-  async deleteDeployment(id: string, opts: CallOptions = {}): Promise<void> {
+  /**
+   * DELETE /v2/deployments/{deployment_id}. Resolves when the deployment is gone or going (2xx or
+   * 404). With `deleteTracingProject`, sends `delete_tracing_project=true` (a query parameter of
+   * the service's public API reference, not of the shared spec; default false): the tracing
+   * project the service made with the deployment goes too, and the name can be created again.
+   */
+  async deleteDeployment(id: string, opts: DeleteDeploymentOptions = {}): Promise<void> {
     checkUuid(id, "id");
     await this.#transport.send({
       method: "DELETE",
       route: DEPLOYMENT,
       path: DEPLOYMENT.replace("{deployment_id}", encodeURIComponent(id)),
+      ...(opts.deleteTracingProject === true ? { searchParams: { delete_tracing_project: "true" } } : {}),
       schema: undefined,
       alsoOk: [404],
       idempotent: true,
@@ -495,6 +588,11 @@ function filterQuery(filters: DeploymentFilters): Record<string, string> {
   if (filters.deployment_type !== undefined) query.deployment_type = filters.deployment_type;
   if (filters.deployment_ids !== undefined) query.deployment_ids = filters.deployment_ids.join(",");
   return query;
+}
+
+/** The detail of a 404 for an unknown path ("Not Found"), not one naming a missing thing. */
+function isGenericNotFound(detail: string): boolean {
+  return /^\s*not found\s*$/i.test(detail) || detail === "HTTP 404";
 }
 
 function signalOf(opts: { signal?: AbortSignal }): { signal?: AbortSignal } {

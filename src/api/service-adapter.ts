@@ -63,7 +63,8 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
     listAll: (signal, each, skipped) => listing(client, {}, signal, each, skipped),
     create: (body, signal) => client.createDeployment(body, { signal }),
     patch: (id, body, signal) => client.patchDeployment(id, body, { signal }),
-    delete: (id, signal) => client.deleteDeployment(id, { signal }),
+    delete: (id, signal, options) =>
+      client.deleteDeployment(id, { signal, deleteTracingProject: options?.deleteTracingProject === true }),
     listRepos: (integrationId, signal) => client.listRepos(integrationId, { signal }),
     getRevision: (deploymentId, revisionId, signal) =>
       client.getRevision(deploymentId, revisionId, { signal }),

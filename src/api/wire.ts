@@ -400,6 +400,17 @@ export const RevisionSchema = Type.Object(
 );
 export type Revision = Static<typeof RevisionSchema>;
 
+/**
+ * A page of GET /v2/deployments/{deployment_id}/revisions (not in the shared spec): assumed paged
+ * like the deployment listing, `{resources, offset}`. Items are read one by one (see
+ * `revision-listing.ts`), so one odd item never fails the page; a missing `offset` reads as "the
+ * request's offset plus the items answered".
+ */
+export const RevisionPageSchema = Type.Object(
+  { resources: Type.Array(Type.Unknown()), offset: Type.Optional(Type.Integer({ minimum: 0 })) },
+  open,
+);
+
 export const ProviderListSchema = Type.Array(OAuthProviderSchema);
 export const ForgeRepoListSchema = Type.Array(ForgeRepoSchema);
 
@@ -495,6 +506,7 @@ export const ROUTES = {
   DEPLOYMENTS: "/v2/deployments",
   DEPLOYMENT: "/v2/deployments/{deployment_id}",
   REVISION: "/v2/deployments/{deployment_id}/revisions/{revision_id}",
+  REVISIONS: "/v2/deployments/{deployment_id}/revisions",
 } as const;
 
 /** Limits of the listing's pagination parameters. */

@@ -18,6 +18,8 @@ interface SimulatorFlags {
   revisionActiveAfterMs?: number;
   deleteAfterMs?: number;
   revisionsRoute?: string;
+  revisionListingRoute?: string;
+  keepTracingProjects?: boolean;
 }
 
 const ms = integerArgument(0, 3_600_000);
@@ -48,6 +50,18 @@ export const registerSimulatorCommand: RegisterCommand = (program, ctx) => {
         .choices(["present", "missing", "method-not-allowed"])
         .default("present"),
     )
+    .addOption(
+      new Option(
+        "--revision-listing-route <mode>",
+        "the revision listing (GET /v2/deployments/{id}/revisions): present, or missing (404) / method-not-allowed (405)",
+      )
+        .choices(["present", "missing", "method-not-allowed"])
+        .default("present"),
+    )
+    .option(
+      "--keep-tracing-projects",
+      "like the real service: a delete without delete_tracing_project=true leaves the tracing project, and a later create of the name answers 409",
+    )
     .action(async (_flags: unknown, command: Command) => {
       const flags = command.opts<SimulatorFlags>();
       // Loaded on demand: the listing commands need none of the simulator's code.
@@ -71,6 +85,8 @@ export const registerSimulatorCommand: RegisterCommand = (program, ctx) => {
         ...(flags.tenantId === undefined ? {} : { tenantId: flags.tenantId }),
         ...(seed === undefined ? {} : { seed }),
         revisionsRoute: flags.revisionsRoute as RevisionsRouteMode,
+        revisionListing: flags.revisionListingRoute as RevisionsRouteMode,
+        ...(flags.keepTracingProjects ? { keepTracingProjects: true } : {}),
       });
       ctx.out(`simulator listening on ${simulator.url}\n`);
       await new Promise<void>((resolve) => {

@@ -123,7 +123,8 @@ const AGE = column("Age", "date", ".metadata.creationTimestamp", "Time since the
 /**
  * `kubectl get dmsd` columns. By default what a user scans for: is it in line with the spec
  * (Synced, and the reason when it is not), what the service says (Remote), is it Ready. Under
- * `-o wide` (priority 1) the revision ids, shortened, and the latest revision's status.
+ * `-o wide` (priority 1) the revision ids, shortened, the latest revision's status, and what is
+ * live: the active revision with its commit or image version ("is my change live?").
  */
 const deploymentColumns: JsonObject[] = [
   conditionColumn("Synced", "Synced", "status", "Whether the service's deployment matches the spec."),
@@ -153,6 +154,13 @@ const deploymentColumns: JsonObject[] = [
     "string",
     ".status.latestRevisionStatus",
     "Status of the latest revision, as the service reports it.",
+    true,
+  ),
+  column(
+    "Live",
+    "string",
+    ".status.liveRevision",
+    "The active revision (8 characters) and what it deployed: <id>@<commit> or <id>@<image version>.",
     true,
   ),
 ];

@@ -338,6 +338,13 @@ export const DeploymentSpecSchema = Type.Object(
         description: "On delete of this resource, Orphan leaves the service's deployment; Delete deletes it.",
       }),
     ),
+    deleteTracingProject: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description:
+          "With deletionPolicy Delete: delete the tracing project the service created with the deployment too, so that the same name can be created again (previews). Left false, the tracing project (and its traces) stays, and a new deployment of this name is refused (reason NameReserved).",
+      }),
+    ),
   },
   {
     description:

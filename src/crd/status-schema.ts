@@ -84,6 +84,9 @@ export const DeploymentResourceStatusSchema = Type.Object(
     imageVersion: Str("Image version reported by the service."),
     repoCommitSha: Str("Commit of the latest revision (repository sources)."),
     shortRevisions: Str("Latest and active revision ids shortened to 8 characters, as `<latest>/<active>`."),
+    liveRevision: Str(
+      "The active revision's id shortened to 8 characters, with what it deployed once the service reported it for that revision: `<id>@<commit, 7 characters>` (repository sources) or `<id>@<image version>`.",
+    ),
     observedGeneration: ObservedGenerationSchema,
     conditions: conditionsSchema(
       16,

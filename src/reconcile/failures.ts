@@ -12,6 +12,8 @@
  * - 5xx, timeouts, lost connections: retried with backoff and jitter.
  * - An answer larger than the operator accepts (`too_large`): `ResponseTooLarge`, retried with
  *   backoff (the server may mend, and a larger `--max-response-bytes` needs a restart anyway).
+ * - 409 on create because a tracing project of that name remains (`NameReserved`, see
+ *   name-reserved.ts): Stalled; the next resync (or a requested reconcile) tries again.
  * - 409/404 (the service's state moved: a name taken meanwhile, a deployment deleted): reported
  *   like any other failure and retried with backoff, so a persistent one is visible on the
  *   resource instead of retrying silently forever.
@@ -19,6 +21,7 @@
 import { isServiceError, RequestValidationError, type ServiceError } from "../api/errors.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import { TerminalError } from "../runtime/controller.ts";
+import { NameReservedError } from "./name-reserved.ts";
 import { AmbiguousNameError, UnreadableDeploymentError } from "./observe.ts";
 import { SecretsTooLargeError } from "./secret-budget.ts";
 import { redactAndTruncate } from "./secrets.ts";
@@ -51,6 +54,9 @@ export function failureOf(error: unknown, secretValues: readonly string[]): Fail
   // Over the secret budget: nothing was sent; a change of the spec or of a Secret brings it back.
   if (error instanceof SecretsTooLargeError)
     return { outcome: failed(REASON.SecretsTooLarge, error.message, true) };
+  // A tracing project holds the name: no retry mends it (the next resync tries again, once).
+  if (error instanceof NameReservedError)
+    return { outcome: failed(REASON.NameReserved, clean(error.message), true), createRefused: true };
   if (error instanceof UnreadableDeploymentError)
     return { outcome: failed(REASON.UnreadableDeployment, clean(error.message), true) };
   if (

@@ -38,8 +38,12 @@ export interface DeploymentsPort {
   ): Promise<void>;
   create(body: CreateDeploymentBody, signal: AbortSignal): Promise<Deployment>;
   patch(id: string, body: PatchDeploymentBody, signal: AbortSignal): Promise<Deployment>;
-  /** Requests deletion; resolves when the service accepted it or the deployment is already gone. */
-  delete(id: string, signal: AbortSignal): Promise<void>;
+  /**
+   * Requests deletion; resolves when the service accepted it or the deployment is already gone.
+   * `options.deleteTracingProject`: delete the deployment's tracing project with it, so that its
+   * name can be created again (`spec.deleteTracingProject`).
+   */
+  delete(id: string, signal: AbortSignal, options?: { deleteTracingProject?: boolean }): Promise<void>;
   listRepos(integrationId: string, signal: AbortSignal): Promise<ForgeRepo[]>;
   /**
    * A revision of a deployment; undefined when the service has no such revision. Rejects with

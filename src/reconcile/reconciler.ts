@@ -20,6 +20,7 @@ import { claimedName, claimOf, olderClaimant } from "./claims.ts";
 import { failureOf } from "./failures.ts";
 import { inlineSecrets, type ReadSecrets, readSecrets, secretVersions } from "./inputs.ts";
 import { lastAppliedFor } from "./last-applied.ts";
+import { isTracingProjectConflict, NameReservedError } from "./name-reserved.ts";
 import {
   adoptedNote,
   createdNote,
@@ -402,12 +403,16 @@ export class DeploymentReconciler {
   /**
    * A create the service refused because the name is taken (409): someone created the deployment
    * after the listing the reconcile read. Looks the name up so that the retry adopts it, then
-   * fails with the service's answer (reported, retried with backoff).
+   * fails with the service's answer (reported, retried with backoff) — or, when no deployment
+   * holds the name and the answer speaks of a tracing project, with {@link NameReservedError}.
    */
   async #learnTakenName(run: Connected, name: string, error: unknown, signal: AbortSignal): Promise<never> {
     if (isServiceError(error, "conflict")) {
-      const { deployments } = await run.session.service.findByName(name, signal);
+      const { deployments, unreadable } = await run.session.service.findByName(name, signal);
       for (const deployment of deployments) run.session.snapshot.observed(deployment);
+      // No deployment holds the name, and the service speaks of a tracing project: see name-reserved.ts.
+      if (deployments.length === 0 && unreadable.length === 0 && isTracingProjectConflict(error))
+        throw new NameReservedError(name, error);
     }
     throw error;
   }
@@ -451,7 +456,9 @@ export class DeploymentReconciler {
         if (found.deployment) {
           // Asked once: a deployment already being deleted is not asked again on every poll.
           if (!isBeingDeleted(found.deployment.status)) {
-            await session.service.delete(found.deployment.id, signal);
+            await session.service.delete(found.deployment.id, signal, {
+              deleteTracingProject: obj.spec.deleteTracingProject === true,
+            });
             this.#event(
               run,
               "Normal",

@@ -13,6 +13,7 @@ import {
 } from "../api/wire.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import { jsonEqual } from "./diff.ts";
+import { liveRevision } from "./live-revision.ts";
 import type { PlanProblem } from "./plan.ts";
 import { redactAndTruncate } from "./secrets.ts";
 
@@ -386,6 +387,13 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
     if (value !== undefined) status[key] = value;
     else if (observed === undefined && previous[key] !== undefined) status[key] = previous[key];
   }
+  // Unlike the fields above, it may carry over what an earlier observation knew (see liveRevision).
+  const live = observed
+    ? liveRevision(observed, previous.liveRevision)
+    : observed === null
+      ? undefined
+      : previous.liveRevision;
+  if (live !== undefined) status.liveRevision = live;
 
   const service = observed
     ? readiness(observed, input.revision, previous)

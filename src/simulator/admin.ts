@@ -12,7 +12,11 @@
  *   PATCH  /_sim/deployments/{id}    drift (see `DriftChange`, also `status`, `fail_revisions`,
  *                                    `quirks`); 200 with the deployment
  *   PUT    /_sim/revisions-route     `{"mode": "present" | "missing" | "method-not-allowed"}`; 200 with it
- *   GET    /_sim/state               tenant, clock, timing, faults, deployments with revisions
+ *   PUT    /_sim/revision-listing-route  the same for GET /v2/deployments/{id}/revisions
+ *   PUT    /_sim/tracing-projects    `{"keep": true | false}`: whether deletes leave tracing projects
+ *   DELETE /_sim/tracing-projects/{name}  204; deletes one, as a person would in the service's UI
+ *   GET    /_sim/state               tenant, clock, timing, faults, deployments with revisions,
+ *                                    tracing projects
  */
 import type { IncomingMessage } from "node:http";
 import type { DriftChange } from "./drift.ts";
@@ -34,6 +38,7 @@ export interface AdminContext {
   timing: Timing;
   now: () => number;
   revisionsRoute: { mode: RevisionsRouteMode };
+  revisionListing: { mode: RevisionsRouteMode };
 }
 
 /** Answers one `/_sim/` request; `path` starts with `/_sim/`. Unknown paths are 404. */
@@ -65,21 +70,30 @@ export async function handleAdmin(
       return { status: 204 };
     case "GET /_sim/state":
       return json(200, state(ctx));
-    case "PUT /_sim/revisions-route": {
-      const body = await readJsonBody(req);
-      const mode = (body as { mode?: unknown } | undefined)?.mode;
-      if (!REVISIONS_ROUTE_MODES.some((m) => m === mode)) {
+    case "PUT /_sim/revisions-route":
+      return json(200, setMode(ctx.revisionsRoute, await readJsonBody(req)));
+    case "PUT /_sim/revision-listing-route":
+      return json(200, setMode(ctx.revisionListing, await readJsonBody(req)));
+    case "PUT /_sim/tracing-projects": {
+      const keep = ((await readJsonBody(req)) as { keep?: unknown } | undefined)?.keep;
+      if (typeof keep !== "boolean")
         throw new ServiceError(422, [
-          {
-            loc: ["body", "mode"],
-            msg: `Input should be ${REVISIONS_ROUTE_MODES.map((m) => `'${m}'`).join(", ")}`,
-            type: "literal_error",
-          },
+          { loc: ["body", "keep"], msg: "Input should be a valid boolean", type: "bool_type" },
         ]);
-      }
-      ctx.revisionsRoute.mode = mode as RevisionsRouteMode;
-      return json(200, { mode });
+      ctx.store.tracingProjects.keep = keep;
+      return json(200, tracingState(ctx));
     }
+  }
+  const tracingPrefix = "/_sim/tracing-projects/";
+  if (method === "DELETE" && path.startsWith(tracingPrefix)) {
+    let name: string;
+    try {
+      name = decodeURIComponent(path.slice(tracingPrefix.length));
+    } catch {
+      throw new ServiceError(404, "Tracing project not found");
+    }
+    if (!ctx.store.tracingProjects.remove(name)) throw new ServiceError(404, "Tracing project not found");
+    return { status: 204 };
   }
   const prefix = "/_sim/deployments/";
   if (method === "PATCH" && path.startsWith(prefix)) {
@@ -97,6 +111,28 @@ function state(ctx: AdminContext) {
     timing: ctx.timing,
     faults: ctx.faults.get(),
     revisions_route: ctx.revisionsRoute.mode,
+    revision_listing_route: ctx.revisionListing.mode,
+    tracing_projects: tracingState(ctx),
     deployments: ctx.store.list().map((d) => ({ ...d, revisions: ctx.store.revisions(d.id) ?? [] })),
   };
+}
+
+/** Sets `target.mode` from a `{"mode": …}` body, or a 422 naming the modes. */
+function setMode(target: { mode: RevisionsRouteMode }, body: unknown): { mode: RevisionsRouteMode } {
+  const mode = (body as { mode?: unknown } | undefined)?.mode;
+  if (!REVISIONS_ROUTE_MODES.some((m) => m === mode)) {
+    throw new ServiceError(422, [
+      {
+        loc: ["body", "mode"],
+        msg: `Input should be ${REVISIONS_ROUTE_MODES.map((m) => `'${m}'`).join(", ")}`,
+        type: "literal_error",
+      },
+    ]);
+  }
+  target.mode = mode as RevisionsRouteMode;
+  return { mode: target.mode };
+}
+
+function tracingState(ctx: AdminContext): { keep: boolean; names: string[] } {
+  return { keep: ctx.store.tracingProjects.keep, names: ctx.store.tracingProjects.list() };
 }

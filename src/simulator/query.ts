@@ -25,6 +25,12 @@ const TRUE = new Set(["true", "1", "yes", "on", "t", "y"]);
 const FALSE = new Set(["false", "0", "no", "off", "f", "n"]);
 const DEPLOYMENT_TYPE_SET: ReadonlySet<string> = new Set(DEPLOYMENT_TYPES);
 
+/** A query boolean as FastAPI (pydantic) reads one (`true`, `1`, `yes`, `on`, …), or undefined. */
+export function parseBoolean(raw: string): boolean | undefined {
+  const lower = raw.trim().toLowerCase();
+  return TRUE.has(lower) ? true : FALSE.has(lower) ? false : undefined;
+}
+
 /** Parses the part of a URL after `?`; throws a 422 {@link ServiceError} listing every bad parameter. */
 export function parseListQuery(search: string): ListQuery {
   const query: ListQuery = { limit: PAGE_LIMIT.default, offset: 0 };
@@ -45,9 +51,8 @@ export function parseListQuery(search: string): ListQuery {
   }
   const remote = params.get("remote_reconciled");
   if (remote !== undefined) {
-    const lower = remote.trim().toLowerCase();
-    if (TRUE.has(lower)) query.remoteReconciled = true;
-    else if (FALSE.has(lower)) query.remoteReconciled = false;
+    const value = parseBoolean(remote);
+    if (value !== undefined) query.remoteReconciled = value;
     else {
       issues.push({
         loc: ["query", "remote_reconciled"],

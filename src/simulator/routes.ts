@@ -4,11 +4,11 @@
  */
 import type { IncomingMessage } from "node:http";
 import { isUuid, ROUTES } from "../api/wire.ts";
-import { notFound, ServiceError } from "./errors.ts";
+import { notFound, ServiceError, type ValidationIssue } from "./errors.ts";
 import type { FaultController } from "./faults.ts";
 import { endlessPageJson } from "./hostile.ts";
 import { json, missingBody, readJsonBody, type SimResponse } from "./http.ts";
-import { parseListQuery } from "./query.ts";
+import { parseBoolean, parseListQuery } from "./query.ts";
 import type { SimulatorStore } from "./store.ts";
 import { parseCreateBody, parsePatchBody, uuidIssue, uuidPathIssues } from "./validation.ts";
 
@@ -31,7 +31,7 @@ export interface RouteMatch {
   allow?: string;
 }
 
-const { PROVIDERS, REPOS, DEPLOYMENTS, DEPLOYMENT, REVISION } = ROUTES;
+const { PROVIDERS, REPOS, DEPLOYMENTS, DEPLOYMENT, REVISION, REVISIONS } = ROUTES;
 const REPOS_PREFIX = REPOS.slice(0, REPOS.indexOf("{"));
 const DEPLOYMENT_PREFIX = "/v2/deployments/";
 
@@ -51,11 +51,15 @@ function decode(segment: string): string | undefined {
 export const REVISIONS_ROUTE_MODES = ["present", "missing", "method-not-allowed"] as const;
 export type RevisionsRouteMode = (typeof REVISIONS_ROUTE_MODES)[number];
 
-/** Routes of the service bound to `store` and `faults`; `revisions.mode` is read per request. */
+/**
+ * Routes of the service bound to `store` and `faults`; `revisions.mode` (the single revision
+ * route) and `revisionListing.mode` (GET /v2/deployments/{id}/revisions) are read per request.
+ */
 export function serviceRoutes(
   store: SimulatorStore,
   faults: FaultController,
   revisions: { mode: RevisionsRouteMode } = { mode: "present" },
+  revisionListing: { mode: RevisionsRouteMode } = { mode: "present" },
 ): (method: string, path: string) => RouteMatch {
   const table: Record<string, Record<string, Handler>> = {
     [PROVIDERS]: { GET: () => json(200, store.providers()) },
@@ -98,11 +102,20 @@ export function serviceRoutes(
         }
         return json(200, store.patch(id, parsePatchBody(raw, pathIssues)));
       },
-      DELETE: (_req, [id = ""]) => {
+      DELETE: (_req, [id = ""], search) => {
+        const issues = uuidPathIssues("deployment_id", id);
+        const deleteTracingProject = parseDeleteQuery(search, issues);
+        if (issues.length > 0) throw new ServiceError(422, issues);
+        store.delete(id, { deleteTracingProject });
+        return { status: 204 };
+      },
+    },
+    [REVISIONS]: {
+      GET: (_req, [id = ""], search) => {
         const issues = uuidPathIssues("deployment_id", id);
         if (issues.length > 0) throw new ServiceError(422, issues);
-        store.delete(id);
-        return { status: 204 };
+        const { limit, offset } = parseListQuery(search);
+        return json(200, store.revisionPage(id, limit, offset));
       },
     },
     [REVISION]: {
@@ -130,6 +143,13 @@ export function serviceRoutes(
       const [id, revisions, revisionId] = parts;
       const given = (v: string | undefined): v is string => v !== undefined && v !== "" && !v.includes("/");
       if (parts.length === 1 && given(id)) return match(method, DEPLOYMENT, [id]);
+      if (parts.length === 2 && given(id) && revisions === "revisions") {
+        if (revisionListing.mode === "present") return match(method, REVISIONS, [id]);
+        if (revisionListing.mode === "method-not-allowed") {
+          const route = `${method} ${REVISIONS}`;
+          return { route, template: REVISIONS, params: [], handler: undefined, allow: "POST" };
+        }
+      }
       if (parts.length === 3 && given(id) && revisions === "revisions" && given(revisionId)) {
         if (revisionsMode() === "present") return match(method, REVISION, [id, revisionId]);
         if (revisionsMode() === "method-not-allowed") {
@@ -145,4 +165,21 @@ export function serviceRoutes(
     }
     return { route: `${method} (unmatched)`, template: "(unmatched)", params: [], handler: undefined };
   };
+}
+
+/**
+ * `delete_tracing_project` of a DELETE's query, parsed as FastAPI parses a boolean (a bad value
+ * is a 422 issue pushed onto `issues`); false when absent, its documented default.
+ */
+function parseDeleteQuery(search: string, issues: ValidationIssue[]): boolean {
+  const raw = new URLSearchParams(search).getAll("delete_tracing_project").at(-1);
+  if (raw === undefined) return false;
+  const value = parseBoolean(raw);
+  if (value === undefined)
+    issues.push({
+      loc: ["query", "delete_tracing_project"],
+      msg: "Input should be a valid boolean, unable to interpret input",
+      type: "bool_parsing",
+    });
+  return value === true;
 }

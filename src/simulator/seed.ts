@@ -96,6 +96,19 @@ export const SimulatorSeedSchema = Type.Object(
       Type.Array(Type.Object({ id: Uuid, repos: Type.Array(SeedRepoSchema) }, closed)),
     ),
     deployments: Type.Optional(Type.Array(SeedDeploymentSchema)),
+    /**
+     * Tracing projects as the real service keeps them (see tracing-projects.ts): `keep` makes a
+     * delete without `delete_tracing_project=true` leave one behind; `names` are left over already.
+     */
+    tracingProjects: Type.Optional(
+      Type.Object(
+        {
+          keep: Type.Optional(Type.Boolean()),
+          names: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+        },
+        closed,
+      ),
+    ),
   },
   closed,
 );

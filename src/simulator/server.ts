@@ -50,6 +50,20 @@ export interface SimulatorOptions {
    * `PUT /_sim/revisions-route`.
    */
   revisionsRoute?: RevisionsRouteMode;
+  /**
+   * The revision listing (GET /v2/deployments/{id}/revisions, not in the shared spec, paged like
+   * the deployment listing): `present` (default), `missing` (404 "Not Found") or
+   * `method-not-allowed` (405). Changeable while running: `revisionListing.mode` or
+   * `PUT /_sim/revision-listing-route`.
+   */
+  revisionListing?: RevisionsRouteMode;
+  /**
+   * Whether a DELETE without `delete_tracing_project=true` leaves the deployment's tracing project
+   * behind, so that a later create of the name answers 409 naming it, as the real service does.
+   * Default false (a seed's `tracingProjects.keep` wins); changeable with `store.tracingProjects`
+   * or `PUT /_sim/tracing-projects`.
+   */
+  keepTracingProjects?: boolean;
   /** How many of the latest requests `requests()` keeps one by one. Default 10,000. */
   requestRecordLimit?: number;
   /** Called with every request to a service route before it is handled (to look at headers in tests). */
@@ -80,6 +94,8 @@ export interface RunningSimulator {
   store: SimulatorStore;
   /** Whether the revisions route exists; set `mode` to change it for the next request. */
   revisionsRoute: { mode: RevisionsRouteMode };
+  /** Whether the revision listing exists; set `mode` to change it for the next request. */
+  revisionListing: { mode: RevisionsRouteMode };
 }
 
 /** Transition delays used when none are given. */
@@ -102,6 +118,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     secretsMode: options.secretsInResponses ?? "masked",
     now,
     seed,
+    ...(options.keepTracingProjects === undefined
+      ? {}
+      : { keepTracingProjects: options.keepTracingProjects }),
   });
   const faults = new FaultController();
   const revisionsRoute = { mode: options.revisionsRoute ?? "present" };
@@ -109,7 +128,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     throw new Error(
       `revisionsRoute: must be one of ${REVISIONS_ROUTE_MODES.join(", ")}, got ${revisionsRoute.mode}`,
     );
-  const route = serviceRoutes(store, faults, revisionsRoute);
+  const revisionListing = { mode: options.revisionListing ?? "present" };
+  if (!REVISIONS_ROUTE_MODES.includes(revisionListing.mode))
+    throw new Error(
+      `revisionListing: must be one of ${REVISIONS_ROUTE_MODES.join(", ")}, got ${revisionListing.mode}`,
+    );
+  const route = serviceRoutes(store, faults, revisionsRoute, revisionListing);
   const timers = new Set<NodeJS.Timeout>();
   const record = new RequestRecord(now, options.requestRecordLimit);
   const counters = () => record.counters();
@@ -126,7 +150,17 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     return json(500, { detail: "Internal Server Error" });
   };
 
-  const admin = { store, faults, counters, requests, resetCounters, timing, now, revisionsRoute };
+  const admin = {
+    store,
+    faults,
+    counters,
+    requests,
+    resetCounters,
+    timing,
+    now,
+    revisionsRoute,
+    revisionListing,
+  };
   const serveAdmin = (req: IncomingMessage, res: ServerResponse, path: string) => {
     handleAdmin(req, path, admin).then(
       (response) => writeResponse(res, response, undefined, timers),
@@ -227,6 +261,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     resetCounters,
     store,
     revisionsRoute,
+    revisionListing,
     close: () =>
       new Promise<void>((resolve, reject) => {
         for (const timer of timers) clearTimeout(timer);

@@ -34,6 +34,7 @@ import {
   type Timing,
 } from "./record.ts";
 import type { SimulatorSeed } from "./seed.ts";
+import { TracingProjects, tracingProjectConflict } from "./tracing-projects.ts";
 import { issuesOf, oneOf } from "./validation.ts";
 
 /** How the store is set up; see `SimulatorOptions` for the meaning of each. */
@@ -43,6 +44,8 @@ export interface StoreOptions {
   secretsMode: SecretsMode;
   now: () => number;
   seed?: SimulatorSeed;
+  /** Whether deletes leave tracing projects behind (see tracing-projects.ts); default false. */
+  keepTracingProjects?: boolean;
 }
 
 /** A revision as tests see it. */
@@ -71,6 +74,8 @@ export class SimulatorStore {
   /** Live deployments sorted by (createdAt, id): the listing order. */
   #ordered: DeploymentRecord[] = [];
   #nextPurgeAt = Number.POSITIVE_INFINITY;
+  /** Tracing projects left behind by deletes (see tracing-projects.ts). */
+  readonly tracingProjects: TracingProjects;
 
   constructor(options: StoreOptions) {
     this.tenantId = options.seed?.tenantId ?? options.tenantId;
@@ -80,6 +85,11 @@ export class SimulatorStore {
     const start = this.#now();
     this.#providers = seededProviders(options.seed, this.tenantId, start);
     this.#repos = seededRepos(options.seed);
+    const tracing = options.seed?.tracingProjects;
+    this.tracingProjects = new TracingProjects(
+      tracing?.keep ?? options.keepTracingProjects ?? false,
+      tracing?.names ?? [],
+    );
     // Seeded deployments without a created_at are spaced 1 ms apart, so they list in seed order.
     const seeded = options.seed?.deployments ?? [];
     seeded.forEach((d, i) => {
@@ -149,15 +159,30 @@ export class SimulatorStore {
   }
 
   /**
+   * One page of GET /v2/deployments/{id}/revisions (not in the shared spec), newest first, as the
+   * deployment listing pages: `{resources, offset}` with `offset` the one to pass next. 404 when
+   * the deployment is unknown or gone.
+   */
+  revisionPage(id: string, limit: number, offset: number): { resources: Revision[]; offset: number } {
+    const now = this.#sweep();
+    const record = this.#live(id);
+    const newest = [...record.revisions].reverse().slice(offset, offset + limit);
+    const resources = newest.map((revision) => renderRevision(record, revision, now));
+    return { resources, offset: offset + resources.length };
+  }
+
+  /**
    * POST /v2/deployments: a new deployment with a first revision, AWAITING_DATABASE until
    * `readyAfterMs` passed. 409 when the name is taken (also by one awaiting deletion), 422 for
-   * secret references on a source other than external_docker.
+   * secret references on a source other than external_docker; 409 naming the tracing project when
+   * one of the name remains (see tracing-projects.ts).
    */
   create(body: CreateDeploymentBody): Deployment {
     const now = this.#sweep();
     if (this.#byName.has(body.name)) {
       throw new ServiceError(409, `A deployment named '${body.name}' already exists`);
     }
+    if (this.tracingProjects.has(body.name)) throw new ServiceError(409, tracingProjectConflict(body.name));
     const source = body.source;
     if (!oneOf(DEPLOYMENT_SOURCES, source)) throw new ServiceError(422, `unknown source '${source}'`);
     checkSecretReferences(source, body.secret_references);
@@ -184,10 +209,15 @@ export class SimulatorStore {
     return render(record, now, this.#timing, this.#mode);
   }
 
-  /** DELETE /v2/deployments/{id}: AWAITING_DELETE now, gone after `deleteAfterMs`. Idempotent until gone; 404 after. */
-  delete(id: string): void {
+  /**
+   * DELETE /v2/deployments/{id}: AWAITING_DELETE now, gone after `deleteAfterMs`. Idempotent until
+   * gone; 404 after. `deleteTracingProject` (`delete_tracing_project=true`): the tracing project
+   * of its name goes too; without it, it stays while {@link tracingProjects} keep them.
+   */
+  delete(id: string, options: { deleteTracingProject?: boolean } = {}): void {
     const now = this.#sweep();
     const record = this.#live(id);
+    this.tracingProjects.deleted(record.name, options.deleteTracingProject === true);
     if (record.deleteRequestedAt !== undefined) return;
     record.deleteRequestedAt = now;
     record.updatedAt = now;

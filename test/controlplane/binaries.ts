@@ -215,6 +215,18 @@ export const GITOPS_HEALTH: GoTool = {
   minGo: [1, 26], // fluxcd/pkg/runtime's go.mod
 };
 
+/**
+ * template-render: our own command (test/controlplane/template-render/main.go) that renders Argo
+ * CD ApplicationSet and Flux Operator ResourceSet templates with the engines' template language
+ * and function libraries, which the tests of docs/previews.md run. See
+ * test/controlplane/template-render.ts.
+ */
+export const TEMPLATE_RENDER: GoTool = {
+  file: "template-render",
+  module: "template-render",
+  pkg: ".",
+};
+
 /** The name of `tool`'s cache directory: `<file>-<version>` or `<file>-<digest of its module>`. */
 export function goToolCacheName(tool: GoTool): string {
   if (tool.modulePath) return `${tool.file}-${requiredVersion(tool.module, tool.modulePath)}`;

@@ -408,10 +408,14 @@ export class SimulatedService implements DeploymentsPort {
     return this.#call("patch", signal, () => this.store.patch(id, structuredClone(body)));
   }
 
-  delete(id: string, signal: AbortSignal): Promise<void> {
+  /** The options of the last DELETE sent (answered or not). */
+  lastDeleteOptions: { deleteTracingProject?: boolean } | undefined;
+
+  delete(id: string, signal: AbortSignal, options?: { deleteTracingProject?: boolean }): Promise<void> {
+    this.lastDeleteOptions = { ...options };
     return this.#call("delete", signal, () => {
       // DELETE of a deployment already gone is success (the port's contract).
-      if (this.store.get(id)) this.store.delete(id);
+      if (this.store.get(id)) this.store.delete(id, options);
     });
   }
 

@@ -1497,3 +1497,66 @@ describe("DeploymentReconciler when its signal aborts", () => {
     expect(w.resources.signals.at(-1)?.aborted).toBe(true);
   });
 });
+
+// A name used again (previews): the service keeps the tracing project of a deployment deleted
+// without delete_tracing_project=true, and a create of that name answers 409.
+describe("a name used again after a delete", () => {
+  /** The resource deleted under Delete, the deployment gone, the resource re-applied. */
+  async function deletedAndReapplied(w: World, spec: Partial<DeploymentSpec>) {
+    w.service.store.tracingProjects.keep = true;
+    await w.settled({ deletionPolicy: "Delete", ...spec });
+    w.resources.delete(REF);
+    await w.reconcile();
+    w.clock.advance(2_000);
+    expect(await w.reconcile()).toEqual({ kind: "gone" });
+    w.apply({ deletionPolicy: "Delete", ...spec });
+    await w.resync();
+    w.events.all.length = 0;
+  }
+
+  it("without deleteTracingProject: the DELETE leaves the tracing project, and the new create is NameReserved, Stalled, not retried", async () => {
+    const w = world();
+    await deletedAndReapplied(w, {});
+    expect(w.service.lastDeleteOptions).toEqual({ deleteTracingProject: false });
+
+    // Not retried with backoff: the next resync (or a requested reconcile) tries again.
+    expect(await w.reconcile()).toEqual({ kind: "done" });
+    expect(callsOf(w.service)).toEqual({ create: 1, findByName: 1 });
+    const stored = w.resources.stored(REF);
+    expect(conditions(stored)).toMatchObject({ Synced: "False/NameReserved", Stalled: "True/NameReserved" });
+    const message = stored?.status?.conditions?.find((c) => c.type === "Synced")?.message ?? "";
+    expect(message).toContain('tracing project "agent"');
+    expect(message).toContain("spec.deleteTracingProject: true");
+    expect(message).toContain("another spec.name");
+    // The refused create's intent is cleared: the next attempt creates rather than waits.
+    expect(stored?.status?.createRequestedAt).toBeUndefined();
+    expect(w.events.reasons()).toEqual(["Warning/NameReserved"]);
+
+    // Deleted in the service's UI: the next attempt creates the deployment.
+    w.service.store.tracingProjects.remove("agent");
+    await w.resync();
+    await w.reconcile();
+    expect(conditions(w.resources.stored(REF))).toMatchObject({ Synced: "True/ReconcileSuccess" });
+    expect(w.service.store.getByName("agent")).toBeDefined();
+  });
+
+  it("with deleteTracingProject: the DELETE asks for the tracing project too, and the name is created again", async () => {
+    const w = world();
+    await deletedAndReapplied(w, { deleteTracingProject: true });
+    expect(w.service.lastDeleteOptions).toEqual({ deleteTracingProject: true });
+
+    await w.reconcile();
+    expect(conditions(w.resources.stored(REF))).toMatchObject({ Synced: "True/ReconcileSuccess" });
+    expect(w.events.reasons()).toEqual(["Normal/Created"]);
+  });
+
+  it("a 409 of a name a deployment holds stays a retried conflict, not NameReserved", async () => {
+    const w = world();
+    w.apply();
+    await w.resync();
+    // Created by someone else after the listing the reconcile read.
+    w.service.seed(BODY);
+    await expect(w.reconcile()).rejects.toThrow("answered 409");
+    expect(conditions(w.resources.stored(REF))).toMatchObject({ Synced: "False/ReconcileError" });
+  });
+});

@@ -1,0 +1,80 @@
+/**
+ * Reading the revision listing (GET /v2/deployments/{deployment_id}/revisions, not in the shared
+ * spec) tolerantly: each item on its own, an odd one kept as an unreadable row rather than failing
+ * the listing, and the rows put newest first.
+ */
+import { Value } from "@sinclair/typebox/value";
+import { isRecord } from "../json.ts";
+import { type Revision, RevisionSchema } from "./wire.ts";
+
+/** An item of the listing that is not a revision the client can read: what is known of it. */
+export interface UnreadableRevision {
+  /** Its `id`, when it has a string one (cut to 64 characters). */
+  id?: string;
+  /** Its `created_at`, when it has a string one (cut to 64 characters): where it sorts. */
+  created_at?: string;
+  /** One line: which field is wrong and how. */
+  message: string;
+}
+
+/** One row of the listing: a revision, or an item that could not be read. */
+export type RevisionRow = { ok: true; revision: Revision } | { ok: false; unreadable: UnreadableRevision };
+
+/** What {@link ServiceClient.listRevisions} answers. */
+export interface RevisionListing {
+  /** The rows, newest first (see {@link newestFirst}). */
+  rows: RevisionRow[];
+  /** True when the listing had more rows than the client reads (`maxItems`): the oldest may be missing. */
+  truncated: boolean;
+}
+
+/**
+ * `value` as a revision: the shape the single revision route answers (`id` and `status`
+ * strings, the rest optional or `null`, and any unknown field kept).
+ * Never throws; never mutates `value`.
+ */
+export function readRevisionItem(value: unknown): RevisionRow {
+  // The schema already takes `null` for every optional field.
+  if (Value.Check(RevisionSchema, value)) return { ok: true, revision: value };
+  const first = Value.Errors(RevisionSchema, value).First();
+  const field = first ? first.path.replace(/^\//, "").replaceAll("/", ".") || "(the item)" : "(the item)";
+  const problem = !isRecord(value) ? "is not an object" : first ? first.message : "does not match";
+  const id = isRecord(value) && typeof value.id === "string" && value.id !== "" ? clip(value.id) : undefined;
+  const created =
+    isRecord(value) && typeof value.created_at === "string" ? clip(value.created_at) : undefined;
+  return {
+    ok: false,
+    unreadable: {
+      ...(id === undefined ? {} : { id }),
+      ...(created === undefined ? {} : { created_at: created }),
+      message: `the service's revision ${id ?? "(no id)"} cannot be read: ${field}: ${problem}`,
+    },
+  };
+}
+
+/**
+ * `rows` sorted newest first by `created_at`, stably. When any row lacks a readable `created_at`
+ * the service's own order is kept: a partial sort would put rows in an order nobody chose.
+ */
+export function newestFirst(rows: readonly RevisionRow[]): RevisionRow[] {
+  const times = rows.map((row) => Date.parse(createdAt(row) ?? ""));
+  if (times.some((t) => Number.isNaN(t))) return [...rows];
+  return rows
+    .map((row, i) => ({ row, time: times[i] ?? 0, i }))
+    .sort((a, b) => b.time - a.time || a.i - b.i)
+    .map(({ row }) => row);
+}
+
+/** The id a row is known by in the listing (an unreadable one without an id by its position). */
+export function rowId(row: RevisionRow, position: number): string {
+  if (row.ok) return row.revision.id;
+  return row.unreadable.id ?? `(unreadable item ${position})`;
+}
+
+function createdAt(row: RevisionRow): string | undefined {
+  return row.ok ? (row.revision.created_at ?? undefined) : row.unreadable.created_at;
+}
+
+function clip(text: string): string {
+  return text.length <= 64 ? text : `${text.slice(0, 64)}…`;
+}

@@ -1,0 +1,316 @@
+/**
+ * `dms-operator revisions <resource>`: a deployment's revisions, newest first, with what each
+ * deployed, marking the active one (what is live) and the latest (what the spec last asked for).
+ *
+ * Which deployment: with `--kubeconfig`, `<resource>` is a Deployment resource (of `-n`, else the
+ * kubeconfig context's namespace), reached through its own connection (`spec.connectionRef`, or
+ * the default one from the service flags) and found as the operator finds it (its
+ * `status.deploymentId` when that deployment carries the resource's name, else by name).
+ * Without it, or with `--connection`, `<resource>` is the service's deployment name (or id).
+ *
+ * The revision listing (GET /v2/deployments/{deployment_id}/revisions) is not in the shared spec:
+ * a service without it gets a clear error and exit status 1.
+ */
+import type { Command } from "commander";
+import type { ServiceClient } from "../api/client.ts";
+import { RevisionsRouteMissingError } from "../api/errors.ts";
+import type { RevisionListing, RevisionRow } from "../api/revision-listing.ts";
+import { type Deployment, isUuid, ROUTES } from "../api/wire.ts";
+import { ConnectionReadError } from "../connection/read.ts";
+import { type ConnectionId, connectionOf, describeConnection } from "../connection/settings.ts";
+import { KubeDeployments } from "../kube/deployments.ts";
+import { claimedName } from "../reconcile/claims.ts";
+import { type CommandCluster, ConnectionClients, commandCluster } from "./connections.ts";
+import {
+  addOutputOption,
+  addServiceOptions,
+  type CliContext,
+  CONNECTION_HELP,
+  type ConnectionFlags,
+  connectionDefaultsFrom,
+  connectionFlag,
+  integerArgument,
+  namespaceArgument,
+  type OutputFormat,
+  outputFormat,
+  type RegisterCommand,
+  serviceClientFrom,
+  serviceClientOf,
+  UsageError,
+} from "./context.ts";
+import { type Column, renderRows } from "./output.ts";
+
+interface RevisionsFlags extends ConnectionFlags {
+  namespace?: string;
+  output?: OutputFormat;
+  maxItems?: number;
+  verbose?: boolean;
+}
+
+/** One line of the output: a revision (or an item that could not be read) and its marks. */
+export interface RevisionLine {
+  id: string | null;
+  status: string | null;
+  created_at: string | null;
+  source: string | null;
+  /** What it deployed: the image, or `<repo_ref>@<commit>` (or what else it names). */
+  deployed: string | null;
+  /** The deployment's `active_revision_id`: what is live. */
+  active: boolean;
+  /** The deployment's `latest_revision_id`: the newest, which a rollout makes active. */
+  latest: boolean;
+  /** Why the item could not be read (only for such an item). */
+  unreadable?: string;
+  /** The revision as the service answered it (json and yaml only). */
+  revision?: unknown;
+}
+
+const COLUMNS: readonly Column<RevisionLine>[] = [
+  { header: "ID", value: (l) => l.id },
+  { header: "MARK", value: (l) => marks(l) },
+  { header: "STATUS", value: (l) => (l.unreadable === undefined ? l.status : "(unreadable)") },
+  { header: "CREATED", value: (l) => l.created_at },
+  { header: "SOURCE", value: (l) => l.source },
+  { header: "DEPLOYED", value: (l) => l.unreadable ?? l.deployed },
+];
+
+/** Registers `revisions` on `program`. */
+export const registerRevisionsCommand: RegisterCommand = (program, ctx) => {
+  const command = program
+    .command("revisions")
+    .argument(
+      "<resource>",
+      "with --kubeconfig: a Deployment resource's name; else (or with --connection) the service's deployment name or id",
+    )
+    .description(
+      "list a deployment's revisions, newest first, marking the active (live) and the latest one (GET /v2/deployments/{id}/revisions)",
+    )
+    .option(
+      "-n, --namespace <ns>",
+      "namespace of the resource (default: the kubeconfig context's, else default)",
+      namespaceArgument,
+    )
+    .option(
+      "--kubeconfig <path>",
+      "read the Deployment resource and its connection from this cluster (without it, <resource> is the service's deployment name)",
+    )
+    .option("--context <name>", "kubeconfig context to use")
+    .option(
+      "--connection <kind/name>",
+      `list through this connection, <resource> being the service's deployment name: ${CONNECTION_HELP}`,
+    )
+    .option(
+      "--max-items <n>",
+      "read at most this many revisions (default 1000)",
+      integerArgument(1, 100_000),
+    );
+  addServiceOptions(addOutputOption(command)).action(
+    async (resource: string, _flags: unknown, cmd: Command) => {
+      const flags = cmd.optsWithGlobals<RevisionsFlags>();
+      const { client, deployment } = await targetOf(resource, flags, ctx);
+      let listing: RevisionListing;
+      try {
+        listing = await client.listRevisions(deployment.id, {
+          signal: ctx.stopSignal,
+          ...(flags.maxItems === undefined ? {} : { maxItems: flags.maxItems }),
+        });
+      } catch (error) {
+        if (!(error instanceof RevisionsRouteMissingError)) throw error;
+        throw new Error(
+          `the service at ${client.baseUrl} has no revision listing (GET ${ROUTES.REVISIONS} answered ${error.status}); the deployment ${deployment.name} (${deployment.id}) reports latest revision ${deployment.latest_revision_id ?? "none"}, active ${deployment.active_revision_id ?? "none"}`,
+          { cause: error },
+        );
+      }
+      const lines = revisionLines(listing.rows, deployment);
+      const format = outputFormat(flags, ctx);
+      ctx.out(
+        format === "table"
+          ? renderRows(format, lines, COLUMNS, "No revisions.")
+          : renderRows(format, lines.map(forMachines), [], "No revisions."),
+      );
+      for (const note of notes(listing, lines, deployment)) ctx.err(`${note}\n`);
+    },
+  );
+};
+
+/** The output lines of `rows`, marked with `deployment`'s active and latest revision. */
+export function revisionLines(rows: readonly RevisionRow[], deployment: Deployment): RevisionLine[] {
+  const mark = (id: string | undefined) => ({
+    active: id !== undefined && id === deployment.active_revision_id,
+    latest: id !== undefined && id === deployment.latest_revision_id,
+  });
+  return rows.map((row): RevisionLine => {
+    if (!row.ok) {
+      const { id, created_at, message } = row.unreadable;
+      const none = { status: null, source: null, deployed: null };
+      return { id: id ?? null, created_at: created_at ?? null, ...none, ...mark(id), unreadable: message };
+    }
+    const r = row.revision;
+    return {
+      id: r.id,
+      status: r.status,
+      created_at: r.created_at ?? null,
+      source: r.source ?? null,
+      deployed: deployedOf(r.source_revision_config ?? undefined),
+      ...mark(r.id),
+      revision: r,
+    };
+  });
+}
+
+/** What a revision deployed: its image, or `<ref>@<commit, 7 characters>`, or its tarball. */
+export function deployedOf(config: Record<string, unknown> | undefined): string | null {
+  if (!config) return null;
+  const text = (key: string) =>
+    typeof config[key] === "string" && config[key] !== "" ? (config[key] as string) : undefined;
+  const image = text("image_uri");
+  if (image) return image;
+  const ref = text("repo_ref");
+  const sha = text("repo_commit_sha")?.slice(0, 7);
+  if (ref || sha) return sha ? `${ref ?? ""}@${sha}` : (ref ?? null);
+  return text("source_tarball_path") ?? null;
+}
+
+function marks(line: RevisionLine): string {
+  return [line.active ? "active" : "", line.latest ? "latest" : ""].filter((m) => m !== "").join(",");
+}
+
+/** A line as json and yaml show it: the revision as answered, with the marks (no table-only fields). */
+function forMachines(line: RevisionLine): Record<string, unknown> {
+  const marked = { active: line.active, latest: line.latest };
+  if (line.unreadable !== undefined)
+    return { id: line.id, created_at: line.created_at, ...marked, unreadable: line.unreadable };
+  return { ...(line.revision as Record<string, unknown>), ...marked };
+}
+
+/** What stderr says besides the listing: a cut listing, unreadable items, marks not shown. */
+function notes(listing: RevisionListing, lines: readonly RevisionLine[], deployment: Deployment): string[] {
+  const out: string[] = [];
+  if (listing.truncated)
+    out.push(
+      `warning: the service lists more than ${lines.length} revisions; only those were read (raise --max-items to read more)`,
+    );
+  const unreadable = lines.filter((l) => l.unreadable !== undefined).length;
+  if (unreadable > 0)
+    out.push(`warning: ${unreadable} item(s) of the listing could not be read; shown as (unreadable)`);
+  for (const [what, id] of [
+    ["active", deployment.active_revision_id],
+    ["latest", deployment.latest_revision_id],
+  ] as const)
+    if (id && !lines.some((l) => l.id === id))
+      out.push(`note: the ${what} revision ${id} is not in the listing`);
+  return out;
+}
+
+/** The client and the deployment `resource` names (see the module's note). */
+async function targetOf(
+  resource: string,
+  flags: RevisionsFlags,
+  ctx: CliContext,
+): Promise<{ client: ServiceClient; deployment: Deployment }> {
+  if (flags.context !== undefined && flags.kubeconfig === undefined)
+    throw new UsageError(["--context needs --kubeconfig"]);
+  const ref = connectionFlag(flags);
+  if (flags.kubeconfig === undefined) {
+    const client = serviceClientFrom(flags, ctx);
+    return { client, deployment: await byNameOrId(client, resource, ctx.stopSignal) };
+  }
+  const kube = commandCluster(flags.kubeconfig, flags.context, "dms-operator-revisions");
+  const namespace = flags.namespace ?? kube.namespace ?? "default";
+  const clients = new ConnectionClients(
+    kube,
+    () => connectionDefaultsFrom(flags, ctx.env),
+    (config) => serviceClientOf(config, flags, ctx),
+  );
+  if (ref) {
+    const id = connectionOf(namespace, ref);
+    const client = await connectionClient(clients, id, `--connection ${flags.connection}`, ctx.stopSignal);
+    return { client, deployment: await byNameOrId(client, resource, ctx.stopSignal) };
+  }
+  return ofResource(kube, clients, namespace, resource, flags, ctx);
+}
+
+/** The Deployment resource's own connection and deployment. */
+async function ofResource(
+  kube: CommandCluster,
+  clients: ConnectionClients,
+  namespace: string,
+  name: string,
+  flags: RevisionsFlags,
+  ctx: CliContext,
+): Promise<{ client: ServiceClient; deployment: Deployment }> {
+  const signal = ctx.stopSignal;
+  const obj = await new KubeDeployments({ client: kube.client }).getLive({ namespace, name }, signal);
+  if (!obj)
+    throw new Error(
+      `Deployment resource ${namespace}/${name} not found: check with kubectl get dmsd -n ${namespace} (or give -n)`,
+    );
+  const id = connectionOf(namespace, obj.spec.connectionRef);
+  const what = `Deployment ${namespace}/${name}`;
+  const client = id
+    ? await connectionClient(clients, id, `${what}'s spec.connectionRef`, signal)
+    : defaultClient(flags, ctx, what);
+  const serviceName = claimedName({ ...obj, metadata: { ...obj.metadata, name } });
+  // The status is a record, not an authority: its id counts only when that deployment has the name.
+  const recorded = obj.status?.deploymentId;
+  if (recorded && isUuid(recorded)) {
+    const found = await client.getDeployment(recorded, { signal });
+    if (found?.name === serviceName) return { client, deployment: found };
+  }
+  return { client, deployment: await byName(client, serviceName, signal, what) };
+}
+
+async function connectionClient(
+  clients: ConnectionClients,
+  id: ConnectionId | undefined,
+  label: string,
+  signal: AbortSignal,
+): Promise<ServiceClient> {
+  if (!id) throw new Error(`${label}: no connection`);
+  try {
+    return await clients.client(id, signal);
+  } catch (error) {
+    if (!(error instanceof ConnectionReadError)) throw error;
+    throw new ConnectionReadError(`${label} (${describeConnection(id)}): ${error.message}`, { cause: error });
+  }
+}
+
+/** The default connection's client, or a {@link UsageError} saying why the resource needs it. */
+function defaultClient(flags: RevisionsFlags, ctx: CliContext, what: string): ServiceClient {
+  try {
+    return serviceClientFrom(flags, ctx);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    throw new UsageError([
+      ...error.lines,
+      `${what} has no spec.connectionRef: it uses the default connection, whose settings are given by the flags above`,
+    ]);
+  }
+}
+
+/** The deployment with this id (a uuid) or exact name. */
+async function byNameOrId(client: ServiceClient, key: string, signal: AbortSignal): Promise<Deployment> {
+  if (isUuid(key)) {
+    const found = await client.getDeployment(key, { signal });
+    if (found) return found;
+  }
+  return byName(client, key, signal);
+}
+
+async function byName(
+  client: ServiceClient,
+  name: string,
+  signal: AbortSignal,
+  what?: string,
+): Promise<Deployment> {
+  const all = await client.listAllDeployments({ name_contains: name }, { signal });
+  const exact = all.filter((d) => d.name === name);
+  const [only] = exact;
+  if (only && exact.length === 1) return only;
+  if (exact.length > 1)
+    throw new Error(
+      `the service at ${client.baseUrl} has ${exact.length} deployments named "${name}" (${exact.map((d) => d.id).join(", ")}): give the id instead`,
+    );
+  const of = what === undefined ? "" : ` (the service name of ${what})`;
+  throw new Error(`the service at ${client.baseUrl} has no deployment named "${name}"${of}`);
+}
