@@ -5,8 +5,9 @@
 # Both base images are pinned by digest (the multi-arch index, so each platform gets its own image
 # from it): a tag can be moved to other content, a digest cannot, so a rebuild of a release starts
 # from the bytes the release was built from. The tag stays in front of the digest for the reader;
-# the digest decides. To update: `docker buildx imagetools inspect <image>:<tag>` prints the
-# index digest ("Digest:"); replace tag and digest together. Node matches scripts/toolchain.mjs.
+# the digest decides. Dependabot (.github/dependabot.yml) proposes updates; by hand,
+# `docker buildx imagetools inspect <image>:<tag>` prints the index digest ("Digest:"): replace
+# tag and digest together. The Node version matches scripts/toolchain.mjs (a test checks it).
 # No `# syntax=` line: that would pull a frontend image by a moving tag, and BuildKit's built-in
 # frontend reads everything this file uses.
 FROM node:24.21.0-bookworm-slim@sha256:2fe369e969550cde8e867afc3fe370b260140cab4a23d467074295b42163d553 AS build

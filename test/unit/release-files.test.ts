@@ -139,6 +139,14 @@ describe("third-party actions", () => {
     expect(pins.size).toBeGreaterThan(5);
   });
 
+  it("are kept current by Dependabot, as are the Dockerfile's base images", () => {
+    const config = parse(read(".github/dependabot.yml")) as {
+      updates: { "package-ecosystem": string; directory: string }[];
+    };
+    const watched = config.updates.map((u) => `${u["package-ecosystem"]} ${u.directory}`);
+    expect(watched).toEqual(expect.arrayContaining(["github-actions /", "docker /"]));
+  });
+
   it("the check finds a tag, a branch, a short SHA and a missing version comment", () => {
     const bad = [
       "      - uses: actions/checkout@v4",
