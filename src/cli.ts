@@ -1,6 +1,7 @@
 /**
  * The `dms-operator` command: a router of subcommands, each registered from its own file under
- * `src/commands/`. To add one, export a `RegisterCommand` there and list it below.
+ * `src/commands/`. To add one, export a `RegisterCommand` there and list it below; `kubectl dms`
+ * (the kubectl plugin) runs this same program, so it has every command listed here.
  *
  * Each file is imported only when needed: `dms-operator run` loads the operator and not the
  * GitOps, table and simulator code of the other commands (memory is the operator's budget). Help,
@@ -8,6 +9,7 @@
  */
 import type { RegisterCommand } from "./commands/context.ts";
 import { processContext, runProgram } from "./commands/program.ts";
+import { programNameOf } from "./commands/program-name.ts";
 
 /** A subcommand's name and how to load its registration. */
 interface LazyCommand {
@@ -39,4 +41,5 @@ function commandsFor(argv: readonly string[]): readonly LazyCommand[] {
 
 const argv = process.argv.slice(2);
 const commands = await Promise.all(commandsFor(argv).map((c) => c.load()));
-process.exitCode = await runProgram(argv, processContext(), commands);
+// Under kubectl (bin/kubectl-dms.mjs) the same program calls itself `kubectl dms`.
+process.exitCode = await runProgram(argv, processContext(), commands, programNameOf(process.argv[1]));

@@ -61,7 +61,7 @@ export const registerImportCommand: RegisterCommand = (program, ctx) => {
       new Option("--status <status>", "only deployments in this status").choices(DEPLOYMENT_STATUSES),
     )
     .option(
-      "--namespace <ns>",
+      "-n, --namespace <ns>",
       "metadata.namespace of every object written (with a ServiceConnection: its namespace, default the kubeconfig context's)",
       namespaceArgument,
     )

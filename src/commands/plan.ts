@@ -78,7 +78,7 @@ export const registerPlanCommand: RegisterCommand = (program, ctx) => {
     )
     .option("--context <name>", "kubeconfig context to use")
     .option(
-      "--namespace <ns>",
+      "-n, --namespace <ns>",
       "namespace of the resources that name none, as kubectl apply -n (default: the kubeconfig context's, else default)",
       namespaceArgument,
     )

@@ -8,6 +8,7 @@ import { RequestValidationError, ServiceError } from "../api/errors.ts";
 import { shutdownSignal } from "../runtime/manager.ts";
 import { VERSION } from "../version.ts";
 import { type CliContext, type RegisterCommand, UsageError } from "./context.ts";
+import { PROGRAM_NAME } from "./program-name.ts";
 
 /** Exit statuses: 0 success, 1 the operation failed, 2 the command was called wrongly, 130 interrupted. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
@@ -25,9 +26,16 @@ export class CommandExit extends Error {
   }
 }
 
-/** The `dms-operator` program with `commands` registered, writing through `ctx`, never exiting the process. */
-export function createProgram(ctx: CliContext, commands: readonly RegisterCommand[]): Command {
-  const program = new Command("dms-operator")
+/**
+ * The `dms-operator` program with `commands` registered, writing through `ctx`, never exiting the
+ * process. `name` is what help and usage texts call it (`kubectl dms` as a kubectl plugin).
+ */
+export function createProgram(
+  ctx: CliContext,
+  commands: readonly RegisterCommand[],
+  name: string = PROGRAM_NAME,
+): Command {
+  const program = new Command(name)
     .description(
       "Kubernetes operator keeping Deployment Management Service deployments in line with Deployment resources",
     )
@@ -41,7 +49,8 @@ export function createProgram(ctx: CliContext, commands: readonly RegisterComman
 }
 
 /**
- * Runs the program on `argv` (user arguments only) and returns the exit status.
+ * Runs the program on `argv` (user arguments only) and returns the exit status; `name` as in
+ * {@link createProgram}.
  *
  * Contract: never throws; a failure is reported on stderr as `error: <one line>` (usage problems
  * may take one line each), with the stack and causes only under `--verbose`.
@@ -50,8 +59,9 @@ export async function runProgram(
   argv: readonly string[],
   ctx: CliContext,
   commands: readonly RegisterCommand[],
+  name: string = PROGRAM_NAME,
 ): Promise<number> {
-  const program = createProgram(ctx, commands);
+  const program = createProgram(ctx, commands, name);
   try {
     await program.parseAsync([...argv], { from: "user" });
     return EXIT.ok;

@@ -2,9 +2,20 @@
 // installed into an empty prefix, runs `--version`, `deployments list` against the simulator,
 // and docs/gitops.md's pull-request workflow (its install and plan commands, as written), plus
 // `plan -f -` on a multi-document stream. Nothing of the repository is on the installed CLI's
-// path: only what the package ships.
+// path: only what the package ships. The same install is the kubectl plugin `kubectl-dms`, run
+// by the real kubectl (the control plane's, test/controlplane/binaries.ts) as users run it.
 import { execFile, execFileSync, spawn } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { promisify } from "node:util";
@@ -12,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { CRDS, crdFile } from "../../src/crd/render.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+import { ensureBinaries } from "../controlplane/binaries.ts";
 import { KEY, resourceYaml, SEED } from "./gitops-fixture.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -118,6 +130,7 @@ describe("the packed CLI, installed into an empty prefix", { timeout: 90_000 }, 
     const files = JSON.parse(readFileSync(join(work, "files.json"), "utf8")) as string[];
     expect(files).toContain("dist/cli.js");
     expect(files).toContain("bin/dms-operator.mjs");
+    expect(files).toContain("bin/kubectl-dms.mjs");
     for (const crd of CRDS) expect(files).toContain(crdFile(crd));
     expect(files).toContain("package.json");
     expect(files.filter((f) => /^(src|test|scripts|manifests)\//.test(f))).toEqual([]);
@@ -168,5 +181,86 @@ describe("the packed CLI, installed into an empty prefix", { timeout: 90_000 }, 
     const run = await bash("dms-operator plan -f -", { cwd: work, env, stdin: stream });
     expect(run.stdout).toMatch(/^default\/new-agent \[<stdin>:\d+\]: create$/m);
     expect(run.code).toBe(2);
+  });
+  describe("as the kubectl plugin kubectl-dms, run by the real kubectl", () => {
+    let kubectl: string;
+    const plugin = () => join(prefix, "bin", "kubectl-dms");
+    const run = (script: string, stdin?: string) =>
+      bash(script, {
+        cwd: work,
+        env: { ...env, KUBECTL: kubectl },
+        ...(stdin === undefined ? {} : { stdin }),
+      });
+
+    beforeAll(async () => {
+      kubectl = (await ensureBinaries()).kubectl;
+    }, 600_000);
+
+    it("is installed as `npm install --global` installs a bin: a link on PATH into the package", () => {
+      expect(lstatSync(plugin()).isSymbolicLink()).toBe(true);
+      expect(realpathSync(plugin())).toBe(
+        realpathSync(join(prefix, "lib", "node_modules", PKG.name, "bin", "kubectl-dms.mjs")),
+      );
+    });
+
+    it("kubectl plugin list shows it", async () => {
+      const listed = await run('"$KUBECTL" plugin list');
+      expect(listed.stdout).toContain(plugin());
+      expect(listed.code).toBe(0);
+    });
+
+    it("kubectl dms --help says `Usage: kubectl dms` and lists the program's commands", async () => {
+      const help = await run('"$KUBECTL" dms --help');
+      expect(help.code).toBe(0);
+      expect(help.stdout).toMatch(/^Usage: kubectl dms \[options\] \[command\]\n/);
+      const own = await run("dms-operator --help");
+      expect(help.stdout.replace("Usage: kubectl dms", "Usage: dms-operator")).toBe(own.stdout);
+      const plan = await run('"$KUBECTL" dms plan --help');
+      expect(plan.stdout).toMatch(/^Usage: kubectl dms plan \[options\]\n/);
+      expect(plan.stdout).toContain("-n, --namespace <ns>");
+    });
+
+    it("kubectl dms --version prints the package version", async () => {
+      expect(await run('"$KUBECTL" dms --version')).toEqual({
+        code: 0,
+        stdout: `${PKG.version}\n`,
+        stderr: "",
+      });
+    });
+
+    it("kubectl dms plan -n <ns> -f - plans against the service; kubectl passes its exit status 2 on", async () => {
+      const resource = resourceYaml("new-agent", {
+        source: "internal_docker",
+        sourceRevisionConfig: { imageUri: "new:1" },
+      });
+      const planned = await run('"$KUBECTL" dms plan -n team-a -f -', resource);
+      expect(planned.stderr).toBe("");
+      expect(planned.stdout).toMatch(/^team-a\/new-agent \[<stdin>:\d+\]: create$/m);
+      expect(planned.code).toBe(2);
+    });
+
+    it("takes --kubeconfig and --context after the plugin name, and kubectl refuses its flags before it", async () => {
+      const kubeconfig = join(work, "plugin-kubeconfig.yaml");
+      writeFileSync(
+        kubeconfig,
+        [
+          "apiVersion: v1",
+          "kind: Config",
+          "clusters: [{name: dev, cluster: {server: 'https://127.0.0.1:1'}}]",
+          "users: [{name: dev, user: {token: t}}]",
+          "contexts: [{name: dev, context: {cluster: dev, user: dev, namespace: team-b}}]",
+          "current-context: dev",
+          "",
+        ].join("\n"),
+      );
+      const wrong = await run(
+        `"$KUBECTL" dms plan -f - --kubeconfig ${JSON.stringify(kubeconfig)} --context prod`,
+      );
+      expect(wrong.stderr).toContain(`error: context prod is not in ${kubeconfig} (contexts: dev)`);
+      expect(wrong.code).toBe(1);
+      const before = await run('"$KUBECTL" --context dev dms plan -f -');
+      expect(before.stderr).toContain("flags cannot be placed before plugin name: --context");
+      expect(before.code).not.toBe(0);
+    });
   });
 });

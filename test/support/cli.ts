@@ -9,10 +9,18 @@ export interface Run {
   stderr: string;
 }
 
-/** Runs `dms-operator <args>` with `commands` registered; `stdin` is what `-f -` reads. */
+/**
+ * Runs `dms-operator <args>` with `commands` registered; `stdin` is what `-f -` reads; `name` is
+ * the program's name in help texts (default `dms-operator`).
+ */
 export async function runCli(
   args: string[],
-  options: { commands: readonly RegisterCommand[]; env?: Record<string, string>; stdin?: string },
+  options: {
+    commands: readonly RegisterCommand[];
+    env?: Record<string, string>;
+    stdin?: string;
+    name?: string;
+  },
 ): Promise<Run> {
   let stdout = "";
   let stderr = "";
@@ -29,6 +37,6 @@ export async function runCli(
     stopSignal: new AbortController().signal,
     ...(stdin === undefined ? {} : { readStdin: async () => stdin }),
   };
-  const code = await runProgram(args, ctx, options.commands);
+  const code = await runProgram(args, ctx, options.commands, options.name);
   return { code, stdout, stderr };
 }
