@@ -4,7 +4,7 @@
  */
 import { type Command, Option } from "commander";
 import type { Timing } from "../simulator/record.ts";
-import type { RevisionsRouteMode } from "../simulator/routes.ts";
+import type { LogsRouteMode, RevisionsRouteMode } from "../simulator/routes.ts";
 import { integerArgument, type RegisterCommand } from "./context.ts";
 
 interface SimulatorFlags {
@@ -18,6 +18,7 @@ interface SimulatorFlags {
   revisionActiveAfterMs?: number;
   deleteAfterMs?: number;
   revisionsRoute?: string;
+  logsRoute?: string;
 }
 
 const ms = integerArgument(0, 3_600_000);
@@ -48,6 +49,14 @@ export const registerSimulatorCommand: RegisterCommand = (program, ctx) => {
         .choices(["present", "missing", "method-not-allowed"])
         .default("present"),
     )
+    .addOption(
+      new Option(
+        "--logs-route <mode>",
+        "the revision logs route: present, or missing (404) / method-not-allowed (405) to act as a service without it",
+      )
+        .choices(["present", "missing", "method-not-allowed"])
+        .default("present"),
+    )
     .action(async (_flags: unknown, command: Command) => {
       const flags = command.opts<SimulatorFlags>();
       // Loaded on demand: the listing commands need none of the simulator's code.
@@ -71,6 +80,7 @@ export const registerSimulatorCommand: RegisterCommand = (program, ctx) => {
         ...(flags.tenantId === undefined ? {} : { tenantId: flags.tenantId }),
         ...(seed === undefined ? {} : { seed }),
         revisionsRoute: flags.revisionsRoute as RevisionsRouteMode,
+        logsRoute: flags.logsRoute as LogsRouteMode,
       });
       ctx.out(`simulator listening on ${simulator.url}\n`);
       await new Promise<void>((resolve) => {

@@ -12,6 +12,7 @@
  *   PATCH  /_sim/deployments/{id}    drift (see `DriftChange`, also `status`, `fail_revisions`,
  *                                    `quirks`); 200 with the deployment
  *   PUT    /_sim/revisions-route     `{"mode": "present" | "missing" | "method-not-allowed"}`; 200 with it
+ *   PUT    /_sim/logs-route          `{"mode": "present" | "missing" | "method-not-allowed"}`; 200 with it
  *   GET    /_sim/state               tenant, clock, timing, faults, deployments with revisions
  */
 import type { IncomingMessage } from "node:http";
@@ -21,7 +22,7 @@ import type { FaultController, Faults } from "./faults.ts";
 import { json, missingBody, readJsonBody, type SimResponse } from "./http.ts";
 import type { Timing } from "./record.ts";
 import type { SimRequest } from "./requests.ts";
-import { REVISIONS_ROUTE_MODES, type RevisionsRouteMode } from "./routes.ts";
+import { type LogsRouteMode, REVISIONS_ROUTE_MODES, type RevisionsRouteMode } from "./routes.ts";
 import type { SimulatorStore } from "./store.ts";
 
 /** What the admin routes act on. */
@@ -34,6 +35,7 @@ export interface AdminContext {
   timing: Timing;
   now: () => number;
   revisionsRoute: { mode: RevisionsRouteMode };
+  logsRoute: { mode: LogsRouteMode };
 }
 
 /** Answers one `/_sim/` request; `path` starts with `/_sim/`. Unknown paths are 404. */
@@ -65,21 +67,12 @@ export async function handleAdmin(
       return { status: 204 };
     case "GET /_sim/state":
       return json(200, state(ctx));
-    case "PUT /_sim/revisions-route": {
-      const body = await readJsonBody(req);
-      const mode = (body as { mode?: unknown } | undefined)?.mode;
-      if (!REVISIONS_ROUTE_MODES.some((m) => m === mode)) {
-        throw new ServiceError(422, [
-          {
-            loc: ["body", "mode"],
-            msg: `Input should be ${REVISIONS_ROUTE_MODES.map((m) => `'${m}'`).join(", ")}`,
-            type: "literal_error",
-          },
-        ]);
-      }
-      ctx.revisionsRoute.mode = mode as RevisionsRouteMode;
-      return json(200, { mode });
-    }
+    case "PUT /_sim/revisions-route":
+      ctx.revisionsRoute.mode = await routeMode(req);
+      return json(200, { mode: ctx.revisionsRoute.mode });
+    case "PUT /_sim/logs-route":
+      ctx.logsRoute.mode = await routeMode(req);
+      return json(200, { mode: ctx.logsRoute.mode });
   }
   const prefix = "/_sim/deployments/";
   if (method === "PATCH" && path.startsWith(prefix)) {
@@ -90,6 +83,23 @@ export async function handleAdmin(
   throw new ServiceError(404, "Not Found");
 }
 
+/** The `mode` of a `PUT /_sim/…-route` body, or a 422 naming the modes. */
+async function routeMode(req: IncomingMessage): Promise<RevisionsRouteMode> {
+  const body = await readJsonBody(req);
+  const mode = (body as { mode?: unknown } | undefined)?.mode;
+  const found = REVISIONS_ROUTE_MODES.find((m) => m === mode);
+  if (found === undefined) {
+    throw new ServiceError(422, [
+      {
+        loc: ["body", "mode"],
+        msg: `Input should be ${REVISIONS_ROUTE_MODES.map((m) => `'${m}'`).join(", ")}`,
+        type: "literal_error",
+      },
+    ]);
+  }
+  return found;
+}
+
 function state(ctx: AdminContext) {
   return {
     tenant_id: ctx.store.tenantId,
@@ -97,6 +107,7 @@ function state(ctx: AdminContext) {
     timing: ctx.timing,
     faults: ctx.faults.get(),
     revisions_route: ctx.revisionsRoute.mode,
+    logs_route: ctx.logsRoute.mode,
     deployments: ctx.store.list().map((d) => ({ ...d, revisions: ctx.store.revisions(d.id) ?? [] })),
   };
 }

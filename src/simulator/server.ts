@@ -13,14 +13,20 @@ import { writeOversized } from "./hostile.ts";
 import { errorResponse, json, type SimResponse, writeResponse } from "./http.ts";
 import type { SecretsMode, Timing } from "./record.ts";
 import { type RequestFilter, RequestRecord, type SimRequest } from "./requests.ts";
-import { REVISIONS_ROUTE_MODES, type RevisionsRouteMode, serviceRoutes } from "./routes.ts";
+import {
+  LOGS_ROUTE_MODES,
+  type LogsRouteMode,
+  REVISIONS_ROUTE_MODES,
+  type RevisionsRouteMode,
+  serviceRoutes,
+} from "./routes.ts";
 import { type SimulatorSeed, validateSeed } from "./seed.ts";
 import { SimulatorStore } from "./store.ts";
 
 export type { Faults } from "./faults.ts";
 export type { SecretsMode, Timing } from "./record.ts";
 export type { RequestFilter, SimRequest } from "./requests.ts";
-export type { RevisionsRouteMode } from "./routes.ts";
+export type { LogsRouteMode, RevisionsRouteMode } from "./routes.ts";
 export type { SimulatorSeed } from "./seed.ts";
 
 /** Options of {@link startSimulator}; every field has a default. */
@@ -50,6 +56,12 @@ export interface SimulatorOptions {
    * `PUT /_sim/revisions-route`.
    */
   revisionsRoute?: RevisionsRouteMode;
+  /**
+   * The revision logs route (GET /v2/deployments/{id}/revisions/{revision_id}/logs, from the
+   * service's public documentation): the same modes as `revisionsRoute`. Changeable while
+   * running: `logsRoute.mode` or `PUT /_sim/logs-route`.
+   */
+  logsRoute?: LogsRouteMode;
   /** How many of the latest requests `requests()` keeps one by one. Default 10,000. */
   requestRecordLimit?: number;
   /** Called with every request to a service route before it is handled (to look at headers in tests). */
@@ -80,6 +92,8 @@ export interface RunningSimulator {
   store: SimulatorStore;
   /** Whether the revisions route exists; set `mode` to change it for the next request. */
   revisionsRoute: { mode: RevisionsRouteMode };
+  /** Whether the revision logs route exists; set `mode` to change it for the next request. */
+  logsRoute: { mode: LogsRouteMode };
 }
 
 /** Transition delays used when none are given. */
@@ -109,7 +123,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     throw new Error(
       `revisionsRoute: must be one of ${REVISIONS_ROUTE_MODES.join(", ")}, got ${revisionsRoute.mode}`,
     );
-  const route = serviceRoutes(store, faults, revisionsRoute);
+  const logsRoute = { mode: options.logsRoute ?? "present" };
+  if (!LOGS_ROUTE_MODES.includes(logsRoute.mode))
+    throw new Error(`logsRoute: must be one of ${LOGS_ROUTE_MODES.join(", ")}, got ${logsRoute.mode}`);
+  const route = serviceRoutes(store, faults, revisionsRoute, logsRoute);
   const timers = new Set<NodeJS.Timeout>();
   const record = new RequestRecord(now, options.requestRecordLimit);
   const counters = () => record.counters();
@@ -126,7 +143,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     return json(500, { detail: "Internal Server Error" });
   };
 
-  const admin = { store, faults, counters, requests, resetCounters, timing, now, revisionsRoute };
+  const admin = { store, faults, counters, requests, resetCounters, timing, now, revisionsRoute, logsRoute };
   const serveAdmin = (req: IncomingMessage, res: ServerResponse, path: string) => {
     handleAdmin(req, path, admin).then(
       (response) => writeResponse(res, response, undefined, timers),
@@ -227,6 +244,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     resetCounters,
     store,
     revisionsRoute,
+    logsRoute,
     close: () =>
       new Promise<void>((resolve, reject) => {
         for (const timer of timers) clearTimeout(timer);
