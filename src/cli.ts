@@ -27,6 +27,7 @@ export const COMMANDS: readonly LazyCommand[] = [
   { name: "simulator", load: async () => (await import("./commands/simulator.ts")).registerSimulatorCommand },
   { name: "import", load: async () => (await import("./commands/import.ts")).registerImportCommand },
   { name: "plan", load: async () => (await import("./commands/plan.ts")).registerPlanCommand },
+  { name: "logs", load: async () => (await import("./commands/logs.ts")).registerLogsCommand },
 ];
 
 /** The commands `argv` needs: the one it names (the first argument that is not an option), else all. */
