@@ -611,8 +611,9 @@ export class DeploymentReconciler {
     const timedOut = rolloutTimedOut(observed, revisionStatus, startedAt, timeoutMs, run.now);
     const status: RolloutEvidence = {
       startedAt,
+      // Kept for the revision it was read for while that one is not live; a live one needs none.
       log:
-        latest !== undefined && previous.failedRevisionLog?.revisionId === latest
+        startedAt !== undefined && previous.failedRevisionLog?.revisionId === latest
           ? previous.failedRevisionLog
           : undefined,
       timedOutAfter: timedOut ? (run.obj.spec.rolloutTimeout ?? DEFAULT_ROLLOUT_TIMEOUT) : undefined,
