@@ -6,8 +6,17 @@
 // logs route keeps reporting the status, without a tail, after one probe.
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
+import { registerLogsCommand } from "../../src/commands/logs.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { type Scenario, startOperator, startScenario, type TestOperator } from "../support/operator.ts";
+import { runCli } from "../support/cli.ts";
+import { testKubeconfigPath } from "../support/cluster.ts";
+import {
+  type Scenario,
+  startOperator,
+  startScenario,
+  TEST_API_KEY,
+  type TestOperator,
+} from "../support/operator.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
 
 const LOGS = "GET /v2/deployments/{deployment_id}/revisions/{revision_id}/logs";
@@ -72,6 +81,19 @@ describe("controller: failure evidence", () => {
     });
     expect(served(s, LOGS)).toBe(1);
 
+    // dms-operator logs <resource> reads the resource from the cluster, and its latest revision's
+    // build log (the one that failed) through the resource's connection.
+    const printed = await runCli(
+      ["logs", "builder", "-n", s.namespace, "--kubeconfig", testKubeconfigPath()],
+      {
+        commands: [registerLogsCommand],
+        env: { DMS_BASE_URL: s.sim.url, DMS_API_KEY: TEST_API_KEY },
+      },
+    );
+    expect(printed.stderr).toBe("");
+    expect(printed.stdout.trimEnd().split("\n").at(-1)).toMatch(/ ERROR error: build failed/);
+    expect(served(s, LOGS)).toBe(2);
+
     // A requested reconcile reads the revision again, not its log.
     await s.user.annotate(s.namespace, "builder", {
       "dms.dev/reconcile-requested-at": "2025-06-01T10:00:00Z",
@@ -97,7 +119,7 @@ describe("controller: failure evidence", () => {
     );
     // Stalled: nothing polls it; a loop would show within this window.
     await sleep(1_500);
-    expect(served(s, LOGS)).toBe(1);
+    expect(served(s, LOGS)).toBe(2);
     const events = await s.user.events(s.namespace, "builder");
     expect(events.filter((e) => e.reason === "RevisionFailed").map((e) => e.count)).toEqual([1]);
   });
