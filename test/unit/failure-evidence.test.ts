@@ -5,6 +5,8 @@ import { describe, expect, it } from "vitest";
 import { entryTimeMs, type LogEntry, readLogEntry, readLogPage } from "../../src/api/revision-logs.ts";
 import type { Deployment } from "../../src/api/wire.ts";
 import { defaultLogType, formatEntry } from "../../src/commands/logs.ts";
+import { parseDuration } from "../../src/config.ts";
+import { ROLLOUT_TIMEOUT_PATTERN } from "../../src/crd/schema.ts";
 import { NOTE_LIMIT_BYTES } from "../../src/kube/events.ts";
 import {
   EVENT_NOTE_BYTES,
@@ -241,6 +243,23 @@ describe("the rollout timeout", () => {
     ["nonsense", 30 * 60_000],
   ])("spec.rolloutTimeout %s", (text, ms) => {
     expect(rolloutTimeoutMs(text === undefined ? {} : { rolloutTimeout: text })).toBe(ms);
+  });
+
+  it.each([
+    ["30m", true],
+    ["1h30m", true],
+    ["1.5h", true],
+    ["90s", true],
+    ["1500ms", true],
+    ["0", true],
+    ["30", false],
+    ["-1m", false],
+    ["1d", false],
+    ["30 m", false],
+    ["", false],
+  ])("the CRD's pattern takes %s: %s, as the operator reads it", (text, valid) => {
+    expect(new RegExp(ROLLOUT_TIMEOUT_PATTERN).test(text)).toBe(valid);
+    if (valid && text !== "0") expect(parseDuration(text)).toBeGreaterThan(0);
   });
 
   it("starts when a new revision is first seen, holds while it rolls out, ends once it is live", () => {
