@@ -299,6 +299,7 @@ async function fromResource(
   return { client, deployment };
 }
 
+/** The client of `connection` read from the cluster (the default one from the flags when none). */
 async function connectionClient(
   kube: CommandCluster,
   flags: LogsFlags,

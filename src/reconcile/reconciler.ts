@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { isServiceError } from "../api/errors.ts";
 import type { LogType } from "../api/revision-logs.ts";
-import type { Deployment } from "../api/wire.ts";
+import { type Deployment, isUuid } from "../api/wire.ts";
 import { connectionLabel, connectionOf, describeConnection } from "../connection/settings.ts";
 import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
 import {
@@ -621,7 +621,8 @@ export class DeploymentReconciler {
     const failed = isFailedRevision(revisionStatus) && !isBeingDeleted(observed.status);
     const reason = failed ? REASON.RevisionFailed : timedOut ? REASON.RolloutTimeout : undefined;
     const due = latest === undefined ? undefined : evidenceDue(previous.failedRevisionLog, latest, reason);
-    if (due === undefined || latest === undefined) return { status };
+    // A revision id that is no uuid cannot be asked about (nor recorded within the status's bounds).
+    if (due === undefined || latest === undefined || !isUuid(latest)) return { status };
     const type = logTypeFor(revisionStatus);
     const lines = await this.#logTail(run, observed.id, latest, type, signal);
     status.log = {
