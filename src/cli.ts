@@ -30,6 +30,7 @@ export const COMMANDS: readonly LazyCommand[] = [
   { name: "import", load: async () => (await import("./commands/import.ts")).registerImportCommand },
   { name: "plan", load: async () => (await import("./commands/plan.ts")).registerPlanCommand },
   { name: "revisions", load: async () => (await import("./commands/revisions.ts")).registerRevisionsCommand },
+  { name: "logs", load: async () => (await import("./commands/logs.ts")).registerLogsCommand },
 ];
 
 /** The commands `argv` needs: the one it names (the first argument that is not an option), else all. */

@@ -22,6 +22,14 @@ import {
   readRevisionItem,
   rowId,
 } from "./revision-listing.ts";
+import {
+  type LogPage,
+  type LogQuery,
+  LogsRouteMissingError,
+  MAX_LOG_LIMIT,
+  REVISION_LOGS_ROUTE,
+  readLogPage,
+} from "./revision-logs.ts";
 import { type ResponseObservation, Transport, type TransportSettings } from "./transport.ts";
 import {
   checkFilters,
@@ -470,6 +478,67 @@ export class ServiceClient {
       throw error;
     }
     return { rows: newestFirst(rows), truncated };
+  }
+
+  /**
+   * GET /v2/deployments/{deployment_id}/revisions/{revision_id}/logs (from the service's public
+   * documentation, not the shared spec): one page of a revision's build or deploy log, its
+   * entries read tolerantly (see revision-logs.ts). Resolves undefined when the service says it
+   * has no such revision; throws {@link LogsRouteMissingError} when it has no such route (405, or
+   * a 404 whose detail is the generic "Not Found" of an unknown path), and a `bad_response`
+   * when the answer holds no list of entries. The answer is bounded like every other
+   * (`--max-response-bytes`); messages are kept whole, for the caller to redact before cutting.
+   */
+  async getRevisionLogs(
+    deploymentId: string,
+    revisionId: string,
+    query: LogQuery,
+    opts: CallOptions = {},
+  ): Promise<LogPage | undefined> {
+    checkUuid(deploymentId, "deploymentId");
+    checkUuid(revisionId, "revisionId");
+    if (
+      query.limit !== undefined &&
+      (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > MAX_LOG_LIMIT)
+    )
+      throw new RequestValidationError("limit", `must be an integer from 1 to ${MAX_LOG_LIMIT}`);
+    const path = REVISION_LOGS_ROUTE.replace("{deployment_id}", encodeURIComponent(deploymentId)).replace(
+      "{revision_id}",
+      encodeURIComponent(revisionId),
+    );
+    const searchParams: Record<string, string> = { type: query.type };
+    if (query.order !== undefined) searchParams.order = query.order;
+    if (query.limit !== undefined) searchParams.limit = String(query.limit);
+    if (query.offset !== undefined) searchParams.offset = query.offset;
+    let body: unknown;
+    try {
+      ({ body } = await this.#transport.send({
+        method: "GET",
+        route: REVISION_LOGS_ROUTE,
+        path,
+        searchParams,
+        schema: AnyBody,
+        idempotent: true,
+        ...signalOf(opts),
+      }));
+    } catch (error) {
+      if (isServiceError(error, "rejected") && error.status === 405) throw new LogsRouteMissingError(error);
+      if (isServiceError(error, "not_found"))
+        if (/^\s*not found\s*$/i.test(error.detail) || error.detail === "HTTP 404")
+          throw new LogsRouteMissingError(error);
+        else return undefined;
+      throw error;
+    }
+    const page = readLogPage(body);
+    if (page) return page;
+    throw new ServiceError({
+      kind: "bad_response",
+      method: "GET",
+      route: REVISION_LOGS_ROUTE,
+      status: 200,
+      detail: 'expected {"logs": [...], "next_offset": ...}',
+      retryable: false,
+    });
   }
 
   /**

@@ -68,6 +68,8 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
     listRepos: (integrationId, signal) => client.listRepos(integrationId, { signal }),
     getRevision: (deploymentId, revisionId, signal) =>
       client.getRevision(deploymentId, revisionId, { signal }),
+    getRevisionLogs: (deploymentId, revisionId, query, signal) =>
+      client.getRevisionLogs(deploymentId, revisionId, query, { signal }),
   };
 }
 

@@ -4,7 +4,7 @@
  */
 import { type Command, Option } from "commander";
 import type { Timing } from "../simulator/record.ts";
-import type { RevisionsRouteMode } from "../simulator/routes.ts";
+import type { LogsRouteMode, RevisionsRouteMode } from "../simulator/routes.ts";
 import { integerArgument, type RegisterCommand } from "./context.ts";
 
 interface SimulatorFlags {
@@ -20,6 +20,7 @@ interface SimulatorFlags {
   revisionsRoute?: string;
   revisionListingRoute?: string;
   keepTracingProjects?: boolean;
+  logsRoute?: string;
 }
 
 const ms = integerArgument(0, 3_600_000);
@@ -58,6 +59,14 @@ export const registerSimulatorCommand: RegisterCommand = (program, ctx) => {
         .choices(["present", "missing", "method-not-allowed"])
         .default("present"),
     )
+    .addOption(
+      new Option(
+        "--logs-route <mode>",
+        "the revision logs route: present, or missing (404) / method-not-allowed (405) to act as a service without it",
+      )
+        .choices(["present", "missing", "method-not-allowed"])
+        .default("present"),
+    )
     .option(
       "--keep-tracing-projects",
       "like the real service: a delete without delete_tracing_project=true leaves the tracing project, and a later create of the name answers 409",
@@ -87,6 +96,7 @@ export const registerSimulatorCommand: RegisterCommand = (program, ctx) => {
         revisionsRoute: flags.revisionsRoute as RevisionsRouteMode,
         revisionListing: flags.revisionListingRoute as RevisionsRouteMode,
         ...(flags.keepTracingProjects ? { keepTracingProjects: true } : {}),
+        logsRoute: flags.logsRoute as LogsRouteMode,
       });
       ctx.out(`simulator listening on ${simulator.url}\n`);
       await new Promise<void>((resolve) => {

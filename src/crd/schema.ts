@@ -278,6 +278,15 @@ const SPEC_RULES = [
   },
 ];
 
+/**
+ * `spec.rolloutTimeout`: `0`, or a Go duration of whole or decimal hours, minutes, seconds and
+ * milliseconds (`30m`, `1h30m`, `1.5h`, `90s`); what `parseDuration` reads.
+ */
+export const ROLLOUT_TIMEOUT_PATTERN = "^(0|([0-9]+(\\.[0-9]+)?(ms|s|m|h))+)$";
+
+/** `spec.rolloutTimeout` when the spec does not set it. */
+export const DEFAULT_ROLLOUT_TIMEOUT = "30m";
+
 /** `spec` of the Deployment resource: what the service's deployment must look like. */
 export const DeploymentSpecSchema = Type.Object(
   {
@@ -343,6 +352,14 @@ export const DeploymentSpecSchema = Type.Object(
         default: false,
         description:
           "With deletionPolicy Delete: delete the tracing project the service created with the deployment too, so that the same name can be created again (previews). Left false, the tracing project (and its traces) stays, and a new deployment of this name is refused (reason NameReserved).",
+      }),
+    ),
+    rolloutTimeout: Type.Optional(
+      Type.String({
+        maxLength: 32,
+        pattern: ROLLOUT_TIMEOUT_PATTERN,
+        description:
+          "How long a new revision may take to go live (a Go duration such as 30m, 1h30m, 90s) before the resource is Stalled with reason RolloutTimeout and the revision's log tail; 0 disables. Default 30m. Nothing is sent again because of it: the rollout recovers when the revision goes live or fails.",
       }),
     ),
   },

@@ -115,6 +115,38 @@ export const DeploymentResourceStatusSchema = Type.Object(
           "When the operator decided to create the service's deployment (recorded before creating it).",
       }),
     ),
+    rolloutStartedAt: Type.Optional(
+      Type.String({
+        format: "date-time",
+        description:
+          "When the operator first saw latestRevisionId as a revision not yet active: spec.rolloutTimeout counts from here.",
+      }),
+    ),
+    failedRevisionLog: Type.Optional(
+      Type.Object(
+        {
+          revisionId: Type.String({ maxLength: 64, description: "The revision whose log was read." }),
+          reason: Type.String({
+            maxLength: 64,
+            description: "Why it was read: RevisionFailed or RolloutTimeout.",
+          }),
+          type: Type.Optional(
+            StringEnum(["build", "deploy"] as const, { description: "Which of its logs was read." }),
+          ),
+          excerpt: Type.Optional(
+            Type.String({
+              maxLength: 512,
+              description:
+                "Its last lines, redacted of the resource's secret values and cut (the Warning event holds more).",
+            }),
+          ),
+        },
+        {
+          description:
+            "The log tail the operator read once for a revision that failed or did not finish in time: read once per revision and reason, never again on later polls or after a restart.",
+        },
+      ),
+    ),
     resolvedRepoUrl: Str("Repository URL resolved from spec.github."),
     resolvedRepoRef: Str(
       "Default branch resolved from spec.github when sourceRevisionConfig.repoRef is unset.",

@@ -5,6 +5,8 @@
  * Nothing here imports an HTTP or Kubernetes client, so the reconciler is tested against the
  * real adapters or small in-memory ones alike.
  */
+
+import type { LogPage, LogQuery } from "../api/revision-logs.ts";
 import type {
   CreateDeploymentBody,
   Deployment,
@@ -50,6 +52,17 @@ export interface DeploymentsPort {
    * `RevisionsRouteMissingError` (api/errors.ts) when the service has no revisions route.
    */
   getRevision(deploymentId: string, revisionId: string, signal: AbortSignal): Promise<Revision | undefined>;
+  /**
+   * One page of a revision's build or deploy log; undefined when the service has no such
+   * revision. Rejects with `LogsRouteMissingError` (api/revision-logs.ts) when the service has no
+   * logs route.
+   */
+  getRevisionLogs(
+    deploymentId: string,
+    revisionId: string,
+    query: LogQuery,
+    signal: AbortSignal,
+  ): Promise<LogPage | undefined>;
 }
 
 /**

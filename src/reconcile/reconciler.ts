@@ -8,15 +8,31 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { isServiceError } from "../api/errors.ts";
-import type { Deployment } from "../api/wire.ts";
+import type { LogType } from "../api/revision-logs.ts";
+import { type Deployment, isUuid } from "../api/wire.ts";
 import { connectionLabel, connectionOf, describeConnection } from "../connection/settings.ts";
 import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
-import { type DeploymentResourceStatus, type DeploymentSpec, FINALIZER } from "../crd/schema.ts";
+import {
+  DEFAULT_ROLLOUT_TIMEOUT,
+  type DeploymentResourceStatus,
+  type DeploymentSpec,
+  FINALIZER,
+} from "../crd/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
 import { objectKey, parseObjectKey } from "../runtime/keys.ts";
 import { isPaused, reconcileInterval, reconcileRequestedAt } from "./annotations.ts";
 import { claimedName, claimOf, olderClaimant } from "./claims.ts";
+import {
+  evidenceDue,
+  excerptOf,
+  fitNote,
+  formatLine,
+  logTypeFor,
+  rolloutStart,
+  rolloutTimedOut,
+  rolloutTimeoutMs,
+} from "./failure-evidence.ts";
 import { failureOf } from "./failures.ts";
 import { inlineSecrets, type ReadSecrets, readSecrets, secretVersions } from "./inputs.ts";
 import { lastAppliedFor } from "./last-applied.ts";
@@ -31,7 +47,7 @@ import {
 } from "./notes.ts";
 import { type LookupTarget, observe } from "./observe.ts";
 import { type CreatePlan, plan } from "./plan.ts";
-import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
+import type { EventNote, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { ListingFailure } from "./remote.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
 import type { ServiceSession, Sessions } from "./session.ts";
@@ -39,8 +55,11 @@ import {
   CONDITION,
   formatTime,
   isBeingDeleted,
+  isFailedRevision,
   outcomeFromProblems,
   REASON,
+  type RevisionObservation,
+  type RolloutEvidence,
   type StatusRecord,
   type SyncOutcome,
   statusEqual,
@@ -79,6 +98,12 @@ interface FinishOptions {
   /** Keep the recorded deployment id although none was observed (a create not listed yet). */
   keepDeploymentId?: boolean;
 }
+
+/**
+ * How often a rollout past its `spec.rolloutTimeout` is looked at again (at least the poll
+ * interval): it is Stalled, so not polled, but it ends when the revision goes live or fails.
+ */
+const TIMED_OUT_LOOK_MS = 60_000;
 
 /** How long the status write reporting a timed-out reconcile may take. */
 const STATUS_AFTER_TIMEOUT_MS = 5_000;
@@ -539,7 +564,14 @@ export class DeploymentReconciler {
       observed && run.session && sync.kind !== "deleting"
         ? await run.session.revisions.look(observed, previous, requested, signal)
         : {};
-    if (look.event) this.#event(run, look.event.type, look.event.reason, look.event.note);
+    const session = observed && sync.kind !== "deleting" ? run.session : undefined;
+    const evidence =
+      observed && session
+        ? await this.#rolloutEvidence(Object.assign(run, { session }), observed, look.revision, signal)
+        : undefined;
+    // The evidence's Warning, when it read a log, is the revision's one event (with its tail).
+    const event = evidence?.event ?? look.event;
+    if (event) this.#event(run, event.type, event.reason, event.note);
     const next = statusFrom({
       previous,
       generation: run.obj.metadata.generation ?? 0,
@@ -549,17 +581,102 @@ export class DeploymentReconciler {
       record: { connection: connectionLabel(run.obj.spec.connectionRef), ...record },
       secretValues: run.secrets.values,
       revision: look.revision,
+      rollout: evidence?.status,
     });
     if (keepDeploymentId && previous?.deploymentId) next.deploymentId = previous.deploymentId;
     if (!statusEqual(previous, next)) {
       run.obj = await this.#o.resources.patchStatus(run.obj, next, signal);
       run.log.debug({ sync: sync.kind }, "status written");
     }
+    // A timed-out rollout is Stalled, not Reconciling, and so not polled; it is looked at now and
+    // then all the same, for it ends when the revision goes live or fails.
+    if (evidence?.status.timedOutAfter !== undefined && sync.kind !== "failed")
+      return Action.requeueAfter(Math.max(this.#o.pollMs, TIMED_OUT_LOOK_MS));
     // Work in progress, or a create the service has not listed yet (its intent still recorded):
     // look again after a poll interval; the rollout poller has read the deployment meanwhile.
     if ((isReconciling(next) || next.createRequestedAt) && sync.kind !== "failed")
       return Action.requeueAfter(this.#o.pollMs);
     return Action.done(reconcileInterval(run.obj));
+  }
+
+  /**
+   * The rollout's timing and failure evidence for the status, and the Warning to record when the
+   * latest revision's log was read now: once per revision and reason (failed, or timed out), as
+   * `status.failedRevisionLog` remembers (see failure-evidence.ts).
+   */
+  async #rolloutEvidence(
+    run: Connected,
+    observed: Deployment,
+    revision: RevisionObservation | undefined,
+    signal: AbortSignal,
+  ): Promise<{ status: RolloutEvidence; event?: EventNote }> {
+    const previous = run.obj.status ?? {};
+    const latest = observed.latest_revision_id ?? undefined;
+    const startedAt = rolloutStart(previous, observed, run.now);
+    const revisionStatus = latest !== undefined && revision?.id === latest ? revision.status : undefined;
+    const timeoutMs = rolloutTimeoutMs(run.obj.spec);
+    const timedOut = rolloutTimedOut(observed, revisionStatus, startedAt, timeoutMs, run.now);
+    const status: RolloutEvidence = {
+      startedAt,
+      // Kept for the revision it was read for while that one is not live; a live one needs none.
+      log:
+        startedAt !== undefined && previous.failedRevisionLog?.revisionId === latest
+          ? previous.failedRevisionLog
+          : undefined,
+      timedOutAfter: timedOut ? (run.obj.spec.rolloutTimeout ?? DEFAULT_ROLLOUT_TIMEOUT) : undefined,
+    };
+    const failed = isFailedRevision(revisionStatus) && !isBeingDeleted(observed.status);
+    const reason = failed ? REASON.RevisionFailed : timedOut ? REASON.RolloutTimeout : undefined;
+    const due = latest === undefined ? undefined : evidenceDue(previous.failedRevisionLog, latest, reason);
+    // A revision id that is no uuid cannot be asked about (nor recorded within the status's bounds).
+    if (due === undefined || latest === undefined || !isUuid(latest)) return { status };
+    const type = logTypeFor(revisionStatus);
+    const lines = await this.#logTail(run, observed.id, latest, type, signal);
+    status.log = {
+      revisionId: latest,
+      reason: due,
+      type,
+      ...(typeof lines === "string" || lines.length === 0 ? {} : { excerpt: excerptOf(lines) }),
+    };
+    const what =
+      due === REASON.RevisionFailed
+        ? `revision ${latest} of the service's deployment ${observed.id} ${revisionStatus}: it will not go live`
+        : `revision ${latest} of the service's deployment ${observed.id} has not gone live within spec.rolloutTimeout ${status.timedOutAfter}${revisionStatus ? ` (${revisionStatus})` : ""}`;
+    const tail =
+      typeof lines === "string"
+        ? `; ${lines}`
+        : lines.length === 0
+          ? `; its ${type} log is empty`
+          : `; last ${type} log lines:`;
+    const note = fitNote(`${what}${tail}`, typeof lines === "string" ? [] : lines);
+    return { status, event: { type: "Warning", reason: due, action: "Rollout", note } };
+  }
+
+  /**
+   * The last lines of a revision's `type` log, redacted of every secret value the resource sends
+   * (its Secrets are read for that when this reconcile did not), or why there are none.
+   */
+  async #logTail(
+    run: Connected,
+    deploymentId: string,
+    revisionId: string,
+    type: LogType,
+    signal: AbortSignal,
+  ): Promise<string[] | string> {
+    const read = await run.session.logs.tail(deploymentId, revisionId, type, signal);
+    if (read.kind === "missing") return "the service has no logs route";
+    if (read.kind === "failed") return `its ${type} log is not shown: ${read.why}`;
+    if (read.entries.length === 0) return [];
+    if (run.secretsUnread) {
+      try {
+        await this.#readSecrets(run, signal);
+      } catch (error) {
+        if (signal.aborted) throw error;
+        run.secretsUnread = true;
+        return `its ${type} log is not shown: the Secrets whose values must be hidden from it could not be read`;
+      }
+    }
+    return read.entries.map((entry) => formatLine(entry, run.secrets.values));
   }
 
   /**

@@ -8,6 +8,7 @@ import type { Clock } from "../runtime/clock.ts";
 import { RepoListings } from "./inputs.ts";
 import type { DeploymentsPort, StoredResource } from "./ports.ts";
 import { type ListingFailure, RemoteSnapshot } from "./remote.ts";
+import { RevisionLogReader } from "./revision-log-reader.ts";
 import { RevisionTracker } from "./revisions.ts";
 
 /** Options of {@link ServiceSession}. */
@@ -39,6 +40,8 @@ export class ServiceSession {
   readonly snapshot: RemoteSnapshot;
   readonly repos: RepoListings;
   readonly revisions: RevisionTracker;
+  /** The tails of failed or slow revisions' logs (remembers a service without the route). */
+  readonly logs: RevisionLogReader;
 
   constructor(service: DeploymentsPort, options: ServiceSessionOptions) {
     this.service = service;
@@ -49,6 +52,7 @@ export class ServiceSession {
     });
     this.repos = new RepoListings(service, options.clock, options.repoListingTtlMs ?? 300_000);
     this.revisions = new RevisionTracker(service, options.logger, options.revisionTracking ?? true);
+    this.logs = new RevisionLogReader(service, options.logger);
   }
 
   /**

@@ -13,6 +13,7 @@ import {
 } from "../api/wire.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import { jsonEqual } from "./diff.ts";
+import type { FailedRevisionLog } from "./failure-evidence.ts";
 import { liveRevision } from "./live-revision.ts";
 import type { PlanProblem } from "./plan.ts";
 import { redactAndTruncate } from "./secrets.ts";
@@ -132,6 +133,25 @@ export interface StatusInput {
   secretValues?: readonly string[];
   /** The latest revision's status, when it was read or is known (see `revisions.ts`). */
   revision?: RevisionObservation | undefined;
+  /** The rollout's timing and log evidence, when the deployment was observed (failure-evidence.ts). */
+  rollout?: RolloutEvidence | undefined;
+}
+
+/**
+ * What the failure evidence gives the status: `rolloutStartedAt` and `failedRevisionLog` to
+ * write (each absent: cleared), and the `spec.rolloutTimeout` text when the rollout has run past it.
+ */
+export interface RolloutEvidence {
+  startedAt?: string | undefined;
+  log?: FailedRevisionLog | undefined;
+  timedOutAfter?: string | undefined;
+}
+
+/** The sentence a `Stalled` message ends with for the log read of `revisionId` for `reason`. */
+function excerptSentence(rollout: RolloutEvidence | undefined, revisionId: string, reason: string): string {
+  const log = rollout?.log;
+  if (!log?.excerpt || log.revisionId !== revisionId || log.reason !== reason) return "";
+  return ` Last ${log.type ?? "build"} log lines: ${log.excerpt}`;
 }
 
 /** Longest condition message written; longer ones are cut (the API allows 32768). */
@@ -237,13 +257,14 @@ function readiness(
   observed: Deployment,
   revision: RevisionObservation | undefined,
   previous: DeploymentResourceStatus,
+  rollout: RolloutEvidence | undefined,
 ): Verdicts {
   const { status, latest_revision_id: latest, active_revision_id: active } = observed;
   const latestRevision = revision && revision.id === latest ? revision : undefined;
   if (latestRevision && isFailedRevision(latestRevision.status) && !isBeingDeleted(status)) {
     return stuck(
       REASON.RevisionFailed,
-      `revision ${latestRevision.id} ${latestRevision.status}: it will not go live; ${active ? `revision ${active} stays active` : "no revision is active"}. Change the spec (a new revision) or set dms.dev/reconcile-requested-at to look again`,
+      `revision ${latestRevision.id} ${latestRevision.status}: it will not go live; ${active ? `revision ${active} stays active` : "no revision is active"}. Change the spec (a new revision) or set dms.dev/reconcile-requested-at to look again.${excerptSentence(rollout, latestRevision.id, REASON.RevisionFailed)}`,
     );
   }
   if (status !== "READY") {
@@ -278,6 +299,11 @@ function readiness(
     };
   }
   const revisionStatus = latestRevision ? ` (${latestRevision.status})` : "";
+  if (rollout?.timedOutAfter !== undefined && latest)
+    return stuck(
+      REASON.RolloutTimeout,
+      `revision ${latest}${revisionStatus} has not gone live within spec.rolloutTimeout ${rollout.timedOutAfter}; ${active ?? "no revision"} is active. Nothing is sent again: this ends when the revision goes live or fails.${excerptSentence(rollout, latest, REASON.RolloutTimeout)}`,
+    );
   return inProgress(
     REASON.RolloutInProgress,
     `revision ${latest ?? "(none)"} is rolling out${revisionStatus}; ${active ?? "no revision"} is active`,
@@ -396,7 +422,7 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   if (live !== undefined) status.liveRevision = live;
 
   const service = observed
-    ? readiness(observed, input.revision, previous)
+    ? readiness(observed, input.revision, previous, input.rollout)
     : observed === null
       ? (WHEN_ABSENT[sync.kind] ?? NOT_FOUND)
       : {};
@@ -425,6 +451,14 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
       conditions = setCondition(conditions, condition, now);
     } else if (type !== CONDITION.Ready) conditions = removeCondition(conditions, type);
   }
+
+  // The rollout's evidence: written from an observed deployment, cleared when it is known not to
+  // exist, kept when it was not looked at (as the observed fields).
+  const rollout = observed ? input.rollout : observed === null ? {} : undefined;
+  const startedAt = rollout ? rollout.startedAt : previous.rolloutStartedAt;
+  if (startedAt !== undefined) status.rolloutStartedAt = startedAt;
+  const log = rollout ? rollout.log : previous.failedRevisionLog;
+  if (log !== undefined) status.failedRevisionLog = log;
 
   status.observedGeneration = generation;
   status.conditions = conditions;

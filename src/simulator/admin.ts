@@ -15,6 +15,7 @@
  *   PUT    /_sim/revision-listing-route  the same for GET /v2/deployments/{id}/revisions
  *   PUT    /_sim/tracing-projects    `{"keep": true | false}`: whether deletes leave tracing projects
  *   DELETE /_sim/tracing-projects/{name}  204; deletes one, as a person would in the service's UI
+ *   PUT    /_sim/logs-route          `{"mode": "present" | "missing" | "method-not-allowed"}`; 200 with it
  *   GET    /_sim/state               tenant, clock, timing, faults, deployments with revisions,
  *                                    tracing projects
  */
@@ -25,7 +26,7 @@ import type { FaultController, Faults } from "./faults.ts";
 import { json, missingBody, readJsonBody, type SimResponse } from "./http.ts";
 import type { Timing } from "./record.ts";
 import type { SimRequest } from "./requests.ts";
-import { REVISIONS_ROUTE_MODES, type RevisionsRouteMode } from "./routes.ts";
+import { type LogsRouteMode, REVISIONS_ROUTE_MODES, type RevisionsRouteMode } from "./routes.ts";
 import type { SimulatorStore } from "./store.ts";
 
 /** What the admin routes act on. */
@@ -39,6 +40,7 @@ export interface AdminContext {
   now: () => number;
   revisionsRoute: { mode: RevisionsRouteMode };
   revisionListing: { mode: RevisionsRouteMode };
+  logsRoute: { mode: LogsRouteMode };
 }
 
 /** Answers one `/_sim/` request; `path` starts with `/_sim/`. Unknown paths are 404. */
@@ -83,6 +85,8 @@ export async function handleAdmin(
       ctx.store.tracingProjects.keep = keep;
       return json(200, tracingState(ctx));
     }
+    case "PUT /_sim/logs-route":
+      return json(200, setMode(ctx.logsRoute, await readJsonBody(req)));
   }
   const tracingPrefix = "/_sim/tracing-projects/";
   if (method === "DELETE" && path.startsWith(tracingPrefix)) {
@@ -104,6 +108,7 @@ export async function handleAdmin(
   throw new ServiceError(404, "Not Found");
 }
 
+/** The `mode` of a `PUT /_sim/…-route` body, or a 422 naming the modes. */
 function state(ctx: AdminContext) {
   return {
     tenant_id: ctx.store.tenantId,
@@ -113,6 +118,7 @@ function state(ctx: AdminContext) {
     revisions_route: ctx.revisionsRoute.mode,
     revision_listing_route: ctx.revisionListing.mode,
     tracing_projects: tracingState(ctx),
+    logs_route: ctx.logsRoute.mode,
     deployments: ctx.store.list().map((d) => ({ ...d, revisions: ctx.store.revisions(d.id) ?? [] })),
   };
 }

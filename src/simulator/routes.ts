@@ -3,11 +3,13 @@
  * translate HTTP to store calls; the rules live in the store.
  */
 import type { IncomingMessage } from "node:http";
+import { REVISION_LOGS_ROUTE } from "../api/revision-logs.ts";
 import { isUuid, ROUTES } from "../api/wire.ts";
 import { notFound, ServiceError, type ValidationIssue } from "./errors.ts";
 import type { FaultController } from "./faults.ts";
 import { endlessPageJson } from "./hostile.ts";
 import { json, missingBody, readJsonBody, type SimResponse } from "./http.ts";
+import { parseLogsQuery } from "./logs.ts";
 import { parseBoolean, parseListQuery } from "./query.ts";
 import type { SimulatorStore } from "./store.ts";
 import { parseCreateBody, parsePatchBody, uuidIssue, uuidPathIssues } from "./validation.ts";
@@ -52,14 +54,23 @@ export const REVISIONS_ROUTE_MODES = ["present", "missing", "method-not-allowed"
 export type RevisionsRouteMode = (typeof REVISIONS_ROUTE_MODES)[number];
 
 /**
+ * Whether the simulated service has the revision logs route (from the service's public
+ * documentation, not the shared spec); the same modes as {@link REVISIONS_ROUTE_MODES}.
+ */
+export const LOGS_ROUTE_MODES = REVISIONS_ROUTE_MODES;
+export type LogsRouteMode = RevisionsRouteMode;
+
+/**
  * Routes of the service bound to `store` and `faults`; `revisions.mode` (the single revision
- * route) and `revisionListing.mode` (GET /v2/deployments/{id}/revisions) are read per request.
+ * route), `revisionListing.mode` (GET /v2/deployments/{id}/revisions) and `logs.mode` are read
+ * per request.
  */
 export function serviceRoutes(
   store: SimulatorStore,
   faults: FaultController,
   revisions: { mode: RevisionsRouteMode } = { mode: "present" },
   revisionListing: { mode: RevisionsRouteMode } = { mode: "present" },
+  logs: { mode: LogsRouteMode } = { mode: "present" },
 ): (method: string, path: string) => RouteMatch {
   const table: Record<string, Record<string, Handler>> = {
     [PROVIDERS]: { GET: () => json(200, store.providers()) },
@@ -125,6 +136,13 @@ export function serviceRoutes(
         return json(200, store.revision(id, revisionId));
       },
     },
+    [REVISION_LOGS_ROUTE]: {
+      GET: (_req, [id = "", revisionId = ""], search) => {
+        const issues = [...uuidPathIssues("deployment_id", id), ...uuidPathIssues("revision_id", revisionId)];
+        if (issues.length > 0) throw new ServiceError(422, issues);
+        return json(200, store.revisionLogs(id, revisionId, parseLogsQuery(search)));
+      },
+    },
   };
 
   const revisionsMode = () => revisions.mode;
@@ -150,6 +168,8 @@ export function serviceRoutes(
           return { route, template: REVISIONS, params: [], handler: undefined, allow: "POST" };
         }
       }
+      const logsMatch = matchLogs(method, parts, logs.mode, match);
+      if (logsMatch) return logsMatch;
       if (parts.length === 3 && given(id) && revisions === "revisions" && given(revisionId)) {
         if (revisionsMode() === "present") return match(method, REVISION, [id, revisionId]);
         if (revisionsMode() === "method-not-allowed") {
@@ -182,4 +202,30 @@ function parseDeleteQuery(search: string, issues: ValidationIssue[]): boolean {
       type: "bool_parsing",
     });
   return value === true;
+}
+
+/**
+ * The logs route for the path segments after `/v2/deployments/` (`{id}/revisions/{rid}/logs`),
+ * as `mode` has it; undefined for another path, or when the route is `missing` (any unknown path).
+ */
+function matchLogs(
+  method: string,
+  parts: readonly (string | undefined)[],
+  mode: LogsRouteMode,
+  match: (method: string, template: string, params: string[]) => RouteMatch,
+): RouteMatch | undefined {
+  const [id, revisions, revisionId, logs] = parts;
+  const given = (v: string | undefined): v is string => v !== undefined && v !== "" && !v.includes("/");
+  if (parts.length !== 4 || !given(id) || revisions !== "revisions" || !given(revisionId) || logs !== "logs")
+    return undefined;
+  if (mode === "present") return match(method, REVISION_LOGS_ROUTE, [id, revisionId]);
+  if (mode === "method-not-allowed")
+    return {
+      route: `${method} ${REVISION_LOGS_ROUTE}`,
+      template: REVISION_LOGS_ROUTE,
+      params: [],
+      handler: undefined,
+      allow: "DELETE",
+    };
+  return undefined;
 }

@@ -13,14 +13,20 @@ import { writeOversized } from "./hostile.ts";
 import { errorResponse, json, type SimResponse, writeResponse } from "./http.ts";
 import type { SecretsMode, Timing } from "./record.ts";
 import { type RequestFilter, RequestRecord, type SimRequest } from "./requests.ts";
-import { REVISIONS_ROUTE_MODES, type RevisionsRouteMode, serviceRoutes } from "./routes.ts";
+import {
+  LOGS_ROUTE_MODES,
+  type LogsRouteMode,
+  REVISIONS_ROUTE_MODES,
+  type RevisionsRouteMode,
+  serviceRoutes,
+} from "./routes.ts";
 import { type SimulatorSeed, validateSeed } from "./seed.ts";
 import { SimulatorStore } from "./store.ts";
 
 export type { Faults } from "./faults.ts";
 export type { SecretsMode, Timing } from "./record.ts";
 export type { RequestFilter, SimRequest } from "./requests.ts";
-export type { RevisionsRouteMode } from "./routes.ts";
+export type { LogsRouteMode, RevisionsRouteMode } from "./routes.ts";
 export type { SimulatorSeed } from "./seed.ts";
 
 /** Options of {@link startSimulator}; every field has a default. */
@@ -64,6 +70,12 @@ export interface SimulatorOptions {
    * or `PUT /_sim/tracing-projects`.
    */
   keepTracingProjects?: boolean;
+  /**
+   * The revision logs route (GET /v2/deployments/{id}/revisions/{revision_id}/logs, from the
+   * service's public documentation): the same modes as `revisionsRoute`. Changeable while
+   * running: `logsRoute.mode` or `PUT /_sim/logs-route`.
+   */
+  logsRoute?: LogsRouteMode;
   /** How many of the latest requests `requests()` keeps one by one. Default 10,000. */
   requestRecordLimit?: number;
   /** Called with every request to a service route before it is handled (to look at headers in tests). */
@@ -96,6 +108,8 @@ export interface RunningSimulator {
   revisionsRoute: { mode: RevisionsRouteMode };
   /** Whether the revision listing exists; set `mode` to change it for the next request. */
   revisionListing: { mode: RevisionsRouteMode };
+  /** Whether the revision logs route exists; set `mode` to change it for the next request. */
+  logsRoute: { mode: LogsRouteMode };
 }
 
 /** Transition delays used when none are given. */
@@ -133,7 +147,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     throw new Error(
       `revisionListing: must be one of ${REVISIONS_ROUTE_MODES.join(", ")}, got ${revisionListing.mode}`,
     );
-  const route = serviceRoutes(store, faults, revisionsRoute, revisionListing);
+  const logsRoute = { mode: options.logsRoute ?? "present" };
+  if (!LOGS_ROUTE_MODES.includes(logsRoute.mode))
+    throw new Error(`logsRoute: must be one of ${LOGS_ROUTE_MODES.join(", ")}, got ${logsRoute.mode}`);
+  const route = serviceRoutes(store, faults, revisionsRoute, revisionListing, logsRoute);
   const timers = new Set<NodeJS.Timeout>();
   const record = new RequestRecord(now, options.requestRecordLimit);
   const counters = () => record.counters();
@@ -160,6 +177,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     now,
     revisionsRoute,
     revisionListing,
+    logsRoute,
   };
   const serveAdmin = (req: IncomingMessage, res: ServerResponse, path: string) => {
     handleAdmin(req, path, admin).then(
@@ -262,6 +280,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     store,
     revisionsRoute,
     revisionListing,
+    logsRoute,
     close: () =>
       new Promise<void>((resolve, reject) => {
         for (const timer of timers) clearTimeout(timer);

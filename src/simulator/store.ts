@@ -20,6 +20,7 @@ import { applyChange, checkSecretReferences, newRecord, seededRecord } from "./c
 import { type DriftChange, driftCheck } from "./drift.ts";
 import { notFound, ServiceError, validationError } from "./errors.ts";
 import { type ListingFaults, pageJson } from "./listing.ts";
+import { type LogsQuery, logPage } from "./logs.ts";
 import type { ListQuery } from "./query.ts";
 import {
   type DeploymentRecord,
@@ -169,6 +170,18 @@ export class SimulatorStore {
     const newest = [...record.revisions].reverse().slice(offset, offset + limit);
     const resources = newest.map((revision) => renderRevision(record, revision, now));
     return { resources, offset: offset + resources.length };
+  }
+
+  /**
+   * GET /v2/deployments/{id}/revisions/{revision_id}/logs: one page of the revision's build or
+   * deploy log as written by now (see logs.ts). 404 naming what is missing when either is unknown.
+   */
+  revisionLogs(id: string, revisionId: string, query: LogsQuery): ReturnType<typeof logPage> {
+    const now = this.#sweep();
+    const record = this.#live(id);
+    const revision = record.revisions.find((r) => r.id === revisionId.toLowerCase());
+    if (revision === undefined) throw notFound("Revision");
+    return logPage(record, revision, query, now);
   }
 
   /**

@@ -12,6 +12,12 @@
  * - {@link RecordedEvents} and {@link MemorySecrets} record and answer.
  */
 import { kindOfStatus, ServiceError } from "../../src/api/errors.ts";
+import {
+  type LogPage,
+  type LogQuery,
+  LogsRouteMissingError,
+  readLogPage,
+} from "../../src/api/revision-logs.ts";
 import type { CreateDeploymentBody, Deployment, Revision } from "../../src/api/wire.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
 import type {
@@ -28,6 +34,7 @@ import type {
 } from "../../src/reconcile/ports.ts";
 import { objectKey, parseObjectKey } from "../../src/runtime/keys.ts";
 import { ServiceError as SimulatorError } from "../../src/simulator/errors.ts";
+import { parseLogsQuery } from "../../src/simulator/logs.ts";
 import { parseListQuery } from "../../src/simulator/query.ts";
 import type { Timing } from "../../src/simulator/record.ts";
 import { DEFAULT_TENANT_ID, DEFAULT_TIMING } from "../../src/simulator/server.ts";
@@ -290,6 +297,7 @@ const HTTP: Record<ServiceMethod, [method: string, route: string]> = {
   delete: ["DELETE", DEPLOYMENT],
   listRepos: ["GET", "/v1/integrations/forge/github/{integration_id}/repos"],
   getRevision: ["GET", "/v2/deployments/{deployment_id}/revisions/{revision_id}"],
+  getRevisionLogs: ["GET", "/v2/deployments/{deployment_id}/revisions/{revision_id}/logs"],
 };
 
 /** Options of {@link SimulatedService}. */
@@ -326,6 +334,7 @@ export class SimulatedService implements DeploymentsPort {
     delete: 0,
     listRepos: 0,
     getRevision: 0,
+    getRevisionLogs: 0,
   };
   /** Deployments younger than this are missing from listings (the listing lags behind creates). */
   lagMs = 0;
@@ -394,6 +403,32 @@ export class SimulatedService implements DeploymentsPort {
 
   getRevision(deploymentId: string, revisionId: string, signal: AbortSignal): Promise<Revision | undefined> {
     return this.#call("getRevision", signal, () => this.store.revision(deploymentId, revisionId));
+  }
+
+  /** Whether the service has the logs route: without it, a call fails as such a service answers. */
+  logsRoute = true;
+
+  getRevisionLogs(
+    deploymentId: string,
+    revisionId: string,
+    query: LogQuery,
+    signal: AbortSignal,
+  ): Promise<LogPage | undefined> {
+    return this.#call("getRevisionLogs", signal, () => {
+      if (!this.logsRoute)
+        throw new LogsRouteMissingError(
+          serviceError("GET", HTTP.getRevisionLogs[1], { status: 404, detail: "Not Found" }),
+        );
+      const search = new URLSearchParams({
+        type: query.type,
+        ...(query.order ? { order: query.order } : {}),
+        ...(query.limit ? { limit: String(query.limit) } : {}),
+        ...(query.offset ? { offset: query.offset } : {}),
+      });
+      return readLogPage(
+        this.store.revisionLogs(deploymentId, revisionId, parseLogsQuery(search.toString())),
+      );
+    });
   }
 
   create(body: CreateDeploymentBody, signal: AbortSignal): Promise<Deployment> {

@@ -44,6 +44,7 @@ function heldListings(clock: Clock = systemClock, listingDeadlineMs?: number) {
     delete: unused,
     listRepos: unused,
     getRevision: unused,
+    getRevisionLogs: unused,
   };
   const snapshot = new RemoteSnapshot(port, clock, {
     maxAgeMs: 60_000,
@@ -159,6 +160,7 @@ describe("RemoteSnapshot lookups", () => {
       },
       getById: unused,
       getRevision: unused,
+      getRevisionLogs: unused,
       findByName: unused,
       create: unused,
       patch: unused,
@@ -323,6 +325,7 @@ describe("RemoteSnapshot of a connection whose resources claim a few names", () 
       delete: unused,
       listRepos: unused,
       getRevision: unused,
+      getRevisionLogs: unused,
     };
     const snapshot = new RemoteSnapshot(port, systemClock, {
       maxAgeMs: 60_000,
@@ -428,6 +431,7 @@ describe("RolloutPoller", () => {
         delete: unused,
         listRepos: unused,
         getRevision: unused,
+        getRevisionLogs: unused,
       };
     };
     const hanging = new RemoteSnapshot(portOf("hanging"), clock, { maxAgeMs: 60_000 });

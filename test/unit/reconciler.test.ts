@@ -1560,3 +1560,153 @@ describe("a name used again after a delete", () => {
     expect(conditions(w.resources.stored(REF))).toMatchObject({ Synced: "False/ReconcileError" });
   });
 });
+
+describe("DeploymentReconciler: failure evidence", () => {
+  const SECRET = "sk-old-0123456789";
+
+  /**
+   * A settled resource sending a Secret's value, whose next revision fails at `phase`: its image
+   * changed (one PATCH), the revision's phases run out, and reconciled again (the revision read).
+   */
+  async function failedRevision(w: World, phase: "build" | "deploy") {
+    const deployment = await settledWithSecret(w);
+    w.service.store.drift(deployment.id, { fail_revisions: phase });
+    w.resources.edit(REF, (o) => {
+      o.spec.sourceRevisionConfig = { imageUri: "repo/agent:2" };
+    });
+    await w.reconcile();
+    w.clock.advance(SETTLE_MS);
+    await w.resync();
+    w.events.all.length = 0;
+    const result = await w.reconcile();
+    return { deployment, result };
+  }
+
+  it("a failed build: one RevisionFailed Warning with the log tail redacted, its excerpt in Stalled, read once", async () => {
+    const w = world();
+    const { result } = await failedRevision(w, "build");
+    expect(result).toEqual({ kind: "done" });
+    const stored = w.resources.stored(REF);
+    expect(conditions(stored)).toMatchObject({
+      Ready: "False/RevisionFailed",
+      Stalled: "True/RevisionFailed",
+    });
+    expect(w.events.reasons()).toEqual(["Warning/RevisionFailed"]);
+    const note = w.events.all[0]?.note ?? "";
+    expect(note).toContain("BUILD_FAILED: it will not go live; last build log lines:");
+    expect(note).toContain("error: build failed");
+    // The simulated build printed the secret value: it shows redacted, never as it is.
+    expect(note).toContain("env: API_KEY=***");
+    expect(note).not.toContain(SECRET);
+    expect(Buffer.byteLength(note)).toBeLessThanOrEqual(1024);
+    const stalled = stored?.status?.conditions?.find((c) => c.type === "Stalled")?.message ?? "";
+    expect(stalled).toContain("Last build log lines: ");
+    expect(stalled).toContain("error: build failed");
+    expect(stalled).not.toContain(SECRET);
+    expect(stored?.status?.failedRevisionLog).toMatchObject({
+      revisionId: stored?.status?.latestRevisionId,
+      reason: "RevisionFailed",
+      type: "build",
+    });
+    expect(stored?.status?.failedRevisionLog?.excerpt?.length).toBeLessThanOrEqual(300);
+    expect(w.service.calls.getRevisionLogs).toBe(1);
+
+    // A requested reconcile, and a restart, read and report nothing again.
+    w.resources.edit(REF, (o) => {
+      o.metadata.annotations = { [ANNOTATION_RECONCILE_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+    });
+    await w.reconcile();
+    w.restart();
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls.getRevisionLogs).toBe(0);
+    expect(w.events.reasons()).toEqual(["Warning/RevisionFailed"]);
+    expect(w.resources.stored(REF)?.status?.failedRevisionLog).toEqual(stored?.status?.failedRevisionLog);
+  });
+
+  it("a failed deploy shows the deploy log", async () => {
+    const w = world();
+    await failedRevision(w, "deploy");
+    const note = w.events.all[0]?.note ?? "";
+    expect(note).toContain("DEPLOY_FAILED: it will not go live; last deploy log lines:");
+    expect(note).toContain("container agent exited with code 1");
+    expect(w.resources.stored(REF)?.status?.failedRevisionLog?.type).toBe("deploy");
+  });
+
+  it("a service without the logs route: the status and event without a tail, and one probe per connection", async () => {
+    const w = world();
+    w.service.logsRoute = false;
+    await failedRevision(w, "build");
+    expect(w.events.all[0]?.note).toMatch(
+      /BUILD_FAILED: it will not go live; the service has no logs route$/,
+    );
+    const stalled = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Stalled");
+    expect(stalled?.message).not.toContain("log lines");
+    expect(w.service.calls.getRevisionLogs).toBe(1);
+    // The next failed revision of the same connection is reported without asking again.
+    w.resources.edit(REF, (o) => {
+      o.spec.sourceRevisionConfig = { imageUri: "repo/agent:3" };
+    });
+    await w.reconcile();
+    w.clock.advance(SETTLE_MS);
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls.getRevisionLogs).toBe(0);
+    expect(w.events.reasons()).toContain("Warning/RevisionFailed");
+  });
+
+  it("a rollout past spec.rolloutTimeout: Stalled RolloutTimeout with the build log, no PATCH, looked at again; live ends it", async () => {
+    const w = world({ readyAfterMs: 0, revisionActiveAfterMs: 600_000, deleteAfterMs: 0 });
+    w.service.seed(BODY);
+    await w.applied({ rolloutTimeout: "2m" });
+    await w.reconcile();
+    expect(conditions(w.resources.stored(REF))).toMatchObject({ Ready: "False/RolloutInProgress" });
+    // 2 min into a 10 min rollout: the revision is being built (phase 0 of 6 is CREATING).
+    w.clock.advance(120_000);
+    await w.resync();
+    w.events.all.length = 0;
+    const result = await w.reconcile();
+    const stored = w.resources.stored(REF);
+    expect(conditions(stored)).toEqual({
+      Ready: "False/RolloutTimeout",
+      Synced: "True/ReconcileSuccess",
+      Stalled: "True/RolloutTimeout",
+    });
+    const stalled = stored?.status?.conditions?.find((c) => c.type === "Stalled")?.message ?? "";
+    expect(stalled).toContain("has not gone live within spec.rolloutTimeout 2m");
+    expect(stalled).toContain("Last build log lines: ");
+    expect(result).toEqual({ kind: "requeueAfter", ms: 60_000 });
+    expect(w.events.reasons()).toEqual(["Warning/RolloutTimeout"]);
+    expect(callsOf(w.service)).toMatchObject({ getRevisionLogs: 1 });
+    expect(w.service.calls.patch).toBe(0);
+
+    // Looked at again: no second read or event while it still times out.
+    w.clock.advance(60_000);
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls.getRevisionLogs).toBe(0);
+    expect(w.events.reasons()).toEqual(["Warning/RolloutTimeout"]);
+
+    // The revision goes live: Ready, the evidence cleared.
+    w.clock.advance(600_000);
+    await w.resync();
+    await w.reconcile();
+    await w.reconcile();
+    const live = w.resources.stored(REF);
+    expect(conditions(live)).toMatchObject({ Ready: "True/Available" });
+    expect(live?.status?.rolloutStartedAt).toBeUndefined();
+    expect(live?.status?.failedRevisionLog).toBeUndefined();
+  });
+
+  it("spec.rolloutTimeout 0 never times a rollout out", async () => {
+    const w = world({ readyAfterMs: 0, revisionActiveAfterMs: 600_000, deleteAfterMs: 0 });
+    w.service.seed(BODY);
+    await w.applied({ rolloutTimeout: "0" });
+    await w.reconcile();
+    w.clock.advance(500_000);
+    await w.resync();
+    await w.reconcile();
+    expect(conditions(w.resources.stored(REF))).toMatchObject({ Reconciling: "True/RolloutInProgress" });
+    expect(w.service.calls.getRevisionLogs).toBe(0);
+  });
+});

@@ -31,6 +31,7 @@ function pendingService() {
     patch: unused,
     delete: unused,
     getRevision: unused,
+    getRevisionLogs: unused,
     listRepos: (_id, signal) =>
       new Promise((resolve, reject) => {
         calls.push({ signal, settle: resolve });

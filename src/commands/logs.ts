@@ -1,0 +1,336 @@
+/**
+ * `dms-operator logs <resource>`: the build or deploy log of a deployment's revision, as the
+ * service keeps it (GET /v2/deployments/{id}/revisions/{revision_id}/logs, from the service's
+ * public documentation), printed as `time level message` lines or, with `-o json`, one JSON
+ * object per line.
+ *
+ * Where `<resource>` is looked up:
+ * - with `--connection <kind/name>` (and `--kubeconfig`): a deployment of that name on the
+ *   connection's tenant;
+ * - else with `--kubeconfig`: a Deployment resource (`-n`, else the context's namespace), read
+ *   from the cluster, through its own connection (`spec.connectionRef`, or the default one from
+ *   the service flags and environment);
+ * - else: a deployment of that name on the service the flags and environment name.
+ *
+ * The revision is the deployment's latest unless `--revision` names one; the log is the build
+ * log while the revision is being built or failed to be, else the deploy log, unless `--type`
+ * says. `--follow` polls for new entries until the revision ends (live, skipped or failed) or
+ * Ctrl-C; `--since 10m` shows only entries of the last ten minutes.
+ */
+import { type Command, InvalidArgumentError, Option } from "commander";
+import type { ServiceClient } from "../api/client.ts";
+import { RevisionsRouteMissingError } from "../api/errors.ts";
+import { entryTimeMs, LOG_TYPES, type LogEntry, type LogType } from "../api/revision-logs.ts";
+import { type Deployment, DONE_REVISION_STATUSES, FAILED_REVISION_STATUSES } from "../api/wire.ts";
+import { parseDuration } from "../config.ts";
+import { ConnectionReadError } from "../connection/read.ts";
+import { connectionOf } from "../connection/settings.ts";
+import { KubeDeployments } from "../kube/deployments.ts";
+import { type CommandCluster, ConnectionClients, commandCluster } from "./connections.ts";
+import {
+  addServiceOptions,
+  type CliContext,
+  CONNECTION_HELP,
+  type ConnectionFlags,
+  connectionDefaultsFrom,
+  connectionFlag,
+  namespaceArgument,
+  type RegisterCommand,
+  serviceClientFrom,
+  serviceClientOf,
+  UsageError,
+  uuidArgument,
+} from "./context.ts";
+
+interface LogsFlags extends ConnectionFlags {
+  namespace?: string;
+  type?: LogType;
+  revision?: string;
+  follow?: boolean;
+  since?: number;
+  output: "text" | "json";
+  verbose?: boolean;
+}
+
+/** Entries asked for per request (the route's largest page). */
+const PAGE = 1000;
+/** Pages one listing reads at most: a log longer than a million lines is cut there. */
+const MAX_PAGES = 1000;
+/** Time between two looks for new entries under `--follow`. */
+export const FOLLOW_POLL_MS = 1000;
+
+/** Flag parser: a duration such as `10m`, `1h30m`, `90s`. */
+function durationArgument(value: string): number {
+  const ms = parseDuration(value);
+  if (ms === undefined) throw new InvalidArgumentError("must be a duration such as 10m, 1h30m or 90s.");
+  return ms;
+}
+
+/** Registers `logs` on `program`. */
+export const registerLogsCommand: RegisterCommand = (program, ctx) => {
+  const command = program
+    .command("logs")
+    .description(
+      "print the build or deploy log of a deployment's revision (default: its latest); <resource> is a Deployment resource with --kubeconfig, else the deployment's name on the service",
+    )
+    .argument("<resource>", "Deployment resource (with --kubeconfig) or deployment name")
+    .option(
+      "-n, --namespace <ns>",
+      "namespace of the resource, and of a ServiceConnection (default: the kubeconfig context's, else default)",
+      namespaceArgument,
+    )
+    .addOption(
+      new Option(
+        "--type <type>",
+        "which log (default: build while the revision is being built or failed to be, else deploy)",
+      ).choices(LOG_TYPES),
+    )
+    .option("--revision <id>", "the revision (default: the deployment's latest)", uuidArgument)
+    .option(
+      "-f, --follow",
+      "keep printing new entries until the revision ends (live, skipped or failed) or Ctrl-C",
+    )
+    .option("--since <duration>", "only entries of the last <duration>, e.g. 10m", durationArgument)
+    .addOption(
+      new Option("-o, --output <format>", "text: time level message; json: one entry per line")
+        .choices(["text", "json"])
+        .default("text"),
+    )
+    .option("--kubeconfig <path>", "read the Deployment resource (and its connection) from this cluster")
+    .option("--context <name>", "kubeconfig context to use")
+    .option(
+      "--connection <kind/name>",
+      `look <resource> up as a deployment name on this connection's tenant: ${CONNECTION_HELP}`,
+    );
+  addServiceOptions(command).action(async (resource: string, _flags: unknown, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<LogsFlags>();
+    const signal = ctx.stopSignal;
+    const { client, deployment } = await target(resource, flags, ctx);
+    const revisionId = flags.revision ?? deployment.latest_revision_id;
+    if (!revisionId) throw new Error(`the service's deployment ${deployment.id} has no revision yet`);
+    const status = await revisionStatus(client, deployment.id, revisionId, signal);
+    const type = flags.type ?? defaultLogType(status);
+    const since = flags.since === undefined ? undefined : Date.now() - flags.since;
+    const print = (entry: LogEntry) => {
+      if (since !== undefined) {
+        const at = entryTimeMs(entry);
+        if (at !== undefined && at < since) return;
+      }
+      ctx.out(flags.output === "json" ? `${JSON.stringify(entry)}\n` : `${formatEntry(entry)}\n`);
+    };
+    const reader = new LogFollower(client, deployment.id, revisionId, type, signal);
+    await reader.readAll(print);
+    if (!flags.follow) return;
+    if (status === "missing")
+      ctx.err(
+        "note: the service has no revisions route: following until Ctrl-C (the end of the revision cannot be seen)\n",
+      );
+    let ended = isEnded(status);
+    while (!ended && !signal.aborted) {
+      if (!(await pause(FOLLOW_POLL_MS, signal))) return;
+      // Looked at before reading: entries written up to the end are read after it.
+      ended = isEnded(await revisionStatus(client, deployment.id, revisionId, signal));
+      await reader.readAll(print);
+    }
+  });
+};
+
+/** An entry as one line: `time level message`, the parts it lacks left out. */
+export function formatEntry(entry: LogEntry): string {
+  return [entry.time, entry.level, entry.message].filter((p) => p !== undefined && p !== "").join(" ");
+}
+
+/**
+ * The log to show by default: the build log while the revision is created, queued or built, or
+ * failed at that, else the deploy log (also when its status is unknown).
+ */
+export function defaultLogType(status: string | undefined): LogType {
+  return status !== undefined && /CREAT|QUEUED|BUILD/.test(status) ? "build" : "deploy";
+}
+
+/** Whether a revision with `status` will write no more: live, skipped, or failed. */
+function isEnded(status: string | undefined): boolean {
+  const ended: readonly string[] = [...DONE_REVISION_STATUSES, ...FAILED_REVISION_STATUSES];
+  return status !== undefined && ended.includes(status);
+}
+
+/** The revision's status, `missing` when the service has no revisions route, undefined when unknown. */
+async function revisionStatus(
+  client: ServiceClient,
+  deploymentId: string,
+  revisionId: string,
+  signal: AbortSignal,
+): Promise<string | undefined> {
+  try {
+    const revision = await client.getRevision(deploymentId, revisionId, { signal });
+    if (!revision) throw new Error(`the service's deployment ${deploymentId} has no revision ${revisionId}`);
+    return revision.status;
+  } catch (error) {
+    if (error instanceof RevisionsRouteMissingError) return "missing";
+    throw error;
+  }
+}
+
+/** Waits `ms`; false when `signal` aborted meanwhile (Ctrl-C ends a follow quietly). */
+function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve(false);
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", stop);
+      resolve(true);
+    }, ms);
+    const stop = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    signal.addEventListener("abort", stop, { once: true });
+  });
+}
+
+/**
+ * Reads a revision's log oldest first, page by page, and on each later call only what was
+ * written since: the cursor of the last page read is kept with the number of its entries
+ * already printed, so an opaque `next_offset` works as well as a numeric one.
+ */
+export class LogFollower {
+  readonly #client: ServiceClient;
+  readonly #deploymentId: string;
+  readonly #revisionId: string;
+  readonly #type: LogType;
+  readonly #signal: AbortSignal;
+  /** Cursor of the page being read (undefined: the first page). */
+  #cursor: string | undefined;
+  /** Entries of that page already handed out. */
+  #seen = 0;
+
+  constructor(
+    client: ServiceClient,
+    deploymentId: string,
+    revisionId: string,
+    type: LogType,
+    signal: AbortSignal,
+  ) {
+    this.#client = client;
+    this.#deploymentId = deploymentId;
+    this.#revisionId = revisionId;
+    this.#type = type;
+    this.#signal = signal;
+  }
+
+  /** Hands every entry not handed out before to `each`, following `next_offset` to the end. */
+  async readAll(each: (entry: LogEntry) => void): Promise<void> {
+    for (let pages = 0; pages < MAX_PAGES; pages++) {
+      const page = await this.#client.getRevisionLogs(
+        this.#deploymentId,
+        this.#revisionId,
+        {
+          type: this.#type,
+          order: "asc",
+          limit: PAGE,
+          ...(this.#cursor === undefined ? {} : { offset: this.#cursor }),
+        },
+        { signal: this.#signal },
+      );
+      if (!page)
+        throw new Error(`the service's deployment ${this.#deploymentId} has no revision ${this.#revisionId}`);
+      for (const entry of page.entries.slice(this.#seen)) each(entry);
+      if (page.nextOffset === null || page.nextOffset === this.#cursor) {
+        this.#seen = Math.max(this.#seen, page.entries.length);
+        return;
+      }
+      this.#cursor = page.nextOffset;
+      this.#seen = 0;
+    }
+  }
+}
+
+/** The service client and deployment `<resource>` names (see the module comment). */
+async function target(
+  resource: string,
+  flags: LogsFlags,
+  ctx: CliContext,
+): Promise<{ client: ServiceClient; deployment: Deployment }> {
+  if (flags.context !== undefined && flags.kubeconfig === undefined)
+    throw new UsageError(["--context needs --kubeconfig"]);
+  const ref = connectionFlag(flags);
+  const kube =
+    flags.kubeconfig === undefined
+      ? undefined
+      : commandCluster(flags.kubeconfig, flags.context, "dms-operator-logs");
+  const namespace = flags.namespace ?? kube?.namespace ?? "default";
+  if (ref && kube) {
+    const client = await connectionClient(
+      kube,
+      flags,
+      ctx,
+      connectionOf(namespace, ref),
+      `--connection ${flags.connection}`,
+    );
+    return { client, deployment: await byName(client, resource, ctx.stopSignal) };
+  }
+  if (kube) return fromResource(kube, namespace, resource, flags, ctx);
+  const client = serviceClientFrom(flags, ctx);
+  return { client, deployment: await byName(client, resource, ctx.stopSignal) };
+}
+
+/** The Deployment resource `name` of `namespace`, its connection's client and its service deployment. */
+async function fromResource(
+  kube: CommandCluster,
+  namespace: string,
+  name: string,
+  flags: LogsFlags,
+  ctx: CliContext,
+): Promise<{ client: ServiceClient; deployment: Deployment }> {
+  const signal = ctx.stopSignal;
+  const found = await new KubeDeployments({ client: kube.client }).getLive({ namespace, name }, signal);
+  if (!found) throw new Error(`no Deployment resource ${namespace}/${name} (deployments.dms.dev)`);
+  const id = found.status?.deploymentId;
+  if (!id)
+    throw new Error(
+      `Deployment ${namespace}/${name} has no status.deploymentId yet: the operator has not created or found its deployment`,
+    );
+  const connection = connectionOf(namespace, found.spec.connectionRef);
+  const client = connection
+    ? await connectionClient(kube, flags, ctx, connection, `spec.connectionRef of ${namespace}/${name}`)
+    : serviceClientFrom(flags, ctx);
+  const deployment = await client.getDeployment(id, { signal });
+  if (!deployment)
+    throw new Error(`the service has no deployment ${id} (status.deploymentId of ${namespace}/${name})`);
+  return { client, deployment };
+}
+
+/** The client of `connection` read from the cluster (the default one from the flags when none). */
+async function connectionClient(
+  kube: CommandCluster,
+  flags: LogsFlags,
+  ctx: CliContext,
+  connection: ReturnType<typeof connectionOf>,
+  label: string,
+): Promise<ServiceClient> {
+  if (!connection) return serviceClientFrom(flags, ctx);
+  const clients = new ConnectionClients(
+    kube,
+    () => connectionDefaultsFrom(flags, ctx.env),
+    (config) => serviceClientOf(config, flags, ctx),
+  );
+  try {
+    return await clients.client(connection, ctx.stopSignal);
+  } catch (error) {
+    if (!(error instanceof ConnectionReadError)) throw error;
+    throw new ConnectionReadError(`${label}: ${error.message}`, { cause: error });
+  }
+}
+
+/** The deployment named exactly `name` (a listing with `name_contains`, then an exact match). */
+async function byName(client: ServiceClient, name: string, signal: AbortSignal): Promise<Deployment> {
+  const found = (await client.listAllDeployments({ name_contains: name }, { signal })).filter(
+    (d) => d.name === name,
+  );
+  const [first, second] = found;
+  if (!first) throw new Error(`the service has no deployment named "${name}"`);
+  if (second)
+    throw new Error(
+      `the service has ${found.length} deployments named "${name}" (${found.map((d) => d.id).join(", ")}): cannot tell which one's log to show`,
+    );
+  return first;
+}

@@ -1,0 +1,188 @@
+/**
+ * Failure evidence: "why did my build fail" answered where users look. When the latest revision
+ * failed (`CREATE_FAILED`, `BUILD_FAILED`, `DEPLOY_FAILED`) or has not gone live within
+ * `spec.rolloutTimeout`, the reconcile reads the tail of its build or deploy log once, and shows
+ * it, redacted of every secret value the resource sends, in a Warning event (as much as an
+ * Event's note holds) and a short excerpt in the `Stalled` condition. `status.failedRevisionLog`
+ * remembers which revision's log was read, and why, so that neither a later poll nor a restart
+ * reads or reports it again.
+ *
+ * Pure: decisions and formatting. The reading is `RevisionLogReader`'s (revision-log-reader.ts),
+ * the sequencing the reconciler's.
+ */
+import { entryTimeMs, type LogEntry, type LogType } from "../api/revision-logs.ts";
+import type { Deployment } from "../api/wire.ts";
+import { parseDuration } from "../config.ts";
+import {
+  DEFAULT_ROLLOUT_TIMEOUT,
+  type DeploymentResourceStatus,
+  type DeploymentSpec,
+} from "../crd/schema.ts";
+import { redactAndTruncate } from "./secrets.ts";
+import { formatTime, isDoneRevision, isFailedRevision, type REASON } from "./status.ts";
+
+/** Entries asked of the service: the tail a person needs to see why it failed. */
+export const TAIL_LINES = 20;
+/** Characters one log line shows at most (redacted first, then cut). */
+export const LINE_CHARS = 240;
+/** Lines of the excerpt in the `Stalled` condition's message. */
+export const EXCERPT_LINES = 3;
+/** Characters of that excerpt at most (its end is kept: the error is the last line). */
+export const EXCERPT_CHARS = 300;
+/**
+ * Bytes of an Event's note: the API server refuses more (the recorder's `NOTE_LIMIT_BYTES`,
+ * repeated here because this module must not import the Kubernetes side).
+ */
+export const EVENT_NOTE_BYTES = 1024;
+
+/** `status.failedRevisionLog`: whose log was read, why, and what it showed. */
+export type FailedRevisionLog = NonNullable<DeploymentResourceStatus["failedRevisionLog"]>;
+
+/** Why a revision's log is read. */
+export type EvidenceReason = typeof REASON.RevisionFailed | typeof REASON.RolloutTimeout;
+
+/**
+ * Which log tells why a revision with `status` failed or is slow: the deploy log once it reached
+ * the deploy (`DEPLOY_FAILED`, `AWAITING_DEPLOY`, `DEPLOYING`), else the build log. A revision
+ * that failed to be created (`CREATE_FAILED`) gets the build log too: resolving and fetching its
+ * source is the first step of its build, the only log such a revision can have (an empty answer
+ * just shows no tail).
+ */
+export function logTypeFor(status: string | undefined): LogType {
+  return status?.includes("DEPLOY") ? "deploy" : "build";
+}
+
+/**
+ * `spec.rolloutTimeout` in ms: the default (30m) when unset, undefined when `0` (disabled). A
+ * value the CRD would have refused is read as the default: the check is the API server's.
+ */
+export function rolloutTimeoutMs(spec: Pick<DeploymentSpec, "rolloutTimeout">): number | undefined {
+  const text = spec.rolloutTimeout ?? DEFAULT_ROLLOUT_TIMEOUT;
+  if (/^0+$/.test(text.trim())) return undefined;
+  return parseDuration(text) ?? parseDuration(DEFAULT_ROLLOUT_TIMEOUT);
+}
+
+/**
+ * `status.rolloutStartedAt` after observing `observed` at `now`: kept while the same latest
+ * revision is still not active, set to `now` when a new one is first seen, cleared once the
+ * latest revision is the active one (or there is none).
+ */
+export function rolloutStart(
+  previous: DeploymentResourceStatus,
+  observed: Deployment,
+  now: Date,
+): string | undefined {
+  const latest = observed.latest_revision_id;
+  if (!latest || latest === observed.active_revision_id) return undefined;
+  if (previous.latestRevisionId === latest && previous.rolloutStartedAt) return previous.rolloutStartedAt;
+  return formatTime(now);
+}
+
+/**
+ * Whether the rollout of `observed`'s latest revision has run past its timeout at `now`: the
+ * deployment is READY (a database still being provisioned is not a rollout), its latest revision
+ * is not active, is not known to have failed or finished, and started `timeoutMs` or more ago.
+ */
+export function rolloutTimedOut(
+  observed: Deployment,
+  revisionStatus: string | undefined,
+  startedAt: string | undefined,
+  timeoutMs: number | undefined,
+  now: Date,
+): boolean {
+  const latest = observed.latest_revision_id;
+  if (!latest || latest === observed.active_revision_id || observed.status !== "READY") return false;
+  if (isFailedRevision(revisionStatus) || isDoneRevision(revisionStatus)) return false;
+  if (startedAt === undefined || timeoutMs === undefined) return false;
+  const started = Date.parse(startedAt);
+  return !Number.isNaN(started) && now.getTime() - started >= timeoutMs;
+}
+
+/**
+ * Why the log of `revisionId` must be read now, if it must: its status failed, or its rollout
+ * timed out, and `recorded` (the status's `failedRevisionLog`) does not already hold it for
+ * that revision and reason. Once per revision and reason: never on every poll.
+ */
+export function evidenceDue(
+  recorded: FailedRevisionLog | undefined,
+  revisionId: string,
+  reason: EvidenceReason | undefined,
+): EvidenceReason | undefined {
+  if (reason === undefined) return undefined;
+  return recorded?.revisionId === revisionId && recorded.reason === reason ? undefined : reason;
+}
+
+/**
+ * The last {@link TAIL_LINES} of an answer asked for newest first, oldest first: sorted by time
+ * when every entry has one (a service that ignored `order` is read right), else reversed.
+ */
+export function tailOf(entries: readonly LogEntry[]): LogEntry[] {
+  const times = entries.map(entryTimeMs);
+  if (times.every((t) => t !== undefined)) {
+    const sorted = entries.map((entry, i) => ({ entry, at: times[i] ?? 0 }));
+    sorted.sort((a, b) => a.at - b.at);
+    return sorted.slice(-TAIL_LINES).map((s) => s.entry);
+  }
+  return entries.slice(0, TAIL_LINES).reverse();
+}
+
+/**
+ * One entry as `time level message` on one line, redacted of `secretValues` and then cut to
+ * {@link LINE_CHARS} (in that order: a value cut in two would escape redaction).
+ */
+export function formatLine(entry: LogEntry, secretValues: readonly string[]): string {
+  const text = [entry.time, entry.level, entry.message.replace(/\s*[\r\n]+\s*/g, " ")]
+    .filter((part) => part !== undefined && part !== "")
+    .join(" ");
+  return redactAndTruncate(text, secretValues, LINE_CHARS);
+}
+
+/** `text` cut to at most `maxBytes` UTF-8 bytes on a character boundary, ending with `…` when cut. */
+function cutBytes(text: string, maxBytes: number): string {
+  if (Buffer.byteLength(text) <= maxBytes) return text;
+  const budget = maxBytes - Buffer.byteLength("…");
+  let used = 0;
+  let out = "";
+  for (const ch of text) {
+    const size = Buffer.byteLength(ch);
+    if (used + size > budget) break;
+    used += size;
+    out += ch;
+  }
+  return `${out}…`;
+}
+
+/**
+ * An Event note of `header` and as many of the last `lines` (already redacted) as fit in
+ * {@link EVENT_NOTE_BYTES}, one per line, the oldest dropped first; the newest one is cut to fit
+ * when even it alone does not.
+ */
+export function fitNote(header: string, lines: readonly string[], maxBytes = EVENT_NOTE_BYTES): string {
+  const head = cutBytes(header, maxBytes);
+  let used = Buffer.byteLength(head);
+  const kept: string[] = [];
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = lines[i] ?? "";
+    const size = Buffer.byteLength(line) + 1;
+    if (used + size > maxBytes) {
+      if (kept.length === 0 && maxBytes - used > 8) kept.unshift(cutBytes(line, maxBytes - used - 1));
+      break;
+    }
+    kept.unshift(line);
+    used += size;
+  }
+  return kept.length === 0 ? head : `${head}\n${kept.join("\n")}`;
+}
+
+/**
+ * The excerpt for the `Stalled` message: the last {@link EXCERPT_LINES} lines (already redacted)
+ * joined with ` | `, cut from the start to {@link EXCERPT_CHARS} (the error is at the end).
+ */
+export function excerptOf(lines: readonly string[]): string {
+  const text = lines.slice(-EXCERPT_LINES).join(" | ");
+  if (text.length <= EXCERPT_CHARS) return text;
+  let start = text.length - (EXCERPT_CHARS - 1);
+  const code = text.charCodeAt(start);
+  if (code >= 0xdc00 && code <= 0xdfff) start += 1;
+  return `…${text.slice(start)}`;
+}

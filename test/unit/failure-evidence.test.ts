@@ -1,0 +1,365 @@
+// Failure evidence at unit speed: how log entries are read (tolerantly), how a tail is ordered,
+// redacted, cut and fitted into an Event's 1 KiB and the Stalled message, when a log is read
+// (once per revision and reason), and when a rollout has timed out.
+import { describe, expect, it } from "vitest";
+import { entryTimeMs, type LogEntry, readLogEntry, readLogPage } from "../../src/api/revision-logs.ts";
+import type { Deployment } from "../../src/api/wire.ts";
+import { defaultLogType, formatEntry } from "../../src/commands/logs.ts";
+import { parseDuration } from "../../src/config.ts";
+import { ROLLOUT_TIMEOUT_PATTERN } from "../../src/crd/schema.ts";
+import { NOTE_LIMIT_BYTES } from "../../src/kube/events.ts";
+import {
+  EVENT_NOTE_BYTES,
+  EXCERPT_CHARS,
+  evidenceDue,
+  excerptOf,
+  type FailedRevisionLog,
+  fitNote,
+  formatLine,
+  LINE_CHARS,
+  logTypeFor,
+  rolloutStart,
+  rolloutTimedOut,
+  rolloutTimeoutMs,
+  TAIL_LINES,
+  tailOf,
+} from "../../src/reconcile/failure-evidence.ts";
+import { statusFrom } from "../../src/reconcile/status.ts";
+
+const T0 = new Date("2030-01-01T00:00:00Z");
+const LATEST = "22222222-2222-4222-8222-222222222222";
+const ACTIVE = "11111111-1111-4111-8111-111111111111";
+
+const deployment = (over: Partial<Deployment> = {}): Deployment => ({
+  id: "33333333-3333-4333-8333-333333333333",
+  name: "agent",
+  source: "internal_docker",
+  source_config: {},
+  source_revision_config: {},
+  secrets: [],
+  status: "READY",
+  latest_revision_id: LATEST,
+  active_revision_id: ACTIVE,
+  ...over,
+});
+
+describe("reading log entries tolerantly", () => {
+  it.each<[string, unknown, LogEntry | undefined]>([
+    [
+      "message, timestamp, level",
+      { message: "m", timestamp: "2030-01-01T00:00:00Z", level: "INFO" },
+      { message: "m", time: "2030-01-01T00:00:00Z", level: "INFO" },
+    ],
+    ["msg and time", { msg: "m", time: "t" }, { message: "m", time: "t" }],
+    ["text", { text: "m" }, { message: "m" }],
+    [
+      "log, severity, epoch seconds",
+      { log: "m", severity: "ERROR", timestamp: 1_893_456_000 },
+      { message: "m", level: "ERROR", time: "1893456000" },
+    ],
+    ["message wins over msg", { message: "a", msg: "b" }, { message: "a" }],
+    ["a plain string", "just a line", { message: "just a line" }],
+    ["an empty message is still a line", { message: "" }, { message: "" }],
+    ["no message", { timestamp: "t", level: "INFO" }, undefined],
+    ["a message that is not a string", { message: 42 }, undefined],
+    ["null", null, undefined],
+    ["a number", 7, undefined],
+    ["an array", ["m"], undefined],
+    ["odd time and level are left out", { message: "m", time: { at: 1 }, level: null }, { message: "m" }],
+  ])("%s", (_name, item, expected) => {
+    expect(readLogEntry(item)).toEqual(expected);
+  });
+
+  it("reads a page, skips odd items, and takes the cursor as a string", () => {
+    expect(readLogPage({ logs: [{ message: "a" }, 3, { msg: "b" }], next_offset: "2" })).toEqual({
+      entries: [{ message: "a" }, { message: "b" }],
+      nextOffset: "2",
+      skipped: 1,
+    });
+    expect(readLogPage({ logs: [], next_offset: 40 })?.nextOffset).toBe("40");
+    expect(readLogPage({ logs: [], next_offset: "" })?.nextOffset).toBeNull();
+    expect(readLogPage({ logs: [] })?.nextOffset).toBeNull();
+    expect(readLogPage([{ message: "bare" }])?.entries).toEqual([{ message: "bare" }]);
+    expect(readLogPage({ entries: [] })).toBeUndefined();
+    expect(readLogPage("logs")).toBeUndefined();
+  });
+
+  it.each<[string | undefined, number | undefined]>([
+    ["2030-01-01T00:00:00Z", T0.getTime()],
+    ["1893456000", T0.getTime()],
+    ["1893456000000", T0.getTime()],
+    ["1893456000.5", T0.getTime() + 500],
+    ["yesterday", undefined],
+    [undefined, undefined],
+  ])("the time %s", (time, ms) => {
+    expect(entryTimeMs({ message: "m", ...(time === undefined ? {} : { time }) })).toBe(ms);
+  });
+});
+
+describe("the tail", () => {
+  const at = (s: number, message = `line ${s}`) => ({
+    message,
+    time: new Date(T0.getTime() + s * 1000).toISOString(),
+  });
+
+  it("is oldest first: sorted by time when every entry has one", () => {
+    expect(tailOf([at(3), at(1), at(2)]).map((e) => e.message)).toEqual(["line 1", "line 2", "line 3"]);
+  });
+
+  it("is the answer reversed (asked newest first) when some entry has no time", () => {
+    expect(tailOf([{ message: "c" }, at(9, "b"), { message: "a" }]).map((e) => e.message)).toEqual([
+      "a",
+      "b",
+      "c",
+    ]);
+  });
+
+  it(`keeps the last ${TAIL_LINES} lines of a longer answer`, () => {
+    const many = Array.from({ length: 50 }, (_, i) => at(50 - i));
+    const tail = tailOf(many);
+    expect(tail).toHaveLength(TAIL_LINES);
+    expect(tail.at(-1)?.message).toBe("line 50");
+    expect(tail[0]?.message).toBe(`line ${51 - TAIL_LINES}`);
+  });
+
+  it("formats a line as time level message, on one line, redacted, then cut", () => {
+    expect(formatLine({ message: "a\n  b\r\nc", time: "T", level: "ERROR" }, [])).toBe("T ERROR a b c");
+    expect(formatLine({ message: "token=hunter2-secret!" }, ["hunter2-secret!"])).toBe("token=***");
+    const long = formatLine({ message: "x".repeat(10_000) }, []);
+    expect(long).toHaveLength(LINE_CHARS);
+    expect(long.endsWith("…")).toBe(true);
+  });
+
+  it("never shows part of a secret value that straddles the cut", () => {
+    const secret = "S3CRET-VALUE-0123456789";
+    const message = `${"x".repeat(LINE_CHARS - 10)}${secret} and more`;
+    const line = formatLine({ message }, [secret]);
+    expect(line).not.toContain("S3CRET");
+    expect(line.length).toBeLessThanOrEqual(LINE_CHARS);
+  });
+
+  it("the event note budget is the API server's", () => {
+    expect(EVENT_NOTE_BYTES).toBe(NOTE_LIMIT_BYTES);
+  });
+
+  it.each([
+    ["ASCII lines", "x".repeat(60)],
+    ["multi-byte lines", "é€😀".repeat(15)],
+  ])("fits a note of %s in 1 KiB, keeping the newest lines", (_name, text) => {
+    const lines = Array.from({ length: 20 }, (_, i) => `${i} ${text}`);
+    const note = fitNote("revision r BUILD_FAILED; last build log lines:", lines);
+    expect(Buffer.byteLength(note)).toBeLessThanOrEqual(1024);
+    const shown = note.split("\n").slice(1);
+    expect(shown.at(-1)).toBe(lines.at(-1));
+    expect(shown.length).toBeGreaterThan(1);
+    expect(lines.slice(-shown.length)).toEqual(shown);
+  });
+
+  it("cuts the newest line when even it alone does not fit, and a header longer than a note", () => {
+    const note = fitNote("header:", ["é".repeat(2000)]);
+    expect(Buffer.byteLength(note)).toBeLessThanOrEqual(1024);
+    expect(note.startsWith("header:\né")).toBe(true);
+    expect(note.endsWith("…")).toBe(true);
+    const long = fitNote("h".repeat(5000), ["line"]);
+    expect(Buffer.byteLength(long)).toBeLessThanOrEqual(1024);
+  });
+
+  it("the excerpt is the last three lines, cut from the start", () => {
+    expect(excerptOf(["a", "b", "c", "d"])).toBe("b | c | d");
+    const cut = excerptOf(["a".repeat(200), "b".repeat(200), "error: the end"]);
+    expect(cut).toHaveLength(EXCERPT_CHARS);
+    expect(cut.startsWith("…")).toBe(true);
+    expect(cut.endsWith("error: the end")).toBe(true);
+  });
+});
+
+describe("when a log is read", () => {
+  const recorded: FailedRevisionLog = { revisionId: LATEST, reason: "RevisionFailed", type: "build" };
+  it.each<
+    [
+      string,
+      FailedRevisionLog | undefined,
+      string,
+      "RevisionFailed" | "RolloutTimeout" | undefined,
+      string | undefined,
+    ]
+  >([
+    ["a failure first seen", undefined, LATEST, "RevisionFailed", "RevisionFailed"],
+    ["the same failure again", recorded, LATEST, "RevisionFailed", undefined],
+    [
+      "a timed-out revision that then failed",
+      { ...recorded, reason: "RolloutTimeout" },
+      LATEST,
+      "RevisionFailed",
+      "RevisionFailed",
+    ],
+    ["another revision's failure", recorded, ACTIVE, "RevisionFailed", "RevisionFailed"],
+    ["a timeout first seen", undefined, LATEST, "RolloutTimeout", "RolloutTimeout"],
+    ["nothing wrong", undefined, LATEST, undefined, undefined],
+  ])("%s", (_name, previous, revisionId, reason, expected) => {
+    expect(evidenceDue(previous, revisionId, reason)).toBe(expected);
+  });
+
+  it.each<[string | undefined, "build" | "deploy"]>([
+    ["BUILD_FAILED", "build"],
+    ["CREATE_FAILED", "build"],
+    ["DEPLOY_FAILED", "deploy"],
+    ["BUILDING", "build"],
+    ["QUEUED", "build"],
+    ["AWAITING_DEPLOY", "deploy"],
+    ["DEPLOYING", "deploy"],
+    [undefined, "build"],
+  ])("a revision %s: the %s log", (status, type) => {
+    expect(logTypeFor(status)).toBe(type);
+  });
+
+  it.each<[string | undefined, "build" | "deploy"]>([
+    ["BUILD_FAILED", "build"],
+    ["CREATE_FAILED", "build"],
+    ["BUILDING", "build"],
+    ["DEPLOYING", "deploy"],
+    ["DEPLOYED", "deploy"],
+    ["missing", "deploy"],
+    [undefined, "deploy"],
+  ])("logs shows by default for %s the %s log", (status, type) => {
+    expect(defaultLogType(status)).toBe(type);
+  });
+
+  it("logs prints an entry as time level message", () => {
+    expect(formatEntry({ time: "T", level: "INFO", message: "m" })).toBe("T INFO m");
+    expect(formatEntry({ message: "m" })).toBe("m");
+  });
+});
+
+describe("the rollout timeout", () => {
+  it.each<[string | undefined, number | undefined]>([
+    [undefined, 30 * 60_000],
+    ["30m", 30 * 60_000],
+    ["1h30m", 90 * 60_000],
+    ["90s", 90_000],
+    ["1.5h", 90 * 60_000],
+    ["0", undefined],
+    ["00", undefined],
+    ["nonsense", 30 * 60_000],
+  ])("spec.rolloutTimeout %s", (text, ms) => {
+    expect(rolloutTimeoutMs(text === undefined ? {} : { rolloutTimeout: text })).toBe(ms);
+  });
+
+  it.each([
+    ["30m", true],
+    ["1h30m", true],
+    ["1.5h", true],
+    ["90s", true],
+    ["1500ms", true],
+    ["0", true],
+    ["30", false],
+    ["-1m", false],
+    ["1d", false],
+    ["30 m", false],
+    ["", false],
+  ])("the CRD's pattern takes %s: %s, as the operator reads it", (text, valid) => {
+    expect(new RegExp(ROLLOUT_TIMEOUT_PATTERN).test(text)).toBe(valid);
+    if (valid && text !== "0") expect(parseDuration(text)).toBeGreaterThan(0);
+  });
+
+  it("starts when a new revision is first seen, holds while it rolls out, ends once it is live", () => {
+    const later = new Date(T0.getTime() + 60_000);
+    expect(rolloutStart({}, deployment(), T0)).toBe("2030-01-01T00:00:00Z");
+    const started = { latestRevisionId: LATEST, rolloutStartedAt: "2030-01-01T00:00:00Z" };
+    expect(rolloutStart(started, deployment(), later)).toBe("2030-01-01T00:00:00Z");
+    expect(rolloutStart({ ...started, latestRevisionId: ACTIVE }, deployment(), later)).toBe(
+      "2030-01-01T00:01:00Z",
+    );
+    expect(rolloutStart(started, deployment({ active_revision_id: LATEST }), later)).toBeUndefined();
+    expect(rolloutStart(started, deployment({ latest_revision_id: null }), later)).toBeUndefined();
+  });
+
+  const start = "2030-01-01T00:00:00Z";
+  const after = (ms: number) => new Date(T0.getTime() + ms);
+  it.each<
+    [string, Partial<Deployment>, string | undefined, string | undefined, number | undefined, number, boolean]
+  >([
+    ["building past the timeout", {}, "BUILDING", start, 60_000, 60_000, true],
+    ["status unknown past the timeout", {}, undefined, start, 60_000, 61_000, true],
+    ["within the timeout", {}, "BUILDING", start, 60_000, 59_999, false],
+    ["failed: RevisionFailed says it", {}, "BUILD_FAILED", start, 60_000, 120_000, false],
+    ["skipped: done", {}, "SKIPPED", start, 60_000, 120_000, false],
+    ["live", { active_revision_id: LATEST }, "DEPLOYED", start, 60_000, 120_000, false],
+    [
+      "the database still being provisioned",
+      { status: "AWAITING_DATABASE" },
+      "QUEUED",
+      start,
+      60_000,
+      120_000,
+      false,
+    ],
+    ["disabled", {}, "BUILDING", start, undefined, 120_000, false],
+    ["no start recorded", {}, "BUILDING", undefined, 60_000, 120_000, false],
+  ])("%s", (_name, over, status, startedAt, timeoutMs, elapsed, expected) => {
+    expect(rolloutTimedOut(deployment(over), status, startedAt, timeoutMs, after(elapsed))).toBe(expected);
+  });
+});
+
+describe("the status with failure evidence", () => {
+  const log: FailedRevisionLog = {
+    revisionId: LATEST,
+    reason: "RolloutTimeout",
+    type: "build",
+    excerpt: "Step 3/4 : RUN pip install",
+  };
+
+  it("a timed-out rollout is Stalled RolloutTimeout, with the revision's status and the excerpt", () => {
+    const status = statusFrom({
+      generation: 1,
+      observed: deployment(),
+      sync: { kind: "synced" },
+      now: T0,
+      revision: { id: LATEST, status: "BUILDING" },
+      rollout: { startedAt: start(), log, timedOutAfter: "30m" },
+    });
+    const stalled = status.conditions?.find((c) => c.type === "Stalled");
+    expect(stalled?.reason).toBe("RolloutTimeout");
+    expect(stalled?.message).toBe(
+      `revision ${LATEST} (BUILDING) has not gone live within spec.rolloutTimeout 30m; ${ACTIVE} is active. Nothing is sent again: this ends when the revision goes live or fails. Last build log lines: Step 3/4 : RUN pip install`,
+    );
+    expect(status.conditions?.some((c) => c.type === "Reconciling")).toBe(false);
+    expect(status.rolloutStartedAt).toBe(start());
+    expect(status.failedRevisionLog).toEqual(log);
+  });
+
+  it("a failed revision's message ends with its excerpt, only the one read for that failure", () => {
+    const failed = (rolloutLog: FailedRevisionLog) =>
+      statusFrom({
+        generation: 1,
+        observed: deployment(),
+        sync: { kind: "synced" },
+        now: T0,
+        revision: { id: LATEST, status: "BUILD_FAILED" },
+        rollout: { startedAt: start(), log: rolloutLog },
+      }).conditions?.find((c) => c.type === "Stalled")?.message;
+    expect(failed({ ...log, reason: "RevisionFailed" })).toMatch(
+      /look again\. Last build log lines: Step 3\/4/,
+    );
+    expect(failed(log)).toMatch(/look again\.$/);
+  });
+
+  it("keeps the evidence when the deployment was not looked at, clears it when it is gone", () => {
+    const previous = { rolloutStartedAt: start(), failedRevisionLog: log };
+    const kept = statusFrom({
+      generation: 1,
+      previous,
+      observed: undefined,
+      sync: { kind: "paused" },
+      now: T0,
+    });
+    expect(kept).toMatchObject(previous);
+    const gone = statusFrom({ generation: 1, previous, observed: null, sync: { kind: "synced" }, now: T0 });
+    expect(gone.rolloutStartedAt).toBeUndefined();
+    expect(gone.failedRevisionLog).toBeUndefined();
+  });
+
+  function start() {
+    return "2030-01-01T00:00:00Z";
+  }
+});
