@@ -23,6 +23,14 @@ import {
 import { runCli } from "../support/cli.ts";
 import { type ConnectProxy, startConnectProxy } from "../support/connect-proxy.ts";
 import { type FakeService, send, startFakeService } from "./client-fake-service.ts";
+import {
+  clusterServiceConnectionPath,
+  secretObject,
+  secretPath,
+  serviceConnectionPath,
+  startFakeKube,
+} from "./fake-kube.ts";
+import { cli } from "./gitops-fixture.ts";
 
 /** What the simulator is seeded with; the fake service answers an empty listing. */
 const PROVIDERS = [{ provider_id: "github", name: "GitHub" }];
@@ -228,5 +236,70 @@ describe("HTTPS_PROXY and NO_PROXY", () => {
     });
     expect(run.stderr).toBe("");
     expect(proxy.tunnels).toEqual([new URL(service.url).host]);
+  });
+});
+
+describe("import --connection through a connection behind a private CA", () => {
+  it("reads the CA Secret spec.caSecretRef names and trusts it; a missing one is named with the fix", async () => {
+    const sim = await startSimulator({
+      tls: leaf,
+      apiKey: "tenant-key",
+      seed: {
+        deployments: [
+          {
+            name: "summarizer",
+            source: "internal_docker",
+            source_config: {},
+            source_revision_config: { image_uri: "s:1" },
+          },
+        ],
+      },
+    });
+    const kube = await startFakeKube({ namespace: "team-a" });
+    try {
+      kube.put(serviceConnectionPath("team-a", "self-hosted"), {
+        metadata: { name: "self-hosted", namespace: "team-a", resourceVersion: "1" },
+        spec: {
+          baseUrl: sim.url,
+          apiKeySecretRef: { name: "dms-key", key: "apiKey" },
+          caSecretRef: { name: "corp-ca", key: "ca.crt" },
+        },
+      });
+      kube.put(secretPath("team-a", "dms-key"), secretObject("team-a", "dms-key", { apiKey: "tenant-key" }));
+      kube.put(secretPath("team-a", "corp-ca"), secretObject("team-a", "corp-ca", { "ca.crt": ca.cert }));
+      kube.put(clusterServiceConnectionPath("no-ca"), {
+        metadata: { name: "no-ca", resourceVersion: "1" },
+        spec: {
+          baseUrl: sim.url,
+          apiKeySecretRef: { name: "dms-key", key: "apiKey", namespace: "team-a" },
+          caSecretRef: { name: "gone", key: "ca.crt", namespace: "pki" },
+        },
+      });
+      const imported = await cli("http://unused.invalid", [
+        "import",
+        "--kubeconfig",
+        kube.kubeconfig,
+        "--connection",
+        "ServiceConnection/self-hosted",
+      ]);
+      expect(imported.stderr).toBe(
+        "imported 1 deployment(s) through ServiceConnection team-a/self-hosted, skipped 0\n",
+      );
+      expect(imported.code).toBe(0);
+      const missing = await cli("http://unused.invalid", [
+        "import",
+        "--kubeconfig",
+        kube.kubeconfig,
+        "--connection",
+        "ClusterServiceConnection/no-ca",
+      ]);
+      expect(missing.code).not.toBe(0);
+      expect(missing.stderr).toContain(
+        "Secret pki/gone, named by ClusterServiceConnection no-ca (spec.caSecretRef), not found: create it with the CA's PEM certificates under key ca.crt",
+      );
+    } finally {
+      await kube.close();
+      await sim.close();
+    }
   });
 });
