@@ -4,7 +4,9 @@
  * line naming the flag and the variable and saying how to fix it. Nothing here exits or logs.
  */
 import { readFileSync } from "node:fs";
+import { type ProxyEnv, proxyEnvOf, proxySupportProblem, redactProxyUrl } from "./api/agent.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "./api/errors.ts";
+import { parseCaBundle } from "./api/tls.ts";
 import type { TransportSettings } from "./api/transport.ts";
 import { baseUrlProblems, headerNameProblem } from "./crd/connection-rules.ts";
 
@@ -23,6 +25,7 @@ export const SERVICE_ENV = {
   apiKeyHeader: "DMS_API_KEY_HEADER",
   tenantHeader: "DMS_TENANT_HEADER",
   insecureSkipTlsVerify: "DMS_INSECURE_SKIP_TLS_VERIFY",
+  caFile: "DMS_CA_FILE",
   timeoutMs: "DMS_TIMEOUT_MS",
   maxResponseBytes: "DMS_MAX_RESPONSE_BYTES",
   retries: "DMS_RETRIES",
@@ -39,6 +42,7 @@ export interface ServiceFlags {
   apiKeyHeader?: string;
   tenantHeader?: string;
   insecureSkipTlsVerify?: boolean;
+  caFile?: string;
   timeoutMs?: string | number;
   maxResponseBytes?: string | number;
   retries?: string | number;
@@ -61,14 +65,21 @@ export type ServiceConfig = Pick<
   | "timeoutMs"
   | "maxResponseBytes"
   | "retries"
-> & { qps: number; burst: number };
+> & {
+  qps: number;
+  burst: number;
+  /** PEM certificates trusted besides Node's default roots (`--ca-file`, a connection's CA). */
+  caBundle?: string;
+  /** The proxy variables of the environment (`HTTPS_PROXY`, `NO_PROXY`, …), when any is set. */
+  proxyEnv?: ProxyEnv;
+};
 
 /** Reads a whole text file; injected so tests need no files when they do not want them. */
 export type ReadTextFile = (path: string) => string;
 
 /**
  * How each service setting is read (see {@link Setting}). The API key and its file are read as a
- * pair, outside the table (see {@link serviceConfigFrom}).
+ * pair, and the CA file and the proxy variables, outside the table (see {@link serviceConfigFrom}).
  */
 export const SERVICE_SETTINGS = {
   baseUrl: { env: SERVICE_ENV.baseUrl, parse: baseUrl, required: "https://api.example.com" },
@@ -116,11 +127,17 @@ export const SERVICE_SETTINGS = {
  * `DMS_API_KEY`, or a file (`--api-key-file` / `DMS_API_KEY_FILE`, e.g. a mounted Secret, trimmed);
  * giving both a key and a file is a problem, as is an empty or unreadable file (whose content never
  * appears in a problem). The key is optional: a service or simulator may run without one.
+ * `--ca-file` / `DMS_CA_FILE` names PEM certificates trusted besides Node's default roots: an
+ * unreadable file, one that is not PEM certificates (the problem names the bad one), or one given
+ * with `--insecure-skip-tls-verify` is a problem. The proxy variables (`HTTPS_PROXY`,
+ * `HTTP_PROXY`, `NO_PROXY`, either case) of `env` are kept; a proxy URL that is not one, or a
+ * proxy on a Node without proxy support (`nodeVersion`), is a problem.
  */
 export function serviceConfigFrom(
   flags: ServiceFlags,
   env: Env,
   readTextFile: ReadTextFile = (path) => readFileSync(path, "utf8"),
+  nodeVersion: string = process.versions.node,
 ): ConfigResult<ServiceConfig> {
   const { values, problems } = readSettings(SERVICE_SETTINGS, flags, env);
   // Flags win as a group: `--api-key` must not clash with a DMS_API_KEY_FILE left in the environment.
@@ -132,14 +149,45 @@ export function serviceConfigFrom(
     readTextFile,
     problems,
   );
+  const caFile = pickSetting(flags.caFile, env[SERVICE_ENV.caFile]);
+  const caBundle = caFile === undefined ? undefined : readCaFile(caFile, readTextFile, problems);
+  if (caFile !== undefined && values.insecureSkipTlsVerify)
+    problems.push(
+      `${settingName("caFile", SERVICE_ENV.caFile)} and ${settingName("insecureSkipTlsVerify", SERVICE_ENV.insecureSkipTlsVerify)}: give one of them: a CA to verify the service's certificate with, or (a test service only) no verification`,
+    );
+  const proxyEnv = proxyEnvOf(env);
+  problems.push(...proxySupportProblem(proxyEnv, nodeVersion));
   if (problems.length > 0) return { ok: false, problems };
-  return { ok: true, config: { ...values, baseUrl: values.baseUrl ?? "", apiKey } };
+  return {
+    ok: true,
+    config: {
+      ...values,
+      baseUrl: values.baseUrl ?? "",
+      apiKey,
+      ...(caBundle === undefined ? {} : { caBundle }),
+      ...(proxyEnv === undefined ? {} : { proxyEnv }),
+    },
+  };
 }
 
-/** The settings with the key replaced by whether one is set: safe to log or print. */
+/**
+ * The settings with the key replaced by whether one is set, the CA bundle by its size and the
+ * proxies' passwords by `REDACTED`: safe to log or print.
+ */
 export function describeServiceConfig(config: ServiceConfig): Record<string, unknown> {
-  const { apiKey, ...rest } = config;
-  return { ...rest, apiKey: apiKey === undefined ? "(none)" : "(set)" };
+  const { apiKey, caBundle, proxyEnv, ...rest } = config;
+  return {
+    ...rest,
+    apiKey: apiKey === undefined ? "(none)" : "(set)",
+    ...(caBundle === undefined ? {} : { caBundle: `(${Buffer.byteLength(caBundle)} bytes)` }),
+    ...(proxyEnv === undefined
+      ? {}
+      : {
+          proxyEnv: Object.fromEntries(
+            Object.entries(proxyEnv).map(([name, value]) => [name, redactProxyUrl(value)]),
+          ),
+        }),
+  };
 }
 
 /**
@@ -389,6 +437,27 @@ function headerName(value: string): Parsed<string> {
 function baseUrl(value: string): Parsed<string> {
   const [problem] = baseUrlProblems(value, "--api-key-file or DMS_API_KEY");
   return problem === undefined ? { value: value.replace(/\/+$/, "") } : { problem };
+}
+
+/** The PEM text of `--ca-file`, checked as a CA bundle; undefined (and a problem) when it is not one. */
+function readCaFile(file: string, readTextFile: ReadTextFile, problems: string[]): string | undefined {
+  const where = settingName("caFile", SERVICE_ENV.caFile);
+  let content: string;
+  try {
+    content = readTextFile(file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "unreadable";
+    problems.push(
+      `${where}: cannot read ${file} (${code}); point it at the PEM file of the CA that signs the service's certificate`,
+    );
+    return undefined;
+  }
+  const parsed = parseCaBundle(content, `${where} ${file}`);
+  if (!parsed.ok) {
+    problems.push(parsed.problem);
+    return undefined;
+  }
+  return content;
 }
 
 function resolveApiKey(

@@ -12,7 +12,7 @@ import { deploymentsPort } from "./api/service-adapter.ts";
 import type { ServiceConfig } from "./config.ts";
 import { type DefaultConnectionSelector, NamespaceAccess } from "./connection/access.ts";
 import { type ConnectionService, Connections, idOf } from "./connection/controller.ts";
-import { apiKeySecretOf, connectionKey, DEFAULT_CONNECTION } from "./connection/settings.ts";
+import { connectionKey, DEFAULT_CONNECTION, secretsOf } from "./connection/settings.ts";
 import { KubeClient } from "./kube/client.ts";
 import { loadKubeConfig } from "./kube/config.ts";
 import { KubeConnections } from "./kube/connections.ts";
@@ -50,7 +50,7 @@ import { VERSION } from "./version.ts";
 const CONNECTION_INDEX = "connection";
 /** The cache index of Deployment resources by namespace (kept only when namespaces are watched). */
 const NAMESPACE_INDEX = "namespace";
-/** The cache index of connections by the Secret holding their API key (`namespace/name`). */
+/** The cache index of connections by the Secrets they read, API key and CA (`namespace/name`). */
 const CONNECTION_SECRET_INDEX = "apiKeySecret";
 /** How often a connection's credentials are probed again. */
 const CONNECTION_PROBE_MS = 300_000;
@@ -239,7 +239,8 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     clusterKind,
     logger,
     clock,
-    indexers: { [CONNECTION_SECRET_INDEX]: (c) => [objectKey(apiKeySecretOf(idOf(c), c.spec))] },
+    // Its API key's Secret and its CA's: a change of either reaches the connection.
+    indexers: { [CONNECTION_SECRET_INDEX]: (c) => secretsOf(idOf(c), c.spec).map(objectKey) },
   });
   registerConnectionMetrics(metrics.registry, () =>
     kubeConnections.all.flatMap((r) => r.list()).map((c) => ({ key: connectionKey(idOf(c)), ...c })),

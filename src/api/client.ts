@@ -4,6 +4,7 @@
  */
 import { Type } from "@sinclair/typebox";
 import type { Logger } from "pino";
+import type { ProxyEnv } from "./agent.ts";
 import { type ApiClock, systemApiClock } from "./clock.ts";
 import {
   DEFAULT_MAX_RESPONSE_BYTES,
@@ -76,6 +77,16 @@ export interface ServiceClientOptions {
   tenantHeader?: string;
   /** Accept any TLS certificate (self-signed endpoints); default false. */
   insecureSkipTlsVerify?: boolean;
+  /**
+   * PEM certificates to trust besides Node's default roots (a private CA of a self-hosted
+   * service); checked by the caller (`parseCaBundle`, tls.ts). Default: none.
+   */
+  caBundle?: string;
+  /**
+   * Proxy variables for the service's calls (`HTTPS_PROXY`, `NO_PROXY`, …: `proxyEnvOf`,
+   * agent.ts); default none: no proxy. Never read from the process by the client itself.
+   */
+  proxyEnv?: ProxyEnv;
   /** Timeout of each HTTP request, body included; default 10 000. */
   timeoutMs?: number;
   /** Retries of a retryable failure; default 4. */
@@ -207,6 +218,8 @@ export class ServiceClient {
       apiKeyHeader: options.apiKeyHeader ?? "X-Api-Key",
       tenantHeader: options.tenantHeader ?? "X-Tenant-Id",
       insecureSkipTlsVerify: options.insecureSkipTlsVerify ?? false,
+      caBundle: options.caBundle,
+      proxyEnv: options.proxyEnv,
       timeoutMs: options.timeoutMs ?? 10_000,
       maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
       memory: options.responseMemory ?? processResponseMemory(),

@@ -23,8 +23,13 @@ export type ServiceErrorKind =
   | "rejected"
   /** No complete response within the request timeout. */
   | "timeout"
-  /** The connection failed or was lost (refused, reset, DNS, TLS). */
+  /** The connection failed or was lost (refused, reset, DNS, a TLS handshake, a proxy). */
   | "network"
+  /**
+   * The service's TLS certificate was not accepted (unknown authority, expired, not yet valid,
+   * issued for another host): {@link ServiceError.tlsCode} says which. A retry will not help.
+   */
+  | "tls"
   /** The response was not what the spec promises (bad JSON, missing field, wrong type). */
   | "bad_response"
   /**
@@ -57,6 +62,8 @@ export interface ServiceErrorInit {
   retryAfterSeconds?: number;
   maybeApplied?: boolean;
   cause?: unknown;
+  /** For a `tls` failure: Node's error code (`CERT_HAS_EXPIRED`, …). */
+  tlsCode?: string;
 }
 
 /**
@@ -82,6 +89,8 @@ export class ServiceError extends Error {
   /** Seconds the service asked us to wait (from `Retry-After`), when it said so. */
   readonly retryAfterSeconds: number | undefined;
   readonly maybeApplied: boolean;
+  /** For a `tls` failure: Node's error code, to name its cause (see `tlsFailureOf`, tls.ts). */
+  readonly tlsCode: string | undefined;
 
   constructor(init: ServiceErrorInit) {
     const status = init.status === undefined ? "" : `${init.status} `;
@@ -96,6 +105,7 @@ export class ServiceError extends Error {
     this.retryable = init.retryable;
     this.retryAfterSeconds = init.retryAfterSeconds;
     this.maybeApplied = init.maybeApplied ?? false;
+    this.tlsCode = init.tlsCode;
   }
 }
 
@@ -115,6 +125,7 @@ export function withDetailCut(error: unknown, max: number): unknown {
     retryable: error.retryable,
     ...(error.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: error.retryAfterSeconds }),
     maybeApplied: error.maybeApplied,
+    ...(error.tlsCode === undefined ? {} : { tlsCode: error.tlsCode }),
   });
 }
 

@@ -9,6 +9,7 @@ import got, { type PlainResponse, type RequestError } from "got";
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
 import { redactSecrets } from "../reconcile/secrets.ts";
+import { type ProxyEnv, redactProxyUrl, type ServiceAgents, serviceAgents } from "./agent.ts";
 import type { ApiClock } from "./clock.ts";
 import {
   kindOfStatus,
@@ -20,6 +21,7 @@ import {
 import type { TokenBucket } from "./rate-limit.ts";
 import { contentLength, readBody } from "./response-body.ts";
 import { type MemoryAccount, OverflowError, type ResponseMemory } from "./response-memory.ts";
+import { describeTlsFailure, FLAG_TLS_FIXES, FLAG_TLS_FIXES_WITH_CA, tlsFailureOf } from "./tls.ts";
 import { checkResponse } from "./validate.ts";
 
 /** What the metrics hook receives once per HTTP exchange (each retry attempt counts). */
@@ -39,6 +41,10 @@ export interface TransportSettings {
   apiKeyHeader: string;
   tenantHeader: string;
   insecureSkipTlsVerify: boolean;
+  /** PEM certificates trusted besides Node's default roots (a private CA); undefined: none. */
+  caBundle: string | undefined;
+  /** The proxy variables the calls honour (HTTPS_PROXY, NO_PROXY, …); undefined: no proxy. */
+  proxyEnv: ProxyEnv | undefined;
   timeoutMs: number;
   /** Bytes a response body may have after decompression; a larger one fails `too_large`. */
   maxResponseBytes: number;
@@ -106,9 +112,12 @@ class AttemptFailure extends Error {
  */
 export class Transport {
   readonly #s: TransportSettings;
+  /** This client's own connections: its CA and proxy, never another client's. */
+  readonly #agents: ServiceAgents;
 
   constructor(settings: TransportSettings) {
     this.#s = settings;
+    this.#agents = serviceAgents({ caBundle: settings.caBundle, proxyEnv: settings.proxyEnv });
   }
 
   /**
@@ -226,6 +235,7 @@ export class Transport {
       followRedirect: false,
       retry: { limit: 0 },
       timeout: { request: this.#s.timeoutMs },
+      agent: this.#agents,
       https: { rejectUnauthorized: !this.#s.insecureSkipTlsVerify },
       ...(signal ? { signal } : {}),
     });
@@ -304,20 +314,28 @@ export class Transport {
     const timeout = error.name === "TimeoutError" || code === "ETIMEDOUT";
     const sent = !NOT_SENT.has(code) && (error.timings?.upload !== undefined || timeout);
     const maybeApplied = !request.idempotent && sent;
-    const tls = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code);
+    const host = URL.parse(this.#s.baseUrl)?.hostname ?? this.#s.baseUrl;
+    const fixes = this.#s.caBundle === undefined ? FLAG_TLS_FIXES : FLAG_TLS_FIXES_WITH_CA;
+    const certificate = tlsFailureOf(code, host, fixes);
+    const tls = certificate !== undefined || /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code);
     const detail = timeout
       ? `no complete response within ${this.#s.timeoutMs} ms`
-      : tls
-        ? `TLS verification failed (${code}); for a self-signed endpoint pass --insecure-skip-tls-verify`
-        : `${code || "connection failed"}: ${this.#redact(error.message)}`;
+      : certificate
+        ? describeTlsFailure(certificate)
+        : tls
+          ? `TLS handshake failed (${code}): ${this.#redact(error.message)}`
+          : code.startsWith("ERR_PROXY")
+            ? `the proxy failed (${code}): ${this.#redact(redactProxyUrl(error.message))}; check HTTPS_PROXY / HTTP_PROXY, or add the service's host to NO_PROXY`
+            : `${code || "connection failed"}: ${this.#redact(error.message)}`;
     return new ServiceError({
-      kind: timeout ? "timeout" : "network",
+      kind: timeout ? "timeout" : certificate ? "tls" : "network",
       method: request.method,
       route: request.route,
       detail: maybeApplied ? `${detail}; the request may have been applied` : detail,
       retryable: !tls,
       maybeApplied,
       cause,
+      ...(certificate ? { tlsCode: certificate.code } : {}),
     });
   }
 

@@ -61,7 +61,7 @@ export class ConnectionClients {
     let found = this.#clients.get(key);
     if (!found) {
       found = readConnection(this.#ports, id, signal).then((read) =>
-        this.#client(serviceConfigOf(read.spec, read.apiKey, this.#defaults())),
+        this.#client(serviceConfigOf(read.spec, read.apiKey, this.#defaults(), read.caBundle)),
       );
       this.#clients.set(key, found);
     }

@@ -79,6 +79,10 @@ export function addServiceOptions(command: Command, help: { retries?: string } =
       flagOf("insecureSkipTlsVerify"),
       `accept any TLS certificate (self-signed endpoints only) ${env("insecureSkipTlsVerify")}`,
     )
+    .option(
+      `${flagOf("caFile")} <path>`,
+      `PEM file of CA certificates trusted besides the system's, e.g. a private CA of a self-hosted service ${env("caFile")}`,
+    )
     .option(`${flagOf("timeoutMs")} <ms>`, `timeout of each request (default 10000) ${env("timeoutMs")}`)
     .option(
       `${flagOf("maxResponseBytes")} <bytes>`,
@@ -121,11 +125,18 @@ export function serviceClientOf(
  * The service settings a connection gives (its spec and Secret): their flags cannot be combined
  * with `--connection`, and their environment variables do not apply to a connection.
  */
-const CONNECTION_SETTINGS = ["baseUrl", "apiKey", "apiKeyFile", "tenantId", "insecureSkipTlsVerify"] as const;
+const CONNECTION_SETTINGS = [
+  "baseUrl",
+  "apiKey",
+  "apiKeyFile",
+  "tenantId",
+  "insecureSkipTlsVerify",
+  "caFile",
+] as const;
 
 /** Help of `--connection`, shared by the commands that take it. */
 export const CONNECTION_HELP =
-  "ServiceConnection/<name> (of --namespace, else the kubeconfig context's) or ClusterServiceConnection/<name>, read with the Secret of its API key from the cluster (needs --kubeconfig); replaces --base-url, --api-key(-file), --tenant-id and --insecure-skip-tls-verify";
+  "ServiceConnection/<name> (of --namespace, else the kubeconfig context's) or ClusterServiceConnection/<name>, read with the Secret of its API key from the cluster (needs --kubeconfig); replaces --base-url, --api-key(-file), --tenant-id, --insecure-skip-tls-verify and --ca-file";
 
 /** The flags `--connection` reads, as commander parses them. */
 export interface ConnectionFlags extends ServiceFlags {

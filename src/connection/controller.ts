@@ -14,6 +14,12 @@
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import { isServiceError, truncate, wholeMessage } from "../api/errors.ts";
+import {
+  CONNECTION_TLS_FIXES,
+  CONNECTION_TLS_FIXES_WITH_CA,
+  describeTlsFailure,
+  tlsFailureOf,
+} from "../api/tls.ts";
 import type { ServiceConfig } from "../config.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
@@ -41,6 +47,8 @@ import {
   apiKeyFrom,
   apiKeySecretOf,
   type ConnectionId,
+  caBundleFrom,
+  caSecretOf,
   connectionKey,
   connectionOf,
   connectionSpecProblems,
@@ -64,6 +72,13 @@ export const CONNECTION_REASON = {
   InvalidSpec: "InvalidSpec",
   /** The probe's answer was larger than the operator's limit. */
   ResponseTooLarge: "ResponseTooLarge",
+  /**
+   * The service's TLS certificate was not accepted (unknown authority, expired, not yet valid,
+   * another host's); the message names the cause and the fix.
+   */
+  CertificateNotTrusted: "CertificateNotTrusted",
+  /** The Secret named by `spec.caSecretRef` does not hold PEM certificates. */
+  InvalidCABundle: "InvalidCABundle",
 } as const;
 
 /** The service as one connection reaches it, built by the composition root. */
@@ -346,7 +361,13 @@ export class Connections implements Sessions {
       return Action.done();
     }
 
-    const config = serviceConfigOf(obj.spec, apiKey.apiKey, this.#o.defaults);
+    const ca = await this.#caBundle(id, obj, signal);
+    if (!ca.ok) {
+      this.#setUnusable(key, ca.verdict);
+      await this.#writeStatus(obj, counts, holding, signal, ca.verdict);
+      return ca.verdict.transient ? Action.retry() : Action.done();
+    }
+    const config = serviceConfigOf(obj.spec, apiKey.apiKey, this.#o.defaults, ca.caBundle);
     const entry = this.#entry(key, obj, config);
     const before = this.#state(key);
     const wasUsable = before === "ready";
@@ -380,7 +401,48 @@ export class Connections implements Sessions {
     return Action.done();
   }
 
-  /** The entry of `key`, rebuilt when the settings (spec or key) changed. */
+  /**
+   * The PEM text of the Secret `spec.caSecretRef` names (undefined when it names none), or the
+   * verdict of a Secret that cannot give it: missing (SecretMissing), unreadable
+   * (SecretUnreadable, retried), or not PEM certificates (InvalidCABundle).
+   */
+  async #caBundle(
+    id: ConnectionId,
+    obj: ConnectionObject,
+    signal: AbortSignal,
+  ): Promise<{ ok: true; caBundle: string | undefined } | { ok: false; verdict: Verdict & { ok: false } }> {
+    const secret = caSecretOf(id, obj.spec);
+    if (!secret) return { ok: true, caBundle: undefined };
+    const where = `Secret ${secret.namespace}/${secret.name} (spec.caSecretRef)`;
+    let read: SecretRead;
+    try {
+      read = await this.#o.secrets.read(secret.namespace, secret.name, secret.key, signal);
+    } catch (error) {
+      if (signal.aborted) throw error;
+      return {
+        ok: false,
+        verdict: {
+          ok: false,
+          reason: CONNECTION_REASON.SecretUnreadable,
+          message: `cannot read ${where}: ${error instanceof Error ? error.message : String(error)}; the operator needs get on Secrets in namespace ${secret.namespace}`,
+          transient: true,
+        },
+      };
+    }
+    const bundle = caBundleFrom(read, secret);
+    if (bundle.ok) return { ok: true, caBundle: bundle.caBundle };
+    return {
+      ok: false,
+      verdict: {
+        ok: false,
+        reason: read.kind === "found" ? CONNECTION_REASON.InvalidCABundle : CONNECTION_REASON.SecretMissing,
+        message: `${where} ${bundle.problem}`,
+        transient: false,
+      },
+    };
+  }
+
+  /** The entry of `key`, rebuilt when the settings (spec, key or CA) changed. */
   #entry(key: string, obj: ConnectionObject, config: ServiceConfig): Entry {
     const fingerprint = createHash("sha256").update(JSON.stringify(config)).digest("hex");
     const existing = this.#entries.get(key);
@@ -424,6 +486,18 @@ export class Connections implements Sessions {
           message: `the service at ${config.baseUrl} answered the probe with more than the operator accepts: ${detail}`,
           transient: true,
         };
+      if (isServiceError(error, "tls")) {
+        const host = URL.parse(config.baseUrl)?.hostname ?? config.baseUrl;
+        // A CA given that does not sign the certificate needs another fix than no CA at all.
+        const fixes = config.caBundle === undefined ? CONNECTION_TLS_FIXES : CONNECTION_TLS_FIXES_WITH_CA;
+        const failure = tlsFailureOf(error.tlsCode ?? "", host, fixes);
+        return {
+          ok: false,
+          reason: CONNECTION_REASON.CertificateNotTrusted,
+          message: `the service at ${config.baseUrl} is not trusted: ${failure ? describeTlsFailure(failure) : detail}`,
+          transient: false,
+        };
+      }
       if (isServiceError(error, "unauthorized"))
         return {
           ok: false,

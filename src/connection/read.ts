@@ -27,15 +27,21 @@ import {
   apiKeyFrom,
   apiKeySecretOf,
   type ConnectionId,
+  caBundleFrom,
+  caSecretOf,
   connectionSpecProblems,
   describeConnection,
 } from "./settings.ts";
 
-/** A connection as read: its spec and the API key of its Secret (trimmed, never empty). */
+/**
+ * A connection as read: its spec, the API key of its Secret (trimmed, never empty), and the PEM
+ * certificates of its CA Secret when `spec.caSecretRef` names one (checked as a CA bundle).
+ */
 export interface ReadConnection {
   id: ConnectionId;
   spec: ConnectionSpec;
   apiKey: string;
+  caBundle?: string;
 }
 
 /** The connection or its Secret cannot be used as it is; the message says what to fix. */
@@ -53,9 +59,11 @@ export interface ConnectionReadPorts {
  * Reads connection `id` and its API key.
  *
  * Contract: resolves only with a spec the CRD's schema accepts and a non-empty key (surrounding
- * whitespace removed: a key written with `echo` ends in a newline). Rejects with a
- * {@link ConnectionReadError} when the object is missing (or its CRD is not installed), reading
- * it or its Secret is forbidden, its spec is invalid, or the Secret or key is missing or empty;
+ * whitespace removed: a key written with `echo` ends in a newline), and the CA Secret's PEM
+ * certificates when the spec names one. Rejects with a {@link ConnectionReadError} when the
+ * object is missing (or its CRD is not installed), reading it or its Secrets is forbidden, its
+ * spec is invalid, the Secret or key is missing or empty, or the CA Secret does not hold PEM
+ * certificates;
  * with the transport's error on any other failure. Never puts the key in a message.
  */
 export async function readConnection(
@@ -97,7 +105,20 @@ export async function readConnection(
   const read = apiKeyFrom(key.kind === "found" ? { kind: "found", value: key.value } : key, secret);
   if (!read.ok) throw new ConnectionReadError(`${source}, ${read.problem}`);
   const { apiKey } = read;
-  return { id, spec, apiKey };
+  const caSecret = caSecretOf(id, spec);
+  if (!caSecret) return { id, spec, apiKey };
+  let ca: Awaited<ReturnType<KubeSecrets["getSecretValue"]>>;
+  try {
+    ca = await ports.secrets.getSecretValue(caSecret, caSecret.key, signal);
+  } catch (error) {
+    throw forbidden(error, "get secrets") ?? error;
+  }
+  const bundle = caBundleFrom(ca.kind === "found" ? { kind: "found", value: ca.value } : ca, caSecret);
+  if (!bundle.ok)
+    throw new ConnectionReadError(
+      `Secret ${caSecret.namespace}/${caSecret.name}, named by ${what} (spec.caSecretRef), ${bundle.problem}`,
+    );
+  return { id, spec, apiKey, caBundle: bundle.caBundle };
 }
 
 /**

@@ -3,6 +3,7 @@
  * service settings a connection's spec and Secret make. Pure: the connection controller and the
  * `plan`/`import` commands share it.
  */
+import { parseCaBundle } from "../api/tls.ts";
 import type { ServiceConfig } from "../config.ts";
 import { baseUrlProblems, headerNameProblem } from "../crd/connection-rules.ts";
 import {
@@ -10,6 +11,7 @@ import {
   CONNECTION_KINDS,
   type ConnectionKind,
   type ConnectionSpec,
+  DEFAULT_CA_SECRET_KEY,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
 import type { SecretRead } from "../reconcile/ports.ts";
@@ -74,6 +76,49 @@ export function apiKeySecretOf(id: ConnectionId, spec: ConnectionSpec): ObjectRe
 }
 
 /**
+ * Where a connection's CA certificates are (`spec.caSecretRef`, its key defaulted to `ca.crt`):
+ * its own namespace for the namespaced kind. Undefined when it names none.
+ */
+export function caSecretOf(
+  id: ConnectionId,
+  spec: Pick<ConnectionSpec, "caSecretRef">,
+): (ObjectRef & { key: string }) | undefined {
+  const ref = spec.caSecretRef;
+  if (!ref) return undefined;
+  const namespace = id.kind === CLUSTER_SERVICE_CONNECTION_KIND ? (ref.namespace ?? "") : id.namespace;
+  return { namespace, name: ref.name, key: ref.key ?? DEFAULT_CA_SECRET_KEY };
+}
+
+/** The Secrets a connection reads: its API key's, and its CA's when it names one. */
+export function secretsOf(id: ConnectionId, spec: ConnectionSpec): (ObjectRef & { key: string })[] {
+  const ca = caSecretOf(id, spec);
+  return ca ? [apiKeySecretOf(id, spec), ca] : [apiKeySecretOf(id, spec)];
+}
+
+/**
+ * The CA bundle a read of a connection's CA Secret gives, checked as PEM certificates, or what is
+ * wrong with the Secret (said after `Secret ns/name (spec.caSecretRef)`), naming the fix.
+ */
+export function caBundleFrom(
+  read: SecretRead,
+  secret: ObjectRef & { key: string },
+): { ok: true; caBundle: string } | { ok: false; problem: string } {
+  if (read.kind === "missing-secret")
+    return {
+      ok: false,
+      problem: `not found: create it with the CA's PEM certificates under key ${secret.key}, e.g. kubectl create secret generic ${secret.name} -n ${secret.namespace} --from-file=${secret.key}=ca.crt`,
+    };
+  if (read.kind === "missing-key")
+    return {
+      ok: false,
+      problem: `has no key ${secret.key}: add the CA's PEM certificates under that key, or point spec.caSecretRef.key at the key that holds them`,
+    };
+  const parsed = parseCaBundle(read.value, `key ${secret.key}`);
+  if (!parsed.ok) return { ok: false, problem: parsed.problem };
+  return { ok: true, caBundle: read.value };
+}
+
+/**
  * The API key a read of a connection's Secret gives, trimmed (a key written with `echo` ends with
  * a newline, as `--api-key-file`'s may), or what is wrong with the Secret, naming the fix.
  */
@@ -103,7 +148,10 @@ export function apiKeyFrom(
  * API paths, and its header names must carry a value and nothing more (see `connection-rules.ts`).
  */
 export function connectionSpecProblems(
-  spec: Pick<ConnectionSpec, "baseUrl" | "apiKeyHeader" | "tenantIdHeader">,
+  spec: Pick<
+    ConnectionSpec,
+    "baseUrl" | "apiKeyHeader" | "tenantIdHeader" | "caBundle" | "caSecretRef" | "insecureSkipTLSVerify"
+  >,
 ): string[] {
   const problems = baseUrlProblems(spec.baseUrl, "the Secret named by spec.apiKeySecretRef").map(
     (p) => `spec.baseUrl ${p}`,
@@ -113,20 +161,49 @@ export function connectionSpecProblems(
     const problem = name === undefined ? undefined : headerNameProblem(name);
     if (problem) problems.push(`spec.${field} ${problem}`);
   }
+  problems.push(...tlsSpecProblems(spec));
+  return problems;
+}
+
+/**
+ * What is wrong with a connection's TLS fields: a CA given twice, a CA with verification
+ * skipped, or a `spec.caBundle` that is not PEM certificates (naming the bad one). The CRD's CEL
+ * rules refuse the first two and the shape of the third; only the operator parses certificates.
+ */
+export function tlsSpecProblems(
+  spec: Pick<ConnectionSpec, "caBundle" | "caSecretRef" | "insecureSkipTLSVerify">,
+): string[] {
+  const problems: string[] = [];
+  if (spec.caBundle !== undefined && spec.caSecretRef !== undefined)
+    problems.push(
+      "spec.caBundle and spec.caSecretRef: give one of them, the CA's certificates inline or the Secret holding them",
+    );
+  if ((spec.caBundle !== undefined || spec.caSecretRef !== undefined) && spec.insecureSkipTLSVerify)
+    problems.push(
+      "spec.insecureSkipTLSVerify: not with spec.caBundle or spec.caSecretRef; set it to false to verify the service's certificate with the CA",
+    );
+  if (spec.caBundle !== undefined) {
+    const parsed = parseCaBundle(spec.caBundle, "spec.caBundle");
+    if (!parsed.ok) problems.push(parsed.problem);
+  }
   return problems;
 }
 
 /**
  * The service settings of a connection: its spec and API key over the operator's own settings
  * (`defaults`, from its flags and env), which give what the spec leaves out (headers, QPS, burst,
- * timeouts). The default connection's tenant and key are never inherited.
+ * timeouts, the proxy variables). The default connection's tenant, key and CA (`--ca-file`) are
+ * never inherited: a connection trusts its own CA (`caBundle`: `spec.caBundle`, or the PEM text
+ * read from `spec.caSecretRef`'s Secret) besides the system's, as its TLS setting is its own.
  */
 export function serviceConfigOf(
   spec: ConnectionSpec,
   apiKey: string,
   defaults: ServiceConfig,
+  caBundle?: string,
 ): ServiceConfig {
-  const { tenantId: _tenant, apiKey: _key, ...inherited } = defaults;
+  const { tenantId: _tenant, apiKey: _key, caBundle: _ca, ...inherited } = defaults;
+  const ca = caBundle ?? spec.caBundle;
   return {
     ...inherited,
     baseUrl: spec.baseUrl,
@@ -137,6 +214,7 @@ export function serviceConfigOf(
     ...(spec.qps !== undefined ? { qps: spec.qps } : {}),
     ...(spec.burst !== undefined ? { burst: spec.burst } : {}),
     insecureSkipTlsVerify: spec.insecureSkipTLSVerify ?? false,
+    ...(ca === undefined ? {} : { caBundle: ca }),
   };
 }
 

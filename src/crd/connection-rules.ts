@@ -152,3 +152,23 @@ export function refusedHeaderRule(field: string): CelRule {
     reason: "FieldValueForbidden",
   };
 }
+
+/**
+ * The CEL rules of `spec.caBundle`: PEM certificates, and no private key (a connection is read by
+ * more people than its Secrets are). The operator parses each certificate too (`parseCaBundle`,
+ * src/api/tls.ts), naming a bad one; CEL cannot parse X.509.
+ */
+export const CA_BUNDLE_RULES: readonly CelRule[] = [
+  {
+    rule: "self.contains('-----BEGIN CERTIFICATE-----') && self.contains('-----END CERTIFICATE-----')",
+    message:
+      "spec.caBundle must hold PEM certificates, from -----BEGIN CERTIFICATE----- to -----END CERTIFICATE-----: paste the CA's certificate file (ca.crt) whole",
+    reason: "FieldValueInvalid",
+  },
+  {
+    rule: "!self.contains('PRIVATE KEY-----')",
+    message:
+      "spec.caBundle must not hold a private key: keep only the CA's certificates (and rotate the key if it was shared)",
+    reason: "FieldValueForbidden",
+  },
+];

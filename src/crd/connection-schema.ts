@@ -16,7 +16,12 @@ import {
   MAX_LABEL_VALUE_LENGTH,
   SELECTOR_OPERATORS,
 } from "../connection/label-selector.ts";
-import { BASE_URL_RULES, HEADER_NAME_PATTERN, refusedHeaderRule } from "./connection-rules.ts";
+import {
+  BASE_URL_RULES,
+  CA_BUNDLE_RULES,
+  HEADER_NAME_PATTERN,
+  refusedHeaderRule,
+} from "./connection-rules.ts";
 import { ObjectMetaSchema } from "./object-meta.ts";
 import { StringEnum } from "./openapi-types.ts";
 import { conditionsSchema, ObservedGenerationSchema } from "./status-schema.ts";
@@ -56,7 +61,29 @@ const secretRefFields = {
   }),
 };
 
-const specFields = <R extends TSchema>(secretRef: R) => ({
+/** Longest `spec.caBundle` (characters; PEM is ASCII, so bytes too): `MAX_CA_BUNDLE_BYTES`. */
+export const MAX_CA_BUNDLE_LENGTH = 65_536;
+
+/** Key of `spec.caSecretRef` when it names none: the key cert-manager and most tools write. */
+export const DEFAULT_CA_SECRET_KEY = "ca.crt";
+
+const caSecretRefFields = {
+  name: Type.String({ minLength: 1, maxLength: MAX_NAME, description: "Name of the Secret." }),
+  key: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: MAX_NAME,
+      pattern: "^[-._a-zA-Z0-9]+$",
+      default: DEFAULT_CA_SECRET_KEY,
+      description: `Key in that Secret's data holding the PEM certificates. Default ${DEFAULT_CA_SECRET_KEY} (as cert-manager writes it).`,
+    }),
+  ),
+};
+
+const CA_SECRET_REF_DESCRIPTION =
+  "A Secret key holding the PEM certificates of the CA that signs the service's certificate, trusted besides the system's CAs (a private CA of a self-hosted service). A change of the Secret reaches the connection. Not with caBundle or insecureSkipTLSVerify.";
+
+const specFields = <R extends TSchema, C extends TSchema>(secretRef: R, caSecretRef: C) => ({
   baseUrl: Type.String({
     minLength: 1,
     maxLength: MAX_BASE_URL_LENGTH,
@@ -130,6 +157,16 @@ const specFields = <R extends TSchema>(secretRef: R) => ({
         "Skip verifying the service's TLS certificate (a test service only: the key can then be read by anyone in the path). A Warning event says so.",
     }),
   ),
+  caBundle: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: MAX_CA_BUNDLE_LENGTH,
+      description:
+        "PEM certificates (-----BEGIN CERTIFICATE----- …) of the CA that signs the service's certificate, trusted besides the system's CAs: a private CA of a self-hosted service, while public services keep working. At most 64 KiB; no private key. Not with caSecretRef or insecureSkipTLSVerify.",
+      "x-kubernetes-validations": CA_BUNDLE_RULES,
+    }),
+  ),
+  caSecretRef: Type.Optional(caSecretRef),
 });
 
 /**
@@ -138,6 +175,19 @@ const specFields = <R extends TSchema>(secretRef: R) => ({
  * changed `connectionRef` would; see the Deployment's schema).
  */
 const CONNECTION_SPEC_RULES = [
+  {
+    rule: "!(has(self.caBundle) && has(self.caSecretRef))",
+    message:
+      "spec.caBundle and spec.caSecretRef: give one of them, the CA's certificates inline or the Secret holding them",
+    reason: "FieldValueForbidden",
+  },
+  {
+    rule: "!((has(self.caBundle) || has(self.caSecretRef)) && has(self.insecureSkipTLSVerify) && self.insecureSkipTLSVerify)",
+    message:
+      "spec.insecureSkipTLSVerify: not with spec.caBundle or spec.caSecretRef: a CA is given to verify the service's certificate, and skipping verification would ignore it; set insecureSkipTLSVerify to false (or remove the CA, for a test service only)",
+    fieldPath: ".insecureSkipTLSVerify",
+    reason: "FieldValueForbidden",
+  },
   {
     rule: "has(self.tenantId) == has(oldSelf.tenantId) && (!has(self.tenantId) || self.tenantId == oldSelf.tenantId)",
     message:
@@ -152,6 +202,9 @@ export const ServiceConnectionSpecSchema = Type.Object(
   specFields(
     Type.Object(secretRefFields, {
       description: "The Secret key holding the API key, in this connection's own namespace.",
+    }),
+    Type.Object(caSecretRefFields, {
+      description: `${CA_SECRET_REF_DESCRIPTION} The Secret is in this connection's own namespace.`,
     }),
   ),
   {
@@ -272,6 +325,18 @@ export const ClusterServiceConnectionSpecSchema = Type.Object(
         },
         { description: "The Secret key holding the API key." },
       ),
+      Type.Object(
+        {
+          ...caSecretRefFields,
+          namespace: Type.String({
+            minLength: 1,
+            maxLength: 63,
+            pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+            description: "Namespace of the Secret (a cluster-scoped connection has none of its own).",
+          }),
+        },
+        { description: CA_SECRET_REF_DESCRIPTION },
+      ),
     ),
     namespaceSelector: Type.Optional(NamespaceSelectorSchema),
   },
@@ -286,6 +351,7 @@ export type ClusterServiceConnectionSpec = Static<typeof ClusterServiceConnectio
 /** The spec of either kind: the cluster kind's Secret reference names its namespace. */
 export type ConnectionSpec = ServiceConnectionSpec & {
   apiKeySecretRef: ServiceConnectionSpec["apiKeySecretRef"] & { namespace?: string };
+  caSecretRef?: NonNullable<ServiceConnectionSpec["caSecretRef"]> & { namespace?: string };
   namespaceSelector?: ClusterServiceConnectionSpec["namespaceSelector"];
 };
 
@@ -295,7 +361,7 @@ export const ConnectionStatusSchema = Type.Object(
     observedGeneration: ObservedGenerationSchema,
     conditions: conditionsSchema(
       8,
-      "Ready (reasons Connected, Unauthorized, Unreachable, SecretMissing, SecretUnreadable), and Reconciling or Stalled when they apply (kstatus conventions).",
+      "Ready (reasons Connected, Unauthorized, Unreachable, CertificateNotTrusted, SecretMissing, SecretUnreadable, InvalidCABundle), and Reconciling or Stalled when they apply (kstatus conventions).",
     ),
     providers: Type.Optional(
       Type.Integer({

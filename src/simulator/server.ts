@@ -5,6 +5,7 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { handleAdmin } from "./admin.ts";
 import { ServiceError } from "./errors.ts";
@@ -82,11 +83,16 @@ export interface SimulatorOptions {
   onRequest?: (req: IncomingMessage) => void;
   /** Called with an unexpected error (a bug) behind a 500. Default: one line on stderr. */
   onInternalError?: (error: unknown) => void;
+  /**
+   * Serve HTTPS with this PEM certificate (chain) and key, as a self-hosted service behind a
+   * private CA does; `url` is then `https://…`. Default: plain HTTP.
+   */
+  tls?: { cert: string; key: string };
 }
 
 /** A simulator listening on loopback (or `host`). */
 export interface RunningSimulator {
-  /** Base URL, e.g. `http://127.0.0.1:41234`, without a trailing slash. */
+  /** Base URL, e.g. `http://127.0.0.1:41234` (`https://` with `tls`), without a trailing slash. */
   url: string;
   /** Stops listening, drops open connections and pending fault timers. */
   close(): Promise<void>;
@@ -252,13 +258,16 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     timers.add(timer);
   };
 
-  const server = createServer((req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? "/";
     const q = url.indexOf("?");
     const path = q === -1 ? url : url.slice(0, q);
     if (path.startsWith("/_sim/")) serveAdmin(req, res, path);
     else serve(req, res, path, q === -1 ? "" : url.slice(q + 1));
-  });
+  };
+  const server = options.tls
+    ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, handle)
+    : createServer(handle);
 
   const host = options.host ?? "127.0.0.1";
   await new Promise<void>((resolve, reject) => {
@@ -269,7 +278,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     });
   });
   const { port } = server.address() as AddressInfo;
-  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  const url = `${options.tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}`;
 
   return {
     url,

@@ -109,8 +109,8 @@ describe("TLS", () => {
     const error = (await new ServiceClient({ baseUrl: service.url, retries: 3 })
       .listProviders()
       .catch((e) => e)) as ServiceError;
-    expect(error).toMatchObject({ kind: "network", retryable: false });
-    expect(error.detail).toMatch(/TLS verification failed .*--insecure-skip-tls-verify/);
+    expect(error).toMatchObject({ kind: "tls", tlsCode: "DEPTH_ZERO_SELF_SIGNED_CERT", retryable: false });
+    expect(error.detail).toMatch(/TLS verification failed: .*self-signed.*--insecure-skip-tls-verify/);
     expect(service.requests).toHaveLength(0);
   });
 

@@ -22,6 +22,7 @@ import { claimOf } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { ServiceSession } from "../../src/reconcile/session.ts";
 import { objectKey } from "../../src/runtime/keys.ts";
+import { SELF_SIGNED } from "../contract/client-tls-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { MemorySecrets, ResourceConflict, SimulatedService } from "../support/memory-ports.ts";
 
@@ -723,6 +724,93 @@ describe("a connection's reconcile", () => {
     const original = store.get.bind(store);
     store.get = (id) => (objectKey(id) === objectKey(A) ? stale : original(id));
     expect(await w.reconcile(A)).toEqual({ kind: "retry" });
+  });
+});
+
+describe("a connection behind a private CA", () => {
+  // A certificate, parsed for real: which one does not matter to the reconcile.
+  const PEM = SELF_SIGNED.cert;
+  const untrusted = (code: string) =>
+    new ServiceError({
+      kind: "tls",
+      method: "GET",
+      route: "/v2/auth/providers",
+      detail: `TLS verification failed (${code})`,
+      retryable: false,
+      tlsCode: code,
+    });
+
+  it("reads its CA Secret (key ca.crt by default) and rebuilds the client when it changes", async () => {
+    const w = world();
+    w.store.put(A, { ...specOf(), caSecretRef: { name: "corp-ca" } });
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    w.secrets.set("team-a", "corp-ca", { "ca.crt": PEM });
+    await w.reconcile(A);
+    expect(w.ready(A)?.reason).toBe("Connected");
+    expect(w.secrets.reads).toContain("team-a/corp-ca/ca.crt");
+    expect(w.built.map((c) => c.caBundle)).toEqual([PEM]);
+    await w.reconcile(A);
+    expect(w.built).toHaveLength(1);
+    w.secrets.set("team-a", "corp-ca", { "ca.crt": `# rotated\n${PEM}` });
+    await w.reconcile(A);
+    expect(w.built.map((c) => c.caBundle)).toEqual([PEM, `# rotated\n${PEM}`]);
+  });
+
+  it("a missing CA Secret: SecretMissing; one without certificates: InvalidCABundle; both Stalled, no client", async () => {
+    const w = world();
+    w.store.put(A, { ...specOf(), caSecretRef: { name: "corp-ca", key: "root.pem" } });
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    await w.reconcile(A);
+    expect(w.ready(A)).toMatchObject({ status: "False", reason: "SecretMissing" });
+    expect(w.ready(A)?.message).toContain(
+      "Secret team-a/corp-ca (spec.caSecretRef) not found: create it with the CA's PEM certificates under key root.pem",
+    );
+    w.secrets.set("team-a", "corp-ca", { "root.pem": "not a certificate" });
+    await w.reconcile(A);
+    expect(w.ready(A)).toMatchObject({ status: "False", reason: "InvalidCABundle" });
+    expect(w.ready(A)?.message).toContain(
+      "Secret team-a/corp-ca (spec.caSecretRef) key root.pem holds no PEM certificate",
+    );
+    expect(w.condition(A, "Stalled")?.reason).toBe("InvalidCABundle");
+    expect(w.built).toEqual([]);
+    const found = w.connections.lookup(resource("team-a", { kind: "ServiceConnection", name: "prod" }));
+    expect(found.kind === "unavailable" && found.message).toContain("is not Ready (InvalidCABundle)");
+  });
+
+  it("a certificate it cannot trust: CertificateNotTrusted and Stalled, the cause and the fix named", async () => {
+    const w = world();
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    w.answer = untrusted("UNABLE_TO_GET_ISSUER_CERT_LOCALLY");
+    expect(await w.reconcile(A)).toEqual({ kind: "done" });
+    expect(w.ready(A)).toMatchObject({ status: "False", reason: "CertificateNotTrusted" });
+    expect(w.ready(A)?.message).toBe(
+      "the service at https://a.example is not trusted: TLS verification failed: the service's certificate is signed by an authority that is not trusted (unknown authority) (UNABLE_TO_GET_ISSUER_CERT_LOCALLY); set spec.caBundle or spec.caSecretRef to the CA that signed it",
+    );
+    expect(w.condition(A, "Stalled")?.reason).toBe("CertificateNotTrusted");
+    expect(w.events).toEqual(["Warning/CertificateNotTrusted/prod"]);
+
+    w.store.put(A, { ...specOf(), caBundle: PEM }, 2);
+    await w.reconcile(A);
+    expect(w.built.map((c) => c.caBundle)).toEqual([undefined, PEM]);
+    expect(w.ready(A)?.message).toContain("the CA in spec.caBundle or spec.caSecretRef does not sign it");
+    w.answer = untrusted("CERT_HAS_EXPIRED");
+    await w.reconcile(A);
+    expect(w.ready(A)?.message).toContain("has expired (CERT_HAS_EXPIRED); renew the service's certificate");
+  });
+
+  it("a cluster connection reads its CA Secret in the namespace it names", async () => {
+    const w = world();
+    w.store.put(SHARED, {
+      ...specOf(),
+      apiKeySecretRef: { name: "dms", key: "api-key", namespace: "dms-system" },
+      caSecretRef: { name: "corp-ca", namespace: "pki" },
+    });
+    w.secrets.set("dms-system", "dms", { "api-key": KEY });
+    w.secrets.set("pki", "corp-ca", { "ca.crt": PEM });
+    await w.reconcile(SHARED);
+    expect(w.ready(SHARED)?.reason).toBe("Connected");
+    expect(w.built[0]?.caBundle).toBe(PEM);
   });
 });
 
