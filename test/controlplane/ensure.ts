@@ -1,5 +1,5 @@
 // Ensures the control-plane binaries exist before the test runner starts, so a first build (minutes)
-// (and the Go tools': actionlint, gitops-health) happens outside any test or hook timeout.
+// (and the Go tools': actionlint, gitops-health, helm) happens outside any test or hook timeout.
 // Usage: node test/controlplane/ensure.ts
 import {
   ACTIONLINT,
@@ -7,6 +7,7 @@ import {
   ensureBinaries,
   ensureGoTool,
   GITOPS_HEALTH,
+  HELM,
 } from "./binaries.ts";
 
 try {
@@ -20,6 +21,8 @@ try {
   await ensureGoTool(ACTIONLINT, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
   // The health engines of Argo CD and Flux (minutes, once), for test/e2e/gitops-health.test.ts.
   await ensureGoTool(GITOPS_HEALTH, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
+  // helm (minutes, once), for the chart's tests: test/unit/helm-chart.test.ts, test/e2e/helm-chart.test.ts.
+  await ensureGoTool(HELM, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
 } catch (error) {
   const message = error instanceof ControlPlaneBinariesError ? error.message : String(error);
   process.stderr.write(`controlplane: ${message}\n`);
