@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { RUN_SETTINGS } from "../../src/commands/run-config.ts";
-import { SERVICE_SETTINGS } from "../../src/config.ts";
+import { SERVICE_SETTINGS, type Settings } from "../../src/config.ts";
 import { CRDS, crdFile, renderCrd } from "../../src/crd/render.ts";
 import { CHART, helm, helmBinary, type K8sObject, renderChart } from "../support/helm-chart.ts";
 
@@ -131,7 +131,7 @@ describe("helm template charts/dms-operator", () => {
         set: Object.entries(given).map(([key, value]) => `config.${key}=${value}`),
       }),
     );
-    const tables: Record<string, { env?: string }> = { ...RUN_SETTINGS, ...SERVICE_SETTINGS };
+    const tables: Settings = { ...RUN_SETTINGS, ...SERVICE_SETTINGS };
     for (const [key, text] of Object.entries(given)) {
       const name = tables[key]?.env;
       expect(name, `${key} has an environment variable`).toBeDefined();
