@@ -75,6 +75,23 @@ describe("the chart's package", () => {
     expect(chart.appVersion).toBe(pkg.version);
   });
 
+  it("is installed by the READMEs from the registry a release publishes it to, at this version", () => {
+    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+    for (const readme of [join(root, "README.md"), join(CHART, "README.md")]) {
+      const installs = readFileSync(readme, "utf8")
+        .split("\n")
+        .filter((line) => line.startsWith("helm install "));
+      expect(installs.length, readme).toBeGreaterThan(0);
+      for (const line of installs) {
+        const [, , , chart] = line.split(/\s+/);
+        if (chart?.startsWith("oci://")) {
+          expect(chart).toBe("oci://ghcr.io/dms-dev/charts/dms-operator");
+          expect(line).toContain(`--version ${pkg.version} `);
+        } else expect(join(root, chart ?? "")).toBe(CHART);
+      }
+    }
+  });
+
   it("holds exactly the CRDs of crds/, as `npm run generate` writes them", () => {
     const dir = join(CHART, "files", "crds");
     expect(readdirSync(dir).sort()).toEqual(CRDS.map((crd) => crdFile(crd).replace(/^crds\//, "")).sort());
@@ -92,7 +109,8 @@ describe("the chart's package", () => {
   });
 });
 
-describe("helm template charts/dms-operator", () => {
+// Each case runs helm a few times (a second each on a busy machine).
+describe("helm template charts/dms-operator", { timeout: 30_000 }, () => {
   let bin: string;
   beforeAll(async () => {
     bin = await helmBinary();
@@ -237,7 +255,7 @@ describe("helm template charts/dms-operator", () => {
   });
 });
 
-describe("values.schema.json", () => {
+describe("values.schema.json", { timeout: 30_000 }, () => {
   let bin: string;
   beforeAll(async () => {
     bin = await helmBinary();
