@@ -236,6 +236,22 @@ describe("helm template charts/dms-operator", { timeout: 30_000 }, () => {
     expect(checksum(await render("key-2"))).not.toBe(checksum(objects));
   });
 
+  it("renders the CRDs, kept on uninstall, with scope cluster and not with scope namespace unless crds.enabled says so", async () => {
+    const crds = async (set: string[]) =>
+      (await renderChart(bin, { namespace: "dms-system", set })).filter(
+        (o) => o.kind === "CustomResourceDefinition",
+      );
+    const cluster = await crds([]);
+    expect(cluster.map((o) => o.metadata.name).sort()).toEqual(
+      CRDS.map((crd) => `${crd.plural}.dms.dev`).sort(),
+    );
+    for (const crd of cluster)
+      expect(crd.metadata.annotations).toEqual({ "helm.sh/resource-policy": "keep" });
+    expect(await crds(["crds.enabled=false"])).toEqual([]);
+    expect(await crds(["scope=namespace"])).toEqual([]);
+    expect(await crds(["scope=namespace", "crds.enabled=true"])).toHaveLength(CRDS.length);
+  });
+
   it("refuses what the operator could not run with, naming the value and the fix", async () => {
     const refusal = async (set: string[]) => {
       const args = ["template", "dms-operator", CHART, ...set.flatMap((s) => ["--set", s])];
