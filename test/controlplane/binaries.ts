@@ -193,6 +193,11 @@ export interface GoTool extends GoBuild {
   modulePath?: string;
   /** The oldest Go that builds it, when newer than the control plane's. */
   minGo?: readonly [number, number];
+  /**
+   * A Go string variable that reports the tool's version (set with `-X` to the pinned version of
+   * {@link modulePath}), for tools that print a placeholder otherwise.
+   */
+  versionVar?: string;
 }
 
 /** actionlint, which lints the GitHub Actions workflows in the test suite. */
@@ -225,6 +230,19 @@ export const TEMPLATE_RENDER: GoTool = {
   file: "template-render",
   module: "template-render",
   pkg: ".",
+};
+
+/**
+ * helm (v4, the maintained major line: v3 gets security fixes only), which lints, renders, installs
+ * and upgrades charts/dms-operator in test/e2e/helm-chart.test.ts and test/unit/helm-chart.test.ts.
+ */
+export const HELM: GoTool = {
+  file: "helm",
+  module: "helm",
+  pkg: "helm.sh/helm/v4/cmd/helm",
+  modulePath: "helm.sh/helm/v4",
+  minGo: [1, 26], // helm.sh/helm/v4's go.mod
+  versionVar: "helm.sh/helm/v4/internal/version.version", // else `helm version` says v4.3
 };
 
 /** The name of `tool`'s cache directory: `<file>-<version>` or `<file>-<digest of its module>`. */
@@ -272,10 +290,15 @@ export async function ensureGoTool(tool: GoTool, options: EnsureBinariesOptions 
     waitingFor: `building ${tool.file}`,
   });
   try {
-    return isExecutable(path) ? path : await build(tool, "-s -w", cacheDir, env, log);
+    return isExecutable(path) ? path : await build(tool, goToolLdflags(tool), cacheDir, env, log);
   } finally {
     release();
   }
+}
+
+function goToolLdflags(tool: GoTool): string {
+  if (!tool.versionVar || !tool.modulePath) return "-s -w";
+  return `-s -w -X ${tool.versionVar}=${requiredVersion(tool.module, tool.modulePath)}`;
 }
 
 function cached(cacheDir: string, key: BinaryKey): string | undefined {

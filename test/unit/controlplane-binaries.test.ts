@@ -14,6 +14,7 @@ import {
   ensureGoTool,
   GITOPS_HEALTH,
   goToolCacheName,
+  HELM,
 } from "../controlplane/binaries.ts";
 
 const FAKE_GO = `#!/bin/sh
@@ -203,3 +204,29 @@ describe("ensureGoTool, for gitops-health", () => {
     expect(builds()).toEqual([]);
   });
 });
+
+describe("ensureGoTool, for helm", () => {
+  it("builds the pinned release into helm-<version>, stamping that version into `helm version`", async () => {
+    // A go that logs its whole command line, to see the -ldflags.
+    writeFileSync(
+      join(root, "bin", "go"),
+      `#!/bin/sh\ncase "$1" in\n  env) echo go1.26.0 ;;\n  build) echo "$@" >> "$FAKE_GO_LOG"; out=""\n    while [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift ;; esac; shift; done\n    printf '#!/bin/sh\\n' > "$out"; chmod +x "$out" ;;\nesac\n`,
+      { mode: 0o755 },
+    );
+    const helm = pinnedHelmVersion();
+    expect(goToolCacheName(HELM)).toBe(`helm-${helm}`);
+    const path = await ensureGoTool(HELM, { env });
+    expect(path).toBe(join(root, "cache", "tools", `helm-${helm}`, "helm"));
+    const [line] = builds();
+    expect(line).toContain(`-X helm.sh/helm/v4/internal/version.version=${helm} `);
+    expect(line).toMatch(/ helm\.sh\/helm\/v4\/cmd\/helm$/);
+  });
+});
+
+/** The helm release test/controlplane/helm/go.mod pins. */
+function pinnedHelmVersion(): string {
+  const goMod = readFileSync(join(import.meta.dirname, "..", "controlplane", "helm", "go.mod"), "utf8");
+  const match = /^\s*helm\.sh\/helm\/v4 (v\S+)/m.exec(goMod);
+  if (!match?.[1]) throw new Error("test/controlplane/helm/go.mod does not require helm.sh/helm/v4");
+  return match[1];
+}

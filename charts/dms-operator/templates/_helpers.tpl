@@ -1,0 +1,125 @@
+{{/*
+The chart's name: the `app.kubernetes.io/name` label of every object (dms-operator).
+*/}}
+{{- define "dms-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The name of the release's objects: the release name when it already contains the chart's name
+(`helm install dms-operator …` gives the manifests' names), else `<release>-<name>`.
+*/}}
+{{- define "dms-operator.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := include "dms-operator.name" . }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Selector labels: the manifests' `app.kubernetes.io/name`, and the release, so that two releases
+in one namespace never select each other's pods.
+*/}}
+{{- define "dms-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "dms-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+Labels of every object but the CRDs: the manifests' `app.kubernetes.io/name` and Helm's.
+*/}}
+{{- define "dms-operator.labels" -}}
+app.kubernetes.io/name: {{ include "dms-operator.name" . }}
+{{ include "dms-operator.helmLabels" . }}
+{{- end }}
+
+{{/*
+Helm's standard labels and `commonLabels`: alone on the CRDs, which the manifests label with
+nothing (a CRD belongs to no one install).
+*/}}
+{{- define "dms-operator.helmLabels" -}}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+`metadata.annotations` from `commonAnnotations` (and the annotations given as the dict's
+"extra"), or nothing. Call with (dict "root" $ "extra" (dict …)).
+*/}}
+{{- define "dms-operator.annotations" -}}
+{{- $all := merge (dict) (.extra | default (dict)) .root.Values.commonAnnotations }}
+{{- with $all }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+The ServiceAccount's name.
+*/}}
+{{- define "dms-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "dms-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name: name the existing ServiceAccount to run as when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+"true" when the CRDs are part of this release: `crds.enabled`, or when unset (null), the
+cluster-wide scope. Empty otherwise (templates test it with `if`).
+*/}}
+{{- define "dms-operator.crdsEnabled" -}}
+{{- if kindIs "invalid" .Values.crds.enabled }}
+{{- if eq .Values.scope "cluster" }}true{{ end }}
+{{- else if .Values.crds.enabled }}true
+{{- end }}
+{{- end }}
+
+{{/*
+The image reference: repository@digest when a digest is given (the tag is then only
+informational, as with kustomize's `images:`), else repository:tag (tag defaults to appVersion).
+*/}}
+{{- define "dms-operator.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/*
+A value as the text of an environment variable: whole numbers without an exponent (values.yaml
+numbers arrive as float64, which would print 1048576 as 1.048576e+06), lists joined by commas.
+*/}}
+{{- define "dms-operator.envText" -}}
+{{- if kindIs "slice" . }}
+{{- join "," . }}
+{{- else if and (kindIs "float64" .) (eq (floor .) .) }}
+{{- int64 . }}
+{{- else }}
+{{- toString . }}
+{{- end }}
+{{- end }}
+
+{{/*
+Refuses combinations of values the operator could not run with, naming the value and the fix.
+*/}}
+{{- define "dms-operator.validate" -}}
+{{- if and (eq .Values.scope "namespace") .Values.config.namespaces }}
+{{- fail "config.namespaces: with scope: namespace the operator watches the release namespace only; leave config.namespaces empty, or use scope: cluster" }}
+{{- end }}
+{{- if and (eq .Values.scope "namespace") .Values.leaderElection.namespace (ne .Values.leaderElection.namespace .Release.Namespace) }}
+{{- fail "leaderElection.namespace: with scope: namespace the Lease lives in the release namespace, where the Role grants it; leave leaderElection.namespace empty" }}
+{{- end }}
+{{- end }}

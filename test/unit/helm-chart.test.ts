@@ -1,0 +1,327 @@
+// The Helm chart without a cluster: its version is the package's, its CRDs are crds/', every
+// `run` setting a platform team sets is a value passed under the operator's own variable name,
+// and values.schema.json refuses a typo naming it. Rendering runs the real helm (`helm template`,
+// `helm lint`); installing it, and the comparison with the kustomize install, are in
+// test/e2e/helm-chart.test.ts.
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { RUN_SETTINGS } from "../../src/commands/run-config.ts";
+import { SERVICE_SETTINGS, type Settings } from "../../src/config.ts";
+import { CRDS, crdFile, renderCrd } from "../../src/crd/render.ts";
+import { CHART, helm, helmBinary, type K8sObject, renderChart } from "../support/helm-chart.ts";
+
+const root = join(import.meta.dirname, "..", "..");
+const values = parse(readFileSync(join(CHART, "values.yaml"), "utf8")) as {
+  config: Record<string, unknown>;
+};
+
+/** The operator container of a rendering. */
+function operatorContainer(objects: K8sObject[]) {
+  const deployment = objects.find((o) => o.kind === "Deployment") as unknown as {
+    spec: {
+      replicas: number;
+      template: {
+        spec: {
+          containers: {
+            name: string;
+            image: string;
+            args: string[];
+            env: { name: string; value?: string }[];
+          }[];
+        };
+      };
+    };
+  };
+  const container = deployment.spec.template.spec.containers.find((c) => c.name === "operator");
+  if (!container) throw new Error("the rendering has no operator container");
+  return container;
+}
+
+/** The literal environment of the operator container. */
+const envOf = (objects: K8sObject[]) =>
+  Object.fromEntries(
+    operatorContainer(objects).env.flatMap((e) =>
+      e.value === undefined ? [] : [[e.name, e.value] as const],
+    ),
+  );
+
+/**
+ * `run` settings that are not under `config` in values.yaml, and where they are instead: the
+ * Kubernetes access (the pod's ServiceAccount), leader election (`leaderElection`), and the
+ * listen addresses (`metrics.port`, `healthProbes.port`).
+ */
+const NOT_UNDER_CONFIG: Record<string, string> = {
+  kubeconfig: "the pod's ServiceAccount",
+  context: "the pod's ServiceAccount",
+  leaderElect: "leaderElection.enabled",
+  leaderElectionNamespace: "leaderElection.namespace",
+  leaderElectionId: "leaderElection.id",
+  leaseDuration: "leaderElection.leaseDuration",
+  renewDeadline: "leaderElection.renewDeadline",
+  retryPeriod: "leaderElection.retryPeriod",
+  metricsBindAddress: "metrics.port",
+  healthProbeBindAddress: "healthProbes.port",
+};
+/** Service settings that come from the credentials Secret. */
+const FROM_CREDENTIALS = ["baseUrl", "tenantId"];
+
+describe("the chart's package", () => {
+  it("has package.json's version as its version and appVersion (a release publishes both at once)", () => {
+    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+    const chart = parse(readFileSync(join(CHART, "Chart.yaml"), "utf8")) as Record<string, unknown>;
+    expect(chart.version).toBe(pkg.version);
+    expect(chart.appVersion).toBe(pkg.version);
+  });
+
+  it("is installed by the READMEs from the registry a release publishes it to, at this version", () => {
+    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+    for (const readme of [join(root, "README.md"), join(CHART, "README.md")]) {
+      const installs = readFileSync(readme, "utf8")
+        .split("\n")
+        .filter((line) => line.startsWith("helm install "));
+      expect(installs.length, readme).toBeGreaterThan(0);
+      for (const line of installs) {
+        const [, , , chart] = line.split(/\s+/);
+        if (chart?.startsWith("oci://")) {
+          expect(chart).toBe("oci://ghcr.io/dms-dev/charts/dms-operator");
+          expect(line).toContain(`--version ${pkg.version} `);
+        } else expect(join(root, chart ?? "")).toBe(CHART);
+      }
+    }
+  });
+
+  it("holds exactly the CRDs of crds/, as `npm run generate` writes them", () => {
+    const dir = join(CHART, "files", "crds");
+    expect(readdirSync(dir).sort()).toEqual(CRDS.map((crd) => crdFile(crd).replace(/^crds\//, "")).sort());
+    for (const crd of CRDS) {
+      const copy = readFileSync(join(dir, crdFile(crd).replace(/^crds\//, "")), "utf8");
+      expect(copy, `${dir} is out of date: run \`npm run generate\``).toBe(renderCrd(crd));
+    }
+  });
+
+  it("has a value under `config` for every `run` setting but those it sets elsewhere, named as the setting", () => {
+    const settings = [...Object.keys(RUN_SETTINGS), ...Object.keys(SERVICE_SETTINGS)].filter(
+      (key) => !(key in NOT_UNDER_CONFIG) && !FROM_CREDENTIALS.includes(key),
+    );
+    expect(Object.keys(values.config).sort()).toEqual(settings.sort());
+  });
+});
+
+// Each case runs helm a few times (a second each on a busy machine).
+describe("helm template charts/dms-operator", { timeout: 30_000 }, () => {
+  let bin: string;
+  beforeAll(async () => {
+    bin = await helmBinary();
+  }, 900_000);
+
+  it("passes each `config` value as the setting's own environment variable, numbers without an exponent", async () => {
+    const given: Record<string, string> = {
+      namespaces: "{team-a,team-b}",
+      clusterConnections: "false",
+      labelSelector: "shard=1",
+      defaultConnectionNamespaceSelector: "dms.dev/tenant=platform",
+      concurrency: "8",
+      resyncPeriod: "5m",
+      listingDeadline: "30s",
+      logLevel: "debug",
+      shutdownTimeout: "20s",
+      pollInterval: "10s",
+      createGrace: "90s",
+      reconcileTimeout: "3m",
+      revisionTracking: "off",
+      maxSecretBytes: "16777216",
+      optimizeForSize: "off",
+      apiKeyHeader: "X-Key",
+      tenantHeader: "X-Tenant",
+      insecureSkipTlsVerify: "true",
+      timeoutMs: "20000",
+      maxResponseBytes: "1073741824",
+      retries: "2",
+      qps: "0.5",
+      burst: "10",
+    };
+    expect(Object.keys(given).sort()).toEqual(Object.keys(values.config).sort());
+    const env = envOf(
+      await renderChart(bin, {
+        namespace: "dms-system",
+        set: Object.entries(given).map(([key, value]) => `config.${key}=${value}`),
+      }),
+    );
+    const tables: Settings = { ...RUN_SETTINGS, ...SERVICE_SETTINGS };
+    for (const [key, text] of Object.entries(given)) {
+      const name = tables[key]?.env;
+      expect(name, `${key} has an environment variable`).toBeDefined();
+      expect(env[name as string], `config.${key} → ${name}`).toBe(
+        text === "{team-a,team-b}" ? "team-a,team-b" : text,
+      );
+    }
+  });
+
+  it("leaves every `config` value at the operator's default when unset: no DMS_* variable but the credentials'", async () => {
+    const env = operatorContainer(await renderChart(bin, { namespace: "dms-system" })).env.map((e) => e.name);
+    expect(env.filter((name) => name.startsWith("DMS_"))).toEqual([
+      "DMS_BASE_URL",
+      "DMS_TENANT_ID",
+      "DMS_API_KEY_FILE",
+    ]);
+  });
+
+  it("pulls the chart's appVersion by default, another tag when given, and by digest when one is given", async () => {
+    const image = async (set: string[]) =>
+      operatorContainer(await renderChart(bin, { namespace: "dms-system", set })).image;
+    const chart = parse(readFileSync(join(CHART, "Chart.yaml"), "utf8")) as { appVersion: string };
+    expect(await image([])).toBe(`ghcr.io/dms-dev/dms-operator:${chart.appVersion}`);
+    expect(await image(["image.tag=0.2.0-rc.1"])).toBe("ghcr.io/dms-dev/dms-operator:0.2.0-rc.1");
+    const digest = `sha256:${"ab".repeat(32)}`;
+    expect(await image(["image.tag=0.2.0", `image.digest=${digest}`])).toBe(
+      `ghcr.io/dms-dev/dms-operator@${digest}`,
+    );
+  });
+
+  it("sizes the runtime from `runtime` and passes leader election and the metrics mode as `run`'s flags", async () => {
+    const objects = await renderChart(bin, {
+      namespace: "dms-system",
+      set: [
+        "runtime.heapSizeMiB=192",
+        "runtime.extraNodeOptions=--trace-gc",
+        "leaderElection.enabled=false",
+        "leaderElection.id=shard-b",
+        "leaderElection.leaseDuration=30s",
+        "metrics.secure=false",
+        "replicas=1",
+      ],
+    });
+    expect(envOf(objects)).toMatchObject({
+      NODE_OPTIONS: "--max-old-space-size=192 --max-semi-space-size=1 --trace-gc",
+      MALLOC_ARENA_MAX: "2",
+      DMS_LEADER_ELECTION_ID: "shard-b",
+    });
+    expect(operatorContainer(objects).args).toEqual([
+      "run",
+      "--no-leader-elect",
+      "--metrics-bind-address=:8080",
+      "--health-probe-bind-address=:8081",
+      "--metrics-secure=false",
+      "--lease-duration=30s",
+    ]);
+    // Without leader election there is no Lease to grant.
+    expect(objects.map((o) => o.metadata.name)).not.toContain("dms-operator-leader-election");
+  });
+
+  it("creates the credentials Secret from values when asked, and rolls the pods when it changes", async () => {
+    const render = (apiKey: string) =>
+      renderChart(bin, {
+        namespace: "dms-system",
+        set: [
+          "credentials.create=true",
+          "credentials.baseUrl=https://api.example.com",
+          `credentials.apiKey=${apiKey}`,
+        ],
+      });
+    const objects = await render("key-1");
+    const secret = objects.find((o) => o.kind === "Secret");
+    expect(secret).toMatchObject({
+      metadata: { name: "dms-operator-credentials", namespace: "dms-system" },
+      stringData: { "base-url": "https://api.example.com", "api-key": "key-1" },
+    });
+    const checksum = (o: K8sObject[]) =>
+      (
+        o.find((x) => x.kind === "Deployment") as unknown as {
+          spec: { template: { metadata: { annotations: Record<string, string> } } };
+        }
+      ).spec.template.metadata.annotations["checksum/credentials"];
+    expect(checksum(objects)).toMatch(/^[0-9a-f]{64}$/);
+    expect(checksum(await render("key-2"))).not.toBe(checksum(objects));
+  });
+
+  it("renders the CRDs, kept on uninstall, with scope cluster and not with scope namespace unless crds.enabled says so", async () => {
+    const crds = async (set: string[]) =>
+      (await renderChart(bin, { namespace: "dms-system", set })).filter(
+        (o) => o.kind === "CustomResourceDefinition",
+      );
+    const cluster = await crds([]);
+    expect(cluster.map((o) => o.metadata.name).sort()).toEqual(
+      CRDS.map((crd) => `${crd.plural}.dms.dev`).sort(),
+    );
+    for (const crd of cluster)
+      expect(crd.metadata.annotations).toEqual({ "helm.sh/resource-policy": "keep" });
+    expect(await crds(["crds.enabled=false"])).toEqual([]);
+    expect(await crds(["scope=namespace"])).toEqual([]);
+    expect(await crds(["scope=namespace", "crds.enabled=true"])).toHaveLength(CRDS.length);
+  });
+
+  it("refuses what the operator could not run with, naming the value and the fix", async () => {
+    const refusal = async (set: string[]) => {
+      const args = ["template", "dms-operator", CHART, ...set.flatMap((s) => ["--set", s])];
+      const result = await helm(bin, args);
+      expect(result.code).not.toBe(0);
+      return result.stderr;
+    };
+    expect(
+      await refusal(["credentials.create=true", "credentials.baseUrl=https://api.example.com"]),
+    ).toContain("credentials.apiKey: the API key is required when credentials.create is true");
+    expect(await refusal(["scope=namespace", "config.namespaces={a}"])).toContain(
+      "config.namespaces: with scope: namespace the operator watches the release namespace only",
+    );
+    expect(await refusal(["serviceAccount.create=false"])).toContain(
+      "serviceAccount.name: name the existing ServiceAccount",
+    );
+  });
+});
+
+describe("values.schema.json", { timeout: 30_000 }, () => {
+  let bin: string;
+  beforeAll(async () => {
+    bin = await helmBinary();
+  }, 900_000);
+
+  // A key mistyped at each depth a user types: the top, a section, a nested section.
+  const typos = [
+    { set: "replicaz=3", at: "''", key: "replicaz" },
+    { set: "config.logLevl=debug", at: "'/config'", key: "logLevl" },
+    { set: "metrics.serviceMonitor.enabeld=true", at: "'/metrics/serviceMonitor'", key: "enabeld" },
+    {
+      set: "securityContext.readOnlyRootFileSystem=true",
+      at: "'/securityContext'",
+      key: "readOnlyRootFileSystem",
+    },
+  ];
+
+  it.each(typos)(
+    "makes `helm template` and `helm lint` refuse $set, naming the key",
+    async ({ set, at, key }) => {
+      for (const command of [
+        ["template", "dms-operator", CHART, "--set", set],
+        ["lint", CHART, "--set", set],
+      ]) {
+        const result = await helm(bin, command);
+        expect(result.code, `helm ${command.join(" ")}`).not.toBe(0);
+        expect(`${result.stdout}${result.stderr}`).toContain(
+          `at ${at}: additional properties '${key}' not allowed`,
+        );
+      }
+    },
+  );
+
+  it("refuses a value of the wrong kind or outside the operator's bounds", async () => {
+    for (const [set, message] of [
+      ["config.logLevel=verbose", "at '/config/logLevel'"],
+      ["config.concurrency=100", "at '/config/concurrency'"],
+      ["config.resyncPeriod=ten minutes", "at '/config/resyncPeriod'"],
+      ["scope=cluster-wide", "at '/scope'"],
+      ["image.digest=latest", "at '/image/digest'"],
+    ] as const) {
+      const result = await helm(bin, ["template", "dms-operator", CHART, "--set", set]);
+      expect(result.code, set).not.toBe(0);
+      expect(result.stderr, set).toContain(message);
+    }
+  });
+
+  it("accepts the defaults: `helm lint --strict` is clean", async () => {
+    const result = await helm(bin, ["lint", "--strict", CHART]);
+    expect(result.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
+    expect(result.code).toBe(0);
+  });
+});
