@@ -85,8 +85,11 @@ describe("the chart's package", () => {
       for (const line of installs) {
         const [, , , chart] = line.split(/\s+/);
         if (chart?.startsWith("oci://")) {
-          expect(chart).toBe("oci://ghcr.io/dms-dev/charts/dms-operator");
-          expect(line).toContain(`--version ${pkg.version} `);
+          // By version, or by the digest a verified pull printed.
+          const [ref, digest] = chart.split("@");
+          expect(ref).toBe("oci://ghcr.io/dms-dev/charts/dms-operator");
+          if (digest === undefined) expect(line).toContain(`--version ${pkg.version} `);
+          else expect(digest).toMatch(/^sha256:/);
         } else expect(join(root, chart ?? "")).toBe(CHART);
       }
     }
