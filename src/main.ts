@@ -502,7 +502,8 @@ function metricsProtection(
   clock: Clock,
   logger: Logger,
 ): Pick<HealthServerOptions, "metricsCertificate" | "metricsAuthenticator"> {
-  if (config.metricsSecure === false) return {};
+  // Without a metrics listener (`--metrics-bind-address=0`) there is nothing to protect.
+  if (config.metricsSecure === false || config.metricsBindAddress.trim() === "0") return {};
   return {
     metricsCertificate: config.metricsCertDir
       ? new DirectoryCertificate({ dir: config.metricsCertDir, clock, logger })
