@@ -157,6 +157,8 @@ async function demo(parts: Parts, options: DemoOptions, signal: AbortSignal): Pr
       `--base-url=${parts.simulator.url}`,
       "--no-leader-elect",
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+      // Loopback only, for a curl without a token; in a cluster /metrics is HTTPS and reviewed.
+      "--metrics-secure=false",
       "--health-probe-bind-address=127.0.0.1:0",
       "--poll-interval=1s",
     ],

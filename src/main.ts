@@ -23,6 +23,7 @@ import { KubeLease } from "./kube/lease.ts";
 import { KubeNamespaces } from "./kube/namespaces.ts";
 import { objectKey, refOf } from "./kube/object.ts";
 import { eventsPort, regardingOf, resourcePort, secretsPort } from "./kube/reconcile-adapters.ts";
+import { KubeReviews } from "./kube/reviews.ts";
 import { KubeSecrets } from "./kube/secrets.ts";
 import {
   subscribeConnectionTriggers,
@@ -36,14 +37,16 @@ import { POLL_INDEX, pollIndexer, RolloutPoller } from "./reconcile/remote.ts";
 import { ServiceSession } from "./reconcile/session.ts";
 import { type Clock, systemClock } from "./runtime/clock.ts";
 import { Controller } from "./runtime/controller.ts";
-import { HealthServer } from "./runtime/health.ts";
+import { HealthServer, type HealthServerOptions } from "./runtime/health.ts";
 import { HeapBudgetCheck } from "./runtime/heap-budget.ts";
 import { LeaderElector } from "./runtime/leader.ts";
 import { Manager, type Runnable } from "./runtime/manager.ts";
 import { RuntimeMetrics } from "./runtime/metrics.ts";
+import { MetricsAuthenticator } from "./runtime/metrics-auth.ts";
 import { registerRefusalMetrics } from "./runtime/refusal-metrics.ts";
 import { registerConnectionMetrics, registerResourceMetrics } from "./runtime/resource-metrics.ts";
 import { ResyncedController } from "./runtime/resync.ts";
+import { DirectoryCertificate, SelfSignedCertificate } from "./runtime/serving-cert.ts";
 import { VERSION } from "./version.ts";
 
 /** The cache index of Deployment resources by the key of the connection they use. */
@@ -107,6 +110,13 @@ export interface OperatorConfig {
     retryPeriodMs: number;
   };
   metricsBindAddress: string;
+  /**
+   * Serve `/metrics` over HTTPS, each scrape authenticated (TokenReview) and authorized
+   * (SubjectAccessReview, `get` on `/metrics`): `--metrics-secure`. Default true.
+   */
+  metricsSecure?: boolean;
+  /** `tls.crt` and `tls.key` for `/metrics` (`--metrics-cert-dir`); default a self-signed certificate. */
+  metricsCertDir?: string;
   healthProbeBindAddress: string;
   shutdownTimeoutMs: number;
   /** While rolling out, creating or deleting, look again after this long. */
@@ -337,6 +347,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     metricsBindAddress: config.metricsBindAddress,
     probeBindAddress: config.healthProbeBindAddress,
     registry: metrics.registry,
+    ...metricsProtection(config, kubeClient, clock, logger),
     clock,
     logger,
   });
@@ -480,6 +491,26 @@ export async function runOperator(
   );
   await operator.manager.start(signal);
   deps.logger.info("dms-operator stopped");
+}
+
+/**
+ * HTTPS and the token and access reviews of `/metrics`, unless `--metrics-secure=false`. The
+ * reviews go through the operator's own client: its ServiceAccount may create both.
+ */
+function metricsProtection(
+  config: OperatorConfig,
+  client: KubeClient,
+  clock: Clock,
+  logger: Logger,
+): Pick<HealthServerOptions, "metricsCertificate" | "metricsAuthenticator"> {
+  // Without a metrics listener (`--metrics-bind-address=0`) there is nothing to protect.
+  if (config.metricsSecure === false || config.metricsBindAddress.trim() === "0") return {};
+  return {
+    metricsCertificate: config.metricsCertDir
+      ? new DirectoryCertificate({ dir: config.metricsCertDir, clock, logger })
+      : new SelfSignedCertificate({ clock }),
+    metricsAuthenticator: new MetricsAuthenticator({ reviews: new KubeReviews(client), clock, logger }),
+  };
 }
 
 function elector(

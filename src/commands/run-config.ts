@@ -127,9 +127,23 @@ export const RUN_SETTINGS = {
   metricsBindAddress: {
     env: "DMS_METRICS_BIND_ADDRESS",
     parse: bindAddress,
-    default: ":8080",
+    shown: ":8443 (:8080 with --metrics-secure=false)",
     arg: "<addr>",
     help: "where /metrics listens, 0 to disable",
+  },
+  metricsSecure: {
+    env: "DMS_METRICS_SECURE",
+    parse: parsers.boolean,
+    default: "true",
+    arg: "[true|false]",
+    help: "serve /metrics over HTTPS to scrapers whose bearer token the API server authenticates (TokenReview) and allows get on /metrics (SubjectAccessReview); false: plain HTTP to anyone",
+  },
+  metricsCertDir: {
+    env: "DMS_METRICS_CERT_DIR",
+    parse: parsers.text,
+    shown: "a self-signed certificate",
+    arg: "<dir>",
+    help: "directory with tls.crt and tls.key for /metrics (a mounted kubernetes.io/tls Secret; re-read when renewed)",
   },
   healthProbeBindAddress: {
     env: "DMS_HEALTH_PROBE_BIND_ADDRESS",
@@ -243,7 +257,34 @@ const RULES: ReadonlyArray<(input: RuleInput) => string | undefined> = [
     v.reconcileTimeout >= MIN_RECONCILE_TIMEOUT_MS && v.reconcileTimeout > requestTimeoutMs
       ? undefined
       : `${nameOf("reconcileTimeout")}: must be at least 5s and more than the service request timeout (--timeout-ms ${requestTimeoutMs})`,
+  // The kubelet probes in plain HTTP: one listener cannot serve both.
+  ({ values: v }) =>
+    v.metricsSecure &&
+    metricsAddressOf(v) !== "0" &&
+    sameBindAddress(metricsAddressOf(v), v.healthProbeBindAddress)
+      ? `${nameOf("metricsBindAddress")}: must differ from the health probe address (--health-probe-bind-address) while /metrics is served over HTTPS (--metrics-secure)`
+      : undefined,
+  ({ values: v }) =>
+    v.metricsCertDir !== undefined && !v.metricsSecure
+      ? `${nameOf("metricsCertDir")}: only used over HTTPS; remove it, or drop --metrics-secure=false`
+      : undefined,
 ];
+
+/** The metrics address given, or its default: `:8443` over HTTPS, `:8080` in plain HTTP. */
+function metricsAddressOf(v: RunValues): string {
+  return v.metricsBindAddress ?? (v.metricsSecure ? ":8443" : ":8080");
+}
+
+function sameBindAddress(a: string, b: string): boolean {
+  const [x, y] = [parseBindAddress(a), parseBindAddress(b)];
+  return (
+    x !== undefined &&
+    y !== undefined &&
+    x.port !== 0 &&
+    x.port === y.port &&
+    (x.host ?? "") === (y.host ?? "")
+  );
+}
 
 /** The `run` configuration and its log level, or every problem found. */
 export function runConfigFrom(
@@ -288,7 +329,9 @@ export function runConfigFrom(
       renewDeadlineMs: v.renewDeadline,
       retryPeriodMs: v.retryPeriod,
     },
-    metricsBindAddress: v.metricsBindAddress,
+    metricsBindAddress: metricsAddressOf(v),
+    metricsSecure: v.metricsSecure,
+    ...(v.metricsCertDir ? { metricsCertDir: v.metricsCertDir } : {}),
     healthProbeBindAddress: v.healthProbeBindAddress,
     shutdownTimeoutMs: v.shutdownTimeout,
     pollMs: v.pollInterval,

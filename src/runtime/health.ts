@@ -1,15 +1,20 @@
 /**
  * The operator's HTTP endpoints: `/healthz` and `/readyz` (Kubernetes probe conventions, with
  * `[+]name ok` lines) and `/metrics` (Prometheus text format), on one or two listeners as
- * `--metrics-bind-address` and `--health-probe-bind-address` say.
+ * `--metrics-bind-address` and `--health-probe-bind-address` say. `/metrics` may be served over
+ * HTTPS with each scrape authenticated and authorized (`--metrics-secure`); the probes stay plain
+ * HTTP, as the kubelet calls them.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { pino } from "pino";
 import type { Registry } from "prom-client";
 import { type Clock, systemClock } from "./clock.ts";
 import type { Runnable } from "./manager.ts";
+import type { MetricsAuthenticator } from "./metrics-auth.ts";
+import type { ServingCertificate } from "./serving-cert.ts";
 
 /** A named probe: resolves when healthy, rejects (with the reason) when not. Must honour `signal`. */
 export interface HealthCheck {
@@ -42,12 +47,19 @@ export function parseBindAddress(value: string): BindAddress | undefined {
 
 /** Options of {@link HealthServer}. */
 export interface HealthServerOptions {
-  /** `--metrics-bind-address`; default ":8080"; "0" disables `/metrics`. */
+  /** `--metrics-bind-address`; default ":8080" (the command's default is ":8443" over HTTPS); "0" disables `/metrics`. */
   metricsBindAddress?: string;
   /** `--health-probe-bind-address`; default ":8081"; "0" disables the probes. */
   probeBindAddress?: string;
   /** The registry `/metrics` renders; without one `/metrics` is 404. */
   registry?: Registry;
+  /**
+   * Serve `/metrics` over HTTPS with this certificate; then its address must differ from the
+   * probes'. Without one, plain HTTP.
+   */
+  metricsCertificate?: ServingCertificate;
+  /** Decides each scrape of `/metrics` (bearer token, reviews); without one, anyone may read it. */
+  metricsAuthenticator?: MetricsAuthenticator;
   /** Time each check may take before it counts as failed. Default 5 s. */
   checkTimeoutMs?: number;
   clock?: Clock;
@@ -66,7 +78,8 @@ type Route = "metrics" | "probes";
  *   pass (with `?verbose` the per-check lines), else 503 with `[+]name ok` / `[-]name failed`
  *   lines. Failure reasons are logged (on change), never served: they may name internal hosts.
  *   `/readyz/<name>` runs one check. Once `start`'s signal aborts, readiness fails (`[-]shutdown`).
- * - `/metrics`: the registry in Prometheus text format.
+ * - `/metrics`: the registry in Prometheus text format; with an authenticator, only to a scrape
+ *   it allows (401, 403, or 5xx when it cannot tell).
  */
 export class HealthServer implements Runnable {
   readonly name = "health";
@@ -79,6 +92,8 @@ export class HealthServer implements Runnable {
   readonly #lastFailure = new Map<string, string>();
   readonly #servers: Array<{ server: Server; routes: Set<Route> }> = [];
   readonly #listening = Promise.withResolvers<{ metrics?: string; probes?: string }>();
+  /** Ends the certificate watches of the listeners open now. */
+  #watches = new AbortController();
   #stopping = false;
 
   constructor(options: HealthServerOptions = {}) {
@@ -114,13 +129,18 @@ export class HealthServer implements Runnable {
   }
 
   /**
-   * Opens the listeners; resolves with their base URLs (`http://host:port`) once listening.
+   * Opens the listeners; resolves with their base URLs (`http://host:port`, `https://` for metrics
+   * over HTTPS) once listening.
    * Rejects (closing any listener already open) when an address cannot be bound.
    */
   async listen(): Promise<{ metrics?: string; probes?: string }> {
     const metrics = parseBindAddress(this.#opts.metricsBindAddress ?? ":8080");
     const probes = parseBindAddress(this.#opts.probeBindAddress ?? ":8081");
     const shared = metrics && probes && metrics.port !== 0 && sameAddress(metrics, probes);
+    if (shared && this.#opts.metricsCertificate)
+      throw new RangeError(
+        `the metrics and probe bind addresses are both ${formatAddress(metrics)}: with /metrics over HTTPS they must differ (the kubelet probes in plain HTTP)`,
+      );
     const plan: Array<[BindAddress, Set<Route>]> = [];
     if (shared) plan.push([metrics, new Set<Route>(["metrics", "probes"])]);
     else {
@@ -143,6 +163,8 @@ export class HealthServer implements Runnable {
 
   /** Closes every listener (idle keep-alive connections included). */
   async close(): Promise<void> {
+    this.#watches.abort();
+    this.#watches = new AbortController();
     const servers = this.#servers.splice(0);
     await Promise.all(
       servers.map(
@@ -172,13 +194,24 @@ export class HealthServer implements Runnable {
   }
 
   async #open(address: BindAddress, routes: Set<Route>): Promise<string> {
-    const server = createServer((req, res) => {
+    const handler = (req: IncomingMessage, res: ServerResponse) => {
       this.#handle(req, res, routes).catch((err: unknown) => {
         this.#log.error({ err }, "health endpoint failed");
         if (!res.headersSent) res.writeHead(500);
         res.end();
       });
-    });
+    };
+    const certificate = routes.has("metrics") ? this.#opts.metricsCertificate : undefined;
+    let server: Server;
+    if (certificate) {
+      const https = createHttpsServer({ ...(await certificate.current()), minVersion: "TLSv1.2" }, handler);
+      // A renewed certificate serves new connections; open ones keep the one they shook hands with.
+      certificate.watch(
+        (pair) => https.setSecureContext({ ...pair, minVersion: "TLSv1.2" }),
+        this.#watches.signal,
+      );
+      server = https;
+    } else server = createServer(handler);
     await new Promise<void>((resolve, reject) => {
       server.once("error", (err) =>
         reject(new Error(`cannot listen on ${formatAddress(address)}`, { cause: err })),
@@ -188,7 +221,7 @@ export class HealthServer implements Runnable {
     this.#servers.push({ server, routes });
     const bound = server.address() as AddressInfo;
     const host = bound.family === "IPv6" ? `[${bound.address}]` : bound.address;
-    return `http://${host}:${bound.port}`;
+    return `${certificate ? "https" : "http"}://${host}:${bound.port}`;
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse, routes: Set<Route>): Promise<void> {
@@ -196,6 +229,11 @@ export class HealthServer implements Runnable {
     if (req.method !== "GET" && req.method !== "HEAD") return send(res, 405, "method not allowed\n");
     const path = url.pathname.replace(/\/+$/, "");
     if (routes.has("metrics") && path === "/metrics" && this.#opts.registry) {
+      const access = this.#opts.metricsAuthenticator;
+      if (access) {
+        const decision = await access.check(req.headers.authorization, { path: "/metrics", verb: "get" });
+        if (decision.status !== 200) return send(res, decision.status, `${decision.message}\n`);
+      }
       const body = await this.#opts.registry.metrics();
       res.writeHead(200, { "content-type": this.#opts.registry.contentType });
       res.end(req.method === "HEAD" ? undefined : body);

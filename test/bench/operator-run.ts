@@ -170,6 +170,8 @@ export async function startOperator(
       `--kubeconfig=${kubeconfig}`,
       `--base-url=${baseUrl}`,
       `--metrics-bind-address=${metrics}`,
+      // The benchmark scrapes its own loopback listener without a token.
+      "--metrics-secure=false",
       `--health-probe-bind-address=${probes}`,
     ],
     // Kept after the run (overwritten by the next), for a look at what the operator did.

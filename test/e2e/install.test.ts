@@ -21,6 +21,7 @@ const INSTALLED = [
   "clusterrole.rbac.authorization.k8s.io/dms-operator",
   "clusterrole.rbac.authorization.k8s.io/dms-operator-edit",
   "clusterrole.rbac.authorization.k8s.io/dms-operator-view",
+  "clusterrole.rbac.authorization.k8s.io/dms-operator-metrics-reader",
   "rolebinding.rbac.authorization.k8s.io/dms-operator-leader-election",
   "clusterrolebinding.rbac.authorization.k8s.io/dms-operator",
   "deployment.apps/dms-operator",
@@ -139,6 +140,9 @@ describe("the ServiceAccount dms-system/dms-operator", () => {
     ["get", "leases.coordination.k8s.io", "-n", "dms-system"],
     ["create", "leases.coordination.k8s.io", "-n", "dms-system"],
     ["update", "leases.coordination.k8s.io", "-n", "dms-system"],
+    // The reviews of each /metrics scrape: its bearer token, then its access to /metrics.
+    ["create", "tokenreviews.authentication.k8s.io"],
+    ["create", "subjectaccessreviews.authorization.k8s.io"],
   ];
   const refused = [
     ["create", "deployments.dms.dev", "-n", "some-team"], // users create resources, never the operator
@@ -176,6 +180,8 @@ describe("the ServiceAccount dms-system/dms-operator", () => {
     ["create", "clusterrolebindings.rbac.authorization.k8s.io"],
     ["escalate", "clusterroles.rbac.authorization.k8s.io"],
     ["impersonate", "serviceaccounts", "-A"],
+    ["create", "serviceaccounts", "--subresource=token", "-A"], // it reviews tokens, never mints them
+    ["get", "/metrics"], // reading the metrics takes dms-operator-metrics-reader
     ["*", "*", "-A"],
   ];
 

@@ -49,6 +49,7 @@ describe("npm run release:manifests", () => {
       "ClusterRole",
       "ClusterRole",
       "ClusterRole",
+      "ClusterRole",
       "ClusterRoleBinding",
       "CustomResourceDefinition",
       "CustomResourceDefinition",
@@ -169,11 +170,38 @@ describe("manifests/default", () => {
 
       const monitor = one("ServiceMonitor") as unknown as {
         metadata: { namespace: string };
-        spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string }[] };
+        spec: {
+          selector: { matchLabels: Record<string, string> };
+          endpoints: {
+            port: string;
+            scheme: string;
+            authorization: { type: string; credentials: { name: string; key: string } };
+          }[];
+        };
       };
       expect(monitor.metadata.namespace).toBe("dms-system");
       expect(matches(monitor.spec.selector.matchLabels, service.metadata.labels)).toBe(true);
       expect(service.spec.ports.map((p) => p.name)).toContain(monitor.spec.endpoints[0]?.port);
+      // HTTPS, on the container port the operator's --metrics-bind-address opens.
+      expect(monitor.spec.endpoints[0]?.scheme).toBe("https");
+      const metricsPort = ports.find((p) => p.name === service.spec.ports[0]?.targetPort)?.containerPort;
+      expect(metricsPort).toBe(8443);
+      // The token Prometheus sends is a ServiceAccount's bound to the metrics reader, and no other role.
+      const credentials = monitor.spec.endpoints[0]?.authorization.credentials;
+      const secret = objs.find((o) => o.kind === "Secret" && o.metadata.name === credentials?.name) as
+        | (Obj & { type: string; metadata: { annotations: Record<string, string>; namespace: string } })
+        | undefined;
+      expect(secret?.type).toBe("kubernetes.io/service-account-token");
+      expect(secret?.metadata.namespace).toBe(monitor.metadata.namespace);
+      expect(credentials?.key).toBe("token");
+      const scraper = secret?.metadata.annotations["kubernetes.io/service-account.name"];
+      const bindings = objs.filter(
+        (o) =>
+          (o.kind === "ClusterRoleBinding" || o.kind === "RoleBinding") &&
+          (o as unknown as { subjects: { name: string }[] }).subjects.some((s) => s.name === scraper),
+      ) as unknown as { roleRef: { name: string }; subjects: { namespace: string }[] }[];
+      expect(bindings.map((b) => b.roleRef.name)).toEqual(["dms-operator-metrics-reader"]);
+      expect(bindings[0]?.subjects[0]?.namespace).toBe("dms-system");
 
       const policy = one("NetworkPolicy") as unknown as {
         spec: {

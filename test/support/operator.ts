@@ -63,6 +63,11 @@ export interface TestOperatorOptions {
   logs?: LogCapture;
   /** Serve /metrics and the probes on loopback ports of the system's choosing. Default off. */
   listen?: boolean;
+  /**
+   * `--metrics-secure`: /metrics over HTTPS to reviewed tokens only. Default off: the tests that
+   * scrape it read it without a token.
+   */
+  metricsSecure?: boolean;
   /** Watch ClusterServiceConnections although scoped to `namespaces`. Default off. */
   clusterConnections?: boolean;
   /** `--default-connection-namespace-selector`, in the flag's syntax. Default none. */
@@ -119,6 +124,7 @@ export function testOperatorConfig(options: TestOperatorOptions): OperatorConfig
       retryPeriodMs: le?.retryPeriodMs ?? 500,
     },
     metricsBindAddress: options.listen ? "127.0.0.1:0" : "0",
+    metricsSecure: options.metricsSecure ?? false,
     healthProbeBindAddress: options.listen ? "127.0.0.1:0" : "0",
     shutdownTimeoutMs: options.shutdownTimeoutMs ?? 10_000,
     pollMs: options.pollMs ?? 200,

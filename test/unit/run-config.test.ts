@@ -31,6 +31,57 @@ describe("runConfigFrom bind addresses", () => {
   });
 });
 
+describe("runConfigFrom --metrics-secure", () => {
+  const problemsOf = (result: ReturnType<typeof runConfigFrom>) => (result.ok ? [] : result.problems);
+
+  it("serves /metrics over HTTPS on :8443 by default, in plain HTTP on :8080 with --metrics-secure=false", () => {
+    expect(runConfigFrom(base, {})).toMatchObject({
+      ok: true,
+      config: { metricsSecure: true, metricsBindAddress: ":8443" },
+    });
+    for (const [flags, env] of [
+      [{ metricsSecure: "false" }, {}],
+      [{}, { DMS_METRICS_SECURE: "false" }],
+    ] as const)
+      expect(runConfigFrom({ ...base, ...flags }, env)).toMatchObject({
+        ok: true,
+        config: { metricsSecure: false, metricsBindAddress: ":8080" },
+      });
+    // A switch given alone is on; a given address is kept either way.
+    expect(
+      runConfigFrom({ ...base, metricsSecure: true, metricsBindAddress: "127.0.0.1:9443" }, {}),
+    ).toMatchObject({ ok: true, config: { metricsSecure: true, metricsBindAddress: "127.0.0.1:9443" } });
+  });
+
+  it("reads the certificate directory from the flag or DMS_METRICS_CERT_DIR", () => {
+    expect(runConfigFrom(base, { DMS_METRICS_CERT_DIR: "/var/run/metrics-tls" })).toMatchObject({
+      ok: true,
+      config: { metricsCertDir: "/var/run/metrics-tls" },
+    });
+    const result = runConfigFrom(base, {});
+    expect(result.ok && "metricsCertDir" in result.config).toBe(false);
+  });
+
+  it("refuses HTTPS metrics on the probes' address, a certificate directory without HTTPS, and a non-boolean", () => {
+    expect(problemsOf(runConfigFrom({ ...base, metricsBindAddress: ":8081" }, {}))).toEqual([
+      "--metrics-bind-address / DMS_METRICS_BIND_ADDRESS: must differ from the health probe address (--health-probe-bind-address) while /metrics is served over HTTPS (--metrics-secure)",
+    ]);
+    expect(
+      problemsOf(runConfigFrom({ ...base, metricsBindAddress: ":8081", metricsSecure: "false" }, {})),
+    ).toEqual([]);
+    expect(
+      problemsOf(
+        runConfigFrom({ ...base, metricsSecure: "false", metricsCertDir: "/var/run/metrics-tls" }, {}),
+      ),
+    ).toEqual([
+      "--metrics-cert-dir / DMS_METRICS_CERT_DIR: only used over HTTPS; remove it, or drop --metrics-secure=false",
+    ]);
+    expect(problemsOf(runConfigFrom(base, { DMS_METRICS_SECURE: "maybe" }))).toEqual([
+      "--metrics-secure / DMS_METRICS_SECURE: must be true or false (or 1/0, yes/no)",
+    ]);
+  });
+});
+
 describe("runConfigFrom polling bounds", () => {
   const problemsOf = (result: ReturnType<typeof runConfigFrom>) => (result.ok ? [] : result.problems);
 
@@ -182,7 +233,8 @@ describe("the settings tables", () => {
         createGraceMs: 60_000,
         shutdownTimeoutMs: 30_000,
         leaderElection: { enabled: true, name: "dms-operator-leader", leaseDurationMs: 15_000 },
-        metricsBindAddress: ":8080",
+        metricsBindAddress: ":8443",
+        metricsSecure: true,
         logLevel: "info",
         service: { timeoutMs: 10_000, retries: 4, qps: 20, burst: 40, apiKeyHeader: "X-Api-Key" },
       },
