@@ -19,6 +19,7 @@ import {
 import { BASE_URL_RULES, HEADER_NAME_PATTERN, refusedHeaderRule } from "./connection-rules.ts";
 import { ObjectMetaSchema } from "./object-meta.ts";
 import { StringEnum } from "./openapi-types.ts";
+import { rolloutWindowsSchema } from "./rollout-windows-schema.ts";
 import { conditionsSchema, ObservedGenerationSchema } from "./status-schema.ts";
 
 /** Kind of the namespaced connection: usable by the Deployment resources of its own namespace. */
@@ -129,6 +130,11 @@ const specFields = <R extends TSchema>(secretRef: R) => ({
       description:
         "Skip verifying the service's TLS certificate (a test service only: the key can then be read by anyone in the path). A Warning event says so.",
     }),
+  ),
+  rolloutWindows: Type.Optional(
+    rolloutWindowsSchema(
+      "Default rollout windows of the Deployment resources using this connection that set no spec.rolloutWindows of their own (a Deployment's own list, even empty, replaces this one): a change that makes a new revision rolls out only when they allow it.",
+    ),
   ),
 });
 
