@@ -146,13 +146,14 @@ function activeSince(w: RolloutWindow, t: number, steps: Steps): number | undefi
  * instances that covers `t` (a window longer than its schedule's period covers it until a gap
  * in the schedule). Each step jumps to the latest start within the current end, past every start
  * before it: by about the whole duration when it is many periods long. Undefined when `w` is not
- * active at `t`; the end reached when the steps ran out (then the search is over anyway).
+ * active at `t`; the end reached when it passed `limit` (the search's horizon) or the steps ran
+ * out (then the search is over anyway).
  */
-function coverEnd(w: RolloutWindow, t: number, steps: Steps): number | undefined {
+function coverEnd(w: RolloutWindow, t: number, limit: number, steps: Steps): number | undefined {
   let start = activeSince(w, t, steps);
   if (start === undefined) return undefined;
   let end = start + w.durationMs;
-  while (!steps.spent) {
+  while (!steps.spent && end <= limit) {
     const latest = steps.latestStart(w, end);
     if (latest === undefined || latest === start) return end;
     start = latest;
@@ -211,7 +212,7 @@ export function nextOpening(
   while (t <= horizon) {
     let denyEnd: number | undefined;
     for (const w of denies) {
-      const end = coverEnd(w, t, steps);
+      const end = coverEnd(w, t, horizon, steps);
       if (end !== undefined && (denyEnd === undefined || end > denyEnd)) {
         denyEnd = end;
         cause = w;

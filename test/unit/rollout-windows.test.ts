@@ -167,6 +167,13 @@ describe("rollout windows: allowed and next opening", () => {
       opens: "none",
     },
     {
+      reason: "a deny window always on (each 1 January for 366 days): no window opens within the year",
+      windows: [{ kind: "deny", schedule: "0 0 1 1 *", duration: "8784h" }],
+      from: "2026-11-24T12:00:00Z",
+      allowed: false,
+      opens: "none",
+    },
+    {
       reason: "a deny window always on in steps of a minute: the search stops at its step budget",
       windows: [{ kind: "deny", schedule: "* * * * *", duration: "1m" }],
       from: "2026-11-24T12:00:00Z",
