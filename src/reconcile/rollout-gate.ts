@@ -13,13 +13,13 @@ import { InvalidSpecError } from "../crd/errors.ts";
 import { ANNOTATION_ROLLOUT_NOW } from "../crd/schema.ts";
 import type { ChangeGroup, FieldChange, PatchPlan } from "./plan.ts";
 import {
+  checkWindows,
   compileWindows,
   localTime,
   MAX_OPENING_STEPS,
   nextOpening,
   OPENING_HORIZON_MS,
   type Opening,
-  type RolloutWindow,
   type RolloutWindowSpec,
 } from "./rollout-windows.ts";
 import { formatTime } from "./status.ts";
@@ -31,9 +31,9 @@ export interface InheritedWindows {
   from: string;
 }
 
-/** The windows that rule a resource, and how messages name where they come from. */
+/** The windows that rule a resource (checked), and how messages name where they come from. */
 export interface WindowsInEffect {
-  windows: RolloutWindow[];
+  windows: readonly RolloutWindowSpec[];
   /** `spec.rolloutWindows`, or `spec.rolloutWindows of ServiceConnection team-a/prod`. */
   source: string;
 }
@@ -47,12 +47,15 @@ export function windowsInEffect(
   own: readonly RolloutWindowSpec[] | undefined,
   inherited: InheritedWindows | undefined,
 ): WindowsInEffect {
-  if (own !== undefined)
-    return { windows: compileWindows(own, "spec.rolloutWindows"), source: "spec.rolloutWindows" };
+  if (own !== undefined) {
+    checkWindows(own, "spec.rolloutWindows");
+    return { windows: own, source: "spec.rolloutWindows" };
+  }
   if (!inherited) return { windows: [], source: "spec.rolloutWindows" };
   const source = `spec.rolloutWindows of ${inherited.from}`;
   try {
-    return { windows: compileWindows(inherited.windows, "spec.rolloutWindows"), source };
+    checkWindows(inherited.windows, "spec.rolloutWindows");
+    return { windows: inherited.windows, source };
   } catch (error) {
     if (!(error instanceof InvalidSpecError)) throw error;
     throw new InvalidSpecError(
@@ -129,7 +132,7 @@ export function gateRollout(input: GateInput): RolloutGate {
   if (input.rolloutNow !== undefined && input.rolloutNow !== input.handledRolloutNow)
     return { kind: "open", viaRolloutNow: true };
   if (input.windows.windows.length === 0) return { kind: "open", viaRolloutNow: false };
-  const opening = nextOpening(input.windows.windows, input.now);
+  const opening = nextOpening(compileWindows(input.windows.windows, "spec.rolloutWindows"), input.now);
   if (opening.kind === "now") return { kind: "open", viaRolloutNow: false };
   const fields = [...new Set(input.held.map((c) => c.field))].join(", ");
   const what = `the change that makes a new revision (${fields}) is held: outside the rollout windows (${input.windows.source})`;

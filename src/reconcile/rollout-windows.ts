@@ -52,58 +52,91 @@ export const MAX_OPENING_STEPS = 400;
 export const DEFAULT_TIME_ZONE = "UTC";
 
 /**
- * The windows of `specs`, checked and parsed. `field` names the list in messages
- * (`spec.rolloutWindows`, or a connection's). Throws an {@link InvalidSpecError} naming the item,
- * what is wrong with it and the fix: a schedule croner cannot read, a duration that is not a Go
- * duration (or is zero, or longer than a year), a time zone `Intl` does not know.
+ * Checks `specs` without building their schedules: what every reconcile of a resource with
+ * windows does, so that a bad window is reported at once, not when a change comes. `field` names
+ * the list in messages (`spec.rolloutWindows`). Throws an {@link InvalidSpecError} naming the
+ * item, what is wrong with it and the fix: a schedule croner cannot read, a duration that is not
+ * a Go duration (or is zero, or longer than a year), a time zone `Intl` does not know.
  */
-export function compileWindows(specs: readonly RolloutWindowSpec[], field: string): RolloutWindow[] {
-  return specs.map((spec, index) => compileWindow(spec, `${field}[${index}]`, index));
+export function checkWindows(specs: readonly RolloutWindowSpec[], field: string): void {
+  specs.forEach((spec, index) => {
+    checkWindow(spec, `${field}[${index}]`);
+  });
 }
 
-function compileWindow(spec: RolloutWindowSpec, field: string, index: number): RolloutWindow {
+/**
+ * The windows of `specs`, checked and parsed for arithmetic (see {@link checkWindows} for what
+ * it throws). Built when a change would be held, never kept: one parsed schedule holds about
+ * 80 KB (croner's table of years), too much to keep for every resource.
+ */
+export function compileWindows(specs: readonly RolloutWindowSpec[], field: string): RolloutWindow[] {
+  return specs.map((spec, index) => {
+    const { durationMs, zone } = checkWindow(spec, `${field}[${index}]`);
+    // 5 fields as Argo CD and Kubernetes CronJobs read them; day-of-month and day-of-week are
+    // OR-ed as in Vixie cron (croner's default). UTC has no daylight saving: a fixed offset
+    // spares croner its `Intl` conversions. Other zones go by their canonical name, so that
+    // croner's own cache of formatters holds one per real zone, whatever the case written.
+    const where = zone === "UTC" || zone === "Etc/UTC" ? { utcOffset: 0 } : { timezone: zone };
+    const cron = new Cron(spec.schedule, { ...where, paused: true, mode: "5-part" });
+    return { kind: spec.kind, schedule: spec.schedule, durationMs, timeZone: zone, index, cron };
+  });
+}
+
+/**
+ * Canonical zone names by the name written, for the names `Intl` knows: building a formatter to
+ * ask costs about 400 µs. Cleared when full (a tenant can write many spellings of one zone).
+ */
+const ZONES = new Map<string, string>();
+/** Schedules croner has read (it costs about 100 µs); cleared when full. */
+const SCHEDULES = new Set<string>();
+const MAX_MEMO = 1_024;
+
+function checkWindow(spec: RolloutWindowSpec, field: string): { durationMs: number; zone: string } {
   if (!(WINDOW_KINDS as readonly string[]).includes(spec.kind))
     throw new InvalidSpecError(
       `${field}.kind`,
       `${JSON.stringify(spec.kind)} is not a window kind: use allow or deny`,
     );
-  const timeZone = spec.timeZone ?? DEFAULT_TIME_ZONE;
-  try {
-    new Intl.DateTimeFormat("en", { timeZone });
-  } catch (error) {
-    throw new InvalidSpecError(
-      `${field}.timeZone`,
-      `${JSON.stringify(timeZone)} is not an IANA time zone this operator knows: use a name such as Europe/Berlin, America/New_York or UTC (leave it out for UTC)`,
-      { cause: error },
-    );
-  }
+  const zone = canonicalZone(spec.timeZone ?? DEFAULT_TIME_ZONE, `${field}.timeZone`);
   const durationMs = parseDuration(spec.duration);
   if (durationMs === undefined || durationMs > MAX_WINDOW_DURATION_MS)
     throw new InvalidSpecError(
       `${field}.duration`,
       `${JSON.stringify(spec.duration)} is not a duration between 1ms and 8784h (366 days): use a Go duration such as 1h, 90m or 8h30m`,
     );
-  let cron: Cron;
+  if (!SCHEDULES.has(spec.schedule)) {
+    try {
+      new Cron(spec.schedule, { utcOffset: 0, paused: true, mode: "5-part" });
+    } catch (error) {
+      const detail = error instanceof Error ? error.message : String(error);
+      throw new InvalidSpecError(
+        `${field}.schedule`,
+        `${JSON.stringify(spec.schedule)} is not a cron schedule (${detail}): use 5 fields, minute hour day-of-month month day-of-week, such as "0 22 * * 1-5", or @daily`,
+        { cause: error },
+      );
+    }
+    if (SCHEDULES.size >= MAX_MEMO) SCHEDULES.clear();
+    SCHEDULES.add(spec.schedule);
+  }
+  return { durationMs, zone };
+}
+
+function canonicalZone(timeZone: string, field: string): string {
+  const known = ZONES.get(timeZone);
+  if (known) return known;
+  let zone: string;
   try {
-    // 5 fields as Argo CD and Kubernetes CronJobs read them; day-of-month and day-of-week are
-    // OR-ed as in Vixie cron (croner's default).
-    const zone = isUtc(timeZone) ? { utcOffset: 0 } : { timezone: timeZone };
-    cron = new Cron(spec.schedule, { ...zone, paused: true, mode: "5-part" });
+    zone = new Intl.DateTimeFormat("en", { timeZone }).resolvedOptions().timeZone;
   } catch (error) {
-    const detail = error instanceof Error ? error.message : String(error);
     throw new InvalidSpecError(
-      `${field}.schedule`,
-      `${JSON.stringify(spec.schedule)} is not a cron schedule (${detail}): use 5 fields, minute hour day-of-month month day-of-week, such as "0 22 * * 1-5", or @daily`,
+      field,
+      `${JSON.stringify(timeZone)} is not an IANA time zone this operator knows: use a name such as Europe/Berlin, America/New_York or UTC (leave it out for UTC)`,
       { cause: error },
     );
   }
-  return { kind: spec.kind, schedule: spec.schedule, durationMs, timeZone, index, cron };
-}
-
-/** Whether `timeZone` is UTC: then a fixed offset spares croner its `Intl` conversions. */
-function isUtc(timeZone: string): boolean {
-  const resolved = new Intl.DateTimeFormat("en", { timeZone }).resolvedOptions().timeZone;
-  return resolved === "UTC" || resolved === "Etc/UTC";
+  if (ZONES.size >= MAX_MEMO) ZONES.clear();
+  ZONES.set(timeZone, zone);
+  return zone;
 }
 
 /** Counts schedule evaluations against {@link MAX_OPENING_STEPS}. */
