@@ -5,7 +5,7 @@
  */
 import type { ServiceClient } from "../api/client.ts";
 import type { ServiceConfig } from "../config.ts";
-import { type ConnectionReadPorts, readConnection } from "../connection/read.ts";
+import { type ConnectionReadPorts, type ReadConnection, readConnection } from "../connection/read.ts";
 import { type ConnectionId, connectionKey, serviceConfigOf } from "../connection/settings.ts";
 import { KubeClient } from "../kube/client.ts";
 import { loadKubeConfig } from "../kube/config.ts";
@@ -40,6 +40,7 @@ export class ConnectionClients {
   readonly #defaults: () => ServiceConfig;
   readonly #client: (config: ServiceConfig) => ServiceClient;
   readonly #clients = new Map<string, Promise<ServiceClient>>();
+  readonly #reads = new Map<string, Promise<ReadConnection>>();
 
   /**
    * `defaults` gives what a connection's spec leaves out (called once per connection, so a
@@ -60,10 +61,21 @@ export class ConnectionClients {
     const key = connectionKey(id);
     let found = this.#clients.get(key);
     if (!found) {
-      found = readConnection(this.#ports, id, signal).then((read) =>
+      found = this.read(id, signal).then((read) =>
         this.#client(serviceConfigOf(read.spec, read.apiKey, this.#defaults(), read.caBundle)),
       );
       this.#clients.set(key, found);
+    }
+    return found;
+  }
+
+  /** Connection `id` as read (once per run); rejects as {@link ConnectionClients.client} does. */
+  read(id: ConnectionId, signal: AbortSignal): Promise<ReadConnection> {
+    const key = connectionKey(id);
+    let found = this.#reads.get(key);
+    if (!found) {
+      found = readConnection(this.#ports, id, signal);
+      this.#reads.set(key, found);
     }
     return found;
   }

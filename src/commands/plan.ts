@@ -186,7 +186,11 @@ function connectionServices(
         message: `${label}: the connection's settings and API key are in the cluster; pass --kubeconfig (and --context) to read them`,
       };
     try {
-      return { kind: "service", key, service: deploymentsPort(await clients.client(id, signal)) };
+      const service = deploymentsPort(await clients.client(id, signal));
+      const windows = (await clients.read(id, signal)).spec.rolloutWindows;
+      // The connection's windows are the default of its resources, as the operator reads them.
+      const rolloutWindows = windows ? { windows, from: describeConnection(id) } : undefined;
+      return { kind: "service", key, service, ...(rolloutWindows ? { rolloutWindows } : {}) };
     } catch (error) {
       if (!(error instanceof ConnectionReadError)) throw error;
       // With --connection, the flag names the connection; else the resource's reference does.

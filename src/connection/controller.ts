@@ -171,6 +171,8 @@ export class Connections implements Sessions {
   readonly #unusable = new Map<string, Verdict & { ok: false }>();
   /** The namespace selector each connection had at its last reconcile (see `selectorOf`). */
   readonly #selectors = new Map<string, string>();
+  /** The rollout windows each connection had at its last reconcile (JSON). */
+  readonly #windows = new Map<string, string>();
 
   constructor(options: ConnectionsOptions) {
     this.#o = {
@@ -216,7 +218,11 @@ export class Connections implements Sessions {
     const entry = this.#entries.get(key);
     if (!entry?.verdict) return { kind: "pending" };
     if (!entry.verdict.ok) return { kind: "unavailable", message: notReady(id, entry.verdict) };
-    return { kind: "ready", session: entry.session };
+    const windows = found.spec.rolloutWindows;
+    // Read from the watch cache at each lookup: a change of the windows alone rebuilds nothing.
+    return windows
+      ? { kind: "ready", session: entry.session, rolloutWindows: { windows, from: describeConnection(id) } }
+      : { kind: "ready", session: entry.session };
   }
 
   /** The sessions usable now, the default one first: a resync pass lists each once. */
@@ -300,6 +306,7 @@ export class Connections implements Sessions {
     const knownSelector = this.#selectors.get(key);
     this.#selectors.set(key, selector);
     if (knownSelector !== undefined && knownSelector !== selector) this.#o.onChange(key);
+    this.#noteWindows(key, obj);
     // A deletion waits for the resources still using the connection, which stays usable (and
     // checked) meanwhile: they may need it to delete their deployments.
     let holding: { reason: string; message: string } | undefined;
@@ -440,6 +447,17 @@ export class Connections implements Sessions {
         transient: false,
       },
     };
+  }
+
+  /**
+   * Enqueues the connection's resources when its `spec.rolloutWindows` changed: a change held
+   * under the old windows waits for the opening they computed, which the new ones may move.
+   */
+  #noteWindows(key: string, obj: ConnectionObject): void {
+    const windows = JSON.stringify(obj.spec.rolloutWindows ?? null);
+    const known = this.#windows.get(key);
+    this.#windows.set(key, windows);
+    if (known !== undefined && known !== windows) this.#o.onChange(key);
   }
 
   /** The entry of `key`, rebuilt when the settings (spec, key or CA) changed. */
@@ -623,6 +641,7 @@ export class Connections implements Sessions {
   #forget(key: string): void {
     const known = this.#entries.has(key) || this.#unusable.has(key);
     this.#selectors.delete(key);
+    this.#windows.delete(key);
     this.#entries.delete(key);
     this.#unusable.delete(key);
     if (known) this.#o.onChange(key);

@@ -24,6 +24,7 @@ import {
 } from "./connection-rules.ts";
 import { ObjectMetaSchema } from "./object-meta.ts";
 import { StringEnum } from "./openapi-types.ts";
+import { rolloutWindowsSchema } from "./rollout-windows-schema.ts";
 import { conditionsSchema, ObservedGenerationSchema } from "./status-schema.ts";
 
 /** Kind of the namespaced connection: usable by the Deployment resources of its own namespace. */
@@ -167,6 +168,11 @@ const specFields = <R extends TSchema, C extends TSchema>(secretRef: R, caSecret
     }),
   ),
   caSecretRef: Type.Optional(caSecretRef),
+  rolloutWindows: Type.Optional(
+    rolloutWindowsSchema(
+      "Default rollout windows of the Deployment resources using this connection that set no spec.rolloutWindows of their own (a Deployment's own list, even empty, replaces this one): a change that makes a new revision rolls out only when they allow it.",
+    ),
+  ),
 });
 
 /**

@@ -11,6 +11,7 @@ import { CONNECTION_KINDS } from "./connection-schema.ts";
 import { ObjectMetaSchema } from "./object-meta.ts";
 import { StringEnum } from "./openapi-types.ts";
 import { ResourceSpecSchema } from "./resource-spec-schema.ts";
+import { rolloutWindowsSchema } from "./rollout-windows-schema.ts";
 import { DeploymentResourceStatusSchema } from "./status-schema.ts";
 
 export { ObjectMetaSchema } from "./object-meta.ts";
@@ -41,6 +42,11 @@ export const ANNOTATION_RECONCILE_INTERVAL = "dms.dev/reconcile-interval";
 export const ANNOTATION_RECONCILE_REQUESTED_AT = "dms.dev/reconcile-requested-at";
 /** Annotation: `"true"` stops every service call for the resource (deletion still works). */
 export const ANNOTATION_PAUSED = "dms.dev/paused";
+/**
+ * Annotation: any new value lets the change held outside the rollout windows go out now, once;
+ * acknowledged in `status.lastHandledRolloutNow`.
+ */
+export const ANNOTATION_ROLLOUT_NOW = "dms.dev/rollout-now";
 
 /** Values of `spec.managementPolicy`. */
 export const MANAGEMENT_POLICIES = ["Manage", "ObserveOnly"] as const;
@@ -361,6 +367,11 @@ export const DeploymentSpecSchema = Type.Object(
         description:
           "How long a new revision may take to go live (a Go duration such as 30m, 1h30m, 90s) before the resource is Stalled with reason RolloutTimeout and the revision's log tail; 0 disables. Default 30m. Nothing is sent again because of it: the rollout recovers when the revision goes live or fails.",
       }),
+    ),
+    rolloutWindows: Type.Optional(
+      rolloutWindowsSchema(
+        "When a change that makes a new revision (sourceRevisionConfig, secrets, revisionSource) may roll out: outside them it is held (Synced=False, reason OutsideRolloutWindow) until a window opens, or until the annotation dms.dev/rollout-now gets a new value; other changes (sourceConfig) go at once. Left out: the connection's spec.rolloutWindows. An empty list: no windows, roll out any time.",
+      ),
     ),
   },
   {

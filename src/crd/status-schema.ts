@@ -108,6 +108,9 @@ export const DeploymentResourceStatusSchema = Type.Object(
     lastHandledReconcileAt: Str(
       "Last value of the dms.dev/reconcile-requested-at annotation that was acted on.",
     ),
+    lastHandledRolloutNow: Str(
+      "Last value of the dms.dev/rollout-now annotation that was acted on: the same value lets no later change through.",
+    ),
     createRequestedAt: Type.Optional(
       Type.String({
         format: "date-time",

@@ -19,6 +19,7 @@ import { type ReadSecrets, RepoListings, readSecrets } from "../reconcile/inputs
 import { AmbiguousNameError, observe } from "../reconcile/observe.ts";
 import type { DeploymentsPort, SecretsPort } from "../reconcile/ports.ts";
 import { RemoteSnapshot } from "../reconcile/remote.ts";
+import type { InheritedWindows } from "../reconcile/rollout-gate.ts";
 import { DEFAULT_MAX_SECRET_BYTES, SecretsTooLargeError } from "../reconcile/secret-budget.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { ManifestResource } from "./manifests.ts";
@@ -53,11 +54,12 @@ export interface ClusterReader {
 
 /**
  * The service a resource is reviewed against, by its connection: a port (`key` tells connections
- * apart: each has its own listing), a reason not to review it (`plan --connection` selects
- * another connection), or why it cannot be reviewed (an `error` entry).
+ * apart: each has its own listing) and the connection's rollout windows if it has any, a reason
+ * not to review it (`plan --connection` selects another connection), or why it cannot be
+ * reviewed (an `error` entry).
  */
 export type ServiceChoice =
-  | { kind: "service"; key: string; service: DeploymentsPort }
+  | { kind: "service"; key: string; service: DeploymentsPort; rolloutWindows?: InheritedWindows }
   | { kind: "skip"; reason: string }
   | { kind: "error"; message: string };
 
@@ -203,6 +205,8 @@ export async function reviewAll(
       ...(secretData ? { secretData } : {}),
       ...(github ? { github } : {}),
       ...(nameConflict ? { nameConflict } : {}),
+      ...(choice.rolloutWindows ? { inheritedWindows: choice.rolloutWindows } : {}),
+      now: options.clock.now(),
     };
     entries.push(reviewResource(inputs));
   }

@@ -4,7 +4,7 @@
  */
 import { DEFAULT_CONNECTION } from "../connection/settings.ts";
 import type { ManifestProblem } from "./manifests.ts";
-import type { ReviewAction, ReviewEntry } from "./review.ts";
+import type { HeldReview, ReviewAction, ReviewEntry } from "./review.ts";
 
 /** Everything a plan found. */
 export interface PlanReport {
@@ -91,6 +91,14 @@ function headline(e: ReviewEntry): string {
   }
 }
 
+/** What the rollout windows hold: `held until <time> (<local>): outside rollout windows (…): fields`. */
+function heldLine(held: HeldReview): string {
+  const what = `outside rollout windows (${held.windows}): ${held.fields.join(", ")}`;
+  return held.until
+    ? `held until ${held.until} (${held.local ?? ""}): ${what}`
+    : `held: ${what}; ${held.when}`;
+}
+
 /** The report for people: one block per resource, then file errors, then a one-line total. */
 export function renderPlanText(report: PlanReport): string {
   const out: string[] = [];
@@ -100,6 +108,7 @@ export function renderPlanText(report: PlanReport): string {
     out.push(`${e.namespace}/${e.name}${target}${through} [${where(e)}]: ${headline(e)}`);
     const marker = e.action === "create" ? "+" : "~";
     for (const line of e.summary) out.push(`    ${marker} ${line}`);
+    if (e.held) out.push(`    ${heldLine(e.held)}`);
     for (const line of e.drift) out.push(`    ≠ ${line}`);
     for (const p of e.problems) out.push(`    ! ${p.reason}: ${p.message}`);
     if (e.error) out.push(`    ! ${e.error}`);

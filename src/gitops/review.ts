@@ -9,10 +9,28 @@ import { connectionLabel } from "../connection/settings.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { desiredFromSpec, effectiveName } from "../crd/mapping.ts";
-import { ANNOTATION_PAUSED, type DeploymentResource, type DeploymentSpec } from "../crd/schema.ts";
+import {
+  ANNOTATION_PAUSED,
+  ANNOTATION_ROLLOUT_NOW,
+  type DeploymentResource,
+  type DeploymentSpec,
+} from "../crd/schema.ts";
 import { lastAppliedFor } from "../reconcile/last-applied.ts";
 import { observedDrift } from "../reconcile/notes.ts";
-import { type FieldChange, type LastApplied, type PlanProblem, plan } from "../reconcile/plan.ts";
+import {
+  type FieldChange,
+  type LastApplied,
+  type PatchPlan,
+  type PlanProblem,
+  plan,
+} from "../reconcile/plan.ts";
+import {
+  gateRollout,
+  type InheritedWindows,
+  splitPatch,
+  type WindowsInEffect,
+  windowsInEffect,
+} from "../reconcile/rollout-gate.ts";
 import { secretValueState } from "./importer.ts";
 
 /** What the operator would do with a resource. */
@@ -57,8 +75,24 @@ export interface ReviewEntry {
   drift: string[];
   /** Annotated `dms.dev/paused: "true"`: the plan applies once the annotation is removed. */
   paused: boolean;
+  /** The part of a patch that makes a new revision, held outside the rollout windows now. */
+  held?: HeldReview;
   error?: string;
   skipReason?: string;
+}
+
+/** A change the rollout windows would hold (see `src/reconcile/rollout-gate.ts`). */
+export interface HeldReview {
+  /** When it would go out (RFC 3339), if a window opens within the search. */
+  until?: string;
+  /** The same instant in the window's time zone. */
+  local?: string;
+  /** Where the windows come from: `spec.rolloutWindows`, or a connection's. */
+  windows: string;
+  /** Spec paths of the changes held. */
+  fields: string[];
+  /** When it would go out, or that no window opens within the search. */
+  when: string;
 }
 
 /** Something the operator would refuse or cannot do; `reason` is the condition reason it would set. */
@@ -72,6 +106,7 @@ export interface ReviewProblem {
 export interface LiveStatus {
   deploymentId?: string;
   appliedSecretsHash?: string;
+  lastHandledRolloutNow?: string;
 }
 
 /** What was found for a resource before planning it. */
@@ -93,6 +128,10 @@ export interface ReviewInputs {
   warnings: readonly string[];
   /** Set when another resource holds the same service name: the operator would stall this one. */
   nameConflict?: string;
+  /** The connection's rollout windows, the default when the resource sets none. */
+  inheritedWindows?: InheritedWindows;
+  /** The instant the rollout windows are read at (ms since the epoch); absent: not checked. */
+  now?: number;
 }
 
 /** The operator's decision for `inputs`, explained. Throws only on a bug (an unexpected error). */
@@ -116,6 +155,16 @@ export function reviewResource(inputs: ReviewInputs): ReviewEntry {
     });
   } catch (error) {
     if (!(error instanceof SecretNotFoundError || error instanceof InvalidSpecError)) throw error;
+    return { ...entry, action: "error", error: error.message };
+  }
+  let windows: WindowsInEffect | undefined;
+  try {
+    windows =
+      spec.managementPolicy === "ObserveOnly"
+        ? undefined
+        : windowsInEffect(spec.rolloutWindows, inputs.inheritedWindows);
+  } catch (error) {
+    if (!(error instanceof InvalidSpecError)) throw error;
     return { ...entry, action: "error", error: error.message };
   }
   const lastApplied = lastAppliedFor(spec, desired, inputs.live?.appliedSecretsHash);
@@ -154,6 +203,8 @@ export function reviewResource(inputs: ReviewInputs): ReviewEntry {
         const note = maskedNote(inputs.observed, lastApplied);
         if (note) entry.warnings.push(note);
       }
+      const held = decision.action === "patch" && windows ? heldReview(inputs, decision, windows) : undefined;
+      if (held) entry.held = held;
     }
   }
   return entry;
@@ -190,6 +241,32 @@ function baseEntry(inputs: ReviewInputs): ReviewEntry {
     observeOnly: false,
     drift: [],
     paused: resource.metadata.annotations?.[ANNOTATION_PAUSED] === "true",
+  };
+}
+
+/** The revision part of `decision` the rollout windows would hold at `inputs.now`, if any. */
+function heldReview(
+  inputs: ReviewInputs,
+  decision: PatchPlan,
+  windows: WindowsInEffect,
+): HeldReview | undefined {
+  if (inputs.now === undefined) return undefined;
+  const { held } = splitPatch(decision);
+  if (!held) return undefined;
+  const gate = gateRollout({
+    windows,
+    now: inputs.now,
+    rolloutNow: inputs.resource.metadata.annotations?.[ANNOTATION_ROLLOUT_NOW] || undefined,
+    handledRolloutNow: inputs.live?.lastHandledRolloutNow,
+    held: held.changes,
+  });
+  if (gate.kind === "open") return undefined;
+  return {
+    ...(gate.until ? { until: gate.until } : {}),
+    ...(gate.local ? { local: gate.local } : {}),
+    windows: windows.source,
+    fields: [...new Set(held.changes.map((c) => c.field))],
+    when: gate.when,
   };
 }
 

@@ -7,6 +7,7 @@ import {
   ANNOTATION_PAUSED,
   ANNOTATION_RECONCILE_INTERVAL,
   ANNOTATION_RECONCILE_REQUESTED_AT,
+  ANNOTATION_ROLLOUT_NOW,
 } from "../crd/schema.ts";
 
 type Annotated = { metadata: { annotations?: Record<string, string> } };
@@ -19,6 +20,11 @@ export function isPaused(obj: Annotated): boolean {
 /** The value of `dms.dev/reconcile-requested-at`, if set. */
 export function reconcileRequestedAt(obj: Annotated): string | undefined {
   return obj.metadata.annotations?.[ANNOTATION_RECONCILE_REQUESTED_AT] || undefined;
+}
+
+/** The value of `dms.dev/rollout-now`, if set. */
+export function rolloutNow(obj: Annotated): string | undefined {
+  return obj.metadata.annotations?.[ANNOTATION_ROLLOUT_NOW] || undefined;
 }
 
 /** Shortest interval honoured: a smaller one would poll the service hot. */

@@ -21,7 +21,7 @@ import {
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
 import { objectKey, parseObjectKey } from "../runtime/keys.ts";
-import { isPaused, reconcileInterval, reconcileRequestedAt } from "./annotations.ts";
+import { isPaused, reconcileInterval, reconcileRequestedAt, rolloutNow } from "./annotations.ts";
 import { claimedName, claimOf, olderClaimant } from "./claims.ts";
 import {
   evidenceDue,
@@ -46,9 +46,17 @@ import {
   updateReason,
 } from "./notes.ts";
 import { type LookupTarget, observe } from "./observe.ts";
-import { type CreatePlan, plan } from "./plan.ts";
+import { type CreatePlan, type PatchPlan, plan } from "./plan.ts";
 import type { EventNote, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { ListingFailure } from "./remote.ts";
+import {
+  gateRollout,
+  type InheritedWindows,
+  type RolloutGate,
+  splitPatch,
+  type WindowsInEffect,
+  windowsInEffect,
+} from "./rollout-gate.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
 import type { ServiceSession, Sessions } from "./session.ts";
 import {
@@ -97,6 +105,8 @@ interface FinishOptions {
   record?: StatusRecord;
   /** Keep the recorded deployment id although none was observed (a create not listed yet). */
   keepDeploymentId?: boolean;
+  /** Look again no later than this instant (ms since the epoch): a held change's window opens. */
+  wakeAt?: number;
 }
 
 /**
@@ -104,6 +114,12 @@ interface FinishOptions {
  * interval): it is Stalled, so not polled, but it ends when the revision goes live or fails.
  */
 const TIMED_OUT_LOOK_MS = 60_000;
+
+/**
+ * Longest requeue a held change asks for: a timer of 2^31 ms or more fires at once, and the
+ * periodic pass brings the resource back meanwhile anyway.
+ */
+const MAX_WAKE_MS = 24 * 3_600_000;
 
 /** How long the status write reporting a timed-out reconcile may take. */
 const STATUS_AFTER_TIMEOUT_MS = 5_000;
@@ -120,6 +136,17 @@ interface Run {
   /** The referenced Secrets were not read: their values are known to be those last applied. */
   secretsUnread?: boolean;
   session?: ServiceSession;
+  /** The connection's rollout windows, the default of a resource that sets none. */
+  inheritedWindows?: InheritedWindows | undefined;
+}
+
+/** A PATCH whose revision part waits for a rollout window (see `rollout-gate.ts`). */
+interface HeldPatch {
+  decision: PatchPlan;
+  /** What goes now (no revision); undefined when all of it is held. */
+  now: PatchPlan | undefined;
+  held: PatchPlan;
+  gate: RolloutGate & { kind: "held" };
 }
 
 /** A run whose connection is usable. */
@@ -172,7 +199,10 @@ export class DeploymentReconciler {
     const connection = this.#o.sessions.lookup(run.obj);
     // Refused before anything else, paused or not: the trust boundary is reported as such.
     if (connection.kind === "refused") return this.#refused(run, connection.message, signal);
-    if (connection.kind === "ready") run.session = connection.session;
+    if (connection.kind === "ready") {
+      run.session = connection.session;
+      run.inheritedWindows = connection.rolloutWindows;
+    }
     // A paused resource needs no connection (it makes no call), unless it is being deleted.
     else if (!isPaused(run.obj) || run.obj.metadata.deletionTimestamp)
       // Pending: not checked since the start yet; its check enqueues this resource again.
@@ -256,7 +286,11 @@ export class DeploymentReconciler {
       if (status.createRequestedAt) this.#event(run, "Normal", "Created", createdNote(found.deployment));
       else this.#event(run, "Normal", "Adopted", adoptedNote(found.deployment));
     }
+    // Read before any write: windows that cannot be read stall the resource (InvalidSpec).
+    const windows = windowsInEffect(run.obj.spec.rolloutWindows, run.inheritedWindows);
     if (decision.action === "create") return this.#create(run, decision, record, versions, signal);
+    const held = decision.action === "patch" ? this.#outsideWindows(run, decision, windows) : undefined;
+    if (held) return this.#patchOutsideWindows(run, found, held, record, versions, signal);
     const outcome = outcomeFromProblems(decision.problems) ?? { kind: "synced" as const };
     record.appliedSecretsHash = decision.secretsHash ?? status.appliedSecretsHash ?? null;
     if (!run.secretsUnread) record.appliedSecretVersions = appliedVersions(decision.secretsHash, versions);
@@ -385,10 +419,72 @@ export class DeploymentReconciler {
     });
     const record: StatusRecord = {
       lastHandledReconcileAt: reconcileRequestedAt(run.obj) ?? null,
+      lastHandledRolloutNow: rolloutNow(run.obj) ?? null,
       resolvedRepoUrl: github?.repoUrl ?? null,
       resolvedRepoRef: github && !spec.sourceRevisionConfig?.repoRef ? github.defaultBranch : null,
     };
     return { desired, record };
+  }
+
+  /**
+   * The split of `decision` when its revision part must wait for a rollout window (see
+   * `rollout-gate.ts`); undefined when all of it may go now.
+   */
+  #outsideWindows(run: Run, decision: PatchPlan, windows: WindowsInEffect): HeldPatch | undefined {
+    const { now, held } = splitPatch(decision);
+    if (!held) return undefined;
+    const gate = gateRollout({
+      windows,
+      now: run.now.getTime(),
+      rolloutNow: rolloutNow(run.obj),
+      handledRolloutNow: run.obj.status?.lastHandledRolloutNow,
+      held: held.changes,
+    });
+    if (gate.kind === "open") {
+      if (gate.viaRolloutNow) run.log.info("rolling out outside the rollout windows: dms.dev/rollout-now");
+      return undefined;
+    }
+    return { decision, now, held, gate };
+  }
+
+  /**
+   * Sends what makes no revision and holds the rest: `Synced=False` (OutsideRolloutWindow),
+   * Reconciling, and a look again when the window opens, where the held part goes out in one
+   * PATCH. The secrets held are not applied yet: their hash stays the last applied one, and the
+   * Secrets are read again then.
+   */
+  async #patchOutsideWindows(
+    run: Connected,
+    found: { deployment: Deployment | null; adopted: boolean },
+    { decision, now, held, gate }: HeldPatch,
+    record: StatusRecord,
+    versions: string | undefined,
+    signal: AbortSignal,
+  ): Promise<ReconcileResult> {
+    const status = run.obj.status ?? {};
+    const secretsHeld = held.body.secrets !== undefined;
+    record.appliedSecretsHash =
+      (secretsHeld ? undefined : decision.secretsHash) ?? status.appliedSecretsHash ?? null;
+    if (!run.secretsUnread)
+      record.appliedSecretVersions = secretsHeld ? null : appliedVersions(decision.secretsHash, versions);
+    let observed = found.deployment;
+    if (!observed) throw new Error("a patch was planned without a deployment to patch");
+    if (now) {
+      const id = observed.id;
+      observed = await run.session.service
+        .patch(id, now.body, signal)
+        .catch((error: unknown) => this.#forgetIfGone(run, id, error));
+      run.session.snapshot.remember(observed);
+      this.#event(run, "Normal", updateReason(run.obj, now, found.adopted), updateNote(now));
+    }
+    const synced = status.conditions?.find((c) => c.type === CONDITION.Synced);
+    if (synced?.reason !== REASON.OutsideRolloutWindow || synced.message !== gate.message)
+      this.#event(run, "Normal", REASON.OutsideRolloutWindow, gate.message);
+    const outcome = outcomeFromProblems(decision.problems) ?? {
+      kind: "held" as const,
+      message: gate.message,
+    };
+    return this.#finish(run, outcome, signal, { observed, record, wakeAt: gate.wakeAt });
   }
 
   /**
@@ -555,7 +651,7 @@ export class DeploymentReconciler {
     run: Run,
     sync: SyncOutcome,
     signal: AbortSignal,
-    { observed, record = {}, keepDeploymentId = false }: FinishOptions = {},
+    { observed, record = {}, keepDeploymentId = false, wakeAt }: FinishOptions = {},
   ): Promise<ReconcileResult> {
     const previous = run.obj.status;
     // Revision tracking: the latest revision's status, and a Warning the first time it failed.
@@ -594,8 +690,14 @@ export class DeploymentReconciler {
       return Action.requeueAfter(Math.max(this.#o.pollMs, TIMED_OUT_LOOK_MS));
     // Work in progress, or a create the service has not listed yet (its intent still recorded):
     // look again after a poll interval; the rollout poller has read the deployment meanwhile.
-    if ((isReconciling(next) || next.createRequestedAt) && sync.kind !== "failed")
-      return Action.requeueAfter(this.#o.pollMs);
+    // A held change is in progress only by waiting: the service's own work is what is polled.
+    const busy = sync.kind === "held" ? serviceBusy(next) : isReconciling(next) || next.createRequestedAt;
+    const wake =
+      wakeAt === undefined ? undefined : Math.min(Math.max(wakeAt - run.now.getTime(), 0), MAX_WAKE_MS);
+    if (busy && sync.kind !== "failed")
+      return Action.requeueAfter(Math.min(this.#o.pollMs, wake ?? Infinity));
+    if (wake !== undefined)
+      return Action.requeueAfter(Math.min(wake, reconcileInterval(run.obj) ?? Infinity));
     return Action.done(reconcileInterval(run.obj));
   }
 
@@ -778,6 +880,13 @@ function notOwnedMessage(obj: StoredResource, deployment: Deployment, consequenc
 /** Whether deleting `obj` must delete its service deployment (and so it carries the finalizer). */
 function cleansUpOnDelete(obj: StoredResource): boolean {
   return obj.spec.deletionPolicy === "Delete" && obj.spec.managementPolicy !== "ObserveOnly";
+}
+
+/** Whether the service is at work on the deployment (creating it, rolling a revision out). */
+function serviceBusy(status: DeploymentResourceStatus): boolean {
+  const ready = status.conditions?.find((c) => c.type === CONDITION.Ready);
+  const working: readonly string[] = [REASON.Creating, REASON.RolloutInProgress, REASON.AwaitingDatabase];
+  return ready?.status === "False" && working.includes(ready.reason);
 }
 
 /** Whether the status says work is in progress (creation, rollout, deletion, a retry). */

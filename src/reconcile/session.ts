@@ -10,6 +10,7 @@ import type { DeploymentsPort, StoredResource } from "./ports.ts";
 import { type ListingFailure, RemoteSnapshot } from "./remote.ts";
 import { RevisionLogReader } from "./revision-log-reader.ts";
 import { RevisionTracker } from "./revisions.ts";
+import type { InheritedWindows } from "./rollout-gate.ts";
 
 /** Options of {@link ServiceSession}. */
 export interface ServiceSessionOptions {
@@ -66,7 +67,8 @@ export class ServiceSession {
 
 /**
  * Whether a resource's connection can be used now:
- * - `ready`: through `session`;
+ * - `ready`: through `session`; `rolloutWindows`: the connection's `spec.rolloutWindows`, the
+ *   default of a resource that sets none;
  * - `unavailable`: missing, not Ready, or another namespace's; `message` names it and the fix;
  * - `refused`: the resource's namespace may not use it (a ClusterServiceConnection's
  *   `spec.namespaceSelector`, or the default connection's selector); `message` names the
@@ -76,7 +78,7 @@ export class ServiceSession {
  *   enqueues the resources using it), or the resource's namespace has not been seen yet.
  */
 export type SessionLookup =
-  | { kind: "ready"; session: ServiceSession }
+  | { kind: "ready"; session: ServiceSession; rolloutWindows?: InheritedWindows }
   | { kind: "unavailable"; message: string }
   | { kind: "refused"; message: string }
   | { kind: "pending" };

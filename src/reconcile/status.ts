@@ -104,6 +104,11 @@ export type SyncOutcome =
   | { kind: "paused" }
   /** The resource is being deleted and the service's deployment with it. */
   | { kind: "deleting"; message?: string }
+  /**
+   * A change that makes a new revision is held outside the rollout windows (what makes none was
+   * sent): not synced, but on its way (Reconciling, never Stalled).
+   */
+  | { kind: "held"; message: string }
   /** Something failed. `stalled`: it cannot succeed without a change (spec, Secret, credentials). */
   | { kind: "failed"; reason: string; message: string; stalled?: boolean };
 
@@ -112,6 +117,7 @@ export interface StatusRecord {
   appliedSecretsHash?: string | null;
   appliedSecretVersions?: string | null;
   lastHandledReconcileAt?: string | null;
+  lastHandledRolloutNow?: string | null;
   createRequestedAt?: string | null;
   resolvedRepoUrl?: string | null;
   resolvedRepoRef?: string | null;
@@ -346,6 +352,11 @@ function outcomeVerdicts(sync: SyncOutcome): Verdicts & { synced: Verdict } {
         synced: verdict("False", REASON.Deleting, sync.message ?? "deleting the service's deployment"),
         progress: verdict("True", REASON.Deleting, sync.message ?? "deleting"),
       };
+    case "held":
+      return {
+        synced: verdict("False", REASON.OutsideRolloutWindow, sync.message),
+        progress: verdict("True", REASON.OutsideRolloutWindow, sync.message),
+      };
     case "failed": {
       const synced = verdict("False", sync.reason, sync.message);
       return sync.stalled
@@ -384,6 +395,7 @@ const RECORD_FIELDS = [
   "appliedSecretsHash",
   "appliedSecretVersions",
   "lastHandledReconcileAt",
+  "lastHandledRolloutNow",
   "createRequestedAt",
   "resolvedRepoUrl",
   "resolvedRepoRef",

@@ -529,3 +529,49 @@ describe("import --connection", () => {
     expect(made.filter((r) => !r.startsWith("GET "))).toEqual([]);
   });
 });
+
+describe("plan: a connection's rollout windows", () => {
+  it("hold the new revision of a resource that sets none, naming the connection; its own empty list does not", async () => {
+    kube.put(clusterServiceConnectionPath("frozen"), {
+      metadata: { name: "frozen", resourceVersion: "1" },
+      spec: {
+        baseUrl: tenantSim.url,
+        apiKeySecretRef: { name: "shared-key", key: "key", namespace: "dms-system" },
+        rolloutWindows: [{ kind: "deny", schedule: "0 0 1 1 *", duration: "8784h" }],
+      },
+    });
+    const FROZEN = { kind: "ClusterServiceConnection", name: "frozen" };
+    const files = await dir({
+      "a.yaml": resourceYaml("tenant-only", {
+        source: "internal_docker",
+        sourceRevisionConfig: { imageUri: "tenant-only:2" },
+        connectionRef: FROZEN,
+      }),
+    });
+    const { doc } = await planJson(files);
+    const [entry] = doc.resources as Array<
+      JsonEntry & { held?: { windows: string; fields: string[]; when: string } }
+    >;
+    expect(entry?.action).toBe("patch");
+    expect(entry?.held).toEqual({
+      windows: "spec.rolloutWindows of ClusterServiceConnection frozen",
+      fields: ["sourceRevisionConfig.imageUri"],
+      when: "no window opens within 366 days",
+    });
+    const text = await planWith(files);
+    expect(text.stdout).toContain(
+      "    held: outside rollout windows (spec.rolloutWindows of ClusterServiceConnection frozen): sourceRevisionConfig.imageUri; no window opens within 366 days",
+    );
+
+    const own = await dir({
+      "a.yaml": resourceYaml("tenant-only", {
+        source: "internal_docker",
+        sourceRevisionConfig: { imageUri: "tenant-only:2" },
+        connectionRef: FROZEN,
+        rolloutWindows: [],
+      }),
+    });
+    const mine = await planJson(own);
+    expect(mine.doc.resources[0]).not.toHaveProperty("held");
+  });
+});

@@ -116,6 +116,43 @@ describe("Deployment CRD: accepted input", () => {
   });
 });
 
+/**
+ * `spec.rolloutWindows` refused, the same on a Deployment (with `source`) and on a connection:
+ * a kind outside the enum, a schedule of other than 5 fields, a duration that is not a Go
+ * duration, a time zone that is not a name, and more than 16 windows.
+ */
+function rolloutWindowCases(source?: string): Array<{ reason: string; spec: Spec; message: RegExp }> {
+  const night = { kind: "allow", schedule: "0 22 * * 1-5", duration: "8h" };
+  const windows = (list: unknown[]) => ({ ...(source ? { source } : {}), rolloutWindows: list });
+  return [
+    {
+      reason: "a rollout window of kind maybe",
+      spec: windows([{ ...night, kind: "maybe" }]),
+      message: /spec\.rolloutWindows\[0\]\.kind: Unsupported value: "maybe"/,
+    },
+    {
+      reason: "a rollout window schedule of one word",
+      spec: windows([{ ...night, schedule: "nightly" }]),
+      message: /spec\.rolloutWindows\[0\]\.schedule: Invalid value: "nightly"/,
+    },
+    {
+      reason: "a rollout window duration in words",
+      spec: windows([{ ...night, duration: "1 hour" }]),
+      message: /spec\.rolloutWindows\[0\]\.duration: Invalid value: "1 hour"/,
+    },
+    {
+      reason: "a rollout window time zone that is a path",
+      spec: windows([{ ...night, timeZone: "../etc/passwd" }]),
+      message: /spec\.rolloutWindows\[0\]\.timeZone: Invalid value: "\.\.\/etc\/passwd"/,
+    },
+    {
+      reason: "17 rollout windows",
+      spec: windows(Array.from({ length: 17 }, () => night)),
+      message: /spec\.rolloutWindows: Too many: 17: must have at most 16 items/,
+    },
+  ];
+}
+
 const secretRef = { secretKeyRef: { name: "s", key: "k" } };
 const invalid: Array<{ reason: string; spec: Spec; message: RegExp }> = [
   { reason: "source is required", spec: {}, message: /spec\.source: Required value/ },
@@ -290,6 +327,7 @@ const invalid: Array<{ reason: string; spec: Spec; message: RegExp }> = [
     spec: { source: "github", sourceConfig: { resourceSpec: { cpu: 1e6 } } },
     message: /spec\.sourceConfig\.resourceSpec\.cpu: Invalid value: .*less than or equal to 1024/,
   },
+  ...rolloutWindowCases("github"),
 ];
 
 describe("Deployment CRD: refused input names the field", () => {
@@ -756,6 +794,11 @@ const invalidConnections: Array<{ reason: string; kind: ConnectionKind; spec: Sp
     spec: { ...CLUSTER_SPEC, burst: 0 },
     message: /spec\.burst: Invalid value: 0: .*greater than or equal to 1/,
   },
+  ...rolloutWindowCases().map((c) => ({
+    ...c,
+    kind: "ClusterServiceConnection" as const,
+    spec: { ...CLUSTER_SPEC, ...c.spec },
+  })),
 ];
 
 describe("connection CRDs: refused input names the field", () => {

@@ -613,6 +613,27 @@ describe("a connection's reconcile", () => {
     expect(w.ready(A)?.observedGeneration).toBe(2);
   });
 
+  it("its spec.rolloutWindows reach its resources at lookup; a change enqueues them without rebuilding the client", async () => {
+    const w = world();
+    const nights = { kind: "allow" as const, schedule: "0 22 * * 1-5", duration: "8h" };
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    await w.reconcile(A);
+    const user = resource("team-a", { kind: "ServiceConnection", name: "prod" });
+    expect(w.connections.lookup(user)).not.toHaveProperty("rolloutWindows");
+    w.changed.length = 0;
+    w.store.put(A, { ...specOf(), rolloutWindows: [nights] }, 2);
+    await w.reconcile(A);
+    expect(w.changed).toEqual([connectionKey(A)]);
+    expect(w.connections.lookup(user)).toMatchObject({
+      kind: "ready",
+      rolloutWindows: { windows: [nights], from: "ServiceConnection team-a/prod" },
+    });
+    await w.reconcile(A);
+    expect(w.changed).toEqual([connectionKey(A)]);
+    expect(w.built).toHaveLength(1);
+  });
+
   it("a cluster connection reads its Secret in the namespace it names; insecureSkipTLSVerify warns", async () => {
     const w = world();
     w.store.put(SHARED, {

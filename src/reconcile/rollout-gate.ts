@@ -1,0 +1,168 @@
+/**
+ * The hold of a change that would make a new revision while rollout windows forbid it. Pure:
+ * the controller and `dms-operator plan` ask the same questions of it.
+ *
+ * A new revision cancels the runs in progress; a change that needs none does not. So a PATCH is
+ * split by the planner's groups: `source_revision_config` (with `revision_source`, which only
+ * means something with it) and `secrets` make a revision and are held; `source_config` (the
+ * resource spec, replicas and sizes included) and `secret_references` make none and go at once.
+ * A create is never held: nothing runs yet, so nothing can be cancelled.
+ */
+
+import { InvalidSpecError } from "../crd/errors.ts";
+import { ANNOTATION_ROLLOUT_NOW } from "../crd/schema.ts";
+import type { ChangeGroup, FieldChange, PatchPlan } from "./plan.ts";
+import {
+  checkWindows,
+  compileWindows,
+  localTime,
+  MAX_OPENING_STEPS,
+  nextOpening,
+  OPENING_HORIZON_MS,
+  type Opening,
+  type RolloutWindowSpec,
+} from "./rollout-windows.ts";
+import { formatTime } from "./status.ts";
+
+/** A connection's `spec.rolloutWindows`, the default of the resources that set none. */
+export interface InheritedWindows {
+  windows: readonly RolloutWindowSpec[];
+  /** The connection, as messages name it: `ServiceConnection team-a/prod`. */
+  from: string;
+}
+
+/** The windows that rule a resource (checked), and how messages name where they come from. */
+export interface WindowsInEffect {
+  windows: readonly RolloutWindowSpec[];
+  /** `spec.rolloutWindows`, or `spec.rolloutWindows of ServiceConnection team-a/prod`. */
+  source: string;
+}
+
+/**
+ * The windows of a resource: its own `spec.rolloutWindows` when it sets the field (an empty list
+ * included: no windows, roll out any time), else its connection's, else none. Throws an
+ * {@link InvalidSpecError} naming the item and the fix when a window cannot be read.
+ */
+export function windowsInEffect(
+  own: readonly RolloutWindowSpec[] | undefined,
+  inherited: InheritedWindows | undefined,
+): WindowsInEffect {
+  if (own !== undefined) {
+    checkWindows(own, "spec.rolloutWindows");
+    return { windows: own, source: "spec.rolloutWindows" };
+  }
+  if (!inherited) return { windows: [], source: "spec.rolloutWindows" };
+  const source = `spec.rolloutWindows of ${inherited.from}`;
+  try {
+    checkWindows(inherited.windows, "spec.rolloutWindows");
+    return { windows: inherited.windows, source };
+  } catch (error) {
+    if (!(error instanceof InvalidSpecError)) throw error;
+    throw new InvalidSpecError(
+      `${inherited.from} ${error.field}`,
+      `${error.message.slice(error.field.length + 2)}; fix the connection, or give this resource spec.rolloutWindows of its own (it replaces the connection's)`,
+      { cause: error },
+    );
+  }
+}
+
+/** Change groups whose PATCH makes the service build a new revision. */
+export const REVISION_GROUPS: readonly ChangeGroup[] = ["source_revision_config", "secrets"];
+
+/**
+ * `plan` in two: `now`, what makes no revision (undefined when nothing), and `held`, what does
+ * (undefined when nothing). `now` records the secrets hash only when no secrets are held: the
+ * values held are not applied yet.
+ */
+export function splitPatch(plan: PatchPlan): { now?: PatchPlan; held?: PatchPlan } {
+  const revision = (c: FieldChange) => REVISION_GROUPS.includes(c.group);
+  const heldChanges = plan.changes.filter(revision);
+  if (heldChanges.length === 0) return { now: plan };
+  const nowChanges = plan.changes.filter((c) => !revision(c));
+  const { source_config, secret_references, ...heldBody } = plan.body;
+  const held: PatchPlan = {
+    ...plan,
+    body: heldBody,
+    changes: heldChanges,
+    summary: heldChanges.map((c) => c.line),
+  };
+  if (nowChanges.length === 0) return { held };
+  const { secretsHash, ...rest } = plan;
+  const now: PatchPlan = {
+    ...rest,
+    body: {
+      ...(source_config ? { source_config } : {}),
+      ...(secret_references ? { secret_references } : {}),
+    },
+    newRevision: false,
+    changes: nowChanges,
+    summary: nowChanges.map((c) => c.line),
+    ...(plan.body.secrets === undefined && secretsHash !== undefined ? { secretsHash } : {}),
+  };
+  return { now, held };
+}
+
+/**
+ * Whether a change that makes a revision may go out now:
+ * - `open`: the windows allow it now, or `dms.dev/rollout-now` carries a value not acted on yet
+ *   (`viaRolloutNow`);
+ * - `held`: not until the next opening; `message` says when and how to release it, `when` only
+ *   when, `wakeAt` is when to look again (the opening, or how far the search got), `until` and
+ *   `local` the opening as RFC 3339 and as local time in the window's zone, when one was found.
+ */
+export type RolloutGate =
+  | { kind: "open"; viaRolloutNow: boolean }
+  | { kind: "held"; message: string; when: string; wakeAt: number; until?: string; local?: string };
+
+/** What {@link gateRollout} decides on. */
+export interface GateInput {
+  windows: WindowsInEffect;
+  /** The instant (ms since the epoch). */
+  now: number;
+  /** The value of `dms.dev/rollout-now`, if set. */
+  rolloutNow?: string | undefined;
+  /** `status.lastHandledRolloutNow`: the value already acted on. */
+  handledRolloutNow?: string | undefined;
+  /** The changes held, as the planner names them (for the message). */
+  held: readonly FieldChange[];
+}
+
+/** Decides whether the revision part of a change goes out now (see {@link RolloutGate}). */
+export function gateRollout(input: GateInput): RolloutGate {
+  if (input.rolloutNow !== undefined && input.rolloutNow !== input.handledRolloutNow)
+    return { kind: "open", viaRolloutNow: true };
+  if (input.windows.windows.length === 0) return { kind: "open", viaRolloutNow: false };
+  const opening = nextOpening(compileWindows(input.windows.windows, "spec.rolloutWindows"), input.now);
+  if (opening.kind === "now") return { kind: "open", viaRolloutNow: false };
+  const fields = [...new Set(input.held.map((c) => c.field))].join(", ");
+  const what = `the change that makes a new revision (${fields}) is held: outside the rollout windows (${input.windows.source})`;
+  const release = `set the annotation ${ANNOTATION_ROLLOUT_NOW} to a new value to roll it out now`;
+  if (opening.kind === "none") {
+    const when = noOpening(opening);
+    return { kind: "held", message: `${what}, and ${when}; ${release}`, when, wakeAt: opening.searchedUntil };
+  }
+  const until = formatTime(new Date(opening.at));
+  const local = localTime(opening.at, opening.window.timeZone);
+  const when = `it goes out at ${until} (${local}), when ${describeWindow(opening)}`;
+  return { kind: "held", message: `${what}; ${when}; or ${release}`, when, wakeAt: opening.at, until, local };
+}
+
+function noOpening(opening: Opening & { kind: "none" }): string {
+  return opening.exhausted
+    ? `no opening was found within ${MAX_OPENING_STEPS} steps of the schedules (they change too often to look further)`
+    : `no window opens within ${OPENING_HORIZON_MS / 86_400_000} days`;
+}
+
+function describeWindow(opening: Opening & { kind: "at" }): string {
+  const w = opening.window;
+  const verb = w.kind === "allow" ? "opens" : "ends";
+  return `${w.kind} window [${w.index}] (${w.schedule} for ${describeDuration(w.durationMs)}, ${w.timeZone}) ${verb}`;
+}
+
+function describeDuration(ms: number): string {
+  const h = Math.floor(ms / 3_600_000);
+  const m = Math.floor((ms % 3_600_000) / 60_000);
+  const rest = ms % 60_000;
+  const parts = [h ? `${h}h` : "", m ? `${m}m` : "", rest ? `${rest / 1000}s` : ""].filter(Boolean);
+  return parts.join("") || "0s";
+}

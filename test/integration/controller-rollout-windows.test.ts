@@ -1,0 +1,140 @@
+// Rollout windows on the real control plane: a deny window holds a new image (Synced=False,
+// OutsideRolloutWindow, Reconciling) while a replica change goes through at once; the
+// dms.dev/rollout-now annotation releases the held change in one PATCH and is acknowledged in
+// status; and a window that ends lets the held change out by itself, with no annotation, at its
+// end. What the API server refuses of a window is in crd-validation.test.ts.
+import { afterEach, describe, expect, it } from "vitest";
+import type { RolloutWindowSpec } from "../../src/crd/rollout-windows-schema.ts";
+import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { type Scenario, startScenario } from "../support/operator.ts";
+import { conditionOf, hasCondition } from "../support/resources.ts";
+
+const PATCH = "PATCH /v2/deployments/{deployment_id}";
+const patches = (s: Scenario) => Object.values(s.sim.counters()[PATCH] ?? {}).reduce((a, b) => a + b, 0);
+
+/** Denies every instant: it starts each 1 January and lasts 366 days. */
+const FROZEN: RolloutWindowSpec = { kind: "deny", schedule: "0 0 1 1 *", duration: "8784h" };
+
+const spec: DeploymentSpec = {
+  source: "internal_docker",
+  sourceConfig: { resourceSpec: { minScale: 1, maxScale: 4 } },
+  sourceRevisionConfig: { imageUri: "registry.example.com/agent:1" },
+};
+/** A new image and one more replica, in one edit. */
+const imageAndReplicas = (tag: string, minScale: number, windows?: RolloutWindowSpec[]) => ({
+  spec: {
+    sourceRevisionConfig: { imageUri: `registry.example.com/agent:${tag}` },
+    sourceConfig: { resourceSpec: { minScale, maxScale: 4 } },
+    ...(windows ? { rolloutWindows: windows } : {}),
+  },
+});
+
+/**
+ * A deny window active now that ends `leftMs` from now: it starts at the current minute (UTC),
+ * every day, and lasts until then (a duration in milliseconds).
+ */
+function denyEndingIn(leftMs: number): RolloutWindowSpec {
+  const now = new Date();
+  const start = Date.UTC(
+    now.getUTCFullYear(),
+    now.getUTCMonth(),
+    now.getUTCDate(),
+    now.getUTCHours(),
+    now.getUTCMinutes(),
+  );
+  return {
+    kind: "deny",
+    schedule: `${now.getUTCMinutes()} ${now.getUTCHours()} * * *`,
+    duration: `${now.getTime() - start + leftMs}ms`,
+    timeZone: "UTC",
+  };
+}
+
+describe("controller: rollout windows", () => {
+  const running: Scenario[] = [];
+  afterEach(async () => {
+    for (const s of running.splice(0)) await s.stop();
+  });
+
+  it("a deny window holds the new image while the replica change goes through; rollout-now releases it in one PATCH", async () => {
+    const s = await startScenario("rollout-hold");
+    running.push(s);
+    await s.user.create(s.namespace, "agent", spec);
+    const ready = await s.user.waitReady(s.namespace, "agent");
+    const id = ready.status?.deploymentId ?? "";
+    const before = patches(s);
+
+    await s.user.patch(s.namespace, "agent", imageAndReplicas("2", 2, [FROZEN]));
+    const held = await s.user.waitFor(
+      s.namespace,
+      "agent",
+      (o) =>
+        hasCondition(o, "Synced", "False", "OutsideRolloutWindow") &&
+        o?.status?.observedGeneration === o?.metadata.generation,
+      "held outside the rollout windows",
+    );
+    expect(hasCondition(held, "Reconciling", "True", "OutsideRolloutWindow")).toBe(true);
+    expect(held.status?.conditions?.some((c) => c.type === "Stalled")).toBe(false);
+    expect(conditionOf(held, "Synced")?.message).toContain(
+      "the change that makes a new revision (sourceRevisionConfig.imageUri) is held",
+    );
+    expect(conditionOf(held, "Synced")?.message).toContain("no window opens within 366 days");
+    const service = s.sim.store.get(id);
+    expect(service?.source_config.resource_spec).toMatchObject({ min_scale: 2 });
+    expect(service?.source_revision_config.image_uri).toBe("registry.example.com/agent:1");
+    expect(patches(s) - before).toBe(1);
+    const event = await s.user.waitForEvent(s.namespace, "agent", "OutsideRolloutWindow");
+    expect(event.type).toBe("Normal");
+
+    await s.user.annotate(s.namespace, "agent", { "dms.dev/rollout-now": "release-1" });
+    const released = await s.user.waitFor(
+      s.namespace,
+      "agent",
+      (o) => o?.status?.lastHandledRolloutNow === "release-1" && hasCondition(o, "Synced", "True"),
+      "released by dms.dev/rollout-now",
+    );
+    expect(patches(s) - before).toBe(2);
+    expect(s.sim.store.get(id)?.source_revision_config.image_uri).toBe("registry.example.com/agent:2");
+    expect(released.status?.conditions?.some((c) => c.reason === "OutsideRolloutWindow")).toBe(false);
+    await s.user.waitReady(s.namespace, "agent");
+
+    // The value acted on lets no later change through.
+    await s.user.patch(s.namespace, "agent", imageAndReplicas("3", 2));
+    await s.user.waitFor(
+      s.namespace,
+      "agent",
+      (o) =>
+        hasCondition(o, "Synced", "False", "OutsideRolloutWindow") &&
+        o?.status?.observedGeneration === o?.metadata.generation,
+      "the next change held",
+    );
+    expect(s.sim.store.get(id)?.source_revision_config.image_uri).toBe("registry.example.com/agent:2");
+    expect(patches(s) - before).toBe(2);
+  });
+
+  it("when the deny window ends, the held change goes out by itself in one PATCH", async () => {
+    const s = await startScenario("rollout-opens");
+    running.push(s);
+    await s.user.create(s.namespace, "agent", spec);
+    const ready = await s.user.waitReady(s.namespace, "agent");
+    const id = ready.status?.deploymentId ?? "";
+    const before = patches(s);
+
+    await s.user.patch(s.namespace, "agent", imageAndReplicas("2", 1, [denyEndingIn(8_000)]));
+    const held = await s.user.waitFor(
+      s.namespace,
+      "agent",
+      (o) => hasCondition(o, "Synced", "False", "OutsideRolloutWindow"),
+      "held until the deny window ends",
+    );
+    expect(conditionOf(held, "Synced")?.message).toMatch(
+      /it goes out at \S+Z \(.* UTC \(GMT[^)]*\)\), when deny window \[0\]/,
+    );
+    expect(patches(s)).toBe(before);
+
+    const done = await s.user.waitReady(s.namespace, "agent", 30_000);
+    expect(s.sim.store.get(id)?.source_revision_config.image_uri).toBe("registry.example.com/agent:2");
+    expect(done.status?.activeRevisionId).toBe(done.status?.latestRevisionId);
+    expect(patches(s) - before).toBe(1);
+  });
+});

@@ -1,0 +1,403 @@
+// Rollout window arithmetic at fixed instants: when a window is active, whether a rollout is
+// allowed, and when the next one opens, across time zones, daylight-saving changes, windows
+// crossing midnight, overlapping allow and deny windows, and windows longer than their period.
+import { describe, expect, it } from "vitest";
+import { InvalidSpecError } from "../../src/crd/errors.ts";
+import type { PatchPlan } from "../../src/reconcile/plan.ts";
+import { gateRollout, splitPatch, windowsInEffect } from "../../src/reconcile/rollout-gate.ts";
+import {
+  compileWindows,
+  isActive,
+  localTime,
+  nextOpening,
+  type RolloutWindowSpec,
+  rolloutAllowed,
+} from "../../src/reconcile/rollout-windows.ts";
+
+const at = (iso: string) => Date.parse(iso);
+const iso = (ms: number) => new Date(ms).toISOString().replace(".000Z", "Z");
+const compile = (...specs: RolloutWindowSpec[]) => compileWindows(specs, "spec.rolloutWindows");
+
+/** Weekday nights in Berlin: 22:00 to 06:00 the next morning, Monday to Friday evenings. */
+const NIGHTS: RolloutWindowSpec = {
+  kind: "allow",
+  schedule: "0 22 * * 1-5",
+  duration: "8h",
+  timeZone: "Europe/Berlin",
+};
+/** A year-end freeze: 24 to 27 December (UTC). */
+const FREEZE: RolloutWindowSpec = { kind: "deny", schedule: "0 0 24 12 *", duration: "72h" };
+
+/** When the next opening is, as RFC 3339, or `now` / `none`. */
+function opening(specs: RolloutWindowSpec[], from: string): string {
+  const found = nextOpening(compile(...specs), at(from));
+  if (found.kind === "at") return iso(found.at);
+  return found.kind === "none" ? `none${found.exhausted ? " (exhausted)" : ""}` : "now";
+}
+
+describe("rollout windows: allowed and next opening", () => {
+  const cases: {
+    reason: string;
+    windows: RolloutWindowSpec[];
+    from: string;
+    allowed: boolean;
+    opens: string;
+  }[] = [
+    {
+      reason: "no windows: roll out any time",
+      windows: [],
+      from: "2026-11-24T12:00:00Z",
+      allowed: true,
+      opens: "now",
+    },
+    {
+      reason: "inside a weekday-night allow window (Tuesday 22:30 in Berlin)",
+      windows: [NIGHTS],
+      from: "2026-11-24T21:30:00Z",
+      allowed: true,
+      opens: "now",
+    },
+    {
+      reason: "Tuesday afternoon: the window opens at 22:00 Berlin time (21:00Z in winter)",
+      windows: [NIGHTS],
+      from: "2026-11-24T12:00:00Z",
+      allowed: false,
+      opens: "2026-11-24T21:00:00Z",
+    },
+    {
+      reason: "a window opens exactly at its start",
+      windows: [NIGHTS],
+      from: "2026-11-24T21:00:00Z",
+      allowed: true,
+      opens: "now",
+    },
+    {
+      reason: "a window ends just before start + duration (06:00 Berlin is outside)",
+      windows: [NIGHTS],
+      from: "2026-11-25T05:00:00Z",
+      allowed: false,
+      opens: "2026-11-25T21:00:00Z",
+    },
+    {
+      reason: "crossing midnight: Friday's window still runs at 05:30 Saturday",
+      windows: [NIGHTS],
+      from: "2026-11-28T04:30:00Z",
+      allowed: true,
+      opens: "now",
+    },
+    {
+      reason: "the weekend: nothing until Monday 22:00",
+      windows: [NIGHTS],
+      from: "2026-11-28T12:00:00Z",
+      allowed: false,
+      opens: "2026-11-30T21:00:00Z",
+    },
+    {
+      reason: "only a deny window, outside it: allowed",
+      windows: [{ kind: "deny", schedule: "0 9 * * 1-5", duration: "9h" }],
+      from: "2026-11-23T08:00:00Z",
+      allowed: true,
+      opens: "now",
+    },
+    {
+      reason: "only a deny window, inside it: allowed when it ends",
+      windows: [{ kind: "deny", schedule: "0 9 * * 1-5", duration: "9h" }],
+      from: "2026-11-23T10:00:00Z",
+      allowed: false,
+      opens: "2026-11-23T18:00:00Z",
+    },
+    {
+      reason: "deny wins over an allow window active at the same time; allowed when the deny ends",
+      windows: [
+        { kind: "allow", schedule: "0 0 * * *", duration: "24h" },
+        { kind: "deny", schedule: "0 12 * * *", duration: "2h" },
+      ],
+      from: "2026-11-24T12:30:00Z",
+      allowed: false,
+      opens: "2026-11-24T14:00:00Z",
+    },
+    {
+      reason:
+        "an allow window that opens inside a freeze: first allowed when the freeze ends, if still inside an allow window",
+      windows: [NIGHTS, FREEZE],
+      from: "2026-12-24T01:00:00Z",
+      allowed: false,
+      opens: "2026-12-28T21:00:00Z",
+    },
+    {
+      reason: "before a freeze the allow window opens as usual",
+      windows: [NIGHTS, FREEZE],
+      from: "2026-12-23T12:00:00Z",
+      allowed: false,
+      opens: "2026-12-23T21:00:00Z",
+    },
+    {
+      reason:
+        "a deny window longer than its schedule's period chains its instances (hourly 08:00-17:00, 90 min each)",
+      windows: [{ kind: "deny", schedule: "0 8-17 * * *", duration: "90m" }],
+      from: "2026-11-24T09:15:00Z",
+      allowed: false,
+      opens: "2026-11-24T18:30:00Z",
+    },
+    {
+      reason: "two deny windows back to back: the search passes both",
+      windows: [
+        { kind: "deny", schedule: "0 9 * * *", duration: "1h" },
+        { kind: "deny", schedule: "0 10 * * *", duration: "30m" },
+      ],
+      from: "2026-11-24T09:10:00Z",
+      allowed: false,
+      opens: "2026-11-24T10:30:00Z",
+    },
+    {
+      reason: "several allow windows: the earliest start wins",
+      windows: [
+        { kind: "allow", schedule: "0 22 * * *", duration: "1h" },
+        { kind: "allow", schedule: "0 5 * * *", duration: "1h", timeZone: "Asia/Tokyo" },
+      ],
+      from: "2026-11-24T12:00:00Z",
+      allowed: false,
+      opens: "2026-11-24T20:00:00Z",
+    },
+    {
+      reason: "an allow schedule that never fires (30 February): no window opens within the year",
+      windows: [{ kind: "allow", schedule: "0 0 30 2 *", duration: "1h" }],
+      from: "2026-11-24T12:00:00Z",
+      allowed: false,
+      opens: "none",
+    },
+    {
+      reason: "a deny window always on (each 1 January for 366 days): no window opens within the year",
+      windows: [{ kind: "deny", schedule: "0 0 1 1 *", duration: "8784h" }],
+      from: "2026-11-24T12:00:00Z",
+      allowed: false,
+      opens: "none",
+    },
+    {
+      reason: "a deny window always on in steps of a minute: the search stops at its step budget",
+      windows: [{ kind: "deny", schedule: "* * * * *", duration: "1m" }],
+      from: "2026-11-24T12:00:00Z",
+      allowed: false,
+      opens: "none (exhausted)",
+    },
+  ];
+  it.each(cases)("$reason", ({ windows, from, allowed, opens }) => {
+    expect(rolloutAllowed(compile(...windows), at(from))).toBe(allowed);
+    expect(opening(windows, from)).toBe(opens);
+  });
+});
+
+describe("rollout windows: daylight-saving changes", () => {
+  it("a 02:30 schedule on the spring-forward day in Europe/Berlin starts at 03:00 CEST", () => {
+    const windows = compile({
+      kind: "allow",
+      schedule: "30 2 * * *",
+      duration: "1h",
+      timeZone: "Europe/Berlin",
+    });
+    const found = nextOpening(windows, at("2026-03-28T12:00:00Z"));
+    expect(found.kind === "at" && iso(found.at)).toBe("2026-03-29T01:00:00Z");
+    expect(found.kind === "at" && localTime(found.at, "Europe/Berlin")).toBe(
+      "2026-03-29 03:00 Europe/Berlin (GMT+02:00)",
+    );
+    // It lasts one elapsed hour from there, and the next day it is 02:30 again.
+    expect(rolloutAllowed(windows, at("2026-03-29T01:59:00Z"))).toBe(true);
+    expect(rolloutAllowed(windows, at("2026-03-29T02:00:00Z"))).toBe(false);
+    const after = nextOpening(windows, at("2026-03-29T02:00:00Z"));
+    expect(after.kind === "at" && iso(after.at)).toBe("2026-03-30T00:30:00Z");
+  });
+
+  it("a 01:30 schedule on the fall-back day in America/New_York starts once, at 01:30 EDT", () => {
+    const windows = compile({
+      kind: "allow",
+      schedule: "30 1 * * *",
+      duration: "1h",
+      timeZone: "America/New_York",
+    });
+    const found = nextOpening(windows, at("2026-10-31T12:00:00Z"));
+    expect(found.kind === "at" && iso(found.at)).toBe("2026-11-01T05:30:00Z");
+    expect(found.kind === "at" && localTime(found.at, "America/New_York")).toBe(
+      "2026-11-01 01:30 America/New_York (GMT-04:00)",
+    );
+    // The second 01:30 (EST, 06:30Z) starts no window: closed at 06:45Z, open again the next night.
+    expect(rolloutAllowed(windows, at("2026-11-01T06:45:00Z"))).toBe(false);
+    const after = nextOpening(windows, at("2026-11-01T06:45:00Z"));
+    expect(after.kind === "at" && iso(after.at)).toBe("2026-11-02T06:30:00Z");
+  });
+
+  it("a duration is elapsed time: 2h from 01:00 EDT on the fall-back night ends at 02:00 EST", () => {
+    const windows = compile({
+      kind: "allow",
+      schedule: "0 1 * * *",
+      duration: "2h",
+      timeZone: "America/New_York",
+    });
+    expect(rolloutAllowed(windows, at("2026-11-01T06:59:00Z"))).toBe(true);
+    expect(rolloutAllowed(windows, at("2026-11-01T07:00:00Z"))).toBe(false);
+  });
+
+  it("a window starting every hour skips the hour a spring-forward day lacks", () => {
+    const [w] = compile({ kind: "allow", schedule: "0 * * * *", duration: "10m", timeZone: "Europe/Berlin" });
+    if (!w) throw new Error("no window");
+    // 01:00 CET (00:00Z) fires; 02:00 does not exist; the next is 03:00 CEST (01:00Z).
+    expect(isActive(w, at("2026-03-29T00:05:00Z"))).toBe(true);
+    expect(isActive(w, at("2026-03-29T01:05:00Z"))).toBe(true);
+    expect(iso(w.cron.nextRun(new Date(at("2026-03-29T00:05:00Z")))?.getTime() ?? 0)).toBe(
+      "2026-03-29T01:00:00Z",
+    );
+  });
+});
+
+describe("rollout windows: validation", () => {
+  const cases: { reason: string; spec: RolloutWindowSpec; field: string; says: RegExp }[] = [
+    {
+      reason: "a minute out of range",
+      spec: { kind: "allow", schedule: "61 * * * *", duration: "1h" },
+      field: "spec.rolloutWindows[1].schedule",
+      says: /not a cron schedule .*use 5 fields/,
+    },
+    {
+      reason: "six fields (seconds) are not a standard schedule",
+      spec: { kind: "allow", schedule: "0 0 22 * * 1-5", duration: "1h" },
+      field: "spec.rolloutWindows[1].schedule",
+      says: /5 fields/,
+    },
+    {
+      reason: "an unknown time zone",
+      spec: { kind: "deny", schedule: "0 0 * * *", duration: "1h", timeZone: "Europe/Berln" },
+      field: "spec.rolloutWindows[1].timeZone",
+      says: /"Europe\/Berln" is not an IANA time zone.*Europe\/Berlin/,
+    },
+    {
+      reason: "a zero duration",
+      spec: { kind: "deny", schedule: "0 0 * * *", duration: "0s" },
+      field: "spec.rolloutWindows[1].duration",
+      says: /not a duration .*Go duration such as 1h/,
+    },
+    {
+      reason: "a duration longer than a year",
+      spec: { kind: "deny", schedule: "0 0 * * *", duration: "9000h" },
+      field: "spec.rolloutWindows[1].duration",
+      says: /between 1ms and 8784h/,
+    },
+  ];
+  it.each(cases)("$reason", ({ spec, field, says }) => {
+    const run = () => compileWindows([NIGHTS, spec], "spec.rolloutWindows");
+    expect(run).toThrow(InvalidSpecError);
+    try {
+      run();
+    } catch (error) {
+      expect((error as InvalidSpecError).field).toBe(field);
+      expect((error as Error).message).toMatch(says);
+    }
+  });
+
+  it("@daily and names of days are read", () => {
+    expect(() => compile({ kind: "allow", schedule: "@daily", duration: "1h" })).not.toThrow();
+    expect(() => compile({ kind: "allow", schedule: "0 22 * * MON-FRI", duration: "8h" })).not.toThrow();
+  });
+});
+
+describe("windowsInEffect", () => {
+  const inherited = { windows: [NIGHTS], from: "ServiceConnection team-a/prod" };
+  it("a resource's own list replaces its connection's; an empty one means no windows", () => {
+    expect(windowsInEffect([], inherited).windows).toEqual([]);
+    expect(windowsInEffect([FREEZE], inherited).windows.map((w) => w.kind)).toEqual(["deny"]);
+    expect(windowsInEffect(undefined, undefined).windows).toEqual([]);
+    const fromConnection = windowsInEffect(undefined, inherited);
+    expect(fromConnection.windows.map((w) => w.schedule)).toEqual(["0 22 * * 1-5"]);
+    expect(fromConnection.source).toBe("spec.rolloutWindows of ServiceConnection team-a/prod");
+  });
+
+  it("a connection's unreadable window names the connection and both fixes", () => {
+    const bad = {
+      windows: [{ ...NIGHTS, timeZone: "Mars/Olympus" }],
+      from: "ClusterServiceConnection shared",
+    };
+    expect(() => windowsInEffect(undefined, bad)).toThrow(
+      /^ClusterServiceConnection shared spec\.rolloutWindows\[0\]\.timeZone: "Mars\/Olympus" is not an IANA time zone.*fix the connection, or give this resource spec\.rolloutWindows of its own/,
+    );
+  });
+});
+
+describe("gateRollout", () => {
+  const windows = windowsInEffect([NIGHTS], undefined);
+  const held = [
+    { group: "source_revision_config" as const, field: "sourceRevisionConfig.imageUri", line: "x" },
+  ];
+  const afternoon = at("2026-11-24T12:00:00Z");
+
+  it("holds outside the windows, naming when the next one opens in RFC 3339 and local time", () => {
+    const gate = gateRollout({ windows, now: afternoon, held });
+    expect(gate).toMatchObject({
+      kind: "held",
+      until: "2026-11-24T21:00:00Z",
+      local: "2026-11-24 22:00 Europe/Berlin (GMT+01:00)",
+      wakeAt: at("2026-11-24T21:00:00Z"),
+    });
+    expect(gate.kind === "held" && gate.message).toBe(
+      "the change that makes a new revision (sourceRevisionConfig.imageUri) is held: outside the rollout windows (spec.rolloutWindows); it goes out at 2026-11-24T21:00:00Z (2026-11-24 22:00 Europe/Berlin (GMT+01:00)), when allow window [0] (0 22 * * 1-5 for 8h, Europe/Berlin) opens; or set the annotation dms.dev/rollout-now to a new value to roll it out now",
+    );
+  });
+
+  it("dms.dev/rollout-now lets it through once: a value already acted on does not", () => {
+    expect(gateRollout({ windows, now: afternoon, held, rolloutNow: "1" })).toEqual({
+      kind: "open",
+      viaRolloutNow: true,
+    });
+    expect(gateRollout({ windows, now: afternoon, held, rolloutNow: "1", handledRolloutNow: "1" }).kind).toBe(
+      "held",
+    );
+  });
+
+  it("says so when no window opens within a year", () => {
+    const never = windowsInEffect([{ kind: "allow", schedule: "0 0 30 2 *", duration: "1h" }], undefined);
+    const gate = gateRollout({ windows: never, now: afternoon, held });
+    expect(gate.kind === "held" && gate.when).toBe("no window opens within 366 days");
+    expect(gate.kind === "held" && gate.until).toBeUndefined();
+  });
+});
+
+describe("splitPatch", () => {
+  const plan: PatchPlan = {
+    action: "patch",
+    body: {
+      source_config: { resource_spec: { min_scale: 3 } },
+      source_revision_config: { image_uri: "repo/a:2" },
+      revision_source: "internal_docker",
+      secrets: [{ name: "K", value: "v" }],
+    },
+    newRevision: true,
+    summary: [],
+    changes: [
+      { group: "source_config", field: "sourceConfig.resourceSpec.minScale", line: "minScale: 1 → 3" },
+      {
+        group: "source_revision_config",
+        field: "sourceRevisionConfig.imageUri",
+        line: "imageUri: a:1 → a:2",
+      },
+      { group: "secrets", field: "secrets", line: "secrets: K changed" },
+    ],
+    problems: [],
+    secretsHash: "f".repeat(64),
+  };
+
+  it("sends the scale change now and holds the revision, its source and the secrets", () => {
+    const { now, held } = splitPatch(plan);
+    expect(now?.body).toEqual({ source_config: { resource_spec: { min_scale: 3 } } });
+    expect(now?.newRevision).toBe(false);
+    // The secrets are not applied by this part: their hash is not recorded with it.
+    expect(now?.secretsHash).toBeUndefined();
+    expect(held?.body).toEqual({
+      source_revision_config: { image_uri: "repo/a:2" },
+      revision_source: "internal_docker",
+      secrets: [{ name: "K", value: "v" }],
+    });
+    expect(held?.summary).toEqual(["imageUri: a:1 → a:2", "secrets: K changed"]);
+  });
+
+  it("holds nothing of a change that makes no revision", () => {
+    const scaleOnly: PatchPlan = { ...plan, body: { source_config: {} }, changes: plan.changes.slice(0, 1) };
+    expect(splitPatch(scaleOnly)).toEqual({ now: scaleOnly });
+  });
+});
