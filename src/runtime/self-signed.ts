@@ -5,6 +5,7 @@
  */
 import { isIP } from "node:net";
 import type { CertificatePair } from "./serving-cert.ts";
+import { loadX509 } from "./x509.ts";
 
 /** How long the certificate is valid: the process regenerates it at every start. */
 const VALIDITY_MS = 365 * 24 * 3_600_000;
@@ -16,8 +17,7 @@ const BACKDATE_MS = 3_600_000;
  * alternative names), valid from an hour before `now` for a year, for server authentication only.
  */
 export async function selfSigned(hosts: string[], now: Date): Promise<CertificatePair> {
-  provideReflectMetadata();
-  const x509 = await import("@peculiar/x509");
+  const x509 = await loadX509();
   const algorithm = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
   const keys = await crypto.subtle.generateKey(algorithm, true, ["sign", "verify"]);
   const serial = Buffer.from(crypto.getRandomValues(new Uint8Array(16)));
@@ -44,39 +44,4 @@ export async function selfSigned(hosts: string[], now: Date): Promise<Certificat
     key: x509.PemConverter.encode(pkcs8, "PRIVATE KEY"),
     cert: certificate.toString("pem"),
   };
-}
-
-type MetadataTarget = object;
-
-/**
- * The part of the Reflect metadata API that `tsyringe` (the X.509 library's dependency container)
- * checks for when it loads and calls when its classes register: without a polyfill it refuses to
- * load. Nothing here emits decorator metadata, so a store per target is all it needs; an existing
- * polyfill (reflect-metadata) is left as it is.
- */
-function provideReflectMetadata(): void {
-  const reflect = Reflect as typeof Reflect & { getMetadata?: unknown };
-  if (typeof reflect.getMetadata === "function") return;
-  const store = new WeakMap<MetadataTarget, Map<unknown, unknown>>();
-  const own = (key: unknown, target: MetadataTarget) => store.get(target)?.get(key);
-  const lookup = (key: unknown, target: MetadataTarget): unknown => {
-    for (
-      let t: MetadataTarget | null = target;
-      t !== null;
-      t = Object.getPrototypeOf(t) as MetadataTarget | null
-    ) {
-      const found = store.get(t);
-      if (found?.has(key)) return found.get(key);
-    }
-    return undefined;
-  };
-  Object.assign(Reflect, {
-    getOwnMetadata: own,
-    getMetadata: lookup,
-    defineMetadata: (key: unknown, value: unknown, target: MetadataTarget) => {
-      const map = store.get(target) ?? new Map<unknown, unknown>();
-      map.set(key, value);
-      store.set(target, map);
-    },
-  });
 }

@@ -4,26 +4,9 @@
  * self-signed leaf, with @peculiar/x509 over Node's WebCrypto (EC P-256).
  */
 import { webcrypto } from "node:crypto";
+import { loadX509 } from "../../src/runtime/x509.ts";
 
-// @peculiar/x509 resolves its parts through tsyringe, which needs the Reflect metadata API at
-// load time. The few calls it makes are served here, for the tests only.
-const metadata = new WeakMap<object, Map<unknown, unknown>>();
-const table = (target: object) => {
-  let found = metadata.get(target);
-  if (!found) {
-    found = new Map();
-    metadata.set(target, found);
-  }
-  return found;
-};
-const reflect = Reflect as unknown as Record<string, unknown>;
-reflect.defineMetadata ??= (key: unknown, value: unknown, target: object) => table(target).set(key, value);
-reflect.getMetadata ??= (key: unknown, target: object) => metadata.get(target)?.get(key);
-reflect.getOwnMetadata ??= (key: unknown, target: object) => metadata.get(target)?.get(key);
-reflect.hasMetadata ??= (key: unknown, target: object) => metadata.get(target)?.has(key) ?? false;
-reflect.metadata ??= (key: unknown, value: unknown) => (target: object) => table(target).set(key, value);
-const x509 = await import("@peculiar/x509");
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+const x509 = await loadX509();
 
 const ALGORITHM = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
 const DAY = 86_400_000;
