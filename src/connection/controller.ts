@@ -20,6 +20,7 @@ import {
   describeTlsFailure,
   tlsFailureOf,
 } from "../api/tls.ts";
+import { formatTime, MAX_MESSAGE_LENGTH, removeCondition, setCondition } from "../conditions/kstatus.ts";
 import type { ServiceConfig } from "../config.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
@@ -32,14 +33,7 @@ import type { ConnectionObject } from "../kube/connections.ts";
 import type { DeploymentsPort, SecretRead, SecretsPort, StoredResource } from "../reconcile/ports.ts";
 import { redactAndTruncate } from "../reconcile/secrets.ts";
 import type { ServiceSession, SessionLookup, Sessions } from "../reconcile/session.ts";
-import {
-  CONDITION,
-  formatTime,
-  MAX_MESSAGE_LENGTH,
-  removeCondition,
-  setCondition,
-  statusEqual,
-} from "../reconcile/status.ts";
+import { CONDITION, statusEqual } from "../reconcile/status.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { NamespaceAccess } from "./access.ts";
