@@ -11,7 +11,7 @@
  * they may need it to clean up.
  */
 import type { Logger } from "pino";
-import { KSTATUS } from "../conditions/kstatus.ts";
+import { type Failure, KSTATUS } from "../conditions/kstatus.ts";
 import type { ServiceConfig } from "../config.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
@@ -252,7 +252,7 @@ export class ConnectionReconciler {
   }
 
   /** Marks the connection unusable, enqueueing its resources when what they are told changes. */
-  #setUnusable(key: string, failure: ConnectionVerdict & { ok: false }): void {
+  #setUnusable(key: string, failure: Failure): void {
     const before = this.#registry.state(key);
     this.#registry.setUnusable(key, failure);
     if (this.#registry.state(key) !== before) this.#o.onChange(key);

@@ -2,8 +2,9 @@
  * The resource's status, computed from what was observed on the service and what the reconcile
  * did. Pure. Conditions follow metav1.Condition and kstatus: `Ready` and `Synced` always,
  * `Reconciling` while work is in progress and `Stalled` when it cannot progress, each present
- * only while True. `lastTransitionTime` moves only when a condition's status moves, and
- * `statusEqual` lets the controller skip writes that would change nothing.
+ * only while True. `lastTransitionTime` moves only when a condition's status moves (conditions are
+ * set through `src/conditions/kstatus.ts`, as the connections' are), and `statusEqual` lets the
+ * controller skip writes that would change nothing.
  */
 import {
   DEPLOYMENT_STATUSES,
