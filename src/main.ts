@@ -11,7 +11,8 @@ import { ServiceClient } from "./api/client.ts";
 import { deploymentsPort } from "./api/service-adapter.ts";
 import type { ServiceConfig } from "./config.ts";
 import { type DefaultConnectionSelector, NamespaceAccess } from "./connection/access.ts";
-import { type ConnectionService, Connections, idOf } from "./connection/controller.ts";
+import { ConnectionReconciler, idOf } from "./connection/controller.ts";
+import { ConnectionRegistry, type ConnectionService } from "./connection/registry.ts";
 import { connectionKey, DEFAULT_CONNECTION, secretsOf } from "./connection/settings.ts";
 import { KubeClient } from "./kube/client.ts";
 import { loadKubeConfig } from "./kube/config.ts";
@@ -257,22 +258,26 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   );
   let enqueueUsers = (_key: string) => {};
   let connectionsChanged = () => {};
-  const connections = new Connections({
+  const connections = new ConnectionRegistry({
     connections: kubeConnections,
     defaultSession: newSession(connect(config.service, DEFAULT_CONNECTION).port, DEFAULT_CONNECTION),
-    defaults: config.service,
     connect,
     session: newSession,
-    secrets: secretsPort(secrets),
-    usage: (key) => deployments.byIndex(CONNECTION_INDEX, key).length,
-    userNamespaces: (key) =>
-      deployments.byIndex(CONNECTION_INDEX, key).map((o) => o.metadata.namespace ?? ""),
     access: new NamespaceAccess({
       ...(namespaces ? { labels: (name: string) => namespaces.labels(name) } : {}),
       ...(config.defaultConnectionNamespaceSelector
         ? { defaultSelector: config.defaultConnectionNamespaceSelector }
         : {}),
     }),
+  });
+  const connectionReconciler = new ConnectionReconciler({
+    registry: connections,
+    connections: kubeConnections,
+    defaults: config.service,
+    secrets: secretsPort(secrets),
+    usage: (key) => deployments.byIndex(CONNECTION_INDEX, key).length,
+    userNamespaces: (key) =>
+      deployments.byIndex(CONNECTION_INDEX, key).map((o) => o.metadata.namespace ?? ""),
     onChange: (key) => {
       enqueueUsers(key);
       connectionsChanged();
@@ -314,7 +319,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   });
   const connectionController = new Controller({
     name: "connection",
-    reconcile: connections.reconcile,
+    reconcile: connectionReconciler.reconcile,
     concurrency: CONNECTION_CONCURRENCY,
     reconcileTimeoutMs: config.reconcileTimeoutMs,
     clock,

@@ -12,6 +12,7 @@
  */
 import { entryTimeMs, type LogEntry, type LogType } from "../api/revision-logs.ts";
 import type { Deployment } from "../api/wire.ts";
+import { formatTime } from "../conditions/kstatus.ts";
 import { parseDuration } from "../config.ts";
 import {
   DEFAULT_ROLLOUT_TIMEOUT,
@@ -19,7 +20,7 @@ import {
   type DeploymentSpec,
 } from "../crd/schema.ts";
 import { redactAndTruncate } from "./secrets.ts";
-import { formatTime, isDoneRevision, isFailedRevision, type REASON } from "./status.ts";
+import { isDoneRevision, isFailedRevision, type REASON } from "./status.ts";
 
 /** Entries asked of the service: the tail a person needs to see why it failed. */
 export const TAIL_LINES = 20;

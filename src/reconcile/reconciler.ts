@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import { isServiceError } from "../api/errors.ts";
 import type { LogType } from "../api/revision-logs.ts";
 import { type Deployment, isUuid } from "../api/wire.ts";
+import { formatTime } from "../conditions/kstatus.ts";
 import { connectionLabel, connectionOf, describeConnection } from "../connection/settings.ts";
 import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
 import {
@@ -61,7 +62,6 @@ import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
 import type { ServiceSession, Sessions } from "./session.ts";
 import {
   CONDITION,
-  formatTime,
   isBeingDeleted,
   isFailedRevision,
   outcomeFromProblems,

@@ -9,6 +9,7 @@
  * A create is never held: nothing runs yet, so nothing can be cancelled.
  */
 
+import { formatTime } from "../conditions/kstatus.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
 import { ANNOTATION_ROLLOUT_NOW } from "../crd/schema.ts";
 import type { ChangeGroup, FieldChange, PatchPlan } from "./plan.ts";
@@ -22,7 +23,6 @@ import {
   type Opening,
   type RolloutWindowSpec,
 } from "./rollout-windows.ts";
-import { formatTime } from "./status.ts";
 
 /** A connection's `spec.rolloutWindows`, the default of the resources that set none. */
 export interface InheritedWindows {

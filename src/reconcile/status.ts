@@ -2,8 +2,9 @@
  * The resource's status, computed from what was observed on the service and what the reconcile
  * did. Pure. Conditions follow metav1.Condition and kstatus: `Ready` and `Synced` always,
  * `Reconciling` while work is in progress and `Stalled` when it cannot progress, each present
- * only while True. `lastTransitionTime` moves only when a condition's status moves, and
- * `statusEqual` lets the controller skip writes that would change nothing.
+ * only while True. `lastTransitionTime` moves only when a condition's status moves (conditions are
+ * set through `src/conditions/kstatus.ts`, as the connections' are), and `statusEqual` lets the
+ * controller skip writes that would change nothing.
  */
 import {
   DEPLOYMENT_STATUSES,
@@ -11,6 +12,13 @@ import {
   DONE_REVISION_STATUSES,
   FAILED_REVISION_STATUSES,
 } from "../api/wire.ts";
+import {
+  type ConditionValue,
+  KSTATUS,
+  kstatusOf,
+  MAX_MESSAGE_LENGTH,
+  putConditions,
+} from "../conditions/kstatus.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import { jsonEqual } from "./diff.ts";
 import type { FailedRevisionLog } from "./failure-evidence.ts";
@@ -20,10 +28,10 @@ import { redactAndTruncate } from "./secrets.ts";
 
 /** Condition types the operator sets. */
 export const CONDITION = {
-  Ready: "Ready",
+  Ready: KSTATUS.Ready,
   Synced: "Synced",
-  Reconciling: "Reconciling",
-  Stalled: "Stalled",
+  Reconciling: KSTATUS.Reconciling,
+  Stalled: KSTATUS.Stalled,
 } as const;
 export type ConditionType = (typeof CONDITION)[keyof typeof CONDITION];
 
@@ -160,37 +168,6 @@ function excerptSentence(rollout: RolloutEvidence | undefined, revisionId: strin
   return ` Last ${log.type ?? "build"} log lines: ${log.excerpt}`;
 }
 
-/** Longest condition message written; longer ones are cut (the API allows 32768). */
-export const MAX_MESSAGE_LENGTH = 4096;
-
-/** A time as metav1.Time serializes it (RFC 3339, whole seconds), so re-reads compare equal. */
-export function formatTime(now: Date): string {
-  return now.toISOString().replace(/\.\d{3}Z$/, "Z");
-}
-
-/**
- * `conditions` with `condition` set: replaced in place when one of its type exists (keeping its
- * lastTransitionTime when the status is unchanged), appended otherwise. Returns a new array.
- */
-export function setCondition(
-  conditions: readonly Condition[],
-  condition: Omit<Condition, "lastTransitionTime">,
-  now: Date,
-): Condition[] {
-  const index = conditions.findIndex((c) => c.type === condition.type);
-  const existing = conditions[index];
-  const lastTransitionTime =
-    existing && existing.status === condition.status ? existing.lastTransitionTime : formatTime(now);
-  const next: Condition = { ...condition, lastTransitionTime };
-  if (!existing) return [...conditions, next];
-  return conditions.map((c, i) => (i === index ? next : c));
-}
-
-/** `conditions` without the condition of `type`. */
-export function removeCondition(conditions: readonly Condition[], type: string): Condition[] {
-  return conditions.filter((c) => c.type !== type);
-}
-
 /** True when writing `b` over `a` would change nothing (the controller then skips the write). */
 export function statusEqual(
   a: DeploymentResourceStatus | undefined,
@@ -208,54 +185,49 @@ export function outcomeFromProblems(problems: readonly PlanProblem[]): SyncOutco
   return { kind: "failed", reason, message: problems.map((p) => p.message).join("; "), stalled: true };
 }
 
-type Verdict = { status: Condition["status"]; reason: string; message: string };
-
 /**
  * What one source of evidence (the service's state, or the reconcile's outcome) says of the
  * conditions: `ready` and `synced` where it speaks of them, `progress` (Reconciling) and
  * `stalled` when they apply.
  */
-interface Verdicts {
-  ready?: Verdict;
-  synced?: Verdict;
-  progress?: Verdict;
-  stalled?: Verdict;
+interface ConditionValues {
+  ready?: ConditionValue;
+  synced?: ConditionValue;
+  progress?: ConditionValue;
+  stalled?: ConditionValue;
 }
 
-const verdict = (status: Condition["status"], reason: string, message: string): Verdict => ({
+const value = (status: Condition["status"], reason: string, message: string): ConditionValue => ({
   status,
   reason,
   message,
 });
 /** Not ready because work is under way: Ready False and Reconciling True, for one reason. */
-const inProgress = (reason: string, message: string, progressMessage = message): Verdicts => ({
-  ready: verdict("False", reason, message),
-  progress: verdict("True", reason, progressMessage),
+const inProgress = (reason: string, message: string, progressMessage = message): ConditionValues => ({
+  ready: value("False", reason, message),
+  progress: value("True", reason, progressMessage),
 });
 /** Not ready, and it will not get there without a change: Ready False and Stalled True. */
-const stuck = (reason: string, message: string): Verdicts => ({
-  ready: verdict("False", reason, message),
-  stalled: verdict("True", reason, message),
+const stuck = (reason: string, message: string): ConditionValues => ({
+  ready: value("False", reason, message),
+  stalled: value("True", reason, message),
 });
 
 /** Readiness for the service statuses that settle it alone (READY also looks at the revisions). */
-const BY_REMOTE_STATUS = new Map<string, Verdicts>([
+const BY_REMOTE_STATUS = new Map<string, ConditionValues>([
   ["AWAITING_DATABASE", inProgress(REASON.AwaitingDatabase, "the service is provisioning the database")],
-  [
-    "AWAITING_DELETE",
-    { ready: verdict("False", REASON.Deleting, "the service is deleting this deployment") },
-  ],
-  ["UNUSED", { ready: verdict("False", REASON.Unused, "the service reports this deployment as unused") }],
-  ["UNKNOWN", { ready: verdict("Unknown", REASON.Unknown, "the service reports status UNKNOWN") }],
+  ["AWAITING_DELETE", { ready: value("False", REASON.Deleting, "the service is deleting this deployment") }],
+  ["UNUSED", { ready: value("False", REASON.Unused, "the service reports this deployment as unused") }],
+  ["UNKNOWN", { ready: value("Unknown", REASON.Unknown, "the service reports status UNKNOWN") }],
 ]);
 
 /** Readiness when the service is known to have no deployment for the resource, by the outcome. */
-const WHEN_ABSENT: Partial<Record<SyncOutcome["kind"], Verdicts>> = {
-  deleting: { ready: verdict("False", REASON.Deleting, "the service's deployment is gone") },
+const WHEN_ABSENT: Partial<Record<SyncOutcome["kind"], ConditionValues>> = {
+  deleting: { ready: value("False", REASON.Deleting, "the service's deployment is gone") },
   synced: inProgress(REASON.Creating, "creation requested; waiting for the service to list the deployment"),
 };
-const NOT_FOUND: Verdicts = {
-  ready: verdict("False", REASON.NotFound, "the service has no such deployment"),
+const NOT_FOUND: ConditionValues = {
+  ready: value("False", REASON.NotFound, "the service has no such deployment"),
 };
 
 /** What the service's deployment says of readiness: its status, and its latest revision's. */
@@ -264,7 +236,7 @@ function readiness(
   revision: RevisionObservation | undefined,
   previous: DeploymentResourceStatus,
   rollout: RolloutEvidence | undefined,
-): Verdicts {
+): ConditionValues {
   const { status, latest_revision_id: latest, active_revision_id: active } = observed;
   const latestRevision = revision && revision.id === latest ? revision : undefined;
   if (latestRevision && isFailedRevision(latestRevision.status) && !isBeingDeleted(status)) {
@@ -277,7 +249,7 @@ function readiness(
     // A value the spec does not list (a newer or looser service): not ready, not failed.
     return (
       BY_REMOTE_STATUS.get(status) ?? {
-        ready: verdict(
+        ready: value(
           "False",
           REASON.UnrecognizedStatus,
           `the service reports status ${status}, which this operator does not know (known: ${DEPLOYMENT_STATUSES.join(", ")}); treated as not ready`,
@@ -286,7 +258,7 @@ function readiness(
     );
   }
   if (active === latest)
-    return { ready: verdict("True", REASON.Available, `revision ${active ?? "(none)"} is active`) };
+    return { ready: value("True", REASON.Available, `revision ${active ?? "(none)"} is active`) };
   // A revision read DEPLOYED after the deployment was read: the deployment will show it active at
   // the next look. Only when a second look still does not (a service that never says so) does
   // the revision's word end the rollout.
@@ -297,7 +269,7 @@ function readiness(
     (latestRevision.status !== "DEPLOYED" || deployedBefore)
   ) {
     return {
-      ready: verdict(
+      ready: value(
         "True",
         REASON.Available,
         `revision ${latestRevision.id} is ${latestRevision.status}; ${active ?? "no revision"} is active`,
@@ -318,22 +290,18 @@ function readiness(
 }
 
 /** What the reconcile's outcome says: Synced always, Reconciling or Stalled when they apply. */
-function outcomeVerdicts(sync: SyncOutcome): Verdicts & { synced: Verdict } {
+function outcomeValues(sync: SyncOutcome): ConditionValues & { synced: ConditionValue } {
   switch (sync.kind) {
-    case "synced":
-      return {
-        synced: verdict(
-          "True",
-          REASON.ReconcileSuccess,
-          sync.message ?? "the service's deployment matches the spec",
-        ),
-      };
+    case "synced": {
+      const message = sync.message ?? "the service's deployment matches the spec";
+      return { synced: kstatusOf({ ok: true, reason: REASON.ReconcileSuccess, message }).ready };
+    }
     case "observed":
       return {
         synced:
           sync.drift.length === 0
-            ? verdict("True", REASON.ObserveOnly, "ObserveOnly: the service's deployment matches the spec")
-            : verdict(
+            ? value("True", REASON.ObserveOnly, "ObserveOnly: the service's deployment matches the spec")
+            : value(
                 "False",
                 REASON.Drifted,
                 `ObserveOnly: the service differs from the spec: ${sync.drift.join("; ")}`,
@@ -341,7 +309,7 @@ function outcomeVerdicts(sync: SyncOutcome): Verdicts & { synced: Verdict } {
       };
     case "paused":
       return {
-        synced: verdict(
+        synced: value(
           "False",
           REASON.Paused,
           "paused by annotation dms.dev/paused=true: no call is made to the service",
@@ -349,19 +317,22 @@ function outcomeVerdicts(sync: SyncOutcome): Verdicts & { synced: Verdict } {
       };
     case "deleting":
       return {
-        synced: verdict("False", REASON.Deleting, sync.message ?? "deleting the service's deployment"),
-        progress: verdict("True", REASON.Deleting, sync.message ?? "deleting"),
+        synced: value("False", REASON.Deleting, sync.message ?? "deleting the service's deployment"),
+        progress: value("True", REASON.Deleting, sync.message ?? "deleting"),
       };
     case "held":
       return {
-        synced: verdict("False", REASON.OutsideRolloutWindow, sync.message),
-        progress: verdict("True", REASON.OutsideRolloutWindow, sync.message),
+        synced: value("False", REASON.OutsideRolloutWindow, sync.message),
+        progress: value("True", REASON.OutsideRolloutWindow, sync.message),
       };
     case "failed": {
-      const synced = verdict("False", sync.reason, sync.message);
-      return sync.stalled
-        ? { synced, stalled: verdict("True", sync.reason, sync.message) }
-        : { synced, progress: verdict("True", sync.reason, `retrying: ${sync.message}`) };
+      const { reason, message } = sync;
+      const said = kstatusOf({ ok: false, reason, message, transient: !sync.stalled });
+      return {
+        synced: said.ready,
+        ...(said.reconciling ? { progress: said.reconciling } : {}),
+        ...(said.stalled ? { stalled: said.stalled } : {}),
+      };
     }
   }
 }
@@ -438,31 +409,32 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
     : observed === null
       ? (WHEN_ABSENT[sync.kind] ?? NOT_FOUND)
       : {};
-  const outcome = outcomeVerdicts(sync);
+  const outcome = outcomeValues(sync);
   const stalled = outcome.stalled ?? service.stalled;
-  const verdicts: Record<ConditionType, Verdict | undefined> = {
+  const values: Record<ConditionType, ConditionValue | undefined> = {
     [CONDITION.Ready]: service.ready,
     [CONDITION.Synced]: outcome.synced,
     [CONDITION.Stalled]: stalled,
     // Reconciling and Stalled never stand together: a stalled resource is not making progress.
     [CONDITION.Reconciling]: stalled ? undefined : (outcome.progress ?? service.progress),
   };
-  let conditions: Condition[] = [...(previous.conditions ?? [])];
-  if (!verdicts.Ready && !conditions.some((c) => c.type === CONDITION.Ready)) {
-    verdicts.Ready = verdict(
+  const previousConditions = previous.conditions ?? [];
+  if (!values.Ready && !previousConditions.some((c) => c.type === CONDITION.Ready)) {
+    values.Ready = value(
       "Unknown",
       sync.kind === "paused" ? REASON.Paused : REASON.Unknown,
       "the service's deployment has not been observed yet",
     );
   }
-  for (const type of CONDITION_ORDER) {
-    const v = verdicts[type];
-    if (v) {
-      const message = redactAndTruncate(v.message, input.secretValues ?? [], MAX_MESSAGE_LENGTH);
-      const condition = { type, status: v.status, reason: v.reason, message, observedGeneration: generation };
-      conditions = setCondition(conditions, condition, now);
-    } else if (type !== CONDITION.Ready) conditions = removeCondition(conditions, type);
-  }
+  // Ready is kept as it was when nothing speaks of it.
+  const wanted = CONDITION_ORDER.flatMap((type) =>
+    type === CONDITION.Ready && !values[type] ? [] : [{ type, value: values[type] }],
+  );
+  const conditions: Condition[] = putConditions(previousConditions, wanted, {
+    now,
+    observedGeneration: generation,
+    message: (text) => redactAndTruncate(text, input.secretValues ?? [], MAX_MESSAGE_LENGTH),
+  });
 
   // The rollout's evidence: written from an observed deployment, cleared when it is known not to
   // exist, kept when it was not looked at (as the observed fields).

@@ -7,13 +7,9 @@ import { describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/api/errors.ts";
 import { type ServiceConfig, serviceConfigFrom } from "../../src/config.ts";
 import { NamespaceAccess } from "../../src/connection/access.ts";
-import {
-  type ConnectionService,
-  type ConnectionStore,
-  Connections,
-  idOf,
-} from "../../src/connection/controller.ts";
+import { ConnectionReconciler, type ConnectionStore, idOf } from "../../src/connection/controller.ts";
 import { parseSelector, type Selector } from "../../src/connection/label-selector.ts";
+import { ConnectionRegistry, type ConnectionService } from "../../src/connection/registry.ts";
 import { type ConnectionId, connectionKey, connectionSpecProblems } from "../../src/connection/settings.ts";
 import type { ConnectionStatus } from "../../src/crd/connection-schema.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
@@ -151,17 +147,17 @@ function world(access?: AccessWorld) {
     events: [] as string[],
     users: 0,
     defaultSession: session(new SimulatedService({ now })),
-    connections: undefined as unknown as Connections,
-    reconcile: (id: ConnectionId) => w.connections.reconcile(connectionKey(id), signal),
+    connections: undefined as unknown as ConnectionRegistry,
+    reconciler: undefined as unknown as ConnectionReconciler,
+    reconcile: (id: ConnectionId) => w.reconciler.reconcile(connectionKey(id), signal),
     status: (id: ConnectionId) => store.get(id)?.status,
     ready: (id: ConnectionId) => store.get(id)?.status?.conditions?.find((c) => c.type === "Ready"),
     condition: (id: ConnectionId, type: string) =>
       store.get(id)?.status?.conditions?.find((c) => c.type === type),
   };
-  w.connections = new Connections({
+  w.connections = new ConnectionRegistry({
     connections: store,
     defaultSession: w.defaultSession,
-    defaults: DEFAULTS,
     connect: (config): ConnectionService => {
       w.built.push(config);
       return {
@@ -178,11 +174,8 @@ function world(access?: AccessWorld) {
       };
     },
     session,
-    secrets,
-    usage: () => w.users,
     ...(access
       ? {
-          userNamespaces: () => access.userNamespaces ?? [],
           access: new NamespaceAccess({
             labels: (namespace: string) => access.labels?.[namespace],
             ...(access.defaultSelector !== undefined
@@ -196,6 +189,14 @@ function world(access?: AccessWorld) {
           }),
         }
       : {}),
+  });
+  w.reconciler = new ConnectionReconciler({
+    registry: w.connections,
+    connections: store,
+    defaults: DEFAULTS,
+    secrets,
+    usage: () => w.users,
+    ...(access ? { userNamespaces: () => access.userNamespaces ?? [] } : {}),
     onChange: (key) => w.changed.push(key),
     event: (obj, type, reason) => w.events.push(`${type}/${reason}/${obj.metadata.name}`),
     isConflict: (error) => error instanceof ResourceConflict,

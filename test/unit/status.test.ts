@@ -1,7 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Deployment } from "../../src/api/wire.ts";
-import type { Condition } from "../../src/crd/schema.ts";
 import { redactAndTruncate, redactSecrets } from "../../src/reconcile/secrets.ts";
 import {
   CONDITION,
@@ -9,7 +8,6 @@ import {
   REASON,
   type StatusInput,
   type SyncOutcome,
-  setCondition,
   statusEqual,
   statusFrom,
 } from "../../src/reconcile/status.ts";
@@ -241,62 +239,6 @@ describe("statusFrom: fields", () => {
     ).toMatchObject({
       reason: REASON.CannotClearSecrets,
     });
-  });
-});
-
-describe("setCondition", () => {
-  const ready = (status: Condition["status"], reason: string) => ({
-    type: "Ready",
-    status,
-    reason,
-    message: "",
-    observedGeneration: 1,
-  });
-  const cases = [
-    {
-      reason: "a new condition gets now as its transition time",
-      before: [],
-      next: ready("True", "A"),
-      time: "2025-06-01T10:05:00Z",
-    },
-    {
-      reason: "same status, other reason or message: the transition time stays",
-      before: [{ ...ready("True", "A"), lastTransitionTime: "2025-01-01T00:00:00Z" }],
-      next: ready("True", "B"),
-      time: "2025-01-01T00:00:00Z",
-    },
-    {
-      reason: "the status moves: the transition time moves",
-      before: [{ ...ready("True", "A"), lastTransitionTime: "2025-01-01T00:00:00Z" }],
-      next: ready("False", "A"),
-      time: "2025-06-01T10:05:00Z",
-    },
-  ];
-  it.each(cases)("$reason", ({ before, next, time }) => {
-    const after = setCondition(before, next, T1);
-    expect(after).toHaveLength(1);
-    expect(after[0]).toEqual({ ...next, lastTransitionTime: time });
-  });
-
-  it("keeps the other conditions, their order and times, and leaves the given list as it was", () => {
-    const others: Condition[] = [
-      {
-        type: "Synced",
-        status: "True",
-        reason: "X",
-        message: "",
-        lastTransitionTime: "2025-01-01T00:00:00Z",
-      },
-      { type: "Ready", status: "True", reason: "A", message: "", lastTransitionTime: "2025-01-01T00:00:00Z" },
-    ];
-    const given = structuredClone(others);
-    const after = setCondition(others, { type: "Ready", status: "False", reason: "B", message: "" }, T1);
-    expect(after.map((c) => c.type)).toEqual(["Synced", "Ready"]);
-    // The other condition keeps its lastTransitionTime: a user reading it sees when *it* changed.
-    expect(after[0]).toEqual(given[0]);
-    // The conditions given are left as they were: the reconciler compares the previous status with
-    // the next to decide whether to write, and a mutated previous would hide the change.
-    expect(others).toEqual(given);
   });
 });
 

@@ -1,0 +1,245 @@
+/**
+ * The connections this instance can use now: one service client and session per connection (the
+ * default one of the operator's flags included), and the answer to "may this Deployment resource
+ * reach the service now, and through what?".
+ *
+ * The connection controller (`controller.ts`) fills it as it checks each connection: it builds a
+ * connection's entry (rebuilt only when the settings change), records its probe's verdict, or
+ * marks it unusable for a reason found before any probe (its Secret, its spec). Everything else
+ * only reads it, through {@link ConnectionSessions}: resources using a connection that is missing,
+ * not Ready or another namespace's make no service call (`ConnectionNotReady`), nor do those of a
+ * namespace the connection's namespace selector refuses (`ConnectionNotAllowed`, see `access.ts`).
+ */
+import { createHash } from "node:crypto";
+import type { Failure } from "../conditions/kstatus.ts";
+import type { ServiceConfig } from "../config.ts";
+import { CLUSTER_SERVICE_CONNECTION_KIND, SERVICE_CONNECTION_KIND } from "../crd/connection-schema.ts";
+import type { ConnectionObject } from "../kube/connections.ts";
+import type { DeploymentsPort, StoredResource } from "../reconcile/ports.ts";
+import type { ServiceSession, SessionLookup, Sessions } from "../reconcile/session.ts";
+import { NamespaceAccess } from "./access.ts";
+import {
+  type ConnectionId,
+  connectionKey,
+  connectionOf,
+  DEFAULT_CONNECTION,
+  describeConnection,
+} from "./settings.ts";
+import type { ConnectionVerdict } from "./status.ts";
+
+/** The service as one connection reaches it, built by the composition root. */
+export interface ConnectionService {
+  port: DeploymentsPort;
+  /** The credential probe: the number of OAuth providers the service lists. */
+  probe(signal: AbortSignal): Promise<number>;
+}
+
+/** The connection objects as the watch cache holds them. */
+export interface ConnectionCache {
+  /** True when connections of `kind` are watched (the cluster kind needs a cluster-wide install). */
+  watches(kind: ConnectionId["kind"]): boolean;
+  get(id: ConnectionId): ConnectionObject | undefined;
+}
+
+/** A connection as this instance knows it: its client and session, and its last probe. */
+export interface ConnectionEntry {
+  /** Digest of the settings the client was built from (the key included, never kept itself). */
+  readonly fingerprint: string;
+  readonly service: ConnectionService;
+  readonly session: ServiceSession;
+  /** The last probe's verdict and when it was made (epoch ms); set by the connection controller. */
+  verdict?: ConnectionVerdict;
+  probedAt?: number;
+}
+
+/**
+ * What the Deployment reconciler, the resync passes, the rollout poller and the metrics ask of
+ * the connections.
+ */
+export interface ConnectionSessions extends Sessions {
+  /** The sessions usable now, the default one first: a resync pass lists each once. */
+  sessions(): { key: string; session: ServiceSession }[];
+  /** The session of a ready connection `key` (`default` included), if any. */
+  session(key: string): ServiceSession | undefined;
+  /** True when `obj`'s namespace may not use its connection now (see `access.ts`). */
+  refuses(obj: StoredResource): boolean;
+  /**
+   * Per connection key (`default`, `ClusterServiceConnection/<name>`), how many of `resources`
+   * its namespace selector refuses now.
+   */
+  refusals(resources: Iterable<StoredResource>): Map<string, number>;
+}
+
+/** Options of {@link ConnectionRegistry}. */
+export interface ConnectionRegistryOptions {
+  connections: ConnectionCache;
+  /** The session of the operator's own settings, for resources without `spec.connectionRef`. */
+  defaultSession: ServiceSession;
+  /** Builds the client of a connection's settings. */
+  connect(config: ServiceConfig, key: string): ConnectionService;
+  /**
+   * Builds the session (its snapshot, listings, revision tracking) of the connection `key` over
+   * its port.
+   */
+  session(port: DeploymentsPort, key: string): ServiceSession;
+  /** Who may use which connection (namespace selectors). Default: everyone may use every one. */
+  access?: NamespaceAccess;
+}
+
+/** See the module comment. */
+export class ConnectionRegistry implements ConnectionSessions {
+  /** Who may use which connection; the connection controller counts refused users with it. */
+  readonly access: NamespaceAccess;
+  readonly #o: ConnectionRegistryOptions;
+  readonly #entries = new Map<string, ConnectionEntry>();
+  /** Connections found unusable for a reason other than the probe (e.g. their Secret). */
+  readonly #unusable = new Map<string, Failure>();
+
+  constructor(options: ConnectionRegistryOptions) {
+    this.#o = options;
+    this.access = options.access ?? new NamespaceAccess();
+  }
+
+  /**
+   * Whether `obj` may reach the service now, and through which session. Whether its namespace may
+   * use the connection is asked first, before whether it is Ready: a refused namespace learns
+   * nothing of a connection it may not use but that it exists.
+   */
+  lookup(obj: StoredResource): SessionLookup {
+    const namespace = obj.metadata.namespace ?? "";
+    const id = connectionOf(namespace, obj.spec.connectionRef);
+    if (!id) {
+      const access = this.access.check(namespace, undefined);
+      return access.kind === "allowed" ? { kind: "ready", session: this.#o.defaultSession } : access;
+    }
+    if (!this.#o.connections.watches(id.kind))
+      return {
+        kind: "unavailable",
+        message: `${describeConnection(id)} cannot be used: this operator watches only some namespaces (a namespaced install), and a ClusterServiceConnection needs the cluster-wide install; use a ServiceConnection in namespace ${obj.metadata.namespace}`,
+      };
+    const found = this.#o.connections.get(id);
+    if (!found)
+      return {
+        kind: "unavailable",
+        message:
+          id.kind === SERVICE_CONNECTION_KIND
+            ? `${describeConnection(id)} not found: a Deployment uses a ServiceConnection of its own namespace only; create it there, or use a ClusterServiceConnection`
+            : `${describeConnection(id)} not found: create it, or fix spec.connectionRef`,
+      };
+    const access = this.access.check(namespace, id, found.spec);
+    if (access.kind !== "allowed") return access;
+    const key = connectionKey(id);
+    const problem = this.#unusable.get(key);
+    if (problem) return { kind: "unavailable", message: notReady(id, problem) };
+    const entry = this.#entries.get(key);
+    if (!entry?.verdict) return { kind: "pending" };
+    if (!entry.verdict.ok) return { kind: "unavailable", message: notReady(id, entry.verdict) };
+    const windows = found.spec.rolloutWindows;
+    // Read from the watch cache at each lookup: a change of the windows alone rebuilds nothing.
+    return windows
+      ? { kind: "ready", session: entry.session, rolloutWindows: { windows, from: describeConnection(id) } }
+      : { kind: "ready", session: entry.session };
+  }
+
+  sessions(): { key: string; session: ServiceSession }[] {
+    const ready = [...this.#entries].filter(([key, e]) => e.verdict?.ok && !this.#unusable.has(key));
+    return [
+      { key: DEFAULT_CONNECTION, session: this.#o.defaultSession },
+      ...ready.map(([key, e]) => ({ key, session: e.session })),
+    ];
+  }
+
+  session(key: string): ServiceSession | undefined {
+    return this.sessions().find((s) => s.key === key)?.session;
+  }
+
+  refuses(obj: StoredResource): boolean {
+    const namespace = obj.metadata.namespace ?? "";
+    const id = connectionOf(namespace, obj.spec.connectionRef);
+    // A missing connection refuses no one (its resources are told it is missing), nor does a
+    // ServiceConnection (its own namespace's only).
+    if (id && id.kind !== CLUSTER_SERVICE_CONNECTION_KIND) return false;
+    const spec = id ? this.#o.connections.get(id)?.spec : undefined;
+    if (id && !spec) return false;
+    return this.access.check(namespace, id, spec).kind === "refused";
+  }
+
+  /** See {@link ConnectionSessions.refusals}. One pass, each (connection, namespace) checked once. */
+  refusals(resources: Iterable<StoredResource>): Map<string, number> {
+    const counts = new Map<string, number>();
+    const checked = new Map<string, boolean>();
+    for (const obj of resources) {
+      const namespace = obj.metadata.namespace ?? "";
+      const id = connectionOf(namespace, obj.spec.connectionRef);
+      if (id && id.kind !== CLUSTER_SERVICE_CONNECTION_KIND) continue;
+      const memo = `${connectionKey(id)}\n${namespace}`;
+      let refused = checked.get(memo);
+      if (refused === undefined) {
+        refused = this.refuses(obj);
+        checked.set(memo, refused);
+      }
+      if (!refused) continue;
+      const label = connectionKey(id);
+      counts.set(label, (counts.get(label) ?? 0) + 1);
+    }
+    return counts;
+  }
+
+  /**
+   * The entry of `key` for `config`: the one there when it was built from the same settings
+   * (spec, key and CA), a new one otherwise (`built`), which has not been probed yet.
+   */
+  entry(key: string, config: ServiceConfig): { entry: ConnectionEntry; built: boolean } {
+    const fingerprint = createHash("sha256").update(JSON.stringify(config)).digest("hex");
+    const existing = this.#entries.get(key);
+    if (existing?.fingerprint === fingerprint) return { entry: existing, built: false };
+    const service = this.#o.connect(config, key);
+    const entry: ConnectionEntry = { fingerprint, service, session: this.#o.session(service.port, key) };
+    this.#entries.set(key, entry);
+    return { entry, built: true };
+  }
+
+  /** The entry of `key` as it is, if one was built. */
+  current(key: string): ConnectionEntry | undefined {
+    return this.#entries.get(key);
+  }
+
+  /** What is known of `key`: why it is unusable, else its last probe's verdict. */
+  verdict(key: string): ConnectionVerdict | undefined {
+    return this.#unusable.get(key) ?? this.#entries.get(key)?.verdict;
+  }
+
+  /**
+   * What the connection's resources are told, coarsely: `pending`, `ready`, or `unavailable/`
+   * with the reason. The connection controller enqueues them when it changes (a detail of a
+   * message that changes alone does not re-enqueue them all).
+   */
+  state(key: string): string {
+    const known = this.verdict(key);
+    if (!known) return "pending";
+    return known.ok ? "ready" : `unavailable/${known.reason}`;
+  }
+
+  /** Marks `key` unusable for `failure`, found before any probe (its spec or a Secret). */
+  setUnusable(key: string, failure: Failure): void {
+    this.#unusable.set(key, failure);
+  }
+
+  /** `key`'s settings could be read again: its probe's verdict speaks for it. */
+  clearUnusable(key: string): void {
+    this.#unusable.delete(key);
+  }
+
+  /** Drops `key` (its connection is gone); true when anything was known of it. */
+  forget(key: string): boolean {
+    const known = this.#entries.has(key) || this.#unusable.has(key);
+    this.#entries.delete(key);
+    this.#unusable.delete(key);
+    return known;
+  }
+}
+
+/** What a resource is told about a connection that cannot be used. */
+function notReady(id: ConnectionId, verdict: { reason: string; message: string }): string {
+  return `${describeConnection(id)} is not Ready (${verdict.reason}): ${verdict.message}`;
+}
