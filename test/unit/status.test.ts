@@ -371,7 +371,8 @@ describe("redactSecrets", () => {
         }
       }),
     );
-  });
+    // A hundred generated values, four encodings each: seconds on a loaded machine.
+  }, 30_000);
 
   it("redactAndTruncate never shows the first part of a value cut at the length", () => {
     const secret = "hunter2-hunter2-hunter2";
