@@ -1,6 +1,6 @@
 // The Helm chart without a cluster: its version is the package's, its CRDs are crds/', every
 // `run` setting a platform team sets is a value passed under the operator's own variable name,
-// what it renders for metrics is what the operator reads, and
+// what it renders for metrics, a private CA and a proxy is what the operator reads, and
 // values.schema.json refuses a typo naming it. Rendering runs the real helm (`helm template`,
 // `helm lint`); installing it, and the comparison with the kustomize install, are in
 // test/e2e/helm-chart.test.ts.
@@ -12,8 +12,9 @@ import type { CliContext } from "../../src/commands/context.ts";
 import { createProgram } from "../../src/commands/program.ts";
 import { registerRunCommand } from "../../src/commands/run.ts";
 import { RUN_SETTINGS, type RunFlags, runConfigFrom } from "../../src/commands/run-config.ts";
-import { SERVICE_SETTINGS, type Settings } from "../../src/config.ts";
+import { SERVICE_ENV, SERVICE_SETTINGS, type Settings, serviceConfigFrom } from "../../src/config.ts";
 import { CRDS, crdFile, renderCrd } from "../../src/crd/render.ts";
+import { createTestCa } from "../support/certificates.ts";
 import { CHART, helm, helmBinary, type K8sObject, renderChart } from "../support/helm-chart.ts";
 
 const root = join(import.meta.dirname, "..", "..");
@@ -120,7 +121,8 @@ const envOf = (objects: K8sObject[]) =>
 /**
  * `run` settings that are not under `config` in values.yaml, and where they are instead: the
  * Kubernetes access (the pod's ServiceAccount), leader election (`leaderElection`), the listen
- * addresses (`metrics.port`, `healthProbes.port`), and the metrics mode and certificate (`metrics`).
+ * addresses (`metrics.port`, `healthProbes.port`), the metrics mode and certificate (`metrics`),
+ * and the default connection's CA file (`caBundle`, a mounted Secret or ConfigMap).
  */
 const NOT_UNDER_CONFIG: Record<string, string> = {
   kubeconfig: "the pod's ServiceAccount",
@@ -135,9 +137,10 @@ const NOT_UNDER_CONFIG: Record<string, string> = {
   metricsSecure: "metrics.secure",
   metricsCertDir: "metrics.certSecret",
   healthProbeBindAddress: "healthProbes.port",
+  caFile: "caBundle",
 };
-/** Service settings that come from the credentials Secret. */
-const FROM_CREDENTIALS = ["baseUrl", "tenantId"];
+/** Service settings that come from the credentials Secret (the key as a mounted file). */
+const FROM_CREDENTIALS = ["baseUrl", "tenantId", "apiKey", "apiKeyFile"];
 
 describe("the chart's package", () => {
   it("has package.json's version as its version and appVersion (a release publishes both at once)", () => {
@@ -177,7 +180,12 @@ describe("the chart's package", () => {
   });
 
   it("has a value under `config` for every `run` setting but those it sets elsewhere, named as the setting", () => {
-    const all = new Set([...Object.keys(RUN_SETTINGS), ...Object.keys(SERVICE_SETTINGS)]);
+    // SERVICE_ENV also names the settings read outside the table (the key, its file, the CA file).
+    const all = new Set([
+      ...Object.keys(RUN_SETTINGS),
+      ...Object.keys(SERVICE_SETTINGS),
+      ...Object.keys(SERVICE_ENV),
+    ]);
     const settings = [...all].filter((key) => !(key in NOT_UNDER_CONFIG) && !FROM_CREDENTIALS.includes(key));
     expect(Object.keys(values.config).sort()).toEqual(settings.sort());
     // …and the values said to set the others exist.
@@ -360,7 +368,7 @@ describe("helm template charts/dms-operator", { timeout: 30_000 }, () => {
   });
 });
 
-describe("helm template charts/dms-operator: metrics", { timeout: 30_000 }, () => {
+describe("helm template charts/dms-operator: metrics, a private CA, a proxy", { timeout: 30_000 }, () => {
   let bin: string;
   beforeAll(async () => {
     bin = await helmBinary();
@@ -500,7 +508,79 @@ describe("helm template charts/dms-operator: metrics", { timeout: 30_000 }, () =
     expect(plain.map((o) => o.metadata.name)).not.toContain("dms-operator-metrics-scraper-token");
   });
 
-  it("refuses metrics and scraper values that cannot work together, naming the values and the fix", async () => {
+  it("mounts caBundle from a Secret or a ConfigMap at the file DMS_CA_FILE names, which the operator trusts", async () => {
+    const ca = await createTestCa();
+    for (const [set, source] of [
+      [["caBundle.secretName=corp-ca"], "secret:corp-ca/ca.crt"],
+      [["caBundle.configMapName=corp-ca", "caBundle.key=bundle.pem"], "configMap:corp-ca/bundle.pem"],
+    ] as const) {
+      const objects = await render([...set]);
+      const caFile = envOf(objects).DMS_CA_FILE ?? "";
+      const dir = caFile.slice(0, caFile.lastIndexOf("/"));
+      expect(filesAt(objects, dir)).toEqual({ [caFile]: source });
+      const read: string[] = [];
+      const service = serviceConfigFrom(
+        {},
+        { ...envOf(objects), DMS_BASE_URL: "https://dms.corp.example" },
+        (path) => {
+          read.push(path);
+          return path === caFile ? ca.cert : "api-key";
+        },
+      );
+      expect(service).toMatchObject({ ok: true, config: { caBundle: ca.cert } });
+      expect(read).toContain(caFile);
+    }
+  });
+
+  it("sets the proxy variables the operator's service calls go through", async () => {
+    const objects = await render([
+      "proxy.httpsProxy=http://proxy.corp.example:3128",
+      "proxy.httpProxy=http://proxy.corp.example:3128",
+      "proxy.noProxy={.corp.example,.svc,10.0.0.1}",
+    ]);
+    expect(envOf(objects)).toMatchObject({
+      HTTPS_PROXY: "http://proxy.corp.example:3128",
+      HTTP_PROXY: "http://proxy.corp.example:3128",
+      NO_PROXY: ".corp.example,.svc,10.0.0.1",
+    });
+    const service = serviceConfigFrom(
+      {},
+      { ...envOf(objects), DMS_BASE_URL: "https://dms.corp.example" },
+      () => "key",
+    );
+    expect(service).toMatchObject({
+      ok: true,
+      config: {
+        proxyEnv: { HTTPS_PROXY: "http://proxy.corp.example:3128", NO_PROXY: ".corp.example,.svc,10.0.0.1" },
+      },
+    });
+    const text = await render(["proxy.noProxy=.corp.example\\,.svc"]);
+    expect(envOf(text).NO_PROXY).toBe(".corp.example,.svc");
+  });
+
+  it("adds extraEnv, extraVolumes and extraVolumeMounts after the chart's own, e.g. a CA for every call of the process", async () => {
+    const objects = await render([
+      "extraEnv[0].name=NODE_EXTRA_CA_CERTS",
+      "extraEnv[0].value=/etc/proxy-ca/ca.crt",
+      "extraVolumes[0].name=proxy-ca",
+      "extraVolumes[0].configMap.name=proxy-ca",
+      "extraVolumeMounts[0].name=proxy-ca",
+      "extraVolumeMounts[0].mountPath=/etc/proxy-ca",
+      "extraVolumeMounts[0].readOnly=true",
+    ]);
+    expect(operatorContainer(objects).env.at(-1)).toEqual({
+      name: "NODE_EXTRA_CA_CERTS",
+      value: "/etc/proxy-ca/ca.crt",
+    });
+    expect(operatorContainer(objects).volumeMounts.at(-1)).toEqual({
+      name: "proxy-ca",
+      mountPath: "/etc/proxy-ca",
+      readOnly: true,
+    });
+    expect(podSpec(objects).volumes.at(-1)).toEqual({ name: "proxy-ca", configMap: { name: "proxy-ca" } });
+  });
+
+  it("refuses metrics, CA and scraper values that cannot work together, naming the values and the fix", async () => {
     const refusal = async (set: string[]) => {
       const result = await helm(bin, [
         "template",
@@ -519,6 +599,12 @@ describe("helm template charts/dms-operator: metrics", { timeout: 30_000 }, () =
     );
     expect(await refusal(["metrics.secure=false", "metrics.certSecret=metrics-tls"])).toContain(
       "metrics.certSecret: a certificate serves HTTPS metrics only",
+    );
+    expect(await refusal(["caBundle.secretName=a", "caBundle.configMapName=b"])).toContain(
+      "caBundle: give caBundle.secretName or caBundle.configMapName, not both",
+    );
+    expect(await refusal(["caBundle.secretName=a", "config.insecureSkipTlsVerify=true"])).toContain(
+      "caBundle, config.insecureSkipTlsVerify: give one of them",
     );
     expect(
       await refusal(["metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.scraper.create=false"]),
@@ -567,6 +653,9 @@ describe("values.schema.json", { timeout: 30_000 }, () => {
       ["config.resyncPeriod=ten minutes", "at '/config/resyncPeriod'"],
       ["scope=cluster-wide", "at '/scope'"],
       ["image.digest=latest", "at '/image/digest'"],
+      ["proxy.httpsProxy=proxy.corp.example:3128", "at '/proxy/httpsProxy'"],
+      ["extraEnv[0].value=x", "at '/extraEnv/0'"],
+      ["extraVolumeMounts[0].name=x", "at '/extraVolumeMounts/0'"],
       ["metrics.port=0", "at '/metrics/port'"],
     ] as const) {
       const result = await helm(bin, ["template", "dms-operator", CHART, "--set", set]);

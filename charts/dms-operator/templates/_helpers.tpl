@@ -156,6 +156,20 @@ Where the metrics certificate Secret (`metrics.certSecret`) is mounted: `--metri
 {{- end }}
 
 {{/*
+Where the CA bundle (`caBundle`) is mounted; DMS_CA_FILE is the key's file in it.
+*/}}
+{{- define "dms-operator.caBundleDir" -}}
+/etc/dms/ca
+{{- end }}
+
+{{/*
+The name of the Secret or ConfigMap holding the service's CA (`caBundle`), or nothing.
+*/}}
+{{- define "dms-operator.caBundleSource" -}}
+{{- .Values.caBundle.secretName | default .Values.caBundle.configMapName }}
+{{- end }}
+
+{{/*
 The Secret holding the token the ServiceMonitor scrapes with: the scraper's (created with the
 release) or the one `metrics.serviceMonitor.scraper.tokenSecret.name` names.
 */}}
@@ -182,5 +196,11 @@ Refuses combinations of values the operator could not run with, naming the value
 {{- end }}
 {{- if and .Values.metrics.certSecret (not (include "dms-operator.metricsSecure" .)) }}
 {{- fail "metrics.certSecret: a certificate serves HTTPS metrics only; set metrics.secure=true or leave metrics.certSecret empty" }}
+{{- end }}
+{{- if and .Values.caBundle.secretName .Values.caBundle.configMapName }}
+{{- fail "caBundle: give caBundle.secretName or caBundle.configMapName, not both" }}
+{{- end }}
+{{- if and (include "dms-operator.caBundleSource" .) .Values.config.insecureSkipTlsVerify }}
+{{- fail "caBundle, config.insecureSkipTlsVerify: give one of them: a CA to verify the service's certificate with, or (a test service only) no verification" }}
 {{- end }}
 {{- end }}
