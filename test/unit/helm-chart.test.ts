@@ -597,6 +597,12 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", { 
     expect(await refusal(["metrics.secure=false", "metrics.service.enabled=true"])).toContain(
       "metrics.loopbackOnly=false",
     );
+    expect(await refusal(["metrics.port=8081"])).toContain(
+      "metrics.port: must differ from healthProbes.port",
+    );
+    expect(await refusal(["healthProbes.port=8080", "metrics.secure=false"])).toContain(
+      "metrics.port: must differ from healthProbes.port",
+    );
     expect(await refusal(["metrics.secure=false", "metrics.certSecret=metrics-tls"])).toContain(
       "metrics.certSecret: a certificate serves HTTPS metrics only",
     );
