@@ -3,14 +3,17 @@
 // accepted by a server-side dry run, installs (the operator, run as a process with the installed
 // Deployment's args and env and the installed ServiceAccount's token, takes its Lease, answers
 // /readyz and makes a sample Ready), upgrades to changed values keeping the CRDs and the operator
-// Ready, and uninstalls leaving the CRDs. There is no kubelet: the pods are never run, the
-// operator process stands in for them.
+// Ready, serves HTTPS /metrics to a token bound to the release's reader role, and uninstalls
+// leaving the CRDs. There is no kubelet: the pods are never run, the operator process stands in
+// for them.
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
+import got from "got";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadSeed } from "../../src/simulator/seed.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+import { freePort } from "../controlplane/net.ts";
 import { freshNamespace, kubectl, kubectlOk, testKubeconfigPath, waitFor } from "../support/cluster.ts";
 import {
   byIdentity,
@@ -158,6 +161,15 @@ describe("the Helm chart", () => {
     it.each([
       ["default values", []],
       ["scope: namespace", ["scope=namespace"]],
+      [
+        "a metrics certificate, a private CA and a proxy",
+        [
+          "metrics.certSecret=metrics-tls",
+          "caBundle.configMapName=corp-ca",
+          "proxy.httpsProxy=http://proxy.corp.example:3128",
+          "proxy.noProxy={.svc,.cluster.local}",
+        ],
+      ],
     ])("is accepted: %s", async (_name, set) => {
       const namespace = await freshNamespace("e2e-helm-dry");
       const objects = await renderChart(bin, { release: "e2e-helm-dry", namespace, set });
@@ -174,6 +186,9 @@ describe("the Helm chart", () => {
     let apps: string;
     let simulator: RunningSimulator;
     let operator: StartedOperator | undefined;
+    /** Where the running operator serves /metrics (on loopback, in the installed mode). */
+    let metricsUrl = "";
+    const scraperBinding = `${RELEASE}-e2e-scraper`;
     const crdUids = async () =>
       (await kubectlOk(["get", "crd", ...CRD_NAMES, "-o", "jsonpath={.items[*].metadata.uid}"])).split(" ");
 
@@ -186,7 +201,10 @@ describe("the Helm chart", () => {
         await kubectlOk(["get", "secret", "dms-operator-credentials", "-n", ns, "-o", "json"]),
       ) as { data: Record<string, string> };
       const decoded = (key: string) => Buffer.from(secret.data[key] ?? "", "base64").toString("utf8");
+      const metricsPort = await freePort();
+      metricsUrl = `https://127.0.0.1:${metricsPort}/metrics`;
       return startOperatorAs({
+        metricsBindAddress: `127.0.0.1:${metricsPort}`,
         args,
         kubeconfig: await serviceAccountKubeconfig(ns, FULLNAME, work),
         serviceUrl: decoded("base-url"),
@@ -241,6 +259,7 @@ describe("the Helm chart", () => {
       if (apps) await kubectl(["delete", "dmsd", "--all", "-n", apps, "--timeout=30s"]);
       await operator?.process.stop(10_000);
       await simulator?.close();
+      await kubectl(["delete", "clusterrolebinding", scraperBinding, "--ignore-not-found"]);
     });
 
     it("refuses a typo in the values, naming it, and installs nothing", async () => {
@@ -306,6 +325,34 @@ describe("the Helm chart", () => {
       expect(waited.code).toBe(0);
       expect(simulator.store.list().filter((d) => d.name === "summarizer")).toHaveLength(1);
       expect(forbiddenLines(operator.logText())).toEqual([]);
+    });
+
+    it("serves /metrics over HTTPS to a token bound to the release's reader role, reviewed with the release's ClusterRole; 403 to another", async () => {
+      // As Prometheus with insecureSkipVerify: any certificate (the operator's self-signed one).
+      const scrape = async (account: string) => {
+        const token = (await kubectlOk(["create", "token", account, "-n", ns, "--duration=600s"])).trim();
+        return got(metricsUrl, {
+          https: { rejectUnauthorized: false },
+          headers: { authorization: `Bearer ${token}` },
+          throwHttpErrors: false,
+          retry: { limit: 0 },
+          timeout: { request: 20_000 },
+        });
+      };
+      for (const account of ["scraper", "stranger"])
+        await kubectlOk(["create", "serviceaccount", account, "-n", ns]);
+      await kubectlOk([
+        "create",
+        "clusterrolebinding",
+        scraperBinding,
+        `--clusterrole=${FULLNAME}-metrics-reader`,
+        `--serviceaccount=${ns}:scraper`,
+      ]);
+      const allowed = await scrape("scraper");
+      expect(allowed.statusCode).toBe(200);
+      expect(allowed.body).toContain("# TYPE controller_runtime_reconcile_total counter");
+      expect((await scrape("stranger")).statusCode).toBe(403);
+      expect(forbiddenLines(operator?.logText() ?? "")).toEqual([]);
     });
 
     it("upgrades to changed values (log level, replicas), keeping the CRDs and the operator Ready", async () => {
@@ -383,6 +430,7 @@ describe("the Helm chart", () => {
         ["deployment", FULLNAME, "-n", ns],
         ["clusterrole", FULLNAME],
         ["clusterrolebinding", FULLNAME],
+        ["clusterrole", `${FULLNAME}-metrics-reader`],
         ["serviceaccount", FULLNAME, "-n", ns],
         ["secret", "dms-operator-credentials", "-n", ns],
       ]) {

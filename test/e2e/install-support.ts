@@ -117,6 +117,8 @@ export interface OperatorAsOptions {
    * interval, never the pod's own (POD_NAMESPACE, POD_NAME) nor the service URL and key file.
    */
   env?: Record<string, string>;
+  /** Where /metrics listens instead of the manifests' address; by default it is off (`0`). */
+  metricsBindAddress?: string;
 }
 
 /** A started operator with where its probes listen. */
@@ -143,7 +145,7 @@ export async function startOperatorAs(options: OperatorAsOptions): Promise<Start
   const probesPort = await freePort();
   const args = [
     ...options.args.filter((a) => !/^--(metrics|health-probe)-bind-address/.test(a)),
-    "--metrics-bind-address=0",
+    `--metrics-bind-address=${options.metricsBindAddress ?? "0"}`,
     `--health-probe-bind-address=127.0.0.1:${probesPort}`,
     `--kubeconfig=${options.kubeconfig}`,
   ];

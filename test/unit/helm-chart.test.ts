@@ -1,24 +1,36 @@
 // The Helm chart without a cluster: its version is the package's, its CRDs are crds/', every
 // `run` setting a platform team sets is a value passed under the operator's own variable name,
-// and values.schema.json refuses a typo naming it. Rendering runs the real helm (`helm template`,
+// what it renders for metrics, a private CA and a proxy is what the operator reads, and
+// values.schema.json refuses a typo naming it. Rendering runs the real helm (`helm template`,
 // `helm lint`); installing it, and the comparison with the kustomize install, are in
 // test/e2e/helm-chart.test.ts.
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { RUN_SETTINGS } from "../../src/commands/run-config.ts";
-import { SERVICE_SETTINGS, type Settings } from "../../src/config.ts";
+import type { CliContext } from "../../src/commands/context.ts";
+import { createProgram } from "../../src/commands/program.ts";
+import { registerRunCommand } from "../../src/commands/run.ts";
+import { RUN_SETTINGS, type RunFlags, runConfigFrom } from "../../src/commands/run-config.ts";
+import { SERVICE_ENV, SERVICE_SETTINGS, type Settings, serviceConfigFrom } from "../../src/config.ts";
 import { CRDS, crdFile, renderCrd } from "../../src/crd/render.ts";
+import { createTestCa } from "../support/certificates.ts";
 import { CHART, helm, helmBinary, type K8sObject, renderChart } from "../support/helm-chart.ts";
 
 const root = join(import.meta.dirname, "..", "..");
 const values = parse(readFileSync(join(CHART, "values.yaml"), "utf8")) as {
   config: Record<string, unknown>;
-};
+} & Record<string, unknown>;
 
-/** The operator container of a rendering. */
-function operatorContainer(objects: K8sObject[]) {
+/** A volume of the operator's pod, as the chart renders them (only the fields read here). */
+interface Volume {
+  name: string;
+  secret?: { secretName: string; items?: { key: string; path: string }[] };
+  configMap?: { name: string; items?: { key: string; path: string }[] };
+}
+
+/** The pod spec of the operator's Deployment in a rendering. */
+function podSpec(objects: K8sObject[]) {
   const deployment = objects.find((o) => o.kind === "Deployment") as unknown as {
     spec: {
       replicas: number;
@@ -29,14 +41,73 @@ function operatorContainer(objects: K8sObject[]) {
             image: string;
             args: string[];
             env: { name: string; value?: string }[];
+            ports: { name: string; containerPort: number }[];
+            volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[];
           }[];
+          volumes: Volume[];
         };
       };
     };
   };
-  const container = deployment.spec.template.spec.containers.find((c) => c.name === "operator");
+  return deployment.spec.template.spec;
+}
+
+/** The operator container of a rendering. */
+function operatorContainer(objects: K8sObject[]) {
+  const container = podSpec(objects).containers.find((c) => c.name === "operator");
   if (!container) throw new Error("the rendering has no operator container");
   return container;
+}
+
+/**
+ * The files the pod shows at `dir` from its volume of that mount, as `path → source/key`
+ * (`secret:<name>/<key>` or `configMap:<name>/<key>`).
+ */
+function filesAt(objects: K8sObject[], dir: string): Record<string, string> {
+  const mount = operatorContainer(objects).volumeMounts.find((m) => m.mountPath === dir);
+  if (!mount) return {};
+  expect(mount.readOnly, `the mount at ${dir}`).toBe(true);
+  const volume = podSpec(objects).volumes.find((v) => v.name === mount.name);
+  const source = volume?.secret
+    ? { kind: "secret", name: volume.secret.secretName, items: volume.secret.items }
+    : volume?.configMap
+      ? { kind: "configMap", name: volume.configMap.name, items: volume.configMap.items }
+      : undefined;
+  if (!source?.items) throw new Error(`the volume mounted at ${dir} lists no items`);
+  return Object.fromEntries(
+    source.items.map((item) => [`${dir}/${item.path}`, `${source.kind}:${source.name}/${item.key}`]),
+  );
+}
+
+/**
+ * What `dms-operator run` makes of the operator container of a rendering: its args parsed by the
+ * `run` command itself, its literal environment (with the downward API's namespace and the
+ * credentials Secret's base URL), every file it names left out (the API key and CA files, which
+ * exist only in the pod).
+ */
+async function operatorReads(objects: K8sObject[]) {
+  const { DMS_API_KEY_FILE: _key, DMS_CA_FILE: _ca, ...literal } = envOf(objects);
+  const env = { ...literal, POD_NAMESPACE: "dms-system", DMS_BASE_URL: "https://api.example.com" };
+  const ctx: CliContext = {
+    out: () => {},
+    err: () => {},
+    stdoutIsTTY: false,
+    env,
+    stopSignal: new AbortController().signal,
+  };
+  let flags: RunFlags | undefined;
+  const program = createProgram(ctx, [registerRunCommand]);
+  program.commands
+    .find((c) => c.name() === "run")
+    ?.action((given: RunFlags) => {
+      flags = given;
+    });
+  const args = operatorContainer(objects).args.map((a) => a.replaceAll("$(POD_NAMESPACE)", "dms-system"));
+  await program.parseAsync(args, { from: "user" });
+  if (!flags) throw new Error(`run was not parsed from ${args.join(" ")}`);
+  const result = runConfigFrom(flags, env);
+  if (!result.ok) throw new Error(`run refuses the rendering: ${result.problems.join("; ")}`);
+  return result.config;
 }
 
 /** The literal environment of the operator container. */
@@ -49,8 +120,9 @@ const envOf = (objects: K8sObject[]) =>
 
 /**
  * `run` settings that are not under `config` in values.yaml, and where they are instead: the
- * Kubernetes access (the pod's ServiceAccount), leader election (`leaderElection`), and the
- * listen addresses (`metrics.port`, `healthProbes.port`).
+ * Kubernetes access (the pod's ServiceAccount), leader election (`leaderElection`), the listen
+ * addresses (`metrics.port`, `healthProbes.port`), the metrics mode and certificate (`metrics`),
+ * and the default connection's CA file (`caBundle`, a mounted Secret or ConfigMap).
  */
 const NOT_UNDER_CONFIG: Record<string, string> = {
   kubeconfig: "the pod's ServiceAccount",
@@ -62,10 +134,13 @@ const NOT_UNDER_CONFIG: Record<string, string> = {
   renewDeadline: "leaderElection.renewDeadline",
   retryPeriod: "leaderElection.retryPeriod",
   metricsBindAddress: "metrics.port",
+  metricsSecure: "metrics.secure",
+  metricsCertDir: "metrics.certSecret",
   healthProbeBindAddress: "healthProbes.port",
+  caFile: "caBundle",
 };
-/** Service settings that come from the credentials Secret. */
-const FROM_CREDENTIALS = ["baseUrl", "tenantId"];
+/** Service settings that come from the credentials Secret (the key as a mounted file). */
+const FROM_CREDENTIALS = ["baseUrl", "tenantId", "apiKey", "apiKeyFile"];
 
 describe("the chart's package", () => {
   it("has package.json's version as its version and appVersion (a release publishes both at once)", () => {
@@ -105,10 +180,28 @@ describe("the chart's package", () => {
   });
 
   it("has a value under `config` for every `run` setting but those it sets elsewhere, named as the setting", () => {
-    const settings = [...Object.keys(RUN_SETTINGS), ...Object.keys(SERVICE_SETTINGS)].filter(
-      (key) => !(key in NOT_UNDER_CONFIG) && !FROM_CREDENTIALS.includes(key),
-    );
+    // SERVICE_ENV also names the settings read outside the table (the key, its file, the CA file).
+    const all = new Set([
+      ...Object.keys(RUN_SETTINGS),
+      ...Object.keys(SERVICE_SETTINGS),
+      ...Object.keys(SERVICE_ENV),
+    ]);
+    const settings = [...all].filter((key) => !(key in NOT_UNDER_CONFIG) && !FROM_CREDENTIALS.includes(key));
     expect(Object.keys(values.config).sort()).toEqual(settings.sort());
+    // …and the values said to set the others exist.
+    for (const [key, where] of Object.entries(NOT_UNDER_CONFIG)) {
+      if (where === "the pod's ServiceAccount") continue;
+      const found = where
+        .split(".")
+        .reduce<unknown>(
+          (at, part) =>
+            typeof at === "object" && at !== null && part in at
+              ? (at as Record<string, unknown>)[part]
+              : undefined,
+          values,
+        );
+      expect(found, `${key} is set by ${where}`).not.toBeUndefined();
+    }
   });
 });
 
@@ -204,7 +297,8 @@ describe("helm template charts/dms-operator", { timeout: 30_000 }, () => {
     expect(operatorContainer(objects).args).toEqual([
       "run",
       "--no-leader-elect",
-      "--metrics-bind-address=:8080",
+      // Plain HTTP answers anyone: on the pod's loopback unless metrics.loopbackOnly says otherwise.
+      "--metrics-bind-address=127.0.0.1:8080",
       "--health-probe-bind-address=:8081",
       "--metrics-secure=false",
       "--lease-duration=30s",
@@ -274,6 +368,256 @@ describe("helm template charts/dms-operator", { timeout: 30_000 }, () => {
   });
 });
 
+describe("helm template charts/dms-operator: metrics, a private CA, a proxy", { timeout: 30_000 }, () => {
+  let bin: string;
+  beforeAll(async () => {
+    bin = await helmBinary();
+  }, 900_000);
+
+  const render = (set: string[], namespace = "dms-system") => renderChart(bin, { namespace, set });
+  const named = (objects: K8sObject[], kind: string, name: string) =>
+    objects.find((o) => o.kind === kind && o.metadata.name === name);
+  const reviewRules = (objects: K8sObject[], kind: string) =>
+    ((named(objects, kind, "dms-operator")?.rules ?? []) as { resources?: string[] }[]).filter((r) =>
+      r.resources?.some((x) => x.endsWith("reviews")),
+    );
+
+  it("serves HTTPS metrics on :8443 with scope cluster, its role creating the reviews; plain HTTP on the loopback with scope namespace", async () => {
+    const cluster = await render([]);
+    expect(await operatorReads(cluster)).toMatchObject({
+      metricsSecure: true,
+      metricsBindAddress: ":8443",
+    });
+    expect(operatorContainer(cluster).ports).toContainEqual({ name: "metrics", containerPort: 8443 });
+    expect(reviewRules(cluster, "ClusterRole")).toEqual([
+      { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
+      { apiGroups: ["authorization.k8s.io"], resources: ["subjectaccessreviews"], verbs: ["create"] },
+    ]);
+    expect(named(cluster, "ClusterRole", "dms-operator-metrics-reader")?.rules).toEqual([
+      { nonResourceURLs: ["/metrics"], verbs: ["get"] },
+    ]);
+
+    const namespaced = await render(["scope=namespace"], "team-a");
+    expect(await operatorReads(namespaced)).toMatchObject({
+      metricsSecure: false,
+      metricsBindAddress: "127.0.0.1:8080",
+      namespaces: ["dms-system"], // $(POD_NAMESPACE), as operatorReads expands it
+    });
+    expect(operatorContainer(namespaced).ports.map((p) => p.name)).toEqual(["probes"]);
+    expect(namespaced.filter((o) => !("namespace" in o.metadata)).map((o) => o.kind)).toEqual([]);
+  });
+
+  it("follows metrics.secure, .port and .loopbackOnly when given, and leaves the reviews out of a role that needs none", async () => {
+    const plain = await render(["metrics.secure=false", "metrics.loopbackOnly=false", "metrics.port=9090"]);
+    expect(await operatorReads(plain)).toMatchObject({ metricsSecure: false, metricsBindAddress: ":9090" });
+    expect(operatorContainer(plain).ports).toContainEqual({ name: "metrics", containerPort: 9090 });
+    expect(reviewRules(plain, "ClusterRole")).toEqual([]);
+
+    // A namespace-scoped release a cluster admin gave system:auth-delegator.
+    const secure = await render(["scope=namespace", "metrics.secure=true"], "team-a");
+    expect(await operatorReads(secure)).toMatchObject({ metricsSecure: true, metricsBindAddress: ":8443" });
+    expect(operatorContainer(secure).ports).toContainEqual({ name: "metrics", containerPort: 8443 });
+  });
+
+  it("mounts metrics.certSecret's certificate and key where --metrics-cert-dir points, and the ServiceMonitor verifies it", async () => {
+    const objects = await render(["metrics.certSecret=metrics-tls", "metrics.serviceMonitor.enabled=true"]);
+    const config = await operatorReads(objects);
+    expect(config).toMatchObject({ metricsSecure: true, metricsCertDir: expect.any(String) });
+    expect(filesAt(objects, config.metricsCertDir ?? "")).toEqual({
+      [`${config.metricsCertDir}/tls.crt`]: "secret:metrics-tls/tls.crt",
+      [`${config.metricsCertDir}/tls.key`]: "secret:metrics-tls/tls.key",
+    });
+    expect(named(objects, "ServiceMonitor", "dms-operator")).toMatchObject({
+      spec: {
+        endpoints: [
+          {
+            port: "https",
+            scheme: "https",
+            tlsConfig: {
+              ca: { secret: { name: "metrics-tls", key: "ca.crt" } },
+              // The Service's name, as the Certificate must list it.
+              serverName: "dms-operator-metrics.dms-system.svc",
+            },
+          },
+        ],
+      },
+    });
+    expect(named(objects, "Service", "dms-operator-metrics")).toBeDefined();
+
+    const given = await render([
+      "metrics.serviceMonitor.enabled=true",
+      "metrics.serviceMonitor.tlsConfig.ca.configMap.name=corp-ca",
+      "metrics.serviceMonitor.tlsConfig.ca.configMap.key=ca.crt",
+    ]);
+    expect(named(given, "ServiceMonitor", "dms-operator")).toMatchObject({
+      spec: { endpoints: [{ tlsConfig: { ca: { configMap: { name: "corp-ca", key: "ca.crt" } } } }] },
+    });
+    expect(JSON.stringify(named(given, "ServiceMonitor", "dms-operator"))).not.toContain(
+      "insecureSkipVerify",
+    );
+  });
+
+  it("scrapes with the scraper's token, bound to the reader role, or with a token Secret of the user's; plain HTTP without a token", async () => {
+    const objects = await render(["metrics.serviceMonitor.enabled=true"]);
+    expect(named(objects, "Secret", "dms-operator-metrics-scraper-token")).toMatchObject({
+      type: "kubernetes.io/service-account-token",
+      metadata: { annotations: { "kubernetes.io/service-account.name": "dms-operator-metrics-scraper" } },
+    });
+    expect(named(objects, "ServiceAccount", "dms-operator-metrics-scraper")).toBeDefined();
+    expect(named(objects, "ClusterRoleBinding", "dms-operator-metrics-reader")).toMatchObject({
+      roleRef: { kind: "ClusterRole", name: "dms-operator-metrics-reader" },
+      subjects: [{ kind: "ServiceAccount", name: "dms-operator-metrics-scraper", namespace: "dms-system" }],
+    });
+
+    const own = await render([
+      "metrics.serviceMonitor.enabled=true",
+      "metrics.serviceMonitor.scraper.create=false",
+      "metrics.serviceMonitor.scraper.tokenSecret.name=prometheus-token",
+    ]);
+    expect(own.map((o) => o.metadata.name)).not.toContain("dms-operator-metrics-scraper");
+    expect(named(own, "ServiceMonitor", "dms-operator")).toMatchObject({
+      spec: {
+        endpoints: [
+          { authorization: { type: "Bearer", credentials: { name: "prometheus-token", key: "token" } } },
+        ],
+      },
+    });
+
+    // A namespace-scoped release creates the scraper but cannot bind a ClusterRole (its NOTES say who does).
+    const team = await render(
+      ["scope=namespace", "metrics.secure=true", "metrics.serviceMonitor.enabled=true"],
+      "team-a",
+    );
+    expect(named(team, "ServiceAccount", "dms-operator-metrics-scraper")).toBeDefined();
+    expect(team.filter((o) => o.kind.startsWith("Cluster"))).toEqual([]);
+
+    const plain = await render([
+      "metrics.secure=false",
+      "metrics.loopbackOnly=false",
+      "metrics.serviceMonitor.enabled=true",
+    ]);
+    expect(named(plain, "ServiceMonitor", "dms-operator")).toMatchObject({
+      spec: { endpoints: [{ port: "http", path: "/metrics", interval: "30s" }] },
+    });
+    expect(JSON.stringify(named(plain, "ServiceMonitor", "dms-operator"))).not.toMatch(
+      /scheme|authorization/,
+    );
+    expect(named(plain, "Service", "dms-operator-metrics")).toMatchObject({
+      spec: { ports: [{ name: "http", port: 8080, targetPort: "metrics" }] },
+    });
+    expect(plain.map((o) => o.metadata.name)).not.toContain("dms-operator-metrics-scraper-token");
+  });
+
+  it("mounts caBundle from a Secret or a ConfigMap at the file DMS_CA_FILE names, which the operator trusts", async () => {
+    const ca = await createTestCa();
+    for (const [set, source] of [
+      [["caBundle.secretName=corp-ca"], "secret:corp-ca/ca.crt"],
+      [["caBundle.configMapName=corp-ca", "caBundle.key=bundle.pem"], "configMap:corp-ca/bundle.pem"],
+    ] as const) {
+      const objects = await render([...set]);
+      const caFile = envOf(objects).DMS_CA_FILE ?? "";
+      const dir = caFile.slice(0, caFile.lastIndexOf("/"));
+      expect(filesAt(objects, dir)).toEqual({ [caFile]: source });
+      const read: string[] = [];
+      const service = serviceConfigFrom(
+        {},
+        { ...envOf(objects), DMS_BASE_URL: "https://dms.corp.example" },
+        (path) => {
+          read.push(path);
+          return path === caFile ? ca.cert : "api-key";
+        },
+      );
+      expect(service).toMatchObject({ ok: true, config: { caBundle: ca.cert } });
+      expect(read).toContain(caFile);
+    }
+  });
+
+  it("sets the proxy variables the operator's service calls go through", async () => {
+    const objects = await render([
+      "proxy.httpsProxy=http://proxy.corp.example:3128",
+      "proxy.httpProxy=http://proxy.corp.example:3128",
+      "proxy.noProxy={.corp.example,.svc,10.0.0.1}",
+    ]);
+    expect(envOf(objects)).toMatchObject({
+      HTTPS_PROXY: "http://proxy.corp.example:3128",
+      HTTP_PROXY: "http://proxy.corp.example:3128",
+      NO_PROXY: ".corp.example,.svc,10.0.0.1",
+    });
+    const service = serviceConfigFrom(
+      {},
+      { ...envOf(objects), DMS_BASE_URL: "https://dms.corp.example" },
+      () => "key",
+    );
+    expect(service).toMatchObject({
+      ok: true,
+      config: {
+        proxyEnv: { HTTPS_PROXY: "http://proxy.corp.example:3128", NO_PROXY: ".corp.example,.svc,10.0.0.1" },
+      },
+    });
+    const text = await render(["proxy.noProxy=.corp.example\\,.svc"]);
+    expect(envOf(text).NO_PROXY).toBe(".corp.example,.svc");
+  });
+
+  it("adds extraEnv, extraVolumes and extraVolumeMounts after the chart's own, e.g. a CA for every call of the process", async () => {
+    const objects = await render([
+      "extraEnv[0].name=NODE_EXTRA_CA_CERTS",
+      "extraEnv[0].value=/etc/proxy-ca/ca.crt",
+      "extraVolumes[0].name=proxy-ca",
+      "extraVolumes[0].configMap.name=proxy-ca",
+      "extraVolumeMounts[0].name=proxy-ca",
+      "extraVolumeMounts[0].mountPath=/etc/proxy-ca",
+      "extraVolumeMounts[0].readOnly=true",
+    ]);
+    expect(operatorContainer(objects).env.at(-1)).toEqual({
+      name: "NODE_EXTRA_CA_CERTS",
+      value: "/etc/proxy-ca/ca.crt",
+    });
+    expect(operatorContainer(objects).volumeMounts.at(-1)).toEqual({
+      name: "proxy-ca",
+      mountPath: "/etc/proxy-ca",
+      readOnly: true,
+    });
+    expect(podSpec(objects).volumes.at(-1)).toEqual({ name: "proxy-ca", configMap: { name: "proxy-ca" } });
+  });
+
+  it("refuses metrics, CA and scraper values that cannot work together, naming the values and the fix", async () => {
+    const refusal = async (set: string[]) => {
+      const result = await helm(bin, [
+        "template",
+        "dms-operator",
+        CHART,
+        ...set.flatMap((s) => ["--set", s]),
+      ]);
+      expect(result.code, set.join(" ")).not.toBe(0);
+      return result.stderr;
+    };
+    expect(await refusal(["scope=namespace", "metrics.serviceMonitor.enabled=true"])).toContain(
+      "metrics.service.enabled, metrics.serviceMonitor.enabled: /metrics listens on the pod's loopback only",
+    );
+    expect(await refusal(["metrics.secure=false", "metrics.service.enabled=true"])).toContain(
+      "metrics.loopbackOnly=false",
+    );
+    expect(await refusal(["metrics.port=8081"])).toContain(
+      "metrics.port: must differ from healthProbes.port",
+    );
+    expect(await refusal(["healthProbes.port=8080", "metrics.secure=false"])).toContain(
+      "metrics.port: must differ from healthProbes.port",
+    );
+    expect(await refusal(["metrics.secure=false", "metrics.certSecret=metrics-tls"])).toContain(
+      "metrics.certSecret: a certificate serves HTTPS metrics only",
+    );
+    expect(await refusal(["caBundle.secretName=a", "caBundle.configMapName=b"])).toContain(
+      "caBundle: give caBundle.secretName or caBundle.configMapName, not both",
+    );
+    expect(await refusal(["caBundle.secretName=a", "config.insecureSkipTlsVerify=true"])).toContain(
+      "caBundle, config.insecureSkipTlsVerify: give one of them",
+    );
+    expect(
+      await refusal(["metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.scraper.create=false"]),
+    ).toContain("metrics.serviceMonitor.scraper.tokenSecret.name: name the Secret");
+  });
+});
+
 describe("values.schema.json", { timeout: 30_000 }, () => {
   let bin: string;
   beforeAll(async () => {
@@ -315,6 +659,10 @@ describe("values.schema.json", { timeout: 30_000 }, () => {
       ["config.resyncPeriod=ten minutes", "at '/config/resyncPeriod'"],
       ["scope=cluster-wide", "at '/scope'"],
       ["image.digest=latest", "at '/image/digest'"],
+      ["proxy.httpsProxy=proxy.corp.example:3128", "at '/proxy/httpsProxy'"],
+      ["extraEnv[0].value=x", "at '/extraEnv/0'"],
+      ["extraVolumeMounts[0].name=x", "at '/extraVolumeMounts/0'"],
+      ["metrics.port=0", "at '/metrics/port'"],
     ] as const) {
       const result = await helm(bin, ["template", "dms-operator", CHART, "--set", set]);
       expect(result.code, set).not.toBe(0);

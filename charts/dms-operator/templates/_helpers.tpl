@@ -113,6 +113,75 @@ numbers arrive as float64, which would print 1048576 as 1.048576e+06), lists joi
 {{- end }}
 
 {{/*
+"true" when /metrics is served over HTTPS with authentication: `metrics.secure`, or when unset
+(null), the cluster-wide scope. A namespace-scoped release's Role cannot grant the TokenReviews
+and SubjectAccessReviews HTTPS metrics ask for, so it serves plain HTTP unless told otherwise
+(as manifests/namespaced). Empty otherwise.
+*/}}
+{{- define "dms-operator.metricsSecure" -}}
+{{- if kindIs "invalid" .Values.metrics.secure }}
+{{- if eq .Values.scope "cluster" }}true{{ end }}
+{{- else if .Values.metrics.secure }}true
+{{- end }}
+{{- end }}
+
+{{/*
+"true" when /metrics listens on the pod's loopback only: `metrics.loopbackOnly`, or when unset
+(null), plain HTTP, which answers anyone who reaches it. Empty otherwise.
+*/}}
+{{- define "dms-operator.metricsLoopbackOnly" -}}
+{{- if kindIs "invalid" .Values.metrics.loopbackOnly }}
+{{- if not (include "dms-operator.metricsSecure" .) }}true{{ end }}
+{{- else if .Values.metrics.loopbackOnly }}true
+{{- end }}
+{{- end }}
+
+{{/*
+The port of /metrics: `metrics.port`, or when unset (null) the operator's own default, 8443 over
+HTTPS and 8080 in plain HTTP.
+*/}}
+{{- define "dms-operator.metricsPort" -}}
+{{- if kindIs "invalid" .Values.metrics.port }}
+{{- ternary "8443" "8080" (eq (include "dms-operator.metricsSecure" .) "true") }}
+{{- else }}
+{{- include "dms-operator.envText" .Values.metrics.port }}
+{{- end }}
+{{- end }}
+
+{{/*
+Where the metrics certificate Secret (`metrics.certSecret`) is mounted: `--metrics-cert-dir`.
+*/}}
+{{- define "dms-operator.metricsCertDir" -}}
+/var/run/metrics-tls
+{{- end }}
+
+{{/*
+Where the CA bundle (`caBundle`) is mounted; DMS_CA_FILE is the key's file in it.
+*/}}
+{{- define "dms-operator.caBundleDir" -}}
+/etc/dms/ca
+{{- end }}
+
+{{/*
+The name of the Secret or ConfigMap holding the service's CA (`caBundle`), or nothing.
+*/}}
+{{- define "dms-operator.caBundleSource" -}}
+{{- .Values.caBundle.secretName | default .Values.caBundle.configMapName }}
+{{- end }}
+
+{{/*
+The Secret holding the token the ServiceMonitor scrapes with: the scraper's (created with the
+release) or the one `metrics.serviceMonitor.scraper.tokenSecret.name` names.
+*/}}
+{{- define "dms-operator.scraperTokenSecret" -}}
+{{- if .Values.metrics.serviceMonitor.scraper.create }}
+{{- include "dms-operator.fullname" . }}-metrics-scraper-token
+{{- else }}
+{{- required "metrics.serviceMonitor.scraper.tokenSecret.name: name the Secret holding the token Prometheus scrapes with (its ServiceAccount bound to the metrics reader ClusterRole), or set metrics.serviceMonitor.scraper.create=true" .Values.metrics.serviceMonitor.scraper.tokenSecret.name }}
+{{- end }}
+{{- end }}
+
+{{/*
 Refuses combinations of values the operator could not run with, naming the value and the fix.
 */}}
 {{- define "dms-operator.validate" -}}
@@ -121,5 +190,20 @@ Refuses combinations of values the operator could not run with, naming the value
 {{- end }}
 {{- if and (eq .Values.scope "namespace") .Values.leaderElection.namespace (ne .Values.leaderElection.namespace .Release.Namespace) }}
 {{- fail "leaderElection.namespace: with scope: namespace the Lease lives in the release namespace, where the Role grants it; leave leaderElection.namespace empty" }}
+{{- end }}
+{{- if and (include "dms-operator.metricsLoopbackOnly" .) (or .Values.metrics.service.enabled .Values.metrics.serviceMonitor.enabled) }}
+{{- fail "metrics.service.enabled, metrics.serviceMonitor.enabled: /metrics listens on the pod's loopback only (plain HTTP, metrics.secure false, reaches no Service); set metrics.secure=true (with scope: namespace a cluster admin binds system:auth-delegator to the operator's ServiceAccount, see the README) or, to serve plain HTTP to anyone who reaches the pod, metrics.loopbackOnly=false" }}
+{{- end }}
+{{- if eq (include "dms-operator.metricsPort" .) (include "dms-operator.envText" .Values.healthProbes.port) }}
+{{- fail "metrics.port: must differ from healthProbes.port; the chart gives /metrics a listener and a container port of its own" }}
+{{- end }}
+{{- if and .Values.metrics.certSecret (not (include "dms-operator.metricsSecure" .)) }}
+{{- fail "metrics.certSecret: a certificate serves HTTPS metrics only; set metrics.secure=true or leave metrics.certSecret empty" }}
+{{- end }}
+{{- if and .Values.caBundle.secretName .Values.caBundle.configMapName }}
+{{- fail "caBundle: give caBundle.secretName or caBundle.configMapName, not both" }}
+{{- end }}
+{{- if and (include "dms-operator.caBundleSource" .) .Values.config.insecureSkipTlsVerify }}
+{{- fail "caBundle, config.insecureSkipTlsVerify: give one of them: a CA to verify the service's certificate with, or (a test service only) no verification" }}
 {{- end }}
 {{- end }}
