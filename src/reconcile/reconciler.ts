@@ -692,13 +692,24 @@ export class DeploymentReconciler {
     // look again after a poll interval; the rollout poller has read the deployment meanwhile.
     // A held change is in progress only by waiting: the service's own work is what is polled.
     const busy = sync.kind === "held" ? serviceBusy(next) : isReconciling(next) || next.createRequestedAt;
-    const wake =
-      wakeAt === undefined ? undefined : Math.min(Math.max(wakeAt - run.now.getTime(), 0), MAX_WAKE_MS);
+    const wake = wakeAt === undefined ? undefined : this.#heldWake(wakeAt - run.now.getTime());
     if (busy && sync.kind !== "failed")
       return Action.requeueAfter(Math.min(this.#o.pollMs, wake ?? Infinity));
     if (wake !== undefined)
       return Action.requeueAfter(Math.min(wake, reconcileInterval(run.obj) ?? Infinity));
     return Action.done(reconcileInterval(run.obj));
+  }
+
+  /**
+   * How long a held change waits, `untilOpening` ms before its opening (or before where the
+   * search stopped): never less than the poll interval, never more than {@link MAX_WAKE_MS}.
+   * The floor keeps a resource whose windows leave no opening in sight, or whose clock reading
+   * is already past it, from being requeued at once in a loop on the event loop every resource
+   * shares; it costs a held change at most one poll interval of lateness, what a rollout's own
+   * progress is seen with anyway (and `--poll-interval` is at least 1 s).
+   */
+  #heldWake(untilOpening: number): number {
+    return Math.min(Math.max(untilOpening, this.#o.pollMs), MAX_WAKE_MS);
   }
 
   /**
