@@ -53,13 +53,25 @@ export function logTypeFor(status: string | undefined): LogType {
 }
 
 /**
- * `spec.rolloutTimeout` in ms: the default (30m) when unset, undefined when `0` (disabled). A
- * value the CRD would have refused is read as the default: the check is the API server's.
+ * `spec.rolloutTimeout` in ms: the default (30m) when unset, undefined (disabled) when it is a
+ * duration of no length at all, however written (`0`, `0s`, `0m0s`, `0.0h`: the CRD's pattern
+ * admits them all, and each says "no timeout" as plainly as `0`). A value the CRD would have
+ * refused is read as the default: the check is the API server's.
  */
 export function rolloutTimeoutMs(spec: Pick<DeploymentSpec, "rolloutTimeout">): number | undefined {
-  const text = spec.rolloutTimeout ?? DEFAULT_ROLLOUT_TIMEOUT;
-  if (/^0+$/.test(text.trim())) return undefined;
+  const text = (spec.rolloutTimeout ?? DEFAULT_ROLLOUT_TIMEOUT).trim();
+  if (isZeroDuration(text)) return undefined;
   return parseDuration(text) ?? parseDuration(DEFAULT_ROLLOUT_TIMEOUT);
+}
+
+/**
+ * Whether `text` is `0` or a Go duration whose every amount is zero. `parseDuration` cannot say:
+ * it answers undefined for zero and for nonsense alike, and only the first disables the timeout.
+ */
+function isZeroDuration(text: string): boolean {
+  if (/^0+$/.test(text)) return true;
+  if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(text)) return false;
+  return [...text.matchAll(/\d+(\.\d+)?/g)].every(([amount]) => Number(amount) === 0);
 }
 
 /**

@@ -240,26 +240,42 @@ describe("the rollout timeout", () => {
     ["1.5h", 90 * 60_000],
     ["0", undefined],
     ["00", undefined],
+    ["0s", undefined],
+    ["0ms", undefined],
+    ["0m0s", undefined],
+    ["0.0h", undefined],
+    ["0h0m0.000s", undefined],
+    [" 0s ", undefined],
+    ["1ms", 1],
+    ["0m1s", 1_000],
+    ["0.5s", 500],
     ["nonsense", 30 * 60_000],
+    ["0x", 30 * 60_000],
   ])("spec.rolloutTimeout %s", (text, ms) => {
     expect(rolloutTimeoutMs(text === undefined ? {} : { rolloutTimeout: text })).toBe(ms);
   });
 
-  it.each([
-    ["30m", true],
-    ["1h30m", true],
-    ["1.5h", true],
-    ["90s", true],
-    ["1500ms", true],
-    ["0", true],
-    ["30", false],
-    ["-1m", false],
-    ["1d", false],
-    ["30 m", false],
-    ["", false],
-  ])("the CRD's pattern takes %s: %s, as the operator reads it", (text, valid) => {
+  it.each<[string, boolean, number | undefined]>([
+    ["30m", true, 30 * 60_000],
+    ["1h30m", true, 90 * 60_000],
+    ["1.5h", true, 90 * 60_000],
+    ["90s", true, 90_000],
+    ["1500ms", true, 1_500],
+    ["1ms", true, 1],
+    ["0", true, undefined],
+    ["0s", true, undefined],
+    ["0m0s", true, undefined],
+    ["0.0h", true, undefined],
+    ["30", false, undefined],
+    ["-1m", false, undefined],
+    ["1d", false, undefined],
+    ["30 m", false, undefined],
+    ["", false, undefined],
+  ])("the CRD's pattern takes %s: %s, and the operator reads it as %s ms (undefined: disabled)", (text, valid, ms) => {
     expect(new RegExp(ROLLOUT_TIMEOUT_PATTERN).test(text)).toBe(valid);
-    if (valid && text !== "0") expect(parseDuration(text)).toBeGreaterThan(0);
+    if (!valid) return;
+    expect(rolloutTimeoutMs({ rolloutTimeout: text })).toBe(ms);
+    if (ms !== undefined) expect(parseDuration(text)).toBe(ms);
   });
 
   it("starts when a new revision is first seen, holds while it rolls out, ends once it is live", () => {
