@@ -9,7 +9,9 @@
  *   connection's tenant;
  * - else with `--kubeconfig`: a Deployment resource (`-n`, else the context's namespace), read
  *   from the cluster, through its own connection (`spec.connectionRef`, or the default one from
- *   the service flags and environment);
+ *   the service flags and environment), its deployment found as `revisions` finds it
+ *   (resource-deployment.ts: `status.deploymentId` only when that deployment carries the
+ *   resource's name, else by name);
  * - else: a deployment of that name on the service the flags and environment name.
  *
  * The revision is the deployment's latest unless `--revision` names one; the log is the build
@@ -23,10 +25,8 @@ import { RevisionsRouteMissingError } from "../api/errors.ts";
 import { entryTimeMs, LOG_TYPES, type LogEntry, type LogType } from "../api/revision-logs.ts";
 import { type Deployment, DONE_REVISION_STATUSES, FAILED_REVISION_STATUSES } from "../api/wire.ts";
 import { parseDuration } from "../config.ts";
-import { ConnectionReadError } from "../connection/read.ts";
 import { connectionOf } from "../connection/settings.ts";
-import { KubeDeployments } from "../kube/deployments.ts";
-import { type CommandCluster, ConnectionClients, commandCluster } from "./connections.ts";
+import { ConnectionClients, commandCluster } from "./connections.ts";
 import {
   addServiceOptions,
   type CliContext,
@@ -41,6 +41,7 @@ import {
   UsageError,
   uuidArgument,
 } from "./context.ts";
+import { connectionClient, resourceDeployment } from "./resource-deployment.ts";
 
 interface LogsFlags extends ConnectionFlags {
   namespace?: string;
@@ -253,72 +254,21 @@ async function target(
   if (flags.context !== undefined && flags.kubeconfig === undefined)
     throw new UsageError(["--context needs --kubeconfig"]);
   const ref = connectionFlag(flags);
-  const kube =
-    flags.kubeconfig === undefined
-      ? undefined
-      : commandCluster(flags.kubeconfig, flags.context, "dms-operator-logs");
-  const namespace = flags.namespace ?? kube?.namespace ?? "default";
-  if (ref && kube) {
-    const client = await connectionClient(
-      kube,
-      flags,
-      ctx,
-      connectionOf(namespace, ref),
-      `--connection ${flags.connection}`,
-    );
+  if (flags.kubeconfig === undefined) {
+    const client = serviceClientFrom(flags, ctx);
     return { client, deployment: await byName(client, resource, ctx.stopSignal) };
   }
-  if (kube) return fromResource(kube, namespace, resource, flags, ctx);
-  const client = serviceClientFrom(flags, ctx);
-  return { client, deployment: await byName(client, resource, ctx.stopSignal) };
-}
-
-/** The Deployment resource `name` of `namespace`, its connection's client and its service deployment. */
-async function fromResource(
-  kube: CommandCluster,
-  namespace: string,
-  name: string,
-  flags: LogsFlags,
-  ctx: CliContext,
-): Promise<{ client: ServiceClient; deployment: Deployment }> {
-  const signal = ctx.stopSignal;
-  const found = await new KubeDeployments({ client: kube.client }).getLive({ namespace, name }, signal);
-  if (!found) throw new Error(`no Deployment resource ${namespace}/${name} (deployments.dms.dev)`);
-  const id = found.status?.deploymentId;
-  if (!id)
-    throw new Error(
-      `Deployment ${namespace}/${name} has no status.deploymentId yet: the operator has not created or found its deployment`,
-    );
-  const connection = connectionOf(namespace, found.spec.connectionRef);
-  const client = connection
-    ? await connectionClient(kube, flags, ctx, connection, `spec.connectionRef of ${namespace}/${name}`)
-    : serviceClientFrom(flags, ctx);
-  const deployment = await client.getDeployment(id, { signal });
-  if (!deployment)
-    throw new Error(`the service has no deployment ${id} (status.deploymentId of ${namespace}/${name})`);
-  return { client, deployment };
-}
-
-/** The client of `connection` read from the cluster (the default one from the flags when none). */
-async function connectionClient(
-  kube: CommandCluster,
-  flags: LogsFlags,
-  ctx: CliContext,
-  connection: ReturnType<typeof connectionOf>,
-  label: string,
-): Promise<ServiceClient> {
-  if (!connection) return serviceClientFrom(flags, ctx);
+  const kube = commandCluster(flags.kubeconfig, flags.context, "dms-operator-logs");
+  const namespace = flags.namespace ?? kube.namespace ?? "default";
   const clients = new ConnectionClients(
     kube,
     () => connectionDefaultsFrom(flags, ctx.env),
     (config) => serviceClientOf(config, flags, ctx),
   );
-  try {
-    return await clients.client(connection, ctx.stopSignal);
-  } catch (error) {
-    if (!(error instanceof ConnectionReadError)) throw error;
-    throw new ConnectionReadError(`${label}: ${error.message}`, { cause: error });
-  }
+  if (!ref) return resourceDeployment(kube, clients, namespace, resource, flags, ctx);
+  const id = connectionOf(namespace, ref);
+  const client = await connectionClient(clients, id, `--connection ${flags.connection}`, ctx.stopSignal);
+  return { client, deployment: await byName(client, resource, ctx.stopSignal) };
 }
 
 /** The deployment named exactly `name` (a listing with `name_contains`, then an exact match). */

@@ -16,11 +16,8 @@ import type { ServiceClient } from "../api/client.ts";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
 import type { RevisionListing, RevisionRow } from "../api/revision-listing.ts";
 import { type Deployment, isUuid, ROUTES } from "../api/wire.ts";
-import { ConnectionReadError } from "../connection/read.ts";
-import { type ConnectionId, connectionOf, describeConnection } from "../connection/settings.ts";
-import { KubeDeployments } from "../kube/deployments.ts";
-import { claimedName } from "../reconcile/claims.ts";
-import { type CommandCluster, ConnectionClients, commandCluster } from "./connections.ts";
+import { connectionOf } from "../connection/settings.ts";
+import { ConnectionClients, commandCluster } from "./connections.ts";
 import {
   addOutputOption,
   addServiceOptions,
@@ -39,6 +36,7 @@ import {
   UsageError,
 } from "./context.ts";
 import { type Column, renderRows } from "./output.ts";
+import { connectionClient, deploymentNamed, resourceDeployment } from "./resource-deployment.ts";
 
 interface RevisionsFlags extends ConnectionFlags {
   namespace?: string;
@@ -227,65 +225,7 @@ async function targetOf(
     const client = await connectionClient(clients, id, `--connection ${flags.connection}`, ctx.stopSignal);
     return { client, deployment: await byNameOrId(client, resource, ctx.stopSignal) };
   }
-  return ofResource(kube, clients, namespace, resource, flags, ctx);
-}
-
-/** The Deployment resource's own connection and deployment. */
-async function ofResource(
-  kube: CommandCluster,
-  clients: ConnectionClients,
-  namespace: string,
-  name: string,
-  flags: RevisionsFlags,
-  ctx: CliContext,
-): Promise<{ client: ServiceClient; deployment: Deployment }> {
-  const signal = ctx.stopSignal;
-  const obj = await new KubeDeployments({ client: kube.client }).getLive({ namespace, name }, signal);
-  if (!obj)
-    throw new Error(
-      `Deployment resource ${namespace}/${name} not found: check with kubectl get dmsd -n ${namespace} (or give -n)`,
-    );
-  const id = connectionOf(namespace, obj.spec.connectionRef);
-  const what = `Deployment ${namespace}/${name}`;
-  const client = id
-    ? await connectionClient(clients, id, `${what}'s spec.connectionRef`, signal)
-    : defaultClient(flags, ctx, what);
-  const serviceName = claimedName({ ...obj, metadata: { ...obj.metadata, name } });
-  // The status is a record, not an authority: its id counts only when that deployment has the name.
-  const recorded = obj.status?.deploymentId;
-  if (recorded && isUuid(recorded)) {
-    const found = await client.getDeployment(recorded, { signal });
-    if (found?.name === serviceName) return { client, deployment: found };
-  }
-  return { client, deployment: await byName(client, serviceName, signal, what) };
-}
-
-async function connectionClient(
-  clients: ConnectionClients,
-  id: ConnectionId | undefined,
-  label: string,
-  signal: AbortSignal,
-): Promise<ServiceClient> {
-  if (!id) throw new Error(`${label}: no connection`);
-  try {
-    return await clients.client(id, signal);
-  } catch (error) {
-    if (!(error instanceof ConnectionReadError)) throw error;
-    throw new ConnectionReadError(`${label} (${describeConnection(id)}): ${error.message}`, { cause: error });
-  }
-}
-
-/** The default connection's client, or a {@link UsageError} saying why the resource needs it. */
-function defaultClient(flags: RevisionsFlags, ctx: CliContext, what: string): ServiceClient {
-  try {
-    return serviceClientFrom(flags, ctx);
-  } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    throw new UsageError([
-      ...error.lines,
-      `${what} has no spec.connectionRef: it uses the default connection, whose settings are given by the flags above`,
-    ]);
-  }
+  return resourceDeployment(kube, clients, namespace, resource, flags, ctx);
 }
 
 /** The deployment with this id (a uuid) or exact name. */
@@ -294,23 +234,5 @@ async function byNameOrId(client: ServiceClient, key: string, signal: AbortSigna
     const found = await client.getDeployment(key, { signal });
     if (found) return found;
   }
-  return byName(client, key, signal);
-}
-
-async function byName(
-  client: ServiceClient,
-  name: string,
-  signal: AbortSignal,
-  what?: string,
-): Promise<Deployment> {
-  const all = await client.listAllDeployments({ name_contains: name }, { signal });
-  const exact = all.filter((d) => d.name === name);
-  const [only] = exact;
-  if (only && exact.length === 1) return only;
-  if (exact.length > 1)
-    throw new Error(
-      `the service at ${client.baseUrl} has ${exact.length} deployments named "${name}" (${exact.map((d) => d.id).join(", ")}): give the id instead`,
-    );
-  const of = what === undefined ? "" : ` (the service name of ${what})`;
-  throw new Error(`the service at ${client.baseUrl} has no deployment named "${name}"${of}`);
+  return deploymentNamed(client, key, signal);
 }

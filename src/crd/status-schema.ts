@@ -143,10 +143,23 @@ export const DeploymentResourceStatusSchema = Type.Object(
                 "Its last lines, redacted of the resource's secret values and cut (the Warning event holds more).",
             }),
           ),
+          failedReads: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              description:
+                "Reads of the log that failed for a reason that may pass (the network, a timeout, a 5xx, a rate limit): it is read again on a later reconcile, a minute apart, three reads at most. Absent once a read got an answer.",
+            }),
+          ),
+          failedReadAt: Type.Optional(
+            Type.String({
+              format: "date-time",
+              description: "When the last of those failed reads was made.",
+            }),
+          ),
         },
         {
           description:
-            "The log tail the operator read once for a revision that failed or did not finish in time: read once per revision and reason, never again on later polls or after a restart.",
+            "The log tail the operator read once for a revision that failed or did not finish in time: read once per revision and reason (a read that failed for a passing reason again, a few times at most), never on every poll or after a restart.",
         },
       ),
     ),

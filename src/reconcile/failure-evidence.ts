@@ -5,7 +5,9 @@
  * it, redacted of every secret value the resource sends, in a Warning event (as much as an
  * Event's note holds) and a short excerpt in the `Stalled` condition. `status.failedRevisionLog`
  * remembers which revision's log was read, and why, so that neither a later poll nor a restart
- * reads or reports it again.
+ * reads or reports it again. A read that failed for a reason that may pass (the network, a
+ * timeout, a 5xx, a rate limit) is tried again on a later reconcile, {@link LOG_RETRY_MS} apart
+ * and {@link MAX_LOG_READS} reads in all, as the record's `failedReads` counts.
  *
  * Pure: decisions and formatting. The reading is `RevisionLogReader`'s (revision-log-reader.ts),
  * the sequencing the reconciler's.
@@ -36,6 +38,17 @@ export const EXCERPT_CHARS = 300;
  */
 export const EVENT_NOTE_BYTES = 1024;
 
+/**
+ * Reads of one revision's log, for one reason, when they fail for a reason that may pass: the
+ * first and two more. A tail is worth a few calls; a service that stays down is not worth more.
+ */
+export const MAX_LOG_READS = 3;
+/**
+ * Least time between two reads of one revision's log: a reconcile in between (a poll, a resync,
+ * an edit) does not read it again, so the reads are spread over minutes, not one burst.
+ */
+export const LOG_RETRY_MS = 60_000;
+
 /** `status.failedRevisionLog`: whose log was read, why, and what it showed. */
 export type FailedRevisionLog = NonNullable<DeploymentResourceStatus["failedRevisionLog"]>;
 
@@ -54,13 +67,25 @@ export function logTypeFor(status: string | undefined): LogType {
 }
 
 /**
- * `spec.rolloutTimeout` in ms: the default (30m) when unset, undefined when `0` (disabled). A
- * value the CRD would have refused is read as the default: the check is the API server's.
+ * `spec.rolloutTimeout` in ms: the default (30m) when unset, undefined (disabled) when it is a
+ * duration of no length at all, however written (`0`, `0s`, `0m0s`, `0.0h`: the CRD's pattern
+ * admits them all, and each says "no timeout" as plainly as `0`). A value the CRD would have
+ * refused is read as the default: the check is the API server's.
  */
 export function rolloutTimeoutMs(spec: Pick<DeploymentSpec, "rolloutTimeout">): number | undefined {
-  const text = spec.rolloutTimeout ?? DEFAULT_ROLLOUT_TIMEOUT;
-  if (/^0+$/.test(text.trim())) return undefined;
+  const text = (spec.rolloutTimeout ?? DEFAULT_ROLLOUT_TIMEOUT).trim();
+  if (isZeroDuration(text)) return undefined;
   return parseDuration(text) ?? parseDuration(DEFAULT_ROLLOUT_TIMEOUT);
+}
+
+/**
+ * Whether `text` is `0` or a Go duration whose every amount is zero. `parseDuration` cannot say:
+ * it answers undefined for zero and for nonsense alike, and only the first disables the timeout.
+ */
+function isZeroDuration(text: string): boolean {
+  if (/^0+$/.test(text)) return true;
+  if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(text)) return false;
+  return [...text.matchAll(/\d+(\.\d+)?/g)].every(([amount]) => Number(amount) === 0);
 }
 
 /**
@@ -100,17 +125,36 @@ export function rolloutTimedOut(
 }
 
 /**
- * Why the log of `revisionId` must be read now, if it must: its status failed, or its rollout
- * timed out, and `recorded` (the status's `failedRevisionLog`) does not already hold it for
- * that revision and reason. Once per revision and reason: never on every poll.
+ * Why the log of `revisionId` must be read at `now`, if it must: its status failed, or its
+ * rollout timed out, and `recorded` (the status's `failedRevisionLog`) does not already hold it
+ * for that revision and reason, or holds a read that failed and is due again
+ * ({@link readAgainDue}). Once per revision and reason otherwise: never on every poll.
  */
 export function evidenceDue(
   recorded: FailedRevisionLog | undefined,
   revisionId: string,
   reason: EvidenceReason | undefined,
+  now: Date,
 ): EvidenceReason | undefined {
   if (reason === undefined) return undefined;
-  return recorded?.revisionId === revisionId && recorded.reason === reason ? undefined : reason;
+  if (recorded?.revisionId !== revisionId || recorded.reason !== reason) return reason;
+  return readAgainDue(recorded, now) ? reason : undefined;
+}
+
+/**
+ * Whether `recorded` is a read that failed for a reason that may pass and may be tried again:
+ * fewer than {@link MAX_LOG_READS} failed (whatever comes next, it will be read again).
+ */
+export function readAgainPending(recorded: FailedRevisionLog | undefined): boolean {
+  const failed = recorded?.failedReads;
+  return failed !== undefined && failed < MAX_LOG_READS;
+}
+
+/** Whether {@link readAgainPending}, and {@link LOG_RETRY_MS} have passed since the last read. */
+export function readAgainDue(recorded: FailedRevisionLog, now: Date): boolean {
+  if (!readAgainPending(recorded)) return false;
+  const last = Date.parse(recorded.failedReadAt ?? "");
+  return Number.isNaN(last) || now.getTime() - last >= LOG_RETRY_MS;
 }
 
 /**

@@ -29,7 +29,9 @@ import {
   excerptOf,
   fitNote,
   formatLine,
+  LOG_RETRY_MS,
   logTypeFor,
+  readAgainPending,
   rolloutStart,
   rolloutTimedOut,
   rolloutTimeoutMs,
@@ -147,6 +149,12 @@ interface HeldPatch {
   now: PatchPlan | undefined;
   held: PatchPlan;
   gate: RolloutGate & { kind: "held" };
+}
+
+/** Why a revision's log tail is not shown (`note`), and whether a later read may show it. */
+interface LogGap {
+  note: string;
+  passing: boolean;
 }
 
 /** A run whose connection is usable. */
@@ -692,19 +700,37 @@ export class DeploymentReconciler {
     // look again after a poll interval; the rollout poller has read the deployment meanwhile.
     // A held change is in progress only by waiting: the service's own work is what is polled.
     const busy = sync.kind === "held" ? serviceBusy(next) : isReconciling(next) || next.createRequestedAt;
-    const wake =
-      wakeAt === undefined ? undefined : Math.min(Math.max(wakeAt - run.now.getTime(), 0), MAX_WAKE_MS);
+    const wake = wakeAt === undefined ? undefined : this.#heldWake(wakeAt - run.now.getTime());
     if (busy && sync.kind !== "failed")
       return Action.requeueAfter(Math.min(this.#o.pollMs, wake ?? Infinity));
-    if (wake !== undefined)
-      return Action.requeueAfter(Math.min(wake, reconcileInterval(run.obj) ?? Infinity));
+    // A log read that failed for a reason that may pass is tried again (a few times at most).
+    const reread = readAgainPending(evidence?.status.log)
+      ? Math.max(this.#o.pollMs, LOG_RETRY_MS)
+      : undefined;
+    if (wake !== undefined || reread !== undefined)
+      return Action.requeueAfter(
+        Math.min(wake ?? Infinity, reread ?? Infinity, reconcileInterval(run.obj) ?? Infinity),
+      );
     return Action.done(reconcileInterval(run.obj));
+  }
+
+  /**
+   * How long a held change waits, `untilOpening` ms before its opening (or before where the
+   * search stopped): never less than the poll interval, never more than {@link MAX_WAKE_MS}.
+   * The floor keeps a resource whose windows leave no opening in sight, or whose clock reading
+   * is already past it, from being requeued at once in a loop on the event loop every resource
+   * shares; it costs a held change at most one poll interval of lateness, what a rollout's own
+   * progress is seen with anyway (and `--poll-interval` is at least 1 s).
+   */
+  #heldWake(untilOpening: number): number {
+    return Math.min(Math.max(untilOpening, this.#o.pollMs), MAX_WAKE_MS);
   }
 
   /**
    * The rollout's timing and failure evidence for the status, and the Warning to record when the
    * latest revision's log was read now: once per revision and reason (failed, or timed out), as
-   * `status.failedRevisionLog` remembers (see failure-evidence.ts).
+   * `status.failedRevisionLog` remembers (see failure-evidence.ts), and again, a minute apart and
+   * three reads at most, when a read failed for a reason that may pass.
    */
   async #rolloutEvidence(
     run: Connected,
@@ -729,28 +755,39 @@ export class DeploymentReconciler {
     };
     const failed = isFailedRevision(revisionStatus) && !isBeingDeleted(observed.status);
     const reason = failed ? REASON.RevisionFailed : timedOut ? REASON.RolloutTimeout : undefined;
-    const due = latest === undefined ? undefined : evidenceDue(previous.failedRevisionLog, latest, reason);
+    const recorded = previous.failedRevisionLog;
+    const due = latest === undefined ? undefined : evidenceDue(recorded, latest, reason, run.now);
     // A revision id that is no uuid cannot be asked about (nor recorded within the status's bounds).
     if (due === undefined || latest === undefined || !isUuid(latest)) return { status };
     const type = logTypeFor(revisionStatus);
+    // Reads of this revision's log for this reason that failed before, for a reason that may pass.
+    const failedBefore =
+      recorded?.revisionId === latest && recorded.reason === due ? (recorded.failedReads ?? 0) : 0;
     const lines = await this.#logTail(run, observed.id, latest, type, signal);
+    const failedReads = Array.isArray(lines) || !lines.passing ? undefined : failedBefore + 1;
     status.log = {
       revisionId: latest,
       reason: due,
       type,
-      ...(typeof lines === "string" || lines.length === 0 ? {} : { excerpt: excerptOf(lines) }),
+      ...(!Array.isArray(lines) || lines.length === 0 ? {} : { excerpt: excerptOf(lines) }),
+      ...(failedReads === undefined ? {} : { failedReads, failedReadAt: formatTime(run.now) }),
     };
+    // The revision's Warning comes with the first read, and again only with news: the tail a
+    // later read got, or that it will not be shown after all. A read that failed between says nothing.
+    const again = readAgainPending(status.log);
+    if (failedBefore > 0 && again) return { status };
     const what =
       due === REASON.RevisionFailed
         ? `revision ${latest} of the service's deployment ${observed.id} ${revisionStatus}: it will not go live`
         : `revision ${latest} of the service's deployment ${observed.id} has not gone live within spec.rolloutTimeout ${status.timedOutAfter}${revisionStatus ? ` (${revisionStatus})` : ""}`;
-    const tail =
-      typeof lines === "string"
-        ? `; ${lines}`
-        : lines.length === 0
-          ? `; its ${type} log is empty`
-          : `; last ${type} log lines:`;
-    const note = fitNote(`${what}${tail}`, typeof lines === "string" ? [] : lines);
+    const tail = !Array.isArray(lines)
+      ? again
+        ? `; ${lines.note}; it is read again in a minute`
+        : `; ${lines.note}${failedReads === undefined ? "" : `; ${failedReads} reads failed`}`
+      : lines.length === 0
+        ? `; its ${type} log is empty`
+        : `; last ${type} log lines:`;
+    const note = fitNote(`${what}${tail}`, Array.isArray(lines) ? lines : []);
     return { status, event: { type: "Warning", reason: due, action: "Rollout", note } };
   }
 
@@ -764,10 +801,11 @@ export class DeploymentReconciler {
     revisionId: string,
     type: LogType,
     signal: AbortSignal,
-  ): Promise<string[] | string> {
+  ): Promise<string[] | LogGap> {
     const read = await run.session.logs.tail(deploymentId, revisionId, type, signal);
-    if (read.kind === "missing") return "the service has no logs route";
-    if (read.kind === "failed") return `its ${type} log is not shown: ${read.why}`;
+    if (read.kind === "missing") return { note: "the service has no logs route", passing: false };
+    if (read.kind === "failed")
+      return { note: `its ${type} log is not shown: ${read.why}`, passing: read.passing };
     if (read.entries.length === 0) return [];
     if (run.secretsUnread) {
       try {
@@ -775,7 +813,10 @@ export class DeploymentReconciler {
       } catch (error) {
         if (signal.aborted) throw error;
         run.secretsUnread = true;
-        return `its ${type} log is not shown: the Secrets whose values must be hidden from it could not be read`;
+        return {
+          note: `its ${type} log is not shown: the Secrets whose values must be hidden from it could not be read`,
+          passing: true,
+        };
       }
     }
     return read.entries.map((entry) => formatLine(entry, run.secrets.values));

@@ -5,6 +5,7 @@
  * ends as "no tail": a log is information, never a reason to fail the reconcile.
  */
 import type { Logger } from "pino";
+import { isServiceError } from "../api/errors.ts";
 import { type LogEntry, LogsRouteMissingError, type LogType } from "../api/revision-logs.ts";
 import { TAIL_LINES, tailOf } from "./failure-evidence.ts";
 import type { DeploymentsPort } from "./ports.ts";
@@ -15,8 +16,11 @@ export type TailRead =
   | { kind: "entries"; entries: LogEntry[] }
   /** The service has no logs route (now or since an earlier read): no call was made or will be. */
   | { kind: "missing" }
-  /** The read failed, or the service has no such revision; `why` says so (no secret in it). */
-  | { kind: "failed"; why: string };
+  /**
+   * The read failed, or the service has no such revision; `why` says so (no secret in it).
+   * `passing` when it may succeed later (the network, a timeout, a 5xx, a rate limit).
+   */
+  | { kind: "failed"; why: string; passing: boolean };
 
 /**
  * The tails of revision logs of one connection. Contract of {@link tail}: one call
@@ -53,7 +57,7 @@ export class RevisionLogReader {
         { type, order: "desc", limit: TAIL_LINES },
         signal,
       );
-      if (!page) return { kind: "failed", why: "the service has no such revision" };
+      if (!page) return { kind: "failed", why: "the service has no such revision", passing: false };
       return { kind: "entries", entries: tailOf(page.entries) };
     } catch (error) {
       if (signal.aborted) throw error;
@@ -67,7 +71,14 @@ export class RevisionLogReader {
         return { kind: "missing" };
       }
       this.#logger.warn({ err: message, revision: revisionId }, "could not read the revision's log");
-      return { kind: "failed", why: "it could not be read" };
+      // The kind and status only: the detail is the service's text, which may quote anything.
+      if (!isServiceError(error)) return { kind: "failed", why: "it could not be read", passing: false };
+      const status = error.status === undefined ? "" : `${error.status} `;
+      return {
+        kind: "failed",
+        why: `it could not be read (${status}${error.kind})`,
+        passing: error.retryable,
+      };
     }
   }
 }

@@ -207,8 +207,9 @@ export function rolloutAllowed(windows: readonly RolloutWindow[], t: number): bo
  * - `now`: a rollout is allowed at the instant asked about;
  * - `at`: first allowed at `at` (ms since the epoch), when `window` starts (an allow window) or
  *   ends (a deny window);
- * - `none`: nothing opens before `searchedUntil`; `exhausted` when the search stopped at its step
- *   budget before its horizon (it may open later), rather than at the horizon.
+ * - `none`: nothing opens before `searchedUntil`, which is always later than the instant asked
+ *   about; `exhausted` when the search stopped at its step budget before its horizon (it may open
+ *   later: ask again from `searchedUntil`), rather than at the horizon.
  */
 export type Opening =
   | { kind: "now" }
@@ -242,6 +243,8 @@ export function nextOpening(
   const horizon = from + horizonMs;
   let t = from;
   let cause: RolloutWindow | undefined;
+  // Every step out of the loop on a spent budget comes after a jump, so `searchedUntil` is past
+  // `from`: a caller that looks again then makes progress, never asks again at once.
   while (t <= horizon) {
     let denyEnd: number | undefined;
     for (const w of denies) {
@@ -251,9 +254,10 @@ export function nextOpening(
         cause = w;
       }
     }
-    if (steps.spent) return { kind: "none", searchedUntil: t, exhausted: true };
     if (denyEnd !== undefined) {
+      // Denied on [t, denyEnd): the cover reached so far, even when the budget cut it short.
       t = denyEnd;
+      if (steps.spent && t <= horizon) return { kind: "none", searchedUntil: t, exhausted: true };
       continue;
     }
     if (allows.length === 0 || allows.some((w) => activeSince(w, t, steps) !== undefined))
@@ -267,8 +271,9 @@ export function nextOpening(
       }
     }
     if (next === undefined) break;
-    if (steps.spent) return { kind: "none", searchedUntil: t, exhausted: true };
+    // No allow window is active on [t, next): the next start is strictly after t.
     t = next;
+    if (steps.spent && t <= horizon) return { kind: "none", searchedUntil: t, exhausted: true };
   }
   return { kind: "none", searchedUntil: horizon, exhausted: false };
 }

@@ -13,6 +13,7 @@ import { registerLogsCommand } from "../../src/commands/logs.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { runCli } from "../support/cli.ts";
 import { ManualClock } from "../support/manual-clock.ts";
+import { deploymentPath, type FakeKube, startFakeKube } from "./fake-kube.ts";
 
 const UNKNOWN = "d0000000-0000-4000-8000-000000000009";
 /** The simulator's clock runs an hour behind: every log line is an hour old for `--since`. */
@@ -194,6 +195,64 @@ describe("dms-operator logs", () => {
     expect(since.code).toBe(2);
     expect(since.stderr).toContain("must be a duration");
   });
+});
+
+describe("dms-operator logs <Deployment resource> --kubeconfig", () => {
+  const NS = "team-logs";
+  let kube: FakeKube;
+  let own: { id: string; revision: string };
+  let victim: { id: string; revision: string };
+  beforeAll(async () => {
+    own = await failed("logs-own", "build");
+    victim = await failed("logs-victim", "deploy");
+    kube = await startFakeKube({ namespace: NS });
+  });
+  afterAll(async () => {
+    await kube.close();
+  });
+
+  /** The resource `logs-own` (the default connection), its status recording `deploymentId`. */
+  function resourceRecording(deploymentId: string | undefined) {
+    kube.put(deploymentPath(NS, "logs-own"), {
+      apiVersion: "dms.dev/v1alpha1",
+      kind: "Deployment",
+      metadata: { name: "logs-own", namespace: NS, resourceVersion: "1", uid: "u-logs", generation: 1 },
+      spec: { source: "internal_docker" },
+      ...(deploymentId === undefined ? {} : { status: { deploymentId } }),
+    });
+  }
+  const logsOf = () =>
+    runCli(["logs", "logs-own", "-n", NS, "--kubeconfig", kube.kubeconfig, "-o", "json"], {
+      commands: [registerLogsCommand],
+      env: { DMS_BASE_URL: sim.url },
+    });
+  /** The revision ids the printed entries name (the simulator's lines say `revision <id>: …`). */
+  const revisionsNamed = (stdout: string) =>
+    new Set(
+      stdout
+        .trimEnd()
+        .split("\n")
+        .map((line) => /revision ([0-9a-f-]{36})/.exec((JSON.parse(line) as LogEntry).message)?.[1])
+        .filter((id) => id !== undefined),
+    );
+
+  it.each([
+    ["the resource's own deployment", () => own.id],
+    ["another team's deployment (forged)", () => victim.id],
+    ["no uuid (forged)", () => "../../v2/deployments"],
+    ["a deployment the service does not have", () => UNKNOWN],
+    ["nothing yet", () => undefined],
+  ])(
+    "status.deploymentId of %s: the log of the deployment that carries the resource's name",
+    async (_what, id) => {
+      resourceRecording(id());
+      const run = await logsOf();
+      expect(run.stderr).toBe("");
+      expect(run.code).toBe(0);
+      expect(revisionsNamed(run.stdout)).toEqual(new Set([own.revision]));
+      expect(run.stdout).not.toContain(victim.revision);
+    },
+  );
 });
 
 describe("dms-operator logs --follow", () => {

@@ -253,6 +253,49 @@ describe("against the simulator", () => {
     expect(kube.requests).toContain(`GET ${serviceConnectionPath(NS, "prod")}`);
   });
 
+  it.each([
+    ["another team's deployment", "victim"],
+    ["no uuid", "../../v2/deployments"],
+  ] as const)(
+    "a Deployment resource whose status.deploymentId names %s (forged): its own deployment's revisions",
+    async (_what, forged) => {
+      const victim = await client(sim.url, { apiKey: KEY }).createDeployment({
+        name: `payroll-${forged.length}`,
+        source: "external_docker",
+        source_revision_config: { image_uri: "registry.example.com/payroll:1" },
+      });
+      const billing = {
+        apiVersion: "dms.dev/v1alpha1",
+        kind: "Deployment",
+        metadata: { name: "billing", namespace: NS, resourceVersion: "2", uid: "u1", generation: 1 },
+        spec: {
+          name: "agent",
+          source: "external_docker",
+          connectionRef: { kind: "ServiceConnection", name: "prod" },
+        },
+      };
+      kube.put(deploymentPath(NS, "billing"), {
+        ...billing,
+        status: { deploymentId: forged === "victim" ? victim.id : forged },
+      });
+      try {
+        const run = await revisionsCli(["billing", "-n", NS, "--kubeconfig", kube.kubeconfig, "-o", "json"]);
+        expect(run.stderr).toBe("");
+        expect(run.code).toBe(0);
+        const ids = (JSON.parse(run.stdout) as { id: string }[]).map((r) => r.id);
+        expect(ids).toEqual(
+          sim.store
+            .revisions(agent.id)
+            ?.map((r) => r.id)
+            .reverse(),
+        );
+        expect(ids).not.toContain(victim.latest_revision_id);
+      } finally {
+        kube.put(deploymentPath(NS, "billing"), { ...billing, status: { deploymentId: agent.id } });
+      }
+    },
+  );
+
   it("a Deployment resource that does not exist: an error naming it", async () => {
     const run = await revisionsCli(["nope", "--kubeconfig", kube.kubeconfig]);
     expect(run.code).toBe(1);

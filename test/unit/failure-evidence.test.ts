@@ -18,6 +18,8 @@ import {
   formatLine,
   LINE_CHARS,
   logTypeFor,
+  MAX_LOG_READS,
+  readAgainPending,
   rolloutStart,
   rolloutTimedOut,
   rolloutTimeoutMs,
@@ -196,8 +198,68 @@ describe("when a log is read", () => {
     ["another revision's failure", recorded, ACTIVE, "RevisionFailed", "RevisionFailed"],
     ["a timeout first seen", undefined, LATEST, "RolloutTimeout", "RolloutTimeout"],
     ["nothing wrong", undefined, LATEST, undefined, undefined],
+    [
+      "a read that failed a minute ago, for a reason that may pass",
+      { ...recorded, failedReads: 1, failedReadAt: "2029-12-31T23:59:00Z" },
+      LATEST,
+      "RevisionFailed",
+      "RevisionFailed",
+    ],
+    [
+      "a read that failed less than a minute ago: not yet",
+      { ...recorded, failedReads: 1, failedReadAt: "2029-12-31T23:59:30Z" },
+      LATEST,
+      "RevisionFailed",
+      undefined,
+    ],
+    [
+      "two failed reads: a third",
+      { ...recorded, failedReads: 2, failedReadAt: "2029-12-31T23:50:00Z" },
+      LATEST,
+      "RevisionFailed",
+      "RevisionFailed",
+    ],
+    [
+      "three failed reads: given up",
+      { ...recorded, failedReads: 3, failedReadAt: "2029-12-31T23:50:00Z" },
+      LATEST,
+      "RevisionFailed",
+      undefined,
+    ],
+    [
+      "a failed read whose time cannot be read: read again, still counted",
+      { ...recorded, failedReads: 1, failedReadAt: "yesterday" },
+      LATEST,
+      "RevisionFailed",
+      "RevisionFailed",
+    ],
+    [
+      "a failed read of another reason does not count for this one",
+      { ...recorded, reason: "RolloutTimeout", failedReads: 3, failedReadAt: "2029-12-31T23:59:59Z" },
+      LATEST,
+      "RevisionFailed",
+      "RevisionFailed",
+    ],
+    [
+      "a failed read when nothing is wrong any more",
+      { ...recorded, failedReads: 1, failedReadAt: "2029-12-31T23:00:00Z" },
+      LATEST,
+      undefined,
+      undefined,
+    ],
   ])("%s", (_name, previous, revisionId, reason, expected) => {
-    expect(evidenceDue(previous, revisionId, reason)).toBe(expected);
+    expect(evidenceDue(previous, revisionId, reason, T0)).toBe(expected);
+  });
+
+  it.each<[string, FailedRevisionLog | undefined, boolean]>([
+    ["no record", undefined, false],
+    ["a read done", recorded, false],
+    ["one failed read", { ...recorded, failedReads: 1 }, true],
+    ["two failed reads", { ...recorded, failedReads: 2 }, true],
+    [`${MAX_LOG_READS} failed reads`, { ...recorded, failedReads: MAX_LOG_READS }, false],
+    ["a count past the bound (a status written by hand)", { ...recorded, failedReads: 1e9 }, false],
+  ])("%s: read again pending %s", (_name, record, pending) => {
+    expect(readAgainPending(record)).toBe(pending);
   });
 
   it.each<[string | undefined, "build" | "deploy"]>([
@@ -240,27 +302,46 @@ describe("the rollout timeout", () => {
     ["1.5h", 90 * 60_000],
     ["0", undefined],
     ["00", undefined],
+    ["0s", undefined],
+    ["0ms", undefined],
+    ["0m0s", undefined],
+    ["0.0h", undefined],
+    ["0h0m0.000s", undefined],
+    [" 0s ", undefined],
+    ["1ms", 1],
+    ["0m1s", 1_000],
+    ["0.5s", 500],
     ["nonsense", 30 * 60_000],
+    ["0x", 30 * 60_000],
   ])("spec.rolloutTimeout %s", (text, ms) => {
     expect(rolloutTimeoutMs(text === undefined ? {} : { rolloutTimeout: text })).toBe(ms);
   });
 
-  it.each([
-    ["30m", true],
-    ["1h30m", true],
-    ["1.5h", true],
-    ["90s", true],
-    ["1500ms", true],
-    ["0", true],
-    ["30", false],
-    ["-1m", false],
-    ["1d", false],
-    ["30 m", false],
-    ["", false],
-  ])("the CRD's pattern takes %s: %s, as the operator reads it", (text, valid) => {
-    expect(new RegExp(ROLLOUT_TIMEOUT_PATTERN).test(text)).toBe(valid);
-    if (valid && text !== "0") expect(parseDuration(text)).toBeGreaterThan(0);
-  });
+  it.each<[string, boolean, number | undefined]>([
+    ["30m", true, 30 * 60_000],
+    ["1h30m", true, 90 * 60_000],
+    ["1.5h", true, 90 * 60_000],
+    ["90s", true, 90_000],
+    ["1500ms", true, 1_500],
+    ["1ms", true, 1],
+    ["0", true, undefined],
+    ["0s", true, undefined],
+    ["0m0s", true, undefined],
+    ["0.0h", true, undefined],
+    ["30", false, undefined],
+    ["-1m", false, undefined],
+    ["1d", false, undefined],
+    ["30 m", false, undefined],
+    ["", false, undefined],
+  ])(
+    "the CRD's pattern takes %s: %s, and the operator reads it as %s ms (undefined: disabled)",
+    (text, valid, ms) => {
+      expect(new RegExp(ROLLOUT_TIMEOUT_PATTERN).test(text)).toBe(valid);
+      if (!valid) return;
+      expect(rolloutTimeoutMs({ rolloutTimeout: text })).toBe(ms);
+      if (ms !== undefined) expect(parseDuration(text)).toBe(ms);
+    },
+  );
 
   it("starts when a new revision is first seen, holds while it rolls out, ends once it is live", () => {
     const later = new Date(T0.getTime() + 60_000);

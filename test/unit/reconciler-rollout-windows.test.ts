@@ -247,6 +247,34 @@ describe("DeploymentReconciler: rollout windows", () => {
     expect(w.stored()?.status?.appliedSecretsHash).not.toBe(applied);
   });
 
+  it("an opening sooner than the poll interval is looked at after the poll interval, never at once", async () => {
+    const w = world();
+    await w.settled();
+    w.clock.advance(OPENS - 500 - w.clock.now());
+    imageAndScale(w, [NIGHTS]);
+    expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: POLL_MS });
+    expect(conditions(w.stored())).toEqual(HELD);
+  });
+
+  it("windows that leave no opening in sight (a deny window of a minute every minute) requeue no sooner than the poll interval", async () => {
+    const w = world();
+    await w.settled();
+    imageAndScale(w, [{ kind: "deny", schedule: "* * * * *", duration: "1m" }]);
+    const result = await w.reconcile();
+    expect(result.kind).toBe("requeueAfter");
+    expect(result.kind === "requeueAfter" && result.ms).toBeGreaterThanOrEqual(POLL_MS);
+    expect(w.service.lastPatchBody).toEqual({
+      source_config: { resource_spec: expect.objectContaining({ min_scale: 3 }) },
+    });
+    const synced = w.stored()?.status?.conditions?.find((c) => c.type === "Synced");
+    expect(synced?.message).toContain("no opening was found within 400 steps");
+
+    // Looked at again (a resync, the clock where it was): still no zero-delay requeue.
+    await w.resync();
+    const again = await w.reconcile();
+    expect(again.kind === "requeueAfter" && again.ms).toBeGreaterThanOrEqual(POLL_MS);
+  });
+
   it("a create is not held: nothing runs yet that a new revision could cancel", async () => {
     const w = world();
     w.resources.create({ metadata: { name: "agent" }, spec: { ...SPEC, rolloutWindows: [ALWAYS_DENY] } });

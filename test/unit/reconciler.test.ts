@@ -1655,6 +1655,108 @@ describe("DeploymentReconciler: failure evidence", () => {
     expect(w.events.reasons()).toContain("Warning/RevisionFailed");
   });
 
+  it("a log read that fails for a passing reason (503) is read again a minute later, and its tail shown then", async () => {
+    const w = world();
+    w.service.failNext("getRevisionLogs", { status: 503 });
+    const { result } = await failedRevision(w, "build");
+    expect(w.service.calls.getRevisionLogs).toBe(1);
+    expect(result).toEqual({ kind: "requeueAfter", ms: 60_000 });
+    expect(w.events.reasons()).toEqual(["Warning/RevisionFailed"]);
+    expect(w.events.all[0]?.note).toMatch(
+      /BUILD_FAILED: it will not go live; its build log is not shown: it could not be read \(503 unavailable\); it is read again in a minute$/,
+    );
+    expect(w.resources.stored(REF)?.status?.failedRevisionLog).toMatchObject({
+      reason: "RevisionFailed",
+      failedReads: 1,
+      failedReadAt: new Date(w.clock.now()).toISOString().replace(".000Z", "Z"),
+    });
+
+    // Looked at again within the minute (a requested reconcile): not read, nothing told.
+    w.clock.advance(30_000);
+    w.resources.edit(REF, (o) => {
+      o.metadata.annotations = { [ANNOTATION_RECONCILE_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+    });
+    await w.resync();
+    w.events.all.length = 0;
+    expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: 60_000 });
+    expect(w.service.calls.getRevisionLogs).toBe(0);
+    expect(w.events.reasons()).toEqual([]);
+
+    // A minute after the failed read: read again, the tail shown, the record done.
+    w.clock.advance(30_000);
+    await w.resync();
+    expect(await w.reconcile()).toEqual({ kind: "done" });
+    expect(w.service.calls.getRevisionLogs).toBe(1);
+    expect(w.events.reasons()).toEqual(["Warning/RevisionFailed"]);
+    expect(w.events.all[0]?.note).toContain("; last build log lines:");
+    expect(w.events.all[0]?.note).toContain("error: build failed");
+    const log = w.resources.stored(REF)?.status?.failedRevisionLog;
+    expect(log?.excerpt).toContain("error: build failed");
+    expect(log?.failedReads).toBeUndefined();
+    expect(log?.failedReadAt).toBeUndefined();
+
+    w.clock.advance(600_000);
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls.getRevisionLogs).toBe(0);
+  });
+
+  it("a log read failing for a passing reason is given up after three reads, a minute apart, saying why", async () => {
+    const w = world();
+    w.service.failNext("getRevisionLogs", { status: 429 });
+    await failedRevision(w, "build");
+    expect(w.events.all[0]?.note).toContain(
+      "it could not be read (429 rate_limited); it is read again in a minute",
+    );
+
+    // The second read fails too: counted, nothing told.
+    w.clock.advance(60_000);
+    await w.resync();
+    w.events.all.length = 0;
+    w.service.failNext("getRevisionLogs", { status: 502 });
+    expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: 60_000 });
+    expect(w.service.calls.getRevisionLogs).toBe(1);
+    expect(w.events.reasons()).toEqual([]);
+    expect(w.resources.stored(REF)?.status?.failedRevisionLog?.failedReads).toBe(2);
+
+    // The third as well: given up, and said so.
+    w.clock.advance(60_000);
+    await w.resync();
+    w.service.failNext("getRevisionLogs", { status: 503 });
+    expect(await w.reconcile()).toEqual({ kind: "done" });
+    expect(w.service.calls.getRevisionLogs).toBe(1);
+    expect(w.events.reasons()).toEqual(["Warning/RevisionFailed"]);
+    expect(w.events.all[0]?.note).toMatch(
+      /its build log is not shown: it could not be read \(503 unavailable\); 3 reads failed$/,
+    );
+    expect(w.resources.stored(REF)?.status?.failedRevisionLog?.failedReads).toBe(3);
+
+    // Never again, however long it stays failed.
+    w.events.all.length = 0;
+    for (let i = 0; i < 3; i++) {
+      w.clock.advance(600_000);
+      await w.resync();
+      expect(await w.reconcile()).toEqual({ kind: "done" });
+    }
+    expect(w.service.calls.getRevisionLogs).toBe(0);
+    expect(w.events.reasons()).toEqual([]);
+  });
+
+  it("a log read the service refuses for good (403) is not read again", async () => {
+    const w = world();
+    w.service.failNext("getRevisionLogs", { status: 403 });
+    const { result } = await failedRevision(w, "build");
+    expect(result).toEqual({ kind: "done" });
+    expect(w.events.all[0]?.note).toMatch(
+      /its build log is not shown: it could not be read \(403 unauthorized\)$/,
+    );
+    expect(w.resources.stored(REF)?.status?.failedRevisionLog?.failedReads).toBeUndefined();
+    w.clock.advance(600_000);
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls.getRevisionLogs).toBe(0);
+  });
+
   it("a rollout past spec.rolloutTimeout: Stalled RolloutTimeout with the build log, no PATCH, looked at again; live ends it", async () => {
     const w = world({ readyAfterMs: 0, revisionActiveAfterMs: 600_000, deleteAfterMs: 0 });
     w.service.seed(BODY);

@@ -187,6 +187,86 @@ describe("rollout windows: allowed and next opening", () => {
   });
 });
 
+describe("rollout windows: the next look is always later than now", () => {
+  const EVERY_MINUTE_DENY: RolloutWindowSpec = { kind: "deny", schedule: "* * * * *", duration: "1m" };
+  const cases: { reason: string; windows: RolloutWindowSpec[]; from: string; maxSteps?: number }[] = [
+    {
+      reason: "a deny window of a minute every minute (the budget runs out inside the cover)",
+      windows: [EVERY_MINUTE_DENY],
+      from: "2026-11-24T12:00:00Z",
+    },
+    {
+      reason: "the same, asked in the middle of a minute",
+      windows: [EVERY_MINUTE_DENY],
+      from: "2026-11-24T12:00:30.250Z",
+    },
+    {
+      reason: "two overlapping deny windows chaining each other for a year",
+      windows: [
+        { kind: "deny", schedule: "0 0 * * *", duration: "13h" },
+        { kind: "deny", schedule: "0 12 * * *", duration: "13h" },
+      ],
+      from: "2026-11-24T12:00:00Z",
+    },
+    {
+      reason: "deny windows of a minute every minute in several time zones",
+      windows: [
+        EVERY_MINUTE_DENY,
+        { ...EVERY_MINUTE_DENY, timeZone: "Europe/Berlin" },
+        { ...EVERY_MINUTE_DENY, timeZone: "Asia/Kolkata" },
+      ],
+      from: "2026-11-24T12:00:00Z",
+    },
+    {
+      reason: "allow windows of a minute every minute under a deny window of a minute every minute",
+      windows: [{ kind: "allow", schedule: "* * * * *", duration: "1m" }, EVERY_MINUTE_DENY],
+      from: "2026-11-24T12:00:00Z",
+    },
+    {
+      reason: "allow windows of a second every minute, each under a deny window of 30 seconds",
+      windows: [
+        { kind: "allow", schedule: "* * * * *", duration: "1s" },
+        { kind: "deny", schedule: "* * * * *", duration: "30s" },
+      ],
+      from: "2026-11-24T12:00:00Z",
+    },
+    {
+      reason: "an active deny window with a budget of one step",
+      windows: [{ kind: "deny", schedule: "0 * * * *", duration: "30m" }],
+      from: "2026-11-24T12:10:00Z",
+      maxSteps: 1,
+    },
+    {
+      reason: "an allow window a minute away with a budget of one step",
+      windows: [{ kind: "allow", schedule: "1 12 * * *", duration: "1m" }],
+      from: "2026-11-24T12:00:00Z",
+      maxSteps: 1,
+    },
+  ];
+  it.each(cases)("$reason", ({ windows, from, maxSteps }) => {
+    const compiled = compile(...windows);
+    const found = nextOpening(compiled, at(from), maxSteps === undefined ? {} : { maxSteps });
+    expect(found.kind).not.toBe("now");
+    const wake = found.kind === "at" ? found.at : found.kind === "none" ? found.searchedUntil : at(from);
+    expect(wake).toBeGreaterThan(at(from));
+    // Nothing it passed over is allowed: the look again at `wake` misses no opening.
+    for (const t of [at(from), Math.floor((at(from) + wake) / 2), wake - 1])
+      expect(rolloutAllowed(compiled, t)).toBe(false);
+    const gate = gateRollout({
+      windows: windowsInEffect(windows, undefined),
+      now: at(from),
+      held: [{ group: "source_revision_config", field: "sourceRevisionConfig.imageUri", line: "x" }],
+    });
+    expect(gate.kind === "held" && gate.wakeAt).toBeGreaterThan(at(from));
+  });
+
+  it("a deny window of a minute every minute: the look again is where the budget left the cover", () => {
+    const found = nextOpening(compile(EVERY_MINUTE_DENY), at("2026-11-24T12:00:00Z"), { maxSteps: 10 });
+    // One step finds the start, nine more walk the cover a minute each.
+    expect(found).toEqual({ kind: "none", searchedUntil: at("2026-11-24T12:10:00Z"), exhausted: true });
+  });
+});
+
 describe("rollout windows: daylight-saving changes", () => {
   it("a 02:30 schedule on the spring-forward day in Europe/Berlin starts at 03:00 CEST", () => {
     const windows = compile({

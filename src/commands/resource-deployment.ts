@@ -1,0 +1,120 @@
+/**
+ * The service deployment of a Deployment resource, as the commands that take one (`logs`,
+ * `revisions`) find it: the resource read live from the cluster, reached through its own
+ * connection (`spec.connectionRef`, or the default one from the service flags), and its
+ * deployment found as the operator finds it.
+ *
+ * `status.deploymentId` is a record, not an authority: anyone who may write the status
+ * subresource can point it at another team's deployment. It counts only when it is a uuid and
+ * the deployment it names, on the resource's own connection, carries the resource's service
+ * name; otherwise the deployment is looked up by that name.
+ */
+import type { ServiceClient } from "../api/client.ts";
+import { type Deployment, isUuid } from "../api/wire.ts";
+import { ConnectionReadError } from "../connection/read.ts";
+import { type ConnectionId, connectionOf, describeConnection } from "../connection/settings.ts";
+import { KubeDeployments } from "../kube/deployments.ts";
+import { claimedName } from "../reconcile/claims.ts";
+import type { CommandCluster, ConnectionClients } from "./connections.ts";
+import { type CliContext, type ConnectionFlags, serviceClientFrom, UsageError } from "./context.ts";
+
+/** A service deployment and the client of the connection it was found through. */
+export interface FoundDeployment {
+  client: ServiceClient;
+  deployment: Deployment;
+}
+
+/**
+ * The Deployment resource `name` of `namespace`, read live through `kube`, and its service
+ * deployment through its own connection (see the module comment). Throws naming the resource
+ * when it does not exist, when its connection cannot be used, or when the service has no single
+ * deployment of its name.
+ */
+export async function resourceDeployment(
+  kube: CommandCluster,
+  clients: ConnectionClients,
+  namespace: string,
+  name: string,
+  flags: ConnectionFlags & { verbose?: boolean },
+  ctx: CliContext,
+): Promise<FoundDeployment> {
+  const signal = ctx.stopSignal;
+  const obj = await new KubeDeployments({ client: kube.client }).getLive({ namespace, name }, signal);
+  if (!obj)
+    throw new Error(
+      `Deployment resource ${namespace}/${name} not found: check with kubectl get dmsd -n ${namespace} (or give -n)`,
+    );
+  const id = connectionOf(namespace, obj.spec.connectionRef);
+  const what = `Deployment ${namespace}/${name}`;
+  const client = id
+    ? await connectionClient(clients, id, `${what}'s spec.connectionRef`, signal)
+    : defaultClient(flags, ctx, what);
+  const serviceName = claimedName({ ...obj, metadata: { ...obj.metadata, name } });
+  const recorded = obj.status?.deploymentId;
+  if (recorded && isUuid(recorded)) {
+    const found = await client.getDeployment(recorded, { signal });
+    if (found?.name === serviceName) return { client, deployment: found };
+  }
+  return { client, deployment: await deploymentNamed(client, serviceName, signal, what) };
+}
+
+/**
+ * The client of connection `id`; a connection that cannot be used throws a
+ * `ConnectionReadError` whose message starts with `label` and the connection.
+ */
+export async function connectionClient(
+  clients: ConnectionClients,
+  id: ConnectionId | undefined,
+  label: string,
+  signal: AbortSignal,
+): Promise<ServiceClient> {
+  if (!id) throw new Error(`${label}: no connection`);
+  try {
+    return await clients.client(id, signal);
+  } catch (error) {
+    if (!(error instanceof ConnectionReadError)) throw error;
+    throw new ConnectionReadError(`${label} (${describeConnection(id)}): ${error.message}`, { cause: error });
+  }
+}
+
+/** The default connection's client, or a {@link UsageError} saying why `what` needs it. */
+function defaultClient(
+  flags: ConnectionFlags & { verbose?: boolean },
+  ctx: CliContext,
+  what: string,
+): ServiceClient {
+  try {
+    return serviceClientFrom(flags, ctx);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    throw new UsageError([
+      ...error.lines,
+      `${what} has no spec.connectionRef: it uses the default connection, whose settings are given by the flags above`,
+    ]);
+  }
+}
+
+/**
+ * The one deployment named exactly `name` (a listing with `name_contains`, then an exact match);
+ * throws when there is none or more than one. `what` names whose service name it is, in messages.
+ */
+export async function deploymentNamed(
+  client: ServiceClient,
+  name: string,
+  signal: AbortSignal,
+  what?: string,
+): Promise<Deployment> {
+  const all = await client.listAllDeployments({ name_contains: name }, { signal });
+  const exact = all.filter((d) => d.name === name);
+  const [only] = exact;
+  if (only && exact.length === 1) return only;
+  if (exact.length > 1) {
+    // By a resource, an id cannot be given instead: the resource's name is what was asked for.
+    const fix = what === undefined ? "give the id instead" : `cannot tell which one is ${what}'s`;
+    throw new Error(
+      `the service at ${client.baseUrl} has ${exact.length} deployments named "${name}" (${exact.map((d) => d.id).join(", ")}): ${fix}`,
+    );
+  }
+  const of = what === undefined ? "" : ` (the service name of ${what})`;
+  throw new Error(`the service at ${client.baseUrl} has no deployment named "${name}"${of}`);
+}
