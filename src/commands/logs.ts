@@ -4,12 +4,13 @@
  * public documentation), printed as `time level message` lines or, with `-o json`, one JSON
  * object per line.
  *
- * Where `<resource>` is looked up:
- * - with `--connection <kind/name>` (and `--kubeconfig`): a deployment of that name on the
- *   connection's tenant;
- * - else with `--kubeconfig`: a Deployment resource (`-n`, else the context's namespace), read
- *   from the cluster, through its own connection (`spec.connectionRef`, or the default one from
- *   the service flags and environment);
+ * Where `<resource>` is looked up (the cluster is found as kubectl finds it, see
+ * `resource-cluster.ts`: `--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`):
+ * - with `--connection <kind/name>`: a deployment of that name on the connection's tenant;
+ * - else with a cluster, unless `--base-url` or `DMS_BASE_URL` names the service and no
+ *   `--kubeconfig` or `--context` is given: a Deployment resource (`-n`, else the context's
+ *   namespace), read from the cluster, through its own connection (`spec.connectionRef`, or the
+ *   default one from the service flags and environment);
  * - else: a deployment of that name on the service the flags and environment name.
  *
  * The revision is the deployment's latest unless `--revision` names one; the log is the build
@@ -26,11 +27,10 @@ import { parseDuration } from "../config.ts";
 import { ConnectionReadError } from "../connection/read.ts";
 import { connectionOf } from "../connection/settings.ts";
 import { KubeDeployments } from "../kube/deployments.ts";
-import { type CommandCluster, ConnectionClients, commandCluster } from "./connections.ts";
+import { type CommandCluster, ConnectionClients } from "./connections.ts";
 import {
   addServiceOptions,
   type CliContext,
-  CONNECTION_HELP,
   type ConnectionFlags,
   connectionDefaultsFrom,
   connectionFlag,
@@ -38,9 +38,9 @@ import {
   type RegisterCommand,
   serviceClientFrom,
   serviceClientOf,
-  UsageError,
   uuidArgument,
 } from "./context.ts";
+import { RESOURCE_CONNECTION_HELP, RESOURCE_KUBECONFIG_HELP, resourceCluster } from "./resource-cluster.ts";
 
 interface LogsFlags extends ConnectionFlags {
   namespace?: string;
@@ -71,9 +71,12 @@ export const registerLogsCommand: RegisterCommand = (program, ctx) => {
   const command = program
     .command("logs")
     .description(
-      "print the build or deploy log of a deployment's revision (default: its latest); <resource> is a Deployment resource with --kubeconfig, else the deployment's name on the service",
+      "print the build or deploy log of a deployment's revision (default: its latest); <resource> is a Deployment resource of the kubeconfig's cluster, else (--base-url or DMS_BASE_URL, or --connection) the deployment's name on the service",
     )
-    .argument("<resource>", "Deployment resource (with --kubeconfig) or deployment name")
+    .argument(
+      "<resource>",
+      "Deployment resource (of --kubeconfig, KUBECONFIG or ~/.kube/config) or deployment name",
+    )
     .option(
       "-n, --namespace <ns>",
       "namespace of the resource, and of a ServiceConnection (default: the kubeconfig context's, else default)",
@@ -96,11 +99,11 @@ export const registerLogsCommand: RegisterCommand = (program, ctx) => {
         .choices(["text", "json"])
         .default("text"),
     )
-    .option("--kubeconfig <path>", "read the Deployment resource (and its connection) from this cluster")
+    .option("--kubeconfig <path>", RESOURCE_KUBECONFIG_HELP)
     .option("--context <name>", "kubeconfig context to use")
     .option(
       "--connection <kind/name>",
-      `look <resource> up as a deployment name on this connection's tenant: ${CONNECTION_HELP}`,
+      `look <resource> up as a deployment name on this connection's tenant: ${RESOURCE_CONNECTION_HELP}`,
     );
   addServiceOptions(command).action(async (resource: string, _flags: unknown, cmd: Command) => {
     const flags = cmd.optsWithGlobals<LogsFlags>();
@@ -250,13 +253,8 @@ async function target(
   flags: LogsFlags,
   ctx: CliContext,
 ): Promise<{ client: ServiceClient; deployment: Deployment }> {
-  if (flags.context !== undefined && flags.kubeconfig === undefined)
-    throw new UsageError(["--context needs --kubeconfig"]);
-  const ref = connectionFlag(flags);
-  const kube =
-    flags.kubeconfig === undefined
-      ? undefined
-      : commandCluster(flags.kubeconfig, flags.context, "dms-operator-logs");
+  const kube = clusterOf(flags, ctx);
+  const ref = connectionFlag(flags, kube !== undefined);
   const namespace = flags.namespace ?? kube?.namespace ?? "default";
   if (ref && kube) {
     const client = await connectionClient(
@@ -271,6 +269,11 @@ async function target(
   if (kube) return fromResource(kube, namespace, resource, flags, ctx);
   const client = serviceClientFrom(flags, ctx);
   return { client, deployment: await byName(client, resource, ctx.stopSignal) };
+}
+
+/** The cluster `<resource>` is read from, or undefined for a deployment name (resource-cluster.ts). */
+function clusterOf(flags: LogsFlags, ctx: CliContext): CommandCluster | undefined {
+  return resourceCluster(flags, ctx.env, "dms-operator-logs");
 }
 
 /** The Deployment resource `name` of `namespace`, its connection's client and its service deployment. */
