@@ -5,9 +5,10 @@
  * (a new client) starts from new connections. The Kubernetes API client has its own transport
  * (its kubeconfig's `proxy-url`) and never uses these.
  */
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
-import { rootCertificates } from "node:tls";
+import tls from "node:tls";
 
 /** The proxy variables a service client honours, as Node's agents read them. */
 export const PROXY_VARIABLES = [
@@ -110,8 +111,8 @@ export interface ServiceAgents {
 /**
  * The agents of one client. Keep-alive with Node's global agents' settings (idle sockets closed
  * after 5 s, the newest reused first), so that an agent left behind by a rebuilt client lets its
- * sockets go on its own. The CA bundle is added to Node's default roots (`tls.rootCertificates`):
- * the `ca` option otherwise replaces them.
+ * sockets go on its own. The CA bundle is added to Node's default CAs
+ * ({@link defaultCertificateAuthorities}): the `ca` option otherwise replaces them.
  */
 export function serviceAgents(options: ServiceAgentOptions): ServiceAgents {
   const common = {
@@ -124,7 +125,45 @@ export function serviceAgents(options: ServiceAgentOptions): ServiceAgents {
     http: new http.Agent(common),
     https: new https.Agent({
       ...common,
-      ...(options.caBundle === undefined ? {} : { ca: [...rootCertificates, options.caBundle] }),
+      ...(options.caBundle === undefined
+        ? {}
+        : { ca: [...defaultCertificateAuthorities(), options.caBundle] }),
     }),
   };
+}
+
+/** What {@link defaultCertificateAuthorities} reads; Node's own by default. */
+export interface DefaultCaSources {
+  getCACertificates?: ((type: "default") => string[]) | undefined;
+  rootCertificates: readonly string[];
+  env: NodeJS.ProcessEnv;
+  readFile: (path: string) => string;
+}
+
+const NODE_CA_SOURCES: DefaultCaSources = {
+  getCACertificates: typeof tls.getCACertificates === "function" ? tls.getCACertificates : undefined,
+  rootCertificates: tls.rootCertificates,
+  env: process.env,
+  readFile: (path) => readFileSync(path, "utf8"),
+};
+
+/**
+ * The CAs a TLS client of this process trusts by default: Node's bundled roots, the system's
+ * under `--use-system-ca`, and `NODE_EXTRA_CA_CERTS` (a TLS-inspecting proxy's CA, which every
+ * call must trust), as `tls.getCACertificates("default")` gives them. A Node without that
+ * function (before 22.15) gets the bundled roots and the certificates of the
+ * `NODE_EXTRA_CA_CERTS` file, which Node itself would have added (an unreadable file is left
+ * out, as Node leaves it out with a warning).
+ */
+export function defaultCertificateAuthorities(sources: DefaultCaSources = NODE_CA_SOURCES): string[] {
+  if (sources.getCACertificates) return sources.getCACertificates("default");
+  const extraFile = sources.env.NODE_EXTRA_CA_CERTS;
+  let extra: string | undefined;
+  try {
+    // One entry may hold several PEM certificates: `ca` reads them all.
+    extra = extraFile ? sources.readFile(extraFile) : undefined;
+  } catch {
+    extra = undefined;
+  }
+  return [...sources.rootCertificates, ...(extra === undefined ? [] : [extra])];
 }

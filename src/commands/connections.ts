@@ -8,7 +8,7 @@ import type { ServiceConfig } from "../config.ts";
 import { type ConnectionReadPorts, type ReadConnection, readConnection } from "../connection/read.ts";
 import { type ConnectionId, connectionKey, serviceConfigOf } from "../connection/settings.ts";
 import { KubeClient } from "../kube/client.ts";
-import { loadKubeConfig } from "../kube/config.ts";
+import { type LoadedKubeConfig, loadKubeConfig } from "../kube/config.ts";
 import { KubeSecrets } from "../kube/secrets.ts";
 
 /** A cluster a command reads (never writes). */
@@ -25,7 +25,11 @@ export function commandCluster(
   context: string | undefined,
   userAgent: string,
 ): CommandCluster {
-  const kube = loadKubeConfig({ kubeconfig, ...(context ? { context } : {}) });
+  return commandClusterOf(loadKubeConfig({ kubeconfig, ...(context ? { context } : {}) }), userAgent);
+}
+
+/** The cluster of a kubeconfig already loaded: nothing is cached or watched. */
+export function commandClusterOf(kube: LoadedKubeConfig, userAgent: string): CommandCluster {
   const client = new KubeClient(kube.config, { userAgent });
   return { client, secrets: new KubeSecrets({ client }), namespace: kube.namespace };
 }

@@ -147,15 +147,19 @@ export interface ConnectionFlags extends ServiceFlags {
 
 /**
  * `--connection <kind/name>`, parsed, or undefined when not given. A {@link UsageError} lists
- * every mistake: a malformed value, no `--kubeconfig` to read it from, and the flags whose
- * settings the connection gives (refused rather than mixed: a key must never be sent to another
- * tenant's URL, and a flag that would be silently ignored is a trap).
+ * every mistake: a malformed value, no cluster to read it from (`hasCluster`: by default, whether
+ * `--kubeconfig` is given; `logs` and `revisions` also find one as kubectl does), and the flags
+ * whose settings the connection gives (refused rather than mixed: a key must never be sent to
+ * another tenant's URL, and a flag that would be silently ignored is a trap).
  */
-export function connectionFlag(flags: ConnectionFlags): ConnectionRef | undefined {
+export function connectionFlag(
+  flags: ConnectionFlags,
+  hasCluster = flags.kubeconfig !== undefined,
+): ConnectionRef | undefined {
   if (flags.connection === undefined) return undefined;
   const parsed = parseConnectionArg(flags.connection);
   const problems = parsed.ok ? [] : [parsed.problem];
-  if (flags.kubeconfig === undefined)
+  if (!hasCluster)
     problems.push(
       "--connection needs --kubeconfig: the connection and the Secret holding its API key are read from the cluster; add --kubeconfig <path> (and --context <name>)",
     );

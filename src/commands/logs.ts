@@ -4,12 +4,13 @@
  * public documentation), printed as `time level message` lines or, with `-o json`, one JSON
  * object per line.
  *
- * Where `<resource>` is looked up:
- * - with `--connection <kind/name>` (and `--kubeconfig`): a deployment of that name on the
- *   connection's tenant;
- * - else with `--kubeconfig`: a Deployment resource (`-n`, else the context's namespace), read
- *   from the cluster, through its own connection (`spec.connectionRef`, or the default one from
- *   the service flags and environment), its deployment found as `revisions` finds it
+ * Where `<resource>` is looked up (the cluster is found as kubectl finds it, see
+ * `resource-cluster.ts`: `--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`):
+ * - with `--connection <kind/name>`: a deployment of that name on the connection's tenant;
+ * - else with a cluster, unless `--base-url` or `DMS_BASE_URL` names the service and no
+ *   `--kubeconfig` or `--context` is given: a Deployment resource (`-n`, else the context's
+ *   namespace), read from the cluster, through its own connection (`spec.connectionRef`, or the
+ *   default one from the service flags and environment), its deployment found as `revisions` finds it
  *   (resource-deployment.ts: `status.deploymentId` only when that deployment carries the
  *   resource's name, else by name);
  * - else: a deployment of that name on the service the flags and environment name.
@@ -26,11 +27,10 @@ import { entryTimeMs, LOG_TYPES, type LogEntry, type LogType } from "../api/revi
 import { type Deployment, DONE_REVISION_STATUSES, FAILED_REVISION_STATUSES } from "../api/wire.ts";
 import { parseDuration } from "../config.ts";
 import { connectionOf } from "../connection/settings.ts";
-import { ConnectionClients, commandCluster } from "./connections.ts";
+import { ConnectionClients } from "./connections.ts";
 import {
   addServiceOptions,
   type CliContext,
-  CONNECTION_HELP,
   type ConnectionFlags,
   connectionDefaultsFrom,
   connectionFlag,
@@ -38,9 +38,9 @@ import {
   type RegisterCommand,
   serviceClientFrom,
   serviceClientOf,
-  UsageError,
   uuidArgument,
 } from "./context.ts";
+import { RESOURCE_CONNECTION_HELP, RESOURCE_KUBECONFIG_HELP, resourceCluster } from "./resource-cluster.ts";
 import { connectionClient, resourceDeployment } from "./resource-deployment.ts";
 
 interface LogsFlags extends ConnectionFlags {
@@ -72,9 +72,12 @@ export const registerLogsCommand: RegisterCommand = (program, ctx) => {
   const command = program
     .command("logs")
     .description(
-      "print the build or deploy log of a deployment's revision (default: its latest); <resource> is a Deployment resource with --kubeconfig, else the deployment's name on the service",
+      "print the build or deploy log of a deployment's revision (default: its latest); <resource> is a Deployment resource of the kubeconfig's cluster, else (--base-url or DMS_BASE_URL, or --connection) the deployment's name on the service",
     )
-    .argument("<resource>", "Deployment resource (with --kubeconfig) or deployment name")
+    .argument(
+      "<resource>",
+      "Deployment resource (of --kubeconfig, KUBECONFIG or ~/.kube/config) or deployment name",
+    )
     .option(
       "-n, --namespace <ns>",
       "namespace of the resource, and of a ServiceConnection (default: the kubeconfig context's, else default)",
@@ -97,11 +100,11 @@ export const registerLogsCommand: RegisterCommand = (program, ctx) => {
         .choices(["text", "json"])
         .default("text"),
     )
-    .option("--kubeconfig <path>", "read the Deployment resource (and its connection) from this cluster")
+    .option("--kubeconfig <path>", RESOURCE_KUBECONFIG_HELP)
     .option("--context <name>", "kubeconfig context to use")
     .option(
       "--connection <kind/name>",
-      `look <resource> up as a deployment name on this connection's tenant: ${CONNECTION_HELP}`,
+      `look <resource> up as a deployment name on this connection's tenant: ${RESOURCE_CONNECTION_HELP}`,
     );
   addServiceOptions(command).action(async (resource: string, _flags: unknown, cmd: Command) => {
     const flags = cmd.optsWithGlobals<LogsFlags>();
@@ -251,14 +254,12 @@ async function target(
   flags: LogsFlags,
   ctx: CliContext,
 ): Promise<{ client: ServiceClient; deployment: Deployment }> {
-  if (flags.context !== undefined && flags.kubeconfig === undefined)
-    throw new UsageError(["--context needs --kubeconfig"]);
-  const ref = connectionFlag(flags);
-  if (flags.kubeconfig === undefined) {
+  const kube = resourceCluster(flags, ctx.env, "dms-operator-logs");
+  const ref = connectionFlag(flags, kube !== undefined);
+  if (kube === undefined) {
     const client = serviceClientFrom(flags, ctx);
     return { client, deployment: await byName(client, resource, ctx.stopSignal) };
   }
-  const kube = commandCluster(flags.kubeconfig, flags.context, "dms-operator-logs");
   const namespace = flags.namespace ?? kube.namespace ?? "default";
   const clients = new ConnectionClients(
     kube,

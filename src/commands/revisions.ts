@@ -2,11 +2,14 @@
  * `dms-operator revisions <resource>`: a deployment's revisions, newest first, with what each
  * deployed, marking the active one (what is live) and the latest (what the spec last asked for).
  *
- * Which deployment: with `--kubeconfig`, `<resource>` is a Deployment resource (of `-n`, else the
- * kubeconfig context's namespace), reached through its own connection (`spec.connectionRef`, or
- * the default one from the service flags) and found as the operator finds it (its
- * `status.deploymentId` when that deployment carries the resource's name, else by name).
- * Without it, or with `--connection`, `<resource>` is the service's deployment name (or id).
+ * Which deployment: with a cluster (found as kubectl finds it, see `resource-cluster.ts`:
+ * `--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`), `<resource>` is a Deployment resource
+ * (of `-n`, else the kubeconfig context's namespace), reached through its own connection
+ * (`spec.connectionRef`, or the default one from the service flags) and found as the operator
+ * finds it (its `status.deploymentId` when that deployment carries the resource's name, else by
+ * name). Without a cluster, when `--base-url` or `DMS_BASE_URL` names the service (and neither
+ * `--kubeconfig` nor `--context` is given), or with `--connection`, `<resource>` is the service's
+ * deployment name (or id).
  *
  * The revision listing (GET /v2/deployments/{deployment_id}/revisions) is not in the shared spec:
  * a service without it gets a clear error and exit status 1.
@@ -17,12 +20,11 @@ import { RevisionsRouteMissingError } from "../api/errors.ts";
 import type { RevisionListing, RevisionRow } from "../api/revision-listing.ts";
 import { type Deployment, isUuid, ROUTES } from "../api/wire.ts";
 import { connectionOf } from "../connection/settings.ts";
-import { ConnectionClients, commandCluster } from "./connections.ts";
+import { ConnectionClients } from "./connections.ts";
 import {
   addOutputOption,
   addServiceOptions,
   type CliContext,
-  CONNECTION_HELP,
   type ConnectionFlags,
   connectionDefaultsFrom,
   connectionFlag,
@@ -33,9 +35,9 @@ import {
   type RegisterCommand,
   serviceClientFrom,
   serviceClientOf,
-  UsageError,
 } from "./context.ts";
 import { type Column, renderRows } from "./output.ts";
+import { RESOURCE_CONNECTION_HELP, RESOURCE_KUBECONFIG_HELP, resourceCluster } from "./resource-cluster.ts";
 import { connectionClient, deploymentNamed, resourceDeployment } from "./resource-deployment.ts";
 
 interface RevisionsFlags extends ConnectionFlags {
@@ -78,7 +80,7 @@ export const registerRevisionsCommand: RegisterCommand = (program, ctx) => {
     .command("revisions")
     .argument(
       "<resource>",
-      "with --kubeconfig: a Deployment resource's name; else (or with --connection) the service's deployment name or id",
+      "a Deployment resource's name (of --kubeconfig, KUBECONFIG or ~/.kube/config); else (--base-url or DMS_BASE_URL, or --connection) the service's deployment name or id",
     )
     .description(
       "list a deployment's revisions, newest first, marking the active (live) and the latest one (GET /v2/deployments/{id}/revisions)",
@@ -88,14 +90,11 @@ export const registerRevisionsCommand: RegisterCommand = (program, ctx) => {
       "namespace of the resource (default: the kubeconfig context's, else default)",
       namespaceArgument,
     )
-    .option(
-      "--kubeconfig <path>",
-      "read the Deployment resource and its connection from this cluster (without it, <resource> is the service's deployment name)",
-    )
+    .option("--kubeconfig <path>", RESOURCE_KUBECONFIG_HELP)
     .option("--context <name>", "kubeconfig context to use")
     .option(
       "--connection <kind/name>",
-      `list through this connection, <resource> being the service's deployment name: ${CONNECTION_HELP}`,
+      `list through this connection, <resource> being the service's deployment name: ${RESOURCE_CONNECTION_HELP}`,
     )
     .option(
       "--max-items <n>",
@@ -206,14 +205,12 @@ async function targetOf(
   flags: RevisionsFlags,
   ctx: CliContext,
 ): Promise<{ client: ServiceClient; deployment: Deployment }> {
-  if (flags.context !== undefined && flags.kubeconfig === undefined)
-    throw new UsageError(["--context needs --kubeconfig"]);
-  const ref = connectionFlag(flags);
-  if (flags.kubeconfig === undefined) {
+  const kube = resourceCluster(flags, ctx.env, "dms-operator-revisions");
+  const ref = connectionFlag(flags, kube !== undefined);
+  if (!kube) {
     const client = serviceClientFrom(flags, ctx);
     return { client, deployment: await byNameOrId(client, resource, ctx.stopSignal) };
   }
-  const kube = commandCluster(flags.kubeconfig, flags.context, "dms-operator-revisions");
   const namespace = flags.namespace ?? kube.namespace ?? "default";
   const clients = new ConnectionClients(
     kube,

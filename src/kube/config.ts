@@ -27,6 +27,8 @@ export const TOKEN_FILE_REFRESH_MS = 60_000;
 export interface KubeConfigRequest {
   kubeconfig?: string;
   context?: string;
+  /** What named `kubeconfig`, for error messages (default `--kubeconfig`). */
+  origin?: string;
 }
 
 /** Where to look; defaults are the process environment and {@link SERVICE_ACCOUNT_DIR}. */
@@ -81,7 +83,11 @@ export function loadKubeConfig(
     ? [request.kubeconfig]
     : (env.KUBECONFIG ?? "").split(delimiter).filter((p) => p !== "");
   if (paths.length > 0)
-    return fromFiles(paths, request.context, request.kubeconfig ? "--kubeconfig" : "KUBECONFIG");
+    return fromFiles(
+      paths,
+      request.context,
+      request.kubeconfig ? (request.origin ?? "--kubeconfig") : "KUBECONFIG",
+    );
   const inCluster = fromServiceAccount(env, where.serviceAccountDir ?? SERVICE_ACCOUNT_DIR);
   if (inCluster) {
     if (request.context) {

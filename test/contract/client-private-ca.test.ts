@@ -2,11 +2,14 @@
  * A self-hosted service behind a private CA and an egress proxy, over loopback HTTPS: the client
  * refuses a certificate it cannot trust and says why (unknown authority, expired, not yet valid,
  * another host's), trusts a CA given to it (`caBundle`, `--ca-file`), and sends its calls through
- * `HTTPS_PROXY` unless `NO_PROXY` names the host. Certificates are made by the test.
+ * `HTTPS_PROXY` unless `NO_PROXY` names the host; a CA given to the whole process with
+ * `NODE_EXTRA_CA_CERTS` stays trusted beside a connection's own. Certificates are made by the test.
  */
+import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
 import type { ServiceError } from "../../src/api/errors.ts";
@@ -176,6 +179,51 @@ describe("the CLI's --ca-file", () => {
     expect(run.stderr).toContain(
       `--ca-file / DMS_CA_FILE ${file}: certificate 2 is not a valid X.509 certificate`,
     );
+  });
+});
+
+describe("NODE_EXTRA_CA_CERTS beside a connection's own CA", () => {
+  const CLI = join(import.meta.dirname, "..", "..", "src", "cli.ts");
+  /** `providers list` in a new process (Node reads NODE_EXTRA_CA_CERTS at its start). */
+  async function providersProcess(env: Record<string, string>) {
+    try {
+      const { stdout, stderr } = await promisify(execFile)(
+        process.execPath,
+        [CLI, "providers", "list", "-o", "json"],
+        { env: { PATH: process.env.PATH ?? "", ...env } },
+      );
+      return { code: 0, stdout, stderr };
+    } catch (error) {
+      const e = error as { code: number; stdout: string; stderr: string };
+      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+    }
+  }
+
+  it("a process trusting CA1 by NODE_EXTRA_CA_CERTS reaches services of CA1 and of CA2, the --ca-file", async () => {
+    const extraFile = join(dir, "extra-ca1.crt");
+    const bundleFile = join(dir, "bundle-ca2.crt");
+    await writeFile(extraFile, ca.cert);
+    await writeFile(bundleFile, otherCa.cert);
+    const ofCa1 = await startSimulator({ tls: leaf, seed: { providers: PROVIDERS } });
+    const ofCa2 = await startSimulator({ tls: await otherCa.leaf(), seed: { providers: PROVIDERS } });
+    try {
+      for (const sim of [ofCa1, ofCa2]) {
+        const run = await providersProcess({
+          NODE_EXTRA_CA_CERTS: extraFile,
+          DMS_BASE_URL: sim.url,
+          DMS_CA_FILE: bundleFile,
+        });
+        expect(run.stderr, sim.url).toBe("");
+        expect(JSON.parse(run.stdout)).toMatchObject([{ provider_id: "github" }]);
+      }
+      // Without NODE_EXTRA_CA_CERTS, the bundle alone does not reach the service of CA1.
+      const alone = await providersProcess({ DMS_BASE_URL: ofCa1.url, DMS_CA_FILE: bundleFile });
+      expect(alone.code).not.toBe(0);
+      expect(alone.stderr).toContain("unknown authority");
+    } finally {
+      await ofCa1.close();
+      await ofCa2.close();
+    }
   });
 });
 

@@ -109,11 +109,15 @@ const seeded = (name: string, extra: Partial<SeedDeployment> = {}): SeedDeployme
   ...extra,
 });
 const PATCH = "PATCH /v2/deployments/{deployment_id}";
+/** Denies every instant: it starts each 1 January and lasts 366 days. */
+const FROZEN = { kind: "deny" as const, schedule: "0 0 1 1 *", duration: "8784h" };
+const IMAGE_2 = { sourceRevisionConfig: { imageUri: "registry.example.com/agent:2" } };
 
 describe("docs/gitops-health.md and its kubectl recipes, on the objects a real cluster holds", () => {
   let s: Scenario;
   let idle: string;
   let fleet: string;
+  let slow: string;
   const user = () => s.user;
   const captured = new Map<string, DeploymentObject>();
 
@@ -183,6 +187,20 @@ describe("docs/gitops-health.md and its kubectl recipes, on the objects a real c
       });
       await capture("A revision failed to build", "failing");
     },
+    "A rollout past its timeout": async () => {
+      // In a namespace of its own: the rollout goes live 6 s after it starts, when this resource
+      // is Ready again, and the Stalled pipeline below must not depend on when it runs.
+      await user().create(slow, "slow", SPEC);
+      await reach("Ready", "slow", slow);
+      await user().patch(slow, "slow", { spec: { ...IMAGE_2, rolloutTimeout: "1s" } });
+      await capture("A rollout past its timeout", "slow", slow);
+    },
+    "Held outside the rollout windows": async () => {
+      await user().create(s.namespace, "held", SPEC);
+      await reach("Ready", "held");
+      await user().patch(s.namespace, "held", { spec: { ...IMAGE_2, rolloutWindows: [FROZEN] } });
+      await capture("Held outside the rollout windows", "held");
+    },
     "Paused by annotation": async () => {
       await user().create(s.namespace, "paused", SPEC);
       await reach("Ready", "paused");
@@ -228,6 +246,7 @@ describe("docs/gitops-health.md and its kubectl recipes, on the objects a real c
   beforeAll(async () => {
     idle = await freshNamespace("gitops-health-idle"); // no operator watches it
     fleet = await freshNamespace("gitops-health-fleet"); // every resource Ready, for `kubectl wait --all`
+    slow = await freshNamespace("gitops-health-slow"); // a rollout past its timeout, for a while
     const namespace = await freshNamespace("gitops-health");
     const sim = await startTestSimulator({
       // Created deployments wait for their database for the whole test; a rollout lasts 6 s
@@ -240,6 +259,8 @@ describe("docs/gitops-health.md and its kubectl recipes, on the objects a real c
           seeded("retrying"),
           seeded("stalled"),
           seeded("failing", { fail_revisions: "build" }),
+          seeded("slow"),
+          seeded("held"),
           seeded("paused"),
           seeded("observed"),
           seeded("drifted", { source_revision_config: { image_uri: "registry.example.com/agent:0" } }),
@@ -252,7 +273,7 @@ describe("docs/gitops-health.md and its kubectl recipes, on the objects a real c
         ],
       },
     });
-    const op = startOperator({ simulator: sim, namespaces: [namespace, fleet] });
+    const op = startOperator({ simulator: sim, namespaces: [namespace, fleet, slow] });
     s = {
       namespace,
       sim,

@@ -2,10 +2,13 @@
 // Delete calls DELETE, waits until the service no longer has the deployment, and only then
 // removes its finalizer, never anyone else's; a deployment already gone is fine; and Delete
 // never deletes a deployment the resource does not own (a name it lost, a foreign source, an id
-// another resource's deployment has that someone wrote into its status).
+// another resource's deployment has that someone wrote into its status). A service that keeps a
+// deleted deployment's tracing project refuses its name again (NameReserved) unless the resource
+// asked for `spec.deleteTracingProject`; the `-o wide` LIVE column shows the revision that runs.
 import { afterEach, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { PatchType } from "../../src/kube/client.ts";
+import { kubectlOk } from "../support/cluster.ts";
 import { type Scenario, startScenario } from "../support/operator.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
 
@@ -18,6 +21,16 @@ const spec = (deletionPolicy: "Orphan" | "Delete"): DeploymentSpec => ({
 });
 
 const deletes = (s: Scenario) => s.sim.counters()["DELETE /v2/deployments/{deployment_id}"] ?? {};
+
+/** The LIVE cell of `kubectl get dmsd <name> -o wide`, as the API server's table renders it. */
+async function liveColumn(namespace: string, name: string): Promise<string> {
+  const [header = "", row = ""] = (await kubectlOk(["get", "dmsd", name, "-n", namespace, "-o", "wide"]))
+    .trimEnd()
+    .split("\n");
+  const start = header.indexOf("LIVE");
+  expect(start, `a LIVE column in: ${header}`).toBeGreaterThan(0);
+  return row.slice(start).split(/\s+/)[0] ?? "";
+}
 
 describe("controller: deletion", () => {
   const running: Scenario[] = [];
@@ -170,5 +183,56 @@ describe("controller: deletion", () => {
     expect(notOwned.note).toContain(victimId);
     expect(notOwned.note).toContain('"victim"');
     expect(notOwned.note).toContain(`${s.namespace}/forger`);
+  });
+
+  it("NameReserved: deleted without deleteTracingProject, the name is refused again; with it, created again; LIVE shows the running revision", async () => {
+    const s = await startScenario("ctl-name-reserved", { sim: { keepTracingProjects: true } });
+    running.push(s);
+    const deleteQueries = () =>
+      s.sim.requests({ method: "DELETE" }).map((r) => new URL(r.url, s.sim.url).search);
+    const deployOnce = async (name: string, extra: Partial<DeploymentSpec>) => {
+      await s.user.create(s.namespace, name, { ...spec("Delete"), ...extra });
+      const ready = await s.user.waitReady(s.namespace, name);
+      const active = ready.status?.activeRevisionId ?? "";
+      expect(ready.status?.liveRevision).toBe(`${active.slice(0, 8)}@1`);
+      expect(await liveColumn(s.namespace, name)).toBe(ready.status?.liveRevision);
+      await s.user.delete(s.namespace, name);
+      await s.user.waitFor(s.namespace, name, (o) => o === undefined, `${name} gone`);
+      return ready;
+    };
+
+    // Without deleteTracingProject: the tracing project stays, and the service refuses the name.
+    await deployOnce("preview", {});
+    expect(deleteQueries()).toEqual([""]);
+    await s.user.create(s.namespace, "preview", spec("Delete"));
+    const refused = await s.user.waitFor(
+      s.namespace,
+      "preview",
+      (o) => hasCondition(o, "Stalled", "True", "NameReserved"),
+      "Stalled NameReserved",
+    );
+    expect(hasCondition(refused, "Synced", "False", "NameReserved")).toBe(true);
+    expect(refused.status?.conditions?.some((c) => c.type === "Reconciling")).toBe(false);
+    expect(conditionOf(refused, "Stalled")?.message).toContain(
+      'the service refused to create "preview": a tracing project of that name remains',
+    );
+    expect(conditionOf(refused, "Stalled")?.message).toContain("set spec.deleteTracingProject: true");
+    expect(refused.status?.deploymentId).toBeUndefined();
+    const posts = () => s.sim.counters()["POST /v2/deployments"] ?? {};
+    // Refused, not created (the watch event of the finalizer's write may bring a second attempt).
+    expect(posts()["201"]).toBe(1);
+    expect(posts()["409"]).toBeGreaterThanOrEqual(1);
+
+    // With it: DELETE asks for the tracing project too, and the name is created again.
+    const first = await deployOnce("pr-7", { deleteTracingProject: true });
+    expect(deleteQueries().at(-1)).toBe("?delete_tracing_project=true");
+    await s.user.create(s.namespace, "pr-7", { ...spec("Delete"), deleteTracingProject: true });
+    const again = await s.user.waitReady(s.namespace, "pr-7");
+    expect(again.status?.deploymentId).not.toBe(first.status?.deploymentId);
+    const live = again.status?.liveRevision ?? "";
+    expect(live).toBe(`${again.status?.activeRevisionId?.slice(0, 8)}@1`);
+    expect(live).not.toBe(first.status?.liveRevision);
+    expect(await liveColumn(s.namespace, "pr-7")).toBe(live);
+    expect(posts()["201"]).toBe(3);
   });
 });

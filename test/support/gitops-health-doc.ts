@@ -207,6 +207,28 @@ export const SITUATIONS: Record<string, Situation> = {
       revision: { id: LATEST, status: "BUILD_FAILED" },
     }),
   },
+  "A rollout past its timeout": {
+    generation: 1,
+    status: status({
+      previous: READY,
+      observed: deployment("READY", PREVIOUS),
+      sync: { kind: "synced" },
+      revision: { id: LATEST, status: "DEPLOYING" },
+      rollout: { startedAt: "2025-06-01T11:00:00Z", timedOutAfter: "30m" },
+    }),
+  },
+  "Held outside the rollout windows": {
+    generation: 1,
+    status: status({
+      previous: READY,
+      observed: deployment("READY"),
+      sync: {
+        kind: "held",
+        message:
+          "the change that makes a new revision (sourceRevisionConfig.imageUri) is held outside spec.rolloutWindows",
+      },
+    }),
+  },
   "Paused by annotation": {
     generation: 1,
     status: status({ previous: READY, observed: undefined, sync: { kind: "paused" } }),

@@ -1,6 +1,7 @@
 // `kubectl dms <command>` is every command of the program (src/cli.ts's list, read here so a
 // command added there is checked too), and the ones that read a cluster take kubectl's flags:
 // `--kubeconfig <path>`, `--context <name>`, and `-n, --namespace <ns>` where a namespace is given.
+// The README's plugin table names each of them, and which find the cluster as kubectl does.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
@@ -10,6 +11,7 @@ import { createProgram } from "../../src/commands/program.ts";
 import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
 
 const CLI = join(import.meta.dirname, "..", "..", "src", "cli.ts");
+const README = join(import.meta.dirname, "..", "..", "README.md");
 
 /** src/cli.ts's COMMANDS, loaded as it loads them (importing cli.ts would run the program). */
 async function registeredCommands(): Promise<{ name: string; register: RegisterCommand }[]> {
@@ -75,5 +77,31 @@ describe("kubectl dms", () => {
     for (const command of walk(program))
       for (const o of command.options.filter((o) => o.short === "-n"))
         expect(o.long, path(command)).toBe("--namespace");
+  });
+
+  it("the README's plugin table names every command that reads a cluster, and those that default to KUBECONFIG and ~/.kube/config", async () => {
+    const program = createProgram(
+      ctx,
+      (await registeredCommands()).map((c) => c.register),
+      KUBECTL_PLUGIN_NAME,
+    );
+    const readers = walk(program).filter((c) => c.options.some((o) => o.long === "--kubeconfig"));
+    // A command whose --kubeconfig help names ~/.kube/config finds the cluster as kubectl does.
+    const kubectlLike = readers.filter((c) =>
+      c.options.find((o) => o.long === "--kubeconfig")?.description.includes("~/.kube/config"),
+    );
+    expect(kubectlLike.map(path).sort()).toEqual(["kubectl dms logs", "kubectl dms revisions"]);
+    const section = readFileSync(README, "utf8").split("### kubectl plugin")[1]?.split("\n### ")[0] ?? "";
+    const row = (first: string) => {
+      const line = section.split("\n").find((l) => l.startsWith(`| ${first} |`));
+      expect(line, `README's kubectl plugin table has a row ${first}`).toBeDefined();
+      return line?.split(" | ")[2] ?? "";
+    };
+    for (const command of readers) expect(row("`--kubeconfig <file>`")).toContain(`\`${command.name()}\``);
+    for (const command of kubectlLike) {
+      expect(row("`KUBECONFIG=a:b:c`"), path(command)).toContain(`\`${command.name()}\``);
+      expect(row("neither"), path(command)).toContain(`\`${command.name()}\``);
+      expect(row("`--context <name>`"), path(command)).toContain(`\`${command.name()}\``);
+    }
   });
 });
