@@ -355,9 +355,9 @@ export const DeploymentSpecSchema = Type.Object(
     ),
     deleteTracingProject: Type.Optional(
       Type.Boolean({
-        default: false,
+        // No CRD default: absent means false, and the API server writes nothing into every object.
         description:
-          "With deletionPolicy Delete: delete the tracing project the service created with the deployment too, so that the same name can be created again (previews). Left false, the tracing project (and its traces) stays, and a new deployment of this name is refused (reason NameReserved).",
+          "With deletionPolicy Delete: delete the tracing project the service created with the deployment too, so that the same name can be created again (previews). Absent or false (the default), the tracing project (and its traces) stays, and a new deployment of this name is refused (reason NameReserved).",
       }),
     ),
     rolloutTimeout: Type.Optional(

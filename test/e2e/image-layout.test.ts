@@ -296,6 +296,7 @@ describe("the image's runtime layout", () => {
       "AGE",
       "REVISIONS",
       "REVISION-STATUS",
+      "LIVE",
     ]);
     const status = (field: string) =>
       kubectlOk(["get", "dmsd", "summarizer", "-n", ns, "-o", `jsonpath={.status.${field}}`]);
