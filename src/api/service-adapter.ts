@@ -1,7 +1,7 @@
 /**
  * The adapter from the service client to the reconciler's {@link DeploymentsPort}.
  */
-import { UnreadableDeploymentError } from "../reconcile/observe.ts";
+import { UnreadableDeploymentError } from "../reconcile/lookup-errors.ts";
 import type { DeploymentsPort } from "../reconcile/ports.ts";
 import type { ServiceClient } from "./client.ts";
 import { isServiceError } from "./errors.ts";

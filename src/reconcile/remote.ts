@@ -21,7 +21,7 @@ import type { Deployment, UnreadableDeployment } from "../api/wire.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import { SharedCall } from "../runtime/shared-call.ts";
-import { UnreadableDeploymentError, unreadableMessage } from "./observe.ts";
+import { UnreadableDeploymentError, unreadableMessage } from "./lookup-errors.ts";
 import type { DeploymentsPort, StoredResource } from "./ports.ts";
 import { CONDITION } from "./status.ts";
 
