@@ -15,7 +15,7 @@ import {
   type SelectorResult,
   selectorFromObject,
   unmet,
-} from "./label-selector.ts";
+} from "../crd/label-selector.ts";
 import { type ConnectionId, describeConnection } from "./settings.ts";
 
 /** `--default-connection-namespace-selector`, as given and as parsed. */

@@ -8,6 +8,7 @@ import { type Static, type TSchema, Type } from "@sinclair/typebox";
 // For its side effect too: it registers TypeBox's `uuid` format (spec.tenantId), without which
 // checking a connection against these schemas fails with "Unknown format".
 import "../api/wire.ts";
+import { BASE_URL_RULES, HEADER_NAME_PATTERN, refusedHeaderRule } from "./connection-rules.ts";
 import {
   LABEL_NAME_PATTERN,
   LABEL_PREFIX_PATTERN,
@@ -15,8 +16,7 @@ import {
   MAX_LABEL_PREFIX_LENGTH,
   MAX_LABEL_VALUE_LENGTH,
   SELECTOR_OPERATORS,
-} from "../connection/label-selector.ts";
-import { BASE_URL_RULES, HEADER_NAME_PATTERN, refusedHeaderRule } from "./connection-rules.ts";
+} from "./label-selector.ts";
 import { ObjectMetaSchema } from "./object-meta.ts";
 import { StringEnum } from "./openapi-types.ts";
 import { conditionsSchema, ObservedGenerationSchema } from "./status-schema.ts";

@@ -13,9 +13,9 @@ import {
   Connections,
   idOf,
 } from "../../src/connection/controller.ts";
-import { parseSelector, type Selector } from "../../src/connection/label-selector.ts";
 import { type ConnectionId, connectionKey, connectionSpecProblems } from "../../src/connection/settings.ts";
 import type { ConnectionStatus } from "../../src/crd/connection-schema.ts";
+import { parseSelector, type Selector } from "../../src/crd/label-selector.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import type { ConnectionObject } from "../../src/kube/connections.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
