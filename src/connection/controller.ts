@@ -14,6 +14,7 @@
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import { isServiceError, truncate, wholeMessage } from "../api/errors.ts";
+import { redactAndTruncate } from "../api/redact.ts";
 import type { ServiceConfig } from "../config.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
@@ -24,7 +25,6 @@ import {
 import type { Condition } from "../crd/schema.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
 import type { DeploymentsPort, SecretRead, SecretsPort, StoredResource } from "../reconcile/ports.ts";
-import { redactAndTruncate } from "../reconcile/secrets.ts";
 import type { ServiceSession, SessionLookup, Sessions } from "../reconcile/session.ts";
 import {
   CONDITION,

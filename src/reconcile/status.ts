@@ -5,6 +5,7 @@
  * only while True. `lastTransitionTime` moves only when a condition's status moves, and
  * `statusEqual` lets the controller skip writes that would change nothing.
  */
+import { redactAndTruncate } from "../api/redact.ts";
 import {
   DEPLOYMENT_STATUSES,
   type Deployment,
@@ -15,7 +16,6 @@ import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import { jsonEqual } from "./diff.ts";
 import { liveRevision } from "./live-revision.ts";
 import type { PlanProblem } from "./plan.ts";
-import { redactAndTruncate } from "./secrets.ts";
 
 /** Condition types the operator sets. */
 export const CONDITION = {

@@ -16,7 +16,7 @@ import { claimOn } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { ListingDeadlineError, pollIndexer, type RemoteSnapshot } from "../../src/reconcile/remote.ts";
-import { hashSecrets } from "../../src/reconcile/secrets.ts";
+import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import { oneSession, ServiceSession, type SessionLookup } from "../../src/reconcile/session.ts";
 import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";
 import type { Timing } from "../../src/simulator/record.ts";

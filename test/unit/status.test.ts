@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { redactAndTruncate, redactSecrets } from "../../src/api/redact.ts";
 import type { Deployment } from "../../src/api/wire.ts";
 import type { Condition } from "../../src/crd/schema.ts";
-import { redactAndTruncate, redactSecrets } from "../../src/reconcile/secrets.ts";
 import {
   CONDITION,
   outcomeFromProblems,
