@@ -11,6 +11,11 @@ import { type Command, Option } from "commander";
 import { deploymentsPort } from "../api/service-adapter.ts";
 import { flagOf, readSettings, settingHelp } from "../config.ts";
 import { ConnectionReadError } from "../connection/read.ts";
+import { readManifestFiles, STDIN_NAME, STDIN_PATH } from "../gitops/files.ts";
+import type { ClusterReader, LiveResource, ServiceChoice, ServiceFor } from "../gitops/live.ts";
+import { reviewAll } from "../gitops/live.ts";
+import { type ManifestProblem, type ManifestResource, parseManifests } from "../gitops/manifests.ts";
+import { type PlanReport, planExitStatus, renderPlanJson, renderPlanText } from "../gitops/plan-report.ts";
 import {
   type ConnectionId,
   connectionKey,
@@ -18,12 +23,7 @@ import {
   connectionOf,
   DEFAULT_CONNECTION,
   describeConnection,
-} from "../connection/settings.ts";
-import { readManifestFiles, STDIN_NAME, STDIN_PATH } from "../gitops/files.ts";
-import type { ClusterReader, LiveResource, ServiceChoice, ServiceFor } from "../gitops/live.ts";
-import { reviewAll } from "../gitops/live.ts";
-import { type ManifestProblem, type ManifestResource, parseManifests } from "../gitops/manifests.ts";
-import { type PlanReport, planExitStatus, renderPlanJson, renderPlanText } from "../gitops/plan-report.ts";
+} from "../identity/connection.ts";
 import { DEPLOYMENTS, decodeDeployment, KubeDeployments } from "../kube/deployments.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import { listItems } from "../kube/object.ts";

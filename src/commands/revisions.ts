@@ -17,7 +17,7 @@ import { RevisionsRouteMissingError } from "../api/errors.ts";
 import type { RevisionListing, RevisionRow } from "../api/revision-listing.ts";
 import { type Deployment, isUuid, ROUTES } from "../api/wire.ts";
 import { ConnectionReadError } from "../connection/read.ts";
-import { type ConnectionId, connectionOf, describeConnection } from "../connection/settings.ts";
+import { type ConnectionId, connectionOf, describeConnection } from "../identity/connection.ts";
 import { KubeDeployments } from "../kube/deployments.ts";
 import { claimedName } from "../reconcile/claims.ts";
 import { type CommandCluster, ConnectionClients, commandCluster } from "./connections.ts";

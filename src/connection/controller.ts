@@ -23,6 +23,14 @@ import {
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
 import type { Condition } from "../crd/schema.ts";
+import {
+  type ConnectionId,
+  connectionKey,
+  connectionOf,
+  DEFAULT_CONNECTION,
+  describeConnection,
+  parseConnectionKey,
+} from "../identity/connection.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
 import type { DeploymentsPort, SecretRead, SecretsPort, StoredResource } from "../reconcile/ports.ts";
 import type { ServiceSession, SessionLookup, Sessions } from "../reconcile/session.ts";
@@ -37,18 +45,7 @@ import {
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { NamespaceAccess } from "./access.ts";
-import {
-  apiKeyFrom,
-  apiKeySecretOf,
-  type ConnectionId,
-  connectionKey,
-  connectionOf,
-  connectionSpecProblems,
-  DEFAULT_CONNECTION,
-  describeConnection,
-  parseConnectionKey,
-  serviceConfigOf,
-} from "./settings.ts";
+import { apiKeyFrom, apiKeySecretOf, connectionSpecProblems, serviceConfigOf } from "./settings.ts";
 
 /** Reasons of a connection's `Ready` condition (and of its Reconciling/Stalled). */
 export const CONNECTION_REASON = {

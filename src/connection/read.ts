@@ -13,6 +13,7 @@ import {
   type ConnectionSpec,
   ServiceConnectionSpecSchema,
 } from "../crd/connection-schema.ts";
+import { type ConnectionId, describeConnection } from "../identity/connection.ts";
 import { isRecord } from "../json.ts";
 import type { KubeClient } from "../kube/client.ts";
 import {
@@ -23,13 +24,7 @@ import {
 import { type CustomResourceKind, CustomResources } from "../kube/custom-resources.ts";
 import { isNotFound, KubeApiError } from "../kube/errors.ts";
 import type { KubeSecrets } from "../kube/secrets.ts";
-import {
-  apiKeyFrom,
-  apiKeySecretOf,
-  type ConnectionId,
-  connectionSpecProblems,
-  describeConnection,
-} from "./settings.ts";
+import { apiKeyFrom, apiKeySecretOf, connectionSpecProblems } from "./settings.ts";
 
 /** A connection as read: its spec and the API key of its Secret (trimmed, never empty). */
 export interface ReadConnection {

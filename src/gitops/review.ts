@@ -5,11 +5,11 @@
  * controller's; this file only names the outcome and explains it.
  */
 import type { Deployment } from "../api/wire.ts";
-import { connectionLabel } from "../connection/settings.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { desiredFromSpec, effectiveName } from "../crd/mapping.ts";
 import { ANNOTATION_PAUSED, type DeploymentResource, type DeploymentSpec } from "../crd/schema.ts";
+import { connectionLabel } from "../identity/connection.ts";
 import { lastAppliedFor } from "../reconcile/last-applied.ts";
 import { observedDrift } from "../reconcile/notes.ts";
 import { type FieldChange, type LastApplied, type PlanProblem, plan } from "../reconcile/plan.ts";

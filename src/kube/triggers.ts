@@ -6,7 +6,7 @@
  * (see `KubeDeploymentsOptions.indexers`), so no trigger scans the cache.
  */
 import { idOf } from "../connection/controller.ts";
-import { connectionKey, DEFAULT_CONNECTION } from "../connection/settings.ts";
+import { connectionKey, DEFAULT_CONNECTION } from "../identity/connection.ts";
 import { claimOf, connectionKeyOf } from "../reconcile/claims.ts";
 import type { Controller } from "../runtime/controller.ts";
 import type { ConnectionObject, KubeConnections } from "./connections.ts";

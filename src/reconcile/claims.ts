@@ -4,9 +4,10 @@
  * service never gets two writers for one deployment. The same name on two connections (two
  * tenants) is no conflict. `plan` applies the same rule to the cluster's resources.
  */
-import { connectionKey, connectionOf, DEFAULT_CONNECTION } from "../connection/settings.ts";
+
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
+import { connectionKey, connectionOf, DEFAULT_CONNECTION } from "../identity/connection.ts";
 import { objectKey } from "../runtime/keys.ts";
 
 /**
@@ -38,7 +39,7 @@ function olderThan(a: Claimant, b: Claimant): boolean {
 /** The service name a resource claims. */
 export const claimedName = (o: Claimant): string => effectiveName(o.spec, o.metadata.name);
 
-/** The key of the connection a resource uses (see `connection/settings.ts`). */
+/** The key of the connection a resource uses (see `identity/connection.ts`). */
 export const connectionKeyOf = (o: Claimant): string =>
   connectionKey(connectionOf(o.metadata.namespace ?? "", o.spec.connectionRef));
 

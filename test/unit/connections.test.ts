@@ -13,10 +13,11 @@ import {
   Connections,
   idOf,
 } from "../../src/connection/controller.ts";
-import { type ConnectionId, connectionKey, connectionSpecProblems } from "../../src/connection/settings.ts";
+import { connectionSpecProblems } from "../../src/connection/settings.ts";
 import type { ConnectionStatus } from "../../src/crd/connection-schema.ts";
 import { parseSelector, type Selector } from "../../src/crd/label-selector.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { type ConnectionId, connectionKey } from "../../src/identity/connection.ts";
 import type { ConnectionObject } from "../../src/kube/connections.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";

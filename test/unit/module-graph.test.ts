@@ -62,9 +62,9 @@ describe("reading imports", () => {
       "../../src/json.ts",
       "../../src/runtime/clock.ts",
       "../../src/version.ts",
-      "../../src/runtime/keys.ts",
       "../../src/runtime/abort.ts",
       "../../src/runtime/backoff.ts",
+      "../../src/runtime/keys.ts",
       "../../src/runtime/queue.ts",
       "../../src/runtime/shared-call.ts",
     ]);

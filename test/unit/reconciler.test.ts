@@ -4,7 +4,6 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { CreateDeploymentBody } from "../../src/api/wire.ts";
-import { DEFAULT_CONNECTION } from "../../src/connection/settings.ts";
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RECONCILE_INTERVAL,
@@ -12,6 +11,7 @@ import {
   type DeploymentSpec,
   FINALIZER,
 } from "../../src/crd/schema.ts";
+import { DEFAULT_CONNECTION } from "../../src/identity/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
