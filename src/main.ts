@@ -8,7 +8,6 @@ import { hostname } from "node:os";
 import { setFlagsFromString } from "node:v8";
 import type { Logger } from "pino";
 import { ServiceClient } from "./api/client.ts";
-import { deploymentsPort } from "./api/service-adapter.ts";
 import type { ServiceConfig } from "./config.ts";
 import { type DefaultConnectionSelector, NamespaceAccess } from "./connection/access.ts";
 import { type ConnectionService, Connections, idOf } from "./connection/controller.ts";
@@ -46,6 +45,7 @@ import { registerRefusalMetrics } from "./runtime/refusal-metrics.ts";
 import { registerConnectionMetrics, registerResourceMetrics } from "./runtime/resource-metrics.ts";
 import { ResyncedController } from "./runtime/resync.ts";
 import { VERSION } from "./version.ts";
+import { deploymentsPort } from "./wiring/service-adapter.ts";
 
 /** The cache index of Deployment resources by the key of the connection they use. */
 const CONNECTION_INDEX = "connection";

@@ -8,7 +8,6 @@
  * (`--kubeconfig`). `--connection <kind/name>` reviews only the resources using that one.
  */
 import { type Command, Option } from "commander";
-import { deploymentsPort } from "../api/service-adapter.ts";
 import { flagOf, readSettings, settingHelp } from "../config.ts";
 import { ConnectionReadError } from "../connection/read.ts";
 import { readManifestFiles, STDIN_NAME, STDIN_PATH } from "../gitops/files.ts";
@@ -30,6 +29,7 @@ import { listItems } from "../kube/object.ts";
 import { secretsPort } from "../kube/reconcile-adapters.ts";
 import { collectionPath } from "../kube/reflector.ts";
 import { systemClock } from "../runtime/clock.ts";
+import { deploymentsPort } from "../wiring/service-adapter.ts";
 import { type CommandCluster, ConnectionClients, commandCluster } from "./connections.ts";
 import {
   addServiceOptions,

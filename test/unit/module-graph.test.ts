@@ -3,7 +3,7 @@
 // TypeScript's parser (test/support/module-graph.ts), type-only and dynamic imports included.
 // The root files of src/ are nodes of their own; of them `cli.ts` (the process) and `main.ts`
 // (the operator, started by the `run` command) compose the rest: nothing imports `cli.ts`, and
-// only `commands/` imports `main.ts`.
+// only `commands/` imports `main.ts` and `wiring/`.
 import { describe, expect, it } from "vitest";
 import {
   cycles,
@@ -25,10 +25,15 @@ const edges = fileEdges(specifiers);
 const folders = graphOf(edges, folderOf, false);
 const files = graphOf(edges, (file) => file, true);
 
-/** Which folders (or root files) may import each composition root. */
+/**
+ * Which folders (or root files) may import each part of the composition: `wiring/` joins the
+ * folders below it (adapters from a concrete client to a port of `reconcile/`, the watches that
+ * feed the controllers' queues), so only what composes the operator may use it.
+ */
 const IMPORTERS_ALLOWED: Record<string, readonly string[]> = {
   "cli.ts": [],
   "main.ts": ["commands"],
+  wiring: ["main.ts", "commands"],
 };
 
 describe("the module graph of src/", () => {
@@ -52,7 +57,7 @@ describe("the module graph of src/", () => {
   it("reads every file of src/", () => {
     expect(SOURCES.length).toBeGreaterThan(100);
     expect([...specifiers.keys()]).toEqual(SOURCES);
-    expect(folders.has("reconcile") && folders.has("main.ts")).toBe(true);
+    expect(folders.has("reconcile") && folders.has("main.ts") && folders.has("wiring")).toBe(true);
   });
 });
 
