@@ -24,11 +24,6 @@ import { KubeNamespaces } from "./kube/namespaces.ts";
 import { objectKey, refOf } from "./kube/object.ts";
 import { eventsPort, regardingOf, resourcePort, secretsPort } from "./kube/reconcile-adapters.ts";
 import { KubeSecrets } from "./kube/secrets.ts";
-import {
-  subscribeConnectionTriggers,
-  subscribeNamespaceTriggers,
-  subscribeTriggers,
-} from "./kube/triggers.ts";
 import { CLAIM_INDEX, claimIndexer, claimOn, connectionKeyOf } from "./reconcile/claims.ts";
 import { SECRET_INDEX, secretIndexer } from "./reconcile/inputs.ts";
 import { DeploymentReconciler } from "./reconcile/reconciler.ts";
@@ -46,6 +41,11 @@ import { registerConnectionMetrics, registerResourceMetrics } from "./runtime/re
 import { ResyncedController } from "./runtime/resync.ts";
 import { VERSION } from "./version.ts";
 import { deploymentsPort } from "./wiring/service-adapter.ts";
+import {
+  subscribeConnectionTriggers,
+  subscribeNamespaceTriggers,
+  subscribeTriggers,
+} from "./wiring/triggers.ts";
 
 /** The cache index of Deployment resources by the key of the connection they use. */
 const CONNECTION_INDEX = "connection";
