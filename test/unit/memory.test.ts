@@ -1,0 +1,42 @@
+// The memory techniques of src/memory/, each on a table of cases: what they keep, and that what
+// a caller reads back is what it put.
+import { describe, expect, it } from "vitest";
+import { Interner, internFields } from "../../src/memory/interner.ts";
+
+/** A string equal to `text` but not the same in the heap (as JSON.parse makes them). */
+const copyOf = (text: string): string => JSON.parse(JSON.stringify(text)) as string;
+
+describe("Interner", () => {
+  it.each([
+    { max: 4, puts: ["a", "b", "a"], size: 2 },
+    { max: 2, puts: ["a", "b", "c"], size: 1 },
+    { max: 2, puts: ["a", "b", "a", "c", "a"], size: 2 },
+    { max: 1, puts: ["a", "a", "a"], size: 1 },
+  ])("of $puts with room for $max holds $size", ({ max, puts, size }) => {
+    const interner = new Interner(max);
+    for (const value of puts) expect(interner.of(value)).toBe(value);
+    expect(interner.size).toBe(size);
+  });
+
+  it("holds one entry for equal strings parsed apart, and starts again when full", () => {
+    const interner = new Interner(2);
+    const first = "x".repeat(40);
+    expect(interner.of(first)).toBe(first);
+    expect(interner.of(copyOf(first))).toBe(first);
+    expect(interner.size).toBe(1);
+    interner.of("y");
+    interner.of("z");
+    expect(interner.size).toBe(1);
+  });
+
+  it.each<{ obj: Record<string, unknown>; fields: string[]; out: Record<string, unknown>; held: number }>([
+    { obj: { a: "v", b: 1 }, fields: ["a", "b"], out: { a: "v", b: 1 }, held: 1 },
+    { obj: { a: "v" }, fields: ["a", "c"], out: { a: "v" }, held: 1 },
+    { obj: { a: "v", b: "v" }, fields: ["a", "b"], out: { a: "v", b: "v" }, held: 1 },
+    { obj: { a: "v", b: "w" }, fields: ["b"], out: { a: "v", b: "w" }, held: 1 },
+  ])("internFields($obj, $fields) keeps the values and adds no field", ({ obj, fields, out, held }) => {
+    const interner = new Interner(8);
+    expect(internFields(interner, obj, fields)).toStrictEqual(out);
+    expect(interner.size).toBe(held);
+  });
+});
