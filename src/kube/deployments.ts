@@ -11,7 +11,7 @@ import {
   VERSION,
 } from "../crd/schema.ts";
 import { isRecord } from "../json.ts";
-import { Interner, internFields } from "../memory/interner.ts";
+import { Interner, internFields, shareEqualString } from "../memory/interner.ts";
 import {
   type CustomResourceKind,
   CustomResources,
@@ -59,8 +59,7 @@ export function decodeDeployment(
       "latestRevisionStatus",
     ]);
     // Once a rollout is done the active revision is the latest: one string for both.
-    if (status.latestRevisionId !== undefined && status.activeRevisionId === status.latestRevisionId)
-      status.activeRevisionId = status.latestRevisionId;
+    shareEqualString(status, "latestRevisionId", "activeRevisionId");
     if (Array.isArray(status.conditions))
       status.conditions = status.conditions.map((c) =>
         isRecord(c) ? internFields(strings, { ...c }, ["reason", "message", "lastTransitionTime"]) : c,

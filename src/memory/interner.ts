@@ -51,3 +51,19 @@ export function internFields<T extends object>(
   }
   return obj;
 }
+
+/**
+ * Makes field `copy` of `obj` hold the very string of field `source` when the two are equal
+ * strings (in place): two fields parsed from JSON are two copies, however often they are equal
+ * (a settled rollout's active revision id is its latest). Nothing changes otherwise; an absent
+ * field stays absent.
+ */
+export function shareEqualString<T extends object>(
+  obj: T,
+  source: keyof T & string,
+  copy: keyof T & string,
+): void {
+  const record = obj as Record<string, unknown>;
+  const value = record[source];
+  if (typeof value === "string" && record[copy] === value) record[copy] = value;
+}

@@ -1,7 +1,7 @@
 // The memory techniques of src/memory/, each on a table of cases: what they keep, and that what
 // a caller reads back is what it put.
 import { describe, expect, it } from "vitest";
-import { Interner, internFields } from "../../src/memory/interner.ts";
+import { Interner, internFields, shareEqualString } from "../../src/memory/interner.ts";
 
 /** A string equal to `text` but not the same in the heap (as JSON.parse makes them). */
 const copyOf = (text: string): string => JSON.parse(JSON.stringify(text)) as string;
@@ -38,5 +38,20 @@ describe("Interner", () => {
     const interner = new Interner(8);
     expect(internFields(interner, obj, fields)).toStrictEqual(out);
     expect(interner.size).toBe(held);
+  });
+});
+
+describe("shareEqualString", () => {
+  it.each<{ obj: Record<string, unknown>; out: Record<string, unknown> }>([
+    { obj: { latest: "r1", active: "r1" }, out: { latest: "r1", active: "r1" } },
+    { obj: { latest: "r2", active: "r1" }, out: { latest: "r2", active: "r1" } },
+    { obj: { latest: "r1" }, out: { latest: "r1" } },
+    { obj: { active: "r1" }, out: { active: "r1" } },
+    { obj: {}, out: {} },
+    { obj: { latest: 1, active: 1 }, out: { latest: 1, active: 1 } },
+  ])("$obj stays $out, no field added", ({ obj, out }) => {
+    shareEqualString(obj, "latest", "active");
+    expect(obj).toStrictEqual(out);
+    expect(Object.keys(obj)).toEqual(Object.keys(out));
   });
 });
