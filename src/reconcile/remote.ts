@@ -18,6 +18,7 @@
 import type { Logger } from "pino";
 import { withDetailCut } from "../api/errors.ts";
 import type { Deployment, UnreadableDeployment } from "../api/wire.ts";
+import { type PackedRecord, packRecord, unpackRecord } from "../memory/packed-record.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import { SharedCall } from "../runtime/shared-call.ts";
@@ -340,19 +341,18 @@ export class RemoteSnapshot {
 }
 
 /**
- * Deployments held as JSON text by id, with the index by exact name. The text leaves out the id
- * and the name, which the entry holds once as its key and its name. A name held by one
- * deployment (nearly all) maps to its id itself, not to an array of one.
+ * Deployments held as JSON text by id ({@link PackedRecord}: the id is the key, the name held
+ * once), with the index by exact name. A name held by one deployment (nearly all) maps to its id
+ * itself, not to an array of one.
  */
 class Entries {
-  readonly #byId = new Map<string, { name: string; text: string }>();
+  readonly #byId = new Map<string, PackedRecord>();
   readonly #byName = new Map<string, string | string[]>();
 
   /** The deployment `id` as it was put, or undefined. */
   read(id: string): Deployment | undefined {
     const entry = this.#byId.get(id);
-    if (entry === undefined) return undefined;
-    return { id, name: entry.name, ...(JSON.parse(entry.text) as Omit<Deployment, "id" | "name">) };
+    return entry === undefined ? undefined : unpackRecord<Deployment>(id, entry);
   }
 
   has(id: string): boolean {
@@ -379,15 +379,16 @@ class Entries {
    * it was, instead of replacing 10,000 long-lived strings.
    */
   put(deployment: Deployment): void {
-    const { id, name, ...rest } = deployment;
-    const text = JSON.stringify(rest);
+    const { id } = deployment;
+    const packed = packRecord(deployment);
+    const { name } = packed;
     const held = this.#byId.get(id);
     if (held?.name === name) {
-      if (held.text !== text) held.text = text;
+      if (held.text !== packed.text) held.text = packed.text;
       return;
     }
     if (held) this.#unindex(id, held.name);
-    this.#byId.set(id, { name, text });
+    this.#byId.set(id, packed);
     const ids = this.#byName.get(name);
     if (ids === undefined) this.#byName.set(name, id);
     else if (typeof ids === "string") this.#byName.set(name, [ids, id]);

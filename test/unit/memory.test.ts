@@ -2,6 +2,7 @@
 // a caller reads back is what it put.
 import { describe, expect, it } from "vitest";
 import { Interner, internFields, shareEqualString } from "../../src/memory/interner.ts";
+import { type Identified, packRecord, unpackRecord } from "../../src/memory/packed-record.ts";
 
 /** A string equal to `text` but not the same in the heap (as JSON.parse makes them). */
 const copyOf = (text: string): string => JSON.parse(JSON.stringify(text)) as string;
@@ -53,5 +54,21 @@ describe("shareEqualString", () => {
     shareEqualString(obj, "latest", "active");
     expect(obj).toStrictEqual(out);
     expect(Object.keys(obj)).toEqual(Object.keys(out));
+  });
+});
+
+describe("packRecord", () => {
+  it.each<{ record: Identified & Record<string, unknown>; text: string }>([
+    { record: { id: "d1", name: "web" }, text: "{}" },
+    { record: { id: "d1", name: "web", image: "a:1" }, text: '{"image":"a:1"}' },
+    {
+      record: { b: 1, id: "d2", a: { id: "inner", name: "kept" }, name: "api" },
+      text: '{"b":1,"a":{"id":"inner","name":"kept"}}',
+    },
+    { record: { id: "d3", name: "x", list: [1, "two", null] }, text: '{"list":[1,"two",null]}' },
+  ])("$record → $text, and back", ({ record, text }) => {
+    const packed = packRecord(record);
+    expect(packed).toEqual({ name: record.name, text });
+    expect(unpackRecord(record.id, packed)).toStrictEqual(record);
   });
 });
