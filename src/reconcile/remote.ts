@@ -18,6 +18,7 @@
 import type { Logger } from "pino";
 import { withDetailCut } from "../api/errors.ts";
 import type { Deployment, UnreadableDeployment } from "../api/wire.ts";
+import { addItem, itemsOf, type OneOrMany, removeItem } from "../memory/one-or-many.ts";
 import { type PackedRecord, packRecord, unpackRecord } from "../memory/packed-record.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Runnable } from "../runtime/manager.ts";
@@ -343,11 +344,11 @@ export class RemoteSnapshot {
 /**
  * Deployments held as JSON text by id ({@link PackedRecord}: the id is the key, the name held
  * once), with the index by exact name. A name held by one deployment (nearly all) maps to its id
- * itself, not to an array of one.
+ * itself, not to a collection of one ({@link OneOrMany}).
  */
 class Entries {
   readonly #byId = new Map<string, PackedRecord>();
-  readonly #byName = new Map<string, string | string[]>();
+  readonly #byName = new Map<string, OneOrMany<string>>();
 
   /** The deployment `id` as it was put, or undefined. */
   read(id: string): Deployment | undefined {
@@ -369,8 +370,7 @@ class Entries {
   }
 
   idsNamed(name: string): readonly string[] {
-    const ids = this.#byName.get(name);
-    return ids === undefined ? [] : typeof ids === "string" ? [ids] : ids;
+    return [...itemsOf(this.#byName.get(name))];
   }
 
   /**
@@ -389,10 +389,7 @@ class Entries {
     }
     if (held) this.#unindex(id, held.name);
     this.#byId.set(id, packed);
-    const ids = this.#byName.get(name);
-    if (ids === undefined) this.#byName.set(name, id);
-    else if (typeof ids === "string") this.#byName.set(name, [ids, id]);
-    else ids.push(id);
+    this.#byName.set(name, addItem(this.#byName.get(name), id));
   }
 
   delete(id: string): void {
@@ -403,9 +400,9 @@ class Entries {
   }
 
   #unindex(id: string, name: string): void {
-    const rest = this.idsNamed(name).filter((other) => other !== id);
-    if (rest.length === 0) this.#byName.delete(name);
-    else this.#byName.set(name, rest.length === 1 ? (rest[0] as string) : rest);
+    const rest = removeItem(this.#byName.get(name), id);
+    if (rest === undefined) this.#byName.delete(name);
+    else this.#byName.set(name, rest);
   }
 }
 

@@ -2,6 +2,14 @@
 // a caller reads back is what it put.
 import { describe, expect, it } from "vitest";
 import { Interner, internFields, shareEqualString } from "../../src/memory/interner.ts";
+import {
+  addItem,
+  countOf,
+  hasItem,
+  itemsOf,
+  type OneOrMany,
+  removeItem,
+} from "../../src/memory/one-or-many.ts";
 import { type Identified, packRecord, unpackRecord } from "../../src/memory/packed-record.ts";
 
 /** A string equal to `text` but not the same in the heap (as JSON.parse makes them). */
@@ -70,5 +78,40 @@ describe("packRecord", () => {
     const packed = packRecord(record);
     expect(packed).toEqual({ name: record.name, text });
     expect(unpackRecord(record.id, packed)).toStrictEqual(record);
+  });
+});
+
+describe("OneOrMany", () => {
+  // Each step adds (`+x`) or removes (`-x`) an item; after all of them the value holds `items`,
+  // as the item itself when there is one (`bare`), as a Set from two.
+  it.each<{ steps: string[]; items: string[]; bare: boolean }>([
+    { steps: [], items: [], bare: false },
+    { steps: ["+a"], items: ["a"], bare: true },
+    { steps: ["+a", "+a"], items: ["a"], bare: true },
+    { steps: ["+a", "+b"], items: ["a", "b"], bare: false },
+    { steps: ["+a", "+b", "+a"], items: ["a", "b"], bare: false },
+    { steps: ["+a", "+b", "-a"], items: ["b"], bare: true },
+    { steps: ["+a", "+b", "+c", "-b"], items: ["a", "c"], bare: false },
+    { steps: ["+a", "+b", "-b", "+c"], items: ["a", "c"], bare: false },
+    { steps: ["+a", "-a"], items: [], bare: false },
+    { steps: ["-a"], items: [], bare: false },
+    { steps: ["+a", "-b"], items: ["a"], bare: true },
+  ])("$steps holds $items", ({ steps, items, bare }) => {
+    let held: OneOrMany<string> | undefined;
+    for (const step of steps) {
+      const item = step.slice(1);
+      held = step.startsWith("+") ? addItem(held, item) : removeItem(held, item);
+    }
+    expect([...itemsOf(held)]).toEqual(items);
+    expect(countOf(held)).toBe(items.length);
+    expect(typeof held === "string").toBe(bare);
+    if (items.length === 0) expect(held).toBeUndefined();
+    for (const item of ["a", "b", "c"]) expect(hasItem(held, item)).toBe(items.includes(item));
+  });
+
+  it("adds to the Set it holds rather than making another", () => {
+    const held = addItem(addItem(undefined, 1), 2);
+    expect(addItem(held, 3)).toBe(held);
+    expect(itemsOf(held)).toBe(held);
   });
 });
