@@ -8,12 +8,12 @@ import { hostname } from "node:os";
 import { setFlagsFromString } from "node:v8";
 import type { Logger } from "pino";
 import { ServiceClient } from "./api/client.ts";
-import { deploymentsPort } from "./api/service-adapter.ts";
 import type { ServiceConfig } from "./config.ts";
 import { type DefaultConnectionSelector, NamespaceAccess } from "./connection/access.ts";
 import { ConnectionReconciler, idOf } from "./connection/controller.ts";
 import { ConnectionRegistry, type ConnectionService } from "./connection/registry.ts";
-import { connectionKey, DEFAULT_CONNECTION, secretsOf } from "./connection/settings.ts";
+import { secretsOf } from "./connection/settings.ts";
+import { connectionKey, DEFAULT_CONNECTION } from "./identity/connection.ts";
 import { KubeClient } from "./kube/client.ts";
 import { loadKubeConfig } from "./kube/config.ts";
 import { KubeConnections } from "./kube/connections.ts";
@@ -26,11 +26,6 @@ import { objectKey, refOf } from "./kube/object.ts";
 import { eventsPort, regardingOf, resourcePort, secretsPort } from "./kube/reconcile-adapters.ts";
 import { KubeReviews } from "./kube/reviews.ts";
 import { KubeSecrets } from "./kube/secrets.ts";
-import {
-  subscribeConnectionTriggers,
-  subscribeNamespaceTriggers,
-  subscribeTriggers,
-} from "./kube/triggers.ts";
 import { CLAIM_INDEX, claimIndexer, claimOn, connectionKeyOf } from "./reconcile/claims.ts";
 import { SECRET_INDEX, secretIndexer } from "./reconcile/inputs.ts";
 import { DeploymentReconciler } from "./reconcile/reconciler.ts";
@@ -49,6 +44,12 @@ import { registerConnectionMetrics, registerResourceMetrics } from "./runtime/re
 import { ResyncedController } from "./runtime/resync.ts";
 import { DirectoryCertificate, SelfSignedCertificate } from "./runtime/serving-cert.ts";
 import { VERSION } from "./version.ts";
+import { deploymentsPort } from "./wiring/service-adapter.ts";
+import {
+  subscribeConnectionTriggers,
+  subscribeNamespaceTriggers,
+  subscribeTriggers,
+} from "./wiring/triggers.ts";
 
 /** The cache index of Deployment resources by the key of the connection they use. */
 const CONNECTION_INDEX = "connection";

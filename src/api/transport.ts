@@ -8,7 +8,6 @@ import type { Static, TSchema } from "@sinclair/typebox";
 import got, { type PlainResponse, type RequestError } from "got";
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
-import { redactSecrets } from "../reconcile/secrets.ts";
 import { type ProxyEnv, redactProxyUrl, type ServiceAgents, serviceAgents } from "./agent.ts";
 import type { ApiClock } from "./clock.ts";
 import {
@@ -19,6 +18,7 @@ import {
   ServiceError,
 } from "./errors.ts";
 import type { TokenBucket } from "./rate-limit.ts";
+import { redactSecrets } from "./redact.ts";
 import { contentLength, readBody } from "./response-body.ts";
 import { type MemoryAccount, OverflowError, type ResponseMemory } from "./response-memory.ts";
 import { describeTlsFailure, FLAG_TLS_FIXES, FLAG_TLS_FIXES_WITH_CA, tlsFailureOf } from "./tls.ts";

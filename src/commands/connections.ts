@@ -6,7 +6,8 @@
 import type { ServiceClient } from "../api/client.ts";
 import type { ServiceConfig } from "../config.ts";
 import { type ConnectionReadPorts, type ReadConnection, readConnection } from "../connection/read.ts";
-import { type ConnectionId, connectionKey, serviceConfigOf } from "../connection/settings.ts";
+import { serviceConfigOf } from "../connection/settings.ts";
+import { type ConnectionId, connectionKey } from "../identity/connection.ts";
 import { KubeClient } from "../kube/client.ts";
 import { type LoadedKubeConfig, loadKubeConfig } from "../kube/config.ts";
 import { KubeSecrets } from "../kube/secrets.ts";

@@ -16,7 +16,8 @@ import {
   type ServiceFlags,
   serviceConfigFrom,
 } from "../config.ts";
-import { type ConnectionRef, parseConnectionArg } from "../connection/settings.ts";
+import { parseConnectionArg } from "../connection/settings.ts";
+import type { ConnectionRef } from "../identity/connection.ts";
 
 /** The outside world of a command. */
 export interface CliContext {

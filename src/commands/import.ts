@@ -11,11 +11,11 @@ import type { ServiceClient } from "../api/client.ts";
 import { isServiceError } from "../api/errors.ts";
 import { DEPLOYMENT_STATUSES, type DeploymentStatus, type ForgeRepo } from "../api/wire.ts";
 import { ConnectionReadError } from "../connection/read.ts";
-import { type ConnectionId, connectionOf, describeConnection } from "../connection/settings.ts";
 import { renderFiles, renderStream, skippedLines } from "../gitops/import-render.ts";
 import { type ImportResult, importDeployments } from "../gitops/importer.ts";
 import { isObjectName } from "../gitops/names.ts";
 import { githubTarget, type RepoListing } from "../gitops/repos.ts";
+import { type ConnectionId, connectionOf, describeConnection } from "../identity/connection.ts";
 import { ConnectionClients, commandCluster } from "./connections.ts";
 import {
   addServiceOptions,

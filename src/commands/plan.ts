@@ -8,9 +8,13 @@
  * (`--kubeconfig`). `--connection <kind/name>` reviews only the resources using that one.
  */
 import { type Command, Option } from "commander";
-import { deploymentsPort } from "../api/service-adapter.ts";
 import { flagOf, readSettings, settingHelp } from "../config.ts";
 import { ConnectionReadError } from "../connection/read.ts";
+import { readManifestFiles, STDIN_NAME, STDIN_PATH } from "../gitops/files.ts";
+import type { ClusterReader, LiveResource, ServiceChoice, ServiceFor } from "../gitops/live.ts";
+import { reviewAll } from "../gitops/live.ts";
+import { type ManifestProblem, type ManifestResource, parseManifests } from "../gitops/manifests.ts";
+import { type PlanReport, planExitStatus, renderPlanJson, renderPlanText } from "../gitops/plan-report.ts";
 import {
   type ConnectionId,
   connectionKey,
@@ -18,18 +22,14 @@ import {
   connectionOf,
   DEFAULT_CONNECTION,
   describeConnection,
-} from "../connection/settings.ts";
-import { readManifestFiles, STDIN_NAME, STDIN_PATH } from "../gitops/files.ts";
-import type { ClusterReader, LiveResource, ServiceChoice, ServiceFor } from "../gitops/live.ts";
-import { reviewAll } from "../gitops/live.ts";
-import { type ManifestProblem, type ManifestResource, parseManifests } from "../gitops/manifests.ts";
-import { type PlanReport, planExitStatus, renderPlanJson, renderPlanText } from "../gitops/plan-report.ts";
+} from "../identity/connection.ts";
 import { DEPLOYMENTS, decodeDeployment, KubeDeployments } from "../kube/deployments.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import { listItems } from "../kube/object.ts";
 import { secretsPort } from "../kube/reconcile-adapters.ts";
 import { collectionPath } from "../kube/reflector.ts";
 import { systemClock } from "../runtime/clock.ts";
+import { deploymentsPort } from "../wiring/service-adapter.ts";
 import { type CommandCluster, ConnectionClients, commandCluster } from "./connections.ts";
 import {
   addServiceOptions,

@@ -12,7 +12,7 @@
 import type { ServiceClient } from "../api/client.ts";
 import { type Deployment, isUuid } from "../api/wire.ts";
 import { ConnectionReadError } from "../connection/read.ts";
-import { type ConnectionId, connectionOf, describeConnection } from "../connection/settings.ts";
+import { type ConnectionId, connectionOf, describeConnection } from "../identity/connection.ts";
 import { KubeDeployments } from "../kube/deployments.ts";
 import { claimedName } from "../reconcile/claims.ts";
 import type { CommandCluster, ConnectionClients } from "./connections.ts";

@@ -19,7 +19,7 @@ import type { ServiceClient } from "../api/client.ts";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
 import type { RevisionListing, RevisionRow } from "../api/revision-listing.ts";
 import { type Deployment, isUuid, ROUTES } from "../api/wire.ts";
-import { connectionOf } from "../connection/settings.ts";
+import { connectionOf } from "../identity/connection.ts";
 import { ConnectionClients } from "./connections.ts";
 import {
   addOutputOption,

@@ -19,7 +19,7 @@ import {
   settingName,
 } from "../config.ts";
 import type { DefaultConnectionSelector } from "../connection/access.ts";
-import { parseSelector } from "../connection/label-selector.ts";
+import { parseSelector } from "../crd/label-selector.ts";
 import { defaultListingDeadlineMs, type OperatorConfig } from "../main.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "../reconcile/secret-budget.ts";
 import { parseBindAddress } from "../runtime/health.ts";

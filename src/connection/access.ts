@@ -15,8 +15,8 @@ import {
   type SelectorResult,
   selectorFromObject,
   unmet,
-} from "./label-selector.ts";
-import { type ConnectionId, describeConnection } from "./settings.ts";
+} from "../crd/label-selector.ts";
+import { type ConnectionId, describeConnection } from "../identity/connection.ts";
 
 /** `--default-connection-namespace-selector`, as given and as parsed. */
 export interface DefaultConnectionSelector {

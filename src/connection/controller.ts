@@ -19,6 +19,7 @@ import {
   type ConnectionStatus,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
+import { type ConnectionId, connectionKey, parseConnectionKey } from "../identity/connection.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
 import type { SecretsPort } from "../reconcile/ports.ts";
 import { statusEqual } from "../reconcile/status.ts";
@@ -27,7 +28,6 @@ import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { readCredentials } from "./credentials.ts";
 import { probeConnection } from "./probe.ts";
 import type { ConnectionCache, ConnectionRegistry } from "./registry.ts";
-import { type ConnectionId, connectionKey, parseConnectionKey } from "./settings.ts";
 import { CONNECTION_REASON, type ConnectionVerdict, connectionStatusFrom, type Holding } from "./status.ts";
 
 /**

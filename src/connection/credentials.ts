@@ -7,12 +7,12 @@
 import type { Failure } from "../conditions/kstatus.ts";
 import type { ServiceConfig } from "../config.ts";
 import type { ConnectionSpec } from "../crd/connection-schema.ts";
+import type { ConnectionId } from "../identity/connection.ts";
 import type { SecretRead, SecretsPort } from "../reconcile/ports.ts";
 import type { ObjectRef } from "../runtime/keys.ts";
 import {
   apiKeyFrom,
   apiKeySecretOf,
-  type ConnectionId,
   caBundleFrom,
   caSecretOf,
   connectionSpecProblems,

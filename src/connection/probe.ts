@@ -4,6 +4,7 @@
  * reason and message of the connection's `Ready` condition, and whether it is retried).
  */
 import { isServiceError, wholeMessage } from "../api/errors.ts";
+import { redactAndTruncate } from "../api/redact.ts";
 import {
   CONNECTION_TLS_FIXES,
   CONNECTION_TLS_FIXES_WITH_CA,
@@ -11,7 +12,6 @@ import {
   tlsFailureOf,
 } from "../api/tls.ts";
 import type { ServiceConfig } from "../config.ts";
-import { redactAndTruncate } from "../reconcile/secrets.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { ConnectionService } from "./registry.ts";
 import { CONNECTION_REASON, type ConnectionVerdict } from "./status.ts";

@@ -13,6 +13,7 @@ import {
   type ConnectionSpec,
   ServiceConnectionSpecSchema,
 } from "../crd/connection-schema.ts";
+import { type ConnectionId, describeConnection } from "../identity/connection.ts";
 import { isRecord } from "../json.ts";
 import type { KubeClient } from "../kube/client.ts";
 import {
@@ -23,15 +24,7 @@ import {
 import { type CustomResourceKind, CustomResources } from "../kube/custom-resources.ts";
 import { isNotFound, KubeApiError } from "../kube/errors.ts";
 import type { KubeSecrets } from "../kube/secrets.ts";
-import {
-  apiKeyFrom,
-  apiKeySecretOf,
-  type ConnectionId,
-  caBundleFrom,
-  caSecretOf,
-  connectionSpecProblems,
-  describeConnection,
-} from "./settings.ts";
+import { apiKeyFrom, apiKeySecretOf, caBundleFrom, caSecretOf, connectionSpecProblems } from "./settings.ts";
 
 /**
  * A connection as read: its spec, the API key of its Secret (trimmed, never empty), and the PEM

@@ -14,17 +14,17 @@ import { createHash } from "node:crypto";
 import type { Failure } from "../conditions/kstatus.ts";
 import type { ServiceConfig } from "../config.ts";
 import { CLUSTER_SERVICE_CONNECTION_KIND, SERVICE_CONNECTION_KIND } from "../crd/connection-schema.ts";
-import type { ConnectionObject } from "../kube/connections.ts";
-import type { DeploymentsPort, StoredResource } from "../reconcile/ports.ts";
-import type { ServiceSession, SessionLookup, Sessions } from "../reconcile/session.ts";
-import { NamespaceAccess } from "./access.ts";
 import {
   type ConnectionId,
   connectionKey,
   connectionOf,
   DEFAULT_CONNECTION,
   describeConnection,
-} from "./settings.ts";
+} from "../identity/connection.ts";
+import type { ConnectionObject } from "../kube/connections.ts";
+import type { DeploymentsPort, StoredResource } from "../reconcile/ports.ts";
+import type { ServiceSession, SessionLookup, Sessions } from "../reconcile/session.ts";
+import { NamespaceAccess } from "./access.ts";
 import type { ConnectionVerdict } from "./status.ts";
 
 /** The service as one connection reaches it, built by the composition root. */

@@ -1,6 +1,6 @@
 /**
- * Which connection a Deployment resource uses, how connections are named and keyed, and the
- * service settings a connection's spec and Secret make. Pure: the connection controller and the
+ * The service settings a connection's spec and Secret make (how connections are named and keyed
+ * is `identity/connection.ts`). Pure: the connection controller and the
  * `plan`/`import` commands share it.
  */
 import { parseCaBundle } from "../api/tls.ts";
@@ -8,65 +8,14 @@ import type { ServiceConfig } from "../config.ts";
 import { baseUrlProblems, headerNameProblem } from "../crd/connection-rules.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
-  CONNECTION_KINDS,
   type ConnectionKind,
   type ConnectionSpec,
   DEFAULT_CA_SECRET_KEY,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
+import type { ConnectionId, ConnectionRef } from "../identity/connection.ts";
 import type { SecretRead } from "../reconcile/ports.ts";
-import { type ObjectRef, objectKey, parseObjectKey } from "../runtime/keys.ts";
-
-/** `spec.connectionRef` of a Deployment resource. */
-export interface ConnectionRef {
-  kind: ConnectionKind;
-  name: string;
-}
-
-/** The key and `status.connection` of the operator's own connection (its flags and env). */
-export const DEFAULT_CONNECTION = "default";
-
-/** A connection object: its kind and where it is (`namespace` is `""` for the cluster kind). */
-export interface ConnectionId extends ObjectRef {
-  kind: ConnectionKind;
-}
-
-/**
- * The connection a resource of `namespace` means by `ref`: a ServiceConnection is always the one
- * of the resource's own namespace (the reference has no namespace, so no other can be named).
- */
-export function connectionOf(namespace: string, ref: ConnectionRef | undefined): ConnectionId | undefined {
-  if (!ref) return undefined;
-  return { kind: ref.kind, namespace: ref.kind === SERVICE_CONNECTION_KIND ? namespace : "", name: ref.name };
-}
-
-/**
- * The key of a connection, unique across both kinds and the default: `default`,
- * `ServiceConnection/<namespace>/<name>` or `ClusterServiceConnection/<name>`. The connection
- * controller's queue, the registry and the claim index use it.
- */
-export function connectionKey(id: ConnectionId | undefined): string {
-  return id ? `${id.kind}/${objectKey(id)}` : DEFAULT_CONNECTION;
-}
-
-/** The connection a key names, or undefined for the default (the inverse of {@link connectionKey}). */
-export function parseConnectionKey(key: string): ConnectionId | undefined {
-  if (key === DEFAULT_CONNECTION) return undefined;
-  const slash = key.indexOf("/");
-  const kind = key.slice(0, slash) as ConnectionKind;
-  if (slash < 0 || !CONNECTION_KINDS.includes(kind)) throw new Error(`not a connection key: ${key}`);
-  return { kind, ...parseObjectKey(key.slice(slash + 1)) };
-}
-
-/** How `status.connection` and messages name a connection: `Kind/name`, or `default`. */
-export function connectionLabel(ref: ConnectionRef | undefined): string {
-  return ref ? `${ref.kind}/${ref.name}` : DEFAULT_CONNECTION;
-}
-
-/** How messages name a connection object, namespace included: `ServiceConnection team-a/prod`. */
-export function describeConnection(id: ConnectionId): string {
-  return `${id.kind} ${objectKey(id)}`;
-}
+import type { ObjectRef } from "../runtime/keys.ts";
 
 /** Where a connection's API key is: its own namespace for the namespaced kind. */
 export function apiKeySecretOf(id: ConnectionId, spec: ConnectionSpec): ObjectRef & { key: string } {

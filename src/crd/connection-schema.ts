@@ -9,19 +9,19 @@ import { type Static, type TSchema, Type } from "@sinclair/typebox";
 // checking a connection against these schemas fails with "Unknown format".
 import "../api/wire.ts";
 import {
+  BASE_URL_RULES,
+  CA_BUNDLE_RULES,
+  HEADER_NAME_PATTERN,
+  refusedHeaderRule,
+} from "./connection-rules.ts";
+import {
   LABEL_NAME_PATTERN,
   LABEL_PREFIX_PATTERN,
   MAX_LABEL_KEY_LENGTH,
   MAX_LABEL_PREFIX_LENGTH,
   MAX_LABEL_VALUE_LENGTH,
   SELECTOR_OPERATORS,
-} from "../connection/label-selector.ts";
-import {
-  BASE_URL_RULES,
-  CA_BUNDLE_RULES,
-  HEADER_NAME_PATTERN,
-  refusedHeaderRule,
-} from "./connection-rules.ts";
+} from "./label-selector.ts";
 import { ObjectMetaSchema } from "./object-meta.ts";
 import { StringEnum } from "./openapi-types.ts";
 import { rolloutWindowsSchema } from "./rollout-windows-schema.ts";

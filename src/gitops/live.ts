@@ -9,14 +9,15 @@
  */
 import { isServiceError } from "../api/errors.ts";
 import type { ForgeRepo } from "../api/wire.ts";
-import { type ConnectionRef, connectionLabel } from "../connection/settings.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
+import { type ConnectionRef, connectionLabel } from "../identity/connection.ts";
 import { type Claimant, claimedName, claimOf, olderClaimant } from "../reconcile/claims.ts";
 import { type ReadSecrets, RepoListings, readSecrets } from "../reconcile/inputs.ts";
-import { AmbiguousNameError, observe } from "../reconcile/observe.ts";
+import { AmbiguousNameError } from "../reconcile/lookup-errors.ts";
+import { observe } from "../reconcile/observe.ts";
 import type { DeploymentsPort, SecretsPort } from "../reconcile/ports.ts";
 import { RemoteSnapshot } from "../reconcile/remote.ts";
 import type { InheritedWindows } from "../reconcile/rollout-gate.ts";

@@ -5,7 +5,6 @@
  * controller's; this file only names the outcome and explains it.
  */
 import type { Deployment } from "../api/wire.ts";
-import { connectionLabel } from "../connection/settings.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { desiredFromSpec, effectiveName } from "../crd/mapping.ts";
@@ -15,6 +14,7 @@ import {
   type DeploymentResource,
   type DeploymentSpec,
 } from "../crd/schema.ts";
+import { connectionLabel } from "../identity/connection.ts";
 import { lastAppliedFor } from "../reconcile/last-applied.ts";
 import { observedDrift } from "../reconcile/notes.ts";
 import {

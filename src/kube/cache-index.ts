@@ -1,4 +1,5 @@
 /** Secondary indexes of a watch cache. */
+import { addItem, itemsOf, type OneOrMany, removeItem } from "../memory/one-or-many.ts";
 
 /**
  * The secondary indexes of one cache (client-go's Indexers): index name → value → the keys of the
@@ -14,7 +15,7 @@ export class CacheIndexes<T> {
    * Index name → value → its keys: the key itself while a value has one (a claimed name nearly
    * always does: a Set per resource would cost ~250 bytes each at 10,000), a Set from two.
    */
-  readonly #byIndex = new Map<string, Map<string, string | Set<string>>>();
+  readonly #byIndex = new Map<string, Map<string, OneOrMany<string>>>();
 
   constructor(indexers: Record<string, (obj: T) => readonly string[]>) {
     this.#indexers = indexers;
@@ -23,8 +24,7 @@ export class CacheIndexes<T> {
 
   /** The keys under `value` of `index` (none for an unknown index). */
   keys(index: string, value: string): Iterable<string> {
-    const keys = this.#byIndex.get(index)?.get(value);
-    return keys === undefined ? [] : typeof keys === "string" ? [keys] : keys;
+    return itemsOf(this.#byIndex.get(index)?.get(value));
   }
 
   /** Moves `key` from the values `old` had to the values `next` has. */
@@ -36,19 +36,11 @@ export class CacheIndexes<T> {
       const after = next ? indexer(next) : [];
       for (const value of before) {
         if (after.includes(value)) continue;
-        const keys = values.get(value);
-        if (keys === key) values.delete(value);
-        else if (typeof keys === "object") {
-          keys.delete(key);
-          if (keys.size === 1) values.set(value, keys.values().next().value as string);
-        }
+        const keys = removeItem(values.get(value), key);
+        if (keys === undefined) values.delete(value);
+        else values.set(value, keys);
       }
-      for (const value of after) {
-        const keys = values.get(value);
-        if (keys === undefined) values.set(value, key);
-        else if (typeof keys === "object") keys.add(key);
-        else if (keys !== key) values.set(value, new Set([keys, key]));
-      }
+      for (const value of after) values.set(value, addItem(values.get(value), key));
     }
   }
 }

@@ -11,6 +11,7 @@ import {
   VERSION,
 } from "../crd/schema.ts";
 import { isRecord } from "../json.ts";
+import { Interner, internFields, shareEqualString } from "../memory/interner.ts";
 import {
   type CustomResourceKind,
   CustomResources,
@@ -28,74 +29,56 @@ export type DeploymentObject = DeploymentResource & KubeObject;
 export const DEPLOYMENTS: CustomResourceKind = { group: GROUP, version: VERSION, plural: PLURAL, kind: KIND };
 
 /**
+ * The strings shared by the Deployment resources decoded in this process (see {@link Interner}):
+ * the default of {@link decodeDeployment} and of {@link KubeDeploymentsOptions.strings}, one
+ * table for every cache and command of the process, as values repeat across them. 1,024 strings
+ * hold the values many resources share; the rest are met once.
+ */
+export const DEPLOYMENT_STRINGS = new Interner(1024);
+
+/**
  * A Deployment resource from the wire (see `decodeCustomResource`, which checks it and drops
  * what the operator never reads), undefined when unusable. The values most resources share
  * (apiVersion, kind, namespace, source, tenant, the reasons and messages of settled conditions, the times
- * to the second) are held once rather than once per cached resource (see {@link SHARED}). `raw`
- * is not modified.
+ * to the second) are held once rather than once per cached resource, in `strings`. `raw` is not
+ * modified.
  */
-export function decodeDeployment(raw: unknown): DeploymentObject | undefined {
+export function decodeDeployment(
+  raw: unknown,
+  strings: Interner = DEPLOYMENT_STRINGS,
+): DeploymentObject | undefined {
   const decoded = decodeCustomResource<DeploymentObject>(raw);
   if (!decoded) return undefined;
-  sharedFields(decoded.metadata, ["namespace", "creationTimestamp"]);
-  sharedFields(decoded, ["apiVersion", "kind"]);
-  decoded.spec = sharedFields({ ...decoded.spec }, ["source"]);
+  internFields(strings, decoded.metadata, ["namespace", "creationTimestamp"]);
+  internFields(strings, decoded, ["apiVersion", "kind"]);
+  decoded.spec = internFields(strings, { ...decoded.spec }, ["source"]);
   if (isRecord(decoded.status)) {
-    const status = sharedFields({ ...decoded.status }, ["tenantId", "remoteStatus", "latestRevisionStatus"]);
+    const status = internFields(strings, { ...decoded.status }, [
+      "tenantId",
+      "remoteStatus",
+      "latestRevisionStatus",
+    ]);
     // Once a rollout is done the active revision is the latest: one string for both.
-    if (status.latestRevisionId !== undefined && status.activeRevisionId === status.latestRevisionId)
-      status.activeRevisionId = status.latestRevisionId;
+    shareEqualString(status, "latestRevisionId", "activeRevisionId");
     if (Array.isArray(status.conditions))
       status.conditions = status.conditions.map((c) =>
-        isRecord(c) ? sharedFields({ ...c }, ["reason", "message", "lastTransitionTime"]) : c,
+        isRecord(c) ? internFields(strings, { ...c }, ["reason", "message", "lastTransitionTime"]) : c,
       );
     decoded.status = status;
   }
   return decoded;
 }
 
-/** `obj` with the string values of `fields` taken from {@link SHARED} (in place). */
-function sharedFields<T extends object>(obj: T, fields: ReadonlyArray<keyof T & string>): T {
-  const record = obj as Record<string, unknown>;
-  for (const field of fields) {
-    const value = record[field];
-    if (typeof value === "string") record[field] = SHARED.of(value);
-  }
-  return obj;
-}
-
-/**
- * One copy of equal strings: JSON.parse makes a new string for every value longer than a few
- * characters, so "the service's deployment matches the spec" was held 10,000 times for 10,000
- * settled resources (with the tenant id, the reason and the apiVersion, ~2.4 MiB of the cache).
- * The table is bounded: once full it starts again, so values met once (an id, a time) never
- * accumulate, and a shared value is back in it at its next decode.
- */
-class SharedStrings {
-  readonly #table = new Map<string, string>();
-  readonly #max: number;
-
-  constructor(max: number) {
-    this.#max = max;
-  }
-
-  of(value: string): string {
-    const known = this.#table.get(value);
-    if (known !== undefined) return known;
-    if (this.#table.size >= this.#max) this.#table.clear();
-    this.#table.set(value, value);
-    return value;
-  }
-}
-
-const SHARED = new SharedStrings(1024);
-
 /** Options of {@link KubeDeployments}. */
-export type KubeDeploymentsOptions = CustomResourcesOptions<DeploymentObject>;
+export interface KubeDeploymentsOptions extends CustomResourcesOptions<DeploymentObject> {
+  /** The strings decoded resources share (default {@link DEPLOYMENT_STRINGS}). */
+  strings?: Interner;
+}
 
 /** Deployment resources in the operator's scope (see {@link CustomResources} for the contract). */
 export class KubeDeployments extends CustomResources<DeploymentObject, DeploymentResourceStatus> {
   constructor(options: KubeDeploymentsOptions) {
-    super(DEPLOYMENTS, options, decodeDeployment);
+    const strings = options.strings ?? DEPLOYMENT_STRINGS;
+    super(DEPLOYMENTS, options, (raw) => decodeDeployment(raw, strings));
   }
 }

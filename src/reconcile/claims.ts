@@ -4,9 +4,11 @@
  * service never gets two writers for one deployment. The same name on two connections (two
  * tenants) is no conflict. `plan` applies the same rule to the cluster's resources.
  */
-import { connectionKey, connectionOf, DEFAULT_CONNECTION } from "../connection/settings.ts";
+
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
+import { connectionKey, connectionOf, DEFAULT_CONNECTION } from "../identity/connection.ts";
+import { scopedKey } from "../memory/scoped-key.ts";
 import { objectKey } from "../runtime/keys.ts";
 
 /**
@@ -38,15 +40,15 @@ function olderThan(a: Claimant, b: Claimant): boolean {
 /** The service name a resource claims. */
 export const claimedName = (o: Claimant): string => effectiveName(o.spec, o.metadata.name);
 
-/** The key of the connection a resource uses (see `connection/settings.ts`). */
+/** The key of the connection a resource uses (see `identity/connection.ts`). */
 export const connectionKeyOf = (o: Claimant): string =>
   connectionKey(connectionOf(o.metadata.namespace ?? "", o.spec.connectionRef));
 
 /**
- * What a resource claims: its service name on its connection. On the default connection that is
- * the name itself (the string the resource already holds: 10,000 resources then cost no claim
- * strings of their own); on another, the connection's key, a newline (names hold none) and the
- * name.
+ * What a resource claims: its service name on its connection, as a {@link scopedKey}. On the
+ * default connection that is the name itself (the string the resource already holds: 10,000
+ * resources then cost no claim strings of their own); on another, the connection's key, a
+ * newline (names hold none) and the name.
  */
 export function claimOf(o: Claimant): string {
   const connection = connectionOf(o.metadata.namespace ?? "", o.spec.connectionRef);
@@ -55,7 +57,7 @@ export function claimOf(o: Claimant): string {
 
 /** The claim of the service name `name` on the connection `key` (see {@link claimOf}). */
 export function claimOn(key: string, name: string): string {
-  return key === DEFAULT_CONNECTION ? name : `${key}\n${name}`;
+  return scopedKey(key === DEFAULT_CONNECTION ? undefined : key, name);
 }
 
 /** The cache index of resources by what they claim, so a claim check reads only its rivals. */

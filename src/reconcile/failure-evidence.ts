@@ -12,6 +12,8 @@
  * Pure: decisions and formatting. The reading is `RevisionLogReader`'s (revision-log-reader.ts),
  * the sequencing the reconciler's.
  */
+
+import { redactAndTruncate } from "../api/redact.ts";
 import { entryTimeMs, type LogEntry, type LogType } from "../api/revision-logs.ts";
 import type { Deployment } from "../api/wire.ts";
 import { formatTime } from "../conditions/kstatus.ts";
@@ -21,7 +23,6 @@ import {
   type DeploymentResourceStatus,
   type DeploymentSpec,
 } from "../crd/schema.ts";
-import { redactAndTruncate } from "./secrets.ts";
 import { isDoneRevision, isFailedRevision, type REASON } from "./status.ts";
 
 /** Entries asked of the service: the tail a person needs to see why it failed. */

@@ -19,13 +19,13 @@
  *   resource instead of retrying silently forever.
  */
 import { isServiceError, RequestValidationError, type ServiceError } from "../api/errors.ts";
+import { redactAndTruncate } from "../api/redact.ts";
 import { MAX_MESSAGE_LENGTH } from "../conditions/kstatus.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import { TerminalError } from "../runtime/controller.ts";
+import { AmbiguousNameError, UnreadableDeploymentError } from "./lookup-errors.ts";
 import { NameReservedError } from "./name-reserved.ts";
-import { AmbiguousNameError, UnreadableDeploymentError } from "./observe.ts";
 import { SecretsTooLargeError } from "./secret-budget.ts";
-import { redactAndTruncate } from "./secrets.ts";
 import { REASON, type SyncOutcome } from "./status.ts";
 
 /** A failure, as the reconciler acts on it. */

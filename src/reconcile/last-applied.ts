@@ -5,7 +5,7 @@
 import type { DesiredDeployment } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
 import type { LastApplied } from "./plan.ts";
-import { hashSecrets } from "./secrets.ts";
+import { hashSecrets } from "./secret-hash.ts";
 
 /**
  * The {@link LastApplied} to plan `desired` against. `appliedSecretsHash` is the resource's

@@ -4,6 +4,7 @@
  * deployment created before a crash, or by someone else, is found and adopted.
  */
 import type { Deployment } from "../api/wire.ts";
+import { AmbiguousNameError, UnreadableDeploymentError, unreadableMessage } from "./lookup-errors.ts";
 import type { DeploymentsPort } from "./ports.ts";
 import type { RemoteSnapshot } from "./remote.ts";
 
@@ -22,21 +23,6 @@ export interface Observation {
    * forged or stale status), so it was ignored and the name looked up instead.
    */
   disowned?: Deployment;
-}
-
-/**
- * The service lists a deployment this resource would own (its recorded id, or its name) but the
- * operator cannot read it (see `UnreadableDeployment` in api/wire.ts). Creating one would make a
- * duplicate, so the resource reports `Synced=False UnreadableDeployment` with this message and
- * waits (stalled, no retry loop: the next resync or spec change looks again).
- */
-export class UnreadableDeploymentError extends Error {
-  override readonly name = "UnreadableDeploymentError";
-}
-
-/** The service has several deployments with the name: which one is meant cannot be told. */
-export class AmbiguousNameError extends Error {
-  override readonly name = "AmbiguousNameError";
 }
 
 /** What to look up, and how much the snapshot may answer for. */
@@ -110,9 +96,4 @@ async function lookUpName(
   if (hidden) throw new UnreadableDeploymentError(unreadableMessage(name, hidden.message));
   for (const deployment of deployments) snapshot.observed(deployment);
   return deployments;
-}
-
-/** The message of a resource whose deployment the operator cannot read. */
-export function unreadableMessage(name: string, problem: string): string {
-  return `the service lists a deployment that may be "${name}" but the operator cannot read it (${problem}); nothing is created meanwhile, to avoid a duplicate`;
 }

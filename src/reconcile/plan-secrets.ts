@@ -4,7 +4,7 @@
  */
 import type { Secret } from "../api/wire.ts";
 import type { SecretValue } from "../crd/mapping.ts";
-import { hashSecrets } from "./secrets.ts";
+import { hashSecrets } from "./secret-hash.ts";
 
 /** What the secrets cannot be made to be: an empty list cannot clear the service's secrets. */
 export interface SecretsProblem {

@@ -11,7 +11,6 @@ import { isServiceError } from "../api/errors.ts";
 import type { LogType } from "../api/revision-logs.ts";
 import { type Deployment, isUuid } from "../api/wire.ts";
 import { formatTime } from "../conditions/kstatus.ts";
-import { connectionLabel, connectionOf, describeConnection } from "../connection/settings.ts";
 import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
 import {
   DEFAULT_ROLLOUT_TIMEOUT,
@@ -19,6 +18,7 @@ import {
   type DeploymentSpec,
   FINALIZER,
 } from "../crd/schema.ts";
+import { connectionLabel, connectionOf, describeConnection } from "../identity/connection.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
 import { objectKey, parseObjectKey } from "../runtime/keys.ts";

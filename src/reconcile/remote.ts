@@ -18,10 +18,12 @@
 import type { Logger } from "pino";
 import { withDetailCut } from "../api/errors.ts";
 import type { Deployment, UnreadableDeployment } from "../api/wire.ts";
+import { addItem, itemsOf, type OneOrMany, removeItem } from "../memory/one-or-many.ts";
+import { type PackedRecord, packRecord, unpackRecord } from "../memory/packed-record.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import { SharedCall } from "../runtime/shared-call.ts";
-import { UnreadableDeploymentError, unreadableMessage } from "./observe.ts";
+import { UnreadableDeploymentError, unreadableMessage } from "./lookup-errors.ts";
 import type { DeploymentsPort, StoredResource } from "./ports.ts";
 import { CONDITION } from "./status.ts";
 
@@ -340,19 +342,18 @@ export class RemoteSnapshot {
 }
 
 /**
- * Deployments held as JSON text by id, with the index by exact name. The text leaves out the id
- * and the name, which the entry holds once as its key and its name. A name held by one
- * deployment (nearly all) maps to its id itself, not to an array of one.
+ * Deployments held as JSON text by id ({@link PackedRecord}: the id is the key, the name held
+ * once), with the index by exact name. A name held by one deployment (nearly all) maps to its id
+ * itself, not to a collection of one ({@link OneOrMany}).
  */
 class Entries {
-  readonly #byId = new Map<string, { name: string; text: string }>();
-  readonly #byName = new Map<string, string | string[]>();
+  readonly #byId = new Map<string, PackedRecord>();
+  readonly #byName = new Map<string, OneOrMany<string>>();
 
   /** The deployment `id` as it was put, or undefined. */
   read(id: string): Deployment | undefined {
     const entry = this.#byId.get(id);
-    if (entry === undefined) return undefined;
-    return { id, name: entry.name, ...(JSON.parse(entry.text) as Omit<Deployment, "id" | "name">) };
+    return entry === undefined ? undefined : unpackRecord<Deployment>(id, entry);
   }
 
   has(id: string): boolean {
@@ -369,8 +370,7 @@ class Entries {
   }
 
   idsNamed(name: string): readonly string[] {
-    const ids = this.#byName.get(name);
-    return ids === undefined ? [] : typeof ids === "string" ? [ids] : ids;
+    return [...itemsOf(this.#byName.get(name))];
   }
 
   /**
@@ -379,19 +379,17 @@ class Entries {
    * it was, instead of replacing 10,000 long-lived strings.
    */
   put(deployment: Deployment): void {
-    const { id, name, ...rest } = deployment;
-    const text = JSON.stringify(rest);
+    const { id } = deployment;
+    const packed = packRecord(deployment);
+    const { name } = packed;
     const held = this.#byId.get(id);
     if (held?.name === name) {
-      if (held.text !== text) held.text = text;
+      if (held.text !== packed.text) held.text = packed.text;
       return;
     }
     if (held) this.#unindex(id, held.name);
-    this.#byId.set(id, { name, text });
-    const ids = this.#byName.get(name);
-    if (ids === undefined) this.#byName.set(name, id);
-    else if (typeof ids === "string") this.#byName.set(name, [ids, id]);
-    else ids.push(id);
+    this.#byId.set(id, packed);
+    this.#byName.set(name, addItem(this.#byName.get(name), id));
   }
 
   delete(id: string): void {
@@ -402,9 +400,9 @@ class Entries {
   }
 
   #unindex(id: string, name: string): void {
-    const rest = this.idsNamed(name).filter((other) => other !== id);
-    if (rest.length === 0) this.#byName.delete(name);
-    else this.#byName.set(name, rest.length === 1 ? (rest[0] as string) : rest);
+    const rest = removeItem(this.#byName.get(name), id);
+    if (rest === undefined) this.#byName.delete(name);
+    else this.#byName.set(name, rest);
   }
 }
 

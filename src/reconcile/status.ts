@@ -6,6 +6,7 @@
  * set through `src/conditions/kstatus.ts`, as the connections' are), and `statusEqual` lets the
  * controller skip writes that would change nothing.
  */
+import { redactAndTruncate } from "../api/redact.ts";
 import {
   DEPLOYMENT_STATUSES,
   type Deployment,
@@ -21,10 +22,8 @@ import {
 } from "../conditions/kstatus.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import { jsonEqual } from "./diff.ts";
-import type { FailedRevisionLog } from "./failure-evidence.ts";
 import { liveRevision } from "./live-revision.ts";
 import type { PlanProblem } from "./plan.ts";
-import { redactAndTruncate } from "./secrets.ts";
 
 /** Condition types the operator sets. */
 export const CONDITION = {
@@ -157,7 +156,7 @@ export interface StatusInput {
  */
 export interface RolloutEvidence {
   startedAt?: string | undefined;
-  log?: FailedRevisionLog | undefined;
+  log?: DeploymentResourceStatus["failedRevisionLog"] | undefined;
   timedOutAfter?: string | undefined;
 }
 

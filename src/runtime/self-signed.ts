@@ -4,8 +4,13 @@
  * its dependencies cost memory that plain-HTTP metrics and the CLI commands never need.
  */
 import { isIP } from "node:net";
-import type { CertificatePair } from "./serving-cert.ts";
 import { loadX509 } from "./x509.ts";
+
+/** A private key and its certificate chain, PEM. */
+export interface CertificatePair {
+  key: string;
+  cert: string;
+}
 
 /** How long the certificate is valid: the process regenerates it at every start. */
 const VALIDITY_MS = 365 * 24 * 3_600_000;

@@ -11,12 +11,7 @@ import { createSecureContext } from "node:tls";
 import type { Logger } from "pino";
 import { pino } from "pino";
 import { type Clock, systemClock } from "./clock.ts";
-
-/** A private key and its certificate chain, PEM. */
-export interface CertificatePair {
-  key: string;
-  cert: string;
-}
+import type { CertificatePair } from "./self-signed.ts";
 
 /**
  * Where a TLS listener gets its certificate.

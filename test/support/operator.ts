@@ -6,7 +6,7 @@
  */
 import { DEFAULT_MAX_RESPONSE_BYTES } from "../../src/api/errors.ts";
 import type { ServiceConfig } from "../../src/config.ts";
-import { parseSelector } from "../../src/connection/label-selector.ts";
+import { parseSelector } from "../../src/crd/label-selector.ts";
 import { buildOperator, type Operator, type OperatorConfig } from "../../src/main.ts";
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/server.ts";
 import { freshNamespace, testKubeconfigPath, waitFor } from "./cluster.ts";

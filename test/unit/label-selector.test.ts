@@ -18,7 +18,7 @@ import {
   type Selector,
   selectorFromObject,
   unmet,
-} from "../../src/connection/label-selector.ts";
+} from "../../src/crd/label-selector.ts";
 
 const parsed = (text: string): Selector => {
   const result = parseSelector(text);

@@ -15,12 +15,8 @@ import {
   type ReviewedUser,
   type ReviewPort,
 } from "../../src/runtime/metrics-auth.ts";
-import { selfSigned } from "../../src/runtime/self-signed.ts";
-import {
-  type CertificatePair,
-  DirectoryCertificate,
-  SelfSignedCertificate,
-} from "../../src/runtime/serving-cert.ts";
+import { type CertificatePair, selfSigned } from "../../src/runtime/self-signed.ts";
+import { DirectoryCertificate, SelfSignedCertificate } from "../../src/runtime/serving-cert.ts";
 import { LogCapture } from "../support/logs.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 

@@ -3,7 +3,7 @@
 import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Deployment, UnreadableDeployment } from "../../src/api/wire.ts";
-import { UnreadableDeploymentError } from "../../src/reconcile/observe.ts";
+import { UnreadableDeploymentError } from "../../src/reconcile/lookup-errors.ts";
 import type { DeploymentsPort } from "../../src/reconcile/ports.ts";
 import {
   ListingDeadlineError,

@@ -6,9 +6,9 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { CreateDeploymentBody } from "../../src/api/wire.ts";
-import { DEFAULT_CONNECTION } from "../../src/connection/settings.ts";
 import type { RolloutWindowSpec } from "../../src/crd/rollout-windows-schema.ts";
 import { ANNOTATION_ROLLOUT_NOW, type DeploymentSpec } from "../../src/crd/schema.ts";
+import { DEFAULT_CONNECTION } from "../../src/identity/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";

@@ -4,7 +4,6 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { CreateDeploymentBody } from "../../src/api/wire.ts";
-import { DEFAULT_CONNECTION } from "../../src/connection/settings.ts";
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RECONCILE_INTERVAL,
@@ -12,11 +11,12 @@ import {
   type DeploymentSpec,
   FINALIZER,
 } from "../../src/crd/schema.ts";
+import { DEFAULT_CONNECTION } from "../../src/identity/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { ListingDeadlineError, pollIndexer, type RemoteSnapshot } from "../../src/reconcile/remote.ts";
-import { hashSecrets } from "../../src/reconcile/secrets.ts";
+import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import { oneSession, ServiceSession, type SessionLookup } from "../../src/reconcile/session.ts";
 import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";
 import type { Timing } from "../../src/simulator/record.ts";

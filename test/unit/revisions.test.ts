@@ -8,8 +8,8 @@ import { RevisionsRouteMissingError, ServiceError } from "../../src/api/errors.t
 import type { Deployment, Revision } from "../../src/api/wire.ts";
 import type { Condition, DeploymentResourceStatus } from "../../src/crd/schema.ts";
 import { failureOf } from "../../src/reconcile/failures.ts";
+import { UnreadableDeploymentError } from "../../src/reconcile/lookup-errors.ts";
 import { updateReason } from "../../src/reconcile/notes.ts";
-import { UnreadableDeploymentError } from "../../src/reconcile/observe.ts";
 import type { PatchPlan } from "../../src/reconcile/plan.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { RevisionTracker } from "../../src/reconcile/revisions.ts";

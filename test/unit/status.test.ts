@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { redactAndTruncate, redactSecrets } from "../../src/api/redact.ts";
 import type { Deployment } from "../../src/api/wire.ts";
-import { redactAndTruncate, redactSecrets } from "../../src/reconcile/secrets.ts";
 import {
   CONDITION,
   outcomeFromProblems,

@@ -4,17 +4,21 @@
  * the resources reading a Secret that changed, and the resources of a namespace whose labels
  * changed (a namespace selector may now allow or refuse them). The indexes named are the cache's
  * (see `KubeDeploymentsOptions.indexers`), so no trigger scans the cache.
+ *
+ * Wiring, not a Kubernetes adapter: a trigger joins the watches of `kube/` to the queues of the
+ * controllers of `reconcile/` and `connection/` (claims, connection keys), and `connection/`
+ * itself reads `kube/`; only the composition (`main.ts`) above them all may see every side.
  */
 import { idOf } from "../connection/controller.ts";
-import { connectionKey, DEFAULT_CONNECTION } from "../connection/settings.ts";
+import { connectionKey, DEFAULT_CONNECTION } from "../identity/connection.ts";
+import type { ConnectionObject, KubeConnections } from "../kube/connections.ts";
+import type { DeploymentObject, KubeDeployments } from "../kube/deployments.ts";
+import type { KubeNamespaces } from "../kube/namespaces.ts";
+import type { KubeObject } from "../kube/object.ts";
+import { objectKey, refOf } from "../kube/object.ts";
+import type { KubeSecrets } from "../kube/secrets.ts";
 import { claimOf, connectionKeyOf } from "../reconcile/claims.ts";
 import type { Controller } from "../runtime/controller.ts";
-import type { ConnectionObject, KubeConnections } from "./connections.ts";
-import type { DeploymentObject, KubeDeployments } from "./deployments.ts";
-import type { KubeNamespaces } from "./namespaces.ts";
-import type { KubeObject } from "./object.ts";
-import { objectKey, refOf } from "./object.ts";
-import type { KubeSecrets } from "./secrets.ts";
 
 /** Enqueues reconciles on the changes that matter: not on the operator's own status writes. */
 export function subscribeTriggers(

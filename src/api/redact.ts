@@ -1,23 +1,9 @@
 /**
- * Secret values, handled without being kept or shown: a hash that tells whether the applied
- * values changed without ever storing a value, and redaction of values from text the operator
- * shows. Pure (hashing is computation, not I/O). Deciding what to send is `plan-secrets.ts`'s.
+ * Redaction of secret values from text the operator shows or logs: the service's error bodies
+ * (the transport redacts the API key), conditions and events. Pure. The values are found as
+ * they are and as JSON escaped them, since a service's error body quotes what it was sent.
  */
-import { createHash } from "node:crypto";
-import { truncate } from "../api/errors.ts";
-import type { SecretValue } from "../crd/mapping.ts";
-
-/**
- * sha256 (lowercase hex) of the secrets' names and values, independent of list order. Stored in
- * `status.appliedSecretsHash` after a successful apply; equal hashes mean equal name/value sets.
- * The encoding is unambiguous (JSON of sorted pairs), so no two different sets share an input.
- */
-export function hashSecrets(secrets: readonly SecretValue[]): string {
-  const pairs = secrets
-    .map((s): [string, string] => [s.name, s.value])
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return createHash("sha256").update(JSON.stringify(pairs)).digest("hex");
-}
+import { truncate } from "./errors.ts";
 
 /** What replaces a secret value in redacted text. */
 export const REDACTED = "***";

@@ -1,11 +1,12 @@
 /**
  * The adapter from the service client to the reconciler's {@link DeploymentsPort}.
  */
-import { UnreadableDeploymentError } from "../reconcile/observe.ts";
+
+import type { ServiceClient } from "../api/client.ts";
+import { isServiceError } from "../api/errors.ts";
+import type { Deployment, DeploymentFilters, UnreadableDeployment } from "../api/wire.ts";
+import { UnreadableDeploymentError } from "../reconcile/lookup-errors.ts";
 import type { DeploymentsPort } from "../reconcile/ports.ts";
-import type { ServiceClient } from "./client.ts";
-import { isServiceError } from "./errors.ts";
-import type { Deployment, DeploymentFilters, UnreadableDeployment } from "./wire.ts";
 
 /** Unreadable items a lookup by name keeps: its caller needs the first one that may be the name's. */
 const UNREADABLE_KEPT = 100;

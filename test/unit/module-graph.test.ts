@@ -1,0 +1,139 @@
+// The folders of src/ and its files import each other without cycles: each folder is a layer
+// that can be read, tested and changed knowing only the layers below it. The graph comes from
+// TypeScript's parser (test/support/module-graph.ts), type-only and dynamic imports included.
+// The root files of src/ are nodes of their own; of them `cli.ts` (the process) and `main.ts`
+// (the operator, started by the `run` command) compose the rest: nothing imports `cli.ts`, and
+// only `commands/` imports `main.ts` and `wiring/`.
+import { describe, expect, it } from "vitest";
+import {
+  cycles,
+  describeCycle,
+  fileEdges,
+  folderOf,
+  type Graph,
+  graphOf,
+  readSpecifiers,
+  sourceFiles,
+} from "../support/module-graph.ts";
+
+const FORMS = "test/fixtures/import-forms.ts";
+const SOURCES = sourceFiles();
+const specifiers = readSpecifiers([...SOURCES, FORMS]);
+specifiers.delete(FORMS);
+const forms = readSpecifiers([FORMS]).get(FORMS);
+const edges = fileEdges(specifiers);
+const folders = graphOf(edges, folderOf, false);
+const files = graphOf(edges, (file) => file, true);
+
+/**
+ * Which folders (or root files) may import each part of the composition: `wiring/` joins the
+ * folders below it (adapters from a concrete client to a port of `reconcile/`, the watches that
+ * feed the controllers' queues), so only what composes the operator may use it.
+ */
+const IMPORTERS_ALLOWED: Record<string, readonly string[]> = {
+  "cli.ts": [],
+  "main.ts": ["commands"],
+  wiring: ["main.ts", "commands"],
+};
+
+describe("the module graph of src/", () => {
+  it("has no folder that reaches itself", () => {
+    expect(cycles(folders).map((path) => describeCycle(folders, path))).toEqual([]);
+  });
+
+  it("has no file that reaches itself", () => {
+    expect(cycles(files).map((path) => describeCycle(files, path))).toEqual([]);
+  });
+
+  it.each(Object.entries(IMPORTERS_ALLOWED))("lets only %s's composers import it", (root, allowed) => {
+    const importers = [...folders].flatMap(([from, out]) =>
+      out.has(root) && !allowed.includes(from)
+        ? (out.get(root) ?? []).map((e) => `${e.from} imports ${e.to}`)
+        : [],
+    );
+    expect(importers).toEqual([]);
+  });
+
+  it("reads every file of src/", () => {
+    expect(SOURCES.length).toBeGreaterThan(100);
+    expect([...specifiers.keys()]).toEqual(SOURCES);
+    expect(folders.has("reconcile") && folders.has("main.ts") && folders.has("wiring")).toBe(true);
+  });
+});
+
+describe("reading imports", () => {
+  it("sees every form of import, and nothing in comments or strings", () => {
+    expect(forms).toEqual([
+      "../../src/json.ts",
+      "../../src/runtime/clock.ts",
+      "../../src/version.ts",
+      "../../src/runtime/abort.ts",
+      "../../src/runtime/backoff.ts",
+      "../../src/runtime/keys.ts",
+      "../../src/runtime/queue.ts",
+      "../../src/runtime/shared-call.ts",
+    ]);
+  });
+
+  it("keeps the files of src/ and resolves them from their importer", () => {
+    const read = new Map([
+      ["src/a/x.ts", ["./y.ts", "../b/z.ts", "node:fs", "pino", "../../test/support/cli.ts"]],
+      ["src/main.ts", ["./a/x.ts"]],
+    ]);
+    expect(fileEdges(read, "/repo")).toEqual([
+      { from: "src/a/x.ts", to: "src/a/y.ts" },
+      { from: "src/a/x.ts", to: "src/b/z.ts" },
+      { from: "src/main.ts", to: "src/a/x.ts" },
+    ]);
+  });
+});
+
+/** A graph of single-file folders from `a>b` pairs: `src/a/f.ts` imports `src/b/f.ts`. */
+function folderGraph(pairs: readonly string[]): Graph {
+  const edges = pairs.map((pair) => {
+    const [a, b] = pair.split(">");
+    return { from: `src/${a}/f.ts`, to: `src/${b}/f.ts` };
+  });
+  return graphOf(edges, folderOf, false);
+}
+
+describe("finding cycles", () => {
+  it.each([
+    { edges: [], found: [] },
+    { edges: ["a>b", "b>c"], found: [] },
+    { edges: ["a>a"], found: [] },
+    { edges: ["a>b", "b>a"], found: [["a", "b", "a"]] },
+    { edges: ["a>b", "b>c", "c>a", "c>d"], found: [["a", "b", "c", "a"]] },
+    {
+      edges: ["a>b", "b>a", "b>c", "c>b", "x>y", "y>x"],
+      found: [
+        ["a", "b", "a"],
+        ["b", "c", "b"],
+        ["x", "y", "x"],
+      ],
+    },
+    { edges: ["a>b", "b>c", "c>d", "d>b"], found: [["b", "c", "d", "b"]] },
+  ])("$edges → $found", ({ edges, found }) => {
+    expect(cycles(folderGraph(edges))).toEqual(found);
+  });
+
+  it("keeps a file that imports itself, and the files of one folder, in the file graph", () => {
+    const self = [{ from: "src/a/x.ts", to: "src/a/x.ts" }];
+    expect(cycles(graphOf(self, (f) => f, true))).toEqual([["src/a/x.ts", "src/a/x.ts"]]);
+    const within = [
+      { from: "src/a/x.ts", to: "src/a/y.ts" },
+      { from: "src/a/y.ts", to: "src/a/x.ts" },
+    ];
+    expect(cycles(graphOf(within, (f) => f, true))).toEqual([["src/a/x.ts", "src/a/y.ts", "src/a/x.ts"]]);
+    expect(cycles(graphOf(within, folderOf, false))).toEqual([]);
+  });
+
+  it("names each step of a cycle with the imports that make it", () => {
+    const graph = folderGraph(["a>b", "b>a"]);
+    expect(describeCycle(graph, ["a", "b", "a"])).toBe(
+      ["a → b → a", "  a → b: src/a/f.ts imports src/b/f.ts", "  b → a: src/b/f.ts imports src/a/f.ts"].join(
+        "\n",
+      ),
+    );
+  });
+});
