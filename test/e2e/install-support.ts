@@ -119,6 +119,11 @@ export interface OperatorAsOptions {
   env?: Record<string, string>;
   /** Where /metrics listens instead of the manifests' address; by default it is off (`0`). */
   metricsBindAddress?: string;
+  /**
+   * The CLI script to run instead of this tree's `src/cli.ts`: another version's, as the image
+   * of an older release would run it.
+   */
+  entry?: string;
 }
 
 /** A started operator with where its probes listen. */
@@ -151,6 +156,7 @@ export async function startOperatorAs(options: OperatorAsOptions): Promise<Start
   ];
   const process = OperatorProcess.start({
     args,
+    entry: options.entry,
     logPath: join(dir, "operator.log"),
     workDir: join(dir, "work"),
     env: {

@@ -3,10 +3,13 @@
  * cache, see test/controlplane/binaries.ts), its renderings parsed, and the one normalisation
  * under which a rendering must equal the kustomize install's.
  */
-import { mkdtempSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdtempSync, realpathSync } from "node:fs";
+import { mkdtemp, readFile, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { parseAllDocuments } from "yaml";
+import { basename, join } from "node:path";
+import { promisify } from "node:util";
+import { parse, parseAllDocuments } from "yaml";
 import { ensureGoTool, HELM } from "../controlplane/binaries.ts";
 import { type KubectlResult, runCaptured } from "../controlplane/kubectl.ts";
 
@@ -132,4 +135,169 @@ export function byIdentity(objects: K8sObject[]): Map<string, K8sObject> {
     map.set(key, normalised(object));
   }
   return map;
+}
+
+/** The chart's path inside the repository, as `git archive` and `git log` name it. */
+const CHART_IN_REPO = "charts/dms-operator";
+
+/** How {@link previousChart} chose the chart an upgrade starts from. */
+export type PreviousChartSource = "tag" | "first chart commit";
+
+/** A previous version of the chart, extracted from the repository's history. */
+export interface PreviousChart {
+  /** The tag (`v…`) or the full commit hash it was extracted from. */
+  rev: string;
+  /** A tag whose chart version is lower than the working tree's, or the commit that added the chart. */
+  source: PreviousChartSource;
+  /** The chart's `version` at `rev`. */
+  version: string;
+  /** The extracted chart directory (inside {@link PreviousChart.root}). */
+  path: string;
+  /**
+   * The operator's CLI at `rev` (`src/cli.ts`, resolving its packages from this checkout's
+   * node_modules): what the previous release's image runs, since an operator of this tree
+   * writes status fields the previous chart's CRDs do not declare.
+   */
+  cli: string;
+  /** The temporary directory holding the tree at `rev`, for the caller to remove. */
+  root: string;
+}
+
+/** SemVer 2.0.0's own pattern (semver.org), which Helm requires of a chart's `version`. */
+const SEMVER =
+  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$/;
+
+/**
+ * Compares two chart versions by SemVer 2.0.0 precedence (build metadata ignored): negative when
+ * `a` is lower, 0 when equal, positive when higher. Throws on a version that is not SemVer,
+ * naming it.
+ */
+export function compareChartVersions(a: string, b: string): number {
+  const parts = (version: string) => {
+    const match = SEMVER.exec(version);
+    if (!match)
+      throw new Error(`chart version ${JSON.stringify(version)} is not SemVer 2 (MAJOR.MINOR.PATCH)`);
+    return {
+      core: [match[1], match[2], match[3]].map(Number),
+      pre: match[4] === undefined ? [] : match[4].split("."),
+    };
+  };
+  const x = parts(a);
+  const y = parts(b);
+  for (let i = 0; i < 3; i++) {
+    const d = (x.core[i] ?? 0) - (y.core[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  // A pre-release is lower than its release; identifiers compare numerically when both are
+  // numeric, numeric lower than alphanumeric, else by ASCII; a shorter list of equal prefix is lower.
+  if (x.pre.length === 0 || y.pre.length === 0) return y.pre.length - x.pre.length;
+  for (let i = 0; i < Math.min(x.pre.length, y.pre.length); i++) {
+    const [p, q] = [x.pre[i] ?? "", y.pre[i] ?? ""];
+    const [pn, qn] = [/^\d+$/.test(p), /^\d+$/.test(q)];
+    if (pn && qn && Number(p) !== Number(q)) return Number(p) - Number(q);
+    if (pn !== qn) return pn ? -1 : 1;
+    if (p !== q) return p < q ? -1 : 1;
+  }
+  return x.pre.length - y.pre.length;
+}
+
+/** `git -C <repo> <args>`: its stdout, or null when git exits non-zero (or is missing). */
+async function git(repo: string, args: string[]): Promise<string | null> {
+  try {
+    return (await promisify(execFile)("git", ["-C", repo, ...args], { timeout: 60_000 })).stdout;
+  } catch {
+    return null;
+  }
+}
+
+/** The `version` of a Chart.yaml's text, naming `where` when there is none. */
+function chartVersion(chartYaml: string, where: string): string {
+  const version = (parse(chartYaml) as { version?: unknown } | null)?.version;
+  if (typeof version !== "string") throw new Error(`${where} has no string "version"`);
+  return version;
+}
+
+/**
+ * The chart a `helm upgrade` test starts from, extracted from the repository's history with
+ * `git archive <rev> | tar -x` into a new temporary directory (with the operator of that
+ * version, see {@link PreviousChart.cli}): the tag `v*`
+ * with the highest chart version lower than the working tree's (the last release, once there is
+ * one), else the commit that first added `charts/dms-operator/Chart.yaml` (the oldest chart
+ * there is). Throws, naming the fix, when the checkout has no usable history: a source archive
+ * or a shallow clone would otherwise test an upgrade from the wrong chart, or none.
+ */
+export async function previousChart(): Promise<PreviousChart> {
+  const repo = join(CHART, "..", "..");
+  const toplevel = (await git(repo, ["rev-parse", "--show-toplevel"]))?.trim();
+  if (!toplevel || realpathSync(toplevel) !== realpathSync(repo))
+    throw new Error(
+      `${repo} is not a git checkout: the upgrade test takes the previous chart from the repository's history; run it in a clone with history (git clone), not a source archive`,
+    );
+  if ((await git(repo, ["rev-parse", "--is-shallow-repository"]))?.trim() === "true")
+    throw new Error(
+      `${repo} is a shallow clone: the upgrade test takes the previous chart from the repository's history; run git fetch --unshallow --tags (in CI, check out with fetch-depth: 0)`,
+    );
+  const current = chartVersion(await readFile(join(CHART, "Chart.yaml"), "utf8"), `${CHART}/Chart.yaml`);
+
+  let chosen: { rev: string; source: PreviousChartSource; version: string } | undefined;
+  // Newest first, so that of two tags with one chart version the later one is taken.
+  const tags = ((await git(repo, ["tag", "--list", "v*", "--sort=-creatordate"])) ?? "").split("\n");
+  for (const tag of tags.filter((t) => t !== "")) {
+    const text = await git(repo, ["show", `${tag}:${CHART_IN_REPO}/Chart.yaml`]);
+    if (text === null) continue; // a tag from before the chart
+    const version = chartVersion(text, `${CHART_IN_REPO}/Chart.yaml at ${tag}`);
+    if (compareChartVersions(version, current) >= 0) continue;
+    if (!chosen || compareChartVersions(version, chosen.version) > 0)
+      chosen = { rev: tag, source: "tag", version };
+  }
+  if (!chosen) {
+    const added = (
+      (await git(repo, ["log", "--diff-filter=A", "--format=%H", "--", `${CHART_IN_REPO}/Chart.yaml`])) ?? ""
+    )
+      .split("\n")
+      .filter((line) => line !== "");
+    const first = added.at(-1);
+    if (!first)
+      throw new Error(`no commit of ${repo} adds ${CHART_IN_REPO}/Chart.yaml: commit the chart first`);
+    const text = await git(repo, ["show", `${first}:${CHART_IN_REPO}/Chart.yaml`]);
+    chosen = {
+      rev: first,
+      source: "first chart commit",
+      version: chartVersion(text ?? "", `${CHART_IN_REPO}/Chart.yaml at ${first}`),
+    };
+  }
+
+  // The whole tree (a few MB): the chart, and the operator that chart's image would run.
+  const root = await mkdtemp(join(tmpdir(), "dms-previous-chart-"));
+  const archive = join(root, "..", `${basename(root)}.tar`);
+  try {
+    if ((await git(repo, ["archive", "--format=tar", `--output=${archive}`, chosen.rev])) === null)
+      throw new Error(`git archive ${chosen.rev} failed in ${repo}`);
+    await promisify(execFile)("tar", ["-x", "-f", archive, "-C", root], { timeout: 60_000 });
+  } finally {
+    await rm(archive, { force: true });
+  }
+  await symlink(join(repo, "node_modules"), join(root, "node_modules"));
+  return { ...chosen, path: join(root, CHART_IN_REPO), cli: join(root, "src", "cli.ts"), root };
+}
+
+/**
+ * The keys of `next` (a values.yaml's text) that `previous` lacks, each the shortest path
+ * (`caBundle`, `metrics.certSecret`) whose parent both have: what `helm upgrade --reuse-values`,
+ * which renders the new templates with the previous chart's defaults, leaves unset.
+ */
+export function addedValues(previous: string, next: string): string[] {
+  const isMap = (v: unknown): v is Record<string, unknown> =>
+    typeof v === "object" && v !== null && !Array.isArray(v);
+  const added: string[] = [];
+  const walk = (old: Record<string, unknown>, now: Record<string, unknown>, prefix: string) => {
+    for (const [key, value] of Object.entries(now)) {
+      const path = `${prefix}${key}`;
+      if (!(key in old)) added.push(path);
+      else if (isMap(value) && isMap(old[key])) walk(old[key], value, `${path}.`);
+    }
+  };
+  const [old, now] = [parse(previous) as unknown, parse(next) as unknown];
+  walk(isMap(old) ? old : {}, isMap(now) ? now : {}, "");
+  return added;
 }
