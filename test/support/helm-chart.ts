@@ -223,8 +223,9 @@ function chartVersion(chartYaml: string, where: string): string {
  * version, see {@link PreviousChart.cli}): the tag `v*`
  * with the highest chart version lower than the working tree's (the last release, once there is
  * one), else the commit that first added `charts/dms-operator/Chart.yaml` (the oldest chart
- * there is). Throws, naming the fix, when the checkout has no usable history: a source archive
- * or a shallow clone would otherwise test an upgrade from the wrong chart, or none.
+ * there is). A shallow clone first fetches its history from its origin. Throws, naming the fix,
+ * when the checkout has no usable history: a source archive, or a shallow clone whose origin
+ * cannot give it, would otherwise test an upgrade from the wrong chart, or none.
  */
 export async function previousChart(): Promise<PreviousChart> {
   const repo = join(CHART, "..", "..");
@@ -233,9 +234,15 @@ export async function previousChart(): Promise<PreviousChart> {
     throw new Error(
       `${repo} is not a git checkout: the upgrade test takes the previous chart from the repository's history; run it in a clone with history (git clone), not a source archive`,
     );
-  if ((await git(repo, ["rev-parse", "--is-shallow-repository"]))?.trim() === "true")
+  // A shallow clone (a CI checkout's default) fetches the history it lacks from its origin once:
+  // objects only, the working tree and branches stay as they are.
+  const shallow = async () => (await git(repo, ["rev-parse", "--is-shallow-repository"]))?.trim() === "true";
+  if (
+    (await shallow()) &&
+    ((await git(repo, ["fetch", "--unshallow", "--tags", "--quiet"])) === null || (await shallow()))
+  )
     throw new Error(
-      `${repo} is a shallow clone: the upgrade test takes the previous chart from the repository's history; run git fetch --unshallow --tags (in CI, check out with fetch-depth: 0)`,
+      `${repo} is a shallow clone and git fetch --unshallow --tags failed: the upgrade test takes the previous chart from the repository's history; clone with history (in CI, check out with fetch-depth: 0)`,
     );
   const current = chartVersion(await readFile(join(CHART, "Chart.yaml"), "utf8"), `${CHART}/Chart.yaml`);
 
