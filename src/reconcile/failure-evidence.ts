@@ -15,7 +15,6 @@
 
 import { redactAndTruncate } from "../api/redact.ts";
 import { entryTimeMs, type LogEntry, type LogType } from "../api/revision-logs.ts";
-import type { Deployment } from "../api/wire.ts";
 import { formatTime } from "../conditions/kstatus.ts";
 import { parseDuration } from "../config.ts";
 import {
@@ -23,6 +22,7 @@ import {
   type DeploymentResourceStatus,
   type DeploymentSpec,
 } from "../crd/schema.ts";
+import type { Deployment } from "./service-types.ts";
 import { isDoneRevision, isFailedRevision, type REASON } from "./status.ts";
 
 /** Entries asked of the service: the tail a person needs to see why it failed. */

@@ -5,7 +5,6 @@
  */
 import { createHash } from "node:crypto";
 import { isServiceError } from "../api/errors.ts";
-import type { ForgeRepo } from "../api/wire.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
 import { type ResolvedGithub, resolveGithub } from "../crd/github.ts";
 import { secretKeyRefs } from "../crd/mapping.ts";
@@ -15,6 +14,7 @@ import { objectKey } from "../runtime/keys.ts";
 import { SharedCall } from "../runtime/shared-call.ts";
 import type { DeploymentsPort, SecretsPort } from "./ports.ts";
 import { SecretBudget, utf8Bytes } from "./secret-budget.ts";
+import type { ForgeRepo } from "./service-types.ts";
 
 /** The cache index of resources by the Secrets (`namespace/name`) their spec reads. */
 export const SECRET_INDEX = "secretRefs";

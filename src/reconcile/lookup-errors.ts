@@ -7,7 +7,7 @@
 
 /**
  * The service lists a deployment this resource would own (its recorded id, or its name) but the
- * operator cannot read it (see `UnreadableDeployment` in api/wire.ts). Creating one would make a
+ * operator cannot read it (see `UnreadableDeployment` in service-types.ts). Creating one would make a
  * duplicate, so the resource reports `Synced=False UnreadableDeployment` with this message and
  * waits (stalled, no retry loop: the next resync or spec change looks again).
  */

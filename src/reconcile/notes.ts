@@ -2,10 +2,11 @@
  * What the reconciler tells people: the notes of its Events and the lines of an ObserveOnly
  * drift report. Pure; never a secret value (the planner's summaries hold none).
  */
-import type { Deployment } from "../api/wire.ts";
+
 import { claimedName } from "./claims.ts";
 import type { PatchPlan, Plan } from "./plan.ts";
 import type { StoredResource } from "./ports.ts";
+import type { Deployment } from "./service-types.ts";
 import { CONDITION } from "./status.ts";
 
 /** Note of the `Created` event. */

@@ -3,10 +3,11 @@
  * is one, otherwise by name (listing with `name_contains`, exact match), which is also how a
  * deployment created before a crash, or by someone else, is found and adopted.
  */
-import type { Deployment } from "../api/wire.ts";
+
 import { AmbiguousNameError, UnreadableDeploymentError, unreadableMessage } from "./lookup-errors.ts";
 import type { DeploymentsPort } from "./ports.ts";
 import type { RemoteSnapshot } from "./remote.ts";
+import type { Deployment } from "./service-types.ts";
 
 /** What was found. `deployment` is null when the service has none for this resource. */
 export interface Observation {

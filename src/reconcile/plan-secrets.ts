@@ -2,9 +2,10 @@
  * The secrets part of the plan: whether the spec's secrets must be sent, given what the service
  * shows (values, masked values or none) and the hash of what was last applied. Pure.
  */
-import type { Secret } from "../api/wire.ts";
+
 import type { SecretValue } from "../crd/mapping.ts";
 import { hashSecrets } from "./secret-hash.ts";
+import type { Secret } from "./service-types.ts";
 
 /** What the secrets cannot be made to be: an empty list cannot clear the service's secrets. */
 export interface SecretsProblem {

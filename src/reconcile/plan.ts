@@ -9,12 +9,7 @@
  * nothing changed, and an empty list is reported rather than sent. Summaries never hold a
  * secret value.
  */
-import type {
-  CreateDeploymentBody,
-  Deployment,
-  PatchDeploymentBody,
-  SourceConfigRequest,
-} from "../api/wire.ts";
+
 import {
   orderedKeys,
   RESOURCE_SPEC_FIELDS,
@@ -26,6 +21,12 @@ import type { DesiredDeployment } from "../crd/mapping.ts";
 import { isRecord } from "../json.ts";
 import { cloneJson, displayValue, jsonEqual, wireEqual } from "./diff.ts";
 import { planSecrets, type SecretsProblem } from "./plan-secrets.ts";
+import type {
+  CreateDeploymentBody,
+  Deployment,
+  PatchDeploymentBody,
+  SourceConfigRequest,
+} from "./service-types.ts";
 
 /** What the planner remembers from the last successful apply (from the resource's status). */
 export interface LastApplied {

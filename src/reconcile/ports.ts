@@ -1,12 +1,13 @@
 /**
  * The narrow ports the reconciler talks to. Adapters at the edge implement them: the service
- * client through `src/api/service-adapter.ts` and the Kubernetes adapters through
+ * client through `src/wiring/service-adapter.ts` and the Kubernetes adapters through
  * `src/kube/reconcile-adapters.ts`, wired in `src/main.ts`.
  * Nothing here imports an HTTP or Kubernetes client, so the reconciler is tested against the
  * real adapters or small in-memory ones alike.
  */
 
 import type { LogPage, LogQuery } from "../api/revision-logs.ts";
+import type { DeploymentResource, DeploymentResourceStatus } from "../crd/schema.ts";
 import type {
   CreateDeploymentBody,
   Deployment,
@@ -14,20 +15,26 @@ import type {
   PatchDeploymentBody,
   Revision,
   UnreadableDeployment,
-} from "../api/wire.ts";
-import type { DeploymentResource, DeploymentResourceStatus } from "../crd/schema.ts";
+} from "./service-types.ts";
 
-/** The service as the reconciler uses it. Every call honours its AbortSignal. */
-export interface DeploymentsPort {
+/**
+ * Reads of single deployments, as a resource's lookup needs them (`observe.ts`, the reconciler's
+ * deletion). Every call of these ports honours its AbortSignal.
+ */
+export interface DeploymentLookups {
   /** The deployment with this id, or undefined when the service has none. */
   getById(id: string, signal: AbortSignal): Promise<Deployment | undefined>;
-  /** The deployments with these ids (at most 100) in one call; ids the service lacks are absent. */
-  getByIds(ids: readonly string[], signal: AbortSignal): Promise<Deployment[]>;
   /**
    * Deployments whose name is exactly `name` (listing with `name_contains`, then exact match): at
    * most two, which is enough to say the name is ambiguous.
    */
   findByName(name: string, signal: AbortSignal): Promise<Listing>;
+}
+
+/** Reads of many deployments at once, as the snapshot of a connection (`remote.ts`) makes them. */
+export interface DeploymentListings {
+  /** The deployments with these ids (at most 100) in one call; ids the service lacks are absent. */
+  getByIds(ids: readonly string[], signal: AbortSignal): Promise<Deployment[]>;
   /**
    * Every deployment of the tenant, all pages, each handed to `each` as its page is read, and each
    * item that could not be read to `skipped`: a caller keeping something smaller never holds the
@@ -38,6 +45,10 @@ export interface DeploymentsPort {
     each: (deployment: Deployment) => void,
     skipped: (item: UnreadableDeployment) => void,
   ): Promise<void>;
+}
+
+/** The writes: only the reconciler makes them. */
+export interface DeploymentWrites {
   create(body: CreateDeploymentBody, signal: AbortSignal): Promise<Deployment>;
   patch(id: string, body: PatchDeploymentBody, signal: AbortSignal): Promise<Deployment>;
   /**
@@ -46,12 +57,24 @@ export interface DeploymentsPort {
    * name can be created again (`spec.deleteTracingProject`).
    */
   delete(id: string, signal: AbortSignal, options?: { deleteTracingProject?: boolean }): Promise<void>;
+}
+
+/** The forge repositories an integration reaches (`RepoListings` in inputs.ts). */
+export interface ForgeRepos {
   listRepos(integrationId: string, signal: AbortSignal): Promise<ForgeRepo[]>;
+}
+
+/** A deployment's revisions, as the revision tracking reads them (`revisions.ts`). */
+export interface RevisionReads {
   /**
    * A revision of a deployment; undefined when the service has no such revision. Rejects with
    * `RevisionsRouteMissingError` (api/errors.ts) when the service has no revisions route.
    */
   getRevision(deploymentId: string, revisionId: string, signal: AbortSignal): Promise<Revision | undefined>;
+}
+
+/** A revision's logs, as the failure evidence reads them (`revision-log-reader.ts`). */
+export interface RevisionLogReads {
   /**
    * One page of a revision's build or deploy log; undefined when the service has no such
    * revision. Rejects with `LogsRouteMissingError` (api/revision-logs.ts) when the service has no
@@ -64,6 +87,19 @@ export interface DeploymentsPort {
     signal: AbortSignal,
   ): Promise<LogPage | undefined>;
 }
+
+/**
+ * The service as one connection reaches it: every capability above. The adapter
+ * (`src/wiring/service-adapter.ts`) implements it and the composition root hands it to a
+ * connection's session, which gives each consumer only the capabilities it uses.
+ */
+export interface DeploymentsPort
+  extends DeploymentLookups,
+    DeploymentListings,
+    DeploymentWrites,
+    ForgeRepos,
+    RevisionReads,
+    RevisionLogReads {}
 
 /**
  * What a listing answered: the deployments read, and the items it skipped because they could not

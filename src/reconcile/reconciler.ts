@@ -9,7 +9,6 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { isServiceError } from "../api/errors.ts";
 import type { LogType } from "../api/revision-logs.ts";
-import { type Deployment, isUuid } from "../api/wire.ts";
 import { formatTime } from "../conditions/kstatus.ts";
 import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
 import {
@@ -61,6 +60,7 @@ import {
   windowsInEffect,
 } from "./rollout-gate.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
+import { type Deployment, isUuid } from "./service-types.ts";
 import type { ServiceSession, Sessions } from "./session.ts";
 import {
   CONDITION,

@@ -17,7 +17,6 @@
 
 import type { Logger } from "pino";
 import { withDetailCut } from "../api/errors.ts";
-import type { Deployment, UnreadableDeployment } from "../api/wire.ts";
 import { addItem, itemsOf, type OneOrMany, removeItem } from "../memory/one-or-many.ts";
 import { type PackedRecord, packRecord, unpackRecord } from "../memory/packed-record.ts";
 import type { Clock } from "../runtime/clock.ts";
@@ -25,6 +24,7 @@ import type { Runnable } from "../runtime/manager.ts";
 import { SharedCall } from "../runtime/shared-call.ts";
 import { UnreadableDeploymentError, unreadableMessage } from "./lookup-errors.ts";
 import type { DeploymentsPort, StoredResource } from "./ports.ts";
+import type { Deployment, UnreadableDeployment } from "./service-types.ts";
 import { CONDITION } from "./status.ts";
 
 /** Ids per `deployment_ids` lookup: the service's largest page, so one call answers for all. */

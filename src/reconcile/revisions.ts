@@ -9,9 +9,9 @@
  */
 import type { Logger } from "pino";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
-import type { Deployment } from "../api/wire.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import type { DeploymentsPort, EventNote } from "./ports.ts";
+import type { Deployment } from "./service-types.ts";
 import { isDoneRevision, isFailedRevision, REASON, type RevisionObservation } from "./status.ts";
 
 /** What one look at the latest revision gives the reconcile. */

@@ -8,12 +8,6 @@
  */
 import { redactAndTruncate } from "../api/redact.ts";
 import {
-  DEPLOYMENT_STATUSES,
-  type Deployment,
-  DONE_REVISION_STATUSES,
-  FAILED_REVISION_STATUSES,
-} from "../api/wire.ts";
-import {
   type ConditionValue,
   KSTATUS,
   kstatusOf,
@@ -24,6 +18,12 @@ import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import { jsonEqual } from "./diff.ts";
 import { liveRevision } from "./live-revision.ts";
 import type { PlanProblem } from "./plan.ts";
+import {
+  DEPLOYMENT_STATUSES,
+  type Deployment,
+  DONE_REVISION_STATUSES,
+  FAILED_REVISION_STATUSES,
+} from "./service-types.ts";
 
 /** Condition types the operator sets. */
 export const CONDITION = {
