@@ -18,7 +18,7 @@ import { type Claimant, claimedName, claimOf, olderClaimant } from "../reconcile
 import { type ReadSecrets, RepoListings, readSecrets } from "../reconcile/inputs.ts";
 import { AmbiguousNameError } from "../reconcile/lookup-errors.ts";
 import { observe } from "../reconcile/observe.ts";
-import type { DeploymentsPort, SecretsPort } from "../reconcile/ports.ts";
+import type { DeploymentListings, DeploymentLookups, ForgeRepos, SecretsPort } from "../reconcile/ports.ts";
 import { RemoteSnapshot } from "../reconcile/remote.ts";
 import type { InheritedWindows } from "../reconcile/rollout-gate.ts";
 import { DEFAULT_MAX_SECRET_BYTES, SecretsTooLargeError } from "../reconcile/secret-budget.ts";
@@ -54,13 +54,19 @@ export interface ClusterReader {
 }
 
 /**
+ * What a review asks of a connection's service: reads only (lookups as the controller makes them,
+ * its listings, the forge's repositories). No write capability reaches the review at all.
+ */
+export type ServiceReads = DeploymentLookups & DeploymentListings & ForgeRepos;
+
+/**
  * The service a resource is reviewed against, by its connection: a port (`key` tells connections
  * apart: each has its own listing) and the connection's rollout windows if it has any, a reason
  * not to review it (`plan --connection` selects another connection), or why it cannot be
  * reviewed (an `error` entry).
  */
 export type ServiceChoice =
-  | { kind: "service"; key: string; service: DeploymentsPort; rolloutWindows?: InheritedWindows }
+  | { kind: "service"; key: string; service: ServiceReads; rolloutWindows?: InheritedWindows }
   | { kind: "skip"; reason: string }
   | { kind: "error"; message: string };
 
@@ -221,7 +227,7 @@ interface ConnectionState {
   listing(integrationId: string): Promise<RepoListing>;
 }
 
-function connectionState(service: DeploymentsPort, clock: Clock, signal: AbortSignal): ConnectionState {
+function connectionState(service: ServiceReads, clock: Clock, signal: AbortSignal): ConnectionState {
   const repos = new RepoListings(service, clock, Number.POSITIVE_INFINITY);
   const listings = new Map<string, Promise<RepoListing>>();
   return {

@@ -12,7 +12,7 @@ import type { DeploymentSpec } from "../crd/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { objectKey } from "../runtime/keys.ts";
 import { SharedCall } from "../runtime/shared-call.ts";
-import type { DeploymentsPort, SecretsPort } from "./ports.ts";
+import type { ForgeRepos, SecretsPort } from "./ports.ts";
 import { SecretBudget, utf8Bytes } from "./secret-budget.ts";
 import type { ForgeRepo } from "./service-types.ts";
 
@@ -118,14 +118,14 @@ export function inlineSecrets(spec: DeploymentSpec): ReadSecrets {
 }
 
 export class RepoListings {
-  readonly #service: DeploymentsPort;
+  readonly #service: ForgeRepos;
   readonly #clock: Clock;
   readonly #ttlMs: number;
   /** The last listing per integration, and when it was asked for. */
   readonly #kept = new Map<string, { at: number; repos: ForgeRepo[] }>();
   readonly #calls = new Map<string, SharedCall<ForgeRepo[]>>();
 
-  constructor(service: DeploymentsPort, clock: Clock, ttlMs: number) {
+  constructor(service: ForgeRepos, clock: Clock, ttlMs: number) {
     this.#service = service;
     this.#clock = clock;
     this.#ttlMs = ttlMs;

@@ -5,7 +5,7 @@
  */
 
 import { AmbiguousNameError, UnreadableDeploymentError, unreadableMessage } from "./lookup-errors.ts";
-import type { DeploymentsPort } from "./ports.ts";
+import type { DeploymentLookups } from "./ports.ts";
 import type { RemoteSnapshot } from "./remote.ts";
 import type { Deployment } from "./service-types.ts";
 
@@ -46,7 +46,7 @@ export interface LookupTarget {
  * id the snapshot does not list is asked about before it is given up: a listing may lag.
  */
 export async function observe(
-  service: DeploymentsPort,
+  service: DeploymentLookups,
   snapshot: RemoteSnapshot,
   target: LookupTarget,
   signal: AbortSignal,
@@ -87,7 +87,7 @@ export async function observe(
  * stops the lookup: answering "none" would let the reconcile create a duplicate.
  */
 async function lookUpName(
-  service: DeploymentsPort,
+  service: Pick<DeploymentLookups, "findByName">,
   snapshot: RemoteSnapshot,
   name: string,
   signal: AbortSignal,

@@ -23,7 +23,7 @@ import type { Clock } from "../runtime/clock.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import { SharedCall } from "../runtime/shared-call.ts";
 import { UnreadableDeploymentError, unreadableMessage } from "./lookup-errors.ts";
-import type { DeploymentsPort, StoredResource } from "./ports.ts";
+import type { DeploymentListings, StoredResource } from "./ports.ts";
 import type { Deployment, UnreadableDeployment } from "./service-types.ts";
 import { CONDITION } from "./status.ts";
 
@@ -80,7 +80,7 @@ export class ListingDeadlineError extends Error {
  * listing then costs about its size on the wire, not the several times more of parsed objects.
  */
 export class RemoteSnapshot {
-  readonly #port: DeploymentsPort;
+  readonly #port: DeploymentListings;
   readonly #clock: Clock;
   readonly #maxAgeMs: number;
   readonly #deadlineMs: number;
@@ -118,7 +118,7 @@ export class RemoteSnapshot {
    */
   readonly #written = new Map<string, number>();
 
-  constructor(port: DeploymentsPort, clock: Clock, options: RemoteSnapshotOptions) {
+  constructor(port: DeploymentListings, clock: Clock, options: RemoteSnapshotOptions) {
     this.#port = port;
     this.#clock = clock;
     this.#maxAgeMs = options.maxAgeMs;

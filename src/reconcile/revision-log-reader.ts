@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import { isServiceError } from "../api/errors.ts";
 import { type LogEntry, LogsRouteMissingError, type LogType } from "../api/revision-logs.ts";
 import { TAIL_LINES, tailOf } from "./failure-evidence.ts";
-import type { DeploymentsPort } from "./ports.ts";
+import type { RevisionLogReads } from "./ports.ts";
 
 /** What one read of a tail gives. */
 export type TailRead =
@@ -28,11 +28,11 @@ export type TailRead =
  * was found missing; never rejects except with the signal's reason.
  */
 export class RevisionLogReader {
-  readonly #port: Pick<DeploymentsPort, "getRevisionLogs">;
+  readonly #port: RevisionLogReads;
   readonly #logger: Logger;
   #missing = false;
 
-  constructor(port: Pick<DeploymentsPort, "getRevisionLogs">, logger: Logger) {
+  constructor(port: RevisionLogReads, logger: Logger) {
     this.#port = port;
     this.#logger = logger;
   }

@@ -10,7 +10,7 @@
 import type { Logger } from "pino";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
-import type { DeploymentsPort, EventNote } from "./ports.ts";
+import type { EventNote, RevisionReads } from "./ports.ts";
 import type { Deployment } from "./service-types.ts";
 import { isDoneRevision, isFailedRevision, REASON, type RevisionObservation } from "./status.ts";
 
@@ -34,11 +34,11 @@ export interface RevisionLook {
  * status is information, never a reason to fail the reconcile.
  */
 export class RevisionTracker {
-  readonly #port: Pick<DeploymentsPort, "getRevision">;
+  readonly #port: RevisionReads;
   readonly #logger: Logger;
   #enabled: boolean;
 
-  constructor(port: Pick<DeploymentsPort, "getRevision">, logger: Logger, enabled = true) {
+  constructor(port: RevisionReads, logger: Logger, enabled = true) {
     this.#port = port;
     this.#logger = logger;
     this.#enabled = enabled;

@@ -6,7 +6,7 @@
 import type { Logger } from "pino";
 import type { Clock } from "../runtime/clock.ts";
 import { RepoListings } from "./inputs.ts";
-import type { DeploymentsPort, StoredResource } from "./ports.ts";
+import type { DeploymentLookups, DeploymentsPort, DeploymentWrites, StoredResource } from "./ports.ts";
 import { type ListingFailure, RemoteSnapshot } from "./remote.ts";
 import { RevisionLogReader } from "./revision-log-reader.ts";
 import { RevisionTracker } from "./revisions.ts";
@@ -37,7 +37,11 @@ export interface ServiceSessionOptions {
 
 /** One connection's view of the service (see the module comment). */
 export class ServiceSession {
-  readonly service: DeploymentsPort;
+  /**
+   * What the reconciler asks the service itself: lookups of one deployment, and the writes. The
+   * batch reads, forge listings and revision reads go through the members below.
+   */
+  readonly service: DeploymentLookups & DeploymentWrites;
   readonly snapshot: RemoteSnapshot;
   readonly repos: RepoListings;
   readonly revisions: RevisionTracker;
