@@ -4,7 +4,7 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Deployment, UnreadableDeployment } from "../../src/api/wire.ts";
 import { UnreadableDeploymentError } from "../../src/reconcile/lookup-errors.ts";
-import type { DeploymentsPort } from "../../src/reconcile/ports.ts";
+import type { DeploymentListings } from "../../src/reconcile/ports.ts";
 import {
   ListingDeadlineError,
   RemoteSnapshot,
@@ -23,7 +23,7 @@ function heldListings(clock: Clock = systemClock, listingDeadlineMs?: number) {
     fail: (error: Error) => void;
   }> = [];
   const unused = () => Promise.reject(new Error("not used by the snapshot"));
-  const port: DeploymentsPort = {
+  const port: DeploymentListings = {
     listAll: (signal, each) =>
       new Promise((resolve, reject) => {
         signal.addEventListener("abort", () => reject(signal.reason), { once: true });
@@ -36,15 +36,7 @@ function heldListings(clock: Clock = systemClock, listingDeadlineMs?: number) {
           fail: reject,
         });
       }),
-    getById: unused,
     getByIds: unused,
-    findByName: unused,
-    create: unused,
-    patch: unused,
-    delete: unused,
-    listRepos: unused,
-    getRevision: unused,
-    getRevisionLogs: unused,
   };
   const snapshot = new RemoteSnapshot(port, clock, {
     maxAgeMs: 60_000,
@@ -147,8 +139,7 @@ describe("RemoteSnapshot lookups", () => {
   /** A snapshot over an in-memory listing; `calls` counts the service calls by kind. */
   function snapshotOver(listing: Deployment[], maxAgeMs = 60_000, unreadable: UnreadableDeployment[] = []) {
     const calls = { listAll: 0, getByIds: [] as number[] };
-    const unused = () => Promise.reject(new Error("not used by the snapshot"));
-    const port: DeploymentsPort = {
+    const port: DeploymentListings = {
       listAll: async (_signal, each, skipped) => {
         calls.listAll += 1;
         for (const deployment of listing) each(deployment);
@@ -158,14 +149,6 @@ describe("RemoteSnapshot lookups", () => {
         calls.getByIds.push(ids.length);
         return listing.filter((d) => ids.includes(d.id));
       },
-      getById: unused,
-      getRevision: unused,
-      getRevisionLogs: unused,
-      findByName: unused,
-      create: unused,
-      patch: unused,
-      delete: unused,
-      listRepos: unused,
     };
     return { snapshot: new RemoteSnapshot(port, systemClock, { maxAgeMs }), calls };
   }
@@ -306,7 +289,7 @@ describe("RemoteSnapshot of a connection whose resources claim a few names", () 
     nameOf = (i: number) => `endless-${i}`,
   ) {
     const seen = { largest: 0, items: 0 };
-    const port: DeploymentsPort = {
+    const port: DeploymentListings = {
       listAll: async (_signal, each, skipped) => {
         for (let page = 0; page < pages; page++) {
           for (let i = page * 100; i < page * 100 + 100; i++) each(remote({ id: id(i), name: nameOf(i) }));
@@ -317,15 +300,7 @@ describe("RemoteSnapshot of a connection whose resources claim a few names", () 
         for (let i = 0; i < unreadable; i++)
           skipped({ id: id(1_000_000 + i), name: `broken-${i}`, field: "status", message: `broken-${i}` });
       },
-      getById: unused,
       getByIds: unused,
-      findByName: unused,
-      create: unused,
-      patch: unused,
-      delete: unused,
-      listRepos: unused,
-      getRevision: unused,
-      getRevisionLogs: unused,
     };
     const snapshot = new RemoteSnapshot(port, systemClock, {
       maxAgeMs: 60_000,
@@ -413,7 +388,7 @@ describe("RolloutPoller", () => {
   it("polls each connection on its own: one whose poll never answers is skipped, and holds back no other", async () => {
     const clock = new ManualClock({ start: 0 });
     const calls = { hanging: 0, healthy: 0 };
-    const portOf = (name: keyof typeof calls): DeploymentsPort => {
+    const portOf = (name: keyof typeof calls): DeploymentListings => {
       const unused = () => Promise.reject(new Error("not used by the poller"));
       return {
         getByIds: (_ids, signal) => {
@@ -424,14 +399,6 @@ describe("RolloutPoller", () => {
           );
         },
         listAll: unused,
-        getById: unused,
-        findByName: unused,
-        create: unused,
-        patch: unused,
-        delete: unused,
-        listRepos: unused,
-        getRevision: unused,
-        getRevisionLogs: unused,
       };
     };
     const hanging = new RemoteSnapshot(portOf("hanging"), clock, { maxAgeMs: 60_000 });

@@ -1,12 +1,12 @@
 /**
  * RepoListings shares one forge listing among concurrent callers; each caller's own AbortSignal
- * bounds only its own wait. The service is a small in-memory DeploymentsPort whose listing the
- * test settles by hand.
+ * bounds only its own wait. The service is a small in-memory forge (`ForgeRepos`) whose listing
+ * the test settles by hand.
  */
 import { describe, expect, it } from "vitest";
 import type { ForgeRepo } from "../../src/api/wire.ts";
 import { RepoListings } from "../../src/reconcile/inputs.ts";
-import type { DeploymentsPort } from "../../src/reconcile/ports.ts";
+import type { ForgeRepos } from "../../src/reconcile/ports.ts";
 import { systemClock } from "../../src/runtime/clock.ts";
 
 const REPO: ForgeRepo = {
@@ -21,17 +21,7 @@ const REPO: ForgeRepo = {
 /** A service whose listings stay pending until the test settles them. */
 function pendingService() {
   const calls: Array<{ signal: AbortSignal; settle: (repos: ForgeRepo[]) => void }> = [];
-  const unused = () => Promise.reject(new Error("not used by RepoListings"));
-  const service: DeploymentsPort = {
-    getById: unused,
-    getByIds: unused,
-    findByName: unused,
-    listAll: unused,
-    create: unused,
-    patch: unused,
-    delete: unused,
-    getRevision: unused,
-    getRevisionLogs: unused,
+  const service: ForgeRepos = {
     listRepos: (_id, signal) =>
       new Promise((resolve, reject) => {
         calls.push({ signal, settle: resolve });
