@@ -37,6 +37,7 @@ import {
   rolloutTimeoutMs,
 } from "./failure-evidence.ts";
 import { failureOf } from "./failures.ts";
+import { lookupTarget } from "./freshness.ts";
 import { inlineSecrets, type ReadSecrets, readSecrets, secretVersions } from "./inputs.ts";
 import { lastAppliedFor } from "./last-applied.ts";
 import { isTracingProjectConflict, NameReservedError } from "./name-reserved.ts";
@@ -314,30 +315,17 @@ export class DeploymentReconciler {
     return this.#finish(run, outcome, signal, { observed: updated, record });
   }
 
-  /**
-   * What the lookup may take from the snapshot. A changed spec or a requested reconcile asks the
-   * service about the recorded deployment; a pending create of ours or a requested reconcile asks
-   * it about the name (the listing may lag behind the create). A rollout in progress reads the
-   * entry the poller refreshed, if it is recent. A settled resource reads the resync's listing,
-   * and so does a new one: adoption and the check before a create cost no call of their own.
-   * A resource with its own check interval (`dms.dev/reconcile-interval`) takes no entry older
-   * than half of it: the reconcile its interval brings asks the service.
-   */
+  /** What the lookup may take from the snapshot: freshness.ts's {@link lookupTarget} decides. */
   #lookup(run: Connected, desired: DesiredDeployment, record: StatusRecord): LookupTarget {
     const status = run.obj.status ?? {};
-    const requested = record.lastHandledReconcileAt !== (status.lastHandledReconcileAt ?? null);
-    const interval = reconcileInterval(run.obj);
-    const within = [
-      ...(isReconciling(status) || status.createRequestedAt ? [2 * this.#o.pollMs] : []),
-      ...(interval ? [interval / 2] : []),
-    ];
-    return {
-      deploymentId: status.deploymentId,
-      name: desired.name,
-      live: requested || status.observedGeneration !== run.obj.metadata.generation,
-      liveName: requested || status.createRequestedAt !== undefined,
-      ...(within.length > 0 ? { withinMs: Math.min(...within) } : {}),
-    };
+    const rule = lookupTarget({
+      status,
+      generation: run.obj.metadata.generation,
+      requestedAt: record.lastHandledReconcileAt,
+      intervalMs: reconcileInterval(run.obj),
+      pollMs: this.#o.pollMs,
+    });
+    return { deploymentId: status.deploymentId, name: desired.name, ...rule };
   }
 
   /** The older resource holding `obj`'s service name, if any (read from the claim index). */
