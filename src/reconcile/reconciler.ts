@@ -284,16 +284,16 @@ export class DeploymentReconciler {
     // Read before the mapping, which may fail: the values read are scrubbed from any report.
     if (run.secretsUnread) run.secrets = inlineSecrets(run.obj.spec);
     else await this.#readSecrets(run, signal);
-    let { desired, record } = await this.#desired(run, signal);
+    const first = await this.#desired(run, signal);
     const { service, snapshot } = run.session;
-    const found = await observe(service, snapshot, this.#lookup(run, desired, record), signal);
+    const found = await observe(service, snapshot, this.#lookup(run, first.desired, first.record), signal);
     this.#warnDisowned(run, found.disowned);
-    if (run.secretsUnread && !sameSecretNames(run.obj.spec, found.deployment)) {
-      await this.#readSecrets(run, signal);
-      ({ desired, record } = await this.#desired(run, signal));
-    }
+    const reread = run.secretsUnread && !sameSecretNames(run.obj.spec, found.deployment);
+    if (reread) await this.#readSecrets(run, signal);
+    const { desired, record: mapped } = reread ? await this.#desired(run, signal) : first;
     // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
-    if (found.listed && status.createRequestedAt) record.createRequestedAt = null;
+    const fulfilled = found.listed && Boolean(status.createRequestedAt);
+    const record: StatusRecord = fulfilled ? { ...mapped, createRequestedAt: null } : mapped;
     const observeOnly = run.obj.spec.managementPolicy === "ObserveOnly";
     const lastApplied = lastAppliedFor(run.obj.spec, desired, status.appliedSecretsHash);
     const decision = plan(desired, found.deployment ?? undefined, lastApplied);
@@ -321,9 +321,15 @@ export class DeploymentReconciler {
     const held = decision.action === "patch" ? this.#outsideWindows(run, decision, windows) : undefined;
     if (held) return this.#patchOutsideWindows(run, found, held, record, versions, signal);
     const outcome = outcomeFromProblems(decision.problems) ?? { kind: "synced" as const };
-    record.appliedSecretsHash = decision.secretsHash ?? status.appliedSecretsHash ?? null;
-    if (!run.secretsUnread) record.appliedSecretVersions = appliedVersions(decision.secretsHash, versions);
-    if (decision.action === "noop") return { outcome, observed: observedAs(found.deployment), record };
+    const applied: StatusRecord = {
+      ...record,
+      appliedSecretsHash: decision.secretsHash ?? status.appliedSecretsHash ?? null,
+      ...(run.secretsUnread
+        ? {}
+        : { appliedSecretVersions: appliedVersions(decision.secretsHash, versions) }),
+    };
+    if (decision.action === "noop")
+      return { outcome, observed: observedAs(found.deployment), record: applied };
     if (!found.deployment) throw new Error("a patch was planned without a deployment to patch");
 
     const updated = await service
@@ -331,7 +337,7 @@ export class DeploymentReconciler {
       .catch((error: unknown) => this.#forgetIfGone(run, found.deployment?.id, error));
     snapshot.remember(updated);
     this.#event(run, "Normal", updateReason(run.obj, decision, found.adopted), updateNote(decision));
-    return { outcome, observed: { kind: "found", deployment: updated }, record };
+    return { outcome, observed: { kind: "found", deployment: updated }, record: applied };
   }
 
   /** What the lookup may take from the snapshot: freshness.ts's {@link lookupTarget} decides. */
@@ -478,10 +484,14 @@ export class DeploymentReconciler {
   ): Promise<Decided> {
     const status = run.obj.status ?? {};
     const secretsHeld = held.body.secrets !== undefined;
-    record.appliedSecretsHash =
-      (secretsHeld ? undefined : decision.secretsHash) ?? status.appliedSecretsHash ?? null;
-    if (!run.secretsUnread)
-      record.appliedSecretVersions = secretsHeld ? null : appliedVersions(decision.secretsHash, versions);
+    const applied: StatusRecord = {
+      ...record,
+      appliedSecretsHash:
+        (secretsHeld ? undefined : decision.secretsHash) ?? status.appliedSecretsHash ?? null,
+      ...(run.secretsUnread
+        ? {}
+        : { appliedSecretVersions: secretsHeld ? null : appliedVersions(decision.secretsHash, versions) }),
+    };
     let observed = found.deployment;
     if (!observed) throw new Error("a patch was planned without a deployment to patch");
     if (now) {
@@ -499,7 +509,12 @@ export class DeploymentReconciler {
       kind: "held" as const,
       message: gate.message,
     };
-    return { outcome, observed: { kind: "found", deployment: observed }, record, wakeAt: gate.wakeAt };
+    return {
+      outcome,
+      observed: { kind: "found", deployment: observed },
+      record: applied,
+      wakeAt: gate.wakeAt,
+    };
   }
 
   /**
@@ -531,9 +546,12 @@ export class DeploymentReconciler {
     run.session.snapshot.remember(created);
     this.#event(run, "Normal", "Created", createdNote(created));
     // The intent stays recorded until a lookup lists the deployment (see #reconcile).
-    record.appliedSecretsHash = decision.secretsHash ?? null;
-    record.appliedSecretVersions = appliedVersions(decision.secretsHash, versions);
-    return { outcome: { kind: "synced" }, observed: { kind: "found", deployment: created }, record };
+    const applied: StatusRecord = {
+      ...record,
+      appliedSecretsHash: decision.secretsHash ?? null,
+      appliedSecretVersions: appliedVersions(decision.secretsHash, versions),
+    };
+    return { outcome: { kind: "synced" }, observed: { kind: "found", deployment: created }, record: applied };
   }
 
   /**
