@@ -27,6 +27,7 @@ import { eventsPort, regardingOf, resourcePort, secretsPort } from "./kube/recon
 import { KubeReviews } from "./kube/reviews.ts";
 import { KubeSecrets } from "./kube/secrets.ts";
 import { CLAIM_INDEX, claimIndexer, claimOn, connectionKeyOf } from "./reconcile/claims.ts";
+import { startPass } from "./reconcile/freshness.ts";
 import { SECRET_INDEX, secretIndexer } from "./reconcile/inputs.ts";
 import { DeploymentReconciler } from "./reconcile/reconciler.ts";
 import { POLL_INDEX, pollIndexer, RolloutPoller } from "./reconcile/remote.ts";
@@ -428,8 +429,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     prepare: async (key, signal) => {
       const session = connections.session(key);
       if (!session) return () => {};
-      if (!session.snapshot.listedWithin(reuseListingMs)) await session.snapshot.refresh(signal);
-      return session.snapshot.holdFresh();
+      return startPass(session.snapshot, reuseListingMs, signal);
     },
     periodMs: config.resyncMs,
     retryMs: Math.min(config.resyncMs, LISTING_RETRY_MS),

@@ -55,6 +55,8 @@ export async function observe(
   let disowned: Deployment | undefined;
   if (id) {
     let found = target.live ? undefined : snapshot.byId(id, target.withinMs);
+    // The snapshot answered: a poll's read of the entry is spent on this reconcile.
+    if (found !== undefined) snapshot.takePollAnswer(id);
     if (!found) {
       found = (await service.getById(id, signal)) ?? null;
       if (found) snapshot.observed(found);

@@ -36,6 +36,7 @@ import {
   rolloutTimeoutMs,
 } from "./failure-evidence.ts";
 import { failureOf } from "./failures.ts";
+import { lookupTarget } from "./freshness.ts";
 import { inlineSecrets, type ReadSecrets, readSecrets, secretVersions } from "./inputs.ts";
 import { lastAppliedFor } from "./last-applied.ts";
 import { isTracingProjectConflict, NameReservedError } from "./name-reserved.ts";
@@ -99,16 +100,35 @@ export interface ReconcilerOptions {
   maxSecretBytes?: number;
 }
 
-/** What {@link DeploymentReconciler}'s status write has to go on besides the outcome. */
-interface FinishOptions {
-  /** The service's deployment: `null` when known not to exist, absent when not looked at. */
-  observed?: Deployment | null | undefined;
+/**
+ * What a reconcile saw of the service's deployment: found, known not to exist, or created by
+ * this operator and not listed yet (the status keeps the id the create answered with).
+ */
+type Observed = { kind: "found"; deployment: Deployment } | { kind: "none" } | { kind: "createdUnlisted" };
+
+/** What a reconcile decided: the status write and the requeue follow from it alone. */
+interface Decided {
+  outcome: SyncOutcome;
+  /** What the service showed; absent when it was not looked at. */
+  observed?: Observed | undefined;
   /** Controller bookkeeping to write alongside. */
   record?: StatusRecord;
-  /** Keep the recorded deployment id although none was observed (a create not listed yet). */
-  keepDeploymentId?: boolean;
   /** Look again no later than this instant (ms since the epoch): a held change's window opens. */
   wakeAt?: number;
+}
+
+/** What the service said of the observed deployment's latest revision and its rollout. */
+interface Evidence {
+  revision?: RevisionObservation | undefined;
+  rollout?: RolloutEvidence | undefined;
+  /** The revision's one event (with its log tail when one was read). */
+  event?: EventNote | undefined;
+}
+
+/** `deployment` as an {@link Observed}: `null` is none, `undefined` not looked at. */
+function observedAs(deployment: Deployment | null | undefined): Observed | undefined {
+  if (deployment === undefined) return undefined;
+  return deployment === null ? { kind: "none" } : { kind: "found", deployment };
 }
 
 /**
@@ -222,20 +242,21 @@ export class DeploymentReconciler {
     // The loser of a name conflict owns nothing on the service: no finalizer, so that deleting it
     // can never delete the holder's deployment.
     if (!holder) run.obj = await this.#syncFinalizer(run.obj, signal);
-    if (isPaused(run.obj)) return this.#finish(run, { kind: "paused" }, signal);
+    if (isPaused(run.obj)) return this.#conclude(run, { outcome: { kind: "paused" } }, signal);
     if (holder) {
       const message = nameConflictMessage(run.obj, holder);
       this.#event(run, "Warning", REASON.NameConflict, message);
       const conflict = { kind: "failed", reason: REASON.NameConflict, message, stalled: true } as const;
-      return this.#finish(run, conflict, signal);
+      return this.#conclude(run, { outcome: conflict }, signal);
     }
     const { session } = run;
     if (!session) throw new Error("a reconcile went past the pause check without a connection");
-    return this.#sync(Object.assign(run, { session }), signal);
+    const decided = await this.#sync(Object.assign(run, { session }), signal);
+    return this.#conclude(run, decided, signal);
   }
 
   /** Keeps the service's deployment in line with the spec, through the resource's connection. */
-  async #sync(run: Connected, signal: AbortSignal): Promise<ReconcileResult> {
+  async #sync(run: Connected, signal: AbortSignal): Promise<Decided> {
     // A connection whose listing hung or failed would hold this worker as long with a lookup of
     // its own: report it, with no call, until the connection's next listing ends in time.
     // A listing that failed with an answer (a 401, a 503) is reported as a lookup's failure would
@@ -247,7 +268,7 @@ export class DeploymentReconciler {
       run.secretsUnread = true;
       throw missed.error;
     }
-    if (missed) return this.#finish(run, listingMissed(run.obj, missed), signal);
+    if (missed) return { outcome: listingMissed(run.obj, missed) };
     const status = run.obj.status ?? {};
     const versions = secretVersions(run.obj.spec, run.obj.metadata.namespace ?? "", this.#o.secrets);
     // The referenced Secrets are read only when their values may differ from those last applied:
@@ -263,30 +284,30 @@ export class DeploymentReconciler {
     // Read before the mapping, which may fail: the values read are scrubbed from any report.
     if (run.secretsUnread) run.secrets = inlineSecrets(run.obj.spec);
     else await this.#readSecrets(run, signal);
-    let { desired, record } = await this.#desired(run, signal);
+    const first = await this.#desired(run, signal);
     const { service, snapshot } = run.session;
-    const found = await observe(service, snapshot, this.#lookup(run, desired, record), signal);
+    const found = await observe(service, snapshot, this.#lookup(run, first.desired, first.record), signal);
     this.#warnDisowned(run, found.disowned);
-    if (run.secretsUnread && !sameSecretNames(run.obj.spec, found.deployment)) {
-      await this.#readSecrets(run, signal);
-      ({ desired, record } = await this.#desired(run, signal));
-    }
+    const reread = run.secretsUnread && !sameSecretNames(run.obj.spec, found.deployment);
+    if (reread) await this.#readSecrets(run, signal);
+    const { desired, record: mapped } = reread ? await this.#desired(run, signal) : first;
     // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
-    if (found.listed && status.createRequestedAt) record.createRequestedAt = null;
+    const fulfilled = found.listed && Boolean(status.createRequestedAt);
+    const record: StatusRecord = fulfilled ? { ...mapped, createRequestedAt: null } : mapped;
     const observeOnly = run.obj.spec.managementPolicy === "ObserveOnly";
     const lastApplied = lastAppliedFor(run.obj.spec, desired, status.appliedSecretsHash);
     const decision = plan(desired, found.deployment ?? undefined, lastApplied);
 
     if (observeOnly) {
       const drift = observedDrift(desired.name, found.deployment, decision);
-      return this.#finish(run, { kind: "observed", drift }, signal, { observed: found.deployment, record });
+      return { outcome: { kind: "observed", drift }, observed: observedAs(found.deployment), record };
     }
     if (decision.action === "blocked") {
       // A deployment found by name that cannot become the spec's (another source) is someone
       // else's: recording its id would make it ours, and deletionPolicy Delete would delete it.
       const owned = found.adopted ? undefined : found.deployment;
       const blocked = outcomeFromProblems(decision.problems) ?? { kind: "synced" as const };
-      return this.#finish(run, blocked, signal, { observed: owned, record });
+      return { outcome: blocked, observed: observedAs(owned), record };
     }
     if (found.adopted && found.deployment) {
       // Found by name while a create of ours was pending: it is that create (a restart or a lost
@@ -300,10 +321,15 @@ export class DeploymentReconciler {
     const held = decision.action === "patch" ? this.#outsideWindows(run, decision, windows) : undefined;
     if (held) return this.#patchOutsideWindows(run, found, held, record, versions, signal);
     const outcome = outcomeFromProblems(decision.problems) ?? { kind: "synced" as const };
-    record.appliedSecretsHash = decision.secretsHash ?? status.appliedSecretsHash ?? null;
-    if (!run.secretsUnread) record.appliedSecretVersions = appliedVersions(decision.secretsHash, versions);
+    const applied: StatusRecord = {
+      ...record,
+      appliedSecretsHash: decision.secretsHash ?? status.appliedSecretsHash ?? null,
+      ...(run.secretsUnread
+        ? {}
+        : { appliedSecretVersions: appliedVersions(decision.secretsHash, versions) }),
+    };
     if (decision.action === "noop")
-      return this.#finish(run, outcome, signal, { observed: found.deployment, record });
+      return { outcome, observed: observedAs(found.deployment), record: applied };
     if (!found.deployment) throw new Error("a patch was planned without a deployment to patch");
 
     const updated = await service
@@ -311,33 +337,20 @@ export class DeploymentReconciler {
       .catch((error: unknown) => this.#forgetIfGone(run, found.deployment?.id, error));
     snapshot.remember(updated);
     this.#event(run, "Normal", updateReason(run.obj, decision, found.adopted), updateNote(decision));
-    return this.#finish(run, outcome, signal, { observed: updated, record });
+    return { outcome, observed: { kind: "found", deployment: updated }, record: applied };
   }
 
-  /**
-   * What the lookup may take from the snapshot. A changed spec or a requested reconcile asks the
-   * service about the recorded deployment; a pending create of ours or a requested reconcile asks
-   * it about the name (the listing may lag behind the create). A rollout in progress reads the
-   * entry the poller refreshed, if it is recent. A settled resource reads the resync's listing,
-   * and so does a new one: adoption and the check before a create cost no call of their own.
-   * A resource with its own check interval (`dms.dev/reconcile-interval`) takes no entry older
-   * than half of it: the reconcile its interval brings asks the service.
-   */
+  /** What the lookup may take from the snapshot: freshness.ts's {@link lookupTarget} decides. */
   #lookup(run: Connected, desired: DesiredDeployment, record: StatusRecord): LookupTarget {
     const status = run.obj.status ?? {};
-    const requested = record.lastHandledReconcileAt !== (status.lastHandledReconcileAt ?? null);
-    const interval = reconcileInterval(run.obj);
-    const within = [
-      ...(isReconciling(status) || status.createRequestedAt ? [2 * this.#o.pollMs] : []),
-      ...(interval ? [interval / 2] : []),
-    ];
-    return {
-      deploymentId: status.deploymentId,
-      name: desired.name,
-      live: requested || status.observedGeneration !== run.obj.metadata.generation,
-      liveName: requested || status.createRequestedAt !== undefined,
-      ...(within.length > 0 ? { withinMs: Math.min(...within) } : {}),
-    };
+    const rule = lookupTarget({
+      status,
+      generation: run.obj.metadata.generation,
+      requestedAt: record.lastHandledReconcileAt,
+      intervalMs: reconcileInterval(run.obj),
+      pollMs: this.#o.pollMs,
+    });
+    return { deploymentId: status.deploymentId, name: desired.name, ...rule };
   }
 
   /** The older resource holding `obj`'s service name, if any (read from the claim index). */
@@ -369,7 +382,7 @@ export class DeploymentReconciler {
       message: note,
       stalled: true,
     } as const;
-    return this.#finish(run, outcome, signal);
+    return this.#conclude(run, { outcome }, signal);
   }
 
   /**
@@ -396,7 +409,7 @@ export class DeploymentReconciler {
     if (synced?.reason !== REASON.ConnectionNotAllowed)
       run.log.warn({ reason: REASON.ConnectionNotAllowed }, message);
     const outcome = { kind: "failed", reason: REASON.ConnectionNotAllowed, message, stalled: true } as const;
-    return this.#finish(run, outcome, signal);
+    return this.#conclude(run, { outcome }, signal);
   }
 
   /**
@@ -468,13 +481,17 @@ export class DeploymentReconciler {
     record: StatusRecord,
     versions: string | undefined,
     signal: AbortSignal,
-  ): Promise<ReconcileResult> {
+  ): Promise<Decided> {
     const status = run.obj.status ?? {};
     const secretsHeld = held.body.secrets !== undefined;
-    record.appliedSecretsHash =
-      (secretsHeld ? undefined : decision.secretsHash) ?? status.appliedSecretsHash ?? null;
-    if (!run.secretsUnread)
-      record.appliedSecretVersions = secretsHeld ? null : appliedVersions(decision.secretsHash, versions);
+    const applied: StatusRecord = {
+      ...record,
+      appliedSecretsHash:
+        (secretsHeld ? undefined : decision.secretsHash) ?? status.appliedSecretsHash ?? null,
+      ...(run.secretsUnread
+        ? {}
+        : { appliedSecretVersions: secretsHeld ? null : appliedVersions(decision.secretsHash, versions) }),
+    };
     let observed = found.deployment;
     if (!observed) throw new Error("a patch was planned without a deployment to patch");
     if (now) {
@@ -492,7 +509,12 @@ export class DeploymentReconciler {
       kind: "held" as const,
       message: gate.message,
     };
-    return this.#finish(run, outcome, signal, { observed, record, wakeAt: gate.wakeAt });
+    return {
+      outcome,
+      observed: { kind: "found", deployment: observed },
+      record: applied,
+      wakeAt: gate.wakeAt,
+    };
   }
 
   /**
@@ -505,14 +527,14 @@ export class DeploymentReconciler {
     record: StatusRecord,
     versions: string | undefined,
     signal: AbortSignal,
-  ) {
+  ): Promise<Decided> {
     const requestedAt = run.obj.status?.createRequestedAt;
     if (requestedAt && this.#o.clock.now() - Date.parse(requestedAt) < this.#o.createGraceMs) {
       // A create was requested and the listing does not show it yet: it may lag behind.
       run.log.info({ requestedAt }, "create requested earlier; waiting for the service to list it");
       const waiting = { kind: "synced", message: "waiting for the created deployment to be listed" } as const;
       // The id the create answered with stays known while the listing catches up.
-      return this.#finish(run, waiting, signal, { observed: null, record, keepDeploymentId: true });
+      return { outcome: waiting, observed: { kind: "createdUnlisted" }, record };
     }
     // Written under the resourceVersion this reconcile read: a reconcile acting on a stale copy
     // (one that does not show an earlier intent) gets a conflict here, never a second POST.
@@ -524,9 +546,12 @@ export class DeploymentReconciler {
     run.session.snapshot.remember(created);
     this.#event(run, "Normal", "Created", createdNote(created));
     // The intent stays recorded until a lookup lists the deployment (see #reconcile).
-    record.appliedSecretsHash = decision.secretsHash ?? null;
-    record.appliedSecretVersions = appliedVersions(decision.secretsHash, versions);
-    return this.#finish(run, { kind: "synced" }, signal, { observed: created, record });
+    const applied: StatusRecord = {
+      ...record,
+      appliedSecretsHash: decision.secretsHash ?? null,
+      appliedSecretVersions: appliedVersions(decision.secretsHash, versions),
+    };
+    return { outcome: { kind: "synced" }, observed: { kind: "found", deployment: created }, record: applied };
   }
 
   /**
@@ -574,7 +599,7 @@ export class DeploymentReconciler {
         if (missed) {
           const outcome = listingMissed(obj, missed);
           const message = `${outcome.message}; the service's deployment is deleted once one does (or remove the finalizer ${FINALIZER} to leave it)`;
-          return this.#finish(run, { ...outcome, message }, signal);
+          return this.#conclude(run, { outcome: { ...outcome, message } }, signal);
         }
         const found = await this.#owned(session, obj, signal);
         if (found.disowned) {
@@ -595,7 +620,8 @@ export class DeploymentReconciler {
               `deleting the service's deployment ${found.deployment.id}`,
             );
           }
-          return this.#finish(run, { kind: "deleting" }, signal, { observed: found.deployment });
+          const observed = { kind: "found", deployment: found.deployment } as const;
+          return this.#conclude(run, { outcome: { kind: "deleting" }, observed }, signal);
         }
         if (recorded && !found.disowned) {
           session.snapshot.forget(recorded);
@@ -654,47 +680,65 @@ export class DeploymentReconciler {
     return obj;
   }
 
-  /** Writes the status `outcome` leads to, if it differs, and says when to look again. */
-  async #finish(
-    run: Run,
-    sync: SyncOutcome,
-    signal: AbortSignal,
-    { observed, record = {}, keepDeploymentId = false, wakeAt }: FinishOptions = {},
-  ): Promise<ReconcileResult> {
+  /**
+   * Asks the service what a status needs besides what was decided (the latest revision, the
+   * rollout's evidence), then writes the status.
+   */
+  async #conclude(run: Run, decided: Decided, signal: AbortSignal): Promise<ReconcileResult> {
+    return this.#finish(run, decided, await this.#evidence(run, decided, signal), signal);
+  }
+
+  /**
+   * The latest revision's status and the rollout's evidence of the deployment `decided` observed
+   * (none while it is being deleted): the service calls a status write needs.
+   */
+  async #evidence(run: Run, { outcome, observed }: Decided, signal: AbortSignal): Promise<Evidence> {
+    const { session } = run;
+    if (observed?.kind !== "found" || !session || outcome.kind === "deleting") return {};
     const previous = run.obj.status;
     // Revision tracking: the latest revision's status, and a Warning the first time it failed.
     const requested = (reconcileRequestedAt(run.obj) ?? null) !== (previous?.lastHandledReconcileAt ?? null);
-    const look =
-      observed && run.session && sync.kind !== "deleting"
-        ? await run.session.revisions.look(observed, previous, requested, signal)
-        : {};
-    const session = observed && sync.kind !== "deleting" ? run.session : undefined;
-    const evidence =
-      observed && session
-        ? await this.#rolloutEvidence(Object.assign(run, { session }), observed, look.revision, signal)
-        : undefined;
+    const look = await session.revisions.look(observed.deployment, previous, requested, signal);
+    const connected = Object.assign(run, { session });
+    const rollout = await this.#rolloutEvidence(connected, observed.deployment, look.revision, signal);
     // The evidence's Warning, when it read a log, is the revision's one event (with its tail).
-    const event = evidence?.event ?? look.event;
+    return { revision: look.revision, rollout: rollout.status, event: rollout.event ?? look.event };
+  }
+
+  /**
+   * Writes the status `decided` leads to, if it differs, and says when to look again. No call to
+   * the service: what it said is in `decided` and `evidence`.
+   */
+  async #finish(
+    run: Run,
+    { outcome: sync, observed, record = {}, wakeAt }: Decided,
+    evidence: Evidence,
+    signal: AbortSignal,
+  ): Promise<ReconcileResult> {
+    const previous = run.obj.status;
+    const { event } = evidence;
     if (event) this.#event(run, event.type, event.reason, event.note);
     const next = statusFrom({
       previous,
       generation: run.obj.metadata.generation ?? 0,
-      observed,
+      observed: observed === undefined ? undefined : observed.kind === "found" ? observed.deployment : null,
       sync,
       now: run.now,
       record: { connection: connectionLabel(run.obj.spec.connectionRef), ...record },
       secretValues: run.secrets.values,
-      revision: look.revision,
-      rollout: evidence?.status,
+      revision: evidence.revision,
+      rollout: evidence.rollout,
     });
-    if (keepDeploymentId && previous?.deploymentId) next.deploymentId = previous.deploymentId;
+    // A create not listed yet: the id it answered with stays known while the listing catches up.
+    if (observed?.kind === "createdUnlisted" && previous?.deploymentId)
+      next.deploymentId = previous.deploymentId;
     if (!statusEqual(previous, next)) {
       run.obj = await this.#o.resources.patchStatus(run.obj, next, signal);
       run.log.debug({ sync: sync.kind }, "status written");
     }
     // A timed-out rollout is Stalled, not Reconciling, and so not polled; it is looked at now and
     // then all the same, for it ends when the revision goes live or fails.
-    if (evidence?.status.timedOutAfter !== undefined && sync.kind !== "failed")
+    if (evidence.rollout?.timedOutAfter !== undefined && sync.kind !== "failed")
       return Action.requeueAfter(Math.max(this.#o.pollMs, TIMED_OUT_LOOK_MS));
     // Work in progress, or a create the service has not listed yet (its intent still recorded):
     // look again after a poll interval; the rollout poller has read the deployment meanwhile.
@@ -704,7 +748,7 @@ export class DeploymentReconciler {
     if (busy && sync.kind !== "failed")
       return Action.requeueAfter(Math.min(this.#o.pollMs, wake ?? Infinity));
     // A log read that failed for a reason that may pass is tried again (a few times at most).
-    const reread = readAgainPending(evidence?.status.log)
+    const reread = readAgainPending(evidence.rollout?.log)
       ? Math.max(this.#o.pollMs, LOG_RETRY_MS)
       : undefined;
     if (wake !== undefined || reread !== undefined)
@@ -842,7 +886,8 @@ export class DeploymentReconciler {
       ? this.#o.clock.setTimer(STATUS_AFTER_TIMEOUT_MS, () => writeWindow.abort(signal.reason))
       : () => {};
     try {
-      await this.#finish(run, failure.outcome, signal.aborted ? writeWindow.signal : signal, { record });
+      const decided = { outcome: failure.outcome, record };
+      await this.#conclude(run, decided, signal.aborted ? writeWindow.signal : signal);
     } catch (statusError) {
       if (!this.#o.resources.isConflict(statusError))
         run.log.warn(

@@ -22,6 +22,7 @@ import { type PackedRecord, packRecord, unpackRecord } from "../memory/packed-re
 import type { Clock } from "../runtime/clock.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import { SharedCall } from "../runtime/shared-call.ts";
+import { entryAnswers, type ListingState, listedWithin, listingAnswers } from "./freshness.ts";
 import { UnreadableDeploymentError, unreadableMessage } from "./lookup-errors.ts";
 import type { DeploymentListings, StoredResource } from "./ports.ts";
 import type { Deployment, UnreadableDeployment } from "./service-types.ts";
@@ -147,9 +148,14 @@ export class RemoteSnapshot {
     return this.#failure;
   }
 
-  /** True when the last listing that succeeded started less than `ms` ago. */
+  /** True when the last listing that succeeded started less than `ms` ago (see freshness.ts). */
   listedWithin(ms: number): boolean {
-    return this.#clock.now() - this.#takenAt < ms;
+    return listedWithin(this.#takenAt, this.#clock.now(), ms);
+  }
+
+  /** The bookkeeping the listing's freshness is decided on (see freshness.ts). */
+  #listingState(): ListingState {
+    return { takenAt: this.#takenAt, holds: this.#holds, maxAgeMs: this.#maxAgeMs };
   }
 
   async #list(signal: AbortSignal): Promise<void> {
@@ -242,28 +248,34 @@ export class RemoteSnapshot {
     };
   }
 
-  /** True while the last listing may answer for the service. */
+  /** True while the last listing may answer for the service (see freshness.ts). */
   isFresh(): boolean {
-    return this.#holds > 0 || this.#clock.now() - this.#takenAt <= this.#maxAgeMs;
+    return listingAnswers(this.#listingState(), this.#clock.now());
   }
 
   /**
    * The snapshot's answer for `id`: the deployment, `null` when the listing did not have it, or
-   * `undefined` when the snapshot is too old to say. With `withinMs`, only an entry the service
-   * answered in the last `withinMs` counts (a rollout being polled), or one the poller read for
-   * this reconcile: a poll is taken by the next reconcile that reads the entry, however long the
-   * queue held its key, and the poller reads the entry again only after that.
+   * `undefined` when the snapshot is too old to say (the rule is freshness.ts's
+   * {@link entryAnswers}). With `withinMs`, only an entry the service answered in the last
+   * `withinMs` counts (a rollout being polled), or one the poller read for the next reconcile.
+   * Reading changes nothing: a reconcile that acts on a poll's read takes it with
+   * {@link takePollAnswer}.
    */
   byId(id: string, withinMs?: number): Deployment | null | undefined {
-    if (!this.#polled.delete(id)) {
-      if (withinMs !== undefined) {
-        const seen = this.#seenAt.get(id) ?? this.#takenAt;
-        if (this.#clock.now() - seen > withinMs) return undefined;
-      } else if (!this.isFresh()) return undefined;
-    }
+    const entry = { pollUntaken: this.#polled.has(id), seenAt: this.#seenAt.get(id) };
+    if (!entryAnswers(this.#listingState(), entry, this.#clock.now(), withinMs)) return undefined;
     const problem = this.#unreadable.byId.get(id);
     if (problem !== undefined) throw new UnreadableDeploymentError(problem);
     return this.#entries.read(id) ?? null;
+  }
+
+  /**
+   * Takes the poller's read of `id` for the reconcile that read the entry: the poller reads it
+   * again only after that (its next reconcile needs a newer read). A poll is taken by the next
+   * reconcile that reads the entry, however long the queue held its key.
+   */
+  takePollAnswer(id: string): void {
+    this.#polled.delete(id);
   }
 
   /**

@@ -223,10 +223,14 @@ describe("RemoteSnapshot lookups", () => {
     vi.setSystemTime(5_000);
     await snapshot.poll([id(1), id(2)], signal);
     expect(calls.getByIds).toEqual([2]);
-    // The reconcile of 1 comes a minute late and takes what the poller read for it ...
+    // The reconcile of 1 comes a minute late and reads what the poller read for it; reading
+    // changes nothing ...
     vi.setSystemTime(60_000);
     expect(snapshot.byId(id(1), 10_000)?.name).toBe("agent-1");
-    // ... once: its next reconcile needs a newer read, which the next poll makes.
+    expect(snapshot.byId(id(1), 10_000)?.name).toBe("agent-1");
+    // ... until it takes the read, once: its next reconcile needs a newer one, which the next
+    // poll makes.
+    snapshot.takePollAnswer(id(1));
     expect(snapshot.byId(id(1), 10_000)).toBeUndefined();
     await snapshot.poll([id(1), id(2)], signal);
     expect(calls.getByIds).toEqual([2, 1]);
