@@ -63,21 +63,16 @@ export interface ConnectionTriggers {
   deployments: KubeDeployments;
   connections: KubeConnections;
   secrets: KubeSecrets;
-  deploymentController: Pick<Controller, "enqueue">;
   connectionController: Pick<Controller, "enqueue" | "forget">;
-  /** The deployments' cache index by connection key. */
-  connectionIndex: string;
   /** The connections' cache index by the Secret (`namespace/name`) holding their key. */
   secretIndex: string;
 }
 
 /**
  * Enqueues connection reconciles on the changes that matter to them (their spec or metadata,
- * their Secret, and a resource starting or ceasing to use them, which they count), and returns
- * the function that enqueues the resources using a connection (called when it became usable or
- * unusable).
+ * their Secret, and a resource starting or ceasing to use them, which they count).
  */
-export function subscribeConnectionTriggers(t: ConnectionTriggers): (key: string) => void {
+export function subscribeConnectionTriggers(t: ConnectionTriggers): void {
   const keyOfConnection = (c: ConnectionObject) => connectionKey(idOf(c));
   t.connections.subscribe({
     onAdd: (c) => t.connectionController.enqueue(keyOfConnection(c)),
@@ -95,9 +90,20 @@ export function subscribeConnectionTriggers(t: ConnectionTriggers): (key: string
     for (const c of t.connections.byIndex(t.secretIndex, objectKey(ref)))
       t.connectionController.enqueue(keyOfConnection(c));
   });
+}
+
+/**
+ * The function that enqueues the resources using a connection, by the deployments' cache index
+ * by connection key: called when the connection became usable or unusable.
+ */
+export function connectionUsersEnqueuer(
+  deployments: Pick<KubeDeployments, "byIndex">,
+  deploymentController: Pick<Controller, "enqueue">,
+  connectionIndex: string,
+): (key: string) => void {
   return (key) => {
-    for (const o of t.deployments.byIndex(t.connectionIndex, key))
-      t.deploymentController.enqueue(objectKey(refOf(o)));
+    for (const o of deployments.byIndex(connectionIndex, key))
+      deploymentController.enqueue(objectKey(refOf(o)));
   };
 }
 

@@ -1,0 +1,59 @@
+/**
+ * The operator's watch caches as one set: the informers the manager runs, the promise the
+ * controllers' workers wait on, and the readiness check that holds /readyz until they are filled.
+ */
+import type { KubeConnections } from "../kube/connections.ts";
+import type { KubeDeployments } from "../kube/deployments.ts";
+import type { KubeNamespaces } from "../kube/namespaces.ts";
+import type { KubeSecrets } from "../kube/secrets.ts";
+import type { HealthCheck } from "../runtime/health.ts";
+import type { Runnable } from "../runtime/manager.ts";
+
+/** The watch caches; `namespaces` only when namespace labels are needed (selectors). */
+export interface Caches {
+  deployments: KubeDeployments;
+  secrets: KubeSecrets;
+  connections: KubeConnections;
+  namespaces: KubeNamespaces | undefined;
+}
+
+/** One runnable per informer; they run on every replica, leader or not, to keep /readyz true. */
+export function informers(c: Caches): Runnable[] {
+  const all: [string, { run(signal: AbortSignal): Promise<unknown> } | undefined][] = [
+    ["deployment-informer", c.deployments],
+    ["secret-informer", c.secrets],
+    ["connection-informer", c.connections],
+    ["namespace-informer", c.namespaces],
+  ];
+  return all.flatMap(([name, cache]) =>
+    cache
+      ? [{ name, needLeaderElection: false, start: async (signal) => void (await cache.run(signal)) }]
+      : [],
+  );
+}
+
+/** Resolves once every cache is filled: the controllers' workers start after it. */
+export function cachesSynced(c: Caches): () => Promise<unknown> {
+  return () =>
+    Promise.all([c.deployments.synced, c.secrets.synced, c.connections.synced, c.namespaces?.synced]);
+}
+
+/**
+ * Ready once every cache has synced. The service's reachability is not the operator's health: an
+ * outage there is reported on the resources (ServiceUnavailable, Unauthorized), never by making
+ * every replica NotReady.
+ */
+export function cachesReadiness(c: Caches): HealthCheck {
+  return {
+    name: "informers",
+    check: async () => {
+      if (
+        !c.deployments.hasSynced() ||
+        !c.secrets.hasSynced() ||
+        !c.connections.hasSynced() ||
+        (c.namespaces && !c.namespaces.hasSynced())
+      )
+        throw new Error("caches not synced yet");
+    },
+  };
+}
