@@ -1,9 +1,15 @@
 /**
  * The operator's settings, validated by `config.ts` and `commands/run-config.ts`, and the
- * constants of the operator that are not settings. `main.ts` builds the operator from them.
+ * constants of the operator that are not settings; what `main.ts` builds from them and with what.
  */
+import type { Logger } from "pino";
 import type { ServiceConfig } from "../config.ts";
 import type { DefaultConnectionSelector } from "../connection/access.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { Controller } from "../runtime/controller.ts";
+import type { HealthServer } from "../runtime/health.ts";
+import type { Manager } from "../runtime/manager.ts";
+import type { RuntimeMetrics } from "../runtime/metrics.ts";
 
 /** How often a connection's credentials are probed again. */
 export const CONNECTION_PROBE_MS = 300_000;
@@ -86,6 +92,25 @@ export interface OperatorConfig {
    * refuses the flag in NODE_OPTIONS, so `run` sets it itself, before the cache fills.
    */
   optimizeForSize?: boolean;
+}
+
+/** The wired operator: start the manager with a signal; the parts are exposed for tests. */
+export interface Operator {
+  manager: Manager;
+  controller: Controller;
+  health: HealthServer;
+  metrics: RuntimeMetrics;
+  identity: string;
+  /** Where the health and metrics servers listen, once `manager.start` has opened them. */
+  addresses(): Promise<{ metrics?: string; probes?: string }>;
+}
+
+/** Injected edges of the operator (real ones by default). */
+export interface OperatorDeps {
+  logger: Logger;
+  clock?: Clock;
+  /** Overrides the process identity used for leader election and events. */
+  identity?: string;
 }
 
 /**

@@ -6,14 +6,16 @@
 import type { Logger } from "pino";
 import { ServiceClient } from "../api/client.ts";
 import type { ServiceConfig } from "../config.ts";
-import type { ConnectionService } from "../connection/registry.ts";
+import { NamespaceAccess } from "../connection/access.ts";
+import { ConnectionRegistry, type ConnectionService } from "../connection/registry.ts";
 import { DEFAULT_CONNECTION } from "../identity/connection.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
 import { CLAIM_INDEX, claimOn } from "../reconcile/claims.ts";
 import { ServiceSession } from "../reconcile/session.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
-import type { OperatorConfig } from "./operator-config.ts";
+import type { Caches } from "./caches.ts";
+import { defaultListingDeadlineMs, type OperatorConfig } from "./operator-config.ts";
 import { deploymentsPort } from "./service-adapter.ts";
 
 /** Builds the client of a connection's settings; `connection` names it in the logs. */
@@ -63,4 +65,36 @@ export function sessionFactory(
       wanted: (name) => deployments.byIndex(CLAIM_INDEX, claimOn(key, name)).length > 0,
       revisionTracking: config.revisionTracking,
     });
+}
+
+/**
+ * The registry of the connections' clients and sessions: the default one of `config.service`,
+ * and one per connection resource once its check finds it usable; who may use which by the
+ * namespaces' labels when they are watched.
+ */
+export function connectionRegistry(
+  config: Pick<
+    OperatorConfig,
+    "service" | "resyncMs" | "revisionTracking" | "listingDeadlineMs" | "defaultConnectionNamespaceSelector"
+  >,
+  caches: Caches,
+  metrics: RuntimeMetrics,
+  clock: Clock,
+  logger: Logger,
+): ConnectionRegistry {
+  const { namespaces } = caches;
+  const connect = serviceConnector(logger, metrics);
+  const listingDeadlineMs = config.listingDeadlineMs ?? defaultListingDeadlineMs(config.resyncMs);
+  const newSession = sessionFactory(config, listingDeadlineMs, caches.deployments, clock, logger);
+  const selector = config.defaultConnectionNamespaceSelector;
+  return new ConnectionRegistry({
+    connections: caches.connections,
+    defaultSession: newSession(connect(config.service, DEFAULT_CONNECTION).port, DEFAULT_CONNECTION),
+    connect,
+    session: newSession,
+    access: new NamespaceAccess({
+      ...(namespaces ? { labels: (name: string) => namespaces.labels(name) } : {}),
+      ...(selector ? { defaultSelector: selector } : {}),
+    }),
+  });
 }

@@ -19,6 +19,55 @@ import { objectKey, refOf } from "../kube/object.ts";
 import type { KubeSecrets } from "../kube/secrets.ts";
 import { claimOf, connectionKeyOf } from "../reconcile/claims.ts";
 import type { Controller } from "../runtime/controller.ts";
+import type { Caches } from "./caches.ts";
+import {
+  CLAIM_INDEX,
+  CONNECTION_INDEX,
+  CONNECTION_SECRET_INDEX,
+  NAMESPACE_INDEX,
+  SECRET_INDEX,
+} from "./indexes.ts";
+
+/**
+ * Every trigger of the operator on `caches`: the Deployment resources' own, the connections',
+ * and the namespaces' when they are watched.
+ */
+export function subscribeAll(
+  caches: Caches,
+  deploymentController: Pick<Controller, "enqueue" | "forget">,
+  connectionController: Pick<Controller, "enqueue" | "forget">,
+): void {
+  const { deployments, secrets, namespaces } = caches;
+  subscribeTriggers(deployments, secrets, deploymentController, CLAIM_INDEX, SECRET_INDEX);
+  subscribeConnectionTriggers({
+    deployments,
+    connections: caches.connections,
+    secrets,
+    connectionController,
+    secretIndex: CONNECTION_SECRET_INDEX,
+  });
+  if (namespaces)
+    subscribeNamespaceTriggers(namespaces, deployments, {
+      namespaceIndex: NAMESPACE_INDEX,
+      claimIndex: CLAIM_INDEX,
+      deploymentController,
+      connectionController,
+    });
+}
+
+/**
+ * The function that enqueues the resources using a connection (by the deployments' cache index
+ * by connection key): called when the connection became usable or unusable.
+ */
+export function connectionUsersEnqueuer(
+  deployments: Pick<KubeDeployments, "byIndex">,
+  deploymentController: Pick<Controller, "enqueue">,
+): (key: string) => void {
+  return (key) => {
+    for (const o of deployments.byIndex(CONNECTION_INDEX, key))
+      deploymentController.enqueue(objectKey(refOf(o)));
+  };
+}
 
 /** Enqueues reconciles on the changes that matter: not on the operator's own status writes. */
 export function subscribeTriggers(
@@ -90,21 +139,6 @@ export function subscribeConnectionTriggers(t: ConnectionTriggers): void {
     for (const c of t.connections.byIndex(t.secretIndex, objectKey(ref)))
       t.connectionController.enqueue(keyOfConnection(c));
   });
-}
-
-/**
- * The function that enqueues the resources using a connection, by the deployments' cache index
- * by connection key: called when the connection became usable or unusable.
- */
-export function connectionUsersEnqueuer(
-  deployments: Pick<KubeDeployments, "byIndex">,
-  deploymentController: Pick<Controller, "enqueue">,
-  connectionIndex: string,
-): (key: string) => void {
-  return (key) => {
-    for (const o of deployments.byIndex(connectionIndex, key))
-      deploymentController.enqueue(objectKey(refOf(o)));
-  };
 }
 
 /** What {@link subscribeNamespaceTriggers} connects. */
