@@ -20,9 +20,9 @@ import {
 } from "../config.ts";
 import type { DefaultConnectionSelector } from "../connection/access.ts";
 import { parseSelector } from "../crd/label-selector.ts";
-import { defaultListingDeadlineMs, type OperatorConfig } from "../main.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "../reconcile/secret-budget.ts";
 import { parseBindAddress } from "../runtime/health.ts";
+import { defaultListingDeadlineMs, type OperatorConfig } from "../wiring/operator-config.ts";
 
 /** Accepted `--log-level` values. */
 export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;

@@ -19,6 +19,55 @@ import { objectKey, refOf } from "../kube/object.ts";
 import type { KubeSecrets } from "../kube/secrets.ts";
 import { claimOf, connectionKeyOf } from "../reconcile/claims.ts";
 import type { Controller } from "../runtime/controller.ts";
+import type { Caches } from "./caches.ts";
+import {
+  CLAIM_INDEX,
+  CONNECTION_INDEX,
+  CONNECTION_SECRET_INDEX,
+  NAMESPACE_INDEX,
+  SECRET_INDEX,
+} from "./indexes.ts";
+
+/**
+ * Every trigger of the operator on `caches`: the Deployment resources' own, the connections',
+ * and the namespaces' when they are watched.
+ */
+export function subscribeAll(
+  caches: Caches,
+  deploymentController: Pick<Controller, "enqueue" | "forget">,
+  connectionController: Pick<Controller, "enqueue" | "forget">,
+): void {
+  const { deployments, secrets, namespaces } = caches;
+  subscribeTriggers(deployments, secrets, deploymentController, CLAIM_INDEX, SECRET_INDEX);
+  subscribeConnectionTriggers({
+    deployments,
+    connections: caches.connections,
+    secrets,
+    connectionController,
+    secretIndex: CONNECTION_SECRET_INDEX,
+  });
+  if (namespaces)
+    subscribeNamespaceTriggers(namespaces, deployments, {
+      namespaceIndex: NAMESPACE_INDEX,
+      claimIndex: CLAIM_INDEX,
+      deploymentController,
+      connectionController,
+    });
+}
+
+/**
+ * The function that enqueues the resources using a connection (by the deployments' cache index
+ * by connection key): called when the connection became usable or unusable.
+ */
+export function connectionUsersEnqueuer(
+  deployments: Pick<KubeDeployments, "byIndex">,
+  deploymentController: Pick<Controller, "enqueue">,
+): (key: string) => void {
+  return (key) => {
+    for (const o of deployments.byIndex(CONNECTION_INDEX, key))
+      deploymentController.enqueue(objectKey(refOf(o)));
+  };
+}
 
 /** Enqueues reconciles on the changes that matter: not on the operator's own status writes. */
 export function subscribeTriggers(
@@ -63,21 +112,16 @@ export interface ConnectionTriggers {
   deployments: KubeDeployments;
   connections: KubeConnections;
   secrets: KubeSecrets;
-  deploymentController: Pick<Controller, "enqueue">;
   connectionController: Pick<Controller, "enqueue" | "forget">;
-  /** The deployments' cache index by connection key. */
-  connectionIndex: string;
   /** The connections' cache index by the Secret (`namespace/name`) holding their key. */
   secretIndex: string;
 }
 
 /**
  * Enqueues connection reconciles on the changes that matter to them (their spec or metadata,
- * their Secret, and a resource starting or ceasing to use them, which they count), and returns
- * the function that enqueues the resources using a connection (called when it became usable or
- * unusable).
+ * their Secret, and a resource starting or ceasing to use them, which they count).
  */
-export function subscribeConnectionTriggers(t: ConnectionTriggers): (key: string) => void {
+export function subscribeConnectionTriggers(t: ConnectionTriggers): void {
   const keyOfConnection = (c: ConnectionObject) => connectionKey(idOf(c));
   t.connections.subscribe({
     onAdd: (c) => t.connectionController.enqueue(keyOfConnection(c)),
@@ -95,10 +139,6 @@ export function subscribeConnectionTriggers(t: ConnectionTriggers): (key: string
     for (const c of t.connections.byIndex(t.secretIndex, objectKey(ref)))
       t.connectionController.enqueue(keyOfConnection(c));
   });
-  return (key) => {
-    for (const o of t.deployments.byIndex(t.connectionIndex, key))
-      t.deploymentController.enqueue(objectKey(refOf(o)));
-  };
 }
 
 /** What {@link subscribeNamespaceTriggers} connects. */

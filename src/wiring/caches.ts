@@ -1,0 +1,103 @@
+/**
+ * The operator's watch caches as one set: the informers the manager runs, the promise the
+ * controllers' workers wait on, and the readiness check that holds /readyz until they are filled.
+ */
+import type { Logger } from "pino";
+import type { KubeClient } from "../kube/client.ts";
+import { KubeConnections } from "../kube/connections.ts";
+import { KubeDeployments } from "../kube/deployments.ts";
+import { KubeNamespaces } from "../kube/namespaces.ts";
+import { KubeSecrets } from "../kube/secrets.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { HealthCheck } from "../runtime/health.ts";
+import type { Runnable } from "../runtime/manager.ts";
+import { connectionIndexers, deploymentIndexers } from "./indexes.ts";
+import type { OperatorConfig } from "./operator-config.ts";
+
+/** The watch caches; `namespaces` only when namespace labels are needed (selectors). */
+export interface Caches {
+  deployments: KubeDeployments;
+  secrets: KubeSecrets;
+  connections: KubeConnections;
+  namespaces: KubeNamespaces | undefined;
+}
+
+/**
+ * The caches of `config`'s scope. Namespace selectors need the namespaces' labels:
+ * ClusterServiceConnections may carry one, and the default connection may have one. Without
+ * either, namespaces are not watched (a namespaced install cannot: namespaces are cluster-scoped).
+ * ClusterServiceConnections need cluster-wide list/watch, which an install limited to some
+ * namespaces (a Role) does not have.
+ */
+export function watchCaches(
+  config: Pick<
+    OperatorConfig,
+    "namespaces" | "labelSelector" | "clusterConnections" | "defaultConnectionNamespaceSelector"
+  >,
+  client: KubeClient,
+  clock: Clock,
+  logger: Logger,
+): Caches {
+  const clusterKind = config.clusterConnections ?? config.namespaces.length === 0;
+  const byNamespace = clusterKind || Boolean(config.defaultConnectionNamespaceSelector);
+  const { namespaces, labelSelector } = config;
+  const scope = {
+    ...(namespaces.length > 0 ? { namespaces } : {}),
+    ...(labelSelector ? { labelSelector } : {}),
+  };
+  const indexers = deploymentIndexers(byNamespace);
+  return {
+    namespaces: byNamespace ? new KubeNamespaces({ client, logger, clock }) : undefined,
+    deployments: new KubeDeployments({ client, scope, logger, clock, indexers }),
+    secrets: new KubeSecrets({ client, namespaces, logger, clock }),
+    connections: new KubeConnections({
+      client,
+      namespaces,
+      clusterKind,
+      logger,
+      clock,
+      indexers: connectionIndexers,
+    }),
+  };
+}
+
+/** One runnable per informer; they run on every replica, leader or not, to keep /readyz true. */
+export function informers(c: Caches): Runnable[] {
+  const all: [string, { run(signal: AbortSignal): Promise<unknown> } | undefined][] = [
+    ["deployment-informer", c.deployments],
+    ["secret-informer", c.secrets],
+    ["connection-informer", c.connections],
+    ["namespace-informer", c.namespaces],
+  ];
+  return all.flatMap(([name, cache]) =>
+    cache
+      ? [{ name, needLeaderElection: false, start: async (signal) => void (await cache.run(signal)) }]
+      : [],
+  );
+}
+
+/** Resolves once every cache is filled: the controllers' workers start after it. */
+export function cachesSynced(c: Caches): () => Promise<unknown> {
+  return () =>
+    Promise.all([c.deployments.synced, c.secrets.synced, c.connections.synced, c.namespaces?.synced]);
+}
+
+/**
+ * Ready once every cache has synced. The service's reachability is not the operator's health: an
+ * outage there is reported on the resources (ServiceUnavailable, Unauthorized), never by making
+ * every replica NotReady.
+ */
+export function cachesReadiness(c: Caches): HealthCheck {
+  return {
+    name: "informers",
+    check: async () => {
+      if (
+        !c.deployments.hasSynced() ||
+        !c.secrets.hasSynced() ||
+        !c.connections.hasSynced() ||
+        (c.namespaces && !c.namespaces.hasSynced())
+      )
+        throw new Error("caches not synced yet");
+    },
+  };
+}

@@ -1,0 +1,34 @@
+/** The leader elector of `--leader-elect`, on a Lease in the operator's namespace. */
+import type { Logger } from "pino";
+import type { KubeClient } from "../kube/client.ts";
+import { KubeLease } from "../kube/lease.ts";
+import type { Clock } from "../runtime/clock.ts";
+import { LeaderElector } from "../runtime/leader.ts";
+import type { RuntimeMetrics } from "../runtime/metrics.ts";
+import type { OperatorConfig } from "./operator-config.ts";
+
+/**
+ * The elector of `config.leaderElection`; the Lease lives in its namespace, else the
+ * kubeconfig context's, else `default`. Leadership is reported as a metric.
+ */
+export function leaderElector(
+  config: OperatorConfig["leaderElection"],
+  client: KubeClient,
+  contextNamespace: string | undefined,
+  identity: string,
+  metrics: RuntimeMetrics,
+  logger: Logger,
+  clock: Clock,
+): LeaderElector {
+  const namespace = config.namespace ?? contextNamespace ?? "default";
+  return new LeaderElector({
+    lease: new KubeLease(client, { namespace, name: config.name }),
+    identity,
+    leaseDurationMs: config.leaseDurationMs,
+    renewDeadlineMs: config.renewDeadlineMs,
+    retryPeriodMs: config.retryPeriodMs,
+    clock,
+    logger,
+    onLeadingChange: (leading) => metrics.setLeader(config.name, leading),
+  });
+}

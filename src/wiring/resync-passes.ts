@@ -1,0 +1,65 @@
+/**
+ * What the periodic passes go through. The Deployment pass is per connection: each usable
+ * connection (the default one included) is listed on its own, under `--listing-deadline`, and its
+ * resources are enqueued as soon as ITS listing is in. One that is slow, endless or failing delays
+ * only its own resources, which then report it without a call (see the reconciler). A start (a
+ * restart, a new leader) is a pass like every resync: one listing per connection answers for its
+ * resources. The connection pass checks (and re-probes) every connection.
+ */
+import { idOf } from "../connection/controller.ts";
+import type { ConnectionSessions } from "../connection/registry.ts";
+import { connectionKey, DEFAULT_CONNECTION } from "../identity/connection.ts";
+import type { KubeConnections } from "../kube/connections.ts";
+import type { KubeDeployments } from "../kube/deployments.ts";
+import { objectKey, refOf } from "../kube/object.ts";
+import { connectionKeyOf } from "../reconcile/claims.ts";
+import type { ResyncOptions } from "../runtime/resync.ts";
+import { CONNECTION_INDEX } from "./indexes.ts";
+
+/** Longest wait before a connection whose listing missed its deadline or failed is listed again. */
+const LISTING_RETRY_MS = 60_000;
+/** The first wait before a failed listing is tried again (doubling up to LISTING_RETRY_MS). */
+const LISTING_RETRY_BASE_MS = 2_000;
+
+const keyOf = (o: Parameters<typeof refOf>[0]) => objectKey(refOf(o));
+
+/** The Deployment pass's groups (the usable connections) and the resources of each. */
+export function deploymentPassScope(
+  deployments: Pick<KubeDeployments, "list" | "byIndex">,
+  connections: Pick<ConnectionSessions, "sessions">,
+): Pick<ResyncOptions, "groups" | "keys" | "ungrouped"> {
+  return {
+    groups: () => connections.sessions().map((s) => s.key),
+    // The default connection's resources are the only ones outside the connection index: found
+    // by going through the cache once per pass of that connection, as the single pass did.
+    keys: (key) =>
+      key === DEFAULT_CONNECTION
+        ? deployments.list().flatMap((o) => (connectionKeyOf(o) === DEFAULT_CONNECTION ? [keyOf(o)] : []))
+        : deployments.byIndex(CONNECTION_INDEX, key).map(keyOf),
+    // Resources of a connection not usable at the start: told so once (its check enqueues them
+    // again when that changes).
+    ungrouped: () => {
+      const usable = new Set(connections.sessions().map((s) => s.key));
+      return deployments.list().flatMap((o) => (usable.has(connectionKeyOf(o)) ? [] : [keyOf(o)]));
+    },
+  };
+}
+
+/** The Deployment pass's period, its retries after a failed listing and its spread. */
+export function deploymentPassTiming(
+  resyncMs: number,
+): Pick<ResyncOptions, "periodMs" | "retryMs" | "retryBaseMs" | "spreadMs"> {
+  return {
+    periodMs: resyncMs,
+    retryMs: Math.min(resyncMs, LISTING_RETRY_MS),
+    // A failed listing is tried again soon, then less often: its resources heal within seconds
+    // of the service's, while one that stays down costs a listing a minute.
+    retryBaseMs: Math.min(resyncMs, LISTING_RETRY_BASE_MS),
+    spreadMs: Math.min(resyncMs / 10, 60_000),
+  };
+}
+
+/** The connection pass's keys: every watched connection of both kinds. */
+export function connectionPassKeys(connections: Pick<KubeConnections, "all">): () => string[] {
+  return () => connections.all.flatMap((r) => r.list()).map((c) => connectionKey(idOf(c)));
+}
