@@ -107,7 +107,11 @@ export class DirectoryCertificate implements ServingCertificate {
           { cause: err },
         );
       });
-    const [cert, key] = await Promise.all([read("tls.crt"), read("tls.key")]);
+    // Both read at once, the first missing one (in this order) named: the same message each time.
+    const [crtRead, keyRead] = await Promise.allSettled([read("tls.crt"), read("tls.key")]);
+    if (crtRead.status === "rejected") throw crtRead.reason;
+    if (keyRead.status === "rejected") throw keyRead.reason;
+    const [cert, key] = [crtRead.value, keyRead.value];
     checkPair({ key, cert }, `--metrics-cert-dir: ${this.#dir}/tls.key and tls.crt`);
     return { key, cert };
   }
