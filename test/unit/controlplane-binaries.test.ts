@@ -163,7 +163,18 @@ describe("ensureBinaries", () => {
     expect((error as Error).message).toMatch(/go build of kube-apiserver failed \(exit 2\):\nbuild exploded/);
     expect(readdirSync(binaryCacheDir(env))).toEqual([]);
 
-    await expect(ensureBinaries({ env })).resolves.toBeDefined();
+    const built = await ensureBinaries({ env });
+    // The failed attempt built kube-apiserver only; the next one builds all three, and they run.
+    expect(builds()).toEqual([
+      "k8s.io/kubernetes/cmd/kube-apiserver",
+      "k8s.io/kubernetes/cmd/kube-apiserver",
+      expect.stringContaining("etcd"),
+      "k8s.io/kubernetes/cmd/kubectl",
+    ]);
+    expect(spawnSync(built.kubeApiServer, { encoding: "utf8" }).stdout.trim()).toBe(
+      "k8s.io/kubernetes/cmd/kube-apiserver",
+    );
+    expect(readdirSync(binaryCacheDir(env))).not.toEqual([]);
   });
 
   it("takes over a build lock whose owner has died", async () => {
