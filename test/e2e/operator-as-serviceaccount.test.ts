@@ -181,6 +181,11 @@ describe("the operator as ServiceAccount dms-system/dms-operator", () => {
       },
       { timeoutMs: 30_000, intervalMs: 300, description: "triage-bot to roll out the rotated Secret" },
     );
+    // What a user sees: a new revision, live, and the resource Ready on it.
+    const latest = await get("triage-bot", ".status.latestRevisionId");
+    expect(latest).not.toBe(before);
+    expect(await get("triage-bot", ".status.activeRevisionId")).toBe(latest);
+    expect(await get("triage-bot", '.status.conditions[?(@.type=="Ready")].status')).toBe("True");
   });
 
   it("on kubectl delete, deletes the service's deployment only under deletionPolicy Delete", async () => {

@@ -154,6 +154,9 @@ describe("controller: one tenant's listing cannot hold the others", () => {
       description: "a black-hole connection Unreachable at its probe deadline",
       timeoutMs: 20_000,
     });
+    // What a user sees once the probes ended: the healthy one Connected, every black hole Unreachable.
+    expect(await readyReason(nsGood, "late")).toBe("Connected");
+    for (const hole of holes) expect(await readyReason(nsBad, hole.metadata.name)).toBe("Unreachable");
   });
 
   it("heals once the service answers again, and applies the edit held meanwhile", async () => {
