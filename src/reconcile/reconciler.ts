@@ -10,7 +10,7 @@ import type { Logger } from "pino";
 import { isServiceError } from "../api/errors.ts";
 import type { LogType } from "../api/revision-logs.ts";
 import { formatTime } from "../conditions/kstatus.ts";
-import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
+import { type DesiredDeployment, desiredFromSpec, withSecrets } from "../crd/mapping.ts";
 import {
   DEFAULT_ROLLOUT_TIMEOUT,
   type DeploymentResourceStatus,
@@ -341,18 +341,22 @@ export class DeploymentReconciler {
     if (unread) run.seen.secrets = inlineSecrets(run.obj.spec);
     // Read before the mapping, which may fail: the values read are scrubbed from any report.
     const secrets = unread ? "unread" : await this.#readSecrets(run, signal);
-    const first = await this.#desired(run, secrets, signal);
+    const mapped = await this.#desired(run, secrets, signal);
     const { service, snapshot } = run.session;
-    const found = await observe(service, snapshot, this.#lookup(run, first.desired, first.record), signal);
+    const found = await observe(service, snapshot, this.#lookup(run, mapped.desired, mapped.record), signal);
     this.#warnDisowned(run, found.disowned);
+    // Values left unread are needed after all when the service's secret names differ from the
+    // spec's: then they are read, and the spec's secrets join what was mapped.
     const late =
       unread && !sameSecretNames(run.obj.spec, found.deployment)
         ? await this.#readSecrets(run, signal)
         : undefined;
-    const { desired, record: mapped } = late ? await this.#desired(run, late, signal) : first;
+    const desired = late
+      ? withSecrets(mapped.desired, run.obj.spec, { secretData: late.data })
+      : mapped.desired;
     // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
     const fulfilled = found.listed && Boolean(status.createRequestedAt);
-    const record: StatusRecord = fulfilled ? { ...mapped, createRequestedAt: null } : mapped;
+    const record: StatusRecord = fulfilled ? { ...mapped.record, createRequestedAt: null } : mapped.record;
     const observeOnly = run.obj.spec.managementPolicy === "ObserveOnly";
     const lastApplied = lastAppliedFor(run.obj.spec, desired, status.appliedSecretsHash);
     const decision = plan(desired, found.deployment ?? undefined, lastApplied);
@@ -490,8 +494,8 @@ export class DeploymentReconciler {
 
   /**
    * The spec in wire terms, with the `secrets` read and its GitHub shorthand resolved. When the
-   * Secrets were not read (`"unread"`), the secrets are left out: not managed by this
-   * reconcile's plan.
+   * Secrets were not read (`"unread"`), the secrets are left out: not managed by this mapping
+   * (see {@link withSecrets} for when they turn out to be).
    */
   async #desired(
     run: Connected,
