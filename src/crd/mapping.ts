@@ -127,6 +127,19 @@ export function desiredFromSpec(
   return desired;
 }
 
+/**
+ * `desired`, mapped by {@link desiredFromSpec} from `spec` without its secrets, with the secrets
+ * of `spec` resolved from `resolved` as that mapping resolves them: for a plan whose Secrets
+ * were read only once their values turned out to be needed. Throws as the mapping does.
+ */
+export function withSecrets(
+  desired: DesiredDeployment,
+  spec: DeploymentSpec,
+  resolved: ResolvedInputs,
+): DesiredDeployment {
+  return spec.secrets ? { ...desired, secrets: resolveSecrets(spec.secrets, resolved) } : desired;
+}
+
 function resolveSecrets(
   entries: NonNullable<DeploymentSpec["secrets"]>,
   resolved: ResolvedInputs,

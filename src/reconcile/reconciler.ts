@@ -10,7 +10,7 @@ import type { Logger } from "pino";
 import { isServiceError } from "../api/errors.ts";
 import type { LogType } from "../api/revision-logs.ts";
 import { formatTime } from "../conditions/kstatus.ts";
-import { type DesiredDeployment, desiredFromSpec } from "../crd/mapping.ts";
+import { type DesiredDeployment, desiredFromSpec, withSecrets } from "../crd/mapping.ts";
 import {
   DEFAULT_ROLLOUT_TIMEOUT,
   type DeploymentResourceStatus,
@@ -115,6 +115,11 @@ interface Decided {
   record?: StatusRecord;
   /** Look again no later than this instant (ms since the epoch): a held change's window opens. */
   wakeAt?: number;
+  /**
+   * The resource as the decision wrote it (a create's intent), when it did: the status is
+   * written on that version.
+   */
+  written?: StoredResource;
 }
 
 /** What the service said of the observed deployment's latest revision and its rollout. */
@@ -147,19 +152,54 @@ const MAX_WAKE_MS = 24 * 3_600_000;
 const STATUS_AFTER_TIMEOUT_MS = 5_000;
 
 /**
- * One reconcile's context: the object as read, its logger, the clock reading, the secrets seen,
- * and the connection's session once the connection was found usable.
+ * One reconcile's context: the object (as read, or as this reconcile last wrote it: a write
+ * gives a new `Run`), its logger, the clock reading, what was seen of the Secrets, and the
+ * connection's session once the connection was found usable.
  */
 interface Run {
-  obj: StoredResource;
-  log: Logger;
-  now: Date;
-  secrets: ReadSecrets;
-  /** The referenced Secrets were not read: their values are known to be those last applied. */
-  secretsUnread?: boolean;
-  session?: ServiceSession;
+  readonly obj: StoredResource;
+  readonly log: Logger;
+  readonly now: Date;
+  /** Shared by every `Run` of one reconcile: a failure's report is scrubbed of what was read. */
+  readonly seen: SecretsSeen;
+  readonly session?: ServiceSession;
   /** The connection's rollout windows, the default of a resource that sets none. */
-  inheritedWindows?: InheritedWindows | undefined;
+  readonly inheritedWindows?: InheritedWindows | undefined;
+}
+
+/**
+ * What one reconcile has of the referenced Secrets: the values read (or the spec's inline ones),
+ * or `unread`: their values are known to be those last applied and were not read, so a report or
+ * a log shown reads them first. The one state the steps of a reconcile share, for a failure may
+ * come at any step and its report must not show a value.
+ */
+interface SecretsSeen {
+  secrets: ReadSecrets;
+  unread: boolean;
+}
+
+/** The Secrets before any was read: nothing to scrub. */
+const NONE_READ: ReadSecrets = { data: {}, values: [] };
+
+/**
+ * A failure after this reconcile wrote its resource (the finalizer, a create's intent): reported
+ * on `obj`, the version the write answered with, for a status written on the version read would
+ * only conflict.
+ */
+class FailedAfterWrite extends Error {
+  readonly obj: StoredResource;
+  override readonly cause: unknown;
+
+  constructor(obj: StoredResource, cause: unknown) {
+    super("the reconcile failed after writing its resource", { cause });
+    this.obj = obj;
+    this.cause = cause;
+  }
+}
+
+/** `error` as a failure reported on `obj`, unless it already names a later version. */
+function failedOn(obj: StoredResource, error: unknown): FailedAfterWrite {
+  return error instanceof FailedAfterWrite ? error : new FailedAfterWrite(obj, error);
 }
 
 /** A PATCH whose revision part waits for a rollout window (see `rollout-gate.ts`). */
@@ -178,7 +218,12 @@ interface LogGap {
 }
 
 /** A run whose connection is usable. */
-type Connected = Run & { session: ServiceSession };
+type Connected = Run & { readonly session: ServiceSession };
+
+/** Whether `run`'s connection is usable. */
+function isConnected(run: Run): run is Connected {
+  return run.session !== undefined;
+}
 
 /** Reconciles Deployment resources against the service. */
 export class DeploymentReconciler {
@@ -208,7 +253,7 @@ export class DeploymentReconciler {
     const run: Run = {
       obj,
       now: new Date(this.#o.clock.now()),
-      secrets: { data: {}, values: [] },
+      seen: { secrets: NONE_READ, unread: false },
       log: this.#o.logger.child({
         namespace,
         name,
@@ -223,36 +268,47 @@ export class DeploymentReconciler {
     }
   };
 
-  async #reconcile(run: Run, signal: AbortSignal): Promise<ReconcileResult> {
-    const connection = this.#o.sessions.lookup(run.obj);
+  async #reconcile(read: Run, signal: AbortSignal): Promise<ReconcileResult> {
+    const connection = this.#o.sessions.lookup(read.obj);
     // Refused before anything else, paused or not: the trust boundary is reported as such.
-    if (connection.kind === "refused") return this.#refused(run, connection.message, signal);
-    if (connection.kind === "ready") {
-      run.session = connection.session;
-      run.inheritedWindows = connection.rolloutWindows;
-    }
+    if (connection.kind === "refused") return this.#refused(read, connection.message, signal);
     // A paused resource needs no connection (it makes no call), unless it is being deleted.
-    else if (!isPaused(run.obj) || run.obj.metadata.deletionTimestamp)
+    if (connection.kind !== "ready" && (!isPaused(read.obj) || read.obj.metadata.deletionTimestamp))
       // Pending: not checked since the start yet; its check enqueues this resource again.
       return connection.kind === "pending"
         ? Action.done()
-        : this.#unavailable(run, connection.message, signal);
+        : this.#unavailable(read, connection.message, signal);
+    const run: Run =
+      connection.kind === "ready"
+        ? { ...read, session: connection.session, inheritedWindows: connection.rolloutWindows }
+        : read;
     if (run.obj.metadata.deletionTimestamp) return this.#finalize(run, signal);
     const holder = this.#holder(run.obj);
     // The loser of a name conflict owns nothing on the service: no finalizer, so that deleting it
     // can never delete the holder's deployment.
-    if (!holder) run.obj = await this.#syncFinalizer(run.obj, signal);
-    if (isPaused(run.obj)) return this.#conclude(run, { outcome: { kind: "paused" } }, signal);
-    if (holder) {
-      const message = nameConflictMessage(run.obj, holder);
-      this.#event(run, "Warning", REASON.NameConflict, message);
-      const conflict = { kind: "failed", reason: REASON.NameConflict, message, stalled: true } as const;
-      return this.#conclude(run, { outcome: conflict }, signal);
+    const obj = holder ? run.obj : await this.#syncFinalizer(run.obj, signal);
+    const current: Run = obj === run.obj ? run : { ...run, obj };
+    try {
+      if (isPaused(obj)) return await this.#conclude(current, { outcome: { kind: "paused" } }, signal);
+      if (holder) {
+        const message = nameConflictMessage(obj, holder);
+        this.#event(current, "Warning", REASON.NameConflict, message);
+        const conflict = { kind: "failed", reason: REASON.NameConflict, message, stalled: true } as const;
+        return await this.#conclude(current, { outcome: conflict }, signal);
+      }
+      if (!isConnected(current))
+        throw new Error("a reconcile went past the pause check without a connection");
+      const decided = await this.#sync(current, signal);
+      if (!decided.written) return await this.#conclude(current, decided, signal);
+      // A create wrote its intent: the status goes on that version, and so does a failure's.
+      const intended = { ...current, obj: decided.written };
+      return await this.#conclude(intended, decided, signal).catch((error: unknown) => {
+        throw failedOn(intended.obj, error);
+      });
+    } catch (error) {
+      // Once the finalizer was written, a failure is reported on the version it answered with.
+      throw obj === read.obj ? error : failedOn(obj, error);
     }
-    const { session } = run;
-    if (!session) throw new Error("a reconcile went past the pause check without a connection");
-    const decided = await this.#sync(Object.assign(run, { session }), signal);
-    return this.#conclude(run, decided, signal);
   }
 
   /** Keeps the service's deployment in line with the spec, through the resource's connection. */
@@ -265,7 +321,7 @@ export class DeploymentReconciler {
     const missed = run.session.listingFailure();
     if (missed?.kind === "failed") {
       // The service's answer is reported: scrubbed of this resource's values, read for that.
-      run.secretsUnread = true;
+      run.seen.unread = true;
       throw missed.error;
     }
     if (missed) return { outcome: listingMissed(run.obj, missed) };
@@ -275,25 +331,32 @@ export class DeploymentReconciler {
     // a Secret changed (its resourceVersion), the spec changed, or the service's secret names
     // differ from the spec's (checked once the deployment is found). A steady resource costs no
     // Kubernetes request.
-    run.secretsUnread =
+    const unread =
       versions !== undefined &&
       versions === status.appliedSecretVersions &&
       status.appliedSecretsHash !== undefined &&
       status.observedGeneration === run.obj.metadata.generation &&
       run.obj.spec.managementPolicy !== "ObserveOnly";
+    run.seen.unread = unread;
+    if (unread) run.seen.secrets = inlineSecrets(run.obj.spec);
     // Read before the mapping, which may fail: the values read are scrubbed from any report.
-    if (run.secretsUnread) run.secrets = inlineSecrets(run.obj.spec);
-    else await this.#readSecrets(run, signal);
-    const first = await this.#desired(run, signal);
+    const secrets = unread ? "unread" : await this.#readSecrets(run, signal);
+    const mapped = await this.#desired(run, secrets, signal);
     const { service, snapshot } = run.session;
-    const found = await observe(service, snapshot, this.#lookup(run, first.desired, first.record), signal);
+    const found = await observe(service, snapshot, this.#lookup(run, mapped.desired, mapped.record), signal);
     this.#warnDisowned(run, found.disowned);
-    const reread = run.secretsUnread && !sameSecretNames(run.obj.spec, found.deployment);
-    if (reread) await this.#readSecrets(run, signal);
-    const { desired, record: mapped } = reread ? await this.#desired(run, signal) : first;
+    // Values left unread are needed after all when the service's secret names differ from the
+    // spec's: then they are read, and the spec's secrets join what was mapped.
+    const late =
+      unread && !sameSecretNames(run.obj.spec, found.deployment)
+        ? await this.#readSecrets(run, signal)
+        : undefined;
+    const desired = late
+      ? withSecrets(mapped.desired, run.obj.spec, { secretData: late.data })
+      : mapped.desired;
     // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
     const fulfilled = found.listed && Boolean(status.createRequestedAt);
-    const record: StatusRecord = fulfilled ? { ...mapped, createRequestedAt: null } : mapped;
+    const record: StatusRecord = fulfilled ? { ...mapped.record, createRequestedAt: null } : mapped.record;
     const observeOnly = run.obj.spec.managementPolicy === "ObserveOnly";
     const lastApplied = lastAppliedFor(run.obj.spec, desired, status.appliedSecretsHash);
     const decision = plan(desired, found.deployment ?? undefined, lastApplied);
@@ -324,9 +387,7 @@ export class DeploymentReconciler {
     const applied: StatusRecord = {
       ...record,
       appliedSecretsHash: decision.secretsHash ?? status.appliedSecretsHash ?? null,
-      ...(run.secretsUnread
-        ? {}
-        : { appliedSecretVersions: appliedVersions(decision.secretsHash, versions) }),
+      ...(run.seen.unread ? {} : { appliedSecretVersions: appliedVersions(decision.secretsHash, versions) }),
     };
     if (decision.action === "noop")
       return { outcome, observed: observedAs(found.deployment), record: applied };
@@ -413,29 +474,39 @@ export class DeploymentReconciler {
   }
 
   /**
-   * Reads the values of the Secrets the spec references into `run`, within the secret budget.
-   * Once per reconcile: a read that failed (or stopped at the budget) is not tried again for the
+   * Reads the values of the Secrets the spec references, within the secret budget, into what
+   * `run` has seen (for every report to be scrubbed of them) and returns them. Once per
+   * reconcile: a read that failed (or stopped at the budget) is not tried again for the
    * failure's report.
    */
-  async #readSecrets(run: Run, signal: AbortSignal): Promise<void> {
-    run.secretsUnread = false;
+  async #readSecrets(run: Run, signal: AbortSignal): Promise<ReadSecrets> {
+    run.seen.unread = false;
     const namespace = run.obj.metadata.namespace ?? "";
-    run.secrets = await readSecrets(run.obj.spec, namespace, this.#o.secrets, signal, this.#o.maxSecretBytes);
+    run.seen.secrets = await readSecrets(
+      run.obj.spec,
+      namespace,
+      this.#o.secrets,
+      signal,
+      this.#o.maxSecretBytes,
+    );
+    return run.seen.secrets;
   }
 
   /**
-   * The spec in wire terms, with the Secrets `run` read and its GitHub shorthand resolved. When
-   * the Secrets were not read, the secrets are left out: not managed by this reconcile's plan.
+   * The spec in wire terms, with the `secrets` read and its GitHub shorthand resolved. When the
+   * Secrets were not read (`"unread"`), the secrets are left out: not managed by this mapping
+   * (see {@link withSecrets} for when they turn out to be).
    */
   async #desired(
     run: Connected,
+    secrets: ReadSecrets | "unread",
     signal: AbortSignal,
   ): Promise<{ desired: DesiredDeployment; record: StatusRecord }> {
     const { secrets: _unread, ...withoutSecrets } = run.obj.spec;
-    const spec = run.secretsUnread ? withoutSecrets : run.obj.spec;
+    const spec = secrets === "unread" ? withoutSecrets : run.obj.spec;
     const github = await run.session.repos.resolve(spec, signal);
     const desired = desiredFromSpec(spec, run.obj.metadata.name, {
-      secretData: run.secrets.data,
+      secretData: secrets === "unread" ? NONE_READ.data : secrets.data,
       ...(github ? { github } : {}),
     });
     const record: StatusRecord = {
@@ -488,7 +559,7 @@ export class DeploymentReconciler {
       ...record,
       appliedSecretsHash:
         (secretsHeld ? undefined : decision.secretsHash) ?? status.appliedSecretsHash ?? null,
-      ...(run.secretsUnread
+      ...(run.seen.unread
         ? {}
         : { appliedSecretVersions: secretsHeld ? null : appliedVersions(decision.secretsHash, versions) }),
     };
@@ -539,19 +610,24 @@ export class DeploymentReconciler {
     // Written under the resourceVersion this reconcile read: a reconcile acting on a stale copy
     // (one that does not show an earlier intent) gets a conflict here, never a second POST.
     const intent = { ...run.obj.status, createRequestedAt: formatTime(run.now) };
-    run.obj = await this.#o.resources.patchStatus(run.obj, intent, signal);
+    const written = await this.#o.resources.patchStatus(run.obj, intent, signal);
+    const intended: Connected = { ...run, obj: written };
     const created = await run.session.service
       .create(decision.body, signal)
-      .catch((error: unknown) => this.#learnTakenName(run, decision.body.name, error, signal));
+      .catch((error: unknown) => this.#learnTakenName(intended, decision.body.name, error, signal))
+      .catch((error: unknown) => {
+        throw failedOn(written, error);
+      });
     run.session.snapshot.remember(created);
-    this.#event(run, "Normal", "Created", createdNote(created));
+    this.#event(intended, "Normal", "Created", createdNote(created));
     // The intent stays recorded until a lookup lists the deployment (see #reconcile).
     const applied: StatusRecord = {
       ...record,
       appliedSecretsHash: decision.secretsHash ?? null,
       appliedSecretVersions: appliedVersions(decision.secretsHash, versions),
     };
-    return { outcome: { kind: "synced" }, observed: { kind: "found", deployment: created }, record: applied };
+    const observed = { kind: "found", deployment: created } as const;
+    return { outcome: { kind: "synced" }, observed, record: applied, written };
   }
 
   /**
@@ -593,7 +669,7 @@ export class DeploymentReconciler {
       } else if (!holder) {
         const missed = session.listingFailure();
         if (missed?.kind === "failed") {
-          run.secretsUnread = true;
+          run.seen.unread = true;
           throw missed.error;
         }
         if (missed) {
@@ -693,14 +769,13 @@ export class DeploymentReconciler {
    * (none while it is being deleted): the service calls a status write needs.
    */
   async #evidence(run: Run, { outcome, observed }: Decided, signal: AbortSignal): Promise<Evidence> {
+    if (observed?.kind !== "found" || !isConnected(run) || outcome.kind === "deleting") return {};
     const { session } = run;
-    if (observed?.kind !== "found" || !session || outcome.kind === "deleting") return {};
     const previous = run.obj.status;
     // Revision tracking: the latest revision's status, and a Warning the first time it failed.
     const requested = (reconcileRequestedAt(run.obj) ?? null) !== (previous?.lastHandledReconcileAt ?? null);
     const look = await session.revisions.look(observed.deployment, previous, requested, signal);
-    const connected = Object.assign(run, { session });
-    const rollout = await this.#rolloutEvidence(connected, observed.deployment, look.revision, signal);
+    const rollout = await this.#rolloutEvidence(run, observed.deployment, look.revision, signal);
     // The evidence's Warning, when it read a log, is the revision's one event (with its tail).
     return { revision: look.revision, rollout: rollout.status, event: rollout.event ?? look.event };
   }
@@ -725,7 +800,7 @@ export class DeploymentReconciler {
       sync,
       now: run.now,
       record: { connection: connectionLabel(run.obj.spec.connectionRef), ...record },
-      secretValues: run.secrets.values,
+      secretValues: run.seen.secrets.values,
       revision: evidence.revision,
       rollout: evidence.rollout,
     });
@@ -733,7 +808,7 @@ export class DeploymentReconciler {
     if (observed?.kind === "createdUnlisted" && previous?.deploymentId)
       next.deploymentId = previous.deploymentId;
     if (!statusEqual(previous, next)) {
-      run.obj = await this.#o.resources.patchStatus(run.obj, next, signal);
+      await this.#o.resources.patchStatus(run.obj, next, signal);
       run.log.debug({ sync: sync.kind }, "status written");
     }
     // A timed-out rollout is Stalled, not Reconciling, and so not polled; it is looked at now and
@@ -851,19 +926,19 @@ export class DeploymentReconciler {
     if (read.kind === "failed")
       return { note: `its ${type} log is not shown: ${read.why}`, passing: read.passing };
     if (read.entries.length === 0) return [];
-    if (run.secretsUnread) {
+    if (run.seen.unread) {
       try {
         await this.#readSecrets(run, signal);
       } catch (error) {
         if (signal.aborted) throw error;
-        run.secretsUnread = true;
+        run.seen.unread = true;
         return {
           note: `its ${type} log is not shown: the Secrets whose values must be hidden from it could not be read`,
           passing: true,
         };
       }
     }
-    return read.entries.map((entry) => formatLine(entry, run.secrets.values));
+    return read.entries.map((entry) => formatLine(entry, run.seen.secrets.values));
   }
 
   /**
@@ -872,13 +947,15 @@ export class DeploymentReconciler {
    * unreported, for the controller to abandon. A timeout is reported like any failure, its
    * status written under a short signal of its own (the reconcile's has already aborted).
    */
-  async #fail(run: Run, error: unknown, signal: AbortSignal): Promise<ReconcileResult> {
+  async #fail(read: Run, thrown: unknown, signal: AbortSignal): Promise<ReconcileResult> {
+    const error = thrown instanceof FailedAfterWrite ? thrown.cause : thrown;
     if (this.#o.resources.isConflict(error)) return Action.retry();
     if (signal.aborted && !(signal.reason instanceof ReconcileTimeoutError)) throw error;
+    const run = thrown instanceof FailedAfterWrite ? { ...read, obj: thrown.obj } : read;
     // What the report must not show includes the values this reconcile did not read.
-    if (run.secretsUnread)
+    if (run.seen.unread)
       await this.#readSecrets(run, AbortSignal.timeout(STATUS_AFTER_TIMEOUT_MS)).catch(() => undefined);
-    const failure = failureOf(error, run.secrets.values);
+    const failure = failureOf(error, run.seen.secrets.values);
     this.#event(run, "Warning", failure.outcome.reason, failure.outcome.message);
     const record = failure.createRefused ? { createRequestedAt: null } : {};
     const writeWindow = new AbortController();
@@ -891,7 +968,7 @@ export class DeploymentReconciler {
     } catch (statusError) {
       if (!this.#o.resources.isConflict(statusError))
         run.log.warn(
-          { err: failureOf(statusError, run.secrets.values).outcome.message },
+          { err: failureOf(statusError, run.seen.secrets.values).outcome.message },
           "could not write status",
         );
     } finally {
