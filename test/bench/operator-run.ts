@@ -23,6 +23,7 @@ import type { RunningSimulator } from "../../src/simulator/server.ts";
 import type { ControlPlane } from "../controlplane/harness.ts";
 import { freePort } from "../controlplane/net.ts";
 import { callCount } from "./harness.ts";
+import { inspectFlag } from "./inspector.ts";
 import {
   apiRequestDelta,
   cpuSeconds,
@@ -116,6 +117,8 @@ export interface Setup {
   resync: string;
   /** The commit the operator was compiled from (`+changes`: with uncommitted changes). */
   commit: string;
+  /** Where `--profile` writes the CPU profile and heap snapshot; the operator then runs with its inspector on. */
+  profile?: string;
 }
 
 /** Runs `task(0..count-1)`, `concurrency` at a time. */
@@ -132,6 +135,8 @@ export interface RunningOperator {
   process: OperatorProcess;
   flags: string[];
   metricsUrl: string;
+  /** The loopback port of the operator's inspector (with `Setup.profile`; 0 without). */
+  inspectPort: number;
   /** Resolves once /readyz answers 200, with the seconds since the process was spawned. */
   ready(): Promise<number>;
   /** controller_runtime_reconcile_total, summed. */
@@ -153,6 +158,14 @@ export async function startOperator(
 ): Promise<RunningOperator> {
   const metrics = `127.0.0.1:${await freePort()}`;
   const probes = `127.0.0.1:${await freePort()}`;
+  const inspectPort = setup.profile === undefined ? 0 : await freePort();
+  const runtimeEnv =
+    setup.profile === undefined
+      ? setup.runtimeEnv
+      : {
+          ...setup.runtimeEnv,
+          NODE_OPTIONS: `${setup.runtimeEnv.NODE_OPTIONS ?? ""} ${inspectFlag(inspectPort)}`.trim(),
+        };
   const flags = [
     ...(namespace === undefined ? [] : [`--namespaces=${namespace}`]),
     "--no-leader-elect",
@@ -178,11 +191,12 @@ export async function startOperator(
     logPath: join(setup.logs, `operator-${scope}.log`),
     workDir: join(work, `operator-${scope}`),
     // Exactly the manifest's runtime settings: none of this process's own NODE_OPTIONS.
-    env: operatorEnv({ NODE_OPTIONS: "", ...setup.runtimeEnv }),
+    env: operatorEnv({ NODE_OPTIONS: "", ...runtimeEnv }),
   });
   return {
     process,
     flags,
+    inspectPort,
     metricsUrl: `http://${metrics}/metrics`,
     async ready() {
       const deadline = Date.now() + 60_000;

@@ -25,8 +25,9 @@
  * simulators, one of them then a black hole): see `tenancy.ts`, reported in `docs/bench/tenancy.json`.
  */
 import { mkdtempSync, rmSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { desiredFromSpec } from "../../src/crd/mapping.ts";
 import { type KubeClient, PatchType } from "../../src/kube/client.ts";
@@ -36,6 +37,7 @@ import type { SeedDeployment } from "../../src/simulator/seed.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { ControlPlane } from "../controlplane/harness.ts";
 import { type Benchmark, benchDeploymentBody, benchDeploymentSpec, callCount, quantile } from "./harness.ts";
+import { Inspector } from "./inspector.ts";
 import {
   APPLY_CONCURRENCY,
   CACHE,
@@ -87,6 +89,10 @@ export const benchmark: Benchmark = {
       description:
         "the many-tenants case: the N resources spread over this many ServiceConnections, each in its own namespace with its own Secret and simulator (e.g. --tenants 50 --n 10000)",
     },
+    profile: {
+      description:
+        "a directory: after the measured pass, a CPU profile of the next pass (n<N>-pass.cpuprofile) and, after the edits, a heap snapshot holding N (n<N>-steady.heapsnapshot), through the operator's inspector on loopback; open them in Chrome DevTools",
+    },
     "listing-deadline": {
       description: "with --tenants: the operator's --listing-deadline",
       default: "not passed: the operator's own default",
@@ -122,6 +128,7 @@ export const benchmark: Benchmark = {
           runtimeEnv,
           commit,
           resync,
+          ...(args.profile === undefined ? {} : { profile: resolve(args.profile) }),
           logs: join(LOGS, tenants === undefined ? `n${n}` : `tenants${tenants}-n${n}`),
         };
         // Saved per N, so a long run that fails later keeps what it measured.
@@ -253,9 +260,27 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
       };
       progress(`N=${n}: resync ${resync.seconds} s, ${resync.cpuSeconds} CPU-s; edits`);
 
+      const inspector =
+        setup.profile === undefined ? undefined : await Inspector.connect(running.inspectPort);
+      if (inspector && setup.profile) {
+        await mkdir(setup.profile, { recursive: true });
+        await inspector.startCpuProfile();
+        const profiled = await resyncPass(n, running, sim, coldTap, apiMetrics, setup.resync);
+        await inspector.stopCpuProfile(join(setup.profile, `n${n}-pass.cpuprofile`));
+        progress(
+          `N=${n}: profiled pass ${profiled.seconds} s, ${profiled.cpuSeconds} CPU-s (with the profiler)`,
+        );
+      }
+
       // 5. Edits.
       const edit = await editLatency(client, n, sim, coldTap);
       const memory = memoryMiB(pid);
+      if (inspector && setup.profile) {
+        // After the peak was read: a snapshot takes memory of its own.
+        await inspector.heapSnapshot(join(setup.profile, `n${n}-steady.heapsnapshot`));
+        inspector.close();
+        progress(`N=${n}: profile and heap snapshot in ${setup.profile}`);
+      }
       return {
         n,
         date: new Date().toISOString(),

@@ -1,0 +1,103 @@
+/**
+ * The operator under measurement seen through Node's inspector (the Chrome DevTools Protocol over
+ * a WebSocket on loopback): a CPU profile of a span of its work and a heap snapshot, written as
+ * `.cpuprofile` and `.heapsnapshot` files that Chrome DevTools (Memory and Performance panels) or
+ * VS Code open. `scale --profile` uses it to say where a pass's CPU time and the memory per
+ * resource go, instead of guessing from a diff.
+ */
+
+import { once } from "node:events";
+import { createWriteStream } from "node:fs";
+
+/** A `--inspect` flag for the operator's NODE_OPTIONS: loopback only, at `port`. */
+export const inspectFlag = (port: number) => `--inspect=127.0.0.1:${port}`;
+
+/** What the protocol answers to one call. */
+interface Reply {
+  id?: number;
+  method?: string;
+  params?: { chunk?: string };
+  result?: unknown;
+  error?: { message: string };
+}
+
+/** A session with one process's inspector. */
+export class Inspector {
+  readonly #ws: WebSocket;
+  readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  #next = 0;
+  /** Receives the chunks of a heap snapshot while one is taken. */
+  #onChunk: ((chunk: string) => void) | undefined;
+
+  private constructor(ws: WebSocket) {
+    this.#ws = ws;
+    ws.addEventListener("message", (event) => {
+      const reply = JSON.parse(String(event.data)) as Reply;
+      if (reply.method === "HeapProfiler.addHeapSnapshotChunk") this.#onChunk?.(reply.params?.chunk ?? "");
+      if (reply.id === undefined) return;
+      const waiting = this.#pending.get(reply.id);
+      this.#pending.delete(reply.id);
+      if (reply.error) waiting?.reject(new Error(reply.error.message));
+      else waiting?.resolve(reply.result);
+    });
+  }
+
+  /** Connects to the inspector listening at `127.0.0.1:port` (the first target it lists). */
+  static async connect(port: number): Promise<Inspector> {
+    const response = await fetch(`http://127.0.0.1:${port}/json/list`);
+    const [target] = (await response.json()) as Array<{ webSocketDebuggerUrl: string }>;
+    if (target === undefined) throw new Error(`the inspector at port ${port} lists no target`);
+    const ws = new WebSocket(target.webSocketDebuggerUrl);
+    await new Promise<void>((resolve, reject) => {
+      ws.addEventListener("open", () => resolve(), { once: true });
+      ws.addEventListener("error", () => reject(new Error(`no inspector session at port ${port}`)), {
+        once: true,
+      });
+    });
+    return new Inspector(ws);
+  }
+
+  #call(method: string, params: object = {}): Promise<unknown> {
+    const id = ++this.#next;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      this.#ws.send(JSON.stringify({ id, method, params }));
+    });
+  }
+
+  /** Starts sampling the CPU every `intervalUs` microseconds. */
+  async startCpuProfile(intervalUs = 1_000): Promise<void> {
+    await this.#call("Profiler.enable");
+    await this.#call("Profiler.setSamplingInterval", { interval: intervalUs });
+    await this.#call("Profiler.start");
+  }
+
+  /** Stops sampling and writes the profile to `path` (a `.cpuprofile`). */
+  async stopCpuProfile(path: string): Promise<void> {
+    const { profile } = (await this.#call("Profiler.stop")) as { profile: unknown };
+    await this.#call("Profiler.disable");
+    const out = createWriteStream(path);
+    out.end(JSON.stringify(profile));
+    await once(out, "finish");
+  }
+
+  /** Takes a heap snapshot (after a full garbage collection) and streams it to `path`. */
+  async heapSnapshot(path: string): Promise<void> {
+    const out = createWriteStream(path);
+    this.#onChunk = (chunk) => out.write(chunk);
+    try {
+      await this.#call("HeapProfiler.enable");
+      await this.#call("HeapProfiler.collectGarbage");
+      await this.#call("HeapProfiler.takeHeapSnapshot", { reportProgress: false });
+      await this.#call("HeapProfiler.disable");
+    } finally {
+      this.#onChunk = undefined;
+      out.end();
+      await once(out, "finish");
+    }
+  }
+
+  close(): void {
+    this.#ws.close();
+  }
+}

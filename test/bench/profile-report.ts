@@ -1,0 +1,133 @@
+/**
+ * Reads what `scale --profile` wrote and says where the time and the memory go, or, given two
+ * files of one kind (before, after), what moved between them:
+ *
+ *   node test/bench/profile-report.ts <a.cpuprofile> [<b.cpuprofile>]   CPU: self and total time per function
+ *   node test/bench/profile-report.ts <a.heapsnapshot> [<b.heapsnapshot>] memory: bytes and count per kind of object
+ *
+ * A heap snapshot of 10,000 resources is ~50 MB of JSON: it is parsed whole (run with
+ * `--max-old-space-size=4096`). The same files open in Chrome DevTools for the detail.
+ */
+import { readFileSync } from "node:fs";
+
+/** Seconds or bytes and a count, per key. */
+type Tally = Map<string, { amount: number; count: number }>;
+
+interface CpuProfile {
+  nodes: Array<{
+    id: number;
+    callFrame: { functionName: string; url: string; lineNumber: number };
+    children?: number[];
+  }>;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** Self and total (inclusive) seconds per function (`name file:line`), idle left out. */
+export function cpuTallies(profile: CpuProfile): { self: Tally; total: Tally } {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const child of n.children ?? []) parent.set(child, n.id);
+  const key = (id: number) => {
+    const { functionName, url, lineNumber } = (byId.get(id) as CpuProfile["nodes"][number]).callFrame;
+    const file = url.split("/").slice(-2).join("/");
+    return `${functionName || "(anonymous)"} ${file}:${lineNumber + 1}`;
+  };
+  const self: Tally = new Map();
+  const total: Tally = new Map();
+  const add = (tally: Tally, k: string, seconds: number) => {
+    const entry = tally.get(k) ?? { amount: 0, count: 0 };
+    entry.amount += seconds;
+    entry.count += 1;
+    tally.set(k, entry);
+  };
+  // A sample's time is the delta to the next one (the last sample has none).
+  profile.samples.forEach((id, i) => {
+    const seconds = (profile.timeDeltas[i + 1] ?? 0) / 1e6;
+    if (key(id).startsWith("(idle)")) return;
+    add(self, key(id), seconds);
+    const seen = new Set<string>();
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const k = key(at);
+      if (!seen.has(k)) add(total, k, seconds);
+      seen.add(k);
+    }
+  });
+  return { self, total };
+}
+
+interface HeapSnapshot {
+  snapshot: { meta: { node_fields: string[]; node_types: [string[], ...unknown[]] } };
+  nodes: number[];
+  strings: string[];
+}
+
+/** Self size and count per kind of heap object: strings and code as one each, objects by constructor. */
+export function heapTally(snapshot: HeapSnapshot): Tally {
+  const fields = snapshot.snapshot.meta.node_fields;
+  const types = snapshot.snapshot.meta.node_types[0];
+  const [type, name, size] = ["type", "name", "self_size"].map((f) => fields.indexOf(f)) as [
+    number,
+    number,
+    number,
+  ];
+  const tally: Tally = new Map();
+  for (let i = 0; i < snapshot.nodes.length; i += fields.length) {
+    const kind = types[snapshot.nodes[i + type] as number] ?? "?";
+    const label = kind.includes("string")
+      ? "string"
+      : kind === "code" || kind === "number"
+        ? kind
+        : `${kind} ${(snapshot.strings[snapshot.nodes[i + name] as number] ?? "").slice(0, 60)}`;
+    const entry = tally.get(label) ?? { amount: 0, count: 0 };
+    entry.amount += snapshot.nodes[i + size] as number;
+    entry.count += 1;
+    tally.set(label, entry);
+  }
+  return tally;
+}
+
+/** Lines of the `top` largest keys of `b`, or of the largest growths from `a` to `b`. */
+export function report(b: Tally, a: Tally | undefined, unit: (amount: number) => string, top = 30): string[] {
+  const sum = (t: Tally) => [...t.values()].reduce((s, e) => s + e.amount, 0);
+  if (a === undefined) {
+    const rows = [...b].sort((x, y) => y[1].amount - x[1].amount).slice(0, top);
+    return [
+      `total ${unit(sum(b))}`,
+      ...rows.map(([k, e]) => `${unit(e.amount).padStart(12)} ${String(e.count).padStart(8)}  ${k}`),
+    ];
+  }
+  const keys = new Set([...a.keys(), ...b.keys()]);
+  const delta = (k: string) => (b.get(k)?.amount ?? 0) - (a.get(k)?.amount ?? 0);
+  const rows = [...keys].sort((x, y) => Math.abs(delta(y)) - Math.abs(delta(x))).slice(0, top);
+  return [
+    `total ${unit(sum(a))} -> ${unit(sum(b))}`,
+    ...rows.map((k) => {
+      const d = delta(k);
+      const counts = `${a.get(k)?.count ?? 0} -> ${b.get(k)?.count ?? 0}`;
+      return `${(d >= 0 ? "+" : "-") + unit(Math.abs(d))}`.padStart(12) + `  ${counts.padEnd(20)} ${k}`;
+    }),
+  ];
+}
+
+if (import.meta.main) {
+  const [first, second] = process.argv.slice(2);
+  if (first === undefined) {
+    process.stderr.write("usage: node test/bench/profile-report.ts <a.cpuprofile|a.heapsnapshot> [<b>]\n");
+    process.exit(2);
+  }
+  const read = (path: string) => JSON.parse(readFileSync(path, "utf8")) as unknown;
+  const lines: string[] = [];
+  if (first.endsWith(".cpuprofile")) {
+    const a = cpuTallies(read(first) as CpuProfile);
+    const b = second === undefined ? undefined : cpuTallies(read(second) as CpuProfile);
+    const seconds = (s: number) => `${s.toFixed(3)} s`;
+    lines.push("self:", ...report(b?.self ?? a.self, b ? a.self : undefined, seconds));
+    lines.push("", "total:", ...report(b?.total ?? a.total, b ? a.total : undefined, seconds));
+  } else {
+    const a = heapTally(read(first) as HeapSnapshot);
+    const b = second === undefined ? undefined : heapTally(read(second) as HeapSnapshot);
+    lines.push(...report(b ?? a, b ? a : undefined, (bytes) => `${(bytes / 1024).toFixed(0)} KiB`));
+  }
+  process.stdout.write(`${lines.join("\n")}\n`);
+}

@@ -1,0 +1,81 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Inspector, inspectFlag } from "../../test/bench/inspector.ts";
+import { cpuTallies, heapTally, report } from "../../test/bench/profile-report.ts";
+import { freePort } from "../controlplane/net.ts";
+
+// `scale --profile` reads a real process through its inspector; the report says what the files
+// hold. A child Node process with a known allocation and a known hot function shows both.
+
+const CHILD = `
+class ProbeMarker { constructor(i) { this.i = i; } }
+globalThis.kept = Array.from({ length: 5000 }, (_, i) => new ProbeMarker(i));
+function burnCpu() { let x = 0; for (let i = 0; i < 2e6; i++) x += Math.sqrt(i); globalThis.sink = x; }
+setInterval(burnCpu, 5);
+`;
+
+describe("the inspector session and the profile report", () => {
+  let child: ChildProcess;
+  let dir: string;
+  let inspector: Inspector;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "dms-profile-"));
+    const port = await freePort();
+    // Without the optimizing compilers: one may inline burnCpu into the timers' loop, and its
+    // samples are then the loop's (as in any profile: an inlined function counts as its caller).
+    child = spawn(process.execPath, [inspectFlag(port), "--no-opt", "--no-maglev", "-e", CHILD], {
+      stdio: "ignore",
+    });
+    for (let i = 0; ; i++) {
+      try {
+        inspector = await Inspector.connect(port);
+        break;
+      } catch (error) {
+        if (i > 100) throw error;
+        await sleep(50);
+      }
+    }
+  });
+
+  afterAll(() => {
+    inspector?.close();
+    child?.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("profiles the CPU: the busy function has the most self time", async () => {
+    await inspector.startCpuProfile(500);
+    await sleep(600);
+    const path = join(dir, "a.cpuprofile");
+    await inspector.stopCpuProfile(path);
+    const { self, total } = cpuTallies(JSON.parse(readFileSync(path, "utf8")));
+    const hottest = [...self].sort((a, b) => b[1].amount - a[1].amount)[0]?.[0] ?? "";
+    expect(hottest).toMatch(/^burnCpu /);
+    // It runs from the timers' loop: its total counts in theirs; idle time counts nowhere.
+    const burn = self.get(hottest)?.amount ?? 0;
+    expect(burn).toBeGreaterThan(0);
+    expect(
+      total.get([...total.keys()].find((k) => k.startsWith("listOnTimeout ")) ?? "")?.amount,
+    ).toBeGreaterThanOrEqual(burn);
+    expect([...total.keys()].some((k) => k.startsWith("(idle)"))).toBe(false);
+    expect(report(self, undefined, (s) => `${s.toFixed(3)} s`, 3)[1]).toContain("burnCpu");
+  });
+
+  it("snapshots the heap: the objects kept are counted by their constructor", async () => {
+    const path = join(dir, "a.heapsnapshot");
+    await inspector.heapSnapshot(path);
+    const tally = heapTally(JSON.parse(readFileSync(path, "utf8")));
+    expect(tally.get("object ProbeMarker")?.count).toBe(5000);
+    expect(tally.get("string")?.count).toBeGreaterThan(0);
+    // Compared with itself less the markers, the markers are the largest change.
+    const before = new Map(tally);
+    before.delete("object ProbeMarker");
+    const lines = report(tally, before, (b) => `${b} B`, 1);
+    expect(lines[1]).toMatch(/^\s+\+\d+ B\s+0 -> 5000\s+object ProbeMarker$/);
+  });
+});
