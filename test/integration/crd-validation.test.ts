@@ -330,8 +330,9 @@ const invalid: Array<{ reason: string; spec: Spec; message: RegExp }> = [
   ...rolloutWindowCases("github"),
 ];
 
-describe("Deployment CRD: refused input names the field", () => {
-  it.each(invalid)("refuses $reason", async ({ spec, message }) => {
+// Each case is an object of its own name, independent of the others: submitted a few at a time.
+describe.concurrent("Deployment CRD: refused input names the field", () => {
+  it.for(invalid)("refuses $reason", async ({ spec, message }, { expect }) => {
     const result = await submit("create", resource(uniqueName(), spec));
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(message);
@@ -801,8 +802,8 @@ const invalidConnections: Array<{ reason: string; kind: ConnectionKind; spec: Sp
   })),
 ];
 
-describe("connection CRDs: refused input names the field", () => {
-  it.each(invalidConnections)("$kind: refuses $reason", async ({ kind, spec, message }) => {
+describe.concurrent("connection CRDs: refused input names the field", () => {
+  it.for(invalidConnections)("$kind: refuses $reason", async ({ kind, spec, message }, { expect }) => {
     const result = await submit("create", connection(kind, connectionName(), spec));
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(message);
