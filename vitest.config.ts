@@ -11,6 +11,10 @@ process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), "dms-operator-node-compile-cac
 // kube-apiserver + etcd that the global setup starts once per run (see test/controlplane/).
 export default defineConfig({
   test: {
+    // A worker per core for the unit and contract files (vitest's default leaves one core to
+    // itself, which on two cores runs them one at a time). The cluster project still runs one
+    // file at a time: fileParallelism: false below.
+    maxWorkers: "100%",
     projects: [
       {
         test: {
