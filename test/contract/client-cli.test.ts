@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import type { SimulatorSeed } from "../../src/simulator/seed.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+import { nodeCacheEnv } from "../support/node-env.ts";
 import { BASE_SEED, INTEGRATION } from "./seed-fixtures.ts";
 
 const CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
@@ -48,7 +49,12 @@ interface Run {
 }
 
 async function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const baseEnv = { PATH: process.env.PATH ?? "", DMS_BASE_URL: sim.url, DMS_API_KEY: KEY };
+  const baseEnv = {
+    PATH: process.env.PATH ?? "",
+    ...nodeCacheEnv(),
+    DMS_BASE_URL: sim.url,
+    DMS_API_KEY: KEY,
+  };
   try {
     const { stdout, stderr } = await promisify(execFile)(process.execPath, [CLI, ...args], {
       env: { ...baseEnv, ...env },
@@ -191,7 +197,7 @@ describe("simulator", () => {
     const seedFile = join(dir, "seed.json");
     await writeFile(seedFile, JSON.stringify(SEED));
     const child = spawn(process.execPath, [CLI, "simulator", "--port", "0", "--seed", seedFile], {
-      env: { PATH: process.env.PATH ?? "" },
+      env: { PATH: process.env.PATH ?? "", ...nodeCacheEnv() },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));

@@ -25,6 +25,7 @@ import {
 } from "../support/certificates.ts";
 import { runCli } from "../support/cli.ts";
 import { type ConnectProxy, startConnectProxy } from "../support/connect-proxy.ts";
+import { nodeCacheEnv } from "../support/node-env.ts";
 import { type FakeService, send, startFakeService } from "./client-fake-service.ts";
 import {
   clusterServiceConnectionPath,
@@ -190,7 +191,7 @@ describe("NODE_EXTRA_CA_CERTS beside a connection's own CA", () => {
       const { stdout, stderr } = await promisify(execFile)(
         process.execPath,
         [CLI, "providers", "list", "-o", "json"],
-        { env: { PATH: process.env.PATH ?? "", ...env } },
+        { env: { PATH: process.env.PATH ?? "", ...nodeCacheEnv(), ...env } },
       );
       return { code: 0, stdout, stderr };
     } catch (error) {

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+import { nodeCacheEnv } from "../support/node-env.ts";
 import {
   cli,
   INTEGRATION,
@@ -328,7 +329,7 @@ describe("plan as a user runs it", () => {
     const { dir } = await plan({ "a.yaml": resourceYaml("new-agent", { source: "internal_docker" }) });
     const cliPath = new URL("../../src/cli.ts", import.meta.url).pathname;
     const result = await promisify(execFile)(process.execPath, [cliPath, "plan", "-f", dir], {
-      env: { PATH: process.env.PATH ?? "", DMS_BASE_URL: sim.url, DMS_API_KEY: KEY },
+      env: { PATH: process.env.PATH ?? "", ...nodeCacheEnv(), DMS_BASE_URL: sim.url, DMS_API_KEY: KEY },
     }).then(
       () => ({ code: 0 }),
       (error: { code: number; stdout: string }) => ({ code: error.code, stdout: error.stdout }),

@@ -259,17 +259,17 @@ async function uninstallKeepingCrds(
   expect(uninstalled.stdout).toContain("These resources were kept due to the resource policy");
   expect(await crdUids()).toEqual(before);
   expect((await kubectl(["get", "dmsd", "-n", apps])).code).toBe(0); // still served
-  for (const gone of [
+  const gone = [
     ["deployment", fullname, "-n", ns],
     ["clusterrole", fullname],
     ["clusterrolebinding", fullname],
     ["clusterrole", `${fullname}-metrics-reader`],
     ["serviceaccount", fullname, "-n", ns],
     ["secret", "dms-operator-credentials", "-n", ns],
-  ]) {
-    const result = await kubectl(["get", ...gone, "-o", "name"]);
-    expect(result.stderr, gone.join(" ")).toContain("NotFound");
-  }
+  ];
+  const results = await Promise.all(gone.map((object) => kubectl(["get", ...object, "-o", "name"])));
+  for (const [i, result] of results.entries())
+    expect(result.stderr, gone[i]?.join(" ")).toContain("NotFound");
 }
 
 /** `helm <args>` against the test cluster; its stdout, or a throw with helm's message. */
@@ -312,12 +312,13 @@ describe("the Helm chart", () => {
     if (!(previous instanceof Error)) await rm(previous.root, { recursive: true, force: true });
   });
 
-  describe("helm lint", () => {
-    it.each([
+  // Each case is one helm process on the chart alone: run at once.
+  describe.concurrent("helm lint", () => {
+    it.for<[string, string[]]>([
       ["default values", []],
       ["scope: namespace", ["--set", "scope=namespace"]],
       ["every optional object", ["--set", "metrics.serviceMonitor.enabled=true,networkPolicy.enabled=true"]],
-    ])("is clean, also with --strict: %s", async (_name, values) => {
+    ])("is clean, also with --strict: %s", async ([, values], { expect }) => {
       for (const strict of [[], ["--strict"]]) {
         const result = await helm(bin, ["lint", ...strict, CHART, ...values]);
         expect(result.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
@@ -384,8 +385,9 @@ describe("the Helm chart", () => {
     });
   });
 
-  describe("helm template, applied with kubectl apply --dry-run=server", () => {
-    it.each([
+  // Each case renders into a namespace of its own and persists nothing (a dry run): run at once.
+  describe.concurrent("helm template, applied with kubectl apply --dry-run=server", () => {
+    it.for<[string, string[]]>([
       ["default values", []],
       ["scope: namespace", ["scope=namespace"]],
       [
@@ -397,7 +399,7 @@ describe("the Helm chart", () => {
           "proxy.noProxy={.svc,.cluster.local}",
         ],
       ],
-    ])("is accepted: %s", async (_name, set) => {
+    ])("is accepted: %s", async ([, set], { expect }) => {
       const namespace = await freshNamespace("e2e-helm-dry");
       const objects = await renderChart(bin, { release: "e2e-helm-dry", namespace, set });
       const input = objects.map((o) => JSON.stringify(o)).join("\n");

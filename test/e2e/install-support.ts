@@ -12,6 +12,7 @@ import { OperatorProcess } from "../../scripts/demo/operator-process.ts";
 import { writeTokenKubeconfig } from "../controlplane/kubeconfig.ts";
 import { freePort } from "../controlplane/net.ts";
 import { kubectl, kubectlOk, testKubeconfigPath, testServer } from "../support/cluster.ts";
+import { nodeCacheEnv } from "../support/node-env.ts";
 
 /** The repository's `manifests/` directory. */
 export const MANIFESTS = join(import.meta.dirname, "..", "..", "manifests");
@@ -161,6 +162,7 @@ export async function startOperatorAs(options: OperatorAsOptions): Promise<Start
     workDir: join(dir, "work"),
     env: {
       PATH: globalThis.process.env.PATH ?? "",
+      ...nodeCacheEnv(),
       DMS_POLL_INTERVAL: "1s",
       ...options.env,
       // What stands in for the pod's Downward API and mounted Secret wins over `options.env`.

@@ -33,8 +33,13 @@ import {
 } from "./install-support.ts";
 
 const DEFAULT = join(MANIFESTS, "default");
-const RESYNC_MS = 15_000;
-const LISTING_DEADLINE_MS = 5_000;
+/**
+ * The shortest period `--resync-period` accepts: every row waits for a pass to correct the
+ * victim's drift, so the period is most of the file's time.
+ */
+const RESYNC_MS = 10_000;
+/** Short, the least the flag accepts being 1 s: row 4 waits for it to pass; the endless listing never ends. */
+const LISTING_DEADLINE_MS = 2_000;
 /**
  * How long a drift on the victim may stay: the next resync pass starts a period (±10 %) after
  * the last one ended, its listing may run into the deadline of a hostile connection's listing,
@@ -239,44 +244,48 @@ describe("one operator, a victim team and a hostile team", () => {
   beforeAll(async () => {
     await kubectlOk(["apply", "-k", DEFAULT]);
     work = await mkdtemp(join(tmpdir(), "dms-e2e-tenancy-"));
-    platformSim = await startTestSimulator({ apiKey: PLATFORM_KEY });
-    victimSim = await startTestSimulator({ apiKey: VICTIM_KEY });
-    sharedSim = await startTestSimulator({
-      apiKey: SHARED_KEY,
-      seed: {
-        deployments: [
-          {
-            name: UNCLAIMED,
-            source: "internal_docker",
-            source_config: {},
-            source_revision_config: { image_uri: image(UNCLAIMED) },
+    // Independent of each other: started, created and labelled at once.
+    [platformSim, victimSim, sharedSim, hostileSim, gzipSim, plainSim, endlessSim, victimNs, hostileNs] =
+      await Promise.all([
+        startTestSimulator({ apiKey: PLATFORM_KEY }),
+        startTestSimulator({ apiKey: VICTIM_KEY }),
+        startTestSimulator({
+          apiKey: SHARED_KEY,
+          seed: {
+            deployments: [
+              {
+                name: UNCLAIMED,
+                source: "internal_docker",
+                source_config: {},
+                source_revision_config: { image_uri: image(UNCLAIMED) },
+              },
+            ],
           },
-        ],
-      },
-    });
-    hostileSim = await startTestSimulator({ apiKey: HOSTILE_KEY });
-    gzipSim = await startTestSimulator({ apiKey: HOSTILE_KEY });
-    plainSim = await startTestSimulator({ apiKey: HOSTILE_KEY });
-    endlessSim = await startTestSimulator({ apiKey: HOSTILE_KEY });
-
-    victimNs = await freshNamespace("tenancy-victim");
-    hostileNs = await freshNamespace("tenancy-hostile");
-    await kubectlOk([
-      "label",
-      "namespace",
-      victimNs,
-      `${TEAM_LABEL}=${VICTIM_TEAM}`,
-      `${DEFAULT_LABEL}=${suffix}`,
+        }),
+        startTestSimulator({ apiKey: HOSTILE_KEY }),
+        startTestSimulator({ apiKey: HOSTILE_KEY }),
+        startTestSimulator({ apiKey: HOSTILE_KEY }),
+        startTestSimulator({ apiKey: HOSTILE_KEY }),
+        freshNamespace("tenancy-victim"),
+        freshNamespace("tenancy-hostile"),
+      ]);
+    await Promise.all([
+      kubectlOk([
+        "label",
+        "namespace",
+        victimNs,
+        `${TEAM_LABEL}=${VICTIM_TEAM}`,
+        `${DEFAULT_LABEL}=${suffix}`,
+      ]),
+      kubectlOk(["label", "namespace", hostileNs, `${TEAM_LABEL}=hostile-${suffix}`]),
+      user.putSecret(victimNs, KEY_SECRET, { "api-key": VICTIM_KEY }),
+      user.putSecret(hostileNs, KEY_SECRET, { "api-key": HOSTILE_KEY }),
+      user.putSecret("dms-system", `${KEY_SECRET}-${suffix}`, { "api-key": SHARED_KEY }),
+      ...[
+        teamConnection("victim", { baseUrl: victimSim.url }, victimNs),
+        teamConnection("own", { baseUrl: hostileSim.url }, hostileNs),
+      ].map((object) => kubectlOk(["apply", "-f", "-"], { input: JSON.stringify(object) })),
     ]);
-    await kubectlOk(["label", "namespace", hostileNs, `${TEAM_LABEL}=hostile-${suffix}`]);
-    await user.putSecret(victimNs, KEY_SECRET, { "api-key": VICTIM_KEY });
-    await user.putSecret(hostileNs, KEY_SECRET, { "api-key": HOSTILE_KEY });
-    await user.putSecret("dms-system", `${KEY_SECRET}-${suffix}`, { "api-key": SHARED_KEY });
-    for (const object of [
-      teamConnection("victim", { baseUrl: victimSim.url }, victimNs),
-      teamConnection("own", { baseUrl: hostileSim.url }, hostileNs),
-    ])
-      await kubectlOk(["apply", "-f", "-"], { input: JSON.stringify(object) });
     const sharedConnection = connection(
       "ClusterServiceConnection",
       SHARED,
@@ -329,11 +338,15 @@ describe("one operator, a victim team and a hostile team", () => {
         });
     }, 1_000);
 
-    for (const [name, ref] of Object.entries(VICTIMS)) await user.create(victimNs, name, spec(name, ref));
-    for (const name of Object.keys(VICTIMS) as Victim[]) {
-      const ready = await running(user.waitReady(victimNs, name, 30_000));
-      ids[name] = ready.status?.deploymentId ?? "";
-    }
+    await Promise.all(
+      Object.entries(VICTIMS).map(([name, ref]) => user.create(victimNs, name, spec(name, ref))),
+    );
+    await Promise.all(
+      (Object.keys(VICTIMS) as Victim[]).map(async (name) => {
+        const ready = await running(user.waitReady(victimNs, name, 30_000));
+        ids[name] = ready.status?.deploymentId ?? "";
+      }),
+    );
     await running(
       user.waitForConnection(
         "ServiceConnection",
@@ -351,10 +364,13 @@ describe("one operator, a victim team and a hostile team", () => {
     const namespaces = [victimNs, hostileNs].filter(Boolean);
     // A dead operator releases no finalizer: then they are removed at once.
     const grace = () => (operator?.process.running ? 15_000 : 0);
-    for (const ns of namespaces) await deleteOrRelease("deployments.dms.dev", "--all", ns, grace());
-    for (const ns of namespaces) await deleteOrRelease("serviceconnections.dms.dev", "--all", ns, grace());
-    await deleteOrRelease("clusterserviceconnections.dms.dev", SHARED, undefined, grace());
-    await kubectl(["delete", "secret", `${KEY_SECRET}-${suffix}`, "-n", "dms-system", "--wait=false"]);
+    // The Deployments go before their connections, which the operator needs to release them.
+    await Promise.all(namespaces.map((ns) => deleteOrRelease("deployments.dms.dev", "--all", ns, grace())));
+    await Promise.all([
+      ...namespaces.map((ns) => deleteOrRelease("serviceconnections.dms.dev", "--all", ns, grace())),
+      deleteOrRelease("clusterserviceconnections.dms.dev", SHARED, undefined, grace()),
+      kubectl(["delete", "secret", `${KEY_SECRET}-${suffix}`, "-n", "dms-system", "--wait=false"]),
+    ]);
     await operator?.process.stop(10_000);
     for (const sim of [platformSim, victimSim, sharedSim, hostileSim, gzipSim, plainSim, endlessSim])
       await sim?.close();

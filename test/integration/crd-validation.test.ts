@@ -330,8 +330,9 @@ const invalid: Array<{ reason: string; spec: Spec; message: RegExp }> = [
   ...rolloutWindowCases("github"),
 ];
 
-describe("Deployment CRD: refused input names the field", () => {
-  it.each(invalid)("refuses $reason", async ({ spec, message }) => {
+// Each case is an object of its own name, independent of the others: submitted a few at a time.
+describe.concurrent("Deployment CRD: refused input names the field", () => {
+  it.for(invalid)("refuses $reason", async ({ spec, message }, { expect }) => {
     const result = await submit("create", resource(uniqueName(), spec));
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(message);
@@ -459,7 +460,8 @@ describe("Deployment CRD: spec.connectionRef", () => {
   const NOT_ADDED = /spec\.connectionRef: Forbidden: spec\.connectionRef cannot be added or removed/;
   const plain: Spec = { source: "internal_docker" };
 
-  it.each([
+  // Each on a resource of its own name: run at once.
+  it.concurrent.for([
     [
       "a change of name",
       onConnection("ServiceConnection", "a"),
@@ -474,17 +476,20 @@ describe("Deployment CRD: spec.connectionRef", () => {
     ],
     ["adding it", plain, onConnection("ServiceConnection", "a"), NOT_ADDED],
     ["removing it", onConnection("ServiceConnection", "a"), plain, NOT_ADDED],
-  ])("refuses %s, by kubectl apply and by kubectl replace", async (_, before, after, message) => {
-    const name = uniqueName();
-    expect((await applied(name, before)).code).toBe(0);
-    const apply = await applied(name, after);
-    expect(apply.code).not.toBe(0);
-    expect(apply.stderr).toMatch(message);
-    const replace = await submit("replace", resource(name, after));
-    expect(replace.code).not.toBe(0);
-    expect(replace.stderr).toMatch(message);
-    expect((await getSpec(name)).connectionRef).toEqual(before.connectionRef);
-  });
+  ] as const)(
+    "refuses %s, by kubectl apply and by kubectl replace",
+    async ([, before, after, message], { expect }) => {
+      const name = uniqueName();
+      expect((await applied(name, before)).code).toBe(0);
+      const apply = await applied(name, after);
+      expect(apply.code).not.toBe(0);
+      expect(apply.stderr).toMatch(message);
+      const replace = await submit("replace", resource(name, after));
+      expect(replace.code).not.toBe(0);
+      expect(replace.stderr).toMatch(message);
+      expect((await getSpec(name)).connectionRef).toEqual(before.connectionRef);
+    },
+  );
 
   it("allows changing the rest of a resource on a connection", async () => {
     const name = uniqueName();
@@ -543,9 +548,10 @@ describe("connection CRDs: accepted input", () => {
     expect(result.code).toBe(0);
   });
 
-  it.each(Object.keys(KINDS) as ConnectionKind[])(
+  // The two kinds at once: each on connections of its own names.
+  it.concurrent.for(Object.keys(KINDS) as ConnectionKind[])(
     "%s: spec.tenantId cannot be changed, added or removed; the rest of the spec can",
-    async (kind) => {
+    async (kind, { expect }) => {
       const name = connectionName();
       const withTenant = connection(kind, name, { ...KINDS[kind].spec, tenantId: UUID });
       await kubectlOk(["create", "-n", namespace, "-f", "-"], { input: JSON.stringify(withTenant) });
@@ -801,8 +807,8 @@ const invalidConnections: Array<{ reason: string; kind: ConnectionKind; spec: Sp
   })),
 ];
 
-describe("connection CRDs: refused input names the field", () => {
-  it.each(invalidConnections)("$kind: refuses $reason", async ({ kind, spec, message }) => {
+describe.concurrent("connection CRDs: refused input names the field", () => {
+  it.for(invalidConnections)("$kind: refuses $reason", async ({ kind, spec, message }, { expect }) => {
     const result = await submit("create", connection(kind, connectionName(), spec));
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(message);

@@ -3,7 +3,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, it } from "vitest";
 import { ControlPlane } from "../controlplane/harness.ts";
 import { waitFor } from "../support/cluster.ts";
 
@@ -14,13 +14,15 @@ function processesUsing(dir: string): string[] {
     .filter((line) => line.includes(dir) && !line.includes("dms-controlplane-watchdog"));
 }
 
-describe("control plane lifecycle", () => {
+// Each test starts a control plane of its own (or a process holding one) and looks only at its
+// processes and directory: they run at once, their start-ups overlapping.
+describe.concurrent("control plane lifecycle", () => {
   const planes: ControlPlane[] = [];
   afterAll(async () => {
     await Promise.all(planes.map((plane) => plane.stop()));
   });
 
-  it("keeps data across an API server restart, on the same address and credentials", async () => {
+  it("keeps data across an API server restart, on the same address and credentials", async ({ expect }) => {
     const plane = await ControlPlane.start();
     planes.push(plane);
     const ok = async (args: string[]) => {
@@ -46,7 +48,7 @@ describe("control plane lifecycle", () => {
     expect(after).toBe(`${before} 42`);
   });
 
-  it("stop() removes every process and the temp dir, and is idempotent", async () => {
+  it("stop() removes every process and the temp dir, and is idempotent", async ({ expect }) => {
     const plane = await ControlPlane.start();
     planes.push(plane);
     const dir = dirname(plane.kubeconfigPath);
@@ -60,7 +62,7 @@ describe("control plane lifecycle", () => {
   });
 
   for (const signal of ["SIGINT", "SIGKILL"] as const) {
-    it(`leaves no process or temp dir behind when the test process gets ${signal}`, async () => {
+    it(`leaves no process or temp dir behind when the test process gets ${signal}`, async ({ expect }) => {
       const child = spawn(
         process.execPath,
         [join(import.meta.dirname, "..", "support", "hold-control-plane.ts")],

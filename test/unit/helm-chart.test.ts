@@ -205,14 +205,17 @@ describe("the chart's package", () => {
   });
 });
 
-// Each case runs helm a few times (a second each on a busy machine).
-describe("helm template charts/dms-operator", { timeout: 30_000 }, () => {
+// Each case runs helm a few times (a second each on a busy machine), on values of its own and
+// sharing nothing but the binary: the cases of this and the blocks below run a few at a time.
+describe("helm template charts/dms-operator", { timeout: 30_000, concurrent: true }, () => {
   let bin: string;
   beforeAll(async () => {
     bin = await helmBinary();
   }, 900_000);
 
-  it("passes each `config` value as the setting's own environment variable, numbers without an exponent", async () => {
+  it("passes each `config` value as the setting's own environment variable, numbers without an exponent", async ({
+    expect,
+  }) => {
     const given: Record<string, string> = {
       namespaces: "{team-a,team-b}",
       clusterConnections: "false",
@@ -255,7 +258,9 @@ describe("helm template charts/dms-operator", { timeout: 30_000 }, () => {
     }
   });
 
-  it("leaves every `config` value at the operator's default when unset: no DMS_* variable but the credentials'", async () => {
+  it("leaves every `config` value at the operator's default when unset: no DMS_* variable but the credentials'", async ({
+    expect,
+  }) => {
     const env = operatorContainer(await renderChart(bin, { namespace: "dms-system" })).env.map((e) => e.name);
     expect(env.filter((name) => name.startsWith("DMS_"))).toEqual([
       "DMS_BASE_URL",
@@ -264,7 +269,9 @@ describe("helm template charts/dms-operator", { timeout: 30_000 }, () => {
     ]);
   });
 
-  it("pulls the chart's appVersion by default, another tag when given, and by digest when one is given", async () => {
+  it("pulls the chart's appVersion by default, another tag when given, and by digest when one is given", async ({
+    expect,
+  }) => {
     const image = async (set: string[]) =>
       operatorContainer(await renderChart(bin, { namespace: "dms-system", set })).image;
     const chart = parse(readFileSync(join(CHART, "Chart.yaml"), "utf8")) as { appVersion: string };
@@ -276,7 +283,9 @@ describe("helm template charts/dms-operator", { timeout: 30_000 }, () => {
     );
   });
 
-  it("sizes the runtime from `runtime` and passes leader election and the metrics mode as `run`'s flags", async () => {
+  it("sizes the runtime from `runtime` and passes leader election and the metrics mode as `run`'s flags", async ({
+    expect,
+  }) => {
     const objects = await renderChart(bin, {
       namespace: "dms-system",
       set: [
@@ -307,7 +316,9 @@ describe("helm template charts/dms-operator", { timeout: 30_000 }, () => {
     expect(objects.map((o) => o.metadata.name)).not.toContain("dms-operator-leader-election");
   });
 
-  it("creates the credentials Secret from values when asked, and rolls the pods when it changes", async () => {
+  it("creates the credentials Secret from values when asked, and rolls the pods when it changes", async ({
+    expect,
+  }) => {
     const render = (apiKey: string) =>
       renderChart(bin, {
         namespace: "dms-system",
@@ -333,7 +344,9 @@ describe("helm template charts/dms-operator", { timeout: 30_000 }, () => {
     expect(checksum(await render("key-2"))).not.toBe(checksum(objects));
   });
 
-  it("renders the CRDs, kept on uninstall, with scope cluster and not with scope namespace unless crds.enabled says so", async () => {
+  it("renders the CRDs, kept on uninstall, with scope cluster and not with scope namespace unless crds.enabled says so", async ({
+    expect,
+  }) => {
     const crds = async (set: string[]) =>
       (await renderChart(bin, { namespace: "dms-system", set })).filter(
         (o) => o.kind === "CustomResourceDefinition",
@@ -349,7 +362,7 @@ describe("helm template charts/dms-operator", { timeout: 30_000 }, () => {
     expect(await crds(["scope=namespace", "crds.enabled=true"])).toHaveLength(CRDS.length);
   });
 
-  it("refuses what the operator could not run with, naming the value and the fix", async () => {
+  it("refuses what the operator could not run with, naming the value and the fix", async ({ expect }) => {
     const refusal = async (set: string[]) => {
       const args = ["template", "dms-operator", CHART, ...set.flatMap((s) => ["--set", s])];
       const result = await helm(bin, args);
@@ -368,7 +381,10 @@ describe("helm template charts/dms-operator", { timeout: 30_000 }, () => {
   });
 });
 
-describe("helm template charts/dms-operator: metrics, a private CA, a proxy", { timeout: 30_000 }, () => {
+describe("helm template charts/dms-operator: metrics, a private CA, a proxy", {
+  timeout: 30_000,
+  concurrent: true,
+}, () => {
   let bin: string;
   beforeAll(async () => {
     bin = await helmBinary();
@@ -382,7 +398,9 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", { 
       r.resources?.some((x) => x.endsWith("reviews")),
     );
 
-  it("serves HTTPS metrics on :8443 with scope cluster, its role creating the reviews; plain HTTP on the loopback with scope namespace", async () => {
+  it("serves HTTPS metrics on :8443 with scope cluster, its role creating the reviews; plain HTTP on the loopback with scope namespace", async ({
+    expect,
+  }) => {
     const cluster = await render([]);
     expect(await operatorReads(cluster)).toMatchObject({
       metricsSecure: true,
@@ -407,7 +425,9 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", { 
     expect(namespaced.filter((o) => !("namespace" in o.metadata)).map((o) => o.kind)).toEqual([]);
   });
 
-  it("follows metrics.secure, .port and .loopbackOnly when given, and leaves the reviews out of a role that needs none", async () => {
+  it("follows metrics.secure, .port and .loopbackOnly when given, and leaves the reviews out of a role that needs none", async ({
+    expect,
+  }) => {
     const plain = await render(["metrics.secure=false", "metrics.loopbackOnly=false", "metrics.port=9090"]);
     expect(await operatorReads(plain)).toMatchObject({ metricsSecure: false, metricsBindAddress: ":9090" });
     expect(operatorContainer(plain).ports).toContainEqual({ name: "metrics", containerPort: 9090 });
@@ -419,7 +439,9 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", { 
     expect(operatorContainer(secure).ports).toContainEqual({ name: "metrics", containerPort: 8443 });
   });
 
-  it("mounts metrics.certSecret's certificate and key where --metrics-cert-dir points, and the ServiceMonitor verifies it", async () => {
+  it("mounts metrics.certSecret's certificate and key where --metrics-cert-dir points, and the ServiceMonitor verifies it", async ({
+    expect,
+  }) => {
     const objects = await render(["metrics.certSecret=metrics-tls", "metrics.serviceMonitor.enabled=true"]);
     const config = await operatorReads(objects);
     expect(config).toMatchObject({ metricsSecure: true, metricsCertDir: expect.any(String) });
@@ -457,7 +479,9 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", { 
     );
   });
 
-  it("scrapes with the scraper's token, bound to the reader role, or with a token Secret of the user's; plain HTTP without a token", async () => {
+  it("scrapes with the scraper's token, bound to the reader role, or with a token Secret of the user's; plain HTTP without a token", async ({
+    expect,
+  }) => {
     const objects = await render(["metrics.serviceMonitor.enabled=true"]);
     expect(named(objects, "Secret", "dms-operator-metrics-scraper-token")).toMatchObject({
       type: "kubernetes.io/service-account-token",
@@ -508,7 +532,9 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", { 
     expect(plain.map((o) => o.metadata.name)).not.toContain("dms-operator-metrics-scraper-token");
   });
 
-  it("mounts caBundle from a Secret or a ConfigMap at the file DMS_CA_FILE names, which the operator trusts", async () => {
+  it("mounts caBundle from a Secret or a ConfigMap at the file DMS_CA_FILE names, which the operator trusts", async ({
+    expect,
+  }) => {
     const ca = await createTestCa();
     for (const [set, source] of [
       [["caBundle.secretName=corp-ca"], "secret:corp-ca/ca.crt"],
@@ -532,7 +558,7 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", { 
     }
   });
 
-  it("sets the proxy variables the operator's service calls go through", async () => {
+  it("sets the proxy variables the operator's service calls go through", async ({ expect }) => {
     const objects = await render([
       "proxy.httpsProxy=http://proxy.corp.example:3128",
       "proxy.httpProxy=http://proxy.corp.example:3128",
@@ -558,7 +584,9 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", { 
     expect(envOf(text).NO_PROXY).toBe(".corp.example,.svc");
   });
 
-  it("adds extraEnv, extraVolumes and extraVolumeMounts after the chart's own, e.g. a CA for every call of the process", async () => {
+  it("adds extraEnv, extraVolumes and extraVolumeMounts after the chart's own, e.g. a CA for every call of the process", async ({
+    expect,
+  }) => {
     const objects = await render([
       "extraEnv[0].name=NODE_EXTRA_CA_CERTS",
       "extraEnv[0].value=/etc/proxy-ca/ca.crt",
@@ -580,7 +608,9 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", { 
     expect(podSpec(objects).volumes.at(-1)).toEqual({ name: "proxy-ca", configMap: { name: "proxy-ca" } });
   });
 
-  it("refuses metrics, CA and scraper values that cannot work together, naming the values and the fix", async () => {
+  it("refuses metrics, CA and scraper values that cannot work together, naming the values and the fix", async ({
+    expect,
+  }) => {
     const refusal = async (set: string[]) => {
       const result = await helm(bin, [
         "template",
@@ -618,7 +648,7 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", { 
   });
 });
 
-describe("values.schema.json", { timeout: 30_000 }, () => {
+describe("values.schema.json", { timeout: 30_000, concurrent: true }, () => {
   let bin: string;
   beforeAll(async () => {
     bin = await helmBinary();
@@ -652,7 +682,7 @@ describe("values.schema.json", { timeout: 30_000 }, () => {
     },
   );
 
-  it("refuses a value of the wrong kind or outside the operator's bounds", async () => {
+  it("refuses a value of the wrong kind or outside the operator's bounds", async ({ expect }) => {
     for (const [set, message] of [
       ["config.logLevel=verbose", "at '/config/logLevel'"],
       ["config.concurrency=100", "at '/config/concurrency'"],
@@ -670,7 +700,7 @@ describe("values.schema.json", { timeout: 30_000 }, () => {
     }
   });
 
-  it("accepts the defaults: `helm lint --strict` is clean", async () => {
+  it("accepts the defaults: `helm lint --strict` is clean", async ({ expect }) => {
     const result = await helm(bin, ["lint", "--strict", CHART]);
     expect(result.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
     expect(result.code).toBe(0);
