@@ -164,22 +164,31 @@ export class ConnectionRegistry implements ConnectionSessions {
     return this.access.check(namespace, id, spec).kind === "refused";
   }
 
-  /** See {@link ConnectionSessions.refusals}. One pass, each (connection, namespace) checked once. */
+  /**
+   * See {@link ConnectionSessions.refusals}. One pass, each (connection, namespace) checked once,
+   * nothing allocated per resource: it runs at every scrape of /metrics over every cached resource.
+   */
   refusals(resources: Iterable<StoredResource>): Map<string, number> {
     const counts = new Map<string, number>();
-    const checked = new Map<string, boolean>();
+    // Per connection (undefined: the default), per namespace: refused or not.
+    const checked = new Map<string | undefined, Map<string, boolean>>();
     for (const obj of resources) {
+      const ref = obj.spec.connectionRef;
+      // A ServiceConnection is its own namespace's only: it refuses no one.
+      if (ref && ref.kind !== CLUSTER_SERVICE_CONNECTION_KIND) continue;
       const namespace = obj.metadata.namespace ?? "";
-      const id = connectionOf(namespace, obj.spec.connectionRef);
-      if (id && id.kind !== CLUSTER_SERVICE_CONNECTION_KIND) continue;
-      const memo = `${connectionKey(id)}\n${namespace}`;
-      let refused = checked.get(memo);
+      let byNamespace = checked.get(ref?.name);
+      if (!byNamespace) {
+        byNamespace = new Map();
+        checked.set(ref?.name, byNamespace);
+      }
+      let refused = byNamespace.get(namespace);
       if (refused === undefined) {
         refused = this.refuses(obj);
-        checked.set(memo, refused);
+        byNamespace.set(namespace, refused);
       }
       if (!refused) continue;
-      const label = connectionKey(id);
+      const label = connectionKey(connectionOf(namespace, ref));
       counts.set(label, (counts.get(label) ?? 0) + 1);
     }
     return counts;

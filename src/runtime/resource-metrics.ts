@@ -18,6 +18,9 @@ export const RESOURCE_METRICS = {
   connectionReady: "dms_connection_ready",
 } as const;
 
+/** The conditions of a resource without any. */
+const NO_CONDITIONS: readonly { type: string; status: string; reason?: string }[] = [];
+
 /** Reasons that mark a rollout: in progress (Ready=False), failed (Stalled=True). */
 const ROLLOUT_IN_PROGRESS = "RolloutInProgress";
 const ROLLOUT_FAILED = "RevisionFailed";
@@ -38,17 +41,25 @@ export function registerResourceMetrics(registry: Registry, list: () => Iterable
     registers: [registry],
     collect() {
       this.reset();
-      const counts = new Map<string, { ready: string; synced: string; n: number }>();
+      // Counted by the two statuses without a string or object per resource: this runs over
+      // every cached resource at every scrape.
+      const counts = new Map<string, Map<string, number>>();
       for (const resource of list()) {
-        const conditions = resource.status?.conditions ?? [];
-        const ready = conditions.find((c) => c.type === "Ready")?.status ?? "None";
-        const synced = conditions.find((c) => c.type === "Synced")?.status ?? "None";
-        const key = `${ready}/${synced}`;
-        const entry = counts.get(key) ?? { ready, synced, n: 0 };
-        entry.n++;
-        counts.set(key, entry);
+        let ready = "None";
+        let synced = "None";
+        for (const c of resource.status?.conditions ?? NO_CONDITIONS) {
+          if (c.type === "Ready") ready = c.status;
+          else if (c.type === "Synced") synced = c.status;
+        }
+        let bySynced = counts.get(ready);
+        if (!bySynced) {
+          bySynced = new Map();
+          counts.set(ready, bySynced);
+        }
+        bySynced.set(synced, (bySynced.get(synced) ?? 0) + 1);
       }
-      for (const { ready, synced, n } of counts.values()) this.set({ ready, synced }, n);
+      for (const [ready, bySynced] of counts)
+        for (const [synced, n] of bySynced) this.set({ ready, synced }, n);
     },
   });
   new Gauge({
@@ -60,7 +71,7 @@ export function registerResourceMetrics(registry: Registry, list: () => Iterable
       let inProgress = 0;
       let failed = 0;
       for (const resource of list()) {
-        for (const c of resource.status?.conditions ?? []) {
+        for (const c of resource.status?.conditions ?? NO_CONDITIONS) {
           if (c.type === "Ready" && c.status === "False" && c.reason === ROLLOUT_IN_PROGRESS) inProgress++;
           if (c.type === "Stalled" && c.status === "True" && c.reason === ROLLOUT_FAILED) failed++;
         }
