@@ -1,3 +1,4 @@
+import { Gauge } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { HealthServer, parseBindAddress } from "../../src/runtime/health.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
@@ -86,6 +87,37 @@ describe("HealthServer", () => {
     expect(await res.text()).toContain("# TYPE workqueue_depth gauge");
     expect((await get(`${urls.metrics}/readyz`)).status).toBe(404);
     expect((await get(`${urls.probes}/metrics`)).status).toBe(404);
+  });
+
+  it("serves only the families ?name= lists, without running the others' collectors", async () => {
+    const metrics = new RuntimeMetrics({ processMetrics: false });
+    let collected = 0;
+    new Gauge({
+      name: "dms_expensive",
+      help: "computed at scrape time",
+      registers: [metrics.registry],
+      collect() {
+        collected++;
+        this.set(1);
+      },
+    });
+    const server = new HealthServer({ ...local, registry: metrics.registry });
+    const { metrics: url } = await serve(server);
+    metrics.controllerHooks("deployment").reconciled?.("success", 0.01);
+
+    const one = await get(`${url}/metrics?name=controller_runtime_reconcile_total&name=no_such_metric`);
+    expect(one.status).toBe(200);
+    expect(one.body).toContain(
+      'controller_runtime_reconcile_total{controller="deployment",result="success"} 1',
+    );
+    expect(one.body).not.toContain("workqueue_depth");
+    expect(one.body).not.toContain("dms_expensive");
+    expect(collected).toBe(0);
+    // The same lines as in the whole scrape, in the same format.
+    const all = await get(`${url}/metrics`);
+    expect(collected).toBe(1);
+    expect(all.body).toContain(one.body);
+    expect((await get(`${url}/metrics?name=no_such_metric`)).body).toBe("");
   });
 
   it("serves everything on one listener when both addresses are the same, and none when disabled", async () => {
