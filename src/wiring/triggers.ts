@@ -10,6 +10,7 @@
  * itself reads `kube/`; only the composition (`main.ts`) above them all may see every side.
  */
 import { idOf } from "../connection/controller.ts";
+import { FINALIZER } from "../crd/schema.ts";
 import { connectionKey, DEFAULT_CONNECTION } from "../identity/connection.ts";
 import type { ConnectionObject, KubeConnections } from "../kube/connections.ts";
 import type { DeploymentObject, KubeDeployments } from "../kube/deployments.ts";
@@ -94,8 +95,12 @@ export function subscribeTriggers(
   });
 }
 
-/** True when an update is more than a status write: spec, annotations, labels, finalizers, deletion. */
-function specOrMetaChanged(old: KubeObject, o: KubeObject): boolean {
+/**
+ * True when an update is more than a status write: spec, annotations, labels, finalizers, deletion.
+ * The operator's own finalizer being added is not: the reconcile that adds it goes on to act, and
+ * another one at once would only repeat it (a refused create sent twice).
+ */
+export function specOrMetaChanged(old: KubeObject, o: KubeObject): boolean {
   const a = old.metadata;
   const b = o.metadata;
   return (
@@ -103,8 +108,15 @@ function specOrMetaChanged(old: KubeObject, o: KubeObject): boolean {
     a.deletionTimestamp !== b.deletionTimestamp ||
     JSON.stringify(a.annotations ?? {}) !== JSON.stringify(b.annotations ?? {}) ||
     JSON.stringify(a.labels ?? {}) !== JSON.stringify(b.labels ?? {}) ||
-    JSON.stringify(a.finalizers ?? []) !== JSON.stringify(b.finalizers ?? [])
+    (JSON.stringify(a.finalizers ?? []) !== JSON.stringify(b.finalizers ?? []) &&
+      !onlyOursAdded(a.finalizers ?? [], b.finalizers ?? []))
   );
+}
+
+/** Whether `after` is `before` with the operator's finalizer added and nothing else changed. */
+function onlyOursAdded(before: readonly string[], after: readonly string[]): boolean {
+  if (before.includes(FINALIZER) || after.length !== before.length + 1) return false;
+  return JSON.stringify(after.filter((f) => f !== FINALIZER)) === JSON.stringify(before);
 }
 
 /** What {@link subscribeConnectionTriggers} connects. */
