@@ -702,7 +702,7 @@ describe("a connection's reconcile", () => {
     expect(await w.reconcile(A)).toEqual({ kind: "done" });
     expect(w.ready(A)).toMatchObject({ status: "False", reason: "InvalidSpec" });
     expect(w.ready(A)?.message).toBe(
-      'spec.baseUrl must not have a fragment (#…): the operator appends API paths such as /v2/deployments to it, and a fragment would cut them off; remove everything from the "#"; spec.apiKeyHeader must not be Host: it frames or routes the request (the HTTP client sets it); choose a header of your own, e.g. X-Api-Key',
+      'spec.baseUrl must not have a fragment (#…): the operator appends API paths such as /v2/deployments to it, and a fragment would cut them off; remove everything from the "#"; spec.baseUrl must not aim at a link-local address or a cloud metadata service: 169.254.169.254 is a link-local address (where cloud metadata services answer): the operator never connects to link-local or metadata addresses; spec.apiKeyHeader must not be Host: it frames or routes the request (the HTTP client sets it); choose a header of your own, e.g. X-Api-Key',
     );
     expect(w.condition(A, "Stalled")).toMatchObject({ status: "True", reason: "InvalidSpec" });
     expect(w.condition(A, "Reconciling")).toBeUndefined();
@@ -850,12 +850,69 @@ describe("connectionSpecProblems", () => {
     {
       reason: "an empty fragment (the URL parser sees none)",
       spec: { baseUrl: "http://169.254.169.254/computeMetadata/v1/token#" },
-      problems: [expect.stringMatching(/^spec\.baseUrl must not have a fragment \(#…\)/)],
+      problems: [
+        expect.stringMatching(/^spec\.baseUrl must not have a fragment \(#…\)/),
+        expect.stringMatching(
+          /^spec\.baseUrl must not aim at a link-local address or a cloud metadata service: 169\.254\.169\.254 is a link-local address/,
+        ),
+      ],
     },
     {
       reason: "a query",
       spec: { baseUrl: "http://169.254.169.254/x?y=" },
-      problems: [expect.stringMatching(/^spec\.baseUrl must not have a query \(\?…\)/)],
+      problems: [
+        expect.stringMatching(/^spec\.baseUrl must not have a query \(\?…\)/),
+        expect.stringMatching(
+          /^spec\.baseUrl must not aim at a link-local address or a cloud metadata service: 169\.254\.169\.254 is a link-local address/,
+        ),
+      ],
+    },
+    {
+      reason: "a link-local address written as one hexadecimal number",
+      spec: { baseUrl: "http://0xa9fea9fe/latest/meta-data" },
+      problems: [
+        expect.stringMatching(
+          /^spec\.baseUrl must not aim at a link-local address or a cloud metadata service: 169\.254\.169\.254 is a link-local address/,
+        ),
+      ],
+    },
+    {
+      reason: "an IPv4-mapped link-local address",
+      spec: { baseUrl: "http://[::ffff:169.254.169.254]" },
+      problems: [
+        expect.stringMatching(
+          /^spec\.baseUrl must not aim at a link-local address .*::ffff:a9fe:a9fe is a link-local address/,
+        ),
+      ],
+    },
+    {
+      reason: "an IPv6 link-local address",
+      spec: { baseUrl: "http://[fe80::a9fe:a9fe]:80" },
+      problems: [expect.stringMatching(/fe80::a9fe:a9fe is a link-local address/)],
+    },
+    {
+      reason: "a metadata service's name, in any case, with a final dot",
+      spec: { baseUrl: "http://Metadata.Google.Internal./computeMetadata/v1" },
+      problems: [
+        "spec.baseUrl must not aim at a link-local address or a cloud metadata service: metadata.google.internal is the name of a cloud metadata service, which the operator never connects to",
+      ],
+    },
+    {
+      reason: "a loopback or private address (allowed: self-hosted services live there)",
+      spec: { baseUrl: "http://10.96.0.10:8080" },
+      problems: [],
+    },
+    {
+      reason: "a metadata service's header as the key's",
+      spec: { ...base, apiKeyHeader: "metadata-FLAVOR" },
+      problems: [
+        "spec.apiKeyHeader must not be metadata-FLAVOR: a cloud metadata service requires it of its callers; choose a header of your own, e.g. X-Api-Key",
+      ],
+    },
+    {
+      reason: "AWS's token header as the key's",
+      spec: { ...base, apiKeyHeader: "X-aws-ec2-metadata-token" },
+      problems: [expect.stringMatching(/a cloud metadata service requires it/)],
     },
     {
       reason: "user-info",
