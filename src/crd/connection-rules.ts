@@ -146,8 +146,12 @@ export interface CelRule {
 /** A regular expression as the text of a CEL string literal in single quotes. */
 const celRegex = (regex: string) => regex.replaceAll("\\", "\\\\");
 
-/** The base URL's host as CEL reads it (Go's URL parser: no brackets, not normalized). */
-const CEL_HOST = "url(self).getHostname().lowerAscii()";
+/**
+ * A base URL whose host matches `host` (a regular expression of the host as written, port and
+ * user-info aside; any case). Read from the text itself: the host `url()` gives has no size
+ * bound the API server's cost estimate could use.
+ */
+const urlWithHost = (host: string) => `(?i)^https?://(${host})(:[0-9]*)?([/?#]|$)`;
 
 /**
  * Hosts that are link-local addresses or a metadata service's address, as written (the
@@ -156,38 +160,40 @@ const CEL_HOST = "url(self).getHostname().lowerAscii()";
  * `64:ff9b::a9fe:a9fe`), and the metadata addresses outside link-local (`address-policy.ts`).
  */
 const LINK_LOCAL_HOST = [
-  String.raw`^169\.254\.[0-9]+\.[0-9]+\.?$`,
-  "^fe[89ab][0-9a-f]:",
-  String.raw`^([0:]*:(ffff:(0{1,4}:)?)?|64:ff9b:[0:]*:)(169\.254\.|a9fe:)`,
-  String.raw`^100\.100\.100\.200\.?$`,
-  "^fd00:0*ec2:[0:]*:0*(254|23)$",
-  "^fd20:0*ce:[0:]*:0*254$",
+  String.raw`169\.254\.[0-9]+\.[0-9]+\.?`,
+  String.raw`100\.100\.100\.200\.?`,
+  String.raw`\[(${[
+    String.raw`fe[89ab][0-9a-f]:[^\]]*`,
+    String.raw`([0:]*:(ffff:(0{1,4}:)?)?|64:ff9b:[0:]*:)(169\.254\.[0-9.]+|a9fe:[0-9a-f]{1,4})`,
+    "fd00:0*ec2:[0:]*:0*(254|23)",
+    "fd20:0*ce:[0:]*:0*254",
+  ].join("|")})(%25[^\]]*)?\]`,
 ].join("|");
 
 /** The names of {@link METADATA_HOSTS}, with or without a final dot. */
-const METADATA_HOST = `^(${METADATA_HOSTS.map((h) => h.replaceAll(".", "\\.")).join("|")})\\.?$`;
+const METADATA_HOST = `(${METADATA_HOSTS.map((h) => h.replaceAll(".", "\\.")).join("|")})\\.?`;
 
 /** A host whose last label is a number: the WHATWG parser reads it as an IPv4 address. */
-const NUMERIC_HOST = String.raw`(^|\.)(0x[0-9a-f]*|[0-9]+)\.?$`;
+const NUMERIC_HOST = String.raw`([^/?#:\[\]]*\.)?(0x[0-9a-f]*|[0-9]+)\.?`;
 /** An IPv4 address as four decimal numbers without leading zeros. */
 const OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
-const CANONICAL_IPV4 = String.raw`^(${OCTET}\.){3}${OCTET}\.?$`;
+const CANONICAL_IPV4 = String.raw`(${OCTET}\.){3}${OCTET}\.?`;
 
 /** The CEL rules of `spec.baseUrl` beyond its being an http(s) URL with a host. */
 export const BASE_URL_RULES: readonly CelRule[] = [
   {
-    rule: `!isURL(self) || !${CEL_HOST}.matches('${celRegex(METADATA_HOST)}')`,
+    rule: `!self.matches('${celRegex(urlWithHost(METADATA_HOST))}')`,
     message: `spec.baseUrl must not name a cloud metadata service (${METADATA_HOSTS.join(", ")}): the operator never connects to one`,
     reason: "FieldValueForbidden",
   },
   {
-    rule: `!isURL(self) || !${CEL_HOST}.matches('${celRegex(LINK_LOCAL_HOST)}')`,
+    rule: `!self.matches('${celRegex(urlWithHost(LINK_LOCAL_HOST))}')`,
     message:
       "spec.baseUrl must not be a link-local address (169.254.0.0/16, fe80::/10, or an IPv6 address carrying 169.254.x.x such as ::ffff:169.254.169.254) or a cloud metadata service's address: the operator never connects to one",
     reason: "FieldValueForbidden",
   },
   {
-    rule: `!isURL(self) || ${CEL_HOST}.contains(':') || !${CEL_HOST}.matches('${celRegex(NUMERIC_HOST)}') || ${CEL_HOST}.matches('${celRegex(CANONICAL_IPV4)}')`,
+    rule: `!self.matches('${celRegex(urlWithHost(NUMERIC_HOST))}') || self.matches('${celRegex(urlWithHost(CANONICAL_IPV4))}')`,
     message:
       "spec.baseUrl: write an IPv4 address as four decimal numbers without leading zeros, e.g. http://10.0.0.12: a hexadecimal, octal or one-number form is read differently by different URL parsers",
     reason: "FieldValueInvalid",
