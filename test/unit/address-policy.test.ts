@@ -4,6 +4,7 @@
 // loopback before the system call: no test here sends a packet off the machine, even when the
 // check under test is broken.
 import http from "node:http";
+import https from "node:https";
 import type { AddressInfo, LookupFunction } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -15,6 +16,7 @@ import {
 import { ignoredNoProxyEntries, serviceAgents } from "../../src/api/agent.ts";
 import { ServiceClient } from "../../src/api/client.ts";
 import { ServiceError } from "../../src/api/errors.ts";
+import { startConnectProxy } from "../support/connect-proxy.ts";
 
 describe("classifyAddress", () => {
   it.each([
@@ -235,5 +237,45 @@ describe("ignoredNoProxyEntries", () => {
       { entry: "fd00::/8", fix: expect.stringContaining("no CIDR") },
       { entry: "[::1]", fix: expect.stringContaining("(::1)") },
     ]);
+  });
+});
+
+describe("serviceAgents through a proxy under an address policy", () => {
+  /** GET `url` over HTTPS through `proxy` (its CONNECT refused): the error. */
+  const viaProxy = (url: string, proxyUrl: string, resolve: LookupFunction) => {
+    const agents = serviceAgents({
+      caBundle: undefined,
+      proxyEnv: { HTTPS_PROXY: proxyUrl },
+      addressPolicy: "public-only",
+      resolve,
+    });
+    return new Promise<NodeJS.ErrnoException | undefined>((done) => {
+      https
+        .get(url, { agent: agents.https }, (res) => {
+          res.resume();
+          done(undefined);
+        })
+        .on("error", done);
+    }).finally(() => agents.https.destroy());
+  };
+
+  it("lets the proxy (the install's, on loopback) resolve a name, and refuses a literal before any CONNECT", async () => {
+    const proxy = await startConnectProxy({ refuse: true });
+    try {
+      const resolve = stubResolver(["169.254.169.254"]);
+      const named = await viaProxy("https://dms.example.test/v2", proxy.url, resolve);
+      expect(named?.code).not.toBe(ADDRESS_REFUSED);
+      expect(proxy.tunnels).toEqual(["dms.example.test:443"]);
+      expect(resolve.calls).toEqual([]);
+
+      const literal = await viaProxy("https://169.254.169.254/latest", proxy.url, resolve);
+      expect(literal?.code).toBe(ADDRESS_REFUSED);
+      const metadata = await viaProxy("https://metadata.google.internal/", proxy.url, resolve);
+      expect(metadata?.code).toBe(ADDRESS_REFUSED);
+      expect(proxy.tunnels).toEqual(["dms.example.test:443"]);
+      expect(attempts.every((address) => LOOPBACK.has(address))).toBe(true);
+    } finally {
+      await proxy.close();
+    }
   });
 });
