@@ -792,6 +792,8 @@ describe("what a connection reflects, and what it is allowed", () => {
   });
 
   it("a base URL the address policy refuses at connect time: AddressNotAllowed, retried with backoff", async () => {
+    const refusal =
+      "dms.example.test resolves to 169.254.169.254, which is a link-local address (where cloud metadata services answer): the operator never connects to link-local or metadata addresses";
     const w = world();
     w.store.put(A, specOf("https://dms.example.test"));
     w.secrets.set("team-a", "dms", { "api-key": KEY });
@@ -802,19 +804,13 @@ describe("what a connection reflects, and what it is allowed", () => {
       detail:
         "ERR_ADDRESS_REFUSED: dms.example.test resolves to 169.254.169.254, which is a link-local address",
       retryable: true,
-      cause: Object.assign(
-        new Error(
-          "dms.example.test resolves to 169.254.169.254, which is a link-local address (where cloud metadata services answer): the operator never connects to link-local or metadata addresses",
-        ),
-        { code: "ERR_ADDRESS_REFUSED" },
-      ),
+      cause: Object.assign(new Error(refusal), { code: "ERR_ADDRESS_REFUSED" }),
     });
     expect(await w.reconcile(A)).toEqual({ kind: "retry" });
     expect(w.ready(A)).toMatchObject({
       status: "False",
       reason: "AddressNotAllowed",
-      message:
-        "the operator does not connect to the service at https://dms.example.test: dms.example.test resolves to 169.254.169.254, which is a link-local address (where cloud metadata services answer): the operator never connects to link-local or metadata addresses; point spec.baseUrl at the service's own address",
+      message: `the operator does not connect to the service at https://dms.example.test: ${refusal}; point spec.baseUrl at the service's own address`,
     });
   });
 
