@@ -5,10 +5,14 @@
  * (a new client) starts from new connections. The Kubernetes API client has its own transport
  * (its kubeconfig's `proxy-url`) and never uses these.
  */
+import { lookup as dnsLookup } from "node:dns";
 import { readFileSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
+import type { LookupFunction } from "node:net";
+import type { Duplex } from "node:stream";
 import tls from "node:tls";
+import { type AddressPolicy, AddressRefusedError, checkedLookup, hostProblem } from "./address-policy.ts";
 
 /** The proxy variables a service client honours, as Node's agents read them. */
 export const PROXY_VARIABLES = [
@@ -100,6 +104,13 @@ export interface ServiceAgentOptions {
   caBundle: string | undefined;
   /** The proxy variables to honour; undefined: no proxy. */
   proxyEnv: ProxyEnv | undefined;
+  /**
+   * The addresses the agents may connect to (see `address-policy.ts`); undefined: any (the CLI,
+   * which its user points at a service of their own).
+   */
+  addressPolicy?: AddressPolicy | undefined;
+  /** The resolver of host names (`dns.lookup`; a test gives a stub). */
+  resolve?: LookupFunction | undefined;
 }
 
 /** got's `agent` option: one agent per protocol. */
@@ -115,13 +126,17 @@ export interface ServiceAgents {
  * ({@link defaultCertificateAuthorities}): the `ca` option otherwise replaces them.
  */
 export function serviceAgents(options: ServiceAgentOptions): ServiceAgents {
+  const policy = options.addressPolicy;
   const common = {
     keepAlive: true,
     timeout: 5_000,
     scheduling: "lifo" as const,
     ...(options.proxyEnv ? { proxyEnv: options.proxyEnv } : {}),
+    // An agent's options override a request's: every direct connection resolves through it. A
+    // connection to the proxy takes the proxy's own options, and the proxy resolves the host.
+    ...(policy ? { lookup: checkedLookup(options.resolve ?? (dnsLookup as LookupFunction), policy) } : {}),
   };
-  return {
+  const agents = {
     http: new http.Agent(common),
     https: new https.Agent({
       ...common,
@@ -130,6 +145,66 @@ export function serviceAgents(options: ServiceAgentOptions): ServiceAgents {
         : { ca: [...defaultCertificateAuthorities(), options.caBundle] }),
     }),
   };
+  if (policy) for (const agent of Object.values(agents)) guardHost(agent, policy);
+  return agents;
+}
+
+/**
+ * Refuses, before any socket is made, a connection to a host `policy` refuses by its text: a
+ * metadata service's name, or an IP literal (which no lookup sees). Through a proxy too: the
+ * proxy would connect to it on the operator's behalf.
+ */
+function guardHost(agent: http.Agent, policy: AddressPolicy): void {
+  const create = agent.createConnection.bind(agent);
+  agent.createConnection = (options, callback?: (err: Error | null, stream: Duplex) => void) => {
+    const problem = hostProblem(options.host ?? options.hostname ?? "localhost", policy);
+    if (problem === undefined) return create(options, callback);
+    const error = new AddressRefusedError(problem);
+    process.nextTick(() => callback?.(error, undefined as unknown as Duplex));
+    return undefined;
+  };
+}
+
+/**
+ * The entries of a `NO_PROXY` list that Node's agents ignore, each with why and what to write
+ * instead. Node matches a host, `host:port`, `.suffix`, `*.suffix`, `*` and an IPv4 range
+ * `a.b.c.d-e.f.g.h`, always against the URL's host as written (never its resolved address): a
+ * CIDR (`10.0.0.0/8`) never matches, nor does a bracketed IPv6 address (`[::1]`).
+ */
+export function ignoredNoProxyEntries(noProxy: string): { entry: string; fix: string }[] {
+  const ignored: { entry: string; fix: string }[] = [];
+  for (const raw of noProxy.split(",")) {
+    const entry = raw.trim();
+    const cidr = /^([0-9.]+)\/(\d{1,2})$/.exec(entry);
+    if (cidr) {
+      const range = ipv4Range(cidr[1] ?? "", Number(cidr[2]));
+      ignored.push({
+        entry,
+        fix: range
+          ? `write the range as ${range}, which Node matches against an IPv4 address in the base URL`
+          : "write an IPv4 range as first-last, e.g. 10.0.0.0-10.255.255.255",
+      });
+    } else if (entry.includes("/"))
+      ignored.push({ entry, fix: "Node matches no CIDR; list the host names (or .domain suffixes) instead" });
+    else if (entry.startsWith("["))
+      ignored.push({
+        entry,
+        fix: `write the IPv6 address without brackets (${entry.replace(/^\[|\](:\d+)?$/g, "")})`,
+      });
+  }
+  return ignored;
+}
+
+/** `a.b.c.d/n` as Node's `first-last` range, or undefined when it is not an IPv4 CIDR. */
+function ipv4Range(address: string, bits: number): string | undefined {
+  const octets = address.split(".").map(Number);
+  if (octets.length !== 4 || octets.some((o) => !Number.isInteger(o) || o > 255) || bits > 32)
+    return undefined;
+  const value = octets.reduce((n, o) => n * 256 + o, 0);
+  const size = 2 ** (32 - bits);
+  const first = value - (value % size);
+  const text = (n: number) => [24, 16, 8, 0].map((shift) => Math.floor(n / 2 ** shift) % 256).join(".");
+  return `${text(first)}-${text(first + size - 1)}`;
 }
 
 /** What {@link defaultCertificateAuthorities} reads; Node's own by default. */

@@ -4,6 +4,7 @@
  */
 import { Type } from "@sinclair/typebox";
 import type { Logger } from "pino";
+import type { AddressPolicy } from "./address-policy.ts";
 import type { ProxyEnv } from "./agent.ts";
 import { type ApiClock, systemApiClock } from "./clock.ts";
 import {
@@ -87,6 +88,8 @@ export interface ServiceClientOptions {
    * agent.ts); default none: no proxy. Never read from the process by the client itself.
    */
   proxyEnv?: ProxyEnv;
+  /** The addresses the calls may connect to (address-policy.ts); default any (the CLI's). */
+  addressPolicy?: AddressPolicy;
   /** Timeout of each HTTP request, body included; default 10 000. */
   timeoutMs?: number;
   /** Retries of a retryable failure; default 4. */
@@ -220,6 +223,7 @@ export class ServiceClient {
       insecureSkipTlsVerify: options.insecureSkipTlsVerify ?? false,
       caBundle: options.caBundle,
       proxyEnv: options.proxyEnv,
+      addressPolicy: options.addressPolicy,
       timeoutMs: options.timeoutMs ?? 10_000,
       maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
       memory: options.responseMemory ?? processResponseMemory(),

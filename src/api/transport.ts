@@ -8,6 +8,7 @@ import type { Static, TSchema } from "@sinclair/typebox";
 import got, { type PlainResponse, type RequestError } from "got";
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
+import type { AddressPolicy } from "./address-policy.ts";
 import { type ProxyEnv, redactProxyUrl, type ServiceAgents, serviceAgents } from "./agent.ts";
 import type { ApiClock } from "./clock.ts";
 import {
@@ -45,6 +46,8 @@ export interface TransportSettings {
   caBundle: string | undefined;
   /** The proxy variables the calls honour (HTTPS_PROXY, NO_PROXY, …); undefined: no proxy. */
   proxyEnv: ProxyEnv | undefined;
+  /** The addresses the calls may connect to (address-policy.ts); undefined: any. */
+  addressPolicy?: AddressPolicy | undefined;
   timeoutMs: number;
   /** Bytes a response body may have after decompression; a larger one fails `too_large`. */
   maxResponseBytes: number;
@@ -117,7 +120,11 @@ export class Transport {
 
   constructor(settings: TransportSettings) {
     this.#s = settings;
-    this.#agents = serviceAgents({ caBundle: settings.caBundle, proxyEnv: settings.proxyEnv });
+    this.#agents = serviceAgents({
+      caBundle: settings.caBundle,
+      proxyEnv: settings.proxyEnv,
+      addressPolicy: settings.addressPolicy,
+    });
   }
 
   /**

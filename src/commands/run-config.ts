@@ -5,6 +5,8 @@
  * `run.ts` registers the flags from it and {@link runConfigFrom} reads them in one loop
  * (`readSettings`, config.ts, which reads the service settings too).
  */
+
+import { ADDRESS_POLICIES } from "../api/address-policy.ts";
 import {
   type ConfigResult,
   type Env,
@@ -19,6 +21,7 @@ import {
   settingName,
 } from "../config.ts";
 import type { DefaultConnectionSelector } from "../connection/access.ts";
+import { DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE } from "../connection/registry.ts";
 import { parseSelector } from "../crd/label-selector.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "../reconcile/secret-budget.ts";
 import { parseBindAddress } from "../runtime/health.ts";
@@ -204,6 +207,20 @@ export const RUN_SETTINGS = {
     arg: "<bytes>",
     help: "most bytes of secret values one Deployment resource may send, each entry counted (over it: SecretsTooLarge)",
   },
+  connectionAddressPolicy: {
+    env: "DMS_CONNECTION_ADDRESS_POLICY",
+    parse: parsers.oneOf(ADDRESS_POLICIES),
+    default: "allow-private",
+    arg: "<policy>",
+    help: "which addresses the service's connections may reach: allow-private (public, private and loopback) or public-only; link-local and cloud metadata addresses never",
+  },
+  maxConnectionsPerNamespace: {
+    env: "DMS_MAX_CONNECTIONS_PER_NAMESPACE",
+    parse: parsers.number({ integer: true, min: 1, max: 10_000, unit: "connections" }),
+    default: String(DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE),
+    arg: "<n>",
+    help: "most ServiceConnections of one namespace that get a client, the oldest first (the others: Ready=False, TooManyConnections)",
+  },
   optimizeForSize: {
     env: "DMS_OPTIMIZE_FOR_SIZE",
     parse: parsers.onOff,
@@ -340,6 +357,8 @@ export function runConfigFrom(
     revisionTracking: v.revisionTracking,
     maxSecretBytes: v.maxSecretBytes,
     optimizeForSize: v.optimizeForSize,
+    connectionAddressPolicy: v.connectionAddressPolicy,
+    maxConnectionsPerNamespace: v.maxConnectionsPerNamespace,
     logLevel: v.logLevel,
   };
   return { ok: true, config };

@@ -28,7 +28,13 @@ import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { readCredentials } from "./credentials.ts";
 import { probeConnection } from "./probe.ts";
 import type { ConnectionCache, ConnectionRegistry } from "./registry.ts";
-import { CONNECTION_REASON, type ConnectionVerdict, connectionStatusFrom, type Holding } from "./status.ts";
+import {
+  CONNECTION_REASON,
+  type ConnectionVerdict,
+  connectionStatusFrom,
+  type Holding,
+  OPEN_TO_ALL_NAMESPACES,
+} from "./status.ts";
 
 /**
  * The connection objects: read from the watch cache, written under the resourceVersion read
@@ -61,6 +67,8 @@ export interface ConnectionReconcilerOptions {
   userNamespaces?: (key: string) => Iterable<string>;
   /** Called with a connection's key when whether it can be used changed. */
   onChange(key: string): void;
+  /** Enqueues the connection `key` for a reconcile of its own. Default: nothing. */
+  enqueue?: (key: string) => void;
   /** Records an event about a connection object; never throws. */
   event(obj: ConnectionObject, type: "Normal" | "Warning", reason: string, note: string): void;
   isConflict(error: unknown): boolean;
@@ -88,7 +96,13 @@ export class ConnectionReconciler {
   readonly #windows = new Map<string, string>();
 
   constructor(options: ConnectionReconcilerOptions) {
-    this.#o = { probeIntervalMs: 300_000, probeDeadlineMs: 10_000, userNamespaces: () => [], ...options };
+    this.#o = {
+      probeIntervalMs: 300_000,
+      probeDeadlineMs: 10_000,
+      userNamespaces: () => [],
+      enqueue: () => {},
+      ...options,
+    };
     this.#registry = options.registry;
   }
 
@@ -139,6 +153,14 @@ export class ConnectionReconciler {
       };
     } else obj = await this.#o.connections.addFinalizer(obj, CONNECTION_FINALIZER, signal);
 
+    // Past the namespace's bound nothing is read, built or sent; room made by a deletion
+    // enqueues it again (see #forget), as does the periodic pass.
+    const over = this.#registry.overLimit(id);
+    if (over) {
+      this.#setUnusable(key, over);
+      await this.#writeStatus(obj, counts, holding, signal, over);
+      return Action.done();
+    }
     // Nothing is built or sent while the spec or a Secret is wrong; a change of either enqueues
     // the connection again, and a Secret that could not be read is retried with backoff.
     const credentials = await readCredentials(id, obj.spec, this.#o, signal);
@@ -240,6 +262,7 @@ export class ConnectionReconciler {
       holding,
       counts,
       probedAt: this.#registry.current(key)?.probedAt,
+      openToAll: !obj.metadata.namespace && !obj.spec.namespaceSelector,
       now: new Date(this.#o.clock.now()),
     });
     if (statusEqual(previous, status)) return;
@@ -249,6 +272,9 @@ export class ConnectionReconciler {
     const after = status.conditions?.find((c) => c.type === KSTATUS.Ready);
     if (after && (before?.status !== after.status || before.reason !== after.reason))
       this.#o.event(obj, after.status === "True" ? "Normal" : "Warning", after.reason, after.message);
+    const open = OPEN_TO_ALL_NAMESPACES.type;
+    if (status.conditions?.some((c) => c.type === open) && !previous.conditions?.some((c) => c.type === open))
+      this.#o.event(obj, "Warning", OPEN_TO_ALL_NAMESPACES.reason, OPEN_TO_ALL_NAMESPACES.message);
   }
 
   /** Marks the connection unusable, enqueueing its resources when what they are told changes. */
@@ -258,11 +284,17 @@ export class ConnectionReconciler {
     if (this.#registry.state(key) !== before) this.#o.onChange(key);
   }
 
-  /** The connection is gone: its resources can no longer use it. */
+  /**
+   * The connection is gone: its resources can no longer use it, and a connection of its
+   * namespace refused by the per-namespace bound may take its place.
+   */
   #forget(key: string): void {
     this.#selectors.delete(key);
     this.#windows.delete(key);
     if (this.#registry.forget(key)) this.#o.onChange(key);
+    const id = parseConnectionKey(key);
+    if (id?.kind === SERVICE_CONNECTION_KIND)
+      for (const waiting of this.#registry.waitingForRoom(id.namespace)) this.#o.enqueue(waiting);
   }
 }
 

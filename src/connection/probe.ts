@@ -3,7 +3,8 @@
  * deadline of its own whatever the request timeout, and what each answer means as a verdict (the
  * reason and message of the connection's `Ready` condition, and whether it is retried).
  */
-import { isServiceError, wholeMessage } from "../api/errors.ts";
+import { ADDRESS_REFUSED } from "../api/address-policy.ts";
+import { isServiceError, ServiceError, wholeMessage } from "../api/errors.ts";
 import { redactAndTruncate } from "../api/redact.ts";
 import {
   CONNECTION_TLS_FIXES,
@@ -15,6 +16,53 @@ import type { ServiceConfig } from "../config.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { ConnectionService } from "./registry.ts";
 import { CONNECTION_REASON, type ConnectionVerdict } from "./status.ts";
+
+/**
+ * Most characters of the service's own answer a failed probe shows (after the status): enough to
+ * tell a gateway's page from the service's refusal, too few to carry what a wrong base URL
+ * answered (a metadata document, a token).
+ */
+export const MAX_ANSWER_SHOWN = 80;
+/** Most characters of the operator's own account of a failure without an answer (a lost connection). */
+const MAX_OWN_DETAIL = 240;
+/** Most characters of a failure read at all: every bound above applies within it. */
+const MAX_READ = 4_096;
+
+/**
+ * `text` with only printable characters: whitespace runs (newlines included) become one space,
+ * and control, format (bidirectional overrides), private-use, unassigned and lone surrogate
+ * characters are dropped.
+ */
+export function printable(text: string): string {
+  return text
+    .replace(/[\p{Cc}\p{Cf}\p{Co}\p{Cs}\p{Cn}\p{Zl}\p{Zp}]/gu, (c) => (/\s/.test(c) ? " " : ""))
+    .replace(/\s+/g, " ")
+    .trim();
+}
+
+/**
+ * What a failed probe's status shows of `error`: the HTTP status and at most
+ * {@link MAX_ANSWER_SHOWN} printable characters of the service's answer, or the operator's own
+ * account of a failure without one; the API key redacted (after the text is made printable, so
+ * a key split by control characters is found whole).
+ */
+export function probeDetail(error: unknown, apiKey: string): string {
+  const keys = [apiKey, printable(apiKey)];
+  if (error instanceof ServiceError && error.status !== undefined) {
+    const own = `HTTP ${error.status}`;
+    const answer = redactAndTruncate(printable(error.detail.slice(0, MAX_READ)), keys, MAX_ANSWER_SHOWN);
+    const said = answer === "" || answer === own ? own : `${own}: ${answer}`;
+    return `${error.method} ${error.route} answered ${said}`;
+  }
+  return redactAndTruncate(printable(wholeMessage(error).slice(0, MAX_READ)), keys, MAX_OWN_DETAIL);
+}
+
+/** The address policy's refusal carried by `error` (a service client's network failure), if any. */
+function addressRefusal(error: unknown): string | undefined {
+  if (!isServiceError(error, "network")) return undefined;
+  const cause = error.cause as { code?: unknown; message?: unknown } | undefined;
+  return cause?.code === ADDRESS_REFUSED ? String(cause.message) : undefined;
+}
 
 /** A probe's answer: a verdict, or (a 429) the verdict it would be and how long to wait first. */
 export type ProbeResult = ConnectionVerdict | { retryAfterMs: number; verdict: ConnectionVerdict };
@@ -43,10 +91,18 @@ export async function probeConnection(
     };
   } catch (error) {
     if (signal.aborted) throw error;
-    // Redacted whole, then cut (to leave room for the fix): a key cut in two would escape redaction.
     const detail = deadline.signal.aborted
       ? `no answer to GET /v2/auth/providers within the probe's deadline of ${deadlineMs} ms`
-      : redactAndTruncate(wholeMessage(error), [apiKey], 2000);
+      : probeDetail(error, apiKey);
+    const refusal = addressRefusal(error);
+    // Retried with backoff: the name may resolve elsewhere later. Nothing was sent.
+    if (refusal !== undefined)
+      return {
+        ok: false,
+        reason: CONNECTION_REASON.AddressNotAllowed,
+        message: `the operator does not connect to the service at ${config.baseUrl}: ${redactAndTruncate(printable(refusal), [apiKey], MAX_OWN_DETAIL)}; point spec.baseUrl at the service's own address`,
+        transient: true,
+      };
     if (isServiceError(error, "too_large"))
       return {
         ok: false,

@@ -20,12 +20,21 @@ import {
   connectionOf,
   DEFAULT_CONNECTION,
   describeConnection,
+  parseConnectionKey,
 } from "../identity/connection.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
 import type { DeploymentsPort, StoredResource } from "../reconcile/ports.ts";
 import type { ServiceSession, SessionLookup, Sessions } from "../reconcile/session.ts";
 import { NamespaceAccess } from "./access.ts";
-import type { ConnectionVerdict } from "./status.ts";
+import { CONNECTION_REASON, type ConnectionVerdict } from "./status.ts";
+
+const TOO_MANY_CONNECTIONS = CONNECTION_REASON.TooManyConnections;
+
+/**
+ * Default `--max-connections-per-namespace`: a team has a connection per tenant or environment,
+ * a handful; each served one holds a client, its agents and a session.
+ */
+export const DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE = 20;
 
 /** The service as one connection reaches it, built by the composition root. */
 export interface ConnectionService {
@@ -84,6 +93,19 @@ export interface ConnectionRegistryOptions {
   session(port: DeploymentsPort, key: string): ServiceSession;
   /** Who may use which connection (namespace selectors). Default: everyone may use every one. */
   access?: NamespaceAccess;
+  /**
+   * Most ServiceConnections of one namespace that get a client (`--max-connections-per-namespace`):
+   * the oldest, by creation time then name. Absent (or without `namespaceConnections`): no bound.
+   */
+  maxPerNamespace?: number;
+  /** The ServiceConnections of a namespace, as the watch cache holds them. */
+  namespaceConnections?: (namespace: string) => readonly ConnectionObject[];
+}
+
+/** The order in which a namespace's connections get a client: oldest first, then by name. */
+function before(a: ConnectionObject, b: ConnectionObject): boolean {
+  const [x, y] = [a.metadata.creationTimestamp ?? "", b.metadata.creationTimestamp ?? ""];
+  return x !== y ? x < y : a.metadata.name < b.metadata.name;
 }
 
 /** See the module comment. */
@@ -229,9 +251,46 @@ export class ConnectionRegistry implements ConnectionSessions {
     return known.ok ? "ready" : `unavailable/${known.reason}`;
   }
 
-  /** Marks `key` unusable for `failure`, found before any probe (its spec or a Secret). */
+  /**
+   * Why connection `id` gets no client, when its namespace has more ServiceConnections than
+   * {@link ConnectionRegistryOptions.maxPerNamespace} and it is not among the oldest that many;
+   * undefined otherwise. One pass over the namespace's cached connections.
+   */
+  overLimit(id: ConnectionId): Failure | undefined {
+    const { maxPerNamespace: max, namespaceConnections } = this.#o;
+    if (id.kind !== SERVICE_CONNECTION_KIND || max === undefined || !namespaceConnections) return undefined;
+    const all = namespaceConnections(id.namespace);
+    if (all.length <= max) return undefined;
+    const self = all.find((c) => c.metadata.name === id.name);
+    if (!self) return undefined;
+    let older = 0;
+    for (const other of all) if (before(other, self)) older += 1;
+    if (older < max) return undefined;
+    return {
+      ok: false,
+      reason: TOO_MANY_CONNECTIONS,
+      message: `namespace ${id.namespace} has ${all.length} ServiceConnections, more than the ${max} per namespace the operator serves (--max-connections-per-namespace): the oldest ${max} are served, and this one gets no client until older ones are deleted; delete the connections this namespace no longer uses, or ask the operator's admins to raise the limit`,
+      transient: false,
+    };
+  }
+
+  /** The keys of `namespace`'s connections refused by the per-namespace bound: room may have been made. */
+  waitingForRoom(namespace: string): string[] {
+    return [...this.#unusable]
+      .filter(
+        ([key, failure]) =>
+          failure.reason === TOO_MANY_CONNECTIONS && parseConnectionKey(key)?.namespace === namespace,
+      )
+      .map(([key]) => key);
+  }
+
+  /**
+   * Marks `key` unusable for `failure`, found before any probe (its spec or a Secret, the
+   * per-namespace bound): a client built before is dropped.
+   */
   setUnusable(key: string, failure: Failure): void {
     this.#unusable.set(key, failure);
+    if (failure.reason === TOO_MANY_CONNECTIONS) this.#entries.delete(key);
   }
 
   /** `key`'s settings could be read again: its probe's verdict speaks for it. */

@@ -29,6 +29,17 @@ export const CONNECTION_REASON = {
   InUse: "InUse",
   /** The spec holds what the operator refuses to send (a base URL or header it does not allow). */
   InvalidSpec: "InvalidSpec",
+  /**
+   * The base URL's host is, or resolves to, an address the operator does not connect to (a
+   * link-local or metadata address; loopback and private ones under
+   * `--connection-address-policy=public-only`). Retried: a name may resolve elsewhere later.
+   */
+  AddressNotAllowed: "AddressNotAllowed",
+  /**
+   * The connection's namespace has more connections than `--max-connections-per-namespace`: the
+   * newest ones get no client until older ones go.
+   */
+  TooManyConnections: "TooManyConnections",
   /** The probe's answer was larger than the operator's limit. */
   ResponseTooLarge: "ResponseTooLarge",
   /**
@@ -38,6 +49,18 @@ export const CONNECTION_REASON = {
   CertificateNotTrusted: "CertificateNotTrusted",
   /** The Secret named by `spec.caSecretRef` does not hold PEM certificates. */
   InvalidCABundle: "InvalidCABundle",
+} as const;
+
+/**
+ * The condition a ClusterServiceConnection without `spec.namespaceSelector` carries: it serves the
+ * Deployment resources of every namespace, and says so where its readers look. An explicit
+ * `namespaceSelector: {}` is the same choice made visibly, and carries none.
+ */
+export const OPEN_TO_ALL_NAMESPACES = {
+  type: "OpenToAllNamespaces",
+  reason: "NoNamespaceSelector",
+  message:
+    "this ClusterServiceConnection has no spec.namespaceSelector, so the Deployment resources of every namespace may use its tenant and credentials; set spec.namespaceSelector to the namespaces meant to use it (e.g. matchLabels: {dms.dev/tenant: platform}), or to {} to share it with every namespace on purpose",
 } as const;
 
 /** What the last check of a connection said; a probe the service answered counts its providers. */
@@ -61,6 +84,8 @@ export interface ConnectionStatusInput {
   counts: { users: number; refused: number };
   /** When the connection's client last probed the service (epoch ms), if it did. */
   probedAt: number | undefined;
+  /** A ClusterServiceConnection without a namespace selector: {@link OPEN_TO_ALL_NAMESPACES}. */
+  openToAll?: boolean;
   now: Date;
 }
 
@@ -84,6 +109,12 @@ export function connectionStatusFrom(input: ConnectionStatusInput): ConnectionSt
       { type: KSTATUS.Reconciling, value: held ?? said?.reconciling },
       // A held deletion is progress, not a stall: its resources are cleaning up.
       { type: KSTATUS.Stalled, value: holding ? undefined : said?.stalled },
+      {
+        type: OPEN_TO_ALL_NAMESPACES.type,
+        value: input.openToAll
+          ? { status: "True", reason: OPEN_TO_ALL_NAMESPACES.reason, message: OPEN_TO_ALL_NAMESPACES.message }
+          : undefined,
+      },
     ],
     {
       now: input.now,

@@ -6,8 +6,10 @@
  * The transport builds every request URL as `baseUrl + path` and sends the API key and the tenant
  * id under header names the connection chooses, with values the tenant chooses (the key is
  * whatever the Secret holds). So a base URL must end where the path can begin, and the header
- * names must be ones that carry a value to the service and nothing more.
+ * names must be ones that carry a value to the service and nothing more. And neither may aim the
+ * operator at a cloud metadata service (`api/address-policy.ts`).
  */
+import { hostProblem, METADATA_HOSTS } from "../api/address-policy.ts";
 
 /** Why a header name is refused, and the names refused for that reason (lower case). */
 export interface RefusedHeaderGroup {
@@ -56,6 +58,18 @@ export const REFUSED_HEADER_GROUPS: readonly RefusedHeaderGroup[] = [
     // Frameworks honour these to turn a GET (the listing, the probe) into a DELETE or a PATCH.
     why: "it overrides the request's method",
     names: ["x-http-method-override", "x-http-method", "x-method-override"],
+  },
+  {
+    // The headers a cloud metadata service requires of a caller (Google's, Azure's, AWS's
+    // IMDSv2): with the tenant's Secret as the value, a request could pass its check.
+    why: "a cloud metadata service requires it of its callers",
+    names: [
+      "metadata-flavor",
+      "metadata",
+      "x-aws-ec2-metadata-token",
+      "x-aws-ec2-metadata-token-ttl-seconds",
+      "x-google-metadata-request",
+    ],
   },
 ];
 
@@ -115,6 +129,10 @@ export function baseUrlProblems(url: string, keyHint: string): string[] {
     problems.push(`${BASE_URL_PROBLEM.userInfo}: put the API key in ${keyHint}`);
   if (url.includes("?")) problems.push(BASE_URL_PROBLEM.query);
   if (url.includes("#")) problems.push(BASE_URL_PROBLEM.fragment);
+  // The parsed host: the WHATWG parser reads 0xa9fea9fe, 2852039166 and 0251.0376.0251.0376 as
+  // 169.254.169.254, as the socket would.
+  const host = hostProblem(parsed.hostname, "allow-private");
+  if (host) problems.push(`must not aim at a link-local address or a cloud metadata service: ${host}`);
   return problems;
 }
 
@@ -125,8 +143,61 @@ export interface CelRule {
   reason: "FieldValueInvalid" | "FieldValueForbidden";
 }
 
+/** A regular expression as the text of a CEL string literal in single quotes. */
+const celRegex = (regex: string) => regex.replaceAll("\\", "\\\\");
+
+/**
+ * A base URL whose host matches `host` (a regular expression of the host as written, port and
+ * user-info aside; any case). Read from the text itself: the host `url()` gives has no size
+ * bound the API server's cost estimate could use.
+ */
+const urlWithHost = (host: string) => `(?i)^https?://(${host})(:[0-9]*)?([/?#]|$)`;
+
+/**
+ * Hosts that are link-local addresses or a metadata service's address, as written (the
+ * operator's own check reads the parsed, normalized address): 169.254.0.0/16, fe80::/10, an
+ * IPv6 address carrying 169.254.x.x (`::ffff:169.254.169.254`, `::ffff:a9fe:a9fe`,
+ * `64:ff9b::a9fe:a9fe`), and the metadata addresses outside link-local (`address-policy.ts`).
+ */
+const LINK_LOCAL_HOST = [
+  String.raw`169\.254\.[0-9]+\.[0-9]+\.?`,
+  String.raw`100\.100\.100\.200\.?`,
+  String.raw`\[(${[
+    String.raw`fe[89ab][0-9a-f]:[^\]]*`,
+    String.raw`([0:]*:(ffff:(0{1,4}:)?)?|64:ff9b:[0:]*:)(169\.254\.[0-9.]+|a9fe:[0-9a-f]{1,4})`,
+    "fd00:0*ec2:[0:]*:0*(254|23)",
+    "fd20:0*ce:[0:]*:0*254",
+  ].join("|")})(%25[^\]]*)?\]`,
+].join("|");
+
+/** The names of {@link METADATA_HOSTS}, with or without a final dot. */
+const METADATA_HOST = `(${METADATA_HOSTS.map((h) => h.replaceAll(".", "\\.")).join("|")})\\.?`;
+
+/** A host whose last label is a number: the WHATWG parser reads it as an IPv4 address. */
+const NUMERIC_HOST = String.raw`([^/?#:\[\]]*\.)?(0x[0-9a-f]*|[0-9]+)\.?`;
+/** An IPv4 address as four decimal numbers without leading zeros. */
+const OCTET = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+const CANONICAL_IPV4 = String.raw`(${OCTET}\.){3}${OCTET}\.?`;
+
 /** The CEL rules of `spec.baseUrl` beyond its being an http(s) URL with a host. */
 export const BASE_URL_RULES: readonly CelRule[] = [
+  {
+    rule: `!self.matches('${celRegex(urlWithHost(METADATA_HOST))}')`,
+    message: `spec.baseUrl must not name a cloud metadata service (${METADATA_HOSTS.join(", ")}): the operator never connects to one`,
+    reason: "FieldValueForbidden",
+  },
+  {
+    rule: `!self.matches('${celRegex(urlWithHost(LINK_LOCAL_HOST))}')`,
+    message:
+      "spec.baseUrl must not be a link-local address (169.254.0.0/16, fe80::/10, or an IPv6 address carrying 169.254.x.x such as ::ffff:169.254.169.254) or a cloud metadata service's address: the operator never connects to one",
+    reason: "FieldValueForbidden",
+  },
+  {
+    rule: `!self.matches('${celRegex(urlWithHost(NUMERIC_HOST))}') || self.matches('${celRegex(urlWithHost(CANONICAL_IPV4))}')`,
+    message:
+      "spec.baseUrl: write an IPv4 address as four decimal numbers without leading zeros, e.g. http://10.0.0.12: a hexadecimal, octal or one-number form is read differently by different URL parsers",
+    reason: "FieldValueInvalid",
+  },
   {
     rule: `!self.matches('${USER_INFO}')`,
     message: `spec.baseUrl ${BASE_URL_PROBLEM.userInfo}: put the API key in the Secret named by spec.apiKeySecretRef`,
@@ -148,7 +219,7 @@ export const BASE_URL_RULES: readonly CelRule[] = [
 export function refusedHeaderRule(field: string): CelRule {
   return {
     rule: `!(self.lowerAscii() in [${REFUSED_HEADERS.map((h) => `'${h}'`).join(", ")}])`,
-    message: `spec.${field} must not be a header that frames, routes or proxies the request, or that the HTTP client sets (${REFUSED_HEADERS.join(", ")}; any case): choose a header of your own, e.g. X-Api-Key`,
+    message: `spec.${field} must not be a header that frames, routes or proxies the request, that the HTTP client sets, or that a cloud metadata service requires (${REFUSED_HEADERS.join(", ")}; any case): choose a header of your own, e.g. X-Api-Key`,
     reason: "FieldValueForbidden",
   };
 }

@@ -90,7 +90,7 @@ const specFields = <R extends TSchema, C extends TSchema>(secretRef: R, caSecret
     maxLength: MAX_BASE_URL_LENGTH,
     pattern: "^https?://[^\\s/?#]+([/?#]\\S*)?$",
     description:
-      "Base URL of the service, such as https://api.example.com (http or https, at most 2048 characters). The API paths are appended to it, so it has no query (?), fragment (#) or user-info (user:password@).",
+      "Base URL of the service, such as https://api.example.com (http or https, at most 2048 characters). The API paths are appended to it, so it has no query (?), fragment (#) or user-info (user:password@). Never a link-local address or a cloud metadata service (169.254.169.254, fe80::/10, metadata.google.internal, …), whether written here or resolved when connecting; an IPv4 address is written as four decimal numbers.",
     "x-kubernetes-validations": [
       {
         // The pattern is the shape TypeBox checks too; the URL library also parses the host and port.
@@ -114,7 +114,7 @@ const specFields = <R extends TSchema, C extends TSchema>(secretRef: R, caSecret
       maxLength: MAX_HEADER_NAME_LENGTH,
       pattern: HEADER_NAME_PATTERN,
       description:
-        "Header carrying the API key. Default: the operator's (--api-key-header, X-Api-Key). Not a header that frames, routes or proxies the request or that the HTTP client sets (Host, Content-Length, Transfer-Encoding, Connection, Cookie, …: see docs/crd-validation.md).",
+        "Header carrying the API key. Default: the operator's (--api-key-header, X-Api-Key). Not a header that frames, routes or proxies the request, that the HTTP client sets, or that a cloud metadata service requires (Host, Content-Length, Transfer-Encoding, Connection, Cookie, Metadata-Flavor, Metadata, X-aws-ec2-metadata-token, …: see docs/crd-validation.md).",
       "x-kubernetes-validations": [refusedHeaderRule("apiKeyHeader")],
     }),
   ),
@@ -367,7 +367,7 @@ export const ConnectionStatusSchema = Type.Object(
     observedGeneration: ObservedGenerationSchema,
     conditions: conditionsSchema(
       8,
-      "Ready (reasons Connected, Unauthorized, Unreachable, CertificateNotTrusted, SecretMissing, SecretUnreadable, InvalidCABundle), and Reconciling or Stalled when they apply (kstatus conventions).",
+      "Ready (reasons Connected, Unauthorized, Unreachable, AddressNotAllowed, CertificateNotTrusted, SecretMissing, SecretUnreadable, InvalidCABundle, TooManyConnections), Reconciling or Stalled when they apply (kstatus conventions), and OpenToAllNamespaces (reason NoNamespaceSelector) on a ClusterServiceConnection without spec.namespaceSelector: it serves every namespace.",
     ),
     providers: Type.Optional(
       Type.Integer({

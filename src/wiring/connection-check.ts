@@ -50,6 +50,7 @@ export function connectionCheck(o: ConnectionCheckParts): {
     userNamespaces: (key) =>
       deployments.byIndex(CONNECTION_INDEX, key).map((d) => d.metadata.namespace ?? ""),
     onChange: o.onChange,
+    enqueue: (key) => controller.enqueue(key),
     event: (c, type, reason, note) =>
       void o.recorder.record(regardingOf(c, idOf(c).kind), { type, reason, action: "Probe", note }),
     isConflict: (error) => error instanceof ConflictError,

@@ -3,6 +3,7 @@
  * constants of the operator that are not settings; what `main.ts` builds from them and with what.
  */
 import type { Logger } from "pino";
+import type { AddressPolicy } from "../api/address-policy.ts";
 import type { ServiceConfig } from "../config.ts";
 import type { DefaultConnectionSelector } from "../connection/access.ts";
 import type { Clock } from "../runtime/clock.ts";
@@ -92,6 +93,14 @@ export interface OperatorConfig {
    * refuses the flag in NODE_OPTIONS, so `run` sets it itself, before the cache fills.
    */
   optimizeForSize?: boolean;
+  /**
+   * What the service clients may connect to besides public addresses
+   * (`--connection-address-policy`, address-policy.ts); link-local and metadata addresses never.
+   * Default `allow-private`.
+   */
+  connectionAddressPolicy?: AddressPolicy;
+  /** Most ServiceConnections per namespace that get a client (`--max-connections-per-namespace`). */
+  maxConnectionsPerNamespace?: number;
 }
 
 /** The wired operator: start the manager with a signal; the parts are exposed for tests. */

@@ -4,10 +4,16 @@
  * and the session (snapshot, listings, revision tracking) kept over each.
  */
 import type { Logger } from "pino";
+import type { AddressPolicy } from "../api/address-policy.ts";
+import { ignoredNoProxyEntries, PROXY_VARIABLES } from "../api/agent.ts";
 import { ServiceClient } from "../api/client.ts";
 import type { ServiceConfig } from "../config.ts";
 import { NamespaceAccess } from "../connection/access.ts";
-import { ConnectionRegistry, type ConnectionService } from "../connection/registry.ts";
+import {
+  ConnectionRegistry,
+  type ConnectionService,
+  DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE,
+} from "../connection/registry.ts";
 import { DEFAULT_CONNECTION } from "../identity/connection.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
 import { CLAIM_INDEX, claimOn } from "../reconcile/claims.ts";
@@ -22,6 +28,7 @@ import { deploymentsPort } from "./service-adapter.ts";
 export function serviceConnector(
   logger: Logger,
   metrics: RuntimeMetrics,
+  addressPolicy: AddressPolicy = "allow-private",
 ): (service: ServiceConfig, connection: string) => ConnectionService {
   return (service, connection) => {
     // One retry layer: the controller's per-key backoff, which honours Retry-After through
@@ -30,6 +37,8 @@ export function serviceConnector(
     const client = new ServiceClient({
       ...service,
       retries: 0,
+      // Every client of the operator: a connection's base URL is a tenant's to choose.
+      addressPolicy,
       // `--retries` in `run`: retries of one page of a listing (the resync's), never of a write.
       pageRetries: service.retries,
       logger: connection === DEFAULT_CONNECTION ? logger : logger.child({ connection }),
@@ -75,7 +84,13 @@ export function sessionFactory(
 export function connectionRegistry(
   config: Pick<
     OperatorConfig,
-    "service" | "resyncMs" | "revisionTracking" | "listingDeadlineMs" | "defaultConnectionNamespaceSelector"
+    | "service"
+    | "resyncMs"
+    | "revisionTracking"
+    | "listingDeadlineMs"
+    | "defaultConnectionNamespaceSelector"
+    | "connectionAddressPolicy"
+    | "maxConnectionsPerNamespace"
   >,
   caches: Caches,
   metrics: RuntimeMetrics,
@@ -83,7 +98,8 @@ export function connectionRegistry(
   logger: Logger,
 ): ConnectionRegistry {
   const { namespaces } = caches;
-  const connect = serviceConnector(logger, metrics);
+  warnOfOpenSettings(config, logger);
+  const connect = serviceConnector(logger, metrics, config.connectionAddressPolicy);
   const listingDeadlineMs = config.listingDeadlineMs ?? defaultListingDeadlineMs(config.resyncMs);
   const newSession = sessionFactory(config, listingDeadlineMs, caches.deployments, clock, logger);
   const selector = config.defaultConnectionNamespaceSelector;
@@ -96,5 +112,34 @@ export function connectionRegistry(
       ...(namespaces ? { labels: (name: string) => namespaces.labels(name) } : {}),
       ...(selector ? { defaultSelector: selector } : {}),
     }),
+    maxPerNamespace: config.maxConnectionsPerNamespace ?? DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE,
+    namespaceConnections: (namespace) => caches.connections.namespaced.listNamespace(namespace),
   });
+}
+
+/**
+ * Says at start what the settings leave open without saying so: a default connection every
+ * watched namespace may use (no `--default-connection-namespace-selector`), and the `NO_PROXY`
+ * entries Node ignores (a CIDR: the calls to those hosts would go through the proxy).
+ */
+export function warnOfOpenSettings(
+  config: Pick<OperatorConfig, "service" | "defaultConnectionNamespaceSelector">,
+  logger: Logger,
+): void {
+  if (!config.defaultConnectionNamespaceSelector)
+    logger.warn(
+      { baseUrl: config.service.baseUrl },
+      "the default connection (the operator's own --base-url and API key) serves every watched namespace: a Deployment resource without spec.connectionRef uses it from any namespace; set --default-connection-namespace-selector (e.g. dms.dev/tenant=platform) to the namespaces meant to use it",
+    );
+  const proxyEnv = config.service.proxyEnv;
+  // Node's agents read no_proxy first, as they do the proxies' variables.
+  const variable = proxyEnv?.no_proxy !== undefined ? "no_proxy" : "NO_PROXY";
+  const noProxy = proxyEnv?.[variable];
+  const proxied = PROXY_VARIABLES.some((name) => !/no_proxy/i.test(name) && proxyEnv?.[name] !== undefined);
+  if (noProxy === undefined || !proxied) return;
+  for (const { entry, fix } of ignoredNoProxyEntries(noProxy))
+    logger.warn(
+      { variable, entry },
+      `${variable} entry ${JSON.stringify(entry)} is ignored by Node: calls to those hosts go through the proxy; ${fix}`,
+    );
 }

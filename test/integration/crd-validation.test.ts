@@ -535,7 +535,7 @@ describe("connection CRDs: accepted input", () => {
   it("accepts every optional field, and a baseUrl with a port and a path", async () => {
     const spec = {
       ...CLUSTER_SPEC,
-      baseUrl: "http://dms.internal:8080/api",
+      baseUrl: "http://10.96.0.10:8080/api",
       tenantId: UUID,
       apiKeyHeader: "Authorization",
       tenantIdHeader: "X-Workspace",
@@ -544,6 +544,22 @@ describe("connection CRDs: accepted input", () => {
       insecureSkipTLSVerify: true,
     };
     const result = await submit("create", connection("ClusterServiceConnection", connectionName(), spec));
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+  });
+
+  it.for([
+    "http://127.0.0.1:8080",
+    "http://[::1]:8080/api",
+    "https://10.0.0.12",
+    "https://dms.team-a.svc.cluster.local:8443",
+    "https://[2001:db8::a9fe:a9fe]",
+    "https://169.255.0.1",
+    "https://metadata.example.com",
+    "https://api.example.com./v2",
+  ])("accepts %s as baseUrl: loopback, private and public hosts", async (baseUrl, { expect }) => {
+    const spec = { ...CONNECTION_SPEC, baseUrl };
+    const result = await submit("create", connection("ServiceConnection", connectionName(), spec));
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
   });
@@ -707,6 +723,60 @@ const invalidConnections: Array<{ reason: string; kind: ConnectionKind; spec: Sp
     spec: { ...CLUSTER_SPEC, tenantIdHeader: "transfer-ENCODING" },
     message: /spec\.tenantIdHeader: Forbidden: spec\.tenantIdHeader must not be a header that frames/,
   },
+  ...(
+    [
+      ["the metadata address", "http://169.254.169.254/latest/meta-data/"],
+      ["another link-local address, with a port", "https://169.254.170.2:8443"],
+      ["an IPv6 link-local address", "http://[fe80::a9fe:a9fe]/"],
+      ["an IPv4-mapped link-local address", "http://[::ffff:169.254.169.254]/"],
+      ["an IPv4-mapped link-local address in hexadecimal", "http://[0:0:0:0:0:FFFF:a9fe:a9fe]/"],
+      ["a NAT64 link-local address", "http://[64:ff9b::a9fe:a9fe]/"],
+      ["AWS's IPv6 metadata address", "http://[fd00:ec2::254]/"],
+    ] as const
+  ).map(([what, baseUrl], i) => ({
+    reason: `${what} as baseUrl`,
+    kind: i % 2 === 0 ? ("ServiceConnection" as const) : ("ClusterServiceConnection" as const),
+    spec: { ...(i % 2 === 0 ? CONNECTION_SPEC : CLUSTER_SPEC), baseUrl },
+    message:
+      /spec\.baseUrl: Forbidden: spec\.baseUrl must not be a link-local address .*the operator never connects to one/,
+  })),
+  ...(
+    [
+      ["a metadata service's name", "http://metadata.google.internal/computeMetadata/v1/"],
+      ["a metadata service's short name, in capitals, with a final dot", "http://METADATA./"],
+      ["Azure's metadata name", "https://metadata.azure.com"],
+      ["AWS's metadata name", "http://instance-data:80/latest"],
+    ] as const
+  ).map(([what, baseUrl]) => ({
+    reason: `${what} as baseUrl`,
+    kind: "ServiceConnection" as const,
+    spec: { ...CONNECTION_SPEC, baseUrl },
+    message: /spec\.baseUrl: Forbidden: spec\.baseUrl must not name a cloud metadata service/,
+  })),
+  ...(
+    [
+      ["a link-local address as one decimal number", "http://2852039166/"],
+      ["a link-local address as one hexadecimal number", "http://0xa9fea9fe/"],
+      ["a link-local address in octal", "http://0251.0376.0251.0376/"],
+      ["a link-local address with its last two bytes as one number", "http://169.254.43518/"],
+      ["an IPv4 address with a leading zero", "http://010.0.0.1/"],
+    ] as const
+  ).map(([what, baseUrl]) => ({
+    reason: `${what} as baseUrl`,
+    kind: "ClusterServiceConnection" as const,
+    spec: { ...CLUSTER_SPEC, baseUrl },
+    message:
+      /spec\.baseUrl: Invalid value: .*write an IPv4 address as four decimal numbers without leading zeros/,
+  })),
+  ...["Metadata-Flavor", "metadata", "X-aws-ec2-metadata-token", "x-google-metadata-request"].map(
+    (header) => ({
+      reason: `${header} as the API key's header`,
+      kind: "ServiceConnection" as const,
+      spec: { ...CONNECTION_SPEC, apiKeyHeader: header },
+      message:
+        /spec\.apiKeyHeader: Forbidden: spec\.apiKeyHeader must not be a header .*or that a cloud metadata service requires/,
+    }),
+  ),
   {
     reason: "a baseUrl longer than 2048 characters",
     kind: "ServiceConnection",

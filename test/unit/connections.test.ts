@@ -127,7 +127,7 @@ interface AccessWorld {
   userNamespaces?: string[];
 }
 
-function world(access?: AccessWorld) {
+function world(access?: AccessWorld, bound?: { maxPerNamespace: number }) {
   const clock = new ManualClock({ start: START });
   const now = () => clock.now();
   const store = new MemoryConnections();
@@ -145,6 +145,8 @@ function world(access?: AccessWorld) {
     /** The settings of each client built, in order. */
     built: [] as ServiceConfig[],
     changed: [] as string[],
+    /** Connections the reconciler enqueued for a reconcile of their own. */
+    enqueued: [] as string[],
     events: [] as string[],
     users: 0,
     defaultSession: session(new SimulatedService({ now })),
@@ -175,6 +177,13 @@ function world(access?: AccessWorld) {
       };
     },
     session,
+    ...(bound
+      ? {
+          maxPerNamespace: bound.maxPerNamespace,
+          namespaceConnections: (namespace: string) =>
+            [...store.objects.values()].filter((o) => o.metadata.namespace === namespace),
+        }
+      : {}),
     ...(access
       ? {
           access: new NamespaceAccess({
@@ -199,6 +208,7 @@ function world(access?: AccessWorld) {
     usage: () => w.users,
     ...(access ? { userNamespaces: () => access.userNamespaces ?? [] } : {}),
     onChange: (key) => w.changed.push(key),
+    enqueue: (key) => w.enqueued.push(key),
     event: (obj, type, reason) => w.events.push(`${type}/${reason}/${obj.metadata.name}`),
     isConflict: (error) => error instanceof ResourceConflict,
     clock,
@@ -702,7 +712,7 @@ describe("a connection's reconcile", () => {
     expect(await w.reconcile(A)).toEqual({ kind: "done" });
     expect(w.ready(A)).toMatchObject({ status: "False", reason: "InvalidSpec" });
     expect(w.ready(A)?.message).toBe(
-      'spec.baseUrl must not have a fragment (#…): the operator appends API paths such as /v2/deployments to it, and a fragment would cut them off; remove everything from the "#"; spec.apiKeyHeader must not be Host: it frames or routes the request (the HTTP client sets it); choose a header of your own, e.g. X-Api-Key',
+      'spec.baseUrl must not have a fragment (#…): the operator appends API paths such as /v2/deployments to it, and a fragment would cut them off; remove everything from the "#"; spec.baseUrl must not aim at a link-local address or a cloud metadata service: 169.254.169.254 is a link-local address (where cloud metadata services answer): the operator never connects to link-local or metadata addresses; spec.apiKeyHeader must not be Host: it frames or routes the request (the HTTP client sets it); choose a header of your own, e.g. X-Api-Key',
     );
     expect(w.condition(A, "Stalled")).toMatchObject({ status: "True", reason: "InvalidSpec" });
     expect(w.condition(A, "Reconciling")).toBeUndefined();
@@ -747,6 +757,133 @@ describe("a connection's reconcile", () => {
     const original = store.get.bind(store);
     store.get = (id) => (objectKey(id) === objectKey(A) ? stale : original(id));
     expect(await w.reconcile(A)).toEqual({ kind: "retry" });
+  });
+});
+
+describe("what a connection reflects, and what it is allowed", () => {
+  it("a failed probe shows its status and at most 80 printable characters of the answer, the key redacted", async () => {
+    const w = world();
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    // What a metadata service or a gateway could answer: a document with the key spread by
+    // control characters, escape sequences and bidirectional overrides, far past 80 characters.
+    const answer = `\u001b]0;pwned\u0007${KEY.slice(0, 4)}\u0000${KEY.slice(4)}\u202e ${"AccessKeyId=AKIA".repeat(40)}`;
+    w.answer = new ServiceError({
+      kind: "unauthorized",
+      method: "GET",
+      route: "/v2/auth/providers",
+      status: 403,
+      detail: answer,
+      retryable: false,
+    });
+    await w.reconcile(A);
+    const message = w.ready(A)?.message ?? "";
+    expect(w.ready(A)?.reason).toBe("Unauthorized");
+    const shown = /GET \/v2\/auth\/providers answered HTTP 403: ([^)]*)\)/.exec(message)?.[1] ?? "";
+    expect(shown.length).toBeGreaterThan(0);
+    expect(shown.length).toBeLessThanOrEqual(80);
+    expect(message).not.toContain(KEY);
+    expect(message).toContain("***");
+    // Control (C0, C1) and format characters, bidirectional overrides among them.
+    expect(message).not.toMatch(/[\p{Cc}\p{Cf}]/u);
+    expect(JSON.stringify(w.status(A))).not.toContain(
+      "AccessKeyId=AKIAAccessKeyId=AKIAAccessKeyId=AKIAAccessKeyId=AKIAAccessKeyId=AKIA",
+    );
+  });
+
+  it("a base URL the address policy refuses at connect time: AddressNotAllowed, retried with backoff", async () => {
+    const refusal =
+      "dms.example.test resolves to 169.254.169.254, which is a link-local address (where cloud metadata services answer): the operator never connects to link-local or metadata addresses";
+    const w = world();
+    w.store.put(A, specOf("https://dms.example.test"));
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    w.answer = new ServiceError({
+      kind: "network",
+      method: "GET",
+      route: "/v2/auth/providers",
+      detail:
+        "ERR_ADDRESS_REFUSED: dms.example.test resolves to 169.254.169.254, which is a link-local address",
+      retryable: true,
+      cause: Object.assign(new Error(refusal), { code: "ERR_ADDRESS_REFUSED" }),
+    });
+    expect(await w.reconcile(A)).toEqual({ kind: "retry" });
+    expect(w.ready(A)).toMatchObject({
+      status: "False",
+      reason: "AddressNotAllowed",
+      message: `the operator does not connect to the service at https://dms.example.test: ${refusal}; point spec.baseUrl at the service's own address`,
+    });
+  });
+
+  it("past --max-connections-per-namespace the newest get TooManyConnections: no Secret read, no client; a deletion makes room", async () => {
+    const w = world(undefined, { maxPerNamespace: 2 });
+    const ids = ["c", "a", "b"].map((name): ConnectionId => ({ ...A, name }));
+    const created = ["2026-01-01T00:00:01Z", "2026-01-01T00:00:02Z", "2026-01-01T00:00:02Z"];
+    ids.forEach((id, i) => {
+      w.store.put(id, specOf());
+      const stored = w.store.objects.get(connectionKey(id));
+      if (stored) stored.metadata.creationTimestamp = created[i];
+    });
+    // Elsewhere, a namespace's count is its own.
+    w.store.put({ ...A, namespace: "team-b", name: "z" }, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    for (const id of ids) await w.reconcile(id);
+    // Oldest first, then by name: c (second 1), a (second 2); b is the third.
+    const [c, a, b] = ids as [ConnectionId, ConnectionId, ConnectionId];
+    expect([w.ready(c)?.reason, w.ready(a)?.reason]).toEqual(["Connected", "Connected"]);
+    expect(w.ready(b)).toMatchObject({ status: "False", reason: "TooManyConnections" });
+    expect(w.ready(b)?.message).toContain(
+      "namespace team-a has 3 ServiceConnections, more than the 2 per namespace the operator serves (--max-connections-per-namespace)",
+    );
+    expect(w.condition(b, "Stalled")?.reason).toBe("TooManyConnections");
+    expect(w.built).toHaveLength(2);
+    expect(w.secrets.reads.filter((r) => r.includes("team-a"))).toHaveLength(2);
+    const found = w.connections.lookup(resource("team-a", { kind: "ServiceConnection", name: "b" }));
+    expect(found.kind === "unavailable" && found.message).toContain("is not Ready (TooManyConnections)");
+
+    w.store.objects.delete(connectionKey(c));
+    await w.reconcile(c);
+    expect(w.enqueued).toEqual([connectionKey(b)]);
+    await w.reconcile(b);
+    expect(w.ready(b)?.reason).toBe("Connected");
+    expect(w.built).toHaveLength(3);
+  });
+
+  it("a ClusterServiceConnection without namespaceSelector says it serves every namespace; {} or a selector does not", async () => {
+    const w = world({ labels: { "team-a": { team: "a" } } });
+    w.store.put(SHARED, {
+      ...specOf(),
+      apiKeySecretRef: { name: "dms", key: "api-key", namespace: "dms-system" },
+    });
+    w.secrets.set("dms-system", "dms", { "api-key": KEY });
+    await w.reconcile(SHARED);
+    expect(w.condition(SHARED, "OpenToAllNamespaces")).toMatchObject({
+      status: "True",
+      reason: "NoNamespaceSelector",
+      message: expect.stringContaining("the Deployment resources of every namespace may use its tenant"),
+    });
+    expect(w.events).toContain("Warning/NoNamespaceSelector/shared");
+    await w.reconcile(SHARED);
+    expect(w.events.filter((e) => e.includes("NoNamespaceSelector"))).toHaveLength(1);
+
+    for (const namespaceSelector of [{}, { matchLabels: { team: "a" } }]) {
+      w.store.put(
+        SHARED,
+        {
+          ...w.store.get(SHARED)?.spec,
+          ...specOf(),
+          apiKeySecretRef: { name: "dms", key: "api-key", namespace: "dms-system" },
+          namespaceSelector,
+        },
+        2,
+      );
+      await w.reconcile(SHARED);
+      expect(w.condition(SHARED, "OpenToAllNamespaces")).toBeUndefined();
+    }
+    // A ServiceConnection is its own namespace's only: no such condition.
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    await w.reconcile(A);
+    expect(w.condition(A, "OpenToAllNamespaces")).toBeUndefined();
   });
 });
 
@@ -850,12 +987,69 @@ describe("connectionSpecProblems", () => {
     {
       reason: "an empty fragment (the URL parser sees none)",
       spec: { baseUrl: "http://169.254.169.254/computeMetadata/v1/token#" },
-      problems: [expect.stringMatching(/^spec\.baseUrl must not have a fragment \(#…\)/)],
+      problems: [
+        expect.stringMatching(/^spec\.baseUrl must not have a fragment \(#…\)/),
+        expect.stringMatching(
+          /^spec\.baseUrl must not aim at a link-local address or a cloud metadata service: 169\.254\.169\.254 is a link-local address/,
+        ),
+      ],
     },
     {
       reason: "a query",
       spec: { baseUrl: "http://169.254.169.254/x?y=" },
-      problems: [expect.stringMatching(/^spec\.baseUrl must not have a query \(\?…\)/)],
+      problems: [
+        expect.stringMatching(/^spec\.baseUrl must not have a query \(\?…\)/),
+        expect.stringMatching(
+          /^spec\.baseUrl must not aim at a link-local address or a cloud metadata service: 169\.254\.169\.254 is a link-local address/,
+        ),
+      ],
+    },
+    {
+      reason: "a link-local address written as one hexadecimal number",
+      spec: { baseUrl: "http://0xa9fea9fe/latest/meta-data" },
+      problems: [
+        expect.stringMatching(
+          /^spec\.baseUrl must not aim at a link-local address or a cloud metadata service: 169\.254\.169\.254 is a link-local address/,
+        ),
+      ],
+    },
+    {
+      reason: "an IPv4-mapped link-local address",
+      spec: { baseUrl: "http://[::ffff:169.254.169.254]" },
+      problems: [
+        expect.stringMatching(
+          /^spec\.baseUrl must not aim at a link-local address .*::ffff:a9fe:a9fe is a link-local address/,
+        ),
+      ],
+    },
+    {
+      reason: "an IPv6 link-local address",
+      spec: { baseUrl: "http://[fe80::a9fe:a9fe]:80" },
+      problems: [expect.stringMatching(/fe80::a9fe:a9fe is a link-local address/)],
+    },
+    {
+      reason: "a metadata service's name, in any case, with a final dot",
+      spec: { baseUrl: "http://Metadata.Google.Internal./computeMetadata/v1" },
+      problems: [
+        "spec.baseUrl must not aim at a link-local address or a cloud metadata service: metadata.google.internal is the name of a cloud metadata service, which the operator never connects to",
+      ],
+    },
+    {
+      reason: "a loopback or private address (allowed: self-hosted services live there)",
+      spec: { baseUrl: "http://10.96.0.10:8080" },
+      problems: [],
+    },
+    {
+      reason: "a metadata service's header as the key's",
+      spec: { ...base, apiKeyHeader: "metadata-FLAVOR" },
+      problems: [
+        "spec.apiKeyHeader must not be metadata-FLAVOR: a cloud metadata service requires it of its callers; choose a header of your own, e.g. X-Api-Key",
+      ],
+    },
+    {
+      reason: "AWS's token header as the key's",
+      spec: { ...base, apiKeyHeader: "X-aws-ec2-metadata-token" },
+      problems: [expect.stringMatching(/a cloud metadata service requires it/)],
     },
     {
       reason: "user-info",

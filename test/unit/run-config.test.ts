@@ -366,3 +366,37 @@ describe("runConfigFrom --default-connection-namespace-selector", () => {
     ]);
   });
 });
+
+describe("runConfigFrom --connection-address-policy and --max-connections-per-namespace", () => {
+  const config = (flags: Record<string, unknown>, env: Record<string, string> = {}) => {
+    const result = runConfigFrom({ ...base, ...flags }, env);
+    return result.ok
+      ? [result.config.connectionAddressPolicy, result.config.maxConnectionsPerNamespace]
+      : result.problems;
+  };
+
+  it("allow private addresses and 20 connections per namespace unless given; the flag wins", () => {
+    expect(config({})).toEqual(["allow-private", 20]);
+    expect(
+      config(
+        { connectionAddressPolicy: "public-only", maxConnectionsPerNamespace: "5" },
+        { DMS_CONNECTION_ADDRESS_POLICY: "allow-private", DMS_MAX_CONNECTIONS_PER_NAMESPACE: "50" },
+      ),
+    ).toEqual(["public-only", 5]);
+    expect(config({}, { DMS_MAX_CONNECTIONS_PER_NAMESPACE: "50" })).toEqual(["allow-private", 50]);
+  });
+
+  it("refuse another policy, and a bound that is not a whole number from 1 to 10000, naming flag and variable", () => {
+    expect(config({ connectionAddressPolicy: "none" })).toEqual([
+      expect.stringMatching(
+        /^--connection-address-policy \/ DMS_CONNECTION_ADDRESS_POLICY: .*allow-private.*public-only/,
+      ),
+    ]);
+    for (const given of ["0", "10001", "2.5"])
+      expect(config({}, { DMS_MAX_CONNECTIONS_PER_NAMESPACE: given })).toEqual([
+        expect.stringMatching(
+          /^--max-connections-per-namespace \/ DMS_MAX_CONNECTIONS_PER_NAMESPACE: must be an integer from 1 to 10000/,
+        ),
+      ]);
+  });
+});
