@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { describe, expect, it } from "vitest";
-import { isScalar, parse, parseAllDocuments } from "yaml";
+import { isScalar, parseAllDocuments } from "yaml";
 import { CreateDeploymentBodySchema, DEPLOYMENT_SOURCES, type ForgeRepo } from "../../src/api/wire.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
@@ -19,10 +19,9 @@ import { type DeploymentResource, DeploymentResourceSchema } from "../../src/crd
 import { plan } from "../../src/reconcile/plan.ts";
 import { seededRepos } from "../../src/simulator/catalog.ts";
 import { loadSeed } from "../../src/simulator/seed.ts";
+import { overlayPatches, withSimulatorValues } from "../support/samples.ts";
 
 const dir = join(import.meta.dirname, "..", "..", "manifests", "samples");
-/** The overlay `npm run demo` applies: the samples with the simulator's values. */
-const overlayDir = join(import.meta.dirname, "..", "..", "manifests", "samples-simulator");
 
 /**
  * The values of a sample that belong to a tenant, by kind: each must carry a `# replace:` comment
@@ -70,29 +69,10 @@ function nodesAt(node: unknown, path: string[]): unknown[] {
   return pair ? nodesAt(pair.value, rest) : [];
 }
 
-/** A sample object with a patch merged in (maps merged, anything else replaced), as kustomize does for a CRD. */
-function merged(base: unknown, patch: unknown): unknown {
-  if (typeof base !== "object" || base === null || Array.isArray(base)) return patch;
-  if (typeof patch !== "object" || patch === null || Array.isArray(patch)) return patch;
-  const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
-  for (const [key, value] of Object.entries(patch)) out[key] = merged(out[key], value);
-  return out;
-}
-
-/** The overlay's patches, each an object naming its target by kind and name. */
-async function overlayPatches(): Promise<Record<string, unknown>[]> {
-  const kustomization = parse(await readFile(join(overlayDir, "kustomization.yaml"), "utf8"));
-  return (kustomization.patches as { patch: string }[]).map((p) => parse(p.patch));
-}
-
 /** The samples as the overlay renders them. */
 async function simulatorSamples(): Promise<Doc[]> {
-  const patches = await overlayPatches();
-  const key = (o: Record<string, unknown>) => `${o.kind}/${(o.metadata as { name: string }).name}`;
-  return (await samples()).map((doc) => {
-    const patch = patches.find((p) => key(p) === key(doc.object));
-    return patch ? { ...doc, object: merged(doc.object, patch) as Record<string, unknown> } : doc;
-  });
+  const patches = overlayPatches();
+  return (await samples()).map((doc) => ({ ...doc, object: withSimulatorValues(doc.object, patches) }));
 }
 
 const SEED = join(import.meta.dirname, "..", "..", "src", "simulator", "seed.example.yaml");
@@ -243,7 +223,7 @@ describe("manifests/samples", () => {
       typeof value === "object" && value !== null && !Array.isArray(value)
         ? Object.entries(value).flatMap(([k, v]) => leaves(v, [...path, k]))
         : [[path, value]];
-    const patches = await overlayPatches();
+    const patches = overlayPatches();
     expect(patches.length).toBeGreaterThan(0);
     for (const patch of patches) {
       const name = (patch.metadata as { name: string }).name;
