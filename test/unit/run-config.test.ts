@@ -223,7 +223,7 @@ describe("the settings tables", () => {
     for (const [key, setting] of Object.entries(tables)) {
       if (setting.default !== undefined) expect(() => defaultOf(setting), key).not.toThrow();
     }
-    // With nothing given, the configuration is the defaults: what --help and the README show.
+    // With nothing given, the configuration is the defaults: what --help and docs/guide/operating.md show.
     expect(runConfigFrom(base, {})).toMatchObject({
       ok: true,
       config: {
