@@ -1,13 +1,14 @@
 // The README is the way in: short enough to read at once, and every command it gives exists as
 // written. The npm scripts are package.json's, the `dms-operator` subcommands and the flags given
 // to `import` are the program's, the files, directories and kustomizations it names are in the
-// repository, the chart values it sets are the chart's, and the Secret it creates is the one the
-// chart reads.
+// repository, the chart values it sets are the chart's, the table it shows has the CRD's
+// columns, and the Secret it creates is the one the chart reads.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { registerImportCommand } from "../../src/commands/import.ts";
+import { DEPLOYMENT_CRD } from "../../src/crd/render.ts";
 import { runCli } from "../support/cli.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -154,5 +155,17 @@ describe("README.md", () => {
     expect(early).toContain("`kubectl get deployment <name>` means the built-in `apps/v1` Deployment");
     expect(early).toContain("`dmsd`");
     expect(early).toContain("`deployments.dms.dev`");
+  });
+
+  it("shows the columns kubectl get dmsd prints, by default and under -o wide", () => {
+    const columns = DEPLOYMENT_CRD.printerColumns.map((c) => ({
+      name: String(c.name).toUpperCase(),
+      wide: c.priority === 1,
+    }));
+    const block = /```text\n\$ kubectl get dmsd\n([\s\S]*?)```/.exec(README)?.[1] ?? "";
+    const [header = "", ...rest] = block.split("\n");
+    expect(header.split(/\s+/)).toEqual(["NAME", ...columns.filter((c) => !c.wide).map((c) => c.name)]);
+    const wide = rest.find((line) => line.startsWith("$ kubectl get dmsd -o wide")) ?? "";
+    for (const c of columns.filter((c) => c.wide)) expect(wide).toContain(c.name);
   });
 });
