@@ -233,7 +233,7 @@ async function scrape(url: string, namespace: string, account: string) {
 }
 
 /**
- * `helm uninstall` as the README's uninstall says: the resources of `apps` first, while the
+ * `helm uninstall` as the install guide's uninstall says: the resources of `apps` first, while the
  * operator still runs, so that their finalizers are handled (once its RBAC is gone the operator
  * could not); then the operator stops and the release goes, all but the CRDs (the same uids,
  * still serving).

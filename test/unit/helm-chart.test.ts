@@ -150,9 +150,10 @@ describe("the chart's package", () => {
     expect(chart.appVersion).toBe(pkg.version);
   });
 
-  it("is installed by the READMEs from the registry a release publishes it to, at this version", () => {
+  it("is installed by the READMEs and the guide from the registry a release publishes it to, at this version", () => {
     const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
-    for (const readme of [join(root, "README.md"), join(CHART, "README.md")]) {
+    const guide = ["install.md", "security.md"].map((page) => join(root, "docs", "guide", page));
+    for (const readme of [join(root, "README.md"), join(CHART, "README.md"), ...guide]) {
       const installs = readFileSync(readme, "utf8")
         .split("\n")
         .filter((line) => line.startsWith("helm install "));

@@ -1,7 +1,7 @@
 // `kubectl dms <command>` is every command of the program (src/cli.ts's list, read here so a
 // command added there is checked too), and the ones that read a cluster take kubectl's flags:
 // `--kubeconfig <path>`, `--context <name>`, and `-n, --namespace <ns>` where a namespace is given.
-// The README's plugin table names each of them, and which find the cluster as kubectl does.
+// The CLI guide's plugin table names each of them, and which find the cluster as kubectl does.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
@@ -11,7 +11,7 @@ import { createProgram } from "../../src/commands/program.ts";
 import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
 
 const CLI = join(import.meta.dirname, "..", "..", "src", "cli.ts");
-const README = join(import.meta.dirname, "..", "..", "README.md");
+const CLI_GUIDE = join(import.meta.dirname, "..", "..", "docs", "guide", "cli.md");
 
 /** src/cli.ts's COMMANDS, loaded as it loads them (importing cli.ts would run the program). */
 async function registeredCommands(): Promise<{ name: string; register: RegisterCommand }[]> {
@@ -79,7 +79,7 @@ describe("kubectl dms", () => {
         expect(o.long, path(command)).toBe("--namespace");
   });
 
-  it("the README's plugin table names every command that reads a cluster, and those that default to KUBECONFIG and ~/.kube/config", async () => {
+  it("the CLI guide's plugin table names every command that reads a cluster, and those that default to KUBECONFIG and ~/.kube/config", async () => {
     const program = createProgram(
       ctx,
       (await registeredCommands()).map((c) => c.register),
@@ -91,10 +91,10 @@ describe("kubectl dms", () => {
       c.options.find((o) => o.long === "--kubeconfig")?.description.includes("~/.kube/config"),
     );
     expect(kubectlLike.map(path).sort()).toEqual(["kubectl dms logs", "kubectl dms revisions"]);
-    const section = readFileSync(README, "utf8").split("### kubectl plugin")[1]?.split("\n### ")[0] ?? "";
+    const section = readFileSync(CLI_GUIDE, "utf8").split("## kubectl plugin")[1]?.split("\n## ")[0] ?? "";
     const row = (first: string) => {
       const line = section.split("\n").find((l) => l.startsWith(`| ${first} |`));
-      expect(line, `README's kubectl plugin table has a row ${first}`).toBeDefined();
+      expect(line, `docs/guide/cli.md's kubectl plugin table has a row ${first}`).toBeDefined();
       return line?.split(" | ")[2] ?? "";
     };
     for (const command of readers) expect(row("`--kubeconfig <file>`")).toContain(`\`${command.name()}\``);
