@@ -162,7 +162,7 @@ export function reviewResource(inputs: ReviewInputs): ReviewEntry {
     windows =
       spec.managementPolicy === "ObserveOnly"
         ? undefined
-        : windowsInEffect(spec.rolloutWindows, inputs.inheritedWindows);
+        : windowsInEffect(spec.rolloutWindows, inputs.inheritedWindows, inputs.now);
   } catch (error) {
     if (!(error instanceof InvalidSpecError)) throw error;
     return { ...entry, action: "error", error: error.message };
