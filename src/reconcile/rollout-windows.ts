@@ -413,8 +413,9 @@ export interface OpeningSearch {
  * to the end of that window's covering run (the latest such end among the deny windows active);
  * outside every allow window (when there are some) it jumps to the next start of one. Each jump
  * passes only instants that cannot be allowed, so the first instant found allowed is the earliest.
- * Out of steps or time, it says how far it got: the budgets are checked after each jump, so one
- * search holds the event loop for at most its time budget and one round of evaluations past it.
+ * Out of steps or time, it says how far it got: the budgets are checked after each evaluation
+ * once the search has made a jump (one round of the windows at most before it), so one search
+ * holds the event loop for its time budget and one evaluation past it.
  */
 export function nextOpening(
   windows: readonly RolloutWindow[],
@@ -434,9 +435,13 @@ export function nextOpening(
   let cause: RolloutWindow | undefined;
   // Every step out of the loop on a spent budget comes after a jump, so `searchedUntil` is past
   // `from`: a caller that looks again then makes progress, never asks again at once.
+  // Past the first round, a spent budget stops the search between two evaluations: every instant
+  // before `t` was passed over as closed, so `t` is how far it got.
+  const stop = () => steps.spent && t > from;
   while (t <= horizon) {
     let denyEnd: number | undefined;
     for (const w of denies) {
+      if (stop()) return exhausted(t, steps);
       const end = coverEnd(w, t, horizon, steps);
       if (end !== undefined && (denyEnd === undefined || end > denyEnd)) {
         denyEnd = end;
@@ -449,10 +454,16 @@ export function nextOpening(
       if (steps.spent && t <= horizon) return exhausted(t, steps);
       continue;
     }
-    if (allows.length === 0 || allows.some((w) => activeSince(w, t, steps) !== undefined))
-      return t === from || !cause ? { kind: "now" } : { kind: "at", at: t, window: cause };
+    let active = allows.length === 0;
+    for (const w of allows) {
+      if (active) break;
+      if (stop()) return exhausted(t, steps);
+      active = activeSince(w, t, steps) !== undefined;
+    }
+    if (active) return t === from || !cause ? { kind: "now" } : { kind: "at", at: t, window: cause };
     let next: number | undefined;
     for (const w of allows) {
+      if (stop()) return exhausted(t, steps);
       const start = steps.nextStart(w, t);
       if (start !== undefined && (next === undefined || start < next)) {
         next = start;
