@@ -170,7 +170,7 @@ export function gateRollout(input: GateInput): RolloutGate {
 function noOpening(opening: Opening & { kind: "none" }): string {
   return opening.exhausted
     ? `no opening was found within ${MAX_OPENING_STEPS} steps of the schedules (they change too often to look further)`
-    : `no window opens before ${formatTime(new Date(opening.searchedUntil))} (the operator looks ${OPENING_HORIZON_MS / 86_400_000} days ahead)`;
+    : `no window opens within ${OPENING_HORIZON_MS / 86_400_000} days`;
 }
 
 /** An {@link Opening} without the parsed schedule (80 KB each): what {@link OPENINGS} keeps. */
@@ -189,11 +189,14 @@ interface KeptAnswer {
 /**
  * Answers of {@link nextOpening} by the windows' text. An answer found at `from` holds at any
  * instant before its opening (or before where its search stopped): every instant it passed over
- * is closed, so a search from a later one finds the same. Every reconcile of a held resource
+ * is closed, so a search from a later one finds the same. Except the answer that nothing opens
+ * within the horizon, which a later search may not give (it looks further): kept for
+ * {@link HORIZON_ANSWER_MS} only, so that "within 366 days" stays true to the minute. Every reconcile of a held resource
  * until its window opens, and the resources that share its windows, search once; the entries
  * are bounded whatever the tenants write (about 5 KB at most each).
  */
 const OPENINGS = new BoundedMemo<string, KeptAnswer>(256);
+const HORIZON_ANSWER_MS = 60_000;
 
 /**
  * The next opening of `windows` at `now`, searched (within its step and time budgets) or taken
@@ -209,11 +212,13 @@ function searchOpening(windows: readonly RolloutWindowSpec[], now: number, count
   if (found.kind === "now") return found;
   const opening: KeptOpening =
     found.kind === "at" ? { kind: "at", at: found.at, window: withoutCron(found.window) } : found;
-  OPENINGS.set(key, {
-    from: now,
-    until: opening.kind === "at" ? opening.at : opening.searchedUntil,
-    opening,
-  });
+  const until =
+    opening.kind === "at"
+      ? opening.at
+      : opening.exhausted
+        ? opening.searchedUntil
+        : Math.min(opening.searchedUntil, now + HORIZON_ANSWER_MS);
+  OPENINGS.set(key, { from: now, until, opening });
   return opening;
 }
 

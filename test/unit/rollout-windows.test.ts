@@ -438,13 +438,14 @@ describe("gateRollout", () => {
     const now = at("2028-03-01T12:00:00Z");
     const rare = windowsInEffect([{ kind: "allow", schedule: "0 0 29 2 *", duration: "1h" }], undefined, now);
     const gate = gateRollout({ windows: rare, now, held });
-    expect(gate.kind === "held" && gate.when).toBe(
-      "no window opens before 2029-03-02T12:00:00Z (the operator looks 366 days ahead)",
-    );
+    expect(gate.kind === "held" && gate.when).toBe("no window opens within 366 days");
     expect(gate.kind === "held" && gate.until).toBeUndefined();
-    // The answer is kept until then: a later reconcile says the same, with the same instant.
+    expect(gate.kind === "held" && gate.wakeAt).toBe(at("2029-03-02T12:00:00Z"));
+    // Kept for a minute (the same look again), then searched again from the later instant.
+    const soon = gateRollout({ windows: rare, now: now + 30_000, held });
+    expect(soon.kind === "held" && soon.wakeAt).toBe(at("2029-03-02T12:00:00Z"));
     const later = gateRollout({ windows: rare, now: now + 86_400_000, held });
-    expect(later.kind === "held" && later.wakeAt).toBe(at("2029-03-02T12:00:00Z"));
+    expect(later.kind === "held" && later.wakeAt).toBe(at("2029-03-03T12:00:00Z"));
   });
 });
 
