@@ -249,6 +249,8 @@ describe("schedules that start no window within eight years", () => {
     // Santiago skips midnight to 01:00 on the first Sunday of September, except when it is the 1st.
     { schedule: "*/5 0 * 9 0#1", zone: "America/Santiago", fires: true },
     { schedule: "0,30 2 8-14 3 +0", zone: "America/New_York", fires: false },
+    // Every month a candidate, no day a match (the fifth Friday is never the 13th): all days tried.
+    { schedule: "0 0 13 * +5#5", zone: "Europe/Berlin", fires: false },
     { schedule: "@yearly", zone: "Europe/Berlin", fires: true },
   ];
   it.each(cases)("$schedule in $zone: $fires", ({ schedule, zone, fires }) => {
