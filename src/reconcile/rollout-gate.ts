@@ -191,9 +191,9 @@ interface KeptAnswer {
  * instant before its opening (or before where its search stopped): every instant it passed over
  * is closed, so a search from a later one finds the same. Except the answer that nothing opens
  * within the horizon, which a later search may not give (it looks further): kept for
- * {@link HORIZON_ANSWER_MS} only, so that "within 366 days" stays true to the minute. Every reconcile of a held resource
- * until its window opens, and the resources that share its windows, search once; the entries
- * are bounded whatever the tenants write (about 5 KB at most each).
+ * {@link HORIZON_ANSWER_MS} only, so that "within 366 days" stays true to the minute. Every
+ * reconcile of a held resource until its window opens, and the resources that share its
+ * windows, search once; the entries are bounded whatever the tenants write (5 KB at most each).
  */
 const OPENINGS = new BoundedMemo<string, KeptAnswer>(256);
 const HORIZON_ANSWER_MS = 60_000;

@@ -1,6 +1,7 @@
 /**
  * Rollout windows: when a change that makes a new revision may go out. Pure, with the instant
- * always given (never read from a clock here), so every answer is a function of its inputs.
+ * always given (never read from a clock here), so every answer is a function of its inputs, but
+ * for the search's time budget, read on a monotonic counter (`performance.now` unless given).
  *
  * Semantics are Argo CD's sync windows: a window starts at each fire time `s` of its cron
  * schedule (read in its time zone) and is active on `[s, s + duration)`; a rollout is allowed at
