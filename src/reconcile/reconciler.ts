@@ -531,6 +531,7 @@ export class DeploymentReconciler {
       rolloutNow: rolloutNow(run.obj),
       handledRolloutNow: run.obj.status?.lastHandledRolloutNow,
       held: held.changes,
+      counter: () => this.#o.clock.now(),
     });
     if (gate.kind === "open") {
       if (gate.viaRolloutNow) run.log.info("rolling out outside the rollout windows: dms.dev/rollout-now");

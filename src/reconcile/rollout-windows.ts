@@ -58,6 +58,15 @@ export const MAX_OPENING_STEPS = 400;
 export const OPENING_BUDGET_MS = 40;
 
 /**
+ * Evaluations a search makes before its time budget applies: more than real windows need. The
+ * first evaluations of a zone in a process are slow (croner and `Intl` load its rules, the code
+ * is not compiled yet: 100 ms and more on a busy machine), and a search of real windows cut for
+ * that would fail a resource that did nothing wrong. Past them, each costs a few ms at most: a
+ * schedule that would make croner search far is refused before (see {@link FIRE_HORIZON_DAYS}).
+ */
+export const UNTIMED_STEPS = 32;
+
+/**
  * How far ahead a schedule must fire at least once (in its zone) to be accepted: eight years, so
  * that 29 February (every four years, and eight across 2100) is a date a schedule may name. A
  * schedule that never fires (30 February, 31 April, only times the clocks skip) would make croner
@@ -336,6 +345,7 @@ class Steps {
   /** Why the search must stop: out of steps, out of time, or not (undefined). */
   get spentOn(): "steps" | "time" | undefined {
     if (this.used >= this.max) return "steps";
+    if (this.used < UNTIMED_STEPS) return undefined;
     return this.counter() >= this.deadline ? "time" : undefined;
   }
   get spent(): boolean {
@@ -428,8 +438,9 @@ export interface OpeningSearch {
  * outside every allow window (when there are some) it jumps to the next start of one. Each jump
  * passes only instants that cannot be allowed, so the first instant found allowed is the earliest.
  * Out of steps or time, it says how far it got: the budgets are checked after each evaluation
- * once the search has made a jump (one round of the windows at most before it), so one search
- * holds the event loop for its time budget and one evaluation past it.
+ * once the search has made a jump (one round of the windows at most before it), the time once
+ * {@link UNTIMED_STEPS} evaluations are made, so one search holds the event loop for its time
+ * budget and one evaluation past it, or for those first evaluations.
  */
 export function nextOpening(
   windows: readonly RolloutWindow[],

@@ -11,9 +11,11 @@ import {
   compileWindows,
   FIRE_HORIZON_DAYS,
   firesWithin,
+  MAX_OPENING_STEPS,
   nextOpening,
   OPENING_BUDGET_MS,
   type RolloutWindowSpec,
+  UNTIMED_STEPS,
 } from "../../src/reconcile/rollout-windows.ts";
 
 const at = (iso: string) => Date.parse(iso);
@@ -174,12 +176,14 @@ describe("the search's time budget", () => {
 
   it("stops the search when the counter passes the budget, whatever the steps left", () => {
     let reads = 0;
-    // Each reading of the counter is a millisecond later: the budget ends after ~40 readings.
+    // Each reading of the counter is a millisecond later: the budget ends after ~40 readings,
+    // read after each evaluation past the first UNTIMED_STEPS.
     const counter = () => reads++;
     const found = nextOpening(compileWindows(windows, "spec.rolloutWindows"), NOW, { counter, budgetMs: 40 });
     expect(found).toMatchObject({ kind: "none", exhausted: "time" });
     expect(found.kind === "none" && found.searchedUntil).toBeGreaterThan(NOW);
-    // Read once at the start and after each step: the steps were far from their own budget.
+    // The steps were far from their own budget.
+    expect(reads).toBeGreaterThanOrEqual(40);
     expect(reads).toBeLessThan(80);
   });
 
@@ -197,6 +201,19 @@ describe("the search's time budget", () => {
     expect(reads).toBe(before);
     // dms.dev/rollout-now still lets the change through, without a search.
     expect(gateRollout({ ...input, rolloutNow: "1" })).toEqual({ kind: "open", viaRolloutNow: true });
+  });
+
+  it("a search shorter than UNTIMED_STEPS is never cut for time: a zone's first use may be slow", () => {
+    let reads = 0;
+    // A counter far past any budget at each reading.
+    const counter = () => (reads += 1_000);
+    const nights: RolloutWindowSpec[] = [
+      { kind: "allow", schedule: "0 22 * * 1-5", duration: "8h", timeZone: "Asia/Kolkata" },
+      { kind: "deny", schedule: "0 0 24 12 *", duration: "72h", timeZone: "Asia/Kolkata" },
+    ];
+    const found = nextOpening(compileWindows(nights, "spec.rolloutWindows"), NOW, { counter });
+    expect(found).toMatchObject({ kind: "at", at: at("2026-11-24T16:30:00Z") });
+    expect(UNTIMED_STEPS).toBeLessThan(MAX_OPENING_STEPS);
   });
 
   it("an opening found is kept until it passes, then searched again", () => {
