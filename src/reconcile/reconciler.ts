@@ -379,7 +379,7 @@ export class DeploymentReconciler {
       else this.#event(run, "Normal", "Adopted", adoptedNote(found.deployment));
     }
     // Read before any write: windows that cannot be read stall the resource (InvalidSpec).
-    const windows = windowsInEffect(run.obj.spec.rolloutWindows, run.inheritedWindows);
+    const windows = windowsInEffect(run.obj.spec.rolloutWindows, run.inheritedWindows, run.now.getTime());
     if (decision.action === "create") return this.#create(run, decision, record, versions, signal);
     const held = decision.action === "patch" ? this.#outsideWindows(run, decision, windows) : undefined;
     if (held) return this.#patchOutsideWindows(run, found, held, record, versions, signal);
@@ -531,6 +531,7 @@ export class DeploymentReconciler {
       rolloutNow: rolloutNow(run.obj),
       handledRolloutNow: run.obj.status?.lastHandledRolloutNow,
       held: held.changes,
+      counter: () => this.#o.clock.now(),
     });
     if (gate.kind === "open") {
       if (gate.viaRolloutNow) run.log.info("rolling out outside the rollout windows: dms.dev/rollout-now");
