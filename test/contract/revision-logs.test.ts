@@ -187,6 +187,39 @@ describe("dms-operator logs", () => {
     expect((await logs(["cli-json", "--since", "2h"])).stdout.split("\n").length).toBe(entries.length + 1);
   });
 
+  it("escapes the controls a build printed (OSC 52, clear screen, bidi override), and keeps them as JSON escapes in -o json", async () => {
+    const hostile = "\x1b]52;c;SGVsbG8=\x07\x1b[2J\x1b[H\x9b2J\u202eexe.txt\nforged ERROR line";
+    const d = await client.createDeployment({
+      name: "cli-hostile",
+      source: "internal_docker",
+      source_revision_config: { image_uri: "registry.example.com/agent:1" },
+      secrets: [{ name: "BANNER", value: hostile }],
+    });
+    sim.store.drift(d.id, { fail_revisions: "build" });
+    await client.patchDeployment(d.id, {
+      source_revision_config: { image_uri: "registry.example.com/agent:2" },
+    });
+    clock.advance(1);
+    const unsafe = /[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/;
+    const text = await logs(["cli-hostile"]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).not.toMatch(unsafe);
+    const line = text.stdout.split("\n").find((l) => l.includes("BANNER"));
+    expect(line).toContain(
+      "env: BANNER=\\x1b]52;c;SGVsbG8=\\x07\\x1b[2J\\x1b[H\\x9b2J\\u202eexe.txt\\nforged ERROR line",
+    );
+    // The newline inside the entry does not start a line of its own.
+    expect(text.stdout.split("\n").some((l) => l.startsWith("forged"))).toBe(false);
+    const json = await logs(["cli-hostile", "-o", "json"]);
+    expect(json.code).toBe(0);
+    expect(json.stdout).not.toMatch(unsafe);
+    const entries = json.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as LogEntry);
+    expect(entries.map((e) => e.message)).toContain(`env: BANNER=${hostile}`);
+  });
+
   it("a name the service does not have, and a bad --since, fail clearly", async () => {
     const missing = await logs(["no-such-deployment"]);
     expect(missing.code).toBe(1);
