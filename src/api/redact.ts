@@ -14,9 +14,11 @@
  *   header), also when the base64 is wrapped over lines; inside hex text, either case; and inside
  *   percent-encoded text (`%XX`, `+` for a space or not). The encoded text is decoded instead of
  *   each value encoded: one pass per way of reading finds every value, at every alignment, and the
- *   characters that carry any bit of the value are covered. Decoded readings need a value of at
- *   least {@link MIN_DECODED_BYTES} bytes (a shorter one would match the noise of decoding
- *   ordinary words) and look at the first {@link DECODE_WINDOW_CHARS} characters of a text.
+ *   characters that carry any bit of the value are covered. A decoded run of at least
+ *   {@link MIN_CONTAINED_BYTES} bytes that is a piece of a value is covered too (base64 wrapped
+ *   over lines that each start with other text). Decoded readings need a value of at least
+ *   {@link MIN_DECODED_BYTES} bytes (a shorter one would match the noise of decoding ordinary
+ *   words) and look at the first {@link DECODE_WINDOW_CHARS} characters of a text.
  *
  * Bounds: a text and the values are bounded by the callers (a message, a log tail, at most
  * `--max-secret-bytes` of values); each reading is one linear pass over the text; the search of
@@ -33,10 +35,18 @@ export const REDACTED = "***";
 export const MIN_LINE_CHARS = 8;
 /** Fewest bytes of a value searched in decoded (base64, hex) text: shorter ones match decoding noise. */
 export const MIN_DECODED_BYTES = 4;
+/** Fewest bytes of a decoded run looked for inside the values (a line of wrapped base64 is 57). */
+export const MIN_CONTAINED_BYTES = 12;
 /** Characters of a text read as base64, hex and percent-encoded text (its start). */
 export const DECODE_WINDOW_CHARS = 1 << 18;
-/** Wall-clock time one redaction may take before the text is withheld. */
+/** Wall-clock time one redaction may take before the text is withheld, besides {@link REDACT_MS_PER_MIB}. */
 export const REDACT_BUDGET_MS = 250;
+/**
+ * Wall-clock time allowed per MiB of text searched, on top of {@link REDACT_BUDGET_MS}: the search
+ * is linear in the text for ordinary values, so a large text (an 8 MiB error body) gets time in
+ * proportion, and only a crafted one (many values sharing their start in a text of it) runs out.
+ */
+export const REDACT_MS_PER_MIB = 1000;
 /** What a caller shows instead of a text whose search ran out of time. */
 export const UNSEARCHED = "(not shown: it could not be searched for secret values within its time budget)";
 
@@ -57,6 +67,11 @@ const SOMETIMES_ESCAPED = /["\\/<>&']/;
 /** Patterns searched through the index of their first {@link GRAM} characters past this many. */
 const INDEXED_PAST = 16;
 const GRAM = MIN_LINE_CHARS;
+
+/** A budget for searching `chars` characters. */
+function budgetFor(chars: number): RedactionBudget {
+  return new RedactionBudget(REDACT_BUDGET_MS + (chars / (1 << 20)) * REDACT_MS_PER_MIB);
+}
 
 /** The search ran past its wall-clock budget: the text must not be shown. */
 export class RedactionBudgetError extends Error {
@@ -89,7 +104,7 @@ export class RedactionBudget {
  */
 export function redactSecrets(text: string, values: Iterable<string>, marker = REDACTED): string {
   try {
-    return redactPrefix(text, formsOf(values), marker, text.length, new RedactionBudget());
+    return redactPrefix(text, formsOf(values), marker, text.length, budgetFor(text.length));
   } catch (error) {
     if (error instanceof RedactionBudgetError) return marker;
     throw error;
@@ -115,7 +130,7 @@ export function redactAndTruncate(
   const keep = 2 * max;
   const reach = FORM_WIDTH * forms.longest;
   try {
-    const clock = budget ?? new RedactionBudget();
+    const clock = budget ?? budgetFor(Math.min(text.length, keep + reach));
     if (text.length <= keep + reach)
       return truncate(redactPrefix(text, forms, marker, text.length, clock), max);
     const shown = redactPrefix(text.slice(0, keep + reach), forms, marker, keep, clock);
@@ -181,6 +196,8 @@ interface SecretForms {
   escapable: string[];
   /** Each of {@link text} as its UTF-8 bytes (a latin1 string): searched in decoded readings. */
   bytes: string[];
+  /** The values as given, as UTF-8 bytes: what a decoded run is looked for in. */
+  wholeBytes: string[];
   longest: number;
   /** Index of {@link text} and {@link bytes} by their first {@link GRAM} characters, when built. */
   index: Map<string[], PatternIndex>;
@@ -239,6 +256,9 @@ function formsOf(values: Iterable<string>): SecretForms {
     text: list,
     escapable: list.filter((v) => !NEVER_ESCAPED.test(v) || SOMETIMES_ESCAPED.test(v)),
     bytes: list.map((v) => Buffer.from(v, "utf8").toString("latin1")),
+    wholeBytes: [...new Set(given.filter((v) => v.length > 0))].map((v) =>
+      Buffer.from(v, "utf8").toString("latin1"),
+    ),
     longest,
     index: new Map(),
     periods: new Map(),
@@ -303,9 +323,37 @@ function coverageOf(text: string, forms: SecretForms, budget: RedactionBudget): 
     (n, b) => (b.length >= MIN_DECODED_BYTES ? Math.min(n, b.length) : n),
     Number.POSITIVE_INFINITY,
   );
-  for (const decoded of decodedViews(window, shortest, budget))
+  for (const decoded of decodedViews(window, shortest, budget)) {
     searchView(decoded.view, forms, forms.bytes, decoded.minLength, covered, budget);
+    coverContainedRuns(decoded, forms, covered, budget);
+  }
   return covered;
+}
+
+/**
+ * Marks in `covered` each decoded run of at least {@link MIN_CONTAINED_BYTES} bytes that is part
+ * of a value: base64 or hex wrapped over lines that each begin with other text (a prefix, a
+ * time) decodes line by line into pieces of the value, none of which holds it whole.
+ */
+function coverContainedRuns(
+  decoded: DecodedView,
+  forms: SecretForms,
+  covered: Uint8Array,
+  budget: RedactionBudget,
+): void {
+  const { view, runs } = decoded;
+  for (let r = 0; r < runs.length; r++) {
+    const from = runs[r] ?? 0;
+    const to = runs[r + 1] ?? view.text.length;
+    if (to - from < MIN_CONTAINED_BYTES) continue;
+    const piece = view.text.slice(from, to);
+    for (const value of forms.wholeBytes) {
+      budget.step(1 + (value.length >> 6));
+      if (value.length < piece.length || !value.includes(piece)) continue;
+      covered.fill(1, startOf(view, from), endOf(view, to - 1));
+      break;
+    }
+  }
 }
 
 /** Marks in `covered` every occurrence in `view` of each of `patterns` at least `minLength` long. */
@@ -429,6 +477,8 @@ function unescapeJson(view: TextView, budget: RedactionBudget): TextView {
 interface DecodedView {
   view: TextView;
   minLength: number;
+  /** Where each run's bytes start in the view, when runs were decoded apart. */
+  runs: readonly number[];
 }
 
 /** Values of base64 characters, standard and URL-safe alike; -1 for any other. */
@@ -456,6 +506,8 @@ class ByteReading {
   readonly start: Int32Array;
   readonly end: Int32Array;
   n = 0;
+  /** Where each run's bytes start: a run decoded apart from the others. */
+  readonly runs: number[] = [];
   constructor(size: number) {
     this.bytes = new Uint8Array(size);
     this.start = new Int32Array(size);
@@ -499,15 +551,19 @@ function* decodedViews(text: string, shortest: number, budget: RedactionBudget):
   budget.step(text.length);
   runs.push(count);
   // A run too short to hold the shortest value is not decoded (most words of a text).
-  const minChars = Math.ceil((shortest * 4) / 3);
+  const minChars = Math.min(Math.ceil((shortest * 4) / 3), Math.ceil((MIN_CONTAINED_BYTES * 4) / 3));
   for (let offset = 0; offset < 4; offset++) {
     const reading = new ByteReading(Math.ceil((count * 3) / 4) + 3);
     for (let r = 0; r + 1 < runs.length; r++) {
       const first = (runs[r] ?? 0) + offset;
       const last = runs[r + 1] ?? 0;
       if (last - first < minChars) continue;
+      reading.runs.push(reading.n);
       for (let c = first; c + 1 < last; c += 4) {
         budget.step();
+        // A line break between two groups starts a piece of its own for coverContainedRuns: a
+        // line of wrapped base64 is a piece of the value, the next line's prefix is not.
+        if (c > first && (positions[c] ?? 0) - (positions[c - 1] ?? 0) > 1) reading.runs.push(reading.n);
         const chars = Math.min(4, last - c);
         let bits = 0;
         for (let k = 0; k < 4; k++)
@@ -516,7 +572,8 @@ function* decodedViews(text: string, shortest: number, budget: RedactionBudget):
           reading.push((bits >> (16 - 8 * k)) & 0xff, positions[c + k] ?? 0, (positions[c + k + 1] ?? 0) + 1);
       }
     }
-    if (reading.n >= MIN_DECODED_BYTES) yield { view: reading.view(), minLength: MIN_DECODED_BYTES };
+    if (reading.n >= MIN_DECODED_BYTES)
+      yield { view: reading.view(), minLength: MIN_DECODED_BYTES, runs: reading.runs };
   }
   for (let offset = 0; offset < 2; offset++) {
     const reading = new ByteReading(text.length >> 1);
@@ -528,13 +585,16 @@ function* decodedViews(text: string, shortest: number, budget: RedactionBudget):
       }
       let j = i;
       while (j < text.length && hexValue(text.charCodeAt(j)) >= 0) j++;
-      if (j - i - offset >= 2 * shortest)
+      if (j - i - offset >= 2 * Math.min(shortest, MIN_CONTAINED_BYTES)) {
+        reading.runs.push(reading.n);
         for (let k = i + offset; k + 1 < j; k += 2)
           reading.push((hexValue(text.charCodeAt(k)) << 4) | hexValue(text.charCodeAt(k + 1)), k, k + 2);
+      }
       budget.step(j - i);
       i = j;
     }
-    if (reading.n >= MIN_DECODED_BYTES) yield { view: reading.view(), minLength: MIN_DECODED_BYTES };
+    if (reading.n >= MIN_DECODED_BYTES)
+      yield { view: reading.view(), minLength: MIN_DECODED_BYTES, runs: reading.runs };
   }
   if (!text.includes("%")) return;
   for (const plusIsSpace of text.includes("+") ? [false, true] : [false]) {
@@ -561,6 +621,6 @@ function* decodedViews(text: string, shortest: number, budget: RedactionBudget):
       for (const byte of Buffer.from(String.fromCodePoint(point), "utf8")) reading.push(byte, i, i + width);
       i += width;
     }
-    yield { view: reading.view(), minLength: 1 };
+    yield { view: reading.view(), minLength: 1, runs: [] };
   }
 }

@@ -13,6 +13,7 @@ import { registerLogsCommand } from "../../src/commands/logs.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { runCli } from "../support/cli.ts";
 import { ManualClock } from "../support/manual-clock.ts";
+import { unsafeCharacters } from "../support/terminal-safe.ts";
 import { deploymentPath, type FakeKube, startFakeKube } from "./fake-kube.ts";
 
 const UNKNOWN = "d0000000-0000-4000-8000-000000000009";
@@ -200,10 +201,9 @@ describe("dms-operator logs", () => {
       source_revision_config: { image_uri: "registry.example.com/agent:2" },
     });
     clock.advance(1);
-    const unsafe = /[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/;
     const text = await logs(["cli-hostile"]);
     expect(text.code).toBe(0);
-    expect(text.stdout).not.toMatch(unsafe);
+    expect(unsafeCharacters(text.stdout)).toEqual([]);
     const line = text.stdout.split("\n").find((l) => l.includes("BANNER"));
     expect(line).toContain(
       "env: BANNER=\\x1b]52;c;SGVsbG8=\\x07\\x1b[2J\\x1b[H\\x9b2J\\u202eexe.txt\\nforged ERROR line",
@@ -212,7 +212,7 @@ describe("dms-operator logs", () => {
     expect(text.stdout.split("\n").some((l) => l.startsWith("forged"))).toBe(false);
     const json = await logs(["cli-hostile", "-o", "json"]);
     expect(json.code).toBe(0);
-    expect(json.stdout).not.toMatch(unsafe);
+    expect(unsafeCharacters(json.stdout)).toEqual([]);
     const entries = json.stdout
       .trimEnd()
       .split("\n")
