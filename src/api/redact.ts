@@ -366,17 +366,23 @@ function searchView(
   budget: RedactionBudget,
 ): void {
   const source = view.text;
-  // Occurrences of one pattern come in order: only the part past the last one's end is marked.
+  // [markedFrom, marked) of the original is marked: an occurrence starting in it only marks the
+  // part past its end. A reading whose passes are concatenated may go back in the original.
+  let markedFrom = 0;
   let marked = 0;
   const mark = (at: number, length: number) => {
-    const from = Math.max(startOf(view, at), marked);
+    const start = startOf(view, at);
     const to = endOf(view, at + length - 1);
+    const onward = start >= markedFrom;
+    const from = onward ? Math.max(start, marked) : start;
     if (to > from) covered.fill(1, from, to);
-    marked = Math.max(marked, to);
+    marked = onward ? Math.max(marked, to) : to;
+    markedFrom = start;
     budget.step();
   };
   const findAll = (p: string) => {
     if (p.length < minLength || p.length > source.length) return;
+    markedFrom = 0;
     marked = 0;
     budget.step(1 + (source.length >> 6));
     for (let at = source.indexOf(p); at !== -1; ) {
@@ -399,6 +405,7 @@ function searchView(
   const { short, byGram } = indexOf(forms, patterns);
   for (const p of short) findAll(p);
   // The long ones in one pass: at each position, those that start with the text found there.
+  markedFrom = 0;
   marked = 0;
   for (let at = 0; at + GRAM <= source.length; at++) {
     budget.step();
@@ -500,6 +507,24 @@ const hexValue = (code: number): number =>
         ? code - 55
         : -1;
 
+/**
+ * Room kept between searches for the readings of ordinary texts (a condition message, a log
+ * tail): typed arrays allocated for every message cost more than decoding it. Larger readings
+ * get room of their own, freed after. One reading is alive at a time (each is searched before the
+ * next is made), and a search is synchronous, so one room serves all.
+ */
+const KEPT_ROOM = 1 << 16;
+let room = { bytes: new Uint8Array(256), start: new Int32Array(256), end: new Int32Array(256) };
+let positionsRoom = new Int32Array(256);
+
+/** An Int32Array of at least `n` entries, for the positions of a text's base64 characters. */
+function positionsFor(n: number): Int32Array {
+  if (n <= positionsRoom.length) return positionsRoom;
+  const made = new Int32Array(n);
+  if (n <= KEPT_ROOM) positionsRoom = made;
+  return made;
+}
+
 /** Bytes decoded and, for each, the span of the original it was read from (at most `size`). */
 class ByteReading {
   readonly bytes: Uint8Array;
@@ -509,9 +534,17 @@ class ByteReading {
   /** Where each run's bytes start: a run decoded apart from the others. */
   readonly runs: number[] = [];
   constructor(size: number) {
-    this.bytes = new Uint8Array(size);
-    this.start = new Int32Array(size);
-    this.end = new Int32Array(size);
+    if (size > room.bytes.length) {
+      const made = { bytes: new Uint8Array(size), start: new Int32Array(size), end: new Int32Array(size) };
+      if (size <= KEPT_ROOM) room = made;
+      this.bytes = made.bytes;
+      this.start = made.start;
+      this.end = made.end;
+      return;
+    }
+    this.bytes = room.bytes;
+    this.start = room.start;
+    this.end = room.end;
   }
   push(byte: number, from: number, to: number): void {
     this.bytes[this.n] = byte;
@@ -535,8 +568,32 @@ class ByteReading {
  * itself, and as a space when the text has one). A base64 run goes on over line breaks.
  */
 function* decodedViews(text: string, shortest: number, budget: RedactionBudget): Generator<DecodedView> {
+  // A run too short to hold the shortest value, or a piece worth looking for, is not decoded
+  // (most words of a text): a first pass finds whether any run is long enough.
+  const minChars = Math.min(Math.ceil((shortest * 4) / 3), Math.ceil((MIN_CONTAINED_BYTES * 4) / 3));
+  const minHex = 2 * Math.min(shortest, MIN_CONTAINED_BYTES);
+  let base64Run = 0;
+  let hexRun = 0;
+  let longestBase64 = 0;
+  let longestHex = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (base64Value(code) >= 0) base64Run++;
+    else if (!(base64Run > 0 && (code === 10 || code === 13))) base64Run = 0;
+    hexRun = hexValue(code) >= 0 ? hexRun + 1 : 0;
+    longestBase64 = Math.max(longestBase64, base64Run);
+    longestHex = Math.max(longestHex, hexRun);
+  }
+  budget.step(text.length);
+  if (longestBase64 >= minChars) yield* base64Views(text, minChars, budget);
+  if (longestHex >= minHex) yield* hexViews(text, minHex, budget);
+  if (text.includes("%")) yield* percentViews(text, budget);
+}
+
+/** The base64 readings of `text`'s runs of at least `minChars` (see {@link decodedViews}). */
+function* base64Views(text: string, minChars: number, budget: RedactionBudget): Generator<DecodedView> {
   // The positions of the base64 characters, and where each run of them starts among those.
-  const positions = new Int32Array(text.length);
+  const positions = positionsFor(text.length);
   const runs: number[] = [];
   let count = 0;
   let inRun = false;
@@ -550,10 +607,14 @@ function* decodedViews(text: string, shortest: number, budget: RedactionBudget):
   }
   budget.step(text.length);
   runs.push(count);
-  // A run too short to hold the shortest value is not decoded (most words of a text).
-  const minChars = Math.min(Math.ceil((shortest * 4) / 3), Math.ceil((MIN_CONTAINED_BYTES * 4) / 3));
+  let decoded = 0;
+  for (let r = 0; r + 1 < runs.length; r++) {
+    const length = (runs[r + 1] ?? 0) - (runs[r] ?? 0);
+    if (length >= minChars) decoded += length;
+  }
+  // The four passes in one reading, one after the other: one text to search, not four.
+  const reading = new ByteReading(4 * (Math.ceil((decoded * 3) / 4) + 3));
   for (let offset = 0; offset < 4; offset++) {
-    const reading = new ByteReading(Math.ceil((count * 3) / 4) + 3);
     for (let r = 0; r + 1 < runs.length; r++) {
       const first = (runs[r] ?? 0) + offset;
       const last = runs[r + 1] ?? 0;
@@ -572,11 +633,16 @@ function* decodedViews(text: string, shortest: number, budget: RedactionBudget):
           reading.push((bits >> (16 - 8 * k)) & 0xff, positions[c + k] ?? 0, (positions[c + k + 1] ?? 0) + 1);
       }
     }
-    if (reading.n >= MIN_DECODED_BYTES)
-      yield { view: reading.view(), minLength: MIN_DECODED_BYTES, runs: reading.runs };
   }
+  if (reading.n >= MIN_DECODED_BYTES)
+    yield { view: reading.view(), minLength: MIN_DECODED_BYTES, runs: reading.runs };
+}
+
+/** The hex readings of `text`'s runs of at least `minHex` characters (see {@link decodedViews}). */
+function* hexViews(text: string, minHex: number, budget: RedactionBudget): Generator<DecodedView> {
+  // Both passes in one reading, one after the other.
+  const reading = new ByteReading(2 * (text.length >> 1));
   for (let offset = 0; offset < 2; offset++) {
-    const reading = new ByteReading(text.length >> 1);
     for (let i = 0; i < text.length; ) {
       budget.step();
       if (hexValue(text.charCodeAt(i)) < 0) {
@@ -585,7 +651,7 @@ function* decodedViews(text: string, shortest: number, budget: RedactionBudget):
       }
       let j = i;
       while (j < text.length && hexValue(text.charCodeAt(j)) >= 0) j++;
-      if (j - i - offset >= 2 * Math.min(shortest, MIN_CONTAINED_BYTES)) {
+      if (j - i - offset >= minHex) {
         reading.runs.push(reading.n);
         for (let k = i + offset; k + 1 < j; k += 2)
           reading.push((hexValue(text.charCodeAt(k)) << 4) | hexValue(text.charCodeAt(k + 1)), k, k + 2);
@@ -593,10 +659,13 @@ function* decodedViews(text: string, shortest: number, budget: RedactionBudget):
       budget.step(j - i);
       i = j;
     }
-    if (reading.n >= MIN_DECODED_BYTES)
-      yield { view: reading.view(), minLength: MIN_DECODED_BYTES, runs: reading.runs };
   }
-  if (!text.includes("%")) return;
+  if (reading.n >= MIN_DECODED_BYTES)
+    yield { view: reading.view(), minLength: MIN_DECODED_BYTES, runs: reading.runs };
+}
+
+/** `text` with its `%XX` escapes decoded, `+` as itself and as a space (see {@link decodedViews}). */
+function* percentViews(text: string, budget: RedactionBudget): Generator<DecodedView> {
   for (const plusIsSpace of text.includes("+") ? [false, true] : [false]) {
     const reading = new ByteReading(Buffer.byteLength(text, "utf8"));
     for (let i = 0; i < text.length; ) {
