@@ -17,23 +17,12 @@ import {
   UNSEARCHED,
 } from "../../src/api/redact.ts";
 import type { LogEntry } from "../../src/api/revision-logs.ts";
-import type { Deployment } from "../../src/api/wire.ts";
 import { truncateNote } from "../../src/kube/events.ts";
 import { excerptOf, fitNote, formatTail, TAIL_REDACTION_MS } from "../../src/reconcile/failure-evidence.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";
+import { LATEST, rolloutDeployment } from "../support/failed-rollout.ts";
 
-const LATEST = "22222222-2222-4222-8222-222222222222";
-const deployment: Deployment = {
-  id: "33333333-3333-4333-8333-333333333333",
-  name: "agent",
-  source: "internal_docker",
-  source_config: {},
-  source_revision_config: {},
-  secrets: [],
-  status: "READY",
-  latest_revision_id: LATEST,
-  active_revision_id: "11111111-1111-4111-8111-111111111111",
-};
+const deployment = rolloutDeployment();
 
 /** The three texts a failed build's log reaches, written by the functions that write them. */
 function evidence(entries: readonly LogEntry[], values: readonly string[]) {
