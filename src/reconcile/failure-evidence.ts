@@ -16,6 +16,7 @@
 import { stripToLine } from "../api/printable.ts";
 import {
   applyCoverage,
+  REDACT_BUDGET_MS,
   RedactionBudget,
   RedactionBudgetError,
   redactAndTruncate,
@@ -50,8 +51,11 @@ export const MESSAGE_CHARS = 4096;
 export const MESSAGE_SEARCH_CHARS = 2 * MESSAGE_CHARS;
 /** Characters of an entry's time and level kept (an RFC 3339 time is 20 to 35). */
 const FIELD_CHARS = 64;
-/** Wall-clock time the redaction of one tail may take; past it the tail is not shown. */
-export const TAIL_REDACTION_MS = 100;
+/**
+ * Wall-clock time the redaction of one tail may take; past it the tail is not shown. An ordinary
+ * tail takes a few milliseconds: only crafted values and logs come near it, once per revision.
+ */
+export const TAIL_REDACTION_MS = REDACT_BUDGET_MS;
 /** Lines of the excerpt in the `Stalled` condition's message. */
 export const EXCERPT_LINES = 3;
 /** Characters of that excerpt at most (its end is kept: the error is the last line). */
