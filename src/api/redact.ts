@@ -23,7 +23,8 @@
  * Bounds: a text and the values are bounded by the callers (a message, a log tail, at most
  * `--max-secret-bytes` of values); each reading is one linear pass over the text; the search of
  * many line patterns goes through an index of their first characters, not one scan each. And the
- * whole search has a wall-clock budget ({@link REDACT_BUDGET_MS}): past it the text is not shown
+ * whole search has a wall-clock budget ({@link REDACT_BUDGET_MS}, and {@link REDACT_MS_PER_MIB}
+ * per MiB of text searched): past it the text is not shown
  * ({@link RedactionBudgetError}, or the fallbacks of {@link redactSecrets} and
  * {@link redactAndTruncate}), never shown unsearched.
  */
@@ -169,11 +170,6 @@ export function applyCoverage(
     at = end;
   }
   return out;
-}
-
-/** The longest value's length in UTF-16 units, once the values are compiled. */
-export function longestValue(values: Iterable<string>): number {
-  return formsOf(values).longest;
 }
 
 /** `text[0, keep)` redacted, searching the whole of `text`. */
