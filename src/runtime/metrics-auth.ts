@@ -11,7 +11,7 @@
  *
  * Whoever reaches the port chooses the tokens, so a review is also budgeted process-wide: a token
  * bucket (a few per second, a small burst) stands in front of every cache miss, and a scrape past
- * it is answered 429 with `Retry-After` without a review. A token that authenticated recently is
+ * it is answered 429 with `Retry-After` without a review. A token that was allowed recently is
  * renewed outside that budget (its own small, bounded set), so a flood of strangers' tokens cannot
  * lock the scraper out. A header that cannot carry a token any authenticator accepts is refused
  * without a review (see {@link bearerToken}).
@@ -81,13 +81,13 @@ export interface MetricsAuthenticatorOptions {
   maxWaiting?: number;
   /** Longest a scrape waits for its reviews (slot included). Default 5 s. */
   reviewTimeoutMs?: number;
-  /** Reviews of tokens not seen authenticated lately, per second, process-wide. Default 5. */
+  /** Reviews of tokens not allowed lately, per second, process-wide. Default 5. */
   reviewsPerSecond?: number;
   /** Such reviews at once after a quiet spell (the bucket's size). Default 10. */
   reviewBurst?: number;
   /**
-   * Tokens the API server authenticated lately, renewed outside the budget when their answer
-   * expires. Default 64; each is remembered for `knownTtlMs` (default 15 min) after its last review.
+   * Tokens allowed to read lately, renewed outside the budget when their answer expires.
+   * Default 64; each is remembered for `knownTtlMs` (default 15 min) after its last review.
    */
   knownTokens?: number;
   knownTtlMs?: number;
@@ -122,7 +122,7 @@ interface CacheEntry {
  * too slow (past `reviewTimeoutMs`), or too many scrapes waiting: 503; the operator not allowed
  * to review: 500. 200, 401 and 403 are cached for `cacheTtlMs` per token and path; failures are
  * not. Concurrent scrapes with the same token share one review. A cache miss for a token not
- * authenticated within `knownTtlMs` takes one review from the process-wide budget
+ * allowed within `knownTtlMs` takes one review from the process-wide budget
  * (`reviewsPerSecond`, `reviewBurst`); past it, 429 with `retryAfterSeconds` and no review. So
  * the API server sees at most `reviewBurst + reviewsPerSecond·t` reviews of new tokens in any `t`
  * seconds, plus renewals of at most `knownTokens` tokens once per `cacheTtlMs`.
@@ -135,7 +135,7 @@ export class MetricsAuthenticator {
   readonly #maxWaiting: number;
   readonly #timeoutMs: number;
   readonly #budget: ReviewBudget;
-  /** Digests of tokens authenticated lately, with when each is forgotten; in recency order. */
+  /** Digests of tokens allowed lately, with when each is forgotten; in recency order. */
   readonly #known = new Map<string, number>();
   readonly #knownSize: number;
   readonly #knownTtlMs: number;
@@ -200,16 +200,17 @@ export class MetricsAuthenticator {
           this.#cache.delete(oldest);
         }
       }
-      // An authenticated user (allowed or not) is renewed outside the budget from now on.
-      if (decision.status === 200 || decision.status === 403) this.#remember(digest);
-      else if (decision.status === 401) this.#known.delete(digest);
+      // A token allowed to read is renewed outside the budget from now on. Not one merely
+      // authenticated: any pod's token is, and tenants can mint as many as they like.
+      if (decision.status === 200) this.#remember(digest);
+      else if (decision.status === 401 || decision.status === 403) this.#known.delete(digest);
       return decision;
     });
     this.#inFlight.set(key, review);
     return review;
   }
 
-  /** Whether the token of `digest` was authenticated within `knownTtlMs`. */
+  /** Whether the token of `digest` was allowed within `knownTtlMs`. */
   #isKnown(digest: string): boolean {
     const until = this.#known.get(digest);
     if (until === undefined) return false;
@@ -330,7 +331,7 @@ const REFUSED: ScrapeDecision = {
 };
 
 /**
- * Reviews started for tokens not seen authenticated lately: a token bucket refilling `perSecond`
+ * Reviews started for tokens not allowed lately: a token bucket refilling `perSecond`
  * up to `burst`, shared by every scrape of the process. It never waits: a scrape past it is
  * answered at once.
  */

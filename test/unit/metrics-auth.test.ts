@@ -241,7 +241,7 @@ describe("the review budget", () => {
     expect(retryAfter).toBe(1);
   });
 
-  it("keeps serving the scraper's token through a flood: a token authenticated lately is renewed outside the budget", async () => {
+  it("keeps serving the scraper's token through a flood: a token allowed lately is renewed outside the budget", async () => {
     const { reviews, clock, auth } = setup({ reviewsPerSecond: 1, reviewBurst: 1, cacheTtlMs: 10_000 });
     expect((await auth.check("Bearer good", METRICS)).status).toBe(200);
     for (let second = 0; second < 60; second++) {
@@ -279,6 +279,16 @@ describe("the review budget", () => {
     expect((await auth.check("Bearer c", METRICS)).status).toBe(200);
     clock.advance(60_000);
     expect((await auth.check("Bearer b", METRICS)).status).toBe(429);
+  });
+
+  it("renews outside the budget only a token allowed to read: any pod's token is authenticated, and tenants mint them", async () => {
+    const { reviews, clock, auth } = setup({ reviewsPerSecond: 0.001, reviewBurst: 2, cacheTtlMs: 1_000 });
+    reviews.users.set("tenant-pod", { ...PROMETHEUS, username: "system:serviceaccount:team-a:default" });
+    expect((await auth.check("Bearer tenant-pod", METRICS)).status).toBe(403);
+    expect((await auth.check("Bearer good", METRICS)).status).toBe(200);
+    clock.advance(1_000);
+    expect((await auth.check("Bearer tenant-pod", METRICS)).status).toBe(429);
+    expect((await auth.check("Bearer good", METRICS)).status).toBe(200);
   });
 
   it("answers a repeated unknown token from the cache: no review and no budget", async () => {
