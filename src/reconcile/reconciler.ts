@@ -21,6 +21,7 @@ import { connectionLabel, connectionOf, describeConnection } from "../identity/c
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
 import { objectKey, parseObjectKey } from "../runtime/keys.ts";
+import { reconcileFields } from "../runtime/log.ts";
 import { isPaused, reconcileInterval, reconcileRequestedAt, rolloutNow } from "./annotations.ts";
 import { claimedName, claimOf, olderClaimant } from "./claims.ts";
 import {
@@ -259,7 +260,8 @@ export class DeploymentReconciler {
         namespace,
         name,
         generation: obj.metadata.generation,
-        reconcileId: randomUUID(),
+        // The controller's id of this reconcile: one id on all of its lines.
+        reconcileID: reconcileFields()?.reconcileID ?? randomUUID(),
       }),
     };
     try {

@@ -541,10 +541,10 @@ describe("the Helm chart", () => {
       await becomesReady(operator, release(), `${FULLNAME}-1`);
       const started = operator;
       await started.whileRunning(
-        waitFor(async () => started.logText().includes('"level":20'), {
+        waitFor(async () => started.logText().includes('"level":"debug"'), {
           timeoutMs: 20_000,
           intervalMs: 300,
-          description: "a debug line (pino's level 20) in the log",
+          description: 'a debug line ("level":"debug") in the log',
         }),
       );
       expect(await readyStatus(apps, "summarizer")).toBe("True");
