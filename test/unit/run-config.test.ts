@@ -253,8 +253,6 @@ describe("the settings tables", () => {
       .map((line) => line.split("|").map((cell) => cell.trim()));
     const cells = (cell: string) => cell.split(/,\s*|\s+\/\s+/).map((c) => c.replaceAll("`", "").trim());
     for (const [key, setting] of Object.entries(tables)) {
-      // Its row is added with the log format's documentation: `--log-format` | `DMS_LOG_FORMAT` | console on a terminal, else json.
-      if (key === "logFormat") continue;
       const row = rows.find((r) => cells(r[1] ?? "").some((c) => c.split(" ")[0] === flagOf(key)));
       expect(row, `docs/guide/operating.md row of ${flagOf(key)}`).toBeDefined();
       const at = cells(row?.[1] ?? "").findIndex((c) => c.split(" ")[0] === flagOf(key));
