@@ -166,7 +166,7 @@ export const RUN_SETTINGS = {
   logFormat: {
     env: "DMS_LOG_FORMAT",
     parse: parsers.oneOf(LOG_FORMATS),
-    shown: "console on a terminal, else json",
+    shown: "json (console on a terminal)",
     arg: "<format>",
     help: "json (one object per line) or console (one line for a person)",
   },
