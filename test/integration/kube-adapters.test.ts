@@ -61,7 +61,10 @@ describe("kube adapters", () => {
       const seen: string[] = [];
       deployments.subscribe({
         onAdd: (o) => void seen.push(`add ${o.metadata.name}`),
-        onUpdate: (_old, o) => void seen.push(`update ${o.metadata.name} ${o.metadata.labels?.step ?? ""}`),
+        onUpdate: (_old, o) =>
+          void seen.push(
+            `update ${o.metadata.name} ${o.metadata.annotations?.["dms.dev/reconcile-requested-at"] ?? ""}`,
+          ),
         onDelete: (o) => void seen.push(`delete ${o.metadata.name}`),
       });
       expect(deployments.hasSynced()).toBe(false);
@@ -71,7 +74,14 @@ describe("kube adapters", () => {
       expect(deployments.hasSynced()).toBe(true);
       expect(deployments.get({ namespace: ns, name: "before" })?.spec.source).toBe("external_docker");
       await apply(deploymentYaml(ns, "after"));
-      await kubectlOk(["label", "deployments.dms.dev", "after", "-n", ns, "step=one"]);
+      await kubectlOk([
+        "annotate",
+        "deployments.dms.dev",
+        "after",
+        "-n",
+        ns,
+        "dms.dev/reconcile-requested-at=one",
+      ]);
       await kubectlOk(["delete", "deployments.dms.dev", "after", "-n", ns]);
 
       await waitFor(() => seen.includes("delete after"), { description: "the delete event" });
