@@ -9,7 +9,7 @@ import { CRDS, openApiSchema } from "../../src/crd/render.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const DOC = "docs/tenant-inputs.md";
-const COLUMNS = ["input", "size bound", "time bound", "where enforced", "test"];
+const COLUMNS = ["input", "size bound", "time bound", "where enforced", "test"] as const;
 
 type Node = Record<string, unknown>;
 const isNode = (value: unknown): value is Node =>
