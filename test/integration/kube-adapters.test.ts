@@ -213,6 +213,28 @@ describe("kube adapters", () => {
       expect((await live("status")).spec.source).toBe("external_docker");
     });
 
+    it("keeps on the server the labels and annotations its decode drops, through status and finalizer writes", async () => {
+      await apply(deploymentYaml(ns, "trimmed", { labels: "{team: billing}" }));
+      const notes = "n".repeat(100 * 1024);
+      await kubectlOk(["annotate", "deployments.dms.dev", "trimmed", "-n", ns, `example.com/notes=${notes}`]);
+      const read = await live("trimmed");
+      expect(read.metadata.labels).toBeUndefined();
+      expect(read.metadata.annotations).toBeUndefined();
+
+      const ref = { namespace: ns, name: "trimmed" };
+      await deployments.patchStatus(ref, { observedGeneration: 1 }, signal(), read.metadata.resourceVersion);
+      const added = await deployments.addFinalizer(await live("trimmed"), "dms.dev/finalizer", signal());
+      await deployments.removeFinalizer(added, "dms.dev/finalizer", signal());
+
+      const raw = (await client.request({
+        method: "GET",
+        path: `/apis/dms.dev/v1alpha1/namespaces/${ns}/deployments/trimmed`,
+        signal: signal(),
+      })) as { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } };
+      expect(raw.metadata.labels).toEqual({ team: "billing" });
+      expect(raw.metadata.annotations?.["example.com/notes"]).toBe(notes);
+    });
+
     it("fails a status write for a missing object with NotFoundError", async () => {
       await expect(
         deployments.patchStatus({ namespace: ns, name: "absent" }, {}, signal()),
