@@ -9,6 +9,7 @@
 import { redactAndTruncate } from "../api/redact.ts";
 import {
   type ConditionValue,
+  formatTime,
   KSTATUS,
   kstatusOf,
   MAX_MESSAGE_LENGTH,
@@ -16,13 +17,15 @@ import {
 } from "../conditions/kstatus.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import { jsonEqual } from "./diff.ts";
-import { liveRevision } from "./live-revision.ts";
+import { activeRevision, liveRevision } from "./live-revision.ts";
 import type { PlanProblem } from "./plan.ts";
+import { type RevisionHistoryEntry, recordDeployed } from "./revision-reuse.ts";
 import {
   DEPLOYMENT_STATUSES,
   type Deployment,
   DONE_REVISION_STATUSES,
   FAILED_REVISION_STATUSES,
+  type SourceRevisionConfig,
 } from "./service-types.ts";
 
 /** Condition types the operator sets. */
@@ -148,6 +151,13 @@ export interface StatusInput {
   revision?: RevisionObservation | undefined;
   /** The rollout's timing and log evidence, when the deployment was observed (failure-evidence.ts). */
   rollout?: RolloutEvidence | undefined;
+  /**
+   * `status.revisionHistory` after this reconcile's writes (a revision created: `recordCreated`,
+   * revision-reuse.ts); undefined: the previous one. Marked deployed here when seen active.
+   */
+  revisionHistory?: readonly RevisionHistoryEntry[] | undefined;
+  /** The config of a revision this reconcile redeployed, for `status.activeRevision` once it is active. */
+  knownRevision?: { id: string; config: SourceRevisionConfig } | undefined;
 }
 
 /**
@@ -402,6 +412,20 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
       ? undefined
       : previous.liveRevision;
   if (live !== undefined) status.liveRevision = live;
+  const active = observed
+    ? activeRevision(observed, previous.activeRevision, formatTime(now), input.knownRevision)
+    : observed === null
+      ? undefined
+      : previous.activeRevision;
+  if (active !== undefined) status.activeRevision = active;
+  // The revisions of a deployment known to be gone are no candidates for anything.
+  let history = observed === null ? undefined : (input.revisionHistory ?? previous.revisionHistory);
+  if (observed) {
+    history = recordDeployed(history, observed.active_revision_id);
+    const latest = input.revision;
+    if (latest?.status === "DEPLOYED") history = recordDeployed(history, latest.id);
+  }
+  if (history !== undefined && history.length > 0) status.revisionHistory = [...history];
 
   const service = observed
     ? readiness(observed, input.revision, previous, input.rollout)
