@@ -104,6 +104,24 @@ export function isDoneRevision(status: string | undefined): boolean {
   return (DONE_REVISION_STATUSES as readonly (string | undefined)[]).includes(status);
 }
 
+/**
+ * Which part of an unfinished rollout holds it up: `revision` (the latest revision is not live),
+ * `deployment` (it is, but the service does not report the deployment READY: say, still
+ * `AWAITING_DATABASE`), or `both`. Undefined when nothing is unfinished, when the revision
+ * failed (RevisionFailed says so), or while the deployment is being deleted.
+ */
+export function stuckPart(
+  observed: Pick<Deployment, "latest_revision_id" | "active_revision_id" | "status">,
+  revisionStatus: string | undefined,
+): "revision" | "deployment" | "both" | undefined {
+  const latest = observed.latest_revision_id;
+  if (!latest || isBeingDeleted(observed.status) || isFailedRevision(revisionStatus)) return undefined;
+  const live = latest === observed.active_revision_id || isDoneRevision(revisionStatus);
+  const ready = observed.status === "READY";
+  if (live) return ready ? undefined : "deployment";
+  return ready ? "revision" : "both";
+}
+
 /** What the reconcile concluded about keeping the service in line with the spec. */
 export type SyncOutcome =
   /** Manage: the service matches the spec (nothing to do, or the create/patch succeeded). */
@@ -254,6 +272,21 @@ function readiness(
       `revision ${latestRevision.id} ${latestRevision.status}: it will not go live; ${active ? `revision ${active} stays active` : "no revision is active"}. Change the spec (a new revision) or set dms.dev/reconcile-requested-at to look again.${excerptSentence(rollout, latestRevision.id, REASON.RevisionFailed)}`,
     );
   }
+  const revisionStatus = latestRevision ? ` (${latestRevision.status})` : "";
+  // Past spec.rolloutTimeout the rollout is stalled whatever the deployment's status: a first
+  // rollout whose deployment stays AWAITING_DATABASE included. The message says what is stuck.
+  const part = rollout?.timedOutAfter === undefined ? undefined : stuckPart(observed, latestRevision?.status);
+  if (part !== undefined && latest && rollout?.timedOutAfter !== undefined) {
+    const within = `spec.rolloutTimeout ${rollout.timedOutAfter}`;
+    const message =
+      part === "deployment"
+        ? `revision ${latest} is live, but the service has reported the deployment ${status} for longer than ${within}: the deployment is stuck, not the revision. Nothing is sent again: this ends when the service reports it READY.`
+        : `revision ${latest}${revisionStatus} has not gone live within ${within}${part === "both" ? ` and the service still reports the deployment ${status}` : ""}; ${active ?? "no revision"} is active. Nothing is sent again: this ends when the revision goes live or fails.`;
+    return stuck(
+      REASON.RolloutTimeout,
+      `${message}${excerptSentence(rollout, latest, REASON.RolloutTimeout)}`,
+    );
+  }
   if (status !== "READY") {
     // A value the spec does not list (a newer or looser service): not ready, not failed.
     return (
@@ -285,12 +318,6 @@ function readiness(
       ),
     };
   }
-  const revisionStatus = latestRevision ? ` (${latestRevision.status})` : "";
-  if (rollout?.timedOutAfter !== undefined && latest)
-    return stuck(
-      REASON.RolloutTimeout,
-      `revision ${latest}${revisionStatus} has not gone live within spec.rolloutTimeout ${rollout.timedOutAfter}; ${active ?? "no revision"} is active. Nothing is sent again: this ends when the revision goes live or fails.${excerptSentence(rollout, latest, REASON.RolloutTimeout)}`,
-    );
   return inProgress(
     REASON.RolloutInProgress,
     `revision ${latest ?? "(none)"} is rolling out${revisionStatus}; ${active ?? "no revision"} is active`,
