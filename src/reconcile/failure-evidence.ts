@@ -32,7 +32,7 @@ import {
   type DeploymentSpec,
 } from "../crd/schema.ts";
 import type { Deployment } from "./service-types.ts";
-import { isBeingDeleted, isDoneRevision, isFailedRevision, type REASON, stuckPart } from "./status.ts";
+import { isBeingDeleted, type REASON, stuckPart } from "./status.ts";
 
 /** Entries asked of the service: the tail a person needs to see why it failed. */
 export const TAIL_LINES = 20;
