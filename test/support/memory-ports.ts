@@ -453,7 +453,13 @@ export class SimulatedService implements DeploymentsPort {
         throw new RedeployRouteMissingError(
           serviceError("POST", HTTP.redeploy[1], { status: 404, detail: "Not Found" }),
         );
-      return this.store.redeploy(deploymentId, revisionId, this.redeployRoute);
+      try {
+        return this.store.redeploy(deploymentId, revisionId, this.redeployRoute);
+      } catch (error) {
+        // The client's answer to a 404 naming what is missing (not the bare one of a missing route).
+        if (error instanceof SimulatorError && error.status === 404) return undefined;
+        throw error;
+      }
     });
   }
 
