@@ -76,9 +76,9 @@ describe("RevisionRedeployer", () => {
 
   it("reads nothing when nothing in the history could match: Never, other secrets, unvouched secrets", async () => {
     const { service, redeployer, id, history } = world();
-    expect((await redeployer.choose(id, { ...wantGood(history, SECRETS), policy: "Never" }, signal)).kind).toBe(
-      "build",
-    );
+    expect(
+      (await redeployer.choose(id, { ...wantGood(history, SECRETS), policy: "Never" }, signal)).kind,
+    ).toBe("build");
     const rotated = hashSecrets([{ name: "TOKEN", value: "two" }]);
     expect((await redeployer.choose(id, wantGood(history, rotated), signal)).kind).toBe("build");
     expect((await redeployer.choose(id, wantGood(history, undefined), signal)).kind).toBe("build");
@@ -114,6 +114,8 @@ describe("RevisionRedeployer", () => {
       kind: "build",
       reason: "the revisions could not be read (503 unavailable)",
     });
-    expect(await redeployer.choose(id, wantGood(history, SECRETS), signal)).toMatchObject({ revisionId: good });
+    expect(await redeployer.choose(id, wantGood(history, SECRETS), signal)).toMatchObject({
+      revisionId: good,
+    });
   });
 });
