@@ -19,7 +19,7 @@ import {
   type RevisionReusePolicy,
 } from "../crd/schema.ts";
 import { REVISION_HISTORY_LIMIT } from "../crd/status-schema.ts";
-import type { Revision, SourceRevisionConfig } from "./service-types.ts";
+import type { PatchDeploymentBody, Revision, SourceRevisionConfig } from "./service-types.ts";
 
 /** An element of `status.revisionHistory`. */
 export type RevisionHistoryEntry = NonNullable<DeploymentResourceStatus["revisionHistory"]>[number];
@@ -205,4 +205,37 @@ export function recordDeployed(
   const i = history.findIndex((e) => e.id === revisionId);
   if (i < 0 || history[i]?.deployed === true) return history;
   return history.map((e, j) => (j === i ? { ...e, deployed: true } : e));
+}
+
+/**
+ * `source_revision_config` as a PATCH carrying `sent` would leave it: the deployment's `current`
+ * values with the given (non-null) fields over them, without the sha a build resolved.
+ */
+export function configAfterPatch(
+  current: SourceRevisionConfig,
+  sent: PatchDeploymentBody["source_revision_config"],
+): SourceRevisionConfig {
+  const out: Record<string, string> = {};
+  for (const field of REVISION_FIELDS) {
+    const value = given(sent?.[field]) ?? given(current[field]);
+    if (value !== undefined) out[field] = value;
+  }
+  return out;
+}
+
+/**
+ * How a PATCH that would create a revision splits when that revision is redeployed instead:
+ * `rest` is the PATCH of what needs no revision (`source_config`, `secret_references`), or
+ * undefined when nothing is left to send. Undefined when the PATCH cannot be replaced: it sends
+ * secrets (new values make a revision of their own, and a redeploy must never stand in for
+ * them), or it changes no revision-defining field.
+ */
+export function splitForRedeploy(
+  body: PatchDeploymentBody,
+): { rest: PatchDeploymentBody | undefined } | undefined {
+  if (body.secrets !== undefined && body.secrets !== null) return undefined;
+  if (body.source_revision_config === undefined && (body.revision_source ?? undefined) === undefined)
+    return undefined;
+  const { source_revision_config: _config, revision_source: _source, secrets: _secrets, ...rest } = body;
+  return { rest: Object.keys(rest).length === 0 ? undefined : rest };
 }

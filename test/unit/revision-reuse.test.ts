@@ -5,11 +5,13 @@ import { REVISION_HISTORY_LIMIT } from "../../src/crd/status-schema.ts";
 import { activeRevision } from "../../src/reconcile/live-revision.ts";
 import {
   chooseRevision,
+  configAfterPatch,
   type DesiredRevision,
   type RevisionHistoryEntry,
   recordCreated,
   recordDeployed,
   revisionReusePolicy,
+  splitForRedeploy,
 } from "../../src/reconcile/revision-reuse.ts";
 import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";
@@ -400,5 +402,45 @@ describe("statusFrom: status.activeRevision and status.revisionHistory", () => {
     const gone = statusFrom({ ...base, previous: status, observed: null });
     expect(gone.activeRevision).toBeUndefined();
     expect(gone.revisionHistory).toBeUndefined();
+  });
+});
+
+describe("what a redeploy stands in for", () => {
+  it("the config a PATCH would leave: given fields over the current ones, no resolved sha", () => {
+    const current = { repo_ref: "main", graph_config_path: "langgraph.json", repo_commit_sha: SHA };
+    expect(configAfterPatch(current, { repo_ref: SHA, image_uri: null })).toEqual({
+      repo_ref: SHA,
+      graph_config_path: "langgraph.json",
+    });
+  });
+
+  it.each([
+    {
+      name: "the revision part alone: nothing left to PATCH",
+      body: { source_revision_config: { image_uri: DIGEST_A } },
+      split: { rest: undefined },
+    },
+    {
+      name: "with source_config: that part is still PATCHed",
+      body: { source_revision_config: { image_uri: DIGEST_A }, source_config: { build_on_push: false } },
+      split: { rest: { source_config: { build_on_push: false } } },
+    },
+    {
+      name: "a revision_source alone",
+      body: { revision_source: "github" as const },
+      split: { rest: undefined },
+    },
+    {
+      name: "with secrets: never replaced",
+      body: { source_revision_config: { image_uri: DIGEST_A }, secrets: [] },
+      split: undefined,
+    },
+    {
+      name: "no revision-defining field",
+      body: { source_config: { build_on_push: false } },
+      split: undefined,
+    },
+  ])("$name", ({ body, split }) => {
+    expect(splitForRedeploy(body)).toEqual(split);
   });
 });
