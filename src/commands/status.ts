@@ -96,13 +96,15 @@ export function resourceView(item: unknown): ResourceView | undefined {
   const stalled = cond("Stalled");
   const reconciling = cond("Reconciling");
   const synced = cond("Synced");
+  // kstatus: Stalled first, then work in progress (a rollout, a held change: Ready may still be
+  // True for the revision live meanwhile), then Ready.
   const shown =
     stalled?.status === "True"
       ? { group: "Stalled" as const, c: stalled }
-      : ready?.status === "True"
-        ? { group: "Ready" as const, c: synced?.status === "False" ? synced : ready }
-        : reconciling?.status === "True"
-          ? { group: "Reconciling" as const, c: reconciling }
+      : reconciling?.status === "True"
+        ? { group: "Reconciling" as const, c: reconciling }
+        : ready?.status === "True"
+          ? { group: "Ready" as const, c: synced?.status === "False" ? synced : ready }
           : { group: "NotReady" as const, c: ready };
   const annotations = isRecord(meta.annotations) ? meta.annotations : {};
   const view: ResourceView = {
@@ -186,7 +188,7 @@ export function heldUntil(
       // An unreadable window: the operator's own message says why.
     }
   }
-  const said = /it goes out at (\S+ \([^)]*\))/.exec(held.message)?.[1];
+  const said = /it goes out at (\S+ \([^()]*(?:\([^()]*\))?\))/.exec(held.message)?.[1];
   return (
     said ?? (/no window opens within [^;]*/.exec(held.message)?.[0] || "unknown: see its Synced condition")
   );
@@ -272,8 +274,8 @@ export function renderStatus(input: {
   const counts = (["Ready", "Reconciling", "NotReady", "Stalled"] as const).map(
     (g) => `${views.filter((v) => v.group === g).length} ${GROUP_TITLE[g]}`,
   );
-  const more = input.resources.truncated ? ` (the first ${MAX_RESOURCES}; narrow with -n)` : "";
-  out.push(`Deployment resources in ${input.scope}: ${views.length}${more}: ${counts.join(", ")}\n`);
+  const more = input.resources.truncated ? `; the first ${MAX_RESOURCES} read, narrow with -n` : "";
+  out.push(`Deployment resources in ${input.scope} (${views.length}${more}): ${counts.join(", ")}\n`);
   const section = (title: string, head: string[], rows: string[][], hint?: string) => {
     if (rows.length === 0) return;
     out.push(`\n${title} (${rows.length}):\n`);
