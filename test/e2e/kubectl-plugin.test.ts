@@ -4,6 +4,7 @@
 // context's namespace, -n, -A). The verbs change one annotation each and nothing else; `status`
 // prints what the resources' and connections' statuses say; `version` finds the operator by its
 // label; `completion` writes scripts the shells accept and that complete resource names.
+// Each `kubectl dms` starts Node from the sources: seconds on a loaded machine, hence the limits.
 import { spawn } from "node:child_process";
 import { copyFileSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -107,7 +108,7 @@ afterAll(() => {
   if (bin) rmSync(bin, { recursive: true, force: true });
 });
 
-describe("kubectl dms: the annotation verbs", () => {
+describe("kubectl dms: the annotation verbs", { timeout: 120_000 }, () => {
   let ns: string;
   beforeAll(async () => {
     ns = await freshNamespace("plugin-verbs");
@@ -192,7 +193,7 @@ describe("kubectl dms: the annotation verbs", () => {
   });
 });
 
-describe("kubectl dms status", () => {
+describe("kubectl dms status", { timeout: 120_000 }, () => {
   let ns: string;
   beforeAll(async () => {
     ns = await freshNamespace("plugin-status");
@@ -299,7 +300,7 @@ describe("kubectl dms status", () => {
   });
 });
 
-describe("kubectl dms version", () => {
+describe("kubectl dms version", { timeout: 120_000 }, () => {
   it("prints the client's version, and the operator's from its Deployment's label or image tag", async () => {
     const ns = await freshNamespace("plugin-version");
     const none = await dms(`version --operator-namespace ${ns}`);
@@ -324,7 +325,7 @@ describe("kubectl dms version", () => {
   });
 });
 
-describe("kubectl dms completion", () => {
+describe("kubectl dms completion", { timeout: 120_000 }, () => {
   it("writes a bash script bash accepts, completing commands, flags and resource names", async () => {
     const ns = await freshNamespace("plugin-completion");
     await kubectlOk(["apply", "-n", ns, "-f", "-"], { input: `${resource("alpha")}\n${resource("beta")}` });
