@@ -13,7 +13,7 @@ import { KubeApiError } from "../kube/errors.ts";
 import { listItems } from "../kube/object.ts";
 import { VERSION } from "../version.ts";
 import type { RegisterCommand } from "./context.ts";
-import { addKubectlOptions, type KubectlFlags, pluginCluster } from "./plugin-cluster.ts";
+import { addKubectlOptions, type KubectlFlags, namespaceName, pluginCluster } from "./plugin-cluster.ts";
 
 /** The label the operator's Deployment carries (manifests/manager, charts/dms-operator). */
 export const OPERATOR_LABEL = "app.kubernetes.io/name=dms-operator";
@@ -87,6 +87,7 @@ export const registerVersionCommand: RegisterCommand = (program, ctx) => {
     .option(
       "--operator-namespace <ns>",
       `look for the operator only in this namespace (default: every namespace, else ${DEFAULT_OPERATOR_NAMESPACE} when they cannot all be listed)`,
+      namespaceName,
     );
   addKubectlOptions(command).action(async (_flags: unknown, cmd: Command) => {
     const flags = cmd.optsWithGlobals<VersionFlags>();

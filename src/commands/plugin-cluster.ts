@@ -25,7 +25,7 @@ export const PLUGIN_KUBECONFIG_HELP =
   "path to the kubeconfig file (default: KUBECONFIG, else ~/.kube/config, as kubectl)";
 
 /** Flag parser: a namespace name (a DNS-1123 label). */
-function namespaceName(value: string): string {
+export function namespaceName(value: string): string {
   if (!isNamespaceName(value))
     throw new InvalidArgumentError(
       "must be a namespace name: lower-case letters, digits and '-', at most 63.",
