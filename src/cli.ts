@@ -3,9 +3,17 @@
  * of subcommands, each listed in `src/commands/registry.ts` and registered from its own file
  * under `src/commands/`. Only the command named on the command line is loaded (see the registry);
  * the plugin has the commands of the registry that are not the operator's own (`run`, `simulator`).
+ * Started as `kubectl_complete-dms` (bin/kubectl_complete-dms.mjs), it completes `kubectl dms …`
+ * for kubectl.
  */
 import { processContext, runCommands } from "./commands/program.ts";
-import { programNameOf } from "./commands/program-name.ts";
+import { isCompletionExecutable, programNameOf } from "./commands/program-name.ts";
 
-// Under kubectl (bin/kubectl-dms.mjs) the same program calls itself `kubectl dms`.
-process.exitCode = await runCommands(process.argv.slice(2), processContext(), programNameOf(process.argv[1]));
+const argv = process.argv.slice(2);
+if (isCompletionExecutable(process.argv[1])) {
+  const { completePlugin } = await import("./commands/completion.ts");
+  process.exitCode = await completePlugin(argv, processContext());
+} else {
+  // Under kubectl (bin/kubectl-dms.mjs) the same program calls itself `kubectl dms`.
+  process.exitCode = await runCommands(argv, processContext(), programNameOf(process.argv[1]));
+}

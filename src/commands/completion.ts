@@ -1,16 +1,22 @@
 /**
  * `completion bash|zsh|fish`: a completion script for the program (`dms-operator`, or
  * `kubectl-dms` when run as the kubectl plugin), generated from its own command tree, so a new
- * command or flag is completed without touching this file. It completes commands, subcommands and
+ * command or flag is completed without touching this file. kubectl's own completion of
+ * `kubectl dms …` asks {@link completePlugin} (bin/kubectl_complete-dms.mjs) instead. It completes commands, subcommands and
  * flags, and the names of Deployment resources (`kubectl get deployments.dms.dev -o name`, with
  * the `-n`, `--kubeconfig` and `--context` already typed) where a command takes one. The zsh
  * script is the bash one under zsh's `bashcompinit`.
  */
 import { type Command, InvalidArgumentError } from "commander";
-import type { RegisterCommand } from "./context.ts";
-import { createProgram } from "./program.ts";
+import { isRecord } from "../json.ts";
+import { DEPLOYMENTS } from "../kube/deployments.ts";
+import { listItems } from "../kube/object.ts";
+import { collectionPath } from "../kube/reflector.ts";
+import type { CliContext, RegisterCommand } from "./context.ts";
+import { pluginCluster } from "./plugin-cluster.ts";
+import { createProgram, EXIT } from "./program.ts";
 import { KUBECTL_PLUGIN_EXECUTABLE, KUBECTL_PLUGIN_NAME, PROGRAM_NAME } from "./program-name.ts";
-import { COMMANDS } from "./registry.ts";
+import { COMMANDS, type CommandEntry } from "./registry.ts";
 
 /** The shells a script is written for. */
 export const SHELLS = ["bash", "zsh", "fish"] as const;
@@ -226,3 +232,114 @@ export const registerCompletionCommand: RegisterCommand = (program, ctx) => {
       ctx.out(completionScript(shell, name, full));
     });
 };
+
+/** Cobra's shell completion directives, which kubectl relays from a plugin's completer. */
+export const DIRECTIVE = { files: 0, noFiles: 4 } as const;
+
+/** Most resource names offered; each completion lists at most this many from the API server. */
+export const MAX_COMPLETED_NAMES = 500;
+/** A completion's call to the API server ends within this (the user waits on a TAB). */
+export const COMPLETION_TIMEOUT_MS = 5000;
+
+/** The Deployment resources' names for a completion, or none when the cluster cannot say. */
+export type NameLister = (
+  flags: { kubeconfig?: string; context?: string; namespace?: string },
+  ctx: CliContext,
+) => Promise<string[]>;
+
+const listResourceNames: NameLister = async (flags, ctx) => {
+  try {
+    const cluster = pluginCluster(flags, ctx.env, "kubectl-dms-completion");
+    const list = await cluster.client.request({
+      method: "GET",
+      path: collectionPath(DEPLOYMENTS, cluster.namespace),
+      query: { limit: MAX_COMPLETED_NAMES },
+      timeoutMs: COMPLETION_TIMEOUT_MS,
+      signal: ctx.stopSignal,
+    });
+    return listItems(list).flatMap((item) =>
+      isRecord(item) && isRecord(item.metadata) && typeof item.metadata.name === "string"
+        ? [item.metadata.name]
+        : [],
+    );
+  } catch {
+    // A TAB shows nothing rather than an error in the middle of the command line.
+    return [];
+  }
+};
+
+/**
+ * The candidates for the last of `words` (the words after `kubectl dms`, the last one being
+ * completed, possibly empty) and the directive for the shell: command names from the registry
+ * alone; past a command, only that command is loaded, and its subcommands, flags and (where it
+ * takes one) the Deployment resources' names of the namespace typed (`-n`, `--kubeconfig`,
+ * `--context`) are offered; after a flag that takes a value, the shell's own file completion.
+ */
+export async function completions(
+  words: readonly string[],
+  ctx: CliContext,
+  entries: readonly CommandEntry[] = COMMANDS.filter((c) => !c.operatorOnly),
+  names: NameLister = listResourceNames,
+): Promise<{ candidates: string[]; directive: number }> {
+  const typed = words.slice(0, -1);
+  const partial = words.at(-1) ?? "";
+  const offer = (all: readonly string[], directive: number = DIRECTIVE.noFiles) => ({
+    candidates: all.filter((c) => c.startsWith(partial)),
+    directive,
+  });
+  const first = typed.find((w) => !w.startsWith("-"));
+  if (first === undefined)
+    return offer(
+      partial.startsWith("-")
+        ? ["--help", "--version", "--verbose"]
+        : [...entries.map((e) => e.name), "help"],
+    );
+  const entry = entries.find((e) => e.name === first);
+  if (!entry) return offer([]);
+  const nodes = completionNodes(createProgram(ctx, [await entry.load()], KUBECTL_PLUGIN_NAME));
+  const takesValue = new Set(valueFlags(nodes));
+  const given: Record<string, string> = {};
+  const positional: string[] = [];
+  for (let i = 0; i < typed.length; i++) {
+    const word = typed[i] ?? "";
+    const [flag, inline] =
+      word.startsWith("--") && word.includes("=") ? word.split(/=(.*)/s) : [word, undefined];
+    if (flag?.startsWith("-")) {
+      const value = inline ?? (takesValue.has(flag) ? typed[++i] : undefined);
+      if (value !== undefined && flag) given[flag] = value;
+      continue;
+    }
+    positional.push(word);
+  }
+  const prev = typed.at(-1) ?? "";
+  if (takesValue.has(prev)) return { candidates: [], directive: DIRECTIVE.files };
+  // The path of command names typed (`deployments list`); the other words are arguments.
+  let path: string[] = [];
+  let args = 0;
+  for (const word of positional) {
+    const deeper = [...path, word].join(" ");
+    if (nodes.some((n) => n.path.join(" ") === deeper)) path = [...path, word];
+    else args++;
+  }
+  const node = nodes.find((n) => n.path.join(" ") === path.join(" "));
+  if (!node) return offer([]);
+  if (partial.startsWith("-"))
+    return offer(node.flags.flatMap((f) => [f.long, f.short]).filter((w): w is string => !!w));
+  if (node.subcommands.length > 0) return offer(node.subcommands);
+  if (node.takesResource && args === 0) {
+    const flags = {
+      ...(given["--kubeconfig"] ? { kubeconfig: given["--kubeconfig"] } : {}),
+      ...(given["--context"] ? { context: given["--context"] } : {}),
+      ...((given["-n"] ?? given["--namespace"]) ? { namespace: given["-n"] ?? given["--namespace"] } : {}),
+    };
+    return offer(await names(flags, ctx));
+  }
+  return offer([]);
+}
+
+/** Prints the {@link completions} of `words` as kubectl reads a plugin's completer's answer. */
+export async function completePlugin(words: readonly string[], ctx: CliContext): Promise<number> {
+  const { candidates, directive } = await completions(words, ctx);
+  ctx.out(`${candidates.map((c) => `${c}\n`).join("")}:${directive}\n`);
+  return EXIT.ok;
+}

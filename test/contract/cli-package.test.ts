@@ -131,6 +131,7 @@ describe("the packed CLI, installed into an empty prefix", { timeout: 90_000 }, 
     expect(files).toContain("dist/cli.js");
     expect(files).toContain("bin/dms-operator.mjs");
     expect(files).toContain("bin/kubectl-dms.mjs");
+    expect(files).toContain("bin/kubectl_complete-dms.mjs");
     for (const crd of CRDS) expect(files).toContain(crdFile(crd));
     expect(files).toContain("package.json");
     expect(files.filter((f) => /^(src|test|scripts|manifests)\//.test(f))).toEqual([]);
@@ -223,6 +224,10 @@ describe("the packed CLI, installed into an empty prefix", { timeout: 90_000 }, 
       const plan = await run('"$KUBECTL" dms plan --help');
       expect(plan.stdout).toMatch(/^Usage: kubectl dms plan \[options\]\n/);
       expect(plan.stdout).toContain("-n, --namespace <ns>");
+    });
+
+    it("kubectl completes `kubectl dms …` through the installed kubectl_complete-dms", async () => {
+      expect(await run('"$KUBECTL" __complete dms sus')).toMatchObject({ code: 0, stdout: "suspend\n:4\n" });
     });
 
     it("kubectl dms --version prints the package version", async () => {

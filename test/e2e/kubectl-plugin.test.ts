@@ -98,6 +98,7 @@ const setStatus = (ns: string, kind: string, name: string, status: object) =>
 beforeAll(() => {
   bin = mkdtempSync(join(tmpdir(), "dms-plugin-"));
   symlinkSync(join(ROOT, "bin", "kubectl-dms.mjs"), join(bin, "kubectl-dms"));
+  symlinkSync(join(ROOT, "bin", "kubectl_complete-dms.mjs"), join(bin, "kubectl_complete-dms"));
   symlinkSync(inject("kubectlPath"), join(bin, "kubectl"));
   // A kubeconfig of the user's own, so that setting its context's namespace touches no other test.
   kubeconfig = join(bin, "config");
@@ -352,6 +353,22 @@ describe("kubectl dms completion", { timeout: 120_000 }, () => {
       "list --help -h",
       "",
     ]);
+  });
+
+  it("completes `kubectl dms …` for kubectl itself through kubectl_complete-dms: verbs, flags, resource names", async () => {
+    const ns = await freshNamespace("plugin-kubectl-completion");
+    await kubectlOk(["apply", "-n", ns, "-f", "-"], { input: `${resource("gamma")}\n${resource("delta")}` });
+    const complete = async (words: string) => {
+      const run = await shell(`kubectl __complete dms ${words}`);
+      expect(run.code).toBe(0);
+      return run.stdout;
+    };
+    expect(await complete("sus")).toBe("suspend\n:4\n");
+    expect(await complete("r")).toBe("reconcile\nresume\nrollout-now\nrepos\nrevisions\n:4\n");
+    expect(await complete("status --all")).toBe("--all-namespaces\n:4\n");
+    expect(await complete(`rollout-now -n ${ns} ''`)).toBe("gamma\ndelta\n:4\n");
+    expect(await complete(`suspend --namespace=${ns} g`)).toBe("gamma\n:4\n");
+    expect(await complete("ru")).toBe(":4\n");
   });
 
   it("writes zsh and fish scripts for the plugin's commands, and refuses another shell", async () => {

@@ -4,6 +4,8 @@
 // and API server: test/e2e/kubectl-plugin.test.ts.
 import { describe, expect, it } from "vitest";
 import { resourceName, waitTimeout } from "../../src/commands/annotate.ts";
+import { completions, DIRECTIVE } from "../../src/commands/completion.ts";
+import type { CliContext } from "../../src/commands/context.ts";
 import { describeInstall, imageTag, installOf } from "../../src/commands/operator-version.ts";
 import {
   type ConnectionView,
@@ -191,5 +193,51 @@ describe("the verbs' arguments", () => {
     expect(waitTimeout("30s")).toBe(30_000);
     expect(waitTimeout("1h")).toBe(3_600_000);
     for (const bad of ["0s", "999ms", "2h", "5", "1d", "-1s"]) expect(() => waitTimeout(bad)).toThrow();
+  });
+});
+
+describe("kubectl's completion of kubectl dms", () => {
+  const ctx: CliContext = {
+    out: () => {},
+    err: () => {},
+    stdoutIsTTY: false,
+    env: {},
+    stopSignal: new AbortController().signal,
+  };
+  const asked: object[] = [];
+  const names = async (flags: object) => {
+    asked.push(flags);
+    return ["web", "worker", "api"];
+  };
+  const complete = (...words: string[]) => completions(words, ctx, undefined, names);
+
+  it("offers the plugin's commands (not run or simulator) and its own flags", async () => {
+    expect((await complete("")).candidates).toContain("status");
+    expect((await complete("")).candidates).not.toContain("run");
+    expect((await complete("s")).candidates).toEqual(["status", "suspend"]);
+    expect(await complete("--v")).toEqual({
+      candidates: ["--version", "--verbose"],
+      directive: DIRECTIVE.noFiles,
+    });
+  });
+
+  it("offers a command's subcommands and flags, and files after a flag that takes a value", async () => {
+    expect((await complete("deployments", "")).candidates).toEqual(["list"]);
+    expect((await complete("deployments", "list", "--sh")).candidates).toEqual(["--show-secret-values"]);
+    expect(await complete("plan", "-f", "")).toEqual({ candidates: [], directive: DIRECTIVE.files });
+  });
+
+  it("offers resource names of the namespace and cluster typed, for the first argument only", async () => {
+    asked.length = 0;
+    expect((await complete("suspend", "-n", "team-a", "--context", "dev", "w")).candidates).toEqual([
+      "web",
+      "worker",
+    ]);
+    expect(asked).toEqual([{ namespace: "team-a", context: "dev" }]);
+    expect((await complete("logs", "--namespace=team-b", "--kubeconfig", "/k", "")).candidates).toHaveLength(
+      3,
+    );
+    expect(asked[1]).toEqual({ namespace: "team-b", kubeconfig: "/k" });
+    expect((await complete("suspend", "web", "")).candidates).toEqual([]);
   });
 });
