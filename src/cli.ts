@@ -8,12 +8,13 @@
  */
 import { processContext, runCommands } from "./commands/program.ts";
 import { isCompletionExecutable, programNameOf } from "./commands/program-name.ts";
+import { COMMANDS } from "./commands/registry.ts";
 
 const argv = process.argv.slice(2);
 if (isCompletionExecutable(process.argv[1])) {
   const { completePlugin } = await import("./commands/completion.ts");
-  process.exitCode = await completePlugin(argv, processContext());
+  process.exitCode = await completePlugin(argv, processContext(), COMMANDS);
 } else {
   // Under kubectl (bin/kubectl-dms.mjs) the same program calls itself `kubectl dms`.
-  process.exitCode = await runCommands(argv, processContext(), programNameOf(process.argv[1]));
+  process.exitCode = await runCommands(argv, processContext(), programNameOf(process.argv[1]), COMMANDS);
 }

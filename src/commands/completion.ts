@@ -12,11 +12,11 @@ import { isRecord } from "../json.ts";
 import { DEPLOYMENTS } from "../kube/deployments.ts";
 import { listItems } from "../kube/object.ts";
 import { collectionPath } from "../kube/reflector.ts";
+import type { CommandEntry } from "./command-entry.ts";
 import type { CliContext, RegisterCommand } from "./context.ts";
 import { pluginCluster } from "./plugin-cluster.ts";
-import { createProgram, EXIT } from "./program.ts";
+import { commandEntriesOf, createProgram, EXIT } from "./program.ts";
 import { KUBECTL_PLUGIN_EXECUTABLE, KUBECTL_PLUGIN_NAME, PROGRAM_NAME } from "./program-name.ts";
-import { COMMANDS, type CommandEntry } from "./registry.ts";
 
 /** The shells a script is written for. */
 export const SHELLS = ["bash", "zsh", "fish"] as const;
@@ -224,10 +224,8 @@ export const registerCompletionCommand: RegisterCommand = (program, ctx) => {
     .argument("<shell>", `${SHELLS.join(", ")}`, shellArgument)
     .action(async (shell: Shell) => {
       const name = program.name();
-      const plugin = name === KUBECTL_PLUGIN_NAME;
       // Every command of the program, loaded to read its flags (this command only is slow to start).
-      const entries = COMMANDS.filter((c) => !(plugin && c.operatorOnly));
-      const registers = await Promise.all(entries.map((c) => c.load()));
+      const registers = await Promise.all(commandEntriesOf(program).map((c) => c.load()));
       const full = createProgram(ctx, registers, name);
       ctx.out(completionScript(shell, name, full));
     });
@@ -278,7 +276,7 @@ const listResourceNames: NameLister = async (flags, ctx) => {
 export async function completions(
   words: readonly string[],
   ctx: CliContext,
-  entries: readonly CommandEntry[] = COMMANDS.filter((c) => !c.operatorOnly),
+  entries: readonly CommandEntry[],
   names: NameLister = listResourceNames,
 ): Promise<{ candidates: string[]; directive: number }> {
   const typed = words.slice(0, -1);
@@ -337,9 +335,20 @@ export async function completions(
   return offer([]);
 }
 
-/** Prints the {@link completions} of `words` as kubectl reads a plugin's completer's answer. */
-export async function completePlugin(words: readonly string[], ctx: CliContext): Promise<number> {
-  const { candidates, directive } = await completions(words, ctx);
+/**
+ * Prints the {@link completions} of `words` as kubectl reads a plugin's completer's answer;
+ * `entries` are the program's (the plugin's commands are those not the operator's own).
+ */
+export async function completePlugin(
+  words: readonly string[],
+  ctx: CliContext,
+  entries: readonly CommandEntry[],
+): Promise<number> {
+  const { candidates, directive } = await completions(
+    words,
+    ctx,
+    entries.filter((c) => !c.operatorOnly),
+  );
   ctx.out(`${candidates.map((c) => `${c}\n`).join("")}:${directive}\n`);
   return EXIT.ok;
 }

@@ -3,16 +3,17 @@
  * runs it, and turns every failure into one line on stderr and an exit status.
  *
  * It loads no command's code: {@link runCommands} imports only the command named on the command
- * line (see `registry.ts`), so this module and what it imports must stay light.
+ * line (of the entries `registry.ts` lists, which `cli.ts` gives it), so this module and what it
+ * imports must stay light.
  */
 import { text } from "node:stream/consumers";
 import { Command, CommanderError, Help } from "commander";
 import { RequestValidationError, ServiceError } from "../api/errors.ts";
 import { shutdownSignal } from "../runtime/manager.ts";
 import { VERSION } from "../version.ts";
+import type { CommandEntry } from "./command-entry.ts";
 import type { CliContext, RegisterCommand } from "./context.ts";
 import { KUBECTL_PLUGIN_NAME, PROGRAM_NAME } from "./program-name.ts";
-import { COMMANDS, type CommandEntry } from "./registry.ts";
 import { UsageError } from "./usage-error.ts";
 
 /** Exit statuses: 0 success, 1 the operation failed, 2 the command was called wrongly, 130 interrupted. */
@@ -35,13 +36,15 @@ export class CommandExit extends Error {
  * The `dms-operator` program with `commands` registered, writing through `ctx`, never exiting the
  * process. `name` is what help and usage texts call it (`kubectl dms` as a kubectl plugin).
  * `listed` are commands known by their registry entry only: the program's help lists them, and a
- * typo is matched against them, but their code is not loaded (they must not be run).
+ * typo is matched against them, but their code is not loaded (they must not be run). `all` are
+ * the entries of every command of the program (see {@link commandEntriesOf}).
  */
 export function createProgram(
   ctx: CliContext,
   commands: readonly RegisterCommand[],
   name: string = PROGRAM_NAME,
   listed: readonly CommandEntry[] = [],
+  all: readonly CommandEntry[] = [],
 ): Command {
   const program = new Command(name)
     .description(
@@ -70,7 +73,18 @@ export function createProgram(
     program.configureHelp({
       subcommandTerm: (cmd) => terms.get(cmd) ?? Help.prototype.subcommandTerm.call(new Help(), cmd),
     });
+  ENTRIES.set(program, all);
   return program;
+}
+
+const ENTRIES = new WeakMap<Command, readonly CommandEntry[]>();
+
+/**
+ * Every command entry of the program `program` was made for (by {@link runCommands}), as a
+ * command that lists the others reads them (`completion`); empty for a program made otherwise.
+ */
+export function commandEntriesOf(program: Command): readonly CommandEntry[] {
+  return ENTRIES.get(program) ?? [];
 }
 
 /**
@@ -82,8 +96,8 @@ export function createProgram(
 export async function runCommands(
   argv: readonly string[],
   ctx: CliContext,
-  name: string = PROGRAM_NAME,
-  all: readonly CommandEntry[] = COMMANDS,
+  name: string,
+  all: readonly CommandEntry[],
 ): Promise<number> {
   const entries = name === KUBECTL_PLUGIN_NAME ? all.filter((c) => !c.operatorOnly) : all;
   const words = argv.filter((arg) => !arg.startsWith("-"));
@@ -102,12 +116,13 @@ export async function runCommands(
     commands,
     name,
     entries.filter((c) => c !== chosen),
+    entries,
   );
 }
 
 /**
- * Runs the program on `argv` (user arguments only) and returns the exit status; `name` and
- * `listed` as in {@link createProgram}.
+ * Runs the program on `argv` (user arguments only) and returns the exit status; `name`, `listed`
+ * and `all` as in {@link createProgram}.
  *
  * Contract: never throws; a failure is reported on stderr as `error: <one line>` (usage problems
  * may take one line each), with the stack and causes only under `--verbose`.
@@ -118,8 +133,9 @@ export async function runProgram(
   commands: readonly RegisterCommand[],
   name: string = PROGRAM_NAME,
   listed: readonly CommandEntry[] = [],
+  all: readonly CommandEntry[] = [],
 ): Promise<number> {
-  const program = createProgram(ctx, commands, name, listed);
+  const program = createProgram(ctx, commands, name, listed, all);
   try {
     await program.parseAsync([...argv], { from: "user" });
     return EXIT.ok;

@@ -8,22 +8,9 @@
  *
  * This module imports nothing at run time: keep it so (test/unit/cli-registry.test.ts).
  */
-import type { RegisterCommand } from "./context.ts";
+import type { CommandEntry } from "./command-entry.ts";
 
-/** A subcommand, known without loading its code. */
-export interface CommandEntry {
-  name: string;
-  /**
-   * How the program's help lists it, as commander would from the loaded command: its name, then
-   * `[options]` when it has options, then its arguments (test/unit/cli-registry.test.ts checks it).
-   */
-  term: string;
-  /** One line for the program's help; the command's own help has its whole description. */
-  summary: string;
-  /** A command of `dms-operator` only, not of the kubectl plugin (running the operator or the simulator). */
-  operatorOnly?: true;
-  load: () => Promise<RegisterCommand>;
-}
+export type { CommandEntry };
 
 /** Every subcommand, in the order `--help` lists them. */
 export const COMMANDS: readonly CommandEntry[] = [

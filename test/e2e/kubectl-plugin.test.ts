@@ -366,7 +366,7 @@ describe("kubectl dms completion", { timeout: 120_000 }, () => {
     expect(await complete("sus")).toBe("suspend\n:4\n");
     expect(await complete("r")).toBe("reconcile\nresume\nrollout-now\nrepos\nrevisions\n:4\n");
     expect(await complete("status --all")).toBe("--all-namespaces\n:4\n");
-    expect(await complete(`rollout-now -n ${ns} ''`)).toBe("gamma\ndelta\n:4\n");
+    expect(await complete(`rollout-now -n ${ns} ''`)).toBe("delta\ngamma\n:4\n");
     expect(await complete(`suspend --namespace=${ns} g`)).toBe("gamma\n:4\n");
     expect(await complete("ru")).toBe(":4\n");
   });

@@ -85,7 +85,7 @@ describe("runCommands", () => {
 
   it("lists every command in the program's help, from the entries alone", async () => {
     const { ctx, seen } = context();
-    expect(await runCommands(["--help"], ctx, PROGRAM_NAME)).toBe(EXIT.ok);
+    expect(await runCommands(["--help"], ctx, PROGRAM_NAME, COMMANDS)).toBe(EXIT.ok);
     const listed = listedCommands(seen.stdout);
     expect(listed).toEqual([...COMMANDS.map((c) => c.name), "help"]);
     for (const c of COMMANDS) expect(seen.stdout).toContain(`  ${c.term} `);
@@ -93,7 +93,7 @@ describe("runCommands", () => {
 
   it("the kubectl plugin's help lists the kubectl verbs and not run or simulator", async () => {
     const { ctx, seen } = context();
-    expect(await runCommands(["--help"], ctx, KUBECTL_PLUGIN_NAME)).toBe(EXIT.ok);
+    expect(await runCommands(["--help"], ctx, KUBECTL_PLUGIN_NAME, COMMANDS)).toBe(EXIT.ok);
     expect(seen.stdout).toMatch(/^Usage: kubectl dms \[options\] \[command\]\n/);
     const listed = listedCommands(seen.stdout);
     for (const verb of ["status", "reconcile", "suspend", "resume", "rollout-now", "version", "completion"])
@@ -117,7 +117,7 @@ describe("runCommands", () => {
 
   it("keeps commander's suggestions for a misspelt command", async () => {
     const { ctx, seen } = context();
-    expect(await runCommands(["reconcil", "x"], ctx, KUBECTL_PLUGIN_NAME)).toBe(EXIT.usage);
+    expect(await runCommands(["reconcil", "x"], ctx, KUBECTL_PLUGIN_NAME, COMMANDS)).toBe(EXIT.usage);
     expect(seen.stderr).toContain("error: unknown command 'reconcil'");
     expect(seen.stderr).toContain("(Did you mean reconcile?)");
   });

@@ -7,6 +7,7 @@ import { resourceName, waitTimeout } from "../../src/commands/annotate.ts";
 import { completions, DIRECTIVE } from "../../src/commands/completion.ts";
 import type { CliContext } from "../../src/commands/context.ts";
 import { describeInstall, imageTag, installOf } from "../../src/commands/operator-version.ts";
+import { COMMANDS } from "../../src/commands/registry.ts";
 import {
   type ConnectionView,
   heldUntil,
@@ -196,6 +197,8 @@ describe("the verbs' arguments", () => {
   });
 });
 
+const PLUGIN_COMMANDS = COMMANDS.filter((c) => !c.operatorOnly);
+
 describe("kubectl's completion of kubectl dms", () => {
   const ctx: CliContext = {
     out: () => {},
@@ -209,7 +212,7 @@ describe("kubectl's completion of kubectl dms", () => {
     asked.push(flags);
     return ["web", "worker", "api"];
   };
-  const complete = (...words: string[]) => completions(words, ctx, undefined, names);
+  const complete = (...words: string[]) => completions(words, ctx, PLUGIN_COMMANDS, names);
 
   it("offers the plugin's commands (not run or simulator) and its own flags", async () => {
     expect((await complete("")).candidates).toContain("status");
