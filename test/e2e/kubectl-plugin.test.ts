@@ -5,48 +5,30 @@
 // prints what the resources' and connections' statuses say; `version` finds the operator by its
 // label; `completion` writes scripts the shells accept and that complete resource names.
 // Each `kubectl dms` starts Node from the sources: seconds on a loaded machine, hence the limits.
-import { spawn } from "node:child_process";
 import { copyFileSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { VERSION } from "../../src/version.ts";
+import { type KubectlResult, runCaptured } from "../controlplane/kubectl.ts";
 import { freshNamespace, kubectlOk, testKubeconfigPath } from "../support/cluster.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 let bin: string;
 let kubeconfig: string;
 
 /** Runs `script` in bash with the plugin and kubectl on PATH and KUBECONFIG set, as a user's shell. */
-function shell(script: string, env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn("bash", ["-e", "-o", "pipefail", "-c", script], {
-      env: {
-        PATH: [bin, dirname(process.execPath), "/usr/bin", "/bin"].join(delimiter),
-        HOME: bin,
-        KUBECONFIG: kubeconfig,
-        ...env,
-      },
-      cwd: bin,
-      timeout: 60_000,
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => {
-      stdout += c.toString();
-    });
-    child.stderr.on("data", (c: Buffer) => {
-      stderr += c.toString();
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
+function shell(script: string, env: Record<string, string> = {}): Promise<KubectlResult> {
+  return runCaptured("bash", ["-e", "-o", "pipefail", "-c", `cd "$HOME"\n${script}`], {
+    env: {
+      PATH: [bin, dirname(process.execPath), "/usr/bin", "/bin"].join(delimiter),
+      HOME: bin,
+      KUBECONFIG: kubeconfig,
+      ...env,
+    },
+    input: "",
+    timeoutMs: 60_000,
   });
 }
 
