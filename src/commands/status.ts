@@ -6,8 +6,9 @@
  * readiness.
  *
  * Bounded: at most {@link MAX_RESOURCES} resources and as many connections of each kind are read
- * (pages of {@link PAGE_SIZE}, each call under the client's timeout), at most
- * {@link SECTION_ROWS} rows are printed per section, and each message is cut to one line of
+ * (pages of {@link PAGE_SIZE}, each call under the client's timeout, all of them within
+ * {@link STATUS_DEADLINE_MS}), at most {@link SECTION_ROWS} rows are printed per section (and the
+ * opening of a held change is computed for those only), and each message is cut to one line of
  * {@link MESSAGE_WIDTH} characters with its control characters replaced.
  */
 import type { Command } from "commander";
@@ -35,6 +36,8 @@ export const MAX_RESOURCES = 5000;
 export const PAGE_SIZE = 500;
 /** Most rows printed per section (the rest are counted). */
 export const SECTION_ROWS = 30;
+/** The whole of `status`'s reading ends within this (each call also within the client's timeout). */
+export const STATUS_DEADLINE_MS = 60_000;
 /** Longest message printed, in characters. */
 export const MESSAGE_WIDTH = 160;
 
@@ -293,7 +296,10 @@ export function renderStatus(input: {
       ]);
     section(GROUP_TITLE[group], ["NAME", "REASON", "MESSAGE"], rows);
   }
-  const held = views.flatMap((v) => (v.held ? [[name(v), heldUntil(v.held, byConnection, input.now)]] : []));
+  // Openings are computed for the rows printed only: each is a search over tenants' schedules.
+  const held = views
+    .filter((v) => v.held)
+    .map((v, i) => [name(v), v.held && i < SECTION_ROWS ? heldUntil(v.held, byConnection, input.now) : ""]);
   section(
     "Held outside the rollout windows",
     ["NAME", "GOES OUT AT"],
@@ -352,7 +358,8 @@ export const registerStatusCommand: RegisterCommand = (program, ctx) => {
     const cluster = pluginCluster(flags, ctx.env, "kubectl-dms-status");
     const all = flags.allNamespaces === true;
     const namespace = all ? undefined : cluster.namespace;
-    const signal = ctx.stopSignal;
+    const deadline = AbortSignal.timeout(STATUS_DEADLINE_MS);
+    const signal = AbortSignal.any([ctx.stopSignal, deadline]);
     const notes: string[] = [];
     const [resources, namespaced, clusterWide] = await Promise.all([
       listAll(cluster.client, DEPLOYMENTS, namespace, signal),
@@ -361,7 +368,13 @@ export const registerStatusCommand: RegisterCommand = (program, ctx) => {
         () => listAll(cluster.client, CLUSTER_SERVICE_CONNECTIONS, undefined, signal),
         "ClusterServiceConnections",
       ),
-    ]);
+    ]).catch((error: unknown) => {
+      if (!deadline.aborted || ctx.stopSignal.aborted) throw error;
+      throw new Error(
+        `the API server did not list the resources and connections within ${STATUS_DEADLINE_MS / 1000} s (${cluster.description}): narrow with -n, or check the cluster`,
+        { cause: error },
+      );
+    });
     const connections: ConnectionView[] = [];
     for (const [kind, listed] of [
       [SERVICE_CONNECTIONS.kind, namespaced],
