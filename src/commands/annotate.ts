@@ -117,8 +117,18 @@ function registerVerb(verb: Verb): RegisterCommand {
       const flags = cmd.optsWithGlobals<AnnotateFlags>();
       const cluster = pluginCluster(flags, ctx.env, `kubectl-dms-${verb.name}`);
       const value = verb.value();
-      await patchAnnotation(cluster, name, verb.annotation, value, ctx.stopSignal);
+      const patched = await patchAnnotation(cluster, name, verb.annotation, value, ctx.stopSignal);
       ctx.out(`${RESOURCE_PREFIX}/${name} ${verb.done}\n`);
+      const annotations =
+        isRecord(patched) && isRecord(patched.metadata) ? patched.metadata.annotations : undefined;
+      if (
+        verb.annotation !== ANNOTATION_PAUSED &&
+        isRecord(annotations) &&
+        annotations[ANNOTATION_PAUSED] === "true"
+      )
+        ctx.err(
+          `note: ${RESOURCE_PREFIX}/${name} is suspended (${ANNOTATION_PAUSED}=true): the operator acts on it once resumed (kubectl dms resume ${name} -n ${cluster.namespace})\n`,
+        );
       if (flags.wait && verb.acknowledgedIn && value !== null)
         await waitForAcknowledgement(cluster, name, verb.acknowledgedIn, value, flags.timeout ?? 60_000, ctx);
     });

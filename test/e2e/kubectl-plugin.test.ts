@@ -111,9 +111,14 @@ describe("kubectl dms: the annotation verbs", { timeout: 120_000 }, () => {
     expect(after["team.example.com/owner"]).toBe("a");
   });
 
-  it("suspend sets dms.dev/paused=true and resume removes it", async () => {
+  it("suspend sets dms.dev/paused=true and resume removes it; the other verbs say when it is suspended", async () => {
     expect(await dms(`suspend web -n ${ns}`)).toBe("deployment.dms.dev/web suspended\n");
     expect((await annotations(ns, "web"))["dms.dev/paused"]).toBe("true");
+    const whileSuspended = await shell(`kubectl dms rollout-now web -n ${ns}`);
+    expect(whileSuspended.code).toBe(0);
+    expect(whileSuspended.stderr).toBe(
+      `note: deployment.dms.dev/web is suspended (dms.dev/paused=true): the operator acts on it once resumed (kubectl dms resume web -n ${ns})\n`,
+    );
     expect(await dms(`resume web -n ${ns}`)).toBe("deployment.dms.dev/web resumed\n");
     const after = await annotations(ns, "web");
     expect(after).not.toHaveProperty(["dms.dev/paused"]);
