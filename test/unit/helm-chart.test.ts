@@ -647,42 +647,48 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", {
       expect(result.code, set.join(" ")).not.toBe(0);
       return result.stderr;
     };
-    expect(await refusal(["scope=namespace", "metrics.serviceMonitor.enabled=true"])).toContain(
-      "metrics.service.enabled, metrics.serviceMonitor.enabled: /metrics listens on the pod's loopback only",
-    );
-    expect(await refusal(["metrics.secure=false", "metrics.service.enabled=true"])).toContain(
-      "metrics.loopbackOnly=false",
-    );
-    expect(await refusal(["metrics.port=8081"])).toContain(
-      "metrics.port: must differ from healthProbes.port",
-    );
-    expect(await refusal(["healthProbes.port=8080", "metrics.secure=false"])).toContain(
-      "metrics.port: must differ from healthProbes.port",
-    );
-    expect(await refusal(["metrics.secure=false", "metrics.certSecret=metrics-tls"])).toContain(
-      "metrics.certSecret: a certificate serves HTTPS metrics only",
-    );
-    expect(await refusal(["caBundle.secretName=a", "caBundle.configMapName=b"])).toContain(
-      "caBundle.secretName, caBundle.configMapName: give one of them",
-    );
-    expect(await refusal(["caSecretRef.name=a", "caConfigMapRef.name=b"])).toContain(
-      "caSecretRef.name, caConfigMapRef.name: give one of them",
-    );
-    expect(await refusal(["caBundle=not a certificate"])).toContain(
-      "caBundle: give the PEM text of the CA certificates",
-    );
-    expect(await refusal(["caSecretRef.name=a", "config.insecureSkipTLSVerify=true"])).toContain(
-      "caSecretRef.name, config.insecureSkipTLSVerify: give one of them",
-    );
-    expect(await refusal(["caBundle.secretName=a", "config.insecureSkipTlsVerify=true"])).toContain(
-      "caBundle, config.insecureSkipTLSVerify: give one of them",
-    );
-    expect(
-      await refusal(["config.insecureSkipTLSVerify=true", "config.insecureSkipTlsVerify=true"]),
-    ).toContain("config.insecureSkipTlsVerify is its deprecated spelling");
-    expect(
-      await refusal(["metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.scraper.create=false"]),
-    ).toContain("metrics.serviceMonitor.scraper.tokenSecret.name: name the Secret");
+    for (const [set, message] of [
+      [
+        ["scope=namespace", "metrics.serviceMonitor.enabled=true"],
+        "metrics.service.enabled, metrics.serviceMonitor.enabled: /metrics listens on the pod's loopback only",
+      ],
+      [["metrics.secure=false", "metrics.service.enabled=true"], "metrics.loopbackOnly=false"],
+      [["metrics.port=8081"], "metrics.port: must differ from healthProbes.port"],
+      [
+        ["healthProbes.port=8080", "metrics.secure=false"],
+        "metrics.port: must differ from healthProbes.port",
+      ],
+      [
+        ["metrics.secure=false", "metrics.certSecret=metrics-tls"],
+        "metrics.certSecret: a certificate serves HTTPS metrics only",
+      ],
+      [
+        ["caBundle.secretName=a", "caBundle.configMapName=b"],
+        "caBundle.secretName, caBundle.configMapName: give one of them",
+      ],
+      [
+        ["caSecretRef.name=a", "caConfigMapRef.name=b"],
+        "caSecretRef.name, caConfigMapRef.name: give one of them",
+      ],
+      [["caBundle=not a certificate"], "caBundle: give the PEM text of the CA certificates"],
+      [
+        ["caSecretRef.name=a", "config.insecureSkipTLSVerify=true"],
+        "caSecretRef.name, config.insecureSkipTLSVerify: give one of them",
+      ],
+      [
+        ["caBundle.secretName=a", "config.insecureSkipTlsVerify=true"],
+        "caBundle, config.insecureSkipTLSVerify: give one of them",
+      ],
+      [
+        ["config.insecureSkipTLSVerify=true", "config.insecureSkipTlsVerify=true"],
+        "config.insecureSkipTlsVerify is its deprecated spelling",
+      ],
+      [
+        ["metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.scraper.create=false"],
+        "metrics.serviceMonitor.scraper.tokenSecret.name: name the Secret",
+      ],
+    ] as const)
+      expect(await refusal([...set])).toContain(message);
   });
 });
 
