@@ -653,6 +653,10 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", {
         "metrics.service.enabled, metrics.serviceMonitor.enabled: /metrics listens on the pod's loopback only",
       ],
       [["metrics.secure=false", "metrics.service.enabled=true"], "metrics.loopbackOnly=false"],
+      [
+        ["scope=namespace", "metrics.prometheusRule.enabled=true"],
+        "metrics.prometheusRule.enabled: the alerts read the series Prometheus scrapes",
+      ],
       [["metrics.port=8081"], "metrics.port: must differ from healthProbes.port"],
       [
         ["healthProbes.port=8080", "metrics.secure=false"],

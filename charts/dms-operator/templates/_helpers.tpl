@@ -281,6 +281,9 @@ Refuses combinations of values the operator could not run with, naming the value
 {{- if and (include "dms-operator.metricsLoopbackOnly" .) (or .Values.metrics.service.enabled .Values.metrics.serviceMonitor.enabled) }}
 {{- fail "metrics.service.enabled, metrics.serviceMonitor.enabled: /metrics listens on the pod's loopback only (plain HTTP, metrics.secure false, reaches no Service); set metrics.secure=true (with scope: namespace a cluster admin binds system:auth-delegator to the operator's ServiceAccount, see the README) or, to serve plain HTTP to anyone who reaches the pod, metrics.loopbackOnly=false" }}
 {{- end }}
+{{- if and (include "dms-operator.metricsLoopbackOnly" .) .Values.metrics.prometheusRule.enabled }}
+{{- fail "metrics.prometheusRule.enabled: the alerts read the series Prometheus scrapes from /metrics, which listens on the pod's loopback only (plain HTTP, metrics.secure false); set metrics.secure=true (with scope: namespace a cluster admin binds system:auth-delegator to the operator's ServiceAccount) and metrics.serviceMonitor.enabled=true" }}
+{{- end }}
 {{- if eq (include "dms-operator.metricsPort" .) (include "dms-operator.envText" .Values.healthProbes.port) }}
 {{- fail "metrics.port: must differ from healthProbes.port; the chart gives /metrics a listener and a container port of its own" }}
 {{- end }}
