@@ -2,7 +2,7 @@
  * What every command shares: the process's streams and environment (injected, so a command
  * never reaches for `process` itself), the usage error, and the service connection flags.
  */
-import { type Command, InvalidArgumentError, Option } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
 import { pino } from "pino";
 import { ServiceClient } from "../api/client.ts";
 import { isUuid } from "../api/wire.ts";
@@ -188,25 +188,6 @@ export function connectionDefaultsFrom(flags: ServiceFlags, env: Env): ServiceCo
   const result = serviceConfigFrom({ ...kept, baseUrl: CONNECTION_URL_PLACEHOLDER }, ownEnv);
   if (!result.ok) throw new UsageError(result.problems);
   return result.config;
-}
-
-/** Output formats of the listing commands. */
-export const OUTPUT_FORMATS = ["table", "json", "yaml"] as const;
-export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
-
-/** Adds `-o, --output <format>` to `command`. */
-export function addOutputOption(command: Command): Command {
-  return command.addOption(
-    new Option(
-      "-o, --output <format>",
-      "output format (default: table when stdout is a terminal, json otherwise)",
-    ).choices(OUTPUT_FORMATS),
-  );
-}
-
-/** The format asked for, or the default for where stdout goes. */
-export function outputFormat(flags: { output?: OutputFormat }, ctx: CliContext): OutputFormat {
-  return flags.output ?? (ctx.stdoutIsTTY ? "table" : "json");
 }
 
 const UUID_EXAMPLE = "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e";

@@ -205,7 +205,9 @@ describe("plan report", () => {
     expect(planExitStatus(report([patch]))).toBe(2);
     expect(planExitStatus(report([patch, entry(inputs(spec({ source: "internal_docker" })))]))).toBe(1);
     expect(planExitStatus(report([entry(inputs(spec({ secrets: [] })))]))).toBe(1);
-    expect(planExitStatus(report([], [{ file: "a.yaml", line: 3, column: 1, message: "x" }]))).toBe(1);
+    expect(
+      planExitStatus(report([], [{ file: "a.yaml", line: 3, column: 1, document: 1, message: "x" }])),
+    ).toBe(1);
   });
 
   it("a skipped resource (another connection than --connection's) leaves the exit status as it is", () => {
@@ -232,7 +234,15 @@ describe("plan report", () => {
           inputs(spec({ sourceRevisionConfig: { imageUri: "r/agent:2" }, secrets: [byRef] }), { secretData }),
         ),
       ],
-      [{ file: "bad.yaml", line: 7, column: 3, message: "spec.source: required field is missing" }],
+      [
+        {
+          file: "bad.yaml",
+          line: 7,
+          column: 3,
+          document: 1,
+          message: "spec.source: required field is missing",
+        },
+      ],
     );
     const text = renderPlanText(r);
     expect(text).toContain(
@@ -241,7 +251,7 @@ describe("plan report", () => {
     expect(text).toContain("    ~ sourceRevisionConfig.imageUri: r/agent:1 → r/agent:2");
     expect(text).toContain("bad.yaml:7:3: error: spec.source: required field is missing");
     expect(text).toContain(
-      "Plan: 0 to create, 0 to adopt, 1 to patch (1 with a new revision), 0 unchanged, 0 blocked, 1 error(s).",
+      "Plan: 0 to create, 0 to adopt, 1 to patch (1 with a new revision), 0 unchanged, 0 blocked, 1 error.",
     );
     expect(text).not.toContain(SECRET_VALUE);
     const json = JSON.parse(renderPlanJson(r)) as {
