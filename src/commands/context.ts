@@ -5,6 +5,7 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { pino } from "pino";
 import { ServiceClient } from "../api/client.ts";
+import type { RetryEvent } from "../api/transport.ts";
 import { isUuid } from "../api/wire.ts";
 import {
   type Env,
@@ -18,6 +19,7 @@ import {
 } from "../config.ts";
 import { parseConnectionArg } from "../connection/settings.ts";
 import type { ConnectionRef } from "../identity/connection.ts";
+import { retryLine } from "./service-hints.ts";
 
 /** The outside world of a command. */
 export interface CliContext {
@@ -27,6 +29,8 @@ export interface CliContext {
   err(text: string): void;
   /** Whether standard output is a terminal: decides the default output format. */
   stdoutIsTTY: boolean;
+  /** Whether standard error is a terminal: progress lines (a retry, a wait) are written there only then. */
+  stderrIsTTY?: boolean;
   env: Env;
   /** Resolves when the process is asked to stop (SIGINT/SIGTERM); long-running commands await it. */
   stopSignal: AbortSignal;
@@ -119,8 +123,22 @@ export function serviceClientOf(
   const logger = flags.verbose
     ? pino({ level: "debug", base: null }, { write: (line: string) => ctx.err(line) })
     : undefined;
-  return new ServiceClient({ ...config, ...(logger ? { logger } : {}) });
+  // Under --verbose the logger already says it; on a terminal one line per retry says why the wait.
+  const onRetry = ctx.stderrIsTTY && !logger ? (e: RetryEvent) => ctx.err(`${retryLine(e)}\n`) : undefined;
+  return new ServiceClient({
+    ...config,
+    connectTimeoutMs: Math.min(CLI_CONNECT_TIMEOUT_MS, config.timeoutMs ?? CLI_CONNECT_TIMEOUT_MS),
+    ...(logger ? { logger } : {}),
+    ...(onRetry ? { onRetry } : {}),
+  });
 }
+
+/**
+ * Time a command gives a connection to open. A host that drops packets would otherwise hold
+ * each attempt for the whole request timeout (10 s, five attempts: ~50 s of silence); an
+ * answering host opens a connection in well under a second, even across continents.
+ */
+export const CLI_CONNECT_TIMEOUT_MS = 5000;
 
 /**
  * The service settings a connection gives (its spec and Secret): their flags cannot be combined

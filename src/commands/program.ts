@@ -9,6 +9,7 @@ import { shutdownSignal } from "../runtime/manager.ts";
 import { VERSION } from "../version.ts";
 import { type CliContext, type RegisterCommand, UsageError } from "./context.ts";
 import { PROGRAM_NAME } from "./program-name.ts";
+import { serviceErrorHint } from "./service-hints.ts";
 
 /** Exit statuses: 0 success, 1 the operation failed, 2 the command was called wrongly, 130 interrupted. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
@@ -88,6 +89,8 @@ function reportError(error: unknown, verbose: boolean, ctx: CliContext): number 
   else if (error instanceof ServiceError && error.maybeApplied) {
     ctx.err("hint: the change may have been applied; list before repeating it\n");
   }
+  const hint = error instanceof ServiceError ? serviceErrorHint(error) : undefined;
+  if (hint) ctx.err(`hint: ${hint}\n`);
   return usage ? EXIT.usage : EXIT.failed;
 }
 
@@ -123,6 +126,7 @@ export function processContext(): CliContext {
     out: (text) => process.stdout.write(text),
     err: (text) => process.stderr.write(text),
     stdoutIsTTY: process.stdout.isTTY === true,
+    stderrIsTTY: process.stderr.isTTY === true,
     env: process.env,
     stopSignal: stop.signal,
     readStdin: () => text(process.stdin),
