@@ -37,13 +37,12 @@ export interface OutputChoice {
 /** Adds `-o, --output <format>` and `--no-headers` to `command`: the same flags on every listing. */
 export function addOutputOptions(command: Command, choice: OutputChoice = {}): Command {
   const formats = choice.formats ?? OUTPUT_FORMATS;
-  const shown = formats.join("|");
   const fallback = choice.default
     ? `default ${choice.default}`
     : "default: table on a terminal, json otherwise";
-  const alias = choice.textAlias ? "; text is accepted for table" : "";
+  const alias = choice.textAlias ? "; text, its former name, is read as table" : "";
   command.addOption(
-    new Option("-o, --output <format>", `output format: ${shown} (${fallback}${alias})`).choices(
+    new Option("-o, --output <format>", `output format (${fallback}${alias})`).choices(
       choice.textAlias ? [...formats, "text"] : formats,
     ),
   );

@@ -2,9 +2,11 @@
 // samples are accepted, and each invalid example is refused at `kubectl apply` time with a message
 // that names the field, before any operator sees it. Every rule listed in docs/crd-validation.md
 // has a case here; so do the connections' printer columns, short names and category.
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseManifests } from "../../src/gitops/manifests.ts";
+import { validateResource } from "../../src/gitops/validate.ts";
 import { freshNamespace, kubectl, kubectlOk } from "../support/cluster.ts";
 import { REFUSED_DEPLOYMENT_SPECS, rolloutWindowCases } from "../support/refused-deployments.ts";
 
@@ -50,6 +52,8 @@ describe("Deployment CRD: accepted input", () => {
     const result = await kubectl(["apply", "-n", namespace, "-f", path]);
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
+    // plan's verdict is the API server's: accepted.
+    expect(parseManifests(readFileSync(path, "utf8"), path).problems).toEqual([]);
     // The samples' service names are claimed cluster-wide: leaving them would make every later
     // test that applies the samples lose a name conflict to these.
     await kubectlOk(["delete", "-n", namespace, "-f", path, "--wait=false"]);
@@ -121,10 +125,12 @@ const invalid = REFUSED_DEPLOYMENT_SPECS;
 
 // Each case is an object of its own name, independent of the others: submitted a few at a time.
 describe.concurrent("Deployment CRD: refused input names the field", () => {
-  it.for(invalid)("refuses $reason", async ({ spec, message }, { expect }) => {
-    const result = await submit("create", resource(uniqueName(), spec));
+  it.for(invalid)("refuses $reason, and so does plan", async ({ spec, message }, { expect }) => {
+    const object = resource(uniqueName(), spec);
+    const result = await submit("create", object);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(message);
+    expect(validateResource(object)).not.toEqual([]);
   });
 });
 
@@ -165,9 +171,11 @@ describe("Deployment CRD: bounds", () => {
   it("accepts a resource at its bounds: its CEL rules stay within the API server's runtime cost", async () => {
     const spec = atTheBounds();
     expect(JSON.stringify(spec).length).toBeGreaterThan(160_000);
-    const result = await submit("create", resource(uniqueName(), spec));
+    const object = resource(uniqueName(), spec);
+    const result = await submit("create", object);
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
+    expect(validateResource(object)).toEqual([]);
   });
 
   it("teaches the bounds through kubectl explain", async () => {

@@ -4,10 +4,10 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/api/errors.ts";
-import type { CliContext } from "../../src/commands/context.ts";
 import { registerDeploymentsCommand } from "../../src/commands/deployments.ts";
-import { EXIT, runProgram } from "../../src/commands/program.ts";
+import { EXIT } from "../../src/commands/program.ts";
 import { retryLine, serviceErrorHint } from "../../src/commands/service-hints.ts";
+import { runCli } from "../support/cli.ts";
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -34,21 +34,12 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-async function list(env: Record<string, string>, stderrIsTTY: boolean) {
-  let stderr = "";
-  const ctx: CliContext = {
-    out: () => {},
-    err: (text) => {
-      stderr += text;
-    },
-    stdoutIsTTY: false,
-    stderrIsTTY,
+const list = (env: Record<string, string>, stderrIsTTY: boolean) =>
+  runCli(["deployments", "list"], {
+    commands: [registerDeploymentsCommand],
     env: { DMS_API_KEY: "cli-talk-key-4f2a", ...env },
-    stopSignal: new AbortController().signal,
-  };
-  const code = await runProgram(["deployments", "list"], ctx, [registerDeploymentsCommand]);
-  return { code, stderr };
-}
+    stderrIsTTY,
+  });
 
 describe("a line per retry on a terminal", () => {
   it("says what failed and how long it waits, then the error", async () => {

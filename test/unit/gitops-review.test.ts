@@ -218,6 +218,24 @@ describe("plan report", () => {
     expect(planCounts([skipped, skipped])).toMatchObject({ skipped: 2, noop: 0, error: 0 });
   });
 
+  it("colours the text on a terminal: + green, ~ yellow, ! red; none without colours", () => {
+    const colours = {
+      green: (t: string) => `<g>${t}</g>`,
+      yellow: (t: string) => `<y>${t}</y>`,
+      red: (t: string) => `<r>${t}</r>`,
+    };
+    const create = entry(inputs(spec(), { observed: null }));
+    const patch = entry(inputs(spec({ sourceConfig: { resourceSpec: { cpu: 2 } } })));
+    const text = renderPlanText(
+      report([create, patch], [{ file: "a.yaml", line: 3, column: 1, document: 1, message: "x" }]),
+      colours,
+    );
+    expect(text).toMatch(/: <g>create<\/g>\n {4}<g>\+ /);
+    expect(text).toMatch(/<y>patch [^<]*<\/y>\n {4}<y>~ /);
+    expect(text).toContain("a.yaml:3:1: <r>error</r>: x");
+    expect(renderPlanText(report([create, patch]))).not.toMatch(/<[gyr]>/);
+  });
+
   it("a resource on a connection is named with it; the default connection is not named", () => {
     const through = entry(inputs(spec({ connectionRef: { kind: "ClusterServiceConnection", name: "eu" } })));
     expect(through.connection).toBe("ClusterServiceConnection/eu");
