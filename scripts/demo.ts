@@ -3,7 +3,8 @@
  *
  * Starts a local control plane (etcd + kube-apiserver, built once into a cache if missing), the
  * service simulator seeded with `src/simulator/seed.example.yaml`, and the operator as a child
- * process; applies `manifests/samples` into namespace `demo`; shows a live table until every
+ * process; applies `manifests/samples` into namespace `demo` through `manifests/samples-simulator`,
+ * the overlay that puts in the seed's values where a sample says `# replace:`; shows a live table until every
  * resource is Ready; bumps one image and shows the new revision; prints how to explore; stops
  * everything. `--keep` stays up until Ctrl-C. Ctrl-C at any point stops everything.
  * Exit codes: 0 done, 1 failed or timed out, 2 bad arguments, 130 interrupted.
@@ -23,6 +24,8 @@ import { describeNotDone, isDone, type ResourceRow, rowsFromList } from "./demo/
 
 const ROOT = join(import.meta.dirname, "..");
 const NAMESPACE = "demo";
+/** manifests/samples with the seed's values in place of the ones a tenant replaces. */
+const SAMPLES = "manifests/samples-simulator";
 /** The resource the demo edits, and the image it moves to. */
 const EDITED = { name: "summarizer", imageUri: "summarizer:2025-07-01" };
 /** ObserveOnly sample: the operator only reads a deployment of this name, so the demo seeds one. */
@@ -167,9 +170,11 @@ async function demo(parts: Parts, options: DemoOptions, signal: AbortSignal): Pr
   });
   const operator = parts.operator;
 
-  say(`4. kubectl create namespace ${NAMESPACE}; kubectl apply -k manifests/samples -n ${NAMESPACE}`);
+  say(
+    `4. kubectl create namespace ${NAMESPACE}; kubectl apply -k ${SAMPLES} -n ${NAMESPACE}   # the samples, with the simulator's values`,
+  );
   await kubectl(["create", "namespace", NAMESPACE]);
-  const applied = await kubectl(["apply", "-k", join(ROOT, "manifests", "samples"), "-n", NAMESPACE]);
+  const applied = await kubectl(["apply", "-k", join(ROOT, SAMPLES), "-n", NAMESPACE]);
   for (const line of applied.trimEnd().split("\n")) say(`   ${line}`);
 
   const read = async () => {

@@ -24,6 +24,7 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import { stringify } from "yaml";
 import type { ServiceClient } from "../api/client.ts";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
+import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
 import { entryTimeMs, LOG_TYPES, type LogEntry, type LogType } from "../api/revision-logs.ts";
 import { type Deployment, DONE_REVISION_STATUSES, FAILED_REVISION_STATUSES } from "../api/wire.ts";
 import { parseDuration } from "../config.ts";
@@ -143,9 +144,10 @@ const LOG_FORMATS = ["table", "json", "yaml"] as const;
 
 /** One entry as `format` prints it, ending with a newline. */
 function renderEntry(entry: LogEntry, format: OutputFormat): string {
-  if (format === "json") return `${JSON.stringify(entry)}\n`;
+  // The service's text with its controls escaped: JSON's raw ones too; YAML as its writer escapes them.
+  if (format === "json") return `${escapeJsonText(JSON.stringify(entry))}\n`;
   if (format === "yaml") return `---\n${stringify(entry)}`;
-  return `${formatEntry(entry)}\n`;
+  return `${escapeForTerminal(formatEntry(entry))}\n`;
 }
 
 /** An entry as one line: `time level message`, the parts it lacks left out. */

@@ -9,6 +9,7 @@ import { styleText } from "node:util";
 import Table from "cli-table3";
 import { type Command, Option } from "commander";
 import { stringify } from "yaml";
+import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
 import type { Env } from "../config.ts";
 
 /** The output formats of a listing. */
@@ -153,9 +154,11 @@ export interface RenderOptions {
 export function renderRows<T>(rows: readonly T[], listing: Listing<T>, options: RenderOptions): string {
   const { format } = options;
   const data = listing.data ?? ((row: T) => row);
-  if (format === "json") return `${JSON.stringify(rows.map(data), null, 2)}\n`;
+  // The service's text must not drive the terminal: JSON with the characters it leaves raw
+  // escaped too, YAML as its writer escapes them, every other cell with its controls written out.
+  if (format === "json") return `${escapeJsonText(JSON.stringify(rows.map(data), null, 2))}\n`;
   if (format === "yaml") return rows.length === 0 ? "[]\n" : stringify(rows.map(data));
-  if (format === "name") return rows.map((row) => `${listing.name(row)}\n`).join("");
+  if (format === "name") return rows.map((row) => `${escapeForTerminal(listing.name(row))}\n`).join("");
   if (rows.length === 0) return `${listing.empty}\n`;
   const wide = format === "wide";
   const columns = listing.columns.filter((c) => wide || !c.wide);
@@ -191,7 +194,7 @@ export function table(head: readonly string[] | undefined, rows: readonly (reado
 
 function cellText<T>(column: Column<T>, value: Cell, wide: boolean, now: number): string {
   if (value === null || value === undefined || value === "") return "-";
-  const text = String(value);
+  const text = escapeForTerminal(String(value));
   if (wide) return text;
   if (column.show === "id") return shortId(text);
   if (column.show === "time") return age(text, now);

@@ -17,6 +17,7 @@
 import type { Command } from "commander";
 import type { ServiceClient } from "../api/client.ts";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
+import { escapeForTerminal } from "../api/printable.ts";
 import type { RevisionListing, RevisionRow } from "../api/revision-listing.ts";
 import { type Deployment, isUuid, ROUTES } from "../api/wire.ts";
 import { connectionOf } from "../identity/connection.ts";
@@ -126,7 +127,7 @@ export const registerRevisionsCommand: RegisterCommand = (program, ctx) => {
       }
       const lines = revisionLines(listing.rows, deployment);
       ctx.out(renderFor(ctx, flags, lines, LISTING));
-      for (const note of notes(listing, lines, deployment)) ctx.err(`${note}\n`);
+      for (const note of notes(listing, lines, deployment)) ctx.err(`${escapeForTerminal(note)}\n`);
     },
   );
 };

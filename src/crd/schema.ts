@@ -399,7 +399,7 @@ export const DeploymentResourceSchema = Type.Object(
   },
   {
     description:
-      "A deployment of the Deployment Management Service, kept in line with this resource by dms-operator.",
+      "A deployment of the Deployment Management Service, kept in line with this resource by dms-operator. Not the built-in apps/v1 Deployment: `kubectl get deployment <name>` reads that kind; this one is `kubectl get dmsd <name>` (short name dmsd, full name deployments.dms.dev).",
     "x-kubernetes-validations": [
       {
         // The effective name (spec.name, else metadata.name) is what the service knows the

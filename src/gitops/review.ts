@@ -162,7 +162,7 @@ export function reviewResource(inputs: ReviewInputs): ReviewEntry {
     windows =
       spec.managementPolicy === "ObserveOnly"
         ? undefined
-        : windowsInEffect(spec.rolloutWindows, inputs.inheritedWindows);
+        : windowsInEffect(spec.rolloutWindows, inputs.inheritedWindows, inputs.now);
   } catch (error) {
     if (!(error instanceof InvalidSpecError)) throw error;
     return { ...entry, action: "error", error: error.message };
@@ -203,7 +203,14 @@ export function reviewResource(inputs: ReviewInputs): ReviewEntry {
         const note = maskedNote(inputs.observed, lastApplied);
         if (note) entry.warnings.push(note);
       }
-      const held = decision.action === "patch" && windows ? heldReview(inputs, decision, windows) : undefined;
+      let held: HeldReview | undefined;
+      try {
+        held = decision.action === "patch" && windows ? heldReview(inputs, decision, windows) : undefined;
+      } catch (error) {
+        // Windows too costly to search fail the resource, as in the controller.
+        if (!(error instanceof InvalidSpecError)) throw error;
+        return { ...entry, action: "error", error: error.message };
+      }
       if (held) entry.held = held;
     }
   }

@@ -21,19 +21,21 @@ import { connectionLabel, connectionOf, describeConnection } from "../identity/c
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
 import { objectKey, parseObjectKey } from "../runtime/keys.ts";
+import { reconcileFields } from "../runtime/log.ts";
 import { isPaused, reconcileInterval, reconcileRequestedAt, rolloutNow } from "./annotations.ts";
 import { claimedName, claimOf, olderClaimant } from "./claims.ts";
 import {
   evidenceDue,
   excerptOf,
   fitNote,
-  formatLine,
+  formatTail,
   LOG_RETRY_MS,
   logTypeFor,
   readAgainPending,
   rolloutStart,
   rolloutTimedOut,
   rolloutTimeoutMs,
+  TAIL_REDACTION_MS,
 } from "./failure-evidence.ts";
 import { failureOf } from "./failures.ts";
 import { lookupTarget } from "./freshness.ts";
@@ -258,7 +260,8 @@ export class DeploymentReconciler {
         namespace,
         name,
         generation: obj.metadata.generation,
-        reconcileId: randomUUID(),
+        // The controller's id of this reconcile: one id on all of its lines.
+        reconcileID: reconcileFields()?.reconcileID ?? randomUUID(),
       }),
     };
     try {
@@ -379,7 +382,7 @@ export class DeploymentReconciler {
       else this.#event(run, "Normal", "Adopted", adoptedNote(found.deployment));
     }
     // Read before any write: windows that cannot be read stall the resource (InvalidSpec).
-    const windows = windowsInEffect(run.obj.spec.rolloutWindows, run.inheritedWindows);
+    const windows = windowsInEffect(run.obj.spec.rolloutWindows, run.inheritedWindows, run.now.getTime());
     if (decision.action === "create") return this.#create(run, decision, record, versions, signal);
     const held = decision.action === "patch" ? this.#outsideWindows(run, decision, windows) : undefined;
     if (held) return this.#patchOutsideWindows(run, found, held, record, versions, signal);
@@ -531,6 +534,7 @@ export class DeploymentReconciler {
       rolloutNow: rolloutNow(run.obj),
       handledRolloutNow: run.obj.status?.lastHandledRolloutNow,
       held: held.changes,
+      counter: () => this.#o.clock.now(),
     });
     if (gate.kind === "open") {
       if (gate.viaRolloutNow) run.log.info("rolling out outside the rollout windows: dms.dev/rollout-now");
@@ -938,7 +942,12 @@ export class DeploymentReconciler {
         };
       }
     }
-    return read.entries.map((entry) => formatLine(entry, run.seen.secrets.values));
+    return (
+      formatTail(read.entries, run.seen.secrets.values) ?? {
+        note: `its ${type} log is not shown: it could not be searched for secret values within ${TAIL_REDACTION_MS} ms`,
+        passing: false,
+      }
+    );
   }
 
   /**

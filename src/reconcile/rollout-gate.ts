@@ -14,13 +14,17 @@ import { InvalidSpecError } from "../crd/errors.ts";
 import { ANNOTATION_ROLLOUT_NOW } from "../crd/schema.ts";
 import type { ChangeGroup, FieldChange, PatchPlan } from "./plan.ts";
 import {
+  BoundedMemo,
+  type Counter,
   checkWindows,
   compileWindows,
   localTime,
   MAX_OPENING_STEPS,
   nextOpening,
+  OPENING_BUDGET_MS,
   OPENING_HORIZON_MS,
   type Opening,
+  type RolloutWindow,
   type RolloutWindowSpec,
 } from "./rollout-windows.ts";
 
@@ -41,20 +45,23 @@ export interface WindowsInEffect {
 /**
  * The windows of a resource: its own `spec.rolloutWindows` when it sets the field (an empty list
  * included: no windows, roll out any time), else its connection's, else none. Throws an
- * {@link InvalidSpecError} naming the item and the fix when a window cannot be read.
+ * {@link InvalidSpecError} naming the item and the fix when a window cannot be read, or (when
+ * `now` is given) when its schedule starts no window within the next years (see `checkWindows`):
+ * a connection's window is refused in each resource that uses it, naming the connection.
  */
 export function windowsInEffect(
   own: readonly RolloutWindowSpec[] | undefined,
   inherited: InheritedWindows | undefined,
+  now: number | undefined,
 ): WindowsInEffect {
   if (own !== undefined) {
-    checkWindows(own, "spec.rolloutWindows");
+    checkWindows(own, "spec.rolloutWindows", now);
     return { windows: own, source: "spec.rolloutWindows" };
   }
   if (!inherited) return { windows: [], source: "spec.rolloutWindows" };
   const source = `spec.rolloutWindows of ${inherited.from}`;
   try {
-    checkWindows(inherited.windows, "spec.rolloutWindows");
+    checkWindows(inherited.windows, "spec.rolloutWindows", now);
     return { windows: inherited.windows, source };
   } catch (error) {
     if (!(error instanceof InvalidSpecError)) throw error;
@@ -125,15 +132,28 @@ export interface GateInput {
   handledRolloutNow?: string | undefined;
   /** The changes held, as the planner names them (for the message). */
   held: readonly FieldChange[];
+  /** The monotonic counter the search's time budget is read on. Default `performance.now`. */
+  counter?: Counter;
 }
 
-/** Decides whether the revision part of a change goes out now (see {@link RolloutGate}). */
+/**
+ * Decides whether the revision part of a change goes out now (see {@link RolloutGate}). Throws
+ * an {@link InvalidSpecError} naming the windows when the search for the next opening ran out of
+ * its time budget ({@link OPENING_BUDGET_MS}): windows too costly to search fail their resource,
+ * never the event loop every resource shares. The search's answer is remembered (see
+ * {@link searchOpening}).
+ */
 export function gateRollout(input: GateInput): RolloutGate {
   if (input.rolloutNow !== undefined && input.rolloutNow !== input.handledRolloutNow)
     return { kind: "open", viaRolloutNow: true };
   if (input.windows.windows.length === 0) return { kind: "open", viaRolloutNow: false };
-  const opening = nextOpening(compileWindows(input.windows.windows, "spec.rolloutWindows"), input.now);
+  const opening = searchOpening(input.windows.windows, input.now, input.counter);
   if (opening.kind === "now") return { kind: "open", viaRolloutNow: false };
+  if (opening.kind === "none" && opening.exhausted === "time")
+    throw new InvalidSpecError(
+      input.windows.source,
+      `finding when these rollout windows next allow a rollout took more than ${OPENING_BUDGET_MS} ms, the most the operator spends on it (nothing opens before ${formatTime(new Date(opening.searchedUntil))}): use fewer windows, or schedules that start less often; or set the annotation ${ANNOTATION_ROLLOUT_NOW} to a new value to roll the change out now`,
+    );
   const fields = [...new Set(input.held.map((c) => c.field))].join(", ");
   const what = `the change that makes a new revision (${fields}) is held: outside the rollout windows (${input.windows.source})`;
   const release = `set the annotation ${ANNOTATION_ROLLOUT_NOW} to a new value to roll it out now`;
@@ -153,7 +173,60 @@ function noOpening(opening: Opening & { kind: "none" }): string {
     : `no window opens within ${OPENING_HORIZON_MS / 86_400_000} days`;
 }
 
-function describeWindow(opening: Opening & { kind: "at" }): string {
+/** An {@link Opening} without the parsed schedule (80 KB each): what {@link OPENINGS} keeps. */
+type KeptOpening =
+  | { kind: "now" }
+  | { kind: "at"; at: number; window: Omit<RolloutWindow, "cron"> }
+  | (Opening & { kind: "none" });
+
+/** A search's answer, the instant it was asked at, and until when it holds. */
+interface KeptAnswer {
+  from: number;
+  until: number;
+  opening: KeptOpening;
+}
+
+/**
+ * Answers of {@link nextOpening} by the windows' text. An answer found at `from` holds at any
+ * instant before its opening (or before where its search stopped): every instant it passed over
+ * is closed, so a search from a later one finds the same. Except the answer that nothing opens
+ * within the horizon, which a later search may not give (it looks further): kept for
+ * {@link HORIZON_ANSWER_MS} only, so that "within 366 days" stays true to the minute. Every
+ * reconcile of a held resource until its window opens, and the resources that share its
+ * windows, search once; the entries are bounded whatever the tenants write (5 KB at most each).
+ */
+const OPENINGS = new BoundedMemo<string, KeptAnswer>(256);
+const HORIZON_ANSWER_MS = 60_000;
+
+/**
+ * The next opening of `windows` at `now`, searched (within its step and time budgets) or taken
+ * from {@link OPENINGS}. Keyed by the windows' text, which is all the answer depends on besides
+ * the instant: the same windows of another resource, or of a later generation, reuse it.
+ */
+function searchOpening(windows: readonly RolloutWindowSpec[], now: number, counter?: Counter): KeptOpening {
+  const key = JSON.stringify(windows.map((w) => [w.kind, w.schedule, w.duration, w.timeZone ?? null]));
+  const kept = OPENINGS.get(key);
+  if (kept && kept.from <= now && now < kept.until) return kept.opening;
+  const compiled = compileWindows(windows, "spec.rolloutWindows");
+  const found = nextOpening(compiled, now, counter ? { counter } : {});
+  if (found.kind === "now") return found;
+  const opening: KeptOpening =
+    found.kind === "at" ? { kind: "at", at: found.at, window: withoutCron(found.window) } : found;
+  const until =
+    opening.kind === "at"
+      ? opening.at
+      : opening.exhausted
+        ? opening.searchedUntil
+        : Math.min(opening.searchedUntil, now + HORIZON_ANSWER_MS);
+  OPENINGS.set(key, { from: now, until, opening });
+  return opening;
+}
+
+function withoutCron({ cron: _parsed, ...window }: RolloutWindow): Omit<RolloutWindow, "cron"> {
+  return window;
+}
+
+function describeWindow(opening: KeptOpening & { kind: "at" }): string {
   const w = opening.window;
   const verb = w.kind === "allow" ? "opens" : "ends";
   return `${w.kind} window [${w.index}] (${w.schedule} for ${describeDuration(w.durationMs)}, ${w.timeZone}) ${verb}`;

@@ -223,10 +223,16 @@ describe("errors", () => {
     expect(oneLine(run)).toBe("error: --base-url / DMS_BASE_URL: required, e.g. https://api.example.com");
   });
 
-  it("a refusal by the service: one line, no stack, exit 1; the stack only with --verbose", async () => {
+  it("a refusal by the service: one line and a hint naming the key's flag and variable, no stack, exit 1; the stack only with --verbose", async () => {
     const run = await cli(["deployments", "list"], { DMS_API_KEY: "wrong-key" });
     expect(run.code).toBe(1);
-    expect(oneLine(run)).toMatch(/^error: GET \/v2\/deployments: 401 unauthorized: /);
+    expect(run.stdout).toBe("");
+    const [error, hint, ...rest] = run.stderr.trimEnd().split("\n");
+    expect(error).toMatch(/^error: GET \/v2\/deployments: 401 unauthorized: /);
+    expect(hint).toMatch(
+      /^hint: the service did not accept the API key: check --api-key-file \/ DMS_API_KEY_FILE or --api-key \/ DMS_API_KEY/,
+    );
+    expect(rest).toEqual([]);
 
     const verbose = await cli(["deployments", "list", "--verbose"], { DMS_API_KEY: "wrong-key" });
     expect(verbose.code).toBe(1);

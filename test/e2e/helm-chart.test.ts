@@ -233,7 +233,7 @@ async function scrape(url: string, namespace: string, account: string) {
 }
 
 /**
- * `helm uninstall` as the README's uninstall says: the resources of `apps` first, while the
+ * `helm uninstall` as the install guide's uninstall says: the resources of `apps` first, while the
  * operator still runs, so that their finalizers are handled (once its RBAC is gone the operator
  * could not); then the operator stops and the release goes, all but the CRDs (the same uids,
  * still serving).
@@ -541,10 +541,10 @@ describe("the Helm chart", () => {
       await becomesReady(operator, release(), `${FULLNAME}-1`);
       const started = operator;
       await started.whileRunning(
-        waitFor(async () => started.logText().includes('"level":20'), {
+        waitFor(async () => started.logText().includes('"level":"debug"'), {
           timeoutMs: 20_000,
           intervalMs: 300,
-          description: "a debug line (pino's level 20) in the log",
+          description: 'a debug line ("level":"debug") in the log',
         }),
       );
       expect(await readyStatus(apps, "summarizer")).toBe("True");

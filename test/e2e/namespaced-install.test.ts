@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadSeed } from "../../src/simulator/seed.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { freshNamespace, kubectl, kubectlOk } from "../support/cluster.ts";
+import { simulatorSample } from "../support/samples.ts";
 import {
   canI,
   containerArgs,
@@ -115,9 +116,9 @@ describe("the namespace-scoped install", () => {
       podName: "dms-operator-team-0",
       dir: work,
     });
-    const sample = join(MANIFESTS, "samples", "secret-by-reference.yaml");
-    await kubectlOk(["apply", "-n", elsewhere, "-f", sample]);
-    await kubectlOk(["apply", "-n", ns, "-f", sample]);
+    const sample = simulatorSample("secret-by-reference.yaml");
+    await kubectlOk(["apply", "-n", elsewhere, "-f", "-"], { input: sample });
+    await kubectlOk(["apply", "-n", ns, "-f", "-"], { input: sample });
 
     const waited = await kubectl(
       ["wait", "--for=condition=Ready", "dmsd/triage-bot", "-n", ns, "--timeout=45s"],

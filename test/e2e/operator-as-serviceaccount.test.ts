@@ -4,16 +4,16 @@
 // Sample YAML is applied, edited (a changed file applied again), its Secret rotated, and deleted
 // with kubectl; `kubectl wait --for=condition=Ready` must succeed. A permission missing from
 // manifests/rbac makes a step time out here and leaves an HTTP 403 in the operator's log.
-import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseAllDocuments, stringify } from "yaml";
+import { stringify } from "yaml";
 import { loadSeed } from "../../src/simulator/seed.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { startSimulator } from "../../src/simulator/server.ts";
 import { freshNamespace, kubectl, kubectlOk, waitFor } from "../support/cluster.ts";
+import { simulatorSample, simulatorSampleObjects } from "../support/samples.ts";
 import {
   containerArgs,
   forbiddenLines,
@@ -28,11 +28,10 @@ const SEED = join(import.meta.dirname, "..", "..", "src", "simulator", "seed.exa
 const API_KEY = "e2e-key-0123456789abcdef";
 const POD_NAME = "dms-operator-e2e-0";
 
-/** A sample file with `edit` applied to each of its documents, as YAML text. */
+/** A sample file with the simulator's values and `edit` applied to each of its documents, as YAML text. */
 function editedSample(file: string, edit: (doc: Record<string, unknown>) => void): string {
-  return parseAllDocuments(readFileSync(join(SAMPLES, file), "utf8"))
-    .map((doc) => {
-      const value = doc.toJS() as Record<string, unknown>;
+  return simulatorSampleObjects(file)
+    .map((value) => {
       edit(value);
       return stringify(value);
     })
@@ -112,7 +111,7 @@ describe("the operator as ServiceAccount dms-system/dms-operator", () => {
 
   it("makes applied sample YAML Ready: kubectl wait --for=condition=Ready succeeds", async () => {
     for (const file of ["github.yaml", "secret-by-reference.yaml", "internal-docker.yaml"])
-      await kubectlOk(["apply", "-n", ns, "-f", join(SAMPLES, file)]);
+      await kubectlOk(["apply", "-n", ns, "-f", "-"], { input: simulatorSample(file) });
     const waited = await kubectl(
       [
         "wait",

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { describe, expect, it } from "vitest";
-import { parseAllDocuments } from "yaml";
+import { isScalar, parseAllDocuments } from "yaml";
 import { CreateDeploymentBodySchema, DEPLOYMENT_SOURCES, type ForgeRepo } from "../../src/api/wire.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
@@ -19,8 +19,61 @@ import { type DeploymentResource, DeploymentResourceSchema } from "../../src/crd
 import { plan } from "../../src/reconcile/plan.ts";
 import { seededRepos } from "../../src/simulator/catalog.ts";
 import { loadSeed } from "../../src/simulator/seed.ts";
+import { overlayPatches, withSimulatorValues } from "../support/samples.ts";
 
 const dir = join(import.meta.dirname, "..", "..", "manifests", "samples");
+
+/**
+ * The values of a sample that belong to a tenant, by kind: each must carry a `# replace:` comment
+ * (a path of a list item applies to every item).
+ */
+const TENANT_VALUES: Record<string, string[][]> = {
+  Deployment: [
+    ["spec", "github", "integrationId"],
+    ["spec", "github", "repository"],
+    ["spec", "sourceConfig", "integrationId"],
+    ["spec", "sourceConfig", "repoUrl"],
+    ["spec", "sourceConfig", "listenerId"],
+    ["spec", "sourceConfig", "listenerConfig", "k8sNamespace"],
+    ["spec", "sourceConfig", "resourceSpec", "serviceAccountName"],
+    ["spec", "sourceRevisionConfig", "imageUri"],
+    ["spec", "sourceRevisionConfig", "sourceTarballPath"],
+    ["spec", "secretReferences", "*", "secretName"],
+    ["spec", "secretReferences", "*", "secretKey"],
+    ["spec", "connectionRef", "name"],
+  ],
+  ServiceConnection: [
+    ["metadata", "name"],
+    ["spec", "baseUrl"],
+    ["spec", "apiKeySecretRef", "name"],
+    ["spec", "tenantId"],
+  ],
+  ClusterServiceConnection: [
+    ["metadata", "name"],
+    ["spec", "baseUrl"],
+    ["spec", "apiKeySecretRef", "name"],
+    ["spec", "apiKeySecretRef", "namespace"],
+    ["spec", "tenantId"],
+  ],
+  Secret: [["stringData", "*"]],
+};
+
+/** The nodes at `path` of a parsed document (`*` is every item or value). */
+function nodesAt(node: unknown, path: string[]): unknown[] {
+  if (path.length === 0) return [node];
+  const [head, ...rest] = path;
+  const items = (node as { items?: { key?: { value?: unknown }; value?: unknown }[] } | null)?.items;
+  if (!Array.isArray(items)) return [];
+  if (head === "*") return items.flatMap((item) => nodesAt("value" in item ? item.value : item, rest));
+  const pair = items.find((item) => item.key?.value === head);
+  return pair ? nodesAt(pair.value, rest) : [];
+}
+
+/** The samples as the overlay renders them. */
+async function simulatorSamples(): Promise<Doc[]> {
+  const patches = overlayPatches();
+  return (await samples()).map((doc) => ({ ...doc, object: withSimulatorValues(doc.object, patches) }));
+}
 
 const SEED = join(import.meta.dirname, "..", "..", "src", "simulator", "seed.example.yaml");
 
@@ -134,8 +187,66 @@ describe("manifests/samples", () => {
     for (const ref of refs) expect(known).toContain(`${ref.kind}/${ref.name}`);
   });
 
-  it("every Deployment plans a create the service's request schema accepts, against the example seed", async () => {
+  it("marks every value that belongs to a tenant with a `# replace:` comment", async () => {
+    const unmarked: string[] = [];
+    let marked = 0;
+    const files = (await readdir(dir)).filter((f) => f.endsWith(".yaml") && f !== "kustomization.yaml");
+    for (const file of files) {
+      for (const doc of parseAllDocuments(await readFile(join(dir, file), "utf8"))) {
+        const kind = String(doc.get("kind"));
+        for (const path of TENANT_VALUES[kind] ?? []) {
+          for (const node of nodesAt(doc.contents, path)) {
+            if (isScalar(node) && node.comment?.trim().startsWith("replace:")) marked++;
+            else unmarked.push(`${file}: ${kind} ${path.join(".")}`);
+          }
+        }
+      }
+    }
+    expect(unmarked).toEqual([]);
+    expect(marked).toBeGreaterThan(15);
+  });
+
+  it("the simulator overlay sets only values a sample marks `# replace:`, to ones the seed has", async () => {
     const docs = await samples();
+    // What the seed offers: its integrations, their repositories (owner/name and URL), its listeners.
+    const seed = await loadSeed(SEED);
+    const repos = seededRepos(seed);
+    const seedValues = new Set<string>([
+      ...repos.keys(),
+      ...[...repos.values()].flat().flatMap((r) => [`${r.owner}/${r.name}`, r.url]),
+      ...(seed.deployments ?? []).flatMap((d) => {
+        const listener = (d.source_config as { listener_id?: string } | undefined)?.listener_id;
+        return listener ? [listener] : [];
+      }),
+    ]);
+    const leaves = (value: unknown, path: string[] = []): [string[], unknown][] =>
+      typeof value === "object" && value !== null && !Array.isArray(value)
+        ? Object.entries(value).flatMap(([k, v]) => leaves(v, [...path, k]))
+        : [[path, value]];
+    const patches = overlayPatches();
+    expect(patches.length).toBeGreaterThan(0);
+    for (const patch of patches) {
+      const name = (patch.metadata as { name: string }).name;
+      const target = docs.find(
+        (d) => d.object.kind === patch.kind && (d.object.metadata as { name: string }).name === name,
+      );
+      expect(target, `${patch.kind}/${name}`).toBeDefined();
+      const text = await readFile(join(dir, target?.file ?? ""), "utf8");
+      const document = parseAllDocuments(text).find((d) => d.get("kind") === patch.kind);
+      for (const [path, value] of leaves({ spec: patch.spec })) {
+        const [node] = nodesAt(document?.contents, path);
+        expect(
+          isScalar(node) && node.comment?.trim().startsWith("replace:"),
+          `${name} ${path.join(".")}`,
+        ).toBe(true);
+        // The integration, repositories and listener come from the seed (an image is the simulator's to accept).
+        if (path.at(-1) !== "imageUri") expect([...seedValues], `${name} ${path.join(".")}`).toContain(value);
+      }
+    }
+  });
+
+  it("every Deployment, with the simulator's values, plans a create the service's request schema accepts, against the example seed", async () => {
+    const docs = await simulatorSamples();
     const repos = await seedRepos();
     const secretData: Record<string, Record<string, string>> = {};
     for (const { object } of docs.filter((d) => d.object.kind === "Secret")) {

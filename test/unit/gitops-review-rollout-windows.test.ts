@@ -72,6 +72,15 @@ describe("plan: rollout windows", () => {
     expect(json.resources[0]?.held?.until).toBe("2026-11-24T21:00:00Z");
   });
 
+  it("a schedule that starts no window is an error naming it, as the controller refuses it", () => {
+    const never: RolloutWindowSpec = { kind: "deny", schedule: "0 0 31 11 *", duration: "1h" };
+    const entry = reviewResource(inputs(spec([NIGHTS, never])));
+    expect(entry.action).toBe("error");
+    expect(entry.error).toMatch(
+      /^spec\.rolloutWindows\[1\]\.schedule: "0 0 31 11 \*" never starts a window within 8 years in UTC/,
+    );
+  });
+
   it("inside a window, without windows, or with a change that makes no revision: nothing held", () => {
     expect(reviewResource(inputs(spec([NIGHTS]), { now: NIGHT })).held).toBeUndefined();
     expect(reviewResource(inputs(spec())).held).toBeUndefined();

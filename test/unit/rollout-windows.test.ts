@@ -28,11 +28,14 @@ const NIGHTS: RolloutWindowSpec = {
 /** A year-end freeze: 24 to 27 December (UTC). */
 const FREEZE: RolloutWindowSpec = { kind: "deny", schedule: "0 0 24 12 *", duration: "72h" };
 
+const STILL = () => 0;
+
 /** When the next opening is, as RFC 3339, or `now` / `none`. */
 function opening(specs: RolloutWindowSpec[], from: string): string {
-  const found = nextOpening(compile(...specs), at(from));
+  // A counter that stands still: the arithmetic is under test, not the machine's load.
+  const found = nextOpening(compile(...specs), at(from), { counter: STILL });
   if (found.kind === "at") return iso(found.at);
-  return found.kind === "none" ? `none${found.exhausted ? " (exhausted)" : ""}` : "now";
+  return found.kind === "none" ? `none${found.exhausted ? ` (out of ${found.exhausted})` : ""}` : "now";
 }
 
 describe("rollout windows: allowed and next opening", () => {
@@ -178,7 +181,7 @@ describe("rollout windows: allowed and next opening", () => {
       windows: [{ kind: "deny", schedule: "* * * * *", duration: "1m" }],
       from: "2026-11-24T12:00:00Z",
       allowed: false,
-      opens: "none (exhausted)",
+      opens: "none (out of steps)",
     },
   ];
   it.each(cases)("$reason", ({ windows, from, allowed, opens }) => {
@@ -245,17 +248,22 @@ describe("rollout windows: the next look is always later than now", () => {
   ];
   it.each(cases)("$reason", ({ windows, from, maxSteps }) => {
     const compiled = compile(...windows);
-    const found = nextOpening(compiled, at(from), maxSteps === undefined ? {} : { maxSteps });
+    const found = nextOpening(compiled, at(from), {
+      counter: STILL,
+      ...(maxSteps === undefined ? {} : { maxSteps }),
+    });
     expect(found.kind).not.toBe("now");
     const wake = found.kind === "at" ? found.at : found.kind === "none" ? found.searchedUntil : at(from);
     expect(wake).toBeGreaterThan(at(from));
     // Nothing it passed over is allowed: the look again at `wake` misses no opening.
     for (const t of [at(from), Math.floor((at(from) + wake) / 2), wake - 1])
       expect(rolloutAllowed(compiled, t)).toBe(false);
+    // A counter that stands still: the step budget is what these cases hold, whatever the load.
     const gate = gateRollout({
-      windows: windowsInEffect(windows, undefined),
+      windows: windowsInEffect(windows, undefined, at(from)),
       now: at(from),
       held: [{ group: "source_revision_config", field: "sourceRevisionConfig.imageUri", line: "x" }],
+      counter: () => 0,
     });
     expect(gate.kind === "held" && gate.wakeAt).toBeGreaterThan(at(from));
   });
@@ -263,7 +271,7 @@ describe("rollout windows: the next look is always later than now", () => {
   it("a deny window of a minute every minute: the look again is where the budget left the cover", () => {
     const found = nextOpening(compile(EVERY_MINUTE_DENY), at("2026-11-24T12:00:00Z"), { maxSteps: 10 });
     // One step finds the start, nine more walk the cover a minute each.
-    expect(found).toEqual({ kind: "none", searchedUntil: at("2026-11-24T12:10:00Z"), exhausted: true });
+    expect(found).toEqual({ kind: "none", searchedUntil: at("2026-11-24T12:10:00Z"), exhausted: "steps" });
   });
 });
 
@@ -379,12 +387,13 @@ describe("rollout windows: validation", () => {
 });
 
 describe("windowsInEffect", () => {
+  const NOW = at("2026-11-24T12:00:00Z");
   const inherited = { windows: [NIGHTS], from: "ServiceConnection team-a/prod" };
   it("a resource's own list replaces its connection's; an empty one means no windows", () => {
-    expect(windowsInEffect([], inherited).windows).toEqual([]);
-    expect(windowsInEffect([FREEZE], inherited).windows.map((w) => w.kind)).toEqual(["deny"]);
-    expect(windowsInEffect(undefined, undefined).windows).toEqual([]);
-    const fromConnection = windowsInEffect(undefined, inherited);
+    expect(windowsInEffect([], inherited, NOW).windows).toEqual([]);
+    expect(windowsInEffect([FREEZE], inherited, NOW).windows.map((w) => w.kind)).toEqual(["deny"]);
+    expect(windowsInEffect(undefined, undefined, NOW).windows).toEqual([]);
+    const fromConnection = windowsInEffect(undefined, inherited, NOW);
     expect(fromConnection.windows.map((w) => w.schedule)).toEqual(["0 22 * * 1-5"]);
     expect(fromConnection.source).toBe("spec.rolloutWindows of ServiceConnection team-a/prod");
   });
@@ -394,14 +403,14 @@ describe("windowsInEffect", () => {
       windows: [{ ...NIGHTS, timeZone: "Mars/Olympus" }],
       from: "ClusterServiceConnection shared",
     };
-    expect(() => windowsInEffect(undefined, bad)).toThrow(
+    expect(() => windowsInEffect(undefined, bad, NOW)).toThrow(
       /^ClusterServiceConnection shared spec\.rolloutWindows\[0\]\.timeZone: "Mars\/Olympus" is not an IANA time zone.*fix the connection, or give this resource spec\.rolloutWindows of its own/,
     );
   });
 });
 
 describe("gateRollout", () => {
-  const windows = windowsInEffect([NIGHTS], undefined);
+  const windows = windowsInEffect([NIGHTS], undefined, at("2026-11-24T12:00:00Z"));
   const held = [
     { group: "source_revision_config" as const, field: "sourceRevisionConfig.imageUri", line: "x" },
   ];
@@ -431,10 +440,18 @@ describe("gateRollout", () => {
   });
 
   it("says so when no window opens within a year", () => {
-    const never = windowsInEffect([{ kind: "allow", schedule: "0 0 30 2 *", duration: "1h" }], undefined);
-    const gate = gateRollout({ windows: never, now: afternoon, held });
+    // 29 February: the next one is in 2032, beyond the year searched from March 2028.
+    const now = at("2028-03-01T12:00:00Z");
+    const rare = windowsInEffect([{ kind: "allow", schedule: "0 0 29 2 *", duration: "1h" }], undefined, now);
+    const gate = gateRollout({ windows: rare, now, held });
     expect(gate.kind === "held" && gate.when).toBe("no window opens within 366 days");
     expect(gate.kind === "held" && gate.until).toBeUndefined();
+    expect(gate.kind === "held" && gate.wakeAt).toBe(at("2029-03-02T12:00:00Z"));
+    // Kept for a minute (the same look again), then searched again from the later instant.
+    const soon = gateRollout({ windows: rare, now: now + 30_000, held });
+    expect(soon.kind === "held" && soon.wakeAt).toBe(at("2029-03-02T12:00:00Z"));
+    const later = gateRollout({ windows: rare, now: now + 86_400_000, held });
+    expect(later.kind === "held" && later.wakeAt).toBe(at("2029-03-03T12:00:00Z"));
   });
 });
 

@@ -223,7 +223,7 @@ describe("the settings tables", () => {
     for (const [key, setting] of Object.entries(tables)) {
       if (setting.default !== undefined) expect(() => defaultOf(setting), key).not.toThrow();
     }
-    // With nothing given, the configuration is the defaults: what --help and the README show.
+    // With nothing given, the configuration is the defaults: what --help and docs/guide/operating.md show.
     expect(runConfigFrom(base, {})).toMatchObject({
       ok: true,
       config: {
@@ -241,8 +241,11 @@ describe("the settings tables", () => {
     });
   });
 
-  it("are what the README's configuration table says: each flag with its variable and default", () => {
-    const readme = readFileSync(join(import.meta.dirname, "..", "..", "README.md"), "utf8");
+  it("are what the guide's configuration table says: each flag with its variable and default", () => {
+    const readme = readFileSync(
+      join(import.meta.dirname, "..", "..", "docs", "guide", "operating.md"),
+      "utf8",
+    );
     const section = readme.slice(readme.indexOf("## Configuration (`dms-operator run`)"));
     const rows = section
       .split("\n")
@@ -251,7 +254,7 @@ describe("the settings tables", () => {
     const cells = (cell: string) => cell.split(/,\s*|\s+\/\s+/).map((c) => c.replaceAll("`", "").trim());
     for (const [key, setting] of Object.entries(tables)) {
       const row = rows.find((r) => cells(r[1] ?? "").some((c) => c.split(" ")[0] === flagOf(key)));
-      expect(row, `README row of ${flagOf(key)}`).toBeDefined();
+      expect(row, `docs/guide/operating.md row of ${flagOf(key)}`).toBeDefined();
       const at = cells(row?.[1] ?? "").findIndex((c) => c.split(" ")[0] === flagOf(key));
       if (setting.env !== undefined) expect(cells(row?.[2] ?? ""), key).toContain(setting.env);
       const shown = setting.required !== undefined ? "(required)" : (setting.shown ?? setting.default);

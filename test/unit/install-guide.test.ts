@@ -1,5 +1,5 @@
-// The README's quickstart works as written: every file and kustomization its commands name
-// exists, the release files it downloads are ones a release attaches (at this version), the
+// The install guide's quickstart (docs/guide/install.md) works as written: every file and
+// kustomization its commands name exists, the release files it downloads are ones a release attaches (at this version), the
 // Secret it creates is the one the manifests read, the resource it waits for is the one it
 // applied, and the minimum Kubernetes version it states is the one the CRD's CEL features need.
 import { existsSync, readFileSync } from "node:fs";
@@ -19,13 +19,15 @@ import { DeploymentResourceSchema } from "../../src/crd/schema.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
+const INSTALL = readFileSync(join(ROOT, "docs", "guide", "install.md"), "utf8");
+const CONNECTIONS = readFileSync(join(ROOT, "docs", "guide", "connections.md"), "utf8");
 const PKG = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
 
-/** The `sh` block of a README section, its commands joined across `\` continuations, comments dropped. */
+/** The `sh` block of a guide section, its commands joined across `\` continuations, comments dropped. */
 function commands(section: string): string[][] {
-  const start = README.indexOf(`## ${section}`);
-  const block = /```sh\n([\s\S]*?)```/.exec(README.slice(start))?.[1];
-  if (start < 0 || !block) throw new Error(`README has no sh block under "## ${section}"`);
+  const start = INSTALL.indexOf(`## ${section}`);
+  const block = /```sh\n([\s\S]*?)```/.exec(INSTALL.slice(start))?.[1];
+  if (start < 0 || !block) throw new Error(`docs/guide/install.md has no sh block under "## ${section}"`);
   return block
     .replace(/\\\n/g, " ")
     .split("\n")
@@ -43,7 +45,7 @@ const manager = parse(readFileSync(join(ROOT, "manifests", "manager", "manager.y
 const defaultNamespace = parse(readFileSync(join(ROOT, "manifests", "default", "kustomization.yaml"), "utf8"))
   .namespace as string;
 
-describe("README quickstart", () => {
+describe("the install guide's quickstart", () => {
   const quickstart = commands("Quickstart on a real cluster");
   const kubectl = quickstart.filter((c) => c[0] === "kubectl");
 
@@ -125,7 +127,7 @@ const CEL_FEATURES: { needs: [number, number]; what: string; found: (crd: string
   },
 ];
 
-describe("README requirements", () => {
+describe("the stated requirements", () => {
   it("states the minimum Kubernetes version the CRDs' CEL features need", () => {
     const crd = CRDS.map((c) => readFileSync(join(ROOT, crdFile(c)), "utf8")).join("\n");
     const used = CEL_FEATURES.filter((f) => f.found(crd));
@@ -135,13 +137,14 @@ describe("README requirements", () => {
       .reduce((a, b) => (b[0] > a[0] || (b[0] === a[0] && b[1] > a[1]) ? b : a));
     const min = `${major}.${minor}`;
     expect(README).toContain(`Kubernetes **${min} or later**`);
-    expect(README).toContain(`**Kubernetes ≥ ${min}.**`);
+    expect(INSTALL).toContain(`Kubernetes **${min} or later**`);
+    expect(INSTALL).toContain(`**Kubernetes ≥ ${min}.**`);
   });
 });
 
-describe("README: Several tenants", () => {
-  const start = README.indexOf("## Several tenants");
-  const block = /```yaml\n([\s\S]*?)```/.exec(README.slice(start))?.[1] ?? "";
+describe("the connections guide: Several tenants", () => {
+  const start = CONNECTIONS.indexOf("## Several tenants");
+  const block = /```yaml\n([\s\S]*?)```/.exec(CONNECTIONS.slice(start))?.[1] ?? "";
   const objects = parseAllDocuments(block).map((d) => d.toJS() as { kind: string; spec?: unknown });
   const schemas: Record<string, TSchema> = {
     Deployment: DeploymentResourceSchema,

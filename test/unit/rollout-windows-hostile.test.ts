@@ -1,0 +1,318 @@
+// Rollout windows a tenant writes to stall the operator: schedules that never fire, allow/deny
+// pairs that ping-pong the search, sixteen windows, zones whose clocks skip the times named. Each
+// is decided (refused, held, or failed for its search time) within a bound on the event loop,
+// where the search bounded by steps alone took 0.3 to 8 s per reconcile.
+import { Cron } from "croner";
+import { beforeAll, describe, expect, it } from "vitest";
+import { InvalidSpecError } from "../../src/crd/errors.ts";
+import { gateRollout, windowsInEffect } from "../../src/reconcile/rollout-gate.ts";
+import {
+  BoundedMemo,
+  compileWindows,
+  FIRE_HORIZON_DAYS,
+  firesWithin,
+  MAX_OPENING_STEPS,
+  nextOpening,
+  OPENING_BUDGET_MS,
+  type RolloutWindowSpec,
+  UNTIMED_STEPS,
+} from "../../src/reconcile/rollout-windows.ts";
+
+const at = (iso: string) => Date.parse(iso);
+const NOW = at("2026-11-24T12:00:00Z");
+const ZONES = ["Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "America/Santiago"];
+const HELD = [
+  { group: "source_revision_config" as const, field: "sourceRevisionConfig.imageUri", line: "x" },
+];
+
+/**
+ * A generous bound that still proves one: ten budgets. Machine load stretches every figure, so
+ * the rows assert that the time is bounded, not what it is.
+ */
+const BOUND_MS = 10 * OPENING_BUDGET_MS;
+
+type Decision =
+  | { kind: "refused"; field: string; message: string }
+  | { kind: "held" | "open"; when?: string };
+
+/** What a reconcile of a held change decides under `windows`: the check, then the gate. */
+function decide(windows: RolloutWindowSpec[], now = NOW): Decision {
+  try {
+    const gate = gateRollout({ windows: windowsInEffect(windows, undefined, now), now, held: HELD });
+    return gate.kind === "held" ? { kind: "held", when: gate.when } : { kind: "open" };
+  } catch (error) {
+    if (!(error instanceof InvalidSpecError)) throw error;
+    return { kind: "refused", field: error.field, message: error.message };
+  }
+}
+
+function timed<T>(run: () => T): { value: T; ms: number } {
+  const start = performance.now();
+  const value = run();
+  return { value, ms: performance.now() - start };
+}
+
+const pair = (schedule: string, timeZone?: string): RolloutWindowSpec[] => [
+  { kind: "allow", schedule, duration: "1m", ...(timeZone ? { timeZone } : {}) },
+  { kind: "deny", schedule, duration: "1m", ...(timeZone ? { timeZone } : {}) },
+];
+
+describe("hostile rollout windows: each decided within ten search budgets", () => {
+  beforeAll(() => {
+    // Croner, Intl and the JIT warm up on windows no row uses, not on the first row's time.
+    decide([{ kind: "allow", schedule: "7 3 * * 2", duration: "1h", timeZone: "Asia/Tokyo" }]);
+  });
+
+  const rows: {
+    reason: string;
+    windows: RolloutWindowSpec[];
+    /** The field a refusal names, or the decision when the windows are accepted. */
+    expect: { refused: string } | { decided: readonly Decision["kind"][] };
+  }[] = [
+    {
+      reason: "16 allow windows on dates that do not exist (31 February, 31 April...) in four zones",
+      windows: Array.from({ length: 16 }, (_, i) => ({
+        kind: "allow",
+        schedule: i % 2 ? `${i} 0 31 2 *` : `${i} 0 31 4,6,9,11 *`,
+        duration: "1h",
+        timeZone: ZONES[i % 4] ?? "UTC",
+      })),
+      expect: { refused: "spec.rolloutWindows[0].schedule" },
+    },
+    {
+      reason: "an allow/deny pair at */2 ping-ponging the search beside 14 deny windows on 31 February",
+      windows: [
+        ...pair("*/2 * * * *"),
+        ...Array.from({ length: 14 }, (_, i) => ({
+          kind: "deny" as const,
+          schedule: i % 2 ? "0 0 31 2 *" : "0 0 31 4,6,9,11 *",
+          duration: "1h",
+          timeZone: ZONES[i % 4] ?? "UTC",
+        })),
+      ],
+      expect: { refused: "spec.rolloutWindows[2].schedule" },
+    },
+    {
+      reason: "15 windows on 29 February (every four years) before one on 30 February",
+      windows: [
+        ...Array.from({ length: 15 }, (_, i) => ({
+          kind: "deny" as const,
+          schedule: `${i} 1 29 2 *`,
+          duration: "1h",
+          timeZone: ZONES[i % 4] ?? "UTC",
+        })),
+        { kind: "allow", schedule: "0 0 30 2 *", duration: "1h", timeZone: "Europe/Berlin" },
+      ],
+      expect: { refused: "spec.rolloutWindows[15].schedule" },
+    },
+    {
+      reason: "16 windows whose only times are ones a spring-forward gap skips",
+      windows: [
+        ...Array.from({ length: 8 }, (_, i) => ({
+          kind: "allow" as const,
+          schedule: `${i}-59/${10 + i} 2 * 3 0L`,
+          duration: "1h",
+          timeZone: "Europe/Berlin",
+        })),
+        ...Array.from({ length: 8 }, (_, i) => ({
+          kind: "allow" as const,
+          schedule: `${i},${i + 15} 2 * 10 0#1`,
+          duration: "1h",
+          timeZone: "Australia/Lord_Howe",
+        })),
+      ],
+      expect: { refused: "spec.rolloutWindows[0].schedule" },
+    },
+    {
+      reason: "8 allow/deny pairs at */2 and 1-59/2 ping-ponging in four zones",
+      windows: Array.from({ length: 8 }, (_, i) =>
+        pair(i % 2 ? "1-59/2 * * * *" : "*/2 * * * *", ZONES[i % 4]),
+      ).flat(),
+      // Out of steps, or out of time when the machine is slow: both are bounded answers.
+      expect: { decided: ["held", "refused"] },
+    },
+    {
+      reason: "an allow/deny pair at */2 beside 14 deny windows on 29 February in zones with gaps",
+      windows: [
+        ...pair("*/2 * * * *", "America/New_York"),
+        ...Array.from({ length: 14 }, (_, i) => ({
+          kind: "deny" as const,
+          schedule: `${i} 2 29 2 *`,
+          duration: "1h",
+          timeZone: ZONES[i % 4] ?? "UTC",
+        })),
+      ],
+      expect: { decided: ["held", "refused"] },
+    },
+    {
+      reason: "16 allow windows on 29 February: the next opening is more than a year away",
+      windows: Array.from({ length: 16 }, (_, i) => ({
+        kind: "allow" as const,
+        schedule: `${i} 3 29 2 *`,
+        duration: "1h",
+        timeZone: ZONES[i % 4] ?? "UTC",
+      })),
+      expect: { decided: ["held", "refused"] },
+    },
+  ];
+
+  it.each(rows)("$reason", ({ windows, expect: expected }) => {
+    const { value, ms } = timed(() => decide(windows));
+    expect(ms).toBeLessThan(BOUND_MS);
+    if ("refused" in expected) {
+      expect(value).toMatchObject({ kind: "refused", field: expected.refused });
+      expect(value.kind === "refused" && value.message).toMatch(/never starts a window within 8 years/);
+    } else {
+      expect(expected.decided).toContain(value.kind);
+      // A refusal of accepted windows is for the search's time, and says so.
+      if (value.kind === "refused") expect(value.message).toMatch(/took more than \d+ ms/);
+    }
+  });
+});
+
+describe("the search's time budget", () => {
+  // 8 pairs that never open: the search runs until a budget stops it.
+  const windows = Array.from({ length: 8 }, (_, i) => pair("*/2 * * * *", ZONES[i % 4])).flat();
+
+  it("stops the search when the counter passes the budget, whatever the steps left", () => {
+    let reads = 0;
+    // Each reading of the counter is a millisecond later: the budget ends after ~40 readings,
+    // read after each evaluation past the first UNTIMED_STEPS.
+    const counter = () => reads++;
+    const found = nextOpening(compileWindows(windows, "spec.rolloutWindows"), NOW, { counter, budgetMs: 40 });
+    expect(found).toMatchObject({ kind: "none", exhausted: "time" });
+    expect(found.kind === "none" && found.searchedUntil).toBeGreaterThan(NOW);
+    // The steps were far from their own budget.
+    expect(reads).toBeGreaterThanOrEqual(40);
+    expect(reads).toBeLessThan(80);
+  });
+
+  it("fails the resource with InvalidSpec naming the windows, and keeps that answer", () => {
+    let reads = 0;
+    const counter = () => (reads += 10);
+    const input = { windows: windowsInEffect(windows, undefined, NOW), now: NOW, held: HELD, counter };
+    expect(() => gateRollout(input)).toThrow(InvalidSpecError);
+    expect(() => gateRollout(input)).toThrow(
+      /^spec\.rolloutWindows: finding when these rollout windows next allow a rollout took more than 40 ms, the most the operator spends on it \(nothing opens before 2026-11-24T12:\d\d:00Z\): use fewer windows, or schedules that start less often; or set the annotation dms\.dev\/rollout-now/,
+    );
+    // The second gate took the kept answer: it read the counter not once.
+    const before = reads;
+    expect(() => gateRollout({ ...input, now: NOW + 1_000 })).toThrow(InvalidSpecError);
+    expect(reads).toBe(before);
+    // dms.dev/rollout-now still lets the change through, without a search.
+    expect(gateRollout({ ...input, rolloutNow: "1" })).toEqual({ kind: "open", viaRolloutNow: true });
+  });
+
+  it("a search shorter than UNTIMED_STEPS is never cut for time: a zone's first use may be slow", () => {
+    let reads = 0;
+    // A counter far past any budget at each reading.
+    const counter = () => (reads += 1_000);
+    const nights: RolloutWindowSpec[] = [
+      { kind: "allow", schedule: "0 22 * * 1-5", duration: "8h", timeZone: "Asia/Kolkata" },
+      { kind: "deny", schedule: "0 0 24 12 *", duration: "72h", timeZone: "Asia/Kolkata" },
+    ];
+    const found = nextOpening(compileWindows(nights, "spec.rolloutWindows"), NOW, { counter });
+    expect(found).toMatchObject({ kind: "at", at: at("2026-11-24T16:30:00Z") });
+    expect(UNTIMED_STEPS).toBeLessThan(MAX_OPENING_STEPS);
+  });
+
+  it("an opening found is kept until it passes, then searched again", () => {
+    const nights: RolloutWindowSpec[] = [
+      { kind: "allow", schedule: "0 22 * * 1-5", duration: "8h", timeZone: "Europe/Vienna" },
+    ];
+    let reads = 0;
+    const counter = () => reads++;
+    const input = { windows: windowsInEffect(nights, undefined, NOW), held: HELD, counter };
+    const first = gateRollout({ ...input, now: NOW });
+    expect(first).toMatchObject({ kind: "held", until: "2026-11-24T21:00:00Z" });
+    const searched = reads;
+    expect(searched).toBeGreaterThan(0);
+    expect(gateRollout({ ...input, now: at("2026-11-24T20:59:00Z") })).toEqual(first);
+    expect(reads).toBe(searched);
+    // Inside the window: a new question, answered by a search.
+    expect(gateRollout({ ...input, now: at("2026-11-24T21:30:00Z") })).toEqual({
+      kind: "open",
+      viaRolloutNow: false,
+    });
+    expect(reads).toBeGreaterThan(searched);
+    // Before the instant it was found at, a kept answer is not used.
+    const earlier = gateRollout({ ...input, now: at("2026-11-23T12:00:00Z") });
+    expect(earlier).toMatchObject({ kind: "held", until: "2026-11-23T21:00:00Z" });
+  });
+});
+
+describe("schedules that start no window within eight years", () => {
+  // Each verdict against croner's own next run (searched up to 400 years: slow, hence only here).
+  const cases: { schedule: string; zone: string; fires: boolean }[] = [
+    { schedule: "0 0 31 2 *", zone: "UTC", fires: false },
+    { schedule: "0 0 30 2 *", zone: "Europe/Berlin", fires: false },
+    { schedule: "0 0 31 4,6,9,11 *", zone: "America/New_York", fires: false },
+    { schedule: "0 0 30W 2 *", zone: "UTC", fires: false },
+    { schedule: "0 0 29 2 *", zone: "UTC", fires: true },
+    { schedule: "0 0 L 2 *", zone: "Asia/Tokyo", fires: true },
+    // Day of month AND day of week: 29 February on a Monday, next in 2044.
+    { schedule: "0 0 29 2 +1", zone: "UTC", fires: false },
+    // Day of month OR day of week (Vixie cron): every Monday of February as well.
+    { schedule: "0 0 29 2 1", zone: "UTC", fires: true },
+    // Berlin's clocks skip 02:00-03:00 on the last Sunday of March: an interval schedule skips too.
+    { schedule: "*/30 2 * 3 0L", zone: "Europe/Berlin", fires: false },
+    { schedule: "*/30 2 * 3 0L", zone: "Europe/London", fires: true },
+    { schedule: "*/10 1 * 3 0L", zone: "Europe/London", fires: false },
+    // A fixed time in the gap starts at the first valid time after it (croner's rule).
+    { schedule: "30 2 * 3 0L", zone: "Europe/Berlin", fires: true },
+    // Lord Howe skips 02:00-02:30 on the first Sunday of October: 02:45 exists, 02:15 does not.
+    { schedule: "15,45 2 * 10 0#1", zone: "Australia/Lord_Howe", fires: true },
+    { schedule: "0,15 2 * 10 0#1", zone: "Australia/Lord_Howe", fires: false },
+    // Santiago skips midnight to 01:00 on the first Sunday of September, except when it is the 1st.
+    { schedule: "*/5 0 * 9 0#1", zone: "America/Santiago", fires: true },
+    { schedule: "0,30 2 8-14 3 +0", zone: "America/New_York", fires: false },
+    // Every month a candidate, no day a match (the fifth Friday is never the 13th): all days tried.
+    { schedule: "0 0 13 * +5#5", zone: "Europe/Berlin", fires: false },
+    { schedule: "@yearly", zone: "Europe/Berlin", fires: true },
+  ];
+  it.each(cases)("$schedule in $zone: $fires", ({ schedule, zone, fires }) => {
+    const { value, ms } = timed(() => firesWithin(schedule, zone, NOW));
+    expect(value).toBe(fires);
+    expect(ms).toBeLessThan(BOUND_MS);
+    const cron = new Cron(schedule, {
+      ...(zone === "UTC" ? { utcOffset: 0 } : { timezone: zone }),
+      paused: true,
+    });
+    const next = cron.nextRun(new Date(NOW))?.getTime();
+    expect(next !== undefined && next < NOW + FIRE_HORIZON_DAYS * 86_400_000).toBe(fires);
+  });
+
+  it("is refused where the resource is checked, naming the item and the fix", () => {
+    const windows: RolloutWindowSpec[] = [
+      { kind: "allow", schedule: "0 22 * * 1-5", duration: "8h" },
+      { kind: "deny", schedule: "0 0 31 4 *", duration: "1h", timeZone: "Europe/Paris" },
+    ];
+    expect(() => windowsInEffect(windows, undefined, NOW)).toThrow(
+      'spec.rolloutWindows[1].schedule: "0 0 31 4 *" never starts a window within 8 years in Europe/Paris: its day of month does not exist in its months (February has 28 or 29 days; April, June, September and November 30), or its times are ones the clocks skip there; use a date that exists, such as "0 0 L 2 *" for the last day of February, or "0 0 28 2 *"',
+    );
+    // Without an instant (nothing to search from) only the reading is checked.
+    expect(windowsInEffect(windows, undefined, undefined).windows).toHaveLength(2);
+  });
+
+  it("a connection's window is refused in each resource that uses it, naming the connection", () => {
+    const inherited = {
+      windows: [{ kind: "allow" as const, schedule: "0 0 31 9 *", duration: "1h" }],
+      from: "ClusterServiceConnection shared",
+    };
+    expect(() => windowsInEffect(undefined, inherited, NOW)).toThrow(
+      /^ClusterServiceConnection shared spec\.rolloutWindows\[0\]\.schedule: "0 0 31 9 \*" never starts a window within 8 years in UTC: .*; fix the connection, or give this resource spec\.rolloutWindows of its own/,
+    );
+  });
+});
+
+describe("BoundedMemo", () => {
+  it("keeps the most recently used entries up to its size", () => {
+    const memo = new BoundedMemo<string, number>(2);
+    memo.set("a", 1);
+    memo.set("b", 2);
+    expect(memo.get("a")).toBe(1);
+    memo.set("c", 3);
+    // b was the least recently used.
+    expect([memo.get("a"), memo.get("b"), memo.get("c"), memo.size]).toEqual([1, undefined, 3, 2]);
+  });
+});
