@@ -19,6 +19,7 @@ import {
   type RevisionReusePolicy,
 } from "../crd/schema.ts";
 import { REVISION_HISTORY_LIMIT } from "../crd/status-schema.ts";
+import { hashSecrets } from "./secret-hash.ts";
 import type { PatchDeploymentBody, Revision, SourceRevisionConfig } from "./service-types.ts";
 
 /** An element of `status.revisionHistory`. */
@@ -238,4 +239,25 @@ export function splitForRedeploy(
     return undefined;
   const { source_revision_config: _config, revision_source: _source, secrets: _secrets, ...rest } = body;
   return { rest: Object.keys(rest).length === 0 ? undefined : rest };
+}
+
+/** The digest of no secrets at all (`hashSecrets([])`). */
+export const NO_SECRETS_HASH = hashSecrets([]);
+
+/**
+ * The secrets digest a revision made now would be created with, as far as the operator can vouch
+ * for it: the digest of the secrets sent with it (`sentHash`); else, when the spec manages the
+ * secrets, the digest last applied (`appliedHash`, `status.appliedSecretsHash`); else, when the
+ * spec leaves them out, the digest of no secrets if the service reports none. Undefined when it
+ * cannot vouch: secrets someone else set, which a redeploy might bring back as they were.
+ */
+export function vouchedSecretsHash(input: {
+  managed: boolean;
+  sentHash?: string | undefined;
+  appliedHash?: string | undefined;
+  serviceSecretCount: number;
+}): string | undefined {
+  if (input.sentHash !== undefined) return input.sentHash;
+  if (input.managed) return input.appliedHash;
+  return input.serviceSecretCount === 0 ? NO_SECRETS_HASH : undefined;
 }

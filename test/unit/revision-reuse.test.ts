@@ -7,11 +7,13 @@ import {
   chooseRevision,
   configAfterPatch,
   type DesiredRevision,
+  NO_SECRETS_HASH,
   type RevisionHistoryEntry,
   recordCreated,
   recordDeployed,
   revisionReusePolicy,
   splitForRedeploy,
+  vouchedSecretsHash,
 } from "../../src/reconcile/revision-reuse.ts";
 import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";
@@ -442,5 +444,37 @@ describe("what a redeploy stands in for", () => {
     },
   ])("$name", ({ body, split }) => {
     expect(splitForRedeploy(body)).toEqual(split);
+  });
+});
+
+describe("vouchedSecretsHash", () => {
+  it.each([
+    {
+      name: "the secrets sent",
+      input: { managed: true, sentHash: ROTATED, appliedHash: SECRETS, serviceSecretCount: 1 },
+      hash: ROTATED,
+    },
+    {
+      name: "managed, nothing sent: the applied digest",
+      input: { managed: true, appliedHash: SECRETS, serviceSecretCount: 1 },
+      hash: SECRETS,
+    },
+    {
+      name: "managed, none applied yet: cannot vouch",
+      input: { managed: true, serviceSecretCount: 1 },
+      hash: undefined,
+    },
+    {
+      name: "left out, the service has none: no secrets",
+      input: { managed: false, serviceSecretCount: 0 },
+      hash: NO_SECRETS_HASH,
+    },
+    {
+      name: "left out, the service has some: cannot vouch",
+      input: { managed: false, serviceSecretCount: 2 },
+      hash: undefined,
+    },
+  ])("$name", ({ input, hash }) => {
+    expect(vouchedSecretsHash(input)).toBe(hash);
   });
 });
