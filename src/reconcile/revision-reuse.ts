@@ -12,6 +12,8 @@
  *
  * Pure: the one read of the revision listing and the redeploy itself are the caller's.
  */
+
+import { SOURCE_REVISION_FIELDS } from "../crd/fields.ts";
 import {
   DEFAULT_REVISION_REUSE,
   type DeploymentResourceStatus,
@@ -20,7 +22,7 @@ import {
 } from "../crd/schema.ts";
 import { REVISION_HISTORY_LIMIT } from "../crd/status-schema.ts";
 import { hashSecrets } from "./secret-hash.ts";
-import type { PatchDeploymentBody, Revision, SourceRevisionConfig } from "./service-types.ts";
+import type { Deployment, PatchDeploymentBody, Revision, SourceRevisionConfig } from "./service-types.ts";
 
 /** An element of `status.revisionHistory`. */
 export type RevisionHistoryEntry = NonNullable<DeploymentResourceStatus["revisionHistory"]>[number];
@@ -260,4 +262,43 @@ export function vouchedSecretsHash(input: {
   if (input.sentHash !== undefined) return input.sentHash;
   if (input.managed) return input.appliedHash;
   return input.serviceSecretCount === 0 ? NO_SECRETS_HASH : undefined;
+}
+
+/**
+ * The revision `spec`'s change would redeploy instead of building one, read from a listing
+ * (`revisions`) and the resource's `status` (`revisionHistory`, `appliedSecretsHash`): what
+ * `dms-operator revisions` marks. Undefined when the spec's revision-defining fields ask for
+ * nothing the deployment does not already have (no new revision: nothing to reuse). The
+ * secrets are taken as last applied (a change of secret values is never a redeploy).
+ */
+export function reuseTarget(
+  spec: Pick<DeploymentSpec, "sourceRevisionConfig" | "revisionSource" | "revisionReuse" | "secrets">,
+  status: Pick<DeploymentResourceStatus, "revisionHistory" | "appliedSecretsHash"> | undefined,
+  deployment: Deployment,
+  revisions: readonly Revision[],
+): ReuseDecision | undefined {
+  const sent: Record<string, string> = {};
+  for (const [specField, wireField] of SOURCE_REVISION_FIELDS) {
+    const value = spec.sourceRevisionConfig?.[specField];
+    if (value !== undefined && value !== "") sent[wireField] = value;
+  }
+  const current = deployment.source_revision_config;
+  const changes = Object.entries(sent).some(
+    ([field, value]) => given(current[field as keyof SourceRevisionConfig]) !== value,
+  );
+  if (!changes && spec.revisionSource === undefined) return undefined;
+  return chooseRevision({
+    policy: revisionReusePolicy(spec),
+    desired: {
+      config: configAfterPatch(current, sent),
+      source: spec.revisionSource ?? deployment.source,
+      secretsHash: vouchedSecretsHash({
+        managed: spec.secrets !== undefined,
+        appliedHash: status?.appliedSecretsHash,
+        serviceSecretCount: deployment.secrets.length,
+      }),
+    },
+    revisions,
+    history: status?.revisionHistory ?? [],
+  });
 }
