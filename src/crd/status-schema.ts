@@ -109,8 +109,22 @@ const RevisionHistoryEntrySchema = Type.Object(
           "sha256 of the secret names and values it was created with (never a value); absent when the operator cannot vouch for them: such a revision is never redeployed.",
       }),
     ),
+    configHash: Type.Optional(
+      Type.String({
+        pattern: "^[0-9a-f]{64}$",
+        description:
+          "sha256 of the revision-defining fields it was created with (sourceRevisionConfig and the revision source): a change matching none of the history costs no read of the revisions.",
+      }),
+    ),
     deployed: Type.Optional(
       Type.Boolean({ description: "True once the operator saw it DEPLOYED (active)." }),
+    ),
+    redeployedAt: Type.Optional(
+      Type.String({
+        format: "date-time",
+        description:
+          "When the operator last redeployed it instead of building a new revision: while it is the newest entry, it is what the spec asks to be live.",
+      }),
     ),
   },
   { description: "A revision this operator created, with what it needs to redeploy it safely." },

@@ -10,7 +10,7 @@ import type { Logger } from "pino";
 import { isServiceError, RevisionsRouteMissingError } from "../api/errors.ts";
 import { RedeployRouteMissingError } from "../api/redeploy.ts";
 import type { RevisionRedeploys } from "./ports.ts";
-import { chooseRevision, type ReuseDecision, type ReuseInput } from "./revision-reuse.ts";
+import { chooseRevision, type ReuseDecision, type ReuseInput, revisionConfigHash } from "./revision-reuse.ts";
 import type { Deployment } from "./service-types.ts";
 
 /** What a redeploy came to. */
@@ -25,7 +25,7 @@ export type RedeployOutcome =
 /**
  * The redeploys of one connection. Contract: {@link choose} makes at most one call (the first page
  * of the listing), and none when the policy is Never, when no recorded revision could match the
- * secrets, or once either route was found missing; {@link redeploy} makes one call, none once the
+ * secrets and the config (their digests), or once either route was found missing; {@link redeploy} makes one call, none once the
  * route was found missing. Neither rejects but with the signal's reason or, for `redeploy`, the
  * service's failure (as a PATCH would).
  */
@@ -55,7 +55,10 @@ export class RevisionRedeployer {
     // Only a revision this operator created with the same secrets can be reused: without one in
     // the history, the listing cannot change the answer and is not read.
     const wanted = input.desired.secretsHash;
-    if (wanted === undefined || !input.history.some((e) => e.secretsHash === wanted))
+    const config = revisionConfigHash(input.desired.config, input.desired.source);
+    const candidate = (e: ReuseInput["history"][number]) =>
+      e.secretsHash === wanted && (e.configHash === undefined || e.configHash === config);
+    if (wanted === undefined || !input.history.some(candidate))
       return chooseRevision({ ...input, revisions: [] });
     let revisions: Awaited<ReturnType<RevisionRedeploys["recentRevisions"]>>;
     try {

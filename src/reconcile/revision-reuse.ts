@@ -13,6 +13,7 @@
  * Pure: the one read of the revision listing and the redeploy itself are the caller's.
  */
 
+import { createHash } from "node:crypto";
 import { SOURCE_REVISION_FIELDS } from "../crd/fields.ts";
 import {
   DEFAULT_REVISION_REUSE,
@@ -180,20 +181,62 @@ export function chooseRevision(input: ReuseInput): ReuseDecision {
 }
 
 /**
+ * sha256 of what defines a revision: its revision-defining fields (null, absent and "" alike) and
+ * the source it is built from. Equal digests, equal revisions-to-be.
+ */
+export function revisionConfigHash(config: SourceRevisionConfig, source: string): string {
+  const fields = REVISION_FIELDS.map((field) => given(config[field]) ?? null);
+  return createHash("sha256")
+    .update(JSON.stringify([source, ...fields]))
+    .digest("hex");
+}
+
+/**
  * `history` after the operator created `revisionId` with secrets `secretsHash` (undefined: it
- * cannot vouch for them): newest first, each revision once, at most {@link REVISION_HISTORY_LIMIT}.
+ * cannot vouch for them) and config `configHash`: newest first, each revision once, at most
+ * {@link REVISION_HISTORY_LIMIT}.
  */
 export function recordCreated(
   history: readonly RevisionHistoryEntry[] | undefined,
   revisionId: string,
   secretsHash: string | undefined,
+  configHash?: string,
 ): RevisionHistoryEntry[] {
   const entry: RevisionHistoryEntry = {
     id: revisionId,
     ...(secretsHash === undefined ? {} : { secretsHash }),
+    ...(configHash === undefined ? {} : { configHash }),
   };
   const rest = (history ?? []).filter((e) => e.id !== revisionId);
   return [entry, ...rest].slice(0, REVISION_HISTORY_LIMIT);
+}
+
+/**
+ * `history` after the operator redeployed `revisionId` at `at` (RFC 3339) without a new revision
+ * (the route switched the active revision back): that entry first, marked `redeployedAt`, so that
+ * it stands for what the spec asks to be live ({@link pendingRedeploy}). Unchanged when the
+ * revision is not in the history (only a revision the operator created is ever redeployed).
+ */
+export function recordRedeployed(
+  history: readonly RevisionHistoryEntry[] | undefined,
+  revisionId: string,
+  at: string,
+): RevisionHistoryEntry[] | undefined {
+  const entry = history?.find((e) => e.id === revisionId);
+  if (!history || !entry) return history ? [...history] : undefined;
+  return [{ ...entry, redeployedAt: at }, ...history.filter((e) => e.id !== revisionId)];
+}
+
+/**
+ * The revision the operator last redeployed by switching the active revision back, while that is
+ * its latest act (the newest entry of the history): the revision the spec asks to be live, even
+ * though the service's latest revision is another. Undefined otherwise.
+ */
+export function pendingRedeploy(
+  history: readonly RevisionHistoryEntry[] | undefined,
+): RevisionHistoryEntry | undefined {
+  const first = history?.[0];
+  return first?.redeployedAt === undefined ? undefined : first;
 }
 
 /**
