@@ -119,6 +119,15 @@ const RevisionHistoryEntrySchema = Type.Object(
     deployed: Type.Optional(
       Type.Boolean({ description: "True once the operator saw it DEPLOYED (active)." }),
     ),
+    imageUri: Type.Optional(
+      Type.String({ maxLength: 1024, description: "With redeployedAt: the image it deployed." }),
+    ),
+    repoRef: Type.Optional(
+      Type.String({ maxLength: 1024, description: "With redeployedAt: the repository ref it built." }),
+    ),
+    repoCommitSha: Type.Optional(
+      Type.String({ maxLength: 64, description: "With redeployedAt: the commit it built." }),
+    ),
     redeployedAt: Type.Optional(
       Type.String({
         format: "date-time",

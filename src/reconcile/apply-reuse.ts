@@ -12,7 +12,8 @@
  * of its secrets and config: only those can be redeployed later.
  */
 import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
-import type { PatchPlan } from "./plan.ts";
+import { artifactOf } from "./live-revision.ts";
+import type { CreatePlan, PatchPlan } from "./plan.ts";
 import type { DeploymentWrites } from "./ports.ts";
 import type { RevisionRedeployer } from "./redeployer.ts";
 import {
@@ -89,10 +90,13 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
     const updated = await service.patch(deployment.id, sent, signal);
     const made = updated.latest_revision_id;
     const created = made && made !== deployment.latest_revision_id ? made : undefined;
+    // A redeploy pending before is no longer what the spec asks once something else was sent.
+    const pending = pendingRedeploy(history);
+    const cleared = pending ? history?.map((e) => (e.id === pending.id ? withoutRedeploy(e) : e)) : undefined;
     return {
       deployment: updated,
       revision: { kind: "patched", ...(why === undefined ? {} : { why }) },
-      history: created ? recordCreated(history, created, secretsHash, configHash) : undefined,
+      history: created ? recordCreated(cleared ?? history, created, secretsHash, configHash) : cleared,
     };
   };
 
@@ -123,7 +127,12 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
       : undefined;
   const next = copy
     ? recordCreated(history, copy, secretsHash, configHash)
-    : recordRedeployed(history, choice.revisionId, input.now);
+    : recordRedeployed(
+        history,
+        choice.revisionId,
+        input.now,
+        artifactOf(choice.revision.source_revision_config ?? {}),
+      );
   const after = split.rest ? await service.patch(deployment.id, split.rest, signal) : answered;
   const known = choice.revision.source_revision_config
     ? { id: choice.revisionId, config: choice.revision.source_revision_config }
@@ -140,4 +149,65 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
     history: next,
     ...(known ? { known: copy ? { id: copy, config: known.config } : known } : {}),
   };
+}
+
+/** `status.revisionHistory` after a create made `revisionId`, the deployment's first revision. */
+export function createdHistory(
+  revisionId: string,
+  decision: CreatePlan,
+  spec: Pick<DeploymentSpec, "secrets">,
+  created: Deployment,
+): RevisionHistoryEntry[] {
+  const secretsHash = vouchedSecretsHash({
+    managed: spec.secrets !== undefined,
+    sentHash: decision.secretsHash,
+    serviceSecretCount: created.secrets.length,
+  });
+  const config = configAfterPatch({}, decision.body.source_revision_config);
+  const source = decision.body.source;
+  return recordCreated(undefined, revisionId, secretsHash, revisionConfigHash(config, source));
+}
+
+/** The note of the `Redeployed` event: which revision, why, how, and what else was sent. */
+export function redeployedNote(
+  sent: Extract<RevisionSent, { kind: "redeployed" }>,
+  decision: PatchPlan,
+): string {
+  const how =
+    sent.behaviour === "new-revision"
+      ? `the service made revision ${sent.live} from it`
+      : "the service switches the active revision back to it";
+  const others = decision.changes.filter((c) => c.group !== "source_revision_config").map((c) => c.line);
+  const also = others.length > 0 ? `; also updated: ${others.join("; ")}` : "";
+  return `redeployed revision ${sent.revisionId} instead of building a new one (no build): ${sent.reason}; ${how}${also}`;
+}
+
+/**
+ * When a redeploy that switched the active revision back is pending but the spec no longer asks
+ * for it (Git moved on to what the service's latest revision already holds, so the planner sees
+ * nothing to send), the plan that brings the spec's revision back: its revision-defining fields
+ * sent again, which `applyPatch` turns into a redeploy of the revision that has them. Undefined
+ * when no such redeploy is pending, or it is still what the spec asks.
+ */
+export function switchBackPlan(
+  history: readonly RevisionHistoryEntry[] | undefined,
+  deployment: Deployment,
+): PatchPlan | undefined {
+  const pending = pendingRedeploy(history);
+  if (!pending) return undefined;
+  const config = configAfterPatch(deployment.source_revision_config, {});
+  if (pending.configHash === revisionConfigHash(config, deployment.source)) return undefined;
+  return {
+    action: "patch",
+    body: { source_revision_config: config },
+    newRevision: true,
+    summary: [`back to the latest revision ${deployment.latest_revision_id ?? "(none)"}`],
+    changes: [],
+    problems: [],
+  };
+}
+
+function withoutRedeploy(entry: RevisionHistoryEntry): RevisionHistoryEntry {
+  const { redeployedAt: _at, ...rest } = entry;
+  return rest;
 }

@@ -42,7 +42,7 @@ export function imageTag(uri: string | undefined): string | undefined {
 export type ActiveRevision = NonNullable<DeploymentResourceStatus["activeRevision"]>;
 
 /** What `status.activeRevision` holds of a revision's config, each field within its bound (else left out). */
-function artifactOf(config: SourceRevisionConfig): Omit<ActiveRevision, "id" | "deployedAt"> {
+export function artifactOf(config: SourceRevisionConfig): Omit<ActiveRevision, "id" | "deployedAt"> {
   const within = (value: string | null | undefined, max: number) =>
     value !== null && value !== undefined && value !== "" && value.length <= max ? value : undefined;
   const imageUri = within(config.image_uri, 1024);

@@ -23,6 +23,7 @@ import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/
 import { objectKey, parseObjectKey } from "../runtime/keys.ts";
 import { reconcileFields } from "../runtime/log.ts";
 import { isPaused, reconcileInterval, reconcileRequestedAt, rolloutNow } from "./annotations.ts";
+import { applyPatch, createdHistory, redeployedNote, switchBackPlan } from "./apply-reuse.ts";
 import { claimedName, claimOf, olderClaimant } from "./claims.ts";
 import {
   evidenceDue,
@@ -54,6 +55,7 @@ import { type LookupTarget, observe } from "./observe.ts";
 import { type CreatePlan, type PatchPlan, plan } from "./plan.ts";
 import type { EventNote, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { ListingFailure } from "./remote.ts";
+import { type RevisionHistoryEntry, targetView } from "./revision-reuse.ts";
 import {
   gateRollout,
   type InheritedWindows,
@@ -63,7 +65,7 @@ import {
   windowsInEffect,
 } from "./rollout-gate.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
-import { type Deployment, isUuid } from "./service-types.ts";
+import { type Deployment, isUuid, type SourceRevisionConfig } from "./service-types.ts";
 import type { ServiceSession, Sessions } from "./session.ts";
 import {
   CONDITION,
@@ -122,6 +124,10 @@ interface Decided {
    * written on that version.
    */
   written?: StoredResource;
+  /** `status.revisionHistory` after the revisions this decision created or redeployed (apply-reuse.ts). */
+  history?: RevisionHistoryEntry[];
+  /** The config of the revision it redeployed, for `status.activeRevision`. */
+  known?: { id: string; config: SourceRevisionConfig };
 }
 
 /** What the service said of the observed deployment's latest revision and its rollout. */
@@ -392,16 +398,49 @@ export class DeploymentReconciler {
       appliedSecretsHash: decision.secretsHash ?? status.appliedSecretsHash ?? null,
       ...(run.seen.unread ? {} : { appliedSecretVersions: appliedVersions(decision.secretsHash, versions) }),
     };
-    if (decision.action === "noop")
+    // Nothing to send, unless a revision redeployed earlier is live where the spec now asks for
+    // the service's latest one again.
+    const back =
+      decision.action === "noop" && found.deployment
+        ? switchBackPlan(status.revisionHistory, found.deployment)
+        : undefined;
+    if (decision.action === "noop" && !back)
       return { outcome, observed: observedAs(found.deployment), record: applied };
     if (!found.deployment) throw new Error("a patch was planned without a deployment to patch");
+    const sending = back ?? (decision as PatchPlan);
 
-    const updated = await service
-      .patch(found.deployment.id, decision.body, signal)
-      .catch((error: unknown) => this.#forgetIfGone(run, found.deployment?.id, error));
+    const sent = await applyPatch({
+      service,
+      redeployer: run.session.redeploys,
+      deployment: found.deployment,
+      decision: sending,
+      spec: run.obj.spec,
+      status,
+      now: formatTime(run.now),
+      signal,
+    }).catch((error: unknown) => this.#forgetIfGone(run, found.deployment?.id, error));
+    const updated = sent.deployment;
     snapshot.remember(updated);
-    this.#event(run, "Normal", updateReason(run.obj, decision, found.adopted), updateNote(decision));
-    return { outcome, observed: { kind: "found", deployment: updated }, record: applied };
+    const reuse = {
+      ...(sent.history ? { history: sent.history } : {}),
+      ...(sent.known ? { known: sent.known } : {}),
+    };
+    const { revision } = sent;
+    if (revision.kind === "redeployed") {
+      this.#event(run, "Normal", "Redeployed", redeployedNote(revision, sending));
+      const message = `redeployed revision ${revision.revisionId} (no build): ${revision.reason}`;
+      return {
+        outcome: { kind: "synced", message },
+        observed: { kind: "found", deployment: updated },
+        record: applied,
+        ...reuse,
+      };
+    }
+    // A redeploy sent before and not live yet: nothing was sent for it again.
+    const rest = sending.changes.some((c) => c.group !== "source_revision_config");
+    if ((revision.kind !== "pending" || rest) && !back)
+      this.#event(run, "Normal", updateReason(run.obj, sending, found.adopted), updateNote(sending));
+    return { outcome, observed: { kind: "found", deployment: updated }, record: applied, ...reuse };
   }
 
   /** What the lookup may take from the snapshot: freshness.ts's {@link lookupTarget} decides. */
@@ -631,7 +670,15 @@ export class DeploymentReconciler {
       appliedSecretVersions: appliedVersions(decision.secretsHash, versions),
     };
     const observed = { kind: "found", deployment: created } as const;
-    return { outcome: { kind: "synced" }, observed, record: applied, written };
+    const first = created.latest_revision_id;
+    const history = first ? createdHistory(first, decision, run.obj.spec, created) : undefined;
+    return {
+      outcome: { kind: "synced" },
+      observed,
+      record: applied,
+      written,
+      ...(history ? { history } : {}),
+    };
   }
 
   /**
@@ -790,7 +837,7 @@ export class DeploymentReconciler {
    */
   async #finish(
     run: Run,
-    { outcome: sync, observed, record = {}, wakeAt }: Decided,
+    { outcome: sync, observed, record = {}, wakeAt, history, known }: Decided,
     evidence: Evidence,
     signal: AbortSignal,
   ): Promise<ReconcileResult> {
@@ -807,6 +854,8 @@ export class DeploymentReconciler {
       secretValues: run.seen.secrets.values,
       revision: evidence.revision,
       rollout: evidence.rollout,
+      ...(history ? { revisionHistory: history } : {}),
+      ...(known ? { knownRevision: known } : {}),
     });
     // A create not listed yet: the id it answered with stays known while the listing catches up.
     if (observed?.kind === "createdUnlisted" && previous?.deploymentId)
@@ -862,6 +911,8 @@ export class DeploymentReconciler {
     signal: AbortSignal,
   ): Promise<{ status: RolloutEvidence; event?: EventNote }> {
     const previous = run.obj.status ?? {};
+    // A redeploy that switched the active revision back is what the rollout waits for.
+    observed = targetView(observed, previous.revisionHistory);
     const latest = observed.latest_revision_id ?? undefined;
     const startedAt = rolloutStart(previous, observed, run.now);
     const revisionStatus = latest !== undefined && revision?.id === latest ? revision.status : undefined;

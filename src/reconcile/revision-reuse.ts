@@ -221,10 +221,20 @@ export function recordRedeployed(
   history: readonly RevisionHistoryEntry[] | undefined,
   revisionId: string,
   at: string,
+  artifact: Pick<RevisionHistoryEntry, "imageUri" | "repoRef" | "repoCommitSha"> = {},
 ): RevisionHistoryEntry[] | undefined {
   const entry = history?.find((e) => e.id === revisionId);
   if (!history || !entry) return history ? [...history] : undefined;
-  return [{ ...entry, redeployedAt: at }, ...history.filter((e) => e.id !== revisionId)];
+  return [{ ...entry, ...artifact, redeployedAt: at }, ...history.filter((e) => e.id !== revisionId)];
+}
+
+/** What a redeployed entry recorded it deployed, as a config (for `status.activeRevision`). */
+export function pendingConfig(entry: RevisionHistoryEntry): SourceRevisionConfig {
+  return {
+    ...(entry.imageUri === undefined ? {} : { image_uri: entry.imageUri }),
+    ...(entry.repoRef === undefined ? {} : { repo_ref: entry.repoRef }),
+    ...(entry.repoCommitSha === undefined ? {} : { repo_commit_sha: entry.repoCommitSha }),
+  };
 }
 
 /**
@@ -344,4 +354,18 @@ export function reuseTarget(
     revisions,
     history: status?.revisionHistory ?? [],
   });
+}
+
+/**
+ * `observed` as the rollout reads it: while a redeploy that switched the active revision back is
+ * pending ({@link pendingRedeploy}), the revision the spec asks to be live is that one, not the
+ * service's latest; so `latest_revision_id` is it (Ready once it is active, no rollout timing
+ * the latest that will never be live again). Otherwise `observed` itself.
+ */
+export function targetView<T extends Pick<Deployment, "latest_revision_id">>(
+  observed: T,
+  history: readonly RevisionHistoryEntry[] | undefined,
+): T {
+  const pending = pendingRedeploy(history);
+  return pending ? { ...observed, latest_revision_id: pending.id } : observed;
 }

@@ -7,6 +7,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../runtime/clock.ts";
 import { RepoListings } from "./inputs.ts";
 import type { DeploymentLookups, DeploymentsPort, DeploymentWrites, StoredResource } from "./ports.ts";
+import { RevisionRedeployer } from "./redeployer.ts";
 import { type ListingFailure, RemoteSnapshot } from "./remote.ts";
 import { RevisionLogReader } from "./revision-log-reader.ts";
 import { RevisionTracker } from "./revisions.ts";
@@ -47,6 +48,8 @@ export class ServiceSession {
   readonly revisions: RevisionTracker;
   /** The tails of failed or slow revisions' logs (remembers a service without the route). */
   readonly logs: RevisionLogReader;
+  /** Redeploys of earlier revisions (remembers a service without the route or the listing). */
+  readonly redeploys: RevisionRedeployer;
 
   constructor(service: DeploymentsPort, options: ServiceSessionOptions) {
     this.service = service;
@@ -58,6 +61,7 @@ export class ServiceSession {
     this.repos = new RepoListings(service, options.clock, options.repoListingTtlMs ?? 300_000);
     this.revisions = new RevisionTracker(service, options.logger, options.revisionTracking ?? true);
     this.logs = new RevisionLogReader(service, options.logger);
+    this.redeploys = new RevisionRedeployer(service, options.logger);
   }
 
   /**

@@ -19,7 +19,13 @@ import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import { jsonEqual } from "./diff.ts";
 import { activeRevision, liveRevision } from "./live-revision.ts";
 import type { PlanProblem } from "./plan.ts";
-import { type RevisionHistoryEntry, recordDeployed } from "./revision-reuse.ts";
+import {
+  pendingConfig,
+  pendingRedeploy,
+  type RevisionHistoryEntry,
+  recordDeployed,
+  targetView,
+} from "./revision-reuse.ts";
 import {
   DEPLOYMENT_STATUSES,
   type Deployment,
@@ -439,8 +445,11 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
       ? undefined
       : previous.liveRevision;
   if (live !== undefined) status.liveRevision = live;
+  const pending = pendingRedeploy(input.revisionHistory ?? previous.revisionHistory);
+  const known =
+    input.knownRevision ?? (pending ? { id: pending.id, config: pendingConfig(pending) } : undefined);
   const active = observed
-    ? activeRevision(observed, previous.activeRevision, formatTime(now), input.knownRevision)
+    ? activeRevision(observed, previous.activeRevision, formatTime(now), known)
     : observed === null
       ? undefined
       : previous.activeRevision;
@@ -454,8 +463,11 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   }
   if (history !== undefined && history.length > 0) status.revisionHistory = [...history];
 
+  // The revision the spec asks to be live: a redeploy that switched the active revision back
+  // stands for the service's latest (revision-reuse.ts).
+  const target = input.revisionHistory ?? previous.revisionHistory;
   const service = observed
-    ? readiness(observed, input.revision, previous, input.rollout)
+    ? readiness(targetView(observed, target), input.revision, previous, input.rollout)
     : observed === null
       ? (WHEN_ABSENT[sync.kind] ?? NOT_FOUND)
       : {};
