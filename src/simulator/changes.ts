@@ -112,7 +112,10 @@ export function applyChange(record: DeploymentRecord, change: Change, now: numbe
     const given = dropNulls(change.source_revision_config);
     const current: Record<string, unknown> = record.sourceRevisionConfig;
     if (Object.entries(given).some(([k, v]) => current[k] !== v)) newRevision = true;
-    record.sourceRevisionConfig = { ...record.sourceRevisionConfig, ...given };
+    // Another ref builds another commit: the one resolved for the old ref goes (unless given).
+    const { repo_commit_sha: _resolved, ...kept } = record.sourceRevisionConfig;
+    const refMoved = given.repo_ref !== undefined && given.repo_ref !== current.repo_ref;
+    record.sourceRevisionConfig = { ...(refMoved ? kept : record.sourceRevisionConfig), ...given };
   }
   if (change.secrets !== undefined && change.secrets !== null) {
     if (!sameSecrets(record.secrets, change.secrets)) newRevision = true;
@@ -137,10 +140,11 @@ function addRevision(
   const config = record.sourceRevisionConfig;
   const source = revisionSource ?? record.source;
   if (source === "github" && typeof config.repo_ref === "string" && config.repo_commit_sha == null) {
-    record.sourceRevisionConfig = {
-      ...config,
-      repo_commit_sha: fakeCommitSha(record.sourceConfig.repo_url, config.repo_ref),
-    };
+    // A ref that is a full commit sha builds that commit; a branch or tag resolves to one.
+    const sha = /^[0-9a-f]{40}$/i.test(config.repo_ref)
+      ? config.repo_ref.toLowerCase()
+      : fakeCommitSha(record.sourceConfig.repo_url, config.repo_ref);
+    record.sourceRevisionConfig = { ...config, repo_commit_sha: sha };
   }
   const failure = record.failRevisions;
   record.revisions.push({

@@ -167,6 +167,25 @@ describe("POST /v2/deployments/{id}/revisions/{revision_id}/redeploy", () => {
     expect(sim.store.get(id)?.active_revision_id).toBe(bad);
   });
 
+  it("a repository ref that is a full commit sha builds that commit; another ref resolves again", async () => {
+    const { sim, clock } = await start();
+    const sha = "0123456789abcdef0123456789abcdef01234567";
+    const created = await call(sim, "POST", "/v2/deployments", {
+      name: "repo",
+      source: "github",
+      source_config: { repo_url: "https://github.com/acme/agent" },
+      source_revision_config: { repo_ref: sha },
+      secrets: [],
+    });
+    expect(created.body.source_revision_config.repo_commit_sha).toBe(sha);
+    clock.advance(6000);
+    const branch = await call(sim, "PATCH", `/v2/deployments/${created.body.id}`, {
+      source_revision_config: { repo_ref: "main" },
+    });
+    expect(branch.body.source_revision_config.repo_commit_sha).toMatch(/^[0-9a-f]{40}$/);
+    expect(branch.body.source_revision_config.repo_commit_sha).not.toBe(sha);
+  });
+
   it("counts the route by its template", async () => {
     const { sim, clock } = await start();
     const { id, good } = await twoRevisions(sim, clock);
