@@ -2,7 +2,7 @@
  * The annotations users set on a resource to steer the controller, read defensively: a value the
  * controller cannot use is ignored (and reported by the caller), never a crash.
  */
-import { parseDuration } from "../config.ts";
+import { parseDuration } from "../duration.ts";
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RECONCILE_INTERVAL,

@@ -16,12 +16,12 @@
 import { redactAndTruncate } from "../api/redact.ts";
 import { entryTimeMs, type LogEntry, type LogType } from "../api/revision-logs.ts";
 import { formatTime } from "../conditions/kstatus.ts";
-import { parseDuration } from "../config.ts";
 import {
   DEFAULT_ROLLOUT_TIMEOUT,
   type DeploymentResourceStatus,
   type DeploymentSpec,
 } from "../crd/schema.ts";
+import { isZeroDuration, parseDuration } from "../duration.ts";
 import type { Deployment } from "./service-types.ts";
 import { isDoneRevision, isFailedRevision, type REASON } from "./status.ts";
 
@@ -77,16 +77,6 @@ export function rolloutTimeoutMs(spec: Pick<DeploymentSpec, "rolloutTimeout">): 
   const text = (spec.rolloutTimeout ?? DEFAULT_ROLLOUT_TIMEOUT).trim();
   if (isZeroDuration(text)) return undefined;
   return parseDuration(text) ?? parseDuration(DEFAULT_ROLLOUT_TIMEOUT);
-}
-
-/**
- * Whether `text` is `0` or a Go duration whose every amount is zero. `parseDuration` cannot say:
- * it answers undefined for zero and for nonsense alike, and only the first disables the timeout.
- */
-function isZeroDuration(text: string): boolean {
-  if (/^0+$/.test(text)) return true;
-  if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(text)) return false;
-  return [...text.matchAll(/\d+(\.\d+)?/g)].every(([amount]) => Number(amount) === 0);
 }
 
 /**

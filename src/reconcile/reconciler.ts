@@ -17,6 +17,7 @@ import {
   type DeploymentSpec,
   FINALIZER,
 } from "../crd/schema.ts";
+import { flagDuration } from "../duration.ts";
 import { connectionLabel, connectionOf, describeConnection } from "../identity/connection.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
@@ -1014,18 +1015,9 @@ function listingMissed(obj: StoredResource, failure: ListingFailure): SyncOutcom
   return {
     kind: "failed",
     reason: REASON.ListingDeadlineExceeded,
-    message: `the periodic listing of the service's deployments (GET /v2/deployments) through ${connection} did not end within the listing deadline of ${goDuration(failure.deadlineMs)} (--listing-deadline); no call is made for this resource until a listing through that connection ends in time (it is tried again within a minute): fix the service, or raise --listing-deadline if it is only slow`,
+    message: `the periodic listing of the service's deployments (GET /v2/deployments) through ${connection} did not end within the listing deadline of ${flagDuration(failure.deadlineMs)} (--listing-deadline); no call is made for this resource until a listing through that connection ends in time (it is tried again within a minute): fix the service, or raise --listing-deadline if it is only slow`,
     stalled: false,
   };
-}
-
-/** A duration as a flag takes it: `1m`, `90s`, `1500ms`. */
-function goDuration(ms: number): string {
-  if (!Number.isFinite(ms)) return "none";
-  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
-  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
-  if (ms % 1_000 === 0) return `${ms / 1_000}s`;
-  return `${ms}ms`;
 }
 
 /** `namespace/name` of a resource, as events and messages name it. */

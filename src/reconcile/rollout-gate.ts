@@ -12,6 +12,7 @@
 import { formatTime } from "../conditions/kstatus.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
 import { ANNOTATION_ROLLOUT_NOW } from "../crd/schema.ts";
+import { describeDuration } from "../duration.ts";
 import type { ChangeGroup, FieldChange, PatchPlan } from "./plan.ts";
 import {
   BoundedMemo,
@@ -230,12 +231,4 @@ function describeWindow(opening: KeptOpening & { kind: "at" }): string {
   const w = opening.window;
   const verb = w.kind === "allow" ? "opens" : "ends";
   return `${w.kind} window [${w.index}] (${w.schedule} for ${describeDuration(w.durationMs)}, ${w.timeZone}) ${verb}`;
-}
-
-function describeDuration(ms: number): string {
-  const h = Math.floor(ms / 3_600_000);
-  const m = Math.floor((ms % 3_600_000) / 60_000);
-  const rest = ms % 60_000;
-  const parts = [h ? `${h}h` : "", m ? `${m}m` : "", rest ? `${rest / 1000}s` : ""].filter(Boolean);
-  return parts.join("") || "0s";
 }
