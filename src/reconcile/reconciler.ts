@@ -7,7 +7,6 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
-import { isServiceError } from "../api/errors.ts";
 import type { LogType } from "../api/revision-logs.ts";
 import { formatTime } from "../conditions/kstatus.ts";
 import { type DesiredDeployment, desiredFromSpec, withSecrets } from "../crd/mapping.ts";
@@ -40,7 +39,6 @@ import { failureOf } from "./failures.ts";
 import { lookupTarget } from "./freshness.ts";
 import { inlineSecrets, type ReadSecrets, readSecrets, secretVersions } from "./inputs.ts";
 import { lastAppliedFor } from "./last-applied.ts";
-import { isTracingProjectConflict, NameReservedError } from "./name-reserved.ts";
 import {
   adoptedNote,
   createdNote,
@@ -394,10 +392,7 @@ export class DeploymentReconciler {
       return { outcome, observed: observedAs(found.deployment), record: applied };
     if (!found.deployment) throw new Error("a patch was planned without a deployment to patch");
 
-    const updated = await service
-      .patch(found.deployment.id, decision.body, signal)
-      .catch((error: unknown) => this.#forgetIfGone(run, found.deployment?.id, error));
-    snapshot.remember(updated);
+    const updated = await service.patch(found.deployment.id, decision.body, signal);
     this.#event(run, "Normal", updateReason(run.obj, decision, found.adopted), updateNote(decision));
     return { outcome, observed: { kind: "found", deployment: updated }, record: applied };
   }
@@ -418,12 +413,6 @@ export class DeploymentReconciler {
   /** The older resource holding `obj`'s service name, if any (read from the claim index). */
   #holder(obj: StoredResource): StoredResource | undefined {
     return olderClaimant(obj, this.#o.resources.claimants(claimOf(obj)));
-  }
-
-  /** A write the service answered 404 to: its deployment is gone, so the snapshot forgets it. */
-  #forgetIfGone(run: Connected, id: string | undefined, error: unknown): never {
-    if (id && isServiceError(error, "not_found")) run.session.snapshot.forget(id);
-    throw error;
   }
 
   /**
@@ -568,11 +557,7 @@ export class DeploymentReconciler {
     let observed = found.deployment;
     if (!observed) throw new Error("a patch was planned without a deployment to patch");
     if (now) {
-      const id = observed.id;
-      observed = await run.session.service
-        .patch(id, now.body, signal)
-        .catch((error: unknown) => this.#forgetIfGone(run, id, error));
-      run.session.snapshot.remember(observed);
+      observed = await run.session.service.patch(observed.id, now.body, signal);
       this.#event(run, "Normal", updateReason(run.obj, now, found.adopted), updateNote(now));
     }
     const synced = status.conditions?.find((c) => c.type === CONDITION.Synced);
@@ -614,13 +599,9 @@ export class DeploymentReconciler {
     const intent = { ...run.obj.status, createRequestedAt: formatTime(run.now) };
     const written = await this.#o.resources.patchStatus(run.obj, intent, signal);
     const intended: Connected = { ...run, obj: written };
-    const created = await run.session.service
-      .create(decision.body, signal)
-      .catch((error: unknown) => this.#learnTakenName(intended, decision.body.name, error, signal))
-      .catch((error: unknown) => {
-        throw failedOn(written, error);
-      });
-    run.session.snapshot.remember(created);
+    const created = await run.session.service.create(decision.body, signal).catch((error: unknown) => {
+      throw failedOn(written, error);
+    });
     this.#event(intended, "Normal", "Created", createdNote(created));
     // The intent stays recorded until a lookup lists the deployment (see #reconcile).
     const applied: StatusRecord = {
@@ -630,23 +611,6 @@ export class DeploymentReconciler {
     };
     const observed = { kind: "found", deployment: created } as const;
     return { outcome: { kind: "synced" }, observed, record: applied, written };
-  }
-
-  /**
-   * A create the service refused because the name is taken (409): someone created the deployment
-   * after the listing the reconcile read. Looks the name up so that the retry adopts it, then
-   * fails with the service's answer (reported, retried with backoff) — or, when no deployment
-   * holds the name and the answer speaks of a tracing project, with {@link NameReservedError}.
-   */
-  async #learnTakenName(run: Connected, name: string, error: unknown, signal: AbortSignal): Promise<never> {
-    if (isServiceError(error, "conflict")) {
-      const { deployments, unreadable } = await run.session.service.findByName(name, signal);
-      for (const deployment of deployments) run.session.snapshot.observed(deployment);
-      // No deployment holds the name, and the service speaks of a tracing project: see name-reserved.ts.
-      if (deployments.length === 0 && unreadable.length === 0 && isTracingProjectConflict(error))
-        throw new NameReservedError(name, error);
-    }
-    throw error;
   }
 
   /**
