@@ -23,6 +23,7 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import type { ServiceClient } from "../api/client.ts";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
+import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
 import { entryTimeMs, LOG_TYPES, type LogEntry, type LogType } from "../api/revision-logs.ts";
 import { type Deployment, DONE_REVISION_STATUSES, FAILED_REVISION_STATUSES } from "../api/wire.ts";
 import { parseDuration } from "../duration.ts";
@@ -120,7 +121,11 @@ export const registerLogsCommand: RegisterCommand = (program, ctx) => {
         const at = entryTimeMs(entry);
         if (at !== undefined && at < since) return;
       }
-      ctx.out(flags.output === "json" ? `${JSON.stringify(entry)}\n` : `${formatEntry(entry)}\n`);
+      ctx.out(
+        flags.output === "json"
+          ? `${escapeJsonText(JSON.stringify(entry))}\n`
+          : `${escapeForTerminal(formatEntry(entry))}\n`,
+      );
     };
     const reader = new LogFollower(client, deployment.id, revisionId, type, signal);
     await reader.readAll(print);

@@ -17,6 +17,7 @@
 import type { Command } from "commander";
 import type { ServiceClient } from "../api/client.ts";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
+import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
 import type { RevisionListing, RevisionRow } from "../api/revision-listing.ts";
 import { type Deployment, isUuid, ROUTES } from "../api/wire.ts";
 import { connectionOf } from "../identity/connection.ts";
@@ -74,6 +75,14 @@ const COLUMNS: readonly Column<RevisionLine>[] = [
   { header: "DEPLOYED", value: (l) => l.unreadable ?? l.deployed },
 ];
 
+const escapeCell = <T>(value: T): T | string =>
+  typeof value === "string" ? escapeForTerminal(value) : value;
+/** The columns as a terminal is given them: the service's text with its controls escaped. */
+const SHOWN_COLUMNS = COLUMNS.map((c) => ({ ...c, value: (l: RevisionLine) => escapeCell(c.value(l)) }));
+/** JSON with the characters `JSON.stringify` leaves raw escaped too; YAML as its writer escapes it. */
+const machineText = (format: OutputFormat, text: string): string =>
+  format === "json" ? escapeJsonText(text) : text;
+
 /** Registers `revisions` on `program`. */
 export const registerRevisionsCommand: RegisterCommand = (program, ctx) => {
   const command = program
@@ -122,10 +131,10 @@ export const registerRevisionsCommand: RegisterCommand = (program, ctx) => {
       const format = outputFormat(flags, ctx);
       ctx.out(
         format === "table"
-          ? renderRows(format, lines, COLUMNS, "No revisions.")
-          : renderRows(format, lines.map(forMachines), [], "No revisions."),
+          ? renderRows(format, lines, SHOWN_COLUMNS, "No revisions.")
+          : machineText(format, renderRows(format, lines.map(forMachines), [], "No revisions.")),
       );
-      for (const note of notes(listing, lines, deployment)) ctx.err(`${note}\n`);
+      for (const note of notes(listing, lines, deployment)) ctx.err(`${escapeForTerminal(note)}\n`);
     },
   );
 };

@@ -5,6 +5,7 @@
  */
 import { createHash, randomInt } from "node:crypto";
 import pino, { type Logger } from "pino";
+import { printableNote } from "../api/printable.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";
@@ -113,7 +114,7 @@ export class KubeEventRecorder implements EventRecorder {
   }
 
   record(regarding: EventRegarding, event: EventInput): Promise<void> {
-    const input = { ...event, note: truncateNote(event.note) };
+    const input = { ...event, note: truncateNote(printableNote(event.note)) };
     const key = seriesKey(regarding, input);
     const previous = this.#pending.get(key) ?? Promise.resolve();
     const next = previous.then(() => this.#write(key, regarding, input));

@@ -27,13 +27,14 @@ import {
   evidenceDue,
   excerptOf,
   fitNote,
-  formatLine,
+  formatTail,
   LOG_RETRY_MS,
   logTypeFor,
   readAgainPending,
   rolloutStart,
   rolloutTimedOut,
   rolloutTimeoutMs,
+  TAIL_REDACTION_MS,
 } from "./failure-evidence.ts";
 import { failureOf } from "./failures.ts";
 import { lookupTarget } from "./freshness.ts";
@@ -904,7 +905,12 @@ export class DeploymentReconciler {
         };
       }
     }
-    return read.entries.map((entry) => formatLine(entry, run.seen.secrets.values));
+    return (
+      formatTail(read.entries, run.seen.secrets.values) ?? {
+        note: `its ${type} log is not shown: it could not be searched for secret values within ${TAIL_REDACTION_MS} ms`,
+        passing: false,
+      }
+    );
   }
 
   /**
