@@ -143,6 +143,23 @@ export function rolloutTimedOut(
 }
 
 /**
+ * The first sentence of the Warning a revision's evidence gives (`RevisionFailed` or
+ * `RolloutTimeout`): which revision of which deployment, and what became of it. The one text of
+ * both, whether the revision's log was read with it or not.
+ */
+export function evidenceHeadline(
+  reason: EvidenceReason,
+  revisionId: string,
+  deploymentId: string,
+  revisionStatus: string | undefined,
+  timedOutAfter?: string,
+): string {
+  return reason === "RevisionFailed"
+    ? `revision ${revisionId} of the service's deployment ${deploymentId} ${revisionStatus}: it will not go live`
+    : `revision ${revisionId} of the service's deployment ${deploymentId} has not gone live within spec.rolloutTimeout ${timedOutAfter}${revisionStatus ? ` (${revisionStatus})` : ""}`;
+}
+
+/**
  * Why the log of `revisionId` must be read at `now`, if it must: its status failed, or its
  * rollout timed out, and `recorded` (the status's `failedRevisionLog`) does not already hold it
  * for that revision and reason, or holds a read that failed and is due again

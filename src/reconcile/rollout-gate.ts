@@ -168,6 +168,29 @@ export function gateRollout(input: GateInput): RolloutGate {
   return { kind: "held", message: `${what}; ${when}; or ${release}`, when, wakeAt: opening.at, until, local };
 }
 
+/**
+ * What of a PATCH goes out now, and what waits for a rollout window:
+ * - `send`: the PATCH to send now: all of `plan` when nothing in it makes a revision or the gate
+ *   is open; else only what makes no revision (absent when that is nothing);
+ * - `held`: present when the revision part waits: `message` says when and how to release it,
+ *   `wakeAt` is when to look again. The secrets held (if any) are not applied yet.
+ * `viaRolloutNow`: the gate opened for `dms.dev/rollout-now` (see {@link gateRollout}).
+ */
+export interface GatedPatch {
+  send?: PatchPlan;
+  held?: { message: string; wakeAt: number };
+  viaRolloutNow?: boolean;
+}
+
+/** Splits `plan` by the rollout gate (see {@link GatedPatch}); throws as {@link gateRollout} does. */
+export function gatePatch(plan: PatchPlan, input: Omit<GateInput, "held">): GatedPatch {
+  const { now, held } = splitPatch(plan);
+  if (!held) return { send: plan };
+  const gate = gateRollout({ ...input, held: held.changes });
+  if (gate.kind === "open") return { send: plan, viaRolloutNow: gate.viaRolloutNow };
+  return { ...(now ? { send: now } : {}), held: { message: gate.message, wakeAt: gate.wakeAt } };
+}
+
 function noOpening(opening: Opening & { kind: "none" }): string {
   return opening.exhausted
     ? `no opening was found within ${MAX_OPENING_STEPS} steps of the schedules (they change too often to look further)`
