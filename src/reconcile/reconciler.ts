@@ -16,6 +16,7 @@ import { parseObjectKey } from "../runtime/keys.ts";
 import { isPaused, reconcileInterval } from "./annotations.ts";
 import { Apply } from "./apply.ts";
 import { cleanup, syncFinalizer } from "./cleanup.ts";
+import { statusEqual } from "./diff.ts";
 import { readEvidence } from "./evidence.ts";
 import { failureOf } from "./failures.ts";
 import { nextAction } from "./next-action.ts";
@@ -35,7 +36,7 @@ import {
 } from "./run.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
 import type { Sessions } from "./session.ts";
-import { CONDITION, REASON, statusEqual, statusFrom } from "./status.ts";
+import { CONDITION, REASON, statusFrom } from "./status.ts";
 
 /** Options of {@link DeploymentReconciler}. */
 export interface ReconcilerOptions {
