@@ -10,7 +10,7 @@
  * and {@link MAX_LOG_READS} reads in all, as the record's `failedReads` counts.
  *
  * Pure: decisions and formatting. The reading is `RevisionLogReader`'s (revision-log-reader.ts),
- * the sequencing the reconciler's.
+ * the sequencing and the one Warning `evidence.ts`'s.
  */
 
 import { stripToLine } from "../api/printable.ts";
