@@ -3,9 +3,10 @@
  * its connection refused or not usable, paused, the loser of a name conflict), then one of two
  * arms, `cleanup` (being deleted: `cleanup.ts`) or `apply` (everything else: `apply.ts`), then the
  * conclusion: the evidence a status needs (`evidence.ts`), the status written when it changed,
- * and when to look again (`next-action.ts`). A failure at any step goes to {@link
- * DeploymentReconciler.reconcile}'s error policy: reported as a condition and an event, retried
- * with backoff. The arms decide what to write to the service; this file sequences them.
+ * and when to look again (`next-action.ts`). A failure at any step goes to the error policy at
+ * the end of this file: reported as a condition and an event, then retried with backoff or not,
+ * as `failures.ts` classifies it. The arms decide what to write to the service; this file only
+ * sequences them, and writes the status.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
@@ -131,12 +132,9 @@ export class DeploymentReconciler {
       // Pending: not checked since the start yet; its check enqueues this resource again.
       if (connection.kind === "pending") return Action.done();
       // Missing, not Ready, another namespace's: its check enqueues this resource on a change.
-      const outcome = {
-        kind: "failed",
-        reason: REASON.ConnectionNotReady,
-        message: connection.message,
-      } as const;
-      return this.#conclude(read, { outcome: { ...outcome, stalled: true } }, signal);
+      const { message } = connection;
+      const outcome = { kind: "failed", reason: REASON.ConnectionNotReady, message, stalled: true } as const;
+      return this.#conclude(read, { outcome }, signal);
     }
     const run: Run =
       connection.kind === "ready"

@@ -11,9 +11,8 @@ import { SimulatedService } from "../support/memory-ports.ts";
 
 const BODY: CreateDeploymentBody = {
   name: "agent",
-  source: "external_docker",
-  source_config: { custom_url: "https://agent.example" },
-  source_revision_config: { image_uri: "repo/agent:1" },
+  source: "internal_docker",
+  source_revision_config: { image_uri: "registry.example.com/agent:1" },
 };
 
 function world() {
@@ -41,7 +40,7 @@ describe("the session's writes update its snapshot", () => {
     const w = world();
     const seeded = w.service.seed(BODY);
     await w.refresh();
-    const body = { source_revision_config: { image_uri: "repo/agent:2" } };
+    const body = { source_revision_config: { image_uri: "registry.example.com/agent:2" } };
     const updated = await w.session.service.patch(seeded.id, body, w.signal);
     expect(w.session.snapshot.byId(seeded.id)).toEqual(updated);
     expect(w.session.snapshot.isListed(seeded.id)).toBe(true);
