@@ -18,6 +18,9 @@ import {
 } from "../config.ts";
 import { parseConnectionArg } from "../connection/settings.ts";
 import type { ConnectionRef } from "../identity/connection.ts";
+import { UsageError } from "./usage-error.ts";
+
+export { UsageError };
 
 /** The outside world of a command. */
 export interface CliContext {
@@ -32,19 +35,6 @@ export interface CliContext {
   stopSignal: AbortSignal;
   /** Reads standard input to its end (`plan -f -`); absent where there is none to read. */
   readStdin?: () => Promise<string>;
-}
-
-/**
- * A mistake in how the command was called (bad flag value, missing setting): printed without a
- * stack trace and exits with status 2. `lines` are shown one per line.
- */
-export class UsageError extends Error {
-  override readonly name = "UsageError";
-  readonly lines: readonly string[];
-  constructor(lines: readonly string[]) {
-    super(lines.join("; "));
-    this.lines = lines;
-  }
 }
 
 /** Registers a command (and its subcommands) on the program. */

@@ -14,6 +14,7 @@ import { connectionLabel } from "../identity/connection.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
 import { parseObjectKey } from "../runtime/keys.ts";
+import { reconcileFields } from "../runtime/log.ts";
 import { isPaused, reconcileInterval } from "./annotations.ts";
 import { Apply } from "./apply.ts";
 import { cleanup, syncFinalizer } from "./cleanup.ts";
@@ -109,7 +110,8 @@ export class DeploymentReconciler {
         namespace,
         name,
         generation: obj.metadata.generation,
-        reconcileId: randomUUID(),
+        // The controller's id of this reconcile: one id on all of its lines.
+        reconcileID: reconcileFields()?.reconcileID ?? randomUUID(),
       }),
     };
     try {
