@@ -1,6 +1,7 @@
 /**
- * The cleanup arm of a reconcile: a resource being deleted, whatever its connection's state, and
- * the finalizer that holds its deletion while the service's deployment must go first.
+ * The cleanup arm of a reconcile: a resource being deleted, whatever its connection's state. Its
+ * finalizer (kept by the reconciler exactly while {@link cleansUpOnDelete}) holds the deletion
+ * while the service's deployment must go first.
  *
  * `deletionPolicy: Delete` removes the service's deployment this resource owns (the one its
  * status records, or the one its pending create made) and waits until it is gone. A deployment
@@ -16,6 +17,7 @@ import { claimedName } from "./claims.ts";
 import { observe } from "./observe.ts";
 import type { StoredResource } from "./ports.ts";
 import {
+  cleansUpOnDelete,
   type Decided,
   describeResource,
   holderOf,
@@ -31,24 +33,6 @@ import { isBeingDeleted, REASON } from "./status.ts";
 
 /** Where a cleanup ended: done (`result`), or a decision for the status to conclude. */
 export type CleanupStep = { result: ReconcileResult } | { decided: Decided };
-
-/** Whether deleting `obj` must delete its service deployment (and so it carries the finalizer). */
-export function cleansUpOnDelete(obj: StoredResource): boolean {
-  return obj.spec.deletionPolicy === "Delete" && obj.spec.managementPolicy !== "ObserveOnly";
-}
-
-/** The finalizer is present exactly while a delete must clean up the service. */
-export async function syncFinalizer(
-  deps: Pick<ReconcileDeps, "resources">,
-  obj: StoredResource,
-  signal: AbortSignal,
-): Promise<StoredResource> {
-  const wanted = cleansUpOnDelete(obj);
-  const has = (obj.metadata.finalizers ?? []).includes(FINALIZER);
-  if (wanted && !has) return deps.resources.addFinalizer(obj, FINALIZER, signal);
-  if (!wanted && has) return deps.resources.removeFinalizer(obj, FINALIZER, signal);
-  return obj;
-}
 
 /**
  * Cleans up after `run`'s resource, being deleted, through its `connection`:

@@ -10,6 +10,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
+import { FINALIZER } from "../crd/schema.ts";
 import { connectionLabel } from "../identity/connection.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
@@ -17,14 +18,15 @@ import { parseObjectKey } from "../runtime/keys.ts";
 import { reconcileFields } from "../runtime/log.ts";
 import { isPaused, reconcileInterval } from "./annotations.ts";
 import { Apply } from "./apply.ts";
-import { cleanup, syncFinalizer } from "./cleanup.ts";
+import { cleanup } from "./cleanup.ts";
 import { statusEqual } from "./diff.ts";
 import { readEvidence } from "./evidence.ts";
 import { failureOf } from "./failures.ts";
 import { nextAction } from "./next-action.ts";
 import { nameConflictMessage } from "./notes.ts";
-import type { EventsPort, ResourcePort, SecretsPort } from "./ports.ts";
+import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import {
+  cleansUpOnDelete,
   type Decided,
   FailedAfterWrite,
   failedOn,
@@ -145,7 +147,7 @@ export class DeploymentReconciler {
     const holder = holderOf(this.#deps, run.obj);
     // The loser of a name conflict owns nothing on the service: no finalizer, so that deleting it
     // can never delete the holder's deployment.
-    const obj = holder ? run.obj : await syncFinalizer(this.#deps, run.obj, signal);
+    const obj = holder ? run.obj : await this.#syncFinalizer(run.obj, signal);
     const current: Run = obj === run.obj ? run : { ...run, obj };
     try {
       if (isPaused(obj)) return await this.#conclude(current, { outcome: { kind: "paused" } }, signal);
@@ -168,6 +170,15 @@ export class DeploymentReconciler {
       // Once the finalizer was written, a failure is reported on the version it answered with.
       throw obj === read.obj ? error : failedOn(obj, error);
     }
+  }
+
+  /** The finalizer is present exactly while a delete must clean up the service. */
+  async #syncFinalizer(obj: StoredResource, signal: AbortSignal): Promise<StoredResource> {
+    const wanted = cleansUpOnDelete(obj);
+    const has = (obj.metadata.finalizers ?? []).includes(FINALIZER);
+    if (wanted && !has) return this.#deps.resources.addFinalizer(obj, FINALIZER, signal);
+    if (!wanted && has) return this.#deps.resources.removeFinalizer(obj, FINALIZER, signal);
+    return obj;
   }
 
   /**

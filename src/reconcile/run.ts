@@ -193,6 +193,11 @@ function listingMissed(obj: StoredResource, failure: ListingFailure): SyncOutcom
   };
 }
 
+/** Whether deleting `obj` must delete its service deployment (and so it carries the finalizer). */
+export function cleansUpOnDelete(obj: StoredResource): boolean {
+  return obj.spec.deletionPolicy === "Delete" && obj.spec.managementPolicy !== "ObserveOnly";
+}
+
 /** The older resource holding `obj`'s service name, if any (read from the claim index). */
 export function holderOf(
   deps: Pick<ReconcileDeps, "resources">,
