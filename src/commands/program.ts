@@ -143,11 +143,11 @@ export async function runProgram(
     if (error instanceof CommandExit) return error.status;
     // commander has already printed its own one-line message (or the help).
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
-    return reportError(error, argv.includes("--verbose"), ctx);
+    return await reportError(error, argv.includes("--verbose"), ctx);
   }
 }
 
-function reportError(error: unknown, verbose: boolean, ctx: CliContext): number {
+async function reportError(error: unknown, verbose: boolean, ctx: CliContext): Promise<number> {
   // Only a failure that IS the interruption is reported as such: an error after a signal (a
   // shutdown deadline passed, a runnable failed while stopping) keeps its own line.
   if (ctx.stopSignal.aborted && isInterruption(error, ctx.stopSignal.reason)) {
@@ -162,6 +162,9 @@ function reportError(error: unknown, verbose: boolean, ctx: CliContext): number 
   else if (error instanceof ServiceError && error.maybeApplied) {
     ctx.err("hint: the change may have been applied; list before repeating it\n");
   }
+  // Loaded on a service failure only: the setting names it quotes come with the config module.
+  const hint = error instanceof ServiceError && (await import("./service-hints.ts")).serviceErrorHint(error);
+  if (hint) ctx.err(`hint: ${hint}\n`);
   return usage ? EXIT.usage : EXIT.failed;
 }
 
@@ -197,6 +200,7 @@ export function processContext(): CliContext {
     out: (text) => process.stdout.write(text),
     err: (text) => process.stderr.write(text),
     stdoutIsTTY: process.stdout.isTTY === true,
+    stderrIsTTY: process.stderr.isTTY === true,
     env: process.env,
     stopSignal: stop.signal,
     readStdin: () => text(process.stdin),
