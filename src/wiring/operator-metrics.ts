@@ -3,9 +3,8 @@
  * warning when the cache outgrows the heap it was sized for.
  */
 import type { Logger } from "pino";
-import { idOf } from "../connection/controller.ts";
 import type { ConnectionSessions } from "../connection/registry.ts";
-import { connectionKey } from "../identity/connection.ts";
+import { connectionKey, idOf } from "../identity/connection.ts";
 import type { KubeConnections } from "../kube/connections.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
 import { HeapBudgetCheck } from "../runtime/heap-budget.ts";
