@@ -58,7 +58,9 @@ describe("charts/dms-operator/files/grafana-dashboard.json", () => {
       "queue latency",
       "service calls by route and status",
       "resources by ready/synced",
-      "rollouts in progress and failed",
+      "rollouts in progress, failed and held",
+      "resources stalled by reason",
+      "longest-held change",
     ])
       expect(
         titles.some((t) => t.includes(topic)),
