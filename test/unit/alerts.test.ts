@@ -113,6 +113,12 @@ describe("the operator's alerts", { timeout: 120_000 }, () => {
     },
   );
 
+  it("are checked by a promtool that says which Prometheus release it is", async () => {
+    const version = await promtool(promtoolBin, ["--version"], tmpdir());
+    expect(version.code, version.out).toBe(0);
+    expect(version.out).toMatch(/^promtool, version 3\.\d+\.\d+ /);
+  });
+
   it("carry a summary, a description, a severity and a runbook_url pointing to a section of docs/operating/alerts.md", () => {
     const headings = new Set(
       [...readFileSync(RUNBOOKS, "utf8").matchAll(/^## (\S+)$/gm)].map((m) => (m[1] ?? "").toLowerCase()),

@@ -15,6 +15,8 @@ import {
   GITOPS_HEALTH,
   goToolCacheName,
   HELM,
+  PROMTOOL,
+  prometheusRelease,
 } from "../controlplane/binaries.ts";
 
 const FAKE_GO = `#!/bin/sh
@@ -235,6 +237,33 @@ describe("ensureGoTool, for helm", () => {
 });
 
 /** The helm release test/controlplane/helm/go.mod pins. */
+describe("ensureGoTool, for promtool", () => {
+  it("stamps the Prometheus release of the pinned module into `promtool --version` and names its cache by it", async () => {
+    writeFileSync(
+      join(root, "bin", "go"),
+      `#!/bin/sh\ncase "$1" in\n  env) echo go1.26.0 ;;\n  build) echo "$@" >> "$FAKE_GO_LOG"; out=""\n    while [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift ;; esac; shift; done\n    printf '#!/bin/sh\\n' > "$out"; chmod +x "$out" ;;\nesac\n`,
+      { mode: 0o755 },
+    );
+    const goMod = readFileSync(join(import.meta.dirname, "..", "controlplane", "promtool", "go.mod"), "utf8");
+    const pinned = /^\s*github\.com\/prometheus\/prometheus (v\S+)/m.exec(goMod)?.[1];
+    if (!pinned)
+      throw new Error("test/controlplane/promtool/go.mod does not require github.com/prometheus/prometheus");
+    const release = prometheusRelease(pinned);
+    expect(goToolCacheName(PROMTOOL)).toBe(`promtool-${release}`);
+    const path = await ensureGoTool(PROMTOOL, { env });
+    expect(path).toBe(join(root, "cache", "tools", `promtool-${release}`, "promtool"));
+    const [line] = builds();
+    expect(line).toContain(`-X github.com/prometheus/common/version.Version=${release} `);
+  });
+
+  it("reads a Prometheus release out of its module version, and refuses what is not one", () => {
+    expect(prometheusRelease("v0.316.0")).toBe("3.16.0");
+    expect(prometheusRelease("v0.300.2")).toBe("3.0.2");
+    expect(prometheusRelease("v0.1205.1")).toBe("12.5.1");
+    expect(() => prometheusRelease("v3.16.0")).toThrow(/not a github.com\/prometheus\/prometheus version/);
+  });
+});
+
 function pinnedHelmVersion(): string {
   const goMod = readFileSync(join(import.meta.dirname, "..", "controlplane", "helm", "go.mod"), "utf8");
   const match = /^\s*helm\.sh\/helm\/v4 (v\S+)/m.exec(goMod);
