@@ -242,11 +242,16 @@ describe("ignoredNoProxyEntries", () => {
 
 describe("serviceAgents through a proxy under an address policy", () => {
   /** GET `url` over HTTPS through `proxy` (its CONNECT refused): the error. */
-  const viaProxy = (url: string, proxyUrl: string, resolve: LookupFunction) => {
+  const viaProxy = (
+    url: string,
+    proxyUrl: string,
+    resolve: LookupFunction,
+    policy: AddressPolicy = "public-only",
+  ) => {
     const agents = serviceAgents({
       caBundle: undefined,
       proxyEnv: { HTTPS_PROXY: proxyUrl },
-      addressPolicy: "public-only",
+      addressPolicy: policy,
       resolve,
     });
     return new Promise<NodeJS.ErrnoException | undefined>((done) => {
@@ -259,20 +264,98 @@ describe("serviceAgents through a proxy under an address policy", () => {
     }).finally(() => agents.https.destroy());
   };
 
-  it("lets the proxy (the install's, on loopback) resolve a name, and refuses a literal before any CONNECT", async () => {
+  it("resolves a name first and sends the proxy only a name whose answers pass, and refuses a literal before any CONNECT", async () => {
     const proxy = await startConnectProxy({ refuse: true });
     try {
-      const resolve = stubResolver(["169.254.169.254"]);
+      // A public answer: the proxy is sent the name, not the address.
+      const resolve = stubResolver(["203.0.113.10"]);
       const named = await viaProxy("https://dms.example.test/v2", proxy.url, resolve);
       expect(named?.code).not.toBe(ADDRESS_REFUSED);
       expect(proxy.tunnels).toEqual(["dms.example.test:443"]);
-      expect(resolve.calls).toEqual([]);
+      expect(resolve.calls).toEqual(["dms.example.test"]);
 
       const literal = await viaProxy("https://169.254.169.254/latest", proxy.url, resolve);
       expect(literal?.code).toBe(ADDRESS_REFUSED);
       const metadata = await viaProxy("https://metadata.google.internal/", proxy.url, resolve);
       expect(metadata?.code).toBe(ADDRESS_REFUSED);
       expect(proxy.tunnels).toEqual(["dms.example.test:443"]);
+      expect(attempts.every((address) => LOOPBACK.has(address))).toBe(true);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it.each([
+    ["a link-local address", "169.254.169.254", "allow-private"],
+    ["a link-local IPv6 address", "fe80::1", "allow-private"],
+    ["a private address, with public-only", "10.0.0.5", "public-only"],
+  ] as const)("refuses a name that resolves to %s before any CONNECT", async (_what, address, policy) => {
+    const proxy = await startConnectProxy();
+    try {
+      const resolve = stubResolver(["203.0.113.10", address]);
+      const error = await viaProxy("https://tenant.example.test/v2", proxy.url, resolve, policy);
+      expect(error?.code).toBe(ADDRESS_REFUSED);
+      expect(error?.message).toContain(address);
+      expect(resolve.calls).toEqual(["tenant.example.test"]);
+      expect(proxy.tunnels).toEqual([]);
+      expect(attempts).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("sends no name it cannot resolve, and checks the name of a plain HTTP call through the proxy too", async () => {
+    const proxy = await startConnectProxy();
+    try {
+      const unresolvable = ((_h: string, _o: unknown, callback: (e: Error) => void) =>
+        process.nextTick(
+          callback,
+          Object.assign(new Error("getaddrinfo ENOTFOUND"), { code: "ENOTFOUND" }),
+        )) as unknown as LookupFunction;
+      const error = await viaProxy("https://nowhere.example.test/", proxy.url, unresolvable);
+      expect(error?.code).toBe("ENOTFOUND");
+      expect(proxy.tunnels).toEqual([]);
+
+      const agents = serviceAgents({
+        caBundle: undefined,
+        proxyEnv: { HTTP_PROXY: proxy.url },
+        addressPolicy: "allow-private",
+        resolve: stubResolver(["169.254.169.254"]),
+      });
+      const plain = await new Promise<NodeJS.ErrnoException | undefined>((done) => {
+        http
+          .get("http://tenant.example.test/", { agent: agents.http }, (res) => {
+            res.resume();
+            done(undefined);
+          })
+          .on("error", done);
+      }).finally(() => agents.http.destroy());
+      expect(plain?.code).toBe(ADDRESS_REFUSED);
+      expect(attempts).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("hands a plain HTTP call's socket to the proxy once the name passed", async () => {
+    const proxy = await startConnectProxy();
+    try {
+      const agents = serviceAgents({
+        caBundle: undefined,
+        proxyEnv: { HTTP_PROXY: proxy.url },
+        addressPolicy: "allow-private",
+        resolve: stubResolver(["203.0.113.10"]),
+      });
+      // The loopback proxy answers 405 to anything but CONNECT: the request reached it.
+      const status = await new Promise<number | undefined>((done, fail) => {
+        http
+          .get("http://tenant.example.test/", { agent: agents.http }, (res) => {
+            res.resume();
+            done(res.statusCode);
+          })
+          .on("error", fail);
+      }).finally(() => agents.http.destroy());
+      expect(status).toBe(405);
       expect(attempts.every((address) => LOOPBACK.has(address))).toBe(true);
     } finally {
       await proxy.close();
