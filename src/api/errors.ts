@@ -70,8 +70,9 @@ export interface ServiceErrorInit {
  * A failed call to the service.
  *
  * Contract: `message` is a single line `METHOD route: [status ]kind: detail` with the detail cut
- * to 500 characters; `detail` is whole: the service's own explanation (FastAPI validation lists
- * rendered as `loc: msg; loc: msg`) or ours. Where the detail may quote secret values the caller
+ * to 500 characters; `detail` is the service's own explanation (FastAPI validation lists
+ * rendered as `loc: msg; loc: msg`, redacted of the key and cut to 4,096 characters by the
+ * transport) or ours. Where the detail may quote secret values the caller
  * sent, redact `detail` and cut it afterwards (a value cut in two would escape redaction, so do
  * not redact `message`);
  * `retryable` says whether repeating the same call later can help; `maybeApplied` is true when a
