@@ -111,6 +111,19 @@ export class ServiceError extends Error {
 }
 
 /**
+ * What of `error` the operator's log may carry: of a {@link ServiceError}, the call, its status
+ * and kind (its detail is the service's text, which may quote a secret or anything else), and of
+ * any other error its message (the operator's own words).
+ */
+export function loggedError(error: unknown): string {
+  if (error instanceof ServiceError) {
+    const status = error.status === undefined ? "" : `${error.status} `;
+    return `${error.method} ${error.route}: ${status}${error.kind}`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
  * `error` with a service's detail cut to `max` characters, for an error kept for a while (a
  * connection's failed listing, until the next one): a server may answer MiBs of detail, and only
  * its start is ever shown. Any other error is returned as it is.
