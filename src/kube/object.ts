@@ -2,7 +2,6 @@
  * The slice of Kubernetes object metadata the adapters rely on, and the checks that turn a JSON
  * value from the API server into it (validate at the edge, then trust the types).
  */
-import { createHash } from "node:crypto";
 import { CONNECTION_FINALIZER } from "../crd/connection-schema.ts";
 import {
   ANNOTATION_PAUSED,
@@ -12,6 +11,7 @@ import {
   FINALIZER,
 } from "../crd/schema.ts";
 import { isRecord } from "../json.ts";
+import { keptAnnotationValue } from "../reconcile/annotations.ts";
 import { type ObjectRef, objectKey } from "../runtime/keys.ts";
 
 /** Metadata fields read by the adapters. Optional ones may be absent on the wire. */
@@ -79,11 +79,7 @@ export const READ_ANNOTATIONS: readonly string[] = [
   ANNOTATION_ROLLOUT_NOW,
 ];
 
-/**
- * The longest annotation value kept as given. Every value the operator acts on is short (`true`,
- * a duration, a timestamp or a token); a longer one is kept as its digest (see {@link keptMetadata}).
- */
-export const MAX_ANNOTATION_VALUE = 1024;
+export { MAX_ANNOTATION_VALUE } from "../reconcile/annotations.ts";
 
 /**
  * The metadata a cached resource keeps: the fields the operator reads (name, namespace, uid,
@@ -135,10 +131,7 @@ function readAnnotations(all: Record<string, string> | undefined): Record<string
     const value = Object.hasOwn(all, key) ? all[key] : undefined;
     if (value === undefined) continue;
     kept ??= {};
-    kept[key] =
-      value.length <= MAX_ANNOTATION_VALUE
-        ? value
-        : `sha256:${createHash("sha256").update(value).digest("hex")}`;
+    kept[key] = keptAnnotationValue(value);
   }
   return kept;
 }
