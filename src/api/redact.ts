@@ -151,6 +151,33 @@ export function secretCoverage(text: string, values: Iterable<string>, budget: R
   return coverageOf(text, formsOf(values), budget);
 }
 
+/**
+ * {@link secretCoverage} of `parts.join(separator)`, where a value is also found across the parts
+ * joined with nothing between them: a value a log split over two entries (`pw=s3cr3t-Pa`,
+ * `ssw0rd!` for `s3cr3t-Passw0rd!`) is marked in both parts. The separators are never marked by
+ * that second search.
+ */
+export function partsCoverage(
+  parts: readonly string[],
+  separator: string,
+  values: Iterable<string>,
+  budget: RedactionBudget,
+): Uint8Array {
+  const forms = formsOf(values);
+  const joined = parts.join(separator);
+  const covered = coverageOf(joined, forms, budget);
+  if (parts.length < 2 || separator === "" || forms.text.length === 0) return covered;
+  const flat = coverageOf(parts.join(""), forms, budget);
+  let at = 0;
+  let flatAt = 0;
+  for (const part of parts) {
+    for (let k = 0; k < part.length; k++) if (flat[flatAt + k]) covered[at + k] = 1;
+    at += part.length + separator.length;
+    flatAt += part.length;
+  }
+  return covered;
+}
+
 /** `text[from, to)` with each run of characters `covered` marks replaced by one `marker`. */
 export function applyCoverage(
   text: string,

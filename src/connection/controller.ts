@@ -11,6 +11,7 @@
  * they may need it to clean up.
  */
 import type { Logger } from "pino";
+import { loggedError } from "../api/errors.ts";
 import { type Failure, KSTATUS } from "../conditions/kstatus.ts";
 import type { ServiceConfig } from "../config.ts";
 import {
@@ -140,6 +141,9 @@ export class ConnectionReconciler {
     // A deletion waits for the resources still using the connection, which stays usable (and
     // checked) meanwhile: they may need it to delete their deployments.
     let holding: Holding | undefined;
+    // Past the namespace's bound nothing is read, built, sent or written but its status: not
+    // even the finalizer (no client, so nothing of the service to let go of at its deletion).
+    const over = this.#registry.overLimit(id);
     if (obj.metadata.deletionTimestamp) {
       if (users === 0) {
         await this.#o.connections.removeFinalizer(obj, CONNECTION_FINALIZER, signal);
@@ -150,11 +154,9 @@ export class ConnectionReconciler {
         reason: CONNECTION_REASON.InUse,
         message: `deletion waits until no Deployment resource uses this connection: ${users} still ${users === 1 ? "does" : "do"}`,
       };
-    } else obj = await this.#o.connections.addFinalizer(obj, CONNECTION_FINALIZER, signal);
+    } else if (!over) obj = await this.#o.connections.addFinalizer(obj, CONNECTION_FINALIZER, signal);
 
-    // Past the namespace's bound nothing is read, built or sent; room made by a deletion
-    // enqueues it again (see #forget), as does the periodic pass.
-    const over = this.#registry.overLimit(id);
+    // Room made by a deletion enqueues it again (see #forget), as does the periodic pass.
     if (over) {
       this.#setUnusable(key, over);
       await this.#writeStatus(obj, counts, holding, signal, over);
@@ -201,7 +203,7 @@ export class ConnectionReconciler {
       if (verdict.ok && !wasUsable)
         await entry.session.snapshot.refresh(signal).catch((error: unknown) => {
           this.#o.logger.warn(
-            { connection: key, err: String(error) },
+            { connection: key, err: loggedError(error) },
             "first listing of a connection failed",
           );
         });

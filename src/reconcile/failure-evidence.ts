@@ -16,11 +16,11 @@
 import { stripToLine } from "../api/printable.ts";
 import {
   applyCoverage,
+  partsCoverage,
   REDACT_BUDGET_MS,
   RedactionBudget,
   RedactionBudgetError,
   redactAndTruncate,
-  secretCoverage,
   UNSEARCHED,
 } from "../api/redact.ts";
 import { entryTimeMs, type LogEntry, type LogType } from "../api/revision-logs.ts";
@@ -211,9 +211,9 @@ export function tailOf(entries: readonly LogEntry[]): LogEntry[] {
  * undefined when that took more than `budgetMs` (the tail is then not shown at all).
  *
  * Order, so that no form of a value shows: the messages are searched as they were written, joined
- * as one text (a value printed over several entries is found, and one whose newline a build
- * dropped), before anything is folded or cut; each entry's part is then taken out of that text,
- * its escape sequences, controls and line breaks taken out ({@link stripToLine}), its whitespace
+ * as one text with and without line breaks between them (a value printed over several entries is
+ * found, split at its line breaks or mid-value, and one whose newline a build dropped), before
+ * anything is folded or cut; each entry's part is then taken out of that text, its escape sequences, controls and line breaks taken out ({@link stripToLine}), its whitespace
  * folded, and the line searched once more (a value a color change or a line break interrupted is
  * whole again now) before it is cut to {@link LINE_CHARS}. Bounds: {@link TAIL_LINES} entries of
  * at most {@link MESSAGE_SEARCH_CHARS} characters searched, {@link MESSAGE_CHARS} of each shown.
@@ -228,7 +228,7 @@ export function formatTail(
   const joined = parts.join("\n");
   const budget = new RedactionBudget(budgetMs);
   try {
-    const covered = secretCoverage(joined, secretValues, budget);
+    const covered = partsCoverage(parts, "\n", secretValues, budget);
     let at = 0;
     return tail.map((entry, i) => {
       const part = parts[i] ?? "";

@@ -8,7 +8,7 @@
  * before, with one log line and no further probing.
  */
 import type { Logger } from "pino";
-import { RevisionsRouteMissingError } from "../api/errors.ts";
+import { loggedError, RevisionsRouteMissingError } from "../api/errors.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import { evidenceHeadline } from "./failure-evidence.ts";
 import type { EventNote, RevisionReads } from "./ports.ts";
@@ -91,7 +91,7 @@ export class RevisionTracker {
         );
         return {};
       }
-      this.#logger.warn({ err: message, revision: latest }, "could not read the latest revision");
+      this.#logger.warn({ err: loggedError(error), revision: latest }, "could not read the latest revision");
       return known ? { revision: known } : {};
     }
     const revision = { id: latest, status };

@@ -9,6 +9,7 @@ import { ignoredNoProxyEntries, PROXY_VARIABLES } from "../api/agent.ts";
 import { ServiceClient } from "../api/client.ts";
 import type { ServiceConfig } from "../config.ts";
 import { NamespaceAccess } from "../connection/access.ts";
+import { NamespaceOrder } from "../connection/namespace-order.ts";
 import {
   ConnectionRegistry,
   type ConnectionService,
@@ -103,6 +104,16 @@ export function connectionRegistry(
   const listingDeadlineMs = config.listingDeadlineMs ?? defaultListingDeadlineMs(config.resyncMs);
   const newSession = sessionFactory(config, listingDeadlineMs, caches.deployments, clock, logger);
   const selector = config.defaultConnectionNamespaceSelector;
+  // Subscribed before the connection controller's triggers: a connection is in its namespace's
+  // order before its reconcile asks for its place.
+  const order = new NamespaceOrder();
+  const namespaced = caches.connections.namespaced;
+  for (const c of namespaced.list()) order.upsert(c);
+  namespaced.subscribe({
+    onAdd: (c) => order.upsert(c),
+    onUpdate: (_old, c) => order.upsert(c),
+    onDelete: (c) => order.remove(c),
+  });
   return new ConnectionRegistry({
     connections: caches.connections,
     defaultSession: newSession(connect(config.service, DEFAULT_CONNECTION).port, DEFAULT_CONNECTION),
@@ -113,7 +124,7 @@ export function connectionRegistry(
       ...(selector ? { defaultSelector: selector } : {}),
     }),
     maxPerNamespace: config.maxConnectionsPerNamespace ?? DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE,
-    namespaceConnections: (namespace) => caches.connections.namespaced.listNamespace(namespace),
+    order,
   });
 }
 
