@@ -114,6 +114,21 @@ describe("the forms a build prints a value in", () => {
     }
   });
 
+  it.each(["step 2: ", "#", "12:00:01 "])(
+    "base64 wrapped over entries behind a prefix (%j), its last line a few bytes long",
+    (prefix) => {
+      // 63 bytes: one line of 76 characters and a last one of 8 (6 bytes, under the 12 a piece
+      // needs alone): covered as the continuation of the line before it.
+      const value = `${"k9-Zq".repeat(11)}tail-x\n`.slice(0, 62) + "\n";
+      expect(Buffer.byteLength(value)).toBe(63);
+      const lines = b64(value).match(/.{1,76}/g) ?? [];
+      expect(lines.map((l) => l.length)).toEqual([76, 8]);
+      const { note, excerpt, message } = evidence(entriesOf(...lines.map((l) => `${prefix}${l}`)), [value]);
+      for (const text of [note, excerpt, message])
+        for (const line of lines) expect(text).not.toContain(line.replace(/=+$/, "").slice(0, 8));
+    },
+  );
+
   it.each([0, 1, 2])(
     "a password in a Basic header, its offset %i bytes from a base64 group: every bit of it covered",
     (pad) => {
