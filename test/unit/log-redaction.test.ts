@@ -119,7 +119,7 @@ describe("the forms a build prints a value in", () => {
     (prefix) => {
       // 63 bytes: one line of 76 characters and a last one of 8 (6 bytes, under the 12 a piece
       // needs alone): covered as the continuation of the line before it.
-      const value = `${"k9-Zq".repeat(11)}tail-x\n`.slice(0, 62) + "\n";
+      const value = `${"k9-Zq".repeat(13).slice(0, 62)}\n`;
       expect(Buffer.byteLength(value)).toBe(63);
       const lines = b64(value).match(/.{1,76}/g) ?? [];
       expect(lines.map((l) => l.length)).toEqual([76, 8]);
