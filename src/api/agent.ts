@@ -9,7 +9,7 @@ import { lookup as dnsLookup } from "node:dns";
 import { readFileSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
-import type { LookupFunction } from "node:net";
+import { isIP, type LookupFunction } from "node:net";
 import type { Duplex } from "node:stream";
 import tls from "node:tls";
 import { type AddressPolicy, AddressRefusedError, checkedLookup, hostProblem } from "./address-policy.ts";
@@ -127,14 +127,16 @@ export interface ServiceAgents {
  */
 export function serviceAgents(options: ServiceAgentOptions): ServiceAgents {
   const policy = options.addressPolicy;
+  const lookup = policy ? checkedLookup(options.resolve ?? (dnsLookup as LookupFunction), policy) : undefined;
   const common = {
     keepAlive: true,
     timeout: 5_000,
     scheduling: "lifo" as const,
     ...(options.proxyEnv ? { proxyEnv: options.proxyEnv } : {}),
     // An agent's options override a request's: every direct connection resolves through it. A
-    // connection to the proxy takes the proxy's own options, and the proxy resolves the host.
-    ...(policy ? { lookup: checkedLookup(options.resolve ?? (dnsLookup as LookupFunction), policy) } : {}),
+    // connection to the proxy takes the proxy's own options, and the proxy resolves the host:
+    // `guardHost` resolves it first, with the same check.
+    ...(lookup ? { lookup } : {}),
   };
   const agents = {
     http: new http.Agent(common),
@@ -145,24 +147,57 @@ export function serviceAgents(options: ServiceAgentOptions): ServiceAgents {
         : { ca: [...defaultCertificateAuthorities(), options.caBundle] }),
     }),
   };
-  if (policy) for (const agent of Object.values(agents)) guardHost(agent, policy);
+  if (policy && lookup) {
+    const env = options.proxyEnv ?? {};
+    guardHost(agents.http, policy, (env.HTTP_PROXY ?? env.http_proxy) ? lookup : undefined);
+    guardHost(agents.https, policy, (env.HTTPS_PROXY ?? env.https_proxy) ? lookup : undefined);
+  }
   return agents;
 }
 
 /**
  * Refuses, before any socket is made, a connection to a host `policy` refuses by its text: a
  * metadata service's name, or an IP literal (which no lookup sees). Through a proxy too: the
- * proxy would connect to it on the operator's behalf.
+ * proxy would connect to it on the operator's behalf. And when the agent has a proxy
+ * (`proxiedLookup`, the agent's checked lookup), a name is resolved here first and refused on
+ * the same answers a direct connection is (a link-local or metadata address; with `public-only`,
+ * loopback and private ones too) before anything reaches the proxy, which is still sent the name
+ * (`CONNECT name:port`). A name the operator cannot resolve is not sent either. A host `NO_PROXY`
+ * exempts is resolved twice (here, then by the direct connection), each answer checked.
+ *
+ * Best effort against a name whose answers change: the proxy resolves it again, and may get
+ * another answer; the proxy's own egress rules are what holds then.
  */
-function guardHost(agent: http.Agent, policy: AddressPolicy): void {
+function guardHost(agent: http.Agent, policy: AddressPolicy, proxiedLookup?: LookupFunction): void {
   const create = agent.createConnection.bind(agent);
   agent.createConnection = (options, callback?: (err: Error | null, stream: Duplex) => void) => {
-    const problem = hostProblem(options.host ?? options.hostname ?? "localhost", policy);
-    if (problem === undefined) return create(options, callback);
-    const error = new AddressRefusedError(problem);
-    process.nextTick(() => callback?.(error, undefined as unknown as Duplex));
+    const host = options.host ?? options.hostname ?? "localhost";
+    const problem = hostProblem(host, policy);
+    const fail = (error: Error) => process.nextTick(() => callback?.(error, undefined as unknown as Duplex));
+    if (problem !== undefined) {
+      fail(new AddressRefusedError(problem));
+      return undefined;
+    }
+    if (proxiedLookup === undefined || isIP(host.replace(/^\[|\]$/g, "")) !== 0)
+      return create(options, callback);
+    proxiedLookup(host, { all: true }, (error) => {
+      if (error) return fail(error);
+      const socket = create(options, callback);
+      // The agent hands a socket over at once unless it waits for the proxy's tunnel, which
+      // calls back itself when the tunnel is up (Node's `createSocket`); its callback runs once.
+      if (socket && !waitsForTunnel(socket)) callback?.(null, socket);
+    });
     return undefined;
   };
+}
+
+/** Whether Node's agent marked `socket` as waiting for a proxy's CONNECT tunnel. */
+function waitsForTunnel(socket: Duplex): boolean {
+  return Object.getOwnPropertySymbols(socket).some(
+    (key) =>
+      key.description === "kWaitForProxyTunnel" &&
+      Boolean((socket as unknown as Record<symbol, unknown>)[key]),
+  );
 }
 
 /**

@@ -70,8 +70,9 @@ export interface ServiceErrorInit {
  * A failed call to the service.
  *
  * Contract: `message` is a single line `METHOD route: [status ]kind: detail` with the detail cut
- * to 500 characters; `detail` is whole: the service's own explanation (FastAPI validation lists
- * rendered as `loc: msg; loc: msg`) or ours. Where the detail may quote secret values the caller
+ * to 500 characters; `detail` is the service's own explanation (FastAPI validation lists
+ * rendered as `loc: msg; loc: msg`, redacted of the key and cut to 4,096 characters by the
+ * transport) or ours. Where the detail may quote secret values the caller
  * sent, redact `detail` and cut it afterwards (a value cut in two would escape redaction, so do
  * not redact `message`);
  * `retryable` says whether repeating the same call later can help; `maybeApplied` is true when a
@@ -107,6 +108,19 @@ export class ServiceError extends Error {
     this.maybeApplied = init.maybeApplied ?? false;
     this.tlsCode = init.tlsCode;
   }
+}
+
+/**
+ * What of `error` the operator's log may carry: of a {@link ServiceError}, the call, its status
+ * and kind (its detail is the service's text, which may quote a secret or anything else), and of
+ * any other error its message (the operator's own words).
+ */
+export function loggedError(error: unknown): string {
+  if (error instanceof ServiceError) {
+    const status = error.status === undefined ? "" : `${error.status} `;
+    return `${error.method} ${error.route}: ${status}${error.kind}`;
+  }
+  return error instanceof Error ? error.message : String(error);
 }
 
 /**

@@ -6,13 +6,18 @@
  * Characters dealt with: the C0 controls (U+0000–U+001F), DEL (U+007F), the C1 controls
  * (U+0080–U+009F, some terminals read U+009B as CSI), the escape sequences they start (CSI,
  * OSC — which can write the clipboard or retitle a window —, DCS, SOS, PM, APC and two-character
- * ones), the line and paragraph separators U+2028/U+2029, and the bidirectional formatting
- * characters (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069), which reorder the text a
- * reader sees. Every function is one pass of linear regular expressions.
+ * ones), the line and paragraph separators U+2028/U+2029, and every format character (Unicode
+ * category Cf): the bidirectional ones (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069),
+ * which reorder the text a reader sees, and the invisible ones (zero-width space U+200B, the
+ * joiners, the soft hyphen, U+FEFF, tags), which make two texts that read the same differ.
+ * Every function is one pass of linear regular expressions.
  */
 
-/** Bidirectional formatting characters: marks, embeddings, overrides, isolates. */
-const BIDI = "\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069";
+/**
+ * Format characters (Cf), the bidirectional ones among them, as a class body for a `u` regular
+ * expression: the one definition every sanitizer here (the connection probe's included) uses.
+ */
+const FORMAT = "\\p{Cf}";
 
 /**
  * An escape sequence, or the start of one cut short: CSI (`ESC [` or U+009B, parameters,
@@ -33,11 +38,11 @@ const ESCAPE_SEQUENCE = new RegExp(
 /** Line breaks: CR LF, LF, CR, VT, FF, NEL, LS, PS. */
 const LINE_BREAK = /\r\n|[\n\r\v\f\x85\u2028\u2029]/g;
 /** What is left to take out once escape sequences and line breaks are dealt with. */
-const CONTROL = new RegExp(`[\\x00-\\x08\\x0e-\\x1f\\x7f-\\x9f${BIDI}]`, "g");
+const CONTROL = new RegExp(`[\\x00-\\x08\\x0e-\\x1f\\x7f-\\x9f${FORMAT}]`, "gu");
 /** A run of the characters {@link printableLine} and {@link printableNote} replace. */
 const UNPRINTABLE_RUN = new RegExp(
-  `(?:${ESCAPE_SEQUENCE.source}|[\\x00-\\x08\\x0e-\\x1f\\x7f-\\x84\\x86-\\x9f${BIDI}])+`,
-  "g",
+  `(?:${ESCAPE_SEQUENCE.source}|[\\x00-\\x08\\x0e-\\x1f\\x7f-\\x84\\x86-\\x9f${FORMAT}])+`,
+  "gu",
 );
 /** Stands for a run of characters taken out of a message: visible, and never part of a value. */
 export const REPLACEMENT = "\ufffd";
@@ -73,7 +78,7 @@ export function printableNote(text: string): string {
 }
 
 /** Every character {@link escapeForTerminal} writes as an escape (tab excepted). */
-const TERMINAL_UNSAFE = new RegExp(`[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f\\u2028\\u2029${BIDI}]`, "g");
+const TERMINAL_UNSAFE = new RegExp(`[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f\\u2028\\u2029${FORMAT}]`, "gu");
 const NAMED_ESCAPES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\x1b": "\\x1b" };
 
 /**
@@ -87,12 +92,12 @@ export function escapeForTerminal(text: string): string {
     const named = NAMED_ESCAPES[c];
     if (named !== undefined) return named;
     const code = c.charCodeAt(0);
-    return code < 0x100 ? `\\x${hex(code, 2)}` : `\\u${hex(code, 4)}`;
+    return code < 0x100 ? `\\x${hex(code, 2)}` : unicodeEscapes(c);
   });
 }
 
-/** JSON.stringify leaves these raw: C1 controls, DEL, the separators, bidirectional formatting. */
-const JSON_UNSAFE = new RegExp(`[\\x7f-\\x9f\\u2028\\u2029${BIDI}]`, "g");
+/** JSON.stringify leaves these raw: C1 controls, DEL, the separators, format characters. */
+const JSON_UNSAFE = new RegExp(`[\\x7f-\\x9f\\u2028\\u2029${FORMAT}]`, "gu");
 
 /**
  * JSON text (as `JSON.stringify` writes it) with the characters it leaves raw written as `\uXXXX`
@@ -100,7 +105,27 @@ const JSON_UNSAFE = new RegExp(`[\\x7f-\\x9f\\u2028\\u2029${BIDI}]`, "g");
  * strings, where the escape means the same character.
  */
 export function escapeJsonText(json: string): string {
-  return json.replace(JSON_UNSAFE, (c) => `\\u${hex(c.charCodeAt(0), 4)}`);
+  return json.replace(JSON_UNSAFE, unicodeEscapes);
+}
+
+/** `c` as `\\uXXXX` escapes, one per UTF-16 unit (a surrogate pair past U+FFFF). */
+function unicodeEscapes(c: string): string {
+  let out = "";
+  for (let i = 0; i < c.length; i++) out += `\\u${hex(c.charCodeAt(i), 4)}`;
+  return out;
+}
+
+/** What {@link printableWords} drops besides: private-use, unassigned, lone surrogate code points. */
+const UNASSIGNED = /[\p{Co}\p{Cn}\p{Cs}]/gu;
+
+/**
+ * `text` as printable words: escape sequences, controls and format characters taken out as
+ * {@link stripToLine} does, private-use, unassigned and lone surrogate code points too, each run
+ * of whitespace (line breaks included) one space, trimmed. For a short detail in a status (a
+ * connection's failed probe).
+ */
+export function printableWords(text: string): string {
+  return stripToLine(text).replace(UNASSIGNED, "").replace(/\s+/g, " ").trim();
 }
 
 function hex(code: number, width: number): string {

@@ -38,6 +38,12 @@ export const MIN_LINE_CHARS = 8;
 export const MIN_DECODED_BYTES = 4;
 /** Fewest bytes of a decoded run looked for inside the values (a line of wrapped base64 is 57). */
 export const MIN_CONTAINED_BYTES = 12;
+
+/**
+ * Most characters between the end of a long base64 run and a short one read as its continuation
+ * (a log line's prefix: a time, a step number).
+ */
+const CONTINUATION_GAP_CHARS = 48;
 /** Characters of a text read as base64, hex and percent-encoded text (its start). */
 export const DECODE_WINDOW_CHARS = 1 << 18;
 /** Wall-clock time one redaction may take before the text is withheld, besides {@link REDACT_MS_PER_MIB}. */
@@ -149,6 +155,33 @@ export function redactAndTruncate(
  */
 export function secretCoverage(text: string, values: Iterable<string>, budget: RedactionBudget): Uint8Array {
   return coverageOf(text, formsOf(values), budget);
+}
+
+/**
+ * {@link secretCoverage} of `parts.join(separator)`, where a value is also found across the parts
+ * joined with nothing between them: a value a log split over two entries (`pw=s3cr3t-Pa`,
+ * `ssw0rd!` for `s3cr3t-Passw0rd!`) is marked in both parts. The separators are never marked by
+ * that second search.
+ */
+export function partsCoverage(
+  parts: readonly string[],
+  separator: string,
+  values: Iterable<string>,
+  budget: RedactionBudget,
+): Uint8Array {
+  const forms = formsOf(values);
+  const joined = parts.join(separator);
+  const covered = coverageOf(joined, forms, budget);
+  if (parts.length < 2 || separator === "" || forms.text.length === 0) return covered;
+  const flat = coverageOf(parts.join(""), forms, budget);
+  let at = 0;
+  let flatAt = 0;
+  for (const part of parts) {
+    for (let k = 0; k < part.length; k++) if (flat[flatAt + k]) covered[at + k] = 1;
+    at += part.length + separator.length;
+    flatAt += part.length;
+  }
+  return covered;
 }
 
 /** `text[from, to)` with each run of characters `covered` marks replaced by one `marker`. */
@@ -338,15 +371,30 @@ function coverContainedRuns(
   budget: RedactionBudget,
 ): void {
   const { view, runs } = decoded;
+  const cover = (from: number, to: number) => covered.fill(1, startOf(view, from), endOf(view, to - 1));
+  // The piece of a value the run before ended (and the value), so that a short run that goes on
+  // with it (the last line of wrapped base64, a few bytes) is covered as its continuation.
+  let before: { piece: string; value: string } | undefined;
   for (let r = 0; r < runs.length; r++) {
     const from = runs[r] ?? 0;
     const to = runs[r + 1] ?? view.text.length;
-    if (to - from < MIN_CONTAINED_BYTES) continue;
     const piece = view.text.slice(from, to);
+    if (to - from < MIN_CONTAINED_BYTES) {
+      budget.step(1 + ((before?.value.length ?? 0) >> 6));
+      const joined = before && before.piece + piece;
+      // A short piece that does not go on with it (a prefix's word) leaves the chain as it is.
+      if (before && joined && piece !== "" && before.value.includes(joined)) {
+        cover(from, to);
+        before = { piece: joined, value: before.value };
+      }
+      continue;
+    }
+    before = undefined;
     for (const value of forms.wholeBytes) {
       budget.step(1 + (value.length >> 6));
       if (value.length < piece.length || !value.includes(piece)) continue;
-      covered.fill(1, startOf(view, from), endOf(view, to - 1));
+      cover(from, to);
+      before = { piece, value };
       break;
     }
   }
@@ -603,10 +651,20 @@ function* base64Views(text: string, minChars: number, budget: RedactionBudget): 
   }
   budget.step(text.length);
   runs.push(count);
+  // Which runs are read: those long enough, and a short one (4 characters or more) a few
+  // characters after one (past a line's prefix): the last line of base64 wrapped over prefixed
+  // lines, a piece that coverContainedRuns covers as the continuation of the line before it.
+  const read: boolean[] = [];
   let decoded = 0;
+  let longEnd = Number.NEGATIVE_INFINITY;
   for (let r = 0; r + 1 < runs.length; r++) {
-    const length = (runs[r + 1] ?? 0) - (runs[r] ?? 0);
-    if (length >= minChars) decoded += length;
+    const first = runs[r] ?? 0;
+    const length = (runs[r + 1] ?? 0) - first;
+    const long = length >= minChars;
+    const continues = length >= 4 && (positions[first] ?? 0) - longEnd <= CONTINUATION_GAP_CHARS;
+    read.push(long || continues);
+    if (long || continues) decoded += length;
+    if (long) longEnd = positions[first + length - 1] ?? 0;
   }
   // The four passes in one reading, one after the other: one text to search, not four.
   const reading = new ByteReading(4 * (Math.ceil((decoded * 3) / 4) + 3));
@@ -614,7 +672,7 @@ function* base64Views(text: string, minChars: number, budget: RedactionBudget): 
     for (let r = 0; r + 1 < runs.length; r++) {
       const first = (runs[r] ?? 0) + offset;
       const last = runs[r + 1] ?? 0;
-      if (last - first < minChars) continue;
+      if (!read[r] || last - first < 2) continue;
       reading.runs.push(reading.n);
       for (let c = first; c + 1 < last; c += 4) {
         budget.step();

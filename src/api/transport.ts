@@ -20,9 +20,10 @@ import {
   parseRetryAfter,
   renderDetail,
   ServiceError,
+  truncate,
 } from "./errors.ts";
 import type { TokenBucket } from "./rate-limit.ts";
-import { redactSecrets } from "./redact.ts";
+import { redactAndTruncate, redactSecrets } from "./redact.ts";
 import { contentLength, readBody } from "./response-body.ts";
 import { type MemoryAccount, OverflowError, type ResponseMemory } from "./response-memory.ts";
 import { describeTlsFailure, FLAG_TLS_FIXES, FLAG_TLS_FIXES_WITH_CA, tlsFailureOf } from "./tls.ts";
@@ -130,6 +131,14 @@ class HeldForPause extends Error {
 
 /** How many times one attempt may be held back before it fails `rate_limited`. */
 const MAX_HOLDS = 8;
+
+/**
+ * The most of an error answer's detail a {@link ServiceError} keeps: as much as any reader looks
+ * at (a condition's message, the probe's read, the name-reserved check: 4,096 characters each).
+ */
+export const MAX_ERROR_DETAIL = 4_096;
+/** The longest error answer read as JSON to find its `detail` (a longer one is shown as text). */
+const MAX_PARSED_ERROR_BODY = 64 * 1024;
 
 /** Why an attempt failed, and whether the retry loop may try again. */
 class AttemptFailure extends Error {
@@ -379,8 +388,7 @@ export class Transport {
       method,
       route,
       status,
-      // Redacted before it is rendered: the key must be found whole, wherever it is.
-      detail: renderDetail(this.#redact(response.body), `HTTP ${status}`),
+      detail: this.#errorDetail(response.body, status),
       retryable,
       maybeApplied,
       ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
@@ -480,6 +488,24 @@ export class Transport {
     if (this.#s.apiKey !== undefined) headers[this.#s.apiKeyHeader] = this.#s.apiKey;
     if (this.#s.tenantId !== undefined) headers[this.#s.tenantHeader] = this.#s.tenantId;
     return headers;
+  }
+
+  /**
+   * The detail of an error answer: rendered ({@link renderDetail}), then redacted of the key and
+   * cut to {@link MAX_ERROR_DETAIL} in one step (`redactAndTruncate`), which searches only as far
+   * as what is kept could reach: an answer of 8 MiB costs what a short one does, and a key that
+   * straddles the cut is covered whole, none of it kept. Only a body of at most
+   * {@link MAX_PARSED_ERROR_BODY} characters is read as JSON; a longer one shows its start as text.
+   */
+  #errorDetail(body: string, status: number): string {
+    const text = renderDetail(
+      body.length <= MAX_PARSED_ERROR_BODY ? body : body.slice(0, MAX_PARSED_ERROR_BODY),
+      `HTTP ${status}`,
+    );
+    const key = this.#s.apiKey;
+    return key
+      ? redactAndTruncate(text, [key], MAX_ERROR_DETAIL, "[REDACTED]")
+      : truncate(text, MAX_ERROR_DETAIL);
   }
 
   #redact(text: string): string {

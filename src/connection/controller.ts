@@ -11,18 +11,18 @@
  * they may need it to clean up.
  */
 import type { Logger } from "pino";
+import { loggedError } from "../api/errors.ts";
 import { type Failure, KSTATUS } from "../conditions/kstatus.ts";
 import type { ServiceConfig } from "../config.ts";
 import {
-  CLUSTER_SERVICE_CONNECTION_KIND,
   CONNECTION_FINALIZER,
   type ConnectionStatus,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
-import { type ConnectionId, connectionKey, parseConnectionKey } from "../identity/connection.ts";
+import { type ConnectionId, connectionKey, idOf, parseConnectionKey } from "../identity/connection.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
+import { statusEqual } from "../reconcile/diff.ts";
 import type { SecretsPort } from "../reconcile/ports.ts";
-import { statusEqual } from "../reconcile/status.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { readCredentials } from "./credentials.ts";
@@ -141,6 +141,9 @@ export class ConnectionReconciler {
     // A deletion waits for the resources still using the connection, which stays usable (and
     // checked) meanwhile: they may need it to delete their deployments.
     let holding: Holding | undefined;
+    // Past the namespace's bound nothing is read, built, sent or written but its status: not
+    // even the finalizer (no client, so nothing of the service to let go of at its deletion).
+    const over = this.#registry.overLimit(id);
     if (obj.metadata.deletionTimestamp) {
       if (users === 0) {
         await this.#o.connections.removeFinalizer(obj, CONNECTION_FINALIZER, signal);
@@ -151,11 +154,9 @@ export class ConnectionReconciler {
         reason: CONNECTION_REASON.InUse,
         message: `deletion waits until no Deployment resource uses this connection: ${users} still ${users === 1 ? "does" : "do"}`,
       };
-    } else obj = await this.#o.connections.addFinalizer(obj, CONNECTION_FINALIZER, signal);
+    } else if (!over) obj = await this.#o.connections.addFinalizer(obj, CONNECTION_FINALIZER, signal);
 
-    // Past the namespace's bound nothing is read, built or sent; room made by a deletion
-    // enqueues it again (see #forget), as does the periodic pass.
-    const over = this.#registry.overLimit(id);
+    // Room made by a deletion enqueues it again (see #forget), as does the periodic pass.
     if (over) {
       this.#setUnusable(key, over);
       await this.#writeStatus(obj, counts, holding, signal, over);
@@ -202,7 +203,7 @@ export class ConnectionReconciler {
       if (verdict.ok && !wasUsable)
         await entry.session.snapshot.refresh(signal).catch((error: unknown) => {
           this.#o.logger.warn(
-            { connection: key, err: String(error) },
+            { connection: key, err: loggedError(error) },
             "first listing of a connection failed",
           );
         });
@@ -296,14 +297,4 @@ export class ConnectionReconciler {
     if (id?.kind === SERVICE_CONNECTION_KIND)
       for (const waiting of this.#registry.waitingForRoom(id.namespace)) this.#o.enqueue(waiting);
   }
-}
-
-/** The {@link ConnectionId} of a connection object (a cluster one has no namespace). */
-export function idOf(obj: ConnectionObject): ConnectionId {
-  const namespace = obj.metadata.namespace ?? "";
-  return {
-    kind: namespace ? SERVICE_CONNECTION_KIND : CLUSTER_SERVICE_CONNECTION_KIND,
-    namespace,
-    name: obj.metadata.name,
-  };
 }

@@ -5,6 +5,7 @@
  */
 import { ADDRESS_REFUSED } from "../api/address-policy.ts";
 import { isServiceError, ServiceError, wholeMessage } from "../api/errors.ts";
+import { printableWords } from "../api/printable.ts";
 import { redactAndTruncate } from "../api/redact.ts";
 import {
   CONNECTION_TLS_FIXES,
@@ -29,32 +30,20 @@ const MAX_OWN_DETAIL = 240;
 const MAX_READ = 4_096;
 
 /**
- * `text` with only printable characters: whitespace runs (newlines included) become one space,
- * and control, format (bidirectional overrides), private-use, unassigned and lone surrogate
- * characters are dropped.
- */
-export function printable(text: string): string {
-  return text
-    .replace(/[\p{Cc}\p{Cf}\p{Co}\p{Cs}\p{Cn}\p{Zl}\p{Zp}]/gu, (c) => (/\s/.test(c) ? " " : ""))
-    .replace(/\s+/g, " ")
-    .trim();
-}
-
-/**
  * What a failed probe's status shows of `error`: the HTTP status and at most
  * {@link MAX_ANSWER_SHOWN} printable characters of the service's answer, or the operator's own
  * account of a failure without one; the API key redacted (after the text is made printable, so
  * a key split by control characters is found whole).
  */
 export function probeDetail(error: unknown, apiKey: string): string {
-  const keys = [apiKey, printable(apiKey)];
+  const keys = [apiKey, printableWords(apiKey)];
   if (error instanceof ServiceError && error.status !== undefined) {
     const own = `HTTP ${error.status}`;
-    const answer = redactAndTruncate(printable(error.detail.slice(0, MAX_READ)), keys, MAX_ANSWER_SHOWN);
+    const answer = redactAndTruncate(printableWords(error.detail.slice(0, MAX_READ)), keys, MAX_ANSWER_SHOWN);
     const said = answer === "" || answer === own ? own : `${own}: ${answer}`;
     return `${error.method} ${error.route} answered ${said}`;
   }
-  return redactAndTruncate(printable(wholeMessage(error).slice(0, MAX_READ)), keys, MAX_OWN_DETAIL);
+  return redactAndTruncate(printableWords(wholeMessage(error).slice(0, MAX_READ)), keys, MAX_OWN_DETAIL);
 }
 
 /** The address policy's refusal carried by `error` (a service client's network failure), if any. */
@@ -100,7 +89,7 @@ export async function probeConnection(
       return {
         ok: false,
         reason: CONNECTION_REASON.AddressNotAllowed,
-        message: `the operator does not connect to the service at ${config.baseUrl}: ${redactAndTruncate(printable(refusal), [apiKey], MAX_OWN_DETAIL)}; point spec.baseUrl at the service's own address`,
+        message: `the operator does not connect to the service at ${config.baseUrl}: ${redactAndTruncate(printableWords(refusal), [apiKey], MAX_OWN_DETAIL)}; point spec.baseUrl at the service's own address`,
         transient: true,
       };
     if (isServiceError(error, "too_large"))

@@ -26,6 +26,7 @@ import type { ConnectionObject } from "../kube/connections.ts";
 import type { DeploymentsPort, StoredResource } from "../reconcile/ports.ts";
 import type { ServiceSession, SessionLookup, Sessions } from "../reconcile/session.ts";
 import { NamespaceAccess } from "./access.ts";
+import type { NamespaceOrder } from "./namespace-order.ts";
 import { CONNECTION_REASON, type ConnectionVerdict } from "./status.ts";
 
 const TOO_MANY_CONNECTIONS = CONNECTION_REASON.TooManyConnections;
@@ -95,17 +96,11 @@ export interface ConnectionRegistryOptions {
   access?: NamespaceAccess;
   /**
    * Most ServiceConnections of one namespace that get a client (`--max-connections-per-namespace`):
-   * the oldest, by creation time then name. Absent (or without `namespaceConnections`): no bound.
+   * the oldest, by creation time then name. Absent (or without `order`): no bound.
    */
   maxPerNamespace?: number;
-  /** The ServiceConnections of a namespace, as the watch cache holds them. */
-  namespaceConnections?: (namespace: string) => readonly ConnectionObject[];
-}
-
-/** The order in which a namespace's connections get a client: oldest first, then by name. */
-function before(a: ConnectionObject, b: ConnectionObject): boolean {
-  const [x, y] = [a.metadata.creationTimestamp ?? "", b.metadata.creationTimestamp ?? ""];
-  return x !== y ? x < y : a.metadata.name < b.metadata.name;
+  /** The ServiceConnections of each namespace in that order, kept from the watch cache's events. */
+  order?: NamespaceOrder;
 }
 
 /** See the module comment. */
@@ -116,6 +111,8 @@ export class ConnectionRegistry implements ConnectionSessions {
   readonly #entries = new Map<string, ConnectionEntry>();
   /** Connections found unusable for a reason other than the probe (e.g. their Secret). */
   readonly #unusable = new Map<string, Failure>();
+  /** Namespace → its connections refused by the per-namespace bound (keys). */
+  readonly #waiting = new Map<string, Set<string>>();
 
   constructor(options: ConnectionRegistryOptions) {
     this.#o = options;
@@ -254,34 +251,37 @@ export class ConnectionRegistry implements ConnectionSessions {
   /**
    * Why connection `id` gets no client, when its namespace has more ServiceConnections than
    * {@link ConnectionRegistryOptions.maxPerNamespace} and it is not among the oldest that many;
-   * undefined otherwise. One pass over the namespace's cached connections.
+   * undefined otherwise. A binary search of the namespace's order ({@link NamespaceOrder}).
    */
   overLimit(id: ConnectionId): Failure | undefined {
-    const { maxPerNamespace: max, namespaceConnections } = this.#o;
-    if (id.kind !== SERVICE_CONNECTION_KIND || max === undefined || !namespaceConnections) return undefined;
-    const all = namespaceConnections(id.namespace);
-    if (all.length <= max) return undefined;
-    const self = all.find((c) => c.metadata.name === id.name);
-    if (!self) return undefined;
-    let older = 0;
-    for (const other of all) if (before(other, self)) older += 1;
-    if (older < max) return undefined;
+    const { maxPerNamespace: max, order } = this.#o;
+    if (id.kind !== SERVICE_CONNECTION_KIND || max === undefined || !order) return undefined;
+    const all = order.count(id.namespace);
+    if (all <= max) return undefined;
+    const older = order.rank(id.namespace, id.name);
+    if (older === undefined || older < max) return undefined;
     return {
       ok: false,
       reason: TOO_MANY_CONNECTIONS,
-      message: `namespace ${id.namespace} has ${all.length} ServiceConnections, more than the ${max} per namespace the operator serves (--max-connections-per-namespace): the oldest ${max} are served, and this one gets no client until older ones are deleted; delete the connections this namespace no longer uses, or ask the operator's admins to raise the limit`,
+      message: `namespace ${id.namespace} has ${all} ServiceConnections, more than the ${max} per namespace the operator serves (--max-connections-per-namespace): the oldest ${max} are served, and this one gets no client until older ones are deleted; delete the connections this namespace no longer uses, or ask the operator's admins to raise the limit`,
       transient: false,
     };
   }
 
   /** The keys of `namespace`'s connections refused by the per-namespace bound: room may have been made. */
   waitingForRoom(namespace: string): string[] {
-    return [...this.#unusable]
-      .filter(
-        ([key, failure]) =>
-          failure.reason === TOO_MANY_CONNECTIONS && parseConnectionKey(key)?.namespace === namespace,
-      )
-      .map(([key]) => key);
+    return [...(this.#waiting.get(namespace) ?? [])];
+  }
+
+  /** Records whether `key` waits for room in its namespace. */
+  #wait(key: string, waits: boolean): void {
+    const namespace = parseConnectionKey(key)?.namespace;
+    if (!namespace) return;
+    const keys = this.#waiting.get(namespace);
+    if (waits) {
+      if (keys) keys.add(key);
+      else this.#waiting.set(namespace, new Set([key]));
+    } else if (keys?.delete(key) && keys.size === 0) this.#waiting.delete(namespace);
   }
 
   /**
@@ -290,12 +290,14 @@ export class ConnectionRegistry implements ConnectionSessions {
    */
   setUnusable(key: string, failure: Failure): void {
     this.#unusable.set(key, failure);
+    this.#wait(key, failure.reason === TOO_MANY_CONNECTIONS);
     if (failure.reason === TOO_MANY_CONNECTIONS) this.#entries.delete(key);
   }
 
   /** `key`'s settings could be read again: its probe's verdict speaks for it. */
   clearUnusable(key: string): void {
     this.#unusable.delete(key);
+    this.#wait(key, false);
   }
 
   /** Drops `key` (its connection is gone); true when anything was known of it. */
@@ -303,6 +305,7 @@ export class ConnectionRegistry implements ConnectionSessions {
     const known = this.#entries.has(key) || this.#unusable.has(key);
     this.#entries.delete(key);
     this.#unusable.delete(key);
+    this.#wait(key, false);
     return known;
   }
 }

@@ -8,13 +8,9 @@ import type { Deployment, Revision } from "../api/wire.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { desiredFromSpec, effectiveName } from "../crd/mapping.ts";
-import {
-  ANNOTATION_PAUSED,
-  ANNOTATION_ROLLOUT_NOW,
-  type DeploymentResource,
-  type DeploymentSpec,
-} from "../crd/schema.ts";
+import { ANNOTATION_PAUSED, type DeploymentResource, type DeploymentSpec } from "../crd/schema.ts";
 import { connectionLabel } from "../identity/connection.ts";
+import { rolloutNow } from "../reconcile/annotations.ts";
 import { lastAppliedFor } from "../reconcile/last-applied.ts";
 import { observedDrift } from "../reconcile/notes.ts";
 import {
@@ -314,7 +310,7 @@ function heldReview(
   const gate = gateRollout({
     windows,
     now: inputs.now,
-    rolloutNow: inputs.resource.metadata.annotations?.[ANNOTATION_ROLLOUT_NOW] || undefined,
+    rolloutNow: rolloutNow(inputs.resource),
     handledRolloutNow: inputs.live?.lastHandledRolloutNow,
     held: held.changes,
   });

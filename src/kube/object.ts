@@ -2,14 +2,16 @@
  * The slice of Kubernetes object metadata the adapters rely on, and the checks that turn a JSON
  * value from the API server into it (validate at the edge, then trust the types).
  */
-import { createHash } from "node:crypto";
+import { CONNECTION_FINALIZER } from "../crd/connection-schema.ts";
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RECONCILE_INTERVAL,
   ANNOTATION_RECONCILE_REQUESTED_AT,
   ANNOTATION_ROLLOUT_NOW,
+  FINALIZER,
 } from "../crd/schema.ts";
 import { isRecord } from "../json.ts";
+import { keptAnnotationValue } from "../reconcile/annotations.ts";
 import { type ObjectRef, objectKey } from "../runtime/keys.ts";
 
 /** Metadata fields read by the adapters. Optional ones may be absent on the wire. */
@@ -77,11 +79,7 @@ export const READ_ANNOTATIONS: readonly string[] = [
   ANNOTATION_ROLLOUT_NOW,
 ];
 
-/**
- * The longest annotation value kept as given. Every value the operator acts on is short (`true`,
- * a duration, a timestamp or a token); a longer one is kept as its digest (see {@link keptMetadata}).
- */
-export const MAX_ANNOTATION_VALUE = 1024;
+export { MAX_ANNOTATION_VALUE } from "../reconcile/annotations.ts";
 
 /**
  * The metadata a cached resource keeps: the fields the operator reads (name, namespace, uid,
@@ -91,8 +89,9 @@ export const MAX_ANNOTATION_VALUE = 1024;
  * labels (label selectors are applied by the API server, never to the cache), managedFields,
  * ownerReferences. A kept value longer than {@link MAX_ANNOTATION_VALUE} becomes
  * `sha256:<hex>`: still a different value when the original changes (what `reconcile-requested-at`
- * and `rollout-now` need), and never `true` or a duration. So one cached resource's metadata is
- * bounded by its finalizers, whatever its annotations and labels weigh.
+ * and `rollout-now` need), and never `true` or a duration. Finalizers are kept as
+ * {@link keptFinalizers} says. So one cached resource's metadata is bounded by the number of its
+ * finalizers (a pointer each), whatever its annotations, labels and finalizer names weigh.
  *
  * Safe because the operator never writes metadata it read: its writes are a status apply naming
  * only name, namespace and resourceVersion, and JSON Patches of single finalizer entries.
@@ -104,10 +103,25 @@ export function keptMetadata(meta: ObjectMeta): ObjectMeta {
   if (meta.generation !== undefined) kept.generation = meta.generation;
   if (typeof meta.creationTimestamp === "string") kept.creationTimestamp = meta.creationTimestamp;
   if (typeof meta.deletionTimestamp === "string") kept.deletionTimestamp = meta.deletionTimestamp;
-  if (meta.finalizers !== undefined) kept.finalizers = meta.finalizers;
+  if (meta.finalizers !== undefined) kept.finalizers = keptFinalizers(meta.finalizers);
   const annotations = readAnnotations(meta.annotations);
   if (annotations) kept.annotations = annotations;
   return kept;
+}
+
+/** The finalizers the operator writes: the only names a cached object keeps. */
+const OUR_FINALIZERS: ReadonlySet<string> = new Set([FINALIZER, CONNECTION_FINALIZER]);
+
+/**
+ * `finalizers` as a cached object keeps them: the same length, the operator's own names as
+ * given, every other name as "" (one shared string). A tenant may put thousands of names of up
+ * to 317 characters on an object (1.5 MiB); the operator only asks whether its own is there and
+ * at which index (the JSON Patch that removes it names the index, under the object's
+ * resourceVersion, so the other entries' names are never needed), and whether the list changed
+ * in length. A change of another controller's name alone is thus not seen: none concerns it.
+ */
+export function keptFinalizers(finalizers: readonly string[]): string[] {
+  return finalizers.map((f) => (OUR_FINALIZERS.has(f) ? f : ""));
 }
 
 function readAnnotations(all: Record<string, string> | undefined): Record<string, string> | undefined {
@@ -117,10 +131,7 @@ function readAnnotations(all: Record<string, string> | undefined): Record<string
     const value = Object.hasOwn(all, key) ? all[key] : undefined;
     if (value === undefined) continue;
     kept ??= {};
-    kept[key] =
-      value.length <= MAX_ANNOTATION_VALUE
-        ? value
-        : `sha256:${createHash("sha256").update(value).digest("hex")}`;
+    kept[key] = keptAnnotationValue(value);
   }
   return kept;
 }

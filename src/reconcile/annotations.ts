@@ -2,13 +2,14 @@
  * The annotations users set on a resource to steer the controller, read defensively: a value the
  * controller cannot use is ignored (and reported by the caller), never a crash.
  */
-import { parseDuration } from "../config.ts";
+import { createHash } from "node:crypto";
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RECONCILE_INTERVAL,
   ANNOTATION_RECONCILE_REQUESTED_AT,
   ANNOTATION_ROLLOUT_NOW,
 } from "../crd/schema.ts";
+import { parseDuration } from "../duration.ts";
 
 type Annotated = { metadata: { annotations?: Record<string, string> } };
 
@@ -22,9 +23,32 @@ export function reconcileRequestedAt(obj: Annotated): string | undefined {
   return obj.metadata.annotations?.[ANNOTATION_RECONCILE_REQUESTED_AT] || undefined;
 }
 
-/** The value of `dms.dev/rollout-now`, if set. */
+/**
+ * The longest annotation value kept as given. Every value the operator acts on is short (`true`,
+ * a duration, a timestamp or a token); a longer one is kept as its digest ({@link keptAnnotationValue}).
+ */
+export const MAX_ANNOTATION_VALUE = 1024;
+
+/**
+ * An annotation's value as the operator keeps it (in its cache, and in the status fields that
+ * record a value acted on): as given up to {@link MAX_ANNOTATION_VALUE} characters, else
+ * `sha256:<hex>`, still a different value when the original changes, never `true` or a
+ * duration. The same whether applied once or twice (a digest is short).
+ */
+export function keptAnnotationValue(value: string): string {
+  return value.length <= MAX_ANNOTATION_VALUE
+    ? value
+    : `sha256:${createHash("sha256").update(value).digest("hex")}`;
+}
+
+/**
+ * The value of `dms.dev/rollout-now`, if set, as kept ({@link keptAnnotationValue}): what
+ * `status.lastHandledRolloutNow` holds once it was acted on, whether `obj` came from the cache or
+ * from a file.
+ */
 export function rolloutNow(obj: Annotated): string | undefined {
-  return obj.metadata.annotations?.[ANNOTATION_ROLLOUT_NOW] || undefined;
+  const value = obj.metadata.annotations?.[ANNOTATION_ROLLOUT_NOW];
+  return value ? keptAnnotationValue(value) : undefined;
 }
 
 /** Shortest interval honoured: a smaller one would poll the service hot. */

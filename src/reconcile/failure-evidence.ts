@@ -10,27 +10,27 @@
  * and {@link MAX_LOG_READS} reads in all, as the record's `failedReads` counts.
  *
  * Pure: decisions and formatting. The reading is `RevisionLogReader`'s (revision-log-reader.ts),
- * the sequencing the reconciler's.
+ * the sequencing and the one Warning `evidence.ts`'s.
  */
 
 import { stripToLine } from "../api/printable.ts";
 import {
   applyCoverage,
+  partsCoverage,
   REDACT_BUDGET_MS,
   RedactionBudget,
   RedactionBudgetError,
   redactAndTruncate,
-  secretCoverage,
   UNSEARCHED,
 } from "../api/redact.ts";
 import { entryTimeMs, type LogEntry, type LogType } from "../api/revision-logs.ts";
 import { formatTime } from "../conditions/kstatus.ts";
-import { parseDuration } from "../config.ts";
 import {
   DEFAULT_ROLLOUT_TIMEOUT,
   type DeploymentResourceStatus,
   type DeploymentSpec,
 } from "../crd/schema.ts";
+import { isZeroDuration, parseDuration } from "../duration.ts";
 import type { Deployment } from "./service-types.ts";
 import { isBeingDeleted, type REASON, stuckPart } from "./status.ts";
 
@@ -107,16 +107,6 @@ export function rolloutTimeoutMs(spec: Pick<DeploymentSpec, "rolloutTimeout">): 
 }
 
 /**
- * Whether `text` is `0` or a Go duration whose every amount is zero. `parseDuration` cannot say:
- * it answers undefined for zero and for nonsense alike, and only the first disables the timeout.
- */
-function isZeroDuration(text: string): boolean {
-  if (/^0+$/.test(text)) return true;
-  if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(text)) return false;
-  return [...text.matchAll(/\d+(\.\d+)?/g)].every(([amount]) => Number(amount) === 0);
-}
-
-/**
  * `status.rolloutStartedAt` after observing `observed` at `now`: set to `now` when a new latest
  * revision is first seen not active, kept while the rollout has not finished, cleared once it
  * has (or there is no revision). A rollout finishes when its revision is active AND the service
@@ -156,6 +146,23 @@ export function rolloutTimedOut(
   if (startedAt === undefined || timeoutMs === undefined) return false;
   const started = Date.parse(startedAt);
   return !Number.isNaN(started) && now.getTime() - started >= timeoutMs;
+}
+
+/**
+ * The first sentence of the Warning a revision's evidence gives (`RevisionFailed` or
+ * `RolloutTimeout`): which revision of which deployment, and what became of it. The one text of
+ * both, whether the revision's log was read with it or not.
+ */
+export function evidenceHeadline(
+  reason: EvidenceReason,
+  revisionId: string,
+  deploymentId: string,
+  revisionStatus: string | undefined,
+  timedOutAfter?: string,
+): string {
+  return reason === "RevisionFailed"
+    ? `revision ${revisionId} of the service's deployment ${deploymentId} ${revisionStatus}: it will not go live`
+    : `revision ${revisionId} of the service's deployment ${deploymentId} has not gone live within spec.rolloutTimeout ${timedOutAfter}${revisionStatus ? ` (${revisionStatus})` : ""}`;
 }
 
 /**
@@ -210,9 +217,9 @@ export function tailOf(entries: readonly LogEntry[]): LogEntry[] {
  * undefined when that took more than `budgetMs` (the tail is then not shown at all).
  *
  * Order, so that no form of a value shows: the messages are searched as they were written, joined
- * as one text (a value printed over several entries is found, and one whose newline a build
- * dropped), before anything is folded or cut; each entry's part is then taken out of that text,
- * its escape sequences, controls and line breaks taken out ({@link stripToLine}), its whitespace
+ * as one text with and without line breaks between them (a value printed over several entries is
+ * found, split at its line breaks or mid-value, and one whose newline a build dropped), before
+ * anything is folded or cut; each entry's part is then taken out of that text, its escape sequences, controls and line breaks taken out ({@link stripToLine}), its whitespace
  * folded, and the line searched once more (a value a color change or a line break interrupted is
  * whole again now) before it is cut to {@link LINE_CHARS}. Bounds: {@link TAIL_LINES} entries of
  * at most {@link MESSAGE_SEARCH_CHARS} characters searched, {@link MESSAGE_CHARS} of each shown.
@@ -227,7 +234,7 @@ export function formatTail(
   const joined = parts.join("\n");
   const budget = new RedactionBudget(budgetMs);
   try {
-    const covered = secretCoverage(joined, secretValues, budget);
+    const covered = partsCoverage(parts, "\n", secretValues, budget);
     let at = 0;
     return tail.map((entry, i) => {
       const part = parts[i] ?? "";

@@ -5,7 +5,7 @@
  * ends as "no tail": a log is information, never a reason to fail the reconcile.
  */
 import type { Logger } from "pino";
-import { isServiceError } from "../api/errors.ts";
+import { isServiceError, loggedError } from "../api/errors.ts";
 import { type LogEntry, LogsRouteMissingError, type LogType } from "../api/revision-logs.ts";
 import { TAIL_LINES, tailOf } from "./failure-evidence.ts";
 import type { RevisionLogReads } from "./ports.ts";
@@ -70,7 +70,10 @@ export class RevisionLogReader {
         );
         return { kind: "missing" };
       }
-      this.#logger.warn({ err: message, revision: revisionId }, "could not read the revision's log");
+      this.#logger.warn(
+        { err: loggedError(error), revision: revisionId },
+        "could not read the revision's log",
+      );
       // The kind and status only: the detail is the service's text, which may quote anything.
       if (!isServiceError(error)) return { kind: "failed", why: "it could not be read", passing: false };
       const status = error.status === undefined ? "" : `${error.status} `;

@@ -12,6 +12,7 @@
 import { formatTime } from "../conditions/kstatus.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
 import { ANNOTATION_ROLLOUT_NOW } from "../crd/schema.ts";
+import { describeDuration } from "../duration.ts";
 import type { ChangeGroup, FieldChange, PatchPlan } from "./plan.ts";
 import {
   BoundedMemo,
@@ -137,11 +138,12 @@ export interface GateInput {
 }
 
 /**
- * Decides whether the revision part of a change goes out now (see {@link RolloutGate}). Throws
- * an {@link InvalidSpecError} naming the windows when the search for the next opening ran out of
- * its time budget ({@link OPENING_BUDGET_MS}): windows too costly to search fail their resource,
- * never the event loop every resource shares. The search's answer is remembered (see
- * {@link searchOpening}).
+ * Decides whether the revision part of a change goes out now (see {@link RolloutGate}). A search
+ * for the next opening that ran out of its time budget ({@link OPENING_BUDGET_MS}) holds the
+ * change and looks again later, with a backoff ({@link slowSearchRetryMs}): how long a search
+ * takes depends on the machine's load as much as on the windows, so it is no verdict on the spec
+ * (windows that never open are refused before, by `windowsInEffect`). The search's other
+ * answers are remembered (see {@link searchOpening}).
  */
 export function gateRollout(input: GateInput): RolloutGate {
   if (input.rolloutNow !== undefined && input.rolloutNow !== input.handledRolloutNow)
@@ -149,14 +151,14 @@ export function gateRollout(input: GateInput): RolloutGate {
   if (input.windows.windows.length === 0) return { kind: "open", viaRolloutNow: false };
   const opening = searchOpening(input.windows.windows, input.now, input.counter);
   if (opening.kind === "now") return { kind: "open", viaRolloutNow: false };
-  if (opening.kind === "none" && opening.exhausted === "time")
-    throw new InvalidSpecError(
-      input.windows.source,
-      `finding when these rollout windows next allow a rollout took more than ${OPENING_BUDGET_MS} ms, the most the operator spends on it (nothing opens before ${formatTime(new Date(opening.searchedUntil))}): use fewer windows, or schedules that start less often; or set the annotation ${ANNOTATION_ROLLOUT_NOW} to a new value to roll the change out now`,
-    );
   const fields = [...new Set(input.held.map((c) => c.field))].join(", ");
   const what = `the change that makes a new revision (${fields}) is held: outside the rollout windows (${input.windows.source})`;
   const release = `set the annotation ${ANNOTATION_ROLLOUT_NOW} to a new value to roll it out now`;
+  if (opening.kind === "none" && opening.exhausted === "time") {
+    const retryMs = opening.retryMs ?? SLOW_SEARCH_RETRY_MS;
+    const when = `finding when they next allow a rollout took more than ${OPENING_BUDGET_MS} ms, the most the operator spends on it at once (nothing opens before ${formatTime(new Date(opening.searchedUntil))}); it looks again in ${retryMs / 1000}s (fewer windows, or schedules that start less often, make the search shorter)`;
+    return { kind: "held", message: `${what}, and ${when}; ${release}`, when, wakeAt: input.now + retryMs };
+  }
   if (opening.kind === "none") {
     const when = noOpening(opening);
     return { kind: "held", message: `${what}, and ${when}; ${release}`, when, wakeAt: opening.searchedUntil };
@@ -165,6 +167,29 @@ export function gateRollout(input: GateInput): RolloutGate {
   const local = localTime(opening.at, opening.window.timeZone);
   const when = `it goes out at ${until} (${local}), when ${describeWindow(opening)}`;
   return { kind: "held", message: `${what}; ${when}; or ${release}`, when, wakeAt: opening.at, until, local };
+}
+
+/**
+ * What of a PATCH goes out now, and what waits for a rollout window:
+ * - `send`: the PATCH to send now: all of `plan` when nothing in it makes a revision or the gate
+ *   is open; else only what makes no revision (absent when that is nothing);
+ * - `held`: present when the revision part waits: `message` says when and how to release it,
+ *   `wakeAt` is when to look again. The secrets held (if any) are not applied yet.
+ * `viaRolloutNow`: the gate opened for `dms.dev/rollout-now` (see {@link gateRollout}).
+ */
+export interface GatedPatch {
+  send?: PatchPlan;
+  held?: { message: string; wakeAt: number };
+  viaRolloutNow?: boolean;
+}
+
+/** Splits `plan` by the rollout gate (see {@link GatedPatch}); throws as {@link gateRollout} does. */
+export function gatePatch(plan: PatchPlan, input: Omit<GateInput, "held">): GatedPatch {
+  const { now, held } = splitPatch(plan);
+  if (!held) return { send: plan };
+  const gate = gateRollout({ ...input, held: held.changes });
+  if (gate.kind === "open") return { send: plan, viaRolloutNow: gate.viaRolloutNow };
+  return { ...(now ? { send: now } : {}), held: { message: gate.message, wakeAt: gate.wakeAt } };
 }
 
 function noOpening(opening: Opening & { kind: "none" }): string {
@@ -177,7 +202,7 @@ function noOpening(opening: Opening & { kind: "none" }): string {
 type KeptOpening =
   | { kind: "now" }
   | { kind: "at"; at: number; window: Omit<RolloutWindow, "cron"> }
-  | (Opening & { kind: "none" });
+  | (Opening & { kind: "none"; retryMs?: number });
 
 /** A search's answer, the instant it was asked at, and until when it holds. */
 interface KeptAnswer {
@@ -191,17 +216,35 @@ interface KeptAnswer {
  * instant before its opening (or before where its search stopped): every instant it passed over
  * is closed, so a search from a later one finds the same. Except the answer that nothing opens
  * within the horizon, which a later search may not give (it looks further): kept for
- * {@link HORIZON_ANSWER_MS} only, so that "within 366 days" stays true to the minute. Every
- * reconcile of a held resource until its window opens, and the resources that share its
+ * {@link HORIZON_ANSWER_MS} only, so that "within 366 days" stays true to the minute. And never
+ * a search cut for time: a pause of the process or a busy machine cuts it, not the windows.
+ * Every reconcile of a held resource until its window opens, and the resources that share its
  * windows, search once; the entries are bounded whatever the tenants write (5 KB at most each).
  */
 const OPENINGS = new BoundedMemo<string, KeptAnswer>(256);
 const HORIZON_ANSWER_MS = 60_000;
 
 /**
+ * How long a change waits after a search cut for time, the first time: it doubles at each cut
+ * in a row of the same windows, up to {@link SLOW_SEARCH_MAX_RETRY_MS}, and starts again at the
+ * first search that ends otherwise. A search costs its budget at most, so windows that always
+ * take longer cost the event loop 40 ms per resource every ten minutes at most.
+ */
+export const SLOW_SEARCH_RETRY_MS = 10_000;
+export const SLOW_SEARCH_MAX_RETRY_MS = 600_000;
+/** Searches cut for time in a row, by the windows' text (bounded as {@link OPENINGS}). */
+const SLOW_SEARCHES = new BoundedMemo<string, number>(256);
+
+/** The wait after the `n`th search in a row cut for time (1-based). */
+export function slowSearchRetryMs(n: number): number {
+  return Math.min(SLOW_SEARCH_RETRY_MS * 2 ** Math.min(n - 1, 16), SLOW_SEARCH_MAX_RETRY_MS);
+}
+
+/**
  * The next opening of `windows` at `now`, searched (within its step and time budgets) or taken
  * from {@link OPENINGS}. Keyed by the windows' text, which is all the answer depends on besides
- * the instant: the same windows of another resource, or of a later generation, reuse it.
+ * the instant: the same windows of another resource, or of a later generation, reuse it. A
+ * search cut for time is not kept: its answer carries the wait before the next (`retryMs`).
  */
 function searchOpening(windows: readonly RolloutWindowSpec[], now: number, counter?: Counter): KeptOpening {
   const key = JSON.stringify(windows.map((w) => [w.kind, w.schedule, w.duration, w.timeZone ?? null]));
@@ -209,6 +252,12 @@ function searchOpening(windows: readonly RolloutWindowSpec[], now: number, count
   if (kept && kept.from <= now && now < kept.until) return kept.opening;
   const compiled = compileWindows(windows, "spec.rolloutWindows");
   const found = nextOpening(compiled, now, counter ? { counter } : {});
+  if (found.kind === "none" && found.exhausted === "time") {
+    const cuts = (SLOW_SEARCHES.get(key) ?? 0) + 1;
+    SLOW_SEARCHES.set(key, cuts);
+    return { ...found, retryMs: slowSearchRetryMs(cuts) };
+  }
+  SLOW_SEARCHES.delete(key);
   if (found.kind === "now") return found;
   const opening: KeptOpening =
     found.kind === "at" ? { kind: "at", at: found.at, window: withoutCron(found.window) } : found;
@@ -230,12 +279,4 @@ function describeWindow(opening: KeptOpening & { kind: "at" }): string {
   const w = opening.window;
   const verb = w.kind === "allow" ? "opens" : "ends";
   return `${w.kind} window [${w.index}] (${w.schedule} for ${describeDuration(w.durationMs)}, ${w.timeZone}) ${verb}`;
-}
-
-function describeDuration(ms: number): string {
-  const h = Math.floor(ms / 3_600_000);
-  const m = Math.floor((ms % 3_600_000) / 60_000);
-  const rest = ms % 60_000;
-  const parts = [h ? `${h}h` : "", m ? `${m}m` : "", rest ? `${rest / 1000}s` : ""].filter(Boolean);
-  return parts.join("") || "0s";
 }

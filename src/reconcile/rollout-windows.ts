@@ -17,9 +17,9 @@
  * gap and fires on both occurrences of a repeated time.
  */
 import { Cron, CronDate, CronPattern } from "croner";
-import { parseDuration } from "../config.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
 import { type RolloutWindowSpec, WINDOW_KINDS } from "../crd/rollout-windows-schema.ts";
+import { parseDuration } from "../duration.ts";
 
 export type { RolloutWindowSpec } from "../crd/rollout-windows-schema.ts";
 
@@ -131,6 +131,9 @@ export class BoundedMemo<K, V> {
     this.#entries.delete(key);
     this.#entries.set(key, value);
     return value;
+  }
+  delete(key: K): void {
+    this.#entries.delete(key);
   }
   set(key: K, value: V): void {
     this.#entries.delete(key);

@@ -9,11 +9,13 @@ import { ignoredNoProxyEntries, PROXY_VARIABLES } from "../api/agent.ts";
 import { ServiceClient } from "../api/client.ts";
 import type { ServiceConfig } from "../config.ts";
 import { NamespaceAccess } from "../connection/access.ts";
+import { NamespaceOrder } from "../connection/namespace-order.ts";
 import {
   ConnectionRegistry,
   type ConnectionService,
   DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE,
 } from "../connection/registry.ts";
+import { deploymentsPort } from "../connection/service-port.ts";
 import { DEFAULT_CONNECTION } from "../identity/connection.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
 import { CLAIM_INDEX, claimOn } from "../reconcile/claims.ts";
@@ -22,7 +24,6 @@ import type { Clock } from "../runtime/clock.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import type { Caches } from "./caches.ts";
 import { defaultListingDeadlineMs, type OperatorConfig } from "./operator-config.ts";
-import { deploymentsPort } from "./service-adapter.ts";
 
 /** Builds the client of a connection's settings; `connection` names it in the logs. */
 export function serviceConnector(
@@ -103,6 +104,16 @@ export function connectionRegistry(
   const listingDeadlineMs = config.listingDeadlineMs ?? defaultListingDeadlineMs(config.resyncMs);
   const newSession = sessionFactory(config, listingDeadlineMs, caches.deployments, clock, logger);
   const selector = config.defaultConnectionNamespaceSelector;
+  // Subscribed before the connection controller's triggers: a connection is in its namespace's
+  // order before its reconcile asks for its place.
+  const order = new NamespaceOrder();
+  const namespaced = caches.connections.namespaced;
+  for (const c of namespaced.list()) order.upsert(c);
+  namespaced.subscribe({
+    onAdd: (c) => order.upsert(c),
+    onUpdate: (_old, c) => order.upsert(c),
+    onDelete: (c) => order.remove(c),
+  });
   return new ConnectionRegistry({
     connections: caches.connections,
     defaultSession: newSession(connect(config.service, DEFAULT_CONNECTION).port, DEFAULT_CONNECTION),
@@ -113,7 +124,7 @@ export function connectionRegistry(
       ...(selector ? { defaultSelector: selector } : {}),
     }),
     maxPerNamespace: config.maxConnectionsPerNamespace ?? DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE,
-    namespaceConnections: (namespace) => caches.connections.namespaced.listNamespace(namespace),
+    order,
   });
 }
 

@@ -8,6 +8,7 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
 import type { ServiceError } from "../../src/api/errors.ts";
+import { MAX_ERROR_DETAIL } from "../../src/api/transport.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { type FakeService, send, startFakeService, until } from "./client-fake-service.ts";
 import { SELF_SIGNED } from "./client-tls-fixture.ts";
@@ -137,6 +138,22 @@ describe("API key redaction", () => {
     );
     return { lines, logger };
   }
+
+  it("keeps the start of a huge error answer, redacted, a key straddling either cut covered whole", async () => {
+    // The key across the message's cut (500) and the detail's (4,096), and 7 MiB after them (the answer under the 8 MiB bound).
+    const body = `${"x".repeat(495)}${KEY} ${"y".repeat(4_090 - 496 - KEY.length)}${KEY}${"z".repeat(7 << 20)}`;
+    service = await startFakeService((_req, res) => {
+      res.writeHead(400, { "content-type": "text/plain" });
+      res.end(body);
+    });
+    const client = new ServiceClient({ baseUrl: service.url, apiKey: KEY, retries: 0 });
+    const error = (await client.patchDeployment(ID, {}).catch((e) => e)) as ServiceError;
+    expect(error.status).toBe(400);
+    expect(error.detail.length).toBeLessThanOrEqual(MAX_ERROR_DETAIL);
+    expect(error.detail.startsWith(`${"x".repeat(495)}[REDACTED] y`)).toBe(true);
+    for (const text of [error.detail, error.message])
+      for (let n = 4; n <= KEY.length; n++) expect(text).not.toContain(KEY.slice(0, n));
+  });
 
   it("never shows the key in errors, causes, inspect output or logs", async () => {
     // A careless service echoes the key back in its error detail.

@@ -245,6 +245,23 @@ describe("HTTPS_PROXY and NO_PROXY", () => {
     expect(service.requests).toHaveLength(2);
   });
 
+  it("resolve a name first under the operator's address policy, then tunnel to the name", async () => {
+    service = await serve(leaf);
+    proxy = await startConnectProxy();
+    const host = `localhost:${new URL(service.url).port}`;
+    const client = new ServiceClient({
+      baseUrl: `https://${host}`,
+      caBundle: ca.cert,
+      proxyEnv: { HTTPS_PROXY: proxy.url },
+      addressPolicy: "allow-private",
+    });
+    // The socket is handed over once the tunnel is up: both calls answered, the tunnel reused.
+    await expect(client.listProviders()).resolves.toEqual([]);
+    await expect(client.listProviders()).resolves.toEqual([]);
+    expect(proxy.tunnels).toEqual([host]);
+    expect(service.requests).toHaveLength(2);
+  });
+
   it("go around the proxy for a host NO_PROXY names", async () => {
     service = await serve(leaf);
     proxy = await startConnectProxy();

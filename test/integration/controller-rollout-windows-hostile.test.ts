@@ -183,11 +183,8 @@ describe("controller: hostile rollout windows in one namespace", () => {
       /^spec\.rolloutWindows\[2\]\.schedule: "0 0 31 4,6,9,11 \*" never starts a window within 8 years in Europe\/Berlin/,
     );
     const pairs = await user.get(hostile, "pairs");
-    const reason = conditionOf(pairs, "Synced")?.reason;
-    // Out of steps (held), or out of time on a slow machine (refused for it): both bounded.
-    expect(["OutsideRolloutWindow", "InvalidSpec"]).toContain(reason);
-    if (reason === "InvalidSpec")
-      expect(conditionOf(pairs, "Synced")?.message).toMatch(/took more than \d+ ms/);
+    // Out of steps, or out of time on a slow machine: held either way, never refused for it.
+    expect(conditionOf(pairs, "Synced")?.reason).toBe("OutsideRolloutWindow");
     // Nothing of theirs was sent: every image change is held or refused.
     const service = sim.store.get(pairs?.status?.deploymentId ?? "");
     expect(service?.source_revision_config.image_uri).toBe("registry.example.com/agent:1");

@@ -16,7 +16,7 @@ import {
 import { ignoredNoProxyEntries, serviceAgents } from "../../src/api/agent.ts";
 import { ServiceClient } from "../../src/api/client.ts";
 import { ServiceError } from "../../src/api/errors.ts";
-import { startConnectProxy } from "../support/connect-proxy.ts";
+import { type ConnectProxy, startConnectProxy } from "../support/connect-proxy.ts";
 
 describe("classifyAddress", () => {
   it.each([
@@ -242,11 +242,16 @@ describe("ignoredNoProxyEntries", () => {
 
 describe("serviceAgents through a proxy under an address policy", () => {
   /** GET `url` over HTTPS through `proxy` (its CONNECT refused): the error. */
-  const viaProxy = (url: string, proxyUrl: string, resolve: LookupFunction) => {
+  const viaProxy = (
+    url: string,
+    proxyUrl: string,
+    resolve: LookupFunction,
+    policy: AddressPolicy = "public-only",
+  ) => {
     const agents = serviceAgents({
       caBundle: undefined,
       proxyEnv: { HTTPS_PROXY: proxyUrl },
-      addressPolicy: "public-only",
+      addressPolicy: policy,
       resolve,
     });
     return new Promise<NodeJS.ErrnoException | undefined>((done) => {
@@ -259,14 +264,42 @@ describe("serviceAgents through a proxy under an address policy", () => {
     }).finally(() => agents.https.destroy());
   };
 
-  it("lets the proxy (the install's, on loopback) resolve a name, and refuses a literal before any CONNECT", async () => {
-    const proxy = await startConnectProxy({ refuse: true });
+  /** Runs `body` with a loopback CONNECT proxy started with `options`, closed after. */
+  const withProxy = async (options: { refuse?: boolean }, body: (proxy: ConnectProxy) => Promise<void>) => {
+    const proxy = await startConnectProxy(options);
     try {
-      const resolve = stubResolver(["169.254.169.254"]);
+      await body(proxy);
+    } finally {
+      await proxy.close();
+    }
+  };
+
+  /** GET `http://tenant.example.test/` through the HTTP proxy `proxyUrl`: its status or the error. */
+  const plainViaProxy = (proxyUrl: string, resolve: LookupFunction) => {
+    const agents = serviceAgents({
+      caBundle: undefined,
+      proxyEnv: { HTTP_PROXY: proxyUrl },
+      addressPolicy: "allow-private",
+      resolve,
+    });
+    return new Promise<{ status?: number; error?: NodeJS.ErrnoException }>((done) => {
+      http
+        .get("http://tenant.example.test/", { agent: agents.http }, (res) => {
+          res.resume();
+          done(res.statusCode === undefined ? {} : { status: res.statusCode });
+        })
+        .on("error", (error) => done({ error }));
+    }).finally(() => agents.http.destroy());
+  };
+
+  it("resolves a name first and sends the proxy only a name whose answers pass, and refuses a literal before any CONNECT", async () =>
+    withProxy({ refuse: true }, async (proxy) => {
+      // A public answer: the proxy is sent the name, not the address.
+      const resolve = stubResolver(["203.0.113.10"]);
       const named = await viaProxy("https://dms.example.test/v2", proxy.url, resolve);
       expect(named?.code).not.toBe(ADDRESS_REFUSED);
       expect(proxy.tunnels).toEqual(["dms.example.test:443"]);
-      expect(resolve.calls).toEqual([]);
+      expect(resolve.calls).toEqual(["dms.example.test"]);
 
       const literal = await viaProxy("https://169.254.169.254/latest", proxy.url, resolve);
       expect(literal?.code).toBe(ADDRESS_REFUSED);
@@ -274,8 +307,45 @@ describe("serviceAgents through a proxy under an address policy", () => {
       expect(metadata?.code).toBe(ADDRESS_REFUSED);
       expect(proxy.tunnels).toEqual(["dms.example.test:443"]);
       expect(attempts.every((address) => LOOPBACK.has(address))).toBe(true);
-    } finally {
-      await proxy.close();
-    }
-  });
+    }));
+
+  it.each([
+    ["a link-local address", "169.254.169.254", "allow-private"],
+    ["a link-local IPv6 address", "fe80::1", "allow-private"],
+    ["a private address, with public-only", "10.0.0.5", "public-only"],
+  ] as const)("refuses a name that resolves to %s before any CONNECT", async (_what, address, policy) =>
+    withProxy({}, async (proxy) => {
+      const resolve = stubResolver(["203.0.113.10", address]);
+      const error = await viaProxy("https://tenant.example.test/v2", proxy.url, resolve, policy);
+      expect(error?.code).toBe(ADDRESS_REFUSED);
+      expect(error?.message).toContain(address);
+      expect(resolve.calls).toEqual(["tenant.example.test"]);
+      expect(proxy.tunnels).toEqual([]);
+      expect(attempts).toEqual([]);
+    }),
+  );
+
+  it("sends no name it cannot resolve, and checks the name of a plain HTTP call through the proxy too", async () =>
+    withProxy({}, async (proxy) => {
+      const unresolvable = ((_h: string, _o: unknown, callback: (e: Error) => void) =>
+        process.nextTick(
+          callback,
+          Object.assign(new Error("getaddrinfo ENOTFOUND"), { code: "ENOTFOUND" }),
+        )) as unknown as LookupFunction;
+      const error = await viaProxy("https://nowhere.example.test/", proxy.url, unresolvable);
+      expect(error?.code).toBe("ENOTFOUND");
+      expect(proxy.tunnels).toEqual([]);
+
+      const plain = await plainViaProxy(proxy.url, stubResolver(["169.254.169.254"]));
+      expect(plain.error?.code).toBe(ADDRESS_REFUSED);
+      expect(attempts).toEqual([]);
+    }));
+
+  it("hands a plain HTTP call's socket to the proxy once the name passed", async () =>
+    withProxy({}, async (proxy) => {
+      // The loopback proxy answers 405 to anything but CONNECT: the request reached it.
+      const { status } = await plainViaProxy(proxy.url, stubResolver(["203.0.113.10"]));
+      expect(status).toBe(405);
+      expect(attempts.every((address) => LOOPBACK.has(address))).toBe(true);
+    }));
 });

@@ -7,13 +7,14 @@ import { describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/api/errors.ts";
 import { type ServiceConfig, serviceConfigFrom } from "../../src/config.ts";
 import { NamespaceAccess } from "../../src/connection/access.ts";
-import { ConnectionReconciler, type ConnectionStore, idOf } from "../../src/connection/controller.ts";
+import { ConnectionReconciler, type ConnectionStore } from "../../src/connection/controller.ts";
+import { NamespaceOrder } from "../../src/connection/namespace-order.ts";
 import { ConnectionRegistry, type ConnectionService } from "../../src/connection/registry.ts";
 import { connectionSpecProblems } from "../../src/connection/settings.ts";
 import type { ConnectionStatus } from "../../src/crd/connection-schema.ts";
 import { parseSelector, type Selector } from "../../src/crd/label-selector.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { type ConnectionId, connectionKey } from "../../src/identity/connection.ts";
+import { type ConnectionId, connectionKey, idOf } from "../../src/identity/connection.ts";
 import type { ConnectionObject } from "../../src/kube/connections.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
@@ -149,6 +150,8 @@ function world(access?: AccessWorld, bound?: { maxPerNamespace: number }) {
     enqueued: [] as string[],
     events: [] as string[],
     users: 0,
+    /** The namespaces' order of connections, as the watch events keep it in production. */
+    order: new NamespaceOrder(),
     defaultSession: session(new SimulatedService({ now })),
     connections: undefined as unknown as ConnectionRegistry,
     reconciler: undefined as unknown as ConnectionReconciler,
@@ -180,8 +183,7 @@ function world(access?: AccessWorld, bound?: { maxPerNamespace: number }) {
     ...(bound
       ? {
           maxPerNamespace: bound.maxPerNamespace,
-          namespaceConnections: (namespace: string) =>
-            [...store.objects.values()].filter((o) => o.metadata.namespace === namespace),
+          order: w.order,
         }
       : {}),
     ...(access
@@ -822,9 +824,12 @@ describe("what a connection reflects, and what it is allowed", () => {
       w.store.put(id, specOf());
       const stored = w.store.objects.get(connectionKey(id));
       if (stored) stored.metadata.creationTimestamp = created[i];
+      if (stored) w.order.upsert(stored);
     });
     // Elsewhere, a namespace's count is its own.
-    w.store.put({ ...A, namespace: "team-b", name: "z" }, specOf());
+    const z = { ...A, namespace: "team-b", name: "z" };
+    w.store.put(z, specOf());
+    w.order.upsert(w.store.objects.get(connectionKey(z)) as ConnectionObject);
     w.secrets.set("team-a", "dms", { "api-key": KEY });
     for (const id of ids) await w.reconcile(id);
     // Oldest first, then by name: c (second 1), a (second 2); b is the third.
@@ -839,13 +844,61 @@ describe("what a connection reflects, and what it is allowed", () => {
     expect(w.secrets.reads.filter((r) => r.includes("team-a"))).toHaveLength(2);
     const found = w.connections.lookup(resource("team-a", { kind: "ServiceConnection", name: "b" }));
     expect(found.kind === "unavailable" && found.message).toContain("is not Ready (TooManyConnections)");
+    // The excess one is written nothing but its status: no finalizer.
+    expect(w.store.objects.get(connectionKey(b))?.metadata.finalizers ?? []).toEqual([]);
+    expect(w.store.objects.get(connectionKey(a))?.metadata.finalizers).toEqual(["dms.dev/connection-in-use"]);
+    const version = w.store.objects.get(connectionKey(b))?.metadata.resourceVersion;
+    await w.reconcile(b);
+    expect(w.store.objects.get(connectionKey(b))?.metadata.resourceVersion).toBe(version);
 
+    w.order.remove(w.store.objects.get(connectionKey(c)) as ConnectionObject);
     w.store.objects.delete(connectionKey(c));
     await w.reconcile(c);
     expect(w.enqueued).toEqual([connectionKey(b)]);
     await w.reconcile(b);
     expect(w.ready(b)?.reason).toBe("Connected");
     expect(w.built).toHaveLength(3);
+    expect(w.store.objects.get(connectionKey(b))?.metadata.finalizers).toEqual(["dms.dev/connection-in-use"]);
+  });
+
+  it("the namespaces' order answers each connection's place as a scan of its namespace would", () => {
+    const order = new NamespaceOrder();
+    const live = new Map<string, ConnectionObject>();
+    let seed = 7;
+    const next = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % n;
+    };
+    const object = (namespace: string, name: string, created: string): ConnectionObject =>
+      ({
+        metadata: { namespace, name, creationTimestamp: created, resourceVersion: "1" },
+        spec: {},
+      }) as ConnectionObject;
+    for (let step = 0; step < 2_000; step++) {
+      const namespace = `ns-${next(3)}`;
+      const name = `c-${next(40)}`;
+      const key = `${namespace}/${name}`;
+      const known = live.get(key);
+      if (known && next(3) === 0) {
+        order.remove(known);
+        live.delete(key);
+      } else if (!known) {
+        const obj = object(namespace, name, `2026-01-01T00:00:0${next(4)}Z`);
+        order.upsert(obj);
+        live.set(key, obj);
+      } else order.upsert(known);
+    }
+    const precedes = (x: ConnectionObject, y: ConnectionObject) => {
+      const [p, q] = [x.metadata.creationTimestamp ?? "", y.metadata.creationTimestamp ?? ""];
+      return p !== q ? p < q : x.metadata.name < y.metadata.name;
+    };
+    for (const obj of live.values()) {
+      const namespace = obj.metadata.namespace ?? "";
+      const peers = [...live.values()].filter((o) => o.metadata.namespace === namespace);
+      expect(order.count(namespace)).toBe(peers.length);
+      expect(order.rank(namespace, obj.metadata.name)).toBe(peers.filter((o) => precedes(o, obj)).length);
+    }
+    expect(order.rank("ns-9", "none")).toBeUndefined();
   });
 
   it("a ClusterServiceConnection without namespaceSelector says it serves every namespace; {} or a selector does not", async () => {

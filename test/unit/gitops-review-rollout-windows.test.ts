@@ -1,5 +1,6 @@
 // `dms-operator plan` and the PR review show a change the rollout windows would hold as such,
 // with the controller's own window rules: when it would go out, and what goes at once.
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { RolloutWindowSpec } from "../../src/crd/rollout-windows-schema.ts";
 import { ANNOTATION_ROLLOUT_NOW, type DeploymentSpec } from "../../src/crd/schema.ts";
@@ -97,6 +98,19 @@ describe("plan: rollout windows", () => {
     const handled = inputs(spec([NIGHTS]), {
       resource: annotated("1"),
       live: { lastHandledRolloutNow: "1" },
+    });
+    expect(reviewResource(handled).held?.until).toBe("2026-11-24T21:00:00Z");
+  });
+
+  it("a rollout-now value over 1 KiB the status recorded as its digest counts as acknowledged, as the controller reads it", () => {
+    const long = "x".repeat(2_000);
+    const digest = `sha256:${createHash("sha256").update(long).digest("hex")}`;
+    const handled = inputs(spec([NIGHTS]), {
+      resource: {
+        metadata: { name: "agent", annotations: { [ANNOTATION_ROLLOUT_NOW]: long } },
+        spec: spec([NIGHTS]),
+      },
+      live: { lastHandledRolloutNow: digest },
     });
     expect(reviewResource(handled).held?.until).toBe("2026-11-24T21:00:00Z");
   });

@@ -100,6 +100,35 @@ describe("the forms a build prints a value in", () => {
     }
   });
 
+  it("a value split mid-value over two entries", () => {
+    const secret = "s3cr3t-Passw0rd!é/+x";
+    const {
+      note,
+      excerpt,
+      message: stalled,
+    } = evidence(entriesOf("pw=s3cr3t-Pa", "ssw0rd!é/+x end"), [secret]);
+    for (const text of [note, excerpt, stalled]) {
+      expect(text).not.toContain("s3cr3t");
+      expect(text).not.toContain("ssw0rd");
+      expect(text).toContain(REDACTED);
+    }
+  });
+
+  it.each(["step 2: ", "#", "12:00:01 "])(
+    "base64 wrapped over entries behind a prefix (%j), its last line a few bytes long",
+    (prefix) => {
+      // 63 bytes: one line of 76 characters and a last one of 8 (6 bytes, under the 12 a piece
+      // needs alone): covered as the continuation of the line before it.
+      const value = `${"k9-Zq".repeat(13).slice(0, 62)}\n`;
+      expect(Buffer.byteLength(value)).toBe(63);
+      const lines = b64(value).match(/.{1,76}/g) ?? [];
+      expect(lines.map((l) => l.length)).toEqual([76, 8]);
+      const { note, excerpt, message } = evidence(entriesOf(...lines.map((l) => `${prefix}${l}`)), [value]);
+      for (const text of [note, excerpt, message])
+        for (const line of lines) expect(text).not.toContain(line.replace(/=+$/, "").slice(0, 8));
+    },
+  );
+
   it.each([0, 1, 2])(
     "a password in a Basic header, its offset %i bytes from a base64 group: every bit of it covered",
     (pad) => {
@@ -169,7 +198,8 @@ describe("no form of a generated value survives into the note, the excerpt or th
     fc.array(word(MIN_LINE_CHARS, 30), { minLength: 2, maxLength: 5 }).map((ls) => `${ls.join("\n")}\n`),
     fc.tuple(word(MIN_LINE_CHARS, 20), word(MIN_LINE_CHARS, 20)).map(([a, b]) => ` ${a}\r\n${b} `),
   );
-  type Print = (v: string) => { messages: string[]; core: string[] };
+  /** `continued`: the messages are one line of output cut in pieces, the prefix on the first only. */
+  type Print = (v: string) => { messages: string[]; core: string[]; continued?: boolean };
   const trimmed = (v: string) => v.trim();
   const lineList = (v: string) =>
     v
@@ -182,6 +212,12 @@ describe("no form of a generated value survives into the note, the excerpt or th
     trimmed: (v) => ({ messages: [`value=${trimmed(v)};`], core: [trimmed(v)] }),
     linePerEntry: (v) => ({ messages: lineList(v).map((l) => `+ echo ${l}`), core: lineList(v) }),
     verbatimOverEntries: (v) => ({ messages: v.split("\n"), core: lineList(v) }),
+    // A line cut by the log's transport mid-value: `pw=s3cr3t-Pa`, then `ssw0rd!é/+x end`.
+    splitMidValue: (v) => {
+      const t = trimmed(v);
+      const half = Math.ceil(t.length / 2);
+      return { messages: [`pw=${t.slice(0, half)}`, `${t.slice(half)} end`], core: [t], continued: true };
+    },
     base64: (v) => ({ messages: [`config: ${b64(v)}`], core: [b64(v).replace(/=+$/, "")] }),
     base64Trimmed: (v) => ({
       messages: [`config: ${b64(trimmed(v))}`],
@@ -234,9 +270,10 @@ describe("no form of a generated value survives into the note, the excerpt or th
         fc.constantFrom("", "  ", "step 2: ", "#"),
         fc.integer({ min: 0, max: 6 }),
         (v, [_name, print], prefix, before) => {
-          const { messages, core } = print(v);
+          const { messages, core, continued } = print(v);
           const filler = Array.from({ length: before }, (_, i) => `Step ${i + 2}/9 : RUN make stage-${i}`);
-          const entries = entriesOf(...filler, ...messages.map((m) => `${prefix}${m}`)).slice(-20);
+          const printed = messages.map((m, i) => (continued && i > 0 ? m : `${prefix}${m}`));
+          const entries = entriesOf(...filler, ...printed).slice(-20);
           const { note, excerpt, message } = evidence(entries, [v]);
           // A piece shorter than 8 characters (under 6 bytes decoded) is not searched alone.
           for (const text of [note, excerpt, message])

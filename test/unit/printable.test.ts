@@ -7,6 +7,7 @@ import {
   escapeJsonText,
   printableLine,
   printableNote,
+  printableWords,
   REPLACEMENT,
   stripToLine,
 } from "../../src/api/printable.ts";
@@ -58,6 +59,30 @@ describe("printable text", () => {
     const json = escapeJsonText(JSON.stringify({ m: hostile }));
     expect(unsafeCharacters(json)).toEqual([]);
     expect(JSON.parse(json)).toEqual({ m: hostile });
+  });
+});
+
+describe("format characters (Cf), not only the bidirectional ones", () => {
+  // Zero-width space, joiners, soft hyphen, byte-order mark, a tag character (past U+FFFF), an
+  // Arabic number sign: invisible, so two texts that read the same differ.
+  const invisible = ["\u200b", "\u200c", "\u200d", "\u00ad", "\ufeff", "\u{e0041}", "\u0600", "\u2060"];
+  const text = `pa${invisible.join("ss")}word`;
+
+  it("each sanitizer takes every one out, the connection probe's included", () => {
+    const plain = `pa${"ss".repeat(invisible.length - 1)}word`;
+    expect(stripToLine(text)).toBe(plain);
+    expect(printableWords(` ${text}\n`)).toBe(plain);
+    expect(printableLine(text)).toBe(
+      `pa${REPLACEMENT}${`ss${REPLACEMENT}`.repeat(invisible.length - 1)}word`,
+    );
+    expect(printableNote(text)).toBe(printableLine(text));
+  });
+
+  it("the terminal and JSON escapes write each visibly, a character past U+FFFF as its surrogate pair", () => {
+    expect(escapeForTerminal("a\u200bb\u{e0041}c")).toBe("a\\u200bb\\udb40\\udc41c");
+    const json = escapeJsonText(JSON.stringify({ m: text }));
+    expect(json).not.toMatch(/\p{Cf}/u);
+    expect(JSON.parse(json)).toEqual({ m: text });
   });
 });
 

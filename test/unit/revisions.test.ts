@@ -11,7 +11,8 @@ import { failureOf } from "../../src/reconcile/failures.ts";
 import { UnreadableDeploymentError } from "../../src/reconcile/lookup-errors.ts";
 import { updateReason } from "../../src/reconcile/notes.ts";
 import type { PatchPlan } from "../../src/reconcile/plan.ts";
-import type { StoredResource } from "../../src/reconcile/ports.ts";
+import type { RevisionLogReads, StoredResource } from "../../src/reconcile/ports.ts";
+import { RevisionLogReader } from "../../src/reconcile/revision-log-reader.ts";
 import { RevisionTracker } from "../../src/reconcile/revisions.ts";
 import { type RevisionObservation, statusFrom } from "../../src/reconcile/status.ts";
 import { LogCapture } from "../support/logs.ts";
@@ -317,5 +318,43 @@ describe("RevisionTracker", () => {
       revision: { id: REV2, status: "DEPLOYING" },
     });
     expect(await tracker.look(rolling(), undefined, false, signal)).toEqual({});
+  });
+});
+
+describe("the operator's log of a failed revision or log read", () => {
+  // The service's text may quote anything, a secret among it: only the call, status and kind go.
+  const leaky = () =>
+    new ServiceError({
+      kind: "unavailable",
+      method: "GET",
+      route: "/v2/deployments/{deployment_id}/revisions/{revision_id}",
+      status: 503,
+      detail: "backend down; DATABASE_URL=postgres://app:s3cr3t-Passw0rd@db/app",
+      retryable: true,
+    });
+
+  it("RevisionTracker logs the kind and status, never the service's text", async () => {
+    const logs = new LogCapture();
+    const { port } = revisionPort(leaky);
+    await new RevisionTracker(port, logs.logger).look(rolling(), seen, false, signal);
+    const [line] = logs.find("could not read the latest revision");
+    expect(line?.record.err).toBe(
+      "GET /v2/deployments/{deployment_id}/revisions/{revision_id}: 503 unavailable",
+    );
+    expect(logs.text()).not.toContain("s3cr3t");
+  });
+
+  it("RevisionLogReader logs the kind and status, never the service's text", async () => {
+    const logs = new LogCapture();
+    const reader = new RevisionLogReader(
+      { getRevisionLogs: () => Promise.reject(leaky()) } as unknown as RevisionLogReads,
+      logs.logger,
+    );
+    expect(await reader.tail("d", REV2, "build", signal)).toMatchObject({ kind: "failed", passing: true });
+    const [line] = logs.find("could not read the revision's log");
+    expect(line?.record.err).toBe(
+      "GET /v2/deployments/{deployment_id}/revisions/{revision_id}: 503 unavailable",
+    );
+    expect(logs.text()).not.toContain("s3cr3t");
   });
 });

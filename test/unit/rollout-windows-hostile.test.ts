@@ -1,11 +1,17 @@
 // Rollout windows a tenant writes to stall the operator: schedules that never fire, allow/deny
 // pairs that ping-pong the search, sixteen windows, zones whose clocks skip the times named. Each
-// is decided (refused, held, or failed for its search time) within a bound on the event loop,
+// is decided (refused, or held and looked at again later) within a bound on the event loop,
 // where the search bounded by steps alone took 0.3 to 8 s per reconcile.
 import { Cron } from "croner";
 import { beforeAll, describe, expect, it } from "vitest";
 import { InvalidSpecError } from "../../src/crd/errors.ts";
-import { gateRollout, windowsInEffect } from "../../src/reconcile/rollout-gate.ts";
+import {
+  gateRollout,
+  SLOW_SEARCH_MAX_RETRY_MS,
+  SLOW_SEARCH_RETRY_MS,
+  slowSearchRetryMs,
+  windowsInEffect,
+} from "../../src/reconcile/rollout-gate.ts";
 import {
   BoundedMemo,
   compileWindows,
@@ -128,8 +134,8 @@ describe("hostile rollout windows: each decided within ten search budgets", () =
       windows: Array.from({ length: 8 }, (_, i) =>
         pair(i % 2 ? "1-59/2 * * * *" : "*/2 * * * *", ZONES[i % 4]),
       ).flat(),
-      // Out of steps, or out of time when the machine is slow: both are bounded answers.
-      expect: { decided: ["held", "refused"] },
+      // Out of steps, or out of time when the machine is slow: held either way, for a while.
+      expect: { decided: ["held"] },
     },
     {
       reason: "an allow/deny pair at */2 beside 14 deny windows on 29 February in zones with gaps",
@@ -142,7 +148,7 @@ describe("hostile rollout windows: each decided within ten search budgets", () =
           timeZone: ZONES[i % 4] ?? "UTC",
         })),
       ],
-      expect: { decided: ["held", "refused"] },
+      expect: { decided: ["held"] },
     },
     {
       reason: "16 allow windows on 29 February: the next opening is more than a year away",
@@ -152,7 +158,7 @@ describe("hostile rollout windows: each decided within ten search budgets", () =
         duration: "1h",
         timeZone: ZONES[i % 4] ?? "UTC",
       })),
-      expect: { decided: ["held", "refused"] },
+      expect: { decided: ["held"] },
     },
   ];
 
@@ -164,8 +170,8 @@ describe("hostile rollout windows: each decided within ten search budgets", () =
       expect(value.kind === "refused" && value.message).toMatch(/never starts a window within 8 years/);
     } else {
       expect(expected.decided).toContain(value.kind);
-      // A refusal of accepted windows is for the search's time, and says so.
-      if (value.kind === "refused") expect(value.message).toMatch(/took more than \d+ ms/);
+      // Accepted windows are never refused for the search's time: that depends on the machine.
+      expect(value.kind).not.toBe("refused");
     }
   });
 });
@@ -187,20 +193,34 @@ describe("the search's time budget", () => {
     expect(reads).toBeLessThan(80);
   });
 
-  it("fails the resource with InvalidSpec naming the windows, and keeps that answer", () => {
+  it("holds the change when the search runs out of time, keeps no answer, and looks again with a backoff", () => {
     let reads = 0;
     const counter = () => (reads += 10);
     const input = { windows: windowsInEffect(windows, undefined, NOW), now: NOW, held: HELD, counter };
-    expect(() => gateRollout(input)).toThrow(InvalidSpecError);
-    expect(() => gateRollout(input)).toThrow(
-      /^spec\.rolloutWindows: finding when these rollout windows next allow a rollout took more than 40 ms, the most the operator spends on it \(nothing opens before 2026-11-24T12:\d\d:00Z\): use fewer windows, or schedules that start less often; or set the annotation dms\.dev\/rollout-now/,
+    // A search cut for time is no verdict on the spec: a pause or a busy machine cuts it too.
+    const first = gateRollout(input);
+    expect(first).toMatchObject({ kind: "held", wakeAt: NOW + SLOW_SEARCH_RETRY_MS });
+    expect(first.kind === "held" && first.message).toMatch(
+      /^the change that makes a new revision \(sourceRevisionConfig\.imageUri\) is held: outside the rollout windows \(spec\.rolloutWindows\), and finding when they next allow a rollout took more than 40 ms, the most the operator spends on it at once \(nothing opens before 2026-11-24T12:\d\d:00Z\); it looks again in 10s .*set the annotation dms\.dev\/rollout-now/,
     );
-    // The second gate took the kept answer: it read the counter not once.
+    // Not kept: the next gate searches again (the counter is read), and waits twice as long.
     const before = reads;
-    expect(() => gateRollout({ ...input, now: NOW + 1_000 })).toThrow(InvalidSpecError);
-    expect(reads).toBe(before);
+    const second = gateRollout({ ...input, now: NOW + 1_000 });
+    expect(reads).toBeGreaterThan(before);
+    expect(second).toMatchObject({ kind: "held", wakeAt: NOW + 1_000 + 2 * SLOW_SEARCH_RETRY_MS });
     // dms.dev/rollout-now still lets the change through, without a search.
     expect(gateRollout({ ...input, rolloutNow: "1" })).toEqual({ kind: "open", viaRolloutNow: true });
+    // A search that ends in time answers, and the backoff starts again.
+    const calm = gateRollout({ ...input, counter: () => 0 });
+    if (calm.kind !== "held") throw new Error("expected held");
+    expect(calm.wakeAt).toBeGreaterThan(NOW);
+    const later = calm.wakeAt;
+    expect(gateRollout({ ...input, now: later })).toMatchObject({ wakeAt: later + SLOW_SEARCH_RETRY_MS });
+  });
+
+  it("the backoff doubles up to its ceiling", () => {
+    expect([1, 2, 3].map(slowSearchRetryMs)).toEqual([10_000, 20_000, 40_000]);
+    expect(slowSearchRetryMs(100)).toBe(SLOW_SEARCH_MAX_RETRY_MS);
   });
 
   it("a search shorter than UNTIMED_STEPS is never cut for time: a zone's first use may be slow", () => {

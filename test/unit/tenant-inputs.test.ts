@@ -1,7 +1,8 @@
 // Every input a tenant controls has a row in docs/tenant-inputs.md with its size bound, its time
 // bound, where they are enforced and the test that holds them. Here: every field of the three
 // CRDs, walked in the schemas `npm run generate` renders (src/crd/render.ts), is covered by a
-// row, and every row's test names files that exist. A new CRD field fails here until its row is in.
+// row, and every row's test names files that exist, and the tests it names after › exist in them.
+// A new CRD field fails here until its row is in.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -93,6 +94,54 @@ function uncovered(fields: readonly string[], patterns: readonly Pattern[]): str
     .map((field) => `${field}: add a row (or a pattern to a row) for it in ${DOC}, with its bounds and test`);
 }
 
+/** The titles given to `it(`, `describe(`, `test(` and their `.each(...)(` forms in `source`. */
+function titlesOf(source: string): string[] {
+  const call = /(?:\b(?:it|describe|test)\s*\(|\)\s*\()\s*(["'`])((?:\\.|(?!\1)[^\\])*)\1/g;
+  return [...source.matchAll(call)].map((m) => (m[2] ?? "").replace(/\\(.)/g, "$1"));
+}
+
+/** vitest's placeholders in a title: `$field`, `$0`, `%s`, `%i`, …, `${…}` in a template. */
+const PLACEHOLDER = /\$\{[^}]*\}|\$[A-Za-z_$][\w.]*|\$\d+|%[sdifjoO#%]/g;
+
+/**
+ * Whether `named` is (a substring of) `title`, where a placeholder of `title` stands for any text:
+ * its literal parts must appear in `named`, in order, and `named` must be one of its expansions
+ * or a part of one that keeps a literal part of at least 12 characters. A title that is only a
+ * placeholder matches nothing.
+ */
+function titleMatches(title: string, named: string): boolean {
+  const literals = title.split(PLACEHOLDER);
+  if (literals.length === 1) return title.includes(named);
+  if (literals.every((l) => l.trim() === "")) return false;
+  const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  if (new RegExp(`^${literals.map(literal).join("[\\s\\S]*")}$`).test(named)) return true;
+  // A part of an expansion: starts within one literal part, or ends within one, keeping 12 characters.
+  return literals.some(
+    (l, i) =>
+      l.length >= 12 &&
+      ((i > 0 && l.includes(named)) ||
+        (named.startsWith(l) && i === 0) ||
+        (l.startsWith(named) && named.length >= 12)),
+  );
+}
+
+/** Each test cell's `` `file` › title › title `` whose titles no test of the file has. */
+function missingTitles(of: readonly Row[]): string[] {
+  const named = /`(test\/[^`]+?\.ts)`\s*›\s*((?:(?!;\s*`)[\s\S])+)/g;
+  return of.flatMap((row) =>
+    [...row.test.matchAll(named)].flatMap((m) => {
+      const file = m[1] ?? "";
+      if (!existsSync(join(ROOT, file))) return [];
+      const titles = titlesOf(readFileSync(join(ROOT, file), "utf8"));
+      return (m[2] ?? "")
+        .split("›")
+        .map((t) => t.trim().replace(/[;.]$/, ""))
+        .filter((t) => !titles.some((title) => titleMatches(title, t)))
+        .map((t) => `${row.input}: no test in ${file} is titled ${JSON.stringify(t)} (or contains it)`);
+    }),
+  );
+}
+
 const rows = tableRows(readFileSync(join(ROOT, DOC), "utf8"));
 const patterns = patternsOf(rows);
 
@@ -137,6 +186,30 @@ describe(DOC, () => {
       return files.filter((f) => !existsSync(join(ROOT, f))).map((f) => `${row.input}: ${f} does not exist`);
     });
     expect(problems).toEqual([]);
+  });
+
+  it("names, after ›, tests that exist in the file named before it", () => {
+    expect(missingTitles(rows)).toEqual([]);
+  });
+
+  it("catches a title no test in the file has, and matches a title's literal parts around its placeholders", () => {
+    const row = (test: string): Row => ({ ...(rows[0] as Row), input: "x", test });
+    const file = "`test/unit/tenant-inputs.test.ts`";
+    expect(missingTitles([row(`${file} › a title no test has`)])).toEqual([
+      `x: no test in test/unit/tenant-inputs.test.ts is titled "a title no test has" (or contains it)`,
+    ]);
+    // A substring of a title; a describe title; a chain of them.
+    expect(missingTitles([row(`${file} › every field of the three`)])).toEqual([]);
+    expect(
+      missingTitles([row(`${file} › walks every field › fills every cell; ${file} › fills every cell`)]),
+    ).toEqual([]);
+    expect(
+      titleMatches("refuses %s before any CONNECT", "refuses a link-local address before any CONNECT"),
+    ).toBe(true);
+    expect(titleMatches("$reason", "anything")).toBe(false);
+    expect(
+      titleMatches("refuses %s before any CONNECT", "refuses a link-local address after a CONNECT"),
+    ).toBe(false);
   });
 
   it("fills every cell", () => {
