@@ -68,6 +68,28 @@ const Str = (description: string) => Type.Optional(Type.String({ description }))
 /** Revisions `status.revisionHistory` remembers: the last ones the operator created. */
 export const REVISION_HISTORY_LIMIT = 10;
 
+/** What a revision deployed, each field within its bound; `when` qualifies the descriptions. */
+const artifactFields = (when: string) => ({
+  imageUri: Type.Optional(
+    Type.String({
+      maxLength: 1024,
+      description: `${when}${when ? "t" : "T"}he image it deployed (docker sources).`,
+    }),
+  ),
+  repoRef: Type.Optional(
+    Type.String({
+      maxLength: 1024,
+      description: `${when}${when ? "t" : "T"}he repository ref it built (repository sources).`,
+    }),
+  ),
+  repoCommitSha: Type.Optional(
+    Type.String({
+      maxLength: 64,
+      description: `${when}${when ? "t" : "T"}he commit it built (repository sources).`,
+    }),
+  ),
+});
+
 /** `status.activeRevision`: the live revision and what it deployed. */
 const ActiveRevisionSchema = Type.Object(
   {
@@ -75,15 +97,7 @@ const ActiveRevisionSchema = Type.Object(
       maxLength: 64,
       description: "The active revision's id (the service's active_revision_id).",
     }),
-    imageUri: Type.Optional(
-      Type.String({ maxLength: 1024, description: "The image it deployed (docker sources)." }),
-    ),
-    repoRef: Type.Optional(
-      Type.String({ maxLength: 1024, description: "The repository ref it built (repository sources)." }),
-    ),
-    repoCommitSha: Type.Optional(
-      Type.String({ maxLength: 64, description: "The commit it built (repository sources)." }),
-    ),
+    ...artifactFields(""),
     deployedAt: Type.String({
       format: "date-time",
       description: "When the operator first saw it active.",
@@ -119,15 +133,7 @@ const RevisionHistoryEntrySchema = Type.Object(
     deployed: Type.Optional(
       Type.Boolean({ description: "True once the operator saw it DEPLOYED (active)." }),
     ),
-    imageUri: Type.Optional(
-      Type.String({ maxLength: 1024, description: "With redeployedAt: the image it deployed." }),
-    ),
-    repoRef: Type.Optional(
-      Type.String({ maxLength: 1024, description: "With redeployedAt: the repository ref it built." }),
-    ),
-    repoCommitSha: Type.Optional(
-      Type.String({ maxLength: 64, description: "With redeployedAt: the commit it built." }),
-    ),
+    ...artifactFields("With redeployedAt: "),
     redeployedAt: Type.Optional(
       Type.String({
         format: "date-time",

@@ -59,19 +59,29 @@ const back = (extra: Partial<PatchPlan["body"]> = {}): PatchPlan => ({
   problems: [],
 });
 
+/** `decision` sent in world `w` with the history `history` (default: the world's). */
+function send(
+  w: ReturnType<typeof world>,
+  decision: PatchPlan,
+  history: RevisionHistoryEntry[] | undefined = w.history,
+  spec: Parameters<typeof applyPatch>[0]["spec"] = {},
+) {
+  return applyPatch({
+    service: w.service,
+    redeployer: w.redeployer,
+    deployment: w.deployment(),
+    decision,
+    spec,
+    status: { revisionHistory: history },
+    now: NOW,
+    signal,
+  });
+}
+
 describe("applyPatch", () => {
   it("new-revision: one redeploy, no PATCH carrying source_revision_config, the copy recorded", async () => {
     const w = world();
-    const result = await applyPatch({
-      service: w.service,
-      redeployer: w.redeployer,
-      deployment: w.deployment(),
-      decision: back(),
-      spec: {},
-      status: { revisionHistory: w.history },
-      now: NOW,
-      signal,
-    });
+    const result = await send(w, back());
     expect(result.revision).toMatchObject({
       kind: "redeployed",
       revisionId: w.good,
@@ -85,45 +95,18 @@ describe("applyPatch", () => {
 
   it("the rest of the PATCH still goes, without the revision part", async () => {
     const w = world();
-    await applyPatch({
-      service: w.service,
-      redeployer: w.redeployer,
-      deployment: w.deployment(),
-      decision: back({ source_config: { build_on_push: false } }),
-      spec: {},
-      status: { revisionHistory: w.history },
-      now: NOW,
-      signal,
-    });
+    await send(w, back({ source_config: { build_on_push: false } }));
     expect(w.service.calls).toMatchObject({ redeploy: 1, patch: 1 });
     expect(w.service.lastPatchBody).toEqual({ source_config: { build_on_push: false } });
   });
 
   it("switch-active: recorded as the newest entry; the next reconcile sends nothing for it", async () => {
     const w = world("switch-active");
-    const first = await applyPatch({
-      service: w.service,
-      redeployer: w.redeployer,
-      deployment: w.deployment(),
-      decision: back(),
-      spec: {},
-      status: { revisionHistory: w.history },
-      now: NOW,
-      signal,
-    });
+    const first = await send(w, back());
     expect(first.revision).toMatchObject({ kind: "redeployed", behaviour: "switch-active", live: w.good });
     expect(first.history?.[0]).toMatchObject({ id: w.good, redeployedAt: NOW });
     w.service.resetCalls();
-    const again = await applyPatch({
-      service: w.service,
-      redeployer: w.redeployer,
-      deployment: w.deployment(),
-      decision: back(),
-      spec: {},
-      status: { revisionHistory: first.history },
-      now: NOW,
-      signal,
-    });
+    const again = await send(w, back(), first.history);
     expect(again.revision).toEqual({ kind: "pending", revisionId: w.good });
     expect(w.service.total).toBe(0);
     w.clock.advance(2000);
@@ -132,16 +115,7 @@ describe("applyPatch", () => {
 
   it("a service without the route: the PATCH, once asked", async () => {
     const w = world("missing");
-    const result = await applyPatch({
-      service: w.service,
-      redeployer: w.redeployer,
-      deployment: w.deployment(),
-      decision: back(),
-      spec: {},
-      status: { revisionHistory: w.history },
-      now: NOW,
-      signal,
-    });
+    const result = await send(w, back());
     expect(result.revision).toEqual({ kind: "patched", why: "the service has no redeploy route" });
     expect(w.service.calls).toMatchObject({ redeploy: 1, patch: 1 });
     expect(result.history?.[0]?.id).toBe(result.deployment.latest_revision_id);
@@ -150,16 +124,7 @@ describe("applyPatch", () => {
   it("a PATCH that sends secrets is never replaced, and records its revision with their digest", async () => {
     const w = world();
     const decision = { ...back({ secrets: [{ name: "A", value: "1" }] }), secretsHash: "c".repeat(64) };
-    const result = await applyPatch({
-      service: w.service,
-      redeployer: w.redeployer,
-      deployment: w.deployment(),
-      decision,
-      spec: { secrets: [{ name: "A", value: "1" }] },
-      status: { revisionHistory: w.history },
-      now: NOW,
-      signal,
-    });
+    const result = await send(w, decision, w.history, { secrets: [{ name: "A", value: "1" }] });
     expect(result.revision).toEqual({ kind: "patched" });
     expect(w.service.calls).toMatchObject({ recentRevisions: 0, redeploy: 0, patch: 1 });
     expect(result.history?.[0]).toMatchObject({ secretsHash: "c".repeat(64) });
