@@ -40,6 +40,7 @@ import {
   REASON,
   type RevisionObservation,
   type RolloutEvidence,
+  stuckPart,
 } from "./status.ts";
 
 /** What the service said of the observed deployment's latest revision and its rollout. */
@@ -130,7 +131,9 @@ async function rolloutEvidence(
   // later read got, or that it will not be shown after all. A read that failed between says nothing.
   const again = readAgainPending(status.log);
   if (failedBefore > 0 && again) return { status };
-  const what = evidenceHeadline(due, latest, observed.id, revisionStatus, status.timedOutAfter);
+  const part = stuckPart(observed, revisionStatus);
+  const stuck = part === undefined ? undefined : { part, deploymentStatus: observed.status };
+  const what = evidenceHeadline(due, latest, observed.id, revisionStatus, status.timedOutAfter, stuck);
   const tail = !Array.isArray(lines)
     ? again
       ? `; ${lines.note}; it is read again in a minute`

@@ -159,10 +159,15 @@ export function evidenceHeadline(
   deploymentId: string,
   revisionStatus: string | undefined,
   timedOutAfter?: string,
+  stuck?: { part: "revision" | "deployment" | "both"; deploymentStatus: string },
 ): string {
-  return reason === "RevisionFailed"
-    ? `revision ${revisionId} of the service's deployment ${deploymentId} ${revisionStatus}: it will not go live`
-    : `revision ${revisionId} of the service's deployment ${deploymentId} has not gone live within spec.rolloutTimeout ${timedOutAfter}${revisionStatus ? ` (${revisionStatus})` : ""}`;
+  if (reason === "RevisionFailed")
+    return `revision ${revisionId} of the service's deployment ${deploymentId} ${revisionStatus}: it will not go live`;
+  if (stuck?.part === "deployment")
+    return `revision ${revisionId} is live, but the service has reported its deployment ${deploymentId} ${stuck.deploymentStatus} for longer than spec.rolloutTimeout ${timedOutAfter}: the deployment is stuck, not the revision`;
+  const also =
+    stuck?.part === "both" ? ` and the service still reports the deployment ${stuck.deploymentStatus}` : "";
+  return `revision ${revisionId} of the service's deployment ${deploymentId} has not gone live within spec.rolloutTimeout ${timedOutAfter}${revisionStatus ? ` (${revisionStatus})` : ""}${also}`;
 }
 
 /**
