@@ -1820,7 +1820,9 @@ describe("DeploymentReconciler: failure evidence", () => {
       /has not gone live within spec\.rolloutTimeout 10s and the service still reports the deployment AWAITING_DATABASE; no revision is active/,
     );
     const warning = w.events.all.find((e) => e.reason === "RolloutTimeout");
-    expect(warning?.note).toMatch(/has not gone live within spec\.rolloutTimeout 10s \(\w+\) and the service still reports the deployment AWAITING_DATABASE/);
+    expect(warning?.note).toMatch(
+      /has not gone live within spec\.rolloutTimeout 10s \(\w+\) and the service still reports the deployment AWAITING_DATABASE/,
+    );
   });
 
   it("spec.rolloutTimeout 0 never times a rollout out", async () => {
