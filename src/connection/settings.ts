@@ -13,7 +13,7 @@ import {
   DEFAULT_CA_SECRET_KEY,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
-import type { ConnectionId, ConnectionRef } from "../identity/connection.ts";
+import type { ConnectionId, ConnectionRef } from "../naming/connection.ts";
 import type { SecretRead } from "../reconcile/ports.ts";
 import type { ObjectRef } from "../runtime/keys.ts";
 

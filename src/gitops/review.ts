@@ -14,23 +14,23 @@ import {
   type DeploymentResource,
   type DeploymentSpec,
 } from "../crd/schema.ts";
-import { connectionLabel } from "../identity/connection.ts";
-import { lastAppliedFor } from "../reconcile/last-applied.ts";
-import { observedDrift } from "../reconcile/notes.ts";
+import { connectionLabel } from "../naming/connection.ts";
+import { lastAppliedFor } from "../reconcile/plan/last-applied.ts";
 import {
   type FieldChange,
   type LastApplied,
   type PatchPlan,
   type PlanProblem,
   plan,
-} from "../reconcile/plan.ts";
+} from "../reconcile/plan/plan.ts";
 import {
   gateRollout,
   type InheritedWindows,
   splitPatch,
   type WindowsInEffect,
   windowsInEffect,
-} from "../reconcile/rollout-gate.ts";
+} from "../reconcile/rollout/rollout-gate.ts";
+import { observedDrift } from "../reconcile/status/notes.ts";
 import { secretValueState } from "./importer.ts";
 
 /** What the operator would do with a resource. */

@@ -4,13 +4,13 @@
  * through one of these, so no trigger, pass or count scans the cache.
  */
 import { secretsOf } from "../connection/settings.ts";
-import { DEFAULT_CONNECTION, idOf } from "../identity/connection.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
 import type { DeploymentObject } from "../kube/deployments.ts";
 import { objectKey } from "../kube/object.ts";
+import { DEFAULT_CONNECTION, idOf } from "../naming/connection.ts";
 import { CLAIM_INDEX, claimIndexer, connectionKeyOf } from "../reconcile/claims.ts";
 import { SECRET_INDEX, secretIndexer } from "../reconcile/inputs.ts";
-import { POLL_INDEX, pollIndexer } from "../reconcile/remote.ts";
+import { POLL_INDEX, pollIndexer } from "../reconcile/service/snapshot.ts";
 
 export { CLAIM_INDEX, POLL_INDEX, SECRET_INDEX };
 

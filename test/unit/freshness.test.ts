@@ -11,7 +11,7 @@ import {
   listingAnswers,
   lookupTarget,
   startPass,
-} from "../../src/reconcile/freshness.ts";
+} from "../../src/reconcile/service/freshness.ts";
 
 const NOW = 1_000_000;
 const listing = (over: Partial<ListingState> = {}): ListingState => ({

@@ -5,7 +5,7 @@
 import { Cron } from "croner";
 import { beforeAll, describe, expect, it } from "vitest";
 import { InvalidSpecError } from "../../src/crd/errors.ts";
-import { gateRollout, windowsInEffect } from "../../src/reconcile/rollout-gate.ts";
+import { gateRollout, windowsInEffect } from "../../src/reconcile/rollout/rollout-gate.ts";
 import {
   BoundedMemo,
   compileWindows,
@@ -16,7 +16,7 @@ import {
   OPENING_BUDGET_MS,
   type RolloutWindowSpec,
   UNTIMED_STEPS,
-} from "../../src/reconcile/rollout-windows.ts";
+} from "../../src/reconcile/rollout/rollout-windows.ts";
 
 const at = (iso: string) => Date.parse(iso);
 const NOW = at("2026-11-24T12:00:00Z");

@@ -16,17 +16,17 @@
  */
 
 import type { Logger } from "pino";
-import { withDetailCut } from "../api/errors.ts";
-import { addItem, itemsOf, type OneOrMany, removeItem } from "../memory/one-or-many.ts";
-import { type PackedRecord, packRecord, unpackRecord } from "../memory/packed-record.ts";
-import type { Clock } from "../runtime/clock.ts";
-import type { Runnable } from "../runtime/manager.ts";
-import { SharedCall } from "../runtime/shared-call.ts";
+import { withDetailCut } from "../../api/errors.ts";
+import { addItem, itemsOf, type OneOrMany, removeItem } from "../../compact/one-or-many.ts";
+import { type PackedRecord, packRecord, unpackRecord } from "../../compact/packed-record.ts";
+import type { Clock } from "../../runtime/clock.ts";
+import type { Runnable } from "../../runtime/manager.ts";
+import { SharedCall } from "../../runtime/shared-call.ts";
+import type { DeploymentListings, StoredResource } from "../ports.ts";
+import type { Deployment, UnreadableDeployment } from "../service-types.ts";
+import { CONDITION } from "../status/status.ts";
 import { entryAnswers, type ListingState, listedWithin, listingAnswers } from "./freshness.ts";
 import { UnreadableDeploymentError, unreadableMessage } from "./lookup-errors.ts";
-import type { DeploymentListings, StoredResource } from "./ports.ts";
-import type { Deployment, UnreadableDeployment } from "./service-types.ts";
-import { CONDITION } from "./status.ts";
 
 /** Ids per `deployment_ids` lookup: the service's largest page, so one call answers for all. */
 export const POLL_BATCH = 100;
