@@ -14,7 +14,7 @@ import { eventsPort, resourcePort, secretsPort } from "./kube/reconcile-adapters
 import { refusalAware } from "./reconcile/claims.ts";
 import { DeploymentReconciler } from "./reconcile/reconciler.ts";
 import { startPass } from "./reconcile/service/freshness.ts";
-import { RolloutPoller } from "./reconcile/service/snapshot.ts";
+import { RolloutPoller } from "./reconcile/service/rollout-poller.ts";
 import { systemClock } from "./runtime/clock.ts";
 import { Controller } from "./runtime/controller.ts";
 import { Manager } from "./runtime/manager.ts";

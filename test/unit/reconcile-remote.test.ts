@@ -5,10 +5,10 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Deployment, UnreadableDeployment } from "../../src/api/wire.ts";
 import type { DeploymentListings } from "../../src/reconcile/ports.ts";
 import { UnreadableDeploymentError } from "../../src/reconcile/service/lookup-errors.ts";
+import { RolloutPoller } from "../../src/reconcile/service/rollout-poller.ts";
 import {
   ListingDeadlineError,
   RemoteSnapshot,
-  RolloutPoller,
   UNREADABLE_KEPT,
 } from "../../src/reconcile/service/snapshot.ts";
 import { type Clock, systemClock } from "../../src/runtime/clock.ts";
