@@ -1,6 +1,6 @@
 /**
  * The service settings a connection's spec and Secret make (how connections are named and keyed
- * is `identity/connection.ts`). Pure: the connection controller and the
+ * is `naming/connection.ts`). Pure: the connection controller and the
  * `plan`/`import` commands share it.
  */
 import { parseCaBundle } from "../api/tls.ts";

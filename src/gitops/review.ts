@@ -81,7 +81,7 @@ export interface ReviewEntry {
   skipReason?: string;
 }
 
-/** A change the rollout windows would hold (see `src/reconcile/rollout-gate.ts`). */
+/** A change the rollout windows would hold (see `src/reconcile/rollout/rollout-gate.ts`). */
 export interface HeldReview {
   /** When it would go out (RFC 3339), if a window opens within the search. */
   until?: string;

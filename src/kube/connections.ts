@@ -1,7 +1,7 @@
 /**
  * The connection resources (`serviceconnections.dms.dev`, `clusterserviceconnections.dms.dev`):
  * the custom resource adapter of `custom-resources.ts` for each kind, and the two seen as one by
- * connection key (see `identity/connection.ts`).
+ * connection key (see `naming/connection.ts`).
  */
 
 import {

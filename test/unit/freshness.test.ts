@@ -1,4 +1,4 @@
-// The rules of "may I trust this read" of what the service said (src/reconcile/freshness.ts),
+// The rules of "may I trust this read" of what the service said (src/reconcile/service/freshness.ts),
 // one table per rule, a reason per case.
 import { describe, expect, it } from "vitest";
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";

@@ -1,4 +1,4 @@
-// The memory techniques of src/memory/, each on a table of cases: what they keep, and that what
+// The memory techniques of src/compact/, each on a table of cases: what they keep, and that what
 // a caller reads back is what it put.
 import { describe, expect, it } from "vitest";
 import { Interner, internFields, shareEqualString } from "../../src/compact/interner.ts";

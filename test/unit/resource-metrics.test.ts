@@ -1,4 +1,4 @@
-// The gauges of the Deployment resources' state (src/runtime/resource-metrics.ts), computed at
+// The gauges of the Deployment resources' state (src/gauges/resource-metrics.ts), computed at
 // scrape time from the watch cache: by Ready/Synced, rollouts in progress, failed and held, the
 // age of the longest-held change, and the resources Stalled by reason, with the label values
 // bounded and exported even when no resource has them.

@@ -7,7 +7,7 @@
  * exact name (adoption, and the check before a create). Reconciles caused by a change of the
  * resource look the deployment up live, every write refreshes the snapshot's entry with the
  * service's answer, and the deployments of resources in progress are re-read together, a hundred
- * per call ({@link RemoteSnapshot.poll}).
+ * per call ({@link RemoteSnapshot.poll}, by the rollout poller of `rollout-poller.ts`).
  *
  * The snapshot keeps only the deployments its connection's resources may ask about: those whose
  * name a resource claims ({@link RemoteSnapshotOptions.wanted}). A tenant's server answers with
