@@ -12,8 +12,8 @@
 import type { ServiceClient } from "../api/client.ts";
 import { type Deployment, isUuid } from "../api/wire.ts";
 import { ConnectionReadError } from "../connection/read.ts";
-import { type ConnectionId, connectionOf, describeConnection } from "../identity/connection.ts";
 import { KubeDeployments } from "../kube/deployments.ts";
+import { type ConnectionId, connectionOf, describeConnection } from "../naming/connection.ts";
 import { claimedName } from "../reconcile/claims.ts";
 import type { CommandCluster, ConnectionClients } from "./connections.ts";
 import { type CliContext, type ConnectionFlags, serviceClientFrom, UsageError } from "./context.ts";

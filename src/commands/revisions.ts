@@ -20,7 +20,7 @@ import { RevisionsRouteMissingError } from "../api/errors.ts";
 import { escapeForTerminal } from "../api/printable.ts";
 import type { RevisionListing, RevisionRow } from "../api/revision-listing.ts";
 import { type Deployment, isUuid, ROUTES } from "../api/wire.ts";
-import { connectionOf } from "../identity/connection.ts";
+import { connectionOf } from "../naming/connection.ts";
 import { ConnectionClients } from "./connections.ts";
 import {
   addServiceOptions,

@@ -26,7 +26,7 @@ import {
   localTime,
   nextOpening,
   type RolloutWindowSpec,
-} from "../reconcile/rollout-windows.ts";
+} from "../reconcile/rollout/rollout-windows.ts";
 import type { RegisterCommand } from "./context.ts";
 import { addKubectlOptions, type KubectlFlags, pluginCluster } from "./plugin-cluster.ts";
 

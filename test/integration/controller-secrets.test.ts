@@ -5,7 +5,7 @@
 // its Secret once per reconcile, while another namespace's resource converges.
 import { afterEach, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
+import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
 import { freshNamespace, waitFor } from "../support/cluster.ts";
 import {
   type Scenario,

@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Inspector, inspectFlag } from "../../test/bench/inspector.ts";
-import { cpuTallies, heapTally, report } from "../../test/bench/profile-report.ts";
+import { Inspector, inspectFlag } from "../bench/inspector.ts";
+import { cpuTallies, heapTally, report } from "../bench/profile-report.ts";
 import { freePort } from "../controlplane/net.ts";
 
 // `scale --profile` reads a real process through its inspector; the report says what the files

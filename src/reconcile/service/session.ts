@@ -8,15 +8,15 @@
  * service said without the caller recording it.
  */
 import type { Logger } from "pino";
-import { isServiceError } from "../api/errors.ts";
-import type { Clock } from "../runtime/clock.ts";
-import { RepoListings } from "./inputs.ts";
+import { isServiceError } from "../../api/errors.ts";
+import type { Clock } from "../../runtime/clock.ts";
+import { RepoListings } from "../inputs.ts";
+import type { DeploymentLookups, DeploymentsPort, DeploymentWrites, StoredResource } from "../ports.ts";
+import type { InheritedWindows } from "../rollout/rollout-gate.ts";
 import { isTracingProjectConflict, NameReservedError } from "./name-reserved.ts";
-import type { DeploymentLookups, DeploymentsPort, DeploymentWrites, StoredResource } from "./ports.ts";
-import { type ListingFailure, RemoteSnapshot } from "./remote.ts";
 import { RevisionLogReader } from "./revision-log-reader.ts";
 import { RevisionTracker } from "./revisions.ts";
-import type { InheritedWindows } from "./rollout-gate.ts";
+import { type ListingFailure, RemoteSnapshot } from "./snapshot.ts";
 
 /** Options of {@link ServiceSession}. */
 export interface ServiceSessionOptions {

@@ -11,8 +11,8 @@ import type { AddressInfo } from "node:net";
 import type { Logger } from "pino";
 import { pino } from "pino";
 import type { Registry } from "prom-client";
-import { type Clock, systemClock } from "./clock.ts";
-import type { Runnable } from "./manager.ts";
+import { type Clock, systemClock } from "../runtime/clock.ts";
+import type { Runnable } from "../runtime/manager.ts";
 import type { MetricsAuthenticator } from "./metrics-auth.ts";
 import type { ServingCertificate } from "./serving-cert.ts";
 

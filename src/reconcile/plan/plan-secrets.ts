@@ -3,9 +3,9 @@
  * shows (values, masked values or none) and the hash of what was last applied. Pure.
  */
 
-import type { SecretValue } from "../crd/mapping.ts";
+import type { SecretValue } from "../../crd/mapping.ts";
+import type { Secret } from "../service-types.ts";
 import { hashSecrets } from "./secret-hash.ts";
-import type { Secret } from "./service-types.ts";
 
 /** What the secrets cannot be made to be: an empty list cannot clear the service's secrets. */
 export interface SecretsProblem {

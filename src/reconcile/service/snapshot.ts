@@ -7,7 +7,7 @@
  * exact name (adoption, and the check before a create). Reconciles caused by a change of the
  * resource look the deployment up live, every write refreshes the snapshot's entry with the
  * service's answer, and the deployments of resources in progress are re-read together, a hundred
- * per call ({@link RemoteSnapshot.poll}).
+ * per call ({@link RemoteSnapshot.poll}, by the rollout poller of `rollout-poller.ts`).
  *
  * The snapshot keeps only the deployments its connection's resources may ask about: those whose
  * name a resource claims ({@link RemoteSnapshotOptions.wanted}). A tenant's server answers with
@@ -15,18 +15,16 @@
  * the operator then holds the page being read, not the listing.
  */
 
-import type { Logger } from "pino";
-import { withDetailCut } from "../api/errors.ts";
-import { addItem, itemsOf, type OneOrMany, removeItem } from "../memory/one-or-many.ts";
-import { type PackedRecord, packRecord, unpackRecord } from "../memory/packed-record.ts";
-import type { Clock } from "../runtime/clock.ts";
-import type { Runnable } from "../runtime/manager.ts";
-import { SharedCall } from "../runtime/shared-call.ts";
+import { withDetailCut } from "../../api/errors.ts";
+import { NameFilter } from "../../compact/name-filter.ts";
+import { addItem, itemsOf, type OneOrMany, removeItem } from "../../compact/one-or-many.ts";
+import { type PackedRecord, packRecord, unpackRecord } from "../../compact/packed-record.ts";
+import type { Clock } from "../../runtime/clock.ts";
+import { SharedCall } from "../../runtime/shared-call.ts";
+import type { DeploymentListings } from "../ports.ts";
+import type { Deployment, UnreadableDeployment } from "../service-types.ts";
 import { entryAnswers, type ListingState, listedWithin, listingAnswers } from "./freshness.ts";
 import { UnreadableDeploymentError, unreadableMessage } from "./lookup-errors.ts";
-import type { DeploymentListings, StoredResource } from "./ports.ts";
-import type { Deployment, UnreadableDeployment } from "./service-types.ts";
-import { CONDITION } from "./status.ts";
 
 /** Ids per `deployment_ids` lookup: the service's largest page, so one call answers for all. */
 export const POLL_BATCH = 100;
@@ -448,47 +446,6 @@ class Unreadable {
 }
 
 /**
- * A Bloom filter of names: `has` is true for every name added, and for a few others (about 1% when
- * it was sized for the names it holds). Sized after the count of the previous listing of the same
- * connection, between 128 bytes and 128 KiB: about 1.25 bytes per name, where holding the
- * deployment would cost hundreds. Past its size it only answers `true` more often, which costs
- * live lookups, never a wrong "none".
- */
-export class NameFilter {
-  /** How many names were added. */
-  count = 0;
-  readonly #bits: Uint32Array;
-  readonly #mask: number;
-
-  /** A filter for about `expected` names. */
-  constructor(expected: number) {
-    const wanted = Math.min(Math.max(expected * 10, MIN_FILTER_BITS), MAX_FILTER_BITS);
-    const size = 2 ** Math.ceil(Math.log2(wanted));
-    this.#bits = new Uint32Array(size / 32);
-    this.#mask = size - 1;
-  }
-
-  add(name: string): void {
-    this.count += 1;
-    const [a, b] = hashes(name);
-    for (let i = 0; i < FILTER_HASHES; i++) {
-      const bit = (a + i * b) & this.#mask;
-      this.#bits[bit >>> 5] = (this.#bits[bit >>> 5] as number) | (1 << (bit & 31));
-    }
-  }
-
-  has(name: string): boolean {
-    if (this.count === 0) return false;
-    const [a, b] = hashes(name);
-    for (let i = 0; i < FILTER_HASHES; i++) {
-      const bit = (a + i * b) & this.#mask;
-      if (((this.#bits[bit >>> 5] as number) & (1 << (bit & 31))) === 0) return false;
-    }
-    return true;
-  }
-}
-
-/**
  * Characters of a failed listing's detail kept until the next listing: several times what a
  * condition shows (4,096), so a value near its start is still found whole by redaction.
  */
@@ -499,93 +456,3 @@ const MAX_HELD_PER_NAME = 2;
 
 /** The first listing's guess of names not held; the next ones go by the last count. */
 const FIRST_LISTING_UNHELD = 1024;
-const MIN_FILTER_BITS = 1 << 10;
-const MAX_FILTER_BITS = 1 << 20;
-const FILTER_HASHES = 4;
-
-/** Two 32-bit hashes of `name` (FNV-1a and a multiplicative one), the second odd. */
-function hashes(name: string): [number, number] {
-  let a = 0x811c9dc5;
-  let b = 0x9e3779b9;
-  for (let i = 0; i < name.length; i++) {
-    const c = name.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x85ebca6b) ^ (b >>> 13);
-  }
-  return [a >>> 0, (b | 1) >>> 0];
-}
-
-/** The cache index of resources whose deployment is being polled (see {@link pollIndexer}). */
-export const POLL_INDEX = "polled";
-
-/**
- * A resource is polled while its deployment is settling after a successful write (creating,
- * rolling out): Reconciling and Synced both True, and its deployment id known; and while a
- * create of its own is not yet listed (the intent is cleared once a read shows it). A failing
- * one is not: its retries follow the controller's backoff.
- */
-export function pollIndexer(obj: StoredResource): string[] {
-  const status = obj.status;
-  if (!status?.deploymentId) return [];
-  if (status.createRequestedAt) return [POLL_INDEX];
-  const isTrue = (type: string) =>
-    (status.conditions ?? []).some((c) => c.type === type && c.status === "True");
-  return isTrue(CONDITION.Reconciling) && isTrue(CONDITION.Synced) ? [POLL_INDEX] : [];
-}
-
-/** Options of {@link RolloutPoller}. */
-export interface RolloutPollerOptions {
-  /**
-   * The deployment ids of the resources in progress now (the {@link POLL_INDEX} of the cache),
-   * with the snapshot of the connection each is reached through.
-   */
-  targets: () => { snapshot: RemoteSnapshot; ids: string[] }[];
-  periodMs: number;
-  clock: Clock;
-  logger: Logger;
-}
-
-/**
- * Re-reads the deployments of every resource in progress once per period, a hundred per call,
- * into the snapshot; their reconciles (requeued at the same period) read it from there. Polling
- * R rollouts costs ceil(R/100) calls per period instead of R.
- */
-export class RolloutPoller implements Runnable {
-  readonly name = "rollout-poller";
-  readonly needLeaderElection = true;
-  readonly #o: RolloutPollerOptions;
-
-  constructor(options: RolloutPollerOptions) {
-    this.#o = options;
-  }
-
-  async start(signal: AbortSignal): Promise<void> {
-    const { clock, periodMs, logger } = this.#o;
-    // Each connection's poll in its own rate limit, and on its own: a connection still answering
-    // its last poll (a service that hangs) is skipped, and never holds back the others'.
-    const polling = new Map<RemoteSnapshot, Promise<void>>();
-    while (!signal.aborted) {
-      try {
-        await clock.sleep(periodMs, signal);
-      } catch {
-        break;
-      }
-      for (const { snapshot, ids } of this.#o.targets()) {
-        if (polling.has(snapshot)) continue;
-        // A failed poll is not the resources' failure: their reconciles then look up live.
-        const poll = snapshot
-          .poll(ids, signal)
-          .catch((error: unknown) => {
-            if (!signal.aborted)
-              logger.debug(
-                { err: error instanceof Error ? error.message : String(error) },
-                "rollout poll failed",
-              );
-          })
-          .finally(() => polling.delete(snapshot));
-        polling.set(snapshot, poll);
-      }
-    }
-    await Promise.all(polling.values());
-  }
-}

@@ -3,14 +3,14 @@
 import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Deployment, UnreadableDeployment } from "../../src/api/wire.ts";
-import { UnreadableDeploymentError } from "../../src/reconcile/lookup-errors.ts";
 import type { DeploymentListings } from "../../src/reconcile/ports.ts";
+import { UnreadableDeploymentError } from "../../src/reconcile/service/lookup-errors.ts";
+import { RolloutPoller } from "../../src/reconcile/service/rollout-poller.ts";
 import {
   ListingDeadlineError,
   RemoteSnapshot,
-  RolloutPoller,
   UNREADABLE_KEPT,
-} from "../../src/reconcile/remote.ts";
+} from "../../src/reconcile/service/snapshot.ts";
 import { type Clock, systemClock } from "../../src/runtime/clock.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { remote } from "./plan-fixtures.ts";

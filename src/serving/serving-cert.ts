@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { createSecureContext } from "node:tls";
 import type { Logger } from "pino";
 import { pino } from "pino";
-import { type Clock, systemClock } from "./clock.ts";
+import { type Clock, systemClock } from "../runtime/clock.ts";
 import type { CertificatePair } from "./self-signed.ts";
 
 /**

@@ -9,11 +9,11 @@
  * A create is never held: nothing runs yet, so nothing can be cancelled.
  */
 
-import { formatTime } from "../conditions/kstatus.ts";
-import { InvalidSpecError } from "../crd/errors.ts";
-import { ANNOTATION_ROLLOUT_NOW } from "../crd/schema.ts";
-import { describeDuration } from "../duration.ts";
-import type { ChangeGroup, FieldChange, PatchPlan } from "./plan.ts";
+import { formatTime } from "../../conditions/kstatus.ts";
+import { InvalidSpecError } from "../../crd/errors.ts";
+import { ANNOTATION_ROLLOUT_NOW } from "../../crd/schema.ts";
+import { describeDuration } from "../../duration.ts";
+import type { ChangeGroup, FieldChange, PatchPlan } from "../plan/plan.ts";
 import {
   BoundedMemo,
   type Counter,

@@ -4,10 +4,10 @@
  * deployment created before a crash, or by someone else, is found and adopted.
  */
 
+import type { DeploymentLookups } from "../ports.ts";
+import type { Deployment } from "../service-types.ts";
 import { AmbiguousNameError, UnreadableDeploymentError, unreadableMessage } from "./lookup-errors.ts";
-import type { DeploymentLookups } from "./ports.ts";
-import type { RemoteSnapshot } from "./remote.ts";
-import type { Deployment } from "./service-types.ts";
+import type { RemoteSnapshot } from "./snapshot.ts";
 
 /** What was found. `deployment` is null when the service has none for this resource. */
 export interface Observation {

@@ -17,11 +17,11 @@
  * gap and fires on both occurrences of a repeated time.
  */
 import { Cron, CronDate, CronPattern } from "croner";
-import { InvalidSpecError } from "../crd/errors.ts";
-import { type RolloutWindowSpec, WINDOW_KINDS } from "../crd/rollout-windows-schema.ts";
-import { parseDuration } from "../duration.ts";
+import { InvalidSpecError } from "../../crd/errors.ts";
+import { type RolloutWindowSpec, WINDOW_KINDS } from "../../crd/rollout-windows-schema.ts";
+import { parseDuration } from "../../duration.ts";
 
-export type { RolloutWindowSpec } from "../crd/rollout-windows-schema.ts";
+export type { RolloutWindowSpec } from "../../crd/rollout-windows-schema.ts";
 
 /** A window ready for arithmetic: its schedule parsed, its duration in milliseconds. */
 export interface RolloutWindow {

@@ -19,7 +19,7 @@
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import { pino } from "pino";
-import { type Clock, systemClock } from "./clock.ts";
+import { type Clock, systemClock } from "../runtime/clock.ts";
 
 /** A user as a TokenReview names it: what a SubjectAccessReview is then asked about. */
 export interface ReviewedUser {

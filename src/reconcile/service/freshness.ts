@@ -18,8 +18,8 @@
  * The functions are pure over the bookkeeping they are given and a clock reading (`now`, ms
  * since the epoch): the snapshot keeps the bookkeeping, this module decides.
  */
-import type { DeploymentResourceStatus } from "../crd/schema.ts";
-import { CONDITION } from "./status.ts";
+import type { DeploymentResourceStatus } from "../../crd/schema.ts";
+import { CONDITION } from "../status/status.ts";
 
 /** What the connection's listing's freshness depends on (kept by the snapshot). */
 export interface ListingState {

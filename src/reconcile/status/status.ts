@@ -6,23 +6,23 @@
  * set through `src/conditions/kstatus.ts`, as the connections' are), and `statusEqual` lets the
  * controller skip writes that would change nothing.
  */
-import { redactAndTruncate } from "../api/redact.ts";
+import { redactAndTruncate } from "../../api/redact.ts";
 import {
   type ConditionValue,
   KSTATUS,
   kstatusOf,
   MAX_MESSAGE_LENGTH,
   putConditions,
-} from "../conditions/kstatus.ts";
-import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
-import { liveRevision } from "./live-revision.ts";
-import type { PlanProblem } from "./plan.ts";
+} from "../../conditions/kstatus.ts";
+import type { Condition, DeploymentResourceStatus } from "../../crd/schema.ts";
+import type { PlanProblem } from "../plan/plan.ts";
 import {
   DEPLOYMENT_STATUSES,
   type Deployment,
   DONE_REVISION_STATUSES,
   FAILED_REVISION_STATUSES,
-} from "./service-types.ts";
+} from "../service-types.ts";
+import { liveRevision } from "./live-revision.ts";
 
 /** Condition types the operator sets. */
 export const CONDITION = {

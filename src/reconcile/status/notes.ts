@@ -3,10 +3,10 @@
  * drift report. Pure; never a secret value (the planner's summaries hold none).
  */
 
-import { claimedName } from "./claims.ts";
-import type { PatchPlan, Plan } from "./plan.ts";
-import type { StoredResource } from "./ports.ts";
-import type { Deployment } from "./service-types.ts";
+import { claimedName } from "../claims.ts";
+import type { PatchPlan, Plan } from "../plan/plan.ts";
+import type { StoredResource } from "../ports.ts";
+import type { Deployment } from "../service-types.ts";
 import { CONDITION } from "./status.ts";
 
 /** Note of the `Created` event. */

@@ -2,7 +2,7 @@
  * "Is my change live?": the active revision's short id with what it deployed, for
  * `status.liveRevision` (the `LIVE` column of `kubectl get dmsd -o wide`).
  */
-import type { Deployment } from "./service-types.ts";
+import type { Deployment } from "../service-types.ts";
 
 /**
  * `<active id, 8 characters>@<commit, 7 characters>` for a repository source, else

@@ -5,10 +5,10 @@
  * ends as "no tail": a log is information, never a reason to fail the reconcile.
  */
 import type { Logger } from "pino";
-import { isServiceError, loggedError } from "../api/errors.ts";
-import { type LogEntry, LogsRouteMissingError, type LogType } from "../api/revision-logs.ts";
-import { TAIL_LINES, tailOf } from "./failure-evidence.ts";
-import type { RevisionLogReads } from "./ports.ts";
+import { isServiceError, loggedError } from "../../api/errors.ts";
+import { type LogEntry, LogsRouteMissingError, type LogType } from "../../api/revision-logs.ts";
+import type { RevisionLogReads } from "../ports.ts";
+import { TAIL_LINES, tailOf } from "../status/failure-evidence.ts";
 
 /** What one read of a tail gives. */
 export type TailRead =

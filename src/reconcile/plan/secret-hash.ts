@@ -4,7 +4,7 @@
  * keeping values out of what is shown is `api/redact.ts`'s.
  */
 import { createHash } from "node:crypto";
-import type { SecretValue } from "../crd/mapping.ts";
+import type { SecretValue } from "../../crd/mapping.ts";
 
 /**
  * sha256 (lowercase hex) of the secrets' names and values, independent of list order. Stored in

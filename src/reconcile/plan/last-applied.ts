@@ -2,8 +2,8 @@
  * What the planner may take as last applied for a resource: one rule for the controller and for
  * `plan`, so that both reach the same decision for the same resource.
  */
-import type { DesiredDeployment } from "../crd/mapping.ts";
-import type { DeploymentSpec } from "../crd/schema.ts";
+import type { DesiredDeployment } from "../../crd/mapping.ts";
+import type { DeploymentSpec } from "../../crd/schema.ts";
 import type { LastApplied } from "./plan.ts";
 import { hashSecrets } from "./secret-hash.ts";
 

@@ -1,7 +1,7 @@
-// The memory techniques of src/memory/, each on a table of cases: what they keep, and that what
+// The memory techniques of src/compact/, each on a table of cases: what they keep, and that what
 // a caller reads back is what it put.
 import { describe, expect, it } from "vitest";
-import { Interner, internFields, shareEqualString } from "../../src/memory/interner.ts";
+import { Interner, internFields, shareEqualString } from "../../src/compact/interner.ts";
 import {
   addItem,
   countOf,
@@ -9,9 +9,9 @@ import {
   itemsOf,
   type OneOrMany,
   removeItem,
-} from "../../src/memory/one-or-many.ts";
-import { type Identified, packRecord, unpackRecord } from "../../src/memory/packed-record.ts";
-import { scopedKey } from "../../src/memory/scoped-key.ts";
+} from "../../src/compact/one-or-many.ts";
+import { type Identified, packRecord, unpackRecord } from "../../src/compact/packed-record.ts";
+import { scopedKey } from "../../src/compact/scoped-key.ts";
 
 /** A string equal to `text` but not the same in the heap (as JSON.parse makes them). */
 const copyOf = (text: string): string => JSON.parse(JSON.stringify(text)) as string;

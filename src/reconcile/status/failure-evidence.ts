@@ -13,7 +13,7 @@
  * the sequencing and the one Warning `evidence.ts`'s.
  */
 
-import { stripToLine } from "../api/printable.ts";
+import { stripToLine } from "../../api/printable.ts";
 import {
   applyCoverage,
   partsCoverage,
@@ -22,16 +22,16 @@ import {
   RedactionBudgetError,
   redactAndTruncate,
   UNSEARCHED,
-} from "../api/redact.ts";
-import { entryTimeMs, type LogEntry, type LogType } from "../api/revision-logs.ts";
-import { formatTime } from "../conditions/kstatus.ts";
+} from "../../api/redact.ts";
+import { entryTimeMs, type LogEntry, type LogType } from "../../api/revision-logs.ts";
+import { formatTime } from "../../conditions/kstatus.ts";
 import {
   DEFAULT_ROLLOUT_TIMEOUT,
   type DeploymentResourceStatus,
   type DeploymentSpec,
-} from "../crd/schema.ts";
-import { isZeroDuration, parseDuration } from "../duration.ts";
-import type { Deployment } from "./service-types.ts";
+} from "../../crd/schema.ts";
+import { isZeroDuration, parseDuration } from "../../duration.ts";
+import type { Deployment } from "../service-types.ts";
 import { isDoneRevision, isFailedRevision, type REASON } from "./status.ts";
 
 /** Entries asked of the service: the tail a person needs to see why it failed. */

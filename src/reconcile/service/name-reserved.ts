@@ -8,7 +8,7 @@
  * in the spec, so it is read tolerantly): its message speaks of a (tracing) project, and a lookup
  * of the name lists no deployment of it. Anything else keeps the behaviour of any 409.
  */
-import { isServiceError } from "../api/errors.ts";
+import { isServiceError } from "../../api/errors.ts";
 
 /**
  * Messages of a 409 that speak of the tracing project rather than of a deployment: "tracing
