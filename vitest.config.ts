@@ -7,8 +7,10 @@ import { defineConfig } from "vitest/config";
 // source, so a changed file is compiled again.
 process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), "dms-operator-node-compile-cache");
 
-// Three projects: `unit` and `contract` need nothing but Node; `cluster` runs against a real
-// kube-apiserver + etcd that the global setup starts once per run (see test/controlplane/).
+// Four projects: `unit` and `contract` need nothing but Node; `tools` runs the Go-built tools
+// (helm, kubectl, ...) that test/controlplane/binaries.ts builds on first use, without a cluster;
+// `cluster` runs against a real kube-apiserver + etcd that the global setup starts once per run
+// (see test/controlplane/).
 export default defineConfig({
   test: {
     // A worker per core for the unit and contract files (vitest's default leaves one core to
@@ -27,6 +29,15 @@ export default defineConfig({
           name: "contract",
           include: ["test/contract/**/*.test.ts"],
           testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          name: "tools",
+          include: ["test/tools/**/*.test.ts"],
+          testTimeout: 20_000,
+          // A first build of a tool takes minutes; later runs find it in the cache.
+          hookTimeout: 600_000,
         },
       },
       {

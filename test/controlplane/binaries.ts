@@ -234,7 +234,7 @@ export const TEMPLATE_RENDER: GoTool = {
 
 /**
  * helm (v4, the maintained major line: v3 gets security fixes only), which lints, renders, installs
- * and upgrades charts/dms-operator in test/e2e/helm-chart.test.ts and test/unit/helm-chart.test.ts.
+ * and upgrades charts/dms-operator in test/e2e/helm-chart.test.ts and test/tools/helm-chart.test.ts.
  */
 export const HELM: GoTool = {
   file: "helm",

@@ -24,7 +24,7 @@ import { parse } from "yaml";
 import { CRDS, crdFile } from "../../src/crd/render.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { ensureBinaries } from "../controlplane/binaries.ts";
-import { KEY, resourceYaml, SEED } from "./gitops-fixture.ts";
+import { KEY, resourceYaml, SEED } from "../contract/gitops-fixture.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const PKG = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { name: string; version: string };
