@@ -1,7 +1,6 @@
 // Leader election on a short Lease: only the holder reconciles; when it stops, the other instance
 // takes over and reconciles the next change, their reconciling never overlapping; and a leader
 // that loses its lease stops reconciling at once.
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { toMicroTime } from "../../src/kube/time.ts";
@@ -124,8 +123,25 @@ describe("controller: leader election", () => {
     });
     await waitFor(() => workerSpans(op).stopped.length === 1, { description: "the workers stopped" });
     await user.patch(namespace, "contested", image(2));
-    // Nobody reconciles while the intruder holds the lease.
-    await sleep(1_500);
+    // Nobody reconciles while others hold the lease: the lease passes to two more holders after
+    // the change, and the instance, campaigning all along, sees each of them lead.
+    for (const other of ["intruder-2", "intruder-3"]) {
+      const held = (await user.client.request({ method: "GET", path: leasePath() })) as Record<
+        string,
+        unknown
+      >;
+      await user.client.request({
+        method: "PUT",
+        path: leasePath(),
+        body: {
+          ...held,
+          spec: { ...(held.spec as object), holderIdentity: other, renewTime: toMicroTime(new Date()) },
+        },
+      });
+      await waitFor(() => op.logs.find("new leader observed").some((l) => l.record.leader === other), {
+        description: `instance-c seeing ${other} lead`,
+      });
+    }
     expect((await user.get(namespace, "contested"))?.status?.observedGeneration).toBe(1);
     expect(sim.counters()["PATCH /v2/deployments/{deployment_id}"]).toBeUndefined();
 
