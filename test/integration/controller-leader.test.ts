@@ -1,13 +1,14 @@
 // Leader election on a short Lease: only the holder reconciles; when it stops, the other instance
 // takes over and reconciles the next change, their reconciling never overlapping; and a leader
 // that loses its lease stops reconciling at once.
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { toMicroTime } from "../../src/kube/time.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { freshNamespace, waitFor } from "../support/cluster.ts";
 import { startOperator, startTestSimulator, type TestOperator } from "../support/operator.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
+import { useScenarios } from "../support/scenario.ts";
 
 const LEASE = "dms-operator-leader";
 const spec = (image: string): DeploymentSpec => ({
@@ -33,16 +34,13 @@ function workerSpans(op: TestOperator): { started: number[]; stopped: number[] }
 
 describe("controller: leader election", () => {
   const user = new ClusterUser();
-  const cleanups: Array<() => Promise<void>> = [];
+  const scenarios = useScenarios();
   let namespace = "";
   let sim: RunningSimulator;
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  });
   const setup = async (prefix: string) => {
     namespace = await freshNamespace(prefix);
     sim = await startTestSimulator();
-    cleanups.push(() => sim.close());
+    scenarios.defer(() => sim.close());
   };
   const leasePath = () => `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${LEASE}`;
   const holder = async () => {
@@ -58,7 +56,7 @@ describe("controller: leader election", () => {
       identity,
       leaderElection: { namespace },
     });
-    cleanups.push(() => op.stop());
+    scenarios.defer(() => op.stop());
     return op;
   };
 
