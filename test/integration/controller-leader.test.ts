@@ -49,6 +49,18 @@ describe("controller: leader election", () => {
     };
     return lease.spec?.holderIdentity ?? "";
   };
+  /** Rewrites the Lease's spec with `changes`, as another holder (or its release) would. */
+  const rewriteLease = async (changes: Record<string, unknown>) => {
+    const lease = (await user.client.request({ method: "GET", path: leasePath() })) as Record<
+      string,
+      unknown
+    >;
+    await user.client.request({
+      method: "PUT",
+      path: leasePath(),
+      body: { ...lease, spec: { ...(lease.spec as object), ...changes } },
+    });
+  };
   const instance = (identity: string) => {
     const op = startOperator({
       simulator: sim,
@@ -105,37 +117,17 @@ describe("controller: leader election", () => {
     await user.waitReady(namespace, "contested");
 
     // Another holder takes the lease (as a newer deployment of the operator might).
-    const lease = (await user.client.request({ method: "GET", path: leasePath() })) as Record<
-      string,
-      unknown
-    >;
-    const taken = {
+    await rewriteLease({
       holderIdentity: "intruder",
       renewTime: toMicroTime(new Date()),
       leaseDurationSeconds: 3600,
-    };
-    await user.client.request({
-      method: "PUT",
-      path: leasePath(),
-      body: { ...lease, spec: { ...(lease.spec as object), ...taken } },
     });
     await waitFor(() => workerSpans(op).stopped.length === 1, { description: "the workers stopped" });
     await user.patch(namespace, "contested", image(2));
     // Nobody reconciles while others hold the lease: the lease passes to two more holders after
     // the change, and the instance, campaigning all along, sees each of them lead.
     for (const other of ["intruder-2", "intruder-3"]) {
-      const held = (await user.client.request({ method: "GET", path: leasePath() })) as Record<
-        string,
-        unknown
-      >;
-      await user.client.request({
-        method: "PUT",
-        path: leasePath(),
-        body: {
-          ...held,
-          spec: { ...(held.spec as object), holderIdentity: other, renewTime: toMicroTime(new Date()) },
-        },
-      });
+      await rewriteLease({ holderIdentity: other, renewTime: toMicroTime(new Date()) });
       await waitFor(() => op.logs.find("new leader observed").some((l) => l.record.leader === other), {
         description: `instance-c seeing ${other} lead`,
       });
@@ -144,15 +136,7 @@ describe("controller: leader election", () => {
     expect(sim.counters()["PATCH /v2/deployments/{deployment_id}"]).toBeUndefined();
 
     // Released: the instance campaigns again, wins, and catches up.
-    const current = (await user.client.request({ method: "GET", path: leasePath() })) as Record<
-      string,
-      unknown
-    >;
-    await user.client.request({
-      method: "PUT",
-      path: leasePath(),
-      body: { ...current, spec: { ...(current.spec as object), holderIdentity: "" } },
-    });
+    await rewriteLease({ holderIdentity: "" });
     await user.waitFor(
       namespace,
       "contested",
