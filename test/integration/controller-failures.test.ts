@@ -85,6 +85,8 @@ describe("controller: service failures", () => {
     await witness(s, "witness", spec);
     await waitIdle(s.op);
     expect(s.sim.counters()[PATCH]).toEqual({ "422": 1 });
+    // And none is scheduled: the failure was terminal, which leaves the key off the queue.
+    expect(await s.op.metric("controller_runtime_terminal_reconcile_errors_total")).toBe(1);
 
     s.sim.faults.clear();
     await s.user.patch(s.namespace, "rejected", scaleTo(6));

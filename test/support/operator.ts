@@ -83,6 +83,8 @@ export interface TestOperator {
   reconciles(): Promise<number>;
   /** Reconciles in flight now (all controllers), from the operator's own metrics. */
   inFlight(): Promise<number>;
+  /** A metric of the operator's registry, summed over its labels (0 when it has no samples). */
+  metric(name: string): Promise<number>;
   /** Resolves once the workers run (caches synced, the start-up listing of the service done). */
   started(): Promise<void>;
   /** Stops it (graceful, within `shutdownTimeoutMs`) and resolves once it has stopped. */
@@ -170,6 +172,7 @@ export function startOperator(options: TestOperatorOptions): TestOperator {
     config,
     reconciles: () => sum("controller_runtime_reconcile_total"),
     inFlight: () => sum("controller_runtime_active_workers"),
+    metric: sum,
     started: async () => {
       await waitFor(() => operator.controller.running, { description: "the operator's workers" });
     },
