@@ -13,7 +13,7 @@ process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), "dms-operator-node-compile-cac
 // (see test/controlplane/).
 export default defineConfig({
   test: {
-    // A worker per core for the unit and contract files (vitest's default leaves one core to
+    // A worker per core for the unit, contract and tools files (vitest's default leaves one core to
     // itself, which on two cores runs them one at a time). The cluster project still runs one
     // file at a time: fileParallelism: false below.
     maxWorkers: "100%",
@@ -36,8 +36,6 @@ export default defineConfig({
           name: "tools",
           include: ["test/tools/**/*.test.ts"],
           testTimeout: 20_000,
-          // A first build of a tool takes minutes; later runs find it in the cache.
-          hookTimeout: 600_000,
         },
       },
       {
