@@ -4,6 +4,9 @@
  * validation, the metrics hook and debug logs. The API key lives in a private field and is
  * scrubbed from every text that leaves this module.
  */
+import type { ClientRequest } from "node:http";
+import type { Socket } from "node:net";
+import { TLSSocket } from "node:tls";
 import type { Static, TSchema } from "@sinclair/typebox";
 import got, { type PlainResponse, type RequestError } from "got";
 import pRetry, { AbortError } from "p-retry";
@@ -62,6 +65,22 @@ export interface TransportSettings {
   random: () => number;
   logger: Logger | undefined;
   onResponse: ((observation: ResponseObservation) => void) | undefined;
+  /** Called before each wait for a retry (a command tells its user); undefined: none. */
+  onRetry?: ((event: RetryEvent) => void) | undefined;
+  /** Time to open the connection, within `timeoutMs`; undefined: only `timeoutMs` bounds it. */
+  connectTimeoutMs?: number | undefined;
+}
+
+/** A failed attempt about to be retried: what failed, and how long the wait before the next one is. */
+export interface RetryEvent {
+  method: string;
+  route: string;
+  /** The attempt that failed, from 1. */
+  attempt: number;
+  /** Attempts left after the one to come. */
+  retriesLeft: number;
+  waitMs: number;
+  error: ServiceError;
 }
 
 /** One call: a route template, its concrete path, and how to judge the answer. */
@@ -101,6 +120,17 @@ interface Exchange {
   body: string;
 }
 
+/**
+ * A request held back at the moment of sending: a pause (Retry-After) began after it took its
+ * token. Nothing of it reached the service; it goes back to the rate limit's queue.
+ */
+class HeldForPause extends Error {
+  override readonly name = "HeldForPause";
+}
+
+/** How many times one attempt may be held back before it fails `rate_limited`. */
+const MAX_HOLDS = 8;
+
 /** Why an attempt failed, and whether the retry loop may try again. */
 class AttemptFailure extends Error {
   readonly error: ServiceError;
@@ -131,7 +161,9 @@ export class Transport {
    * Sends one logical request, retrying as the failure allows, and returns the validated answer.
    *
    * Contract: waits for the shared rate limit before each attempt, and a 429 with `Retry-After`
-   * pauses that limit (every request of the client) until the delay has passed, or fails at once
+   * pauses that limit (every request of the client) until the delay has passed, checked again at
+   * the moment the request goes on the wire (one that took its token before the pause began is
+   * held back unsent and waits its turn after the pause), or fails at once
    * with `rate_limited` while the pause left exceeds `maxRetryAfterMs`; each attempt has its own
    * timeout; retries (up to `retries`) idempotent requests on timeouts, lost connections and
    * 429/5xx, and writes only on 429/503 or when the request never left; waits the exponential
@@ -160,6 +192,14 @@ export class Transport {
             },
             `retrying in ${Math.round(waitMs)} ms (attempt ${attemptNumber} failed)`,
           );
+          this.#s.onRetry?.({
+            method: request.method,
+            route: request.route,
+            attempt: attemptNumber,
+            retriesLeft: retriesLeft - 1,
+            waitMs,
+            error: error.error,
+          });
           await this.#s.clock.sleep(waitMs, signal);
         },
         shouldRetry: ({ error }) => error instanceof AttemptFailure,
@@ -176,54 +216,91 @@ export class Transport {
     attempt: number,
   ): Promise<TransportResponse<S>> {
     const { method, route, signal } = request;
-    const pausedMs = this.#s.bucket.pausedForMs();
-    if (pausedMs > this.#s.maxRetryAfterMs) {
-      // Waiting that long would hold the caller past any sensible deadline: fail now, saying when to come back.
-      throw new AbortError(
-        new ServiceError({
-          kind: "rate_limited",
-          method,
-          route,
-          detail: `the service asked for a pause (Retry-After); ${Math.ceil(pausedMs / 1000)} s left`,
-          retryable: true,
-          retryAfterSeconds: Math.ceil(pausedMs / 1000),
-        }),
-      );
-    }
-    await this.#s.bucket.acquire(signal);
-    const started = this.#s.clock.now();
-    const observe = (status: number | "error") => {
-      const seconds = (this.#s.clock.now() - started) / 1000;
-      this.#s.onResponse?.({ method, route, status, seconds });
-      this.#s.logger?.debug(
-        { method, route, status, attempt, ms: Math.round(seconds * 1000) },
-        "service call",
-      );
-    };
-    const account = this.#s.memory.open();
-    try {
-      let response: Exchange;
-      try {
-        response = await this.#exchange(request, account);
-      } catch (error) {
-        observe("error");
-        if (signal?.aborted) throw new AbortError(signal.reason instanceof Error ? signal.reason : "aborted");
-        // Repeating the request would bring the same answer: final, whatever its status. Unless
-        // only the answers beside it left no room (one tenant's slow answers holding the shared
-        // budget): then a read is tried again, once they are read or timed out.
-        if (error instanceof OverflowError) {
-          const tooLarge = this.#tooLarge(request, error);
-          const { overflow } = error;
-          const crowded = overflow.bound === "memory" && overflow.shared && request.idempotent;
-          throw crowded ? new AttemptFailure(tooLarge) : new AbortError(tooLarge);
-        }
-        throw this.#failure(this.#transportError(request, error as RequestError), request);
+    for (let holds = 0; ; holds++) {
+      const pausedMs = this.#s.bucket.pausedForMs();
+      if (pausedMs > this.#s.maxRetryAfterMs || holds >= MAX_HOLDS) {
+        // Waiting that long would hold the caller past any sensible deadline: fail now, saying when to come back.
+        throw new AbortError(
+          new ServiceError({
+            kind: "rate_limited",
+            method,
+            route,
+            detail: `the service asked for a pause (Retry-After); ${Math.ceil(pausedMs / 1000)} s left`,
+            retryable: true,
+            retryAfterSeconds: Math.ceil(pausedMs / 1000),
+          }),
+        );
       }
-      return this.#answer(request, response, observe);
-    } finally {
-      // The parsed body is the caller's now; the text and the chunks are garbage.
-      account.close();
+      await this.#s.bucket.acquire(signal);
+      const started = this.#s.clock.now();
+      const observe = (status: number | "error") => {
+        const seconds = (this.#s.clock.now() - started) / 1000;
+        this.#s.onResponse?.({ method, route, status, seconds });
+        this.#s.logger?.debug(
+          { method, route, status, attempt, ms: Math.round(seconds * 1000) },
+          "service call",
+        );
+      };
+      const account = this.#s.memory.open();
+      const sending = { held: false };
+      try {
+        let response: Exchange;
+        try {
+          response = await this.#exchange(request, account, sending);
+        } catch (error) {
+          // Never sent: a pause began between its token and the wire. Wait for the pause's end.
+          if (sending.held && !signal?.aborted) continue;
+          observe("error");
+          if (signal?.aborted)
+            throw new AbortError(signal.reason instanceof Error ? signal.reason : "aborted");
+          // Repeating the request would bring the same answer: final, whatever its status. Unless
+          // only the answers beside it left no room (one tenant's slow answers holding the shared
+          // budget): then a read is tried again, once they are read or timed out.
+          if (error instanceof OverflowError) {
+            const tooLarge = this.#tooLarge(request, error);
+            const { overflow } = error;
+            const crowded = overflow.bound === "memory" && overflow.shared && request.idempotent;
+            throw crowded ? new AttemptFailure(tooLarge) : new AbortError(tooLarge);
+          }
+          throw this.#failure(this.#transportError(request, error as RequestError), request);
+        }
+        return this.#answer(request, response, observe);
+      } finally {
+        // The parsed body is the caller's now; the text and the chunks are garbage.
+        account.close();
+      }
     }
+  }
+
+  /**
+   * Holds `req` at the moment it goes on the wire while the rate limit is paused: a request that
+   * took its token before a 429 arrived must not reach the service inside the pause. Node's
+   * request writes its headers and body to the socket right after the `socket` event, on a
+   * connected socket; on one still connecting (a new connection, a TLS handshake) the writes are
+   * corked until it is ready. Then, if a pause is in force, the request is destroyed unsent
+   * (`sending.held`), else its bytes go out.
+   */
+  #holdDuringPause(req: ClientRequest, sending: { held: boolean }): void {
+    req.once("socket", (socket: Socket) => {
+      const send = () => {
+        if (this.#s.bucket.pausedForMs() > 0) {
+          sending.held = true;
+          req.destroy(new HeldForPause("a pause began before the request was sent"));
+        }
+      };
+      const tls = socket instanceof TLSSocket;
+      // A TLS socket is ready once its handshake sent its Finished message; a plain one once connected.
+      const ready = !socket.connecting && (!tls || socket.getFinished() !== undefined);
+      if (ready) {
+        send();
+        return;
+      }
+      socket.cork();
+      socket.once(tls ? "secureConnect" : "connect", () => {
+        send();
+        if (!sending.held) socket.uncork();
+      });
+    });
   }
 
   /**
@@ -231,7 +308,11 @@ export class Transport {
    * with an {@link OverflowError} once the body is known to exceed a bound (the connection is then
    * closed: the rest is never read).
    */
-  async #exchange(request: TransportRequest<TSchema | undefined>, account: MemoryAccount): Promise<Exchange> {
+  async #exchange(
+    request: TransportRequest<TSchema | undefined>,
+    account: MemoryAccount,
+    sending: { held: boolean },
+  ): Promise<Exchange> {
     const { method, signal } = request;
     const stream = got.stream(this.#s.baseUrl + request.path, {
       method,
@@ -241,11 +322,15 @@ export class Transport {
       throwHttpErrors: false,
       followRedirect: false,
       retry: { limit: 0 },
-      timeout: { request: this.#s.timeoutMs },
+      timeout: {
+        request: this.#s.timeoutMs,
+        ...(this.#s.connectTimeoutMs === undefined ? {} : { connect: this.#s.connectTimeoutMs }),
+      },
       agent: this.#agents,
       https: { rejectUnauthorized: !this.#s.insecureSkipTlsVerify },
       ...(signal ? { signal } : {}),
     });
+    stream.once("request", (req: ClientRequest) => this.#holdDuringPause(req, sending));
     // A stream's request body is its writable side: one without a body (DELETE) must be ended.
     if (request.body === undefined && method !== "GET") stream.end();
     try {
@@ -325,15 +410,18 @@ export class Transport {
     const fixes = this.#s.caBundle === undefined ? FLAG_TLS_FIXES : FLAG_TLS_FIXES_WITH_CA;
     const certificate = tlsFailureOf(code, host, fixes);
     const tls = certificate !== undefined || /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code);
-    const detail = timeout
-      ? `no complete response within ${this.#s.timeoutMs} ms`
-      : certificate
-        ? describeTlsFailure(certificate)
-        : tls
-          ? `TLS handshake failed (${code}): ${this.#redact(error.message)}`
-          : code.startsWith("ERR_PROXY")
-            ? `the proxy failed (${code}): ${this.#redact(redactProxyUrl(error.message))}; check HTTPS_PROXY / HTTP_PROXY, or add the service's host to NO_PROXY`
-            : `${code || "connection failed"}: ${this.#redact(error.message)}`;
+    const connecting = timeout && (error as { event?: string }).event === "connect";
+    const detail = connecting
+      ? `no connection within ${this.#s.connectTimeoutMs} ms`
+      : timeout
+        ? `no complete response within ${this.#s.timeoutMs} ms`
+        : certificate
+          ? describeTlsFailure(certificate)
+          : tls
+            ? `TLS handshake failed (${code}): ${this.#redact(error.message)}`
+            : code.startsWith("ERR_PROXY")
+              ? `the proxy failed (${code}): ${this.#redact(redactProxyUrl(error.message))}; check HTTPS_PROXY / HTTP_PROXY, or add the service's host to NO_PROXY`
+              : `${code || "connection failed"}: ${this.#redact(error.message)}`;
     return new ServiceError({
       kind: timeout ? "timeout" : certificate ? "tls" : "network",
       method: request.method,

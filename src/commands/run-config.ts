@@ -25,6 +25,7 @@ import { DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE } from "../connection/registry.ts
 import { parseSelector } from "../crd/label-selector.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "../reconcile/secret-budget.ts";
 import { parseBindAddress } from "../runtime/health.ts";
+import { LOG_FORMATS, type LogFormat } from "../runtime/log.ts";
 import { defaultListingDeadlineMs, type OperatorConfig } from "../wiring/operator-config.ts";
 
 /** Accepted `--log-level` values. */
@@ -161,6 +162,13 @@ export const RUN_SETTINGS = {
     default: "info",
     arg: "<level>",
     help: "trace, debug, info, warn, error",
+  },
+  logFormat: {
+    env: "DMS_LOG_FORMAT",
+    parse: parsers.oneOf(LOG_FORMATS),
+    shown: "json (console on a terminal)",
+    arg: "<format>",
+    help: "json (one object per line) or console (one line for a person)",
   },
   shutdownTimeout: {
     env: "DMS_SHUTDOWN_TIMEOUT",
@@ -307,7 +315,7 @@ function sameBindAddress(a: string, b: string): boolean {
 export function runConfigFrom(
   flags: RunFlags,
   env: Env,
-): ConfigResult<OperatorConfig & { logLevel: (typeof LOG_LEVELS)[number] }> {
+): ConfigResult<OperatorConfig & { logLevel: (typeof LOG_LEVELS)[number]; logFormat?: LogFormat }> {
   const service = serviceConfigFrom(flags, env);
   const { values: v, given, problems } = readSettings(RUN_SETTINGS, flags, env);
   const input: RuleInput = {
@@ -360,6 +368,7 @@ export function runConfigFrom(
     connectionAddressPolicy: v.connectionAddressPolicy,
     maxConnectionsPerNamespace: v.maxConnectionsPerNamespace,
     logLevel: v.logLevel,
+    ...(v.logFormat === undefined ? {} : { logFormat: v.logFormat }),
   };
   return { ok: true, config };
 }

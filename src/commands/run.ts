@@ -2,9 +2,9 @@
  * `dms-operator run`: the operator itself.
  */
 import type { Command } from "commander";
-import { pino } from "pino";
 import { flagOf, settingHelp } from "../config.ts";
 import { runOperator } from "../main.ts";
+import { createLogger, defaultLogFormat } from "../runtime/log.ts";
 import { addServiceOptions, type CliContext, UsageError } from "./context.ts";
 import { RUN_SETTINGS, type RunFlags, runConfigFrom } from "./run-config.ts";
 
@@ -33,8 +33,9 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
   run.action(async (flags: RunFlags) => {
     const result = runConfigFrom(flags, ctx.env);
     if (!result.ok) throw new UsageError(result.problems);
-    const { logLevel, ...config } = result.config;
-    const logger = pino({ level: logLevel, redact: { paths: REDACT, censor: "[REDACTED]" } });
+    const { logLevel, logFormat, ...config } = result.config;
+    const format = logFormat ?? defaultLogFormat(process.stdout.isTTY);
+    const logger = createLogger({ level: logLevel, format, redact: REDACT });
     await runOperator(config, { logger }, ctx.stopSignal);
   });
   addServiceOptions(run, {

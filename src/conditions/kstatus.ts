@@ -4,9 +4,11 @@
  * when its status moves, each carries the generation it was computed from, and `Reconciling` and
  * `Stalled` are present only while True and never together.
  *
- * A leaf: it imports nothing of the operator's, so that every folder may use it without a cycle.
- * Messages arrive here cleaned (redacted, cut) by the kind that wrote them.
+ * Nearly a leaf: it imports only the printable-text leaf of `api/` (which imports nothing), so
+ * that every folder above `api/` may use it without a cycle. Messages arrive here cleaned
+ * (redacted, cut) by the kind that wrote them, and leave as one printable line.
  */
+import { printableLine } from "../api/printable.ts";
 
 /** A condition shaped like metav1.Condition (the CRDs' `ConditionSchema`). */
 export interface Condition {
@@ -121,7 +123,8 @@ export function putConditions(
       next = removeCondition(next, type);
       continue;
     }
-    const message = context.message ? context.message(value.message) : value.message;
+    // Whatever the kind's cleaning, a message reaches a terminal (kubectl) as one printable line.
+    const message = printableLine(context.message ? context.message(value.message) : value.message);
     next = setCondition(
       next,
       { type, ...value, message, observedGeneration: context.observedGeneration },

@@ -6,7 +6,7 @@
 import { isRecord } from "../json.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";
-import { isKubeObject, type KubeObject, type ObjectMeta, type ObjectRef } from "./object.ts";
+import { isKubeObject, type KubeObject, keptMetadata, type ObjectRef } from "./object.ts";
 import { collectionPath, type ReflectorHandlers, type ResourceType } from "./reflector.ts";
 import { WatchedResource, type WatchOptions, type WatchScope } from "./scope.ts";
 
@@ -21,22 +21,15 @@ export const LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-confi
  * the API server already checked them against the CRD schema generated from the same TypeBox
  * schema, and skipping an object here would also block its deletion (its finalizer would never go).
  *
- * Drops what the operator never reads and would otherwise hold for every cached resource (as
- * controller-runtime's managed-fields transform does): `metadata.managedFields` and the
- * {@link LAST_APPLIED_ANNOTATION}, together about half of a typical object. Every write the
- * operator makes is a patch, so a dropped field is never written back. `raw` is not modified.
+ * Keeps only the metadata the operator reads ({@link keptMetadata}): annotations and labels a
+ * tenant may fill (256 KiB of annotations on each object, {@link LAST_APPLIED_ANNOTATION}'s copy
+ * of the manifest among them) and `metadata.managedFields` would otherwise be held for every
+ * cached resource. Every write the operator makes is a patch, so a dropped field is never written
+ * back. `raw` is not modified.
  */
 export function decodeCustomResource<T extends KubeObject>(raw: unknown): T | undefined {
   if (!isKubeObject(raw) || !isRecord((raw as { spec?: unknown }).spec)) return undefined;
-  const { managedFields: _managedFields, ...metadata } = raw.metadata as ObjectMeta & {
-    managedFields?: unknown;
-  };
-  const annotations = metadata.annotations;
-  if (annotations && LAST_APPLIED_ANNOTATION in annotations) {
-    const { [LAST_APPLIED_ANNOTATION]: _lastApplied, ...kept } = annotations;
-    metadata.annotations = kept;
-  }
-  return { ...raw, metadata } as unknown as T;
+  return { ...raw, metadata: keptMetadata(raw.metadata) } as unknown as T;
 }
 
 /** What identifies a kind of custom resource on the API server. */

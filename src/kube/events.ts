@@ -2,9 +2,15 @@
  * Kubernetes Events (`events.k8s.io/v1`) about Deployment resources, deduplicated the way
  * client-go's events broadcaster does it: a repeat of the same event updates the existing Event's
  * `series` instead of creating one more object for `kubectl describe` to scroll through.
+ *
+ * Writes are also limited per object, with client-go's EventCorrelator spam filter numbers: a
+ * burst of 25 Events (creates and series patches alike) per object and source, then one more
+ * every 5 minutes. Whatever a tenant makes its resource do, its Events cost the API server and
+ * etcd at most that much; the records past it are dropped (a repeat still counts in its series).
  */
 import { createHash, randomInt } from "node:crypto";
 import pino, { type Logger } from "pino";
+import { printableNote } from "../api/printable.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";
@@ -69,6 +75,10 @@ export interface KubeEventRecorderOptions {
   dedupeWindowMs?: number;
   /** Series tracked at most; the least recently seen are forgotten first. Default 4096. */
   maxTracked?: number;
+  /** Event writes per object at once (the spam filter's burst). Default 25, as client-go. */
+  spamBurst?: number;
+  /** One more write per object every this many ms once the burst is spent. Default 5 min, as client-go. */
+  spamRefillMs?: number;
   clock?: Clock;
   logger?: Logger;
 }
@@ -78,6 +88,14 @@ interface Series {
   name: string;
   count: number;
   lastObservedMs: number;
+  /** Repeats the spam filter dropped since the last write: added to the next patch's count. */
+  dropped: number;
+}
+
+/** One object's spam filter bucket. */
+interface Allowance {
+  tokens: number;
+  updatedAt: number;
 }
 
 /** How long one Event write may take. */
@@ -90,6 +108,8 @@ const EVENT_WRITE_TIMEOUT_MS = 10_000;
  * never thrown). The first occurrence of (object, type, reason, action, note) creates an Event; a
  * repeat within the window patches that Event's `series` (count, lastObservedTime); an Event that
  * expired on the server meanwhile is created again. Records of the same key are written in order.
+ * Over any `t` ms, at most `spamBurst + t / spamRefillMs` writes are about one object; a record
+ * past that resolves without a write (a dropped repeat is added to its series' next count).
  */
 export class KubeEventRecorder implements EventRecorder {
   readonly #client: KubeClient;
@@ -101,6 +121,10 @@ export class KubeEventRecorder implements EventRecorder {
   readonly #log: Logger;
   readonly #series = new Map<string, Series>();
   readonly #pending = new Map<string, Promise<void>>();
+  readonly #spamBurst: number;
+  readonly #spamRefillMs: number;
+  /** Per object, in the order of last write: the least recently written is forgotten first. */
+  readonly #allowances = new Map<string, Allowance>();
 
   constructor(options: KubeEventRecorderOptions) {
     this.#client = options.client;
@@ -110,10 +134,12 @@ export class KubeEventRecorder implements EventRecorder {
     this.#maxTracked = options.maxTracked ?? 4096;
     this.#clock = options.clock ?? systemClock;
     this.#log = options.logger ?? pino({ enabled: false });
+    this.#spamBurst = options.spamBurst ?? 25;
+    this.#spamRefillMs = options.spamRefillMs ?? 5 * 60_000;
   }
 
   record(regarding: EventRegarding, event: EventInput): Promise<void> {
-    const input = { ...event, note: truncateNote(event.note) };
+    const input = { ...event, note: truncateNote(printableNote(event.note)) };
     const key = seriesKey(regarding, input);
     const previous = this.#pending.get(key) ?? Promise.resolve();
     const next = previous.then(() => this.#write(key, regarding, input));
@@ -126,6 +152,14 @@ export class KubeEventRecorder implements EventRecorder {
   async #write(key: string, regarding: EventRegarding, event: EventInput): Promise<void> {
     const now = this.#clock.now();
     const series = this.#series.get(key);
+    if (!this.#allow(regarding, now)) {
+      if (series && now - series.lastObservedMs <= this.#windowMs) series.dropped += 1;
+      this.#log.debug(
+        { reason: event.reason, namespace: regarding.namespace, name: regarding.name },
+        "event dropped: the object's event budget is spent",
+      );
+      return;
+    }
     try {
       if (series && now - series.lastObservedMs <= this.#windowMs) {
         const updated = await this.#patchSeries(series, now);
@@ -155,14 +189,17 @@ export class KubeEventRecorder implements EventRecorder {
         method: "PATCH",
         path: `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(series.namespace)}/events/${encodeURIComponent(series.name)}`,
         contentType: PatchType.Merge,
-        body: { series: { count: series.count + 1, lastObservedTime: toMicroTime(new Date(now)) } },
+        body: {
+          series: { count: series.count + 1 + series.dropped, lastObservedTime: toMicroTime(new Date(now)) },
+        },
         timeoutMs: EVENT_WRITE_TIMEOUT_MS,
       });
     } catch (err) {
       if (isNotFound(err)) return false;
       throw err;
     }
-    series.count += 1;
+    series.count += 1 + series.dropped;
+    series.dropped = 0;
     series.lastObservedMs = now;
     return true;
   }
@@ -198,7 +235,38 @@ export class KubeEventRecorder implements EventRecorder {
       },
       timeoutMs: EVENT_WRITE_TIMEOUT_MS,
     });
-    return { namespace, name, count: 1, lastObservedMs: now };
+    return { namespace, name, count: 1, lastObservedMs: now, dropped: 0 };
+  }
+
+  /**
+   * Takes one write from the object's bucket (client-go's spam filter: keyed by the object and
+   * the source, which is this recorder), refilled one per `spamRefillMs` up to `spamBurst`.
+   * At most `maxTracked` objects are tracked; a forgotten one starts again with a full burst, as
+   * in client-go's LRU.
+   */
+  #allow(regarding: EventRegarding, now: number): boolean {
+    const key = JSON.stringify([
+      regarding.apiVersion,
+      regarding.kind,
+      regarding.namespace,
+      regarding.name,
+      regarding.uid ?? "",
+    ]);
+    const allowance = this.#allowances.get(key) ?? { tokens: this.#spamBurst, updatedAt: now };
+    this.#allowances.delete(key);
+    allowance.tokens = Math.min(
+      this.#spamBurst,
+      allowance.tokens + Math.max(0, now - allowance.updatedAt) / this.#spamRefillMs,
+    );
+    allowance.updatedAt = now;
+    this.#allowances.set(key, allowance);
+    for (const oldest of this.#allowances.keys()) {
+      if (this.#allowances.size <= this.#maxTracked) break;
+      this.#allowances.delete(oldest);
+    }
+    if (allowance.tokens < 1) return false;
+    allowance.tokens -= 1;
+    return true;
   }
 
   /**

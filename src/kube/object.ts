@@ -2,6 +2,13 @@
  * The slice of Kubernetes object metadata the adapters rely on, and the checks that turn a JSON
  * value from the API server into it (validate at the edge, then trust the types).
  */
+import { createHash } from "node:crypto";
+import {
+  ANNOTATION_PAUSED,
+  ANNOTATION_RECONCILE_INTERVAL,
+  ANNOTATION_RECONCILE_REQUESTED_AT,
+  ANNOTATION_ROLLOUT_NOW,
+} from "../crd/schema.ts";
 import { isRecord } from "../json.ts";
 import { type ObjectRef, objectKey } from "../runtime/keys.ts";
 
@@ -57,6 +64,65 @@ export function isKubeObject(value: unknown): value is KubeObject {
     (m.labels === undefined || isStringMap(m.labels)) &&
     (m.annotations === undefined || isStringMap(m.annotations))
   );
+}
+
+/**
+ * The annotations the operator reads on its own resources (see `reconcile/annotations.ts`): the
+ * only ones a cached resource keeps.
+ */
+export const READ_ANNOTATIONS: readonly string[] = [
+  ANNOTATION_PAUSED,
+  ANNOTATION_RECONCILE_INTERVAL,
+  ANNOTATION_RECONCILE_REQUESTED_AT,
+  ANNOTATION_ROLLOUT_NOW,
+];
+
+/**
+ * The longest annotation value kept as given. Every value the operator acts on is short (`true`,
+ * a duration, a timestamp or a token); a longer one is kept as its digest (see {@link keptMetadata}).
+ */
+export const MAX_ANNOTATION_VALUE = 1024;
+
+/**
+ * The metadata a cached resource keeps: the fields the operator reads (name, namespace, uid,
+ * resourceVersion, generation, creation and deletion times, finalizers) and of the annotations
+ * only {@link READ_ANNOTATIONS}. Everything else a tenant may put there goes at decode: other
+ * annotations (up to 256 KiB on each object, `kubectl apply`'s copy of the manifest among them),
+ * labels (label selectors are applied by the API server, never to the cache), managedFields,
+ * ownerReferences. A kept value longer than {@link MAX_ANNOTATION_VALUE} becomes
+ * `sha256:<hex>`: still a different value when the original changes (what `reconcile-requested-at`
+ * and `rollout-now` need), and never `true` or a duration. So one cached resource's metadata is
+ * bounded by its finalizers, whatever its annotations and labels weigh.
+ *
+ * Safe because the operator never writes metadata it read: its writes are a status apply naming
+ * only name, namespace and resourceVersion, and JSON Patches of single finalizer entries.
+ */
+export function keptMetadata(meta: ObjectMeta): ObjectMeta {
+  const kept: ObjectMeta = { name: meta.name, resourceVersion: meta.resourceVersion };
+  if (meta.namespace !== undefined) kept.namespace = meta.namespace;
+  if (meta.uid !== undefined) kept.uid = meta.uid;
+  if (meta.generation !== undefined) kept.generation = meta.generation;
+  if (typeof meta.creationTimestamp === "string") kept.creationTimestamp = meta.creationTimestamp;
+  if (typeof meta.deletionTimestamp === "string") kept.deletionTimestamp = meta.deletionTimestamp;
+  if (meta.finalizers !== undefined) kept.finalizers = meta.finalizers;
+  const annotations = readAnnotations(meta.annotations);
+  if (annotations) kept.annotations = annotations;
+  return kept;
+}
+
+function readAnnotations(all: Record<string, string> | undefined): Record<string, string> | undefined {
+  if (!all) return undefined;
+  let kept: Record<string, string> | undefined;
+  for (const key of READ_ANNOTATIONS) {
+    const value = Object.hasOwn(all, key) ? all[key] : undefined;
+    if (value === undefined) continue;
+    kept ??= {};
+    kept[key] =
+      value.length <= MAX_ANNOTATION_VALUE
+        ? value
+        : `sha256:${createHash("sha256").update(value).digest("hex")}`;
+  }
+  return kept;
 }
 
 /** The `metadata.resourceVersion` of a list answer, or `undefined` when it is missing. */

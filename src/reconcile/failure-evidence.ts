@@ -10,18 +10,27 @@
  * and {@link MAX_LOG_READS} reads in all, as the record's `failedReads` counts.
  *
  * Pure: decisions and formatting. The reading is `RevisionLogReader`'s (revision-log-reader.ts),
- * the sequencing the reconciler's.
+ * the sequencing and the one Warning `evidence.ts`'s.
  */
 
-import { redactAndTruncate } from "../api/redact.ts";
+import { stripToLine } from "../api/printable.ts";
+import {
+  applyCoverage,
+  REDACT_BUDGET_MS,
+  RedactionBudget,
+  RedactionBudgetError,
+  redactAndTruncate,
+  secretCoverage,
+  UNSEARCHED,
+} from "../api/redact.ts";
 import { entryTimeMs, type LogEntry, type LogType } from "../api/revision-logs.ts";
 import { formatTime } from "../conditions/kstatus.ts";
-import { parseDuration } from "../config.ts";
 import {
   DEFAULT_ROLLOUT_TIMEOUT,
   type DeploymentResourceStatus,
   type DeploymentSpec,
 } from "../crd/schema.ts";
+import { isZeroDuration, parseDuration } from "../duration.ts";
 import type { Deployment } from "./service-types.ts";
 import { isDoneRevision, isFailedRevision, type REASON } from "./status.ts";
 
@@ -29,6 +38,24 @@ import { isDoneRevision, isFailedRevision, type REASON } from "./status.ts";
 export const TAIL_LINES = 20;
 /** Characters one log line shows at most (redacted first, then cut). */
 export const LINE_CHARS = 240;
+/**
+ * Characters of a message a line is made from: more than a line shows, for the whitespace folded
+ * and the escape sequences taken out of it. The rest of a longer message is never shown.
+ */
+export const MESSAGE_CHARS = 4096;
+/**
+ * Characters of a message searched for secret values: what a line is made from and as far again,
+ * so that a value printed from within {@link MESSAGE_CHARS} is found whole when its printed form
+ * is no longer than that (a value is also found by its lines).
+ */
+export const MESSAGE_SEARCH_CHARS = 2 * MESSAGE_CHARS;
+/** Characters of an entry's time and level kept (an RFC 3339 time is 20 to 35). */
+const FIELD_CHARS = 64;
+/**
+ * Wall-clock time the redaction of one tail may take; past it the tail is not shown. An ordinary
+ * tail takes a few milliseconds: only crafted values and logs come near it, once per revision.
+ */
+export const TAIL_REDACTION_MS = REDACT_BUDGET_MS;
 /** Lines of the excerpt in the `Stalled` condition's message. */
 export const EXCERPT_LINES = 3;
 /** Characters of that excerpt at most (its end is kept: the error is the last line). */
@@ -80,16 +107,6 @@ export function rolloutTimeoutMs(spec: Pick<DeploymentSpec, "rolloutTimeout">): 
 }
 
 /**
- * Whether `text` is `0` or a Go duration whose every amount is zero. `parseDuration` cannot say:
- * it answers undefined for zero and for nonsense alike, and only the first disables the timeout.
- */
-function isZeroDuration(text: string): boolean {
-  if (/^0+$/.test(text)) return true;
-  if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(text)) return false;
-  return [...text.matchAll(/\d+(\.\d+)?/g)].every(([amount]) => Number(amount) === 0);
-}
-
-/**
  * `status.rolloutStartedAt` after observing `observed` at `now`: kept while the same latest
  * revision is still not active, set to `now` when a new one is first seen, cleared once the
  * latest revision is the active one (or there is none).
@@ -123,6 +140,23 @@ export function rolloutTimedOut(
   if (startedAt === undefined || timeoutMs === undefined) return false;
   const started = Date.parse(startedAt);
   return !Number.isNaN(started) && now.getTime() - started >= timeoutMs;
+}
+
+/**
+ * The first sentence of the Warning a revision's evidence gives (`RevisionFailed` or
+ * `RolloutTimeout`): which revision of which deployment, and what became of it. The one text of
+ * both, whether the revision's log was read with it or not.
+ */
+export function evidenceHeadline(
+  reason: EvidenceReason,
+  revisionId: string,
+  deploymentId: string,
+  revisionStatus: string | undefined,
+  timedOutAfter?: string,
+): string {
+  return reason === "RevisionFailed"
+    ? `revision ${revisionId} of the service's deployment ${deploymentId} ${revisionStatus}: it will not go live`
+    : `revision ${revisionId} of the service's deployment ${deploymentId} has not gone live within spec.rolloutTimeout ${timedOutAfter}${revisionStatus ? ` (${revisionStatus})` : ""}`;
 }
 
 /**
@@ -173,14 +207,59 @@ export function tailOf(entries: readonly LogEntry[]): LogEntry[] {
 }
 
 /**
+ * The lines of a tail (oldest first) as `time level message`, redacted of `secretValues`, or
+ * undefined when that took more than `budgetMs` (the tail is then not shown at all).
+ *
+ * Order, so that no form of a value shows: the messages are searched as they were written, joined
+ * as one text (a value printed over several entries is found, and one whose newline a build
+ * dropped), before anything is folded or cut; each entry's part is then taken out of that text,
+ * its escape sequences, controls and line breaks taken out ({@link stripToLine}), its whitespace
+ * folded, and the line searched once more (a value a color change or a line break interrupted is
+ * whole again now) before it is cut to {@link LINE_CHARS}. Bounds: {@link TAIL_LINES} entries of
+ * at most {@link MESSAGE_SEARCH_CHARS} characters searched, {@link MESSAGE_CHARS} of each shown.
+ */
+export function formatTail(
+  entries: readonly LogEntry[],
+  secretValues: readonly string[],
+  budgetMs = TAIL_REDACTION_MS,
+): string[] | undefined {
+  const tail = entries.slice(-TAIL_LINES);
+  const parts = tail.map((entry) => entry.message.slice(0, MESSAGE_SEARCH_CHARS));
+  const joined = parts.join("\n");
+  const budget = new RedactionBudget(budgetMs);
+  try {
+    const covered = secretCoverage(joined, secretValues, budget);
+    let at = 0;
+    return tail.map((entry, i) => {
+      const part = parts[i] ?? "";
+      const shown = Math.min(part.length, MESSAGE_CHARS);
+      const cut = entry.message.length > shown ? "…" : "";
+      const message = applyCoverage(joined, covered, at, at + shown) + cut;
+      at += part.length + 1;
+      const field = (text: string | undefined) =>
+        text === undefined ? undefined : stripToLine(text.slice(0, FIELD_CHARS)).trim();
+      const text = [field(entry.time), field(entry.level), fold(message)]
+        .filter((part) => part !== undefined && part !== "")
+        .join(" ");
+      return redactAndTruncate(text, secretValues, LINE_CHARS, undefined, budget);
+    });
+  } catch (error) {
+    if (error instanceof RedactionBudgetError) return undefined;
+    throw error;
+  }
+}
+
+/** `text` on one line, its escape sequences and controls out, each run of whitespace one space. */
+function fold(text: string): string {
+  return stripToLine(text).replace(/\s+/g, " ").trim();
+}
+
+/**
  * One entry as `time level message` on one line, redacted of `secretValues` and then cut to
- * {@link LINE_CHARS} (in that order: a value cut in two would escape redaction).
+ * {@link LINE_CHARS} (see {@link formatTail}, of which this is the tail of one entry).
  */
 export function formatLine(entry: LogEntry, secretValues: readonly string[]): string {
-  const text = [entry.time, entry.level, entry.message.replace(/\s*[\r\n]+\s*/g, " ")]
-    .filter((part) => part !== undefined && part !== "")
-    .join(" ");
-  return redactAndTruncate(text, secretValues, LINE_CHARS);
+  return formatTail([entry], secretValues)?.[0] ?? UNSEARCHED;
 }
 
 /** `text` cut to at most `maxBytes` UTF-8 bytes on a character boundary, ending with `…` when cut. */

@@ -9,6 +9,8 @@ import { pino } from "pino";
 import type { BackoffOptions } from "./backoff.ts";
 import { spread } from "./backoff.ts";
 import { type Clock, systemClock } from "./clock.ts";
+import { parseObjectKey } from "./keys.ts";
+import { inReconcile, reconcileFields } from "./log.ts";
 import type { Runnable } from "./manager.ts";
 import { type QueueMetricsHooks, WorkQueue } from "./queue.ts";
 
@@ -214,7 +216,8 @@ export class Controller implements Runnable {
     for (;;) {
       const key = await queue.get();
       if (key === undefined) return;
-      await this.#process(queue, key, halt);
+      // Every line logged during it carries controller, namespace, name and its own reconcileID.
+      await inReconcile(this.name, key, () => this.#process(queue, key, halt));
     }
   }
 
@@ -263,19 +266,26 @@ export class Controller implements Runnable {
     this.#metrics.errored?.(terminal);
     if (halted) {
       // Leadership lost or shutdown deadline: the abort is ours, not the reconcile's failure.
-      this.#log.warn({ key }, "reconcile abandoned");
+      this.#reconcileLog(key).warn("reconcile abandoned");
       return;
     }
     if (terminal) {
       queue.forget(key);
-      this.#log.error({ key, err: error }, "reconcile failed terminally; waiting for a change");
+      this.#reconcileLog(key).error({ err: error }, "reconcile failed terminally; waiting for a change");
       return;
     }
     const delay = queue.addRateLimited(key, retryAfterMs(error));
-    this.#log.error(
-      { key, err: error, retryInMs: delay, failures: queue.numRequeues(key) },
+    this.#reconcileLog(key).error(
+      { err: error, retryInMs: delay, failures: queue.numRequeues(key) },
       "reconcile failed",
     );
+  }
+
+  /** The controller's logger bound to `key`'s reconcile (its id too, whatever logger was given). */
+  #reconcileLog(key: string): Logger {
+    const fields = reconcileFields();
+    const { namespace, name } = fields ?? parseObjectKey(key);
+    return this.#log.child({ namespace, name, ...(fields ? { reconcileID: fields.reconcileID } : {}) });
   }
 }
 

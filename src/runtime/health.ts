@@ -232,7 +232,8 @@ export class HealthServer implements Runnable {
       const access = this.#opts.metricsAuthenticator;
       if (access) {
         const decision = await access.check(req.headers.authorization, { path: "/metrics", verb: "get" });
-        if (decision.status !== 200) return send(res, decision.status, `${decision.message}\n`);
+        if (decision.status !== 200)
+          return send(res, decision.status, `${decision.message}\n`, decision.retryAfterSeconds);
       }
       const body = await metricsText(this.#opts.registry, url.searchParams.getAll("name"));
       res.writeHead(200, { "content-type": this.#opts.registry.contentType });
@@ -299,8 +300,12 @@ export class HealthServer implements Runnable {
   }
 }
 
-function send(res: ServerResponse, status: number, body: string): void {
-  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" });
+function send(res: ServerResponse, status: number, body: string, retryAfterSeconds?: number): void {
+  res.writeHead(status, {
+    "content-type": "text/plain; charset=utf-8",
+    "x-content-type-options": "nosniff",
+    ...(retryAfterSeconds === undefined ? {} : { "retry-after": String(retryAfterSeconds) }),
+  });
   res.end(body);
 }
 

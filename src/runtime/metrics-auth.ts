@@ -8,6 +8,13 @@
  * scraping every replica every few seconds costs the API server two reviews per token per cache
  * period, not two per scrape. The reviews run a few at a time, each under a deadline: a slow or
  * unavailable API server fails the scrape, never the probes, and never holds unbounded work.
+ *
+ * Whoever reaches the port chooses the tokens, so a review is also budgeted process-wide: a token
+ * bucket (a few per second, a small burst) stands in front of every cache miss, and a scrape past
+ * it is answered 429 with `Retry-After` without a review. A token that was allowed recently is
+ * renewed outside that budget (its own small, bounded set), so a flood of strangers' tokens cannot
+ * lock the scraper out. A header that cannot carry a token any authenticator accepts is refused
+ * without a review (see {@link bearerToken}).
  */
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
@@ -55,8 +62,10 @@ export class ReviewRefusedError extends Error {
 
 /** The answer to one scrape: 200 lets it read the metrics; any other status is sent with `message`. */
 export interface ScrapeDecision {
-  status: 200 | 401 | 403 | 500 | 503;
+  status: 200 | 401 | 403 | 429 | 500 | 503;
   message: string;
+  /** With 429: when to come back, in whole seconds (the `Retry-After` header). */
+  retryAfterSeconds?: number;
 }
 
 /** Options of {@link MetricsAuthenticator}. */
@@ -72,13 +81,24 @@ export interface MetricsAuthenticatorOptions {
   maxWaiting?: number;
   /** Longest a scrape waits for its reviews (slot included). Default 5 s. */
   reviewTimeoutMs?: number;
+  /** Reviews of tokens not allowed lately, per second, process-wide. Default 5. */
+  reviewsPerSecond?: number;
+  /** Such reviews at once after a quiet spell (the bucket's size). Default 10. */
+  reviewBurst?: number;
+  /**
+   * Tokens allowed to read lately, renewed outside the budget when their answer expires.
+   * Default 64; each is remembered for `knownTtlMs` (default 15 min) after its last review.
+   */
+  knownTokens?: number;
+  knownTtlMs?: number;
   clock?: Clock;
   logger?: Logger;
 }
 
 /**
  * Longest bearer token reviewed. ServiceAccount tokens are about 1 KiB; an OIDC token with many
- * groups a few KiB. Anything longer is refused without costing the API server a review.
+ * groups a few KiB. Anything longer is refused without costing the API server a review (Node's
+ * default limit on a request's headers, 16 KiB in all, refuses most of those before this).
  */
 export const MAX_TOKEN_LENGTH = 16_384;
 
@@ -101,7 +121,11 @@ interface CacheEntry {
  * 401. Authenticated but not allowed: 403. Allowed: 200. The API server unreachable, failing or
  * too slow (past `reviewTimeoutMs`), or too many scrapes waiting: 503; the operator not allowed
  * to review: 500. 200, 401 and 403 are cached for `cacheTtlMs` per token and path; failures are
- * not. Concurrent scrapes with the same token share one review.
+ * not. Concurrent scrapes with the same token share one review. A cache miss for a token not
+ * allowed within `knownTtlMs` takes one review from the process-wide budget
+ * (`reviewsPerSecond`, `reviewBurst`); past it, 429 with `retryAfterSeconds` and no review. So
+ * the API server sees at most `reviewBurst + reviewsPerSecond·t` reviews of new tokens in any `t`
+ * seconds, plus renewals of at most `knownTokens` tokens once per `cacheTtlMs`.
  */
 export class MetricsAuthenticator {
   readonly #reviews: ReviewPort;
@@ -110,6 +134,11 @@ export class MetricsAuthenticator {
   readonly #maxConcurrent: number;
   readonly #maxWaiting: number;
   readonly #timeoutMs: number;
+  readonly #budget: ReviewBudget;
+  /** Digests of tokens allowed lately, with when each is forgotten; in recency order. */
+  readonly #known = new Map<string, number>();
+  readonly #knownSize: number;
+  readonly #knownTtlMs: number;
   readonly #clock: Clock;
   readonly #log: Logger;
   /** Insertion order is recency order: a hit moves its entry to the end. */
@@ -127,6 +156,9 @@ export class MetricsAuthenticator {
     this.#maxWaiting = options.maxWaiting ?? 64;
     this.#timeoutMs = options.reviewTimeoutMs ?? 5_000;
     this.#clock = options.clock ?? systemClock;
+    this.#budget = new ReviewBudget(options.reviewsPerSecond ?? 5, options.reviewBurst ?? 10, this.#clock);
+    this.#knownSize = options.knownTokens ?? 64;
+    this.#knownTtlMs = options.knownTtlMs ?? 15 * 60_000;
     this.#log = (options.logger ?? pino({ level: "silent" })).child({ component: "metrics-auth" });
   }
 
@@ -139,7 +171,8 @@ export class MetricsAuthenticator {
   async check(authorization: string | undefined, attributes: NonResourceAttributes): Promise<ScrapeDecision> {
     const token = bearerToken(authorization);
     if (token === undefined) return UNAUTHORIZED;
-    const key = `${attributes.verb} ${attributes.path} ${createHash("sha256").update(token).digest("base64")}`;
+    const digest = createHash("sha256").update(token).digest("base64");
+    const key = `${attributes.verb} ${attributes.path} ${digest}`;
     const hit = this.#cache.get(key);
     if (hit) {
       this.#cache.delete(key);
@@ -150,6 +183,14 @@ export class MetricsAuthenticator {
     }
     const running = this.#inFlight.get(key);
     if (running) return running;
+    if (!this.#isKnown(digest)) {
+      const waitMs = this.#budget.take();
+      if (waitMs > 0) {
+        this.#failed(new Error("more scrapes with new tokens than the review budget allows"));
+        const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
+        return { ...OVER_BUDGET, retryAfterSeconds };
+      }
+    }
     const review = this.#review(token, attributes).then((decision) => {
       this.#inFlight.delete(key);
       if (decision.status === 200 || decision.status === 401 || decision.status === 403) {
@@ -159,10 +200,32 @@ export class MetricsAuthenticator {
           this.#cache.delete(oldest);
         }
       }
+      // A token allowed to read is renewed outside the budget from now on. Not one merely
+      // authenticated: any pod's token is, and tenants can mint as many as they like.
+      if (decision.status === 200) this.#remember(digest);
+      else if (decision.status === 401 || decision.status === 403) this.#known.delete(digest);
       return decision;
     });
     this.#inFlight.set(key, review);
     return review;
+  }
+
+  /** Whether the token of `digest` was allowed within `knownTtlMs`. */
+  #isKnown(digest: string): boolean {
+    const until = this.#known.get(digest);
+    if (until === undefined) return false;
+    if (until > this.#clock.now()) return true;
+    this.#known.delete(digest);
+    return false;
+  }
+
+  #remember(digest: string): void {
+    this.#known.delete(digest);
+    this.#known.set(digest, this.#clock.now() + this.#knownTtlMs);
+    for (const oldest of this.#known.keys()) {
+      if (this.#known.size <= this.#knownSize) break;
+      this.#known.delete(oldest);
+    }
   }
 
   /** Both reviews under one deadline and one slot; never rejects. */
@@ -258,14 +321,87 @@ const UNAVAILABLE: ScrapeDecision = {
   message: "Service Unavailable: the API server could not review the token",
 };
 const BUSY: ScrapeDecision = { status: 503, message: "Service Unavailable: too many scrapes under review" };
+const OVER_BUDGET: ScrapeDecision = {
+  status: 429,
+  message: "Too Many Requests: more new tokens than the operator reviews per second",
+};
 const REFUSED: ScrapeDecision = {
   status: 500,
   message: "Internal Server Error: the operator may not review tokens (see its log)",
 };
 
-/** The token of an `Authorization: Bearer <token>` header (scheme in any case), if well-formed. */
+/**
+ * Reviews started for tokens not allowed lately: a token bucket refilling `perSecond`
+ * up to `burst`, shared by every scrape of the process. It never waits: a scrape past it is
+ * answered at once.
+ */
+class ReviewBudget {
+  readonly #perSecond: number;
+  readonly #burst: number;
+  readonly #clock: Clock;
+  #tokens: number;
+  #updatedAt: number;
+
+  constructor(perSecond: number, burst: number, clock: Clock) {
+    if (!(perSecond > 0)) throw new RangeError(`reviewsPerSecond must be > 0, got ${perSecond}`);
+    if (!(burst >= 1)) throw new RangeError(`reviewBurst must be >= 1, got ${burst}`);
+    this.#perSecond = perSecond;
+    this.#burst = burst;
+    this.#clock = clock;
+    this.#tokens = burst;
+    this.#updatedAt = clock.now();
+  }
+
+  /** Takes one review: 0 when granted, else the milliseconds until one would be. */
+  take(): number {
+    const now = this.#clock.now();
+    this.#tokens = Math.min(
+      this.#burst,
+      this.#tokens + (Math.max(0, now - this.#updatedAt) / 1000) * this.#perSecond,
+    );
+    this.#updatedAt = now;
+    if (this.#tokens >= 1) {
+      this.#tokens -= 1;
+      return 0;
+    }
+    return ((1 - this.#tokens) / this.#perSecond) * 1000;
+  }
+}
+
+/**
+ * The token of an `Authorization: Bearer <token>` header (scheme in any case), if it can be a
+ * token at all; undefined refuses the scrape without a review. `header` is as Node gives it: one
+ * Latin-1 character per byte.
+ *
+ * What the API server accepts as a bearer token is wider than any one format: ServiceAccount and
+ * OIDC tokens are JWTs and bootstrap tokens are `[a-z0-9]{6}.[a-z0-9]{16}`, but a static token
+ * file and a webhook token authenticator (OpenShift's `sha256~…`, EKS's `k8s-aws-v1.…`) accept
+ * any string the header carries. The API server takes the text between the first and a second
+ * space, so a token is one run without spaces; what remains to refuse is only what no
+ * authenticator can be given: an empty or over-long token, control characters (Node answers 400
+ * to those before this is asked), and bytes that are not UTF-8 (a TokenReview's JSON cannot
+ * carry them). Node reads header bytes as Latin-1; they are decoded as UTF-8 here, as the API
+ * server's Go strings hold them, so a non-ASCII static token is reviewed as sent.
+ */
 export function bearerToken(header: string | undefined): string | undefined {
   const match = /^bearer +(\S+) *$/i.exec(header ?? "");
-  const token = match?.[1];
-  return token !== undefined && token.length <= MAX_TOKEN_LENGTH ? token : undefined;
+  const raw = match?.[1];
+  if (raw === undefined || raw.length > MAX_TOKEN_LENGTH) return undefined;
+  let ascii = true;
+  for (let i = 0; i < raw.length; i++) {
+    const code = raw.charCodeAt(i);
+    // \S leaves out tab and line feed, not the other control characters: refuse them here.
+    if (code < 0x20 || code === 0x7f) return undefined;
+    // Not a header as Node reads it (one character per byte): nothing a client could have sent.
+    if (code > 0xff) return undefined;
+    if (code > 0x7f) ascii = false;
+  }
+  if (ascii) return raw;
+  try {
+    return UTF8.decode(Buffer.from(raw, "latin1"));
+  } catch {
+    return undefined;
+  }
 }
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });

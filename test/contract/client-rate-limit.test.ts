@@ -2,13 +2,17 @@
  * One client, one rate limit, against the simulator over loopback with the real clock: a 429
  * with Retry-After pauses every caller of the client (not only the one that received it), work
  * resumes at the configured rate after the window, and a listing retries a page after a 429 or a
- * 5xx even when single calls are not retried (the operator's `retries: 0`).
+ * 5xx even when single calls are not retried (the operator's `retries: 0`). A request that took
+ * its token before the 429 arrived is held at the moment it goes on the wire: the service's own
+ * arrival times show none inside the window.
  */
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
 import type { ServiceError } from "../../src/api/errors.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+import { createTestCa } from "../support/certificates.ts";
 
 let sim: RunningSimulator;
 /** When each request reached the simulator's handlers (performance.now()). */
@@ -95,6 +99,93 @@ describe("a 429 pauses the whole client", () => {
     expect(other.retryAfterSeconds).toBeGreaterThan(28);
     expect(arrivals).toEqual([]);
     sim.faults.clear();
+  });
+});
+
+/**
+ * A TCP relay on loopback to `port` that holds the server's first bytes (its side of the TLS
+ * handshake) on every connection but the first for `holdMs`: the requests on those connections
+ * have their token and wait for their handshake, as requests do behind a new connection.
+ */
+async function startHandshakeDelay(
+  port: number,
+  holdMs: number,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const timers = new Set<NodeJS.Timeout>();
+  let accepted = 0;
+  const server: Server = createServer((downstream) => {
+    const hold = accepted++ > 0;
+    const upstream = connect(port, "127.0.0.1");
+    for (const s of [downstream, upstream]) {
+      sockets.add(s);
+      s.on("error", () => {});
+      s.on("close", () => {
+        sockets.delete(s);
+        downstream.destroy();
+        upstream.destroy();
+      });
+    }
+    downstream.pipe(upstream);
+    if (!hold) upstream.pipe(downstream);
+    else {
+      upstream.pause();
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        upstream.pipe(downstream);
+        upstream.resume();
+      }, holdMs);
+      timers.add(timer);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address() as import("node:net").AddressInfo;
+  return {
+    url: `https://127.0.0.1:${address.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const t of timers) clearTimeout(t);
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe("a pause holds at the moment of sending", () => {
+  it("requests that took their token before the 429 reach the service only after the window, by its own arrival times", async () => {
+    const ca = await createTestCa();
+    const tlsSim = await startSimulator({
+      timing: { readyAfterMs: 0, revisionActiveAfterMs: 0, deleteAfterMs: 0 },
+      tls: await ca.leaf(),
+    });
+    const relay = await startHandshakeDelay(Number(new URL(tlsSim.url).port), 400);
+    try {
+      const client = new ServiceClient({
+        baseUrl: relay.url,
+        caBundle: ca.cert,
+        retries: 0,
+        qps: 100,
+        burst: 20,
+      });
+      tlsSim.faults.set({
+        script: [{ route: "GET /v2/auth/providers", count: 1, status: 429, retryAfterSeconds: 1 }],
+      });
+      // Twelve concurrent calls take their tokens at once; the first connection's answers the 429
+      // while the eleven others are still in their handshakes.
+      const results = await Promise.allSettled(Array.from({ length: 12 }, () => client.listProviders()));
+      const arrivals = tlsSim.requests({ route: "GET /v2/auth/providers" });
+      const limited = arrivals.filter((r) => r.status === "429");
+      expect(limited).toHaveLength(1);
+      const pausedAt = limited[0]?.at ?? 0;
+      const inside = arrivals.filter((r) => r.status !== "429" && r.at >= pausedAt && r.at < pausedAt + 1000);
+      expect(inside).toEqual([]);
+      // Held, not failed: the eleven went out after the window, as many times as called.
+      expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(11);
+      expect(arrivals.filter((r) => r.status === "200")).toHaveLength(11);
+    } finally {
+      await relay.close();
+      await tlsSim.close();
+    }
   });
 });
 

@@ -13,6 +13,7 @@ import { registerLogsCommand } from "../../src/commands/logs.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { runCli } from "../support/cli.ts";
 import { ManualClock } from "../support/manual-clock.ts";
+import { unsafeCharacters } from "../support/terminal-safe.ts";
 import { deploymentPath, type FakeKube, startFakeKube } from "./fake-kube.ts";
 
 const UNKNOWN = "d0000000-0000-4000-8000-000000000009";
@@ -185,6 +186,38 @@ describe("dms-operator logs", () => {
     // Every line is an hour old on the simulator's clock.
     expect((await logs(["cli-json", "--since", "10m"])).stdout).toBe("");
     expect((await logs(["cli-json", "--since", "2h"])).stdout.split("\n").length).toBe(entries.length + 1);
+  });
+
+  it("escapes the controls a build printed (OSC 52, clear screen, bidi override), and keeps them as JSON escapes in -o json", async () => {
+    const hostile = "\x1b]52;c;SGVsbG8=\x07\x1b[2J\x1b[H\x9b2J\u202eexe.txt\nforged ERROR line";
+    const d = await client.createDeployment({
+      name: "cli-hostile",
+      source: "internal_docker",
+      source_revision_config: { image_uri: "registry.example.com/agent:1" },
+      secrets: [{ name: "BANNER", value: hostile }],
+    });
+    sim.store.drift(d.id, { fail_revisions: "build" });
+    await client.patchDeployment(d.id, {
+      source_revision_config: { image_uri: "registry.example.com/agent:2" },
+    });
+    clock.advance(1);
+    const text = await logs(["cli-hostile"]);
+    expect(text.code).toBe(0);
+    expect(unsafeCharacters(text.stdout)).toEqual([]);
+    const line = text.stdout.split("\n").find((l) => l.includes("BANNER"));
+    expect(line).toContain(
+      "env: BANNER=\\x1b]52;c;SGVsbG8=\\x07\\x1b[2J\\x1b[H\\x9b2J\\u202eexe.txt\\nforged ERROR line",
+    );
+    // The newline inside the entry does not start a line of its own.
+    expect(text.stdout.split("\n").some((l) => l.startsWith("forged"))).toBe(false);
+    const json = await logs(["cli-hostile", "-o", "json"]);
+    expect(json.code).toBe(0);
+    expect(unsafeCharacters(json.stdout)).toEqual([]);
+    const entries = json.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as LogEntry);
+    expect(entries.map((e) => e.message)).toContain(`env: BANNER=${hostile}`);
   });
 
   it("a name the service does not have, and a bad --since, fail clearly", async () => {

@@ -13,6 +13,7 @@ import { registerRevisionsCommand } from "../../src/commands/revisions.ts";
 import { isTracingProjectConflict } from "../../src/reconcile/name-reserved.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { runCli } from "../support/cli.ts";
+import { unsafeCharacters } from "../support/terminal-safe.ts";
 import { type FakeService, send, startFakeService } from "./client-fake-service.ts";
 import {
   deploymentPath,
@@ -211,8 +212,31 @@ describe("against the simulator", () => {
     );
   });
 
-  it("by name: a table newest first, the failed latest and the active one marked", async () => {
+  it("by name: a table of short ids and ages, newest first", async () => {
     const run = await revisionsCli(["agent", "-o", "table"], { ...byFlags, DMS_BASE_URL: sim.url });
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^ID\s+MARK\s+STATUS\s+AGE\s+SOURCE\s+DEPLOYED$/);
+    expect(lines[1]).toMatch(
+      new RegExp(`^${agent.latest_revision_id?.slice(0, 8)}\\s+latest\\s+DEPLOY_FAILED\\s+\\d+[smhdy]`),
+    );
+    const bare = await revisionsCli(["agent", "-o", "table", "--no-headers"], {
+      ...byFlags,
+      DMS_BASE_URL: sim.url,
+    });
+    // The same cells but the age (it moves on); widths are measured without the header.
+    const cells = (line: string) => line.split(/\s{2,}/).filter((_, i) => i !== 3);
+    expect(bare.stdout.trimEnd().split("\n").map(cells)).toEqual(lines.slice(1).map(cells));
+  });
+
+  it("-o name: one revision/<id> per line", async () => {
+    const run = await revisionsCli(["agent", "-o", "name"], { ...byFlags, DMS_BASE_URL: sim.url });
+    expect(run.code).toBe(0);
+    expect(run.stdout.split("\n")[0]).toBe(`revision/${agent.latest_revision_id}`);
+  });
+
+  it("by name: -o wide, the failed latest and the active one marked, ids and times whole", async () => {
+    const run = await revisionsCli(["agent", "-o", "wide"], { ...byFlags, DMS_BASE_URL: sim.url });
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     const lines = run.stdout.trimEnd().split("\n");
@@ -242,6 +266,29 @@ describe("against the simulator", () => {
       [expect.any(String), "DEPLOYED", false, false],
     ]);
     expect(rows[0]?.source_revision_config).toEqual({ image_uri: "registry.example.com/agent:3" });
+  });
+
+  it("the service's text reaches the terminal with its controls escaped, and -o json with them as JSON escapes", async () => {
+    // OSC 52 writes the clipboard, CSI 2J clears the screen, U+202E reverses what follows.
+    const hostile = "registry.example.com/a\x1b]52;c;SGVsbG8=\x07\x1b[2J\x9b2J\u202egpj.exe";
+    const c = client(sim.url, { apiKey: KEY });
+    await c.createDeployment({
+      name: "hostile",
+      source: "external_docker",
+      source_revision_config: { image_uri: hostile },
+    });
+    const table = await revisionsCli(["hostile", "-o", "table"], { ...byFlags, DMS_BASE_URL: sim.url });
+    expect(table.code).toBe(0);
+    expect(unsafeCharacters(table.stdout)).toEqual([]);
+    expect(table.stdout).toContain(
+      "registry.example.com/a\\x1b]52;c;SGVsbG8=\\x07\\x1b[2J\\x9b2J\\u202egpj.exe",
+    );
+    const json = await revisionsCli(["hostile", "-o", "json"], { ...byFlags, DMS_BASE_URL: sim.url });
+    expect(json.code).toBe(0);
+    expect(unsafeCharacters(json.stdout)).toEqual([]);
+    expect(json.stdout).toContain("\\u001b]52;c;SGVsbG8=\\u0007\\u001b[2J\\u009b2J\\u202egpj.exe");
+    const rows = JSON.parse(json.stdout) as Array<{ source_revision_config?: { image_uri?: string } }>;
+    expect(rows[0]?.source_revision_config?.image_uri).toBe(hostile);
   });
 
   it("a Deployment resource, through its own connection read from the cluster", async () => {

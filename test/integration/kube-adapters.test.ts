@@ -61,7 +61,10 @@ describe("kube adapters", () => {
       const seen: string[] = [];
       deployments.subscribe({
         onAdd: (o) => void seen.push(`add ${o.metadata.name}`),
-        onUpdate: (_old, o) => void seen.push(`update ${o.metadata.name} ${o.metadata.labels?.step ?? ""}`),
+        onUpdate: (_old, o) =>
+          void seen.push(
+            `update ${o.metadata.name} ${o.metadata.annotations?.["dms.dev/reconcile-requested-at"] ?? ""}`,
+          ),
         onDelete: (o) => void seen.push(`delete ${o.metadata.name}`),
       });
       expect(deployments.hasSynced()).toBe(false);
@@ -71,7 +74,14 @@ describe("kube adapters", () => {
       expect(deployments.hasSynced()).toBe(true);
       expect(deployments.get({ namespace: ns, name: "before" })?.spec.source).toBe("external_docker");
       await apply(deploymentYaml(ns, "after"));
-      await kubectlOk(["label", "deployments.dms.dev", "after", "-n", ns, "step=one"]);
+      await kubectlOk([
+        "annotate",
+        "deployments.dms.dev",
+        "after",
+        "-n",
+        ns,
+        "dms.dev/reconcile-requested-at=one",
+      ]);
       await kubectlOk(["delete", "deployments.dms.dev", "after", "-n", ns]);
 
       await waitFor(() => seen.includes("delete after"), { description: "the delete event" });
@@ -201,6 +211,28 @@ describe("kube adapters", () => {
       expect(second.status).toEqual({ remoteStatus: "READY", observedGeneration: 1 });
       expect((await live("status")).metadata.generation).toBe(1);
       expect((await live("status")).spec.source).toBe("external_docker");
+    });
+
+    it("keeps on the server the labels and annotations its decode drops, through status and finalizer writes", async () => {
+      await apply(deploymentYaml(ns, "trimmed", { labels: "{team: billing}" }));
+      const notes = "n".repeat(100 * 1024);
+      await kubectlOk(["annotate", "deployments.dms.dev", "trimmed", "-n", ns, `example.com/notes=${notes}`]);
+      const read = await live("trimmed");
+      expect(read.metadata.labels).toBeUndefined();
+      expect(read.metadata.annotations).toBeUndefined();
+
+      const ref = { namespace: ns, name: "trimmed" };
+      await deployments.patchStatus(ref, { observedGeneration: 1 }, signal(), read.metadata.resourceVersion);
+      const added = await deployments.addFinalizer(await live("trimmed"), "dms.dev/finalizer", signal());
+      await deployments.removeFinalizer(added, "dms.dev/finalizer", signal());
+
+      const raw = (await client.request({
+        method: "GET",
+        path: `/apis/dms.dev/v1alpha1/namespaces/${ns}/deployments/trimmed`,
+        signal: signal(),
+      })) as { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } };
+      expect(raw.metadata.labels).toEqual({ team: "billing" });
+      expect(raw.metadata.annotations?.["example.com/notes"]).toBe(notes);
     });
 
     it("fails a status write for a missing object with NotFoundError", async () => {

@@ -5,8 +5,8 @@ import { describe, expect, it } from "vitest";
 import { entryTimeMs, type LogEntry, readLogEntry, readLogPage } from "../../src/api/revision-logs.ts";
 import type { Deployment } from "../../src/api/wire.ts";
 import { defaultLogType, formatEntry } from "../../src/commands/logs.ts";
-import { parseDuration } from "../../src/config.ts";
 import { ROLLOUT_TIMEOUT_PATTERN } from "../../src/crd/schema.ts";
+import { parseDuration } from "../../src/duration.ts";
 import { NOTE_LIMIT_BYTES } from "../../src/kube/events.ts";
 import {
   EVENT_NOTE_BYTES,
@@ -27,23 +27,10 @@ import {
   tailOf,
 } from "../../src/reconcile/failure-evidence.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";
+import { ACTIVE, LATEST, rolloutDeployment } from "../support/failed-rollout.ts";
 
 const T0 = new Date("2030-01-01T00:00:00Z");
-const LATEST = "22222222-2222-4222-8222-222222222222";
-const ACTIVE = "11111111-1111-4111-8111-111111111111";
-
-const deployment = (over: Partial<Deployment> = {}): Deployment => ({
-  id: "33333333-3333-4333-8333-333333333333",
-  name: "agent",
-  source: "internal_docker",
-  source_config: {},
-  source_revision_config: {},
-  secrets: [],
-  status: "READY",
-  latest_revision_id: LATEST,
-  active_revision_id: ACTIVE,
-  ...over,
-});
+const deployment = rolloutDeployment;
 
 describe("reading log entries tolerantly", () => {
   it.each<[string, unknown, LogEntry | undefined]>([

@@ -1,5 +1,8 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { decodeCustomResource } from "../../src/kube/custom-resources.ts";
 import { decodeDeployment, LAST_APPLIED_ANNOTATION } from "../../src/kube/deployments.ts";
+import { MAX_ANNOTATION_VALUE, READ_ANNOTATIONS } from "../../src/kube/object.ts";
 import { decodeSecretMeta } from "../../src/kube/secrets.ts";
 
 /** A Deployment resource as `kubectl apply` leaves it and the API server returns it. */
@@ -13,11 +16,14 @@ function applied() {
       uid: "6730c30d-dff7-43ba-9085-56e50e52f123",
       resourceVersion: "267",
       generation: 2,
-      labels: { team: "billing" },
+      creationTimestamp: "2026-01-05T10:00:00Z",
+      labels: { team: "billing" } as Record<string, string>,
       annotations: {
         [LAST_APPLIED_ANNOTATION]: '{"apiVersion":"dms.dev/v1alpha1","kind":"Deployment","spec":{}}\n',
         "dms.dev/paused": "true",
-      },
+        "dms.dev/not-read": "x",
+        "example.com/notes": "y",
+      } as Record<string, string>,
       finalizers: ["dms.dev/finalizer"],
       managedFields: [
         {
@@ -27,7 +33,8 @@ function applied() {
           fieldsV1: { "f:spec": { "f:source": {} } },
         },
       ],
-      someFutureField: "kept",
+      ownerReferences: [{ apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: "a1" }],
+      someFutureField: "dropped",
     },
     spec: { source: "external_docker", sourceConfig: { listenerId: "5d6e7f80" } },
     status: {
@@ -42,13 +49,45 @@ function applied() {
 }
 
 describe("decodeDeployment", () => {
-  it("drops managedFields and kubectl's last-applied copy, keeping everything the operator reads", () => {
+  it("keeps only the metadata the operator reads and, of the annotations, only those it reads", () => {
     const raw = applied();
-    const { managedFields: _m, ...metadata } = raw.metadata;
+    const { labels: _l, managedFields: _m, ownerReferences: _o, someFutureField: _f, ...read } = raw.metadata;
     expect(decodeDeployment(raw)).toEqual({
       ...raw,
-      metadata: { ...metadata, annotations: { "dms.dev/paused": "true" } },
+      metadata: { ...read, annotations: { "dms.dev/paused": "true" } },
     });
+  });
+
+  it("keeps nothing of 256 KiB of annotations and labels but the annotations it reads", () => {
+    const big = "x".repeat(200 * 1024);
+    const raw = applied();
+    raw.metadata.annotations["example.com/blob"] = big;
+    Object.assign(raw.metadata.labels, Object.fromEntries([...Array(2000)].map((_, i) => [`l${i}`, "v"])));
+    const decoded = decodeDeployment(raw);
+    expect(decoded?.metadata.labels).toBeUndefined();
+    expect(JSON.stringify(decoded?.metadata).length).toBeLessThan(1024);
+  });
+
+  it("keeps each annotation it reads, and one over the length bound as a digest that still changes", () => {
+    const long = "t".repeat(MAX_ANNOTATION_VALUE + 1);
+    const raw = applied();
+    for (const key of READ_ANNOTATIONS) raw.metadata.annotations[key] = "2026-01-05T10:00:00Z";
+    raw.metadata.annotations["dms.dev/rollout-now"] = long;
+    raw.metadata.annotations["dms.dev/reconcile-requested-at"] = "r".repeat(MAX_ANNOTATION_VALUE);
+    const kept = decodeDeployment(raw)?.metadata.annotations ?? {};
+    expect(Object.keys(kept).sort()).toEqual([...READ_ANNOTATIONS].sort());
+    expect(kept["dms.dev/reconcile-requested-at"]).toBe("r".repeat(MAX_ANNOTATION_VALUE));
+    expect(kept["dms.dev/rollout-now"]).toBe(`sha256:${createHash("sha256").update(long).digest("hex")}`);
+    raw.metadata.annotations["dms.dev/rollout-now"] = `${long}u`;
+    expect(decodeDeployment(raw)?.metadata.annotations?.["dms.dev/rollout-now"]).not.toBe(
+      kept["dms.dev/rollout-now"],
+    );
+  });
+
+  it("keeps no annotations object when none of those it reads is set", () => {
+    const raw = applied();
+    delete (raw.metadata.annotations as Record<string, string>)["dms.dev/paused"];
+    expect(decodeDeployment(raw)?.metadata).not.toHaveProperty("annotations");
   });
 
   it("leaves the object it was given untouched", () => {
@@ -57,8 +96,15 @@ describe("decodeDeployment", () => {
     expect(raw).toEqual(applied());
   });
 
-  it("keeps an object without annotations or managedFields as it is", () => {
-    const { managedFields: _m, annotations: _a, ...metadata } = applied().metadata;
+  it("keeps an object with only the metadata it reads as it is", () => {
+    const {
+      managedFields: _m,
+      annotations: _a,
+      labels: _l,
+      ownerReferences: _o,
+      someFutureField: _f,
+      ...metadata
+    } = applied().metadata;
     const raw = { ...applied(), metadata };
     expect(decodeDeployment(raw)).toEqual(raw);
   });
@@ -69,6 +115,27 @@ describe("decodeDeployment", () => {
     ["not an object", "x"],
   ])("refuses %s", (_what, raw) => {
     expect(decodeDeployment(raw)).toBeUndefined();
+  });
+});
+
+describe("decodeCustomResource (the connections' decode)", () => {
+  it("keeps neither the labels nor the annotations of a ServiceConnection", () => {
+    const raw = {
+      apiVersion: "dms.dev/v1alpha1",
+      kind: "ServiceConnection",
+      metadata: {
+        name: "team",
+        namespace: "billing",
+        resourceVersion: "9",
+        labels: { team: "billing" } as Record<string, string>,
+        annotations: { "example.com/blob": "x".repeat(200 * 1024) },
+      },
+      spec: { baseUrl: "https://dms.example.com" },
+    };
+    expect(decodeCustomResource(raw)).toEqual({
+      ...raw,
+      metadata: { name: "team", namespace: "billing", resourceVersion: "9" },
+    });
   });
 });
 

@@ -1,19 +1,22 @@
 // The event recorder's series, against a fake API server that records what it is sent: a repeat
 // patches its series, series are forgotten least recently seen first (at most `maxTracked`), and
-// an expired one starts a new Event.
+// an expired one starts a new Event; writes about one object are limited as client-go's spam filter
+// limits them.
 import { describe, expect, it } from "vitest";
 import type { KubeClient, KubeRequest } from "../../src/kube/client.ts";
 import { type EventInput, type EventRegarding, KubeEventRecorder } from "../../src/kube/events.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
-function recorder(options: { maxTracked?: number; dedupeWindowMs?: number } = {}) {
+function recorder(
+  options: { maxTracked?: number; dedupeWindowMs?: number; spamBurst?: number; spamRefillMs?: number } = {},
+) {
   const sent: KubeRequest[] = [];
   const client = { request: async (req: KubeRequest) => void sent.push(req) } as unknown as KubeClient;
   const clock = new ManualClock({ start: 1_000_000 });
   const events = new KubeEventRecorder({ client, reportingInstance: "test", clock, ...options });
   /** The kind of write each record caused: a new Event or a series patch. */
   const writes = () => sent.map((r) => (r.method === "POST" ? "create" : "patch"));
-  return { events, clock, writes };
+  return { events, clock, writes, sent };
 }
 
 const about = (name: string): EventRegarding => ({
@@ -59,5 +62,49 @@ describe("KubeEventRecorder series", () => {
     await events.record(about("b"), created); // forgets a
     await events.record(about("a"), created);
     expect(writes()).toEqual(["create", "patch", "create", "create"]);
+  });
+});
+
+describe("KubeEventRecorder spam filter (client-go's: a burst of 25 per object, then one per 5 minutes)", () => {
+  it("writes 25 Events about one object at once, then one per 5 minutes; other objects keep their own budget", async () => {
+    const { events, clock, writes } = recorder();
+    for (let i = 0; i < 100; i++) await events.record(about("noisy"), { ...created, note: `step ${i}` });
+    expect(writes()).toHaveLength(25);
+    await events.record(about("quiet"), created);
+    expect(writes()).toHaveLength(26);
+    clock.advance(5 * 60_000 - 1);
+    await events.record(about("noisy"), { ...created, note: "late" });
+    expect(writes()).toHaveLength(26);
+    clock.advance(1);
+    await events.record(about("noisy"), { ...created, note: "later" });
+    await events.record(about("noisy"), { ...created, note: "too soon" });
+    expect(writes()).toHaveLength(27);
+    // An hour refills 12, up to the burst.
+    clock.advance(60 * 60_000);
+    for (let i = 0; i < 20; i++) await events.record(about("noisy"), { ...created, note: `hour ${i}` });
+    expect(writes()).toHaveLength(27 + 12);
+  });
+
+  it("counts a dropped repeat in its series: the next patch carries it", async () => {
+    const { events, clock, sent } = recorder({ spamBurst: 2, spamRefillMs: 60_000 });
+    await events.record(about("a"), created);
+    await events.record(about("a"), created);
+    for (let i = 0; i < 5; i++) await events.record(about("a"), created);
+    expect(sent).toHaveLength(2);
+    clock.advance(60_000);
+    await events.record(about("a"), created);
+    expect(sent).toHaveLength(3);
+    expect(sent[2]?.body).toMatchObject({ series: { count: 8 } });
+  });
+
+  it("tracks at most maxTracked objects: a forgotten one starts with a full burst", async () => {
+    const { events, writes } = recorder({ spamBurst: 1, maxTracked: 2 });
+    await events.record(about("a"), created);
+    await events.record(about("a"), { ...created, note: "dropped" });
+    expect(writes()).toHaveLength(1);
+    await events.record(about("b"), created);
+    await events.record(about("c"), created); // a is forgotten
+    await events.record(about("a"), { ...created, note: "again" });
+    expect(writes()).toHaveLength(4);
   });
 });

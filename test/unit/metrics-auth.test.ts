@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {
   bearerToken,
@@ -222,6 +223,97 @@ describe("MetricsAuthenticator", () => {
   });
 });
 
+describe("the review budget", () => {
+  it("reviews at most burst + rate·t new tokens: 2,000 random tokens in 10 s make 60 reviews, the rest 429", async () => {
+    const { reviews, clock, auth } = setup({ reviewsPerSecond: 5, reviewBurst: 10 });
+    const statuses = new Map<number, number>();
+    let retryAfter = 0;
+    for (let i = 0; i < 2_000; i++) {
+      if (i % 200 === 0 && i > 0) clock.advance(1_000);
+      const decision = await auth.check(`Bearer ${randomBytes(24).toString("base64url")}`, METRICS);
+      statuses.set(decision.status, (statuses.get(decision.status) ?? 0) + 1);
+      if (decision.status === 429) retryAfter = Math.max(retryAfter, decision.retryAfterSeconds ?? 0);
+    }
+    // 10 at once, then 5 in each of the 9 seconds the clock moved.
+    expect(reviews.tokenReviews).toHaveLength(10 + 5 * 9);
+    expect(statuses.get(401)).toBe(55);
+    expect(statuses.get(429)).toBe(2_000 - 55);
+    expect(retryAfter).toBe(1);
+  });
+
+  it("keeps serving the scraper's token through a flood: a token allowed lately is renewed outside the budget", async () => {
+    const { reviews, clock, auth } = setup({ reviewsPerSecond: 1, reviewBurst: 1, cacheTtlMs: 10_000 });
+    expect((await auth.check("Bearer good", METRICS)).status).toBe(200);
+    for (let second = 0; second < 60; second++) {
+      clock.advance(1_000);
+      for (let i = 0; i < 20; i++) await auth.check(`Bearer flood-${second}-${i}`, METRICS);
+      expect((await auth.check("Bearer good", METRICS)).status).toBe(200);
+    }
+    // One review of "good" per cache period, one stranger per second.
+    expect(reviews.tokenReviews.filter((t) => t === "good")).toHaveLength(7);
+    expect(reviews.tokenReviews.filter((t) => t !== "good")).toHaveLength(60);
+    // A token the API server stops authenticating goes back under the budget.
+    reviews.users.delete("good");
+    clock.advance(10_000);
+    expect((await auth.check("Bearer good", METRICS)).status).toBe(401);
+    clock.advance(10_000);
+    await auth.check("Bearer another", METRICS);
+    expect((await auth.check("Bearer good", METRICS)).status).toBe(429);
+  });
+
+  it("remembers at most knownTokens authenticated tokens, each for knownTtlMs", async () => {
+    const { reviews, clock, auth } = setup({
+      reviewsPerSecond: 0.001,
+      reviewBurst: 3,
+      cacheTtlMs: 1_000,
+      knownTokens: 2,
+      knownTtlMs: 60_000,
+    });
+    for (const token of ["a", "b", "c"]) reviews.users.set(token, PROMETHEUS);
+    for (const token of ["a", "b", "c"])
+      expect((await auth.check(`Bearer ${token}`, METRICS)).status).toBe(200);
+    clock.advance(1_000);
+    // "a" was pushed out by "c"; the budget is spent.
+    expect((await auth.check("Bearer a", METRICS)).status).toBe(429);
+    expect((await auth.check("Bearer b", METRICS)).status).toBe(200);
+    expect((await auth.check("Bearer c", METRICS)).status).toBe(200);
+    clock.advance(60_000);
+    expect((await auth.check("Bearer b", METRICS)).status).toBe(429);
+  });
+
+  it("renews outside the budget only a token allowed to read: any pod's token is authenticated, and tenants mint them", async () => {
+    const { reviews, clock, auth } = setup({ reviewsPerSecond: 0.001, reviewBurst: 2, cacheTtlMs: 1_000 });
+    reviews.users.set("tenant-pod", { ...PROMETHEUS, username: "system:serviceaccount:team-a:default" });
+    expect((await auth.check("Bearer tenant-pod", METRICS)).status).toBe(403);
+    expect((await auth.check("Bearer good", METRICS)).status).toBe(200);
+    clock.advance(1_000);
+    expect((await auth.check("Bearer tenant-pod", METRICS)).status).toBe(429);
+    expect((await auth.check("Bearer good", METRICS)).status).toBe(200);
+  });
+
+  it("answers a repeated unknown token from the cache: no review and no budget", async () => {
+    const { reviews, auth } = setup({ reviewsPerSecond: 0.001, reviewBurst: 2 });
+    for (let i = 0; i < 50; i++) expect((await auth.check("Bearer forged", METRICS)).status).toBe(401);
+    expect(reviews.tokenReviews).toEqual(["forged"]);
+    expect((await auth.check("Bearer good", METRICS)).status).toBe(200);
+  });
+
+  it("refuses without a review, and without spending the budget, what cannot be a token", async () => {
+    const { reviews, auth } = setup({ reviewsPerSecond: 0.001, reviewBurst: 1 });
+    for (const header of [
+      `Bearer ${"a".repeat(MAX_TOKEN_LENGTH + 1)}`,
+      "Bearer abc\u0001def",
+      "Bearer abc\u007f",
+      "Bearer \u00e4", // one Latin-1 byte 0xE4: not UTF-8
+      "Bearer \u20ac", // not one character per byte: no header Node parsed
+      "Bearer a b",
+    ])
+      expect((await auth.check(header, METRICS)).status).toBe(401);
+    expect(reviews.tokenReviews).toEqual([]);
+    expect((await auth.check("Bearer good", METRICS)).status).toBe(200);
+  });
+});
+
 describe("bearerToken", () => {
   it.each([
     ["Bearer abc.def-ghi", "abc.def-ghi"],
@@ -229,6 +321,14 @@ describe("bearerToken", () => {
     ["BEARER  abc ", "abc"],
     ["Bearerabc", undefined],
     ["Token abc", undefined],
+    // Any token kind the API server may accept: JWTs, bootstrap tokens, webhook and static tokens.
+    ["Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln", "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"],
+    ["Bearer abcdef.0123456789abcdef", "abcdef.0123456789abcdef"],
+    ["Bearer sha256~Zm9vYmFy", "sha256~Zm9vYmFy"],
+    ["Bearer k8s-aws-v1.aHR0cHM6Ly9zdHM", "k8s-aws-v1.aHR0cHM6Ly9zdHM"],
+    ["Bearer pass!@#$%^&*()[]{}<>,;:'\"|", "pass!@#$%^&*()[]{}<>,;:'\"|"],
+    // UTF-8 bytes as Node reads them (Latin-1): decoded as the API server holds them.
+    [`Bearer p${Buffer.from("äss", "utf8").toString("latin1")}`, "päss"],
   ])("reads %j as %j", (header, token) => {
     expect(bearerToken(header)).toBe(token);
   });

@@ -44,6 +44,7 @@ interface Answer {
   status: number;
   body: string;
   fingerprint: string;
+  retryAfter?: string | undefined;
 }
 
 /** A GET over HTTPS that trusts `ca` alone, with `token` as bearer token. */
@@ -59,7 +60,9 @@ function httpsGet(url: string, ca: string, token?: string): Promise<Answer> {
         res.on("data", (chunk: string) => {
           body += chunk;
         });
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body, fingerprint }));
+        res.on("end", () =>
+          resolve({ status: res.statusCode ?? 0, body, fingerprint, retryAfter: res.headers["retry-after"] }),
+        );
       },
     );
     req.on("error", reject);
@@ -102,6 +105,7 @@ const HOSTS = ["localhost", "127.0.0.1"];
 function secureServer(options: {
   certificate: DirectoryCertificate | SelfSignedCertificate;
   reviews?: Reviews;
+  authenticator?: MetricsAuthenticator;
 }) {
   const metrics = new RuntimeMetrics({ processMetrics: false });
   const server = new HealthServer({
@@ -109,7 +113,8 @@ function secureServer(options: {
     probeBindAddress: "127.0.0.1:0",
     registry: metrics.registry,
     metricsCertificate: options.certificate,
-    metricsAuthenticator: new MetricsAuthenticator({ reviews: options.reviews ?? new Reviews() }),
+    metricsAuthenticator:
+      options.authenticator ?? new MetricsAuthenticator({ reviews: options.reviews ?? new Reviews() }),
   });
   servers.push(server);
   return server;
@@ -147,6 +152,27 @@ describe("/metrics over HTTPS with authentication", () => {
     const pair = await new SelfSignedCertificate({ hosts: HOSTS }).current();
     void httpsGet(`${metrics}/metrics`, pair.cert, "good").catch(() => {});
     expect((await fetch(`${probes}/readyz`)).status).toBe(200);
+    expect((await fetch(`${probes}/healthz`)).status).toBe(200);
+  });
+
+  it("answers 429 with Retry-After past the review budget, and the scraper's own token still", async () => {
+    const authenticator = new MetricsAuthenticator({
+      reviews: new Reviews(),
+      reviewsPerSecond: 0.25,
+      reviewBurst: 2,
+      cacheTtlMs: 0,
+    });
+    const certificate = new SelfSignedCertificate({ hosts: HOSTS });
+    const server = secureServer({ certificate, authenticator });
+    const { metrics, probes } = await server.listen();
+    const pair = await certificate.current();
+    expect((await httpsGet(`${metrics}/metrics`, pair.cert, "good")).status).toBe(200);
+    expect((await httpsGet(`${metrics}/metrics`, pair.cert, "stranger-1")).status).toBe(401);
+    const over = await httpsGet(`${metrics}/metrics`, pair.cert, "stranger-2");
+    expect(over).toMatchObject({ status: 429, retryAfter: "4" });
+    expect(over.body).toContain("Too Many Requests");
+    // The scraper's token authenticated a moment ago: renewed outside the budget.
+    expect((await httpsGet(`${metrics}/metrics`, pair.cert, "good")).status).toBe(200);
     expect((await fetch(`${probes}/healthz`)).status).toBe(200);
   });
 

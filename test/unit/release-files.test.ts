@@ -203,18 +203,22 @@ describe("release workflow", () => {
     expect(release.jobs.manifests?.permissions?.contents).toBe("write");
   });
 
-  it("publishes the npm package with provenance (prepack builds dist/)", () => {
-    expect(run(/^npm publish --provenance/)).toBeDefined();
+  it("publishes the npm package with provenance, dist/ built by an explicit step (prepack's own)", () => {
+    expect(run(/^npm publish --provenance --ignore-scripts/)).toBeDefined();
+    const npm = release.jobs.npm?.steps.flatMap((s) => (s.run ? [s.run.trim()] : [])) ?? [];
+    expect(npm.indexOf("npm run build")).toBeGreaterThan(npm.indexOf("npm ci --ignore-scripts"));
+    expect(npm.findIndex((r) => r.startsWith("npm publish"))).toBeGreaterThan(npm.indexOf("npm run build"));
     expect(release.jobs.npm?.permissions?.["id-token"]).toBe("write");
     expect((JSON.parse(read("package.json")) as { scripts: Record<string, string> }).scripts.prepack).toBe(
       "npm run build",
     );
   });
 
-  it("installs with npm ci wherever it installs", () => {
+  it("installs with npm ci wherever it installs, running no dependency's install script", () => {
     const installs = all.flatMap((s) => (s.run && /npm (ci|install)\b/.test(s.run) ? [s.run.trim()] : []));
     expect(installs.length).toBeGreaterThan(0);
-    expect(installs.every((r) => r === "npm ci")).toBe(true);
+    // Every job here can write or sign: none lets a dependency's script run with that right.
+    expect(installs.every((r) => r === "npm ci --ignore-scripts")).toBe(true);
   });
 });
 

@@ -1,0 +1,282 @@
+// A build log must not publish its secrets: the forms a build prints a value in (as given,
+// trimmed, line by line, base64 at every alignment, hex, percent-encoded, JSON-escaped, embedded,
+// over several entries) are all redacted from the three texts the `view` role reads — the
+// Warning Event's note, `status.failedRevisionLog.excerpt` and the `Stalled` message — by the
+// functions that write them; and the redaction has a time bound that withholds, never shows.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { printableNote } from "../../src/api/printable.ts";
+import {
+  MIN_LINE_CHARS,
+  REDACTED,
+  RedactionBudget,
+  RedactionBudgetError,
+  redactAndTruncate,
+  redactSecrets,
+  secretCoverage,
+  UNSEARCHED,
+} from "../../src/api/redact.ts";
+import type { LogEntry } from "../../src/api/revision-logs.ts";
+import { truncateNote } from "../../src/kube/events.ts";
+import { excerptOf, fitNote, formatTail, TAIL_REDACTION_MS } from "../../src/reconcile/failure-evidence.ts";
+import { statusFrom } from "../../src/reconcile/status.ts";
+import { LATEST, rolloutDeployment } from "../support/failed-rollout.ts";
+
+const deployment = rolloutDeployment();
+
+/** The three texts a failed build's log reaches, written by the functions that write them. */
+function evidence(entries: readonly LogEntry[], values: readonly string[]) {
+  // What is redacted is the point here, not how fast (the time bound has tests of its own): a
+  // budget no loaded machine runs out of.
+  const lines = formatTail(entries, values, 60_000);
+  if (lines === undefined) throw new Error("the tail was withheld");
+  const note = truncateNote(
+    printableNote(
+      fitNote(`revision ${LATEST} BUILD_FAILED: it will not go live; last build log lines:`, lines),
+    ),
+  );
+  const excerpt = excerptOf(lines);
+  const status = statusFrom({
+    generation: 1,
+    observed: deployment,
+    sync: { kind: "synced" },
+    now: new Date("2030-01-01T00:00:00Z"),
+    secretValues: values,
+    revision: { id: LATEST, status: "BUILD_FAILED" },
+    rollout: {
+      startedAt: "2030-01-01T00:00:00Z",
+      log: { revisionId: LATEST, reason: "RevisionFailed", type: "build", excerpt },
+    },
+  });
+  const message = status.conditions?.find((c) => c.type === "Stalled")?.message ?? "";
+  expect(message).toContain("Last build log lines:");
+  return { note, excerpt, message, lines };
+}
+
+const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
+const b64url = (text: string) => Buffer.from(text, "utf8").toString("base64url");
+const hex = (text: string) => Buffer.from(text, "utf8").toString("hex");
+const entriesOf = (...messages: string[]): LogEntry[] => [
+  { message: "Step 1/4 : FROM python:3.12", level: "INFO", time: "2030-01-01T00:00:00Z" },
+  ...messages.map((message) => ({ message, level: "INFO", time: "2030-01-01T00:00:01Z" })),
+  { message: "error: build failed (exit code 1)", level: "ERROR", time: "2030-01-01T00:00:02Z" },
+];
+
+describe("the forms a build prints a value in", () => {
+  const password = "correct-horse-battery";
+  const key = [
+    "-----BEGIN PRIVATE KEY-----",
+    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7",
+    "VJTUt9Us8cKjMzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDu",
+    "-----END PRIVATE KEY-----",
+    "",
+  ].join("\n");
+
+  it.each([
+    ["a value read from a file (a trailing newline) printed trimmed", `${password}\n`, `pw=${password}`],
+    ["as JSON escapes it", 'p"w\\x-long-value', `{"pw":${JSON.stringify('p"w\\x-long-value')}}`],
+    ["base64, padded", password, `data: ${b64(password)}`],
+    ["base64 URL-safe without padding", `${password}?>~`, `t=${b64url(`${password}?>~`)}`],
+    ["base64 of the value with its newline", `${password}\n`, `blob ${b64(`${password}\n`)}`],
+    ["hex, lower case", password, `hex:${hex(password)}`],
+    ["hex, upper case", password, `HEX:${hex(password).toUpperCase()}`],
+    [
+      "percent-encoded in a connection string",
+      "p@ss w/rd:é!",
+      `postgres://u:${encodeURIComponent("p@ss w/rd:é!")}@db/x`,
+    ],
+    [
+      "form-encoded (+ for a space)",
+      "p@ss w0rd long",
+      `body: pw=${encodeURIComponent("p@ss w0rd long").replace(/%20/g, "+")}`,
+    ],
+    ["inside an escape sequence's colors", password, `pw=correct-\x1b[31mhorse\x1b[0m-battery`],
+  ])("%s", (_what, value, message) => {
+    const { note, excerpt, message: stalled } = evidence(entriesOf(message), [value]);
+    for (const text of [note, excerpt, stalled]) {
+      expect(text).not.toContain("horse");
+      expect(text).not.toContain(message.slice(-12));
+      expect(text).toContain(REDACTED);
+    }
+  });
+
+  it.each([0, 1, 2])(
+    "a password in a Basic header, its offset %i bytes from a base64 group: every bit of it covered",
+    (pad) => {
+      const user = `${"u".repeat(3 + pad)}ser`;
+      const header = b64(`${user}:${password}`);
+      const { lines } = evidence(entriesOf(`Authorization: Basic ${header}`), [password]);
+      const shown = lines.find((l) => l.includes("Authorization")) ?? "";
+      const kept = /Basic (\S*)\*\*\*(\S*)/.exec(shown);
+      expect(kept).not.toBeNull();
+      // What shows of the header is its start, and only characters that carry no bit of the password.
+      const before = kept?.[1] ?? "";
+      expect(header.startsWith(before)).toBe(true);
+      expect(before.length * 6).toBeLessThanOrEqual((user.length + 1) * 8);
+      expect(kept?.[2]).toMatch(/^=*$/);
+    },
+  );
+
+  it("a private key printed one line per entry, or base64 wrapped at 76 columns over entries", () => {
+    const perLine = evidence(
+      entriesOf(
+        ...key
+          .trimEnd()
+          .split("\n")
+          .map((l) => `  ${l}`),
+      ),
+      [key],
+    );
+    const wrapped = b64(key).match(/.{1,76}/g) ?? [];
+    const asBase64 = evidence(entriesOf(...wrapped), [key]);
+    for (const { note, excerpt, message } of [perLine, asBase64])
+      for (const text of [note, excerpt, message]) {
+        expect(text).not.toContain("MIIEvQ");
+        expect(text).not.toContain("VJTUt9");
+        for (const chunk of wrapped) expect(text).not.toContain(chunk.slice(8, 24));
+      }
+    // A line shorter than the minimum is not searched alone: it is everywhere.
+    expect(perLine.note).toContain("-----BEGIN PRIVATE KEY-----".length >= MIN_LINE_CHARS ? REDACTED : "");
+    expect(redactSecrets("a ----- b", ["x-long-value\n-----\ny-long-value"])).toBe("a ----- b");
+  });
+
+  it("a multi-line value printed verbatim over entries whatever its lines' length", () => {
+    const value = "ab\ncd\nef-secret\n";
+    const { note } = evidence(entriesOf("ab", "cd", "ef-secret"), [value]);
+    expect(note).not.toMatch(/\bab\b|\bcd\b|ef-secret/);
+  });
+});
+
+describe("no form of a generated value survives into the note, the excerpt or the Stalled message", () => {
+  // Realistic secrets: printable characters, JSON- and URL-special ones, non-ASCII, spaces inside.
+  const char = fc.constantFrom(
+    ..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+    ..."\"\\/<>&'%+=:@?#[]{}$!^~-_.,;| ",
+    "é",
+    "€",
+    "😀",
+  );
+  const edge = char.filter((c) => c !== " ");
+  /** Characters between `min` and `max`, neither the first nor the last a space: trimmed as long. */
+  const word = (min: number, max: number) =>
+    fc
+      .tuple(edge, fc.array(char, { minLength: min - 2, maxLength: max - 2 }), edge)
+      .map(([a, cs, b]) => `${a}${cs.join("")}${b}`);
+  /** A value whose trimmed lines are each at least MIN_LINE_CHARS long. */
+  const value = fc.oneof(
+    word(MIN_LINE_CHARS, 40),
+    word(MIN_LINE_CHARS, 40).map((v) => `${v}\n`),
+    fc.array(word(MIN_LINE_CHARS, 30), { minLength: 2, maxLength: 5 }).map((ls) => `${ls.join("\n")}\n`),
+    fc.tuple(word(MIN_LINE_CHARS, 20), word(MIN_LINE_CHARS, 20)).map(([a, b]) => ` ${a}\r\n${b} `),
+  );
+  type Print = (v: string) => { messages: string[]; core: string[] };
+  const trimmed = (v: string) => v.trim();
+  const lineList = (v: string) =>
+    v
+      .trim()
+      .split(/\r\n|\n/)
+      .map((l) => l.trim());
+  /** Ways builds print a value: the printed messages, and the texts no part of which may show. */
+  const prints: Record<string, Print> = {
+    verbatim: (v) => ({ messages: [`value: ${v}`], core: [trimmed(v)] }),
+    trimmed: (v) => ({ messages: [`value=${trimmed(v)};`], core: [trimmed(v)] }),
+    linePerEntry: (v) => ({ messages: lineList(v).map((l) => `+ echo ${l}`), core: lineList(v) }),
+    verbatimOverEntries: (v) => ({ messages: v.split("\n"), core: lineList(v) }),
+    base64: (v) => ({ messages: [`config: ${b64(v)}`], core: [b64(v).replace(/=+$/, "")] }),
+    base64Trimmed: (v) => ({
+      messages: [`config: ${b64(trimmed(v))}`],
+      core: [b64(trimmed(v)).replace(/=+$/, "")],
+    }),
+    base64Url: (v) => ({ messages: [`token ${b64url(trimmed(v))}.sig`], core: [b64url(trimmed(v))] }),
+    base64Wrapped: (v) => {
+      const lines = b64(v).match(/.{1,76}/g) ?? [];
+      return { messages: lines, core: lines.map((l) => l.replace(/=+$/, "")) };
+    },
+    percent: (v) => ({
+      messages: [`DATABASE_URL=postgres://app:${encodeURIComponent(trimmed(v))}@db:5432/app`],
+      core: [encodeURIComponent(trimmed(v))],
+    }),
+    hexLower: (v) => ({ messages: [`key=${hex(trimmed(v))}`], core: [hex(trimmed(v))] }),
+    hexUpper: (v) => ({
+      messages: [`KEY=${hex(trimmed(v)).toUpperCase()}`],
+      core: [hex(trimmed(v)).toUpperCase()],
+    }),
+    json: (v) => ({
+      messages: [`{"password":${JSON.stringify(v)}}`],
+      core: [JSON.stringify(trimmed(v)).slice(1, -1)],
+    }),
+  };
+  const basic: (pad: number) => Print = (pad) => (v) => {
+    const prefix = `${"u".repeat(pad + 1)}:`;
+    const header = b64(`${prefix}${trimmed(v)}`);
+    // Characters from the first that holds only bits of the value.
+    const first = Math.ceil((Buffer.byteLength(prefix) * 8) / 6) + 1;
+    return { messages: [`Authorization: Basic ${header}`], core: [header.slice(first).replace(/=+$/, "")] };
+  };
+  const ways = fc.constantFrom(
+    ...Object.entries(prints),
+    ["basic0", basic(0)],
+    ["basic1", basic(1)],
+    ["basic2", basic(2)],
+  );
+
+  /** Each window of `size` characters of `text` (the whole of it when shorter). */
+  const windows = (text: string, size: number) => {
+    if (text.length <= size) return text === "" ? [] : [text];
+    return Array.from({ length: text.length - size + 1 }, (_, i) => text.slice(i, i + size));
+  };
+
+  it("for every value and every way it is printed, embedded in a log among other lines", () => {
+    fc.assert(
+      fc.property(
+        value,
+        ways,
+        fc.constantFrom("", "  ", "step 2: ", "#"),
+        fc.integer({ min: 0, max: 6 }),
+        (v, [_name, print], prefix, before) => {
+          const { messages, core } = print(v);
+          const filler = Array.from({ length: before }, (_, i) => `Step ${i + 2}/9 : RUN make stage-${i}`);
+          const entries = entriesOf(...filler, ...messages.map((m) => `${prefix}${m}`)).slice(-20);
+          const { note, excerpt, message } = evidence(entries, [v]);
+          // A piece shorter than 8 characters (under 6 bytes decoded) is not searched alone.
+          for (const text of [note, excerpt, message])
+            for (const part of core.filter((c) => c.length >= 8))
+              for (const w of windows(part, 10))
+                if (!/^\s*$/.test(w))
+                  expect(text.includes(w), `${JSON.stringify(w)} in ${JSON.stringify(text)}`).toBe(false);
+        },
+      ),
+      { numRuns: 250 },
+    );
+  }, 120_000);
+});
+
+describe("the time bound", () => {
+  it("a crafted tail and value set ends within the budget and the tail is withheld, not shown", () => {
+    // Many lines sharing their first characters, and a log of those characters: each position
+    // is a candidate for every line.
+    const lines = Array.from({ length: 20_000 }, (_, i) => `${"a".repeat(40)}${i}`);
+    const values = [lines.join("\n")];
+    const entries = Array.from({ length: 20 }, () => ({ message: "a".repeat(8192) }));
+    const started = performance.now();
+    const tail = formatTail(entries, values);
+    const took = performance.now() - started;
+    expect(tail).toBeUndefined();
+    // The budget, plus a wide margin for a loaded machine: unbounded, this takes minutes.
+    expect(took).toBeLessThan(TAIL_REDACTION_MS + 2_000);
+  }, 30_000);
+
+  it("a message past the budget is not shown: redactAndTruncate says so, secretCoverage throws", () => {
+    const lines = Array.from({ length: 20_000 }, (_, i) => `${"b".repeat(40)}${i}`);
+    const values = [lines.join("\n")];
+    const text = "b".repeat(100_000);
+    expect(redactAndTruncate(text, values, 4096)).toBe(UNSEARCHED);
+    expect(() => secretCoverage(text, values, new RedactionBudget(10))).toThrow(RedactionBudgetError);
+  }, 30_000);
+
+  it("an ordinary tail is far inside the budget", () => {
+    const key = Array.from({ length: 30 }, (_, i) => `line-${i}-${"k".repeat(58)}`).join("\n");
+    const entries = entriesOf(...Array.from({ length: 17 }, (_, i) => `Step ${i}: compiling module ${i}`));
+    expect(formatTail(entries, [key, "hunter2-secret", "x".repeat(4096)], 10_000)).toBeDefined();
+  });
+});
