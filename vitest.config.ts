@@ -8,7 +8,7 @@ import { defineConfig } from "vitest/config";
 process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), "dms-operator-node-compile-cache");
 
 // Four projects: `unit` and `contract` need nothing but Node; `tools` runs the Go-built tools
-// (helm, kubectl, ...) that test/controlplane/binaries.ts builds on first use, without a cluster;
+// (helm, promtool, kubectl) that test/controlplane/binaries.ts builds on first use, without a cluster;
 // `cluster` runs against a real kube-apiserver + etcd that the global setup starts once per run
 // (see test/controlplane/).
 export default defineConfig({

@@ -253,7 +253,7 @@ export const HELM: GoTool = {
 
 /**
  * promtool, Prometheus's own checker of rule files, which checks and unit-tests the alert rules of
- * charts/dms-operator and manifests/components/alerts in test/unit/alerts.test.ts. The module
+ * charts/dms-operator and manifests/components/alerts in test/tools/alerts.test.ts. The module
  * github.com/prometheus/prometheus v0.3XX.Y is Prometheus 3.XX.Y, the version `promtool
  * --version` prints (Prometheus's release builds stamp it the same way).
  */
