@@ -31,7 +31,7 @@ export interface Scenario {
   stop(): Promise<void>;
 }
 
-/** Options of {@link startScenario}: the simulator's, and the operator's beyond its simulator and namespace. */
+/** Options of {@link startScenario}: the simulator's, and the operator's beyond its namespace. */
 export interface ScenarioOptions {
   sim?: SimulatorOptions;
   op?: Partial<TestOperatorOptions>;
