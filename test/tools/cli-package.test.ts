@@ -23,8 +23,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { CRDS, crdFile } from "../../src/crd/render.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+import { KEY, resourceYaml, SEED } from "../contract/gitops-fixture.ts";
 import { ensureBinaries } from "../controlplane/binaries.ts";
-import { KEY, resourceYaml, SEED } from "./gitops-fixture.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const PKG = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { name: string; version: string };
