@@ -2,7 +2,7 @@
 // tool cache, see test/controlplane/binaries.ts): the PrometheusRule the chart renders
 // (metrics.prometheusRule.enabled) and the one of manifests/components/alerts hold the same
 // rules, which `promtool check rules` accepts and `promtool test rules` fires on the series of
-// test/unit/alerts.promtool-test.yaml (and not on the ones that must not). Each alert carries
+// test/tools/alerts.promtool-test.yaml (and not on the ones that must not). Each alert carries
 // its runbook, a section of docs/operating/alerts.md.
 import { execFile } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
