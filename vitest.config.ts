@@ -7,11 +7,13 @@ import { defineConfig } from "vitest/config";
 // source, so a changed file is compiled again.
 process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), "dms-operator-node-compile-cache");
 
-// Three projects: `unit` and `contract` need nothing but Node; `cluster` runs against a real
-// kube-apiserver + etcd that the global setup starts once per run (see test/controlplane/).
+// Four projects: `unit` and `contract` need nothing but Node; `tools` runs the Go-built tools
+// (helm, promtool, kubectl) that test/controlplane/binaries.ts builds on first use, without a cluster;
+// `cluster` runs against a real kube-apiserver + etcd that the global setup starts once per run
+// (see test/controlplane/).
 export default defineConfig({
   test: {
-    // A worker per core for the unit and contract files (vitest's default leaves one core to
+    // A worker per core for the unit, contract and tools files (vitest's default leaves one core to
     // itself, which on two cores runs them one at a time). The cluster project still runs one
     // file at a time: fileParallelism: false below.
     maxWorkers: "100%",
@@ -26,6 +28,13 @@ export default defineConfig({
         test: {
           name: "contract",
           include: ["test/contract/**/*.test.ts"],
+          testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          name: "tools",
+          include: ["test/tools/**/*.test.ts"],
           testTimeout: 20_000,
         },
       },

@@ -7,10 +7,10 @@ import type { ServiceClient } from "../api/client.ts";
 import type { ServiceConfig } from "../config.ts";
 import { type ConnectionReadPorts, type ReadConnection, readConnection } from "../connection/read.ts";
 import { serviceConfigOf } from "../connection/settings.ts";
-import { type ConnectionId, connectionKey } from "../identity/connection.ts";
 import { KubeClient } from "../kube/client.ts";
 import { type LoadedKubeConfig, loadKubeConfig } from "../kube/config.ts";
 import { KubeSecrets } from "../kube/secrets.ts";
+import { type ConnectionId, connectionKey } from "../naming/connection.ts";
 
 /** A cluster a command reads (never writes). */
 export interface CommandCluster extends ConnectionReadPorts {

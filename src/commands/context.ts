@@ -18,7 +18,7 @@ import {
   serviceConfigFrom,
 } from "../config.ts";
 import { parseConnectionArg } from "../connection/settings.ts";
-import type { ConnectionRef } from "../identity/connection.ts";
+import type { ConnectionRef } from "../naming/connection.ts";
 import { retryLine } from "./service-hints.ts";
 import { UsageError } from "./usage-error.ts";
 

@@ -15,7 +15,7 @@ import { renderFiles, renderStream, skippedLines } from "../gitops/import-render
 import { type ImportResult, importDeployments } from "../gitops/importer.ts";
 import { isObjectName } from "../gitops/names.ts";
 import { githubTarget, type RepoListing } from "../gitops/repos.ts";
-import { type ConnectionId, connectionOf, describeConnection } from "../identity/connection.ts";
+import { type ConnectionId, connectionOf, describeConnection } from "../naming/connection.ts";
 import { ConnectionClients, commandCluster } from "./connections.ts";
 import {
   addServiceOptions,

@@ -13,6 +13,7 @@ import { KubeApiError } from "../kube/errors.ts";
 import { listItems } from "../kube/object.ts";
 import { VERSION } from "../version.ts";
 import type { RegisterCommand } from "./context.ts";
+import { addOutputOptions, type OutputFlags, renderDocument } from "./output.ts";
 import { addKubectlOptions, type KubectlFlags, namespaceName, pluginCluster } from "./plugin-cluster.ts";
 
 /** The label the operator's Deployment carries (manifests/manager, charts/dms-operator). */
@@ -71,7 +72,7 @@ export function describeInstall(install: OperatorInstall): string {
   return `${install.version ?? "unknown"} (${install.namespace}/${install.name}, ${install.ready}/${install.replicas} ready${image})`;
 }
 
-interface VersionFlags extends KubectlFlags {
+interface VersionFlags extends KubectlFlags, OutputFlags {
   client?: boolean;
   operatorNamespace?: string;
 }
@@ -89,10 +90,20 @@ export const registerVersionCommand: RegisterCommand = (program, ctx) => {
       `look for the operator only in this namespace (default: every namespace, else ${DEFAULT_OPERATOR_NAMESPACE} when they cannot all be listed)`,
       namespaceName,
     );
+  addOutputOptions(command, { formats: ["table", "json", "yaml"], default: "table", headers: false });
   addKubectlOptions(command).action(async (_flags: unknown, cmd: Command) => {
     const flags = cmd.optsWithGlobals<VersionFlags>();
-    ctx.out(`Client Version: ${VERSION}\n`);
-    if (flags.client) return;
+    // -o json|yaml: one document, as `kubectl version -o json` prints ({clientVersion, ...}).
+    const format = flags.output === "json" || flags.output === "yaml" ? flags.output : undefined;
+    const say = format ? () => {} : (line: string) => ctx.out(line);
+    const document: { clientVersion: string; operators?: OperatorInstall[]; operatorVersion?: string } = {
+      clientVersion: VERSION,
+    };
+    const finish = () => {
+      if (format) ctx.out(renderDocument(format, document));
+    };
+    say(`Client Version: ${VERSION}\n`);
+    if (flags.client) return finish();
     const cluster = pluginCluster(flags, ctx.env, "kubectl-dms-version");
     const list = async (namespace: string | undefined) =>
       listItems(
@@ -121,15 +132,20 @@ export const registerVersionCommand: RegisterCommand = (program, ctx) => {
       }
     }
     const installs = items.flatMap((item) => installOf(item) ?? []);
+    document.operators = installs;
     if (installs.length === 0) {
-      ctx.out(`Operator Version: not found (no Deployment labelled ${OPERATOR_LABEL} in ${where})\n`);
-      return;
+      document.operatorVersion = `not found (no Deployment labelled ${OPERATOR_LABEL} in ${where})`;
+      say(`Operator Version: ${document.operatorVersion}\n`);
+      return finish();
     }
-    for (const install of installs) ctx.out(`Operator Version: ${describeInstall(install)}\n`);
+    for (const install of installs) say(`Operator Version: ${describeInstall(install)}\n`);
+    finish();
 
     function unknown(error: unknown): void {
       if (!(error instanceof KubeApiError)) throw error;
-      ctx.out(`Operator Version: unknown (${error.message})\n`);
+      document.operatorVersion = `unknown (${error.message})`;
+      say(`Operator Version: ${document.operatorVersion}\n`);
+      finish();
     }
   });
 };

@@ -175,6 +175,14 @@ export function renderRows<T>(rows: readonly T[], listing: Listing<T>, options: 
 }
 
 /**
+ * One document (not a listing: `status`'s overview, `version`'s versions) as json or yaml, escaped
+ * as {@link renderRows} escapes rows.
+ */
+export function renderDocument(format: "json" | "yaml", document: unknown): string {
+  return format === "json" ? `${escapeJsonText(JSON.stringify(document, null, 2))}\n` : stringify(document);
+}
+
+/**
  * An aligned table without borders, kubectl-style (`head` undefined: no header line). Cells may
  * hold colour escapes: widths are measured without them.
  */

@@ -23,6 +23,11 @@ import {
   renderPlanJson,
   renderPlanText,
 } from "../gitops/plan-report.ts";
+import { DEPLOYMENTS, decodeDeployment, KubeDeployments } from "../kube/deployments.ts";
+import { KubeApiError } from "../kube/errors.ts";
+import { listItems } from "../kube/object.ts";
+import { secretsPort } from "../kube/reconcile-adapters.ts";
+import { collectionPath } from "../kube/reflector.ts";
 import {
   type ConnectionId,
   connectionKey,
@@ -30,12 +35,7 @@ import {
   connectionOf,
   DEFAULT_CONNECTION,
   describeConnection,
-} from "../identity/connection.ts";
-import { DEPLOYMENTS, decodeDeployment, KubeDeployments } from "../kube/deployments.ts";
-import { KubeApiError } from "../kube/errors.ts";
-import { listItems } from "../kube/object.ts";
-import { secretsPort } from "../kube/reconcile-adapters.ts";
-import { collectionPath } from "../kube/reflector.ts";
+} from "../naming/connection.ts";
 import { systemClock } from "../runtime/clock.ts";
 import { type CommandCluster, ConnectionClients, commandCluster } from "./connections.ts";
 import {

@@ -22,8 +22,8 @@ import { RevisionsRouteMissingError } from "../api/errors.ts";
 import { escapeForTerminal } from "../api/printable.ts";
 import type { RevisionListing, RevisionRow } from "../api/revision-listing.ts";
 import { type Deployment, isUuid, ROUTES } from "../api/wire.ts";
-import { connectionOf } from "../identity/connection.ts";
-import { reuseTarget } from "../reconcile/revision-reuse.ts";
+import { connectionOf } from "../naming/connection.ts";
+import { reuseTarget } from "../reconcile/plan/revision-reuse.ts";
 import { ConnectionClients } from "./connections.ts";
 import {
   addServiceOptions,

@@ -24,8 +24,8 @@ import type { DefaultConnectionSelector } from "../connection/access.ts";
 import { DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE } from "../connection/registry.ts";
 import { parseSelector } from "../crd/label-selector.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "../reconcile/secret-budget.ts";
-import { parseBindAddress } from "../runtime/health.ts";
 import { LOG_FORMATS, type LogFormat } from "../runtime/log.ts";
+import { parseBindAddress } from "../serving/health.ts";
 import { defaultListingDeadlineMs, type OperatorConfig } from "../wiring/operator-config.ts";
 
 /** Accepted `--log-level` values. */

@@ -26,8 +26,9 @@ import {
   localTime,
   nextOpening,
   type RolloutWindowSpec,
-} from "../reconcile/rollout-windows.ts";
+} from "../reconcile/rollout/rollout-windows.ts";
 import type { RegisterCommand } from "./context.ts";
+import { addOutputOptions, type OutputFlags, renderDocument } from "./output.ts";
 import { addKubectlOptions, type KubectlFlags, pluginCluster } from "./plugin-cluster.ts";
 
 /** Most objects of one kind read. */
@@ -339,6 +340,28 @@ export function renderStatus(input: {
   return out.join("");
 }
 
+/**
+ * What `status -o json|yaml` prints: every resource read (not only the rows a section shows),
+ * with when a held change goes out, and the connections.
+ */
+export function statusDocument(input: Parameters<typeof renderStatus>[0]): Record<string, unknown> {
+  const views = input.resources.items.flatMap((i) => resourceView(i) ?? []);
+  const byConnection = new Map(input.connections.map((c) => [connectionKey(c.kind, c.namespace, c.name), c]));
+  return {
+    scope: input.scope,
+    truncated: input.resources.truncated,
+    resources: views.map(({ held, failed, ...view }) => ({
+      ...view,
+      ...(held
+        ? { held: { message: held.message, goesOutAt: heldUntil(held, byConnection, input.now) } }
+        : {}),
+      ...(failed ? { failed } : {}),
+    })),
+    connections: input.connections.map(({ windows: _windows, ...connection }) => connection),
+    notes: input.notes,
+  };
+}
+
 const GROUP_TITLE = {
   Stalled: "Stalled",
   NotReady: "not Ready",
@@ -353,8 +376,9 @@ export const registerStatusCommand: RegisterCommand = (program, ctx) => {
     .description(
       "one screen of the operator's work, read from the cluster: Deployment resources by condition (Stalled, not Ready, Reconciling, Ready) with their reasons, changes held outside the rollout windows and when they go out, failed revisions, and connections with their readiness",
     );
+  addOutputOptions(command, { formats: ["table", "json", "yaml"], default: "table", headers: false });
   addKubectlOptions(command, { allNamespaces: true }).action(async (_flags: unknown, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<KubectlFlags>();
+    const flags = cmd.optsWithGlobals<KubectlFlags & OutputFlags>();
     const cluster = pluginCluster(flags, ctx.env, "kubectl-dms-status");
     const all = flags.allNamespaces === true;
     const namespace = all ? undefined : cluster.namespace;
@@ -383,15 +407,15 @@ export const registerStatusCommand: RegisterCommand = (program, ctx) => {
       if (typeof listed === "string") notes.push(listed);
       else connections.push(...listed.items.flatMap((i) => connectionView(kind, i) ?? []));
     }
-    ctx.out(
-      renderStatus({
-        scope: all ? "every namespace" : `namespace ${cluster.namespace}`,
-        allNamespaces: all,
-        resources,
-        connections,
-        notes,
-        now: Date.now(),
-      }),
-    );
+    const input = {
+      scope: all ? "every namespace" : `namespace ${cluster.namespace}`,
+      allNamespaces: all,
+      resources,
+      connections,
+      notes,
+      now: Date.now(),
+    };
+    const format = flags.output === "json" || flags.output === "yaml" ? flags.output : undefined;
+    ctx.out(format ? renderDocument(format, statusDocument(input)) : renderStatus(input));
   });
 };

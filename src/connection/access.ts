@@ -16,7 +16,7 @@ import {
   selectorFromObject,
   unmet,
 } from "../crd/label-selector.ts";
-import { type ConnectionId, describeConnection } from "../identity/connection.ts";
+import { type ConnectionId, describeConnection } from "../naming/connection.ts";
 
 /** `--default-connection-namespace-selector`, as given and as parsed. */
 export interface DefaultConnectionSelector {

@@ -19,9 +19,9 @@ import {
   type ConnectionStatus,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
-import { type ConnectionId, connectionKey, idOf, parseConnectionKey } from "../identity/connection.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
-import { statusEqual } from "../reconcile/diff.ts";
+import { type ConnectionId, connectionKey, idOf, parseConnectionKey } from "../naming/connection.ts";
+import { statusEqual } from "../reconcile/plan/diff.ts";
 import type { SecretsPort } from "../reconcile/ports.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";

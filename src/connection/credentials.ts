@@ -7,7 +7,7 @@
 import type { Failure } from "../conditions/kstatus.ts";
 import type { ServiceConfig } from "../config.ts";
 import type { ConnectionSpec } from "../crd/connection-schema.ts";
-import type { ConnectionId } from "../identity/connection.ts";
+import type { ConnectionId } from "../naming/connection.ts";
 import type { SecretRead, SecretsPort } from "../reconcile/ports.ts";
 import type { ObjectRef } from "../runtime/keys.ts";
 import {

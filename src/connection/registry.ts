@@ -14,6 +14,7 @@ import { createHash } from "node:crypto";
 import type { Failure } from "../conditions/kstatus.ts";
 import type { ServiceConfig } from "../config.ts";
 import { CLUSTER_SERVICE_CONNECTION_KIND, SERVICE_CONNECTION_KIND } from "../crd/connection-schema.ts";
+import type { ConnectionObject } from "../kube/connections.ts";
 import {
   type ConnectionId,
   connectionKey,
@@ -21,10 +22,9 @@ import {
   DEFAULT_CONNECTION,
   describeConnection,
   parseConnectionKey,
-} from "../identity/connection.ts";
-import type { ConnectionObject } from "../kube/connections.ts";
+} from "../naming/connection.ts";
 import type { DeploymentsPort, StoredResource } from "../reconcile/ports.ts";
-import type { ServiceSession, SessionLookup, Sessions } from "../reconcile/session.ts";
+import type { ServiceSession, SessionLookup, Sessions } from "../reconcile/service/session.ts";
 import { NamespaceAccess } from "./access.ts";
 import type { NamespaceOrder } from "./namespace-order.ts";
 import { CONNECTION_REASON, type ConnectionVerdict } from "./status.ts";

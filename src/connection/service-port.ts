@@ -8,8 +8,8 @@
 import type { ServiceClient } from "../api/client.ts";
 import { isServiceError } from "../api/errors.ts";
 import type { Deployment, DeploymentFilters, UnreadableDeployment } from "../api/wire.ts";
-import { UnreadableDeploymentError } from "../reconcile/lookup-errors.ts";
 import type { DeploymentsPort } from "../reconcile/ports.ts";
+import { UnreadableDeploymentError } from "../reconcile/service/lookup-errors.ts";
 
 /** Unreadable items a lookup by name keeps: its caller needs the first one that may be the name's. */
 const UNREADABLE_KEPT = 100;

@@ -1,6 +1,6 @@
 /**
  * The service settings a connection's spec and Secret make (how connections are named and keyed
- * is `identity/connection.ts`). Pure: the connection controller and the
+ * is `naming/connection.ts`). Pure: the connection controller and the
  * `plan`/`import` commands share it.
  */
 import { parseCaBundle } from "../api/tls.ts";
@@ -13,7 +13,7 @@ import {
   DEFAULT_CA_SECRET_KEY,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
-import type { ConnectionId, ConnectionRef } from "../identity/connection.ts";
+import type { ConnectionId, ConnectionRef } from "../naming/connection.ts";
 import type { SecretRead } from "../reconcile/ports.ts";
 import type { ObjectRef } from "../runtime/keys.ts";
 

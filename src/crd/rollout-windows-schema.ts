@@ -2,7 +2,7 @@
  * `spec.rolloutWindows`, on a Deployment and on both connection kinds (the default of the
  * Deployments that set none): when a change that makes a new revision may roll out. The CRD
  * bounds and shapes each item; the operator reads the schedule with croner and the time zone
- * with `Intl` (`src/reconcile/rollout-windows.ts`), which a pattern cannot do.
+ * with `Intl` (`src/reconcile/rollout/rollout-windows.ts`), which a pattern cannot do.
  */
 import { type Static, Type } from "@sinclair/typebox";
 import { StringEnum } from "./openapi-types.ts";

@@ -8,7 +8,7 @@ import type { Deployment } from "../api/wire.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
 import { secretDataKey, specFromDeployment } from "../crd/mapping.ts";
 import { API_VERSION, type DeploymentResource, type DeploymentSpec, KIND } from "../crd/schema.ts";
-import type { ConnectionRef } from "../identity/connection.ts";
+import type { ConnectionRef } from "../naming/connection.ts";
 import { objectNameFor } from "./names.ts";
 import { githubTarget, type RepoListing, repoReachabilityWarning } from "./repos.ts";
 import { validateResource } from "./validate.ts";

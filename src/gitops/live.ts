@@ -13,11 +13,9 @@ import { InvalidSpecError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
-import { type ConnectionRef, connectionLabel } from "../identity/connection.ts";
+import { type ConnectionRef, connectionLabel } from "../naming/connection.ts";
 import { type Claimant, claimedName, claimOf, olderClaimant } from "../reconcile/claims.ts";
 import { type ReadSecrets, RepoListings, readSecrets } from "../reconcile/inputs.ts";
-import { AmbiguousNameError } from "../reconcile/lookup-errors.ts";
-import { observe } from "../reconcile/observe.ts";
 import type {
   DeploymentListings,
   DeploymentLookups,
@@ -25,9 +23,11 @@ import type {
   RevisionRedeploys,
   SecretsPort,
 } from "../reconcile/ports.ts";
-import { RemoteSnapshot } from "../reconcile/remote.ts";
-import type { InheritedWindows } from "../reconcile/rollout-gate.ts";
+import type { InheritedWindows } from "../reconcile/rollout/rollout-gate.ts";
 import { DEFAULT_MAX_SECRET_BYTES, SecretsTooLargeError } from "../reconcile/secret-budget.ts";
+import { AmbiguousNameError } from "../reconcile/service/lookup-errors.ts";
+import { observe } from "../reconcile/service/observe.ts";
+import { RemoteSnapshot } from "../reconcile/service/snapshot.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { ManifestResource } from "./manifests.ts";
 import { githubTarget, type RepoListing, repoReachabilityWarning } from "./repos.ts";

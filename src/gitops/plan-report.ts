@@ -2,7 +2,7 @@
  * The result of `dms-operator plan`: its exit status (0 nothing to do, 2 changes planned, 1
  * errors) and its rendering for people (text) and for programs (JSON). Pure.
  */
-import { DEFAULT_CONNECTION } from "../identity/connection.ts";
+import { DEFAULT_CONNECTION } from "../naming/connection.ts";
 import type { ManifestProblem } from "./manifests.ts";
 import type { HeldReview, ReviewAction, ReviewEntry } from "./review.ts";
 

@@ -9,17 +9,16 @@ import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { desiredFromSpec, effectiveName } from "../crd/mapping.ts";
 import { ANNOTATION_PAUSED, type DeploymentResource, type DeploymentSpec } from "../crd/schema.ts";
-import { connectionLabel } from "../identity/connection.ts";
+import { connectionLabel } from "../naming/connection.ts";
 import { rolloutNow } from "../reconcile/annotations.ts";
-import { lastAppliedFor } from "../reconcile/last-applied.ts";
-import { observedDrift } from "../reconcile/notes.ts";
+import { lastAppliedFor } from "../reconcile/plan/last-applied.ts";
 import {
   type FieldChange,
   type LastApplied,
   type PatchPlan,
   type PlanProblem,
   plan,
-} from "../reconcile/plan.ts";
+} from "../reconcile/plan/plan.ts";
 import {
   chooseRevision,
   configAfterPatch,
@@ -27,14 +26,15 @@ import {
   revisionReusePolicy,
   splitForRedeploy,
   vouchedSecretsHash,
-} from "../reconcile/revision-reuse.ts";
+} from "../reconcile/plan/revision-reuse.ts";
 import {
   gateRollout,
   type InheritedWindows,
   splitPatch,
   type WindowsInEffect,
   windowsInEffect,
-} from "../reconcile/rollout-gate.ts";
+} from "../reconcile/rollout/rollout-gate.ts";
+import { observedDrift } from "../reconcile/status/notes.ts";
 import { secretValueState } from "./importer.ts";
 
 /** What the operator would do with a resource. */
@@ -90,7 +90,7 @@ export interface ReviewEntry {
   skipReason?: string;
 }
 
-/** A change the rollout windows would hold (see `src/reconcile/rollout-gate.ts`). */
+/** A change the rollout windows would hold (see `src/reconcile/rollout/rollout-gate.ts`). */
 export interface HeldReview {
   /** When it would go out (RFC 3339), if a window opens within the search. */
   until?: string;

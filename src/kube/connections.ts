@@ -1,7 +1,7 @@
 /**
  * The connection resources (`serviceconnections.dms.dev`, `clusterserviceconnections.dms.dev`):
  * the custom resource adapter of `custom-resources.ts` for each kind, and the two seen as one by
- * connection key (see `identity/connection.ts`).
+ * connection key (see `naming/connection.ts`).
  */
 
 import {
@@ -13,7 +13,7 @@ import {
   SERVICE_CONNECTION_PLURAL,
 } from "../crd/connection-schema.ts";
 import { GROUP, VERSION } from "../crd/schema.ts";
-import type { ConnectionId } from "../identity/connection.ts";
+import type { ConnectionId } from "../naming/connection.ts";
 import type { KubeClient } from "./client.ts";
 import { type CustomResourceKind, CustomResources } from "./custom-resources.ts";
 import { type KubeObject, refOf } from "./object.ts";

@@ -2,6 +2,8 @@
  * The Deployment resources (`deployments.dms.dev`): the custom resource adapter of
  * `custom-resources.ts` for the Deployment kind.
  */
+
+import { Interner, internFields, shareEqualString } from "../compact/interner.ts";
 import {
   type DeploymentResource,
   type DeploymentResourceStatus,
@@ -11,7 +13,6 @@ import {
   VERSION,
 } from "../crd/schema.ts";
 import { isRecord } from "../json.ts";
-import { Interner, internFields, shareEqualString } from "../memory/interner.ts";
 import {
   type CustomResourceKind,
   CustomResources,

@@ -9,7 +9,7 @@ import {
   type ReviewedUser,
   type ReviewPort,
   ReviewRefusedError,
-} from "../runtime/metrics-auth.ts";
+} from "../serving/metrics-auth.ts";
 import type { KubeClient } from "./client.ts";
 import { KubeApiError } from "./errors.ts";
 

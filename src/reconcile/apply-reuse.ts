@@ -12,13 +12,13 @@
  * of its secrets and config: only those can be redeployed later.
  */
 import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
-import { artifactOf } from "./live-revision.ts";
-import type { CreatePlan, PatchPlan } from "./plan.ts";
-import type { DeploymentWrites } from "./ports.ts";
-import type { RevisionRedeployer } from "./redeployer.ts";
+import type { CreatePlan, PatchPlan } from "./plan/plan.ts";
 import {
+  chooseRevision,
   configAfterPatch,
   pendingRedeploy,
+  type ReuseDecision,
+  type ReuseInput,
   type RevisionHistoryEntry,
   recordCreated,
   recordRedeployed,
@@ -26,8 +26,11 @@ import {
   revisionReusePolicy,
   splitForRedeploy,
   vouchedSecretsHash,
-} from "./revision-reuse.ts";
+} from "./plan/revision-reuse.ts";
+import type { DeploymentWrites } from "./ports.ts";
+import type { RevisionRedeployer } from "./service/redeployer.ts";
 import type { Deployment, SourceRevisionConfig } from "./service-types.ts";
+import { artifactOf } from "./status/live-revision.ts";
 
 /** What {@link applyPatch} needs. */
 export interface ApplyPatchInput {
@@ -108,7 +111,8 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
     const rest = split.rest ? await service.patch(deployment.id, split.rest, signal) : deployment;
     return { deployment: rest, revision: { kind: "pending", revisionId: pending.id }, history: undefined };
   }
-  const choice = await redeployer.choose(
+  const choice = await chooseRedeploy(
+    redeployer,
     deployment.id,
     { policy: revisionReusePolicy(spec), desired: { config, source, secretsHash }, history: history ?? [] },
     signal,
@@ -210,4 +214,29 @@ export function switchBackPlan(
 function withoutRedeploy(entry: RevisionHistoryEntry): RevisionHistoryEntry {
   const { redeployedAt: _at, ...rest } = entry;
   return rest;
+}
+
+/**
+ * The revision to redeploy instead of building `input.desired`, or why none (`chooseRevision`).
+ * At most one call (the first page of the listing), and none when the policy is Never, when no
+ * revision of the history has the same digests of config and secrets (the listing could not
+ * change the answer), or once the connection found either route missing.
+ */
+export async function chooseRedeploy(
+  redeployer: RevisionRedeployer,
+  deploymentId: string,
+  input: Omit<ReuseInput, "revisions">,
+  signal: AbortSignal,
+): Promise<ReuseDecision> {
+  if (input.policy === "Never") return chooseRevision({ ...input, revisions: [] });
+  if (redeployer.missing !== undefined) return { kind: "build", reason: redeployer.missing };
+  const wanted = input.desired.secretsHash;
+  const config = revisionConfigHash(input.desired.config, input.desired.source);
+  const candidate = (e: ReuseInput["history"][number]) =>
+    e.secretsHash === wanted && (e.configHash === undefined || e.configHash === config);
+  if (wanted === undefined || !input.history.some(candidate))
+    return chooseRevision({ ...input, revisions: [] });
+  const read = await redeployer.revisions(deploymentId, signal);
+  if (read.kind === "unavailable") return { kind: "build", reason: read.reason };
+  return chooseRevision({ ...input, revisions: read.revisions });
 }

@@ -11,13 +11,10 @@ import { objectKey } from "../runtime/keys.ts";
 import { reconcileInterval, reconcileRequestedAt, rolloutNow } from "./annotations.ts";
 import { applyPatch, createdHistory, redeployedNote, switchBackPlan } from "./apply-reuse.ts";
 import { claimedName } from "./claims.ts";
-import { lookupTarget } from "./freshness.ts";
 import { inlineSecrets, type ReadSecrets, secretVersions } from "./inputs.ts";
-import { lastAppliedFor } from "./last-applied.ts";
-import { adoptedNote, createdNote, observedDrift, updateNote, updateReason } from "./notes.ts";
-import { type LookupTarget, observe } from "./observe.ts";
-import { type CreatePlan, plan } from "./plan.ts";
-import { gatePatch, windowsInEffect } from "./rollout-gate.ts";
+import { lastAppliedFor } from "./plan/last-applied.ts";
+import { type CreatePlan, plan } from "./plan/plan.ts";
+import { gatePatch, windowsInEffect } from "./rollout/rollout-gate.ts";
 import {
   type Connected,
   type Decided,
@@ -30,8 +27,11 @@ import {
   readSecretsOf,
   recordEvent,
 } from "./run.ts";
+import { lookupTarget } from "./service/freshness.ts";
+import { type LookupTarget, observe } from "./service/observe.ts";
 import type { Deployment } from "./service-types.ts";
-import { CONDITION, outcomeFromProblems, REASON, type StatusRecord } from "./status.ts";
+import { adoptedNote, createdNote, observedDrift, updateNote, updateReason } from "./status/notes.ts";
+import { CONDITION, outcomeFromProblems, REASON, type StatusRecord } from "./status/status.ts";
 
 /** The apply arm (see the module comment); one per reconciler, for the warnings it gave. */
 export class Apply {

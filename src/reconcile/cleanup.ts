@@ -14,7 +14,6 @@
 import { FINALIZER } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { claimedName } from "./claims.ts";
-import { observe } from "./observe.ts";
 import type { StoredResource } from "./ports.ts";
 import {
   cleansUpOnDelete,
@@ -27,9 +26,10 @@ import {
   type Run,
   recordEvent,
 } from "./run.ts";
+import { observe } from "./service/observe.ts";
+import type { ServiceSession, SessionLookup } from "./service/session.ts";
 import type { Deployment } from "./service-types.ts";
-import type { ServiceSession, SessionLookup } from "./session.ts";
-import { isBeingDeleted, REASON } from "./status.ts";
+import { isBeingDeleted, REASON } from "./status/status.ts";
 
 /** Where a cleanup ended: done (`result`), or a decision for the status to conclude. */
 export type CleanupStep = { result: ReconcileResult } | { decided: Decided };

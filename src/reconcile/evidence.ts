@@ -10,6 +10,17 @@ import type { LogType } from "../api/revision-logs.ts";
 import { formatTime } from "../conditions/kstatus.ts";
 import { DEFAULT_ROLLOUT_TIMEOUT } from "../crd/schema.ts";
 import { reconcileRequestedAt } from "./annotations.ts";
+import { targetView } from "./plan/revision-reuse.ts";
+import type { EventNote } from "./ports.ts";
+import {
+  type Connected,
+  type Decided,
+  isConnected,
+  type ReconcileDeps,
+  type Run,
+  readSecretsOf,
+} from "./run.ts";
+import { type Deployment, isUuid } from "./service-types.ts";
 import {
   evidenceDue,
   evidenceHeadline,
@@ -22,18 +33,7 @@ import {
   rolloutTimedOut,
   rolloutTimeoutMs,
   TAIL_REDACTION_MS,
-} from "./failure-evidence.ts";
-import type { EventNote } from "./ports.ts";
-import { targetView } from "./revision-reuse.ts";
-import {
-  type Connected,
-  type Decided,
-  isConnected,
-  type ReconcileDeps,
-  type Run,
-  readSecretsOf,
-} from "./run.ts";
-import { type Deployment, isUuid } from "./service-types.ts";
+} from "./status/failure-evidence.ts";
 import {
   isBeingDeleted,
   isFailedRevision,
@@ -41,7 +41,7 @@ import {
   type RevisionObservation,
   type RolloutEvidence,
   stuckPart,
-} from "./status.ts";
+} from "./status/status.ts";
 
 /** What the service said of the observed deployment's latest revision and its rollout. */
 export interface Evidence {

@@ -23,10 +23,10 @@ import { redactAndTruncate } from "../api/redact.ts";
 import { MAX_MESSAGE_LENGTH } from "../conditions/kstatus.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import { TerminalError } from "../runtime/controller.ts";
-import { AmbiguousNameError, UnreadableDeploymentError } from "./lookup-errors.ts";
-import { NameReservedError } from "./name-reserved.ts";
 import { SecretsTooLargeError } from "./secret-budget.ts";
-import { REASON, type SyncOutcome } from "./status.ts";
+import { AmbiguousNameError, UnreadableDeploymentError } from "./service/lookup-errors.ts";
+import { NameReservedError } from "./service/name-reserved.ts";
+import { REASON, type SyncOutcome } from "./status/status.ts";
 
 /** A failure, as the reconciler acts on it. */
 export interface Failure {

@@ -5,8 +5,8 @@
  */
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
-import { type FailedRevisionLog, LOG_RETRY_MS, readAgainPending } from "./failure-evidence.ts";
-import { CONDITION, REASON, type SyncOutcome } from "./status.ts";
+import { type FailedRevisionLog, LOG_RETRY_MS, readAgainPending } from "./status/failure-evidence.ts";
+import { CONDITION, REASON, type SyncOutcome } from "./status/status.ts";
 
 /**
  * How often a rollout past its `spec.rolloutTimeout` is looked at again (at least the poll

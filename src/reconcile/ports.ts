@@ -31,7 +31,7 @@ export interface DeploymentLookups {
   findByName(name: string, signal: AbortSignal): Promise<Listing>;
 }
 
-/** Reads of many deployments at once, as the snapshot of a connection (`remote.ts`) makes them. */
+/** Reads of many deployments at once, as the snapshot of a connection (`service/snapshot.ts`) makes them. */
 export interface DeploymentListings {
   /** The deployments with these ids (at most 100) in one call; ids the service lacks are absent. */
   getByIds(ids: readonly string[], signal: AbortSignal): Promise<Deployment[]>;

@@ -11,7 +11,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { FINALIZER } from "../crd/schema.ts";
-import { connectionLabel } from "../identity/connection.ts";
+import { connectionLabel } from "../naming/connection.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
 import { parseObjectKey } from "../runtime/keys.ts";
@@ -19,11 +19,10 @@ import { reconcileFields } from "../runtime/log.ts";
 import { isPaused, reconcileInterval } from "./annotations.ts";
 import { Apply } from "./apply.ts";
 import { cleanup } from "./cleanup.ts";
-import { statusEqual } from "./diff.ts";
 import { readEvidence } from "./evidence.ts";
 import { failureOf } from "./failures.ts";
 import { nextAction } from "./next-action.ts";
-import { nameConflictMessage } from "./notes.ts";
+import { statusEqual } from "./plan/diff.ts";
 import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import {
   cleansUpOnDelete,
@@ -39,8 +38,9 @@ import {
   recordEvent,
 } from "./run.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
-import type { Sessions } from "./session.ts";
-import { CONDITION, REASON, statusFrom } from "./status.ts";
+import type { Sessions } from "./service/session.ts";
+import { nameConflictMessage } from "./status/notes.ts";
+import { CONDITION, REASON, statusFrom } from "./status/status.ts";
 
 /** Options of {@link DeploymentReconciler}. */
 export interface ReconcilerOptions {

@@ -5,17 +5,17 @@
  */
 import type { Logger } from "pino";
 import { flagDuration } from "../duration.ts";
-import { connectionOf, describeConnection } from "../identity/connection.ts";
+import { connectionOf, describeConnection } from "../naming/connection.ts";
 import { objectKey } from "../runtime/keys.ts";
 import { claimedName, claimOf, olderClaimant } from "./claims.ts";
 import { type ReadSecrets, readSecrets } from "./inputs.ts";
+import type { RevisionHistoryEntry } from "./plan/revision-reuse.ts";
 import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
-import type { ListingFailure } from "./remote.ts";
-import type { RevisionHistoryEntry } from "./revision-reuse.ts";
-import type { InheritedWindows } from "./rollout-gate.ts";
+import type { InheritedWindows } from "./rollout/rollout-gate.ts";
+import type { ServiceSession } from "./service/session.ts";
+import type { ListingFailure } from "./service/snapshot.ts";
 import type { Deployment, SourceRevisionConfig } from "./service-types.ts";
-import type { ServiceSession } from "./session.ts";
-import { REASON, type StatusRecord, type SyncOutcome } from "./status.ts";
+import { REASON, type StatusRecord, type SyncOutcome } from "./status/status.ts";
 
 /**
  * What the arms of a reconcile use: the ports, the clock reading's source, and the settings the

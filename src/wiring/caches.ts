@@ -9,8 +9,8 @@ import { KubeDeployments } from "../kube/deployments.ts";
 import { KubeNamespaces } from "../kube/namespaces.ts";
 import { KubeSecrets } from "../kube/secrets.ts";
 import type { Clock } from "../runtime/clock.ts";
-import type { HealthCheck } from "../runtime/health.ts";
 import type { Runnable } from "../runtime/manager.ts";
+import type { HealthCheck } from "../serving/health.ts";
 import { connectionIndexers, deploymentIndexers } from "./indexes.ts";
 import type { OperatorConfig } from "./operator-config.ts";
 

@@ -4,15 +4,34 @@
  * through one of these, so no trigger, pass or count scans the cache.
  */
 import { secretsOf } from "../connection/settings.ts";
-import { DEFAULT_CONNECTION, idOf } from "../identity/connection.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
 import type { DeploymentObject } from "../kube/deployments.ts";
 import { objectKey } from "../kube/object.ts";
+import { DEFAULT_CONNECTION, idOf } from "../naming/connection.ts";
 import { CLAIM_INDEX, claimIndexer, connectionKeyOf } from "../reconcile/claims.ts";
 import { SECRET_INDEX, secretIndexer } from "../reconcile/inputs.ts";
-import { POLL_INDEX, pollIndexer } from "../reconcile/remote.ts";
+import type { StoredResource } from "../reconcile/ports.ts";
+import { CONDITION } from "../reconcile/status/status.ts";
 
-export { CLAIM_INDEX, POLL_INDEX, SECRET_INDEX };
+export { CLAIM_INDEX, SECRET_INDEX };
+
+/** The cache index of resources whose deployment is being polled (see {@link pollIndexer}). */
+export const POLL_INDEX = "polled";
+
+/**
+ * A resource is polled while its deployment is settling after a successful write (creating,
+ * rolling out): Reconciling and Synced both True, and its deployment id known; and while a
+ * create of its own is not yet listed (the intent is cleared once a read shows it). A failing
+ * one is not: its retries follow the controller's backoff.
+ */
+export function pollIndexer(obj: StoredResource): string[] {
+  const status = obj.status;
+  if (!status?.deploymentId) return [];
+  if (status.createRequestedAt) return [POLL_INDEX];
+  const isTrue = (type: string) =>
+    (status.conditions ?? []).some((c) => c.type === type && c.status === "True");
+  return isTrue(CONDITION.Reconciling) && isTrue(CONDITION.Synced) ? [POLL_INDEX] : [];
+}
 
 /** The cache index of Deployment resources by the key of the connection they use. */
 export const CONNECTION_INDEX = "connection";

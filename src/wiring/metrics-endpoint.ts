@@ -6,9 +6,9 @@ import type { Logger } from "pino";
 import type { KubeClient } from "../kube/client.ts";
 import { KubeReviews } from "../kube/reviews.ts";
 import type { Clock } from "../runtime/clock.ts";
-import type { HealthServerOptions } from "../runtime/health.ts";
-import { MetricsAuthenticator } from "../runtime/metrics-auth.ts";
-import { DirectoryCertificate, SelfSignedCertificate } from "../runtime/serving-cert.ts";
+import type { HealthServerOptions } from "../serving/health.ts";
+import { MetricsAuthenticator } from "../serving/metrics-auth.ts";
+import { DirectoryCertificate, SelfSignedCertificate } from "../serving/serving-cert.ts";
 import type { OperatorConfig } from "./operator-config.ts";
 
 /**

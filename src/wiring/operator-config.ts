@@ -8,9 +8,9 @@ import type { ServiceConfig } from "../config.ts";
 import type { DefaultConnectionSelector } from "../connection/access.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Controller } from "../runtime/controller.ts";
-import type { HealthServer } from "../runtime/health.ts";
 import type { Manager } from "../runtime/manager.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
+import type { HealthServer } from "../serving/health.ts";
 
 /** How often a connection's credentials are probed again. */
 export const CONNECTION_PROBE_MS = 300_000;

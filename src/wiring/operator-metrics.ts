@@ -4,14 +4,14 @@
  */
 import type { Logger } from "pino";
 import type { ConnectionSessions } from "../connection/registry.ts";
-import { connectionKey, idOf } from "../identity/connection.ts";
+import { registerRefusalMetrics } from "../gauges/refusal-metrics.ts";
+import { registerConnectionMetrics, registerResourceMetrics } from "../gauges/resource-metrics.ts";
 import type { KubeConnections } from "../kube/connections.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
-import { REASON } from "../reconcile/status.ts";
+import { connectionKey, idOf } from "../naming/connection.ts";
+import { REASON } from "../reconcile/status/status.ts";
 import { HeapBudgetCheck } from "../runtime/heap-budget.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
-import { registerRefusalMetrics } from "../runtime/refusal-metrics.ts";
-import { registerConnectionMetrics, registerResourceMetrics } from "../runtime/resource-metrics.ts";
 
 /**
  * The reasons a Deployment resource is Stalled for (failures that need a change of the spec, a

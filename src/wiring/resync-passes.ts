@@ -7,10 +7,10 @@
  * resources. The connection pass checks (and re-probes) every connection.
  */
 import type { ConnectionSessions } from "../connection/registry.ts";
-import { connectionKey, DEFAULT_CONNECTION, idOf } from "../identity/connection.ts";
 import type { KubeConnections } from "../kube/connections.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
 import { objectKey, refOf } from "../kube/object.ts";
+import { connectionKey, DEFAULT_CONNECTION, idOf } from "../naming/connection.ts";
 import { connectionKeyOf } from "../reconcile/claims.ts";
 import type { ResyncOptions } from "../runtime/resync.ts";
 import { CONNECTION_INDEX } from "./indexes.ts";

@@ -5,7 +5,7 @@
 import type { ConnectionSessions } from "../connection/registry.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
 import { connectionKeyOf, reachableDeployment } from "../reconcile/claims.ts";
-import type { RemoteSnapshot } from "../reconcile/remote.ts";
+import type { RemoteSnapshot } from "../reconcile/service/snapshot.ts";
 import { POLL_INDEX } from "./indexes.ts";
 
 /** One connection's deployments to poll and the snapshot their state goes to. */

@@ -16,10 +16,10 @@ import {
   DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE,
 } from "../connection/registry.ts";
 import { deploymentsPort } from "../connection/service-port.ts";
-import { DEFAULT_CONNECTION } from "../identity/connection.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
+import { DEFAULT_CONNECTION } from "../naming/connection.ts";
 import { CLAIM_INDEX, claimOn } from "../reconcile/claims.ts";
-import { ServiceSession } from "../reconcile/session.ts";
+import { ServiceSession } from "../reconcile/service/session.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import type { Caches } from "./caches.ts";

@@ -10,13 +10,13 @@
  * itself reads `kube/`; only the composition (`main.ts`) above them all may see every side.
  */
 import { FINALIZER } from "../crd/schema.ts";
-import { connectionKey, DEFAULT_CONNECTION, idOf } from "../identity/connection.ts";
 import type { ConnectionObject, KubeConnections } from "../kube/connections.ts";
 import type { DeploymentObject, KubeDeployments } from "../kube/deployments.ts";
 import type { KubeNamespaces } from "../kube/namespaces.ts";
 import type { KubeObject } from "../kube/object.ts";
 import { objectKey, refOf } from "../kube/object.ts";
 import type { KubeSecrets } from "../kube/secrets.ts";
+import { connectionKey, DEFAULT_CONNECTION, idOf } from "../naming/connection.ts";
 import { claimOf, connectionKeyOf } from "../reconcile/claims.ts";
 import type { Controller } from "../runtime/controller.ts";
 import type { Caches } from "./caches.ts";

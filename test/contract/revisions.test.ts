@@ -10,7 +10,7 @@ import { ServiceClient } from "../../src/api/client.ts";
 import { RevisionsRouteMissingError, ServiceError } from "../../src/api/errors.ts";
 import type { Deployment } from "../../src/api/wire.ts";
 import { registerRevisionsCommand } from "../../src/commands/revisions.ts";
-import { isTracingProjectConflict } from "../../src/reconcile/name-reserved.ts";
+import { isTracingProjectConflict } from "../../src/reconcile/service/name-reserved.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { runCli } from "../support/cli.ts";
 import { unsafeCharacters } from "../support/terminal-safe.ts";

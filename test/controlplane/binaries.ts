@@ -251,7 +251,7 @@ export const KARGO_EXPR: GoTool = {
 
 /**
  * helm (v4, the maintained major line: v3 gets security fixes only), which lints, renders, installs
- * and upgrades charts/dms-operator in test/e2e/helm-chart.test.ts and test/unit/helm-chart.test.ts.
+ * and upgrades charts/dms-operator in test/e2e/helm-chart.test.ts and test/tools/helm-chart.test.ts.
  */
 export const HELM: GoTool = {
   file: "helm",
@@ -264,7 +264,7 @@ export const HELM: GoTool = {
 
 /**
  * promtool, Prometheus's own checker of rule files, which checks and unit-tests the alert rules of
- * charts/dms-operator and manifests/components/alerts in test/unit/alerts.test.ts. The module
+ * charts/dms-operator and manifests/components/alerts in test/tools/alerts.test.ts. The module
  * github.com/prometheus/prometheus v0.3XX.Y is Prometheus 3.XX.Y, the version `promtool
  * --version` prints (Prometheus's release builds stamp it the same way).
  */

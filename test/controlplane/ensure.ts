@@ -29,9 +29,9 @@ try {
   await ensureGoTool(TEMPLATE_RENDER, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
   // Kargo's expression engine (seconds, once), for test/e2e/promotion.test.ts.
   await ensureGoTool(KARGO_EXPR, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
-  // helm (minutes, once), for the chart's tests: test/unit/helm-chart.test.ts, test/e2e/helm-chart.test.ts.
+  // helm (minutes, once), for the chart's tests: test/tools/helm-chart.test.ts, test/e2e/helm-chart.test.ts.
   await ensureGoTool(HELM, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
-  // promtool (minutes, once), which checks and unit-tests the alert rules: test/unit/alerts.test.ts.
+  // promtool (minutes, once), which checks and unit-tests the alert rules: test/tools/alerts.test.ts.
   await ensureGoTool(PROMTOOL, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
 } catch (error) {
   const message = error instanceof ControlPlaneBinariesError ? error.message : String(error);

@@ -25,8 +25,9 @@ import {
   SITUATIONS,
   situationResource,
 } from "../support/gitops-health-doc.ts";
-import { type Scenario, startOperator, startTestSimulator } from "../support/operator.ts";
+import { startOperator, startTestSimulator } from "../support/operator.ts";
 import { ClusterUser } from "../support/resources.ts";
+import type { Scenario } from "../support/scenario.ts";
 
 const table = docTable();
 

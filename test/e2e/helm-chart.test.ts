@@ -430,7 +430,7 @@ describe("the Helm chart", () => {
           "global.imagePullSecrets[0]=corp-pull",
           "extraObjects[0].apiVersion=v1",
           "extraObjects[0].kind=ConfigMap",
-          // `--set` cannot spell tpl's braces; test/unit/helm-chart.test.ts renders them.
+          // `--set` cannot spell tpl's braces; test/tools/helm-chart.test.ts renders them.
           "extraObjects[0].metadata.name=day-two-extra",
         ],
       ],

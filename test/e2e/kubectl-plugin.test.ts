@@ -11,7 +11,7 @@ import { delimiter, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { VERSION } from "../../src/version.ts";
 import { type KubectlResult, runCaptured } from "../controlplane/kubectl.ts";
-import { freshNamespace, kubectlOk, testKubeconfigPath } from "../support/cluster.ts";
+import { freshNamespace, kubectlOk, testKubeconfigPath, waitFor } from "../support/cluster.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 
@@ -91,6 +91,10 @@ afterAll(() => {
   if (bin) rmSync(bin, { recursive: true, force: true });
 });
 
+/** Waits until the clock is past the time `stamp` (an ISO time) says: a value set now differs from it. */
+const clockPast = (stamp: string | undefined) =>
+  waitFor(() => Date.now() > Date.parse(stamp ?? ""), { description: `the clock past ${stamp}` });
+
 describe("kubectl dms: the annotation verbs", { timeout: 120_000 }, () => {
   let ns: string;
   beforeAll(async () => {
@@ -104,7 +108,7 @@ describe("kubectl dms: the annotation verbs", { timeout: 120_000 }, () => {
     expect(await dms(`reconcile web -n ${ns}`)).toBe("deployment.dms.dev/web reconcile requested\n");
     const first = (await annotations(ns, "web"))["dms.dev/reconcile-requested-at"];
     expect(first).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    await new Promise((r) => setTimeout(r, 5));
+    await clockPast(first);
     await dms(`reconcile web -n ${ns}`);
     const after = await annotations(ns, "web");
     expect(after["dms.dev/reconcile-requested-at"]).not.toBe(first);
@@ -129,7 +133,7 @@ describe("kubectl dms: the annotation verbs", { timeout: 120_000 }, () => {
     expect(await dms(`rollout-now web -n ${ns}`)).toBe("deployment.dms.dev/web rollout-now requested\n");
     const first = (await annotations(ns, "web"))["dms.dev/rollout-now"];
     expect(first).toBeTruthy();
-    await new Promise((r) => setTimeout(r, 5));
+    await clockPast(first);
     await dms(`rollout-now web -n ${ns}`);
     expect((await annotations(ns, "web"))["dms.dev/rollout-now"]).not.toBe(first);
   });
@@ -154,13 +158,14 @@ describe("kubectl dms: the annotation verbs", { timeout: 120_000 }, () => {
   it("reconcile --wait waits for the operator's acknowledgement in status.lastHandledReconcileAt", async () => {
     const waiting = shell(`kubectl dms reconcile web -n ${ns} --wait --timeout 45s`);
     // The operator's part, played here: acknowledge the value the annotation was set to.
-    let requested: string | undefined;
     const previous = (await annotations(ns, "web"))["dms.dev/reconcile-requested-at"];
-    for (let i = 0; i < 200 && (requested === undefined || requested === previous); i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      requested = (await annotations(ns, "web"))["dms.dev/reconcile-requested-at"];
-    }
-    expect(requested).not.toBe(previous);
+    const requested = await waitFor(
+      async () => {
+        const value = (await annotations(ns, "web"))["dms.dev/reconcile-requested-at"];
+        return value !== previous && value;
+      },
+      { description: "the annotation reconcile --wait sets", timeoutMs: 20_000 },
+    );
     await setStatus(ns, "dmsd", "web", {
       lastHandledReconcileAt: requested,
       conditions: [condition("Ready", "True", "Available", "the service's deployment is READY")],

@@ -1,9 +1,10 @@
 // Crash safety of a create: the intent is recorded before the POST, a listing that lags behind a
 // create is waited out, and an operator that dies with a create in flight leaves the next
 // instance enough to find that deployment instead of creating a second one.
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { type Scenario, startOperator, startScenario, type TestOperator } from "../support/operator.ts";
+import { startOperator } from "../support/operator.ts";
+import { useScenarios } from "../support/scenario.ts";
 
 const spec: DeploymentSpec = {
   source: "internal_docker",
@@ -11,14 +12,10 @@ const spec: DeploymentSpec = {
 };
 
 describe("controller: no duplicate creates", () => {
-  const running: Array<Scenario | TestOperator> = [];
-  afterEach(async () => {
-    for (const r of running.splice(0).reverse()) await r.stop();
-  });
+  const scenarios = useScenarios();
 
   it("waits for a lagging listing instead of creating again", async () => {
-    const s = await startScenario("ctl-lag");
-    running.push(s);
+    const s = await scenarios.start("ctl-lag");
     // Created deployments stay out of every listing (by name and by id) for 2 s, while the
     // operator polls every 200 ms.
     s.sim.faults.set({ listingLagMs: 2_000 });
@@ -35,10 +32,9 @@ describe("controller: no duplicate creates", () => {
   it("a second instance finds the deployment a killed one created, and never POSTs", async () => {
     // The POST is applied at once but its answer trickles out for seconds: the first instance
     // gives up after 0.5 s not knowing the outcome, and the new deployment is not listed for 4 s.
-    const s = await startScenario("ctl-crash", {
+    const s = await scenarios.start("ctl-crash", {
       op: { service: { timeoutMs: 500 }, shutdownTimeoutMs: 1 },
     });
-    running.push(s);
     s.sim.faults.set({
       slowBody: [{ chunkBytes: 16, delayMs: 100, route: "POST /v2/deployments" }],
       listingLagMs: 4_000,
@@ -59,7 +55,7 @@ describe("controller: no duplicate creates", () => {
     s.sim.faults.set({ listingLagMs: 4_000 });
 
     const second = startOperator({ simulator: s.sim, namespaces: [s.namespace] });
-    running.push(second);
+    scenarios.defer(() => second.stop());
     const obj = await s.user.waitReady(s.namespace, "crashing");
 
     expect(s.sim.store.list().filter((d) => d.name === "crashing")).toHaveLength(1);

@@ -5,12 +5,12 @@
 // another resource's deployment has that someone wrote into its status). A service that keeps a
 // deleted deployment's tracing project refuses its name again (NameReserved) unless the resource
 // asked for `spec.deleteTracingProject`; the `-o wide` LIVE column shows the revision that runs.
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { PatchType } from "../../src/kube/client.ts";
 import { kubectlOk } from "../support/cluster.ts";
-import { type Scenario, startScenario } from "../support/operator.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
+import { type Scenario, useScenarios } from "../support/scenario.ts";
 
 const FINALIZER = "dms.dev/finalizer";
 
@@ -33,14 +33,10 @@ async function liveColumn(namespace: string, name: string): Promise<string> {
 }
 
 describe("controller: deletion", () => {
-  const running: Scenario[] = [];
-  afterEach(async () => {
-    for (const s of running.splice(0)) await s.stop();
-  });
+  const scenarios = useScenarios();
 
   it("Orphan: no finalizer, and the service's deployment stays", async () => {
-    const s = await startScenario("ctl-orphan");
-    running.push(s);
+    const s = await scenarios.start("ctl-orphan");
     await s.user.create(s.namespace, "orphaned", spec("Orphan"));
     const ready = await s.user.waitReady(s.namespace, "orphaned");
     expect(ready.metadata.finalizers ?? []).not.toContain(FINALIZER);
@@ -54,8 +50,7 @@ describe("controller: deletion", () => {
 
   it("Delete: DELETE, wait until the service lets it go, then drop only our finalizer", async () => {
     // A slower delete on the service, so the wait is visible on the resource.
-    const s = await startScenario("ctl-delete", { sim: { timing: { deleteAfterMs: 1_500 } } });
-    running.push(s);
+    const s = await scenarios.start("ctl-delete", { sim: { timing: { deleteAfterMs: 1_500 } } });
     await s.user.create(s.namespace, "deleted", spec("Delete"), { finalizers: ["example.com/keep"] });
     const ready = await s.user.waitReady(s.namespace, "deleted");
     const id = ready.status?.deploymentId ?? "";
@@ -91,8 +86,7 @@ describe("controller: deletion", () => {
   });
 
   it("Delete: a deployment someone already deleted on the service is no obstacle", async () => {
-    const s = await startScenario("ctl-gone");
-    running.push(s);
+    const s = await scenarios.start("ctl-gone");
     await s.user.create(s.namespace, "already-gone", spec("Delete"));
     const ready = await s.user.waitReady(s.namespace, "already-gone");
     const id = ready.status?.deploymentId ?? "";
@@ -111,8 +105,7 @@ describe("controller: deletion", () => {
   });
 
   it("Delete: the loser of a name conflict deletes nothing when it goes", async () => {
-    const s = await startScenario("ctl-del-conflict");
-    running.push(s);
+    const s = await scenarios.start("ctl-del-conflict");
     await s.user.create(s.namespace, "holder", { ...spec("Delete"), name: "contested" });
     const holder = await s.user.waitReady(s.namespace, "holder");
     await s.user.create(s.namespace, "loser", { ...spec("Delete"), name: "contested" });
@@ -133,10 +126,9 @@ describe("controller: deletion", () => {
 
   it("Delete: a deployment of another source that carries the name is not adopted, nor deleted", async () => {
     const foreign = "3c2b1a09-8f7e-4d6c-9b5a-4e3f2a1b0c9d";
-    const s = await startScenario("ctl-del-blocked", {
+    const s = await scenarios.start("ctl-del-blocked", {
       sim: { seed: { deployments: [{ id: foreign, name: "foreign", source: "github" }] } },
     });
-    running.push(s);
     await s.user.create(s.namespace, "foreign", spec("Delete"));
     const blocked = await s.user.waitFor(
       s.namespace,
@@ -156,8 +148,7 @@ describe("controller: deletion", () => {
   });
 
   it("Delete: a status.deploymentId forged to another resource's deployment deletes nothing", async () => {
-    const s = await startScenario("ctl-del-forged");
-    running.push(s);
+    const s = await scenarios.start("ctl-del-forged");
     await s.user.create(s.namespace, "victim", spec("Orphan"));
     const victim = await s.user.waitReady(s.namespace, "victim");
     const victimId = victim.status?.deploymentId ?? "";
@@ -186,8 +177,7 @@ describe("controller: deletion", () => {
   });
 
   it("NameReserved: deleted without deleteTracingProject, the name is refused again; with it, created again; LIVE shows the running revision", async () => {
-    const s = await startScenario("ctl-name-reserved", { sim: { keepTracingProjects: true } });
-    running.push(s);
+    const s = await scenarios.start("ctl-name-reserved", { sim: { keepTracingProjects: true } });
     const deleteQueries = () =>
       s.sim.requests({ method: "DELETE" }).map((r) => new URL(r.url, s.sim.url).search);
     const deployOnce = async (name: string, extra: Partial<DeploymentSpec>) => {

@@ -4,20 +4,14 @@
 // reconcile nor a restarted operator reads or reports it again. A rollout past
 // spec.rolloutTimeout is Stalled RolloutTimeout with nothing sent again; a service without the
 // logs route keeps reporting the status, without a tail, after one probe.
-import { setTimeout as sleep } from "node:timers/promises";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { registerLogsCommand } from "../../src/commands/logs.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { runCli } from "../support/cli.ts";
 import { testKubeconfigPath } from "../support/cluster.ts";
-import {
-  type Scenario,
-  startOperator,
-  startScenario,
-  TEST_API_KEY,
-  type TestOperator,
-} from "../support/operator.ts";
+import { startOperator, TEST_API_KEY } from "../support/operator.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
+import { type Scenario, useScenarios, witness } from "../support/scenario.ts";
 
 const LOGS = "GET /v2/deployments/{deployment_id}/revisions/{revision_id}/logs";
 const SECRET_VALUE = "pg-pass-7c1d9e0b3a";
@@ -34,12 +28,7 @@ const served = (s: Scenario, route: string) =>
   Object.values(s.sim.counters()[route] ?? {}).reduce((a, b) => a + b, 0);
 
 describe("controller: failure evidence", () => {
-  const running: Scenario[] = [];
-  const operators: TestOperator[] = [];
-  afterEach(async () => {
-    for (const op of operators.splice(0)) await op.stop();
-    for (const s of running.splice(0)) await s.stop();
-  });
+  const scenarios = useScenarios();
 
   /** A resource sending the Secret's value, Ready, whose next revision fails at `phase`. */
   async function failing(s: Scenario, name: string, phase: "build" | "deploy") {
@@ -57,8 +46,7 @@ describe("controller: failure evidence", () => {
   }
 
   it("a failed build: one Warning with the redacted tail, the excerpt in Stalled, never again", async () => {
-    const s = await startScenario("evidence-build");
-    running.push(s);
+    const s = await scenarios.start("evidence-build");
     const failed = await failing(s, "builder", "build");
     const latest = failed.status?.latestRevisionId ?? "";
     const warning = await s.user.waitForEvent(s.namespace, "builder", "RevisionFailed");
@@ -107,7 +95,7 @@ describe("controller: failure evidence", () => {
     // A restarted operator reconciles everything at its start: the status says the log was read.
     await s.op.stop();
     const restarted = startOperator({ simulator: s.sim, namespaces: [s.namespace] });
-    operators.push(restarted);
+    scenarios.defer(() => restarted.stop());
     await s.user.annotate(s.namespace, "builder", {
       "dms.dev/reconcile-requested-at": "2025-06-01T11:00:00Z",
     });
@@ -117,8 +105,8 @@ describe("controller: failure evidence", () => {
       (o) => o?.status?.lastHandledReconcileAt === "2025-06-01T11:00:00Z",
       "the restarted operator's reconcile",
     );
-    // Stalled: nothing polls it; a loop would show within this window.
-    await sleep(1_500);
+    // Stalled: nothing polls it, while another resource came up and was polled meanwhile.
+    await witness(s, "witness", { ...spec, secrets: [] });
     expect(served(s, LOGS)).toBe(2);
     const events = await s.user.events(s.namespace, "builder");
     expect(events.filter((e) => e.reason === "RevisionFailed").map((e) => e.count)).toEqual([1]);
@@ -126,10 +114,9 @@ describe("controller: failure evidence", () => {
 
   it("a rollout past spec.rolloutTimeout: Stalled RolloutTimeout with the revision's status, nothing sent again", async () => {
     // Revisions take ten minutes here: the first one is still being built after two seconds.
-    const s = await startScenario("evidence-timeout", {
+    const s = await scenarios.start("evidence-timeout", {
       sim: { timing: { revisionActiveAfterMs: 600_000 } },
     });
-    running.push(s);
     await s.user.create(s.namespace, "slow", { ...spec, secrets: [], rolloutTimeout: "2s" });
     const timedOut = await s.user.waitFor(
       s.namespace,
@@ -152,8 +139,7 @@ describe("controller: failure evidence", () => {
   });
 
   it("a service without the logs route: the status without a tail, after one probe", async () => {
-    const s = await startScenario("evidence-no-route", { sim: { logsRoute: "missing" } });
-    running.push(s);
+    const s = await scenarios.start("evidence-no-route", { sim: { logsRoute: "missing" } });
     const failed = await failing(s, "plain", "build");
     const warning = await s.user.waitForEvent(s.namespace, "plain", "RevisionFailed");
     expect(warning.note).toMatch(/BUILD_FAILED: it will not go live; the service has no logs route$/);

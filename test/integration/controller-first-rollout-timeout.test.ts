@@ -3,8 +3,8 @@
 // (RolloutTimeout) past the timeout, Synced staying True, and the message says that both the
 // revision and the deployment are stuck.
 import { afterEach, describe, expect, it } from "vitest";
-import { type Scenario, startScenario } from "../support/operator.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
+import { type Scenario, startScenario } from "../support/scenario.ts";
 
 const DAY = 86_400_000;
 

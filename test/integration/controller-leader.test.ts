@@ -1,14 +1,14 @@
 // Leader election on a short Lease: only the holder reconciles; when it stops, the other instance
 // takes over and reconciles the next change, their reconciling never overlapping; and a leader
 // that loses its lease stops reconciling at once.
-import { setTimeout as sleep } from "node:timers/promises";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { toMicroTime } from "../../src/kube/time.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { freshNamespace, waitFor } from "../support/cluster.ts";
 import { startOperator, startTestSimulator, type TestOperator } from "../support/operator.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
+import { useScenarios } from "../support/scenario.ts";
 
 const LEASE = "dms-operator-leader";
 const spec = (image: string): DeploymentSpec => ({
@@ -34,16 +34,13 @@ function workerSpans(op: TestOperator): { started: number[]; stopped: number[] }
 
 describe("controller: leader election", () => {
   const user = new ClusterUser();
-  const cleanups: Array<() => Promise<void>> = [];
+  const scenarios = useScenarios();
   let namespace = "";
   let sim: RunningSimulator;
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  });
   const setup = async (prefix: string) => {
     namespace = await freshNamespace(prefix);
     sim = await startTestSimulator();
-    cleanups.push(() => sim.close());
+    scenarios.defer(() => sim.close());
   };
   const leasePath = () => `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${LEASE}`;
   const holder = async () => {
@@ -52,6 +49,18 @@ describe("controller: leader election", () => {
     };
     return lease.spec?.holderIdentity ?? "";
   };
+  /** Rewrites the Lease's spec with `changes`, as another holder (or its release) would. */
+  const rewriteLease = async (changes: Record<string, unknown>) => {
+    const lease = (await user.client.request({ method: "GET", path: leasePath() })) as Record<
+      string,
+      unknown
+    >;
+    await user.client.request({
+      method: "PUT",
+      path: leasePath(),
+      body: { ...lease, spec: { ...(lease.spec as object), ...changes } },
+    });
+  };
   const instance = (identity: string) => {
     const op = startOperator({
       simulator: sim,
@@ -59,7 +68,7 @@ describe("controller: leader election", () => {
       identity,
       leaderElection: { namespace },
     });
-    cleanups.push(() => op.stop());
+    scenarios.defer(() => op.stop());
     return op;
   };
 
@@ -108,37 +117,26 @@ describe("controller: leader election", () => {
     await user.waitReady(namespace, "contested");
 
     // Another holder takes the lease (as a newer deployment of the operator might).
-    const lease = (await user.client.request({ method: "GET", path: leasePath() })) as Record<
-      string,
-      unknown
-    >;
-    const taken = {
+    await rewriteLease({
       holderIdentity: "intruder",
       renewTime: toMicroTime(new Date()),
       leaseDurationSeconds: 3600,
-    };
-    await user.client.request({
-      method: "PUT",
-      path: leasePath(),
-      body: { ...lease, spec: { ...(lease.spec as object), ...taken } },
     });
     await waitFor(() => workerSpans(op).stopped.length === 1, { description: "the workers stopped" });
     await user.patch(namespace, "contested", image(2));
-    // Nobody reconciles while the intruder holds the lease.
-    await sleep(1_500);
+    // Nobody reconciles while others hold the lease: the lease passes to two more holders after
+    // the change, and the instance, campaigning all along, sees each of them lead.
+    for (const other of ["intruder-2", "intruder-3"]) {
+      await rewriteLease({ holderIdentity: other, renewTime: toMicroTime(new Date()) });
+      await waitFor(() => op.logs.find("new leader observed").some((l) => l.record.leader === other), {
+        description: `instance-c seeing ${other} lead`,
+      });
+    }
     expect((await user.get(namespace, "contested"))?.status?.observedGeneration).toBe(1);
     expect(sim.counters()["PATCH /v2/deployments/{deployment_id}"]).toBeUndefined();
 
     // Released: the instance campaigns again, wins, and catches up.
-    const current = (await user.client.request({ method: "GET", path: leasePath() })) as Record<
-      string,
-      unknown
-    >;
-    await user.client.request({
-      method: "PUT",
-      path: leasePath(),
-      body: { ...current, spec: { ...(current.spec as object), holderIdentity: "" } },
-    });
+    await rewriteLease({ holderIdentity: "" });
     await user.waitFor(
       namespace,
       "contested",

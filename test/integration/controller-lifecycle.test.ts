@@ -1,11 +1,12 @@
 // The controller's everyday work against a real API server and the simulator: it creates the
 // service's deployment, adopts one that already exists, and tells a change that needs no new
 // revision from one that does, writing the revision ids back onto the resource.
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { waitFor } from "../support/cluster.ts";
-import { type Scenario, startScenario, TEST_API_KEY } from "../support/operator.ts";
+import { TEST_API_KEY } from "../support/operator.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
+import { type Scenario, useScenarios } from "../support/scenario.ts";
 
 const spec = (image = "registry.example.com/agent:1"): DeploymentSpec => ({
   source: "internal_docker",
@@ -19,17 +20,12 @@ const writes = (s: Scenario) => {
 };
 
 describe("controller: create, adopt, update", () => {
-  const running: Scenario[] = [];
-  afterEach(async () => {
-    for (const s of running.splice(0)) {
-      await s.stop();
-      expect(s.op.logs.text()).not.toContain(TEST_API_KEY);
-    }
+  const scenarios = useScenarios({
+    afterStop: (s) => expect(s.op.logs.text()).not.toContain(TEST_API_KEY),
   });
 
   it("creates the service's deployment and reports it Ready with its revision ids", async () => {
-    const s = await startScenario("ctl-create");
-    running.push(s);
+    const s = await scenarios.start("ctl-create");
     await s.user.create(s.namespace, "create-me", spec());
 
     const obj = await s.user.waitReady(s.namespace, "create-me");
@@ -53,8 +49,7 @@ describe("controller: create, adopt, update", () => {
   });
 
   it("serves /readyz on its own health alone, even while the service fails every call, and /metrics", async () => {
-    const s = await startScenario("ctl-probes", { op: { listen: true } });
-    running.push(s);
+    const s = await scenarios.start("ctl-probes", { op: { listen: true } });
     // An unreachable service must not make the operator NotReady (every replica, rollouts, Argo
     // CD): it is reported on the resources instead.
     s.sim.faults.set({ errors: [{ status: 503, rate: 1 }] });
@@ -87,7 +82,7 @@ describe("controller: create, adopt, update", () => {
 
   it("adopts a deployment that already has the resource's name, without creating one", async () => {
     const id = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
-    const s = await startScenario("ctl-adopt", {
+    const s = await scenarios.start("ctl-adopt", {
       sim: {
         seed: {
           deployments: [
@@ -102,7 +97,6 @@ describe("controller: create, adopt, update", () => {
         },
       },
     });
-    running.push(s);
     await s.user.create(s.namespace, "already-there", spec());
 
     const obj = await s.user.waitReady(s.namespace, "already-there");
@@ -114,8 +108,7 @@ describe("controller: create, adopt, update", () => {
   });
 
   it("patches a resourceSpec change without a revision, and an image change with one", async () => {
-    const s = await startScenario("ctl-update");
-    running.push(s);
+    const s = await scenarios.start("ctl-update");
     await s.user.create(s.namespace, "updated", spec());
     const first = await s.user.waitReady(s.namespace, "updated");
     const id = first.status?.deploymentId ?? "";

@@ -1,11 +1,11 @@
 // What the user steers: ObserveOnly (never a write to the service), the pause annotation (no
 // call at all, deletion still works), and two resources claiming one service name (the older
 // keeps it; the younger takes over once the older is gone).
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { waitFor } from "../support/cluster.ts";
-import { type Scenario, startScenario } from "../support/operator.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
+import { type Scenario, useScenarios } from "../support/scenario.ts";
 
 const spec = (maxScale: number, extra: Partial<DeploymentSpec> = {}): DeploymentSpec => ({
   source: "internal_docker",
@@ -22,13 +22,10 @@ function serviceWrites(s: Scenario): Record<string, Record<string, number>> {
 }
 
 describe("controller: policies", () => {
-  const running: Scenario[] = [];
-  afterEach(async () => {
-    for (const s of running.splice(0)) await s.stop();
-  });
+  const scenarios = useScenarios();
 
   it("ObserveOnly mirrors the service, reports the drift, and never writes to it", async () => {
-    const s = await startScenario("ctl-observe", {
+    const s = await scenarios.start("ctl-observe", {
       sim: {
         seed: {
           deployments: [
@@ -44,7 +41,6 @@ describe("controller: policies", () => {
         },
       },
     });
-    running.push(s);
     const observeOnly = { managementPolicy: "ObserveOnly", deletionPolicy: "Delete" } as const;
     // The service masks secret values: ObserveOnly can compare their names, never their values.
     await s.user.putSecret(s.namespace, "tokens", { token: "declared-token-value" });
@@ -91,8 +87,7 @@ describe("controller: policies", () => {
   });
 
   it("makes no call while paused, applies the change when resumed, and still deletes", async () => {
-    const s = await startScenario("ctl-pause");
-    running.push(s);
+    const s = await scenarios.start("ctl-pause");
     await s.user.create(s.namespace, "pausable", spec(2, { deletionPolicy: "Delete" }));
     const ready = await s.user.waitReady(s.namespace, "pausable");
     const id = ready.status?.deploymentId ?? "";
@@ -134,8 +129,7 @@ describe("controller: policies", () => {
   });
 
   it("stalls the younger of two resources claiming one name, until the older is gone", async () => {
-    const s = await startScenario("ctl-conflict");
-    running.push(s);
+    const s = await scenarios.start("ctl-conflict");
     await s.user.create(s.namespace, "older", spec(2, { name: "shared-name" }));
     const older = await s.user.waitReady(s.namespace, "older");
     s.sim.resetCounters();

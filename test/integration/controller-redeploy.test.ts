@@ -7,8 +7,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { REDEPLOY_ROUTE } from "../../src/api/redeploy.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import type { RedeployRouteMode } from "../../src/simulator/server.ts";
-import { type Scenario, startScenario } from "../support/operator.ts";
 import { conditionOf } from "../support/resources.ts";
+import { type Scenario, startScenario } from "../support/scenario.ts";
 
 const PATCH = "/v2/deployments/{deployment_id}";
 const GOOD = `registry.example.com/agent@sha256:${"a".repeat(64)}`;

@@ -2,12 +2,13 @@
 // any kind while nothing changed, and a change made on the service by someone else corrected on
 // the next period (or at once when the user asks with the reconcile-requested-at annotation, or
 // at the resource's own reconcile-interval).
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import type { SimRequest, SimulatorSeed } from "../../src/simulator/server.ts";
 import { waitFor } from "../support/cluster.ts";
-import { type Scenario, startOperator, startScenario } from "../support/operator.ts";
+import { startOperator } from "../support/operator.ts";
 import { hasCondition } from "../support/resources.ts";
+import { useScenarios } from "../support/scenario.ts";
 
 const spec: DeploymentSpec = {
   source: "internal_docker",
@@ -28,20 +29,16 @@ function unmanaged(count: number): SimulatorSeed {
 }
 
 describe("controller: drift resync", () => {
-  const running: Scenario[] = [];
-  afterEach(async () => {
-    for (const s of running.splice(0).reverse()) await s.stop();
-  });
+  const scenarios = useScenarios();
 
   it("costs one paginated listing per period and no write while nothing changes", async () => {
     // 150 + 3 deployments: a listing of the tenant is ceil(153 / 100) = 2 pages of data, and an
     // empty third page that proves the end (the spec does not say how a listing ends, and a
     // short page may be the service capping `limit`).
-    const s = await startScenario("ctl-steady", {
+    const s = await scenarios.start("ctl-steady", {
       sim: { seed: unmanaged(150) },
       op: { resyncMs: 1_500 },
     });
-    running.push(s);
     const names = ["steady-a", "steady-b", "steady-c"];
     for (const name of names) await s.user.create(s.namespace, name, spec);
     const ready = await Promise.all(names.map((n) => s.user.waitReady(s.namespace, n)));
@@ -69,8 +66,7 @@ describe("controller: drift resync", () => {
   });
 
   it("after a restart, one listing answers for every settled resource", async () => {
-    const s = await startScenario("ctl-restart");
-    running.push(s);
+    const s = await scenarios.start("ctl-restart");
     const names = ["kept-a", "kept-b", "kept-c"];
     for (const name of names) await s.user.create(s.namespace, name, spec);
     await Promise.all(names.map((n) => s.user.waitReady(s.namespace, n)));
@@ -78,7 +74,7 @@ describe("controller: drift resync", () => {
     s.sim.resetCounters();
 
     const next = startOperator({ simulator: s.sim, namespaces: [s.namespace] });
-    running.push({ ...s, stop: () => next.stop() });
+    scenarios.defer(() => next.stop());
     await waitFor(async () => (await next.reconciles()) >= names.length, {
       description: "every resource reconciled",
     });
@@ -87,8 +83,7 @@ describe("controller: drift resync", () => {
   });
 
   it("follows a create until Ready by looking the service up, not by waiting for the next listing", async () => {
-    const s = await startScenario("ctl-poll", { op: { resyncMs: 3_000 } });
-    running.push(s);
+    const s = await scenarios.start("ctl-poll", { op: { resyncMs: 3_000 } });
     const fullListing = (r: SimRequest) => r.url === "/v2/deployments?limit=100&offset=0";
     // Right after a resync period the listing is fresh, and answers for settled resources.
     await waitFor(() => s.sim.requests().some(fullListing), { description: "a resync", timeoutMs: 10_000 });
@@ -101,8 +96,7 @@ describe("controller: drift resync", () => {
   });
 
   it("corrects a change made on the service on the next period, with a DriftCorrected event", async () => {
-    const s = await startScenario("ctl-drift", { op: { resyncMs: 1_500 } });
-    running.push(s);
+    const s = await scenarios.start("ctl-drift", { op: { resyncMs: 1_500 } });
     await s.user.create(s.namespace, "drifting", spec);
     const obj = await s.user.waitReady(s.namespace, "drifting");
     const id = obj.status?.deploymentId ?? "";
@@ -119,8 +113,7 @@ describe("controller: drift resync", () => {
   });
 
   it("looks again at once when the user sets dms.dev/reconcile-requested-at, and says it did", async () => {
-    const s = await startScenario("ctl-now");
-    running.push(s);
+    const s = await scenarios.start("ctl-now");
     await s.user.create(s.namespace, "on-demand", spec);
     const obj = await s.user.waitReady(s.namespace, "on-demand");
     const id = obj.status?.deploymentId ?? "";
@@ -146,8 +139,7 @@ describe("controller: drift resync", () => {
 
   it("checks a resource annotated dms.dev/reconcile-interval on its own, between two passes", async () => {
     // The periodic pass every 60 s (the test default); this resource every 10 s, the shortest allowed.
-    const s = await startScenario("ctl-interval");
-    running.push(s);
+    const s = await scenarios.start("ctl-interval");
     await s.user.create(s.namespace, "watched", spec, {
       annotations: { "dms.dev/reconcile-interval": "10s" },
     });

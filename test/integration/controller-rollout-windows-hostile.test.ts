@@ -7,13 +7,14 @@
 // each reconcile of the first resource.
 import { type ChildProcess, spawn } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { RolloutWindowSpec } from "../../src/crd/rollout-windows-schema.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { freshNamespace, waitFor } from "../support/cluster.ts";
 import { startOperator, startTestSimulator, type TestOperator } from "../support/operator.ts";
 import { ClusterUser, conditionOf, hasCondition } from "../support/resources.ts";
+import { useScenarios } from "../support/scenario.ts";
 
 const PATCH = "PATCH /v2/deployments/{deployment_id}";
 const LEASE = "dms-operator-leader";
@@ -78,16 +79,13 @@ function probeFromOutside(url: string): { process: ChildProcess; lines: () => st
 
 describe("controller: hostile rollout windows in one namespace", () => {
   const user = new ClusterUser();
-  const cleanups: Array<() => Promise<void>> = [];
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  });
+  const scenarios = useScenarios();
 
   it("another namespace's edits go out, /healthz answers and the Lease is kept while one re-applies the worst windows every 2 s", async () => {
     const hostile = await freshNamespace("windows-hostile");
     const team = await freshNamespace("windows-team");
     const sim: RunningSimulator = await startTestSimulator();
-    cleanups.push(() => sim.close());
+    scenarios.defer(() => sim.close());
     const op: TestOperator = startOperator({
       simulator: sim,
       namespaces: [hostile, team],
@@ -100,7 +98,7 @@ describe("controller: hostile rollout windows in one namespace", () => {
         retryPeriodMs: 1_000,
       },
     });
-    cleanups.push(() => op.stop());
+    scenarios.defer(() => op.stop());
     await op.started();
 
     await user.create(hostile, "dates", spec("registry.example.com/agent:1"));
@@ -118,7 +116,7 @@ describe("controller: hostile rollout windows in one namespace", () => {
 
     const { probes } = await op.operator.addresses();
     const prober = probeFromOutside(`${probes}/healthz`);
-    cleanups.push(async () => {
+    scenarios.defer(async () => {
       prober.process.kill();
     });
 
@@ -132,9 +130,17 @@ describe("controller: hostile rollout windows in one namespace", () => {
       }
     })();
 
-    // The other team: an edit every 2.5 s, timed from the edit to its PATCH at the service.
+    // The other team: an edit every 2.5 s, timed from the edit to its PATCH at the service, from
+    // once the operator has reconciled the tenant's first round (the 2 s and 2.5 s pauses pace the
+    // load; they synchronise nothing).
     const latencies: number[] = [];
-    await sleep(1_000);
+    await user.waitFor(
+      hostile,
+      "dates",
+      (o) => (o?.status?.observedGeneration ?? 0) >= 2,
+      "the tenant's first round reconciled",
+      30_000,
+    );
     for (let edit = 2; edit <= 8; edit++) {
       const sent = Date.now();
       await user.patch(team, "app", withImage(`${edit}`));

@@ -3,11 +3,11 @@
 // dms.dev/rollout-now annotation releases the held change in one PATCH and is acknowledged in
 // status; and a window that ends lets the held change out by itself, with no annotation, at its
 // end. What the API server refuses of a window is in crd-validation.test.ts.
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { RolloutWindowSpec } from "../../src/crd/rollout-windows-schema.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { type Scenario, startScenario } from "../support/operator.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
+import { type Scenario, useScenarios } from "../support/scenario.ts";
 
 const PATCH = "PATCH /v2/deployments/{deployment_id}";
 const patches = (s: Scenario) => Object.values(s.sim.counters()[PATCH] ?? {}).reduce((a, b) => a + b, 0);
@@ -51,14 +51,10 @@ function denyEndingIn(leftMs: number): RolloutWindowSpec {
 }
 
 describe("controller: rollout windows", () => {
-  const running: Scenario[] = [];
-  afterEach(async () => {
-    for (const s of running.splice(0)) await s.stop();
-  });
+  const scenarios = useScenarios();
 
   it("a deny window holds the new image while the replica change goes through; rollout-now releases it in one PATCH", async () => {
-    const s = await startScenario("rollout-hold");
-    running.push(s);
+    const s = await scenarios.start("rollout-hold");
     await s.user.create(s.namespace, "agent", spec);
     const ready = await s.user.waitReady(s.namespace, "agent");
     const id = ready.status?.deploymentId ?? "";
@@ -113,8 +109,7 @@ describe("controller: rollout windows", () => {
   });
 
   it("when the deny window ends, the held change goes out by itself in one PATCH", async () => {
-    const s = await startScenario("rollout-opens");
-    running.push(s);
+    const s = await scenarios.start("rollout-opens");
     await s.user.create(s.namespace, "agent", spec);
     const ready = await s.user.waitReady(s.namespace, "agent");
     const id = ready.status?.deploymentId ?? "";

@@ -3,19 +3,13 @@
 // resource before any call to the service, and creating it later heals the resource through the
 // Secret watch. One resource whose secret values are over the limit is stopped alone, reading
 // its Secret once per reconcile, while another namespace's resource converges.
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
+import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
 import { freshNamespace, waitFor } from "../support/cluster.ts";
-import {
-  type Scenario,
-  startOperator,
-  startScenario,
-  startTestSimulator,
-  TEST_API_KEY,
-  type TestOperator,
-} from "../support/operator.ts";
+import { startOperator, startTestSimulator, TEST_API_KEY, type TestOperator } from "../support/operator.ts";
 import { ClusterUser, conditionOf, hasCondition } from "../support/resources.ts";
+import { useScenarios } from "../support/scenario.ts";
 
 const FIRST = "sk-first-0f3a9c5d7e1b";
 const SECOND = "sk-second-8b2e4d6f0a1c";
@@ -29,14 +23,10 @@ const spec = (secret: string, key: string): DeploymentSpec =>
   agent([{ name: "OPENAI_API_KEY", valueFrom: { secretKeyRef: { name: secret, key } } }]);
 
 describe("controller: secrets", () => {
-  const running: Array<Pick<Scenario, "stop">> = [];
-  afterEach(async () => {
-    for (const s of running.splice(0)) await s.stop();
-  });
+  const scenarios = useScenarios();
 
   it("sends a rotated Secret value in one PATCH and never shows a value", async () => {
-    const s = await startScenario("ctl-rotate");
-    running.push(s);
+    const s = await scenarios.start("ctl-rotate");
     await s.user.putSecret(s.namespace, "agent-secrets", { openai: FIRST });
     await s.user.create(s.namespace, "rotating", spec("agent-secrets", "openai"));
     const first = await s.user.waitReady(s.namespace, "rotating");
@@ -64,8 +54,7 @@ describe("controller: secrets", () => {
   });
 
   it("reads no Secret in a resync once the secrets are applied, and reads it again when it changes", async () => {
-    const s = await startScenario("ctl-secret-reads", { op: { resyncMs: 1_000 } });
-    running.push(s);
+    const s = await scenarios.start("ctl-secret-reads", { op: { resyncMs: 1_000 } });
     await s.user.putSecret(s.namespace, "agent-secrets", { openai: FIRST });
     await s.user.create(s.namespace, "steady", spec("agent-secrets", "openai"));
     const ready = await s.user.waitReady(s.namespace, "steady");
@@ -92,8 +81,7 @@ describe("controller: secrets", () => {
   });
 
   it("names a missing Secret and key, sends nothing, and heals when the Secret appears", async () => {
-    const s = await startScenario("ctl-missing");
-    running.push(s);
+    const s = await scenarios.start("ctl-missing");
     // Past the start-up listing every operator makes, the service must hear nothing.
     await s.op.started();
     s.sim.resetCounters();
@@ -131,7 +119,7 @@ describe("controller: secrets", () => {
     const [crowded, neighbour] = [await freshNamespace("ctl-budget-a"), await freshNamespace("ctl-budget-b")];
     const sim = await startTestSimulator();
     const op = startOperator({ simulator: sim, namespaces: [crowded, neighbour] });
-    running.push({ stop: () => op.stop().then(() => sim.close()) });
+    scenarios.defer(() => op.stop().then(() => sim.close()));
     const user = new ClusterUser();
     await user.putSecret(crowded, "big", { blob: "x".repeat(700_000) });
     await op.started();

@@ -2,11 +2,11 @@
 // is shown as is and stops nothing (the resync listing still serves every other resource); nulls
 // in nested fields never cause a PATCH; an edit whose first PATCH got a 429 is reported as
 // Updated, not DriftCorrected.
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ResourceSpec } from "../../src/api/wire.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { type Scenario, startScenario } from "../support/operator.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
+import { useScenarios, waitForPasses } from "../support/scenario.ts";
 
 const PATCH = "PATCH /v2/deployments/{deployment_id}";
 const spec: DeploymentSpec = {
@@ -16,14 +16,10 @@ const spec: DeploymentSpec = {
 };
 
 describe("controller: the service's looser answers", () => {
-  const running: Scenario[] = [];
-  afterEach(async () => {
-    for (const s of running.splice(0)) await s.stop();
-  });
+  const scenarios = useScenarios();
 
   it("a status the spec does not list shows raw, is not ready and not failed, and stops no listing", async () => {
-    const s = await startScenario("loose-status", { op: { resyncMs: 1_500 } });
-    running.push(s);
+    const s = await scenarios.start("loose-status", { op: { resyncMs: 1_500 } });
     await s.user.create(s.namespace, "finishing", spec);
     await s.user.create(s.namespace, "neighbour", spec);
     const finishing = await s.user.waitReady(s.namespace, "finishing");
@@ -51,7 +47,7 @@ describe("controller: the service's looser answers", () => {
   });
 
   it("nulls in nested fields of the service's answer never cause a PATCH", async () => {
-    const s = await startScenario("loose-nulls", {
+    const s = await scenarios.start("loose-nulls", {
       sim: {
         seed: {
           deployments: [
@@ -72,7 +68,6 @@ describe("controller: the service's looser answers", () => {
       },
       op: { resyncMs: 1_000 },
     });
-    running.push(s);
     await s.user.create(s.namespace, "with-nulls", {
       source: "internal_docker",
       sourceConfig: { resourceSpec: { minScale: 1, sidecars: [{ name: "proxy", image: "envoy:1" }] } },
@@ -81,13 +76,12 @@ describe("controller: the service's looser answers", () => {
     await s.user.waitReady(s.namespace, "with-nulls");
     // Adopted, then several resync periods: never a PATCH.
     await s.user.waitForEvent(s.namespace, "with-nulls", "Adopted");
-    await new Promise((r) => setTimeout(r, 3_000));
+    await waitForPasses(s.sim, 3, Date.now());
     expect(s.sim.counters()[PATCH]).toBeUndefined();
   });
 
   it("an edit whose first PATCH got a 429 is reported as Updated, not DriftCorrected", async () => {
-    const s = await startScenario("loose-429");
-    running.push(s);
+    const s = await scenarios.start("loose-429");
     await s.user.create(s.namespace, "edited", spec);
     await s.user.waitReady(s.namespace, "edited");
     s.sim.faults.set({ script: [{ route: PATCH, count: 1, status: 429, retryAfterSeconds: 1 }] });

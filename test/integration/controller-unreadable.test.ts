@@ -1,9 +1,9 @@
 // One deployment the service lists in a shape the operator cannot read never stops the others,
 // and never makes the operator create a duplicate of it: its resource says so and waits.
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { type Scenario, startScenario } from "../support/operator.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
+import { useScenarios } from "../support/scenario.ts";
 
 const spec: DeploymentSpec = {
   source: "internal_docker",
@@ -21,13 +21,10 @@ const seeded = (id: string, name: string, quirks?: { omit: string[] }) => ({
 });
 
 describe("controller: a deployment it cannot read", () => {
-  const running: Scenario[] = [];
-  afterEach(async () => {
-    for (const s of running.splice(0)) await s.stop();
-  });
+  const scenarios = useScenarios();
 
   it("reports it on its resource instead of creating a duplicate, and adopts the readable ones", async () => {
-    const s = await startScenario("ctl-unreadable", {
+    const s = await scenarios.start("ctl-unreadable", {
       sim: {
         seed: {
           deployments: [
@@ -38,7 +35,6 @@ describe("controller: a deployment it cannot read", () => {
         },
       },
     });
-    running.push(s);
     await s.user.create(s.namespace, "hidden", spec);
     await s.user.create(s.namespace, "visible", spec);
 

@@ -10,10 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KubeClient } from "../../src/kube/client.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
 import { KubeReviews } from "../../src/kube/reviews.ts";
-import { ReviewRefusedError } from "../../src/runtime/metrics-auth.ts";
+import { ReviewRefusedError } from "../../src/serving/metrics-auth.ts";
 import { serviceAccountKubeconfig } from "../e2e/install-support.ts";
 import { freshNamespace, kubectlOk } from "../support/cluster.ts";
-import { type Scenario, startScenario } from "../support/operator.ts";
+import { type Scenario, startScenario } from "../support/scenario.ts";
 
 const READER_ROLE = join(import.meta.dirname, "..", "..", "manifests", "rbac", "metrics_reader_role.yaml");
 

@@ -4,7 +4,7 @@
  * self-signed leaf, with @peculiar/x509 over Node's WebCrypto (EC P-256).
  */
 import { webcrypto } from "node:crypto";
-import { loadX509 } from "../../src/runtime/x509.ts";
+import { loadX509 } from "../../src/serving/x509.ts";
 
 const x509 = await loadX509();
 

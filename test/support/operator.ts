@@ -9,9 +9,8 @@ import type { ServiceConfig } from "../../src/config.ts";
 import { parseSelector } from "../../src/crd/label-selector.ts";
 import { buildOperator, type Operator, type OperatorConfig } from "../../src/main.ts";
 import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/server.ts";
-import { freshNamespace, testKubeconfigPath, waitFor } from "./cluster.ts";
+import { testKubeconfigPath, waitFor } from "./cluster.ts";
 import { LogCapture } from "./logs.ts";
-import { ClusterUser } from "./resources.ts";
 
 /** The API key the test simulator demands; the operator sends it, and it must never be logged. */
 export const TEST_API_KEY = "test-key-d41d8cd98f00b204e980";
@@ -84,6 +83,10 @@ export interface TestOperator {
   config: OperatorConfig;
   /** Reconciles finished so far (any result), from the operator's own metrics. */
   reconciles(): Promise<number>;
+  /** Reconciles in flight now (all controllers), from the operator's own metrics. */
+  inFlight(): Promise<number>;
+  /** A metric of the operator's registry, summed over its labels (0 when it has no samples). */
+  metric(name: string): Promise<number>;
   /** Resolves once the workers run (caches synced, the start-up listing of the service done). */
   started(): Promise<void>;
   /** Stops it (graceful, within `shutdownTimeoutMs`) and resolves once it has stopped. */
@@ -163,54 +166,24 @@ export function startOperator(options: TestOperatorOptions): TestOperator {
     if (!abort.signal.aborted) throw error;
   });
   running.catch(() => {});
+  const sum = async (name: string) => {
+    const metric = await operator.metrics.registry.getSingleMetric(name)?.get();
+    return (metric?.values ?? []).reduce((total, v) => total + v.value, 0);
+  };
   return {
     operator,
     identity: operator.identity,
     logs,
     config,
-    reconciles: async () => {
-      const metric = await operator.metrics.registry
-        .getSingleMetric("controller_runtime_reconcile_total")
-        ?.get();
-      return (metric?.values ?? []).reduce((sum, v) => sum + v.value, 0);
-    },
+    reconciles: () => sum("controller_runtime_reconcile_total"),
+    inFlight: () => sum("controller_runtime_active_workers"),
+    metric: sum,
     started: async () => {
       await waitFor(() => operator.controller.running, { description: "the operator's workers" });
     },
     stop: async () => {
       abort.abort(new Error("test stopped the operator"));
       await running;
-    },
-  };
-}
-
-/** A test's world: its own namespace, simulator and operator, and a user of the cluster. */
-export interface Scenario {
-  namespace: string;
-  sim: RunningSimulator;
-  op: TestOperator;
-  user: ClusterUser;
-  /** Stops the operator and the simulator (the namespace stays: it cannot be finalized here). */
-  stop(): Promise<void>;
-}
-
-/** Starts a {@link Scenario} in a fresh namespace named after `prefix`. */
-export async function startScenario(
-  prefix: string,
-  options: { sim?: SimulatorOptions; op?: Partial<TestOperatorOptions> } = {},
-): Promise<Scenario> {
-  const namespace = await freshNamespace(prefix);
-  const sim = await startTestSimulator(options.sim);
-  const op = startOperator({ simulator: sim, namespaces: [namespace], ...options.op });
-  const user = new ClusterUser(options.op?.kubeconfig);
-  return {
-    namespace,
-    sim,
-    op,
-    user,
-    stop: async () => {
-      await op.stop();
-      await sim.close();
     },
   };
 }

@@ -4,14 +4,14 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { applyPatch } from "../../src/reconcile/apply-reuse.ts";
-import type { PatchPlan } from "../../src/reconcile/plan.ts";
-import { RevisionRedeployer } from "../../src/reconcile/redeployer.ts";
+import type { PatchPlan } from "../../src/reconcile/plan/plan.ts";
 import {
   NO_SECRETS_HASH,
   type RevisionHistoryEntry,
   recordCreated,
   revisionConfigHash,
-} from "../../src/reconcile/revision-reuse.ts";
+} from "../../src/reconcile/plan/revision-reuse.ts";
+import { RevisionRedeployer } from "../../src/reconcile/service/redeployer.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { SimulatedService } from "../support/memory-ports.ts";
 

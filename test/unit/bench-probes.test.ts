@@ -6,7 +6,7 @@ import {
   memoryMiB,
   parseSamples,
   sumOf,
-} from "../../test/bench/probes.ts";
+} from "../bench/probes.ts";
 
 // The scale benchmark's figures come from these readings; a wrong parse would publish wrong figures.
 

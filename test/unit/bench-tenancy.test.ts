@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { passStarts } from "../../test/bench/operator-run.ts";
-import { parseTenants } from "../../test/bench/tenancy.ts";
+import { passStarts } from "../bench/operator-run.ts";
+import { parseTenants } from "../bench/tenancy.ts";
 
 // The many-tenants case counts resync passes from the listing calls of every connection, and
 // refuses settings under which its comparison would measure nothing.

@@ -1,4 +1,4 @@
-// The rules of "may I trust this read" of what the service said (src/reconcile/freshness.ts),
+// The rules of "may I trust this read" of what the service said (src/reconcile/service/freshness.ts),
 // one table per rule, a reason per case.
 import { describe, expect, it } from "vitest";
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
@@ -11,7 +11,7 @@ import {
   listingAnswers,
   lookupTarget,
   startPass,
-} from "../../src/reconcile/freshness.ts";
+} from "../../src/reconcile/service/freshness.ts";
 
 const NOW = 1_000_000;
 const listing = (over: Partial<ListingState> = {}): ListingState => ({

@@ -13,7 +13,7 @@ import {
   reviewResource,
   skippedEntry,
 } from "../../src/gitops/review.ts";
-import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
+import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
 import { remote } from "./plan-fixtures.ts";
 
 const SECRET_VALUE = "sk-do-not-print-4f1e";

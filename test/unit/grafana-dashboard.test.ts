@@ -4,8 +4,8 @@
 // checks the same against a scrape of a running operator). It also covers what an on-call
 // engineer looks for first.
 import { describe, expect, it } from "vitest";
+import { registerConnectionMetrics, registerResourceMetrics } from "../../src/gauges/resource-metrics.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
-import { registerConnectionMetrics, registerResourceMetrics } from "../../src/runtime/resource-metrics.ts";
 import { STALLED_REASONS } from "../../src/wiring/operator-metrics.ts";
 import { dashboard, dashboardQueries, metricNames, unknownSeries } from "../support/promql.ts";
 

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { KubeClient } from "../../src/kube/client.ts";
 import { KubeApiError } from "../../src/kube/errors.ts";
 import { KubeReviews } from "../../src/kube/reviews.ts";
-import { ReviewRefusedError } from "../../src/runtime/metrics-auth.ts";
+import { ReviewRefusedError } from "../../src/serving/metrics-auth.ts";
 
 let server: Server | undefined;
 afterEach(async () => {

@@ -9,7 +9,7 @@ import {
   type ReviewedUser,
   type ReviewPort,
   ReviewRefusedError,
-} from "../../src/runtime/metrics-auth.ts";
+} from "../../src/serving/metrics-auth.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 const METRICS: NonResourceAttributes = { path: "/metrics", verb: "get" };

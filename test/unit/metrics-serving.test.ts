@@ -7,16 +7,16 @@ import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { HealthServer } from "../../src/runtime/health.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
+import { HealthServer } from "../../src/serving/health.ts";
 import {
   MetricsAuthenticator,
   type NonResourceAttributes,
   type ReviewedUser,
   type ReviewPort,
-} from "../../src/runtime/metrics-auth.ts";
-import { type CertificatePair, selfSigned } from "../../src/runtime/self-signed.ts";
-import { DirectoryCertificate, SelfSignedCertificate } from "../../src/runtime/serving-cert.ts";
+} from "../../src/serving/metrics-auth.ts";
+import { type CertificatePair, selfSigned } from "../../src/serving/self-signed.ts";
+import { DirectoryCertificate, SelfSignedCertificate } from "../../src/serving/serving-cert.ts";
 import { LogCapture } from "../support/logs.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 

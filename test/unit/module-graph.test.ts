@@ -3,8 +3,13 @@
 // TypeScript's parser (test/support/module-graph.ts), type-only and dynamic imports included.
 // The root files of src/ are nodes of their own; of them `cli.ts` (the process) and `main.ts`
 // (the operator, started by the `run` command) compose the rest: nothing imports `cli.ts`, and
-// only `commands/` imports `main.ts` and `wiring/`.
+// only `commands/` imports `main.ts` and `wiring/`. The README's layout table is the map of the
+// folders: every folder of src/ has a row, every row a folder, and every import between two of
+// them is one its importer's row allows.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { type LayoutRow, layoutProblems, partsOf, readLayoutTable } from "../support/layout-table.ts";
 import {
   cycles,
   describeCycle,
@@ -12,6 +17,7 @@ import {
   folderOf,
   type Graph,
   graphOf,
+  ROOT,
   readSpecifiers,
   sourceFiles,
 } from "../support/module-graph.ts";
@@ -58,6 +64,121 @@ describe("the module graph of src/", () => {
     expect(SOURCES.length).toBeGreaterThan(100);
     expect([...specifiers.keys()]).toEqual(SOURCES);
     expect(folders.has("reconcile") && folders.has("main.ts") && folders.has("wiring")).toBe(true);
+  });
+});
+
+describe("the README's layout table", () => {
+  const rows = readLayoutTable(readFileSync(join(ROOT, "README.md"), "utf8"));
+
+  it("agrees with the code: every folder a row, every row a folder, every import allowed", () => {
+    expect(rows.length).toBeGreaterThan(10);
+    expect(layoutProblems(rows, SOURCES, edges)).toEqual([]);
+  });
+
+  it("has a row for each subfolder of reconcile/", () => {
+    const subfolders = [...partsOf(SOURCES)].filter((p) => /^reconcile\/.+\//.test(p));
+    expect(subfolders.length).toBeGreaterThan(2);
+    expect(subfolders.filter((p) => !rows.some((r) => r.parts.includes(p)))).toEqual([]);
+  });
+});
+
+/** A table from `part: allowed, allowed` lines. */
+function table(...lines: string[]): LayoutRow[] {
+  return lines.map((line) => {
+    const [parts = "", allowed = ""] = line.split(":");
+    const names = (list: string) =>
+      list
+        .split(",")
+        .map((n) => n.trim())
+        .filter(Boolean);
+    return { parts: names(parts), mayImport: names(allowed) };
+  });
+}
+const edge = (from: string, to: string) => ({ from: `src/${from}`, to: `src/${to}` });
+
+describe("checking the code against a layout table", () => {
+  const files = ["src/main.ts", "src/a/x.ts", "src/b/y.ts", "src/b/sub/z.ts", "src/c/w.ts"];
+  const rows = table("main.ts: a/, b/", "a/:", "b/: a/", "b/sub/: b/, a/", "c/:");
+
+  it("finds nothing when they agree", () => {
+    const edges = [edge("main.ts", "b/sub/z.ts"), edge("b/y.ts", "b/sub/z.ts"), edge("b/sub/z.ts", "b/y.ts")];
+    expect(layoutProblems(rows, files, [...edges, edge("b/sub/z.ts", "a/x.ts")])).toEqual([]);
+  });
+
+  it.each([
+    {
+      case: "a folder without a row",
+      rows: table("main.ts: a/, b/", "a/:", "b/: a/", "b/sub/: b/"),
+      edges: [],
+      problems: ["src/c/ has no row"],
+    },
+    {
+      case: "a row for no folder",
+      rows: [...rows, ...table("gone/: a/")],
+      edges: [],
+      problems: ["the row of gone/ names nothing in src/"],
+    },
+    {
+      case: "an import the row does not allow",
+      rows,
+      edges: [edge("a/x.ts", "b/y.ts"), edge("c/w.ts", "b/sub/z.ts"), edge("main.ts", "a/x.ts")],
+      problems: [
+        "src/a/x.ts imports src/b/y.ts: a/ may not import b/",
+        "src/c/w.ts imports src/b/sub/z.ts: c/ may not import b/sub/",
+      ],
+    },
+    {
+      case: "a subfolder importing a sibling by its folder's name",
+      rows: table("main.ts: a/, b/", "a/:", "b/: a/", "b/sub/: a/", "b/other/: b/", "c/:"),
+      edges: [edge("b/sub/z.ts", "b/y.ts")],
+      problems: [
+        "the row of b/other/ names nothing in src/",
+        "src/b/sub/z.ts imports src/b/y.ts: b/sub/ may not import b/",
+      ],
+    },
+    {
+      case: "a subfolder allowed what its folder is not, a name without a row, a part twice",
+      rows: table("main.ts: a/, b/", "a/: nowhere/", "b/:", "b/sub/: a/", "c/:", "c/:"),
+      edges: [],
+      problems: [
+        "c/ has two rows",
+        "a/ may import nowhere/, which has no row",
+        "b/sub/ may import a/, which its folder b/ may not",
+      ],
+    },
+  ])("names $case", ({ rows, edges, problems }) => {
+    expect(layoutProblems(rows, files, edges)).toEqual(problems);
+  });
+});
+
+describe("reading the layout table", () => {
+  it("takes the names of the first and last columns below the heading", () => {
+    const markdown = [
+      "## Layout",
+      "",
+      "Text.",
+      "",
+      "| Folder | Holds | May import |",
+      "| --- | --- | --- |",
+      "| `a/`, `x.ts` | things, `not-a-name/` | nothing |",
+      "| `b/sub/` | more | `a/`, `x.ts` |",
+      "",
+      "| other | table |",
+    ].join("\n");
+    expect(readLayoutTable(markdown)).toEqual([
+      { parts: ["a/", "x.ts"], mayImport: [] },
+      { parts: ["b/sub/"], mayImport: ["a/", "x.ts"] },
+    ]);
+  });
+
+  it("fails without its heading, its table, or with a row of other than three columns", () => {
+    expect(() => readLayoutTable("# Other\n| a | b | c |")).toThrow('no heading "Layout"');
+    expect(() =>
+      readLayoutTable("## Layout\ntext\n## Next\n| a | b | c |\n| - | - | - |\n| `x/` | y | |"),
+    ).toThrow('no table under "Layout"');
+    expect(() => readLayoutTable("## Layout\n| a | b | c |\n| - | - | - |\n| `x/` | y |")).toThrow(
+      "2 columns",
+    );
   });
 });
 

@@ -3,7 +3,7 @@
 // message, tolerantly, and anything else keeps the behaviour of any 409.
 import { describe, expect, it } from "vitest";
 import { renderDetail, ServiceError } from "../../src/api/errors.ts";
-import { isTracingProjectConflict, nameReservedMessage } from "../../src/reconcile/name-reserved.ts";
+import { isTracingProjectConflict, nameReservedMessage } from "../../src/reconcile/service/name-reserved.ts";
 import { tracingProjectConflict } from "../../src/simulator/tracing-projects.ts";
 
 /** The client's error for a `status` answer with `body`, as its transport builds it. */

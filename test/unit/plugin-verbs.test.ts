@@ -2,11 +2,18 @@
 // (tolerantly, bounded, without terminal escapes), how `version` reads the operator's version
 // from its Deployment, and what the verbs accept as a name and a timeout. Through the real kubectl
 // and API server: test/e2e/kubectl-plugin.test.ts.
+
 import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { resourceName, waitTimeout } from "../../src/commands/annotate.ts";
 import { completions, DIRECTIVE } from "../../src/commands/completion.ts";
 import type { CliContext } from "../../src/commands/context.ts";
-import { describeInstall, imageTag, installOf } from "../../src/commands/operator-version.ts";
+import {
+  describeInstall,
+  imageTag,
+  installOf,
+  registerVersionCommand,
+} from "../../src/commands/operator-version.ts";
 import { COMMANDS } from "../../src/commands/registry.ts";
 import {
   type ConnectionView,
@@ -16,7 +23,9 @@ import {
   renderStatus,
   resourceView,
   SECTION_ROWS,
+  statusDocument,
 } from "../../src/commands/status.ts";
+import { runCli } from "../support/cli.ts";
 
 const cond = (type: string, status: string, reason = "R", message = "m") => ({
   type,
@@ -141,6 +150,63 @@ describe("status: output bounds", () => {
     expect(out.match(/^ {2}r\d+ /gm)).toHaveLength(SECTION_ROWS);
     expect(out).toContain("  … and 5 more\n");
     expect(out).toContain("note: cannot list ClusterServiceConnections: forbidden\n");
+  });
+});
+
+describe("status and version as json or yaml", () => {
+  it("status: every resource read (past the rows a section prints), when a held change goes out, the connections", () => {
+    const items = [
+      ...Array.from({ length: SECTION_ROWS + 2 }, (_, i) =>
+        item(`r${i}`, [cond("Ready", "True", "Available")]),
+      ),
+      item("held", [
+        cond("Synced", "False", "OutsideRolloutWindow", "held: it goes out at 2026-12-01T02:00:00Z (x)"),
+      ]),
+    ];
+    const connections: ConnectionView[] = [
+      {
+        kind: "ServiceConnection",
+        namespace: "team-a",
+        name: "c",
+        ready: "True",
+        reason: "Connected",
+        message: "",
+        resources: "1",
+        windows: [],
+      },
+    ];
+    const document = statusDocument({
+      scope: "namespace team-a",
+      allNamespaces: false,
+      resources: { items, truncated: false },
+      connections,
+      notes: [],
+      now: 0,
+    });
+    const resources = document.resources as { name: string; held?: { goesOutAt: string } }[];
+    expect(resources).toHaveLength(SECTION_ROWS + 3);
+    expect(resources.find((r) => r.name === "held")?.held?.goesOutAt).toBe("2026-12-01T02:00:00Z (x)");
+    expect(document.connections).toEqual([
+      {
+        kind: "ServiceConnection",
+        namespace: "team-a",
+        name: "c",
+        ready: "True",
+        reason: "Connected",
+        message: "",
+        resources: "1",
+      },
+    ]);
+  });
+
+  it("version --client -o json|yaml: one document, as kubectl version prints it", async () => {
+    const json = await runCli(["version", "--client", "-o", "json"], { commands: [registerVersionCommand] });
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({ clientVersion: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+    const yaml = await runCli(["version", "--client", "-o", "yaml"], { commands: [registerVersionCommand] });
+    expect(parse(yaml.stdout)).toEqual(JSON.parse(json.stdout));
+    const table = await runCli(["version", "--client"], { commands: [registerVersionCommand] });
+    expect(table.stdout).toMatch(/^Client Version: \d/);
   });
 });
 

@@ -1,6 +1,6 @@
 // The program names itself after how it was started: `kubectl-dms` (what kubectl runs for
 // `kubectl dms`) makes every help and usage text say `kubectl dms`; anything else says
-// `dms-operator`. The packed plugin run by the real kubectl is in test/contract/cli-package.test.ts.
+// `dms-operator`. The packed plugin run by the real kubectl is in test/tools/cli-package.test.ts.
 import { describe, expect, it } from "vitest";
 import { registerDeploymentsCommand } from "../../src/commands/deployments.ts";
 import { registerPlanCommand } from "../../src/commands/plan.ts";

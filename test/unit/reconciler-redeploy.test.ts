@@ -6,11 +6,11 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { DEFAULT_CONNECTION } from "../../src/identity/connection.ts";
+import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
-import { ServiceSession, type SessionLookup } from "../../src/reconcile/session.ts";
+import { ServiceSession, type SessionLookup } from "../../src/reconcile/service/session.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { MemoryResources, MemorySecrets, RecordedEvents, SimulatedService } from "../support/memory-ports.ts";
 

@@ -11,15 +11,16 @@ import {
   type DeploymentSpec,
   FINALIZER,
 } from "../../src/crd/schema.ts";
-import { DEFAULT_CONNECTION } from "../../src/identity/connection.ts";
+import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
+import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
-import { ListingDeadlineError, pollIndexer, type RemoteSnapshot } from "../../src/reconcile/remote.ts";
-import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
-import { oneSession, ServiceSession, type SessionLookup } from "../../src/reconcile/session.ts";
+import { oneSession, ServiceSession, type SessionLookup } from "../../src/reconcile/service/session.ts";
+import { ListingDeadlineError, type RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
 import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";
 import type { Timing } from "../../src/simulator/record.ts";
+import { pollIndexer } from "../../src/wiring/indexes.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {
   type InjectedFailure,

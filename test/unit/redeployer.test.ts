@@ -3,9 +3,10 @@
 // the route or the listing remembered for the connection (one call, then none).
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { RevisionRedeployer } from "../../src/reconcile/redeployer.ts";
-import { type RevisionHistoryEntry, recordCreated } from "../../src/reconcile/revision-reuse.ts";
-import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
+import { chooseRedeploy } from "../../src/reconcile/apply-reuse.ts";
+import { type RevisionHistoryEntry, recordCreated } from "../../src/reconcile/plan/revision-reuse.ts";
+import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
+import { RevisionRedeployer } from "../../src/reconcile/service/redeployer.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { SimulatedService } from "../support/memory-ports.ts";
 
@@ -52,7 +53,7 @@ const wantGood = (history: RevisionHistoryEntry[], secretsHash: string | undefin
 describe("RevisionRedeployer", () => {
   it("one read of the listing's first page finds the revision; one call redeploys it", async () => {
     const { service, redeployer, id, good, history } = world();
-    const decision = await redeployer.choose(id, wantGood(history, SECRETS), signal);
+    const decision = await chooseRedeploy(redeployer, id, wantGood(history, SECRETS), signal);
     expect(decision).toMatchObject({ kind: "redeploy", revisionId: good });
     expect(service.calls.recentRevisions).toBe(1);
     const outcome = await redeployer.redeploy(id, good, signal);
@@ -63,7 +64,7 @@ describe("RevisionRedeployer", () => {
 
   it("switch-active: the same calls, the active revision switches back", async () => {
     const { clock, service, redeployer, id, good, history } = world("switch-active");
-    const decision = await redeployer.choose(id, wantGood(history, SECRETS), signal);
+    const decision = await chooseRedeploy(redeployer, id, wantGood(history, SECRETS), signal);
     const outcome = await redeployer.redeploy(
       id,
       decision.kind === "redeploy" ? decision.revisionId : "",
@@ -77,12 +78,12 @@ describe("RevisionRedeployer", () => {
   it("reads nothing when nothing in the history could match: Never, other secrets, unvouched secrets", async () => {
     const { service, redeployer, id, history } = world();
     expect(
-      (await redeployer.choose(id, { ...wantGood(history, SECRETS), policy: "Never" }, signal)).kind,
+      (await chooseRedeploy(redeployer, id, { ...wantGood(history, SECRETS), policy: "Never" }, signal)).kind,
     ).toBe("build");
     const rotated = hashSecrets([{ name: "TOKEN", value: "two" }]);
-    expect((await redeployer.choose(id, wantGood(history, rotated), signal)).kind).toBe("build");
-    expect((await redeployer.choose(id, wantGood(history, undefined), signal)).kind).toBe("build");
-    expect((await redeployer.choose(id, wantGood([], SECRETS), signal)).kind).toBe("build");
+    expect((await chooseRedeploy(redeployer, id, wantGood(history, rotated), signal)).kind).toBe("build");
+    expect((await chooseRedeploy(redeployer, id, wantGood(history, undefined), signal)).kind).toBe("build");
+    expect((await chooseRedeploy(redeployer, id, wantGood([], SECRETS), signal)).kind).toBe("build");
     expect(service.total).toBe(0);
   });
 
@@ -91,7 +92,7 @@ describe("RevisionRedeployer", () => {
     expect(await redeployer.redeploy(id, good, signal)).toEqual({ kind: "missing" });
     expect(redeployer.missing).toBe("the service has no redeploy route");
     expect(await redeployer.redeploy(id, good, signal)).toEqual({ kind: "missing" });
-    expect(await redeployer.choose(id, wantGood(history, SECRETS), signal)).toEqual({
+    expect(await chooseRedeploy(redeployer, id, wantGood(history, SECRETS), signal)).toEqual({
       kind: "build",
       reason: "the service has no redeploy route",
     });
@@ -110,11 +111,11 @@ describe("RevisionRedeployer", () => {
   it("a listing that fails for a passing reason builds this time and asks again next time", async () => {
     const { service, redeployer, id, good, history } = world();
     service.failNext("recentRevisions", { status: 503 });
-    expect(await redeployer.choose(id, wantGood(history, SECRETS), signal)).toEqual({
+    expect(await chooseRedeploy(redeployer, id, wantGood(history, SECRETS), signal)).toEqual({
       kind: "build",
       reason: "the revisions could not be read (503 unavailable)",
     });
-    expect(await redeployer.choose(id, wantGood(history, SECRETS), signal)).toMatchObject({
+    expect(await chooseRedeploy(redeployer, id, wantGood(history, SECRETS), signal)).toMatchObject({
       revisionId: good,
     });
   });

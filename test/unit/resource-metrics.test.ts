@@ -1,16 +1,16 @@
-// The gauges of the Deployment resources' state (src/runtime/resource-metrics.ts), computed at
+// The gauges of the Deployment resources' state (src/gauges/resource-metrics.ts), computed at
 // scrape time from the watch cache: by Ready/Synced, rollouts in progress, failed and held, the
 // age of the longest-held change, and the resources Stalled by reason, with the label values
 // bounded and exported even when no resource has them.
 import { describe, expect, it } from "vitest";
-import { metricsText } from "../../src/runtime/health.ts";
-import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import {
   type ConditionsOf,
   OTHER_REASON,
   RESOURCE_METRICS,
   registerResourceMetrics,
-} from "../../src/runtime/resource-metrics.ts";
+} from "../../src/gauges/resource-metrics.ts";
+import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
+import { metricsText } from "../../src/serving/health.ts";
 import { STALLED_REASONS } from "../../src/wiring/operator-metrics.ts";
 
 const c = (type: string, status: string, reason = "R", lastTransitionTime?: string) => ({

@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import type { Deployment, Revision } from "../../src/api/wire.ts";
 import type { RevisionReusePolicy } from "../../src/crd/schema.ts";
 import { REVISION_HISTORY_LIMIT } from "../../src/crd/status-schema.ts";
-import { activeRevision } from "../../src/reconcile/live-revision.ts";
 import {
   chooseRevision,
   configAfterPatch,
@@ -14,9 +13,10 @@ import {
   revisionReusePolicy,
   splitForRedeploy,
   vouchedSecretsHash,
-} from "../../src/reconcile/revision-reuse.ts";
-import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
-import { statusFrom } from "../../src/reconcile/status.ts";
+} from "../../src/reconcile/plan/revision-reuse.ts";
+import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
+import { activeRevision } from "../../src/reconcile/status/live-revision.ts";
+import { statusFrom } from "../../src/reconcile/status/status.ts";
 
 const SECRETS = hashSecrets([{ name: "TOKEN", value: "one" }]);
 const ROTATED = hashSecrets([{ name: "TOKEN", value: "two" }]);

@@ -11,7 +11,7 @@ import {
   SLOW_SEARCH_RETRY_MS,
   slowSearchRetryMs,
   windowsInEffect,
-} from "../../src/reconcile/rollout-gate.ts";
+} from "../../src/reconcile/rollout/rollout-gate.ts";
 import {
   BoundedMemo,
   compileWindows,
@@ -22,7 +22,7 @@ import {
   OPENING_BUDGET_MS,
   type RolloutWindowSpec,
   UNTIMED_STEPS,
-} from "../../src/reconcile/rollout-windows.ts";
+} from "../../src/reconcile/rollout/rollout-windows.ts";
 
 const at = (iso: string) => Date.parse(iso);
 const NOW = at("2026-11-24T12:00:00Z");

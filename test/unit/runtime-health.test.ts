@@ -1,7 +1,7 @@
 import { Gauge } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
-import { HealthServer, parseBindAddress } from "../../src/runtime/health.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
+import { HealthServer, parseBindAddress } from "../../src/serving/health.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 const servers: HealthServer[] = [];

@@ -4,8 +4,8 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { CreateDeploymentBody } from "../../src/api/wire.ts";
-import { NameReservedError } from "../../src/reconcile/name-reserved.ts";
-import { ServiceSession } from "../../src/reconcile/session.ts";
+import { NameReservedError } from "../../src/reconcile/service/name-reserved.ts";
+import { ServiceSession } from "../../src/reconcile/service/session.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { SimulatedService } from "../support/memory-ports.ts";
 

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { redactAndTruncate, redactSecrets } from "../../src/api/redact.ts";
 import type { Deployment } from "../../src/api/wire.ts";
-import { statusEqual } from "../../src/reconcile/diff.ts";
+import { statusEqual } from "../../src/reconcile/plan/diff.ts";
 import {
   CONDITION,
   outcomeFromProblems,
@@ -10,7 +10,7 @@ import {
   type StatusInput,
   type SyncOutcome,
   statusFrom,
-} from "../../src/reconcile/status.ts";
+} from "../../src/reconcile/status/status.ts";
 import { remote } from "./plan-fixtures.ts";
 
 const T0 = new Date("2025-06-01T10:00:00.123Z");

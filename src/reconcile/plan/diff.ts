@@ -1,0 +1,70 @@
+/**
+ * Value comparison and display for the planner. Pure.
+ *
+ * The service and the API server both speak JSON, so values are compared as JSON values: numbers
+ * numerically (`1` and `1.0` are the same number), objects by their keys whatever the key order,
+ * lists element by element in order (a Kubernetes list such as `env` is ordered).
+ */
+import { isRecord } from "../../json.ts";
+
+/**
+ * True when `a` and `b` are the same JSON value. `undefined` and `null` are both "absent" at the
+ * top level of a comparison only when the caller says so; here `null` equals only `null`, and an
+ * object key whose value is `undefined` counts as missing.
+ */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  return equal(a, b, (v) => v === undefined);
+}
+
+/**
+ * True when writing the status `b` over `a` would change nothing (a controller then skips the
+ * write), for every kind the operator writes the status of.
+ */
+export function statusEqual<T extends object>(a: T | undefined, b: T | undefined): boolean {
+  return jsonEqual(a ?? {}, b ?? {});
+}
+
+/**
+ * {@link jsonEqual} for values read from the service: an object key whose value is `null` counts
+ * as missing too, at any depth, because the service answers `null` for nested fields that are
+ * not set (`sidecars[0].env: null` is the same as no `env`). Such a null never causes a PATCH.
+ */
+export function wireEqual(a: unknown, b: unknown): boolean {
+  return equal(a, b, (v) => v === undefined || v === null);
+}
+
+function equal(a: unknown, b: unknown, missing: (value: unknown) => boolean): boolean {
+  if (a === b) return true;
+  if (typeof a === "number" && typeof b === "number") return a === b || (Number.isNaN(a) && Number.isNaN(b));
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((item, i) => equal(item, b[i], missing));
+  }
+  if (isRecord(a) && isRecord(b)) {
+    const keysA = Object.keys(a).filter((key) => !missing(a[key]));
+    const keysB = Object.keys(b).filter((key) => !missing(b[key]));
+    if (keysA.length !== keysB.length) return false;
+    return keysA.every((key) => Object.hasOwn(b, key) && equal(a[key], b[key], missing));
+  }
+  return false;
+}
+
+/** Longest rendering of one value in a summary line before it is cut with an ellipsis. */
+export const MAX_VALUE_WIDTH = 120;
+
+/**
+ * A short, single-line rendering of a value for a diff summary: strings bare, `(unset)` for
+ * `undefined`/`null`, other values as compact JSON, cut at {@link MAX_VALUE_WIDTH} characters.
+ * Never call it with a secret value.
+ */
+export function displayValue(value: unknown): string {
+  if (value === undefined || value === null) return "(unset)";
+  const text = typeof value === "string" ? value : (JSON.stringify(value) ?? String(value));
+  const line = text.replace(/\s+/g, " ");
+  return line.length > MAX_VALUE_WIDTH ? `${line.slice(0, MAX_VALUE_WIDTH - 1)}…` : line;
+}
+
+/** A deep copy of a JSON value, so a plan never shares mutable state with its inputs. */
+export function cloneJson<T>(value: T): T {
+  return structuredClone(value);
+}

@@ -1,0 +1,80 @@
+/**
+ * The secrets part of the plan: whether the spec's secrets must be sent, given what the service
+ * shows (values, masked values or none) and the hash of what was last applied. Pure.
+ */
+
+import type { SecretValue } from "../../crd/mapping.ts";
+import type { Secret } from "../service-types.ts";
+import { hashSecrets } from "./secret-hash.ts";
+
+/** What the secrets cannot be made to be: an empty list cannot clear the service's secrets. */
+export interface SecretsProblem {
+  reason: "CannotClearSecrets";
+  /** Always `spec.secrets`. */
+  field: string;
+  /** Sentence naming the secrets and the way out. Never a secret value. */
+  message: string;
+}
+
+/** The planner's decision about `secrets`. */
+export interface SecretsDecision {
+  /** The list to send, when the service must be told. */
+  send?: SecretValue[];
+  /** Summary lines naming secrets, never their values. */
+  lines: string[];
+  /** What cannot be done (an empty list cannot clear the service's secrets). */
+  problem?: SecretsProblem;
+  /** Hash of the desired secrets, once they are (or will be, after `send`) what the service has. */
+  hash?: string;
+}
+
+/**
+ * Decides whether `desired` secrets (undefined: not managed) must be sent, given the `remote`
+ * ones (values, masked values or none) and the hash last applied. In sync when the names are
+ * the same and either the hash of the desired values is the one last applied, or the service
+ * shows exactly the desired values. Never sends when in sync.
+ */
+export function planSecrets(
+  desired: readonly SecretValue[] | undefined,
+  remote: readonly Secret[],
+  lastHash: string | undefined,
+): SecretsDecision {
+  if (!desired) return { lines: [] };
+  const remoteNames = [...new Set(remote.map((s) => s.name))].sort();
+  if (desired.length === 0) {
+    if (remoteNames.length === 0) return { lines: [], hash: hashSecrets([]) };
+    return {
+      lines: [],
+      problem: {
+        reason: "CannotClearSecrets",
+        field: "spec.secrets",
+        message: `spec.secrets is empty but the service's deployment has secrets ${remoteNames.join(", ")}: the service cannot clear secrets with an empty list; list the secrets to keep, remove spec.secrets to stop managing them, or remove them on the service`,
+      },
+    };
+  }
+  const hash = hashSecrets(desired);
+  const remoteValue = new Map(remote.map((s) => [s.name, s.value]));
+  const desiredNames = desired.map((s) => s.name).sort();
+  const namesMatch =
+    desiredNames.length === remoteNames.length && desiredNames.every((n, i) => n === remoteNames[i]);
+  const valuesShown = desired.every((s) => remoteValue.get(s.name) === s.value);
+  if (namesMatch && (hash === lastHash || valuesShown)) return { lines: [], hash };
+
+  const added = desiredNames.filter((n) => !remoteValue.has(n));
+  const removed = remoteNames.filter((n) => !desiredNames.includes(n));
+  // Whether a kept secret's value changed is known from the values when the service shows them,
+  // otherwise only from the hash: then every kept secret counts as rotated.
+  const rotated =
+    hash === lastHash
+      ? []
+      : desired
+          .filter((s) => remoteValue.has(s.name) && remoteValue.get(s.name) !== s.value)
+          .map((s) => s.name)
+          .sort();
+  const lines: string[] = [];
+  if (added.length > 0) lines.push(`secrets: added ${added.join(", ")}`);
+  if (removed.length > 0) lines.push(`secrets: removed ${removed.join(", ")}`);
+  if (rotated.length > 0) lines.push(`secrets: rotated ${rotated.join(", ")}`);
+  if (lines.length === 0) lines.push(`secrets: set ${desiredNames.join(", ")}`);
+  return { send: desired.map((s) => ({ name: s.name, value: s.value })), lines, hash };
+}

@@ -1,0 +1,110 @@
+/**
+ * Revision tracking: "is my revision live, and if not, why". While a deployment's latest revision
+ * is not its active one, the reconcile reads that revision (one call per rolling resource per
+ * poll; none in steady state) so that a build or deploy that failed ends the rollout as
+ * `RevisionFailed` instead of `RolloutInProgress` forever.
+ *
+ * The revisions route is not in the shared spec: a service without it (404/405) keeps working as
+ * before, with one log line and no further probing.
+ */
+import type { Logger } from "pino";
+import { loggedError, RevisionsRouteMissingError } from "../../api/errors.ts";
+import type { DeploymentResourceStatus } from "../../crd/schema.ts";
+import type { EventNote, RevisionReads } from "../ports.ts";
+import type { Deployment } from "../service-types.ts";
+import { evidenceHeadline } from "../status/failure-evidence.ts";
+import { isDoneRevision, isFailedRevision, REASON, type RevisionObservation } from "../status/status.ts";
+
+/** What one look at the latest revision gives the reconcile. */
+export interface RevisionLook {
+  /** The latest revision's status, when known; pass it to `statusFrom`. */
+  revision?: RevisionObservation;
+  /** The Warning event to record: set once, when a revision is first seen failed. */
+  event?: EventNote;
+}
+
+/**
+ * Reads latest revisions for the reconciler.
+ *
+ * Contract of {@link look}: no call when the latest revision is the active one (it is
+ * `DEPLOYED`), when tracking is off, when the revision is new to the resource's status (it is
+ * read from the next poll on), or when the status already holds a final verdict
+ * (failed, `DEPLOYED`, `SKIPPED`) for that same revision and no reconcile was requested by
+ * annotation; otherwise one `getRevision`. A route-missing answer turns tracking off for good
+ * (one log line); any other failure is logged and the previous knowledge kept: a revision's
+ * status is information, never a reason to fail the reconcile.
+ */
+export class RevisionTracker {
+  readonly #port: RevisionReads;
+  readonly #logger: Logger;
+  #enabled: boolean;
+
+  constructor(port: RevisionReads, logger: Logger, enabled = true) {
+    this.#port = port;
+    this.#logger = logger;
+    this.#enabled = enabled;
+  }
+
+  /** False once tracking is off (by configuration, or because the service has no route). */
+  get enabled(): boolean {
+    return this.#enabled;
+  }
+
+  /**
+   * The latest revision of `deployment` as far as it matters to the status.
+   * @param previous the resource's status before this reconcile.
+   * @param requested true when a reconcile was requested by annotation: look again, even at a
+   *   revision already known to have failed.
+   */
+  async look(
+    deployment: Deployment,
+    previous: DeploymentResourceStatus | undefined,
+    requested: boolean,
+    signal: AbortSignal,
+  ): Promise<RevisionLook> {
+    const latest = deployment.latest_revision_id;
+    if (!latest) return {};
+    if (latest === deployment.active_revision_id) return { revision: { id: latest, status: "DEPLOYED" } };
+    const known =
+      previous?.latestRevisionId === latest && previous.latestRevisionStatus !== undefined
+        ? { id: latest, status: previous.latestRevisionStatus }
+        : undefined;
+    if (!this.#enabled) return {};
+    // A revision first seen now (the answer to this reconcile's create or PATCH) is read from the
+    // next poll on: it has barely started, and a create or an edit then costs its one call.
+    if (previous?.latestRevisionId !== latest && !requested) return {};
+    if (known && !requested && (isFailedRevision(known.status) || isDoneRevision(known.status)))
+      return { revision: known };
+    let status: string;
+    try {
+      const revision = await this.#port.getRevision(deployment.id, latest, signal);
+      if (!revision) return known ? { revision: known } : {};
+      status = revision.status;
+    } catch (error) {
+      if (signal.aborted) throw error;
+      const message = error instanceof Error ? error.message : String(error);
+      if (error instanceof RevisionsRouteMissingError) {
+        this.#enabled = false;
+        this.#logger.info(
+          { err: message },
+          "the service has no revisions route: revision tracking is off (rollouts end when the revision is active)",
+        );
+        return {};
+      }
+      this.#logger.warn({ err: loggedError(error), revision: latest }, "could not read the latest revision");
+      return known ? { revision: known } : {};
+    }
+    const revision = { id: latest, status };
+    const newlyFailed = isFailedRevision(status) && !(known && known.status === status);
+    if (!newlyFailed) return { revision };
+    return {
+      revision,
+      event: {
+        type: "Warning",
+        reason: REASON.RevisionFailed,
+        action: "Rollout",
+        note: evidenceHeadline(REASON.RevisionFailed, latest, deployment.id, status),
+      },
+    };
+  }
+}

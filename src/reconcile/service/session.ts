@@ -1,0 +1,152 @@
+/**
+ * The service as one connection reaches it: its port, the snapshot of its deployments, its forge
+ * repository listings and its revision tracking. One per connection (the default one included),
+ * so that each tenant has its own listing, resync cost and cached answers.
+ *
+ * Its writes keep their own books: what a create or a PATCH answered is remembered in the
+ * snapshot, and a write answered 404 forgets the deployment, so the next reconcile sees what the
+ * service said without the caller recording it.
+ */
+import type { Logger } from "pino";
+import { isServiceError } from "../../api/errors.ts";
+import type { Clock } from "../../runtime/clock.ts";
+import { RepoListings } from "../inputs.ts";
+import type { DeploymentLookups, DeploymentsPort, DeploymentWrites, StoredResource } from "../ports.ts";
+import type { InheritedWindows } from "../rollout/rollout-gate.ts";
+import { isTracingProjectConflict, NameReservedError } from "./name-reserved.ts";
+import { RevisionRedeployer } from "./redeployer.ts";
+import { RevisionLogReader } from "./revision-log-reader.ts";
+import { RevisionTracker } from "./revisions.ts";
+import { type ListingFailure, RemoteSnapshot } from "./snapshot.ts";
+
+/** Options of {@link ServiceSession}. */
+export interface ServiceSessionOptions {
+  clock: Clock;
+  logger: Logger;
+  /** How long a listing answers for the service outside a resync pass (the resync period). */
+  listingMaxAgeMs: number;
+  /**
+   * How long one listing of this connection may take (`--listing-deadline`). Past it, or when a
+   * listing fails, the session says so ({@link ServiceSession.listingFailure}) until one succeeds.
+   * Default: no deadline.
+   */
+  listingDeadlineMs?: number;
+  /**
+   * Whether a resource of this connection claims the service name `name`: only those deployments
+   * of a listing are held (see `RemoteSnapshotOptions.wanted`). Default: every name.
+   */
+  wanted?: (name: string) => boolean;
+  /** How long a forge repository listing is reused. Default 5 min. */
+  repoListingTtlMs?: number;
+  /** Read the latest revision while a rollout is in progress. Default true. */
+  revisionTracking?: boolean;
+}
+
+/** One connection's view of the service (see the module comment). */
+export class ServiceSession {
+  /**
+   * What the reconciler asks the service itself: lookups of one deployment, and the writes, which
+   * update {@link snapshot} themselves (see {@link writingThrough}). The batch reads, forge
+   * listings and revision reads go through the members below.
+   */
+  readonly service: DeploymentLookups & DeploymentWrites;
+  readonly snapshot: RemoteSnapshot;
+  readonly repos: RepoListings;
+  readonly revisions: RevisionTracker;
+  /** The tails of failed or slow revisions' logs (remembers a service without the route). */
+  readonly logs: RevisionLogReader;
+  /** Redeploys of earlier revisions (remembers a service without the route or the listing). */
+  readonly redeploys: RevisionRedeployer;
+
+  constructor(service: DeploymentsPort, options: ServiceSessionOptions) {
+    this.snapshot = new RemoteSnapshot(service, options.clock, {
+      maxAgeMs: options.listingMaxAgeMs,
+      ...(options.listingDeadlineMs === undefined ? {} : { listingDeadlineMs: options.listingDeadlineMs }),
+      ...(options.wanted ? { wanted: options.wanted } : {}),
+    });
+    this.service = writingThrough(service, this.snapshot);
+    this.repos = new RepoListings(service, options.clock, options.repoListingTtlMs ?? 300_000);
+    this.revisions = new RevisionTracker(service, options.logger, options.revisionTracking ?? true);
+    this.logs = new RevisionLogReader(service, options.logger);
+    this.redeploys = new RevisionRedeployer(service, options.logger);
+  }
+
+  /**
+   * Why this connection's last listing missed its deadline or failed, until one succeeds: its
+   * calls may hang as the listing did, so its resources make none meanwhile.
+   */
+  listingFailure(): ListingFailure | undefined {
+    return this.snapshot.listingFailure();
+  }
+}
+
+/**
+ * `port` whose writes update `snapshot`:
+ * - a create or a PATCH remembers what it answered (a create's deployment stays unlisted until a
+ *   read shows it); a PATCH or a delete answered 404 forgets the deployment;
+ * - a create refused because the name is taken (409: someone created the deployment after the
+ *   listing the reconcile read) looks the name up, so that the retry adopts what it finds, then
+ *   fails with the service's answer; or, when no deployment holds the name and the answer speaks
+ *   of a tracing project, with {@link NameReservedError}.
+ */
+export function writingThrough(
+  port: DeploymentLookups & DeploymentWrites,
+  snapshot: RemoteSnapshot,
+): DeploymentLookups & DeploymentWrites {
+  const forgetIfGone = (id: string, error: unknown): never => {
+    if (isServiceError(error, "not_found")) snapshot.forget(id);
+    throw error;
+  };
+  return {
+    getById: (id, signal) => port.getById(id, signal),
+    findByName: (name, signal) => port.findByName(name, signal),
+    create: async (body, signal) => {
+      const created = await port.create(body, signal).catch(async (error: unknown) => {
+        if (!isServiceError(error, "conflict")) throw error;
+        const { deployments, unreadable } = await port.findByName(body.name, signal);
+        for (const deployment of deployments) snapshot.observed(deployment);
+        // No deployment holds the name, and the service speaks of a tracing project: see name-reserved.ts.
+        if (deployments.length === 0 && unreadable.length === 0 && isTracingProjectConflict(error))
+          throw new NameReservedError(body.name, error);
+        throw error;
+      });
+      snapshot.remember(created);
+      return created;
+    },
+    patch: async (id, body, signal) => {
+      const updated = await port.patch(id, body, signal).catch((error: unknown) => forgetIfGone(id, error));
+      snapshot.remember(updated);
+      return updated;
+    },
+    delete: (id, signal, options) =>
+      port.delete(id, signal, options).catch((error: unknown) => forgetIfGone(id, error)),
+  };
+}
+
+/**
+ * Whether a resource's connection can be used now:
+ * - `ready`: through `session`; `rolloutWindows`: the connection's `spec.rolloutWindows`, the
+ *   default of a resource that sets none;
+ * - `unavailable`: missing, not Ready, or another namespace's; `message` names it and the fix;
+ * - `refused`: the resource's namespace may not use it (a ClusterServiceConnection's
+ *   `spec.namespaceSelector`, or the default connection's selector); `message` names the
+ *   connection, the selector and the labels the namespace lacks. Such a resource makes no service
+ *   call at all, not even to clean up when it is deleted: it owns nothing through that connection;
+ * - `pending`: it exists but has not been checked since the operator started (its check
+ *   enqueues the resources using it), or the resource's namespace has not been seen yet.
+ */
+export type SessionLookup =
+  | { kind: "ready"; session: ServiceSession; rolloutWindows?: InheritedWindows }
+  | { kind: "unavailable"; message: string }
+  | { kind: "refused"; message: string }
+  | { kind: "pending" };
+
+/** The connections the reconciler reaches the service through. */
+export interface Sessions {
+  lookup(obj: StoredResource): SessionLookup;
+}
+
+/** Every resource through one session: an operator (or a test) with only the default connection. */
+export function oneSession(session: ServiceSession): Sessions {
+  return { lookup: () => ({ kind: "ready", session }) };
+}

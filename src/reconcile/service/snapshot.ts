@@ -1,0 +1,458 @@
+/**
+ * What the reconciler knows of the service's deployments, and how it looks one up.
+ *
+ * The service has no watch, so drift is found by polling. Polling each resource on its own would
+ * cost N calls per resync; instead a resync pass lists every deployment once (ceil(N/100) calls
+ * with pages of 100) into a snapshot, and the reconciles of that pass read from it, by id or by
+ * exact name (adoption, and the check before a create). Reconciles caused by a change of the
+ * resource look the deployment up live, every write refreshes the snapshot's entry with the
+ * service's answer, and the deployments of resources in progress are re-read together, a hundred
+ * per call ({@link RemoteSnapshot.poll}, by the rollout poller of `rollout-poller.ts`).
+ *
+ * The snapshot keeps only the deployments its connection's resources may ask about: those whose
+ * name a resource claims ({@link RemoteSnapshotOptions.wanted}). A tenant's server answers with
+ * as many deployments as it likes (thousands managed elsewhere, or an endless hostile listing):
+ * the operator then holds the page being read, not the listing.
+ */
+
+import { withDetailCut } from "../../api/errors.ts";
+import { NameFilter } from "../../compact/name-filter.ts";
+import { addItem, itemsOf, type OneOrMany, removeItem } from "../../compact/one-or-many.ts";
+import { type PackedRecord, packRecord, unpackRecord } from "../../compact/packed-record.ts";
+import type { Clock } from "../../runtime/clock.ts";
+import { SharedCall } from "../../runtime/shared-call.ts";
+import type { DeploymentListings } from "../ports.ts";
+import type { Deployment, UnreadableDeployment } from "../service-types.ts";
+import { entryAnswers, type ListingState, listedWithin, listingAnswers } from "./freshness.ts";
+import { UnreadableDeploymentError, unreadableMessage } from "./lookup-errors.ts";
+
+/** Ids per `deployment_ids` lookup: the service's largest page, so one call answers for all. */
+export const POLL_BATCH = 100;
+
+/** Options of {@link RemoteSnapshot}. */
+export interface RemoteSnapshotOptions {
+  /**
+   * How long a listing answers for the service when nothing holds it: an edit on the service is
+   * seen by the next pass. The resync holds each listing ({@link RemoteSnapshot.holdFresh}) until
+   * the next one is taken, so this only bounds a listing that is no longer renewed (the next one
+   * failed).
+   */
+  maxAgeMs: number;
+  /**
+   * How long one listing may take (`--listing-deadline`); past it the listing is given up and
+   * recorded as missed ({@link RemoteSnapshot.listingFailure}). Default: no deadline.
+   */
+  listingDeadlineMs?: number;
+  /**
+   * Whether a resource of this connection claims the service name `name` (the claim index of
+   * the cache: O(1), no scan). Only those deployments are held; of the others the snapshot keeps
+   * a filter of names, so that it never says a name is free that the listing held (see
+   * {@link RemoteSnapshot.byName}). Default: every name (a snapshot without resources to ask).
+   */
+  wanted?: (name: string) => boolean;
+}
+
+/**
+ * Unreadable items of a listing kept with what is known of them (their id, name and message),
+ * for the message of a resource they may be the deployment of. The others are counted, and
+ * their names kept in the filter of names not held: a lookup of such a name is made live.
+ */
+export const UNREADABLE_KEPT = 100;
+
+/**
+ * Why the connection's last listing does not answer for the service: it missed its deadline
+ * (`deadline`), or failed before it (`failed`, with the error it failed with). `deadlineMs` is
+ * the deadline it ran under.
+ */
+export type ListingFailure =
+  | { kind: "deadline"; deadlineMs: number }
+  | { kind: "failed"; deadlineMs: number; error: unknown };
+
+/** The error a listing that missed its deadline rejects with. */
+export class ListingDeadlineError extends Error {
+  override readonly name = "ListingDeadlineError";
+}
+
+/**
+ * A listing of all deployments taken at one instant, indexed by id and by exact name, and kept
+ * up to date with this operator's own writes. Entries are held as JSON text: a tenant's whole
+ * listing then costs about its size on the wire, not the several times more of parsed objects.
+ */
+export class RemoteSnapshot {
+  readonly #port: DeploymentListings;
+  readonly #clock: Clock;
+  readonly #maxAgeMs: number;
+  readonly #deadlineMs: number;
+  readonly #wanted: (name: string) => boolean;
+  readonly #listing: SharedCall<void>;
+  /** Why the last listing that ended did not answer; undefined once one succeeded. */
+  #failure: ListingFailure | undefined;
+  readonly #entries = new Entries();
+  /** When the current listing started; entries written or polled since carry their own time. */
+  #takenAt = Number.NEGATIVE_INFINITY;
+  readonly #seenAt = new Map<string, number>();
+  /**
+   * Entries the poller read that no reconcile has taken yet: not polled again until one has,
+   * and taken by that reconcile however long its key waited in the queue.
+   */
+  readonly #polled = new Set<string>();
+  /** Entries known only from a write's answer, not yet from a read (a listing may lag a create). */
+  #unlisted = new Set<string>();
+  /** The items of the last listing that could not be read, by what is known of them. */
+  #unreadable = new Unreadable(new NameFilter(0));
+  /**
+   * The names of the last listing's deployments (and unreadable items) that were not held: the
+   * snapshot cannot say what the service has under them.
+   */
+  #unheld = new NameFilter(0);
+  /** How many names the next listing's filter is sized for: the last listing's count. */
+  #expectUnheld = FIRST_LISTING_UNHELD;
+  /** Resync passes under way: while any is, the listing stays fresh. */
+  #holds = 0;
+  /** Counts writes to the snapshot, to tell a write made while a listing was under way. */
+  #writes = 0;
+  /**
+   * The count of the latest write per id (the entry itself is in `#entries`, or absent when
+   * forgotten); pruned as listings supersede the writes.
+   */
+  readonly #written = new Map<string, number>();
+
+  constructor(port: DeploymentListings, clock: Clock, options: RemoteSnapshotOptions) {
+    this.#port = port;
+    this.#clock = clock;
+    this.#maxAgeMs = options.maxAgeMs;
+    this.#deadlineMs = options.listingDeadlineMs ?? Number.POSITIVE_INFINITY;
+    this.#wanted = options.wanted ?? (() => true);
+    this.#listing = new SharedCall((signal) => this.#list(signal));
+  }
+
+  /**
+   * Lists everything once; concurrent callers share the same listing. Each caller's `signal`
+   * ends its own wait (rejecting with its reason) without failing the others; the listing itself
+   * is aborted only once every caller waiting for it has given up, or at its deadline (then it
+   * rejects with a {@link ListingDeadlineError}). How it ended is {@link listingFailure}.
+   */
+  refresh(signal: AbortSignal): Promise<void> {
+    return this.#listing.run(signal);
+  }
+
+  /**
+   * Why the last listing that ended (not given up by its callers) did not answer for the
+   * service: missed its deadline or failed. Undefined once a listing succeeded, and before any
+   * ended. While it is set, the connection's calls may hang as its listing did: its resources
+   * make none (see the reconciler).
+   */
+  listingFailure(): ListingFailure | undefined {
+    return this.#failure;
+  }
+
+  /** True when the last listing that succeeded started less than `ms` ago (see freshness.ts). */
+  listedWithin(ms: number): boolean {
+    return listedWithin(this.#takenAt, this.#clock.now(), ms);
+  }
+
+  /** The bookkeeping the listing's freshness is decided on (see freshness.ts). */
+  #listingState(): ListingState {
+    return { takenAt: this.#takenAt, holds: this.#holds, maxAgeMs: this.#maxAgeMs };
+  }
+
+  async #list(signal: AbortSignal): Promise<void> {
+    const deadlineMs = this.#deadlineMs;
+    const deadline = new AbortController();
+    const cancel = Number.isFinite(deadlineMs)
+      ? this.#clock.setTimer(deadlineMs, () =>
+          deadline.abort(new ListingDeadlineError(`the listing did not end within ${deadlineMs} ms`)),
+        )
+      : () => {};
+    try {
+      await this.#listUnder(AbortSignal.any([signal, deadline.signal]));
+      if (deadline.signal.aborted) throw deadline.signal.reason;
+      if (!signal.aborted) this.#failure = undefined;
+    } catch (error) {
+      // Given up by every caller (a shutdown, a lost leadership): that says nothing of the service.
+      if (signal.aborted) throw error;
+      this.#failure = deadline.signal.aborted
+        ? { kind: "deadline", deadlineMs }
+        : { kind: "failed", deadlineMs, error: withDetailCut(error, KEPT_DETAIL_CHARS) };
+      throw deadline.signal.aborted ? deadline.signal.reason : error;
+    } finally {
+      cancel();
+    }
+  }
+
+  async #listUnder(signal: AbortSignal): Promise<void> {
+    const startedAt = this.#clock.now();
+    const writesBefore = this.#writes;
+    const newer = (id: string) => (this.#written.get(id) ?? 0) > writesBefore;
+    // Each wanted item replaces its entry as its page arrives, as text: neither the parsed listing
+    // nor a second copy of the snapshot is ever held. A write answered after the listing started
+    // is newer than what the listing shows, and stays. Of the other items only their names'
+    // bits in a filter are kept, sized after the last listing's count; and only the ids held are
+    // remembered, so the listing's cost is bounded by the connection's resources, not its length.
+    const held = new Set<string>();
+    /** How many deployments of each wanted name this listing showed (at most two are held). */
+    const perName = new Map<string, number>();
+    const unheld = new NameFilter(this.#expectUnheld);
+    const unreadable = new Unreadable(unheld);
+    await this.#port.listAll(
+      signal,
+      (d) => {
+        if (!this.#wanted(d.name)) {
+          unheld.add(d.name);
+          return;
+        }
+        // A name the service shows more than once is ambiguous however many times: a listing
+        // repeating one claimed name holds the first two of them, not all.
+        const shown = perName.get(d.name) ?? 0;
+        if (shown >= MAX_HELD_PER_NAME) return;
+        perName.set(d.name, shown + 1);
+        held.add(d.id);
+        if (newer(d.id)) return;
+        this.#entries.put(d);
+      },
+      (item) => unreadable.add(item),
+    );
+    if (signal.aborted) return;
+    this.#unreadable = unreadable;
+    this.#unheld = unheld;
+    this.#expectUnheld = unheld.count;
+    // What the listing did not hold is gone from the service, or not asked about, unless written
+    // since it started.
+    for (const id of this.#entries.ids()) if (!held.has(id) && !newer(id)) this.#entries.delete(id);
+    for (const [id, at] of this.#written) if (at <= writesBefore) this.#written.delete(id);
+    this.#unlisted = new Set([...this.#written.keys()].filter((id) => this.#unlisted.has(id)));
+    const entries = this.#entries;
+    for (const [id, at] of this.#seenAt) if (at <= startedAt || !entries.has(id)) this.#seenAt.delete(id);
+    for (const id of this.#polled) if (!entries.has(id)) this.#polled.delete(id);
+    this.#takenAt = startedAt;
+  }
+
+  /** How many deployments the snapshot holds now (the listing's wanted ones and those written). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /**
+   * Keeps the listing fresh until the returned release is called: the resync holds each listing
+   * until the next one is taken, so that a pass reads its listing however long it takes and the
+   * reconciles between passes (new resources, changes) read it too, with no live lookups.
+   */
+  holdFresh(): () => void {
+    this.#holds += 1;
+    let held = true;
+    return () => {
+      if (held) this.#holds -= 1;
+      held = false;
+    };
+  }
+
+  /** True while the last listing may answer for the service (see freshness.ts). */
+  isFresh(): boolean {
+    return listingAnswers(this.#listingState(), this.#clock.now());
+  }
+
+  /**
+   * The snapshot's answer for `id`: the deployment, `null` when the listing did not have it, or
+   * `undefined` when the snapshot is too old to say (the rule is freshness.ts's
+   * {@link entryAnswers}). With `withinMs`, only an entry the service answered in the last
+   * `withinMs` counts (a rollout being polled), or one the poller read for the next reconcile.
+   * Reading changes nothing: a reconcile that acts on a poll's read takes it with
+   * {@link takePollAnswer}.
+   */
+  byId(id: string, withinMs?: number): Deployment | null | undefined {
+    const entry = { pollUntaken: this.#polled.has(id), seenAt: this.#seenAt.get(id) };
+    if (!entryAnswers(this.#listingState(), entry, this.#clock.now(), withinMs)) return undefined;
+    const problem = this.#unreadable.byId.get(id);
+    if (problem !== undefined) throw new UnreadableDeploymentError(problem);
+    return this.#entries.read(id) ?? null;
+  }
+
+  /**
+   * Takes the poller's read of `id` for the reconcile that read the entry: the poller reads it
+   * again only after that (its next reconcile needs a newer read). A poll is taken by the next
+   * reconcile that reads the entry, however long the queue held its key.
+   */
+  takePollAnswer(id: string): void {
+    this.#polled.delete(id);
+  }
+
+  /**
+   * The deployments named exactly `name` (several: the service holds duplicates), `[]` when the
+   * listing had none, or `undefined` when the snapshot cannot say: too old, the listing held an
+   * unreadable item without a name (a live lookup by name tells whether it is this one), or the
+   * listing showed the name while no resource claimed it (so it was not held; a name that a
+   * resource claimed since is then looked up live, never taken as free).
+   * Throws {@link UnreadableDeploymentError} when an unreadable item carries this name.
+   */
+  byName(name: string): Deployment[] | undefined {
+    if (!this.isFresh()) return undefined;
+    const problem = this.#unreadable.byName.get(name);
+    if (problem !== undefined) throw new UnreadableDeploymentError(unreadableMessage(name, problem));
+    if (this.#unheld.has(name)) return undefined;
+    const ids = this.#entries.idsNamed(name);
+    if (ids.length === 0 && this.#unreadable.unnamed) return undefined;
+    return ids.flatMap((id) => this.#entries.read(id) ?? []);
+  }
+
+  /**
+   * Records what a write (a create, a PATCH) answered, so the next reconcile sees it. A deployment
+   * no read has shown yet (a create's) stays unlisted ({@link isListed}) until one does.
+   */
+  remember(deployment: Deployment): void {
+    const listed = this.isListed(deployment.id);
+    this.#record(deployment);
+    if (!listed) this.#unlisted.add(deployment.id);
+  }
+
+  /** Records what a read (a lookup, a poll) answered: the service lists this deployment. */
+  observed(deployment: Deployment): void {
+    this.#record(deployment);
+    this.#unlisted.delete(deployment.id);
+    // A reconcile's own lookup: it has what the service says now, so a poll read before is spent.
+    this.#polled.delete(deployment.id);
+  }
+
+  /** True when a read of the service showed the entry `id` (not only a write's answer). */
+  isListed(id: string): boolean {
+    return this.#entries.has(id) && !this.#unlisted.has(id);
+  }
+
+  #record(deployment: Deployment): void {
+    this.#entries.put(deployment);
+    this.#seenAt.set(deployment.id, this.#clock.now());
+    this.#written.set(deployment.id, ++this.#writes);
+  }
+
+  /** Forgets a deployment that the service no longer has. */
+  forget(id: string): void {
+    this.#entries.delete(id);
+    this.#unlisted.delete(id);
+    this.#polled.delete(id);
+    this.#seenAt.set(id, this.#clock.now());
+    this.#written.set(id, ++this.#writes);
+  }
+
+  /**
+   * Re-reads the deployments `ids` from the service, {@link POLL_BATCH} per call, and records
+   * them. An id polled before whose read no reconcile has taken yet is skipped: when reconciles
+   * queue up (thousands of creates at once), polling their deployments again every period would
+   * spend the rate limit on reads nobody takes, and slow down the queue further. An id the
+   * service did not return is left as it was: a listing may lag behind a create.
+   */
+  async poll(ids: readonly string[], signal: AbortSignal): Promise<void> {
+    const due = ids.filter((id) => !this.#polled.has(id));
+    for (let i = 0; i < due.length; i += POLL_BATCH) {
+      const found = await this.#port.getByIds(due.slice(i, i + POLL_BATCH), signal);
+      for (const deployment of found) {
+        this.observed(deployment);
+        this.#polled.add(deployment.id);
+      }
+    }
+  }
+}
+
+/**
+ * Deployments held as JSON text by id ({@link PackedRecord}: the id is the key, the name held
+ * once), with the index by exact name. A name held by one deployment (nearly all) maps to its id
+ * itself, not to a collection of one ({@link OneOrMany}).
+ */
+class Entries {
+  readonly #byId = new Map<string, PackedRecord>();
+  readonly #byName = new Map<string, OneOrMany<string>>();
+
+  /** The deployment `id` as it was put, or undefined. */
+  read(id: string): Deployment | undefined {
+    const entry = this.#byId.get(id);
+    return entry === undefined ? undefined : unpackRecord<Deployment>(id, entry);
+  }
+
+  has(id: string): boolean {
+    return this.#byId.has(id);
+  }
+
+  get size(): number {
+    return this.#byId.size;
+  }
+
+  /** The ids held, as a list (safe to delete from while going through it). */
+  ids(): string[] {
+    return [...this.#byId.keys()];
+  }
+
+  idsNamed(name: string): readonly string[] {
+    return [...itemsOf(this.#byName.get(name))];
+  }
+
+  /**
+   * Holds `deployment`. An entry whose text did not change keeps the string it has: a resync
+   * listing that finds 10,000 deployments unchanged then leaves the old generation of the heap as
+   * it was, instead of replacing 10,000 long-lived strings.
+   */
+  put(deployment: Deployment): void {
+    const { id } = deployment;
+    const packed = packRecord(deployment);
+    const { name } = packed;
+    const held = this.#byId.get(id);
+    if (held?.name === name) {
+      if (held.text !== packed.text) held.text = packed.text;
+      return;
+    }
+    if (held) this.#unindex(id, held.name);
+    this.#byId.set(id, packed);
+    this.#byName.set(name, addItem(this.#byName.get(name), id));
+  }
+
+  delete(id: string): void {
+    const entry = this.#byId.get(id);
+    if (!entry) return;
+    this.#byId.delete(id);
+    this.#unindex(id, entry.name);
+  }
+
+  #unindex(id: string, name: string): void {
+    const rest = removeItem(this.#byName.get(name), id);
+    if (rest === undefined) this.#byName.delete(name);
+    else this.#byName.set(name, rest);
+  }
+}
+
+/**
+ * A listing's unreadable items by id and by name, at most {@link UNREADABLE_KEPT} of them; the
+ * names of the rest go to the listing's filter of names not held (the count of all is the client's
+ * metric). `unnamed` when one had no name (it could be any name's).
+ */
+class Unreadable {
+  readonly byId = new Map<string, string>();
+  readonly byName = new Map<string, string>();
+  unnamed = false;
+  #kept = 0;
+  readonly #unheld: NameFilter;
+
+  constructor(unheld: NameFilter) {
+    this.#unheld = unheld;
+  }
+
+  add(item: UnreadableDeployment): void {
+    if (item.name === undefined) this.unnamed = true;
+    if (this.#kept >= UNREADABLE_KEPT) {
+      // Its id is not held either: a lookup of it asks the service, which says it is unreadable.
+      if (item.name !== undefined) this.#unheld.add(item.name);
+      return;
+    }
+    this.#kept += 1;
+    if (item.id !== undefined) this.byId.set(item.id, item.message);
+    if (item.name !== undefined) this.byName.set(item.name, item.message);
+  }
+}
+
+/**
+ * Characters of a failed listing's detail kept until the next listing: several times what a
+ * condition shows (4,096), so a value near its start is still found whole by redaction.
+ */
+const KEPT_DETAIL_CHARS = 16_384;
+
+/** Deployments held per name: two already say the name is ambiguous (see {@link RemoteSnapshot.byName}). */
+const MAX_HELD_PER_NAME = 2;
+
+/** The first listing's guess of names not held; the next ones go by the last count. */
+const FIRST_LISTING_UNHELD = 1024;

@@ -1,0 +1,79 @@
+/**
+ * "Is my change live?": the active revision's short id with what it deployed, for
+ * `status.liveRevision` (the `LIVE` column of `kubectl get dmsd -o wide`), and the same in full
+ * for `status.activeRevision` (what promotion tools read, docs/guide/promotion.md).
+ */
+import type { DeploymentResourceStatus } from "../../crd/schema.ts";
+import type { Deployment, SourceRevisionConfig } from "../service-types.ts";
+
+/**
+ * `<active id, 8 characters>@<commit, 7 characters>` for a repository source, else
+ * `@<image version>` (the service's `image_version`, else the tag of `image_uri`), or the short
+ * id alone when the service reports neither.
+ *
+ * Contract: a deployment's `source_revision_config` and `image_version` describe its LATEST
+ * revision (the spec says so), so they are read only while the latest revision is the active
+ * one. During a rollout the active revision is an older one: `previous` (the value written
+ * before) is kept when it names that same active revision, else the short id alone. Undefined
+ * when the deployment has no active revision.
+ */
+export function liveRevision(d: Deployment, previous: string | undefined): string | undefined {
+  const active = d.active_revision_id;
+  if (!active) return undefined;
+  const short = active.slice(0, 8);
+  if (active !== d.latest_revision_id)
+    return previous === short || previous?.startsWith(`${short}@`) ? previous : short;
+  const config = d.source_revision_config;
+  const what =
+    config.repo_commit_sha?.slice(0, 7) || d.image_version || imageTag(config.image_uri ?? undefined);
+  return what ? `${short}@${what}` : short;
+}
+
+/** The tag of an image reference (`registry:5000/app:1.4.2` → `1.4.2`), or undefined without one. */
+export function imageTag(uri: string | undefined): string | undefined {
+  if (!uri) return undefined;
+  const name = uri.split("@")[0] ?? "";
+  const last = name.slice(name.lastIndexOf("/") + 1);
+  const colon = last.lastIndexOf(":");
+  return colon === -1 || colon === last.length - 1 ? undefined : last.slice(colon + 1);
+}
+
+/** `status.activeRevision`. */
+export type ActiveRevision = NonNullable<DeploymentResourceStatus["activeRevision"]>;
+
+/** What `status.activeRevision` holds of a revision's config, each field within its bound (else left out). */
+export function artifactOf(config: SourceRevisionConfig): Omit<ActiveRevision, "id" | "deployedAt"> {
+  const within = (value: string | null | undefined, max: number) =>
+    value !== null && value !== undefined && value !== "" && value.length <= max ? value : undefined;
+  const imageUri = within(config.image_uri, 1024);
+  const repoRef = within(config.repo_ref, 1024);
+  const repoCommitSha = within(config.repo_commit_sha, 64);
+  return {
+    ...(imageUri === undefined ? {} : { imageUri }),
+    ...(repoRef === undefined ? {} : { repoRef }),
+    ...(repoCommitSha === undefined ? {} : { repoCommitSha }),
+  };
+}
+
+/**
+ * `status.activeRevision` after observing `d` at `now` (RFC 3339): the active revision's id, what
+ * it deployed, and when the operator first saw it active (`deployedAt`, kept while the same
+ * revision stays active). What it deployed is read from the deployment while the active revision
+ * is the latest (the spec says the deployment's `source_revision_config` is the latest's), else
+ * from `known` when the caller has that revision's config (the revision it redeployed), else kept
+ * from `previous` for the same revision. Undefined when no revision is active.
+ */
+export function activeRevision(
+  d: Deployment,
+  previous: ActiveRevision | undefined,
+  now: string,
+  known?: { id: string; config: SourceRevisionConfig },
+): ActiveRevision | undefined {
+  const id = d.active_revision_id;
+  if (!id || id.length > 64) return undefined;
+  const base: ActiveRevision = previous?.id === id ? previous : { id, deployedAt: now };
+  const config =
+    id === d.latest_revision_id ? d.source_revision_config : known?.id === id ? known.config : undefined;
+  if (config === undefined) return base;
+  return { id, ...artifactOf(config), deployedAt: base.deployedAt };
+}

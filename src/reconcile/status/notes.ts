@@ -1,0 +1,53 @@
+/**
+ * What the reconciler tells people: the notes of its Events and the lines of an ObserveOnly
+ * drift report. Pure; never a secret value (the planner's summaries hold none).
+ */
+
+import { claimedName } from "../claims.ts";
+import type { PatchPlan, Plan } from "../plan/plan.ts";
+import type { StoredResource } from "../ports.ts";
+import type { Deployment } from "../service-types.ts";
+import { CONDITION } from "./status.ts";
+
+/** Note of the `Created` event. */
+export function createdNote(deployment: Deployment): string {
+  return `created the service's deployment ${deployment.id} (${deployment.name})`;
+}
+
+/** Note of the `Adopted` event. */
+export function adoptedNote(deployment: Deployment): string {
+  return `adopted the service's deployment ${deployment.id}`;
+}
+
+/** Note of the event of a PATCH: what changed, and whether it made a new revision. */
+export function updateNote(decision: PatchPlan): string {
+  const revision = decision.newRevision ? " (new revision)" : "";
+  return `updated the service's deployment${revision}: ${decision.summary.join("; ")}`;
+}
+
+/**
+ * Reason of the event of a PATCH: `DriftCorrected` when this generation of the spec was already
+ * applied (`Synced=True` for it: someone changed the service since), `Updated` otherwise. An edit
+ * whose first attempt failed (a 429, a 5xx) was never applied, so its retry is `Updated`, although
+ * the failure's status write already carried the generation in `observedGeneration`. A
+ * secrets-only PATCH is a rotation of a Kubernetes Secret, hence `Updated`.
+ */
+export function updateReason(obj: StoredResource, decision: PatchPlan, adopted: boolean): string {
+  if (adopted) return "Updated";
+  const synced = obj.status?.conditions?.find((c) => c.type === CONDITION.Synced);
+  const applied = synced?.status === "True" && synced.observedGeneration === obj.metadata.generation;
+  const secretsOnly = decision.changes.every((c) => c.group === "secrets");
+  return applied && !secretsOnly ? "DriftCorrected" : "Updated";
+}
+
+/** Message of the NameConflict condition and event. */
+export function nameConflictMessage(obj: StoredResource, holder: StoredResource): string {
+  return `the service name "${claimedName(obj)}" is already claimed by the older resource ${holder.metadata.namespace}/${holder.metadata.name}; give this resource another spec.name`;
+}
+
+/** ObserveOnly: the lines saying how the service differs from the spec (empty: in line). */
+export function observedDrift(name: string, deployment: Deployment | null, decision: Plan): string[] {
+  if (!deployment) return [`the service has no deployment named "${name}" (ObserveOnly never creates one)`];
+  if (decision.action === "noop") return decision.problems.map((p) => p.message);
+  return decision.action === "create" ? [] : decision.summary;
+}

@@ -1,0 +1,135 @@
+// The memory techniques of src/compact/, each on a table of cases: what they keep, and that what
+// a caller reads back is what it put.
+import { describe, expect, it } from "vitest";
+import { Interner, internFields, shareEqualString } from "../../src/compact/interner.ts";
+import {
+  addItem,
+  countOf,
+  hasItem,
+  itemsOf,
+  type OneOrMany,
+  removeItem,
+} from "../../src/compact/one-or-many.ts";
+import { type Identified, packRecord, unpackRecord } from "../../src/compact/packed-record.ts";
+import { scopedKey } from "../../src/compact/scoped-key.ts";
+
+/** A string equal to `text` but not the same in the heap (as JSON.parse makes them). */
+const copyOf = (text: string): string => JSON.parse(JSON.stringify(text)) as string;
+
+describe("Interner", () => {
+  it.each([
+    { max: 4, puts: ["a", "b", "a"], size: 2 },
+    { max: 2, puts: ["a", "b", "c"], size: 1 },
+    { max: 2, puts: ["a", "b", "a", "c", "a"], size: 2 },
+    { max: 1, puts: ["a", "a", "a"], size: 1 },
+  ])("of $puts with room for $max holds $size", ({ max, puts, size }) => {
+    const interner = new Interner(max);
+    for (const value of puts) expect(interner.of(value)).toBe(value);
+    expect(interner.size).toBe(size);
+  });
+
+  it("holds one entry for equal strings parsed apart, and starts again when full", () => {
+    const interner = new Interner(2);
+    const first = "x".repeat(40);
+    expect(interner.of(first)).toBe(first);
+    expect(interner.of(copyOf(first))).toBe(first);
+    expect(interner.size).toBe(1);
+    interner.of("y");
+    interner.of("z");
+    expect(interner.size).toBe(1);
+  });
+
+  it.each<{ obj: Record<string, unknown>; fields: string[]; out: Record<string, unknown>; held: number }>([
+    { obj: { a: "v", b: 1 }, fields: ["a", "b"], out: { a: "v", b: 1 }, held: 1 },
+    { obj: { a: "v" }, fields: ["a", "c"], out: { a: "v" }, held: 1 },
+    { obj: { a: "v", b: "v" }, fields: ["a", "b"], out: { a: "v", b: "v" }, held: 1 },
+    { obj: { a: "v", b: "w" }, fields: ["b"], out: { a: "v", b: "w" }, held: 1 },
+  ])("internFields($obj, $fields) keeps the values and adds no field", ({ obj, fields, out, held }) => {
+    const interner = new Interner(8);
+    expect(internFields(interner, obj, fields)).toStrictEqual(out);
+    expect(interner.size).toBe(held);
+  });
+});
+
+describe("shareEqualString", () => {
+  it.each<{ obj: Record<string, unknown>; out: Record<string, unknown> }>([
+    { obj: { latest: "r1", active: "r1" }, out: { latest: "r1", active: "r1" } },
+    { obj: { latest: "r2", active: "r1" }, out: { latest: "r2", active: "r1" } },
+    { obj: { latest: "r1" }, out: { latest: "r1" } },
+    { obj: { active: "r1" }, out: { active: "r1" } },
+    { obj: {}, out: {} },
+    { obj: { latest: 1, active: 1 }, out: { latest: 1, active: 1 } },
+  ])("$obj stays $out, no field added", ({ obj, out }) => {
+    shareEqualString(obj, "latest", "active");
+    expect(obj).toStrictEqual(out);
+    expect(Object.keys(obj)).toEqual(Object.keys(out));
+  });
+});
+
+describe("packRecord", () => {
+  it.each<{ record: Identified & Record<string, unknown>; text: string }>([
+    { record: { id: "d1", name: "web" }, text: "{}" },
+    { record: { id: "d1", name: "web", image: "a:1" }, text: '{"image":"a:1"}' },
+    {
+      record: { b: 1, id: "d2", a: { id: "inner", name: "kept" }, name: "api" },
+      text: '{"b":1,"a":{"id":"inner","name":"kept"}}',
+    },
+    { record: { id: "d3", name: "x", list: [1, "two", null] }, text: '{"list":[1,"two",null]}' },
+  ])("$record → $text, and back", ({ record, text }) => {
+    const packed = packRecord(record);
+    expect(packed).toEqual({ name: record.name, text });
+    expect(unpackRecord(record.id, packed)).toStrictEqual(record);
+  });
+});
+
+describe("OneOrMany", () => {
+  // Each step adds (`+x`) or removes (`-x`) an item; after all of them the value holds `items`,
+  // as the item itself when there is one (`bare`), as a Set from two.
+  it.each<{ steps: string[]; items: string[]; bare: boolean }>([
+    { steps: [], items: [], bare: false },
+    { steps: ["+a"], items: ["a"], bare: true },
+    { steps: ["+a", "+a"], items: ["a"], bare: true },
+    { steps: ["+a", "+b"], items: ["a", "b"], bare: false },
+    { steps: ["+a", "+b", "+a"], items: ["a", "b"], bare: false },
+    { steps: ["+a", "+b", "-a"], items: ["b"], bare: true },
+    { steps: ["+a", "+b", "+c", "-b"], items: ["a", "c"], bare: false },
+    { steps: ["+a", "+b", "-b", "+c"], items: ["a", "c"], bare: false },
+    { steps: ["+a", "-a"], items: [], bare: false },
+    { steps: ["-a"], items: [], bare: false },
+    { steps: ["+a", "-b"], items: ["a"], bare: true },
+  ])("$steps holds $items", ({ steps, items, bare }) => {
+    let held: OneOrMany<string> | undefined;
+    for (const step of steps) {
+      const item = step.slice(1);
+      held = step.startsWith("+") ? addItem(held, item) : removeItem(held, item);
+    }
+    expect([...itemsOf(held)]).toEqual(items);
+    expect(countOf(held)).toBe(items.length);
+    expect(typeof held === "string").toBe(bare);
+    if (items.length === 0) expect(held).toBeUndefined();
+    for (const item of ["a", "b", "c"]) expect(hasItem(held, item)).toBe(items.includes(item));
+  });
+
+  it("adds to the Set it holds rather than making another", () => {
+    const held = addItem(addItem(undefined, 1), 2);
+    expect(addItem(held, 3)).toBe(held);
+    expect(itemsOf(held)).toBe(held);
+  });
+});
+
+describe("scopedKey", () => {
+  it.each<{ scope: string | undefined; name: string; key: string }>([
+    { scope: undefined, name: "web", key: "web" },
+    { scope: "ServiceConnection/team-a/prod", name: "web", key: "ServiceConnection/team-a/prod\nweb" },
+    { scope: "", name: "web", key: "\nweb" },
+    { scope: undefined, name: "", key: "" },
+  ])("($scope, $name) → $key", ({ scope, name, key }) => {
+    expect(scopedKey(scope, name)).toBe(key);
+  });
+
+  it("joins with a character no name holds, so a scoped key is never a bare name", () => {
+    expect(scopedKey("ServiceConnection/ns/prod", "web")).not.toBe(
+      scopedKey(undefined, "ServiceConnection/ns/prod/web"),
+    );
+  });
+});
