@@ -10,14 +10,12 @@ import { rm } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROUTES } from "../../src/api/wire.ts";
 import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
-import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { deploymentPath, type FakeKube, startFakeKube } from "./fake-kube.ts";
 import { cli, KEY, manifestDir, resourceYaml } from "./gitops-fixture.ts";
+import { BAD, GOOD, NO_SECRETS, revertedSimulator } from "./redeploy-fixture.ts";
 
 const NS = "team-a";
-const GOOD = `registry.example.com/agent@sha256:${"a".repeat(64)}`;
-const BAD = `registry.example.com/agent@sha256:${"b".repeat(64)}`;
-const NO_SECRETS = hashSecrets([]);
 
 let sim: RunningSimulator;
 let kube: FakeKube;
@@ -27,21 +25,7 @@ let deploymentId: string;
 const dirs: string[] = [];
 
 beforeAll(async () => {
-  sim = await startSimulator({
-    apiKey: KEY,
-    timing: { readyAfterMs: 0, revisionActiveAfterMs: 0, deleteAfterMs: 0 },
-  });
-  const created = sim.store.create({
-    name: "agent",
-    source: "external_docker",
-    source_config: {},
-    source_revision_config: { image_uri: GOOD },
-    secrets: [],
-  });
-  const patched = sim.store.patch(created.id, { source_revision_config: { image_uri: BAD } });
-  deploymentId = created.id;
-  good = created.latest_revision_id ?? "";
-  bad = patched.latest_revision_id ?? "";
+  ({ sim, id: deploymentId, good, bad } = await revertedSimulator(KEY));
   kube = await startFakeKube({ namespace: NS });
 });
 afterAll(async () => {

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerRevisionsCommand } from "../../src/commands/revisions.ts";
 import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
-import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { runCli } from "../support/cli.ts";
 import {
   deploymentPath,
@@ -17,12 +17,10 @@ import {
   serviceConnectionPath,
   startFakeKube,
 } from "./fake-kube.ts";
+import { BAD, GOOD, NO_SECRETS, revertedSimulator } from "./redeploy-fixture.ts";
 
 const KEY = "revisions-reuse-key-19c4";
 const NS = "team-a";
-const GOOD = `registry.example.com/agent@sha256:${"a".repeat(64)}`;
-const BAD = `registry.example.com/agent@sha256:${"b".repeat(64)}`;
-const NO_SECRETS = hashSecrets([]);
 
 let sim: RunningSimulator;
 let kube: FakeKube;
@@ -31,21 +29,7 @@ let good: string;
 let bad: string;
 
 beforeAll(async () => {
-  sim = await startSimulator({
-    apiKey: KEY,
-    timing: { readyAfterMs: 0, revisionActiveAfterMs: 0, deleteAfterMs: 0 },
-  });
-  const created = sim.store.create({
-    name: "agent",
-    source: "external_docker",
-    source_config: {},
-    source_revision_config: { image_uri: GOOD },
-    secrets: [],
-  });
-  const patched = sim.store.patch(created.id, { source_revision_config: { image_uri: BAD } });
-  id = created.id;
-  good = created.latest_revision_id ?? "";
-  bad = patched.latest_revision_id ?? "";
+  ({ sim, id, good, bad } = await revertedSimulator(KEY));
   kube = await startFakeKube({ namespace: NS });
   kube.put(serviceConnectionPath(NS, "prod"), {
     metadata: { name: "prod", namespace: NS, resourceVersion: "1" },
