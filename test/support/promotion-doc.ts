@@ -12,6 +12,7 @@ import type { Deployment } from "../../src/api/wire.ts";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../../src/crd/schema.ts";
 import { type StatusInput, statusFrom } from "../../src/reconcile/status/status.ts";
 import { conditionsText } from "./gitops-health-doc.ts";
+import { markdownTable } from "./markdown-table.ts";
 
 export { conditionsText };
 
@@ -37,35 +38,21 @@ export interface DocRow {
 /** The rows of the table under "What the step concludes", by situation. */
 export function docTable(): Map<string, DocRow> {
   const section = DOC.split("### What the step concludes")[1]?.split("\n## ")[0] ?? "";
-  const lines = section.split("\n").filter((line) => line.startsWith("|"));
-  const cells = (line: string) =>
-    line
-      .split("|")
-      .slice(1, -1)
-      .map((cell) => cell.trim());
-  const header = cells(lines[0] ?? "");
-  const column = (name: string) => {
-    const index = header.indexOf(name);
-    if (index < 0) throw new Error(`the table of docs/guide/promotion.md has no column "${name}"`);
-    return index;
-  };
+  const { rows, column } = markdownTable(section, "docs/guide/promotion.md");
   const situation = column("Situation");
   const conditions = column("Conditions the operator writes");
   const active = column("`status.activeRevision`");
   const steps = STEP_COLUMNS.map((c) => [c.artifact, column(c.header)] as const);
   return new Map(
-    lines
-      .slice(2)
-      .map(cells)
-      .map((row) => [
-        row[situation] ?? "",
-        {
-          situation: row[situation] ?? "",
-          conditions: row[conditions] ?? "",
-          activeRevision: row[active] ?? "",
-          steps: Object.fromEntries(steps.map(([a, i]) => [a, row[i] ?? ""])) as DocRow["steps"],
-        },
-      ]),
+    rows.map((row) => [
+      row[situation] ?? "",
+      {
+        situation: row[situation] ?? "",
+        conditions: row[conditions] ?? "",
+        activeRevision: row[active] ?? "",
+        steps: Object.fromEntries(steps.map(([a, i]) => [a, row[i] ?? ""])) as DocRow["steps"],
+      },
+    ]),
   );
 }
 
