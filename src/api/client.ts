@@ -16,6 +16,7 @@ import {
 } from "./errors.ts";
 import { paginate } from "./pagination.ts";
 import { TokenBucket } from "./rate-limit.ts";
+import { REDEPLOY_ROUTE, RedeployRouteMissingError } from "./redeploy.ts";
 import { processResponseMemory, type ResponseMemory } from "./response-memory.ts";
 import {
   newestFirst,
@@ -562,6 +563,86 @@ export class ServiceClient {
       detail: 'expected {"logs": [...], "next_offset": ...}',
       retryable: false,
     });
+  }
+
+  /**
+   * The first page of GET /v2/deployments/{deployment_id}/revisions (not in the shared spec),
+   * newest first, in ONE request of `limit` rows (default 100): what a caller that must not walk
+   * the whole listing reads (the redeploy check). Items are read one by one as in
+   * {@link listRevisions}. Throws {@link RevisionsRouteMissingError} when the service has no such
+   * route, the `not_found` ServiceError when it says the deployment does not exist.
+   */
+  async firstRevisionPage(
+    deploymentId: string,
+    opts: CallOptions & { limit?: number } = {},
+  ): Promise<RevisionRow[]> {
+    checkUuid(deploymentId, "deploymentId");
+    const limit = opts.limit ?? PAGE_LIMIT.max;
+    checkPageSize(limit, "limit");
+    try {
+      const { body } = await this.#transport.send({
+        method: "GET",
+        route: REVISIONS,
+        path: REVISIONS.replace("{deployment_id}", encodeURIComponent(deploymentId)),
+        searchParams: { limit: String(limit), offset: "0" },
+        schema: RevisionPageSchema,
+        idempotent: true,
+        ...signalOf(opts),
+      });
+      const rows = body.resources.slice(0, limit).map((raw): RevisionRow => {
+        const row = readRevisionItem(raw);
+        if (row.ok) for (const value of unknownRevisionValues(row.revision)) this.#reportUnknown(value);
+        return row;
+      });
+      return newestFirst(rows);
+    } catch (error) {
+      if (isServiceError(error, "rejected") && error.status === 405)
+        throw new RevisionsRouteMissingError(error);
+      if (isServiceError(error, "not_found") && isGenericNotFound(error.detail))
+        throw new RevisionsRouteMissingError(error);
+      throw error;
+    }
+  }
+
+  /**
+   * POST /v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy (from the service's
+   * public documentation, not the shared spec; see redeploy.ts): deploys an earlier revision
+   * again, without a build. Returns the deployment answered; undefined when the service says it
+   * has no such deployment or revision (a 404 naming it). Throws {@link RedeployRouteMissingError}
+   * when the service has no such route (405, or the generic 404 "Not Found" of an unknown path).
+   * Not repeated after a timeout or lost connection (a repeat could deploy twice): such a failure
+   * throws with `maybeApplied: true`.
+   */
+  async redeploy(
+    deploymentId: string,
+    revisionId: string,
+    opts: CallOptions = {},
+  ): Promise<Deployment | undefined> {
+    checkUuid(deploymentId, "deploymentId");
+    checkUuid(revisionId, "revisionId");
+    const path = REDEPLOY_ROUTE.replace("{deployment_id}", encodeURIComponent(deploymentId)).replace(
+      "{revision_id}",
+      encodeURIComponent(revisionId),
+    );
+    let body: unknown;
+    try {
+      ({ body } = await this.#transport.send({
+        method: "POST",
+        route: REDEPLOY_ROUTE,
+        path,
+        schema: AnyBody,
+        idempotent: false,
+        ...signalOf(opts),
+      }));
+    } catch (error) {
+      if (isServiceError(error, "rejected") && error.status === 405)
+        throw new RedeployRouteMissingError(error);
+      if (isServiceError(error, "not_found"))
+        if (isGenericNotFound(error.detail)) throw new RedeployRouteMissingError(error);
+        else return undefined;
+      throw error;
+    }
+    return this.#readOne(body, "POST", REDEPLOY_ROUTE);
   }
 
   /**

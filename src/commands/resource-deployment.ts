@@ -12,6 +12,7 @@
 import type { ServiceClient } from "../api/client.ts";
 import { type Deployment, isUuid } from "../api/wire.ts";
 import { ConnectionReadError } from "../connection/read.ts";
+import type { DeploymentResource } from "../crd/schema.ts";
 import { KubeDeployments } from "../kube/deployments.ts";
 import { type ConnectionId, connectionOf, describeConnection } from "../naming/connection.ts";
 import { claimedName } from "../reconcile/claims.ts";
@@ -22,6 +23,8 @@ import { type CliContext, type ConnectionFlags, serviceClientFrom, UsageError } 
 export interface FoundDeployment {
   client: ServiceClient;
   deployment: Deployment;
+  /** The Deployment resource it was found for (read from the cluster). */
+  resource?: Pick<DeploymentResource, "spec" | "status">;
 }
 
 /**
@@ -53,9 +56,9 @@ export async function resourceDeployment(
   const recorded = obj.status?.deploymentId;
   if (recorded && isUuid(recorded)) {
     const found = await client.getDeployment(recorded, { signal });
-    if (found?.name === serviceName) return { client, deployment: found };
+    if (found?.name === serviceName) return { client, deployment: found, resource: obj };
   }
-  return { client, deployment: await deploymentNamed(client, serviceName, signal, what) };
+  return { client, deployment: await deploymentNamed(client, serviceName, signal, what), resource: obj };
 }
 
 /**

@@ -1,6 +1,8 @@
 /**
  * `dms-operator revisions <resource>`: a deployment's revisions, newest first, with what each
- * deployed, marking the active one (what is live) and the latest (what the spec last asked for).
+ * deployed, marking the active one (what is live), the latest (what the spec last asked for) and,
+ * with the resource read from a cluster, the one its spec would redeploy instead of building
+ * (`reuse`, see `spec.revisionReuse`).
  *
  * Which deployment: with a cluster (found as kubectl finds it, see `resource-cluster.ts`:
  * `--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`), `<resource>` is a Deployment resource
@@ -21,6 +23,7 @@ import { escapeForTerminal } from "../api/printable.ts";
 import type { RevisionListing, RevisionRow } from "../api/revision-listing.ts";
 import { type Deployment, isUuid, ROUTES } from "../api/wire.ts";
 import { connectionOf } from "../naming/connection.ts";
+import { reuseTarget } from "../reconcile/plan/revision-reuse.ts";
 import { ConnectionClients } from "./connections.ts";
 import {
   addServiceOptions,
@@ -36,7 +39,12 @@ import {
 } from "./context.ts";
 import { addOutputOptions, type Listing, type OutputFlags, renderFor } from "./output.ts";
 import { RESOURCE_CONNECTION_HELP, RESOURCE_KUBECONFIG_HELP, resourceCluster } from "./resource-cluster.ts";
-import { connectionClient, deploymentNamed, resourceDeployment } from "./resource-deployment.ts";
+import {
+  connectionClient,
+  deploymentNamed,
+  type FoundDeployment,
+  resourceDeployment,
+} from "./resource-deployment.ts";
 
 interface RevisionsFlags extends ConnectionFlags, OutputFlags {
   namespace?: string;
@@ -56,6 +64,11 @@ export interface RevisionLine {
   active: boolean;
   /** The deployment's `latest_revision_id`: the newest, which a rollout makes active. */
   latest: boolean;
+  /**
+   * The revision the resource's spec would redeploy instead of building a new one
+   * (`spec.revisionReuse`; only with the resource read from a cluster).
+   */
+  reuse?: boolean;
   /** Why the item could not be read (only for such an item). */
   unreadable?: string;
   /** The revision as the service answered it (json and yaml only). */
@@ -111,7 +124,7 @@ export const registerRevisionsCommand: RegisterCommand = (program, ctx) => {
   addServiceOptions(addOutputOptions(command)).action(
     async (resource: string, _flags: unknown, cmd: Command) => {
       const flags = cmd.optsWithGlobals<RevisionsFlags>();
-      const { client, deployment } = await targetOf(resource, flags, ctx);
+      const { client, deployment, resource: live } = await targetOf(resource, flags, ctx);
       let listing: RevisionListing;
       try {
         listing = await client.listRevisions(deployment.id, {
@@ -126,6 +139,17 @@ export const registerRevisionsCommand: RegisterCommand = (program, ctx) => {
         );
       }
       const lines = revisionLines(listing.rows, deployment);
+      // The revision the resource's spec would redeploy instead of building (spec.revisionReuse).
+      const reuse = live
+        ? reuseTarget(
+            live.spec,
+            live.status,
+            deployment,
+            listing.rows.flatMap((r) => (r.ok ? [r.revision] : [])),
+          )
+        : undefined;
+      if (reuse?.kind === "redeploy")
+        for (const line of lines) if (line.id === reuse.revisionId) line.reuse = true;
       ctx.out(renderFor(ctx, flags, lines, LISTING));
       for (const note of notes(listing, lines, deployment)) ctx.err(`${escapeForTerminal(note)}\n`);
     },
@@ -171,12 +195,14 @@ export function deployedOf(config: Record<string, unknown> | undefined): string 
 }
 
 function marks(line: RevisionLine): string {
-  return [line.active ? "active" : "", line.latest ? "latest" : ""].filter((m) => m !== "").join(",");
+  return [line.active ? "active" : "", line.latest ? "latest" : "", line.reuse ? "reuse" : ""]
+    .filter((m) => m !== "")
+    .join(",");
 }
 
 /** A line as json and yaml show it: the revision as answered, with the marks (no table-only fields). */
 function forMachines(line: RevisionLine): Record<string, unknown> {
-  const marked = { active: line.active, latest: line.latest };
+  const marked = { active: line.active, latest: line.latest, ...(line.reuse ? { reuse: true } : {}) };
   if (line.unreadable !== undefined)
     return { id: line.id, created_at: line.created_at, ...marked, unreadable: line.unreadable };
   return { ...(line.revision as Record<string, unknown>), ...marked };
@@ -206,7 +232,7 @@ async function targetOf(
   resource: string,
   flags: RevisionsFlags,
   ctx: CliContext,
-): Promise<{ client: ServiceClient; deployment: Deployment }> {
+): Promise<{ client: ServiceClient; deployment: Deployment; resource?: FoundDeployment["resource"] }> {
   const kube = resourceCluster(flags, ctx.env, "dms-operator-revisions");
   const ref = connectionFlag(flags, kube !== undefined);
   if (!kube) {

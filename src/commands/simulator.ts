@@ -4,7 +4,7 @@
  */
 import { type Command, Option } from "commander";
 import type { Timing } from "../simulator/record.ts";
-import type { LogsRouteMode, RevisionsRouteMode } from "../simulator/routes.ts";
+import type { LogsRouteMode, RedeployRouteMode, RevisionsRouteMode } from "../simulator/routes.ts";
 import { integerArgument, type RegisterCommand } from "./context.ts";
 
 interface SimulatorFlags {
@@ -21,6 +21,7 @@ interface SimulatorFlags {
   revisionListingRoute?: string;
   keepTracingProjects?: boolean;
   logsRoute?: string;
+  redeployRoute?: string;
 }
 
 const ms = integerArgument(0, 3_600_000);
@@ -67,6 +68,14 @@ export const registerSimulatorCommand: RegisterCommand = (program, ctx) => {
         .choices(["present", "missing", "method-not-allowed"])
         .default("present"),
     )
+    .addOption(
+      new Option(
+        "--redeploy-route <mode>",
+        "the redeploy route: new-revision (a new revision copying the old one), switch-active (the active revision switches back), or missing (404) / method-not-allowed (405)",
+      )
+        .choices(["new-revision", "switch-active", "missing", "method-not-allowed"])
+        .default("new-revision"),
+    )
     .option(
       "--keep-tracing-projects",
       "like the real service: a delete without delete_tracing_project=true leaves the tracing project, and a later create of the name answers 409",
@@ -97,6 +106,7 @@ export const registerSimulatorCommand: RegisterCommand = (program, ctx) => {
         revisionListing: flags.revisionListingRoute as RevisionsRouteMode,
         ...(flags.keepTracingProjects ? { keepTracingProjects: true } : {}),
         logsRoute: flags.logsRoute as LogsRouteMode,
+        redeployRoute: flags.redeployRoute as RedeployRouteMode,
       });
       ctx.out(`simulator listening on ${simulator.url}\n`);
       await new Promise<void>((resolve) => {

@@ -74,6 +74,11 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
       client.getRevision(deploymentId, revisionId, { signal }),
     getRevisionLogs: (deploymentId, revisionId, query, signal) =>
       client.getRevisionLogs(deploymentId, revisionId, query, { signal }),
+    recentRevisions: async (deploymentId, signal) =>
+      (await client.firstRevisionPage(deploymentId, { signal })).flatMap((row) =>
+        row.ok ? [row.revision] : [],
+      ),
+    redeploy: (deploymentId, revisionId, signal) => client.redeploy(deploymentId, revisionId, { signal }),
   };
 }
 

@@ -293,6 +293,20 @@ export const ROLLOUT_TIMEOUT_PATTERN = "^(0|([0-9]+(\\.[0-9]+)?(ms|s|m|h))+)$";
 /** `spec.rolloutTimeout` when the spec does not set it. */
 export const DEFAULT_ROLLOUT_TIMEOUT = "30m";
 
+/**
+ * `spec.revisionReuse`: when a change that would build a new revision may redeploy an earlier
+ * one instead (revision-reuse.ts). `Pinned`: only a reference that cannot move (an image by
+ * digest, a full commit sha); `SameReference`: also the same tag or branch name; `Never`.
+ */
+export const REVISION_REUSE_POLICIES = ["Pinned", "SameReference", "Never"] as const;
+export type RevisionReusePolicy = (typeof REVISION_REUSE_POLICIES)[number];
+
+/**
+ * `spec.revisionReuse` when the spec does not set it. Applied by the operator, not by a CRD
+ * default, so that existing objects are not rewritten by the API server.
+ */
+export const DEFAULT_REVISION_REUSE: RevisionReusePolicy = "Pinned";
+
 /** `spec` of the Deployment resource: what the service's deployment must look like. */
 export const DeploymentSpecSchema = Type.Object(
   {
@@ -366,6 +380,13 @@ export const DeploymentSpecSchema = Type.Object(
         pattern: ROLLOUT_TIMEOUT_PATTERN,
         description:
           "How long a new revision may take to go live (a Go duration such as 30m, 1h30m, 90s) before the resource is Stalled with reason RolloutTimeout and the revision's log tail; 0 disables. Default 30m. Nothing is sent again because of it: the rollout recovers when the revision goes live or fails.",
+      }),
+    ),
+    revisionReuse: Type.Optional(
+      StringEnum(REVISION_REUSE_POLICIES, {
+        // No CRD default: the operator applies Pinned, and existing objects are not rewritten.
+        description:
+          "When a change would build a new revision and an earlier revision this operator created deployed exactly the same (sourceRevisionConfig, revisionSource and secret values), redeploy that revision instead (no build). Pinned (the default): only when the reference cannot move, an image by digest (@sha256:) or a repoRef that is the full commit sha the revision built; SameReference: also the same tag or branch name (the team asserts its references do not move); Never: always build.",
       }),
     ),
     rolloutWindows: Type.Optional(

@@ -65,6 +65,86 @@ export function conditionsSchema(maxItems: number, description: string) {
 
 const Str = (description: string) => Type.Optional(Type.String({ description }));
 
+/** Revisions `status.revisionHistory` remembers: the last ones the operator created. */
+export const REVISION_HISTORY_LIMIT = 10;
+
+/** What a revision deployed, each field within its bound; `when` qualifies the descriptions. */
+const artifactFields = (when: string) => ({
+  imageUri: Type.Optional(
+    Type.String({
+      maxLength: 1024,
+      description: `${when}${when ? "t" : "T"}he image it deployed (docker sources).`,
+    }),
+  ),
+  repoRef: Type.Optional(
+    Type.String({
+      maxLength: 1024,
+      description: `${when}${when ? "t" : "T"}he repository ref it built (repository sources).`,
+    }),
+  ),
+  repoCommitSha: Type.Optional(
+    Type.String({
+      maxLength: 64,
+      description: `${when}${when ? "t" : "T"}he commit it built (repository sources).`,
+    }),
+  ),
+});
+
+/** `status.activeRevision`: the live revision and what it deployed. */
+const ActiveRevisionSchema = Type.Object(
+  {
+    id: Type.String({
+      maxLength: 64,
+      description: "The active revision's id (the service's active_revision_id).",
+    }),
+    ...artifactFields(""),
+    deployedAt: Type.String({
+      format: "date-time",
+      description: "When the operator first saw it active.",
+    }),
+  },
+  {
+    description:
+      "The live revision and what it deployed, once the service reported it for that revision: what promotion tools compare with the artifact they promoted (docs/guide/promotion.md). Ready=True alone cannot tell, since it may be the previous revision's.",
+  },
+);
+
+/** An element of `status.revisionHistory`. */
+const RevisionHistoryEntrySchema = Type.Object(
+  {
+    id: Type.String({
+      maxLength: 64,
+      description: "A revision this operator created (by a create, a PATCH or a redeploy).",
+    }),
+    secretsHash: Type.Optional(
+      Type.String({
+        pattern: "^[0-9a-f]{64}$",
+        description:
+          "sha256 of the secret names and values it was created with (never a value); absent when the operator cannot vouch for them: such a revision is never redeployed.",
+      }),
+    ),
+    configHash: Type.Optional(
+      Type.String({
+        pattern: "^[0-9a-f]{64}$",
+        description:
+          "sha256 of the revision-defining fields it was created with (sourceRevisionConfig and the revision source): a change matching none of the history costs no read of the revisions.",
+      }),
+    ),
+    deployed: Type.Optional(
+      Type.Boolean({ description: "True once the operator saw it DEPLOYED (active)." }),
+    ),
+    ...artifactFields("With redeployedAt: "),
+    redeployedAt: Type.Optional(
+      Type.String({
+        format: "date-time",
+        description:
+          "When the operator last redeployed it instead of building a new revision: while it is the newest entry, it is what the spec asks to be live.",
+      }),
+    ),
+  },
+  { description: "A revision this operator created, with what it needs to redeploy it safely." },
+);
+
 /** `status` of the Deployment resource, written by the operator only. */
 export const DeploymentResourceStatusSchema = Type.Object(
   {
@@ -86,6 +166,14 @@ export const DeploymentResourceStatusSchema = Type.Object(
     shortRevisions: Str("Latest and active revision ids shortened to 8 characters, as `<latest>/<active>`."),
     liveRevision: Str(
       "The active revision's id shortened to 8 characters, with what it deployed once the service reported it for that revision: `<id>@<commit, 7 characters>` (repository sources) or `<id>@<image version>`.",
+    ),
+    activeRevision: Type.Optional(ActiveRevisionSchema),
+    revisionHistory: Type.Optional(
+      Type.Array(RevisionHistoryEntrySchema, {
+        maxItems: REVISION_HISTORY_LIMIT,
+        description:
+          "The last 10 revisions this operator created, newest first, with the digest of the secrets each was created with and whether it reached DEPLOYED: the candidates spec.revisionReuse may redeploy.",
+      }),
     ),
     observedGeneration: ObservedGenerationSchema,
     conditions: conditionsSchema(

@@ -16,7 +16,13 @@ import type { DeploymentSpec } from "../crd/schema.ts";
 import { type ConnectionRef, connectionLabel } from "../naming/connection.ts";
 import { type Claimant, claimedName, claimOf, olderClaimant } from "../reconcile/claims.ts";
 import { type ReadSecrets, RepoListings, readSecrets } from "../reconcile/inputs.ts";
-import type { DeploymentListings, DeploymentLookups, ForgeRepos, SecretsPort } from "../reconcile/ports.ts";
+import type {
+  DeploymentListings,
+  DeploymentLookups,
+  ForgeRepos,
+  RevisionRedeploys,
+  SecretsPort,
+} from "../reconcile/ports.ts";
 import type { InheritedWindows } from "../reconcile/rollout/rollout-gate.ts";
 import { DEFAULT_MAX_SECRET_BYTES, SecretsTooLargeError } from "../reconcile/secret-budget.ts";
 import { AmbiguousNameError } from "../reconcile/service/lookup-errors.ts";
@@ -57,7 +63,10 @@ export interface ClusterReader {
  * What a review asks of a connection's service: reads only (lookups as the controller makes them,
  * its listings, the forge's repositories). No write capability reaches the review at all.
  */
-export type ServiceReads = DeploymentLookups & DeploymentListings & ForgeRepos;
+export type ServiceReads = DeploymentLookups &
+  DeploymentListings &
+  ForgeRepos &
+  Partial<Pick<RevisionRedeploys, "recentRevisions">>;
 
 /**
  * The service a resource is reviewed against, by its connection: a port (`key` tells connections
@@ -215,7 +224,21 @@ export async function reviewAll(
       ...(choice.rolloutWindows ? { inheritedWindows: choice.rolloutWindows } : {}),
       now: options.clock.now(),
     };
-    entries.push(reviewResource(inputs));
+    const entry = reviewResource(inputs);
+    // A new revision the operator might redeploy instead (spec.revisionReuse): the one read the
+    // controller makes, and only then. A listing that cannot be read leaves the plan as it was.
+    const observedId = found.deployment?.id;
+    if (entry.newRevision && observedId && live?.status?.revisionHistory?.length && service.recentRevisions) {
+      const revisions = await service.recentRevisions(observedId, signal).catch((error: unknown) => {
+        if (signal.aborted) throw error;
+        return undefined;
+      });
+      if (revisions) {
+        entries.push(reviewResource({ ...inputs, revisions }));
+        continue;
+      }
+    }
+    entries.push(entry);
   }
   return entries;
 }

@@ -96,7 +96,7 @@ function headline(e: ReviewEntry): string {
     case "adopt":
       return `adopt${id} as it is (no change on the service)`;
     case "patch":
-      return `${e.adopt ? `adopt${id} and patch` : `patch${id}`}, ${e.newRevision ? "NEW REVISION" : "no new revision"}`;
+      return `${e.adopt ? `adopt${id} and patch` : `patch${id}`}, ${e.redeploy ? `redeploy revision ${e.redeploy.revisionId} (no build)` : e.newRevision ? "NEW REVISION" : "no new revision"}`;
     case "noop":
       return e.observeOnly
         ? `nothing (ObserveOnly${e.drift.length > 0 ? "; differences below are reported, never corrected" : ""})`

@@ -4,7 +4,7 @@
  * the operator would do. It runs the controller's own mapping and planner, so the answer is the
  * controller's; this file only names the outcome and explains it.
  */
-import type { Deployment } from "../api/wire.ts";
+import type { Deployment, Revision } from "../api/wire.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { desiredFromSpec, effectiveName } from "../crd/mapping.ts";
@@ -19,6 +19,14 @@ import {
   type PlanProblem,
   plan,
 } from "../reconcile/plan/plan.ts";
+import {
+  chooseRevision,
+  configAfterPatch,
+  type RevisionHistoryEntry,
+  revisionReusePolicy,
+  splitForRedeploy,
+  vouchedSecretsHash,
+} from "../reconcile/plan/revision-reuse.ts";
 import {
   gateRollout,
   type InheritedWindows,
@@ -73,6 +81,11 @@ export interface ReviewEntry {
   paused: boolean;
   /** The part of a patch that makes a new revision, held outside the rollout windows now. */
   held?: HeldReview;
+  /**
+   * The earlier revision the operator would redeploy instead of building the new one
+   * (`spec.revisionReuse`), and why; only when the revisions were read (`ReviewInputs.revisions`).
+   */
+  redeploy?: { revisionId: string; reason: string };
   error?: string;
   skipReason?: string;
 }
@@ -103,6 +116,8 @@ export interface LiveStatus {
   deploymentId?: string;
   appliedSecretsHash?: string;
   lastHandledRolloutNow?: string;
+  /** The revisions the operator created (the candidates of `spec.revisionReuse`). */
+  revisionHistory?: RevisionHistoryEntry[];
 }
 
 /** What was found for a resource before planning it. */
@@ -128,6 +143,8 @@ export interface ReviewInputs {
   inheritedWindows?: InheritedWindows;
   /** The instant the rollout windows are read at (ms since the epoch); absent: not checked. */
   now?: number;
+  /** The first page of the deployment's revisions, when read (a new revision, a history to match). */
+  revisions?: readonly Revision[];
 }
 
 /** The operator's decision for `inputs`, explained. Throws only on a bug (an unexpected error). */
@@ -208,9 +225,43 @@ export function reviewResource(inputs: ReviewInputs): ReviewEntry {
         return { ...entry, action: "error", error: error.message };
       }
       if (held) entry.held = held;
+      const redeploy = decision.action === "patch" ? redeployReview(inputs, decision) : undefined;
+      if (redeploy) {
+        entry.redeploy = redeploy;
+        entry.newRevision = false;
+      }
     }
   }
   return entry;
+}
+
+/**
+ * The earlier revision the operator would redeploy instead of building `decision`'s new revision,
+ * with the controller's rule (revision-reuse.ts), when the revisions were read.
+ */
+function redeployReview(
+  inputs: ReviewInputs,
+  decision: PatchPlan,
+): { revisionId: string; reason: string } | undefined {
+  const { observed, revisions, live } = inputs;
+  if (!decision.newRevision || !observed || !revisions || !live?.revisionHistory) return undefined;
+  if (splitForRedeploy(decision.body) === undefined) return undefined;
+  const spec = inputs.resource.spec;
+  const chosen = chooseRevision({
+    policy: revisionReusePolicy(spec),
+    desired: {
+      config: configAfterPatch(observed.source_revision_config, decision.body.source_revision_config),
+      source: decision.body.revision_source ?? observed.source,
+      secretsHash: vouchedSecretsHash({
+        managed: spec.secrets !== undefined,
+        appliedHash: live.appliedSecretsHash,
+        serviceSecretCount: observed.secrets.length,
+      }),
+    },
+    revisions,
+    history: live.revisionHistory,
+  });
+  return chosen.kind === "redeploy" ? { revisionId: chosen.revisionId, reason: chosen.reason } : undefined;
 }
 
 /** The entry of a resource that cannot be planned, for `message` (found before planning). */

@@ -9,6 +9,7 @@ import { type DesiredDeployment, desiredFromSpec, withSecrets } from "../crd/map
 import type { DeploymentSpec } from "../crd/schema.ts";
 import { objectKey } from "../runtime/keys.ts";
 import { reconcileInterval, reconcileRequestedAt, rolloutNow } from "./annotations.ts";
+import { applyPatch, createdHistory, redeployedNote, switchBackPlan } from "./apply-reuse.ts";
 import { claimedName } from "./claims.ts";
 import { inlineSecrets, type ReadSecrets, secretVersions } from "./inputs.ts";
 import { lastAppliedFor } from "./plan/last-applied.ts";
@@ -141,19 +142,59 @@ export class Apply {
     let deployment = found.deployment;
     if (decision.action === "patch" && !deployment)
       throw new Error("a patch was planned without a deployment to patch");
-    if (gated.send && deployment) {
-      deployment = await service.patch(deployment.id, gated.send.body, signal);
-      const reason = updateReason(run.obj, gated.send, found.adopted);
-      recordEvent(this.#deps, run, "Normal", reason, updateNote(gated.send));
+    // Nothing to send, unless a revision redeployed earlier (by a switch of the active revision)
+    // is live where the spec now asks for the service's latest one again.
+    const back =
+      decision.action === "noop" && deployment
+        ? switchBackPlan(status.revisionHistory, deployment)
+        : undefined;
+    const sending = gated.send ?? back;
+    let reuse: Pick<Decided, "history" | "known"> = {};
+    let redeployed: string | undefined;
+    if (sending && deployment) {
+      // The revision part is redeployed instead of built when spec.revisionReuse allows (apply-reuse.ts).
+      const sent = await applyPatch({
+        service,
+        redeployer: run.session.redeploys,
+        deployment,
+        decision: sending,
+        spec: run.obj.spec,
+        status,
+        now: formatTime(run.now),
+        signal,
+      });
+      deployment = sent.deployment;
+      run.session.snapshot.remember(deployment);
+      reuse = {
+        ...(sent.history ? { history: sent.history } : {}),
+        ...(sent.known ? { known: sent.known } : {}),
+      };
+      const { revision } = sent;
+      if (revision.kind === "redeployed") {
+        recordEvent(this.#deps, run, "Normal", "Redeployed", redeployedNote(revision, sending));
+        redeployed = `redeployed revision ${revision.revisionId} (no build): ${revision.reason}`;
+      } else if (
+        !back &&
+        (revision.kind !== "pending" || sending.changes.some((c) => c.group !== "source_revision_config"))
+      ) {
+        // A redeploy sent before and not live yet sends nothing for it again: no event for it.
+        const reason = updateReason(run.obj, sending, found.adopted);
+        recordEvent(this.#deps, run, "Normal", reason, updateNote(sending));
+      }
     }
     const observed = observedAs(deployment);
     const problems = outcomeFromProblems(decision.problems);
-    if (!gated.held) return { outcome: problems ?? { kind: "synced" }, observed, record: applied };
+    if (!gated.held) {
+      const synced = redeployed
+        ? { kind: "synced" as const, message: redeployed }
+        : { kind: "synced" as const };
+      return { outcome: problems ?? synced, observed, record: applied, ...reuse };
+    }
     const { message, wakeAt } = gated.held;
     const synced = status.conditions?.find((c) => c.type === CONDITION.Synced);
     if (synced?.reason !== REASON.OutsideRolloutWindow || synced.message !== message)
       recordEvent(this.#deps, run, "Normal", REASON.OutsideRolloutWindow, message);
-    return { outcome: problems ?? { kind: "held", message }, observed, record: applied, wakeAt };
+    return { outcome: problems ?? { kind: "held", message }, observed, record: applied, wakeAt, ...reuse };
   }
 
   /** What the lookup may take from the snapshot: freshness.ts's {@link lookupTarget} decides. */
@@ -229,7 +270,16 @@ export class Apply {
       appliedSecretVersions: appliedVersions(decision.secretsHash, versions),
     };
     const observed = { kind: "found", deployment: created } as const;
-    return { outcome: { kind: "synced" }, observed, record: applied, written };
+    // The first revision is the operator's: recorded with the digests of its config and secrets.
+    const first = created.latest_revision_id;
+    const history = first ? createdHistory(first, decision, run.obj.spec, created) : undefined;
+    return {
+      outcome: { kind: "synced" },
+      observed,
+      record: applied,
+      written,
+      ...(history ? { history } : {}),
+    };
   }
 
   /**

@@ -10,6 +10,7 @@ import type { LogType } from "../api/revision-logs.ts";
 import { formatTime } from "../conditions/kstatus.ts";
 import { DEFAULT_ROLLOUT_TIMEOUT } from "../crd/schema.ts";
 import { reconcileRequestedAt } from "./annotations.ts";
+import { targetView } from "./plan/revision-reuse.ts";
 import type { EventNote } from "./ports.ts";
 import {
   type Connected,
@@ -39,6 +40,7 @@ import {
   REASON,
   type RevisionObservation,
   type RolloutEvidence,
+  stuckPart,
 } from "./status/status.ts";
 
 /** What the service said of the observed deployment's latest revision and its rollout. */
@@ -90,6 +92,8 @@ async function rolloutEvidence(
   signal: AbortSignal,
 ): Promise<{ status: RolloutEvidence; event?: EventNote }> {
   const previous = run.obj.status ?? {};
+  // A redeploy that switched the active revision back is what the rollout waits for.
+  observed = targetView(observed, previous.revisionHistory);
   const latest = observed.latest_revision_id ?? undefined;
   const startedAt = rolloutStart(previous, observed, run.now);
   const revisionStatus = latest !== undefined && revision?.id === latest ? revision.status : undefined;
@@ -127,7 +131,9 @@ async function rolloutEvidence(
   // later read got, or that it will not be shown after all. A read that failed between says nothing.
   const again = readAgainPending(status.log);
   if (failedBefore > 0 && again) return { status };
-  const what = evidenceHeadline(due, latest, observed.id, revisionStatus, status.timedOutAfter);
+  const part = stuckPart(observed, revisionStatus);
+  const stuck = part === undefined ? undefined : { part, deploymentStatus: observed.status };
+  const what = evidenceHeadline(due, latest, observed.id, revisionStatus, status.timedOutAfter, stuck);
   const tail = !Array.isArray(lines)
     ? again
       ? `; ${lines.note}; it is read again in a minute`

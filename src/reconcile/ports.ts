@@ -89,6 +89,25 @@ export interface RevisionLogReads {
 }
 
 /**
+ * Redeploying an earlier revision instead of building the same one again (revision-reuse.ts),
+ * and the one read that finds the candidates.
+ */
+export interface RevisionRedeploys {
+  /**
+   * The first page of the deployment's revisions, newest first, in one call (items that cannot be
+   * read left out). Rejects with `RevisionsRouteMissingError` (api/errors.ts) when the service has
+   * no revision listing.
+   */
+  recentRevisions(deploymentId: string, signal: AbortSignal): Promise<Revision[]>;
+  /**
+   * Redeploys `revisionId`; the deployment answered, or undefined when the service says it has no
+   * such deployment or revision. Rejects with `RedeployRouteMissingError` (api/redeploy.ts) when
+   * the service has no redeploy route.
+   */
+  redeploy(deploymentId: string, revisionId: string, signal: AbortSignal): Promise<Deployment | undefined>;
+}
+
+/**
  * The service as one connection reaches it: every capability above. The adapter
  * (`src/connection/service-port.ts`) implements it and the composition root hands it to a
  * connection's session, which gives each consumer only the capabilities it uses.
@@ -99,7 +118,8 @@ export interface DeploymentsPort
     DeploymentWrites,
     ForgeRepos,
     RevisionReads,
-    RevisionLogReads {}
+    RevisionLogReads,
+    RevisionRedeploys {}
 
 /**
  * What a listing answered: the deployments read, and the items it skipped because they could not

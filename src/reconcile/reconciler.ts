@@ -201,7 +201,7 @@ export class DeploymentReconciler {
    */
   async #conclude(run: Run, decided: Decided, signal: AbortSignal): Promise<ReconcileResult> {
     const evidence = await readEvidence(this.#deps, run, decided, signal);
-    const { outcome: sync, observed, record = {}, wakeAt } = decided;
+    const { outcome: sync, observed, record = {}, wakeAt, history, known } = decided;
     const previous = run.obj.status;
     const { event } = evidence;
     if (event) recordEvent(this.#deps, run, event.type, event.reason, event.note);
@@ -215,6 +215,8 @@ export class DeploymentReconciler {
       secretValues: run.seen.secrets.values,
       revision: evidence.revision,
       rollout: evidence.rollout,
+      ...(history ? { revisionHistory: history } : {}),
+      ...(known ? { knownRevision: known } : {}),
     });
     // A create not listed yet: the id it answered with stays known while the listing catches up.
     if (observed?.kind === "createdUnlisted" && previous?.deploymentId)

@@ -9,11 +9,12 @@ import { connectionOf, describeConnection } from "../naming/connection.ts";
 import { objectKey } from "../runtime/keys.ts";
 import { claimedName, claimOf, olderClaimant } from "./claims.ts";
 import { type ReadSecrets, readSecrets } from "./inputs.ts";
+import type { RevisionHistoryEntry } from "./plan/revision-reuse.ts";
 import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { InheritedWindows } from "./rollout/rollout-gate.ts";
 import type { ServiceSession } from "./service/session.ts";
 import type { ListingFailure } from "./service/snapshot.ts";
-import type { Deployment } from "./service-types.ts";
+import type { Deployment, SourceRevisionConfig } from "./service-types.ts";
 import { REASON, type StatusRecord, type SyncOutcome } from "./status/status.ts";
 
 /**
@@ -98,6 +99,10 @@ export interface Decided {
    * written on that version.
    */
   written?: StoredResource;
+  /** `status.revisionHistory` after the revisions this decision created or redeployed (apply-reuse.ts). */
+  history?: RevisionHistoryEntry[];
+  /** The config of the revision it redeployed, for `status.activeRevision`. */
+  known?: { id: string; config: SourceRevisionConfig };
 }
 
 /**

@@ -14,6 +14,7 @@ export type {
   Revision,
   Secret,
   SourceConfigRequest,
+  SourceRevisionConfig,
   UnreadableDeployment,
 } from "../api/wire.ts";
 /**

@@ -16,6 +16,10 @@
  *   PUT    /_sim/tracing-projects    `{"keep": true | false}`: whether deletes leave tracing projects
  *   DELETE /_sim/tracing-projects/{name}  204; deletes one, as a person would in the service's UI
  *   PUT    /_sim/logs-route          `{"mode": "present" | "missing" | "method-not-allowed"}`; 200 with it
+ *   PUT    /_sim/redeploy-route      `{"mode": "new-revision" | "switch-active" | "missing" |
+ *                                    "method-not-allowed"}`; 200 with it
+ *   GET    /_sim/redeploys           the redeploys answered: at, deployment, revision named,
+ *                                    behaviour, revision that goes live
  *   GET    /_sim/state               tenant, clock, timing, faults, deployments with revisions,
  *                                    tracing projects
  */
@@ -26,7 +30,13 @@ import type { FaultController, Faults } from "./faults.ts";
 import { json, missingBody, readJsonBody, type SimResponse } from "./http.ts";
 import type { Timing } from "./record.ts";
 import type { SimRequest } from "./requests.ts";
-import { type LogsRouteMode, REVISIONS_ROUTE_MODES, type RevisionsRouteMode } from "./routes.ts";
+import {
+  type LogsRouteMode,
+  REDEPLOY_ROUTE_MODES,
+  REVISIONS_ROUTE_MODES,
+  type RedeployRouteMode,
+  type RevisionsRouteMode,
+} from "./routes.ts";
 import type { SimulatorStore } from "./store.ts";
 
 /** What the admin routes act on. */
@@ -41,6 +51,7 @@ export interface AdminContext {
   revisionsRoute: { mode: RevisionsRouteMode };
   revisionListing: { mode: RevisionsRouteMode };
   logsRoute: { mode: LogsRouteMode };
+  redeployRoute: { mode: RedeployRouteMode };
 }
 
 /** Answers one `/_sim/` request; `path` starts with `/_sim/`. Unknown paths are 404. */
@@ -87,6 +98,10 @@ export async function handleAdmin(
     }
     case "PUT /_sim/logs-route":
       return json(200, setMode(ctx.logsRoute, await readJsonBody(req)));
+    case "PUT /_sim/redeploy-route":
+      return json(200, setRedeployMode(ctx.redeployRoute, await readJsonBody(req)));
+    case "GET /_sim/redeploys":
+      return json(200, ctx.store.redeploys());
   }
   const tracingPrefix = "/_sim/tracing-projects/";
   if (method === "DELETE" && path.startsWith(tracingPrefix)) {
@@ -119,24 +134,36 @@ function state(ctx: AdminContext) {
     revision_listing_route: ctx.revisionListing.mode,
     tracing_projects: tracingState(ctx),
     logs_route: ctx.logsRoute.mode,
+    redeploy_route: ctx.redeployRoute.mode,
+    redeploys: ctx.store.redeploys(),
     deployments: ctx.store.list().map((d) => ({ ...d, revisions: ctx.store.revisions(d.id) ?? [] })),
   };
 }
 
 /** Sets `target.mode` from a `{"mode": …}` body, or a 422 naming the modes. */
 function setMode(target: { mode: RevisionsRouteMode }, body: unknown): { mode: RevisionsRouteMode } {
-  const mode = (body as { mode?: unknown } | undefined)?.mode;
-  if (!REVISIONS_ROUTE_MODES.some((m) => m === mode)) {
-    throw new ServiceError(422, [
-      {
-        loc: ["body", "mode"],
-        msg: `Input should be ${REVISIONS_ROUTE_MODES.map((m) => `'${m}'`).join(", ")}`,
-        type: "literal_error",
-      },
-    ]);
-  }
-  target.mode = mode as RevisionsRouteMode;
+  target.mode = modeOf(REVISIONS_ROUTE_MODES, body);
   return { mode: target.mode };
+}
+
+/** Sets the redeploy route's `mode` from a `{"mode": …}` body, or a 422 naming the modes. */
+function setRedeployMode(target: { mode: RedeployRouteMode }, body: unknown): { mode: RedeployRouteMode } {
+  target.mode = modeOf(REDEPLOY_ROUTE_MODES, body);
+  return { mode: target.mode };
+}
+
+/** The `mode` of a `{"mode": …}` body when it is one of `modes`, else a 422 naming them. */
+function modeOf<T extends string>(modes: readonly T[], body: unknown): T {
+  const mode = (body as { mode?: unknown } | undefined)?.mode;
+  const known = modes.find((m) => m === mode);
+  if (known !== undefined) return known;
+  throw new ServiceError(422, [
+    {
+      loc: ["body", "mode"],
+      msg: `Input should be ${modes.map((m) => `'${m}'`).join(", ")}`,
+      type: "literal_error",
+    },
+  ]);
 }
 
 function tracingState(ctx: AdminContext): { keep: boolean; names: string[] } {

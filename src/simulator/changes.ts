@@ -12,7 +12,15 @@ import {
   type SourceRevisionConfig,
 } from "../api/wire.ts";
 import { validationError } from "./errors.ts";
-import { type DeploymentRecord, fakeCommitSha, invalidate, type Timing } from "./record.ts";
+import {
+  activeRevisionId,
+  type DeploymentRecord,
+  fakeCommitSha,
+  invalidate,
+  type RevisionRecord,
+  redeployDelayMs,
+  type Timing,
+} from "./record.ts";
 import type { SeedDeployment } from "./seed.ts";
 import { oneOf } from "./validation.ts";
 
@@ -77,6 +85,7 @@ export function newRecord(
     imageVersion: null,
     statusOverride: undefined,
     revisions: [],
+    switches: [],
     failRevisions: undefined,
     quirks: undefined,
     deleteRequestedAt: undefined,
@@ -103,7 +112,10 @@ export function applyChange(record: DeploymentRecord, change: Change, now: numbe
     const given = dropNulls(change.source_revision_config);
     const current: Record<string, unknown> = record.sourceRevisionConfig;
     if (Object.entries(given).some(([k, v]) => current[k] !== v)) newRevision = true;
-    record.sourceRevisionConfig = { ...record.sourceRevisionConfig, ...given };
+    // Another ref builds another commit: the one resolved for the old ref goes (unless given).
+    const { repo_commit_sha: _resolved, ...kept } = record.sourceRevisionConfig;
+    const refMoved = given.repo_ref !== undefined && given.repo_ref !== current.repo_ref;
+    record.sourceRevisionConfig = { ...(refMoved ? kept : record.sourceRevisionConfig), ...given };
   }
   if (change.secrets !== undefined && change.secrets !== null) {
     if (!sameSecrets(record.secrets, change.secrets)) newRevision = true;
@@ -128,10 +140,11 @@ function addRevision(
   const config = record.sourceRevisionConfig;
   const source = revisionSource ?? record.source;
   if (source === "github" && typeof config.repo_ref === "string" && config.repo_commit_sha == null) {
-    record.sourceRevisionConfig = {
-      ...config,
-      repo_commit_sha: fakeCommitSha(record.sourceConfig.repo_url, config.repo_ref),
-    };
+    // A ref that is a full commit sha builds that commit; a branch or tag resolves to one.
+    const sha = /^[0-9a-f]{40}$/i.test(config.repo_ref)
+      ? config.repo_ref.toLowerCase()
+      : fakeCommitSha(record.sourceConfig.repo_url, config.repo_ref);
+    record.sourceRevisionConfig = { ...config, repo_commit_sha: sha };
   }
   const failure = record.failRevisions;
   record.revisions.push({
@@ -174,4 +187,52 @@ export function seededRecord(
   // Only the revisions made after the start fail: a seeded deployment starts settled.
   record.failRevisions = d.fail_revisions ?? undefined;
   return record;
+}
+
+/** How the simulated redeploy route behaves (the service's documentation does not say). */
+export const REDEPLOY_BEHAVIOURS = ["new-revision", "switch-active"] as const;
+export type RedeployBehaviour = (typeof REDEPLOY_BEHAVIOURS)[number];
+
+/**
+ * Redeploys `revision` of `record` at `now`, without a build: its phases start at
+ * AWAITING_DEPLOY, so it is live after the deploy phases' share of `revisionActiveAfterMs`.
+ * - `new-revision`: a new revision copying the old one's `source_revision_config` and
+ *   `revision_source`, which becomes the latest; the deployment's `source_revision_config` is
+ *   the copy's (it describes the latest revision). A deployment made to fail deploys fails it.
+ * - `switch-active`: no new revision; `active_revision_id` switches back to `revision` once
+ *   deployed, while `latest_revision_id` and `source_revision_config` stay the latest's.
+ * Returns the id of the revision that goes live.
+ */
+export function redeployRevision(
+  record: DeploymentRecord,
+  revision: RevisionRecord,
+  behaviour: RedeployBehaviour,
+  now: number,
+  timing: Timing,
+): string {
+  const activeAt = now + redeployDelayMs(timing);
+  record.updatedAt = now;
+  invalidate(record);
+  if (behaviour === "switch-active") {
+    // Switching to the revision already active (and staying so) changes nothing.
+    const activeNow = activeRevisionId(record, now);
+    const pending = [...record.revisions, ...record.switches].some((r) => r.activeAt > now);
+    if (activeNow !== revision.id || pending)
+      record.switches.push({ revisionId: revision.id, at: now, activeAt });
+    return revision.id;
+  }
+  const fails = record.failRevisions === "deploy";
+  const id = randomUUID();
+  record.sourceRevisionConfig = { ...revision.sourceRevisionConfig };
+  record.revisions.push({
+    id,
+    createdAt: now,
+    activeAt: fails ? Number.POSITIVE_INFINITY : activeAt,
+    settlesAt: activeAt,
+    sourceRevisionConfig: { ...revision.sourceRevisionConfig },
+    revisionSource: revision.revisionSource,
+    redeployOf: revision.id,
+    ...(fails ? { failure: "deploy" as const } : {}),
+  });
+  return id;
 }

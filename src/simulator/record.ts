@@ -47,6 +47,21 @@ export interface RevisionRecord {
   readonly failure?: RevisionFailure;
   /** When it would have become active had it not failed: the end of its phases. */
   readonly settlesAt: number;
+  /**
+   * The revision it was made from by a redeploy (the route's `new-revision` behaviour): it has no
+   * build, so its phases start at AWAITING_DEPLOY.
+   */
+  readonly redeployOf?: string;
+}
+
+/**
+ * A redeploy that switched the active revision back (the route's `switch-active` behaviour):
+ * `revisionId` is active from `activeAt` on, until a revision or switch activating later.
+ */
+export interface ActiveSwitch {
+  readonly revisionId: string;
+  readonly at: number;
+  readonly activeAt: number;
 }
 
 /**
@@ -76,6 +91,8 @@ export interface DeploymentRecord {
   /** Set by a seed or by drift (any string, also one the spec does not list); otherwise from `createdAt`. */
   statusOverride: string | undefined;
   revisions: RevisionRecord[];
+  /** Redeploys that switched the active revision back, oldest first (see {@link ActiveSwitch}). */
+  switches: ActiveSwitch[];
   /** New revisions fail at this phase (seed or drift `fail_revisions`); undefined: they succeed. */
   failRevisions: RevisionFailure | undefined;
   /** How listings show it (seed or drift `quirks`). */
@@ -101,13 +118,23 @@ export function statusAt(record: DeploymentRecord, now: number, timing: Timing):
   return now >= record.createdAt + timing.readyAfterMs ? "READY" : "AWAITING_DATABASE";
 }
 
-/** The newest revision already active at `now`, or undefined. */
-function activeRevision(record: DeploymentRecord, now: number): RevisionRecord | undefined {
-  for (let i = record.revisions.length - 1; i >= 0; i--) {
-    const revision = record.revisions[i];
-    if (revision !== undefined && revision.activeAt <= now) return revision;
+/**
+ * The id of the revision active at `now`, or undefined: of the revisions and switches already
+ * active, the one that became active last (the later one in the record on a tie). A redeployed
+ * revision skips the build, so it may go live before an older revision still building; that
+ * one, once built, takes over, as a later rollout does.
+ */
+export function activeRevisionId(record: DeploymentRecord, now: number): string | undefined {
+  let best: { id: string; activeAt: number } | undefined;
+  for (const revision of record.revisions) {
+    if (revision.activeAt <= now && (best === undefined || revision.activeAt >= best.activeAt))
+      best = { id: revision.id, activeAt: revision.activeAt };
   }
-  return undefined;
+  for (const change of record.switches) {
+    if (change.activeAt <= now && (best === undefined || change.activeAt >= best.activeAt))
+      best = { id: change.revisionId, activeAt: change.activeAt };
+  }
+  return best?.id;
 }
 
 /** When `record` is gone for good, or undefined when no delete was requested. */
@@ -132,7 +159,7 @@ export function render(record: DeploymentRecord, now: number, timing: Timing, mo
     updated_at: new Date(record.updatedAt).toISOString(),
     status: statusAt(record, now, timing),
     latest_revision_id: latest?.id ?? null,
-    active_revision_id: activeRevision(record, now)?.id ?? null,
+    active_revision_id: activeRevisionId(record, now) ?? null,
     secret_references:
       record.secretReferences === null ? null : record.secretReferences.map((r) => ({ ...r })),
     image_version: record.imageVersion,
@@ -146,6 +173,9 @@ function nextTransition(record: DeploymentRecord, now: number, timing: Timing): 
   if (record.statusOverride === undefined && ready > now) until = ready;
   for (const revision of record.revisions) {
     if (revision.activeAt > now) until = Math.min(until, revision.activeAt);
+  }
+  for (const change of record.switches) {
+    if (change.activeAt > now) until = Math.min(until, change.activeAt);
   }
   return until;
 }
@@ -182,6 +212,14 @@ const PHASES: readonly RevisionStatus[] = REVISION_STATUSES.slice(
   0,
   REVISION_STATUSES.indexOf("CREATE_FAILED"),
 );
+/** The first phase of a redeployed revision: it has nothing to build. */
+export const REDEPLOY_FIRST_PHASE = PHASES.indexOf("AWAITING_DEPLOY");
+
+/** How long a redeployed revision takes to go live: the deploy phases' share of a revision's time. */
+export function redeployDelayMs(timing: Timing): number {
+  return (timing.revisionActiveAfterMs * (PHASES.length - REDEPLOY_FIRST_PHASE)) / PHASES.length;
+}
+
 // The phase after which a failure shows: creation fails after CREATING, a build after BUILDING,
 // a deploy after DEPLOYING.
 const FAILS_AFTER: Record<RevisionFailure, { phase: number; status: RevisionStatus }> = {
@@ -196,7 +234,10 @@ export function revisionStatusAt(
   now: number,
 ): { status: RevisionStatus; since: number } {
   const span = revision.settlesAt - revision.createdAt;
-  const phaseStart = (phase: number) => revision.createdAt + (span * phase) / PHASES.length;
+  // A redeployed revision walks only the deploy phases, spread over its (shorter) span.
+  const first = revision.redeployOf === undefined ? 0 : REDEPLOY_FIRST_PHASE;
+  const walked = PHASES.length - first;
+  const phaseStart = (phase: number) => revision.createdAt + (span * (phase - first)) / walked;
   if (revision.failure !== undefined) {
     const { phase, status } = FAILS_AFTER[revision.failure];
     if (now >= phaseStart(phase)) return { status, since: phaseStart(phase) };
@@ -206,7 +247,7 @@ export function revisionStatusAt(
   const phase =
     span <= 0
       ? PHASES.length - 1
-      : Math.min(PHASES.length - 1, Math.floor(((now - revision.createdAt) / span) * PHASES.length));
+      : Math.min(PHASES.length - 1, first + Math.floor(((now - revision.createdAt) / span) * walked));
   return { status: PHASES[phase] ?? "UNKNOWN", since: phaseStart(phase) };
 }
 

@@ -3,8 +3,10 @@
  * translate HTTP to store calls; the rules live in the store.
  */
 import type { IncomingMessage } from "node:http";
+import { REDEPLOY_ROUTE } from "../api/redeploy.ts";
 import { REVISION_LOGS_ROUTE } from "../api/revision-logs.ts";
 import { isUuid, ROUTES } from "../api/wire.ts";
+import type { RedeployBehaviour } from "./changes.ts";
 import { notFound, ServiceError, type ValidationIssue } from "./errors.ts";
 import type { FaultController } from "./faults.ts";
 import { endlessPageJson } from "./hostile.ts";
@@ -61,6 +63,20 @@ export const LOGS_ROUTE_MODES = REVISIONS_ROUTE_MODES;
 export type LogsRouteMode = RevisionsRouteMode;
 
 /**
+ * The redeploy route (POST /v2/deployments/{id}/revisions/{revision_id}/redeploy, from the
+ * service's public documentation, which does not say what it does): `new-revision` (default: a
+ * new revision copying the old one), `switch-active` (`active_revision_id` switches back),
+ * `missing` (404 "Not Found") or `method-not-allowed` (405).
+ */
+export const REDEPLOY_ROUTE_MODES = [
+  "new-revision",
+  "switch-active",
+  "missing",
+  "method-not-allowed",
+] as const;
+export type RedeployRouteMode = (typeof REDEPLOY_ROUTE_MODES)[number];
+
+/**
  * Routes of the service bound to `store` and `faults`; `revisions.mode` (the single revision
  * route), `revisionListing.mode` (GET /v2/deployments/{id}/revisions) and `logs.mode` are read
  * per request.
@@ -71,6 +87,7 @@ export function serviceRoutes(
   revisions: { mode: RevisionsRouteMode } = { mode: "present" },
   revisionListing: { mode: RevisionsRouteMode } = { mode: "present" },
   logs: { mode: LogsRouteMode } = { mode: "present" },
+  redeploy: { mode: RedeployRouteMode } = { mode: "new-revision" },
 ): (method: string, path: string) => RouteMatch {
   const table: Record<string, Record<string, Handler>> = {
     [PROVIDERS]: { GET: () => json(200, store.providers()) },
@@ -136,6 +153,15 @@ export function serviceRoutes(
         return json(200, store.revision(id, revisionId));
       },
     },
+    [REDEPLOY_ROUTE]: {
+      POST: (_req, [id = "", revisionId = ""]) => {
+        const issues = [...uuidPathIssues("deployment_id", id), ...uuidPathIssues("revision_id", revisionId)];
+        if (issues.length > 0) throw new ServiceError(422, issues);
+        const behaviour: RedeployBehaviour =
+          redeploy.mode === "switch-active" ? "switch-active" : "new-revision";
+        return json(200, store.redeploy(id, revisionId, behaviour));
+      },
+    },
     [REVISION_LOGS_ROUTE]: {
       GET: (_req, [id = "", revisionId = ""], search) => {
         const issues = [...uuidPathIssues("deployment_id", id), ...uuidPathIssues("revision_id", revisionId)];
@@ -170,6 +196,8 @@ export function serviceRoutes(
       }
       const logsMatch = matchLogs(method, parts, logs.mode, match);
       if (logsMatch) return logsMatch;
+      const redeployMatch = matchRedeploy(method, parts, redeploy.mode, match);
+      if (redeployMatch) return redeployMatch;
       if (parts.length === 3 && given(id) && revisions === "revisions" && given(revisionId)) {
         if (revisionsMode() === "present") return match(method, REVISION, [id, revisionId]);
         if (revisionsMode() === "method-not-allowed") {
@@ -228,4 +256,36 @@ function matchLogs(
       allow: "DELETE",
     };
   return undefined;
+}
+
+/**
+ * The redeploy route for the path segments after `/v2/deployments/`
+ * (`{id}/revisions/{rid}/redeploy`), as `mode` has it; undefined for another path, or when the
+ * route is `missing` (any unknown path).
+ */
+function matchRedeploy(
+  method: string,
+  parts: readonly (string | undefined)[],
+  mode: RedeployRouteMode,
+  match: (method: string, template: string, params: string[]) => RouteMatch,
+): RouteMatch | undefined {
+  const [id, revisions, revisionId, action] = parts;
+  const given = (v: string | undefined): v is string => v !== undefined && v !== "" && !v.includes("/");
+  if (
+    parts.length !== 4 ||
+    !given(id) ||
+    revisions !== "revisions" ||
+    !given(revisionId) ||
+    action !== "redeploy" ||
+    mode === "missing"
+  )
+    return undefined;
+  if (mode !== "method-not-allowed") return match(method, REDEPLOY_ROUTE, [id, revisionId]);
+  return {
+    route: `${method} ${REDEPLOY_ROUTE}`,
+    template: REDEPLOY_ROUTE,
+    params: [],
+    handler: undefined,
+    allow: "GET",
+  };
 }

@@ -17,7 +17,9 @@ import { type RequestFilter, RequestRecord, type SimRequest } from "./requests.t
 import {
   LOGS_ROUTE_MODES,
   type LogsRouteMode,
+  REDEPLOY_ROUTE_MODES,
   REVISIONS_ROUTE_MODES,
+  type RedeployRouteMode,
   type RevisionsRouteMode,
   serviceRoutes,
 } from "./routes.ts";
@@ -27,8 +29,9 @@ import { SimulatorStore } from "./store.ts";
 export type { Faults } from "./faults.ts";
 export type { SecretsMode, Timing } from "./record.ts";
 export type { RequestFilter, SimRequest } from "./requests.ts";
-export type { LogsRouteMode, RevisionsRouteMode } from "./routes.ts";
+export type { LogsRouteMode, RedeployRouteMode, RevisionsRouteMode } from "./routes.ts";
 export type { SimulatorSeed } from "./seed.ts";
+export type { RedeployView } from "./store.ts";
 
 /** Options of {@link startSimulator}; every field has a default. */
 export interface SimulatorOptions {
@@ -77,6 +80,15 @@ export interface SimulatorOptions {
    * running: `logsRoute.mode` or `PUT /_sim/logs-route`.
    */
   logsRoute?: LogsRouteMode;
+  /**
+   * The redeploy route (POST /v2/deployments/{id}/revisions/{revision_id}/redeploy, from the
+   * service's public documentation, which does not say what it does): `new-revision` (default:
+   * a new revision copying the named one's config, deployed without a build), `switch-active`
+   * (`active_revision_id` switches back to the named one once deployed), `missing` (404 "Not
+   * Found") or `method-not-allowed` (405). Changeable while running: `redeployRoute.mode` or
+   * `PUT /_sim/redeploy-route`. Every redeploy answered is recorded: `store.redeploys()`.
+   */
+  redeployRoute?: RedeployRouteMode;
   /** How many of the latest requests `requests()` keeps one by one. Default 10,000. */
   requestRecordLimit?: number;
   /** Called with every request to a service route before it is handled (to look at headers in tests). */
@@ -116,6 +128,8 @@ export interface RunningSimulator {
   revisionListing: { mode: RevisionsRouteMode };
   /** Whether the revision logs route exists; set `mode` to change it for the next request. */
   logsRoute: { mode: LogsRouteMode };
+  /** How the redeploy route behaves, or that it is missing; set `mode` for the next request. */
+  redeployRoute: { mode: RedeployRouteMode };
 }
 
 /** Transition delays used when none are given. */
@@ -156,7 +170,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const logsRoute = { mode: options.logsRoute ?? "present" };
   if (!LOGS_ROUTE_MODES.includes(logsRoute.mode))
     throw new Error(`logsRoute: must be one of ${LOGS_ROUTE_MODES.join(", ")}, got ${logsRoute.mode}`);
-  const route = serviceRoutes(store, faults, revisionsRoute, revisionListing, logsRoute);
+  const redeployRoute = { mode: options.redeployRoute ?? "new-revision" };
+  if (!REDEPLOY_ROUTE_MODES.includes(redeployRoute.mode))
+    throw new Error(
+      `redeployRoute: must be one of ${REDEPLOY_ROUTE_MODES.join(", ")}, got ${redeployRoute.mode}`,
+    );
+  const route = serviceRoutes(store, faults, revisionsRoute, revisionListing, logsRoute, redeployRoute);
   const timers = new Set<NodeJS.Timeout>();
   const record = new RequestRecord(now, options.requestRecordLimit);
   const counters = () => record.counters();
@@ -184,6 +203,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     revisionsRoute,
     revisionListing,
     logsRoute,
+    redeployRoute,
   };
   const serveAdmin = (req: IncomingMessage, res: ServerResponse, path: string) => {
     handleAdmin(req, path, admin).then(
@@ -290,6 +310,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     revisionsRoute,
     revisionListing,
     logsRoute,
+    redeployRoute,
     close: () =>
       new Promise<void>((resolve, reject) => {
         for (const timer of timers) clearTimeout(timer);

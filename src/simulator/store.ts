@@ -16,7 +16,14 @@ import {
   type SourceRevisionConfig,
 } from "../api/wire.ts";
 import { seededProviders, seededRepos } from "./catalog.ts";
-import { applyChange, checkSecretReferences, newRecord, seededRecord } from "./changes.ts";
+import {
+  applyChange,
+  checkSecretReferences,
+  newRecord,
+  type RedeployBehaviour,
+  redeployRevision,
+  seededRecord,
+} from "./changes.ts";
 import { type DriftChange, driftCheck } from "./drift.ts";
 import { notFound, ServiceError, validationError } from "./errors.ts";
 import { type ListingFaults, pageJson } from "./listing.ts";
@@ -59,7 +66,24 @@ export interface RevisionView {
   status: string;
   revision_source: RevisionSource | null;
   source_revision_config: SourceRevisionConfig;
+  /** The revision a redeploy made it from (the route's `new-revision` behaviour). */
+  redeploy_of?: string;
 }
+
+/** One redeploy the route answered, as tests see it. */
+export interface RedeployView {
+  /** When it was asked for, on the store's clock. */
+  at: string;
+  deployment_id: string;
+  /** The revision the request named. */
+  revision_id: string;
+  behaviour: RedeployBehaviour;
+  /** The revision that goes live: a new one (`new-revision`) or the one named (`switch-active`). */
+  live_revision_id: string;
+}
+
+/** Redeploys the store remembers (the oldest are forgotten first). */
+export const REDEPLOYS_KEPT = 1000;
 
 /** The simulated service's state. Every method reads the injected clock; none starts a timer. */
 export class SimulatorStore {
@@ -77,6 +101,8 @@ export class SimulatorStore {
   #nextPurgeAt = Number.POSITIVE_INFINITY;
   /** Tracing projects left behind by deletes (see tracing-projects.ts). */
   readonly tracingProjects: TracingProjects;
+  /** The redeploys answered, oldest first, at most {@link REDEPLOYS_KEPT}. */
+  readonly #redeploys: RedeployView[] = [];
 
   constructor(options: StoreOptions) {
     this.tenantId = options.seed?.tenantId ?? options.tenantId;
@@ -144,7 +170,14 @@ export class SimulatorStore {
       status: revisionStatusAt(r, now).status,
       revision_source: r.revisionSource,
       source_revision_config: { ...r.sourceRevisionConfig },
+      ...(r.redeployOf === undefined ? {} : { redeploy_of: r.redeployOf }),
     }));
+  }
+
+  /** The redeploys answered (of one deployment, when `id` is given), oldest first. */
+  redeploys(id?: string): RedeployView[] {
+    const all = this.#redeploys.map((r) => ({ ...r }));
+    return id === undefined ? all : all.filter((r) => r.deployment_id === id.toLowerCase());
   }
 
   /**
@@ -219,6 +252,32 @@ export class SimulatorStore {
     }
     checkSecretReferences(record.source, body.secret_references);
     applyChange(record, body, now, this.#timing);
+    return render(record, now, this.#timing, this.#mode);
+  }
+
+  /**
+   * POST /v2/deployments/{id}/revisions/{revision_id}/redeploy: deploys that revision's config
+   * again without a build, as `behaviour` says (see `redeployRevision`), and records which
+   * revision was named. 404 naming what is missing when either is unknown, 409 while awaiting
+   * deletion.
+   */
+  redeploy(id: string, revisionId: string, behaviour: RedeployBehaviour): Deployment {
+    const now = this.#sweep();
+    const record = this.#live(id);
+    const revision = record.revisions.find((r) => r.id === revisionId.toLowerCase());
+    if (revision === undefined) throw notFound("Revision");
+    if (record.deleteRequestedAt !== undefined) {
+      throw new ServiceError(409, "Deployment is being deleted and cannot be changed");
+    }
+    const live = redeployRevision(record, revision, behaviour, now, this.#timing);
+    if (this.#redeploys.length >= REDEPLOYS_KEPT) this.#redeploys.shift();
+    this.#redeploys.push({
+      at: new Date(now).toISOString(),
+      deployment_id: record.id,
+      revision_id: revision.id,
+      behaviour,
+      live_revision_id: live,
+    });
     return render(record, now, this.#timing, this.#mode);
   }
 

@@ -239,6 +239,17 @@ export const TEMPLATE_RENDER: GoTool = {
 };
 
 /**
+ * kargo-expr: our own command (test/controlplane/kargo-expr/main.go) that evaluates a Kargo `http`
+ * step's success and failure expressions with expr-lang/expr, the engine Kargo uses, at Kargo's
+ * pinned version, for the tests of docs/guide/promotion.md. See test/controlplane/kargo-expr.ts.
+ */
+export const KARGO_EXPR: GoTool = {
+  file: "kargo-expr",
+  module: "kargo-expr",
+  pkg: ".",
+};
+
+/**
  * helm (v4, the maintained major line: v3 gets security fixes only), which lints, renders, installs
  * and upgrades charts/dms-operator in test/e2e/helm-chart.test.ts and test/tools/helm-chart.test.ts.
  */

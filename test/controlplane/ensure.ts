@@ -1,5 +1,5 @@
 // Ensures the control-plane binaries exist before the test runner starts, so a first build (minutes)
-// (and the Go tools': actionlint, gitops-health, template-render, helm, promtool) happens outside any test or hook timeout.
+// (and the Go tools': actionlint, gitops-health, template-render, kargo-expr, helm, promtool) happens outside any test or hook timeout.
 // Usage: node test/controlplane/ensure.ts
 import {
   ACTIONLINT,
@@ -8,6 +8,7 @@ import {
   ensureGoTool,
   GITOPS_HEALTH,
   HELM,
+  KARGO_EXPR,
   PROMTOOL,
   TEMPLATE_RENDER,
 } from "./binaries.ts";
@@ -26,6 +27,8 @@ try {
   // The template languages of Argo CD's ApplicationSet and Flux's ResourceSet (seconds, once), for
   // test/e2e/previews.test.ts.
   await ensureGoTool(TEMPLATE_RENDER, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
+  // Kargo's expression engine (seconds, once), for test/e2e/promotion.test.ts.
+  await ensureGoTool(KARGO_EXPR, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
   // helm (minutes, once), for the chart's tests: test/tools/helm-chart.test.ts, test/e2e/helm-chart.test.ts.
   await ensureGoTool(HELM, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
   // promtool (minutes, once), which checks and unit-tests the alert rules: test/tools/alerts.test.ts.

@@ -11,6 +11,7 @@ import type { Deployment } from "../../src/api/wire.ts";
 import { type DeploymentResourceStatus, FINALIZER } from "../../src/crd/schema.ts";
 import { type StatusInput, statusFrom } from "../../src/reconcile/status/status.ts";
 import type { EngineVerdicts, FluxHealthCheckExprs } from "../controlplane/gitops-health.ts";
+import { markdownTable } from "./markdown-table.ts";
 
 /** The document, as a user reads it. */
 export const HEALTH_DOC_PATH = join(import.meta.dirname, "..", "..", "docs", "gitops-health.md");
@@ -62,34 +63,19 @@ export function docFluxExprs(): FluxHealthCheckExprs {
 /** The rows of the table under "What each tool concludes", by situation. */
 export function docTable(): Map<string, DocRow> {
   const section = DOC.split("## What each tool concludes")[1]?.split("\n## ")[0] ?? "";
-  const lines = section.split("\n").filter((line) => line.startsWith("|"));
-  const cells = (line: string) =>
-    line
-      .split("|")
-      .slice(1, -1)
-      .map((cell) => cell.trim());
-  const header = cells(lines[0] ?? "");
-  const column = (name: string) => {
-    const index = header.indexOf(name);
-    if (index < 0)
-      throw new Error(`the table of docs/gitops-health.md has no column "${name}": ${header.join(" | ")}`);
-    return index;
-  };
+  const { rows, column } = markdownTable(section, "docs/gitops-health.md");
   const situation = column("Situation");
   const conditions = column("Conditions the operator writes");
   const tools = TOOL_COLUMNS.map((t) => [t.header, column(t.header)] as const);
   return new Map(
-    lines
-      .slice(2)
-      .map(cells)
-      .map((row) => [
-        row[situation] ?? "",
-        {
-          situation: row[situation] ?? "",
-          conditions: row[conditions] ?? "",
-          tools: Object.fromEntries(tools.map(([name, i]) => [name, row[i] ?? ""])) as DocRow["tools"],
-        },
-      ]),
+    rows.map((row) => [
+      row[situation] ?? "",
+      {
+        situation: row[situation] ?? "",
+        conditions: row[conditions] ?? "",
+        tools: Object.fromEntries(tools.map(([name, i]) => [name, row[i] ?? ""])) as DocRow["tools"],
+      },
+    ]),
   );
 }
 

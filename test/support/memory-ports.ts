@@ -12,6 +12,7 @@
  * - {@link RecordedEvents} and {@link MemorySecrets} record and answer.
  */
 import { kindOfStatus, ServiceError } from "../../src/api/errors.ts";
+import { RedeployRouteMissingError } from "../../src/api/redeploy.ts";
 import {
   type LogPage,
   type LogQuery,
@@ -298,6 +299,8 @@ const HTTP: Record<ServiceMethod, [method: string, route: string]> = {
   listRepos: ["GET", "/v1/integrations/forge/github/{integration_id}/repos"],
   getRevision: ["GET", "/v2/deployments/{deployment_id}/revisions/{revision_id}"],
   getRevisionLogs: ["GET", "/v2/deployments/{deployment_id}/revisions/{revision_id}/logs"],
+  recentRevisions: ["GET", "/v2/deployments/{deployment_id}/revisions"],
+  redeploy: ["POST", "/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy"],
 };
 
 /** Options of {@link SimulatedService}. */
@@ -335,6 +338,8 @@ export class SimulatedService implements DeploymentsPort {
     listRepos: 0,
     getRevision: 0,
     getRevisionLogs: 0,
+    recentRevisions: 0,
+    redeploy: 0,
   };
   /** Deployments younger than this are missing from listings (the listing lags behind creates). */
   lagMs = 0;
@@ -428,6 +433,33 @@ export class SimulatedService implements DeploymentsPort {
       return readLogPage(
         this.store.revisionLogs(deploymentId, revisionId, parseLogsQuery(search.toString())),
       );
+    });
+  }
+
+  /** How the redeploy route behaves (see the simulator's `redeployRoute`), or that it is missing. */
+  redeployRoute: "new-revision" | "switch-active" | "missing" = "new-revision";
+
+  recentRevisions(deploymentId: string, signal: AbortSignal): Promise<Revision[]> {
+    return this.#call(
+      "recentRevisions",
+      signal,
+      () => this.store.revisionPage(deploymentId, 100, 0).resources,
+    );
+  }
+
+  redeploy(deploymentId: string, revisionId: string, signal: AbortSignal): Promise<Deployment | undefined> {
+    return this.#call("redeploy", signal, () => {
+      if (this.redeployRoute === "missing")
+        throw new RedeployRouteMissingError(
+          serviceError("POST", HTTP.redeploy[1], { status: 404, detail: "Not Found" }),
+        );
+      try {
+        return this.store.redeploy(deploymentId, revisionId, this.redeployRoute);
+      } catch (error) {
+        // The client's answer to a 404 naming what is missing (not the bare one of a missing route).
+        if (error instanceof SimulatorError && error.status === 404) return undefined;
+        throw error;
+      }
     });
   }
 

@@ -342,6 +342,23 @@ describe("the rollout timeout", () => {
     expect(rolloutStart(started, deployment({ latest_revision_id: null }), later)).toBeUndefined();
   });
 
+  it("a first rollout runs on while its revision is live and the deployment is not READY yet", () => {
+    const later = new Date(T0.getTime() + 60_000);
+    const started = { latestRevisionId: LATEST, rolloutStartedAt: "2030-01-01T00:00:00Z" };
+    const first = { status: "AWAITING_DATABASE", active_revision_id: null };
+    expect(rolloutStart({}, deployment(first), T0)).toBe("2030-01-01T00:00:00Z");
+    const liveNotReady = deployment({ status: "AWAITING_DATABASE", active_revision_id: LATEST });
+    expect(rolloutStart(started, liveNotReady, later)).toBe("2030-01-01T00:00:00Z");
+    // Not a rollout when none was started: a settled deployment that turns UNUSED later.
+    expect(
+      rolloutStart({}, deployment({ status: "UNUSED", active_revision_id: LATEST }), later),
+    ).toBeUndefined();
+    expect(
+      rolloutStart(started, deployment({ status: "READY", active_revision_id: LATEST }), later),
+    ).toBeUndefined();
+    expect(rolloutStart(started, deployment({ status: "AWAITING_DELETE" }), later)).toBeUndefined();
+  });
+
   const start = "2030-01-01T00:00:00Z";
   const after = (ms: number) => new Date(T0.getTime() + ms);
   it.each<
@@ -353,10 +370,40 @@ describe("the rollout timeout", () => {
     ["failed: RevisionFailed says it", {}, "BUILD_FAILED", start, 60_000, 120_000, false],
     ["skipped: done", {}, "SKIPPED", start, 60_000, 120_000, false],
     ["live", { active_revision_id: LATEST }, "DEPLOYED", start, 60_000, 120_000, false],
+    // A first rollout is covered whatever the deployment's status: the revision, the deployment or both stuck.
     [
-      "the database still being provisioned",
+      "a revision building past the timeout while the database is still provisioned",
+      { status: "AWAITING_DATABASE", active_revision_id: null },
+      "BUILDING",
+      start,
+      60_000,
+      120_000,
+      true,
+    ],
+    [
+      "a live revision while the deployment stays AWAITING_DATABASE past the timeout",
+      { status: "AWAITING_DATABASE", active_revision_id: LATEST },
+      "DEPLOYED",
+      start,
+      60_000,
+      60_000,
+      true,
+    ],
+    ["any status but READY", { status: "UNUSED" }, "QUEUED", start, 60_000, 60_000, true],
+    [
+      "AWAITING_DATABASE within the timeout",
       { status: "AWAITING_DATABASE" },
       "QUEUED",
+      start,
+      60_000,
+      59_999,
+      false,
+    ],
+    ["being deleted: no rollout", { status: "AWAITING_DELETE" }, "BUILDING", start, 60_000, 120_000, false],
+    [
+      "a failed revision while AWAITING_DATABASE: RevisionFailed says it",
+      { status: "AWAITING_DATABASE" },
+      "BUILD_FAILED",
       start,
       60_000,
       120_000,
@@ -394,6 +441,44 @@ describe("the status with failure evidence", () => {
     expect(status.conditions?.some((c) => c.type === "Reconciling")).toBe(false);
     expect(status.rolloutStartedAt).toBe(start());
     expect(status.failedRevisionLog).toEqual(log);
+  });
+
+  it("a first rollout past the timeout is Stalled whatever the deployment's status, naming what is stuck", () => {
+    const stalled = (over: Partial<Deployment>, revisionStatus: string) =>
+      statusFrom({
+        generation: 1,
+        observed: deployment(over),
+        sync: { kind: "synced" },
+        now: T0,
+        revision: { id: LATEST, status: revisionStatus },
+        rollout: { startedAt: start(), timedOutAfter: "10s" },
+      }).conditions?.filter((c) => c.type === "Stalled" || c.type === "Ready" || c.type === "Reconciling");
+    expect(stalled({ status: "AWAITING_DATABASE", active_revision_id: null }, "BUILDING")).toEqual([
+      expect.objectContaining({ type: "Ready", status: "False", reason: "RolloutTimeout" }),
+      expect.objectContaining({
+        type: "Stalled",
+        status: "True",
+        reason: "RolloutTimeout",
+        message: `revision ${LATEST} (BUILDING) has not gone live within spec.rolloutTimeout 10s and the service still reports the deployment AWAITING_DATABASE; no revision is active. Nothing is sent again: this ends when the revision goes live or fails.`,
+      }),
+    ]);
+    expect(stalled({ status: "AWAITING_DATABASE", active_revision_id: LATEST }, "DEPLOYED")).toEqual([
+      expect.objectContaining({ type: "Ready", status: "False", reason: "RolloutTimeout" }),
+      expect.objectContaining({
+        type: "Stalled",
+        reason: "RolloutTimeout",
+        message: `revision ${LATEST} is live, but the service has reported the deployment AWAITING_DATABASE for longer than spec.rolloutTimeout 10s: the deployment is stuck, not the revision. Nothing is sent again: this ends when the service reports it READY.`,
+      }),
+    ]);
+    // Not timed out: AWAITING_DATABASE is in progress, as before.
+    const inProgress = statusFrom({
+      generation: 1,
+      observed: deployment({ status: "AWAITING_DATABASE", active_revision_id: null }),
+      sync: { kind: "synced" },
+      now: T0,
+      rollout: { startedAt: start() },
+    });
+    expect(inProgress.conditions?.find((c) => c.type === "Reconciling")?.reason).toBe("AwaitingDatabase");
   });
 
   it("a failed revision's message ends with its excerpt, only the one read for that failure", () => {

@@ -1801,6 +1801,31 @@ describe("DeploymentReconciler: failure evidence", () => {
     expect(live?.status?.failedRevisionLog).toBeUndefined();
   });
 
+  it("a first rollout past spec.rolloutTimeout while the service reports AWAITING_DATABASE: Stalled, naming both", async () => {
+    // A build that never leaves BUILDING, a database never provisioned, rolloutTimeout 10s.
+    const w = world({ readyAfterMs: 86_400_000, revisionActiveAfterMs: 86_400_000, deleteAfterMs: 0 });
+    await w.applied({ rolloutTimeout: "10s" });
+    await w.reconcile();
+    await w.reconcile();
+    expect(conditions(w.resources.stored(REF))).toMatchObject({ Ready: "False/AwaitingDatabase" });
+    w.clock.advance(10_000);
+    await w.resync();
+    await w.reconcile();
+    const stored = w.resources.stored(REF);
+    expect(conditions(stored)).toMatchObject({
+      Ready: "False/RolloutTimeout",
+      Synced: "True/ReconcileSuccess",
+      Stalled: "True/RolloutTimeout",
+    });
+    expect(stored?.status?.conditions?.find((c) => c.type === "Stalled")?.message).toMatch(
+      /has not gone live within spec\.rolloutTimeout 10s and the service still reports the deployment AWAITING_DATABASE; no revision is active/,
+    );
+    const warning = w.events.all.find((e) => e.reason === "RolloutTimeout");
+    expect(warning?.note).toMatch(
+      /has not gone live within spec\.rolloutTimeout 10s \(\w+\) and the service still reports the deployment AWAITING_DATABASE/,
+    );
+  });
+
   it("spec.rolloutTimeout 0 never times a rollout out", async () => {
     const w = world({ readyAfterMs: 0, revisionActiveAfterMs: 600_000, deleteAfterMs: 0 });
     w.service.seed(BODY);

@@ -14,6 +14,7 @@ import { RepoListings } from "../inputs.ts";
 import type { DeploymentLookups, DeploymentsPort, DeploymentWrites, StoredResource } from "../ports.ts";
 import type { InheritedWindows } from "../rollout/rollout-gate.ts";
 import { isTracingProjectConflict, NameReservedError } from "./name-reserved.ts";
+import { RevisionRedeployer } from "./redeployer.ts";
 import { RevisionLogReader } from "./revision-log-reader.ts";
 import { RevisionTracker } from "./revisions.ts";
 import { type ListingFailure, RemoteSnapshot } from "./snapshot.ts";
@@ -54,6 +55,8 @@ export class ServiceSession {
   readonly revisions: RevisionTracker;
   /** The tails of failed or slow revisions' logs (remembers a service without the route). */
   readonly logs: RevisionLogReader;
+  /** Redeploys of earlier revisions (remembers a service without the route or the listing). */
+  readonly redeploys: RevisionRedeployer;
 
   constructor(service: DeploymentsPort, options: ServiceSessionOptions) {
     this.snapshot = new RemoteSnapshot(service, options.clock, {
@@ -65,6 +68,7 @@ export class ServiceSession {
     this.repos = new RepoListings(service, options.clock, options.repoListingTtlMs ?? 300_000);
     this.revisions = new RevisionTracker(service, options.logger, options.revisionTracking ?? true);
     this.logs = new RevisionLogReader(service, options.logger);
+    this.redeploys = new RevisionRedeployer(service, options.logger);
   }
 
   /**

@@ -32,7 +32,7 @@ import {
 } from "../../crd/schema.ts";
 import { isZeroDuration, parseDuration } from "../../duration.ts";
 import type { Deployment } from "../service-types.ts";
-import { isDoneRevision, isFailedRevision, type REASON } from "./status.ts";
+import { isBeingDeleted, type REASON, stuckPart } from "./status.ts";
 
 /** Entries asked of the service: the tail a person needs to see why it failed. */
 export const TAIL_LINES = 20;
@@ -107,9 +107,12 @@ export function rolloutTimeoutMs(spec: Pick<DeploymentSpec, "rolloutTimeout">): 
 }
 
 /**
- * `status.rolloutStartedAt` after observing `observed` at `now`: kept while the same latest
- * revision is still not active, set to `now` when a new one is first seen, cleared once the
- * latest revision is the active one (or there is none).
+ * `status.rolloutStartedAt` after observing `observed` at `now`: set to `now` when a new latest
+ * revision is first seen not active, kept while the rollout has not finished, cleared once it
+ * has (or there is no revision). A rollout finishes when its revision is active AND the service
+ * reports the deployment READY: a first rollout whose revision went live while the deployment is
+ * still `AWAITING_DATABASE` (or any status but READY) is still running. A deployment being
+ * deleted has no rollout.
  */
 export function rolloutStart(
   previous: DeploymentResourceStatus,
@@ -117,15 +120,20 @@ export function rolloutStart(
   now: Date,
 ): string | undefined {
   const latest = observed.latest_revision_id;
-  if (!latest || latest === observed.active_revision_id) return undefined;
-  if (previous.latestRevisionId === latest && previous.rolloutStartedAt) return previous.rolloutStartedAt;
-  return formatTime(now);
+  if (!latest || isBeingDeleted(observed.status)) return undefined;
+  const carried =
+    previous.latestRevisionId === latest && previous.rolloutStartedAt ? previous.rolloutStartedAt : undefined;
+  if (latest !== observed.active_revision_id) return carried ?? formatTime(now);
+  // The revision is live: the rollout it started runs on while the deployment is not READY.
+  return observed.status === "READY" ? undefined : carried;
 }
 
 /**
- * Whether the rollout of `observed`'s latest revision has run past its timeout at `now`: the
- * deployment is READY (a database still being provisioned is not a rollout), its latest revision
- * is not active, is not known to have failed or finished, and started `timeoutMs` or more ago.
+ * Whether the rollout of `observed`'s latest revision has run past its timeout at `now`: it
+ * started `timeoutMs` or more ago and has not finished, whatever status the service reports
+ * for the deployment (`AWAITING_DATABASE` included): its revision is not live (and not known to
+ * have failed: RevisionFailed says that), or it is and the deployment is not READY. Which of
+ * the two is stuck: {@link stuckPart}.
  */
 export function rolloutTimedOut(
   observed: Deployment,
@@ -134,9 +142,7 @@ export function rolloutTimedOut(
   timeoutMs: number | undefined,
   now: Date,
 ): boolean {
-  const latest = observed.latest_revision_id;
-  if (!latest || latest === observed.active_revision_id || observed.status !== "READY") return false;
-  if (isFailedRevision(revisionStatus) || isDoneRevision(revisionStatus)) return false;
+  if (stuckPart(observed, revisionStatus) === undefined) return false;
   if (startedAt === undefined || timeoutMs === undefined) return false;
   const started = Date.parse(startedAt);
   return !Number.isNaN(started) && now.getTime() - started >= timeoutMs;
@@ -153,10 +159,15 @@ export function evidenceHeadline(
   deploymentId: string,
   revisionStatus: string | undefined,
   timedOutAfter?: string,
+  stuck?: { part: "revision" | "deployment" | "both"; deploymentStatus: string },
 ): string {
-  return reason === "RevisionFailed"
-    ? `revision ${revisionId} of the service's deployment ${deploymentId} ${revisionStatus}: it will not go live`
-    : `revision ${revisionId} of the service's deployment ${deploymentId} has not gone live within spec.rolloutTimeout ${timedOutAfter}${revisionStatus ? ` (${revisionStatus})` : ""}`;
+  if (reason === "RevisionFailed")
+    return `revision ${revisionId} of the service's deployment ${deploymentId} ${revisionStatus}: it will not go live`;
+  if (stuck?.part === "deployment")
+    return `revision ${revisionId} is live, but the service has reported its deployment ${deploymentId} ${stuck.deploymentStatus} for longer than spec.rolloutTimeout ${timedOutAfter}: the deployment is stuck, not the revision`;
+  const also =
+    stuck?.part === "both" ? ` and the service still reports the deployment ${stuck.deploymentStatus}` : "";
+  return `revision ${revisionId} of the service's deployment ${deploymentId} has not gone live within spec.rolloutTimeout ${timedOutAfter}${revisionStatus ? ` (${revisionStatus})` : ""}${also}`;
 }
 
 /**

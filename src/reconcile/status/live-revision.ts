@@ -1,8 +1,10 @@
 /**
  * "Is my change live?": the active revision's short id with what it deployed, for
- * `status.liveRevision` (the `LIVE` column of `kubectl get dmsd -o wide`).
+ * `status.liveRevision` (the `LIVE` column of `kubectl get dmsd -o wide`), and the same in full
+ * for `status.activeRevision` (what promotion tools read, docs/guide/promotion.md).
  */
-import type { Deployment } from "../service-types.ts";
+import type { DeploymentResourceStatus } from "../../crd/schema.ts";
+import type { Deployment, SourceRevisionConfig } from "../service-types.ts";
 
 /**
  * `<active id, 8 characters>@<commit, 7 characters>` for a repository source, else
@@ -34,4 +36,44 @@ export function imageTag(uri: string | undefined): string | undefined {
   const last = name.slice(name.lastIndexOf("/") + 1);
   const colon = last.lastIndexOf(":");
   return colon === -1 || colon === last.length - 1 ? undefined : last.slice(colon + 1);
+}
+
+/** `status.activeRevision`. */
+export type ActiveRevision = NonNullable<DeploymentResourceStatus["activeRevision"]>;
+
+/** What `status.activeRevision` holds of a revision's config, each field within its bound (else left out). */
+export function artifactOf(config: SourceRevisionConfig): Omit<ActiveRevision, "id" | "deployedAt"> {
+  const within = (value: string | null | undefined, max: number) =>
+    value !== null && value !== undefined && value !== "" && value.length <= max ? value : undefined;
+  const imageUri = within(config.image_uri, 1024);
+  const repoRef = within(config.repo_ref, 1024);
+  const repoCommitSha = within(config.repo_commit_sha, 64);
+  return {
+    ...(imageUri === undefined ? {} : { imageUri }),
+    ...(repoRef === undefined ? {} : { repoRef }),
+    ...(repoCommitSha === undefined ? {} : { repoCommitSha }),
+  };
+}
+
+/**
+ * `status.activeRevision` after observing `d` at `now` (RFC 3339): the active revision's id, what
+ * it deployed, and when the operator first saw it active (`deployedAt`, kept while the same
+ * revision stays active). What it deployed is read from the deployment while the active revision
+ * is the latest (the spec says the deployment's `source_revision_config` is the latest's), else
+ * from `known` when the caller has that revision's config (the revision it redeployed), else kept
+ * from `previous` for the same revision. Undefined when no revision is active.
+ */
+export function activeRevision(
+  d: Deployment,
+  previous: ActiveRevision | undefined,
+  now: string,
+  known?: { id: string; config: SourceRevisionConfig },
+): ActiveRevision | undefined {
+  const id = d.active_revision_id;
+  if (!id || id.length > 64) return undefined;
+  const base: ActiveRevision = previous?.id === id ? previous : { id, deployedAt: now };
+  const config =
+    id === d.latest_revision_id ? d.source_revision_config : known?.id === id ? known.config : undefined;
+  if (config === undefined) return base;
+  return { id, ...artifactOf(config), deployedAt: base.deployedAt };
 }

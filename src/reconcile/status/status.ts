@@ -9,6 +9,7 @@
 import { redactAndTruncate } from "../../api/redact.ts";
 import {
   type ConditionValue,
+  formatTime,
   KSTATUS,
   kstatusOf,
   MAX_MESSAGE_LENGTH,
@@ -17,12 +18,20 @@ import {
 import type { Condition, DeploymentResourceStatus } from "../../crd/schema.ts";
 import type { PlanProblem } from "../plan/plan.ts";
 import {
+  pendingConfig,
+  pendingRedeploy,
+  type RevisionHistoryEntry,
+  recordDeployed,
+  targetView,
+} from "../plan/revision-reuse.ts";
+import {
   DEPLOYMENT_STATUSES,
   type Deployment,
   DONE_REVISION_STATUSES,
   FAILED_REVISION_STATUSES,
+  type SourceRevisionConfig,
 } from "../service-types.ts";
-import { liveRevision } from "./live-revision.ts";
+import { activeRevision, liveRevision } from "./live-revision.ts";
 
 /** Condition types the operator sets. */
 export const CONDITION = {
@@ -100,6 +109,24 @@ export function isDoneRevision(status: string | undefined): boolean {
   return (DONE_REVISION_STATUSES as readonly (string | undefined)[]).includes(status);
 }
 
+/**
+ * Which part of an unfinished rollout holds it up: `revision` (the latest revision is not live),
+ * `deployment` (it is, but the service does not report the deployment READY: say, still
+ * `AWAITING_DATABASE`), or `both`. Undefined when nothing is unfinished, when the revision
+ * failed (RevisionFailed says so), or while the deployment is being deleted.
+ */
+export function stuckPart(
+  observed: Pick<Deployment, "latest_revision_id" | "active_revision_id" | "status">,
+  revisionStatus: string | undefined,
+): "revision" | "deployment" | "both" | undefined {
+  const latest = observed.latest_revision_id;
+  if (!latest || isBeingDeleted(observed.status) || isFailedRevision(revisionStatus)) return undefined;
+  const live = latest === observed.active_revision_id || isDoneRevision(revisionStatus);
+  const ready = observed.status === "READY";
+  if (live) return ready ? undefined : "deployment";
+  return ready ? "revision" : "both";
+}
+
 /** What the reconcile concluded about keeping the service in line with the spec. */
 export type SyncOutcome =
   /** Manage: the service matches the spec (nothing to do, or the create/patch succeeded). */
@@ -147,6 +174,13 @@ export interface StatusInput {
   revision?: RevisionObservation | undefined;
   /** The rollout's timing and log evidence, when the deployment was observed (failure-evidence.ts). */
   rollout?: RolloutEvidence | undefined;
+  /**
+   * `status.revisionHistory` after this reconcile's writes (a revision created: `recordCreated`,
+   * revision-reuse.ts); undefined: the previous one. Marked deployed here when seen active.
+   */
+  revisionHistory?: readonly RevisionHistoryEntry[] | undefined;
+  /** The config of a revision this reconcile redeployed, for `status.activeRevision` once it is active. */
+  knownRevision?: { id: string; config: SourceRevisionConfig } | undefined;
 }
 
 /**
@@ -235,6 +269,21 @@ function readiness(
       `revision ${latestRevision.id} ${latestRevision.status}: it will not go live; ${active ? `revision ${active} stays active` : "no revision is active"}. Change the spec (a new revision) or set dms.dev/reconcile-requested-at to look again.${excerptSentence(rollout, latestRevision.id, REASON.RevisionFailed)}`,
     );
   }
+  const revisionStatus = latestRevision ? ` (${latestRevision.status})` : "";
+  // Past spec.rolloutTimeout the rollout is stalled whatever the deployment's status: a first
+  // rollout whose deployment stays AWAITING_DATABASE included. The message says what is stuck.
+  const part = rollout?.timedOutAfter === undefined ? undefined : stuckPart(observed, latestRevision?.status);
+  if (part !== undefined && latest && rollout?.timedOutAfter !== undefined) {
+    const within = `spec.rolloutTimeout ${rollout.timedOutAfter}`;
+    const message =
+      part === "deployment"
+        ? `revision ${latest} is live, but the service has reported the deployment ${status} for longer than ${within}: the deployment is stuck, not the revision. Nothing is sent again: this ends when the service reports it READY.`
+        : `revision ${latest}${revisionStatus} has not gone live within ${within}${part === "both" ? ` and the service still reports the deployment ${status}` : ""}; ${active ?? "no revision"} is active. Nothing is sent again: this ends when the revision goes live or fails.`;
+    return stuck(
+      REASON.RolloutTimeout,
+      `${message}${excerptSentence(rollout, latest, REASON.RolloutTimeout)}`,
+    );
+  }
   if (status !== "READY") {
     // A value the spec does not list (a newer or looser service): not ready, not failed.
     return (
@@ -266,12 +315,6 @@ function readiness(
       ),
     };
   }
-  const revisionStatus = latestRevision ? ` (${latestRevision.status})` : "";
-  if (rollout?.timedOutAfter !== undefined && latest)
-    return stuck(
-      REASON.RolloutTimeout,
-      `revision ${latest}${revisionStatus} has not gone live within spec.rolloutTimeout ${rollout.timedOutAfter}; ${active ?? "no revision"} is active. Nothing is sent again: this ends when the revision goes live or fails.${excerptSentence(rollout, latest, REASON.RolloutTimeout)}`,
-    );
   return inProgress(
     REASON.RolloutInProgress,
     `revision ${latest ?? "(none)"} is rolling out${revisionStatus}; ${active ?? "no revision"} is active`,
@@ -393,9 +436,29 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
       ? undefined
       : previous.liveRevision;
   if (live !== undefined) status.liveRevision = live;
+  const pending = pendingRedeploy(input.revisionHistory ?? previous.revisionHistory);
+  const known =
+    input.knownRevision ?? (pending ? { id: pending.id, config: pendingConfig(pending) } : undefined);
+  const active = observed
+    ? activeRevision(observed, previous.activeRevision, formatTime(now), known)
+    : observed === null
+      ? undefined
+      : previous.activeRevision;
+  if (active !== undefined) status.activeRevision = active;
+  // The revisions of a deployment known to be gone are no candidates for anything.
+  let history = observed === null ? undefined : (input.revisionHistory ?? previous.revisionHistory);
+  if (observed) {
+    history = recordDeployed(history, observed.active_revision_id);
+    const latest = input.revision;
+    if (latest?.status === "DEPLOYED") history = recordDeployed(history, latest.id);
+  }
+  if (history !== undefined && history.length > 0) status.revisionHistory = [...history];
 
+  // The revision the spec asks to be live: a redeploy that switched the active revision back
+  // stands for the service's latest (revision-reuse.ts).
+  const target = input.revisionHistory ?? previous.revisionHistory;
   const service = observed
-    ? readiness(observed, input.revision, previous, input.rollout)
+    ? readiness(targetView(observed, target), input.revision, previous, input.rollout)
     : observed === null
       ? (WHEN_ABSENT[sync.kind] ?? NOT_FOUND)
       : {};

@@ -1,0 +1,132 @@
+// A PATCH plan sent with spec.revisionReuse, against the simulated service: the redeploy for the
+// revision part and a PATCH of the rest; both behaviours of the route, a redeploy pending, a
+// service without the route, and the revisions the operator creates recorded.
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import { applyPatch } from "../../src/reconcile/apply-reuse.ts";
+import type { PatchPlan } from "../../src/reconcile/plan/plan.ts";
+import {
+  NO_SECRETS_HASH,
+  type RevisionHistoryEntry,
+  recordCreated,
+  revisionConfigHash,
+} from "../../src/reconcile/plan/revision-reuse.ts";
+import { RevisionRedeployer } from "../../src/reconcile/service/redeployer.ts";
+import { ManualClock } from "../support/manual-clock.ts";
+import { SimulatedService } from "../support/memory-ports.ts";
+
+const GOOD = `registry.example/agent@sha256:${"a".repeat(64)}`;
+const BAD = `registry.example/agent@sha256:${"b".repeat(64)}`;
+const NOW = "2030-01-01T00:01:00Z";
+const signal = new AbortController().signal;
+const hashOf = (image: string) => revisionConfigHash({ image_uri: image }, "external_docker");
+
+function world(route: SimulatedService["redeployRoute"] = "new-revision") {
+  const clock = new ManualClock({ start: Date.parse("2030-01-01T00:00:00Z") });
+  const service = new SimulatedService({
+    now: clock.now,
+    timing: { readyAfterMs: 0, revisionActiveAfterMs: 6000, deleteAfterMs: 0 },
+  });
+  service.redeployRoute = route;
+  const created = service.seed({
+    name: "agent",
+    source: "external_docker",
+    source_config: {},
+    source_revision_config: { image_uri: GOOD },
+    secrets: [],
+  });
+  clock.advance(6000);
+  const good = created.latest_revision_id ?? "";
+  let history: RevisionHistoryEntry[] = recordCreated(undefined, good, NO_SECRETS_HASH, hashOf(GOOD));
+  const bad = service.store.patch(created.id, { source_revision_config: { image_uri: BAD } });
+  history = recordCreated(history, bad.latest_revision_id ?? "", NO_SECRETS_HASH, hashOf(BAD)).map((e) => ({
+    ...e,
+    deployed: true,
+  }));
+  clock.advance(6000);
+  const redeployer = new RevisionRedeployer(service, pino({ level: "silent" }));
+  service.resetCalls();
+  const deployment = () => service.store.get(created.id) ?? created;
+  return { clock, service, redeployer, deployment, good, history };
+}
+
+const back = (extra: Partial<PatchPlan["body"]> = {}): PatchPlan => ({
+  action: "patch",
+  body: { source_revision_config: { image_uri: GOOD }, ...extra },
+  newRevision: true,
+  summary: [],
+  changes: [],
+  problems: [],
+});
+
+/** `decision` sent in world `w` with the history `history` (default: the world's). */
+function send(
+  w: ReturnType<typeof world>,
+  decision: PatchPlan,
+  history: RevisionHistoryEntry[] | undefined = w.history,
+  spec: Parameters<typeof applyPatch>[0]["spec"] = {},
+) {
+  return applyPatch({
+    service: w.service,
+    redeployer: w.redeployer,
+    deployment: w.deployment(),
+    decision,
+    spec,
+    status: { revisionHistory: history },
+    now: NOW,
+    signal,
+  });
+}
+
+describe("applyPatch", () => {
+  it("new-revision: one redeploy, no PATCH carrying source_revision_config, the copy recorded", async () => {
+    const w = world();
+    const result = await send(w, back());
+    expect(result.revision).toMatchObject({
+      kind: "redeployed",
+      revisionId: w.good,
+      behaviour: "new-revision",
+    });
+    const copy = result.deployment.latest_revision_id;
+    expect(result.history?.[0]).toEqual({ id: copy, secretsHash: NO_SECRETS_HASH, configHash: hashOf(GOOD) });
+    expect(result.known).toEqual({ id: copy, config: expect.objectContaining({ image_uri: GOOD }) });
+    expect(w.service.calls).toMatchObject({ recentRevisions: 1, redeploy: 1, patch: 0 });
+  });
+
+  it("the rest of the PATCH still goes, without the revision part", async () => {
+    const w = world();
+    await send(w, back({ source_config: { build_on_push: false } }));
+    expect(w.service.calls).toMatchObject({ redeploy: 1, patch: 1 });
+    expect(w.service.lastPatchBody).toEqual({ source_config: { build_on_push: false } });
+  });
+
+  it("switch-active: recorded as the newest entry; the next reconcile sends nothing for it", async () => {
+    const w = world("switch-active");
+    const first = await send(w, back());
+    expect(first.revision).toMatchObject({ kind: "redeployed", behaviour: "switch-active", live: w.good });
+    expect(first.history?.[0]).toMatchObject({ id: w.good, redeployedAt: NOW });
+    w.service.resetCalls();
+    const again = await send(w, back(), first.history);
+    expect(again.revision).toEqual({ kind: "pending", revisionId: w.good });
+    expect(w.service.total).toBe(0);
+    w.clock.advance(2000);
+    expect(w.deployment().active_revision_id).toBe(w.good);
+  });
+
+  it("a service without the route: the PATCH, once asked", async () => {
+    const w = world("missing");
+    const result = await send(w, back());
+    expect(result.revision).toEqual({ kind: "patched", why: "the service has no redeploy route" });
+    expect(w.service.calls).toMatchObject({ redeploy: 1, patch: 1 });
+    expect(result.history?.[0]?.id).toBe(result.deployment.latest_revision_id);
+  });
+
+  it("a PATCH that sends secrets is never replaced, and records its revision with their digest", async () => {
+    const w = world();
+    const decision = { ...back({ secrets: [{ name: "A", value: "1" }] }), secretsHash: "c".repeat(64) };
+    const result = await send(w, decision, w.history, { secrets: [{ name: "A", value: "1" }] });
+    expect(result.revision).toEqual({ kind: "patched" });
+    expect(w.service.calls).toMatchObject({ recentRevisions: 0, redeploy: 0, patch: 1 });
+    expect(result.history?.[0]).toMatchObject({ secretsHash: "c".repeat(64) });
+  });
+});

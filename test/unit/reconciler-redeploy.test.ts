@@ -1,0 +1,196 @@
+// Redeploy instead of rebuild in the reconciler at unit speed: DeploymentReconciler over in-memory
+// ports and a manual clock. A spec that goes back to an image digest an earlier revision deployed
+// redeploys it (no PATCH carrying source_revision_config), with both behaviours of the route; a
+// tag under Pinned, a rotated secret, revisionReuse Never and a service without the route PATCH;
+// a steady resource reads no revisions.
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
+import { claimOn } from "../../src/reconcile/claims.ts";
+import type { StoredResource } from "../../src/reconcile/ports.ts";
+import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
+import { ServiceSession, type SessionLookup } from "../../src/reconcile/service/session.ts";
+import { ManualClock } from "../support/manual-clock.ts";
+import { MemoryResources, MemorySecrets, RecordedEvents, SimulatedService } from "../support/memory-ports.ts";
+
+const REF = { namespace: "default", name: "agent" };
+const GOOD = `registry.example/agent@sha256:${"a".repeat(64)}`;
+const BAD = `registry.example/agent@sha256:${"b".repeat(64)}`;
+const BUILD_MS = 60_000;
+const SPEC: DeploymentSpec = { source: "external_docker", sourceRevisionConfig: { imageUri: GOOD } };
+
+function world(route: SimulatedService["redeployRoute"] = "new-revision") {
+  const clock = new ManualClock({ start: Date.parse("2030-01-01T00:00:00Z") });
+  const now = () => clock.now();
+  const resources = new MemoryResources(now);
+  const service = new SimulatedService({
+    now,
+    timing: { readyAfterMs: 0, revisionActiveAfterMs: BUILD_MS, deleteAfterMs: 0 },
+  });
+  service.redeployRoute = route;
+  const events = new RecordedEvents();
+  const logger = pino({ level: "silent" });
+  const session = new ServiceSession(service, {
+    clock,
+    logger,
+    listingMaxAgeMs: 60_000,
+    wanted: (name) => resources.claimants(claimOn(DEFAULT_CONNECTION, name)).length > 0,
+  });
+  const connection: SessionLookup = { kind: "ready", session };
+  const reconciler = new DeploymentReconciler({
+    resources,
+    sessions: { lookup: () => connection },
+    secrets: new MemorySecrets(),
+    events,
+    clock,
+    logger,
+    pollMs: 5_000,
+  });
+  const w = {
+    clock,
+    resources,
+    service,
+    events,
+    reconcile: () => reconciler.reconcile("default/agent", new AbortController().signal),
+    async resync() {
+      await session.snapshot.refresh(new AbortController().signal);
+    },
+    stored: () => resources.stored(REF),
+    deployment: () => service.store.getByName("agent"),
+    edit: (change: (o: StoredResource) => void) => resources.edit(REF, change),
+    /** Reconciles until the resource is Ready at its generation (time passing between), at most `n` times. */
+    async settle(n = 8) {
+      for (let i = 0; i < n; i++) {
+        await w.resync();
+        await w.reconcile();
+        const s = w.stored();
+        const ready = s?.status?.conditions?.find((c) => c.type === "Ready");
+        if (ready?.status === "True" && ready.observedGeneration === s?.metadata.generation) return;
+        clock.advance(BUILD_MS / 4);
+      }
+      throw new Error(`not Ready: ${JSON.stringify(w.stored()?.status?.conditions)}`);
+    },
+    /** GOOD created by the operator and live, then BAD live: the revert case. */
+    async goodThenBad(spec: Partial<DeploymentSpec> = {}) {
+      resources.create({ metadata: { name: "agent" }, spec: { ...SPEC, ...spec } });
+      await w.settle();
+      w.edit((o) => {
+        o.spec.sourceRevisionConfig = { imageUri: BAD };
+      });
+      await w.settle();
+      service.resetCalls();
+      events.all.length = 0;
+    },
+    back() {
+      w.edit((o) => {
+        o.spec.sourceRevisionConfig = { imageUri: GOOD };
+      });
+    },
+    patchedRevisionConfig: () => service.lastPatchBody?.source_revision_config !== undefined,
+  };
+  return w;
+}
+
+describe("DeploymentReconciler: redeploy instead of rebuild", () => {
+  it("an image digest changed and changed back: one redeploy, no PATCH, the old config live again, faster than a build", async () => {
+    const w = world();
+    await w.goodThenBad();
+    const good = w.service.store.revisions(w.deployment()?.id ?? "")?.[0]?.id;
+    w.back();
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls).toMatchObject({ redeploy: 1, patch: 0, recentRevisions: 1 });
+    expect(w.service.store.redeploys()).toMatchObject([{ revision_id: good, behaviour: "new-revision" }]);
+    expect(w.events.reasons()).toEqual(["Normal/Redeployed"]);
+    expect(w.events.all[0]?.note).toContain(
+      `redeployed revision ${good} instead of building a new one (no build)`,
+    );
+    // Live after the deploy phases alone: a third of a build.
+    w.clock.advance(BUILD_MS / 3);
+    await w.settle(3);
+    const status = w.stored()?.status;
+    expect(status?.activeRevision).toMatchObject({ imageUri: GOOD });
+    expect(status?.activeRevisionId).toBe(w.deployment()?.active_revision_id);
+    expect(w.service.calls.patch).toBe(0);
+    // Steady: no more redeploys, no read of the revisions.
+    w.service.resetCalls();
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls).toMatchObject({ redeploy: 0, recentRevisions: 0, patch: 0 });
+  });
+
+  it("switch-active: the active revision switched back is Ready, and nothing is sent again", async () => {
+    const w = world("switch-active");
+    await w.goodThenBad();
+    const [good, bad] = (w.service.store.revisions(w.deployment()?.id ?? "") ?? []).map((r) => r.id);
+    w.back();
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls).toMatchObject({ redeploy: 1, patch: 0 });
+    w.clock.advance(BUILD_MS / 3);
+    await w.settle(3);
+    expect(w.deployment()).toMatchObject({ active_revision_id: good, latest_revision_id: bad });
+    expect(w.stored()?.status?.activeRevision).toMatchObject({ id: good, imageUri: GOOD });
+    w.service.resetCalls();
+    w.clock.advance(10 * BUILD_MS);
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls).toMatchObject({ redeploy: 0, patch: 0, recentRevisions: 0 });
+    const conditions = w.stored()?.status?.conditions?.map((c) => `${c.type}=${c.status}`);
+    expect(conditions).toEqual(["Ready=True", "Synced=True"]);
+    // Git moves on to BAD again: the latest revision is switched back to, not built.
+    w.edit((o) => {
+      o.spec.sourceRevisionConfig = { imageUri: BAD };
+    });
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls).toMatchObject({ redeploy: 1, patch: 0 });
+    expect(w.service.store.redeploys().at(-1)).toMatchObject({ revision_id: bad });
+  });
+
+  it.each([
+    ["a service without the route: one fallback, remembered", "missing" as const, {}],
+    ["revisionReuse Never", "new-revision" as const, { revisionReuse: "Never" as const }],
+  ])("%s: PATCH", async (_name, route, spec) => {
+    const w = world(route);
+    await w.goodThenBad(spec);
+    w.back();
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls.redeploy).toBe(route === "missing" ? 1 : 0);
+    expect(w.service.calls.patch).toBe(1);
+    expect(w.patchedRevisionConfig()).toBe(true);
+    if (route === "missing") {
+      // Asked once per connection: the next change goes straight to the PATCH.
+      await w.settle();
+      w.edit((o) => {
+        o.spec.sourceRevisionConfig = { imageUri: BAD };
+      });
+      w.service.resetCalls();
+      await w.resync();
+      await w.reconcile();
+      expect(w.service.calls).toMatchObject({ redeploy: 0, patch: 1 });
+    }
+  });
+
+  it("a tag under the default Pinned: PATCH (rebuild)", async () => {
+    const w = world();
+    w.resources.create({
+      metadata: { name: "agent" },
+      spec: { ...SPEC, sourceRevisionConfig: { imageUri: "registry.example/agent:1" } },
+    });
+    await w.settle();
+    w.edit((o) => {
+      o.spec.sourceRevisionConfig = { imageUri: "registry.example/agent:2" };
+    });
+    await w.settle();
+    w.service.resetCalls();
+    w.edit((o) => {
+      o.spec.sourceRevisionConfig = { imageUri: "registry.example/agent:1" };
+    });
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls).toMatchObject({ redeploy: 0, patch: 1 });
+  });
+});
