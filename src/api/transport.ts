@@ -61,6 +61,10 @@ export interface TransportSettings {
   retryMaxDelayMs: number;
   maxRetryAfterMs: number;
   bucket: TokenBucket;
+  /** Sent as `User-Agent` on every request: `dms-operator/<version> (<pod name>)` in the operator. */
+  userAgent: string;
+  /** Asked before each write goes out; a reason it returns fails the write unsent (see the client). */
+  writeGate: (() => string | undefined) | undefined;
   clock: ApiClock;
   random: () => number;
   logger: Logger | undefined;
@@ -208,6 +212,12 @@ export class Transport {
         );
       }
       await this.#s.bucket.acquire(signal);
+      // Checked after the wait for a token, right before the request goes out.
+      const refused = request.method === "GET" ? undefined : this.#s.writeGate?.();
+      if (refused !== undefined)
+        throw new AbortError(
+          new ServiceError({ kind: "unavailable", method, route, detail: refused, retryable: true }),
+        );
       const started = this.#s.clock.now();
       const observe = (status: number | "error") => {
         const seconds = (this.#s.clock.now() - started) / 1000;
@@ -446,7 +456,7 @@ export class Transport {
   }
 
   #headers(): Record<string, string> {
-    const headers: Record<string, string> = { accept: "application/json", "user-agent": "dms-operator" };
+    const headers: Record<string, string> = { accept: "application/json", "user-agent": this.#s.userAgent };
     if (this.#s.apiKey !== undefined) headers[this.#s.apiKeyHeader] = this.#s.apiKey;
     if (this.#s.tenantId !== undefined) headers[this.#s.tenantHeader] = this.#s.tenantId;
     return headers;

@@ -76,6 +76,12 @@ export interface LeaderElectionOptions {
   onLeadingChange?(leading: boolean): void;
   /** Called when a different holder is observed (for logs). */
   onNewLeader?(identity: string): void;
+  /**
+   * Called after each successful acquire or renewal with the local time its read began: nobody
+   * else can hold the lease before that time plus the lease duration (a write fence counts from
+   * it, never from when the answer arrived, which may have been delayed).
+   */
+  onRenewed?(startedAt: number): void;
 }
 
 /** How one term of {@link LeaderElector.run} ended. */
@@ -232,6 +238,7 @@ export class LeaderElector {
       const current = await this.#lease.get(signal);
       if (!current) {
         this.#observe(await this.#lease.create(this.#record(now, now, 0), signal));
+        this.#opts.onRenewed?.(now.getTime());
         return true;
       }
       this.#observe(current);
@@ -242,6 +249,7 @@ export class LeaderElector {
         ? this.#record(old.acquireTime ?? now, now, old.leaseTransitions)
         : this.#record(now, now, old.leaseTransitions + 1);
       this.#observe(await this.#lease.update(record, current.resourceVersion, signal));
+      this.#opts.onRenewed?.(now.getTime());
       return true;
     } catch (err) {
       if (err instanceof LeaseConflictError) this.#log.debug("lease write conflict; retrying");

@@ -21,7 +21,7 @@ function shares(keys: readonly string[], ring: readonly string[]): Map<string, n
 }
 
 describe("the rendezvous ring", () => {
-  it.each([2, 3, 4, 8])("spreads 10,000 resources over %i members within 10 %% of an equal share", (n) => {
+  it.each([2, 3, 4, 8])("spreads 10,000 resources over %i members within a tenth of an equal share", (n) => {
     const ring = members(n);
     for (const count of shares(uids, ring).values()) {
       expect(Math.abs(count - uids.length / n)).toBeLessThan((0.1 * uids.length) / n);
@@ -44,7 +44,7 @@ describe("the rendezvous ring", () => {
     [4, 2],
     [2, 3],
   ])(
-    "moves at most 1/N + 2 %% of the resources from %i to %i members, only to or from the changed ones",
+    "moves at most 1/N + 0.02 of the resources from %i to %i members, only to or from the changed ones",
     (from, to) => {
       const before = members(from);
       const after = members(to);
