@@ -41,14 +41,15 @@ export interface SharderPorts {
   ): Promise<boolean>;
   /**
    * Writes `record` on the Lease `name`: creates it when `resourceVersion` is undefined, else
-   * updates it if still at that version; false when it lost the race.
+   * updates it if still at that version. Resolves the new resourceVersion, undefined when it lost
+   * the race.
    */
   writeLease(
     name: string,
     resourceVersion: string | undefined,
     record: LeaseRecord,
     signal: AbortSignal,
-  ): Promise<boolean>;
+  ): Promise<string | undefined>;
   /** Deletes the Lease `name` if still at `resourceVersion`. */
   deleteLease(name: string, resourceVersion: string, signal: AbortSignal): Promise<boolean>;
 }
@@ -146,8 +147,12 @@ export class Sharder {
   readonly #opts: SharderOptions;
   readonly #holder: string;
   readonly #ring = new RingMembership();
-  /** The Leases this sharder holds: when its last write of each began. */
-  readonly #holds = new Map<string, number>();
+  /**
+   * The Leases this sharder holds: when its last write of each began, the resourceVersion that
+   * write was based on (undefined: created) and the one it produced. The Lease watch may not show
+   * the write yet: a cached Lease at either version is this hold.
+   */
+  readonly #holds = new Map<string, { since: number; basedOn: string | undefined; rv: string }>();
   /** Each resource's shard labels as last seen or written by this sharder. */
   readonly #before = new Map<string, ShardLabels>();
 
@@ -250,20 +255,24 @@ export class Sharder {
     );
     for (const name of toHold) if (await this.#take(name, leases.get(name), signal)) report.held.push(name);
     // Holds: renewed while resources still name the replica, deleted once none does.
-    for (const [name, since] of [...this.#holds]) {
-      const lease = leases.get(name);
-      if (!lease || lease.record.holderIdentity !== this.#holder) {
+    for (const [name, hold] of [...this.#holds]) {
+      if (!this.#isHold(hold, leases.get(name))) {
         this.#holds.delete(name);
         continue;
       }
+      const current: RingLease | undefined = {
+        name,
+        resourceVersion: hold.rv,
+        record: this.#holdRecord(leases.get(name), true, new Date(hold.since)),
+      };
       if ((owners.get(name) ?? 0) === 0 && holdValid(name)) {
-        if (await this.#opts.ports.deleteLease(name, lease.resourceVersion, signal)) {
+        if (await this.#opts.ports.deleteLease(name, hold.rv, signal)) {
           report.deleted.push(name);
           this.#holds.delete(name);
           this.#ring.forget(name);
         }
-      } else if (this.#opts.clock.now() - since > this.#opts.holdMarginMs / 2) {
-        await this.#take(name, lease, signal);
+      } else if (this.#opts.clock.now() - hold.since > this.#opts.holdMarginMs / 2) {
+        await this.#take(name, current, signal);
       }
     }
     this.#opts.onPass?.(live, owners);
@@ -274,12 +283,27 @@ export class Sharder {
     // No replica can bear a name that is not a Lease name and a label value: nothing to wait for.
     if (!isReplicaName(member)) return "held";
     if (!lease) return "down";
-    if (this.#ring.isLive(lease, now)) return "live";
-    const since = this.#holds.get(member);
-    if (lease.record.holderIdentity === this.#holder && since !== undefined) {
-      return now + this.#opts.holdMarginMs < since + this.#opts.leaseDurationMs ? "held" : "down";
-    }
-    return "down";
+    const hold = this.#holds.get(member);
+    if (hold && this.#isHold(hold, lease))
+      return now + this.#opts.holdMarginMs < hold.since + this.#opts.leaseDurationMs ? "held" : "down";
+    if (!lease) return "down";
+    return this.#ring.isLive(lease, now) ? "live" : "down";
+  }
+
+  /** Whether the cached `lease` is `hold`'s write, or the version it was based on (a watch lagging). */
+  #isHold(hold: { basedOn: string | undefined; rv: string }, lease: RingLease | undefined): boolean {
+    if (!lease) return hold.basedOn === undefined;
+    return lease.resourceVersion === hold.rv || lease.resourceVersion === hold.basedOn;
+  }
+
+  #holdRecord(lease: RingLease | undefined, ours: boolean, at: Date): LeaseRecord {
+    return {
+      holderIdentity: this.#holder,
+      leaseDurationSeconds: Math.ceil(this.#opts.leaseDurationMs / 1000),
+      acquireTime: ours ? (lease?.record.acquireTime ?? at) : at,
+      renewTime: at,
+      leaseTransitions: (lease?.record.leaseTransitions ?? 0) + (ours ? 0 : 1),
+    };
   }
 
   /** Takes (or renews the hold of) the Lease `name`: only when absent, released, expired or ours. */
@@ -288,23 +312,18 @@ export class Sharder {
     const now = this.#opts.clock.now();
     const ours = lease?.record.holderIdentity === this.#holder;
     if (lease && !ours && !this.#ring.expired(lease, now)) return false;
-    const at = new Date(now);
-    const record: LeaseRecord = {
-      holderIdentity: this.#holder,
-      leaseDurationSeconds: Math.ceil(this.#opts.leaseDurationMs / 1000),
-      acquireTime: ours ? (lease?.record.acquireTime ?? at) : at,
-      renewTime: at,
-      leaseTransitions: (lease?.record.leaseTransitions ?? 0) + (ours ? 0 : 1),
-    };
+    const record = this.#holdRecord(lease, ours, new Date(now));
+    let rv: string | undefined;
     try {
-      if (!(await this.#opts.ports.writeLease(name, lease?.resourceVersion, record, signal))) return false;
+      rv = await this.#opts.ports.writeLease(name, lease?.resourceVersion, record, signal);
     } catch (err) {
       this.#opts.logger.warn({ err, lease: name }, "could not take a replica's Lease");
       return false;
     }
+    if (rv === undefined) return false;
     if (!ours)
       this.#opts.logger.info({ lease: name }, "took the Lease of a replica that stopped renewing it");
-    this.#holds.set(name, now);
+    this.#holds.set(name, { since: now, basedOn: lease?.resourceVersion, rv });
     return true;
   }
 

@@ -12,7 +12,7 @@ import { KubeShardedResources, KubeShardLeases, patchShardLabels } from "../kube
 import type { Clock } from "../runtime/clock.ts";
 import type { Reconciler } from "../runtime/controller.ts";
 import { objectKey, parseObjectKey } from "../runtime/keys.ts";
-import { LeaderElector } from "../runtime/leader.ts";
+import { LeaderElector, LeaseConflictError } from "../runtime/leader.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import { DRAIN_LABEL, isReplicaName, OWNER_LABEL } from "../sharding/labels.ts";
@@ -207,11 +207,11 @@ export function sharding(p: ShardingParts): Sharding {
           writeLease: async (name, rv, record, s) => {
             const lease = leases.lease(name);
             try {
-              if (rv === undefined) await lease.create(record, s);
-              else await lease.update(record, rv, s);
-              return true;
+              const written =
+                rv === undefined ? await lease.create(record, s) : await lease.update(record, rv, s);
+              return written.resourceVersion;
             } catch (err) {
-              if (err instanceof Error && err.name === "LeaseConflictError") return false;
+              if (err instanceof LeaseConflictError) return undefined;
               throw err;
             }
           },
