@@ -71,6 +71,13 @@ export interface SharderOptions {
   onPass?(live: readonly string[], owned: ReadonlyMap<string, number>): void;
 }
 
+/**
+ * Leases taken in one pass at most: an owner label naming a replica that is not live costs a
+ * Lease write, and whoever may label resources (a tenant, without the admission policy) must not
+ * make one pass write thousands.
+ */
+export const MAX_TAKES_PER_PASS = 16;
+
 /** The outcome of one pass, for tests and logs. */
 export interface PassReport {
   live: string[];
@@ -253,7 +260,8 @@ export class Sharder {
         if (!signal.aborted) await w();
       }),
     );
-    for (const name of toHold) if (await this.#take(name, leases.get(name), signal)) report.held.push(name);
+    for (const name of [...toHold].slice(0, MAX_TAKES_PER_PASS))
+      if (await this.#take(name, leases.get(name), signal)) report.held.push(name);
     // Holds: renewed while resources still name the replica, deleted once none does.
     for (const [name, hold] of [...this.#holds]) {
       if (!this.#isHold(hold, leases.get(name))) {

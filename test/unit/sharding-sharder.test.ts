@@ -4,7 +4,12 @@ import type { LeaseRecord } from "../../src/runtime/leader.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ShardMember } from "../../src/sharding/member.ts";
 import { ownerOf } from "../../src/sharding/ring.ts";
-import { type RingLease, type ShardedResource, Sharder } from "../../src/sharding/sharder.ts";
+import {
+  MAX_TAKES_PER_PASS,
+  type RingLease,
+  type ShardedResource,
+  Sharder,
+} from "../../src/sharding/sharder.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 const logger = pino({ level: "silent" });
@@ -208,6 +213,18 @@ describe("the sharder", () => {
     await sharder.pass(signal);
     expect(w.owner("ns/r1")).toBe(ownerOf("uid-ns/r1", ["a", "b"]));
     expect(w.leases.has("Not_A_Pod")).toBe(false);
+  });
+
+  it("takes at most a bounded number of Leases per pass, whatever names the owner labels carry", async () => {
+    const w = new World();
+    w.renew("a");
+    w.add(100);
+    for (let i = 0; i < 100; i++) w.label(`ns/r${i}`, { [OWNER_LABEL]: `ghost-${i}` });
+    const sharder = w.sharder();
+    expect((await sharder.pass(signal)).held.length).toBe(MAX_TAKES_PER_PASS);
+    for (let pass = 0; pass < 20; pass++) await sharder.pass(signal);
+    for (const r of w.resources.values()) expect(w.owner(r.key)).toBe("a");
+    expect([...w.leases.keys()]).toEqual(["a"]);
   });
 
   it("takes the Lease of an owner that has none before moving its resources (a label naming a replica yet to start)", async () => {
