@@ -17,13 +17,17 @@ import { freshNamespace, testKubeconfigPath, waitFor } from "../support/cluster.
 import { startTestSimulator, TEST_API_KEY } from "../support/operator.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
 
-/** Sizes chosen to run in a few minutes on two cores: 160 resources, 10 rounds. */
-const RESOURCES = Number(process.env.RING_CHAOS_RESOURCES ?? 160);
+/** Sizes chosen to run in about three minutes on two cores: 200 resources, 10 rounds. */
+const RESOURCES = Number(process.env.RING_CHAOS_RESOURCES ?? 200);
 const ROUNDS = Number(process.env.RING_CHAOS_ROUNDS ?? 10);
 const EDITS_PER_ROUND = 12;
 const LEASE_MS = 6_000;
-/** What "a few seconds" after the Lease duration allows on a loaded two-core machine. */
-const REOWN_SLACK_MS = 20_000;
+/**
+ * What "a few seconds" after the Lease duration allows on a loaded two-core machine: the
+ * sharder's pass, the Lease taken, the label writes, all behind three operators and the API
+ * server sharing two cores. A generous bound that proves one exists, not a timing.
+ */
+const REOWN_SLACK_MS = 15_000;
 const KEY_B = "ring-chaos-key-b-5f1e";
 const RING = "dms-ring-chaos";
 
@@ -51,6 +55,8 @@ describe("sharding: ring chaos", () => {
   });
 
   it(`keeps ${RESOURCES} resources owned once through ${ROUNDS} rounds of kills and scaling`, async () => {
+    // An exit handler per operator process started.
+    process.setMaxListeners(50);
     const namespace = await freshNamespace("ring");
     work = await mkdtemp(join(tmpdir(), "ring-chaos-"));
     const simA = await startTestSimulator({ requestRecordLimit: 500_000 });
@@ -137,6 +143,14 @@ describe("sharding: ring chaos", () => {
         }),
       );
 
+    /** Every resource labelled for the live replica the ring names (no matter its status). */
+    const owned = async () => {
+      const members = live();
+      const items = await list();
+      return items.every((o) => o.metadata.labels?.[OWNER_LABEL] === ownerOf(o.metadata.uid ?? "", members))
+        ? true
+        : undefined;
+    };
     const owners = new Map<string, string | undefined>();
     let moves = 0;
     /** Every resource Ready at its latest generation, owned by the live replica the ring names. */
@@ -169,6 +183,7 @@ describe("sharding: ring chaos", () => {
     });
 
     const reowned: number[] = [];
+    const settledAfter: number[] = [];
     let tag = 1;
     for (let round = 0; round < ROUNDS; round++) {
       // Edits in flight while the ring changes.
@@ -201,16 +216,22 @@ describe("sharding: ring chaos", () => {
         kill9(victim);
         if (live().length < 3) start();
       }
+      await waitFor(owned, {
+        timeoutMs: LEASE_MS + REOWN_SLACK_MS,
+        intervalMs: 250,
+        description: `round ${round}: every resource owned again by the replica the ring names`,
+      });
+      reowned.push(Date.now() - began);
       await editing;
       await waitFor(settled, {
         timeoutMs: LEASE_MS + REOWN_SLACK_MS + 60_000,
         intervalMs: 500,
-        description: `round ${round}: every resource owned again and its edits applied`,
+        description: `round ${round}: every resource ready with its edits applied`,
       });
-      reowned.push(Date.now() - began);
+      settledAfter.push(Date.now() - began);
     }
     console.log(
-      `ring chaos: ${RESOURCES} resources, ${ROUNDS} rounds, ${edits.length} edits; settled after each round in ms: ${reowned.join(", ")}`,
+      `ring chaos: ${RESOURCES} resources, ${ROUNDS} rounds, ${edits.length} edits; owned again after each round in ms: ${reowned.join(", ")}; ready with the edits after: ${settledAfter.join(", ")}`,
     );
 
     // No deployment created twice on either service.
@@ -252,6 +273,5 @@ describe("sharding: ring chaos", () => {
     }
     // Resources did move: the rounds were handovers, not a ring that never changed.
     expect(moves).toBeGreaterThan(RESOURCES / 4);
-    for (const ms of reowned) expect(ms).toBeLessThan(LEASE_MS + REOWN_SLACK_MS + 60_000);
   }, 900_000);
 });
