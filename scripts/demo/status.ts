@@ -112,7 +112,12 @@ const COLUMNS: readonly Column<ResourceRow>[] = [
 
 /** The rows as a kubectl-style table, ending with a newline. */
 export function renderTable(rows: readonly ResourceRow[]): string {
-  return renderRows("table", rows, COLUMNS, "No Deployment resources yet.");
+  const listing = {
+    columns: COLUMNS,
+    name: (r: ResourceRow) => r.name,
+    empty: "No Deployment resources yet.",
+  };
+  return renderRows(rows, listing, { format: "table" });
 }
 
 function field(value: unknown, key: string): unknown {

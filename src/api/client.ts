@@ -33,7 +33,7 @@ import {
   REVISION_LOGS_ROUTE,
   readLogPage,
 } from "./revision-logs.ts";
-import { type ResponseObservation, Transport, type TransportSettings } from "./transport.ts";
+import { type ResponseObservation, type RetryEvent, Transport, type TransportSettings } from "./transport.ts";
 import {
   checkFilters,
   checkOffset,
@@ -125,6 +125,10 @@ export interface ServiceClientOptions {
   logger?: Logger;
   /** Metrics hook, called once per HTTP exchange. */
   onResponse?: (observation: ResponseObservation) => void;
+  /** Called before each wait for a retry, with what failed and the wait (a command tells its user). */
+  onRetry?: (event: RetryEvent) => void;
+  /** Time to open a connection, within `timeoutMs`; default none (only `timeoutMs` bounds it). */
+  connectTimeoutMs?: number;
   /** Metrics hook, called for every enum value read outside the spec's list (kept raw). */
   onUnknownValue?: (value: UnknownValue) => void;
   /** Metrics hook, called for every deployment of a listing skipped as unreadable. */
@@ -253,6 +257,8 @@ export class ServiceClient {
       random: options.random ?? Math.random,
       logger: options.logger,
       onResponse: options.onResponse,
+      onRetry: options.onRetry,
+      connectTimeoutMs: options.connectTimeoutMs,
     };
     this.#transport = new Transport(settings);
   }

@@ -69,6 +69,22 @@ export interface TransportSettings {
   random: () => number;
   logger: Logger | undefined;
   onResponse: ((observation: ResponseObservation) => void) | undefined;
+  /** Called before each wait for a retry (a command tells its user); undefined: none. */
+  onRetry?: ((event: RetryEvent) => void) | undefined;
+  /** Time to open the connection, within `timeoutMs`; undefined: only `timeoutMs` bounds it. */
+  connectTimeoutMs?: number | undefined;
+}
+
+/** A failed attempt about to be retried: what failed, and how long the wait before the next one is. */
+export interface RetryEvent {
+  method: string;
+  route: string;
+  /** The attempt that failed, from 1. */
+  attempt: number;
+  /** Attempts left after the one to come. */
+  retriesLeft: number;
+  waitMs: number;
+  error: ServiceError;
 }
 
 /** One call: a route template, its concrete path, and how to judge the answer. */
@@ -180,6 +196,14 @@ export class Transport {
             },
             `retrying in ${Math.round(waitMs)} ms (attempt ${attemptNumber} failed)`,
           );
+          this.#s.onRetry?.({
+            method: request.method,
+            route: request.route,
+            attempt: attemptNumber,
+            retriesLeft: retriesLeft - 1,
+            waitMs,
+            error: error.error,
+          });
           await this.#s.clock.sleep(waitMs, signal);
         },
         shouldRetry: ({ error }) => error instanceof AttemptFailure,
@@ -308,7 +332,10 @@ export class Transport {
       throwHttpErrors: false,
       followRedirect: false,
       retry: { limit: 0 },
-      timeout: { request: this.#s.timeoutMs },
+      timeout: {
+        request: this.#s.timeoutMs,
+        ...(this.#s.connectTimeoutMs === undefined ? {} : { connect: this.#s.connectTimeoutMs }),
+      },
       agent: this.#agents,
       https: { rejectUnauthorized: !this.#s.insecureSkipTlsVerify },
       ...(signal ? { signal } : {}),
@@ -393,15 +420,18 @@ export class Transport {
     const fixes = this.#s.caBundle === undefined ? FLAG_TLS_FIXES : FLAG_TLS_FIXES_WITH_CA;
     const certificate = tlsFailureOf(code, host, fixes);
     const tls = certificate !== undefined || /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code);
-    const detail = timeout
-      ? `no complete response within ${this.#s.timeoutMs} ms`
-      : certificate
-        ? describeTlsFailure(certificate)
-        : tls
-          ? `TLS handshake failed (${code}): ${this.#redact(error.message)}`
-          : code.startsWith("ERR_PROXY")
-            ? `the proxy failed (${code}): ${this.#redact(redactProxyUrl(error.message))}; check HTTPS_PROXY / HTTP_PROXY, or add the service's host to NO_PROXY`
-            : `${code || "connection failed"}: ${this.#redact(error.message)}`;
+    const connecting = timeout && (error as { event?: string }).event === "connect";
+    const detail = connecting
+      ? `no connection within ${this.#s.connectTimeoutMs} ms`
+      : timeout
+        ? `no complete response within ${this.#s.timeoutMs} ms`
+        : certificate
+          ? describeTlsFailure(certificate)
+          : tls
+            ? `TLS handshake failed (${code}): ${this.#redact(error.message)}`
+            : code.startsWith("ERR_PROXY")
+              ? `the proxy failed (${code}): ${this.#redact(redactProxyUrl(error.message))}; check HTTPS_PROXY / HTTP_PROXY, or add the service's host to NO_PROXY`
+              : `${code || "connection failed"}: ${this.#redact(error.message)}`;
     return new ServiceError({
       kind: timeout ? "timeout" : certificate ? "tls" : "network",
       method: request.method,

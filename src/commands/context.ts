@@ -2,9 +2,10 @@
  * What every command shares: the process's streams and environment (injected, so a command
  * never reaches for `process` itself), the usage error, and the service connection flags.
  */
-import { type Command, InvalidArgumentError, Option } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
 import { pino } from "pino";
 import { ServiceClient } from "../api/client.ts";
+import type { RetryEvent } from "../api/transport.ts";
 import { isUuid } from "../api/wire.ts";
 import {
   type Env,
@@ -18,6 +19,10 @@ import {
 } from "../config.ts";
 import { parseConnectionArg } from "../connection/settings.ts";
 import type { ConnectionRef } from "../identity/connection.ts";
+import { retryLine } from "./service-hints.ts";
+import { UsageError } from "./usage-error.ts";
+
+export { UsageError };
 
 /** The outside world of a command. */
 export interface CliContext {
@@ -27,24 +32,13 @@ export interface CliContext {
   err(text: string): void;
   /** Whether standard output is a terminal: decides the default output format. */
   stdoutIsTTY: boolean;
+  /** Whether standard error is a terminal: progress lines (a retry, a wait) are written there only then. */
+  stderrIsTTY?: boolean;
   env: Env;
   /** Resolves when the process is asked to stop (SIGINT/SIGTERM); long-running commands await it. */
   stopSignal: AbortSignal;
   /** Reads standard input to its end (`plan -f -`); absent where there is none to read. */
   readStdin?: () => Promise<string>;
-}
-
-/**
- * A mistake in how the command was called (bad flag value, missing setting): printed without a
- * stack trace and exits with status 2. `lines` are shown one per line.
- */
-export class UsageError extends Error {
-  override readonly name = "UsageError";
-  readonly lines: readonly string[];
-  constructor(lines: readonly string[]) {
-    super(lines.join("; "));
-    this.lines = lines;
-  }
 }
 
 /** Registers a command (and its subcommands) on the program. */
@@ -119,8 +113,22 @@ export function serviceClientOf(
   const logger = flags.verbose
     ? pino({ level: "debug", base: null }, { write: (line: string) => ctx.err(line) })
     : undefined;
-  return new ServiceClient({ ...config, ...(logger ? { logger } : {}) });
+  // Under --verbose the logger already says it; on a terminal one line per retry says why the wait.
+  const onRetry = ctx.stderrIsTTY && !logger ? (e: RetryEvent) => ctx.err(`${retryLine(e)}\n`) : undefined;
+  return new ServiceClient({
+    ...config,
+    connectTimeoutMs: Math.min(CLI_CONNECT_TIMEOUT_MS, config.timeoutMs ?? CLI_CONNECT_TIMEOUT_MS),
+    ...(logger ? { logger } : {}),
+    ...(onRetry ? { onRetry } : {}),
+  });
 }
+
+/**
+ * Time a command gives a connection to open. A host that drops packets would otherwise hold
+ * each attempt for the whole request timeout (10 s, five attempts: ~50 s of silence); an
+ * answering host opens a connection in well under a second, even across continents.
+ */
+export const CLI_CONNECT_TIMEOUT_MS = 5000;
 
 /**
  * The service settings a connection gives (its spec and Secret): their flags cannot be combined
@@ -188,25 +196,6 @@ export function connectionDefaultsFrom(flags: ServiceFlags, env: Env): ServiceCo
   const result = serviceConfigFrom({ ...kept, baseUrl: CONNECTION_URL_PLACEHOLDER }, ownEnv);
   if (!result.ok) throw new UsageError(result.problems);
   return result.config;
-}
-
-/** Output formats of the listing commands. */
-export const OUTPUT_FORMATS = ["table", "json", "yaml"] as const;
-export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
-
-/** Adds `-o, --output <format>` to `command`. */
-export function addOutputOption(command: Command): Command {
-  return command.addOption(
-    new Option(
-      "-o, --output <format>",
-      "output format (default: table when stdout is a terminal, json otherwise)",
-    ).choices(OUTPUT_FORMATS),
-  );
-}
-
-/** The format asked for, or the default for where stdout goes. */
-export function outputFormat(flags: { output?: OutputFormat }, ctx: CliContext): OutputFormat {
-  return flags.output ?? (ctx.stdoutIsTTY ? "table" : "json");
 }
 
 const UUID_EXAMPLE = "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e";

@@ -14,20 +14,16 @@ import {
 } from "../api/wire.ts";
 import type { ServiceFlags } from "../config.ts";
 import {
-  addOutputOption,
   addServiceOptions,
   idListArgument,
   integerArgument,
-  type OutputFormat,
-  outputFormat,
   type RegisterCommand,
   serviceClientFrom,
   uuidListArgument,
 } from "./context.ts";
-import { type Column, renderRows } from "./output.ts";
+import { addOutputOptions, type Listing, type OutputFlags, renderFor } from "./output.ts";
 
-interface ListFlags extends ServiceFlags {
-  output?: OutputFormat;
+interface ListFlags extends ServiceFlags, OutputFlags {
   nameContains?: string;
   status?: string;
   remoteReconciled?: "true" | "false";
@@ -39,15 +35,22 @@ interface ListFlags extends ServiceFlags {
   showSecretValues?: boolean;
 }
 
-const COLUMNS: readonly Column<Deployment>[] = [
-  { header: "NAME", value: (d) => d.name },
-  { header: "ID", value: (d) => d.id },
-  { header: "SOURCE", value: (d) => d.source },
-  { header: "STATUS", value: (d) => d.status },
-  { header: "IMAGE VERSION", value: (d) => d.image_version },
-  { header: "ACTIVE REVISION", value: (d) => d.active_revision_id },
-  { header: "UPDATED", value: (d) => d.updated_at },
-];
+/** `deployments list` for people (short ids, ages), for scripts (`-o name`) and as data (json, yaml). */
+export const DEPLOYMENT_LISTING: Listing<Deployment> = {
+  columns: [
+    { header: "NAME", value: (d) => d.name },
+    { header: "ID", value: (d) => d.id, show: "id" },
+    { header: "SOURCE", value: (d) => d.source },
+    { header: "STATUS", value: (d) => d.status, show: "status" },
+    { header: "IMAGE VERSION", value: (d) => d.image_version },
+    { header: "ACTIVE REVISION", value: (d) => d.active_revision_id, show: "id" },
+    { header: "LATEST REVISION", value: (d) => d.latest_revision_id, show: "id", wide: true },
+    { header: "CREATED", value: (d) => d.created_at, show: "time", wide: true },
+    { header: "AGE", wideHeader: "UPDATED", value: (d) => d.updated_at, show: "time" },
+  ],
+  name: (d) => `deployment/${d.name}`,
+  empty: "No deployments.",
+};
 
 /** The listing filters the flags ask for. */
 export function filtersFromFlags(flags: ListFlags): DeploymentFilters {
@@ -101,7 +104,7 @@ export const registerDeploymentsCommand: RegisterCommand = (program, ctx) => {
       integerArgument(PAGE_LIMIT.min, PAGE_LIMIT.max),
     )
     .option("--show-secret-values", "print secret values as the service returns them (hidden by default)");
-  addServiceOptions(addOutputOption(list)).action(async (_flags: unknown, command: Command) => {
+  addServiceOptions(addOutputOptions(list)).action(async (_flags: unknown, command: Command) => {
     const flags = command.optsWithGlobals<ListFlags>();
     const client = serviceClientFrom(flags, ctx);
     const rows = await client.listAllDeployments(filtersFromFlags(flags), {
@@ -110,6 +113,6 @@ export const registerDeploymentsCommand: RegisterCommand = (program, ctx) => {
       onUnreadable: (item) => ctx.err(`warning: skipped: ${item.message}\n`),
     });
     const shown = flags.showSecretValues ? rows : rows.map(hideSecretValues);
-    ctx.out(renderRows(outputFormat(flags, ctx), shown, COLUMNS, "No deployments."));
+    ctx.out(renderFor(ctx, flags, shown, DEPLOYMENT_LISTING));
   });
 };

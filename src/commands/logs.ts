@@ -21,6 +21,7 @@
  * Ctrl-C; `--since 10m` shows only entries of the last ten minutes.
  */
 import { type Command, InvalidArgumentError, Option } from "commander";
+import { stringify } from "yaml";
 import type { ServiceClient } from "../api/client.ts";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
 import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
@@ -41,16 +42,16 @@ import {
   serviceClientOf,
   uuidArgument,
 } from "./context.ts";
+import { addOutputOptions, type OutputFlags, type OutputFormat, outputFormat } from "./output.ts";
 import { RESOURCE_CONNECTION_HELP, RESOURCE_KUBECONFIG_HELP, resourceCluster } from "./resource-cluster.ts";
 import { connectionClient, resourceDeployment } from "./resource-deployment.ts";
 
-interface LogsFlags extends ConnectionFlags {
+interface LogsFlags extends ConnectionFlags, OutputFlags {
   namespace?: string;
   type?: LogType;
   revision?: string;
   follow?: boolean;
   since?: number;
-  output: "text" | "json";
   verbose?: boolean;
 }
 
@@ -96,17 +97,14 @@ export const registerLogsCommand: RegisterCommand = (program, ctx) => {
       "keep printing new entries until the revision ends (live, skipped or failed) or Ctrl-C",
     )
     .option("--since <duration>", "only entries of the last <duration>, e.g. 10m", durationArgument)
-    .addOption(
-      new Option("-o, --output <format>", "text: time level message; json: one entry per line")
-        .choices(["text", "json"])
-        .default("text"),
-    )
     .option("--kubeconfig <path>", RESOURCE_KUBECONFIG_HELP)
     .option("--context <name>", "kubeconfig context to use")
     .option(
       "--connection <kind/name>",
       `look <resource> up as a deployment name on this connection's tenant: ${RESOURCE_CONNECTION_HELP}`,
     );
+  // table: time level message; json: one entry per line; yaml: one document per entry.
+  addOutputOptions(command, { formats: LOG_FORMATS, textAlias: true, headers: false, default: "table" });
   addServiceOptions(command).action(async (resource: string, _flags: unknown, cmd: Command) => {
     const flags = cmd.optsWithGlobals<LogsFlags>();
     const signal = ctx.stopSignal;
@@ -116,16 +114,13 @@ export const registerLogsCommand: RegisterCommand = (program, ctx) => {
     const status = await revisionStatus(client, deployment.id, revisionId, signal);
     const type = flags.type ?? defaultLogType(status);
     const since = flags.since === undefined ? undefined : Date.now() - flags.since;
+    const format = outputFormat(flags, ctx.stdoutIsTTY, "table");
     const print = (entry: LogEntry) => {
       if (since !== undefined) {
         const at = entryTimeMs(entry);
         if (at !== undefined && at < since) return;
       }
-      ctx.out(
-        flags.output === "json"
-          ? `${escapeJsonText(JSON.stringify(entry))}\n`
-          : `${escapeForTerminal(formatEntry(entry))}\n`,
-      );
+      ctx.out(renderEntry(entry, format));
     };
     const reader = new LogFollower(client, deployment.id, revisionId, type, signal);
     await reader.readAll(print);
@@ -143,6 +138,17 @@ export const registerLogsCommand: RegisterCommand = (program, ctx) => {
     }
   });
 };
+
+/** The formats of `logs`: entries arrive one by one, so json is one object per line (JSON Lines). */
+const LOG_FORMATS = ["table", "json", "yaml"] as const;
+
+/** One entry as `format` prints it, ending with a newline. */
+function renderEntry(entry: LogEntry, format: OutputFormat): string {
+  // The service's text with its controls escaped: JSON's raw ones too; YAML as its writer escapes them.
+  if (format === "json") return `${escapeJsonText(JSON.stringify(entry))}\n`;
+  if (format === "yaml") return `---\n${stringify(entry)}`;
+  return `${escapeForTerminal(formatEntry(entry))}\n`;
+}
 
 /** An entry as one line: `time level message`, the parts it lacks left out. */
 export function formatEntry(entry: LogEntry): string {

@@ -1,46 +1,259 @@
 /**
- * Rendering listings for people (a plain aligned table) and for programs (JSON, YAML).
+ * One output convention for every command that lists, shaped like kubectl's: `-o table|wide|name|
+ * json|yaml` and `--no-headers`, defined once here. Tables are for people: short ids (the first 8
+ * characters of a uuid), ages (kubectl's `HumanDuration`), colour on a terminal; `wide` adds
+ * columns and keeps ids and times whole; `json` and `yaml` are the data as read; `name` is one
+ * `kind/name` (or id) per line, for scripts.
  */
+import { styleText } from "node:util";
 import Table from "cli-table3";
+import { type Command, Option } from "commander";
 import { stringify } from "yaml";
-import type { OutputFormat } from "./context.ts";
+import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
+import type { Env } from "../config.ts";
+
+/** The output formats of a listing. */
+export const OUTPUT_FORMATS = ["table", "wide", "name", "json", "yaml"] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+
+/** The flags {@link addOutputOptions} adds, as commander parses them. */
+export interface OutputFlags {
+  output?: OutputFormat | "text";
+  /** False under `--no-headers`. */
+  headers?: boolean;
+}
+
+/** How a command's listing may be shown. */
+export interface OutputChoice {
+  /** The formats it offers (default: all of {@link OUTPUT_FORMATS}). */
+  formats?: readonly OutputFormat[];
+  /** Whether `text`, its former name of `table`, is still accepted (scripts written for it keep working). */
+  textAlias?: boolean;
+  /** Whether its table has headers to drop (`--no-headers`); default true. */
+  headers?: boolean;
+  /** The format when `-o` is not given; default table on a terminal, json otherwise. */
+  default?: OutputFormat;
+}
+
+/** Adds `-o, --output <format>` and `--no-headers` to `command`: the same flags on every listing. */
+export function addOutputOptions(command: Command, choice: OutputChoice = {}): Command {
+  const formats = choice.formats ?? OUTPUT_FORMATS;
+  const fallback = choice.default
+    ? `default ${choice.default}`
+    : "default: table on a terminal, json otherwise";
+  const alias = choice.textAlias ? "; text, its former name, is read as table" : "";
+  command.addOption(
+    new Option("-o, --output <format>", `output format (${fallback}${alias})`).choices(
+      choice.textAlias ? [...formats, "text"] : formats,
+    ),
+  );
+  if (choice.headers !== false) command.option("--no-headers", "print tables without their header line");
+  return command;
+}
+
+/** The format asked for (`text` read as `table`), or the default for where stdout goes. */
+export function outputFormat(
+  flags: OutputFlags,
+  stdoutIsTTY: boolean,
+  fallback?: OutputFormat,
+): OutputFormat {
+  if (flags.output === "text") return "table";
+  return flags.output ?? fallback ?? (stdoutIsTTY ? "table" : "json");
+}
+
+/** `rows` as `flags` ask, coloured when stdout is a terminal (see {@link colorEnabled}). */
+export function renderFor<T>(
+  ctx: { env: Env; stdoutIsTTY: boolean },
+  flags: OutputFlags,
+  rows: readonly T[],
+  listing: Listing<T>,
+): string {
+  return renderRows(rows, listing, {
+    format: outputFormat(flags, ctx.stdoutIsTTY),
+    headers: flags.headers !== false,
+    paint: paint(colorEnabled(ctx.env, ctx.stdoutIsTTY)),
+  });
+}
+
+/** Colours of the terminal, or none. */
+export interface Paint {
+  readonly enabled: boolean;
+  green(text: string): string;
+  yellow(text: string): string;
+  red(text: string): string;
+  dim(text: string): string;
+}
+
+/**
+ * Whether to colour standard output, as Node and most tools decide: `FORCE_COLOR` (unless `0`
+ * or `false`) colours even when piped; else `NO_COLOR` or `NODE_DISABLE_COLORS` (any value but
+ * empty) or `TERM=dumb` turn colour off; else colour when stdout is a terminal.
+ */
+export function colorEnabled(env: Env, stdoutIsTTY: boolean): boolean {
+  const force = env.FORCE_COLOR;
+  if (force !== undefined) return force !== "0" && force.toLowerCase() !== "false";
+  if (env.NO_COLOR || env.NODE_DISABLE_COLORS || env.TERM === "dumb") return false;
+  return stdoutIsTTY;
+}
+
+/** ANSI colours when `enabled`, else text as it is. */
+export function paint(enabled: boolean): Paint {
+  // validateStream off: the decision is colorEnabled's, made from the injected context.
+  const style = (format: Parameters<typeof styleText>[0]) => (text: string) =>
+    enabled && text !== "" ? styleText(format, text, { validateStream: false }) : text;
+  return { enabled, green: style("green"), yellow: style("yellow"), red: style("red"), dim: style("dim") };
+}
+
+/** A cell of a table. */
+export type Cell = string | number | boolean | null | undefined;
 
 /** One table column: its header and how to show a row's value. */
 export interface Column<T> {
   header: string;
-  value: (row: T) => string | number | boolean | null | undefined;
+  value: (row: T) => Cell;
+  /**
+   * `id`: a uuid, its first 8 characters in `table`; `time`: an ISO 8601 time, its age in
+   * `table` (kubectl's AGE), whole in `wide`; `status`: coloured (green ready, yellow in
+   * progress, red failed).
+   */
+  show?: "id" | "time" | "status";
+  /** Header under `wide` (a time column is `AGE` in table, e.g. `UPDATED` in wide). */
+  wideHeader?: string;
+  /** Shown only under `wide`. */
+  wide?: boolean;
+}
+
+/** What {@link renderRows} needs besides the rows. */
+export interface Listing<T> {
+  columns: readonly Column<T>[];
+  /** `kind/name` or the id of a row, for `-o name`. */
+  name: (row: T) => string;
+  /** Printed (on stdout, as kubectl does on stderr for `get`) when there are no rows in a table. */
+  empty: string;
+  /** The data json and yaml show for a row (default the row). */
+  data?: (row: T) => unknown;
+}
+
+/** How rows are rendered: the format, headers, colour and the time ages are measured from. */
+export interface RenderOptions {
+  format: OutputFormat;
+  headers?: boolean;
+  paint?: Paint;
+  /** Now, in ms since the epoch (ages are measured from it). */
+  now?: number;
 }
 
 /**
- * `rows` rendered in `format`, ending with a newline.
+ * `rows` rendered as asked, ending with a newline.
  *
- * Contract: json is a pretty-printed array of the rows as given; yaml is the same data as a YAML
- * sequence; table shows only `columns`, one line per row, and `empty` when there are no rows.
+ * Contract: json is a pretty-printed array of the rows' data; yaml the same data as a YAML
+ * sequence; name one {@link Listing.name} per line (nothing when there are no rows); table and
+ * wide one line per row under a header line (none with `headers: false`), `empty` when there are
+ * no rows, ids shortened and times shown as ages in table only.
  */
-export function renderRows<T>(
-  format: OutputFormat,
-  rows: readonly T[],
-  columns: readonly Column<T>[],
-  empty: string,
-): string {
-  if (format === "json") return `${JSON.stringify(rows, null, 2)}\n`;
-  if (format === "yaml") return rows.length === 0 ? "[]\n" : stringify(rows);
-  if (rows.length === 0) return `${empty}\n`;
-  const table = new Table({
-    head: columns.map((c) => c.header),
+export function renderRows<T>(rows: readonly T[], listing: Listing<T>, options: RenderOptions): string {
+  const { format } = options;
+  const data = listing.data ?? ((row: T) => row);
+  // The service's text must not drive the terminal: JSON with the characters it leaves raw
+  // escaped too, YAML as its writer escapes them, every other cell with its controls written out.
+  if (format === "json") return `${escapeJsonText(JSON.stringify(rows.map(data), null, 2))}\n`;
+  if (format === "yaml") return rows.length === 0 ? "[]\n" : stringify(rows.map(data));
+  if (format === "name") return rows.map((row) => `${escapeForTerminal(listing.name(row))}\n`).join("");
+  if (rows.length === 0) return `${listing.empty}\n`;
+  const wide = format === "wide";
+  const columns = listing.columns.filter((c) => wide || !c.wide);
+  const colours = options.paint ?? paint(false);
+  const now = options.now ?? Date.now();
+  const lines = rows.map((row) =>
+    columns.map((c) => {
+      const text = cellText(c, c.value(row), wide, now);
+      return c.show === "status" ? statusColour(text, colours) : text;
+    }),
+  );
+  const head = columns.map((c) => (wide && c.wideHeader ? c.wideHeader : c.header));
+  return table(options.headers === false ? undefined : head, lines);
+}
+
+/**
+ * An aligned table without borders, kubectl-style (`head` undefined: no header line). Cells may
+ * hold colour escapes: widths are measured without them.
+ */
+export function table(head: readonly string[] | undefined, rows: readonly (readonly string[])[]): string {
+  const t = new Table({
+    ...(head ? { head: [...head] } : {}),
     chars: PLAIN,
     style: { head: [], border: [], "padding-left": 0, "padding-right": 2 },
   });
-  for (const row of rows) table.push(columns.map((c) => show(c.value(row))));
-  return `${table
+  for (const row of rows) t.push([...row]);
+  const lines = t
     .toString()
     .split("\n")
-    .map((line) => line.trimEnd())
-    .join("\n")}\n`;
+    .map((line) => line.trimEnd());
+  return `${lines.join("\n")}\n`;
 }
 
-function show(value: string | number | boolean | null | undefined): string {
-  return value === null || value === undefined || value === "" ? "-" : String(value);
+function cellText<T>(column: Column<T>, value: Cell, wide: boolean, now: number): string {
+  if (value === null || value === undefined || value === "") return "-";
+  const text = escapeForTerminal(String(value));
+  if (wide) return text;
+  if (column.show === "id") return shortId(text);
+  if (column.show === "time") return age(text, now);
+  return text;
+}
+
+/** The first 8 characters of a uuid (as `kubectl get` shows short ids); other text as it is. */
+export function shortId(id: string): string {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-/i.test(id) ? id.slice(0, 8) : id;
+}
+
+/** The age of an ISO 8601 time at `now` in kubectl's format, or the text as it is if it is not a time. */
+export function age(time: string, now: number): string {
+  const at = Date.parse(time);
+  return Number.isNaN(at) ? time : humanDuration(now - at);
+}
+
+/**
+ * A duration in kubectl's format (k8s.io/apimachinery `duration.HumanDuration`): 2-3 significant
+ * figures, e.g. 45s, 5m30s, 42m, 5h10m, 20h, 3d4h, 90d, 2y40d, 9y. Under -2 s: `<invalid>`.
+ */
+export function humanDuration(ms: number): string {
+  const seconds = Math.trunc(ms / 1000);
+  if (seconds < -1) return "<invalid>";
+  if (seconds < 0) return "0s";
+  if (seconds < 120) return `${seconds}s`;
+  const minutes = Math.trunc(seconds / 60);
+  if (minutes < 10) {
+    const s = seconds % 60;
+    return s === 0 ? `${minutes}m` : `${minutes}m${s}s`;
+  }
+  if (minutes < 180) return `${minutes}m`;
+  const hours = Math.trunc(seconds / 3600);
+  if (hours < 8) {
+    const m = minutes % 60;
+    return m === 0 ? `${hours}h` : `${hours}h${m}m`;
+  }
+  if (hours < 48) return `${hours}h`;
+  if (hours < 24 * 8) {
+    const h = hours % 24;
+    const days = Math.trunc(hours / 24);
+    return h === 0 ? `${days}d` : `${days}d${h}h`;
+  }
+  if (hours < 24 * 365 * 2) return `${Math.trunc(hours / 24)}d`;
+  const years = Math.trunc(hours / 24 / 365);
+  if (hours < 24 * 365 * 8) {
+    const d = Math.trunc(hours / 24) % 365;
+    return d === 0 ? `${years}y` : `${years}y${d}d`;
+  }
+  return `${years}y`;
+}
+
+/** Ready-like statuses green, failures red, work in progress yellow; others as they are. */
+function statusColour(text: string, colours: Paint): string {
+  if (/^(ready|live|deployed|true|active|healthy)$/i.test(text)) return colours.green(text);
+  if (/fail|error|stalled|unhealthy|interrupted|false|\(unreadable\)/i.test(text)) return colours.red(text);
+  if (/progress|pending|queued|building|deploying|creat|awaiting|unknown/i.test(text))
+    return colours.yellow(text);
+  return text;
 }
 
 // kubectl-style: no borders, columns separated by padding only.

@@ -7,14 +7,21 @@
  * environment) without `spec.connectionRef`, else the connection it names, read from the cluster
  * (`--kubeconfig`). `--connection <kind/name>` reviews only the resources using that one.
  */
-import { type Command, Option } from "commander";
+import type { Command } from "commander";
+import { stringify } from "yaml";
 import { flagOf, readSettings, settingHelp } from "../config.ts";
 import { ConnectionReadError } from "../connection/read.ts";
 import { readManifestFiles, STDIN_NAME, STDIN_PATH } from "../gitops/files.ts";
 import type { ClusterReader, LiveResource, ServiceChoice, ServiceFor } from "../gitops/live.ts";
 import { reviewAll } from "../gitops/live.ts";
 import { type ManifestProblem, type ManifestResource, parseManifests } from "../gitops/manifests.ts";
-import { type PlanReport, planExitStatus, renderPlanJson, renderPlanText } from "../gitops/plan-report.ts";
+import {
+  type PlanReport,
+  planDocument,
+  planExitStatus,
+  renderPlanJson,
+  renderPlanText,
+} from "../gitops/plan-report.ts";
 import {
   type ConnectionId,
   connectionKey,
@@ -44,14 +51,14 @@ import {
   serviceClientOf,
   UsageError,
 } from "./context.ts";
+import { addOutputOptions, colorEnabled, type OutputFlags, outputFormat, paint } from "./output.ts";
 import { CommandExit, EXIT } from "./program.ts";
 import { RUN_SETTINGS } from "./run-config.ts";
 
-interface PlanFlags extends ConnectionFlags {
+interface PlanFlags extends ConnectionFlags, OutputFlags {
   filename: string[];
   namespace?: string;
   maxSecretBytes?: string;
-  output: "text" | "json";
   verbose?: boolean;
 }
 
@@ -90,11 +97,11 @@ export const registerPlanCommand: RegisterCommand = (program, ctx) => {
       `${flagOf("maxSecretBytes")} ${PLAN_SETTINGS.maxSecretBytes.arg}`,
       `with --kubeconfig: the operator's limit on the secret values one resource sends; over it the resource is an error, as the operator would stall it (SecretsTooLarge) ${settingHelp({ ...PLAN_SETTINGS.maxSecretBytes, help: "" })}`,
     )
-    .addOption(new Option("-o, --output <format>", "output format").choices(["text", "json"]).default("text"))
     // 2 means "changes planned" here, so a mistake in the call must not end with 2.
     .exitOverride((error) => {
       throw error.exitCode === 0 ? error : new CommandExit(EXIT.failed);
     });
+  addOutputOptions(command, { formats: PLAN_FORMATS, textAlias: true, headers: false, default: "table" });
   addServiceOptions(command).action(async (_flags: unknown, cmd: Command) => {
     const flags = cmd.optsWithGlobals<PlanFlags>();
     let status: number;
@@ -150,8 +157,26 @@ async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number> {
       `no resource of the files uses --connection ${flags.connection} (${entries.length} read, each with another spec.connectionRef or none): check the connection, or plan without --connection`,
     ]);
   const report: PlanReport = { entries, fileErrors, clusterRead: cluster !== undefined };
-  ctx.out(flags.output === "json" ? renderPlanJson(report) : renderPlanText(report));
+  ctx.out(renderPlan(report, flags, ctx));
   return planExitStatus(report);
+}
+
+/** plan's formats: the report (table, the default; `text` still accepted), its data, or the names reviewed. */
+const PLAN_FORMATS = ["table", "name", "json", "yaml"] as const;
+
+function renderPlan(report: PlanReport, flags: PlanFlags, ctx: CliContext): string {
+  switch (outputFormat(flags, ctx.stdoutIsTTY, "table")) {
+    case "json":
+      return renderPlanJson(report);
+    case "yaml":
+      return stringify(planDocument(report));
+    case "name":
+      // The names on stdout for a script; what makes the plan fail stays visible on stderr.
+      for (const p of report.fileErrors) ctx.err(`${p.file}:${p.line}:${p.column}: error: ${p.message}\n`);
+      return report.entries.map((e) => `deployment.dms.dev/${e.name}\n`).join("");
+    default:
+      return renderPlanText(report, paint(colorEnabled(ctx.env, ctx.stdoutIsTTY)));
+  }
 }
 
 /**

@@ -16,14 +16,28 @@ export const KUBECTL_PLUGIN_NAME = "kubectl dms";
 export const KUBECTL_PLUGIN_EXECUTABLE = "kubectl-dms";
 
 /**
+ * The executable kubectl runs to complete `kubectl dms …` on a TAB (kubectl's plugin completion):
+ * given the words after `dms`, the last one the word being completed, it prints the candidates.
+ */
+export const KUBECTL_COMPLETION_EXECUTABLE = "kubectl_complete-dms";
+
+/**
  * The name for the script the process was started with (`process.argv[1]`): {@link KUBECTL_PLUGIN_NAME}
  * for `kubectl-dms` — the link npm puts on PATH, kept as invoked because Node does not resolve
  * `argv[1]`'s symlinks — or `kubectl-dms.mjs` (npm's Windows shims run the file itself);
  * {@link PROGRAM_NAME} for anything else.
  */
 export function programNameOf(script: string | undefined): string {
-  const name = basename(script ?? "")
+  return executableOf(script) === KUBECTL_PLUGIN_EXECUTABLE ? KUBECTL_PLUGIN_NAME : PROGRAM_NAME;
+}
+
+/** Whether the process was started as {@link KUBECTL_COMPLETION_EXECUTABLE} (as its shims too). */
+export function isCompletionExecutable(script: string | undefined): boolean {
+  return executableOf(script) === KUBECTL_COMPLETION_EXECUTABLE;
+}
+
+function executableOf(script: string | undefined): string {
+  return basename(script ?? "")
     .toLowerCase()
     .replace(/\.(mjs|js|cmd|ps1|exe)$/, "");
-  return name === KUBECTL_PLUGIN_EXECUTABLE ? KUBECTL_PLUGIN_NAME : PROGRAM_NAME;
 }

@@ -1,14 +1,20 @@
 /**
  * The command-line harness: builds the commander program from a list of command registrations,
  * runs it, and turns every failure into one line on stderr and an exit status.
+ *
+ * It loads no command's code: {@link runCommands} imports only the command named on the command
+ * line (of the entries `registry.ts` lists, which `cli.ts` gives it), so this module and what it
+ * imports must stay light.
  */
 import { text } from "node:stream/consumers";
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError, Help } from "commander";
 import { RequestValidationError, ServiceError } from "../api/errors.ts";
 import { shutdownSignal } from "../runtime/manager.ts";
 import { VERSION } from "../version.ts";
-import { type CliContext, type RegisterCommand, UsageError } from "./context.ts";
-import { PROGRAM_NAME } from "./program-name.ts";
+import type { CommandEntry } from "./command-entry.ts";
+import type { CliContext, RegisterCommand } from "./context.ts";
+import { KUBECTL_PLUGIN_NAME, PROGRAM_NAME } from "./program-name.ts";
+import { UsageError } from "./usage-error.ts";
 
 /** Exit statuses: 0 success, 1 the operation failed, 2 the command was called wrongly, 130 interrupted. */
 export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
@@ -29,11 +35,16 @@ export class CommandExit extends Error {
 /**
  * The `dms-operator` program with `commands` registered, writing through `ctx`, never exiting the
  * process. `name` is what help and usage texts call it (`kubectl dms` as a kubectl plugin).
+ * `listed` are commands known by their registry entry only: the program's help lists them, and a
+ * typo is matched against them, but their code is not loaded (they must not be run). `all` are
+ * the entries of every command of the program (see {@link commandEntriesOf}).
  */
 export function createProgram(
   ctx: CliContext,
   commands: readonly RegisterCommand[],
   name: string = PROGRAM_NAME,
+  listed: readonly CommandEntry[] = [],
+  all: readonly CommandEntry[] = [],
 ): Command {
   const program = new Command(name)
     .description(
@@ -45,12 +56,73 @@ export function createProgram(
     .exitOverride()
     .configureOutput({ writeOut: (s) => ctx.out(s), writeErr: (s) => ctx.err(s) });
   for (const register of commands) register(program, ctx);
+  const terms = new Map<Command, string>();
+  for (const entry of listed) {
+    const stub = program
+      .command(entry.name)
+      .description(entry.summary)
+      .helpOption(false)
+      .allowUnknownOption()
+      .allowExcessArguments()
+      .action(() => {
+        throw new Error(`the code of command ${entry.name} was not loaded`);
+      });
+    terms.set(stub, entry.term);
+  }
+  if (terms.size > 0)
+    program.configureHelp({
+      subcommandTerm: (cmd) => terms.get(cmd) ?? Help.prototype.subcommandTerm.call(new Help(), cmd),
+    });
+  ENTRIES.set(program, all);
   return program;
 }
 
+const ENTRIES = new WeakMap<Command, readonly CommandEntry[]>();
+
 /**
- * Runs the program on `argv` (user arguments only) and returns the exit status; `name` as in
- * {@link createProgram}.
+ * Every command entry of the program `program` was made for (by {@link runCommands}), as a
+ * command that lists the others reads them (`completion`); empty for a program made otherwise.
+ */
+export function commandEntriesOf(program: Command): readonly CommandEntry[] {
+  return ENTRIES.get(program) ?? [];
+}
+
+/**
+ * Runs the program on `argv` as {@link runProgram} does, loading the code of the one command
+ * `argv` names (the first argument that is not an option; after `help`, the one it asks about),
+ * and knowing the others by their registry entries only. Under the kubectl plugin's name, a
+ * command of `dms-operator` only is refused with a line saying where it is.
+ */
+export async function runCommands(
+  argv: readonly string[],
+  ctx: CliContext,
+  name: string,
+  all: readonly CommandEntry[],
+): Promise<number> {
+  const entries = name === KUBECTL_PLUGIN_NAME ? all.filter((c) => !c.operatorOnly) : all;
+  const words = argv.filter((arg) => !arg.startsWith("-"));
+  const named = words[0] === "help" ? words[1] : words[0];
+  if (name === KUBECTL_PLUGIN_NAME && all.some((c) => c.operatorOnly && c.name === named)) {
+    ctx.err(
+      `error: unknown command '${named}': it is a command of ${PROGRAM_NAME}, not of ${KUBECTL_PLUGIN_NAME}; run ${PROGRAM_NAME} ${named}\n`,
+    );
+    return EXIT.usage;
+  }
+  const chosen = entries.find((c) => c.name === named);
+  const commands = chosen ? [await chosen.load()] : [];
+  return runProgram(
+    argv,
+    ctx,
+    commands,
+    name,
+    entries.filter((c) => c !== chosen),
+    entries,
+  );
+}
+
+/**
+ * Runs the program on `argv` (user arguments only) and returns the exit status; `name`, `listed`
+ * and `all` as in {@link createProgram}.
  *
  * Contract: never throws; a failure is reported on stderr as `error: <one line>` (usage problems
  * may take one line each), with the stack and causes only under `--verbose`.
@@ -60,8 +132,10 @@ export async function runProgram(
   ctx: CliContext,
   commands: readonly RegisterCommand[],
   name: string = PROGRAM_NAME,
+  listed: readonly CommandEntry[] = [],
+  all: readonly CommandEntry[] = [],
 ): Promise<number> {
-  const program = createProgram(ctx, commands, name);
+  const program = createProgram(ctx, commands, name, listed, all);
   try {
     await program.parseAsync([...argv], { from: "user" });
     return EXIT.ok;
@@ -69,11 +143,11 @@ export async function runProgram(
     if (error instanceof CommandExit) return error.status;
     // commander has already printed its own one-line message (or the help).
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
-    return reportError(error, argv.includes("--verbose"), ctx);
+    return await reportError(error, argv.includes("--verbose"), ctx);
   }
 }
 
-function reportError(error: unknown, verbose: boolean, ctx: CliContext): number {
+async function reportError(error: unknown, verbose: boolean, ctx: CliContext): Promise<number> {
   // Only a failure that IS the interruption is reported as such: an error after a signal (a
   // shutdown deadline passed, a runnable failed while stopping) keeps its own line.
   if (ctx.stopSignal.aborted && isInterruption(error, ctx.stopSignal.reason)) {
@@ -88,6 +162,9 @@ function reportError(error: unknown, verbose: boolean, ctx: CliContext): number 
   else if (error instanceof ServiceError && error.maybeApplied) {
     ctx.err("hint: the change may have been applied; list before repeating it\n");
   }
+  // Loaded on a service failure only: the setting names it quotes come with the config module.
+  const hint = error instanceof ServiceError && (await import("./service-hints.ts")).serviceErrorHint(error);
+  if (hint) ctx.err(`hint: ${hint}\n`);
   return usage ? EXIT.usage : EXIT.failed;
 }
 
@@ -123,6 +200,7 @@ export function processContext(): CliContext {
     out: (text) => process.stdout.write(text),
     err: (text) => process.stderr.write(text),
     stdoutIsTTY: process.stdout.isTTY === true,
+    stderrIsTTY: process.stderr.isTTY === true,
     env: process.env,
     stopSignal: stop.signal,
     readStdin: () => text(process.stdin),

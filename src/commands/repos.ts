@@ -5,23 +5,19 @@
 import type { Command } from "commander";
 import type { ForgeRepo } from "../api/wire.ts";
 import type { ServiceFlags } from "../config.ts";
-import {
-  addOutputOption,
-  addServiceOptions,
-  type OutputFormat,
-  outputFormat,
-  type RegisterCommand,
-  serviceClientFrom,
-  uuidArgument,
-} from "./context.ts";
-import { type Column, renderRows } from "./output.ts";
+import { addServiceOptions, type RegisterCommand, serviceClientFrom, uuidArgument } from "./context.ts";
+import { addOutputOptions, type Listing, type OutputFlags, renderFor } from "./output.ts";
 
-const COLUMNS: readonly Column<ForgeRepo>[] = [
-  { header: "REPOSITORY", value: (r) => `${r.owner}/${r.name}` },
-  { header: "DEFAULT BRANCH", value: (r) => r.default_branch },
-  { header: "URL", value: (r) => r.url },
-  { header: "INTEGRATION ID", value: (r) => r.host_integration_id },
-];
+const LISTING: Listing<ForgeRepo> = {
+  columns: [
+    { header: "REPOSITORY", value: (r) => `${r.owner}/${r.name}` },
+    { header: "DEFAULT BRANCH", value: (r) => r.default_branch },
+    { header: "URL", value: (r) => r.url },
+    { header: "INTEGRATION ID", value: (r) => r.host_integration_id, show: "id" },
+  ],
+  name: (r) => `repository/${r.owner}/${r.name}`,
+  empty: "No repositories.",
+};
 
 /** Registers `repos list` on `program`. */
 export const registerReposCommand: RegisterCommand = (program, ctx) => {
@@ -34,10 +30,10 @@ export const registerReposCommand: RegisterCommand = (program, ctx) => {
         "and source_config.integration_id",
     )
     .requiredOption("--integration <id>", "forge GitHub integration id (uuid)", uuidArgument);
-  addServiceOptions(addOutputOption(list)).action(async (_flags: unknown, command: Command) => {
-    const flags = command.optsWithGlobals<ServiceFlags & { output?: OutputFormat; integration: string }>();
+  addServiceOptions(addOutputOptions(list)).action(async (_flags: unknown, command: Command) => {
+    const flags = command.optsWithGlobals<ServiceFlags & OutputFlags & { integration: string }>();
     const client = serviceClientFrom(flags, ctx);
     const rows = await client.listRepos(flags.integration, { signal: ctx.stopSignal });
-    ctx.out(renderRows(outputFormat(flags, ctx), rows, COLUMNS, "No repositories."));
+    ctx.out(renderFor(ctx, flags, rows, LISTING));
   });
 };

@@ -17,13 +17,12 @@
 import type { Command } from "commander";
 import type { ServiceClient } from "../api/client.ts";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
-import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
+import { escapeForTerminal } from "../api/printable.ts";
 import type { RevisionListing, RevisionRow } from "../api/revision-listing.ts";
 import { type Deployment, isUuid, ROUTES } from "../api/wire.ts";
 import { connectionOf } from "../identity/connection.ts";
 import { ConnectionClients } from "./connections.ts";
 import {
-  addOutputOption,
   addServiceOptions,
   type CliContext,
   type ConnectionFlags,
@@ -31,19 +30,16 @@ import {
   connectionFlag,
   integerArgument,
   namespaceArgument,
-  type OutputFormat,
-  outputFormat,
   type RegisterCommand,
   serviceClientFrom,
   serviceClientOf,
 } from "./context.ts";
-import { type Column, renderRows } from "./output.ts";
+import { addOutputOptions, type Listing, type OutputFlags, renderFor } from "./output.ts";
 import { RESOURCE_CONNECTION_HELP, RESOURCE_KUBECONFIG_HELP, resourceCluster } from "./resource-cluster.ts";
 import { connectionClient, deploymentNamed, resourceDeployment } from "./resource-deployment.ts";
 
-interface RevisionsFlags extends ConnectionFlags {
+interface RevisionsFlags extends ConnectionFlags, OutputFlags {
   namespace?: string;
-  output?: OutputFormat;
   maxItems?: number;
   verbose?: boolean;
 }
@@ -66,22 +62,24 @@ export interface RevisionLine {
   revision?: unknown;
 }
 
-const COLUMNS: readonly Column<RevisionLine>[] = [
-  { header: "ID", value: (l) => l.id },
-  { header: "MARK", value: (l) => marks(l) },
-  { header: "STATUS", value: (l) => (l.unreadable === undefined ? l.status : "(unreadable)") },
-  { header: "CREATED", value: (l) => l.created_at },
-  { header: "SOURCE", value: (l) => l.source },
-  { header: "DEPLOYED", value: (l) => l.unreadable ?? l.deployed },
-];
-
-const escapeCell = <T>(value: T): T | string =>
-  typeof value === "string" ? escapeForTerminal(value) : value;
-/** The columns as a terminal is given them: the service's text with its controls escaped. */
-const SHOWN_COLUMNS = COLUMNS.map((c) => ({ ...c, value: (l: RevisionLine) => escapeCell(c.value(l)) }));
-/** JSON with the characters `JSON.stringify` leaves raw escaped too; YAML as its writer escapes it. */
-const machineText = (format: OutputFormat, text: string): string =>
-  format === "json" ? escapeJsonText(text) : text;
+/** A table of ids (short), marks, statuses and ages; `-o name` prints each revision's id whole. */
+const LISTING: Listing<RevisionLine> = {
+  columns: [
+    { header: "ID", value: (l) => l.id, show: "id" },
+    { header: "MARK", value: (l) => marks(l) },
+    {
+      header: "STATUS",
+      value: (l) => (l.unreadable === undefined ? l.status : "(unreadable)"),
+      show: "status",
+    },
+    { header: "AGE", wideHeader: "CREATED", value: (l) => l.created_at, show: "time" },
+    { header: "SOURCE", value: (l) => l.source },
+    { header: "DEPLOYED", value: (l) => l.unreadable ?? l.deployed },
+  ],
+  name: (l) => `revision/${l.id ?? "(unreadable)"}`,
+  empty: "No revisions.",
+  data: (l) => forMachines(l),
+};
 
 /** Registers `revisions` on `program`. */
 export const registerRevisionsCommand: RegisterCommand = (program, ctx) => {
@@ -110,7 +108,7 @@ export const registerRevisionsCommand: RegisterCommand = (program, ctx) => {
       "read at most this many revisions (default 1000)",
       integerArgument(1, 100_000),
     );
-  addServiceOptions(addOutputOption(command)).action(
+  addServiceOptions(addOutputOptions(command)).action(
     async (resource: string, _flags: unknown, cmd: Command) => {
       const flags = cmd.optsWithGlobals<RevisionsFlags>();
       const { client, deployment } = await targetOf(resource, flags, ctx);
@@ -128,12 +126,7 @@ export const registerRevisionsCommand: RegisterCommand = (program, ctx) => {
         );
       }
       const lines = revisionLines(listing.rows, deployment);
-      const format = outputFormat(flags, ctx);
-      ctx.out(
-        format === "table"
-          ? renderRows(format, lines, SHOWN_COLUMNS, "No revisions.")
-          : machineText(format, renderRows(format, lines.map(forMachines), [], "No revisions.")),
-      );
+      ctx.out(renderFor(ctx, flags, lines, LISTING));
       for (const note of notes(listing, lines, deployment)) ctx.err(`${escapeForTerminal(note)}\n`);
     },
   );

@@ -7,7 +7,7 @@
  * `resources.limits`/`requests`, labels, annotations) are kept as given: the service documents
  * their field names but not their contents, so the CRD preserves unknown fields inside them.
  */
-import { type TNumber, type TOptional, Type } from "@sinclair/typebox";
+import { type TInteger, type TNumber, type TOptional, Type } from "@sinclair/typebox";
 import { BoundedMap, PreservedObject } from "./openapi-types.ts";
 
 /**
@@ -174,18 +174,28 @@ export function maximumOf(key: ResourceSpecNumberKey): number {
   return 1_000_000; // dbMaxConnections
 }
 
+/**
+ * Whether a field counts things (replicas, workers, connections): a whole number. The service
+ * documents every ResourceSpec field only as a number; half a replica is meaningless, so the CRD
+ * refuses it where the service would have to round. CPU, memory and storage sizes stay numbers:
+ * the service does not say they are whole, and 0.5 CPU or 1.5 GiB are ordinary values.
+ */
+export function isCount(key: ResourceSpecNumberKey): boolean {
+  return key.endsWith("Scale") || key === "dbMaxConnections";
+}
+
 const numberFields = Object.fromEntries(
-  RESOURCE_SPEC_NUMBERS.map(([key, , description]) => [
-    key,
-    Type.Optional(
-      Type.Number({
-        minimum: 0,
-        maximum: maximumOf(key),
-        description: `${description} Non-negative, at most ${maximumOf(key)}.`,
-      }),
-    ),
-  ]),
-) as { [K in ResourceSpecNumberKey]: TOptional<TNumber> };
+  RESOURCE_SPEC_NUMBERS.map(([key, , description]) => {
+    const bounds = { minimum: 0, maximum: maximumOf(key) };
+    const field = isCount(key)
+      ? Type.Integer({
+          ...bounds,
+          description: `${description} A whole number from 0 to ${maximumOf(key)}.`,
+        })
+      : Type.Number({ ...bounds, description: `${description} Non-negative, at most ${maximumOf(key)}.` });
+    return [key, Type.Optional(field)];
+  }),
+) as { [K in ResourceSpecNumberKey]: TOptional<TNumber | TInteger> };
 
 const VolumeMount = Type.Object(
   {

@@ -15,6 +15,13 @@ export interface ManifestFile {
 
 const MANIFEST = /\.(ya?ml|json)$/i;
 
+/**
+ * Most bytes one manifest file (or standard input) may hold: 16 MiB, thirty times the largest
+ * valid Deployment resource (512 KiB, `crd-size.test.ts`) and far above any rendered overlay;
+ * past it, a file in a pull request would hold the gate for the time and memory of its parsing.
+ */
+export const MAX_MANIFEST_BYTES = 16 * 1024 * 1024;
+
 /** The path that stands for standard input, and the name its problems are reported under. */
 export const STDIN_PATH = "-";
 export const STDIN_NAME = "<stdin>";
@@ -23,7 +30,8 @@ export const STDIN_NAME = "<stdin>";
  * The files under `paths`, each read once, in a stable order (paths in the order given; within a
  * directory, sorted by name). Hidden entries (`.git`, `.github`…) are skipped inside directories.
  * `-` is standard input, read with `readStdin`, at most once, reported as `<stdin>`.
- * Throws an Error naming the path when one does not exist or cannot be read.
+ * Throws an Error naming the path when one does not exist, cannot be read or holds more than
+ * {@link MAX_MANIFEST_BYTES}.
  */
 export async function readManifestFiles(
   paths: readonly string[],
@@ -50,14 +58,20 @@ export async function readManifestFiles(
   const files: ManifestFile[] = [];
   for (const path of [...new Set(found)]) {
     if (path === STDIN_PATH && readStdin) {
-      files.push({ path: STDIN_NAME, text: await readStdin() });
+      const text = await readStdin();
+      checkSize(STDIN_NAME, Buffer.byteLength(text));
+      files.push({ path: STDIN_NAME, text });
       continue;
     }
+    let text: string;
     try {
-      files.push({ path, text: await readFile(path, "utf8") });
+      checkSize(path, (await stat(path)).size);
+      text = await readFile(path, "utf8");
     } catch (cause) {
+      if (cause instanceof ManifestTooLargeError) throw cause;
       throw new Error(`${path}: cannot be read`, { cause });
     }
+    files.push({ path, text });
   }
   return files;
 }
@@ -73,4 +87,16 @@ async function walk(dir: string): Promise<string[]> {
     else if (entry.isFile() && MANIFEST.test(entry.name)) out.push(path);
   }
   return out;
+}
+
+/** A manifest file over {@link MAX_MANIFEST_BYTES}. */
+class ManifestTooLargeError extends Error {
+  override readonly name = "ManifestTooLargeError";
+}
+
+function checkSize(path: string, bytes: number): void {
+  if (bytes > MAX_MANIFEST_BYTES)
+    throw new ManifestTooLargeError(
+      `${path}: ${bytes} bytes, more than the ${MAX_MANIFEST_BYTES} a manifest file may hold: split it, or plan the rendered resources alone`,
+    );
 }

@@ -15,6 +15,8 @@ export interface ManifestProblem {
   file: string;
   line: number;
   column: number;
+  /** 1-based index of the YAML document (`---`-separated) in the file. */
+  document: number;
   message: string;
 }
 
@@ -35,7 +37,8 @@ export interface ParsedManifests {
  * Parses `text` (the content of `file`) and returns its valid Deployment resources and the
  * problems of the others.
  *
- * Contract: a YAML syntax error is reported at its position and the document is skipped; a
+ * Contract: a document with YAML syntax errors is one problem, at its first error's position,
+ * naming the document (its index and first line), and the document is skipped; a
  * document of kind Deployment whose apiVersion is in group dms.dev but not `dms.dev/v1alpha1`
  * is a problem; every schema or rule violation is reported at the line of the node it names, or
  * of its nearest existing parent when the node is missing.
@@ -44,13 +47,21 @@ export function parseManifests(text: string, file: string): ParsedManifests {
   const lineCounter = new LineCounter();
   const docs = parseAllDocuments(text, { lineCounter, keepSourceTokens: true, uniqueKeys: true });
   const out: ParsedManifests = { resources: [], problems: [] };
+  let document = 0;
   const at = (offset: number, message: string): ManifestProblem => {
     const pos = lineCounter.linePos(offset);
-    return { file, line: pos.line, column: pos.col, message };
+    return { file, line: pos.line, column: pos.col, document, message };
   };
   for (const doc of docs) {
-    if (doc.errors.length > 0) {
-      for (const e of doc.errors) out.problems.push(at(e.pos[0], firstLine(e.message)));
+    document++;
+    const [first, ...more] = doc.errors;
+    if (first) {
+      // One broken document is one error: the parser's follow-on complaints add nothing.
+      const rest = more.length === 0 ? "" : ` (and ${more.length} more syntax error(s) after it)`;
+      const start = lineCounter.linePos(doc.range[0]).line;
+      out.problems.push(
+        at(first.pos[0], `document ${document} (from line ${start}): ${firstLine(first.message)}${rest}`),
+      );
       continue;
     }
     if (doc.contents === null) continue;

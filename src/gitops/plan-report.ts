@@ -55,17 +55,36 @@ export function planExitStatus(report: PlanReport): number {
   return writes ? PLAN_EXIT.changes : PLAN_EXIT.nothingToDo;
 }
 
-/** The report as one JSON document (stable field names; see docs/gitops.md). */
-export function renderPlanJson(report: PlanReport): string {
-  const doc = {
+/** The report as data (stable field names; see docs/gitops.md): what `-o json` and `-o yaml` print. */
+export function planDocument(report: PlanReport): Record<string, unknown> {
+  return {
     exitCode: planExitStatus(report),
     clusterRead: report.clusterRead,
     counts: planCounts(report.entries),
+    invalidDocuments: invalidDocuments(report.fileErrors),
     resources: report.entries,
     fileErrors: report.fileErrors,
   };
-  return `${JSON.stringify(doc, null, 2)}\n`;
 }
+
+/** The report as one JSON document. */
+export function renderPlanJson(report: PlanReport): string {
+  return `${JSON.stringify(planDocument(report), null, 2)}\n`;
+}
+
+/** How many documents are invalid: one broken document is one error, however many lines report it. */
+export function invalidDocuments(problems: readonly ManifestProblem[]): number {
+  return new Set(problems.map((p) => `${p.file}\u0000${p.document}`)).size;
+}
+
+/** Colours of the text report (a terminal's, or none). */
+export interface PlanColours {
+  green(text: string): string;
+  yellow(text: string): string;
+  red(text: string): string;
+}
+
+const NO_COLOURS: PlanColours = { green: (t) => t, yellow: (t) => t, red: (t) => t };
 
 const where = (e: { file: string; line: number }) => `${e.file}:${e.line}`;
 
@@ -99,29 +118,45 @@ function heldLine(held: HeldReview): string {
     : `held: ${what}; ${held.when}`;
 }
 
-/** The report for people: one block per resource, then file errors, then a one-line total. */
-export function renderPlanText(report: PlanReport): string {
+/** The headline's colour: green a create, yellow a change, red what cannot go ahead. */
+function headlineColour(e: ReviewEntry, c: PlanColours): (text: string) => string {
+  if (e.action === "create") return c.green;
+  if (e.action === "patch") return c.yellow;
+  if (e.action === "error" || e.action === "blocked" || e.problems.length > 0) return c.red;
+  return (t) => t;
+}
+
+/**
+ * The report for people: one block per resource, then file errors, then a one-line total.
+ * `colours` (a terminal's): `+` lines green, `~` yellow, `-` and `!` red.
+ */
+export function renderPlanText(report: PlanReport, colours: PlanColours = NO_COLOURS): string {
+  const c = colours;
   const out: string[] = [];
   for (const e of report.entries) {
     const target = e.deploymentName === e.name ? "" : ` (service name "${e.deploymentName}")`;
     const through = e.connection === DEFAULT_CONNECTION ? "" : ` via ${e.connection}`;
-    out.push(`${e.namespace}/${e.name}${target}${through} [${where(e)}]: ${headline(e)}`);
-    const marker = e.action === "create" ? "+" : "~";
-    for (const line of e.summary) out.push(`    ${marker} ${line}`);
+    out.push(
+      `${e.namespace}/${e.name}${target}${through} [${where(e)}]: ${headlineColour(e, c)(headline(e))}`,
+    );
+    const [marker, colour] = e.action === "create" ? ["+", c.green] : ["~", c.yellow];
+    for (const line of e.summary) out.push(`    ${colour(`${marker} ${line}`)}`);
     if (e.held) out.push(`    ${heldLine(e.held)}`);
     for (const line of e.drift) out.push(`    ≠ ${line}`);
-    for (const p of e.problems) out.push(`    ! ${p.reason}: ${p.message}`);
-    if (e.error) out.push(`    ! ${e.error}`);
+    for (const p of e.problems) out.push(`    ${c.red(`! ${p.reason}: ${p.message}`)}`);
+    if (e.error) out.push(`    ${c.red(`! ${e.error}`)}`);
     if (e.skipReason) out.push(`    - ${e.skipReason}`);
     for (const w of e.warnings) out.push(`    warning: ${w}`);
     if (e.paused && e.action !== "error" && e.action !== "skipped")
       out.push("    note: paused (dms.dev/paused); applies once unpaused");
   }
-  for (const p of report.fileErrors) out.push(`${p.file}:${p.line}:${p.column}: error: ${p.message}`);
-  const c = planCounts(report.entries);
+  for (const p of report.fileErrors)
+    out.push(`${p.file}:${p.line}:${p.column}: ${c.red("error")}: ${p.message}`);
+  const n = planCounts(report.entries);
   if (out.length > 0) out.push("");
+  const errors = n.error + invalidDocuments(report.fileErrors);
   out.push(
-    `Plan: ${c.create} to create, ${c.adopt} to adopt, ${c.patch} to patch (${c.newRevision} with a new revision), ${c.noop} unchanged, ${c.blocked} blocked, ${c.error + report.fileErrors.length} error(s)${c.skipped > 0 ? `, ${c.skipped} not reviewed` : ""}.`,
+    `Plan: ${n.create} to create, ${n.adopt} to adopt, ${n.patch} to patch (${n.newRevision} with a new revision), ${n.noop} unchanged, ${n.blocked} blocked, ${errors} ${errors === 1 ? "error" : "errors"}${n.skipped > 0 ? `, ${n.skipped} not reviewed` : ""}.`,
   );
   if (!report.clusterRead) {
     out.push(

@@ -1,31 +1,24 @@
 /**
  * Checks a Deployment resource as `kubectl apply` would have the API server check it: the CRD's
- * OpenAPI schema (the very TypeBox schema the CRD is generated from), unknown fields (kubectl's
- * default strict validation refuses them), and the CRD's CEL rules that need no previous object
- * (the immutability rules need the live object; `plan` checks those separately). Pure.
+ * OpenAPI schema (the very TypeBox schema the CRD is generated from: types, whole numbers, bounds,
+ * enums, patterns, lengths, required fields), unknown fields (kubectl's default strict validation
+ * refuses them), and the CRD's own CEL rules and list keys that need no previous object
+ * (`crd-rules.ts`; the immutability rules need the live object: `plan` checks those separately). Pure.
  */
 
 import { KindGuard, type TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
-import { ORDERED_PAIRS } from "../crd/resource-spec-schema.ts";
 import { DeploymentResourceSchema, DeploymentSpecSchema } from "../crd/schema.ts";
 import { isRecord } from "../json.ts";
+import { crdRuleViolations, type DocPath, showPath } from "./crd-rules.ts";
 import { isObjectName } from "./names.ts";
 
-/** A path into the document: object keys and list indexes. */
-export type DocPath = readonly (string | number)[];
+export { type DocPath, showPath };
 
 /** One reason the resource would be refused, at the path of the offending node. */
 export interface Violation {
   path: DocPath;
   message: string;
-}
-
-/** `spec.secrets[0].name`-style rendering of a path. */
-export function showPath(path: DocPath): string {
-  let out = "";
-  for (const part of path) out += typeof part === "number" ? `[${part}]` : out === "" ? part : `.${part}`;
-  return out === "" ? "(document)" : out;
 }
 
 /**
@@ -34,8 +27,12 @@ export function showPath(path: DocPath): string {
  * An empty list means the API server would accept it on create.
  */
 export function validateResource(value: unknown): Violation[] {
-  const out: Violation[] = [...schemaViolations(value)];
+  const structural = schemaViolations(value);
+  const out: Violation[] = [...structural];
   if (!isRecord(value)) return out;
+  // The rules run where the structure holds: a refused subtree may be of any size.
+  const refused = structural.map((v) => v.path);
+  const skip = (path: DocPath) => refused.some((r) => path.every((part, i) => r[i] === part));
   const metadata = value.metadata;
   const name = isRecord(metadata) ? metadata.name : undefined;
   if (name === undefined) out.push({ path: ["metadata"], message: "metadata.name is required" });
@@ -44,10 +41,8 @@ export function validateResource(value: unknown): Violation[] {
       path: ["metadata", "name"],
       message: `${JSON.stringify(name)} is not a valid Kubernetes object name (lower-case letters, digits, '-' and '.', at most 253 characters); keep the service's name in spec.name`,
     });
-  if (isRecord(value.spec)) {
-    out.push(...unknownFields(DeploymentSpecSchema, value.spec, ["spec"]));
-    out.push(...ruleViolations(value.spec));
-  }
+  if (isRecord(value.spec)) out.push(...unknownFields(DeploymentSpecSchema, value.spec, ["spec"]));
+  out.push(...crdRuleViolations(value, skip));
   return out;
 }
 
@@ -106,71 +101,5 @@ function unknownFields(schema: TSchema, value: unknown, path: DocPath): Violatio
       out.push(...unknownFields(schema.items, item, [...path, i]));
     });
   }
-  return out;
-}
-
-/** The CRD's CEL rules on `spec` (see docs/crd-validation.md), with the CRD's wording. */
-function ruleViolations(spec: Record<string, unknown>): Violation[] {
-  const out: Violation[] = [];
-  const secrets = Array.isArray(spec.secrets) ? spec.secrets : [];
-  secrets.forEach((entry, i) => {
-    if (isRecord(entry) && (entry.value === undefined) === (entry.valueFrom === undefined))
-      out.push({
-        path: ["spec", "secrets", i],
-        message: `spec.secrets[${i}]: set exactly one of value or valueFrom.secretKeyRef`,
-      });
-  });
-  out.push(...duplicateNames(spec.secrets, ["spec", "secrets"]));
-  out.push(...duplicateNames(spec.secretReferences, ["spec", "secretReferences"]));
-  if (spec.secretReferences !== undefined && spec.source !== "external_docker")
-    out.push({
-      path: ["spec", "secretReferences"],
-      message:
-        "spec.secretReferences is allowed only with spec.source external_docker: remove it or use spec.secrets",
-    });
-  if (spec.github !== undefined) {
-    if (spec.source !== "github" && spec.revisionSource !== "github")
-      out.push({
-        path: ["spec", "github"],
-        message:
-          "spec.github is allowed only with spec.source github (or spec.revisionSource github): remove it",
-      });
-    const sc = spec.sourceConfig;
-    if (isRecord(sc) && (sc.repoUrl !== undefined || sc.integrationId !== undefined))
-      out.push({
-        path: ["spec", "github"],
-        message:
-          "spec.github sets sourceConfig.repoUrl and sourceConfig.integrationId: remove those two or remove spec.github",
-      });
-  }
-  const rs = isRecord(spec.sourceConfig) ? spec.sourceConfig.resourceSpec : undefined;
-  if (isRecord(rs)) {
-    for (const [low, high] of ORDERED_PAIRS) {
-      const a = rs[low];
-      const b = rs[high];
-      if (typeof a === "number" && typeof b === "number" && a > b)
-        out.push({
-          path: ["spec", "sourceConfig", "resourceSpec", low],
-          message: `spec.sourceConfig.resourceSpec.${low} must not exceed spec.sourceConfig.resourceSpec.${high}: lower ${low} or raise ${high}`,
-        });
-    }
-  }
-  return out;
-}
-
-function duplicateNames(list: unknown, path: DocPath): Violation[] {
-  if (!Array.isArray(list)) return [];
-  const first = new Map<string, number>();
-  const out: Violation[] = [];
-  list.forEach((entry, i) => {
-    if (!isRecord(entry) || typeof entry.name !== "string") return;
-    const at = first.get(entry.name);
-    if (at === undefined) first.set(entry.name, i);
-    else
-      out.push({
-        path: [...path, i, "name"],
-        message: `${showPath([...path, i, "name"])}: duplicate name ${JSON.stringify(entry.name)} (also at ${showPath([...path, at])})`,
-      });
-  });
   return out;
 }

@@ -131,6 +131,7 @@ describe("the packed CLI, installed into an empty prefix", { timeout: 90_000 }, 
     expect(files).toContain("dist/cli.js");
     expect(files).toContain("bin/dms-operator.mjs");
     expect(files).toContain("bin/kubectl-dms.mjs");
+    expect(files).toContain("bin/kubectl_complete-dms.mjs");
     for (const crd of CRDS) expect(files).toContain(crdFile(crd));
     expect(files).toContain("package.json");
     expect(files.filter((f) => /^(src|test|scripts|manifests)\//.test(f))).toEqual([]);
@@ -209,15 +210,24 @@ describe("the packed CLI, installed into an empty prefix", { timeout: 90_000 }, 
       expect(listed.code).toBe(0);
     });
 
-    it("kubectl dms --help says `Usage: kubectl dms` and lists the program's commands", async () => {
+    it("kubectl dms --help says `Usage: kubectl dms` and lists the program's commands but run and simulator", async () => {
       const help = await run('"$KUBECTL" dms --help');
       expect(help.code).toBe(0);
       expect(help.stdout).toMatch(/^Usage: kubectl dms \[options\] \[command\]\n/);
       const own = await run("dms-operator --help");
-      expect(help.stdout.replace("Usage: kubectl dms", "Usage: dms-operator")).toBe(own.stdout);
+      const commands = (text: string) =>
+        [...(text.split("Commands:\n")[1] ?? "").matchAll(/^ {2}([\w-]+)/gm)].map((m) => m[1]);
+      expect(commands(own.stdout)).toEqual(expect.arrayContaining(["run", "simulator", "status", "plan"]));
+      expect(commands(help.stdout)).toEqual(
+        commands(own.stdout).filter((c) => c !== "run" && c !== "simulator"),
+      );
       const plan = await run('"$KUBECTL" dms plan --help');
       expect(plan.stdout).toMatch(/^Usage: kubectl dms plan \[options\]\n/);
       expect(plan.stdout).toContain("-n, --namespace <ns>");
+    });
+
+    it("kubectl completes `kubectl dms …` through the installed kubectl_complete-dms", async () => {
+      expect(await run('"$KUBECTL" __complete dms sus')).toMatchObject({ code: 0, stdout: "suspend\n:4\n" });
     });
 
     it("kubectl dms --version prints the package version", async () => {

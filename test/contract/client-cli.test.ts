@@ -48,6 +48,13 @@ interface Run {
   stderr: string;
 }
 
+/** A table's lines as their cells (alignment left out). */
+const cells = (table: string) =>
+  table
+    .trimEnd()
+    .split("\n")
+    .map((line) => line.split(/\s{2,}/));
+
 async function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
   const baseEnv = {
     PATH: process.env.PATH ?? "",
@@ -115,9 +122,45 @@ describe("deployments list", () => {
     const run = await cli(["deployments", "list", "--output", "table"]);
     expect(run.code).toBe(0);
     const lines = run.stdout.trimEnd().split("\n");
-    expect(lines[0]).toMatch(/^NAME\s+ID\s+SOURCE\s+STATUS\s+IMAGE VERSION\s+ACTIVE REVISION\s+UPDATED$/);
+    expect(lines[0]).toMatch(/^NAME\s+ID\s+SOURCE\s+STATUS\s+IMAGE VERSION\s+ACTIVE REVISION\s+AGE$/);
     expect(lines).toHaveLength(3);
-    expect(lines.find((l) => l.startsWith("billing-agent"))).toMatch(/external_docker\s+UNUSED\s+0\.4\.2/);
+    // Short ids (8 characters) and an age, as kubectl shows them.
+    expect(lines.find((l) => l.startsWith("billing-agent"))).toMatch(
+      /^billing-agent\s+[0-9a-f]{8}\s+external_docker\s+UNUSED\s+0\.4\.2\s+\S+\s+\d+(s|m|h|d|y)\S*$/,
+    );
+    // Piped, without FORCE_COLOR: no escape codes.
+    expect(run.stdout).not.toContain("\u001b[");
+  });
+
+  it("-o wide: whole ids and times, and the columns a table leaves out", async () => {
+    const run = await cli(["deployments", "list", "-o", "wide"]);
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/\sLATEST REVISION\s+CREATED\s+UPDATED$/);
+    expect(lines.find((l) => l.startsWith("billing-agent"))).toMatch(
+      /\s[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\s.*\d{4}-\d\d-\d\dT\S+$/,
+    );
+  });
+
+  it("-o name: deployment/<name> per line; --no-headers: the table without its header", async () => {
+    const names = await cli(["deployments", "list", "-o", "name"]);
+    expect(names.stdout.endsWith("\n")).toBe(true);
+    expect(names.stdout.trimEnd().split("\n").sort()).toEqual([
+      "deployment/billing-agent",
+      "deployment/support-agent",
+    ]);
+    const bare = await cli(["deployments", "list", "-o", "table", "--no-headers"]);
+    const full = await cli(["deployments", "list", "-o", "table"]);
+    // The same cells (but the age, which moves on); widths are measured without the header, as kubectl does.
+    const noAge = (rows: string[][]) => rows.map((row) => row.slice(0, -1));
+    expect(noAge(cells(bare.stdout))).toEqual(noAge(cells(full.stdout).slice(1)));
+  });
+
+  it("colours the status under FORCE_COLOR and never under NO_COLOR", async () => {
+    const forced = await cli(["deployments", "list", "-o", "table"], { FORCE_COLOR: "1" });
+    expect(forced.stdout).toContain("\u001b[32mREADY\u001b[39m");
+    const off = await cli(["deployments", "list", "-o", "table"], { NO_COLOR: "1" });
+    expect(off.stdout).not.toContain("\u001b[");
   });
 
   it("prints JSON by default when stdout is not a terminal", async () => {
@@ -180,10 +223,16 @@ describe("errors", () => {
     expect(oneLine(run)).toBe("error: --base-url / DMS_BASE_URL: required, e.g. https://api.example.com");
   });
 
-  it("a refusal by the service: one line, no stack, exit 1; the stack only with --verbose", async () => {
+  it("a refusal by the service: one line and a hint naming the key's flag and variable, no stack, exit 1; the stack only with --verbose", async () => {
     const run = await cli(["deployments", "list"], { DMS_API_KEY: "wrong-key" });
     expect(run.code).toBe(1);
-    expect(oneLine(run)).toMatch(/^error: GET \/v2\/deployments: 401 unauthorized: /);
+    expect(run.stdout).toBe("");
+    const [error, hint, ...rest] = run.stderr.trimEnd().split("\n");
+    expect(error).toMatch(/^error: GET \/v2\/deployments: 401 unauthorized: /);
+    expect(hint).toMatch(
+      /^hint: the service did not accept the API key: check --api-key-file \/ DMS_API_KEY_FILE or --api-key \/ DMS_API_KEY/,
+    );
+    expect(rest).toEqual([]);
 
     const verbose = await cli(["deployments", "list", "--verbose"], { DMS_API_KEY: "wrong-key" });
     expect(verbose.code).toBe(1);

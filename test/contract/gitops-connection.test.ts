@@ -315,7 +315,7 @@ describe("plan --connection: only that connection's resources", () => {
       /^team-a\/summarizer-default \(service name "summarizer"\) \[.*\]: skipped \(not reviewed\)$/m,
     );
     expect(text.stdout).toMatch(/^ {4}- uses the default connection/m);
-    expect(text.stdout).toMatch(/0 blocked, 0 error\(s\), 4 not reviewed\.$/m);
+    expect(text.stdout).toMatch(/0 blocked, 0 errors, 4 not reviewed\.$/m);
   });
 
   it("sends the connection's key and tenant, never the environment's, and to its URL only", async () => {

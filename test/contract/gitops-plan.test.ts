@@ -278,9 +278,10 @@ describe("plan: bad files", () => {
         file: join(run.dir, "bad.yaml"),
         line: 9,
         column: 7,
+        document: 1,
         message: "spec.sourceConfig.resourceSpec.cpu: Expected number",
       },
-      expect.objectContaining({ file: join(run.dir, "broken.yaml"), line: 2, column: 1 }),
+      expect.objectContaining({ file: join(run.dir, "broken.yaml"), line: 2, column: 1, document: 1 }),
     ]);
     expect(doc.resources.map((r) => [r.name, r.action])).toEqual([["summarizer", "adopt"]]);
 

@@ -212,8 +212,31 @@ describe("against the simulator", () => {
     );
   });
 
-  it("by name: a table newest first, the failed latest and the active one marked", async () => {
+  it("by name: a table of short ids and ages, newest first", async () => {
     const run = await revisionsCli(["agent", "-o", "table"], { ...byFlags, DMS_BASE_URL: sim.url });
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^ID\s+MARK\s+STATUS\s+AGE\s+SOURCE\s+DEPLOYED$/);
+    expect(lines[1]).toMatch(
+      new RegExp(`^${agent.latest_revision_id?.slice(0, 8)}\\s+latest\\s+DEPLOY_FAILED\\s+\\d+[smhdy]`),
+    );
+    const bare = await revisionsCli(["agent", "-o", "table", "--no-headers"], {
+      ...byFlags,
+      DMS_BASE_URL: sim.url,
+    });
+    // The same cells but the age (it moves on); widths are measured without the header.
+    const cells = (line: string) => line.split(/\s{2,}/).filter((_, i) => i !== 3);
+    expect(bare.stdout.trimEnd().split("\n").map(cells)).toEqual(lines.slice(1).map(cells));
+  });
+
+  it("-o name: one revision/<id> per line", async () => {
+    const run = await revisionsCli(["agent", "-o", "name"], { ...byFlags, DMS_BASE_URL: sim.url });
+    expect(run.code).toBe(0);
+    expect(run.stdout.split("\n")[0]).toBe(`revision/${agent.latest_revision_id}`);
+  });
+
+  it("by name: -o wide, the failed latest and the active one marked, ids and times whole", async () => {
+    const run = await revisionsCli(["agent", "-o", "wide"], { ...byFlags, DMS_BASE_URL: sim.url });
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     const lines = run.stdout.trimEnd().split("\n");

@@ -245,6 +245,19 @@ export const HELM: GoTool = {
   versionVar: "helm.sh/helm/v4/internal/version.version", // else `helm version` says v4.3
 };
 
+/**
+ * promtool, Prometheus's own checker of rule files, which checks and unit-tests the alert rules of
+ * charts/dms-operator and manifests/components/alerts in test/unit/alerts.test.ts. The module
+ * github.com/prometheus/prometheus v0.3XX.Y is Prometheus 3.XX.Y.
+ */
+export const PROMTOOL: GoTool = {
+  file: "promtool",
+  module: "promtool",
+  pkg: "github.com/prometheus/prometheus/cmd/promtool",
+  modulePath: "github.com/prometheus/prometheus",
+  minGo: [1, 26], // github.com/prometheus/prometheus's go.mod
+};
+
 /** The name of `tool`'s cache directory: `<file>-<version>` or `<file>-<digest of its module>`. */
 export function goToolCacheName(tool: GoTool): string {
   if (tool.modulePath) return `${tool.file}-${requiredVersion(tool.module, tool.modulePath)}`;

@@ -1,5 +1,5 @@
 // Ensures the control-plane binaries exist before the test runner starts, so a first build (minutes)
-// (and the Go tools': actionlint, gitops-health, template-render, helm) happens outside any test or hook timeout.
+// (and the Go tools': actionlint, gitops-health, template-render, helm, promtool) happens outside any test or hook timeout.
 // Usage: node test/controlplane/ensure.ts
 import {
   ACTIONLINT,
@@ -8,6 +8,7 @@ import {
   ensureGoTool,
   GITOPS_HEALTH,
   HELM,
+  PROMTOOL,
   TEMPLATE_RENDER,
 } from "./binaries.ts";
 
@@ -27,6 +28,8 @@ try {
   await ensureGoTool(TEMPLATE_RENDER, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
   // helm (minutes, once), for the chart's tests: test/unit/helm-chart.test.ts, test/e2e/helm-chart.test.ts.
   await ensureGoTool(HELM, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
+  // promtool (minutes, once), which checks and unit-tests the alert rules: test/unit/alerts.test.ts.
+  await ensureGoTool(PROMTOOL, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
 } catch (error) {
   const message = error instanceof ControlPlaneBinariesError ? error.message : String(error);
   process.stderr.write(`controlplane: ${message}\n`);

@@ -317,7 +317,13 @@ describe("the Helm chart", () => {
     it.for<[string, string[]]>([
       ["default values", []],
       ["scope: namespace", ["--set", "scope=namespace"]],
-      ["every optional object", ["--set", "metrics.serviceMonitor.enabled=true,networkPolicy.enabled=true"]],
+      [
+        "every optional object",
+        [
+          "--set",
+          "metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true,networkPolicy.enabled=true,podDisruptionBudget.enabled=true,reloader.enabled=true",
+        ],
+      ],
     ])("is clean, also with --strict: %s", async ([, values], { expect }) => {
       for (const strict of [[], ["--strict"]]) {
         const result = await helm(bin, ["lint", ...strict, CHART, ...values]);
@@ -343,7 +349,7 @@ describe("the Helm chart", () => {
       );
     });
 
-    it("manifests/default with the metrics, network-policy and pdb components, for the values enabling them", async () => {
+    it("manifests/default with the metrics, alerts, network-policy and pdb components, for the values enabling them", async () => {
       const overlay = join(work, "components");
       await mkdir(overlay, { recursive: true });
       const to = (path: string) => relative(overlay, join(MANIFESTS, path));
@@ -354,20 +360,31 @@ describe("the Helm chart", () => {
           "kind: Kustomization",
           "namespace: dms-system",
           `resources: [${to("default")}]`,
-          `components: [${to("components/metrics")}, ${to("components/network-policy")}, ${to("components/pdb")}]`,
+          `components: [${to("components/metrics")}, ${to("components/alerts")}, ${to("components/network-policy")}, ${to("components/pdb")}]`,
           "",
         ].join("\n"),
       );
       const kustomize = objectsOf(await kubectlOk(["kustomize", overlay]));
       expect(kustomize.map((o) => o.kind)).toEqual(
-        expect.arrayContaining(["Service", "ServiceMonitor", "NetworkPolicy", "PodDisruptionBudget"]),
+        expect.arrayContaining([
+          "Service",
+          "ServiceMonitor",
+          "PrometheusRule",
+          "NetworkPolicy",
+          "PodDisruptionBudget",
+        ]),
       );
       const chart = await renderChart(bin, {
         namespace: "dms-system",
         set: [
           "namespace.create=true",
           "metrics.serviceMonitor.enabled=true",
+          "metrics.prometheusRule.enabled=true",
           "networkPolicy.enabled=true",
+          // The component's selector, a label to put on the scraper's namespace; the chart's
+          // default is the namespace named monitoring.
+          "networkPolicy.metricsNamespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=null",
+          "networkPolicy.metricsNamespaceSelector.matchLabels.metrics=enabled",
           "podDisruptionBudget.enabled=true",
         ],
       });
@@ -394,14 +411,32 @@ describe("the Helm chart", () => {
         "a metrics certificate, a private CA and a proxy",
         [
           "metrics.certSecret=metrics-tls",
-          "caBundle.configMapName=corp-ca",
+          "caConfigMapRef.name=corp-ca",
           "proxy.httpsProxy=http://proxy.corp.example:3128",
           "proxy.noProxy={.svc,.cluster.local}",
         ],
       ],
-    ])("is accepted: %s", async ([, set], { expect }) => {
+      [
+        "the day-two values: a strategy, history, the dashboard, Reloader, a registry, extra objects",
+        [
+          "revisionHistoryLimit=3",
+          "strategy.type=RollingUpdate",
+          "strategy.rollingUpdate.maxSurge=0",
+          "deploymentAnnotations.owner=platform",
+          "metrics.dashboard.enabled=true",
+          "reloader.enabled=true",
+          "networkPolicy.enabled=true",
+          "global.imageRegistry=registry.corp.example",
+          "global.imagePullSecrets[0]=corp-pull",
+          "extraObjects[0].apiVersion=v1",
+          "extraObjects[0].kind=ConfigMap",
+          // `--set` cannot spell tpl's braces; test/unit/helm-chart.test.ts renders them.
+          "extraObjects[0].metadata.name=day-two-extra",
+        ],
+      ],
+    ])("is accepted, with its helm test pod: %s", async ([, set], { expect }) => {
       const namespace = await freshNamespace("e2e-helm-dry");
-      const objects = await renderChart(bin, { release: "e2e-helm-dry", namespace, set });
+      const objects = await renderChart(bin, { release: "e2e-helm-dry", namespace, set, tests: true });
       const input = objects.map((o) => JSON.stringify(o)).join("\n");
       const result = await kubectl(["apply", "--dry-run=server", "-f", "-"], { input });
       expect(warnings(result.stderr)).toEqual([]); // e.g. a Pod Security or deprecation warning

@@ -2,10 +2,13 @@
 // samples are accepted, and each invalid example is refused at `kubectl apply` time with a message
 // that names the field, before any operator sees it. Every rule listed in docs/crd-validation.md
 // has a case here; so do the connections' printer columns, short names and category.
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseManifests } from "../../src/gitops/manifests.ts";
+import { validateResource } from "../../src/gitops/validate.ts";
 import { freshNamespace, kubectl, kubectlOk } from "../support/cluster.ts";
+import { REFUSED_DEPLOYMENT_SPECS, rolloutWindowCases } from "../support/refused-deployments.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const RESOURCE = "deployments.dms.dev";
@@ -49,6 +52,8 @@ describe("Deployment CRD: accepted input", () => {
     const result = await kubectl(["apply", "-n", namespace, "-f", path]);
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
+    // plan's verdict is the API server's: accepted.
+    expect(parseManifests(readFileSync(path, "utf8"), path).problems).toEqual([]);
     // The samples' service names are claimed cluster-wide: leaving them would make every later
     // test that applies the samples lose a name conflict to these.
     await kubectlOk(["delete", "-n", namespace, "-f", path, "--wait=false"]);
@@ -116,226 +121,16 @@ describe("Deployment CRD: accepted input", () => {
   });
 });
 
-/**
- * `spec.rolloutWindows` refused, the same on a Deployment (with `source`) and on a connection:
- * a kind outside the enum, a schedule of other than 5 fields, a duration that is not a Go
- * duration, a time zone that is not a name, and more than 16 windows.
- */
-function rolloutWindowCases(source?: string): Array<{ reason: string; spec: Spec; message: RegExp }> {
-  const night = { kind: "allow", schedule: "0 22 * * 1-5", duration: "8h" };
-  const windows = (list: unknown[]) => ({ ...(source ? { source } : {}), rolloutWindows: list });
-  return [
-    {
-      reason: "a rollout window of kind maybe",
-      spec: windows([{ ...night, kind: "maybe" }]),
-      message: /spec\.rolloutWindows\[0\]\.kind: Unsupported value: "maybe"/,
-    },
-    {
-      reason: "a rollout window schedule of one word",
-      spec: windows([{ ...night, schedule: "nightly" }]),
-      message: /spec\.rolloutWindows\[0\]\.schedule: Invalid value: "nightly"/,
-    },
-    {
-      reason: "a rollout window duration in words",
-      spec: windows([{ ...night, duration: "1 hour" }]),
-      message: /spec\.rolloutWindows\[0\]\.duration: Invalid value: "1 hour"/,
-    },
-    {
-      reason: "a rollout window time zone that is a path",
-      spec: windows([{ ...night, timeZone: "../etc/passwd" }]),
-      message: /spec\.rolloutWindows\[0\]\.timeZone: Invalid value: "\.\.\/etc\/passwd"/,
-    },
-    {
-      reason: "17 rollout windows",
-      spec: windows(Array.from({ length: 17 }, () => night)),
-      message: /spec\.rolloutWindows: Too many: 17: must have at most 16 items/,
-    },
-  ];
-}
-
-const secretRef = { secretKeyRef: { name: "s", key: "k" } };
-const invalid: Array<{ reason: string; spec: Spec; message: RegExp }> = [
-  { reason: "source is required", spec: {}, message: /spec\.source: Required value/ },
-  {
-    reason: "source outside the enum",
-    spec: { source: "ftp" },
-    message: /spec\.source: Unsupported value: "ftp"/,
-  },
-  {
-    reason: "revisionSource outside the enum",
-    spec: { source: "github", revisionSource: "external_docker" },
-    message: /spec\.revisionSource: Unsupported value/,
-  },
-  {
-    reason: "managementPolicy outside the enum",
-    spec: { source: "github", managementPolicy: "Sometimes" },
-    message: /spec\.managementPolicy: Unsupported value/,
-  },
-  {
-    reason: "deletionPolicy outside the enum",
-    spec: { source: "github", deletionPolicy: "Keep" },
-    message: /spec\.deletionPolicy: Unsupported value/,
-  },
-  {
-    reason: "a secret with both value and valueFrom",
-    spec: { source: "github", secrets: [{ name: "A", value: "v", valueFrom: secretRef }] },
-    message: /spec\.secrets\[0\].*set exactly one of value or valueFrom/,
-  },
-  {
-    reason: "a secret with neither value nor valueFrom",
-    spec: { source: "github", secrets: [{ name: "A" }] },
-    message: /spec\.secrets\[0\].*set exactly one of value or valueFrom/,
-  },
-  {
-    reason: "two secrets of the same name",
-    spec: {
-      source: "github",
-      secrets: [
-        { name: "A", value: "1" },
-        { name: "A", value: "2" },
-      ],
-    },
-    message: /spec\.secrets\[1\]: Duplicate value/,
-  },
-  {
-    reason: "a secretKeyRef key that no Secret can hold",
-    spec: {
-      source: "github",
-      secrets: [{ name: "A", valueFrom: { secretKeyRef: { name: "s", key: "a/b" } } }],
-    },
-    message: /spec\.secrets\[0\]\.valueFrom\.secretKeyRef\.key: Invalid value/,
-  },
-  {
-    reason: "secretReferences with a source other than external_docker",
-    spec: { source: "github", secretReferences: [{ name: "A", secretName: "s", secretKey: "k" }] },
-    message:
-      /spec\.secretReferences: Forbidden: spec\.secretReferences is allowed only with spec\.source external_docker/,
-  },
-  {
-    reason: "a negative number",
-    spec: { source: "github", sourceConfig: { resourceSpec: { memoryMb: -1 } } },
-    message: /spec\.sourceConfig\.resourceSpec\.memoryMb: Invalid value: -1: .*greater than or equal to 0/,
-  },
-  {
-    reason: "cpu above cpuLimit",
-    spec: { source: "github", sourceConfig: { resourceSpec: { cpu: 2, cpuLimit: 1 } } },
-    message:
-      /spec\.sourceConfig\.resourceSpec\.cpu: Invalid value: .*must not exceed spec\.sourceConfig\.resourceSpec\.cpuLimit/,
-  },
-  {
-    reason: "memoryMb above memoryLimitMb",
-    spec: { source: "github", sourceConfig: { resourceSpec: { memoryMb: 2048, memoryLimitMb: 1024.5 } } },
-    message: /spec\.sourceConfig\.resourceSpec\.memoryMb: .*must not exceed .*memoryLimitMb/,
-  },
-  {
-    reason: "a database request above its limit",
-    spec: { source: "github", sourceConfig: { resourceSpec: { dbCpu: 1.5, dbCpuLimit: 1 } } },
-    message: /spec\.sourceConfig\.resourceSpec\.dbCpu: .*must not exceed .*dbCpuLimit/,
-  },
-  {
-    reason: "minScale above maxScale",
-    spec: { source: "github", sourceConfig: { resourceSpec: { minScale: 3, maxScale: 1 } } },
-    message: /spec\.sourceConfig\.resourceSpec\.minScale: .*must not exceed .*maxScale/,
-  },
-  {
-    reason: "queueMinScale above queueMaxScale",
-    spec: { source: "github", sourceConfig: { resourceSpec: { queueMinScale: 3, queueMaxScale: 1 } } },
-    message: /spec\.sourceConfig\.resourceSpec\.queueMinScale: .*must not exceed .*queueMaxScale/,
-  },
-  {
-    reason: "orchestratorMinScale above orchestratorMaxScale",
-    spec: {
-      source: "github",
-      sourceConfig: { resourceSpec: { orchestratorMinScale: 2, orchestratorMaxScale: 1 } },
-    },
-    message:
-      /spec\.sourceConfig\.resourceSpec\.orchestratorMinScale: .*must not exceed .*orchestratorMaxScale/,
-  },
-  {
-    reason: "an integration id that is not a uuid",
-    spec: { source: "github", sourceConfig: { integrationId: "not-a-uuid" } },
-    message: /spec\.sourceConfig\.integrationId: Invalid value: "not-a-uuid"/,
-  },
-  {
-    reason: "the github shorthand with another source",
-    spec: { source: "external_docker", github: { integrationId: UUID, repository: "acme/a" } },
-    message: /spec\.github: Forbidden: spec\.github is allowed only with spec\.source github/,
-  },
-  {
-    reason: "the github shorthand together with repoUrl",
-    spec: {
-      source: "github",
-      github: { integrationId: UUID, repository: "acme/a" },
-      sourceConfig: { repoUrl: "x" },
-    },
-    message: /spec\.github: Forbidden: spec\.github sets sourceConfig\.repoUrl/,
-  },
-  {
-    reason: "a github repository that is not owner/name",
-    spec: { source: "github", github: { integrationId: UUID, repository: "just-a-name" } },
-    message: /spec\.github\.repository: Invalid value: "just-a-name"/,
-  },
-  {
-    reason: "1,000 labels",
-    spec: {
-      source: "github",
-      sourceConfig: {
-        resourceSpec: {
-          labels: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`l${i}`, "v"])),
-        },
-      },
-    },
-    message: /spec\.sourceConfig\.resourceSpec\.labels: Too many: 1000: must have at most 32 items/,
-  },
-  {
-    reason: "a label key longer than a qualified name",
-    spec: { source: "github", sourceConfig: { resourceSpec: { labels: { ["k".repeat(318)]: "v" } } } },
-    message:
-      /spec\.sourceConfig\.resourceSpec\.labels: Invalid value: .*spec\.sourceConfig\.resourceSpec\.labels: a key is longer than 317 characters/,
-  },
-  {
-    reason: "a sidecar with 10,000 args",
-    spec: {
-      source: "external_docker",
-      sourceConfig: {
-        resourceSpec: { sidecars: [{ name: "s", args: Array.from({ length: 10_000 }, () => "-v") }] },
-      },
-    },
-    message:
-      /spec\.sourceConfig\.resourceSpec\.sidecars\[0\]\.args: Too many: 10000: must have at most 16 items/,
-  },
-  {
-    reason: "a 100 KB imageUri",
-    spec: { source: "external_docker", sourceRevisionConfig: { imageUri: `r/${"a".repeat(100_000)}:1` } },
-    message: /spec\.sourceRevisionConfig\.imageUri: Too long: may not be (more|longer) than 512/,
-  },
-  {
-    reason: "a literal secret value longer than 512 characters",
-    spec: { source: "github", secrets: [{ name: "A", value: "v".repeat(513) }] },
-    message: /spec\.secrets\[0\]\.value: Too long: may not be (more|longer) than 512/,
-  },
-  {
-    reason: "257 secrets",
-    spec: {
-      source: "github",
-      secrets: Array.from({ length: 257 }, (_, i) => ({ name: `S${i}`, value: "v" })),
-    },
-    message: /spec\.secrets: Too many: 257: must have at most 256 items/,
-  },
-  {
-    reason: "a cpu of a million cores",
-    spec: { source: "github", sourceConfig: { resourceSpec: { cpu: 1e6 } } },
-    message: /spec\.sourceConfig\.resourceSpec\.cpu: Invalid value: .*less than or equal to 1024/,
-  },
-  ...rolloutWindowCases("github"),
-];
+const invalid = REFUSED_DEPLOYMENT_SPECS;
 
 // Each case is an object of its own name, independent of the others: submitted a few at a time.
 describe.concurrent("Deployment CRD: refused input names the field", () => {
-  it.for(invalid)("refuses $reason", async ({ spec, message }, { expect }) => {
-    const result = await submit("create", resource(uniqueName(), spec));
+  it.for(invalid)("refuses $reason, and so does plan", async ({ spec, message }, { expect }) => {
+    const object = resource(uniqueName(), spec);
+    const result = await submit("create", object);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(message);
+    expect(validateResource(object)).not.toEqual([]);
   });
 });
 
@@ -376,9 +171,11 @@ describe("Deployment CRD: bounds", () => {
   it("accepts a resource at its bounds: its CEL rules stay within the API server's runtime cost", async () => {
     const spec = atTheBounds();
     expect(JSON.stringify(spec).length).toBeGreaterThan(160_000);
-    const result = await submit("create", resource(uniqueName(), spec));
+    const object = resource(uniqueName(), spec);
+    const result = await submit("create", object);
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
+    expect(validateResource(object)).toEqual([]);
   });
 
   it("teaches the bounds through kubectl explain", async () => {

@@ -20,6 +20,8 @@ export async function runCli(
     env?: Record<string, string>;
     stdin?: string;
     name?: string;
+    /** Whether stderr is a terminal (progress lines are written only then); default false. */
+    stderrIsTTY?: boolean;
   },
 ): Promise<Run> {
   let stdout = "";
@@ -33,6 +35,7 @@ export async function runCli(
       stderr += t;
     },
     stdoutIsTTY: false,
+    stderrIsTTY: options.stderrIsTTY ?? false,
     env: options.env ?? {},
     stopSignal: new AbortController().signal,
     ...(stdin === undefined ? {} : { readStdin: async () => stdin }),

@@ -5,7 +5,7 @@
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, realpathSync } from "node:fs";
-import { mkdtemp, readFile, rm, symlink } from "node:fs/promises";
+import { mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
@@ -66,16 +66,27 @@ export interface RenderOptions {
   namespace: string;
   /** `--set` arguments (`key=value`). */
   set?: string[];
+  /** Values given as a file (`-f`), for what `--set` cannot spell (e.g. `{{ … }}` for tpl). */
+  values?: Record<string, unknown>;
+  /** Render the `helm test` objects (templates/tests/) too. Default off (`--skip-tests`): they are no part of an install. */
+  tests?: boolean;
 }
 
 /**
- * `helm template <release> charts/dms-operator -n <namespace> [--set …]`, parsed; throws with
- * helm's message when it refuses.
+ * `helm template <release> charts/dms-operator -n <namespace> [-f …] [--set …] [--skip-tests]`, parsed;
+ * throws with helm's message when it refuses.
  */
 export async function renderChart(binary: string, options: RenderOptions): Promise<K8sObject[]> {
   const args = ["template", options.release ?? "dms-operator", CHART, "-n", options.namespace];
+  const dir = options.values ? await mkdtemp(join(tmpdir(), "dms-helm-values-")) : undefined;
+  if (dir) {
+    // JSON is YAML: helm reads it as a values file.
+    await writeFile(join(dir, "values.yaml"), JSON.stringify(options.values));
+    args.push("-f", join(dir, "values.yaml"));
+  }
   for (const set of options.set ?? []) args.push("--set", set);
-  const result = await helm(binary, args);
+  if (!options.tests) args.push("--skip-tests");
+  const result = await helm(binary, args).finally(() => (dir ? rm(dir, { recursive: true }) : undefined));
   if (result.code !== 0)
     throw new Error(`helm ${args.join(" ")} exited ${result.code}: ${result.stderr.trim()}`);
   return objectsOf(result.stdout);

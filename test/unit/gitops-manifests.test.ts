@@ -113,12 +113,14 @@ describe("parseManifests", () => {
     {
       reason: "a YAML syntax error is reported at its position",
       text: `${ok}---\na: [\nb: c\n`,
-      expected: ["9:1 Flow sequence in block collection must be sufficiently indented and end with a ]"],
+      expected: [
+        "9:1 document 2 (from line 7): Flow sequence in block collection must be sufficiently indented and end with a ]",
+      ],
     },
     {
       reason: "a duplicate key is a syntax error (the API server would keep only one)",
       text: `${ok}  source: internal_docker\n`,
-      expected: ["7:3 Map keys must be unique"],
+      expected: ["7:3 document 1 (from line 1): Map keys must be unique"],
     },
   ];
   it.each(cases)("$reason", ({ text, expected }) => {

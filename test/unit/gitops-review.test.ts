@@ -205,7 +205,9 @@ describe("plan report", () => {
     expect(planExitStatus(report([patch]))).toBe(2);
     expect(planExitStatus(report([patch, entry(inputs(spec({ source: "internal_docker" })))]))).toBe(1);
     expect(planExitStatus(report([entry(inputs(spec({ secrets: [] })))]))).toBe(1);
-    expect(planExitStatus(report([], [{ file: "a.yaml", line: 3, column: 1, message: "x" }]))).toBe(1);
+    expect(
+      planExitStatus(report([], [{ file: "a.yaml", line: 3, column: 1, document: 1, message: "x" }])),
+    ).toBe(1);
   });
 
   it("a skipped resource (another connection than --connection's) leaves the exit status as it is", () => {
@@ -214,6 +216,24 @@ describe("plan report", () => {
     expect(planExitStatus(report([entry(inputs(spec())), skipped]))).toBe(0);
     expect(planExitStatus(report([entry(inputs(spec(), { observed: null })), skipped]))).toBe(2);
     expect(planCounts([skipped, skipped])).toMatchObject({ skipped: 2, noop: 0, error: 0 });
+  });
+
+  it("colours the text on a terminal: + green, ~ yellow, ! red; none without colours", () => {
+    const colours = {
+      green: (t: string) => `<g>${t}</g>`,
+      yellow: (t: string) => `<y>${t}</y>`,
+      red: (t: string) => `<r>${t}</r>`,
+    };
+    const create = entry(inputs(spec(), { observed: null }));
+    const patch = entry(inputs(spec({ sourceConfig: { resourceSpec: { cpu: 2 } } })));
+    const text = renderPlanText(
+      report([create, patch], [{ file: "a.yaml", line: 3, column: 1, document: 1, message: "x" }]),
+      colours,
+    );
+    expect(text).toMatch(/: <g>create<\/g>\n {4}<g>\+ /);
+    expect(text).toMatch(/<y>patch [^<]*<\/y>\n {4}<y>~ /);
+    expect(text).toContain("a.yaml:3:1: <r>error</r>: x");
+    expect(renderPlanText(report([create, patch]))).not.toMatch(/<[gyr]>/);
   });
 
   it("a resource on a connection is named with it; the default connection is not named", () => {
@@ -232,7 +252,15 @@ describe("plan report", () => {
           inputs(spec({ sourceRevisionConfig: { imageUri: "r/agent:2" }, secrets: [byRef] }), { secretData }),
         ),
       ],
-      [{ file: "bad.yaml", line: 7, column: 3, message: "spec.source: required field is missing" }],
+      [
+        {
+          file: "bad.yaml",
+          line: 7,
+          column: 3,
+          document: 1,
+          message: "spec.source: required field is missing",
+        },
+      ],
     );
     const text = renderPlanText(r);
     expect(text).toContain(
@@ -241,7 +269,7 @@ describe("plan report", () => {
     expect(text).toContain("    ~ sourceRevisionConfig.imageUri: r/agent:1 → r/agent:2");
     expect(text).toContain("bad.yaml:7:3: error: spec.source: required field is missing");
     expect(text).toContain(
-      "Plan: 0 to create, 0 to adopt, 1 to patch (1 with a new revision), 0 unchanged, 0 blocked, 1 error(s).",
+      "Plan: 0 to create, 0 to adopt, 1 to patch (1 with a new revision), 0 unchanged, 0 blocked, 1 error.",
     );
     expect(text).not.toContain(SECRET_VALUE);
     const json = JSON.parse(renderPlanJson(r)) as {

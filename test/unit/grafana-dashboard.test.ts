@@ -1,19 +1,12 @@
-// docs/grafana-dashboard.json queries only series the operator exports: a renamed metric, or a
-// panel written for a metric that never existed, would show "No data" to the user and nothing
-// here. It also covers what an on-call engineer looks for first.
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+// The Grafana dashboard (charts/dms-operator/files/grafana-dashboard.json) queries only series
+// the operator's registry defines: a renamed metric, or a panel written for a metric that never
+// existed, would show "No data" to the user and nothing here (test/integration/metrics-queries.test.ts
+// checks the same against a scrape of a running operator). It also covers what an on-call
+// engineer looks for first.
 import { describe, expect, it } from "vitest";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import { registerConnectionMetrics, registerResourceMetrics } from "../../src/runtime/resource-metrics.ts";
-
-interface Panel {
-  title: string;
-  targets?: { expr: string }[];
-}
-const dashboard = JSON.parse(
-  readFileSync(join(import.meta.dirname, "..", "..", "docs", "grafana-dashboard.json"), "utf8"),
-) as { panels: Panel[]; templating: { list: { query?: unknown }[] } };
+import { dashboard, dashboardQueries, metricNames, unknownSeries } from "../support/promql.ts";
 
 /** Series names a scrape of the operator can contain (histograms as _bucket, _sum, _count). */
 async function exportedSeries(): Promise<Set<string>> {
@@ -28,38 +21,11 @@ async function exportedSeries(): Promise<Set<string>> {
   return names;
 }
 
-const PROMQL_WORDS = new Set(
-  "sum max min avg count vector rate irate increase histogram_quantile by without on ignoring group_left group_right and or unless label_values topk bottomk".split(
-    " ",
-  ),
-);
-
-/** The metric names a PromQL expression (or Grafana query) reads. */
-function metricNames(expr: string): string[] {
-  const stripped = expr
-    .replace(/"[^"]*"/g, "") // label values
-    .replace(/\{[^}]*\}/g, "") // label matchers
-    .replace(/\[[^\]]*\]/g, "") // range durations
-    .replace(/\b(by|without|on|ignoring)\s*\([^)]*\)/g, "") // grouping labels
-    .replace(/label_values\(([^,)]+),[^)]*\)/g, "$1"); // Grafana's label_values(metric, label)
-  return (stripped.match(/[a-zA-Z_:][a-zA-Z0-9_:]*/g) ?? []).filter((t) => !PROMQL_WORDS.has(t));
-}
-
-describe("docs/grafana-dashboard.json", () => {
-  const queries = [
-    ...dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => ({ where: p.title, expr: t.expr }))),
-    ...dashboard.templating.list
-      .filter((v) => typeof v.query === "string" && v.query !== "prometheus")
-      .map((v) => ({ where: "templating", expr: v.query as string })),
-  ];
+describe("charts/dms-operator/files/grafana-dashboard.json", () => {
+  const queries = dashboardQueries();
 
   it("queries only metrics the operator exports", async () => {
-    const exported = await exportedSeries();
-    const unknown = queries.flatMap((q) =>
-      metricNames(q.expr)
-        .filter((name) => !exported.has(name))
-        .map((name) => `${q.where}: ${name}`),
-    );
+    const unknown = unknownSeries(queries, await exportedSeries());
     expect(queries.length).toBeGreaterThan(8);
     expect(unknown).toEqual([]);
   });
@@ -71,10 +37,19 @@ describe("docs/grafana-dashboard.json", () => {
       ),
     ).toEqual(["dms_service_request_duration_seconds_bucket"]);
     expect(metricNames("max by (state) (dms_rollouts)")).toEqual(["dms_rollouts"]);
+    expect(metricNames('absent(up{job="dms-operator-metrics"} == 1)')).toEqual(["up"]);
+    expect(
+      metricNames(
+        'sum by (controller) (rate(controller_runtime_reconcile_errors_total{job="x"}[5m])) / sum by (controller) (rate(controller_runtime_reconcile_total[5m])) > 0.1',
+      ),
+    ).toEqual(["controller_runtime_reconcile_errors_total", "controller_runtime_reconcile_total"]);
+    expect(unknownSeries([{ where: "panel", expr: "rate(dms_no_such_series[5m])" }], new Set())).toEqual([
+      "panel: dms_no_such_series",
+    ]);
   });
 
   it("has the panels an operator of the operator needs", () => {
-    const titles = dashboard.panels.map((p) => p.title.toLowerCase());
+    const titles = dashboard().panels.map((p) => p.title.toLowerCase());
     for (const topic of [
       "reconcile rate",
       "reconcile errors",

@@ -137,10 +137,17 @@ const NOT_UNDER_CONFIG: Record<string, string> = {
   metricsSecure: "metrics.secure",
   metricsCertDir: "metrics.certSecret",
   healthProbeBindAddress: "healthProbes.port",
-  caFile: "caBundle",
+  caFile: "caSecretRef",
   // JSON in a pod: its stdout is no terminal. The chart has no value for the console format.
   logFormat: "the pod's stdout",
 };
+/**
+ * `config` values spelled as the CRDs spell the same setting (a connection's
+ * spec.insecureSkipTLSVerify), by the `run` setting they set.
+ */
+const CRD_SPELLING: Record<string, string> = { insecureSkipTlsVerify: "insecureSkipTLSVerify" };
+/** Deprecated `config` spellings, still read, by the value they stand for. */
+const DEPRECATED_CONFIG: Record<string, string> = { insecureSkipTlsVerify: "insecureSkipTLSVerify" };
 /** Service settings that come from the credentials Secret (the key as a mounted file). */
 const FROM_CREDENTIALS = ["baseUrl", "tenantId", "apiKey", "apiKeyFile"];
 
@@ -189,8 +196,20 @@ describe("the chart's package", () => {
       ...Object.keys(SERVICE_SETTINGS),
       ...Object.keys(SERVICE_ENV),
     ]);
-    const settings = [...all].filter((key) => !(key in NOT_UNDER_CONFIG) && !FROM_CREDENTIALS.includes(key));
+    const settings = [...all]
+      .filter((key) => !(key in NOT_UNDER_CONFIG) && !FROM_CREDENTIALS.includes(key))
+      .map((key) => CRD_SPELLING[key] ?? key);
     expect(Object.keys(values.config).sort()).toEqual(settings.sort());
+    // A deprecated spelling is read (the schema has it) but not offered in values.yaml.
+    const schema = JSON.parse(readFileSync(join(CHART, "values.schema.json"), "utf8")) as {
+      properties: { config: { properties: Record<string, { description: string }> } };
+    };
+    for (const [old, now] of Object.entries(DEPRECATED_CONFIG)) {
+      expect(schema.properties.config.properties[old]?.description, old).toContain(
+        `deprecated spelling of ${now}`,
+      );
+      expect(values.config, old).not.toHaveProperty(old);
+    }
     // …and the values said to set the others exist.
     for (const [key, where] of Object.entries(NOT_UNDER_CONFIG)) {
       if (where === "the pod's ServiceAccount" || where === "the pod's stdout") continue;
@@ -234,10 +253,12 @@ describe("helm template charts/dms-operator", { timeout: 30_000, concurrent: tru
       reconcileTimeout: "3m",
       revisionTracking: "off",
       maxSecretBytes: "16777216",
+      connectionAddressPolicy: "public-only",
+      maxConnectionsPerNamespace: "5",
       optimizeForSize: "off",
       apiKeyHeader: "X-Key",
       tenantHeader: "X-Tenant",
-      insecureSkipTlsVerify: "true",
+      insecureSkipTLSVerify: "true",
       timeoutMs: "20000",
       maxResponseBytes: "1073741824",
       retries: "2",
@@ -252,8 +273,11 @@ describe("helm template charts/dms-operator", { timeout: 30_000, concurrent: tru
       }),
     );
     const tables: Settings = { ...RUN_SETTINGS, ...SERVICE_SETTINGS };
+    const settingOf = Object.fromEntries(
+      Object.entries(CRD_SPELLING).map(([setting, key]) => [key, setting]),
+    );
     for (const [key, text] of Object.entries(given)) {
-      const name = tables[key]?.env;
+      const name = tables[settingOf[key] ?? key]?.env;
       expect(name, `${key} has an environment variable`).toBeDefined();
       expect(env[name as string], `config.${key} → ${name}`).toBe(
         text === "{team-a,team-b}" ? "team-a,team-b" : text,
@@ -535,11 +559,15 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", {
     expect(plain.map((o) => o.metadata.name)).not.toContain("dms-operator-metrics-scraper-token");
   });
 
-  it("mounts caBundle from a Secret or a ConfigMap at the file DMS_CA_FILE names, which the operator trusts", async ({
+  it("mounts the CA from caSecretRef, caConfigMapRef, the PEM of caBundle or chart 0.1.0's caBundle object at the file DMS_CA_FILE names, which the operator trusts", async ({
     expect,
   }) => {
     const ca = await createTestCa();
     for (const [set, source] of [
+      [["caSecretRef.name=corp-ca"], "secret:corp-ca/ca.crt"],
+      [["caConfigMapRef.name=corp-ca", "caConfigMapRef.key=bundle.pem"], "configMap:corp-ca/bundle.pem"],
+      [[`caBundle=${ca.cert}`], "configMap:dms-operator-ca/ca.crt"],
+      // The deprecated form, still read.
       [["caBundle.secretName=corp-ca"], "secret:corp-ca/ca.crt"],
       [["caBundle.configMapName=corp-ca", "caBundle.key=bundle.pem"], "configMap:corp-ca/bundle.pem"],
     ] as const) {
@@ -624,30 +652,345 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", {
       expect(result.code, set.join(" ")).not.toBe(0);
       return result.stderr;
     };
-    expect(await refusal(["scope=namespace", "metrics.serviceMonitor.enabled=true"])).toContain(
-      "metrics.service.enabled, metrics.serviceMonitor.enabled: /metrics listens on the pod's loopback only",
-    );
-    expect(await refusal(["metrics.secure=false", "metrics.service.enabled=true"])).toContain(
-      "metrics.loopbackOnly=false",
-    );
-    expect(await refusal(["metrics.port=8081"])).toContain(
-      "metrics.port: must differ from healthProbes.port",
-    );
-    expect(await refusal(["healthProbes.port=8080", "metrics.secure=false"])).toContain(
-      "metrics.port: must differ from healthProbes.port",
-    );
-    expect(await refusal(["metrics.secure=false", "metrics.certSecret=metrics-tls"])).toContain(
-      "metrics.certSecret: a certificate serves HTTPS metrics only",
-    );
-    expect(await refusal(["caBundle.secretName=a", "caBundle.configMapName=b"])).toContain(
-      "caBundle: give caBundle.secretName or caBundle.configMapName, not both",
-    );
-    expect(await refusal(["caBundle.secretName=a", "config.insecureSkipTlsVerify=true"])).toContain(
-      "caBundle, config.insecureSkipTlsVerify: give one of them",
-    );
+    for (const [set, message] of [
+      [
+        ["scope=namespace", "metrics.serviceMonitor.enabled=true"],
+        "metrics.service.enabled, metrics.serviceMonitor.enabled: /metrics listens on the pod's loopback only",
+      ],
+      [["metrics.secure=false", "metrics.service.enabled=true"], "metrics.loopbackOnly=false"],
+      [
+        ["scope=namespace", "metrics.prometheusRule.enabled=true"],
+        "metrics.prometheusRule.enabled: the alerts read the series Prometheus scrapes",
+      ],
+      [["metrics.port=8081"], "metrics.port: must differ from healthProbes.port"],
+      [
+        ["healthProbes.port=8080", "metrics.secure=false"],
+        "metrics.port: must differ from healthProbes.port",
+      ],
+      [
+        ["metrics.secure=false", "metrics.certSecret=metrics-tls"],
+        "metrics.certSecret: a certificate serves HTTPS metrics only",
+      ],
+      [
+        ["caBundle.secretName=a", "caBundle.configMapName=b"],
+        "caBundle.secretName, caBundle.configMapName: give one of them",
+      ],
+      [
+        ["caSecretRef.name=a", "caConfigMapRef.name=b"],
+        "caSecretRef.name, caConfigMapRef.name: give one of them",
+      ],
+      [["caBundle=not a certificate"], "caBundle: give the PEM text of the CA certificates"],
+      [
+        ["caSecretRef.name=a", "config.insecureSkipTLSVerify=true"],
+        "caSecretRef.name, config.insecureSkipTLSVerify: give one of them",
+      ],
+      [
+        ["caBundle.secretName=a", "config.insecureSkipTlsVerify=true"],
+        "caBundle, config.insecureSkipTLSVerify: give one of them",
+      ],
+      [
+        ["config.insecureSkipTLSVerify=true", "config.insecureSkipTlsVerify=true"],
+        "config.insecureSkipTlsVerify is its deprecated spelling",
+      ],
+      [
+        ["metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.scraper.create=false"],
+        "metrics.serviceMonitor.scraper.tokenSecret.name: name the Secret",
+      ],
+    ] as const)
+      expect(await refusal([...set])).toContain(message);
+  });
+});
+
+describe("helm template charts/dms-operator: what a platform team sets on day two", {
+  timeout: 30_000,
+  concurrent: true,
+}, () => {
+  let bin: string;
+  beforeAll(async () => {
+    bin = await helmBinary();
+  }, 900_000);
+
+  const render = (
+    set: string[],
+    options: { namespace?: string; tests?: boolean; values?: Record<string, unknown> } = {},
+  ) =>
+    renderChart(bin, {
+      namespace: options.namespace ?? "dms-system",
+      set,
+      tests: options.tests ?? false,
+      ...(options.values ? { values: options.values } : {}),
+    });
+  const deploymentOf = (objects: K8sObject[]) =>
+    objects.find((o) => o.kind === "Deployment") as unknown as {
+      metadata: { annotations?: Record<string, string> };
+      spec: Record<string, unknown> & {
+        template: { metadata: { annotations?: Record<string, string> }; spec: Record<string, unknown> };
+      };
+    };
+
+  it("spreads the pods softly across nodes by default, and takes the spread given instead", async ({
+    expect,
+  }) => {
+    const spread = async (set: string[], values?: Record<string, unknown>) =>
+      deploymentOf(await render(set, values ? { values } : {})).spec.template.spec.topologySpreadConstraints;
+    expect(await spread([])).toEqual([
+      {
+        maxSkew: 1,
+        topologyKey: "kubernetes.io/hostname",
+        whenUnsatisfiable: "ScheduleAnyway",
+        labelSelector: {
+          matchLabels: {
+            "app.kubernetes.io/name": "dms-operator",
+            "app.kubernetes.io/instance": "dms-operator",
+          },
+        },
+        matchLabelKeys: ["pod-template-hash"],
+      },
+    ]);
     expect(
-      await refusal(["metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.scraper.create=false"]),
-    ).toContain("metrics.serviceMonitor.scraper.tokenSecret.name: name the Secret");
+      await spread([], {
+        topologySpreadConstraints: [
+          {
+            maxSkew: 1,
+            topologyKey: "topology.kubernetes.io/zone",
+            whenUnsatisfiable: "DoNotSchedule",
+            labelSelector: { matchLabels: { release: "{{ .Release.Name }}" } },
+          },
+        ],
+      }),
+    ).toEqual([
+      {
+        maxSkew: 1,
+        topologyKey: "topology.kubernetes.io/zone",
+        whenUnsatisfiable: "DoNotSchedule",
+        labelSelector: { matchLabels: { release: "dms-operator" } },
+      },
+    ]);
+    expect(await spread([], { topologySpreadConstraints: [] })).toBeUndefined();
+  });
+
+  it("sets revisionHistoryLimit, strategy and deploymentAnnotations on the Deployment only when given", async ({
+    expect,
+  }) => {
+    const plain = deploymentOf(await render([]));
+    expect(plain.spec).not.toHaveProperty("revisionHistoryLimit");
+    expect(plain.spec).not.toHaveProperty("strategy");
+    expect(plain.metadata.annotations).toBeUndefined();
+    const given = deploymentOf(
+      await render([
+        "revisionHistoryLimit=3",
+        "strategy.type=RollingUpdate",
+        "strategy.rollingUpdate.maxSurge=0",
+        "strategy.rollingUpdate.maxUnavailable=1",
+        "deploymentAnnotations.owner=platform",
+        "commonAnnotations.team=sre",
+      ]),
+    );
+    expect(given.spec.revisionHistoryLimit).toBe(3);
+    expect(given.spec.strategy).toEqual({
+      type: "RollingUpdate",
+      rollingUpdate: { maxSurge: 0, maxUnavailable: 1 },
+    });
+    expect(given.metadata.annotations).toEqual({ owner: "platform", team: "sre" });
+    expect(given.spec.template.metadata.annotations ?? {}).not.toHaveProperty("owner");
+  });
+
+  it("renders extraObjects, maps and strings, through tpl", async ({ expect }) => {
+    const objects = await render([], {
+      namespace: "team-a",
+      values: {
+        extraObjects: [
+          {
+            apiVersion: "v1",
+            kind: "ConfigMap",
+            metadata: {
+              name: '{{ include "dms-operator.fullname" . }}-extra',
+              namespace: "{{ .Release.Namespace }}",
+            },
+            data: { release: "{{ .Release.Name }}" },
+          },
+          "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: {{ .Release.Name }}-extra-sa\n",
+        ],
+      },
+    });
+    expect(objects.find((o) => o.kind === "ConfigMap" && o.metadata.name === "dms-operator-extra")).toEqual({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "dms-operator-extra", namespace: "team-a" },
+      data: { release: "dms-operator" },
+    });
+    expect(
+      objects.find((o) => o.kind === "ServiceAccount" && o.metadata.name === "dms-operator-extra-sa"),
+    ).toBeDefined();
+  });
+
+  it("pulls every image from global.imageRegistry with global.imagePullSecrets first", async ({ expect }) => {
+    const objects = await render(
+      [
+        "global.imageRegistry=registry.corp.example/mirror",
+        "global.imagePullSecrets[0]=corp-pull",
+        "global.imagePullSecrets[1].name=shared-pull",
+        "imagePullSecrets[0].name=corp-pull",
+        "imagePullSecrets[1].name=own-pull",
+      ],
+      { tests: true },
+    );
+    const operator = podSpec(objects) as unknown as { imagePullSecrets: { name: string }[] };
+    expect(operatorContainer(objects).image).toMatch(
+      /^registry\.corp\.example\/mirror\/dms-dev\/dms-operator:/,
+    );
+    expect(operator.imagePullSecrets).toEqual([
+      { name: "corp-pull" },
+      { name: "shared-pull" },
+      { name: "own-pull" },
+    ]);
+    const testPod = objects.find((o) => o.kind === "Pod") as unknown as {
+      spec: { imagePullSecrets: unknown; containers: { image: string }[] };
+    };
+    expect(testPod.spec.imagePullSecrets).toEqual(operator.imagePullSecrets);
+    for (const c of testPod.spec.containers)
+      expect(c.image).toBe("registry.corp.example/mirror/kubectl:v1.35.4");
+    // Without a registry, the images are as given.
+    expect(operatorContainer(await render([])).image).toMatch(/^ghcr\.io\/dms-dev\/dms-operator:/);
+  });
+
+  it("rolls the pods on the chart's own CA ConfigMap, and names the Secrets and ConfigMaps read at start for Reloader", async ({
+    expect,
+  }) => {
+    const ca = await createTestCa();
+    const other = await createTestCa();
+    const checksum = async (pem: string) =>
+      deploymentOf(await render([`caBundle=${pem}`])).spec.template.metadata.annotations?.["checksum/ca"];
+    expect(await checksum(ca.cert)).toMatch(/^[0-9a-f]{64}$/);
+    expect(await checksum(other.cert)).not.toBe(await checksum(ca.cert));
+
+    const reloader = async (set: string[]) =>
+      deploymentOf(await render(["reloader.enabled=true", ...set])).metadata.annotations;
+    expect(await reloader([])).toEqual({ "secret.reloader.stakater.com/reload": "dms-operator-credentials" });
+    expect(await reloader(["caSecretRef.name=corp-ca"])).toEqual({
+      "secret.reloader.stakater.com/reload": "dms-operator-credentials,corp-ca",
+    });
+    expect(await reloader(["caConfigMapRef.name=corp-ca"])).toEqual({
+      "secret.reloader.stakater.com/reload": "dms-operator-credentials",
+      "configmap.reloader.stakater.com/reload": "corp-ca",
+    });
+    // What the release creates rolls the pods by its checksum; Reloader is not needed for it.
+    expect(
+      await reloader([
+        "credentials.create=true",
+        "credentials.baseUrl=https://api.example.com",
+        "credentials.apiKey=k",
+        `caBundle=${ca.cert}`,
+      ]),
+    ).toBeUndefined();
+    expect(deploymentOf(await render([])).metadata.annotations).toBeUndefined();
+  });
+
+  it("passes insecureSkipTLSVerify, and its deprecated spelling, as DMS_INSECURE_SKIP_TLS_VERIFY", async ({
+    expect,
+  }) => {
+    for (const key of ["insecureSkipTLSVerify", "insecureSkipTlsVerify"]) {
+      const objects = await render([`config.${key}=true`]);
+      expect(envOf(objects).DMS_INSECURE_SKIP_TLS_VERIFY, key).toBe("true");
+      expect(await operatorReads(objects)).toBeDefined();
+    }
+  });
+
+  it("admits the metrics port from the scraper's namespace only, and from its pods when given", async ({
+    expect,
+  }) => {
+    const policy = async (set: string[]) =>
+      (await render(["networkPolicy.enabled=true", ...set])).find(
+        (o) => o.kind === "NetworkPolicy",
+      ) as unknown as {
+        spec: { ingress: { from: unknown[]; ports: unknown[] }[]; policyTypes: string[] };
+      };
+    const byDefault = await policy([]);
+    expect(byDefault.spec.policyTypes).toEqual(["Ingress"]);
+    expect(byDefault.spec.ingress).toEqual([
+      {
+        from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }],
+        ports: [{ port: "metrics", protocol: "TCP" }],
+      },
+    ]);
+    const pods = await policy([
+      "networkPolicy.metricsNamespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=observability",
+      "networkPolicy.metricsPodSelector.matchLabels.app\\.kubernetes\\.io/name=prometheus",
+    ]);
+    expect(pods.spec.ingress[0]?.from).toEqual([
+      {
+        namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "observability" } },
+        podSelector: { matchLabels: { "app.kubernetes.io/name": "prometheus" } },
+      },
+    ]);
+  });
+
+  it("ships the Grafana dashboard in a ConfigMap the sidecar loads, from the chart's one copy", async ({
+    expect,
+  }) => {
+    expect((await render([])).filter((o) => o.kind === "ConfigMap")).toEqual([]);
+    const objects = await render([
+      "metrics.dashboard.enabled=true",
+      "metrics.dashboard.namespace=monitoring",
+      "metrics.dashboard.annotations.grafana_folder=Operators",
+    ]);
+    const map = objects.find((o) => o.kind === "ConfigMap") as unknown as K8sObject & {
+      data: Record<string, string>;
+    };
+    expect(map.metadata).toMatchObject({
+      name: "dms-operator-dashboard",
+      namespace: "monitoring",
+      labels: { grafana_dashboard: "1" },
+      annotations: { grafana_folder: "Operators" },
+    });
+    expect(JSON.parse(map.data["dms-operator.json"] ?? "")).toEqual(
+      JSON.parse(readFileSync(join(CHART, "files", "grafana-dashboard.json"), "utf8")),
+    );
+  });
+
+  it("has a helm test pod checking the pods' readiness (/readyz) and the CRDs, as an account that may only read pods", async ({
+    expect,
+  }) => {
+    expect((await render([])).filter((o) => o.metadata.name.endsWith("-test"))).toEqual([]);
+    const objects = (await render([], { tests: true })).filter(
+      (o) => o.metadata.name === "dms-operator-test",
+    );
+    expect(objects.map((o) => o.kind).sort()).toEqual(["Pod", "Role", "RoleBinding", "ServiceAccount"]);
+    for (const o of objects)
+      expect((o.metadata.annotations as Record<string, string>)["helm.sh/hook"], o.kind).toBe("test");
+    const pod = objects.find((o) => o.kind === "Pod") as unknown as {
+      spec: {
+        serviceAccountName: string;
+        restartPolicy: string;
+        securityContext: unknown;
+        containers: { name: string; args: string[]; securityContext: unknown }[];
+      };
+    };
+    expect(pod.spec).toMatchObject({ serviceAccountName: "dms-operator-test", restartPolicy: "Never" });
+    expect(pod.spec.securityContext).toEqual(values.podSecurityContext);
+    expect(pod.spec.containers.map((c) => [c.name, c.args])).toEqual([
+      [
+        "ready",
+        [
+          "wait",
+          "--for=condition=Ready",
+          "pod",
+          "--selector=app.kubernetes.io/instance=dms-operator,app.kubernetes.io/name=dms-operator",
+          "--namespace=dms-system",
+          "--timeout=120s",
+        ],
+      ],
+      ...CRDS.map((crd) => [
+        `crd-${crd.plural}`,
+        ["explain", `${crd.plural}.dms.dev`, "--api-version=dms.dev/v1alpha1", "--request-timeout=30s"],
+      ]),
+    ]);
+    for (const c of pod.spec.containers) expect(c.securityContext, c.name).toEqual(values.securityContext);
+    expect(objects.find((o) => o.kind === "Role")?.rules).toEqual([
+      { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch"] },
+    ]);
+    const lint = await helm(bin, ["lint", "--strict", CHART]);
+    expect(lint.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
   });
 });
 
@@ -696,6 +1039,11 @@ describe("values.schema.json", { timeout: 30_000, concurrent: true }, () => {
       ["extraEnv[0].value=x", "at '/extraEnv/0'"],
       ["extraVolumeMounts[0].name=x", "at '/extraVolumeMounts/0'"],
       ["metrics.port=0", "at '/metrics/port'"],
+      ["revisionHistoryLimit=-1", "at '/revisionHistoryLimit'"],
+      ["strategy.type=Replace", "at '/strategy/type'"],
+      ["caBundle=1", "at '/caBundle'"],
+      ["metrics.prometheusRule.runbookBaseUrl=docs/alerts.md", "at '/metrics/prometheusRule/runbookBaseUrl'"],
+      ["global.imageRegistry=has space", "at '/global/imageRegistry'"],
     ] as const) {
       const result = await helm(bin, ["template", "dms-operator", CHART, "--set", set]);
       expect(result.code, set).not.toBe(0);

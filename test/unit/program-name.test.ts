@@ -5,7 +5,12 @@ import { describe, expect, it } from "vitest";
 import { registerDeploymentsCommand } from "../../src/commands/deployments.ts";
 import { registerPlanCommand } from "../../src/commands/plan.ts";
 import { EXIT } from "../../src/commands/program.ts";
-import { KUBECTL_PLUGIN_NAME, PROGRAM_NAME, programNameOf } from "../../src/commands/program-name.ts";
+import {
+  isCompletionExecutable,
+  KUBECTL_PLUGIN_NAME,
+  PROGRAM_NAME,
+  programNameOf,
+} from "../../src/commands/program-name.ts";
 import { runCli } from "../support/cli.ts";
 
 const commands = [registerDeploymentsCommand, registerPlanCommand];
@@ -32,6 +37,24 @@ describe("programNameOf", () => {
       undefined,
     ])
       expect(programNameOf(script), String(script)).toBe(PROGRAM_NAME);
+  });
+});
+
+describe("isCompletionExecutable", () => {
+  it("is true for kubectl's completer of the plugin only, as npm links it and as its shims run it", () => {
+    for (const script of [
+      "/usr/local/bin/kubectl_complete-dms",
+      "/x/bin/kubectl_complete-dms.mjs",
+      "kubectl_complete-dms.cmd",
+    ])
+      expect(isCompletionExecutable(script), script).toBe(true);
+    for (const script of [
+      "/usr/local/bin/kubectl-dms",
+      "/usr/local/bin/dms-operator",
+      "kubectl_complete-dmsx",
+      undefined,
+    ])
+      expect(isCompletionExecutable(script), String(script)).toBe(false);
   });
 });
 

@@ -87,14 +87,52 @@ cluster-wide scope. Empty otherwise (templates test it with `if`).
 {{- end }}
 
 {{/*
-The image reference: repository@digest when a digest is given (the tag is then only
-informational, as with kustomize's `images:`), else repository:tag (tag defaults to appVersion).
+An image reference from an image's values (repository, tag, digest) and the chart's: repository@digest
+when a digest is given (the tag is then only informational, as with kustomize's `images:`), else
+repository:tag (tag defaults to appVersion). With `global.imageRegistry`, the repository's registry
+(its first part when that has a dot or a colon, or is localhost) is replaced by it. Call with
+(dict "image" .Values.image "root" $).
+*/}}
+{{- define "dms-operator.imageRef" -}}
+{{- $repository := .image.repository }}
+{{- with .root.Values.global.imageRegistry }}
+{{- $parts := splitList "/" $repository }}
+{{- $first := first $parts }}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq "localhost" $first)) }}
+{{- $repository = join "/" (rest $parts) }}
+{{- end }}
+{{- $repository = printf "%s/%s" (trimSuffix "/" .) $repository }}
+{{- end }}
+{{- if .image.digest }}
+{{- printf "%s@%s" $repository .image.digest }}
+{{- else }}
+{{- printf "%s:%s" $repository (default .root.Chart.AppVersion .image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/*
+The operator's image reference (see dms-operator.imageRef).
 */}}
 {{- define "dms-operator.image" -}}
-{{- if .Values.image.digest }}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
-{{- else }}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- include "dms-operator.imageRef" (dict "image" .Values.image "root" .) }}
+{{- end }}
+
+{{/*
+The pods' imagePullSecrets: `global.imagePullSecrets`, then `imagePullSecrets`, each given as a
+name or as {name: …}, without repeats; nothing when there are none.
+*/}}
+{{- define "dms-operator.imagePullSecrets" -}}
+{{- $names := list }}
+{{- range concat (.Values.global.imagePullSecrets | default list) (.Values.imagePullSecrets | default list) }}
+{{- $name := "" }}
+{{- if kindIs "string" . }}{{ $name = . }}{{ else if kindIs "map" . }}{{ $name = .name | default "" }}{{ end }}
+{{- if and $name (not (has $name $names)) }}{{ $names = append $names $name }}{{ end }}
+{{- end }}
+{{- if $names }}
+imagePullSecrets:
+{{- range $names }}
+  - name: {{ . }}
+{{- end }}
 {{- end }}
 {{- end }}
 
@@ -163,10 +201,59 @@ Where the CA bundle (`caBundle`) is mounted; DMS_CA_FILE is the key's file in it
 {{- end }}
 
 {{/*
-The name of the Secret or ConfigMap holding the service's CA (`caBundle`), or nothing.
+The CA of the default connection as the chart mounts it, from whichever of `caBundle` (PEM
+text, kept in the ConfigMap <fullname>-ca), `caSecretRef` and `caConfigMapRef` is given, or from
+chart 0.1.0's `caBundle: {secretName, configMapName, key}` (deprecated): a dict with kind
+(secret, configMap), name, key and chartOwned ("true" for the chart's ConfigMap), as JSON; "{}"
+when none is given.
 */}}
-{{- define "dms-operator.caBundleSource" -}}
-{{- .Values.caBundle.secretName | default .Values.caBundle.configMapName }}
+{{- define "dms-operator.ca" -}}
+{{- $ca := dict }}
+{{- $legacy := .Values.caBundle }}
+{{- if kindIs "map" $legacy }}
+{{- if $legacy.secretName }}
+{{- $ca = dict "kind" "secret" "name" $legacy.secretName "key" ($legacy.key | default "ca.crt") }}
+{{- else if $legacy.configMapName }}
+{{- $ca = dict "kind" "configMap" "name" $legacy.configMapName "key" ($legacy.key | default "ca.crt") }}
+{{- end }}
+{{- else if .Values.caBundle }}
+{{- $ca = dict "kind" "configMap" "name" (printf "%s-ca" (include "dms-operator.fullname" .)) "key" "ca.crt" "chartOwned" "true" }}
+{{- else if .Values.caSecretRef.name }}
+{{- $ca = dict "kind" "secret" "name" .Values.caSecretRef.name "key" .Values.caSecretRef.key }}
+{{- else if .Values.caConfigMapRef.name }}
+{{- $ca = dict "kind" "configMap" "name" .Values.caConfigMapRef.name "key" .Values.caConfigMapRef.key }}
+{{- end }}
+{{- toJson $ca }}
+{{- end }}
+
+{{/*
+"true" when the deprecated spelling config.insecureSkipTlsVerify is given, else empty.
+*/}}
+{{- define "dms-operator.insecureSkipTLSVerify" -}}
+{{- $new := .Values.config.insecureSkipTLSVerify }}
+{{- $old := .Values.config.insecureSkipTlsVerify }}
+{{- if not (kindIs "invalid" $new) }}{{ if $new }}true{{ end }}
+{{- else if not (kindIs "invalid" $old) }}{{ if $old }}true{{ end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Stakater Reloader's annotations on the Deployment (`reloader.enabled`): the Secrets and
+ConfigMaps created outside the release that the operator reads at start.
+*/}}
+{{- define "dms-operator.reloaderAnnotations" -}}
+{{- if .Values.reloader.enabled }}
+{{- $ca := include "dms-operator.ca" . | fromJson }}
+{{- $secrets := list }}
+{{- if not .Values.credentials.create }}{{ $secrets = append $secrets .Values.credentials.name }}{{ end }}
+{{- if and (eq ($ca.kind | default "") "secret") }}{{ $secrets = append $secrets $ca.name }}{{ end }}
+{{- with $secrets }}
+secret.reloader.stakater.com/reload: {{ join "," (uniq .) | quote }}
+{{- end }}
+{{- if and (eq ($ca.kind | default "") "configMap") (not $ca.chartOwned) }}
+configmap.reloader.stakater.com/reload: {{ $ca.name | quote }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -194,16 +281,32 @@ Refuses combinations of values the operator could not run with, naming the value
 {{- if and (include "dms-operator.metricsLoopbackOnly" .) (or .Values.metrics.service.enabled .Values.metrics.serviceMonitor.enabled) }}
 {{- fail "metrics.service.enabled, metrics.serviceMonitor.enabled: /metrics listens on the pod's loopback only (plain HTTP, metrics.secure false, reaches no Service); set metrics.secure=true (with scope: namespace a cluster admin binds system:auth-delegator to the operator's ServiceAccount, see the README) or, to serve plain HTTP to anyone who reaches the pod, metrics.loopbackOnly=false" }}
 {{- end }}
+{{- if and (include "dms-operator.metricsLoopbackOnly" .) .Values.metrics.prometheusRule.enabled }}
+{{- fail "metrics.prometheusRule.enabled: the alerts read the series Prometheus scrapes from /metrics, which listens on the pod's loopback only (plain HTTP, metrics.secure false); set metrics.secure=true (with scope: namespace a cluster admin binds system:auth-delegator to the operator's ServiceAccount) and metrics.serviceMonitor.enabled=true" }}
+{{- end }}
 {{- if eq (include "dms-operator.metricsPort" .) (include "dms-operator.envText" .Values.healthProbes.port) }}
 {{- fail "metrics.port: must differ from healthProbes.port; the chart gives /metrics a listener and a container port of its own" }}
 {{- end }}
 {{- if and .Values.metrics.certSecret (not (include "dms-operator.metricsSecure" .)) }}
 {{- fail "metrics.certSecret: a certificate serves HTTPS metrics only; set metrics.secure=true or leave metrics.certSecret empty" }}
 {{- end }}
+{{- $caGiven := list }}
+{{- if kindIs "map" .Values.caBundle }}
 {{- if and .Values.caBundle.secretName .Values.caBundle.configMapName }}
-{{- fail "caBundle: give caBundle.secretName or caBundle.configMapName, not both" }}
+{{- fail "caBundle.secretName, caBundle.configMapName: give one of them (better, in this chart's names: caSecretRef.name or caConfigMapRef.name)" }}
 {{- end }}
-{{- if and (include "dms-operator.caBundleSource" .) .Values.config.insecureSkipTlsVerify }}
-{{- fail "caBundle, config.insecureSkipTlsVerify: give one of them: a CA to verify the service's certificate with, or (a test service only) no verification" }}
+{{- if or .Values.caBundle.secretName .Values.caBundle.configMapName }}{{ $caGiven = append $caGiven "caBundle" }}{{ end }}
+{{- else if .Values.caBundle }}{{ $caGiven = append $caGiven "caBundle" }}
+{{- end }}
+{{- if .Values.caSecretRef.name }}{{ $caGiven = append $caGiven "caSecretRef.name" }}{{ end }}
+{{- if .Values.caConfigMapRef.name }}{{ $caGiven = append $caGiven "caConfigMapRef.name" }}{{ end }}
+{{- if gt (len $caGiven) 1 }}
+{{- fail (printf "%s: give one of them: the CA's PEM text (caBundle), or the Secret (caSecretRef) or ConfigMap (caConfigMapRef) holding it" (join ", " $caGiven)) }}
+{{- end }}
+{{- if and (not (kindIs "invalid" .Values.config.insecureSkipTLSVerify)) (not (kindIs "invalid" .Values.config.insecureSkipTlsVerify)) }}
+{{- fail "config.insecureSkipTLSVerify, config.insecureSkipTlsVerify: give config.insecureSkipTLSVerify only (config.insecureSkipTlsVerify is its deprecated spelling)" }}
+{{- end }}
+{{- if and $caGiven (include "dms-operator.insecureSkipTLSVerify" .) }}
+{{- fail (printf "%s, config.insecureSkipTLSVerify: give one of them: a CA to verify the service's certificate with, or (a test service only) no verification" (first $caGiven)) }}
 {{- end }}
 {{- end }}

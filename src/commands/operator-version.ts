@@ -1,0 +1,135 @@
+/**
+ * `version`: the client's version and, as `kubectl version` shows the server's, the version of
+ * the operator running in the cluster. The operator is found by its label
+ * `app.kubernetes.io/name=dms-operator` (the manifests' and the Helm chart's) on apps/v1
+ * Deployments, in every namespace (else, without the right to list them all, in
+ * `--operator-namespace`, default dms-system); its version is its `app.kubernetes.io/version`
+ * label, else the tag of its image. Not finding it is said, not an error: the client's version is
+ * printed all the same.
+ */
+import type { Command } from "commander";
+import { isRecord } from "../json.ts";
+import { KubeApiError } from "../kube/errors.ts";
+import { listItems } from "../kube/object.ts";
+import { VERSION } from "../version.ts";
+import type { RegisterCommand } from "./context.ts";
+import { addKubectlOptions, type KubectlFlags, namespaceName, pluginCluster } from "./plugin-cluster.ts";
+
+/** The label the operator's Deployment carries (manifests/manager, charts/dms-operator). */
+export const OPERATOR_LABEL = "app.kubernetes.io/name=dms-operator";
+/** Where the manifests install the operator. */
+export const DEFAULT_OPERATOR_NAMESPACE = "dms-system";
+/** Most operator installs listed (each namespaced install is one). */
+const MAX_INSTALLS = 50;
+
+/** One install of the operator as found in the cluster. */
+export interface OperatorInstall {
+  namespace: string;
+  name: string;
+  /** `app.kubernetes.io/version`, else the image's tag; undefined when neither says. */
+  version: string | undefined;
+  image: string | undefined;
+  ready: number;
+  replicas: number;
+}
+
+/** The tag of an image reference (`registry:5000/x/dms-operator:0.1.0@sha256:…` → `0.1.0`). */
+export function imageTag(image: string): string | undefined {
+  const name = image.split("@")[0] ?? "";
+  const last = name.slice(name.lastIndexOf("/") + 1);
+  const colon = last.lastIndexOf(":");
+  return colon < 0 ? undefined : last.slice(colon + 1) || undefined;
+}
+
+/** An apps/v1 Deployment of the list, read tolerantly; undefined when it is not one. */
+export function installOf(item: unknown): OperatorInstall | undefined {
+  if (!isRecord(item) || !isRecord(item.metadata)) return undefined;
+  const { metadata } = item;
+  if (typeof metadata.name !== "string" || typeof metadata.namespace !== "string") return undefined;
+  const labels = isRecord(metadata.labels) ? metadata.labels : {};
+  const spec = isRecord(item.spec) ? item.spec : {};
+  const pod = isRecord(spec.template) && isRecord(spec.template.spec) ? spec.template.spec : {};
+  const containers = Array.isArray(pod.containers) ? pod.containers.filter(isRecord) : [];
+  const container = containers.find((c) => c.name === "operator") ?? containers[0];
+  const image = typeof container?.image === "string" ? container.image : undefined;
+  const label = labels["app.kubernetes.io/version"];
+  const status = isRecord(item.status) ? item.status : {};
+  const count = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 0 ? v : 0);
+  return {
+    namespace: metadata.namespace,
+    name: metadata.name,
+    version: typeof label === "string" && label !== "" ? label : image && imageTag(image),
+    image,
+    ready: count(status.readyReplicas),
+    replicas: typeof spec.replicas === "number" ? count(spec.replicas) : 1,
+  };
+}
+
+/** The line of one install: `0.1.0 (dms-system/dms-operator, 2/2 ready, image dms-operator:0.1.0)`. */
+export function describeInstall(install: OperatorInstall): string {
+  const image = install.image === undefined ? "" : `, image ${install.image}`;
+  return `${install.version ?? "unknown"} (${install.namespace}/${install.name}, ${install.ready}/${install.replicas} ready${image})`;
+}
+
+interface VersionFlags extends KubectlFlags {
+  client?: boolean;
+  operatorNamespace?: string;
+}
+
+/** Registers `version`. */
+export const registerVersionCommand: RegisterCommand = (program, ctx) => {
+  const command = program
+    .command("version")
+    .description(
+      `print the client's version and the operator's, read from the cluster: the apps/v1 Deployments labelled ${OPERATOR_LABEL} (their app.kubernetes.io/version label, else their image's tag)`,
+    )
+    .option("--client", "print the client's version only (no cluster is read)")
+    .option(
+      "--operator-namespace <ns>",
+      `look for the operator only in this namespace (default: every namespace, else ${DEFAULT_OPERATOR_NAMESPACE} when they cannot all be listed)`,
+      namespaceName,
+    );
+  addKubectlOptions(command).action(async (_flags: unknown, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<VersionFlags>();
+    ctx.out(`Client Version: ${VERSION}\n`);
+    if (flags.client) return;
+    const cluster = pluginCluster(flags, ctx.env, "kubectl-dms-version");
+    const list = async (namespace: string | undefined) =>
+      listItems(
+        await cluster.client.request({
+          method: "GET",
+          path: namespace
+            ? `/apis/apps/v1/namespaces/${encodeURIComponent(namespace)}/deployments`
+            : "/apis/apps/v1/deployments",
+          query: { labelSelector: OPERATOR_LABEL, limit: MAX_INSTALLS },
+          signal: ctx.stopSignal,
+        }),
+      );
+    let where =
+      flags.operatorNamespace === undefined ? "any namespace" : `namespace ${flags.operatorNamespace}`;
+    let items: unknown[];
+    try {
+      items = await list(flags.operatorNamespace);
+    } catch (error) {
+      if (!(error instanceof KubeApiError && error.status === 403 && flags.operatorNamespace === undefined))
+        return unknown(error);
+      where = `namespace ${DEFAULT_OPERATOR_NAMESPACE} (not allowed to list every namespace)`;
+      try {
+        items = await list(DEFAULT_OPERATOR_NAMESPACE);
+      } catch (again) {
+        return unknown(again);
+      }
+    }
+    const installs = items.flatMap((item) => installOf(item) ?? []);
+    if (installs.length === 0) {
+      ctx.out(`Operator Version: not found (no Deployment labelled ${OPERATOR_LABEL} in ${where})\n`);
+      return;
+    }
+    for (const install of installs) ctx.out(`Operator Version: ${describeInstall(install)}\n`);
+
+    function unknown(error: unknown): void {
+      if (!(error instanceof KubeApiError)) throw error;
+      ctx.out(`Operator Version: unknown (${error.message})\n`);
+    }
+  });
+};

@@ -1,0 +1,397 @@
+/**
+ * `status [-n ns | -A]`: one screen of the operator's work, read from the cluster alone (no call
+ * to the service): the Deployment resources grouped by their conditions (Stalled, not Ready,
+ * Reconciling, Ready) with the reason and message of each, the changes held outside the rollout
+ * windows and when they go out, the revisions that failed, and the connections with their
+ * readiness.
+ *
+ * Bounded: at most {@link MAX_RESOURCES} resources and as many connections of each kind are read
+ * (pages of {@link PAGE_SIZE}, each call under the client's timeout, all of them within
+ * {@link STATUS_DEADLINE_MS}), at most {@link SECTION_ROWS} rows are printed per section (and the
+ * opening of a held change is computed for those only), and each message is cut to one line of
+ * {@link MESSAGE_WIDTH} characters with its control characters replaced.
+ */
+import type { Command } from "commander";
+import { FAILED_REVISION_STATUSES } from "../api/wire.ts";
+import { ANNOTATION_PAUSED } from "../crd/schema.ts";
+import { isRecord } from "../json.ts";
+import type { KubeClient } from "../kube/client.ts";
+import { CLUSTER_SERVICE_CONNECTIONS, SERVICE_CONNECTIONS } from "../kube/connections.ts";
+import { DEPLOYMENTS } from "../kube/deployments.ts";
+import { KubeApiError } from "../kube/errors.ts";
+import { listItems, listMeta } from "../kube/object.ts";
+import { collectionPath, type ResourceType } from "../kube/reflector.ts";
+import {
+  compileWindows,
+  localTime,
+  nextOpening,
+  type RolloutWindowSpec,
+} from "../reconcile/rollout-windows.ts";
+import type { RegisterCommand } from "./context.ts";
+import { addKubectlOptions, type KubectlFlags, pluginCluster } from "./plugin-cluster.ts";
+
+/** Most objects of one kind read. */
+export const MAX_RESOURCES = 5000;
+/** Objects per list call. */
+export const PAGE_SIZE = 500;
+/** Most rows printed per section (the rest are counted). */
+export const SECTION_ROWS = 30;
+/** The whole of `status`'s reading ends within this (each call also within the client's timeout). */
+export const STATUS_DEADLINE_MS = 60_000;
+/** Longest message printed, in characters. */
+export const MESSAGE_WIDTH = 160;
+
+type Json = Record<string, unknown>;
+
+/** A condition as read, every field a string ("" when absent or not a string). */
+interface Cond {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
+
+/** What the sections show of a Deployment resource. */
+export interface ResourceView {
+  namespace: string;
+  name: string;
+  group: "Stalled" | "NotReady" | "Reconciling" | "Ready";
+  reason: string;
+  message: string;
+  paused: boolean;
+  held?: { message: string; windows?: unknown; connection?: string };
+  failed?: { revision: string; status: string; excerpt: string };
+}
+
+/** A connection as the connections section shows it. */
+export interface ConnectionView {
+  kind: string;
+  namespace: string;
+  name: string;
+  ready: string;
+  reason: string;
+  message: string;
+  resources: string;
+  windows?: unknown;
+}
+
+const str = (v: unknown): string => (typeof v === "string" ? v : "");
+
+function conditionsOf(status: Json): Cond[] {
+  const list = Array.isArray(status.conditions) ? status.conditions.slice(0, 32) : [];
+  return list.filter(isRecord).map((c) => ({
+    type: str(c.type),
+    status: str(c.status),
+    reason: str(c.reason),
+    message: str(c.message),
+  }));
+}
+
+/** The view of one listed Deployment resource, read tolerantly; undefined when it is not one. */
+export function resourceView(item: unknown): ResourceView | undefined {
+  if (!isRecord(item) || !isRecord(item.metadata) || typeof item.metadata.name !== "string") return undefined;
+  const meta = item.metadata;
+  const spec = isRecord(item.spec) ? item.spec : {};
+  const status = isRecord(item.status) ? item.status : {};
+  const conditions = conditionsOf(status);
+  const cond = (type: string) => conditions.find((c) => c.type === type);
+  const ready = cond("Ready");
+  const stalled = cond("Stalled");
+  const reconciling = cond("Reconciling");
+  const synced = cond("Synced");
+  // kstatus: Stalled first, then work in progress (a rollout, a held change: Ready may still be
+  // True for the revision live meanwhile), then Ready.
+  const shown =
+    stalled?.status === "True"
+      ? { group: "Stalled" as const, c: stalled }
+      : reconciling?.status === "True"
+        ? { group: "Reconciling" as const, c: reconciling }
+        : ready?.status === "True"
+          ? { group: "Ready" as const, c: synced?.status === "False" ? synced : ready }
+          : { group: "NotReady" as const, c: ready };
+  const annotations = isRecord(meta.annotations) ? meta.annotations : {};
+  const view: ResourceView = {
+    namespace: str(meta.namespace),
+    name: str(meta.name),
+    group: shown.group,
+    reason: shown.c?.reason || (conditions.length === 0 ? "NotReconciledYet" : ""),
+    message:
+      shown.c?.message ||
+      (conditions.length === 0
+        ? "the operator has not written a status: is it running and watching this namespace?"
+        : ""),
+    paused: annotations[ANNOTATION_PAUSED] === "true",
+  };
+  if (synced?.reason === "OutsideRolloutWindow") {
+    const ref = isRecord(spec.connectionRef) ? spec.connectionRef : undefined;
+    view.held = {
+      message: synced.message,
+      ...(spec.rolloutWindows !== undefined ? { windows: spec.rolloutWindows } : {}),
+      ...(ref && typeof ref.kind === "string" && typeof ref.name === "string"
+        ? {
+            connection: connectionKey(
+              ref.kind,
+              ref.kind === SERVICE_CONNECTIONS.kind ? str(meta.namespace) : "",
+              ref.name,
+            ),
+          }
+        : {}),
+    };
+  }
+  const revisionStatus = str(status.latestRevisionStatus);
+  if ((FAILED_REVISION_STATUSES as readonly string[]).includes(revisionStatus)) {
+    const revision = str(status.latestRevisionId);
+    const log = isRecord(status.failedRevisionLog) ? status.failedRevisionLog : {};
+    const excerpt = str(log.revisionId) === revision ? str(log.excerpt) : "";
+    const lastLine = excerpt.trimEnd().split("\n").pop() ?? "";
+    view.failed = { revision, status: revisionStatus, excerpt: lastLine };
+  }
+  return view;
+}
+
+const connectionKey = (kind: string, namespace: string, name: string) => `${kind}/${namespace}/${name}`;
+
+/** The view of one listed connection, read tolerantly; undefined when it is not one. */
+export function connectionView(kind: string, item: unknown): ConnectionView | undefined {
+  if (!isRecord(item) || !isRecord(item.metadata) || typeof item.metadata.name !== "string") return undefined;
+  const spec = isRecord(item.spec) ? item.spec : {};
+  const status = isRecord(item.status) ? item.status : {};
+  const ready = conditionsOf(status).find((c) => c.type === "Ready");
+  const count = status.deployments;
+  return {
+    kind,
+    namespace: str(item.metadata.namespace),
+    name: item.metadata.name,
+    ready: ready?.status || "Unknown",
+    reason: ready?.reason || "NotProbedYet",
+    message: ready?.status === "True" ? "" : (ready?.message ?? ""),
+    resources: typeof count === "number" ? String(count) : "-",
+    ...(spec.rolloutWindows !== undefined ? { windows: spec.rolloutWindows } : {}),
+  };
+}
+
+/**
+ * When a held change goes out, from the windows in effect (the resource's own, else its
+ * connection's), as `2026-11-28T02:00:00Z (2026-11-28 03:00 Europe/Berlin (GMT+01:00))`; else
+ * what the operator's message says; `now` ms since the epoch.
+ */
+export function heldUntil(
+  held: NonNullable<ResourceView["held"]>,
+  connections: ReadonlyMap<string, ConnectionView>,
+  now: number,
+): string {
+  const windows = held.windows ?? (held.connection ? connections.get(held.connection)?.windows : undefined);
+  if (Array.isArray(windows) && windows.length > 0) {
+    try {
+      const opening = nextOpening(compileWindows(windows as RolloutWindowSpec[], "spec.rolloutWindows"), now);
+      if (opening.kind === "now") return "now (the operator rolls it out at its next reconcile)";
+      if (opening.kind === "at")
+        return `${new Date(opening.at).toISOString().replace(/\.000Z$/, "Z")} (${localTime(opening.at, opening.window.timeZone)})`;
+    } catch {
+      // An unreadable window: the operator's own message says why.
+    }
+  }
+  const said = /it goes out at (\S+ \([^()]*(?:\([^()]*\))?\))/.exec(held.message)?.[1];
+  return (
+    said ?? (/no window opens within [^;]*/.exec(held.message)?.[0] || "unknown: see its Synced condition")
+  );
+}
+
+/** `text` on one line: control characters (terminal escapes included) replaced, cut to `width`. */
+export function oneLine(text: string, width = MESSAGE_WIDTH): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing them is the point
+  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ").trim();
+  return flat.length > width ? `${flat.slice(0, width - 1)}…` : flat;
+}
+
+/** `rows` as aligned columns (two spaces apart), each line indented by two, no trailing blanks. */
+export function columns(rows: readonly (readonly string[])[]): string {
+  const widths: number[] = [];
+  for (const row of rows)
+    for (const [i, cell] of row.entries()) widths[i] = Math.max(widths[i] ?? 0, cell.length);
+  return rows
+    .map((row) =>
+      `  ${row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join("  ")}`.trimEnd(),
+    )
+    .map((line) => `${line}\n`)
+    .join("");
+}
+
+/** What one paged listing read: the items, and whether there were more than were read. */
+interface Listed {
+  items: unknown[];
+  truncated: boolean;
+}
+
+/** The objects of `type` (in `namespace`, or all), page after page, at most {@link MAX_RESOURCES}. */
+async function listAll(
+  client: KubeClient,
+  type: ResourceType,
+  namespace: string | undefined,
+  signal: AbortSignal,
+): Promise<Listed> {
+  const items: unknown[] = [];
+  let token: string | undefined;
+  do {
+    const page = await client.request({
+      method: "GET",
+      path: collectionPath(type, namespace),
+      query: { limit: PAGE_SIZE, continue: token },
+      signal,
+    });
+    items.push(...listItems(page));
+    token = listMeta(page).continue;
+  } while (token !== undefined && items.length < MAX_RESOURCES);
+  return {
+    items: items.slice(0, MAX_RESOURCES),
+    truncated: token !== undefined || items.length > MAX_RESOURCES,
+  };
+}
+
+/** A listing, or the line saying why it could not be read (not allowed, kind not installed). */
+async function listOrSay(list: () => Promise<Listed>, what: string): Promise<Listed | string> {
+  try {
+    return await list();
+  } catch (error) {
+    if (error instanceof KubeApiError && (error.status === 403 || error.status === 404))
+      return `cannot list ${what}: ${error.status === 403 ? "forbidden" : "not found (are the CRDs installed?)"}`;
+    throw error;
+  }
+}
+
+/** The text `status` prints. `now`: ms since the epoch. */
+export function renderStatus(input: {
+  scope: string;
+  allNamespaces: boolean;
+  resources: Listed;
+  connections: ConnectionView[];
+  notes: string[];
+  now: number;
+}): string {
+  const { allNamespaces } = input;
+  const views = input.resources.items.flatMap((i) => resourceView(i) ?? []);
+  const byConnection = new Map(input.connections.map((c) => [connectionKey(c.kind, c.namespace, c.name), c]));
+  const name = (v: { namespace: string; name: string }) =>
+    allNamespaces && v.namespace ? `${v.namespace}/${v.name}` : v.name;
+  const out: string[] = [];
+  const counts = (["Ready", "Reconciling", "NotReady", "Stalled"] as const).map(
+    (g) => `${views.filter((v) => v.group === g).length} ${GROUP_TITLE[g]}`,
+  );
+  const more = input.resources.truncated ? `; the first ${MAX_RESOURCES} read, narrow with -n` : "";
+  out.push(`Deployment resources in ${input.scope} (${views.length}${more}): ${counts.join(", ")}\n`);
+  const section = (title: string, head: string[], rows: string[][], hint?: string) => {
+    if (rows.length === 0) return;
+    out.push(`\n${title} (${rows.length}):\n`);
+    out.push(columns([head, ...rows.slice(0, SECTION_ROWS)]));
+    if (rows.length > SECTION_ROWS) out.push(`  … and ${rows.length - SECTION_ROWS} more\n`);
+    if (hint) out.push(`  ${hint}\n`);
+  };
+  for (const group of ["Stalled", "NotReady", "Reconciling", "Ready"] as const) {
+    const rows = views
+      .filter((v) => v.group === group)
+      .map((v) => [
+        name(v),
+        v.paused ? `${v.reason || "-"} (suspended)` : v.reason || "-",
+        oneLine(v.message) || "-",
+      ]);
+    section(GROUP_TITLE[group], ["NAME", "REASON", "MESSAGE"], rows);
+  }
+  // Openings are computed for the rows printed only: each is a search over tenants' schedules.
+  const held = views
+    .filter((v) => v.held)
+    .map((v, i) => [name(v), v.held && i < SECTION_ROWS ? heldUntil(v.held, byConnection, input.now) : ""]);
+  section(
+    "Held outside the rollout windows",
+    ["NAME", "GOES OUT AT"],
+    held,
+    held.length > 0 ? "kubectl dms rollout-now <name> lets one go out now" : undefined,
+  );
+  const failed = views.flatMap((v) =>
+    v.failed
+      ? [
+          [
+            name(v),
+            v.failed.revision.slice(0, 8) || "-",
+            v.failed.status,
+            oneLine(v.failed.excerpt, 100) || "-",
+          ],
+        ]
+      : [],
+  );
+  section(
+    "Failed revisions",
+    ["NAME", "REVISION", "STATUS", "LOG (LAST LINE)"],
+    failed,
+    failed.length > 0 ? "kubectl dms logs <name> prints the whole log" : undefined,
+  );
+  const connectionRows = input.connections.map((c) => [
+    c.kind === SERVICE_CONNECTIONS.kind
+      ? `${c.kind}/${allNamespaces ? `${c.namespace}/` : ""}${c.name}`
+      : `${c.kind}/${c.name}`,
+    c.ready,
+    c.reason,
+    c.resources,
+    oneLine(c.message) || "-",
+  ]);
+  section("Connections", ["CONNECTION", "READY", "REASON", "RESOURCES", "MESSAGE"], connectionRows);
+  if (input.connections.length === 0) out.push("\nConnections: none\n");
+  for (const note of input.notes) out.push(`note: ${note}\n`);
+  return out.join("");
+}
+
+const GROUP_TITLE = {
+  Stalled: "Stalled",
+  NotReady: "not Ready",
+  Reconciling: "Reconciling",
+  Ready: "Ready",
+} as const;
+
+/** Registers `status`. */
+export const registerStatusCommand: RegisterCommand = (program, ctx) => {
+  const command = program
+    .command("status")
+    .description(
+      "one screen of the operator's work, read from the cluster: Deployment resources by condition (Stalled, not Ready, Reconciling, Ready) with their reasons, changes held outside the rollout windows and when they go out, failed revisions, and connections with their readiness",
+    );
+  addKubectlOptions(command, { allNamespaces: true }).action(async (_flags: unknown, cmd: Command) => {
+    const flags = cmd.optsWithGlobals<KubectlFlags>();
+    const cluster = pluginCluster(flags, ctx.env, "kubectl-dms-status");
+    const all = flags.allNamespaces === true;
+    const namespace = all ? undefined : cluster.namespace;
+    const deadline = AbortSignal.timeout(STATUS_DEADLINE_MS);
+    const signal = AbortSignal.any([ctx.stopSignal, deadline]);
+    const notes: string[] = [];
+    const [resources, namespaced, clusterWide] = await Promise.all([
+      listAll(cluster.client, DEPLOYMENTS, namespace, signal),
+      listOrSay(() => listAll(cluster.client, SERVICE_CONNECTIONS, namespace, signal), "ServiceConnections"),
+      listOrSay(
+        () => listAll(cluster.client, CLUSTER_SERVICE_CONNECTIONS, undefined, signal),
+        "ClusterServiceConnections",
+      ),
+    ]).catch((error: unknown) => {
+      if (!deadline.aborted || ctx.stopSignal.aborted) throw error;
+      throw new Error(
+        `the API server did not list the resources and connections within ${STATUS_DEADLINE_MS / 1000} s (${cluster.description}): narrow with -n, or check the cluster`,
+        { cause: error },
+      );
+    });
+    const connections: ConnectionView[] = [];
+    for (const [kind, listed] of [
+      [SERVICE_CONNECTIONS.kind, namespaced],
+      [CLUSTER_SERVICE_CONNECTIONS.kind, clusterWide],
+    ] as const) {
+      if (typeof listed === "string") notes.push(listed);
+      else connections.push(...listed.items.flatMap((i) => connectionView(kind, i) ?? []));
+    }
+    ctx.out(
+      renderStatus({
+        scope: all ? "every namespace" : `namespace ${cluster.namespace}`,
+        allNamespaces: all,
+        resources,
+        connections,
+        notes,
+        now: Date.now(),
+      }),
+    );
+  });
+};

@@ -1,0 +1,372 @@
+// `kubectl dms <verb>` as users run it: the real kubectl (the control plane's) finds the plugin
+// `kubectl-dms` on PATH (a link to bin/kubectl-dms.mjs, as npm installs it) and runs it against the
+// real API server, with the cluster and namespace taken as kubectl takes them (KUBECONFIG, the
+// context's namespace, -n, -A). The verbs change one annotation each and nothing else; `status`
+// prints what the resources' and connections' statuses say; `version` finds the operator by its
+// label; `completion` writes scripts the shells accept and that complete resource names.
+// Each `kubectl dms` starts Node from the sources: seconds on a loaded machine, hence the limits.
+import { copyFileSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { delimiter, dirname, join } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { VERSION } from "../../src/version.ts";
+import { type KubectlResult, runCaptured } from "../controlplane/kubectl.ts";
+import { freshNamespace, kubectlOk, testKubeconfigPath } from "../support/cluster.ts";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+
+let bin: string;
+let kubeconfig: string;
+
+/** Runs `script` in bash with the plugin and kubectl on PATH and KUBECONFIG set, as a user's shell. */
+function shell(script: string, env: Record<string, string> = {}): Promise<KubectlResult> {
+  return runCaptured("bash", ["-e", "-o", "pipefail", "-c", `cd "$HOME"\n${script}`], {
+    env: {
+      PATH: [bin, dirname(process.execPath), "/usr/bin", "/bin"].join(delimiter),
+      HOME: bin,
+      KUBECONFIG: kubeconfig,
+      ...env,
+    },
+    input: "",
+    timeoutMs: 60_000,
+  });
+}
+
+/** `kubectl dms <args>`, which must succeed; its stdout. */
+async function dms(args: string, env: Record<string, string> = {}): Promise<string> {
+  const run = await shell(`kubectl dms ${args}`, env);
+  if (run.code !== 0) throw new Error(`kubectl dms ${args} exited ${run.code}: ${run.stderr}`);
+  return run.stdout;
+}
+
+const resource = (name: string, spec: object = {}, annotations: Record<string, string> = {}) =>
+  JSON.stringify({
+    apiVersion: "dms.dev/v1alpha1",
+    kind: "Deployment",
+    metadata: { name, annotations },
+    spec: {
+      source: "internal_docker",
+      sourceRevisionConfig: { imageUri: "registry.example.com/agent:1" },
+      ...spec,
+    },
+  });
+
+const annotations = async (ns: string, name: string): Promise<Record<string, string>> =>
+  JSON.parse((await kubectlOk(["get", "dmsd", name, "-n", ns, "-o", "json"])) || "{}").metadata.annotations ??
+  {};
+
+const condition = (type: string, status: string, reason: string, message: string) => ({
+  type,
+  status,
+  reason,
+  message,
+  lastTransitionTime: "2026-01-01T00:00:00Z",
+});
+
+/** Writes `status` through the status subresource, as the operator does. */
+const setStatus = (ns: string, kind: string, name: string, status: object) =>
+  kubectlOk([
+    "patch",
+    kind,
+    name,
+    "-n",
+    ns,
+    "--subresource=status",
+    "--type=merge",
+    "-p",
+    JSON.stringify({ status }),
+  ]);
+
+beforeAll(() => {
+  bin = mkdtempSync(join(tmpdir(), "dms-plugin-"));
+  symlinkSync(join(ROOT, "bin", "kubectl-dms.mjs"), join(bin, "kubectl-dms"));
+  symlinkSync(join(ROOT, "bin", "kubectl_complete-dms.mjs"), join(bin, "kubectl_complete-dms"));
+  symlinkSync(inject("kubectlPath"), join(bin, "kubectl"));
+  // A kubeconfig of the user's own, so that setting its context's namespace touches no other test.
+  kubeconfig = join(bin, "config");
+  copyFileSync(testKubeconfigPath(), kubeconfig);
+});
+
+afterAll(() => {
+  if (bin) rmSync(bin, { recursive: true, force: true });
+});
+
+describe("kubectl dms: the annotation verbs", { timeout: 120_000 }, () => {
+  let ns: string;
+  beforeAll(async () => {
+    ns = await freshNamespace("plugin-verbs");
+    await kubectlOk(["apply", "-n", ns, "-f", "-"], {
+      input: resource("web", {}, { "team.example.com/owner": "a" }),
+    });
+  });
+
+  it("reconcile sets dms.dev/reconcile-requested-at to a new time, and leaves the other annotations", async () => {
+    expect(await dms(`reconcile web -n ${ns}`)).toBe("deployment.dms.dev/web reconcile requested\n");
+    const first = (await annotations(ns, "web"))["dms.dev/reconcile-requested-at"];
+    expect(first).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    await new Promise((r) => setTimeout(r, 5));
+    await dms(`reconcile web -n ${ns}`);
+    const after = await annotations(ns, "web");
+    expect(after["dms.dev/reconcile-requested-at"]).not.toBe(first);
+    expect(after["team.example.com/owner"]).toBe("a");
+  });
+
+  it("suspend sets dms.dev/paused=true and resume removes it; the other verbs say when it is suspended", async () => {
+    expect(await dms(`suspend web -n ${ns}`)).toBe("deployment.dms.dev/web suspended\n");
+    expect((await annotations(ns, "web"))["dms.dev/paused"]).toBe("true");
+    const whileSuspended = await shell(`kubectl dms rollout-now web -n ${ns}`);
+    expect(whileSuspended.code).toBe(0);
+    expect(whileSuspended.stderr).toBe(
+      `note: deployment.dms.dev/web is suspended (dms.dev/paused=true): the operator acts on it once resumed (kubectl dms resume web -n ${ns})\n`,
+    );
+    expect(await dms(`resume web -n ${ns}`)).toBe("deployment.dms.dev/web resumed\n");
+    const after = await annotations(ns, "web");
+    expect(after).not.toHaveProperty(["dms.dev/paused"]);
+    expect(after["team.example.com/owner"]).toBe("a");
+  });
+
+  it("rollout-now sets dms.dev/rollout-now to a new value each time", async () => {
+    expect(await dms(`rollout-now web -n ${ns}`)).toBe("deployment.dms.dev/web rollout-now requested\n");
+    const first = (await annotations(ns, "web"))["dms.dev/rollout-now"];
+    expect(first).toBeTruthy();
+    await new Promise((r) => setTimeout(r, 5));
+    await dms(`rollout-now web -n ${ns}`);
+    expect((await annotations(ns, "web"))["dms.dev/rollout-now"]).not.toBe(first);
+  });
+
+  it("takes the namespace of the kubeconfig's context when -n is not given", async () => {
+    const own = join(bin, "config-ns");
+    copyFileSync(kubeconfig, own);
+    await shell(`kubectl config set-context --current --namespace=${ns}`, { KUBECONFIG: own });
+    expect(await dms("suspend web", { KUBECONFIG: own })).toBe("deployment.dms.dev/web suspended\n");
+    expect((await annotations(ns, "web"))["dms.dev/paused"]).toBe("true");
+    await dms("resume web", { KUBECONFIG: own });
+  });
+
+  it("says how to list the resources when the one named does not exist", async () => {
+    const run = await shell(`kubectl dms suspend nothing-here -n ${ns}`);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      `error: Deployment resource ${ns}/nothing-here not found: list them with kubectl get dmsd -n ${ns}`,
+    );
+  });
+
+  it("reconcile --wait waits for the operator's acknowledgement in status.lastHandledReconcileAt", async () => {
+    const waiting = shell(`kubectl dms reconcile web -n ${ns} --wait --timeout 45s`);
+    // The operator's part, played here: acknowledge the value the annotation was set to.
+    let requested: string | undefined;
+    const previous = (await annotations(ns, "web"))["dms.dev/reconcile-requested-at"];
+    for (let i = 0; i < 200 && (requested === undefined || requested === previous); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      requested = (await annotations(ns, "web"))["dms.dev/reconcile-requested-at"];
+    }
+    expect(requested).not.toBe(previous);
+    await setStatus(ns, "dmsd", "web", {
+      lastHandledReconcileAt: requested,
+      conditions: [condition("Ready", "True", "Available", "the service's deployment is READY")],
+    });
+    const run = await waiting;
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(
+      "deployment.dms.dev/web reconcile requested\ndeployment.dms.dev/web acknowledged by the operator: Ready=True Available: the service's deployment is READY\n",
+    );
+  });
+
+  it("reconcile --wait fails, saying what to check, when nothing acknowledges it in time", async () => {
+    const run = await shell(`kubectl dms reconcile web -n ${ns} --wait --timeout 1s`);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("error: the operator did not acknowledge lastHandledReconcileAt=");
+    expect(run.stderr).toContain("within 1s: is it running");
+  });
+});
+
+describe("kubectl dms status", { timeout: 120_000 }, () => {
+  let ns: string;
+  beforeAll(async () => {
+    ns = await freshNamespace("plugin-status");
+    const windows = [{ kind: "allow", schedule: "0 3 * * 6", duration: "1h", timeZone: "Europe/Berlin" }];
+    const connection = JSON.stringify({
+      apiVersion: "dms.dev/v1alpha1",
+      kind: "ServiceConnection",
+      metadata: { name: "prod" },
+      spec: { baseUrl: "https://dms.example.com", apiKeySecretRef: { name: "prod-key", key: "api-key" } },
+    });
+    const manifests = [
+      resource("ready-one"),
+      resource("stalled-one"),
+      resource("held-one", { rolloutWindows: windows }),
+      resource("failed-one"),
+      resource("new-one"),
+    ];
+    await kubectlOk(["apply", "-n", ns, "-f", "-"], { input: [...manifests, connection].join("\n") });
+    await setStatus(ns, "dmsd", "ready-one", {
+      conditions: [
+        condition("Ready", "True", "Available", "the service's deployment is READY"),
+        condition("Synced", "True", "ReconcileSuccess", "in line"),
+      ],
+    });
+    await setStatus(ns, "dmsd", "stalled-one", {
+      conditions: [
+        condition("Ready", "False", "InvalidSpec", "spec.secrets[0]: bad\u001b[31m name"),
+        condition("Stalled", "True", "InvalidSpec", "spec.secrets[0]: bad\u001b[31m name"),
+      ],
+    });
+    const held = "the change that makes a new revision (image) is held: outside the rollout windows";
+    await setStatus(ns, "dmsd", "held-one", {
+      conditions: [
+        condition("Ready", "True", "Available", "the service's deployment is READY"),
+        condition("Synced", "False", "OutsideRolloutWindow", held),
+        condition("Reconciling", "True", "OutsideRolloutWindow", held),
+      ],
+    });
+    await setStatus(ns, "dmsd", "failed-one", {
+      latestRevisionId: "4f1c2b3a-0000-4000-8000-000000000001",
+      latestRevisionStatus: "BUILD_FAILED",
+      failedRevisionLog: {
+        revisionId: "4f1c2b3a-0000-4000-8000-000000000001",
+        reason: "RevisionFailed",
+        type: "build",
+        excerpt: "step 1/3\nERROR: pip install failed",
+      },
+      conditions: [
+        condition("Ready", "False", "RevisionFailed", "the latest revision 4f1c2b3a failed: BUILD_FAILED"),
+        condition("Stalled", "True", "RevisionFailed", "the latest revision 4f1c2b3a failed: BUILD_FAILED"),
+      ],
+    });
+    await setStatus(ns, "serviceconnection", "prod", {
+      conditions: [
+        condition("Ready", "False", "Unauthorized", "the service answered 401: check the API key"),
+      ],
+      deployments: 2,
+    });
+  });
+
+  it("shows the resources by condition, the held change and when it goes out, the failed revision and the connection", async () => {
+    const out = await dms(`status -n ${ns}`);
+    expect(out).toContain(
+      `Deployment resources in namespace ${ns} (5): 1 Ready, 1 Reconciling, 1 not Ready, 2 Stalled\n`,
+    );
+    const section = (title: string) => out.split(`\n${title} (`)[1]?.split("\n\n")[0] ?? "";
+    expect(section("Stalled")).toMatch(
+      /^\s+stalled-one\s+InvalidSpec\s+spec\.secrets\[0\]: bad \[31m name$/m,
+    );
+    expect(section("Stalled")).toMatch(
+      /^\s+failed-one\s+RevisionFailed\s+the latest revision 4f1c2b3a failed/m,
+    );
+    expect(section("not Ready")).toMatch(
+      /^\s+new-one\s+NotReconciledYet\s+the operator has not written a status/m,
+    );
+    expect(section("Reconciling")).toMatch(/^\s+held-one\s+OutsideRolloutWindow\s+the change that makes/m);
+    expect(section("Ready")).toMatch(/^\s+ready-one\s+Available\s+the service's deployment is READY$/m);
+    expect(section("Held outside the rollout windows")).toMatch(
+      /^\s+held-one\s+\d{4}-\d\d-\d\dT\d\d:00:00Z \(\d{4}-\d\d-\d\d 03:00 Europe\/Berlin \(GMT\+0[12]:00\)\)$/m,
+    );
+    expect(section("Failed revisions")).toMatch(
+      /^\s+failed-one\s+4f1c2b3a\s+BUILD_FAILED\s+ERROR: pip install failed$/m,
+    );
+    expect(section("Connections")).toMatch(
+      /^\s+ServiceConnection\/prod\s+False\s+Unauthorized\s+2\s+the service answered 401: check the API key$/m,
+    );
+    // No terminal escape reaches the screen.
+    expect(out).not.toContain("\u001b");
+  });
+
+  it("-A shows every namespace, each resource with its namespace", async () => {
+    const out = await dms("status -A");
+    expect(out).toMatch(/^Deployment resources in every namespace \(\d+\): /);
+    expect(out).toMatch(new RegExp(`^\\s+${ns}/ready-one\\s+Available`, "m"));
+    expect(out).toMatch(new RegExp(`^\\s+ServiceConnection/${ns}/prod\\s+False`, "m"));
+  });
+
+  it("says so when the namespace has no resources", async () => {
+    const empty = await freshNamespace("plugin-status-empty");
+    const out = await dms(`status -n ${empty}`);
+    expect(out).toContain(
+      `Deployment resources in namespace ${empty} (0): 0 Ready, 0 Reconciling, 0 not Ready, 0 Stalled\n`,
+    );
+  });
+});
+
+describe("kubectl dms version", { timeout: 120_000 }, () => {
+  it("prints the client's version, and the operator's from its Deployment's label or image tag", async () => {
+    const ns = await freshNamespace("plugin-version");
+    const none = await dms(`version --operator-namespace ${ns}`);
+    expect(none).toBe(
+      `Client Version: ${VERSION}\nOperator Version: not found (no Deployment labelled app.kubernetes.io/name=dms-operator in namespace ${ns})\n`,
+    );
+    await kubectlOk([
+      "create",
+      "deployment",
+      "dms-operator",
+      "-n",
+      ns,
+      "--image=registry.example.com/dms-operator:9.8.7",
+    ]);
+    await kubectlOk(["label", "deployment", "dms-operator", "-n", ns, "app.kubernetes.io/name=dms-operator"]);
+    expect(await dms(`version --operator-namespace ${ns}`)).toBe(
+      `Client Version: ${VERSION}\nOperator Version: 9.8.7 (${ns}/dms-operator, 0/1 ready, image registry.example.com/dms-operator:9.8.7)\n`,
+    );
+    await kubectlOk(["label", "deployment", "dms-operator", "-n", ns, "app.kubernetes.io/version=1.2.3"]);
+    expect(await dms(`version --operator-namespace ${ns}`)).toContain("Operator Version: 1.2.3 (");
+    expect(await dms("version --client")).toBe(`Client Version: ${VERSION}\n`);
+  });
+});
+
+describe("kubectl dms completion", { timeout: 120_000 }, () => {
+  it("writes a bash script bash accepts, completing commands, flags and resource names", async () => {
+    const ns = await freshNamespace("plugin-completion");
+    await kubectlOk(["apply", "-n", ns, "-f", "-"], { input: `${resource("alpha")}\n${resource("beta")}` });
+    const run = await shell(
+      [
+        "kubectl dms completion bash > script.bash",
+        "bash -n script.bash",
+        "source script.bash",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash expansion, not a template
+        'complete_words() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _kubectl_dms; echo "${COMPREPLY[*]}"; }',
+        "complete_words kubectl-dms re",
+        "complete_words kubectl-dms status --all",
+        `complete_words kubectl-dms suspend -n ${ns} ''`,
+        "complete_words kubectl-dms deployments ''",
+      ].join("\n"),
+      { HOME: bin },
+    );
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout.split("\n")).toEqual([
+      "reconcile resume repos revisions",
+      "--all-namespaces",
+      "alpha beta",
+      "list --help -h",
+      "",
+    ]);
+  });
+
+  it("completes `kubectl dms …` for kubectl itself through kubectl_complete-dms: verbs, flags, resource names", async () => {
+    const ns = await freshNamespace("plugin-kubectl-completion");
+    await kubectlOk(["apply", "-n", ns, "-f", "-"], { input: `${resource("gamma")}\n${resource("delta")}` });
+    const complete = async (words: string) => {
+      const run = await shell(`kubectl __complete dms ${words}`);
+      expect(run.code).toBe(0);
+      return run.stdout;
+    };
+    expect(await complete("sus")).toBe("suspend\n:4\n");
+    expect(await complete("r")).toBe("reconcile\nresume\nrollout-now\nrepos\nrevisions\n:4\n");
+    expect(await complete("status --all")).toBe("--all-namespaces\n:4\n");
+    expect(await complete(`rollout-now -n ${ns} ''`)).toBe("delta\ngamma\n:4\n");
+    expect(await complete(`suspend --namespace=${ns} g`)).toBe("gamma\n:4\n");
+    expect(await complete("ru")).toBe(":4\n");
+  });
+
+  it("writes zsh and fish scripts for the plugin's commands, and refuses another shell", async () => {
+    const zsh = await dms("completion zsh");
+    expect(zsh).toMatch(/^#compdef kubectl-dms\n/);
+    expect(zsh).toContain("bashcompinit");
+    const fish = await dms("completion fish");
+    expect(fish).toContain("complete -c kubectl-dms -n 'test -z (__kubectl_dms_path)' -a status");
+    expect(fish).not.toContain("-a run\n");
+    const bad = await shell("kubectl dms completion powershell");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("must be one of bash, zsh, fish");
+  });
+});

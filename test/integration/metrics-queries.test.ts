@@ -1,0 +1,89 @@
+// The dashboard's panels and the alerts' expressions read series a running operator really
+// exports: the operator (leader election on, /metrics on loopback) reconciles a resource through
+// the default connection and watches a ServiceConnection, then its /metrics is scraped and every
+// metric a query names must be in the scrape. A renamed metric, or a panel or alert written for
+// one that never existed, fails here rather than showing "No data" or never firing.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freshNamespace, kubectlOk, waitFor } from "../support/cluster.ts";
+import { startOperator, startTestSimulator, TEST_API_KEY, type TestOperator } from "../support/operator.ts";
+import {
+  alertQueries,
+  dashboardQueries,
+  metricNames,
+  scrapedNames,
+  unknownSeries,
+} from "../support/promql.ts";
+import { ClusterUser } from "../support/resources.ts";
+
+describe("the dashboard's and the alerts' queries, against a scrape of a running operator", () => {
+  let namespace: string;
+  let op: TestOperator;
+  let close: () => Promise<void>;
+  let scraped: Set<string>;
+  const user = new ClusterUser();
+
+  beforeAll(async () => {
+    namespace = await freshNamespace("metrics-queries");
+    const sim = await startTestSimulator();
+    close = () => sim.close();
+    op = startOperator({
+      simulator: sim,
+      namespaces: [namespace],
+      listen: true,
+      leaderElection: { namespace, name: "metrics-queries-leader" },
+    });
+    await user.putSecret(namespace, "tenant", { "api-key": TEST_API_KEY });
+    await kubectlOk(["apply", "-f", "-"], {
+      input: JSON.stringify({
+        apiVersion: "dms.dev/v1alpha1",
+        kind: "ServiceConnection",
+        metadata: { name: "tenant", namespace },
+        spec: { baseUrl: sim.url, apiKeySecretRef: { name: "tenant", key: "api-key" } },
+      }),
+    });
+    await user.create(namespace, "scraped", {
+      source: "internal_docker",
+      sourceConfig: { resourceSpec: { minScale: 1, maxScale: 2 } },
+      sourceRevisionConfig: { imageUri: "registry.example.com/agent:1" },
+    });
+    await user.waitReady(namespace, "scraped");
+    const { metrics } = await op.operator.addresses();
+    if (!metrics) throw new Error("the operator serves no metrics");
+    // Once the connection has been checked and the Lease taken, every family has a series.
+    scraped = await waitFor(
+      async () => {
+        const text = await (await fetch(`${metrics}/metrics`)).text();
+        const names = scrapedNames(text);
+        return text.includes('dms_connection_ready{connection="ServiceConnection/') &&
+          text.includes("leader_election_master_status{") &&
+          names.has("dms_resources")
+          ? names
+          : undefined;
+      },
+      { description: "a scrape with the connection's and the Lease's series", timeoutMs: 30_000 },
+    );
+  }, 120_000);
+
+  afterAll(async () => {
+    await op?.stop();
+    await close?.();
+  });
+
+  it("finds in the scrape every series a panel of the dashboard queries", () => {
+    const queries = dashboardQueries();
+    expect(queries.length).toBeGreaterThan(8);
+    expect(unknownSeries(queries, scraped)).toEqual([]);
+  });
+
+  it("finds in the scrape every series an alert reads (Prometheus's own `up` aside)", () => {
+    const queries = alertQueries();
+    expect(queries.flatMap((q) => metricNames(q.expr))).toContain("dms_connection_ready");
+    expect(unknownSeries(queries, scraped)).toEqual([]);
+  });
+
+  it("fails for a series the scrape lacks", () => {
+    expect(unknownSeries([{ where: "panel", expr: "sum(dms_resources_stalled)" }], scraped)).toEqual([
+      "panel: dms_resources_stalled",
+    ]);
+  });
+});

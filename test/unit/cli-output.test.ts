@@ -1,0 +1,135 @@
+// The one output convention of the listing commands: kubectl's AGE format, short ids, the name
+// format, --no-headers, and colour only where it can be seen (a terminal, FORCE_COLOR).
+import { describe, expect, it } from "vitest";
+import {
+  colorEnabled,
+  humanDuration,
+  type Listing,
+  paint,
+  renderRows,
+  shortId,
+} from "../../src/commands/output.ts";
+
+const s = 1000;
+const m = 60 * s;
+const h = 60 * m;
+const d = 24 * h;
+const y = 365 * d;
+
+describe("humanDuration: kubectl's AGE (apimachinery duration.HumanDuration)", () => {
+  it.each([
+    [-3 * s, "<invalid>"],
+    [-1 * s, "0s"],
+    [0, "0s"],
+    [5 * s, "5s"],
+    [119 * s, "119s"],
+    [2 * m, "2m"],
+    [5 * m + 30 * s, "5m30s"],
+    [9 * m + 59 * s, "9m59s"],
+    [10 * m + 30 * s, "10m"],
+    [179 * m, "179m"],
+    [3 * h, "3h"],
+    [5 * h + 10 * m, "5h10m"],
+    [8 * h + 10 * m, "8h"],
+    [47 * h, "47h"],
+    [2 * d, "2d"],
+    [3 * d + 4 * h, "3d4h"],
+    [8 * d + 4 * h, "8d"],
+    [729 * d, "729d"],
+    [2 * y, "2y"],
+    [2 * y + 40 * d, "2y40d"],
+    [9 * y + 40 * d, "9y"],
+  ])("%d ms is %s", (ms, shown) => {
+    expect(humanDuration(ms)).toBe(shown);
+  });
+});
+
+interface Row {
+  name: string;
+  id: string;
+  status: string;
+  at: string | null;
+}
+const listing: Listing<Row> = {
+  columns: [
+    { header: "NAME", value: (r) => r.name },
+    { header: "ID", value: (r) => r.id, show: "id" },
+    { header: "STATUS", value: (r) => r.status, show: "status" },
+    { header: "AGE", wideHeader: "CREATED", value: (r) => r.at, show: "time" },
+    { header: "EXTRA", value: () => "x", wide: true },
+  ],
+  name: (r) => `thing/${r.name}`,
+  empty: "No things.",
+};
+const rows: Row[] = [
+  { name: "a", id: "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e", status: "READY", at: "2026-01-01T00:00:00Z" },
+  { name: "bb", id: "not-a-uuid", status: "BUILD_FAILED", at: null },
+];
+const now = Date.parse("2026-01-01T00:05:30Z");
+
+describe("renderRows", () => {
+  it("table: short ids, ages, '-' for nothing; no wide column", () => {
+    expect(renderRows(rows, listing, { format: "table", now })).toBe(
+      [
+        "NAME  ID          STATUS        AGE",
+        "a     0b6f3c2e    READY         5m30s",
+        "bb    not-a-uuid  BUILD_FAILED  -",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("wide: whole ids and times, the wide columns, the wide header", () => {
+    const out = renderRows(rows, listing, { format: "wide", now });
+    expect(out.split("\n")[0]).toBe(
+      "NAME  ID                                    STATUS        CREATED               EXTRA",
+    );
+    expect(out).toContain("0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e");
+    expect(out).toContain("2026-01-01T00:00:00Z");
+  });
+
+  it("--no-headers drops the header line only", () => {
+    expect(renderRows(rows, listing, { format: "table", now, headers: false }).split("\n")[0]).toMatch(
+      /^a\s+0b6f3c2e/,
+    );
+  });
+
+  it("name: kind/name per line, nothing for no rows; table: the empty text", () => {
+    expect(renderRows(rows, listing, { format: "name" })).toBe("thing/a\nthing/bb\n");
+    expect(renderRows([], listing, { format: "name" })).toBe("");
+    expect(renderRows([], listing, { format: "table" })).toBe("No things.\n");
+  });
+
+  it("json and yaml keep whole values", () => {
+    expect(JSON.parse(renderRows(rows, listing, { format: "json" }))).toEqual(rows);
+    expect(renderRows(rows, listing, { format: "yaml" })).toContain(
+      "id: 0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e",
+    );
+  });
+
+  it("colours statuses without widening their column", () => {
+    const out = renderRows(rows, listing, { format: "table", now, paint: paint(true) });
+    expect(out).toContain("\u001b[32mREADY\u001b[39m         5m30s");
+    expect(out).toContain("\u001b[31mBUILD_FAILED\u001b[39m  -");
+  });
+
+  it("shortId shortens uuids only", () => {
+    expect(shortId("0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e")).toBe("0b6f3c2e");
+    expect(shortId("acme/agent")).toBe("acme/agent");
+  });
+});
+
+describe("colorEnabled", () => {
+  it.each([
+    [{}, true, true],
+    [{}, false, false],
+    [{ NO_COLOR: "1" }, true, false],
+    [{ NO_COLOR: "" }, true, true],
+    [{ TERM: "dumb" }, true, false],
+    [{ FORCE_COLOR: "1" }, false, true],
+    [{ FORCE_COLOR: "1", NO_COLOR: "1" }, false, true],
+    [{ FORCE_COLOR: "0" }, true, false],
+  ])("%o on a terminal: %s → %s", (env, tty, expected) => {
+    expect(colorEnabled(env, tty)).toBe(expected);
+  });
+});

@@ -1,0 +1,155 @@
+// The program knows its commands from light registry entries (src/commands/registry.ts) and loads
+// the code of the one command named only: `--version`, `--help` and a typo load none. The kubectl
+// plugin lists the commands a kubectl user reaches for, not the operator's own `run` and
+// `simulator`. Each entry says what the loaded command says.
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { Help } from "commander";
+import { describe, expect, it } from "vitest";
+import type { CliContext, RegisterCommand } from "../../src/commands/context.ts";
+import { createProgram, EXIT, runCommands } from "../../src/commands/program.ts";
+import { KUBECTL_PLUGIN_NAME, PROGRAM_NAME } from "../../src/commands/program-name.ts";
+import { COMMANDS, type CommandEntry } from "../../src/commands/registry.ts";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+
+function context() {
+  const seen = { stdout: "", stderr: "" };
+  const ctx: CliContext = {
+    out: (t) => {
+      seen.stdout += t;
+    },
+    err: (t) => {
+      seen.stderr += t;
+    },
+    stdoutIsTTY: false,
+    env: {},
+    stopSignal: new AbortController().signal,
+  };
+  return { ctx, seen };
+}
+
+/** The command names a help text lists, in order. */
+const listedCommands = (help: string) =>
+  [...(help.split("Commands:\n")[1] ?? "").matchAll(/^ {2}([\w-]+)/gm)].map((m) => m[1]);
+
+/** The registry with each load counted. */
+function counted(): { entries: CommandEntry[]; loaded: string[] } {
+  const loaded: string[] = [];
+  const entries = COMMANDS.map((c) => ({
+    ...c,
+    load: async (): Promise<RegisterCommand> => {
+      loaded.push(c.name);
+      return c.load();
+    },
+  }));
+  return { entries, loaded };
+}
+
+describe("the command registry", () => {
+  it("says each command's name and help term as the loaded command does", async () => {
+    const { ctx } = context();
+    for (const entry of COMMANDS) {
+      const program = createProgram(ctx, [await entry.load()]);
+      const [command] = program.commands;
+      expect(command?.name(), entry.name).toBe(entry.name);
+      if (command) expect(new Help().subcommandTerm(command), entry.name).toBe(entry.term);
+    }
+  });
+
+  it("imports nothing at run time (it is read before any command is chosen)", () => {
+    const source = readFileSync(join(ROOT, "src", "commands", "registry.ts"), "utf8");
+    const imports = [...source.matchAll(/^import .*$/gm)].map((m) => m[0]);
+    expect(imports.every((line) => line.startsWith("import type "))).toBe(true);
+  });
+});
+
+describe("runCommands", () => {
+  it("loads no command for --version, --help or a typo, and only the named one otherwise", async () => {
+    for (const argv of [["--version"], ["--help"], ["plna"], []]) {
+      const { entries, loaded } = counted();
+      await runCommands(argv, context().ctx, PROGRAM_NAME, entries);
+      expect(loaded, argv.join(" ")).toEqual([]);
+    }
+    const { entries, loaded } = counted();
+    const { ctx, seen } = context();
+    expect(await runCommands(["plan", "--help"], ctx, PROGRAM_NAME, entries)).toBe(EXIT.ok);
+    expect(loaded).toEqual(["plan"]);
+    expect(seen.stdout).toMatch(/^Usage: dms-operator plan \[options\]\n/);
+    const help = counted();
+    await runCommands(["help", "status"], context().ctx, KUBECTL_PLUGIN_NAME, help.entries);
+    expect(help.loaded).toEqual(["status"]);
+  });
+
+  it("lists every command in the program's help, from the entries alone", async () => {
+    const { ctx, seen } = context();
+    expect(await runCommands(["--help"], ctx, PROGRAM_NAME, COMMANDS)).toBe(EXIT.ok);
+    const listed = listedCommands(seen.stdout);
+    expect(listed).toEqual([...COMMANDS.map((c) => c.name), "help"]);
+    for (const c of COMMANDS) expect(seen.stdout).toContain(`  ${c.term} `);
+  });
+
+  it("the kubectl plugin's help lists the kubectl verbs and not run or simulator", async () => {
+    const { ctx, seen } = context();
+    expect(await runCommands(["--help"], ctx, KUBECTL_PLUGIN_NAME, COMMANDS)).toBe(EXIT.ok);
+    expect(seen.stdout).toMatch(/^Usage: kubectl dms \[options\] \[command\]\n/);
+    const listed = listedCommands(seen.stdout);
+    for (const verb of ["status", "reconcile", "suspend", "resume", "rollout-now", "version", "completion"])
+      expect(listed).toContain(verb);
+    expect(listed).not.toContain("run");
+    expect(listed).not.toContain("simulator");
+    expect(listed).toContain("plan");
+  });
+
+  it("under the plugin, refuses run and simulator with a line saying they are dms-operator's", async () => {
+    for (const command of ["run", "simulator"]) {
+      const { ctx, seen } = context();
+      const { entries, loaded } = counted();
+      expect(await runCommands([command, "--help"], ctx, KUBECTL_PLUGIN_NAME, entries)).toBe(EXIT.usage);
+      expect(seen.stderr).toBe(
+        `error: unknown command '${command}': it is a command of dms-operator, not of kubectl dms; run dms-operator ${command}\n`,
+      );
+      expect(loaded).toEqual([]);
+    }
+  });
+
+  it("keeps commander's suggestions for a misspelt command", async () => {
+    const { ctx, seen } = context();
+    expect(await runCommands(["reconcil", "x"], ctx, KUBECTL_PLUGIN_NAME, COMMANDS)).toBe(EXIT.usage);
+    expect(seen.stderr).toContain("error: unknown command 'reconcil'");
+    expect(seen.stderr).toContain("(Did you mean reconcile?)");
+  });
+});
+
+describe("bin/dms-operator.mjs --version", () => {
+  it("loads no command module, no service client and no Kubernetes client", async () => {
+    // A resolve hook prints every module the process loads, on stderr.
+    const hook = `data:text/javascript,${encodeURIComponent(
+      'import{registerHooks}from"node:module";registerHooks({resolve(s,c,n){const r=n(s,c);process.stderr.write("LOADED "+r.url+"\\n");return r;}});',
+    )}`;
+    const { stdout, stderr } = await promisify(execFile)(
+      process.execPath,
+      ["--import", hook, join(ROOT, "bin", "dms-operator.mjs"), "--version"],
+      { encoding: "utf8" },
+    );
+    expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    const loaded = [
+      ...new Set(
+        stderr
+          .split("\n")
+          .filter((l) => l.startsWith("LOADED "))
+          .map((l) => l.slice("LOADED ".length)),
+      ),
+    ];
+    const commandModules = loaded
+      .filter((url) => /\/src\/commands\/[\w-]+\.ts$/.test(url))
+      .map((url) => url.slice(url.lastIndexOf("/") + 1))
+      .sort();
+    expect(commandModules).toEqual(["program-name.ts", "program.ts", "registry.ts", "usage-error.ts"]);
+    expect(
+      loaded.filter((url) => /node_modules\/(got|@kubernetes|yaml|cli-table3|@sinclair)\//.test(url)),
+    ).toEqual([]);
+  }, 30_000);
+});

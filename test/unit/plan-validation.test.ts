@@ -1,0 +1,144 @@
+// plan's verdict on the specs the API server refuses (the table test/integration/crd-validation.test.ts
+// applies to a real kube-apiserver): each is refused by plan too, naming the same field, before
+// any request to the service. And the CRD's own CEL rules run, not a copy: a rule's message is the CRD's.
+import { describe, expect, it } from "vitest";
+import { openApiSchema } from "../../src/crd/render.ts";
+import { crdRuleViolations, isTransitionRule } from "../../src/gitops/crd-rules.ts";
+import { parseManifests } from "../../src/gitops/manifests.ts";
+import { validateResource } from "../../src/gitops/validate.ts";
+import { REFUSED_DEPLOYMENT_SPECS } from "../support/refused-deployments.ts";
+
+const resource = (spec: Record<string, unknown>) => ({
+  apiVersion: "dms.dev/v1alpha1",
+  kind: "Deployment",
+  metadata: { name: "d" },
+  spec,
+});
+
+/** The field the API server's message names first, e.g. `spec.secrets[0]`. */
+const fieldOf = (message: RegExp) =>
+  /^\/?(spec(?:\\\.|\\\[|\\\]|[A-Za-z0-9[\]])*)/.exec(message.source)?.[1]?.replace(/\\/g, "");
+
+describe("plan refuses what the API server refuses", () => {
+  it.each(REFUSED_DEPLOYMENT_SPECS.map((c) => [c.reason, c] as const))(
+    "refuses %s",
+    (_reason, { spec, message }) => {
+      const violations = validateResource(resource(spec));
+      expect(violations).not.toEqual([]);
+      const field = fieldOf(message);
+      expect(field).toBeDefined();
+      // The first field the API server names is named by plan too (its prefix, for a map key).
+      expect(violations.map((v) => v.message).join("\n")).toContain(field);
+    },
+  );
+
+  it("refuses 1.5 replicas and half a database connection as not whole numbers", () => {
+    const messages = validateResource(
+      resource({
+        source: "github",
+        sourceConfig: { resourceSpec: { maxScale: 1.5, dbMaxConnections: 2.5 } },
+      }),
+    ).map((v) => v.message);
+    expect(messages).toEqual([
+      "spec.sourceConfig.resourceSpec.maxScale: Expected integer",
+      "spec.sourceConfig.resourceSpec.dbMaxConnections: Expected integer",
+    ]);
+  });
+
+  it("accepts fractional CPU and memory, which the service does not document as whole", () => {
+    expect(
+      validateResource(
+        resource({
+          source: "github",
+          sourceConfig: { resourceSpec: { cpu: 0.5, cpuLimit: 1.5, memoryMb: 512.5 } },
+        }),
+      ),
+    ).toEqual([]);
+  });
+
+  it("reports a CEL rule with the CRD's message at the rule's fieldPath", () => {
+    const violations = validateResource(
+      resource({ source: "github", sourceConfig: { resourceSpec: { minScale: 3, maxScale: 1 } } }),
+    );
+    expect(violations).toEqual([
+      {
+        path: ["spec", "sourceConfig", "resourceSpec", "minScale"],
+        message:
+          "spec.sourceConfig.resourceSpec.minScale must not exceed spec.sourceConfig.resourceSpec.maxScale: lower minScale or raise maxScale",
+      },
+    ]);
+  });
+
+  it("gives a list item's rule its index", () => {
+    expect(
+      validateResource(resource({ source: "github", secrets: [{ name: "A", value: "1" }, { name: "B" }] })),
+    ).toEqual([
+      {
+        path: ["spec", "secrets", 1],
+        message: "spec.secrets[1]: set exactly one of value or valueFrom.secretKeyRef",
+      },
+    ]);
+  });
+
+  it("skips transition rules (oldSelf): a file has no previous object", () => {
+    const rules: string[] = [];
+    const collect = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(collect);
+      else if (node && typeof node === "object")
+        for (const [key, value] of Object.entries(node)) {
+          if (key === "x-kubernetes-validations")
+            for (const r of value as { rule: string }[]) rules.push(r.rule);
+          else collect(value);
+        }
+    };
+    collect(openApiSchema());
+    const transition = rules.filter(isTransitionRule);
+    expect(transition.length).toBeGreaterThan(0);
+    expect(rules.length - transition.length).toBeGreaterThan(15);
+    // A valid resource with every field a transition rule reads: none of them is evaluated.
+    expect(crdRuleViolations(resource({ source: "github", name: "x" }), () => false)).toEqual([]);
+  });
+
+  it("does not run the rules of a subtree the structural checks refused (its size is unbounded)", () => {
+    const labels = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`l${i}`, "v"]));
+    const started = performance.now();
+    const violations = validateResource(
+      resource({ source: "github", sourceConfig: { resourceSpec: { labels } } }),
+    );
+    expect(violations.map((v) => v.message)).toEqual([
+      expect.stringMatching(/labels: Expected object to have no more than 32 properties/),
+    ]);
+    // Generous: a bound exists, not a timing claim.
+    expect(performance.now() - started).toBeLessThan(20_000);
+  });
+});
+
+describe("errors per document", () => {
+  it("counts a YAML syntax error once, naming the document", () => {
+    const text = [
+      "apiVersion: dms.dev/v1alpha1",
+      "kind: Deployment",
+      "metadata: {name: a}",
+      "spec: {source: github}",
+      "---",
+      "apiVersion: dms.dev/v1alpha1",
+      "kind: Deployment",
+      "metadata:",
+      "  name: b",
+      " spec: [",
+      "  bad: : :",
+      "---",
+      "apiVersion: dms.dev/v1alpha1",
+      "kind: Deployment",
+      "metadata: {name: c}",
+      "spec: {source: github}",
+    ].join("\n");
+    const parsed = parseManifests(text, "f.yaml");
+    expect(parsed.resources.map((r) => r.resource.metadata.name)).toEqual(["a", "c"]);
+    expect(parsed.problems).toHaveLength(1);
+    expect(parsed.problems[0]).toMatchObject({ file: "f.yaml", line: 10, document: 2 });
+    expect(parsed.problems[0]?.message).toMatch(
+      /^document 2 \(from line 5\): .* \(and \d+ more syntax error\(s\) after it\)$/,
+    );
+  });
+});

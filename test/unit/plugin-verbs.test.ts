@@ -1,0 +1,246 @@
+// The pure parts of the kubectl plugin's verbs: how `status` reads and shows what it listed
+// (tolerantly, bounded, without terminal escapes), how `version` reads the operator's version
+// from its Deployment, and what the verbs accept as a name and a timeout. Through the real kubectl
+// and API server: test/e2e/kubectl-plugin.test.ts.
+import { describe, expect, it } from "vitest";
+import { resourceName, waitTimeout } from "../../src/commands/annotate.ts";
+import { completions, DIRECTIVE } from "../../src/commands/completion.ts";
+import type { CliContext } from "../../src/commands/context.ts";
+import { describeInstall, imageTag, installOf } from "../../src/commands/operator-version.ts";
+import { COMMANDS } from "../../src/commands/registry.ts";
+import {
+  type ConnectionView,
+  heldUntil,
+  MAX_RESOURCES,
+  oneLine,
+  renderStatus,
+  resourceView,
+  SECTION_ROWS,
+} from "../../src/commands/status.ts";
+
+const cond = (type: string, status: string, reason = "R", message = "m") => ({
+  type,
+  status,
+  reason,
+  message,
+});
+const item = (name: string, conditions: object[], extra: object = {}) => ({
+  metadata: { name, namespace: "team-a" },
+  spec: {},
+  status: { conditions },
+  ...extra,
+});
+
+describe("status: resourceView", () => {
+  it("groups by kstatus: Stalled, then Reconciling, then Ready, else not Ready", () => {
+    expect(
+      resourceView(item("a", [cond("Ready", "True"), cond("Stalled", "True", "InvalidSpec")]))?.group,
+    ).toBe("Stalled");
+    expect(resourceView(item("b", [cond("Ready", "True"), cond("Reconciling", "True")]))?.group).toBe(
+      "Reconciling",
+    );
+    expect(resourceView(item("c", [cond("Ready", "True", "Available")]))).toMatchObject({
+      group: "Ready",
+      reason: "Available",
+    });
+    expect(resourceView(item("d", [cond("Ready", "False", "Unauthorized")]))).toMatchObject({
+      group: "NotReady",
+      reason: "Unauthorized",
+    });
+    expect(resourceView(item("e", []))).toMatchObject({ group: "NotReady", reason: "NotReconciledYet" });
+  });
+
+  it("reads anything the API server could hold without throwing, and skips what is not an object", () => {
+    for (const odd of [null, 1, "x", {}, { metadata: {} }, { metadata: { name: 5 } }])
+      expect(resourceView(odd)).toBeUndefined();
+    expect(
+      resourceView({ metadata: { name: "x" }, status: { conditions: [1, null, { type: 3 }] } }),
+    ).toMatchObject({
+      name: "x",
+      group: "NotReady",
+    });
+  });
+
+  it("marks a suspended resource, a held change (with its windows) and a failed revision", () => {
+    const view = resourceView({
+      metadata: { name: "w", namespace: "n", annotations: { "dms.dev/paused": "true" } },
+      spec: { rolloutWindows: [{ kind: "deny", schedule: "0 0 * * *", duration: "1h" }] },
+      status: {
+        latestRevisionId: "abcdef12-3",
+        latestRevisionStatus: "DEPLOY_FAILED",
+        failedRevisionLog: { revisionId: "abcdef12-3", excerpt: "a\nlast line\n" },
+        conditions: [cond("Synced", "False", "OutsideRolloutWindow", "held")],
+      },
+    });
+    expect(view?.paused).toBe(true);
+    expect(view?.held?.windows).toHaveLength(1);
+    expect(view?.failed).toEqual({ revision: "abcdef12-3", status: "DEPLOY_FAILED", excerpt: "last line" });
+  });
+});
+
+describe("status: heldUntil", () => {
+  const now = Date.UTC(2026, 10, 27, 12, 0); // a Friday
+  it("computes the opening from the resource's windows, in UTC and the window's time zone", () => {
+    const held = {
+      message: "",
+      windows: [{ kind: "allow", schedule: "0 3 * * 6", duration: "1h", timeZone: "Europe/Berlin" }],
+    };
+    expect(heldUntil(held, new Map(), now)).toBe(
+      "2026-11-28T02:00:00Z (2026-11-28 03:00 Europe/Berlin (GMT+01:00))",
+    );
+  });
+
+  it("uses the connection's windows when the resource has none, else what the operator's message says", () => {
+    const connection: ConnectionView = {
+      kind: "ServiceConnection",
+      namespace: "n",
+      name: "prod",
+      ready: "True",
+      reason: "Connected",
+      message: "",
+      resources: "1",
+      windows: [{ kind: "allow", schedule: "0 3 * * 6", duration: "1h", timeZone: "UTC" }],
+    };
+    const connections = new Map([["ServiceConnection/n/prod", connection]]);
+    expect(heldUntil({ message: "", connection: "ServiceConnection/n/prod" }, connections, now)).toMatch(
+      /^2026-11-28T03:00:00Z /,
+    );
+    expect(
+      heldUntil(
+        {
+          message:
+            "x is held; it goes out at 2027-01-01T00:00:00Z (2027-01-01 01:00 Europe/Berlin (GMT+01:00)), when …",
+        },
+        new Map(),
+        now,
+      ),
+    ).toBe("2027-01-01T00:00:00Z (2027-01-01 01:00 Europe/Berlin (GMT+01:00))");
+    expect(heldUntil({ message: "held" }, new Map(), now)).toBe("unknown: see its Synced condition");
+  });
+});
+
+describe("status: output bounds", () => {
+  it("oneLine replaces control characters (terminal escapes) and cuts to the width", () => {
+    expect(oneLine("a\u001b]0;title\u0007b\nc")).toBe("a ]0;title b c");
+    expect(oneLine("x".repeat(500), 10)).toBe(`${"x".repeat(9)}…`);
+  });
+
+  it("prints at most SECTION_ROWS rows per section and counts the rest", () => {
+    const items = Array.from({ length: SECTION_ROWS + 5 }, (_, i) =>
+      item(`r${i}`, [cond("Ready", "True", "Available")]),
+    );
+    const out = renderStatus({
+      scope: "namespace team-a",
+      allNamespaces: false,
+      resources: { items, truncated: true },
+      connections: [],
+      notes: ["cannot list ClusterServiceConnections: forbidden"],
+      now: 0,
+    });
+    expect(out).toContain(`(${SECTION_ROWS + 5}; the first ${MAX_RESOURCES} read, narrow with -n)`);
+    expect(out.match(/^ {2}r\d+ /gm)).toHaveLength(SECTION_ROWS);
+    expect(out).toContain("  … and 5 more\n");
+    expect(out).toContain("note: cannot list ClusterServiceConnections: forbidden\n");
+  });
+});
+
+describe("version: the operator's Deployment", () => {
+  it("takes the image's tag, past a registry port and before a digest", () => {
+    expect(imageTag("dms-operator:0.1.0")).toBe("0.1.0");
+    expect(imageTag("registry:5000/team/dms-operator:1.2.3@sha256:abc")).toBe("1.2.3");
+    expect(imageTag("registry:5000/team/dms-operator@sha256:abc")).toBeUndefined();
+    expect(imageTag("dms-operator")).toBeUndefined();
+  });
+
+  it("prefers the app.kubernetes.io/version label, and reads the operator container's image", () => {
+    const install = installOf({
+      metadata: {
+        name: "dms-operator",
+        namespace: "dms-system",
+        labels: { "app.kubernetes.io/version": "2.0.0" },
+      },
+      spec: {
+        replicas: 2,
+        template: {
+          spec: {
+            containers: [
+              { name: "sidecar", image: "x:9" },
+              { name: "operator", image: "op:1.0.0" },
+            ],
+          },
+        },
+      },
+      status: { readyReplicas: 1 },
+    });
+    expect(install && describeInstall(install)).toBe(
+      "2.0.0 (dms-system/dms-operator, 1/2 ready, image op:1.0.0)",
+    );
+    expect(installOf({ metadata: { name: "x" } })).toBeUndefined();
+    expect(installOf({ metadata: { name: "x", namespace: "y" }, spec: { template: 3 } })).toMatchObject({
+      version: undefined,
+      image: undefined,
+    });
+  });
+});
+
+describe("the verbs' arguments", () => {
+  it("take a Kubernetes object name only", () => {
+    expect(resourceName("web-1.v2")).toBe("web-1.v2");
+    for (const bad of ["Web", "../x", "a/b", "", "x".repeat(254), "-a"])
+      expect(() => resourceName(bad)).toThrow();
+  });
+
+  it("bound --timeout from 1s to 1h", () => {
+    expect(waitTimeout("30s")).toBe(30_000);
+    expect(waitTimeout("1h")).toBe(3_600_000);
+    for (const bad of ["0s", "999ms", "2h", "5", "1d", "-1s"]) expect(() => waitTimeout(bad)).toThrow();
+  });
+});
+
+const PLUGIN_COMMANDS = COMMANDS.filter((c) => !c.operatorOnly);
+
+describe("kubectl's completion of kubectl dms", () => {
+  const ctx: CliContext = {
+    out: () => {},
+    err: () => {},
+    stdoutIsTTY: false,
+    env: {},
+    stopSignal: new AbortController().signal,
+  };
+  const asked: object[] = [];
+  const names = async (flags: object) => {
+    asked.push(flags);
+    return ["web", "worker", "api"];
+  };
+  const complete = (...words: string[]) => completions(words, ctx, PLUGIN_COMMANDS, names);
+
+  it("offers the plugin's commands (not run or simulator) and its own flags", async () => {
+    expect((await complete("")).candidates).toContain("status");
+    expect((await complete("")).candidates).not.toContain("run");
+    expect((await complete("s")).candidates).toEqual(["status", "suspend"]);
+    expect(await complete("--v")).toEqual({
+      candidates: ["--version", "--verbose"],
+      directive: DIRECTIVE.noFiles,
+    });
+  });
+
+  it("offers a command's subcommands and flags, and files after a flag that takes a value", async () => {
+    expect((await complete("deployments", "")).candidates).toEqual(["list"]);
+    expect((await complete("deployments", "list", "--sh")).candidates).toEqual(["--show-secret-values"]);
+    expect(await complete("plan", "-f", "")).toEqual({ candidates: [], directive: DIRECTIVE.files });
+  });
+
+  it("offers resource names of the namespace and cluster typed, for the first argument only", async () => {
+    asked.length = 0;
+    expect((await complete("suspend", "-n", "team-a", "--context", "dev", "w")).candidates).toEqual([
+      "web",
+      "worker",
+    ]);
+    expect(asked).toEqual([{ namespace: "team-a", context: "dev" }]);
+    expect((await complete("logs", "--namespace=team-b", "--kubeconfig", "/k", "")).candidates).toHaveLength(
+      3,
+    );
+    expect(asked[1]).toEqual({ namespace: "team-b", kubeconfig: "/k" });
+    expect((await complete("suspend", "web", "")).candidates).toEqual([]);
+  });
+});
