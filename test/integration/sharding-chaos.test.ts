@@ -23,11 +23,12 @@ const ROUNDS = Number(process.env.RING_CHAOS_ROUNDS ?? 10);
 const EDITS_PER_ROUND = 12;
 const LEASE_MS = 6_000;
 /**
- * What "a few seconds" after the Lease duration allows on a loaded two-core machine: the
- * sharder's pass, the Lease taken, the label writes, all behind three operators and the API
- * server sharing two cores. A generous bound that proves one exists, not a timing.
+ * What "a few seconds" after the Lease duration allows on a loaded two-core machine (the suite
+ * runs beside other work: a load average of 19 was seen): the sharder's pass, the Lease taken,
+ * the label writes, all behind the operators and the API server sharing two cores. A generous
+ * bound that proves one exists, not a timing: the figures are printed.
  */
-const REOWN_SLACK_MS = 15_000;
+const REOWN_SLACK_MS = 30_000;
 const KEY_B = "ring-chaos-key-b-5f1e";
 const RING = "dms-ring-chaos";
 
@@ -143,13 +144,15 @@ describe("sharding: ring chaos", () => {
         }),
       );
 
-    /** Every resource labelled for the live replica the ring names (no matter its status). */
+    /**
+     * Every resource labelled for a replica that is running (no matter its status): none left
+     * with a replica that was killed or stopped. A replica just started may not have its share
+     * yet; `settled` waits for that.
+     */
     const owned = async () => {
-      const members = live();
+      const members = new Set(live());
       const items = await list();
-      return items.every((o) => o.metadata.labels?.[OWNER_LABEL] === ownerOf(o.metadata.uid ?? "", members))
-        ? true
-        : undefined;
+      return items.every((o) => members.has(o.metadata.labels?.[OWNER_LABEL] ?? "")) ? true : undefined;
     };
     const owners = new Map<string, string | undefined>();
     let moves = 0;
