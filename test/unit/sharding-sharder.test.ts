@@ -110,6 +110,16 @@ class World {
 
 const signal = new AbortController().signal;
 
+/** A world of `members` renewing and `count` resources, after the sharder's first pass. */
+async function assigned(members: string[], count: number) {
+  const w = new World();
+  for (const m of members) w.renew(m);
+  w.add(count);
+  const sharder = w.sharder();
+  await sharder.pass(signal);
+  return { w, sharder };
+}
+
 describe("the sharder", () => {
   it("assigns every unassigned resource to the member the ring names", async () => {
     const w = new World();
@@ -183,11 +193,7 @@ describe("the sharder", () => {
   });
 
   it("gives a resource whose owner label someone removed back to that owner, not to a second replica", async () => {
-    const w = new World();
-    for (const m of ["a", "b"]) w.renew(m);
-    w.add(40);
-    const sharder = w.sharder();
-    await sharder.pass(signal);
+    const { w, sharder } = await assigned(["a", "b"], 40);
     const key = "ns/r0";
     const owner = w.owner(key);
     w.label(key, { [OWNER_LABEL]: null });
@@ -196,11 +202,7 @@ describe("the sharder", () => {
   });
 
   it("drains back a resource labelled for another live member by someone else, and moves one labelled with a name no replica can bear at once", async () => {
-    const w = new World();
-    for (const m of ["a", "b"]) w.renew(m);
-    w.add(40);
-    const sharder = w.sharder();
-    await sharder.pass(signal);
+    const { w, sharder } = await assigned(["a", "b"], 40);
     const key = "ns/r0";
     const owner = w.owner(key) ?? "";
     const other = owner === "a" ? "b" : "a";
