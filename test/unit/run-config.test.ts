@@ -31,6 +31,33 @@ describe("runConfigFrom bind addresses", () => {
   });
 });
 
+describe("runConfigFrom --sharded", () => {
+  const problemsOf = (result: ReturnType<typeof runConfigFrom>) => (result.ok ? [] : result.problems);
+
+  it("is off by default, on from the flag or DMS_SHARDED, with the default timings", () => {
+    const plain = runConfigFrom(base, {});
+    expect(plain.ok && "sharded" in plain.config).toBe(false);
+    expect(runConfigFrom({ ...base, sharded: true }, {})).toMatchObject({
+      ok: true,
+      config: { sharded: true },
+    });
+    expect(runConfigFrom(base, { DMS_SHARDED: "true" })).toMatchObject({
+      ok: true,
+      config: { sharded: true },
+    });
+  });
+
+  it("needs leader election, and a lease longer than a request plus two renewals", () => {
+    const fence =
+      "--sharded / DMS_SHARDED: needs leader election on and --lease-duration above the service request timeout (--timeout-ms 10000) plus twice --retry-period: a replica writes only while a write started then ends before its Lease could expire";
+    expect(problemsOf(runConfigFrom({ ...base, sharded: true, leaderElect: false }, {}))).toEqual([fence]);
+    expect(problemsOf(runConfigFrom({ ...base, sharded: true, leaseDuration: "12s" }, {}))).toEqual([fence]);
+    expect(
+      problemsOf(runConfigFrom({ ...base, sharded: true, timeoutMs: "3000", leaseDuration: "12s" }, {})),
+    ).toEqual([]);
+  });
+});
+
 describe("runConfigFrom --metrics-secure", () => {
   const problemsOf = (result: ReturnType<typeof runConfigFrom>) => (result.ok ? [] : result.problems);
 
