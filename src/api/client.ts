@@ -33,7 +33,13 @@ import {
   REVISION_LOGS_ROUTE,
   readLogPage,
 } from "./revision-logs.ts";
-import { type ResponseObservation, type RetryEvent, Transport, type TransportSettings } from "./transport.ts";
+import {
+  type ResponseObservation,
+  type RetryEvent,
+  Transport,
+  type TransportSettings,
+  type WriteGrant,
+} from "./transport.ts";
 import {
   checkFilters,
   checkOffset,
@@ -117,10 +123,11 @@ export interface ServiceClientOptions {
   /** The `User-Agent` of every request; default `dms-operator/<version>`. */
   userAgent?: string;
   /**
-   * Asked before each write (POST, PATCH, DELETE) goes out: a reason not to send it makes the
-   * write fail `unavailable` unsent (a sharded replica whose Lease is not current). Default none.
+   * Asked before each write (POST, PATCH, DELETE) goes out (a sharded replica's Lease): `refuse`
+   * fails it `unavailable` unsent; `withinMs` cuts its timeout so that it ends within that time.
+   * Default none: every write goes, with the whole timeout.
    */
-  writeGate?: () => string | undefined;
+  writeGate?: () => WriteGrant;
   /** Receives debug lines per request and a warning per retry; never the key. */
   logger?: Logger;
   /** Metrics hook, called once per HTTP exchange. */

@@ -271,11 +271,11 @@ const RULES: ReadonlyArray<(input: RuleInput) => string | undefined> = [
     v.leaseDuration > v.renewDeadline && v.renewDeadline > 1.2 * v.retryPeriod
       ? undefined
       : "--lease-duration, --renew-deadline, --retry-period: need lease > renew deadline > 1.2 × retry period",
-  // A sharded replica writes only while a write started now ends before its Lease could be taken.
-  ({ values: v, requestTimeoutMs }) =>
-    !v.sharded || (v.leaderElect && v.leaseDuration > requestTimeoutMs + 2 * v.retryPeriod)
+  // The leader runs the sharder: without an election nobody assigns the resources.
+  ({ values: v }) =>
+    !v.sharded || v.leaderElect
       ? undefined
-      : `${nameOf("sharded")}: needs leader election on and --lease-duration above the service request timeout (--timeout-ms ${requestTimeoutMs}) plus twice --retry-period: a replica writes only while a write started then ends before its Lease could expire`,
+      : `${nameOf("sharded")}: needs leader election (drop --no-leader-elect): the elected leader assigns the resources to the replicas`,
   // A create grace shorter than the poll (or than the service's listing lag) lets the controller
   // create the same deployment twice before the first one is listed.
   ({ values: v, pollText }) =>

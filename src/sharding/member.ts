@@ -19,8 +19,7 @@ export interface ShardMemberOptions {
   name: string;
   /** The Lease's duration: nobody else holds it before a renewal's start plus this. */
   leaseDurationMs: number;
-  /** The longest one service request may take: a write starts only if it ends within the lease. */
-  requestTimeoutMs: number;
+
   /** The resource `key` in this replica's cache (which holds only what is labelled for it). */
   owned(key: string): OwnedResource | undefined;
   /**
@@ -38,10 +37,20 @@ export interface ShardMemberOptions {
 const ACK_RETRY_MS = 1_000;
 
 /**
+ * Kept between the end of any write and the earliest moment the Lease could be declared expired
+ * by another process: the clocks' rates may differ a little, and the sharder acts on what it saw.
+ */
+export const FENCE_MARGIN_MS = 1_000;
+
+/** The least time a write is given; less than this left on the Lease, writes wait for a renewal. */
+export const MIN_WRITE_MS = 1_000;
+
+/**
  * A replica of the ring. Contract:
- * - {@link mayWrite} is true only while the Lease is held and a request started now would end
- *   (its timeout) before the Lease could be taken by anyone: `now + requestTimeout <
- *   renewalStart + leaseDuration`.
+ * - {@link writeWithinMs} is how long a write started now may take so that it ends before
+ *   anyone could declare the Lease expired: `renewalSent + leaseDuration - margin - now` while
+ *   the Lease is held, 0 otherwise; {@link mayWrite} says whether that is at least
+ *   {@link MIN_WRITE_MS}.
  * - {@link guard} wraps the reconciler: a key not in the cache, carrying the drain label, or met
  *   before the Lease is held or after {@link stop} is not reconciled (the wrapped reconciler is
  *   not called); keys in reconcile are counted, and a drained key is acknowledged once its last
@@ -78,12 +87,16 @@ export class ShardMember {
     this.#holding = false;
   }
 
-  /** True while a service write started now ends before anyone else could hold the Lease. */
+  /** How long a service write started now may take (0: none may start). */
+  writeWithinMs(): number {
+    if (!this.#holding) return 0;
+    const left = this.#renewalStart + this.#opts.leaseDurationMs - FENCE_MARGIN_MS - this.#clock.now();
+    return Math.max(0, left);
+  }
+
+  /** True while a write may start (with at least {@link MIN_WRITE_MS} to end in). */
   mayWrite(): boolean {
-    return (
-      this.#holding &&
-      this.#clock.now() + this.#opts.requestTimeoutMs < this.#renewalStart + this.#opts.leaseDurationMs
-    );
+    return this.writeWithinMs() >= MIN_WRITE_MS;
   }
 
   /** True once the Lease has been held (the replica is in the ring). */

@@ -53,7 +53,7 @@ export interface Sharding {
 
 /** Options of {@link sharding}. */
 export interface ShardingParts {
-  config: Pick<OperatorConfig, "leaderElection" | "service" | "namespaces" | "labelSelector">;
+  config: Pick<OperatorConfig, "leaderElection" | "namespaces" | "labelSelector">;
   client: KubeClient;
   /** The namespace of the Leases (the leader election's). */
   namespace: string;
@@ -89,7 +89,6 @@ export function sharding(p: ShardingParts): Sharding {
   const member = new ShardMember({
     name: podName,
     leaseDurationMs: le.leaseDurationMs,
-    requestTimeoutMs: config.service.timeoutMs,
     owned: (key) => {
       const obj = deployments?.get(parseObjectKey(key));
       if (!obj || obj.metadata.labels?.[OWNER_LABEL] !== podName) return undefined;
@@ -265,8 +264,11 @@ export function sharding(p: ShardingParts): Sharding {
       qpsShare: () => 1 / liveCount(),
       writeGate: () =>
         member.mayWrite()
-          ? undefined
-          : "this replica's shard Lease is not current (--sharded): the write was held back so that no two replicas write one deployment",
+          ? { withinMs: member.writeWithinMs() }
+          : {
+              refuse:
+                "this replica's shard Lease is not current (--sharded): the write was held back so that no two replicas write one deployment",
+            },
     },
     runnables: [
       holder,

@@ -4,8 +4,9 @@
  * with `--sharded` (each its own `POD_NAME`, one Lease each, the leader also the sharder).
  * Measured:
  *
- * 1. Adoption: the N resources applied and the simulator seeded with their deployments before any
- *    operator runs; start → every resource Ready and labelled for the replica the ring names.
+ * 1. Start: the N resources applied before any operator runs, the simulator empty (answering
+ *    Ready at once); start → every resource created, Ready and labelled for the replica the ring
+ *    names (the creates paced by the connection's `--qps`, split between the replicas).
  * 2. Steady: after a quiet moment, each replica's RSS; then over one resync period (every
  *    replica makes its pass within it) the simulator's calls summed over the replicas and the API
  *    server's requests for `deployments.dms.dev` per resource, WATCH excluded.

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
 import { isServiceError } from "../../src/api/errors.ts";
+import type { WriteGrant } from "../../src/api/transport.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { VERSION } from "../../src/version.ts";
 
@@ -32,10 +33,10 @@ describe("the client's identity and write fence", () => {
     ]);
   });
 
-  it("holds a write back unsent while the gate gives a reason, and lets reads through", async () => {
+  it("holds a write back unsent while the gate refuses, lets reads through, and cuts a write's timeout to the time granted", async () => {
     sim.resetCounters();
-    let reason: string | undefined = "this replica's shard Lease is not current";
-    const client = new ServiceClient({ baseUrl: sim.url, retries: 0, writeGate: () => reason });
+    let grant: WriteGrant = { refuse: "this replica's shard Lease is not current" };
+    const client = new ServiceClient({ baseUrl: sim.url, retries: 0, writeGate: () => grant });
     const created = client.createDeployment({ name: "fenced", source: "external_docker" });
     await expect(created).rejects.toSatisfy(
       (e) =>
@@ -43,8 +44,18 @@ describe("the client's identity and write fence", () => {
     );
     await client.listProviders();
     expect(sim.requests().map((r) => r.route)).toEqual(["GET /v2/auth/providers"]);
-    reason = undefined;
+    grant = { withinMs: 5_000 };
     await client.createDeployment({ name: "fenced", source: "external_docker" });
     expect(sim.requests().map((r) => r.route)).toEqual(["GET /v2/auth/providers", "POST /v2/deployments"]);
+    // A service slower than the time granted: the write times out at the grant, not the timeout.
+    sim.faults.set({ latency: [{ route: "POST /v2/deployments", ms: 5_000 }] });
+    grant = { withinMs: 300 };
+    const started = performance.now();
+    await expect(client.createDeployment({ name: "slow", source: "external_docker" })).rejects.toSatisfy(
+      (e) => isServiceError(e, "timeout"),
+    );
+    // Well under the client's 10 s timeout (a generous bound on a loaded machine).
+    expect(performance.now() - started).toBeLessThan(4_000);
+    sim.faults.set({});
   });
 });

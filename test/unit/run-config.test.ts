@@ -47,14 +47,10 @@ describe("runConfigFrom --sharded", () => {
     });
   });
 
-  it("needs leader election, and a lease longer than a request plus two renewals", () => {
-    const fence =
-      "--sharded / DMS_SHARDED: needs leader election on and --lease-duration above the service request timeout (--timeout-ms 10000) plus twice --retry-period: a replica writes only while a write started then ends before its Lease could expire";
-    expect(problemsOf(runConfigFrom({ ...base, sharded: true, leaderElect: false }, {}))).toEqual([fence]);
-    expect(problemsOf(runConfigFrom({ ...base, sharded: true, leaseDuration: "12s" }, {}))).toEqual([fence]);
-    expect(
-      problemsOf(runConfigFrom({ ...base, sharded: true, timeoutMs: "3000", leaseDuration: "12s" }, {})),
-    ).toEqual([]);
+  it("needs leader election: the leader assigns the resources", () => {
+    expect(problemsOf(runConfigFrom({ ...base, sharded: true, leaderElect: false }, {}))).toEqual([
+      "--sharded / DMS_SHARDED: needs leader election (drop --no-leader-elect): the elected leader assigns the resources to the replicas",
+    ]);
   });
 });
 

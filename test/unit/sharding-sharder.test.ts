@@ -248,7 +248,6 @@ describe("a replica", () => {
     new ShardMember({
       name: "a",
       leaseDurationMs: 15_000,
-      requestTimeoutMs: 10_000,
       owned: (key) => owned.get(key),
       acknowledge: async (key) => {
         acks.push(key);
@@ -259,20 +258,24 @@ describe("a replica", () => {
       logger,
     });
 
-  it("writes only while a request started now ends before its Lease could be taken", () => {
+  it("gives a write only the time left before anyone could declare its Lease expired", () => {
     const clock = new ManualClock({ start: 100_000 });
     const m = member(clock, new Map(), []);
-    expect(m.mayWrite()).toBe(false);
+    expect([m.mayWrite(), m.writeWithinMs()]).toEqual([false, 0]);
     m.renewed(clock.now());
-    expect(m.mayWrite()).toBe(true);
-    clock.advance(4_999);
-    expect(m.mayWrite()).toBe(true);
+    // 15 s Lease, 1 s kept as a margin.
+    expect([m.mayWrite(), m.writeWithinMs()]).toEqual([true, 14_000]);
+    clock.advance(13_000);
+    expect([m.mayWrite(), m.writeWithinMs()]).toEqual([true, 1_000]);
     clock.advance(1);
-    expect(m.mayWrite()).toBe(false);
+    expect([m.mayWrite(), m.writeWithinMs()]).toEqual([false, 999]);
+    // A renewal counts from when its write was sent, never from an older one.
     m.renewed(clock.now() - 500);
-    expect(m.mayWrite()).toBe(true);
+    expect(m.writeWithinMs()).toBe(13_500);
+    m.renewed(clock.now() - 5_000);
+    expect(m.writeWithinMs()).toBe(13_500);
     m.released();
-    expect(m.mayWrite()).toBe(false);
+    expect([m.mayWrite(), m.writeWithinMs()]).toEqual([false, 0]);
   });
 
   it("reconciles only its own undrained resources, and acknowledges a drain once the reconcile in flight ended", async () => {
