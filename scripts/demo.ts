@@ -13,7 +13,7 @@ import { mkdtempSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { parseDuration } from "../src/config.ts";
+import { parseDuration } from "../src/duration.ts";
 import { loadSeed } from "../src/simulator/seed.ts";
 import { type RunningSimulator, startSimulator } from "../src/simulator/server.ts";
 import { ControlPlane } from "../test/controlplane/harness.ts";

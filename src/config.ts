@@ -9,6 +9,7 @@ import { DEFAULT_MAX_RESPONSE_BYTES } from "./api/errors.ts";
 import { parseCaBundle } from "./api/tls.ts";
 import type { TransportSettings } from "./api/transport.ts";
 import { baseUrlProblems, headerNameProblem } from "./crd/connection-rules.ts";
+import { parseDuration } from "./duration.ts";
 
 /** Environment variables as `process.env` holds them. */
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -316,22 +317,6 @@ export function parseBool(value: string | undefined): boolean | undefined | null
   if (["true", "1", "yes"].includes(v)) return true;
   if (["false", "0", "no"].includes(v)) return false;
   return null;
-}
-
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
-
-/**
- * Parses a Go-style duration (`90s`, `5m`, `1h30m`, `500ms`), as flags, variables and annotations
- * give them. Undefined when malformed or zero.
- */
-export function parseDuration(text: string): number | undefined {
-  const trimmed = text.trim();
-  if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(trimmed)) return undefined;
-  let total = 0;
-  for (const [, amount, , unit] of trimmed.matchAll(/(\d+(\.\d+)?)(ms|s|m|h)/g)) {
-    total += Number(amount) * (UNIT_MS[unit ?? "s"] ?? 0);
-  }
-  return total > 0 ? Math.round(total) : undefined;
 }
 
 /** Whether `value` is a Kubernetes namespace name (a DNS-1123 label: at most 63 of a-z, 0-9, '-'). */

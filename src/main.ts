@@ -11,6 +11,7 @@ import { KubeClient } from "./kube/client.ts";
 import { loadKubeConfig } from "./kube/config.ts";
 import { KubeEventRecorder } from "./kube/events.ts";
 import { eventsPort, resourcePort, secretsPort } from "./kube/reconcile-adapters.ts";
+import { refusalAware } from "./reconcile/claims.ts";
 import { startPass } from "./reconcile/freshness.ts";
 import { DeploymentReconciler } from "./reconcile/reconciler.ts";
 import { RolloutPoller } from "./reconcile/remote.ts";
@@ -22,7 +23,6 @@ import { RuntimeMetrics } from "./runtime/metrics.ts";
 import { ResyncedController } from "./runtime/resync.ts";
 import { VERSION } from "./version.ts";
 import { cachesReadiness, cachesSynced, informers, watchCaches } from "./wiring/caches.ts";
-import { refusalAwareResources } from "./wiring/claimants.ts";
 import { connectionCheck } from "./wiring/connection-check.ts";
 import { CLAIM_INDEX } from "./wiring/indexes.ts";
 import { leaderElector } from "./wiring/leader-election.ts";
@@ -82,7 +82,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   );
   registerCacheMetrics(metrics, deployments, caches.connections, connections);
   const reconciler = new DeploymentReconciler({
-    resources: refusalAwareResources(resourcePort(deployments, CLAIM_INDEX), connections),
+    resources: refusalAware(resourcePort(deployments, CLAIM_INDEX), (o) => connections.refuses(o)),
     sessions: connections,
     secrets: secretsPort(secrets),
     events: eventsPort(recorder),

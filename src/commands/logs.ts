@@ -27,7 +27,7 @@ import { RevisionsRouteMissingError } from "../api/errors.ts";
 import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
 import { entryTimeMs, LOG_TYPES, type LogEntry, type LogType } from "../api/revision-logs.ts";
 import { type Deployment, DONE_REVISION_STATUSES, FAILED_REVISION_STATUSES } from "../api/wire.ts";
-import { parseDuration } from "../config.ts";
+import { parseDuration } from "../duration.ts";
 import { connectionOf } from "../identity/connection.ts";
 import { ConnectionClients } from "./connections.ts";
 import {

@@ -11,6 +11,7 @@ import type { Command } from "commander";
 import { stringify } from "yaml";
 import { flagOf, readSettings, settingHelp } from "../config.ts";
 import { ConnectionReadError } from "../connection/read.ts";
+import { deploymentsPort } from "../connection/service-port.ts";
 import { readManifestFiles, STDIN_NAME, STDIN_PATH } from "../gitops/files.ts";
 import type { ClusterReader, LiveResource, ServiceChoice, ServiceFor } from "../gitops/live.ts";
 import { reviewAll } from "../gitops/live.ts";
@@ -36,7 +37,6 @@ import { listItems } from "../kube/object.ts";
 import { secretsPort } from "../kube/reconcile-adapters.ts";
 import { collectionPath } from "../kube/reflector.ts";
 import { systemClock } from "../runtime/clock.ts";
-import { deploymentsPort } from "../wiring/service-adapter.ts";
 import { type CommandCluster, ConnectionClients, commandCluster } from "./connections.ts";
 import {
   addServiceOptions,

@@ -14,15 +14,14 @@ import type { Logger } from "pino";
 import { type Failure, KSTATUS } from "../conditions/kstatus.ts";
 import type { ServiceConfig } from "../config.ts";
 import {
-  CLUSTER_SERVICE_CONNECTION_KIND,
   CONNECTION_FINALIZER,
   type ConnectionStatus,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
-import { type ConnectionId, connectionKey, parseConnectionKey } from "../identity/connection.ts";
+import { type ConnectionId, connectionKey, idOf, parseConnectionKey } from "../identity/connection.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
+import { statusEqual } from "../reconcile/diff.ts";
 import type { SecretsPort } from "../reconcile/ports.ts";
-import { statusEqual } from "../reconcile/status.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { readCredentials } from "./credentials.ts";
@@ -296,14 +295,4 @@ export class ConnectionReconciler {
     if (id?.kind === SERVICE_CONNECTION_KIND)
       for (const waiting of this.#registry.waitingForRoom(id.namespace)) this.#o.enqueue(waiting);
   }
-}
-
-/** The {@link ConnectionId} of a connection object (a cluster one has no namespace). */
-export function idOf(obj: ConnectionObject): ConnectionId {
-  const namespace = obj.metadata.namespace ?? "";
-  return {
-    kind: namespace ? SERVICE_CONNECTION_KIND : CLUSTER_SERVICE_CONNECTION_KIND,
-    namespace,
-    name: obj.metadata.name,
-  };
 }

@@ -5,7 +5,12 @@
  * reconciler, the Kubernetes adapters and the connection controller all speak of connections
  * without importing each other (the connection's service settings are `connection/settings.ts`).
  */
-import { CONNECTION_KINDS, type ConnectionKind, SERVICE_CONNECTION_KIND } from "../crd/connection-schema.ts";
+import {
+  CLUSTER_SERVICE_CONNECTION_KIND,
+  CONNECTION_KINDS,
+  type ConnectionKind,
+  SERVICE_CONNECTION_KIND,
+} from "../crd/connection-schema.ts";
 import { type ObjectRef, objectKey, parseObjectKey } from "../runtime/keys.ts";
 
 /** `spec.connectionRef` of a Deployment resource. */
@@ -47,6 +52,16 @@ export function parseConnectionKey(key: string): ConnectionId | undefined {
   const kind = key.slice(0, slash) as ConnectionKind;
   if (slash < 0 || !CONNECTION_KINDS.includes(kind)) throw new Error(`not a connection key: ${key}`);
   return { kind, ...parseObjectKey(key.slice(slash + 1)) };
+}
+
+/** The {@link ConnectionId} of a connection object (a cluster one has no namespace). */
+export function idOf(obj: { metadata: { name: string; namespace?: string | undefined } }): ConnectionId {
+  const namespace = obj.metadata.namespace ?? "";
+  return {
+    kind: namespace ? SERVICE_CONNECTION_KIND : CLUSTER_SERVICE_CONNECTION_KIND,
+    namespace,
+    name: obj.metadata.name,
+  };
 }
 
 /** How `status.connection` and messages name a connection: `Kind/name`, or `default`. */

@@ -2,13 +2,13 @@
  * The annotations users set on a resource to steer the controller, read defensively: a value the
  * controller cannot use is ignored (and reported by the caller), never a crash.
  */
-import { parseDuration } from "../config.ts";
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RECONCILE_INTERVAL,
   ANNOTATION_RECONCILE_REQUESTED_AT,
   ANNOTATION_ROLLOUT_NOW,
 } from "../crd/schema.ts";
+import { parseDuration } from "../duration.ts";
 
 type Annotated = { metadata: { annotations?: Record<string, string> } };
 

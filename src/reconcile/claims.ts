@@ -3,6 +3,10 @@
  * connection (in one namespace or in two); the older one keeps it and the other stalls, so the
  * service never gets two writers for one deployment. The same name on two connections (two
  * tenants) is no conflict. `plan` applies the same rule to the cluster's resources.
+ *
+ * A resource refused its connection (a namespace selector, see `connection/access.ts`) claims no
+ * name on it and makes no call through it: a hostile namespace cannot hold another team's name
+ * on a shared tenant by creating its resource first.
  */
 
 import { effectiveName } from "../crd/mapping.ts";
@@ -10,6 +14,7 @@ import type { DeploymentSpec } from "../crd/schema.ts";
 import { connectionKey, connectionOf, DEFAULT_CONNECTION } from "../identity/connection.ts";
 import { scopedKey } from "../memory/scoped-key.ts";
 import { objectKey } from "../runtime/keys.ts";
+import type { ResourcePort, StoredResource } from "./ports.ts";
 
 /**
  * What the rule reads of a resource. A {@link StoredResource} is one; so is a resource `plan`
@@ -79,4 +84,33 @@ export function olderClaimant<T extends Claimant>(obj: Claimant, all: readonly T
     if (olderThan(other, obj) && (!holder || olderThan(other, holder))) holder = other;
   }
   return holder;
+}
+
+/** Whether a resource's namespace may not use its connection now (the namespace access check). */
+export type Refuses = (o: StoredResource) => boolean;
+
+/**
+ * Whether `o` holds its claim: not when it is refused its connection, unless it owns a
+ * deployment there (its status records one: only the operator writes status), so that a
+ * relabelled namespace does not hand its name to a rival.
+ */
+export function holdsClaim(o: StoredResource, refuses: Refuses): boolean {
+  return Boolean(o.status?.deploymentId) || !refuses(o);
+}
+
+/** `resources` whose claimants are only those that {@link holdsClaim}. */
+export function refusalAware<R extends Pick<ResourcePort, "claimants">>(resources: R, refuses: Refuses): R {
+  return {
+    ...resources,
+    claimants: (claim) => resources.claimants(claim).filter((o) => holdsClaim(o, refuses)),
+  };
+}
+
+/**
+ * The deployment `o` owns that the operator may call about (poll, read): the one its status
+ * records, unless `o` is refused its connection, through which it then makes no call at all.
+ */
+export function reachableDeployment(o: StoredResource, refuses: Refuses): string | undefined {
+  const id = o.status?.deploymentId;
+  return id && !refuses(o) ? id : undefined;
 }

@@ -17,6 +17,14 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
 }
 
 /**
+ * True when writing the status `b` over `a` would change nothing (a controller then skips the
+ * write), for every kind the operator writes the status of.
+ */
+export function statusEqual<T extends object>(a: T | undefined, b: T | undefined): boolean {
+  return jsonEqual(a ?? {}, b ?? {});
+}
+
+/**
  * {@link jsonEqual} for values read from the service: an object key whose value is `null` counts
  * as missing too, at any depth, because the service answers `null` for nested fields that are
  * not set (`sidecars[0].env: null` is the same as no `env`). Such a null never causes a PATCH.

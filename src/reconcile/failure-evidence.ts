@@ -10,7 +10,7 @@
  * and {@link MAX_LOG_READS} reads in all, as the record's `failedReads` counts.
  *
  * Pure: decisions and formatting. The reading is `RevisionLogReader`'s (revision-log-reader.ts),
- * the sequencing the reconciler's.
+ * the sequencing and the one Warning `evidence.ts`'s.
  */
 
 import { stripToLine } from "../api/printable.ts";
@@ -25,12 +25,12 @@ import {
 } from "../api/redact.ts";
 import { entryTimeMs, type LogEntry, type LogType } from "../api/revision-logs.ts";
 import { formatTime } from "../conditions/kstatus.ts";
-import { parseDuration } from "../config.ts";
 import {
   DEFAULT_ROLLOUT_TIMEOUT,
   type DeploymentResourceStatus,
   type DeploymentSpec,
 } from "../crd/schema.ts";
+import { isZeroDuration, parseDuration } from "../duration.ts";
 import type { Deployment } from "./service-types.ts";
 import { isDoneRevision, isFailedRevision, type REASON } from "./status.ts";
 
@@ -107,16 +107,6 @@ export function rolloutTimeoutMs(spec: Pick<DeploymentSpec, "rolloutTimeout">): 
 }
 
 /**
- * Whether `text` is `0` or a Go duration whose every amount is zero. `parseDuration` cannot say:
- * it answers undefined for zero and for nonsense alike, and only the first disables the timeout.
- */
-function isZeroDuration(text: string): boolean {
-  if (/^0+$/.test(text)) return true;
-  if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(text)) return false;
-  return [...text.matchAll(/\d+(\.\d+)?/g)].every(([amount]) => Number(amount) === 0);
-}
-
-/**
  * `status.rolloutStartedAt` after observing `observed` at `now`: kept while the same latest
  * revision is still not active, set to `now` when a new one is first seen, cleared once the
  * latest revision is the active one (or there is none).
@@ -150,6 +140,23 @@ export function rolloutTimedOut(
   if (startedAt === undefined || timeoutMs === undefined) return false;
   const started = Date.parse(startedAt);
   return !Number.isNaN(started) && now.getTime() - started >= timeoutMs;
+}
+
+/**
+ * The first sentence of the Warning a revision's evidence gives (`RevisionFailed` or
+ * `RolloutTimeout`): which revision of which deployment, and what became of it. The one text of
+ * both, whether the revision's log was read with it or not.
+ */
+export function evidenceHeadline(
+  reason: EvidenceReason,
+  revisionId: string,
+  deploymentId: string,
+  revisionStatus: string | undefined,
+  timedOutAfter?: string,
+): string {
+  return reason === "RevisionFailed"
+    ? `revision ${revisionId} of the service's deployment ${deploymentId} ${revisionStatus}: it will not go live`
+    : `revision ${revisionId} of the service's deployment ${deploymentId} has not gone live within spec.rolloutTimeout ${timedOutAfter}${revisionStatus ? ` (${revisionStatus})` : ""}`;
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * The narrow ports the reconciler talks to. Adapters at the edge implement them: the service
- * client through `src/wiring/service-adapter.ts` and the Kubernetes adapters through
+ * client through `src/connection/service-port.ts` and the Kubernetes adapters through
  * `src/kube/reconcile-adapters.ts`, wired in `src/main.ts` and `src/wiring/`.
  * Nothing here imports an HTTP or Kubernetes client, so the reconciler is tested against the
  * real adapters or small in-memory ones alike.
@@ -90,7 +90,7 @@ export interface RevisionLogReads {
 
 /**
  * The service as one connection reaches it: every capability above. The adapter
- * (`src/wiring/service-adapter.ts`) implements it and the composition root hands it to a
+ * (`src/connection/service-port.ts`) implements it and the composition root hands it to a
  * connection's session, which gives each consumer only the capabilities it uses.
  */
 export interface DeploymentsPort

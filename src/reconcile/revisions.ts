@@ -10,6 +10,7 @@
 import type { Logger } from "pino";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
+import { evidenceHeadline } from "./failure-evidence.ts";
 import type { EventNote, RevisionReads } from "./ports.ts";
 import type { Deployment } from "./service-types.ts";
 import { isDoneRevision, isFailedRevision, REASON, type RevisionObservation } from "./status.ts";
@@ -102,7 +103,7 @@ export class RevisionTracker {
         type: "Warning",
         reason: REASON.RevisionFailed,
         action: "Rollout",
-        note: `revision ${latest} of the service's deployment ${deployment.id} ${status}: it will not go live`,
+        note: evidenceHeadline(REASON.RevisionFailed, latest, deployment.id, status),
       },
     };
   }

@@ -12,6 +12,7 @@
 import { formatTime } from "../conditions/kstatus.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
 import { ANNOTATION_ROLLOUT_NOW } from "../crd/schema.ts";
+import { describeDuration } from "../duration.ts";
 import type { ChangeGroup, FieldChange, PatchPlan } from "./plan.ts";
 import {
   BoundedMemo,
@@ -167,6 +168,29 @@ export function gateRollout(input: GateInput): RolloutGate {
   return { kind: "held", message: `${what}; ${when}; or ${release}`, when, wakeAt: opening.at, until, local };
 }
 
+/**
+ * What of a PATCH goes out now, and what waits for a rollout window:
+ * - `send`: the PATCH to send now: all of `plan` when nothing in it makes a revision or the gate
+ *   is open; else only what makes no revision (absent when that is nothing);
+ * - `held`: present when the revision part waits: `message` says when and how to release it,
+ *   `wakeAt` is when to look again. The secrets held (if any) are not applied yet.
+ * `viaRolloutNow`: the gate opened for `dms.dev/rollout-now` (see {@link gateRollout}).
+ */
+export interface GatedPatch {
+  send?: PatchPlan;
+  held?: { message: string; wakeAt: number };
+  viaRolloutNow?: boolean;
+}
+
+/** Splits `plan` by the rollout gate (see {@link GatedPatch}); throws as {@link gateRollout} does. */
+export function gatePatch(plan: PatchPlan, input: Omit<GateInput, "held">): GatedPatch {
+  const { now, held } = splitPatch(plan);
+  if (!held) return { send: plan };
+  const gate = gateRollout({ ...input, held: held.changes });
+  if (gate.kind === "open") return { send: plan, viaRolloutNow: gate.viaRolloutNow };
+  return { ...(now ? { send: now } : {}), held: { message: gate.message, wakeAt: gate.wakeAt } };
+}
+
 function noOpening(opening: Opening & { kind: "none" }): string {
   return opening.exhausted
     ? `no opening was found within ${MAX_OPENING_STEPS} steps of the schedules (they change too often to look further)`
@@ -230,12 +254,4 @@ function describeWindow(opening: KeptOpening & { kind: "at" }): string {
   const w = opening.window;
   const verb = w.kind === "allow" ? "opens" : "ends";
   return `${w.kind} window [${w.index}] (${w.schedule} for ${describeDuration(w.durationMs)}, ${w.timeZone}) ${verb}`;
-}
-
-function describeDuration(ms: number): string {
-  const h = Math.floor(ms / 3_600_000);
-  const m = Math.floor((ms % 3_600_000) / 60_000);
-  const rest = ms % 60_000;
-  const parts = [h ? `${h}h` : "", m ? `${m}m` : "", rest ? `${rest / 1000}s` : ""].filter(Boolean);
-  return parts.join("") || "0s";
 }

@@ -17,9 +17,9 @@
  * gap and fires on both occurrences of a repeated time.
  */
 import { Cron, CronDate, CronPattern } from "croner";
-import { parseDuration } from "../config.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
 import { type RolloutWindowSpec, WINDOW_KINDS } from "../crd/rollout-windows-schema.ts";
+import { parseDuration } from "../duration.ts";
 
 export type { RolloutWindowSpec } from "../crd/rollout-windows-schema.ts";
 

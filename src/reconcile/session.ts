@@ -2,10 +2,16 @@
  * The service as one connection reaches it: its port, the snapshot of its deployments, its forge
  * repository listings and its revision tracking. One per connection (the default one included),
  * so that each tenant has its own listing, resync cost and cached answers.
+ *
+ * Its writes keep their own books: what a create or a PATCH answered is remembered in the
+ * snapshot, and a write answered 404 forgets the deployment, so the next reconcile sees what the
+ * service said without the caller recording it.
  */
 import type { Logger } from "pino";
+import { isServiceError } from "../api/errors.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { RepoListings } from "./inputs.ts";
+import { isTracingProjectConflict, NameReservedError } from "./name-reserved.ts";
 import type { DeploymentLookups, DeploymentsPort, DeploymentWrites, StoredResource } from "./ports.ts";
 import { type ListingFailure, RemoteSnapshot } from "./remote.ts";
 import { RevisionLogReader } from "./revision-log-reader.ts";
@@ -38,8 +44,9 @@ export interface ServiceSessionOptions {
 /** One connection's view of the service (see the module comment). */
 export class ServiceSession {
   /**
-   * What the reconciler asks the service itself: lookups of one deployment, and the writes. The
-   * batch reads, forge listings and revision reads go through the members below.
+   * What the reconciler asks the service itself: lookups of one deployment, and the writes, which
+   * update {@link snapshot} themselves (see {@link writingThrough}). The batch reads, forge
+   * listings and revision reads go through the members below.
    */
   readonly service: DeploymentLookups & DeploymentWrites;
   readonly snapshot: RemoteSnapshot;
@@ -49,12 +56,12 @@ export class ServiceSession {
   readonly logs: RevisionLogReader;
 
   constructor(service: DeploymentsPort, options: ServiceSessionOptions) {
-    this.service = service;
     this.snapshot = new RemoteSnapshot(service, options.clock, {
       maxAgeMs: options.listingMaxAgeMs,
       ...(options.listingDeadlineMs === undefined ? {} : { listingDeadlineMs: options.listingDeadlineMs }),
       ...(options.wanted ? { wanted: options.wanted } : {}),
     });
+    this.service = writingThrough(service, this.snapshot);
     this.repos = new RepoListings(service, options.clock, options.repoListingTtlMs ?? 300_000);
     this.revisions = new RevisionTracker(service, options.logger, options.revisionTracking ?? true);
     this.logs = new RevisionLogReader(service, options.logger);
@@ -67,6 +74,49 @@ export class ServiceSession {
   listingFailure(): ListingFailure | undefined {
     return this.snapshot.listingFailure();
   }
+}
+
+/**
+ * `port` whose writes update `snapshot`:
+ * - a create or a PATCH remembers what it answered (a create's deployment stays unlisted until a
+ *   read shows it); a PATCH or a delete answered 404 forgets the deployment;
+ * - a create refused because the name is taken (409: someone created the deployment after the
+ *   listing the reconcile read) looks the name up, so that the retry adopts what it finds, then
+ *   fails with the service's answer; or, when no deployment holds the name and the answer speaks
+ *   of a tracing project, with {@link NameReservedError}.
+ */
+export function writingThrough(
+  port: DeploymentLookups & DeploymentWrites,
+  snapshot: RemoteSnapshot,
+): DeploymentLookups & DeploymentWrites {
+  const forgetIfGone = (id: string, error: unknown): never => {
+    if (isServiceError(error, "not_found")) snapshot.forget(id);
+    throw error;
+  };
+  return {
+    getById: (id, signal) => port.getById(id, signal),
+    findByName: (name, signal) => port.findByName(name, signal),
+    create: async (body, signal) => {
+      const created = await port.create(body, signal).catch(async (error: unknown) => {
+        if (!isServiceError(error, "conflict")) throw error;
+        const { deployments, unreadable } = await port.findByName(body.name, signal);
+        for (const deployment of deployments) snapshot.observed(deployment);
+        // No deployment holds the name, and the service speaks of a tracing project: see name-reserved.ts.
+        if (deployments.length === 0 && unreadable.length === 0 && isTracingProjectConflict(error))
+          throw new NameReservedError(body.name, error);
+        throw error;
+      });
+      snapshot.remember(created);
+      return created;
+    },
+    patch: async (id, body, signal) => {
+      const updated = await port.patch(id, body, signal).catch((error: unknown) => forgetIfGone(id, error));
+      snapshot.remember(updated);
+      return updated;
+    },
+    delete: (id, signal, options) =>
+      port.delete(id, signal, options).catch((error: unknown) => forgetIfGone(id, error)),
+  };
 }
 
 /**

@@ -15,7 +15,6 @@ import {
   putConditions,
 } from "../conditions/kstatus.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
-import { jsonEqual } from "./diff.ts";
 import { liveRevision } from "./live-revision.ts";
 import type { PlanProblem } from "./plan.ts";
 import {
@@ -165,14 +164,6 @@ function excerptSentence(rollout: RolloutEvidence | undefined, revisionId: strin
   const log = rollout?.log;
   if (!log?.excerpt || log.revisionId !== revisionId || log.reason !== reason) return "";
   return ` Last ${log.type ?? "build"} log lines: ${log.excerpt}`;
-}
-
-/** True when writing `b` over `a` would change nothing (the controller then skips the write). */
-export function statusEqual(
-  a: DeploymentResourceStatus | undefined,
-  b: DeploymentResourceStatus | undefined,
-): boolean {
-  return jsonEqual(a ?? {}, b ?? {});
 }
 
 /** The sync outcome for plan problems (immutable fields stall; an un-clearable list only fails). */

@@ -5,8 +5,9 @@
  */
 import type { Logger } from "pino";
 import type { ServiceConfig } from "../config.ts";
-import { ConnectionReconciler, idOf } from "../connection/controller.ts";
+import { ConnectionReconciler } from "../connection/controller.ts";
 import type { ConnectionRegistry } from "../connection/registry.ts";
+import { idOf } from "../identity/connection.ts";
 import { ConflictError } from "../kube/errors.ts";
 import type { KubeEventRecorder } from "../kube/events.ts";
 import { regardingOf, secretsPort } from "../kube/reconcile-adapters.ts";

@@ -3,9 +3,8 @@
  * an object's key (its claim, its Secrets, its connection, its namespace, a rollout to poll) goes
  * through one of these, so no trigger, pass or count scans the cache.
  */
-import { idOf } from "../connection/controller.ts";
 import { secretsOf } from "../connection/settings.ts";
-import { DEFAULT_CONNECTION } from "../identity/connection.ts";
+import { DEFAULT_CONNECTION, idOf } from "../identity/connection.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
 import type { DeploymentObject } from "../kube/deployments.ts";
 import { objectKey } from "../kube/object.ts";

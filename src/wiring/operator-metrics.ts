@@ -3,15 +3,35 @@
  * warning when the cache outgrows the heap it was sized for.
  */
 import type { Logger } from "pino";
-import { idOf } from "../connection/controller.ts";
 import type { ConnectionSessions } from "../connection/registry.ts";
-import { connectionKey } from "../identity/connection.ts";
+import { connectionKey, idOf } from "../identity/connection.ts";
 import type { KubeConnections } from "../kube/connections.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
+import { REASON } from "../reconcile/status.ts";
 import { HeapBudgetCheck } from "../runtime/heap-budget.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import { registerRefusalMetrics } from "../runtime/refusal-metrics.ts";
 import { registerConnectionMetrics, registerResourceMetrics } from "../runtime/resource-metrics.ts";
+
+/**
+ * The reasons a Deployment resource is Stalled for (failures that need a change of the spec, a
+ * Secret or the service's state), counted apart by `dms_resources_stalled`; any other counts as
+ * `Other`.
+ */
+export const STALLED_REASONS: readonly string[] = [
+  REASON.RevisionFailed,
+  REASON.RolloutTimeout,
+  REASON.NameReserved,
+  REASON.NameConflict,
+  REASON.Immutable,
+  REASON.CannotClearSecrets,
+  REASON.SecretNotFound,
+  REASON.SecretsTooLarge,
+  REASON.InvalidSpec,
+  REASON.UnreadableDeployment,
+  REASON.ConnectionNotReady,
+  REASON.ConnectionNotAllowed,
+];
 
 /** Registers the resource, connection and refusal gauges on `metrics`' registry. */
 export function registerCacheMetrics(
@@ -20,7 +40,7 @@ export function registerCacheMetrics(
   kubeConnections: KubeConnections,
   connections: Pick<ConnectionSessions, "refusals">,
 ): void {
-  registerResourceMetrics(metrics.registry, () => deployments.list());
+  registerResourceMetrics(metrics.registry, () => deployments.list(), { stalledReasons: STALLED_REASONS });
   registerConnectionMetrics(metrics.registry, () =>
     kubeConnections.all.flatMap((r) => r.list()).map((c) => ({ key: connectionKey(idOf(c)), ...c })),
   );

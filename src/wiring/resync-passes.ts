@@ -6,9 +6,8 @@
  * restart, a new leader) is a pass like every resync: one listing per connection answers for its
  * resources. The connection pass checks (and re-probes) every connection.
  */
-import { idOf } from "../connection/controller.ts";
 import type { ConnectionSessions } from "../connection/registry.ts";
-import { connectionKey, DEFAULT_CONNECTION } from "../identity/connection.ts";
+import { connectionKey, DEFAULT_CONNECTION, idOf } from "../identity/connection.ts";
 import type { KubeConnections } from "../kube/connections.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
 import { objectKey, refOf } from "../kube/object.ts";

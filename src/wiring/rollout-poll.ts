@@ -4,7 +4,7 @@
  */
 import type { ConnectionSessions } from "../connection/registry.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
-import { connectionKeyOf } from "../reconcile/claims.ts";
+import { connectionKeyOf, reachableDeployment } from "../reconcile/claims.ts";
 import type { RemoteSnapshot } from "../reconcile/remote.ts";
 import { POLL_INDEX } from "./indexes.ts";
 
@@ -15,8 +15,8 @@ export interface RolloutPollTarget {
 }
 
 /**
- * The poll targets now, from the cache's poll index: a resource without a deployment id has
- * nothing to poll, and one refused its connection makes no call through it, polls included.
+ * The poll targets now, from the cache's poll index: the deployments their resources may reach
+ * (see {@link reachableDeployment}).
  */
 export function rolloutPollTargets(
   deployments: Pick<KubeDeployments, "byIndex">,
@@ -25,8 +25,8 @@ export function rolloutPollTargets(
   return () => {
     const ids = new Map<string, string[]>();
     for (const o of deployments.byIndex(POLL_INDEX, POLL_INDEX)) {
-      const id = o.status?.deploymentId;
-      if (!id || connections.refuses(o)) continue;
+      const id = reachableDeployment(o, (r) => connections.refuses(r));
+      if (!id) continue;
       const key = connectionKeyOf(o);
       const list = ids.get(key);
       if (list) list.push(id);

@@ -14,6 +14,7 @@ import {
   type ConnectionService,
   DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE,
 } from "../connection/registry.ts";
+import { deploymentsPort } from "../connection/service-port.ts";
 import { DEFAULT_CONNECTION } from "../identity/connection.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
 import { CLAIM_INDEX, claimOn } from "../reconcile/claims.ts";
@@ -22,7 +23,6 @@ import type { Clock } from "../runtime/clock.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import type { Caches } from "./caches.ts";
 import { defaultListingDeadlineMs, type OperatorConfig } from "./operator-config.ts";
-import { deploymentsPort } from "./service-adapter.ts";
 
 /**
  * What every client of this process sends and obeys: its `User-Agent`, and for a sharded replica

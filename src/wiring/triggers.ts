@@ -9,9 +9,8 @@
  * controllers of `reconcile/` and `connection/` (claims, connection keys), and `connection/`
  * itself reads `kube/`; only the composition (`main.ts`) above them all may see every side.
  */
-import { idOf } from "../connection/controller.ts";
 import { FINALIZER } from "../crd/schema.ts";
-import { connectionKey, DEFAULT_CONNECTION } from "../identity/connection.ts";
+import { connectionKey, DEFAULT_CONNECTION, idOf } from "../identity/connection.ts";
 import type { ConnectionObject, KubeConnections } from "../kube/connections.ts";
 import type { DeploymentObject, KubeDeployments } from "../kube/deployments.ts";
 import type { KubeNamespaces } from "../kube/namespaces.ts";

@@ -14,7 +14,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseAllDocuments } from "yaml";
 import { OperatorProcess, operatorEnv } from "../../scripts/demo/operator-process.ts";
 import { runConfigFrom } from "../../src/commands/run-config.ts";
-import { parseDuration } from "../../src/config.ts";
+import { parseDuration } from "../../src/duration.ts";
 import { KubeClient } from "../../src/kube/client.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
 import { DEPLOYMENTS, type DeploymentObject, decodeDeployment } from "../../src/kube/deployments.ts";

@@ -29,7 +29,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { parseDuration } from "../../src/config.ts";
+import { parseDuration } from "../../src/duration.ts";
 import { type KubeClient, PatchType } from "../../src/kube/client.ts";
 import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
 import { collectionPath } from "../../src/kube/reflector.ts";

@@ -5,11 +5,11 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { ServiceClient, UNREADABLE_WARNINGS } from "../../src/api/client.ts";
+import { deploymentsPort } from "../../src/connection/service-port.ts";
 import { RemoteSnapshot } from "../../src/reconcile/remote.ts";
 import { systemClock } from "../../src/runtime/clock.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
-import { deploymentsPort } from "../../src/wiring/service-adapter.ts";
 import { LogCapture } from "../support/logs.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 

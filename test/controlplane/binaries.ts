@@ -195,9 +195,15 @@ export interface GoTool extends GoBuild {
   minGo?: readonly [number, number];
   /**
    * A Go string variable that reports the tool's version (set with `-X` to the pinned version of
-   * {@link modulePath}), for tools that print a placeholder otherwise.
+   * {@link modulePath}, as {@link version} spells it), for tools that print a placeholder otherwise.
    */
   versionVar?: string;
+  /**
+   * The tool's own version for the pinned version of {@link modulePath}, when the two differ (the
+   * Go module of a project whose releases are not its module versions): what {@link versionVar}
+   * is set to and what names the cache directory. Default: the module's version.
+   */
+  version?: (moduleVersion: string) => string;
 }
 
 /** actionlint, which lints the GitHub Actions workflows in the test suite. */
@@ -248,7 +254,8 @@ export const HELM: GoTool = {
 /**
  * promtool, Prometheus's own checker of rule files, which checks and unit-tests the alert rules of
  * charts/dms-operator and manifests/components/alerts in test/unit/alerts.test.ts. The module
- * github.com/prometheus/prometheus v0.3XX.Y is Prometheus 3.XX.Y.
+ * github.com/prometheus/prometheus v0.3XX.Y is Prometheus 3.XX.Y, the version `promtool
+ * --version` prints (Prometheus's release builds stamp it the same way).
  */
 export const PROMTOOL: GoTool = {
   file: "promtool",
@@ -256,11 +263,21 @@ export const PROMTOOL: GoTool = {
   pkg: "github.com/prometheus/prometheus/cmd/promtool",
   modulePath: "github.com/prometheus/prometheus",
   minGo: [1, 26], // github.com/prometheus/prometheus's go.mod
+  versionVar: "github.com/prometheus/common/version.Version",
+  version: prometheusRelease,
 };
+
+/** The Prometheus release of a github.com/prometheus/prometheus module version: v0.316.2 is 3.16.2. */
+export function prometheusRelease(moduleVersion: string): string {
+  const match = /^v0\.(\d+)(\d\d)\.(\d+)$/.exec(moduleVersion);
+  if (!match)
+    throw new Error(`${moduleVersion} is not a github.com/prometheus/prometheus version (v0.MMmm.p)`);
+  return `${match[1]}.${Number(match[2])}.${match[3]}`;
+}
 
 /** The name of `tool`'s cache directory: `<file>-<version>` or `<file>-<digest of its module>`. */
 export function goToolCacheName(tool: GoTool): string {
-  if (tool.modulePath) return `${tool.file}-${requiredVersion(tool.module, tool.modulePath)}`;
+  if (tool.modulePath) return `${tool.file}-${toolVersion(tool, tool.modulePath)}`;
   const dir = join(MODULES_DIR, tool.module);
   const hash = createHash("sha256");
   for (const name of readdirSync(dir).sort()) {
@@ -311,7 +328,13 @@ export async function ensureGoTool(tool: GoTool, options: EnsureBinariesOptions 
 
 function goToolLdflags(tool: GoTool): string {
   if (!tool.versionVar || !tool.modulePath) return "-s -w";
-  return `-s -w -X ${tool.versionVar}=${requiredVersion(tool.module, tool.modulePath)}`;
+  return `-s -w -X ${tool.versionVar}=${toolVersion(tool, tool.modulePath)}`;
+}
+
+/** The version `tool` reports: its pinned `modulePath` version, as {@link GoTool.version} spells it. */
+function toolVersion(tool: GoTool, modulePath: string): string {
+  const pinned = requiredVersion(tool.module, modulePath);
+  return tool.version ? tool.version(pinned) : pinned;
 }
 
 function cached(cacheDir: string, key: BinaryKey): string | undefined {

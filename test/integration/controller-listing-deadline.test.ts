@@ -85,6 +85,8 @@ describe("controller: one tenant's listing cannot hold the others", () => {
       // listing, or a worker that waited for one of its lookups, would wait this long.
       service: { timeoutMs: 90_000 },
       concurrency: 4,
+      // "bad" and the twenty black holes share a namespace: past the default bound of 20.
+      maxConnectionsPerNamespace: 32,
       // At teardown the black hole still holds probes for their deadline: nothing to wait for.
       shutdownTimeoutMs: 500,
     });

@@ -77,13 +77,17 @@ describe("the dashboard's and the alerts' queries, against a scrape of a running
 
   it("finds in the scrape every series an alert reads (Prometheus's own `up` aside)", () => {
     const queries = alertQueries();
-    expect(queries.flatMap((q) => metricNames(q.expr))).toContain("dms_connection_ready");
+    const read = queries.flatMap((q) => metricNames(q.expr));
+    expect(read).toContain("dms_connection_ready");
+    // Exported before any resource is Stalled or held: zero, not absent.
+    expect(read).toContain("dms_resources_stalled");
+    expect(read).toContain("dms_rollouts_held_max_age_seconds");
     expect(unknownSeries(queries, scraped)).toEqual([]);
   });
 
   it("fails for a series the scrape lacks", () => {
-    expect(unknownSeries([{ where: "panel", expr: "sum(dms_resources_stalled)" }], scraped)).toEqual([
-      "panel: dms_resources_stalled",
+    expect(unknownSeries([{ where: "panel", expr: "sum(dms_resources_wedged)" }], scraped)).toEqual([
+      "panel: dms_resources_wedged",
     ]);
   });
 });

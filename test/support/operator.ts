@@ -72,6 +72,8 @@ export interface TestOperatorOptions {
   clusterConnections?: boolean;
   /** `--default-connection-namespace-selector`, in the flag's syntax. Default none. */
   defaultConnectionNamespaceSelector?: string;
+  /** `--max-connections-per-namespace`. Default: the operator's (20). */
+  maxConnectionsPerNamespace?: number;
 }
 
 /** A running operator and what a test inspects of it. */
@@ -115,6 +117,9 @@ export function testOperatorConfig(options: TestOperatorOptions): OperatorConfig
     concurrency: options.concurrency ?? 4,
     resyncMs: options.resyncMs ?? 60_000,
     ...(options.listingDeadlineMs === undefined ? {} : { listingDeadlineMs: options.listingDeadlineMs }),
+    ...(options.maxConnectionsPerNamespace === undefined
+      ? {}
+      : { maxConnectionsPerNamespace: options.maxConnectionsPerNamespace }),
     leaderElection: {
       enabled: le !== undefined,
       namespace: le?.namespace ?? options.namespaces[0] ?? "default",

@@ -75,6 +75,7 @@ describe("the operator's alerts", { timeout: 120_000 }, () => {
       "DmsConnectionNotReady",
       "DmsResourcesStalled",
       "DmsServiceRateLimited",
+      "DmsRolloutHeldTooLong",
     ]);
   });
 
@@ -84,22 +85,38 @@ describe("the operator's alerts", { timeout: 120_000 }, () => {
   ] as const)("pass `promtool check rules` and `promtool test rules`: %s", async ([, groups], { expect }) => {
     const dir = ruleDir(groups());
     const check = await promtool(promtoolBin, ["check", "rules", "prometheus-rules.yaml"], dir);
-    expect(check.out).toContain("SUCCESS: 6 rules found");
+    expect(check.out).toContain("SUCCESS: 7 rules found");
     expect(check.code, check.out).toBe(0);
     const test = await promtool(promtoolBin, ["test", "rules", "tests.yaml"], dir);
     expect(test.code, test.out).toBe(0);
     expect(test.out).toContain("SUCCESS");
   });
 
-  it("fail `promtool test rules` when an alert's threshold changes: the tests can fail", async () => {
-    const loosened = structuredClone(alertGroups());
-    const rule = loosened[0]?.rules.find((r) => r.alert === "DmsOperatorReconcileErrors");
-    if (!rule) throw new Error("no DmsOperatorReconcileErrors");
-    rule.expr = rule.expr.replace("> 0.1", "> 0.01"); // the healthy 5% would now fire
-    const dir = ruleDir(loosened);
-    const test = await promtool(promtoolBin, ["test", "rules", "tests.yaml"], dir);
-    expect(test.code).not.toBe(0);
-    expect(test.out).toContain("DmsOperatorReconcileErrors");
+  it.for([
+    // The healthy 5% would now fire.
+    ["DmsOperatorReconcileErrors", "> 0.1", "> 0.01"],
+    // The healthy day's wait would now fire.
+    ["DmsRolloutHeldTooLong", "> 15 * 86400", "> 3600"],
+    // Only the failed revisions: the stalled rollout before them no longer counts.
+    ["DmsResourcesStalled", "dms_resources_stalled{", 'dms_resources_stalled{reason="RevisionFailed", '],
+  ] as const)(
+    "fail `promtool test rules` when %s's expression changes (%s to %s): the tests can fail",
+    async ([alert, from, to]) => {
+      const loosened = structuredClone(alertGroups());
+      const rule = loosened[0]?.rules.find((r) => r.alert === alert);
+      if (!rule?.expr.includes(from)) throw new Error(`no ${alert} reading ${from}`);
+      rule.expr = rule.expr.replace(from, to);
+      const dir = ruleDir(loosened);
+      const test = await promtool(promtoolBin, ["test", "rules", "tests.yaml"], dir);
+      expect(test.code).not.toBe(0);
+      expect(test.out).toContain(alert);
+    },
+  );
+
+  it("are checked by a promtool that says which Prometheus release it is", async () => {
+    const version = await promtool(promtoolBin, ["--version"], tmpdir());
+    expect(version.code, version.out).toBe(0);
+    expect(version.out).toMatch(/^promtool, version 3\.\d+\.\d+ /);
   });
 
   it("carry a summary, a description, a severity and a runbook_url pointing to a section of docs/operating/alerts.md", () => {
@@ -138,7 +155,7 @@ describe("the operator's alerts", { timeout: 120_000 }, () => {
     const rules = specOf(rule).groups.flatMap((g) => g.rules);
     // Without leader election no replica reports a Lease.
     expect(rules.map((r) => r.alert)).not.toContain("DmsOperatorNoLeader");
-    expect(rules).toHaveLength(5);
+    expect(rules).toHaveLength(6);
     for (const r of rules) {
       expect(r.expr).toContain('job="shard-b-dms-operator-metrics"');
       expect(r.expr).not.toContain('job="dms-operator-metrics"');

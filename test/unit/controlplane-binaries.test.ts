@@ -15,6 +15,8 @@ import {
   GITOPS_HEALTH,
   goToolCacheName,
   HELM,
+  PROMTOOL,
+  prometheusRelease,
 } from "../controlplane/binaries.ts";
 
 const FAKE_GO = `#!/bin/sh
@@ -216,15 +218,19 @@ describe("ensureGoTool, for gitops-health", () => {
   });
 });
 
+/** A go that logs its whole command line (to see the -ldflags) and builds an empty script. */
+function useCommandLineGo(): void {
+  writeFileSync(
+    join(root, "bin", "go"),
+    `#!/bin/sh\ncase "$1" in\n  env) echo go1.26.0 ;;\n  build) echo "$@" >> "$FAKE_GO_LOG"; out=""\n    while [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift ;; esac; shift; done\n    printf '#!/bin/sh\\n' > "$out"; chmod +x "$out" ;;\nesac\n`,
+    { mode: 0o755 },
+  );
+}
+
 describe("ensureGoTool, for helm", () => {
   it("builds the pinned release into helm-<version>, stamping that version into `helm version`", async () => {
-    // A go that logs its whole command line, to see the -ldflags.
-    writeFileSync(
-      join(root, "bin", "go"),
-      `#!/bin/sh\ncase "$1" in\n  env) echo go1.26.0 ;;\n  build) echo "$@" >> "$FAKE_GO_LOG"; out=""\n    while [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift ;; esac; shift; done\n    printf '#!/bin/sh\\n' > "$out"; chmod +x "$out" ;;\nesac\n`,
-      { mode: 0o755 },
-    );
-    const helm = pinnedHelmVersion();
+    useCommandLineGo();
+    const helm = pinnedVersion("helm", "helm.sh/helm/v4");
     expect(goToolCacheName(HELM)).toBe(`helm-${helm}`);
     const path = await ensureGoTool(HELM, { env });
     expect(path).toBe(join(root, "cache", "tools", `helm-${helm}`, "helm"));
@@ -234,10 +240,38 @@ describe("ensureGoTool, for helm", () => {
   });
 });
 
-/** The helm release test/controlplane/helm/go.mod pins. */
-function pinnedHelmVersion(): string {
-  const goMod = readFileSync(join(import.meta.dirname, "..", "controlplane", "helm", "go.mod"), "utf8");
-  const match = /^\s*helm\.sh\/helm\/v4 (v\S+)/m.exec(goMod);
-  if (!match?.[1]) throw new Error("test/controlplane/helm/go.mod does not require helm.sh/helm/v4");
-  return match[1];
+describe("ensureGoTool, for promtool", () => {
+  it("stamps the Prometheus release of the pinned module into `promtool --version` and names its cache by it", async () => {
+    useCommandLineGo();
+    const release = prometheusRelease(pinnedVersion("promtool", "github.com/prometheus/prometheus"));
+    expect(goToolCacheName(PROMTOOL)).toBe(`promtool-${release}`);
+    const path = await ensureGoTool(PROMTOOL, { env });
+    expect(path).toBe(join(root, "cache", "tools", `promtool-${release}`, "promtool"));
+    const [line] = builds();
+    expect(line).toContain(`-X github.com/prometheus/common/version.Version=${release} `);
+  });
+
+  it("reads a Prometheus release out of its module version, and refuses what is not one", () => {
+    expect(prometheusRelease("v0.316.0")).toBe("3.16.0");
+    expect(prometheusRelease("v0.300.2")).toBe("3.0.2");
+    expect(prometheusRelease("v0.1205.1")).toBe("12.5.1");
+    expect(() => prometheusRelease("v3.16.0")).toThrow(/not a github.com\/prometheus\/prometheus version/);
+  });
+});
+
+/** The version of `modulePath` that test/controlplane/<module>/go.mod pins. */
+function pinnedVersion(module: string, modulePath: string): string {
+  const goMod = readFileSync(join(import.meta.dirname, "..", "controlplane", module, "go.mod"), "utf8");
+  const version = goMod
+    .split("\n")
+    .map((line) =>
+      line
+        .trim()
+        .replace(/^require\s+/, "")
+        .split(/\s+/),
+    )
+    .find(([path]) => path === modulePath)?.[1];
+  if (!version?.startsWith("v"))
+    throw new Error(`test/controlplane/${module}/go.mod does not require ${modulePath}`);
+  return version;
 }

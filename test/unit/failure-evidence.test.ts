@@ -5,8 +5,8 @@ import { describe, expect, it } from "vitest";
 import { entryTimeMs, type LogEntry, readLogEntry, readLogPage } from "../../src/api/revision-logs.ts";
 import type { Deployment } from "../../src/api/wire.ts";
 import { defaultLogType, formatEntry } from "../../src/commands/logs.ts";
-import { parseDuration } from "../../src/config.ts";
 import { ROLLOUT_TIMEOUT_PATTERN } from "../../src/crd/schema.ts";
+import { parseDuration } from "../../src/duration.ts";
 import { NOTE_LIMIT_BYTES } from "../../src/kube/events.ts";
 import {
   EVENT_NOTE_BYTES,

@@ -6,12 +6,13 @@
 import { describe, expect, it } from "vitest";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import { registerConnectionMetrics, registerResourceMetrics } from "../../src/runtime/resource-metrics.ts";
+import { STALLED_REASONS } from "../../src/wiring/operator-metrics.ts";
 import { dashboard, dashboardQueries, metricNames, unknownSeries } from "../support/promql.ts";
 
 /** Series names a scrape of the operator can contain (histograms as _bucket, _sum, _count). */
 async function exportedSeries(): Promise<Set<string>> {
   const metrics = new RuntimeMetrics();
-  registerResourceMetrics(metrics.registry, () => []);
+  registerResourceMetrics(metrics.registry, () => [], { stalledReasons: STALLED_REASONS });
   registerConnectionMetrics(metrics.registry, () => []);
   const names = new Set<string>();
   for (const m of await metrics.registry.getMetricsAsJSON()) {
@@ -57,67 +58,13 @@ describe("charts/dms-operator/files/grafana-dashboard.json", () => {
       "queue latency",
       "service calls by route and status",
       "resources by ready/synced",
-      "rollouts in progress and failed",
+      "rollouts in progress, failed and held",
+      "resources stalled by reason",
+      "longest-held change",
     ])
       expect(
         titles.some((t) => t.includes(topic)),
         topic,
       ).toBe(true);
-  });
-});
-
-describe("resource state gauges", () => {
-  const c = (type: string, status: string, reason = "R") => ({ type, status, reason });
-  it("count resources by Ready/Synced and rollouts in progress and failed, at scrape time", async () => {
-    const metrics = new RuntimeMetrics({ processMetrics: false });
-    const resources = [
-      { status: { conditions: [c("Ready", "True"), c("Synced", "True")] } },
-      { status: { conditions: [c("Ready", "True"), c("Synced", "True")] } },
-      { status: { conditions: [c("Ready", "False", "RolloutInProgress"), c("Synced", "True")] } },
-      {
-        status: {
-          conditions: [c("Ready", "False"), c("Synced", "True"), c("Stalled", "True", "RevisionFailed")],
-        },
-      },
-      { status: { conditions: [c("Ready", "Unknown"), c("Synced", "False", "NameConflict")] } },
-      {},
-    ];
-    let current: typeof resources = [];
-    registerResourceMetrics(metrics.registry, () => current);
-    current = resources;
-    const text = await metrics.registry.metrics();
-    expect(text).toContain('dms_resources{ready="True",synced="True"} 2');
-    expect(text).toContain('dms_resources{ready="False",synced="True"} 2');
-    expect(text).toContain('dms_resources{ready="Unknown",synced="False"} 1');
-    expect(text).toContain('dms_resources{ready="None",synced="None"} 1');
-    expect(text).toContain('dms_rollouts{state="in_progress"} 1');
-    expect(text).toContain('dms_rollouts{state="failed"} 1');
-    current = resources.slice(0, 1);
-    const later = await metrics.registry.metrics();
-    expect(later).toContain('dms_resources{ready="True",synced="True"} 1');
-    expect(later).not.toContain('ready="Unknown"');
-  });
-
-  it("give each connection's readiness, with its reason, at scrape time", async () => {
-    const metrics = new RuntimeMetrics({ processMetrics: false });
-    let current = [
-      { key: "ServiceConnection/team-a/prod", status: { conditions: [c("Ready", "True", "Connected")] } },
-      {
-        key: "ClusterServiceConnection/shared",
-        status: { conditions: [c("Ready", "False", "Unauthorized")] },
-      },
-      { key: "ServiceConnection/team-b/new" },
-    ];
-    registerConnectionMetrics(metrics.registry, () => current);
-    const text = await metrics.registry.metrics();
-    expect(text).toContain(
-      'dms_connection_ready{connection="ServiceConnection/team-a/prod",reason="Connected"} 1',
-    );
-    expect(text).toContain(
-      'dms_connection_ready{connection="ClusterServiceConnection/shared",reason="Unauthorized"} 0',
-    );
-    expect(text).toContain('dms_connection_ready{connection="ServiceConnection/team-b/new",reason="None"} 0');
-    current = current.slice(0, 1);
-    expect(await metrics.registry.metrics()).not.toContain("shared");
   });
 });

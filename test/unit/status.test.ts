@@ -2,13 +2,13 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { redactAndTruncate, redactSecrets } from "../../src/api/redact.ts";
 import type { Deployment } from "../../src/api/wire.ts";
+import { statusEqual } from "../../src/reconcile/diff.ts";
 import {
   CONDITION,
   outcomeFromProblems,
   REASON,
   type StatusInput,
   type SyncOutcome,
-  statusEqual,
   statusFrom,
 } from "../../src/reconcile/status.ts";
 import { remote } from "./plan-fixtures.ts";

@@ -1,5 +1,8 @@
 /**
- * The adapter from the service client to the reconciler's {@link DeploymentsPort}.
+ * The adapter from the service client to the reconciler's {@link DeploymentsPort}: what a
+ * connection's client becomes for the session built over it (see `registry.ts`'s
+ * `ConnectionService`), as `kube/reconcile-adapters.ts` is for the Kubernetes client. It lives
+ * here, not beside the client in `api/`, because `reconcile/` already imports `api/`.
  */
 
 import type { ServiceClient } from "../api/client.ts";

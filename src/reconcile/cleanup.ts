@@ -1,0 +1,165 @@
+/**
+ * The cleanup arm of a reconcile: a resource being deleted, whatever its connection's state. Its
+ * finalizer (kept by the reconciler exactly while {@link cleansUpOnDelete}) holds the deletion
+ * while the service's deployment must go first.
+ *
+ * `deletionPolicy: Delete` removes the service's deployment this resource owns (the one its
+ * status records, or the one its pending create made) and waits until it is gone. A deployment
+ * that merely carries the name is never deleted: it may be another resource's or someone else's.
+ * Nor is one the status records that is not this resource's: it carries another name, or an
+ * older resource holds the name. Then nothing is deleted, a `NotOwned` warning says so, and the
+ * resource is let go: a forged status must not be able to hold its deletion (and with it its
+ * namespace's) for ever.
+ */
+import { FINALIZER } from "../crd/schema.ts";
+import { Action, type ReconcileResult } from "../runtime/controller.ts";
+import { claimedName } from "./claims.ts";
+import { observe } from "./observe.ts";
+import type { StoredResource } from "./ports.ts";
+import {
+  cleansUpOnDelete,
+  type Decided,
+  describeResource,
+  holderOf,
+  listingGuard,
+  notOwnedMessage,
+  type ReconcileDeps,
+  type Run,
+  recordEvent,
+} from "./run.ts";
+import type { Deployment } from "./service-types.ts";
+import type { ServiceSession, SessionLookup } from "./session.ts";
+import { isBeingDeleted, REASON } from "./status.ts";
+
+/** Where a cleanup ended: done (`result`), or a decision for the status to conclude. */
+export type CleanupStep = { result: ReconcileResult } | { decided: Decided };
+
+/**
+ * Cleans up after `run`'s resource, being deleted, through its `connection`:
+ * - refused (a namespace selector): through a connection it may not use it owns nothing, and
+ *   deleting through it is exactly what the selector forbids: the finalizer goes without a call;
+ * - not checked since the start yet: its check enqueues this resource again;
+ * - unusable (missing, not Ready, another namespace's): a resource with nothing to clean up on the
+ *   service lets its finalizer go; one that has keeps it, and says so, until the connection is
+ *   usable (or the finalizer is removed by hand);
+ * - ready: the deployment is deleted, then the finalizer removed.
+ */
+export async function cleanup(
+  deps: ReconcileDeps,
+  run: Run,
+  connection: SessionLookup,
+  signal: AbortSignal,
+): Promise<CleanupStep> {
+  switch (connection.kind) {
+    case "refused":
+      return { result: await letRefusedGo(deps, run, connection.message, signal) };
+    case "pending":
+      return { result: Action.done() };
+    case "unavailable": {
+      // Nothing to clean up on the service: the deletion needs no connection.
+      if (!cleansUpOnDelete(run.obj)) return finalize(deps, run, undefined, signal);
+      const message = `${connection.message}; the service's deployment is deleted once the connection is usable (or remove the finalizer ${FINALIZER} to leave it)`;
+      return {
+        decided: { outcome: { kind: "failed", reason: REASON.ConnectionNotReady, message, stalled: true } },
+      };
+    }
+    case "ready":
+      return finalize(deps, { ...run, session: connection.session }, connection.session, signal);
+  }
+}
+
+/** A resource refused its connection lets its finalizer go without a call to the service. */
+async function letRefusedGo(
+  deps: ReconcileDeps,
+  run: Run,
+  message: string,
+  signal: AbortSignal,
+): Promise<ReconcileResult> {
+  if (!(run.obj.metadata.finalizers ?? []).includes(FINALIZER)) return Action.gone();
+  const id = run.obj.status?.deploymentId;
+  recordEvent(
+    deps,
+    run,
+    "Warning",
+    REASON.ConnectionNotAllowed,
+    `${message}. Deleted without a call to the service: a resource refused its connection owns nothing there${id ? `, so the service's deployment ${id} is left in place` : ""}`,
+  );
+  await deps.resources.removeFinalizer(run.obj, FINALIZER, signal);
+  return Action.gone();
+}
+
+/**
+ * Deletes the deployment `run`'s resource owns (see the module comment) through `session`, then
+ * removes the finalizer once it is gone. Without a session only a resource that cleans nothing
+ * up gets here (see {@link cleanup}).
+ */
+async function finalize(
+  deps: ReconcileDeps,
+  run: Run,
+  session: ServiceSession | undefined,
+  signal: AbortSignal,
+): Promise<CleanupStep> {
+  const { obj } = run;
+  if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) return { result: Action.gone() };
+  if (session && cleansUpOnDelete(obj)) {
+    const holder = holderOf(deps, obj);
+    const recorded = obj.status?.deploymentId;
+    if (holder && recorded) {
+      const message = `${describeResource(obj)} records the service's deployment ${recorded} in status.deploymentId, but the name "${claimedName(obj)}" on its connection is held by the older resource ${describeResource(holder)}: not deleting it, and letting ${describeResource(obj)} go`;
+      recordEvent(deps, run, "Warning", REASON.NotOwned, message);
+    } else if (!holder) {
+      const missed = listingGuard({ ...run, session });
+      if (missed) {
+        const message = `${missed.message}; the service's deployment is deleted once one does (or remove the finalizer ${FINALIZER} to leave it)`;
+        return { decided: { outcome: { ...missed, message } } };
+      }
+      const found = await owned(session, obj, signal);
+      if (found.disowned) {
+        const letGo = found.deployment ? "" : `, and letting ${describeResource(obj)} go`;
+        const note = notOwnedMessage(obj, found.disowned, `not deleting it${letGo}`);
+        recordEvent(deps, run, "Warning", REASON.NotOwned, note);
+      }
+      if (found.deployment) {
+        // Asked once: a deployment already being deleted is not asked again on every poll.
+        if (!isBeingDeleted(found.deployment.status)) {
+          await session.service.delete(found.deployment.id, signal, {
+            deleteTracingProject: obj.spec.deleteTracingProject === true,
+          });
+          const note = `deleting the service's deployment ${found.deployment.id}`;
+          recordEvent(deps, run, "Normal", "Deleting", note);
+        }
+        const observed = { kind: "found", deployment: found.deployment } as const;
+        return { decided: { outcome: { kind: "deleting" }, observed } };
+      }
+      if (recorded && !found.disowned) {
+        // The lookup found it gone: the snapshot forgets it too.
+        session.snapshot.forget(recorded);
+        recordEvent(deps, run, "Normal", "Deleted", `the service's deployment ${recorded} is gone`);
+      }
+    }
+  }
+  await deps.resources.removeFinalizer(obj, FINALIZER, signal);
+  return { result: Action.gone() };
+}
+
+/**
+ * The deployment `obj` owns: by its recorded id, when that deployment carries the name `obj`
+ * claims (else it is `disowned`), or by name while its create is pending. The caller has
+ * checked that no older resource holds the name.
+ */
+async function owned(
+  session: ServiceSession,
+  obj: StoredResource,
+  signal: AbortSignal,
+): Promise<{ deployment: Deployment | null; disowned?: Deployment }> {
+  const id = obj.status?.deploymentId;
+  const byId = id ? await session.service.getById(id, signal) : undefined;
+  if (byId && byId.name === claimedName(obj)) return { deployment: byId };
+  const disowned = byId ? { disowned: byId } : {};
+  // Otherwise only a create of ours still pending (its answer lost, or not listed yet) can
+  // have made the deployment that carries the name.
+  if (!obj.status?.createRequestedAt) return { deployment: null, ...disowned };
+  const target = { deploymentId: undefined, name: claimedName(obj), live: true, liveName: true };
+  const found = await observe(session.service, session.snapshot, target, signal);
+  return { deployment: found.deployment, ...disowned };
+}

@@ -1,0 +1,90 @@
+/**
+ * When to look at a resource again after its status was concluded: the reconcile's requeue
+ * policy, pure (kube-rs's `error_policy` beside its `reconcile`). The reconciler hands it what it
+ * concluded; the table of cases is test/unit/next-action.test.ts.
+ */
+import type { DeploymentResourceStatus } from "../crd/schema.ts";
+import { Action, type ReconcileResult } from "../runtime/controller.ts";
+import { type FailedRevisionLog, LOG_RETRY_MS, readAgainPending } from "./failure-evidence.ts";
+import { CONDITION, REASON, type SyncOutcome } from "./status.ts";
+
+/**
+ * How often a rollout past its `spec.rolloutTimeout` is looked at again (at least the poll
+ * interval): it is Stalled, so not polled, but it ends when the revision goes live or fails.
+ */
+export const TIMED_OUT_LOOK_MS = 60_000;
+
+/**
+ * Longest requeue a held change asks for: a timer of 2^31 ms or more fires at once, and the
+ * periodic pass brings the resource back meanwhile anyway.
+ */
+export const MAX_WAKE_MS = 24 * 3_600_000;
+
+/** What the requeue depends on. */
+export interface Concluded {
+  /** The kind of the sync outcome the reconcile concluded. */
+  sync: SyncOutcome["kind"];
+  /** The status as concluded (written, or unchanged). */
+  status: DeploymentResourceStatus;
+  /** The rollout ran past `spec.rolloutTimeout` (the evidence says after how long). */
+  timedOutAfter?: string | undefined;
+  /** The failure evidence's log record (`status.failedRevisionLog` as concluded). */
+  log?: FailedRevisionLog | undefined;
+  /** A held change's window opens at this instant (ms since the epoch). */
+  wakeAt?: number | undefined;
+  /** The reconcile's clock reading (ms since the epoch). */
+  now: number;
+  /** The poll interval (`--poll-interval`). */
+  pollMs: number;
+  /** The resource's own `dms.dev/reconcile-interval`, if any. */
+  intervalMs?: number | undefined;
+}
+
+/**
+ * What the controller does next:
+ * - a timed-out rollout (Stalled, not polled) is looked at every {@link TIMED_OUT_LOOK_MS};
+ * - work in progress (the service's, or a create not listed yet) is polled; a held change is in
+ *   progress only by waiting, so only the service's own work is polled then, or its wake comes
+ *   first;
+ * - a held change wakes at its window's opening ({@link heldWake}), a log read that may pass is
+ *   tried again after {@link LOG_RETRY_MS}, whichever first (or the resource's own interval);
+ * - otherwise done, with the resource's own interval if it sets one.
+ * A failed outcome is never polled: the failure's retry is the controller's backoff.
+ */
+export function nextAction(c: Concluded): ReconcileResult {
+  const failed = c.sync === "failed";
+  if (c.timedOutAfter !== undefined && !failed)
+    return Action.requeueAfter(Math.max(c.pollMs, TIMED_OUT_LOOK_MS));
+  const busy =
+    c.sync === "held" ? serviceBusy(c.status) : isReconciling(c.status) || c.status.createRequestedAt;
+  const wake = c.wakeAt === undefined ? undefined : heldWake(c.wakeAt - c.now, c.pollMs);
+  if (busy && !failed) return Action.requeueAfter(Math.min(c.pollMs, wake ?? Infinity));
+  const reread = readAgainPending(c.log) ? Math.max(c.pollMs, LOG_RETRY_MS) : undefined;
+  if (wake !== undefined || reread !== undefined)
+    return Action.requeueAfter(Math.min(wake ?? Infinity, reread ?? Infinity, c.intervalMs ?? Infinity));
+  return Action.done(c.intervalMs);
+}
+
+/**
+ * How long a held change waits, `untilOpening` ms before its opening (or before where the
+ * search stopped): never less than the poll interval, never more than {@link MAX_WAKE_MS}.
+ * The floor keeps a resource whose windows leave no opening in sight, or whose clock reading
+ * is already past it, from being requeued at once in a loop on the event loop every resource
+ * shares; it costs a held change at most one poll interval of lateness, what a rollout's own
+ * progress is seen with anyway (and `--poll-interval` is at least 1 s).
+ */
+export function heldWake(untilOpening: number, pollMs: number): number {
+  return Math.min(Math.max(untilOpening, pollMs), MAX_WAKE_MS);
+}
+
+/** Whether the service is at work on the deployment (creating it, rolling a revision out). */
+function serviceBusy(status: DeploymentResourceStatus): boolean {
+  const ready = status.conditions?.find((c) => c.type === CONDITION.Ready);
+  const working: readonly string[] = [REASON.Creating, REASON.RolloutInProgress, REASON.AwaitingDatabase];
+  return ready?.status === "False" && working.includes(ready.reason);
+}
+
+/** Whether the status says work is in progress (creation, rollout, deletion, a retry). */
+function isReconciling(status: DeploymentResourceStatus): boolean {
+  return (status.conditions ?? []).some((c) => c.type === CONDITION.Reconciling && c.status === "True");
+}

@@ -1,0 +1,53 @@
+// Who may claim a service name, and who may be called about: a resource refused its connection
+// claims no name and makes no call through it, unless it already owns a deployment there.
+import { describe, expect, it } from "vitest";
+import { holdsClaim, olderClaimant, reachableDeployment, refusalAware } from "../../src/reconcile/claims.ts";
+import type { StoredResource } from "../../src/reconcile/ports.ts";
+
+function resource(namespace: string, name: string, created: string, deploymentId?: string): StoredResource {
+  return {
+    apiVersion: "dms.dev/v1alpha1",
+    kind: "Deployment",
+    metadata: { namespace, name, creationTimestamp: created, generation: 1, resourceVersion: "1" },
+    spec: { name: "shop", source: "github" },
+    ...(deploymentId ? { status: { deploymentId } } : {}),
+  } as unknown as StoredResource;
+}
+
+const refusedIn =
+  (...namespaces: string[]) =>
+  (o: StoredResource) =>
+    namespaces.includes(o.metadata.namespace ?? "");
+
+describe("a refused resource claims no name", () => {
+  const hostile = resource("team-x", "shop", "2026-01-01T00:00:00Z");
+  const owner = resource("team-x", "kept", "2026-01-01T00:00:00Z", "d-1");
+  const rival = resource("team-a", "shop", "2026-02-01T00:00:00Z");
+
+  it.each([
+    { case: "allowed, owning nothing", obj: rival, holds: true },
+    { case: "refused, owning nothing", obj: hostile, holds: false },
+    { case: "refused, owning a deployment", obj: owner, holds: true },
+  ])("$case: holds its claim $holds", ({ obj, holds }) => {
+    expect(holdsClaim(obj, refusedIn("team-x"))).toBe(holds);
+  });
+
+  it("the older but refused resource does not hold the name against an allowed one", () => {
+    const all = [hostile, rival];
+    const ports = { claimants: (_claim: string) => all };
+    expect(olderClaimant(rival, ports.claimants("shop"))).toBe(hostile);
+    const aware = refusalAware(ports, refusedIn("team-x"));
+    expect(aware.claimants("shop")).toEqual([rival]);
+    expect(olderClaimant(rival, aware.claimants("shop"))).toBeUndefined();
+  });
+});
+
+describe("a refused resource makes no call through its connection", () => {
+  it.each([
+    { case: "allowed, with a deployment", obj: resource("a", "x", "t", "d-1"), id: "d-1" },
+    { case: "allowed, without one", obj: resource("a", "x", "t"), id: undefined },
+    { case: "refused, with a deployment", obj: resource("team-x", "x", "t", "d-2"), id: undefined },
+  ])("$case: reaches $id", ({ obj, id }) => {
+    expect(reachableDeployment(obj, refusedIn("team-x"))).toBe(id);
+  });
+});

@@ -1,0 +1,96 @@
+// A connection's session keeps its own books: its writes update the snapshot (a create's and a
+// PATCH's answer remembered, a deployment answered 404 forgotten, a name found taken looked up),
+// so the reconciler records nothing itself.
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import type { CreateDeploymentBody } from "../../src/api/wire.ts";
+import { NameReservedError } from "../../src/reconcile/name-reserved.ts";
+import { ServiceSession } from "../../src/reconcile/session.ts";
+import { ManualClock } from "../support/manual-clock.ts";
+import { SimulatedService } from "../support/memory-ports.ts";
+
+const BODY: CreateDeploymentBody = {
+  name: "agent",
+  source: "internal_docker",
+  source_revision_config: { image_uri: "registry.example.com/agent:1" },
+};
+
+function world() {
+  const clock = new ManualClock({ start: Date.parse("2026-11-24T12:00:00Z") });
+  const service = new SimulatedService({ now: () => clock.now() });
+  const session = new ServiceSession(service, {
+    clock,
+    logger: pino({ level: "silent" }),
+    listingMaxAgeMs: 60_000,
+  });
+  const signal = new AbortController().signal;
+  return { clock, service, session, signal, refresh: () => session.snapshot.refresh(signal) };
+}
+
+describe("the session's writes update its snapshot", () => {
+  it("a create remembers its answer, unlisted until a read shows it", async () => {
+    const w = world();
+    await w.refresh();
+    const created = await w.session.service.create(BODY, w.signal);
+    expect(w.session.snapshot.byId(created.id)).toEqual(created);
+    expect(w.session.snapshot.isListed(created.id)).toBe(false);
+  });
+
+  it("a PATCH remembers its answer", async () => {
+    const w = world();
+    const seeded = w.service.seed(BODY);
+    await w.refresh();
+    const body = { source_revision_config: { image_uri: "registry.example.com/agent:2" } };
+    const updated = await w.session.service.patch(seeded.id, body, w.signal);
+    expect(w.session.snapshot.byId(seeded.id)).toEqual(updated);
+    expect(w.session.snapshot.isListed(seeded.id)).toBe(true);
+  });
+
+  it("a PATCH answered 404 forgets the deployment, and fails with the answer", async () => {
+    const w = world();
+    const seeded = w.service.seed(BODY);
+    await w.refresh();
+    expect(w.session.snapshot.byId(seeded.id)).toBeTruthy();
+    w.service.failNext("patch", { status: 404, detail: "no such deployment" });
+    await expect(w.session.service.patch(seeded.id, {}, w.signal)).rejects.toMatchObject({
+      kind: "not_found",
+    });
+    expect(w.session.snapshot.byId(seeded.id)).toBeNull();
+  });
+
+  it("a PATCH failing otherwise leaves the snapshot as it was", async () => {
+    const w = world();
+    const seeded = w.service.seed(BODY);
+    await w.refresh();
+    w.service.failNext("patch", { status: 503 });
+    await expect(w.session.service.patch(seeded.id, {}, w.signal)).rejects.toBeTruthy();
+    expect(w.session.snapshot.byId(seeded.id)).toEqual(seeded);
+  });
+
+  it("a delete answered 404 forgets the deployment", async () => {
+    const w = world();
+    const seeded = w.service.seed(BODY);
+    await w.refresh();
+    w.service.failNext("delete", { status: 404 });
+    await expect(w.session.service.delete(seeded.id, w.signal)).rejects.toBeTruthy();
+    expect(w.session.snapshot.byId(seeded.id)).toBeNull();
+  });
+
+  it("a create refused with 409 looks the name up: the deployment found is in the snapshot", async () => {
+    const w = world();
+    await w.refresh();
+    const taken = w.service.seed(BODY);
+    w.service.failNext("create", { status: 409, detail: "deployment already exists" });
+    await expect(w.session.service.create(BODY, w.signal)).rejects.toMatchObject({ kind: "conflict" });
+    expect(w.service.calls.findByName).toBe(1);
+    expect(w.session.snapshot.byName("agent")).toEqual([taken]);
+    expect(w.session.snapshot.isListed(taken.id)).toBe(true);
+  });
+
+  it("a 409 of a tracing project, with no deployment of the name, is NameReserved", async () => {
+    const w = world();
+    await w.refresh();
+    w.service.failNext("create", { status: 409, detail: "tracing project agent already exists" });
+    await expect(w.session.service.create(BODY, w.signal)).rejects.toBeInstanceOf(NameReservedError);
+  });
+});
