@@ -22,7 +22,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { arch, cpus, loadavg, platform, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { parseDuration } from "../../src/config.ts";
+import { parseDuration } from "../../src/duration.ts";
 import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
 import { collectionPath } from "../../src/kube/reflector.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
