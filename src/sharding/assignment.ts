@@ -27,6 +27,8 @@ export interface RingView {
   /** The live members (any order). */
   live: readonly string[];
   state(member: string): MemberState;
+  /** The ring's choice for `uid` (default {@link ownerOf} over `live`; a caller may cache it). */
+  ownerOf?(uid: string): string | undefined;
 }
 
 /** The next step for one resource. */
@@ -57,7 +59,7 @@ export function nextAction(
   before: ShardLabels | undefined,
   ring: RingView,
 ): ShardAction {
-  const desired = ownerOf(uid, ring.live);
+  const desired = ring.ownerOf ? ring.ownerOf(uid) : ownerOf(uid, ring.live);
   if (desired === undefined) return { kind: "none" };
   const unacknowledged = labels.owner === undefined && before?.owner !== undefined && !before.drain;
   const owner = unacknowledged ? before.owner : labels.owner;

@@ -12,6 +12,7 @@ import type { Clock } from "../runtime/clock.ts";
 import type { LeaseRecord } from "../runtime/leader.ts";
 import { type MemberState, nextAction, type RingView, type ShardLabels } from "./assignment.ts";
 import { DRAIN_LABEL, isReplicaName, OWNER_LABEL, SHARDER_HOLDER_PREFIX } from "./labels.ts";
+import { ownerOf } from "./ring.ts";
 
 /** A replica's Lease as the sharder reads it. */
 export interface RingLease {
@@ -162,6 +163,11 @@ export class Sharder {
   readonly #holds = new Map<string, { since: number; basedOn: string | undefined; rv: string }>();
   /** Each resource's shard labels as last seen or written by this sharder. */
   readonly #before = new Map<string, ShardLabels>();
+  /**
+   * The ring's choice per uid for the live members it was computed for: a pass over 30,000
+   * resources hashes each once per membership, not once per member and pass.
+   */
+  #choices: { members: string; byUid: Map<string, string | undefined> } = { members: "", byUid: new Map() };
 
   constructor(options: SharderOptions) {
     this.#opts = options;
@@ -178,7 +184,28 @@ export class Sharder {
     const all = this.#opts.ports.leases();
     const live = this.#ring.live(all, now);
     const leases = new Map(all.map((l) => [l.name, l]));
-    const ring: RingView = { live, state: (m) => this.#state(m, leases.get(m), now) };
+    const members = live.join(",");
+    if (this.#choices.members !== members) this.#choices = { members, byUid: new Map() };
+    const choices = this.#choices.byUid;
+    // A member's state is the same for all its resources within one pass.
+    const states = new Map<string, MemberState>();
+    const ring: RingView = {
+      live,
+      state: (m) => {
+        let state = states.get(m);
+        if (state === undefined) {
+          state = this.#state(m, leases.get(m), now);
+          states.set(m, state);
+        }
+        return state;
+      },
+      ownerOf: (uid) => {
+        if (choices.has(uid)) return choices.get(uid);
+        const owner = ownerOf(uid, live);
+        choices.set(uid, owner);
+        return owner;
+      },
+    };
     const report: PassReport = { live, assigned: 0, drained: 0, waiting: 0, held: [], deleted: [] };
     const owners = new Map<string, number>();
     const toHold = new Set<string>();
@@ -193,7 +220,8 @@ export class Sharder {
       if (owner !== undefined) owners.set(owner, (owners.get(owner) ?? 0) + 1);
       if (action.kind !== "assign" && action.kind !== "drain") {
         // An owner removed by someone else stays remembered until it is written back.
-        if (!(labels.owner === undefined && before?.owner !== undefined && !before.drain))
+        const removed = labels.owner === undefined && before?.owner !== undefined && !before.drain;
+        if (!removed && (before?.owner !== labels.owner || before?.drain !== labels.drain))
           this.#before.set(resource.uid, labels);
       }
       switch (action.kind) {
@@ -241,6 +269,7 @@ export class Sharder {
       }
     }
     for (const uid of this.#before.keys()) if (!seen.has(uid)) this.#before.delete(uid);
+    for (const uid of choices.keys()) if (!seen.has(uid)) choices.delete(uid);
     // Leases no resource names that nobody renews (a replica gone for good): taken, then deleted.
     for (const lease of leases.values()) {
       const name = lease.name;

@@ -23,7 +23,7 @@ import type { OperatorConfig } from "./operator-config.ts";
 import type { ClientIdentity } from "./service-connections.ts";
 
 /** How often the sharder looks again when nothing changed (Leases expire with time alone). */
-const SHARDER_PERIOD_MS = 1_000;
+const SHARDER_PERIOD_MS = 2_000;
 /** Shortest gap between two sharder passes, so a burst of events makes one pass. */
 const SHARDER_MIN_GAP_MS = 200;
 
