@@ -79,6 +79,12 @@ export interface SharderOptions {
  */
 export const MAX_TAKES_PER_PASS = 16;
 
+/**
+ * Label writes in one pass at most: a first pass over 30,000 unassigned resources reports, and
+ * reads the Leases and the resources' versions again, every thousand writes.
+ */
+export const MAX_WRITES_PER_PASS = 1_000;
+
 /** The outcome of one pass, for tests and logs. */
 export interface PassReport {
   live: string[];
@@ -285,7 +291,7 @@ export class Sharder {
     const holdValid = (name: string) =>
       this.#state(name, leases.get(name), this.#opts.clock.now()) === "held";
     await this.#run(
-      writes.map((w) => async () => {
+      writes.slice(0, MAX_WRITES_PER_PASS).map((w) => async () => {
         if (!signal.aborted) await w();
       }),
     );

@@ -221,11 +221,25 @@ export function sharding(p: ShardingParts): Sharding {
           for (const [owner, n] of counts) owners.set({ owner }, n);
         },
       });
+      // A change seen during a pass makes the next one start without waiting for the period.
+      let dirty = false;
       let wake: () => void = () => {};
-      const poke = () => wake();
+      const poke = () => {
+        dirty = true;
+        wake();
+      };
+      const onAbort = () => wake();
+      signal.addEventListener("abort", onAbort, { once: true });
       const unsubscribe = [
         resources.subscribe({ onAdd: poke, onUpdate: poke, onDelete: poke }),
-        leases.subscribe({ onAdd: poke, onUpdate: poke, onDelete: poke }),
+        // A renewal changes nothing the sharder decides on; a new holder does (expiry is the period's).
+        leases.subscribe({
+          onAdd: poke,
+          onDelete: poke,
+          onUpdate: (old, lease) => {
+            if (old.record.holderIdentity !== lease.record.holderIdentity) poke();
+          },
+        }),
       ];
       try {
         await Promise.race([Promise.all([resources.synced, leases.synced]), untilAborted(signal)]);
@@ -239,17 +253,19 @@ export function sharding(p: ShardingParts): Sharding {
             if (!signal.aborted) logger.warn({ err }, "sharder pass failed; trying again");
           }
           await sleepQuietly(clock, SHARDER_MIN_GAP_MS, signal);
-          await new Promise<void>((resolve) => {
-            const cancel = clock.setTimer(SHARDER_PERIOD_MS, () => resolve());
-            wake = () => {
-              cancel();
-              resolve();
-            };
-            signal.addEventListener("abort", () => wake(), { once: true });
-          });
+          if (!dirty && !signal.aborted)
+            await new Promise<void>((resolve) => {
+              const cancel = clock.setTimer(SHARDER_PERIOD_MS, () => resolve());
+              wake = () => {
+                cancel();
+                resolve();
+              };
+            });
           wake = () => {};
+          dirty = false;
         }
       } finally {
+        signal.removeEventListener("abort", onAbort);
         for (const u of unsubscribe) u();
         await watching;
       }

@@ -6,6 +6,7 @@ import { ShardMember } from "../../src/sharding/member.ts";
 import { ownerOf } from "../../src/sharding/ring.ts";
 import {
   MAX_TAKES_PER_PASS,
+  MAX_WRITES_PER_PASS,
   type RingLease,
   type ShardedResource,
   Sharder,
@@ -128,6 +129,17 @@ describe("the sharder", () => {
     const report = await w.sharder().pass(signal);
     expect(report.assigned).toBe(300);
     for (const r of w.resources.values()) expect(w.owner(r.key)).toBe(ownerOf(r.uid, ["a", "b", "c"]));
+  });
+
+  it("writes at most a thousand labels per pass, and the next passes go on", async () => {
+    const w = new World();
+    for (const m of ["a", "b", "c"]) w.renew(m);
+    w.add(2_500);
+    const sharder = w.sharder();
+    expect((await sharder.pass(signal)).assigned).toBe(MAX_WRITES_PER_PASS);
+    expect((await sharder.pass(signal)).assigned).toBe(MAX_WRITES_PER_PASS);
+    expect((await sharder.pass(signal)).assigned).toBe(500);
+    expect((await sharder.pass(signal)).assigned).toBe(0);
   });
 
   it("on a join, drains what moves, and assigns it only once its owner let go", async () => {
