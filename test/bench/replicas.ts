@@ -145,7 +145,7 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
     }));
     progress(`R=${replicas} N=${n}: steady ${JSON.stringify(rssMiB)}; ${callCount(calls)} calls per resync`);
 
-    // 3. Kill -9 of the replica that is not the leader's first one.
+    // 3. Kill -9 of the second replica started (whichever it is: a member only, or also the leader).
     const victim = [...running.keys()][1] ?? "";
     const victimOp = running.get(victim);
     const owned = shares.get(victim) ?? 0;
