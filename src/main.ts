@@ -32,6 +32,7 @@ import { registerCacheMetrics, watchHeapBudget } from "./wiring/operator-metrics
 import { deploymentPassScope, deploymentPassTiming } from "./wiring/resync-passes.ts";
 import { rolloutPollTargets } from "./wiring/rollout-poll.ts";
 import { connectionRegistry } from "./wiring/service-connections.ts";
+import { joinSelectors, sharding, userAgentOf } from "./wiring/sharding.ts";
 import { connectionUsersEnqueuer, subscribeAll } from "./wiring/triggers.ts";
 
 export type { Operator, OperatorConfig, OperatorDeps } from "./wiring/operator-config.ts";
@@ -48,10 +49,37 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   logger.info({ kubernetes: kube.description }, "Kubernetes configuration loaded");
   const client = new KubeClient(kube.config);
   const metrics = new RuntimeMetrics();
-  const caches = watchCaches(config, client, clock, logger);
+  const le = config.leaderElection;
+  const podName = config.podName ?? hostname();
+  const shards = config.sharded
+    ? sharding({
+        config,
+        client,
+        namespace: le.namespace ?? kube.namespace ?? "default",
+        podName,
+        identity,
+        metrics,
+        clock,
+        logger,
+      })
+    : undefined;
+  const caches = watchCaches(
+    shards ? { ...config, labelSelector: joinSelectors(config.labelSelector, shards.selector) } : config,
+    client,
+    clock,
+    logger,
+  );
   const { deployments, secrets } = caches;
+  shards?.attach(deployments);
   const recorder = new KubeEventRecorder({ client, reportingInstance: identity, clock, logger });
-  const connections = connectionRegistry(config, caches, metrics, clock, logger);
+  const connections = connectionRegistry(
+    config,
+    caches,
+    metrics,
+    clock,
+    logger,
+    shards?.clientIdentity ?? { userAgent: userAgentOf(podName) },
+  );
   registerCacheMetrics(metrics, deployments, caches.connections, connections);
   const reconciler = new DeploymentReconciler({
     resources: refusalAware(resourcePort(deployments, CLAIM_INDEX), (o) => connections.refuses(o)),
@@ -66,7 +94,9 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   });
   const controller = new Controller({
     name: "deployment",
-    reconcile: reconciler.reconcile,
+    // Sharded, every replica reconciles its own share; the leader only runs the sharder.
+    reconcile: shards ? shards.guard(reconciler.reconcile) : reconciler.reconcile,
+    needLeaderElection: !shards,
     concurrency: config.concurrency,
     reconcileTimeoutMs: config.reconcileTimeoutMs,
     clock,
@@ -91,6 +121,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   const enqueueUsers = connectionUsersEnqueuer(deployments, controller);
   const check = connectionCheck({
     registry: connections,
+    everyReplica: Boolean(shards),
     caches,
     recorder,
     defaults: config.service,
@@ -114,7 +145,6 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     logger,
   });
   health.addReadinessCheck(cachesReadiness(caches));
-  const le = config.leaderElection;
   const manager = new Manager({
     ...(le.enabled
       ? { elector: leaderElector(le, client, kube.namespace, identity, metrics, logger, clock) }
@@ -128,7 +158,11 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   manager.add(health);
   manager.add(resync);
   const pollTargets = rolloutPollTargets(deployments, connections);
-  manager.add(new RolloutPoller({ targets: pollTargets, periodMs: config.pollMs, clock, logger }));
+  const poller = new RolloutPoller({ targets: pollTargets, periodMs: config.pollMs, clock, logger });
+  manager.add(
+    shards ? { name: poller.name, needLeaderElection: false, start: (s) => poller.start(s) } : poller,
+  );
+  for (const runnable of shards?.runnables ?? []) manager.add(runnable);
   return { manager, controller, health, metrics, identity, addresses: () => health.listening };
 }
 

@@ -4,6 +4,7 @@
  */
 import { Type } from "@sinclair/typebox";
 import type { Logger } from "pino";
+import { VERSION } from "../version.ts";
 import type { AddressPolicy } from "./address-policy.ts";
 import type { ProxyEnv } from "./agent.ts";
 import { type ApiClock, systemApiClock } from "./clock.ts";
@@ -33,7 +34,13 @@ import {
   REVISION_LOGS_ROUTE,
   readLogPage,
 } from "./revision-logs.ts";
-import { type ResponseObservation, type RetryEvent, Transport, type TransportSettings } from "./transport.ts";
+import {
+  type ResponseObservation,
+  type RetryEvent,
+  Transport,
+  type TransportSettings,
+  type WriteGrant,
+} from "./transport.ts";
 import {
   checkFilters,
   checkOffset,
@@ -112,6 +119,16 @@ export interface ServiceClientOptions {
   qps?: number;
   /** Bucket size; default 40. */
   burst?: number;
+  /** This process's part of `qps` and `burst`, read as it changes (sharded replicas); default 1. */
+  qpsShare?: () => number;
+  /** The `User-Agent` of every request; default `dms-operator/<version>`. */
+  userAgent?: string;
+  /**
+   * Asked before each write (POST, PATCH, DELETE) goes out (a sharded replica's Lease): `refuse`
+   * fails it `unavailable` unsent; `withinMs` cuts its timeout so that it ends within that time.
+   * Default none: every write goes, with the whole timeout.
+   */
+  writeGate?: () => WriteGrant;
   /** Receives debug lines per request and a warning per retry; never the key. */
   logger?: Logger;
   /** Metrics hook, called once per HTTP exchange. */
@@ -236,7 +253,14 @@ export class ServiceClient {
       retryBaseDelayMs: options.retryBaseDelayMs ?? 250,
       retryMaxDelayMs: options.retryMaxDelayMs ?? 10_000,
       maxRetryAfterMs: options.maxRetryAfterMs ?? 60_000,
-      bucket: new TokenBucket({ qps: options.qps ?? 20, burst: options.burst ?? 40, clock }),
+      bucket: new TokenBucket({
+        qps: options.qps ?? 20,
+        burst: options.burst ?? 40,
+        clock,
+        ...(options.qpsShare ? { share: options.qpsShare } : {}),
+      }),
+      userAgent: options.userAgent ?? `dms-operator/${VERSION}`,
+      writeGate: options.writeGate,
       clock,
       random: options.random ?? Math.random,
       logger: options.logger,

@@ -16,8 +16,9 @@ import type { ApiClock } from "./clock.ts";
  * most one token, so work resumes at `qps` rather than in a burst.
  */
 export class TokenBucket {
-  readonly #qps: number;
-  readonly #burst: number;
+  readonly #fullQps: number;
+  readonly #fullBurst: number;
+  readonly #share: () => number;
   readonly #clock: ApiClock;
   #tokens: number;
   #updatedAt: number;
@@ -25,11 +26,16 @@ export class TokenBucket {
   /** Counts pauses, so that a waiter can tell that one began while it slept. */
   #pauses = 0;
 
-  constructor(options: { qps: number; burst: number; clock: ApiClock }) {
+  /**
+   * `share` (default 1) is this process's part of the budget, read at each refill: replicas that
+   * split one connection's work split its `qps` and `burst` the same way (a burst never below 1).
+   */
+  constructor(options: { qps: number; burst: number; clock: ApiClock; share?: () => number }) {
     if (!(options.qps > 0)) throw new RangeError(`qps must be > 0, got ${options.qps}`);
     if (!(options.burst >= 1)) throw new RangeError(`burst must be >= 1, got ${options.burst}`);
-    this.#qps = options.qps;
-    this.#burst = options.burst;
+    this.#fullQps = options.qps;
+    this.#fullBurst = options.burst;
+    this.#share = options.share ?? (() => 1);
     this.#clock = options.clock;
     this.#tokens = options.burst;
     this.#updatedAt = options.clock.now();
@@ -78,6 +84,19 @@ export class TokenBucket {
   /** How long the current pause still lasts, in ms (0 when not paused). */
   pausedForMs(): number {
     return Math.max(0, this.#pausedUntil - this.#clock.now());
+  }
+
+  get #qps(): number {
+    return this.#fullQps * this.#part();
+  }
+
+  get #burst(): number {
+    return Math.max(1, this.#fullBurst * this.#part());
+  }
+
+  #part(): number {
+    const share = this.#share();
+    return share > 0 && share <= 1 ? share : 1;
   }
 
   #giveBack(): void {

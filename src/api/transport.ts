@@ -62,6 +62,10 @@ export interface TransportSettings {
   retryMaxDelayMs: number;
   maxRetryAfterMs: number;
   bucket: TokenBucket;
+  /** Sent as `User-Agent` on every request: `dms-operator/<version> (<pod name>)` in the operator. */
+  userAgent: string;
+  /** Asked before each write goes out (see {@link WriteGrant}). */
+  writeGate: (() => WriteGrant) | undefined;
   clock: ApiClock;
   random: () => number;
   logger: Logger | undefined;
@@ -83,6 +87,12 @@ export interface RetryEvent {
   waitMs: number;
   error: ServiceError;
 }
+
+/**
+ * Whether a write may go out now: `refuse` (why not: it fails `unavailable`, unsent), or
+ * `withinMs` (it must end within that time: its timeout is cut to it); undefined: no limit.
+ */
+export type WriteGrant = { refuse: string } | { withinMs: number } | undefined;
 
 /** One call: a route template, its concrete path, and how to judge the answer. */
 export interface TransportRequest<S extends TSchema | undefined> {
@@ -241,6 +251,13 @@ export class Transport {
         );
       }
       await this.#s.bucket.acquire(signal);
+      // Checked after the wait for a token, right before the request goes out.
+      const grant = request.method === "GET" ? undefined : this.#s.writeGate?.();
+      if (grant && "refuse" in grant)
+        throw new AbortError(
+          new ServiceError({ kind: "unavailable", method, route, detail: grant.refuse, retryable: true }),
+        );
+      const timeoutMs = grant ? Math.min(this.#s.timeoutMs, grant.withinMs) : this.#s.timeoutMs;
       const started = this.#s.clock.now();
       const observe = (status: number | "error") => {
         const seconds = (this.#s.clock.now() - started) / 1000;
@@ -255,7 +272,7 @@ export class Transport {
       try {
         let response: Exchange;
         try {
-          response = await this.#exchange(request, account, sending);
+          response = await this.#exchange(request, account, sending, timeoutMs);
         } catch (error) {
           // Never sent: a pause began between its token and the wire. Wait for the pause's end.
           if (sending.held && !signal?.aborted) continue;
@@ -321,6 +338,7 @@ export class Transport {
     request: TransportRequest<TSchema | undefined>,
     account: MemoryAccount,
     sending: { held: boolean },
+    timeoutMs: number,
   ): Promise<Exchange> {
     const { method, signal } = request;
     const stream = got.stream(this.#s.baseUrl + request.path, {
@@ -332,7 +350,7 @@ export class Transport {
       followRedirect: false,
       retry: { limit: 0 },
       timeout: {
-        request: this.#s.timeoutMs,
+        request: timeoutMs,
         ...(this.#s.connectTimeoutMs === undefined ? {} : { connect: this.#s.connectTimeoutMs }),
       },
       agent: this.#agents,
@@ -484,7 +502,7 @@ export class Transport {
   }
 
   #headers(): Record<string, string> {
-    const headers: Record<string, string> = { accept: "application/json", "user-agent": "dms-operator" };
+    const headers: Record<string, string> = { accept: "application/json", "user-agent": this.#s.userAgent };
     if (this.#s.apiKey !== undefined) headers[this.#s.apiKeyHeader] = this.#s.apiKey;
     if (this.#s.tenantId !== undefined) headers[this.#s.tenantHeader] = this.#s.tenantId;
     return headers;

@@ -128,6 +128,13 @@ export const RUN_SETTINGS = {
     help: "leader renew deadline",
   },
   retryPeriod: { parse: parsers.duration(), default: "2s", arg: "<duration>", help: "leader retry period" },
+  sharded: {
+    env: "DMS_SHARDED",
+    parse: parsers.boolean,
+    default: "false",
+    shown: "off",
+    help: "spread the resources over every replica (a Lease per replica, POD_NAME); the leader assigns them",
+  },
   metricsBindAddress: {
     env: "DMS_METRICS_BIND_ADDRESS",
     parse: bindAddress,
@@ -264,6 +271,11 @@ const RULES: ReadonlyArray<(input: RuleInput) => string | undefined> = [
     v.leaseDuration > v.renewDeadline && v.renewDeadline > 1.2 * v.retryPeriod
       ? undefined
       : "--lease-duration, --renew-deadline, --retry-period: need lease > renew deadline > 1.2 × retry period",
+  // The leader runs the sharder: without an election nobody assigns the resources.
+  ({ values: v }) =>
+    !v.sharded || v.leaderElect
+      ? undefined
+      : `${nameOf("sharded")}: needs leader election (drop --no-leader-elect): the elected leader assigns the resources to the replicas`,
   // A create grace shorter than the poll (or than the service's listing lag) lets the controller
   // create the same deployment twice before the first one is listed.
   ({ values: v, pollText }) =>
@@ -354,6 +366,7 @@ export function runConfigFrom(
       renewDeadlineMs: v.renewDeadline,
       retryPeriodMs: v.retryPeriod,
     },
+    ...(v.sharded ? { sharded: true } : {}),
     metricsBindAddress: metricsAddressOf(v),
     metricsSecure: v.metricsSecure,
     ...(v.metricsCertDir ? { metricsCertDir: v.metricsCertDir } : {}),

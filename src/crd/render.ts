@@ -163,6 +163,13 @@ const deploymentColumns: JsonObject[] = [
     "The active revision (8 characters) and what it deployed: <id>@<commit> or <id>@<image version>.",
     true,
   ),
+  column(
+    "Owner",
+    "string",
+    ".metadata.labels.shard\\.dms\\.dev/owner",
+    "The operator replica that reconciles it (`run --sharded`; empty otherwise).",
+    true,
+  ),
 ];
 
 /**

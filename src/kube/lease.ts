@@ -58,10 +58,13 @@ export function leaseSpecOf(record: LeaseRecord): Record<string, unknown> {
 export class KubeLease implements LeasePort {
   readonly #client: KubeClient;
   readonly #ref: ObjectRef;
+  readonly #labels: Record<string, string> | undefined;
 
-  constructor(client: KubeClient, ref: ObjectRef) {
+  /** `labels` are written with every create and update (a shard Lease's ring label). */
+  constructor(client: KubeClient, ref: ObjectRef, labels?: Record<string, string>) {
     this.#client = client;
     this.#ref = ref;
+    this.#labels = labels;
   }
 
   async get(signal: AbortSignal): Promise<LeaseSnapshot | undefined> {
@@ -102,6 +105,25 @@ export class KubeLease implements LeasePort {
     }
   }
 
+  /**
+   * Deletes the Lease if it is still at `resourceVersion` (a precondition: a holder that renewed
+   * it meanwhile keeps it); resolves false when it changed or is gone.
+   */
+  async delete(resourceVersion: string, signal: AbortSignal): Promise<boolean> {
+    try {
+      await this.#client.request({
+        method: "DELETE",
+        path: this.#itemPath(),
+        body: { kind: "DeleteOptions", apiVersion: "v1", preconditions: { resourceVersion } },
+        signal,
+      });
+      return true;
+    } catch (err) {
+      if (err instanceof ConflictError || isNotFound(err)) return false;
+      throw err;
+    }
+  }
+
   #object(record: LeaseRecord, resourceVersion: string | undefined): unknown {
     return {
       apiVersion: "coordination.k8s.io/v1",
@@ -110,6 +132,7 @@ export class KubeLease implements LeasePort {
         name: this.#ref.name,
         namespace: this.#ref.namespace,
         ...(resourceVersion !== undefined ? { resourceVersion } : {}),
+        ...(this.#labels ? { labels: this.#labels } : {}),
       },
       spec: leaseSpecOf(record),
     };

@@ -13,6 +13,7 @@ import {
 import { isRecord } from "../json.ts";
 import { keptAnnotationValue } from "../reconcile/annotations.ts";
 import { type ObjectRef, objectKey } from "../runtime/keys.ts";
+import { DRAIN_LABEL, OWNER_LABEL } from "../sharding/labels.ts";
 
 /** Metadata fields read by the adapters. Optional ones may be absent on the wire. */
 export interface ObjectMeta {
@@ -84,17 +85,19 @@ export { MAX_ANNOTATION_VALUE } from "../reconcile/annotations.ts";
 /**
  * The metadata a cached resource keeps: the fields the operator reads (name, namespace, uid,
  * resourceVersion, generation, creation and deletion times, finalizers) and of the annotations
- * only {@link READ_ANNOTATIONS}. Everything else a tenant may put there goes at decode: other
- * annotations (up to 256 KiB on each object, `kubectl apply`'s copy of the manifest among them),
- * labels (label selectors are applied by the API server, never to the cache), managedFields,
- * ownerReferences. A kept value longer than {@link MAX_ANNOTATION_VALUE} becomes
+ * only {@link READ_ANNOTATIONS}, of the labels only {@link READ_LABELS} (the shard labels, at most
+ * 63 characters each by the API server's own rule). Everything else a tenant may put there goes
+ * at decode: other annotations (up to 256 KiB on each object, `kubectl apply`'s copy of the
+ * manifest among them), other labels (label selectors are applied by the API server, never to
+ * the cache), managedFields, ownerReferences. A kept value longer than {@link MAX_ANNOTATION_VALUE} becomes
  * `sha256:<hex>`: still a different value when the original changes (what `reconcile-requested-at`
  * and `rollout-now` need), and never `true` or a duration. Finalizers are kept as
  * {@link keptFinalizers} says. So one cached resource's metadata is bounded by the number of its
  * finalizers (a pointer each), whatever its annotations, labels and finalizer names weigh.
  *
  * Safe because the operator never writes metadata it read: its writes are a status apply naming
- * only name, namespace and resourceVersion, and JSON Patches of single finalizer entries.
+ * only name, namespace and resourceVersion, JSON Patches of single finalizer entries, and merge
+ * patches of the shard labels alone.
  */
 export function keptMetadata(meta: ObjectMeta): ObjectMeta {
   const kept: ObjectMeta = { name: meta.name, resourceVersion: meta.resourceVersion };
@@ -106,6 +109,24 @@ export function keptMetadata(meta: ObjectMeta): ObjectMeta {
   if (meta.finalizers !== undefined) kept.finalizers = keptFinalizers(meta.finalizers);
   const annotations = readAnnotations(meta.annotations);
   if (annotations) kept.annotations = annotations;
+  const labels = readLabels(meta.labels);
+  if (labels) kept.labels = labels;
+  return kept;
+}
+
+/** The labels the operator reads on its own resources: the shard labels (`--sharded`). */
+export const READ_LABELS: readonly string[] = [OWNER_LABEL, DRAIN_LABEL];
+
+function readLabels(all: Record<string, string> | undefined): Record<string, string> | undefined {
+  if (!all) return undefined;
+  let kept: Record<string, string> | undefined;
+  for (const key of READ_LABELS) {
+    const value = Object.hasOwn(all, key) ? all[key] : undefined;
+    // A label value is at most 63 characters; anything longer did not come from an API server.
+    if (value === undefined || value.length > 63) continue;
+    kept ??= {};
+    kept[key] = value;
+  }
   return kept;
 }
 

@@ -76,6 +76,13 @@ export interface LeaderElectionOptions {
   onLeadingChange?(leading: boolean): void;
   /** Called when a different holder is observed (for logs). */
   onNewLeader?(identity: string): void;
+  /**
+   * Called after each successful acquire or renewal with the local time its write was sent: the
+   * API server stored it no earlier, so nobody else can hold the lease before that time plus the
+   * lease duration (a write fence counts from it, never from when the answer arrived, which may
+   * have been delayed).
+   */
+  onRenewed?(startedAt: number): void;
 }
 
 /** How one term of {@link LeaderElector.run} ended. */
@@ -231,7 +238,9 @@ export class LeaderElector {
     try {
       const current = await this.#lease.get(signal);
       if (!current) {
+        const writing = this.#clock.now();
         this.#observe(await this.#lease.create(this.#record(now, now, 0), signal));
+        this.#opts.onRenewed?.(writing);
         return true;
       }
       this.#observe(current);
@@ -241,7 +250,9 @@ export class LeaderElector {
       const record = ours
         ? this.#record(old.acquireTime ?? now, now, old.leaseTransitions)
         : this.#record(now, now, old.leaseTransitions + 1);
+      const writing = this.#clock.now();
       this.#observe(await this.#lease.update(record, current.resourceVersion, signal));
+      this.#opts.onRenewed?.(writing);
       return true;
     } catch (err) {
       if (err instanceof LeaseConflictError) this.#log.debug("lease write conflict; retrying");

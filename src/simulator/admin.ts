@@ -4,7 +4,7 @@
  * faults, so a simulator must not be exposed beyond the machine it serves.
  *
  *   GET    /_sim/counters            route → status → count
- *   GET    /_sim/requests            the latest requests: at, method, route, url, status
+ *   GET    /_sim/requests            the latest requests: at, method, route, url, userAgent, status
  *   POST   /_sim/counters/reset      204; forgets the counters and the requests
  *   GET    /_sim/faults              the faults in force
  *   PUT    /_sim/faults              replace the faults (JSON body, see `Faults`); 200 with them

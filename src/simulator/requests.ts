@@ -14,6 +14,8 @@ export interface SimRequest {
   route: string;
   /** Path and query as requested. */
   url: string;
+  /** The request's `User-Agent` (cut to 200 characters), absent when it sent none. */
+  userAgent?: string;
   /** The status answered (`"200"`), `"reset"` for a connection dropped by a fault, absent while pending. */
   status?: string;
   /**
@@ -45,8 +47,9 @@ export class RequestRecord {
   }
 
   /** A request arrived; answer it with {@link answered}. */
-  arrived(method: string, route: string, url: string): SimRequest {
+  arrived(method: string, route: string, url: string, userAgent?: string): SimRequest {
     const request: SimRequest = { at: this.#now(), method, route, url };
+    if (userAgent !== undefined) request.userAgent = userAgent.slice(0, 200);
     this.#latest.push(request);
     // Trimmed in batches, so that recording stays O(1) amortized.
     if (this.#latest.length >= 2 * this.#limit) this.#latest = this.#latest.slice(-this.#limit);

@@ -214,7 +214,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
 
   const serve = (req: IncomingMessage, res: ServerResponse, path: string, search: string) => {
     const match = route(req.method ?? "GET", path);
-    const request = record.arrived(req.method ?? "GET", match.route, req.url ?? path);
+    const request = record.arrived(
+      req.method ?? "GET",
+      match.route,
+      req.url ?? path,
+      req.headers["user-agent"],
+    );
     const send = (response: SimResponse) => {
       record.answered(request, String(response.status));
       res.once("close", () => {

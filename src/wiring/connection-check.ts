@@ -23,6 +23,8 @@ import { connectionPassKeys } from "./resync-passes.ts";
 /** What {@link connectionCheck} is built from. */
 export interface ConnectionCheckParts {
   registry: ConnectionRegistry;
+  /** Run on every replica, not only the leader (`--sharded`). */
+  everyReplica?: boolean;
   caches: Caches;
   recorder: KubeEventRecorder;
   /** The settings a connection leaves unset (the default connection's). */
@@ -60,6 +62,8 @@ export function connectionCheck(o: ConnectionCheckParts): {
   });
   const controller = new Controller({
     name: "connection",
+    // Sharded, every replica checks the connections its resources use: each needs the clients.
+    needLeaderElection: !o.everyReplica,
     reconcile: reconciler.reconcile,
     concurrency: CONNECTION_CONCURRENCY,
     reconcileTimeoutMs: o.reconcileTimeoutMs,

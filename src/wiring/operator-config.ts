@@ -62,6 +62,11 @@ export interface OperatorConfig {
     renewDeadlineMs: number;
     retryPeriodMs: number;
   };
+  /**
+   * `--sharded`: every replica reconciles a share of the resources (a Lease per replica, the
+   * leader assigns by label); needs leader election. Default off: one leader does all the work.
+   */
+  sharded?: boolean;
   metricsBindAddress: string;
   /**
    * Serve `/metrics` over HTTPS, each scrape authenticated (TokenReview) and authorized

@@ -6,7 +6,7 @@
 import type { Logger } from "pino";
 import type { AddressPolicy } from "../api/address-policy.ts";
 import { ignoredNoProxyEntries, PROXY_VARIABLES } from "../api/agent.ts";
-import { ServiceClient } from "../api/client.ts";
+import { ServiceClient, type ServiceClientOptions } from "../api/client.ts";
 import type { ServiceConfig } from "../config.ts";
 import { NamespaceAccess } from "../connection/access.ts";
 import { NamespaceOrder } from "../connection/namespace-order.ts";
@@ -25,11 +25,18 @@ import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import type { Caches } from "./caches.ts";
 import { defaultListingDeadlineMs, type OperatorConfig } from "./operator-config.ts";
 
+/**
+ * What every client of this process sends and obeys: its `User-Agent`, and for a sharded replica
+ * its part of each connection's rate limit and its write fence (see `ServiceClientOptions`).
+ */
+export type ClientIdentity = Pick<ServiceClientOptions, "userAgent" | "qpsShare" | "writeGate">;
+
 /** Builds the client of a connection's settings; `connection` names it in the logs. */
 export function serviceConnector(
   logger: Logger,
   metrics: RuntimeMetrics,
   addressPolicy: AddressPolicy = "allow-private",
+  identity: ClientIdentity = {},
 ): (service: ServiceConfig, connection: string) => ConnectionService {
   return (service, connection) => {
     // One retry layer: the controller's per-key backoff, which honours Retry-After through
@@ -37,6 +44,7 @@ export function serviceConnector(
     // (past the reconcile timeout on a 429) before the controller even saw the failure.
     const client = new ServiceClient({
       ...service,
+      ...identity,
       retries: 0,
       // Every client of the operator: a connection's base URL is a tenant's to choose.
       addressPolicy,
@@ -97,10 +105,11 @@ export function connectionRegistry(
   metrics: RuntimeMetrics,
   clock: Clock,
   logger: Logger,
+  identity: ClientIdentity = {},
 ): ConnectionRegistry {
   const { namespaces } = caches;
   warnOfOpenSettings(config, logger);
-  const connect = serviceConnector(logger, metrics, config.connectionAddressPolicy);
+  const connect = serviceConnector(logger, metrics, config.connectionAddressPolicy, identity);
   const listingDeadlineMs = config.listingDeadlineMs ?? defaultListingDeadlineMs(config.resyncMs);
   const newSession = sessionFactory(config, listingDeadlineMs, caches.deployments, clock, logger);
   const selector = config.defaultConnectionNamespaceSelector;

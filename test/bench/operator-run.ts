@@ -155,6 +155,8 @@ export async function startOperator(
   baseUrl: string,
   work: string,
   extraFlags: readonly string[] = [],
+  /** A replica's own name (its log, its work dir, `POD_NAME`) when several watch one scope. */
+  replica?: string,
 ): Promise<RunningOperator> {
   const metrics = `127.0.0.1:${await freePort()}`;
   const probes = `127.0.0.1:${await freePort()}`;
@@ -174,7 +176,7 @@ export async function startOperator(
     `--resync-period=${setup.resync}`,
     ...extraFlags,
   ];
-  const scope = namespace ?? "all-namespaces";
+  const scope = `${namespace ?? "all-namespaces"}${replica === undefined ? "" : `-${replica}`}`;
   const spawnedAt = performance.now();
   const process = OperatorProcess.start({
     entry: setup.entry,
@@ -191,7 +193,11 @@ export async function startOperator(
     logPath: join(setup.logs, `operator-${scope}.log`),
     workDir: join(work, `operator-${scope}`),
     // Exactly the manifest's runtime settings: none of this process's own NODE_OPTIONS.
-    env: operatorEnv({ NODE_OPTIONS: "", ...runtimeEnv }),
+    env: operatorEnv({
+      NODE_OPTIONS: "",
+      ...runtimeEnv,
+      ...(replica === undefined ? {} : { POD_NAME: replica }),
+    }),
   });
   return {
     process,

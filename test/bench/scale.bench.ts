@@ -59,6 +59,13 @@ import {
   Tap,
 } from "./operator-run.ts";
 import { cpuSeconds, memoryMiB } from "./probes.ts";
+import {
+  measureReplicas,
+  parseReplicas,
+  type ReplicaFigures,
+  replicasTable,
+  saveReplicas,
+} from "./replicas.ts";
 import { type ScaleFigures, saveScale, scaleTable } from "./scale-report.ts";
 import { measureTenants, parseTenants } from "./tenancy.ts";
 import { saveTenancy, type TenancyFigures, tenancyTable } from "./tenancy-report.ts";
@@ -93,6 +100,10 @@ export const benchmark: Benchmark = {
       description:
         "a directory: after the measured pass, a CPU profile of the next pass (n<N>-pass.cpuprofile) and, after the edits, a heap snapshot holding N (n<N>-steady.heapsnapshot), through the operator's inspector on loopback; open them in Chrome DevTools",
     },
+    replicas: {
+      description:
+        "the sharded case: the N resources in one namespace, this many `--sharded` replicas (2 to 8); per-replica RSS, calls per resync summed, a kill -9's re-ownership, the share moved by one more replica (e.g. --replicas 3 --n 6000)",
+    },
     "listing-deadline": {
       description: "with --tenants: the operator's --listing-deadline",
       default: "not passed: the operator's own default",
@@ -109,6 +120,10 @@ export const benchmark: Benchmark = {
     if (tenants === undefined && args["listing-deadline"] !== undefined)
       throw new Error("--listing-deadline applies to the many-tenants case only: add --tenants <count>");
     const label = args.label ?? "current";
+    const replicas = args.replicas === undefined ? undefined : parseReplicas(args.replicas);
+    if (replicas !== undefined && tenants !== undefined)
+      throw new Error("--replicas and --tenants are separate cases: give one");
+    const sharded: ReplicaFigures[] = [];
     // A build of this run's own: another run may rebuild meanwhile.
     const dist = join(CACHE, `dist-${process.pid}`);
     // The code measured is the code compiled now, whatever is committed while the run goes on.
@@ -132,7 +147,14 @@ export const benchmark: Benchmark = {
           logs: join(LOGS, tenants === undefined ? `n${n}` : `tenants${tenants}-n${n}`),
         };
         // Saved per N, so a long run that fails later keeps what it measured.
-        if (tenants === undefined) {
+        if (replicas !== undefined) {
+          const figures = await measureReplicas(replicas, n, {
+            ...setup,
+            logs: join(LOGS, `replicas${replicas}-n${n}`),
+          });
+          sharded.push(figures);
+          for (const path of saveReplicas(label, figures)) progress(`written ${path}`);
+        } else if (tenants === undefined) {
           const figures = await measure(n, setup);
           results.push(figures);
           for (const path of saveScale(label, figures)) progress(`written ${path}`);
@@ -147,7 +169,12 @@ export const benchmark: Benchmark = {
     }
     return {
       rows: [],
-      table: tenants === undefined ? scaleTable(label, results) : tenancyTable(label, tenancy),
+      table:
+        replicas !== undefined
+          ? replicasTable(sharded)
+          : tenants === undefined
+            ? scaleTable(label, results)
+            : tenancyTable(label, tenancy),
     };
   },
 };

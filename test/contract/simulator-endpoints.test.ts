@@ -331,14 +331,16 @@ describe("HTTP surface", () => {
     expect(sim.counters()).toEqual({});
   });
 
-  it("records each request: when it came, its route and URL, and the status answered", async () => {
+  it("records each request: when it came, its route and URL, its User-Agent and the status answered", async () => {
     sim.resetCounters();
     const before = Date.now();
     await call(sim, "GET", "/v2/deployments?limit=0");
     await call(sim, "PATCH", `/v2/deployments/${UNKNOWN}`, {});
     await call(sim, "GET", "/nowhere");
     const seen = sim.requests();
-    expect(seen.map(({ at: _, ...r }) => r)).toEqual([
+    // Whoever sent it (fetch here): a sharded operator's requests say which replica.
+    expect(new Set(seen.map((r) => r.userAgent))).toEqual(new Set(["node"]));
+    expect(seen.map(({ at: _, userAgent: __, ...r }) => r)).toEqual([
       { method: "GET", route: "GET /v2/deployments", url: "/v2/deployments?limit=0", status: "422" },
       {
         method: "PATCH",

@@ -128,6 +128,7 @@ const NOT_UNDER_CONFIG: Record<string, string> = {
   kubeconfig: "the pod's ServiceAccount",
   context: "the pod's ServiceAccount",
   leaderElect: "leaderElection.enabled",
+  sharded: "sharding.enabled",
   leaderElectionNamespace: "leaderElection.namespace",
   leaderElectionId: "leaderElection.id",
   leaseDuration: "leaderElection.leaseDuration",

@@ -13,6 +13,20 @@ describe("TokenBucket", () => {
     expect(sleeps).toEqual([250, 500, 750, 1000]);
   });
 
+  it("gives a sharded replica its share of qps and burst, read as the share changes", async () => {
+    const sleeps: number[] = [];
+    let share = 0.5;
+    const clock: ApiClock = { now: () => 0, sleep: async (ms) => void sleeps.push(ms) };
+    const bucket = new TokenBucket({ qps: 4, burst: 4, clock, share: () => share });
+    // A burst of 2 at once, then one per 1/(4 × 0.5) s.
+    for (let i = 0; i < 4; i++) await bucket.acquire();
+    expect(sleeps).toEqual([500, 1000]);
+    // A share out of (0, 1] counts as the whole budget.
+    share = 0;
+    await bucket.acquire();
+    expect(sleeps.at(-1)).toBe(750);
+  });
+
   it("never lets more than burst + qps·t through in any window (property)", async () => {
     await fc.assert(
       fc.asyncProperty(

@@ -68,6 +68,22 @@ describe("decodeDeployment", () => {
     expect(JSON.stringify(decoded?.metadata).length).toBeLessThan(1024);
   });
 
+  it("keeps the shard labels, and no other label", () => {
+    const raw = applied();
+    Object.assign(raw.metadata.labels, {
+      "shard.dms.dev/owner": "dms-operator-5d9f8-x2x7q",
+      "shard.dms.dev/drain": "true",
+      "shard.dms.dev/other": "x",
+    });
+    expect(decodeDeployment(raw)?.metadata.labels).toEqual({
+      "shard.dms.dev/owner": "dms-operator-5d9f8-x2x7q",
+      "shard.dms.dev/drain": "true",
+    });
+    // A value no API server would accept (over 63 characters) is not kept.
+    raw.metadata.labels["shard.dms.dev/owner"] = "o".repeat(64);
+    expect(decodeDeployment(raw)?.metadata.labels).toEqual({ "shard.dms.dev/drain": "true" });
+  });
+
   it("keeps each annotation it reads, and one over the length bound as a digest that still changes", () => {
     const long = "t".repeat(MAX_ANNOTATION_VALUE + 1);
     const raw = applied();

@@ -31,6 +31,29 @@ describe("runConfigFrom bind addresses", () => {
   });
 });
 
+describe("runConfigFrom --sharded", () => {
+  const problemsOf = (result: ReturnType<typeof runConfigFrom>) => (result.ok ? [] : result.problems);
+
+  it("is off by default, on from the flag or DMS_SHARDED, with the default timings", () => {
+    const plain = runConfigFrom(base, {});
+    expect(plain.ok && "sharded" in plain.config).toBe(false);
+    expect(runConfigFrom({ ...base, sharded: true }, {})).toMatchObject({
+      ok: true,
+      config: { sharded: true },
+    });
+    expect(runConfigFrom(base, { DMS_SHARDED: "true" })).toMatchObject({
+      ok: true,
+      config: { sharded: true },
+    });
+  });
+
+  it("needs leader election: the leader assigns the resources", () => {
+    expect(problemsOf(runConfigFrom({ ...base, sharded: true, leaderElect: false }, {}))).toEqual([
+      "--sharded / DMS_SHARDED: needs leader election (drop --no-leader-elect): the elected leader assigns the resources to the replicas",
+    ]);
+  });
+});
+
 describe("runConfigFrom --metrics-secure", () => {
   const problemsOf = (result: ReturnType<typeof runConfigFrom>) => (result.ok ? [] : result.problems);
 

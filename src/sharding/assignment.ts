@@ -1,0 +1,78 @@
+/**
+ * What the sharder does next with one Deployment resource: a pure function of the resource's
+ * shard labels (and those of the version before, as the sharder last saw it) and of the ring.
+ *
+ * The rule it keeps: a resource is written to by at most one replica at a time. Its owner lets go
+ * before anyone else gets it: by acknowledging a drain (removing its own owner label, under a
+ * resourceVersion precondition), or by being down, which the sharder only acts on after it took
+ * the owner's Lease (so that replica can neither renew it nor write: its fence expired first).
+ */
+import { ownerOf } from "./ring.ts";
+
+/** The shard labels of one resource. */
+export interface ShardLabels {
+  owner?: string | undefined;
+  drain: boolean;
+}
+
+/**
+ * A member's state as the sharder sees it: `live` (its Lease renewed within its duration),
+ * `held` (the sharder took its Lease and the hold is still valid: its resources may move),
+ * `down` (not live, not held: take its Lease first).
+ */
+export type MemberState = "live" | "held" | "down";
+
+/** The ring as the sharder sees it. */
+export interface RingView {
+  /** The live members (any order). */
+  live: readonly string[];
+  state(member: string): MemberState;
+  /** The ring's choice for `uid` (default {@link ownerOf} over `live`; a caller may cache it). */
+  ownerOf?(uid: string): string | undefined;
+}
+
+/** The next step for one resource. */
+export type ShardAction =
+  /** Nothing to do. */
+  | { kind: "none" }
+  /** Write `owner=to` and remove the drain label. */
+  | { kind: "assign"; to: string }
+  /** Set the drain label: the live owner must let go before the resource moves. */
+  | { kind: "drain" }
+  /** Take `member`'s Lease before moving its resources. */
+  | { kind: "hold"; member: string }
+  /** A drain is under way: the owner has not acknowledged yet. */
+  | { kind: "wait" };
+
+/**
+ * The next step for the resource `uid` with `labels`, `before` being its previous labels as the
+ * sharder saw them (undefined when it has not seen it before).
+ *
+ * A resource whose owner label vanished without a drain (someone else removed it; an
+ * acknowledgement removes the drain label with it) is treated as still owned by its previous
+ * owner: that replica may still be reconciling it, so it is given back to it (or moved the usual
+ * way) instead of to a second replica at once.
+ */
+export function nextAction(
+  uid: string,
+  labels: ShardLabels,
+  before: ShardLabels | undefined,
+  ring: RingView,
+): ShardAction {
+  const desired = ring.ownerOf ? ring.ownerOf(uid) : ownerOf(uid, ring.live);
+  if (desired === undefined) return { kind: "none" };
+  const unacknowledged = labels.owner === undefined && before?.owner !== undefined && !before.drain;
+  const owner = unacknowledged ? before.owner : labels.owner;
+  if (owner === undefined) return { kind: "assign", to: desired };
+  switch (ring.state(owner)) {
+    case "live":
+      if (owner === desired)
+        return labels.drain || labels.owner !== owner ? { kind: "assign", to: owner } : { kind: "none" };
+      if (labels.owner !== owner) return { kind: "assign", to: owner };
+      return labels.drain ? { kind: "wait" } : { kind: "drain" };
+    case "held":
+      return { kind: "assign", to: desired };
+    case "down":
+      return { kind: "hold", member: owner };
+  }
+}

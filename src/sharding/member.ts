@@ -1,0 +1,186 @@
+/**
+ * One replica's side of sharding: whether it may write to the service now (its write fence), which
+ * of its resources it may reconcile, and the acknowledgement of a drain once no reconcile of that
+ * resource is running. Kubernetes is reached through the two functions given; the Lease itself is
+ * renewed by a {@link LeaderElector} that reports each renewal here.
+ */
+import type { Logger } from "pino";
+import { type Clock, systemClock } from "../runtime/clock.ts";
+import { Action, type Reconciler } from "../runtime/controller.ts";
+
+/** What the member reads of a resource in its cache: whether it carries the drain label. */
+export interface OwnedResource {
+  drain: boolean;
+}
+
+/** Options of {@link ShardMember}. */
+export interface ShardMemberOptions {
+  /** This replica's name (its pod's): its Lease's name and its owner label value. */
+  name: string;
+  /** The Lease's duration: nobody else holds it before a renewal's start plus this. */
+  leaseDurationMs: number;
+
+  /** The resource `key` in this replica's cache (which holds only what is labelled for it). */
+  owned(key: string): OwnedResource | undefined;
+  /**
+   * Removes this replica's owner label and the drain label of `key`, if the resource is still as
+   * cached (a resourceVersion precondition); resolves false when it lost that race.
+   */
+  acknowledge(key: string, signal: AbortSignal): Promise<boolean>;
+  clock?: Clock;
+  logger: Logger;
+  /** Called with the number of drains acknowledged (metrics). */
+  onAcknowledged?(): void;
+}
+
+/** How long before retrying an acknowledgement that lost a race or failed. */
+const ACK_RETRY_MS = 1_000;
+
+/**
+ * Kept between the end of any write and the earliest moment the Lease could be declared expired
+ * by another process: the clocks' rates may differ a little, and the sharder acts on what it saw.
+ */
+export const FENCE_MARGIN_MS = 1_000;
+
+/** The least time a write is given; less than this left on the Lease, writes wait for a renewal. */
+export const MIN_WRITE_MS = 1_000;
+
+/**
+ * A replica of the ring. Contract:
+ * - {@link writeWithinMs} is how long a write started now may take so that it ends before
+ *   anyone could declare the Lease expired: `renewalSent + leaseDuration - margin - now` while
+ *   the Lease is held, 0 otherwise; {@link mayWrite} says whether that is at least
+ *   {@link MIN_WRITE_MS}.
+ * - {@link guard} wraps the reconciler: a key not in the cache, carrying the drain label, or met
+ *   before the Lease is held or after {@link stop} is not reconciled (the wrapped reconciler is
+ *   not called); keys in reconcile are counted, and a drained key is acknowledged once its last
+ *   reconcile ended.
+ * - {@link changed} is called on each cache change of a key: a drained key not in reconcile is
+ *   acknowledged then.
+ */
+export class ShardMember {
+  readonly name: string;
+  readonly #opts: ShardMemberOptions;
+  readonly #clock: Clock;
+  readonly #inFlight = new Map<string, number>();
+  readonly #acking = new Set<string>();
+  readonly #idle = new Set<() => void>();
+  readonly #stop = new AbortController();
+  #holding = false;
+  #renewalStart = Number.NEGATIVE_INFINITY;
+
+  constructor(options: ShardMemberOptions) {
+    this.name = options.name;
+    this.#opts = options;
+    this.#clock = options.clock ?? systemClock;
+  }
+
+  /** The Lease was acquired or renewed by a call that began at `startedAt`. */
+  renewed(startedAt: number): void {
+    if (this.#stop.signal.aborted) return;
+    this.#holding = true;
+    this.#renewalStart = Math.max(this.#renewalStart, startedAt);
+  }
+
+  /** The Lease is no longer held (lost, or about to be released): no write from now on. */
+  released(): void {
+    this.#holding = false;
+  }
+
+  /** How long a service write started now may take (0: none may start). */
+  writeWithinMs(): number {
+    if (!this.#holding) return 0;
+    const left = this.#renewalStart + this.#opts.leaseDurationMs - FENCE_MARGIN_MS - this.#clock.now();
+    return Math.max(0, left);
+  }
+
+  /** True while a write may start (with at least {@link MIN_WRITE_MS} to end in). */
+  mayWrite(): boolean {
+    return this.writeWithinMs() >= MIN_WRITE_MS;
+  }
+
+  /** True once the Lease has been held (the replica is in the ring). */
+  get holding(): boolean {
+    return this.#holding;
+  }
+
+  /** Reconciles in flight. */
+  get busy(): number {
+    let n = 0;
+    for (const count of this.#inFlight.values()) n += count;
+    return n;
+  }
+
+  guard(reconcile: Reconciler): Reconciler {
+    return async (key, signal) => {
+      if (this.#stop.signal.aborted) return Action.gone();
+      // Not in the ring yet: nothing is reconciled before the first renewal.
+      if (!this.#holding) return Action.requeueAfter(ACK_RETRY_MS);
+      const resource = this.#opts.owned(key);
+      if (!resource) return Action.gone();
+      if (resource.drain) {
+        this.#acknowledgeSoon(key);
+        return Action.gone();
+      }
+      this.#inFlight.set(key, (this.#inFlight.get(key) ?? 0) + 1);
+      try {
+        return await reconcile(key, signal);
+      } finally {
+        const left = (this.#inFlight.get(key) ?? 1) - 1;
+        if (left > 0) this.#inFlight.set(key, left);
+        else this.#inFlight.delete(key);
+        if (this.#opts.owned(key)?.drain) this.#acknowledgeSoon(key);
+        if (this.#inFlight.size === 0) for (const wake of this.#idle) wake();
+      }
+    };
+  }
+
+  /** The cached resource `key` changed. */
+  changed(key: string): void {
+    if (this.#opts.owned(key)?.drain && !this.#inFlight.has(key)) this.#acknowledgeSoon(key);
+  }
+
+  /**
+   * Stops taking work (every later reconcile is skipped) and resolves once no reconcile is in
+   * flight, or when `signal` aborts.
+   */
+  async stop(signal: AbortSignal): Promise<void> {
+    this.#stop.abort();
+    if (this.#inFlight.size === 0) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        this.#idle.delete(done);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      this.#idle.add(done);
+      signal.addEventListener("abort", done, { once: true });
+    });
+  }
+
+  #acknowledgeSoon(key: string): void {
+    if (this.#acking.has(key) || this.#stop.signal.aborted) return;
+    this.#acking.add(key);
+    void this.#acknowledge(key).finally(() => this.#acking.delete(key));
+  }
+
+  async #acknowledge(key: string): Promise<void> {
+    const signal = this.#stop.signal;
+    while (!signal.aborted && !this.#inFlight.has(key) && this.#opts.owned(key)?.drain) {
+      try {
+        if (await this.#opts.acknowledge(key, signal)) {
+          this.#opts.logger.debug({ key }, "drain acknowledged");
+          this.#opts.onAcknowledged?.();
+          return;
+        }
+      } catch (err) {
+        this.#opts.logger.warn({ err, key }, "could not acknowledge a drain; retrying");
+      }
+      try {
+        await this.#clock.sleep(ACK_RETRY_MS, signal);
+      } catch {
+        return;
+      }
+    }
+  }
+}

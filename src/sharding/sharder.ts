@@ -1,0 +1,388 @@
+/**
+ * The sharder: run by the elected leader, it keeps every Deployment resource labelled with the
+ * replica the ring gives it, moving resources only as {@link nextAction} allows. Membership is
+ * read from the replicas' Leases as client-go's leader election reads one: a Lease is live while
+ * its record changed less than its duration ago by THIS process's clock (no comparison of clocks
+ * between machines). A replica that stopped renewing has its Lease taken (held by the sharder,
+ * under a resourceVersion precondition) before its resources move, so it cannot come back and
+ * write while they do; once none is left, the Lease is deleted.
+ */
+import type { Logger } from "pino";
+import type { Clock } from "../runtime/clock.ts";
+import type { LeaseRecord } from "../runtime/leader.ts";
+import { type MemberState, nextAction, type RingView, type ShardLabels } from "./assignment.ts";
+import { DRAIN_LABEL, isReplicaName, OWNER_LABEL, SHARDER_HOLDER_PREFIX } from "./labels.ts";
+import { ownerOf } from "./ring.ts";
+
+/** A replica's Lease as the sharder reads it. */
+export interface RingLease {
+  name: string;
+  resourceVersion: string;
+  record: LeaseRecord;
+}
+
+/** A Deployment resource as the sharder reads it. */
+export interface ShardedResource {
+  key: string;
+  uid: string;
+  resourceVersion: string;
+  labels: Readonly<Record<string, string>> | undefined;
+}
+
+/** What the sharder reads and writes (the Kubernetes adapters implement it). */
+export interface SharderPorts {
+  leases(): readonly RingLease[];
+  resources(): Iterable<ShardedResource>;
+  /** Merge-patches the shard labels of `key` if still at `resourceVersion`; false when it lost the race. */
+  setLabels(
+    key: string,
+    resourceVersion: string,
+    labels: Record<string, string | null>,
+    signal: AbortSignal,
+  ): Promise<boolean>;
+  /**
+   * Writes `record` on the Lease `name`: creates it when `resourceVersion` is undefined, else
+   * updates it if still at that version. Resolves the new resourceVersion, undefined when it lost
+   * the race.
+   */
+  writeLease(
+    name: string,
+    resourceVersion: string | undefined,
+    record: LeaseRecord,
+    signal: AbortSignal,
+  ): Promise<string | undefined>;
+  /** Deletes the Lease `name` if still at `resourceVersion`. */
+  deleteLease(name: string, resourceVersion: string, signal: AbortSignal): Promise<boolean>;
+}
+
+/** Options of {@link Sharder}. */
+export interface SharderOptions {
+  ports: SharderPorts;
+  /** This process's identity: the sharder's holder name is `sharder/<identity>`. */
+  identity: string;
+  /** How long a Lease the sharder takes lasts (the replicas' lease duration). */
+  leaseDurationMs: number;
+  /** Moves under a taken Lease stop this long before it could expire (≥ a Kubernetes request). */
+  holdMarginMs: number;
+  /** Label writes at once. */
+  concurrency?: number;
+  clock: Clock;
+  logger: Logger;
+  /** Called after each pass with the ring's live members and each member's resource count. */
+  onPass?(live: readonly string[], owned: ReadonlyMap<string, number>): void;
+}
+
+/**
+ * Leases taken in one pass at most: an owner label naming a replica that is not live costs a
+ * Lease write, and whoever may label resources (a tenant, without the admission policy) must not
+ * make one pass write thousands.
+ */
+export const MAX_TAKES_PER_PASS = 16;
+
+/**
+ * Label writes in one pass at most: a first pass over 30,000 unassigned resources reports, and
+ * reads the Leases and the resources' versions again, every thousand writes.
+ */
+export const MAX_WRITES_PER_PASS = 1_000;
+
+/** The outcome of one pass, for tests and logs. */
+export interface PassReport {
+  live: string[];
+  assigned: number;
+  drained: number;
+  waiting: number;
+  held: string[];
+  deleted: string[];
+}
+
+function labelsOf(resource: ShardedResource): ShardLabels {
+  const owner = resource.labels?.[OWNER_LABEL];
+  return { owner: owner === "" ? undefined : owner, drain: resource.labels?.[DRAIN_LABEL] !== undefined };
+}
+
+const recordKey = (r: LeaseRecord) =>
+  `${r.holderIdentity}|${r.renewTime?.getTime() ?? ""}|${r.leaseDurationSeconds}|${r.leaseTransitions}`;
+
+/**
+ * Which replicas are live, from their Leases, by this process's clock: a Lease held by a replica
+ * (not released, not taken by a sharder) whose record changed less than its duration ago. A
+ * Lease first seen counts as changed then (client-go's rule: a newcomer never declares anyone
+ * dead before watching them for a whole duration).
+ */
+export class RingMembership {
+  /** When each Lease's record last changed, by this process's clock. */
+  readonly #observed = new Map<string, { key: string; at: number }>();
+
+  /** Notes which records changed since the last call; returns `leases`. */
+  observe(leases: readonly RingLease[], now: number): readonly RingLease[] {
+    const names = new Set<string>();
+    for (const lease of leases) {
+      names.add(lease.name);
+      const key = recordKey(lease.record);
+      const seen = this.#observed.get(lease.name);
+      if (!seen || seen.key !== key) this.#observed.set(lease.name, { key, at: now });
+    }
+    for (const name of this.#observed.keys()) if (!names.has(name)) this.#observed.delete(name);
+    return leases;
+  }
+
+  /** Not changed for its duration, by our clock (or released). */
+  expired(lease: RingLease, now: number): boolean {
+    if (lease.record.holderIdentity === "") return true;
+    const at = this.#observed.get(lease.name)?.at ?? now;
+    return at + lease.record.leaseDurationSeconds * 1000 <= now;
+  }
+
+  isLive(lease: RingLease, now: number): boolean {
+    const holder = lease.record.holderIdentity;
+    return (
+      isReplicaName(lease.name) &&
+      holder !== "" &&
+      !holder.startsWith(SHARDER_HOLDER_PREFIX) &&
+      !this.expired(lease, now)
+    );
+  }
+
+  /** The live members among `leases` (observed first), sorted. */
+  live(leases: readonly RingLease[], now: number): string[] {
+    return this.observe(leases, now)
+      .filter((l) => this.isLive(l, now))
+      .map((l) => l.name)
+      .sort();
+  }
+
+  forget(name: string): void {
+    this.#observed.delete(name);
+  }
+}
+
+/** See the module comment. {@link pass} is one reconciliation of every resource. */
+export class Sharder {
+  readonly #opts: SharderOptions;
+  readonly #holder: string;
+  readonly #ring = new RingMembership();
+  /**
+   * The Leases this sharder holds: when its last write of each began, the resourceVersion that
+   * write was based on (undefined: created) and the one it produced. The Lease watch may not show
+   * the write yet: a cached Lease at either version is this hold.
+   */
+  readonly #holds = new Map<string, { since: number; basedOn: string | undefined; rv: string }>();
+  /** Each resource's shard labels as last seen or written by this sharder. */
+  readonly #before = new Map<string, ShardLabels>();
+  /**
+   * The ring's choice per uid for the live members it was computed for: a pass over 30,000
+   * resources hashes each once per membership, not once per member and pass.
+   */
+  #choices: { members: string; byUid: Map<string, string | undefined> } = { members: "", byUid: new Map() };
+
+  constructor(options: SharderOptions) {
+    this.#opts = options;
+    this.#holder = `${SHARDER_HOLDER_PREFIX}${options.identity}`;
+  }
+
+  /** The live members now (sorted). */
+  liveMembers(): string[] {
+    return this.#ring.live(this.#opts.ports.leases(), this.#opts.clock.now());
+  }
+
+  async pass(signal: AbortSignal): Promise<PassReport> {
+    const now = this.#opts.clock.now();
+    const all = this.#opts.ports.leases();
+    const live = this.#ring.live(all, now);
+    const leases = new Map(all.map((l) => [l.name, l]));
+    const members = live.join(",");
+    if (this.#choices.members !== members) this.#choices = { members, byUid: new Map() };
+    const choices = this.#choices.byUid;
+    // A member's state is the same for all its resources within one pass.
+    const states = new Map<string, MemberState>();
+    const ring: RingView = {
+      live,
+      state: (m) => {
+        let state = states.get(m);
+        if (state === undefined) {
+          state = this.#state(m, leases.get(m), now);
+          states.set(m, state);
+        }
+        return state;
+      },
+      ownerOf: (uid) => {
+        if (choices.has(uid)) return choices.get(uid);
+        const owner = ownerOf(uid, live);
+        choices.set(uid, owner);
+        return owner;
+      },
+    };
+    const report: PassReport = { live, assigned: 0, drained: 0, waiting: 0, held: [], deleted: [] };
+    const owners = new Map<string, number>();
+    const toHold = new Set<string>();
+    const writes: (() => Promise<void>)[] = [];
+    const seen = new Set<string>();
+    for (const resource of this.#opts.ports.resources()) {
+      seen.add(resource.uid);
+      const labels = labelsOf(resource);
+      const before = this.#before.get(resource.uid);
+      const action = nextAction(resource.uid, labels, before, ring);
+      const owner = labels.owner ?? before?.owner;
+      if (owner !== undefined) owners.set(owner, (owners.get(owner) ?? 0) + 1);
+      if (action.kind !== "assign" && action.kind !== "drain") {
+        // An owner removed by someone else stays remembered until it is written back.
+        const removed = labels.owner === undefined && before?.owner !== undefined && !before.drain;
+        if (!removed && (before?.owner !== labels.owner || before?.drain !== labels.drain))
+          this.#before.set(resource.uid, labels);
+      }
+      switch (action.kind) {
+        case "none":
+          break;
+        case "wait":
+          report.waiting += 1;
+          break;
+        case "hold":
+          toHold.add(action.member);
+          break;
+        case "assign": {
+          const next: ShardLabels = { owner: action.to, drain: false };
+          writes.push(async () => {
+            // Off a member that is not live only while its Lease is held (checked at the write).
+            if (owner !== undefined && owner !== action.to && !live.includes(owner) && !holdValid(owner))
+              return;
+            const ok = await this.#opts.ports.setLabels(
+              resource.key,
+              resource.resourceVersion,
+              { [OWNER_LABEL]: action.to, [DRAIN_LABEL]: null },
+              signal,
+            );
+            if (ok) {
+              this.#before.set(resource.uid, next);
+              report.assigned += 1;
+            }
+          });
+          break;
+        }
+        case "drain":
+          writes.push(async () => {
+            const ok = await this.#opts.ports.setLabels(
+              resource.key,
+              resource.resourceVersion,
+              { [DRAIN_LABEL]: "true" },
+              signal,
+            );
+            if (ok) {
+              this.#before.set(resource.uid, { owner: labels.owner, drain: true });
+              report.drained += 1;
+            }
+          });
+          break;
+      }
+    }
+    for (const uid of this.#before.keys()) if (!seen.has(uid)) this.#before.delete(uid);
+    for (const uid of choices.keys()) if (!seen.has(uid)) choices.delete(uid);
+    // Leases no resource names that nobody renews (a replica gone for good): taken, then deleted.
+    for (const lease of leases.values()) {
+      const name = lease.name;
+      if (
+        !owners.has(name) &&
+        !live.includes(name) &&
+        !this.#holds.has(name) &&
+        this.#ring.expired(lease, now)
+      )
+        toHold.add(name);
+    }
+    // Moves off a taken Lease only while the hold lasts: the replica cannot be back before.
+    const holdValid = (name: string) =>
+      this.#state(name, leases.get(name), this.#opts.clock.now()) === "held";
+    await this.#run(
+      writes.slice(0, MAX_WRITES_PER_PASS).map((w) => async () => {
+        if (!signal.aborted) await w();
+      }),
+    );
+    for (const name of [...toHold].slice(0, MAX_TAKES_PER_PASS))
+      if (await this.#take(name, leases.get(name), signal)) report.held.push(name);
+    // Holds: renewed while resources still name the replica, deleted once none does.
+    for (const [name, hold] of [...this.#holds]) {
+      if (!this.#isHold(hold, leases.get(name))) {
+        this.#holds.delete(name);
+        continue;
+      }
+      const current: RingLease | undefined = {
+        name,
+        resourceVersion: hold.rv,
+        record: this.#holdRecord(leases.get(name), true, new Date(hold.since)),
+      };
+      if ((owners.get(name) ?? 0) === 0 && holdValid(name)) {
+        if (await this.#opts.ports.deleteLease(name, hold.rv, signal)) {
+          report.deleted.push(name);
+          this.#holds.delete(name);
+          this.#ring.forget(name);
+        }
+      } else if (this.#opts.clock.now() - hold.since > this.#opts.holdMarginMs / 2) {
+        await this.#take(name, current, signal);
+      }
+    }
+    this.#opts.onPass?.(live, owners);
+    return report;
+  }
+
+  #state(member: string, lease: RingLease | undefined, now: number): MemberState {
+    // No replica can bear a name that is not a Lease name and a label value: nothing to wait for.
+    if (!isReplicaName(member)) return "held";
+    if (!lease) return "down";
+    const hold = this.#holds.get(member);
+    if (hold && this.#isHold(hold, lease))
+      return now + this.#opts.holdMarginMs < hold.since + this.#opts.leaseDurationMs ? "held" : "down";
+    if (!lease) return "down";
+    return this.#ring.isLive(lease, now) ? "live" : "down";
+  }
+
+  /** Whether the cached `lease` is `hold`'s write, or the version it was based on (a watch lagging). */
+  #isHold(hold: { basedOn: string | undefined; rv: string }, lease: RingLease | undefined): boolean {
+    if (!lease) return hold.basedOn === undefined;
+    return lease.resourceVersion === hold.rv || lease.resourceVersion === hold.basedOn;
+  }
+
+  #holdRecord(lease: RingLease | undefined, ours: boolean, at: Date): LeaseRecord {
+    return {
+      holderIdentity: this.#holder,
+      leaseDurationSeconds: Math.ceil(this.#opts.leaseDurationMs / 1000),
+      acquireTime: ours ? (lease?.record.acquireTime ?? at) : at,
+      renewTime: at,
+      leaseTransitions: (lease?.record.leaseTransitions ?? 0) + (ours ? 0 : 1),
+    };
+  }
+
+  /** Takes (or renews the hold of) the Lease `name`: only when absent, released, expired or ours. */
+  async #take(name: string, lease: RingLease | undefined, signal: AbortSignal): Promise<boolean> {
+    if (!isReplicaName(name)) return false;
+    const now = this.#opts.clock.now();
+    const ours = lease?.record.holderIdentity === this.#holder;
+    if (lease && !ours && !this.#ring.expired(lease, now)) return false;
+    const record = this.#holdRecord(lease, ours, new Date(now));
+    let rv: string | undefined;
+    try {
+      rv = await this.#opts.ports.writeLease(name, lease?.resourceVersion, record, signal);
+    } catch (err) {
+      this.#opts.logger.warn({ err, lease: name }, "could not take a replica's Lease");
+      return false;
+    }
+    if (rv === undefined) return false;
+    if (!ours)
+      this.#opts.logger.info({ lease: name }, "took the Lease of a replica that stopped renewing it");
+    this.#holds.set(name, { since: now, basedOn: lease?.resourceVersion, rv });
+    return true;
+  }
+
+  async #run(tasks: (() => Promise<void>)[]): Promise<void> {
+    const concurrency = this.#opts.concurrency ?? 8;
+    let next = 0;
+    const worker = async () => {
+      while (next < tasks.length) {
+        const task = tasks[next++];
+        try {
+          await task?.();
+        } catch (err) {
+          this.#opts.logger.warn({ err }, "shard label write failed; retried next pass");
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, tasks.length) }, worker));
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * What every request says about its sender, and the write fence of a sharded replica, against
+ * the simulator over loopback: the `User-Agent` the simulator records, and a write held back
+ * unsent (the simulator never sees it) while reads still go out.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ServiceClient } from "../../src/api/client.ts";
+import { isServiceError } from "../../src/api/errors.ts";
+import type { WriteGrant } from "../../src/api/transport.ts";
+import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+import { VERSION } from "../../src/version.ts";
+
+let sim: RunningSimulator;
+beforeAll(async () => {
+  sim = await startSimulator({ timing: { readyAfterMs: 0, revisionActiveAfterMs: 0, deleteAfterMs: 0 } });
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+describe("the client's identity and write fence", () => {
+  it("sends dms-operator/<version> by default, and the replica's own User-Agent when given", async () => {
+    sim.resetCounters();
+    await new ServiceClient({ baseUrl: sim.url, retries: 0 }).listProviders();
+    await new ServiceClient({
+      baseUrl: sim.url,
+      retries: 0,
+      userAgent: `dms-operator/${VERSION} (dms-operator-5d9f8-x2x7q)`,
+    }).listProviders();
+    expect(sim.requests().map((r) => r.userAgent)).toEqual([
+      `dms-operator/${VERSION}`,
+      `dms-operator/${VERSION} (dms-operator-5d9f8-x2x7q)`,
+    ]);
+  });
+
+  it("holds a write back unsent while the gate refuses, lets reads through, and cuts a write's timeout to the time granted", async () => {
+    sim.resetCounters();
+    let grant: WriteGrant = { refuse: "this replica's shard Lease is not current" };
+    const client = new ServiceClient({ baseUrl: sim.url, retries: 0, writeGate: () => grant });
+    const created = client.createDeployment({ name: "fenced", source: "external_docker" });
+    await expect(created).rejects.toSatisfy(
+      (e) =>
+        isServiceError(e, "unavailable") && e.message.includes("shard Lease is not current") && e.retryable,
+    );
+    await client.listProviders();
+    expect(sim.requests().map((r) => r.route)).toEqual(["GET /v2/auth/providers"]);
+    grant = { withinMs: 5_000 };
+    await client.createDeployment({ name: "fenced", source: "external_docker" });
+    expect(sim.requests().map((r) => r.route)).toEqual(["GET /v2/auth/providers", "POST /v2/deployments"]);
+    // A service slower than the time granted: the write times out at the grant, not the timeout.
+    sim.faults.set({ latency: [{ route: "POST /v2/deployments", ms: 5_000 }] });
+    grant = { withinMs: 300 };
+    const started = performance.now();
+    await expect(client.createDeployment({ name: "slow", source: "external_docker" })).rejects.toSatisfy(
+      (e) => isServiceError(e, "timeout"),
+    );
+    // Well under the client's 10 s timeout (a generous bound on a loaded machine).
+    expect(performance.now() - started).toBeLessThan(4_000);
+    sim.faults.set({});
+  });
+});

@@ -1,0 +1,157 @@
+import { describe, expect, it } from "vitest";
+import {
+  type MemberState,
+  nextAction,
+  type RingView,
+  type ShardLabels,
+} from "../../src/sharding/assignment.ts";
+import { isReplicaName } from "../../src/sharding/labels.ts";
+import { ownerOf } from "../../src/sharding/ring.ts";
+
+const uids = Array.from({ length: 10_000 }, (_, i) => `7f3c${i.toString(16).padStart(4, "0")}-uid-${i}`);
+const members = (n: number) => Array.from({ length: n }, (_, i) => `dms-operator-5d9f-${"abcdefgh"[i]}`);
+
+function shares(keys: readonly string[], ring: readonly string[]): Map<string, number> {
+  const counts = new Map<string, number>(ring.map((m) => [m, 0]));
+  for (const key of keys) {
+    const owner = ownerOf(key, ring) ?? "";
+    counts.set(owner, (counts.get(owner) ?? 0) + 1);
+  }
+  return counts;
+}
+
+describe("the rendezvous ring", () => {
+  it.each([2, 3, 4, 8])("spreads 10,000 resources over %i members within a tenth of an equal share", (n) => {
+    const ring = members(n);
+    for (const count of shares(uids, ring).values()) {
+      expect(Math.abs(count - uids.length / n)).toBeLessThan((0.1 * uids.length) / n);
+    }
+  });
+
+  it("gives the same owner whatever the order of the members", () => {
+    const ring = members(4);
+    const reversed = [...ring].reverse();
+    for (const uid of uids.slice(0, 500)) expect(ownerOf(uid, reversed)).toBe(ownerOf(uid, ring));
+  });
+
+  it("has no owner without members", () => {
+    expect(ownerOf("uid", [])).toBeUndefined();
+  });
+
+  it.each([
+    [3, 4],
+    [4, 3],
+    [4, 2],
+    [2, 3],
+  ])(
+    "moves at most 1/N + 0.02 of the resources from %i to %i members, only to or from the changed ones",
+    (from, to) => {
+      const before = members(from);
+      const after = members(to);
+      let moved = 0;
+      for (const uid of uids) {
+        const a = ownerOf(uid, before);
+        const b = ownerOf(uid, after);
+        if (a === b) continue;
+        moved += 1;
+        // A resource moves only off a member that left or onto one that joined.
+        expect(!after.includes(a ?? "") || !before.includes(b ?? "")).toBe(true);
+      }
+      const changed = Math.abs(to - from) / Math.max(from, to);
+      expect(moved / uids.length).toBeLessThanOrEqual(changed + 0.02);
+    },
+  );
+});
+
+function ring(live: string[], states: Record<string, MemberState> = {}): RingView {
+  return { live, state: (m) => states[m] ?? (live.includes(m) ? "live" : "down") };
+}
+
+describe("the next step for one resource", () => {
+  const two = ["a", "b"];
+  // A uid that the two-member ring gives to "a" and one it gives to "b".
+  const toA = uids.find((u) => ownerOf(u, two) === "a") ?? "";
+  const toB = uids.find((u) => ownerOf(u, two) === "b") ?? "";
+  const none: ShardLabels = { drain: false };
+  const owned = (owner: string, drain = false): ShardLabels => ({ owner, drain });
+
+  it.each<[string, string, ShardLabels, ShardLabels | undefined, RingView, ReturnType<typeof nextAction>]>([
+    ["no member: nothing", toA, none, undefined, ring([]), { kind: "none" }],
+    ["unassigned: to the ring's choice", toA, none, undefined, ring(two), { kind: "assign", to: "a" }],
+    ["owned by the ring's choice: nothing", toA, owned("a"), owned("a"), ring(two), { kind: "none" }],
+    ["live owner, ring says another: drain first", toB, owned("a"), owned("a"), ring(two), { kind: "drain" }],
+    ["drain set, not acknowledged: wait", toB, owned("a", true), owned("a"), ring(two), { kind: "wait" }],
+    [
+      "acknowledged (owner and drain removed): to the ring's choice",
+      toB,
+      none,
+      owned("a", true),
+      ring(two),
+      { kind: "assign", to: "b" },
+    ],
+    [
+      "owner removed without a drain: back to that owner, still live",
+      toB,
+      none,
+      owned("a"),
+      ring(two),
+      { kind: "assign", to: "a" },
+    ],
+    [
+      "owner removed without a drain, owner down: take its Lease first",
+      toB,
+      none,
+      owned("c"),
+      ring(two),
+      { kind: "hold", member: "c" },
+    ],
+    [
+      "owner down: take its Lease first",
+      toA,
+      owned("c"),
+      owned("c"),
+      ring(two),
+      { kind: "hold", member: "c" },
+    ],
+    [
+      "owner's Lease held by the sharder: move without waiting",
+      toA,
+      owned("c", true),
+      owned("c", true),
+      ring(two, { c: "held" }),
+      { kind: "assign", to: "a" },
+    ],
+    [
+      "drain set, the ring turned back to the owner: drain cleared",
+      toA,
+      owned("a", true),
+      owned("a", true),
+      ring(two),
+      { kind: "assign", to: "a" },
+    ],
+    [
+      "a label naming a live member the ring does not choose (written by someone else): drained back",
+      toA,
+      owned("b"),
+      owned("a"),
+      ring(two),
+      { kind: "drain" },
+    ],
+  ])("%s", (_, uid, labels, before, view, expected) => {
+    expect(nextAction(uid, labels, before, view)).toEqual(expected);
+  });
+});
+
+describe("replica names", () => {
+  it.each([
+    ["dms-operator-5d9f8-x2x7q", true],
+    ["a", true],
+    ["", false],
+    ["Upper", false],
+    ["under_score", false],
+    ["x".repeat(64), false],
+    ["-leading", false],
+  ])("%s → %s", (name, ok) => {
+    expect(isReplicaName(name)).toBe(ok);
+  });
+});

@@ -1,0 +1,326 @@
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import type { LeaseRecord } from "../../src/runtime/leader.ts";
+import { DRAIN_LABEL, OWNER_LABEL } from "../../src/sharding/labels.ts";
+import { ShardMember } from "../../src/sharding/member.ts";
+import { ownerOf } from "../../src/sharding/ring.ts";
+import {
+  MAX_TAKES_PER_PASS,
+  MAX_WRITES_PER_PASS,
+  type RingLease,
+  type ShardedResource,
+  Sharder,
+} from "../../src/sharding/sharder.ts";
+import { ManualClock } from "../support/manual-clock.ts";
+
+const logger = pino({ level: "silent" });
+const LEASE_MS = 10_000;
+
+/** The Leases and resources the sharder reads and writes, in memory, with resourceVersions. */
+class World {
+  readonly leases = new Map<string, RingLease>();
+  readonly resources = new Map<string, ShardedResource>();
+  #rv = 1;
+  readonly clock = new ManualClock({ start: 1_000_000 });
+
+  renew(name: string, holder = `${name}_id`): void {
+    const at = new Date(this.clock.now());
+    const old = this.leases.get(name)?.record;
+    this.leases.set(name, {
+      name,
+      resourceVersion: String(this.#rv++),
+      record: {
+        holderIdentity: holder,
+        leaseDurationSeconds: LEASE_MS / 1000,
+        acquireTime: old?.acquireTime ?? at,
+        renewTime: at,
+        leaseTransitions: old?.leaseTransitions ?? 0,
+      },
+    });
+  }
+
+  add(count: number): void {
+    for (let i = 0; i < count; i++) {
+      const key = `ns/r${this.resources.size}`;
+      this.resources.set(key, {
+        key,
+        uid: `uid-${key}`,
+        resourceVersion: String(this.#rv++),
+        labels: undefined,
+      });
+    }
+  }
+
+  label(key: string, labels: Record<string, string | null>): void {
+    const r = this.resources.get(key);
+    if (!r) throw new Error(key);
+    const next: Record<string, string> = { ...r.labels };
+    for (const [k, v] of Object.entries(labels)) {
+      if (v === null) delete next[k];
+      else next[k] = v;
+    }
+    this.resources.set(key, { ...r, labels: next, resourceVersion: String(this.#rv++) });
+  }
+
+  owner(key: string): string | undefined {
+    return this.resources.get(key)?.labels?.[OWNER_LABEL];
+  }
+
+  /** What every owner asked to drain does: let go. */
+  acknowledgeDrains(): number {
+    let n = 0;
+    for (const r of this.resources.values())
+      if (r.labels?.[DRAIN_LABEL] !== undefined) {
+        this.label(r.key, { [OWNER_LABEL]: null, [DRAIN_LABEL]: null });
+        n += 1;
+      }
+    return n;
+  }
+
+  sharder(): Sharder {
+    return new Sharder({
+      identity: "leader_1",
+      leaseDurationMs: LEASE_MS,
+      holdMarginMs: 3_000,
+      clock: this.clock,
+      logger,
+      ports: {
+        leases: () => [...this.leases.values()],
+        resources: () => this.resources.values(),
+        setLabels: async (key, rv, labels) => {
+          if (this.resources.get(key)?.resourceVersion !== rv) return false;
+          this.label(key, labels);
+          return true;
+        },
+        writeLease: async (name, rv, record: LeaseRecord) => {
+          const current = this.leases.get(name);
+          if (current?.resourceVersion !== rv) return undefined;
+          const written = String(this.#rv++);
+          this.leases.set(name, { name, resourceVersion: written, record });
+          return written;
+        },
+        deleteLease: async (name, rv) => {
+          if (this.leases.get(name)?.resourceVersion !== rv) return false;
+          this.leases.delete(name);
+          return true;
+        },
+      },
+    });
+  }
+}
+
+const signal = new AbortController().signal;
+
+/** A world of `members` renewing and `count` resources, after the sharder's first pass. */
+async function assigned(members: string[], count: number) {
+  const w = new World();
+  for (const m of members) w.renew(m);
+  w.add(count);
+  const sharder = w.sharder();
+  await sharder.pass(signal);
+  return { w, sharder };
+}
+
+describe("the sharder", () => {
+  it("assigns every unassigned resource to the member the ring names", async () => {
+    const w = new World();
+    for (const m of ["a", "b", "c"]) w.renew(m);
+    w.add(300);
+    const report = await w.sharder().pass(signal);
+    expect(report.assigned).toBe(300);
+    for (const r of w.resources.values()) expect(w.owner(r.key)).toBe(ownerOf(r.uid, ["a", "b", "c"]));
+  });
+
+  it("writes at most a thousand labels per pass, and the next passes go on", async () => {
+    const w = new World();
+    for (const m of ["a", "b", "c"]) w.renew(m);
+    w.add(2_500);
+    const sharder = w.sharder();
+    expect((await sharder.pass(signal)).assigned).toBe(MAX_WRITES_PER_PASS);
+    expect((await sharder.pass(signal)).assigned).toBe(MAX_WRITES_PER_PASS);
+    expect((await sharder.pass(signal)).assigned).toBe(500);
+    expect((await sharder.pass(signal)).assigned).toBe(0);
+  });
+
+  it("on a join, drains what moves, and assigns it only once its owner let go", async () => {
+    const w = new World();
+    for (const m of ["a", "b", "c"]) w.renew(m);
+    w.add(400);
+    const sharder = w.sharder();
+    await sharder.pass(signal);
+    w.renew("d");
+    const report = await sharder.pass(signal);
+    const moving = [...w.resources.values()].filter((r) => ownerOf(r.uid, ["a", "b", "c", "d"]) === "d");
+    expect(report.drained).toBe(moving.length);
+    expect(moving.length).toBeLessThan(400 / 4 + 40);
+    // Nothing is given to the newcomer while its old owner holds it.
+    expect([...w.resources.values()].some((r) => w.owner(r.key) === "d")).toBe(false);
+    expect((await sharder.pass(signal)).waiting).toBe(moving.length);
+    expect(w.acknowledgeDrains()).toBe(moving.length);
+    await sharder.pass(signal);
+    for (const r of moving) expect(w.owner(r.key)).toBe("d");
+  });
+
+  it("moves a silent member's resources only after its Lease expired by its own clock and was taken, then deletes it", async () => {
+    const w = new World();
+    for (const m of ["a", "b", "c"]) w.renew(m);
+    w.add(300);
+    const sharder = w.sharder();
+    await sharder.pass(signal);
+    const ofC = [...w.resources.values()].filter((r) => w.owner(r.key) === "c").map((r) => r.key);
+    // a and b keep renewing; c stops.
+    for (let t = 0; t < 9; t++) {
+      w.clock.advance(1_000);
+      w.renew("a");
+      w.renew("b");
+      const report = await sharder.pass(signal);
+      expect(report.held).toEqual([]);
+      for (const key of ofC) expect(w.owner(key)).toBe("c");
+    }
+    w.clock.advance(1_100);
+    w.renew("a");
+    w.renew("b");
+    expect((await sharder.pass(signal)).held).toEqual(["c"]);
+    expect(w.leases.get("c")?.record.holderIdentity).toBe("sharder/leader_1");
+    await sharder.pass(signal);
+    for (const key of ofC) expect(["a", "b"]).toContain(w.owner(key));
+    const report = await sharder.pass(signal);
+    expect(report.deleted).toEqual(["c"]);
+    expect(w.leases.has("c")).toBe(false);
+  });
+
+  it("never declares a member dead before watching it a whole duration (a new sharder)", async () => {
+    const w = new World();
+    for (const m of ["a", "b"]) w.renew(m);
+    w.add(50);
+    await w.sharder().pass(signal);
+    // The Lease of b says it was renewed long ago, but this sharder has only just started.
+    w.clock.advance(60_000);
+    w.renew("a");
+    const fresh = w.sharder();
+    expect((await fresh.pass(signal)).held).toEqual([]);
+    w.clock.advance(LEASE_MS + 1);
+    w.renew("a");
+    expect((await fresh.pass(signal)).held).toEqual(["b"]);
+  });
+
+  it("gives a resource whose owner label someone removed back to that owner, not to a second replica", async () => {
+    const { w, sharder } = await assigned(["a", "b"], 40);
+    const key = "ns/r0";
+    const owner = w.owner(key);
+    w.label(key, { [OWNER_LABEL]: null });
+    await sharder.pass(signal);
+    expect(w.owner(key)).toBe(owner);
+  });
+
+  it("drains back a resource labelled for another live member by someone else, and moves one labelled with a name no replica can bear at once", async () => {
+    const { w, sharder } = await assigned(["a", "b"], 40);
+    const key = "ns/r0";
+    const owner = w.owner(key) ?? "";
+    const other = owner === "a" ? "b" : "a";
+    w.label(key, { [OWNER_LABEL]: other });
+    expect((await sharder.pass(signal)).drained).toBe(1);
+    w.acknowledgeDrains();
+    await sharder.pass(signal);
+    expect(w.owner(key)).toBe(owner);
+    w.label("ns/r1", { [OWNER_LABEL]: "Not_A_Pod" });
+    await sharder.pass(signal);
+    expect(w.owner("ns/r1")).toBe(ownerOf("uid-ns/r1", ["a", "b"]));
+    expect(w.leases.has("Not_A_Pod")).toBe(false);
+  });
+
+  it("takes at most a bounded number of Leases per pass, whatever names the owner labels carry", async () => {
+    const w = new World();
+    w.renew("a");
+    w.add(100);
+    for (let i = 0; i < 100; i++) w.label(`ns/r${i}`, { [OWNER_LABEL]: `ghost-${i}` });
+    const sharder = w.sharder();
+    expect((await sharder.pass(signal)).held.length).toBe(MAX_TAKES_PER_PASS);
+    for (let pass = 0; pass < 20; pass++) await sharder.pass(signal);
+    for (const r of w.resources.values()) expect(w.owner(r.key)).toBe("a");
+    expect([...w.leases.keys()]).toEqual(["a"]);
+  });
+
+  it("takes the Lease of an owner that has none before moving its resources (a label naming a replica yet to start)", async () => {
+    const w = new World();
+    w.renew("a");
+    w.add(5);
+    const sharder = w.sharder();
+    w.label("ns/r0", { [OWNER_LABEL]: "zed" });
+    const first = await sharder.pass(signal);
+    expect(first.held).toEqual(["zed"]);
+    expect(w.owner("ns/r0")).toBe("zed");
+    await sharder.pass(signal);
+    expect(w.owner("ns/r0")).toBe("a");
+  });
+});
+
+describe("a replica", () => {
+  const member = (clock: ManualClock, owned: Map<string, { drain: boolean }>, acks: string[]) =>
+    new ShardMember({
+      name: "a",
+      leaseDurationMs: 15_000,
+      owned: (key) => owned.get(key),
+      acknowledge: async (key) => {
+        acks.push(key);
+        owned.delete(key);
+        return true;
+      },
+      clock,
+      logger,
+    });
+
+  it("gives a write only the time left before anyone could declare its Lease expired", () => {
+    const clock = new ManualClock({ start: 100_000 });
+    const m = member(clock, new Map(), []);
+    expect([m.mayWrite(), m.writeWithinMs()]).toEqual([false, 0]);
+    m.renewed(clock.now());
+    // 15 s Lease, 1 s kept as a margin.
+    expect([m.mayWrite(), m.writeWithinMs()]).toEqual([true, 14_000]);
+    clock.advance(13_000);
+    expect([m.mayWrite(), m.writeWithinMs()]).toEqual([true, 1_000]);
+    clock.advance(1);
+    expect([m.mayWrite(), m.writeWithinMs()]).toEqual([false, 999]);
+    // A renewal counts from when its write was sent, never from an older one.
+    m.renewed(clock.now() - 500);
+    expect(m.writeWithinMs()).toBe(13_500);
+    m.renewed(clock.now() - 5_000);
+    expect(m.writeWithinMs()).toBe(13_500);
+    m.released();
+    expect([m.mayWrite(), m.writeWithinMs()]).toEqual([false, 0]);
+  });
+
+  it("reconciles only its own undrained resources, and acknowledges a drain once the reconcile in flight ended", async () => {
+    const clock = new ManualClock();
+    const owned = new Map([
+      ["ns/mine", { drain: false }],
+      ["ns/drained", { drain: true }],
+    ]);
+    const acks: string[] = [];
+    const m = member(clock, owned, acks);
+    const calls: string[] = [];
+    let finish: () => void = () => {};
+    const reconcile = m.guard(async (key) => {
+      calls.push(key);
+      if (key === "ns/mine") await new Promise<void>((resolve) => (finish = resolve));
+      return { kind: "done" };
+    });
+    expect(await reconcile("ns/mine", signal)).toEqual({ kind: "requeueAfter", ms: 1_000 });
+    m.renewed(clock.now());
+    expect(await reconcile("ns/other", signal)).toEqual({ kind: "gone" });
+    expect(await reconcile("ns/drained", signal)).toEqual({ kind: "gone" });
+    await Promise.resolve();
+    expect(acks).toEqual(["ns/drained"]);
+    const running = reconcile("ns/mine", signal);
+    await Promise.resolve();
+    owned.set("ns/mine", { drain: true });
+    m.changed("ns/mine");
+    await Promise.resolve();
+    expect(acks).toEqual(["ns/drained"]);
+    finish();
+    await running;
+    await Promise.resolve();
+    expect(acks).toEqual(["ns/drained", "ns/mine"]);
+    expect(calls).toEqual(["ns/mine"]);
+  });
+});

@@ -1,0 +1,71 @@
+// `run --sharded`'s parts before they run: the replica's name checked, its label selector, what
+// every service client is given (User-Agent, share, fence), and the metrics it exports.
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import { KubeClient } from "../../src/kube/client.ts";
+import { systemClock } from "../../src/runtime/clock.ts";
+import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
+import { VERSION } from "../../src/version.ts";
+import { joinSelectors, sharding } from "../../src/wiring/sharding.ts";
+
+// No request is made: nothing here runs.
+const client = new KubeClient({
+  getCurrentCluster: () => ({ server: "http://127.0.0.1:9" }),
+  applyToHTTPSOptions: async () => {},
+});
+const leaderElection = {
+  enabled: true,
+  name: "dms-operator-leader",
+  leaseDurationMs: 15_000,
+  renewDeadlineMs: 10_000,
+  retryPeriodMs: 2_000,
+};
+const parts = (podName: string, metrics = new RuntimeMetrics({ processMetrics: false })) =>
+  sharding({
+    config: { leaderElection, namespaces: [] },
+    client,
+    namespace: "dms-system",
+    podName,
+    identity: `${podName}_1a2b3c4d`,
+    metrics,
+    clock: systemClock,
+    logger: pino({ level: "silent" }),
+  });
+
+describe("the sharded operator's parts", () => {
+  it("refuses a replica name that cannot be a Lease name and a label value, naming the fix", () => {
+    expect(() => parts("Not_A_Pod")).toThrow(/POD_NAME.*DNS label of at most 63 lower-case characters/);
+    expect(() => parts("x".repeat(64))).toThrow(/--sharded/);
+  });
+
+  it("selects its own resources, names itself on the wire, and holds writes back until its Lease is held", () => {
+    const s = parts("dms-operator-5d9f8-x2x7q");
+    expect(s.selector).toBe("shard.dms.dev/owner=dms-operator-5d9f8-x2x7q");
+    expect(joinSelectors("team=a", s.selector)).toBe("team=a,shard.dms.dev/owner=dms-operator-5d9f8-x2x7q");
+    expect(joinSelectors(undefined, s.selector)).toBe(s.selector);
+    expect(s.clientIdentity.userAgent).toBe(`dms-operator/${VERSION} (dms-operator-5d9f8-x2x7q)`);
+    expect(s.clientIdentity.writeGate?.()).toMatchObject({ refuse: expect.stringContaining("shard Lease") });
+    s.member.renewed(Date.now());
+    expect(s.clientIdentity.writeGate?.()).toMatchObject({ withinMs: expect.any(Number) });
+    // No Lease seen yet: the whole budget (a share of 1).
+    expect(s.clientIdentity.qpsShare?.()).toBe(1);
+    expect(s.runnables.map((r) => [r.name, r.needLeaderElection])).toEqual([
+      ["shard-lease", false],
+      ["shard-lease-informer", false],
+      ["sharder", true],
+    ]);
+  });
+
+  it("exports its share, the ring it sees, its Lease and its drains", async () => {
+    const metrics = new RuntimeMetrics({ processMetrics: false });
+    parts("dms-operator-5d9f8-x2x7q", metrics);
+    const text = await metrics.registry.metrics();
+    for (const line of [
+      'dms_shard_resources{replica="dms-operator-5d9f8-x2x7q"} 0',
+      "dms_shard_ring_members 0",
+      'dms_shard_lease_held{replica="dms-operator-5d9f8-x2x7q"} 0',
+      "dms_shard_drains_acknowledged_total 0",
+    ])
+      expect(text).toContain(line);
+  });
+});
