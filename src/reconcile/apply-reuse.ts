@@ -76,15 +76,7 @@ export interface ApplyPatchResult {
 export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResult> {
   const { service, redeployer, deployment, decision, spec, status, signal } = input;
   const body = decision.body;
-  const config = configAfterPatch(deployment.source_revision_config, body.source_revision_config);
-  const source = body.revision_source ?? deployment.source;
-  const secretsHash = vouchedSecretsHash({
-    managed: spec.secrets !== undefined,
-    sentHash: body.secrets ? decision.secretsHash : undefined,
-    appliedHash: status.appliedSecretsHash,
-    serviceSecretCount: deployment.secrets.length,
-  });
-  const configHash = revisionConfigHash(config, source);
+  const { config, source, secretsHash, configHash } = revisionDigests(input);
   const history = status.revisionHistory;
   const split = decision.newRevision ? splitForRedeploy(body) : undefined;
 
@@ -106,8 +98,8 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
   if (!split) return patch(body);
   // Redeployed by a switch of the active revision, and still the operator's latest act for this
   // very config and secrets: nothing to send for the revision again.
-  const pending = pendingRedeploy(history);
-  if (pending && pending.configHash === configHash && pending.secretsHash === secretsHash) {
+  const pending = pendingSwitchBack(input);
+  if (pending) {
     const rest = split.rest ? await service.patch(deployment.id, split.rest, signal) : deployment;
     return { deployment: rest, revision: { kind: "pending", revisionId: pending.id }, history: undefined };
   }
@@ -153,6 +145,36 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
     history: next,
     ...(known ? { known: copy ? { id: copy, config: known.config } : known } : {}),
   };
+}
+
+/** What a PATCH `decision` of `deployment` would make a revision of, and its digests. */
+function revisionDigests(input: Pick<ApplyPatchInput, "deployment" | "decision" | "spec" | "status">) {
+  const { deployment, decision, spec, status } = input;
+  const body = decision.body;
+  const config = configAfterPatch(deployment.source_revision_config, body.source_revision_config);
+  const source = body.revision_source ?? deployment.source;
+  const secretsHash = vouchedSecretsHash({
+    managed: spec.secrets !== undefined,
+    sentHash: body.secrets ? decision.secretsHash : undefined,
+    appliedHash: status.appliedSecretsHash,
+    serviceSecretCount: deployment.secrets.length,
+  });
+  return { config, source, secretsHash, configHash: revisionConfigHash(config, source) };
+}
+
+/**
+ * The redeploy that switched the active revision back (the history's newest entry) when it is
+ * exactly the revision `decision` would make (same config and secrets digests, and the PATCH
+ * can be split: no secrets sent): then its revision part is already live, and only the rest is
+ * to send. Undefined otherwise.
+ */
+export function pendingSwitchBack(
+  input: Pick<ApplyPatchInput, "deployment" | "decision" | "spec" | "status">,
+): RevisionHistoryEntry | undefined {
+  const pending = pendingRedeploy(input.status.revisionHistory);
+  if (!pending || !input.decision.newRevision || !splitForRedeploy(input.decision.body)) return undefined;
+  const { configHash, secretsHash } = revisionDigests(input);
+  return pending.configHash === configHash && pending.secretsHash === secretsHash ? pending : undefined;
 }
 
 /** `status.revisionHistory` after a create made `revisionId`, the deployment's first revision. */

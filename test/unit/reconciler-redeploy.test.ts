@@ -149,6 +149,28 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     expect(w.service.store.redeploys().at(-1)).toMatchObject({ revision_id: bad });
   });
 
+  it("switch-active under a closed rollout window: the live redeployed revision is not held", async () => {
+    const w = world("switch-active");
+    await w.goodThenBad();
+    w.back();
+    await w.resync();
+    await w.reconcile();
+    w.clock.advance(BUILD_MS / 3);
+    await w.settle(3);
+    w.service.resetCalls();
+    w.events.all.length = 0;
+    // The spec's revision is live (switched back to); the service's config still names the newest.
+    w.edit((o) => {
+      o.spec.rolloutWindows = [{ kind: "deny", schedule: "0 0 * * *", duration: "24h" }];
+    });
+    await w.resync();
+    await w.reconcile();
+    const conditions = w.stored()?.status?.conditions?.map((c) => `${c.type}=${c.status}`);
+    expect(conditions).toEqual(["Ready=True", "Synced=True"]);
+    expect(w.events.reasons()).toEqual([]);
+    expect(w.service.calls).toMatchObject({ redeploy: 0, patch: 0, recentRevisions: 0 });
+  });
+
   it.each([
     ["a service without the route: one fallback, remembered", "missing" as const, {}],
     ["revisionReuse Never", "new-revision" as const, { revisionReuse: "Never" as const }],
