@@ -149,6 +149,23 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     expect(w.service.store.redeploys().at(-1)).toMatchObject({ revision_id: bad });
   });
 
+  it("switch-active: the rollout of the revision switched back to keeps its start until it is live", async () => {
+    const w = world("switch-active");
+    await w.goodThenBad();
+    w.back();
+    await w.resync();
+    await w.reconcile();
+    w.clock.advance(1_000);
+    await w.resync();
+    await w.reconcile();
+    const started = w.stored()?.status?.rolloutStartedAt;
+    expect(started).toBeDefined();
+    w.clock.advance(1_000);
+    await w.resync();
+    await w.reconcile();
+    expect(w.stored()?.status?.rolloutStartedAt).toBe(started);
+  });
+
   it("switch-active under a closed rollout window: the live redeployed revision is not held", async () => {
     const w = world("switch-active");
     await w.goodThenBad();

@@ -369,3 +369,16 @@ export function targetView<T extends Pick<Deployment, "latest_revision_id">>(
   const pending = pendingRedeploy(history);
   return pending ? { ...observed, latest_revision_id: pending.id } : observed;
 }
+
+/**
+ * The resource's `status` as the rollout reads it, as {@link targetView} reads the service's
+ * deployment: while a switch-back is pending, `latestRevisionId` is the revision switched back
+ * to (the status records the service's latest), so that the rollout's start is carried by the
+ * revision it waits for.
+ */
+export function targetStatusView<
+  T extends Pick<DeploymentResourceStatus, "latestRevisionId" | "revisionHistory">,
+>(status: T): T {
+  const pending = pendingRedeploy(status.revisionHistory);
+  return pending ? { ...status, latestRevisionId: pending.id } : status;
+}
