@@ -181,8 +181,8 @@ export class Apply {
         now: formatTime(run.now),
         signal,
       });
+      // Remembered by the session's writes themselves (the PATCH's and the redeploy's answers).
       deployment = sent.deployment;
-      run.session.snapshot.remember(deployment);
       reuse = {
         ...(sent.history ? { history: sent.history } : {}),
         ...(sent.known ? { known: sent.known } : {}),
