@@ -28,6 +28,7 @@ import {
   vouchedSecretsHash,
 } from "./plan/revision-reuse.ts";
 import type { DeploymentWrites } from "./ports.ts";
+import { FailedAfterRedeploy } from "./run.ts";
 import type { RevisionRedeployer } from "./service/redeployer.ts";
 import type { Deployment, SourceRevisionConfig } from "./service-types.ts";
 import { artifactOf } from "./status/live-revision.ts";
@@ -72,7 +73,10 @@ export interface ApplyPatchResult {
   known?: { id: string; config: SourceRevisionConfig };
 }
 
-/** Sends `decision` (see the module comment). Rejects as the PATCH or the redeploy reject. */
+/**
+ * Sends `decision` (see the module comment). Rejects as the PATCH or the redeploy reject; a PATCH
+ * of the rest failing after a redeploy, with {@link FailedAfterRedeploy} (the history it made).
+ */
 export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResult> {
   const { service, redeployer, deployment, decision, spec, status, signal } = input;
   const body = decision.body;
@@ -129,7 +133,13 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
         input.now,
         artifactOf(choice.revision.source_revision_config ?? {}),
       );
-  const after = split.rest ? await service.patch(deployment.id, split.rest, signal) : answered;
+  // Sent after the redeploy, so that the spec's values stand whatever the redeploy brings back.
+  // Its failure carries the history: the retry then sends the rest alone (no second redeploy).
+  const after = split.rest
+    ? await service.patch(deployment.id, split.rest, signal).catch((error: unknown) => {
+        throw new FailedAfterRedeploy(next, error);
+      })
+    : answered;
   const known = choice.revision.source_revision_config
     ? { id: choice.revisionId, config: choice.revision.source_revision_config }
     : undefined;

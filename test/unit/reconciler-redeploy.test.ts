@@ -166,6 +166,29 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     expect(w.stored()?.status?.rolloutStartedAt).toBe(started);
   });
 
+  it("switch-active: a PATCH of the rest failing after the redeploy keeps the history, and no second redeploy", async () => {
+    const w = world("switch-active");
+    await w.goodThenBad();
+    const good = w.service.store.revisions(w.deployment()?.id ?? "")?.[0]?.id;
+    w.edit((o) => {
+      o.spec.sourceRevisionConfig = { imageUri: GOOD };
+      o.spec.sourceConfig = { customUrl: "https://agent.example" };
+    });
+    w.service.failNext("patch", { status: 503 });
+    await w.resync();
+    // Reported, and retried by the controller (rethrown).
+    await expect(w.reconcile()).rejects.toThrow(/503/);
+    expect(w.service.calls).toMatchObject({ redeploy: 1, patch: 1 });
+    expect(w.stored()?.status?.revisionHistory?.[0]).toMatchObject({ id: good });
+    expect(w.stored()?.status?.revisionHistory?.[0]?.redeployedAt).toBeDefined();
+    // The retry sends the rest alone: the revision switched back to is not redeployed again.
+    w.service.resetCalls();
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls).toMatchObject({ redeploy: 0, recentRevisions: 0, patch: 1 });
+    expect(w.service.lastPatchBody).toEqual({ source_config: { custom_url: "https://agent.example" } });
+  });
+
   it("switch-active under a closed rollout window: the live redeployed revision is not held", async () => {
     const w = world("switch-active");
     await w.goodThenBad();
