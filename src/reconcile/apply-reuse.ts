@@ -22,6 +22,7 @@ import {
   type RevisionHistoryEntry,
   recordCreated,
   recordRedeployed,
+  redeployedFrom,
   revisionConfigHash,
   revisionReusePolicy,
   splitForRedeploy,
@@ -125,14 +126,13 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
     answered.latest_revision_id !== choice.revisionId
       ? answered.latest_revision_id
       : undefined;
+  const from = redeployedFrom(choice.revisionId, choice.reason);
   const next = copy
-    ? recordCreated(history, copy, secretsHash, configHash)
-    : recordRedeployed(
-        history,
-        choice.revisionId,
-        input.now,
-        artifactOf(choice.revision.source_revision_config ?? {}),
-      );
+    ? recordCreated(history, copy, secretsHash, configHash, from)
+    : recordRedeployed(history, choice.revisionId, input.now, {
+        ...artifactOf(choice.revision.source_revision_config ?? {}),
+        ...from,
+      });
   // Sent after the redeploy, so that the spec's values stand whatever the redeploy brings back.
   // Its failure carries the history: the retry then sends the rest alone (no second redeploy).
   const after = split.rest

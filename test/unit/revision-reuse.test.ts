@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Deployment, Revision } from "../../src/api/wire.ts";
 import type { RevisionReusePolicy } from "../../src/crd/schema.ts";
-import { REVISION_HISTORY_LIMIT } from "../../src/crd/status-schema.ts";
+import { REDEPLOY_REASON_MAX_LENGTH, REVISION_HISTORY_LIMIT } from "../../src/crd/status-schema.ts";
 import {
   chooseRevision,
   configAfterPatch,
@@ -10,6 +10,7 @@ import {
   type RevisionHistoryEntry,
   recordCreated,
   recordDeployed,
+  redeployedFrom,
   revisionReusePolicy,
   splitForRedeploy,
   vouchedSecretsHash,
@@ -324,6 +325,16 @@ describe("status.revisionHistory", () => {
     history = recordCreated(history, "r10", ROTATED);
     expect(history.filter((e) => e.id === "r10")).toEqual([{ id: "r10", secretsHash: ROTATED }]);
     expect(history[0]?.id).toBe("r10");
+  });
+
+  it("names the revision a redeploy made live and why, the reason within its bound", () => {
+    const from = redeployedFrom(R1, `revision ${R1} deployed image ${"x".repeat(2000)}`);
+    expect(from.redeployedFrom).toBe(R1);
+    expect(from.redeployReason).toHaveLength(REDEPLOY_REASON_MAX_LENGTH);
+    expect(from.redeployReason?.endsWith("…")).toBe(true);
+    expect(recordCreated(undefined, R2, SECRETS, undefined, redeployedFrom(R1, "short"))).toEqual([
+      { id: R2, secretsHash: SECRETS, redeployedFrom: R1, redeployReason: "short" },
+    ]);
   });
 
   it("marks a revision deployed once, and changes nothing otherwise", () => {

@@ -21,7 +21,7 @@ import {
   type DeploymentSpec,
   type RevisionReusePolicy,
 } from "../../crd/schema.ts";
-import { REVISION_HISTORY_LIMIT } from "../../crd/status-schema.ts";
+import { REDEPLOY_REASON_MAX_LENGTH, REVISION_HISTORY_LIMIT } from "../../crd/status-schema.ts";
 import type { Deployment, PatchDeploymentBody, Revision, SourceRevisionConfig } from "../service-types.ts";
 import { hashSecrets } from "./secret-hash.ts";
 
@@ -191,21 +191,33 @@ export function revisionConfigHash(config: SourceRevisionConfig, source: string)
     .digest("hex");
 }
 
+/** Which earlier revision a redeploy made live, and why, as a history entry records it. */
+export type RedeployedFrom = Pick<RevisionHistoryEntry, "redeployedFrom" | "redeployReason">;
+
+/** {@link RedeployedFrom} of a redeploy of `revisionId` for `reason`, the reason cut to its bound. */
+export function redeployedFrom(revisionId: string, reason: string): RedeployedFrom {
+  const max = REDEPLOY_REASON_MAX_LENGTH;
+  const redeployReason = reason.length <= max ? reason : `${reason.slice(0, max - 1)}…`;
+  return { redeployedFrom: revisionId, redeployReason };
+}
+
 /**
  * `history` after the operator created `revisionId` with secrets `secretsHash` (undefined: it
- * cannot vouch for them) and config `configHash`: newest first, each revision once, at most
- * {@link REVISION_HISTORY_LIMIT}.
+ * cannot vouch for them) and config `configHash` (by a redeploy: `from`): newest first, each
+ * revision once, at most {@link REVISION_HISTORY_LIMIT}.
  */
 export function recordCreated(
   history: readonly RevisionHistoryEntry[] | undefined,
   revisionId: string,
   secretsHash: string | undefined,
   configHash?: string,
+  from: RedeployedFrom = {},
 ): RevisionHistoryEntry[] {
   const entry: RevisionHistoryEntry = {
     id: revisionId,
     ...(secretsHash === undefined ? {} : { secretsHash }),
     ...(configHash === undefined ? {} : { configHash }),
+    ...from,
   };
   const rest = (history ?? []).filter((e) => e.id !== revisionId);
   return [entry, ...rest].slice(0, REVISION_HISTORY_LIMIT);
@@ -214,14 +226,15 @@ export function recordCreated(
 /**
  * `history` after the operator redeployed `revisionId` at `at` (RFC 3339) without a new revision
  * (the route switched the active revision back): that entry first, marked `redeployedAt`, so that
- * it stands for what the spec asks to be live ({@link pendingRedeploy}). Unchanged when the
+ * it stands for what the spec asks to be live ({@link pendingRedeploy}), with what it deployed
+ * and why it was redeployed (`artifact`). Unchanged when the
  * revision is not in the history (only a revision the operator created is ever redeployed).
  */
 export function recordRedeployed(
   history: readonly RevisionHistoryEntry[] | undefined,
   revisionId: string,
   at: string,
-  artifact: Pick<RevisionHistoryEntry, "imageUri" | "repoRef" | "repoCommitSha"> = {},
+  artifact: Pick<RevisionHistoryEntry, "imageUri" | "repoRef" | "repoCommitSha"> & RedeployedFrom = {},
 ): RevisionHistoryEntry[] | undefined {
   const entry = history?.find((e) => e.id === revisionId);
   if (!history || !entry) return history ? [...history] : undefined;
