@@ -26,6 +26,7 @@ import {
   revisionConfigHash,
   revisionReusePolicy,
   splitForRedeploy,
+  switchedBackTo,
   vouchedSecretsHash,
 } from "./plan/revision-reuse.ts";
 import type { DeploymentWrites } from "./ports.ts";
@@ -181,10 +182,8 @@ function revisionDigests(input: Pick<ApplyPatchInput, "deployment" | "decision" 
 export function pendingSwitchBack(
   input: Pick<ApplyPatchInput, "deployment" | "decision" | "spec" | "status">,
 ): RevisionHistoryEntry | undefined {
-  const pending = pendingRedeploy(input.status.revisionHistory);
-  if (!pending || !input.decision.newRevision || !splitForRedeploy(input.decision.body)) return undefined;
-  const { configHash, secretsHash } = revisionDigests(input);
-  return pending.configHash === configHash && pending.secretsHash === secretsHash ? pending : undefined;
+  if (!input.decision.newRevision || !splitForRedeploy(input.decision.body)) return undefined;
+  return switchedBackTo(input.status.revisionHistory, revisionDigests(input));
 }
 
 /** `status.revisionHistory` after a create made `revisionId`, the deployment's first revision. */

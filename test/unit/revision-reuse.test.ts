@@ -11,6 +11,8 @@ import {
   recordCreated,
   recordDeployed,
   redeployedFrom,
+  reuseTarget,
+  revisionConfigHash,
   revisionReusePolicy,
   splitForRedeploy,
   vouchedSecretsHash,
@@ -455,6 +457,34 @@ describe("what a redeploy stands in for", () => {
     },
   ])("$name", ({ body, split }) => {
     expect(splitForRedeploy(body)).toEqual(split);
+  });
+});
+
+describe("reuseTarget (what `revisions` marks)", () => {
+  // R1 deployed A, R2 deployed B (the service's latest); A was switched back to (R1 active).
+  const deployment = deploymentFixture({
+    latest_revision_id: R2,
+    source_revision_config: { image_uri: DIGEST_B },
+  });
+  const spec = { sourceRevisionConfig: { imageUri: DIGEST_A } };
+  const entry = (extra: Partial<RevisionHistoryEntry> = {}) =>
+    created(R1, {
+      secretsHash: NO_SECRETS_HASH,
+      configHash: revisionConfigHash({ image_uri: DIGEST_A }, "external_docker"),
+      ...extra,
+    });
+
+  it("marks the revision the spec goes back to", () => {
+    const status = { revisionHistory: [created(R2, { secretsHash: NO_SECRETS_HASH }), entry()] };
+    expect(reuseTarget(spec, status, deployment, reverted)).toMatchObject({
+      kind: "redeploy",
+      revisionId: R1,
+    });
+  });
+
+  it("marks nothing once a switch back to it is pending: nothing will be sent", () => {
+    const status = { revisionHistory: [entry({ redeployedAt: "2030-01-01T00:00:00Z" }), created(R2)] };
+    expect(reuseTarget(spec, status, deployment, reverted)).toBeUndefined();
   });
 });
 

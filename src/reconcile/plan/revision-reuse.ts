@@ -263,6 +263,24 @@ export function pendingRedeploy(
 }
 
 /**
+ * The redeploy pending in `history` ({@link pendingRedeploy}) when it is exactly `desired` (the
+ * same digests of config and secrets): that revision is already what the spec asks to be live,
+ * so a change planned against the service's latest revision sends nothing for it. Undefined
+ * otherwise.
+ */
+export function switchedBackTo(
+  history: readonly RevisionHistoryEntry[] | undefined,
+  desired: DesiredRevision,
+): RevisionHistoryEntry | undefined {
+  const pending = pendingRedeploy(history);
+  if (!pending) return undefined;
+  const same =
+    pending.configHash === revisionConfigHash(desired.config, desired.source) &&
+    pending.secretsHash === desired.secretsHash;
+  return same ? pending : undefined;
+}
+
+/**
  * `history` with `revisionId` marked as having reached DEPLOYED (seen active, or reported
  * DEPLOYED); the same array when it is not there or already marked (no status write for nothing).
  */
@@ -334,8 +352,9 @@ export function vouchedSecretsHash(input: {
  * The revision `spec`'s change would redeploy instead of building one, read from a listing
  * (`revisions`) and the resource's `status` (`revisionHistory`, `appliedSecretsHash`): what
  * `dms-operator revisions` marks. Undefined when the spec's revision-defining fields ask for
- * nothing the deployment does not already have (no new revision: nothing to reuse). The
- * secrets are taken as last applied (a change of secret values is never a redeploy).
+ * nothing the deployment does not already have (no new revision: nothing to reuse), or what a
+ * pending switch-back already made live ({@link switchedBackTo}). The secrets are taken as last
+ * applied (a change of secret values is never a redeploy).
  */
 export function reuseTarget(
   spec: Pick<DeploymentSpec, "sourceRevisionConfig" | "revisionSource" | "revisionReuse" | "secrets">,
@@ -353,17 +372,20 @@ export function reuseTarget(
     ([field, value]) => given(current[field as keyof SourceRevisionConfig]) !== value,
   );
   if (!changes && spec.revisionSource === undefined) return undefined;
+  const desired: DesiredRevision = {
+    config: configAfterPatch(current, sent),
+    source: spec.revisionSource ?? deployment.source,
+    secretsHash: vouchedSecretsHash({
+      managed: spec.secrets !== undefined,
+      appliedHash: status?.appliedSecretsHash,
+      serviceSecretCount: deployment.secrets.length,
+    }),
+  };
+  // Switched back to already: nothing will be sent, so nothing would be reused.
+  if (switchedBackTo(status?.revisionHistory, desired)) return undefined;
   return chooseRevision({
     policy: revisionReusePolicy(spec),
-    desired: {
-      config: configAfterPatch(current, sent),
-      source: spec.revisionSource ?? deployment.source,
-      secretsHash: vouchedSecretsHash({
-        managed: spec.secrets !== undefined,
-        appliedHash: status?.appliedSecretsHash,
-        serviceSecretCount: deployment.secrets.length,
-      }),
-    },
+    desired,
     revisions,
     history: status?.revisionHistory ?? [],
   });
