@@ -1,8 +1,9 @@
 /**
  * The apply arm of a reconcile: keeps the service's deployment in line with the spec, through
- * the resource's connection. Observe (the snapshot or a lookup), plan (pure, `plan.ts`), then at
- * most one write: a create (its intent recorded first), or one PATCH of what the rollout gate
- * lets go now. It decides; the reconciler concludes (status, requeue).
+ * the resource's connection. Observe (the snapshot or a lookup), plan (pure, `plan.ts`), then
+ * write: a create (its intent recorded first), or what the rollout gate lets go now, which is one
+ * PATCH, or a redeploy of an earlier revision followed by a PATCH of what needs no revision
+ * (apply-reuse.ts). It decides; the reconciler concludes (status, requeue).
  */
 import { formatTime } from "../conditions/kstatus.ts";
 import { type DesiredDeployment, desiredFromSpec, withSecrets } from "../crd/mapping.ts";
