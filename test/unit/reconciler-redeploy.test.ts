@@ -82,6 +82,13 @@ function world(route: SimulatedService["redeployRoute"] = "new-revision") {
       service.resetCalls();
       events.all.length = 0;
     },
+    /** {@link goodThenBad}, then back to GOOD, reconciled once (the redeploy sent). */
+    async reverted() {
+      await w.goodThenBad();
+      w.back();
+      await w.resync();
+      await w.reconcile();
+    },
     back() {
       w.edit((o) => {
         o.spec.sourceRevisionConfig = { imageUri: GOOD };
@@ -151,10 +158,7 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
 
   it("switch-active: the rollout of the revision switched back to keeps its start until it is live", async () => {
     const w = world("switch-active");
-    await w.goodThenBad();
-    w.back();
-    await w.resync();
-    await w.reconcile();
+    await w.reverted();
     w.clock.advance(1_000);
     await w.resync();
     await w.reconcile();
@@ -191,10 +195,7 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
 
   it("switch-active under a closed rollout window: the live redeployed revision is not held", async () => {
     const w = world("switch-active");
-    await w.goodThenBad();
-    w.back();
-    await w.resync();
-    await w.reconcile();
+    await w.reverted();
     w.clock.advance(BUILD_MS / 3);
     await w.settle(3);
     w.service.resetCalls();
