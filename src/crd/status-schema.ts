@@ -65,6 +65,9 @@ export function conditionsSchema(maxItems: number, description: string) {
 
 const Str = (description: string) => Type.Optional(Type.String({ description }));
 
+/** The longest `revisionHistory[].redeployReason` kept (a longer reason is cut, ending in "…"). */
+export const REDEPLOY_REASON_MAX_LENGTH = 512;
+
 /** Revisions `status.revisionHistory` remembers: the last ones the operator created. */
 export const REVISION_HISTORY_LIMIT = 10;
 
@@ -139,6 +142,19 @@ const RevisionHistoryEntrySchema = Type.Object(
         format: "date-time",
         description:
           "When the operator last redeployed it instead of building a new revision: while it is the newest entry, it is what the spec asks to be live.",
+      }),
+    ),
+    redeployedFrom: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description:
+          "The earlier revision redeployed (no build) to make this one live: its own id when the service switched the active revision back to it, else the revision the service copied.",
+      }),
+    ),
+    redeployReason: Type.Optional(
+      Type.String({
+        maxLength: REDEPLOY_REASON_MAX_LENGTH,
+        description: `Why that revision was redeployed rather than a new one built (cut at ${REDEPLOY_REASON_MAX_LENGTH} characters).`,
       }),
     ),
   },

@@ -15,6 +15,7 @@ import { lastAppliedFor } from "../reconcile/plan/last-applied.ts";
 import {
   type FieldChange,
   type LastApplied,
+  type NoopPlan,
   type PatchPlan,
   type PlanProblem,
   plan,
@@ -22,9 +23,11 @@ import {
 import {
   chooseRevision,
   configAfterPatch,
+  type DesiredRevision,
   type RevisionHistoryEntry,
   revisionReusePolicy,
   splitForRedeploy,
+  switchedBackTo,
   vouchedSecretsHash,
 } from "../reconcile/plan/revision-reuse.ts";
 import {
@@ -181,7 +184,9 @@ export function reviewResource(inputs: ReviewInputs): ReviewEntry {
     return { ...entry, action: "error", error: error.message };
   }
   const lastApplied = lastAppliedFor(spec, desired, inputs.live?.appliedSecretsHash);
-  const decision = plan(desired, inputs.observed ?? undefined, lastApplied);
+  const raw = plan(desired, inputs.observed ?? undefined, lastApplied);
+  // A revision part a pending switch-back already made live is nothing to send (as the controller).
+  const decision = raw.action === "patch" && switchedBackIn(inputs, raw) ? withoutRevisionPart(raw) : raw;
   const unchecked = entry.secrets === "not-checked" ? uncheckedSecrets(spec, inputs.observed) : undefined;
 
   if (spec.managementPolicy === "ObserveOnly") {
@@ -246,22 +251,41 @@ function redeployReview(
   const { observed, revisions, live } = inputs;
   if (!decision.newRevision || !observed || !revisions || !live?.revisionHistory) return undefined;
   if (splitForRedeploy(decision.body) === undefined) return undefined;
-  const spec = inputs.resource.spec;
   const chosen = chooseRevision({
-    policy: revisionReusePolicy(spec),
-    desired: {
-      config: configAfterPatch(observed.source_revision_config, decision.body.source_revision_config),
-      source: decision.body.revision_source ?? observed.source,
-      secretsHash: vouchedSecretsHash({
-        managed: spec.secrets !== undefined,
-        appliedHash: live.appliedSecretsHash,
-        serviceSecretCount: observed.secrets.length,
-      }),
-    },
+    policy: revisionReusePolicy(inputs.resource.spec),
+    desired: desiredRevision(inputs, observed, decision),
     revisions,
     history: live.revisionHistory,
   });
   return chosen.kind === "redeploy" ? { revisionId: chosen.revisionId, reason: chosen.reason } : undefined;
+}
+
+/** The revision `decision` would make, with the secrets digest the operator would vouch for. */
+function desiredRevision(inputs: ReviewInputs, observed: Deployment, decision: PatchPlan): DesiredRevision {
+  return {
+    config: configAfterPatch(observed.source_revision_config, decision.body.source_revision_config),
+    source: decision.body.revision_source ?? observed.source,
+    secretsHash: vouchedSecretsHash({
+      managed: inputs.resource.spec.secrets !== undefined,
+      appliedHash: inputs.live?.appliedSecretsHash,
+      serviceSecretCount: observed.secrets.length,
+    }),
+  };
+}
+
+/** Whether `decision`'s revision part is the switch-back pending in the live status (switchedBackTo). */
+function switchedBackIn(inputs: ReviewInputs, decision: PatchPlan): boolean {
+  const { observed, live } = inputs;
+  if (!decision.newRevision || !observed || splitForRedeploy(decision.body) === undefined) return false;
+  return switchedBackTo(live?.revisionHistory, desiredRevision(inputs, observed, decision)) !== undefined;
+}
+
+/** `decision` without its revision part: the rest, or nothing to send. */
+function withoutRevisionPart(decision: PatchPlan): PatchPlan | NoopPlan {
+  const { now } = splitPatch(decision);
+  if (now) return now;
+  const hash = decision.secretsHash === undefined ? {} : { secretsHash: decision.secretsHash };
+  return { action: "noop", problems: decision.problems, ...hash };
 }
 
 /** The entry of a resource that cannot be planned, for `message` (found before planning). */

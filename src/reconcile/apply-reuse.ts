@@ -22,12 +22,15 @@ import {
   type RevisionHistoryEntry,
   recordCreated,
   recordRedeployed,
+  redeployedFrom,
   revisionConfigHash,
   revisionReusePolicy,
   splitForRedeploy,
+  switchedBackTo,
   vouchedSecretsHash,
 } from "./plan/revision-reuse.ts";
 import type { DeploymentWrites } from "./ports.ts";
+import { FailedAfterRedeploy } from "./run.ts";
 import type { RevisionRedeployer } from "./service/redeployer.ts";
 import type { Deployment, SourceRevisionConfig } from "./service-types.ts";
 import { artifactOf } from "./status/live-revision.ts";
@@ -72,19 +75,14 @@ export interface ApplyPatchResult {
   known?: { id: string; config: SourceRevisionConfig };
 }
 
-/** Sends `decision` (see the module comment). Rejects as the PATCH or the redeploy reject. */
+/**
+ * Sends `decision` (see the module comment). Rejects as the PATCH or the redeploy reject; a PATCH
+ * of the rest failing after a redeploy, with {@link FailedAfterRedeploy} (the history it made).
+ */
 export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResult> {
   const { service, redeployer, deployment, decision, spec, status, signal } = input;
   const body = decision.body;
-  const config = configAfterPatch(deployment.source_revision_config, body.source_revision_config);
-  const source = body.revision_source ?? deployment.source;
-  const secretsHash = vouchedSecretsHash({
-    managed: spec.secrets !== undefined,
-    sentHash: body.secrets ? decision.secretsHash : undefined,
-    appliedHash: status.appliedSecretsHash,
-    serviceSecretCount: deployment.secrets.length,
-  });
-  const configHash = revisionConfigHash(config, source);
+  const { config, source, secretsHash, configHash } = revisionDigests(input);
   const history = status.revisionHistory;
   const split = decision.newRevision ? splitForRedeploy(body) : undefined;
 
@@ -106,8 +104,8 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
   if (!split) return patch(body);
   // Redeployed by a switch of the active revision, and still the operator's latest act for this
   // very config and secrets: nothing to send for the revision again.
-  const pending = pendingRedeploy(history);
-  if (pending && pending.configHash === configHash && pending.secretsHash === secretsHash) {
+  const pending = pendingSwitchBack(input);
+  if (pending) {
     const rest = split.rest ? await service.patch(deployment.id, split.rest, signal) : deployment;
     return { deployment: rest, revision: { kind: "pending", revisionId: pending.id }, history: undefined };
   }
@@ -129,15 +127,20 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
     answered.latest_revision_id !== choice.revisionId
       ? answered.latest_revision_id
       : undefined;
+  const from = redeployedFrom(choice.revisionId, choice.reason);
   const next = copy
-    ? recordCreated(history, copy, secretsHash, configHash)
-    : recordRedeployed(
-        history,
-        choice.revisionId,
-        input.now,
-        artifactOf(choice.revision.source_revision_config ?? {}),
-      );
-  const after = split.rest ? await service.patch(deployment.id, split.rest, signal) : answered;
+    ? recordCreated(history, copy, secretsHash, configHash, from)
+    : recordRedeployed(history, choice.revisionId, input.now, {
+        ...artifactOf(choice.revision.source_revision_config ?? {}),
+        ...from,
+      });
+  // Sent after the redeploy, so that the spec's values stand whatever the redeploy brings back.
+  // Its failure carries the history: the retry then sends the rest alone (no second redeploy).
+  const after = split.rest
+    ? await service.patch(deployment.id, split.rest, signal).catch((error: unknown) => {
+        throw new FailedAfterRedeploy(next, error);
+      })
+    : answered;
   const known = choice.revision.source_revision_config
     ? { id: choice.revisionId, config: choice.revision.source_revision_config }
     : undefined;
@@ -153,6 +156,34 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
     history: next,
     ...(known ? { known: copy ? { id: copy, config: known.config } : known } : {}),
   };
+}
+
+/** What a PATCH `decision` of `deployment` would make a revision of, and its digests. */
+function revisionDigests(input: Pick<ApplyPatchInput, "deployment" | "decision" | "spec" | "status">) {
+  const { deployment, decision, spec, status } = input;
+  const body = decision.body;
+  const config = configAfterPatch(deployment.source_revision_config, body.source_revision_config);
+  const source = body.revision_source ?? deployment.source;
+  const secretsHash = vouchedSecretsHash({
+    managed: spec.secrets !== undefined,
+    sentHash: body.secrets ? decision.secretsHash : undefined,
+    appliedHash: status.appliedSecretsHash,
+    serviceSecretCount: deployment.secrets.length,
+  });
+  return { config, source, secretsHash, configHash: revisionConfigHash(config, source) };
+}
+
+/**
+ * The redeploy that switched the active revision back (the history's newest entry) when it is
+ * exactly the revision `decision` would make (same config and secrets digests, and the PATCH
+ * can be split: no secrets sent): then its revision part is already live, and only the rest is
+ * to send. Undefined otherwise.
+ */
+export function pendingSwitchBack(
+  input: Pick<ApplyPatchInput, "deployment" | "decision" | "spec" | "status">,
+): RevisionHistoryEntry | undefined {
+  if (!input.decision.newRevision || !splitForRedeploy(input.decision.body)) return undefined;
+  return switchedBackTo(input.status.revisionHistory, revisionDigests(input));
 }
 
 /** `status.revisionHistory` after a create made `revisionId`, the deployment's first revision. */

@@ -1,19 +1,27 @@
 /**
  * The apply arm of a reconcile: keeps the service's deployment in line with the spec, through
- * the resource's connection. Observe (the snapshot or a lookup), plan (pure, `plan.ts`), then at
- * most one write: a create (its intent recorded first), or one PATCH of what the rollout gate
- * lets go now. It decides; the reconciler concludes (status, requeue).
+ * the resource's connection. Observe (the snapshot or a lookup), plan (pure, `plan.ts`), then
+ * write: a create (its intent recorded first), or what the rollout gate lets go now, which is one
+ * PATCH, or a redeploy of an earlier revision followed by a PATCH of what needs no revision
+ * (apply-reuse.ts). It decides; the reconciler concludes (status, requeue).
  */
 import { formatTime } from "../conditions/kstatus.ts";
 import { type DesiredDeployment, desiredFromSpec, withSecrets } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
 import { objectKey } from "../runtime/keys.ts";
 import { reconcileInterval, reconcileRequestedAt, rolloutNow } from "./annotations.ts";
-import { applyPatch, createdHistory, redeployedNote, switchBackPlan } from "./apply-reuse.ts";
+import {
+  applyPatch,
+  createdHistory,
+  pendingSwitchBack,
+  redeployedNote,
+  switchBackPlan,
+} from "./apply-reuse.ts";
 import { claimedName } from "./claims.ts";
 import { inlineSecrets, type ReadSecrets, secretVersions } from "./inputs.ts";
 import { lastAppliedFor } from "./plan/last-applied.ts";
 import { type CreatePlan, plan } from "./plan/plan.ts";
+import { splitForRedeploy } from "./plan/revision-reuse.ts";
 import { gatePatch, windowsInEffect } from "./rollout/rollout-gate.ts";
 import {
   type Connected,
@@ -113,19 +121,30 @@ export class Apply {
     const windows = windowsInEffect(run.obj.spec.rolloutWindows, run.inheritedWindows, run.now.getTime());
     if (decision.action === "create") return this.#create(run, decision, record, versions, signal);
 
+    // A revision part that a switch of the active revision already made live (the service's
+    // config still names its newest revision) is nothing to roll out: no window holds it, and
+    // applyPatch sends only the rest, if any.
+    const switchedBack =
+      decision.action === "patch" && found.deployment
+        ? pendingSwitchBack({ deployment: found.deployment, decision, spec: run.obj.spec, status })
+        : undefined;
     // A PATCH whose revision part waits for a rollout window sends the rest now, and holds the
     // revision part: `Synced=False` (OutsideRolloutWindow), Reconciling, and a look again when
     // the window opens, where the held part goes out in one PATCH.
     const gated =
-      decision.action === "patch"
-        ? gatePatch(decision, {
-            windows,
-            now: run.now.getTime(),
-            rolloutNow: rolloutNow(run.obj),
-            handledRolloutNow: status.lastHandledRolloutNow,
-            counter: this.#deps.now,
-          })
-        : {};
+      decision.action === "patch" && switchedBack
+        ? splitForRedeploy(decision.body)?.rest
+          ? { send: decision }
+          : {}
+        : decision.action === "patch"
+          ? gatePatch(decision, {
+              windows,
+              now: run.now.getTime(),
+              rolloutNow: rolloutNow(run.obj),
+              handledRolloutNow: status.lastHandledRolloutNow,
+              counter: this.#deps.now,
+            })
+          : {};
     if (gated.viaRolloutNow) run.log.info("rolling out outside the rollout windows: dms.dev/rollout-now");
     // The secrets held are not applied yet: their hash stays the last applied one, and the
     // Secrets are read again when the window opens.
@@ -163,8 +182,8 @@ export class Apply {
         now: formatTime(run.now),
         signal,
       });
+      // Remembered by the session's writes themselves (the PATCH's and the redeploy's answers).
       deployment = sent.deployment;
-      run.session.snapshot.remember(deployment);
       reuse = {
         ...(sent.history ? { history: sent.history } : {}),
         ...(sent.known ? { known: sent.known } : {}),

@@ -10,7 +10,7 @@ import type { LogType } from "../api/revision-logs.ts";
 import { formatTime } from "../conditions/kstatus.ts";
 import { DEFAULT_ROLLOUT_TIMEOUT } from "../crd/schema.ts";
 import { reconcileRequestedAt } from "./annotations.ts";
-import { targetView } from "./plan/revision-reuse.ts";
+import { targetStatusView, targetView } from "./plan/revision-reuse.ts";
 import type { EventNote } from "./ports.ts";
 import {
   type Connected,
@@ -95,7 +95,8 @@ async function rolloutEvidence(
   // A redeploy that switched the active revision back is what the rollout waits for.
   observed = targetView(observed, previous.revisionHistory);
   const latest = observed.latest_revision_id ?? undefined;
-  const startedAt = rolloutStart(previous, observed, run.now);
+  // The start is carried by the revision waited for: the same view of the previous status.
+  const startedAt = rolloutStart(targetStatusView(previous), observed, run.now);
   const revisionStatus = latest !== undefined && revision?.id === latest ? revision.status : undefined;
   const timeoutMs = rolloutTimeoutMs(run.obj.spec);
   const timedOut = rolloutTimedOut(observed, revisionStatus, startedAt, timeoutMs, run.now);

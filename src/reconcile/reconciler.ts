@@ -27,6 +27,7 @@ import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./po
 import {
   cleansUpOnDelete,
   type Decided,
+  FailedAfterRedeploy,
   FailedAfterWrite,
   failedOn,
   holderOf,
@@ -244,7 +245,8 @@ export class DeploymentReconciler {
    * failure, its status written under a short signal of its own (the reconcile's has aborted).
    */
   async #fail(read: Run, thrown: unknown, signal: AbortSignal): Promise<ReconcileResult> {
-    const error = thrown instanceof FailedAfterWrite ? thrown.cause : thrown;
+    const redeployed = thrown instanceof FailedAfterRedeploy ? thrown : undefined;
+    const error = redeployed ? redeployed.cause : thrown instanceof FailedAfterWrite ? thrown.cause : thrown;
     if (this.#deps.resources.isConflict(error)) return Action.retry();
     if (signal.aborted && !(signal.reason instanceof ReconcileTimeoutError)) throw error;
     const run = thrown instanceof FailedAfterWrite ? { ...read, obj: thrown.obj } : read;
@@ -261,7 +263,9 @@ export class DeploymentReconciler {
       ? this.#clock.setTimer(STATUS_AFTER_TIMEOUT_MS, () => writeWindow.abort(signal.reason))
       : () => {};
     try {
-      const decided = { outcome: failure.outcome, record };
+      // A redeploy that went out before the failure is recorded with it.
+      const history = redeployed?.history ? { history: redeployed.history } : {};
+      const decided = { outcome: failure.outcome, record, ...history };
       await this.#conclude(run, decided, signal.aborted ? writeWindow.signal : signal);
     } catch (statusError) {
       if (!this.#deps.resources.isConflict(statusError))

@@ -121,6 +121,22 @@ export class FailedAfterWrite extends Error {
   }
 }
 
+/**
+ * A failure after a redeploy went out (the PATCH of what needs no revision failed): the history
+ * the redeploy made is recorded with the failure, so that the retry knows the revision is
+ * redeployed and sends only the rest, rather than reading the listing and redeploying again.
+ */
+export class FailedAfterRedeploy extends Error {
+  readonly history: RevisionHistoryEntry[] | undefined;
+  override readonly cause: unknown;
+
+  constructor(history: RevisionHistoryEntry[] | undefined, cause: unknown) {
+    super("the PATCH after a redeploy failed", { cause });
+    this.history = history;
+    this.cause = cause;
+  }
+}
+
 /** `error` as a failure reported on `obj`, unless it already names a later version. */
 export function failedOn(obj: StoredResource, error: unknown): FailedAfterWrite {
   return error instanceof FailedAfterWrite ? error : new FailedAfterWrite(obj, error);

@@ -5,6 +5,7 @@
 // Never are PATCHed; a service without the route gets one fallback PATCH and is not asked again.
 import { afterEach, describe, expect, it } from "vitest";
 import { REDEPLOY_ROUTE } from "../../src/api/redeploy.ts";
+import { ROUTES } from "../../src/api/wire.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import type { RedeployRouteMode } from "../../src/simulator/server.ts";
 import { conditionOf } from "../support/resources.ts";
@@ -60,15 +61,23 @@ describe("controller: redeploy instead of rebuild", () => {
     await s.user.patch(s.namespace, name, { spec: second });
     await s.user.waitReady(s.namespace, name, 30_000);
     const id = created.status?.deploymentId ?? "";
-    const before = { patches: calls(s, "PATCH", PATCH, id), redeploys: calls(s, "POST", REDEPLOY_ROUTE, id) };
+    const before = {
+      patches: calls(s, "PATCH", PATCH, id),
+      redeploys: calls(s, "POST", REDEPLOY_ROUTE, id),
+      listings: calls(s, "GET", ROUTES.REVISIONS, id),
+    };
+    const patchedAt = Date.now();
     await s.user.patch(s.namespace, name, { spec: first });
     const back = await s.user.waitReady(s.namespace, name, 30_000);
     return {
       id,
+      /** From the patch going back to Ready (wall clock). */
+      toReadyMs: Date.now() - patchedAt,
       firstRevision: created.status?.activeRevisionId,
       back,
       patches: calls(s, "PATCH", PATCH, id) - before.patches,
       redeploys: calls(s, "POST", REDEPLOY_ROUTE, id) - before.redeploys,
+      listings: calls(s, "GET", ROUTES.REVISIONS, id) - before.listings,
     };
   }
 
@@ -80,6 +89,8 @@ describe("controller: redeploy instead of rebuild", () => {
     ]);
     for (const r of [img, sha]) {
       expect(r.redeploys).toBe(1);
+      // One read of the listing found the candidate.
+      expect(r.listings).toBe(1);
       expect(r.patches).toBe(0);
       const named = s.sim.store.redeploys(r.id).at(-1);
       expect(named?.revision_id).toBe(r.firstRevision);
@@ -88,6 +99,9 @@ describe("controller: redeploy instead of rebuild", () => {
       expect(copy?.redeploy_of).toBe(r.firstRevision);
       expect(r.back.status?.activeRevisionId).toBe(copy?.id);
     }
+    // Live after the deploy phases alone: a generous bound (a rebuild cannot finish within one
+    // build's time, the 6 s of the build phases; the redeploy walks 2 s of them).
+    expect(img.toReadyMs).toBeLessThan(TIMING.revisionActiveAfterMs);
     expect(img.back.status?.activeRevision).toMatchObject({ imageUri: GOOD });
     expect(sha.back.status?.activeRevision).toMatchObject({ repoRef: SHA_1, repoCommitSha: SHA_1 });
     const events = await s.user.events(s.namespace, "by-digest");
@@ -147,6 +161,7 @@ describe("controller: redeploy instead of rebuild", () => {
     const settled = {
       patches: calls(s, "PATCH", PATCH, r.id),
       redeploys: calls(s, "POST", REDEPLOY_ROUTE, r.id),
+      listings: calls(s, "GET", ROUTES.REVISIONS, r.id),
     };
     await s.user.annotate(s.namespace, "switched", {
       "dms.dev/reconcile-requested-at": "2030-01-01T00:00:00Z",
@@ -159,6 +174,8 @@ describe("controller: redeploy instead of rebuild", () => {
     );
     expect(calls(s, "PATCH", PATCH, r.id)).toBe(settled.patches);
     expect(calls(s, "POST", REDEPLOY_ROUTE, r.id)).toBe(settled.redeploys);
+    // Steady: no read of the revision listing either.
+    expect(calls(s, "GET", ROUTES.REVISIONS, r.id)).toBe(settled.listings);
   });
 
   it("a service without the route: one fallback PATCH, and the next revert is not asked again", async () => {

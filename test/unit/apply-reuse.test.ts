@@ -88,7 +88,13 @@ describe("applyPatch", () => {
       behaviour: "new-revision",
     });
     const copy = result.deployment.latest_revision_id;
-    expect(result.history?.[0]).toEqual({ id: copy, secretsHash: NO_SECRETS_HASH, configHash: hashOf(GOOD) });
+    expect(result.history?.[0]).toEqual({
+      id: copy,
+      secretsHash: NO_SECRETS_HASH,
+      configHash: hashOf(GOOD),
+      redeployedFrom: w.good,
+      redeployReason: expect.stringContaining(`revision ${w.good} deployed image ${GOOD}`),
+    });
     expect(result.known).toEqual({ id: copy, config: expect.objectContaining({ image_uri: GOOD }) });
     expect(w.service.calls).toMatchObject({ recentRevisions: 1, redeploy: 1, patch: 0 });
   });
@@ -104,7 +110,12 @@ describe("applyPatch", () => {
     const w = world("switch-active");
     const first = await send(w, back());
     expect(first.revision).toMatchObject({ kind: "redeployed", behaviour: "switch-active", live: w.good });
-    expect(first.history?.[0]).toMatchObject({ id: w.good, redeployedAt: NOW });
+    expect(first.history?.[0]).toMatchObject({
+      id: w.good,
+      redeployedAt: NOW,
+      redeployedFrom: w.good,
+      redeployReason: expect.stringContaining("with the same secrets"),
+    });
     w.service.resetCalls();
     const again = await send(w, back(), first.history);
     expect(again.revision).toEqual({ kind: "pending", revisionId: w.good });

@@ -13,6 +13,7 @@ import {
   reviewResource,
   skippedEntry,
 } from "../../src/gitops/review.ts";
+import { NO_SECRETS_HASH, revisionConfigHash } from "../../src/reconcile/plan/revision-reuse.ts";
 import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
 import { remote } from "./plan-fixtures.ts";
 
@@ -288,5 +289,55 @@ describe("plan report", () => {
   it("service names that differ from metadata.name are shown", () => {
     const e = entry({ ...inputs(spec({ name: "Agent One" }), { observed: null }) });
     expect(renderPlanText(report([e]))).toContain('team/agent (service name "Agent One")');
+  });
+});
+
+describe("reviewResource: a switch back pending", () => {
+  const R1 = "11111111-1111-4111-8111-111111111111";
+  const R2 = "22222222-2222-4222-8222-222222222222";
+  const A = `r/agent@sha256:${"a".repeat(64)}`;
+  const B = `r/agent@sha256:${"b".repeat(64)}`;
+  const latestB = remote({
+    source: "external_docker",
+    source_revision_config: { image_uri: B },
+    latest_revision_id: R2,
+    active_revision_id: R1,
+  });
+  const revisions = [
+    { id: R2, status: "DEPLOYED", source: "external_docker", source_revision_config: { image_uri: B } },
+    { id: R1, status: "DEPLOYED", source: "external_docker", source_revision_config: { image_uri: A } },
+  ];
+  const entryOf = (redeployedAt?: string) =>
+    reviewResource(
+      inputs(
+        { source: "external_docker", sourceRevisionConfig: { imageUri: A } },
+        {
+          observed: latestB,
+          revisions,
+          live: {
+            revisionHistory: [
+              {
+                id: R1,
+                secretsHash: NO_SECRETS_HASH,
+                configHash: revisionConfigHash({ image_uri: A }, "external_docker"),
+                deployed: true,
+                ...(redeployedAt ? { redeployedAt } : {}),
+              },
+              { id: R2, secretsHash: NO_SECRETS_HASH, deployed: true },
+            ],
+          },
+        },
+      ),
+    );
+
+  it("going back to A: redeploy revision R1", () => {
+    expect(entryOf()).toMatchObject({ action: "patch", redeploy: { revisionId: R1 } });
+  });
+
+  it("A switched back to already: nothing to send, nothing redeployed", () => {
+    const e = entryOf("2030-01-01T00:00:00Z");
+    expect(e.action).toBe("noop");
+    expect(e.redeploy).toBeUndefined();
+    expect(e.newRevision).toBe(false);
   });
 });

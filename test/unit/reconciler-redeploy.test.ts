@@ -82,6 +82,13 @@ function world(route: SimulatedService["redeployRoute"] = "new-revision") {
       service.resetCalls();
       events.all.length = 0;
     },
+    /** {@link goodThenBad}, then back to GOOD, reconciled once (the redeploy sent). */
+    async reverted() {
+      await w.goodThenBad();
+      w.back();
+      await w.resync();
+      await w.reconcile();
+    },
     back() {
       w.edit((o) => {
         o.spec.sourceRevisionConfig = { imageUri: GOOD };
@@ -147,6 +154,62 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     await w.reconcile();
     expect(w.service.calls).toMatchObject({ redeploy: 1, patch: 0 });
     expect(w.service.store.redeploys().at(-1)).toMatchObject({ revision_id: bad });
+  });
+
+  it("switch-active: the rollout of the revision switched back to keeps its start until it is live", async () => {
+    const w = world("switch-active");
+    await w.reverted();
+    w.clock.advance(1_000);
+    await w.resync();
+    await w.reconcile();
+    const started = w.stored()?.status?.rolloutStartedAt;
+    expect(started).toBeDefined();
+    w.clock.advance(1_000);
+    await w.resync();
+    await w.reconcile();
+    expect(w.stored()?.status?.rolloutStartedAt).toBe(started);
+  });
+
+  it("switch-active: a PATCH of the rest failing after the redeploy keeps the history, and no second redeploy", async () => {
+    const w = world("switch-active");
+    await w.goodThenBad();
+    const good = w.service.store.revisions(w.deployment()?.id ?? "")?.[0]?.id;
+    w.edit((o) => {
+      o.spec.sourceRevisionConfig = { imageUri: GOOD };
+      o.spec.sourceConfig = { customUrl: "https://agent.example" };
+    });
+    w.service.failNext("patch", { status: 503 });
+    await w.resync();
+    // Reported, and retried by the controller (rethrown).
+    await expect(w.reconcile()).rejects.toThrow(/503/);
+    expect(w.service.calls).toMatchObject({ redeploy: 1, patch: 1 });
+    expect(w.stored()?.status?.revisionHistory?.[0]).toMatchObject({ id: good });
+    expect(w.stored()?.status?.revisionHistory?.[0]?.redeployedAt).toBeDefined();
+    // The retry sends the rest alone: the revision switched back to is not redeployed again.
+    w.service.resetCalls();
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls).toMatchObject({ redeploy: 0, recentRevisions: 0, patch: 1 });
+    expect(w.service.lastPatchBody).toEqual({ source_config: { custom_url: "https://agent.example" } });
+  });
+
+  it("switch-active under a closed rollout window: the live redeployed revision is not held", async () => {
+    const w = world("switch-active");
+    await w.reverted();
+    w.clock.advance(BUILD_MS / 3);
+    await w.settle(3);
+    w.service.resetCalls();
+    w.events.all.length = 0;
+    // The spec's revision is live (switched back to); the service's config still names the newest.
+    w.edit((o) => {
+      o.spec.rolloutWindows = [{ kind: "deny", schedule: "0 0 * * *", duration: "24h" }];
+    });
+    await w.resync();
+    await w.reconcile();
+    const conditions = w.stored()?.status?.conditions?.map((c) => `${c.type}=${c.status}`);
+    expect(conditions).toEqual(["Ready=True", "Synced=True"]);
+    expect(w.events.reasons()).toEqual([]);
+    expect(w.service.calls).toMatchObject({ redeploy: 0, patch: 0, recentRevisions: 0 });
   });
 
   it.each([

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Deployment, Revision } from "../../src/api/wire.ts";
 import type { RevisionReusePolicy } from "../../src/crd/schema.ts";
-import { REVISION_HISTORY_LIMIT } from "../../src/crd/status-schema.ts";
+import { REDEPLOY_REASON_MAX_LENGTH, REVISION_HISTORY_LIMIT } from "../../src/crd/status-schema.ts";
 import {
   chooseRevision,
   configAfterPatch,
@@ -10,6 +10,9 @@ import {
   type RevisionHistoryEntry,
   recordCreated,
   recordDeployed,
+  redeployedFrom,
+  reuseTarget,
+  revisionConfigHash,
   revisionReusePolicy,
   splitForRedeploy,
   vouchedSecretsHash,
@@ -326,6 +329,16 @@ describe("status.revisionHistory", () => {
     expect(history[0]?.id).toBe("r10");
   });
 
+  it("names the revision a redeploy made live and why, the reason within its bound", () => {
+    const from = redeployedFrom(R1, `revision ${R1} deployed image ${"x".repeat(2000)}`);
+    expect(from.redeployedFrom).toBe(R1);
+    expect(from.redeployReason).toHaveLength(REDEPLOY_REASON_MAX_LENGTH);
+    expect(from.redeployReason?.endsWith("…")).toBe(true);
+    expect(recordCreated(undefined, R2, SECRETS, undefined, redeployedFrom(R1, "short"))).toEqual([
+      { id: R2, secretsHash: SECRETS, redeployedFrom: R1, redeployReason: "short" },
+    ]);
+  });
+
   it("marks a revision deployed once, and changes nothing otherwise", () => {
     const history = recordCreated(undefined, R1, SECRETS);
     const marked = recordDeployed(history, R1);
@@ -444,6 +457,34 @@ describe("what a redeploy stands in for", () => {
     },
   ])("$name", ({ body, split }) => {
     expect(splitForRedeploy(body)).toEqual(split);
+  });
+});
+
+describe("reuseTarget (what `revisions` marks)", () => {
+  // R1 deployed A, R2 deployed B (the service's latest); A was switched back to (R1 active).
+  const deployment = deploymentFixture({
+    latest_revision_id: R2,
+    source_revision_config: { image_uri: DIGEST_B },
+  });
+  const spec = { sourceRevisionConfig: { imageUri: DIGEST_A } };
+  const entry = (extra: Partial<RevisionHistoryEntry> = {}) =>
+    created(R1, {
+      secretsHash: NO_SECRETS_HASH,
+      configHash: revisionConfigHash({ image_uri: DIGEST_A }, "external_docker"),
+      ...extra,
+    });
+
+  it("marks the revision the spec goes back to", () => {
+    const status = { revisionHistory: [created(R2, { secretsHash: NO_SECRETS_HASH }), entry()] };
+    expect(reuseTarget(spec, status, deployment, reverted)).toMatchObject({
+      kind: "redeploy",
+      revisionId: R1,
+    });
+  });
+
+  it("marks nothing once a switch back to it is pending: nothing will be sent", () => {
+    const status = { revisionHistory: [entry({ redeployedAt: "2030-01-01T00:00:00Z" }), created(R2)] };
+    expect(reuseTarget(spec, status, deployment, reverted)).toBeUndefined();
   });
 });
 

@@ -76,6 +76,32 @@ describe("the session's writes update its snapshot", () => {
     expect(w.session.snapshot.byId(seeded.id)).toBeNull();
   });
 
+  it("a redeploy remembers its answer", async () => {
+    const w = world();
+    const seeded = w.service.seed(BODY);
+    await w.refresh();
+    const first = seeded.latest_revision_id ?? "";
+    await w.session.service.patch(
+      seeded.id,
+      { source_revision_config: { image_uri: "registry.example.com/agent:2" } },
+      w.signal,
+    );
+    const outcome = await w.session.redeploys.redeploy(seeded.id, first, w.signal);
+    expect(outcome.kind).toBe("redeployed");
+    const answered = outcome.kind === "redeployed" ? outcome.deployment : undefined;
+    expect(answered?.latest_revision_id).not.toBe(first);
+    expect(w.session.snapshot.byId(seeded.id)).toEqual(answered);
+  });
+
+  it("a redeploy answered 404 forgets the deployment", async () => {
+    const w = world();
+    const seeded = w.service.seed(BODY);
+    await w.refresh();
+    const outcome = await w.session.redeploys.redeploy(seeded.id, "no-such-revision", w.signal);
+    expect(outcome.kind).toBe("unknown");
+    expect(w.session.snapshot.byId(seeded.id)).toBeNull();
+  });
+
   it("a create refused with 409 looks the name up: the deployment found is in the snapshot", async () => {
     const w = world();
     await w.refresh();

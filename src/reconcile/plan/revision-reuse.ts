@@ -21,7 +21,7 @@ import {
   type DeploymentSpec,
   type RevisionReusePolicy,
 } from "../../crd/schema.ts";
-import { REVISION_HISTORY_LIMIT } from "../../crd/status-schema.ts";
+import { REDEPLOY_REASON_MAX_LENGTH, REVISION_HISTORY_LIMIT } from "../../crd/status-schema.ts";
 import type { Deployment, PatchDeploymentBody, Revision, SourceRevisionConfig } from "../service-types.ts";
 import { hashSecrets } from "./secret-hash.ts";
 
@@ -191,21 +191,33 @@ export function revisionConfigHash(config: SourceRevisionConfig, source: string)
     .digest("hex");
 }
 
+/** Which earlier revision a redeploy made live, and why, as a history entry records it. */
+export type RedeployedFrom = Pick<RevisionHistoryEntry, "redeployedFrom" | "redeployReason">;
+
+/** {@link RedeployedFrom} of a redeploy of `revisionId` for `reason`, the reason cut to its bound. */
+export function redeployedFrom(revisionId: string, reason: string): RedeployedFrom {
+  const max = REDEPLOY_REASON_MAX_LENGTH;
+  const redeployReason = reason.length <= max ? reason : `${reason.slice(0, max - 1)}…`;
+  return { redeployedFrom: revisionId, redeployReason };
+}
+
 /**
  * `history` after the operator created `revisionId` with secrets `secretsHash` (undefined: it
- * cannot vouch for them) and config `configHash`: newest first, each revision once, at most
- * {@link REVISION_HISTORY_LIMIT}.
+ * cannot vouch for them) and config `configHash` (by a redeploy: `from`): newest first, each
+ * revision once, at most {@link REVISION_HISTORY_LIMIT}.
  */
 export function recordCreated(
   history: readonly RevisionHistoryEntry[] | undefined,
   revisionId: string,
   secretsHash: string | undefined,
   configHash?: string,
+  from: RedeployedFrom = {},
 ): RevisionHistoryEntry[] {
   const entry: RevisionHistoryEntry = {
     id: revisionId,
     ...(secretsHash === undefined ? {} : { secretsHash }),
     ...(configHash === undefined ? {} : { configHash }),
+    ...from,
   };
   const rest = (history ?? []).filter((e) => e.id !== revisionId);
   return [entry, ...rest].slice(0, REVISION_HISTORY_LIMIT);
@@ -214,14 +226,15 @@ export function recordCreated(
 /**
  * `history` after the operator redeployed `revisionId` at `at` (RFC 3339) without a new revision
  * (the route switched the active revision back): that entry first, marked `redeployedAt`, so that
- * it stands for what the spec asks to be live ({@link pendingRedeploy}). Unchanged when the
+ * it stands for what the spec asks to be live ({@link pendingRedeploy}), with what it deployed
+ * and why it was redeployed (`artifact`). Unchanged when the
  * revision is not in the history (only a revision the operator created is ever redeployed).
  */
 export function recordRedeployed(
   history: readonly RevisionHistoryEntry[] | undefined,
   revisionId: string,
   at: string,
-  artifact: Pick<RevisionHistoryEntry, "imageUri" | "repoRef" | "repoCommitSha"> = {},
+  artifact: Pick<RevisionHistoryEntry, "imageUri" | "repoRef" | "repoCommitSha"> & RedeployedFrom = {},
 ): RevisionHistoryEntry[] | undefined {
   const entry = history?.find((e) => e.id === revisionId);
   if (!history || !entry) return history ? [...history] : undefined;
@@ -247,6 +260,24 @@ export function pendingRedeploy(
 ): RevisionHistoryEntry | undefined {
   const first = history?.[0];
   return first?.redeployedAt === undefined ? undefined : first;
+}
+
+/**
+ * The redeploy pending in `history` ({@link pendingRedeploy}) when it is exactly `desired` (the
+ * same digests of config and secrets): that revision is already what the spec asks to be live,
+ * so a change planned against the service's latest revision sends nothing for it. Undefined
+ * otherwise.
+ */
+export function switchedBackTo(
+  history: readonly RevisionHistoryEntry[] | undefined,
+  desired: DesiredRevision,
+): RevisionHistoryEntry | undefined {
+  const pending = pendingRedeploy(history);
+  if (!pending) return undefined;
+  const same =
+    pending.configHash === revisionConfigHash(desired.config, desired.source) &&
+    pending.secretsHash === desired.secretsHash;
+  return same ? pending : undefined;
 }
 
 /**
@@ -321,8 +352,9 @@ export function vouchedSecretsHash(input: {
  * The revision `spec`'s change would redeploy instead of building one, read from a listing
  * (`revisions`) and the resource's `status` (`revisionHistory`, `appliedSecretsHash`): what
  * `dms-operator revisions` marks. Undefined when the spec's revision-defining fields ask for
- * nothing the deployment does not already have (no new revision: nothing to reuse). The
- * secrets are taken as last applied (a change of secret values is never a redeploy).
+ * nothing the deployment does not already have (no new revision: nothing to reuse), or what a
+ * pending switch-back already made live ({@link switchedBackTo}). The secrets are taken as last
+ * applied (a change of secret values is never a redeploy).
  */
 export function reuseTarget(
   spec: Pick<DeploymentSpec, "sourceRevisionConfig" | "revisionSource" | "revisionReuse" | "secrets">,
@@ -340,17 +372,20 @@ export function reuseTarget(
     ([field, value]) => given(current[field as keyof SourceRevisionConfig]) !== value,
   );
   if (!changes && spec.revisionSource === undefined) return undefined;
+  const desired: DesiredRevision = {
+    config: configAfterPatch(current, sent),
+    source: spec.revisionSource ?? deployment.source,
+    secretsHash: vouchedSecretsHash({
+      managed: spec.secrets !== undefined,
+      appliedHash: status?.appliedSecretsHash,
+      serviceSecretCount: deployment.secrets.length,
+    }),
+  };
+  // Switched back to already: nothing will be sent, so nothing would be reused.
+  if (switchedBackTo(status?.revisionHistory, desired)) return undefined;
   return chooseRevision({
     policy: revisionReusePolicy(spec),
-    desired: {
-      config: configAfterPatch(current, sent),
-      source: spec.revisionSource ?? deployment.source,
-      secretsHash: vouchedSecretsHash({
-        managed: spec.secrets !== undefined,
-        appliedHash: status?.appliedSecretsHash,
-        serviceSecretCount: deployment.secrets.length,
-      }),
-    },
+    desired,
     revisions,
     history: status?.revisionHistory ?? [],
   });
@@ -368,4 +403,17 @@ export function targetView<T extends Pick<Deployment, "latest_revision_id">>(
 ): T {
   const pending = pendingRedeploy(history);
   return pending ? { ...observed, latest_revision_id: pending.id } : observed;
+}
+
+/**
+ * The resource's `status` as the rollout reads it, as {@link targetView} reads the service's
+ * deployment: while a switch-back is pending, `latestRevisionId` is the revision switched back
+ * to (the status records the service's latest), so that the rollout's start is carried by the
+ * revision it waits for.
+ */
+export function targetStatusView<
+  T extends Pick<DeploymentResourceStatus, "latestRevisionId" | "revisionHistory">,
+>(status: T): T {
+  const pending = pendingRedeploy(status.revisionHistory);
+  return pending ? { ...status, latestRevisionId: pending.id } : status;
 }

@@ -3,15 +3,21 @@
  * repository listings and its revision tracking. One per connection (the default one included),
  * so that each tenant has its own listing, resync cost and cached answers.
  *
- * Its writes keep their own books: what a create or a PATCH answered is remembered in the
- * snapshot, and a write answered 404 forgets the deployment, so the next reconcile sees what the
+ * Its writes keep their own books: what a create, a PATCH or a redeploy answered is remembered in
+ * the snapshot, and a write answered 404 forgets the deployment, so the next reconcile sees what the
  * service said without the caller recording it.
  */
 import type { Logger } from "pino";
 import { isServiceError } from "../../api/errors.ts";
 import type { Clock } from "../../runtime/clock.ts";
 import { RepoListings } from "../inputs.ts";
-import type { DeploymentLookups, DeploymentsPort, DeploymentWrites, StoredResource } from "../ports.ts";
+import type {
+  DeploymentLookups,
+  DeploymentsPort,
+  DeploymentWrites,
+  RevisionRedeploys,
+  StoredResource,
+} from "../ports.ts";
 import type { InheritedWindows } from "../rollout/rollout-gate.ts";
 import { isTracingProjectConflict, NameReservedError } from "./name-reserved.ts";
 import { RevisionRedeployer } from "./redeployer.ts";
@@ -68,7 +74,7 @@ export class ServiceSession {
     this.repos = new RepoListings(service, options.clock, options.repoListingTtlMs ?? 300_000);
     this.revisions = new RevisionTracker(service, options.logger, options.revisionTracking ?? true);
     this.logs = new RevisionLogReader(service, options.logger);
-    this.redeploys = new RevisionRedeployer(service, options.logger);
+    this.redeploys = new RevisionRedeployer(redeployingThrough(service, this.snapshot), options.logger);
   }
 
   /**
@@ -120,6 +126,23 @@ export function writingThrough(
     },
     delete: (id, signal, options) =>
       port.delete(id, signal, options).catch((error: unknown) => forgetIfGone(id, error)),
+  };
+}
+
+/**
+ * `port` whose redeploys update `snapshot` as {@link writingThrough}'s writes do: the deployment a
+ * redeploy answered is remembered; one answered 404 (no such deployment or revision) forgets the
+ * deployment, so that the next reconcile looks it up rather than trusting what was listed.
+ */
+export function redeployingThrough(port: RevisionRedeploys, snapshot: RemoteSnapshot): RevisionRedeploys {
+  return {
+    recentRevisions: (deploymentId, signal) => port.recentRevisions(deploymentId, signal),
+    redeploy: async (deploymentId, revisionId, signal) => {
+      const answered = await port.redeploy(deploymentId, revisionId, signal);
+      if (answered) snapshot.remember(answered);
+      else snapshot.forget(deploymentId);
+      return answered;
+    },
   };
 }
 
