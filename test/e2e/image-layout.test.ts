@@ -297,6 +297,7 @@ describe("the image's runtime layout", () => {
       "REVISIONS",
       "REVISION-STATUS",
       "LIVE",
+      "OWNER",
     ]);
     const status = (field: string) =>
       kubectlOk(["get", "dmsd", "summarizer", "-n", ns, "-o", `jsonpath={.status.${field}}`]);
