@@ -10,9 +10,11 @@ import type { ProxyEnv } from "./agent.ts";
 import { type ApiClock, systemApiClock } from "./clock.ts";
 import {
   DEFAULT_MAX_RESPONSE_BYTES,
+  isRouteMissing,
   isServiceError,
   RequestValidationError,
   RevisionsRouteMissingError,
+  type RouteMissingErrorClass,
   ServiceError,
 } from "./errors.ts";
 import { paginate } from "./pagination.ts";
@@ -455,12 +457,8 @@ export class ServiceClient {
       for (const value of unknownRevisionValues(body)) this.#reportUnknown(value);
       return body;
     } catch (error) {
-      if (isServiceError(error, "rejected") && error.status === 405)
-        throw new RevisionsRouteMissingError(error);
-      if (isServiceError(error, "not_found"))
-        if (isGenericNotFound(error.detail)) throw new RevisionsRouteMissingError(error);
-        else return undefined;
-      throw error;
+      if (isNamedNotFound(error)) return undefined;
+      throw routeFailure(error, RevisionsRouteMissingError);
     }
   }
 
@@ -480,50 +478,30 @@ export class ServiceClient {
     const maxItems = opts.maxItems ?? 1000;
     if (!Number.isInteger(maxItems) || maxItems < 1)
       throw new RequestValidationError("maxItems", `must be an integer >= 1, got ${maxItems}`);
-    const path = REVISIONS.replace("{deployment_id}", encodeURIComponent(deploymentId));
     const page = async (start: number, limit: number) => {
-      const { body } = await this.#transport.send({
-        method: "GET",
-        route: REVISIONS,
-        path,
-        searchParams: { limit: String(limit), offset: String(start) },
-        schema: RevisionPageSchema,
-        idempotent: true,
+      const { rows, offset } = await this.#revisionPage(deploymentId, start, limit, {
         retries: this.#pageRetries,
         ...signalOf(opts),
       });
-      const items = body.resources.map((raw): RevisionRow => {
-        const row = readRevisionItem(raw);
-        if (row.ok) for (const value of unknownRevisionValues(row.revision)) this.#reportUnknown(value);
-        return row;
-      });
-      return { items, nextOffset: body.offset ?? start + items.length };
+      return { items: rows, nextOffset: offset ?? start + rows.length };
     };
     const rows: RevisionRow[] = [];
     let truncated = false;
-    try {
-      const listing = paginate(page, {
-        offset: 0,
-        limit: pageSize,
-        // Enough pages for maxItems, and one to learn that there were more.
-        maxPages: Math.ceil(maxItems / pageSize) + 1,
-        idOf: (row) => rowId(row, rows.length),
-        route: REVISIONS,
-        onEarlyEnd: (reason) => this.#logger?.warn({ route: REVISIONS }, `listing ended early: ${reason}`),
-      });
-      for await (const row of listing) {
-        if (rows.length >= maxItems) {
-          truncated = true;
-          break;
-        }
-        rows.push(row);
+    const listing = paginate(page, {
+      offset: 0,
+      limit: pageSize,
+      // Enough pages for maxItems, and one to learn that there were more.
+      maxPages: Math.ceil(maxItems / pageSize) + 1,
+      idOf: (row) => rowId(row, rows.length),
+      route: REVISIONS,
+      onEarlyEnd: (reason) => this.#logger?.warn({ route: REVISIONS }, `listing ended early: ${reason}`),
+    });
+    for await (const row of listing) {
+      if (rows.length >= maxItems) {
+        truncated = true;
+        break;
       }
-    } catch (error) {
-      if (isServiceError(error, "rejected") && error.status === 405)
-        throw new RevisionsRouteMissingError(error);
-      if (isServiceError(error, "not_found") && isGenericNotFound(error.detail))
-        throw new RevisionsRouteMissingError(error);
-      throw error;
+      rows.push(row);
     }
     return { rows: newestFirst(rows), truncated };
   }
@@ -570,12 +548,8 @@ export class ServiceClient {
         ...signalOf(opts),
       }));
     } catch (error) {
-      if (isServiceError(error, "rejected") && error.status === 405) throw new LogsRouteMissingError(error);
-      if (isServiceError(error, "not_found"))
-        if (/^\s*not found\s*$/i.test(error.detail) || error.detail === "HTTP 404")
-          throw new LogsRouteMissingError(error);
-        else return undefined;
-      throw error;
+      if (isNamedNotFound(error)) return undefined;
+      throw routeFailure(error, LogsRouteMissingError);
     }
     const page = readLogPage(body);
     if (page) return page;
@@ -603,29 +577,43 @@ export class ServiceClient {
     checkUuid(deploymentId, "deploymentId");
     const limit = opts.limit ?? PAGE_LIMIT.max;
     checkPageSize(limit, "limit");
-    try {
-      const { body } = await this.#transport.send({
+    const { rows } = await this.#revisionPage(deploymentId, 0, limit, { ...signalOf(opts), keep: limit });
+    return newestFirst(rows);
+  }
+
+  /**
+   * One request for a page of GET /v2/deployments/{deployment_id}/revisions: `limit` rows from
+   * `offset`, in the service's order, each item read on its own (one that is not a revision kept
+   * as an unreadable row; only the first `keep`, when given), with the `offset` the service
+   * answered. Throws {@link RevisionsRouteMissingError} when the service has no such route.
+   */
+  async #revisionPage(
+    deploymentId: string,
+    offset: number,
+    limit: number,
+    opts: CallOptions & { retries?: number; keep?: number },
+  ): Promise<{ rows: RevisionRow[]; offset: number | undefined }> {
+    const { body } = await this.#transport
+      .send({
         method: "GET",
         route: REVISIONS,
         path: REVISIONS.replace("{deployment_id}", encodeURIComponent(deploymentId)),
-        searchParams: { limit: String(limit), offset: "0" },
+        searchParams: { limit: String(limit), offset: String(offset) },
         schema: RevisionPageSchema,
         idempotent: true,
+        ...(opts.retries === undefined ? {} : { retries: opts.retries }),
         ...signalOf(opts),
+      })
+      .catch((error: unknown) => {
+        throw routeFailure(error, RevisionsRouteMissingError);
       });
-      const rows = body.resources.slice(0, limit).map((raw): RevisionRow => {
-        const row = readRevisionItem(raw);
-        if (row.ok) for (const value of unknownRevisionValues(row.revision)) this.#reportUnknown(value);
-        return row;
-      });
-      return newestFirst(rows);
-    } catch (error) {
-      if (isServiceError(error, "rejected") && error.status === 405)
-        throw new RevisionsRouteMissingError(error);
-      if (isServiceError(error, "not_found") && isGenericNotFound(error.detail))
-        throw new RevisionsRouteMissingError(error);
-      throw error;
-    }
+    const items = opts.keep === undefined ? body.resources : body.resources.slice(0, opts.keep);
+    const rows = items.map((raw): RevisionRow => {
+      const row = readRevisionItem(raw);
+      if (row.ok) for (const value of unknownRevisionValues(row.revision)) this.#reportUnknown(value);
+      return row;
+    });
+    return { rows, offset: body.offset };
   }
 
   /**
@@ -659,12 +647,8 @@ export class ServiceClient {
         ...signalOf(opts),
       }));
     } catch (error) {
-      if (isServiceError(error, "rejected") && error.status === 405)
-        throw new RedeployRouteMissingError(error);
-      if (isServiceError(error, "not_found"))
-        if (isGenericNotFound(error.detail)) throw new RedeployRouteMissingError(error);
-        else return undefined;
-      throw error;
+      if (isNamedNotFound(error)) return undefined;
+      throw routeFailure(error, RedeployRouteMissingError);
     }
     return this.#readOne(body, "POST", REDEPLOY_ROUTE);
   }
@@ -787,9 +771,18 @@ function filterQuery(filters: DeploymentFilters): Record<string, string> {
   return query;
 }
 
-/** The detail of a 404 for an unknown path ("Not Found"), not one naming a missing thing. */
-function isGenericNotFound(detail: string): boolean {
-  return /^\s*not found\s*$/i.test(detail) || detail === "HTTP 404";
+/**
+ * What a call to a route outside the shared spec throws for its failure `error`: a `Missing` error
+ * when the service has no such route (405, or the generic 404 "Not Found" of an unknown path),
+ * else `error` itself.
+ */
+function routeFailure(error: unknown, Missing: RouteMissingErrorClass): unknown {
+  return isRouteMissing(error) ? new Missing(error) : error;
+}
+
+/** True when `error` is a 404 naming a missing deployment or revision, not one of an unknown path. */
+function isNamedNotFound(error: unknown): boolean {
+  return isServiceError(error, "not_found") && !isRouteMissing(error);
 }
 
 function signalOf(opts: { signal?: AbortSignal }): { signal?: AbortSignal } {
