@@ -2,7 +2,7 @@
  * The Deployment Management Service client: every operation of the spec plus create and delete,
  * typed with the wire model, input checked before sending, answers validated on arrival.
  */
-import { Type } from "@sinclair/typebox";
+import { type TSchema, Type } from "@sinclair/typebox";
 import type { Logger } from "pino";
 import { VERSION } from "../version.ts";
 import type { AddressPolicy } from "./address-policy.ts";
@@ -40,6 +40,8 @@ import {
   type ResponseObservation,
   type RetryEvent,
   Transport,
+  type TransportRequest,
+  type TransportResponse,
   type TransportSettings,
   type WriteGrant,
 } from "./transport.ts";
@@ -441,25 +443,16 @@ export class ServiceClient {
   ): Promise<Revision | undefined> {
     checkUuid(deploymentId, "deploymentId");
     checkUuid(revisionId, "revisionId");
-    const path = REVISION.replace("{deployment_id}", encodeURIComponent(deploymentId)).replace(
-      "{revision_id}",
-      encodeURIComponent(revisionId),
+    const answer = await this.#sendForRevision(
+      deploymentId,
+      revisionId,
+      { method: "GET", route: REVISION, schema: RevisionSchema, idempotent: true },
+      RevisionsRouteMissingError,
+      opts,
     );
-    try {
-      const { body } = await this.#transport.send({
-        method: "GET",
-        route: REVISION,
-        path,
-        schema: RevisionSchema,
-        idempotent: true,
-        ...signalOf(opts),
-      });
-      for (const value of unknownRevisionValues(body)) this.#reportUnknown(value);
-      return body;
-    } catch (error) {
-      if (isNamedNotFound(error)) return undefined;
-      throw routeFailure(error, RevisionsRouteMissingError);
-    }
+    if (answer === undefined) return undefined;
+    for (const value of unknownRevisionValues(answer.body)) this.#reportUnknown(value);
+    return answer.body;
   }
 
   /**
@@ -528,30 +521,19 @@ export class ServiceClient {
       (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > MAX_LOG_LIMIT)
     )
       throw new RequestValidationError("limit", `must be an integer from 1 to ${MAX_LOG_LIMIT}`);
-    const path = REVISION_LOGS_ROUTE.replace("{deployment_id}", encodeURIComponent(deploymentId)).replace(
-      "{revision_id}",
-      encodeURIComponent(revisionId),
-    );
     const searchParams: Record<string, string> = { type: query.type };
     if (query.order !== undefined) searchParams.order = query.order;
     if (query.limit !== undefined) searchParams.limit = String(query.limit);
     if (query.offset !== undefined) searchParams.offset = query.offset;
-    let body: unknown;
-    try {
-      ({ body } = await this.#transport.send({
-        method: "GET",
-        route: REVISION_LOGS_ROUTE,
-        path,
-        searchParams,
-        schema: AnyBody,
-        idempotent: true,
-        ...signalOf(opts),
-      }));
-    } catch (error) {
-      if (isNamedNotFound(error)) return undefined;
-      throw routeFailure(error, LogsRouteMissingError);
-    }
-    const page = readLogPage(body);
+    const answer = await this.#sendForRevision(
+      deploymentId,
+      revisionId,
+      { method: "GET", route: REVISION_LOGS_ROUTE, searchParams, schema: AnyBody, idempotent: true },
+      LogsRouteMissingError,
+      opts,
+    );
+    if (answer === undefined) return undefined;
+    const page = readLogPage(answer.body);
     if (page) return page;
     throw new ServiceError({
       kind: "bad_response",
@@ -632,25 +614,40 @@ export class ServiceClient {
   ): Promise<Deployment | undefined> {
     checkUuid(deploymentId, "deploymentId");
     checkUuid(revisionId, "revisionId");
-    const path = REDEPLOY_ROUTE.replace("{deployment_id}", encodeURIComponent(deploymentId)).replace(
-      "{revision_id}",
-      encodeURIComponent(revisionId),
+    const answer = await this.#sendForRevision(
+      deploymentId,
+      revisionId,
+      { method: "POST", route: REDEPLOY_ROUTE, schema: AnyBody, idempotent: false },
+      RedeployRouteMissingError,
+      opts,
     );
-    let body: unknown;
+    if (answer === undefined) return undefined;
+    return this.#readOne(answer.body, "POST", REDEPLOY_ROUTE);
+  }
+
+  /**
+   * One call to a route of a revision outside the shared spec (`request.route` holds
+   * `{deployment_id}` and `{revision_id}`): the answer, or undefined when the service says it has
+   * no such deployment or revision (a 404 naming it). Throws a `Missing` error when the service
+   * has no such route (405, or the generic 404 "Not Found" of an unknown path).
+   */
+  async #sendForRevision<S extends TSchema>(
+    deploymentId: string,
+    revisionId: string,
+    request: Omit<TransportRequest<S>, "path" | "signal">,
+    Missing: RouteMissingErrorClass,
+    opts: CallOptions,
+  ): Promise<TransportResponse<S> | undefined> {
+    const path = request.route
+      .replace("{deployment_id}", encodeURIComponent(deploymentId))
+      .replace("{revision_id}", encodeURIComponent(revisionId));
     try {
-      ({ body } = await this.#transport.send({
-        method: "POST",
-        route: REDEPLOY_ROUTE,
-        path,
-        schema: AnyBody,
-        idempotent: false,
-        ...signalOf(opts),
-      }));
+      return await this.#transport.send({ ...request, path, ...signalOf(opts) });
     } catch (error) {
-      if (isNamedNotFound(error)) return undefined;
-      throw routeFailure(error, RedeployRouteMissingError);
+      // A 404 naming the deployment or revision, not the generic one of an unknown path.
+      if (isServiceError(error, "not_found") && !isRouteMissing(error)) return undefined;
+      throw routeFailure(error, Missing);
     }
-    return this.#readOne(body, "POST", REDEPLOY_ROUTE);
   }
 
   /**
@@ -778,11 +775,6 @@ function filterQuery(filters: DeploymentFilters): Record<string, string> {
  */
 function routeFailure(error: unknown, Missing: RouteMissingErrorClass): unknown {
   return isRouteMissing(error) ? new Missing(error) : error;
-}
-
-/** True when `error` is a 404 naming a missing deployment or revision, not one of an unknown path. */
-function isNamedNotFound(error: unknown): boolean {
-  return isServiceError(error, "not_found") && !isRouteMissing(error);
 }
 
 function signalOf(opts: { signal?: AbortSignal }): { signal?: AbortSignal } {
