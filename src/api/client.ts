@@ -2,7 +2,7 @@
  * The Deployment Management Service client: every operation of the spec plus create and delete,
  * typed with the wire model, input checked before sending, answers validated on arrival.
  */
-import { Type } from "@sinclair/typebox";
+import { type TSchema, Type } from "@sinclair/typebox";
 import type { Logger } from "pino";
 import { VERSION } from "../version.ts";
 import type { AddressPolicy } from "./address-policy.ts";
@@ -10,9 +10,11 @@ import type { ProxyEnv } from "./agent.ts";
 import { type ApiClock, systemApiClock } from "./clock.ts";
 import {
   DEFAULT_MAX_RESPONSE_BYTES,
+  isRouteMissing,
   isServiceError,
   RequestValidationError,
   RevisionsRouteMissingError,
+  type RouteMissingErrorClass,
   ServiceError,
 } from "./errors.ts";
 import { paginate } from "./pagination.ts";
@@ -38,6 +40,8 @@ import {
   type ResponseObservation,
   type RetryEvent,
   Transport,
+  type TransportRequest,
+  type TransportResponse,
   type TransportSettings,
   type WriteGrant,
 } from "./transport.ts";
@@ -439,29 +443,16 @@ export class ServiceClient {
   ): Promise<Revision | undefined> {
     checkUuid(deploymentId, "deploymentId");
     checkUuid(revisionId, "revisionId");
-    const path = REVISION.replace("{deployment_id}", encodeURIComponent(deploymentId)).replace(
-      "{revision_id}",
-      encodeURIComponent(revisionId),
+    const answer = await this.#sendForRevision(
+      deploymentId,
+      revisionId,
+      { method: "GET", route: REVISION, schema: RevisionSchema, idempotent: true },
+      RevisionsRouteMissingError,
+      opts,
     );
-    try {
-      const { body } = await this.#transport.send({
-        method: "GET",
-        route: REVISION,
-        path,
-        schema: RevisionSchema,
-        idempotent: true,
-        ...signalOf(opts),
-      });
-      for (const value of unknownRevisionValues(body)) this.#reportUnknown(value);
-      return body;
-    } catch (error) {
-      if (isServiceError(error, "rejected") && error.status === 405)
-        throw new RevisionsRouteMissingError(error);
-      if (isServiceError(error, "not_found"))
-        if (isGenericNotFound(error.detail)) throw new RevisionsRouteMissingError(error);
-        else return undefined;
-      throw error;
-    }
+    if (answer === undefined) return undefined;
+    for (const value of unknownRevisionValues(answer.body)) this.#reportUnknown(value);
+    return answer.body;
   }
 
   /**
@@ -480,50 +471,30 @@ export class ServiceClient {
     const maxItems = opts.maxItems ?? 1000;
     if (!Number.isInteger(maxItems) || maxItems < 1)
       throw new RequestValidationError("maxItems", `must be an integer >= 1, got ${maxItems}`);
-    const path = REVISIONS.replace("{deployment_id}", encodeURIComponent(deploymentId));
     const page = async (start: number, limit: number) => {
-      const { body } = await this.#transport.send({
-        method: "GET",
-        route: REVISIONS,
-        path,
-        searchParams: { limit: String(limit), offset: String(start) },
-        schema: RevisionPageSchema,
-        idempotent: true,
+      const { rows, offset } = await this.#revisionPage(deploymentId, start, limit, {
         retries: this.#pageRetries,
         ...signalOf(opts),
       });
-      const items = body.resources.map((raw): RevisionRow => {
-        const row = readRevisionItem(raw);
-        if (row.ok) for (const value of unknownRevisionValues(row.revision)) this.#reportUnknown(value);
-        return row;
-      });
-      return { items, nextOffset: body.offset ?? start + items.length };
+      return { items: rows, nextOffset: offset ?? start + rows.length };
     };
     const rows: RevisionRow[] = [];
     let truncated = false;
-    try {
-      const listing = paginate(page, {
-        offset: 0,
-        limit: pageSize,
-        // Enough pages for maxItems, and one to learn that there were more.
-        maxPages: Math.ceil(maxItems / pageSize) + 1,
-        idOf: (row) => rowId(row, rows.length),
-        route: REVISIONS,
-        onEarlyEnd: (reason) => this.#logger?.warn({ route: REVISIONS }, `listing ended early: ${reason}`),
-      });
-      for await (const row of listing) {
-        if (rows.length >= maxItems) {
-          truncated = true;
-          break;
-        }
-        rows.push(row);
+    const listing = paginate(page, {
+      offset: 0,
+      limit: pageSize,
+      // Enough pages for maxItems, and one to learn that there were more.
+      maxPages: Math.ceil(maxItems / pageSize) + 1,
+      idOf: (row) => rowId(row, rows.length),
+      route: REVISIONS,
+      onEarlyEnd: (reason) => this.#logger?.warn({ route: REVISIONS }, `listing ended early: ${reason}`),
+    });
+    for await (const row of listing) {
+      if (rows.length >= maxItems) {
+        truncated = true;
+        break;
       }
-    } catch (error) {
-      if (isServiceError(error, "rejected") && error.status === 405)
-        throw new RevisionsRouteMissingError(error);
-      if (isServiceError(error, "not_found") && isGenericNotFound(error.detail))
-        throw new RevisionsRouteMissingError(error);
-      throw error;
+      rows.push(row);
     }
     return { rows: newestFirst(rows), truncated };
   }
@@ -550,34 +521,19 @@ export class ServiceClient {
       (!Number.isInteger(query.limit) || query.limit < 1 || query.limit > MAX_LOG_LIMIT)
     )
       throw new RequestValidationError("limit", `must be an integer from 1 to ${MAX_LOG_LIMIT}`);
-    const path = REVISION_LOGS_ROUTE.replace("{deployment_id}", encodeURIComponent(deploymentId)).replace(
-      "{revision_id}",
-      encodeURIComponent(revisionId),
-    );
     const searchParams: Record<string, string> = { type: query.type };
     if (query.order !== undefined) searchParams.order = query.order;
     if (query.limit !== undefined) searchParams.limit = String(query.limit);
     if (query.offset !== undefined) searchParams.offset = query.offset;
-    let body: unknown;
-    try {
-      ({ body } = await this.#transport.send({
-        method: "GET",
-        route: REVISION_LOGS_ROUTE,
-        path,
-        searchParams,
-        schema: AnyBody,
-        idempotent: true,
-        ...signalOf(opts),
-      }));
-    } catch (error) {
-      if (isServiceError(error, "rejected") && error.status === 405) throw new LogsRouteMissingError(error);
-      if (isServiceError(error, "not_found"))
-        if (/^\s*not found\s*$/i.test(error.detail) || error.detail === "HTTP 404")
-          throw new LogsRouteMissingError(error);
-        else return undefined;
-      throw error;
-    }
-    const page = readLogPage(body);
+    const answer = await this.#sendForRevision(
+      deploymentId,
+      revisionId,
+      { method: "GET", route: REVISION_LOGS_ROUTE, searchParams, schema: AnyBody, idempotent: true },
+      LogsRouteMissingError,
+      opts,
+    );
+    if (answer === undefined) return undefined;
+    const page = readLogPage(answer.body);
     if (page) return page;
     throw new ServiceError({
       kind: "bad_response",
@@ -603,29 +559,43 @@ export class ServiceClient {
     checkUuid(deploymentId, "deploymentId");
     const limit = opts.limit ?? PAGE_LIMIT.max;
     checkPageSize(limit, "limit");
-    try {
-      const { body } = await this.#transport.send({
+    const { rows } = await this.#revisionPage(deploymentId, 0, limit, { ...signalOf(opts), keep: limit });
+    return newestFirst(rows);
+  }
+
+  /**
+   * One request for a page of GET /v2/deployments/{deployment_id}/revisions: `limit` rows from
+   * `offset`, in the service's order, each item read on its own (one that is not a revision kept
+   * as an unreadable row; only the first `keep`, when given), with the `offset` the service
+   * answered. Throws {@link RevisionsRouteMissingError} when the service has no such route.
+   */
+  async #revisionPage(
+    deploymentId: string,
+    offset: number,
+    limit: number,
+    opts: CallOptions & { retries?: number; keep?: number },
+  ): Promise<{ rows: RevisionRow[]; offset: number | undefined }> {
+    const { body } = await this.#transport
+      .send({
         method: "GET",
         route: REVISIONS,
         path: REVISIONS.replace("{deployment_id}", encodeURIComponent(deploymentId)),
-        searchParams: { limit: String(limit), offset: "0" },
+        searchParams: { limit: String(limit), offset: String(offset) },
         schema: RevisionPageSchema,
         idempotent: true,
+        ...(opts.retries === undefined ? {} : { retries: opts.retries }),
         ...signalOf(opts),
+      })
+      .catch((error: unknown) => {
+        throw routeFailure(error, RevisionsRouteMissingError);
       });
-      const rows = body.resources.slice(0, limit).map((raw): RevisionRow => {
-        const row = readRevisionItem(raw);
-        if (row.ok) for (const value of unknownRevisionValues(row.revision)) this.#reportUnknown(value);
-        return row;
-      });
-      return newestFirst(rows);
-    } catch (error) {
-      if (isServiceError(error, "rejected") && error.status === 405)
-        throw new RevisionsRouteMissingError(error);
-      if (isServiceError(error, "not_found") && isGenericNotFound(error.detail))
-        throw new RevisionsRouteMissingError(error);
-      throw error;
-    }
+    const items = opts.keep === undefined ? body.resources : body.resources.slice(0, opts.keep);
+    const rows = items.map((raw): RevisionRow => {
+      const row = readRevisionItem(raw);
+      if (row.ok) for (const value of unknownRevisionValues(row.revision)) this.#reportUnknown(value);
+      return row;
+    });
+    return { rows, offset: body.offset };
   }
 
   /**
@@ -644,29 +614,40 @@ export class ServiceClient {
   ): Promise<Deployment | undefined> {
     checkUuid(deploymentId, "deploymentId");
     checkUuid(revisionId, "revisionId");
-    const path = REDEPLOY_ROUTE.replace("{deployment_id}", encodeURIComponent(deploymentId)).replace(
-      "{revision_id}",
-      encodeURIComponent(revisionId),
+    const answer = await this.#sendForRevision(
+      deploymentId,
+      revisionId,
+      { method: "POST", route: REDEPLOY_ROUTE, schema: AnyBody, idempotent: false },
+      RedeployRouteMissingError,
+      opts,
     );
-    let body: unknown;
+    if (answer === undefined) return undefined;
+    return this.#readOne(answer.body, "POST", REDEPLOY_ROUTE);
+  }
+
+  /**
+   * One call to a route of a revision outside the shared spec (`request.route` holds
+   * `{deployment_id}` and `{revision_id}`): the answer, or undefined when the service says it has
+   * no such deployment or revision (a 404 naming it). Throws a `Missing` error when the service
+   * has no such route (405, or the generic 404 "Not Found" of an unknown path).
+   */
+  async #sendForRevision<S extends TSchema>(
+    deploymentId: string,
+    revisionId: string,
+    request: Omit<TransportRequest<S>, "path" | "signal">,
+    Missing: RouteMissingErrorClass,
+    opts: CallOptions,
+  ): Promise<TransportResponse<S> | undefined> {
+    const path = request.route
+      .replace("{deployment_id}", encodeURIComponent(deploymentId))
+      .replace("{revision_id}", encodeURIComponent(revisionId));
     try {
-      ({ body } = await this.#transport.send({
-        method: "POST",
-        route: REDEPLOY_ROUTE,
-        path,
-        schema: AnyBody,
-        idempotent: false,
-        ...signalOf(opts),
-      }));
+      return await this.#transport.send({ ...request, path, ...signalOf(opts) });
     } catch (error) {
-      if (isServiceError(error, "rejected") && error.status === 405)
-        throw new RedeployRouteMissingError(error);
-      if (isServiceError(error, "not_found"))
-        if (isGenericNotFound(error.detail)) throw new RedeployRouteMissingError(error);
-        else return undefined;
-      throw error;
+      // A 404 naming the deployment or revision, not the generic one of an unknown path.
+      if (isServiceError(error, "not_found") && !isRouteMissing(error)) return undefined;
+      throw routeFailure(error, Missing);
     }
-    return this.#readOne(body, "POST", REDEPLOY_ROUTE);
   }
 
   /**
@@ -787,9 +768,13 @@ function filterQuery(filters: DeploymentFilters): Record<string, string> {
   return query;
 }
 
-/** The detail of a 404 for an unknown path ("Not Found"), not one naming a missing thing. */
-function isGenericNotFound(detail: string): boolean {
-  return /^\s*not found\s*$/i.test(detail) || detail === "HTTP 404";
+/**
+ * What a call to a route outside the shared spec throws for its failure `error`: a `Missing` error
+ * when the service has no such route (405, or the generic 404 "Not Found" of an unknown path),
+ * else `error` itself.
+ */
+function routeFailure(error: unknown, Missing: RouteMissingErrorClass): unknown {
+  return isRouteMissing(error) ? new Missing(error) : error;
 }
 
 function signalOf(opts: { signal?: AbortSignal }): { signal?: AbortSignal } {

@@ -144,18 +144,49 @@ export function withDetailCut(error: unknown, max: number): unknown {
 }
 
 /**
- * The service has no revisions route (GET /v2/deployments/{deployment_id}/revisions/{revision_id}
- * answered 405, or a 404 whose detail is the generic "Not Found" of an unknown path): a caller
- * tracking revisions should stop asking.
+ * The service lacks one of the routes the client calls that are not in the shared spec: it
+ * answered 405, or a 404 whose detail is the generic "Not Found" of an unknown path (see
+ * {@link isRouteMissing}). A caller should stop asking. Each such route has its subclass, for
+ * callers to branch on: {@link RevisionsRouteMissingError}, `LogsRouteMissingError`
+ * (revision-logs.ts), `RedeployRouteMissingError` (redeploy.ts).
  */
-export class RevisionsRouteMissingError extends Error {
-  override readonly name = "RevisionsRouteMissingError";
+export class RouteMissingError extends Error {
+  override readonly name: string = "RouteMissingError";
   readonly status: number | undefined;
-  constructor(cause: ServiceError) {
-    super(`the service has no revisions route (${cause.method} ${cause.route} answered ${cause.status})`, {
+  /** `what` names the route in the message: `the service has no ${what} route (…)`. */
+  constructor(what: string, cause: ServiceError) {
+    super(`the service has no ${what} route (${cause.method} ${cause.route} answered ${cause.status})`, {
       cause,
     });
     this.status = cause.status;
+  }
+}
+
+/** A {@link RouteMissingError} class: built from the failure that showed the route missing. */
+export type RouteMissingErrorClass = new (cause: ServiceError) => RouteMissingError;
+
+/**
+ * True when `error` says the service has no such route: a 405, or a 404 whose detail is the
+ * generic "Not Found" of an unknown path (not one naming a missing deployment or revision).
+ */
+export function isRouteMissing(error: unknown): error is ServiceError {
+  if (isServiceError(error, "rejected")) return error.status === 405;
+  return isServiceError(error, "not_found") && isGenericNotFound(error.detail);
+}
+
+/** The detail of a 404 for an unknown path ("Not Found"), not one naming a missing thing. */
+function isGenericNotFound(detail: string): boolean {
+  return /^\s*not found\s*$/i.test(detail) || detail === "HTTP 404";
+}
+
+/**
+ * The service has no revisions route (GET /v2/deployments/{deployment_id}/revisions[/{revision_id}]):
+ * a caller tracking revisions should stop asking.
+ */
+export class RevisionsRouteMissingError extends RouteMissingError {
+  override readonly name = "RevisionsRouteMissingError";
+  constructor(cause: ServiceError) {
+    super("revisions", cause);
   }
 }
 

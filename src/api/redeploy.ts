@@ -7,22 +7,15 @@
  * revision copying the old one or switches `active_revision_id` back: a caller must handle both,
  * and a service without the route (404 "Not Found" of an unknown path, or 405).
  */
-import type { ServiceError } from "./errors.ts";
+import { RouteMissingError, type ServiceError } from "./errors.ts";
 
 /** The route template, as errors and metrics name it. */
 export const REDEPLOY_ROUTE = "/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy";
 
-/**
- * The service has no redeploy route (it answered 405, or a 404 whose detail is the generic
- * "Not Found" of an unknown path): a caller should send the change as a PATCH and stop asking.
- */
-export class RedeployRouteMissingError extends Error {
+/** The service has no redeploy route: a caller should send the change as a PATCH and stop asking. */
+export class RedeployRouteMissingError extends RouteMissingError {
   override readonly name = "RedeployRouteMissingError";
-  readonly status: number | undefined;
   constructor(cause: ServiceError) {
-    super(`the service has no redeploy route (${cause.method} ${cause.route} answered ${cause.status})`, {
-      cause,
-    });
-    this.status = cause.status;
+    super("redeploy", cause);
   }
 }

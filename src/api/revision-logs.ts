@@ -9,7 +9,7 @@
  * message is skipped, never a failure of the whole answer.
  */
 import { isRecord } from "../json.ts";
-import type { ServiceError } from "./errors.ts";
+import { RouteMissingError, type ServiceError } from "./errors.ts";
 
 /** The route template, as errors and metrics name it. */
 export const REVISION_LOGS_ROUTE = "/v2/deployments/{deployment_id}/revisions/{revision_id}/logs";
@@ -117,19 +117,11 @@ export function entryTimeMs(entry: LogEntry): number | undefined {
 }
 
 /**
- * The service has no logs route (it answered 405, or a 404 whose detail is the generic
- * "Not Found" of an unknown path): a caller should stop asking and say the status without a tail.
+ * The service has no logs route: a caller should stop asking and say the status without a tail.
  */
-export class LogsRouteMissingError extends Error {
+export class LogsRouteMissingError extends RouteMissingError {
   override readonly name = "LogsRouteMissingError";
-  readonly status: number | undefined;
   constructor(cause: ServiceError) {
-    super(
-      `the service has no revision logs route (${cause.method} ${cause.route} answered ${cause.status})`,
-      {
-        cause,
-      },
-    );
-    this.status = cause.status;
+    super("revision logs", cause);
   }
 }

@@ -13,15 +13,16 @@
  *
  * Figures are reported, never asserted; the runner writes them to `docs/bench/annotations.json`.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { rmSync } from "node:fs";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeClient } from "../../src/kube/client.ts";
 import { DEPLOYMENTS } from "../../src/kube/deployments.ts";
 import { collectionPath } from "../../src/kube/reflector.ts";
 import { startSimulator } from "../../src/simulator/server.ts";
-import { ControlPlane } from "../controlplane/harness.ts";
+import type { ControlPlane } from "../controlplane/harness.ts";
+import { startBenchPlane } from "../support/bench-plane.ts";
 import { type Benchmark, benchDeploymentBody } from "./harness.ts";
 import {
   APPLY_CONCURRENCY,
@@ -30,7 +31,6 @@ import {
   compileOperator,
   LOGS,
   manifestRuntimeEnv,
-  planeClient,
   pool,
   progress,
   ReadyWatch,
@@ -74,12 +74,9 @@ export const benchmark: Benchmark = {
     const entry = compileOperator(dist);
     const runtimeEnv = manifestRuntimeEnv();
     const loadAtStart = loadavg()[0] ?? 0;
-    const plane = await ControlPlane.start();
-    const work = mkdtempSync(join(tmpdir(), "dms-annotations-"));
+    const { plane, client, work, stop } = await startBenchPlane("annotations");
     const results: Figures[] = [];
     try {
-      await plane.installCrds();
-      const { client } = await planeClient(plane, "dms-annotations-bench");
       for (const [variant, annotationKiB] of [
         ["plain", 0],
         ["annotated", kib],
@@ -95,8 +92,7 @@ export const benchmark: Benchmark = {
         results.push(await measure(client, plane, setup, work, variant, n, annotationKiB));
       }
     } finally {
-      await plane.stop();
-      rmSync(work, { recursive: true, force: true });
+      await stop();
       rmSync(dist, { recursive: true, force: true });
     }
     return {

@@ -130,3 +130,52 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+
+/** The ServiceConnection {@link startConnectedKube} holds, as a resource's `spec.connectionRef`. */
+export const PROD_CONNECTION = { kind: "ServiceConnection", name: "prod" } as const;
+
+/**
+ * Starts the fake (its context's namespace `namespace`) holding there the ServiceConnection
+ * `prod` to `baseUrl`, `spec` added to its spec, and the Secret `dms-key` its key is read from
+ * (`apiKey`, holding `apiKey` as written): where a Deployment resource's own connection is read.
+ */
+export async function startConnectedKube(
+  namespace: string,
+  baseUrl: string,
+  apiKey: string,
+  spec: Record<string, unknown> = {},
+): Promise<FakeKube> {
+  const kube = await startFakeKube({ namespace });
+  kube.put(serviceConnectionPath(namespace, PROD_CONNECTION.name), {
+    metadata: { name: PROD_CONNECTION.name, namespace, resourceVersion: "1" },
+    spec: { baseUrl, apiKeySecretRef: { name: "dms-key", key: "apiKey" }, ...spec },
+  });
+  kube.put(secretPath(namespace, "dms-key"), secretObject(namespace, "dms-key", { apiKey }));
+  return kube;
+}
+
+/**
+ * A Deployment resource `namespace/name` as the API server returns it (uid `u1`), sent through
+ * {@link PROD_CONNECTION}: `spec` besides its `connectionRef`, and `status` when given.
+ */
+export function connectedResource(
+  namespace: string,
+  name: string,
+  spec: Record<string, unknown>,
+  status?: Record<string, unknown>,
+  meta: { resourceVersion?: string; generation?: number } = {},
+): object {
+  return {
+    apiVersion: "dms.dev/v1alpha1",
+    kind: "Deployment",
+    metadata: {
+      name,
+      namespace,
+      resourceVersion: meta.resourceVersion ?? "1",
+      uid: "u1",
+      generation: meta.generation ?? 1,
+    },
+    spec: { ...spec, connectionRef: PROD_CONNECTION },
+    ...(status === undefined ? {} : { status }),
+  };
+}

@@ -14,9 +14,11 @@ import {
   clusterServiceConnectionPath,
   deploymentPath,
   type FakeKube,
+  PROD_CONNECTION as PROD,
   secretObject,
   secretPath,
   serviceConnectionPath,
+  startConnectedKube,
   startFakeKube,
 } from "./fake-kube.ts";
 import { cli, KEY, manifestDir, resourceYaml, SEED } from "./gitops-fixture.ts";
@@ -29,7 +31,6 @@ const summarizer = (image: string) => ({
   sourceConfig: { resourceSpec: { minScale: 1, maxScale: 2 } },
   sourceRevisionConfig: { imageUri: image },
 });
-const PROD = { kind: "ServiceConnection", name: "prod" };
 const SHARED = { kind: "ClusterServiceConnection", name: "shared" };
 
 let defaultSim: RunningSimulator;
@@ -63,15 +64,8 @@ beforeAll(async () => {
       ],
     },
   });
-  kube = await startFakeKube({ namespace: NS });
-  kube.put(serviceConnectionPath(NS, "prod"), {
-    metadata: { name: "prod", namespace: NS, resourceVersion: "1" },
-    spec: {
-      baseUrl: tenantSim.url,
-      apiKeySecretRef: { name: "dms-key", key: "apiKey" },
-      tenantId: PROD_TENANT,
-    },
-  });
+  // The key written with `echo`: the trailing newline is not part of it.
+  kube = await startConnectedKube(NS, tenantSim.url, `${TENANT_KEY}\n`, { tenantId: PROD_TENANT });
   // One an older CRD could have let through: refused before any request.
   kube.put(clusterServiceConnectionPath("bad-spec"), {
     metadata: { name: "bad-spec", resourceVersion: "1" },
@@ -88,8 +82,6 @@ beforeAll(async () => {
       apiKeySecretRef: { name: "k", key: "k", namespace: "dms-system" },
     },
   });
-  // Written with `echo`: the trailing newline is not part of the key.
-  kube.put(secretPath(NS, "dms-key"), secretObject(NS, "dms-key", { apiKey: `${TENANT_KEY}\n` }));
   kube.put(clusterServiceConnectionPath("shared"), {
     metadata: { name: "shared", resourceVersion: "1" },
     spec: {

@@ -16,12 +16,11 @@ import { registerRevisionsCommand } from "../../src/commands/revisions.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { runCli } from "../support/cli.ts";
 import {
+  connectedResource,
   deploymentPath,
   type FakeKube,
-  secretObject,
-  secretPath,
   serviceConnectionPath,
-  startFakeKube,
+  startConnectedKube,
 } from "./fake-kube.ts";
 
 const KEY = "resource-kubeconfig-key-6e1b";
@@ -49,23 +48,16 @@ beforeAll(async () => {
     source_revision_config: { image_uri: "registry.example.com/agent:2" },
   });
 
-  kube = await startFakeKube({ namespace: NS });
-  kube.put(serviceConnectionPath(NS, "prod"), {
-    metadata: { name: "prod", namespace: NS, resourceVersion: "1" },
-    spec: { baseUrl: sim.url, apiKeySecretRef: { name: "dms-key", key: "apiKey" } },
-  });
-  kube.put(secretPath(NS, "dms-key"), secretObject(NS, "dms-key", { apiKey: KEY }));
-  kube.put(deploymentPath(NS, "billing"), {
-    apiVersion: "dms.dev/v1alpha1",
-    kind: "Deployment",
-    metadata: { name: "billing", namespace: NS, resourceVersion: "1", uid: "u1", generation: 1 },
-    spec: {
-      name: "agent",
-      source: "internal_docker",
-      connectionRef: { kind: "ServiceConnection", name: "prod" },
-    },
-    status: { deploymentId: agent.id },
-  });
+  kube = await startConnectedKube(NS, sim.url, KEY);
+  kube.put(
+    deploymentPath(NS, "billing"),
+    connectedResource(
+      NS,
+      "billing",
+      { name: "agent", source: "internal_docker" },
+      { deploymentId: agent.id },
+    ),
+  );
 
   // The fake's context under its own name, and a current context whose server refuses.
   const fake = JSON.parse(await readFile(kube.kubeconfig, "utf8")) as Record<

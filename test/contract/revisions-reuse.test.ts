@@ -9,14 +9,7 @@ import { registerRevisionsCommand } from "../../src/commands/revisions.ts";
 import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { runCli } from "../support/cli.ts";
-import {
-  deploymentPath,
-  type FakeKube,
-  secretObject,
-  secretPath,
-  serviceConnectionPath,
-  startFakeKube,
-} from "./fake-kube.ts";
+import { connectedResource, deploymentPath, type FakeKube, startConnectedKube } from "./fake-kube.ts";
 import { BAD, GOOD, NO_SECRETS, revertedSimulator } from "./redeploy-fixture.ts";
 
 const KEY = "revisions-reuse-key-19c4";
@@ -30,12 +23,7 @@ let bad: string;
 
 beforeAll(async () => {
   ({ sim, id, good, bad } = await revertedSimulator(KEY));
-  kube = await startFakeKube({ namespace: NS });
-  kube.put(serviceConnectionPath(NS, "prod"), {
-    metadata: { name: "prod", namespace: NS, resourceVersion: "1" },
-    spec: { baseUrl: sim.url, apiKeySecretRef: { name: "dms-key", key: "apiKey" } },
-  });
-  kube.put(secretPath(NS, "dms-key"), secretObject(NS, "dms-key", { apiKey: KEY }));
+  kube = await startConnectedKube(NS, sim.url, KEY);
 });
 afterAll(async () => {
   await sim.close();
@@ -43,17 +31,16 @@ afterAll(async () => {
 });
 
 function putResource(image: string, history: object[]) {
-  kube.put(deploymentPath(NS, "agent"), {
-    apiVersion: "dms.dev/v1alpha1",
-    kind: "Deployment",
-    metadata: { name: "agent", namespace: NS, resourceVersion: "3", uid: "u1", generation: 2 },
-    spec: {
-      source: "external_docker",
-      sourceRevisionConfig: { imageUri: image },
-      connectionRef: { kind: "ServiceConnection", name: "prod" },
-    },
-    status: { deploymentId: id, revisionHistory: history },
-  });
+  kube.put(
+    deploymentPath(NS, "agent"),
+    connectedResource(
+      NS,
+      "agent",
+      { source: "external_docker", sourceRevisionConfig: { imageUri: image } },
+      { deploymentId: id, revisionHistory: history },
+      { resourceVersion: "3", generation: 2 },
+    ),
+  );
 }
 
 const revisions = (args: string[]) =>

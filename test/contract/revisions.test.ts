@@ -16,12 +16,11 @@ import { runCli } from "../support/cli.ts";
 import { unsafeCharacters } from "../support/terminal-safe.ts";
 import { type FakeService, send, startFakeService } from "./client-fake-service.ts";
 import {
+  connectedResource,
   deploymentPath,
   type FakeKube,
-  secretObject,
-  secretPath,
   serviceConnectionPath,
-  startFakeKube,
+  startConnectedKube,
 } from "./fake-kube.ts";
 
 const DEPLOYMENT_ID = "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e";
@@ -148,6 +147,11 @@ describe("against the simulator", () => {
   let kube: FakeKube;
   let agent: Deployment;
   const NS = "team-a";
+  /** The Deployment resource `billing`, of the deployment `agent`, with `status`. */
+  const billing = (status: Record<string, unknown>, resourceVersion = "1") =>
+    connectedResource(NS, "billing", { name: "agent", source: "external_docker" }, status, {
+      resourceVersion,
+    });
 
   beforeAll(async () => {
     sim = await startSimulator({
@@ -170,23 +174,8 @@ describe("against the simulator", () => {
     });
     agent = (await c.getDeployment(agent.id)) as Deployment;
 
-    kube = await startFakeKube({ namespace: NS });
-    kube.put(serviceConnectionPath(NS, "prod"), {
-      metadata: { name: "prod", namespace: NS, resourceVersion: "1" },
-      spec: { baseUrl: sim.url, apiKeySecretRef: { name: "dms-key", key: "apiKey" } },
-    });
-    kube.put(secretPath(NS, "dms-key"), secretObject(NS, "dms-key", { apiKey: KEY }));
-    kube.put(deploymentPath(NS, "billing"), {
-      apiVersion: "dms.dev/v1alpha1",
-      kind: "Deployment",
-      metadata: { name: "billing", namespace: NS, resourceVersion: "1", uid: "u1", generation: 1 },
-      spec: {
-        name: "agent",
-        source: "external_docker",
-        connectionRef: { kind: "ServiceConnection", name: "prod" },
-      },
-      status: { deploymentId: agent.id },
-    });
+    kube = await startConnectedKube(NS, sim.url, KEY);
+    kube.put(deploymentPath(NS, "billing"), billing({ deploymentId: agent.id }));
   });
   afterAll(async () => {
     await sim.close();
@@ -311,20 +300,10 @@ describe("against the simulator", () => {
         source: "external_docker",
         source_revision_config: { image_uri: "registry.example.com/payroll:1" },
       });
-      const billing = {
-        apiVersion: "dms.dev/v1alpha1",
-        kind: "Deployment",
-        metadata: { name: "billing", namespace: NS, resourceVersion: "2", uid: "u1", generation: 1 },
-        spec: {
-          name: "agent",
-          source: "external_docker",
-          connectionRef: { kind: "ServiceConnection", name: "prod" },
-        },
-      };
-      kube.put(deploymentPath(NS, "billing"), {
-        ...billing,
-        status: { deploymentId: forged === "victim" ? victim.id : forged },
-      });
+      kube.put(
+        deploymentPath(NS, "billing"),
+        billing({ deploymentId: forged === "victim" ? victim.id : forged }, "2"),
+      );
       try {
         const run = await revisionsCli(["billing", "-n", NS, "--kubeconfig", kube.kubeconfig, "-o", "json"]);
         expect(run.stderr).toBe("");
@@ -338,7 +317,7 @@ describe("against the simulator", () => {
         );
         expect(ids).not.toContain(victim.latest_revision_id);
       } finally {
-        kube.put(deploymentPath(NS, "billing"), { ...billing, status: { deploymentId: agent.id } });
+        kube.put(deploymentPath(NS, "billing"), billing({ deploymentId: agent.id }, "2"));
       }
     },
   );

@@ -1,12 +1,17 @@
 import { describe, expect, it } from "vitest";
 import {
+  isRouteMissing,
   kindOfStatus,
   parseRetryAfter,
+  RevisionsRouteMissingError,
+  RouteMissingError,
   renderDetail,
   ServiceError,
   truncate,
   withDetailCut,
 } from "../../src/api/errors.ts";
+import { RedeployRouteMissingError } from "../../src/api/redeploy.ts";
+import { LogsRouteMissingError } from "../../src/api/revision-logs.ts";
 
 describe("renderDetail", () => {
   it.each([
@@ -131,5 +136,49 @@ describe("withDetailCut", () => {
     expect(withDetailCut(short, 16_384)).toBe(short);
     const other = new Error("x".repeat(100_000));
     expect(withDetailCut(other, 16_384)).toBe(other);
+  });
+});
+
+describe("a route the service does not have", () => {
+  const failure = (status: number, detail: string) =>
+    new ServiceError({
+      kind: kindOfStatus(status),
+      method: "POST",
+      route: "/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy",
+      status,
+      detail,
+      retryable: false,
+    });
+
+  it.each([
+    { status: 405, detail: "Method Not Allowed", missing: true },
+    { status: 404, detail: "Not Found", missing: true },
+    { status: 404, detail: " not found\n", missing: true },
+    { status: 404, detail: "HTTP 404", missing: true },
+    { status: 404, detail: "Revision not found", missing: false },
+    { status: 400, detail: "bad", missing: false },
+    { status: 503, detail: "Not Found", missing: false },
+  ])("$status $detail: missing $missing", ({ status, detail, missing }) => {
+    expect(isRouteMissing(failure(status, detail))).toBe(missing);
+  });
+
+  it("is not said of an error other than the service's", () => {
+    expect(isRouteMissing(new Error("Not Found"))).toBe(false);
+  });
+
+  it.each([
+    [RevisionsRouteMissingError, "RevisionsRouteMissingError", "revisions"],
+    [LogsRouteMissingError, "LogsRouteMissingError", "revision logs"],
+    [RedeployRouteMissingError, "RedeployRouteMissingError", "redeploy"],
+  ] as const)("%o: one shared class, its own name, the route named in the message", (Missing, name, what) => {
+    const cause = failure(405, "Method Not Allowed");
+    const error = new Missing(cause);
+    expect(error).toBeInstanceOf(RouteMissingError);
+    expect(error.name).toBe(name);
+    expect(error.status).toBe(405);
+    expect(error.cause).toBe(cause);
+    expect(error.message).toBe(
+      `the service has no ${what} route (POST /v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy answered 405)`,
+    );
   });
 });

@@ -1,54 +1,22 @@
 // A PATCH plan sent with spec.revisionReuse, against the simulated service: the redeploy for the
 // revision part and a PATCH of the rest; both behaviours of the route, a redeploy pending, a
 // service without the route, and the revisions the operator creates recorded.
-import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { applyPatch } from "../../src/reconcile/apply-reuse.ts";
 import type { PatchPlan } from "../../src/reconcile/plan/plan.ts";
+import { NO_SECRETS_HASH, type RevisionHistoryEntry } from "../../src/reconcile/plan/revision-reuse.ts";
 import {
-  NO_SECRETS_HASH,
-  type RevisionHistoryEntry,
-  recordCreated,
-  revisionConfigHash,
-} from "../../src/reconcile/plan/revision-reuse.ts";
-import { RevisionRedeployer } from "../../src/reconcile/service/redeployer.ts";
-import { ManualClock } from "../support/manual-clock.ts";
-import { SimulatedService } from "../support/memory-ports.ts";
+  GOOD,
+  configHashOf as hashOf,
+  type RevertedWorldOptions,
+  revertedWorld,
+} from "../support/reverted-world.ts";
 
-const GOOD = `registry.example/agent@sha256:${"a".repeat(64)}`;
-const BAD = `registry.example/agent@sha256:${"b".repeat(64)}`;
 const NOW = "2030-01-01T00:01:00Z";
 const signal = new AbortController().signal;
-const hashOf = (image: string) => revisionConfigHash({ image_uri: image }, "external_docker");
 
-function world(route: SimulatedService["redeployRoute"] = "new-revision") {
-  const clock = new ManualClock({ start: Date.parse("2030-01-01T00:00:00Z") });
-  const service = new SimulatedService({
-    now: clock.now,
-    timing: { readyAfterMs: 0, revisionActiveAfterMs: 6000, deleteAfterMs: 0 },
-  });
-  service.redeployRoute = route;
-  const created = service.seed({
-    name: "agent",
-    source: "external_docker",
-    source_config: {},
-    source_revision_config: { image_uri: GOOD },
-    secrets: [],
-  });
-  clock.advance(6000);
-  const good = created.latest_revision_id ?? "";
-  let history: RevisionHistoryEntry[] = recordCreated(undefined, good, NO_SECRETS_HASH, hashOf(GOOD));
-  const bad = service.store.patch(created.id, { source_revision_config: { image_uri: BAD } });
-  history = recordCreated(history, bad.latest_revision_id ?? "", NO_SECRETS_HASH, hashOf(BAD)).map((e) => ({
-    ...e,
-    deployed: true,
-  }));
-  clock.advance(6000);
-  const redeployer = new RevisionRedeployer(service, pino({ level: "silent" }));
-  service.resetCalls();
-  const deployment = () => service.store.get(created.id) ?? created;
-  return { clock, service, redeployer, deployment, good, history };
-}
+/** GOOD then BAD, both without secrets, their config digests recorded. */
+const world = (route?: RevertedWorldOptions["route"]) => revertedWorld({ route, configHashes: true });
 
 const back = (extra: Partial<PatchPlan["body"]> = {}): PatchPlan => ({
   action: "patch",

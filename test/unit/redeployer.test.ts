@@ -1,48 +1,18 @@
 // The redeploys of one connection against the simulated service: the one read that finds the
 // candidate and when it is not made at all, both behaviours of the route, and a service without
 // the route or the listing remembered for the connection (one call, then none).
-import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { chooseRedeploy } from "../../src/reconcile/apply-reuse.ts";
-import { type RevisionHistoryEntry, recordCreated } from "../../src/reconcile/plan/revision-reuse.ts";
+import type { RevisionHistoryEntry } from "../../src/reconcile/plan/revision-reuse.ts";
 import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
-import { RevisionRedeployer } from "../../src/reconcile/service/redeployer.ts";
-import { ManualClock } from "../support/manual-clock.ts";
-import { SimulatedService } from "../support/memory-ports.ts";
+import { GOOD, type RevertedWorldOptions, revertedWorld } from "../support/reverted-world.ts";
 
-const SECRETS = hashSecrets([{ name: "TOKEN", value: "one" }]);
-const GOOD = `registry.example/agent@sha256:${"a".repeat(64)}`;
-const BAD = `registry.example/agent@sha256:${"b".repeat(64)}`;
+const TOKEN = [{ name: "TOKEN", value: "one" }];
+const SECRETS = hashSecrets(TOKEN);
 const signal = new AbortController().signal;
 
 /** A deployment that deployed GOOD then BAD, both created by the operator with SECRETS. */
-function world(redeployRoute: SimulatedService["redeployRoute"] = "new-revision") {
-  const clock = new ManualClock({ start: Date.parse("2030-01-01T00:00:00Z") });
-  const service = new SimulatedService({
-    now: clock.now,
-    timing: { readyAfterMs: 0, revisionActiveAfterMs: 6000, deleteAfterMs: 0 },
-  });
-  service.redeployRoute = redeployRoute;
-  const created = service.seed({
-    name: "agent",
-    source: "external_docker",
-    source_config: {},
-    source_revision_config: { image_uri: GOOD },
-    secrets: [{ name: "TOKEN", value: "one" }],
-  });
-  clock.advance(6000);
-  const patched = service.store.patch(created.id, { source_revision_config: { image_uri: BAD } });
-  clock.advance(6000);
-  const good = created.latest_revision_id ?? "";
-  let history: RevisionHistoryEntry[] = recordCreated(undefined, good, SECRETS);
-  history = recordCreated(history, patched.latest_revision_id ?? "", SECRETS).map((e) => ({
-    ...e,
-    deployed: true,
-  }));
-  const redeployer = new RevisionRedeployer(service, pino({ level: "silent" }));
-  service.resetCalls();
-  return { clock, service, redeployer, id: created.id, good, history };
-}
+const world = (route?: RevertedWorldOptions["route"]) => revertedWorld({ route, secrets: TOKEN });
 
 const wantGood = (history: RevisionHistoryEntry[], secretsHash: string | undefined) => ({
   policy: "Pinned" as const,
