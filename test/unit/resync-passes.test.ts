@@ -1,0 +1,64 @@
+// What a sharded replica's pass reads of each connection: the ids its own resources of that
+// connection record, from one walk over them, and none of a resource refused the connection.
+import { describe, expect, it } from "vitest";
+import type { DeploymentObject } from "../../src/kube/deployments.ts";
+import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
+import { connectionKeyOf } from "../../src/reconcile/claims.ts";
+import { CONNECTION_INDEX } from "../../src/wiring/indexes.ts";
+import { deploymentPassScope, shareIds } from "../../src/wiring/resync-passes.ts";
+
+const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+
+function resource(name: string, deploymentId: string | undefined, connection?: string): DeploymentObject {
+  return {
+    apiVersion: "dms.dev/v1alpha1",
+    kind: "Deployment",
+    metadata: { name, namespace: "team", uid: name, resourceVersion: "1" },
+    spec: {
+      source: "external_docker",
+      ...(connection ? { connectionRef: { kind: "ServiceConnection", name: connection } } : {}),
+    },
+    ...(deploymentId ? { status: { deploymentId } } : {}),
+  } as DeploymentObject;
+}
+
+describe("shareIds", () => {
+  const objects = [
+    resource("a", id(1)),
+    resource("b", undefined),
+    resource("c", id(3), "acme"),
+    resource("d", id(4), "acme"),
+    resource("refused", id(5), "acme"),
+  ];
+  const walks = { list: 0, byIndex: 0 };
+  const cache = {
+    list: () => {
+      walks.list += 1;
+      return objects;
+    },
+    byIndex: (index: string, key: string) => {
+      walks.byIndex += 1;
+      expect(index).toBe(CONNECTION_INDEX);
+      return objects.filter((o) => connectionKeyOf(o) === key);
+    },
+  };
+  const share = shareIds(cache, (o) => o.metadata.name === "refused");
+
+  it("gives each connection the ids its resources record, leaving out those refused it", () => {
+    expect(share(DEFAULT_CONNECTION)()).toEqual([id(1)]);
+    expect(share("ServiceConnection/team/acme")()).toEqual([id(3), id(4)]);
+    expect(share("ServiceConnection/team/other")()).toEqual([]);
+  });
+
+  it("walks the connection's resources once per read, as the pass's keys do", () => {
+    walks.list = 0;
+    walks.byIndex = 0;
+    share("ServiceConnection/team/acme")();
+    expect(walks).toEqual({ list: 0, byIndex: 1 });
+    share(DEFAULT_CONNECTION)();
+    expect(walks).toEqual({ list: 1, byIndex: 1 });
+    const scope = deploymentPassScope(cache, { sessions: () => [] });
+    expect(scope.keys?.("ServiceConnection/team/acme")).toEqual(["team/c", "team/d", "team/refused"]);
+    expect(scope.keys?.(DEFAULT_CONNECTION)).toEqual(["team/a", "team/b"]);
+  });
+});
