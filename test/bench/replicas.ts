@@ -8,8 +8,10 @@
  *    Ready at once); start → every resource created, Ready and labelled for the replica the ring
  *    names (the creates paced by the connection's `--qps`, split between the replicas).
  * 2. Steady: after a quiet moment, each replica's RSS; then over one resync period (every
- *    replica makes its pass within it) the simulator's calls summed over the replicas and the API
- *    server's requests for `deployments.dms.dev` per resource, WATCH excluded.
+ *    replica makes its pass within it) the simulator's calls summed over the replicas, by kind
+ *    and by replica (its `User-Agent`), against the goal ⌈N/100⌉ + a few per replica (each reads
+ *    its share by id, a hundred per call), and the API server's requests for
+ *    `deployments.dms.dev` per resource, WATCH excluded.
  * 3. Kill -9 of one replica: the time until every resource it owned is labelled for a live
  *    replica again, and until the new owners reconciled them (their reconcile counts grew by the
  *    dead replica's share).
@@ -18,7 +20,9 @@
  *
  * Figures are reported, never asserted; `docs/bench/replicas.json` keeps them per series.
  */
+
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import type { IncomingMessage } from "node:http";
 import { arch, cpus, loadavg, platform, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -40,6 +44,7 @@ import {
   round,
   type Setup,
   startOperator,
+  Tap,
 } from "./operator-run.ts";
 import { apiRequestDelta, memoryMiB } from "./probes.ts";
 
@@ -60,7 +65,13 @@ export interface ReplicaFigures {
   resync: {
     periodSeconds: number;
     serviceCalls: number;
+    /** The goal for {@link serviceCalls}: see {@link callsGoal}. */
+    serviceCallsGoal: number;
     serviceCallsByRoute: Record<string, Record<string, number>>;
+    /** Calls on /v2/deployments by kind (`ids (batch)`, `id`, `name`, `listing page`, `create`). */
+    serviceCallsByKind: Record<string, number>;
+    /** Every call by the replica that made it (read from its `User-Agent`). */
+    serviceCallsByReplica: Record<string, number>;
     kubeRequests: number;
     kubeRequestsPerResource: number;
   };
@@ -77,6 +88,32 @@ export function parseReplicas(text: string): number {
 }
 
 const name = (i: number) => `shard-${String(i).padStart(5, "0")}`;
+
+/**
+ * Calls a replica may make per connection and resync besides its share of ⌈N/100⌉: the last,
+ * partly filled batch of ids, and the connection's probe when one falls in the period.
+ */
+export const CALLS_PER_REPLICA = 2;
+
+/** The goal of the calls per resync over all replicas: ⌈N/100⌉ + {@link CALLS_PER_REPLICA} each. */
+export function callsGoal(n: number, replicas: number): number {
+  return Math.ceil(n / 100) + CALLS_PER_REPLICA * replicas;
+}
+
+/** Counts each request by the replica its `User-Agent` names (`dms-operator/<version> (<pod>)`). */
+class ReplicaTap extends Tap {
+  byReplica: Record<string, number> = {};
+  readonly byAgent = (req: IncomingMessage) => {
+    this.hook(req);
+    const replica = /\(([^)]*)\)\s*$/.exec(req.headers["user-agent"] ?? "")?.[1] ?? "unknown";
+    this.byReplica[replica] = (this.byReplica[replica] ?? 0) + 1;
+  };
+
+  override reset(): void {
+    super.reset();
+    this.byReplica = {};
+  }
+}
 
 /** See the module comment. */
 export async function measureReplicas(replicas: number, n: number, setup: Setup): Promise<ReplicaFigures> {
@@ -99,7 +136,11 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
       }),
     );
     progress(`R=${replicas} N=${n}: applied; starting the replicas`);
-    const simulator = await startSimulator({ timing: { readyAfterMs: 0, revisionActiveAfterMs: 0 } });
+    const tap = new ReplicaTap();
+    const simulator = await startSimulator({
+      timing: { readyAfterMs: 0, revisionActiveAfterMs: 0 },
+      onRequest: tap.byAgent,
+    });
     sim = simulator;
     let serial = 0;
     const start = async () => {
@@ -132,9 +173,13 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
     const steady = new Map([...running].map(([r, op]) => [r, memoryMiB(op.process.pid).rss]));
     const before = await apiMetrics();
     simulator.resetCounters();
+    tap.reset();
     await sleep(periodMs);
     const after = await apiMetrics();
     const calls = simulator.counters();
+    const byKind = { ...tap.kinds };
+    const byReplica = { ...tap.byReplica };
+    const goal = callsGoal(n, replicas);
     const kube = apiRequestDelta(before, after, "dms.dev", "deployments");
     const shares = shareOf(watch.list());
     const rssMiB = [...running].map(([replica, op]) => ({
@@ -143,7 +188,9 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
       peak: round(memoryMiB(op.process.pid).peak, 1),
       steady: round(steady.get(replica) ?? 0, 1),
     }));
-    progress(`R=${replicas} N=${n}: steady ${JSON.stringify(rssMiB)}; ${callCount(calls)} calls per resync`);
+    progress(
+      `R=${replicas} N=${n}: steady ${JSON.stringify(rssMiB)}; ${callCount(calls)} calls per resync over all replicas (goal ${goal}), by kind ${JSON.stringify(byKind)}, by replica ${JSON.stringify(byReplica)}`,
+    );
 
     // 3. Kill -9 of the second replica started (whichever it is: a member only, or also the leader).
     const victim = [...running.keys()][1] ?? "";
@@ -188,7 +235,10 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
       resync: {
         periodSeconds: periodMs / 1000,
         serviceCalls: callCount(calls),
+        serviceCallsGoal: goal,
         serviceCallsByRoute: calls,
+        serviceCallsByKind: byKind,
+        serviceCallsByReplica: byReplica,
         kubeRequests: kube.target,
         kubeRequestsPerResource: round(kube.target / n, 4),
       },
@@ -288,7 +338,7 @@ export function replicasTable(results: readonly ReplicaFigures[]) {
       "adoption s",
       "peak RSS MiB (each)",
       "steady RSS MiB (each)",
-      "calls / resync (all)",
+      "calls / resync, all replicas (goal ⌈N/100⌉ + 2 each)",
       "kube req / resource / resync",
       "kill -9: re-owned s / reconciled s",
       "moved on join (ideal)",
@@ -298,7 +348,7 @@ export function replicasTable(results: readonly ReplicaFigures[]) {
       f.adoptionSeconds,
       f.rssMiB.map((r) => r.peak).join(" / "),
       f.rssMiB.map((r) => r.steady).join(" / "),
-      f.resync.serviceCalls,
+      `${f.resync.serviceCalls} (${f.resync.serviceCallsGoal ?? callsGoal(f.n, f.replicas)})`,
       f.resync.kubeRequestsPerResource,
       `${f.kill.reownedSeconds} / ${f.kill.reconciledSeconds}`,
       `${f.join.share} (${f.join.ideal})`,
