@@ -301,6 +301,21 @@ describe("a sharded replica's reconciles over a share read by id", () => {
     expect(r.service.store.list().filter((d) => d.name === "agent")).toHaveLength(1);
   });
 
+  it("creates nothing when a batch's answer was cut short: the id is asked again and found", async () => {
+    const r = replica();
+    await r.settled();
+    const [kept] = r.service.store.list();
+    const answer = r.service.getByIds.bind(r.service);
+    // One answer without the deployment the service still has.
+    r.service.getByIds = async (ids, s) => (await answer(ids, s)).filter((d) => d.id !== kept?.id);
+    expect(await r.pass()).toEqual({ getByIds: 1 });
+    r.service.getByIds = answer;
+    await r.reconcile();
+    expect(r.calls()).toEqual({ getById: 1 });
+    expect(r.service.store.list()).toHaveLength(1);
+    expect(r.resources.stored(REF)?.status?.deploymentId).toBe(kept?.id);
+  });
+
   it("makes no call for a resource while its connection's last read failed", async () => {
     const r = replica();
     await r.settled();
