@@ -59,7 +59,20 @@ export function shareIds(
   deployments: Pick<KubeDeployments, "list" | "byIndex">,
   refuses: (o: StoredResource) => boolean,
 ): (key: string) => () => string[] {
-  return (key) => () => resourcesOf(deployments, key).flatMap((o) => reachableDeployment(o, refuses) ?? []);
+  return (key) => () => {
+    // One connection: whether it refuses a resource depends on the resource's namespace only.
+    const refused = new Map<string, boolean>();
+    const memo = (o: StoredResource) => {
+      const namespace = o.metadata.namespace ?? "";
+      let no = refused.get(namespace);
+      if (no === undefined) {
+        no = refuses(o);
+        refused.set(namespace, no);
+      }
+      return no;
+    };
+    return resourcesOf(deployments, key).flatMap((o) => reachableDeployment(o, memo) ?? []);
+  };
 }
 
 /** The Deployment pass's period, its retries after a failed listing and its spread. */
