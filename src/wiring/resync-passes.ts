@@ -4,7 +4,8 @@
  * resources are enqueued as soon as ITS listing is in. One that is slow, endless or failing delays
  * only its own resources, which then report it without a call (see the reconciler). A start (a
  * restart, a new leader) is a pass like every resync: one listing per connection answers for its
- * resources. The connection pass checks (and re-probes) every connection.
+ * resources. A sharded replica's "listing" is the read of its share by id ({@link shareIds}).
+ * The connection pass checks (and re-probes) every connection.
  */
 import type { ConnectionSessions } from "../connection/registry.ts";
 import type { KubeConnections } from "../kube/connections.ts";
