@@ -4,14 +4,16 @@
  * resources are enqueued as soon as ITS listing is in. One that is slow, endless or failing delays
  * only its own resources, which then report it without a call (see the reconciler). A start (a
  * restart, a new leader) is a pass like every resync: one listing per connection answers for its
- * resources. The connection pass checks (and re-probes) every connection.
+ * resources. A sharded replica's "listing" is the read of its share by id ({@link shareIds}).
+ * The connection pass checks (and re-probes) every connection.
  */
 import type { ConnectionSessions } from "../connection/registry.ts";
 import type { KubeConnections } from "../kube/connections.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
 import { objectKey, refOf } from "../kube/object.ts";
 import { connectionKey, DEFAULT_CONNECTION, idOf } from "../naming/connection.ts";
-import { connectionKeyOf } from "../reconcile/claims.ts";
+import { connectionKeyOf, reachableDeployment } from "../reconcile/claims.ts";
+import type { StoredResource } from "../reconcile/ports.ts";
 import type { ResyncOptions } from "../runtime/resync.ts";
 import { CONNECTION_INDEX } from "./indexes.ts";
 
@@ -22,6 +24,16 @@ const LISTING_RETRY_BASE_MS = 2_000;
 
 const keyOf = (o: Parameters<typeof refOf>[0]) => objectKey(refOf(o));
 
+/**
+ * The resources of the connection `key` in the cache. The default connection's are the only ones
+ * outside the connection index: found by going through the cache once, as the single pass did.
+ */
+function resourcesOf(deployments: Pick<KubeDeployments, "list" | "byIndex">, key: string) {
+  return key === DEFAULT_CONNECTION
+    ? deployments.list().filter((o) => connectionKeyOf(o) === DEFAULT_CONNECTION)
+    : deployments.byIndex(CONNECTION_INDEX, key);
+}
+
 /** The Deployment pass's groups (the usable connections) and the resources of each. */
 export function deploymentPassScope(
   deployments: Pick<KubeDeployments, "list" | "byIndex">,
@@ -29,18 +41,38 @@ export function deploymentPassScope(
 ): Pick<ResyncOptions, "groups" | "keys" | "ungrouped"> {
   return {
     groups: () => connections.sessions().map((s) => s.key),
-    // The default connection's resources are the only ones outside the connection index: found
-    // by going through the cache once per pass of that connection, as the single pass did.
-    keys: (key) =>
-      key === DEFAULT_CONNECTION
-        ? deployments.list().flatMap((o) => (connectionKeyOf(o) === DEFAULT_CONNECTION ? [keyOf(o)] : []))
-        : deployments.byIndex(CONNECTION_INDEX, key).map(keyOf),
+    keys: (key) => resourcesOf(deployments, key).map(keyOf),
     // Resources of a connection not usable at the start: told so once (its check enqueues them
     // again when that changes).
     ungrouped: () => {
       const usable = new Set(connections.sessions().map((s) => s.key));
       return deployments.list().flatMap((o) => (usable.has(connectionKeyOf(o)) ? [] : [keyOf(o)]));
     },
+  };
+}
+
+/**
+ * A sharded replica's share of the connection `key`, as its pass reads it: the deployment ids its
+ * resources of that connection record (its cache holds its own resources only), those refused
+ * the connection left out (they make no call). One walk over the connection's resources per read.
+ */
+export function shareIds(
+  deployments: Pick<KubeDeployments, "list" | "byIndex">,
+  refuses: (o: StoredResource) => boolean,
+): (key: string) => () => string[] {
+  return (key) => () => {
+    // One connection: whether it refuses a resource depends on the resource's namespace only.
+    const refused = new Map<string, boolean>();
+    const memo = (o: StoredResource) => {
+      const namespace = o.metadata.namespace ?? "";
+      let no = refused.get(namespace);
+      if (no === undefined) {
+        no = refuses(o);
+        refused.set(namespace, no);
+      }
+      return no;
+    };
+    return resourcesOf(deployments, key).flatMap((o) => reachableDeployment(o, memo) ?? []);
   };
 }
 

@@ -24,6 +24,7 @@ import type { Clock } from "../runtime/clock.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import type { Caches } from "./caches.ts";
 import { defaultListingDeadlineMs, type OperatorConfig } from "./operator-config.ts";
+import { shareIds } from "./resync-passes.ts";
 
 /**
  * What every client of this process sends and obeys: its `User-Agent`, and for a sharded replica
@@ -65,7 +66,8 @@ export function serviceConnector(
 /**
  * Builds the session of the connection `key` over its port. A connection's snapshot holds only
  * the deployments its resources claim (the claim index: no scan, no string kept per resource):
- * a tenant's listing, however long, costs its pages only.
+ * a tenant's listing, however long, costs its pages only. With `share` (a sharded replica), it
+ * reads only the deployments of the replica's resources, by id.
  */
 export function sessionFactory(
   config: Pick<OperatorConfig, "resyncMs" | "revisionTracking">,
@@ -73,6 +75,7 @@ export function sessionFactory(
   deployments: Pick<KubeDeployments, "byIndex">,
   clock: Clock,
   logger: Logger,
+  share?: (key: string) => () => Iterable<string>,
 ): (port: ReturnType<typeof deploymentsPort>, key: string) => ServiceSession {
   return (port, key) =>
     new ServiceSession(port, {
@@ -81,6 +84,7 @@ export function sessionFactory(
       listingMaxAgeMs: config.resyncMs,
       listingDeadlineMs,
       wanted: (name) => deployments.byIndex(CLAIM_INDEX, claimOn(key, name)).length > 0,
+      ...(share ? { share: share(key) } : {}),
       revisionTracking: config.revisionTracking,
     });
 }
@@ -100,6 +104,7 @@ export function connectionRegistry(
     | "defaultConnectionNamespaceSelector"
     | "connectionAddressPolicy"
     | "maxConnectionsPerNamespace"
+    | "sharded"
   >,
   caches: Caches,
   metrics: RuntimeMetrics,
@@ -111,7 +116,10 @@ export function connectionRegistry(
   warnOfOpenSettings(config, logger);
   const connect = serviceConnector(logger, metrics, config.connectionAddressPolicy, identity);
   const listingDeadlineMs = config.listingDeadlineMs ?? defaultListingDeadlineMs(config.resyncMs);
-  const newSession = sessionFactory(config, listingDeadlineMs, caches.deployments, clock, logger);
+  // Sharded, each replica reads its own resources' deployments only (the registry, built below,
+  // says which resources their connection refuses).
+  const share = config.sharded ? shareIds(caches.deployments, (o) => registry.refuses(o)) : undefined;
+  const newSession = sessionFactory(config, listingDeadlineMs, caches.deployments, clock, logger, share);
   const selector = config.defaultConnectionNamespaceSelector;
   // Subscribed before the connection controller's triggers: a connection is in its namespace's
   // order before its reconcile asks for its place.
@@ -123,7 +131,7 @@ export function connectionRegistry(
     onUpdate: (_old, c) => order.upsert(c),
     onDelete: (c) => order.remove(c),
   });
-  return new ConnectionRegistry({
+  const registry = new ConnectionRegistry({
     connections: caches.connections,
     defaultSession: newSession(connect(config.service, DEFAULT_CONNECTION).port, DEFAULT_CONNECTION),
     connect,
@@ -135,6 +143,7 @@ export function connectionRegistry(
     maxPerNamespace: config.maxConnectionsPerNamespace ?? DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE,
     order,
   });
+  return registry;
 }
 
 /**

@@ -7,9 +7,11 @@
  * 1. Start: the N resources applied before any operator runs, the simulator empty (answering
  *    Ready at once); start → every resource created, Ready and labelled for the replica the ring
  *    names (the creates paced by the connection's `--qps`, split between the replicas).
- * 2. Steady: after a quiet moment, each replica's RSS; then over one resync period (every
- *    replica makes its pass within it) the simulator's calls summed over the replicas and the API
- *    server's requests for `deployments.dms.dev` per resource, WATCH excluded.
+ * 2. Steady: after a quiet moment, each replica's RSS; then over two resync periods the
+ *    simulator's calls by replica (its `User-Agent`) and the calls one resync costs summed over
+ *    the replicas ({@link callsPerResync}), against the goal ⌈N/100⌉ + a few per replica (each
+ *    reads its share by id, a hundred per call); and the API server's requests for
+ *    `deployments.dms.dev` per resource and period, WATCH excluded.
  * 3. Kill -9 of one replica: the time until every resource it owned is labelled for a live
  *    replica again, and until the new owners reconciled them (their reconcile counts grew by the
  *    dead replica's share).
@@ -18,7 +20,9 @@
  *
  * Figures are reported, never asserted; `docs/bench/replicas.json` keeps them per series.
  */
+
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import type { IncomingMessage } from "node:http";
 import { arch, cpus, loadavg, platform, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -40,6 +44,7 @@ import {
   round,
   type Setup,
   startOperator,
+  Tap,
 } from "./operator-run.ts";
 import { apiRequestDelta, memoryMiB } from "./probes.ts";
 
@@ -59,9 +64,20 @@ export interface ReplicaFigures {
   rssMiB: Array<{ replica: string; share: number; peak: number; steady: number }>;
   resync: {
     periodSeconds: number;
+    /** How long the calls were counted (absent in older series: one period). */
+    windowSeconds?: number;
+    /** The simulator's calls in the window, summed over the replicas. */
     serviceCalls: number;
+    /** What one resync costs, summed over the replicas (see {@link callsPerResync}). */
+    serviceCallsPerResync?: number;
+    /** The goal for {@link serviceCallsPerResync}: see {@link callsGoal}. */
+    serviceCallsGoal?: number;
+    serviceCallsPerResyncByReplica?: Record<string, number>;
     serviceCallsByRoute: Record<string, Record<string, number>>;
+    /** Calls on /v2/deployments in the window by kind (`ids (batch)`, `id`, `name`, `listing page`, `create`). */
+    serviceCallsByKind?: Record<string, number>;
     kubeRequests: number;
+    /** Per resource and per period. */
     kubeRequestsPerResource: number;
   };
   kill: { replica: string; share: number; reownedSeconds: number; reconciledSeconds: number };
@@ -77,6 +93,94 @@ export function parseReplicas(text: string): number {
 }
 
 const name = (i: number) => `shard-${String(i).padStart(5, "0")}`;
+
+/**
+ * Calls a replica may make per connection and resync besides its share of ⌈N/100⌉: the last,
+ * partly filled batch of ids, and the connection's probe when one falls in the period.
+ */
+export const CALLS_PER_REPLICA = 2;
+
+/** Resync periods the steady calls are counted over. */
+const STEADY_PERIODS = 2;
+
+/** The goal of the calls per resync over all replicas: ⌈N/100⌉ + {@link CALLS_PER_REPLICA} each. */
+export function callsGoal(n: number, replicas: number): number {
+  return Math.ceil(n / 100) + CALLS_PER_REPLICA * replicas;
+}
+
+/** One request the simulator answered: the replica that sent it, when, and whether a pass's read. */
+export interface TappedCall {
+  replica: string;
+  at: number;
+  /** A batch of ids or a page of a whole listing: what a resync pass reads a connection with. */
+  read: boolean;
+}
+
+/** A replica's reads closer than this to the one before belong to the same pass. */
+const SAME_PASS_MS = 3_000;
+
+/**
+ * The calls one resync costs, each replica's and summed, from the calls of the window
+ * [`start`, `end`] (ms; at least one period long). A replica's passes do not come exactly once
+ * per period (each waits the period after its last one ended, ±10 %), so a window of one period
+ * may hold none of a replica's: each replica's reads are grouped into passes (reads within
+ * {@link SAME_PASS_MS} of each other) and those whole in the window averaged; its other calls
+ * (lookups by name or id, creates, probes) are scaled to one period.
+ */
+export function callsPerResync(
+  calls: readonly TappedCall[],
+  start: number,
+  end: number,
+  periodMs: number,
+): { total: number; byReplica: Record<string, number> } {
+  const byReplica: Record<string, number> = {};
+  const replicas = new Set(calls.map((c) => c.replica));
+  for (const replica of replicas) {
+    const own = calls.filter((c) => c.replica === replica);
+    const reads = own.filter((c) => c.read).map((c) => c.at);
+    reads.sort((a, b) => a - b);
+    const passes: number[][] = [];
+    for (const at of reads) {
+      const last = passes.at(-1);
+      if (last && at - (last.at(-1) ?? at) <= SAME_PASS_MS) last.push(at);
+      else passes.push([at]);
+    }
+    const whole = passes.filter(
+      (p) => (p[0] ?? start) - start > SAME_PASS_MS && end - (p.at(-1) ?? end) > SAME_PASS_MS,
+    );
+    const counted = whole.length > 0 ? whole : passes;
+    const perPass = counted.length > 0 ? counted.reduce((sum, p) => sum + p.length, 0) / counted.length : 0;
+    const others = ((own.length - reads.length) * periodMs) / (end - start);
+    byReplica[replica] = round(perPass + others, 1);
+  }
+  return {
+    total: round(
+      Object.values(byReplica).reduce((a, b) => a + b, 0),
+      1,
+    ),
+    byReplica,
+  };
+}
+
+/** Records each request with the replica its `User-Agent` names (`dms-operator/<version> (<pod>)`). */
+class ReplicaTap extends Tap {
+  calls: TappedCall[] = [];
+  readonly byAgent = (req: IncomingMessage) => {
+    this.hook(req);
+    const replica = /\(([^)]*)\)\s*$/.exec(req.headers["user-agent"] ?? "")?.[1] ?? "unknown";
+    const url = new URL(req.url ?? "/", "http://simulator");
+    const ids = url.searchParams.get("deployment_ids");
+    const whole = [...url.searchParams.keys()].every((key) => key === "limit" || key === "offset");
+    const read =
+      req.method === "GET" && url.pathname === "/v2/deployments" && (ids ? ids.includes(",") : whole);
+    this.calls.push({ replica, at: performance.now(), read });
+  };
+
+  override reset(): void {
+    super.reset();
+    this.calls = [];
+  }
+}
 
 /** See the module comment. */
 export async function measureReplicas(replicas: number, n: number, setup: Setup): Promise<ReplicaFigures> {
@@ -99,7 +203,11 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
       }),
     );
     progress(`R=${replicas} N=${n}: applied; starting the replicas`);
-    const simulator = await startSimulator({ timing: { readyAfterMs: 0, revisionActiveAfterMs: 0 } });
+    const tap = new ReplicaTap();
+    const simulator = await startSimulator({
+      timing: { readyAfterMs: 0, revisionActiveAfterMs: 0 },
+      onRequest: tap.byAgent,
+    });
     sim = simulator;
     let serial = 0;
     const start = async () => {
@@ -132,9 +240,15 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
     const steady = new Map([...running].map(([r, op]) => [r, memoryMiB(op.process.pid).rss]));
     const before = await apiMetrics();
     simulator.resetCounters();
-    await sleep(periodMs);
+    tap.reset();
+    // Two periods: each replica's pass comes once per period plus its own length (see callsPerResync).
+    const windowStart = performance.now();
+    await sleep(STEADY_PERIODS * periodMs);
     const after = await apiMetrics();
     const calls = simulator.counters();
+    const byKind = { ...tap.kinds };
+    const perResync = callsPerResync(tap.calls, windowStart, performance.now(), periodMs);
+    const goal = callsGoal(n, replicas);
     const kube = apiRequestDelta(before, after, "dms.dev", "deployments");
     const shares = shareOf(watch.list());
     const rssMiB = [...running].map(([replica, op]) => ({
@@ -143,7 +257,9 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
       peak: round(memoryMiB(op.process.pid).peak, 1),
       steady: round(steady.get(replica) ?? 0, 1),
     }));
-    progress(`R=${replicas} N=${n}: steady ${JSON.stringify(rssMiB)}; ${callCount(calls)} calls per resync`);
+    progress(
+      `R=${replicas} N=${n}: steady ${JSON.stringify(rssMiB)}; ${perResync.total} calls per resync over all replicas (goal ${goal}; by replica ${JSON.stringify(perResync.byReplica)}), ${callCount(calls)} in ${STEADY_PERIODS} periods by kind ${JSON.stringify(byKind)}`,
+    );
 
     // 3. Kill -9 of the second replica started (whichever it is: a member only, or also the leader).
     const victim = [...running.keys()][1] ?? "";
@@ -187,10 +303,15 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
       rssMiB,
       resync: {
         periodSeconds: periodMs / 1000,
+        windowSeconds: (STEADY_PERIODS * periodMs) / 1000,
         serviceCalls: callCount(calls),
+        serviceCallsPerResync: perResync.total,
+        serviceCallsGoal: goal,
+        serviceCallsPerResyncByReplica: perResync.byReplica,
         serviceCallsByRoute: calls,
+        serviceCallsByKind: byKind,
         kubeRequests: kube.target,
-        kubeRequestsPerResource: round(kube.target / n, 4),
+        kubeRequestsPerResource: round(kube.target / n / STEADY_PERIODS, 4),
       },
       kill: {
         replica: victim,
@@ -288,7 +409,7 @@ export function replicasTable(results: readonly ReplicaFigures[]) {
       "adoption s",
       "peak RSS MiB (each)",
       "steady RSS MiB (each)",
-      "calls / resync (all)",
+      "calls / resync, all replicas (goal ⌈N/100⌉ + 2 each)",
       "kube req / resource / resync",
       "kill -9: re-owned s / reconciled s",
       "moved on join (ideal)",
@@ -298,7 +419,7 @@ export function replicasTable(results: readonly ReplicaFigures[]) {
       f.adoptionSeconds,
       f.rssMiB.map((r) => r.peak).join(" / "),
       f.rssMiB.map((r) => r.steady).join(" / "),
-      f.resync.serviceCalls,
+      `${f.resync.serviceCallsPerResync ?? f.resync.serviceCalls} (${f.resync.serviceCallsGoal ?? callsGoal(f.n, f.replicas)})`,
       f.resync.kubeRequestsPerResource,
       `${f.kill.reownedSeconds} / ${f.kill.reconciledSeconds}`,
       `${f.join.share} (${f.join.ideal})`,

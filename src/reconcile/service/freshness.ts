@@ -15,6 +15,10 @@
  * - {@link startPass}: how a pass of the periodic resync starts its connection's listing (taking a
  *   new one unless one was just taken) and holds it until its next pass's listing is in hand.
  *
+ * A sharded replica's listing is the read of its share by id (`RemoteSnapshotOptions.share` in
+ * snapshot.ts): the same rules hold for it, its deadline and failure included; only a lookup by
+ * name is never answered from it (a read by id cannot say that a name is free).
+ *
  * The functions are pure over the bookkeeping they are given and a clock reading (`now`, ms
  * since the epoch): the snapshot keeps the bookkeeping, this module decides.
  */

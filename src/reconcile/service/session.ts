@@ -42,6 +42,11 @@ export interface ServiceSessionOptions {
    * of a listing are held (see `RemoteSnapshotOptions.wanted`). Default: every name.
    */
   wanted?: (name: string) => boolean;
+  /**
+   * Sharded: the deployment ids this replica's resources of the connection record; a listing
+   * then reads only those, by id (see `RemoteSnapshotOptions.share`). Default: the whole listing.
+   */
+  share?: () => Iterable<string>;
   /** How long a forge repository listing is reused. Default 5 min. */
   repoListingTtlMs?: number;
   /** Read the latest revision while a rollout is in progress. Default true. */
@@ -69,6 +74,7 @@ export class ServiceSession {
       maxAgeMs: options.listingMaxAgeMs,
       ...(options.listingDeadlineMs === undefined ? {} : { listingDeadlineMs: options.listingDeadlineMs }),
       ...(options.wanted ? { wanted: options.wanted } : {}),
+      ...(options.share ? { share: options.share } : {}),
     });
     this.service = writingThrough(service, this.snapshot);
     this.repos = new RepoListings(service, options.clock, options.repoListingTtlMs ?? 300_000);

@@ -13,9 +13,16 @@
  * name a resource claims ({@link RemoteSnapshotOptions.wanted}). A tenant's server answers with
  * as many deployments as it likes (thousands managed elsewhere, or an endless hostile listing):
  * the operator then holds the page being read, not the listing.
+ *
+ * A sharded replica reads its share only ({@link RemoteSnapshotOptions.share}): the deployments
+ * its own resources record, by id, a hundred per call, so that the replicas together cost about
+ * what one listing costs. Such a read cannot say that a name is free (it shows no deployment it
+ * was not asked for), so every lookup by name is then made live: a resource without a known
+ * deployment asks the service by exact name, and no create goes out without that answer.
  */
 
 import { withDetailCut } from "../../api/errors.ts";
+import { isUuid } from "../../api/wire.ts";
 import { NameFilter } from "../../compact/name-filter.ts";
 import { addItem, itemsOf, type OneOrMany, removeItem } from "../../compact/one-or-many.ts";
 import { type PackedRecord, packRecord, unpackRecord } from "../../compact/packed-record.ts";
@@ -50,6 +57,14 @@ export interface RemoteSnapshotOptions {
    * {@link RemoteSnapshot.byName}). Default: every name (a snapshot without resources to ask).
    */
   wanted?: (name: string) => boolean;
+  /**
+   * Sharded (`run --sharded`): the deployment ids this replica's resources of the connection
+   * record, gone through once per read. Given, a read asks the service for these ids only
+   * (`deployment_ids`, {@link POLL_BATCH} per call) instead of listing every deployment, and
+   * the snapshot answers no lookup by name (see {@link RemoteSnapshot.byName}). Default: the
+   * whole listing.
+   */
+  share?: () => Iterable<string>;
 }
 
 /**
@@ -84,6 +99,7 @@ export class RemoteSnapshot {
   readonly #maxAgeMs: number;
   readonly #deadlineMs: number;
   readonly #wanted: (name: string) => boolean;
+  readonly #share: (() => Iterable<string>) | undefined;
   readonly #listing: SharedCall<void>;
   /** Why the last listing that ended did not answer; undefined once one succeeded. */
   #failure: ListingFailure | undefined;
@@ -123,6 +139,7 @@ export class RemoteSnapshot {
     this.#maxAgeMs = options.maxAgeMs;
     this.#deadlineMs = options.listingDeadlineMs ?? Number.POSITIVE_INFINITY;
     this.#wanted = options.wanted ?? (() => true);
+    this.#share = options.share;
     this.#listing = new SharedCall((signal) => this.#list(signal));
   }
 
@@ -184,12 +201,38 @@ export class RemoteSnapshot {
     const startedAt = this.#clock.now();
     const writesBefore = this.#writes;
     const newer = (id: string) => (this.#written.get(id) ?? 0) > writesBefore;
-    // Each wanted item replaces its entry as its page arrives, as text: neither the parsed listing
-    // nor a second copy of the snapshot is ever held. A write answered after the listing started
-    // is newer than what the listing shows, and stays. Of the other items only their names'
-    // bits in a filter are kept, sized after the last listing's count; and only the ids held are
-    // remembered, so the listing's cost is bounded by the connection's resources, not its length.
+    // Each item read replaces its entry as its page arrives, as text: neither the parsed listing
+    // nor a second copy of the snapshot is ever held. A write answered after the read started is
+    // newer than what the read shows, and stays. Only the ids held are remembered, so the read's
+    // cost is bounded by the connection's resources, not by what the service answers.
     const held = new Set<string>();
+    const hold = (d: Deployment) => {
+      held.add(d.id);
+      if (!newer(d.id)) this.#entries.put(d);
+    };
+    const read = this.#share
+      ? await this.#readShare(this.#share, signal, hold)
+      : await this.#readListing(signal, hold);
+    if (signal.aborted) return;
+    this.#unreadable = read.unreadable;
+    this.#unheld = read.unheld;
+    this.#expectUnheld = read.unheld.count;
+    // What the read did not hold is gone from the service, or not asked about, unless written
+    // since it started.
+    for (const id of this.#entries.ids()) if (!held.has(id) && !newer(id)) this.#entries.delete(id);
+    for (const [id, at] of this.#written) if (at <= writesBefore) this.#written.delete(id);
+    this.#unlisted = new Set([...this.#written.keys()].filter((id) => this.#unlisted.has(id)));
+    const entries = this.#entries;
+    for (const [id, at] of this.#seenAt) if (at <= startedAt || !entries.has(id)) this.#seenAt.delete(id);
+    for (const id of this.#polled) if (!entries.has(id)) this.#polled.delete(id);
+    this.#takenAt = startedAt;
+  }
+
+  /**
+   * The whole listing: each wanted item goes to `hold`. Of the other items only their names' bits
+   * in a filter are kept, sized after the last listing's count.
+   */
+  async #readListing(signal: AbortSignal, hold: (d: Deployment) => void): Promise<ListingRead> {
     /** How many deployments of each wanted name this listing showed (at most two are held). */
     const perName = new Map<string, number>();
     const unheld = new NameFilter(this.#expectUnheld);
@@ -206,25 +249,36 @@ export class RemoteSnapshot {
         const shown = perName.get(d.name) ?? 0;
         if (shown >= MAX_HELD_PER_NAME) return;
         perName.set(d.name, shown + 1);
-        held.add(d.id);
-        if (newer(d.id)) return;
-        this.#entries.put(d);
+        hold(d);
       },
       (item) => unreadable.add(item),
     );
-    if (signal.aborted) return;
-    this.#unreadable = unreadable;
-    this.#unheld = unheld;
-    this.#expectUnheld = unheld.count;
-    // What the listing did not hold is gone from the service, or not asked about, unless written
-    // since it started.
-    for (const id of this.#entries.ids()) if (!held.has(id) && !newer(id)) this.#entries.delete(id);
-    for (const [id, at] of this.#written) if (at <= writesBefore) this.#written.delete(id);
-    this.#unlisted = new Set([...this.#written.keys()].filter((id) => this.#unlisted.has(id)));
-    const entries = this.#entries;
-    for (const [id, at] of this.#seenAt) if (at <= startedAt || !entries.has(id)) this.#seenAt.delete(id);
-    for (const id of this.#polled) if (!entries.has(id)) this.#polled.delete(id);
-    this.#takenAt = startedAt;
+    return { unheld, unreadable };
+  }
+
+  /**
+   * The share's deployments by id, {@link POLL_BATCH} per call: each one asked and answered goes
+   * to `hold`. An item not asked for is ignored; an id asked and not answered is not held, so its
+   * entry is dropped as a listing drops one it does not show (the lookup of a recorded id the
+   * snapshot lacks asks the service before giving it up, see `observe.ts`). A batch that fails
+   * fails the read: nothing of it is taken as gone.
+   */
+  async #readShare(
+    share: () => Iterable<string>,
+    signal: AbortSignal,
+    hold: (d: Deployment) => void,
+  ): Promise<ListingRead> {
+    for (const batch of idBatches(share())) {
+      const asked = new Set(batch);
+      const found = await this.#port.getByIds(batch, signal);
+      if (signal.aborted) break;
+      for (const d of found) {
+        if (!asked.delete(d.id)) continue;
+        hold(d);
+      }
+    }
+    const unheld = new NameFilter(0);
+    return { unheld, unreadable: new Unreadable(unheld) };
   }
 
   /** How many deployments the snapshot holds now (the listing's wanted ones and those written). */
@@ -281,11 +335,13 @@ export class RemoteSnapshot {
    * listing had none, or `undefined` when the snapshot cannot say: too old, the listing held an
    * unreadable item without a name (a live lookup by name tells whether it is this one), or the
    * listing showed the name while no resource claimed it (so it was not held; a name that a
-   * resource claimed since is then looked up live, never taken as free).
+   * resource claimed since is then looked up live, never taken as free). A snapshot of a share
+   * ({@link RemoteSnapshotOptions.share}) never says: it read ids, not names, so every lookup by
+   * name (adoption, the check before a create) asks the service.
    * Throws {@link UnreadableDeploymentError} when an unreadable item carries this name.
    */
   byName(name: string): Deployment[] | undefined {
-    if (!this.isFresh()) return undefined;
+    if (this.#share || !this.isFresh()) return undefined;
     const problem = this.#unreadable.byName.get(name);
     if (problem !== undefined) throw new UnreadableDeploymentError(unreadableMessage(name, problem));
     if (this.#unheld.has(name)) return undefined;
@@ -341,14 +397,44 @@ export class RemoteSnapshot {
    */
   async poll(ids: readonly string[], signal: AbortSignal): Promise<void> {
     const due = ids.filter((id) => !this.#polled.has(id));
-    for (let i = 0; i < due.length; i += POLL_BATCH) {
-      const found = await this.#port.getByIds(due.slice(i, i + POLL_BATCH), signal);
+    for (const batch of idBatches(due)) {
+      const asked = new Set(batch);
+      const found = await this.#port.getByIds(batch, signal);
       for (const deployment of found) {
+        if (!asked.delete(deployment.id)) continue;
         this.observed(deployment);
         this.#polled.add(deployment.id);
       }
     }
   }
+}
+
+/** What a read of the service leaves besides its entries: see {@link RemoteSnapshot}'s fields. */
+interface ListingRead {
+  unheld: NameFilter;
+  unreadable: Unreadable;
+}
+
+/**
+ * `ids` in batches of at most {@link POLL_BATCH}, each id once. An id that is not a uuid is left
+ * out: the client refuses to send one, which would fail the whole batch for the others (a
+ * status is a record anyone who may write it can forge); its resource's own lookup reports it.
+ */
+export function idBatches(ids: Iterable<string>): string[][] {
+  const batches: string[][] = [];
+  const seen = new Set<string>();
+  let batch: string[] = [];
+  for (const id of ids) {
+    if (seen.has(id) || !isUuid(id)) continue;
+    seen.add(id);
+    batch.push(id);
+    if (batch.length === POLL_BATCH) {
+      batches.push(batch);
+      batch = [];
+    }
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
 }
 
 /**

@@ -1,0 +1,82 @@
+// What a sharded replica's pass reads of each connection: the ids its own resources of that
+// connection record, from one walk over them, and none of a resource refused the connection.
+import { describe, expect, it } from "vitest";
+import type { DeploymentObject } from "../../src/kube/deployments.ts";
+import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
+import { connectionKeyOf } from "../../src/reconcile/claims.ts";
+import { CONNECTION_INDEX } from "../../src/wiring/indexes.ts";
+import { deploymentPassScope, shareIds } from "../../src/wiring/resync-passes.ts";
+
+const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+
+function resource(
+  name: string,
+  deploymentId: string | undefined,
+  connection?: string,
+  namespace = "team",
+): DeploymentObject {
+  return {
+    apiVersion: "dms.dev/v1alpha1",
+    kind: "Deployment",
+    metadata: { name, namespace, uid: name, resourceVersion: "1" },
+    spec: {
+      source: "external_docker",
+      ...(connection ? { connectionRef: { kind: "ClusterServiceConnection", name: connection } } : {}),
+    },
+    ...(deploymentId ? { status: { deploymentId } } : {}),
+  } as DeploymentObject;
+}
+
+describe("shareIds", () => {
+  const objects = [
+    resource("a", id(1)),
+    resource("b", undefined),
+    resource("c", id(3), "acme"),
+    resource("d", id(4), "acme"),
+    resource("refused", id(5), "acme", "outsider"),
+    resource("refused-too", id(6), "acme", "outsider"),
+  ];
+  const walks = { list: 0, byIndex: 0 };
+  const cache = {
+    list: () => {
+      walks.list += 1;
+      return objects;
+    },
+    byIndex: (index: string, key: string) => {
+      walks.byIndex += 1;
+      expect(index).toBe(CONNECTION_INDEX);
+      return objects.filter((o) => connectionKeyOf(o) === key);
+    },
+  };
+  let asked = 0;
+  const share = shareIds(cache, (o) => {
+    asked += 1;
+    return o.metadata.namespace === "outsider";
+  });
+
+  it("gives each connection the ids its resources record, leaving out those refused it", () => {
+    expect(share(DEFAULT_CONNECTION)()).toEqual([id(1)]);
+    asked = 0;
+    expect(share("ClusterServiceConnection/acme")()).toEqual([id(3), id(4)]);
+    // Asked once per namespace of the walk, not once per resource.
+    expect(asked).toBe(2);
+    expect(share("ClusterServiceConnection/other")()).toEqual([]);
+  });
+
+  it("walks the connection's resources once per read, as the pass's keys do", () => {
+    walks.list = 0;
+    walks.byIndex = 0;
+    share("ClusterServiceConnection/acme")();
+    expect(walks).toEqual({ list: 0, byIndex: 1 });
+    share(DEFAULT_CONNECTION)();
+    expect(walks).toEqual({ list: 1, byIndex: 1 });
+    const scope = deploymentPassScope(cache, { sessions: () => [] });
+    expect(scope.keys?.("ClusterServiceConnection/acme")).toEqual([
+      "team/c",
+      "team/d",
+      "outsider/refused",
+      "outsider/refused-too",
+    ]);
+    expect(scope.keys?.(DEFAULT_CONNECTION)).toEqual(["team/a", "team/b"]);
+  });
+});

@@ -1,0 +1,329 @@
+// A sharded replica's snapshot reads its share only: the deployments its resources record, by id,
+// a hundred per call, instead of the whole listing. What it cannot vouch for (a name, an id the
+// service did not return) is asked live, so a failed or cut read never makes a resource create.
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import type { CreateDeploymentBody, Deployment } from "../../src/api/wire.ts";
+import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
+import { claimOn } from "../../src/reconcile/claims.ts";
+import type { DeploymentListings } from "../../src/reconcile/ports.ts";
+import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
+import { oneSession, ServiceSession } from "../../src/reconcile/service/session.ts";
+import {
+  idBatches,
+  ListingDeadlineError,
+  POLL_BATCH,
+  RemoteSnapshot,
+} from "../../src/reconcile/service/snapshot.ts";
+import { ManualClock } from "../support/manual-clock.ts";
+import {
+  MemoryResources,
+  MemorySecrets,
+  RecordedEvents,
+  type ServiceMethod,
+  SimulatedService,
+} from "../support/memory-ports.ts";
+import { remote } from "./plan-fixtures.ts";
+
+const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
+const named = (n: number) => remote({ id: id(n), name: `agent-${n}` });
+
+/**
+ * A snapshot reading the share `share()` from the deployments `service` holds. Each batch asked
+ * is recorded; `answer` may change what a batch answers (add foreign items, fail, hang).
+ */
+function shareOver(
+  service: Map<string, Deployment>,
+  share: () => Iterable<string>,
+  options: {
+    answer?: (ids: readonly string[], n: number, signal: AbortSignal) => Promise<Deployment[]> | undefined;
+    deadlineMs?: number;
+  } = {},
+) {
+  const clock = new ManualClock({ start: 0 });
+  const batches: string[][] = [];
+  let listings = 0;
+  const port: DeploymentListings = {
+    listAll: async () => {
+      listings += 1;
+    },
+    getByIds: async (ids, signal) => {
+      batches.push([...ids]);
+      const answered = options.answer?.(ids, batches.length, signal);
+      if (answered) return answered;
+      return ids.flatMap((i) => service.get(i) ?? []);
+    },
+  };
+  const snapshot = new RemoteSnapshot(port, clock, {
+    maxAgeMs: 60_000,
+    share,
+    ...(options.deadlineMs === undefined ? {} : { listingDeadlineMs: options.deadlineMs }),
+  });
+  return { snapshot, batches, clock, listings: () => listings };
+}
+
+const deployments = (count: number) => new Map(Array.from({ length: count }, (_, i) => [id(i), named(i)]));
+const signal = () => new AbortController().signal;
+
+describe("RemoteSnapshot reading a share by id", () => {
+  it("reads 250 known ids in three calls of at most 100 ids, and lists nothing", async () => {
+    const service = deployments(1_000);
+    const share = Array.from({ length: 250 }, (_, i) => id(i * 4));
+    const { snapshot, batches, listings } = shareOver(service, () => share);
+    await snapshot.refresh(signal());
+    expect(batches.map((b) => b.length)).toEqual([100, 100, 50]);
+    expect(batches.flat()).toEqual(share);
+    expect(listings()).toBe(0);
+    expect(snapshot.size).toBe(250);
+    expect(snapshot.byId(id(8))?.name).toBe("agent-8");
+    // Not in the share: not read, not held.
+    expect(snapshot.byId(id(1))).toBeNull();
+    expect(snapshot.listingFailure()).toBeUndefined();
+    expect(snapshot.isFresh()).toBe(true);
+  });
+
+  it("costs no call when no resource of the share records a deployment yet", async () => {
+    const { snapshot, batches } = shareOver(deployments(10), () => []);
+    await snapshot.refresh(signal());
+    expect(batches).toEqual([]);
+    expect(snapshot.isFresh()).toBe(true);
+  });
+
+  it("never answers a lookup by name: a read by id cannot say that a name is free", async () => {
+    const { snapshot } = shareOver(deployments(3), () => [id(0), id(1), id(2)]);
+    await snapshot.refresh(signal());
+    expect(snapshot.byId(id(1))?.name).toBe("agent-1");
+    expect(snapshot.byName("agent-1")).toBeUndefined();
+    expect(snapshot.byName("agent-7")).toBeUndefined();
+  });
+
+  it("drops a known id its batch did not return, as a listing drops a deployment it does not show", async () => {
+    const service = deployments(3);
+    const { snapshot, batches } = shareOver(service, () => [id(0), id(1), id(2)]);
+    await snapshot.refresh(signal());
+    expect(snapshot.byId(id(1))?.name).toBe("agent-1");
+    service.delete(id(1));
+    await snapshot.refresh(signal());
+    expect(batches).toHaveLength(2);
+    // null, not undefined: the read answers for it, and the lookup of a recorded id the snapshot
+    // lacks asks the service before giving it up (observe.ts).
+    expect(snapshot.byId(id(1))).toBeNull();
+    expect(snapshot.byId(id(0))?.name).toBe("agent-0");
+    expect(snapshot.size).toBe(2);
+  });
+
+  it("ignores an item of a batch's answer that was not asked for, and reads the rest", async () => {
+    const foreign = remote({ id: id(900), name: "someone-elses" });
+    const { snapshot } = shareOver(deployments(3), () => [id(0), id(1)], {
+      answer: (ids) => Promise.resolve([foreign, ...ids.map((i) => remote({ id: i, name: `x-${i}` }))]),
+    });
+    await snapshot.refresh(signal());
+    expect(snapshot.byId(id(900))).toBeNull();
+    expect(snapshot.byId(id(1))?.name).toBe(`x-${id(1)}`);
+    expect(snapshot.size).toBe(2);
+  });
+
+  it("fails the read when one batch fails, and takes nothing it asked about as gone", async () => {
+    const service = deployments(150);
+    const share = Array.from({ length: 150 }, (_, i) => id(i));
+    let fail = false;
+    const { snapshot, batches, clock } = shareOver(service, () => share, {
+      answer: (_ids, n) => (fail && n % 2 === 0 ? Promise.reject(new Error("503 unavailable")) : undefined),
+    });
+    await snapshot.refresh(signal());
+    const release = snapshot.holdFresh();
+    clock.advance(1_000);
+    service.clear();
+    fail = true;
+    await expect(snapshot.refresh(signal())).rejects.toThrow("503 unavailable");
+    expect(batches.map((b) => b.length)).toEqual([100, 50, 100, 50]);
+    expect(snapshot.listingFailure()).toMatchObject({ kind: "failed" });
+    // The first batch answered (nothing: the service lost them), the second failed: the read
+    // that failed does not answer for any of them, the last one that succeeded still does.
+    expect(snapshot.listedWithin(500)).toBe(false);
+    expect(snapshot.byId(id(149))?.name).toBe("agent-149");
+    expect(snapshot.byId(id(0))?.name).toBe("agent-0");
+    release();
+  });
+
+  it("gives up a read at the listing deadline, and says so", async () => {
+    const { snapshot, clock } = shareOver(deployments(2), () => [id(0), id(1)], {
+      deadlineMs: 5_000,
+      answer: (_ids, _n, s) =>
+        new Promise((_resolve, reject) =>
+          s.addEventListener("abort", () => reject(s.reason), { once: true }),
+        ),
+    });
+    const read = snapshot.refresh(signal());
+    clock.advance(5_000);
+    await expect(read).rejects.toBeInstanceOf(ListingDeadlineError);
+    expect(snapshot.listingFailure()).toEqual({ kind: "deadline", deadlineMs: 5_000 });
+  });
+
+  it("asks each id once, and never an id that is not a uuid (the client would refuse the batch)", () => {
+    const ids = [
+      "not-an-id",
+      id(1),
+      id(1),
+      `${id(2)}x`,
+      ...Array.from({ length: 201 }, (_, i) => id(i + 10)),
+    ];
+    const batches = idBatches(ids);
+    expect(batches.map((b) => b.length)).toEqual([POLL_BATCH, POLL_BATCH, 2]);
+    expect(batches[0]?.slice(0, 2)).toEqual([id(1), id(10)]);
+  });
+
+  it("takes no foreign item from a poll either", async () => {
+    const foreign = remote({ id: id(900), name: "someone-elses" });
+    const { snapshot } = shareOver(deployments(2), () => [], {
+      answer: (ids) => Promise.resolve([foreign, ...ids.map((i) => named(Number(i.slice(-4))))]),
+    });
+    await snapshot.poll([id(1), "forged"], signal());
+    expect(snapshot.byId(id(1), 1_000)?.name).toBe("agent-1");
+    expect(snapshot.byId(id(900), 1_000)).toBeUndefined();
+  });
+});
+
+const SPEC: DeploymentSpec = {
+  source: "external_docker",
+  sourceConfig: { customUrl: "https://agent.example" },
+  sourceRevisionConfig: { imageUri: "repo/agent:1" },
+};
+const BODY: CreateDeploymentBody = {
+  name: "agent",
+  source: "external_docker",
+  source_config: { custom_url: "https://agent.example" },
+  source_revision_config: { image_uri: "repo/agent:1" },
+};
+const REF = { namespace: "default", name: "agent" };
+
+/** The reconciler of a sharded replica over in-memory ports: its snapshot reads the share by id. */
+function replica() {
+  const clock = new ManualClock({ start: Date.parse("2030-01-01T00:00:00Z") });
+  const now = () => clock.now();
+  const resources = new MemoryResources(now);
+  const service = new SimulatedService({ now });
+  const logger = pino({ level: "silent" });
+  const session = new ServiceSession(service, {
+    clock,
+    logger,
+    listingMaxAgeMs: 60_000,
+    listingDeadlineMs: 30_000,
+    wanted: (name) => resources.claimants(claimOn(DEFAULT_CONNECTION, name)).length > 0,
+    share: () => {
+      const recorded = resources.get(REF)?.status?.deploymentId;
+      return recorded ? [recorded] : [];
+    },
+  });
+  const reconciler = new DeploymentReconciler({
+    resources,
+    sessions: oneSession(session),
+    secrets: new MemorySecrets(),
+    events: new RecordedEvents(),
+    clock,
+    logger,
+    pollMs: 5_000,
+    createGraceMs: 60_000,
+  });
+  const calls = () =>
+    Object.fromEntries(Object.entries(service.calls).filter(([, n]) => n > 0)) as Partial<
+      Record<ServiceMethod, number>
+    >;
+  return {
+    clock,
+    resources,
+    service,
+    session,
+    calls,
+    reconcile: () => reconciler.reconcile("default/agent", signal()),
+    /** A resync pass's read, its calls returned and then forgotten. */
+    async pass() {
+      await session.snapshot.refresh(signal());
+      const made = calls();
+      service.resetCalls();
+      return made;
+    },
+    /** A resource with its deployment READY, reconciled until nothing is left to do. */
+    async settled() {
+      resources.create({ metadata: { name: "agent" }, spec: SPEC });
+      await this.pass();
+      await this.reconcile();
+      clock.advance(5_000);
+      await this.pass();
+      await this.reconcile();
+      await this.pass();
+      service.resetCalls();
+    },
+  };
+}
+
+describe("a sharded replica's reconciles over a share read by id", () => {
+  it("reads a settled resource's deployment in the pass's batch, and its reconcile costs no call", async () => {
+    const r = replica();
+    await r.settled();
+    expect(r.service.store.list()).toHaveLength(1);
+    expect(await r.pass()).toEqual({ getByIds: 1 });
+    await r.reconcile();
+    expect(r.calls()).toEqual({});
+  });
+
+  it("looks a new resource's name up live before it creates, and adopts what the name holds", async () => {
+    const r = replica();
+    const existing = r.service.seed(BODY);
+    r.clock.advance(5_000);
+    r.resources.create({ metadata: { name: "agent" }, spec: SPEC });
+    expect(await r.pass()).toEqual({});
+    await r.reconcile();
+    expect(r.calls()).toEqual({ findByName: 1 });
+    expect(r.resources.stored(REF)?.status?.deploymentId).toBe(existing.id);
+    expect(r.service.store.list()).toHaveLength(1);
+
+    // No deployment under the name: the live lookup, then one create.
+    const fresh = replica();
+    fresh.resources.create({ metadata: { name: "agent" }, spec: SPEC });
+    await fresh.pass();
+    await fresh.reconcile();
+    expect(fresh.calls()).toEqual({ findByName: 1, create: 1 });
+  });
+
+  it("asks the service about a deployment its batch did not return before creating it again", async () => {
+    const r = replica();
+    await r.settled();
+    const [gone] = r.service.store.list();
+    r.service.store.delete(gone?.id ?? "");
+    r.clock.advance(60_000);
+    expect(await r.pass()).toEqual({ getByIds: 1 });
+    expect(r.session.snapshot.byId(gone?.id ?? "")).toBeNull();
+    await r.reconcile();
+    // As after a listing that does not show it: the id is asked live, then the name, then created.
+    expect(r.calls()).toEqual({ getById: 1, findByName: 1, create: 1 });
+    expect(r.service.store.list().filter((d) => d.name === "agent")).toHaveLength(1);
+  });
+
+  it("creates nothing when a batch's answer was cut short: the id is asked again and found", async () => {
+    const r = replica();
+    await r.settled();
+    const [kept] = r.service.store.list();
+    const answer = r.service.getByIds.bind(r.service);
+    // One answer without the deployment the service still has.
+    r.service.getByIds = async (ids, s) => (await answer(ids, s)).filter((d) => d.id !== kept?.id);
+    expect(await r.pass()).toEqual({ getByIds: 1 });
+    r.service.getByIds = answer;
+    await r.reconcile();
+    expect(r.calls()).toEqual({ getById: 1 });
+    expect(r.service.store.list()).toHaveLength(1);
+    expect(r.resources.stored(REF)?.status?.deploymentId).toBe(kept?.id);
+  });
+
+  it("makes no call for a resource while its connection's last read failed", async () => {
+    const r = replica();
+    await r.settled();
+    r.service.failNext("getByIds", { status: 503, detail: "gateway down" });
+    await expect(r.session.snapshot.refresh(signal())).rejects.toThrow("gateway down");
+    r.service.resetCalls();
+    await r.reconcile().catch(() => undefined);
+    expect(r.calls()).toEqual({});
+    expect(r.service.store.list()).toHaveLength(1);
+  });
+});
