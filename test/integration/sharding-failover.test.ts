@@ -17,7 +17,8 @@ import { startTestSimulator, TEST_API_KEY } from "../support/operator.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
 import { ShardedRing } from "../support/sharded-replicas.ts";
 
-const RESOURCES = 60;
+/** Resources in the ring (`FAILOVER_RESOURCES` for a larger share to move). */
+const RESOURCES = Number(process.env.FAILOVER_RESOURCES ?? 60);
 /** Leader kills in one run (`FAILOVER_KILLS=5` for more figures). */
 const KILLS = Number(process.env.FAILOVER_KILLS ?? 2);
 const LEASE_MS = 6_000;
