@@ -3,7 +3,8 @@
  * to the service): the Deployment resources grouped by their conditions (Stalled, not Ready,
  * Reconciling, Ready) with the reason and message of each, the changes held outside the rollout
  * windows and when they go out, the revisions that failed, and the connections with their
- * readiness.
+ * readiness. Under `run --sharded`, the replica that owns each resource (its
+ * `shard.dms.dev/owner` label) and a drain under way.
  *
  * Bounded: at most {@link MAX_RESOURCES} resources and as many connections of each kind are read
  * (pages of {@link PAGE_SIZE}, each call under the client's timeout, all of them within
@@ -21,6 +22,7 @@ import { DEPLOYMENTS } from "../kube/deployments.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import { listItems, listMeta } from "../kube/object.ts";
 import { collectionPath, type ResourceType } from "../kube/reflector.ts";
+import { DRAIN_LABEL, OWNER_LABEL } from "../kube/shards.ts";
 import {
   compileWindows,
   localTime,
@@ -41,6 +43,10 @@ export const SECTION_ROWS = 30;
 export const STATUS_DEADLINE_MS = 60_000;
 /** Longest message printed, in characters. */
 export const MESSAGE_WIDTH = 160;
+/** Longest owner printed (a label value: 63 at most when the API server validated it). */
+const OWNER_WIDTH = 63;
+/** Most owners named in the summary line (a label a tenant may write can name many). */
+export const OWNERS_NAMED = 10;
 
 type Json = Record<string, unknown>;
 
@@ -60,6 +66,12 @@ export interface ResourceView {
   reason: string;
   message: string;
   paused: boolean;
+  /**
+   * `run --sharded`: the replica the resource is labelled for (`shard.dms.dev/owner`), and
+   * whether the sharder asked it to let go (`shard.dms.dev/drain`); absent when unsharded.
+   */
+  owner?: string;
+  draining?: boolean;
   held?: { message: string; windows?: unknown; connection?: string };
   failed?: { revision: string; status: string; excerpt: string };
 }
@@ -123,6 +135,11 @@ export function resourceView(item: unknown): ResourceView | undefined {
         : ""),
     paused: annotations[ANNOTATION_PAUSED] === "true",
   };
+  const labels = isRecord(meta.labels) ? meta.labels : {};
+  // A label value is at most 63 characters; cut anyway (read tolerantly, print bounded).
+  const owner = oneLine(str(labels[OWNER_LABEL]), OWNER_WIDTH);
+  if (owner !== "") view.owner = owner;
+  if (labels[DRAIN_LABEL] !== undefined) view.draining = true;
   if (synced?.reason === "OutsideRolloutWindow") {
     const ref = isRecord(spec.connectionRef) ? spec.connectionRef : undefined;
     view.held = {
@@ -287,15 +304,20 @@ export function renderStatus(input: {
     if (rows.length > SECTION_ROWS) out.push(`  … and ${rows.length - SECTION_ROWS} more\n`);
     if (hint) out.push(`  ${hint}\n`);
   };
+  // Sharded (some resource carries a shard label): which replica owns each, and a pending drain.
+  const sharded = views.some((v) => v.owner !== undefined || v.draining);
+  if (sharded) out.push(ownersLine(views));
+  const ownerCell = (v: ResourceView) => `${v.owner ?? "-"}${v.draining ? " (draining)" : ""}`;
   for (const group of ["Stalled", "NotReady", "Reconciling", "Ready"] as const) {
     const rows = views
       .filter((v) => v.group === group)
       .map((v) => [
         name(v),
+        ...(sharded ? [ownerCell(v)] : []),
         v.paused ? `${v.reason || "-"} (suspended)` : v.reason || "-",
         oneLine(v.message) || "-",
       ]);
-    section(GROUP_TITLE[group], ["NAME", "REASON", "MESSAGE"], rows);
+    section(GROUP_TITLE[group], ["NAME", ...(sharded ? ["OWNER"] : []), "REASON", "MESSAGE"], rows);
   }
   // Openings are computed for the rows printed only: each is a search over tenants' schedules.
   const held = views
@@ -341,6 +363,25 @@ export function renderStatus(input: {
 }
 
 /**
+ * `Owners (run --sharded): ring-0 67, ring-1 66; 3 draining, 1 not assigned yet`: the resources
+ * per owner label, most first, at most {@link OWNERS_NAMED} named.
+ */
+function ownersLine(views: readonly ResourceView[]): string {
+  const counts = new Map<string, number>();
+  for (const v of views) if (v.owner !== undefined) counts.set(v.owner, (counts.get(v.owner) ?? 0) + 1);
+  const sorted = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  const named = sorted.slice(0, OWNERS_NAMED).map(([owner, n]) => `${owner} ${n}`);
+  if (sorted.length > OWNERS_NAMED) named.push(`and ${sorted.length - OWNERS_NAMED} more`);
+  const draining = views.filter((v) => v.draining).length;
+  const unowned = views.filter((v) => v.owner === undefined).length;
+  const extra = [
+    ...(draining > 0 ? [`${draining} draining`] : []),
+    ...(unowned > 0 ? [`${unowned} not assigned yet`] : []),
+  ];
+  return `Owners (run --sharded): ${named.join(", ") || "none"}${extra.length > 0 ? `; ${extra.join(", ")}` : ""}\n`;
+}
+
+/**
  * What `status -o json|yaml` prints: every resource read (not only the rows a section shows),
  * with when a held change goes out, and the connections.
  */
@@ -374,7 +415,7 @@ export const registerStatusCommand: RegisterCommand = (program, ctx) => {
   const command = program
     .command("status")
     .description(
-      "one screen of the operator's work, read from the cluster: Deployment resources by condition (Stalled, not Ready, Reconciling, Ready) with their reasons, changes held outside the rollout windows and when they go out, failed revisions, and connections with their readiness",
+      "one screen of the operator's work, read from the cluster: Deployment resources by condition (Stalled, not Ready, Reconciling, Ready) with their reasons (and their owning replica under run --sharded), changes held outside the rollout windows and when they go out, failed revisions, and connections with their readiness",
     );
   addOutputOptions(command, { formats: ["table", "json", "yaml"], default: "table", headers: false });
   addKubectlOptions(command, { allNamespaces: true }).action(async (_flags: unknown, cmd: Command) => {

@@ -16,6 +16,9 @@ import { collectionPath } from "./reflector.ts";
 import { WatchedResource, type WatchOptions, type WatchScope } from "./scope.ts";
 import { METADATA_LIST_ACCEPT, METADATA_WATCH_ACCEPT } from "./secrets.ts";
 
+/** The shard labels of a Deployment resource, for readers outside sharding (the CLI's `status`). */
+export { DRAIN_LABEL, OWNER_LABEL } from "../sharding/labels.ts";
+
 /** The resource type `leases.coordination.k8s.io`. */
 export const LEASES: ResourceType = { group: "coordination.k8s.io", version: "v1", plural: "leases" };
 

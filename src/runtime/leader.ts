@@ -90,6 +90,8 @@ export type ElectionOutcome = "lost" | "stopped";
 
 /** client-go's JitterFactor for the acquire loop: retries land in [retry, 2.2 × retry]. */
 const ACQUIRE_JITTER = 1.2;
+/** An attempt timed for a lease's expiry is made this long after it (expiry is strict). */
+const EXPIRY_SLACK_MS = 5;
 
 /**
  * Leader election with client-go semantics.
@@ -184,7 +186,12 @@ export class LeaderElector {
     for (;;) {
       if (signal.aborted) return false;
       if (await this.#attempt(this.#renewDeadlineMs)) return true;
-      const wait = this.#retryMs * (1 + ACQUIRE_JITTER * this.#random());
+      // Retry with client-go's jitter, but no later than the moment the holder's lease expires
+      // by our clock if it is not renewed: a dead leader is replaced a duration after its last
+      // renewal was seen, not up to a whole retry later.
+      const jittered = this.#retryMs * (1 + ACQUIRE_JITTER * this.#random());
+      const expiresIn = this.#heldByOther() ? this.#otherExpiresIn() : undefined;
+      const wait = expiresIn === undefined ? jittered : Math.min(jittered, expiresIn + EXPIRY_SLACK_MS);
       try {
         await this.#clock.sleep(wait, signal);
       } catch {
@@ -308,7 +315,13 @@ export class LeaderElector {
   #heldByOther(): boolean {
     const record = this.#observed?.record;
     if (!record || record.holderIdentity === "" || record.holderIdentity === this.identity) return false;
-    return this.#observedAt + record.leaseDurationSeconds * 1000 > this.#clock.now();
+    return this.#otherExpiresIn() > 0;
+  }
+
+  /** How long, by our clock, until the observed record expires if it does not change. */
+  #otherExpiresIn(): number {
+    const seconds = this.#observed?.record.leaseDurationSeconds ?? 0;
+    return this.#observedAt + seconds * 1000 - this.#clock.now();
   }
 
   #setLeading(leading: boolean): void {

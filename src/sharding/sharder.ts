@@ -68,6 +68,12 @@ export interface SharderOptions {
   concurrency?: number;
   clock: Clock;
   logger: Logger;
+  /**
+   * The membership this process keeps from its Lease watch (see {@link RingMembership}): given,
+   * a sharder started on a new leader inherits what the replica watched before it led. Default:
+   * a new one, which watches every Lease a whole duration before calling it expired.
+   */
+  membership?: RingMembership;
   /** Called after each pass with the ring's live members and each member's resource count. */
   onPass?(live: readonly string[], owned: ReadonlyMap<string, number>): void;
 }
@@ -108,19 +114,30 @@ const recordKey = (r: LeaseRecord) =>
  * (not released, not taken by a sharder) whose record changed less than its duration ago. A
  * Lease first seen counts as changed then (client-go's rule: a newcomer never declares anyone
  * dead before watching them for a whole duration).
+ *
+ * Every replica keeps one, fed by its Lease watch from the start ({@link seen} on each event), not
+ * only the leader: a replica that becomes the leader inherits what it watched, so a replica that
+ * stopped renewing is called gone a duration after its last renewal was SEEN by this process,
+ * however recently this process began to lead. Times are this process's only: clocks of other
+ * machines are never read, so skew between them is harmless.
  */
 export class RingMembership {
   /** When each Lease's record last changed, by this process's clock. */
   readonly #observed = new Map<string, { key: string; at: number }>();
 
-  /** Notes which records changed since the last call; returns `leases`. */
+  /** The Lease `lease` was seen (an event of the watch, or a reading) at `now`. */
+  seen(lease: RingLease, now: number): void {
+    const key = recordKey(lease.record);
+    const seen = this.#observed.get(lease.name);
+    if (!seen || seen.key !== key) this.#observed.set(lease.name, { key, at: now });
+  }
+
+  /** Notes which records changed since the last call (and forgets Leases gone); returns `leases`. */
   observe(leases: readonly RingLease[], now: number): readonly RingLease[] {
     const names = new Set<string>();
     for (const lease of leases) {
       names.add(lease.name);
-      const key = recordKey(lease.record);
-      const seen = this.#observed.get(lease.name);
-      if (!seen || seen.key !== key) this.#observed.set(lease.name, { key, at: now });
+      this.seen(lease, now);
     }
     for (const name of this.#observed.keys()) if (!names.has(name)) this.#observed.delete(name);
     return leases;
@@ -129,8 +146,26 @@ export class RingMembership {
   /** Not changed for its duration, by our clock (or released). */
   expired(lease: RingLease, now: number): boolean {
     if (lease.record.holderIdentity === "") return true;
+    return this.#expiresAt(lease, now) <= now;
+  }
+
+  #expiresAt(lease: RingLease, now: number): number {
     const at = this.#observed.get(lease.name)?.at ?? now;
-    return at + lease.record.leaseDurationSeconds * 1000 <= now;
+    return at + lease.record.leaseDurationSeconds * 1000;
+  }
+
+  /**
+   * The earliest time after `now` at which one of `leases` (held, not yet expired) would expire
+   * if it is not renewed first; undefined when none would.
+   */
+  nextExpiry(leases: readonly RingLease[], now: number): number | undefined {
+    let next: number | undefined;
+    for (const lease of leases) {
+      if (lease.record.holderIdentity === "") continue;
+      const at = this.#expiresAt(lease, now);
+      if (at > now && (next === undefined || at < next)) next = at;
+    }
+    return next;
   }
 
   isLive(lease: RingLease, now: number): boolean {
@@ -160,7 +195,7 @@ export class RingMembership {
 export class Sharder {
   readonly #opts: SharderOptions;
   readonly #holder: string;
-  readonly #ring = new RingMembership();
+  readonly #ring: RingMembership;
   /**
    * The Leases this sharder holds: when its last write of each began, the resourceVersion that
    * write was based on (undefined: created) and the one it produced. The Lease watch may not show
@@ -178,6 +213,15 @@ export class Sharder {
   constructor(options: SharderOptions) {
     this.#opts = options;
     this.#holder = `${SHARDER_HOLDER_PREFIX}${options.identity}`;
+    this.#ring = options.membership ?? new RingMembership();
+  }
+
+  /**
+   * When the next pass should run at the latest, from `now`: the moment a Lease not renewed by
+   * then would expire (a dead member's resources move at once, not at the next period).
+   */
+  nextExpiry(now: number): number | undefined {
+    return this.#ring.nextExpiry(this.#opts.ports.leases(), now);
   }
 
   /** The live members now (sorted). */

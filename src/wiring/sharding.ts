@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import { Counter, Gauge } from "prom-client";
 import type { KubeClient } from "../kube/client.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
-import { KubeShardedResources, KubeShardLeases, patchShardLabels } from "../kube/shards.ts";
+import { KubeShardedResources, KubeShardLeases, type LeaseObject, patchShardLabels } from "../kube/shards.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Reconciler } from "../runtime/controller.ts";
 import { objectKey, parseObjectKey } from "../runtime/keys.ts";
@@ -24,6 +24,8 @@ import type { ClientIdentity } from "./service-connections.ts";
 
 /** How often the sharder looks again when nothing changed (Leases expire with time alone). */
 const SHARDER_PERIOD_MS = 2_000;
+/** A pass for a Lease's expiry runs this long after it (the expiry is `<=`: one tick suffices). */
+const EXPIRY_SLACK_MS = 5;
 /** Shortest gap between two sharder passes, so a burst of events makes one pass. */
 const SHARDER_MIN_GAP_MS = 200;
 
@@ -74,11 +76,20 @@ export function sharding(p: ShardingParts): Sharding {
     );
   const le = config.leaderElection;
   const leases = new KubeShardLeases(p.namespace, le.name, { client, logger, clock });
-  const ringLeases = (): RingLease[] =>
-    leases
-      .list()
-      .map((l) => ({ name: l.metadata.name, resourceVersion: l.metadata.resourceVersion, record: l.record }));
+  const toRing = (l: LeaseObject): RingLease => ({
+    name: l.metadata.name,
+    resourceVersion: l.metadata.resourceVersion,
+    record: l.record,
+  });
+  const ringLeases = (): RingLease[] => leases.list().map(toRing);
+  // Fed by the Lease watch on every replica from the start, so that a replica that becomes the
+  // leader knows since when each Lease has gone unrenewed (see RingMembership).
   const membership = new RingMembership();
+  leases.subscribe({
+    onAdd: (l) => membership.seen(toRing(l), clock.now()),
+    onUpdate: (_old, l) => membership.seen(toRing(l), clock.now()),
+    onDelete: (l) => membership.forget(l.metadata.name),
+  });
   const liveCount = () => Math.max(1, membership.live(ringLeases(), clock.now()).length);
   let deployments: KubeDeployments | undefined;
   const acknowledged = new Counter({
@@ -190,6 +201,7 @@ export function sharding(p: ShardingParts): Sharding {
         identity: p.identity,
         leaseDurationMs: le.leaseDurationMs,
         holdMarginMs: Math.max(le.leaseDurationMs - le.renewDeadlineMs, 1_000),
+        membership,
         clock,
         logger,
         ports: {
@@ -255,7 +267,15 @@ export function sharding(p: ShardingParts): Sharding {
           await sleepQuietly(clock, SHARDER_MIN_GAP_MS, signal);
           if (!dirty && !signal.aborted)
             await new Promise<void>((resolve) => {
-              const cancel = clock.setTimer(SHARDER_PERIOD_MS, () => resolve());
+              // At the period, or as soon as a Lease not renewed by then expires (a dead
+              // member's resources move at that moment, not up to a period later).
+              const now = clock.now();
+              const expiry = sharder.nextExpiry(now);
+              const wait =
+                expiry === undefined
+                  ? SHARDER_PERIOD_MS
+                  : Math.min(SHARDER_PERIOD_MS, expiry - now + EXPIRY_SLACK_MS);
+              const cancel = clock.setTimer(wait, () => resolve());
               wake = () => {
                 cancel();
                 resolve();

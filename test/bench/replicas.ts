@@ -12,9 +12,10 @@
  *    the replicas ({@link callsPerResync}), against the goal ⌈N/100⌉ + a few per replica (each
  *    reads its share by id, a hundred per call); and the API server's requests for
  *    `deployments.dms.dev` per resource and period, WATCH excluded.
- * 3. Kill -9 of one replica: the time until every resource it owned is labelled for a live
- *    replica again, and until the new owners reconciled them (their reconcile counts grew by the
- *    dead replica's share).
+ * 3. Kill -9 of a replica that is only a member, then (the ring back to R) of the elected leader,
+ *    which also runs the sharder: each time, the time until every resource it owned is labelled
+ *    for a live replica again, and until the new owners reconciled them (their reconcile counts
+ *    grew by the dead replica's share).
  * 4. 2 → 3 (the killed one replaced by a new replica) and then R → R+1: the share of the
  *    resources whose owner changed on the join, against 1/(R+1).
  *
@@ -27,6 +28,7 @@ import { arch, cpus, loadavg, platform, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseDuration } from "../../src/duration.ts";
+import type { KubeClient } from "../../src/kube/client.ts";
 import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
 import { collectionPath } from "../../src/kube/reflector.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
@@ -80,7 +82,8 @@ export interface ReplicaFigures {
     /** Per resource and per period. */
     kubeRequestsPerResource: number;
   };
-  kill: { replica: string; share: number; reownedSeconds: number; reconciledSeconds: number };
+  /** A member's kill; `leader`: the leader's (absent in series measured before it was). */
+  kill: KillFigures & { leader?: KillFigures };
   join: { from: number; to: number; moved: number; share: number; ideal: number };
 }
 
@@ -261,27 +264,12 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
       `R=${replicas} N=${n}: steady ${JSON.stringify(rssMiB)}; ${perResync.total} calls per resync over all replicas (goal ${goal}; by replica ${JSON.stringify(perResync.byReplica)}), ${callCount(calls)} in ${STEADY_PERIODS} periods by kind ${JSON.stringify(byKind)}`,
     );
 
-    // 3. Kill -9 of the second replica started (whichever it is: a member only, or also the leader).
-    const victim = [...running.keys()][1] ?? "";
-    const victimOp = running.get(victim);
-    const owned = shares.get(victim) ?? 0;
-    const reconcilesBefore = await sumReconciles(running, victim);
-    const killedAt = performance.now();
-    if (victimOp) process.kill(-victimOp.process.pid, "SIGKILL");
-    running.delete(victim);
+    // 3. Kill -9 of a replica that is only a member, then (back to R) of the leader, the sharder.
+    const label = `R=${replicas} N=${n}`;
+    const member = await killOne(client, running, false, watch, label);
+    await start();
     await untilOwned(watch, [...running.keys()], running, 300_000);
-    const reownedSeconds = (performance.now() - killedAt) / 1000;
-    for (;;) {
-      if ((await sumReconciles(running)) >= reconcilesBefore + owned) break;
-      if (performance.now() - killedAt > 300_000)
-        throw new Error("the killed replica's resources were not reconciled in 300 s");
-      await sleep(250);
-    }
-    const reconciledSeconds = (performance.now() - killedAt) / 1000;
-    await victimOp?.process.stop(1_000);
-    progress(
-      `R=${replicas} N=${n}: re-owned ${reownedSeconds.toFixed(1)} s, reconciled ${reconciledSeconds.toFixed(1)} s after a kill -9`,
-    );
+    const kill = { ...member, leader: await killOne(client, running, true, watch, label) };
 
     // 4. Back to R, then R → R+1.
     await start();
@@ -313,12 +301,7 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
         kubeRequests: kube.target,
         kubeRequestsPerResource: round(kube.target / n / STEADY_PERIODS, 4),
       },
-      kill: {
-        replica: victim,
-        share: owned,
-        reownedSeconds: round(reownedSeconds, 1),
-        reconciledSeconds: round(reconciledSeconds, 1),
-      },
+      kill,
       join: {
         from: replicas,
         to: replicas + 1,
@@ -334,6 +317,65 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
     await plane.stop();
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** One kill -9, as measured. */
+export interface KillFigures {
+  replica: string;
+  share: number;
+  reownedSeconds: number;
+  reconciledSeconds: number;
+}
+
+/** The replica holding the leader election Lease (its holder identity is `<pod name>_<suffix>`). */
+async function leaderOf(client: KubeClient): Promise<string | undefined> {
+  const lease = (await client.request({
+    method: "GET",
+    path: `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/dms-operator-leader`,
+  })) as { spec?: { holderIdentity?: string } };
+  const holder = lease.spec?.holderIdentity ?? "";
+  return holder.includes("_") ? holder.slice(0, holder.lastIndexOf("_")) : undefined;
+}
+
+/**
+ * Kills -9 the leader (`leader`) or a replica that is not, and measures until its share is
+ * labelled for the survivors as the ring says and reconciled by them.
+ */
+async function killOne(
+  client: KubeClient,
+  running: Map<string, RunningOperator>,
+  leader: boolean,
+  watch: ReadyWatch,
+  label: string,
+): Promise<KillFigures> {
+  const lead = await leaderOf(client);
+  const victim = leader ? lead : [...running.keys()].find((r) => r !== lead);
+  const victimOp = running.get(victim ?? "");
+  if (!victim || !victimOp) throw new Error(`no replica to kill (the leader is ${lead ?? "unknown"})`);
+  const owned = shareOf(watch.list()).get(victim) ?? 0;
+  const reconcilesBefore = await sumReconciles(running, victim);
+  const killedAt = performance.now();
+  process.kill(-victimOp.process.pid, "SIGKILL");
+  running.delete(victim);
+  await untilOwned(watch, [...running.keys()], running, 300_000);
+  const reownedSeconds = (performance.now() - killedAt) / 1000;
+  for (;;) {
+    if ((await sumReconciles(running)) >= reconcilesBefore + owned) break;
+    if (performance.now() - killedAt > 300_000)
+      throw new Error("the killed replica's resources were not reconciled in 300 s");
+    await sleep(250);
+  }
+  const reconciledSeconds = (performance.now() - killedAt) / 1000;
+  await victimOp.process.stop(1_000);
+  progress(
+    `${label}: re-owned ${reownedSeconds.toFixed(1)} s, reconciled ${reconciledSeconds.toFixed(1)} s after a kill -9 of ${leader ? "the leader" : "a member"} (${victim}, ${owned} resources)`,
+  );
+  return {
+    replica: victim,
+    share: owned,
+    reownedSeconds: round(reownedSeconds, 1),
+    reconciledSeconds: round(reconciledSeconds, 1),
+  };
 }
 
 function ownersOf(objects: readonly DeploymentObject[]): Map<string, string | undefined> {
@@ -411,7 +453,7 @@ export function replicasTable(results: readonly ReplicaFigures[]) {
       "steady RSS MiB (each)",
       "calls / resync, all replicas (goal ⌈N/100⌉ + 2 each)",
       "kube req / resource / resync",
-      "kill -9: re-owned s / reconciled s",
+      "kill -9 of a member; of the leader: re-owned s / reconciled s",
       "moved on join (ideal)",
     ],
     rows: results.map((f) => [
@@ -421,7 +463,7 @@ export function replicasTable(results: readonly ReplicaFigures[]) {
       f.rssMiB.map((r) => r.steady).join(" / "),
       `${f.resync.serviceCallsPerResync ?? f.resync.serviceCalls} (${f.resync.serviceCallsGoal ?? callsGoal(f.n, f.replicas)})`,
       f.resync.kubeRequestsPerResource,
-      `${f.kill.reownedSeconds} / ${f.kill.reconciledSeconds}`,
+      `${f.kill.reownedSeconds} / ${f.kill.reconciledSeconds}${f.kill.leader ? `; leader ${f.kill.leader.reownedSeconds} / ${f.kill.leader.reconciledSeconds}` : ""}`,
       `${f.join.share} (${f.join.ideal})`,
     ]),
   };

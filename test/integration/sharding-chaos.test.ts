@@ -3,19 +3,20 @@
 // added and stopped, and resources are edited. What must hold throughout: every edit reaches the
 // service exactly once, no deployment is created twice, no two replicas take turns writing one
 // deployment within a Lease's duration, and every resource is owned again (by a live replica,
-// the one the ring gives it) within the Lease duration plus a few seconds of each disruption.
+// the one the ring gives it) within the Lease duration plus a few seconds of each disruption
+// (plus 10 s when the replica killed was the leader, which runs the sharder).
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { OperatorProcess, operatorEnv } from "../../scripts/demo/operator-process.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ownerOf } from "../../src/sharding/ring.ts";
 import type { RunningSimulator, SimRequest } from "../../src/simulator/server.ts";
-import { freshNamespace, testKubeconfigPath, waitFor } from "../support/cluster.ts";
+import { freshNamespace, waitFor } from "../support/cluster.ts";
 import { startTestSimulator, TEST_API_KEY } from "../support/operator.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
+import { type Replica, ShardedRing } from "../support/sharded-replicas.ts";
 
 /** Sizes chosen to run in about three minutes on two cores: 200 resources, 10 rounds. */
 const RESOURCES = Number(process.env.RING_CHAOS_RESOURCES ?? 200);
@@ -29,6 +30,8 @@ const LEASE_MS = 6_000;
  * bound that proves one exists, not a timing: the figures are printed.
  */
 const REOWN_SLACK_MS = 30_000;
+/** For a kill -9 of the leader: see test/integration/sharding-failover.test.ts. */
+const LEADER_KILL_MARGIN_MS = 10_000;
 const KEY_B = "ring-chaos-key-b-5f1e";
 const RING = "dms-ring-chaos";
 
@@ -38,19 +41,13 @@ const spec = (tag: number, connection: boolean): DeploymentSpec => ({
   ...(connection ? { connectionRef: { kind: "ServiceConnection", name: "b" } } : {}),
 });
 
-interface Replica {
-  name: string;
-  process: OperatorProcess;
-}
-
 describe("sharding: ring chaos", () => {
   const user = new ClusterUser();
-  const replicas = new Map<string, Replica>();
+  let ringOf: ShardedRing | undefined;
   const sims: RunningSimulator[] = [];
   let work = "";
-  let serial = 0;
   afterAll(async () => {
-    await Promise.all([...replicas.values()].map((r) => r.process.stop(2_000)));
+    await ringOf?.stopAll();
     await Promise.all(sims.map((s) => s.close()));
     if (work) await rm(work, { recursive: true, force: true });
   });
@@ -77,58 +74,24 @@ describe("sharding: ring chaos", () => {
     const keyFile = join(work, "api-key");
     await writeFile(keyFile, `${TEST_API_KEY}\n`, { mode: 0o600 });
 
-    const start = (): Replica => {
-      const name = `ring-${serial++}`;
-      const process = OperatorProcess.start({
-        args: [
-          "--sharded",
-          `--kubeconfig=${testKubeconfigPath()}`,
-          `--namespaces=${namespace}`,
-          `--leader-election-namespace=${namespace}`,
-          `--leader-election-id=${RING}`,
-          `--lease-duration=${LEASE_MS / 1000}s`,
-          "--renew-deadline=4s",
-          "--retry-period=1s",
-          "--timeout-ms=3000",
-          "--reconcile-timeout=20s",
-          "--poll-interval=1s",
-          "--create-grace=5s",
-          "--resync-period=10m",
-          "--concurrency=4",
-          "--metrics-bind-address=0",
-          "--health-probe-bind-address=0",
-          "--log-level=info",
-        ],
-        logPath: join(work, `${name}.log`),
-        workDir: join(work, `${name}-work`),
-        env: operatorEnv({
-          POD_NAME: name,
-          POD_NAMESPACE: namespace,
-          DMS_BASE_URL: simA.url,
-          DMS_API_KEY_FILE: keyFile,
-          DMS_DEFAULT_CONNECTION_NAMESPACE_SELECTOR: "",
-        }),
-      });
-      const replica = { name, process };
-      replicas.set(name, replica);
-      return replica;
-    };
-    const kill9 = (r: Replica) => {
-      process.kill(-r.process.pid, "SIGKILL");
-      replicas.delete(r.name);
-    };
-    const stop = async (r: Replica) => {
-      replicas.delete(r.name);
-      await r.process.stop(15_000);
-    };
-    const live = () => [...replicas.keys()].sort();
-    const list = async () =>
-      (
-        (await user.client.request({
-          method: "GET",
-          path: `/apis/dms.dev/v1alpha1/namespaces/${namespace}/deployments`,
-        })) as { items: Array<import("../../src/kube/deployments.ts").DeploymentObject> }
-      ).items;
+    const ring = new ShardedRing({
+      namespace,
+      ring: RING,
+      leaseMs: LEASE_MS,
+      renewDeadline: "4s",
+      retryPeriod: "1s",
+      baseUrl: simA.url,
+      apiKeyFile: keyFile,
+      work,
+      prefix: "ring",
+    });
+    ringOf = ring;
+    const replicas = ring.replicas;
+    const start = () => ring.start();
+    const kill9 = (r: Replica) => ring.kill9(r);
+    const stop = (r: Replica) => ring.stop(r);
+    const live = () => ring.live();
+    const list = () => ring.list(user);
 
     for (let i = 0; i < 3; i++) start();
     // What each resource's image should end as, and every edit made.
@@ -186,6 +149,7 @@ describe("sharding: ring chaos", () => {
     });
 
     const reowned: number[] = [];
+    const leaderRounds = new Set<number>();
     const settledAfter: number[] = [];
     let tag = 1;
     for (let round = 0; round < ROUNDS; round++) {
@@ -215,12 +179,17 @@ describe("sharding: ring chaos", () => {
         kill9(b as Replica);
         await stop(a as Replica);
       } else {
-        const victim = replicas.get(members[Math.floor(Math.random() * members.length)] ?? "") as Replica;
+        // Rounds 0, 5, ...: the leader, which runs the sharder; the others: a random replica.
+        const leader = step === 0 ? await ring.leader(user) : undefined;
+        const victim =
+          leader ?? (replicas.get(members[Math.floor(Math.random() * members.length)] ?? "") as Replica);
+        if (leader) leaderRounds.add(round);
         kill9(victim);
         if (live().length < 3) start();
       }
       await waitFor(owned, {
-        timeoutMs: LEASE_MS + REOWN_SLACK_MS,
+        // A dead leader's share is bound like any other: the survivors watched its Lease.
+        timeoutMs: leaderRounds.has(round) ? LEASE_MS + LEADER_KILL_MARGIN_MS : LEASE_MS + REOWN_SLACK_MS,
         intervalMs: 250,
         description: `round ${round}: every resource owned again by the replica the ring names`,
       });
@@ -234,7 +203,7 @@ describe("sharding: ring chaos", () => {
       settledAfter.push(Date.now() - began);
     }
     console.log(
-      `ring chaos: ${RESOURCES} resources, ${ROUNDS} rounds, ${edits.length} edits; owned again after each round in ms: ${reowned.join(", ")}; ready with the edits after: ${settledAfter.join(", ")}`,
+      `ring chaos: ${RESOURCES} resources, ${ROUNDS} rounds, ${edits.length} edits; owned again after each round in ms: ${reowned.map((ms, i) => (leaderRounds.has(i) ? `${ms} (leader)` : ms)).join(", ")}; ready with the edits after: ${settledAfter.join(", ")}`,
     );
 
     // No deployment created twice on either service.

@@ -87,6 +87,90 @@ describe("status: resourceView", () => {
   });
 });
 
+describe("status: the owning replica (run --sharded)", () => {
+  const owned = (
+    name: string,
+    labels: Record<string, unknown>,
+    conditions = [cond("Ready", "True", "Available")],
+  ) => item(name, conditions, { metadata: { name, namespace: "team-a", labels } });
+  const render = (items: unknown[]) =>
+    renderStatus({
+      scope: "namespace team-a",
+      allNamespaces: false,
+      resources: { items, truncated: false },
+      connections: [],
+      notes: [],
+      now: 0,
+    });
+
+  it("reads the owner label and a pending drain, tolerantly and bounded", () => {
+    expect(resourceView(owned("a", { "shard.dms.dev/owner": "ring-1" }))).toMatchObject({ owner: "ring-1" });
+    expect(
+      resourceView(owned("b", { "shard.dms.dev/owner": "ring-2", "shard.dms.dev/drain": "true" })),
+    ).toMatchObject({ owner: "ring-2", draining: true });
+    const plain = resourceView(owned("c", { app: "x" }));
+    expect(plain && "owner" in plain).toBe(false);
+    expect(plain && "draining" in plain).toBe(false);
+    // Not a string, or a terminal escape: nothing, or one clean line.
+    expect(resourceView(owned("d", { "shard.dms.dev/owner": 7 }))?.owner).toBeUndefined();
+    expect(resourceView(owned("e", { "shard.dms.dev/owner": `\u001b[31m${"x".repeat(200)}` }))?.owner).toBe(
+      `[31m${"x".repeat(58)}…`,
+    );
+    expect(resourceView({ metadata: { name: "f", labels: "nonsense" } })?.owner).toBeUndefined();
+  });
+
+  it("adds an OWNER column and a line of owners when sharded, nothing when not", () => {
+    const out = render([
+      owned("a", { "shard.dms.dev/owner": "ring-1" }),
+      owned("b", { "shard.dms.dev/owner": "ring-2", "shard.dms.dev/drain": "true" }),
+      owned("c", { "shard.dms.dev/owner": "ring-1" }, [cond("Ready", "False", "Unauthorized", "bad key")]),
+      owned("d", {}),
+    ]);
+    expect(out).toContain("Owners (run --sharded): ring-1 2, ring-2 1; 1 draining, 1 not assigned yet\n");
+    expect(out).toContain("  NAME  OWNER              REASON     MESSAGE\n");
+    expect(out).toContain("  b     ring-2 (draining)  Available  m\n");
+    expect(out).toContain("  d     -                  Available  m\n");
+    expect(out).toMatch(/ {2}c {5}ring-1 {2}Unauthorized {2}bad key\n/);
+    const plain = render([owned("a", {}), owned("b", { app: "x" })]);
+    expect(plain).not.toContain("OWNER");
+    expect(plain).not.toContain("Owners");
+    expect(plain).toContain("  NAME  REASON     MESSAGE\n");
+  });
+
+  it("names at most ten owners, most resources first", () => {
+    const items = Array.from({ length: 14 }, (_, i) =>
+      Array.from({ length: i + 1 }, (_, j) => owned(`r${i}-${j}`, { "shard.dms.dev/owner": `ghost-${i}` })),
+    ).flat();
+    const line =
+      render(items)
+        .split("\n")
+        .find((l) => l.startsWith("Owners")) ?? "";
+    expect(line).toBe(
+      `Owners (run --sharded): ${Array.from({ length: 10 }, (_, k) => `ghost-${13 - k} ${14 - k}`).join(", ")}, and 4 more`,
+    );
+  });
+
+  it("puts the owner and a drain in -o json, only when present", () => {
+    const document = statusDocument({
+      scope: "namespace team-a",
+      allNamespaces: false,
+      resources: {
+        items: [
+          owned("a", { "shard.dms.dev/owner": "ring-1", "shard.dms.dev/drain": "true" }),
+          owned("b", {}),
+        ],
+        truncated: false,
+      },
+      connections: [],
+      notes: [],
+      now: 0,
+    });
+    const [a, b] = document.resources as Record<string, unknown>[];
+    expect(a).toMatchObject({ name: "a", owner: "ring-1", draining: true });
+    expect(b && Object.keys(b)).not.toContain("owner");
+  });
+});
+
 describe("status: heldUntil", () => {
   const now = Date.UTC(2026, 10, 27, 12, 0); // a Friday
   it("computes the opening from the resource's windows, in UTC and the window's time zone", () => {

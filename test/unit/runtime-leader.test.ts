@@ -91,6 +91,34 @@ describe("LeaderElector", () => {
     expect(lease.snapshot?.record).toMatchObject({ holderIdentity: "b", leaseTransitions: 1 });
   });
 
+  it("tries again the moment the holder's lease expires by its clock, not up to a jittered retry later", async () => {
+    const lease = new MemoryLease();
+    const a = candidate(lease, "a");
+    await vi.advanceTimersByTimeAsync(0);
+    // b's retries at their longest: 2 s × 2.2.
+    const b = candidate(lease, "b", () => 1);
+    const get = b.port.get;
+    let lastChangeSeen = 0;
+    let lastRecord = "";
+    b.port.get = async (s) => {
+      const snapshot = await get(s);
+      const record = JSON.stringify(snapshot?.record);
+      if (snapshot?.record.holderIdentity === "a" && record !== lastRecord) {
+        lastChangeSeen = Date.now();
+        lastRecord = record;
+      }
+      return snapshot;
+    };
+    await vi.advanceTimersByTimeAsync(10_000);
+    a.port.down = true;
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(b.elector.isLeader()).toBe(true);
+    // Never before the record it last saw change had gone unchanged for the whole duration ...
+    expect(b.state.startedAt).toBeGreaterThanOrEqual(lastChangeSeen + 15_000);
+    // ... and at that moment, not at its next jittered retry (up to 4.4 s later).
+    expect(b.state.startedAt).toBeLessThanOrEqual(lastChangeSeen + 15_000 + 10);
+  });
+
   it("steps down at once when it observes another holder", async () => {
     const lease = new MemoryLease();
     const a = candidate(lease, "a");

@@ -8,6 +8,7 @@ import {
   MAX_TAKES_PER_PASS,
   MAX_WRITES_PER_PASS,
   type RingLease,
+  RingMembership,
   type ShardedResource,
   Sharder,
 } from "../../src/sharding/sharder.ts";
@@ -77,9 +78,10 @@ class World {
     return n;
   }
 
-  sharder(): Sharder {
+  sharder(membership?: RingMembership, identity = "leader_1"): Sharder {
     return new Sharder({
-      identity: "leader_1",
+      identity,
+      ...(membership ? { membership } : {}),
       leaseDurationMs: LEASE_MS,
       holdMarginMs: 3_000,
       clock: this.clock,
@@ -202,6 +204,66 @@ describe("the sharder", () => {
     w.clock.advance(LEASE_MS + 1);
     w.renew("a");
     expect((await fresh.pass(signal)).held).toEqual(["b"]);
+  });
+
+  it("on a new leader, moves a dead member's resources a duration after its last renewal was seen by this replica, whenever it began to lead", async () => {
+    const w = new World();
+    for (const m of ["a", "b", "c"]) w.renew(m);
+    w.add(300);
+    // The replica "b" watches the Leases from its start, leading or not.
+    const watched = new RingMembership();
+    const watch = () => {
+      for (const lease of w.leases.values()) watched.seen(lease, w.clock.now());
+    };
+    watch();
+    await w.sharder(undefined, "a_1").pass(signal);
+    const ofA = [...w.resources.values()].filter((r) => w.owner(r.key) === "a").map((r) => r.key);
+    // "a" (the leader and the sharder) is killed after a renewal; b and c go on renewing.
+    w.clock.advance(1_000);
+    w.renew("a");
+    watch();
+    let sharder: Sharder | undefined;
+    // The same sharder without the history: it would wait a whole duration from its start.
+    let fresh: Sharder | undefined;
+    for (let t = 1; t <= LEASE_MS / 500; t++) {
+      w.clock.advance(500);
+      w.renew("b");
+      w.renew("c");
+      watch();
+      // b becomes the leader 8 s after a's last renewal: its sharder starts then.
+      if (t === 16) {
+        sharder = w.sharder(watched, "b_1");
+        fresh = w.sharder(undefined, "b_2");
+      }
+      if (!sharder) continue;
+      expect((await fresh?.pass(signal))?.held).toEqual([]);
+      const report = await sharder.pass(signal);
+      // Never before a's Lease went unrenewed a whole duration by b's clock.
+      if (t < LEASE_MS / 500) expect(report.held).toEqual([]);
+      else expect(report.held).toEqual(["a"]);
+      for (const key of ofA) expect(w.owner(key)).toBe("a");
+    }
+    await sharder?.pass(signal);
+    for (const key of ofA) expect(["b", "c"]).toContain(w.owner(key));
+  });
+
+  it("says when the next Lease would expire unrenewed, by this process's clock", () => {
+    const w = new World();
+    const ring = new RingMembership();
+    w.renew("a");
+    ring.seen(w.leases.get("a") as RingLease, w.clock.now());
+    w.clock.advance(3_000);
+    w.renew("b");
+    ring.seen(w.leases.get("b") as RingLease, w.clock.now());
+    const sharder = w.sharder(ring);
+    const now = w.clock.now();
+    expect(sharder.nextExpiry(now)).toBe(now - 3_000 + LEASE_MS);
+    // A renewal seen later pushes it on; an expired Lease is not "next".
+    w.clock.advance(8_000);
+    w.renew("b");
+    ring.seen(w.leases.get("b") as RingLease, w.clock.now());
+    expect(ring.expired(w.leases.get("a") as RingLease, w.clock.now())).toBe(true);
+    expect(sharder.nextExpiry(w.clock.now())).toBe(w.clock.now() + LEASE_MS);
   });
 
   it("gives a resource whose owner label someone removed back to that owner, not to a second replica", async () => {

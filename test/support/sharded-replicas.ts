@@ -1,0 +1,123 @@
+/**
+ * `--sharded` operators run as separate processes against the test API server, for the sharding
+ * cluster tests: one ring, short Leases, each replica its own `POD_NAME` and log.
+ */
+import { join } from "node:path";
+import { OperatorProcess, operatorEnv } from "../../scripts/demo/operator-process.ts";
+import type { DeploymentObject } from "../../src/kube/deployments.ts";
+import { testKubeconfigPath } from "./cluster.ts";
+import type { ClusterUser } from "./resources.ts";
+
+/** A replica started by {@link ShardedRing.start}. */
+export interface Replica {
+  name: string;
+  process: OperatorProcess;
+}
+
+/** Options of {@link ShardedRing}. */
+export interface ShardedRingOptions {
+  namespace: string;
+  /** The leader election id: the ring's name. */
+  ring: string;
+  leaseMs: number;
+  renewDeadline: string;
+  retryPeriod: string;
+  /** The default connection's simulator and the file holding its key. */
+  baseUrl: string;
+  apiKeyFile: string;
+  /** Where the logs and the watchdogs' directories go. */
+  work: string;
+  /** Replica names are `<prefix>-<serial>`. */
+  prefix: string;
+}
+
+/** The replicas of one ring: started, killed -9 or stopped, and which one leads. */
+export class ShardedRing {
+  readonly replicas = new Map<string, Replica>();
+  readonly #o: ShardedRingOptions;
+  #serial = 0;
+
+  constructor(options: ShardedRingOptions) {
+    this.#o = options;
+  }
+
+  start(): Replica {
+    const o = this.#o;
+    const name = `${o.prefix}-${this.#serial++}`;
+    const process = OperatorProcess.start({
+      args: [
+        "--sharded",
+        `--kubeconfig=${testKubeconfigPath()}`,
+        `--namespaces=${o.namespace}`,
+        `--leader-election-namespace=${o.namespace}`,
+        `--leader-election-id=${o.ring}`,
+        `--lease-duration=${o.leaseMs / 1000}s`,
+        `--renew-deadline=${o.renewDeadline}`,
+        `--retry-period=${o.retryPeriod}`,
+        "--timeout-ms=3000",
+        "--reconcile-timeout=20s",
+        "--poll-interval=1s",
+        "--create-grace=5s",
+        "--resync-period=10m",
+        "--concurrency=4",
+        "--metrics-bind-address=0",
+        "--health-probe-bind-address=0",
+        "--log-level=info",
+      ],
+      logPath: join(o.work, `${name}.log`),
+      workDir: join(o.work, `${name}-work`),
+      env: operatorEnv({
+        POD_NAME: name,
+        POD_NAMESPACE: o.namespace,
+        DMS_BASE_URL: o.baseUrl,
+        DMS_API_KEY_FILE: o.apiKeyFile,
+        DMS_DEFAULT_CONNECTION_NAMESPACE_SELECTOR: "",
+      }),
+    });
+    const replica = { name, process };
+    this.replicas.set(name, replica);
+    return replica;
+  }
+
+  /** SIGKILL to the replica's process group: no release, no last write. */
+  kill9(r: Replica): void {
+    process.kill(-r.process.pid, "SIGKILL");
+    this.replicas.delete(r.name);
+  }
+
+  async stop(r: Replica): Promise<void> {
+    this.replicas.delete(r.name);
+    await r.process.stop(15_000);
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.replicas.values()].map((r) => r.process.stop(2_000)));
+  }
+
+  /** The running replicas' names, sorted. */
+  live(): string[] {
+    return [...this.replicas.keys()].sort();
+  }
+
+  /**
+   * The replica holding the leader election Lease (the sharder), from its holder identity
+   * (`<pod name>_<suffix>`); undefined when none of the running replicas holds it.
+   */
+  async leader(user: ClusterUser): Promise<Replica | undefined> {
+    const lease = (await user.client.request({
+      method: "GET",
+      path: `/apis/coordination.k8s.io/v1/namespaces/${this.#o.namespace}/leases/${this.#o.ring}`,
+    })) as { spec?: { holderIdentity?: string } };
+    const holder = lease.spec?.holderIdentity ?? "";
+    return this.replicas.get(holder.slice(0, holder.lastIndexOf("_")));
+  }
+
+  /** Every Deployment resource of the namespace. */
+  async list(user: ClusterUser): Promise<DeploymentObject[]> {
+    const list = (await user.client.request({
+      method: "GET",
+      path: `/apis/dms.dev/v1alpha1/namespaces/${this.#o.namespace}/deployments`,
+    })) as { items: DeploymentObject[] };
+    return list.items;
+  }
+}
