@@ -139,14 +139,15 @@ export class IdBatches {
     const pending = this.#pending;
     this.#pending = { waiters: new Map() };
     for (const ids of idBatches(pending.waiters.keys())) {
-      const group: Group = { waiters: new Map(), abort: new AbortController() };
+      const abort = new AbortController();
+      const group: Group = { waiters: new Map(), abort };
       for (const id of ids) {
         const set = pending.waiters.get(id) ?? new Set();
         for (const waiter of set) waiter.group = group;
         group.waiters.set(id, set);
       }
       this.#inFlight += 1;
-      void this.#run(group);
+      void this.#run(group, abort);
     }
   }
 
@@ -157,8 +158,7 @@ export class IdBatches {
   }
 
   /** Makes one batch's call and answers each of its callers. */
-  async #run(group: Group): Promise<void> {
-    const abort = group.abort ?? new AbortController();
+  async #run(group: Group, abort: AbortController): Promise<void> {
     const asked = new Set([...group.waiters.keys()].map((id) => id.toLowerCase()));
     // The first unreadable item that may be each id's: its own, or one without an id.
     const hidden = new Map<string, UnreadableDeployment>();
