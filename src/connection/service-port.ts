@@ -9,6 +9,7 @@ import type { ServiceClient } from "../api/client.ts";
 import { isServiceError } from "../api/errors.ts";
 import type { Deployment, DeploymentFilters, UnreadableDeployment } from "../api/wire.ts";
 import type { DeploymentsPort } from "../reconcile/ports.ts";
+import { IdBatches } from "../reconcile/service/id-batches.ts";
 import { UnreadableDeploymentError } from "../reconcile/service/lookup-errors.ts";
 
 /** Unreadable items a lookup by name keeps: its caller needs the first one that may be the name's. */
@@ -17,11 +18,20 @@ const UNREADABLE_KEPT = 100;
 /** Page size of the full listings: the spec's maximum, so N deployments cost ceil(N/100) calls. */
 const FULL_PAGE = 100;
 
-/** Adapts `client` to {@link DeploymentsPort}; `findByName` keeps exact matches of `name_contains`. */
+/**
+ * Adapts `client` to {@link DeploymentsPort}; `findByName` keeps exact matches of `name_contains`,
+ * and concurrent `getById` calls are coalesced: build one port per connection.
+ */
 export function deploymentsPort(client: ServiceClient): DeploymentsPort {
+  // Lookups by id waiting at the same moment share `deployment_ids` calls (see id-batches.ts).
+  const byId = new IdBatches({
+    list: (ids, signal, skipped) =>
+      client.listDeployments({ deployment_ids: ids }, { pageSize: FULL_PAGE, signal, onUnreadable: skipped }),
+    single: (id, signal) => client.getDeployment(id, { signal }),
+  });
   return {
     getById: (id, signal) =>
-      client.getDeployment(id, { signal }).catch((error: unknown) => {
+      byId.get(id, signal).catch((error: unknown) => {
         // The listing holds the id, or an item without one, that cannot be read.
         if (isServiceError(error, "bad_response") && error.status === 200)
           throw new UnreadableDeploymentError(error.detail);

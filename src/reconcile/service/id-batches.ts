@@ -1,0 +1,200 @@
+/**
+ * Lookups by id of one connection, coalesced into `deployment_ids` calls.
+ *
+ * The service has no GET by id: a lookup by id is a listing filtered by `deployment_ids`, and
+ * each one costs a request and a token of the connection's rate limit. When many resources look
+ * their deployments up at once (a sharded replica taking over a dead one's share, many resources
+ * edited at once, a `dms.dev/reconcile-requested-at` sweep), one call per resource queues them
+ * behind the rate limit. Here the lookups waiting at the same moment go out together, up to
+ * {@link POLL_BATCH} ids per call:
+ *
+ * - a lookup waits one `setImmediate` turn, so that those issued together share a call; a lone
+ *   lookup costs one call, as before, and no wall-clock delay;
+ * - while calls are in flight (waiting for their rate-limit token, or for the service), new
+ *   lookups wait and go out together once they have ended;
+ * - each caller gets its own id's answer, as the single lookup (`ServiceClient.getDeployment`)
+ *   gives it: the deployment whose id is exactly the one asked, undefined when the listing ends
+ *   without it, the call's error when the call fails. A listing is read to its end (every page)
+ *   unless every id came, so a service that ignores the filter still answers each id right,
+ *   only slower; an item not asked for is ignored;
+ * - an item of the answer that cannot be read is reported to the id it may be (its own, or any
+ *   id when it has none) and only when that id did not come, as {@link UnreadableDeploymentError}:
+ *   "not found" would let the reconcile create a duplicate of what it merely could not read;
+ * - each caller waits only as long as its own AbortSignal allows; a call is aborted only once
+ *   every caller waiting for it gave up (as `runtime/shared-call.ts` does for listings), and no
+ *   listener stays on a caller's signal once its lookup ended.
+ *
+ * An id that is not a uuid never joins a batch (the client refuses to send it, which would fail
+ * the batch for the others; see `idBatches`): it goes to the single lookup, which reports it.
+ */
+
+import type { Deployment, UnreadableDeployment } from "../service-types.ts";
+import { isUuid } from "../service-types.ts";
+import { UnreadableDeploymentError } from "./lookup-errors.ts";
+import { idBatches, POLL_BATCH } from "./snapshot.ts";
+
+/**
+ * The deployments whose ids are `ids` (`deployment_ids`, at most {@link POLL_BATCH}), every page
+ * under `signal`, each item that cannot be read handed to `skipped`.
+ */
+export type IdListing = (
+  ids: readonly string[],
+  signal: AbortSignal,
+  skipped: (item: UnreadableDeployment) => void,
+) => AsyncIterable<Deployment>;
+
+/** What {@link IdBatches} is built over. */
+export interface IdBatchesOptions {
+  /** The listing by ids one batch makes. */
+  list: IdListing;
+  /** The lookup of one id on its own: for an id that is not a uuid, which it reports. */
+  single: (id: string, signal: AbortSignal) => Promise<Deployment | undefined>;
+  /** Runs `flush` after the lookups issued with this one; default `setImmediate`. */
+  defer?: (flush: () => void) => void;
+}
+
+/** One caller waiting for its id. */
+interface Waiter {
+  resolve(deployment: Deployment | undefined): void;
+  reject(error: unknown): void;
+  /** The group it waits in now: the pending one, then its batch's. */
+  group: Group;
+}
+
+/** Callers by id, waiting together: the pending lookups, or those of one batch. */
+interface Group {
+  waiters: Map<string, Set<Waiter>>;
+  /** Aborts the batch's call once its last caller gave up (absent while pending). */
+  abort?: AbortController;
+}
+
+/** Coalesces concurrent lookups by id of one connection; see the module comment. */
+export class IdBatches {
+  readonly #list: IdListing;
+  readonly #single: IdBatchesOptions["single"];
+  readonly #defer: (flush: () => void) => void;
+  #pending: Group = { waiters: new Map() };
+  #scheduled = false;
+  /** Batch calls in flight (an abandoned one no longer counts). */
+  #inFlight = 0;
+
+  constructor(options: IdBatchesOptions) {
+    this.#list = options.list;
+    this.#single = options.single;
+    this.#defer = options.defer ?? ((flush) => setImmediate(flush));
+  }
+
+  /** The deployment with this id, or undefined when the service has none. */
+  get(id: string, signal: AbortSignal): Promise<Deployment | undefined> {
+    if (signal.aborted) return Promise.reject(signal.reason);
+    if (!isUuid(id)) return this.#single(id, signal);
+    return new Promise<Deployment | undefined>((resolve, reject) => {
+      const onAbort = () => {
+        this.#leave(waiter, id);
+        reject(signal.reason);
+      };
+      const done = () => signal.removeEventListener("abort", onAbort);
+      const waiter: Waiter = {
+        group: this.#pending,
+        resolve: (deployment) => {
+          done();
+          resolve(deployment);
+        },
+        reject: (error) => {
+          done();
+          reject(error);
+        },
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      join(this.#pending, id, waiter);
+      this.#schedule();
+    });
+  }
+
+  /** A caller gave up: it leaves its group, and a batch nobody waits for any more is aborted. */
+  #leave(waiter: Waiter, id: string): void {
+    const { group } = waiter;
+    const set = group.waiters.get(id);
+    if (!set?.delete(waiter)) return;
+    if (set.size === 0) group.waiters.delete(id);
+    if (group.waiters.size === 0 && group.abort && !group.abort.signal.aborted) {
+      // Its lookups wait no longer for it: the next ones go out at once.
+      this.#ended();
+      group.abort.abort(new Error("every lookup of the batch gave up"));
+    }
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#inFlight > 0 || this.#pending.waiters.size === 0) return;
+    this.#scheduled = true;
+    this.#defer(() => {
+      this.#scheduled = false;
+      this.#flush();
+    });
+  }
+
+  /** Sends every pending lookup, {@link POLL_BATCH} ids per call. */
+  #flush(): void {
+    if (this.#inFlight > 0) return;
+    const pending = this.#pending;
+    this.#pending = { waiters: new Map() };
+    for (const ids of idBatches(pending.waiters.keys())) {
+      const abort = new AbortController();
+      const group: Group = { waiters: new Map(), abort };
+      for (const id of ids) {
+        const set = pending.waiters.get(id) ?? new Set();
+        for (const waiter of set) waiter.group = group;
+        group.waiters.set(id, set);
+      }
+      this.#inFlight += 1;
+      void this.#run(group, abort);
+    }
+  }
+
+  /** A batch call ended (or was abandoned): the lookups that waited meanwhile go out. */
+  #ended(): void {
+    this.#inFlight -= 1;
+    this.#schedule();
+  }
+
+  /** Makes one batch's call and answers each of its callers. */
+  async #run(group: Group, abort: AbortController): Promise<void> {
+    const asked = new Set([...group.waiters.keys()].map((id) => id.toLowerCase()));
+    // The first unreadable item that may be each id's: its own, or one without an id.
+    const hidden = new Map<string, UnreadableDeployment>();
+    let hiddenAny: UnreadableDeployment | undefined;
+    const skipped = (item: UnreadableDeployment) => {
+      if (item.id === undefined) hiddenAny ??= item;
+      else {
+        const id = item.id.toLowerCase();
+        if (asked.has(id) && !hidden.has(id)) hidden.set(id, item);
+      }
+    };
+    try {
+      for await (const deployment of this.#list([...group.waiters.keys()], abort.signal, skipped)) {
+        const set = group.waiters.get(deployment.id);
+        if (!set) continue;
+        group.waiters.delete(deployment.id);
+        for (const waiter of set) waiter.resolve(deployment);
+        if (group.waiters.size === 0) break;
+      }
+      for (const [id, set] of group.waiters) {
+        const item = hidden.get(id.toLowerCase()) ?? hiddenAny;
+        for (const waiter of set)
+          if (item) waiter.reject(new UnreadableDeploymentError(item.message));
+          else waiter.resolve(undefined);
+      }
+    } catch (error) {
+      for (const set of group.waiters.values()) for (const waiter of set) waiter.reject(error);
+    } finally {
+      group.waiters.clear();
+      if (!abort.signal.aborted) this.#ended();
+    }
+  }
+}
+
+function join(group: Group, id: string, waiter: Waiter): void {
+  const set = group.waiters.get(id);
+  if (set) set.add(waiter);
+  else group.waiters.set(id, new Set([waiter]));
+}
