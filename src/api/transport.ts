@@ -341,6 +341,15 @@ export class Transport {
     timeoutMs: number,
   ): Promise<Exchange> {
     const { method, signal } = request;
+    // got and the body's reader listen on a signal of this exchange alone, which the caller's
+    // aborts. The caller's is long-lived (a reconcile's derives from the process's): a listener
+    // got left on it (it keeps one when a keep-alive answer ends before the request's own
+    // 'finish') would hold the whole request, its socket and its answer, for as long as that
+    // signal lives. Ours is removed when the exchange ends, whichever way it ends.
+    const exchange = new AbortController();
+    const forward = () => exchange.abort(signal?.reason);
+    if (signal?.aborted) forward();
+    else signal?.addEventListener("abort", forward, { once: true });
     const stream = got.stream(this.#s.baseUrl + request.path, {
       method,
       headers: this.#headers(),
@@ -355,7 +364,7 @@ export class Transport {
       },
       agent: this.#agents,
       https: { rejectUnauthorized: !this.#s.insecureSkipTlsVerify },
-      ...(signal ? { signal } : {}),
+      signal: exchange.signal,
     });
     stream.once("request", (req: ClientRequest) => this.#holdDuringPause(req, sending));
     // A stream's request body is its writable side: one without a body (DELETE) must be ended.
@@ -368,15 +377,15 @@ export class Transport {
       // got decompresses, and drops Content-Length when it does: a length left is the body's own.
       const declared = contentLength(response.headers["content-length"]);
       // A wait for memory ends when the request does (its timeout, a reset), not only when asked.
-      const ended = new AbortController();
-      stream.once("error", (cause: unknown) => ended.abort(cause));
+      stream.once("error", (cause: unknown) => exchange.abort(cause));
       const body = await readBody(stream, declared, {
         maxBytes: this.#s.maxResponseBytes,
         account,
-        signal: signal ? AbortSignal.any([signal, ended.signal]) : ended.signal,
+        signal: exchange.signal,
       });
       return { statusCode: response.statusCode, headers: response.headers, body: body.toString("utf8") };
     } finally {
+      signal?.removeEventListener("abort", forward);
       // A body read to its end leaves the connection to the agent's pool; any other is closed.
       if (!stream.readableEnded) stream.destroy();
     }

@@ -67,3 +67,20 @@ export function shareEqualString<T extends object>(
   const value = record[source];
   if (typeof value === "string" && record[copy] === value) record[copy] = value;
 }
+
+/**
+ * Makes field `field` of `obj` hold the very string of the first of `sources` equal to it (in
+ * place): a value the object repeats elsewhere (a live revision's image, which the spec names
+ * too) is then held once. Nothing changes when none is equal or the field holds no string.
+ */
+export function shareFrom<T extends object>(
+  obj: T,
+  field: keyof T & string,
+  sources: readonly unknown[],
+): void {
+  const record = obj as Record<string, unknown>;
+  const value = record[field];
+  if (typeof value !== "string") return;
+  const same = sources.find((s) => s === value);
+  if (same !== undefined) record[field] = same;
+}

@@ -1,7 +1,7 @@
 // The memory techniques of src/compact/, each on a table of cases: what they keep, and that what
 // a caller reads back is what it put.
 import { describe, expect, it } from "vitest";
-import { Interner, internFields, shareEqualString } from "../../src/compact/interner.ts";
+import { Interner, internFields, shareEqualString, shareFrom } from "../../src/compact/interner.ts";
 import {
   addItem,
   countOf,
@@ -61,6 +61,21 @@ describe("shareEqualString", () => {
     { obj: { latest: 1, active: 1 }, out: { latest: 1, active: 1 } },
   ])("$obj stays $out, no field added", ({ obj, out }) => {
     shareEqualString(obj, "latest", "active");
+    expect(obj).toStrictEqual(out);
+    expect(Object.keys(obj)).toEqual(Object.keys(out));
+  });
+});
+
+describe("shareFrom", () => {
+  it.each<{ obj: Record<string, unknown>; sources: unknown[]; out: Record<string, unknown> }>([
+    { obj: { image: "a:1" }, sources: [copyOf("a:1")], out: { image: "a:1" } },
+    { obj: { image: "a:1" }, sources: [undefined, "b", copyOf("a:1")], out: { image: "a:1" } },
+    { obj: { image: "a:1" }, sources: ["a:2"], out: { image: "a:1" } },
+    { obj: { image: "a:1" }, sources: [], out: { image: "a:1" } },
+    { obj: {}, sources: ["a:1"], out: {} },
+    { obj: { image: 1 }, sources: [1], out: { image: 1 } },
+  ])("$obj with $sources stays $out, no field added", ({ obj, sources, out }) => {
+    shareFrom(obj, "image", sources);
     expect(obj).toStrictEqual(out);
     expect(Object.keys(obj)).toEqual(Object.keys(out));
   });

@@ -58,6 +58,38 @@ describe("decodeDeployment", () => {
     });
   });
 
+  it("keeps the live revision and the history as they were, however their strings are shared", () => {
+    const raw = applied();
+    const id = "0c3d9a1e-6f2b-4c8d-9e7a-1b2c3d4e5f60";
+    const older = "7d1e2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6";
+    const image = "registry.test/billing@sha256:" + "a".repeat(64);
+    const digest = "b".repeat(64);
+    Object.assign(raw.spec, { sourceRevisionConfig: { imageUri: image } });
+    Object.assign(raw.status, {
+      latestRevisionId: id,
+      activeRevisionId: JSON.parse(JSON.stringify(id)),
+      appliedSecretsHash: digest,
+      activeRevision: { id: `${id}`, imageUri: `${image}`, deployedAt: "2026-01-05T10:01:00Z" },
+      revisionHistory: [
+        { id: `${id}`, secretsHash: `${digest}`, configHash: "c".repeat(64), deployed: true },
+        {
+          id: older,
+          secretsHash: "d".repeat(64),
+          deployed: true,
+          imageUri: `${image}`,
+          redeployedAt: "2026-01-05T10:00:30Z",
+          redeployedFrom: older,
+        },
+        "not an entry",
+      ],
+    });
+    const copy = structuredClone(raw);
+    const decoded = decodeDeployment(raw);
+    expect(decoded?.status).toStrictEqual(copy.status);
+    // `raw` is not modified.
+    expect(raw).toStrictEqual(copy);
+  });
+
   it("keeps nothing of 256 KiB of annotations and labels but the annotations it reads", () => {
     const big = "x".repeat(200 * 1024);
     const raw = applied();
