@@ -176,6 +176,9 @@ export function sharding(p: ShardingParts): Sharding {
         // is released after this, and the sharder moves the resources at once.
         await member.stop(AbortSignal.any([halt, holding]));
         member.released();
+        // A write that got no answer may still run at the service: the Lease is released only
+        // once it cannot, renewed meanwhile (halted too; killed first, the Lease expires).
+        await member.settled(holding);
       });
       member.released();
       if (outcome === "lost")
@@ -300,7 +303,7 @@ export function sharding(p: ShardingParts): Sharding {
       qpsShare: () => 1 / liveCount(),
       writeGate: () =>
         member.mayWrite()
-          ? { withinMs: member.writeWithinMs() }
+          ? member.grant()
           : {
               refuse:
                 "this replica's shard Lease is not current (--sharded): the write was held back so that no two replicas write one deployment",
