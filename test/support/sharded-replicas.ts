@@ -47,6 +47,8 @@ export class ShardedRing {
     const process = OperatorProcess.start({
       args: [
         "--sharded",
+        // The ring runs without the label policy (its check is test/integration/sharding-label-policy.test.ts).
+        "--shard-label-policy=unenforced",
         `--kubeconfig=${testKubeconfigPath()}`,
         `--namespaces=${o.namespace}`,
         `--leader-election-namespace=${o.namespace}`,
