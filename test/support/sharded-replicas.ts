@@ -41,7 +41,8 @@ export class ShardedRing {
     this.#o = options;
   }
 
-  start(): Replica {
+  /** Starts a replica; `args` come after the ring's own (a later flag wins). */
+  start(args: readonly string[] = []): Replica {
     const o = this.#o;
     const name = `${o.prefix}-${this.#serial++}`;
     const process = OperatorProcess.start({
@@ -65,6 +66,7 @@ export class ShardedRing {
         "--metrics-bind-address=0",
         "--health-probe-bind-address=0",
         "--log-level=info",
+        ...args,
       ],
       logPath: join(o.work, `${name}.log`),
       workDir: join(o.work, `${name}-work`),
