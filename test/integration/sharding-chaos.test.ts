@@ -2,7 +2,10 @@
 // two simulators (the default connection and a ServiceConnection), while replicas are killed -9,
 // added and stopped, and resources are edited. What must hold throughout: every edit reaches the
 // service exactly once, no deployment is created twice, no two replicas take turns writing one
-// deployment within a Lease's duration, and every resource is owned again (by a live replica,
+// deployment within a Lease's duration, no replica's first write to a deployment reaches the
+// service before the previous writer's last write to it was answered (the service takes 250 ms
+// over each edit, so a handover with a write still in flight shows), and every resource is owned
+// again (by a live replica,
 // the one the ring gives it) within the Lease duration plus a few seconds of each disruption
 // (plus 10 s when the replica killed was the leader, which runs the sharder).
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -33,6 +36,11 @@ const REOWN_SLACK_MS = 30_000;
 /** For a kill -9 of the leader: see test/integration/sharding-failover.test.ts. */
 const LEADER_KILL_MARGIN_MS = 10_000;
 const KEY_B = "ring-chaos-key-b-5f1e";
+/**
+ * How long each simulator takes over an edit (a PATCH), between its arrival and its answer: a
+ * write takes time at the service, so one still in flight at a handover shows as an overlap.
+ */
+const EDIT_LATENCY_MS = 250;
 const RING = "dms-ring-chaos";
 
 const spec = (tag: number, connection: boolean): DeploymentSpec => ({
@@ -60,6 +68,8 @@ describe("sharding: ring chaos", () => {
     const simA = await startTestSimulator({ requestRecordLimit: 500_000 });
     const simB = await startTestSimulator({ apiKey: KEY_B, requestRecordLimit: 500_000 });
     sims.push(simA, simB);
+    for (const sim of [simA, simB])
+      sim.faults.set({ latency: [{ route: "PATCH /v2/deployments/{deployment_id}", ms: EDIT_LATENCY_MS }] });
     await user.putSecret(namespace, "b", { "api-key": KEY_B });
     await user.client.request({
       method: "POST",
@@ -219,7 +229,13 @@ describe("sharding: ring chaos", () => {
       const image = `registry.example.com/ring:${t}`;
       expect(images.filter((r) => r.includes(`"${image}"`)).length, `${name} ${image}`).toBe(1);
     }
-    // No replica wrote a deployment between two writes of another within one Lease duration.
+    // No replica wrote a deployment between two writes of another within one Lease duration, and
+    // no replica's write to a deployment arrived before every earlier write to it by another
+    // replica was answered: each write's span at the service is [arrival, answer].
+    const overlaps: string[] = [];
+    let handovers = 0;
+    let smallestGap = Number.POSITIVE_INFINITY;
+    let smallestAt = "";
     for (const sim of [simA, simB]) {
       const byDeployment = new Map<string, SimRequest[]>();
       for (const r of sim.requests()) {
@@ -228,6 +244,31 @@ describe("sharding: ring chaos", () => {
         byDeployment.set(id, [...(byDeployment.get(id) ?? []), r]);
       }
       for (const [id, writes] of byDeployment) {
+        // Per replica, when its latest-ending write so far was answered (never: +∞).
+        const ended = new Map<string, number>();
+        let writer: string | undefined;
+        for (const w of writes) {
+          const agent = w.userAgent ?? "";
+          if (writer !== undefined && agent !== writer) {
+            handovers += 1;
+            const others = [...ended].filter(([a]) => a !== agent).map(([, end]) => end);
+            const previousEnd = Math.max(...others);
+            const gap = w.at - previousEnd;
+            if (gap < smallestGap) {
+              smallestGap = gap;
+              smallestAt = `${id}: ${writer} → ${agent}`;
+            }
+            if (!(gap > 0))
+              overlaps.push(
+                `${id}: ${agent}'s ${w.route} arrived at ${w.at}, ${-gap} ms before ${writer}'s write to it was answered (${previousEnd})`,
+              );
+          }
+          ended.set(
+            agent,
+            Math.max(ended.get(agent) ?? Number.NEGATIVE_INFINITY, w.answeredAt ?? Number.POSITIVE_INFINITY),
+          );
+          writer = agent;
+        }
         for (let i = 2; i < writes.length; i++) {
           const [a, b, c] = [writes[i - 2], writes[i - 1], writes[i]];
           if (!a || !b || !c) continue;
@@ -243,6 +284,10 @@ describe("sharding: ring chaos", () => {
         true,
       );
     }
+    console.log(
+      `ring chaos: ${handovers} handovers of a deployment's writes between replicas; smallest gap between the previous writer's last answer and the next writer's first arrival: ${smallestGap} ms (${smallestAt})`,
+    );
+    expect(overlaps).toEqual([]);
     // Resources did move: the rounds were handovers, not a ring that never changed.
     expect(moves).toBeGreaterThan(RESOURCES / 4);
   }, 900_000);
