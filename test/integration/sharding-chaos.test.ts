@@ -15,11 +15,12 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ownerOf } from "../../src/sharding/ring.ts";
-import type { RunningSimulator, SimRequest } from "../../src/simulator/server.ts";
+import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { freshNamespace, waitFor } from "../support/cluster.ts";
 import { startTestSimulator, TEST_API_KEY } from "../support/operator.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
 import { type Replica, ShardedRing } from "../support/sharded-replicas.ts";
+import { handovers, writesByDeployment } from "../support/write-spans.ts";
 
 /** Sizes chosen to run in about three minutes on two cores: 200 resources, 10 rounds. */
 const RESOURCES = Number(process.env.RING_CHAOS_RESOURCES ?? 200);
@@ -232,43 +233,19 @@ describe("sharding: ring chaos", () => {
     // No replica wrote a deployment between two writes of another within one Lease duration, and
     // no replica's write to a deployment arrived before every earlier write to it by another
     // replica was answered: each write's span at the service is [arrival, answer].
-    const overlaps: string[] = [];
-    let handovers = 0;
-    let smallestGap = Number.POSITIVE_INFINITY;
-    let smallestAt = "";
+    const found = {
+      count: 0,
+      smallestGapMs: Number.POSITIVE_INFINITY,
+      smallestAt: "",
+      overlaps: [] as string[],
+    };
     for (const sim of [simA, simB]) {
-      const byDeployment = new Map<string, SimRequest[]>();
-      for (const r of sim.requests()) {
-        if (r.method === "GET" || !r.url.startsWith("/v2/deployments/")) continue;
-        const id = r.url.split("/")[3]?.split("?")[0] ?? "";
-        byDeployment.set(id, [...(byDeployment.get(id) ?? []), r]);
-      }
-      for (const [id, writes] of byDeployment) {
-        // Per replica, when its latest-ending write so far was answered (never: +∞).
-        const ended = new Map<string, number>();
-        let writer: string | undefined;
-        for (const w of writes) {
-          const agent = w.userAgent ?? "";
-          if (writer !== undefined && agent !== writer) {
-            handovers += 1;
-            const others = [...ended].filter(([a]) => a !== agent).map(([, end]) => end);
-            const previousEnd = Math.max(...others);
-            const gap = w.at - previousEnd;
-            if (gap < smallestGap) {
-              smallestGap = gap;
-              smallestAt = `${id}: ${writer} → ${agent}`;
-            }
-            if (!(gap > 0))
-              overlaps.push(
-                `${id}: ${agent}'s ${w.route} arrived at ${w.at}, ${-gap} ms before ${writer}'s write to it was answered (${previousEnd})`,
-              );
-          }
-          ended.set(
-            agent,
-            Math.max(ended.get(agent) ?? Number.NEGATIVE_INFINITY, w.answeredAt ?? Number.POSITIVE_INFINITY),
-          );
-          writer = agent;
-        }
+      const h = handovers(sim.requests());
+      found.count += h.count;
+      found.overlaps.push(...h.overlaps);
+      if (h.smallestGapMs < found.smallestGapMs)
+        Object.assign(found, { smallestGapMs: h.smallestGapMs, smallestAt: h.smallestAt });
+      for (const [id, writes] of writesByDeployment(sim.requests())) {
         for (let i = 2; i < writes.length; i++) {
           const [a, b, c] = [writes[i - 2], writes[i - 1], writes[i]];
           if (!a || !b || !c) continue;
@@ -285,9 +262,9 @@ describe("sharding: ring chaos", () => {
       );
     }
     console.log(
-      `ring chaos: ${handovers} handovers of a deployment's writes between replicas; smallest gap between the previous writer's last answer and the next writer's first arrival: ${smallestGap} ms (${smallestAt})`,
+      `ring chaos: ${found.count} handovers of a deployment's writes between replicas; smallest gap between the previous writer's last answer and the next writer's first arrival: ${found.smallestGapMs} ms (${found.smallestAt})`,
     );
-    expect(overlaps).toEqual([]);
+    expect(found.overlaps).toEqual([]);
     // Resources did move: the rounds were handovers, not a ring that never changed.
     expect(moves).toBeGreaterThan(RESOURCES / 4);
   }, 900_000);
