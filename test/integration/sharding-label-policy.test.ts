@@ -11,8 +11,7 @@ import { join, relative } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { freshNamespace, kubectl, kubectlOk, waitFor } from "../support/cluster.ts";
-import { startTestSimulator, TEST_API_KEY } from "../support/operator.ts";
-import { ShardedRing } from "../support/sharded-replicas.ts";
+import { startSmallRing } from "../support/sharded-replicas.ts";
 
 const MANIFESTS = join(import.meta.dirname, "..", "..", "manifests");
 
@@ -27,12 +26,9 @@ interface Manifest {
 
 describe("sharding: the shard label policy", () => {
   const cleanup: string[][] = [];
-  afterAll(async () => {
-    for (const args of cleanup.reverse()) await kubectl(args);
-  });
-
   let work = "";
   afterAll(async () => {
+    for (const args of cleanup.reverse()) await kubectl(args);
     if (work) await rm(work, { recursive: true, force: true });
   });
 
@@ -169,19 +165,11 @@ describe("sharding: the shard label policy", () => {
     expect(labels.metadata.labels).toEqual({ team: "b" });
 
     // A sharded replica requiring a policy that does not exist exits, naming the fix.
-    const sim = await startTestSimulator();
-    const apiKeyFile = join(work, "api-key");
-    await writeFile(apiKeyFile, `${TEST_API_KEY}\n`, { mode: 0o600 });
-    const ring = new ShardedRing({
+    const { ring, close } = await startSmallRing({
       namespace,
       ring: "dms-shard-policy",
-      leaseMs: 6_000,
-      renewDeadline: "4s",
-      retryPeriod: "1s",
-      baseUrl: sim.url,
-      apiKeyFile,
-      work,
       prefix: "policy",
+      work,
     });
     try {
       const refused = ring.start([
@@ -216,8 +204,7 @@ describe("sharding: the shard label policy", () => {
       );
       expect(joined.process.running).toBe(true);
     } finally {
-      await ring.stopAll();
-      await sim.close();
+      await close();
     }
   });
 });

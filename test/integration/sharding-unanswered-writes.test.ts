@@ -5,18 +5,16 @@
 // resource can no longer be running at the service, so the new owner's first write to a
 // deployment arrives only after the old owner's last one was answered (no overlap), whichever
 // write comes first. (Without the wait, the same run showed 6 overlaps of up to 1.7 s.)
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ownerOf } from "../../src/sharding/ring.ts";
-import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { freshNamespace, waitFor } from "../support/cluster.ts";
-import { startTestSimulator, TEST_API_KEY } from "../support/operator.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
-import { ShardedRing } from "../support/sharded-replicas.ts";
+import { type SmallRing, startSmallRing } from "../support/sharded-replicas.ts";
 import { handovers } from "../support/write-spans.ts";
 
 const RESOURCES = 12;
@@ -31,33 +29,18 @@ const spec = (tag: number): DeploymentSpec => ({
 
 describe("sharding: a drain after writes that got no answer", () => {
   const user = new ClusterUser();
-  let ring: ShardedRing | undefined;
-  let sim: RunningSimulator | undefined;
+  let small: SmallRing | undefined;
   let work = "";
   afterAll(async () => {
-    await ring?.stopAll();
-    await sim?.close();
+    await small?.close();
     if (work) await rm(work, { recursive: true, force: true });
   });
 
   it("hands a resource over only after the service is done with the old owner's timed-out writes", async () => {
     const namespace = await freshNamespace("unanswered");
     work = await mkdtemp(join(tmpdir(), "unanswered-"));
-    sim = await startTestSimulator();
-    const apiKeyFile = join(work, "api-key");
-    await writeFile(apiKeyFile, `${TEST_API_KEY}\n`, { mode: 0o600 });
-    ring = new ShardedRing({
-      namespace,
-      ring: "dms-unanswered",
-      leaseMs: 6_000,
-      renewDeadline: "4s",
-      retryPeriod: "1s",
-      baseUrl: sim.url,
-      apiKeyFile,
-      work,
-      prefix: "ua",
-    });
-    const r = ring;
+    small = await startSmallRing({ namespace, ring: "dms-unanswered", prefix: "ua", work });
+    const { ring: r, sim } = small;
     // Every resource's edit in flight at once.
     const first = r.start(["--concurrency=16"]);
     const names = Array.from({ length: RESOURCES }, (_, i) => `u${i}`);
@@ -86,7 +69,7 @@ describe("sharding: a drain after writes that got no answer", () => {
       await user.patch(namespace, name, {
         spec: { sourceRevisionConfig: { imageUri: "registry.example.com/unanswered:2" } },
       });
-    await waitFor(() => ((sim?.requests({ route: PATCH }).length ?? 0) >= RESOURCES ? true : undefined), {
+    await waitFor(() => ((sim.requests({ route: PATCH }).length ?? 0) >= RESOURCES ? true : undefined), {
       timeoutMs: 30_000,
       intervalMs: 100,
       description: "the first replica's edits sent",
