@@ -159,7 +159,8 @@ export function sharding(p: ShardingParts): Sharding {
     name: "shard-lease",
     needLeaderElection: false,
     start: async (signal, halt) => {
-      // No Lease (no share, not ready) before the policy is known to keep tenants off the labels.
+      // No Lease (no share) before the policy is known to keep tenants off the labels: without
+      // it the replica exits, naming the fix.
       if (config.shardLabelPolicy !== undefined)
         await requireShardLabelPolicy(client, config.shardLabelPolicy, signal, clock, logger);
       const elector = new LeaderElector({
