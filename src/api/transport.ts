@@ -92,7 +92,17 @@ export interface RetryEvent {
  * Whether a write may go out now: `refuse` (why not: it fails `unavailable`, unsent), or
  * `withinMs` (it must end within that time: its timeout is cut to it); undefined: no limit.
  */
-export type WriteGrant = { refuse: string } | { withinMs: number } | undefined;
+export type WriteGrant =
+  | { refuse: string }
+  | {
+      withinMs: number;
+      /**
+       * Called once when the write ends: 0 when it was answered or never sent, else the timeout
+       * it was given (unanswered, it may still run at the service about that long).
+       */
+      ended?(mayRunForMs: number): void;
+    }
+  | undefined;
 
 /** One call: a route template, its concrete path, and how to judge the answer. */
 export interface TransportRequest<S extends TSchema | undefined> {
@@ -269,11 +279,14 @@ export class Transport {
       };
       const account = this.#s.memory.open();
       const sending = { held: false };
+      let unansweredMs = timeoutMs;
       try {
         let response: Exchange;
         try {
           response = await this.#exchange(request, account, sending, timeoutMs);
+          unansweredMs = 0;
         } catch (error) {
+          if (sending.held || error instanceof OverflowError) unansweredMs = 0;
           // Never sent: a pause began between its token and the wire. Wait for the pause's end.
           if (sending.held && !signal?.aborted) continue;
           observe("error");
@@ -294,6 +307,7 @@ export class Transport {
       } finally {
         // The parsed body is the caller's now; the text and the chunks are garbage.
         account.close();
+        grant?.ended?.(unansweredMs);
       }
     }
   }

@@ -27,6 +27,10 @@ import { DEFAULT_MAX_SECRET_BYTES } from "../reconcile/secret-budget.ts";
 import { LOG_FORMATS, type LogFormat } from "../runtime/log.ts";
 import { parseBindAddress } from "../serving/health.ts";
 import { defaultListingDeadlineMs, type OperatorConfig } from "../wiring/operator-config.ts";
+import { DEFAULT_SHARD_LABEL_POLICY } from "../wiring/shard-label-policy.ts";
+
+/** `--shard-label-policy`: whether a sharded replica requires the shard label policy at start. */
+const SHARD_LABEL_POLICY_MODES = ["required", "unenforced"] as const;
 
 /** Accepted `--log-level` values. */
 export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
@@ -134,6 +138,20 @@ export const RUN_SETTINGS = {
     default: "false",
     shown: "off",
     help: "spread the resources over every replica (a Lease per replica, POD_NAME); the leader assigns them",
+  },
+  shardLabelPolicy: {
+    env: "DMS_SHARD_LABEL_POLICY",
+    parse: parsers.oneOf(SHARD_LABEL_POLICY_MODES),
+    default: "required",
+    arg: "<required|unenforced>",
+    help: "with --sharded: required, a replica starts only once the ValidatingAdmissionPolicy keeping everyone else off the shard labels and its binding exist; unenforced, it runs without them, accepting that a tenant who may edit its resources can make two replicas write one deployment",
+  },
+  shardLabelPolicyName: {
+    env: "DMS_SHARD_LABEL_POLICY_NAME",
+    parse: parsers.text,
+    default: DEFAULT_SHARD_LABEL_POLICY,
+    arg: "<name>",
+    help: "name of that ValidatingAdmissionPolicy and of its binding",
   },
   metricsBindAddress: {
     env: "DMS_METRICS_BIND_ADDRESS",
@@ -367,6 +385,7 @@ export function runConfigFrom(
       retryPeriodMs: v.retryPeriod,
     },
     ...(v.sharded ? { sharded: true } : {}),
+    ...(v.sharded && v.shardLabelPolicy === "required" ? { shardLabelPolicy: v.shardLabelPolicyName } : {}),
     metricsBindAddress: metricsAddressOf(v),
     metricsSecure: v.metricsSecure,
     ...(v.metricsCertDir ? { metricsCertDir: v.metricsCertDir } : {}),

@@ -4,6 +4,7 @@
  * resource is running. Kubernetes is reached through the two functions given; the Lease itself is
  * renewed by a {@link LeaderElector} that reports each renewal here.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { Logger } from "pino";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import { Action, type Reconciler } from "../runtime/controller.ts";
@@ -31,6 +32,17 @@ export interface ShardMemberOptions {
   logger: Logger;
   /** Called with the number of drains acknowledged (metrics). */
   onAcknowledged?(): void;
+}
+
+/**
+ * A write allowed to start now: it must end within `withinMs`, and the transport calls `ended`
+ * once when it ends, with how much longer it may still run at the service: 0 when it was answered
+ * (or never sent), the timeout it was given when it got no answer (timed out, connection lost,
+ * halted): the service may still be carrying it out after the client gave up.
+ */
+export interface ShardWriteGrant {
+  withinMs: number;
+  ended(mayRunForMs: number): void;
 }
 
 /** How long before retrying an acknowledgement that lost a race or failed. */
@@ -66,6 +78,11 @@ export class ShardMember {
   readonly #acking = new Set<string>();
   readonly #idle = new Set<() => void>();
   readonly #stop = new AbortController();
+  /** The key whose reconcile is running, in that reconcile's async context (its writes' gate). */
+  readonly #reconciling = new AsyncLocalStorage<string>();
+  /** Per key (`""`: no key), the writes that may still run at the service, by when. */
+  readonly #mayRun = new Map<string, Set<{ until: number }>>();
+  readonly #held = new Set<() => void>();
   #holding = false;
   #renewalStart = Number.NEGATIVE_INFINITY;
 
@@ -80,6 +97,7 @@ export class ShardMember {
     if (this.#stop.signal.aborted) return;
     this.#holding = true;
     this.#renewalStart = Math.max(this.#renewalStart, startedAt);
+    for (const wake of this.#held) wake();
   }
 
   /** The Lease is no longer held (lost, or about to be released): no write from now on. */
@@ -99,6 +117,86 @@ export class ShardMember {
     return this.writeWithinMs() >= MIN_WRITE_MS;
   }
 
+  /**
+   * Allows a write starting now (call only when {@link mayWrite}) and keeps it, until it ends, as
+   * one that may run until `now + 2 × withinMs` (it ends at the client within `withinMs`, and
+   * unanswered may run as long again); once ended, until `now + mayRunForMs`.
+   */
+  grant(): ShardWriteGrant {
+    const withinMs = this.writeWithinMs();
+    const key = this.#reconciling.getStore() ?? "";
+    const write = { until: this.#clock.now() + 2 * withinMs };
+    this.#writesOf(key).add(write);
+    let ended = false;
+    return {
+      withinMs,
+      ended: (mayRunForMs) => {
+        if (ended) return;
+        ended = true;
+        if (mayRunForMs > 0) {
+          write.until = this.#clock.now() + mayRunForMs;
+          this.#writesOf(key).add(write);
+          this.#opts.logger.debug(
+            { key, mayRunForMs },
+            "a write got no answer: it may still run at the service",
+          );
+          return;
+        }
+        const writes = this.#mayRun.get(key);
+        writes?.delete(write);
+        if (writes?.size === 0) this.#mayRun.delete(key);
+      },
+    };
+  }
+
+  /**
+   * Until when a write of `key` (or, without one, of any key) may still run at the service; -∞
+   * when none may. Writes made outside any reconcile count for every key.
+   */
+  mayRunUntil(key?: string): number {
+    const now = this.#clock.now();
+    let until = Number.NEGATIVE_INFINITY;
+    for (const [k, writes] of this.#mayRun) {
+      if (key !== undefined && k !== key && k !== "") continue;
+      for (const w of writes) {
+        if (w.until <= now - FENCE_MARGIN_MS) writes.delete(w);
+        else until = Math.max(until, w.until);
+      }
+      if (writes.size === 0) this.#mayRun.delete(k);
+    }
+    return until;
+  }
+
+  /**
+   * Resolves once no write may still run at the service (each one's {@link mayRunUntil} plus
+   * {@link FENCE_MARGIN_MS} passed), or when `signal` aborts. Awaited before the Lease is
+   * released: a released Lease lets the sharder move the share at once.
+   */
+  async settled(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      const wait = this.mayRunUntil() + FENCE_MARGIN_MS - this.#clock.now();
+      if (wait <= 0 || signal.aborted) return;
+      this.#opts.logger.info(
+        { waitMs: wait },
+        "writes that got no answer may still run at the service: waiting before letting the share go",
+      );
+      try {
+        await this.#clock.sleep(wait, signal);
+      } catch {
+        return;
+      }
+    }
+  }
+
+  #writesOf(key: string): Set<{ until: number }> {
+    let writes = this.#mayRun.get(key);
+    if (!writes) {
+      writes = new Set();
+      this.#mayRun.set(key, writes);
+    }
+    return writes;
+  }
+
   /** True once the Lease has been held (the replica is in the ring). */
   get holding(): boolean {
     return this.#holding;
@@ -114,7 +212,10 @@ export class ShardMember {
   guard(reconcile: Reconciler): Reconciler {
     return async (key, signal) => {
       if (this.#stop.signal.aborted) return Action.gone();
-      // Not in the ring yet: nothing is reconciled before the first renewal.
+      // Not in the ring yet: nothing is reconciled before the first renewal, which is waited for
+      // here (a replica restarted in its pod waits up to a Lease duration for its own Lease).
+      if (!this.#holding) await this.#untilHolding(signal);
+      if (this.#stop.signal.aborted) return Action.gone();
       if (!this.#holding) return Action.requeueAfter(ACK_RETRY_MS);
       const resource = this.#opts.owned(key);
       if (!resource) return Action.gone();
@@ -124,7 +225,7 @@ export class ShardMember {
       }
       this.#inFlight.set(key, (this.#inFlight.get(key) ?? 0) + 1);
       try {
-        return await reconcile(key, signal);
+        return await this.#reconciling.run(key, () => reconcile(key, signal));
       } finally {
         const left = (this.#inFlight.get(key) ?? 1) - 1;
         if (left > 0) this.#inFlight.set(key, left);
@@ -146,7 +247,8 @@ export class ShardMember {
    */
   async stop(signal: AbortSignal): Promise<void> {
     this.#stop.abort();
-    if (this.#inFlight.size === 0) return;
+    for (const wake of this.#held) wake();
+    if (this.#inFlight.size === 0 || signal.aborted) return;
     await new Promise<void>((resolve) => {
       const done = () => {
         this.#idle.delete(done);
@@ -154,6 +256,20 @@ export class ShardMember {
         resolve();
       };
       this.#idle.add(done);
+      signal.addEventListener("abort", done, { once: true });
+    });
+  }
+
+  /** Resolves at the first renewal, on {@link stop}, or when `signal` aborts. */
+  #untilHolding(signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        this.#held.delete(done);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      if (signal.aborted || this.#holding || this.#stop.signal.aborted) return resolve();
+      this.#held.add(done);
       signal.addEventListener("abort", done, { once: true });
     });
   }
@@ -167,6 +283,18 @@ export class ShardMember {
   async #acknowledge(key: string): Promise<void> {
     const signal = this.#stop.signal;
     while (!signal.aborted && !this.#inFlight.has(key) && this.#opts.owned(key)?.drain) {
+      // A write of this key that got no answer may still run at the service: the new owner's
+      // first write must come after it could have, so the drain waits for it.
+      const wait = this.mayRunUntil(key) + FENCE_MARGIN_MS - this.#clock.now();
+      if (wait > 0) {
+        this.#opts.logger.debug({ key, waitMs: wait }, "drain waits for a write that got no answer");
+        try {
+          await this.#clock.sleep(wait, signal);
+        } catch {
+          return;
+        }
+        continue;
+      }
       try {
         if (await this.#opts.acknowledge(key, signal)) {
           this.#opts.logger.debug({ key }, "drain acknowledged");

@@ -18,6 +18,8 @@ export interface SimRequest {
   userAgent?: string;
   /** The status answered (`"200"`), `"reset"` for a connection dropped by a fault, absent while pending. */
   status?: string;
+  /** When it was answered (or reset), in ms on the simulator's clock; absent while pending. */
+  answeredAt?: number;
   /**
    * True when the client closed the connection before the answer was fully written (it did not
    * read it all): what a client that cuts off an oversized answer does.
@@ -64,6 +66,7 @@ export class RequestRecord {
   /** `request` was answered with `status` (or `"reset"`): it counts from now on. */
   answered(request: SimRequest, status: string): void {
     request.status = status;
+    request.answeredAt = this.#now();
     let byStatus = this.#counts.get(request.route);
     if (byStatus === undefined) {
       byStatus = new Map();

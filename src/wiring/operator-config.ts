@@ -67,6 +67,12 @@ export interface OperatorConfig {
    * leader assigns by label); needs leader election. Default off: one leader does all the work.
    */
   sharded?: boolean;
+  /**
+   * With `sharded`: the name of the ValidatingAdmissionPolicy (and of its binding) that keeps
+   * everyone but the operator off the shard labels; a replica refuses to start without them.
+   * Absent: not checked (`--shard-label-policy=unenforced`).
+   */
+  shardLabelPolicy?: string;
   metricsBindAddress: string;
   /**
    * Serve `/metrics` over HTTPS, each scrape authenticated (TokenReview) and authorized

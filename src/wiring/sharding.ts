@@ -21,6 +21,7 @@ import { type RingLease, RingMembership, Sharder } from "../sharding/sharder.ts"
 import { VERSION } from "../version.ts";
 import type { OperatorConfig } from "./operator-config.ts";
 import type { ClientIdentity } from "./service-connections.ts";
+import { requireShardLabelPolicy } from "./shard-label-policy.ts";
 
 /** How often the sharder looks again when nothing changed (Leases expire with time alone). */
 const SHARDER_PERIOD_MS = 2_000;
@@ -55,7 +56,7 @@ export interface Sharding {
 
 /** Options of {@link sharding}. */
 export interface ShardingParts {
-  config: Pick<OperatorConfig, "leaderElection" | "namespaces" | "labelSelector">;
+  config: Pick<OperatorConfig, "leaderElection" | "namespaces" | "labelSelector" | "shardLabelPolicy">;
   client: KubeClient;
   /** The namespace of the Leases (the leader election's). */
   namespace: string;
@@ -158,6 +159,10 @@ export function sharding(p: ShardingParts): Sharding {
     name: "shard-lease",
     needLeaderElection: false,
     start: async (signal, halt) => {
+      // No Lease (no share) before the policy is known to keep tenants off the labels: without
+      // it the replica exits, naming the fix.
+      if (config.shardLabelPolicy !== undefined)
+        await requireShardLabelPolicy(client, config.shardLabelPolicy, signal, clock, logger);
       const elector = new LeaderElector({
         lease: leases.lease(podName),
         identity: p.identity,
@@ -176,6 +181,9 @@ export function sharding(p: ShardingParts): Sharding {
         // is released after this, and the sharder moves the resources at once.
         await member.stop(AbortSignal.any([halt, holding]));
         member.released();
+        // A write that got no answer may still run at the service: the Lease is released only
+        // once it cannot, renewed meanwhile (halted too; killed first, the Lease expires).
+        await member.settled(holding);
       });
       member.released();
       if (outcome === "lost")
@@ -300,7 +308,7 @@ export function sharding(p: ShardingParts): Sharding {
       qpsShare: () => 1 / liveCount(),
       writeGate: () =>
         member.mayWrite()
-          ? { withinMs: member.writeWithinMs() }
+          ? member.grant()
           : {
               refuse:
                 "this replica's shard Lease is not current (--sharded): the write was held back so that no two replicas write one deployment",

@@ -221,7 +221,12 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
         NS,
         simulator.url,
         work,
-        ["--leader-elect", "--sharded", `--leader-election-namespace=${NS}`],
+        [
+          "--leader-elect",
+          "--sharded",
+          "--shard-label-policy=unenforced",
+          `--leader-election-namespace=${NS}`,
+        ],
         replica,
       );
       running.set(replica, op);

@@ -58,4 +58,24 @@ describe("the client's identity and write fence", () => {
     expect(performance.now() - started).toBeLessThan(4_000);
     sim.faults.set({});
   });
+
+  it("tells the gate how each write ended: answered (0), or unanswered with the timeout it was given", async () => {
+    const endings: number[] = [];
+    let withinMs = 5_000;
+    const client = new ServiceClient({
+      baseUrl: sim.url,
+      retries: 0,
+      writeGate: () => ({ withinMs, ended: (ms) => endings.push(ms) }),
+    });
+    await client.createDeployment({ name: "answered", source: "external_docker" });
+    await client.listProviders();
+    expect(endings).toEqual([0]);
+    sim.faults.set({ latency: [{ route: "POST /v2/deployments", ms: 5_000 }] });
+    withinMs = 300;
+    await expect(
+      client.createDeployment({ name: "unanswered", source: "external_docker" }),
+    ).rejects.toSatisfy((e) => isServiceError(e, "timeout"));
+    sim.faults.set({});
+    expect(endings).toEqual([0, 300]);
+  });
 });

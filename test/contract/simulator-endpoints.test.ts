@@ -331,7 +331,7 @@ describe("HTTP surface", () => {
     expect(sim.counters()).toEqual({});
   });
 
-  it("records each request: when it came, its route and URL, its User-Agent and the status answered", async () => {
+  it("records each request: when it came and was answered, its route and URL, its User-Agent and the status answered", async () => {
     sim.resetCounters();
     const before = Date.now();
     await call(sim, "GET", "/v2/deployments?limit=0");
@@ -340,7 +340,7 @@ describe("HTTP surface", () => {
     const seen = sim.requests();
     // Whoever sent it (fetch here): a sharded operator's requests say which replica.
     expect(new Set(seen.map((r) => r.userAgent))).toEqual(new Set(["node"]));
-    expect(seen.map(({ at: _, userAgent: __, ...r }) => r)).toEqual([
+    expect(seen.map(({ at: _, answeredAt: __, userAgent: ___, ...r }) => r)).toEqual([
       { method: "GET", route: "GET /v2/deployments", url: "/v2/deployments?limit=0", status: "422" },
       {
         method: "PATCH",
@@ -350,7 +350,10 @@ describe("HTTP surface", () => {
       },
       { method: "GET", route: "GET (unmatched)", url: "/nowhere", status: "404" },
     ]);
-    for (const r of seen) expect(r.at).toBeGreaterThanOrEqual(before);
+    for (const r of seen) {
+      expect(r.at).toBeGreaterThanOrEqual(before);
+      expect(r.answeredAt).toBeGreaterThanOrEqual(r.at);
+    }
     // The record and the counters tell the same story; filters narrow it.
     expect(sim.counters()).toEqual({
       "GET /v2/deployments": { "422": 1 },

@@ -2,7 +2,10 @@
 // two simulators (the default connection and a ServiceConnection), while replicas are killed -9,
 // added and stopped, and resources are edited. What must hold throughout: every edit reaches the
 // service exactly once, no deployment is created twice, no two replicas take turns writing one
-// deployment within a Lease's duration, and every resource is owned again (by a live replica,
+// deployment within a Lease's duration, no replica's first write to a deployment reaches the
+// service before the previous writer's last write to it was answered (the service takes 250 ms
+// over each edit, so a handover with a write still in flight shows), and every resource is owned
+// again (by a live replica,
 // the one the ring gives it) within the Lease duration plus a few seconds of each disruption
 // (plus 10 s when the replica killed was the leader, which runs the sharder).
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -12,11 +15,12 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ownerOf } from "../../src/sharding/ring.ts";
-import type { RunningSimulator, SimRequest } from "../../src/simulator/server.ts";
+import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { freshNamespace, waitFor } from "../support/cluster.ts";
 import { startTestSimulator, TEST_API_KEY } from "../support/operator.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
 import { type Replica, ShardedRing } from "../support/sharded-replicas.ts";
+import { handovers, writesByDeployment } from "../support/write-spans.ts";
 
 /** Sizes chosen to run in about three minutes on two cores: 200 resources, 10 rounds. */
 const RESOURCES = Number(process.env.RING_CHAOS_RESOURCES ?? 200);
@@ -33,6 +37,11 @@ const REOWN_SLACK_MS = 30_000;
 /** For a kill -9 of the leader: see test/integration/sharding-failover.test.ts. */
 const LEADER_KILL_MARGIN_MS = 10_000;
 const KEY_B = "ring-chaos-key-b-5f1e";
+/**
+ * How long each simulator takes over an edit (a PATCH), between its arrival and its answer: a
+ * write takes time at the service, so one still in flight at a handover shows as an overlap.
+ */
+const EDIT_LATENCY_MS = 250;
 const RING = "dms-ring-chaos";
 
 const spec = (tag: number, connection: boolean): DeploymentSpec => ({
@@ -60,6 +69,8 @@ describe("sharding: ring chaos", () => {
     const simA = await startTestSimulator({ requestRecordLimit: 500_000 });
     const simB = await startTestSimulator({ apiKey: KEY_B, requestRecordLimit: 500_000 });
     sims.push(simA, simB);
+    for (const sim of [simA, simB])
+      sim.faults.set({ latency: [{ route: "PATCH /v2/deployments/{deployment_id}", ms: EDIT_LATENCY_MS }] });
     await user.putSecret(namespace, "b", { "api-key": KEY_B });
     await user.client.request({
       method: "POST",
@@ -219,15 +230,22 @@ describe("sharding: ring chaos", () => {
       const image = `registry.example.com/ring:${t}`;
       expect(images.filter((r) => r.includes(`"${image}"`)).length, `${name} ${image}`).toBe(1);
     }
-    // No replica wrote a deployment between two writes of another within one Lease duration.
+    // No replica wrote a deployment between two writes of another within one Lease duration, and
+    // no replica's write to a deployment arrived before every earlier write to it by another
+    // replica was answered: each write's span at the service is [arrival, answer].
+    const found = {
+      count: 0,
+      smallestGapMs: Number.POSITIVE_INFINITY,
+      smallestAt: "",
+      overlaps: [] as string[],
+    };
     for (const sim of [simA, simB]) {
-      const byDeployment = new Map<string, SimRequest[]>();
-      for (const r of sim.requests()) {
-        if (r.method === "GET" || !r.url.startsWith("/v2/deployments/")) continue;
-        const id = r.url.split("/")[3]?.split("?")[0] ?? "";
-        byDeployment.set(id, [...(byDeployment.get(id) ?? []), r]);
-      }
-      for (const [id, writes] of byDeployment) {
+      const h = handovers(sim.requests());
+      found.count += h.count;
+      found.overlaps.push(...h.overlaps);
+      if (h.smallestGapMs < found.smallestGapMs)
+        Object.assign(found, { smallestGapMs: h.smallestGapMs, smallestAt: h.smallestAt });
+      for (const [id, writes] of writesByDeployment(sim.requests())) {
         for (let i = 2; i < writes.length; i++) {
           const [a, b, c] = [writes[i - 2], writes[i - 1], writes[i]];
           if (!a || !b || !c) continue;
@@ -243,6 +261,10 @@ describe("sharding: ring chaos", () => {
         true,
       );
     }
+    console.log(
+      `ring chaos: ${found.count} handovers of a deployment's writes between replicas; smallest gap between the previous writer's last answer and the next writer's first arrival: ${found.smallestGapMs} ms (${found.smallestAt})`,
+    );
+    expect(found.overlaps).toEqual([]);
     // Resources did move: the rounds were handovers, not a ring that never changed.
     expect(moves).toBeGreaterThan(RESOURCES / 4);
   }, 900_000);

@@ -1,54 +1,104 @@
-// The sharding component's admission policy on the real API server: someone who may edit a
-// Deployment resource (here the admin, who is not the operator) can neither set, change nor
-// remove the shard labels; the operator's ServiceAccount can; other labels are untouched. The
-// policy is applied as the component ships it, bound to this test's namespace only.
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+// The sharding component's admission policy on the real API server, as `kubectl kustomize`
+// renders it for an overlay that moves the operator to another namespace (this test's) and
+// prefixes its names: someone who may edit a Deployment resource (here the admin, who is not the
+// operator) can neither set, change nor remove the shard labels; the operator's ServiceAccount
+// in that namespace can, the same name in another namespace cannot; other labels are untouched.
+// The policy is bound to this test's namespace only. Then a `--sharded` replica's start: it
+// exits naming the fix while the policy it requires is missing, and joins the ring once it exists.
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { freshNamespace, kubectl, kubectlOk, waitFor } from "../support/cluster.ts";
+import { startSmallRing } from "../support/sharded-replicas.ts";
 
-const POLICY = join(
-  import.meta.dirname,
-  "..",
-  "..",
-  "manifests",
-  "components",
-  "sharding",
-  "shard-label-policy.yaml",
-);
-const OPERATOR = "system:serviceaccount:dms-system:dms-operator";
+const MANIFESTS = join(import.meta.dirname, "..", "..", "manifests");
 
-/** The fields of the policy and its binding this test renames and narrows. */
+/** The fields of the rendered objects this test reads, renames and narrows. */
 interface Manifest {
-  metadata: { name: string };
-  spec: { policyName?: string; matchResources?: unknown };
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  spec?: { policyName?: string; matchResources?: unknown; paramRef?: { name: string; namespace: string } };
+  subjects?: { name: string; namespace?: string }[];
+  rules?: { resourceNames?: string[] }[];
 }
 
 describe("sharding: the shard label policy", () => {
   const cleanup: string[][] = [];
+  let work = "";
   afterAll(async () => {
     for (const args of cleanup.reverse()) await kubectl(args);
+    if (work) await rm(work, { recursive: true, force: true });
   });
 
-  it("lets only the operator write shard.dms.dev/owner and shard.dms.dev/drain", async () => {
+  it("lets only the operator write shard.dms.dev/owner and shard.dms.dev/drain, in the namespace an overlay gives it, and a sharded replica starts only once it exists", async () => {
     const namespace = await freshNamespace("shard-policy");
     const suffix = namespace.split("-").at(-1) ?? "x";
-    const [policy, binding] = parseAllDocuments(readFileSync(POLICY, "utf8")).map(
+    work = await mkdtemp(join(tmpdir(), "shard-policy-"));
+    const overlay = join(work, "overlay");
+    await mkdir(overlay);
+    await writeFile(
+      join(overlay, "kustomization.yaml"),
+      [
+        "apiVersion: kustomize.config.k8s.io/v1beta1",
+        "kind: Kustomization",
+        `namespace: ${namespace}`,
+        "namePrefix: team-",
+        `resources: [${relative(overlay, join(MANIFESTS, "default"))}]`,
+        `components: [${relative(overlay, join(MANIFESTS, "components", "sharding"))}]`,
+        "",
+      ].join("\n"),
+    );
+    const rendered = parseAllDocuments(await kubectlOk(["kustomize", overlay])).map(
       (d) => d.toJS() as Manifest,
     );
-    if (!policy || !binding) throw new Error(`${POLICY}: a policy and its binding`);
-    policy.metadata.name = `${policy.metadata.name}-${suffix}`;
-    binding.metadata.name = `${binding.metadata.name}-${suffix}`;
-    binding.spec.policyName = policy.metadata.name;
-    binding.spec.matchResources = {
-      namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
+    const find = (kind: string, name: string) => {
+      const found = rendered.find((o) => o.kind === kind && o.metadata.name === name);
+      if (!found) throw new Error(`kubectl kustomize rendered no ${kind} ${name}`);
+      return found;
     };
-    await kubectlOk(["apply", "-f", "-"], {
-      input: JSON.stringify({ apiVersion: "v1", kind: "List", items: [policy, binding] }),
+    const policy = find("ValidatingAdmissionPolicy", "team-dms-operator-shard-labels");
+    const binding = find("ValidatingAdmissionPolicyBinding", "team-dms-operator-shard-labels");
+    const account = find("ServiceAccount", "team-dms-operator");
+    // The overlay's namespace and prefix reach every reference to the operator and the policy.
+    expect(binding.spec?.paramRef).toEqual({
+      name: "team-dms-operator",
+      namespace,
+      parameterNotFoundAction: "Deny",
     });
-    cleanup.push(["delete", "validatingadmissionpolicybinding", binding.metadata.name, "--ignore-not-found"]);
-    cleanup.push(["delete", "validatingadmissionpolicy", policy.metadata.name, "--ignore-not-found"]);
+    expect(binding.spec?.policyName).toBe(policy.metadata.name);
+    expect(account.metadata.namespace).toBe(namespace);
+    expect(find("ClusterRoleBinding", "team-dms-operator-sharding").subjects).toEqual([
+      { kind: "ServiceAccount", name: "team-dms-operator", namespace },
+    ]);
+    expect(find("ClusterRole", "team-dms-operator-sharding").rules?.[0]?.resourceNames).toEqual([
+      policy.metadata.name,
+    ]);
+    const operator = `system:serviceaccount:${namespace}:team-dms-operator`;
+
+    // Named for this test alone, bound to its namespace alone: the API server is shared.
+    const name = `${policy.metadata.name}-${suffix}`;
+    const objects = [
+      { ...account },
+      { ...policy, metadata: { name } },
+      {
+        ...binding,
+        metadata: { name },
+        spec: {
+          ...binding.spec,
+          policyName: name,
+          matchResources: {
+            namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
+          },
+        },
+      },
+    ];
+    await kubectlOk(["apply", "-f", "-"], {
+      input: JSON.stringify({ apiVersion: "v1", kind: "List", items: objects }),
+    });
+    cleanup.push(["delete", "validatingadmissionpolicybinding", name, "--ignore-not-found"]);
+    cleanup.push(["delete", "validatingadmissionpolicy", name, "--ignore-not-found"]);
 
     const resource = (name: string, labels: Record<string, string>) =>
       JSON.stringify({
@@ -92,19 +142,69 @@ describe("sharding: the shard label policy", () => {
     }
     expect((await label(["team=b", "--overwrite"])).code).toBe(0);
     // The operator sets, changes and removes them.
-    expect((await label(["shard.dms.dev/owner=replica-a"], OPERATOR)).code).toBe(0);
-    expect((await label(["shard.dms.dev/owner=replica-b", "--overwrite"], OPERATOR)).code).toBe(0);
+    // The same ServiceAccount name in another namespace is not the operator.
+    const elsewhere = await label(
+      ["shard.dms.dev/owner=replica-a"],
+      "system:serviceaccount:dms-system:team-dms-operator",
+    );
+    expect(elsewhere.code).not.toBe(0);
+    expect(elsewhere.stderr).toContain("written by the operator only");
+    expect((await label(["shard.dms.dev/owner=replica-a"], operator)).code).toBe(0);
+    expect((await label(["shard.dms.dev/owner=replica-b", "--overwrite"], operator)).code).toBe(0);
     // Nobody else changes or removes them once set.
     for (const args of [["shard.dms.dev/owner=replica-c", "--overwrite"], ["shard.dms.dev/owner-"]]) {
       const r = await label(args);
       expect(r.code, args.join(" ")).not.toBe(0);
     }
-    expect((await label(["shard.dms.dev/owner-"], OPERATOR)).code).toBe(0);
+    expect((await label(["shard.dms.dev/owner-"], operator)).code).toBe(0);
     const labels = JSON.parse(
       await kubectlOk(["-n", namespace, "get", "deployments.dms.dev", "app", "-o", "json"]),
     ) as {
       metadata: { labels: Record<string, string> };
     };
     expect(labels.metadata.labels).toEqual({ team: "b" });
+
+    // A sharded replica requiring a policy that does not exist exits, naming the fix.
+    const { ring, close } = await startSmallRing({
+      namespace,
+      ring: "dms-shard-policy",
+      prefix: "policy",
+      work,
+    });
+    try {
+      const refused = ring.start([
+        "--shard-label-policy=required",
+        `--shard-label-policy-name=${name}-missing`,
+      ]);
+      await waitFor(() => (refused.process.running ? undefined : true), {
+        timeoutMs: 60_000,
+        intervalMs: 200,
+        description: "the replica without its policy exiting",
+      });
+      expect(refused.process.logTail(50)).toMatch(/must exist.*--shard-label-policy=unenforced/);
+      const leases = async () =>
+        JSON.parse(
+          await kubectlOk([
+            "-n",
+            namespace,
+            "get",
+            "leases",
+            "-l",
+            "sharding.dms.dev/ring=dms-shard-policy",
+            "-o",
+            "json",
+          ]),
+        ) as { items: { metadata: { name: string } }[] };
+      expect((await leases()).items).toEqual([]);
+      // With the policy in place it joins the ring (its Lease).
+      const joined = ring.start(["--shard-label-policy=required", `--shard-label-policy-name=${name}`]);
+      await waitFor(
+        async () => ((await leases()).items.some((l) => l.metadata.name === joined.name) ? true : undefined),
+        { timeoutMs: 60_000, intervalMs: 500, description: "the replica's Lease once its policy exists" },
+      );
+      expect(joined.process.running).toBe(true);
+    } finally {
+      await close();
+    }
   });
 });

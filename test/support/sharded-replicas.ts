@@ -2,10 +2,13 @@
  * `--sharded` operators run as separate processes against the test API server, for the sharding
  * cluster tests: one ring, short Leases, each replica its own `POD_NAME` and log.
  */
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { OperatorProcess, operatorEnv } from "../../scripts/demo/operator-process.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
+import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { testKubeconfigPath } from "./cluster.ts";
+import { startTestSimulator, TEST_API_KEY } from "./operator.ts";
 import type { ClusterUser } from "./resources.ts";
 
 /** A replica started by {@link ShardedRing.start}. */
@@ -41,12 +44,15 @@ export class ShardedRing {
     this.#o = options;
   }
 
-  start(): Replica {
+  /** Starts a replica; `args` come after the ring's own (a later flag wins). */
+  start(args: readonly string[] = []): Replica {
     const o = this.#o;
     const name = `${o.prefix}-${this.#serial++}`;
     const process = OperatorProcess.start({
       args: [
         "--sharded",
+        // The ring runs without the label policy (its check is test/integration/sharding-label-policy.test.ts).
+        "--shard-label-policy=unenforced",
         `--kubeconfig=${testKubeconfigPath()}`,
         `--namespaces=${o.namespace}`,
         `--leader-election-namespace=${o.namespace}`,
@@ -63,6 +69,7 @@ export class ShardedRing {
         "--metrics-bind-address=0",
         "--health-probe-bind-address=0",
         "--log-level=info",
+        ...args,
       ],
       logPath: join(o.work, `${name}.log`),
       workDir: join(o.work, `${name}-work`),
@@ -120,4 +127,44 @@ export class ShardedRing {
     })) as { items: DeploymentObject[] };
     return list.items;
   }
+}
+
+/** A ring of {@link startSmallRing} and its simulator. */
+export interface SmallRing {
+  ring: ShardedRing;
+  /** The default connection's simulator. */
+  sim: RunningSimulator;
+  /** Stops every replica and the simulator. */
+  close(): Promise<void>;
+}
+
+/**
+ * A ring with 6 s Leases (4 s renew deadline, 1 s retry) against a simulator of its own for the
+ * default connection, whose key is written in `work`; no replica started yet.
+ */
+export async function startSmallRing(o: {
+  namespace: string;
+  ring: string;
+  prefix: string;
+  work: string;
+}): Promise<SmallRing> {
+  const sim = await startTestSimulator();
+  const apiKeyFile = join(o.work, "api-key");
+  await writeFile(apiKeyFile, `${TEST_API_KEY}\n`, { mode: 0o600 });
+  const ring = new ShardedRing({
+    ...o,
+    leaseMs: 6_000,
+    renewDeadline: "4s",
+    retryPeriod: "1s",
+    baseUrl: sim.url,
+    apiKeyFile,
+  });
+  return {
+    ring,
+    sim,
+    close: async () => {
+      await ring.stopAll();
+      await sim.close();
+    },
+  };
 }

@@ -367,7 +367,6 @@ describe("a replica", () => {
       if (key === "ns/mine") await new Promise<void>((resolve) => (finish = resolve));
       return { kind: "done" };
     });
-    expect(await reconcile("ns/mine", signal)).toEqual({ kind: "requeueAfter", ms: 1_000 });
     m.renewed(clock.now());
     expect(await reconcile("ns/other", signal)).toEqual({ kind: "gone" });
     expect(await reconcile("ns/drained", signal)).toEqual({ kind: "gone" });

@@ -310,3 +310,11 @@ Refuses combinations of values the operator could not run with, naming the value
 {{- fail (printf "%s, config.insecureSkipTLSVerify: give one of them: a CA to verify the service's certificate with, or (a test service only) no verification" (first $caGiven)) }}
 {{- end }}
 {{- end }}
+
+{{/*
+The shard label policy a sharded replica requires at start: sharding.labelPolicyName, else the
+chart's own (<fullname>-shard-labels).
+*/}}
+{{- define "dms-operator.shardLabelPolicyName" -}}
+{{- .Values.sharding.labelPolicyName | default (printf "%s-shard-labels" (include "dms-operator.fullname" .)) -}}
+{{- end -}}

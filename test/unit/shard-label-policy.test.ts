@@ -1,0 +1,108 @@
+// `--shard-label-policy`: which name a sharded replica requires, and what the check makes of the
+// API server's answers (a stub of the one call it makes; the real API server's answers are
+// test/integration/sharding-label-policy.test.ts's).
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import { runConfigFrom } from "../../src/commands/run-config.ts";
+import type { KubeClient, KubeRequest } from "../../src/kube/client.ts";
+import { apiErrorFrom } from "../../src/kube/errors.ts";
+import { requireShardLabelPolicy } from "../../src/wiring/shard-label-policy.ts";
+import { ManualClock } from "../support/manual-clock.ts";
+
+const base = { baseUrl: "http://127.0.0.1:8090" };
+const logger = pino({ level: "silent" });
+
+function configOf(flags: Record<string, unknown>, env: Record<string, string> = {}) {
+  const result = runConfigFrom({ ...base, ...flags }, env);
+  if (!result.ok) throw new Error(result.problems.join("\n"));
+  return result.config;
+}
+
+/** A client answering each path from `answers` (an Error is thrown), recording the paths. */
+function clientOf(answers: (path: string) => unknown) {
+  const paths: string[] = [];
+  const client = {
+    request: async (req: KubeRequest) => {
+      paths.push(req.path);
+      const answer = answers(req.path);
+      if (answer instanceof Error) throw answer;
+      return answer;
+    },
+  } as unknown as KubeClient;
+  return { client, paths };
+}
+
+const binding = (spec: Record<string, unknown>) => ({ spec });
+const run = (client: KubeClient, signal = new AbortController().signal, clock = new ManualClock()) =>
+  requireShardLabelPolicy(client, "dms-operator-shard-labels", signal, clock, logger);
+
+describe("--shard-label-policy", () => {
+  it("requires the component's policy by default when sharded, another name when given, none when unenforced", () => {
+    expect(configOf({}).shardLabelPolicy).toBeUndefined();
+    expect(configOf({ sharded: true }).shardLabelPolicy).toBe("dms-operator-shard-labels");
+    expect(configOf({ sharded: true, shardLabelPolicyName: "ops-shard-labels" }).shardLabelPolicy).toBe(
+      "ops-shard-labels",
+    );
+    expect(
+      configOf({ sharded: true }, { DMS_SHARD_LABEL_POLICY: "unenforced" }).shardLabelPolicy,
+    ).toBeUndefined();
+    const wrong = runConfigFrom({ ...base, sharded: true, shardLabelPolicy: "off" }, {});
+    expect(wrong.ok ? [] : wrong.problems.join("\n")).toMatch(/--shard-label-policy.*required, unenforced/);
+  });
+});
+
+describe("the shard label policy check", () => {
+  it("passes when the policy and a binding of it with Deny exist", async () => {
+    const { client, paths } = clientOf((path) =>
+      path.includes("bindings")
+        ? binding({ policyName: "dms-operator-shard-labels", validationActions: ["Deny"] })
+        : {},
+    );
+    await run(client);
+    expect(paths).toEqual([
+      "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/dms-operator-shard-labels",
+      "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/dms-operator-shard-labels",
+    ]);
+  });
+
+  it("refuses, naming the fix and the way to accept the risk, when one is missing, does not deny, or cannot be read", async () => {
+    const missing = clientOf(() => apiErrorFrom(404, { reason: "NotFound" }, "GET policy"));
+    await expect(run(missing.client)).rejects.toThrow(
+      /must exist.*shard-label-policy\.yaml.*--shard-label-policy=unenforced/,
+    );
+    const warnOnly = clientOf((path) =>
+      path.includes("bindings")
+        ? binding({ policyName: "dms-operator-shard-labels", validationActions: ["Warn"] })
+        : {},
+    );
+    await expect(run(warnOnly.client)).rejects.toThrow(/validationActions \[Deny\]/);
+    const other = clientOf((path) =>
+      path.includes("bindings") ? binding({ policyName: "something-else", validationActions: ["Deny"] }) : {},
+    );
+    await expect(run(other.client)).rejects.toThrow(/must bind the policy/);
+    const forbidden = clientOf(() => apiErrorFrom(403, { reason: "Forbidden" }, "GET policy"));
+    await expect(run(forbidden.client)).rejects.toThrow(
+      /may not read.*get on validatingadmissionpolicies.*unenforced/,
+    );
+  });
+
+  it("tries again after an answer that says nothing about the policy, until it is read or the replica stops", async () => {
+    let failures = 2;
+    const { client, paths } = clientOf((path) => {
+      if (failures-- > 0) return apiErrorFrom(503, {}, "GET policy");
+      return path.includes("bindings")
+        ? binding({ policyName: "dms-operator-shard-labels", validationActions: ["Deny"] })
+        : {};
+    });
+    const clock = new ManualClock({ sleepsInstantly: true });
+    await run(client, new AbortController().signal, clock);
+    expect(paths).toHaveLength(4);
+    expect(clock.sleeps).toEqual([2_000, 2_000]);
+    const stopping = new AbortController();
+    const down = clientOf(() => new Error("connect ECONNREFUSED 127.0.0.1:6443"));
+    const checking = run(down.client, stopping.signal, new ManualClock());
+    await Promise.resolve();
+    stopping.abort();
+    await checking;
+  });
+});

@@ -1,0 +1,45 @@
+// The ring chaos test's check of handovers (test/support/write-spans.ts): a new writer of a
+// deployment must arrive after every earlier write by another replica was answered.
+import { describe, expect, it } from "vitest";
+import type { SimRequest } from "../../src/simulator/requests.ts";
+import { handovers } from "../support/write-spans.ts";
+
+const write = (replica: string, at: number, answeredAt: number | undefined, id = "d1"): SimRequest => ({
+  at,
+  method: "PATCH",
+  route: "PATCH /v2/deployments/{deployment_id}",
+  url: `/v2/deployments/${id}`,
+  userAgent: `dms-operator/0.1.0 (${replica})`,
+  ...(answeredAt === undefined ? {} : { status: "200", answeredAt }),
+});
+
+describe("handovers of a deployment's writes", () => {
+  it("counts each change of writer and the smallest gap, reads and other deployments aside", () => {
+    const found = handovers([
+      write("a", 0, 250),
+      { ...write("b", 100, 100), method: "GET" },
+      write("a", 300, 550, "d2"),
+      write("b", 1_000, 1_250),
+      write("a", 2_000, 2_250),
+    ]);
+    expect(found).toEqual({
+      count: 2,
+      smallestGapMs: 750,
+      smallestAt: "d1: dms-operator/0.1.0 (a) → dms-operator/0.1.0 (b)",
+      overlaps: [],
+    });
+  });
+
+  it("reports a new writer that arrived while the previous one's write was still running, or never answered", () => {
+    const running = handovers([write("a", 0, 250), write("b", 200, 450)]);
+    expect(running.overlaps).toEqual([
+      "d1: dms-operator/0.1.0 (b)'s PATCH /v2/deployments/{deployment_id} arrived at 200, before dms-operator/0.1.0 (a)'s write to it was answered (250)",
+    ]);
+    expect(running.smallestGapMs).toBe(-50);
+    // An earlier write of the old writer that outlasts its later ones counts too.
+    expect(
+      handovers([write("a", 0, 5_000), write("a", 10, 20), write("b", 1_000, 1_100)]).overlaps,
+    ).toHaveLength(1);
+    expect(handovers([write("a", 0, undefined), write("b", 60_000, 60_100)]).overlaps).toHaveLength(1);
+  });
+});
