@@ -27,13 +27,30 @@ export interface ShardedResource {
   uid: string;
   resourceVersion: string;
   labels: Readonly<Record<string, string>> | undefined;
+  /**
+   * What the resource claims: its service name on its connection. The ring places resources by
+   * it, so that rivals for one name are always judged by one replica.
+   */
+  claim: string;
+}
+
+/**
+ * Thrown by {@link SharderPorts.setLabels} when the API server's admission denied the write (a
+ * ValidatingAdmissionPolicy that does not admit this process's ServiceAccount): the sharder
+ * reports it once per pass, with the fix, instead of once per resource.
+ */
+export class ShardLabelsDenied extends Error {
+  override readonly name = "ShardLabelsDenied";
 }
 
 /** What the sharder reads and writes (the Kubernetes adapters implement it). */
 export interface SharderPorts {
   leases(): readonly RingLease[];
   resources(): Iterable<ShardedResource>;
-  /** Merge-patches the shard labels of `key` if still at `resourceVersion`; false when it lost the race. */
+  /**
+   * Merge-patches the shard labels of `key` if still at `resourceVersion`; false when it lost the
+   * race; rejects with {@link ShardLabelsDenied} when admission denied it.
+   */
   setLabels(
     key: string,
     resourceVersion: string,
@@ -99,6 +116,18 @@ export interface PassReport {
   waiting: number;
   held: string[];
   deleted: string[];
+  /** Resources whose move waits for a rival (same claim) to be let go by another replica. */
+  deferred: number;
+  /** Label writes admission denied. */
+  denied: number;
+  /** Label writes that lost a race (the resource changed since it was read): tried again next pass. */
+  lost: number;
+}
+
+/** The replica that holds a resource now: its owner label, or the previous one if removed unacknowledged. */
+function effectiveOwner(labels: ShardLabels, before: ShardLabels | undefined): string | undefined {
+  if (labels.owner !== undefined) return labels.owner;
+  return before?.owner !== undefined && !before.drain ? before.owner : undefined;
 }
 
 function labelsOf(resource: ShardedResource): ShardLabels {
@@ -205,10 +234,15 @@ export class Sharder {
   /** Each resource's shard labels as last seen or written by this sharder. */
   readonly #before = new Map<string, ShardLabels>();
   /**
-   * The ring's choice per uid for the live members it was computed for: a pass over 30,000
-   * resources hashes each once per membership, not once per member and pass.
+   * The ring's choice per claim for the live members it was computed for: a pass over 30,000
+   * resources hashes each claim once per membership, not once per member and pass.
    */
-  #choices: { members: string; byUid: Map<string, string | undefined> } = { members: "", byUid: new Map() };
+  #choices: { members: string; byClaim: Map<string, string | undefined> } = {
+    members: "",
+    byClaim: new Map(),
+  };
+  /** The resources (uids) whose label write failed in the last pass: tried after the others. */
+  #failed = new Set<string>();
 
   constructor(options: SharderOptions) {
     this.#opts = options;
@@ -235,8 +269,8 @@ export class Sharder {
     const live = this.#ring.live(all, now);
     const leases = new Map(all.map((l) => [l.name, l]));
     const members = live.join(",");
-    if (this.#choices.members !== members) this.#choices = { members, byUid: new Map() };
-    const choices = this.#choices.byUid;
+    if (this.#choices.members !== members) this.#choices = { members, byClaim: new Map() };
+    const choices = this.#choices.byClaim;
     // A member's state is the same for all its resources within one pass.
     const states = new Map<string, MemberState>();
     const ring: RingView = {
@@ -249,25 +283,63 @@ export class Sharder {
         }
         return state;
       },
-      ownerOf: (uid) => {
-        if (choices.has(uid)) return choices.get(uid);
-        const owner = ownerOf(uid, live);
-        choices.set(uid, owner);
+      ownerOf: (claim) => {
+        if (choices.has(claim)) return choices.get(claim);
+        const owner = ownerOf(claim, live);
+        choices.set(claim, owner);
         return owner;
       },
     };
-    const report: PassReport = { live, assigned: 0, drained: 0, waiting: 0, held: [], deleted: [] };
+    const report: PassReport = {
+      live,
+      assigned: 0,
+      drained: 0,
+      waiting: 0,
+      held: [],
+      deleted: [],
+      deferred: 0,
+      denied: 0,
+      lost: 0,
+    };
     const owners = new Map<string, number>();
     const toHold = new Set<string>();
-    const writes: (() => Promise<void>)[] = [];
+    const writes: { uid: string; write: () => Promise<void> }[] = [];
     const seen = new Set<string>();
+    const seenClaims = new Set<string>();
+    // Who holds each claim now (owner label, or an owner whose label vanished unacknowledged).
+    const claimOwners = new Map<string, string | Set<string>>();
+    for (const resource of this.#opts.ports.resources()) {
+      const owner = effectiveOwner(labelsOf(resource), this.#before.get(resource.uid));
+      if (owner === undefined) continue;
+      const known = claimOwners.get(resource.claim);
+      if (known === undefined) claimOwners.set(resource.claim, owner);
+      else if (typeof known === "string") {
+        if (known !== owner) claimOwners.set(resource.claim, new Set([known, owner]));
+      } else known.add(owner);
+    }
+    // A resource moves to `to` only while no rival of its claim is held by another replica that
+    // may still write (not one whose Lease the sharder holds): the rival must be let go first, or
+    // two replicas would each judge the claim with one of the rivals only.
+    const rivalElsewhere = (claim: string, to: string) => {
+      const known = claimOwners.get(claim);
+      if (known === undefined) return false;
+      for (const other of typeof known === "string" ? [known] : known)
+        if (other !== to && ring.state(other) !== "held") return true;
+      return false;
+    };
     for (const resource of this.#opts.ports.resources()) {
       seen.add(resource.uid);
+      seenClaims.add(resource.claim);
       const labels = labelsOf(resource);
       const before = this.#before.get(resource.uid);
-      const action = nextAction(resource.uid, labels, before, ring);
+      let action = nextAction(resource.claim, labels, before, ring);
       const owner = labels.owner ?? before?.owner;
       if (owner !== undefined) owners.set(owner, (owners.get(owner) ?? 0) + 1);
+      const current = effectiveOwner(labels, before);
+      if (action.kind === "assign" && action.to !== current && rivalElsewhere(resource.claim, action.to)) {
+        report.deferred += 1;
+        action = { kind: "wait" };
+      }
       if (action.kind !== "assign" && action.kind !== "drain") {
         // An owner removed by someone else stays remembered until it is written back.
         const removed = labels.owner === undefined && before?.owner !== undefined && !before.drain;
@@ -285,41 +357,47 @@ export class Sharder {
           break;
         case "assign": {
           const next: ShardLabels = { owner: action.to, drain: false };
-          writes.push(async () => {
-            // Off a member that is not live only while its Lease is held (checked at the write).
-            if (owner !== undefined && owner !== action.to && !live.includes(owner) && !holdValid(owner))
-              return;
-            const ok = await this.#opts.ports.setLabels(
-              resource.key,
-              resource.resourceVersion,
-              { [OWNER_LABEL]: action.to, [DRAIN_LABEL]: null },
-              signal,
-            );
-            if (ok) {
-              this.#before.set(resource.uid, next);
-              report.assigned += 1;
-            }
+          writes.push({
+            uid: resource.uid,
+            write: async () => {
+              // Off a member that is not live only while its Lease is held (checked at the write).
+              if (owner !== undefined && owner !== action.to && !live.includes(owner) && !holdValid(owner))
+                return;
+              const ok = await this.#opts.ports.setLabels(
+                resource.key,
+                resource.resourceVersion,
+                { [OWNER_LABEL]: action.to, [DRAIN_LABEL]: null },
+                signal,
+              );
+              if (ok) {
+                this.#before.set(resource.uid, next);
+                report.assigned += 1;
+              } else report.lost += 1;
+            },
           });
           break;
         }
         case "drain":
-          writes.push(async () => {
-            const ok = await this.#opts.ports.setLabels(
-              resource.key,
-              resource.resourceVersion,
-              { [DRAIN_LABEL]: "true" },
-              signal,
-            );
-            if (ok) {
-              this.#before.set(resource.uid, { owner: labels.owner, drain: true });
-              report.drained += 1;
-            }
+          writes.push({
+            uid: resource.uid,
+            write: async () => {
+              const ok = await this.#opts.ports.setLabels(
+                resource.key,
+                resource.resourceVersion,
+                { [DRAIN_LABEL]: "true" },
+                signal,
+              );
+              if (ok) {
+                this.#before.set(resource.uid, { owner: labels.owner, drain: true });
+                report.drained += 1;
+              } else report.lost += 1;
+            },
           });
           break;
       }
     }
     for (const uid of this.#before.keys()) if (!seen.has(uid)) this.#before.delete(uid);
-    for (const uid of choices.keys()) if (!seen.has(uid)) choices.delete(uid);
+    for (const claim of choices.keys()) if (!seenClaims.has(claim)) choices.delete(claim);
     // Leases no resource names that nobody renews (a replica gone for good): taken, then deleted.
     for (const lease of leases.values()) {
       const name = lease.name;
@@ -334,11 +412,32 @@ export class Sharder {
     // Moves off a taken Lease only while the hold lasts: the replica cannot be back before.
     const holdValid = (name: string) =>
       this.#state(name, leases.get(name), this.#opts.clock.now()) === "held";
+    // Writes that failed last pass go last: a head of failing writes does not starve the rest.
+    const failedBefore = this.#failed;
+    const ordered = [
+      ...writes.filter((w) => !failedBefore.has(w.uid)),
+      ...writes.filter((w) => failedBefore.has(w.uid)),
+    ].slice(0, MAX_WRITES_PER_PASS);
+    this.#failed = new Set();
+    let denial: string | undefined;
     await this.#run(
-      writes.slice(0, MAX_WRITES_PER_PASS).map((w) => async () => {
-        if (!signal.aborted) await w();
+      ordered.map((w) => async () => {
+        if (signal.aborted) return;
+        try {
+          await w.write();
+        } catch (err) {
+          this.#failed.add(w.uid);
+          if (!(err instanceof ShardLabelsDenied)) throw err;
+          report.denied += 1;
+          denial ??= err.message;
+        }
       }),
     );
+    if (denial !== undefined)
+      this.#opts.logger.error(
+        { denied: report.denied },
+        `the shard-label policy does not admit this service account: ${denial}. Name the operator's ServiceAccount (system:serviceaccount:<namespace>:<name>) in the policy's matchConditions (manifests/components/sharding/shard-label-policy.yaml), or turn the policy off`,
+      );
     for (const name of [...toHold].slice(0, MAX_TAKES_PER_PASS))
       if (await this.#take(name, leases.get(name), signal)) report.held.push(name);
     // Holds: renewed while resources still name the replica, deleted once none does.
