@@ -70,10 +70,36 @@ describe("sharding: deleting a connection in use", () => {
       },
       { timeoutMs: 120_000, intervalMs: 1_000, description: "the resource owned and ready" },
     );
+    const connection = async () => {
+      const got = await kubectl(["get", "serviceconnection", "tenant", "-n", namespace, "-o", "json"]);
+      return got.code === 0
+        ? (JSON.parse(got.stdout) as {
+            status?: { deployments?: number; conditions?: { type: string; reason?: string }[] };
+          })
+        : undefined;
+    };
+    // One writer of the status (the leader, counting every replica's resources): the count is the
+    // cluster's, not the share of whichever replica wrote last.
+    await waitFor(async () => ((await connection())?.status?.deployments === 1 ? true : undefined), {
+      timeoutMs: 30_000,
+      intervalMs: 500,
+      description: "the connection's status counting its one user",
+    });
     await kubectlOk(["delete", "serviceconnection", "tenant", "-n", namespace, "--wait=false"]);
     // Both replicas check it within a few seconds; it must still be there, held.
-    await new Promise((resolve) => setTimeout(resolve, 8_000));
-    const got = await kubectl(["get", "serviceconnection", "tenant", "-n", namespace, "-o", "json"]);
-    expect(got.code, "the connection still exists while shop uses it").toBe(0);
+    for (let i = 0; i < 8; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const held = await connection();
+      expect(held, "the connection still exists while shop uses it").toBeDefined();
+      expect(held?.status?.deployments, JSON.stringify(held?.status)).toBe(1);
+    }
+    expect((await connection())?.status?.conditions?.map((c) => c.reason)).toContain("InUse");
+    // Once its last user is gone, the leader lets it go.
+    await user.delete(namespace, "shop");
+    await waitFor(async () => ((await connection()) === undefined ? true : undefined), {
+      timeoutMs: 60_000,
+      intervalMs: 1_000,
+      description: "the connection gone once no resource uses it",
+    });
   });
 });

@@ -15,7 +15,11 @@ import { startTestSimulator, TEST_API_KEY } from "../support/operator.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
 import { ShardedRing } from "../support/sharded-replicas.ts";
 
-/** Pairs of rivals: each lands on two replicas with probability 1/2, so some always split. */
+/**
+ * Pairs of rivals. Placed by uid, each pair would land on two replicas with probability 1/2; the
+ * ring places resources by claim (connection + service name), so rivals always share a replica
+ * while the pairs still spread over both.
+ */
 const PAIRS = 12;
 const spec = (name: string, tag: string): DeploymentSpec => ({
   name,
@@ -77,6 +81,9 @@ describe("sharding: one service name claimed by two resources", () => {
       return owner(`p${i}-old`) !== owner(`p${i}-new`);
     });
     console.log(`pairs split over two replicas: ${split.join(", ") || "none"}`);
+    expect(split, "rivals share a replica").toEqual([]);
+    const owners = new Set(items.map((o) => o.metadata.labels?.[OWNER_LABEL]));
+    expect(owners.size, "the pairs spread over both replicas").toBe(2);
     const rows = Array.from({ length: PAIRS }, (_, i) => {
       const stalled = items.filter(
         (o) => o.metadata.name.startsWith(`p${i}-`) && hasCondition(o, "Stalled", "True"),
