@@ -5,7 +5,7 @@
  * precondition, so a write based on a stale reading fails instead of overwriting a newer one.
  */
 
-import { Interner } from "../compact/interner.ts";
+import { Interner, internFields } from "../compact/interner.ts";
 import { isRecord } from "../json.ts";
 import { type ConnectionRef, DEFAULT_CONNECTION } from "../naming/connection.ts";
 import { type Claimant, claimOn, connectionKeyOf } from "../reconcile/claims.ts";
@@ -88,8 +88,13 @@ export interface ShardObject extends KubeObject {
   connection: string;
 }
 
-/** The cache index of {@link ShardObject}s by connection key (the default connection's are not indexed). */
+/** The name of the sharder's store's index by connection key. */
 export const SHARD_CONNECTION_INDEX = "connection";
+
+/** The sharder's store's index: by connection key (the default connection's are not indexed). */
+export const SHARD_INDEXERS: Record<string, (o: ShardObject) => readonly string[]> = {
+  [SHARD_CONNECTION_INDEX]: (o) => (o.connection === DEFAULT_CONNECTION ? [] : [o.connection]),
+};
 
 /** Namespaces and connection keys: shared by many resources, held once. */
 const SHARD_STRINGS = new Interner(1024);
@@ -124,7 +129,8 @@ export function decodeShardObject(raw: unknown, strings: Interner = SHARD_STRING
       resourceVersion,
       ...(ns ? { namespace: ns } : {}),
       ...(uid ? { uid } : {}),
-      ...(labels ? { labels } : {}),
+      // The owner label's value is one of a few replicas' names: held once.
+      ...(labels ? { labels: internFields(strings, labels, Object.keys(labels)) } : {}),
     },
     // On the default connection the claim is the name itself: no string of its own.
     claim: claimOn(connection, specName ?? name),
@@ -142,9 +148,7 @@ export class KubeShardedResources extends WatchedResource<ShardObject> {
       resource: DEPLOYMENTS,
       ...(scope.labelSelector ? { labelSelector: scope.labelSelector } : {}),
       decode: (raw) => decodeShardObject(raw),
-      indexers: {
-        [SHARD_CONNECTION_INDEX]: (o) => (o.connection === DEFAULT_CONNECTION ? [] : [o.connection]),
-      },
+      indexers: SHARD_INDEXERS,
     });
   }
 
