@@ -35,12 +35,24 @@ export interface ShardedResource {
 }
 
 /**
- * Thrown by {@link SharderPorts.setLabels} when the API server's admission denied the write (a
- * ValidatingAdmissionPolicy that does not admit this process's ServiceAccount): the sharder
- * reports it once per pass, with the fix, instead of once per resource.
+ * Thrown by {@link SharderPorts.setLabels} when the API server denied the write (HTTP 403): by
+ * `policy`, a ValidatingAdmissionPolicy that does not admit this process's ServiceAccount, else
+ * by RBAC. The sharder reports it once per pass, with the fix, instead of once per resource.
  */
 export class ShardLabelsDenied extends Error {
   override readonly name = "ShardLabelsDenied";
+  readonly byPolicy: boolean;
+  constructor(message: string, byPolicy: boolean, options?: ErrorOptions) {
+    super(message, options);
+    this.byPolicy = byPolicy;
+  }
+}
+
+/** The one line a pass logs for its denied label writes: what denied them and the fix. */
+export function deniedMessage(denied: ShardLabelsDenied): string {
+  return denied.byPolicy
+    ? `the shard-label policy does not admit this service account: ${denied.message}. Name the operator's ServiceAccount (system:serviceaccount:<namespace>:<name>) in the policy's matchConditions (manifests/components/sharding/shard-label-policy.yaml), or turn the policy off`
+    : `this service account may not patch Deployment resources: ${denied.message}. Grant it patch on deployments.dms.dev (the operator's ClusterRole)`;
 }
 
 /** What the sharder reads and writes (the Kubernetes adapters implement it). */
@@ -419,7 +431,7 @@ export class Sharder {
       ...writes.filter((w) => failedBefore.has(w.uid)),
     ].slice(0, MAX_WRITES_PER_PASS);
     this.#failed = new Set();
-    let denial: string | undefined;
+    let denial: ShardLabelsDenied | undefined;
     await this.#run(
       ordered.map((w) => async () => {
         if (signal.aborted) return;
@@ -429,15 +441,11 @@ export class Sharder {
           this.#failed.add(w.uid);
           if (!(err instanceof ShardLabelsDenied)) throw err;
           report.denied += 1;
-          denial ??= err.message;
+          denial ??= err;
         }
       }),
     );
-    if (denial !== undefined)
-      this.#opts.logger.error(
-        { denied: report.denied },
-        `the shard-label policy does not admit this service account: ${denial}. Name the operator's ServiceAccount (system:serviceaccount:<namespace>:<name>) in the policy's matchConditions (manifests/components/sharding/shard-label-policy.yaml), or turn the policy off`,
-      );
+    if (denial !== undefined) this.#opts.logger.error({ denied: report.denied }, deniedMessage(denial));
     for (const name of [...toHold].slice(0, MAX_TAKES_PER_PASS))
       if (await this.#take(name, leases.get(name), signal)) report.held.push(name);
     // Holds: renewed while resources still name the replica, deleted once none does.

@@ -263,9 +263,12 @@ export function sharding(p: ShardingParts): Sharding {
             try {
               return (await patchShardLabels(client, parseObjectKey(key), rv, labels, s)) === "written";
             } catch (err) {
-              // A ValidatingAdmissionPolicy that does not name this ServiceAccount denies with 403.
+              // A ValidatingAdmissionPolicy that does not name this ServiceAccount denies with 403,
+              // as RBAC does: reported once per pass by the sharder.
               if (err instanceof KubeApiError && err.status === 403)
-                throw new ShardLabelsDenied(err.message, { cause: err });
+                throw new ShardLabelsDenied(err.message, /ValidatingAdmissionPolicy/.test(err.message), {
+                  cause: err,
+                });
               throw err;
             }
           },

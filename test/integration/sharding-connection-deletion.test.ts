@@ -1,18 +1,15 @@
 // A ServiceConnection's deletion waits until no Deployment resource uses it (its finalizer,
 // src/connection/controller.ts): the resources may still need it to delete their deployments.
-// Under `run --sharded` every replica runs the connection check and counts the users in its own
-// label-selected cache: the replica that owns none of the users must not let the connection go.
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+// Under `run --sharded` every replica runs the connection check, but each replica's cache holds
+// its own share only: the leader alone, which counts every resource, writes the connection's
+// status and finalizer, so the replica that owns none of the users cannot let it go.
 import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
-import type { RunningSimulator } from "../../src/simulator/server.ts";
-import { freshNamespace, kubectl, kubectlOk, waitFor } from "../support/cluster.ts";
-import { startTestSimulator, TEST_API_KEY } from "../support/operator.ts";
+import { kubectl, kubectlOk, waitFor } from "../support/cluster.ts";
+import { TEST_API_KEY } from "../support/operator.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
-import { ShardedRing } from "../support/sharded-replicas.ts";
+import { type ShardedWorld, shardedWorld } from "../support/sharded-replicas.ts";
 
 const spec: DeploymentSpec = {
   source: "internal_docker",
@@ -22,44 +19,22 @@ const spec: DeploymentSpec = {
 
 describe("sharding: deleting a connection in use", () => {
   const user = new ClusterUser();
-  let ring: ShardedRing | undefined;
-  let sim: RunningSimulator | undefined;
-  let work = "";
-  afterAll(async () => {
-    await ring?.stopAll();
-    await sim?.close();
-    if (work) await rm(work, { recursive: true, force: true });
-  });
+  let world: ShardedWorld | undefined;
+  afterAll(async () => world?.stop());
 
   it("holds the deletion while a resource owned by any replica uses it", async () => {
-    const namespace = await freshNamespace("conndel");
-    work = await mkdtemp(join(tmpdir(), "conndel-"));
-    const simulator = await startTestSimulator({});
-    sim = simulator;
-    const apiKeyFile = join(work, "api-key");
-    await writeFile(apiKeyFile, `${TEST_API_KEY}\n`, { mode: 0o600 });
+    const w = await shardedWorld("cd", 2);
+    world = w;
+    const { namespace, ring: r } = w;
     await user.putSecret(namespace, "tenant", { "api-key": TEST_API_KEY });
     await kubectlOk(["apply", "-f", "-"], {
       input: JSON.stringify({
         apiVersion: "dms.dev/v1alpha1",
         kind: "ServiceConnection",
         metadata: { name: "tenant", namespace },
-        spec: { baseUrl: simulator.url, apiKeySecretRef: { name: "tenant", key: "api-key" } },
+        spec: { baseUrl: w.simulator.url, apiKeySecretRef: { name: "tenant", key: "api-key" } },
       }),
     });
-    const r = new ShardedRing({
-      namespace,
-      ring: "dms-conndel",
-      leaseMs: 6_000,
-      renewDeadline: "4s",
-      retryPeriod: "1s",
-      baseUrl: simulator.url,
-      apiKeyFile,
-      work,
-      prefix: "cd",
-    });
-    ring = r;
-    for (let i = 0; i < 2; i++) r.start();
     await user.create(namespace, "shop", spec);
     await waitFor(
       async () => {

@@ -2,18 +2,14 @@
 // keeps the name and the other stalls (NameConflict), so the service never gets two writers for
 // one deployment (src/reconcile/claims.ts). Under `run --sharded` the claim check reads the
 // replica's label-selected cache, which holds its own share only: a rival owned by another
-// replica must still be seen, or both replicas write the same deployment.
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+// replica must still be seen, or both replicas write the same deployment. The ring places
+// resources by claim, so rivals always share a replica.
 import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
-import type { RunningSimulator } from "../../src/simulator/server.ts";
-import { freshNamespace, waitFor } from "../support/cluster.ts";
-import { startTestSimulator, TEST_API_KEY } from "../support/operator.ts";
+import { waitFor } from "../support/cluster.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
-import { ShardedRing } from "../support/sharded-replicas.ts";
+import { type ShardedWorld, shardedWorld } from "../support/sharded-replicas.ts";
 
 /**
  * Pairs of rivals. Placed by uid, each pair would land on two replicas with probability 1/2; the
@@ -29,35 +25,13 @@ const spec = (name: string, tag: string): DeploymentSpec => ({
 
 describe("sharding: one service name claimed by two resources", () => {
   const user = new ClusterUser();
-  let ring: ShardedRing | undefined;
-  let sim: RunningSimulator | undefined;
-  let work = "";
-  afterAll(async () => {
-    await ring?.stopAll();
-    await sim?.close();
-    if (work) await rm(work, { recursive: true, force: true });
-  });
+  let world: ShardedWorld | undefined;
+  afterAll(async () => world?.stop());
 
   it("stalls one of the two claimants even when the two are owned by different replicas", async () => {
-    const namespace = await freshNamespace("claims");
-    work = await mkdtemp(join(tmpdir(), "claims-"));
-    const simulator = await startTestSimulator({ requestRecordLimit: 100_000 });
-    sim = simulator;
-    const apiKeyFile = join(work, "api-key");
-    await writeFile(apiKeyFile, `${TEST_API_KEY}\n`, { mode: 0o600 });
-    const r = new ShardedRing({
-      namespace,
-      ring: "dms-claims",
-      leaseMs: 6_000,
-      renewDeadline: "4s",
-      retryPeriod: "1s",
-      baseUrl: simulator.url,
-      apiKeyFile,
-      work,
-      prefix: "cl",
-    });
-    ring = r;
-    for (let i = 0; i < 2; i++) r.start();
+    const w = await shardedWorld("cl", 2, { requestRecordLimit: 100_000 });
+    world = w;
+    const { namespace, simulator, ring: r } = w;
     for (let i = 0; i < PAIRS; i++) await user.create(namespace, `p${i}-old`, spec(`shared-${i}`, "old"));
     for (let i = 0; i < PAIRS; i++) await user.create(namespace, `p${i}-new`, spec(`shared-${i}`, "new"));
     // Every resource owned and settled one way or the other (Ready, or stalled on the conflict).

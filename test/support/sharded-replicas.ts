@@ -2,10 +2,14 @@
  * `--sharded` operators run as separate processes against the test API server, for the sharding
  * cluster tests: one ring, short Leases, each replica its own `POD_NAME` and log.
  */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { OperatorProcess, operatorEnv } from "../../scripts/demo/operator-process.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
-import { testKubeconfigPath } from "./cluster.ts";
+import type { RunningSimulator, SimulatorOptions } from "../../src/simulator/server.ts";
+import { freshNamespace, testKubeconfigPath } from "./cluster.ts";
+import { startTestSimulator, TEST_API_KEY } from "./operator.ts";
 import type { ClusterUser } from "./resources.ts";
 
 /** A replica started by {@link ShardedRing.start}. */
@@ -120,4 +124,51 @@ export class ShardedRing {
     })) as { items: DeploymentObject[] };
     return list.items;
   }
+}
+
+/** A fresh namespace, a simulator as the default connection, and a ring of `--sharded` replicas. */
+export interface ShardedWorld {
+  namespace: string;
+  simulator: RunningSimulator;
+  ring: ShardedRing;
+  /** Stops the replicas and the simulator and removes the work directory. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a {@link ShardedWorld} with `replicas` replicas, 6 s Leases (renew deadline 4 s, retry
+ * 1 s), the ring `dms-<prefix>` and replica names `<prefix>-<serial>`.
+ */
+export async function shardedWorld(
+  prefix: string,
+  replicas: number,
+  simulatorOptions: SimulatorOptions = {},
+): Promise<ShardedWorld> {
+  const namespace = await freshNamespace(prefix);
+  const work = await mkdtemp(join(tmpdir(), `${prefix}-`));
+  const simulator = await startTestSimulator(simulatorOptions);
+  const apiKeyFile = join(work, "api-key");
+  await writeFile(apiKeyFile, `${TEST_API_KEY}\n`, { mode: 0o600 });
+  const ring = new ShardedRing({
+    namespace,
+    ring: `dms-${prefix}`,
+    leaseMs: 6_000,
+    renewDeadline: "4s",
+    retryPeriod: "1s",
+    baseUrl: simulator.url,
+    apiKeyFile,
+    work,
+    prefix,
+  });
+  for (let i = 0; i < replicas; i++) ring.start();
+  return {
+    namespace,
+    simulator,
+    ring,
+    stop: async () => {
+      await ring.stopAll();
+      await simulator.close();
+      await rm(work, { recursive: true, force: true });
+    },
+  };
 }

@@ -5,6 +5,7 @@ import { DRAIN_LABEL, OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ShardMember } from "../../src/sharding/member.ts";
 import { ownerOf } from "../../src/sharding/ring.ts";
 import {
+  deniedMessage,
   MAX_TAKES_PER_PASS,
   MAX_WRITES_PER_PASS,
   type RingLease,
@@ -232,7 +233,10 @@ describe("the sharder", () => {
     for (const m of ["a", "b"]) w.renew(m);
     w.add(50);
     w.beforeWrite = (key) => {
-      throw new ShardLabelsDenied(`deployments ${key}: HTTP 403 Forbidden`);
+      throw new ShardLabelsDenied(
+        `deployments ${key}: HTTP 403 Forbidden: ValidatingAdmissionPolicy 'dms-operator-shard-labels' denied request`,
+        true,
+      );
     };
     const lines: { level: number; msg: string }[] = [];
     const capture = pino(
@@ -246,6 +250,10 @@ describe("the sharder", () => {
       /^the shard-label policy does not admit this service account: deployments ns\/r\d+/,
     );
     expect(lines[0]?.msg).toContain("matchConditions");
+    // Denied by RBAC instead: the other fix.
+    expect(deniedMessage(new ShardLabelsDenied("HTTP 403 Forbidden: cannot patch", false))).toMatch(
+      /^this service account may not patch Deployment resources: .* Grant it patch on deployments\.dms\.dev/,
+    );
   });
 
   it("tries the writes that failed in the last pass after the others", async () => {
