@@ -317,47 +317,47 @@ export class Sharder {
     const toHold = new Set<string>();
     const writes: { uid: string; write: () => Promise<void> }[] = [];
     const seen = new Set<string>();
-    const seenClaims = new Set<string>();
-    // Who holds each claim now (owner label, or an owner whose label vanished unacknowledged).
-    const claimOwners = new Map<string, string | Set<string>>();
-    for (const resource of this.#opts.ports.resources()) {
-      const owner = effectiveOwner(labelsOf(resource), this.#before.get(resource.uid));
-      if (owner === undefined) continue;
-      const known = claimOwners.get(resource.claim);
-      if (known === undefined) claimOwners.set(resource.claim, owner);
-      else if (typeof known === "string") {
-        if (known !== owner) claimOwners.set(resource.claim, new Set([known, owner]));
-      } else known.add(owner);
-    }
-    // A resource moves to `to` only while no rival of its claim is held by another replica that
-    // may still write (not one whose Lease the sharder holds): the rival must be let go first, or
-    // two replicas would each judge the claim with one of the rivals only.
-    const rivalElsewhere = (claim: string, to: string) => {
-      const known = claimOwners.get(claim);
-      if (known === undefined) return false;
-      for (const other of typeof known === "string" ? [known] : known)
-        if (other !== to && ring.state(other) !== "held") return true;
-      return false;
+    // Moves onto a new owner: made after the loop, once the claims' other holders are known.
+    const moves: { resource: ShardedResource; labels: ShardLabels; owner: string | undefined; to: string }[] =
+      [];
+    const assign = (resource: ShardedResource, to: string, owner: string | undefined) => {
+      const next: ShardLabels = { owner: to, drain: false };
+      writes.push({
+        uid: resource.uid,
+        write: async () => {
+          // Off a member that is not live only while its Lease is held (checked at the write).
+          if (owner !== undefined && owner !== to && !live.includes(owner) && !holdValid(owner)) return;
+          const ok = await this.#opts.ports.setLabels(
+            resource.key,
+            resource.resourceVersion,
+            { [OWNER_LABEL]: to, [DRAIN_LABEL]: null },
+            signal,
+          );
+          if (ok) {
+            this.#before.set(resource.uid, next);
+            report.assigned += 1;
+          } else report.lost += 1;
+        },
+      });
+    };
+    // Remembers the labels seen, but an owner removed by someone else until it is written back.
+    const remember = (uid: string, labels: ShardLabels, before: ShardLabels | undefined) => {
+      const removed = labels.owner === undefined && before?.owner !== undefined && !before.drain;
+      if (!removed && (before?.owner !== labels.owner || before?.drain !== labels.drain))
+        this.#before.set(uid, labels);
     };
     for (const resource of this.#opts.ports.resources()) {
       seen.add(resource.uid);
-      seenClaims.add(resource.claim);
       const labels = labelsOf(resource);
       const before = this.#before.get(resource.uid);
-      let action = nextAction(resource.claim, labels, before, ring);
+      const action = nextAction(resource.claim, labels, before, ring);
       const owner = labels.owner ?? before?.owner;
       if (owner !== undefined) owners.set(owner, (owners.get(owner) ?? 0) + 1);
-      const current = effectiveOwner(labels, before);
-      if (action.kind === "assign" && action.to !== current && rivalElsewhere(resource.claim, action.to)) {
-        report.deferred += 1;
-        action = { kind: "wait" };
+      if (action.kind === "assign" && action.to !== effectiveOwner(labels, before)) {
+        moves.push({ resource, labels, owner, to: action.to });
+        continue;
       }
-      if (action.kind !== "assign" && action.kind !== "drain") {
-        // An owner removed by someone else stays remembered until it is written back.
-        const removed = labels.owner === undefined && before?.owner !== undefined && !before.drain;
-        if (!removed && (before?.owner !== labels.owner || before?.drain !== labels.drain))
-          this.#before.set(resource.uid, labels);
-      }
+      if (action.kind !== "assign" && action.kind !== "drain") remember(resource.uid, labels, before);
       switch (action.kind) {
         case "none":
           break;
@@ -367,28 +367,9 @@ export class Sharder {
         case "hold":
           toHold.add(action.member);
           break;
-        case "assign": {
-          const next: ShardLabels = { owner: action.to, drain: false };
-          writes.push({
-            uid: resource.uid,
-            write: async () => {
-              // Off a member that is not live only while its Lease is held (checked at the write).
-              if (owner !== undefined && owner !== action.to && !live.includes(owner) && !holdValid(owner))
-                return;
-              const ok = await this.#opts.ports.setLabels(
-                resource.key,
-                resource.resourceVersion,
-                { [OWNER_LABEL]: action.to, [DRAIN_LABEL]: null },
-                signal,
-              );
-              if (ok) {
-                this.#before.set(resource.uid, next);
-                report.assigned += 1;
-              } else report.lost += 1;
-            },
-          });
+        case "assign":
+          assign(resource, action.to, owner);
           break;
-        }
         case "drain":
           writes.push({
             uid: resource.uid,
@@ -408,8 +389,27 @@ export class Sharder {
           break;
       }
     }
+    // A resource moves to `to` only while no rival of its claim is held by another replica that
+    // may still write (not one whose Lease the sharder holds): the rival must be let go first, or
+    // two replicas would each judge the claim with one of the rivals only.
+    if (moves.length > 0) {
+      const holders = new Map<string, Set<string>>(moves.map((m) => [m.resource.claim, new Set()]));
+      for (const resource of this.#opts.ports.resources()) {
+        const owner = effectiveOwner(labelsOf(resource), this.#before.get(resource.uid));
+        if (owner !== undefined) holders.get(resource.claim)?.add(owner);
+      }
+      for (const { resource, labels, owner, to } of moves) {
+        const others = [...(holders.get(resource.claim) ?? [])];
+        if (others.some((other) => other !== to && ring.state(other) !== "held")) {
+          report.deferred += 1;
+          report.waiting += 1;
+          remember(resource.uid, labels, this.#before.get(resource.uid));
+        } else assign(resource, to, owner);
+      }
+    }
     for (const uid of this.#before.keys()) if (!seen.has(uid)) this.#before.delete(uid);
-    for (const claim of choices.keys()) if (!seenClaims.has(claim)) choices.delete(claim);
+    // Choices of claims no resource holds any more: dropped all at once when they pile up.
+    if (choices.size > 2 * seen.size + 1_024) choices.clear();
     // Leases no resource names that nobody renews (a replica gone for good): taken, then deleted.
     for (const lease of leases.values()) {
       const name = lease.name;
