@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
-import { kubectl, kubectlOk, waitFor } from "../support/cluster.ts";
+import { kubectlOk, waitFor } from "../support/cluster.ts";
 import { TEST_API_KEY } from "../support/operator.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
 import { type ShardedWorld, shardedWorld } from "../support/sharded-replicas.ts";
@@ -26,15 +26,7 @@ describe("sharding: deleting a connection in use", () => {
     const w = await shardedWorld("cd", 2);
     world = w;
     const { namespace, ring: r } = w;
-    await user.putSecret(namespace, "tenant", { "api-key": TEST_API_KEY });
-    await kubectlOk(["apply", "-f", "-"], {
-      input: JSON.stringify({
-        apiVersion: "dms.dev/v1alpha1",
-        kind: "ServiceConnection",
-        metadata: { name: "tenant", namespace },
-        spec: { baseUrl: w.simulator.url, apiKeySecretRef: { name: "tenant", key: "api-key" } },
-      }),
-    });
+    await user.createTenantConnection(namespace, w.simulator.url, TEST_API_KEY);
     await user.create(namespace, "shop", spec);
     await waitFor(
       async () => {
@@ -45,14 +37,7 @@ describe("sharding: deleting a connection in use", () => {
       },
       { timeoutMs: 120_000, intervalMs: 1_000, description: "the resource owned and ready" },
     );
-    const connection = async () => {
-      const got = await kubectl(["get", "serviceconnection", "tenant", "-n", namespace, "-o", "json"]);
-      return got.code === 0
-        ? (JSON.parse(got.stdout) as {
-            status?: { deployments?: number; conditions?: { type: string; reason?: string }[] };
-          })
-        : undefined;
-    };
+    const connection = () => user.connection("ServiceConnection", "tenant", namespace);
     // One writer of the status (the leader, counting every replica's resources): the count is the
     // cluster's, not the share of whichever replica wrote last.
     await waitFor(async () => ((await connection())?.status?.deployments === 1 ? true : undefined), {
