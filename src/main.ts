@@ -121,7 +121,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   const enqueueUsers = connectionUsersEnqueuer(deployments, controller);
   const check = connectionCheck({
     registry: connections,
-    everyReplica: Boolean(shards),
+    ...(shards ? { sharded: shards.users } : {}),
     caches,
     recorder,
     defaults: config.service,

@@ -67,6 +67,13 @@ export interface ConnectionReconcilerOptions {
   userNamespaces?: (key: string) => Iterable<string>;
   /** Called with a connection's key when whether it can be used changed. */
   onChange(key: string): void;
+  /**
+   * Whether this process writes the connections' finalizer and status now. Under `run --sharded`
+   * every replica checks the connections (each needs their clients) but only the leader, which
+   * counts every resource of the cluster, writes: a replica's own share would count too few
+   * users (and let a connection in use be deleted). Default: always.
+   */
+  writes?: () => boolean;
   /** Enqueues the connection `key` for a reconcile of its own. Default: nothing. */
   enqueue?: (key: string) => void;
   /** Records an event about a connection object; never throws. */
@@ -101,6 +108,7 @@ export class ConnectionReconciler {
       probeDeadlineMs: 10_000,
       userNamespaces: () => [],
       enqueue: () => {},
+      writes: () => true,
       ...options,
     };
     this.#registry = options.registry;
@@ -129,6 +137,7 @@ export class ConnectionReconciler {
     signal: AbortSignal,
   ): Promise<ReconcileResult> {
     let obj = found;
+    const writes = this.#o.writes();
     const counts = { users: this.#o.usage(key), refused: this.#refused(id, obj) };
     // Resources its selector refuses own nothing through it: they do not hold its deletion.
     const users = counts.users - counts.refused;
@@ -145,7 +154,8 @@ export class ConnectionReconciler {
     // even the finalizer (no client, so nothing of the service to let go of at its deletion).
     const over = this.#registry.overLimit(id);
     if (obj.metadata.deletionTimestamp) {
-      if (users === 0) {
+      // A replica that does not write keeps the connection usable until it is gone.
+      if (users === 0 && writes) {
         await this.#o.connections.removeFinalizer(obj, CONNECTION_FINALIZER, signal);
         this.#forget(key);
         return Action.gone();
@@ -154,7 +164,8 @@ export class ConnectionReconciler {
         reason: CONNECTION_REASON.InUse,
         message: `deletion waits until no Deployment resource uses this connection: ${users} still ${users === 1 ? "does" : "do"}`,
       };
-    } else if (!over) obj = await this.#o.connections.addFinalizer(obj, CONNECTION_FINALIZER, signal);
+    } else if (!over && writes)
+      obj = await this.#o.connections.addFinalizer(obj, CONNECTION_FINALIZER, signal);
 
     // Room made by a deletion enqueues it again (see #forget), as does the periodic pass.
     if (over) {
@@ -254,6 +265,7 @@ export class ConnectionReconciler {
     signal: AbortSignal,
     verdict?: ConnectionVerdict,
   ): Promise<void> {
+    if (!this.#o.writes()) return;
     const key = connectionKey(idOf(obj));
     const previous = obj.status ?? {};
     const status = connectionStatusFrom({

@@ -1,9 +1,14 @@
 /**
  * The Kubernetes side of sharding: the replicas' Leases of one ring (watched by every replica),
- * the metadata of every Deployment resource in scope (watched by the sharder alone), and the one
+ * a lean record of every Deployment resource in scope (watched by the sharder alone), and the one
  * write sharding makes on a resource: a merge patch of the shard labels under a resourceVersion
  * precondition, so a write based on a stale reading fails instead of overwriting a newer one.
  */
+
+import { Interner, internFields } from "../compact/interner.ts";
+import { isRecord } from "../json.ts";
+import { type ConnectionRef, DEFAULT_CONNECTION } from "../naming/connection.ts";
+import { type Claimant, claimOn, connectionKeyOf } from "../reconcile/claims.ts";
 import type { LeaseRecord } from "../runtime/leader.ts";
 import { RING_LABEL } from "../sharding/labels.ts";
 import type { KubeClient } from "./client.ts";
@@ -14,7 +19,6 @@ import { isKubeObject, type KubeObject, keptMetadata, type ObjectRef } from "./o
 import type { ReflectorHandlers, ResourceType } from "./reflector.ts";
 import { collectionPath } from "./reflector.ts";
 import { WatchedResource, type WatchOptions, type WatchScope } from "./scope.ts";
-import { METADATA_LIST_ACCEPT, METADATA_WATCH_ACCEPT } from "./secrets.ts";
 
 /** The shard labels of a Deployment resource, for readers outside sharding (the CLI's `status`). */
 export { DRAIN_LABEL, OWNER_LABEL } from "../sharding/labels.ts";
@@ -73,36 +77,82 @@ export class KubeShardLeases extends WatchedResource<LeaseObject> {
   }
 }
 
-/** What the sharder keeps of a Deployment resource: identity, version and the shard labels. */
-function decodeShardMeta(raw: unknown): KubeObject | undefined {
+/**
+ * What the sharder keeps of a Deployment resource: identity, version, the shard labels, what it
+ * claims (its service name on its connection, `claimOf`: the ring places resources by it, so two
+ * rivals for one name always share a replica) and the key of its connection (counted per
+ * connection, by an index, for the connections' status and finalizer).
+ */
+export interface ShardObject extends KubeObject {
+  claim: string;
+  connection: string;
+}
+
+/** The name of the sharder's store's index by connection key. */
+export const SHARD_CONNECTION_INDEX = "connection";
+
+/** The sharder's store's index: by connection key (the default connection's are not indexed). */
+export const SHARD_INDEXERS: Record<string, (o: ShardObject) => readonly string[]> = {
+  [SHARD_CONNECTION_INDEX]: (o) => (o.connection === DEFAULT_CONNECTION ? [] : [o.connection]),
+};
+
+/** Namespaces and connection keys: shared by many resources, held once. */
+const SHARD_STRINGS = new Interner(1024);
+
+/**
+ * A Deployment resource from the wire as the sharder keeps it (see {@link ShardObject}): a few
+ * hundred bytes whatever the size of its spec and status. Read tolerantly: a spec without a
+ * usable `name` claims `metadata.name`, one without a usable `connectionRef` the default
+ * connection, as the reconciler reads them (`reconcile/claims.ts`). Both are bounded by the CRD
+ * (253 characters each) and immutable once set (its validation rules).
+ */
+export function decodeShardObject(raw: unknown, strings: Interner = SHARD_STRINGS): ShardObject | undefined {
   if (!isKubeObject(raw)) return undefined;
   const { name, namespace, uid, resourceVersion, labels } = keptMetadata(raw.metadata);
+  const rawSpec = (raw as { spec?: unknown }).spec;
+  const spec = isRecord(rawSpec) ? rawSpec : {};
+  const ref = isRecord(spec.connectionRef) ? spec.connectionRef : undefined;
+  const connectionRef =
+    ref && typeof ref.kind === "string" && typeof ref.name === "string"
+      ? ({ kind: ref.kind, name: ref.name } as ConnectionRef)
+      : undefined;
+  const specName = typeof spec.name === "string" && spec.name !== name ? spec.name : undefined;
+  const ns = namespace === undefined ? undefined : strings.of(namespace);
+  const claimant = {
+    metadata: { name, ...(ns ? { namespace: ns } : {}) },
+    spec: { name: specName, connectionRef },
+  };
+  const connection = strings.of(connectionKeyOf(claimant as Claimant));
   return {
     metadata: {
       name,
       resourceVersion,
-      ...(namespace ? { namespace } : {}),
+      ...(ns ? { namespace: ns } : {}),
       ...(uid ? { uid } : {}),
-      ...(labels ? { labels } : {}),
+      // The owner label's value is one of a few replicas' names: held once.
+      ...(labels ? { labels: internFields(strings, labels, Object.keys(labels)) } : {}),
     },
+    // On the default connection the claim is the name itself: no string of its own.
+    claim: claimOn(connection, specName ?? name),
+    connection,
   };
 }
 
 /**
- * The metadata of every Deployment resource in `scope` (a metadata-only watch: no spec, no
- * status, no other label or annotation is kept), for the sharder.
+ * Every Deployment resource in `scope` as the sharder keeps it ({@link decodeShardObject}),
+ * indexed by connection ({@link SHARD_CONNECTION_INDEX}).
  */
-export class KubeShardedResources extends WatchedResource<KubeObject> {
+export class KubeShardedResources extends WatchedResource<ShardObject> {
   constructor(scope: WatchScope, options: WatchOptions) {
     super(scope.namespaces, options, {
       resource: DEPLOYMENTS,
       ...(scope.labelSelector ? { labelSelector: scope.labelSelector } : {}),
-      accept: { list: METADATA_LIST_ACCEPT, watch: METADATA_WATCH_ACCEPT },
-      decode: decodeShardMeta,
+      decode: (raw) => decodeShardObject(raw),
+      indexers: SHARD_INDEXERS,
     });
   }
 
-  list(): KubeObject[] {
+  list(): ShardObject[] {
     return this.cache.list();
   }
 
@@ -110,7 +160,12 @@ export class KubeShardedResources extends WatchedResource<KubeObject> {
     return this.cache.size;
   }
 
-  subscribe(handlers: ReflectorHandlers<KubeObject>): () => void {
+  /** The resources using the connection `key` (none for the default connection). */
+  usersOf(key: string): ShardObject[] {
+    return this.cache.byIndex(SHARD_CONNECTION_INDEX, key);
+  }
+
+  subscribe(handlers: ReflectorHandlers<ShardObject>): () => void {
     return this.cache.subscribe(handlers);
   }
 }

@@ -27,8 +27,8 @@ export interface RingView {
   /** The live members (any order). */
   live: readonly string[];
   state(member: string): MemberState;
-  /** The ring's choice for `uid` (default {@link ownerOf} over `live`; a caller may cache it). */
-  ownerOf?(uid: string): string | undefined;
+  /** The ring's choice for the claim `claim` (default {@link ownerOf} over `live`; a caller may cache it). */
+  ownerOf?(claim: string): string | undefined;
 }
 
 /** The next step for one resource. */
@@ -45,8 +45,9 @@ export type ShardAction =
   | { kind: "wait" };
 
 /**
- * The next step for the resource `uid` with `labels`, `before` being its previous labels as the
- * sharder saw them (undefined when it has not seen it before).
+ * The next step for a resource that claims `claim` (its service name on its connection: the ring
+ * places resources by it, so rivals for one name share a replica) with `labels`, `before` being
+ * its previous labels as the sharder saw them (undefined when it has not seen it before).
  *
  * A resource whose owner label vanished without a drain (someone else removed it; an
  * acknowledgement removes the drain label with it) is treated as still owned by its previous
@@ -54,12 +55,12 @@ export type ShardAction =
  * way) instead of to a second replica at once.
  */
 export function nextAction(
-  uid: string,
+  claim: string,
   labels: ShardLabels,
   before: ShardLabels | undefined,
   ring: RingView,
 ): ShardAction {
-  const desired = ring.ownerOf ? ring.ownerOf(uid) : ownerOf(uid, ring.live);
+  const desired = ring.ownerOf ? ring.ownerOf(claim) : ownerOf(claim, ring.live);
   if (desired === undefined) return { kind: "none" };
   const unacknowledged = labels.owner === undefined && before?.owner !== undefined && !before.drain;
   const owner = unacknowledged ? before.owner : labels.owner;

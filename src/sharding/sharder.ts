@@ -27,13 +27,42 @@ export interface ShardedResource {
   uid: string;
   resourceVersion: string;
   labels: Readonly<Record<string, string>> | undefined;
+  /**
+   * What the resource claims: its service name on its connection. The ring places resources by
+   * it, so that rivals for one name are always judged by one replica.
+   */
+  claim: string;
+}
+
+/**
+ * Thrown by {@link SharderPorts.setLabels} when the API server denied the write (HTTP 403): by
+ * `policy`, a ValidatingAdmissionPolicy that does not admit this process's ServiceAccount, else
+ * by RBAC. The sharder reports it once per pass, with the fix, instead of once per resource.
+ */
+export class ShardLabelsDenied extends Error {
+  override readonly name = "ShardLabelsDenied";
+  readonly byPolicy: boolean;
+  constructor(message: string, byPolicy: boolean, options?: ErrorOptions) {
+    super(message, options);
+    this.byPolicy = byPolicy;
+  }
+}
+
+/** The one line a pass logs for its denied label writes: what denied them and the fix. */
+export function deniedMessage(denied: ShardLabelsDenied): string {
+  return denied.byPolicy
+    ? `the shard-label policy does not admit this service account: ${denied.message}. Name the operator's ServiceAccount (system:serviceaccount:<namespace>:<name>) in the policy's matchConditions (manifests/components/sharding/shard-label-policy.yaml), or turn the policy off`
+    : `this service account may not patch Deployment resources: ${denied.message}. Grant it patch on deployments.dms.dev (the operator's ClusterRole)`;
 }
 
 /** What the sharder reads and writes (the Kubernetes adapters implement it). */
 export interface SharderPorts {
   leases(): readonly RingLease[];
   resources(): Iterable<ShardedResource>;
-  /** Merge-patches the shard labels of `key` if still at `resourceVersion`; false when it lost the race. */
+  /**
+   * Merge-patches the shard labels of `key` if still at `resourceVersion`; false when it lost the
+   * race; rejects with {@link ShardLabelsDenied} when admission denied it.
+   */
   setLabels(
     key: string,
     resourceVersion: string,
@@ -99,6 +128,18 @@ export interface PassReport {
   waiting: number;
   held: string[];
   deleted: string[];
+  /** Resources whose move waits for a rival (same claim) to be let go by another replica. */
+  deferred: number;
+  /** Label writes admission denied. */
+  denied: number;
+  /** Label writes that lost a race (the resource changed since it was read): tried again next pass. */
+  lost: number;
+}
+
+/** The replica that holds a resource now: its owner label, or the previous one if removed unacknowledged. */
+function effectiveOwner(labels: ShardLabels, before: ShardLabels | undefined): string | undefined {
+  if (labels.owner !== undefined) return labels.owner;
+  return before?.owner !== undefined && !before.drain ? before.owner : undefined;
 }
 
 function labelsOf(resource: ShardedResource): ShardLabels {
@@ -205,10 +246,15 @@ export class Sharder {
   /** Each resource's shard labels as last seen or written by this sharder. */
   readonly #before = new Map<string, ShardLabels>();
   /**
-   * The ring's choice per uid for the live members it was computed for: a pass over 30,000
-   * resources hashes each once per membership, not once per member and pass.
+   * The ring's choice per claim for the live members it was computed for: a pass over 30,000
+   * resources hashes each claim once per membership, not once per member and pass.
    */
-  #choices: { members: string; byUid: Map<string, string | undefined> } = { members: "", byUid: new Map() };
+  #choices: { members: string; byClaim: Map<string, string | undefined> } = {
+    members: "",
+    byClaim: new Map(),
+  };
+  /** The resources (uids) whose label write failed in the last pass: tried after the others. */
+  #failed = new Set<string>();
 
   constructor(options: SharderOptions) {
     this.#opts = options;
@@ -235,8 +281,8 @@ export class Sharder {
     const live = this.#ring.live(all, now);
     const leases = new Map(all.map((l) => [l.name, l]));
     const members = live.join(",");
-    if (this.#choices.members !== members) this.#choices = { members, byUid: new Map() };
-    const choices = this.#choices.byUid;
+    if (this.#choices.members !== members) this.#choices = { members, byClaim: new Map() };
+    const choices = this.#choices.byClaim;
     // A member's state is the same for all its resources within one pass.
     const states = new Map<string, MemberState>();
     const ring: RingView = {
@@ -249,31 +295,69 @@ export class Sharder {
         }
         return state;
       },
-      ownerOf: (uid) => {
-        if (choices.has(uid)) return choices.get(uid);
-        const owner = ownerOf(uid, live);
-        choices.set(uid, owner);
+      ownerOf: (claim) => {
+        if (choices.has(claim)) return choices.get(claim);
+        const owner = ownerOf(claim, live);
+        choices.set(claim, owner);
         return owner;
       },
     };
-    const report: PassReport = { live, assigned: 0, drained: 0, waiting: 0, held: [], deleted: [] };
+    const report: PassReport = {
+      live,
+      assigned: 0,
+      drained: 0,
+      waiting: 0,
+      held: [],
+      deleted: [],
+      deferred: 0,
+      denied: 0,
+      lost: 0,
+    };
     const owners = new Map<string, number>();
     const toHold = new Set<string>();
-    const writes: (() => Promise<void>)[] = [];
+    const writes: { uid: string; write: () => Promise<void> }[] = [];
     const seen = new Set<string>();
+    // Moves onto a new owner: made after the loop, once the claims' other holders are known.
+    const moves: { resource: ShardedResource; labels: ShardLabels; owner: string | undefined; to: string }[] =
+      [];
+    const assign = (resource: ShardedResource, to: string, owner: string | undefined) => {
+      const next: ShardLabels = { owner: to, drain: false };
+      writes.push({
+        uid: resource.uid,
+        write: async () => {
+          // Off a member that is not live only while its Lease is held (checked at the write).
+          if (owner !== undefined && owner !== to && !live.includes(owner) && !holdValid(owner)) return;
+          const ok = await this.#opts.ports.setLabels(
+            resource.key,
+            resource.resourceVersion,
+            { [OWNER_LABEL]: to, [DRAIN_LABEL]: null },
+            signal,
+          );
+          if (ok) {
+            this.#before.set(resource.uid, next);
+            report.assigned += 1;
+          } else report.lost += 1;
+        },
+      });
+    };
+    // Remembers the labels seen, but an owner removed by someone else until it is written back.
+    const remember = (uid: string, labels: ShardLabels, before: ShardLabels | undefined) => {
+      const removed = labels.owner === undefined && before?.owner !== undefined && !before.drain;
+      if (!removed && (before?.owner !== labels.owner || before?.drain !== labels.drain))
+        this.#before.set(uid, labels);
+    };
     for (const resource of this.#opts.ports.resources()) {
       seen.add(resource.uid);
       const labels = labelsOf(resource);
       const before = this.#before.get(resource.uid);
-      const action = nextAction(resource.uid, labels, before, ring);
+      const action = nextAction(resource.claim, labels, before, ring);
       const owner = labels.owner ?? before?.owner;
       if (owner !== undefined) owners.set(owner, (owners.get(owner) ?? 0) + 1);
-      if (action.kind !== "assign" && action.kind !== "drain") {
-        // An owner removed by someone else stays remembered until it is written back.
-        const removed = labels.owner === undefined && before?.owner !== undefined && !before.drain;
-        if (!removed && (before?.owner !== labels.owner || before?.drain !== labels.drain))
-          this.#before.set(resource.uid, labels);
+      if (action.kind === "assign" && action.to !== effectiveOwner(labels, before)) {
+        moves.push({ resource, labels, owner, to: action.to });
+        continue;
       }
+      if (action.kind !== "assign" && action.kind !== "drain") remember(resource.uid, labels, before);
       switch (action.kind) {
         case "none":
           break;
@@ -283,43 +367,49 @@ export class Sharder {
         case "hold":
           toHold.add(action.member);
           break;
-        case "assign": {
-          const next: ShardLabels = { owner: action.to, drain: false };
-          writes.push(async () => {
-            // Off a member that is not live only while its Lease is held (checked at the write).
-            if (owner !== undefined && owner !== action.to && !live.includes(owner) && !holdValid(owner))
-              return;
-            const ok = await this.#opts.ports.setLabels(
-              resource.key,
-              resource.resourceVersion,
-              { [OWNER_LABEL]: action.to, [DRAIN_LABEL]: null },
-              signal,
-            );
-            if (ok) {
-              this.#before.set(resource.uid, next);
-              report.assigned += 1;
-            }
-          });
+        case "assign":
+          assign(resource, action.to, owner);
           break;
-        }
         case "drain":
-          writes.push(async () => {
-            const ok = await this.#opts.ports.setLabels(
-              resource.key,
-              resource.resourceVersion,
-              { [DRAIN_LABEL]: "true" },
-              signal,
-            );
-            if (ok) {
-              this.#before.set(resource.uid, { owner: labels.owner, drain: true });
-              report.drained += 1;
-            }
+          writes.push({
+            uid: resource.uid,
+            write: async () => {
+              const ok = await this.#opts.ports.setLabels(
+                resource.key,
+                resource.resourceVersion,
+                { [DRAIN_LABEL]: "true" },
+                signal,
+              );
+              if (ok) {
+                this.#before.set(resource.uid, { owner: labels.owner, drain: true });
+                report.drained += 1;
+              } else report.lost += 1;
+            },
           });
           break;
       }
     }
+    // A resource moves to `to` only while no rival of its claim is held by another replica that
+    // may still write (not one whose Lease the sharder holds): the rival must be let go first, or
+    // two replicas would each judge the claim with one of the rivals only.
+    if (moves.length > 0) {
+      const holders = new Map<string, Set<string>>(moves.map((m) => [m.resource.claim, new Set()]));
+      for (const resource of this.#opts.ports.resources()) {
+        const owner = effectiveOwner(labelsOf(resource), this.#before.get(resource.uid));
+        if (owner !== undefined) holders.get(resource.claim)?.add(owner);
+      }
+      for (const { resource, labels, owner, to } of moves) {
+        const others = [...(holders.get(resource.claim) ?? [])];
+        if (others.some((other) => other !== to && ring.state(other) !== "held")) {
+          report.deferred += 1;
+          report.waiting += 1;
+          remember(resource.uid, labels, this.#before.get(resource.uid));
+        } else assign(resource, to, owner);
+      }
+    }
     for (const uid of this.#before.keys()) if (!seen.has(uid)) this.#before.delete(uid);
-    for (const uid of choices.keys()) if (!seen.has(uid)) choices.delete(uid);
+    // Choices of claims no resource holds any more: dropped all at once when they pile up.
+    if (choices.size > 2 * seen.size + 1_024) choices.clear();
     // Leases no resource names that nobody renews (a replica gone for good): taken, then deleted.
     for (const lease of leases.values()) {
       const name = lease.name;
@@ -334,11 +424,28 @@ export class Sharder {
     // Moves off a taken Lease only while the hold lasts: the replica cannot be back before.
     const holdValid = (name: string) =>
       this.#state(name, leases.get(name), this.#opts.clock.now()) === "held";
+    // Writes that failed last pass go last: a head of failing writes does not starve the rest.
+    const failedBefore = this.#failed;
+    const ordered = [
+      ...writes.filter((w) => !failedBefore.has(w.uid)),
+      ...writes.filter((w) => failedBefore.has(w.uid)),
+    ].slice(0, MAX_WRITES_PER_PASS);
+    this.#failed = new Set();
+    let denial: ShardLabelsDenied | undefined;
     await this.#run(
-      writes.slice(0, MAX_WRITES_PER_PASS).map((w) => async () => {
-        if (!signal.aborted) await w();
+      ordered.map((w) => async () => {
+        if (signal.aborted) return;
+        try {
+          await w.write();
+        } catch (err) {
+          this.#failed.add(w.uid);
+          if (!(err instanceof ShardLabelsDenied)) throw err;
+          report.denied += 1;
+          denial ??= err;
+        }
       }),
     );
+    if (denial !== undefined) this.#opts.logger.error({ denied: report.denied }, deniedMessage(denial));
     for (const name of [...toHold].slice(0, MAX_TAKES_PER_PASS))
       if (await this.#take(name, leases.get(name), signal)) report.held.push(name);
     // Holds: renewed while resources still name the replica, deleted once none does.

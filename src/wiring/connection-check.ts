@@ -19,12 +19,17 @@ import { type Caches, cachesSynced } from "./caches.ts";
 import { CONNECTION_INDEX } from "./indexes.ts";
 import { CONNECTION_CONCURRENCY, CONNECTION_PROBE_MS } from "./operator-config.ts";
 import { connectionPassKeys } from "./resync-passes.ts";
+import type { ClusterUsers } from "./sharding.ts";
 
 /** What {@link connectionCheck} is built from. */
 export interface ConnectionCheckParts {
   registry: ConnectionRegistry;
-  /** Run on every replica, not only the leader (`--sharded`). */
-  everyReplica?: boolean;
+  /**
+   * `--sharded`: the check runs on every replica (each needs the connections' clients), but the
+   * users of a connection are counted, and its finalizer and status written, by the leader only,
+   * from its store of every resource (a replica's own cache holds its share only).
+   */
+  sharded?: ClusterUsers;
   caches: Caches;
   recorder: KubeEventRecorder;
   /** The settings a connection leaves unset (the default connection's). */
@@ -49,9 +54,13 @@ export function connectionCheck(o: ConnectionCheckParts): {
     connections,
     defaults: o.defaults,
     secrets: secretsPort(secrets),
-    usage: (key) => deployments.byIndex(CONNECTION_INDEX, key).length,
-    userNamespaces: (key) =>
-      deployments.byIndex(CONNECTION_INDEX, key).map((d) => d.metadata.namespace ?? ""),
+    ...(o.sharded
+      ? { usage: o.sharded.count, userNamespaces: o.sharded.namespaces, writes: o.sharded.ready }
+      : {
+          usage: (key: string) => deployments.byIndex(CONNECTION_INDEX, key).length,
+          userNamespaces: (key: string) =>
+            deployments.byIndex(CONNECTION_INDEX, key).map((d) => d.metadata.namespace ?? ""),
+        }),
     onChange: o.onChange,
     enqueue: (key) => controller.enqueue(key),
     event: (c, type, reason, note) =>
@@ -63,7 +72,7 @@ export function connectionCheck(o: ConnectionCheckParts): {
   const controller = new Controller({
     name: "connection",
     // Sharded, every replica checks the connections its resources use: each needs the clients.
-    needLeaderElection: !o.everyReplica,
+    needLeaderElection: !o.sharded,
     reconcile: reconciler.reconcile,
     concurrency: CONNECTION_CONCURRENCY,
     reconcileTimeoutMs: o.reconcileTimeoutMs,
@@ -80,6 +89,12 @@ export function connectionCheck(o: ConnectionCheckParts): {
     spreadMs: 0,
     clock,
     logger,
+  });
+  // The leader's counts: a connection whose users changed is written again, and every one once
+  // the leader's store is synced (a replica that has just become the leader).
+  o.sharded?.subscribe((key) => {
+    if (!o.sharded?.ready()) return;
+    for (const k of key === undefined ? connectionPassKeys(connections)() : [key]) controller.enqueue(k);
   });
   return { controller, pass };
 }

@@ -8,7 +8,14 @@ import type { Logger } from "pino";
 import { Counter, Gauge } from "prom-client";
 import type { KubeClient } from "../kube/client.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
-import { KubeShardedResources, KubeShardLeases, type LeaseObject, patchShardLabels } from "../kube/shards.ts";
+import { KubeApiError } from "../kube/errors.ts";
+import {
+  KubeShardedResources,
+  KubeShardLeases,
+  type LeaseObject,
+  patchShardLabels,
+  type ShardObject,
+} from "../kube/shards.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Reconciler } from "../runtime/controller.ts";
 import { objectKey, parseObjectKey } from "../runtime/keys.ts";
@@ -17,7 +24,7 @@ import type { Runnable } from "../runtime/manager.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import { DRAIN_LABEL, isReplicaName, OWNER_LABEL } from "../sharding/labels.ts";
 import { ShardMember } from "../sharding/member.ts";
-import { type RingLease, RingMembership, Sharder } from "../sharding/sharder.ts";
+import { type RingLease, RingMembership, Sharder, ShardLabelsDenied } from "../sharding/sharder.ts";
 import { VERSION } from "../version.ts";
 import type { OperatorConfig } from "./operator-config.ts";
 import type { ClientIdentity } from "./service-connections.ts";
@@ -40,6 +47,25 @@ export function joinSelectors(a: string | undefined, b: string): string {
   return a && a.trim() !== "" ? `${a},${b}` : b;
 }
 
+/**
+ * The users of each connection across the whole cluster, from the sharder's store of every
+ * Deployment resource (the leader's only): under `--sharded` a replica's own cache holds its
+ * share, so only the leader counts a connection's users and writes its status and finalizer.
+ */
+export interface ClusterUsers {
+  /** True while this replica leads and its store of every resource is synced: it may write. */
+  ready(): boolean;
+  /** How many resources use the connection `key`. */
+  count(key: string): number;
+  /** The namespace of each resource using the connection `key`. */
+  namespaces(key: string): string[];
+  /**
+   * Calls `handler` with a connection key when its users changed, and with undefined when
+   * {@link ready} became true (every connection is to be counted again). Returns the unsubscribe.
+   */
+  subscribe(handler: (key: string | undefined) => void): () => void;
+}
+
 /** The sharded operator's parts, joined to the rest by `main.ts`. */
 export interface Sharding {
   /** Added to the Deployment resources' label selector: this replica's share only. */
@@ -52,6 +78,8 @@ export interface Sharding {
   /** Joins the member to this replica's cache once it exists. */
   attach(deployments: KubeDeployments): void;
   guard(reconcile: Reconciler): Reconciler;
+  /** Each connection's users, counted by the leader (see {@link ClusterUsers}). */
+  users: ClusterUsers;
 }
 
 /** Options of {@link sharding}. */
@@ -193,6 +221,22 @@ export function sharding(p: ShardingParts): Sharding {
     },
   };
 
+  // The leader's store of every resource, while it leads (see ClusterUsers).
+  let store: KubeShardedResources | undefined;
+  const usersHandlers = new Set<(key: string | undefined) => void>();
+  const usersChanged = (key: string | undefined) => {
+    for (const handler of usersHandlers) handler(key);
+  };
+  const users: ClusterUsers = {
+    ready: () => store?.hasSynced() ?? false,
+    count: (key) => store?.usersOf(key).length ?? 0,
+    namespaces: (key) => (store?.usersOf(key) ?? []).map((o) => o.metadata.namespace ?? ""),
+    subscribe: (handler) => {
+      usersHandlers.add(handler);
+      return () => usersHandlers.delete(handler);
+    },
+  };
+
   const sharderRunnable: Runnable = {
     name: "sharder",
     needLeaderElection: true,
@@ -204,6 +248,7 @@ export function sharding(p: ShardingParts): Sharding {
         },
         { client, logger, clock },
       );
+      store = resources;
       const watching = resources.run(signal);
       const sharder = new Sharder({
         identity: p.identity,
@@ -218,11 +263,23 @@ export function sharding(p: ShardingParts): Sharding {
             for (const r of resources.list()) {
               const { namespace, name, uid, resourceVersion, labels } = r.metadata;
               if (!uid) continue;
-              yield { key: objectKey({ namespace: namespace ?? "", name }), uid, resourceVersion, labels };
+              const key = objectKey({ namespace: namespace ?? "", name });
+              yield { key, uid, resourceVersion, labels, claim: r.claim };
             }
           },
-          setLabels: async (key, rv, labels, s) =>
-            (await patchShardLabels(client, parseObjectKey(key), rv, labels, s)) === "written",
+          setLabels: async (key, rv, labels, s) => {
+            try {
+              return (await patchShardLabels(client, parseObjectKey(key), rv, labels, s)) === "written";
+            } catch (err) {
+              // A ValidatingAdmissionPolicy that does not name this ServiceAccount denies with 403,
+              // as RBAC does: reported once per pass by the sharder.
+              if (err instanceof KubeApiError && err.status === 403)
+                throw new ShardLabelsDenied(err.message, /ValidatingAdmissionPolicy/.test(err.message), {
+                  cause: err,
+                });
+              throw err;
+            }
+          },
           writeLease: async (name, rv, record, s) => {
             const lease = leases.lease(name);
             try {
@@ -251,7 +308,25 @@ export function sharding(p: ShardingParts): Sharding {
       const onAbort = () => wake();
       signal.addEventListener("abort", onAbort, { once: true });
       const unsubscribe = [
-        resources.subscribe({ onAdd: poke, onUpdate: poke, onDelete: poke }),
+        // A pass for what it decides on: a resource added or gone, its shard labels or its claim
+        // changed; not a status write (most updates), which changes none of them.
+        resources.subscribe({
+          onAdd: (o) => {
+            poke();
+            usersChanged(o.connection);
+          },
+          onUpdate: (old, o) => {
+            if (shardInputsChanged(old, o)) poke();
+            if (old.connection !== o.connection) {
+              usersChanged(old.connection);
+              usersChanged(o.connection);
+            }
+          },
+          onDelete: (o) => {
+            poke();
+            usersChanged(o.connection);
+          },
+        }),
         // A renewal changes nothing the sharder decides on; a new holder does (expiry is the period's).
         leases.subscribe({
           onAdd: poke,
@@ -263,10 +338,13 @@ export function sharding(p: ShardingParts): Sharding {
       ];
       try {
         await Promise.race([Promise.all([resources.synced, leases.synced]), untilAborted(signal)]);
+        if (resources.hasSynced()) usersChanged(undefined);
         logger.info("sharder started");
         while (!signal.aborted) {
           try {
             const report = await sharder.pass(signal);
+            // A write that lost a race to an update the sharder does not wake for: again soon.
+            if (report.lost > 0) dirty = true;
             if (report.assigned + report.drained + report.held.length + report.deleted.length > 0)
               logger.info({ ...report, live: report.live.length }, "sharder pass");
           } catch (err) {
@@ -293,6 +371,7 @@ export function sharding(p: ShardingParts): Sharding {
           dirty = false;
         }
       } finally {
+        if (store === resources) store = undefined;
         signal.removeEventListener("abort", onAbort);
         for (const u of unsubscribe) u();
         await watching;
@@ -330,7 +409,20 @@ export function sharding(p: ShardingParts): Sharding {
       d.subscribe({ onAdd: changed, onUpdate: (_old, obj) => changed(obj) });
     },
     guard: (reconcile) => member.guard(reconcile),
+    users,
   };
+}
+
+/** Whether an update changed what the sharder decides on: the shard labels or the claim. */
+export function shardInputsChanged(old: ShardObject, now: ShardObject): boolean {
+  const a = old.metadata.labels;
+  const b = now.metadata.labels;
+  return (
+    old.claim !== now.claim ||
+    a?.[OWNER_LABEL] !== b?.[OWNER_LABEL] ||
+    a?.[DRAIN_LABEL] !== b?.[DRAIN_LABEL] ||
+    old.metadata.uid !== now.metadata.uid
+  );
 }
 
 function untilAborted(signal: AbortSignal): Promise<void> {

@@ -31,6 +31,7 @@ import { parseDuration } from "../../src/duration.ts";
 import type { KubeClient } from "../../src/kube/client.ts";
 import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
 import { collectionPath } from "../../src/kube/reflector.ts";
+import { claimOf } from "../../src/reconcile/claims.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ownerOf } from "../../src/sharding/ring.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
@@ -405,7 +406,7 @@ async function untilOwned(
     for (const op of running.values()) op.process.assertRunning();
     const pending = watch
       .list()
-      .filter((o) => o.metadata.labels?.[OWNER_LABEL] !== ownerOf(o.metadata.uid ?? "", members)).length;
+      .filter((o) => o.metadata.labels?.[OWNER_LABEL] !== ownerOf(claimOf(o), members)).length;
     if (pending === 0) return;
     if (Date.now() > deadline)
       throw new Error(`${pending} resources not owned as the ring says after ${timeoutMs / 1000} s`);

@@ -4,7 +4,7 @@
 // metric a query names must be in the scrape. A renamed metric, or a panel or alert written for
 // one that never existed, fails here rather than showing "No data" or never firing.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freshNamespace, kubectlOk, waitFor } from "../support/cluster.ts";
+import { freshNamespace, waitFor } from "../support/cluster.ts";
 import { startOperator, startTestSimulator, TEST_API_KEY, type TestOperator } from "../support/operator.ts";
 import {
   alertQueries,
@@ -32,15 +32,7 @@ describe("the dashboard's and the alerts' queries, against a scrape of a running
       listen: true,
       leaderElection: { namespace, name: "metrics-queries-leader" },
     });
-    await user.putSecret(namespace, "tenant", { "api-key": TEST_API_KEY });
-    await kubectlOk(["apply", "-f", "-"], {
-      input: JSON.stringify({
-        apiVersion: "dms.dev/v1alpha1",
-        kind: "ServiceConnection",
-        metadata: { name: "tenant", namespace },
-        spec: { baseUrl: sim.url, apiKeySecretRef: { name: "tenant", key: "api-key" } },
-      }),
-    });
+    await user.createTenantConnection(namespace, sim.url, TEST_API_KEY);
     await user.create(namespace, "scraped", {
       source: "internal_docker",
       sourceConfig: { resourceSpec: { minScale: 1, maxScale: 2 } },

@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { claimOf } from "../../src/reconcile/claims.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ownerOf } from "../../src/sharding/ring.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
@@ -138,7 +139,7 @@ describe("sharding: ring chaos", () => {
         const owner = o.metadata.labels?.[OWNER_LABEL];
         return !(
           owner !== undefined &&
-          owner === ownerOf(o.metadata.uid ?? "", members) &&
+          owner === ownerOf(claimOf(o), members) &&
           o.status?.observedGeneration === o.metadata.generation &&
           hasCondition(o, "Ready", "True") &&
           o.spec.sourceRevisionConfig?.imageUri === `registry.example.com/ring:${tags.get(o.metadata.name)}`

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { claimOf } from "../../src/reconcile/claims.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ownerOf } from "../../src/sharding/ring.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
@@ -24,7 +25,7 @@ const KILLS = Number(process.env.FAILOVER_KILLS ?? 2);
 const LEASE_MS = 6_000;
 /**
  * Beyond the Lease duration: the leader election's observation of the last renewal (at most one
- * retry late), the new sharder's metadata watch listing, a Lease take, the label writes and the
+ * retry late), the new sharder's watch listing, a Lease take, the label writes and the
  * new owner's reconcile, behind a loaded two-core machine. A bound that proves the mechanism
  * (without it, the new sharder alone waits a second Lease duration), not a timing.
  */
@@ -82,7 +83,7 @@ describe("sharding: the sharder's replica killed", () => {
       const items = await r.list(user);
       for (const replica of r.replicas.values()) replica.process.assertRunning();
       return items.length === RESOURCES &&
-        items.every((o) => o.metadata.labels?.[OWNER_LABEL] === ownerOf(o.metadata.uid ?? "", members))
+        items.every((o) => o.metadata.labels?.[OWNER_LABEL] === ownerOf(claimOf(o), members))
         ? items
         : undefined;
     };

@@ -144,6 +144,24 @@ export class ClusterUser {
     }
   }
 
+  /**
+   * Creates the ServiceConnection `tenant` of `namespace` to `baseUrl`, its key `apiKey` in the
+   * Secret `tenant` (key `api-key`).
+   */
+  async createTenantConnection(namespace: string, baseUrl: string, apiKey: string): Promise<void> {
+    await this.putSecret(namespace, "tenant", { "api-key": apiKey });
+    await this.client.request({
+      method: "POST",
+      path: `${DEPLOYMENTS}/${namespace}/${SERVICE_CONNECTION_PLURAL}`,
+      body: {
+        apiVersion: "dms.dev/v1alpha1",
+        kind: SERVICE_CONNECTION_KIND,
+        metadata: { name: "tenant", namespace },
+        spec: { baseUrl, apiKeySecretRef: { name: "tenant", key: "api-key" } },
+      },
+    });
+  }
+
   /** The connection as the API server has it now, or undefined (`namespace`: a ServiceConnection's). */
   async connection(
     kind: ConnectionKind,

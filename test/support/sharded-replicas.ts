@@ -2,12 +2,13 @@
  * `--sharded` operators run as separate processes against the test API server, for the sharding
  * cluster tests: one ring, short Leases, each replica its own `POD_NAME` and log.
  */
-import { writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { OperatorProcess, operatorEnv } from "../../scripts/demo/operator-process.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
-import type { RunningSimulator } from "../../src/simulator/server.ts";
-import { testKubeconfigPath } from "./cluster.ts";
+import type { RunningSimulator, SimulatorOptions } from "../../src/simulator/server.ts";
+import { freshNamespace, testKubeconfigPath } from "./cluster.ts";
 import { startTestSimulator, TEST_API_KEY } from "./operator.ts";
 import type { ClusterUser } from "./resources.ts";
 
@@ -142,13 +143,16 @@ export interface SmallRing {
  * A ring with 6 s Leases (4 s renew deadline, 1 s retry) against a simulator of its own for the
  * default connection, whose key is written in `work`; no replica started yet.
  */
-export async function startSmallRing(o: {
-  namespace: string;
-  ring: string;
-  prefix: string;
-  work: string;
-}): Promise<SmallRing> {
-  const sim = await startTestSimulator();
+export async function startSmallRing(
+  o: {
+    namespace: string;
+    ring: string;
+    prefix: string;
+    work: string;
+  },
+  simulatorOptions: SimulatorOptions = {},
+): Promise<SmallRing> {
+  const sim = await startTestSimulator(simulatorOptions);
   const apiKeyFile = join(o.work, "api-key");
   await writeFile(apiKeyFile, `${TEST_API_KEY}\n`, { mode: 0o600 });
   const ring = new ShardedRing({
@@ -165,6 +169,39 @@ export async function startSmallRing(o: {
     close: async () => {
       await ring.stopAll();
       await sim.close();
+    },
+  };
+}
+
+/** A fresh namespace, a simulator as the default connection, and a ring of `--sharded` replicas. */
+export interface ShardedWorld {
+  namespace: string;
+  simulator: RunningSimulator;
+  ring: ShardedRing;
+  /** Stops the replicas and the simulator and removes the work directory. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a {@link ShardedWorld} with `replicas` replicas, a {@link startSmallRing} in a fresh
+ * namespace: the ring `dms-<prefix>` and replica names `<prefix>-<serial>`.
+ */
+export async function shardedWorld(
+  prefix: string,
+  replicas: number,
+  simulatorOptions: SimulatorOptions = {},
+): Promise<ShardedWorld> {
+  const namespace = await freshNamespace(prefix);
+  const work = await mkdtemp(join(tmpdir(), `${prefix}-`));
+  const small = await startSmallRing({ namespace, ring: `dms-${prefix}`, prefix, work }, simulatorOptions);
+  for (let i = 0; i < replicas; i++) small.ring.start();
+  return {
+    namespace,
+    simulator: small.sim,
+    ring: small.ring,
+    stop: async () => {
+      await small.close();
+      await rm(work, { recursive: true, force: true });
     },
   };
 }

@@ -150,6 +150,8 @@ function world(access?: AccessWorld, bound?: { maxPerNamespace: number }) {
     enqueued: [] as string[],
     events: [] as string[],
     users: 0,
+    /** Whether this process writes the connections' finalizer and status (the leader, sharded). */
+    writes: true,
     /** The namespaces' order of connections, as the watch events keep it in production. */
     order: new NamespaceOrder(),
     defaultSession: session(new SimulatedService({ now })),
@@ -208,6 +210,7 @@ function world(access?: AccessWorld, bound?: { maxPerNamespace: number }) {
     defaults: DEFAULTS,
     secrets,
     usage: () => w.users,
+    writes: () => w.writes,
     ...(access ? { userNamespaces: () => access.userNamespaces ?? [] } : {}),
     onChange: (key) => w.changed.push(key),
     enqueue: (key) => w.enqueued.push(key),
@@ -686,6 +689,32 @@ describe("a connection's reconcile", () => {
     await w.reconcile(A);
     expect(w.connections.lookup(resource("team-a", ref)).kind).toBe("unavailable");
     expect(w.changed).toEqual([connectionKey(A), connectionKey(A)]);
+  });
+
+  it("sharded, a replica that does not write still probes and uses the connection, but writes neither its finalizer nor its status, nor lets it go", async () => {
+    const w = world();
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    w.writes = false;
+    await w.reconcile(A);
+    expect(w.probes).toBe(1);
+    expect(w.connections.lookup(resource("team-a", ref)).kind).toBe("ready");
+    expect(w.store.get(A)?.metadata.finalizers ?? []).toEqual([]);
+    expect(w.status(A)).toBeUndefined();
+    // The leader (it counts every replica's resources) writes both.
+    w.writes = true;
+    w.users = 1;
+    await w.reconcile(A);
+    expect(w.store.get(A)?.metadata.finalizers).toEqual(["dms.dev/connection-in-use"]);
+    expect(w.status(A)?.deployments).toBe(1);
+    // Deleted: a replica that counts none of the users in its own share keeps it usable and held.
+    w.store.delete(A);
+    w.writes = false;
+    w.users = 0;
+    expect(await w.reconcile(A)).toEqual({ kind: "done" });
+    expect(w.store.get(A)).toBeDefined();
+    expect(w.connections.lookup(resource("team-a", ref)).kind).toBe("ready");
+    expect(w.status(A)?.deployments).toBe(1);
   });
 
   it("a deletion in use found after a restart checks the connection, so its resources can clean up", async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { claimOn } from "../../src/reconcile/claims.ts";
 import {
   type MemberState,
   nextAction,
@@ -61,6 +62,40 @@ describe("the rendezvous ring", () => {
       expect(moved / uids.length).toBeLessThanOrEqual(changed + 0.02);
     },
   );
+});
+
+describe("the ring over claims", () => {
+  // One connection's resources, each with a name of its own: what the ring hashes is the claim
+  // (the connection's key and the service name), so they still spread over every replica.
+  const claims = Array.from({ length: 20_000 }, (_, i) =>
+    claimOn("ServiceConnection/team-a/prod", `app-${i.toString(36)}`),
+  );
+
+  it("spreads 20,000 names of one connection over 3 replicas within 5 % of a third each", () => {
+    const counts = shares(claims, members(3));
+    for (const count of counts.values())
+      expect(Math.abs(count / claims.length - 1 / 3)).toBeLessThan(0.05 / 3);
+  });
+
+  it("moves about a quarter of them from 3 to 4 replicas, all onto the newcomer", () => {
+    const before = members(3);
+    const after = members(4);
+    const moved = claims.filter((c) => ownerOf(c, before) !== ownerOf(c, after));
+    expect(moved.every((c) => ownerOf(c, after) === after[3])).toBe(true);
+    expect(Math.abs(moved.length / claims.length - 1 / 4)).toBeLessThan(0.02);
+  });
+
+  it("gives two rivals for one name on one connection one replica, and the name on another connection its own place", () => {
+    const ring = members(3);
+    const a = claimOn("ServiceConnection/team-a/prod", "shop");
+    expect(ownerOf(a, ring)).toBe(ownerOf(claimOn("ServiceConnection/team-a/prod", "shop"), ring));
+    // The same name on many connections is many claims, spread like any others.
+    const spread = shares(
+      Array.from({ length: 3_000 }, (_, i) => claimOn(`ServiceConnection/team-${i}/prod`, "shop")),
+      ring,
+    );
+    for (const count of spread.values()) expect(count).toBeGreaterThan(800);
+  });
 });
 
 function ring(live: string[], states: Record<string, MemberState> = {}): RingView {

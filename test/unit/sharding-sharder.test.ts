@@ -1,16 +1,18 @@
-import { pino } from "pino";
+import { type Logger, pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { LeaseRecord } from "../../src/runtime/leader.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ShardMember } from "../../src/sharding/member.ts";
 import { ownerOf } from "../../src/sharding/ring.ts";
 import {
+  deniedMessage,
   MAX_TAKES_PER_PASS,
   MAX_WRITES_PER_PASS,
   type RingLease,
   RingMembership,
   type ShardedResource,
   Sharder,
+  ShardLabelsDenied,
 } from "../../src/sharding/sharder.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
@@ -40,14 +42,17 @@ class World {
     });
   }
 
-  add(count: number): void {
+  /** Adds `count` resources, each claiming a name of its own unless `claim` names one for all. */
+  add(count: number, claim?: string): void {
     for (let i = 0; i < count; i++) {
-      const key = `ns/r${this.resources.size}`;
+      const name = `r${this.resources.size}`;
+      const key = `ns/${name}`;
       this.resources.set(key, {
         key,
         uid: `uid-${key}`,
         resourceVersion: String(this.#rv++),
         labels: undefined,
+        claim: claim ?? name,
       });
     }
   }
@@ -78,18 +83,25 @@ class World {
     return n;
   }
 
-  sharder(membership?: RingMembership, identity = "leader_1"): Sharder {
+  /** Called before each label write: throws to fail it. */
+  beforeWrite: (key: string) => void = () => {};
+  /** The keys of the label writes tried, in order. */
+  readonly tried: string[] = [];
+
+  sharder(membership?: RingMembership, identity = "leader_1", log: Logger = logger): Sharder {
     return new Sharder({
       identity,
       ...(membership ? { membership } : {}),
       leaseDurationMs: LEASE_MS,
       holdMarginMs: 3_000,
       clock: this.clock,
-      logger,
+      logger: log,
       ports: {
         leases: () => [...this.leases.values()],
         resources: () => this.resources.values(),
         setLabels: async (key, rv, labels) => {
+          this.tried.push(key);
+          this.beforeWrite(key);
           if (this.resources.get(key)?.resourceVersion !== rv) return false;
           this.label(key, labels);
           return true;
@@ -130,7 +142,7 @@ describe("the sharder", () => {
     w.add(300);
     const report = await w.sharder().pass(signal);
     expect(report.assigned).toBe(300);
-    for (const r of w.resources.values()) expect(w.owner(r.key)).toBe(ownerOf(r.uid, ["a", "b", "c"]));
+    for (const r of w.resources.values()) expect(w.owner(r.key)).toBe(ownerOf(r.claim, ["a", "b", "c"]));
   });
 
   it("writes at most a thousand labels per pass, and the next passes go on", async () => {
@@ -152,7 +164,7 @@ describe("the sharder", () => {
     await sharder.pass(signal);
     w.renew("d");
     const report = await sharder.pass(signal);
-    const moving = [...w.resources.values()].filter((r) => ownerOf(r.uid, ["a", "b", "c", "d"]) === "d");
+    const moving = [...w.resources.values()].filter((r) => ownerOf(r.claim, ["a", "b", "c", "d"]) === "d");
     expect(report.drained).toBe(moving.length);
     expect(moving.length).toBeLessThan(400 / 4 + 40);
     // Nothing is given to the newcomer while its old owner holds it.
@@ -161,6 +173,104 @@ describe("the sharder", () => {
     expect(w.acknowledgeDrains()).toBe(moving.length);
     await sharder.pass(signal);
     for (const r of moving) expect(w.owner(r.key)).toBe("d");
+  });
+
+  it("places rivals for one claim on one replica, and moves a claim's resources to its new owner only once every one was let go", async () => {
+    const w = new World();
+    for (const m of ["a", "b", "c"]) w.renew(m);
+    // Twenty claims of three rivals each.
+    for (let i = 0; i < 20; i++) w.add(3, `conn\nshared-${i}`);
+    const sharder = w.sharder();
+    await sharder.pass(signal);
+    const rivals = (claim: string) => [...w.resources.values()].filter((r) => r.claim === claim);
+    for (let i = 0; i < 20; i++)
+      expect(new Set(rivals(`conn\nshared-${i}`).map((r) => w.owner(r.key))).size).toBe(1);
+    // A join moves some claims; one rival of each moving claim is slow to let go.
+    w.renew("d");
+    await sharder.pass(signal);
+    const moving = [...w.resources.values()].filter((r) => r.labels?.[DRAIN_LABEL] !== undefined);
+    expect(moving.length).toBeGreaterThan(0);
+    const slow = new Set<string>();
+    for (const r of moving)
+      if (!slow.has(r.claim)) slow.add(r.claim);
+      else w.label(r.key, { [OWNER_LABEL]: null, [DRAIN_LABEL]: null });
+    const report = await sharder.pass(signal);
+    expect(report.deferred).toBe(moving.length - slow.size);
+    // No claim is ever split between two replicas that may write.
+    for (const claim of slow) {
+      const owners = new Set(
+        rivals(claim)
+          .map((r) => w.owner(r.key))
+          .filter((o) => o !== undefined),
+      );
+      expect(owners.size).toBe(1);
+      expect(owners.has("d")).toBe(false);
+    }
+    w.acknowledgeDrains();
+    await sharder.pass(signal);
+    for (const claim of slow) for (const r of rivals(claim)) expect(w.owner(r.key)).toBe("d");
+  });
+
+  it("moves a resource whose claim changed to the claim's replica, with the drain handshake", async () => {
+    const { w, sharder } = await assigned(["a", "b", "c"], 30);
+    const key = [...w.resources.keys()].find((k) => {
+      const r = w.resources.get(k);
+      return r && ownerOf(r.claim, ["a", "b", "c"]) !== ownerOf("renamed", ["a", "b", "c"]);
+    });
+    const r = w.resources.get(key ?? "");
+    if (!key || !r) throw new Error("no resource to rename");
+    const before = w.owner(key);
+    w.resources.set(key, { ...r, claim: "renamed" });
+    expect((await sharder.pass(signal)).drained).toBe(1);
+    expect(w.owner(key)).toBe(before);
+    w.acknowledgeDrains();
+    await sharder.pass(signal);
+    expect(w.owner(key)).toBe(ownerOf("renamed", ["a", "b", "c"]));
+  });
+
+  it("reports label writes denied by admission once per pass, with the fix", async () => {
+    const w = new World();
+    for (const m of ["a", "b"]) w.renew(m);
+    w.add(50);
+    w.beforeWrite = (key) => {
+      throw new ShardLabelsDenied(
+        `deployments ${key}: HTTP 403 Forbidden: ValidatingAdmissionPolicy 'dms-operator-shard-labels' denied request`,
+        true,
+      );
+    };
+    const lines: { level: number; msg: string }[] = [];
+    const capture = pino(
+      { level: "info" },
+      { write: (line: string) => void lines.push(JSON.parse(line) as { level: number; msg: string }) },
+    );
+    const report = await w.sharder(undefined, "leader_1", capture).pass(signal);
+    expect(report.denied).toBe(50);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]?.msg).toMatch(
+      /^the shard-label policy does not admit this service account: deployments ns\/r\d+/,
+    );
+    expect(lines[0]?.msg).toContain("matchConditions");
+    // Denied by RBAC instead: the other fix.
+    expect(deniedMessage(new ShardLabelsDenied("HTTP 403 Forbidden: cannot patch", false))).toMatch(
+      /^this service account may not patch Deployment resources: .* Grant it patch on deployments\.dms\.dev/,
+    );
+  });
+
+  it("tries the writes that failed in the last pass after the others", async () => {
+    const w = new World();
+    for (const m of ["a", "b"]) w.renew(m);
+    w.add(MAX_WRITES_PER_PASS + 200);
+    const failing = new Set([...w.resources.keys()].slice(0, MAX_WRITES_PER_PASS));
+    w.beforeWrite = (key) => {
+      if (failing.has(key)) throw new Error("refused");
+    };
+    const sharder = w.sharder();
+    expect((await sharder.pass(signal)).assigned).toBe(0);
+    // The 200 behind the failing head are written next pass, not starved by it.
+    expect((await sharder.pass(signal)).assigned).toBe(200);
+    expect(w.tried.slice(MAX_WRITES_PER_PASS, MAX_WRITES_PER_PASS + 200).every((k) => !failing.has(k))).toBe(
+      true,
+    );
   });
 
   it("moves a silent member's resources only after its Lease expired by its own clock and was taken, then deletes it", async () => {
@@ -287,7 +397,7 @@ describe("the sharder", () => {
     expect(w.owner(key)).toBe(owner);
     w.label("ns/r1", { [OWNER_LABEL]: "Not_A_Pod" });
     await sharder.pass(signal);
-    expect(w.owner("ns/r1")).toBe(ownerOf("uid-ns/r1", ["a", "b"]));
+    expect(w.owner("ns/r1")).toBe(ownerOf("r1", ["a", "b"]));
     expect(w.leases.has("Not_A_Pod")).toBe(false);
   });
 

@@ -1,0 +1,87 @@
+// Two Deployment resources that claim one service name on one connection: unsharded, the older
+// keeps the name and the other stalls (NameConflict), so the service never gets two writers for
+// one deployment (src/reconcile/claims.ts). Under `run --sharded` the claim check reads the
+// replica's label-selected cache, which holds its own share only: a rival owned by another
+// replica must still be seen, or both replicas write the same deployment. The ring places
+// resources by claim, so rivals always share a replica.
+import { afterAll, describe, expect, it } from "vitest";
+import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { OWNER_LABEL } from "../../src/sharding/labels.ts";
+import { waitFor } from "../support/cluster.ts";
+import { ClusterUser, hasCondition } from "../support/resources.ts";
+import { type ShardedWorld, shardedWorld } from "../support/sharded-replicas.ts";
+
+/**
+ * Pairs of rivals. Placed by uid, each pair would land on two replicas with probability 1/2; the
+ * ring places resources by claim (connection + service name), so rivals always share a replica
+ * while the pairs still spread over both.
+ */
+const PAIRS = 12;
+const spec = (name: string, tag: string): DeploymentSpec => ({
+  name,
+  source: "internal_docker",
+  sourceRevisionConfig: { imageUri: `registry.example.com/claims:${tag}` },
+});
+
+describe("sharding: one service name claimed by two resources", () => {
+  const user = new ClusterUser();
+  let world: ShardedWorld | undefined;
+  afterAll(async () => world?.stop());
+
+  it("stalls one of the two claimants even when the two are owned by different replicas", async () => {
+    const w = await shardedWorld("cl", 2, { requestRecordLimit: 100_000 });
+    world = w;
+    const { namespace, simulator, ring: r } = w;
+    for (let i = 0; i < PAIRS; i++) await user.create(namespace, `p${i}-old`, spec(`shared-${i}`, "old"));
+    for (let i = 0; i < PAIRS; i++) await user.create(namespace, `p${i}-new`, spec(`shared-${i}`, "new"));
+    // Every resource owned and settled one way or the other (Ready, or stalled on the conflict).
+    const items = await waitFor(
+      async () => {
+        const all = await r.list(user);
+        return all.length === 2 * PAIRS &&
+          all.every(
+            (o) =>
+              o.metadata.labels?.[OWNER_LABEL] !== undefined &&
+              o.status?.observedGeneration === o.metadata.generation &&
+              (hasCondition(o, "Ready", "True") || hasCondition(o, "Stalled", "True")),
+          )
+          ? all
+          : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 1_000, description: "every resource owned and settled" },
+    );
+    const split = Array.from({ length: PAIRS }, (_, i) => i).filter((i) => {
+      const owner = (n: string) => items.find((o) => o.metadata.name === n)?.metadata.labels?.[OWNER_LABEL];
+      return owner(`p${i}-old`) !== owner(`p${i}-new`);
+    });
+    console.log(`pairs split over two replicas: ${split.join(", ") || "none"}`);
+    expect(split, "rivals share a replica").toEqual([]);
+    const owners = new Set(items.map((o) => o.metadata.labels?.[OWNER_LABEL]));
+    expect(owners.size, "the pairs spread over both replicas").toBe(2);
+    const rows = Array.from({ length: PAIRS }, (_, i) => {
+      const stalled = items.filter(
+        (o) => o.metadata.name.startsWith(`p${i}-`) && hasCondition(o, "Stalled", "True"),
+      ).length;
+      const id = simulator.store.getByName(`shared-${i}`)?.id ?? "";
+      const writers = new Set(
+        simulator
+          .requests()
+          .filter((q) => q.method !== "GET" && q.url.startsWith(`/v2/deployments/${id}`))
+          .map((q) => q.userAgent),
+      );
+      return {
+        pair: i,
+        split: split.includes(i),
+        stalled,
+        writers: [...writers],
+        image: JSON.stringify(simulator.store.getByName(`shared-${i}`)).match(/claims:(\w+)/)?.[1],
+      };
+    });
+    console.log(JSON.stringify(rows));
+    for (const row of rows) {
+      // The claim rule (older creationTimestamp, then namespace/name) leaves exactly one holder.
+      expect(row.stalled, JSON.stringify(row)).toBe(1);
+      expect(row.writers.length, JSON.stringify(row)).toBeLessThanOrEqual(1);
+    }
+  });
+});
