@@ -5,7 +5,6 @@
 // a connection's windows as the default a resource's own list replaces.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import type { CreateDeploymentBody } from "../../src/api/wire.ts";
 import type { RolloutWindowSpec } from "../../src/crd/rollout-windows-schema.ts";
 import { ANNOTATION_ROLLOUT_NOW, type DeploymentSpec } from "../../src/crd/schema.ts";
 import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
@@ -14,6 +13,7 @@ import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { ServiceSession, type SessionLookup } from "../../src/reconcile/service/session.ts";
 import type { RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
+import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { MemoryResources, MemorySecrets, RecordedEvents, SimulatedService } from "../support/memory-ports.ts";
 
@@ -22,7 +22,6 @@ const START = Date.parse("2026-11-24T12:00:00Z");
 const OPENS = Date.parse("2026-11-24T21:00:00Z");
 const POLL_MS = 5_000;
 const SETTLE_MS = 5_000;
-const REF = { namespace: "default", name: "agent" };
 
 const NIGHTS: RolloutWindowSpec = {
   kind: "allow",
@@ -31,18 +30,6 @@ const NIGHTS: RolloutWindowSpec = {
   timeZone: "Europe/Berlin",
 };
 const ALWAYS_DENY: RolloutWindowSpec = { kind: "deny", schedule: "0 0 * * *", duration: "24h" };
-
-const SPEC: DeploymentSpec = {
-  source: "external_docker",
-  sourceConfig: { customUrl: "https://agent.example" },
-  sourceRevisionConfig: { imageUri: "repo/agent:1" },
-};
-const BODY: CreateDeploymentBody = {
-  name: "agent",
-  source: "external_docker",
-  source_config: { custom_url: "https://agent.example" },
-  source_revision_config: { image_uri: "repo/agent:1" },
-};
 
 function world() {
   const clock = new ManualClock({ start: START });

@@ -21,6 +21,7 @@ import { ListingDeadlineError, type RemoteSnapshot } from "../../src/reconcile/s
 import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";
 import type { Timing } from "../../src/simulator/record.ts";
 import { pollIndexer } from "../../src/wiring/indexes.ts";
+import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {
   type InjectedFailure,
@@ -39,19 +40,6 @@ const LISTING_DEADLINE_MS = 30_000;
 /** Long enough for the simulator's deployments to be READY with their revision active. */
 const SETTLE_MS = 5_000;
 
-const SPEC: DeploymentSpec = {
-  source: "external_docker",
-  sourceConfig: { customUrl: "https://agent.example" },
-  sourceRevisionConfig: { imageUri: "repo/agent:1" },
-};
-/** The service's deployment that SPEC describes. */
-const BODY: CreateDeploymentBody = {
-  name: "agent",
-  source: "external_docker",
-  source_config: { custom_url: "https://agent.example" },
-  source_revision_config: { image_uri: "repo/agent:1" },
-};
-const REF = { namespace: "default", name: "agent" };
 /** The conditions of a resource whose new revision is rolling out. */
 const ROLLING_OUT = {
   Ready: "False/RolloutInProgress",

@@ -3,8 +3,7 @@
 // service did not return) is asked live, so a failed or cut read never makes a resource create.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import type { CreateDeploymentBody, Deployment } from "../../src/api/wire.ts";
-import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import type { Deployment } from "../../src/api/wire.ts";
 import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
 import type { DeploymentListings } from "../../src/reconcile/ports.ts";
@@ -16,6 +15,7 @@ import {
   POLL_BATCH,
   RemoteSnapshot,
 } from "../../src/reconcile/service/snapshot.ts";
+import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {
   MemoryResources,
@@ -184,19 +184,6 @@ describe("RemoteSnapshot reading a share by id", () => {
     expect(snapshot.byId(id(900), 1_000)).toBeUndefined();
   });
 });
-
-const SPEC: DeploymentSpec = {
-  source: "external_docker",
-  sourceConfig: { customUrl: "https://agent.example" },
-  sourceRevisionConfig: { imageUri: "repo/agent:1" },
-};
-const BODY: CreateDeploymentBody = {
-  name: "agent",
-  source: "external_docker",
-  source_config: { custom_url: "https://agent.example" },
-  source_revision_config: { image_uri: "repo/agent:1" },
-};
-const REF = { namespace: "default", name: "agent" };
 
 /** The reconciler of a sharded replica over in-memory ports: its snapshot reads the share by id. */
 function replica() {
