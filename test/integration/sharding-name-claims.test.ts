@@ -32,6 +32,8 @@ describe("sharding: one service name claimed by two resources", () => {
     const w = await shardedWorld("cl", 2, { requestRecordLimit: 100_000 });
     world = w;
     const { namespace, simulator, ring: r } = w;
+    // Placed on the ring both replicas make: no claim moves while the rivals are judged.
+    await r.untilMembers(user);
     for (let i = 0; i < PAIRS; i++) await user.create(namespace, `p${i}-old`, spec(`shared-${i}`, "old"));
     for (let i = 0; i < PAIRS; i++) await user.create(namespace, `p${i}-new`, spec(`shared-${i}`, "new"));
     // Every resource owned and settled one way or the other (Ready, or stalled on the conflict).

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { claimOf } from "../../src/reconcile/claims.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ownerOf } from "../../src/sharding/ring.ts";
 import { freshNamespace, waitFor } from "../support/cluster.ts";
@@ -53,7 +54,7 @@ describe("sharding: a drain after writes that got no answer", () => {
       return items.length === RESOURCES &&
         items.every(
           (o) =>
-            o.metadata.labels?.[OWNER_LABEL] === ownerOf(o.metadata.uid ?? "", members) &&
+            o.metadata.labels?.[OWNER_LABEL] === ownerOf(claimOf(o), members) &&
             o.status?.observedGeneration === o.metadata.generation &&
             hasCondition(o, "Ready", "True") &&
             o.spec.sourceRevisionConfig?.imageUri === `registry.example.com/unanswered:${tag}`,
@@ -80,7 +81,7 @@ describe("sharding: a drain after writes that got no answer", () => {
       async () => {
         const items = await r.list(user);
         const members = r.live();
-        return items.every((o) => o.metadata.labels?.[OWNER_LABEL] === ownerOf(o.metadata.uid ?? "", members))
+        return items.every((o) => o.metadata.labels?.[OWNER_LABEL] === ownerOf(claimOf(o), members))
           ? true
           : undefined;
       },

@@ -7,8 +7,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { OperatorProcess, operatorEnv } from "../../scripts/demo/operator-process.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
+import { RING_LABEL } from "../../src/sharding/labels.ts";
 import type { RunningSimulator, SimulatorOptions } from "../../src/simulator/server.ts";
-import { freshNamespace, testKubeconfigPath } from "./cluster.ts";
+import { freshNamespace, testKubeconfigPath, waitFor } from "./cluster.ts";
 import { startTestSimulator, TEST_API_KEY } from "./operator.ts";
 import type { ClusterUser } from "./resources.ts";
 
@@ -118,6 +119,34 @@ export class ShardedRing {
     })) as { spec?: { holderIdentity?: string } };
     const holder = lease.spec?.holderIdentity ?? "";
     return this.replicas.get(holder.slice(0, holder.lastIndexOf("_")));
+  }
+
+  /**
+   * The replicas whose own Lease of the ring is held by them (the members the sharder hashes
+   * over), sorted.
+   */
+  async members(user: ClusterUser): Promise<string[]> {
+    const leases = (await user.client.request({
+      method: "GET",
+      path: `/apis/coordination.k8s.io/v1/namespaces/${this.#o.namespace}/leases`,
+      query: { labelSelector: `${RING_LABEL}=${this.#o.ring}` },
+    })) as { items: Array<{ metadata: { name: string }; spec?: { holderIdentity?: string } }> };
+    return leases.items
+      .filter(
+        (l) => this.replicas.has(l.metadata.name) && l.spec?.holderIdentity?.startsWith(l.metadata.name),
+      )
+      .map((l) => l.metadata.name)
+      .sort();
+  }
+
+  /** Waits until every running replica is a member of the ring. */
+  async untilMembers(user: ClusterUser): Promise<void> {
+    const live = this.live().join(",");
+    await waitFor(async () => ((await this.members(user)).join(",") === live ? true : undefined), {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+      description: `every replica (${live}) a member of the ring`,
+    });
   }
 
   /** Every Deployment resource of the namespace. */
