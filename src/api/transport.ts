@@ -11,6 +11,7 @@ import type { Static, TSchema } from "@sinclair/typebox";
 import got, { type PlainResponse, type RequestError } from "got";
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
+import { tellPaced } from "../runtime/pacing.ts";
 import type { AddressPolicy } from "./address-policy.ts";
 import { type ProxyEnv, redactProxyUrl, type ServiceAgents, serviceAgents } from "./agent.ts";
 import type { ApiClock } from "./clock.ts";
@@ -260,7 +261,11 @@ export class Transport {
           }),
         );
       }
+      // Waiting for a token is this process's pacing, not the service's time: a read that has a
+      // deadline for the service is told (runtime/pacing.ts). A pause the service asked for is not.
+      const waitFrom = this.#s.clock.now() + this.#s.bucket.pausedForMs();
       await this.#s.bucket.acquire(signal);
+      tellPaced(this.#s.clock.now() - waitFrom);
       // Checked after the wait for a token, right before the request goes out.
       const grant = request.method === "GET" ? undefined : this.#s.writeGate?.();
       if (grant && "refuse" in grant)

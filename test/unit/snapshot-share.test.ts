@@ -2,7 +2,7 @@
 // a hundred per call, instead of the whole listing. What it cannot vouch for (a name, an id the
 // service did not return) is asked live, so a failed or cut read never makes a resource create.
 import { pino } from "pino";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Deployment } from "../../src/api/wire.ts";
 import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
@@ -15,6 +15,7 @@ import {
   POLL_BATCH,
   RemoteSnapshot,
 } from "../../src/reconcile/service/snapshot.ts";
+import { tellPaced } from "../../src/runtime/pacing.ts";
 import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {
@@ -159,6 +160,41 @@ describe("RemoteSnapshot reading a share by id", () => {
     clock.advance(5_000);
     await expect(read).rejects.toBeInstanceOf(ListingDeadlineError);
     expect(snapshot.listingFailure()).toEqual({ kind: "deadline", deadlineMs: 5_000 });
+  });
+
+  it.each([
+    { paced: true, outcome: "ends: the waits were this process's pacing" },
+    { paced: false, outcome: "misses the deadline: the time was the service's" },
+  ])("a read whose three calls each wait 4 s, against a 5 s deadline, $outcome", async ({ paced }) => {
+    let clock: ManualClock | undefined;
+    const waits: Promise<void>[] = [];
+    const built = shareOver(deployments(250), () => Array.from({ length: 250 }, (_, i) => id(i)), {
+      deadlineMs: 5_000,
+      answer: (ids, _n, s) => {
+        const wait = (clock as ManualClock).sleep(4_000, s).then(() => {
+          // What the transport tells once a call got its token (src/api/transport.ts).
+          if (paced) tellPaced(4_000);
+        });
+        waits.push(wait);
+        return wait.then(() => ids.map((i) => named(Number(i.slice(-12)))));
+      },
+    });
+    clock = built.clock;
+    const read = built.snapshot.refresh(signal());
+    read.catch(() => undefined);
+    // Unpaced, the deadline (5 s) ends the read during the second call's wait.
+    for (let i = 0; i < (paced ? 3 : 2); i++) {
+      await vi.waitFor(() => expect(waits.length).toBe(i + 1));
+      built.clock.advance(4_000);
+    }
+    if (paced) {
+      await read;
+      expect(built.batches.map((b) => b.length)).toEqual([100, 100, 50]);
+      expect(built.snapshot.listingFailure()).toBeUndefined();
+    } else {
+      await expect(read).rejects.toBeInstanceOf(ListingDeadlineError);
+      expect(built.snapshot.listingFailure()).toEqual({ kind: "deadline", deadlineMs: 5_000 });
+    }
   });
 
   it("asks each id once, and never an id that is not a uuid (the client would refuse the batch)", () => {

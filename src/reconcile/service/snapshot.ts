@@ -27,6 +27,7 @@ import { NameFilter } from "../../compact/name-filter.ts";
 import { addItem, itemsOf, type OneOrMany, removeItem } from "../../compact/one-or-many.ts";
 import { type PackedRecord, packRecord, unpackRecord } from "../../compact/packed-record.ts";
 import type { Clock } from "../../runtime/clock.ts";
+import { whilePaced } from "../../runtime/pacing.ts";
 import { SharedCall } from "../../runtime/shared-call.ts";
 import type { DeploymentListings } from "../ports.ts";
 import type { Deployment, UnreadableDeployment } from "../service-types.ts";
@@ -176,13 +177,24 @@ export class RemoteSnapshot {
   async #list(signal: AbortSignal): Promise<void> {
     const deadlineMs = this.#deadlineMs;
     const deadline = new AbortController();
-    const cancel = Number.isFinite(deadlineMs)
-      ? this.#clock.setTimer(deadlineMs, () =>
-          deadline.abort(new ListingDeadlineError(`the listing did not end within ${deadlineMs} ms`)),
-        )
-      : () => {};
+    // The deadline bounds the service's time: it moves by each wait for a token of this
+    // connection's rate limit (runtime/pacing.ts), which the reconciles share.
+    let endsAt = this.#clock.now() + deadlineMs;
+    const arm = () =>
+      Number.isFinite(deadlineMs)
+        ? this.#clock.setTimer(Math.max(0, endsAt - this.#clock.now()), () =>
+            deadline.abort(new ListingDeadlineError(`the listing did not end within ${deadlineMs} ms`)),
+          )
+        : () => {};
+    let cancel = arm();
+    const paced = (waitedMs: number) => {
+      if (deadline.signal.aborted || !Number.isFinite(deadlineMs)) return;
+      endsAt += waitedMs;
+      cancel();
+      cancel = arm();
+    };
     try {
-      await this.#listUnder(AbortSignal.any([signal, deadline.signal]));
+      await whilePaced(paced, () => this.#listUnder(AbortSignal.any([signal, deadline.signal])));
       if (deadline.signal.aborted) throw deadline.signal.reason;
       if (!signal.aborted) this.#failure = undefined;
     } catch (error) {
