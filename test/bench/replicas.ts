@@ -120,15 +120,19 @@ export interface TappedCall {
   read: boolean;
 }
 
-/** A replica's reads closer than this to the one before belong to the same pass. */
-const SAME_PASS_MS = 3_000;
+/**
+ * A replica's reads closer than this part of the period to the one before belong to the same
+ * pass: passes come a period apart (less its 10 % spread), while one pass's calls follow each
+ * other as fast as the service answers, which at 30,000 deployments may be a second or more.
+ */
+const SAME_PASS_PART = 1 / 4;
 
 /**
  * The calls one resync costs, each replica's and summed, from the calls of the window
  * [`start`, `end`] (ms; at least one period long). A replica's passes do not come exactly once
  * per period (each waits the period after its last one ended, ±10 %), so a window of one period
  * may hold none of a replica's: each replica's reads are grouped into passes (reads within
- * {@link SAME_PASS_MS} of each other) and those whole in the window averaged; its other calls
+ * a quarter period of each other, {@link SAME_PASS_PART}) and those whole in the window averaged; its other calls
  * (lookups by name or id, creates, probes) are scaled to one period.
  */
 export function callsPerResync(
@@ -143,14 +147,15 @@ export function callsPerResync(
     const own = calls.filter((c) => c.replica === replica);
     const reads = own.filter((c) => c.read).map((c) => c.at);
     reads.sort((a, b) => a - b);
+    const samePassMs = periodMs * SAME_PASS_PART;
     const passes: number[][] = [];
     for (const at of reads) {
       const last = passes.at(-1);
-      if (last && at - (last.at(-1) ?? at) <= SAME_PASS_MS) last.push(at);
+      if (last && at - (last.at(-1) ?? at) <= samePassMs) last.push(at);
       else passes.push([at]);
     }
     const whole = passes.filter(
-      (p) => (p[0] ?? start) - start > SAME_PASS_MS && end - (p.at(-1) ?? end) > SAME_PASS_MS,
+      (p) => (p[0] ?? start) - start > samePassMs && end - (p.at(-1) ?? end) > samePassMs,
     );
     const counted = whole.length > 0 ? whole : passes;
     const perPass = counted.length > 0 ? counted.reduce((sum, p) => sum + p.length, 0) / counted.length : 0;

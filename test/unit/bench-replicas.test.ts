@@ -34,6 +34,20 @@ describe("callsPerResync", () => {
     expect(callsPerResync(calls, 0, 120_000, 60_000).byReplica).toEqual({ a: 11 });
   });
 
+  it("keeps a slow pass whole: a hundred reads, some 4 s apart (a service answering slowly), are one pass", () => {
+    // 500 ms apart, and 4 s after every tenth: 81 s for the pass.
+    const slow = (replica: string, at: number): TappedCall[] => {
+      let t = at;
+      return Array.from({ length: 100 }, (_, i) => {
+        if (i > 0) t += i % 10 === 0 ? 4_000 : 500;
+        return { replica, at: t, read: true };
+      });
+    };
+    // Passes a period (60 s) and more after the last one ended.
+    const calls = [...slow("a", 0), ...slow("a", 150_000), ...slow("a", 300_000)];
+    expect(callsPerResync(calls, 0, 400_000, 60_000).byReplica).toEqual({ a: 100 });
+  });
+
   it("counts the passes cut at the window's edges when none is whole", () => {
     expect(callsPerResync(pass("a", 1_000, 5), 0, 60_000, 60_000).total).toBe(5);
   });
