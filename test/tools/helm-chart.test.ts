@@ -129,6 +129,8 @@ const NOT_UNDER_CONFIG: Record<string, string> = {
   context: "the pod's ServiceAccount",
   leaderElect: "leaderElection.enabled",
   sharded: "sharding.enabled",
+  shardLabelPolicy: "sharding.labelPolicyMode",
+  shardLabelPolicyName: "sharding.labelPolicyName",
   leaderElectionNamespace: "leaderElection.namespace",
   leaderElectionId: "leaderElection.id",
   leaseDuration: "leaderElection.leaseDuration",
