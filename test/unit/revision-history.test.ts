@@ -5,25 +5,13 @@ import { newestFirst, type RevisionRow, readRevisionItem } from "../../src/api/r
 import type { Deployment } from "../../src/api/wire.ts";
 import { deployedOf, revisionLines } from "../../src/commands/revisions.ts";
 import { imageTag, liveRevision } from "../../src/reconcile/status/live-revision.ts";
+import { remote } from "./plan-fixtures.ts";
 
 const A = "aaaaaaaa-0000-4000-8000-000000000001";
 const B = "bbbbbbbb-0000-4000-8000-000000000002";
 
-const deployment = (overrides: Partial<Deployment>): Deployment => ({
-  name: "agent",
-  source: "github",
-  source_config: {},
-  source_revision_config: {},
-  secrets: [],
-  id: "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e",
-  tenant_id: "t",
-  created_at: "2030-01-01T00:00:00Z",
-  updated_at: "2030-01-01T00:00:00Z",
-  status: "READY",
-  latest_revision_id: A,
-  active_revision_id: A,
-  ...overrides,
-});
+const deployment = (overrides: Partial<Deployment>): Deployment =>
+  remote({ source: "github", latest_revision_id: A, active_revision_id: A, ...overrides });
 
 describe("readRevisionItem", () => {
   it.each([

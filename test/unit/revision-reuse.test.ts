@@ -20,6 +20,7 @@ import {
 import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
 import { activeRevision } from "../../src/reconcile/status/live-revision.ts";
 import { statusFrom } from "../../src/reconcile/status/status.ts";
+import { remote } from "./plan-fixtures.ts";
 
 const SECRETS = hashSecrets([{ name: "TOKEN", value: "one" }]);
 const ROTATED = hashSecrets([{ name: "TOKEN", value: "two" }]);
@@ -30,21 +31,8 @@ const R1 = "11111111-1111-4111-8111-111111111111";
 const R2 = "22222222-2222-4222-8222-222222222222";
 const R3 = "33333333-3333-4333-8333-333333333333";
 
-const deploymentFixture = (overrides: Partial<Deployment>): Deployment => ({
-  name: "agent",
-  source: "external_docker",
-  source_config: {},
-  source_revision_config: {},
-  secrets: [],
-  id: "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e",
-  tenant_id: "t",
-  created_at: "2030-01-01T00:00:00Z",
-  updated_at: "2030-01-01T00:00:00Z",
-  status: "READY",
-  latest_revision_id: R1,
-  active_revision_id: R1,
-  ...overrides,
-});
+const deploymentFixture = (overrides: Partial<Deployment>): Deployment =>
+  remote({ source: "external_docker", latest_revision_id: R1, active_revision_id: R1, ...overrides });
 
 const revision = (
   id: string,
