@@ -143,6 +143,14 @@ export class Reflector<T extends KubeObject> {
     return [...this.#cache.values()];
   }
 
+  /**
+   * Every cached object, read in place (no copy): for a synchronous walk of a large cache, which
+   * must not wait in between (the watch changes the cache under an iterator left open).
+   */
+  values(): IterableIterator<T> {
+    return this.#cache.values();
+  }
+
   /** The number of cached objects. */
   get size(): number {
     return this.#cache.size;

@@ -62,6 +62,11 @@ export class ScopedReflectors<T extends KubeObject> {
     return [...this.#byNamespace.values()].flatMap((r) => r.list());
   }
 
+  /** Every cached object without a copy (see {@link Reflector.values}). */
+  *values(): Generator<T> {
+    for (const reflector of this.#byNamespace.values()) yield* reflector.values();
+  }
+
   /** The number of cached objects. */
   get size(): number {
     let size = 0;

@@ -37,8 +37,8 @@ export type ShardAction =
   | { kind: "none" }
   /** Write `owner=to` and remove the drain label. */
   | { kind: "assign"; to: string }
-  /** Set the drain label: the live owner must let go before the resource moves. */
-  | { kind: "drain" }
+  /** Set the drain label: the live owner must let go before the resource moves to `to`. */
+  | { kind: "drain"; to: string }
   /** Take `member`'s Lease before moving its resources. */
   | { kind: "hold"; member: string }
   /** A drain is under way: the owner has not acknowledged yet. */
@@ -70,7 +70,7 @@ export function nextAction(
       if (owner === desired)
         return labels.drain || labels.owner !== owner ? { kind: "assign", to: owner } : { kind: "none" };
       if (labels.owner !== owner) return { kind: "assign", to: owner };
-      return labels.drain ? { kind: "wait" } : { kind: "drain" };
+      return labels.drain ? { kind: "wait" } : { kind: "drain", to: desired };
     case "held":
       return { kind: "assign", to: desired };
     case "down":

@@ -7,8 +7,18 @@
 /** The replica that owns a Deployment resource: its pod name (a label value, ≤ 63 characters). */
 export const OWNER_LABEL = "shard.dms.dev/owner";
 
-/** Set by the sharder on a resource that must move: its owner stops and removes both labels. */
+/**
+ * Set by the sharder on a resource that must move: its owner stops, then writes the replica the
+ * value names as the owner (a hand-over), or removes the owner label when the value is
+ * {@link DRAIN_ANY}; the drain label is removed in the same write.
+ */
 export const DRAIN_LABEL = "shard.dms.dev/drain";
+
+/**
+ * The drain label's value that names no next owner: the owner only lets go. The sharder writes it
+ * for a resource whose claim has rivals (they move together, by the sharder, once all are let go).
+ */
+export const DRAIN_ANY = "true";
 
 /** On every replica's Lease: the ring it belongs to (the leader election Lease's name). */
 export const RING_LABEL = "sharding.dms.dev/ring";
@@ -25,4 +35,14 @@ const LEASE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 /** True when `name` can be a replica: a valid label value and a valid Lease name. */
 export function isReplicaName(name: string): boolean {
   return name !== "" && LABEL_VALUE.test(name) && LEASE_NAME.test(name);
+}
+
+/**
+ * The owner label a replica (`self`) writes when it lets go of a resource whose drain label is
+ * `drain`: the replica the value names (a hand-over: the resource moves in that one write), or
+ * none (the label removed) when it names no other replica: {@link DRAIN_ANY}, or a value that
+ * cannot be a replica's name.
+ */
+export function handoverTo(drain: string | undefined, self: string): string | null {
+  return drain !== undefined && drain !== DRAIN_ANY && drain !== self && isReplicaName(drain) ? drain : null;
 }

@@ -49,6 +49,13 @@ export interface ShardWriteGrant {
 const ACK_RETRY_MS = 1_000;
 
 /**
+ * Acknowledgements sent at once: a join drains thousands of one replica's resources within
+ * seconds, and one request each at once would exceed the API server's in-flight limit (429s,
+ * each retried a second later) instead of keeping it busy.
+ */
+export const ACK_CONCURRENCY = 8;
+
+/**
  * Kept between the end of any write and the earliest moment the Lease could be declared expired
  * by another process: the clocks' rates may differ a little, and the sharder acts on what it saw.
  */
@@ -83,6 +90,9 @@ export class ShardMember {
   /** Per key (`""`: no key), the writes that may still run at the service, by when. */
   readonly #mayRun = new Map<string, Set<{ until: number }>>();
   readonly #held = new Set<() => void>();
+  /** Acknowledgements sending now, and those waiting for one of {@link ACK_CONCURRENCY} slots. */
+  #acksSending = 0;
+  readonly #ackWaiting: (() => void)[] = [];
   #holding = false;
   #renewalStart = Number.NEGATIVE_INFINITY;
 
@@ -280,6 +290,22 @@ export class ShardMember {
     void this.#acknowledge(key).finally(() => this.#acking.delete(key));
   }
 
+  /** Resolves once an acknowledgement may be sent (one of {@link ACK_CONCURRENCY}). */
+  #ackSlot(): Promise<void> {
+    if (this.#acksSending < ACK_CONCURRENCY) {
+      this.#acksSending += 1;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#ackWaiting.push(resolve));
+  }
+
+  /** An acknowledgement ended: its slot passes to the next waiting, if any. */
+  #ackDone(): void {
+    const next = this.#ackWaiting.shift();
+    if (next) next();
+    else this.#acksSending -= 1;
+  }
+
   async #acknowledge(key: string): Promise<void> {
     const signal = this.#stop.signal;
     while (!signal.aborted && !this.#inFlight.has(key) && this.#opts.owned(key)?.drain) {
@@ -295,7 +321,10 @@ export class ShardMember {
         }
         continue;
       }
+      await this.#ackSlot();
       try {
+        // Checked again: the slot may have come after the drain was lifted or a reconcile began.
+        if (signal.aborted || this.#inFlight.has(key) || !this.#opts.owned(key)?.drain) continue;
         if (await this.#opts.acknowledge(key, signal)) {
           this.#opts.logger.debug({ key }, "drain acknowledged");
           this.#opts.onAcknowledged?.();
@@ -303,6 +332,8 @@ export class ShardMember {
         }
       } catch (err) {
         this.#opts.logger.warn({ err, key }, "could not acknowledge a drain; retrying");
+      } finally {
+        this.#ackDone();
       }
       try {
         await this.#clock.sleep(ACK_RETRY_MS, signal);

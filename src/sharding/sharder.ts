@@ -11,7 +11,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../runtime/clock.ts";
 import type { LeaseRecord } from "../runtime/leader.ts";
 import { type MemberState, nextAction, type RingView, type ShardLabels } from "./assignment.ts";
-import { DRAIN_LABEL, isReplicaName, OWNER_LABEL, SHARDER_HOLDER_PREFIX } from "./labels.ts";
+import { DRAIN_ANY, DRAIN_LABEL, isReplicaName, OWNER_LABEL, SHARDER_HOLDER_PREFIX } from "./labels.ts";
 import { ownerOf } from "./ring.ts";
 
 /** A replica's Lease as the sharder reads it. */
@@ -21,17 +21,21 @@ export interface RingLease {
   record: LeaseRecord;
 }
 
-/** A Deployment resource as the sharder reads it. */
-export interface ShardedResource {
-  key: string;
-  uid: string;
-  resourceVersion: string;
-  labels: Readonly<Record<string, string>> | undefined;
+/**
+ * A Deployment resource as the sharder reads it: its shard labels as fields (the owner label's
+ * value, undefined when absent or empty; whether the drain label is set). The store's records are
+ * read in place, a pass allocating nothing per resource that needs no write.
+ */
+export interface ShardedResource extends ShardLabels {
+  readonly uid: string;
+  readonly metadata: { readonly resourceVersion: string };
+  readonly owner: string | undefined;
+  readonly drain: boolean;
   /**
    * What the resource claims: its service name on its connection. The ring places resources by
    * it, so that rivals for one name are always judged by one replica.
    */
-  claim: string;
+  readonly claim: string;
 }
 
 /**
@@ -56,19 +60,15 @@ export function deniedMessage(denied: ShardLabelsDenied): string {
 }
 
 /** What the sharder reads and writes (the Kubernetes adapters implement it). */
-export interface SharderPorts {
+export interface SharderPorts<R extends ShardedResource = ShardedResource> {
   leases(): readonly RingLease[];
-  resources(): Iterable<ShardedResource>;
+  /** Every resource; walked synchronously (a pass never waits in the middle of the walk). */
+  resources(): Iterable<R>;
   /**
-   * Merge-patches the shard labels of `key` if still at `resourceVersion`; false when it lost the
-   * race; rejects with {@link ShardLabelsDenied} when admission denied it.
+   * Merge-patches the shard labels of `resource` if it is still at its resourceVersion; false
+   * when it lost the race; rejects with {@link ShardLabelsDenied} when admission denied it.
    */
-  setLabels(
-    key: string,
-    resourceVersion: string,
-    labels: Record<string, string | null>,
-    signal: AbortSignal,
-  ): Promise<boolean>;
+  setLabels(resource: R, labels: Record<string, string | null>, signal: AbortSignal): Promise<boolean>;
   /**
    * Writes `record` on the Lease `name`: creates it when `resourceVersion` is undefined, else
    * updates it if still at that version. Resolves the new resourceVersion, undefined when it lost
@@ -85,8 +85,8 @@ export interface SharderPorts {
 }
 
 /** Options of {@link Sharder}. */
-export interface SharderOptions {
-  ports: SharderPorts;
+export interface SharderOptions<R extends ShardedResource = ShardedResource> {
+  ports: SharderPorts<R>;
   /** This process's identity: the sharder's holder name is `sharder/<identity>`. */
   identity: string;
   /** How long a Lease the sharder takes lasts (the replicas' lease duration). */
@@ -142,9 +142,24 @@ function effectiveOwner(labels: ShardLabels, before: ShardLabels | undefined): s
   return before?.owner !== undefined && !before.drain ? before.owner : undefined;
 }
 
-function labelsOf(resource: ShardedResource): ShardLabels {
-  const owner = resource.labels?.[OWNER_LABEL];
-  return { owner: owner === "" ? undefined : owner, drain: resource.labels?.[DRAIN_LABEL] !== undefined };
+/**
+ * Shard labels as the sharder remembers them: one shared object per (owner, drain) pair, so that
+ * remembering 30,000 resources costs a map entry each, not an object each.
+ */
+class LabelStates {
+  readonly #states = new Map<string, ShardLabels>();
+  of(labels: ShardLabels): ShardLabels {
+    const key = `${labels.drain ? "d" : "o"}${labels.owner ?? ""}`;
+    let state = this.#states.get(key);
+    if (state === undefined) {
+      state = Object.freeze({ owner: labels.owner, drain: labels.drain });
+      // Owner values are bounded (a label value each) but a tenant may write many: forget them all
+      // rather than grow without bound; the next lookups make them again.
+      if (this.#states.size >= 1_024) this.#states.clear();
+      this.#states.set(key, state);
+    }
+    return state;
+  }
 }
 
 const recordKey = (r: LeaseRecord) =>
@@ -232,9 +247,15 @@ export class RingMembership {
   }
 }
 
+/**
+ * Passes between two sweeps of {@link Sharder}'s memory of resources that are gone (a sweep reads
+ * every resource once more; a pass that sees fewer resources than it remembers sweeps at once).
+ */
+const SWEEP_EVERY_PASSES = 32;
+
 /** See the module comment. {@link pass} is one reconciliation of every resource. */
-export class Sharder {
-  readonly #opts: SharderOptions;
+export class Sharder<R extends ShardedResource = ShardedResource> {
+  readonly #opts: SharderOptions<R>;
   readonly #holder: string;
   readonly #ring: RingMembership;
   /**
@@ -243,8 +264,10 @@ export class Sharder {
    * the write yet: a cached Lease at either version is this hold.
    */
   readonly #holds = new Map<string, { since: number; basedOn: string | undefined; rv: string }>();
-  /** Each resource's shard labels as last seen or written by this sharder. */
+  /** Each resource's shard labels (by uid) as last seen or written by this sharder. */
   readonly #before = new Map<string, ShardLabels>();
+  readonly #states = new LabelStates();
+  #passes = 0;
   /**
    * The ring's choice per claim for the live members it was computed for: a pass over 30,000
    * resources hashes each claim once per membership, not once per member and pass.
@@ -256,7 +279,7 @@ export class Sharder {
   /** The resources (uids) whose label write failed in the last pass: tried after the others. */
   #failed = new Set<string>();
 
-  constructor(options: SharderOptions) {
+  constructor(options: SharderOptions<R>) {
     this.#opts = options;
     this.#holder = `${SHARDER_HOLDER_PREFIX}${options.identity}`;
     this.#ring = options.membership ?? new RingMembership();
@@ -316,25 +339,22 @@ export class Sharder {
     const owners = new Map<string, number>();
     const toHold = new Set<string>();
     const writes: { uid: string; write: () => Promise<void> }[] = [];
-    const seen = new Set<string>();
-    // Moves onto a new owner: made after the loop, once the claims' other holders are known.
-    const moves: { resource: ShardedResource; labels: ShardLabels; owner: string | undefined; to: string }[] =
-      [];
-    const assign = (resource: ShardedResource, to: string, owner: string | undefined) => {
-      const next: ShardLabels = { owner: to, drain: false };
+    // Moves onto a new owner and drains: made after the walk, once each claim's holders are known.
+    const moves: { resource: R; owner: string | undefined; to: string }[] = [];
+    const drains: { resource: R; to: string }[] = [];
+    const assign = (resource: R, to: string, owner: string | undefined) => {
       writes.push({
         uid: resource.uid,
         write: async () => {
           // Off a member that is not live only while its Lease is held (checked at the write).
           if (owner !== undefined && owner !== to && !live.includes(owner) && !holdValid(owner)) return;
           const ok = await this.#opts.ports.setLabels(
-            resource.key,
-            resource.resourceVersion,
+            resource,
             { [OWNER_LABEL]: to, [DRAIN_LABEL]: null },
             signal,
           );
           if (ok) {
-            this.#before.set(resource.uid, next);
+            this.#before.set(resource.uid, this.#states.of({ owner: to, drain: false }));
             report.assigned += 1;
           } else report.lost += 1;
         },
@@ -344,20 +364,22 @@ export class Sharder {
     const remember = (uid: string, labels: ShardLabels, before: ShardLabels | undefined) => {
       const removed = labels.owner === undefined && before?.owner !== undefined && !before.drain;
       if (!removed && (before?.owner !== labels.owner || before?.drain !== labels.drain))
-        this.#before.set(uid, labels);
+        this.#before.set(uid, this.#states.of(labels));
     };
+    // The walk reads each record in place and allocates only for resources that need a write.
+    let count = 0;
     for (const resource of this.#opts.ports.resources()) {
-      seen.add(resource.uid);
-      const labels = labelsOf(resource);
+      if (resource.uid === "") continue;
+      count += 1;
       const before = this.#before.get(resource.uid);
-      const action = nextAction(resource.claim, labels, before, ring);
-      const owner = labels.owner ?? before?.owner;
+      const action = nextAction(resource.claim, resource, before, ring);
+      const owner = resource.owner ?? before?.owner;
       if (owner !== undefined) owners.set(owner, (owners.get(owner) ?? 0) + 1);
-      if (action.kind === "assign" && action.to !== effectiveOwner(labels, before)) {
-        moves.push({ resource, labels, owner, to: action.to });
+      if (action.kind === "assign" && action.to !== effectiveOwner(resource, before)) {
+        moves.push({ resource, owner, to: action.to });
         continue;
       }
-      if (action.kind !== "assign" && action.kind !== "drain") remember(resource.uid, labels, before);
+      if (action.kind !== "assign" && action.kind !== "drain") remember(resource.uid, resource, before);
       switch (action.kind) {
         case "none":
           break;
@@ -371,45 +393,62 @@ export class Sharder {
           assign(resource, action.to, owner);
           break;
         case "drain":
-          writes.push({
-            uid: resource.uid,
-            write: async () => {
-              const ok = await this.#opts.ports.setLabels(
-                resource.key,
-                resource.resourceVersion,
-                { [DRAIN_LABEL]: "true" },
-                signal,
-              );
-              if (ok) {
-                this.#before.set(resource.uid, { owner: labels.owner, drain: true });
-                report.drained += 1;
-              } else report.lost += 1;
-            },
-          });
+          drains.push({ resource, to: action.to });
           break;
       }
     }
-    // A resource moves to `to` only while no rival of its claim is held by another replica that
-    // may still write (not one whose Lease the sharder holds): the rival must be let go first, or
-    // two replicas would each judge the claim with one of the rivals only.
-    if (moves.length > 0) {
+    if (moves.length > 0 || drains.length > 0) {
+      // Who holds each moving claim, and how many resources share each drained one.
       const holders = new Map<string, Set<string>>(moves.map((m) => [m.resource.claim, new Set()]));
+      const sharing = new Map<string, number>(drains.map((d) => [d.resource.claim, 0]));
       for (const resource of this.#opts.ports.resources()) {
-        const owner = effectiveOwner(labelsOf(resource), this.#before.get(resource.uid));
-        if (owner !== undefined) holders.get(resource.claim)?.add(owner);
+        if (resource.uid === "") continue;
+        const held = holders.get(resource.claim);
+        if (held !== undefined) {
+          const owner = effectiveOwner(resource, this.#before.get(resource.uid));
+          if (owner !== undefined) held.add(owner);
+        }
+        const shared = sharing.get(resource.claim);
+        if (shared !== undefined) sharing.set(resource.claim, shared + 1);
       }
-      for (const { resource, labels, owner, to } of moves) {
+      // A drain names the next owner when the resource has no rival: the owner then hands it over
+      // in the write that lets it go (one write and no second pass per move). Rivals are let go
+      // without a name and move together below, once none is held.
+      for (const { resource, to } of drains) {
+        const value = sharing.get(resource.claim) === 1 ? to : DRAIN_ANY;
+        writes.push({
+          uid: resource.uid,
+          write: async () => {
+            const ok = await this.#opts.ports.setLabels(resource, { [DRAIN_LABEL]: value }, signal);
+            if (ok) {
+              this.#before.set(resource.uid, this.#states.of({ owner: resource.owner, drain: true }));
+              report.drained += 1;
+            } else report.lost += 1;
+          },
+        });
+      }
+      // A resource moves to `to` only while no rival of its claim is held by another replica that
+      // may still write (not one whose Lease the sharder holds): the rival must be let go first, or
+      // two replicas would each judge the claim with one of the rivals only.
+      for (const { resource, owner, to } of moves) {
         const others = [...(holders.get(resource.claim) ?? [])];
         if (others.some((other) => other !== to && ring.state(other) !== "held")) {
           report.deferred += 1;
           report.waiting += 1;
-          remember(resource.uid, labels, this.#before.get(resource.uid));
+          remember(resource.uid, resource, this.#before.get(resource.uid));
         } else assign(resource, to, owner);
       }
     }
-    for (const uid of this.#before.keys()) if (!seen.has(uid)) this.#before.delete(uid);
+    // Forgets resources gone: at once when fewer are seen than remembered, else now and then (a
+    // resource replaced under the same count).
+    this.#passes += 1;
+    if (this.#before.size > count || this.#passes % SWEEP_EVERY_PASSES === 0) {
+      const uids = new Set<string>();
+      for (const resource of this.#opts.ports.resources()) uids.add(resource.uid);
+      for (const uid of this.#before.keys()) if (!uids.has(uid)) this.#before.delete(uid);
+    }
     // Choices of claims no resource holds any more: dropped all at once when they pile up.
-    if (choices.size > 2 * seen.size + 1_024) choices.clear();
+    if (choices.size > 2 * count + 1_024) choices.clear();
     // Leases no resource names that nobody renews (a replica gone for good): taken, then deleted.
     for (const lease of leases.values()) {
       const name = lease.name;

@@ -22,7 +22,7 @@ import { objectKey, parseObjectKey } from "../runtime/keys.ts";
 import { LeaderElector, LeaseConflictError } from "../runtime/leader.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
-import { DRAIN_LABEL, isReplicaName, OWNER_LABEL } from "../sharding/labels.ts";
+import { DRAIN_LABEL, handoverTo, isReplicaName, OWNER_LABEL } from "../sharding/labels.ts";
 import { ShardMember } from "../sharding/member.ts";
 import { type RingLease, RingMembership, Sharder, ShardLabelsDenied } from "../sharding/sharder.ts";
 import { VERSION } from "../version.ts";
@@ -141,7 +141,7 @@ export function sharding(p: ShardingParts): Sharding {
         client,
         parseObjectKey(key),
         obj.metadata.resourceVersion,
-        { [OWNER_LABEL]: null, [DRAIN_LABEL]: null },
+        { [OWNER_LABEL]: handoverTo(obj.metadata.labels?.[DRAIN_LABEL], podName), [DRAIN_LABEL]: null },
         signal,
       );
       return outcome !== "conflict";
@@ -259,17 +259,13 @@ export function sharding(p: ShardingParts): Sharding {
         logger,
         ports: {
           leases: ringLeases,
-          resources: function* () {
-            for (const r of resources.list()) {
-              const { namespace, name, uid, resourceVersion, labels } = r.metadata;
-              if (!uid) continue;
-              const key = objectKey({ namespace: namespace ?? "", name });
-              yield { key, uid, resourceVersion, labels, claim: r.claim };
-            }
-          },
-          setLabels: async (key, rv, labels, s) => {
+          resources: () => resources.values(),
+          setLabels: async (r, labels, s) => {
+            const ref = { namespace: r.metadata.namespace ?? "", name: r.metadata.name };
             try {
-              return (await patchShardLabels(client, parseObjectKey(key), rv, labels, s)) === "written";
+              return (
+                (await patchShardLabels(client, ref, r.metadata.resourceVersion, labels, s)) === "written"
+              );
             } catch (err) {
               // A ValidatingAdmissionPolicy that does not name this ServiceAccount denies with 403,
               // as RBAC does: reported once per pass by the sharder.
@@ -415,14 +411,7 @@ export function sharding(p: ShardingParts): Sharding {
 
 /** Whether an update changed what the sharder decides on: the shard labels or the claim. */
 export function shardInputsChanged(old: ShardObject, now: ShardObject): boolean {
-  const a = old.metadata.labels;
-  const b = now.metadata.labels;
-  return (
-    old.claim !== now.claim ||
-    a?.[OWNER_LABEL] !== b?.[OWNER_LABEL] ||
-    a?.[DRAIN_LABEL] !== b?.[DRAIN_LABEL] ||
-    old.metadata.uid !== now.metadata.uid
-  );
+  return old.claim !== now.claim || old.owner !== now.owner || old.drain !== now.drain || old.uid !== now.uid;
 }
 
 function untilAborted(signal: AbortSignal): Promise<void> {

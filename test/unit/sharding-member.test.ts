@@ -6,7 +6,12 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { Action } from "../../src/runtime/controller.ts";
-import { FENCE_MARGIN_MS, ShardMember, type ShardWriteGrant } from "../../src/sharding/member.ts";
+import {
+  ACK_CONCURRENCY,
+  FENCE_MARGIN_MS,
+  ShardMember,
+  type ShardWriteGrant,
+} from "../../src/sharding/member.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 const logger = pino({ level: "silent" });
@@ -163,5 +168,49 @@ describe("a replica's lifecycle", () => {
     const stopped = other.guard(async () => Action.done())("ns/mine", signal);
     await other.stop(signal);
     expect(await stopped).toEqual(Action.gone());
+  });
+});
+
+describe("a replica's acknowledgements of drains", () => {
+  it("are sent at most ACK_CONCURRENCY at once, and every drained resource is let go in the end", async () => {
+    const clock = new ManualClock({ start: 100_000 });
+    const owned = new Map<string, { drain: boolean }>();
+    const pending: (() => void)[] = [];
+    let sending = 0;
+    let most = 0;
+    const acked: string[] = [];
+    const member = new ShardMember({
+      name: "a",
+      leaseDurationMs: 15_000,
+      owned: (key) => owned.get(key),
+      acknowledge: async (key) => {
+        sending += 1;
+        most = Math.max(most, sending);
+        await new Promise<void>((resolve) => pending.push(resolve));
+        sending -= 1;
+        acked.push(key);
+        owned.delete(key);
+        return true;
+      },
+      clock,
+      logger,
+    });
+    member.renewed(clock.now());
+    const keys = Array.from({ length: 3 * ACK_CONCURRENCY + 1 }, (_, i) => `ns/r${i}`);
+    for (const key of keys) {
+      owned.set(key, { drain: true });
+      member.changed(key);
+    }
+    await settle();
+    expect(sending).toBe(ACK_CONCURRENCY);
+    // A drain lifted while it waits for a slot is not acknowledged.
+    owned.set("ns/r20", { drain: false });
+    while (pending.length > 0) {
+      for (const release of pending.splice(0)) release();
+      await settle();
+    }
+    expect(most).toBe(ACK_CONCURRENCY);
+    expect(acked.sort()).toEqual(keys.filter((k) => k !== "ns/r20").sort());
+    expect(sending).toBe(0);
   });
 });

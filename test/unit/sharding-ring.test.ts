@@ -6,7 +6,7 @@ import {
   type RingView,
   type ShardLabels,
 } from "../../src/sharding/assignment.ts";
-import { isReplicaName } from "../../src/sharding/labels.ts";
+import { DRAIN_ANY, handoverTo, isReplicaName } from "../../src/sharding/labels.ts";
 import { ownerOf } from "../../src/sharding/ring.ts";
 
 const uids = Array.from({ length: 10_000 }, (_, i) => `7f3c${i.toString(16).padStart(4, "0")}-uid-${i}`);
@@ -114,7 +114,14 @@ describe("the next step for one resource", () => {
     ["no member: nothing", toA, none, undefined, ring([]), { kind: "none" }],
     ["unassigned: to the ring's choice", toA, none, undefined, ring(two), { kind: "assign", to: "a" }],
     ["owned by the ring's choice: nothing", toA, owned("a"), owned("a"), ring(two), { kind: "none" }],
-    ["live owner, ring says another: drain first", toB, owned("a"), owned("a"), ring(two), { kind: "drain" }],
+    [
+      "live owner, ring says another: drain first, naming the next owner",
+      toB,
+      owned("a"),
+      owned("a"),
+      ring(two),
+      { kind: "drain", to: "b" },
+    ],
     ["drain set, not acknowledged: wait", toB, owned("a", true), owned("a"), ring(two), { kind: "wait" }],
     [
       "acknowledged (owner and drain removed): to the ring's choice",
@@ -170,7 +177,7 @@ describe("the next step for one resource", () => {
       owned("b"),
       owned("a"),
       ring(two),
-      { kind: "drain" },
+      { kind: "drain", to: "a" },
     ],
   ])("%s", (_, uid, labels, before, view, expected) => {
     expect(nextAction(uid, labels, before, view)).toEqual(expected);
@@ -188,5 +195,17 @@ describe("replica names", () => {
     ["-leading", false],
   ])("%s → %s", (name, ok) => {
     expect(isReplicaName(name)).toBe(ok);
+  });
+});
+
+describe("the owner a drained resource is handed over to", () => {
+  it.each<[string, string | undefined, string | null]>([
+    ["the replica the drain names", "dms-operator-7c9d-x2", "dms-operator-7c9d-x2"],
+    ["none for a drain that names no replica (rivals move by the sharder)", DRAIN_ANY, null],
+    ["none for a drain naming the owner itself", "dms-operator-7c9d-a1", null],
+    ["none for a value that cannot be a replica's name", "Not_A-Lease", null],
+    ["none without a drain", undefined, null],
+  ])("%s", (_, drain, expected) => {
+    expect(handoverTo(drain, "dms-operator-7c9d-a1")).toBe(expected);
   });
 });

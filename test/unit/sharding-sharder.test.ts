@@ -1,7 +1,7 @@
 import { type Logger, pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { LeaseRecord } from "../../src/runtime/leader.ts";
-import { DRAIN_LABEL, OWNER_LABEL } from "../../src/sharding/labels.ts";
+import { DRAIN_ANY, DRAIN_LABEL, handoverTo, OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ShardMember } from "../../src/sharding/member.ts";
 import { ownerOf } from "../../src/sharding/ring.ts";
 import {
@@ -19,10 +19,35 @@ import { ManualClock } from "../support/manual-clock.ts";
 const logger = pino({ level: "silent" });
 const LEASE_MS = 10_000;
 
+/** A resource of the {@link World}: what the sharder reads, with its key and labels. */
+interface Resource extends ShardedResource {
+  key: string;
+  labels: Record<string, string> | undefined;
+}
+
+function resource(
+  key: string,
+  uid: string,
+  resourceVersion: string,
+  labels: Record<string, string> | undefined,
+  claim: string,
+): Resource {
+  const owner = labels?.[OWNER_LABEL];
+  return {
+    key,
+    uid,
+    metadata: { resourceVersion },
+    labels,
+    owner: owner === "" ? undefined : owner,
+    drain: labels?.[DRAIN_LABEL] !== undefined,
+    claim,
+  };
+}
+
 /** The Leases and resources the sharder reads and writes, in memory, with resourceVersions. */
 class World {
   readonly leases = new Map<string, RingLease>();
-  readonly resources = new Map<string, ShardedResource>();
+  readonly resources = new Map<string, Resource>();
   #rv = 1;
   readonly clock = new ManualClock({ start: 1_000_000 });
 
@@ -47,13 +72,7 @@ class World {
     for (let i = 0; i < count; i++) {
       const name = `r${this.resources.size}`;
       const key = `ns/${name}`;
-      this.resources.set(key, {
-        key,
-        uid: `uid-${key}`,
-        resourceVersion: String(this.#rv++),
-        labels: undefined,
-        claim: claim ?? name,
-      });
+      this.resources.set(key, resource(key, `uid-${key}`, String(this.#rv++), undefined, claim ?? name));
     }
   }
 
@@ -65,19 +84,19 @@ class World {
       if (v === null) delete next[k];
       else next[k] = v;
     }
-    this.resources.set(key, { ...r, labels: next, resourceVersion: String(this.#rv++) });
+    this.resources.set(key, resource(key, r.uid, String(this.#rv++), next, r.claim));
   }
 
   owner(key: string): string | undefined {
     return this.resources.get(key)?.labels?.[OWNER_LABEL];
   }
 
-  /** What every owner asked to drain does: let go. */
+  /** What every owner asked to drain does: let go, handing over to the replica the drain names. */
   acknowledgeDrains(): number {
     let n = 0;
-    for (const r of this.resources.values())
-      if (r.labels?.[DRAIN_LABEL] !== undefined) {
-        this.label(r.key, { [OWNER_LABEL]: null, [DRAIN_LABEL]: null });
+    for (const r of [...this.resources.values()])
+      if (r.owner !== undefined && r.labels?.[DRAIN_LABEL] !== undefined) {
+        this.label(r.key, { [OWNER_LABEL]: handoverTo(r.labels[DRAIN_LABEL], r.owner), [DRAIN_LABEL]: null });
         n += 1;
       }
     return n;
@@ -88,7 +107,7 @@ class World {
   /** The keys of the label writes tried, in order. */
   readonly tried: string[] = [];
 
-  sharder(membership?: RingMembership, identity = "leader_1", log: Logger = logger): Sharder {
+  sharder(membership?: RingMembership, identity = "leader_1", log: Logger = logger): Sharder<Resource> {
     return new Sharder({
       identity,
       ...(membership ? { membership } : {}),
@@ -99,10 +118,10 @@ class World {
       ports: {
         leases: () => [...this.leases.values()],
         resources: () => this.resources.values(),
-        setLabels: async (key, rv, labels) => {
+        setLabels: async ({ key, metadata }, labels) => {
           this.tried.push(key);
           this.beforeWrite(key);
-          if (this.resources.get(key)?.resourceVersion !== rv) return false;
+          if (this.resources.get(key)?.metadata.resourceVersion !== metadata.resourceVersion) return false;
           this.label(key, labels);
           return true;
         },
@@ -190,6 +209,8 @@ describe("the sharder", () => {
     await sharder.pass(signal);
     const moving = [...w.resources.values()].filter((r) => r.labels?.[DRAIN_LABEL] !== undefined);
     expect(moving.length).toBeGreaterThan(0);
+    // Rivals are let go without a next owner: they move together, by the sharder.
+    for (const r of moving) expect(r.labels?.[DRAIN_LABEL]).toBe(DRAIN_ANY);
     const slow = new Set<string>();
     for (const r of moving)
       if (!slow.has(r.claim)) slow.add(r.claim);
@@ -209,6 +230,26 @@ describe("the sharder", () => {
     w.acknowledgeDrains();
     await sharder.pass(signal);
     for (const claim of slow) for (const r of rivals(claim)) expect(w.owner(r.key)).toBe("d");
+  });
+
+  it("has a joining replica's share handed over by the old owners, one write each: the drain names the new owner", async () => {
+    const { w, sharder } = await assigned(["a", "b", "c"], 90);
+    w.renew("d");
+    const report = await sharder.pass(signal);
+    const four = ["a", "b", "c", "d"];
+    const moving = [...w.resources.values()].filter((r) => r.drain);
+    expect(report.drained).toBe(moving.length);
+    expect(moving.length).toBeGreaterThan(10);
+    for (const r of moving) expect(r.labels?.[DRAIN_LABEL]).toBe(ownerOf(r.claim, four));
+    // Each old owner's acknowledgement writes the named replica as the owner.
+    const written = w.tried.length;
+    expect(w.acknowledgeDrains()).toBe(moving.length);
+    for (const r of moving) expect(w.owner(r.key)).toBe("d");
+    // Nothing is left for the sharder: no second write per moved resource.
+    const after = await sharder.pass(signal);
+    expect(after.assigned + after.drained + after.waiting).toBe(0);
+    expect(w.tried.length).toBe(written);
+    for (const r of w.resources.values()) expect(w.owner(r.key)).toBe(ownerOf(r.claim, four));
   });
 
   it("moves a resource whose claim changed to the claim's replica, with the drain handshake", async () => {
