@@ -23,6 +23,7 @@
  */
 
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import { arch, cpus, loadavg, platform, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -37,6 +38,7 @@ import { ownerOf } from "../../src/sharding/ring.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { ControlPlane } from "../controlplane/harness.ts";
 import { benchDeploymentBody, callCount } from "./harness.ts";
+import { Inspector } from "./inspector.ts";
 import {
   APPLY_CONCURRENCY,
   planeClient,
@@ -85,8 +87,21 @@ export interface ReplicaFigures {
   };
   /** A member's kill; `leader`: the leader's (absent in series measured before it was). */
   kill: KillFigures & { leader?: KillFigures };
-  join: { from: number; to: number; moved: number; share: number; ideal: number };
+  join: {
+    from: number;
+    to: number;
+    moved: number;
+    share: number;
+    ideal: number;
+    /** Start of the new replica → every resource owned as the ring says (absent in older series). */
+    seconds?: number;
+    /** The same for the replica that replaced the killed member (R − 1 → R). */
+    replaceSeconds?: number;
+  };
 }
+
+/** How long a membership change may take to settle before the bench gives up on it. */
+const SETTLE_LIMIT_MS = 900_000;
 
 /** Parses `--replicas`: a whole number from 2 to 8. */
 export function parseReplicas(text: string): number {
@@ -274,20 +289,20 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
     progress(
       `R=${replicas} N=${n}: steady ${JSON.stringify(rssMiB)}; ${perResync.total} calls per resync over all replicas (goal ${goal}; by replica ${JSON.stringify(perResync.byReplica)}), ${callCount(calls)} in ${STEADY_PERIODS} periods by kind ${JSON.stringify(byKind)}`,
     );
+    // With --profile: a heap snapshot of the leader and of one other replica, after the figures.
+    if (setup.profile !== undefined) await snapshotHeaps(client, running, setup.profile, `r${replicas}n${n}`);
 
     // 3. Kill -9 of a replica that is only a member, then (back to R) of the leader, the sharder.
     const label = `R=${replicas} N=${n}`;
     const member = await killOne(client, running, false, watch, label);
-    await start();
-    await untilOwned(watch, [...running.keys()], running, 300_000);
+    const replaceSeconds = await joinOne(start, watch, running, `${label}: the killed member replaced`);
     const kill = { ...member, leader: await killOne(client, running, true, watch, label) };
 
     // 4. Back to R, then R → R+1.
     await start();
-    await untilOwned(watch, [...running.keys()], running, 300_000);
+    await untilOwned(watch, [...running.keys()], running, SETTLE_LIMIT_MS);
     const ownersBefore = ownersOf(watch.list());
-    await start();
-    await untilOwned(watch, [...running.keys()], running, 300_000);
+    const joinSeconds = await joinOne(start, watch, running, `${label}: ${replicas} → ${replicas + 1}`);
     const ownersAfter = ownersOf(watch.list());
     let moved = 0;
     for (const [resource, owner] of ownersAfter) if (ownersBefore.get(resource) !== owner) moved += 1;
@@ -319,6 +334,8 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
         moved,
         share: round(moved / n, 3),
         ideal: round(1 / (replicas + 1), 3),
+        seconds: joinSeconds,
+        replaceSeconds,
       },
     };
     return figures;
@@ -352,6 +369,47 @@ async function leaderOf(client: KubeClient): Promise<string | undefined> {
  * Kills -9 the leader (`leader`) or a replica that is not, and measures until its share is
  * labelled for the survivors as the ring says and reconciled by them.
  */
+/** Writes `<prefix>-leader.heapsnapshot` and `<prefix>-member.heapsnapshot` into `dir`. */
+async function snapshotHeaps(
+  client: KubeClient,
+  running: Map<string, RunningOperator>,
+  dir: string,
+  prefix: string,
+): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const lead = await leaderOf(client);
+  const other = [...running.keys()].find((r) => r !== lead);
+  for (const [role, replica] of [
+    ["leader", lead],
+    ["member", other],
+  ] as const) {
+    const op = running.get(replica ?? "");
+    if (!op) continue;
+    const inspector = await Inspector.connect(op.inspectPort);
+    try {
+      await inspector.heapSnapshot(join(dir, `${prefix}-${role}.heapsnapshot`));
+    } finally {
+      inspector.close();
+    }
+    progress(`heap snapshot of the ${role} (${replica}) in ${dir}`);
+  }
+}
+
+/** Starts one more replica; resolves the seconds until every resource is owned as the ring says. */
+async function joinOne(
+  start: () => Promise<string>,
+  watch: ReadyWatch,
+  running: Map<string, RunningOperator>,
+  label: string,
+): Promise<number> {
+  const startedAt = performance.now();
+  await start();
+  await untilOwned(watch, [...running.keys()], running, SETTLE_LIMIT_MS);
+  const seconds = round((performance.now() - startedAt) / 1000, 1);
+  progress(`${label}: every resource owned as the ring says after ${seconds} s`);
+  return seconds;
+}
+
 async function killOne(
   client: KubeClient,
   running: Map<string, RunningOperator>,
@@ -368,12 +426,12 @@ async function killOne(
   const killedAt = performance.now();
   process.kill(-victimOp.process.pid, "SIGKILL");
   running.delete(victim);
-  await untilOwned(watch, [...running.keys()], running, 300_000);
+  await untilOwned(watch, [...running.keys()], running, SETTLE_LIMIT_MS);
   const reownedSeconds = (performance.now() - killedAt) / 1000;
   for (;;) {
     if ((await sumReconciles(running)) >= reconcilesBefore + owned) break;
-    if (performance.now() - killedAt > 300_000)
-      throw new Error("the killed replica's resources were not reconciled in 300 s");
+    if (performance.now() - killedAt > SETTLE_LIMIT_MS)
+      throw new Error(`the killed replica's resources were not reconciled in ${SETTLE_LIMIT_MS / 1000} s`);
     await sleep(250);
   }
   const reconciledSeconds = (performance.now() - killedAt) / 1000;
@@ -465,7 +523,7 @@ export function replicasTable(results: readonly ReplicaFigures[]) {
       "calls / resync, all replicas (goal ⌈N/100⌉ + 2 each)",
       "kube req / resource / resync",
       "kill -9 of a member; of the leader: re-owned s / reconciled s",
-      "moved on join (ideal)",
+      "join: moved (ideal), s; replacing the killed member: s",
     ],
     rows: results.map((f) => [
       `${f.replicas} × ${f.n}`,
@@ -475,7 +533,7 @@ export function replicasTable(results: readonly ReplicaFigures[]) {
       `${f.resync.serviceCallsPerResync ?? f.resync.serviceCalls} (${f.resync.serviceCallsGoal ?? callsGoal(f.n, f.replicas)})`,
       f.resync.kubeRequestsPerResource,
       `${f.kill.reownedSeconds} / ${f.kill.reconciledSeconds}${f.kill.leader ? `; leader ${f.kill.leader.reownedSeconds} / ${f.kill.leader.reconciledSeconds}` : ""}`,
-      `${f.join.share} (${f.join.ideal})`,
+      `${f.join.share} (${f.join.ideal})${f.join.seconds !== undefined ? `, ${f.join.seconds} s; ${f.join.replaceSeconds} s` : ""}`,
     ]),
   };
 }

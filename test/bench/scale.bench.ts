@@ -98,7 +98,7 @@ export const benchmark: Benchmark = {
     },
     profile: {
       description:
-        "a directory: after the measured pass, a CPU profile of the next pass (n<N>-pass.cpuprofile) and, after the edits, a heap snapshot holding N (n<N>-steady.heapsnapshot), through the operator's inspector on loopback; open them in Chrome DevTools",
+        "a directory: after the measured pass, a CPU profile of the next pass (n<N>-pass.cpuprofile) and, after the edits, a heap snapshot holding N (n<N>-steady.heapsnapshot); with --replicas, after the steady figures, heap snapshots of the leader and of one other replica (r<R>n<N>-leader/-member.heapsnapshot); through the operators' inspectors on loopback; open them in Chrome DevTools",
     },
     replicas: {
       description:

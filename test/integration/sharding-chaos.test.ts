@@ -23,9 +23,9 @@ import { ClusterUser, hasCondition } from "../support/resources.ts";
 import { type Replica, ShardedRing } from "../support/sharded-replicas.ts";
 import { handovers, writesByDeployment } from "../support/write-spans.ts";
 
-/** Sizes chosen to run in about three minutes on two cores: 200 resources, 10 rounds. */
+/** Sizes chosen to run in about three minutes on two cores: 200 resources, 20 rounds. */
 const RESOURCES = Number(process.env.RING_CHAOS_RESOURCES ?? 200);
-const ROUNDS = Number(process.env.RING_CHAOS_ROUNDS ?? 10);
+const ROUNDS = Number(process.env.RING_CHAOS_ROUNDS ?? 20);
 const EDITS_PER_ROUND = 12;
 const LEASE_MS = 6_000;
 /**
