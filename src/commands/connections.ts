@@ -1,6 +1,6 @@
 /**
  * The cluster as `plan` and `import` read it through `--kubeconfig`, and the service clients of
- * the connections they read there (`--connection`, and for `plan` each resource's own
+ * the connections a command reads there (`--connection`, and for `plan` each resource's own
  * `spec.connectionRef`).
  */
 import type { ServiceClient } from "../api/client.ts";
@@ -10,7 +10,15 @@ import { serviceConfigOf } from "../connection/settings.ts";
 import { KubeClient } from "../kube/client.ts";
 import { type LoadedKubeConfig, loadKubeConfig } from "../kube/config.ts";
 import { KubeSecrets } from "../kube/secrets.ts";
-import { type ConnectionId, connectionKey } from "../naming/connection.ts";
+import { type ConnectionId, type ConnectionRef, connectionKey } from "../naming/connection.ts";
+import {
+  type CliContext,
+  type ConnectionFlags,
+  connectionDefaultsFrom,
+  connectionFlag,
+  serviceClientOf,
+  UsageError,
+} from "./context.ts";
 
 /** A cluster a command reads (never writes). */
 export interface CommandCluster extends ConnectionReadPorts {
@@ -27,6 +35,24 @@ export function commandCluster(
   userAgent: string,
 ): CommandCluster {
   return commandClusterOf(loadKubeConfig({ kubeconfig, ...(context ? { context } : {}) }), userAgent);
+}
+
+/**
+ * `--connection`, parsed, and the cluster of `--kubeconfig` (and `--context`), as `plan` and
+ * `import` read them: a cluster only when `--kubeconfig` is given, never the one the environment
+ * points at. A {@link UsageError} for `--context` without `--kubeconfig`, and for the mistakes
+ * {@link connectionFlag} finds.
+ */
+export function kubeconfigCluster(
+  flags: ConnectionFlags,
+  userAgent: string,
+): { ref: ConnectionRef | undefined; kube: CommandCluster | undefined } {
+  if (flags.context !== undefined && flags.kubeconfig === undefined)
+    throw new UsageError(["--context needs --kubeconfig"]);
+  const ref = connectionFlag(flags);
+  const kube =
+    flags.kubeconfig === undefined ? undefined : commandCluster(flags.kubeconfig, flags.context, userAgent);
+  return { ref, kube };
 }
 
 /** The cluster of a kubeconfig already loaded: nothing is cached or watched. */
@@ -84,4 +110,21 @@ export class ConnectionClients {
     }
     return found;
   }
+}
+
+/**
+ * The connections' clients of a command reading them through `ports`: what a connection's spec
+ * leaves out comes from the command's flags and environment, and each client is made as the
+ * command's own (logging each request under `--verbose`).
+ */
+export function commandConnectionClients(
+  ports: ConnectionReadPorts,
+  flags: ConnectionFlags & { verbose?: boolean },
+  ctx: CliContext,
+): ConnectionClients {
+  return new ConnectionClients(
+    ports,
+    () => connectionDefaultsFrom(flags, ctx.env),
+    (config) => serviceClientOf(config, flags, ctx),
+  );
 }

@@ -16,18 +16,15 @@ import { type ImportResult, importDeployments } from "../gitops/importer.ts";
 import { isObjectName } from "../gitops/names.ts";
 import { githubTarget, type RepoListing } from "../gitops/repos.ts";
 import { type ConnectionId, connectionOf, describeConnection } from "../naming/connection.ts";
-import { ConnectionClients, commandCluster } from "./connections.ts";
+import { commandConnectionClients, kubeconfigCluster } from "./connections.ts";
 import {
   addServiceOptions,
   type CliContext,
   CONNECTION_HELP,
   type ConnectionFlags,
-  connectionDefaultsFrom,
-  connectionFlag,
   namespaceArgument,
   type RegisterCommand,
   serviceClientFrom,
-  serviceClientOf,
   UsageError,
 } from "./context.ts";
 
@@ -153,25 +150,15 @@ async function serviceOf(
   flags: ImportFlags,
   ctx: CliContext,
 ): Promise<{ client: ServiceClient; connection?: ConnectionId }> {
-  if (flags.context !== undefined && flags.kubeconfig === undefined)
-    throw new UsageError(["--context needs --kubeconfig"]);
-  const ref = connectionFlag(flags);
-  if (!ref && flags.kubeconfig !== undefined)
+  // import reads a cluster only for --connection: --kubeconfig alone is a mistake, not ignored.
+  if (flags.connection === undefined && flags.kubeconfig !== undefined)
     throw new UsageError([
       "--kubeconfig is read only for --connection: add --connection <kind/name>, or drop --kubeconfig",
     ]);
-  // connectionFlag refuses --connection without --kubeconfig.
-  const kube =
-    ref && flags.kubeconfig !== undefined
-      ? commandCluster(flags.kubeconfig, flags.context, "dms-operator-import")
-      : undefined;
+  const { ref, kube } = kubeconfigCluster(flags, "dms-operator-import");
   const connection = connectionOf(flags.namespace ?? kube?.namespace ?? "default", ref);
   if (!connection || !kube) return { client: serviceClientFrom(flags, ctx) };
-  const clients = new ConnectionClients(
-    kube,
-    () => connectionDefaultsFrom(flags, ctx.env),
-    (config) => serviceClientOf(config, flags, ctx),
-  );
+  const clients = commandConnectionClients(kube, flags, ctx);
   try {
     return { client: await clients.client(connection, ctx.stopSignal), connection };
   } catch (error) {

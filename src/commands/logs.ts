@@ -28,23 +28,16 @@ import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
 import { entryTimeMs, LOG_TYPES, type LogEntry, type LogType } from "../api/revision-logs.ts";
 import { type Deployment, DONE_REVISION_STATUSES, FAILED_REVISION_STATUSES } from "../api/wire.ts";
 import { parseDuration } from "../duration.ts";
-import { connectionOf } from "../naming/connection.ts";
-import { ConnectionClients } from "./connections.ts";
 import {
   addServiceOptions,
-  type CliContext,
   type ConnectionFlags,
-  connectionDefaultsFrom,
-  connectionFlag,
   namespaceArgument,
   type RegisterCommand,
-  serviceClientFrom,
-  serviceClientOf,
   uuidArgument,
 } from "./context.ts";
 import { addOutputOptions, type OutputFlags, type OutputFormat, outputFormat } from "./output.ts";
-import { RESOURCE_CONNECTION_HELP, RESOURCE_KUBECONFIG_HELP, resourceCluster } from "./resource-cluster.ts";
-import { connectionClient, resourceDeployment } from "./resource-deployment.ts";
+import { RESOURCE_CONNECTION_HELP, RESOURCE_KUBECONFIG_HELP } from "./resource-cluster.ts";
+import { commandTarget } from "./resource-deployment.ts";
 
 interface LogsFlags extends ConnectionFlags, OutputFlags {
   namespace?: string;
@@ -108,7 +101,7 @@ export const registerLogsCommand: RegisterCommand = (program, ctx) => {
   addServiceOptions(command).action(async (resource: string, _flags: unknown, cmd: Command) => {
     const flags = cmd.optsWithGlobals<LogsFlags>();
     const signal = ctx.stopSignal;
-    const { client, deployment } = await target(resource, flags, ctx);
+    const { client, deployment } = await commandTarget(resource, flags, ctx, "dms-operator-logs", byName);
     const revisionId = flags.revision ?? deployment.latest_revision_id;
     if (!revisionId) throw new Error(`the service's deployment ${deployment.id} has no revision yet`);
     const status = await revisionStatus(client, deployment.id, revisionId, signal);
@@ -257,30 +250,6 @@ export class LogFollower {
       this.#seen = 0;
     }
   }
-}
-
-/** The service client and deployment `<resource>` names (see the module comment). */
-async function target(
-  resource: string,
-  flags: LogsFlags,
-  ctx: CliContext,
-): Promise<{ client: ServiceClient; deployment: Deployment }> {
-  const kube = resourceCluster(flags, ctx.env, "dms-operator-logs");
-  const ref = connectionFlag(flags, kube !== undefined);
-  if (kube === undefined) {
-    const client = serviceClientFrom(flags, ctx);
-    return { client, deployment: await byName(client, resource, ctx.stopSignal) };
-  }
-  const namespace = flags.namespace ?? kube.namespace ?? "default";
-  const clients = new ConnectionClients(
-    kube,
-    () => connectionDefaultsFrom(flags, ctx.env),
-    (config) => serviceClientOf(config, flags, ctx),
-  );
-  if (!ref) return resourceDeployment(kube, clients, namespace, resource, flags, ctx);
-  const id = connectionOf(namespace, ref);
-  const client = await connectionClient(clients, id, `--connection ${flags.connection}`, ctx.stopSignal);
-  return { client, deployment: await byName(client, resource, ctx.stopSignal) };
 }
 
 /** The deployment named exactly `name` (a listing with `name_contains`, then an exact match). */

@@ -37,18 +37,15 @@ import {
   describeConnection,
 } from "../naming/connection.ts";
 import { systemClock } from "../runtime/clock.ts";
-import { type CommandCluster, ConnectionClients, commandCluster } from "./connections.ts";
+import { type CommandCluster, commandConnectionClients, kubeconfigCluster } from "./connections.ts";
 import {
   addServiceOptions,
   type CliContext,
   CONNECTION_HELP,
   type ConnectionFlags,
-  connectionDefaultsFrom,
-  connectionFlag,
   namespaceArgument,
   type RegisterCommand,
   serviceClientFrom,
-  serviceClientOf,
   UsageError,
 } from "./context.ts";
 import { addOutputOptions, colorEnabled, type OutputFlags, outputFormat, paint } from "./output.ts";
@@ -118,15 +115,9 @@ export const registerPlanCommand: RegisterCommand = (program, ctx) => {
 
 /** Reads, reviews and prints; resolves the exit status. */
 async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number> {
-  if (flags.context !== undefined && flags.kubeconfig === undefined)
-    throw new UsageError(["--context needs --kubeconfig"]);
   const settings = readSettings(PLAN_SETTINGS, flags, ctx.env);
   if (settings.problems.length > 0) throw new UsageError(settings.problems);
-  const selected = connectionFlag(flags);
-  const kube =
-    flags.kubeconfig === undefined
-      ? undefined
-      : commandCluster(flags.kubeconfig, flags.context, "dms-operator-plan");
+  const { ref: selected, kube } = kubeconfigCluster(flags, "dms-operator-plan");
   const namespace = flags.namespace ?? kube?.namespace ?? "default";
   const serviceFor = connectionServices(flags, ctx, kube, selected && connectionOf(namespace, selected));
   // Read before the files: a connection that cannot be used is the command's error, not each resource's.
@@ -192,9 +183,7 @@ function connectionServices(
   selected: ConnectionId | undefined,
 ): ServiceFor {
   let defaultChoice: ServiceChoice | undefined;
-  const defaults = () => connectionDefaultsFrom(flags, ctx.env);
-  const clients =
-    kube && new ConnectionClients(kube, defaults, (config) => serviceClientOf(config, flags, ctx));
+  const clients = kube && commandConnectionClients(kube, flags, ctx);
   return async (namespace, ref, signal) => {
     const id = connectionOf(namespace, ref);
     const key = connectionKey(id);

@@ -16,8 +16,15 @@ import type { DeploymentResource } from "../crd/schema.ts";
 import { KubeDeployments } from "../kube/deployments.ts";
 import { type ConnectionId, connectionOf, describeConnection } from "../naming/connection.ts";
 import { claimedName } from "../reconcile/claims.ts";
-import type { CommandCluster, ConnectionClients } from "./connections.ts";
-import { type CliContext, type ConnectionFlags, serviceClientFrom, UsageError } from "./context.ts";
+import { type CommandCluster, type ConnectionClients, commandConnectionClients } from "./connections.ts";
+import {
+  type CliContext,
+  type ConnectionFlags,
+  connectionFlag,
+  serviceClientFrom,
+  UsageError,
+} from "./context.ts";
+import { resourceCluster } from "./resource-cluster.ts";
 
 /** A service deployment and the client of the connection it was found through. */
 export interface FoundDeployment {
@@ -25,6 +32,34 @@ export interface FoundDeployment {
   deployment: Deployment;
   /** The Deployment resource it was found for (read from the cluster). */
   resource?: Pick<DeploymentResource, "spec" | "status">;
+}
+
+/**
+ * The client and service deployment `<resource>` names in a command that takes one (`logs`,
+ * `revisions`): with the cluster {@link resourceCluster} finds, the Deployment resource of `-n`
+ * (else the kubeconfig context's namespace) as {@link resourceDeployment} finds it, or with
+ * `--connection` the deployment `byKey` finds on that connection; without a cluster, the
+ * deployment `byKey` finds on the service of the flags and environment.
+ */
+export async function commandTarget(
+  resource: string,
+  flags: ConnectionFlags & { namespace?: string; verbose?: boolean },
+  ctx: CliContext,
+  userAgent: string,
+  byKey: (client: ServiceClient, key: string, signal: AbortSignal) => Promise<Deployment>,
+): Promise<FoundDeployment> {
+  const kube = resourceCluster(flags, ctx.env, userAgent);
+  const ref = connectionFlag(flags, kube !== undefined);
+  if (!kube) {
+    const client = serviceClientFrom(flags, ctx);
+    return { client, deployment: await byKey(client, resource, ctx.stopSignal) };
+  }
+  const namespace = flags.namespace ?? kube.namespace ?? "default";
+  const clients = commandConnectionClients(kube, flags, ctx);
+  if (!ref) return resourceDeployment(kube, clients, namespace, resource, flags, ctx);
+  const id = connectionOf(namespace, ref);
+  const client = await connectionClient(clients, id, `--connection ${flags.connection}`, ctx.stopSignal);
+  return { client, deployment: await byKey(client, resource, ctx.stopSignal) };
 }
 
 /**

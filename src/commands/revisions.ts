@@ -22,29 +22,17 @@ import { RevisionsRouteMissingError } from "../api/errors.ts";
 import { escapeForTerminal } from "../api/printable.ts";
 import type { RevisionListing, RevisionRow } from "../api/revision-listing.ts";
 import { type Deployment, isUuid, ROUTES } from "../api/wire.ts";
-import { connectionOf } from "../naming/connection.ts";
 import { reuseTarget } from "../reconcile/plan/revision-reuse.ts";
-import { ConnectionClients } from "./connections.ts";
 import {
   addServiceOptions,
-  type CliContext,
   type ConnectionFlags,
-  connectionDefaultsFrom,
-  connectionFlag,
   integerArgument,
   namespaceArgument,
   type RegisterCommand,
-  serviceClientFrom,
-  serviceClientOf,
 } from "./context.ts";
 import { addOutputOptions, type Listing, type OutputFlags, renderFor } from "./output.ts";
-import { RESOURCE_CONNECTION_HELP, RESOURCE_KUBECONFIG_HELP, resourceCluster } from "./resource-cluster.ts";
-import {
-  connectionClient,
-  deploymentNamed,
-  type FoundDeployment,
-  resourceDeployment,
-} from "./resource-deployment.ts";
+import { RESOURCE_CONNECTION_HELP, RESOURCE_KUBECONFIG_HELP } from "./resource-cluster.ts";
+import { commandTarget, deploymentNamed } from "./resource-deployment.ts";
 
 interface RevisionsFlags extends ConnectionFlags, OutputFlags {
   namespace?: string;
@@ -124,7 +112,8 @@ export const registerRevisionsCommand: RegisterCommand = (program, ctx) => {
   addServiceOptions(addOutputOptions(command)).action(
     async (resource: string, _flags: unknown, cmd: Command) => {
       const flags = cmd.optsWithGlobals<RevisionsFlags>();
-      const { client, deployment, resource: live } = await targetOf(resource, flags, ctx);
+      const target = await commandTarget(resource, flags, ctx, "dms-operator-revisions", byNameOrId);
+      const { client, deployment, resource: live } = target;
       let listing: RevisionListing;
       try {
         listing = await client.listRevisions(deployment.id, {
@@ -225,32 +214,6 @@ function notes(listing: RevisionListing, lines: readonly RevisionLine[], deploym
     if (id && !lines.some((l) => l.id === id))
       out.push(`note: the ${what} revision ${id} is not in the listing`);
   return out;
-}
-
-/** The client and the deployment `resource` names (see the module's note). */
-async function targetOf(
-  resource: string,
-  flags: RevisionsFlags,
-  ctx: CliContext,
-): Promise<{ client: ServiceClient; deployment: Deployment; resource?: FoundDeployment["resource"] }> {
-  const kube = resourceCluster(flags, ctx.env, "dms-operator-revisions");
-  const ref = connectionFlag(flags, kube !== undefined);
-  if (!kube) {
-    const client = serviceClientFrom(flags, ctx);
-    return { client, deployment: await byNameOrId(client, resource, ctx.stopSignal) };
-  }
-  const namespace = flags.namespace ?? kube.namespace ?? "default";
-  const clients = new ConnectionClients(
-    kube,
-    () => connectionDefaultsFrom(flags, ctx.env),
-    (config) => serviceClientOf(config, flags, ctx),
-  );
-  if (ref) {
-    const id = connectionOf(namespace, ref);
-    const client = await connectionClient(clients, id, `--connection ${flags.connection}`, ctx.stopSignal);
-    return { client, deployment: await byNameOrId(client, resource, ctx.stopSignal) };
-  }
-  return resourceDeployment(kube, clients, namespace, resource, flags, ctx);
 }
 
 /** The deployment with this id (a uuid) or exact name. */

@@ -6,6 +6,7 @@
 // resource.
 import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import type { Faults } from "../../src/simulator/faults.ts";
 import { waitFor } from "../support/cluster.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
 import {
@@ -58,23 +59,51 @@ async function expectBackoff(s: Scenario, name: string): Promise<void> {
   expect(within.map((f) => f.failures)).toEqual(within.map((_, i) => i + (within[0]?.failures ?? 0)));
 }
 
+/**
+ * Resource `name`, created Ready, then scaled while every PATCH meets `fault` (the simulator's
+ * scripted answer): the spec change the failure is about.
+ */
+async function patchedIntoFault(
+  s: Scenario,
+  name: string,
+  fault: Omit<NonNullable<Faults["script"]>[number], "route">,
+): Promise<void> {
+  await s.user.create(s.namespace, name, spec);
+  await s.user.waitReady(s.namespace, name);
+  s.sim.faults.set({ script: [{ route: PATCH, ...fault }] });
+  await s.user.patch(s.namespace, name, scaleTo(5));
+}
+
+/** Resource `name` once its Synced condition is False for `reason` (within `timeoutMs`, default 20 s). */
+function syncedFalse(s: Scenario, name: string, reason: string, timeoutMs?: number) {
+  return s.user.waitFor(
+    s.namespace,
+    name,
+    (o) => hasCondition(o, "Synced", "False", reason),
+    reason,
+    timeoutMs,
+  );
+}
+
+/** Resource `name` once the spec change made after its creation (generation 2) is applied. */
+function appliedChange(s: Scenario, name: string, description: string, timeoutMs?: number) {
+  return s.user.waitFor(
+    s.namespace,
+    name,
+    (o) => o?.status?.observedGeneration === 2 && hasCondition(o, "Synced", "True"),
+    description,
+    timeoutMs,
+  );
+}
+
 describe("controller: service failures", () => {
   const scenarios = useScenarios();
 
   it("422: the service's detail in Synced and a Warning event; no retry until the spec changes", async () => {
     const s = await scenarios.start("ctl-422");
-    await s.user.create(s.namespace, "rejected", spec);
-    await s.user.waitReady(s.namespace, "rejected");
-    s.sim.faults.set({ script: [{ route: PATCH, count: 1_000, status: 422 }] });
+    await patchedIntoFault(s, "rejected", { count: 1_000, status: 422 });
 
-    await s.user.patch(s.namespace, "rejected", scaleTo(5));
-
-    const failed = await s.user.waitFor(
-      s.namespace,
-      "rejected",
-      (o) => hasCondition(o, "Synced", "False", "InvalidSpec"),
-      "InvalidSpec",
-    );
+    const failed = await syncedFalse(s, "rejected", "InvalidSpec");
     const message = conditionOf(failed, "Synced")?.message ?? "";
     expect(message).toContain("the service rejected the request");
     expect(message).toContain(`${PATCH} answered 422: Unprocessable Entity`);
@@ -100,25 +129,11 @@ describe("controller: service failures", () => {
     // The operator's client never retries: the reconcile sees each 429 and the controller
     // schedules the next, no sooner than Retry-After.
     const s = await scenarios.start("ctl-429");
-    await s.user.create(s.namespace, "throttled", spec);
-    await s.user.waitReady(s.namespace, "throttled");
-    s.sim.faults.set({ script: [{ route: PATCH, count: 2, status: 429, retryAfterSeconds: 1 }] });
+    await patchedIntoFault(s, "throttled", { count: 2, status: 429, retryAfterSeconds: 1 });
 
-    await s.user.patch(s.namespace, "throttled", scaleTo(5));
-
-    const limited = await s.user.waitFor(
-      s.namespace,
-      "throttled",
-      (o) => hasCondition(o, "Synced", "False", "RateLimited"),
-      "RateLimited",
-    );
+    const limited = await syncedFalse(s, "throttled", "RateLimited");
     expect(hasCondition(limited, "Reconciling", "True", "RateLimited")).toBe(true);
-    await s.user.waitFor(
-      s.namespace,
-      "throttled",
-      (o) => o?.status?.observedGeneration === 2 && hasCondition(o, "Synced", "True"),
-      "applied after the rate limit",
-    );
+    await appliedChange(s, "throttled", "applied after the rate limit");
     // The simulator's record of the PATCHes it received: each at least Retry-After after the last.
     const patches = s.sim.requests({ route: PATCH });
     expect(patches.map((r) => r.status)).toEqual(["429", "429", "200"]);
@@ -132,12 +147,7 @@ describe("controller: service failures", () => {
     const s = await scenarios.start("ctl-401", { op: { service: { apiKey: wrongKey } } });
     await s.user.create(s.namespace, "unauthorized", spec);
 
-    const refused = await s.user.waitFor(
-      s.namespace,
-      "unauthorized",
-      (o) => hasCondition(o, "Synced", "False", "Unauthorized"),
-      "Unauthorized",
-    );
+    const refused = await syncedFalse(s, "unauthorized", "Unauthorized");
     expect(conditionOf(refused, "Synced")?.message).toContain("check the API key and tenant");
     expect(hasCondition(refused, "Reconciling", "True", "Unauthorized")).toBe(true);
     // Retried (the fix may come from outside, e.g. a rotated key): the one Warning becomes a series.
@@ -157,12 +167,7 @@ describe("controller: service failures", () => {
     s.sim.faults.set({ errors: [{ status: 503, rate: 1, route: "GET /v2/deployments" }] });
     await s.user.create(s.namespace, "unavailable", spec);
 
-    const failing = await s.user.waitFor(
-      s.namespace,
-      "unavailable",
-      (o) => hasCondition(o, "Synced", "False", "ServiceUnavailable"),
-      "ServiceUnavailable",
-    );
+    const failing = await syncedFalse(s, "unavailable", "ServiceUnavailable");
     expect(hasCondition(failing, "Reconciling", "True", "ServiceUnavailable")).toBe(true);
     expect((await s.user.waitForEvent(s.namespace, "unavailable", "ServiceUnavailable")).type).toBe(
       "Warning",
@@ -179,12 +184,7 @@ describe("controller: service failures", () => {
     s.sim.faults.set({ latency: [{ ms: 1_000, route: "GET /v2/deployments" }] });
     await s.user.create(s.namespace, "slow", spec);
 
-    const failing = await s.user.waitFor(
-      s.namespace,
-      "slow",
-      (o) => hasCondition(o, "Synced", "False", "ServiceUnavailable"),
-      "ServiceUnavailable",
-    );
+    const failing = await syncedFalse(s, "slow", "ServiceUnavailable");
     expect(conditionOf(failing, "Synced")?.message).toContain("no complete response within 300 ms");
     // Requests are recorded on arrival: one still held by the latency fault counts too.
     await expectBackoff(s, "slow");
@@ -204,13 +204,7 @@ describe("controller: service failures", () => {
     s.sim.faults.set({ latency: [{ ms: 6_000, route: "GET /v2/deployments" }] });
     await s.user.create(s.namespace, "hung", spec);
 
-    const failing = await s.user.waitFor(
-      s.namespace,
-      "hung",
-      (o) => hasCondition(o, "Synced", "False", "ReconcileError"),
-      "ReconcileError",
-      20_000,
-    );
+    const failing = await syncedFalse(s, "hung", "ReconcileError", 20_000);
     const limit = `reconcile of ${s.namespace}/hung exceeded 2000 ms`;
     expect(conditionOf(failing, "Synced")?.message).toBe(limit);
     expect(hasCondition(failing, "Reconciling", "True", "ReconcileError")).toBe(true);
@@ -225,30 +219,15 @@ describe("controller: service failures", () => {
 
   it("409 on every PATCH: reported with the service's detail and retried until it clears", async () => {
     const s = await scenarios.start("ctl-409");
-    await s.user.create(s.namespace, "contended", spec);
-    await s.user.waitReady(s.namespace, "contended");
-    s.sim.faults.set({ script: [{ route: PATCH, count: 1_000, status: 409 }] });
+    await patchedIntoFault(s, "contended", { count: 1_000, status: 409 });
 
-    await s.user.patch(s.namespace, "contended", scaleTo(5));
-
-    const failing = await s.user.waitFor(
-      s.namespace,
-      "contended",
-      (o) => hasCondition(o, "Synced", "False", "ReconcileError"),
-      "ReconcileError",
-    );
+    const failing = await syncedFalse(s, "contended", "ReconcileError");
     expect(conditionOf(failing, "Synced")?.message).toContain(`${PATCH} answered 409`);
     expect(hasCondition(failing, "Reconciling", "True", "ReconcileError")).toBe(true);
     expect((await s.user.waitForEvent(s.namespace, "contended", "ReconcileError")).type).toBe("Warning");
 
     s.sim.faults.clear();
-    await s.user.waitFor(
-      s.namespace,
-      "contended",
-      (o) => o?.status?.observedGeneration === 2 && hasCondition(o, "Synced", "True"),
-      "applied once the conflict cleared",
-      30_000,
-    );
+    await appliedChange(s, "contended", "applied once the conflict cleared", 30_000);
   });
 
   it("stopped mid-reconcile: no failure is reported on the resource", async () => {

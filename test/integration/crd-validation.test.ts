@@ -32,6 +32,10 @@ const uniqueName = () => `d${++counter}`;
 const submit = (verb: "create" | "replace" | "apply", object: object) =>
   kubectl([verb, "-n", namespace, "-f", "-"], { input: JSON.stringify(object) });
 
+/** `kubectl create -f -` of one object, which must succeed. */
+const created = (object: object) =>
+  kubectlOk(["create", "-n", namespace, "-f", "-"], { input: JSON.stringify(object) });
+
 const getSpec = async (name: string): Promise<Spec> =>
   JSON.parse(await kubectlOk(["get", RESOURCE, name, "-n", namespace, "-o", "json"])).spec;
 
@@ -61,9 +65,7 @@ describe("Deployment CRD: accepted input", () => {
 
   it("fills the policy defaults", async () => {
     const name = uniqueName();
-    await kubectlOk(["create", "-n", namespace, "-f", "-"], {
-      input: JSON.stringify(resource(name, { source: "github" })),
-    });
+    await created(resource(name, { source: "github" }));
     expect(await getSpec(name)).toEqual({
       source: "github",
       managementPolicy: "Manage",
@@ -186,9 +188,7 @@ describe("Deployment CRD: bounds", () => {
 
 describe("Deployment CRD: immutability", () => {
   const update = async (name: string, before: Spec, after: Spec) => {
-    await kubectlOk(["create", "-n", namespace, "-f", "-"], {
-      input: JSON.stringify(resource(name, before)),
-    });
+    await created(resource(name, before));
     return submit("replace", resource(name, after));
   };
 
@@ -320,9 +320,7 @@ const connectionName = () => `${namespace}-c${++counter}`;
 describe("connection CRDs: accepted input", () => {
   it.each(Object.keys(KINDS) as ConnectionKind[])("%s: fills insecureSkipTLSVerify: false", async (kind) => {
     const name = connectionName();
-    await kubectlOk(["create", "-n", namespace, "-f", "-"], {
-      input: JSON.stringify(connection(kind, name, KINDS[kind].spec)),
-    });
+    await created(connection(kind, name, KINDS[kind].spec));
     const stored = JSON.parse(
       await kubectlOk(["get", KINDS[kind].plural, name, "-n", namespace, "-o", "json"]),
     ).spec;
@@ -367,7 +365,7 @@ describe("connection CRDs: accepted input", () => {
     async (kind, { expect }) => {
       const name = connectionName();
       const withTenant = connection(kind, name, { ...KINDS[kind].spec, tenantId: UUID });
-      await kubectlOk(["create", "-n", namespace, "-f", "-"], { input: JSON.stringify(withTenant) });
+      await created(withTenant);
       const IMMUTABLE = /spec\.tenantId: Forbidden: spec\.tenantId is immutable/;
       const other = "6f1c1d2e-0000-4000-8000-0000000000ff";
       const changed = await submit("apply", connection(kind, name, { ...KINDS[kind].spec, tenantId: other }));
@@ -382,9 +380,7 @@ describe("connection CRDs: accepted input", () => {
       expect(moved.code).toBe(0);
 
       const without = connectionName();
-      await kubectlOk(["create", "-n", namespace, "-f", "-"], {
-        input: JSON.stringify(connection(kind, without, KINDS[kind].spec)),
-      });
+      await created(connection(kind, without, KINDS[kind].spec));
       const added = await submit("apply", connection(kind, without, { ...KINDS[kind].spec, tenantId: UUID }));
       expect(added.stderr).toMatch(IMMUTABLE);
     },
@@ -430,30 +426,24 @@ const invalidConnections: Array<{ reason: string; kind: ConnectionKind; spec: Sp
     spec: { baseUrl: "https://api.example.com" },
     message: /spec\.apiKeySecretRef: Required value/,
   },
-  {
-    reason: "a baseUrl of another scheme",
-    kind: "ServiceConnection",
-    spec: { ...CONNECTION_SPEC, baseUrl: "ftp://api.example.com" },
+  ...(
+    [
+      ["of another scheme", "ServiceConnection", "ftp://api.example.com"],
+      // The pattern lets it through; the URL library does not parse the port.
+      ["whose port is not a number", "ServiceConnection", "https://api.example.com:https"],
+      ["without a host", "ClusterServiceConnection", "https://:8080/"],
+    ] as const
+  ).map(([what, kind, baseUrl]) => ({
+    reason: `a baseUrl ${what}`,
+    kind,
+    spec: { ...KINDS[kind].spec, baseUrl },
     message: /spec\.baseUrl: Invalid value: .*spec\.baseUrl must be an http or https URL with a host/,
-  },
+  })),
   {
     reason: "a baseUrl that is not a URL",
     kind: "ServiceConnection",
     spec: { ...CONNECTION_SPEC, baseUrl: "api.example.com" },
     message: /spec\.baseUrl: Invalid value: "api\.example\.com"/,
-  },
-  {
-    // The pattern lets it through; the URL library does not parse the port.
-    reason: "a baseUrl whose port is not a number",
-    kind: "ServiceConnection",
-    spec: { ...CONNECTION_SPEC, baseUrl: "https://api.example.com:https" },
-    message: /spec\.baseUrl: Invalid value: .*spec\.baseUrl must be an http or https URL with a host/,
-  },
-  {
-    reason: "a baseUrl without a host",
-    kind: "ClusterServiceConnection",
-    spec: { ...CLUSTER_SPEC, baseUrl: "https://:8080/" },
-    message: /spec\.baseUrl: Invalid value: .*spec\.baseUrl must be an http or https URL with a host/,
   },
   {
     reason: "a tenantId that is not a uuid",
@@ -705,9 +695,7 @@ describe("kubectl get: short names, category dms, printer columns", () => {
       ["ServiceConnection", "columns"],
       ["ClusterServiceConnection", clusterName],
     ] as const) {
-      await kubectlOk(["create", "-n", namespace, "-f", "-"], {
-        input: JSON.stringify(connection(kind, name, { ...KINDS[kind].spec, tenantId: UUID })),
-      });
+      await created(connection(kind, name, { ...KINDS[kind].spec, tenantId: UUID }));
       await kubectlOk([
         "patch",
         KINDS[kind].plural,

@@ -46,6 +46,24 @@ const ROLLING_OUT = {
   Synced: "True/ReconcileSuccess",
   Reconciling: "True/RolloutInProgress",
 };
+/** The conditions of a resource created and waiting for its deployment's database. */
+const AWAITING_DATABASE = {
+  Ready: "False/AwaitingDatabase",
+  Synced: "True/ReconcileSuccess",
+  Reconciling: "True/AwaitingDatabase",
+};
+/** The conditions of a resource stalled for `reason` (not retried until it changes), its deployment `ready`. */
+const stalledFor = (reason: string, ready = "Unknown/Unknown") => ({
+  Ready: ready,
+  Synced: `False/${reason}`,
+  Stalled: `True/${reason}`,
+});
+/** The conditions of a resource held back for `reason` and looked at again, its deployment `ready`. */
+const retryingFor = (reason: string, ready = "Unknown/Unknown") => ({
+  Ready: ready,
+  Synced: `False/${reason}`,
+  Reconciling: `True/${reason}`,
+});
 /** `count` entries `S_0`, `S_1`… reading Secret `secret`, at the key `keyOf` gives each. */
 const entriesOf = (
   count: number,
@@ -182,6 +200,11 @@ function conditions(obj: StoredResource | undefined): Record<string, string> {
   return Object.fromEntries((obj?.status?.conditions ?? []).map((c) => [c.type, `${c.status}/${c.reason}`]));
 }
 
+/** The message of the resource's condition `type`. */
+function messageOf(obj: StoredResource | undefined, type: string): string | undefined {
+  return obj?.status?.conditions?.find((c) => c.type === type)?.message;
+}
+
 /** The service calls made, by method, leaving out the ones not made. */
 function callsOf(service: SimulatedService): Partial<Record<ServiceMethod, number>> {
   return Object.fromEntries(Object.entries(service.calls).filter(([, n]) => n > 0));
@@ -261,6 +284,29 @@ const CREATE_FAILURES: FailureCase[] = [
   },
 ];
 
+/** What a case expects of the reconcile under test itself. */
+type Expected = Pick<Case, "outcome" | "calls" | "conditions" | "events">;
+
+/** A reconcile that is done, leaving `conditions` and recording `events`, without a service call. */
+const withoutCall = (conditions: Record<string, string>, events: string[] = []): Expected => ({
+  outcome: { result: { kind: "done" } },
+  calls: {},
+  conditions,
+  events,
+});
+
+/** A reconcile that stalls the resource for `reason`, with a Warning saying so, and no service call. */
+const stalledWithoutCall = (reason: string): Expected =>
+  withoutCall(stalledFor(reason), [`Warning/${reason}`]);
+
+/** A reconcile that creates the deployment: one POST, then waiting for its database. */
+const CREATED: Expected = {
+  outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
+  calls: { create: 1 },
+  conditions: AWAITING_DATABASE,
+  events: ["Normal/Created"],
+};
+
 const cases: Case[] = [
   // Creating and adopting.
   {
@@ -268,14 +314,7 @@ const cases: Case[] = [
     arrange: async (w) => {
       await w.applied();
     },
-    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
-    calls: { create: 1 },
-    conditions: {
-      Ready: "False/AwaitingDatabase",
-      Synced: "True/ReconcileSuccess",
-      Reconciling: "True/AwaitingDatabase",
-    },
-    events: ["Normal/Created"],
+    ...CREATED,
     also: (w) => {
       const status = w.resources.stored(REF)?.status;
       expect(status?.deploymentId).toBe(w.service.store.getByName("agent")?.id);
@@ -308,10 +347,7 @@ const cases: Case[] = [
       w.existing();
       await w.applied();
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
-    events: ["Normal/Adopted"],
+    ...withoutCall({ Ready: "True/Available", Synced: "True/ReconcileSuccess" }, ["Normal/Adopted"]),
     also: (w) => {
       expect(w.resources.stored(REF)?.status?.deploymentId).toBe(w.service.store.getByName("agent")?.id);
       expect(w.resources.stored(REF)?.status?.createRequestedAt).toBeUndefined();
@@ -323,10 +359,7 @@ const cases: Case[] = [
       await w.settled();
       w.resources.writes.patchStatus = 0;
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
-    events: [],
+    ...withoutCall({ Ready: "True/Available", Synced: "True/ReconcileSuccess" }),
     also: (w) => expect(w.resources.writes.patchStatus).toBe(0),
   },
   {
@@ -389,10 +422,7 @@ const cases: Case[] = [
     arrange: (w) => {
       w.apply({}, { annotations: { [ANNOTATION_PAUSED]: "true" } });
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: { Ready: "Unknown/Paused", Synced: "False/Paused" },
-    events: [],
+    ...withoutCall({ Ready: "Unknown/Paused", Synced: "False/Paused" }),
   },
   {
     reason: "a connection that is not Ready: ConnectionNotReady naming it, Stalled, and no service call",
@@ -403,19 +433,10 @@ const cases: Case[] = [
         message: "ServiceConnection default/prod is not Ready (Unauthorized)",
       };
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: {
-      Ready: "Unknown/Unknown",
-      Synced: "False/ConnectionNotReady",
-      Stalled: "True/ConnectionNotReady",
-    },
-    events: [],
+    ...withoutCall(stalledFor("ConnectionNotReady")),
     also: (w) => {
       const stored = w.resources.stored(REF);
-      expect(stored?.status?.conditions?.find((c) => c.type === "Synced")?.message).toBe(
-        "ServiceConnection default/prod is not Ready (Unauthorized)",
-      );
+      expect(messageOf(stored, "Synced")).toBe("ServiceConnection default/prod is not Ready (Unauthorized)");
       expect(stored?.status?.connection).toBe("ServiceConnection/prod");
     },
   },
@@ -426,10 +447,7 @@ const cases: Case[] = [
       w.apply({ connectionRef: { kind: "ClusterServiceConnection", name: "shared" } });
       w.connection = { kind: "pending" };
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: {},
-    events: [],
+    ...withoutCall({}),
     also: (w) => expect(w.resources.writes.patchStatus).toBe(0),
   },
   {
@@ -441,10 +459,7 @@ const cases: Case[] = [
       );
       w.connection = { kind: "unavailable", message: "ServiceConnection default/prod not found" };
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: { Ready: "Unknown/Paused", Synced: "False/Paused" },
-    events: [],
+    ...withoutCall({ Ready: "Unknown/Paused", Synced: "False/Paused" }),
   },
   {
     reason:
@@ -454,20 +469,11 @@ const cases: Case[] = [
       w.resources.delete(REF);
       w.connection = { kind: "unavailable", message: "ServiceConnection default/prod not found" };
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: {
-      Ready: "True/Available",
-      Synced: "False/ConnectionNotReady",
-      Stalled: "True/ConnectionNotReady",
-    },
-    events: [],
+    ...withoutCall(stalledFor("ConnectionNotReady", "True/Available")),
     also: (w) => {
       const stored = w.resources.stored(REF);
       expect(stored?.metadata.finalizers).toEqual([FINALIZER]);
-      expect(stored?.status?.conditions?.find((c) => c.type === "Synced")?.message).toContain(
-        "remove the finalizer dms.dev/finalizer to leave it",
-      );
+      expect(messageOf(stored, "Synced")).toContain("remove the finalizer dms.dev/finalizer to leave it");
     },
   },
   {
@@ -483,17 +489,10 @@ const cases: Case[] = [
         message: "ClusterServiceConnection shared may not be used from namespace default: …",
       };
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: {
-      Ready: "Unknown/Unknown",
-      Synced: "False/ConnectionNotAllowed",
-      Stalled: "True/ConnectionNotAllowed",
-    },
-    events: [],
+    ...withoutCall(stalledFor("ConnectionNotAllowed")),
     also: (w) => {
       const stored = w.resources.stored(REF);
-      expect(stored?.status?.conditions?.find((c) => c.type === "Synced")?.message).toBe(
+      expect(messageOf(stored, "Synced")).toBe(
         "ClusterServiceConnection shared may not be used from namespace default: …",
       );
       expect(stored?.metadata.finalizers ?? []).toEqual([]);
@@ -528,11 +527,7 @@ const cases: Case[] = [
     },
     outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
     calls: { create: 1, findByName: 1 },
-    conditions: {
-      Ready: "False/AwaitingDatabase",
-      Synced: "True/ReconcileSuccess",
-      Reconciling: "True/AwaitingDatabase",
-    },
+    conditions: AWAITING_DATABASE,
     events: ["Normal/Created"],
     also: (w) => expect(w.resources.stored(REF)?.status?.connection).toBe("default"),
   },
@@ -542,14 +537,10 @@ const cases: Case[] = [
       w.existing({ ...BODY, source_config: { custom_url: "https://elsewhere.example" } });
       await w.applied({ managementPolicy: "ObserveOnly", deletionPolicy: "Delete" });
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: { Ready: "True/Available", Synced: "False/Drifted" },
-    events: [],
+    ...withoutCall({ Ready: "True/Available", Synced: "False/Drifted" }),
     also: (w) => {
-      const status = w.resources.stored(REF)?.status;
-      const synced = status?.conditions?.find((c) => c.type === "Synced");
-      expect(synced?.message).toContain("https://elsewhere.example → https://agent.example");
+      const synced = messageOf(w.resources.stored(REF), "Synced");
+      expect(synced).toContain("https://elsewhere.example → https://agent.example");
       expect(w.service.store.getByName("agent")?.source_config.custom_url).toBe("https://elsewhere.example");
       // ObserveOnly never deletes either: no finalizer even under deletionPolicy Delete.
       expect(w.resources.stored(REF)?.metadata.finalizers ?? []).toEqual([]);
@@ -560,10 +551,7 @@ const cases: Case[] = [
     arrange: async (w) => {
       await w.applied({ managementPolicy: "ObserveOnly" });
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: { Ready: "False/NotFound", Synced: "False/Drifted" },
-    events: [],
+    ...withoutCall({ Ready: "False/NotFound", Synced: "False/Drifted" }),
   },
   {
     reason: "a deployment with the name but another source is blocked: stalled, and not recorded as ours",
@@ -574,13 +562,13 @@ const cases: Case[] = [
     outcome: { result: { kind: "done" } },
     calls: {},
     // Ready stays unknown: the deployment found is not this resource's to report on.
-    conditions: { Ready: "Unknown/Unknown", Synced: "False/Immutable", Stalled: "True/Immutable" },
+    conditions: stalledFor("Immutable"),
     events: [],
     also: (w) => {
       // Recording its id would make deletionPolicy Delete delete someone else's deployment.
       expect(w.resources.stored(REF)?.status?.deploymentId).toBeUndefined();
-      const stalled = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Stalled");
-      expect(stalled?.message).toContain("source");
+      const stalled = messageOf(w.resources.stored(REF), "Stalled");
+      expect(stalled).toContain("source");
     },
   },
   {
@@ -590,10 +578,7 @@ const cases: Case[] = [
       w.clock.advance(1_000);
       await w.applied({ deletionPolicy: "Delete" });
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: { Ready: "Unknown/Unknown", Synced: "False/NameConflict", Stalled: "True/NameConflict" },
-    events: ["Warning/NameConflict"],
+    ...stalledWithoutCall("NameConflict"),
     also: async (w) => {
       // The loser owns nothing on the service: deleting it can never delete the holder's deployment.
       expect(w.resources.stored(REF)?.metadata.finalizers ?? []).toEqual([]);
@@ -615,22 +600,15 @@ const cases: Case[] = [
       });
       await w.missListing();
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: {
-      Ready: "True/Available",
-      Synced: "False/ListingDeadlineExceeded",
-      Reconciling: "True/ListingDeadlineExceeded",
-    },
-    events: [],
+    ...withoutCall(retryingFor("ListingDeadlineExceeded", "True/Available")),
     also: (w) => {
-      const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
+      const synced = messageOf(w.resources.stored(REF), "Synced");
       for (const named of [
         "GET /v2/deployments",
         "the default connection",
         "within the listing deadline of 30s",
       ])
-        expect(synced?.message).toContain(named);
+        expect(synced).toContain(named);
       expect(w.service.store.getByName("agent")?.source_config.custom_url).toBe("https://agent.example");
     },
   },
@@ -650,16 +628,12 @@ const cases: Case[] = [
     },
     outcome: { error: retriedWithBackoff("503") },
     calls: {},
-    conditions: {
-      Ready: "Unknown/Unknown",
-      Synced: "False/ServiceUnavailable",
-      Reconciling: "True/ServiceUnavailable",
-    },
+    conditions: retryingFor("ServiceUnavailable"),
     events: ["Warning/ServiceUnavailable"],
     also: (w) => {
-      const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
-      expect(synced?.message).toContain("GET /v2/deployments answered 503");
-      expect(synced?.message).toContain("gateway down (***)");
+      const synced = messageOf(w.resources.stored(REF), "Synced");
+      expect(synced).toContain("GET /v2/deployments answered 503");
+      expect(synced).toContain("gateway down (***)");
       expect(JSON.stringify(w.resources.stored(REF)) + JSON.stringify(w.events.all)).not.toContain(
         "sk-listed-0123456789",
       );
@@ -693,20 +667,11 @@ const cases: Case[] = [
       w.resources.delete(REF);
       await w.missListing();
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: {
-      Ready: "True/Available",
-      Synced: "False/ListingDeadlineExceeded",
-      Reconciling: "True/ListingDeadlineExceeded",
-    },
-    events: [],
+    ...withoutCall(retryingFor("ListingDeadlineExceeded", "True/Available")),
     also: (w) => {
       const stored = w.resources.stored(REF);
       expect(stored?.metadata.finalizers).toEqual([FINALIZER]);
-      expect(stored?.status?.conditions?.find((c) => c.type === "Synced")?.message).toContain(
-        "remove the finalizer dms.dev/finalizer to leave it",
-      );
+      expect(messageOf(stored, "Synced")).toContain("remove the finalizer dms.dev/finalizer to leave it");
       expect(w.service.store.getByName("agent")?.status).toBe("READY");
     },
   },
@@ -740,7 +705,7 @@ const cases: Case[] = [
     outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
     calls: { getById: 1, delete: 1 },
     // Ready is what the service showed before the DELETE; the next look shows it deleting.
-    conditions: { Ready: "True/Available", Synced: "False/Deleting", Reconciling: "True/Deleting" },
+    conditions: retryingFor("Deleting", "True/Available"),
     events: ["Normal/Deleting"],
     also: async (w) => {
       expect(w.service.store.getByName("agent")?.status).toBe("AWAITING_DELETE");
@@ -886,11 +851,7 @@ const cases: Case[] = [
     },
     outcome: { error: (e) => expect(String(e)).toContain("409") },
     calls: { create: 1, findByName: 1 },
-    conditions: {
-      Ready: "Unknown/Unknown",
-      Synced: "False/ReconcileError",
-      Reconciling: "True/ReconcileError",
-    },
+    conditions: retryingFor("ReconcileError"),
     events: ["Warning/ReconcileError"],
     also: async (w) => {
       w.service.resetCalls();
@@ -900,11 +861,7 @@ const cases: Case[] = [
       expect(callsOf(w.service)).toEqual({});
       expect(w.events.reasons()).toEqual(["Warning/ReconcileError", "Normal/Adopted"]);
       expect(w.resources.stored(REF)?.status?.deploymentId).toBe(w.service.store.getByName("agent")?.id);
-      expect(conditions(w.resources.stored(REF))).toEqual({
-        Ready: "False/AwaitingDatabase",
-        Synced: "True/ReconcileSuccess",
-        Reconciling: "True/AwaitingDatabase",
-      });
+      expect(conditions(w.resources.stored(REF))).toEqual(AWAITING_DATABASE);
     },
   },
   {
@@ -918,11 +875,7 @@ const cases: Case[] = [
     },
     outcome: { error: (e) => expect(String(e)).toContain("404") },
     calls: { getById: 1, patch: 1 },
-    conditions: {
-      Ready: "True/Available",
-      Synced: "False/ReconcileError",
-      Reconciling: "True/ReconcileError",
-    },
+    conditions: retryingFor("ReconcileError", "True/Available"),
     events: ["Warning/ReconcileError"],
     also: (w) => {
       const id = w.resources.stored(REF)?.status?.deploymentId ?? "";
@@ -936,13 +889,10 @@ const cases: Case[] = [
         secrets: [{ name: "API_KEY", valueFrom: { secretKeyRef: { name: "agent-keys", key: "api" } } }],
       });
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: { Ready: "Unknown/Unknown", Synced: "False/SecretNotFound", Stalled: "True/SecretNotFound" },
-    events: ["Warning/SecretNotFound"],
+    ...stalledWithoutCall("SecretNotFound"),
     also: (w) => {
-      const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
-      expect(synced?.message).toContain("agent-keys");
+      const synced = messageOf(w.resources.stored(REF), "Synced");
+      expect(synced).toContain("agent-keys");
     },
   },
 
@@ -954,22 +904,15 @@ const cases: Case[] = [
       w.secrets.set("default", "big", { blob: "x".repeat(700_000) });
       await w.applied({ secrets: entriesOf(200, "big", () => "blob") });
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: {
-      Ready: "Unknown/Unknown",
-      Synced: "False/SecretsTooLarge",
-      Stalled: "True/SecretsTooLarge",
-    },
-    events: ["Warning/SecretsTooLarge"],
+    ...stalledWithoutCall("SecretsTooLarge"),
     also: (w) => {
       expect(w.secrets.reads).toEqual(["default/big/blob"]);
-      const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
-      expect(synced?.message).toContain(
+      const synced = messageOf(w.resources.stored(REF), "Synced");
+      expect(synced).toContain(
         "the secret values of spec.secrets come to 140,000,000 bytes, more than the limit of 1,048,576 (--max-secret-bytes)",
       );
-      expect(synced?.message).toContain('key "blob" of Secret "big" (700,000 bytes in each of 200 entries)');
-      expect(w.events.all[0]?.note).toBe(synced?.message);
+      expect(synced).toContain('key "blob" of Secret "big" (700,000 bytes in each of 200 entries)');
+      expect(w.events.all[0]?.note).toBe(synced);
     },
   },
   {
@@ -980,14 +923,7 @@ const cases: Case[] = [
       w.secrets.set("default", "keys", { a: "a".repeat(262_144), b: "b".repeat(524_288) });
       await w.applied({ secrets: entriesOf(3, "keys", (i) => (i < 2 ? "a" : "b")) });
     },
-    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
-    calls: { create: 1 },
-    conditions: {
-      Ready: "False/AwaitingDatabase",
-      Synced: "True/ReconcileSuccess",
-      Reconciling: "True/AwaitingDatabase",
-    },
-    events: ["Normal/Created"],
+    ...CREATED,
     also: (w) => {
       expect(w.secrets.reads).toEqual(["default/keys/a,b"]);
       expect(w.service.store.getByName("agent")?.secrets.map((s) => s.name)).toEqual(["S_0", "S_1", "S_2"]);
@@ -999,17 +935,10 @@ const cases: Case[] = [
       w.secrets.set("default", "keys", { a: "a".repeat(262_144), b: "b".repeat(524_289) });
       await w.applied({ secrets: entriesOf(3, "keys", (i) => (i < 2 ? "a" : "b")) });
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: {
-      Ready: "Unknown/Unknown",
-      Synced: "False/SecretsTooLarge",
-      Stalled: "True/SecretsTooLarge",
-    },
-    events: ["Warning/SecretsTooLarge"],
+    ...stalledWithoutCall("SecretsTooLarge"),
     also: (w) => {
-      const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
-      expect(synced?.message).toContain("come to 1,048,577 bytes");
+      const synced = messageOf(w.resources.stored(REF), "Synced");
+      expect(synced).toContain("come to 1,048,577 bytes");
     },
   },
   {
@@ -1021,19 +950,12 @@ const cases: Case[] = [
         secrets: [{ name: "INLINE", value: "é".repeat(300_000) }, ...entriesOf(1, "keys", () => "a")],
       });
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: {
-      Ready: "Unknown/Unknown",
-      Synced: "False/SecretsTooLarge",
-      Stalled: "True/SecretsTooLarge",
-    },
-    events: ["Warning/SecretsTooLarge"],
+    ...stalledWithoutCall("SecretsTooLarge"),
     also: (w) => {
       expect(w.secrets.reads).toEqual(["default/keys/a"]);
-      const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
-      expect(synced?.message).toContain("come to 1,100,000 bytes");
-      expect(synced?.message).toContain("the value of spec.secrets[INLINE] (600,000 bytes)");
+      const synced = messageOf(w.resources.stored(REF), "Synced");
+      expect(synced).toContain("come to 1,100,000 bytes");
+      expect(synced).toContain("the value of spec.secrets[INLINE] (600,000 bytes)");
     },
   },
   {
@@ -1048,18 +970,11 @@ const cases: Case[] = [
         ],
       });
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: {
-      Ready: "Unknown/Unknown",
-      Synced: "False/SecretsTooLarge",
-      Stalled: "True/SecretsTooLarge",
-    },
-    events: ["Warning/SecretsTooLarge"],
+    ...stalledWithoutCall("SecretsTooLarge"),
     also: (w) => {
       expect(w.secrets.reads).toEqual([]);
-      const synced = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Synced");
-      expect(synced?.message).toContain("come to at least 1,200,000 bytes");
+      const synced = messageOf(w.resources.stored(REF), "Synced");
+      expect(synced).toContain("come to at least 1,200,000 bytes");
     },
   },
   {
@@ -1074,14 +989,7 @@ const cases: Case[] = [
         ],
       });
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: {
-      Ready: "Unknown/Unknown",
-      Synced: "False/SecretsTooLarge",
-      Stalled: "True/SecretsTooLarge",
-    },
-    events: ["Warning/SecretsTooLarge"],
+    ...stalledWithoutCall("SecretsTooLarge"),
     also: (w) => expect(w.secrets.reads).toEqual(["default/huge/blob"]),
   },
   {
@@ -1093,14 +1001,7 @@ const cases: Case[] = [
       w.secrets.set("default", "big", { blob: "x".repeat(5_000) });
       w.secrets.reads.length = 0;
     },
-    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
-    calls: { create: 1 },
-    conditions: {
-      Ready: "False/AwaitingDatabase",
-      Synced: "True/ReconcileSuccess",
-      Reconciling: "True/AwaitingDatabase",
-    },
-    events: ["Normal/Created"],
+    ...CREATED,
     also: (w) => expect(w.secrets.reads).toEqual(["default/big/blob"]),
   },
 
@@ -1214,10 +1115,7 @@ const cases: Case[] = [
     arrange: async (w) => {
       await settledWithSecret(w);
     },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
-    events: [],
+    ...withoutCall({ Ready: "True/Available", Synced: "True/ReconcileSuccess" }),
     also: (w) => {
       expect(w.secrets.reads).toEqual([]);
       expect(w.resources.stored(REF)?.status?.appliedSecretVersions).toMatch(/^[0-9a-f]{64}$/);
@@ -1240,7 +1138,7 @@ const cases: Case[] = [
       },
     },
     calls: { patch: 1 },
-    conditions: { Ready: "True/Available", Synced: "False/InvalidSpec", Stalled: "True/InvalidSpec" },
+    conditions: stalledFor("InvalidSpec", "True/Available"),
     events: ["Warning/InvalidSpec"],
     also: (w) => {
       expect(w.service.lastPatchBody).not.toHaveProperty("secrets");
@@ -1447,14 +1345,14 @@ describe("DeploymentReconciler when its signal aborts", () => {
 
     controller.abort(new ReconcileTimeoutError("reconcile of default/agent exceeded 30000 ms"));
     await expect(pending).rejects.toThrow("exceeded 30000 ms");
-    const status = w.resources.stored(REF)?.status;
-    expect(conditions(w.resources.stored(REF))).toMatchObject({ Synced: "False/ReconcileError" });
-    expect(status?.conditions?.find((c) => c.type === "Synced")?.message).toContain("exceeded 30000 ms");
+    const stored = w.resources.stored(REF);
+    expect(conditions(stored)).toMatchObject({ Synced: "False/ReconcileError" });
+    expect(messageOf(stored, "Synced")).toContain("exceeded 30000 ms");
     // The reconcile's own signal had aborted: the write ran under another, whose timer is gone.
     expect(w.resources.signals.at(-1)?.aborted).toBe(false);
     expect(w.clock.pending).toBe(0);
     // Whether the POST took effect is unknown: the intent stays, so the retry looks first.
-    expect(status?.createRequestedAt).toBeDefined();
+    expect(stored?.status?.createRequestedAt).toBeDefined();
     expect(w.events.reasons()).toEqual(["Warning/ReconcileError"]);
   });
 
@@ -1513,7 +1411,7 @@ describe("a name used again after a delete", () => {
     expect(callsOf(w.service)).toEqual({ create: 1, findByName: 1 });
     const stored = w.resources.stored(REF);
     expect(conditions(stored)).toMatchObject({ Synced: "False/NameReserved", Stalled: "True/NameReserved" });
-    const message = stored?.status?.conditions?.find((c) => c.type === "Synced")?.message ?? "";
+    const message = messageOf(stored, "Synced") ?? "";
     expect(message).toContain('tracing project "agent"');
     expect(message).toContain("spec.deleteTracingProject: true");
     expect(message).toContain("another spec.name");
@@ -1588,7 +1486,7 @@ describe("DeploymentReconciler: failure evidence", () => {
     expect(note).toContain("env: API_KEY=***");
     expect(note).not.toContain(SECRET);
     expect(Buffer.byteLength(note)).toBeLessThanOrEqual(1024);
-    const stalled = stored?.status?.conditions?.find((c) => c.type === "Stalled")?.message ?? "";
+    const stalled = messageOf(stored, "Stalled") ?? "";
     expect(stalled).toContain("Last build log lines: ");
     expect(stalled).toContain("error: build failed");
     expect(stalled).not.toContain(SECRET);
@@ -1629,8 +1527,8 @@ describe("DeploymentReconciler: failure evidence", () => {
     expect(w.events.all[0]?.note).toMatch(
       /BUILD_FAILED: it will not go live; the service has no logs route$/,
     );
-    const stalled = w.resources.stored(REF)?.status?.conditions?.find((c) => c.type === "Stalled");
-    expect(stalled?.message).not.toContain("log lines");
+    const stalled = messageOf(w.resources.stored(REF), "Stalled");
+    expect(stalled).not.toContain("log lines");
     expect(w.service.calls.getRevisionLogs).toBe(1);
     // The next failed revision of the same connection is reported without asking again.
     w.resources.edit(REF, (o) => {
@@ -1763,7 +1661,7 @@ describe("DeploymentReconciler: failure evidence", () => {
       Synced: "True/ReconcileSuccess",
       Stalled: "True/RolloutTimeout",
     });
-    const stalled = stored?.status?.conditions?.find((c) => c.type === "Stalled")?.message ?? "";
+    const stalled = messageOf(stored, "Stalled") ?? "";
     expect(stalled).toContain("has not gone live within spec.rolloutTimeout 2m");
     expect(stalled).toContain("Last build log lines: ");
     expect(result).toEqual({ kind: "requeueAfter", ms: 60_000 });
@@ -1805,7 +1703,7 @@ describe("DeploymentReconciler: failure evidence", () => {
       Synced: "True/ReconcileSuccess",
       Stalled: "True/RolloutTimeout",
     });
-    expect(stored?.status?.conditions?.find((c) => c.type === "Stalled")?.message).toMatch(
+    expect(messageOf(stored, "Stalled")).toMatch(
       /has not gone live within spec\.rolloutTimeout 10s and the service still reports the deployment AWAITING_DATABASE; no revision is active/,
     );
     const warning = w.events.all.find((e) => e.reason === "RolloutTimeout");

@@ -275,57 +275,50 @@ describe("rollout windows: the next look is always later than now", () => {
   });
 });
 
+/**
+ * One allow window of `schedule` for `duration` in `timeZone`: whether a rollout is allowed at
+ * an instant, when the next window opens from one (as {@link opening} says it), and an instant
+ * in the zone's local time.
+ */
+function allowWindow(schedule: string, duration: string, timeZone: string) {
+  const spec: RolloutWindowSpec = { kind: "allow", schedule, duration, timeZone };
+  const windows = compile(spec);
+  return {
+    windows,
+    allowed: (instant: string) => rolloutAllowed(windows, at(instant)),
+    opens: (from: string) => opening([spec], from),
+    local: (instant: string) => localTime(at(instant), timeZone),
+  };
+}
+
 describe("rollout windows: daylight-saving changes", () => {
   it("a 02:30 schedule on the spring-forward day in Europe/Berlin starts at 03:00 CEST", () => {
-    const windows = compile({
-      kind: "allow",
-      schedule: "30 2 * * *",
-      duration: "1h",
-      timeZone: "Europe/Berlin",
-    });
-    const found = nextOpening(windows, at("2026-03-28T12:00:00Z"));
-    expect(found.kind === "at" && iso(found.at)).toBe("2026-03-29T01:00:00Z");
-    expect(found.kind === "at" && localTime(found.at, "Europe/Berlin")).toBe(
-      "2026-03-29 03:00 Europe/Berlin (GMT+02:00)",
-    );
+    const window = allowWindow("30 2 * * *", "1h", "Europe/Berlin");
+    expect(window.opens("2026-03-28T12:00:00Z")).toBe("2026-03-29T01:00:00Z");
+    expect(window.local("2026-03-29T01:00:00Z")).toBe("2026-03-29 03:00 Europe/Berlin (GMT+02:00)");
     // It lasts one elapsed hour from there, and the next day it is 02:30 again.
-    expect(rolloutAllowed(windows, at("2026-03-29T01:59:00Z"))).toBe(true);
-    expect(rolloutAllowed(windows, at("2026-03-29T02:00:00Z"))).toBe(false);
-    const after = nextOpening(windows, at("2026-03-29T02:00:00Z"));
-    expect(after.kind === "at" && iso(after.at)).toBe("2026-03-30T00:30:00Z");
+    expect(window.allowed("2026-03-29T01:59:00Z")).toBe(true);
+    expect(window.allowed("2026-03-29T02:00:00Z")).toBe(false);
+    expect(window.opens("2026-03-29T02:00:00Z")).toBe("2026-03-30T00:30:00Z");
   });
 
   it("a 01:30 schedule on the fall-back day in America/New_York starts once, at 01:30 EDT", () => {
-    const windows = compile({
-      kind: "allow",
-      schedule: "30 1 * * *",
-      duration: "1h",
-      timeZone: "America/New_York",
-    });
-    const found = nextOpening(windows, at("2026-10-31T12:00:00Z"));
-    expect(found.kind === "at" && iso(found.at)).toBe("2026-11-01T05:30:00Z");
-    expect(found.kind === "at" && localTime(found.at, "America/New_York")).toBe(
-      "2026-11-01 01:30 America/New_York (GMT-04:00)",
-    );
+    const window = allowWindow("30 1 * * *", "1h", "America/New_York");
+    expect(window.opens("2026-10-31T12:00:00Z")).toBe("2026-11-01T05:30:00Z");
+    expect(window.local("2026-11-01T05:30:00Z")).toBe("2026-11-01 01:30 America/New_York (GMT-04:00)");
     // The second 01:30 (EST, 06:30Z) starts no window: closed at 06:45Z, open again the next night.
-    expect(rolloutAllowed(windows, at("2026-11-01T06:45:00Z"))).toBe(false);
-    const after = nextOpening(windows, at("2026-11-01T06:45:00Z"));
-    expect(after.kind === "at" && iso(after.at)).toBe("2026-11-02T06:30:00Z");
+    expect(window.allowed("2026-11-01T06:45:00Z")).toBe(false);
+    expect(window.opens("2026-11-01T06:45:00Z")).toBe("2026-11-02T06:30:00Z");
   });
 
   it("a duration is elapsed time: 2h from 01:00 EDT on the fall-back night ends at 02:00 EST", () => {
-    const windows = compile({
-      kind: "allow",
-      schedule: "0 1 * * *",
-      duration: "2h",
-      timeZone: "America/New_York",
-    });
-    expect(rolloutAllowed(windows, at("2026-11-01T06:59:00Z"))).toBe(true);
-    expect(rolloutAllowed(windows, at("2026-11-01T07:00:00Z"))).toBe(false);
+    const window = allowWindow("0 1 * * *", "2h", "America/New_York");
+    expect(window.allowed("2026-11-01T06:59:00Z")).toBe(true);
+    expect(window.allowed("2026-11-01T07:00:00Z")).toBe(false);
   });
 
   it("a window starting every hour skips the hour a spring-forward day lacks", () => {
-    const [w] = compile({ kind: "allow", schedule: "0 * * * *", duration: "10m", timeZone: "Europe/Berlin" });
+    const [w] = allowWindow("0 * * * *", "10m", "Europe/Berlin").windows;
     if (!w) throw new Error("no window");
     // 01:00 CET (00:00Z) fires; 02:00 does not exist; the next is 03:00 CEST (01:00Z).
     expect(isActive(w, at("2026-03-29T00:05:00Z"))).toBe(true);
