@@ -10,7 +10,7 @@ import { isRecord } from "../json.ts";
 import { type ConnectionRef, DEFAULT_CONNECTION } from "../naming/connection.ts";
 import { type Claimant, claimOn, connectionKeyOf } from "../reconcile/claims.ts";
 import type { LeaseRecord } from "../runtime/leader.ts";
-import { DRAIN_LABEL, OWNER_LABEL, RING_LABEL } from "../sharding/labels.ts";
+import { DRAIN_LABEL, drainTarget, OWNER_LABEL, RING_LABEL } from "../sharding/labels.ts";
 import type { KubeClient } from "./client.ts";
 import { DEPLOYMENTS } from "./deployments.ts";
 import { ConflictError, isNotFound } from "./errors.ts";
@@ -93,6 +93,8 @@ export interface ShardObject extends KubeObject {
   owner: string | undefined;
   /** Whether the drain label is set (whatever its value). */
   drain: boolean;
+  /** The replica the drain label names, if it names one (`drainTarget`). */
+  drainTo: string | undefined;
   claim: string;
   connection: string;
 }
@@ -140,12 +142,15 @@ export function decodeShardObject(raw: unknown, strings: Interner = SHARD_STRING
   };
   const connection = strings.of(connectionKeyOf(claimant as Claimant));
   const owner = labelValue(labels, OWNER_LABEL);
+  const drain = labelValue(labels, DRAIN_LABEL);
+  const drainTo = drainTarget(drain);
   return {
     metadata: ns === undefined ? { name, resourceVersion } : { name, namespace: ns, resourceVersion },
     uid: typeof uid === "string" ? uid : "",
     // The owner label's value is one of a few replicas' names: held once.
     owner: owner ? strings.of(owner) : undefined,
-    drain: labelValue(labels, DRAIN_LABEL) !== undefined,
+    drain: drain !== undefined,
+    drainTo: drainTo ? strings.of(drainTo) : undefined,
     // On the default connection the claim is the name itself: no string of its own.
     claim: claimOn(connection, specName ?? name),
     connection,

@@ -13,6 +13,8 @@ import { ownerOf } from "./ring.ts";
 export interface ShardLabels {
   owner?: string | undefined;
   drain: boolean;
+  /** The replica the drain label names, if it names one (see `drainTarget`). */
+  drainTo?: string | undefined;
 }
 
 /**
@@ -70,7 +72,12 @@ export function nextAction(
       if (owner === desired)
         return labels.drain || labels.owner !== owner ? { kind: "assign", to: owner } : { kind: "none" };
       if (labels.owner !== owner) return { kind: "assign", to: owner };
-      return labels.drain ? { kind: "wait" } : { kind: "drain", to: desired };
+      if (!labels.drain) return { kind: "drain", to: desired };
+      // A drain that names a replica the ring no longer chooses (it changed since): named again,
+      // before the owner hands the resource to a replica that would only pass it on.
+      return labels.drainTo !== undefined && labels.drainTo !== desired
+        ? { kind: "drain", to: desired }
+        : { kind: "wait" };
     case "held":
       return { kind: "assign", to: desired };
     case "down":

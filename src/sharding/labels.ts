@@ -37,12 +37,20 @@ export function isReplicaName(name: string): boolean {
   return name !== "" && LABEL_VALUE.test(name) && LEASE_NAME.test(name);
 }
 
+/** The replica a drain label's value names; undefined for {@link DRAIN_ANY} or a value no replica bears. */
+export function drainTarget(drain: string | undefined): string | undefined {
+  return drain !== undefined && drain !== DRAIN_ANY && isReplicaName(drain) ? drain : undefined;
+}
+
 /**
  * The owner label a replica (`self`) writes when it lets go of a resource whose drain label is
  * `drain`: the replica the value names (a hand-over: the resource moves in that one write), or
- * none (the label removed) when it names no other replica: {@link DRAIN_ANY}, or a value that
- * cannot be a replica's name.
+ * none (the label removed) when it names no other replica ({@link DRAIN_ANY}, or a value that
+ * cannot be a replica's name) or when `rivals` other resources this replica owns claim the same
+ * name (a claim changed since the drain was written, which the CRD's rules forbid): rivals are
+ * moved together by the sharder, once all are let go.
  */
-export function handoverTo(drain: string | undefined, self: string): string | null {
-  return drain !== undefined && drain !== DRAIN_ANY && drain !== self && isReplicaName(drain) ? drain : null;
+export function handoverTo(drain: string | undefined, self: string, rivals = 0): string | null {
+  const to = drainTarget(drain);
+  return to !== undefined && to !== self && rivals === 0 ? to : null;
 }

@@ -323,8 +323,15 @@ export class ShardMember {
       }
       await this.#ackSlot();
       try {
-        // Checked again: the slot may have come after the drain was lifted or a reconcile began.
-        if (signal.aborted || this.#inFlight.has(key) || !this.#opts.owned(key)?.drain) continue;
+        // Checked again, all of it: the slot may have come after the drain was lifted, a reconcile
+        // began, or a write made meanwhile got no answer (the loop then waits for it first).
+        if (
+          signal.aborted ||
+          this.#inFlight.has(key) ||
+          !this.#opts.owned(key)?.drain ||
+          this.mayRunUntil(key) + FENCE_MARGIN_MS > this.#clock.now()
+        )
+          continue;
         if (await this.#opts.acknowledge(key, signal)) {
           this.#opts.logger.debug({ key }, "drain acknowledged");
           this.#opts.onAcknowledged?.();

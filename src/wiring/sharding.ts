@@ -16,6 +16,7 @@ import {
   patchShardLabels,
   type ShardObject,
 } from "../kube/shards.ts";
+import { CLAIM_INDEX, claimOf } from "../reconcile/claims.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Reconciler } from "../runtime/controller.ts";
 import { objectKey, parseObjectKey } from "../runtime/keys.ts";
@@ -136,12 +137,20 @@ export function sharding(p: ShardingParts): Sharding {
     },
     acknowledge: async (key, signal) => {
       const obj = deployments?.get(parseObjectKey(key));
-      if (!obj) return true;
+      if (!obj || !deployments) return true;
       const outcome = await patchShardLabels(
         client,
         parseObjectKey(key),
         obj.metadata.resourceVersion,
-        { [OWNER_LABEL]: handoverTo(obj.metadata.labels?.[DRAIN_LABEL], podName), [DRAIN_LABEL]: null },
+        {
+          [OWNER_LABEL]: handoverTo(
+            obj.metadata.labels?.[DRAIN_LABEL],
+            podName,
+            // Other resources here claiming the same name: rivals move together, by the sharder.
+            deployments.byIndex(CLAIM_INDEX, claimOf(obj)).length - 1,
+          ),
+          [DRAIN_LABEL]: null,
+        },
         signal,
       );
       return outcome !== "conflict";
@@ -411,7 +420,13 @@ export function sharding(p: ShardingParts): Sharding {
 
 /** Whether an update changed what the sharder decides on: the shard labels or the claim. */
 export function shardInputsChanged(old: ShardObject, now: ShardObject): boolean {
-  return old.claim !== now.claim || old.owner !== now.owner || old.drain !== now.drain || old.uid !== now.uid;
+  return (
+    old.claim !== now.claim ||
+    old.owner !== now.owner ||
+    old.drain !== now.drain ||
+    old.drainTo !== now.drainTo ||
+    old.uid !== now.uid
+  );
 }
 
 function untilAborted(signal: AbortSignal): Promise<void> {

@@ -213,4 +213,39 @@ describe("a replica's acknowledgements of drains", () => {
     expect(acked.sort()).toEqual(keys.filter((k) => k !== "ns/r20").sort());
     expect(sending).toBe(0);
   });
+  it("wait, once a slot came, for a write that got no answer while they waited for it", async () => {
+    const clock = new ManualClock({ start: 100_000 });
+    const owned = new Map<string, { drain: boolean }>();
+    const pending: (() => void)[] = [];
+    const acked: { key: string; at: number }[] = [];
+    const member = new ShardMember({
+      name: "a",
+      leaseDurationMs: 15_000,
+      owned: (key) => owned.get(key),
+      acknowledge: async (key) => {
+        if (key !== "ns/late") await new Promise<void>((resolve) => pending.push(resolve));
+        acked.push({ key, at: clock.now() });
+        owned.delete(key);
+        return true;
+      },
+      clock,
+      logger,
+    });
+    member.renewed(clock.now());
+    for (const key of [...Array.from({ length: ACK_CONCURRENCY }, (_, i) => `ns/r${i}`), "ns/late"]) {
+      owned.set(key, { drain: true });
+      member.changed(key);
+    }
+    await settle();
+    // ns/late waits for a slot; meanwhile a write (outside any reconcile: it counts for every key)
+    // ends without an answer, so it may still run at the service for 3 s.
+    member.grant().ended(3_000);
+    const until = clock.now() + 3_000 + FENCE_MARGIN_MS;
+    for (const release of pending.splice(0)) release();
+    await settle();
+    expect(acked.map((a) => a.key)).not.toContain("ns/late");
+    clock.advance(until - clock.now());
+    await settle();
+    expect(acked.find((a) => a.key === "ns/late")?.at).toBe(until);
+  });
 });

@@ -164,6 +164,22 @@ describe("the next step for one resource", () => {
       { kind: "assign", to: "a" },
     ],
     [
+      "drain naming the ring's choice, not acknowledged: wait",
+      toB,
+      { owner: "a", drain: true, drainTo: "b" },
+      owned("a", true),
+      ring(two),
+      { kind: "wait" },
+    ],
+    [
+      "drain naming a replica the ring no longer chooses: named again",
+      toB,
+      { owner: "a", drain: true, drainTo: "c" },
+      owned("a", true),
+      ring(two),
+      { kind: "drain", to: "b" },
+    ],
+    [
       "drain set, the ring turned back to the owner: drain cleared",
       toA,
       owned("a", true),
@@ -207,5 +223,9 @@ describe("the owner a drained resource is handed over to", () => {
     ["none without a drain", undefined, null],
   ])("%s", (_, drain, expected) => {
     expect(handoverTo(drain, "dms-operator-7c9d-a1")).toBe(expected);
+  });
+
+  it("is none while another resource of the owner claims the same name (rivals move by the sharder)", () => {
+    expect(handoverTo("dms-operator-7c9d-x2", "dms-operator-7c9d-a1", 1)).toBeNull();
   });
 });

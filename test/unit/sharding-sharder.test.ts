@@ -1,7 +1,7 @@
 import { type Logger, pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { LeaseRecord } from "../../src/runtime/leader.ts";
-import { DRAIN_ANY, DRAIN_LABEL, handoverTo, OWNER_LABEL } from "../../src/sharding/labels.ts";
+import { DRAIN_ANY, DRAIN_LABEL, drainTarget, handoverTo, OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ShardMember } from "../../src/sharding/member.ts";
 import { ownerOf } from "../../src/sharding/ring.ts";
 import {
@@ -40,6 +40,7 @@ function resource(
     labels,
     owner: owner === "" ? undefined : owner,
     drain: labels?.[DRAIN_LABEL] !== undefined,
+    drainTo: drainTarget(labels?.[DRAIN_LABEL]),
     claim,
   };
 }

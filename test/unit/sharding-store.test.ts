@@ -69,7 +69,15 @@ describe("the sharder's store", () => {
       expect(lean.claim).toBe(claimOf(full));
       expect(lean.connection).toBe(connectionKeyOf(full));
       // One flat shape, every field set: the store's records share one hidden class.
-      expect(Object.keys(lean)).toEqual(["metadata", "uid", "owner", "drain", "claim", "connection"]);
+      expect(Object.keys(lean)).toEqual([
+        "metadata",
+        "uid",
+        "owner",
+        "drain",
+        "drainTo",
+        "claim",
+        "connection",
+      ]);
       expect(lean.owner).toBe((raw.metadata as { labels: Record<string, string> }).labels[OWNER_LABEL]);
       expect(lean.drain).toBe(false);
       expect(lean.uid).toBe(full.metadata.uid);
@@ -92,8 +100,10 @@ describe("the sharder's store", () => {
     expect(withLabels({ [OWNER_LABEL]: "r-1", [DRAIN_LABEL]: "r-2" })).toMatchObject({
       owner: "r-1",
       drain: true,
+      drainTo: "r-2",
     });
-    expect(withLabels({ [DRAIN_LABEL]: "" })?.drain).toBe(true);
+    expect(withLabels({ [DRAIN_LABEL]: "" })).toMatchObject({ drain: true, drainTo: undefined });
+    expect(withLabels({ [DRAIN_LABEL]: "true" })).toMatchObject({ drain: true, drainTo: undefined });
     expect(withLabels({ [OWNER_LABEL]: "x".repeat(64) })?.owner).toBeUndefined();
   });
 
@@ -135,6 +145,7 @@ describe("what wakes the sharder", () => {
     expect(shardInputsChanged(base, next({}))).toBe(false);
     expect(shardInputsChanged(base, next({ owner: undefined }))).toBe(true);
     expect(shardInputsChanged(base, next({ drain: true }))).toBe(true);
+    expect(shardInputsChanged(next({ drain: true }), next({ drain: true, drainTo: "r-2" }))).toBe(true);
     expect(shardInputsChanged(base, next({ owner: "dms-operator-5d9f-z" }))).toBe(true);
     expect(shardInputsChanged(base, next({ claim: "renamed" }))).toBe(true);
     expect(shardInputsChanged(base, next({ uid: "another" }))).toBe(true);
