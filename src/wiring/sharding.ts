@@ -29,7 +29,7 @@ import { type RingLease, RingMembership, Sharder, ShardLabelsDenied } from "../s
 import { VERSION } from "../version.ts";
 import type { OperatorConfig } from "./operator-config.ts";
 import type { ClientIdentity } from "./service-connections.ts";
-import { requireShardLabelPolicy } from "./shard-label-policy.ts";
+import { requireShardLabelPolicy, watchShardLabelPolicy } from "./shard-label-policy.ts";
 
 /** How often the sharder looks again when nothing changed (Leases expire with time alone). */
 const SHARDER_PERIOD_MS = 2_000;
@@ -185,6 +185,15 @@ export function sharding(p: ShardingParts): Sharding {
       this.set({ replica: podName }, member.mayWrite() ? 1 : 0);
     },
   });
+  // Read again by the leader every minute while the ring runs (absent when unenforced).
+  const policyEnforced =
+    config.shardLabelPolicy === undefined
+      ? undefined
+      : new Gauge({
+          name: "dms_shard_label_policy_enforced",
+          help: "1 while the shard label policy was in place at the leader's last check (every minute), 0 once it was found missing or not enforcing",
+          registers: [p.metrics.registry],
+        });
   const owners = new Gauge({
     name: "dms_sharder_resources",
     help: "Deployment resources per owner label, as the sharder (the leader) last counted them",
@@ -400,6 +409,9 @@ export function sharding(p: ShardingParts): Sharding {
     },
     runnables: [
       holder,
+      ...(config.shardLabelPolicy === undefined || policyEnforced === undefined
+        ? []
+        : [policyCheck(p, logger, config.shardLabelPolicy, policyEnforced)]),
       {
         name: "shard-lease-informer",
         needLeaderElection: false,
@@ -415,6 +427,18 @@ export function sharding(p: ShardingParts): Sharding {
     },
     guard: (reconcile) => member.guard(reconcile),
     users,
+  };
+}
+
+/** The leader's check, every minute, that the shard label policy is still in place. */
+function policyCheck(p: ShardingParts, logger: Logger, name: string, gauge: Gauge): Runnable {
+  return {
+    name: "shard-label-policy-check",
+    needLeaderElection: true,
+    start: async (signal) => {
+      gauge.set(1);
+      await watchShardLabelPolicy(p.client, name, signal, p.clock, logger, (ok) => gauge.set(ok ? 1 : 0));
+    },
   };
 }
 

@@ -6,7 +6,11 @@ import { describe, expect, it } from "vitest";
 import { runConfigFrom } from "../../src/commands/run-config.ts";
 import type { KubeClient, KubeRequest } from "../../src/kube/client.ts";
 import { apiErrorFrom } from "../../src/kube/errors.ts";
-import { requireShardLabelPolicy } from "../../src/wiring/shard-label-policy.ts";
+import {
+  POLICY_RECHECK_MS,
+  requireShardLabelPolicy,
+  watchShardLabelPolicy,
+} from "../../src/wiring/shard-label-policy.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 const base = { baseUrl: "http://127.0.0.1:8090" };
@@ -104,5 +108,49 @@ describe("the shard label policy check", () => {
     await Promise.resolve();
     stopping.abort();
     await checking;
+  });
+});
+
+describe("the leader's check of the policy while the ring runs", () => {
+  it("reports it gone (an error naming the fix), and back, every minute, without stopping anything", async () => {
+    let state: "ok" | "gone" | "down" = "ok";
+    const { client } = clientOf((path) => {
+      if (state === "gone") return apiErrorFrom(404, { reason: "NotFound" }, "GET policy");
+      if (state === "down") return apiErrorFrom(503, {}, "GET policy");
+      return path.includes("bindings")
+        ? binding({ policyName: "dms-operator-shard-labels", validationActions: ["Deny"] })
+        : {};
+    });
+    const lines: { level: number; msg: string }[] = [];
+    const log = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const clock = new ManualClock();
+    const stopping = new AbortController();
+    const reports: boolean[] = [];
+    const checking = watchShardLabelPolicy(
+      client,
+      "dms-operator-shard-labels",
+      stopping.signal,
+      clock,
+      log,
+      (ok) => reports.push(ok),
+    );
+    const minute = async (next: typeof state) => {
+      state = next;
+      clock.advance(POLICY_RECHECK_MS);
+      for (let i = 0; i < 20; i++) await Promise.resolve();
+    };
+    await minute("ok");
+    await minute("gone");
+    await minute("gone");
+    await minute("down");
+    await minute("ok");
+    stopping.abort();
+    await checking;
+    // A failed read says nothing: no report for it.
+    expect(reports).toEqual([true, false, false, true]);
+    const errors = lines.filter((l) => l.level === 50);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.msg).toMatch(/gone while the ring runs.*shard-label-policy\.yaml.*relabel/);
+    expect(lines.some((l) => l.msg === "the shard label policy is in place again")).toBe(true);
   });
 });
