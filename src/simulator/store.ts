@@ -323,13 +323,27 @@ export class SimulatorStore {
   listPageJson(query: ListQuery, faults: ListingFaults): string {
     const now = this.#sweep();
     return pageJson(
-      this.#ordered,
+      query.deploymentIds === undefined ? this.#ordered : this.#ofIds(query.deploymentIds),
       query,
       faults,
       (record) => renderJson(record, now, this.#timing, this.#mode),
       (record) => statusAt(record, now, this.#timing),
       now,
     );
+  }
+
+  /**
+   * The deployments `ids` names, in the listing's order (creation, then id): a `deployment_ids`
+   * filter reads its ids from the index instead of scanning every deployment, as a service with
+   * an index on ids would answer it.
+   */
+  #ofIds(ids: ReadonlySet<string>): DeploymentRecord[] {
+    const found: DeploymentRecord[] = [];
+    for (const id of ids) {
+      const record = this.#byId.get(id);
+      if (record !== undefined) found.push(record);
+    }
+    return found.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   #live(id: string): DeploymentRecord {

@@ -140,6 +140,10 @@ describe("GET /v2/deployments", () => {
     ["image_version=0.4.2", ["Support-Agent", "agent-01", "agent-02"]],
     ["deployment_type=prod&image_version=0.3.0", ["agent-03", "agent-04"]],
     [`deployment_ids=${id(3)},%20${id(5).toUpperCase()},${UNKNOWN}`, ["agent-02", "agent-04"]],
+    // In the listing's order whatever the order asked, and with the other filters.
+    [`deployment_ids=${id(9)},${id(5)},${id(3)}&limit=2`, ["agent-02", "agent-04"]],
+    [`deployment_ids=${id(9)},${id(5)},${id(3)}&offset=1`, ["agent-04", "agent-08"]],
+    [`deployment_ids=${id(5)},${id(3)}&image_version=0.4.2`, ["agent-02"]],
   ])("filters by %s", async (query, expected) => {
     const res = await call(sim, "GET", `/v2/deployments?limit=100&${query}`);
     expect(res.status).toBe(200);
