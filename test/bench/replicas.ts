@@ -82,6 +82,8 @@ export interface ReplicaFigures {
     /** Calls on /v2/deployments in the window by kind (`ids (batch)`, `id`, `name`, `listing page`, `create`). */
     serviceCallsByKind?: Record<string, number>;
     kubeRequests: number;
+    /** {@link kubeRequests} by verb (and subresource); absent in older series. */
+    kubeRequestsByVerb?: Record<string, number>;
     /** Per resource and per period. */
     kubeRequestsPerResource: number;
   };
@@ -287,7 +289,7 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
       steady: round(steady.get(replica) ?? 0, 1),
     }));
     progress(
-      `R=${replicas} N=${n}: steady ${JSON.stringify(rssMiB)}; ${perResync.total} calls per resync over all replicas (goal ${goal}; by replica ${JSON.stringify(perResync.byReplica)}), ${callCount(calls)} in ${STEADY_PERIODS} periods by kind ${JSON.stringify(byKind)}`,
+      `R=${replicas} N=${n}: steady ${JSON.stringify(rssMiB)}; ${perResync.total} calls per resync over all replicas (goal ${goal}; by replica ${JSON.stringify(perResync.byReplica)}), ${callCount(calls)} in ${STEADY_PERIODS} periods by kind ${JSON.stringify(byKind)}; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(kube.byVerb)}`,
     );
     // With --profile: a heap snapshot of the leader and of one other replica, after the figures.
     if (setup.profile !== undefined) await snapshotHeaps(client, running, setup.profile, `r${replicas}n${n}`);
@@ -325,6 +327,7 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
         serviceCallsByRoute: calls,
         serviceCallsByKind: byKind,
         kubeRequests: kube.target,
+        kubeRequestsByVerb: kube.byVerb,
         kubeRequestsPerResource: round(kube.target / n / STEADY_PERIODS, 4),
       },
       kill,
