@@ -36,6 +36,7 @@ import { claimOf } from "../../src/reconcile/claims.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ownerOf } from "../../src/sharding/ring.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+import { pollIndexer } from "../../src/wiring/indexes.ts";
 import { ControlPlane } from "../controlplane/harness.ts";
 import { benchDeploymentBody, callCount } from "./harness.ts";
 import { Inspector } from "./inspector.ts";
@@ -282,6 +283,9 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
     const goal = callsGoal(n, replicas);
     const kube = apiRequestDelta(before, after, "dms.dev", "deployments");
     const shares = shareOf(watch.list());
+    // Resources the replicas still poll (a create not yet seen by a read, a rollout in progress).
+    const polled = watch.list().filter((o) => pollIndexer(o).length > 0);
+    const createsUnseen = polled.filter((o) => o.status?.createRequestedAt !== undefined).length;
     const rssMiB = [...running].map(([replica, op]) => ({
       replica,
       share: shares.get(replica) ?? 0,
@@ -289,7 +293,7 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
       steady: round(steady.get(replica) ?? 0, 1),
     }));
     progress(
-      `R=${replicas} N=${n}: steady ${JSON.stringify(rssMiB)}; ${perResync.total} calls per resync over all replicas (goal ${goal}; by replica ${JSON.stringify(perResync.byReplica)}), ${callCount(calls)} in ${STEADY_PERIODS} periods by kind ${JSON.stringify(byKind)}; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(kube.byVerb)}`,
+      `R=${replicas} N=${n}: steady ${JSON.stringify(rssMiB)}; ${perResync.total} calls per resync over all replicas (goal ${goal}; by replica ${JSON.stringify(perResync.byReplica)}), ${callCount(calls)} in ${STEADY_PERIODS} periods by kind ${JSON.stringify(byKind)}; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(kube.byVerb)}; ${polled.length} resources still polled (${createsUnseen} with a create not yet read back)`,
     );
     // With --profile: a heap snapshot of the leader and of one other replica, after the figures.
     if (setup.profile !== undefined) await snapshotHeaps(client, running, setup.profile, `r${replicas}n${n}`);
