@@ -96,7 +96,7 @@ function walk(
     const at = rule.fieldPath ? [...path, ...fieldPathOf(rule.fieldPath)] : path;
     let ok: unknown;
     try {
-      ok = compile(rule.rule)({ self: value });
+      ok = compile(rule.rule)({ self: celValue(value) });
     } catch (error) {
       const why = (error instanceof Error ? error.message : String(error)).split("\n")[0];
       out.push({
@@ -107,6 +107,30 @@ function walk(
     }
     if (ok !== true) out.push({ path: at, message: messageAt(at, rule) });
   }
+}
+
+/** The CEL values of the document's objects, made once per object however many rules read it. */
+const celValues = new WeakMap<object, unknown>();
+
+/**
+ * `value` as the CEL evaluator reads it: every object a `Map`. A plain object is taken for a CEL
+ * map only while its `constructor` is `Object`, so an object with a key of that name (a label
+ * `constructor: x`, which the API server accepts) could not be evaluated; a Map has no such keys.
+ */
+function celValue(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    const known = celValues.get(value);
+    if (known !== undefined) return known;
+    const items = value.map(celValue);
+    celValues.set(value, items);
+    return items;
+  }
+  if (!isRecord(value)) return value;
+  const known = celValues.get(value);
+  if (known !== undefined) return known;
+  const map = new Map(Object.entries(value).map(([k, v]) => [k, celValue(v)]));
+  celValues.set(value, map);
+  return map;
 }
 
 /** `.a.b` (a rule's fieldPath, relative to the node) as a path. */

@@ -69,6 +69,21 @@ describe("plan refuses what the API server refuses", () => {
     ]);
   });
 
+  it("evaluates rules over maps whose keys are names of object members (constructor, __proto__, toString)", () => {
+    // The API server accepts these label keys; the evaluator must read them as map keys.
+    const labels = JSON.parse('{"constructor":" ","__proto__":"x","toString":"y","hasOwnProperty":"z"}');
+    expect(
+      validateResource(resource({ source: "github", sourceConfig: { resourceSpec: { labels } } })),
+    ).toEqual([]);
+    // And still refuses what the rules refuse under such a key.
+    const long = JSON.parse(`{"constructor":" ","${"k".repeat(320)}":"v"}`);
+    const refused = validateResource(
+      resource({ source: "github", sourceConfig: { resourceSpec: { labels: long } } }),
+    );
+    expect(refused.map((v) => v.message).join("\n")).toMatch(/resourceSpec\.labels/);
+    expect(refused.map((v) => v.message).join("\n")).not.toMatch(/could not be evaluated/);
+  });
+
   it("gives a list item's rule its index", () => {
     expect(
       validateResource(resource({ source: "github", secrets: [{ name: "A", value: "1" }, { name: "B" }] })),
