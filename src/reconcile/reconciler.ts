@@ -22,7 +22,7 @@ import { cleanup } from "./cleanup.ts";
 import { readEvidence } from "./evidence.ts";
 import { failureOf } from "./failures.ts";
 import { nextAction } from "./next-action.ts";
-import { statusEqual } from "./plan/diff.ts";
+import { changedStatusFields, statusEqual } from "./plan/diff.ts";
 import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import {
   cleansUpOnDelete,
@@ -224,7 +224,8 @@ export class DeploymentReconciler {
       next.deploymentId = previous.deploymentId;
     if (!statusEqual(previous, next)) {
       await this.#deps.resources.patchStatus(run.obj, next, signal);
-      run.log.debug({ sync: sync.kind }, "status written");
+      if (run.log.isLevelEnabled("debug"))
+        run.log.debug({ sync: sync.kind, changed: changedStatusFields(previous, next) }, "status written");
     }
     return nextAction({
       sync: sync.kind,

@@ -2,7 +2,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { redactAndTruncate, redactSecrets } from "../../src/api/redact.ts";
 import type { Deployment } from "../../src/api/wire.ts";
-import { statusEqual } from "../../src/reconcile/plan/diff.ts";
+import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
+import { changedStatusFields, statusEqual } from "../../src/reconcile/plan/diff.ts";
 import {
   CONDITION,
   outcomeFromProblems,
@@ -382,5 +383,40 @@ describe("redactSecrets", () => {
       expect(out.length).toBeLessThanOrEqual(30);
       expect(out).not.toContain("hunter");
     }
+  });
+});
+
+describe("changedStatusFields", () => {
+  it("names the top-level fields and the conditions (by type) that differ, nothing when equal", () => {
+    const at = "2026-11-27T10:00:00Z";
+    const ready = {
+      type: "Ready",
+      status: "True",
+      reason: "Available",
+      message: "m",
+      lastTransitionTime: at,
+    } as const;
+    const synced = {
+      type: "Synced",
+      status: "True",
+      reason: "Synced",
+      message: "s",
+      lastTransitionTime: at,
+    } as const;
+    const a: DeploymentResourceStatus = {
+      deploymentId: "d1",
+      observedGeneration: 2,
+      conditions: [ready, synced],
+    };
+    expect(changedStatusFields(a, structuredClone(a))).toEqual([]);
+    expect(
+      changedStatusFields(a, {
+        deploymentId: "d1",
+        observedGeneration: 3,
+        rolloutStartedAt: "2026-11-27T10:00:00Z",
+        conditions: [{ ...ready, message: "n" }, synced],
+      }),
+    ).toEqual(["observedGeneration", "conditions.Ready", "rolloutStartedAt"]);
+    expect(changedStatusFields(undefined, { conditions: [synced] })).toEqual(["conditions.Synced"]);
   });
 });
