@@ -66,6 +66,8 @@ export interface ReplicaFigures {
   commit: string;
   loadAverage: { start: number; end: number };
   adoptionSeconds: number;
+  /** Adopted → no resource polled any more (absent in older series: their steady window began at adoption). */
+  settledSeconds?: number;
   /** Per replica, in start order. */
   rssMiB: Array<{ replica: string; share: number; peak: number; steady: number }>;
   resync: {
@@ -266,6 +268,11 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
     await untilOwned(watch, [...running.keys()], running, 600_000);
     const adoptionSeconds = (performance.now() - started) / 1000;
     progress(`R=${replicas} N=${n}: adopted in ${adoptionSeconds.toFixed(1)} s`);
+    // Settled: a created resource is Ready at once, but its create intent is cleared by one more
+    // status write once a read shows its deployment (polled until then). The steady window starts
+    // when no resource is polled any more, or it would count the creates' last writes.
+    const settledSeconds = await untilSettled(watch, running, SETTLE_LIMIT_MS);
+    progress(`R=${replicas} N=${n}: every create read back ${settledSeconds} s after that`);
 
     // 2. Steady: one resync period, every replica's pass in it.
     await sleep(10_000);
@@ -320,6 +327,7 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
       commit: setup.commit,
       loadAverage: { start: round(loadAtStart, 1), end: round(loadavg()[0] ?? 0, 1) },
       adoptionSeconds: round(adoptionSeconds, 1),
+      settledSeconds,
       rssMiB,
       resync: {
         periodSeconds: periodMs / 1000,
@@ -481,6 +489,23 @@ async function untilOwned(
     if (Date.now() > deadline)
       throw new Error(`${pending} resources not owned as the ring says after ${timeoutMs / 1000} s`);
     await sleep(250);
+  }
+}
+
+/** Waits until no resource is polled (see {@link pollIndexer}); resolves the seconds it took. */
+async function untilSettled(
+  watch: ReadyWatch,
+  running: Map<string, RunningOperator>,
+  timeoutMs: number,
+): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    for (const op of running.values()) op.process.assertRunning();
+    const polled = watch.list().filter((o) => pollIndexer(o).length > 0).length;
+    if (polled === 0) return round((performance.now() - started) / 1000, 1);
+    if (performance.now() - started > timeoutMs)
+      throw new Error(`${polled} resources still polled ${timeoutMs / 1000} s after adoption`);
+    await sleep(500);
   }
 }
 
