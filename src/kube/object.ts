@@ -117,13 +117,21 @@ export function keptMetadata(meta: ObjectMeta): ObjectMeta {
 /** The labels the operator reads on its own resources: the shard labels (`--sharded`). */
 export const READ_LABELS: readonly string[] = [OWNER_LABEL, DRAIN_LABEL];
 
+/**
+ * The label `key` of `labels`, if it is one: a label value is at most 63 characters; anything
+ * longer did not come from an API server.
+ */
+export function labelValue(labels: Record<string, string> | undefined, key: string): string | undefined {
+  const value = labels && Object.hasOwn(labels, key) ? labels[key] : undefined;
+  return value !== undefined && value.length <= 63 ? value : undefined;
+}
+
 function readLabels(all: Record<string, string> | undefined): Record<string, string> | undefined {
   if (!all) return undefined;
   let kept: Record<string, string> | undefined;
   for (const key of READ_LABELS) {
-    const value = Object.hasOwn(all, key) ? all[key] : undefined;
-    // A label value is at most 63 characters; anything longer did not come from an API server.
-    if (value === undefined || value.length > 63) continue;
+    const value = labelValue(all, key);
+    if (value === undefined) continue;
     kept ??= {};
     kept[key] = value;
   }

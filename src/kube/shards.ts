@@ -15,7 +15,7 @@ import type { KubeClient } from "./client.ts";
 import { DEPLOYMENTS } from "./deployments.ts";
 import { ConflictError, isNotFound } from "./errors.ts";
 import { KubeLease, leaseSnapshotFrom } from "./lease.ts";
-import { isKubeObject, type KubeObject, type ObjectRef } from "./object.ts";
+import { isKubeObject, type KubeObject, labelValue, type ObjectRef } from "./object.ts";
 import type { ReflectorHandlers, ResourceType } from "./reflector.ts";
 import { collectionPath } from "./reflector.ts";
 import { WatchedResource, type WatchOptions, type WatchScope } from "./scope.ts";
@@ -109,13 +109,6 @@ export const SHARD_INDEXERS: Record<string, (o: ShardObject) => readonly string[
 
 /** Namespaces, connection keys and owner label values: shared by many resources, held once. */
 const SHARD_STRINGS = new Interner(1024);
-
-/** A label value as the API server bounds it (63 characters); anything else is not a label. */
-function labelValue(labels: unknown, key: string): string | undefined {
-  if (!isRecord(labels) || !Object.hasOwn(labels, key)) return undefined;
-  const value = labels[key];
-  return typeof value === "string" && value.length <= 63 ? value : undefined;
-}
 
 /**
  * A Deployment resource from the wire as the sharder keeps it (see {@link ShardObject}): a few

@@ -31,7 +31,6 @@ export interface ShardedResource extends ShardLabels {
   readonly metadata: { readonly resourceVersion: string };
   readonly owner: string | undefined;
   readonly drain: boolean;
-  readonly drainTo?: string | undefined;
   /**
    * What the resource claims: its service name on its connection. The ring places resources by
    * it, so that rivals for one name are always judged by one replica.

@@ -185,15 +185,6 @@ export function sharding(p: ShardingParts): Sharding {
       this.set({ replica: podName }, member.mayWrite() ? 1 : 0);
     },
   });
-  // Read again by the leader every minute while the ring runs (absent when unenforced).
-  const policyEnforced =
-    config.shardLabelPolicy === undefined
-      ? undefined
-      : new Gauge({
-          name: "dms_shard_label_policy_enforced",
-          help: "1 while the shard label policy was in place at the leader's last check (every minute), 0 once it was found missing or not enforcing",
-          registers: [p.metrics.registry],
-        });
   const owners = new Gauge({
     name: "dms_sharder_resources",
     help: "Deployment resources per owner label, as the sharder (the leader) last counted them",
@@ -409,9 +400,8 @@ export function sharding(p: ShardingParts): Sharding {
     },
     runnables: [
       holder,
-      ...(config.shardLabelPolicy === undefined || policyEnforced === undefined
-        ? []
-        : [policyCheck(p, logger, config.shardLabelPolicy, policyEnforced)]),
+      // Read again by the leader every minute while the ring runs (nothing when unenforced).
+      ...(config.shardLabelPolicy === undefined ? [] : [policyCheck(p, logger, config.shardLabelPolicy)]),
       {
         name: "shard-lease-informer",
         needLeaderElection: false,
@@ -430,8 +420,13 @@ export function sharding(p: ShardingParts): Sharding {
   };
 }
 
-/** The leader's check, every minute, that the shard label policy is still in place. */
-function policyCheck(p: ShardingParts, logger: Logger, name: string, gauge: Gauge): Runnable {
+/** The leader's check, every minute, that the shard label policy is still in place, and its gauge. */
+function policyCheck(p: ShardingParts, logger: Logger, name: string): Runnable {
+  const gauge = new Gauge({
+    name: "dms_shard_label_policy_enforced",
+    help: "1 while the shard label policy was in place at the leader's last check (every minute), 0 once it was found missing or not enforcing",
+    registers: [p.metrics.registry],
+  });
   return {
     name: "shard-label-policy-check",
     needLeaderElection: true,
