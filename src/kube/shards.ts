@@ -97,6 +97,8 @@ export interface ShardObject extends KubeObject {
   drainTo: string | undefined;
   claim: string;
   connection: string;
+  /** The sharder's note of the ring's choice (`ShardedResource.ringChoice`): 0 when decoded. */
+  ringChoice: number;
 }
 
 /** The name of the sharder's store's index by connection key. */
@@ -147,6 +149,7 @@ export function decodeShardObject(raw: unknown, strings: Interner = SHARD_STRING
     // On the default connection the claim is the name itself: no string of its own.
     claim: claimOn(connection, specName ?? name),
     connection,
+    ringChoice: 0,
   };
 }
 

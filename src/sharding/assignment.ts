@@ -29,8 +29,6 @@ export interface RingView {
   /** The live members (any order). */
   live: readonly string[];
   state(member: string): MemberState;
-  /** The ring's choice for the claim `claim` (default {@link ownerOf} over `live`; a caller may cache it). */
-  ownerOf?(claim: string): string | undefined;
 }
 
 /** The next step for one resource. */
@@ -49,7 +47,8 @@ export type ShardAction =
 /**
  * The next step for a resource that claims `claim` (its service name on its connection: the ring
  * places resources by it, so rivals for one name share a replica) with `labels`, `before` being
- * its previous labels as the sharder saw them (undefined when it has not seen it before).
+ * its previous labels as the sharder saw them (undefined when it has not seen it before, or they
+ * are `labels`); `desired` is the ring's choice for the claim (a caller may have it noted).
  *
  * A resource whose owner label vanished without a drain (someone else removed it; an
  * acknowledgement removes the drain label with it) is treated as still owned by its previous
@@ -61,8 +60,8 @@ export function nextAction(
   labels: ShardLabels,
   before: ShardLabels | undefined,
   ring: RingView,
+  desired: string | undefined = ownerOf(claim, ring.live),
 ): ShardAction {
-  const desired = ring.ownerOf ? ring.ownerOf(claim) : ownerOf(claim, ring.live);
   if (desired === undefined) return { kind: "none" };
   const unacknowledged = labels.owner === undefined && before?.owner !== undefined && !before.drain;
   const owner = unacknowledged ? before.owner : labels.owner;

@@ -36,6 +36,12 @@ export interface ShardedResource extends ShardLabels {
    * it, so that rivals for one name are always judged by one replica.
    */
   readonly claim: string;
+  /**
+   * The sharder's note of the ring's choice for this record (see {@link Sharder}): a number it
+   * alone reads and writes, 0 or absent until it chose. Kept on the record, not in a map by claim:
+   * a pass over 30,000 resources hashes each claim once per membership at the cost of a field.
+   */
+  ringChoice?: number;
 }
 
 /**
@@ -64,6 +70,13 @@ export interface SharderPorts<R extends ShardedResource = ShardedResource> {
   leases(): readonly RingLease[];
   /** Every resource; walked synchronously (a pass never waits in the middle of the walk). */
   resources(): Iterable<R>;
+  /**
+   * Calls `updated` after a resource's record was replaced by a newer one (same namespace and
+   * name), `deleted` after it was removed; synchronously, before the next read of
+   * {@link resources}. Returns the unsubscribe. The sharder learns from it which resources'
+   * labels changed since it last read them, and remembers only those.
+   */
+  subscribe(handlers: { updated(old: R, next: R): void; deleted(resource: R): void }): () => void;
   /**
    * Merge-patches the shard labels of `resource` if it is still at its resourceVersion; false
    * when it lost the race; rejects with {@link ShardLabelsDenied} when admission denied it.
@@ -134,6 +147,8 @@ export interface PassReport {
   denied: number;
   /** Label writes that lost a race (the resource changed since it was read): tried again next pass. */
   lost: number;
+  /** Label writes due but left for the next pass (more than {@link MAX_WRITES_PER_PASS}). */
+  later: number;
 }
 
 /** The replica that holds a resource now: its owner label, or the previous one if removed unacknowledged. */
@@ -248,10 +263,16 @@ export class RingMembership {
 }
 
 /**
- * Passes between two sweeps of {@link Sharder}'s memory of resources that are gone (a sweep reads
- * every resource once more; a pass that sees fewer resources than it remembers sweeps at once).
+ * Passes between two sweeps of {@link Sharder}'s memory of resources that are gone, while it
+ * remembers any (a removed resource is forgotten when the store says so; the sweep covers a
+ * store that missed it).
  */
 const SWEEP_EVERY_PASSES = 32;
+
+/** The members of a ring choice note ({@link ShardedResource.ringChoice}): index + 1 below it. */
+const CHOICE_SLOTS = 4_096;
+/** Membership generations a note tells apart before they wrap (a note is a small integer). */
+const CHOICE_GENERATIONS = Math.floor(2 ** 30 / CHOICE_SLOTS);
 
 /** See the module comment. {@link pass} is one reconciliation of every resource. */
 export class Sharder<R extends ShardedResource = ShardedResource> {
@@ -264,18 +285,17 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
    * the write yet: a cached Lease at either version is this hold.
    */
   readonly #holds = new Map<string, { since: number; basedOn: string | undefined; rv: string }>();
-  /** Each resource's shard labels (by uid) as last seen or written by this sharder. */
+  /**
+   * The shard labels (by uid) of the resources whose labels changed since this sharder last read
+   * them, as it last read or wrote them. A resource not in it has the labels it last read: in a
+   * steady ring the map is empty, not one entry per resource.
+   */
   readonly #before = new Map<string, ShardLabels>();
   readonly #states = new LabelStates();
   #passes = 0;
-  /**
-   * The ring's choice per claim for the live members it was computed for: a pass over 30,000
-   * resources hashes each claim once per membership, not once per member and pass.
-   */
-  #choices: { members: string; byClaim: Map<string, string | undefined> } = {
-    members: "",
-    byClaim: new Map(),
-  };
+  /** The live members the ring choice notes on the records are for, and their generation. */
+  #members = "";
+  #generation = 0;
   /** The resources (uids) whose label write failed in the last pass: tried after the others. */
   #failed = new Set<string>();
 
@@ -283,6 +303,17 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     this.#opts = options;
     this.#holder = `${SHARDER_HOLDER_PREFIX}${options.identity}`;
     this.#ring = options.membership ?? new RingMembership();
+    options.ports.subscribe({
+      // Remembers the labels as last read before they first change (a change after that keeps them).
+      updated: (old, next) => {
+        if (old.uid !== next.uid) this.#before.delete(old.uid);
+        else if ((old.owner !== next.owner || old.drain !== next.drain) && !this.#before.has(old.uid))
+          this.#before.set(old.uid, this.#states.of(old));
+      },
+      deleted: (resource) => {
+        this.#before.delete(resource.uid);
+      },
+    });
   }
 
   /**
@@ -291,6 +322,11 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
    */
   nextExpiry(now: number): number | undefined {
     return this.#ring.nextExpiry(this.#opts.ports.leases(), now);
+  }
+
+  /** How many resources' labels it remembers (those changed since it last read them). */
+  get remembered(): number {
+    return this.#before.size;
   }
 
   /** The live members now (sorted). */
@@ -304,8 +340,12 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     const live = this.#ring.live(all, now);
     const leases = new Map(all.map((l) => [l.name, l]));
     const members = live.join(",");
-    if (this.#choices.members !== members) this.#choices = { members, byClaim: new Map() };
-    const choices = this.#choices.byClaim;
+    if (this.#members !== members) {
+      this.#members = members;
+      this.#generation = (this.#generation % CHOICE_GENERATIONS) + 1;
+    }
+    const generation = this.#generation * CHOICE_SLOTS;
+    const noted = live.length < CHOICE_SLOTS;
     // A member's state is the same for all its resources within one pass.
     const states = new Map<string, MemberState>();
     const ring: RingView = {
@@ -318,12 +358,14 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
         }
         return state;
       },
-      ownerOf: (claim) => {
-        if (choices.has(claim)) return choices.get(claim);
-        const owner = ownerOf(claim, live);
-        choices.set(claim, owner);
-        return owner;
-      },
+    };
+    // The ring's choice for a resource, from its note while the members are the same.
+    const desired = (resource: R): string | undefined => {
+      const note = resource.ringChoice ?? 0;
+      if (note > generation && note <= generation + live.length) return live[note - generation - 1];
+      const owner = ownerOf(resource.claim, live);
+      if (owner !== undefined && noted) resource.ringChoice = generation + live.indexOf(owner) + 1;
+      return owner;
     };
     const report: PassReport = {
       live,
@@ -335,10 +377,27 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
       deferred: 0,
       denied: 0,
       lost: 0,
+      later: 0,
     };
     const owners = new Map<string, number>();
     const toHold = new Set<string>();
     const writes: { uid: string; write: () => Promise<void> }[] = [];
+    // Room for writes in this pass: a first pass over 30,000 unassigned resources collects a
+    // thousand, not 30,000 (the rest wait for the next pass, which their writes' events start).
+    // Writes that failed last pass have room of their own, so they cannot crowd out the others.
+    const failedBefore = this.#failed;
+    let fresh = 0;
+    let retried = 0;
+    const room = (uid: string): boolean => {
+      const failed = failedBefore.has(uid);
+      if ((failed ? retried : fresh) >= MAX_WRITES_PER_PASS) {
+        report.later += 1;
+        return false;
+      }
+      if (failed) retried += 1;
+      else fresh += 1;
+      return true;
+    };
     // Moves onto a new owner and drains: made after the walk, once each claim's holders are known.
     const moves: { resource: R; owner: string | undefined; to: string }[] = [];
     const drains: { resource: R; to: string }[] = [];
@@ -360,11 +419,11 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
         },
       });
     };
-    // Remembers the labels seen, but an owner removed by someone else until it is written back.
+    // Remembers the labels seen (forgets what it remembered before: the record holds them), but
+    // an owner removed by someone else until it is written back.
     const remember = (uid: string, labels: ShardLabels, before: ShardLabels | undefined) => {
       const removed = labels.owner === undefined && before?.owner !== undefined && !before.drain;
-      if (!removed && (before?.owner !== labels.owner || before?.drain !== labels.drain))
-        this.#before.set(uid, this.#states.of(labels));
+      if (!removed && before !== undefined) this.#before.delete(uid);
     };
     // The walk reads each record in place and allocates only for resources that need a write.
     let count = 0;
@@ -372,11 +431,11 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
       if (resource.uid === "") continue;
       count += 1;
       const before = this.#before.get(resource.uid);
-      const action = nextAction(resource.claim, resource, before, ring);
+      const action = nextAction(resource.claim, resource, before, ring, desired(resource));
       const owner = resource.owner ?? before?.owner;
       if (owner !== undefined) owners.set(owner, (owners.get(owner) ?? 0) + 1);
       if (action.kind === "assign" && action.to !== effectiveOwner(resource, before)) {
-        moves.push({ resource, owner, to: action.to });
+        if (room(resource.uid)) moves.push({ resource, owner, to: action.to });
         continue;
       }
       if (action.kind !== "assign" && action.kind !== "drain") remember(resource.uid, resource, before);
@@ -390,10 +449,10 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
           toHold.add(action.member);
           break;
         case "assign":
-          assign(resource, action.to, owner);
+          if (room(resource.uid)) assign(resource, action.to, owner);
           break;
         case "drain":
-          drains.push({ resource, to: action.to });
+          if (room(resource.uid)) drains.push({ resource, to: action.to });
           break;
       }
     }
@@ -439,16 +498,14 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
         } else assign(resource, to, owner);
       }
     }
-    // Forgets resources gone: at once when fewer are seen than remembered, else now and then (a
-    // resource replaced under the same count).
+    // Forgets resources gone that the store did not report: at once when fewer are seen than
+    // remembered, else now and then.
     this.#passes += 1;
-    if (this.#before.size > count || this.#passes % SWEEP_EVERY_PASSES === 0) {
+    if (this.#before.size > 0 && (this.#before.size > count || this.#passes % SWEEP_EVERY_PASSES === 0)) {
       const uids = new Set<string>();
       for (const resource of this.#opts.ports.resources()) uids.add(resource.uid);
       for (const uid of this.#before.keys()) if (!uids.has(uid)) this.#before.delete(uid);
     }
-    // Choices of claims no resource holds any more: dropped all at once when they pile up.
-    if (choices.size > 2 * count + 1_024) choices.clear();
     // Leases no resource names that nobody renews (a replica gone for good): taken, then deleted.
     for (const lease of leases.values()) {
       const name = lease.name;
@@ -464,11 +521,14 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     const holdValid = (name: string) =>
       this.#state(name, leases.get(name), this.#opts.clock.now()) === "held";
     // Writes that failed last pass go last: a head of failing writes does not starve the rest.
-    const failedBefore = this.#failed;
     const ordered = [
       ...writes.filter((w) => !failedBefore.has(w.uid)),
       ...writes.filter((w) => failedBefore.has(w.uid)),
-    ].slice(0, MAX_WRITES_PER_PASS);
+    ];
+    if (ordered.length > MAX_WRITES_PER_PASS) {
+      report.later += ordered.length - MAX_WRITES_PER_PASS;
+      ordered.length = MAX_WRITES_PER_PASS;
+    }
     this.#failed = new Set();
     let denial: ShardLabelsDenied | undefined;
     await this.#run(

@@ -269,6 +269,7 @@ export function sharding(p: ShardingParts): Sharding {
         ports: {
           leases: ringLeases,
           resources: () => resources.values(),
+          subscribe: ({ updated, deleted }) => resources.subscribe({ onUpdate: updated, onDelete: deleted }),
           setLabels: async (r, labels, s) => {
             const ref = { namespace: r.metadata.namespace ?? "", name: r.metadata.name };
             try {
@@ -349,7 +350,8 @@ export function sharding(p: ShardingParts): Sharding {
           try {
             const report = await sharder.pass(signal);
             // A write that lost a race to an update the sharder does not wake for: again soon.
-            if (report.lost > 0) dirty = true;
+            // Writes left for later: the next pass at once.
+            if (report.lost > 0 || report.later > 0) dirty = true;
             if (report.assigned + report.drained + report.held.length + report.deleted.length > 0)
               logger.info({ ...report, live: report.live.length }, "sharder pass");
           } catch (err) {

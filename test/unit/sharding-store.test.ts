@@ -77,6 +77,7 @@ describe("the sharder's store", () => {
         "drainTo",
         "claim",
         "connection",
+        "ringChoice",
       ]);
       expect(lean.owner).toBe((raw.metadata as { labels: Record<string, string> }).labels[OWNER_LABEL]);
       expect(lean.drain).toBe(false);
