@@ -82,23 +82,42 @@ export class KubeShardLeases extends WatchedResource<LeaseObject> {
  * it claims (its service name on its connection, `claimOf`: the ring places resources by it, so
  * two rivals for one name always share a replica) and the key of its connection (counted per
  * connection, by an index, for the connections' status and finalizer). One flat record of one
- * shape (every field always set), ~200 bytes with its cache entry: the leader keeps one per
- * resource of the whole cluster.
+ * shape (every field always set), its own `metadata` (name, namespace and resourceVersion are its
+ * fields): the leader keeps one per resource of the whole cluster, ~370 bytes with its cache entry.
  */
-export interface ShardObject extends KubeObject {
-  metadata: { name: string; namespace?: string; resourceVersion: string };
+export class ShardObject implements KubeObject {
+  readonly name: string;
+  readonly namespace: string | undefined;
+  readonly resourceVersion: string;
   /** `metadata.uid`; "" when the API server sent none (such a record is never placed). */
-  uid: string;
+  readonly uid: string;
   /** The owner label's value; undefined when absent or empty. */
-  owner: string | undefined;
+  readonly owner: string | undefined;
   /** Whether the drain label is set (whatever its value). */
-  drain: boolean;
+  readonly drain: boolean;
   /** The replica the drain label names, if it names one (`drainTarget`). */
-  drainTo: string | undefined;
-  claim: string;
-  connection: string;
+  readonly drainTo: string | undefined;
+  readonly claim: string;
+  readonly connection: string;
   /** The sharder's note of the ring's choice (`ShardedResource.ringChoice`): 0 when decoded. */
-  ringChoice: number;
+  ringChoice = 0;
+
+  constructor(fields: Omit<ShardObject, "metadata" | "ringChoice">) {
+    this.name = fields.name;
+    this.namespace = fields.namespace;
+    this.resourceVersion = fields.resourceVersion;
+    this.uid = fields.uid;
+    this.owner = fields.owner;
+    this.drain = fields.drain;
+    this.drainTo = fields.drainTo;
+    this.claim = fields.claim;
+    this.connection = fields.connection;
+  }
+
+  /** The record itself: a second object per resource would cost the leader 1.4 MiB at 30,000. */
+  get metadata(): { name: string; namespace?: string; resourceVersion: string; uid: string } {
+    return this;
+  }
 }
 
 /** The name of the sharder's store's index by connection key. */
@@ -139,8 +158,10 @@ export function decodeShardObject(raw: unknown, strings: Interner = SHARD_STRING
   const owner = labelValue(labels, OWNER_LABEL);
   const drain = labelValue(labels, DRAIN_LABEL);
   const drainTo = drainTarget(drain);
-  return {
-    metadata: ns === undefined ? { name, resourceVersion } : { name, namespace: ns, resourceVersion },
+  return new ShardObject({
+    name,
+    namespace: ns,
+    resourceVersion,
     uid: typeof uid === "string" ? uid : "",
     // The owner label's value is one of a few replicas' names: held once.
     owner: owner ? strings.of(owner) : undefined,
@@ -149,8 +170,7 @@ export function decodeShardObject(raw: unknown, strings: Interner = SHARD_STRING
     // On the default connection the claim is the name itself: no string of its own.
     claim: claimOn(connection, specName ?? name),
     connection,
-    ringChoice: 0,
-  };
+  });
 }
 
 /**

@@ -349,9 +349,9 @@ export function sharding(p: ShardingParts): Sharding {
         while (!signal.aborted) {
           try {
             const report = await sharder.pass(signal);
-            // A write that lost a race to an update the sharder does not wake for: again soon.
-            // Writes left for later: the next pass at once.
-            if (report.lost > 0 || report.later > 0) dirty = true;
+            // A write that lost a race to an update the sharder does not wake for: again soon. So
+            // with writes left for later, while writes go through (denied ones wait a period).
+            if (report.lost > 0 || (report.later > 0 && report.assigned + report.drained > 0)) dirty = true;
             if (report.assigned + report.drained + report.held.length + report.deleted.length > 0)
               logger.info({ ...report, live: report.live.length }, "sharder pass");
           } catch (err) {
