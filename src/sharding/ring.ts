@@ -11,19 +11,59 @@ export function weight(member: string, key: string): number {
   return createHash("sha256").update(member).update("\0").update(key).digest().readUIntBE(0, 6);
 }
 
+/** 2^48: {@link weight}'s values are below it. */
+const WEIGHTS = 2 ** 48;
+
 /**
  * The member of `members` with the highest weight for `key` (ties broken by the smaller name, so
  * the answer does not depend on the order given); undefined when there is none.
+ *
+ * With `share`, a member's expected share of keys is `share(member)` against the others' (the
+ * weighted rendezvous score `share / -ln(u)`, `u` the weight read as a number in (0, 1)): a
+ * member's share can be made smaller and still only the keys it gives up move. When every share
+ * is equal the answer is the unweighted one.
  */
-export function ownerOf(key: string, members: readonly string[]): string | undefined {
+export function ownerOf(
+  key: string,
+  members: readonly string[],
+  share?: (member: string) => number,
+): string | undefined {
   let best: string | undefined;
-  let bestWeight = -1;
+  let bestScore = -1;
   for (const member of members) {
     const w = weight(member, key);
-    if (w > bestWeight || (w === bestWeight && best !== undefined && member < best)) {
+    const score = share === undefined ? w : share(member) / -Math.log((w + 1) / (WEIGHTS + 1));
+    if (score > bestScore || (score === bestScore && best !== undefined && member < best)) {
       best = member;
-      bestWeight = w;
+      bestScore = score;
     }
   }
   return best;
+}
+
+/**
+ * The share of the replica that runs the sharder, against 1 for each other replica. The sharder
+ * keeps a record of every resource of the ring, which costs its replica about a tenth of what
+ * reconciling as many resources costs (steady RSS: the leader's above the others' at 3 × 10,000,
+ * per resource of the ring, over a replica's per resource of its share; docs/benchmarks.md,
+ * "Sharded replicas"). Equal memory on R replicas asks `0.1·N + s·N = (N − s·N) / (R − 1)` for
+ * the sharder's fraction `s`: 0.27 of the resources at three (the component's default), a share of
+ * 0.73 against 1. It is a constant, not a function of R: a share that changed with the ring's
+ * size would move resources between members that stayed when one joins or leaves, where a
+ * constant one moves only those of the member that changed.
+ */
+export const SHARDER_REPLICA_SHARE = 0.75;
+
+/**
+ * The shares of a ring whose sharder runs in the replica `sharder`: {@link SHARDER_REPLICA_SHARE}
+ * (or `share`) for it while it is among `live`, 1 for the others; undefined when every share is
+ * even. `ownerOf(claim, live, ringShares(live, sharder))` is the replica the sharder labels.
+ */
+export function ringShares(
+  live: readonly string[],
+  sharder: string | undefined,
+  share = SHARDER_REPLICA_SHARE,
+): ((member: string) => number) | undefined {
+  if (sharder === undefined || share === 1 || !live.includes(sharder)) return undefined;
+  return (member) => (member === sharder ? share : 1);
 }

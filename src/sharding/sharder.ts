@@ -12,7 +12,7 @@ import type { Clock } from "../runtime/clock.ts";
 import type { LeaseRecord } from "../runtime/leader.ts";
 import { type MemberState, nextAction, type RingView, type ShardLabels } from "./assignment.ts";
 import { DRAIN_ANY, DRAIN_LABEL, isReplicaName, OWNER_LABEL, SHARDER_HOLDER_PREFIX } from "./labels.ts";
-import { ownerOf } from "./ring.ts";
+import { ownerOf, ringShares, SHARDER_REPLICA_SHARE } from "./ring.ts";
 
 /** A replica's Lease as the sharder reads it. */
 export interface RingLease {
@@ -102,6 +102,14 @@ export interface SharderOptions<R extends ShardedResource = ShardedResource> {
   ports: SharderPorts<R>;
   /** This process's identity: the sharder's holder name is `sharder/<identity>`. */
   identity: string;
+  /**
+   * The replica (member name) this sharder runs in: while it is live, the ring gives it a share
+   * of `selfShare` against 1 for each other member, which leaves room for the sharder's own
+   * record of every resource. Without it every member's share is equal.
+   */
+  self?: string;
+  /** The share of {@link self}; default {@link SHARDER_REPLICA_SHARE}. */
+  selfShare?: number;
   /** How long a Lease the sharder takes lasts (the replicas' lease duration). */
   leaseDurationMs: number;
   /** Moves under a taken Lease stop this long before it could expire (≥ a Kubernetes request). */
@@ -273,6 +281,17 @@ const SWEEP_EVERY_PASSES = 32;
 const CHOICE_SLOTS = 4_096;
 /** Membership generations a note tells apart before they wrap (a note is a small integer). */
 const CHOICE_GENERATIONS = Math.floor(2 ** 30 / CHOICE_SLOTS);
+/**
+ * The last generation given to a membership, by any sharder of this process: a sharder of a new
+ * leadership term (with a new store) never reads a note of the last one as its own.
+ */
+let choiceGenerations = 0;
+
+/**
+ * Moves and drains a pass considers at most (a few times the writes it makes: a move deferred for
+ * a rival, which writes nothing, must not take a drain's place).
+ */
+const CANDIDATES_PER_PASS = 4 * MAX_WRITES_PER_PASS;
 
 /** See the module comment. {@link pass} is one reconciliation of every resource. */
 export class Sharder<R extends ShardedResource = ShardedResource> {
@@ -298,12 +317,13 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
   #generation = 0;
   /** The resources (uids) whose label write failed in the last pass: tried after the others. */
   #failed = new Set<string>();
+  readonly #unsubscribe: () => void;
 
   constructor(options: SharderOptions<R>) {
     this.#opts = options;
     this.#holder = `${SHARDER_HOLDER_PREFIX}${options.identity}`;
     this.#ring = options.membership ?? new RingMembership();
-    options.ports.subscribe({
+    this.#unsubscribe = options.ports.subscribe({
       // Remembers the labels as last read before they first change (a change after that keeps them).
       updated: (old, next) => {
         if (old.uid !== next.uid) this.#before.delete(old.uid);
@@ -324,6 +344,11 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     return this.#ring.nextExpiry(this.#opts.ports.leases(), now);
   }
 
+  /** Stops listening to the store (at the end of a leadership term). */
+  close(): void {
+    this.#unsubscribe();
+  }
+
   /** How many resources' labels it remembers (those changed since it last read them). */
   get remembered(): number {
     return this.#before.size;
@@ -339,10 +364,16 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     const all = this.#opts.ports.leases();
     const live = this.#ring.live(all, now);
     const leases = new Map(all.map((l) => [l.name, l]));
-    const members = live.join(",");
+    // The sharder's own replica takes a smaller share, while it is a live member.
+    const selfShare = this.#opts.selfShare ?? SHARDER_REPLICA_SHARE;
+    const share = ringShares(live, this.#opts.self, selfShare);
+    const members = `${live.join(",")}${share ? `;${this.#opts.self}=${selfShare}` : ""}`;
     if (this.#members !== members) {
       this.#members = members;
-      this.#generation = (this.#generation % CHOICE_GENERATIONS) + 1;
+      choiceGenerations = (choiceGenerations % CHOICE_GENERATIONS) + 1;
+      this.#generation = choiceGenerations;
+      // The generations wrapped (or this is the process's first): no note made before may match.
+      if (choiceGenerations === 1) for (const r of this.#opts.ports.resources()) r.ringChoice = 0;
     }
     const generation = this.#generation * CHOICE_SLOTS;
     const noted = live.length < CHOICE_SLOTS;
@@ -363,7 +394,7 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     const desired = (resource: R): string | undefined => {
       const note = resource.ringChoice ?? 0;
       if (note > generation && note <= generation + live.length) return live[note - generation - 1];
-      const owner = ownerOf(resource.claim, live);
+      const owner = ownerOf(resource.claim, live, share);
       if (owner !== undefined && noted) resource.ringChoice = generation + live.indexOf(owner) + 1;
       return owner;
     };
@@ -382,9 +413,10 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     const owners = new Map<string, number>();
     const toHold = new Set<string>();
     const writes: { uid: string; write: () => Promise<void> }[] = [];
-    // Room for writes in this pass: a first pass over 30,000 unassigned resources collects a
-    // thousand, not 30,000 (the rest wait for the next pass, which their writes' events start).
-    // Writes that failed last pass have room of their own, so they cannot crowd out the others.
+    // Room for writes in this pass, taken when a write is queued: a first pass over 30,000
+    // unassigned resources makes a thousand writes, not 30,000 (the rest wait for the next pass,
+    // which their writes' events start). Writes that failed last pass have room of their own, so
+    // they cannot crowd out the others.
     const failedBefore = this.#failed;
     let fresh = 0;
     let retried = 0;
@@ -435,7 +467,8 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
       const owner = resource.owner ?? before?.owner;
       if (owner !== undefined) owners.set(owner, (owners.get(owner) ?? 0) + 1);
       if (action.kind === "assign" && action.to !== effectiveOwner(resource, before)) {
-        if (room(resource.uid)) moves.push({ resource, owner, to: action.to });
+        if (moves.length < CANDIDATES_PER_PASS) moves.push({ resource, owner, to: action.to });
+        else report.later += 1;
         continue;
       }
       if (action.kind !== "assign" && action.kind !== "drain") remember(resource.uid, resource, before);
@@ -452,7 +485,8 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
           if (room(resource.uid)) assign(resource, action.to, owner);
           break;
         case "drain":
-          if (room(resource.uid)) drains.push({ resource, to: action.to });
+          if (drains.length < CANDIDATES_PER_PASS) drains.push({ resource, to: action.to });
+          else report.later += 1;
           break;
       }
     }
@@ -474,6 +508,7 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
       // in the write that lets it go (one write and no second pass per move). Rivals are let go
       // without a name and move together below, once none is held.
       for (const { resource, to } of drains) {
+        if (!room(resource.uid)) continue;
         const value = sharing.get(resource.claim) === 1 ? to : DRAIN_ANY;
         writes.push({
           uid: resource.uid,
@@ -495,7 +530,7 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
           report.deferred += 1;
           report.waiting += 1;
           remember(resource.uid, resource, this.#before.get(resource.uid));
-        } else assign(resource, to, owner);
+        } else if (room(resource.uid)) assign(resource, to, owner);
       }
     }
     // Forgets resources gone that the store did not report: at once when fewer are seen than

@@ -261,6 +261,7 @@ export function sharding(p: ShardingParts): Sharding {
       const watching = resources.run(signal);
       const sharder = new Sharder({
         identity: p.identity,
+        self: podName,
         leaseDurationMs: le.leaseDurationMs,
         holdMarginMs: Math.max(le.leaseDurationMs - le.renewDeadlineMs, 1_000),
         membership,
@@ -378,6 +379,7 @@ export function sharding(p: ShardingParts): Sharding {
           dirty = false;
         }
       } finally {
+        sharder.close();
         if (store === resources) store = undefined;
         signal.removeEventListener("abort", onAbort);
         for (const u of unsubscribe) u();

@@ -34,7 +34,7 @@ import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.t
 import { collectionPath } from "../../src/kube/reflector.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
-import { ownerOf } from "../../src/sharding/ring.ts";
+import { ownerOf, ringShares, SHARDER_REPLICA_SHARE } from "../../src/sharding/ring.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { pollIndexer } from "../../src/wiring/indexes.ts";
 import { ControlPlane } from "../controlplane/harness.ts";
@@ -265,7 +265,7 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
     const first = [...running.values()][0];
     if (!first) throw new Error("no replica");
     await watch.untilReady(n, first.process, Math.max(600_000, n * 200));
-    await untilOwned(watch, [...running.keys()], running, 600_000);
+    await untilOwned(client, watch, running, 600_000);
     const adoptionSeconds = (performance.now() - started) / 1000;
     progress(`R=${replicas} N=${n}: adopted in ${adoptionSeconds.toFixed(1)} s`);
     // Settled: a created resource is Ready at once, but its create intent is cleared by one more
@@ -308,14 +308,26 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
     // 3. Kill -9 of a replica that is only a member, then (back to R) of the leader, the sharder.
     const label = `R=${replicas} N=${n}`;
     const member = await killOne(client, running, false, watch, label);
-    const replaceSeconds = await joinOne(start, watch, running, `${label}: the killed member replaced`);
+    const replaceSeconds = await joinOne(
+      client,
+      start,
+      watch,
+      running,
+      `${label}: the killed member replaced`,
+    );
     const kill = { ...member, leader: await killOne(client, running, true, watch, label) };
 
     // 4. Back to R, then R → R+1.
     await start();
-    await untilOwned(watch, [...running.keys()], running, SETTLE_LIMIT_MS);
+    await untilOwned(client, watch, running, SETTLE_LIMIT_MS);
     const ownersBefore = ownersOf(watch.list());
-    const joinSeconds = await joinOne(start, watch, running, `${label}: ${replicas} → ${replicas + 1}`);
+    const joinSeconds = await joinOne(
+      client,
+      start,
+      watch,
+      running,
+      `${label}: ${replicas} → ${replicas + 1}`,
+    );
     const ownersAfter = ownersOf(watch.list());
     let moved = 0;
     for (const [resource, owner] of ownersAfter) if (ownersBefore.get(resource) !== owner) moved += 1;
@@ -348,7 +360,8 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
         to: replicas + 1,
         moved,
         share: round(moved / n, 3),
-        ideal: round(1 / (replicas + 1), 3),
+        // The newcomer's share: 1 against the others' 1 and the leader's smaller one.
+        ideal: round(1 / (replicas + SHARDER_REPLICA_SHARE), 3),
         seconds: joinSeconds,
         replaceSeconds,
       },
@@ -412,6 +425,7 @@ async function snapshotHeaps(
 
 /** Starts one more replica; resolves the seconds until every resource is owned as the ring says. */
 async function joinOne(
+  client: KubeClient,
   start: () => Promise<string>,
   watch: ReadyWatch,
   running: Map<string, RunningOperator>,
@@ -419,7 +433,7 @@ async function joinOne(
 ): Promise<number> {
   const startedAt = performance.now();
   await start();
-  await untilOwned(watch, [...running.keys()], running, SETTLE_LIMIT_MS);
+  await untilOwned(client, watch, running, SETTLE_LIMIT_MS);
   const seconds = round((performance.now() - startedAt) / 1000, 1);
   progress(`${label}: every resource owned as the ring says after ${seconds} s`);
   return seconds;
@@ -441,7 +455,7 @@ async function killOne(
   const killedAt = performance.now();
   process.kill(-victimOp.process.pid, "SIGKILL");
   running.delete(victim);
-  await untilOwned(watch, [...running.keys()], running, SETTLE_LIMIT_MS);
+  await untilOwned(client, watch, running, SETTLE_LIMIT_MS);
   const reownedSeconds = (performance.now() - killedAt) / 1000;
   for (;;) {
     if ((await sumReconciles(running)) >= reconcilesBefore + owned) break;
@@ -472,19 +486,24 @@ function shareOf(objects: readonly DeploymentObject[]): Map<string, number> {
   return shares;
 }
 
-/** Waits until every resource is labelled for the replica the ring over `members` names. */
+/**
+ * Waits until every resource is labelled for the replica the ring over the running replicas
+ * names, the leader's share made smaller ({@link ringShares}).
+ */
 async function untilOwned(
+  client: KubeClient,
   watch: ReadyWatch,
-  members: string[],
   running: Map<string, RunningOperator>,
   timeoutMs: number,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     for (const op of running.values()) op.process.assertRunning();
+    const members = [...running.keys()].sort();
+    const shares = ringShares(members, await leaderOf(client));
     const pending = watch
       .list()
-      .filter((o) => o.metadata.labels?.[OWNER_LABEL] !== ownerOf(claimOf(o), members)).length;
+      .filter((o) => o.metadata.labels?.[OWNER_LABEL] !== ownerOf(claimOf(o), members, shares)).length;
     if (pending === 0) return;
     if (Date.now() > deadline)
       throw new Error(`${pending} resources not owned as the ring says after ${timeoutMs / 1000} s`);

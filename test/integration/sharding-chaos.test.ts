@@ -15,7 +15,6 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
-import { ownerOf } from "../../src/sharding/ring.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { freshNamespace, waitFor } from "../support/cluster.ts";
 import { startTestSimulator, TEST_API_KEY } from "../support/operator.ts";
@@ -133,13 +132,13 @@ describe("sharding: ring chaos", () => {
     let moves = 0;
     /** Every resource Ready at its latest generation, owned by the live replica the ring names. */
     const settled = async () => {
-      const members = live();
+      const place = await ring.placement(user);
       const items = await list();
       const pending = items.filter((o) => {
         const owner = o.metadata.labels?.[OWNER_LABEL];
         return !(
           owner !== undefined &&
-          owner === ownerOf(claimOf(o), members) &&
+          owner === place(claimOf(o)) &&
           o.status?.observedGeneration === o.metadata.generation &&
           hasCondition(o, "Ready", "True") &&
           o.spec.sourceRevisionConfig?.imageUri === `registry.example.com/ring:${tags.get(o.metadata.name)}`

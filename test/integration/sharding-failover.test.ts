@@ -11,7 +11,6 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
-import { ownerOf } from "../../src/sharding/ring.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { freshNamespace, waitFor } from "../support/cluster.ts";
 import { startTestSimulator, TEST_API_KEY } from "../support/operator.ts";
@@ -79,11 +78,11 @@ describe("sharding: the sharder's replica killed", () => {
         }),
       );
     const ownedAsRingSays = async () => {
-      const members = r.live();
+      const place = await r.placement(user);
       const items = await r.list(user);
       for (const replica of r.replicas.values()) replica.process.assertRunning();
       return items.length === RESOURCES &&
-        items.every((o) => o.metadata.labels?.[OWNER_LABEL] === ownerOf(claimOf(o), members))
+        items.every((o) => o.metadata.labels?.[OWNER_LABEL] === place(claimOf(o)))
         ? items
         : undefined;
     };

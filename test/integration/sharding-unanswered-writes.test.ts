@@ -12,7 +12,6 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
-import { ownerOf } from "../../src/sharding/ring.ts";
 import { freshNamespace, waitFor } from "../support/cluster.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
 import { type SmallRing, startSmallRing } from "../support/sharded-replicas.ts";
@@ -48,13 +47,13 @@ describe("sharding: a drain after writes that got no answer", () => {
     for (const name of names) await user.create(namespace, name, spec(1));
     /** Every resource Ready with image `tag`, owned by the running replica the ring names. */
     const settled = (tag: number) => async () => {
-      const members = r.live();
+      const place = await r.placement(user);
       const items = await r.list(user);
       for (const replica of r.replicas.values()) replica.process.assertRunning();
       return items.length === RESOURCES &&
         items.every(
           (o) =>
-            o.metadata.labels?.[OWNER_LABEL] === ownerOf(claimOf(o), members) &&
+            o.metadata.labels?.[OWNER_LABEL] === place(claimOf(o)) &&
             o.status?.observedGeneration === o.metadata.generation &&
             hasCondition(o, "Ready", "True") &&
             o.spec.sourceRevisionConfig?.imageUri === `registry.example.com/unanswered:${tag}`,
@@ -80,10 +79,8 @@ describe("sharding: a drain after writes that got no answer", () => {
     await waitFor(
       async () => {
         const items = await r.list(user);
-        const members = r.live();
-        return items.every((o) => o.metadata.labels?.[OWNER_LABEL] === ownerOf(claimOf(o), members))
-          ? true
-          : undefined;
+        const place = await r.placement(user);
+        return items.every((o) => o.metadata.labels?.[OWNER_LABEL] === place(claimOf(o))) ? true : undefined;
       },
       { timeoutMs: 120_000, intervalMs: 250, description: "the second replica owning its share" },
     );

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { OperatorProcess, operatorEnv } from "../../scripts/demo/operator-process.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
 import { RING_LABEL } from "../../src/sharding/labels.ts";
+import { ownerOf, ringShares } from "../../src/sharding/ring.ts";
 import type { RunningSimulator, SimulatorOptions } from "../../src/simulator/server.ts";
 import { freshNamespace, testKubeconfigPath, waitFor } from "./cluster.ts";
 import { startTestSimulator, TEST_API_KEY } from "./operator.ts";
@@ -119,6 +120,16 @@ export class ShardedRing {
     })) as { spec?: { holderIdentity?: string } };
     const holder = lease.spec?.holderIdentity ?? "";
     return this.replicas.get(holder.slice(0, holder.lastIndexOf("_")));
+  }
+
+  /**
+   * The replica the sharder labels for a claim now: the ring over the running replicas, the
+   * leader's share made smaller ({@link ringShares}).
+   */
+  async placement(user: ClusterUser): Promise<(claim: string) => string | undefined> {
+    const live = this.live();
+    const shares = ringShares(live, (await this.leader(user))?.name);
+    return (claim) => ownerOf(claim, live, shares);
   }
 
   /**

@@ -7,7 +7,7 @@ import {
   type ShardLabels,
 } from "../../src/sharding/assignment.ts";
 import { DRAIN_ANY, handoverTo, isReplicaName } from "../../src/sharding/labels.ts";
-import { ownerOf } from "../../src/sharding/ring.ts";
+import { ownerOf, SHARDER_REPLICA_SHARE } from "../../src/sharding/ring.ts";
 
 const uids = Array.from({ length: 10_000 }, (_, i) => `7f3c${i.toString(16).padStart(4, "0")}-uid-${i}`);
 const members = (n: number) => Array.from({ length: n }, (_, i) => `dms-operator-5d9f-${"abcdefgh"[i]}`);
@@ -62,6 +62,33 @@ describe("the rendezvous ring", () => {
       expect(moved / uids.length).toBeLessThanOrEqual(changed + 0.02);
     },
   );
+});
+
+describe("the ring with the sharder's replica weighted down", () => {
+  const ring = members(3);
+  const lighter = (m: string) => (m === ring[0] ? SHARDER_REPLICA_SHARE : 1);
+
+  it("gives the unweighted answer when every share is equal", () => {
+    for (const uid of uids) expect(ownerOf(uid, ring, () => 1)).toBe(ownerOf(uid, ring));
+  });
+
+  it("gives a member with a share of 0.75 against 1 its fraction of the keys, 0.75 / 2.75", () => {
+    const counts = new Map<string, number>();
+    for (const uid of uids) {
+      const owner = ownerOf(uid, ring, lighter) ?? "";
+      counts.set(owner, (counts.get(owner) ?? 0) + 1);
+    }
+    expect(Math.abs((counts.get(ring[0] ?? "") ?? 0) / uids.length - 0.75 / 2.75)).toBeLessThan(0.02);
+    for (const m of ring.slice(1))
+      expect(Math.abs((counts.get(m) ?? 0) / uids.length - 1 / 2.75)).toBeLessThan(0.02);
+  });
+
+  it("moves keys only onto a member that joins, about its share of them", () => {
+    const four = members(4);
+    const moved = uids.filter((u) => ownerOf(u, ring, lighter) !== ownerOf(u, four, lighter));
+    expect(moved.every((u) => ownerOf(u, four, lighter) === four[3])).toBe(true);
+    expect(Math.abs(moved.length / uids.length - 1 / 3.75)).toBeLessThan(0.02);
+  });
 });
 
 describe("the ring over claims", () => {

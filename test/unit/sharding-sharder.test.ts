@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { LeaseRecord } from "../../src/runtime/leader.ts";
 import { DRAIN_ANY, DRAIN_LABEL, drainTarget, handoverTo, OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ShardMember } from "../../src/sharding/member.ts";
-import { ownerOf } from "../../src/sharding/ring.ts";
+import { ownerOf, SHARDER_REPLICA_SHARE } from "../../src/sharding/ring.ts";
 import {
   deniedMessage,
   MAX_TAKES_PER_PASS,
@@ -120,9 +120,15 @@ class World {
   /** The keys of the label writes tried, in order. */
   readonly tried: string[] = [];
 
-  sharder(membership?: RingMembership, identity = "leader_1", log: Logger = logger): Sharder<Resource> {
+  sharder(
+    membership?: RingMembership,
+    identity = "leader_1",
+    log: Logger = logger,
+    self?: string,
+  ): Sharder<Resource> {
     return new Sharder({
       identity,
+      ...(self ? { self } : {}),
       ...(membership ? { membership } : {}),
       leaseDurationMs: LEASE_MS,
       holdMarginMs: 3_000,
@@ -181,6 +187,26 @@ describe("the sharder", () => {
     for (const r of w.resources.values()) expect(w.owner(r.key)).toBe(ownerOf(r.claim, ["a", "b", "c"]));
   });
 
+  it("gives its own replica a smaller share while it is live, and moves it back to an even one when it is not", async () => {
+    const w = new World();
+    for (const m of ["a", "b", "c"]) w.renew(m);
+    w.add(900);
+    const share = (m: string) => (m === "a" ? SHARDER_REPLICA_SHARE : 1);
+    const sharder = w.sharder(undefined, "leader_1", logger, "a");
+    await sharder.pass(signal);
+    const owned = (m: string) => [...w.resources.values()].filter((r) => w.owner(r.key) === m).length;
+    for (const r of w.resources.values())
+      expect(w.owner(r.key)).toBe(ownerOf(r.claim, ["a", "b", "c"], share));
+    expect(owned("a")).toBeLessThan(owned("b"));
+    expect(owned("a")).toBeLessThan(owned("c"));
+    // The sharder on another replica (its own, "d", not a member): every share even again.
+    const other = w.sharder(undefined, "leader_2", logger, "d");
+    await other.pass(signal);
+    w.acknowledgeDrains();
+    await other.pass(signal);
+    for (const r of w.resources.values()) expect(w.owner(r.key)).toBe(ownerOf(r.claim, ["a", "b", "c"]));
+  });
+
   it("writes at most a thousand labels per pass, and the next passes go on", async () => {
     const w = new World();
     for (const m of ["a", "b", "c"]) w.renew(m);
@@ -198,6 +224,41 @@ describe("the sharder", () => {
       { assigned: 500, later: 0 },
       { assigned: 0, later: 0 },
     ]);
+  });
+
+  it("moves more rivals of one claim than a pass writes to a joining member: deferred moves take no write's place", async () => {
+    let claim = "c0";
+    for (let i = 1; ownerOf(claim, ["a", "b"]) === ownerOf(claim, ["a", "b", "c"]); i++) claim = `c${i}`;
+    const w = new World();
+    for (const m of ["a", "b"]) w.renew(m);
+    w.add(MAX_WRITES_PER_PASS + 1, claim);
+    const sharder = w.sharder();
+    for (let i = 0; i < 3; i++) await sharder.pass(signal);
+    w.renew("c");
+    const target = ownerOf(claim, ["a", "b", "c"]);
+    for (let i = 0; i < 10; i++) {
+      await sharder.pass(signal);
+      w.acknowledgeDrains();
+    }
+    expect([...w.resources.keys()].filter((k) => w.owner(k) !== target)).toEqual([]);
+  });
+
+  it("moves more pairs of rivals than a pass writes, the rivals met later in the walk", async () => {
+    const claims: string[] = [];
+    for (let i = 0; claims.length <= MAX_WRITES_PER_PASS; i++)
+      if (ownerOf(`k${i}`, ["a", "b"]) !== ownerOf(`k${i}`, ["a", "b", "c"])) claims.push(`k${i}`);
+    const w = new World();
+    for (const m of ["a", "b"]) w.renew(m);
+    for (const c of claims) w.add(1, c);
+    for (const c of claims) w.add(1, c);
+    const sharder = w.sharder();
+    for (let i = 0; i < 4; i++) await sharder.pass(signal);
+    w.renew("c");
+    for (let i = 0; i < 12; i++) {
+      await sharder.pass(signal);
+      w.acknowledgeDrains();
+    }
+    expect([...w.resources.values()].filter((r) => w.owner(r.key) !== "c")).toEqual([]);
   });
 
   it("remembers labels only of resources that changed since it read them: nothing per resource in a steady ring", async () => {
