@@ -109,6 +109,7 @@ export async function runCommands(
     return EXIT.usage;
   }
   const chosen = entries.find((c) => c.name === named);
+  if (chosen) await linkHttpWithoutWebSocket();
   const commands = chosen ? [await chosen.load()] : [];
   return runProgram(
     argv,
@@ -118,6 +119,32 @@ export async function runCommands(
     entries.filter((c) => c !== chosen),
     entries,
   );
+}
+
+/** The exports of `node:http` that load Node's bundled undici (fetch, WebSocket) when read. */
+const HTTP_WEBSOCKET_EXPORTS = ["WebSocket", "CloseEvent", "MessageEvent"] as const;
+
+/**
+ * Makes the ES module namespace of `node:http` (which the service client's `got` and our own
+ * modules import) without reading its lazy `WebSocket`, `CloseEvent` and `MessageEvent` getters:
+ * Node builds a builtin's namespace by reading every export once, and those three load its whole
+ * undici bundle and web streams, ~1 MiB of heap and ~2 MiB resident that no command uses
+ * (nodejs/node#59686). The getters are taken off for that one read and put back, so
+ * `http.WebSocket` still works; only a named import of them from `node:http` is undefined.
+ * Called before a command's code is loaded; once the namespace exists, it changes nothing.
+ */
+async function linkHttpWithoutWebSocket(): Promise<void> {
+  const http = process.getBuiltinModule("node:http") as unknown as Record<string, unknown>;
+  const taken = HTTP_WEBSOCKET_EXPORTS.flatMap((name) => {
+    const descriptor = Object.getOwnPropertyDescriptor(http, name);
+    return descriptor?.get && descriptor.configurable ? [{ name, descriptor }] : [];
+  });
+  for (const { name } of taken) delete http[name];
+  try {
+    await import("node:http");
+  } finally {
+    for (const { name, descriptor } of taken) Object.defineProperty(http, name, descriptor);
+  }
 }
 
 /**

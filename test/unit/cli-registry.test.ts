@@ -154,3 +154,31 @@ describe("bin/dms-operator.mjs --version", () => {
     ).toEqual([]);
   }, 30_000);
 });
+
+describe("bin/dms-operator.mjs run", () => {
+  it("imports node:http without loading Node's WebSocket client (undici), which stays reachable", async () => {
+    // On exit: whether the ES module namespace of node:http was made, whether undici was loaded
+    // (before anything reads it), then whether http.WebSocket still answers.
+    const hook = `data:text/javascript,${encodeURIComponent(
+      [
+        'import{registerHooks}from"node:module";',
+        'let linked=false;registerHooks({resolve(s,c,n){const r=n(s,c);if(r.url==="node:http")linked=true;return r;}});',
+        'process.on("exit",()=>{const undici=process.moduleLoadList.some(m=>m.includes("deps/undici/undici"));',
+        'const ws=typeof process.getBuiltinModule("node:http").WebSocket;',
+        'process.stderr.write("REPORT "+JSON.stringify({linked,undici,ws})+"\\n");});',
+      ].join(""),
+    )}`;
+    const { stdout, stderr } = await promisify(execFile)(
+      process.execPath,
+      ["--import", hook, join(ROOT, "bin", "dms-operator.mjs"), "run", "--help"],
+      { encoding: "utf8" },
+    );
+    expect(stdout).toContain("Usage: dms-operator run");
+    const report = stderr.split("\n").find((l) => l.startsWith("REPORT "));
+    expect(JSON.parse(report?.slice("REPORT ".length) ?? "{}")).toEqual({
+      linked: true,
+      undici: false,
+      ws: "function",
+    });
+  }, 30_000);
+});
