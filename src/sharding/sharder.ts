@@ -104,12 +104,10 @@ export interface SharderOptions<R extends ShardedResource = ShardedResource> {
   identity: string;
   /**
    * The replica (member name) this sharder runs in: while it is live, the ring gives it a share
-   * of `selfShare` against 1 for each other member, which leaves room for the sharder's own
+   * of {@link SHARDER_REPLICA_SHARE} against 1 for each other member, which leaves room for the sharder's own
    * record of every resource. Without it every member's share is equal.
    */
   self?: string;
-  /** The share of {@link self}; default {@link SHARDER_REPLICA_SHARE}. */
-  selfShare?: number;
   /** How long a Lease the sharder takes lasts (the replicas' lease duration). */
   leaseDurationMs: number;
   /** Moves under a taken Lease stop this long before it could expire (≥ a Kubernetes request). */
@@ -365,9 +363,8 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     const live = this.#ring.live(all, now);
     const leases = new Map(all.map((l) => [l.name, l]));
     // The sharder's own replica takes a smaller share, while it is a live member.
-    const selfShare = this.#opts.selfShare ?? SHARDER_REPLICA_SHARE;
-    const share = ringShares(live, this.#opts.self, selfShare);
-    const members = `${live.join(",")}${share ? `;${this.#opts.self}=${selfShare}` : ""}`;
+    const share = ringShares(live, this.#opts.self);
+    const members = `${live.join(",")}${share ? `;${this.#opts.self}` : ""}`;
     if (this.#members !== members) {
       this.#members = members;
       choiceGenerations = (choiceGenerations % CHOICE_GENERATIONS) + 1;
