@@ -166,6 +166,22 @@ describe("Controller", () => {
     expect(times("ns/a")).toEqual([0, 5_000]);
   });
 
+  it("takes a requeue coming due before a backlog of fresh keys, and keeps the backlog moving", async () => {
+    const { controller, times } = startController(async (key) => {
+      await new Promise((r) => setTimeout(r, 100));
+      return key === "ns/in-progress" && Date.now() < 500
+        ? { kind: "requeueAfter", ms: 200 }
+        : { kind: "done" };
+    });
+    controller.enqueue("ns/in-progress");
+    for (let i = 0; i < 20; i++) controller.enqueue(`ns/backlog-${i}`);
+    await vi.advanceTimersByTimeAsync(5_000);
+    // One worker, 100 ms a reconcile: in first-in-first-out order the requeue would wait the
+    // whole backlog (2.1 s); it is taken as soon as it comes due, every other turn.
+    expect(times("ns/in-progress")).toEqual([0, 300, 600]);
+    expect(times("ns/backlog-19")).toEqual([2_200]);
+  });
+
   it("schedules nothing for an object that is gone", async () => {
     const { controller, times } = startController(async () => ({ kind: "gone" }));
     controller.enqueue("ns/a");

@@ -71,6 +71,66 @@ describe("WorkQueue", () => {
     expect(await poll(queue)).toBe("pending");
   });
 
+  it("takes a follow-up coming due before a backlog of fresh keys, then each line in turn", async () => {
+    const queue = new WorkQueue();
+    for (const key of ["ns/a", "ns/b", "ns/c", "ns/d"]) queue.add(key);
+    queue.addAfter("ns/f1", 1_000, { followUp: true });
+    queue.addAfter("ns/f2", 1_000, { followUp: true });
+    queue.addAfter("ns/late", 1_000);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(queue.length).toBe(7);
+    const order: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      const key = await poll(queue);
+      if (typeof key !== "string" || key === "pending") throw new Error(`nothing handed out at ${i}`);
+      order.push(key);
+      queue.done(key);
+    }
+    // A plain delayed add coming due is fresh work: it waits behind the fresh backlog.
+    expect(order).toEqual(["ns/f1", "ns/a", "ns/f2", "ns/b", "ns/c", "ns/d", "ns/late"]);
+  });
+
+  it("keeps every other turn for fresh keys however many follow-ups are ready", async () => {
+    const queue = new WorkQueue();
+    for (let i = 0; i < 50; i++) queue.addAfter(`ns/follow-${i}`, 0, { followUp: true });
+    for (let i = 0; i < 3; i++) queue.add(`ns/fresh-${i}`);
+    const first: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const key = await queue.get();
+      if (key === undefined) throw new Error("queue shut down");
+      first.push(key);
+      queue.done(key);
+      // Each follow-up asks to be looked at again at once: the follow-ups' line never empties.
+      if (key.includes("follow")) queue.addAfter(key, 0, { followUp: true });
+    }
+    expect(first.filter((k) => k.includes("fresh"))).toEqual(["ns/fresh-0", "ns/fresh-1", "ns/fresh-2"]);
+  });
+
+  it("schedules a retry (addRateLimited) as a follow-up", async () => {
+    const queue = new WorkQueue({ backoff: { baseMs: 1_000, maxMs: 1_000, jitter: 0 } });
+    for (const key of ["ns/a", "ns/b"]) queue.add(key);
+    queue.addRateLimited("ns/failed");
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await poll(queue)).toBe("ns/failed");
+  });
+
+  it("leaves a key in the line it waits in when it is added to the other, once", async () => {
+    const queue = new WorkQueue();
+    queue.add("ns/a");
+    queue.add("ns/b");
+    queue.addAfter("ns/b", 0, { followUp: true });
+    queue.addAfter("ns/f", 0, { followUp: true });
+    queue.add("ns/f");
+    expect(queue.length).toBe(3);
+    const order: unknown[] = [];
+    for (let i = 0; i < 4; i++) {
+      const key = await poll(queue);
+      order.push(key);
+      if (typeof key === "string" && key !== "pending") queue.done(key);
+    }
+    expect(order).toEqual(["ns/f", "ns/a", "ns/b", "pending"]);
+  });
+
   it("backs a failing key off exponentially up to the cap, and forget resets it", () => {
     const queue = new WorkQueue({ backoff: { baseMs: 1_000, maxMs: 30_000, jitter: 0 } });
     const delays = Array.from({ length: 7 }, () => queue.addRateLimited("ns/a"));
