@@ -138,11 +138,11 @@ export class Controller implements Runnable {
   }
 
   /**
-   * Enqueues every key at a uniformly random offset in [0, spreadMs), so a resync of N objects
-   * does not start N reconciles in the same instant. Ignored while not running.
+   * Enqueues every key at a random moment of [0, spreadMs) (`WorkQueue.addSpread`), so a resync
+   * of N objects does not start N reconciles in the same instant. Ignored while not running.
    */
   enqueueAll(keys: Iterable<string>, spreadMs: number): void {
-    for (const key of keys) this.#queue?.addAfter(key, Math.floor(this.#random() * Math.max(0, spreadMs)));
+    this.#queue?.addSpread(keys, spreadMs, this.#random);
   }
 
   /**

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Backoff, spread } from "../../src/runtime/backoff.ts";
-import { WorkQueue } from "../../src/runtime/queue.ts";
+import { type Clock, systemClock } from "../../src/runtime/clock.ts";
+import { SPREAD_MOMENTS, WorkQueue } from "../../src/runtime/queue.ts";
 
 beforeEach(() => {
   vi.useFakeTimers({ now: 0 });
@@ -129,6 +130,65 @@ describe("WorkQueue", () => {
       if (typeof key === "string" && key !== "pending") queue.done(key);
     }
     expect(order).toEqual(["ns/f", "ns/a", "ns/b", "pending"]);
+  });
+
+  it("spreads keys over moments of the spread, each key once at its moment", async () => {
+    const queue = new WorkQueue();
+    const draws = [0, 0.5, 0.99, 0.5];
+    queue.addSpread(["ns/now", "ns/middle", "ns/last", "ns/middle-too"], 3_200, () => draws.shift() ?? 0);
+    // Moment 0 is at once; 3,200 ms in 32 moments: 0.5 is moment 16 (1,600 ms), 0.99 moment 31.
+    expect(await poll(queue)).toBe("ns/now");
+    queue.done("ns/now");
+    await vi.advanceTimersByTimeAsync(1_599);
+    expect(await poll(queue)).toBe("pending");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(queue.length).toBe(2);
+    for (const key of ["ns/middle", "ns/middle-too"]) {
+      expect(await poll(queue)).toBe(key);
+      queue.done(key);
+    }
+    await vi.advanceTimersByTimeAsync(1_499);
+    expect(await poll(queue)).toBe("pending");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await poll(queue)).toBe("ns/last");
+    queue.done("ns/last");
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(await poll(queue)).toBe("pending");
+  });
+
+  it("keeps a spread key's sooner schedule, and brings a later one forward to its moment", async () => {
+    const queue = new WorkQueue();
+    queue.addAfter("ns/sooner", 500);
+    queue.addAfter("ns/later", 60_000);
+    queue.addSpread(["ns/sooner", "ns/later"], 3_200, () => 0.5);
+    await vi.advanceTimersByTimeAsync(500);
+    expect(await poll(queue)).toBe("ns/sooner");
+    queue.done("ns/sooner");
+    await vi.advanceTimersByTimeAsync(1_100);
+    expect(await poll(queue)).toBe("ns/later");
+    queue.done("ns/later");
+    // Each came once: the spread did not add the sooner one again, nor the later one's timer fire.
+    await vi.advanceTimersByTimeAsync(120_000);
+    expect(await poll(queue)).toBe("pending");
+  });
+
+  it("sets one timer per moment of a spread, not one per key, and cancels them on shutdown", async () => {
+    let timers = 0;
+    const counting: Clock = {
+      ...systemClock,
+      setTimer: (ms, fn) => {
+        timers++;
+        return systemClock.setTimer(ms, fn);
+      },
+    };
+    const queue = new WorkQueue({ clock: counting });
+    const keys = Array.from({ length: 10_000 }, (_, i) => `ns/k${i}`);
+    queue.addSpread(keys, 6_000);
+    expect(timers).toBeLessThanOrEqual(SPREAD_MOMENTS);
+    queue.shutDown();
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(await queue.get()).toBeUndefined();
+    expect(queue.length).toBe(0);
   });
 
   it("backs a failing key off exponentially up to the cap, and forget resets it", () => {
