@@ -261,8 +261,23 @@ interface PatternIndex {
  */
 const compiled = new WeakMap<object, { from: string[]; forms: SecretForms }>();
 
+/**
+ * The forms of no value: shared, for most texts are redacted of none (a resource without
+ * secrets, every reconcile of a resync pass). Its maps are never written: nothing is searched.
+ */
+const NO_FORMS: SecretForms = {
+  text: [],
+  escapable: [],
+  bytes: [],
+  wholeBytes: [],
+  longest: 0,
+  index: new Map(),
+  periods: new Map(),
+};
+
 function formsOf(values: Iterable<string>): SecretForms {
   const given = [...values];
+  if (!given.some((v) => v.length > 0)) return NO_FORMS;
   const cached = typeof values === "object" ? compiled.get(values) : undefined;
   if (cached && cached.from.length === given.length && cached.from.every((v, i) => v === given[i]))
     return cached.forms;

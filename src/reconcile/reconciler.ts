@@ -32,6 +32,7 @@ import {
   failedOn,
   holderOf,
   isConnected,
+  LazyReconcileLog,
   NONE_READ,
   type ReconcileDeps,
   type Run,
@@ -109,13 +110,13 @@ export class DeploymentReconciler {
       obj,
       now: new Date(this.#clock.now()),
       seen: { secrets: NONE_READ, unread: false },
-      log: this.#logger.child({
+      log: new LazyReconcileLog(this.#logger, () => ({
         namespace,
         name,
         generation: obj.metadata.generation,
         // The controller's id of this reconcile: one id on all of its lines.
         reconcileID: reconcileFields()?.reconcileID ?? randomUUID(),
-      }),
+      })),
     };
     try {
       return await this.#reconcile(run, signal);

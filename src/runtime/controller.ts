@@ -138,11 +138,11 @@ export class Controller implements Runnable {
   }
 
   /**
-   * Enqueues every key at a uniformly random offset in [0, spreadMs), so a resync of N objects
-   * does not start N reconciles in the same instant. Ignored while not running.
+   * Enqueues every key at a random moment of [0, spreadMs) (`WorkQueue.addSpread`), so a resync
+   * of N objects does not start N reconciles in the same instant. Ignored while not running.
    */
   enqueueAll(keys: Iterable<string>, spreadMs: number): void {
-    for (const key of keys) this.#queue?.addAfter(key, Math.floor(this.#random() * Math.max(0, spreadMs)));
+    this.#queue?.addSpread(keys, spreadMs, this.#random);
   }
 
   /**
@@ -252,10 +252,12 @@ export class Controller implements Runnable {
       return "requeue";
     }
     queue.forget(key);
+    // Follow-ups of work in progress: never held behind a backlog of fresh work (queue.ts).
     if (result.kind === "requeueAfter" && result.ms >= 0) {
-      queue.addAfter(key, result.ms);
+      queue.addAfter(key, result.ms, { followUp: true });
       return "requeue_after";
     }
+    // An object's own interval is a fresh look, not work in progress.
     if (result.kind === "done" && result.intervalMs !== undefined && result.intervalMs > 0)
       queue.addAfter(key, spread(result.intervalMs, this.#opts.intervalJitter ?? 0.1, this.#random));
     return "success";

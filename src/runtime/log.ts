@@ -32,7 +32,29 @@ const current = new AsyncLocalStorage<ReconcileFields>();
  */
 export function inReconcile<T>(controller: string, key: string, fn: () => T): T {
   const { namespace, name } = parseObjectKey(key);
-  return current.run({ controller, namespace, name, reconcileID: randomUUID() }, fn);
+  return current.run(new ReconcileScope(controller, namespace, name), fn);
+}
+
+/**
+ * One reconcile's fields. Its id is drawn when first read: most reconciles log nothing, and a
+ * resync pass runs 10,000 of them.
+ */
+class ReconcileScope implements ReconcileFields {
+  readonly controller: string;
+  readonly namespace: string;
+  readonly name: string;
+  #id: string | undefined;
+
+  constructor(controller: string, namespace: string, name: string) {
+    this.controller = controller;
+    this.namespace = namespace;
+    this.name = name;
+  }
+
+  get reconcileID(): string {
+    this.#id ??= randomUUID();
+    return this.#id;
+  }
 }
 
 /** The fields of the reconcile under way in this async context, if any. */

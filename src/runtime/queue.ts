@@ -23,6 +23,12 @@ export interface QueueMetricsHooks {
   workDuration?(seconds: number): void;
 }
 
+/**
+ * How many moments {@link WorkQueue.addSpread} cuts a spread into: one timer and one array of keys
+ * per moment, rather than a timer per key.
+ */
+export const SPREAD_MOMENTS = 32;
+
 /** Options of {@link WorkQueue}. */
 export interface WorkQueueOptions {
   clock?: Clock;
@@ -41,6 +47,12 @@ export interface WorkQueueOptions {
  * - `addAfter`: the earliest requested time wins; a later request for a key already scheduled
  *   sooner (or already waiting) is ignored.
  * - `addRateLimited` schedules the key after its per-key backoff; `forget` resets the backoff.
+ * - Two lines of ready keys, each first in first out: fresh work (`add`, and `addAfter` coming due)
+ *   and follow-ups (`addAfter(..., { followUp: true })` and `addRateLimited` coming due: the
+ *   requeues and retries of work in progress). When both hold keys, `get` takes from each in turn.
+ *   A follow-up is then never held behind a backlog of fresh work (a create waiting to be read
+ *   back behind 10,000 creates not yet made), and fresh work still gets every other worker slot
+ *   however many follow-ups come due (a mass rollout polled every few seconds).
  * - `shutDown` stops intake: later adds are ignored, pending delayed adds are cancelled, keys not
  *   yet picked up are dropped (the work is level-based: the next run resyncs everything), and
  *   `get` resolves `undefined`. In-flight keys finish; `drained()` resolves when the last is done.
@@ -49,13 +61,19 @@ export class WorkQueue {
   readonly #clock: Clock;
   readonly #limiter: KeyedBackoff;
   readonly #metrics: QueueMetricsHooks;
-  /** Ready keys in FIFO order, with the time each became ready (for queue latency). */
+  /** Ready fresh keys in FIFO order, with the time each became ready (for queue latency). */
   readonly #ready = new Map<string, number>();
+  /** Ready follow-ups (requeues, retries) in FIFO order, likewise. */
+  readonly #followUps = new Map<string, number>();
+  /** The line `get` took from last, when both held keys: the other goes next. */
+  #tookFollowUp = false;
   /** Keys added while in flight: re-queued at `done`. */
   readonly #dirty = new Set<string>();
   /** In-flight keys and when they were picked up. */
   readonly #processing = new Map<string, number>();
   readonly #delayed = new Map<string, { at: number; cancel: CancelTimer }>();
+  /** The timers of spread adds not yet come due. */
+  readonly #spreads = new Set<CancelTimer>();
   #waiters: Array<(key: string | undefined) => void> = [];
   #drainWaiters: Array<() => void> = [];
   #shuttingDown = false;
@@ -67,50 +85,85 @@ export class WorkQueue {
     this.#metrics = options.metrics ?? {};
   }
 
-  /** Makes `key` ready now (deduplicated; deferred to `done` if the key is in flight). */
+  /** Makes `key` ready now as fresh work (deduplicated; deferred to `done` if the key is in flight). */
   add(key: string): void {
-    if (this.#shuttingDown) return;
-    this.#metrics.added?.();
-    this.#cancelDelayed(key);
-    if (this.#processing.has(key)) {
-      this.#dirty.add(key);
-      return;
-    }
-    if (this.#ready.has(key)) return;
-    this.#ready.set(key, this.#clock.now());
-    this.#handOut();
-    this.#reportDepth();
+    this.#makeReady(key, false);
   }
 
-  /** Makes `key` ready after `delayMs`, unless it is ready or scheduled sooner already. */
-  addAfter(key: string, delayMs: number): void {
+  /**
+   * Makes `key` ready after `delayMs`, unless it is ready or scheduled sooner already; with
+   * `followUp`, in the follow-ups' line (see the class contract).
+   */
+  addAfter(key: string, delayMs: number, options: { followUp?: boolean } = {}): void {
     if (this.#shuttingDown) return;
+    const followUp = options.followUp ?? false;
     if (delayMs <= 0) {
-      this.add(key);
+      this.#makeReady(key, followUp);
       return;
     }
     // Ready, or in flight and already due again: nothing sooner can be scheduled.
-    if (this.#ready.has(key) || this.#dirty.has(key)) return;
+    if (this.#isReady(key) || this.#dirty.has(key)) return;
     const at = this.#clock.now() + delayMs;
     const existing = this.#delayed.get(key);
     if (existing && existing.at <= at) return;
     existing?.cancel();
     const cancel = this.#clock.setTimer(delayMs, () => {
       this.#delayed.delete(key);
-      this.add(key);
+      this.#makeReady(key, followUp);
     });
     this.#delayed.set(key, { at, cancel });
   }
 
   /**
-   * Schedules `key` after its next backoff delay, but no sooner than `minDelayMs` (a server's
-   * Retry-After), and returns the delay used in ms.
+   * Makes each of `keys` ready as fresh work at a random moment of [0, `spreadMs`), one of
+   * {@link SPREAD_MOMENTS} evenly spaced ones, as `addAfter(key, offset)` would for each: a key
+   * ready already, or scheduled no later than its moment, keeps that; one scheduled later comes
+   * at its moment instead. A key forgotten meanwhile (`cancel`) still comes at its moment.
+   *
+   * Why not `addAfter` per key: a timer per key cost ~570 bytes, alive for the whole spread
+   * (5.4 MiB at 10,000 keys in a resync pass, long-lived enough to reach V8's old space and to
+   * be collected only by a full collection); here a key costs its place in an array.
+   */
+  addSpread(keys: Iterable<string>, spreadMs: number, random: () => number = Math.random): void {
+    if (this.#shuttingDown) return;
+    const now = this.#clock.now();
+    const stepMs = Math.max(0, spreadMs) / SPREAD_MOMENTS;
+    const moments: string[][] = [];
+    for (const key of keys) {
+      const moment = Math.min(SPREAD_MOMENTS - 1, Math.floor(random() * SPREAD_MOMENTS));
+      const delayMs = Math.floor(moment * stepMs);
+      if (delayMs <= 0) {
+        this.#makeReady(key, false);
+        continue;
+      }
+      if (this.#isReady(key) || this.#dirty.has(key)) continue;
+      const existing = this.#delayed.get(key);
+      if (existing && existing.at <= now + delayMs) continue;
+      let due = moments[moment];
+      if (!due) {
+        due = [];
+        moments[moment] = due;
+      }
+      due.push(key);
+    }
+    moments.forEach((due, moment) => {
+      const cancel = this.#clock.setTimer(Math.floor(moment * stepMs), () => {
+        this.#spreads.delete(cancel);
+        for (const key of due) this.#makeReady(key, false);
+      });
+      this.#spreads.add(cancel);
+    });
+  }
+
+  /**
+   * Schedules `key` as a follow-up after its next backoff delay, but no sooner than `minDelayMs`
+   * (a server's Retry-After), and returns the delay used in ms.
    */
   addRateLimited(key: string, minDelayMs = 0): number {
     if (this.#shuttingDown) return 0;
     const delay = Math.max(minDelayMs, this.#limiter.next(key));
     this.#metrics.retried?.();
-    this.addAfter(key, delay);
+    this.addAfter(key, delay, { followUp: true });
     return delay;
   }
 
@@ -158,6 +211,7 @@ export class WorkQueue {
     this.#processing.delete(key);
     this.#metrics.workDuration?.((this.#clock.now() - started) / 1000);
     if (this.#dirty.delete(key) && !this.#shuttingDown) {
+      // Added while in flight: a change to look at again, fresh work.
       this.#ready.set(key, this.#clock.now());
       this.#handOut();
       this.#reportDepth();
@@ -171,7 +225,10 @@ export class WorkQueue {
     this.#shuttingDown = true;
     for (const { cancel } of this.#delayed.values()) cancel();
     this.#delayed.clear();
+    for (const cancel of this.#spreads) cancel();
+    this.#spreads.clear();
     this.#ready.clear();
+    this.#followUps.clear();
     this.#dirty.clear();
     for (const waiter of this.#waiters) waiter(undefined);
     this.#waiters = [];
@@ -190,9 +247,9 @@ export class WorkQueue {
     return this.#shuttingDown;
   }
 
-  /** Keys ready to be picked up. */
+  /** Keys ready to be picked up, in both lines. */
   get length(): number {
-    return this.#ready.size;
+    return this.#ready.size + this.#followUps.size;
   }
 
   /** Keys currently scheduled for later. */
@@ -213,9 +270,32 @@ export class WorkQueue {
     return { count: this.#processing.size, unfinishedSeconds: total, longestSeconds: longest };
   }
 
+  #isReady(key: string): boolean {
+    return this.#ready.has(key) || this.#followUps.has(key);
+  }
+
+  #makeReady(key: string, followUp: boolean): void {
+    if (this.#shuttingDown) return;
+    this.#metrics.added?.();
+    this.#cancelDelayed(key);
+    if (this.#processing.has(key)) {
+      this.#dirty.add(key);
+      return;
+    }
+    // Already waiting in either line: it keeps its place.
+    if (this.#isReady(key)) return;
+    (followUp ? this.#followUps : this.#ready).set(key, this.#clock.now());
+    this.#handOut();
+    this.#reportDepth();
+  }
+
+  /** The next key: from each line in turn while both hold keys, else from the one that does. */
   #take(): string | undefined {
-    for (const [key, readyAt] of this.#ready) {
-      this.#ready.delete(key);
+    const followUp = this.#followUps.size > 0 && (this.#ready.size === 0 || !this.#tookFollowUp);
+    const line = followUp ? this.#followUps : this.#ready;
+    for (const [key, readyAt] of line) {
+      line.delete(key);
+      this.#tookFollowUp = followUp;
       const now = this.#clock.now();
       this.#processing.set(key, now);
       this.#metrics.queueLatency?.((now - readyAt) / 1000);
@@ -226,7 +306,7 @@ export class WorkQueue {
   }
 
   #handOut(): void {
-    while (this.#waiters.length > 0 && this.#ready.size > 0) {
+    while (this.#waiters.length > 0 && this.length > 0) {
       const waiter = this.#waiters.shift();
       const key = this.#take();
       if (waiter && key !== undefined) waiter(key);
@@ -241,7 +321,7 @@ export class WorkQueue {
   }
 
   #reportDepth(): void {
-    this.#metrics.depth?.(this.#ready.size);
+    this.#metrics.depth?.(this.length);
   }
 
   #notifyDrained(): void {

@@ -116,8 +116,7 @@ function world(timing?: Timing) {
     connection: undefined as SessionLookup | undefined,
     reconciler: undefined as unknown as DeploymentReconciler,
     /** A new process: a new reconciler whose snapshot has not listed anything yet. */
-    restart() {
-      const logger = pino({ level: "silent" });
+    restart(logger = pino({ level: "silent" })) {
       const session = new ServiceSession(service, {
         clock,
         logger,
@@ -1226,6 +1225,34 @@ describe("DeploymentReconciler", () => {
       expect(stored && conditions(stored)).toEqual(c.conditions);
     }
     await c.also?.(w);
+  });
+});
+
+describe("DeploymentReconciler's log", () => {
+  it("makes no child logger for a reconcile that logs nothing, and one for a reconcile that does", async () => {
+    const w = world();
+    await w.settled();
+    const logger = pino({ level: "info" }, { write: () => undefined });
+    let children = 0;
+    const child = logger.child.bind(logger);
+    logger.child = ((...args: Parameters<typeof child>) => {
+      children++;
+      return child(...args);
+    }) as typeof logger.child;
+    w.restart(logger);
+    await w.resync();
+    const made = children;
+    // Settled: nothing to write and nothing to say. A pino child serializes and redacts its
+    // bindings when made; a resync pass reconciles every resource.
+    await w.reconcile();
+    expect(children).toBe(made);
+    // A connection that refuses the namespace is warned about, through the reconcile's child.
+    w.connection = {
+      kind: "refused",
+      message: "ServiceConnection default/prod may not be used from namespace default",
+    };
+    await w.reconcile().catch(() => undefined);
+    expect(children).toBeGreaterThan(made);
   });
 });
 

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { type Clock, systemClock } from "../../src/runtime/clock.ts";
 import {
   Controller,
   type ControllerOptions,
@@ -6,6 +7,7 @@ import {
   ReconcileTimeoutError,
   TerminalError,
 } from "../../src/runtime/controller.ts";
+import { SPREAD_MOMENTS } from "../../src/runtime/queue.ts";
 
 beforeEach(() => {
   vi.useFakeTimers({ now: 0 });
@@ -164,6 +166,48 @@ describe("Controller", () => {
     controller.enqueue("ns/a");
     await vi.advanceTimersByTimeAsync(700_000);
     expect(times("ns/a")).toEqual([0, 5_000]);
+  });
+
+  it("takes a requeue coming due before a backlog of fresh keys, and keeps the backlog moving", async () => {
+    const { controller, times } = startController(async (key) => {
+      await new Promise((r) => setTimeout(r, 100));
+      return key === "ns/in-progress" && Date.now() < 500
+        ? { kind: "requeueAfter", ms: 200 }
+        : { kind: "done" };
+    });
+    controller.enqueue("ns/in-progress");
+    for (let i = 0; i < 20; i++) controller.enqueue(`ns/backlog-${i}`);
+    await vi.advanceTimersByTimeAsync(5_000);
+    // One worker, 100 ms a reconcile: in first-in-first-out order the requeue would wait the
+    // whole backlog (2.1 s); it is taken as soon as it comes due, every other turn.
+    expect(times("ns/in-progress")).toEqual([0, 300, 600]);
+    expect(times("ns/backlog-19")).toEqual([2_200]);
+  });
+
+  it("spreads a pass of 10,000 keys with a timer per moment, not one per key, and reconciles each once", async () => {
+    let timers = 0;
+    const counting: Clock = {
+      ...systemClock,
+      setTimer: (ms, fn) => {
+        timers++;
+        return systemClock.setTimer(ms, fn);
+      },
+    };
+    const { controller, calls } = startController(ok, {
+      clock: counting,
+      concurrency: 4,
+      random: Math.random,
+    });
+    const keys = Array.from({ length: 10_000 }, (_, i) => `ns/k${i}`);
+    const before = timers;
+    const pass = controller.pass(keys, 6_000);
+    expect(timers - before).toBeLessThanOrEqual(SPREAD_MOMENTS);
+    await vi.advanceTimersByTimeAsync(6_000);
+    await pass;
+    expect(calls).toHaveLength(10_000);
+    expect(new Set(calls.map((c) => c.key)).size).toBe(10_000);
+    // Spread, not at once: keys came over the whole spread.
+    expect(Math.max(...calls.map((c) => c.at))).toBeGreaterThan(5_000);
   });
 
   it("schedules nothing for an object that is gone", async () => {

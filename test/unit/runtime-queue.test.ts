@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Backoff, spread } from "../../src/runtime/backoff.ts";
-import { WorkQueue } from "../../src/runtime/queue.ts";
+import { type Clock, systemClock } from "../../src/runtime/clock.ts";
+import { SPREAD_MOMENTS, WorkQueue } from "../../src/runtime/queue.ts";
 
 beforeEach(() => {
   vi.useFakeTimers({ now: 0 });
@@ -69,6 +70,125 @@ describe("WorkQueue", () => {
     queue.done("ns/a");
     await vi.advanceTimersByTimeAsync(60_000);
     expect(await poll(queue)).toBe("pending");
+  });
+
+  it("takes a follow-up coming due before a backlog of fresh keys, then each line in turn", async () => {
+    const queue = new WorkQueue();
+    for (const key of ["ns/a", "ns/b", "ns/c", "ns/d"]) queue.add(key);
+    queue.addAfter("ns/f1", 1_000, { followUp: true });
+    queue.addAfter("ns/f2", 1_000, { followUp: true });
+    queue.addAfter("ns/late", 1_000);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(queue.length).toBe(7);
+    const order: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      const key = await poll(queue);
+      if (typeof key !== "string" || key === "pending") throw new Error(`nothing handed out at ${i}`);
+      order.push(key);
+      queue.done(key);
+    }
+    // A plain delayed add coming due is fresh work: it waits behind the fresh backlog.
+    expect(order).toEqual(["ns/f1", "ns/a", "ns/f2", "ns/b", "ns/c", "ns/d", "ns/late"]);
+  });
+
+  it("keeps every other turn for fresh keys however many follow-ups are ready", async () => {
+    const queue = new WorkQueue();
+    for (let i = 0; i < 50; i++) queue.addAfter(`ns/follow-${i}`, 0, { followUp: true });
+    for (let i = 0; i < 3; i++) queue.add(`ns/fresh-${i}`);
+    const first: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const key = await queue.get();
+      if (key === undefined) throw new Error("queue shut down");
+      first.push(key);
+      queue.done(key);
+      // Each follow-up asks to be looked at again at once: the follow-ups' line never empties.
+      if (key.includes("follow")) queue.addAfter(key, 0, { followUp: true });
+    }
+    expect(first.filter((k) => k.includes("fresh"))).toEqual(["ns/fresh-0", "ns/fresh-1", "ns/fresh-2"]);
+  });
+
+  it("schedules a retry (addRateLimited) as a follow-up", async () => {
+    const queue = new WorkQueue({ backoff: { baseMs: 1_000, maxMs: 1_000, jitter: 0 } });
+    for (const key of ["ns/a", "ns/b"]) queue.add(key);
+    queue.addRateLimited("ns/failed");
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(await poll(queue)).toBe("ns/failed");
+  });
+
+  it("leaves a key in the line it waits in when it is added to the other, once", async () => {
+    const queue = new WorkQueue();
+    queue.add("ns/a");
+    queue.add("ns/b");
+    queue.addAfter("ns/b", 0, { followUp: true });
+    queue.addAfter("ns/f", 0, { followUp: true });
+    queue.add("ns/f");
+    expect(queue.length).toBe(3);
+    const order: unknown[] = [];
+    for (let i = 0; i < 4; i++) {
+      const key = await poll(queue);
+      order.push(key);
+      if (typeof key === "string" && key !== "pending") queue.done(key);
+    }
+    expect(order).toEqual(["ns/f", "ns/a", "ns/b", "pending"]);
+  });
+
+  it("spreads keys over moments of the spread, each key once at its moment", async () => {
+    const queue = new WorkQueue();
+    const draws = [0, 0.5, 0.99, 0.5];
+    queue.addSpread(["ns/now", "ns/middle", "ns/last", "ns/middle-too"], 3_200, () => draws.shift() ?? 0);
+    // Moment 0 is at once; 3,200 ms in 32 moments: 0.5 is moment 16 (1,600 ms), 0.99 moment 31.
+    expect(await poll(queue)).toBe("ns/now");
+    queue.done("ns/now");
+    await vi.advanceTimersByTimeAsync(1_599);
+    expect(await poll(queue)).toBe("pending");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(queue.length).toBe(2);
+    for (const key of ["ns/middle", "ns/middle-too"]) {
+      expect(await poll(queue)).toBe(key);
+      queue.done(key);
+    }
+    await vi.advanceTimersByTimeAsync(1_499);
+    expect(await poll(queue)).toBe("pending");
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await poll(queue)).toBe("ns/last");
+    queue.done("ns/last");
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(await poll(queue)).toBe("pending");
+  });
+
+  it("keeps a spread key's sooner schedule, and brings a later one forward to its moment", async () => {
+    const queue = new WorkQueue();
+    queue.addAfter("ns/sooner", 500);
+    queue.addAfter("ns/later", 60_000);
+    queue.addSpread(["ns/sooner", "ns/later"], 3_200, () => 0.5);
+    await vi.advanceTimersByTimeAsync(500);
+    expect(await poll(queue)).toBe("ns/sooner");
+    queue.done("ns/sooner");
+    await vi.advanceTimersByTimeAsync(1_100);
+    expect(await poll(queue)).toBe("ns/later");
+    queue.done("ns/later");
+    // Each came once: the spread did not add the sooner one again, nor the later one's timer fire.
+    await vi.advanceTimersByTimeAsync(120_000);
+    expect(await poll(queue)).toBe("pending");
+  });
+
+  it("sets one timer per moment of a spread, not one per key, and cancels them on shutdown", async () => {
+    let timers = 0;
+    const counting: Clock = {
+      ...systemClock,
+      setTimer: (ms, fn) => {
+        timers++;
+        return systemClock.setTimer(ms, fn);
+      },
+    };
+    const queue = new WorkQueue({ clock: counting });
+    const keys = Array.from({ length: 10_000 }, (_, i) => `ns/k${i}`);
+    queue.addSpread(keys, 6_000);
+    expect(timers).toBeLessThanOrEqual(SPREAD_MOMENTS);
+    queue.shutDown();
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(await queue.get()).toBeUndefined();
+    expect(queue.length).toBe(0);
   });
 
   it("backs a failing key off exponentially up to the cap, and forget resets it", () => {
