@@ -3,7 +3,7 @@
  * runtime, the reconciler, the service client's rate limit and back-off, the simulator's `now`).
  * Tests then check timeouts, grace periods and listing lag without waiting.
  */
-import { type CancelTimer, type Clock, sleepOn } from "../../src/runtime/clock.ts";
+import { type CancelTimer, type Clock, sleepOn, systemClock } from "../../src/runtime/clock.ts";
 
 /** Options of {@link ManualClock}. */
 export interface ManualClockOptions {
@@ -64,4 +64,17 @@ export class ManualClock implements Clock {
     this.#timers = this.#timers.filter((t) => t.at > this.#now);
     for (const timer of due) timer.fn();
   }
+}
+
+/** The system clock (fake timers drive it in tests), counting the timers set through it. */
+export function countingClock(): { clock: Clock; timers: () => number } {
+  let timers = 0;
+  const clock: Clock = {
+    ...systemClock,
+    setTimer: (ms, fn) => {
+      timers++;
+      return systemClock.setTimer(ms, fn);
+    },
+  };
+  return { clock, timers: () => timers };
 }

@@ -1,5 +1,4 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { type Clock, systemClock } from "../../src/runtime/clock.ts";
 import {
   Controller,
   type ControllerOptions,
@@ -8,6 +7,7 @@ import {
   TerminalError,
 } from "../../src/runtime/controller.ts";
 import { SPREAD_MOMENTS } from "../../src/runtime/queue.ts";
+import { countingClock } from "../support/manual-clock.ts";
 
 beforeEach(() => {
   vi.useFakeTimers({ now: 0 });
@@ -185,23 +185,16 @@ describe("Controller", () => {
   });
 
   it("spreads a pass of 10,000 keys with a timer per moment, not one per key, and reconciles each once", async () => {
-    let timers = 0;
-    const counting: Clock = {
-      ...systemClock,
-      setTimer: (ms, fn) => {
-        timers++;
-        return systemClock.setTimer(ms, fn);
-      },
-    };
+    const { clock: counting, timers } = countingClock();
     const { controller, calls } = startController(ok, {
       clock: counting,
       concurrency: 4,
       random: Math.random,
     });
     const keys = Array.from({ length: 10_000 }, (_, i) => `ns/k${i}`);
-    const before = timers;
+    const before = timers();
     const pass = controller.pass(keys, 6_000);
-    expect(timers - before).toBeLessThanOrEqual(SPREAD_MOMENTS);
+    expect(timers() - before).toBeLessThanOrEqual(SPREAD_MOMENTS);
     await vi.advanceTimersByTimeAsync(6_000);
     await pass;
     expect(calls).toHaveLength(10_000);

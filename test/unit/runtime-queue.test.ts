@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Backoff, spread } from "../../src/runtime/backoff.ts";
-import { type Clock, systemClock } from "../../src/runtime/clock.ts";
 import { SPREAD_MOMENTS, WorkQueue } from "../../src/runtime/queue.ts";
+import { countingClock } from "../support/manual-clock.ts";
 
 beforeEach(() => {
   vi.useFakeTimers({ now: 0 });
@@ -173,18 +173,11 @@ describe("WorkQueue", () => {
   });
 
   it("sets one timer per moment of a spread, not one per key, and cancels them on shutdown", async () => {
-    let timers = 0;
-    const counting: Clock = {
-      ...systemClock,
-      setTimer: (ms, fn) => {
-        timers++;
-        return systemClock.setTimer(ms, fn);
-      },
-    };
+    const { clock: counting, timers } = countingClock();
     const queue = new WorkQueue({ clock: counting });
     const keys = Array.from({ length: 10_000 }, (_, i) => `ns/k${i}`);
     queue.addSpread(keys, 6_000);
-    expect(timers).toBeLessThanOrEqual(SPREAD_MOMENTS);
+    expect(timers()).toBeLessThanOrEqual(SPREAD_MOMENTS);
     queue.shutDown();
     await vi.advanceTimersByTimeAsync(10_000);
     expect(await queue.get()).toBeUndefined();
