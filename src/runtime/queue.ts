@@ -51,8 +51,10 @@ export interface WorkQueueOptions {
  *   and follow-ups (`addAfter(..., { followUp: true })` and `addRateLimited` coming due: the
  *   requeues and retries of work in progress). When both hold keys, `get` takes from each in turn.
  *   A follow-up is then never held behind a backlog of fresh work (a create waiting to be read
- *   back behind 10,000 creates not yet made), and fresh work still gets every other worker slot
- *   however many follow-ups come due (a mass rollout polled every few seconds).
+ *   back behind 10,000 creates not yet made), and fresh work still gets every other turn however
+ *   many follow-ups come due (a mass rollout polled every few seconds). Turns are counted in keys
+ *   taken, not in time: while fresh reconciles wait on a rate limit, follow-ups come back at the
+ *   pace those end.
  * - `shutDown` stops intake: later adds are ignored, pending delayed adds are cancelled, keys not
  *   yet picked up are dropped (the work is level-based: the next run resyncs everything), and
  *   `get` resolves `undefined`. In-flight keys finish; `drained()` resolves when the last is done.
@@ -67,13 +69,19 @@ export class WorkQueue {
   readonly #followUps = new Map<string, number>();
   /** The line `get` took from last, when both held keys: the other goes next. */
   #tookFollowUp = false;
-  /** Keys added while in flight: re-queued at `done`. */
-  readonly #dirty = new Set<string>();
+  /** Keys added while in flight: re-queued at `done`, in the follow-ups' line when `true`. */
+  readonly #dirty = new Map<string, boolean>();
   /** In-flight keys and when they were picked up. */
   readonly #processing = new Map<string, number>();
   readonly #delayed = new Map<string, { at: number; cancel: CancelTimer }>();
   /** The timers of spread adds not yet come due. */
   readonly #spreads = new Set<CancelTimer>();
+  /**
+   * When each key of a spread is due: what `addAfter` and later spreads compare with (the
+   * earliest wins), and what a moment checks before it makes a key ready (a key made ready,
+   * scheduled sooner or cancelled since is no longer there, or is there with another time).
+   */
+  readonly #spreadAt = new Map<string, number>();
   #waiters: Array<(key: string | undefined) => void> = [];
   #drainWaiters: Array<() => void> = [];
   #shuttingDown = false;
@@ -106,6 +114,8 @@ export class WorkQueue {
     const at = this.#clock.now() + delayMs;
     const existing = this.#delayed.get(key);
     if (existing && existing.at <= at) return;
+    const spreadAt = this.#spreadAt.get(key);
+    if (spreadAt !== undefined && spreadAt <= at) return;
     existing?.cancel();
     const cancel = this.#clock.setTimer(delayMs, () => {
       this.#delayed.delete(key);
@@ -118,11 +128,13 @@ export class WorkQueue {
    * Makes each of `keys` ready as fresh work at a random moment of [0, `spreadMs`), one of
    * {@link SPREAD_MOMENTS} evenly spaced ones, as `addAfter(key, offset)` would for each: a key
    * ready already, or scheduled no later than its moment, keeps that; one scheduled later comes
-   * at its moment instead. A key forgotten meanwhile (`cancel`) still comes at its moment.
+   * at its moment instead; one made ready, scheduled sooner or cancelled before its moment does not
+   * come again at it.
    *
    * Why not `addAfter` per key: a timer per key cost ~570 bytes, alive for the whole spread
    * (5.4 MiB at 10,000 keys in a resync pass, long-lived enough to reach V8's old space and to
-   * be collected only by a full collection); here a key costs its place in an array.
+   * be collected only by a full collection); here a key costs its place in an array and an entry
+   * of its due time.
    */
   addSpread(keys: Iterable<string>, spreadMs: number, random: () => number = Math.random): void {
     if (this.#shuttingDown) return;
@@ -137,8 +149,17 @@ export class WorkQueue {
         continue;
       }
       if (this.#isReady(key) || this.#dirty.has(key)) continue;
+      const at = now + delayMs;
       const existing = this.#delayed.get(key);
-      if (existing && existing.at <= now + delayMs) continue;
+      if (existing && existing.at <= at) continue;
+      const spreadAt = this.#spreadAt.get(key);
+      if (spreadAt !== undefined && spreadAt <= at) continue;
+      // Sooner than the later schedule it had: that one is dropped, as `addAfter` drops it.
+      if (existing) {
+        existing.cancel();
+        this.#delayed.delete(key);
+      }
+      this.#spreadAt.set(key, at);
       let due = moments[moment];
       if (!due) {
         due = [];
@@ -147,9 +168,11 @@ export class WorkQueue {
       due.push(key);
     }
     moments.forEach((due, moment) => {
-      const cancel = this.#clock.setTimer(Math.floor(moment * stepMs), () => {
+      const delayMs = Math.floor(moment * stepMs);
+      const at = now + delayMs;
+      const cancel = this.#clock.setTimer(delayMs, () => {
         this.#spreads.delete(cancel);
-        for (const key of due) this.#makeReady(key, false);
+        for (const key of due) if (this.#spreadAt.get(key) === at) this.#makeReady(key, false);
       });
       this.#spreads.add(cancel);
     });
@@ -210,9 +233,10 @@ export class WorkQueue {
     if (started === undefined) return;
     this.#processing.delete(key);
     this.#metrics.workDuration?.((this.#clock.now() - started) / 1000);
-    if (this.#dirty.delete(key) && !this.#shuttingDown) {
-      // Added while in flight: a change to look at again, fresh work.
-      this.#ready.set(key, this.#clock.now());
+    const followUp = this.#dirty.get(key);
+    if (followUp !== undefined && this.#dirty.delete(key) && !this.#shuttingDown) {
+      // Added while in flight: in the line it was added to (a follow-up's if any add was one).
+      (followUp ? this.#followUps : this.#ready).set(key, this.#clock.now());
       this.#handOut();
       this.#reportDepth();
     }
@@ -227,6 +251,7 @@ export class WorkQueue {
     this.#delayed.clear();
     for (const cancel of this.#spreads) cancel();
     this.#spreads.clear();
+    this.#spreadAt.clear();
     this.#ready.clear();
     this.#followUps.clear();
     this.#dirty.clear();
@@ -254,7 +279,7 @@ export class WorkQueue {
 
   /** Keys currently scheduled for later. */
   get delayedCount(): number {
-    return this.#delayed.size;
+    return this.#delayed.size + this.#spreadAt.size;
   }
 
   /** Work in flight: summed and longest age in seconds (client-go's unfinished-work gauges). */
@@ -279,7 +304,7 @@ export class WorkQueue {
     this.#metrics.added?.();
     this.#cancelDelayed(key);
     if (this.#processing.has(key)) {
-      this.#dirty.add(key);
+      this.#dirty.set(key, followUp || (this.#dirty.get(key) ?? false));
       return;
     }
     // Already waiting in either line: it keeps its place.
@@ -314,6 +339,7 @@ export class WorkQueue {
   }
 
   #cancelDelayed(key: string): void {
+    this.#spreadAt.delete(key);
     const delayed = this.#delayed.get(key);
     if (!delayed) return;
     delayed.cancel();

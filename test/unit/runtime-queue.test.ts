@@ -172,6 +172,63 @@ describe("WorkQueue", () => {
     expect(await poll(queue)).toBe("pending");
   });
 
+  it("hands a spread key out once when it is added, scheduled sooner or cancelled before its moment", async () => {
+    const queue = new WorkQueue();
+    queue.addSpread(["ns/added", "ns/sooner", "ns/later", "ns/cancelled", "ns/waits"], 3_200, () => 0.5);
+    expect(queue.delayedCount).toBe(5);
+    queue.add("ns/added");
+    queue.addAfter("ns/sooner", 500);
+    queue.addAfter("ns/later", 5_000);
+    queue.cancel("ns/cancelled");
+    const handed: string[] = [];
+    const take = async () => {
+      for (;;) {
+        const key = await poll(queue);
+        if (key === "pending" || key === undefined) return;
+        handed.push(key);
+        queue.done(key);
+      }
+    };
+    await take();
+    await vi.advanceTimersByTimeAsync(500);
+    await take();
+    // The spread's moment (1,600 ms): only the keys still waiting for it.
+    await vi.advanceTimersByTimeAsync(1_100);
+    await take();
+    await vi.advanceTimersByTimeAsync(60_000);
+    await take();
+    expect(handed).toEqual(["ns/added", "ns/sooner", "ns/later", "ns/waits"]);
+    expect(queue.delayedCount).toBe(0);
+  });
+
+  it("keeps the earliest of two spreads of one key", async () => {
+    const queue = new WorkQueue();
+    queue.addSpread(["ns/a"], 3_200, () => 0.9);
+    queue.addSpread(["ns/a"], 3_200, () => 0.1);
+    queue.addSpread(["ns/a"], 3_200, () => 0.5);
+    const at: number[] = [];
+    for (let t = 0; t < 4_000; t += 100) {
+      await vi.advanceTimersByTimeAsync(100);
+      const key = await poll(queue);
+      if (key === "ns/a") {
+        at.push(Date.now());
+        queue.done(key);
+      }
+    }
+    // 0.1 of 32 moments is moment 3: 300 ms; the later moments find it handed out already.
+    expect(at).toEqual([300]);
+  });
+
+  it("keeps a follow-up added while its key is in flight in the follow-ups' line", async () => {
+    const queue = new WorkQueue();
+    queue.add("ns/f");
+    expect(await queue.get()).toBe("ns/f");
+    for (const key of ["ns/a", "ns/b"]) queue.add(key);
+    queue.addAfter("ns/f", 0, { followUp: true });
+    queue.done("ns/f");
+    expect(await poll(queue)).toBe("ns/f");
+  });
+
   it("sets one timer per moment of a spread, not one per key, and cancels them on shutdown", async () => {
     const { clock: counting, timers } = countingClock();
     const queue = new WorkQueue({ clock: counting });
