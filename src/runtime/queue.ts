@@ -109,14 +109,8 @@ export class WorkQueue {
       this.#makeReady(key, followUp);
       return;
     }
-    // Ready, or in flight and already due again: nothing sooner can be scheduled.
-    if (this.#isReady(key) || this.#dirty.has(key)) return;
     const at = this.#clock.now() + delayMs;
-    const existing = this.#delayed.get(key);
-    if (existing && existing.at <= at) return;
-    const spreadAt = this.#spreadAt.get(key);
-    if (spreadAt !== undefined && spreadAt <= at) return;
-    existing?.cancel();
+    if (this.#keepsSchedule(key, at)) return;
     const cancel = this.#clock.setTimer(delayMs, () => {
       this.#delayed.delete(key);
       this.#makeReady(key, followUp);
@@ -148,17 +142,8 @@ export class WorkQueue {
         this.#makeReady(key, false);
         continue;
       }
-      if (this.#isReady(key) || this.#dirty.has(key)) continue;
       const at = now + delayMs;
-      const existing = this.#delayed.get(key);
-      if (existing && existing.at <= at) continue;
-      const spreadAt = this.#spreadAt.get(key);
-      if (spreadAt !== undefined && spreadAt <= at) continue;
-      // Sooner than the later schedule it had: that one is dropped, as `addAfter` drops it.
-      if (existing) {
-        existing.cancel();
-        this.#delayed.delete(key);
-      }
+      if (this.#keepsSchedule(key, at)) continue;
       this.#spreadAt.set(key, at);
       let due = moments[moment];
       if (!due) {
@@ -293,6 +278,24 @@ export class WorkQueue {
       longest = Math.max(longest, age);
     }
     return { count: this.#processing.size, unfinishedSeconds: total, longestSeconds: longest };
+  }
+
+  /**
+   * The earliest-wins rule of `addAfter` and `addSpread`: true when `key` is ready, due again
+   * after its run, or scheduled no later than `at` (a new schedule at `at` changes nothing);
+   * otherwise its later timer, if any, is dropped for the caller's sooner one.
+   */
+  #keepsSchedule(key: string, at: number): boolean {
+    if (this.#isReady(key) || this.#dirty.has(key)) return true;
+    const existing = this.#delayed.get(key);
+    if (existing && existing.at <= at) return true;
+    const spreadAt = this.#spreadAt.get(key);
+    if (spreadAt !== undefined && spreadAt <= at) return true;
+    if (existing) {
+      existing.cancel();
+      this.#delayed.delete(key);
+    }
+    return false;
   }
 
   #isReady(key: string): boolean {
