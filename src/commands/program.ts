@@ -13,6 +13,7 @@ import { shutdownSignal } from "../runtime/manager.ts";
 import { VERSION } from "../version.ts";
 import type { CommandEntry } from "./command-entry.ts";
 import type { CliContext, RegisterCommand } from "./context.ts";
+import { withDeferredListFormat } from "./deferred-list-format.ts";
 import { KUBECTL_PLUGIN_NAME, PROGRAM_NAME } from "./program-name.ts";
 import { UsageError } from "./usage-error.ts";
 
@@ -110,7 +111,7 @@ export async function runCommands(
   }
   const chosen = entries.find((c) => c.name === named);
   if (chosen) await linkHttpWithoutWebSocket();
-  const commands = chosen ? [await chosen.load()] : [];
+  const commands = chosen ? [await withDeferredListFormat(() => chosen.load())] : [];
   return runProgram(
     argv,
     ctx,
