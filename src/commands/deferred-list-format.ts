@@ -51,23 +51,44 @@ export class DeferredListFormat {
   }
 }
 
+/** How many loads are under way (they may overlap: `completion` loads every command at once). */
+let loads = 0;
+/** The class that was `Intl.ListFormat` when the first of them began. */
+let held: typeof Intl.ListFormat | undefined;
+
 /**
  * Runs `load` (a command's dynamic import) with `Intl.ListFormat` constructing
- * {@link DeferredListFormat}s, and puts the class back when it settles. Only module code that
- * runs during the load is affected; nothing else runs then (the program has not started).
+ * {@link DeferredListFormat}s, and puts the class back when the last overlapping load settles,
+ * however it settles. Only module code that runs during the load is affected: the program has
+ * not started then.
  */
 export async function withDeferredListFormat<T>(load: () => Promise<T>): Promise<T> {
   const intl = Intl as { ListFormat: typeof Intl.ListFormat };
-  const Real = intl.ListFormat;
-  const make = (...args: ListFormatArgs) => new Real(...args);
-  const Deferred = function ListFormat(...args: ListFormatArgs) {
-    return new DeferredListFormat(make, ...args);
-  } as unknown as typeof Intl.ListFormat;
-  Object.defineProperty(Deferred, "supportedLocalesOf", { value: Real.supportedLocalesOf.bind(Real) });
-  intl.ListFormat = Deferred;
+  if (loads === 0) {
+    const Real = intl.ListFormat;
+    held = Real;
+    const make = (...args: ListFormatArgs) => new Real(...args);
+    const ListFormat = function ListFormat(
+      this: unknown,
+      locales?: ListFormatArgs[0],
+      options?: ListFormatArgs[1],
+    ) {
+      if (new.target === undefined) throw new TypeError("Constructor Intl.ListFormat requires 'new'");
+      // The options are read now, as the real constructor reads them, not at the first use.
+      return new DeferredListFormat(make, locales, options === undefined ? undefined : { ...options });
+    };
+    Object.defineProperty(ListFormat, "supportedLocalesOf", { value: Real.supportedLocalesOf.bind(Real) });
+    // A stand-in: constructing it gives an object with the real one's methods, not an instance.
+    intl.ListFormat = ListFormat as unknown as typeof Intl.ListFormat;
+  }
+  loads += 1;
   try {
     return await load();
   } finally {
-    intl.ListFormat = Real;
+    loads -= 1;
+    if (loads === 0 && held !== undefined) {
+      intl.ListFormat = held;
+      held = undefined;
+    }
   }
 }

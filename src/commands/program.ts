@@ -111,7 +111,7 @@ export async function runCommands(
   }
   const chosen = entries.find((c) => c.name === named);
   if (chosen) await linkHttpWithoutWebSocket();
-  const commands = chosen ? [await withDeferredListFormat(() => chosen.load())] : [];
+  const commands = chosen ? [await loadCommand(chosen)] : [];
   return runProgram(
     argv,
     ctx,
@@ -120,6 +120,22 @@ export async function runCommands(
     entries.filter((c) => c !== chosen),
     entries,
   );
+}
+
+/**
+ * Loads the code of the commands `entries`, at once. Every load of a command's code goes through
+ * here: the list formatters its libraries construct as they load are made on first use
+ * (deferred-list-format.ts).
+ */
+export function loadCommands(entries: readonly CommandEntry[]): Promise<RegisterCommand[]> {
+  return withDeferredListFormat(() => Promise.all(entries.map((entry) => entry.load())));
+}
+
+/** Loads the code of the command `entry` (see {@link loadCommands}). */
+export async function loadCommand(entry: CommandEntry): Promise<RegisterCommand> {
+  const [register] = await loadCommands([entry]);
+  if (register === undefined) throw new Error(`the command ${entry.name} loaded nothing`);
+  return register;
 }
 
 /** The exports of `node:http` that load Node's bundled undici (fetch, WebSocket) when read. */

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { DeferredListFormat, withDeferredListFormat } from "../../src/commands/deferred-list-format.ts";
 
 describe("withDeferredListFormat", () => {
-  it("defers a formatter made during the load to its first use, with the real one's answers", async () => {
+  it("makes the real formatter on its first use and answers as it does", async () => {
     const Real = Intl.ListFormat;
     let made = 0;
     const counted = (...args: ConstructorParameters<typeof Intl.ListFormat>) => {
@@ -46,5 +46,30 @@ describe("withDeferredListFormat", () => {
     ).rejects.toThrow("load failed");
     expect(Intl.ListFormat).toBe(Real);
     expect(() => bad?.format(["a"])).toThrow(RangeError);
+  });
+
+  it("puts the class back only when the last of overlapping loads settles", async () => {
+    const Real = Intl.ListFormat;
+    let release = () => {};
+    const slow = withDeferredListFormat(() => new Promise<void>((resolve) => (release = resolve)));
+    const quick = await withDeferredListFormat(async () => new Intl.ListFormat("en"));
+    expect(quick).toBeInstanceOf(DeferredListFormat);
+    // The quick load ended while the slow one goes on: formatters are still deferred.
+    expect(new Intl.ListFormat("en")).toBeInstanceOf(DeferredListFormat);
+    release();
+    await slow;
+    expect(Intl.ListFormat).toBe(Real);
+  });
+
+  it("reads the options when constructed and refuses a call without new, as the real class does", async () => {
+    const options: Intl.ListFormatOptions = { type: "disjunction" };
+    const f = await withDeferredListFormat(async () => {
+      const made = new Intl.ListFormat("en", options);
+      const call = Intl.ListFormat as unknown as (...args: unknown[]) => unknown;
+      expect(() => call("en")).toThrow(TypeError);
+      return made;
+    });
+    options.type = "conjunction";
+    expect(f.format(["a", "b"])).toBe("a or b");
   });
 });
