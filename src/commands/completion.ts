@@ -15,7 +15,7 @@ import { collectionPath } from "../kube/reflector.ts";
 import type { CommandEntry } from "./command-entry.ts";
 import type { CliContext, RegisterCommand } from "./context.ts";
 import { pluginCluster } from "./plugin-cluster.ts";
-import { commandEntriesOf, createProgram, EXIT } from "./program.ts";
+import { commandEntriesOf, createProgram, EXIT, loadCommand, loadCommands } from "./program.ts";
 import { KUBECTL_PLUGIN_EXECUTABLE, KUBECTL_PLUGIN_NAME, PROGRAM_NAME } from "./program-name.ts";
 
 /** The shells a script is written for. */
@@ -225,7 +225,7 @@ export const registerCompletionCommand: RegisterCommand = (program, ctx) => {
     .action(async (shell: Shell) => {
       const name = program.name();
       // Every command of the program, loaded to read its flags (this command only is slow to start).
-      const registers = await Promise.all(commandEntriesOf(program).map((c) => c.load()));
+      const registers = await loadCommands(commandEntriesOf(program));
       const full = createProgram(ctx, registers, name);
       ctx.out(completionScript(shell, name, full));
     });
@@ -294,7 +294,7 @@ export async function completions(
     );
   const entry = entries.find((e) => e.name === first);
   if (!entry) return offer([]);
-  const nodes = completionNodes(createProgram(ctx, [await entry.load()], KUBECTL_PLUGIN_NAME));
+  const nodes = completionNodes(createProgram(ctx, [await loadCommand(entry)], KUBECTL_PLUGIN_NAME));
   const takesValue = new Set(valueFlags(nodes));
   const given: Record<string, string> = {};
   const positional: string[] = [];

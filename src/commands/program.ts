@@ -13,6 +13,7 @@ import { shutdownSignal } from "../runtime/manager.ts";
 import { VERSION } from "../version.ts";
 import type { CommandEntry } from "./command-entry.ts";
 import type { CliContext, RegisterCommand } from "./context.ts";
+import { withDeferredListFormat } from "./deferred-list-format.ts";
 import { KUBECTL_PLUGIN_NAME, PROGRAM_NAME } from "./program-name.ts";
 import { UsageError } from "./usage-error.ts";
 
@@ -110,7 +111,7 @@ export async function runCommands(
   }
   const chosen = entries.find((c) => c.name === named);
   if (chosen) await linkHttpWithoutWebSocket();
-  const commands = chosen ? [await chosen.load()] : [];
+  const commands = chosen ? [await loadCommand(chosen)] : [];
   return runProgram(
     argv,
     ctx,
@@ -119,6 +120,22 @@ export async function runCommands(
     entries.filter((c) => c !== chosen),
     entries,
   );
+}
+
+/**
+ * Loads the code of the commands `entries`, at once. Every load of a command's code goes through
+ * here: the list formatters its libraries construct as they load are made on first use
+ * (deferred-list-format.ts).
+ */
+export function loadCommands(entries: readonly CommandEntry[]): Promise<RegisterCommand[]> {
+  return withDeferredListFormat(() => Promise.all(entries.map((entry) => entry.load())));
+}
+
+/** Loads the code of the command `entry` (see {@link loadCommands}). */
+export async function loadCommand(entry: CommandEntry): Promise<RegisterCommand> {
+  const [register] = await loadCommands([entry]);
+  if (register === undefined) throw new Error(`the command ${entry.name} loaded nothing`);
+  return register;
 }
 
 /** The exports of `node:http` that load Node's bundled undici (fetch, WebSocket) when read. */

@@ -148,37 +148,82 @@ describe("bin/dms-operator.mjs --version", () => {
       .filter((url) => /\/(src|dist)\/commands\/[\w-]+\.(ts|js)$/.test(url))
       .map((url) => url.slice(url.lastIndexOf("/") + 1).replace(/\.(ts|js)$/, ""))
       .sort();
-    expect(commandModules).toEqual(["program", "program-name", "registry", "usage-error"]);
+    expect(commandModules).toEqual([
+      "deferred-list-format",
+      "program",
+      "program-name",
+      "registry",
+      "usage-error",
+    ]);
     expect(
       loaded.filter((url) => /node_modules\/(got|@kubernetes|yaml|cli-table3|@sinclair)\//.test(url)),
     ).toEqual([]);
   }, 30_000);
 });
 
+/**
+ * Runs `dms-operator run --help` with `hook` (module code, one line per string) imported first,
+ * and returns what the hook wrote on exit as `REPORT <json>` on stderr.
+ */
+async function runHelpReport(hook: readonly string[]): Promise<unknown> {
+  const { stdout, stderr } = await promisify(execFile)(
+    process.execPath,
+    [
+      "--import",
+      `data:text/javascript,${encodeURIComponent(hook.join(""))}`,
+      join(ROOT, "bin", "dms-operator.mjs"),
+      "run",
+      "--help",
+    ],
+    { encoding: "utf8" },
+  );
+  expect(stdout).toContain("Usage: dms-operator run");
+  const report = stderr.split("\n").find((l) => l.startsWith("REPORT "));
+  return JSON.parse(report?.slice("REPORT ".length) ?? "{}");
+}
+
 describe("bin/dms-operator.mjs run", () => {
   it("imports node:http without loading Node's WebSocket client (undici), which stays reachable", async () => {
     // On exit: whether the ES module namespace of node:http was made, whether undici was loaded
     // (before anything reads it), then whether http.WebSocket still answers.
-    const hook = `data:text/javascript,${encodeURIComponent(
-      [
-        'import{registerHooks}from"node:module";',
-        'let linked=false;registerHooks({resolve(s,c,n){const r=n(s,c);if(r.url==="node:http")linked=true;return r;}});',
-        'process.on("exit",()=>{const undici=process.moduleLoadList.some(m=>m.includes("deps/undici/undici"));',
-        'const ws=typeof process.getBuiltinModule("node:http").WebSocket;',
-        'process.stderr.write("REPORT "+JSON.stringify({linked,undici,ws})+"\\n");});',
-      ].join(""),
-    )}`;
-    const { stdout, stderr } = await promisify(execFile)(
-      process.execPath,
-      ["--import", hook, join(ROOT, "bin", "dms-operator.mjs"), "run", "--help"],
-      { encoding: "utf8" },
-    );
-    expect(stdout).toContain("Usage: dms-operator run");
-    const report = stderr.split("\n").find((l) => l.startsWith("REPORT "));
-    expect(JSON.parse(report?.slice("REPORT ".length) ?? "{}")).toEqual({
+    const report = await runHelpReport([
+      'import{registerHooks}from"node:module";',
+      'let linked=false;registerHooks({resolve(s,c,n){const r=n(s,c);if(r.url==="node:http")linked=true;return r;}});',
+      'process.on("exit",()=>{const undici=process.moduleLoadList.some(m=>m.includes("deps/undici/undici"));',
+      'const ws=typeof process.getBuiltinModule("node:http").WebSocket;',
+      'process.stderr.write("REPORT "+JSON.stringify({linked,undici,ws})+"\\n");});',
+    ]);
+    expect(report).toEqual({
       linked: true,
       undici: false,
       ws: "function",
+    });
+  }, 30_000);
+
+  it("loads the service client without constructing an Intl.ListFormat, and puts the class back", async () => {
+    // got's type checks (@sindresorhus/is) construct two list formatters as they load; each reads
+    // ICU's data into memory. The hook counts the constructions of the real class; on exit it
+    // reports them, whether got was loaded, whether Intl.ListFormat is the class it was, and
+    // whether a formatter made during the load still answers (by making the real one then).
+    const report = await runHelpReport([
+      'import{registerHooks}from"node:module";',
+      "let got=false;registerHooks({resolve(s,c,n){const r=n(s,c);if(/node_modules\\/got\\//.test(r.url))got=true;return r;}});",
+      "const Real=Intl.ListFormat;let made=0;",
+      "class Counted extends Real{constructor(...a){super(...a);made+=1;}}",
+      "Intl.ListFormat=Counted;const Seen=[];",
+      "const at=Object.getOwnPropertyDescriptor(Intl,'ListFormat');",
+      "Object.defineProperty(Intl,'ListFormat',{configurable:true,get(){return at.value;},set(v){if(v!==Counted)Seen.push(v);at.value=v;}});",
+      'process.on("exit",()=>{const before=made;',
+      "const during=Seen[0]?new Seen[0]('en',{type:'disjunction'}):undefined;",
+      "const text=during?.format(['a','b']);",
+      'process.stderr.write("REPORT "+JSON.stringify({got,made:before,restored:Intl.ListFormat===Counted,text,after:made})+"\\n");});',
+    ]);
+    expect(report).toEqual({
+      got: true,
+      made: 0,
+      restored: true,
+      text: "a or b",
+      after: 1,
     });
   }, 30_000);
 });
