@@ -283,7 +283,8 @@ export class WorkQueue {
   /**
    * The earliest-wins rule of `addAfter` and `addSpread`: true when `key` is ready, due again
    * after its run, or scheduled no later than `at` (a new schedule at `at` changes nothing);
-   * otherwise its later timer, if any, is dropped for the caller's sooner one.
+   * otherwise its later schedule, a timer or a spread's moment, is dropped for the caller's sooner
+   * one (the moment then passes the key by).
    */
   #keepsSchedule(key: string, at: number): boolean {
     if (this.#isReady(key) || this.#dirty.has(key)) return true;
@@ -291,10 +292,7 @@ export class WorkQueue {
     if (existing && existing.at <= at) return true;
     const spreadAt = this.#spreadAt.get(key);
     if (spreadAt !== undefined && spreadAt <= at) return true;
-    if (existing) {
-      existing.cancel();
-      this.#delayed.delete(key);
-    }
+    this.#cancelDelayed(key);
     return false;
   }
 

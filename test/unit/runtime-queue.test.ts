@@ -180,6 +180,8 @@ describe("WorkQueue", () => {
     queue.addAfter("ns/sooner", 500);
     queue.addAfter("ns/later", 5_000);
     queue.cancel("ns/cancelled");
+    // Scheduled later: "ns/sooner" (its own timer, once), "ns/later" and "ns/waits" (the spread).
+    expect(queue.delayedCount).toBe(3);
     const handed: string[] = [];
     const take = async () => {
       for (;;) {
