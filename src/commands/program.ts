@@ -132,10 +132,8 @@ export function loadCommands(entries: readonly CommandEntry[]): Promise<Register
 }
 
 /** Loads the code of the command `entry` (see {@link loadCommands}). */
-export async function loadCommand(entry: CommandEntry): Promise<RegisterCommand> {
-  const [register] = await loadCommands([entry]);
-  if (register === undefined) throw new Error(`the command ${entry.name} loaded nothing`);
-  return register;
+export function loadCommand(entry: CommandEntry): Promise<RegisterCommand> {
+  return withDeferredListFormat(() => entry.load());
 }
 
 /** The exports of `node:http` that load Node's bundled undici (fetch, WebSocket) when read. */
