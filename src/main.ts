@@ -172,8 +172,7 @@ export async function runOperator(
   deps: OperatorDeps,
   signal: AbortSignal,
 ): Promise<void> {
-  // Measured at 10,000 resources (runtime/heap-tuning.ts): a smaller heap, and a resync pass
-  // that leaves its garbage in the young generation.
+  // See runtime/heap-tuning.ts.
   if (config.optimizeForSize) tuneHeapForSize();
   const operator = buildOperator(config, deps);
   const namespaces = config.namespaces.length > 0 ? config.namespaces : "all";
