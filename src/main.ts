@@ -6,7 +6,6 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { setFlagsFromString } from "node:v8";
 import { KubeClient } from "./kube/client.ts";
 import { loadKubeConfig } from "./kube/config.ts";
 import { KubeEventRecorder } from "./kube/events.ts";
@@ -17,6 +16,7 @@ import { startPass } from "./reconcile/service/freshness.ts";
 import { RolloutPoller } from "./reconcile/service/rollout-poller.ts";
 import { systemClock } from "./runtime/clock.ts";
 import { Controller } from "./runtime/controller.ts";
+import { tuneHeapForSize } from "./runtime/heap-tuning.ts";
 import { Manager } from "./runtime/manager.ts";
 import { RuntimeMetrics } from "./runtime/metrics.ts";
 import { ResyncedController } from "./runtime/resync.ts";
@@ -172,9 +172,8 @@ export async function runOperator(
   deps: OperatorDeps,
   signal: AbortSignal,
 ): Promise<void> {
-  // Measured at 10,000 resources (docs/benchmarks.md, "Memory"): the heap is collected and
-  // compacted closer to its live size, for a few percent more CPU.
-  if (config.optimizeForSize) setFlagsFromString("--optimize-for-size");
+  // See runtime/heap-tuning.ts.
+  if (config.optimizeForSize) tuneHeapForSize();
   const operator = buildOperator(config, deps);
   const namespaces = config.namespaces.length > 0 ? config.namespaces : "all";
   const optimizeForSize = config.optimizeForSize ?? false;

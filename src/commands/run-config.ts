@@ -259,7 +259,7 @@ export const RUN_SETTINGS = {
     parse: parsers.onOff,
     default: "on",
     arg: "<on|off>",
-    help: "V8 favours memory over speed: its heap stays close to what is live (a flag NODE_OPTIONS cannot carry)",
+    help: "V8 favours memory over speed: its heap stays close to what is live, and no allocation site is pretenured (flags NODE_OPTIONS cannot carry)",
   },
 } satisfies Settings;
 

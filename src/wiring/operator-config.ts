@@ -100,8 +100,8 @@ export interface OperatorConfig {
    */
   maxSecretBytes?: number;
   /**
-   * V8's `--optimize-for-size` for this process (`runOperator` only: it is process-wide). Node
-   * refuses the flag in NODE_OPTIONS, so `run` sets it itself, before the cache fills.
+   * The V8 flags of runtime/heap-tuning.ts for this process (`runOperator` only: they are
+   * process-wide).
    */
   optimizeForSize?: boolean;
   /**
