@@ -3,7 +3,8 @@
  * in `NODE_OPTIONS`, so `run` sets them itself at start, before the cache fills; V8 reads both as
  * it goes. Pretenuring decisions V8 made while the modules loaded stay (29 sites with the whole
  * graph loaded); from the start of `run` on it makes none. What each saves is measured in
- * docs/benchmarks.md ("Memory" and "A resync pass's garbage, pretenured").
+ * docs/benchmarks.md ("Memory", and "27 November 2026, later: the pass's garbage was allocated
+ * old").
  */
 import { setFlagsFromString } from "node:v8";
 
