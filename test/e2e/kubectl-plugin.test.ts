@@ -190,7 +190,13 @@ describe("kubectl dms status", { timeout: 120_000 }, () => {
   let ns: string;
   beforeAll(async () => {
     ns = await freshNamespace("plugin-status");
-    const windows = [{ kind: "allow", schedule: "0 3 * * 6", duration: "1h", timeZone: "Europe/Berlin" }];
+    // One hour a week, three days from today in Berlin: never open while the test runs, whatever
+    // the day or hour CI runs it (a fixed weekday made this fail for that hour every week).
+    const today = new Intl.DateTimeFormat("en-US", { timeZone: "Europe/Berlin", weekday: "short" }).format();
+    const weekday = (["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"].indexOf(today) + 3) % 7;
+    const windows = [
+      { kind: "allow", schedule: `0 3 * * ${weekday}`, duration: "1h", timeZone: "Europe/Berlin" },
+    ];
     const connection = JSON.stringify({
       apiVersion: "dms.dev/v1alpha1",
       kind: "ServiceConnection",
