@@ -11,6 +11,7 @@
  */
 import http from "node:http";
 import https from "node:https";
+import { followSignal } from "../runtime/abort.ts";
 import type { KubeCredentials } from "./config.ts";
 import { apiErrorFrom, KubeApiError } from "./errors.ts";
 
@@ -120,14 +121,19 @@ export class KubeClient {
       headers["Content-Type"] = req.contentType ?? "application/json";
       headers["Content-Length"] = Buffer.byteLength(payload);
     }
-    const timeout = new AbortController();
+    // The caller's signal, followed by one listener until the body was read: no AbortSignal.any,
+    // whose bookkeeping outlives each request into the old generation (runtime/abort.ts).
+    const followed = followSignal(req.signal);
     const timer = setTimeout(
-      () => timeout.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")),
+      () => followed.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")),
       timeoutMs,
     );
     timer.unref();
-    const settled = () => clearTimeout(timer);
-    const signal = req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal;
+    const settled = () => {
+      clearTimeout(timer);
+      followed.release();
+    };
+    const { signal } = followed;
     const transport = url.protocol === "http:" ? http : https;
     try {
       const res = await new Promise<http.IncomingMessage>((resolve, reject) => {

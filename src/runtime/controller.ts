@@ -4,8 +4,10 @@
  * for). controller-runtime's contract, service-agnostic. It schedules nothing on its own: the
  * periodic pass over every object is `ResyncedController`'s (resync.ts).
  */
+import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
 import { pino } from "pino";
+import { followSignal } from "./abort.ts";
 import type { BackoffOptions } from "./backoff.ts";
 import { spread } from "./backoff.ts";
 import { type Clock, systemClock } from "./clock.ts";
@@ -204,8 +206,12 @@ export class Controller implements Runnable {
     signal.addEventListener("abort", onStop, { once: true });
     if (signal.aborted) queue.shutDown();
     this.#log.info({ workers: this.#concurrency }, "starting workers");
-    const workers = Array.from({ length: this.#concurrency }, () => this.#work(queue, halt));
+    // One listener on the caller's halt; each reconcile in flight listens to this one.
+    const halting = followSignal(halt);
+    setMaxListeners(this.#concurrency + 1, halting.signal);
+    const workers = Array.from({ length: this.#concurrency }, () => this.#work(queue, halting.signal));
     await Promise.all(workers);
+    halting.release();
     await queue.drained();
     for (const pass of this.#passes) pass.end();
     signal.removeEventListener("abort", onStop);
@@ -223,11 +229,11 @@ export class Controller implements Runnable {
 
   async #process(queue: WorkQueue, key: string, halt: AbortSignal): Promise<void> {
     const timeoutMs = this.#opts.reconcileTimeoutMs ?? 120_000;
-    const timeout = new AbortController();
+    const followed = followSignal(halt);
     const cancelTimer = this.#clock.setTimer(timeoutMs, () =>
-      timeout.abort(new ReconcileTimeoutError(`reconcile of ${key} exceeded ${timeoutMs} ms`)),
+      followed.abort(new ReconcileTimeoutError(`reconcile of ${key} exceeded ${timeoutMs} ms`)),
     );
-    const signal = AbortSignal.any([halt, timeout.signal]);
+    const { signal } = followed;
     const started = this.#clock.now();
     this.#metrics.activeWorkers?.(++this.#active);
     try {
@@ -240,6 +246,7 @@ export class Controller implements Runnable {
       this.#metrics.reconciled?.("error", (this.#clock.now() - started) / 1000);
     } finally {
       cancelTimer();
+      followed.release();
       this.#metrics.activeWorkers?.(--this.#active);
       queue.done(key);
       this.#settle(key);
