@@ -153,7 +153,9 @@ export function report(b: Tally, a: Tally | undefined, unit: (amount: number) =>
 if (import.meta.main) {
   const [first, second] = process.argv.slice(2);
   if (first === undefined) {
-    process.stderr.write("usage: node test/bench/profile-report.ts <a.cpuprofile|a.heapsnapshot|a.heapprofile> [<b>]\n");
+    process.stderr.write(
+      "usage: node test/bench/profile-report.ts <a.cpuprofile|a.heapsnapshot|a.heapprofile> [<b>]\n",
+    );
     process.exit(2);
   }
   const read = (path: string) => JSON.parse(readFileSync(path, "utf8")) as unknown;
@@ -169,7 +171,11 @@ if (import.meta.main) {
     const b = second === undefined ? undefined : sampledTallies(read(second) as { head: SampledNode });
     const mib = (bytes: number) => `${(bytes / 1048576).toFixed(2)} MiB`;
     lines.push("allocating function:", ...report(b?.self ?? a.self, b ? a.self : undefined, mib));
-    lines.push("", "nearest function of the operator:", ...report(b?.ours ?? a.ours, b ? a.ours : undefined, mib));
+    lines.push(
+      "",
+      "nearest function of the operator:",
+      ...report(b?.ours ?? a.ours, b ? a.ours : undefined, mib),
+    );
   } else {
     const a = heapTally(read(first) as HeapSnapshot);
     const b = second === undefined ? undefined : heapTally(read(second) as HeapSnapshot);

@@ -244,8 +244,7 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
       const idle = memoryMiB(pid);
       const idleRss = idle.rss;
       progress(`N=${n}: idle RSS ${idleRss.toFixed(1)} MiB; applying ${n} resources`);
-      const sampling =
-        setup.profile === undefined ? undefined : await Inspector.connect(running.inspectPort);
+      const sampling = setup.profile === undefined ? undefined : await Inspector.connect(running.inspectPort);
       if (sampling && setup.profile) {
         await mkdir(setup.profile, { recursive: true });
         await sampling.startHeapSampling();
