@@ -38,6 +38,14 @@ export interface KubeRequest {
   signal?: AbortSignal;
   /** Overrides the client's default timeout for this call. For streams: the whole stream's lifetime. */
   timeoutMs?: number;
+  /**
+   * The caller reads nothing of a 2xx answer (a label write, an Event): its body is read to the
+   * end, so the connection is reused, and dropped unparsed; `request` resolves `undefined`. Any
+   * other answer is read and reported as always. Such an answer is the whole object, a few KB of
+   * JSON whose string and parsed tree outlive the young generation under load: the sharder writes
+   * a label on every resource, the recorder an Event for every create.
+   */
+  discardAnswer?: boolean;
 }
 
 /** Options of {@link KubeClient}. */
@@ -75,6 +83,11 @@ export class KubeClient {
   /** Sends `req` and resolves its parsed JSON answer. */
   async request(req: KubeRequest): Promise<unknown> {
     const { res, settled } = await this.#send(req, req.timeoutMs ?? this.#timeoutMs);
+    const ok = (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 300;
+    if (req.discardAnswer && ok) {
+      await drain(res, describe(req)).finally(settled);
+      return undefined;
+    }
     const text = await readText(res, describe(req)).finally(settled);
     const body = parseJson(text);
     const status = res.statusCode ?? 0;
@@ -168,6 +181,18 @@ function parseJson(text: string): unknown {
     // Proxies and a server under stress can answer plain text; the status code still tells the story.
     return { message: text.slice(0, 200) };
   }
+}
+
+/** Reads an answer to its end without keeping any of it. */
+function drain(res: http.IncomingMessage, what: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    res.once("end", resolve);
+    res.once("error", (err) => reject(new Error(`${what}: reading the answer failed`, { cause: err })));
+    res.once("close", () => {
+      if (!res.complete) reject(new Error(`${what}: reading the answer failed: the connection closed`));
+    });
+    res.resume();
+  });
 }
 
 async function readText(res: http.IncomingMessage, what: string): Promise<string> {

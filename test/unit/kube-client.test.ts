@@ -44,4 +44,40 @@ describe("KubeClient", () => {
       /GET \/api/,
     );
   });
+
+  it("drops a 2xx answer unread when asked to, on a connection it then reuses", async () => {
+    const sockets = new Set<unknown>();
+    const client = await clientOf((req, res) => {
+      sockets.add(req.socket);
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.end(JSON.stringify({ kind: "Deployment", big: "x".repeat(100_000) }));
+    }, 1_000);
+    const discarded = { method: "PATCH", path: "/apis/x", body: {}, discardAnswer: true } as const;
+    await expect(client.request(discarded)).resolves.toBeUndefined();
+    await expect(client.request(discarded)).resolves.toBeUndefined();
+    // Read to its end: the second call went over the first one's connection.
+    expect(sockets.size).toBe(1);
+  });
+
+  it("still reports an answer that is not 2xx when asked to drop the answer", async () => {
+    const client = await clientOf((_req, res) => {
+      res.writeHead(409, { "Content-Type": "application/json" });
+      res.end(
+        JSON.stringify({ kind: "Status", reason: "Conflict", message: "the object has been modified" }),
+      );
+    }, 1_000);
+    await expect(
+      client.request({ method: "PATCH", path: "/apis/x", body: {}, discardAnswer: true }),
+    ).rejects.toThrow(/the object has been modified/);
+  });
+
+  it("gives up on a dropped answer whose body does not end within the timeout", async () => {
+    const client = await clientOf((_req, res) => {
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.write('{"kind":');
+    }, 200);
+    await expect(
+      client.request({ method: "PATCH", path: "/apis/x", body: {}, discardAnswer: true }),
+    ).rejects.toThrow(/PATCH \/apis\/x: reading the answer failed/);
+  });
 });
