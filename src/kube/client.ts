@@ -184,25 +184,47 @@ function parseJson(text: string): unknown {
 }
 
 /** Reads an answer to its end without keeping any of it. */
-function drain(res: http.IncomingMessage, what: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    res.once("end", resolve);
-    res.once("error", (err) => reject(new Error(`${what}: reading the answer failed`, { cause: err })));
-    res.once("close", () => {
-      if (!res.complete) reject(new Error(`${what}: reading the answer failed: the connection closed`));
-    });
-    res.resume();
-  });
+async function drain(res: http.IncomingMessage, what: string): Promise<void> {
+  await readBody(res, what, false);
 }
 
-async function readText(res: http.IncomingMessage, what: string): Promise<string> {
-  const chunks: Buffer[] = [];
-  try {
-    for await (const chunk of res) chunks.push(chunk as Buffer);
-  } catch (err) {
-    throw new Error(`${what}: reading the answer failed`, { cause: err });
-  }
-  return Buffer.concat(chunks).toString("utf8");
+function readText(res: http.IncomingMessage, what: string): Promise<string> {
+  return readBody(res, what, true);
+}
+
+/**
+ * Reads an answer to its end by its events, its text kept or not. Not `for await`: the async
+ * iterator of a stream brings an end-of-stream watcher, its listeners and an async resource per
+ * answer, which outlived the young generation under load (18 of the leader's 225 MiB promoted
+ * in its first 2 minutes at 3 x 10,000, sampled).
+ */
+function readBody(res: http.IncomingMessage, what: string, keep: boolean): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let settled = false;
+    const end = () => {
+      if (settled) return;
+      settled = true;
+      resolve(
+        chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks).toString("utf8"),
+      );
+    };
+    const fail = (cause?: unknown) => {
+      if (settled) return;
+      settled = true;
+      const message = `${what}: reading the answer failed`;
+      reject(
+        cause === undefined ? new Error(`${message}: the connection closed`) : new Error(message, { cause }),
+      );
+    };
+    res.on("data", (chunk: Buffer) => {
+      if (keep) chunks.push(chunk);
+    });
+    res.once("end", end);
+    res.once("error", fail);
+    // Closed before its end (a timeout, an abort, a cut connection): what came is not the answer.
+    res.once("close", () => fail());
+  });
 }
 
 async function* jsonLines(

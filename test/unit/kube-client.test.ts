@@ -80,4 +80,18 @@ describe("KubeClient", () => {
       client.request({ method: "PATCH", path: "/apis/x", body: {}, discardAnswer: true }),
     ).rejects.toThrow(/PATCH \/apis\/x: reading the answer failed/);
   });
+
+  it("fails an answer whose connection is cut before its end, kept or dropped", async () => {
+    const client = await clientOf((req, res) => {
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.write('{"kind":');
+      setTimeout(() => req.socket.destroy(), 20);
+    }, 5_000);
+    await expect(client.request({ method: "GET", path: "/api" })).rejects.toThrow(
+      /GET \/api: reading the answer failed/,
+    );
+    await expect(
+      client.request({ method: "PATCH", path: "/apis/x", body: {}, discardAnswer: true }),
+    ).rejects.toThrow(/PATCH \/apis\/x: reading the answer failed/);
+  });
 });
