@@ -4,7 +4,6 @@
  * for). controller-runtime's contract, service-agnostic. It schedules nothing on its own: the
  * periodic pass over every object is `ResyncedController`'s (resync.ts).
  */
-import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
 import { pino } from "pino";
 import { followSignal } from "./abort.ts";
@@ -206,12 +205,8 @@ export class Controller implements Runnable {
     signal.addEventListener("abort", onStop, { once: true });
     if (signal.aborted) queue.shutDown();
     this.#log.info({ workers: this.#concurrency }, "starting workers");
-    // One listener on the caller's halt; each reconcile in flight listens to this one.
-    const halting = followSignal(halt);
-    setMaxListeners(this.#concurrency + 1, halting.signal);
-    const workers = Array.from({ length: this.#concurrency }, () => this.#work(queue, halting.signal));
+    const workers = Array.from({ length: this.#concurrency }, () => this.#work(queue, halt));
     await Promise.all(workers);
-    halting.release();
     await queue.drained();
     for (const pass of this.#passes) pass.end();
     signal.removeEventListener("abort", onStop);

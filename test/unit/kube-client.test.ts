@@ -1,4 +1,5 @@
 // The Kubernetes client's timeout covers the whole answer, body included, and ends with it.
+import { getEventListeners } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
@@ -93,5 +94,28 @@ describe("KubeClient", () => {
     await expect(
       client.request({ method: "PATCH", path: "/apis/x", body: {}, discardAnswer: true }),
     ).rejects.toThrow(/PATCH \/apis\/x: reading the answer failed/);
+  });
+
+  it("puts one listener on a caller's signal however many of its requests are in flight", async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    const waiting: Array<() => void> = [];
+    const client = await clientOf((_req, res) => {
+      waiting.push(() => res.end("{}"));
+    }, 5_000);
+    const stop = new AbortController();
+    const calls = Array.from({ length: 20 }, () =>
+      client.request({ method: "GET", path: "/api", signal: stop.signal }),
+    );
+    while (waiting.length < 20) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(getEventListeners(stop.signal, "abort")).toHaveLength(1);
+    for (const answer of waiting) answer();
+    await Promise.all(calls);
+    // The caller aborts later: none of the finished requests is touched.
+    stop.abort();
+    await new Promise((resolve) => setImmediate(resolve));
+    process.off("warning", onWarning);
+    expect(warnings).toEqual([]);
   });
 });

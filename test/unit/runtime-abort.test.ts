@@ -1,4 +1,4 @@
-// followSignal: a signal that follows a parent by one listener, removed on release, instead of
+// followSignal: a signal that follows a parent through the parent's one listener, instead of
 // AbortSignal.any (whose registrations with its sources outlive each request).
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
@@ -27,16 +27,30 @@ describe("followSignal", () => {
     expect(followed.signal.reason).toBe(timeout);
   });
 
-  it("holds one listener on the parent while it follows, and none once released", () => {
+  it("puts one listener on the parent however many follow it, and a released one is not aborted", () => {
     const parent = new AbortController();
-    const many = Array.from({ length: 5 }, () => followSignal(parent.signal));
-    expect(getEventListeners(parent.signal, "abort")).toHaveLength(5);
-    for (const followed of many) followed.release();
-    expect(getEventListeners(parent.signal, "abort")).toHaveLength(0);
-    // Released, it no longer follows: the parent's abort does not reach it.
-    const [first] = many;
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    const many = Array.from({ length: 50 }, () => followSignal(parent.signal));
+    expect(getEventListeners(parent.signal, "abort")).toHaveLength(1);
+    const [released, ...others] = many;
+    released?.release();
+    const reason = new Error("halt");
+    parent.abort(reason);
+    expect(released?.signal.aborted).toBe(false);
+    expect(others.every((f) => f.signal.reason === reason)).toBe(true);
+    process.off("warning", onWarning);
+    expect(warnings).toEqual([]);
+  });
+
+  it("follows again after every follower was released", () => {
+    const parent = new AbortController();
+    followSignal(parent.signal).release();
+    const later = followSignal(parent.signal);
+    expect(getEventListeners(parent.signal, "abort")).toHaveLength(1);
     parent.abort(new Error("halt"));
-    expect(first?.signal.aborted).toBe(false);
+    expect(later.signal.aborted).toBe(true);
   });
 
   it("is aborted at once, with no listener, when the parent already is", () => {
