@@ -15,6 +15,25 @@ import { readFileSync } from "node:fs";
 /** Seconds or bytes and a count, per key. */
 type Tally = Map<string, { amount: number; count: number }>;
 
+/** Adds `amount` to `k`'s entry of `tally`, and one to its count. */
+function add(tally: Tally, k: string, amount: number): void {
+  const entry = tally.get(k) ?? { amount: 0, count: 0 };
+  entry.amount += amount;
+  entry.count += 1;
+  tally.set(k, entry);
+}
+
+/** A profile's name of a function: `name dir/file:line`. */
+const frameKey = ({
+  functionName,
+  url,
+  lineNumber,
+}: {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+}) => `${functionName || "(anonymous)"} ${url.split("/").slice(-2).join("/")}:${lineNumber + 1}`;
+
 interface CpuProfile {
   nodes: Array<{
     id: number;
@@ -30,19 +49,9 @@ export function cpuTallies(profile: CpuProfile): { self: Tally; total: Tally } {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const child of n.children ?? []) parent.set(child, n.id);
-  const key = (id: number) => {
-    const { functionName, url, lineNumber } = (byId.get(id) as CpuProfile["nodes"][number]).callFrame;
-    const file = url.split("/").slice(-2).join("/");
-    return `${functionName || "(anonymous)"} ${file}:${lineNumber + 1}`;
-  };
+  const key = (id: number) => frameKey((byId.get(id) as CpuProfile["nodes"][number]).callFrame);
   const self: Tally = new Map();
   const total: Tally = new Map();
-  const add = (tally: Tally, k: string, seconds: number) => {
-    const entry = tally.get(k) ?? { amount: 0, count: 0 };
-    entry.amount += seconds;
-    entry.count += 1;
-    tally.set(k, entry);
-  };
   // A sample's time is the delta to the next one (the last sample has none).
   profile.samples.forEach((id, i) => {
     const seconds = (profile.timeDeltas[i + 1] ?? 0) / 1e6;
@@ -81,10 +90,7 @@ export function heapTally(snapshot: HeapSnapshot): Tally {
       : kind === "code" || kind === "number"
         ? kind
         : `${kind} ${(snapshot.strings[snapshot.nodes[i + name] as number] ?? "").slice(0, 60)}`;
-    const entry = tally.get(label) ?? { amount: 0, count: 0 };
-    entry.amount += snapshot.nodes[i + size] as number;
-    entry.count += 1;
-    tally.set(label, entry);
+    add(tally, label, snapshot.nodes[i + size] as number);
   }
   return tally;
 }
@@ -105,20 +111,12 @@ const operatorCode = (url: string) =>
  * of our calls the allocation, in a library or in Node, was made for).
  */
 export function sampledTallies(profile: { head: SampledNode }): { self: Tally; ours: Tally } {
-  const key = ({ functionName, url, lineNumber }: SampledNode["callFrame"]) =>
-    `${functionName || "(anonymous)"} ${url.split("/").slice(-2).join("/")}:${lineNumber + 1}`;
   const self: Tally = new Map();
   const ours: Tally = new Map();
-  const add = (tally: Tally, k: string, bytes: number) => {
-    const entry = tally.get(k) ?? { amount: 0, count: 0 };
-    entry.amount += bytes;
-    entry.count += 1;
-    tally.set(k, entry);
-  };
   const walk = (node: SampledNode, nearest: string) => {
-    const here = operatorCode(node.callFrame.url) ? key(node.callFrame) : nearest;
+    const here = operatorCode(node.callFrame.url) ? frameKey(node.callFrame) : nearest;
     if (node.selfSize > 0) {
-      add(self, key(node.callFrame), node.selfSize);
+      add(self, frameKey(node.callFrame), node.selfSize);
       add(ours, here, node.selfSize);
     }
     for (const child of node.children) walk(child, here);
