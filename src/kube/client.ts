@@ -11,6 +11,7 @@
  */
 import http from "node:http";
 import https from "node:https";
+import { followSignal } from "../runtime/abort.ts";
 import type { KubeCredentials } from "./config.ts";
 import { apiErrorFrom, KubeApiError } from "./errors.ts";
 
@@ -37,6 +38,14 @@ export interface KubeRequest {
   signal?: AbortSignal;
   /** Overrides the client's default timeout for this call. For streams: the whole stream's lifetime. */
   timeoutMs?: number;
+  /**
+   * The caller reads nothing of a 2xx answer (a label write, an Event): its body is read to the
+   * end, so the connection is reused, and dropped unparsed; `request` resolves `undefined`. Any
+   * other answer is read and reported as always. Such an answer is the whole object, a few KB of
+   * JSON whose string and parsed tree outlive the young generation under load: the sharder writes
+   * a label on every resource, the recorder an Event for every create.
+   */
+  discardAnswer?: boolean;
 }
 
 /** Options of {@link KubeClient}. */
@@ -74,6 +83,11 @@ export class KubeClient {
   /** Sends `req` and resolves its parsed JSON answer. */
   async request(req: KubeRequest): Promise<unknown> {
     const { res, settled } = await this.#send(req, req.timeoutMs ?? this.#timeoutMs);
+    const ok = (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 300;
+    if (req.discardAnswer && ok) {
+      await drain(res, describe(req)).finally(settled);
+      return undefined;
+    }
     const text = await readText(res, describe(req)).finally(settled);
     const body = parseJson(text);
     const status = res.statusCode ?? 0;
@@ -120,14 +134,19 @@ export class KubeClient {
       headers["Content-Type"] = req.contentType ?? "application/json";
       headers["Content-Length"] = Buffer.byteLength(payload);
     }
-    const timeout = new AbortController();
+    // The caller's signal, followed by one listener until the body was read: no AbortSignal.any,
+    // whose bookkeeping outlives each request into the old generation (runtime/abort.ts).
+    const followed = followSignal(req.signal);
     const timer = setTimeout(
-      () => timeout.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")),
+      () => followed.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")),
       timeoutMs,
     );
     timer.unref();
-    const settled = () => clearTimeout(timer);
-    const signal = req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal;
+    const settled = () => {
+      clearTimeout(timer);
+      followed.release();
+    };
+    const { signal } = followed;
     const transport = url.protocol === "http:" ? http : https;
     try {
       const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
@@ -164,14 +183,48 @@ function parseJson(text: string): unknown {
   }
 }
 
-async function readText(res: http.IncomingMessage, what: string): Promise<string> {
-  const chunks: Buffer[] = [];
-  try {
-    for await (const chunk of res) chunks.push(chunk as Buffer);
-  } catch (err) {
-    throw new Error(`${what}: reading the answer failed`, { cause: err });
-  }
-  return Buffer.concat(chunks).toString("utf8");
+/** Reads an answer to its end without keeping any of it. */
+async function drain(res: http.IncomingMessage, what: string): Promise<void> {
+  await readBody(res, what, false);
+}
+
+function readText(res: http.IncomingMessage, what: string): Promise<string> {
+  return readBody(res, what, true);
+}
+
+/**
+ * Reads an answer to its end by its events, its text kept or not. Not `for await`: the async
+ * iterator of a stream brings an end-of-stream watcher, its listeners and an async resource per
+ * answer, which outlived the young generation under load (18 of the leader's 225 MiB promoted
+ * in its first 2 minutes at 3 x 10,000, sampled).
+ */
+function readBody(res: http.IncomingMessage, what: string, keep: boolean): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let settled = false;
+    const end = () => {
+      if (settled) return;
+      settled = true;
+      resolve(
+        chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks).toString("utf8"),
+      );
+    };
+    const fail = (cause?: unknown) => {
+      if (settled) return;
+      settled = true;
+      const message = `${what}: reading the answer failed`;
+      reject(
+        cause === undefined ? new Error(`${message}: the connection closed`) : new Error(message, { cause }),
+      );
+    };
+    res.on("data", (chunk: Buffer) => {
+      if (keep) chunks.push(chunk);
+    });
+    res.once("end", end);
+    res.once("error", fail);
+    // Closed before its end (a timeout, an abort, a cut connection): what came is not the answer.
+    res.once("close", () => fail());
+  });
 }
 
 async function* jsonLines(

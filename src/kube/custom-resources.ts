@@ -103,6 +103,16 @@ export class CustomResources<T extends KubeObject & { spec: unknown }, S> extend
     return this.cache.byIndex(index, value);
   }
 
+  /** The cache keys (`namespace/name`) under `value` of `index`, without reading the objects. */
+  keysByIndex(index: string, value: string): string[] {
+    return this.cache.keysByIndex(index, value);
+  }
+
+  /** The cache keys of the cached objects for which `test` holds. */
+  keysWhere(test: (obj: T) => boolean): string[] {
+    return this.cache.keysWhere(test);
+  }
+
   /** The number of cached objects. */
   get size(): number {
     return this.cache.size;

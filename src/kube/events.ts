@@ -193,6 +193,7 @@ export class KubeEventRecorder implements EventRecorder {
           series: { count: series.count + 1 + series.dropped, lastObservedTime: toMicroTime(new Date(now)) },
         },
         timeoutMs: EVENT_WRITE_TIMEOUT_MS,
+        discardAnswer: true,
       });
     } catch (err) {
       if (isNotFound(err)) return false;
@@ -234,6 +235,7 @@ export class KubeEventRecorder implements EventRecorder {
         },
       },
       timeoutMs: EVENT_WRITE_TIMEOUT_MS,
+      discardAnswer: true,
     });
     return { namespace, name, count: 1, lastObservedMs: now, dropped: 0 };
   }

@@ -168,6 +168,21 @@ export class Reflector<T extends KubeObject> {
   }
 
   /**
+   * The cache keys (`namespace/name`) of the objects under `value` of `index`: the index's own
+   * strings, so a pass that enqueues thousands of keys makes none.
+   */
+  keysByIndex(index: string, value: string): string[] {
+    return [...this.#indexes.keys(index, value)];
+  }
+
+  /** The cache keys of the objects for which `test` holds: the cache's own strings. */
+  keysWhere(test: (obj: T) => boolean): string[] {
+    const keys: string[] = [];
+    for (const [key, obj] of this.#cache) if (test(obj)) keys.push(key);
+    return keys;
+  }
+
+  /**
    * Puts what a write of this process answered into the cache, unless the cache already holds
    * that version or a newer one (client-go's mutation cache): the next read of the object sees
    * the write even before its watch event arrives. Handlers are not called: the watch event that

@@ -82,6 +82,19 @@ export class ScopedReflectors<T extends KubeObject> {
       : reflectors.flatMap((r) => r.byIndex(index, value));
   }
 
+  /** The cache keys under `value` of `index` (see {@link Reflector.keysByIndex}). */
+  keysByIndex(index: string, value: string): string[] {
+    const reflectors = [...this.#byNamespace.values()];
+    return reflectors.length === 1
+      ? (reflectors[0]?.keysByIndex(index, value) ?? [])
+      : reflectors.flatMap((r) => r.keysByIndex(index, value));
+  }
+
+  /** The cache keys of the objects for which `test` holds (see {@link Reflector.keysWhere}). */
+  keysWhere(test: (obj: T) => boolean): string[] {
+    return [...this.#byNamespace.values()].flatMap((r) => r.keysWhere(test));
+  }
+
   /** Caches what a write answered, if newer than the cached object (see {@link Reflector.observeWrite}). */
   observeWrite(obj: T): void {
     const namespace = obj.metadata.namespace ?? "";

@@ -232,6 +232,7 @@ export async function patchShardLabels(
       contentType: "application/merge-patch+json",
       body: { metadata: { resourceVersion, labels } },
       signal,
+      discardAnswer: true,
     });
     return "written";
   } catch (err) {

@@ -6,6 +6,7 @@
  */
 import type { Logger } from "pino";
 import { pino } from "pino";
+import { followSignal } from "./abort.ts";
 import type { BackoffOptions } from "./backoff.ts";
 import { spread } from "./backoff.ts";
 import { type Clock, systemClock } from "./clock.ts";
@@ -223,11 +224,11 @@ export class Controller implements Runnable {
 
   async #process(queue: WorkQueue, key: string, halt: AbortSignal): Promise<void> {
     const timeoutMs = this.#opts.reconcileTimeoutMs ?? 120_000;
-    const timeout = new AbortController();
+    const followed = followSignal(halt);
     const cancelTimer = this.#clock.setTimer(timeoutMs, () =>
-      timeout.abort(new ReconcileTimeoutError(`reconcile of ${key} exceeded ${timeoutMs} ms`)),
+      followed.abort(new ReconcileTimeoutError(`reconcile of ${key} exceeded ${timeoutMs} ms`)),
     );
-    const signal = AbortSignal.any([halt, timeout.signal]);
+    const { signal } = followed;
     const started = this.#clock.now();
     this.#metrics.activeWorkers?.(++this.#active);
     try {
@@ -240,6 +241,7 @@ export class Controller implements Runnable {
       this.#metrics.reconciled?.("error", (this.#clock.now() - started) / 1000);
     } finally {
       cancelTimer();
+      followed.release();
       this.#metrics.activeWorkers?.(--this.#active);
       queue.done(key);
       this.#settle(key);

@@ -43,16 +43,18 @@ export function ownerOf(
 
 /**
  * The share of the replica that runs the sharder, against 1 for each other replica. The sharder
- * keeps a record of every resource of the ring, which costs its replica about a tenth of what
+ * keeps a record of every resource of the ring, which costs its replica about a sixth of what
  * reconciling as many resources costs (steady RSS: the leader's above the others' at 3 × 10,000,
  * per resource of the ring, over a replica's per resource of its share; docs/benchmarks.md,
- * "Sharded replicas"). Equal memory on R replicas asks `0.1·N + s·N = (N − s·N) / (R − 1)` for
- * the sharder's fraction `s`: 0.27 of the resources at three (the component's default), a share of
- * 0.73 against 1. It is a constant, not a function of R: a share that changed with the ring's
- * size would move resources between members that stayed when one joins or leaves, where a
- * constant one moves only those of the member that changed.
+ * "Sharded replicas"). Equal memory on R replicas asks `o·N + s·N = (N − s·N) / (R − 1)` for
+ * the sharder's fraction `s` with `o` that cost: at three (the component's default) and `o` of
+ * 0.16–0.17 (two runs of 28 November 2026), 0.22–0.23 of the resources, a share of 0.56–0.6
+ * against 1. It was a tenth, and the share 0.75, until the others' garbage per resource fell
+ * and the record's did not. It is a constant, not a function of R: a share that changed with the
+ * ring's size would move resources between members that stayed when one joins or leaves, where
+ * a constant one moves only those of the member that changed.
  */
-export const SHARDER_REPLICA_SHARE = 0.75;
+export const SHARDER_REPLICA_SHARE = 0.6;
 
 /**
  * The shares of a ring whose sharder runs in the replica `sharder`: {@link SHARDER_REPLICA_SHARE}

@@ -81,6 +81,29 @@ export class Inspector {
     await once(out, "finish");
   }
 
+  /**
+   * Starts V8's sampling heap profiler: one allocation in about every `intervalBytes` is recorded
+   * with its stack. With `keepMajor`, samples of objects a full collection freed are kept (those a
+   * young-generation collection freed are not), so the profile shows what reached the old
+   * generation, live or not: the garbage that makes the old generation's sawtooth.
+   */
+  async startHeapSampling(intervalBytes = 64 * 1024, keepMajor = true): Promise<void> {
+    await this.#call("HeapProfiler.enable");
+    await this.#call("HeapProfiler.startSampling", {
+      samplingInterval: intervalBytes,
+      includeObjectsCollectedByMajorGC: keepMajor,
+      includeObjectsCollectedByMinorGC: false,
+    });
+  }
+
+  /** Stops the sampling heap profiler and writes its profile to `path` (a `.heapprofile`). */
+  async stopHeapSampling(path: string): Promise<void> {
+    const { profile } = (await this.#call("HeapProfiler.stopSampling")) as { profile: unknown };
+    const out = createWriteStream(path);
+    out.end(JSON.stringify(profile));
+    await once(out, "finish");
+  }
+
   /** Takes a heap snapshot (after a full garbage collection) and streams it to `path`. */
   async heapSnapshot(path: string): Promise<void> {
     const out = createWriteStream(path);

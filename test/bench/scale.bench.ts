@@ -98,7 +98,7 @@ export const benchmark: Benchmark = {
     },
     profile: {
       description:
-        "a directory: after the measured pass, a CPU profile of the next pass (n<N>-pass.cpuprofile) and, after the edits, a heap snapshot holding N (n<N>-steady.heapsnapshot); with --replicas, after the steady figures, heap snapshots of the leader and of one other replica (r<R>n<N>-leader/-member.heapsnapshot); through the operators' inspectors on loopback; open them in Chrome DevTools",
+        "a directory: sampling heap profiles of what reached the old generation (kept whether a full collection freed it or not) over the cold creates, the first resync pass and the measured one (n<N>-creates/-first/-pass.heapprofile); after the measured pass, a CPU profile of the next pass (n<N>-pass.cpuprofile) and, after the edits, a heap snapshot holding N (n<N>-steady.heapsnapshot); with --replicas, after the steady figures, heap snapshots of the leader and of one other replica (r<R>n<N>-leader/-member.heapsnapshot); through the operators' inspectors on loopback; open them in Chrome DevTools",
     },
     replicas: {
       description:
@@ -244,6 +244,11 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
       const idle = memoryMiB(pid);
       const idleRss = idle.rss;
       progress(`N=${n}: idle RSS ${idleRss.toFixed(1)} MiB; applying ${n} resources`);
+      const sampling = setup.profile === undefined ? undefined : await Inspector.connect(running.inspectPort);
+      if (sampling && setup.profile) {
+        await mkdir(setup.profile, { recursive: true });
+        await sampling.startHeapSampling();
+      }
       const coldWatch = new ReadyWatch(client, COLD_NS);
       await coldWatch.start();
       sim.resetCounters();
@@ -270,12 +275,20 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
         serviceCallsByKind: { ...coldTap.kinds },
       };
       progress(`N=${n}: cold creates ${cold.createsPerSecond}/s; waiting for a resync pass`);
+      if (sampling && setup.profile) {
+        await sampling.stopHeapSampling(join(setup.profile, `n${n}-creates.heapprofile`));
+        await sampling.startHeapSampling();
+      }
 
       // 4. One resync pass, isolated.
       await coldWatch.stop(); // this process sends nothing to the API server from here on
       // The first pass after the creates may still finish their bookkeeping; the second is the
       // steady state every later period repeats. Both are reported; the second is "the" resync.
       const first = await resyncPass(n, running, sim, coldTap, apiMetrics, setup.resync);
+      if (sampling && setup.profile) {
+        await sampling.stopHeapSampling(join(setup.profile, `n${n}-first.heapprofile`));
+        await sampling.startHeapSampling();
+      }
       progress(`N=${n}: first resync ${first.seconds} s, ${first.cpuSeconds} CPU-s; waiting for the next`);
       const resync = await resyncPass(n, running, sim, coldTap, apiMetrics, setup.resync);
       resync.figures.firstPass = {
@@ -286,6 +299,10 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
         cpuSeconds: first.figures.cpuSeconds,
       };
       progress(`N=${n}: resync ${resync.seconds} s, ${resync.cpuSeconds} CPU-s; edits`);
+      if (sampling && setup.profile) {
+        await sampling.stopHeapSampling(join(setup.profile, `n${n}-pass.heapprofile`));
+        sampling.close();
+      }
 
       const inspector =
         setup.profile === undefined ? undefined : await Inspector.connect(running.inspectPort);

@@ -107,9 +107,14 @@ describe("kube adapters", () => {
       const deployments = new KubeDeployments({
         client,
         scope: { namespaces: [a, b], labelSelector: "shard=one" },
+        indexers: { suffix: (o) => [o.metadata.name.split("-")[1] ?? ""] },
       });
       start(deployments);
       await deployments.synced;
+      // The cache's keys, over both namespaces' caches, by index or by a test of the object.
+      expect(deployments.keysByIndex("suffix", "mine").sort()).toEqual([`${a}/a-mine`, `${b}/b-mine`]);
+      expect(deployments.keysByIndex("suffix", "theirs")).toEqual([]);
+      expect(deployments.keysWhere((o) => o.metadata.namespace === b)).toEqual([`${b}/b-mine`]);
 
       expect(
         deployments

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Inspector, inspectFlag } from "../bench/inspector.ts";
-import { cpuTallies, heapTally, report } from "../bench/profile-report.ts";
+import { cpuTallies, heapTally, report, sampledTallies } from "../bench/profile-report.ts";
 import { freePort } from "../controlplane/net.ts";
 
 // `scale --profile` reads a real process through its inspector; the report says what the files
@@ -16,6 +16,10 @@ class ProbeMarker { constructor(i) { this.i = i; } }
 globalThis.kept = Array.from({ length: 5000 }, (_, i) => new ProbeMarker(i));
 function burnCpu() { let x = 0; for (let i = 0; i < 2e6; i++) x += Math.sqrt(i); globalThis.sink = x; }
 setInterval(burnCpu, 5);
+// The same bytes, dead at once or held across collections of the young generation.
+function churn() { let n = 0; for (let i = 0; i < 200; i++) n += new Array(512).fill(i).length; globalThis.churned = n; }
+function retainBriefly() { const held = []; for (let i = 0; i < 200; i++) held.push(new Array(512).fill(i)); setTimeout(() => { held.length = 0; }, 400); }
+setInterval(() => { churn(); retainBriefly(); }, 100);
 `;
 
 describe("the inspector session and the profile report", () => {
@@ -64,6 +68,20 @@ describe("the inspector session and the profile report", () => {
     ).toBeGreaterThanOrEqual(burn);
     expect([...total.keys()].some((k) => k.startsWith("(idle)"))).toBe(false);
     expect(report(self, undefined, (s) => `${s.toFixed(3)} s`, 3)[1]).toContain("burnCpu");
+  }, 60_000);
+
+  it("samples allocations: what outlived the young generation is kept, what died in it is not", async () => {
+    await inspector.startHeapSampling(16 * 1024);
+    await sleep(1_500);
+    const path = join(dir, "a.heapprofile");
+    await inspector.stopHeapSampling(path);
+    const { self, ours } = sampledTallies(JSON.parse(readFileSync(path, "utf8")));
+    const bytes = (name: string) =>
+      [...self].filter(([k]) => k.startsWith(`${name} `)).reduce((sum, [, e]) => sum + e.amount, 0);
+    expect(bytes("retainBriefly")).toBeGreaterThan(1024 * 1024);
+    expect(bytes("churn")).toBeLessThan(bytes("retainBriefly") / 4);
+    // None of it is the operator's code.
+    expect([...ours.keys()]).toEqual(["(none of the operator's)"]);
   }, 60_000);
 
   it("snapshots the heap: the objects kept are counted by their constructor", async () => {

@@ -1,4 +1,5 @@
 // The Kubernetes client's timeout covers the whole answer, body included, and ends with it.
+import { getEventListeners } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
@@ -43,5 +44,78 @@ describe("KubeClient", () => {
     await expect(client.request({ method: "GET", path: "/api", timeoutMs: 200 })).rejects.toThrow(
       /GET \/api/,
     );
+  });
+
+  it("drops a 2xx answer unread when asked to, on a connection it then reuses", async () => {
+    const sockets = new Set<unknown>();
+    const client = await clientOf((req, res) => {
+      sockets.add(req.socket);
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.end(JSON.stringify({ kind: "Deployment", big: "x".repeat(100_000) }));
+    }, 1_000);
+    const discarded = { method: "PATCH", path: "/apis/x", body: {}, discardAnswer: true } as const;
+    await expect(client.request(discarded)).resolves.toBeUndefined();
+    await expect(client.request(discarded)).resolves.toBeUndefined();
+    // Read to its end: the second call went over the first one's connection.
+    expect(sockets.size).toBe(1);
+  });
+
+  it("still reports an answer that is not 2xx when asked to drop the answer", async () => {
+    const client = await clientOf((_req, res) => {
+      res.writeHead(409, { "Content-Type": "application/json" });
+      res.end(
+        JSON.stringify({ kind: "Status", reason: "Conflict", message: "the object has been modified" }),
+      );
+    }, 1_000);
+    await expect(
+      client.request({ method: "PATCH", path: "/apis/x", body: {}, discardAnswer: true }),
+    ).rejects.toThrow(/the object has been modified/);
+  });
+
+  it("gives up on a dropped answer whose body does not end within the timeout", async () => {
+    const client = await clientOf((_req, res) => {
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.write('{"kind":');
+    }, 200);
+    await expect(
+      client.request({ method: "PATCH", path: "/apis/x", body: {}, discardAnswer: true }),
+    ).rejects.toThrow(/PATCH \/apis\/x: reading the answer failed/);
+  });
+
+  it("fails an answer whose connection is cut before its end, kept or dropped", async () => {
+    const client = await clientOf((req, res) => {
+      res.writeHead(200, { "Content-Type": "application/json" });
+      res.write('{"kind":');
+      setTimeout(() => req.socket.destroy(), 20);
+    }, 5_000);
+    await expect(client.request({ method: "GET", path: "/api" })).rejects.toThrow(
+      /GET \/api: reading the answer failed/,
+    );
+    await expect(
+      client.request({ method: "PATCH", path: "/apis/x", body: {}, discardAnswer: true }),
+    ).rejects.toThrow(/PATCH \/apis\/x: reading the answer failed/);
+  });
+
+  it("puts one listener on a caller's signal however many of its requests are in flight", async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    const waiting: Array<() => void> = [];
+    const client = await clientOf((_req, res) => {
+      waiting.push(() => res.end("{}"));
+    }, 5_000);
+    const stop = new AbortController();
+    const calls = Array.from({ length: 20 }, () =>
+      client.request({ method: "GET", path: "/api", signal: stop.signal }),
+    );
+    while (waiting.length < 20) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(getEventListeners(stop.signal, "abort")).toHaveLength(1);
+    for (const answer of waiting) answer();
+    await Promise.all(calls);
+    // The caller aborts later: none of the finished requests is touched.
+    stop.abort();
+    await new Promise((resolve) => setImmediate(resolve));
+    process.off("warning", onWarning);
+    expect(warnings).toEqual([]);
   });
 });

@@ -7,6 +7,7 @@ import { connectionKeyOf } from "../../src/reconcile/claims.ts";
 import { CONNECTION_INDEX } from "../../src/wiring/indexes.ts";
 import { deploymentPassScope, shareIds } from "../../src/wiring/resync-passes.ts";
 
+const keyOf = (o: DeploymentObject) => `${o.metadata.namespace}/${o.metadata.name}`;
 const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
 
 function resource(
@@ -47,6 +48,15 @@ describe("shareIds", () => {
       expect(index).toBe(CONNECTION_INDEX);
       return objects.filter((o) => connectionKeyOf(o) === key);
     },
+    keysWhere: (test: (o: DeploymentObject) => boolean) => {
+      walks.list += 1;
+      return objects.filter(test).map(keyOf);
+    },
+    keysByIndex: (index: string, key: string) => {
+      walks.byIndex += 1;
+      expect(index).toBe(CONNECTION_INDEX);
+      return objects.filter((o) => connectionKeyOf(o) === key).map(keyOf);
+    },
   };
   let asked = 0;
   const share = shareIds(cache, (o) => {
@@ -71,6 +81,8 @@ describe("shareIds", () => {
     share(DEFAULT_CONNECTION)();
     expect(walks).toEqual({ list: 1, byIndex: 1 });
     const scope = deploymentPassScope(cache, { sessions: () => [] });
+    walks.list = 0;
+    walks.byIndex = 0;
     expect(scope.keys?.("ClusterServiceConnection/acme")).toEqual([
       "team/c",
       "team/d",
@@ -78,5 +90,7 @@ describe("shareIds", () => {
       "outsider/refused-too",
     ]);
     expect(scope.keys?.(DEFAULT_CONNECTION)).toEqual(["team/a", "team/b"]);
+    // The keys come from the cache's keys: one walk each, no object read.
+    expect(walks).toEqual({ list: 1, byIndex: 1 });
   });
 });

@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
   Controller,
@@ -275,6 +276,40 @@ describe("Controller", () => {
     expect(aborted).toBe(true);
     await vi.advanceTimersByTimeAsync(60_000);
     expect(times("ns/a")).toEqual([0]);
+  });
+
+  it("holds one listener on halt however many reconciles run at once, warning nothing", async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    const gate = deferred();
+    const signals: AbortSignal[] = [];
+    const { controller, stop, halt, running } = startController(
+      async (_key, signal) => {
+        signals.push(signal);
+        // Each reconcile listens to its signal, as a request under it does.
+        signal.addEventListener("abort", () => {});
+        await gate.promise;
+        return { kind: "done" };
+      },
+      { concurrency: 16 },
+    );
+    for (let i = 0; i < 40; i++) controller.enqueue(`ns/r${i}`);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(signals).toHaveLength(16);
+    expect(getEventListeners(halt.signal, "abort")).toHaveLength(1);
+    gate.resolve();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(signals).toHaveLength(40);
+    stop.abort();
+    await running;
+    expect(getEventListeners(halt.signal, "abort")).toHaveLength(1);
+    // Released, a finished reconcile's signal no longer follows halt.
+    halt.abort(new Error("late"));
+    expect(signals[0]?.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(0); // process warnings are emitted on the next tick
+    process.off("warning", onWarning);
+    expect(warnings).toEqual([]);
   });
 
   it("reports outcomes and worker counts to its metrics hooks", async () => {

@@ -1,4 +1,4 @@
-import { Gauge } from "prom-client";
+import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import { HealthServer, parseBindAddress } from "../../src/serving/health.ts";
@@ -188,6 +188,18 @@ describe("parseBindAddress", () => {
 });
 
 describe("RuntimeMetrics", () => {
+  it("registers prom-client's process metrics but the collection histogram, which observes every collection", async () => {
+    const families = async (registry: Registry) =>
+      (await registry.getMetricsAsJSON()).map((m) => m.name).filter((n) => /^(process|nodejs)_/.test(n));
+    const defaults = new Registry();
+    collectDefaultMetrics({ register: defaults });
+    const expected = (await families(defaults)).filter((n) => n !== "nodejs_gc_duration_seconds");
+    expect(expected).toContain("nodejs_heap_size_used_bytes");
+    expect(expected).toContain("process_resident_memory_bytes");
+    expect(await families(new RuntimeMetrics().registry)).toEqual(expected);
+    expect(await families(new RuntimeMetrics({ processMetrics: false }).registry)).toEqual([]);
+  });
+
   it("exposes controller-runtime, workqueue, service and leader series", async () => {
     const metrics = new RuntimeMetrics();
     const hooks = metrics.controllerHooks("deployment");

@@ -1,0 +1,86 @@
+// followSignal: a signal that follows a parent through the parent's one listener, instead of
+// AbortSignal.any (whose registrations with its sources outlive each request).
+import { getEventListeners } from "node:events";
+import { describe, expect, it } from "vitest";
+import { followSignal, untilAborted } from "../../src/runtime/abort.ts";
+
+describe("followSignal", () => {
+  it("aborts with the parent's reason when the parent aborts", () => {
+    const parent = new AbortController();
+    const followed = followSignal(parent.signal);
+    expect(followed.signal.aborted).toBe(false);
+    const reason = new Error("halt");
+    parent.abort(reason);
+    expect(followed.signal.aborted).toBe(true);
+    expect(followed.signal.reason).toBe(reason);
+  });
+
+  it("aborts with the caller's reason, and the parent is untouched", () => {
+    const parent = new AbortController();
+    const followed = followSignal(parent.signal);
+    const timeout = new DOMException("timed out", "TimeoutError");
+    followed.abort(timeout);
+    expect(followed.signal.reason).toBe(timeout);
+    expect(parent.signal.aborted).toBe(false);
+    // A later abort of the parent changes nothing: the first reason stays.
+    parent.abort(new Error("later"));
+    expect(followed.signal.reason).toBe(timeout);
+  });
+
+  it("puts one listener on the parent however many follow it, and a released one is not aborted", () => {
+    const parent = new AbortController();
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    const many = Array.from({ length: 50 }, () => followSignal(parent.signal));
+    expect(getEventListeners(parent.signal, "abort")).toHaveLength(1);
+    const [released, ...others] = many;
+    released?.release();
+    const reason = new Error("halt");
+    parent.abort(reason);
+    expect(released?.signal.aborted).toBe(false);
+    expect(others.every((f) => f.signal.reason === reason)).toBe(true);
+    process.off("warning", onWarning);
+    expect(warnings).toEqual([]);
+  });
+
+  it("follows again after every follower was released", () => {
+    const parent = new AbortController();
+    followSignal(parent.signal).release();
+    const later = followSignal(parent.signal);
+    expect(getEventListeners(parent.signal, "abort")).toHaveLength(1);
+    parent.abort(new Error("halt"));
+    expect(later.signal.aborted).toBe(true);
+  });
+
+  it("is aborted at once, with no listener, when the parent already is", () => {
+    const parent = new AbortController();
+    const reason = new Error("gone");
+    parent.abort(reason);
+    const followed = followSignal(parent.signal);
+    expect(followed.signal.aborted).toBe(true);
+    expect(followed.signal.reason).toBe(reason);
+    expect(getEventListeners(parent.signal, "abort")).toHaveLength(0);
+    followed.release();
+  });
+
+  it("without a parent is a plain signal the caller aborts", () => {
+    const followed = followSignal(undefined);
+    expect(followed.signal.aborted).toBe(false);
+    followed.abort(new Error("timeout"));
+    expect(followed.signal.aborted).toBe(true);
+    followed.release();
+  });
+});
+
+describe("untilAborted", () => {
+  it("resolves when the signal aborts first, and leaves no listener once the promise settles", async () => {
+    const stop = new AbortController();
+    const waiting = untilAborted(new Promise(() => {}), stop.signal);
+    stop.abort();
+    await expect(waiting).resolves.toBeUndefined();
+    const other = new AbortController();
+    await untilAborted(Promise.resolve(), other.signal);
+    expect(getEventListeners(other.signal, "abort")).toHaveLength(0);
+  });
+});
