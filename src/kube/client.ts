@@ -217,6 +217,10 @@ function readBody(res: http.IncomingMessage, what: string, keep: boolean): Promi
         cause === undefined ? new Error(`${message}: the connection closed`) : new Error(message, { cause }),
       );
     };
+    // Ended or destroyed before these listeners (not so today: only microtasks come between the
+    // answer and this read), it would never say so again.
+    if (res.readableEnded) return end();
+    if (res.destroyed) return fail(res.errored ?? undefined);
     res.on("data", (chunk: Buffer) => {
       if (keep) chunks.push(chunk);
     });

@@ -28,16 +28,27 @@ export interface FollowedSignal {
   release(): void;
 }
 
-/** The signals following a parent, kept on the parent itself (see {@link followSignal}). */
+/** The signals following a parent and its one listener, kept on the parent (see {@link followSignal}). */
 const FOLLOWERS = Symbol("dms.followers");
-type Followable = AbortSignal & { [FOLLOWERS]?: Set<AbortController> };
+interface Followers {
+  set: Set<AbortController>;
+  onAbort: () => void;
+}
+type Followable = AbortSignal & { [FOLLOWERS]?: Followers };
+
+/** How many signals follow `parent` now (for tests: a released follower no longer counts). */
+export function followersOf(parent: AbortSignal): number {
+  return (parent as Followable)[FOLLOWERS]?.set.size ?? 0;
+}
 
 /**
  * A signal that aborts when `parent` does (with its reason) or when the caller aborts it; `release`
- * ends the link. A parent carries one listener, however many follow it (a reconcile's requests,
- * every watch under a manager's signal): the followers in flight are a set on the parent that
- * its one listener aborts, so no listener count grows with them, and the set holds only those
- * not yet released.
+ * ends the link. A parent carries one listener while anything follows it, however many do (a
+ * reconcile's requests, every watch under a manager's signal): the followers in flight are a set
+ * on the parent that this listener aborts, so no listener count grows with them; the last
+ * release removes the listener, so a parent that never aborts is not kept alive by it. A
+ * follower is aborted when the parent's listener runs, in the order of the parent's listeners
+ * (`AbortSignal.any` marks its composites aborted before any listener runs).
  *
  * Not `AbortSignal.any`: a composite signal, once anything listens to it, registers itself with
  * each of its sources (a WeakRef in the source's set of dependants, and two FinalizationRegistry
@@ -57,18 +68,24 @@ export function followSignal(parent: AbortSignal | undefined): FollowedSignal {
   let followers = followable[FOLLOWERS];
   if (followers === undefined) {
     const set = new Set<AbortController>();
-    followers = set;
-    followable[FOLLOWERS] = set;
-    parent.addEventListener(
-      "abort",
-      () => {
-        for (const follower of set) follower.abort(parent.reason);
-        set.clear();
-      },
-      { once: true },
-    );
+    const onAbort = () => {
+      delete followable[FOLLOWERS];
+      for (const follower of set) follower.abort(parent.reason);
+      set.clear();
+    };
+    followers = { set, onAbort };
+    followable[FOLLOWERS] = followers;
+    parent.addEventListener("abort", onAbort, { once: true });
   }
-  const set = followers;
-  set.add(own);
-  return { signal: own.signal, abort, release: () => void set.delete(own) };
+  const current = followers;
+  current.set.add(own);
+  return {
+    signal: own.signal,
+    abort,
+    release: () => {
+      if (!current.set.delete(own) || current.set.size > 0) return;
+      parent.removeEventListener("abort", current.onAbort);
+      if (followable[FOLLOWERS] === current) delete followable[FOLLOWERS];
+    },
+  };
 }

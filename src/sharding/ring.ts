@@ -48,8 +48,8 @@ export function ownerOf(
  * per resource of the ring, over a replica's per resource of its share; docs/benchmarks.md,
  * "Sharded replicas"). Equal memory on R replicas asks `o·N + s·N = (N − s·N) / (R − 1)` for
  * the sharder's fraction `s` with `o` that cost: at three (the component's default) and `o` of
- * 0.16–0.17 (two runs of 28 November 2026), 0.22–0.23 of the resources, a share of 0.56–0.6
- * against 1. It was a tenth, and the share 0.75, until the others' garbage per resource fell
+ * 0.16–0.17 (two runs of 28 November 2026), 0.22–0.23 of the resources, a share of 0.56–0.59
+ * against 1, rounded up to 0.6 so that a failover's survivor holds fewer. It was a tenth, and the share 0.75, until the others' garbage per resource fell
  * and the record's did not. It is a constant, not a function of R: a share that changed with the
  * ring's size would move resources between members that stayed when one joins or leaves, where
  * a constant one moves only those of the member that changed.

@@ -47,7 +47,7 @@ function keysOf(deployments: Pick<KubeDeployments, "keysWhere" | "keysByIndex">,
 
 /** The Deployment pass's groups (the usable connections) and the resources of each. */
 export function deploymentPassScope(
-  deployments: Pick<KubeDeployments, "list" | "byIndex" | "keysWhere" | "keysByIndex">,
+  deployments: Pick<KubeDeployments, "list" | "keysWhere" | "keysByIndex">,
   connections: Pick<ConnectionSessions, "sessions">,
 ): Pick<ResyncOptions, "groups" | "keys" | "ungrouped"> {
   return {

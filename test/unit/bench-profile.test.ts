@@ -16,7 +16,9 @@ class ProbeMarker { constructor(i) { this.i = i; } }
 globalThis.kept = Array.from({ length: 5000 }, (_, i) => new ProbeMarker(i));
 function burnCpu() { let x = 0; for (let i = 0; i < 2e6; i++) x += Math.sqrt(i); globalThis.sink = x; }
 setInterval(burnCpu, 5);
-// The same bytes, dead at once or held across collections of the young generation.
+// The same bytes, dead at once or held across collections of the young generation. burnCpu,
+// interpreted (--no-opt), allocates a number at every step: young collections come every few
+// milliseconds, so what churn makes dies in one, and what retainBriefly holds outlives two.
 function churn() { let n = 0; for (let i = 0; i < 200; i++) n += new Array(512).fill(i).length; globalThis.churned = n; }
 function retainBriefly() { const held = []; for (let i = 0; i < 200; i++) held.push(new Array(512).fill(i)); setTimeout(() => { held.length = 0; }, 400); }
 setInterval(() => { churn(); retainBriefly(); }, 100);

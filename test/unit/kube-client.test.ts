@@ -4,6 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { KubeClient } from "../../src/kube/client.ts";
+import { followersOf } from "../../src/runtime/abort.ts";
 
 let server: Server | undefined;
 
@@ -110,9 +111,12 @@ describe("KubeClient", () => {
     );
     while (waiting.length < 20) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(getEventListeners(stop.signal, "abort")).toHaveLength(1);
+    expect(followersOf(stop.signal)).toBe(20);
     for (const answer of waiting) answer();
     await Promise.all(calls);
-    // The caller aborts later: none of the finished requests is touched.
+    // Each finished request let go of the caller's signal, and so did its listener.
+    expect(followersOf(stop.signal)).toBe(0);
+    expect(getEventListeners(stop.signal, "abort")).toHaveLength(0);
     stop.abort();
     await new Promise((resolve) => setImmediate(resolve));
     process.off("warning", onWarning);

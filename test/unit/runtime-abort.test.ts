@@ -2,7 +2,7 @@
 // AbortSignal.any (whose registrations with its sources outlive each request).
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
-import { followSignal, untilAborted } from "../../src/runtime/abort.ts";
+import { followersOf, followSignal, untilAborted } from "../../src/runtime/abort.ts";
 
 describe("followSignal", () => {
   it("aborts with the parent's reason when the parent aborts", () => {
@@ -27,7 +27,7 @@ describe("followSignal", () => {
     expect(followed.signal.reason).toBe(timeout);
   });
 
-  it("puts one listener on the parent however many follow it, and a released one is not aborted", () => {
+  it("puts one listener on the parent however many follow it, and a released one is not aborted", async () => {
     const parent = new AbortController();
     const warnings: string[] = [];
     const onWarning = (w: Error) => warnings.push(w.name);
@@ -40,8 +40,18 @@ describe("followSignal", () => {
     parent.abort(reason);
     expect(released?.signal.aborted).toBe(false);
     expect(others.every((f) => f.signal.reason === reason)).toBe(true);
+    await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
     process.off("warning", onWarning);
     expect(warnings).toEqual([]);
+  });
+
+  it("takes its listener off the parent once the last follower is released", () => {
+    const parent = new AbortController();
+    const many = Array.from({ length: 3 }, () => followSignal(parent.signal));
+    expect(followersOf(parent.signal)).toBe(3);
+    for (const followed of many) followed.release();
+    expect(followersOf(parent.signal)).toBe(0);
+    expect(getEventListeners(parent.signal, "abort")).toHaveLength(0);
   });
 
   it("follows again after every follower was released", () => {
