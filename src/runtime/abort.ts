@@ -68,8 +68,10 @@ export function followSignal(parent: AbortSignal | undefined): FollowedSignal {
   let followers = followable[FOLLOWERS];
   if (followers === undefined) {
     const set = new Set<AbortController>();
+    // Unset by assigning undefined, not by delete, which would turn a long-lived signal's
+    // object into a slow dictionary-mode one.
     const onAbort = () => {
-      delete followable[FOLLOWERS];
+      followable[FOLLOWERS] = undefined;
       for (const follower of set) follower.abort(parent.reason);
       set.clear();
     };
@@ -85,7 +87,7 @@ export function followSignal(parent: AbortSignal | undefined): FollowedSignal {
     release: () => {
       if (!current.set.delete(own) || current.set.size > 0) return;
       parent.removeEventListener("abort", current.onAbort);
-      if (followable[FOLLOWERS] === current) delete followable[FOLLOWERS];
+      if (followable[FOLLOWERS] === current) followable[FOLLOWERS] = undefined;
     },
   };
 }
