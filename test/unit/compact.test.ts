@@ -13,6 +13,8 @@ import {
 import {
   type Identified,
   packRecord,
+  SHAPE_MAX_CHARS,
+  SHAPE_MAX_KEYS,
   SHAPES_KEPT,
   Shapes,
   unpackRecord,
@@ -166,9 +168,38 @@ describe("packRecord", () => {
       expect(shapes.size).toBeLessThanOrEqual(SHAPES_KEPT);
     }
     expect(unpackRecord("0", first)).toStrictEqual({ id: "0", name: "n0", f0: 0 });
+    // The shape was forgotten: held anew (a new array), then shared again through the table.
     const later = packRecord({ id: "9", name: "n9", f0: 9 }, shapes);
+    expect(later.keys).not.toBe(first.keys);
     expect(later.keys).toEqual(first.keys);
-    expect(packRecord({ id: "10", name: "n10", f0: 10 }, shapes).keys).toBe(later.keys);
+    packRecord({ id: "10", name: "n10", other: 10 }, shapes);
+    expect(packRecord({ id: "11", name: "n11", f0: 11 }, shapes).keys).toBe(later.keys);
+  });
+
+  it.each([
+    { what: `more than ${SHAPE_MAX_KEYS} names`, names: Array.from({ length: 100_000 }, (_, i) => `k${i}`) },
+    { what: `more than ${SHAPE_MAX_CHARS} characters of names`, names: ["a".repeat(SHAPE_MAX_CHARS), "b"] },
+  ])("holds a record with $what as an object's JSON, its shape not kept", ({ names }) => {
+    const shapes = new Shapes();
+    const record: Identified & Record<string, unknown> = { id: "d1", name: "web" };
+    for (const [i, key] of names.entries()) record[key] = i % 3 === 0 ? null : i;
+    const packed = packRecord(record, shapes);
+    expect(packed.keys).toBeUndefined();
+    expect(shapes.size).toBe(0);
+    const { id: _id, name: _name, ...rest } = record;
+    expect(packed.text).toBe(JSON.stringify(rest));
+    expect(unpackRecord(record.id, packed)).toStrictEqual(record);
+  });
+
+  it("brings the fields back in the order the old whole-object JSON did, integer-like names first", () => {
+    const record = JSON.parse(
+      '{"z":1,"id":"d1","10":"ten","name":"web","a":{"y":1,"2":2},"1":"one"}',
+    ) as Identified;
+    const { id, name, ...rest } = record;
+    const before = { id, name, ...(JSON.parse(JSON.stringify(rest)) as object) };
+    const back = unpackRecord(id, packRecord(record, new Shapes()));
+    expect(Object.keys(back)).toEqual(Object.keys(before));
+    expect(JSON.stringify(back)).toBe(JSON.stringify(before));
   });
 });
 

@@ -484,9 +484,10 @@ class Entries {
   }
 
   /**
-   * Holds `deployment`. An entry whose text and shape did not change keeps the ones it has: a
-   * resync listing that finds 10,000 deployments unchanged then leaves the old generation of the
-   * heap as it was, instead of replacing 10,000 long-lived strings.
+   * Holds `deployment`. An entry whose text did not change keeps the string it has, and its
+   * shape array unless the table gave another (it started again): a resync listing that finds
+   * 10,000 deployments unchanged then leaves the old generation of the heap as it was, instead
+   * of replacing 10,000 long-lived strings.
    */
   put(deployment: Deployment): void {
     const { id } = deployment;
