@@ -10,7 +10,15 @@ import {
   type OneOrMany,
   removeItem,
 } from "../../src/compact/one-or-many.ts";
-import { type Identified, packRecord, unpackRecord } from "../../src/compact/packed-record.ts";
+import {
+  type Identified,
+  packRecord,
+  SHAPE_MAX_CHARS,
+  SHAPE_MAX_KEYS,
+  SHAPES_KEPT,
+  Shapes,
+  unpackRecord,
+} from "../../src/compact/packed-record.ts";
 import { scopedKey } from "../../src/compact/scoped-key.ts";
 
 /** A string equal to `text` but not the same in the heap (as JSON.parse makes them). */
@@ -82,18 +90,116 @@ describe("shareFrom", () => {
 });
 
 describe("packRecord", () => {
-  it.each<{ record: Identified & Record<string, unknown>; text: string }>([
-    { record: { id: "d1", name: "web" }, text: "{}" },
-    { record: { id: "d1", name: "web", image: "a:1" }, text: '{"image":"a:1"}' },
+  it.each<{ record: Identified & Record<string, unknown>; keys: string[]; text: string }>([
+    { record: { id: "d1", name: "web" }, keys: [], text: "[]" },
+    { record: { id: "d1", name: "web", image: "a:1" }, keys: ["image"], text: '["a:1"]' },
     {
       record: { b: 1, id: "d2", a: { id: "inner", name: "kept" }, name: "api" },
-      text: '{"b":1,"a":{"id":"inner","name":"kept"}}',
+      keys: ["b", "a"],
+      text: '[1,{"id":"inner","name":"kept"}]',
     },
-    { record: { id: "d3", name: "x", list: [1, "two", null] }, text: '{"list":[1,"two",null]}' },
-  ])("$record → $text, and back", ({ record, text }) => {
-    const packed = packRecord(record);
-    expect(packed).toEqual({ name: record.name, text });
+    { record: { id: "d3", name: "x", list: [1, "two", null] }, keys: ["list"], text: '[[1,"two",null]]' },
+    { record: { id: "d4", name: "x", gone: null, kept: 0 }, keys: ["gone", "kept"], text: "[null,0]" },
+  ])("$record → $keys $text, and back", ({ record, keys, text }) => {
+    const packed = packRecord(record, new Shapes());
+    expect(packed).toEqual({ name: record.name, keys, text });
     expect(unpackRecord(record.id, packed)).toStrictEqual(record);
+  });
+
+  it("leaves out what JSON leaves out of an object, and comes back as JSON would bring it", () => {
+    const record = { id: "d1", name: "web", a: undefined, b: 2, f: () => 1, s: Symbol("x") };
+    const packed = packRecord(record, new Shapes());
+    expect(packed.keys).toEqual(["b"]);
+    expect(unpackRecord(record.id, packed)).toStrictEqual(JSON.parse(JSON.stringify(record)));
+  });
+
+  it("keeps an own field named __proto__ a field, not the prototype", () => {
+    const record = JSON.parse('{"id":"d1","name":"web","__proto__":{"polluted":true},"x":1}') as Identified;
+    const back = unpackRecord<Identified & Record<string, unknown>>(
+      record.id,
+      packRecord(record, new Shapes()),
+    );
+    expect(Object.getPrototypeOf(back)).toBe(Object.prototype);
+    expect(Object.keys(back)).toEqual(["id", "name", "__proto__", "x"]);
+    expect((back as { polluted?: unknown }).polluted).toBeUndefined();
+    expect(JSON.stringify(back)).toBe(JSON.stringify(record));
+  });
+
+  it("holds the field names once per shape: records with the same fields share one frozen array", () => {
+    const shapes = new Shapes();
+    const a = packRecord({ id: "1", name: "a", source: "image", status: "READY" }, shapes);
+    const b = packRecord({ id: "2", name: "b", source: "github", status: "BUILDING" }, shapes);
+    const other = packRecord({ id: "3", name: "c", status: "READY", source: "image" }, shapes);
+    const again = packRecord({ id: "4", name: "d", source: "x", status: "y" }, shapes);
+    expect(b.keys).toBe(a.keys);
+    expect(again.keys).toBe(a.keys);
+    expect(other.keys).not.toBe(a.keys);
+    expect(other.keys).toEqual(["status", "source"]);
+    expect(Object.isFrozen(a.keys)).toBe(true);
+    expect(shapes.size).toBe(2);
+    // The text holds no field name: a deployment's names are more than a third of its JSON.
+    const deployment = {
+      id: "7f1d3c1e-0000-4000-8000-000000000001",
+      name: "web",
+      source: "internal_docker",
+      source_config: { resource_spec: { min_scale: 1, max_scale: 2 } },
+      source_revision_config: { image_uri: "registry.example.com/web:1" },
+      secrets: [],
+      tenant_id: "5e1a7c3d-0000-4000-8000-00000000d0e5",
+      created_at: "2026-11-28T03:16:12.355Z",
+      updated_at: "2026-11-28T03:16:12.355Z",
+      status: "READY",
+      latest_revision_id: "451bf8a3-dfe9-4ec5-a8e8-fa9849a252c5",
+      active_revision_id: "451bf8a3-dfe9-4ec5-a8e8-fa9849a252c5",
+      secret_references: null,
+      image_version: null,
+    };
+    const { id: _id, name: _name, ...rest } = deployment;
+    const packed = packRecord(deployment, shapes);
+    expect(packed.text.length).toBeLessThan(JSON.stringify(rest).length * 0.7);
+    expect(unpackRecord(deployment.id, packed)).toStrictEqual(deployment);
+  });
+
+  it(`holds at most ${SHAPES_KEPT} shapes; a record of a forgotten shape keeps its own and still unpacks`, () => {
+    const shapes = new Shapes();
+    const first = packRecord({ id: "0", name: "n0", f0: 0 }, shapes);
+    for (let i = 1; i <= SHAPES_KEPT * 3; i++) {
+      packRecord({ id: String(i), name: `n${i}`, [`f${i}`]: i }, shapes);
+      expect(shapes.size).toBeLessThanOrEqual(SHAPES_KEPT);
+    }
+    expect(unpackRecord("0", first)).toStrictEqual({ id: "0", name: "n0", f0: 0 });
+    // The shape was forgotten: held anew (a new array), then shared again through the table.
+    const later = packRecord({ id: "9", name: "n9", f0: 9 }, shapes);
+    expect(later.keys).not.toBe(first.keys);
+    expect(later.keys).toEqual(first.keys);
+    packRecord({ id: "10", name: "n10", other: 10 }, shapes);
+    expect(packRecord({ id: "11", name: "n11", f0: 11 }, shapes).keys).toBe(later.keys);
+  });
+
+  it.each([
+    { what: `more than ${SHAPE_MAX_KEYS} names`, names: Array.from({ length: 100_000 }, (_, i) => `k${i}`) },
+    { what: `more than ${SHAPE_MAX_CHARS} characters of names`, names: ["a".repeat(SHAPE_MAX_CHARS), "b"] },
+  ])("holds a record with $what as an object's JSON, its shape not kept", ({ names }) => {
+    const shapes = new Shapes();
+    const record: Identified & Record<string, unknown> = { id: "d1", name: "web" };
+    for (const [i, key] of names.entries()) record[key] = i % 3 === 0 ? null : i;
+    const packed = packRecord(record, shapes);
+    expect(packed.keys).toBeUndefined();
+    expect(shapes.size).toBe(0);
+    const { id: _id, name: _name, ...rest } = record;
+    expect(packed.text).toBe(JSON.stringify(rest));
+    expect(unpackRecord(record.id, packed)).toStrictEqual(record);
+  });
+
+  it("brings the fields back in the order the old whole-object JSON did, integer-like names first", () => {
+    const record = JSON.parse(
+      '{"z":1,"id":"d1","10":"ten","name":"web","a":{"y":1,"2":2},"1":"one"}',
+    ) as Identified;
+    const { id, name, ...rest } = record;
+    const before = { id, name, ...(JSON.parse(JSON.stringify(rest)) as object) };
+    const back = unpackRecord(id, packRecord(record, new Shapes()));
+    expect(Object.keys(back)).toEqual(Object.keys(before));
+    expect(JSON.stringify(back)).toBe(JSON.stringify(before));
   });
 });
 

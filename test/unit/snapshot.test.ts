@@ -157,6 +157,21 @@ describe("RemoteSnapshot lookups", () => {
     vi.useRealTimers();
   });
 
+  it("holds a deployment's new fields when only their names changed, not its old ones", async () => {
+    // The same values, the last under another name (unknown fields kept as the service sent
+    // them): the JSON of the values is the same text, the shape is not.
+    const before = { ...named(1), kept_field: "x" } as Deployment;
+    const after = { ...named(1), renamed_field: "x" } as Deployment;
+    const { snapshot } = snapshotOver([before]);
+    await snapshot.refresh(new AbortController().signal);
+    expect(snapshot.byId(id(1))).toStrictEqual(before);
+    snapshot.remember(after);
+    const held = snapshot.byId(id(1)) as Deployment & Record<string, unknown>;
+    expect(held).toStrictEqual(after);
+    expect(Object.keys(held).at(-1)).toBe("renamed_field");
+    expect("kept_field" in held).toBe(false);
+  });
+
   it("answers by exact name, and follows a write that renames or a deployment forgotten", async () => {
     const { snapshot } = snapshotOver([named(1), named(2), named(3, "agent-1")]);
     expect(snapshot.byName("agent-1")).toBeUndefined();

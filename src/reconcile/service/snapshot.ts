@@ -25,7 +25,7 @@ import { withDetailCut } from "../../api/errors.ts";
 import { isUuid } from "../../api/wire.ts";
 import { NameFilter } from "../../compact/name-filter.ts";
 import { addItem, itemsOf, type OneOrMany, removeItem } from "../../compact/one-or-many.ts";
-import { type PackedRecord, packRecord, unpackRecord } from "../../compact/packed-record.ts";
+import { type PackedRecord, packRecord, Shapes, unpackRecord } from "../../compact/packed-record.ts";
 import type { Clock } from "../../runtime/clock.ts";
 import { whilePaced } from "../../runtime/pacing.ts";
 import { SharedCall } from "../../runtime/shared-call.ts";
@@ -451,11 +451,13 @@ export function idBatches(ids: Iterable<string>): string[][] {
 
 /**
  * Deployments held as JSON text by id ({@link PackedRecord}: the id is the key, the name held
- * once), with the index by exact name. A name held by one deployment (nearly all) maps to its id
- * itself, not to a collection of one ({@link OneOrMany}).
+ * once, the field names once per shape in this connection's own table), with the index by exact
+ * name. A name held by one deployment (nearly all) maps to its id itself, not to a collection of
+ * one ({@link OneOrMany}).
  */
 class Entries {
   readonly #byId = new Map<string, PackedRecord>();
+  readonly #shapes = new Shapes();
   readonly #byName = new Map<string, OneOrMany<string>>();
 
   /** The deployment `id` as it was put, or undefined. */
@@ -482,17 +484,19 @@ class Entries {
   }
 
   /**
-   * Holds `deployment`. An entry whose text did not change keeps the string it has: a resync
-   * listing that finds 10,000 deployments unchanged then leaves the old generation of the heap as
-   * it was, instead of replacing 10,000 long-lived strings.
+   * Holds `deployment`. An entry whose text did not change keeps the string it has, and its
+   * shape array unless the table gave another (it started again): a resync listing that finds
+   * 10,000 deployments unchanged then leaves the old generation of the heap as it was, instead
+   * of replacing 10,000 long-lived strings.
    */
   put(deployment: Deployment): void {
     const { id } = deployment;
-    const packed = packRecord(deployment);
+    const packed = packRecord(deployment, this.#shapes);
     const { name } = packed;
     const held = this.#byId.get(id);
     if (held?.name === name) {
       if (held.text !== packed.text) held.text = packed.text;
+      if (held.keys !== packed.keys) held.keys = packed.keys;
       return;
     }
     if (held) this.#unindex(id, held.name);
