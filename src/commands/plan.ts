@@ -69,7 +69,7 @@ export async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number
   const serviceFor = connectionServices(flags, ctx, kube, selected && connectionOf(namespace, selected));
   // Read before the files: a connection that cannot be used is the command's error, not each resource's.
   if (selected) await serviceFor(namespace, selected, ctx.stopSignal);
-  const { files, resources, fileErrors } = await readResources(flags, ctx);
+  const { resources, fileErrors } = await readResources(flags, ctx);
   const cluster = kube && clusterReader(kube, namespace);
   const entries = await reviewAll(resources, {
     serviceFor,

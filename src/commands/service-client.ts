@@ -4,6 +4,7 @@
  */
 import { pino } from "pino";
 import { ServiceClient } from "../api/client.ts";
+import type { ServiceError } from "../api/errors.ts";
 import type { RetryEvent } from "../api/transport.ts";
 import {
   type Env,
@@ -29,7 +30,40 @@ export function serviceClientFrom(
 ): ServiceClient {
   const result = serviceConfigFrom(flags, ctx.env);
   if (!result.ok) throw new UsageError(result.problems);
+  const problems = commandConfigProblems(result.config, flags);
+  if (problems.length > 0) throw new UsageError(problems);
   return serviceClientOf(result.config, flags, ctx);
+}
+
+/**
+ * What a command's own settings get wrong before anything is sent (the operator's are checked by
+ * `run`): a base URL ending in `/v2` (every route already starts with it: the requests would go
+ * to `/v2/v2/…` and answer 404), and no API key for a service off this machine (the simulator on
+ * loopback may run without one; the service answers 401 without one). Each names the fix.
+ */
+export function commandConfigProblems(config: ServiceConfig, flags: ServiceFlags): string[] {
+  const problems: string[] = [];
+  const urlFrom = flags.baseUrl !== undefined ? flagOf("baseUrl") : SERVICE_ENV.baseUrl;
+  let url: URL | undefined;
+  try {
+    url = new URL(config.baseUrl);
+  } catch {
+    // serviceConfigFrom has said what is wrong with it.
+  }
+  if (url && /\/v2\/?$/i.test(url.pathname))
+    problems.push(
+      `${urlFrom} ${config.baseUrl} ends in /v2: drop /v2 (the routes are {base URL}/v2/…), e.g. ${config.baseUrl.replace(/\/v2\/?$/i, "")}`,
+    );
+  if (url && config.apiKey === undefined && !isLoopback(url.hostname))
+    problems.push(
+      `no API key for ${url.origin}: set ${SERVICE_ENV.apiKeyFile} to a file holding it (or ${SERVICE_ENV.apiKey}), or pass ${flagOf("apiKeyFile")} <path>; the service refuses every request without one`,
+    );
+  return problems;
+}
+
+/** Whether `hostname` (as `URL` gives it) is this machine's loopback. */
+function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127(\.\d{1,3}){3}$/.test(hostname);
 }
 
 /** A client for `config`; under `--verbose`, each request is logged to stderr. */
@@ -42,13 +76,38 @@ export function serviceClientOf(
     ? pino({ level: "debug", base: null }, { write: (line: string) => ctx.err(line) })
     : undefined;
   // Under --verbose the logger already says it; on a terminal one line per retry says why the wait.
-  const onRetry = ctx.stderrIsTTY && !logger ? (e: RetryEvent) => ctx.err(`${retryLine(e)}\n`) : undefined;
+  const sayRetry = ctx.stderrIsTTY && !logger;
+  const onRetry = (e: RetryEvent) => {
+    // Nothing listens there: retrying for seconds would not change it, and the user waits.
+    if (refused(e.error)) throw new RefusedConnectionError(config.baseUrl, e.error);
+    if (sayRetry) ctx.err(`${retryLine(e)}\n`);
+  };
   return new ServiceClient({
     ...config,
     connectTimeoutMs: Math.min(CLI_CONNECT_TIMEOUT_MS, config.timeoutMs ?? CLI_CONNECT_TIMEOUT_MS),
     ...(logger ? { logger } : {}),
-    ...(onRetry ? { onRetry } : {}),
+    onRetry,
   });
+}
+
+/** Whether `error` is a connection the service's host refused (nothing listens at the port). */
+function refused(error: ServiceError): boolean {
+  return error.kind === "network" && (error.cause as { code?: unknown } | undefined)?.code === "ECONNREFUSED";
+}
+
+/**
+ * A command's connection to the service refused: said once, with the URL and what to check, at
+ * the first refusal (the CLI does not retry it: a command's user is waiting, and the operator's
+ * own client retries as before).
+ */
+export class RefusedConnectionError extends Error {
+  override readonly name = "RefusedConnectionError";
+  constructor(baseUrl: string, cause: ServiceError) {
+    super(
+      `${cause.method} ${cause.route}: connection refused by ${baseUrl}: nothing listens there; check ${flagOf("baseUrl")} / ${SERVICE_ENV.baseUrl} (its host and port), and that the service (or the simulator) is running`,
+      { cause },
+    );
+  }
 }
 
 /**

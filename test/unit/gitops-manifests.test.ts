@@ -39,7 +39,7 @@ describe("parseManifests", () => {
     expect(parseManifests(json, "a.json").resources).toHaveLength(1);
   });
 
-  const cases: Array<{ reason: string; text: string; expected: string[] }> = [
+  const cases: Array<{ reason: string; text: string; expected: unknown[] }> = [
     {
       reason: "a wrong type is reported at the value's key, naming the field",
       text: `${ok}  sourceConfig:\n    resourceSpec:\n      cpu: "two"\n`,
@@ -61,8 +61,22 @@ describe("parseManifests", () => {
       reason: "a typo in a field name is an unknown field, as kubectl's strict validation says",
       text: `${ok}  sourceConfig:\n    repoURL: https://x\n`,
       expected: [
-        "8:5 spec.sourceConfig.repoURL: unknown field (known here: integrationId, repoUrl, buildOnPush, customUrl, listenerId, listenerConfig, installCommand, buildCommand, resourceSpec)",
+        "8:5 spec.sourceConfig.repoURL: unknown field (did you mean `repoUrl`? known here: integrationId, repoUrl, buildOnPush, customUrl, listenerId, listenerConfig, installCommand, buildCommand, resourceSpec)",
       ],
+    },
+    {
+      reason: "a misspelt field names the one it is nearest to",
+      text: `${ok}  sourcConfig:\n    repoUrl: https://x\n`,
+      expected: [
+        expect.stringMatching(
+          /^7:3 spec\.sourcConfig: unknown field \(did you mean `sourceConfig`\? known here: /,
+        ),
+      ],
+    },
+    {
+      reason: "a field nothing is near gets the list alone",
+      text: `${ok}  flavour: vanilla\n`,
+      expected: [expect.stringMatching(/^7:3 spec\.flavour: unknown field \(known here: /)],
     },
     {
       reason: "fields of Kubernetes-shaped objects are kept as given, never unknown",
