@@ -5,12 +5,20 @@
  * columns and keeps ids and times whole; `json` and `yaml` are the data as read; `name` is one
  * `kind/name` (or id) per line, for scripts.
  */
+
+import { createRequire } from "node:module";
 import { styleText } from "node:util";
 import Table from "cli-table3";
-import { stringify } from "yaml";
 import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
 import type { Env } from "../config.ts";
 import { type OutputFlags, type OutputFormat, outputFormat } from "./output-options.ts";
+
+/**
+ * The YAML writer, loaded on the first `-o yaml` (its 70 modules are not a table's): the same
+ * `stringify` as `import { stringify } from "yaml"`.
+ */
+const stringify = (value: unknown): string =>
+  (createRequire(import.meta.url)("yaml") as typeof import("yaml")).stringify(value);
 
 export type { OutputChoice, OutputFlags, OutputFormat } from "./output-options.ts";
 export { addOutputOptions, OUTPUT_FORMATS, outputFormat } from "./output-options.ts";

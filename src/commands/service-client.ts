@@ -2,7 +2,8 @@
  * The service client of a command, from its flags and the environment, and the `--connection`
  * flag: loaded when a command runs, not when its help is shown (context.ts is the light part).
  */
-import { pino } from "pino";
+import { createRequire } from "node:module";
+import type { pino as Pino } from "pino";
 import { ServiceClient } from "../api/client.ts";
 import type { ServiceError } from "../api/errors.ts";
 import type { RetryEvent } from "../api/transport.ts";
@@ -73,7 +74,7 @@ export function serviceClientOf(
   ctx: CliContext,
 ): ServiceClient {
   const logger = flags.verbose
-    ? pino({ level: "debug", base: null }, { write: (line: string) => ctx.err(line) })
+    ? loadPino()({ level: "debug", base: null }, { write: (line: string) => ctx.err(line) })
     : undefined;
   // Under --verbose the logger already says it; on a terminal one line per retry says why the wait.
   const sayRetry = ctx.stderrIsTTY && !logger;
@@ -88,6 +89,11 @@ export function serviceClientOf(
     ...(logger ? { logger } : {}),
     onRetry,
   });
+}
+
+/** The logger's library, loaded under `--verbose` only (its ~30 modules are not a command's). */
+function loadPino(): typeof Pino {
+  return (createRequire(import.meta.url)("pino") as { pino: typeof Pino }).pino;
 }
 
 /** Whether `error` is a connection the service's host refused (nothing listens at the port). */

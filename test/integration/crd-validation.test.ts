@@ -63,11 +63,25 @@ describe("Deployment CRD: accepted input", () => {
     await kubectlOk(["delete", "-n", namespace, "-f", path, "--wait=false"]);
   });
 
+  it("accepts source github with its repository given either way, or none under ObserveOnly", async () => {
+    const integrationId = "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e";
+    for (const spec of [
+      { source: "github", github: { integrationId, repository: "acme/agent" } },
+      { source: "github", sourceConfig: { repoUrl: "https://github.com/acme/agent", integrationId } },
+      { source: "github", managementPolicy: "ObserveOnly" },
+    ]) {
+      const object = resource(uniqueName(), spec);
+      const result = await submit("create", object);
+      expect(result.stderr, JSON.stringify(spec)).toBe("");
+      expect(validateResource(object), JSON.stringify(spec)).toEqual([]);
+    }
+  });
+
   it("fills the policy defaults", async () => {
     const name = uniqueName();
-    await created(resource(name, { source: "github" }));
+    await created(resource(name, { source: "internal_template" }));
     expect(await getSpec(name)).toEqual({
-      source: "github",
+      source: "internal_template",
       managementPolicy: "Manage",
       deletionPolicy: "Orphan",
     });
@@ -193,26 +207,34 @@ describe("Deployment CRD: immutability", () => {
   };
 
   it("refuses a change of source", async () => {
-    const result = await update(uniqueName(), { source: "github" }, { source: "internal_source" });
+    const result = await update(uniqueName(), { source: "internal_template" }, { source: "internal_source" });
     expect(result.stderr).toMatch(/spec\.source: Forbidden: spec\.source is immutable/);
   });
 
   it("refuses a change of spec.name", async () => {
     const result = await update(
       uniqueName(),
-      { source: "github", name: "a" },
-      { source: "github", name: "b" },
+      { source: "internal_template", name: "a" },
+      { source: "internal_template", name: "b" },
     );
     expect(result.stderr).toMatch(/spec\.name: Forbidden: spec\.name is immutable/);
   });
 
   it("refuses setting spec.name to something else than the metadata.name it defaulted to", async () => {
-    const result = await update(uniqueName(), { source: "github" }, { source: "github", name: "other" });
+    const result = await update(
+      uniqueName(),
+      { source: "internal_template" },
+      { source: "internal_template", name: "other" },
+    );
     expect(result.stderr).toMatch(/spec\.name: Forbidden: spec\.name is immutable/);
   });
 
   it("refuses removing a spec.name that differs from metadata.name", async () => {
-    const result = await update(uniqueName(), { source: "github", name: "other" }, { source: "github" });
+    const result = await update(
+      uniqueName(),
+      { source: "internal_template", name: "other" },
+      { source: "internal_template" },
+    );
     expect(result.stderr).toMatch(/spec\.name: Forbidden: spec\.name is immutable/);
   });
 
@@ -220,8 +242,8 @@ describe("Deployment CRD: immutability", () => {
     const name = uniqueName();
     const result = await update(
       name,
-      { source: "github" },
-      { source: "github", name, sourceConfig: { buildOnPush: true } },
+      { source: "internal_template" },
+      { source: "internal_template", name, sourceConfig: { buildOnPush: true } },
     );
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);

@@ -7,7 +7,7 @@ kind: Deployment
 metadata:
   name: support-agent
 spec:
-  source: github
+  source: internal_template
 `;
 
 /** `file:line:column message` of each problem, for compact expectations. */
@@ -47,7 +47,7 @@ describe("parseManifests", () => {
     },
     {
       reason: "an enum lists its allowed values",
-      text: ok.replace("source: github", "source: gitlab"),
+      text: ok.replace("source: internal_template", "source: gitlab"),
       expected: [
         "6:3 spec.source: must be one of github, external_docker, internal_docker, internal_source, internal_template",
       ],
@@ -63,6 +63,19 @@ describe("parseManifests", () => {
       expected: [
         "8:5 spec.sourceConfig.repoURL: unknown field (did you mean `repoUrl`? known here: integrationId, repoUrl, buildOnPush, customUrl, listenerId, listenerConfig, installCommand, buildCommand, resourceSpec)",
       ],
+    },
+    {
+      reason: "CEL rule: source github without its repository, naming both ways to give it",
+      text: ok.replace("source: internal_template", "source: github"),
+      expected: [
+        "6:3 spec.source github needs its repository: set spec.github (repository owner/name and integrationId), or sourceConfig.repoUrl and sourceConfig.integrationId",
+      ],
+    },
+    {
+      reason:
+        "CEL rule: source github with sourceConfig.repoUrl and integrationId, or ObserveOnly, is accepted",
+      text: `${ok.replace("source: internal_template", "source: github")}  managementPolicy: ObserveOnly\n---\n${ok.replace("source: internal_template", "source: github")}  sourceConfig:\n    repoUrl: https://github.com/acme/a\n    integrationId: 0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e\n`,
+      expected: [],
     },
     {
       reason: "a misspelt field names the one it is nearest to",
@@ -116,7 +129,7 @@ describe("parseManifests", () => {
     },
     {
       reason: "a resource without metadata.name cannot be applied",
-      text: "apiVersion: dms.dev/v1alpha1\nkind: Deployment\nspec:\n  source: github\n",
+      text: "apiVersion: dms.dev/v1alpha1\nkind: Deployment\nspec:\n  source: internal_template\n",
       expected: ["1:1 metadata.name is required"],
     },
     {
