@@ -1,11 +1,13 @@
 /**
  * `completion bash|zsh|fish`: a completion script for the program (`dms-operator`, or
  * `kubectl-dms` when run as the kubectl plugin), generated from its own command tree, so a new
- * command or flag is completed without touching this file. kubectl's own completion of
- * `kubectl dms …` asks {@link completePlugin} (bin/kubectl_complete-dms.mjs) instead. It completes commands, subcommands and
- * flags, and the names of Deployment resources (`kubectl get deployments.dms.dev -o name`, with
- * the `-n`, `--kubeconfig` and `--context` already typed) where a command takes one. The zsh
- * script is the bash one under zsh's `bashcompinit`.
+ * command or flag is completed without touching this file. It completes commands, subcommands,
+ * flags, the values of flags that take one of a list (`-o`, `--status`, `--type`), and the names
+ * of Deployment resources (`kubectl get deployments.dms.dev -o name`, with the `-n`,
+ * `--kubeconfig` and `--context` already typed) where a command takes them. The zsh script is the
+ * bash one under zsh's `bashcompinit`. kubectl's own completion of `kubectl dms …`
+ * (bin/kubectl_complete-dms.mjs) answers from completion-table.ts instead (completion-plugin.ts),
+ * which {@link completionTableSource} writes from the same tree.
  */
 import { type Command, InvalidArgumentError } from "commander";
 import type { CompletionFlag, CompletionNode } from "./completion-node.ts";
