@@ -256,19 +256,36 @@ export const registerCompletionCommand: RegisterCommand = (program, ctx) => {
 };
 
 /**
- * The TypeScript source of completion-table.ts: the plugin's command tree, `nodes`, written out
+ * The TypeScript source of completion-table.ts: the plugin's command tree, `nodes`, written out,
+ * each distinct flag once (most commands share the service's and kubectl's flags)
  * (test/unit/cli-completion.test.ts checks it against the commands, and rewrites it under
  * `UPDATE_COMPLETION_TABLE=1`).
  */
 export function completionTableSource(nodes: readonly CompletionNode[]): string {
+  const flags: CompletionFlag[] = [];
+  const index = new Map<string, number>();
+  const indexOf = (flag: CompletionFlag) => {
+    const key = JSON.stringify(flag);
+    if (!index.has(key)) index.set(key, flags.push(flag) - 1);
+    return index.get(key);
+  };
+  const compact = nodes.map(({ flags: own, ...node }) => ({ ...node, flags: own.map(indexOf) }));
   return `/**
  * The command tree of \`kubectl dms\` as completion sees it: written out from the commands by
  * test/unit/cli-completion.test.ts (UPDATE_COMPLETION_TABLE=1 vitest run
  * test/unit/cli-completion.test.ts rewrites it), so that a TAB loads no command (see
- * completion-plugin.ts). Do not edit by hand.
+ * completion-plugin.ts). Each flag is written once, in FLAGS; a command lists the indexes of its
+ * own. Do not edit by hand.
  */
-import type { CompletionNode } from "./completion-node.ts";
+import type { CompletionFlag, CompletionNode } from "./completion-node.ts";
 
-export const PLUGIN_COMPLETION: readonly CompletionNode[] = ${JSON.stringify(nodes, null, 2)};
+const FLAGS: readonly CompletionFlag[] = ${JSON.stringify(flags)};
+
+const NODES: readonly (Omit<CompletionNode, "flags"> & { flags: readonly number[] })[] = ${JSON.stringify(compact)};
+
+export const PLUGIN_COMPLETION: readonly CompletionNode[] = NODES.map((node) => ({
+  ...node,
+  flags: node.flags.flatMap((i) => FLAGS[i] ?? []),
+}));
 `;
 }

@@ -9,7 +9,6 @@ import { LOG_TYPES } from "../../src/api/revision-logs.ts";
 import { DEPLOYMENT_STATUSES, DEPLOYMENT_TYPES, isUuid, PAGE_LIMIT } from "../../src/api/wire.ts";
 import { completionNodes, completionTableSource } from "../../src/commands/completion.ts";
 import { PLUGIN_COMPLETION } from "../../src/commands/completion-table.ts";
-import type { CliContext } from "../../src/commands/context.ts";
 import { createProgram, loadCommands } from "../../src/commands/program.ts";
 import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
 import { COMMANDS } from "../../src/commands/registry.ts";
@@ -21,14 +20,9 @@ import {
   ANNOTATION_RECONCILE_REQUESTED_AT,
   ANNOTATION_ROLLOUT_NOW,
 } from "../../src/crd/schema.ts";
+import { silentContext } from "../support/cli.ts";
 
-const ctx: CliContext = {
-  out: () => {},
-  err: () => {},
-  stdoutIsTTY: false,
-  env: {},
-  stopSignal: new AbortController().signal,
-};
+const ctx = silentContext();
 
 describe("the completion table", () => {
   it("is the plugin's command tree as the loaded commands give it (UPDATE_COMPLETION_TABLE=1 rewrites it)", async () => {

@@ -7,7 +7,6 @@ import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { resourceName, waitTimeout } from "../../src/commands/annotate.ts";
 import { type Candidate, completions, DIRECTIVE } from "../../src/commands/completion-plugin.ts";
-import type { CliContext } from "../../src/commands/context.ts";
 import {
   describeInstall,
   imageTag,
@@ -24,7 +23,7 @@ import {
   SECTION_ROWS,
   statusDocument,
 } from "../../src/commands/status-view.ts";
-import { runCli } from "../support/cli.ts";
+import { runCli, silentContext } from "../support/cli.ts";
 
 const cond = (type: string, status: string, reason = "R", message = "m") => ({
   type,
@@ -347,13 +346,7 @@ describe("the verbs' arguments", () => {
 });
 
 describe("kubectl's completion of kubectl dms", () => {
-  const ctx: CliContext = {
-    out: () => {},
-    err: () => {},
-    stdoutIsTTY: false,
-    env: {},
-    stopSignal: new AbortController().signal,
-  };
+  const ctx = silentContext();
   const asked: object[] = [];
   const names = async (flags: object): Promise<Candidate[]> => {
     asked.push(flags);
