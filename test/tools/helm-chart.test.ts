@@ -16,7 +16,15 @@ import { chartConfigName, chartConfigSchema, SETTINGS } from "../../src/commands
 import { serviceConfigFrom } from "../../src/config.ts";
 import { CRDS, crdFile, renderCrd } from "../../src/crd/render.ts";
 import { createTestCa } from "../support/certificates.ts";
-import { CHART, helm, helmBinary, type K8sObject, renderChart } from "../support/helm-chart.ts";
+import {
+  CHART,
+  compareChartVersions,
+  helm,
+  helmBinary,
+  type K8sObject,
+  renderChart,
+} from "../support/helm-chart.ts";
+import { LAST_RELEASE, PACKAGE_VERSION } from "../support/release.ts";
 
 const root = join(import.meta.dirname, "..", "..");
 const values = parse(readFileSync(join(CHART, "values.yaml"), "utf8")) as {
@@ -142,14 +150,18 @@ const CONFIG_VALUES = Object.fromEntries(
 
 describe("the chart's package", () => {
   it("has package.json's version as its version and appVersion (a release publishes both at once)", () => {
-    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
     const chart = parse(readFileSync(join(CHART, "Chart.yaml"), "utf8")) as Record<string, unknown>;
-    expect(chart.version).toBe(pkg.version);
-    expect(chart.appVersion).toBe(pkg.version);
+    expect(chart.version).toBe(PACKAGE_VERSION);
+    expect(chart.appVersion).toBe(PACKAGE_VERSION);
   });
 
-  it("is installed by the READMEs and the guide from the registry a release publishes it to, at this version", () => {
-    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+  it("carries the last release's version, or between releases a pre-release of a later one", () => {
+    if (PACKAGE_VERSION === LAST_RELEASE) return;
+    expect(PACKAGE_VERSION, "a version being made has a pre-release tag, e.g. 0.2.0-dev").toMatch(/-/);
+    expect(compareChartVersions(PACKAGE_VERSION, LAST_RELEASE), `above ${LAST_RELEASE}`).toBeGreaterThan(0);
+  });
+
+  it("is installed by the READMEs and the guide from the registry a release publishes it to, at the last release", () => {
     const guide = ["install.md", "security.md"].map((page) => join(root, "docs", "guide", page));
     for (const readme of [join(root, "README.md"), join(CHART, "README.md"), ...guide]) {
       const installs = readFileSync(readme, "utf8")
@@ -162,7 +174,7 @@ describe("the chart's package", () => {
           // By version, or by the digest a verified pull printed.
           const [ref, digest] = chart.split("@");
           expect(ref).toBe("oci://ghcr.io/dms-dev/charts/dms-operator");
-          if (digest === undefined) expect(line).toContain(`--version ${pkg.version} `);
+          if (digest === undefined) expect(line).toContain(`--version ${LAST_RELEASE} `);
           else expect(digest).toMatch(/^sha256:/);
         } else expect(join(root, chart ?? "")).toBe(CHART);
       }
