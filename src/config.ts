@@ -2,6 +2,9 @@
  * Typed, validated configuration from command-line flags and environment variables (flags win).
  * Each group has one function returning either the settings or every problem found, each a single
  * line naming the flag and the variable and saying how to fix it. Nothing here exits or logs.
+ * A setting is a row of a table ({@link Setting}): its variable, its parser (which holds its bound,
+ * also as the JSON schema of its chart value), its default, its help and its chart value. The
+ * service's rows are here; `run`'s, with these, are the table of `commands/settings.ts`.
  */
 import { readFileSync } from "node:fs";
 import { type ProxyEnv, proxyEnvOf, proxySupportProblem, redactProxyUrl } from "./api/agent.ts";
