@@ -50,7 +50,7 @@ import {
 } from "./context.ts";
 import { addOutputOptions, colorEnabled, type OutputFlags, outputFormat, paint } from "./output.ts";
 import { CommandExit, EXIT } from "./program.ts";
-import { RUN_SETTINGS } from "./run-config.ts";
+import { RUN_SETTINGS } from "./settings.ts";
 
 interface PlanFlags extends ConnectionFlags, OutputFlags {
   filename: string[];
