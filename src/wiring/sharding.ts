@@ -4,6 +4,7 @@
  * feature), and its parts given to the rest of the operator. See docs/guide/sharding.md.
  */
 
+import { hostname } from "node:os";
 import type { Logger } from "pino";
 import type { KubeClient } from "../kube/client.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
@@ -109,5 +110,63 @@ export function sharding(p: ShardingParts): Sharding {
       }),
     guard: replica.guard,
     users: replica.users,
+  };
+}
+
+/**
+ * How this replica takes part: unsharded, the leader alone reconciles and polls every resource;
+ * `--sharded`, every replica its share (see {@link sharding}), the leader running the sharder.
+ */
+export interface ReplicaRole {
+  /** The caches' settings: sharded, the Deployment resources of this replica's share only. */
+  scope<C extends Pick<OperatorConfig, "labelSelector">>(config: C): C;
+  /** The User-Agent (and sharded, the share and fence) of every service client. */
+  clientIdentity: ClientIdentity;
+  /** True when only the leader reconciles (unsharded). */
+  leaderOnly: boolean;
+  /** The reconcile as this replica runs it (sharded: only while it may). */
+  guard(reconcile: Reconciler): Reconciler;
+  /** Joins the replica to its cache of Deployment resources once it exists. */
+  attach(deployments: KubeDeployments): void;
+  /** Sharded: each connection's users, counted by the leader. */
+  users?: ClusterUsers;
+  /** `runnable` as it runs here: sharded, on every replica (each for its share); else as it is. */
+  ownShare(runnable: Runnable): Runnable;
+  /** Sharding's own runnables: none unsharded. */
+  runnables: Runnable[];
+}
+
+/** The {@link ReplicaRole} `config` asks for; `kubeNamespace` is the kubeconfig's namespace. */
+export function replicaRole(
+  config: ShardingParts["config"] & Pick<OperatorConfig, "sharded" | "podName">,
+  kubeNamespace: string | undefined,
+  parts: Omit<ShardingParts, "config" | "namespace" | "podName">,
+): ReplicaRole {
+  const podName = config.podName ?? hostname();
+  if (!config.sharded)
+    return {
+      scope: (c) => c,
+      clientIdentity: { userAgent: userAgentOf(podName) },
+      leaderOnly: true,
+      guard: (reconcile) => reconcile,
+      attach: () => {},
+      ownShare: (runnable) => runnable,
+      runnables: [],
+    };
+  const namespace = config.leaderElection.namespace ?? kubeNamespace ?? "default";
+  const shards = sharding({ ...parts, config, namespace, podName });
+  return {
+    scope: (c) => ({ ...c, labelSelector: joinSelectors(c.labelSelector, shards.selector) }),
+    clientIdentity: shards.clientIdentity,
+    leaderOnly: false,
+    guard: shards.guard,
+    attach: shards.attach,
+    users: shards.users,
+    ownShare: (runnable) => ({
+      name: runnable.name,
+      needLeaderElection: false,
+      start: (s, h) => runnable.start(s, h),
+    }),
+    runnables: shards.runnables,
   };
 }
