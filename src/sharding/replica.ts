@@ -11,6 +11,7 @@ import type { Reconciler } from "../runtime/controller.ts";
 import { type ObjectRef, objectKey, parseObjectKey } from "../runtime/keys.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import { ClusterUserCounts, type ClusterUsers } from "./cluster-users.ts";
+import { type LabelPolicyReading, requireLabelPolicy, watchLabelPolicy } from "./label-policy.ts";
 import { DRAIN_LABEL, handoverTo, isReplicaName, OWNER_LABEL } from "./labels.ts";
 import { leaseHolder } from "./lease-holder.ts";
 import { ShardMember, type ShardWriteGrant } from "./member.ts";
@@ -45,14 +46,6 @@ export interface ReplicaCache {
 /** How a label write ended: written, lost a race (the object changed), or the object is gone. */
 export type LabelWriteResult = "written" | "conflict" | "gone";
 
-/** The leader's check that the shard label policy is in place (with `--shard-label-policy=required`). */
-export interface LabelPolicyCheck {
-  /** Resolves once the policy is in place; rejects, naming the fix, when it is not. */
-  require(signal: AbortSignal): Promise<void>;
-  /** Reads it again now and then until `signal` aborts, reporting whether it is in place. */
-  watch(signal: AbortSignal, report: (enforced: boolean) => void): Promise<void>;
-}
-
 /** Options of {@link shardedReplica}. */
 export interface ShardedReplicaOptions<R extends ShardRecord> {
   /** This replica's name (its pod's): its Lease's name and its owner label value. */
@@ -72,8 +65,8 @@ export interface ShardedReplicaOptions<R extends ShardRecord> {
     signal: AbortSignal,
   ): Promise<LabelWriteResult>;
   leaderElection: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
-  /** The shard label policy's check; none when it is not required. */
-  labelPolicy?: LabelPolicyCheck;
+  /** The shard label policy, read before joining and by the leader; none when it is not required. */
+  labelPolicy?: LabelPolicyReading;
   registry: Registry;
   clock: Clock;
   logger: Logger;
@@ -168,7 +161,9 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
         identity: o.identity,
         ...le,
         member,
-        ...(policy ? { beforeJoining: (signal: AbortSignal) => policy.require(signal) } : {}),
+        ...(policy
+          ? { beforeJoining: (signal: AbortSignal) => requireLabelPolicy(policy, signal, clock, logger) }
+          : {}),
         clock,
         logger,
       }),
@@ -181,7 +176,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
               needLeaderElection: true,
               start: async (signal: AbortSignal) => {
                 metrics.policyEnforced(true);
-                await policy.watch(signal, metrics.policyEnforced);
+                await watchLabelPolicy(policy, signal, clock, logger, metrics.policyEnforced);
               },
             },
           ]),

@@ -20,7 +20,7 @@ import { shardedReplica } from "../sharding/replica.ts";
 import { VERSION } from "../version.ts";
 import type { OperatorConfig } from "./operator-config.ts";
 import type { ClientIdentity } from "./service-connections.ts";
-import { requireShardLabelPolicy, watchShardLabelPolicy } from "./shard-label-policy.ts";
+import { checkShardLabelPolicy } from "./shard-label-policy.ts";
 
 /** `dms-operator/<version> (<pod name>)`: who sent a service request. */
 export function userAgentOf(podName: string): string {
@@ -85,10 +85,7 @@ export function sharding(p: ShardingParts): Sharding {
     ...(policy === undefined
       ? {}
       : {
-          labelPolicy: {
-            require: (signal) => requireShardLabelPolicy(client, policy, signal, clock, logger),
-            watch: (signal, report) => watchShardLabelPolicy(client, policy, signal, clock, logger, report),
-          },
+          labelPolicy: { name: policy, check: (signal) => checkShardLabelPolicy(client, policy, signal) },
         }),
     registry: p.metrics.registry,
     clock,
