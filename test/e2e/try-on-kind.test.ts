@@ -5,7 +5,8 @@
 // address, its listen address by loopback, its seed by the rendered ConfigMap's), `helm test`'s
 // check run against it, the section's samples applied and every one of them Ready, as the
 // section's `kubectl wait` waits. manifests/components/simulator, the same for the kustomize
-// install, renders and passes a server-side dry run. No pod runs: processes stand in for them.
+// install, renders and passes a server-side dry run. A real `helm install` and `helm upgrade`
+// keep the generated key. No pod runs: processes stand in for them.
 import { type ChildProcess, spawn } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -15,8 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { runCaptured } from "../controlplane/kubectl.ts";
 import { freePort } from "../controlplane/net.ts";
-import { freshNamespace, kubectl, kubectlOk } from "../support/cluster.ts";
-import { helmBinary, type K8sObject, objectsOf, renderChart } from "../support/helm-chart.ts";
+import { freshNamespace, kubectl, kubectlOk, testKubeconfigPath } from "../support/cluster.ts";
+import { CHART, helm, helmBinary, type K8sObject, objectsOf, renderChart } from "../support/helm-chart.ts";
 import { nodeCacheEnv } from "../support/node-env.ts";
 import { shBlockCommands } from "../support/sh-blocks.ts";
 import {
@@ -308,6 +309,67 @@ describe("the README's Try it on kind: the chart with simulator.enabled", () => 
     expect(waited.code, `${waited.stderr}\n${operator.logText().slice(-4000)}`).toBe(0);
     expect(waited.stdout.trim().split("\n")).toHaveLength(samples.length);
   }, 180_000);
+});
+
+describe("helm install and upgrade with simulator.enabled", () => {
+  it("keeps the generated key through an upgrade, and uninstalls the simulator with the release", async () => {
+    const bin = await helmBinary();
+    const ns = await freshNamespace("e2e-kind-upgrade");
+    const release = "e2e-kind-keep";
+    const run = (args: string[]) => helm(bin, [...args, "-n", ns], { kubeconfig: testKubeconfigPath() });
+    const apiKey = async () =>
+      Buffer.from(
+        await kubectlOk([
+          "get",
+          "secret",
+          `${release}-dms-operator-simulator-credentials`,
+          "-n",
+          ns,
+          "-o",
+          "jsonpath={.data.api-key}",
+        ]),
+        "base64",
+      ).toString("utf8");
+    try {
+      const installed = await run([
+        "install",
+        release,
+        CHART,
+        "--set",
+        "simulator.enabled=true",
+        "--set",
+        "crds.enabled=false",
+      ]);
+      expect(installed.code, installed.stderr).toBe(0);
+      const key = await apiKey();
+      expect(key).toMatch(/^[A-Za-z0-9]{40}$/);
+      const upgraded = await run([
+        "upgrade",
+        release,
+        CHART,
+        "--reuse-values",
+        "--set",
+        "simulator.extraArgs[0]=--ready-after-ms=500",
+      ]);
+      expect(upgraded.code, upgraded.stderr).toBe(0);
+      expect(await apiKey()).toBe(key);
+      const args = await kubectlOk([
+        "get",
+        "deployment",
+        `${release}-dms-operator-simulator`,
+        "-n",
+        ns,
+        "-o",
+        "jsonpath={.spec.template.spec.containers[0].args}",
+      ]);
+      expect(JSON.parse(args)).toContain("--ready-after-ms=500");
+    } finally {
+      const uninstalled = await run(["uninstall", release]);
+      expect(uninstalled.code, uninstalled.stderr).toBe(0);
+    }
+    const left = await kubectlOk(["get", "deployment,service,secret,configmap", "-n", ns, "-o", "name"]);
+    expect(left.split("\n").filter((line) => line.includes("simulator"))).toEqual([]);
+  });
 });
 
 describe("manifests/components/simulator", () => {
