@@ -5,7 +5,8 @@
 // address, its listen address by loopback, its seed by the rendered ConfigMap's), `helm test`'s
 // check run against it, the section's samples applied and every one of them Ready, as the
 // section's `kubectl wait` waits. manifests/components/simulator, the same for the kustomize
-// install, renders and passes a server-side dry run. A real `helm install` and `helm upgrade`
+// install, renders and passes a server-side dry run. The simulator pod meets the restricted Pod
+// Security Standard the README labels the namespace with. A real `helm install` and `helm upgrade`
 // keep the generated key. No pod runs: processes stand in for them.
 import { type ChildProcess, spawn } from "node:child_process";
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -162,14 +163,42 @@ describe("the README's Try it on kind: the chart with simulator.enabled", () => 
   });
 
   it("renders objects the API server accepts (server-side dry run), the simulator's own pods and a Secret pointing at it", async () => {
+    // The README's pod-security label, and its warning twin for the Deployments' pod templates
+    // (enforce admits or refuses pods, such as the helm test pods; warn speaks of templates too).
+    const label = commands.find((c) => c[0] === "kubectl" && c[1] === "label") ?? [];
+    const levels = label.filter((w) => w.startsWith("pod-security.kubernetes.io/enforce="));
+    expect(levels).toEqual(["pod-security.kubernetes.io/enforce=restricted"]);
+    await kubectlOk(["label", "namespace", ns, ...levels, "pod-security.kubernetes.io/warn=restricted"]);
     const full = await renderChart(bin, { release: RELEASE, namespace: ns, set: sets, tests: true });
     const dryRun = await kubectl(["apply", "--dry-run=server", "-n", ns, "-f", "-"], {
       input: full.map((o) => stringify(o)).join("---\n"),
     });
     expect(dryRun.code, dryRun.stderr).toBe(0);
+    expect(dryRun.stderr).not.toContain("PodSecurity");
     expect(dryRun.stdout).toContain(`deployment.apps/${FULLNAME}-simulator created (server dry run)`);
     expect(dryRun.stdout).toContain(`service/${FULLNAME}-simulator created (server dry run)`);
     expect(dryRun.stdout).toContain(`pod/${FULLNAME}-simulator-test created (server dry run)`);
+
+    // The simulator's pod, made from its template (no controller manager here makes one), is
+    // admitted where `restricted` is enforced; without its security context it would not be.
+    const simulatorPod = (edit: (spec: Record<string, unknown>) => void) => {
+      const template = (
+        one(full, "Deployment", `${FULLNAME}-simulator`) as unknown as {
+          spec: { template: { spec: Record<string, unknown> } };
+        }
+      ).spec.template;
+      const spec = structuredClone(template.spec);
+      edit(spec);
+      const pod = { apiVersion: "v1", kind: "Pod", metadata: { name: "psa-check", namespace: ns }, spec };
+      return kubectl(["create", "--dry-run=server", "-o", "name", "-f", "-"], { input: JSON.stringify(pod) });
+    };
+    const admitted = await simulatorPod(() => {});
+    expect(admitted.stderr).toBe("");
+    expect(admitted.stdout.trim()).toBe("pod/psa-check");
+    const refused = await simulatorPod((spec) => {
+      delete spec.securityContext;
+    });
+    expect(refused.stderr).toContain('violates PodSecurity "restricted');
 
     // The CRDs are the run's already; the rest is installed, the test pod aside (a hook).
     rendered = await renderChart(bin, {
