@@ -131,8 +131,12 @@ const ERROR_LEVEL = 50;
  */
 function errorFields(err: unknown, level: number): { error: string; stacktrace?: string } {
   if (!(err instanceof Error)) {
-    const text = typeof err === "string" ? err : (JSON.stringify(err) ?? String(err));
-    return { error: text };
+    if (typeof err === "string") return { error: err };
+    try {
+      return { error: JSON.stringify(err) ?? String(err) };
+    } catch {
+      return { error: String(err) }; // a BigInt, a cycle
+    }
   }
   const fields: { error: string; stacktrace?: string } = { error: err.message || err.name };
   if (level >= ERROR_LEVEL && typeof err.stack === "string") fields.stacktrace = err.stack;

@@ -58,6 +58,13 @@ describe("the fields of a log line", () => {
     logger.error({ err: "503 unavailable" }, "could not read the latest revision");
     expect(records()[0]).toMatchObject({ error: "503 unavailable" });
     expect(records()[0]).not.toHaveProperty("stacktrace");
+    logger.warn({ err: { status: 503 } }, "an object");
+    logger.warn({ err: 7n }, "a value JSON cannot write");
+    expect(
+      records()
+        .slice(1)
+        .map((r) => r.error),
+    ).toEqual(['{"status":503}', "7"]);
   });
 
   it("writes neither pid nor hostname", () => {
