@@ -154,6 +154,16 @@ export async function runOperator(
     { version: VERSION, identity: operator.identity, namespaces, optimizeForSize },
     "starting dms-operator",
   );
-  await operator.manager.start(signal);
+  // The process lives until `signal` aborts, whatever it serves. With no listening socket
+  // (--metrics-bind-address=0 --health-probe-bind-address=0) and an API server out of reach, its
+  // only pending work is backoff timers, which are unref'd: Node would end it mid-retry, with
+  // status 13 and no word of why. Held, it keeps retrying and logging each failure, as it does
+  // with probes on, and a controller-runtime manager does.
+  const alive = setInterval(() => {}, 2 ** 31 - 1);
+  try {
+    await operator.manager.start(signal);
+  } finally {
+    clearInterval(alive);
+  }
   deps.logger.info("dms-operator stopped");
 }

@@ -87,7 +87,23 @@ export function createLogger(options: LoggerOptions): Logger {
   return pino(
     {
       level: options.level,
+      // controller-runtime's zap writes neither.
+      base: undefined,
       formatters: { level: (label) => ({ level: label }) },
+      hooks: {
+        logMethod(args, method, level) {
+          const [first] = args;
+          if (first instanceof Error) {
+            const rest = args.length > 1 ? args.slice(1) : [first.message];
+            return method.apply(this, [errorFields(first, level), ...rest] as Parameters<typeof method>);
+          }
+          if (typeof first === "object" && first !== null && "err" in first) {
+            const { err, ...fields } = first as Record<string, unknown>;
+            args[0] = { ...fields, ...errorFields(err, level) };
+          }
+          return method.apply(this, args);
+        },
+      },
       timestamp: pino.stdTimeFunctions.isoTime,
       ...(options.redact ? { redact: { paths: [...options.redact], censor: "[REDACTED]" } } : {}),
       mixin: (_object, _level, logger) => {
@@ -104,6 +120,28 @@ export function createLogger(options: LoggerOptions): Logger {
 }
 
 const FIELD_ORDER = ["controller", "namespace", "name", "reconcileID"] as const;
+
+/** pino's number of the `error` level: a stack is written from it up, as zap's production config does. */
+const ERROR_LEVEL = 50;
+
+/**
+ * A logged error as controller-runtime's zap writes it: `error`, its message as a string, and
+ * `stacktrace` only at error level and above (a warning, such as a list/watch retry, says what
+ * failed in one line). Call sites pass it as `{ err }`, pino's name, or as the first argument.
+ */
+function errorFields(err: unknown, level: number): { error: string; stacktrace?: string } {
+  if (!(err instanceof Error)) {
+    if (typeof err === "string") return { error: err };
+    try {
+      return { error: JSON.stringify(err) ?? String(err) };
+    } catch {
+      return { error: String(err) }; // a BigInt, a cycle
+    }
+  }
+  const fields: { error: string; stacktrace?: string } = { error: err.message || err.name };
+  if (level >= ERROR_LEVEL && typeof err.stack === "string") fields.stacktrace = err.stack;
+  return fields;
+}
 
 /** Fields the console line shows in its head, not among the `key=value` pairs. */
 const HEAD = new Set(["level", "time", "msg", "pid", "hostname"]);
@@ -135,10 +173,8 @@ export function formatConsoleLine(record: Record<string, unknown>): string {
   let stack: string | undefined;
   for (const [key, value] of Object.entries(record)) {
     if (HEAD.has(key) || value === undefined) continue;
-    if (key === "err" && typeof value === "object" && value !== null && "stack" in value) {
-      const { stack: s, ...rest } = value as { stack?: unknown };
-      stack = typeof s === "string" ? s : undefined;
-      text += ` err=${escapeControls(JSON.stringify(rest))}`;
+    if (key === "stacktrace" && typeof value === "string") {
+      stack = value;
       continue;
     }
     const plain = typeof value === "string" && /^[\w./:@-]+$/.test(value);

@@ -17,6 +17,7 @@ import {
 import { CRDS, crdFile } from "../../src/crd/render.ts";
 import { DeploymentResourceSchema } from "../../src/crd/schema.ts";
 import { LAST_RELEASE } from "../support/release.ts";
+import { shBlockCommands } from "../support/sh-blocks.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
@@ -25,15 +26,7 @@ const CONNECTIONS = readFileSync(join(ROOT, "docs", "guide", "connections.md"), 
 
 /** The `sh` block of a guide section, its commands joined across `\` continuations, comments dropped. */
 function commands(section: string): string[][] {
-  const start = INSTALL.indexOf(`## ${section}`);
-  const block = /```sh\n([\s\S]*?)```/.exec(INSTALL.slice(start))?.[1];
-  if (start < 0 || !block) throw new Error(`docs/guide/install.md has no sh block under "## ${section}"`);
-  return block
-    .replace(/\\\n/g, " ")
-    .split("\n")
-    .map((line) => line.replace(/(^|\s)#.*$/, "").trim())
-    .filter(Boolean)
-    .map((line) => line.split(/\s+/));
+  return shBlockCommands(INSTALL, section, "docs/guide/install.md");
 }
 
 const flag = (cmd: string[], name: string) => {
