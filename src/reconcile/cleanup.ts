@@ -13,23 +13,37 @@
  */
 import { FINALIZER } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
-import { claimedName } from "./claims.ts";
-import type { StoredResource } from "./ports.ts";
-import {
-  cleansUpOnDelete,
-  type Decided,
-  describeResource,
-  holderOf,
-  listingGuard,
-  notOwnedMessage,
-  type ReconcileDeps,
-  type Run,
-  recordEvent,
-} from "./run.ts";
+import { claimedName, holderOf } from "./claims.ts";
+import type { Decided } from "./decide.ts";
+import { listingGuard } from "./external.ts";
+import type { ResourcePort, StoredResource } from "./ports.ts";
+import { type ReconcileDeps, type Run, recordEvent } from "./run.ts";
 import { observe } from "./service/observe.ts";
 import type { ServiceSession, SessionLookup } from "./service/session.ts";
 import type { Deployment } from "./service-types.ts";
+import { describeResource, notOwnedMessage } from "./status/notes.ts";
 import { isBeingDeleted, REASON } from "./status/status.ts";
+
+/** Whether deleting `obj` must delete its service deployment (and so it carries the finalizer). */
+export function cleansUpOnDelete(obj: StoredResource): boolean {
+  return obj.spec.deletionPolicy === "Delete" && obj.spec.managementPolicy !== "ObserveOnly";
+}
+
+/**
+ * The finalizer rule: `obj` carries the finalizer exactly while a delete must clean up the
+ * service ({@link cleansUpOnDelete}). Returns `obj` as the write answered, or `obj` itself.
+ */
+export async function syncFinalizer(
+  resources: ResourcePort,
+  obj: StoredResource,
+  signal: AbortSignal,
+): Promise<StoredResource> {
+  const wanted = cleansUpOnDelete(obj);
+  const has = (obj.metadata.finalizers ?? []).includes(FINALIZER);
+  if (wanted && !has) return resources.addFinalizer(obj, FINALIZER, signal);
+  if (!wanted && has) return resources.removeFinalizer(obj, FINALIZER, signal);
+  return obj;
+}
 
 /** Where a cleanup ended: done (`result`), or a decision for the status to conclude. */
 export type CleanupStep = { result: ReconcileResult } | { decided: Decided };
@@ -102,7 +116,7 @@ async function finalize(
   const { obj } = run;
   if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) return { result: Action.gone() };
   if (session && cleansUpOnDelete(obj)) {
-    const holder = holderOf(deps, obj);
+    const holder = holderOf(deps.resources, obj);
     const recorded = obj.status?.deploymentId;
     if (holder && recorded) {
       const message = `${describeResource(obj)} records the service's deployment ${recorded} in status.deploymentId, but the name "${claimedName(obj)}" on its connection is held by the older resource ${describeResource(holder)}: not deleting it, and letting ${describeResource(obj)} go`;

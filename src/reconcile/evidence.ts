@@ -10,16 +10,10 @@ import type { LogType } from "../api/revision-logs.ts";
 import { formatTime } from "../conditions/kstatus.ts";
 import { DEFAULT_ROLLOUT_TIMEOUT } from "../crd/schema.ts";
 import { reconcileRequestedAt } from "./annotations.ts";
+import type { Decided } from "./decide.ts";
 import { targetStatusView, targetView } from "./plan/revision-reuse.ts";
 import type { EventNote } from "./ports.ts";
-import {
-  type Connected,
-  type Decided,
-  isConnected,
-  type ReconcileDeps,
-  type Run,
-  readSecretsOf,
-} from "./run.ts";
+import { type Connected, isConnected, type ReconcileDeps, type Run, readSecretsOf } from "./run.ts";
 import { type Deployment, isUuid } from "./service-types.ts";
 import {
   evidenceDue,

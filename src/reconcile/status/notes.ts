@@ -51,3 +51,17 @@ export function observedDrift(name: string, deployment: Deployment | null, decis
   if (decision.action === "noop") return decision.problems.map((p) => p.message);
   return decision.action === "create" ? [] : decision.summary;
 }
+
+/** `namespace/name` of a resource, as events and messages name it. */
+export function describeResource(obj: StoredResource): string {
+  const { namespace, name } = obj.metadata;
+  return namespace ? `${namespace}/${name}` : name;
+}
+
+/**
+ * The `NotOwned` warning: `obj`'s status records `deployment`, which carries another name than
+ * the one `obj` claims. `consequence`: what the operator does instead.
+ */
+export function notOwnedMessage(obj: StoredResource, deployment: Deployment, consequence: string): string {
+  return `${describeResource(obj)} records the service's deployment ${deployment.id} in status.deploymentId, but that deployment is named "${deployment.name}" and ${describeResource(obj)} claims "${claimedName(obj)}": it is not this resource's; ${consequence}`;
+}
