@@ -9,7 +9,7 @@
  * concludes. No port, no clock, no I/O here: the table of cases is test/unit/decide.test.ts.
  */
 import type { DesiredDeployment } from "../crd/mapping.ts";
-import { reconcileRequestedAt, rolloutNow } from "./annotations.ts";
+import { rolloutNow } from "./annotations.ts";
 import { type ApplyPatchResult, pendingSwitchBack, redeployedNote, switchBackPlan } from "./apply-reuse.ts";
 import { lastAppliedFor } from "./plan/last-applied.ts";
 import { type CreatePlan, type PatchPlan, plan } from "./plan/plan.ts";
@@ -351,9 +351,4 @@ export function sameSecretNames(
  */
 function appliedVersions(secretsHash: string | undefined, versions: string | undefined): string | null {
   return secretsHash !== undefined && versions !== undefined ? versions : null;
-}
-
-/** Whether a reconcile was requested by annotation since the last one was handled. */
-export function reconcileRequested(spec: DecideSpec, status: StoredResource["status"]): boolean {
-  return (reconcileRequestedAt(spec) ?? null) !== (status?.lastHandledReconcileAt ?? null);
 }

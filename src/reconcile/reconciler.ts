@@ -200,7 +200,6 @@ export class DeploymentReconciler {
     }
     const { decided, events } = settle(run.obj, status, decision, executed);
     for (const e of events) recordEvent(this.#deps, written, e.type, e.reason, e.note);
-    if (written === run) return this.#conclude(run, decided, signal);
     return this.#conclude(written, decided, signal).catch(
       (error: unknown): Failed => ({ kind: "failed", error, on: written }),
     );
