@@ -269,13 +269,13 @@ export async function chooseRedeploy(
   signal: AbortSignal,
 ): Promise<ReuseDecision> {
   if (input.policy === "Never") return chooseRevision({ ...input, revisions: [] });
-  if (redeployer.missing !== undefined) return { kind: "build", reason: redeployer.missing };
   const wanted = input.desired.secretsHash;
   const config = revisionConfigHash(input.desired.config, input.desired.source);
   const candidate = (e: ReuseInput["history"][number]) =>
     e.secretsHash === wanted && (e.configHash === undefined || e.configHash === config);
   if (wanted === undefined || !input.history.some(candidate))
     return chooseRevision({ ...input, revisions: [] });
+  if (redeployer.missing !== undefined) return { kind: "build", reason: redeployer.missing };
   const read = await redeployer.revisions(deploymentId, signal);
   if (read.kind === "unavailable") return { kind: "build", reason: read.reason };
   return chooseRevision({ ...input, revisions: read.revisions });

@@ -1,6 +1,6 @@
 /**
  * The cleanup arm of a reconcile: a resource being deleted, whatever its connection's state. Its
- * finalizer (kept by the reconciler exactly while {@link cleansUpOnDelete}) holds the deletion
+ * finalizer (kept by the reconciler exactly while `cleansUpOnDelete`, decide.ts) holds the deletion
  * while the service's deployment must go first.
  *
  * `deletionPolicy: Delete` removes the service's deployment this resource owns (the one its
@@ -14,36 +14,15 @@
 import { FINALIZER } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { claimedName, holderOf } from "./claims.ts";
-import type { Decided } from "./decide.ts";
+import { cleansUpOnDelete, type Decided } from "./decide.ts";
 import { listingGuard } from "./external.ts";
-import type { ResourcePort, StoredResource } from "./ports.ts";
-import { type ReconcileDeps, type Run, recordEvent } from "./run.ts";
+import type { StoredResource } from "./ports.ts";
+import type { ReconcileDeps, Run } from "./run.ts";
 import { observe } from "./service/observe.ts";
 import type { ServiceSession, SessionLookup } from "./service/session.ts";
 import type { Deployment } from "./service-types.ts";
-import { describeResource, notOwnedMessage } from "./status/notes.ts";
+import { describeResource, notOwnedMessage, recordEvent } from "./status/notes.ts";
 import { isBeingDeleted, REASON } from "./status/status.ts";
-
-/** Whether deleting `obj` must delete its service deployment (and so it carries the finalizer). */
-export function cleansUpOnDelete(obj: StoredResource): boolean {
-  return obj.spec.deletionPolicy === "Delete" && obj.spec.managementPolicy !== "ObserveOnly";
-}
-
-/**
- * The finalizer rule: `obj` carries the finalizer exactly while a delete must clean up the
- * service ({@link cleansUpOnDelete}). Returns `obj` as the write answered, or `obj` itself.
- */
-export async function syncFinalizer(
-  resources: ResourcePort,
-  obj: StoredResource,
-  signal: AbortSignal,
-): Promise<StoredResource> {
-  const wanted = cleansUpOnDelete(obj);
-  const has = (obj.metadata.finalizers ?? []).includes(FINALIZER);
-  if (wanted && !has) return resources.addFinalizer(obj, FINALIZER, signal);
-  if (!wanted && has) return resources.removeFinalizer(obj, FINALIZER, signal);
-  return obj;
-}
 
 /** Where a cleanup ended: done (`result`), or a decision for the status to conclude. */
 export type CleanupStep = { result: ReconcileResult } | { decided: Decided };

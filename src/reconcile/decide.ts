@@ -334,6 +334,14 @@ export function settle(
   };
 }
 
+/**
+ * The finalizer rule: whether deleting `obj` must delete its service deployment, and so it
+ * carries the finalizer (the reconciler keeps it exactly while this holds).
+ */
+export function cleansUpOnDelete(obj: DecideSpec): boolean {
+  return obj.spec.deletionPolicy === "Delete" && obj.spec.managementPolicy !== "ObserveOnly";
+}
+
 /** Whether the service's deployment has exactly the secret names of `spec` (false when none). */
 export function sameSecretNames(
   spec: DecideSpec["spec"],

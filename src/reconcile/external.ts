@@ -17,15 +17,15 @@ import { applyPatch, createdHistory } from "./apply-reuse.ts";
 import { claimedName } from "./claims.ts";
 import type { Decision, Executed, Observation } from "./decide.ts";
 import { sameSecretNames } from "./decide.ts";
-import { inlineSecrets, type ReadSecrets, secretVersions } from "./inputs.ts";
+import { inlineSecrets, NONE_READ, type ReadSecrets, readSecretsOf, secretVersions } from "./inputs.ts";
 import type { StoredResource } from "./ports.ts";
-import { type Connected, NONE_READ, type ReconcileDeps, readSecretsOf, recordEvent } from "./run.ts";
+import type { Connected, ReconcileDeps } from "./run.ts";
 import { lookupTarget } from "./service/freshness.ts";
 import { type LookupTarget, observe } from "./service/observe.ts";
 import type { ServiceSession } from "./service/session.ts";
 import type { ListingFailure } from "./service/snapshot.ts";
 import type { Deployment } from "./service-types.ts";
-import { notOwnedMessage } from "./status/notes.ts";
+import { notOwnedMessage, recordEvent } from "./status/notes.ts";
 import { REASON, type StatusRecord, type SyncOutcome } from "./status/status.ts";
 
 /**

@@ -11,32 +11,27 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
+import { FINALIZER } from "../crd/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
 import { parseObjectKey } from "../runtime/keys.ts";
 import { LazyReconcileLog, reconcileFields } from "../runtime/log.ts";
 import { isPaused } from "./annotations.ts";
 import { holderOf } from "./claims.ts";
-import { cleanup, syncFinalizer } from "./cleanup.ts";
-import { type Decided, decide, settle } from "./decide.ts";
+import { cleanup } from "./cleanup.ts";
+import { cleansUpOnDelete, type Decided, decide, settle } from "./decide.ts";
 import { readEvidence } from "./evidence.ts";
 import { External } from "./external.ts";
 import { failureOf } from "./failures.ts";
+import { NONE_READ, readSecretsOf } from "./inputs.ts";
 import { conclude } from "./next-action.ts";
 import { changedStatusFields } from "./plan/diff.ts";
 import type { RevisionHistoryEntry } from "./plan/revision-reuse.ts";
-import type { EventsPort, ResourcePort, SecretsPort } from "./ports.ts";
-import {
-  type Connected,
-  NONE_READ,
-  type ReconcileDeps,
-  type Run,
-  readSecretsOf,
-  recordEvent,
-} from "./run.ts";
+import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
+import type { Connected, ReconcileDeps, Run } from "./run.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
 import type { Sessions } from "./service/session.ts";
-import { nameConflictMessage } from "./status/notes.ts";
+import { nameConflictMessage, recordEvent } from "./status/notes.ts";
 import { CONDITION, REASON } from "./status/status.ts";
 
 /** Options of {@link DeploymentReconciler}. */
@@ -157,7 +152,7 @@ export class DeploymentReconciler {
     const holder = holderOf(this.#deps.resources, run.obj);
     // The loser of a name conflict owns nothing on the service: no finalizer, so that deleting it
     // can never delete the holder's deployment.
-    const obj = holder ? run.obj : await syncFinalizer(this.#deps.resources, run.obj, signal);
+    const obj = holder ? run.obj : await this.#syncFinalizer(run.obj, signal);
     // Once the finalizer was written, a failure is reported on the version it answered with.
     const current: Run = obj === run.obj ? run : { ...run, obj };
     try {
@@ -174,6 +169,15 @@ export class DeploymentReconciler {
     } catch (error) {
       return { kind: "failed", error, on: current };
     }
+  }
+
+  /** The finalizer is present exactly while a delete must clean up the service. */
+  async #syncFinalizer(obj: StoredResource, signal: AbortSignal): Promise<StoredResource> {
+    const wanted = cleansUpOnDelete(obj);
+    const has = (obj.metadata.finalizers ?? []).includes(FINALIZER);
+    if (wanted && !has) return this.#deps.resources.addFinalizer(obj, FINALIZER, signal);
+    if (!wanted && has) return this.#deps.resources.removeFinalizer(obj, FINALIZER, signal);
+    return obj;
   }
 
   /**

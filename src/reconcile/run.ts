@@ -1,10 +1,11 @@
 /**
  * One reconcile's context, shared by the reconciler and its arms: the ports and settings
  * (`ReconcileDeps`), and the `Run`: the object, its log, the clock reading, its connection's
- * session, and what was seen of its Secrets, the one state the steps of a reconcile share.
+ * session, and what was seen of its Secrets (`SecretsSeen`, inputs.ts), the one state the steps
+ * of a reconcile share. Types only.
  */
 import type { ReconcileLog } from "../runtime/log.ts";
-import { type ReadSecrets, readSecrets } from "./inputs.ts";
+import type { SecretsSeen } from "./inputs.ts";
 import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { InheritedWindows } from "./rollout/rollout-gate.ts";
 import type { ServiceSession } from "./service/session.ts";
@@ -40,52 +41,5 @@ export interface Run {
   readonly inheritedWindows?: InheritedWindows | undefined;
 }
 
-/**
- * What one reconcile has of the referenced Secrets: the values read (or the spec's inline ones),
- * or `unread`: their values are known to be those last applied and were not read, so a report or
- * a log shown reads them first. The one state the steps of a reconcile share, for a failure may
- * come at any step and its report must not show a value.
- */
-export interface SecretsSeen {
-  secrets: ReadSecrets;
-  unread: boolean;
-}
-
-/** The Secrets before any was read: nothing to scrub. */
-export const NONE_READ: ReadSecrets = { data: {}, values: [] };
-
 /** A run whose connection is usable. */
 export type Connected = Run & { readonly session: ServiceSession };
-
-/** Whether `run`'s connection is usable. */
-export function isConnected(run: Run): run is Connected {
-  return run.session !== undefined;
-}
-
-/**
- * Reads the values of the Secrets the spec references, within the secret budget, into what
- * `run` has seen (for every report to be scrubbed of them) and returns them. Once per
- * reconcile: a read that failed (or stopped at the budget) is not tried again for the
- * failure's report.
- */
-export async function readSecretsOf(
-  deps: ReconcileDeps,
-  run: Run,
-  signal: AbortSignal,
-): Promise<ReadSecrets> {
-  run.seen.unread = false;
-  const namespace = run.obj.metadata.namespace ?? "";
-  run.seen.secrets = await readSecrets(run.obj.spec, namespace, deps.secrets, signal, deps.maxSecretBytes);
-  return run.seen.secrets;
-}
-
-/** Records an event of the reconcile on `run`'s object. */
-export function recordEvent(
-  deps: Pick<ReconcileDeps, "events">,
-  run: Pick<Run, "obj">,
-  type: "Normal" | "Warning",
-  reason: string,
-  note: string,
-): void {
-  deps.events.record(run.obj, { type, reason, action: "Reconcile", note });
-}

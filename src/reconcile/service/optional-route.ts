@@ -10,17 +10,16 @@ import type { Logger } from "pino";
 /** One optional route of one connection (see the module comment). */
 export class OptionalRoute {
   readonly #logger: Logger;
-  #missing: string | undefined;
+  /**
+   * Why the feature is off for this connection (a route the service lacks), or undefined. A
+   * field, read on every reconcile that may use the route; set by {@link turnsOff} alone.
+   */
+  missing: string | undefined;
 
   /** `off`: why the feature is off from the start (by configuration), if it is. */
   constructor(logger: Logger, off?: string) {
     this.#logger = logger;
-    this.#missing = off;
-  }
-
-  /** Why the feature is off for this connection (a route the service lacks), or undefined. */
-  get missing(): string | undefined {
-    return this.#missing;
+    this.missing = off;
   }
 
   /**
@@ -35,12 +34,12 @@ export class OptionalRoute {
     withError = false,
   ): boolean {
     if (!isMissing(error)) return false;
-    if (this.#missing === undefined) {
+    if (this.missing === undefined) {
       const line = `${why}: ${consequence}`;
       if (withError) this.#logger.info({ err: error instanceof Error ? error.message : String(error) }, line);
       else this.#logger.info(line);
     }
-    this.#missing = why;
+    this.missing = why;
     return true;
   }
 }
