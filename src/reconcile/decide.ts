@@ -11,8 +11,8 @@
 import type { DesiredDeployment } from "../crd/mapping.ts";
 import { rolloutNow } from "./annotations.ts";
 import { type ApplyPatchResult, pendingSwitchBack, redeployedNote, switchBackPlan } from "./apply-reuse.ts";
-import { lastAppliedFor } from "./plan/last-applied.ts";
 import { type CreatePlan, type PatchPlan, plan } from "./plan/plan.ts";
+import { lastAppliedFor } from "./plan/plan-secrets.ts";
 import { type RevisionHistoryEntry, splitForRedeploy } from "./plan/revision-reuse.ts";
 import type { StoredResource } from "./ports.ts";
 import { gatePatch, type InheritedWindows, windowsInEffect } from "./rollout/rollout-gate.ts";
