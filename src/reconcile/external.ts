@@ -22,7 +22,6 @@ import type { StoredResource } from "./ports.ts";
 import type { Connected, ReconcileDeps } from "./run.ts";
 import { lookupTarget } from "./service/freshness.ts";
 import { type LookupTarget, observe } from "./service/observe.ts";
-import type { ServiceSession } from "./service/session.ts";
 import type { ListingFailure } from "./service/snapshot.ts";
 import type { Deployment } from "./service-types.ts";
 import { notOwnedMessage, recordEvent } from "./status/notes.ts";
@@ -203,11 +202,9 @@ export class External {
  * is made: the connection's own pass lists it again soon, and its keys are enqueued once a
  * listing is in.
  */
-export function listingGuard(run: {
-  obj: StoredResource;
-  session: ServiceSession;
-  seen: { unread: boolean };
-}): (SyncOutcome & { kind: "failed" }) | undefined {
+export function listingGuard(
+  run: Pick<Connected, "obj" | "session" | "seen">,
+): (SyncOutcome & { kind: "failed" }) | undefined {
   const missed = run.session.listingFailure();
   if (missed?.kind === "failed") {
     run.seen.unread = true;
