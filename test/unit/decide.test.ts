@@ -217,6 +217,25 @@ const ROWS: Row[] = [
     write: "send",
   },
   {
+    name: "a rotated secret held outside the rollout windows: its hash stays the last applied one, its versions cleared",
+    spec: resource({
+      secrets: [{ name: "API_KEY", value: "v2-secret-value" }],
+      rolloutWindows: [ALWAYS_DENY],
+    }),
+    observation: seen(
+      resource({ secrets: [{ name: "API_KEY", value: "v2-secret-value" }] }),
+      { ...DEPLOYED, secrets: [{ name: "API_KEY" }] },
+      {},
+      { versions: "v2" },
+    ),
+    status: { ...OURS, appliedSecretsHash: "old", appliedSecretVersions: "v1" },
+    decision: {
+      outcome: { kind: "held", message: expect.stringContaining("(secrets) is held") },
+      record: { appliedSecretsHash: "old", appliedSecretVersions: null },
+    },
+    write: undefined,
+  },
+  {
     name: "Secrets left unread: their versions are not rewritten",
     spec: resource(IMAGE_2),
     observation: seen(resource(IMAGE_2), DEPLOYED, {}, { secretsUnread: true, versions: "v1" }),
