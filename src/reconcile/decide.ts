@@ -114,6 +114,11 @@ export interface Decision extends Decided {
   /** A line for the reconcile's log. */
   log?: { fields?: object; message: string };
   write?: Write;
+  /**
+   * The spec cannot be decided on (rollout windows that cannot be read: an `InvalidSpecError`):
+   * reported as the reconcile's failure once {@link events} are recorded; no write.
+   */
+  failed?: { error: unknown };
 }
 
 /** What decide needs besides its four inputs: the operator's settings. */
@@ -126,8 +131,8 @@ export interface DecideSettings {
 
 /**
  * Decides what the apply arm does for `spec` (see the module comment). `now`: the reconcile's
- * clock reading (ms since the epoch). Throws `InvalidSpecError` when the rollout windows in
- * effect cannot be read.
+ * clock reading (ms since the epoch). Rollout windows in effect that cannot be read are
+ * `failed` (an `InvalidSpecError`).
  */
 export function decide(
   spec: DecideSpec,
@@ -165,8 +170,14 @@ export function decide(
     const note = created ? createdNote(found.deployment) : adoptedNote(found.deployment);
     events.push({ type: "Normal", reason: created ? "Created" : "Adopted", note });
   }
-  // Read before any write: windows that cannot be read stall the resource (InvalidSpec).
-  const windows = windowsInEffect(spec.spec.rolloutWindows, observation.inheritedWindows, now);
+  // Read before any write: windows that cannot be read stall the resource (InvalidSpec), once
+  // the events above are recorded.
+  let windows: ReturnType<typeof windowsInEffect>;
+  try {
+    windows = windowsInEffect(spec.spec.rolloutWindows, observation.inheritedWindows, now);
+  } catch (error) {
+    return { ...none, events, outcome: { kind: "synced" }, failed: { error } };
+  }
   if (planned.action === "create") {
     const requestedAt = status.createRequestedAt;
     if (requestedAt && observation.at - Date.parse(requestedAt) < settings.createGraceMs) {

@@ -193,6 +193,7 @@ export class DeploymentReconciler {
       counter: this.#deps.now,
     });
     for (const e of decision.events) recordEvent(this.#deps, run, e.type, e.reason, e.note);
+    if (decision.failed) return { kind: "failed", error: decision.failed.error, on: run };
     if (decision.log) run.log.info(decision.log.fields ?? {}, decision.log.message);
     const executed = await this.#external.execute(run, decision, signal);
     // A create wrote its intent: the status goes on that version, and so does a failure's.

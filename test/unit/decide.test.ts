@@ -252,9 +252,12 @@ describe("decide", () => {
     expect(decision.write?.kind).toBe(row.write);
   });
 
-  it("rollout windows that cannot be read stall the resource before any write", () => {
+  it("rollout windows that cannot be read stall the resource before any write, its events kept", () => {
     const bad = resource({ rolloutWindows: [{ kind: "allow", schedule: "not a schedule", duration: "1h" }] });
-    expect(() => decide(bad, seen(bad, null), {}, NOW, SETTINGS)).toThrow(InvalidSpecError);
+    const decision = decide(bad, seen(bad, DEPLOYED, { adopted: true }), {}, NOW, SETTINGS);
+    expect(decision.failed?.error).toBeInstanceOf(InvalidSpecError);
+    expect(decision.write).toBeUndefined();
+    expect(decision.events.map((e) => e.reason)).toEqual(["Adopted"]);
   });
 
   it("is a function of its inputs: the same rows give the same decisions", () => {
