@@ -194,7 +194,9 @@ export class DeploymentReconciler {
     });
     for (const e of decision.events) recordEvent(this.#deps, run, e.type, e.reason, e.note);
     if (decision.failed) return { kind: "failed", error: decision.failed.error, on: run };
-    if (decision.log) run.log.info(decision.log.fields ?? {}, decision.log.message);
+    const line = decision.log;
+    if (line?.fields) run.log.info(line.fields, line.message);
+    else if (line) run.log.info(line.message);
     const executed = await this.#external.execute(run, decision, signal);
     // A create wrote its intent: the status goes on that version, and so does a failure's.
     const written: Run =
