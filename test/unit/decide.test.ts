@@ -20,6 +20,7 @@ import {
   type Observation,
   settle,
 } from "../../src/reconcile/decide.ts";
+import { conclude } from "../../src/reconcile/next-action.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { BODY, SPEC } from "../support/agent-fixture.ts";
 import { applyCreate } from "./plan-fixtures.ts";
@@ -365,5 +366,59 @@ describe("settle", () => {
       sent: { deployment: DEPLOYED, revision: { kind: "pending", revisionId: "r" }, history: undefined },
     };
     expect(settle(spec, OURS, sending, executed).events).toEqual([]);
+  });
+});
+
+/**
+ * The conditions a decision without a write concludes (no evidence: nothing rolling out), as
+ * `Type: Status/Reason`, and the status: decide, settle and conclude are pure together.
+ */
+function concluded(spec: DecideSpec, observation: Observation, status: DeploymentResourceStatus) {
+  const decision = decide(spec, observation, status, NOW, SETTINGS);
+  expect(decision.write).toBeUndefined();
+  const { decided } = settle(spec, status, decision, undefined);
+  const obj = { ...spec, status } as StoredResource;
+  const { status: next } = conclude({
+    obj,
+    decided,
+    evidence: {},
+    now: new Date(NOW),
+    secretValues: [],
+    pollMs: 5_000,
+  });
+  const conditions = Object.fromEntries(
+    (next.conditions ?? []).map((c) => [c.type, `${c.status}/${c.reason}`]),
+  );
+  return {
+    conditions,
+    status: next,
+    message: (type: string) => next.conditions?.find((c) => c.type === type)?.message,
+    events: decision.events,
+  };
+}
+
+describe("decide, then the conclusion (moved from the reconciler's table: no port needed)", () => {
+  it("ObserveOnly without a deployment on the service reports it and never creates one", () => {
+    const spec = resource({ managementPolicy: "ObserveOnly" });
+    expect(concluded(spec, seen(spec, null), {}).conditions).toEqual({
+      Ready: "False/NotFound",
+      Synced: "False/Drifted",
+    });
+  });
+
+  it("a deployment with the name but another source is blocked: stalled, and not recorded as ours", () => {
+    const spec = resource({ deletionPolicy: "Delete" });
+    const found = seen(spec, { ...DEPLOYED, source: "internal_docker" }, { adopted: true });
+    const { conditions, status, message, events } = concluded(spec, found, {});
+    expect(events).toEqual([]);
+    // Ready stays unknown: the deployment found is not this resource's to report on.
+    expect(conditions).toEqual({
+      Ready: "Unknown/Unknown",
+      Synced: "False/Immutable",
+      Stalled: "True/Immutable",
+    });
+    // Recording its id would make deletionPolicy Delete delete someone else's deployment.
+    expect(status.deploymentId).toBeUndefined();
+    expect(message("Stalled")).toContain("source");
   });
 });
