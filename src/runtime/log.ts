@@ -188,3 +188,52 @@ export function formatConsoleLine(record: Record<string, unknown>): string {
 function escapeControls(text: string): string {
   return text.replace(/\p{Cc}/gu, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
+
+/** What a reconcile logs through: its lines carry the resource and the reconcile's id. */
+export interface ReconcileLog {
+  isLevelEnabled(level: "debug" | "info" | "warn"): boolean;
+  debug(fields: object, message: string): void;
+  info(message: string): void;
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+/**
+ * A reconcile's logger, its child of `parent` made when a line is first written at a level
+ * `parent` writes. Most reconciles write nothing (a resync pass runs 10,000 of them), and a pino
+ * child serializes and redacts its bindings when it is made: garbage that lived as long as the
+ * reconcile, long enough for V8 to move it to its old space.
+ */
+export class LazyReconcileLog implements ReconcileLog {
+  readonly #parent: Logger;
+  readonly #bindings: () => Record<string, unknown>;
+  #child: Logger | undefined;
+
+  constructor(parent: Logger, bindings: () => Record<string, unknown>) {
+    this.#parent = parent;
+    this.#bindings = bindings;
+  }
+
+  isLevelEnabled(level: "debug" | "info" | "warn"): boolean {
+    return this.#parent.isLevelEnabled(level);
+  }
+
+  debug(fields: object, message: string): void {
+    if (this.#parent.isLevelEnabled("debug")) this.#log().debug(fields, message);
+  }
+
+  info(fieldsOrMessage: object | string, message?: string): void {
+    if (!this.#parent.isLevelEnabled("info")) return;
+    if (typeof fieldsOrMessage === "string") this.#log().info(fieldsOrMessage);
+    else this.#log().info(fieldsOrMessage, message);
+  }
+
+  warn(fields: object, message: string): void {
+    if (this.#parent.isLevelEnabled("warn")) this.#log().warn(fields, message);
+  }
+
+  #log(): Logger {
+    this.#child ??= this.#parent.child(this.#bindings());
+    return this.#child;
+  }
+}
