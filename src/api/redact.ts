@@ -90,7 +90,8 @@ const NEVER_ESCAPED = /^[\x20-\x7e]*$/;
 const SOMETIMES_ESCAPED = /["\\/<>&']/;
 /** Patterns searched through the index of their first {@link GRAM} characters past this many. */
 const INDEXED_PAST = 16;
-const GRAM = MIN_LINE_CHARS;
+/** As long as a sample, so that one hash serves both (and no longer than a line searched alone). */
+const GRAM = SAMPLE;
 
 /** A budget for searching `chars` characters. */
 function budgetFor(chars: number): RedactionBudget {
@@ -382,7 +383,9 @@ interface Borders {
 /** Patterns shorter than {@link GRAM} characters, and the longer ones by their first characters. */
 interface PatternIndex {
   short: string[];
-  byGram: Map<string, string[]>;
+  /** The long ones by the hash of their first {@link GRAM} characters ({@link sampleHash}). */
+  byGram: Map<number, string[]>;
+  filter: HashFilter;
 }
 
 /**
@@ -450,18 +453,20 @@ function indexOf(forms: SecretForms, patterns: string[]): PatternIndex {
   const known = forms.index.get(patterns);
   if (known) return known;
   const short: string[] = [];
-  const byGram = new Map<string, string[]>();
+  const byGram = new Map<number, string[]>();
+  const filter = new HashFilter(patterns.length);
   for (const p of patterns) {
     if (p.length < GRAM) {
       short.push(p);
       continue;
     }
-    const gram = p.slice(0, GRAM);
+    const gram = sampleHash(p, 0);
+    filter.add(gram);
     const group = byGram.get(gram);
     if (group) group.push(p);
     else byGram.set(gram, [p]);
   }
-  const built = { short, byGram };
+  const built = { short, byGram, filter };
   forms.index.set(patterns, built);
   return built;
 }
@@ -579,15 +584,32 @@ interface SampleIndex {
   values: readonly string[];
   /** Each place packed as `value index * PLACE + offset`. */
   places: Map<number, number[]>;
-  /** One bit per {@link FILTER_BITS} hash prefix: set when some sample has it (most lookups end here). */
-  filter: Uint8Array;
+  filter: HashFilter;
 }
 
-const FILTER_BITS = 20;
-const inFilter = (filter: Uint8Array, h: number): boolean => {
-  const bit = h >>> (32 - FILTER_BITS);
-  return ((filter[bit >> 3] ?? 0) & (1 << (bit & 7))) !== 0;
-};
+/**
+ * One bit per prefix of a hash, set for the hashes added: most lookups of a text's hashes end
+ * here, before a map. About 16 bits per hash (512 at least, 2^20 at most): compiled forms are
+ * kept as long as their value list, so a small list keeps a small filter.
+ */
+class HashFilter {
+  readonly #bits: Uint8Array;
+  readonly #shift: number;
+  constructor(hashes: number) {
+    let width = 9;
+    while (width < 20 && 1 << width < hashes * 16) width++;
+    this.#shift = 32 - width;
+    this.#bits = new Uint8Array(1 << (width - 3));
+  }
+  add(h: number): void {
+    const bit = h >>> this.#shift;
+    this.#bits[bit >> 3] = (this.#bits[bit >> 3] ?? 0) | (1 << (bit & 7));
+  }
+  has(h: number): boolean {
+    const bit = h >>> this.#shift;
+    return ((this.#bits[bit >> 3] ?? 0) & (1 << (bit & 7))) !== 0;
+  }
+}
 
 /** Packs a value's index and an offset in it (a value is at most 2^26 characters). */
 const PLACE = 2 ** 26;
@@ -595,11 +617,16 @@ const HASH_BASE = 0x01000193;
 /** {@link HASH_BASE} to the power {@link SAMPLE} - 1, for rolling the hash on. */
 const HASH_OUT = Array.from({ length: SAMPLE - 1 }).reduce<number>((h) => Math.imul(h, HASH_BASE), 1);
 
+/** A hash of the {@link SAMPLE} characters of `text` from `at` (as many as {@link GRAM}). */
 function sampleHash(text: string, at: number): number {
   let h = 0;
   for (let k = 0; k < SAMPLE; k++) h = (Math.imul(h, HASH_BASE) + text.charCodeAt(at + k)) | 0;
   return h;
 }
+
+/** The {@link sampleHash} one character on: `out` leaves it, `into` joins it. */
+const rollHash = (h: number, out: number, into: number): number =>
+  (Math.imul(h - Math.imul(out, HASH_OUT), HASH_BASE) + into) | 0;
 
 /** The sample index of the values as given (`text`) or as UTF-8 bytes, built once per value list. */
 function samplesOf(forms: SecretForms, kind: "text" | "bytes", budget: RedactionBudget): SampleIndex {
@@ -609,13 +636,12 @@ function samplesOf(forms: SecretForms, kind: "text" | "bytes", budget: Redaction
     (v) => v.length >= MIN_SHARED_BYTES,
   );
   const places = new Map<number, number[]>();
-  const filter = new Uint8Array(values.length === 0 ? 0 : 1 << (FILTER_BITS - 3));
+  const filter = new HashFilter(values.reduce((n, v) => n + Math.ceil(v.length / SAMPLE_STEP), 0));
   values.forEach((value, index) => {
     budget.step(1 + (value.length >> 2));
     for (let offset = 0; offset + SAMPLE <= value.length; offset += SAMPLE_STEP) {
       const h = sampleHash(value, offset);
-      const bit = h >>> (32 - FILTER_BITS);
-      filter[bit >> 3] = (filter[bit >> 3] ?? 0) | (1 << (bit & 7));
+      filter.add(h);
       const list = places.get(h);
       if (list === undefined) places.set(h, [index * PLACE + offset]);
       else if (list.length < SAMPLE_PLACES) list.push(index * PLACE + offset);
@@ -659,7 +685,7 @@ function coverShared(
         h = sampleHash(text, at);
       }
     }
-    const places = at >= resume && inFilter(index.filter, h) ? index.places.get(h) : undefined;
+    const places = at >= resume && index.filter.has(h) ? index.places.get(h) : undefined;
     for (const place of places ?? []) {
       const value = index.values[Math.floor(place / PLACE)] ?? "";
       const offset = place % PLACE;
@@ -686,8 +712,7 @@ function coverShared(
       resume = Math.max(resume, at + after - (MIN_SHARED_BYTES - 1));
     }
     if (at + SAMPLE >= text.length) return;
-    h =
-      (Math.imul(h - Math.imul(text.charCodeAt(at), HASH_OUT), HASH_BASE) + text.charCodeAt(at + SAMPLE)) | 0;
+    h = rollHash(h, text.charCodeAt(at), text.charCodeAt(at + SAMPLE));
   }
 }
 
@@ -744,14 +769,17 @@ function searchView(
     for (const p of patterns) findAll(p);
     return;
   }
-  const { short, byGram } = indexOf(forms, patterns);
+  const { short, byGram, filter } = indexOf(forms, patterns);
   for (const p of short) findAll(p);
-  // The long ones in one pass: at each position, those that start with the text found there.
+  // The long ones in one pass: at each position, those that start with the text found there
+  // (the hash of its next GRAM characters, rolled on).
   markedFrom = 0;
   marked = 0;
+  let h = source.length >= GRAM ? sampleHash(source, 0) : 0;
   for (let at = 0; at + GRAM <= source.length; at++) {
-    budget.step();
-    const group = byGram.get(source.slice(at, at + GRAM));
+    if ((at & 63) === 0) budget.step(64);
+    if (at > 0) h = rollHash(h, source.charCodeAt(at - 1), source.charCodeAt(at + GRAM - 1));
+    const group = filter.has(h) ? byGram.get(h) : undefined;
     if (group === undefined) continue;
     for (const p of group) {
       budget.step(1 + (p.length >> 6));
@@ -1054,7 +1082,8 @@ function* hexApartViews(text: string, minBytes: number, budget: RedactionBudget)
   const reading = new ByteReading(text.length >> 1);
   for (let i = 0; i < text.length; ) {
     budget.step();
-    let width = hexByteAt(text, i);
+    const code = text.charCodeAt(i);
+    let width = code === 92 || hexValue(code) >= 0 ? hexByteAt(text, i) : 0;
     if (width === 0) {
       i++;
       continue;
