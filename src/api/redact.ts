@@ -15,7 +15,7 @@
  *   header), also when the base64 is wrapped over lines behind a prefix on each line (a time,
  *   `#8 0.23`, `[12:00:01]`, `stage-1 |`): each line's runs are decoded on their own, and each
  *   line's last run joined with the next line's, the prefix between them left out; inside hex
- *   text, either case, also with separators (`73 33 63`, `73:33:63`, `\x73\x33`, `0x73,0x33`);
+ *   text, either case, also bytes apart (`73 33 63`, `73:33:63`, `\x73\x33`, `0x73,0x33`, `7333 6372`);
  *   and inside percent-encoded text (`%XX`, `+` for a space or not). The encoded text is decoded
  *   instead of each value encoded: one pass per way of reading finds every value, at every
  *   alignment, and the characters that carry any bit of the value are covered (not the prefixes
@@ -1054,55 +1054,59 @@ function* hexViews(text: string, minHex: number, budget: RedactionBudget): Gener
   if (reading.n >= MIN_DECODED_BYTES) yield { view: reading.view(), minLength: MIN_DECODED_BYTES };
 }
 
-/** Characters that separate the bytes of hex text: `73 33`, `73:33`, `73-33`, `0x73, 0x33`. */
+/** Characters that separate the groups of hex bytes: `73 33`, `73:33`, `73-33`, `0x73, 0x33`. */
 const isHexSeparator = (code: number): boolean => code === 32 || code === 58 || code === 45 || code === 44;
 
+/** Most hex digits of a group of bytes written apart (`xxd` groups two bytes, `xxd -g 4` four). */
+const HEX_GROUP_DIGITS = 8;
+
 /**
- * The length of the byte written at `at` as two hex digits, alone (no hex digit on either side),
- * after `\x` or `0x` or not; 0 when none is there.
+ * The group of hex bytes written at `at`: `\x` or `0x` and two digits, or an even number of digits
+ * (two to {@link HEX_GROUP_DIGITS}) with no hex digit on either side. Its mark's length and its
+ * digits' (0 when none is there).
  */
-function hexByteAt(text: string, at: number): number {
+function hexGroupAt(text: string, at: number): { mark: number; digits: number } {
   const code = text.charCodeAt(at);
-  const next = text.charCodeAt(at + 1) | 32;
-  const marked = (code === 92 || code === 48) && next === 120 ? 2 : 0;
-  if (marked === 0 && at > 0 && hexValue(text.charCodeAt(at - 1)) >= 0) return 0;
-  const digits = at + marked;
-  if (hexValue(text.charCodeAt(digits)) < 0 || hexValue(text.charCodeAt(digits + 1)) < 0) return 0;
-  if (hexValue(text.charCodeAt(digits + 2)) >= 0) return 0;
-  return marked + 2;
+  const mark = (code === 92 || code === 48) && (text.charCodeAt(at + 1) | 32) === 120 ? 2 : 0;
+  const none = { mark: 0, digits: 0 };
+  if (mark === 0 && at > 0 && hexValue(text.charCodeAt(at - 1)) >= 0) return none;
+  let digits = 0;
+  while (digits <= HEX_GROUP_DIGITS && hexValue(text.charCodeAt(at + mark + digits)) >= 0) digits++;
+  if (digits < 2 || digits % 2 !== 0 || digits > (mark === 0 ? HEX_GROUP_DIGITS : 2)) return none;
+  return { mark, digits };
 }
 
 /**
  * The reading of `text`'s hex bytes written apart (see {@link decodedViews}): runs of at least
- * `minBytes` bytes of two hex digits each, `\x` or `0x` before each or not, one or two separators
- * between them (none needed after `\x` or `0x`). Each byte stands for its characters with its
- * mark; a run's separators lie between two covered bytes.
+ * `minBytes` bytes in groups of two hex digits after `\x` or `0x` (`\x73\x33`, `0x73, 0x33`), or
+ * of two to eight digits (`73 33`, `73:33`, `7333 6372` as `xxd` prints), one or two separators
+ * between groups (none needed before a `\x` or `0x`). Each byte stands for its digits, the first
+ * of a group for its mark too; a run's separators lie between two covered bytes.
  */
 function* hexApartViews(text: string, minBytes: number, budget: RedactionBudget): Generator<DecodedView> {
   const reading = new ByteReading(text.length >> 1);
   for (let i = 0; i < text.length; ) {
     budget.step();
     const code = text.charCodeAt(i);
-    let width = code === 92 || hexValue(code) >= 0 ? hexByteAt(text, i) : 0;
-    if (width === 0) {
+    let group = code === 92 || hexValue(code) >= 0 ? hexGroupAt(text, i) : { mark: 0, digits: 0 };
+    if (group.digits === 0) {
       i++;
       continue;
     }
     const first = reading.n;
     let at = i;
     for (;;) {
-      const digits = at + width - 2;
-      reading.push(
-        (hexValue(text.charCodeAt(digits)) << 4) | hexValue(text.charCodeAt(digits + 1)),
-        at,
-        at + width,
-      );
-      at += width;
+      for (let d = 0; d < group.digits; d += 2) {
+        const digit = at + group.mark + d;
+        const byte = (hexValue(text.charCodeAt(digit)) << 4) | hexValue(text.charCodeAt(digit + 1));
+        reading.push(byte, d === 0 ? at : digit, digit + 2);
+      }
+      at += group.mark + group.digits;
       let gap = 0;
       while (gap < 2 && isHexSeparator(text.charCodeAt(at + gap))) gap++;
-      width = hexByteAt(text, at + gap);
-      // Bytes written without a separator need their mark (`\x73\x33`): `7333` is hex text.
-      if (width === 0 || (gap === 0 && width === 2)) break;
+      group = hexGroupAt(text, at + gap);
+      // Groups written without a separator need their mark (`\x73\x33`): `7333` is hex text.
+      if (group.digits === 0 || (gap === 0 && group.mark === 0)) break;
       at += gap;
     }
     budget.step(at - i);

@@ -148,6 +148,11 @@ describe("the forms a build prints a value in", () => {
         .join(", ")} }`,
     ],
     ["an ASCII value as \\u escapes", password, `{"pw":"${unicodeEscaped(password)}"}`],
+    [
+      "hex in xxd's groups of two bytes",
+      password,
+      `00000000: ${(hex(password).match(/.{1,4}/g) ?? []).join(" ")}`,
+    ],
   ])("%s", (_what, value, message) => {
     const { note, excerpt, message: stalled } = evidence(entriesOf(message), [value]);
     for (const text of [note, excerpt, stalled]) {
@@ -355,6 +360,10 @@ describe("no form of a generated value survives into the note, the excerpt or th
       messages: [`fp=${hexBytes(trimmed(v)).join(":").toUpperCase()}`],
       core: [hexBytes(trimmed(v)).join(":").toUpperCase()],
     }),
+    hexGroups: (v) => {
+      const groups = (hex(trimmed(v)).match(/.{1,4}/g) ?? []).join(" ");
+      return { messages: [`00000010: ${groups}`], core: [groups] };
+    },
     hexEscaped: (v) => {
       const escaped = hexBytes(trimmed(v))
         .map((b) => `\\x${b}`)
