@@ -104,7 +104,7 @@ export function escapeForTerminal(text: string): string {
   });
 }
 
-/** JSON.stringify leaves these raw: C1 controls, DEL, the separators, format characters. */
+/** JSON.stringify leaves these raw: C1 controls, DEL, the separators, format and invisible characters. */
 const JSON_UNSAFE = new RegExp(`[\\x7f-\\x9f\\u2028\\u2029${FORMAT}]`, "gu");
 
 /**
