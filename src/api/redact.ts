@@ -579,18 +579,62 @@ function coverSpan(
   covered.fill(1, from, to);
 }
 
-/** Samples of the values ({@link SAMPLE} characters every {@link SAMPLE_STEP}), by their hash. */
-interface SampleIndex {
-  values: readonly string[];
-  /** Each place packed as `value index * PLACE + offset`. */
-  places: Map<number, number[]>;
-  filter: HashFilter;
+/**
+ * Samples of the values ({@link SAMPLE} characters every {@link SAMPLE_STEP}) by their hash, at
+ * most {@link SAMPLE_PLACES} places each: a table of open addressing in two typed arrays, twice as
+ * many slots as samples (12 bytes a slot: 6 MiB for 1 MiB of values, kept with the compiled forms).
+ */
+class SampleIndex {
+  readonly values: readonly string[];
+  readonly size: number;
+  readonly #hashes: Int32Array;
+  /** Each slot's place packed as `value index * PLACE + offset`, -1 when empty. */
+  readonly #places: Float64Array;
+  readonly #shift: number;
+  constructor(values: readonly string[], budget: RedactionBudget) {
+    this.values = values;
+    const samples = values.reduce((n, v) => n + Math.ceil((v.length - SAMPLE + 1) / SAMPLE_STEP), 0);
+    let bits = 4;
+    while (1 << bits < 2 * samples) bits++;
+    this.#shift = 32 - bits;
+    this.#hashes = new Int32Array(1 << bits);
+    this.#places = new Float64Array(1 << bits).fill(-1);
+    let size = 0;
+    values.forEach((value, index) => {
+      budget.step(1 + (value.length >> 2));
+      for (let offset = 0; offset + SAMPLE <= value.length; offset += SAMPLE_STEP) {
+        const h = sampleHash(value, offset);
+        let slot = this.slotOf(h);
+        let same = 0;
+        for (; this.placeAt(slot) !== -1; slot = this.next(slot)) if (this.hashAt(slot) === h) same++;
+        if (same >= SAMPLE_PLACES) continue;
+        this.#hashes[slot] = h;
+        this.#places[slot] = index * PLACE + offset;
+        size++;
+      }
+    });
+    this.size = size;
+  }
+  /** The first slot a sample of hash `h` is looked for in; the next ones by {@link next}. */
+  slotOf(h: number): number {
+    return Math.imul(h ^ (h >>> 15), 0x2c1b3c6d) >>> this.#shift;
+  }
+  next(slot: number): number {
+    return (slot + 1) & (this.#places.length - 1);
+  }
+  hashAt(slot: number): number {
+    return this.#hashes[slot] ?? 0;
+  }
+  /** The place in slot `slot`, -1 when it is empty (the end of a search). */
+  placeAt(slot: number): number {
+    return this.#places[slot] ?? -1;
+  }
 }
 
 /**
  * One bit per prefix of a hash, set for the hashes added: most lookups of a text's hashes end
  * here, before a map. About 16 bits per hash (512 at least, 2^20 at most): compiled forms are
- * kept as long as their value list, so a small list keeps a small filter.
+ * kept as long as their value list, so a short list keeps a small filter.
  */
 class HashFilter {
   readonly #bits: Uint8Array;
@@ -635,19 +679,7 @@ function samplesOf(forms: SecretForms, kind: "text" | "bytes", budget: Redaction
   const values = (kind === "text" ? forms.whole : forms.wholeBytes).filter(
     (v) => v.length >= MIN_SHARED_BYTES,
   );
-  const places = new Map<number, number[]>();
-  const filter = new HashFilter(values.reduce((n, v) => n + Math.ceil(v.length / SAMPLE_STEP), 0));
-  values.forEach((value, index) => {
-    budget.step(1 + (value.length >> 2));
-    for (let offset = 0; offset + SAMPLE <= value.length; offset += SAMPLE_STEP) {
-      const h = sampleHash(value, offset);
-      filter.add(h);
-      const list = places.get(h);
-      if (list === undefined) places.set(h, [index * PLACE + offset]);
-      else if (list.length < SAMPLE_PLACES) list.push(index * PLACE + offset);
-    }
-  });
-  const built = { values, places, filter };
+  const built = new SampleIndex(values, budget);
   forms.samples[kind] = built;
   return built;
 }
@@ -666,7 +698,7 @@ function coverShared(
   breaks: Int32Array | undefined,
 ): void {
   const text = view.text;
-  if (index.places.size === 0 || text.length < MIN_SHARED_BYTES) return;
+  if (index.size === 0 || text.length < MIN_SHARED_BYTES) return;
   // In the text itself, a run already covered (a value found whole, repeated) is skipped to a few
   // characters before the next character not covered: a shared run that reaches past it has a
   // sample there (see SAMPLE_STEP), and one that does not adds nothing.
@@ -685,8 +717,9 @@ function coverShared(
         h = sampleHash(text, at);
       }
     }
-    const places = at >= resume && index.filter.has(h) ? index.places.get(h) : undefined;
-    for (const place of places ?? []) {
+    for (let slot = index.slotOf(h); at >= resume && index.placeAt(slot) !== -1; slot = index.next(slot)) {
+      if (index.hashAt(slot) !== h) continue;
+      const place = index.placeAt(slot);
       const value = index.values[Math.floor(place / PLACE)] ?? "";
       const offset = place % PLACE;
       let after = 0;
