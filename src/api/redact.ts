@@ -497,7 +497,7 @@ function coverageOf(
   if (forms.text.length === 0 || text.length === 0) return covered;
   const plain: TextView = { text, start: undefined, end: undefined };
   searchView(plain, forms, forms.text, 1, covered, budget, undefined);
-  coverShared(plain, samplesOf(forms, "text", budget), covered, budget, undefined);
+  coverShared(plain, forms, "text", covered, budget, undefined);
   // Only a value with a character some encoder escapes can look different in JSON text, but any
   // value can be written as `\uNNNN` escapes.
   const patterns = text.includes("\\u") ? forms.text : forms.escapable;
@@ -517,7 +517,7 @@ function coverageOf(
       ? Int32Array.from([...partEnds.filter((e) => e >= 0), NO_BREAK])
       : lineBreaks(window, budget);
     searchView(decoded.view, forms, forms.bytes, decoded.minLength, covered, budget, breaks);
-    coverShared(decoded.view, samplesOf(forms, "bytes", budget), covered, budget, breaks);
+    coverShared(decoded.view, forms, "bytes", covered, budget, breaks);
   }
   return covered;
 }
@@ -581,15 +581,18 @@ function coverSpan(
 
 /**
  * Samples of the values ({@link SAMPLE} characters every {@link SAMPLE_STEP}) by their hash, at
- * most {@link SAMPLE_PLACES} places each: a table of open addressing in two typed arrays, twice as
- * many slots as samples (12 bytes a slot: 6 MiB for 1 MiB of values, kept with the compiled forms).
+ * most {@link SAMPLE_PLACES} places each: a table of open addressing in two typed arrays, two to
+ * four times as many slots as samples (8 bytes a slot: 4 MiB for 1 MiB of values, kept with the
+ * compiled forms).
  */
 class SampleIndex {
   readonly values: readonly string[];
   readonly size: number;
   readonly #hashes: Int32Array;
-  /** Each slot's place packed as `value index * PLACE + offset`, -1 when empty. */
-  readonly #places: Float64Array;
+  /** Each slot's place: 1 + its offset in the values one after the other; 0 when empty. */
+  readonly #places: Int32Array;
+  /** Where each value starts in the values one after the other. */
+  readonly #starts: Int32Array;
   readonly #shift: number;
   constructor(values: readonly string[], budget: RedactionBudget) {
     this.values = values;
@@ -598,20 +601,24 @@ class SampleIndex {
     while (1 << bits < 2 * samples) bits++;
     this.#shift = 32 - bits;
     this.#hashes = new Int32Array(1 << bits);
-    this.#places = new Float64Array(1 << bits).fill(-1);
+    this.#places = new Int32Array(1 << bits);
+    this.#starts = new Int32Array(values.length);
     let size = 0;
+    let start = 0;
     values.forEach((value, index) => {
       budget.step(1 + (value.length >> 2));
+      this.#starts[index] = start;
       for (let offset = 0; offset + SAMPLE <= value.length; offset += SAMPLE_STEP) {
         const h = sampleHash(value, offset);
         let slot = this.slotOf(h);
         let same = 0;
-        for (; this.placeAt(slot) !== -1; slot = this.next(slot)) if (this.hashAt(slot) === h) same++;
+        for (; this.#places[slot] !== 0; slot = this.next(slot)) if (this.#hashes[slot] === h) same++;
         if (same >= SAMPLE_PLACES) continue;
         this.#hashes[slot] = h;
-        this.#places[slot] = index * PLACE + offset;
+        this.#places[slot] = 1 + start + offset;
         size++;
       }
+      start += value.length;
     });
     this.size = size;
   }
@@ -622,12 +629,24 @@ class SampleIndex {
   next(slot: number): number {
     return (slot + 1) & (this.#places.length - 1);
   }
+  /** Whether slot `slot` is empty: the end of a search. */
+  empty(slot: number): boolean {
+    return this.#places[slot] === 0;
+  }
   hashAt(slot: number): number {
     return this.#hashes[slot] ?? 0;
   }
-  /** The place in slot `slot`, -1 when it is empty (the end of a search). */
-  placeAt(slot: number): number {
-    return this.#places[slot] ?? -1;
+  /** The value the sample in slot `slot` was taken from, and its offset there. */
+  placeAt(slot: number): { value: string; offset: number } {
+    const at = (this.#places[slot] ?? 1) - 1;
+    let low = 0;
+    let high = this.#starts.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >> 1;
+      if ((this.#starts[middle] ?? 0) <= at) low = middle;
+      else high = middle - 1;
+    }
+    return { value: this.values[low] ?? "", offset: at - (this.#starts[low] ?? 0) };
   }
 }
 
@@ -655,8 +674,6 @@ class HashFilter {
   }
 }
 
-/** Packs a value's index and an offset in it (a value is at most 2^26 characters). */
-const PLACE = 2 ** 26;
 const HASH_BASE = 0x01000193;
 /** {@link HASH_BASE} to the power {@link SAMPLE} - 1, for rolling the hash on. */
 const HASH_OUT = Array.from({ length: SAMPLE - 1 }).reduce<number>((h) => Math.imul(h, HASH_BASE), 1);
@@ -676,21 +693,149 @@ const rollHash = (h: number, out: number, into: number): number =>
 function samplesOf(forms: SecretForms, kind: "text" | "bytes", budget: RedactionBudget): SampleIndex {
   const known = forms.samples[kind];
   if (known) return known;
-  const values = (kind === "text" ? forms.whole : forms.wholeBytes).filter(
-    (v) => v.length >= MIN_SHARED_BYTES,
-  );
-  const built = new SampleIndex(values, budget);
+  const built = new SampleIndex(sharedValues(forms, kind).values, budget);
   forms.samples[kind] = built;
   return built;
 }
 
+/** The values of `kind` long enough to share a piece, and their characters in all. */
+function sharedValues(forms: SecretForms, kind: "text" | "bytes"): { values: string[]; chars: number } {
+  const values = (kind === "text" ? forms.whole : forms.wholeBytes).filter(
+    (v) => v.length >= MIN_SHARED_BYTES,
+  );
+  return { values, chars: values.reduce((n, v) => n + v.length, 0) };
+}
+
 /**
  * Marks in `covered` every run of at least {@link MIN_SHARED_BYTES} characters of `view` that
- * some value holds too: one rolling hash over the view, looked up in the values' samples, and
- * each sample found grown to the run both share. Past a run found, the search goes on a few
- * characters before its end (another run may start inside it): linear in the view.
+ * some value of `kind` holds too. A view shorter than the values (a condition message, values of
+ * up to 1 MiB) has its own samples taken and the values read past them
+ * ({@link coverSharedByView}): nothing is built or kept for the values. A longer one is read past
+ * the values' samples, built once per value list ({@link coverSharedByValues}).
  */
 function coverShared(
+  view: TextView,
+  forms: SecretForms,
+  kind: "text" | "bytes",
+  covered: Uint8Array,
+  budget: RedactionBudget,
+  breaks: Int32Array | undefined,
+): void {
+  if (view.text.length < MIN_SHARED_BYTES) return;
+  const known = forms.samples[kind];
+  if (known !== undefined) return coverSharedByValues(view, known, covered, budget, breaks);
+  const { values, chars } = sharedValues(forms, kind);
+  if (chars === 0) return;
+  if (chars > view.text.length) return coverSharedByView(view, values, covered, budget, breaks);
+  coverSharedByValues(view, samplesOf(forms, kind, budget), covered, budget, breaks);
+}
+
+/**
+ * {@link coverShared} by the view's samples ({@link SAMPLE} characters every {@link SAMPLE_STEP}
+ * from its start: a table of open addressing by hash, each hash once with the list of its places,
+ * so that a view repeating itself costs no longer probes) and one rolling hash over each value: a
+ * shared run of {@link MIN_SHARED_BYTES} holds one of the view's samples. A place whose run is
+ * covered already (with the few characters before it a run may start with) is not grown again:
+ * each run is read about once.
+ */
+function coverSharedByView(
+  view: TextView,
+  values: readonly string[],
+  covered: Uint8Array,
+  budget: RedactionBudget,
+  breaks: Int32Array | undefined,
+): void {
+  const text = view.text;
+  const samples = Math.floor((text.length - SAMPLE) / SAMPLE_STEP) + 1;
+  let bits = 4;
+  while (1 << bits < 2 * samples) bits++;
+  const mask = (1 << bits) - 1;
+  const slotOf = (h: number) => Math.imul(h ^ (h >>> 15), 0x2c1b3c6d) >>> (32 - bits);
+  const hashes = new Int32Array(1 << bits);
+  /** 1 + the first sample of the slot's hash (samples counted from the view's start); 0: empty. */
+  const first = new Int32Array(1 << bits);
+  const last = new Int32Array(1 << bits);
+  /** For each sample, the next one of the same hash (-1: none). */
+  const next = new Int32Array(samples).fill(-1);
+  for (let k = 0; k < samples; k++) {
+    const h = sampleHash(text, k * SAMPLE_STEP);
+    let slot = slotOf(h);
+    while (first[slot] !== 0 && hashes[slot] !== h) slot = (slot + 1) & mask;
+    if (first[slot] === 0) {
+      hashes[slot] = h;
+      first[slot] = 1 + k;
+    } else next[(last[slot] ?? 1) - 1] = k;
+    last[slot] = 1 + k;
+  }
+  budget.step(1 + (text.length >> 2));
+  // The view's characters covered here, to grow each run once.
+  const done = new Uint8Array(text.length);
+  for (const value of values) {
+    budget.step(1 + (value.length >> 4));
+    let h = sampleHash(value, 0);
+    for (let offset = 0; ; offset++) {
+      if ((offset & 63) === 0) budget.step(64);
+      let slot = slotOf(h);
+      while (first[slot] !== 0 && hashes[slot] !== h) slot = (slot + 1) & mask;
+      for (let k = (first[slot] ?? 0) - 1; k !== -1; k = next[k] ?? -1) {
+        budget.step();
+        const at = k * SAMPLE_STEP;
+        if (allDone(done, at - SAMPLE_STEP, at + MIN_SHARED_BYTES)) continue;
+        const run = sharedRun(text, at, value, offset, budget);
+        if (run === undefined) continue;
+        done.fill(1, run.from, run.to);
+        coverSpan(view, run.from, run.to - run.from, covered, breaks);
+      }
+      if (offset + SAMPLE >= value.length) break;
+      h = rollHash(h, value.charCodeAt(offset), value.charCodeAt(offset + SAMPLE));
+    }
+  }
+}
+
+/** Whether `done` marks every character from `from` to `to` (within its bounds). */
+function allDone(done: Uint8Array, from: number, to: number): boolean {
+  for (let k = Math.max(0, from); k < Math.min(done.length, to); k++) if (done[k] === 0) return false;
+  return true;
+}
+
+/**
+ * The run `text` and `value` share around `text[at]` = `value[offset]` (a sample's place in each),
+ * when it is {@link MIN_SHARED_BYTES} characters or more: from at most {@link SAMPLE_STEP}
+ * characters before (a run starts that close to its first sample) to as far as both go on.
+ */
+function sharedRun(
+  text: string,
+  at: number,
+  value: string,
+  offset: number,
+  budget: RedactionBudget,
+): { from: number; to: number } | undefined {
+  let after = 0;
+  while (
+    at + after < text.length &&
+    offset + after < value.length &&
+    text.charCodeAt(at + after) === value.charCodeAt(offset + after)
+  )
+    after++;
+  if (after < SAMPLE) return undefined;
+  let before = 0;
+  while (
+    before < SAMPLE_STEP &&
+    before < at &&
+    before < offset &&
+    text.charCodeAt(at - before - 1) === value.charCodeAt(offset - before - 1)
+  )
+    before++;
+  budget.step(1 + (after >> 4));
+  return before + after < MIN_SHARED_BYTES ? undefined : { from: at - before, to: at + after };
+}
+
+/**
+ * {@link coverShared} by the values' samples: one rolling hash over the view, looked up in them,
+ * and each sample found grown to the run both share. Past a run found, the search goes on a few
+ * characters before its end (another run may start inside it): linear in the view.
+ */
+function coverSharedByValues(
   view: TextView,
   index: SampleIndex,
   covered: Uint8Array,
@@ -717,32 +862,13 @@ function coverShared(
         h = sampleHash(text, at);
       }
     }
-    for (let slot = index.slotOf(h); at >= resume && index.placeAt(slot) !== -1; slot = index.next(slot)) {
+    for (let slot = index.slotOf(h); at >= resume && !index.empty(slot); slot = index.next(slot)) {
       if (index.hashAt(slot) !== h) continue;
-      const place = index.placeAt(slot);
-      const value = index.values[Math.floor(place / PLACE)] ?? "";
-      const offset = place % PLACE;
-      let after = 0;
-      while (
-        at + after < text.length &&
-        offset + after < value.length &&
-        text.charCodeAt(at + after) === value.charCodeAt(offset + after)
-      )
-        after++;
-      if (after < SAMPLE) continue;
-      // A shared run starts at most SAMPLE_STEP - 1 characters before its first sample.
-      let before = 0;
-      while (
-        before < SAMPLE_STEP &&
-        before < at &&
-        before < offset &&
-        text.charCodeAt(at - before - 1) === value.charCodeAt(offset - before - 1)
-      )
-        before++;
-      budget.step(1 + (after >> 4));
-      if (before + after < MIN_SHARED_BYTES) continue;
-      coverSpan(view, at - before, before + after, covered, breaks);
-      resume = Math.max(resume, at + after - (MIN_SHARED_BYTES - 1));
+      const { value, offset } = index.placeAt(slot);
+      const run = sharedRun(text, at, value, offset, budget);
+      if (run === undefined) continue;
+      coverSpan(view, run.from, run.to - run.from, covered, breaks);
+      resume = Math.max(resume, run.to - (MIN_SHARED_BYTES - 1));
     }
     if (at + SAMPLE >= text.length) return;
     h = rollHash(h, text.charCodeAt(at), text.charCodeAt(at + SAMPLE));

@@ -3,7 +3,8 @@
  * entries of 8 KiB, `partsCoverage`) and single texts of 1, 4 and 8 MiB (`redactSecrets`, an
  * error body's bound), all made of build lines behind time and step prefixes, with base64 wrapped
  * behind those prefixes and hex among them; the values: a password, a 20-line key and a short
- * one, and (last variant) 1 MiB of values, `--max-secret-bytes`'s default. Rounds are
+ * one, and (last two variants) 1 MiB of values, `--max-secret-bytes`'s default, compiled once
+ * or (a condition message's case, once per reconcile) a fresh list every time. Rounds are
  * interleaved so that the machine's load weighs on every variant alike; the figures are the
  * median and the minimum, and the time allowed (the redaction's budget). Reported, never asserted.
  */
@@ -13,6 +14,7 @@ import {
   REDACT_BUDGET_MS,
   REDACT_MS_PER_MIB,
   RedactionBudget,
+  redactAndTruncate,
   redactSecrets,
 } from "../../src/api/redact.ts";
 import type { Benchmark, BenchTable } from "./harness.ts";
@@ -22,6 +24,8 @@ const KEY = Array.from({ length: 20 }, (_, i) => `line-${i}-${"k".repeat(50)}`).
 const VALUES = [SECRET, KEY, "hunter2-secret"];
 /** 200 values of 5 KiB: about 1 MiB, the default of --max-secret-bytes. */
 const MANY_VALUES = Array.from({ length: 200 }, () => randomBytes(3840).toString("base64"));
+/** A condition message quoting a service's answer. */
+const MESSAGE = `deployment failed: the service answered 422: ${"field x is invalid; ".repeat(100)}`;
 /** The tail's budget (`TAIL_REDACTION_MS` of the failure evidence). */
 const TAIL_BUDGET_MS = 250;
 
@@ -83,6 +87,12 @@ export const benchmark: Benchmark = {
         kib: 1024,
         budgetMs: budgetOf(texts[0]?.text.length ?? 0),
         run: () => void redactSecrets(texts[0]?.text ?? "", MANY_VALUES),
+      },
+      {
+        name: "a 2 KiB message, a fresh 1 MiB list of values",
+        kib: 2,
+        budgetMs: REDACT_BUDGET_MS,
+        run: () => void redactAndTruncate(MESSAGE, [...MANY_VALUES], 4096),
       },
     ];
     for (const v of variants) v.run(); // compile the forms, warm the code

@@ -221,6 +221,25 @@ describe("the forms a build prints a value in", () => {
     expect(redactSecrets(`x ${secret.slice(0, 11)} y`, [secret])).toBe(`x ${secret.slice(0, 11)} y`);
   });
 
+  it.each([
+    ["a text longer than the values (the values' samples)", 1],
+    ["a text shorter than the values (the text's samples)", 400],
+  ])("every piece of 12 characters or more is covered, however often the text repeats it: %s", (_what, n) => {
+    const piece = "Xq7-long-piece-of-a-key";
+    // Values of `n` times 100 characters, one of them holding the piece in its middle.
+    const values = Array.from({ length: n }, (_, i) =>
+      `${`${i}`.padEnd(50, "v")}${i === 0 ? piece : ""}`.padEnd(100, "w"),
+    );
+    const text = Array.from(
+      { length: 80 },
+      (_, i) => `line ${i}: ${piece.slice(0, 12 + (i % 8))} and more`,
+    ).join("\n");
+    const redacted = redactSecrets(text, values);
+    expect(redacted).not.toContain(piece.slice(0, 12));
+    expect(redacted.match(/\*\*\* and more/g)).toHaveLength(80);
+    expect(redacted).toContain("line 79: ");
+  });
+
   it.each(["step 2: ", "#", "12:00:01 "])(
     "base64 wrapped over entries behind a prefix (%j), its last line a few bytes long",
     (prefix) => {
