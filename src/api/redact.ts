@@ -723,11 +723,13 @@ function coverShared(
 ): void {
   if (view.text.length < MIN_SHARED_BYTES) return;
   const known = forms.samples[kind];
-  if (known !== undefined) return coverSharedByValues(view, known, covered, budget, breaks);
+  if (known !== undefined) {
+    coverSharedByValues(view, known, covered, budget, breaks);
+    return;
+  }
   const { values, chars } = sharedValues(forms, kind);
-  if (chars === 0) return;
-  if (chars > view.text.length) return coverSharedByView(view, values, covered, budget, breaks);
-  coverSharedByValues(view, samplesOf(forms, kind, budget), covered, budget, breaks);
+  if (chars > view.text.length) coverSharedByView(view, values, covered, budget, breaks);
+  else if (chars > 0) coverSharedByValues(view, samplesOf(forms, kind, budget), covered, budget, breaks);
 }
 
 /**
