@@ -30,12 +30,13 @@
  *
  * Bounds: a text and the values are bounded by the callers (a message, a log tail, at most
  * `--max-secret-bytes` of values); each reading is one linear pass over the text; the search of
- * many line patterns goes through an index of their first characters, not one scan each; the
- * pieces shared with a value through samples of the values (8 characters every 4) and one
- * rolling hash over each reading; a split over entries reads at most a value's length of each
- * entry's ends. And the
- * whole search has a wall-clock budget ({@link REDACT_BUDGET_MS}, and {@link REDACT_MS_PER_MIB}
- * per MiB of text searched): past it the text is not shown
+ * many line patterns goes through an index of the hash of their first characters, not one scan
+ * each; the pieces shared with a value are found by samples (8 characters every 4) of the values
+ * and one rolling hash over each reading, or, for a text shorter than the values, by samples of
+ * the text and one rolling hash over each value; a split over entries reads at most a value's
+ * length of each entry's ends. And the whole search has a wall-clock budget
+ * ({@link REDACT_BUDGET_MS}, and {@link REDACT_MS_PER_MIB} per MiB of text searched): past it
+ * the text is not shown
  * ({@link RedactionBudgetError}, or the fallbacks of {@link redactSecrets} and
  * {@link redactAndTruncate}), never shown unsearched.
  */
