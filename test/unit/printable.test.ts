@@ -149,7 +149,7 @@ describe("invisible characters outside Cf, and the rest of the rule, at every si
       time: "2030-01-01T00:00:00.000Z",
       msg: `build ${text}`,
       detail: text,
-      err: { message: "x", stack: `Error: ${text}\n    at f` },
+      stacktrace: `Error: ${text}\n    at f`,
     });
     expect(ruled(line)).toEqual([]);
     expect(line).toContain("\\u202e");
