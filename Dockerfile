@@ -20,7 +20,7 @@ COPY src ./src
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM gcr.io/distroless/nodejs24-debian12:nonroot@sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a
-ARG VERSION=0.1.0
+ARG VERSION=0.2.0-dev
 ARG REVISION=unknown
 ARG SOURCE=https://github.com/dms-dev/dms-operator
 LABEL org.opencontainers.image.title="dms-operator" \

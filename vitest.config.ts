@@ -7,10 +7,12 @@ import { defineConfig } from "vitest/config";
 // source, so a changed file is compiled again.
 process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), "dms-operator-node-compile-cache");
 
-// Four projects: `unit` and `contract` need nothing but Node; `tools` runs the Go-built tools
-// (helm, promtool, kubectl) that test/controlplane/binaries.ts builds on first use, without a cluster;
-// `cluster` runs against a real kube-apiserver + etcd that the global setup starts once per run
-// (see test/controlplane/).
+// Five projects: `unit` and `contract` need nothing but Node; `bench` checks the benchmarks' own
+// tools against a live process (profiles of a child's CPU and heap: real samples, so it stays out
+// of `unit`, whose files are deterministic); `tools` runs the Go-built tools (helm, promtool,
+// kubectl) that test/controlplane/binaries.ts builds on first use, without a cluster; `cluster`
+// runs against a real kube-apiserver + etcd that the global setup starts once per run (see
+// test/controlplane/).
 export default defineConfig({
   test: {
     // A worker per core for the unit, contract and tools files (vitest's default leaves one core to
@@ -29,6 +31,13 @@ export default defineConfig({
           name: "contract",
           include: ["test/contract/**/*.test.ts"],
           testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          name: "bench",
+          include: ["test/bench/**/*.test.ts"],
+          testTimeout: 60_000,
         },
       },
       {

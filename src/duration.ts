@@ -8,7 +8,7 @@
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
 
 /** A Go duration of the units above: one or more amounts, each with its unit. */
-const GO_DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
+export const GO_DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
 
 /**
  * Parses a Go-style duration (`90s`, `5m`, `1h30m`, `500ms`), as flags, variables and annotations

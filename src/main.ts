@@ -32,7 +32,7 @@ import { registerCacheMetrics, watchHeapBudget } from "./wiring/operator-metrics
 import { deploymentPassScope, deploymentPassTiming } from "./wiring/resync-passes.ts";
 import { rolloutPollTargets } from "./wiring/rollout-poll.ts";
 import { connectionRegistry } from "./wiring/service-connections.ts";
-import { joinSelectors, sharding, userAgentOf } from "./wiring/sharding.ts";
+import { replicaRole } from "./wiring/sharding.ts";
 import { connectionUsersEnqueuer, subscribeAll } from "./wiring/triggers.ts";
 
 export type { Operator, OperatorConfig, OperatorDeps } from "./wiring/operator-config.ts";
@@ -50,36 +50,12 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   const client = new KubeClient(kube.config);
   const metrics = new RuntimeMetrics();
   const le = config.leaderElection;
-  const podName = config.podName ?? hostname();
-  const shards = config.sharded
-    ? sharding({
-        config,
-        client,
-        namespace: le.namespace ?? kube.namespace ?? "default",
-        podName,
-        identity,
-        metrics,
-        clock,
-        logger,
-      })
-    : undefined;
-  const caches = watchCaches(
-    shards ? { ...config, labelSelector: joinSelectors(config.labelSelector, shards.selector) } : config,
-    client,
-    clock,
-    logger,
-  );
+  const replica = replicaRole(config, kube.namespace, { client, identity, metrics, clock, logger });
+  const caches = watchCaches(replica.scope(config), client, clock, logger);
   const { deployments, secrets } = caches;
-  shards?.attach(deployments);
+  replica.attach(deployments);
   const recorder = new KubeEventRecorder({ client, reportingInstance: identity, clock, logger });
-  const connections = connectionRegistry(
-    config,
-    caches,
-    metrics,
-    clock,
-    logger,
-    shards?.clientIdentity ?? { userAgent: userAgentOf(podName) },
-  );
+  const connections = connectionRegistry(config, caches, metrics, clock, logger, replica.clientIdentity);
   registerCacheMetrics(metrics, deployments, caches.connections, connections);
   const reconciler = new DeploymentReconciler({
     resources: refusalAware(resourcePort(deployments, CLAIM_INDEX), (o) => connections.refuses(o)),
@@ -94,9 +70,8 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   });
   const controller = new Controller({
     name: "deployment",
-    // Sharded, every replica reconciles its own share; the leader only runs the sharder.
-    reconcile: shards ? shards.guard(reconciler.reconcile) : reconciler.reconcile,
-    needLeaderElection: !shards,
+    reconcile: replica.guard(reconciler.reconcile),
+    needLeaderElection: replica.leaderOnly,
     concurrency: config.concurrency,
     reconcileTimeoutMs: config.reconcileTimeoutMs,
     clock,
@@ -121,7 +96,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   const enqueueUsers = connectionUsersEnqueuer(deployments, controller);
   const check = connectionCheck({
     registry: connections,
-    ...(shards ? { sharded: shards.users } : {}),
+    ...(replica.users ? { sharded: replica.users } : {}),
     caches,
     recorder,
     defaults: config.service,
@@ -159,10 +134,8 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   manager.add(resync);
   const pollTargets = rolloutPollTargets(deployments, connections);
   const poller = new RolloutPoller({ targets: pollTargets, periodMs: config.pollMs, clock, logger });
-  manager.add(
-    shards ? { name: poller.name, needLeaderElection: false, start: (s) => poller.start(s) } : poller,
-  );
-  for (const runnable of shards?.runnables ?? []) manager.add(runnable);
+  manager.add(replica.ownShare(poller));
+  for (const runnable of replica.runnables) manager.add(runnable);
   return { manager, controller, health, metrics, identity, addresses: () => health.listening };
 }
 
@@ -181,6 +154,16 @@ export async function runOperator(
     { version: VERSION, identity: operator.identity, namespaces, optimizeForSize },
     "starting dms-operator",
   );
-  await operator.manager.start(signal);
+  // The process lives until `signal` aborts, whatever it serves. With no listening socket
+  // (--metrics-bind-address=0 --health-probe-bind-address=0) and an API server out of reach, its
+  // only pending work is backoff timers, which are unref'd: Node would end it mid-retry, with
+  // status 13 and no word of why. Held, it keeps retrying and logging each failure, as it does
+  // with probes on, and a controller-runtime manager does.
+  const alive = setInterval(() => {}, 2 ** 31 - 1);
+  try {
+    await operator.manager.start(signal);
+  } finally {
+    clearInterval(alive);
+  }
   deps.logger.info("dms-operator stopped");
 }

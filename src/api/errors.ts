@@ -4,6 +4,7 @@
  * the API key (the transport redacts it before an error is built).
  */
 import { isRecord } from "../json.ts";
+import { cutToLength } from "./cut-text.ts";
 
 /** What went wrong, coarse enough for a controller to branch on. */
 export type ServiceErrorKind =
@@ -286,11 +287,7 @@ const MAX_DETAIL = 500;
  * surrogate pair). Redact secret values before cutting: a value cut in two would escape redaction.
  */
 export function truncate(text: string, max = MAX_DETAIL): string {
-  if (text.length <= max) return text;
-  let end = max - 1;
-  const code = text.charCodeAt(end - 1);
-  if (code >= 0xd800 && code <= 0xdbff) end -= 1;
-  return `${text.slice(0, end)}…`;
+  return cutToLength(text, max);
 }
 
 function oneLine(text: string): string {

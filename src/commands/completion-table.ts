@@ -142,7 +142,8 @@ const FLAGS: readonly CompletionFlag[] = [
   {
     long: "--insecure-skip-tls-verify",
     takesValue: false,
-    description: "accept any TLS certificate (self-signed endpoints only) (env DMS_INSECURE_SKIP_TLS_VERIFY)",
+    description:
+      "accept any TLS certificate (self-signed endpoints only) (default off) (env DMS_INSECURE_SKIP_TLS_VERIFY)",
   },
   {
     long: "--ca-file",

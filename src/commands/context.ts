@@ -2,12 +2,14 @@
  * What every command shares: the process's streams and environment (injected, so a command
  * never reaches for `process` itself), the usage error, the service connection flags and the
  * flags' parsers. Light: a command's registration (its `--help`) imports it, so it loads neither
- * the service client nor the wire types (those are in service-client.ts, loaded to run).
+ * the service client nor the wire types (those are in service-client.ts, loaded to run); the
+ * service flags come from the rows of setting.ts, which is as light.
  */
 import { type Command, InvalidArgumentError } from "commander";
 import type { Env, ServiceFlags } from "../config.ts";
+import { isNamespaceName, SERVICE_FLAG_SETTINGS, settingFlag, settingHelp } from "../setting.ts";
 import { UsageError } from "./usage-error.ts";
-import { DEFAULT_MAX_RESPONSE_BYTES, flagOf, isNamespaceName, isUuid, SERVICE_ENV } from "./words.ts";
+import { isUuid } from "./words.ts";
 
 export { UsageError };
 
@@ -32,50 +34,17 @@ export interface CliContext {
 export type RegisterCommand = (program: Command, ctx: CliContext) => void;
 
 /**
- * Adds the service connection flags (each documenting its environment variable) to `command`.
- * `help` overrides the description of a flag whose meaning the command narrows (e.g. `run`'s
- * `--retries`).
+ * Adds the service connection flags (each documenting its default and environment variable, from
+ * the table of service settings) to `command`. `help` overrides the description of a flag whose
+ * meaning the command narrows (e.g. `run`'s `--retries`).
  */
 export function addServiceOptions(command: Command, help: { retries?: string } = {}): Command {
-  const env = (key: keyof typeof SERVICE_ENV) => `(env ${SERVICE_ENV[key]})`;
-  return command
-    .option(`${flagOf("baseUrl")} <url>`, `service base URL, e.g. https://api.example.com ${env("baseUrl")}`)
-    .option(
-      `${flagOf("apiKey")} <key>`,
-      `API key; prefer the env variable or a file: flags are visible to other users ${env("apiKey")}`,
-    )
-    .option(
-      `${flagOf("apiKeyFile")} <path>`,
-      `file holding the API key, e.g. a mounted Secret ${env("apiKeyFile")}`,
-    )
-    .option(`${flagOf("tenantId")} <id>`, `tenant id sent with every request ${env("tenantId")}`)
-    .option(
-      `${flagOf("apiKeyHeader")} <name>`,
-      `header carrying the key (default X-Api-Key) ${env("apiKeyHeader")}`,
-    )
-    .option(
-      `${flagOf("tenantHeader")} <name>`,
-      `header carrying the tenant (default X-Tenant-Id) ${env("tenantHeader")}`,
-    )
-    .option(
-      flagOf("insecureSkipTlsVerify"),
-      `accept any TLS certificate (self-signed endpoints only) ${env("insecureSkipTlsVerify")}`,
-    )
-    .option(
-      `${flagOf("caFile")} <path>`,
-      `PEM file of CA certificates trusted besides the system's, e.g. a private CA of a self-hosted service ${env("caFile")}`,
-    )
-    .option(`${flagOf("timeoutMs")} <ms>`, `timeout of each request (default 10000) ${env("timeoutMs")}`)
-    .option(
-      `${flagOf("maxResponseBytes")} <bytes>`,
-      `largest response body accepted, after decompression (default ${DEFAULT_MAX_RESPONSE_BYTES}) ${env("maxResponseBytes")}`,
-    )
-    .option(
-      `${flagOf("retries")} <n>`,
-      `${help.retries ?? "retries of a retryable failure (default 4)"} ${env("retries")}`,
-    )
-    .option(`${flagOf("qps")} <n>`, `client-side requests per second (default 20) ${env("qps")}`)
-    .option(`${flagOf("burst")} <n>`, `client-side burst (default 40) ${env("burst")}`);
+  for (const [key, setting] of Object.entries(SERVICE_FLAG_SETTINGS)) {
+    const narrowed =
+      key === "retries" && help.retries !== undefined ? { ...setting, help: help.retries } : setting;
+    command.option(settingFlag(key, setting), settingHelp(narrowed));
+  }
+  return command;
 }
 
 /** Help of `--connection`, shared by the commands that take it. */

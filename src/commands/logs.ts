@@ -20,14 +20,13 @@
  * says. `--follow` polls for new entries until the revision ends (live, skipped or failed) or
  * Ctrl-C; `--since 10m` shows only entries of the last ten minutes.
  */
-import { stringify } from "yaml";
 import type { ServiceClient } from "../api/client.ts";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
 import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
 import { entryTimeMs, type LogEntry, type LogType } from "../api/revision-logs.ts";
 import { type Deployment, DONE_REVISION_STATUSES, FAILED_REVISION_STATUSES } from "../api/wire.ts";
 import type { CliContext, ConnectionFlags } from "./context.ts";
-import { type OutputFlags, type OutputFormat, outputFormat } from "./output.ts";
+import { type OutputFlags, type OutputFormat, outputFormat, yamlText } from "./output.ts";
 import { commandTarget } from "./resource-deployment.ts";
 import type { ResourceLookupFlags } from "./resource-flags.ts";
 
@@ -82,9 +81,9 @@ export async function runLogs(resource: string, flags: LogsFlags, ctx: CliContex
 
 /** One entry as `format` prints it, ending with a newline. */
 function renderEntry(entry: LogEntry, format: OutputFormat): string {
-  // The service's text with its controls escaped: JSON's raw ones too; YAML as its writer escapes them.
+  // The service's text with its controls escaped: JSON's raw ones too; YAML's as double-quoted escapes.
   if (format === "json") return `${escapeJsonText(JSON.stringify(entry))}\n`;
-  if (format === "yaml") return `---\n${stringify(entry)}`;
+  if (format === "yaml") return `---\n${yamlText(entry)}`;
   return `${escapeForTerminal(formatEntry(entry))}\n`;
 }
 

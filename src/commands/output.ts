@@ -9,16 +9,15 @@
 import { createRequire } from "node:module";
 import { styleText } from "node:util";
 import Table from "cli-table3";
-import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
+import { escapeForTerminal, escapeJsonText, escapeYamlText, needsYamlEscapes } from "../api/printable.ts";
 import type { Env } from "../config.ts";
 import { type OutputFlags, type OutputFormat, outputFormat } from "./output-options.ts";
 
 /**
- * The YAML writer, loaded on the first `-o yaml` (its 70 modules are not a table's): the same
- * `stringify` as `import { stringify } from "yaml"`.
+ * The YAML library, loaded on the first `-o yaml` (its 70 modules are not a table's): the same
+ * module as `import * as yaml from "yaml"`.
  */
-const stringify = (value: unknown): string =>
-  (createRequire(import.meta.url)("yaml") as typeof import("yaml")).stringify(value);
+const loadYaml = (): typeof import("yaml") => createRequire(import.meta.url)("yaml") as typeof import("yaml");
 
 export type { OutputChoice, OutputFlags, OutputFormat } from "./output-options.ts";
 export { addOutputOptions, OUTPUT_FORMATS, outputFormat } from "./output-options.ts";
@@ -117,9 +116,9 @@ export function renderRows<T>(rows: readonly T[], listing: Listing<T>, options: 
   const { format } = options;
   const data = listing.data ?? ((row: T) => row);
   // The service's text must not drive the terminal: JSON with the characters it leaves raw
-  // escaped too, YAML as its writer escapes them, every other cell with its controls written out.
+  // escaped too, YAML with them as double-quoted escapes, every other cell with its controls written out.
   if (format === "json") return `${escapeJsonText(JSON.stringify(rows.map(data), null, 2))}\n`;
-  if (format === "yaml") return rows.length === 0 ? "[]\n" : stringify(rows.map(data));
+  if (format === "yaml") return rows.length === 0 ? "[]\n" : yamlText(rows.map(data));
   if (format === "name") return rows.map((row) => `${escapeForTerminal(listing.name(row))}\n`).join("");
   if (rows.length === 0) return `${listing.empty}\n`;
   const wide = format === "wide";
@@ -141,7 +140,24 @@ export function renderRows<T>(rows: readonly T[], listing: Listing<T>, options: 
  * as {@link renderRows} escapes rows.
  */
 export function renderDocument(format: "json" | "yaml", document: unknown): string {
-  return format === "json" ? `${escapeJsonText(JSON.stringify(document, null, 2))}\n` : stringify(document);
+  return format === "json" ? `${escapeJsonText(JSON.stringify(document, null, 2))}\n` : yamlText(document);
+}
+
+/**
+ * `value` as YAML for a terminal: each string holding a character of the printable rule (a C1
+ * control, a bidirectional, zero-width or other invisible character, which the YAML writer
+ * would leave raw even inside quotes) written double-quoted, with those characters as escapes
+ * ({@link escapeYamlText}): the same data, read back by any YAML parser.
+ */
+export function yamlText(value: unknown): string {
+  const { Document, visit } = loadYaml();
+  const document = new Document(value);
+  visit(document, {
+    Scalar(_key, node) {
+      if (typeof node.value === "string" && needsYamlEscapes(node.value)) node.type = "QUOTE_DOUBLE";
+    },
+  });
+  return escapeYamlText(document.toString());
 }
 
 /**

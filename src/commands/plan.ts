@@ -44,8 +44,8 @@ import { systemClock } from "../runtime/clock.ts";
 import { type CommandCluster, commandConnectionClients, kubeconfigCluster } from "./connections.ts";
 import { type CliContext, type ConnectionFlags, UsageError } from "./context.ts";
 import { colorEnabled, type OutputFlags, outputFormat, paint } from "./output.ts";
-import { RUN_SETTINGS } from "./run-config.ts";
 import { serviceClientFrom } from "./service-client.ts";
+import { RUN_SETTINGS } from "./settings.ts";
 
 /** The flags of `plan`, as commander parses them. */
 export interface PlanFlags extends ConnectionFlags, OutputFlags {

@@ -4,7 +4,7 @@
  * they name.
  */
 import { type Command, InvalidArgumentError } from "commander";
-import { isNamespaceName } from "./words.ts";
+import { isNamespaceName } from "../setting.ts";
 
 /** The kubectl flags of these verbs, as commander parses them. */
 export interface KubectlFlags {

@@ -1,267 +1,30 @@
 /**
  * The settings of `dms-operator run`, from flags, then environment variables, then defaults,
  * validated at start-up: every problem is one line naming the flag, its variable, and the fix.
- * One table says, per setting, its variable, how its text is read, its default and its help;
- * `run.ts` registers the flags from it and {@link runConfigFrom} reads them in one loop
- * (`readSettings`, config.ts, which reads the service settings too).
+ * The table of settings (`settings.ts`) says, per setting, its variable, how its text is read, its
+ * default and its help; {@link runConfigFrom} reads them in one loop (`readSettings`, config.ts,
+ * which reads the service settings too), checks the rules that join settings, and gives the
+ * operator's settings object (`OperatorConfig`).
  */
 
-import { ADDRESS_POLICIES } from "../api/address-policy.ts";
 import {
   type ConfigResult,
   type Env,
-  type Parsed,
-  parsers,
   readSettings,
   type ServiceFlags,
   type Setting,
-  type Settings,
   type SettingValues,
   serviceConfigFrom,
   settingName,
 } from "../config.ts";
-import type { DefaultConnectionSelector } from "../connection/access.ts";
-import { DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE } from "../connection/registry.ts";
-import { parseSelector } from "../crd/label-selector.ts";
-import { DEFAULT_MAX_SECRET_BYTES } from "../reconcile/secret-budget.ts";
-import { LOG_FORMATS, type LogFormat } from "../runtime/log.ts";
+import type { LogFormat } from "../runtime/log.ts";
 import { parseBindAddress } from "../serving/health.ts";
-import { defaultListingDeadlineMs, type OperatorConfig } from "../wiring/operator-config.ts";
-import { DEFAULT_SHARD_LABEL_POLICY } from "../wiring/shard-label-policy.ts";
-
-/** `--shard-label-policy`: whether a sharded replica requires the shard label policy at start. */
-const SHARD_LABEL_POLICY_MODES = ["required", "unenforced"] as const;
-
-/** Accepted `--log-level` values. */
-export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
-
-/**
- * Highest `--max-secret-bytes` (16 MiB): a reconcile holds a few copies of what it sends, times
- * `--concurrency`, within the operator's heap.
- */
-export const MAX_SECRET_BYTES_CEILING = 16_777_216;
-
-/** The settings of `run`, in the order `--help` lists them (the service's follow). */
-export const RUN_SETTINGS = {
-  kubeconfig: {
-    env: "KUBECONFIG",
-    parse: parsers.text,
-    arg: "<path>",
-    help: "kubeconfig file; in a cluster the service account is used",
-  },
-  context: { parse: parsers.text, arg: "<name>", help: "kubeconfig context" },
-  namespaces: {
-    env: "DMS_NAMESPACES",
-    parse: parsers.namespaceList,
-    default: "",
-    shown: "all",
-    arg: "<a,b>",
-    help: "namespaces to watch, comma-separated",
-  },
-  clusterConnections: {
-    env: "DMS_CLUSTER_CONNECTIONS",
-    parse: parsers.boolean,
-    shown: "on when watching all namespaces",
-    help: "watch ClusterServiceConnections (needs cluster-wide list/watch on them)",
-  },
-  labelSelector: {
-    env: "DMS_LABEL_SELECTOR",
-    parse: parsers.text,
-    arg: "<selector>",
-    help: "only resources matching this label selector",
-  },
-  defaultConnectionNamespaceSelector: {
-    env: "DMS_DEFAULT_CONNECTION_NAMESPACE_SELECTOR",
-    parse: namespaceSelector,
-    shown: "every watched namespace",
-    arg: "<selector>",
-    help: "which namespaces may use the default connection (resources without spec.connectionRef), by their labels, e.g. dms.dev/tenant=platform",
-  },
-  concurrency: {
-    env: "DMS_CONCURRENCY",
-    parse: parsers.number({ integer: true, min: 1, max: 64, unit: "reconciles at once" }),
-    default: "16",
-    arg: "<n>",
-    help: "reconciles at once",
-  },
-  resyncPeriod: {
-    env: "DMS_RESYNC_PERIOD",
-    parse: parsers.duration("10s"),
-    default: "10m",
-    arg: "<duration>",
-    help: "drift check period",
-  },
-  listingDeadline: {
-    env: "DMS_LISTING_DEADLINE",
-    parse: parsers.duration("1s"),
-    shown: "1m (at most half the resync period)",
-    arg: "<duration>",
-    help: "longest one connection's periodic listing may take; past it, its resources report ListingDeadlineExceeded and make no call until one ends in time (below --resync-period)",
-  },
-  leaderElect: {
-    env: "DMS_LEADER_ELECT",
-    parse: parsers.boolean,
-    default: "true",
-    shown: "on",
-    help: "elect a leader through a Lease",
-  },
-  leaderElectionNamespace: {
-    env: "DMS_LEADER_ELECTION_NAMESPACE",
-    parse: parsers.text,
-    shown: "the pod's",
-    arg: "<ns>",
-    help: "namespace of the Lease",
-  },
-  leaderElectionId: {
-    env: "DMS_LEADER_ELECTION_ID",
-    parse: parsers.text,
-    default: "dms-operator-leader",
-    arg: "<name>",
-    help: "name of the Lease",
-  },
-  leaseDuration: {
-    parse: parsers.duration(),
-    default: "15s",
-    arg: "<duration>",
-    help: "leader lease duration",
-  },
-  renewDeadline: {
-    parse: parsers.duration(),
-    default: "10s",
-    arg: "<duration>",
-    help: "leader renew deadline",
-  },
-  retryPeriod: { parse: parsers.duration(), default: "2s", arg: "<duration>", help: "leader retry period" },
-  sharded: {
-    env: "DMS_SHARDED",
-    parse: parsers.boolean,
-    default: "false",
-    shown: "off",
-    help: "spread the resources over every replica (a Lease per replica, POD_NAME); the leader assigns them",
-  },
-  shardLabelPolicy: {
-    env: "DMS_SHARD_LABEL_POLICY",
-    parse: parsers.oneOf(SHARD_LABEL_POLICY_MODES),
-    default: "required",
-    arg: "<required|unenforced>",
-    help: "with --sharded: required, a replica starts only once the ValidatingAdmissionPolicy keeping everyone else off the shard labels and its binding exist; unenforced, it runs without them, accepting that a tenant who may edit its resources can make two replicas write one deployment",
-  },
-  shardLabelPolicyName: {
-    env: "DMS_SHARD_LABEL_POLICY_NAME",
-    parse: parsers.text,
-    default: DEFAULT_SHARD_LABEL_POLICY,
-    arg: "<name>",
-    help: "name of that ValidatingAdmissionPolicy and of its binding",
-  },
-  metricsBindAddress: {
-    env: "DMS_METRICS_BIND_ADDRESS",
-    parse: bindAddress,
-    shown: ":8443 (:8080 with --metrics-secure=false)",
-    arg: "<addr>",
-    help: "where /metrics listens, 0 to disable",
-  },
-  metricsSecure: {
-    env: "DMS_METRICS_SECURE",
-    parse: parsers.boolean,
-    default: "true",
-    arg: "[true|false]",
-    help: "serve /metrics over HTTPS to scrapers whose bearer token the API server authenticates (TokenReview) and allows get on /metrics (SubjectAccessReview); false: plain HTTP to anyone",
-  },
-  metricsCertDir: {
-    env: "DMS_METRICS_CERT_DIR",
-    parse: parsers.text,
-    shown: "a self-signed certificate",
-    arg: "<dir>",
-    help: "directory with tls.crt and tls.key for /metrics (a mounted kubernetes.io/tls Secret; re-read when renewed)",
-  },
-  healthProbeBindAddress: {
-    env: "DMS_HEALTH_PROBE_BIND_ADDRESS",
-    parse: bindAddress,
-    default: ":8081",
-    arg: "<addr>",
-    help: "where /healthz and /readyz listen",
-  },
-  logLevel: {
-    env: "DMS_LOG_LEVEL",
-    parse: parsers.oneOf(LOG_LEVELS),
-    default: "info",
-    arg: "<level>",
-    help: "trace, debug, info, warn, error",
-  },
-  logFormat: {
-    env: "DMS_LOG_FORMAT",
-    parse: parsers.oneOf(LOG_FORMATS),
-    shown: "json (console on a terminal)",
-    arg: "<format>",
-    help: "json (one object per line) or console (one line for a person)",
-  },
-  shutdownTimeout: {
-    env: "DMS_SHUTDOWN_TIMEOUT",
-    parse: parsers.duration(),
-    default: "30s",
-    arg: "<duration>",
-    help: "graceful shutdown deadline",
-  },
-  // A tiny poll interval turns every rollout into a tight requeue loop against the service.
-  pollInterval: {
-    env: "DMS_POLL_INTERVAL",
-    parse: parsers.duration("1s"),
-    default: "5s",
-    arg: "<duration>",
-    help: "status polling while rolling out or deleting",
-  },
-  createGrace: {
-    env: "DMS_CREATE_GRACE",
-    parse: parsers.duration(),
-    default: "60s",
-    arg: "<duration>",
-    help: "how long to wait for a created deployment to be listed before creating again",
-  },
-  reconcileTimeout: {
-    env: "DMS_RECONCILE_TIMEOUT",
-    parse: parsers.duration(),
-    default: "2m",
-    arg: "<duration>",
-    help: "longest one reconcile may run; more than --timeout-ms",
-  },
-  revisionTracking: {
-    env: "DMS_REVISION_TRACKING",
-    parse: parsers.onOff,
-    default: "on",
-    arg: "<on|off>",
-    help: "while a rollout is in progress, read the latest revision so that a failed build or deploy is reported as RevisionFailed",
-  },
-  // Bounds what one resource makes the operator hold: each entry of spec.secrets sends its value,
-  // so one large Secret key listed many times would be multiplied in every body, hash and diff.
-  maxSecretBytes: {
-    env: "DMS_MAX_SECRET_BYTES",
-    parse: parsers.number({ integer: true, min: 1_024, max: MAX_SECRET_BYTES_CEILING, unit: "bytes" }),
-    default: String(DEFAULT_MAX_SECRET_BYTES),
-    arg: "<bytes>",
-    help: "most bytes of secret values one Deployment resource may send, each entry counted (over it: SecretsTooLarge)",
-  },
-  connectionAddressPolicy: {
-    env: "DMS_CONNECTION_ADDRESS_POLICY",
-    parse: parsers.oneOf(ADDRESS_POLICIES),
-    default: "allow-private",
-    arg: "<policy>",
-    help: "which addresses the service's connections may reach: allow-private (public, private and loopback) or public-only; link-local and cloud metadata addresses never",
-  },
-  maxConnectionsPerNamespace: {
-    env: "DMS_MAX_CONNECTIONS_PER_NAMESPACE",
-    parse: parsers.number({ integer: true, min: 1, max: 10_000, unit: "connections" }),
-    default: String(DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE),
-    arg: "<n>",
-    help: "most ServiceConnections of one namespace that get a client, the oldest first (the others: Ready=False, TooManyConnections)",
-  },
-  optimizeForSize: {
-    env: "DMS_OPTIMIZE_FOR_SIZE",
-    parse: parsers.onOff,
-    default: "on",
-    arg: "<on|off>",
-    help: "V8 favours memory over speed: its heap stays close to what is live, and no allocation site is pretenured (flags NODE_OPTIONS cannot carry)",
-  },
-} satisfies Settings;
+import {
+  defaultListingDeadlineMs,
+  defaultMaxReconcilesPerConnection,
+  type OperatorConfig,
+} from "../wiring/operator-config.ts";
+import { type LOG_LEVELS, RUN_SETTINGS } from "./settings.ts";
 
 type RunValues = SettingValues<typeof RUN_SETTINGS>;
 
@@ -373,6 +136,8 @@ export function runConfigFrom(
       ? { defaultConnectionNamespaceSelector: v.defaultConnectionNamespaceSelector }
       : {}),
     concurrency: v.concurrency,
+    maxReconcilesPerConnection:
+      v.maxReconcilesPerConnection ?? defaultMaxReconcilesPerConnection(v.concurrency),
     resyncMs: v.resyncPeriod,
     listingDeadlineMs: v.listingDeadline ?? defaultListingDeadlineMs(v.resyncPeriod),
     ...(env.POD_NAME ? { podName: env.POD_NAME } : {}),
@@ -408,25 +173,4 @@ export function runConfigFrom(
 function nameOf(key: keyof typeof RUN_SETTINGS): string {
   const setting: Setting<unknown> = RUN_SETTINGS[key];
   return settingName(key, setting.env);
-}
-
-/** A label selector in Kubernetes' string syntax, kept with its text for messages. */
-function namespaceSelector(value: string): Parsed<DefaultConnectionSelector> {
-  const parsed = parseSelector(value);
-  if (!parsed.ok)
-    return {
-      problem: `${JSON.stringify(value)} is not a label selector: ${parsed.problem}; write requirements on namespace labels joined by commas, e.g. "dms.dev/tenant=platform" or "team in (a,b),!quarantine"`,
-    };
-  return { value: { text: value.trim(), selector: parsed.selector } };
-}
-
-/** `[host]:port`, or `0` (disabled); parseBindAddress throws on anything else. */
-function bindAddress(value: string): Parsed<string> {
-  let ok: boolean;
-  try {
-    ok = value.trim() === "0" || parseBindAddress(value) !== undefined;
-  } catch {
-    ok = false;
-  }
-  return ok ? { value } : { problem: `${JSON.stringify(value)} is not [host]:port or 0` };
 }

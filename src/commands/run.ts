@@ -2,10 +2,11 @@
  * `dms-operator run`: the operator itself (src/main.ts, loaded when it runs).
  */
 import type { Command } from "commander";
-import { flagOf, settingHelp } from "../config.ts";
+import { settingFlag, settingHelp } from "../config.ts";
 import { addServiceOptions, type CliContext, UsageError } from "./context.ts";
 import { withDeferredListFormat } from "./deferred-list-format.ts";
-import { RUN_SETTINGS, type RunFlags, runConfigFrom } from "./run-config.ts";
+import { type RunFlags, runConfigFrom } from "./run-config.ts";
+import { RUN_SETTINGS } from "./settings.ts";
 
 /** Paths pino removes from every log line, wherever they appear. */
 const REDACT = [
@@ -25,7 +26,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
     .command("run")
     .description("run the operator: watch Deployment resources and keep the service's deployments in line");
   for (const [key, setting] of Object.entries(RUN_SETTINGS)) {
-    run.option(`${flagOf(key)}${"arg" in setting ? ` ${setting.arg}` : ""}`, settingHelp(setting));
+    run.option(settingFlag(key, setting), settingHelp(setting));
     if (key === "leaderElect")
       run.option("--no-leader-elect", "run without leader election (a single instance only)");
   }
@@ -43,6 +44,6 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
   });
   addServiceOptions(run, {
     retries:
-      "retries of one page of a listing (the drift resync) after a 429, a 5xx or a lost connection; other calls are retried by the controller's backoff (default 4)",
+      "retries of one page of a listing (the drift resync) after a 429, a 5xx or a lost connection; other calls are retried by the controller's backoff",
   });
 }

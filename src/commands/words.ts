@@ -3,39 +3,9 @@
  * define them (the service's wire types and the CRD schemas, which load TypeBox: ~200 modules), so
  * that `--help`, a flag's choices and shell completion start as fast as `--version`.
  *
- * Copies, not definitions: test/unit/cli-words.test.ts checks each equals the constant it copies.
+ * Copies, not definitions: test/unit/cli-completion.test.ts checks each equals the constant it copies.
  * Imports nothing: keep it so.
  */
-
-/** Environment variable of each service setting (src/config.ts `SERVICE_ENV`). */
-export const SERVICE_ENV = {
-  baseUrl: "DMS_BASE_URL",
-  apiKey: "DMS_API_KEY",
-  apiKeyFile: "DMS_API_KEY_FILE",
-  tenantId: "DMS_TENANT_ID",
-  apiKeyHeader: "DMS_API_KEY_HEADER",
-  tenantHeader: "DMS_TENANT_HEADER",
-  insecureSkipTlsVerify: "DMS_INSECURE_SKIP_TLS_VERIFY",
-  caFile: "DMS_CA_FILE",
-  timeoutMs: "DMS_TIMEOUT_MS",
-  maxResponseBytes: "DMS_MAX_RESPONSE_BYTES",
-  retries: "DMS_RETRIES",
-  qps: "DMS_QPS",
-  burst: "DMS_BURST",
-} as const;
-
-/** The default of `--max-response-bytes` (src/config.ts `SERVICE_SETTINGS.maxResponseBytes.default`). */
-export const DEFAULT_MAX_RESPONSE_BYTES = "8388608";
-
-/** The long flag of a setting, e.g. `--base-url` for `baseUrl` (src/config.ts `flagOf`). */
-export function flagOf(key: string): string {
-  return `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-}
-
-/** Whether `value` is a namespace name, a DNS-1123 label (src/config.ts `isNamespaceName`). */
-export function isNamespaceName(value: string): boolean {
-  return value.length <= 63 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value);
-}
 
 /** Whether `value` is a uuid (src/api/wire.ts `isUuid`). */
 export const isUuid = (value: string): boolean =>
@@ -66,7 +36,7 @@ export const ANNOTATION_RECONCILE_REQUESTED_AT = "dms.dev/reconcile-requested-at
 export const ANNOTATION_PAUSED = "dms.dev/paused";
 export const ANNOTATION_ROLLOUT_NOW = "dms.dev/rollout-now";
 
-/** `plan --max-secret-bytes`, the `run` setting it shares (src/commands/run-config.ts `RUN_SETTINGS`). */
+/** `plan --max-secret-bytes`, the `run` setting it shares (src/commands/settings.ts `RUN_SETTINGS`). */
 export const PLAN_MAX_SECRET_BYTES = {
   flag: "--max-secret-bytes",
   arg: "<bytes>",

@@ -11,7 +11,6 @@ import { desiredFromSpec, effectiveName } from "../crd/mapping.ts";
 import { ANNOTATION_PAUSED, type DeploymentResource, type DeploymentSpec } from "../crd/schema.ts";
 import { connectionLabel } from "../naming/connection.ts";
 import { rolloutNow } from "../reconcile/annotations.ts";
-import { lastAppliedFor } from "../reconcile/plan/last-applied.ts";
 import {
   type FieldChange,
   type LastApplied,
@@ -20,6 +19,7 @@ import {
   type PlanProblem,
   plan,
 } from "../reconcile/plan/plan.ts";
+import { lastAppliedFor } from "../reconcile/plan/plan-secrets.ts";
 import {
   chooseRevision,
   configAfterPatch,

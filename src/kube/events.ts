@@ -10,6 +10,7 @@
  */
 import { createHash, randomInt } from "node:crypto";
 import pino, { type Logger } from "pino";
+import { cutToBytes } from "../api/cut-text.ts";
 import { printableNote } from "../api/printable.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import { type KubeClient, PatchType } from "./client.ts";
@@ -51,17 +52,7 @@ export const NOTE_LIMIT_BYTES = 1024;
 
 /** `note` cut to at most {@link NOTE_LIMIT_BYTES} UTF-8 bytes, on a character boundary, marked with `…`. */
 export function truncateNote(note: string): string {
-  if (Buffer.byteLength(note) <= NOTE_LIMIT_BYTES) return note;
-  const budget = NOTE_LIMIT_BYTES - Buffer.byteLength("…");
-  let used = 0;
-  let out = "";
-  for (const ch of note) {
-    const size = Buffer.byteLength(ch);
-    if (used + size > budget) break;
-    used += size;
-    out += ch;
-  }
-  return `${out}…`;
+  return cutToBytes(note, NOTE_LIMIT_BYTES);
 }
 
 /** Options of {@link KubeEventRecorder}. */

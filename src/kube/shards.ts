@@ -11,9 +11,11 @@ import { type ConnectionRef, DEFAULT_CONNECTION } from "../naming/connection.ts"
 import { type Claimant, claimOn, connectionKeyOf } from "../reconcile/claims.ts";
 import type { LeaseRecord } from "../runtime/leader.ts";
 import { DRAIN_LABEL, drainTarget, OWNER_LABEL, RING_LABEL } from "../sharding/labels.ts";
+import { ShardLabelsDenied } from "../sharding/pass-write.ts";
+import type { RingChoice } from "../sharding/ring-choices.ts";
 import type { KubeClient } from "./client.ts";
 import { DEPLOYMENTS } from "./deployments.ts";
-import { ConflictError, isNotFound } from "./errors.ts";
+import { ConflictError, isNotFound, KubeApiError } from "./errors.ts";
 import { KubeLease, leaseSnapshotFrom } from "./lease.ts";
 import { isKubeObject, type KubeObject, labelValue, type ObjectRef } from "./object.ts";
 import type { ReflectorHandlers, ResourceType } from "./reflector.ts";
@@ -99,8 +101,8 @@ export class ShardObject implements KubeObject {
   readonly drainTo: string | undefined;
   readonly claim: string;
   readonly connection: string;
-  /** The sharder's note of the ring's choice (`ShardedResource.ringChoice`): 0 when decoded. */
-  ringChoice = 0;
+  /** The sharder's note of the ring's choice (`ShardedResource.ringChoice`): none when decoded. */
+  ringChoice: RingChoice | undefined = undefined;
 
   constructor(fields: Omit<ShardObject, "metadata" | "ringChoice">) {
     this.name = fields.name;
@@ -238,6 +240,29 @@ export async function patchShardLabels(
   } catch (err) {
     if (err instanceof ConflictError) return "conflict";
     if (isNotFound(err)) return "gone";
+    throw err;
+  }
+}
+
+/**
+ * The sharder's label write: {@link patchShardLabels} of the record `resource`, true when written.
+ * A 403 rejects with {@link ShardLabelsDenied}, which the sharder reports once per pass: a
+ * ValidatingAdmissionPolicy that does not name this ServiceAccount denies with it, as RBAC does.
+ */
+export async function writeShardLabels(
+  client: KubeClient,
+  resource: ShardObject,
+  labels: Record<string, string | null>,
+  signal: AbortSignal,
+): Promise<boolean> {
+  const ref = { namespace: resource.metadata.namespace ?? "", name: resource.metadata.name };
+  try {
+    return (
+      (await patchShardLabels(client, ref, resource.metadata.resourceVersion, labels, signal)) === "written"
+    );
+  } catch (err) {
+    if (err instanceof KubeApiError && err.status === 403)
+      throw new ShardLabelsDenied(err.message, /ValidatingAdmissionPolicy/.test(err.message), { cause: err });
     throw err;
   }
 }

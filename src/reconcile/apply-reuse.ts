@@ -30,7 +30,6 @@ import {
   vouchedSecretsHash,
 } from "./plan/revision-reuse.ts";
 import type { DeploymentWrites } from "./ports.ts";
-import { FailedAfterRedeploy } from "./run.ts";
 import type { RevisionRedeployer } from "./service/redeployer.ts";
 import type { Deployment, SourceRevisionConfig } from "./service-types.ts";
 import { artifactOf } from "./status/live-revision.ts";
@@ -73,11 +72,18 @@ export interface ApplyPatchResult {
   history: RevisionHistoryEntry[] | undefined;
   /** The config of the revision redeployed, for `status.activeRevision` once it is active. */
   known?: { id: string; config: SourceRevisionConfig };
+  /**
+   * The PATCH of the rest failed after the redeploy went out: the failure, reported with the
+   * history the redeploy made, so that the retry knows the revision is redeployed and sends only
+   * the rest, rather than reading the listing and redeploying again.
+   */
+  failed?: { error: unknown };
 }
 
 /**
- * Sends `decision` (see the module comment). Rejects as the PATCH or the redeploy reject; a PATCH
- * of the rest failing after a redeploy, with {@link FailedAfterRedeploy} (the history it made).
+ * Sends `decision` (see the module comment). Rejects as the PATCH or the redeploy reject, before
+ * anything was written; a PATCH of the rest failing after a redeploy is returned as `failed`,
+ * with the history the redeploy made.
  */
 export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResult> {
   const { service, redeployer, deployment, decision, spec, status, signal } = input;
@@ -136,11 +142,13 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
       });
   // Sent after the redeploy, so that the spec's values stand whatever the redeploy brings back.
   // Its failure carries the history: the retry then sends the rest alone (no second redeploy).
-  const after = split.rest
-    ? await service.patch(deployment.id, split.rest, signal).catch((error: unknown) => {
-        throw new FailedAfterRedeploy(next, error);
-      })
-    : answered;
+  let after = answered;
+  let failed: ApplyPatchResult["failed"];
+  if (split.rest)
+    after = await service.patch(deployment.id, split.rest, signal).catch((error: unknown) => {
+      failed = { error };
+      return answered;
+    });
   const known = choice.revision.source_revision_config
     ? { id: choice.revisionId, config: choice.revision.source_revision_config }
     : undefined;
@@ -155,6 +163,7 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
     },
     history: next,
     ...(known ? { known: copy ? { id: copy, config: known.config } : known } : {}),
+    ...(failed ? { failed } : {}),
   };
 }
 
@@ -260,13 +269,13 @@ export async function chooseRedeploy(
   signal: AbortSignal,
 ): Promise<ReuseDecision> {
   if (input.policy === "Never") return chooseRevision({ ...input, revisions: [] });
-  if (redeployer.missing !== undefined) return { kind: "build", reason: redeployer.missing };
   const wanted = input.desired.secretsHash;
   const config = revisionConfigHash(input.desired.config, input.desired.source);
   const candidate = (e: ReuseInput["history"][number]) =>
     e.secretsHash === wanted && (e.configHash === undefined || e.configHash === config);
   if (wanted === undefined || !input.history.some(candidate))
     return chooseRevision({ ...input, revisions: [] });
+  if (redeployer.missing !== undefined) return { kind: "build", reason: redeployer.missing };
   const read = await redeployer.revisions(deploymentId, signal);
   if (read.kind === "unavailable") return { kind: "build", reason: read.reason };
   return chooseRevision({ ...input, revisions: read.revisions });

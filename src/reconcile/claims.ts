@@ -114,3 +114,11 @@ export function reachableDeployment(o: StoredResource, refuses: Refuses): string
   const id = o.status?.deploymentId;
   return id && !refuses(o) ? id : undefined;
 }
+
+/** The older resource holding `obj`'s service name, if any (read from the claim index). */
+export function holderOf(
+  resources: Pick<ResourcePort, "claimants">,
+  obj: StoredResource,
+): StoredResource | undefined {
+  return olderClaimant(obj, resources.claimants(claimOf(obj)));
+}

@@ -1,6 +1,6 @@
 /**
  * The cleanup arm of a reconcile: a resource being deleted, whatever its connection's state. Its
- * finalizer (kept by the reconciler exactly while {@link cleansUpOnDelete}) holds the deletion
+ * finalizer (kept by the reconciler exactly while `cleansUpOnDelete`, decide.ts) holds the deletion
  * while the service's deployment must go first.
  *
  * `deletionPolicy: Delete` removes the service's deployment this resource owns (the one its
@@ -13,22 +13,15 @@
  */
 import { FINALIZER } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
-import { claimedName } from "./claims.ts";
+import { claimedName, holderOf } from "./claims.ts";
+import { cleansUpOnDelete, type Decided } from "./decide.ts";
+import { listingGuard } from "./external.ts";
 import type { StoredResource } from "./ports.ts";
-import {
-  cleansUpOnDelete,
-  type Decided,
-  describeResource,
-  holderOf,
-  listingGuard,
-  notOwnedMessage,
-  type ReconcileDeps,
-  type Run,
-  recordEvent,
-} from "./run.ts";
+import type { ReconcileDeps, Run } from "./run.ts";
 import { observe } from "./service/observe.ts";
 import type { ServiceSession, SessionLookup } from "./service/session.ts";
 import type { Deployment } from "./service-types.ts";
+import { describeResource, notOwnedMessage, recordEvent } from "./status/notes.ts";
 import { isBeingDeleted, REASON } from "./status/status.ts";
 
 /** Where a cleanup ended: done (`result`), or a decision for the status to conclude. */
@@ -102,7 +95,7 @@ async function finalize(
   const { obj } = run;
   if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) return { result: Action.gone() };
   if (session && cleansUpOnDelete(obj)) {
-    const holder = holderOf(deps, obj);
+    const holder = holderOf(deps.resources, obj);
     const recorded = obj.status?.deploymentId;
     if (holder && recorded) {
       const message = `${describeResource(obj)} records the service's deployment ${recorded} in status.deploymentId, but the name "${claimedName(obj)}" on its connection is held by the older resource ${describeResource(holder)}: not deleting it, and letting ${describeResource(obj)} go`;

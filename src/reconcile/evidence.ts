@@ -10,16 +10,11 @@ import type { LogType } from "../api/revision-logs.ts";
 import { formatTime } from "../conditions/kstatus.ts";
 import { DEFAULT_ROLLOUT_TIMEOUT } from "../crd/schema.ts";
 import { reconcileRequestedAt } from "./annotations.ts";
+import type { Decided } from "./decide.ts";
+import { readSecretsOf } from "./inputs.ts";
 import { targetStatusView, targetView } from "./plan/revision-reuse.ts";
 import type { EventNote } from "./ports.ts";
-import {
-  type Connected,
-  type Decided,
-  isConnected,
-  type ReconcileDeps,
-  type Run,
-  readSecretsOf,
-} from "./run.ts";
+import type { Connected, ReconcileDeps, Run } from "./run.ts";
 import { type Deployment, isUuid } from "./service-types.ts";
 import {
   evidenceDue,
@@ -181,4 +176,9 @@ async function logTail(
       passing: false,
     }
   );
+}
+
+/** Whether `run`'s connection is usable. */
+function isConnected(run: Run): run is Connected {
+  return run.session !== undefined;
 }

@@ -31,6 +31,36 @@ export interface ReadSecrets {
   values: string[];
 }
 
+/** The Secrets before any was read: nothing to scrub. */
+export const NONE_READ: ReadSecrets = { data: {}, values: [] };
+
+/**
+ * What one reconcile has of the referenced Secrets: the values read (or the spec's inline ones),
+ * or `unread`: their values are known to be those last applied and were not read, so a report or
+ * a log shown reads them first. The one state the steps of a reconcile share, for a failure may
+ * come at any step and its report must not show a value.
+ */
+export interface SecretsSeen {
+  secrets: ReadSecrets;
+  unread: boolean;
+}
+
+/**
+ * Reads the values of the Secrets `run`'s spec references, within the secret budget, into what
+ * it has `seen` (for every report to be scrubbed of them) and returns them. Once per reconcile:
+ * a read that failed (or stopped at the budget) is not tried again for the failure's report.
+ */
+export async function readSecretsOf(
+  from: { secrets: SecretsPort; maxSecretBytes: number },
+  run: { obj: { metadata: { namespace?: string }; spec: DeploymentSpec }; seen: SecretsSeen },
+  signal: AbortSignal,
+): Promise<ReadSecrets> {
+  run.seen.unread = false;
+  const namespace = run.obj.metadata.namespace ?? "";
+  run.seen.secrets = await readSecrets(run.obj.spec, namespace, from.secrets, signal, from.maxSecretBytes);
+  return run.seen.secrets;
+}
+
 /**
  * Reads every `valueFrom.secretKeyRef` of `spec` from `namespace`, each referenced Secret once
  * however many entries use it. Missing Secrets or keys are simply absent from the result: the

@@ -1,12 +1,73 @@
 /**
- * When to look at a resource again after its status was concluded: the reconcile's requeue
- * policy, pure (kube-rs's `error_policy` beside its `reconcile`). The reconciler hands it what it
- * concluded; the table of cases is test/unit/next-action.test.ts.
+ * The conclusion of a reconcile, pure: from what was decided and executed (`decide.ts`) and the
+ * evidence read after (`evidence.ts`), the status to write, the revision's event, and when to
+ * look at the resource again: the reconcile's requeue policy (kube-rs's `error_policy` beside
+ * its `reconcile`). The table of the requeue's cases is test/unit/next-action.test.ts.
  */
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
+import { connectionLabel } from "../naming/connection.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
+import { reconcileInterval } from "./annotations.ts";
+import type { Decided } from "./decide.ts";
+import type { Evidence } from "./evidence.ts";
+import { statusEqual } from "./plan/diff.ts";
+import type { StoredResource } from "./ports.ts";
 import { type FailedRevisionLog, LOG_RETRY_MS, readAgainPending } from "./status/failure-evidence.ts";
-import { CONDITION, REASON, type SyncOutcome } from "./status/status.ts";
+import { CONDITION, REASON, type SyncOutcome, statusFrom } from "./status/status.ts";
+
+/** What a conclusion is drawn from. */
+export interface ConclusionInput {
+  obj: StoredResource;
+  decided: Decided;
+  evidence: Evidence;
+  /** The reconcile's clock reading. */
+  now: Date;
+  /** The secret values every message is scrubbed of. */
+  secretValues: readonly string[];
+  /** The poll interval (`--poll-interval`). */
+  pollMs: number;
+}
+
+/** The status to write (`changed`: it differs from the one read) and what the controller does next. */
+export interface Conclusion {
+  status: DeploymentResourceStatus;
+  changed: boolean;
+  next: ReconcileResult;
+}
+
+/** Concludes a reconcile (see the module comment). */
+export function conclude(input: ConclusionInput): Conclusion {
+  const { obj, decided, evidence, now } = input;
+  const { outcome: sync, observed, record = {}, wakeAt, history, known } = decided;
+  const previous = obj.status;
+  const status = statusFrom({
+    previous,
+    generation: obj.metadata.generation ?? 0,
+    observed: observed === undefined ? undefined : observed.kind === "found" ? observed.deployment : null,
+    sync,
+    now,
+    record: { connection: connectionLabel(obj.spec.connectionRef), ...record },
+    secretValues: input.secretValues,
+    revision: evidence.revision,
+    rollout: evidence.rollout,
+    ...(history ? { revisionHistory: history } : {}),
+    ...(known ? { knownRevision: known } : {}),
+  });
+  // A create not listed yet: the id it answered with stays known while the listing catches up.
+  if (observed?.kind === "createdUnlisted" && previous?.deploymentId)
+    status.deploymentId = previous.deploymentId;
+  const next = nextAction({
+    sync: sync.kind,
+    status,
+    timedOutAfter: evidence.rollout?.timedOutAfter,
+    log: evidence.rollout?.log,
+    wakeAt,
+    now: now.getTime(),
+    pollMs: input.pollMs,
+    intervalMs: reconcileInterval(obj),
+  });
+  return { status, changed: !statusEqual(previous, status), next };
+}
 
 /**
  * How often a rollout past its `spec.rolloutTimeout` is looked at again (at least the poll

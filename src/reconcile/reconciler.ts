@@ -1,48 +1,38 @@
 /**
  * The reconcile of one Deployment resource, read top to bottom: the guards (the resource is gone,
- * its connection refused or not usable, paused, the loser of a name conflict), then one of two
- * arms, `cleanup` (being deleted: `cleanup.ts`) or `apply` (everything else: `apply.ts`), then the
- * conclusion: the evidence a status needs (`evidence.ts`), the status written when it changed,
- * and when to look again (`next-action.ts`). A failure at any step goes to the error policy at
- * the end of this file: reported as a condition and an event, then retried with backoff or not,
- * as `failures.ts` classifies it. The arms decide what to write to the service; this file only
- * sequences them, and writes the status.
+ * its connection refused or not usable, paused, the loser of a name conflict), then the finalizer
+ * rule and one of two arms, `cleanup` (being deleted: `cleanup.ts`) or apply (everything else):
+ * `observe` the service (`external.ts`), `decide` (pure, `decide.ts`), `execute` what was decided
+ * and settle it with what was written; then the conclusion: the evidence a status needs
+ * (`evidence.ts`), the status and the requeue drawn from it (pure, `next-action.ts`), the status
+ * written when it changed. A failure at any step goes to the error policy at the end of this
+ * file, reported on the version of the resource last written: as a condition and an event, then
+ * retried with backoff or not, as `failures.ts` classifies it.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { FINALIZER } from "../crd/schema.ts";
-import { connectionLabel } from "../naming/connection.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
 import { parseObjectKey } from "../runtime/keys.ts";
-import { reconcileFields } from "../runtime/log.ts";
-import { isPaused, reconcileInterval } from "./annotations.ts";
-import { Apply } from "./apply.ts";
+import { LazyReconcileLog, reconcileFields } from "../runtime/log.ts";
+import { isPaused } from "./annotations.ts";
+import { holderOf } from "./claims.ts";
 import { cleanup } from "./cleanup.ts";
+import { cleansUpOnDelete, type Decided, decide, settle } from "./decide.ts";
 import { readEvidence } from "./evidence.ts";
+import { External } from "./external.ts";
 import { failureOf } from "./failures.ts";
-import { nextAction } from "./next-action.ts";
-import { changedStatusFields, statusEqual } from "./plan/diff.ts";
+import { NONE_READ, readSecretsOf } from "./inputs.ts";
+import { conclude } from "./next-action.ts";
+import { changedStatusFields } from "./plan/diff.ts";
+import type { RevisionHistoryEntry } from "./plan/revision-reuse.ts";
 import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
-import {
-  cleansUpOnDelete,
-  type Decided,
-  FailedAfterRedeploy,
-  FailedAfterWrite,
-  failedOn,
-  holderOf,
-  isConnected,
-  LazyReconcileLog,
-  NONE_READ,
-  type ReconcileDeps,
-  type Run,
-  readSecretsOf,
-  recordEvent,
-} from "./run.ts";
+import type { Connected, ReconcileDeps, Run } from "./run.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
 import type { Sessions } from "./service/session.ts";
-import { nameConflictMessage } from "./status/notes.ts";
-import { CONDITION, REASON, statusFrom } from "./status/status.ts";
+import { nameConflictMessage, recordEvent } from "./status/notes.ts";
+import { CONDITION, REASON } from "./status/status.ts";
 
 /** Options of {@link DeploymentReconciler}. */
 export interface ReconcilerOptions {
@@ -67,6 +57,17 @@ export interface ReconcilerOptions {
   maxSecretBytes?: number;
 }
 
+/**
+ * A reconcile that failed, as a value: the error, reported on `on` (the version of the resource
+ * this reconcile last wrote), with the history a redeploy made before it (see `#fail`).
+ */
+interface Failed {
+  kind: "failed";
+  error: unknown;
+  on: Run;
+  history?: RevisionHistoryEntry[];
+}
+
 /** How long the status write reporting a timed-out reconcile may take. */
 const STATUS_AFTER_TIMEOUT_MS = 5_000;
 
@@ -76,7 +77,7 @@ export class DeploymentReconciler {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #deps: ReconcileDeps;
-  readonly #apply: Apply;
+  readonly #external: External;
 
   constructor(options: ReconcilerOptions) {
     const { sessions, clock, logger, resources, secrets, events } = options;
@@ -92,7 +93,7 @@ export class DeploymentReconciler {
       createGraceMs: options.createGraceMs ?? 60_000,
       maxSecretBytes: options.maxSecretBytes ?? DEFAULT_MAX_SECRET_BYTES,
     };
-    this.#apply = new Apply(this.#deps);
+    this.#external = new External(this.#deps);
   }
 
   /**
@@ -103,7 +104,7 @@ export class DeploymentReconciler {
     const { namespace, name } = parseObjectKey(key);
     const obj = this.#deps.resources.get({ namespace, name });
     if (!obj) {
-      this.#apply.forget(key);
+      this.#external.forget(key);
       return Action.gone();
     }
     const run: Run = {
@@ -118,14 +119,16 @@ export class DeploymentReconciler {
         reconcileID: reconcileFields()?.reconcileID ?? randomUUID(),
       })),
     };
+    let ended: ReconcileResult | Failed;
     try {
-      return await this.#reconcile(run, signal);
+      ended = await this.#reconcile(run, signal);
     } catch (error) {
-      return this.#fail(run, error, signal);
+      ended = { kind: "failed", error, on: run };
     }
+    return ended.kind === "failed" ? this.#fail(ended.on, ended.error, signal, ended.history) : ended;
   };
 
-  async #reconcile(read: Run, signal: AbortSignal): Promise<ReconcileResult> {
+  async #reconcile(read: Run, signal: AbortSignal): Promise<ReconcileResult | Failed> {
     const connection = this.#sessions.lookup(read.obj);
     if (read.obj.metadata.deletionTimestamp) {
       const step = await cleanup(this.#deps, read, connection, signal);
@@ -146,10 +149,11 @@ export class DeploymentReconciler {
       connection.kind === "ready"
         ? { ...read, session: connection.session, inheritedWindows: connection.rolloutWindows }
         : read;
-    const holder = holderOf(this.#deps, run.obj);
+    const holder = holderOf(this.#deps.resources, run.obj);
     // The loser of a name conflict owns nothing on the service: no finalizer, so that deleting it
     // can never delete the holder's deployment.
     const obj = holder ? run.obj : await this.#syncFinalizer(run.obj, signal);
+    // Once the finalizer was written, a failure is reported on the version it answered with.
     const current: Run = obj === run.obj ? run : { ...run, obj };
     try {
       if (isPaused(obj)) return await this.#conclude(current, { outcome: { kind: "paused" } }, signal);
@@ -159,18 +163,11 @@ export class DeploymentReconciler {
         const conflict = { kind: "failed", reason: REASON.NameConflict, message, stalled: true } as const;
         return await this.#conclude(current, { outcome: conflict }, signal);
       }
-      if (!isConnected(current))
+      if (current.session === undefined)
         throw new Error("a reconcile went past the pause check without a connection");
-      const decided = await this.#apply.apply(current, signal);
-      if (!decided.written) return await this.#conclude(current, decided, signal);
-      // A create wrote its intent: the status goes on that version, and so does a failure's.
-      const intended = { ...current, obj: decided.written };
-      return await this.#conclude(intended, decided, signal).catch((error: unknown) => {
-        throw failedOn(intended.obj, error);
-      });
+      return await this.#apply(current as Connected, signal);
     } catch (error) {
-      // Once the finalizer was written, a failure is reported on the version it answered with.
-      throw obj === read.obj ? error : failedOn(obj, error);
+      return { kind: "failed", error, on: current };
     }
   }
 
@@ -181,6 +178,38 @@ export class DeploymentReconciler {
     if (wanted && !has) return this.#deps.resources.addFinalizer(obj, FINALIZER, signal);
     if (!wanted && has) return this.#deps.resources.removeFinalizer(obj, FINALIZER, signal);
     return obj;
+  }
+
+  /**
+   * The apply arm: observe, decide, execute, settle, conclude. A failure after a write (a
+   * create's intent, a redeploy) is reported here, on what was written.
+   */
+  async #apply(run: Connected, signal: AbortSignal): Promise<ReconcileResult | Failed> {
+    const observation = await this.#external.observe(run, signal);
+    if ("missed" in observation) return this.#conclude(run, { outcome: observation.missed }, signal);
+    const status = run.obj.status ?? {};
+    const decision = decide(run.obj, observation, status, run.now.getTime(), {
+      createGraceMs: this.#deps.createGraceMs,
+      counter: this.#deps.now,
+    });
+    for (const e of decision.events) recordEvent(this.#deps, run, e.type, e.reason, e.note);
+    if (decision.failed) return { kind: "failed", error: decision.failed.error, on: run };
+    const line = decision.log;
+    if (line?.fields) run.log.info(line.fields, line.message);
+    else if (line) run.log.info(line.message);
+    const executed = await this.#external.execute(run, decision, signal);
+    // A create wrote its intent: the status goes on that version, and so does a failure's.
+    const written: Run =
+      executed && "written" in executed && executed.written ? { ...run, obj: executed.written } : run;
+    if (executed?.kind === "failed") {
+      const { error, history } = executed;
+      return { kind: "failed", error, on: written, ...(history ? { history } : {}) };
+    }
+    const { decided, events } = settle(run.obj, status, decision, executed);
+    for (const e of events) recordEvent(this.#deps, written, e.type, e.reason, e.note);
+    return this.#conclude(written, decided, signal).catch(
+      (error: unknown): Failed => ({ kind: "failed", error, on: written }),
+    );
   }
 
   /**
@@ -198,60 +227,44 @@ export class DeploymentReconciler {
 
   /**
    * Asks the service what a status needs besides what was decided (the latest revision, the
-   * rollout's evidence), records the revision's event, writes the status if it changed, and says
-   * when to look again.
+   * rollout's evidence), draws the conclusion (pure: `next-action.ts`), records the revision's
+   * event, writes the status if it changed, and says when to look again.
    */
   async #conclude(run: Run, decided: Decided, signal: AbortSignal): Promise<ReconcileResult> {
     const evidence = await readEvidence(this.#deps, run, decided, signal);
-    const { outcome: sync, observed, record = {}, wakeAt, history, known } = decided;
-    const previous = run.obj.status;
     const { event } = evidence;
     if (event) recordEvent(this.#deps, run, event.type, event.reason, event.note);
-    const next = statusFrom({
-      previous,
-      generation: run.obj.metadata.generation ?? 0,
-      observed: observed === undefined ? undefined : observed.kind === "found" ? observed.deployment : null,
-      sync,
-      now: run.now,
-      record: { connection: connectionLabel(run.obj.spec.connectionRef), ...record },
-      secretValues: run.seen.secrets.values,
-      revision: evidence.revision,
-      rollout: evidence.rollout,
-      ...(history ? { revisionHistory: history } : {}),
-      ...(known ? { knownRevision: known } : {}),
-    });
-    // A create not listed yet: the id it answered with stays known while the listing catches up.
-    if (observed?.kind === "createdUnlisted" && previous?.deploymentId)
-      next.deploymentId = previous.deploymentId;
-    if (!statusEqual(previous, next)) {
-      await this.#deps.resources.patchStatus(run.obj, next, signal);
+    const secretValues = run.seen.secrets.values;
+    const { obj, now } = run;
+    const concluded = conclude({ obj, decided, evidence, now, secretValues, pollMs: this.#deps.pollMs });
+    if (concluded.changed) {
+      await this.#deps.resources.patchStatus(run.obj, concluded.status, signal);
       if (run.log.isLevelEnabled("debug"))
-        run.log.debug({ sync: sync.kind, changed: changedStatusFields(previous, next) }, "status written");
+        run.log.debug(
+          { sync: decided.outcome.kind, changed: changedStatusFields(run.obj.status, concluded.status) },
+          "status written",
+        );
     }
-    return nextAction({
-      sync: sync.kind,
-      status: next,
-      timedOutAfter: evidence.rollout?.timedOutAfter,
-      log: evidence.rollout?.log,
-      wakeAt,
-      now: run.now.getTime(),
-      pollMs: this.#deps.pollMs,
-      intervalMs: reconcileInterval(run.obj),
-    });
+    return concluded.next;
   }
 
   /**
    * The error policy: turns a failure into a condition and an event, then tells the controller
-   * how to retry. A halt (leadership lost, shutdown deadline) is not the resource's failure: it
-   * is rethrown unreported, for the controller to abandon. A timeout is reported like any
-   * failure, its status written under a short signal of its own (the reconcile's has aborted).
+   * how to retry. `run`'s object is the version this reconcile last wrote (a status written on
+   * an older one would only conflict); `history`: what a redeploy made before the failure, which
+   * the status records so that the retry does not redeploy again. A halt (leadership lost,
+   * shutdown deadline) is not the resource's failure: it is rethrown unreported, for the
+   * controller to abandon. A timeout is reported like any failure, its status written under a
+   * short signal of its own (the reconcile's has aborted).
    */
-  async #fail(read: Run, thrown: unknown, signal: AbortSignal): Promise<ReconcileResult> {
-    const redeployed = thrown instanceof FailedAfterRedeploy ? thrown : undefined;
-    const error = redeployed ? redeployed.cause : thrown instanceof FailedAfterWrite ? thrown.cause : thrown;
+  async #fail(
+    run: Run,
+    error: unknown,
+    signal: AbortSignal,
+    history?: RevisionHistoryEntry[],
+  ): Promise<ReconcileResult> {
     if (this.#deps.resources.isConflict(error)) return Action.retry();
     if (signal.aborted && !(signal.reason instanceof ReconcileTimeoutError)) throw error;
-    const run = thrown instanceof FailedAfterWrite ? { ...read, obj: thrown.obj } : read;
     // What the report must not show includes the values this reconcile did not read.
     if (run.seen.unread)
       await readSecretsOf(this.#deps, run, AbortSignal.timeout(STATUS_AFTER_TIMEOUT_MS)).catch(
@@ -266,8 +279,7 @@ export class DeploymentReconciler {
       : () => {};
     try {
       // A redeploy that went out before the failure is recorded with it.
-      const history = redeployed?.history ? { history: redeployed.history } : {};
-      const decided = { outcome: failure.outcome, record, ...history };
+      const decided = { outcome: failure.outcome, record, ...(history ? { history } : {}) };
       await this.#conclude(run, decided, signal.aborted ? writeWindow.signal : signal);
     } catch (statusError) {
       if (!this.#deps.resources.isConflict(statusError))

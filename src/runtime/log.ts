@@ -10,6 +10,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import { type DestinationStream, type Logger, pino } from "pino";
 import { parseObjectKey } from "./keys.ts";
+import { escapeAsUnicode } from "./unprintable.ts";
 
 /** Accepted `--log-format` values. */
 export const LOG_FORMATS = ["json", "console"] as const;
@@ -87,7 +88,23 @@ export function createLogger(options: LoggerOptions): Logger {
   return pino(
     {
       level: options.level,
+      // controller-runtime's zap writes neither.
+      base: undefined,
       formatters: { level: (label) => ({ level: label }) },
+      hooks: {
+        logMethod(args, method, level) {
+          const [first] = args;
+          if (first instanceof Error) {
+            const rest = args.length > 1 ? args.slice(1) : [first.message];
+            return method.apply(this, [errorFields(first, level), ...rest] as Parameters<typeof method>);
+          }
+          if (typeof first === "object" && first !== null && "err" in first) {
+            const { err, ...fields } = first as Record<string, unknown>;
+            args[0] = { ...fields, ...errorFields(err, level) };
+          }
+          return method.apply(this, args);
+        },
+      },
       timestamp: pino.stdTimeFunctions.isoTime,
       ...(options.redact ? { redact: { paths: [...options.redact], censor: "[REDACTED]" } } : {}),
       mixin: (_object, _level, logger) => {
@@ -104,6 +121,28 @@ export function createLogger(options: LoggerOptions): Logger {
 }
 
 const FIELD_ORDER = ["controller", "namespace", "name", "reconcileID"] as const;
+
+/** pino's number of the `error` level: a stack is written from it up, as zap's production config does. */
+const ERROR_LEVEL = 50;
+
+/**
+ * A logged error as controller-runtime's zap writes it: `error`, its message as a string, and
+ * `stacktrace` only at error level and above (a warning, such as a list/watch retry, says what
+ * failed in one line). Call sites pass it as `{ err }`, pino's name, or as the first argument.
+ */
+function errorFields(err: unknown, level: number): { error: string; stacktrace?: string } {
+  if (!(err instanceof Error)) {
+    if (typeof err === "string") return { error: err };
+    try {
+      return { error: JSON.stringify(err) ?? String(err) };
+    } catch {
+      return { error: String(err) }; // a BigInt, a cycle
+    }
+  }
+  const fields: { error: string; stacktrace?: string } = { error: err.message || err.name };
+  if (level >= ERROR_LEVEL && typeof err.stack === "string") fields.stacktrace = err.stack;
+  return fields;
+}
 
 /** Fields the console line shows in its head, not among the `key=value` pairs. */
 const HEAD = new Set(["level", "time", "msg", "pid", "hostname"]);
@@ -131,24 +170,66 @@ function consoleLines(out: DestinationStream): DestinationStream {
 /** One console line (newline included) for a parsed JSON log record. */
 export function formatConsoleLine(record: Record<string, unknown>): string {
   const level = String(record.level ?? "").toUpperCase();
-  let text = `${String(record.time ?? "")} ${level.padEnd(5)} ${escapeControls(String(record.msg ?? ""))}`;
+  let text = `${String(record.time ?? "")} ${level.padEnd(5)} ${escapeAsUnicode(String(record.msg ?? ""))}`;
   let stack: string | undefined;
   for (const [key, value] of Object.entries(record)) {
     if (HEAD.has(key) || value === undefined) continue;
-    if (key === "err" && typeof value === "object" && value !== null && "stack" in value) {
-      const { stack: s, ...rest } = value as { stack?: unknown };
-      stack = typeof s === "string" ? s : undefined;
-      text += ` err=${escapeControls(JSON.stringify(rest))}`;
+    if (key === "stacktrace" && typeof value === "string") {
+      stack = value;
       continue;
     }
     const plain = typeof value === "string" && /^[\w./:@-]+$/.test(value);
-    text += ` ${key}=${plain ? value : escapeControls(JSON.stringify(value) ?? String(value))}`;
+    text += ` ${key}=${plain ? value : escapeAsUnicode(JSON.stringify(value) ?? String(value))}`;
   }
-  if (stack !== undefined) text += `\n    ${stack.split("\n").map(escapeControls).join("\n    ")}`;
+  if (stack !== undefined) text += `\n    ${stack.split("\n").map(escapeAsUnicode).join("\n    ")}`;
   return `${text}\n`;
 }
 
-/** `text` with control characters as JSON escapes: a log line cannot drive the terminal. */
-function escapeControls(text: string): string {
-  return text.replace(/\p{Cc}/gu, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
+/** What a reconcile logs through: its lines carry the resource and the reconcile's id. */
+export interface ReconcileLog {
+  isLevelEnabled(level: "debug" | "info" | "warn"): boolean;
+  debug(fields: object, message: string): void;
+  info(message: string): void;
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+/**
+ * A reconcile's logger, its child of `parent` made when a line is first written at a level
+ * `parent` writes. Most reconciles write nothing (a resync pass runs 10,000 of them), and a pino
+ * child serializes and redacts its bindings when it is made: garbage that lived as long as the
+ * reconcile, long enough for V8 to move it to its old space.
+ */
+export class LazyReconcileLog implements ReconcileLog {
+  readonly #parent: Logger;
+  readonly #bindings: () => Record<string, unknown>;
+  #child: Logger | undefined;
+
+  constructor(parent: Logger, bindings: () => Record<string, unknown>) {
+    this.#parent = parent;
+    this.#bindings = bindings;
+  }
+
+  isLevelEnabled(level: "debug" | "info" | "warn"): boolean {
+    return this.#parent.isLevelEnabled(level);
+  }
+
+  debug(fields: object, message: string): void {
+    if (this.#parent.isLevelEnabled("debug")) this.#log().debug(fields, message);
+  }
+
+  info(fieldsOrMessage: object | string, message?: string): void {
+    if (!this.#parent.isLevelEnabled("info")) return;
+    if (typeof fieldsOrMessage === "string") this.#log().info(fieldsOrMessage);
+    else this.#log().info(fieldsOrMessage, message);
+  }
+
+  warn(fields: object, message: string): void {
+    if (this.#parent.isLevelEnabled("warn")) this.#log().warn(fields, message);
+  }
+
+  #log(): Logger {
+    this.#child ??= this.#parent.child(this.#bindings());
+    return this.#child;
+  }
 }

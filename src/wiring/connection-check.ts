@@ -15,11 +15,11 @@ import type { Clock } from "../runtime/clock.ts";
 import { Controller } from "../runtime/controller.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import { ResyncedController } from "../runtime/resync.ts";
+import type { ClusterUsers } from "../sharding/cluster-users.ts";
 import { type Caches, cachesSynced } from "./caches.ts";
 import { CONNECTION_INDEX } from "./indexes.ts";
 import { CONNECTION_CONCURRENCY, CONNECTION_PROBE_MS } from "./operator-config.ts";
 import { connectionPassKeys } from "./resync-passes.ts";
-import type { ClusterUsers } from "./sharding.ts";
 
 /** What {@link connectionCheck} is built from. */
 export interface ConnectionCheckParts {

@@ -1,6 +1,8 @@
 /**
- * The operator's settings, validated by `config.ts` and `commands/run-config.ts`, and the
- * constants of the operator that are not settings; what `main.ts` builds from them and with what.
+ * The operator's settings object, as `commands/run-config.ts` gives it from the table of settings
+ * (`commands/settings.ts`: each setting's flag, variable, chart value, default, bound and help),
+ * and the constants of the operator that are not settings; what `main.ts` builds from them and
+ * with what.
  */
 import type { Logger } from "pino";
 import type { AddressPolicy } from "../api/address-policy.ts";
@@ -46,6 +48,11 @@ export interface OperatorConfig {
    */
   defaultConnectionNamespaceSelector?: DefaultConnectionSelector;
   concurrency: number;
+  /**
+   * The most reconciles one connection (and, under a ClusterServiceConnection, one namespace) may
+   * hold at once (`--max-reconciles-per-connection`). Absent: {@link defaultMaxReconcilesPerConnection}.
+   */
+  maxReconcilesPerConnection?: number;
   /** Drift resync period; each connection is listed once per period for all its resources. */
   resyncMs: number;
   /**
@@ -139,4 +146,12 @@ export interface OperatorDeps {
  */
 export function defaultListingDeadlineMs(resyncMs: number): number {
   return Math.min(60_000, resyncMs / 2);
+}
+
+/**
+ * The most reconciles one connection may hold at once when none is given: a quarter of the
+ * concurrency, rounded up, at least 1 (four connections busy at once can fill every slot).
+ */
+export function defaultMaxReconcilesPerConnection(concurrency: number): number {
+  return Math.max(1, Math.ceil(concurrency / 4));
 }

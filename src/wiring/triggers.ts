@@ -71,22 +71,32 @@ export function connectionUsersEnqueuer(
 
 /** Enqueues reconciles on the changes that matter: not on the operator's own status writes. */
 export function subscribeTriggers(
-  deployments: KubeDeployments,
-  secrets: KubeSecrets,
+  deployments: Pick<KubeDeployments, "subscribe" | "byIndex">,
+  secrets: Pick<KubeSecrets, "onChange">,
   controller: Pick<Controller, "enqueue" | "forget">,
   claimIndex: string,
   secretIndex: string,
 ): void {
   const keyOf = (o: DeploymentObject) => objectKey(refOf(o));
+  const rivalsOf = (o: DeploymentObject) => {
+    const key = keyOf(o);
+    for (const rival of deployments.byIndex(claimIndex, claimOf(o)))
+      if (keyOf(rival) !== key) controller.enqueue(keyOf(rival));
+  };
   deployments.subscribe({
-    onAdd: (o) => controller.enqueue(keyOf(o)),
+    onAdd: (o) => {
+      controller.enqueue(keyOf(o));
+      // A resource that took the name when it had no rival may lose it to this one (created in
+      // the same second, and first by name): it is judged again, and stalls on the conflict.
+      rivalsOf(o);
+    },
     onUpdate: (old, o) => {
       if (specOrMetaChanged(old, o)) controller.enqueue(keyOf(o));
     },
     onDelete: (o) => {
       controller.forget(keyOf(o));
       // A resource that lost a name conflict to this one may now take the name.
-      for (const rival of deployments.byIndex(claimIndex, claimOf(o))) controller.enqueue(keyOf(rival));
+      rivalsOf(o);
     },
   });
   secrets.onChange((ref) => {

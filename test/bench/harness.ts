@@ -5,7 +5,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { Agent, request } from "node:http";
 import { createInterface } from "node:readline";
+import { desiredFromSpec } from "../../src/crd/mapping.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { type KubeRequest, PatchType } from "../../src/kube/client.ts";
+import { DEPLOYMENTS } from "../../src/kube/deployments.ts";
+import { collectionPath } from "../../src/kube/reflector.ts";
+import type { SeedDeployment } from "../../src/simulator/seed.ts";
 
 /** One line of a benchmark's result table. */
 export interface BenchRow {
@@ -167,6 +172,31 @@ export function benchDeploymentSpec(name: string, image = 1): DeploymentSpec {
     sourceConfig: { resourceSpec: { minScale: 1, maxScale: 2 } },
     sourceRevisionConfig: { imageUri: `registry.example.com/${name}:${image}` },
   } as DeploymentSpec;
+}
+
+/** The simulator's seed entry for the deployment that the resource `name` describes (to be adopted). */
+export function benchSeedDeployment(name: string): SeedDeployment {
+  const desired = desiredFromSpec(benchDeploymentSpec(name), name);
+  return {
+    name: desired.name,
+    source: desired.source,
+    ...(desired.source_config ? { source_config: desired.source_config } : {}),
+    ...(desired.source_revision_config ? { source_revision_config: desired.source_revision_config } : {}),
+  } as SeedDeployment;
+}
+
+/** The request that changes the image of the resource `name` in `namespace` to image `image`. */
+export function benchImageEdit(namespace: string, name: string, image: number): KubeRequest {
+  return {
+    method: "PATCH",
+    path: `${collectionPath(DEPLOYMENTS, namespace)}/${name}`,
+    contentType: PatchType.Merge,
+    body: {
+      spec: {
+        sourceRevisionConfig: { imageUri: benchDeploymentSpec(name, image).sourceRevisionConfig?.imageUri },
+      },
+    },
+  };
 }
 
 /** The body that creates the resource `name` with {@link benchDeploymentSpec}. */

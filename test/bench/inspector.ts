@@ -12,6 +12,16 @@ import { createWriteStream } from "node:fs";
 /** A `--inspect` flag for the operator's NODE_OPTIONS: loopback only, at `port`. */
 export const inspectFlag = (port: number) => `--inspect=127.0.0.1:${port}`;
 
+/** The coverage of one script, as `Profiler.takePreciseCoverage` returns it. */
+export interface ScriptCoverage {
+  url: string;
+  functions: Array<{
+    functionName: string;
+    /** The function's own range first (its call count), then its blocks (with `detailed`). */
+    ranges: Array<{ startOffset: number; endOffset: number; count: number }>;
+  }>;
+}
+
 /** What the protocol answers to one call. */
 interface Reply {
   id?: number;
@@ -118,6 +128,27 @@ export class Inspector {
       out.end();
       await once(out, "finish");
     }
+  }
+
+  /**
+   * Starts V8's precise coverage with call counts and block detail. Counts start at zero for what
+   * runs from now on; {@link takePreciseCoverage} reads them and sets them to zero again.
+   */
+  async startPreciseCoverage(): Promise<void> {
+    await this.#call("Profiler.enable");
+    await this.#call("Profiler.startPreciseCoverage", { callCount: true, detailed: true });
+  }
+
+  /** The functions executed since coverage started or was last taken, per script; resets the counts. */
+  async takePreciseCoverage(): Promise<ScriptCoverage[]> {
+    const { result } = (await this.#call("Profiler.takePreciseCoverage")) as { result: ScriptCoverage[] };
+    return result;
+  }
+
+  /** Stops precise coverage. */
+  async stopPreciseCoverage(): Promise<void> {
+    await this.#call("Profiler.stopPreciseCoverage");
+    await this.#call("Profiler.disable");
   }
 
   close(): void {

@@ -1,19 +1,21 @@
 /**
  * `npm run bench`: runs the named benchmarks of test/bench (every `*.bench.ts` exporting
- * `benchmark`), prints a table per benchmark, and writes `docs/bench/<name>.json`.
+ * `benchmark`), prints a table per benchmark, and adds the run to `docs/bench/<name>.json` (its
+ * `runs`, oldest first; a benchmark that keeps its own report writes it itself).
  *
  *   node test/bench/run.ts [name ...] [--duration <seconds>] [--list] [--<option> <value> ...]
  *
  * A benchmark may declare options of its own (e.g. `scale --n 100,1000`); `--list` shows them.
  * Figures are reported, never asserted: a benchmark fails only when it cannot run.
  */
-import { mkdir, readdir, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { arch, cpus, platform } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import Table from "cli-table3";
 import type { Benchmark } from "./harness.ts";
+import { commitOf } from "./operator-run.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, "../..");
@@ -84,9 +86,8 @@ for (const bench of selected) {
   process.stdout.write(`${table.toString()}\n`);
   if (bench.writesOwnReport) continue;
   const report = {
-    benchmark: bench.name,
-    description: bench.description,
     date: new Date().toISOString(),
+    commit: commitOf(),
     node: process.version,
     platform: `${platform()}-${arch()}`,
     cpu: cpus()[0]?.model ?? "unknown",
@@ -96,6 +97,27 @@ for (const bench of selected) {
   };
   const out = join(root, "docs", "bench", `${bench.name}.json`);
   await mkdir(dirname(out), { recursive: true });
-  await writeFile(out, `${JSON.stringify(report, null, 2)}\n`);
+  await writeFile(out, `${JSON.stringify(withRun(bench, await readReport(out), report), null, 2)}\n`);
   process.stdout.write(`written ${out}\n`);
+}
+
+/** What a benchmark's report file holds: its runs, oldest first. */
+interface Report {
+  benchmark: string;
+  description: string;
+  runs: Array<Record<string, unknown>>;
+}
+
+/** The report at `path`, if any; a report of one run (the older shape) becomes its first run. */
+async function readReport(path: string): Promise<Report | undefined> {
+  const text = await readFile(path, "utf8").catch(() => undefined);
+  if (text === undefined) return undefined;
+  const old = JSON.parse(text) as Partial<Report> & Record<string, unknown>;
+  if (Array.isArray(old.runs)) return old as Report;
+  const { benchmark, description, ...run } = old;
+  return { benchmark: String(benchmark), description: String(description), runs: [run] };
+}
+
+function withRun(bench: Benchmark, old: Report | undefined, run: Record<string, unknown>): Report {
+  return { benchmark: bench.name, description: bench.description, runs: [...(old?.runs ?? []), run] };
 }

@@ -1,7 +1,8 @@
 /**
  * The `scale` benchmark's report: `docs/bench/scale.json` (figures per series and N, merged so
  * separate runs accumulate), `docs/bench/scale.svg` (RSS and the cost of a resync against N, log
- * scale), and the table between the markers of `docs/benchmarks.md`.
+ * scale), and the table of the current figures (the latest run at each N) between the markers
+ * of `docs/benchmarks.md`. Every series and N as one table: `node scripts/bench-tables.ts scale`.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { arch, cpus, platform } from "node:os";
@@ -137,7 +138,7 @@ export function saveScale(label: string, figures: ScaleFigures): string[] {
   const begin = markdown?.indexOf(BEGIN) ?? -1;
   const end = markdown?.indexOf(END) ?? -1;
   if (markdown !== undefined && begin >= 0 && end > begin) {
-    const table = markdownTable(series, report.flatness);
+    const table = markdownTable(latestColumns(series), {});
     writeFileSync(
       MARKDOWN_PATH,
       `${markdown.slice(0, begin + BEGIN.length)}\n${table}\n${markdown.slice(end)}`,
@@ -255,8 +256,31 @@ function columns(series: ScaleReport["series"]): Array<{ label: string; f: Scale
   );
 }
 
-function markdownTable(series: ScaleReport["series"], flat: ScaleReport["flatness"]): string {
-  const cols = columns(series);
+/** Per N, the figures of the latest run (by date) of any series. */
+function latestColumns(series: ScaleReport["series"]): Array<{ label: string; f: ScaleFigures }> {
+  const latest = new Map<number, { label: string; f: ScaleFigures }>();
+  for (const c of columns(series)) {
+    const seen = latest.get(c.f.n);
+    if (seen === undefined || c.f.date > seen.f.date) latest.set(c.f.n, c);
+  }
+  return [...latest.values()].sort((a, b) => a.f.n - b.f.n);
+}
+
+/**
+ * The figures of `docs/bench/scale.json` as a Markdown table: every series and N (`all`), or the
+ * latest run at each N (`current`, the page's table).
+ */
+export function scaleMarkdown(which: "all" | "current", path = JSON_PATH): string {
+  const report = JSON.parse(readFileSync(path, "utf8")) as ScaleReport;
+  return which === "all"
+    ? markdownTable(columns(report.series), report.flatness)
+    : markdownTable(latestColumns(report.series), {});
+}
+
+function markdownTable(
+  cols: Array<{ label: string; f: ScaleFigures }>,
+  flat: ScaleReport["flatness"],
+): string {
   const head = `| measured | ${cols.map((c) => `${c.label} N=${c.f.n.toLocaleString("en")}`).join(" | ")} | goal |`;
   const rule = `|---|${cols.map(() => "---|").join("")}---|`;
   const rows = MEASURES.map(

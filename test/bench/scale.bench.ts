@@ -29,14 +29,20 @@ import { mkdir } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { desiredFromSpec } from "../../src/crd/mapping.ts";
 import { type KubeClient, PatchType } from "../../src/kube/client.ts";
 import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
 import { collectionPath } from "../../src/kube/reflector.ts";
 import type { SeedDeployment } from "../../src/simulator/seed.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { ControlPlane } from "../controlplane/harness.ts";
-import { type Benchmark, benchDeploymentBody, benchDeploymentSpec, callCount, quantile } from "./harness.ts";
+import {
+  type Benchmark,
+  benchDeploymentBody,
+  benchImageEdit,
+  benchSeedDeployment,
+  callCount,
+  quantile,
+} from "./harness.ts";
 import { Inspector } from "./inspector.ts";
 import {
   APPLY_CONCURRENCY,
@@ -367,15 +373,7 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
 
 /** The simulator's seed for adoption: the deployments the resources describe, already Ready. */
 function seedOf(n: number): SeedDeployment[] {
-  return Array.from({ length: n }, (_, i) => {
-    const desired = desiredFromSpec(benchDeploymentSpec(name(i)), name(i));
-    return {
-      name: desired.name,
-      source: desired.source,
-      ...(desired.source_config ? { source_config: desired.source_config } : {}),
-      ...(desired.source_revision_config ? { source_revision_config: desired.source_revision_config } : {}),
-    } as SeedDeployment;
-  });
+  return Array.from({ length: n }, (_, i) => benchSeedDeployment(name(i)));
 }
 
 /** Creates resources 0..n-1 in `namespace`, APPLY_CONCURRENCY at a time; returns the seconds taken. */
@@ -434,20 +432,7 @@ async function editLatency(client: KubeClient, n: number, sim: RunningSimulator,
     const at = performance.now();
     sent.set(resource, at);
     edits.push(
-      client
-        .request({
-          method: "PATCH",
-          path: `${collectionPath(DEPLOYMENTS, COLD_NS)}/${resource}`,
-          contentType: PatchType.Merge,
-          body: {
-            spec: {
-              sourceRevisionConfig: {
-                imageUri: benchDeploymentSpec(resource, 2).sourceRevisionConfig?.imageUri,
-              },
-            },
-          },
-        })
-        .then(() => writeMs.push(performance.now() - at)),
+      client.request(benchImageEdit(COLD_NS, resource, 2)).then(() => writeMs.push(performance.now() - at)),
     );
   }
   await Promise.all(edits);

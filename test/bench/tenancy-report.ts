@@ -1,7 +1,8 @@
 /**
  * The report of the scale benchmark's many-tenants case (`scale --tenants`):
  * `docs/bench/tenancy.json` (figures per series and tenants × resources, merged so that separate
- * runs accumulate) and the table between the tenancy markers of `docs/benchmarks.md`.
+ * runs accumulate) and the table of the latest run of each case between the tenancy markers of
+ * `docs/benchmarks.md`. Every series as one table: `node scripts/bench-tables.ts tenancy`.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { arch, cpus, platform } from "node:os";
@@ -119,7 +120,7 @@ export function saveTenancy(label: string, figures: TenancyFigures): string[] {
   if (markdown !== undefined && begin >= 0 && end > begin) {
     writeFileSync(
       MARKDOWN_PATH,
-      `${markdown.slice(0, begin + BEGIN.length)}\n${markdownTable(series)}\n${markdown.slice(end)}`,
+      `${markdown.slice(0, begin + BEGIN.length)}\n${markdownTable(latestColumns(series))}\n${markdown.slice(end)}`,
     );
     written.push(MARKDOWN_PATH);
   }
@@ -258,8 +259,27 @@ function columns(series: TenancyReport["series"]): Array<{ label: string; f: Ten
 
 const heading = (label: string, f: TenancyFigures) => `${label} ${f.tenants} × ${f.n.toLocaleString("en")}`;
 
-function markdownTable(series: TenancyReport["series"]): string {
-  const cols = columns(series);
+/** Per case (tenants × N), the figures of the latest run (by date) of any series. */
+function latestColumns(series: TenancyReport["series"]): Array<{ label: string; f: TenancyFigures }> {
+  const latest = new Map<string, { label: string; f: TenancyFigures }>();
+  for (const c of columns(series)) {
+    const key = `${c.f.tenants}x${c.f.n}`;
+    const seen = latest.get(key);
+    if (seen === undefined || c.f.date > seen.f.date) latest.set(key, c);
+  }
+  return [...latest.values()];
+}
+
+/**
+ * The figures of `docs/bench/tenancy.json` as a Markdown table: every series and case (`all`), or
+ * the latest run of each case (`current`, the page's table).
+ */
+export function tenancyMarkdown(which: "all" | "current", path = JSON_PATH): string {
+  const { series } = JSON.parse(readFileSync(path, "utf8")) as TenancyReport;
+  return markdownTable(which === "all" ? columns(series) : latestColumns(series));
+}
+
+function markdownTable(cols: Array<{ label: string; f: TenancyFigures }>): string {
   const head = `| measured | ${cols.map((c) => heading(c.label, c.f)).join(" | ")} | goal |`;
   const rule = `|---|${cols.map(() => "---|").join("")}---|`;
   const rows = MEASURES.map(

@@ -122,7 +122,8 @@ describe("slowness", () => {
   it("closing the simulator does not wait for delayed answers", async () => {
     sim.faults.set({ latency: [{ ms: 60_000 }] });
     const pending = fetch(`${sim.url}/v2/deployments`).catch(() => "dropped");
-    await new Promise((r) => setTimeout(r, 50));
+    // The request is in, held back by the latency: arrived, not answered.
+    await until(() => sim.requests({ route: LIST }).some((r) => r.status === undefined));
     await sim.close();
     expect(await pending).toBe("dropped");
     sim = await startSimulator();

@@ -30,6 +30,7 @@ import {
   previousChart,
   renderChart,
 } from "../support/helm-chart.ts";
+import { LAST_RELEASE } from "../support/release.ts";
 import {
   forbiddenLines,
   MANIFESTS,
@@ -43,6 +44,12 @@ const RELEASE = "e2e-helm";
 const FULLNAME = `${RELEASE}-dms-operator`;
 const REPO = join(import.meta.dirname, "..", "..");
 const CRD_NAMES = ["deployments.dms.dev", "serviceconnections.dms.dev", "clusterserviceconnections.dms.dev"];
+
+/**
+ * The image the kustomize install pulls: the last release's (manifests/default's tag), while the
+ * chart of this tree defaults to its own appVersion, the version being made between releases.
+ */
+const AS_RELEASED = [`image.tag=${LAST_RELEASE}`];
 
 /** kubectl's warnings, but the one of adopting the CRDs the global setup applied server-side. */
 const warnings = (stderr: string) =>
@@ -336,7 +343,7 @@ describe("the Helm chart", () => {
   describe("renders the kustomize install's objects", () => {
     it("manifests/default, for default values (the Namespace only with namespace.create)", async () => {
       const kustomize = objectsOf(await kubectlOk(["kustomize", join(MANIFESTS, "default")]));
-      const chart = await renderChart(bin, { namespace: "dms-system" });
+      const chart = await renderChart(bin, { namespace: "dms-system", set: AS_RELEASED });
       // `helm install --create-namespace` (or an existing namespace) is the chart's default: a
       // namespace owned by a release would be deleted with it, Secrets and all.
       expectSameObjects(
@@ -344,7 +351,7 @@ describe("the Helm chart", () => {
         kustomize.filter((o) => o.kind !== "Namespace"),
       );
       expectSameObjects(
-        await renderChart(bin, { namespace: "dms-system", set: ["namespace.create=true"] }),
+        await renderChart(bin, { namespace: "dms-system", set: [...AS_RELEASED, "namespace.create=true"] }),
         kustomize,
       );
     });
@@ -377,6 +384,7 @@ describe("the Helm chart", () => {
       const chart = await renderChart(bin, {
         namespace: "dms-system",
         set: [
+          ...AS_RELEASED,
           "namespace.create=true",
           "metrics.serviceMonitor.enabled=true",
           "metrics.prometheusRule.enabled=true",
@@ -396,7 +404,7 @@ describe("the Helm chart", () => {
       const namespace = kustomize.find((o) => o.kind === "Deployment")?.metadata.namespace;
       expect(namespace).toBe("dms-apps");
       expectSameObjects(
-        await renderChart(bin, { namespace: "dms-apps", set: ["scope=namespace"] }),
+        await renderChart(bin, { namespace: "dms-apps", set: [...AS_RELEASED, "scope=namespace"] }),
         kustomize,
       );
     });

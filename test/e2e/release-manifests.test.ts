@@ -9,10 +9,10 @@ import { parse, stringify } from "yaml";
 import { parseImage, renderRelease } from "../../scripts/release-manifests.ts";
 import { CRDS } from "../../src/crd/render.ts";
 import { freshNamespace, kubectl, kubectlOk } from "../support/cluster.ts";
+import { LAST_RELEASE } from "../support/release.ts";
 import { documents, MANIFESTS } from "./install-support.ts";
 
 const ROOT = join(MANIFESTS, "..");
-const VERSION = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version as string;
 const DIGEST = `sha256:${"0123456789abcdef".repeat(4)}`;
 const IMAGE = `ghcr.io/acme/dms-operator@${DIGEST}`;
 
@@ -121,13 +121,14 @@ describe("npm run release:manifests", () => {
 });
 
 describe("manifests/default", () => {
-  it("sets the image through kustomize images: (name, tag = package version, digest slot)", async () => {
+  it("sets the image through kustomize images: (name, tag = the last release, digest slot)", async () => {
+    // The image a release published: between releases the package carries the next version.
     const kustomization = parse(readFileSync(join(MANIFESTS, "default", "kustomization.yaml"), "utf8"));
     expect(kustomization.images).toEqual([
-      { name: "dms-operator", newName: "ghcr.io/dms-dev/dms-operator", newTag: VERSION },
+      { name: "dms-operator", newName: "ghcr.io/dms-dev/dms-operator", newTag: LAST_RELEASE },
     ]);
     const rendered = objects(await kubectlOk(["kustomize", join(MANIFESTS, "default")]));
-    expect(operatorImage(rendered)).toBe(`ghcr.io/dms-dev/dms-operator:${VERSION}`);
+    expect(operatorImage(rendered)).toBe(`ghcr.io/dms-dev/dms-operator:${LAST_RELEASE}`);
   });
 
   it("with every optional component: metrics Service + ServiceMonitor, NetworkPolicy, PDB, all admitted", async () => {

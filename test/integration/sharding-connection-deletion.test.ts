@@ -46,14 +46,26 @@ describe("sharding: deleting a connection in use", () => {
       description: "the connection's status counting its one user",
     });
     await kubectlOk(["delete", "serviceconnection", "tenant", "-n", namespace, "--wait=false"]);
-    // Both replicas check it within a few seconds; it must still be there, held.
-    for (let i = 0; i < 8; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-      const held = await connection();
-      expect(held, "the connection still exists while shop uses it").toBeDefined();
-      expect(held?.status?.deployments, JSON.stringify(held?.status)).toBe(1);
-    }
-    expect((await connection())?.status?.conditions?.map((c) => c.reason)).toContain("InUse");
+    // The writer (the leader) has checked the deletion once its status is of the deletion's
+    // generation (setting deletionTimestamp bumps it) and says why the connection is held. A
+    // connection let go instead ends the wait at once.
+    const held = await waitFor(
+      async () => {
+        const c = await connection();
+        if (c === undefined) return "gone" as const;
+        const generation = c.metadata.generation;
+        const inUse = c.status?.conditions?.find((x) => x.reason === "InUse");
+        return c.metadata.deletionTimestamp !== undefined &&
+          c.status?.observedGeneration === generation &&
+          inUse?.observedGeneration === generation
+          ? c
+          : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 200, description: "the status holding the deletion (InUse)" },
+    );
+    expect(held, "the connection still exists while shop uses it").not.toBe("gone");
+    if (held === "gone") return;
+    expect(held.status?.deployments, JSON.stringify(held.status)).toBe(1);
     // Once its last user is gone, the leader lets it go.
     await user.delete(namespace, "shop");
     await waitFor(async () => ((await connection()) === undefined ? true : undefined), {

@@ -25,6 +25,7 @@ import { CRDS, crdFile } from "../../src/crd/render.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { KEY, resourceYaml, SEED } from "../contract/gitops-fixture.ts";
 import { ensureBinaries } from "../controlplane/binaries.ts";
+import { LAST_RELEASE } from "../support/release.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const PKG = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { name: string; version: string };
@@ -104,9 +105,10 @@ describe("the packed CLI, installed into an empty prefix", { timeout: 90_000 }, 
     const install = docWorkflowSteps().find((s) => s.run?.includes(`npm install --global ${PKG.name}@`))?.run;
     if (!install)
       throw new Error("docs/gitops.md's workflow does not install the CLI with npm install --global");
-    expect(install.trim()).toBe(`npm install --global ${PKG.name}@${PKG.version}`);
+    // The docs install the last release from the registry; this tree's tarball stands in for it.
+    expect(install.trim()).toBe(`npm install --global ${PKG.name}@${LAST_RELEASE}`);
     const installed = await bash(
-      `${install.trim().replace(`${PKG.name}@${PKG.version}`, JSON.stringify(tarball))} --prefix ${JSON.stringify(prefix)} --no-audit --no-fund --prefer-offline`,
+      `${install.trim().replace(`${PKG.name}@${LAST_RELEASE}`, JSON.stringify(tarball))} --prefix ${JSON.stringify(prefix)} --no-audit --no-fund --prefer-offline`,
       { cwd: work, env: npmEnv },
     );
     if (installed.code !== 0) throw new Error(`npm install of the tarball failed: ${installed.stderr}`);

@@ -11,11 +11,20 @@ import { parse } from "yaml";
 import type { CliContext } from "../../src/commands/context.ts";
 import { createProgram } from "../../src/commands/program.ts";
 import { registerRunCommand } from "../../src/commands/run.ts";
-import { RUN_SETTINGS, type RunFlags, runConfigFrom } from "../../src/commands/run-config.ts";
-import { SERVICE_ENV, SERVICE_SETTINGS, type Settings, serviceConfigFrom } from "../../src/config.ts";
+import { type RunFlags, runConfigFrom } from "../../src/commands/run-config.ts";
+import { chartConfigName, chartConfigSchema, SETTINGS } from "../../src/commands/settings.ts";
+import { serviceConfigFrom } from "../../src/config.ts";
 import { CRDS, crdFile, renderCrd } from "../../src/crd/render.ts";
 import { createTestCa } from "../support/certificates.ts";
-import { CHART, helm, helmBinary, type K8sObject, renderChart } from "../support/helm-chart.ts";
+import {
+  CHART,
+  compareChartVersions,
+  helm,
+  helmBinary,
+  type K8sObject,
+  renderChart,
+} from "../support/helm-chart.ts";
+import { LAST_RELEASE, PACKAGE_VERSION } from "../support/release.ts";
 
 const root = join(import.meta.dirname, "..", "..");
 const values = parse(readFileSync(join(CHART, "values.yaml"), "utf8")) as {
@@ -118,52 +127,41 @@ const envOf = (objects: K8sObject[]) =>
     ),
   );
 
-/**
- * `run` settings that are not under `config` in values.yaml, and where they are instead: the
- * Kubernetes access (the pod's ServiceAccount), leader election (`leaderElection`), the listen
- * addresses (`metrics.port`, `healthProbes.port`), the metrics mode and certificate (`metrics`),
- * and the default connection's CA file (`caBundle`, a mounted Secret or ConfigMap).
- */
-const NOT_UNDER_CONFIG: Record<string, string> = {
-  kubeconfig: "the pod's ServiceAccount",
-  context: "the pod's ServiceAccount",
-  leaderElect: "leaderElection.enabled",
-  sharded: "sharding.enabled",
-  shardLabelPolicy: "sharding.labelPolicyMode",
-  shardLabelPolicyName: "sharding.labelPolicyName",
-  leaderElectionNamespace: "leaderElection.namespace",
-  leaderElectionId: "leaderElection.id",
-  leaseDuration: "leaderElection.leaseDuration",
-  renewDeadline: "leaderElection.renewDeadline",
-  retryPeriod: "leaderElection.retryPeriod",
-  metricsBindAddress: "metrics.port",
-  metricsSecure: "metrics.secure",
-  metricsCertDir: "metrics.certSecret",
-  healthProbeBindAddress: "healthProbes.port",
-  caFile: "caSecretRef",
-  // JSON in a pod: its stdout is no terminal. The chart has no value for the console format.
-  logFormat: "the pod's stdout",
-};
-/**
- * `config` values spelled as the CRDs spell the same setting (a connection's
- * spec.insecureSkipTLSVerify), by the `run` setting they set.
- */
-const CRD_SPELLING: Record<string, string> = { insecureSkipTlsVerify: "insecureSkipTLSVerify" };
-/** Deprecated `config` spellings, still read, by the value they stand for. */
-const DEPRECATED_CONFIG: Record<string, string> = { insecureSkipTlsVerify: "insecureSkipTLSVerify" };
-/** Service settings that come from the credentials Secret (the key as a mounted file). */
-const FROM_CREDENTIALS = ["baseUrl", "tenantId", "apiKey", "apiKeyFile"];
+/** The value at a dotted path of values.yaml (`leaderElection.enabled`), if there is one. */
+function valueAt(path: string): unknown {
+  return path
+    .split(".")
+    .reduce<unknown>(
+      (at, part) =>
+        typeof at === "object" && at !== null && part in at
+          ? (at as Record<string, unknown>)[part]
+          : undefined,
+      values,
+    );
+}
+
+/** The `config` value of each setting the chart passes there, by the setting's name. */
+const CONFIG_VALUES = Object.fromEntries(
+  Object.entries(SETTINGS).flatMap(([key, setting]) => {
+    const name = chartConfigName(key, setting.chart);
+    return name === undefined ? [] : [[key, name] as const];
+  }),
+);
 
 describe("the chart's package", () => {
   it("has package.json's version as its version and appVersion (a release publishes both at once)", () => {
-    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
     const chart = parse(readFileSync(join(CHART, "Chart.yaml"), "utf8")) as Record<string, unknown>;
-    expect(chart.version).toBe(pkg.version);
-    expect(chart.appVersion).toBe(pkg.version);
+    expect(chart.version).toBe(PACKAGE_VERSION);
+    expect(chart.appVersion).toBe(PACKAGE_VERSION);
   });
 
-  it("is installed by the READMEs and the guide from the registry a release publishes it to, at this version", () => {
-    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+  it("carries the last release's version, or between releases a pre-release of a later one", () => {
+    if (PACKAGE_VERSION === LAST_RELEASE) return;
+    expect(PACKAGE_VERSION, "a version being made has a pre-release tag, e.g. 0.2.0-dev").toMatch(/-/);
+    expect(compareChartVersions(PACKAGE_VERSION, LAST_RELEASE), `above ${LAST_RELEASE}`).toBeGreaterThan(0);
+  });
+
+  it("is installed by the READMEs and the guide from the registry a release publishes it to, at the last release", () => {
     const guide = ["install.md", "security.md"].map((page) => join(root, "docs", "guide", page));
     for (const readme of [join(root, "README.md"), join(CHART, "README.md"), ...guide]) {
       const installs = readFileSync(readme, "utf8")
@@ -176,7 +174,7 @@ describe("the chart's package", () => {
           // By version, or by the digest a verified pull printed.
           const [ref, digest] = chart.split("@");
           expect(ref).toBe("oci://ghcr.io/dms-dev/charts/dms-operator");
-          if (digest === undefined) expect(line).toContain(`--version ${pkg.version} `);
+          if (digest === undefined) expect(line).toContain(`--version ${LAST_RELEASE} `);
           else expect(digest).toMatch(/^sha256:/);
         } else expect(join(root, chart ?? "")).toBe(CHART);
       }
@@ -192,41 +190,40 @@ describe("the chart's package", () => {
     }
   });
 
-  it("has a value under `config` for every `run` setting but those it sets elsewhere, named as the setting", () => {
-    // SERVICE_ENV also names the settings read outside the table (the key, its file, the CA file).
-    const all = new Set([
-      ...Object.keys(RUN_SETTINGS),
-      ...Object.keys(SERVICE_SETTINGS),
-      ...Object.keys(SERVICE_ENV),
-    ]);
-    const settings = [...all]
-      .filter((key) => !(key in NOT_UNDER_CONFIG) && !FROM_CREDENTIALS.includes(key))
-      .map((key) => CRD_SPELLING[key] ?? key);
-    expect(Object.keys(values.config).sort()).toEqual(settings.sort());
-    // A deprecated spelling is read (the schema has it) but not offered in values.yaml.
+  it("passes every `run` setting: a `config` value each, or another value that exists, as the table says", () => {
+    expect(Object.keys(values.config).sort()).toEqual(Object.values(CONFIG_VALUES).sort());
+    for (const [key, setting] of Object.entries(SETTINGS)) {
+      const chart = setting.chart;
+      expect(chart, `${key} says how the chart passes it`).toBeDefined();
+      if (typeof chart === "object" && "value" in chart)
+        expect(valueAt(chart.value), `${key} is set by ${chart.value}`).not.toBeUndefined();
+    }
+    // Only what a pod has no use for is left out: it has no kubeconfig, but its ServiceAccount.
+    const none = Object.entries(SETTINGS).filter(([, s]) => typeof s.chart === "object" && "none" in s.chart);
+    expect(none.map(([key]) => key).sort()).toEqual(["context", "kubeconfig"]);
+  });
+
+  it("holds the `config` schema the table of settings gives, as `npm run generate` writes it", () => {
     const schema = JSON.parse(readFileSync(join(CHART, "values.schema.json"), "utf8")) as {
-      properties: { config: { properties: Record<string, { description: string }> } };
+      properties: { config: unknown };
     };
-    for (const [old, now] of Object.entries(DEPRECATED_CONFIG)) {
-      expect(schema.properties.config.properties[old]?.description, old).toContain(
-        `deprecated spelling of ${now}`,
-      );
-      expect(values.config, old).not.toHaveProperty(old);
-    }
-    // …and the values said to set the others exist.
-    for (const [key, where] of Object.entries(NOT_UNDER_CONFIG)) {
-      if (where === "the pod's ServiceAccount" || where === "the pod's stdout") continue;
-      const found = where
-        .split(".")
-        .reduce<unknown>(
-          (at, part) =>
-            typeof at === "object" && at !== null && part in at
-              ? (at as Record<string, unknown>)[part]
-              : undefined,
-          values,
-        );
-      expect(found, `${key} is set by ${where}`).not.toBeUndefined();
-    }
+    expect(schema.properties.config, "values.schema.json is out of date: run `npm run generate`").toEqual(
+      chartConfigSchema(),
+    );
+    // A deprecated spelling is read (the schema has it) but not offered in values.yaml.
+    expect(values.config).not.toHaveProperty("insecureSkipTlsVerify");
+  });
+
+  it("documents every block of values.yaml in its README's table of values", () => {
+    const readme = readFileSync(join(CHART, "README.md"), "utf8");
+    const table = readme.slice(readme.indexOf("## Values"));
+    const documented = new Set(
+      table
+        .split("\n")
+        .filter((line) => line.startsWith("| `"))
+        .flatMap((line) => [...(line.split("|")[1] ?? "").matchAll(/`([A-Za-z]+)[.`*]/g)].map((m) => m[1])),
+    );
+    expect(Object.keys(values).filter((key) => !documented.has(key))).toEqual([]);
   });
 });
 
@@ -247,9 +244,11 @@ describe("helm template charts/dms-operator", { timeout: 30_000, concurrent: tru
       labelSelector: "shard=1",
       defaultConnectionNamespaceSelector: "dms.dev/tenant=platform",
       concurrency: "8",
+      maxReconcilesPerConnection: "3",
       resyncPeriod: "5m",
       listingDeadline: "30s",
       logLevel: "debug",
+      logFormat: "console",
       shutdownTimeout: "20s",
       pollInterval: "10s",
       createGrace: "90s",
@@ -269,23 +268,29 @@ describe("helm template charts/dms-operator", { timeout: 30_000, concurrent: tru
       burst: "10",
     };
     expect(Object.keys(given).sort()).toEqual(Object.keys(values.config).sort());
-    const env = envOf(
-      await renderChart(bin, {
-        namespace: "dms-system",
-        set: Object.entries(given).map(([key, value]) => `config.${key}=${value}`),
-      }),
-    );
-    const tables: Settings = { ...RUN_SETTINGS, ...SERVICE_SETTINGS };
-    const settingOf = Object.fromEntries(
-      Object.entries(CRD_SPELLING).map(([setting, key]) => [key, setting]),
-    );
+    const objects = await renderChart(bin, {
+      namespace: "dms-system",
+      set: Object.entries(given).map(([key, value]) => `config.${key}=${value}`),
+    });
+    const env = envOf(objects);
+    const settingOf = Object.fromEntries(Object.entries(CONFIG_VALUES).map(([key, value]) => [value, key]));
     for (const [key, text] of Object.entries(given)) {
-      const name = tables[settingOf[key] ?? key]?.env;
+      const name = SETTINGS[settingOf[key] ?? key]?.env;
       expect(name, `${key} has an environment variable`).toBeDefined();
       expect(env[name as string], `config.${key} → ${name}`).toBe(
         text === "{team-a,team-b}" ? "team-a,team-b" : text,
       );
     }
+    // …and `run` reads each into the operator's settings.
+    expect(await operatorReads(objects)).toMatchObject({
+      namespaces: ["team-a", "team-b"],
+      concurrency: 8,
+      maxReconcilesPerConnection: 3,
+      logLevel: "debug",
+      logFormat: "console",
+      maxSecretBytes: 16_777_216,
+      service: { qps: 0.5, insecureSkipTlsVerify: true, apiKeyHeader: "X-Key" },
+    });
   });
 
   it("leaves every `config` value at the operator's default when unset: no DMS_* variable but the credentials'", async ({

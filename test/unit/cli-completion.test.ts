@@ -12,14 +12,14 @@ import { PLUGIN_COMPLETION } from "../../src/commands/completion-table.ts";
 import { createProgram, loadCommands } from "../../src/commands/program.ts";
 import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
 import { COMMANDS } from "../../src/commands/registry.ts";
-import { RUN_SETTINGS } from "../../src/commands/run-config.ts";
+import { RUN_SETTINGS } from "../../src/commands/settings.ts";
 import * as words from "../../src/commands/words.ts";
-import { flagOf, isNamespaceName, SERVICE_ENV, SERVICE_SETTINGS } from "../../src/config.ts";
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RECONCILE_REQUESTED_AT,
   ANNOTATION_ROLLOUT_NOW,
 } from "../../src/crd/schema.ts";
+import { flagOf } from "../../src/setting.ts";
 import { silentContext } from "../support/cli.ts";
 
 const ctx = silentContext();
@@ -52,11 +52,6 @@ describe("the copied words", () => {
     expect(words.ANNOTATION_PAUSED).toBe(ANNOTATION_PAUSED);
     expect(words.ANNOTATION_RECONCILE_REQUESTED_AT).toBe(ANNOTATION_RECONCILE_REQUESTED_AT);
     expect(words.ANNOTATION_ROLLOUT_NOW).toBe(ANNOTATION_ROLLOUT_NOW);
-    expect(words.SERVICE_ENV).toEqual(SERVICE_ENV);
-    expect(words.DEFAULT_MAX_RESPONSE_BYTES).toBe(SERVICE_SETTINGS.maxResponseBytes.default);
-    for (const key of ["baseUrl", "insecureSkipTlsVerify", "x"]) expect(words.flagOf(key)).toBe(flagOf(key));
-    for (const ns of ["team-a", "a", "A", "-a", "a".repeat(64), "a.b"])
-      expect(words.isNamespaceName(ns)).toBe(isNamespaceName(ns));
     const secretBytes = RUN_SETTINGS.maxSecretBytes;
     expect(words.PLAN_MAX_SECRET_BYTES).toEqual({
       flag: flagOf("maxSecretBytes"),

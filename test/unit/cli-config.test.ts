@@ -1,5 +1,14 @@
+import { Command } from "commander";
 import { describe, expect, it } from "vitest";
-import { describeServiceConfig, type ServiceConfig, serviceConfigFrom } from "../../src/config.ts";
+import { addServiceOptions } from "../../src/commands/context.ts";
+import {
+  defaultOf,
+  describeServiceConfig,
+  SERVICE_FLAG_SETTINGS,
+  type ServiceConfig,
+  type Settings,
+  serviceConfigFrom,
+} from "../../src/config.ts";
 
 const noFiles = (path: string): string => {
   throw Object.assign(new Error(`ENOENT: ${path}`), { code: "ENOENT" });
@@ -251,5 +260,28 @@ describe("serviceConfigFrom", () => {
     const described = JSON.stringify(describeServiceConfig(config));
     expect(described).not.toContain("k-secret");
     expect(described).toContain('"apiKey":"(set)"');
+  });
+});
+
+describe("the service settings' table", () => {
+  it("gives every command's service flags, each with its default and variable", () => {
+    const command = addServiceOptions(new Command("x"), { retries: "retries of one page" });
+    const options = new Map(command.options.map((o) => [o.attributeName(), o]));
+    expect([...options.keys()]).toEqual(Object.keys(SERVICE_FLAG_SETTINGS));
+    for (const [key, setting] of Object.entries(SERVICE_FLAG_SETTINGS)) {
+      const option = options.get(key);
+      expect(option?.description, key).toContain(`(env ${setting.env})`);
+      const shown = "shown" in setting ? setting.shown : "default" in setting ? setting.default : undefined;
+      if (shown !== undefined) expect(option?.description, key).toContain(`(default ${shown})`);
+    }
+    expect(options.get("retries")?.description).toBe("retries of one page (default 4) (env DMS_RETRIES)");
+  });
+
+  it("reads nothing given as the defaults --help shows", () => {
+    const config = ok(serviceConfigFrom({ baseUrl: "https://x" }, {}, noFiles));
+    const table: Settings = SERVICE_FLAG_SETTINGS;
+    for (const [key, setting] of Object.entries(table))
+      if (setting.default !== undefined)
+        expect(config[key as keyof ServiceConfig], key).toEqual(defaultOf(setting));
   });
 });

@@ -545,31 +545,8 @@ const cases: Case[] = [
       expect(w.resources.stored(REF)?.metadata.finalizers ?? []).toEqual([]);
     },
   },
-  {
-    reason: "ObserveOnly without a deployment on the service reports it and never creates one",
-    arrange: async (w) => {
-      await w.applied({ managementPolicy: "ObserveOnly" });
-    },
-    ...withoutCall({ Ready: "False/NotFound", Synced: "False/Drifted" }),
-  },
-  {
-    reason: "a deployment with the name but another source is blocked: stalled, and not recorded as ours",
-    arrange: async (w) => {
-      w.existing({ name: "agent", source: "internal_docker" });
-      await w.applied({ deletionPolicy: "Delete" });
-    },
-    outcome: { result: { kind: "done" } },
-    calls: {},
-    // Ready stays unknown: the deployment found is not this resource's to report on.
-    conditions: stalledFor("Immutable"),
-    events: [],
-    also: (w) => {
-      // Recording its id would make deletionPolicy Delete delete someone else's deployment.
-      expect(w.resources.stored(REF)?.status?.deploymentId).toBeUndefined();
-      const stalled = messageOf(w.resources.stored(REF), "Stalled");
-      expect(stalled).toContain("source");
-    },
-  },
+  // ObserveOnly without a deployment, and a deployment of another source found by name: pure
+  // decisions, in test/unit/decide.test.ts.
   {
     reason: "a name conflict: the younger claimant stalls, gets no finalizer and makes no call",
     arrange: async (w) => {

@@ -2,8 +2,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { RUN_SETTINGS, runConfigFrom } from "../../src/commands/run-config.ts";
-import { defaultOf, flagOf, SERVICE_SETTINGS, type Setting } from "../../src/config.ts";
+import { runConfigFrom } from "../../src/commands/run-config.ts";
+import { MAX_CONCURRENCY, SETTINGS } from "../../src/commands/settings.ts";
+import { defaultOf, flagOf, type Setting } from "../../src/config.ts";
 
 const base = { baseUrl: "http://127.0.0.1:8090" };
 
@@ -240,7 +241,15 @@ describe("runConfigFrom in a pod", () => {
 });
 
 describe("the settings tables", () => {
-  const tables: Record<string, Setting<unknown>> = { ...SERVICE_SETTINGS, ...RUN_SETTINGS };
+  const tables: Record<string, Setting<unknown>> = SETTINGS;
+
+  it("name each variable by the convention: DMS_ and the setting's name in capitals (KUBECONFIG as kubectl's)", () => {
+    for (const [key, setting] of Object.entries(tables)) {
+      if (setting.env === undefined || key === "kubeconfig") continue;
+      expect(setting.env, key).toBe(`DMS_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`);
+    }
+    expect(tables.kubeconfig?.env).toBe("KUBECONFIG");
+  });
 
   it("give every setting a default that its own parser accepts", () => {
     for (const [key, setting] of Object.entries(tables)) {
@@ -423,6 +432,32 @@ describe("runConfigFrom --connection-address-policy and --max-connections-per-na
         expect.stringMatching(
           /^--max-connections-per-namespace \/ DMS_MAX_CONNECTIONS_PER_NAMESPACE: must be an integer from 1 to 10000/,
         ),
+      ]);
+  });
+});
+
+describe("runConfigFrom --max-reconciles-per-connection", () => {
+  const most = (flags: Record<string, unknown>, env: Record<string, string> = {}) => {
+    const result = runConfigFrom({ ...base, ...flags }, env);
+    return result.ok ? result.config.maxReconcilesPerConnection : result.problems;
+  };
+
+  it("defaults to a quarter of --concurrency, rounded up, at least 1", () => {
+    expect(most({})).toBe(4);
+    expect(most({ concurrency: "10" })).toBe(3);
+    expect(most({ concurrency: "1" })).toBe(1);
+    expect(most({}, { DMS_CONCURRENCY: "64" })).toBe(16);
+  });
+
+  it("reads the flag before DMS_MAX_RECONCILES_PER_CONNECTION", () => {
+    expect(most({}, { DMS_MAX_RECONCILES_PER_CONNECTION: "2" })).toBe(2);
+    expect(most({ maxReconcilesPerConnection: "5" }, { DMS_MAX_RECONCILES_PER_CONNECTION: "2" })).toBe(5);
+  });
+
+  it("refuses what is not a whole number from 1 to the highest concurrency, naming the flag and its variable", () => {
+    for (const given of ["0", "1.5", String(MAX_CONCURRENCY + 1), "many"])
+      expect(most({}, { DMS_MAX_RECONCILES_PER_CONNECTION: given })).toEqual([
+        `--max-reconciles-per-connection / DMS_MAX_RECONCILES_PER_CONNECTION: must be an integer from 1 to ${MAX_CONCURRENCY} (reconciles at once), got ${JSON.stringify(given)}`,
       ]);
   });
 });

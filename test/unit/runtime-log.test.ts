@@ -130,10 +130,11 @@ describe("the console log", () => {
       level: "error",
       time: "2026-01-01T00:00:00.000Z",
       msg: "reconcile failed",
-      err: { type: "Error", message: "boom", stack: "Error: boom\n    at x (y.ts:1:1)" },
+      error: "boom",
+      stacktrace: "Error: boom\n    at x (y.ts:1:1)",
     });
     expect(text).toBe(
-      '2026-01-01T00:00:00.000Z ERROR reconcile failed err={"type":"Error","message":"boom"}\n    Error: boom\n        at x (y.ts:1:1)\n',
+      "2026-01-01T00:00:00.000Z ERROR reconcile failed error=boom\n    Error: boom\n        at x (y.ts:1:1)\n",
     );
   });
 });

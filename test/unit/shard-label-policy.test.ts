@@ -6,11 +6,8 @@ import { describe, expect, it } from "vitest";
 import { runConfigFrom } from "../../src/commands/run-config.ts";
 import type { KubeClient, KubeRequest } from "../../src/kube/client.ts";
 import { apiErrorFrom } from "../../src/kube/errors.ts";
-import {
-  POLICY_RECHECK_MS,
-  requireShardLabelPolicy,
-  watchShardLabelPolicy,
-} from "../../src/wiring/shard-label-policy.ts";
+import { POLICY_RECHECK_MS, requireLabelPolicy, watchLabelPolicy } from "../../src/sharding/label-policy.ts";
+import { checkShardLabelPolicy } from "../../src/wiring/shard-label-policy.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 const base = { baseUrl: "http://127.0.0.1:8090" };
@@ -37,8 +34,13 @@ function clientOf(answers: (path: string) => unknown) {
 }
 
 const binding = (spec: Record<string, unknown>) => ({ spec });
+/** The policy `dms-operator-shard-labels` as the replica reads it through `client`. */
+const policyOf = (client: KubeClient) => ({
+  name: "dms-operator-shard-labels",
+  check: (signal: AbortSignal) => checkShardLabelPolicy(client, "dms-operator-shard-labels", signal),
+});
 const run = (client: KubeClient, signal = new AbortController().signal, clock = new ManualClock()) =>
-  requireShardLabelPolicy(client, "dms-operator-shard-labels", signal, clock, logger);
+  requireLabelPolicy(policyOf(client), signal, clock, logger);
 
 describe("--shard-label-policy", () => {
   it("requires the component's policy by default when sharded, another name when given, none when unenforced", () => {
@@ -126,13 +128,8 @@ describe("the leader's check of the policy while the ring runs", () => {
     const clock = new ManualClock();
     const stopping = new AbortController();
     const reports: boolean[] = [];
-    const checking = watchShardLabelPolicy(
-      client,
-      "dms-operator-shard-labels",
-      stopping.signal,
-      clock,
-      log,
-      (ok) => reports.push(ok),
+    const checking = watchLabelPolicy(policyOf(client), stopping.signal, clock, log, (ok) =>
+      reports.push(ok),
     );
     const minute = async (next: typeof state) => {
       state = next;

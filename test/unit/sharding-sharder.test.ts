@@ -3,17 +3,11 @@ import { describe, expect, it } from "vitest";
 import type { LeaseRecord } from "../../src/runtime/leader.ts";
 import { DRAIN_ANY, DRAIN_LABEL, drainTarget, handoverTo, OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ShardMember } from "../../src/sharding/member.ts";
+import { type RingLease, RingMembership } from "../../src/sharding/membership.ts";
+import { MAX_TAKES_PER_PASS, MAX_WRITES_PER_PASS, type ShardedResource } from "../../src/sharding/pass.ts";
+import { deniedMessage, ShardLabelsDenied } from "../../src/sharding/pass-write.ts";
 import { ownerOf, SHARDER_REPLICA_SHARE } from "../../src/sharding/ring.ts";
-import {
-  deniedMessage,
-  MAX_TAKES_PER_PASS,
-  MAX_WRITES_PER_PASS,
-  type RingLease,
-  RingMembership,
-  type ShardedResource,
-  Sharder,
-  ShardLabelsDenied,
-} from "../../src/sharding/sharder.ts";
+import { Sharder } from "../../src/sharding/sharder.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 const logger = pino({ level: "silent" });
@@ -366,7 +360,7 @@ describe("the sharder", () => {
     if (!key || !r) throw new Error("no resource to rename");
     const before = w.owner(key);
     // A new record, as the store decodes one: without the sharder's note of the ring's choice.
-    w.put(key, { ...r, claim: "renamed", ringChoice: 0 });
+    w.put(key, { ...r, claim: "renamed", ringChoice: undefined });
     expect((await sharder.pass(signal)).drained).toBe(1);
     expect(w.owner(key)).toBe(before);
     w.acknowledgeDrains();

@@ -15,7 +15,7 @@ import {
 } from "../../src/kube/shards.ts";
 import { claimOf, connectionKeyOf } from "../../src/reconcile/claims.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../../src/sharding/labels.ts";
-import { shardInputsChanged } from "../../src/wiring/sharding.ts";
+import { shardInputsChanged } from "../../src/sharding/sharder-loop.ts";
 
 /** A Deployment resource as the API server sends it: managed fields, annotations, a full status. */
 function wireObject(i: number): Record<string, unknown> {

@@ -4,9 +4,10 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { KubeClient } from "../../src/kube/client.ts";
 import { systemClock } from "../../src/runtime/clock.ts";
+import { Action } from "../../src/runtime/controller.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import { VERSION } from "../../src/version.ts";
-import { joinSelectors, sharding } from "../../src/wiring/sharding.ts";
+import { joinSelectors, replicaRole, sharding } from "../../src/wiring/sharding.ts";
 
 // No request is made: nothing here runs.
 const client = new KubeClient({
@@ -67,5 +68,38 @@ describe("the sharded operator's parts", () => {
       "dms_shard_drains_acknowledged_total 0",
     ])
       expect(text).toContain(line);
+  });
+});
+
+describe("the replica's role", () => {
+  const others = { leaderElection, namespaces: [], labelSelector: "team=a" };
+  const parts = () => ({
+    client,
+    identity: "dms-operator-0_1a2b3c4d",
+    metrics: new RuntimeMetrics({ processMetrics: false }),
+    clock: systemClock,
+    logger: pino({ level: "silent" }),
+  });
+  const poller = { name: "rollout-poller", needLeaderElection: true, start: async () => {} };
+
+  it("unsharded: the leader alone reconciles and polls every resource", () => {
+    const role = replicaRole({ ...others, podName: "dms-operator-0" }, "dms-system", parts());
+    const reconcile = async () => Action.done();
+    expect(role.scope(others).labelSelector).toBe("team=a");
+    expect(role.leaderOnly).toBe(true);
+    expect(role.guard(reconcile)).toBe(reconcile);
+    expect(role.ownShare(poller)).toBe(poller);
+    expect(role.users).toBeUndefined();
+    expect(role.runnables).toEqual([]);
+    expect(role.clientIdentity).toEqual({ userAgent: `dms-operator/${VERSION} (dms-operator-0)` });
+  });
+
+  it("sharded: every replica reconciles and polls its own share, the leader runs the sharder", () => {
+    const role = replicaRole({ ...others, sharded: true, podName: "dms-operator-0" }, "dms-system", parts());
+    expect(role.scope(others).labelSelector).toBe("team=a,shard.dms.dev/owner=dms-operator-0");
+    expect(role.leaderOnly).toBe(false);
+    expect(role.ownShare(poller)).toMatchObject({ name: "rollout-poller", needLeaderElection: false });
+    expect(role.users?.ready()).toBe(false);
+    expect(role.runnables.map((r) => r.name)).toEqual(["shard-lease", "shard-lease-informer", "sharder"]);
   });
 });

@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { FINALIZER } from "../../src/crd/schema.ts";
+import type { DeploymentObject } from "../../src/kube/deployments.ts";
 import type { KubeObject } from "../../src/kube/object.ts";
-import { specOrMetaChanged } from "../../src/wiring/triggers.ts";
+import type { ReflectorHandlers } from "../../src/kube/reflector.ts";
+import { claimOf } from "../../src/reconcile/claims.ts";
+import { specOrMetaChanged, subscribeTriggers } from "../../src/wiring/triggers.ts";
 
 // Which updates of a Deployment resource bring a reconcile: anything but the operator's own
 // status writes and its own finalizer being added.
@@ -68,4 +71,55 @@ describe("specOrMetaChanged", () => {
       expect(specOrMetaChanged(before ?? base, after)).toBe(reconcile);
     });
   }
+});
+
+// Which keys a watched change enqueues: a resource and, on its add or delete, its rivals for one
+// service name (the name conflict is judged again on both sides).
+describe("subscribeTriggers", () => {
+  const resource = (name: string, serviceName: string): DeploymentObject =>
+    ({
+      metadata: { name, namespace: "team", generation: 1, resourceVersion: "1" },
+      spec: { name: serviceName, source: "internal_docker" },
+    }) as DeploymentObject;
+  function world(stored: DeploymentObject[]) {
+    let handlers: ReflectorHandlers<DeploymentObject> = {};
+    const enqueued: string[] = [];
+    subscribeTriggers(
+      {
+        subscribe: (h) => {
+          handlers = h;
+          return () => {};
+        },
+        byIndex: (index, value) => (index === "claim" ? stored.filter((o) => claimOf(o) === value) : []),
+      },
+      { onChange: () => () => {} },
+      { enqueue: (key) => enqueued.push(key), forget: () => {} },
+      "claim",
+      "secret",
+    );
+    return { handlers, enqueued };
+  }
+
+  it("enqueues the rivals of an added resource: one that took the name alone may lose it now", () => {
+    const old = resource("p0-old", "shared");
+    const added = resource("p0-new", "shared");
+    const { handlers, enqueued } = world([old, added, resource("other", "elsewhere")]);
+    handlers.onAdd?.(added);
+    expect(enqueued.sort()).toEqual(["team/p0-new", "team/p0-old"]);
+  });
+
+  it("enqueues the rivals of a deleted resource, not the deleted one", () => {
+    const gone = resource("p0-old", "shared");
+    const rival = resource("p0-new", "shared");
+    const { handlers, enqueued } = world([rival]);
+    handlers.onDelete?.(gone);
+    expect(enqueued).toEqual(["team/p0-new"]);
+  });
+
+  it("enqueues an added resource alone when it has no rival", () => {
+    const added = resource("solo", "solo");
+    const { handlers, enqueued } = world([added]);
+    handlers.onAdd?.(added);
+    expect(enqueued).toEqual(["team/solo"]);
+  });
 });

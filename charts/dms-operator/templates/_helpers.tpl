@@ -245,7 +245,7 @@ ConfigMaps created outside the release that the operator reads at start.
 {{- if .Values.reloader.enabled }}
 {{- $ca := include "dms-operator.ca" . | fromJson }}
 {{- $secrets := list }}
-{{- if not .Values.credentials.create }}{{ $secrets = append $secrets .Values.credentials.name }}{{ end }}
+{{- if not (or .Values.credentials.create .Values.simulator.enabled) }}{{ $secrets = append $secrets .Values.credentials.name }}{{ end }}
 {{- if and (eq ($ca.kind | default "") "secret") }}{{ $secrets = append $secrets $ca.name }}{{ end }}
 {{- with $secrets }}
 secret.reloader.stakater.com/reload: {{ join "," (uniq .) | quote }}
@@ -306,6 +306,9 @@ Refuses combinations of values the operator could not run with, naming the value
 {{- if and (not (kindIs "invalid" .Values.config.insecureSkipTLSVerify)) (not (kindIs "invalid" .Values.config.insecureSkipTlsVerify)) }}
 {{- fail "config.insecureSkipTLSVerify, config.insecureSkipTlsVerify: give config.insecureSkipTLSVerify only (config.insecureSkipTlsVerify is its deprecated spelling)" }}
 {{- end }}
+{{- if and .Values.simulator.enabled .Values.credentials.create }}
+{{- fail "credentials.create, simulator.enabled: with the simulator the operator's default connection is the simulator's (the chart's Secret <fullname>-simulator-credentials); set credentials.create=false, or simulator.enabled=false to use the service" }}
+{{- end }}
 {{- if and $caGiven (include "dms-operator.insecureSkipTLSVerify" .) }}
 {{- fail (printf "%s, config.insecureSkipTLSVerify: give one of them: a CA to verify the service's certificate with, or (a test service only) no verification" (first $caGiven)) }}
 {{- end }}
@@ -318,3 +321,48 @@ chart's own (<fullname>-shard-labels).
 {{- define "dms-operator.shardLabelPolicyName" -}}
 {{- .Values.sharding.labelPolicyName | default (printf "%s-shard-labels" (include "dms-operator.fullname" .)) -}}
 {{- end -}}
+
+{{/*
+The simulator's objects (`simulator.enabled`, not for production): <fullname>-simulator.
+*/}}
+{{- define "dms-operator.simulatorName" -}}
+{{- printf "%s-simulator" (include "dms-operator.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The simulator pod's selector labels: a name of its own, so that no selector of the operator's
+pods (its Deployment's, the NetworkPolicy's, the PodDisruptionBudget's, `helm test`'s) takes it in.
+*/}}
+{{- define "dms-operator.simulatorSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "dms-operator.name" . }}-simulator
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+Labels of the simulator's objects.
+*/}}
+{{- define "dms-operator.simulatorLabels" -}}
+app.kubernetes.io/name: {{ include "dms-operator.name" . }}-simulator
+app.kubernetes.io/component: simulator
+{{ include "dms-operator.helmLabels" . }}
+{{- end }}
+
+{{/*
+The Secret the operator reads its default connection from (base-url, api-key, tenant-id): the
+chart's <fullname>-simulator-credentials with `simulator.enabled`, else `credentials.name`.
+*/}}
+{{- define "dms-operator.credentialsName" -}}
+{{- if .Values.simulator.enabled }}
+{{- printf "%s-credentials" (include "dms-operator.simulatorName" .) }}
+{{- else }}
+{{- .Values.credentials.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+The simulator's Service URL: the base URL of the operator's default connection with
+`simulator.enabled`.
+*/}}
+{{- define "dms-operator.simulatorUrl" -}}
+{{- printf "http://%s.%s.svc:%s" (include "dms-operator.simulatorName" .) .Release.Namespace (include "dms-operator.envText" .Values.simulator.port) }}
+{{- end }}

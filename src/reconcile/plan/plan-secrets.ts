@@ -1,9 +1,12 @@
 /**
  * The secrets part of the plan: whether the spec's secrets must be sent, given what the service
- * shows (values, masked values or none) and the hash of what was last applied. Pure.
+ * shows (values, masked values or none) and the hash of what was last applied; and what may be
+ * taken as last applied ({@link lastAppliedFor}: one rule for the controller and for `plan`, so
+ * that both reach the same decision for the same resource). Pure.
  */
 
-import type { SecretValue } from "../../crd/mapping.ts";
+import type { DesiredDeployment, SecretValue } from "../../crd/mapping.ts";
+import type { DeploymentSpec } from "../../crd/schema.ts";
 import type { Secret } from "../service-types.ts";
 import { hashSecrets } from "./secret-hash.ts";
 
@@ -77,4 +80,22 @@ export function planSecrets(
   if (rotated.length > 0) lines.push(`secrets: rotated ${rotated.join(", ")}`);
   if (lines.length === 0) lines.push(`secrets: set ${desiredNames.join(", ")}`);
   return { send: desired.map((s) => ({ name: s.name, value: s.value })), lines, hash };
+}
+
+/**
+ * What to plan `desired` against (the planner's `LastApplied`). `appliedSecretsHash` is the
+ * resource's `status.appliedSecretsHash` (undefined when unknown). ObserveOnly never sent the
+ * secrets, so where the service masks values only their names can be compared: the desired
+ * values count as the ones applied. Every other policy uses the recorded hash, if any.
+ */
+export function lastAppliedFor(
+  spec: Pick<DeploymentSpec, "managementPolicy">,
+  desired: Pick<DesiredDeployment, "secrets">,
+  appliedSecretsHash: string | undefined,
+): { secretsHash?: string } {
+  const hash =
+    spec.managementPolicy === "ObserveOnly" && desired.secrets
+      ? hashSecrets(desired.secrets)
+      : appliedSecretsHash;
+  return hash ? { secretsHash: hash } : {};
 }

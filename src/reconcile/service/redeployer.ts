@@ -10,6 +10,7 @@ import { isServiceError, RevisionsRouteMissingError } from "../../api/errors.ts"
 import { RedeployRouteMissingError } from "../../api/redeploy.ts";
 import type { RevisionRedeploys } from "../ports.ts";
 import type { Deployment, Revision } from "../service-types.ts";
+import { OptionalRoute } from "./optional-route.ts";
 
 /** What a read of the revisions gave: the first page, or why there is none to weigh. */
 export type RevisionsRead = { kind: "read"; revisions: Revision[] } | { kind: "unavailable"; reason: string };
@@ -31,16 +32,17 @@ export type RedeployOutcome =
 export class RevisionRedeployer {
   readonly #port: RevisionRedeploys;
   readonly #logger: Logger;
-  #missing: string | undefined;
+  readonly #routes: OptionalRoute;
 
   constructor(port: RevisionRedeploys, logger: Logger) {
     this.#port = port;
     this.#logger = logger;
+    this.#routes = new OptionalRoute(logger);
   }
 
   /** Why redeploys are off for this connection (a route the service lacks), or undefined. */
   get missing(): string | undefined {
-    return this.#missing;
+    return this.#routes.missing;
   }
 
   /**
@@ -48,15 +50,14 @@ export class RevisionRedeployer {
    * to weigh: the service has no listing (remembered: never asked again) or the read failed.
    */
   async revisions(deploymentId: string, signal: AbortSignal): Promise<RevisionsRead> {
-    if (this.#missing !== undefined) return { kind: "unavailable", reason: this.#missing };
+    const off = this.#routes.missing;
+    if (off !== undefined) return { kind: "unavailable", reason: off };
     try {
       return { kind: "read", revisions: await this.#port.recentRevisions(deploymentId, signal) };
     } catch (error) {
       if (signal.aborted) throw error;
-      if (error instanceof RevisionsRouteMissingError) {
-        this.#remember("the service has no revision listing");
+      if (this.#routes.turnsOff(error, isRevisionsMissing, "the service has no revision listing", BUILT))
         return { kind: "unavailable", reason: "the service has no revision listing" };
-      }
       const what = isServiceError(error) ? `${error.status ?? ""} ${error.kind}`.trim() : "an error";
       this.#logger.warn(
         { err: String(error) },
@@ -68,21 +69,19 @@ export class RevisionRedeployer {
 
   /** Redeploys `revisionId`, or says why not (the caller then sends the PATCH). */
   async redeploy(deploymentId: string, revisionId: string, signal: AbortSignal): Promise<RedeployOutcome> {
-    if (this.#missing !== undefined) return { kind: "missing" };
+    if (this.#routes.missing !== undefined) return { kind: "missing" };
     try {
       const deployment = await this.#port.redeploy(deploymentId, revisionId, signal);
       return deployment === undefined ? { kind: "unknown" } : { kind: "redeployed", deployment };
     } catch (error) {
-      if (error instanceof RedeployRouteMissingError) {
-        this.#remember("the service has no redeploy route");
+      if (this.#routes.turnsOff(error, isRedeployMissing, "the service has no redeploy route", BUILT))
         return { kind: "missing" };
-      }
       throw error;
     }
   }
-
-  #remember(why: string): void {
-    this.#missing = why;
-    this.#logger.info(`${why}: changes are built as before (PATCH), and it is not asked again`);
-  }
 }
+
+/** What a connection without either route does instead, said once. */
+const BUILT = "changes are built as before (PATCH), and it is not asked again";
+const isRevisionsMissing = (error: unknown) => error instanceof RevisionsRouteMissingError;
+const isRedeployMissing = (error: unknown) => error instanceof RedeployRouteMissingError;

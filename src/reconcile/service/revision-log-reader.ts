@@ -9,6 +9,7 @@ import { isServiceError, loggedError } from "../../api/errors.ts";
 import { type LogEntry, LogsRouteMissingError, type LogType } from "../../api/revision-logs.ts";
 import type { RevisionLogReads } from "../ports.ts";
 import { TAIL_LINES, tailOf } from "../status/failure-evidence.ts";
+import { OptionalRoute } from "./optional-route.ts";
 
 /** What one read of a tail gives. */
 export type TailRead =
@@ -30,16 +31,17 @@ export type TailRead =
 export class RevisionLogReader {
   readonly #port: RevisionLogReads;
   readonly #logger: Logger;
-  #missing = false;
+  readonly #route: OptionalRoute;
 
   constructor(port: RevisionLogReads, logger: Logger) {
     this.#port = port;
     this.#logger = logger;
+    this.#route = new OptionalRoute(logger);
   }
 
   /** False once the service answered that it has no logs route. */
   get enabled(): boolean {
-    return !this.#missing;
+    return this.#route.missing === undefined;
   }
 
   /** The last {@link TAIL_LINES} entries of the `type` log of a revision, oldest first. */
@@ -49,7 +51,7 @@ export class RevisionLogReader {
     type: LogType,
     signal: AbortSignal,
   ): Promise<TailRead> {
-    if (this.#missing) return { kind: "missing" };
+    if (!this.enabled) return { kind: "missing" };
     try {
       const page = await this.#port.getRevisionLogs(
         deploymentId,
@@ -61,15 +63,8 @@ export class RevisionLogReader {
       return { kind: "entries", entries: tailOf(page.entries) };
     } catch (error) {
       if (signal.aborted) throw error;
-      const message = error instanceof Error ? error.message : String(error);
-      if (error instanceof LogsRouteMissingError) {
-        this.#missing = true;
-        this.#logger.info(
-          { err: message },
-          "the service has no revision logs route: failed and timed-out revisions are reported without their log tail",
-        );
+      if (this.#route.turnsOff(error, isMissing, "the service has no revision logs route", NO_TAIL, true))
         return { kind: "missing" };
-      }
       this.#logger.warn(
         { err: loggedError(error), revision: revisionId },
         "could not read the revision's log",
@@ -85,3 +80,6 @@ export class RevisionLogReader {
     }
   }
 }
+
+const NO_TAIL = "failed and timed-out revisions are reported without their log tail";
+const isMissing = (error: unknown) => error instanceof LogsRouteMissingError;

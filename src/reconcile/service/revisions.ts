@@ -14,6 +14,7 @@ import type { EventNote, RevisionReads } from "../ports.ts";
 import type { Deployment } from "../service-types.ts";
 import { evidenceHeadline } from "../status/failure-evidence.ts";
 import { isDoneRevision, isFailedRevision, REASON, type RevisionObservation } from "../status/status.ts";
+import { OptionalRoute } from "./optional-route.ts";
 
 /** What one look at the latest revision gives the reconcile. */
 export interface RevisionLook {
@@ -37,17 +38,20 @@ export interface RevisionLook {
 export class RevisionTracker {
   readonly #port: RevisionReads;
   readonly #logger: Logger;
-  #enabled: boolean;
+  readonly #route: OptionalRoute;
 
   constructor(port: RevisionReads, logger: Logger, enabled = true) {
     this.#port = port;
     this.#logger = logger;
-    this.#enabled = enabled;
+    this.#route = new OptionalRoute(
+      logger,
+      enabled ? undefined : "revision tracking is off by configuration",
+    );
   }
 
   /** False once tracking is off (by configuration, or because the service has no route). */
   get enabled(): boolean {
-    return this.#enabled;
+    return this.#route.missing === undefined;
   }
 
   /**
@@ -69,7 +73,7 @@ export class RevisionTracker {
       previous?.latestRevisionId === latest && previous.latestRevisionStatus !== undefined
         ? { id: latest, status: previous.latestRevisionStatus }
         : undefined;
-    if (!this.#enabled) return {};
+    if (!this.enabled) return {};
     // A revision first seen now (the answer to this reconcile's create or PATCH) is read from the
     // next poll on: it has barely started, and a create or an edit then costs its one call.
     if (previous?.latestRevisionId !== latest && !requested) return {};
@@ -82,15 +86,8 @@ export class RevisionTracker {
       status = revision.status;
     } catch (error) {
       if (signal.aborted) throw error;
-      const message = error instanceof Error ? error.message : String(error);
-      if (error instanceof RevisionsRouteMissingError) {
-        this.#enabled = false;
-        this.#logger.info(
-          { err: message },
-          "the service has no revisions route: revision tracking is off (rollouts end when the revision is active)",
-        );
+      if (this.#route.turnsOff(error, isMissing, "the service has no revisions route", TRACKING_OFF, true))
         return {};
-      }
       this.#logger.warn({ err: loggedError(error), revision: latest }, "could not read the latest revision");
       return known ? { revision: known } : {};
     }
@@ -108,3 +105,6 @@ export class RevisionTracker {
     };
   }
 }
+
+const TRACKING_OFF = "revision tracking is off (rollouts end when the revision is active)";
+const isMissing = (error: unknown) => error instanceof RevisionsRouteMissingError;

@@ -13,6 +13,7 @@
  * the sequencing and the one Warning `evidence.ts`'s.
  */
 
+import { cutToBytes as cutBytes } from "../../api/cut-text.ts";
 import { stripToLine } from "../../api/printable.ts";
 import {
   applyCoverage,
@@ -271,21 +272,6 @@ function fold(text: string): string {
  */
 export function formatLine(entry: LogEntry, secretValues: readonly string[]): string {
   return formatTail([entry], secretValues)?.[0] ?? UNSEARCHED;
-}
-
-/** `text` cut to at most `maxBytes` UTF-8 bytes on a character boundary, ending with `…` when cut. */
-function cutBytes(text: string, maxBytes: number): string {
-  if (Buffer.byteLength(text) <= maxBytes) return text;
-  const budget = maxBytes - Buffer.byteLength("…");
-  let used = 0;
-  let out = "";
-  for (const ch of text) {
-    const size = Buffer.byteLength(ch);
-    if (used + size > budget) break;
-    used += size;
-    out += ch;
-  }
-  return `${out}…`;
 }
 
 /**

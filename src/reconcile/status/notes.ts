@@ -5,7 +5,7 @@
 
 import { claimedName } from "../claims.ts";
 import type { PatchPlan, Plan } from "../plan/plan.ts";
-import type { StoredResource } from "../ports.ts";
+import type { EventsPort, StoredResource } from "../ports.ts";
 import type { Deployment } from "../service-types.ts";
 import { CONDITION } from "./status.ts";
 
@@ -50,4 +50,29 @@ export function observedDrift(name: string, deployment: Deployment | null, decis
   if (!deployment) return [`the service has no deployment named "${name}" (ObserveOnly never creates one)`];
   if (decision.action === "noop") return decision.problems.map((p) => p.message);
   return decision.action === "create" ? [] : decision.summary;
+}
+
+/** `namespace/name` of a resource, as events and messages name it. */
+export function describeResource(obj: StoredResource): string {
+  const { namespace, name } = obj.metadata;
+  return namespace ? `${namespace}/${name}` : name;
+}
+
+/**
+ * The `NotOwned` warning: `obj`'s status records `deployment`, which carries another name than
+ * the one `obj` claims. `consequence`: what the operator does instead.
+ */
+export function notOwnedMessage(obj: StoredResource, deployment: Deployment, consequence: string): string {
+  return `${describeResource(obj)} records the service's deployment ${deployment.id} in status.deploymentId, but that deployment is named "${deployment.name}" and ${describeResource(obj)} claims "${claimedName(obj)}": it is not this resource's; ${consequence}`;
+}
+
+/** Records an event of the reconcile on `run`'s object. */
+export function recordEvent(
+  deps: { events: EventsPort },
+  run: { obj: StoredResource },
+  type: "Normal" | "Warning",
+  reason: string,
+  note: string,
+): void {
+  deps.events.record(run.obj, { type, reason, action: "Reconcile", note });
 }

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Inspector, inspectFlag } from "../bench/inspector.ts";
-import { cpuTallies, heapTally, report, sampledTallies } from "../bench/profile-report.ts";
 import { freePort } from "../controlplane/net.ts";
+import { Inspector, inspectFlag } from "./inspector.ts";
+import { cpuTallies, heapTally, report, sampledTallies } from "./profile-report.ts";
 
 // `scale --profile` reads a real process through its inspector; the report says what the files
 // hold. A child Node process with a known allocation and a known hot function shows both.

@@ -1,0 +1,373 @@
+/**
+ * What a reconcile does, decided without a call: `decide(spec, observation, status, now)` takes
+ * the resource (its spec and annotations), what `external.ts`'s `observe` saw of the service and
+ * of the spec's inputs, the status as read and the time, and returns a {@link Decision}: the plan
+ * (`plan/plan.ts`), what the rollout gate lets go now (`rollout/rollout-gate.ts`), whether a
+ * redeploy is pending or wanted back (`apply-reuse.ts`), the write to make, the status it
+ * concludes and the events to record, all as data. `external.ts`'s `execute` performs the write
+ * and returns what it wrote; {@link settle} (pure too) joins the two into what the reconciler
+ * concludes. No port, no clock, no I/O here: the table of cases is test/unit/decide.test.ts.
+ */
+import type { DesiredDeployment } from "../crd/mapping.ts";
+import { rolloutNow } from "./annotations.ts";
+import { type ApplyPatchResult, pendingSwitchBack, redeployedNote, switchBackPlan } from "./apply-reuse.ts";
+import { type CreatePlan, type PatchPlan, plan } from "./plan/plan.ts";
+import { lastAppliedFor } from "./plan/plan-secrets.ts";
+import { type RevisionHistoryEntry, splitForRedeploy } from "./plan/revision-reuse.ts";
+import type { StoredResource } from "./ports.ts";
+import { gatePatch, type InheritedWindows, windowsInEffect } from "./rollout/rollout-gate.ts";
+import type { Counter } from "./rollout/rollout-windows.ts";
+import type { Observation as Lookup } from "./service/observe.ts";
+import type { Deployment, SourceRevisionConfig } from "./service-types.ts";
+import { adoptedNote, createdNote, observedDrift, updateNote, updateReason } from "./status/notes.ts";
+import {
+  CONDITION,
+  outcomeFromProblems,
+  REASON,
+  type StatusRecord,
+  type SyncOutcome,
+} from "./status/status.ts";
+
+/** The resource as a decision reads it: its spec and metadata (the status is passed apart). */
+export type DecideSpec = Pick<StoredResource, "spec" | "metadata">;
+
+/** What `observe` saw, all a decision needs of the outside world. */
+export interface Observation {
+  /** The spec in wire terms: its Secrets' values read (or left out when known unchanged). */
+  desired: DesiredDeployment;
+  /** The bookkeeping of reading the spec (handled annotations, the resolved repository). */
+  record: StatusRecord;
+  /** The service's deployment as the snapshot or a lookup sees it. */
+  found: Lookup;
+  /** The digest of the referenced Secrets' resourceVersions (`secretVersions` in inputs.ts). */
+  versions: string | undefined;
+  /** The Secrets' values were not read: known to be those last applied. */
+  secretsUnread: boolean;
+  /** The connection's rollout windows, the default of a resource that sets none. */
+  inheritedWindows?: InheritedWindows | undefined;
+  /** The clock when the observation ended (ms since the epoch): a create's grace runs on it. */
+  at: number;
+}
+
+/**
+ * What a reconcile saw of the service's deployment: found, known not to exist, or created by
+ * this operator and not listed yet (the status keeps the id the create answered with).
+ */
+export type Observed =
+  | { kind: "found"; deployment: Deployment }
+  | { kind: "none" }
+  | { kind: "createdUnlisted" };
+
+/** `deployment` as an {@link Observed}: `null` is none, `undefined` not looked at. */
+export function observedAs(deployment: Deployment | null | undefined): Observed | undefined {
+  if (deployment === undefined) return undefined;
+  return deployment === null ? { kind: "none" } : { kind: "found", deployment };
+}
+
+/** What the status write and the requeue follow from: a decision with what was executed. */
+export interface Decided {
+  outcome: SyncOutcome;
+  /** What the service showed; absent when it was not looked at. */
+  observed?: Observed | undefined;
+  /** Controller bookkeeping to write alongside. */
+  record?: StatusRecord;
+  /** Look again no later than this instant (ms since the epoch): a held change's window opens. */
+  wakeAt?: number;
+  /** `status.revisionHistory` after the revisions this reconcile created or redeployed. */
+  history?: RevisionHistoryEntry[];
+  /** The config of the revision it redeployed, for `status.activeRevision`. */
+  known?: { id: string; config: SourceRevisionConfig };
+}
+
+/** An event to record on the resource, as data. */
+export interface DecidedEvent {
+  type: "Normal" | "Warning";
+  reason: string;
+  note: string;
+}
+
+/** The write a decision asks `execute` to make. */
+export type Write =
+  /** Record the intent, then POST. */
+  | { kind: "create"; plan: CreatePlan }
+  /**
+   * PATCH `plan` (its revision part redeployed instead when `spec.revisionReuse` allows).
+   * `back`: a switch back to the service's latest revision (no event of its own); `adopted`: the
+   * deployment was found by name; `redeployMessage`: a redeploy is said in `Synced`'s message.
+   */
+  | {
+      kind: "send";
+      plan: PatchPlan;
+      deployment: Deployment;
+      back: boolean;
+      adopted: boolean;
+      redeployMessage: boolean;
+    };
+
+/** What a reconcile decided (see the module comment). */
+export interface Decision extends Decided {
+  record: StatusRecord;
+  /** Recorded before the write, whatever it comes to. */
+  events: DecidedEvent[];
+  /** Recorded once the write succeeded (or when there is none), after the write's own. */
+  after: DecidedEvent[];
+  /** A line for the reconcile's log. */
+  log?: { fields?: object; message: string };
+  write?: Write;
+  /**
+   * The spec cannot be decided on (rollout windows that cannot be read: an `InvalidSpecError`):
+   * reported as the reconcile's failure once {@link events} are recorded; no write.
+   */
+  failed?: { error: unknown };
+}
+
+/** What decide needs besides its four inputs: the operator's settings. */
+export interface DecideSettings {
+  /** How long a create's intent waits for the listing to show the deployment. */
+  createGraceMs: number;
+  /** The counter the rollout windows' search is timed on (`performance.now` unless given). */
+  counter?: Counter;
+}
+
+/**
+ * Decides what the apply arm does for `spec` (see the module comment). `now`: the reconcile's
+ * clock reading (ms since the epoch). Rollout windows in effect that cannot be read are
+ * `failed` (an `InvalidSpecError`).
+ */
+export function decide(
+  spec: DecideSpec,
+  observation: Observation,
+  status: NonNullable<StoredResource["status"]>,
+  now: number,
+  settings: DecideSettings,
+): Decision {
+  const { found, desired, versions } = observation;
+  // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
+  const fulfilled = found.listed && Boolean(status.createRequestedAt);
+  const record: StatusRecord = fulfilled
+    ? { ...observation.record, createRequestedAt: null }
+    : observation.record;
+  const lastApplied = lastAppliedFor(spec.spec, desired, status.appliedSecretsHash);
+  const planned = plan(desired, found.deployment ?? undefined, lastApplied);
+  const none = { events: [], after: [], record };
+
+  if (spec.spec.managementPolicy === "ObserveOnly") {
+    const drift = observedDrift(desired.name, found.deployment, planned);
+    return { ...none, outcome: { kind: "observed", drift }, observed: observedAs(found.deployment) };
+  }
+  if (planned.action === "blocked") {
+    // A deployment found by name that cannot become the spec's (another source) is someone
+    // else's: recording its id would make it ours, and deletionPolicy Delete would delete it.
+    const owned = found.adopted ? undefined : found.deployment;
+    const blocked = outcomeFromProblems(planned.problems) ?? { kind: "synced" as const };
+    return { ...none, outcome: blocked, observed: observedAs(owned) };
+  }
+  const events: DecidedEvent[] = [];
+  if (found.adopted && found.deployment) {
+    // Found by name while a create of ours was pending: it is that create (a restart or a lost
+    // answer hid it), not someone else's deployment.
+    const created = Boolean(status.createRequestedAt);
+    const note = created ? createdNote(found.deployment) : adoptedNote(found.deployment);
+    events.push({ type: "Normal", reason: created ? "Created" : "Adopted", note });
+  }
+  // Read before any write: windows that cannot be read stall the resource (InvalidSpec), once
+  // the events above are recorded.
+  let windows: ReturnType<typeof windowsInEffect>;
+  try {
+    windows = windowsInEffect(spec.spec.rolloutWindows, observation.inheritedWindows, now);
+  } catch (error) {
+    return { ...none, events, outcome: { kind: "synced" }, failed: { error } };
+  }
+  if (planned.action === "create") {
+    const requestedAt = status.createRequestedAt;
+    if (requestedAt && observation.at - Date.parse(requestedAt) < settings.createGraceMs) {
+      // A create was requested and the listing does not show it yet: it may lag behind.
+      const waiting = { kind: "synced", message: "waiting for the created deployment to be listed" } as const;
+      return {
+        events,
+        after: [],
+        // The id the create answered with stays known while the listing catches up.
+        outcome: waiting,
+        observed: { kind: "createdUnlisted" },
+        record,
+        log: {
+          fields: { requestedAt },
+          message: "create requested earlier; waiting for the service to list it",
+        },
+      };
+    }
+    // The intent stays recorded until a lookup lists the deployment (see above).
+    const applied: StatusRecord = {
+      ...record,
+      appliedSecretsHash: planned.secretsHash ?? null,
+      appliedSecretVersions: appliedVersions(planned.secretsHash, versions),
+    };
+    const write = { kind: "create", plan: planned } as const;
+    return { events, after: [], outcome: { kind: "synced" }, record: applied, write };
+  }
+
+  const deployment = found.deployment;
+  if (planned.action === "patch" && !deployment)
+    throw new Error("a patch was planned without a deployment to patch");
+  // A revision part that a switch of the active revision already made live (the service's
+  // config still names its newest revision) is nothing to roll out: no window holds it, and
+  // applyPatch sends only the rest, if any.
+  const switchedBack =
+    planned.action === "patch" && deployment
+      ? pendingSwitchBack({ deployment, decision: planned, spec: spec.spec, status })
+      : undefined;
+  // A PATCH whose revision part waits for a rollout window sends the rest now, and holds the
+  // revision part: `Synced=False` (OutsideRolloutWindow), Reconciling, and a look again when
+  // the window opens, where the held part goes out in one PATCH.
+  const gated =
+    planned.action !== "patch"
+      ? {}
+      : switchedBack
+        ? splitForRedeploy(planned.body)?.rest
+          ? { send: planned }
+          : {}
+        : gatePatch(planned, {
+            windows,
+            now,
+            rolloutNow: rolloutNow(spec),
+            handledRolloutNow: status.lastHandledRolloutNow,
+            ...(settings.counter ? { counter: settings.counter } : {}),
+          });
+  // The secrets held are not applied yet: their hash stays the last applied one, and the
+  // Secrets are read again when the window opens.
+  const secretsHeld =
+    gated.held !== undefined && planned.action === "patch" && planned.body.secrets !== undefined;
+  const applied: StatusRecord = {
+    ...record,
+    appliedSecretsHash: (secretsHeld ? undefined : planned.secretsHash) ?? status.appliedSecretsHash ?? null,
+    ...(observation.secretsUnread
+      ? {}
+      : { appliedSecretVersions: secretsHeld ? null : appliedVersions(planned.secretsHash, versions) }),
+  };
+  // Nothing to send, unless a revision redeployed earlier (by a switch of the active revision)
+  // is live where the spec now asks for the service's latest one again.
+  const back =
+    planned.action === "noop" && deployment ? switchBackPlan(status.revisionHistory, deployment) : undefined;
+  const sending = gated.send ?? back;
+  const problems = outcomeFromProblems(planned.problems);
+  const write: Write | undefined =
+    sending && deployment
+      ? {
+          kind: "send",
+          plan: sending,
+          deployment,
+          back: back !== undefined,
+          adopted: found.adopted,
+          redeployMessage: !gated.held && !problems,
+        }
+      : undefined;
+  const log = gated.viaRolloutNow
+    ? { log: { message: "rolling out outside the rollout windows: dms.dev/rollout-now" } }
+    : {};
+  const decided = {
+    events,
+    record: applied,
+    observed: observedAs(deployment),
+    ...log,
+    ...(write ? { write } : {}),
+  };
+  if (!gated.held) return { ...decided, after: [], outcome: problems ?? { kind: "synced" } };
+  const { message, wakeAt } = gated.held;
+  const synced = status.conditions?.find((c) => c.type === CONDITION.Synced);
+  const after: DecidedEvent[] =
+    synced?.reason !== REASON.OutsideRolloutWindow || synced.message !== message
+      ? [{ type: "Normal", reason: REASON.OutsideRolloutWindow, note: message }]
+      : [];
+  return { ...decided, after, outcome: problems ?? { kind: "held", message }, wakeAt };
+}
+
+/** What `execute` wrote, as `settle` needs it. */
+export type Executed =
+  /** The create: the deployment it answered, and the history of its first revision. */
+  | {
+      kind: "created";
+      deployment: Deployment;
+      history?: RevisionHistoryEntry[] | undefined;
+      /** The resource as the intent's write answered: the status goes on that version. */
+      written: StoredResource;
+    }
+  /** The PATCH (or the redeploy then the PATCH): what `applyPatch` answered. */
+  | { kind: "sent"; sent: ApplyPatchResult };
+
+/**
+ * `decision` with what was `executed` of its write (none when it had none): the conclusion's
+ * input, and the events to record now, the write's own first.
+ */
+export function settle(
+  spec: DecideSpec,
+  status: NonNullable<StoredResource["status"]>,
+  decision: Decision,
+  executed: Executed | undefined,
+): { decided: Decided; events: DecidedEvent[] } {
+  const { outcome, observed, record, wakeAt } = decision;
+  const decided: Decided = { outcome, observed, record, ...(wakeAt === undefined ? {} : { wakeAt }) };
+  const write = decision.write;
+  if (!executed || !write) return { decided, events: decision.after };
+  if (executed.kind === "created") {
+    const created = { type: "Normal", reason: "Created", note: createdNote(executed.deployment) } as const;
+    const history = executed.history ? { history: executed.history } : {};
+    return {
+      decided: { ...decided, observed: { kind: "found", deployment: executed.deployment }, ...history },
+      events: [created, ...decision.after],
+    };
+  }
+  if (write.kind !== "send") throw new Error("a create was answered as a PATCH");
+  const { sent } = executed;
+  const sending = write.plan;
+  const reuse = {
+    ...(sent.history ? { history: sent.history } : {}),
+    ...(sent.known ? { known: sent.known } : {}),
+  };
+  const events: DecidedEvent[] = [];
+  let message: string | undefined;
+  const { revision } = sent;
+  if (revision.kind === "redeployed") {
+    events.push({ type: "Normal", reason: "Redeployed", note: redeployedNote(revision, sending) });
+    message = `redeployed revision ${revision.revisionId} (no build): ${revision.reason}`;
+  } else if (
+    !write.back &&
+    (revision.kind !== "pending" || sending.changes.some((c) => c.group !== "source_revision_config"))
+  ) {
+    // A redeploy sent before and not live yet sends nothing for it again: no event for it.
+    const reason = updateReason({ ...spec, status }, sending, write.adopted);
+    events.push({ type: "Normal", reason, note: updateNote(sending) });
+  }
+  const said =
+    message !== undefined && write.redeployMessage ? { outcome: { kind: "synced", message } as const } : {};
+  return {
+    decided: { ...decided, observed: observedAs(sent.deployment), ...reuse, ...said },
+    events: [...events, ...decision.after],
+  };
+}
+
+/**
+ * The finalizer rule: whether deleting `obj` must delete its service deployment, and so it
+ * carries the finalizer (the reconciler keeps it exactly while this holds).
+ */
+export function cleansUpOnDelete(obj: DecideSpec): boolean {
+  return obj.spec.deletionPolicy === "Delete" && obj.spec.managementPolicy !== "ObserveOnly";
+}
+
+/** Whether the service's deployment has exactly the secret names of `spec` (false when none). */
+export function sameSecretNames(
+  spec: DecideSpec["spec"],
+  deployment: Deployment | null | undefined,
+): boolean {
+  if (!deployment) return false;
+  const wanted = [...new Set((spec.secrets ?? []).map((s) => s.name))].sort();
+  const shown = [...new Set(deployment.secrets.map((s) => s.name))].sort();
+  return wanted.length === shown.length && wanted.every((name, i) => name === shown[i]);
+}
+
+/**
+ * `status.appliedSecretVersions` after a plan that read the Secrets: their versions when the
+ * secrets are (or, once the write succeeds, will be) what the service has, else none.
+ */
+function appliedVersions(secretsHash: string | undefined, versions: string | undefined): string | null {
+  return secretsHash !== undefined && versions !== undefined ? versions : null;
+}

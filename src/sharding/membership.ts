@@ -1,0 +1,98 @@
+/**
+ * The ring's membership as one process sees it, from the replicas' Leases: read as client-go's
+ * leader election reads one Lease, by this process's clock only.
+ */
+import type { LeaseRecord } from "../runtime/leader.ts";
+import { isReplicaName, SHARDER_HOLDER_PREFIX } from "./labels.ts";
+
+/** A replica's Lease as the sharder reads it. */
+export interface RingLease {
+  name: string;
+  resourceVersion: string;
+  record: LeaseRecord;
+}
+
+const recordKey = (r: LeaseRecord) =>
+  `${r.holderIdentity}|${r.renewTime?.getTime() ?? ""}|${r.leaseDurationSeconds}|${r.leaseTransitions}`;
+
+/**
+ * Which replicas are live, from their Leases, by this process's clock: a Lease held by a replica
+ * (not released, not taken by a sharder) whose record changed less than its duration ago. A
+ * Lease first seen counts as changed then (client-go's rule: a newcomer never declares anyone
+ * dead before watching them for a whole duration).
+ *
+ * Every replica keeps one, fed by its Lease watch from the start ({@link seen} on each event), not
+ * only the leader: a replica that becomes the leader inherits what it watched, so a replica that
+ * stopped renewing is called gone a duration after its last renewal was SEEN by this process,
+ * however recently this process began to lead. Times are this process's only: clocks of other
+ * machines are never read, so skew between them is harmless.
+ */
+export class RingMembership {
+  /** When each Lease's record last changed, by this process's clock. */
+  readonly #observed = new Map<string, { key: string; at: number }>();
+
+  /** The Lease `lease` was seen (an event of the watch, or a reading) at `now`. */
+  seen(lease: RingLease, now: number): void {
+    const key = recordKey(lease.record);
+    const seen = this.#observed.get(lease.name);
+    if (!seen || seen.key !== key) this.#observed.set(lease.name, { key, at: now });
+  }
+
+  /** Notes which records changed since the last call (and forgets Leases gone); returns `leases`. */
+  observe(leases: readonly RingLease[], now: number): readonly RingLease[] {
+    const names = new Set<string>();
+    for (const lease of leases) {
+      names.add(lease.name);
+      this.seen(lease, now);
+    }
+    for (const name of this.#observed.keys()) if (!names.has(name)) this.#observed.delete(name);
+    return leases;
+  }
+
+  /** Not changed for its duration, by our clock (or released). */
+  expired(lease: RingLease, now: number): boolean {
+    if (lease.record.holderIdentity === "") return true;
+    return this.#expiresAt(lease, now) <= now;
+  }
+
+  #expiresAt(lease: RingLease, now: number): number {
+    const at = this.#observed.get(lease.name)?.at ?? now;
+    return at + lease.record.leaseDurationSeconds * 1000;
+  }
+
+  /**
+   * The earliest time after `now` at which one of `leases` (held, not yet expired) would expire
+   * if it is not renewed first; undefined when none would.
+   */
+  nextExpiry(leases: readonly RingLease[], now: number): number | undefined {
+    let next: number | undefined;
+    for (const lease of leases) {
+      if (lease.record.holderIdentity === "") continue;
+      const at = this.#expiresAt(lease, now);
+      if (at > now && (next === undefined || at < next)) next = at;
+    }
+    return next;
+  }
+
+  isLive(lease: RingLease, now: number): boolean {
+    const holder = lease.record.holderIdentity;
+    return (
+      isReplicaName(lease.name) &&
+      holder !== "" &&
+      !holder.startsWith(SHARDER_HOLDER_PREFIX) &&
+      !this.expired(lease, now)
+    );
+  }
+
+  /** The live members among `leases` (observed first), sorted. */
+  live(leases: readonly RingLease[], now: number): string[] {
+    return this.observe(leases, now)
+      .filter((l) => this.isLive(l, now))
+      .map((l) => l.name)
+      .sort();
+  }
+
+  forget(name: string): void {
+    this.#observed.delete(name);
+  }
+}

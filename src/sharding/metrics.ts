@@ -1,0 +1,87 @@
+/**
+ * Sharding's metrics: a replica's share, the ring it sees, its Lease and its drains; the leader's
+ * count per owner label; and, with the shard label policy required, whether it is in place.
+ */
+import { Counter, Gauge, type Registry } from "prom-client";
+
+/** What the gauges read when scraped. */
+export interface ShardGaugeSources {
+  /** The resources in this replica's cache (its share). */
+  owned(): number;
+  /** The live members of the ring, as this replica sees it. */
+  ringMembers(): number;
+  /** Whether this replica holds its shard Lease and may write to the service. */
+  mayWrite(): boolean;
+}
+
+/** The metrics a sharded replica updates (the others are read when scraped). */
+export interface ShardMetrics {
+  /** A drain this replica acknowledged. */
+  acknowledged(): void;
+  /** The sharder's last count of resources per owner label. */
+  owners(counts: ReadonlyMap<string, number>): void;
+  /** Whether the shard label policy was in place at the leader's last check (when required). */
+  policyEnforced(enforced: boolean): void;
+}
+
+/** Registers the metrics of the replica `replica` on `registry`. */
+export function shardMetrics(
+  registry: Registry,
+  replica: string,
+  read: ShardGaugeSources,
+  policyRequired: boolean,
+): ShardMetrics {
+  const registers = [registry];
+  const acknowledged = new Counter({
+    name: "dms_shard_drains_acknowledged_total",
+    help: "Drains this replica acknowledged (resources it let go for another replica)",
+    registers,
+  });
+  new Gauge({
+    name: "dms_shard_resources",
+    help: "Deployment resources this replica owns (its share of the ring)",
+    labelNames: ["replica"],
+    registers,
+    collect() {
+      this.set({ replica }, read.owned());
+    },
+  });
+  new Gauge({
+    name: "dms_shard_ring_members",
+    help: "Replicas whose Lease is live, as this replica sees the ring",
+    registers,
+    collect() {
+      this.set(read.ringMembers());
+    },
+  });
+  new Gauge({
+    name: "dms_shard_lease_held",
+    help: "1 while this replica holds its shard Lease and may write to the service",
+    labelNames: ["replica"],
+    registers,
+    collect() {
+      this.set({ replica }, read.mayWrite() ? 1 : 0);
+    },
+  });
+  const owners = new Gauge({
+    name: "dms_sharder_resources",
+    help: "Deployment resources per owner label, as the sharder (the leader) last counted them",
+    labelNames: ["owner"],
+    registers,
+  });
+  const policy = policyRequired
+    ? new Gauge({
+        name: "dms_shard_label_policy_enforced",
+        help: "1 while the shard label policy was in place at the leader's last check (every minute), 0 once it was found missing or not enforcing",
+        registers,
+      })
+    : undefined;
+  return {
+    acknowledged: () => acknowledged.inc(),
+    owners: (counts) => {
+      owners.reset();
+      for (const [owner, n] of counts) owners.set({ owner }, n);
+    },
+    policyEnforced: (enforced) => policy?.set(enforced ? 1 : 0),
+  };
+}

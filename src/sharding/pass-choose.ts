@@ -1,0 +1,72 @@
+/**
+ * A sharder's pass, phase two: the moves and drains the walk found, decided once each claim's
+ * holders are known (a second walk, only when there are any).
+ */
+import type { RingView, ShardLabels } from "./assignment.ts";
+import { DRAIN_ANY } from "./labels.ts";
+import {
+  type Drain,
+  effectiveOwner,
+  forgets,
+  type Move,
+  type PlannedWrite,
+  type ShardedResource,
+  type WriteBudget,
+} from "./pass.ts";
+
+/** What the choice decided. */
+export interface Choice<R extends ShardedResource> {
+  /** The drains first, then the moves, in the order found. */
+  writes: PlannedWrite<R>[];
+  /** Moves that wait for a rival (same claim) to be let go by another replica. */
+  deferred: number;
+  /** The uids whose remembered labels are to be forgotten (a deferred move's record holds them). */
+  forget: string[];
+}
+
+/**
+ * A drain names the next owner when the resource has no rival: the owner then hands it over in the
+ * write that lets it go (one write and no second pass per move). Rivals are let go without a name
+ * and move together, once none is held.
+ *
+ * A resource moves to `to` only while no rival of its claim is held by another replica that may
+ * still write (not one whose Lease the sharder holds): the rival must be let go first, or two
+ * replicas would each judge the claim with one of the rivals only.
+ */
+export function chooseMoves<R extends ShardedResource>(
+  found: { moves: readonly Move<R>[]; drains: readonly Drain<R>[] },
+  resources: Iterable<R>,
+  before: ReadonlyMap<string, ShardLabels>,
+  ring: RingView,
+  budget: WriteBudget,
+): Choice<R> {
+  const choice: Choice<R> = { writes: [], deferred: 0, forget: [] };
+  const { moves, drains } = found;
+  if (moves.length === 0 && drains.length === 0) return choice;
+  // Who holds each moving claim, and how many resources share each drained one.
+  const holders = new Map<string, Set<string>>(moves.map((m) => [m.resource.claim, new Set()]));
+  const sharing = new Map<string, number>(drains.map((d) => [d.resource.claim, 0]));
+  for (const resource of resources) {
+    if (resource.uid === "") continue;
+    const held = holders.get(resource.claim);
+    if (held !== undefined) {
+      const owner = effectiveOwner(resource, before.get(resource.uid));
+      if (owner !== undefined) held.add(owner);
+    }
+    const shared = sharing.get(resource.claim);
+    if (shared !== undefined) sharing.set(resource.claim, shared + 1);
+  }
+  for (const { resource, to } of drains) {
+    if (!budget.take(resource.uid)) continue;
+    const value = sharing.get(resource.claim) === 1 ? to : DRAIN_ANY;
+    choice.writes.push({ kind: "drain", resource, value });
+  }
+  for (const { resource, owner, to } of moves) {
+    const others = [...(holders.get(resource.claim) ?? [])];
+    if (others.some((other) => other !== to && ring.state(other) !== "held")) {
+      choice.deferred += 1;
+      if (forgets(resource, before.get(resource.uid))) choice.forget.push(resource.uid);
+    } else if (budget.take(resource.uid)) choice.writes.push({ kind: "assign", resource, to, from: owner });
+  }
+  return choice;
+}

@@ -1,0 +1,213 @@
+/**
+ * `run --sharded`: every replica holds a Lease of its own in the ring and reconciles only the
+ * Deployment resources labelled with its name (its cache is filled by a label-selected watch);
+ * the elected leader also runs the sharder, which writes those labels. See docs/guide/sharding.md.
+ * Kubernetes is reached through the ports given (the adapters are joined in `wiring/sharding.ts`).
+ */
+import type { Logger } from "pino";
+import type { Registry } from "prom-client";
+import type { Clock } from "../runtime/clock.ts";
+import type { Reconciler } from "../runtime/controller.ts";
+import { type ObjectRef, objectKey, parseObjectKey } from "../runtime/keys.ts";
+import type { Runnable } from "../runtime/manager.ts";
+import { ClusterUserCounts, type ClusterUsers } from "./cluster-users.ts";
+import { type LabelPolicyReading, requireLabelPolicy, watchLabelPolicy } from "./label-policy.ts";
+import { DRAIN_LABEL, handoverTo, isReplicaName, OWNER_LABEL } from "./labels.ts";
+import { leaseHolder } from "./lease-holder.ts";
+import { ShardMember, type ShardWriteGrant } from "./member.ts";
+import { RingMembership } from "./membership.ts";
+import { shardMetrics } from "./metrics.ts";
+import {
+  type RingLeases,
+  ringLease,
+  type ShardRecord,
+  type ShardStore,
+  sharderRunnable,
+  type WatchHandlers,
+} from "./sharder-loop.ts";
+
+/** A resource of this replica's own cache, as its member reads it. */
+export interface CachedResource {
+  readonly metadata: {
+    readonly namespace?: string | undefined;
+    readonly name: string;
+    readonly resourceVersion: string;
+    readonly labels?: Readonly<Record<string, string>> | undefined;
+  };
+}
+
+/** This replica's cache of its share of the resources. */
+export interface ReplicaCache {
+  get(ref: ObjectRef): CachedResource | undefined;
+  readonly size: number;
+  subscribe(handlers: WatchHandlers<CachedResource>): unknown;
+}
+
+/** How a label write ended: written, lost a race (the object changed), or the object is gone. */
+export type LabelWriteResult = "written" | "conflict" | "gone";
+
+/** Options of {@link shardedReplica}. */
+export interface ShardedReplicaOptions<R extends ShardRecord> {
+  /** This replica's name (its pod's): its Lease's name and its owner label value. */
+  name: string;
+  /** This process's identity (a Lease's holder). */
+  identity: string;
+  leases: RingLeases;
+  /** A new store of every resource in scope, for the sharder's leadership term. */
+  store(): ShardStore<R>;
+  /** The sharder's label write (see {@link SharderRunOptions.setLabels}). */
+  setLabels(resource: R, labels: Record<string, string | null>, signal: AbortSignal): Promise<boolean>;
+  /** Merge-patches the shard labels of `ref` if it is still at `resourceVersion`. */
+  patchLabels(
+    ref: ObjectRef,
+    resourceVersion: string,
+    labels: Record<string, string | null>,
+    signal: AbortSignal,
+  ): Promise<LabelWriteResult>;
+  leaderElection: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
+  /** The shard label policy, read before joining and by the leader; none when it is not required. */
+  labelPolicy?: LabelPolicyReading;
+  registry: Registry;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** A sharded replica's parts, joined to the rest of the operator by the wiring. */
+export interface ShardedReplica {
+  /** Added to the Deployment resources' label selector: this replica's share only. */
+  selector: string;
+  member: ShardMember;
+  /** This replica's share of each connection's request budget: 1 / the live members. */
+  qpsShare(): number;
+  /** Asked before each service write: a grant while the Lease is held, else a refusal. */
+  writeGate(): ShardWriteGrant | { refuse: string };
+  /** The replica's Lease, the policy's check (leader), the ring's Lease watch, and the sharder (leader). */
+  runnables: Runnable[];
+  /**
+   * Joins the member to this replica's cache once it exists; `claimants` counts the cached
+   * resources claiming what the resource `ref` claims (itself included).
+   */
+  attach(cache: ReplicaCache, claimants: (ref: ObjectRef) => number): void;
+  guard(reconcile: Reconciler): Reconciler;
+  /** Each connection's users, counted by the leader (see {@link ClusterUsers}). */
+  users: ClusterUsers;
+}
+
+/** Builds the parts; throws when `name` cannot name a replica. */
+export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R>): ShardedReplica {
+  const { name, leases, clock, logger } = o;
+  if (!isReplicaName(name))
+    throw new Error(
+      `--sharded: the replica name ${JSON.stringify(name)} (POD_NAME, else the host name) must be a DNS label of at most 63 lower-case characters: it names the replica's Lease and is written as the ${OWNER_LABEL} label`,
+    );
+  const le = o.leaderElection;
+  // Fed by the Lease watch on every replica from the start, so that a replica that becomes the
+  // leader knows since when each Lease has gone unrenewed (see RingMembership).
+  const membership = new RingMembership();
+  leases.subscribe({
+    onAdd: (l) => membership.seen(ringLease(l), clock.now()),
+    onUpdate: (_old, l) => membership.seen(ringLease(l), clock.now()),
+    onDelete: (l) => membership.forget(l.metadata.name),
+  });
+  const liveMembers = () => membership.live(leases.list().map(ringLease), clock.now()).length;
+  let cache: ReplicaCache | undefined;
+  let claimants: ((ref: ObjectRef) => number) | undefined;
+  const metrics = shardMetrics(
+    o.registry,
+    name,
+    { owned: () => cache?.size ?? 0, ringMembers: liveMembers, mayWrite: () => member.mayWrite() },
+    o.labelPolicy !== undefined,
+  );
+  const member: ShardMember = new ShardMember({
+    name,
+    leaseDurationMs: le.leaseDurationMs,
+    owned: (key) => {
+      const obj = cache?.get(parseObjectKey(key));
+      if (!obj || obj.metadata.labels?.[OWNER_LABEL] !== name) return undefined;
+      return { drain: obj.metadata.labels?.[DRAIN_LABEL] !== undefined };
+    },
+    acknowledge: async (key, signal) => {
+      const ref = parseObjectKey(key);
+      const obj = cache?.get(ref);
+      if (!obj || !claimants) return true;
+      const labels = {
+        // Other resources here claiming the same name: rivals move together, by the sharder.
+        [OWNER_LABEL]: handoverTo(obj.metadata.labels?.[DRAIN_LABEL], name, claimants(ref) - 1),
+        [DRAIN_LABEL]: null,
+      };
+      const outcome = await o.patchLabels(ref, obj.metadata.resourceVersion, labels, signal);
+      return outcome !== "conflict";
+    },
+    clock,
+    logger,
+    onAcknowledged: () => metrics.acknowledged(),
+  });
+  const users = new ClusterUserCounts();
+  const policy = o.labelPolicy;
+  return {
+    selector: `${OWNER_LABEL}=${name}`,
+    member,
+    qpsShare: () => 1 / Math.max(1, liveMembers()),
+    writeGate: () =>
+      member.mayWrite()
+        ? member.grant()
+        : {
+            refuse:
+              "this replica's shard Lease is not current (--sharded): the write was held back so that no two replicas write one deployment",
+          },
+    runnables: [
+      leaseHolder({
+        lease: leases.lease(name),
+        identity: o.identity,
+        ...le,
+        member,
+        ...(policy
+          ? { beforeJoining: (signal: AbortSignal) => requireLabelPolicy(policy, signal, clock, logger) }
+          : {}),
+        clock,
+        logger,
+      }),
+      // Read again by the leader every minute while the ring runs (nothing when unenforced).
+      ...(policy === undefined
+        ? []
+        : [
+            {
+              name: "shard-label-policy-check",
+              needLeaderElection: true,
+              start: async (signal: AbortSignal) => {
+                metrics.policyEnforced(true);
+                await watchLabelPolicy(policy, signal, clock, logger, metrics.policyEnforced);
+              },
+            },
+          ]),
+      {
+        name: "shard-lease-informer",
+        needLeaderElection: false,
+        start: async (s) => void (await leases.run(s)),
+      },
+      sharderRunnable({
+        store: o.store,
+        leases,
+        membership,
+        setLabels: o.setLabels,
+        users,
+        identity: o.identity,
+        self: name,
+        leaseDurationMs: le.leaseDurationMs,
+        renewDeadlineMs: le.renewDeadlineMs,
+        onPass: (_live, counts) => metrics.owners(counts),
+        clock,
+        logger,
+      }),
+    ],
+    attach(c, count) {
+      cache = c;
+      claimants = count;
+      const changed = (obj: CachedResource) =>
+        member.changed(objectKey({ namespace: obj.metadata.namespace ?? "", name: obj.metadata.name }));
+      c.subscribe({ onAdd: changed, onUpdate: (_old, obj) => changed(obj) });
+    },
+    guard: (reconcile) => member.guard(reconcile),
+    users,
+  };
+}

@@ -1,0 +1,266 @@
+/**
+ * The sharder as the leader runs it: a store of every Deployment resource in scope (kept while it
+ * leads), a pass after each change it decides on, at the latest every period or at the moment a
+ * Lease not renewed expires, and never two passes closer than a short gap.
+ */
+import type { Logger } from "pino";
+import { untilAborted } from "../runtime/abort.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { LeasePort } from "../runtime/leader.ts";
+import { LeaseConflictError, type LeaseRecord } from "../runtime/leader.ts";
+import type { Runnable } from "../runtime/manager.ts";
+import type { ClusterUserCounts } from "./cluster-users.ts";
+import type { RingLease, RingMembership } from "./membership.ts";
+import type { ShardedResource } from "./pass.ts";
+import { Sharder } from "./sharder.ts";
+
+/** How often the sharder looks again when nothing changed (Leases expire with time alone). */
+export const SHARDER_PERIOD_MS = 2_000;
+/** A pass for a Lease's expiry runs this long after it (the expiry is `<=`: one tick suffices). */
+const EXPIRY_SLACK_MS = 5;
+/** Shortest gap between two sharder passes, so a burst of events makes one pass. */
+export const SHARDER_MIN_GAP_MS = 200;
+
+/** The handlers of a watch: called after a record was added, replaced or removed. */
+export interface WatchHandlers<T> {
+  onAdd?(obj: T): void;
+  onUpdate?(old: T, obj: T): void;
+  onDelete?(obj: T): void;
+}
+
+/** A record of the sharder's store: what it places, and the connection it uses. */
+export interface ShardRecord extends ShardedResource {
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace?: string | undefined;
+    readonly resourceVersion: string;
+  };
+  /** The replica the drain label names, if it names one. */
+  readonly drainTo: string | undefined;
+  /** The key of the connection the resource uses. */
+  readonly connection: string;
+}
+
+/** The sharder's store of every Deployment resource in scope (a watch, made for one term). */
+export interface ShardStore<R extends ShardRecord> {
+  run(signal: AbortSignal): Promise<void>;
+  readonly synced: Promise<void>;
+  hasSynced(): boolean;
+  /** Every record, read in place. */
+  values(): Iterable<R>;
+  /** The records using the connection `key`. */
+  usersOf(key: string): readonly R[];
+  subscribe(handlers: WatchHandlers<R>): () => void;
+}
+
+/** The ring's Leases as the Kubernetes adapter gives them. */
+export interface RingLeaseObject {
+  readonly metadata: { readonly name: string; readonly resourceVersion: string };
+  readonly record: LeaseRecord;
+}
+
+/** One Lease of the ring, to write: a replica's own, or one the sharder takes. */
+export interface ShardLease extends LeasePort {
+  /** Deletes it if still at `resourceVersion`. */
+  delete(resourceVersion: string, signal: AbortSignal): Promise<boolean>;
+}
+
+/** The ring's Leases, watched by every replica. */
+export interface RingLeases<L extends RingLeaseObject = RingLeaseObject> {
+  list(): readonly L[];
+  subscribe(handlers: WatchHandlers<L>): () => void;
+  lease(name: string): ShardLease;
+  run(signal: AbortSignal): Promise<void>;
+  readonly synced: Promise<void>;
+}
+
+/** A Lease of the ring as the sharder reads it. */
+export function ringLease(lease: RingLeaseObject): RingLease {
+  return { name: lease.metadata.name, resourceVersion: lease.metadata.resourceVersion, record: lease.record };
+}
+
+/** Whether an update changed what the sharder decides on: the shard labels or the claim. */
+export function shardInputsChanged(old: ShardRecord, now: ShardRecord): boolean {
+  return (
+    old.claim !== now.claim ||
+    old.owner !== now.owner ||
+    old.drain !== now.drain ||
+    old.drainTo !== now.drainTo ||
+    old.uid !== now.uid
+  );
+}
+
+/**
+ * When the next pass starts: after the gap, and then at once if something changed since the last
+ * one began ({@link poke}), else at the period, the next expiry, or a change, whichever is first.
+ */
+export class PassSchedule {
+  readonly #clock: Clock;
+  /** A change seen since the last pass began: the next one starts without waiting for the period. */
+  #dirty = false;
+  #wake: () => void = () => {};
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
+
+  /** Something the sharder decides on changed. */
+  readonly poke = (): void => {
+    this.#dirty = true;
+    this.#wake();
+  };
+
+  /** Resolves when the next pass is due (or `signal` aborted); `nextExpiry` as {@link Sharder.nextExpiry}. */
+  async next(signal: AbortSignal, nextExpiry: (now: number) => number | undefined): Promise<void> {
+    await this.#wait(SHARDER_MIN_GAP_MS, signal, false);
+    if (!this.#dirty && !signal.aborted) {
+      const now = this.#clock.now();
+      const expiry = nextExpiry(now);
+      const wait =
+        expiry === undefined
+          ? SHARDER_PERIOD_MS
+          : Math.min(SHARDER_PERIOD_MS, expiry - now + EXPIRY_SLACK_MS);
+      await this.#wait(wait, signal, true);
+    }
+    this.#dirty = false;
+  }
+
+  /** Waits `ms`, or until `signal` aborts; a {@link poke} ends it too when `wakeable`. */
+  async #wait(ms: number, signal: AbortSignal, wakeable: boolean): Promise<void> {
+    let cancel = () => {};
+    const timer = new Promise<void>((resolve) => {
+      const stop = this.#clock.setTimer(ms, () => resolve());
+      cancel = () => {
+        stop();
+        resolve();
+      };
+    });
+    if (wakeable) this.#wake = cancel;
+    try {
+      await untilAborted(timer, signal);
+    } finally {
+      cancel();
+      this.#wake = () => {};
+    }
+  }
+}
+
+/** Options of {@link sharderRunnable}. */
+export interface SharderRunOptions<R extends ShardRecord> {
+  /** A new store of every resource in scope, for one leadership term. */
+  store(): ShardStore<R>;
+  leases: RingLeases;
+  /** This process's Lease watch's membership (see {@link RingMembership}). */
+  membership: RingMembership;
+  /**
+   * Sets the shard labels of `resource` if it is still at its resourceVersion: false when it lost
+   * the race or is gone; rejects with `ShardLabelsDenied` when admission denied it.
+   */
+  setLabels(resource: R, labels: Record<string, string | null>, signal: AbortSignal): Promise<boolean>;
+  /** The counts of each connection's users, read from the store while it runs. */
+  users: ClusterUserCounts;
+  identity: string;
+  /** The replica the sharder runs in. */
+  self: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  onPass(live: readonly string[], owned: ReadonlyMap<string, number>): void;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** The leader's runnable `sharder`: see the module comment. */
+export function sharderRunnable<R extends ShardRecord>(o: SharderRunOptions<R>): Runnable {
+  const { leases, users, clock, logger } = o;
+  return {
+    name: "sharder",
+    needLeaderElection: true,
+    start: async (signal) => {
+      const resources = o.store();
+      users.use(resources);
+      const watching = resources.run(signal);
+      const sharder = new Sharder<R>({
+        identity: o.identity,
+        self: o.self,
+        leaseDurationMs: o.leaseDurationMs,
+        holdMarginMs: Math.max(o.leaseDurationMs - o.renewDeadlineMs, 1_000),
+        membership: o.membership,
+        clock,
+        logger,
+        ports: {
+          leases: () => leases.list().map(ringLease),
+          resources: () => resources.values(),
+          subscribe: ({ updated, deleted }) => resources.subscribe({ onUpdate: updated, onDelete: deleted }),
+          setLabels: o.setLabels,
+          writeLease: async (name, rv, record, s) => {
+            const lease = leases.lease(name);
+            try {
+              const written =
+                rv === undefined ? await lease.create(record, s) : await lease.update(record, rv, s);
+              return written.resourceVersion;
+            } catch (err) {
+              if (err instanceof LeaseConflictError) return undefined;
+              throw err;
+            }
+          },
+          deleteLease: (name, rv, s) => leases.lease(name).delete(rv, s),
+        },
+        onPass: o.onPass,
+      });
+      const schedule = new PassSchedule(clock);
+      const { poke } = schedule;
+      const unsubscribe = [
+        // A pass for what it decides on: a resource added or gone, its shard labels or its claim
+        // changed; not a status write (most updates), which changes none of them.
+        resources.subscribe({
+          onAdd: (r) => {
+            poke();
+            users.changed(r.connection);
+          },
+          onUpdate: (old, r) => {
+            if (shardInputsChanged(old, r)) poke();
+            if (old.connection !== r.connection) {
+              users.changed(old.connection);
+              users.changed(r.connection);
+            }
+          },
+          onDelete: (r) => {
+            poke();
+            users.changed(r.connection);
+          },
+        }),
+        // A renewal changes nothing the sharder decides on; a new holder does (expiry is the period's).
+        leases.subscribe({
+          onAdd: poke,
+          onDelete: poke,
+          onUpdate: (old, lease) => {
+            if (old.record.holderIdentity !== lease.record.holderIdentity) poke();
+          },
+        }),
+      ];
+      try {
+        await untilAborted(Promise.all([resources.synced, leases.synced]), signal);
+        if (resources.hasSynced()) users.changed(undefined);
+        logger.info("sharder started");
+        while (!signal.aborted) {
+          try {
+            const report = await sharder.pass(signal);
+            // A write that lost a race to an update the sharder does not wake for: again soon. So
+            // with writes left for later, while writes go through (denied ones wait a period).
+            if (report.lost > 0 || (report.later > 0 && report.assigned + report.drained > 0)) poke();
+            if (report.assigned + report.drained + report.held.length + report.deleted.length > 0)
+              logger.info({ ...report, live: report.live.length }, "sharder pass");
+          } catch (err) {
+            if (!signal.aborted) logger.warn({ err }, "sharder pass failed; trying again");
+          }
+          await schedule.next(signal, (now) => sharder.nextExpiry(now));
+        }
+      } finally {
+        sharder.close();
+        users.release(resources);
+        for (const u of unsubscribe) u();
+        await watching;
+      }
+    },
+  };
+}

@@ -1,0 +1,130 @@
+/**
+ * What `reconcile-path` makes of a V8 coverage: the `src/` files with a function executed in the
+ * window (its own call count above zero; a module's top level, run at import, is not counted
+ * again), grouped by folder, each with its line count, those over {@link LONG_FILE_LINES} flagged;
+ * and the file the figures accumulate in, `docs/bench/reconcile-path.json` (one run per commit).
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, relative, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { ScriptCoverage } from "./inspector.ts";
+
+/** A file in the path longer than this is flagged: the count must not fall by merging files. */
+export const LONG_FILE_LINES = 400;
+
+/** The goal: the path one resource takes crosses at most this many files and folders. */
+export const GOAL = { files: 25, folders: 7 } as const;
+
+/**
+ * The files under `srcDir` (paths relative to it, `/`-separated, sorted) of which some function ran
+ * in the window: the first range of a function is the function itself, its count the calls.
+ */
+export function executedFiles(coverage: readonly ScriptCoverage[], srcDir: string): string[] {
+  const files = new Set<string>();
+  for (const script of coverage) {
+    if (!script.url.startsWith("file:")) continue;
+    const path = relative(srcDir, fileURLToPath(script.url));
+    if (path.startsWith("..") || path === "") continue;
+    if (script.functions.some((f) => (f.ranges[0]?.count ?? 0) > 0)) files.add(path.split(sep).join("/"));
+  }
+  return [...files].sort();
+}
+
+/** One file of the path. */
+export interface PathFile {
+  file: string;
+  lines: number;
+}
+
+/** One folder of the path (`.` for the top of `src/`) and its files. */
+export interface PathFolder {
+  folder: string;
+  files: PathFile[];
+}
+
+/** The figures of one run. */
+export interface PathFigures {
+  files: number;
+  /** Distinct directories (`reconcile` and `reconcile/plan` are two). */
+  folders: number;
+  /** Distinct folders directly under `src/` (`.` for files at its top). */
+  topFolders: number;
+  /** Files over LONG_FILE_LINES lines. */
+  longFiles: string[];
+  byFolder: PathFolder[];
+}
+
+/** Lines of a text as `wc -l` counts them, plus an unterminated last line. */
+export function lineCount(text: string): number {
+  if (text === "") return 0;
+  const newlines = text.split("\n").length - 1;
+  return text.endsWith("\n") ? newlines : newlines + 1;
+}
+
+/** Groups `files` by folder (sorted), each with the lines `linesOf` reads. */
+export function pathFigures(files: readonly string[], linesOf: (file: string) => number): PathFigures {
+  const folders = new Map<string, PathFile[]>();
+  for (const file of [...files].sort()) {
+    const folder = dirname(file);
+    const list = folders.get(folder) ?? [];
+    list.push({ file, lines: linesOf(file) });
+    folders.set(folder, list);
+  }
+  const byFolder = [...folders]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([folder, f]) => ({ folder, files: f }));
+  return {
+    files: files.length,
+    folders: byFolder.length,
+    topFolders: new Set(byFolder.map((f) => f.folder.split("/")[0])).size,
+    longFiles: byFolder.flatMap((f) => f.files.filter((x) => x.lines > LONG_FILE_LINES).map((x) => x.file)),
+    byFolder,
+  };
+}
+
+/** The listing printed after the table: folder by folder, each file's lines, the long ones flagged. */
+export function pathListing(figures: PathFigures): string[] {
+  const lines = [
+    `${figures.files} files in ${figures.folders} folders, ${figures.topFolders} of them at the top of src/ (goal ≤ ${GOAL.files} files in ≤ ${GOAL.folders} folders)`,
+  ];
+  for (const { folder, files } of figures.byFolder) {
+    lines.push(`src/${folder === "." ? "" : `${folder}/`} (${files.length})`);
+    for (const { file, lines: n } of files)
+      lines.push(
+        `  ${file.slice(folder === "." ? 0 : folder.length + 1).padEnd(40)} ${String(n).padStart(5)}${n > LONG_FILE_LINES ? `  over ${LONG_FILE_LINES} lines` : ""}`,
+      );
+  }
+  return lines;
+}
+
+/** One run as the JSON keeps it. */
+export interface PathRun extends PathFigures {
+  commit: string;
+  date: string;
+  node: string;
+  /** The simulator's answers in the window, by route and status. */
+  serviceCallsByRoute: Record<string, Record<string, number>>;
+  /** Writes of the resource's status seen in the window (the one answering the edit, and any after it). */
+  statusWrites: number;
+}
+
+/** The report file: the goal and the runs, one per commit (a run of the same commit replaces it). */
+export interface PathReport {
+  benchmark: "reconcile-path";
+  description: string;
+  goal: typeof GOAL & { longFileLines: number };
+  runs: PathRun[];
+}
+
+/** Adds `run` to the report at `path` (creating it), replacing a run of the same commit. */
+export function savePathRun(path: string, description: string, run: PathRun): PathReport {
+  const old = existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as PathReport) : undefined;
+  const report: PathReport = {
+    benchmark: "reconcile-path",
+    description,
+    goal: { ...GOAL, longFileLines: LONG_FILE_LINES },
+    runs: [...(old?.runs ?? []).filter((r) => r.commit !== run.commit), run],
+  };
+  writeFileSync(path, `${JSON.stringify(report, null, 2)}\n`);
+  return report;
+}

@@ -1,0 +1,201 @@
+/**
+ * The path one resource takes through the operator, as files: an adopted resource (the simulator
+ * already has its deployment; the resource takes it over), one edit of its image, and V8's
+ * function coverage of the operator from the edit's watch event to the status write that
+ * answers it. Counted: the `src/` files with a function executed in that window, by folder, with
+ * each file's lines (those over 400 flagged, so the count cannot fall by merging files).
+ *
+ * The operator runs from its sources (`node src/cli.ts run`, as `npm start` does) with its
+ * inspector on loopback, against a control plane of the benchmark's own and the simulator over
+ * loopback HTTP. Once the resource is Ready and the operator quiet, coverage starts and is taken
+ * once (which sets every count to zero: what ran before the window is not counted); then the
+ * edit is sent, the benchmark waits for the operator's status write for it (seen through its own
+ * watch), lets the reconcile finish (nothing more happens for 300 ms: what it schedules after its
+ * write belongs to the path) and takes coverage again. What runs beside the reconcile in that
+ * window (the watch's bookkeeping, timers) counts too: it is the cost of following one edit.
+ *
+ * Reported, never asserted; runs accumulate in `docs/bench/reconcile-path.json`, one per commit.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { DEPLOYMENTS, type DeploymentObject, decodeDeployment } from "../../src/kube/deployments.ts";
+import { collectionPath, Reflector } from "../../src/kube/reflector.ts";
+import { startSimulator } from "../../src/simulator/server.ts";
+import { startBenchPlane } from "../support/bench-plane.ts";
+import { type Benchmark, benchDeploymentBody, benchImageEdit, benchSeedDeployment } from "./harness.ts";
+import { Inspector } from "./inspector.ts";
+import { commitOf, LOGS, ReadyWatch, type Setup, startOperator, Tap } from "./operator-run.ts";
+import { executedFiles, lineCount, pathFigures, pathListing, savePathRun } from "./reconcile-path-report.ts";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+const SRC = join(ROOT, "src");
+const NAMESPACE = "reconcile-path";
+const RESOURCE = "adopted";
+/** Quiet before the window: no service call and no change of the resource for this long. */
+const QUIET_MS = 2_000;
+/** After the status write: the window closes once nothing more happened for this long. */
+const SETTLE_MS = 300;
+const DESCRIPTION =
+  "the src/ files (and folders) with a function executed from one edit's watch event to its status write, for an adopted resource (V8 coverage of the operator from its sources; own control plane, simulator)";
+
+/** See the module comment. */
+export const benchmark: Benchmark = {
+  name: "reconcile-path",
+  description: DESCRIPTION,
+  writesOwnReport: true,
+  async run() {
+    const commit = commitOf();
+    const { plane, client, work, stop } = await startBenchPlane("reconcile-path");
+    const tap = new Tap();
+    const sim = await startSimulator({
+      seed: { deployments: [benchSeedDeployment(RESOURCE)] },
+      timing: { readyAfterMs: 0, revisionActiveAfterMs: 0 },
+      onRequest: tap.hook,
+    });
+    const stopWatch = new AbortController();
+    const resources = new Reflector<DeploymentObject>({
+      client,
+      resource: DEPLOYMENTS,
+      namespace: NAMESPACE,
+      decode: decodeDeployment,
+    });
+    let changedAt = performance.now();
+    let onStatusWrite: ((o: DeploymentObject) => void) | undefined;
+    let statusWrites = 0;
+    resources.subscribe({
+      onAdd: () => {
+        changedAt = performance.now();
+      },
+      onUpdate: (old, o) => {
+        changedAt = performance.now();
+        if (JSON.stringify(old.status) === JSON.stringify(o.status)) return;
+        statusWrites++;
+        onStatusWrite?.(o);
+      },
+      onDelete: () => {},
+    });
+    const ready = new ReadyWatch(client, NAMESPACE);
+    let inspector: Inspector | undefined;
+    try {
+      await client.request({
+        method: "POST",
+        path: "/api/v1/namespaces",
+        body: { metadata: { name: NAMESPACE } },
+      });
+      await client.request({
+        method: "POST",
+        path: collectionPath(DEPLOYMENTS, NAMESPACE),
+        body: benchDeploymentBody(RESOURCE),
+      });
+      const watching = resources.run(stopWatch.signal);
+      await resources.synced;
+      await ready.start();
+      const setup: Setup = {
+        entry: join(SRC, "cli.ts"),
+        logs: join(LOGS, "reconcile-path"),
+        nodeOptions: undefined,
+        runtimeEnv: {},
+        // No resync pass in the window.
+        resync: "10m",
+        commit,
+        profile: work,
+      };
+      const operator = await startOperator(setup, plane.kubeconfigPath, NAMESPACE, sim.url, work);
+      try {
+        await operator.ready();
+        await ready.untilReady(1, operator.process, 120_000);
+        const adopted = resources.list()[0];
+        if (
+          adopted?.status === undefined ||
+          !JSON.stringify(adopted.status).includes(sim.store.list()[0]?.id ?? "-")
+        )
+          throw new Error(
+            `the resource did not adopt the seeded deployment: ${JSON.stringify(adopted?.status)}`,
+          );
+        const deadline = Date.now() + 60_000;
+        while (performance.now() - Math.max(changedAt, tap.lastRequestAt) < QUIET_MS) {
+          if (Date.now() > deadline) throw new Error("the operator was not quiet for 2 s within 60 s");
+          await sleep(100);
+        }
+        inspector = await Inspector.connect(operator.inspectPort);
+        await inspector.startPreciseCoverage();
+        await inspector.takePreciseCoverage();
+        sim.resetCounters();
+        statusWrites = 0;
+        const written = new Promise<DeploymentObject>((resolve) => {
+          onStatusWrite = resolve;
+        });
+        await client.request(benchImageEdit(NAMESPACE, RESOURCE, 2));
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          written,
+          new Promise((_, reject) => {
+            timer = setTimeout(
+              () => reject(new Error(`no status write within 60 s:\n${operator.process.logTail(15)}`)),
+              60_000,
+            );
+          }),
+        ]).finally(() => clearTimeout(timer));
+        // The reconcile's tail after its write (what it schedules next) belongs to the path: the
+        // window closes once nothing more happened for SETTLE_MS.
+        const settled = Date.now() + 30_000;
+        while (performance.now() - Math.max(changedAt, tap.lastRequestAt) < SETTLE_MS) {
+          if (Date.now() > settled)
+            throw new Error("the operator did not settle within 30 s of its status write");
+          await sleep(20);
+        }
+        const coverage = await inspector.takePreciseCoverage();
+        const serviceCallsByRoute = sim.counters();
+        await inspector.stopPreciseCoverage();
+        const figures = pathFigures(executedFiles(coverage, SRC), (file) =>
+          lineCount(readFileSync(join(SRC, file), "utf8")),
+        );
+        const out = join(ROOT, "docs", "bench", "reconcile-path.json");
+        savePathRun(out, DESCRIPTION, {
+          commit,
+          date: new Date().toISOString(),
+          node: process.version,
+          ...figures,
+          serviceCallsByRoute,
+          statusWrites,
+        });
+        process.stdout.write(`${pathListing(figures).join("\n")}\nwritten ${out}\n`);
+        return {
+          rows: [],
+          table: {
+            head: [
+              "commit",
+              "files",
+              "folders",
+              "files over 400 lines",
+              "status writes",
+              "service calls in the window",
+            ],
+            rows: [
+              [
+                commit,
+                figures.files,
+                figures.folders,
+                figures.longFiles.length,
+                statusWrites,
+                Object.entries(serviceCallsByRoute)
+                  .map(([route, byStatus]) => `${route} ${JSON.stringify(byStatus)}`)
+                  .join("; "),
+              ],
+            ],
+          },
+        };
+      } finally {
+        inspector?.close();
+        await operator.process.stop(30_000);
+        stopWatch.abort();
+        await watching;
+      }
+    } finally {
+      await ready.stop();
+      await sim.close();
+      await stop();
+    }
+  },
+};

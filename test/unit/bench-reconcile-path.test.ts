@@ -1,0 +1,114 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import type { ScriptCoverage } from "../bench/inspector.ts";
+import {
+  executedFiles,
+  lineCount,
+  type PathRun,
+  pathFigures,
+  pathListing,
+  savePathRun,
+} from "../bench/reconcile-path-report.ts";
+
+// `npm run bench -- reconcile-path` counts the src/ files with a function executed in a window of
+// V8 coverage; these are the rules it counts by, on coverage written by hand.
+
+const SRC = "/repo/src";
+const fn = (count: number, name = "f") => ({
+  functionName: name,
+  ranges: [
+    { startOffset: 0, endOffset: 10, count },
+    { startOffset: 2, endOffset: 4, count: 0 },
+  ],
+});
+const script = (path: string, ...functions: ReturnType<typeof fn>[]): ScriptCoverage => ({
+  url: pathToFileURL(path).href,
+  functions,
+});
+
+describe("the files of the reconcile path", () => {
+  it("counts a src/ file when one of its functions ran in the window, not its top level alone", () => {
+    const coverage = [
+      script(`${SRC}/reconcile/apply.ts`, fn(0, ""), fn(2, "apply")),
+      // Imported before the window: its top level ran then, nothing since.
+      script(`${SRC}/kube/config.ts`, fn(0, ""), fn(0, "load")),
+      script(`${SRC}/json.ts`, fn(1)),
+      script("/repo/node_modules/pino/lib/pino.js", fn(5)),
+      script("/repo/test/bench/harness.ts", fn(5)),
+      { url: "node:internal/timers", functions: [fn(9)] },
+      { url: "", functions: [fn(9)] },
+    ];
+    expect(executedFiles(coverage, SRC)).toEqual(["json.ts", "reconcile/apply.ts"]);
+  });
+
+  it("groups by folder, counts every directory and the top-level ones, flags files over 400 lines", () => {
+    const lines: Record<string, number> = {
+      "cli.ts": 20,
+      "reconcile/apply.ts": 338,
+      "reconcile/plan/plan.ts": 401,
+      "kube/client.ts": 400,
+      "reconcile/run.ts": 278,
+    };
+    const figures = pathFigures(Object.keys(lines), (file) => lines[file] ?? 0);
+    expect(figures.files).toBe(5);
+    expect(figures.folders).toBe(4);
+    expect(figures.topFolders).toBe(3);
+    expect(figures.longFiles).toEqual(["reconcile/plan/plan.ts"]);
+    expect(figures.byFolder.map((f) => [f.folder, f.files.map((x) => x.file)])).toEqual([
+      [".", ["cli.ts"]],
+      ["kube", ["kube/client.ts"]],
+      ["reconcile", ["reconcile/apply.ts", "reconcile/run.ts"]],
+      ["reconcile/plan", ["reconcile/plan/plan.ts"]],
+    ]);
+    const listing = pathListing(figures);
+    expect(listing[0]).toBe(
+      "5 files in 4 folders, 3 of them at the top of src/ (goal ≤ 25 files in ≤ 7 folders)",
+    );
+    expect(listing).toContain("src/reconcile/plan/ (1)");
+    expect(listing.find((l) => l.includes("plan.ts"))).toMatch(/^ {2}plan\.ts +401 {2}over 400 lines$/);
+    expect(listing.find((l) => l.includes("client.ts"))).not.toContain("over");
+  });
+
+  it("counts lines as wc -l does, an unterminated last line included", () => {
+    expect(lineCount("")).toBe(0);
+    expect(lineCount("a\nb\n")).toBe(2);
+    expect(lineCount("a\nb")).toBe(2);
+    expect(lineCount("\n")).toBe(1);
+  });
+});
+
+describe("the report file", () => {
+  let dir: string | undefined;
+  afterEach(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("keeps one run per commit, a new run of the same commit replacing the old", () => {
+    dir = mkdtempSync(join(tmpdir(), "dms-reconcile-path-"));
+    const out = join(dir, "reconcile-path.json");
+    const run = (commit: string, files: number): PathRun => ({
+      commit,
+      date: "2026-12-01T00:00:00.000Z",
+      node: "v24",
+      files,
+      folders: 1,
+      topFolders: 1,
+      longFiles: [],
+      byFolder: [],
+      serviceCallsByRoute: {},
+      statusWrites: 1,
+    });
+    savePathRun(out, "d", run("aaa", 71));
+    savePathRun(out, "d", run("bbb", 30));
+    const report = savePathRun(out, "d", run("aaa", 72));
+    expect(report.runs.map((r) => [r.commit, r.files])).toEqual([
+      ["bbb", 30],
+      ["aaa", 72],
+    ]);
+    expect(JSON.parse(readFileSync(out, "utf8"))).toEqual(report);
+    expect(report.goal).toEqual({ files: 25, folders: 7, longFileLines: 400 });
+  });
+});

@@ -1,0 +1,424 @@
+// The apply arm's decisions as a table, without fakes: each row is (spec, observation, status,
+// now) → decision, and `settle` joins a decision with what its write came to. What needs ports
+// (a 409 on a stale resourceVersion, the finalizer, the reads a reconcile makes) stays in
+// reconciler.test.ts.
+import { describe, expect, it } from "vitest";
+import type { Deployment } from "../../src/api/wire.ts";
+import { InvalidSpecError } from "../../src/crd/errors.ts";
+import { desiredFromSpec } from "../../src/crd/mapping.ts";
+import type { RolloutWindowSpec } from "../../src/crd/rollout-windows-schema.ts";
+import {
+  ANNOTATION_ROLLOUT_NOW,
+  type DeploymentResourceStatus,
+  type DeploymentSpec,
+} from "../../src/crd/schema.ts";
+import {
+  type DecideSpec,
+  type Decision,
+  decide,
+  type Executed,
+  type Observation,
+  settle,
+} from "../../src/reconcile/decide.ts";
+import { conclude } from "../../src/reconcile/next-action.ts";
+import type { StoredResource } from "../../src/reconcile/ports.ts";
+import { BODY, SPEC } from "../support/agent-fixture.ts";
+import { applyCreate } from "./plan-fixtures.ts";
+
+const NOW = Date.parse("2030-01-01T00:00:00Z");
+const GRACE_MS = 60_000;
+const SETTINGS = { createGraceMs: GRACE_MS, counter: () => 0 };
+const ALWAYS_DENY: RolloutWindowSpec = { kind: "deny", schedule: "0 0 * * *", duration: "24h" };
+/** The service's deployment of {@link SPEC}, as its create made it. */
+const DEPLOYED: Deployment = applyCreate(BODY, "plain");
+const IMAGE_2: Partial<DeploymentSpec> = { sourceRevisionConfig: { imageUri: "repo/agent:2" } };
+
+/** The resource `default/agent` with `spec` over {@link SPEC}. */
+function resource(spec: Partial<DeploymentSpec> = {}, annotations: Record<string, string> = {}): DecideSpec {
+  return {
+    metadata: { name: "agent", namespace: "default", resourceVersion: "1", generation: 1, annotations },
+    spec: { ...SPEC, ...spec },
+  };
+}
+
+/** What observe would see for `spec`: the deployment `deployment` (null: none). */
+function seen(
+  spec: DecideSpec,
+  deployment: Deployment | null,
+  found: Partial<Observation["found"]> = {},
+  more: Partial<Observation> = {},
+): Observation {
+  return {
+    desired: desiredFromSpec(spec.spec, spec.metadata.name, { secretData: {} }),
+    record: {},
+    found: { deployment, adopted: false, listed: deployment !== null, ...found },
+    versions: undefined,
+    secretsUnread: false,
+    at: NOW,
+    ...more,
+  };
+}
+
+interface Row {
+  name: string;
+  spec: DecideSpec;
+  observation: Observation;
+  status: DeploymentResourceStatus;
+  now?: number;
+  /** The decision, as far as it is stated (`toMatchObject`). */
+  decision: Partial<Record<keyof Decision, unknown>>;
+  /** The write, exactly: its kind, or none. */
+  write: "create" | "send" | undefined;
+}
+
+const OURS: DeploymentResourceStatus = { deploymentId: DEPLOYED.id, observedGeneration: 1 };
+const held = resource({ ...IMAGE_2, rolloutWindows: [ALWAYS_DENY] });
+const HELD_MESSAGE = decide(held, seen(held, DEPLOYED), OURS, NOW, SETTINGS).outcome;
+
+const ROWS: Row[] = [
+  {
+    name: "no deployment: create, its secrets' hash recorded as applied once it succeeds",
+    spec: resource(),
+    observation: seen(resource(), null),
+    status: {},
+    decision: { outcome: { kind: "synced" }, events: [], after: [], record: { appliedSecretsHash: null } },
+    write: "create",
+  },
+  {
+    name: "a create requested within the grace and not listed yet: wait, no second create",
+    spec: resource(),
+    observation: seen(resource(), null),
+    status: { createRequestedAt: "2029-12-31T23:59:30Z" },
+    decision: {
+      outcome: { kind: "synced", message: "waiting for the created deployment to be listed" },
+      observed: { kind: "createdUnlisted" },
+      log: { fields: { requestedAt: "2029-12-31T23:59:30Z" }, message: expect.stringContaining("waiting") },
+    },
+    write: undefined,
+  },
+  {
+    name: "a create requested past the grace and still not listed: create again",
+    spec: resource(),
+    observation: seen(resource(), null),
+    status: { createRequestedAt: "2029-12-31T23:58:00Z" },
+    decision: { outcome: { kind: "synced" } },
+    write: "create",
+  },
+  {
+    name: "found by name, in line: adopted, nothing to send",
+    spec: resource(),
+    observation: seen(resource(), DEPLOYED, { adopted: true }),
+    status: {},
+    decision: {
+      outcome: { kind: "synced" },
+      observed: { kind: "found", deployment: DEPLOYED },
+      events: [
+        { type: "Normal", reason: "Adopted", note: `adopted the service's deployment ${DEPLOYED.id}` },
+      ],
+    },
+    write: undefined,
+  },
+  {
+    name: "found by name while a create of ours was pending: it is that create, and the intent is fulfilled",
+    spec: resource(),
+    observation: seen(resource(), DEPLOYED, { adopted: true }),
+    status: { createRequestedAt: "2029-12-31T23:59:30Z" },
+    decision: {
+      events: [{ type: "Normal", reason: "Created", note: expect.stringContaining("created") }],
+      record: { createRequestedAt: null },
+    },
+    write: undefined,
+  },
+  {
+    name: "a create's answer, not yet listed: the intent stays",
+    spec: resource(),
+    observation: seen(resource(), DEPLOYED, { listed: false }),
+    status: { ...OURS, createRequestedAt: "2029-12-31T23:59:30Z" },
+    decision: { record: {}, outcome: { kind: "synced" } },
+    write: undefined,
+  },
+  {
+    name: "a new image: one PATCH making a revision",
+    spec: resource(IMAGE_2),
+    observation: seen(resource(IMAGE_2), DEPLOYED),
+    status: OURS,
+    decision: { outcome: { kind: "synced" }, events: [], after: [] },
+    write: "send",
+  },
+  {
+    name: "ObserveOnly with drift: reported, never written",
+    spec: resource({ ...IMAGE_2, managementPolicy: "ObserveOnly" }),
+    observation: seen(resource(IMAGE_2), DEPLOYED),
+    status: OURS,
+    decision: { outcome: { kind: "observed", drift: [expect.stringContaining("repo/agent:2")] } },
+    write: undefined,
+  },
+  {
+    name: "ObserveOnly without a deployment: reported, never created",
+    spec: resource({ managementPolicy: "ObserveOnly" }),
+    observation: seen(resource(), null),
+    status: {},
+    decision: {
+      outcome: {
+        kind: "observed",
+        drift: ['the service has no deployment named "agent" (ObserveOnly never creates one)'],
+      },
+      observed: { kind: "none" },
+    },
+    write: undefined,
+  },
+  {
+    name: "a deployment found by name with another source: blocked, and not recorded as ours",
+    spec: resource(),
+    observation: seen(resource(), { ...DEPLOYED, source: "github" }, { adopted: true }),
+    status: {},
+    decision: { outcome: { kind: "failed", reason: "Immutable", stalled: true }, observed: undefined },
+    write: undefined,
+  },
+  {
+    name: "a new image outside the rollout windows: held, looked at again when one opens, said once",
+    spec: held,
+    observation: seen(held, DEPLOYED),
+    status: OURS,
+    decision: {
+      outcome: { kind: "held", message: expect.stringContaining("outside the rollout windows") },
+      wakeAt: expect.any(Number),
+      after: [{ type: "Normal", reason: "OutsideRolloutWindow", note: expect.any(String) }],
+    },
+    write: undefined,
+  },
+  {
+    name: "the same held change again: no second OutsideRolloutWindow event",
+    spec: held,
+    observation: seen(held, DEPLOYED),
+    status: {
+      ...OURS,
+      conditions: [
+        {
+          type: "Synced",
+          status: "False",
+          reason: "OutsideRolloutWindow",
+          message: (HELD_MESSAGE as { message: string }).message,
+          lastTransitionTime: "2029-12-31T00:00:00Z",
+        },
+      ],
+    },
+    decision: { outcome: { kind: "held" }, after: [] },
+    write: undefined,
+  },
+  {
+    name: "dms.dev/rollout-now lets a held change go, and the log says so",
+    spec: resource({ ...IMAGE_2, rolloutWindows: [ALWAYS_DENY] }, { [ANNOTATION_ROLLOUT_NOW]: "now-1" }),
+    observation: seen(held, DEPLOYED),
+    status: OURS,
+    decision: {
+      outcome: { kind: "synced" },
+      log: { message: "rolling out outside the rollout windows: dms.dev/rollout-now" },
+    },
+    write: "send",
+  },
+  {
+    name: "a rotated secret held outside the rollout windows: its hash stays the last applied one, its versions cleared",
+    spec: resource({
+      secrets: [{ name: "API_KEY", value: "v2-secret-value" }],
+      rolloutWindows: [ALWAYS_DENY],
+    }),
+    observation: seen(
+      resource({ secrets: [{ name: "API_KEY", value: "v2-secret-value" }] }),
+      { ...DEPLOYED, secrets: [{ name: "API_KEY" }] },
+      {},
+      { versions: "v2" },
+    ),
+    status: { ...OURS, appliedSecretsHash: "old", appliedSecretVersions: "v1" },
+    decision: {
+      outcome: { kind: "held", message: expect.stringContaining("(secrets) is held") },
+      record: { appliedSecretsHash: "old", appliedSecretVersions: null },
+    },
+    write: undefined,
+  },
+  {
+    name: "Secrets left unread: their versions are not rewritten",
+    spec: resource(IMAGE_2),
+    observation: seen(resource(IMAGE_2), DEPLOYED, {}, { secretsUnread: true, versions: "v1" }),
+    status: { ...OURS, appliedSecretVersions: "v1", appliedSecretsHash: "h" },
+    decision: { record: { appliedSecretsHash: "h" } },
+    write: "send",
+  },
+];
+
+describe("decide", () => {
+  it.each(ROWS)("$name", (row) => {
+    const decision = decide(row.spec, row.observation, row.status, row.now ?? NOW, SETTINGS);
+    expect(decision).toMatchObject(row.decision);
+    expect(decision.write?.kind).toBe(row.write);
+  });
+
+  it("rollout windows that cannot be read stall the resource before any write, its events kept", () => {
+    const bad = resource({ rolloutWindows: [{ kind: "allow", schedule: "not a schedule", duration: "1h" }] });
+    const decision = decide(bad, seen(bad, DEPLOYED, { adopted: true }), {}, NOW, SETTINGS);
+    expect(decision.failed?.error).toBeInstanceOf(InvalidSpecError);
+    expect(decision.write).toBeUndefined();
+    expect(decision.events.map((e) => e.reason)).toEqual(["Adopted"]);
+  });
+
+  it("is a function of its inputs: the same rows give the same decisions", () => {
+    for (const row of ROWS)
+      expect(decide(row.spec, row.observation, row.status, NOW, SETTINGS)).toEqual(
+        decide(row.spec, row.observation, row.status, NOW, SETTINGS),
+      );
+  });
+});
+
+describe("settle", () => {
+  const spec = resource(IMAGE_2);
+  const sending = decide(spec, seen(spec, DEPLOYED), OURS, NOW, SETTINGS);
+  const patched = { ...DEPLOYED, latest_revision_id: "22222222-2222-4222-8222-222222222222" };
+
+  it("a decision without a write concludes as decided, with its events", () => {
+    const row = ROWS.find((r) => r.name.startsWith("a new image outside"));
+    if (!row) throw new Error("no such row");
+    const decision = decide(row.spec, row.observation, row.status, NOW, SETTINGS);
+    const { decided, events } = settle(row.spec, row.status, decision, undefined);
+    expect(decided.outcome.kind).toBe("held");
+    expect(events.map((e) => e.reason)).toEqual(["OutsideRolloutWindow"]);
+  });
+
+  it("a create: Created, the deployment it answered observed, its first revision in the history", () => {
+    const create = decide(resource(), seen(resource(), null), {}, NOW, SETTINGS);
+    const history = [{ id: DEPLOYED.latest_revision_id ?? "", configHash: "c" }];
+    const executed: Executed = {
+      kind: "created",
+      deployment: DEPLOYED,
+      history,
+      written: resource() as StoredResource,
+    };
+    const { decided, events } = settle(resource(), {}, create, executed);
+    expect(events).toEqual([
+      { type: "Normal", reason: "Created", note: expect.stringContaining(DEPLOYED.id) },
+    ]);
+    expect(decided).toMatchObject({ outcome: { kind: "synced" }, observed: { kind: "found" }, history });
+  });
+
+  it("a PATCH: Updated, the deployment it answered observed", () => {
+    const executed: Executed = {
+      kind: "sent",
+      sent: { deployment: patched, revision: { kind: "patched" }, history: undefined },
+    };
+    const { decided, events } = settle(spec, OURS, sending, executed);
+    expect(events.map((e) => `${e.type}/${e.reason}`)).toEqual(["Normal/Updated"]);
+    expect(decided.observed).toEqual({ kind: "found", deployment: patched });
+    expect(decided.outcome).toEqual({ kind: "synced" });
+  });
+
+  it("a PATCH of a generation already applied: DriftCorrected", () => {
+    const applied: DeploymentResourceStatus = {
+      ...OURS,
+      conditions: [
+        {
+          type: "Synced",
+          status: "True",
+          reason: "ReconcileSuccess",
+          message: "",
+          observedGeneration: 1,
+          lastTransitionTime: "2029-12-31T00:00:00Z",
+        },
+      ],
+    };
+    const executed: Executed = {
+      kind: "sent",
+      sent: { deployment: patched, revision: { kind: "patched" }, history: undefined },
+    };
+    const { events } = settle(spec, applied, sending, executed);
+    expect(events.map((e) => e.reason)).toEqual(["DriftCorrected"]);
+  });
+
+  it("a redeploy instead of a build: Redeployed, said in Synced's message, the history it made kept", () => {
+    const history = [
+      { id: "33333333-3333-4333-8333-333333333333", configHash: "c", redeployedAt: "2030-01-01T00:00:00Z" },
+    ];
+    const executed: Executed = {
+      kind: "sent",
+      sent: {
+        deployment: DEPLOYED,
+        revision: {
+          kind: "redeployed",
+          revisionId: "33333333-3333-4333-8333-333333333333",
+          reason: "the same config and secrets",
+          behaviour: "switch-active",
+          live: "33333333-3333-4333-8333-333333333333",
+        },
+        history,
+      },
+    };
+    const { decided, events } = settle(spec, OURS, sending, executed);
+    expect(events.map((e) => e.reason)).toEqual(["Redeployed"]);
+    expect(decided.outcome).toEqual({
+      kind: "synced",
+      message:
+        "redeployed revision 33333333-3333-4333-8333-333333333333 (no build): the same config and secrets",
+    });
+    expect(decided.history).toBe(history);
+  });
+
+  it("a redeploy sent before and still pending sends nothing for it again: no event", () => {
+    const executed: Executed = {
+      kind: "sent",
+      sent: { deployment: DEPLOYED, revision: { kind: "pending", revisionId: "r" }, history: undefined },
+    };
+    expect(settle(spec, OURS, sending, executed).events).toEqual([]);
+  });
+});
+
+/**
+ * The conditions a decision without a write concludes (no evidence: nothing rolling out), as
+ * `Type: Status/Reason`, and the status: decide, settle and conclude are pure together.
+ */
+function concluded(spec: DecideSpec, observation: Observation, status: DeploymentResourceStatus) {
+  const decision = decide(spec, observation, status, NOW, SETTINGS);
+  expect(decision.write).toBeUndefined();
+  const { decided } = settle(spec, status, decision, undefined);
+  const obj = { ...spec, status } as StoredResource;
+  const { status: next } = conclude({
+    obj,
+    decided,
+    evidence: {},
+    now: new Date(NOW),
+    secretValues: [],
+    pollMs: 5_000,
+  });
+  const conditions = Object.fromEntries(
+    (next.conditions ?? []).map((c) => [c.type, `${c.status}/${c.reason}`]),
+  );
+  return {
+    conditions,
+    status: next,
+    message: (type: string) => next.conditions?.find((c) => c.type === type)?.message,
+    events: decision.events,
+  };
+}
+
+describe("decide, then the conclusion (moved from the reconciler's table: no port needed)", () => {
+  it("ObserveOnly without a deployment on the service reports it and never creates one", () => {
+    const spec = resource({ managementPolicy: "ObserveOnly" });
+    expect(concluded(spec, seen(spec, null), {}).conditions).toEqual({
+      Ready: "False/NotFound",
+      Synced: "False/Drifted",
+    });
+  });
+
+  it("a deployment with the name but another source is blocked: stalled, and not recorded as ours", () => {
+    const spec = resource({ deletionPolicy: "Delete" });
+    const found = seen(spec, { ...DEPLOYED, source: "internal_docker" }, { adopted: true });
+    const { conditions, status, message, events } = concluded(spec, found, {});
+    expect(events).toEqual([]);
+    // Ready stays unknown: the deployment found is not this resource's to report on.
+    expect(conditions).toEqual({
+      Ready: "Unknown/Unknown",
+      Synced: "False/Immutable",
+      Stalled: "True/Immutable",
+    });
+    // Recording its id would make deletionPolicy Delete delete someone else's deployment.
+    expect(status.deploymentId).toBeUndefined();
+    expect(message("Stalled")).toContain("source");
+  });
+});

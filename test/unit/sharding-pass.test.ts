@@ -1,0 +1,443 @@
+// The phases of one sharder pass, each alone: the walk, the choice of moves and drains, the
+// writes, the holds; and the ring's choice noted on the records. The sharder's behaviour as a
+// whole is test/unit/sharding-sharder.test.ts.
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import type { MemberState, RingView, ShardLabels } from "../../src/sharding/assignment.ts";
+import { abandoned, type Hold, holdStep, memberState } from "../../src/sharding/holds.ts";
+import { DRAIN_ANY } from "../../src/sharding/labels.ts";
+import type { RingLease } from "../../src/sharding/membership.ts";
+import { type PlannedWrite, type ShardedResource, WriteBudget } from "../../src/sharding/pass.ts";
+import { chooseMoves } from "../../src/sharding/pass-choose.ts";
+import { walk } from "../../src/sharding/pass-walk.ts";
+import {
+  orderWrites,
+  runWrites,
+  ShardLabelsDenied,
+  type WriteResult,
+} from "../../src/sharding/pass-write.ts";
+import { ownerOf, SHARDER_REPLICA_SHARE } from "../../src/sharding/ring.ts";
+import { RingChoices } from "../../src/sharding/ring-choices.ts";
+
+const logger = pino({ level: "silent" });
+
+/** A resource `uid` with `labels`, claiming `claim` (its uid by default). */
+function res(uid: string, labels: Partial<ShardLabels> = {}, claim = uid): ShardedResource {
+  return {
+    uid,
+    metadata: { resourceVersion: "1" },
+    owner: labels.owner,
+    drain: labels.drain ?? false,
+    drainTo: labels.drainTo,
+    claim,
+  };
+}
+
+/** A ring of `states` (every member named), `live` being those live. */
+function ringOf(states: Record<string, MemberState>): RingView {
+  return {
+    live: Object.keys(states).filter((m) => states[m] === "live"),
+    state: (m) => states[m] ?? "down",
+  };
+}
+
+const uids = (writes: readonly PlannedWrite[]) =>
+  writes.map((w) =>
+    w.kind === "assign" ? `${w.resource.uid}→${w.to}` : `${w.resource.uid}:drain=${w.value}`,
+  );
+
+describe("the walk", () => {
+  it.each([
+    {
+      case: "an unassigned resource: a move to the ring's choice",
+      resources: [res("r")],
+      found: { moves: ["r→b"] },
+    },
+    {
+      case: "a resource its live choice owns: nothing",
+      resources: [res("r", { owner: "b" })],
+      found: { owners: { b: 1 } },
+    },
+    {
+      case: "a resource another live member owns: a drain",
+      resources: [res("r", { owner: "c" })],
+      found: { drains: ["r→b"], owners: { c: 1 } },
+    },
+    {
+      case: "a drain under way for the choice: waiting",
+      resources: [res("r", { owner: "c", drain: true, drainTo: "b" })],
+      found: { waiting: 1, owners: { c: 1 } },
+    },
+    {
+      case: "an owner that is down: its Lease to be taken",
+      resources: [res("r", { owner: "d" })],
+      found: { toHold: ["d"], owners: { d: 1 } },
+    },
+    {
+      case: "an owner someone removed: written back to that owner at once, remembered meanwhile",
+      resources: [res("r")],
+      before: { r: { owner: "c", drain: false } },
+      desired: "c",
+      found: { writes: ["r→c"], owners: { c: 1 } },
+    },
+    {
+      case: "labels remembered that the record now holds: forgotten",
+      resources: [res("r", { owner: "b" })],
+      before: { r: { owner: "b", drain: true } },
+      found: { forget: ["r"], owners: { b: 1 } },
+    },
+    {
+      case: "a record without a uid: not read",
+      resources: [res("")],
+      found: { seen: 0 },
+    },
+    {
+      case: "moves past the candidates a pass considers: later",
+      resources: [res("r1"), res("r2")],
+      candidates: 1,
+      found: { moves: ["r1→b"], later: 1 },
+    },
+    {
+      case: "no room left for a write: later",
+      resources: [res("r")],
+      before: { r: { owner: "c", drain: false } },
+      desired: "c",
+      room: 0,
+      found: { owners: { c: 1 }, roomLater: 1 },
+    },
+  ])("$case", ({ resources, before = {}, desired = "b", candidates, room = 1, found }) => {
+    const budget = new WriteBudget(new Set(), room);
+    const walked = walk({
+      resources,
+      before: new Map(Object.entries(before)),
+      ring: ringOf({ b: "live", c: "live", d: "down" }),
+      desired: () => desired,
+      budget,
+      ...(candidates !== undefined ? { candidates } : {}),
+    });
+    expect({
+      seen: walked.seen,
+      owners: Object.fromEntries(walked.owners),
+      toHold: [...walked.toHold],
+      writes: uids(walked.writes),
+      moves: walked.moves.map((m) => `${m.resource.uid}→${m.to}`),
+      drains: walked.drains.map((d) => `${d.resource.uid}→${d.to}`),
+      forget: walked.forget,
+      waiting: walked.waiting,
+      later: walked.later,
+      roomLater: budget.later,
+    }).toEqual({
+      seen: resources.filter((r) => r.uid !== "").length,
+      owners: {},
+      toHold: [],
+      writes: [],
+      moves: [],
+      drains: [],
+      forget: [],
+      waiting: 0,
+      later: 0,
+      roomLater: 0,
+      ...found,
+    });
+  });
+});
+
+describe("the choice of moves and drains", () => {
+  it.each([
+    {
+      case: "a drain without a rival names the next owner",
+      resources: [res("r", { owner: "c" })],
+      drains: [{ uid: "r", to: "b" }],
+      chosen: { writes: ["r:drain=b"] },
+    },
+    {
+      case: "a drain with a rival names none (rivals move together)",
+      resources: [res("r1", { owner: "c" }, "x"), res("r2", { owner: "c" }, "x")],
+      drains: [{ uid: "r1", to: "b" }],
+      chosen: { writes: [`r1:drain=${DRAIN_ANY}`] },
+    },
+    {
+      case: "a move whose rival another live replica holds: deferred",
+      resources: [res("r1", {}, "x"), res("r2", { owner: "c" }, "x")],
+      moves: [{ uid: "r1", to: "b" }],
+      chosen: { deferred: 1 },
+    },
+    {
+      case: "a move whose rival is on a held replica, or on its new owner: made",
+      resources: [res("r1", {}, "x"), res("r2", { owner: "h" }, "x"), res("r3", { owner: "b" }, "x")],
+      moves: [{ uid: "r1", to: "b" }],
+      chosen: { writes: ["r1→b"] },
+    },
+    {
+      case: "a deferred move's remembered labels the record holds: forgotten",
+      resources: [res("r1", { owner: "c" }, "x"), res("r2", { owner: "c" }, "x")],
+      before: { r1: { owner: "c", drain: true } },
+      moves: [{ uid: "r1", to: "b" }],
+      chosen: { deferred: 1, forget: ["r1"] },
+    },
+    {
+      case: "drains take room before moves",
+      resources: [res("r1", { owner: "c" }), res("r2")],
+      drains: [{ uid: "r1", to: "b" }],
+      moves: [{ uid: "r2", to: "b" }],
+      room: 1,
+      chosen: { writes: ["r1:drain=b"], roomLater: 1 },
+    },
+  ])("$case", ({ resources, before = {}, drains = [], moves = [], room = 10, chosen }) => {
+    const byUid = new Map(resources.map((r) => [r.uid, r]));
+    const of = (uid: string) => byUid.get(uid) ?? res(uid);
+    const budget = new WriteBudget(new Set(), room);
+    const choice = chooseMoves(
+      {
+        drains: drains.map((d) => ({ resource: of(d.uid), to: d.to })),
+        moves: moves.map((m) => ({ resource: of(m.uid), owner: of(m.uid).owner, to: m.to })),
+      },
+      resources,
+      new Map(Object.entries(before)),
+      ringOf({ b: "live", c: "live", h: "held" }),
+      budget,
+    );
+    expect({
+      writes: uids(choice.writes),
+      deferred: choice.deferred,
+      forget: choice.forget,
+      roomLater: budget.later,
+    }).toEqual({
+      writes: [],
+      deferred: 0,
+      forget: [],
+      roomLater: 0,
+      ...chosen,
+    });
+  });
+});
+
+describe("the room for writes", () => {
+  it("gives writes that failed last pass room of their own", () => {
+    const budget = new WriteBudget(new Set(["f1", "f2"]), 1);
+    expect(["a", "f1", "b", "f2"].map((uid) => budget.take(uid))).toEqual([true, true, false, false]);
+    expect(budget.later).toBe(2);
+  });
+});
+
+describe("the writes", () => {
+  const assign = (uid: string): PlannedWrite => ({
+    kind: "assign",
+    resource: res(uid),
+    to: "b",
+    from: undefined,
+  });
+  const drain = (uid: string): PlannedWrite => ({ kind: "drain", resource: res(uid), value: "b" });
+
+  it.each([
+    { case: "in the order decided", writes: ["a", "b"], failed: [], max: 5, order: ["a", "b"], later: 0 },
+    {
+      case: "those that failed last pass last",
+      writes: ["f", "a", "b"],
+      failed: ["f"],
+      max: 5,
+      order: ["a", "b", "f"],
+      later: 0,
+    },
+    {
+      case: "at most the maximum",
+      writes: ["a", "b", "f"],
+      failed: ["a"],
+      max: 2,
+      order: ["b", "f"],
+      later: 1,
+    },
+  ])("go out $case", ({ writes, failed, max, order, later }) => {
+    const ordered = orderWrites(writes.map(assign), new Set(failed), max);
+    expect({ order: ordered.ordered.map((w) => w.resource.uid), later: ordered.later }).toEqual({
+      order,
+      later,
+    });
+  });
+
+  it.each([
+    { case: "written", results: ["written", "written"], outcome: { assigned: 1, drained: 1 } },
+    { case: "lost a race", results: ["lost", "written"], outcome: { lost: 1, drained: 1 } },
+    { case: "skipped", results: ["skipped", "skipped"], outcome: {} },
+    {
+      case: "denied (reported once)",
+      results: ["denied", "denied"],
+      outcome: { denied: 2, failed: ["a", "d"] },
+      errors: 1,
+    },
+    { case: "failed otherwise", results: ["throws", "written"], outcome: { drained: 1, failed: ["a"] } },
+  ])("are counted when $case", async ({ results, outcome, errors = 0 }) => {
+    const lines: string[] = [];
+    const log = pino({ level: "error" }, { write: (line: string) => void lines.push(line) });
+    const byUid = new Map([
+      ["a", results[0]],
+      ["d", results[1]],
+    ]);
+    const written = await runWrites([assign("a"), drain("d")], {
+      write: async ({ resource }) => {
+        const result = byUid.get(resource.uid);
+        if (result === "denied") throw new ShardLabelsDenied("denied by policy", true);
+        if (result === "throws") throw new Error("connection reset");
+        return result as WriteResult;
+      },
+      concurrency: 2,
+      signal: new AbortController().signal,
+      logger: log,
+    });
+    expect({ ...written, failed: [...written.failed] }).toEqual({
+      assigned: 0,
+      drained: 0,
+      lost: 0,
+      denied: 0,
+      failed: [],
+      ...outcome,
+    });
+    expect(lines.length).toBe(errors);
+  });
+
+  it("writes nothing once the pass is stopped", async () => {
+    const stopped = new AbortController();
+    stopped.abort();
+    const tried: string[] = [];
+    const written = await runWrites([assign("a")], {
+      write: async ({ resource }) => {
+        tried.push(resource.uid);
+        return "written";
+      },
+      concurrency: 1,
+      signal: stopped.signal,
+      logger,
+    });
+    expect({ tried, assigned: written.assigned }).toEqual({ tried: [], assigned: 0 });
+  });
+});
+
+describe("the holds", () => {
+  const timing = { leaseDurationMs: 10_000, holdMarginMs: 3_000 };
+  const lease = (name: string, resourceVersion: string, holderIdentity = `${name}_id`): RingLease => ({
+    name,
+    resourceVersion,
+    record: {
+      holderIdentity,
+      leaseDurationSeconds: 10,
+      acquireTime: new Date(0),
+      renewTime: new Date(0),
+      leaseTransitions: 0,
+    },
+  });
+  const hold: Hold = { since: 1_000, basedOn: "5", rv: "6" };
+
+  it.each([
+    {
+      case: "someone else wrote the Lease since",
+      lease: lease("a", "7"),
+      owned: 0,
+      now: 2_000,
+      step: "forget",
+    },
+    {
+      case: "the Lease is gone and was not created by the hold",
+      lease: undefined,
+      owned: 0,
+      now: 2_000,
+      step: "forget",
+    },
+    {
+      case: "no resource names the replica, the hold lasting",
+      lease: lease("a", "6"),
+      owned: 0,
+      now: 2_000,
+      step: "delete",
+    },
+    {
+      case: "the watch still shows the version the hold was based on",
+      lease: lease("a", "5"),
+      owned: 0,
+      now: 2_000,
+      step: "delete",
+    },
+    {
+      case: "no resource names it, but the hold ends within the margin",
+      lease: lease("a", "6"),
+      owned: 0,
+      now: 8_000,
+      step: "renew",
+    },
+    {
+      case: "resources name it, half the margin gone by",
+      lease: lease("a", "6"),
+      owned: 3,
+      now: 2_501,
+      step: "renew",
+    },
+    { case: "resources name it, freshly held", lease: lease("a", "6"), owned: 3, now: 2_500, step: "keep" },
+  ])("a hold is let go, deleted, renewed or kept: $case", ({ lease, owned, now, step }) => {
+    expect(holdStep(hold, lease, owned, now, timing)).toBe(step);
+  });
+
+  const isLive = (l: RingLease) => l.record.holderIdentity !== "";
+  it.each([
+    {
+      case: "a name no replica can bear",
+      member: "Not_A_Name",
+      lease: undefined,
+      hold: undefined,
+      state: "held",
+    },
+    { case: "no Lease", member: "a", lease: undefined, hold: undefined, state: "down" },
+    { case: "a live Lease", member: "a", lease: lease("a", "1"), hold: undefined, state: "live" },
+    { case: "a released Lease", member: "a", lease: lease("a", "1", ""), hold: undefined, state: "down" },
+    { case: "held, the hold lasting", member: "a", lease: lease("a", "6"), hold, state: "held" },
+    {
+      case: "held, within the margin of its end",
+      member: "a",
+      lease: lease("a", "6"),
+      hold,
+      now: 8_000,
+      state: "down",
+    },
+    { case: "a hold someone else overwrote", member: "a", lease: lease("a", "7"), hold, state: "live" },
+  ])("a member's state: $case", ({ member, lease, hold, now = 2_000, state }) => {
+    expect(memberState(member, lease, hold, { isLive }, now, timing)).toBe(state);
+  });
+
+  it("takes the Leases no resource names that nobody renews, once each", () => {
+    const leases = [
+      lease("gone", "1"),
+      lease("named", "1"),
+      lease("live", "1"),
+      lease("held", "1"),
+      lease("fresh", "1"),
+    ];
+    const expired = (l: RingLease) => l.name !== "fresh";
+    const names = abandoned(leases, new Map([["named", 2]]), ["live"], (n) => n === "held", { expired }, 0);
+    expect(names).toEqual(["gone"]);
+  });
+});
+
+describe("the ring's choice noted on the records", () => {
+  it("hashes a claim once per membership, and never reads another's note as its own", () => {
+    const choices = new RingChoices();
+    const r = res("r", {}, "claim-1");
+    choices.use(["a", "b", "c"], undefined);
+    const first = choices.desired(r);
+    expect(first).toBe(ownerOf("claim-1", ["a", "b", "c"]));
+    const note = r.ringChoice;
+    expect(choices.desired(r)).toBe(first);
+    expect(r.ringChoice).toBe(note);
+    // The same members again: the note holds.
+    choices.use(["a", "b", "c"], undefined);
+    expect(r.ringChoice === note && choices.desired(r) === first).toBe(true);
+    // Its own replica's share: a membership of its own.
+    const shared = (m: string) => (m === "a" ? SHARDER_REPLICA_SHARE : 1);
+    choices.use(["a", "b", "c"], "a");
+    expect(choices.desired(r)).toBe(ownerOf("claim-1", ["a", "b", "c"], shared));
+    expect(r.ringChoice).not.toBe(note);
+    // Another sharder on the same records, with other members: its own choice, not the note.
+    const other = new RingChoices();
+    other.use(["d"], undefined);
+    expect(other.desired(r)).toBe("d");
+    choices.use(["a", "b", "c"], "a");
+    expect(choices.desired(r)).toBe(ownerOf("claim-1", ["a", "b", "c"], shared));
+  });
+});
