@@ -61,7 +61,7 @@ describe("parseManifests", () => {
       reason: "a typo in a field name is an unknown field, as kubectl's strict validation says",
       text: `${ok}  sourceConfig:\n    repoURL: https://x\n`,
       expected: [
-        "8:5 spec.sourceConfig.repoURL: unknown field (did you mean `repoUrl`? known here: integrationId, repoUrl, buildOnPush, customUrl, listenerId, listenerConfig, installCommand, buildCommand, resourceSpec)",
+        "8:5 spec.sourceConfig.repoURL: unknown field (did you mean `repoUrl`? known here: integrationId, repoUrl, buildOnPush, customUrl, listenerId, listenerConfig, installCommand, buildCommand, resourceSpec, deploymentType)",
       ],
     },
     {
