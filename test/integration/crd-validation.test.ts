@@ -201,6 +201,11 @@ describe("Deployment CRD: bounds", () => {
 });
 
 describe("Deployment CRD: immutability", () => {
+  // A github source names its repository: the API server refuses one without.
+  const repo = {
+    repoUrl: "https://github.com/acme/agent",
+    integrationId: "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e",
+  };
   const update = async (name: string, before: Spec, after: Spec) => {
     await created(resource(name, before));
     return submit("replace", resource(name, after));
@@ -241,8 +246,8 @@ describe("Deployment CRD: immutability", () => {
   it("refuses a change of spec.sourceConfig.deploymentType, naming the field and saying a new type means a new deployment", async () => {
     const result = await update(
       uniqueName(),
-      { source: "github", sourceConfig: { deploymentType: "dev" } },
-      { source: "github", sourceConfig: { deploymentType: "prod" } },
+      { source: "github", sourceConfig: { ...repo, deploymentType: "dev" } },
+      { source: "github", sourceConfig: { ...repo, deploymentType: "prod" } },
     );
     expect(result.stderr).toMatch(
       /spec\.sourceConfig\.deploymentType: Forbidden: spec\.sourceConfig\.deploymentType cannot change: .* a new type means a new deployment/,
@@ -253,13 +258,13 @@ describe("Deployment CRD: immutability", () => {
     for (const deploymentType of ["dev_free", "dev", "prod", "dev_zero", "dev_free_zero"]) {
       const result = await submit(
         "create",
-        resource(uniqueName(), { source: "github", sourceConfig: { deploymentType } }),
+        resource(uniqueName(), { source: "github", sourceConfig: { ...repo, deploymentType } }),
       );
       expect(result.stderr, deploymentType).toBe("");
     }
     const typo = await submit(
       "create",
-      resource(uniqueName(), { source: "github", sourceConfig: { deploymentType: "prd" } }),
+      resource(uniqueName(), { source: "github", sourceConfig: { ...repo, deploymentType: "prd" } }),
     );
     expect(typo.stderr).toMatch(/spec\.sourceConfig\.deploymentType: Unsupported value: "prd"/);
     // Setting one later is compared with the service's type by the operator, not refused here;
@@ -267,11 +272,11 @@ describe("Deployment CRD: immutability", () => {
     const name = uniqueName();
     const set = await update(
       name,
-      { source: "github" },
-      { source: "github", sourceConfig: { deploymentType: "dev" } },
+      { source: "github", sourceConfig: repo },
+      { source: "github", sourceConfig: { ...repo, deploymentType: "dev" } },
     );
     expect(set.stderr).toBe("");
-    const unset = await submit("replace", resource(name, { source: "github" }));
+    const unset = await submit("replace", resource(name, { source: "github", sourceConfig: repo }));
     expect(unset.stderr).toBe("");
   });
 
