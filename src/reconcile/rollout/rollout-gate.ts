@@ -44,7 +44,10 @@ export interface InheritedWindows {
 /** The windows that rule a resource (checked), and how messages name where they come from. */
 export interface WindowsInEffect {
   windows: readonly RolloutWindowSpec[];
-  /** `spec.rolloutWindows`, or `spec.rolloutWindows of ServiceConnection team-a/prod`. */
+  /**
+   * `spec.rolloutWindows`, or `spec.rolloutWindows of ServiceConnection team-a/prod`; with
+   * {@link binding}, the binding windows' source, after the resource's own when it has some.
+   */
   source: string;
   /**
    * A connection's binding windows, which rule besides {@link windows} (a change goes out when
@@ -56,7 +59,7 @@ export interface WindowsInEffect {
 /** A connection's windows under `spec.rolloutWindowsPolicy: Binding` (see {@link WindowsInEffect}). */
 export interface BindingWindows {
   windows: readonly RolloutWindowSpec[];
-  /** `spec.rolloutWindows of ClusterServiceConnection freeze`. */
+  /** `spec.rolloutWindows of ClusterServiceConnection freeze, binding: spec.rolloutWindowsPolicy Binding`. */
   source: string;
   /** The connection, as messages name it. */
   from: string;
@@ -82,8 +85,11 @@ export function windowsInEffect(
     const { liftedBy } = inherited.binding;
     checkInherited(inherited, now, ", whose windows are binding (this resource's own cannot replace them)");
     checkWindows(own ?? [], "spec.rolloutWindows", now);
-    const binding = { windows: inherited.windows, source: `spec.rolloutWindows of ${from}`, from, liftedBy };
-    return { windows: own ?? [], source: "spec.rolloutWindows", binding };
+    const source = `spec.rolloutWindows of ${from}, binding: spec.rolloutWindowsPolicy Binding`;
+    const binding = { windows: inherited.windows, source, from, liftedBy };
+    // Named as a held change's message names the windows that hold it: both lists, or the binding.
+    const both = own !== undefined && own.length > 0 ? `spec.rolloutWindows, and ${source}` : source;
+    return { windows: own ?? [], source: both, binding };
   }
   if (own !== undefined) {
     checkWindows(own, "spec.rolloutWindows", now);
@@ -213,10 +219,7 @@ export function gateRollout(input: GateInput): RolloutGate {
 
 /** Which windows hold a change, as a message names them (`own`: the resource's own took part). */
 function heldBy(windows: WindowsInEffect, own: boolean): string {
-  const { binding } = windows;
-  if (!binding) return windows.source;
-  const bindingSource = `${binding.source}, binding: spec.rolloutWindowsPolicy Binding`;
-  return own ? `${windows.source}, and ${bindingSource}` : bindingSource;
+  return windows.binding && !own ? windows.binding.source : windows.source;
 }
 
 /**
