@@ -210,6 +210,11 @@ describe("the search's time budget", () => {
     });
     expect(reads).toBeGreaterThanOrEqual(80);
     expect(reads).toBeLessThan(160);
+    // Without windows of its own, the connection's alone hold it: one search.
+    reads = 0;
+    const alone = { ...input, windows: windowsInEffect([], binding, NOW) };
+    expect(gateRollout(alone)).toMatchObject({ kind: "held" });
+    expect(reads).toBeLessThan(80);
   });
 
   it("holds the change when the search runs out of time, keeps no answer, and looks again with a backoff", () => {

@@ -201,7 +201,7 @@ export function gateRollout(input: GateInput): RolloutGate {
   if (opening.kind === "now") return { kind: "open", viaRolloutNow: asked };
   const fields = [...new Set(input.held.map((c) => c.field))].join(", ");
   const what = `the change that makes a new revision (${fields}) is held: outside the rollout windows (${heldBy(input.windows, own.length > 0)})`;
-  const release = releaseOf(input, asked);
+  const release = releaseOf(input, asked, own.length > 0);
   if (opening.kind === "none" && opening.exhausted === "time") {
     const retryMs = opening.retryMs ?? SLOW_SEARCH_RETRY_MS;
     const when = `finding when they next allow a rollout took more than ${OPENING_BUDGET_MS} ms, the most the operator spends on it at once (nothing opens before ${formatTime(new Date(opening.searchedUntil))}); it looks again in ${retryMs / 1000}s (fewer windows, or schedules that start less often, make the search shorter)`;
@@ -224,14 +224,15 @@ function heldBy(windows: WindowsInEffect, own: boolean): string {
 
 /**
  * How a held change may be let out now: `dms.dev/rollout-now`, unless the connection's binding
- * windows hold it too; then who may lift those, and how.
+ * windows hold it too; then who may lift those, and how. `own`: the resource's own windows took
+ * part in the search (else the binding ones alone held it).
  */
-function releaseOf(input: GateInput, asked: boolean): string {
+function releaseOf(input: GateInput, asked: boolean, own: boolean): string {
   const viaAnnotation = `set the annotation ${ANNOTATION_ROLLOUT_NOW} to a new value to roll it out now`;
   const { binding } = input.windows;
   if (!binding) return viaAnnotation;
   // Held by the resource's own windows only: the annotation lifts them.
-  if (!asked && searchOpening([binding.windows], input.now, input.counter).kind === "now")
+  if (!asked && own && searchOpening([binding.windows], input.now, input.counter).kind === "now")
     return `${viaAnnotation} (the binding windows of ${binding.from} allow it now)`;
   const lift = `the windows of ${binding.from} are binding: only an edit of ${binding.from} lifts them (its spec.rolloutWindows, or spec.rolloutWindowsPolicy: Advisory), which ${binding.liftedBy} may make`;
   return asked
