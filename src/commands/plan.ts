@@ -14,6 +14,7 @@ import { stringify } from "yaml";
 import { readSettings } from "../config.ts";
 import { ConnectionReadError } from "../connection/read.ts";
 import { deploymentsPort } from "../connection/service-port.ts";
+import { connectionWindows } from "../connection/settings.ts";
 import { readManifestFiles, STDIN_NAME, STDIN_PATH } from "../gitops/files.ts";
 import type { ClusterReader, LiveResource, ServiceChoice, ServiceFor } from "../gitops/live.ts";
 import { reviewAll } from "../gitops/live.ts";
@@ -135,9 +136,8 @@ function connectionServices(
       };
     try {
       const service = deploymentsPort(await clients.client(id, signal));
-      const windows = (await clients.read(id, signal)).spec.rolloutWindows;
-      // The connection's windows are the default of its resources, as the operator reads them.
-      const rolloutWindows = windows ? { windows, from: describeConnection(id) } : undefined;
+      // The connection's windows, a default or binding, as the operator reads them.
+      const rolloutWindows = connectionWindows(id, (await clients.read(id, signal)).spec);
       return { kind: "service", key, service, ...(rolloutWindows ? { rolloutWindows } : {}) };
     } catch (error) {
       if (!(error instanceof ConnectionReadError)) throw error;

@@ -89,6 +89,8 @@ export interface ConnectionView {
   message: string;
   resources: string;
   windows?: unknown;
+  /** `spec.rolloutWindowsPolicy: Binding`: its windows rule besides a resource's own. */
+  binding?: boolean;
 }
 
 const str = (v: unknown): string => (typeof v === "string" ? v : "");
@@ -188,12 +190,13 @@ export function connectionView(kind: string, item: unknown): ConnectionView | un
     message: ready?.status === "True" ? "" : (ready?.message ?? ""),
     resources: typeof count === "number" ? String(count) : "-",
     ...(spec.rolloutWindows !== undefined ? { windows: spec.rolloutWindows } : {}),
+    ...(spec.rolloutWindowsPolicy === "Binding" ? { binding: true } : {}),
   };
 }
 
 /**
  * When a held change goes out, from the windows in effect (the resource's own, else its
- * connection's), as `2026-11-28T02:00:00Z (2026-11-28 03:00 Europe/Berlin (GMT+01:00))`; else
+ * connection's; both under a binding policy, read from the operator's message), as `2026-11-28T02:00:00Z (2026-11-28 03:00 Europe/Berlin (GMT+01:00))`; else
  * what the operator's message says; `now` ms since the epoch.
  */
 export function heldUntil(
@@ -201,7 +204,11 @@ export function heldUntil(
   connections: ReadonlyMap<string, ConnectionView>,
   now: number,
 ): string {
-  const windows = held.windows ?? (held.connection ? connections.get(held.connection)?.windows : undefined);
+  const connection = held.connection ? connections.get(held.connection) : undefined;
+  // A connection's binding windows rule besides the resource's own: the operator's message,
+  // which read both, says when.
+  const windows =
+    connection?.binding && held.windows !== undefined ? undefined : (held.windows ?? connection?.windows);
   if (Array.isArray(windows) && windows.length > 0) {
     try {
       const opening = nextOpening(compileWindows(windows as RolloutWindowSpec[], "spec.rolloutWindows"), now);

@@ -228,11 +228,12 @@ export class ConnectionReconciler {
   }
 
   /**
-   * Enqueues the connection's resources when its `spec.rolloutWindows` changed: a change held
-   * under the old windows waits for the opening they computed, which the new ones may move.
+   * Enqueues the connection's resources when its `spec.rolloutWindows` or
+   * `spec.rolloutWindowsPolicy` changed: a change held under the old windows waits for the
+   * opening they computed, which the new ones may move (or lift: a policy back to Advisory).
    */
   #noteWindows(key: string, obj: ConnectionObject): void {
-    const windows = JSON.stringify(obj.spec.rolloutWindows ?? null);
+    const windows = JSON.stringify([obj.spec.rolloutWindows ?? null, obj.spec.rolloutWindowsPolicy ?? null]);
     const known = this.#windows.get(key);
     this.#windows.set(key, windows);
     if (known !== undefined && known !== windows) this.#o.onChange(key);

@@ -27,6 +27,7 @@ import type { DeploymentsPort, StoredResource } from "../reconcile/ports.ts";
 import type { ServiceSession, SessionLookup, Sessions } from "../reconcile/service/session.ts";
 import { NamespaceAccess } from "./access.ts";
 import type { NamespaceOrder } from "./namespace-order.ts";
+import { connectionWindows } from "./settings.ts";
 import { CONNECTION_REASON, type ConnectionVerdict } from "./status.ts";
 
 const TOO_MANY_CONNECTIONS = CONNECTION_REASON.TooManyConnections;
@@ -153,10 +154,10 @@ export class ConnectionRegistry implements ConnectionSessions {
     const entry = this.#entries.get(key);
     if (!entry?.verdict) return { kind: "pending" };
     if (!entry.verdict.ok) return { kind: "unavailable", message: notReady(id, entry.verdict) };
-    const windows = found.spec.rolloutWindows;
     // Read from the watch cache at each lookup: a change of the windows alone rebuilds nothing.
-    return windows
-      ? { kind: "ready", session: entry.session, rolloutWindows: { windows, from: describeConnection(id) } }
+    const rolloutWindows = connectionWindows(id, found.spec);
+    return rolloutWindows
+      ? { kind: "ready", session: entry.session, rolloutWindows }
       : { kind: "ready", session: entry.session };
   }
 

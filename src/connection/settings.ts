@@ -13,9 +13,30 @@ import {
   DEFAULT_CA_SECRET_KEY,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
-import type { ConnectionId, ConnectionRef } from "../naming/connection.ts";
+import { type ConnectionId, type ConnectionRef, describeConnection } from "../naming/connection.ts";
 import type { SecretRead } from "../reconcile/ports.ts";
+import type { InheritedWindows } from "../reconcile/rollout/rollout-gate.ts";
 import type { ObjectRef } from "../runtime/keys.ts";
+
+/**
+ * A connection's `spec.rolloutWindows` as its resources inherit them, binding under
+ * `spec.rolloutWindowsPolicy: Binding` (with who may lift them: who may edit the connection);
+ * undefined when it sets none. What the controller and `plan` read alike.
+ */
+export function connectionWindows(
+  id: ConnectionId,
+  spec: Pick<ConnectionSpec, "rolloutWindows" | "rolloutWindowsPolicy">,
+): InheritedWindows | undefined {
+  const windows = spec.rolloutWindows;
+  if (!windows) return undefined;
+  const from = describeConnection(id);
+  if (spec.rolloutWindowsPolicy !== "Binding") return { windows, from };
+  const liftedBy =
+    id.kind === CLUSTER_SERVICE_CONNECTION_KIND
+      ? "cluster admins (a team's roles do not write ClusterServiceConnections)"
+      : `whoever may edit ServiceConnections in namespace ${id.namespace}`;
+  return { windows, from, binding: { liftedBy } };
+}
 
 /** Where a connection's API key is: its own namespace for the namespaced kind. */
 export function apiKeySecretOf(id: ConnectionId, spec: ConnectionSpec): ObjectRef & { key: string } {

@@ -35,6 +35,16 @@ export const CLUSTER_SERVICE_CONNECTION_KIND = "ClusterServiceConnection";
 export const CONNECTION_KINDS = [SERVICE_CONNECTION_KIND, CLUSTER_SERVICE_CONNECTION_KIND] as const;
 export type ConnectionKind = (typeof CONNECTION_KINDS)[number];
 
+/**
+ * `spec.rolloutWindowsPolicy`: whether the Deployment resources using a connection may lift its
+ * rollout windows (`Advisory`, the default: a resource's own list replaces them, and
+ * `dms.dev/rollout-now` lets a held change out) or not (`Binding`: a resource's own windows only
+ * narrow them, and `dms.dev/rollout-now` does not lift them; an edit of the connection does).
+ */
+export const ROLLOUT_WINDOWS_POLICIES = ["Advisory", "Binding"] as const;
+export type RolloutWindowsPolicy = (typeof ROLLOUT_WINDOWS_POLICIES)[number];
+export const DEFAULT_ROLLOUT_WINDOWS_POLICY: RolloutWindowsPolicy = "Advisory";
+
 /** Plural resource names (URL path segments). */
 export const SERVICE_CONNECTION_PLURAL = "serviceconnections";
 export const CLUSTER_SERVICE_CONNECTION_PLURAL = "clusterserviceconnections";
@@ -170,8 +180,15 @@ const specFields = <R extends TSchema, C extends TSchema>(secretRef: R, caSecret
   caSecretRef: Type.Optional(caSecretRef),
   rolloutWindows: Type.Optional(
     rolloutWindowsSchema(
-      "Default rollout windows of the Deployment resources using this connection that set no spec.rolloutWindows of their own (a Deployment's own list, even empty, replaces this one): a change that makes a new revision rolls out only when they allow it.",
+      "Rollout windows of the Deployment resources using this connection: a change that makes a new revision rolls out only when they allow it. Under spec.rolloutWindowsPolicy Advisory (the default) they are the default of the resources that set no spec.rolloutWindows of their own (a Deployment's own list, even empty, replaces this one); under Binding they hold every resource using the connection, whatever it sets.",
     ),
+  ),
+  rolloutWindowsPolicy: Type.Optional(
+    StringEnum(ROLLOUT_WINDOWS_POLICIES, {
+      default: DEFAULT_ROLLOUT_WINDOWS_POLICY,
+      description:
+        "Whether the Deployment resources using this connection may lift its spec.rolloutWindows. Advisory (default): they are a default; a Deployment's own spec.rolloutWindows replaces them (an empty list: roll out any time) and the annotation dms.dev/rollout-now (kubectl dms rollout-now) lets a held change out. Binding: they hold every Deployment using this connection: its own spec.rolloutWindows only narrow them (a change goes out when both allow it; an empty list lifts nothing) and dms.dev/rollout-now lifts only its own; only an edit of this connection lifts them (its spec.rolloutWindows, or this field back to Advisory), so only who may edit the connection can: for a ClusterServiceConnection, cluster admins (a team's roles do not write ClusterServiceConnections).",
+    }),
   ),
 });
 

@@ -382,14 +382,21 @@ const connection = (kind: ConnectionKind, name: string, spec: Spec) => ({
 const connectionName = () => `${namespace}-c${++counter}`;
 
 describe("connection CRDs: accepted input", () => {
-  it.each(Object.keys(KINDS) as ConnectionKind[])("%s: fills insecureSkipTLSVerify: false", async (kind) => {
-    const name = connectionName();
-    await created(connection(kind, name, KINDS[kind].spec));
-    const stored = JSON.parse(
-      await kubectlOk(["get", KINDS[kind].plural, name, "-n", namespace, "-o", "json"]),
-    ).spec;
-    expect(stored).toEqual({ ...KINDS[kind].spec, insecureSkipTLSVerify: false });
-  });
+  it.each(Object.keys(KINDS) as ConnectionKind[])(
+    "%s: fills insecureSkipTLSVerify: false and rolloutWindowsPolicy: Advisory",
+    async (kind) => {
+      const name = connectionName();
+      await created(connection(kind, name, KINDS[kind].spec));
+      const stored = JSON.parse(
+        await kubectlOk(["get", KINDS[kind].plural, name, "-n", namespace, "-o", "json"]),
+      ).spec;
+      expect(stored).toEqual({
+        ...KINDS[kind].spec,
+        insecureSkipTLSVerify: false,
+        rolloutWindowsPolicy: "Advisory",
+      });
+    },
+  );
 
   it("accepts every optional field, and a baseUrl with a port and a path", async () => {
     const spec = {
@@ -492,6 +499,13 @@ const invalidConnections: Array<{ reason: string; kind: ConnectionKind; spec: Sp
     kind: "ClusterServiceConnection",
     spec: { baseUrl: "https://api.example.com" },
     message: /spec\.apiKeySecretRef: Required value/,
+  },
+  {
+    reason: "a rolloutWindowsPolicy that is neither Advisory nor Binding",
+    kind: "ClusterServiceConnection",
+    spec: { ...CLUSTER_SPEC, rolloutWindowsPolicy: "Strict" },
+    message:
+      /spec\.rolloutWindowsPolicy: Unsupported value: "Strict": supported values: "Advisory", "Binding"/,
   },
   ...(
     [

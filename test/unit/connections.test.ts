@@ -649,6 +649,17 @@ describe("a connection's reconcile", () => {
     await w.reconcile(A);
     expect(w.changed).toEqual([connectionKey(A)]);
     expect(w.built).toHaveLength(1);
+    // Binding: a change of the policy alone enqueues them too, and the lookup says who may lift them.
+    w.store.put(A, { ...specOf(), rolloutWindows: [nights], rolloutWindowsPolicy: "Binding" }, 3);
+    await w.reconcile(A);
+    expect(w.changed).toEqual([connectionKey(A), connectionKey(A)]);
+    expect(w.connections.lookup(user)).toMatchObject({
+      rolloutWindows: {
+        windows: [nights],
+        binding: { liftedBy: "whoever may edit ServiceConnections in namespace team-a" },
+      },
+    });
+    expect(w.built).toHaveLength(1);
   });
 
   it("a cluster connection reads its Secret in the namespace it names; insecureSkipTLSVerify warns", async () => {

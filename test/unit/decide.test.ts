@@ -73,6 +73,9 @@ interface Row {
 
 const OURS: DeploymentResourceStatus = { deploymentId: DEPLOYED.id, observedGeneration: 1 };
 const held = resource({ ...IMAGE_2, rolloutWindows: [ALWAYS_DENY] });
+/** A ClusterServiceConnection's freeze, as its policy makes it: a default, or binding. */
+const ADVISORY_FREEZE = { windows: [ALWAYS_DENY], from: "ClusterServiceConnection freeze" };
+const BINDING_FREEZE = { ...ADVISORY_FREEZE, binding: { liftedBy: "cluster admins" } };
 const HELD_MESSAGE = decide(held, seen(held, DEPLOYED), OURS, NOW, SETTINGS).outcome;
 
 const ROWS: Row[] = [
@@ -210,6 +213,56 @@ const ROWS: Row[] = [
     name: "dms.dev/rollout-now lets a held change go, and the log says so",
     spec: resource({ ...IMAGE_2, rolloutWindows: [ALWAYS_DENY] }, { [ANNOTATION_ROLLOUT_NOW]: "now-1" }),
     observation: seen(held, DEPLOYED),
+    status: OURS,
+    decision: {
+      outcome: { kind: "synced" },
+      log: { message: "rolling out outside the rollout windows: dms.dev/rollout-now" },
+    },
+    write: "send",
+  },
+  {
+    name: "a connection's binding freeze holds a new image: the resource's empty list does not lift it",
+    spec: resource({ ...IMAGE_2, rolloutWindows: [] }),
+    observation: seen(resource(IMAGE_2), DEPLOYED, {}, { inheritedWindows: BINDING_FREEZE }),
+    status: OURS,
+    decision: {
+      outcome: {
+        kind: "held",
+        message: expect.stringContaining("binding: spec.rolloutWindowsPolicy Binding"),
+      },
+      after: [
+        { type: "Normal", reason: "OutsideRolloutWindow", note: expect.stringContaining("cluster admins") },
+      ],
+    },
+    write: undefined,
+  },
+  {
+    name: "a connection's binding freeze is not lifted by dms.dev/rollout-now, and the message says who can",
+    spec: resource({ ...IMAGE_2, rolloutWindows: [] }, { [ANNOTATION_ROLLOUT_NOW]: "now-1" }),
+    observation: seen(resource(IMAGE_2), DEPLOYED, {}, { inheritedWindows: BINDING_FREEZE }),
+    status: OURS,
+    decision: {
+      outcome: {
+        kind: "held",
+        message: expect.stringContaining(
+          "dms.dev/rollout-now lifts this resource's own windows only: the windows of ClusterServiceConnection freeze are binding",
+        ),
+      },
+    },
+    write: undefined,
+  },
+  {
+    name: "the same freeze, Advisory: the resource's empty list replaces it",
+    spec: resource({ ...IMAGE_2, rolloutWindows: [] }),
+    observation: seen(resource(IMAGE_2), DEPLOYED, {}, { inheritedWindows: ADVISORY_FREEZE }),
+    status: OURS,
+    decision: { outcome: { kind: "synced" }, after: [] },
+    write: "send",
+  },
+  {
+    name: "the same freeze, Advisory: dms.dev/rollout-now lifts it where the resource sets no windows",
+    spec: resource(IMAGE_2, { [ANNOTATION_ROLLOUT_NOW]: "now-1" }),
+    observation: seen(resource(IMAGE_2), DEPLOYED, {}, { inheritedWindows: ADVISORY_FREEZE }),
     status: OURS,
     decision: {
       outcome: { kind: "synced" },

@@ -122,6 +122,26 @@ describe("plan: rollout windows", () => {
     expect(reviewResource(inputs(spec([]), { inheritedWindows: inherited })).held).toBeUndefined();
   });
 
+  it("a connection's binding windows are held against the resource's empty list and rollout-now, and named", () => {
+    const binding = {
+      windows: [NIGHTS],
+      from: "ClusterServiceConnection prod",
+      binding: { liftedBy: "cluster admins" },
+    };
+    const now = { [ANNOTATION_ROLLOUT_NOW]: "1" };
+    const entry = reviewResource(
+      inputs(spec([]), {
+        inheritedWindows: binding,
+        resource: { metadata: { name: "agent", annotations: now }, spec: spec([]) },
+      }),
+    );
+    expect(entry.held).toMatchObject({
+      until: "2026-11-24T21:00:00Z",
+      windows:
+        "spec.rolloutWindows of ClusterServiceConnection prod, binding: spec.rolloutWindowsPolicy Binding",
+    });
+  });
+
   it("a window the operator cannot read is the resource's error", () => {
     const entry = reviewResource(inputs(spec([{ ...NIGHTS, schedule: "0 25 * * *" }])));
     expect(entry.action).toBe("error");

@@ -207,6 +207,13 @@ describe("status: heldUntil", () => {
       ),
     ).toBe("2027-01-01T00:00:00Z (2027-01-01 01:00 Europe/Berlin (GMT+01:00))");
     expect(heldUntil({ message: "held" }, new Map(), now)).toBe("unknown: see its Synced condition");
+    // Binding: the connection's windows and the resource's own rule together; the message says when.
+    const binding = new Map([["ServiceConnection/n/prod", { ...connection, binding: true }]]);
+    const message = "x is held; it goes out at 2026-12-05T04:00:00Z (2026-12-05 04:00 UTC (GMT)), when …";
+    const own = [{ kind: "allow", schedule: "0 4 * * *", duration: "1h", timeZone: "UTC" }];
+    expect(heldUntil({ message, windows: own, connection: "ServiceConnection/n/prod" }, binding, now)).toBe(
+      "2026-12-05T04:00:00Z (2026-12-05 04:00 UTC (GMT))",
+    );
   });
 });
 

@@ -193,6 +193,30 @@ describe("the search's time budget", () => {
     expect(reads).toBeLessThan(80);
   });
 
+  it("under a connection's binding windows: two searches at most, each stopped by its budget", () => {
+    let reads = 0;
+    // As above: a millisecond per reading, so each search ends after ~40 readings.
+    const counter = () => reads++;
+    const binding = {
+      windows: windows.slice(0, 8),
+      from: "ClusterServiceConnection c",
+      binding: { liftedBy: "x" },
+    };
+    const input = { windows: windowsInEffect(windows.slice(8), binding, NOW), now: NOW, held: HELD, counter };
+    // The two lists together, then the connection's alone (whether rollout-now could let it out).
+    expect(gateRollout(input)).toMatchObject({
+      kind: "held",
+      when: expect.stringContaining("took more than"),
+    });
+    expect(reads).toBeGreaterThanOrEqual(80);
+    expect(reads).toBeLessThan(160);
+    // Without windows of its own, the connection's alone hold it: one search.
+    reads = 0;
+    const alone = { ...input, windows: windowsInEffect([], binding, NOW) };
+    expect(gateRollout(alone)).toMatchObject({ kind: "held" });
+    expect(reads).toBeLessThan(80);
+  });
+
   it("holds the change when the search runs out of time, keeps no answer, and looks again with a backoff", () => {
     let reads = 0;
     const counter = () => (reads += 10);

@@ -29,23 +29,48 @@ import {
   type RolloutWindowSpec,
 } from "./rollout-windows.ts";
 
-/** A connection's `spec.rolloutWindows`, the default of the resources that set none. */
+/**
+ * A connection's `spec.rolloutWindows`: the default of the resources that set none, or, when
+ * `binding` (`spec.rolloutWindowsPolicy: Binding`), windows that hold every resource using it.
+ */
 export interface InheritedWindows {
   windows: readonly RolloutWindowSpec[];
   /** The connection, as messages name it: `ServiceConnection team-a/prod`. */
   from: string;
+  /** Set under `Binding`: who may lift them (`cluster admins`), as messages say it. */
+  binding?: { liftedBy: string };
 }
 
 /** The windows that rule a resource (checked), and how messages name where they come from. */
 export interface WindowsInEffect {
   windows: readonly RolloutWindowSpec[];
-  /** `spec.rolloutWindows`, or `spec.rolloutWindows of ServiceConnection team-a/prod`. */
+  /**
+   * `spec.rolloutWindows`, or `spec.rolloutWindows of ServiceConnection team-a/prod`; with
+   * {@link binding}, the binding windows' source, after the resource's own when it has some.
+   */
   source: string;
+  /**
+   * A connection's binding windows, which rule besides {@link windows} (a change goes out when
+   * both allow it) and which `dms.dev/rollout-now` does not lift.
+   */
+  binding?: BindingWindows;
+}
+
+/** A connection's windows under `spec.rolloutWindowsPolicy: Binding` (see {@link WindowsInEffect}). */
+export interface BindingWindows {
+  windows: readonly RolloutWindowSpec[];
+  /** `spec.rolloutWindows of ClusterServiceConnection freeze, binding: spec.rolloutWindowsPolicy Binding`. */
+  source: string;
+  /** The connection, as messages name it. */
+  from: string;
+  /** Who may lift them, as messages say it. */
+  liftedBy: string;
 }
 
 /**
  * The windows of a resource: its own `spec.rolloutWindows` when it sets the field (an empty list
- * included: no windows, roll out any time), else its connection's, else none. Throws an
+ * included: no windows, roll out any time), else its connection's, else none; and, when the
+ * connection's are binding, those besides its own, whatever it sets. Throws an
  * {@link InvalidSpecError} naming the item and the fix when a window cannot be read, or (when
  * `now` is given) when its schedule starts no window within the next years (see `checkWindows`):
  * a connection's window is refused in each resource that uses it, naming the connection.
@@ -55,20 +80,39 @@ export function windowsInEffect(
   inherited: InheritedWindows | undefined,
   now: number | undefined,
 ): WindowsInEffect {
+  if (inherited?.binding && inherited.windows.length > 0) {
+    const { from } = inherited;
+    const { liftedBy } = inherited.binding;
+    checkInherited(inherited, now, ", whose windows are binding (this resource's own cannot replace them)");
+    checkWindows(own ?? [], "spec.rolloutWindows", now);
+    const source = `spec.rolloutWindows of ${from}, binding: spec.rolloutWindowsPolicy Binding`;
+    const binding = { windows: inherited.windows, source, from, liftedBy };
+    // Named as a held change's message names the windows that hold it: both lists, or the binding.
+    const both = own !== undefined && own.length > 0 ? `spec.rolloutWindows, and ${source}` : source;
+    return { windows: own ?? [], source: both, binding };
+  }
   if (own !== undefined) {
     checkWindows(own, "spec.rolloutWindows", now);
     return { windows: own, source: "spec.rolloutWindows" };
   }
   if (!inherited) return { windows: [], source: "spec.rolloutWindows" };
-  const source = `spec.rolloutWindows of ${inherited.from}`;
+  checkInherited(
+    inherited,
+    now,
+    ", or give this resource spec.rolloutWindows of its own (it replaces the connection's)",
+  );
+  return { windows: inherited.windows, source: `spec.rolloutWindows of ${inherited.from}` };
+}
+
+/** Checks a connection's windows, naming the connection and, after the fix, `otherwise`. */
+function checkInherited(inherited: InheritedWindows, now: number | undefined, otherwise: string): void {
   try {
     checkWindows(inherited.windows, "spec.rolloutWindows", now);
-    return { windows: inherited.windows, source };
   } catch (error) {
     if (!(error instanceof InvalidSpecError)) throw error;
     throw new InvalidSpecError(
       `${inherited.from} ${error.field}`,
-      `${error.message.slice(error.field.length + 2)}; fix the connection, or give this resource spec.rolloutWindows of its own (it replaces the connection's)`,
+      `${error.message.slice(error.field.length + 2)}; fix the connection${otherwise}`,
       { cause: error },
     );
   }
@@ -113,7 +157,7 @@ export function splitPatch(plan: PatchPlan): { now?: PatchPlan; held?: PatchPlan
 /**
  * Whether a change that makes a revision may go out now:
  * - `open`: the windows allow it now, or `dms.dev/rollout-now` carries a value not acted on yet
- *   (`viaRolloutNow`);
+ *   (`viaRolloutNow`) and no binding window of the connection holds it;
  * - `held`: not until the next opening; `message` says when and how to release it, `when` only
  *   when, `wakeAt` is when to look again (the opening, or how far the search got), `until` and
  *   `local` the opening as RFC 3339 and as local time in the window's zone, when one was found.
@@ -146,14 +190,18 @@ export interface GateInput {
  * answers are remembered (see {@link searchOpening}).
  */
 export function gateRollout(input: GateInput): RolloutGate {
-  if (input.rolloutNow !== undefined && input.rolloutNow !== input.handledRolloutNow)
-    return { kind: "open", viaRolloutNow: true };
-  if (input.windows.windows.length === 0) return { kind: "open", viaRolloutNow: false };
-  const opening = searchOpening(input.windows.windows, input.now, input.counter);
-  if (opening.kind === "now") return { kind: "open", viaRolloutNow: false };
+  const { binding } = input.windows;
+  const asked = input.rolloutNow !== undefined && input.rolloutNow !== input.handledRolloutNow;
+  if (asked && !binding) return { kind: "open", viaRolloutNow: true };
+  // dms.dev/rollout-now lifts the resource's own windows, never a connection's binding ones.
+  const own = asked ? [] : input.windows.windows;
+  const lists = [own, binding?.windows ?? []];
+  if (lists.every((list) => list.length === 0)) return { kind: "open", viaRolloutNow: asked };
+  const opening = searchOpening(lists, input.now, input.counter);
+  if (opening.kind === "now") return { kind: "open", viaRolloutNow: asked };
   const fields = [...new Set(input.held.map((c) => c.field))].join(", ");
-  const what = `the change that makes a new revision (${fields}) is held: outside the rollout windows (${input.windows.source})`;
-  const release = `set the annotation ${ANNOTATION_ROLLOUT_NOW} to a new value to roll it out now`;
+  const what = `the change that makes a new revision (${fields}) is held: outside the rollout windows (${heldBy(input.windows, own.length > 0)})`;
+  const release = releaseOf(input, asked, own.length > 0);
   if (opening.kind === "none" && opening.exhausted === "time") {
     const retryMs = opening.retryMs ?? SLOW_SEARCH_RETRY_MS;
     const when = `finding when they next allow a rollout took more than ${OPENING_BUDGET_MS} ms, the most the operator spends on it at once (nothing opens before ${formatTime(new Date(opening.searchedUntil))}); it looks again in ${retryMs / 1000}s (fewer windows, or schedules that start less often, make the search shorter)`;
@@ -165,8 +213,31 @@ export function gateRollout(input: GateInput): RolloutGate {
   }
   const until = formatTime(new Date(opening.at));
   const local = localTime(opening.at, opening.window.timeZone);
-  const when = `it goes out at ${until} (${local}), when ${describeWindow(opening)}`;
+  const when = `it goes out at ${until} (${local}), when ${describeWindow(opening, binding)}`;
   return { kind: "held", message: `${what}; ${when}; or ${release}`, when, wakeAt: opening.at, until, local };
+}
+
+/** Which windows hold a change, as a message names them (`own`: the resource's own took part). */
+function heldBy(windows: WindowsInEffect, own: boolean): string {
+  return windows.binding && !own ? windows.binding.source : windows.source;
+}
+
+/**
+ * How a held change may be let out now: `dms.dev/rollout-now`, unless the connection's binding
+ * windows hold it too; then who may lift those, and how. `own`: the resource's own windows took
+ * part in the search (else the binding ones alone held it).
+ */
+function releaseOf(input: GateInput, asked: boolean, own: boolean): string {
+  const viaAnnotation = `set the annotation ${ANNOTATION_ROLLOUT_NOW} to a new value to roll it out now`;
+  const { binding } = input.windows;
+  if (!binding) return viaAnnotation;
+  // Held by the resource's own windows only: the annotation lifts them.
+  if (!asked && own && searchOpening([binding.windows], input.now, input.counter).kind === "now")
+    return `${viaAnnotation} (the binding windows of ${binding.from} allow it now)`;
+  const lift = `the windows of ${binding.from} are binding: only an edit of ${binding.from} lifts them (its spec.rolloutWindows, or spec.rolloutWindowsPolicy: Advisory), which ${binding.liftedBy} may make`;
+  return asked
+    ? `${ANNOTATION_ROLLOUT_NOW} lifts this resource's own windows only: ${lift}`
+    : `${ANNOTATION_ROLLOUT_NOW} does not let it out: ${lift}`;
 }
 
 /**
@@ -241,16 +312,30 @@ export function slowSearchRetryMs(n: number): number {
 }
 
 /**
- * The next opening of `windows` at `now`, searched (within its step and time budgets) or taken
- * from {@link OPENINGS}. Keyed by the windows' text, which is all the answer depends on besides
+ * The next opening at `now` of the windows of `lists` (a rollout needs each list to allow it),
+ * searched (within its step and time budgets) or taken from {@link OPENINGS}. Keyed by the
+ * windows' text and list, which is all the answer depends on besides
  * the instant: the same windows of another resource, or of a later generation, reuse it. A
  * search cut for time is not kept: its answer carries the wait before the next (`retryMs`).
  */
-function searchOpening(windows: readonly RolloutWindowSpec[], now: number, counter?: Counter): KeptOpening {
-  const key = JSON.stringify(windows.map((w) => [w.kind, w.schedule, w.duration, w.timeZone ?? null]));
+function searchOpening(
+  lists: readonly (readonly RolloutWindowSpec[])[],
+  now: number,
+  counter?: Counter,
+): KeptOpening {
+  // A list without windows allows every instant: it takes no part.
+  const ruling = lists.map((windows, list) => ({ windows, list })).filter((l) => l.windows.length > 0);
+  const key = JSON.stringify(
+    ruling.map(({ windows, list }) => [
+      list,
+      windows.map((w) => [w.kind, w.schedule, w.duration, w.timeZone ?? null]),
+    ]),
+  );
   const kept = OPENINGS.get(key);
   if (kept && kept.from <= now && now < kept.until) return kept.opening;
-  const compiled = compileWindows(windows, "spec.rolloutWindows");
+  const compiled = ruling.flatMap(({ windows, list }) =>
+    compileWindows(windows, "spec.rolloutWindows", list),
+  );
   const found = nextOpening(compiled, now, counter ? { counter } : {});
   if (found.kind === "none" && found.exhausted === "time") {
     const cuts = (SLOW_SEARCHES.get(key) ?? 0) + 1;
@@ -275,8 +360,10 @@ function withoutCron({ cron: _parsed, ...window }: RolloutWindow): Omit<RolloutW
   return window;
 }
 
-function describeWindow(opening: KeptOpening & { kind: "at" }): string {
+/** The window whose start or end lets a change out; one of `binding`'s (list 1) names it. */
+function describeWindow(opening: KeptOpening & { kind: "at" }, binding: BindingWindows | undefined): string {
   const w = opening.window;
   const verb = w.kind === "allow" ? "opens" : "ends";
-  return `${w.kind} window [${w.index}] (${w.schedule} for ${describeDuration(w.durationMs)}, ${w.timeZone}) ${verb}`;
+  const of = binding && w.list === 1 ? ` of ${binding.from}` : "";
+  return `${w.kind} window [${w.index}]${of} (${w.schedule} for ${describeDuration(w.durationMs)}, ${w.timeZone}) ${verb}`;
 }

@@ -31,6 +31,11 @@ export interface RolloutWindow {
   timeZone: string;
   /** Position in the list it came from, for messages (`spec.rolloutWindows[2]`). */
   index: number;
+  /**
+   * The list it came from, when windows of several lists rule together (a resource's own and its
+   * connection's binding ones): a rollout needs every list to allow it. Absent: list 0.
+   */
+  list?: number;
   cron: Cron;
 }
 
@@ -98,7 +103,11 @@ export function checkWindows(specs: readonly RolloutWindowSpec[], field: string,
  * it throws). Built when a change would be held, never kept: one parsed schedule holds about
  * 80 KB (croner's table of years), too much to keep for every resource.
  */
-export function compileWindows(specs: readonly RolloutWindowSpec[], field: string): RolloutWindow[] {
+export function compileWindows(
+  specs: readonly RolloutWindowSpec[],
+  field: string,
+  list?: number,
+): RolloutWindow[] {
   return specs.map((spec, index) => {
     const { durationMs, zone } = checkWindow(spec, `${field}[${index}]`);
     // 5 fields as Argo CD and Kubernetes CronJobs read them; day-of-month and day-of-week are
@@ -107,7 +116,8 @@ export function compileWindows(specs: readonly RolloutWindowSpec[], field: strin
     // croner's own cache of formatters holds one per real zone, whatever the case written.
     const where = zone === "UTC" || zone === "Etc/UTC" ? { utcOffset: 0 } : { timezone: zone };
     const cron = new Cron(spec.schedule, { ...where, paused: true, mode: "5-part" });
-    return { kind: spec.kind, schedule: spec.schedule, durationMs, timeZone: zone, index, cron };
+    const window = { kind: spec.kind, schedule: spec.schedule, durationMs, timeZone: zone, index, cron };
+    return list === undefined ? window : { ...window, list };
   });
 }
 
@@ -400,11 +410,25 @@ function coverEnd(w: RolloutWindow, t: number, limit: number, steps: Steps): num
   return end;
 }
 
-/** Whether a change may roll out at `t` under `windows` (no windows: always). */
+/**
+ * Whether a change may roll out at `t` under `windows` (no windows: always): no deny window of
+ * any list is active, and each list that has allow windows has one active.
+ */
 export function rolloutAllowed(windows: readonly RolloutWindow[], t: number): boolean {
-  const allows = windows.filter((w) => w.kind === "allow");
   if (windows.some((w) => w.kind === "deny" && isActive(w, t))) return false;
-  return allows.length === 0 || allows.some((w) => isActive(w, t));
+  return allowLists(windows).every((allows) => allows.some((w) => isActive(w, t)));
+}
+
+/** The allow windows of `windows`, by the list they came from (lists without any left out). */
+function allowLists(windows: readonly RolloutWindow[]): RolloutWindow[][] {
+  const lists = new Map<number, RolloutWindow[]>();
+  for (const w of windows) {
+    if (w.kind !== "allow") continue;
+    const list = lists.get(w.list ?? 0);
+    if (list) list.push(w);
+    else lists.set(w.list ?? 0, [w]);
+  }
+  return [...lists.values()];
 }
 
 /**
@@ -434,12 +458,14 @@ export interface OpeningSearch {
 }
 
 /**
- * The earliest instant at or after `from` at which a rollout is allowed under `windows`.
+ * The earliest instant at or after `from` at which a rollout is allowed under `windows` (of
+ * several lists: allowed by each, see {@link rolloutAllowed}).
  *
  * Walks from change point to change point, never minute by minute: inside a deny window it jumps
  * to the end of that window's covering run (the latest such end among the deny windows active);
- * outside every allow window (when there are some) it jumps to the next start of one. Each jump
- * passes only instants that cannot be allowed, so the first instant found allowed is the earliest.
+ * outside every allow window of a list that has some, it jumps to the next start of one (the
+ * latest such start among those lists). Each jump passes only instants that cannot be allowed, so
+ * the first instant found allowed is the earliest.
  * Out of steps or time, it says how far it got: the budgets are checked after each evaluation
  * once the search has made a jump (one round of the windows at most before it), the time once
  * {@link UNTIMED_STEPS} evaluations are made, so one search holds the event loop for its time
@@ -456,7 +482,7 @@ export function nextOpening(
   }: OpeningSearch = {},
 ): Opening {
   const steps = new Steps(maxSteps, budgetMs, counter);
-  const allows = windows.filter((w) => w.kind === "allow");
+  const lists = allowLists(windows);
   const denies = windows.filter((w) => w.kind === "deny");
   const horizon = from + horizonMs;
   let t = from;
@@ -482,20 +508,39 @@ export function nextOpening(
       if (steps.spent && t <= horizon) return exhausted(t, steps);
       continue;
     }
-    let active = allows.length === 0;
-    for (const w of allows) {
-      if (active) break;
-      if (stop()) return exhausted(t, steps);
-      active = activeSince(w, t, steps) !== undefined;
+    // The lists without an allow window active at t: each stays closed until one of its starts.
+    const closed: RolloutWindow[][] = [];
+    for (const allows of lists) {
+      let active = false;
+      for (const w of allows) {
+        if (active) break;
+        if (stop()) return exhausted(t, steps);
+        active = activeSince(w, t, steps) !== undefined;
+      }
+      if (!active) closed.push(allows);
     }
-    if (active) return t === from || !cause ? { kind: "now" } : { kind: "at", at: t, window: cause };
+    if (closed.length === 0)
+      return t === from || !cause ? { kind: "now" } : { kind: "at", at: t, window: cause };
     let next: number | undefined;
-    for (const w of allows) {
-      if (stop()) return exhausted(t, steps);
-      const start = steps.nextStart(w, t);
-      if (start !== undefined && (next === undefined || start < next)) {
-        next = start;
-        cause = w;
+    for (const allows of closed) {
+      let first: number | undefined;
+      let opener: RolloutWindow | undefined;
+      for (const w of allows) {
+        if (stop()) return exhausted(t, steps);
+        const start = steps.nextStart(w, t);
+        if (start !== undefined && (first === undefined || start < first)) {
+          first = start;
+          opener = w;
+        }
+      }
+      // A list that never opens again closes the search.
+      if (first === undefined) {
+        next = undefined;
+        break;
+      }
+      if (next === undefined || first > next) {
+        next = first;
+        cause = opener;
       }
     }
     if (next === undefined) break;
