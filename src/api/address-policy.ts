@@ -48,13 +48,28 @@ const LINK_LOCAL = "a link-local address (where cloud metadata services answer)"
 
 /**
  * The ranges that are not public, most specific first. IPv4 ranges also cover their
- * IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`) and NAT64 (`64:ff9b::a.b.c.d`)
- * IPv6 forms (see {@link classifyAddress}).
+ * IPv4-mapped (`::ffff:a.b.c.d`), IPv4-translated (`::ffff:0:a.b.c.d`), IPv4-compatible
+ * (`::a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`) and 6to4 (`2002:AABB:CCDD::/48`) IPv6 forms (see
+ * {@link classifyAddress}). The NAT64 local-use prefix is refused whole: where it carries the
+ * IPv4 address depends on a prefix length only its translator knows.
  */
 const RANGES: readonly Range[] = [
   { address: "169.254.0.0", bits: 16, class: "metadata", what: LINK_LOCAL },
   { address: "fe80::", bits: 10, class: "metadata", what: LINK_LOCAL },
   { address: "100.100.100.200", bits: 32, class: "metadata", what: "Alibaba Cloud's metadata service" },
+  {
+    address: "168.63.129.16",
+    bits: 32,
+    class: "metadata",
+    what: "Azure's platform endpoint (WireServer, which hands out the VM's configuration)",
+  },
+  { address: "192.0.0.192", bits: 32, class: "metadata", what: "Oracle Cloud's metadata service" },
+  {
+    address: "64:ff9b:1::",
+    bits: 48,
+    class: "metadata",
+    what: "a NAT64 local-use address (64:ff9b:1::/48), which a translator may send to any IPv4 address, link-local included",
+  },
   { address: "fd00:ec2::254", bits: 128, class: "metadata", what: "AWS's IPv6 metadata service" },
   { address: "fd00:ec2::23", bits: 128, class: "metadata", what: "EKS Pod Identity's IPv6 agent" },
   { address: "fd20:ce::254", bits: 128, class: "metadata", what: "Google Cloud's IPv6 metadata service" },
@@ -128,14 +143,19 @@ const zeros = (bytes: Uint8Array, from: number, to: number) => bytes.slice(from,
 
 /**
  * The IPv4 address an IPv6 address carries to an IPv4 host, as a mapped address: IPv4-mapped
- * (`::ffff:0:0/96`, already that form), IPv4-compatible (`::/96`, but `::` and `::1`) and
- * the NAT64 well-known prefix (`64:ff9b::/96`, which a translator sends to the IPv4 address).
+ * (`::ffff:0:0/96`, already that form), IPv4-translated (`::ffff:0:0:0/96`, SIIT),
+ * IPv4-compatible (`::/96`, but `::` and `::1`), the NAT64 well-known prefix (`64:ff9b::/96`,
+ * which a translator sends to the IPv4 address) and 6to4 (`2002::/16`, the relay's IPv4 address
+ * in bytes 2 to 5).
  */
 function embeddedIpv4(bytes: Uint8Array): Uint8Array {
   const compatible = zeros(bytes, 0, 12) && !zeros(bytes, 12, 15);
+  const translated = zeros(bytes, 0, 8) && bytes[8] === 0xff && bytes[9] === 0xff && zeros(bytes, 10, 12);
   const nat64 =
     bytes[0] === 0 && bytes[1] === 0x64 && bytes[2] === 0xff && bytes[3] === 0x9b && zeros(bytes, 4, 12);
-  return compatible || nat64 ? mapped([...bytes.slice(12)]) : bytes;
+  if (compatible || translated || nat64) return mapped([...bytes.slice(12)]);
+  if (bytes[0] === 0x20 && bytes[1] === 0x02) return mapped([...bytes.slice(2, 6)]);
+  return bytes;
 }
 
 /** What `address` (an IP literal) is: its class and, unless public, what range it is in. */

@@ -1,23 +1,31 @@
 /**
  * Text that is safe to show: what the service or a tenant's build wrote reaches Events, condition
  * messages, status fields and an admin's terminal, and must neither drive the terminal nor
- * disguise itself. Pure, a leaf.
+ * disguise itself. Pure.
  *
- * Characters dealt with: the C0 controls (U+0000–U+001F), DEL (U+007F), the C1 controls
- * (U+0080–U+009F, some terminals read U+009B as CSI), the escape sequences they start (CSI,
- * OSC — which can write the clipboard or retitle a window —, DCS, SOS, PM, APC and two-character
- * ones), the line and paragraph separators U+2028/U+2029, and every format character (Unicode
- * category Cf): the bidirectional ones (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069),
- * which reorder the text a reader sees, and the invisible ones (zero-width space U+200B, the
- * joiners, the soft hyphen, U+FEFF, tags), which make two texts that read the same differ.
- * Every function is one pass of linear regular expressions.
+ * One rule says which characters (`runtime/unprintable.ts`, where the console log reads it too):
+ * the C0 controls (U+0000–U+001F), DEL (U+007F), the C1 controls (U+0080–U+009F, some terminals
+ * read U+009B as CSI), the escape sequences they start (CSI, OSC — which can write the clipboard
+ * or retitle a window —, DCS, SOS, PM, APC and two-character ones), the line and paragraph
+ * separators U+2028/U+2029, every format character (Unicode category Cf): the bidirectional ones
+ * (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069), which reorder the text a reader sees,
+ * and the invisible ones (zero-width space U+200B, the joiners, the soft hyphen, U+FEFF, tags);
+ * and the invisible characters outside Cf (the Hangul fillers U+115F, U+1160, U+3164, U+FFA0,
+ * U+034F, the variation selectors U+FE00–U+FE0F and U+E0100–U+E01EF), which, like the invisible
+ * format characters, make two texts that read the same differ. Text for people takes them out
+ * or writes them as escapes: {@link printableLine} and {@link printableNote} (status and Events),
+ * {@link escapeForTerminal} (tables), {@link escapeJsonText} and {@link escapeYamlText} (`-o
+ * json|yaml`, where the escape means the same character). Every function is one pass of linear
+ * regular expressions.
  */
+import { INVISIBLE, UNPRINTABLE, unicodeEscapes } from "../runtime/unprintable.ts";
 
 /**
- * Format characters (Cf), the bidirectional ones among them, as a class body for a `u` regular
- * expression: the one definition every sanitizer here (the connection probe's included) uses.
+ * Format characters (Cf), the bidirectional ones among them, and the invisible ones outside Cf,
+ * as a class body for a `u` regular expression: the one definition every sanitizer here (the
+ * connection probe's included) uses.
  */
-const FORMAT = "\\p{Cf}";
+const FORMAT = INVISIBLE;
 
 /**
  * An escape sequence, or the start of one cut short: CSI (`ESC [` or U+009B, parameters,
@@ -78,7 +86,7 @@ export function printableNote(text: string): string {
 }
 
 /** Every character {@link escapeForTerminal} writes as an escape (tab excepted). */
-const TERMINAL_UNSAFE = new RegExp(`[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f\\u2028\\u2029${FORMAT}]`, "gu");
+const TERMINAL_UNSAFE = new RegExp(`[${UNPRINTABLE}]`, "gu");
 const NAMED_ESCAPES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\x1b": "\\x1b" };
 
 /**
@@ -96,7 +104,7 @@ export function escapeForTerminal(text: string): string {
   });
 }
 
-/** JSON.stringify leaves these raw: C1 controls, DEL, the separators, format characters. */
+/** JSON.stringify leaves these raw: C1 controls, DEL, the separators, format and invisible characters. */
 const JSON_UNSAFE = new RegExp(`[\\x7f-\\x9f\\u2028\\u2029${FORMAT}]`, "gu");
 
 /**
@@ -108,11 +116,30 @@ export function escapeJsonText(json: string): string {
   return json.replace(JSON_UNSAFE, unicodeEscapes);
 }
 
-/** `c` as `\\uXXXX` escapes, one per UTF-16 unit (a surrogate pair past U+FFFF). */
-function unicodeEscapes(c: string): string {
-  let out = "";
-  for (let i = 0; i < c.length; i++) out += `\\u${hex(c.charCodeAt(i), 4)}`;
-  return out;
+/** The characters {@link escapeYamlText} escapes: the rule's, but the line break YAML is made of. */
+const YAML_UNSAFE = `\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u2028\\u2029${FORMAT}`;
+const YAML_UNSAFE_CHARS = new RegExp(`[${YAML_UNSAFE}]`, "gu");
+const HAS_YAML_UNSAFE = new RegExp(`[${YAML_UNSAFE}]`, "u");
+
+/**
+ * Whether a string holds a character {@link escapeYamlText} escapes: the YAML writer must write
+ * it as a double-quoted scalar, the one style in which an escape means the character.
+ */
+export function needsYamlEscapes(text: string): boolean {
+  return HAS_YAML_UNSAFE.test(text);
+}
+
+/**
+ * YAML text in which every string that {@link needsYamlEscapes} is a double-quoted scalar, with
+ * the characters of the rule its writer leaves raw (C1 controls, DEL, the separators, format and
+ * invisible characters) written as escapes (`\\x9b`, `\\u202e`, `\\U000e0100`): the same value,
+ * safe on a terminal. Line breaks and tabs stay: they are YAML's own.
+ */
+export function escapeYamlText(yaml: string): string {
+  return yaml.replace(YAML_UNSAFE_CHARS, (c) => {
+    const code = c.codePointAt(0) ?? 0;
+    return code < 0x100 ? `\\x${hex(code, 2)}` : code < 0x10000 ? `\\u${hex(code, 4)}` : `\\U${hex(code, 8)}`;
+  });
 }
 
 /** What {@link printableWords} drops besides: private-use, unassigned, lone surrogate code points. */

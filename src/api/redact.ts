@@ -9,22 +9,34 @@
  *   {@link MIN_LINE_CHARS} characters, trimmed (a build prints a file one line per entry);
  * - each of those as any JSON encoder may have escaped it, once or twice (a service's error body
  *   quotes what it was sent);
+ * - each of those written as `\uNNNN` escapes, whatever its characters;
  * - each of those (as UTF-8) inside base64 text, standard or URL-safe, padded or not, at any of
  *   the three alignments a value has inside a longer encoded text (`user:password` in a `Basic`
- *   header), also when the base64 is wrapped over lines; inside hex text, either case; and inside
- *   percent-encoded text (`%XX`, `+` for a space or not). The encoded text is decoded instead of
- *   each value encoded: one pass per way of reading finds every value, at every alignment, and the
- *   characters that carry any bit of the value are covered. A decoded run of at least
- *   {@link MIN_CONTAINED_BYTES} bytes that is a piece of a value is covered too (base64 wrapped
- *   over lines that each start with other text). Decoded readings need a value of at least
+ *   header), also when the base64 is wrapped over lines behind a prefix on each line (a time,
+ *   `#8 0.23`, `[12:00:01]`, `stage-1 |`): each line's runs are decoded on their own, and each
+ *   line's last run joined with the next line's, the prefix between them left out; inside hex
+ *   text, either case, also bytes apart (`73 33 63`, `73:33:63`, `\x73\x33`, `0x73,0x33`, `7333 6372`);
+ *   and inside percent-encoded text (`%XX`, `+` for a space or not). The encoded text is decoded
+ *   instead of each value encoded: one pass per way of reading finds every value, at every
+ *   alignment, and the characters that carry any bit of the value are covered (not the prefixes
+ *   of the lines a value is wrapped over). Decoded readings need a value of at least
  *   {@link MIN_DECODED_BYTES} bytes (a shorter one would match the noise of decoding ordinary
- *   words) and look at the first {@link DECODE_WINDOW_CHARS} characters of a text.
+ *   words) and look at the first {@link DECODE_WINDOW_CHARS} characters of a text;
+ * - any piece of the text, or of a decoded reading, that shares at least {@link MIN_SHARED_BYTES}
+ *   consecutive characters with a value (min(12, the value's length): a shorter value is searched
+ *   whole): the half of a value a line shows when the value straddles two lines, or two entries;
+ * - (in {@link partsCoverage}) a value split over two entries with other entries between them:
+ *   the end of one and the start of a later one that make the value together.
  *
  * Bounds: a text and the values are bounded by the callers (a message, a log tail, at most
  * `--max-secret-bytes` of values); each reading is one linear pass over the text; the search of
- * many line patterns goes through an index of their first characters, not one scan each. And the
- * whole search has a wall-clock budget ({@link REDACT_BUDGET_MS}, and {@link REDACT_MS_PER_MIB}
- * per MiB of text searched): past it the text is not shown
+ * many line patterns goes through an index of the hash of their first characters, not one scan
+ * each; the pieces shared with a value are found by samples (8 characters every 4) of the values
+ * and one rolling hash over each reading, or, for a text shorter than the values, by samples of
+ * the text and one rolling hash over each value; a split over entries reads at most a value's
+ * length of each entry's ends. And the whole search has a wall-clock budget
+ * ({@link REDACT_BUDGET_MS}, and {@link REDACT_MS_PER_MIB} per MiB of text searched): past it
+ * the text is not shown
  * ({@link RedactionBudgetError}, or the fallbacks of {@link redactSecrets} and
  * {@link redactAndTruncate}), never shown unsearched.
  */
@@ -36,14 +48,20 @@ export const REDACTED = "***";
 export const MIN_LINE_CHARS = 8;
 /** Fewest bytes of a value searched in decoded (base64, hex) text: shorter ones match decoding noise. */
 export const MIN_DECODED_BYTES = 4;
-/** Fewest bytes of a decoded run looked for inside the values (a line of wrapped base64 is 57). */
-export const MIN_CONTAINED_BYTES = 12;
-
 /**
- * Most characters between the end of a long base64 run and a short one read as its continuation
- * (a log line's prefix: a time, a step number).
+ * Fewest consecutive characters (bytes, in a decoded reading) a piece of text shares with a value
+ * to be covered: the part of a value that shows on one line when it straddles two.
  */
-const CONTINUATION_GAP_CHARS = 48;
+export const MIN_SHARED_BYTES = 12;
+/** Length of the samples of the values indexed to find the pieces a text shares with them. */
+const SAMPLE = 8;
+/**
+ * Offsets of the samples in a value: every run of {@link MIN_SHARED_BYTES} characters of a value
+ * holds a whole sample at an offset that is a multiple of this.
+ */
+const SAMPLE_STEP = MIN_SHARED_BYTES - SAMPLE;
+/** Most places of the values one sample is kept for (a value of one repeated character has many). */
+const SAMPLE_PLACES = 4;
 /** Characters of a text read as base64, hex and percent-encoded text (its start). */
 export const DECODE_WINDOW_CHARS = 1 << 18;
 /** Wall-clock time one redaction may take before the text is withheld, besides {@link REDACT_MS_PER_MIB}. */
@@ -63,17 +81,18 @@ export const UNSEARCHED = "(not shown: it could not be searched for secret value
  */
 const ESCAPE_DEPTH = 2;
 /**
- * The most characters one UTF-16 unit of a value becomes in any form searched: percent-encoded
- * UTF-8 (three bytes, `%E2%82%AC`), JSON-escaped twice (`\\u00e9`), base64 and hex below that;
- * one more for the characters around a decoded byte.
+ * The most characters one UTF-16 unit of a value becomes in any form searched: hex bytes apart
+ * (three bytes of UTF-8, `0xe2, 0x82, 0xac, `), percent-encoded UTF-8 (`%E2%82%AC`), JSON-escaped
+ * twice (`\\u00e9`), base64 and hex below that; one more for the characters around a decoded byte.
  */
-const FORM_WIDTH = 10;
+const FORM_WIDTH = 19;
 /** Characters no JSON encoder escapes: a value made of them only reads the same escaped or not. */
 const NEVER_ESCAPED = /^[\x20-\x7e]*$/;
 const SOMETIMES_ESCAPED = /["\\/<>&']/;
 /** Patterns searched through the index of their first {@link GRAM} characters past this many. */
 const INDEXED_PAST = 16;
-const GRAM = MIN_LINE_CHARS;
+/** As long as a sample, so that one hash serves both (and no longer than a line searched alone). */
+const GRAM = SAMPLE;
 
 /** A budget for searching `chars` characters. */
 function budgetFor(chars: number): RedactionBudget {
@@ -161,7 +180,9 @@ export function secretCoverage(text: string, values: Iterable<string>, budget: R
  * {@link secretCoverage} of `parts.join(separator)`, where a value is also found across the parts
  * joined with nothing between them: a value a log split over two entries (`pw=s3cr3t-Pa`,
  * `ssw0rd!` for `s3cr3t-Passw0rd!`) is marked in both parts. The separators are never marked by
- * that second search.
+ * that second search. And a value split over two parts with others between them is marked in
+ * both: the end of one part and the start of a later one that together hold the whole value
+ * (values of {@link MIN_LINE_CHARS} characters or more: a shorter one's halves end every other line).
  */
 export function partsCoverage(
   parts: readonly string[],
@@ -173,15 +194,98 @@ export function partsCoverage(
   const joined = parts.join(separator);
   const covered = coverageOf(joined, forms, budget);
   if (parts.length < 2 || separator === "" || forms.text.length === 0) return covered;
-  const flat = coverageOf(parts.join(""), forms, budget);
+  // Joined with nothing between, the decoded readings cover a value across parts up to each part's
+  // end, as across a line break: not the next part's prefix.
+  const ends: number[] = [];
+  for (const part of parts) ends.push((ends.at(-1) ?? -1) + part.length);
+  const flat = coverageOf(parts.join(""), forms, budget, ends);
   let at = 0;
   let flatAt = 0;
+  const starts: number[] = [];
   for (const part of parts) {
     for (let k = 0; k < part.length; k++) if (flat[flatAt + k]) covered[at + k] = 1;
+    starts.push(at);
     at += part.length + separator.length;
     flatAt += part.length;
   }
+  for (const value of forms.text)
+    if (value.length >= MIN_LINE_CHARS) coverSplitValue(parts, starts, value, forms, covered, budget);
   return covered;
+}
+
+/**
+ * Marks in `covered` (of the parts joined, each part from its `starts`) the end of a part and the
+ * start of a later one that together make `value` (each a proper piece of it, their lengths
+ * adding up to the value's or more).
+ */
+function coverSplitValue(
+  parts: readonly string[],
+  starts: readonly number[],
+  value: string,
+  forms: SecretForms,
+  covered: Uint8Array,
+  budget: RedactionBudget,
+): void {
+  const { reversed, border, reversedBorder } = bordersOf(forms, value);
+  const n = value.length;
+  // The longest end of each part that starts the value, and the longest start that ends it.
+  // At most n - 1 characters are read: a piece, never the whole value (found by the search).
+  const tails = parts.map((part) =>
+    matchState(part, Math.max(0, part.length - n + 1), part.length, value, border, budget),
+  );
+  // A start: the part's, or a word's past the part's prefix (a time, a step).
+  const heads = parts.map((part) => {
+    let best = { length: 0, at: 0 };
+    for (let at = 0; at < part.length && at <= HEAD_PREFIX_CHARS; at++) {
+      if (at > 0 && !isLineSpace(part.charCodeAt(at - 1))) continue;
+      const from = Math.min(part.length, at + n - 1) - 1;
+      const length = matchState(part, from, at - 1, reversed, reversedBorder, budget);
+      if (length > best.length) best = { length, at };
+    }
+    return best;
+  });
+  let bestTail = 0;
+  for (let j = 0; j < parts.length; j++) {
+    const head = heads[j] ?? { length: 0, at: 0 };
+    const from = (starts[j] ?? 0) + head.at;
+    if (head.length > 0 && bestTail > 0 && bestTail + head.length >= n)
+      covered.fill(1, from, from + head.length);
+    bestTail = Math.max(bestTail, tails[j] ?? 0);
+  }
+  let bestHead = 0;
+  for (let i = parts.length - 1; i >= 0; i--) {
+    const tail = tails[i] ?? 0;
+    const end = (starts[i] ?? 0) + (parts[i]?.length ?? 0);
+    if (tail > 0 && bestHead > 0 && bestHead + tail >= n) covered.fill(1, end - tail, end);
+    bestHead = Math.max(bestHead, heads[i]?.length ?? 0);
+  }
+}
+
+/** How far into a part the rest of a value split over parts may start (past the part's prefix). */
+const HEAD_PREFIX_CHARS = 48;
+
+/**
+ * The state of matching `pattern` (with its prefix function `border`) after the characters of
+ * `text` from `from` to `to` (exclusive; backwards when `to` is below `from`): the longest start
+ * of the pattern that the characters read end with.
+ */
+function matchState(
+  text: string,
+  from: number,
+  to: number,
+  pattern: string,
+  border: Int32Array,
+  budget: RedactionBudget,
+): number {
+  const step = to >= from ? 1 : -1;
+  budget.step(1 + (Math.abs(to - from) >> 4));
+  let q = 0;
+  for (let i = from; i !== to; i += step) {
+    const c = text.charCodeAt(i);
+    while (q > 0 && pattern.charCodeAt(q) !== c) q = border[q - 1] ?? 0;
+    if (pattern.charCodeAt(q) === c) q++;
+  }
+  return q;
 }
 
 /** `text[from, to)` with each run of characters `covered` marks replaced by one `marker`. */
@@ -225,34 +329,64 @@ interface SecretForms {
   escapable: string[];
   /** Each of {@link text} as its UTF-8 bytes (a latin1 string): searched in decoded readings. */
   bytes: string[];
-  /** The values as given, as UTF-8 bytes: what a decoded run is looked for in. */
+  /** The values as given: what a piece of the text is looked for in. */
+  whole: string[];
+  /** The values as given, as UTF-8 bytes: what a piece of a decoded reading is looked for in. */
   wholeBytes: string[];
   longest: number;
   /** Index of {@link text} and {@link bytes} by their first {@link GRAM} characters, when built. */
   index: Map<string[], PatternIndex>;
   /** Smallest periods of the patterns that were found, by pattern. */
   periods: Map<string, number>;
+  /** The values reversed and their prefix functions, by value, when a split was looked for. */
+  borders: Map<string, Borders>;
+  /** The samples of the values as given (`text`) and of their UTF-8 bytes, when built. */
+  samples: { text?: SampleIndex; bytes?: SampleIndex };
 }
 
-/** The smallest period of `p` (its length when it has none shorter), by the prefix function. */
-function periodOf(forms: SecretForms, p: string): number {
-  const known = forms.periods.get(p);
-  if (known !== undefined) return known;
+/** The prefix function of `p`: for each position, the longest proper border of `p` up to it. */
+function prefixFunction(p: string): Int32Array {
   const border = new Int32Array(p.length);
   for (let i = 1, k = 0; i < p.length; i++) {
     while (k > 0 && p.charCodeAt(i) !== p.charCodeAt(k)) k = border[k - 1] ?? 0;
     if (p.charCodeAt(i) === p.charCodeAt(k)) k++;
     border[i] = k;
   }
-  const period = p.length - (border[p.length - 1] ?? 0);
+  return border;
+}
+
+/** The smallest period of `p` (its length when it has none shorter), by the prefix function. */
+function periodOf(forms: SecretForms, p: string): number {
+  const known = forms.periods.get(p);
+  if (known !== undefined) return known;
+  const period = p.length - (prefixFunction(p)[p.length - 1] ?? 0);
   forms.periods.set(p, period);
   return period;
+}
+
+/** `value` reversed, and the prefix functions of both (for {@link coverSplitValue}). */
+function bordersOf(forms: SecretForms, value: string): Borders {
+  const known = forms.borders.get(value);
+  if (known) return known;
+  // Reversed by UTF-16 unit, not by character: matched against text read backwards unit by unit.
+  const reversed = Array.from({ length: value.length }, (_, i) => value[value.length - 1 - i]).join("");
+  const made = { reversed, border: prefixFunction(value), reversedBorder: prefixFunction(reversed) };
+  forms.borders.set(value, made);
+  return made;
+}
+
+interface Borders {
+  reversed: string;
+  border: Int32Array;
+  reversedBorder: Int32Array;
 }
 
 /** Patterns shorter than {@link GRAM} characters, and the longer ones by their first characters. */
 interface PatternIndex {
   short: string[];
-  byGram: Map<string, string[]>;
+  /** The long ones by the hash of their first {@link GRAM} characters ({@link sampleHash}). */
+  byGram: Map<number, string[]>;
+  filter: HashFilter;
 }
 
 /**
@@ -269,10 +403,13 @@ const NO_FORMS: SecretForms = {
   text: [],
   escapable: [],
   bytes: [],
+  whole: [],
   wholeBytes: [],
   longest: 0,
   index: new Map(),
   periods: new Map(),
+  borders: new Map(),
+  samples: {},
 };
 
 function formsOf(values: Iterable<string>): SecretForms {
@@ -296,16 +433,18 @@ function formsOf(values: Iterable<string>): SecretForms {
     }
   }
   const list = [...text];
+  const whole = [...new Set(given.filter((v) => v.length > 0))];
   const forms: SecretForms = {
     text: list,
     escapable: list.filter((v) => !NEVER_ESCAPED.test(v) || SOMETIMES_ESCAPED.test(v)),
     bytes: list.map((v) => Buffer.from(v, "utf8").toString("latin1")),
-    wholeBytes: [...new Set(given.filter((v) => v.length > 0))].map((v) =>
-      Buffer.from(v, "utf8").toString("latin1"),
-    ),
+    whole,
+    wholeBytes: whole.map((v) => Buffer.from(v, "utf8").toString("latin1")),
     longest,
     index: new Map(),
     periods: new Map(),
+    borders: new Map(),
+    samples: {},
   };
   if (typeof values === "object") compiled.set(values, { from: given, forms });
   return forms;
@@ -315,18 +454,20 @@ function indexOf(forms: SecretForms, patterns: string[]): PatternIndex {
   const known = forms.index.get(patterns);
   if (known) return known;
   const short: string[] = [];
-  const byGram = new Map<string, string[]>();
+  const byGram = new Map<number, string[]>();
+  const filter = new HashFilter(patterns.length);
   for (const p of patterns) {
     if (p.length < GRAM) {
       short.push(p);
       continue;
     }
-    const gram = p.slice(0, GRAM);
+    const gram = sampleHash(p, 0);
+    filter.add(gram);
     const group = byGram.get(gram);
     if (group) group.push(p);
     else byGram.set(gram, [p]);
   }
-  const built = { short, byGram };
+  const built = { short, byGram, filter };
   forms.index.set(patterns, built);
   return built;
 }
@@ -345,73 +486,395 @@ const startOf = (view: TextView, i: number): number => view.start?.[i] ?? i;
 const endOf = (view: TextView, i: number): number => view.end?.[i] ?? i + 1;
 
 /** The coverage of every form of `forms` in `text` (see the module's note). */
-function coverageOf(text: string, forms: SecretForms, budget: RedactionBudget): Uint8Array {
+function coverageOf(
+  text: string,
+  forms: SecretForms,
+  budget: RedactionBudget,
+  partEnds?: readonly number[],
+): Uint8Array {
   // One byte per character, however many occurrences overlap (a key of one repeated character
   // in a body of that character included).
   const covered = new Uint8Array(text.length);
   if (forms.text.length === 0 || text.length === 0) return covered;
   const plain: TextView = { text, start: undefined, end: undefined };
-  searchView(plain, forms, forms.text, 1, covered, budget);
-  // Only a value with a character some encoder escapes can look different in JSON text.
+  searchView(plain, forms, forms.text, 1, covered, budget, undefined);
+  coverShared(plain, forms, "text", covered, budget, undefined);
+  // Only a value with a character some encoder escapes can look different in JSON text, but any
+  // value can be written as `\uNNNN` escapes.
+  const patterns = text.includes("\\u") ? forms.text : forms.escapable;
   let view = plain;
-  for (
-    let depth = 0;
-    depth < ESCAPE_DEPTH && forms.escapable.length > 0 && view.text.includes("\\");
-    depth++
-  ) {
+  for (let depth = 0; depth < ESCAPE_DEPTH && patterns.length > 0 && view.text.includes("\\"); depth++) {
     view = unescapeJson(view, budget);
-    searchView(view, forms, forms.escapable, 1, covered, budget);
+    searchView(view, forms, patterns, 1, covered, budget, undefined);
   }
   const window = text.length > DECODE_WINDOW_CHARS ? text.slice(0, DECODE_WINDOW_CHARS) : text;
   const shortest = forms.bytes.reduce(
     (n, b) => (b.length >= MIN_DECODED_BYTES ? Math.min(n, b.length) : n),
     Number.POSITIVE_INFINITY,
   );
+  let breaks: Int32Array | undefined;
   for (const decoded of decodedViews(window, shortest, budget)) {
-    searchView(decoded.view, forms, forms.bytes, decoded.minLength, covered, budget);
-    coverContainedRuns(decoded, forms, covered, budget);
+    breaks ??= partEnds
+      ? Int32Array.from([...partEnds.filter((e) => e >= 0), NO_BREAK])
+      : lineBreaks(window, budget);
+    searchView(decoded.view, forms, forms.bytes, decoded.minLength, covered, budget, breaks);
+    coverShared(decoded.view, forms, "bytes", covered, budget, breaks);
   }
   return covered;
 }
 
+/** Where `text`'s line feeds are, in order, ending with {@link NO_BREAK}. */
+function lineBreaks(text: string, budget: RedactionBudget): Int32Array {
+  const found: number[] = [];
+  for (let at = text.indexOf("\n"); at !== -1; at = text.indexOf("\n", at + 1)) found.push(at);
+  found.push(NO_BREAK);
+  budget.step(1 + (text.length >> 6) + found.length);
+  return Int32Array.from(found);
+}
+
+/** Past every line break. */
+const NO_BREAK = 0x7fffffff;
+
+/** The first of `breaks` at `at` or past it. */
+function breakFrom(breaks: Int32Array, at: number): number {
+  let low = 0;
+  let high = breaks.length - 1;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if ((breaks[middle] ?? NO_BREAK) < at) low = middle + 1;
+    else high = middle;
+  }
+  return breaks[low] ?? NO_BREAK;
+}
+
 /**
- * Marks in `covered` each decoded run of at least {@link MIN_CONTAINED_BYTES} bytes that is part
- * of a value: base64 or hex wrapped over lines that each begin with other text (a prefix, a
- * time) decodes line by line into pieces of the value, none of which holds it whole.
+ * Marks in `covered` the characters of the original that the characters `[at, at + length)` of
+ * `view` stand for. In a decoded reading (with the original's line `breaks`), those of a value
+ * wrapped over lines: each line's part up to its end, and the next line's from the first
+ * character that holds a bit of the value, not the prefix between them.
  */
-function coverContainedRuns(
-  decoded: DecodedView,
+function coverSpan(
+  view: TextView,
+  at: number,
+  length: number,
+  covered: Uint8Array,
+  breaks: Int32Array | undefined,
+): void {
+  const last = at + length - 1;
+  let from = startOf(view, at);
+  const to = endOf(view, last);
+  if (breaks === undefined) {
+    covered.fill(1, from, to);
+    return;
+  }
+  let k = at;
+  for (let line = breakFrom(breaks, from); line < to; line = breakFrom(breaks, from)) {
+    covered.fill(1, from, line + 1);
+    // The first character past the break that a character of the span was read from: the
+    // second of a byte read across it, or the first of the next byte.
+    while (k <= last && endOf(view, k) - 1 <= line) k++;
+    if (k > last) return;
+    const start = startOf(view, k);
+    from = start > line ? start : endOf(view, k) - 1;
+  }
+  covered.fill(1, from, to);
+}
+
+/**
+ * Samples of the values ({@link SAMPLE} characters every {@link SAMPLE_STEP}) by their hash, at
+ * most {@link SAMPLE_PLACES} places each: a table of open addressing in two typed arrays, two to
+ * four times as many slots as samples (8 bytes a slot: 4 MiB for 1 MiB of values, kept with the
+ * compiled forms).
+ */
+class SampleIndex {
+  readonly values: readonly string[];
+  readonly size: number;
+  readonly #hashes: Int32Array;
+  /** Each slot's place: 1 + its offset in the values one after the other; 0 when empty. */
+  readonly #places: Int32Array;
+  /** Where each value starts in the values one after the other. */
+  readonly #starts: Int32Array;
+  readonly #shift: number;
+  constructor(values: readonly string[], budget: RedactionBudget) {
+    this.values = values;
+    const samples = values.reduce((n, v) => n + Math.ceil((v.length - SAMPLE + 1) / SAMPLE_STEP), 0);
+    let bits = 4;
+    while (1 << bits < 2 * samples) bits++;
+    this.#shift = 32 - bits;
+    this.#hashes = new Int32Array(1 << bits);
+    this.#places = new Int32Array(1 << bits);
+    this.#starts = new Int32Array(values.length);
+    let size = 0;
+    let start = 0;
+    values.forEach((value, index) => {
+      budget.step(1 + (value.length >> 2));
+      this.#starts[index] = start;
+      for (let offset = 0; offset + SAMPLE <= value.length; offset += SAMPLE_STEP) {
+        const h = sampleHash(value, offset);
+        let slot = this.slotOf(h);
+        let same = 0;
+        for (; this.#places[slot] !== 0; slot = this.next(slot)) if (this.#hashes[slot] === h) same++;
+        if (same >= SAMPLE_PLACES) continue;
+        this.#hashes[slot] = h;
+        this.#places[slot] = 1 + start + offset;
+        size++;
+      }
+      start += value.length;
+    });
+    this.size = size;
+  }
+  /** The first slot a sample of hash `h` is looked for in; the next ones by {@link next}. */
+  slotOf(h: number): number {
+    return Math.imul(h ^ (h >>> 15), 0x2c1b3c6d) >>> this.#shift;
+  }
+  next(slot: number): number {
+    return (slot + 1) & (this.#places.length - 1);
+  }
+  /** Whether slot `slot` is empty: the end of a search. */
+  empty(slot: number): boolean {
+    return this.#places[slot] === 0;
+  }
+  hashAt(slot: number): number {
+    return this.#hashes[slot] ?? 0;
+  }
+  /** The value the sample in slot `slot` was taken from, and its offset there. */
+  placeAt(slot: number): { value: string; offset: number } {
+    const at = (this.#places[slot] ?? 1) - 1;
+    let low = 0;
+    let high = this.#starts.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >> 1;
+      if ((this.#starts[middle] ?? 0) <= at) low = middle;
+      else high = middle - 1;
+    }
+    return { value: this.values[low] ?? "", offset: at - (this.#starts[low] ?? 0) };
+  }
+}
+
+/**
+ * One bit per prefix of a hash, set for the hashes added: most lookups of a text's hashes end
+ * here, before a map. About 16 bits per hash (512 at least, 2^20 at most): compiled forms are
+ * kept as long as their value list, so a short list keeps a small filter.
+ */
+class HashFilter {
+  readonly #bits: Uint8Array;
+  readonly #shift: number;
+  constructor(hashes: number) {
+    let width = 9;
+    while (width < 20 && 1 << width < hashes * 16) width++;
+    this.#shift = 32 - width;
+    this.#bits = new Uint8Array(1 << (width - 3));
+  }
+  add(h: number): void {
+    const bit = h >>> this.#shift;
+    this.#bits[bit >> 3] = (this.#bits[bit >> 3] ?? 0) | (1 << (bit & 7));
+  }
+  has(h: number): boolean {
+    const bit = h >>> this.#shift;
+    return ((this.#bits[bit >> 3] ?? 0) & (1 << (bit & 7))) !== 0;
+  }
+}
+
+const HASH_BASE = 0x01000193;
+/** {@link HASH_BASE} to the power {@link SAMPLE} - 1, for rolling the hash on. */
+const HASH_OUT = Array.from({ length: SAMPLE - 1 }).reduce<number>((h) => Math.imul(h, HASH_BASE), 1);
+
+/** A hash of the {@link SAMPLE} characters of `text` from `at` (as many as {@link GRAM}). */
+function sampleHash(text: string, at: number): number {
+  let h = 0;
+  for (let k = 0; k < SAMPLE; k++) h = (Math.imul(h, HASH_BASE) + text.charCodeAt(at + k)) | 0;
+  return h;
+}
+
+/** The {@link sampleHash} one character on: `out` leaves it, `into` joins it. */
+const rollHash = (h: number, out: number, into: number): number =>
+  (Math.imul(h - Math.imul(out, HASH_OUT), HASH_BASE) + into) | 0;
+
+/** The sample index of the values as given (`text`) or as UTF-8 bytes, built once per value list. */
+function samplesOf(forms: SecretForms, kind: "text" | "bytes", budget: RedactionBudget): SampleIndex {
+  const known = forms.samples[kind];
+  if (known) return known;
+  const built = new SampleIndex(sharedValues(forms, kind).values, budget);
+  forms.samples[kind] = built;
+  return built;
+}
+
+/** The values of `kind` long enough to share a piece, and their characters in all. */
+function sharedValues(forms: SecretForms, kind: "text" | "bytes"): { values: string[]; chars: number } {
+  const values = (kind === "text" ? forms.whole : forms.wholeBytes).filter(
+    (v) => v.length >= MIN_SHARED_BYTES,
+  );
+  return { values, chars: values.reduce((n, v) => n + v.length, 0) };
+}
+
+/**
+ * Marks in `covered` every run of at least {@link MIN_SHARED_BYTES} characters of `view` that
+ * some value of `kind` holds too. A view shorter than the values (a condition message, values of
+ * up to 1 MiB) has its own samples taken and the values read past them
+ * ({@link coverSharedByView}): nothing is built or kept for the values. A longer one is read past
+ * the values' samples, built once per value list ({@link coverSharedByValues}).
+ */
+function coverShared(
+  view: TextView,
   forms: SecretForms,
+  kind: "text" | "bytes",
   covered: Uint8Array,
   budget: RedactionBudget,
+  breaks: Int32Array | undefined,
 ): void {
-  const { view, runs } = decoded;
-  const cover = (from: number, to: number) => covered.fill(1, startOf(view, from), endOf(view, to - 1));
-  // The piece of a value the run before ended (and the value), so that a short run that goes on
-  // with it (the last line of wrapped base64, a few bytes) is covered as its continuation.
-  let before: { piece: string; value: string } | undefined;
-  for (let r = 0; r < runs.length; r++) {
-    const from = runs[r] ?? 0;
-    const to = runs[r + 1] ?? view.text.length;
-    const piece = view.text.slice(from, to);
-    if (to - from < MIN_CONTAINED_BYTES) {
-      budget.step(1 + ((before?.value.length ?? 0) >> 6));
-      const joined = before && before.piece + piece;
-      // A short piece that does not go on with it (a prefix's word) leaves the chain as it is.
-      if (before && joined && piece !== "" && before.value.includes(joined)) {
-        cover(from, to);
-        before = { piece: joined, value: before.value };
+  if (view.text.length < MIN_SHARED_BYTES) return;
+  const known = forms.samples[kind];
+  if (known !== undefined) {
+    coverSharedByValues(view, known, covered, budget, breaks);
+    return;
+  }
+  const { values, chars } = sharedValues(forms, kind);
+  if (chars > view.text.length) coverSharedByView(view, values, covered, budget, breaks);
+  else if (chars > 0) coverSharedByValues(view, samplesOf(forms, kind, budget), covered, budget, breaks);
+}
+
+/**
+ * {@link coverShared} by the view's samples ({@link SAMPLE} characters every {@link SAMPLE_STEP}
+ * from its start: a table of open addressing by hash, each hash once with the list of its places,
+ * so that a view repeating itself costs no longer probes) and one rolling hash over each value: a
+ * shared run of {@link MIN_SHARED_BYTES} holds one of the view's samples. A place whose run is
+ * covered already (with the few characters before it a run may start with) is not grown again:
+ * each run is read about once.
+ */
+function coverSharedByView(
+  view: TextView,
+  values: readonly string[],
+  covered: Uint8Array,
+  budget: RedactionBudget,
+  breaks: Int32Array | undefined,
+): void {
+  const text = view.text;
+  const samples = Math.floor((text.length - SAMPLE) / SAMPLE_STEP) + 1;
+  let bits = 4;
+  while (1 << bits < 2 * samples) bits++;
+  const mask = (1 << bits) - 1;
+  const slotOf = (h: number) => Math.imul(h ^ (h >>> 15), 0x2c1b3c6d) >>> (32 - bits);
+  const hashes = new Int32Array(1 << bits);
+  /** 1 + the first sample of the slot's hash (samples counted from the view's start); 0: empty. */
+  const first = new Int32Array(1 << bits);
+  const last = new Int32Array(1 << bits);
+  /** For each sample, the next one of the same hash (-1: none). */
+  const next = new Int32Array(samples).fill(-1);
+  for (let k = 0; k < samples; k++) {
+    const h = sampleHash(text, k * SAMPLE_STEP);
+    let slot = slotOf(h);
+    while (first[slot] !== 0 && hashes[slot] !== h) slot = (slot + 1) & mask;
+    if (first[slot] === 0) {
+      hashes[slot] = h;
+      first[slot] = 1 + k;
+    } else next[(last[slot] ?? 1) - 1] = k;
+    last[slot] = 1 + k;
+  }
+  budget.step(1 + (text.length >> 2));
+  // The view's characters covered here, to grow each run once.
+  const done = new Uint8Array(text.length);
+  for (const value of values) {
+    budget.step(1 + (value.length >> 4));
+    let h = sampleHash(value, 0);
+    for (let offset = 0; ; offset++) {
+      if ((offset & 63) === 0) budget.step(64);
+      let slot = slotOf(h);
+      while (first[slot] !== 0 && hashes[slot] !== h) slot = (slot + 1) & mask;
+      for (let k = (first[slot] ?? 0) - 1; k !== -1; k = next[k] ?? -1) {
+        budget.step();
+        const at = k * SAMPLE_STEP;
+        if (allDone(done, at - SAMPLE_STEP, at + MIN_SHARED_BYTES)) continue;
+        const run = sharedRun(text, at, value, offset, budget);
+        if (run === undefined) continue;
+        done.fill(1, run.from, run.to);
+        coverSpan(view, run.from, run.to - run.from, covered, breaks);
       }
-      continue;
+      if (offset + SAMPLE >= value.length) break;
+      h = rollHash(h, value.charCodeAt(offset), value.charCodeAt(offset + SAMPLE));
     }
-    before = undefined;
-    for (const value of forms.wholeBytes) {
-      budget.step(1 + (value.length >> 6));
-      if (value.length < piece.length || !value.includes(piece)) continue;
-      cover(from, to);
-      before = { piece, value };
-      break;
+  }
+}
+
+/** Whether `done` marks every character from `from` to `to` (within its bounds). */
+function allDone(done: Uint8Array, from: number, to: number): boolean {
+  for (let k = Math.max(0, from); k < Math.min(done.length, to); k++) if (done[k] === 0) return false;
+  return true;
+}
+
+/**
+ * The run `text` and `value` share around `text[at]` = `value[offset]` (a sample's place in each),
+ * when it is {@link MIN_SHARED_BYTES} characters or more: from at most {@link SAMPLE_STEP}
+ * characters before (a run starts that close to its first sample) to as far as both go on.
+ */
+function sharedRun(
+  text: string,
+  at: number,
+  value: string,
+  offset: number,
+  budget: RedactionBudget,
+): { from: number; to: number } | undefined {
+  let after = 0;
+  while (
+    at + after < text.length &&
+    offset + after < value.length &&
+    text.charCodeAt(at + after) === value.charCodeAt(offset + after)
+  )
+    after++;
+  if (after < SAMPLE) return undefined;
+  let before = 0;
+  while (
+    before < SAMPLE_STEP &&
+    before < at &&
+    before < offset &&
+    text.charCodeAt(at - before - 1) === value.charCodeAt(offset - before - 1)
+  )
+    before++;
+  budget.step(1 + (after >> 4));
+  return before + after < MIN_SHARED_BYTES ? undefined : { from: at - before, to: at + after };
+}
+
+/**
+ * {@link coverShared} by the values' samples: one rolling hash over the view, looked up in them,
+ * and each sample found grown to the run both share. Past a run found, the search goes on a few
+ * characters before its end (another run may start inside it): linear in the view.
+ */
+function coverSharedByValues(
+  view: TextView,
+  index: SampleIndex,
+  covered: Uint8Array,
+  budget: RedactionBudget,
+  breaks: Int32Array | undefined,
+): void {
+  const text = view.text;
+  if (index.size === 0 || text.length < MIN_SHARED_BYTES) return;
+  // In the text itself, a run already covered (a value found whole, repeated) is skipped to a few
+  // characters before the next character not covered: a shared run that reaches past it has a
+  // sample there (see SAMPLE_STEP), and one that does not adds nothing.
+  const direct = view.start === undefined;
+  let resume = 0;
+  let h = sampleHash(text, 0);
+  for (let at = 0; ; at++) {
+    if ((at & 63) === 0) budget.step(64);
+    if (direct && covered[at] === 1) {
+      const uncovered = covered.indexOf(0, at);
+      if (uncovered === -1) return;
+      const next = uncovered - (MIN_SHARED_BYTES - 1);
+      if (next > at + 1 && next + SAMPLE <= text.length) {
+        budget.step((next - at) >> 6);
+        at = next;
+        h = sampleHash(text, at);
+      }
     }
+    for (let slot = index.slotOf(h); at >= resume && !index.empty(slot); slot = index.next(slot)) {
+      if (index.hashAt(slot) !== h) continue;
+      const { value, offset } = index.placeAt(slot);
+      const run = sharedRun(text, at, value, offset, budget);
+      if (run === undefined) continue;
+      coverSpan(view, run.from, run.to - run.from, covered, breaks);
+      resume = Math.max(resume, run.to - (MIN_SHARED_BYTES - 1));
+    }
+    if (at + SAMPLE >= text.length) return;
+    h = rollHash(h, text.charCodeAt(at), text.charCodeAt(at + SAMPLE));
   }
 }
 
@@ -423,6 +886,7 @@ function searchView(
   minLength: number,
   covered: Uint8Array,
   budget: RedactionBudget,
+  breaks: Int32Array | undefined,
 ): void {
   const source = view.text;
   // [markedFrom, marked) of the original is marked: an occurrence starting in it only marks the
@@ -430,6 +894,12 @@ function searchView(
   let markedFrom = 0;
   let marked = 0;
   const mark = (at: number, length: number) => {
+    if (breaks !== undefined) {
+      // A decoded reading: the characters of each byte, not the lines' prefixes between them.
+      budget.step(1 + (length >> 4));
+      coverSpan(view, at, length, covered, breaks);
+      return;
+    }
     const start = startOf(view, at);
     const to = endOf(view, at + length - 1);
     const onward = start >= markedFrom;
@@ -461,14 +931,17 @@ function searchView(
     for (const p of patterns) findAll(p);
     return;
   }
-  const { short, byGram } = indexOf(forms, patterns);
+  const { short, byGram, filter } = indexOf(forms, patterns);
   for (const p of short) findAll(p);
-  // The long ones in one pass: at each position, those that start with the text found there.
+  // The long ones in one pass: at each position, those that start with the text found there
+  // (the hash of its next GRAM characters, rolled on).
   markedFrom = 0;
   marked = 0;
+  let h = source.length >= GRAM ? sampleHash(source, 0) : 0;
   for (let at = 0; at + GRAM <= source.length; at++) {
-    budget.step();
-    const group = byGram.get(source.slice(at, at + GRAM));
+    if ((at & 63) === 0) budget.step(64);
+    if (at > 0) h = rollHash(h, source.charCodeAt(at - 1), source.charCodeAt(at + GRAM - 1));
+    const group = filter.has(h) ? byGram.get(h) : undefined;
     if (group === undefined) continue;
     for (const p of group) {
       budget.step(1 + (p.length >> 6));
@@ -543,8 +1016,6 @@ function unescapeJson(view: TextView, budget: RedactionBudget): TextView {
 interface DecodedView {
   view: TextView;
   minLength: number;
-  /** Where each run's bytes start in the view, when runs were decoded apart. */
-  runs: readonly number[];
 }
 
 /** Values of base64 characters, standard and URL-safe alike; -1 for any other. */
@@ -590,8 +1061,6 @@ class ByteReading {
   readonly start: Int32Array;
   readonly end: Int32Array;
   n = 0;
-  /** Where each run's bytes start: a run decoded apart from the others. */
-  readonly runs: number[] = [];
   constructor(size: number) {
     if (size > room.bytes.length) {
       const made = { bytes: new Uint8Array(size), start: new Int32Array(size), end: new Int32Array(size) };
@@ -622,78 +1091,95 @@ class ByteReading {
 
 /**
  * The decoded readings of `text`, one at a time: its base64 runs read from each of the four
- * first characters (one of them is where the encoded text began, whatever preceded it), its hex
- * runs from each of the first two, and the text with its `%XX` escapes decoded (with `+` as
- * itself, and as a space when the text has one). A base64 run goes on over line breaks.
+ * first characters (one of them is where the encoded text began, whatever preceded it), each
+ * line's runs on their own and runs joined over lines; its hex runs from each of the first two,
+ * and its hex bytes written apart; and the text with its `%XX` escapes decoded (with `+` as
+ * itself, and as a space when the text has one).
  */
 function* decodedViews(text: string, shortest: number, budget: RedactionBudget): Generator<DecodedView> {
   // A run too short to hold the shortest value, or a piece worth looking for, is not decoded
-  // (most words of a text): a first pass finds whether any run is long enough.
-  const minChars = Math.min(Math.ceil((shortest * 4) / 3), Math.ceil((MIN_CONTAINED_BYTES * 4) / 3));
-  const minHex = 2 * Math.min(shortest, MIN_CONTAINED_BYTES);
-  let base64Run = 0;
+  // (most words of a text).
+  const minBytes = Math.min(shortest, MIN_SHARED_BYTES);
+  const minHex = 2 * minBytes;
   let hexRun = 0;
-  let longestBase64 = 0;
   let longestHex = 0;
   for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (base64Value(code) >= 0) base64Run++;
-    else if (!(base64Run > 0 && (code === 10 || code === 13))) base64Run = 0;
-    hexRun = hexValue(code) >= 0 ? hexRun + 1 : 0;
-    longestBase64 = Math.max(longestBase64, base64Run);
+    hexRun = hexValue(text.charCodeAt(i)) >= 0 ? hexRun + 1 : 0;
     longestHex = Math.max(longestHex, hexRun);
   }
   budget.step(text.length);
-  if (longestBase64 >= minChars) yield* base64Views(text, minChars, budget);
+  yield* base64Views(text, Math.ceil((minBytes * 4) / 3), budget);
   if (longestHex >= minHex) yield* hexViews(text, minHex, budget);
+  yield* hexApartViews(text, minBytes, budget);
   if (text.includes("%")) yield* percentViews(text, budget);
 }
 
-/** The base64 readings of `text`'s runs of at least `minChars` (see {@link decodedViews}). */
+const isBase64 = (code: number): boolean => base64Value(code) >= 0;
+/** A space, a tab or a carriage return: what may end a line after its text. */
+const isLineSpace = (code: number): boolean => code === 32 || code === 9 || code === 13;
+
+/**
+ * The base64 reading of `text` (see {@link decodedViews}): each line's runs of at least
+ * `minChars` on their own, and each chain of lines joined: a line's last run (what follows its
+ * prefix, in base64 wrapped over prefixed lines) followed by the next line's last run, as long as
+ * the line does not end in padding. A chain of one line is the line's run already read.
+ */
 function* base64Views(text: string, minChars: number, budget: RedactionBudget): Generator<DecodedView> {
-  // The positions of the base64 characters, and where each run of them starts among those.
-  const positions = positionsFor(text.length);
+  // The positions of the characters of each run to read, one run after the other, and where each
+  // run starts among them.
+  const positions = positionsFor(2 * text.length);
   const runs: number[] = [];
   let count = 0;
-  let inRun = false;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (base64Value(code) >= 0) {
-      if (!inRun) runs.push(count);
-      inRun = true;
+  let start = -1;
+  for (let i = 0; i <= text.length; i++) {
+    if (i < text.length && isBase64(text.charCodeAt(i))) {
+      if (start < 0) start = count;
       positions[count++] = i;
-    } else if (!(inRun && (code === 10 || code === 13))) inRun = false;
+    } else if (start >= 0) {
+      if (count - start >= minChars) runs.push(start);
+      else count = start;
+      start = -1;
+    }
   }
   budget.step(text.length);
-  runs.push(count);
-  // Which runs are read: those long enough, and a short one (4 characters or more) a few
-  // characters after one (past a line's prefix): the last line of base64 wrapped over prefixed
-  // lines, a piece that coverContainedRuns covers as the continuation of the line before it.
-  const read: boolean[] = [];
-  let decoded = 0;
-  let longEnd = Number.NEGATIVE_INFINITY;
-  for (let r = 0; r + 1 < runs.length; r++) {
-    const first = runs[r] ?? 0;
-    const length = (runs[r + 1] ?? 0) - first;
-    const long = length >= minChars;
-    const continues = length >= 4 && (positions[first] ?? 0) - longEnd <= CONTINUATION_GAP_CHARS;
-    read.push(long || continues);
-    if (long || continues) decoded += length;
-    if (long) longEnd = positions[first + length - 1] ?? 0;
+  let chain = -1;
+  let lines = 0;
+  const endChain = () => {
+    if (chain >= 0 && lines >= 2 && count - chain >= minChars) runs.push(chain);
+    else if (chain >= 0) count = chain;
+    chain = -1;
+    lines = 0;
+  };
+  for (let lineStart = 0; lineStart <= text.length; ) {
+    const found = text.indexOf("\n", lineStart);
+    const lineEnd = found === -1 ? text.length : found;
+    let end = lineEnd;
+    while (end > lineStart && isLineSpace(text.charCodeAt(end - 1))) end--;
+    const padded = end > lineStart && text.charCodeAt(end - 1) === 61;
+    while (end > lineStart && text.charCodeAt(end - 1) === 61) end--;
+    let first = end;
+    while (first > lineStart && isBase64(text.charCodeAt(first - 1))) first--;
+    budget.step(1 + ((lineEnd - first) >> 4));
+    if (first === end) endChain();
+    else {
+      if (chain < 0) chain = count;
+      for (let i = first; i < end; i++) positions[count++] = i;
+      lines++;
+      if (padded) endChain();
+    }
+    lineStart = lineEnd + 1;
   }
+  endChain();
+  if (runs.length === 0) return;
+  runs.push(count);
   // The four passes in one reading, one after the other: one text to search, not four.
-  const reading = new ByteReading(4 * (Math.ceil((decoded * 3) / 4) + 3));
+  const reading = new ByteReading(4 * (Math.ceil((count * 3) / 4) + runs.length));
   for (let offset = 0; offset < 4; offset++) {
     for (let r = 0; r + 1 < runs.length; r++) {
       const first = (runs[r] ?? 0) + offset;
       const last = runs[r + 1] ?? 0;
-      if (!read[r] || last - first < 2) continue;
-      reading.runs.push(reading.n);
       for (let c = first; c + 1 < last; c += 4) {
         budget.step();
-        // A line break between two groups starts a piece of its own for coverContainedRuns: a
-        // line of wrapped base64 is a piece of the value, the next line's prefix is not.
-        if (c > first && (positions[c] ?? 0) - (positions[c - 1] ?? 0) > 1) reading.runs.push(reading.n);
         const chars = Math.min(4, last - c);
         let bits = 0;
         for (let k = 0; k < 4; k++)
@@ -703,8 +1189,7 @@ function* base64Views(text: string, minChars: number, budget: RedactionBudget): 
       }
     }
   }
-  if (reading.n >= MIN_DECODED_BYTES)
-    yield { view: reading.view(), minLength: MIN_DECODED_BYTES, runs: reading.runs };
+  if (reading.n >= MIN_DECODED_BYTES) yield { view: reading.view(), minLength: MIN_DECODED_BYTES };
 }
 
 /** The hex readings of `text`'s runs of at least `minHex` characters (see {@link decodedViews}). */
@@ -721,7 +1206,6 @@ function* hexViews(text: string, minHex: number, budget: RedactionBudget): Gener
       let j = i;
       while (j < text.length && hexValue(text.charCodeAt(j)) >= 0) j++;
       if (j - i - offset >= minHex) {
-        reading.runs.push(reading.n);
         for (let k = i + offset; k + 1 < j; k += 2)
           reading.push((hexValue(text.charCodeAt(k)) << 4) | hexValue(text.charCodeAt(k + 1)), k, k + 2);
       }
@@ -729,8 +1213,69 @@ function* hexViews(text: string, minHex: number, budget: RedactionBudget): Gener
       i = j;
     }
   }
-  if (reading.n >= MIN_DECODED_BYTES)
-    yield { view: reading.view(), minLength: MIN_DECODED_BYTES, runs: reading.runs };
+  if (reading.n >= MIN_DECODED_BYTES) yield { view: reading.view(), minLength: MIN_DECODED_BYTES };
+}
+
+/** Characters that separate the groups of hex bytes: `73 33`, `73:33`, `73-33`, `0x73, 0x33`. */
+const isHexSeparator = (code: number): boolean => code === 32 || code === 58 || code === 45 || code === 44;
+
+/** Most hex digits of a group of bytes written apart (`xxd` groups two bytes, `xxd -g 4` four). */
+const HEX_GROUP_DIGITS = 8;
+
+/**
+ * The group of hex bytes written at `at`: `\x` or `0x` and two digits, or an even number of digits
+ * (two to {@link HEX_GROUP_DIGITS}) with no hex digit on either side. Its mark's length and its
+ * digits' (0 when none is there).
+ */
+function hexGroupAt(text: string, at: number): { mark: number; digits: number } {
+  const code = text.charCodeAt(at);
+  const mark = (code === 92 || code === 48) && (text.charCodeAt(at + 1) | 32) === 120 ? 2 : 0;
+  const none = { mark: 0, digits: 0 };
+  if (mark === 0 && at > 0 && hexValue(text.charCodeAt(at - 1)) >= 0) return none;
+  let digits = 0;
+  while (digits <= HEX_GROUP_DIGITS && hexValue(text.charCodeAt(at + mark + digits)) >= 0) digits++;
+  if (digits < 2 || digits % 2 !== 0 || digits > (mark === 0 ? HEX_GROUP_DIGITS : 2)) return none;
+  return { mark, digits };
+}
+
+/**
+ * The reading of `text`'s hex bytes written apart (see {@link decodedViews}): runs of at least
+ * `minBytes` bytes in groups of two hex digits after `\x` or `0x` (`\x73\x33`, `0x73, 0x33`), or
+ * of two to eight digits (`73 33`, `73:33`, `7333 6372` as `xxd` prints), one or two separators
+ * between groups (none needed before a `\x` or `0x`). Each byte stands for its digits, the first
+ * of a group for its mark too; a run's separators lie between two covered bytes.
+ */
+function* hexApartViews(text: string, minBytes: number, budget: RedactionBudget): Generator<DecodedView> {
+  const reading = new ByteReading(text.length >> 1);
+  for (let i = 0; i < text.length; ) {
+    budget.step();
+    const code = text.charCodeAt(i);
+    let group = code === 92 || hexValue(code) >= 0 ? hexGroupAt(text, i) : { mark: 0, digits: 0 };
+    if (group.digits === 0) {
+      i++;
+      continue;
+    }
+    const first = reading.n;
+    let at = i;
+    for (;;) {
+      for (let d = 0; d < group.digits; d += 2) {
+        const digit = at + group.mark + d;
+        const byte = (hexValue(text.charCodeAt(digit)) << 4) | hexValue(text.charCodeAt(digit + 1));
+        reading.push(byte, d === 0 ? at : digit, digit + 2);
+      }
+      at += group.mark + group.digits;
+      let gap = 0;
+      while (gap < 2 && isHexSeparator(text.charCodeAt(at + gap))) gap++;
+      group = hexGroupAt(text, at + gap);
+      // Groups written without a separator need their mark (`\x73\x33`): `7333` is hex text.
+      if (group.digits === 0 || (gap === 0 && group.mark === 0)) break;
+      at += gap;
+    }
+    budget.step(at - i);
+    if (reading.n - first < Math.max(2, minBytes)) reading.n = first;
+    i = at;
+  }
+  if (reading.n >= MIN_DECODED_BYTES) yield { view: reading.view(), minLength: MIN_DECODED_BYTES };
 }
 
 /** `text` with its `%XX` escapes decoded, `+` as itself and as a space (see {@link decodedViews}). */
@@ -759,6 +1304,6 @@ function* percentViews(text: string, budget: RedactionBudget): Generator<Decoded
       for (const byte of Buffer.from(String.fromCodePoint(point), "utf8")) reading.push(byte, i, i + width);
       i += width;
     }
-    yield { view: reading.view(), minLength: 1, runs: [] };
+    yield { view: reading.view(), minLength: 1 };
   }
 }

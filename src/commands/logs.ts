@@ -21,7 +21,6 @@
  * Ctrl-C; `--since 10m` shows only entries of the last ten minutes.
  */
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { stringify } from "yaml";
 import type { ServiceClient } from "../api/client.ts";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
 import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
@@ -35,7 +34,7 @@ import {
   type RegisterCommand,
   uuidArgument,
 } from "./context.ts";
-import { addOutputOptions, type OutputFlags, type OutputFormat, outputFormat } from "./output.ts";
+import { addOutputOptions, type OutputFlags, type OutputFormat, outputFormat, yamlText } from "./output.ts";
 import { RESOURCE_CONNECTION_HELP, RESOURCE_KUBECONFIG_HELP } from "./resource-cluster.ts";
 import { commandTarget } from "./resource-deployment.ts";
 
@@ -137,9 +136,9 @@ const LOG_FORMATS = ["table", "json", "yaml"] as const;
 
 /** One entry as `format` prints it, ending with a newline. */
 function renderEntry(entry: LogEntry, format: OutputFormat): string {
-  // The service's text with its controls escaped: JSON's raw ones too; YAML as its writer escapes them.
+  // The service's text with its controls escaped: JSON's raw ones too; YAML's as double-quoted escapes.
   if (format === "json") return `${escapeJsonText(JSON.stringify(entry))}\n`;
-  if (format === "yaml") return `---\n${stringify(entry)}`;
+  if (format === "yaml") return `---\n${yamlText(entry)}`;
   return `${escapeForTerminal(formatEntry(entry))}\n`;
 }
 

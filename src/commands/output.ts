@@ -8,8 +8,8 @@
 import { styleText } from "node:util";
 import Table from "cli-table3";
 import { type Command, Option } from "commander";
-import { stringify } from "yaml";
-import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
+import { Document, visit } from "yaml";
+import { escapeForTerminal, escapeJsonText, escapeYamlText, needsYamlEscapes } from "../api/printable.ts";
 import type { Env } from "../config.ts";
 
 /** The output formats of a listing. */
@@ -155,9 +155,9 @@ export function renderRows<T>(rows: readonly T[], listing: Listing<T>, options: 
   const { format } = options;
   const data = listing.data ?? ((row: T) => row);
   // The service's text must not drive the terminal: JSON with the characters it leaves raw
-  // escaped too, YAML as its writer escapes them, every other cell with its controls written out.
+  // escaped too, YAML with them as double-quoted escapes, every other cell with its controls written out.
   if (format === "json") return `${escapeJsonText(JSON.stringify(rows.map(data), null, 2))}\n`;
-  if (format === "yaml") return rows.length === 0 ? "[]\n" : stringify(rows.map(data));
+  if (format === "yaml") return rows.length === 0 ? "[]\n" : yamlText(rows.map(data));
   if (format === "name") return rows.map((row) => `${escapeForTerminal(listing.name(row))}\n`).join("");
   if (rows.length === 0) return `${listing.empty}\n`;
   const wide = format === "wide";
@@ -179,7 +179,23 @@ export function renderRows<T>(rows: readonly T[], listing: Listing<T>, options: 
  * as {@link renderRows} escapes rows.
  */
 export function renderDocument(format: "json" | "yaml", document: unknown): string {
-  return format === "json" ? `${escapeJsonText(JSON.stringify(document, null, 2))}\n` : stringify(document);
+  return format === "json" ? `${escapeJsonText(JSON.stringify(document, null, 2))}\n` : yamlText(document);
+}
+
+/**
+ * `value` as YAML for a terminal: each string holding a character of the printable rule (a C1
+ * control, a bidirectional, zero-width or other invisible character, which the YAML writer
+ * would leave raw even inside quotes) written double-quoted, with those characters as escapes
+ * ({@link escapeYamlText}): the same data, read back by any YAML parser.
+ */
+export function yamlText(value: unknown): string {
+  const document = new Document(value);
+  visit(document, {
+    Scalar(_key, node) {
+      if (typeof node.value === "string" && needsYamlEscapes(node.value)) node.type = "QUOTE_DOUBLE";
+    },
+  });
+  return escapeYamlText(document.toString());
 }
 
 /**

@@ -99,8 +99,18 @@ export function headerNameProblem(name: string): string | undefined {
 const USER_INFO = "^[^:/?#]+://[^/?#]*@";
 const hasUserInfo = (url: string) => new RegExp(USER_INFO).test(url);
 
+/**
+ * An authority holding a full-width form of an ASCII character (U+FF01 to U+FF5E: digits,
+ * letters, the full-width full stop U+FF0E) or an ideographic full stop (U+3002, U+FF61). URL
+ * parsers map them to ASCII (IDNA), so `１６９。２５４。１６９。２５４` is 169.254.169.254 to the
+ * operator: the other rules, which read the text as written, would not see it.
+ */
+const WIDE_AUTHORITY = "^[^:/?#]+://[^/?#]*[\\uFF01-\\uFF5E\\u3002\\uFF61]";
+
 /** The base URL problems the CRD's CEL rules also say (their messages start `spec.baseUrl `). */
 const BASE_URL_PROBLEM = {
+  wideHost:
+    "must write its host in ASCII: full-width digits and letters (１, ａ) and ideographic dots (。 ． ｡) are read as ASCII digits, letters and dots by URL parsers; write them as 0-9, a-z and '.', e.g. https://api.example.com",
   userInfo: "must not carry user-info (user:password@host)",
   query:
     'must not have a query (?…): the operator appends API paths such as /v2/deployments to it, and a query would swallow them; remove everything from the "?"',
@@ -125,6 +135,7 @@ export function baseUrlProblems(url: string, keyHint: string): string[] {
     return [`must start with https:// or http://, got ${parsed.protocol}`];
   const problems: string[] = [];
   if (parsed.hostname === "") problems.push("must name a host, e.g. https://api.example.com");
+  if (new RegExp(WIDE_AUTHORITY).test(url)) problems.push(BASE_URL_PROBLEM.wideHost);
   if (hasUserInfo(url) || parsed.username !== "" || parsed.password !== "")
     problems.push(`${BASE_URL_PROBLEM.userInfo}: put the API key in ${keyHint}`);
   if (url.includes("?")) problems.push(BASE_URL_PROBLEM.query);
@@ -157,14 +168,19 @@ const urlWithHost = (host: string) => `(?i)^https?://(${host})(:[0-9]*)?([/?#]|$
  * Hosts that are link-local addresses or a metadata service's address, as written (the
  * operator's own check reads the parsed, normalized address): 169.254.0.0/16, fe80::/10, an
  * IPv6 address carrying 169.254.x.x (`::ffff:169.254.169.254`, `::ffff:a9fe:a9fe`,
- * `64:ff9b::a9fe:a9fe`), and the metadata addresses outside link-local (`address-policy.ts`).
+ * `::ffff:0:a9fe:a9fe`, `64:ff9b::a9fe:a9fe`, 6to4's `2002:a9fe:…`), the NAT64 local-use prefix
+ * `64:ff9b:1::/48`, and the metadata addresses outside link-local (`address-policy.ts`).
  */
 const LINK_LOCAL_HOST = [
   String.raw`169\.254\.[0-9]+\.[0-9]+\.?`,
   String.raw`100\.100\.100\.200\.?`,
+  String.raw`168\.63\.129\.16\.?`,
+  String.raw`192\.0\.0\.192\.?`,
   String.raw`\[(${[
     String.raw`fe[89ab][0-9a-f]:[^\]]*`,
     String.raw`([0:]*:(ffff:(0{1,4}:)?)?|64:ff9b:[0:]*:)(169\.254\.[0-9.]+|a9fe:[0-9a-f]{1,4})`,
+    String.raw`0*2002:a9fe:[^\]]*`,
+    String.raw`0*64:0*ff9b:0*1:[^\]]*`,
     "fd00:0*ec2:[0:]*:0*(254|23)",
     "fd20:0*ce:[0:]*:0*254",
   ].join("|")})(%25[^\]]*)?\]`,
@@ -189,13 +205,18 @@ export const BASE_URL_RULES: readonly CelRule[] = [
   {
     rule: `!self.matches('${celRegex(urlWithHost(LINK_LOCAL_HOST))}')`,
     message:
-      "spec.baseUrl must not be a link-local address (169.254.0.0/16, fe80::/10, or an IPv6 address carrying 169.254.x.x such as ::ffff:169.254.169.254) or a cloud metadata service's address: the operator never connects to one",
+      "spec.baseUrl must not be a link-local address (169.254.0.0/16, fe80::/10, or an IPv6 address carrying 169.254.x.x such as ::ffff:169.254.169.254 or 2002:a9fe:a9fe::, or the NAT64 local-use prefix 64:ff9b:1::/48) or a cloud metadata service's address (such as 168.63.129.16 or 192.0.0.192): the operator never connects to one",
     reason: "FieldValueForbidden",
   },
   {
     rule: `!self.matches('${celRegex(urlWithHost(NUMERIC_HOST))}') || self.matches('${celRegex(urlWithHost(CANONICAL_IPV4))}')`,
     message:
       "spec.baseUrl: write an IPv4 address as four decimal numbers without leading zeros, e.g. http://10.0.0.12: a hexadecimal, octal or one-number form is read differently by different URL parsers",
+    reason: "FieldValueInvalid",
+  },
+  {
+    rule: `!self.matches('${WIDE_AUTHORITY}')`,
+    message: `spec.baseUrl ${BASE_URL_PROBLEM.wideHost}`,
     reason: "FieldValueInvalid",
   },
   {

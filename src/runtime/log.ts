@@ -10,6 +10,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
 import { type DestinationStream, type Logger, pino } from "pino";
 import { parseObjectKey } from "./keys.ts";
+import { escapeAsUnicode } from "./unprintable.ts";
 
 /** Accepted `--log-format` values. */
 export const LOG_FORMATS = ["json", "console"] as const;
@@ -169,7 +170,7 @@ function consoleLines(out: DestinationStream): DestinationStream {
 /** One console line (newline included) for a parsed JSON log record. */
 export function formatConsoleLine(record: Record<string, unknown>): string {
   const level = String(record.level ?? "").toUpperCase();
-  let text = `${String(record.time ?? "")} ${level.padEnd(5)} ${escapeControls(String(record.msg ?? ""))}`;
+  let text = `${String(record.time ?? "")} ${level.padEnd(5)} ${escapeAsUnicode(String(record.msg ?? ""))}`;
   let stack: string | undefined;
   for (const [key, value] of Object.entries(record)) {
     if (HEAD.has(key) || value === undefined) continue;
@@ -178,15 +179,10 @@ export function formatConsoleLine(record: Record<string, unknown>): string {
       continue;
     }
     const plain = typeof value === "string" && /^[\w./:@-]+$/.test(value);
-    text += ` ${key}=${plain ? value : escapeControls(JSON.stringify(value) ?? String(value))}`;
+    text += ` ${key}=${plain ? value : escapeAsUnicode(JSON.stringify(value) ?? String(value))}`;
   }
-  if (stack !== undefined) text += `\n    ${stack.split("\n").map(escapeControls).join("\n    ")}`;
+  if (stack !== undefined) text += `\n    ${stack.split("\n").map(escapeAsUnicode).join("\n    ")}`;
   return `${text}\n`;
-}
-
-/** `text` with control characters as JSON escapes: a log line cannot drive the terminal. */
-function escapeControls(text: string): string {
-  return text.replace(/\p{Cc}/gu, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 /** What a reconcile logs through: its lines carry the resource and the reconcile's id. */

@@ -6,6 +6,7 @@
  * the revision ends.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
 import { ServiceClient } from "../../src/api/client.ts";
 import { isServiceError } from "../../src/api/errors.ts";
 import { type LogEntry, LogsRouteMissingError } from "../../src/api/revision-logs.ts";
@@ -188,8 +189,9 @@ describe("dms-operator logs", () => {
     expect((await logs(["cli-json", "--since", "2h"])).stdout.split("\n").length).toBe(entries.length + 1);
   });
 
-  it("escapes the controls a build printed (OSC 52, clear screen, bidi override), and keeps them as JSON escapes in -o json", async () => {
-    const hostile = "\x1b]52;c;SGVsbG8=\x07\x1b[2J\x1b[H\x9b2J\u202eexe.txt\nforged ERROR line";
+  it("escapes the controls a build printed (OSC 52, clear screen, bidi override, invisible fillers), and keeps them as JSON and YAML escapes in -o json|yaml", async () => {
+    const hostile =
+      "\x1b]52;c;SGVsbG8=\x07\x1b[2J\x1b[H\x9b2J\u202eexe.txt\nforged ERROR line\u3164\u200b\ufe0f";
     const d = await client.createDeployment({
       name: "cli-hostile",
       source: "internal_docker",
@@ -206,7 +208,7 @@ describe("dms-operator logs", () => {
     expect(unsafeCharacters(text.stdout)).toEqual([]);
     const line = text.stdout.split("\n").find((l) => l.includes("BANNER"));
     expect(line).toContain(
-      "env: BANNER=\\x1b]52;c;SGVsbG8=\\x07\\x1b[2J\\x1b[H\\x9b2J\\u202eexe.txt\\nforged ERROR line",
+      "env: BANNER=\\x1b]52;c;SGVsbG8=\\x07\\x1b[2J\\x1b[H\\x9b2J\\u202eexe.txt\\nforged ERROR line\\u3164\\u200b\\ufe0f",
     );
     // The newline inside the entry does not start a line of its own.
     expect(text.stdout.split("\n").some((l) => l.startsWith("forged"))).toBe(false);
@@ -218,6 +220,13 @@ describe("dms-operator logs", () => {
       .split("\n")
       .map((l) => JSON.parse(l) as LogEntry);
     expect(entries.map((e) => e.message)).toContain(`env: BANNER=${hostile}`);
+    const yaml = await logs(["cli-hostile", "-o", "yaml"]);
+    expect(yaml.code).toBe(0);
+    expect(unsafeCharacters(yaml.stdout)).toEqual([]);
+    for (const c of ["\u3164", "\u200b", "\ufe0f"]) expect(yaml.stdout).not.toContain(c);
+    expect(yaml.stdout).toContain("\\u3164\\u200b\\ufe0f");
+    const documents = parseAllDocuments(yaml.stdout).map((doc) => doc.toJS() as LogEntry);
+    expect(documents.map((e) => e.message)).toContain(`env: BANNER=${hostile}`);
   });
 
   it("a name the service does not have, and a bad --since, fail clearly", async () => {

@@ -352,6 +352,9 @@ describe("connection CRDs: accepted input", () => {
     "https://169.255.0.1",
     "https://metadata.example.com",
     "https://api.example.com./v2",
+    "https://api.example.com/ｖ２/。",
+    "https://[2002:808:808::1]",
+    "https://[64:ff9b::808:808]",
   ])("accepts %s as baseUrl: loopback, private and public hosts", async (baseUrl, { expect }) => {
     const spec = { ...CONNECTION_SPEC, baseUrl };
     const result = await submit("create", connection("ServiceConnection", connectionName(), spec));
@@ -519,6 +522,11 @@ const invalidConnections: Array<{ reason: string; kind: ConnectionKind; spec: Sp
       ["an IPv4-mapped link-local address in hexadecimal", "http://[0:0:0:0:0:FFFF:a9fe:a9fe]/"],
       ["a NAT64 link-local address", "http://[64:ff9b::a9fe:a9fe]/"],
       ["AWS's IPv6 metadata address", "http://[fd00:ec2::254]/"],
+      ["an IPv4-translated link-local address", "http://[::ffff:0:169.254.169.254]/"],
+      ["a 6to4 address carrying a link-local one", "http://[2002:a9fe:a9fe::1]/"],
+      ["a NAT64 local-use address", "http://[64:ff9b:1::a9fe:a9fe]/"],
+      ["Azure's platform endpoint", "http://168.63.129.16/machine/"],
+      ["Oracle Cloud's metadata address", "http://192.0.0.192/opc/v2/instance/"],
     ] as const
   ).map(([what, baseUrl], i) => ({
     reason: `${what} as baseUrl`,
@@ -554,6 +562,20 @@ const invalidConnections: Array<{ reason: string; kind: ConnectionKind; spec: Sp
     spec: { ...CLUSTER_SPEC, baseUrl },
     message:
       /spec\.baseUrl: Invalid value: .*write an IPv4 address as four decimal numbers without leading zeros/,
+  })),
+  ...(
+    [
+      ["full-width digits and ideographic dots", "http://１６９。２５４。１６９。２５４/"],
+      ["a full-width full stop", "http://169．254．169．254/"],
+      ["a halfwidth ideographic full stop", "http://169｡254｡169｡254:80/"],
+      ["full-width letters", "https://ｍｅｔａｄａｔａ.google.internal/"],
+    ] as const
+  ).map(([what, baseUrl], i) => ({
+    reason: `a host written with ${what}`,
+    kind: i % 2 === 0 ? ("ServiceConnection" as const) : ("ClusterServiceConnection" as const),
+    spec: { ...(i % 2 === 0 ? CONNECTION_SPEC : CLUSTER_SPEC), baseUrl },
+    message:
+      /spec\.baseUrl: Invalid value: .*spec\.baseUrl must write its host in ASCII: .*write them as 0-9, a-z and '\.'/,
   })),
   ...["Metadata-Flavor", "metadata", "X-aws-ec2-metadata-token", "x-google-metadata-request"].map(
     (header) => ({

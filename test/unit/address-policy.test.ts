@@ -33,6 +33,24 @@ describe("classifyAddress", () => {
     ["100.100.100.200", "metadata"],
     ["fd00:ec2::254", "metadata"],
     ["fd20:ce::254", "metadata"],
+    ["::ffff:0:169.254.169.254", "metadata"],
+    ["::ffff:0:a9fe:a9fe", "metadata"],
+    ["64:ff9b:1::a9fe:a9fe", "metadata"],
+    ["64:ff9b:1:a9fe:a9:fe00::", "metadata"],
+    ["64:ff9b:1:ffff::1", "metadata"],
+    ["2002:a9fe:a9fe::", "metadata"],
+    ["2002:a9fe:a9fe:1::1", "metadata"],
+    ["168.63.129.16", "metadata"],
+    ["::ffff:168.63.129.16", "metadata"],
+    ["192.0.0.192", "metadata"],
+    ["2002:c000:00c0::1", "metadata"],
+    ["::ffff:0:10.0.0.1", "private"],
+    ["2002:0a00:0001::1", "private"],
+    ["2002:7f00:1::", "loopback"],
+    ["2002:0808:0808::1", "public"],
+    ["64:ff9b:2::a9fe:a9fe", "public"],
+    ["168.63.129.17", "public"],
+    ["192.0.0.193", "private"],
     ["127.0.0.1", "loopback"],
     ["127.255.0.9", "loopback"],
     ["::1", "loopback"],
@@ -73,6 +91,11 @@ describe("hostProblem", () => {
     "169.254.169.254",
     "[fe80::1]",
     "[::ffff:a9fe:a9fe]",
+    "[::ffff:0:169.254.169.254]",
+    "[64:ff9b:1::a9fe:a9fe]",
+    "[2002:a9fe:a9fe::1]",
+    "168.63.129.16",
+    "192.0.0.192",
   ])("refuses %s under either policy", (host) => {
     expect(hostProblem(host, "allow-private")).toMatch(/metadata/);
     expect(hostProblem(host, "public-only")).toMatch(/metadata/);
@@ -169,6 +192,20 @@ describe("serviceAgents under an address policy", () => {
     expect(attempts).toEqual([]);
   });
 
+  it.each([
+    "::ffff:0:169.254.169.254",
+    "64:ff9b:1::a9fe:a9fe",
+    "2002:a9fe:a9fe::1",
+    "168.63.129.16",
+    "192.0.0.192",
+  ])("refuses a name that resolves to %s, opening no socket", async (address) => {
+    const resolve = stubResolver([address]);
+    const { error } = await get(`http://dms.example.test:${port}/`, "allow-private", resolve);
+    expect(error?.code).toBe(ADDRESS_REFUSED);
+    expect(error?.message).toMatch(/never connects to link-local or metadata addresses/);
+    expect(attempts).toEqual([]);
+  });
+
   it("refuses the whole answer when one of its addresses is refused", async () => {
     const resolve = stubResolver(["127.0.0.1", "fe80::a9fe"]);
     const { error } = await get(`http://dms.example.test:${port}/`, "allow-private", resolve);
@@ -183,6 +220,9 @@ describe("serviceAgents under an address policy", () => {
     "http://[::ffff:169.254.169.254]/",
     "http://[fe80::1]/",
     "http://metadata.google.internal/computeMetadata/v1/",
+    "http://１６９。２５４。１６９。２５４/",
+    "http://[2002:a9fe:a9fe::]/",
+    "http://168.63.129.16/machine/",
   ])("refuses %s without resolving it or opening a socket", async (url) => {
     const resolve = stubResolver(["127.0.0.1"]);
     const { error } = await get(url, "allow-private", resolve);

@@ -1117,6 +1117,26 @@ describe("connectionSpecProblems", () => {
       ],
     },
     {
+      reason: "a host written with full-width digits and ideographic dots",
+      spec: { baseUrl: "http://１６９。２５４。１６９．２５４｡/" },
+      problems: [
+        expect.stringMatching(
+          /^spec\.baseUrl must write its host in ASCII: .*write them as 0-9, a-z and '\.'/,
+        ),
+        expect.stringMatching(/^spec\.baseUrl must not aim at a link-local address .*169\.254\.169\.254/),
+      ],
+    },
+    {
+      reason: "a name written with full-width letters",
+      spec: { baseUrl: "https://ａｐｉ.example.com" },
+      problems: [expect.stringMatching(/^spec\.baseUrl must write its host in ASCII/)],
+    },
+    {
+      reason: "full-width characters in the path only (not the host)",
+      spec: { baseUrl: "https://api.example.com/ｖ２" },
+      problems: [],
+    },
+    {
       reason: "a loopback or private address (allowed: self-hosted services live there)",
       spec: { baseUrl: "http://10.96.0.10:8080" },
       problems: [],

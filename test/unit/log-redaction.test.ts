@@ -59,6 +59,41 @@ function evidence(entries: readonly LogEntry[], values: readonly string[]) {
 }
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
+const hexBytes = (text: string) => [...Buffer.from(text, "utf8")].map((b) => b.toString(16).padStart(2, "0"));
+/** Every UTF-16 unit of `text` as a `\uNNNN` escape. */
+const unicodeEscaped = (text: string) =>
+  Array.from(
+    { length: text.length },
+    (_, i) => `\\u${text.charCodeAt(i).toString(16).padStart(4, "0")}`,
+  ).join("");
+/** Line prefixes build tools print, each made of base64 characters (and others), for line `i`. */
+const LINE_PREFIXES: Record<string, (i: number) => string> = {
+  timestamp: (i) => `2026-05-01T12:00:${String(10 + i).padStart(2, "0")}.000Z `,
+  buildkit: (i) => `#8 ${(9.9 + i * 0.05).toFixed(2)} `,
+  clock: (i) => `[12:00:0${i % 10}] `,
+  stage: () => "stage-1 | ",
+};
+/**
+ * `value` inside a longer JSON text, base64 of it wrapped at `width` behind `prefix(i)` on line
+ * `i`: the printed lines, and for each line the base64 characters in it that carry only bits of
+ * the value (what must not show).
+ */
+function wrappedBehind(value: string, prefix: (i: number) => string, width = 76) {
+  const before = Buffer.from('{"db":"');
+  const bytes = Buffer.concat([
+    before,
+    Buffer.from(value, "utf8"),
+    Buffer.from(`","x":"${"y".repeat(40)}"}`),
+  ]);
+  const text = bytes.toString("base64");
+  const lines = text.match(new RegExp(`.{1,${width}}`, "g")) ?? [];
+  const first = Math.ceil((before.length * 8) / 6);
+  const last = Math.floor(((before.length + Buffer.byteLength(value)) * 8) / 6);
+  const core = lines
+    .map((_, i) => text.slice(Math.max(first, i * width), Math.min(last, (i + 1) * width)))
+    .filter((piece) => piece !== "");
+  return { messages: lines.map((line, i) => `${prefix(i)}${line}`), core };
+}
 const b64url = (text: string) => Buffer.from(text, "utf8").toString("base64url");
 const hex = (text: string) => Buffer.from(text, "utf8").toString("hex");
 const entriesOf = (...messages: string[]): LogEntry[] => [
@@ -96,6 +131,28 @@ describe("the forms a build prints a value in", () => {
       `body: pw=${encodeURIComponent("p@ss w0rd long").replace(/%20/g, "+")}`,
     ],
     ["inside an escape sequence's colors", password, `pw=correct-\x1b[31mhorse\x1b[0m-battery`],
+    ["hex bytes apart, with spaces", password, `key: ${hexBytes(password).join(" ")}`],
+    ["hex bytes apart, with colons", password, `fingerprint ${hexBytes(password).join(":").toUpperCase()}`],
+    [
+      "hex bytes as \\x escapes",
+      password,
+      `printf '${hexBytes(password)
+        .map((b) => `\\x${b}`)
+        .join("")}'`,
+    ],
+    [
+      "hex bytes as 0x, comma-separated",
+      password,
+      `{ ${hexBytes(password)
+        .map((b) => `0x${b}`)
+        .join(", ")} }`,
+    ],
+    ["an ASCII value as \\u escapes", password, `{"pw":"${unicodeEscaped(password)}"}`],
+    [
+      "hex in xxd's groups of two bytes",
+      password,
+      `00000000: ${(hex(password).match(/.{1,4}/g) ?? []).join(" ")}`,
+    ],
   ])("%s", (_what, value, message) => {
     const { note, excerpt, message: stalled } = evidence(entriesOf(message), [value]);
     for (const text of [note, excerpt, stalled]) {
@@ -117,6 +174,70 @@ describe("the forms a build prints a value in", () => {
       expect(text).not.toContain("ssw0rd");
       expect(text).toContain(REDACTED);
     }
+  });
+
+  it.each(Object.entries(LINE_PREFIXES))(
+    "base64 wrapped behind a %s prefix on each line, a value straddling two lines: its bits hidden, the prefixes shown",
+    (_name, prefix) => {
+      const value = "s3cr3t-Passw0rd!-for-the-database";
+      // Placed so that the value's base64 starts on the first line and ends on the second.
+      const { messages, core } = wrappedBehind(`${"a".repeat(40)}${value}`, prefix);
+      const secretOnly = wrappedBehind(value, prefix, 20);
+      for (const [printed, parts] of [
+        [messages, core],
+        [secretOnly.messages, secretOnly.core],
+      ] as const) {
+        const { lines } = evidence(entriesOf(...printed), [value]);
+        const shown = lines.join("\n");
+        for (const part of parts.filter((p) => p.length >= 4)) expect(shown).not.toContain(part);
+        for (const [i] of printed.entries()) expect(shown).toContain(prefix(i).trim());
+      }
+    },
+  );
+
+  it("a value split over two entries with other entries between them", () => {
+    const secret = "s3cr3t-Passw0rd!é/+x";
+    const { lines } = evidence(
+      entriesOf("pw=s3cr3t-Pa", "Step 3/9 : RUN make", "[12:00:01] ssw0rd!é/+x end"),
+      [secret],
+    );
+    const shown = lines.join("\n");
+    expect(shown).not.toContain("s3cr3t");
+    expect(shown).not.toContain("ssw0rd");
+    expect(shown).toContain("Step 3/9 : RUN make");
+    expect(shown).toContain("[12:00:01]");
+    // Two entries that do not make a value together are left as they are.
+    const apart = evidence(entriesOf("pw=s3cr3t-Pa", "Step 3/9 : RUN make", "ssw0rd!é/+y end"), [secret]);
+    expect(apart.lines.join("\n")).toContain("ssw0rd!é/+y");
+  });
+
+  it("a line showing 12 characters or more of a value, the rest of it cut off, is covered", () => {
+    const secret = "s3cr3t-Passw0rd!-for-the-database";
+    const { lines } = evidence(entriesOf(`pw=${secret.slice(0, 14)}`, `${secret.slice(-12)} end`), [secret]);
+    const shown = lines.join("\n");
+    expect(shown).not.toContain(secret.slice(0, 14));
+    expect(shown).not.toContain(secret.slice(-12));
+    // 11 characters are not a piece of it: found only with the rest.
+    expect(redactSecrets(`x ${secret.slice(0, 11)} y`, [secret])).toBe(`x ${secret.slice(0, 11)} y`);
+  });
+
+  it.each([
+    ["a text longer than the values (the values' samples)", 1],
+    ["a text shorter than the values (the text's samples)", 400],
+  ])("every piece of 12 characters or more is covered, however often the text repeats it: %s", (_what, n) => {
+    const piece = "Xq7-long-piece-of-a-key";
+    // Values of `n` times 100 characters, one of them holding the piece in its middle.
+    const values = Array.from({ length: n }, (_, i) =>
+      `${`${i}`.padEnd(50, "v")}${i === 0 ? piece : ""}`.padEnd(100, "w"),
+    );
+    const text = Array.from(
+      { length: 80 },
+      (_, i) => `line ${i}: ${piece.slice(0, 12 + (i % 8))} and more`,
+    ).join("\n");
+    const redacted = redactSecrets(text, values);
+    expect(redacted).not.toContain(piece.slice(0, 12));
+    expect(redacted.match(/\*\*\* and more/g)).toHaveLength(80);
+    expect(redacted).toContain("line 79: ");
   });
 
   it.each(["step 2: ", "#", "12:00:01 "])(
@@ -246,6 +367,45 @@ describe("no form of a generated value survives into the note, the excerpt or th
       messages: [`{"password":${JSON.stringify(v)}}`],
       core: [JSON.stringify(trimmed(v)).slice(1, -1)],
     }),
+    unicodeEscaped: (v) => ({
+      messages: [`{"password":"${unicodeEscaped(trimmed(v))}"}`],
+      core: [unicodeEscaped(trimmed(v))],
+    }),
+    hexSpaced: (v) => ({
+      messages: [`key: ${hexBytes(trimmed(v)).join(" ")}`],
+      core: [hexBytes(trimmed(v)).join(" ")],
+    }),
+    hexColons: (v) => ({
+      messages: [`fp=${hexBytes(trimmed(v)).join(":").toUpperCase()}`],
+      core: [hexBytes(trimmed(v)).join(":").toUpperCase()],
+    }),
+    hexGroups: (v) => {
+      const groups = (hex(trimmed(v)).match(/.{1,4}/g) ?? []).join(" ");
+      return { messages: [`00000010: ${groups}`], core: [groups] };
+    },
+    hexEscaped: (v) => {
+      const escaped = hexBytes(trimmed(v))
+        .map((b) => `\\x${b}`)
+        .join("");
+      return { messages: [`printf '${escaped}'`], core: [escaped] };
+    },
+    // Cut by the log's transport, with another entry between the halves.
+    splitAroundOther: (v) => {
+      const t = trimmed(v);
+      const half = Math.ceil(t.length / 2);
+      return {
+        messages: [`pw=${t.slice(0, half)}`, "Step 3/9 : RUN make", `${t.slice(half)} end`],
+        core: [t],
+        continued: true,
+      };
+    },
+    ...Object.fromEntries(
+      Object.entries(LINE_PREFIXES).map(([name, prefix]): [string, Print] => [
+        `base64Behind_${name}`,
+        (v) => wrappedBehind(v, prefix),
+      ]),
+    ),
+    base64NarrowBehindTimestamps: (v) => wrappedBehind(trimmed(v), LINE_PREFIXES.timestamp ?? String, 16),
   };
   const basic: (pad: number) => Print = (pad) => (v) => {
     const prefix = `${"u".repeat(pad + 1)}:`;
@@ -288,7 +448,7 @@ describe("no form of a generated value survives into the note, the excerpt or th
                   expect(text.includes(w), `${JSON.stringify(w)} in ${JSON.stringify(text)}`).toBe(false);
         },
       ),
-      { numRuns: 250 },
+      { numRuns: 400 },
     );
   }, 120_000);
 });

@@ -2,9 +2,12 @@
 // terminals without escape sequences, controls or bidirectional formatting characters, and the
 // commands write them visibly escaped.
 import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import {
   escapeForTerminal,
   escapeJsonText,
+  escapeYamlText,
+  needsYamlEscapes,
   printableLine,
   printableNote,
   printableWords,
@@ -14,6 +17,8 @@ import {
 import { putConditions } from "../../src/conditions/kstatus.ts";
 import type { KubeClient, KubeRequest } from "../../src/kube/client.ts";
 import { KubeEventRecorder } from "../../src/kube/events.ts";
+import { formatConsoleLine } from "../../src/runtime/log.ts";
+import { escapeAsUnicode } from "../../src/runtime/unprintable.ts";
 import { unsafeCharacters } from "../support/terminal-safe.ts";
 
 const OSC52 = "\x1b]52;c;SGVsbG8=\x07";
@@ -83,6 +88,88 @@ describe("format characters (Cf), not only the bidirectional ones", () => {
     const json = escapeJsonText(JSON.stringify({ m: text }));
     expect(json).not.toMatch(/\p{Cf}/u);
     expect(JSON.parse(json)).toEqual({ m: text });
+  });
+});
+
+describe("invisible characters outside Cf, and the rest of the rule, at every sink for people", () => {
+  // Hangul fillers, the combining grapheme joiner, variation selectors (both blocks): not format
+  // characters, but as invisible; with a C1 CSI, bidi overrides, zero-width ones and separators.
+  const outsideCf = [
+    "\u3164",
+    "\u115f",
+    "\u1160",
+    "\u034f",
+    "\ufe00",
+    "\ufe0f",
+    "\u{e0100}",
+    "\u{e01ef}",
+    "\uffa0",
+  ];
+  const rule = [
+    ...outsideCf,
+    "\x9b",
+    "\x85",
+    "\x7f",
+    "\u202e",
+    "\u2066",
+    "\u200b",
+    "\u200d",
+    "\ufeff",
+    "\u{e0041}",
+    "\u2028",
+    "\u2029",
+    "\x1b",
+    "\r",
+  ];
+  /** Every character of the rule, by code point, written independently of the module's classes. */
+  const ruled = (text: string) =>
+    [...text].filter((c) => rule.includes(c) || (c !== "\t" && c !== "\n" && (c.codePointAt(0) ?? 0) < 0x20));
+  const text = `ad${rule.join("mi")}n`;
+
+  it("the sanitizers of status and Events take each out", () => {
+    expect(ruled(printableLine(text))).toEqual([]);
+    expect(ruled(printableNote(text))).toEqual([]);
+    expect(ruled(stripToLine(text))).toEqual([]);
+    expect(printableWords(`x${outsideCf.join("")}y`)).toBe("xy");
+    expect(printableLine(`x${outsideCf.join("")}y`)).toBe(`x${REPLACEMENT}y`);
+  });
+
+  it("the terminal, JSON and console-log escapes write each visibly, and JSON reads back the same", () => {
+    expect(ruled(escapeForTerminal(text))).toEqual([]);
+    expect(ruled(escapeAsUnicode(text))).toEqual([]);
+    const json = escapeJsonText(JSON.stringify({ m: text }));
+    expect(ruled(json)).toEqual([]);
+    expect(JSON.parse(json)).toEqual({ m: text });
+    expect(escapeForTerminal("\u3164\ufe0f\u{e0100}")).toBe("\\u3164\\ufe0f\\udb40\\udd00");
+  });
+
+  it("the console log format escapes them in the message, in values and in a stack", () => {
+    const line = formatConsoleLine({
+      level: "warn",
+      time: "2030-01-01T00:00:00.000Z",
+      msg: `build ${text}`,
+      detail: text,
+      error: "x",
+      stacktrace: `Error: ${text}\n    at f`,
+    });
+    expect(ruled(line)).toEqual([]);
+    expect(line).toContain("\\u202e");
+    expect(line).toContain("\\u3164");
+    expect(line).toContain("\\udb40\\udd00");
+    expect(line.split("\n")).toHaveLength(4);
+  });
+
+  it("YAML: each string holding one is double-quoted with them as escapes, and parses back the same", () => {
+    expect(needsYamlEscapes("plain é€😀\ttab\nline")).toBe(false);
+    for (const c of rule) expect(needsYamlEscapes(`a${c}b`), JSON.stringify(c)).toBe(true);
+    // What a YAML writer gives for a double-quoted scalar with the characters raw.
+    const yaml = `m: "${text.replaceAll("\x1b", "\\e").replaceAll("\r", "\\r")}"\n`;
+    const escaped = escapeYamlText(yaml);
+    expect(ruled(escaped)).toEqual([]);
+    expect(escaped).toContain("\\x9b");
+    expect(escaped).toContain("\\u3164");
+    expect(escaped).toContain("\\U000e0100");
+    expect(parse(escaped)).toEqual({ m: text });
   });
 });
 
