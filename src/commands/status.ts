@@ -13,6 +13,7 @@
  * {@link MESSAGE_WIDTH} characters with its control characters replaced.
  */
 import type { Command } from "commander";
+import { printableLine } from "../api/printable.ts";
 import { FAILED_REVISION_STATUSES } from "../api/wire.ts";
 import { ANNOTATION_PAUSED } from "../crd/schema.ts";
 import { isRecord } from "../json.ts";
@@ -215,10 +216,9 @@ export function heldUntil(
   );
 }
 
-/** `text` on one line: control characters (terminal escapes included) replaced, cut to `width`. */
+/** `text` on one line with the printable rule (`printableLine`, `api/printable.ts`), cut to `width`. */
 export function oneLine(text: string, width = MESSAGE_WIDTH): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing them is the point
-  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ").trim();
+  const flat = printableLine(text).trim();
   return flat.length > width ? `${flat.slice(0, width - 1)}…` : flat;
 }
 

@@ -210,7 +210,9 @@ describe("statusFrom: a service whose every string is hostile", () => {
     const synced = status.conditions?.find((c) => c.type === "Synced");
     expect(synced).toMatchObject({ status: "True", reason: "ReconcileSuccess" });
     expect(synced?.message).toContain("left unset: status.deploymentId as the service gave it holds U+202E");
-    expect(synced?.message).toContain("outside the printable rule, and a value tools compare is never rewritten");
+    expect(synced?.message).toContain(
+      "outside the printable rule, and a value tools compare is never rewritten",
+    );
   });
 
   it("settles: the next reconcile's status, from the one written, is written the same (no write loop)", () => {

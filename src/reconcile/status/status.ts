@@ -420,7 +420,9 @@ const CONDITION_ORDER = [
 /**
  * The status to write after a reconcile. Observed fields come from `observed` (cleared when it
  * is `null`, kept when `undefined`); bookkeeping from `previous` overridden by `record`; every
- * condition set carries `generation` and passes through secret redaction.
+ * condition set carries `generation` and passes through secret redaction. Every string passes
+ * the status sink (`status-sink.ts`): a value holding a character of the printable rule is left
+ * unset, and the `Synced` message says which.
  */
 export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   const { previous = {}, observed, sync, now, generation } = input;
