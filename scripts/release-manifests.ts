@@ -5,7 +5,8 @@
 //
 // writes <out-dir>/install.yaml (CRDs, namespace, ServiceAccount, ClusterRole, the operator),
 // <out-dir>/install-namespaced.yaml (Role-based, no namespace: `kubectl apply -n <ns> -f`) and
-// <out-dir>/crds.yaml (the CRDs, what a cluster admin applies once before a namespaced install).
+// <out-dir>/crds.yaml (the CRDs and their deletion protection policy, what a cluster admin applies
+// once before a namespaced install).
 // Rendering is `kubectl kustomize` of a copy of manifests/ whose `images:` entry is rewritten, so
 // the release is exactly what `kubectl apply -k` of the same tree would apply.
 import { spawnSync } from "node:child_process";
@@ -92,8 +93,9 @@ export function renderRelease(options: ReleaseOptions): string[] {
           "namespace-scoped install (kubectl apply -n <namespace> -f install-namespaced.yaml; crds.yaml first)",
         ) + kustomize(options.kubectl, join(work, "manifests", "namespaced")),
       "crds.yaml":
-        header("the CRDs alone, applied once by a cluster admin before a namespaced install") +
-        kustomize(options.kubectl, join(work, "manifests", "crd")),
+        header(
+          "the CRDs and their deletion protection policy, applied once by a cluster admin before a namespaced install",
+        ) + kustomize(options.kubectl, join(work, "manifests", "crd")),
     };
     mkdirSync(options.outDir, { recursive: true });
     return Object.entries(files).map(([name, text]) => {

@@ -14,6 +14,7 @@ import {
   isServiceError,
   RequestValidationError,
   RevisionsRouteMissingError,
+  RouteMissingError,
   type RouteMissingErrorClass,
   ServiceError,
 } from "./errors.ts";
@@ -202,7 +203,18 @@ export type ResolvedOAuthProvider = OAuthProvider & {
   is_dynamic_client: boolean;
 };
 
-const { DEPLOYMENTS, DEPLOYMENT, REVISION, REVISIONS, REPOS, PROVIDERS } = ROUTES;
+const { DEPLOYMENTS, DEPLOYMENT, REVISION, REVISIONS, CREATE_REVISION, REPOS, PROVIDERS } = ROUTES;
+
+/**
+ * The service has no rebuild route (POST /v2/deployments/{deployment_id}/revisions): a caller
+ * should say so, write nothing else for the request, and stop asking.
+ */
+export class RebuildRouteMissingError extends RouteMissingError {
+  override readonly name = "RebuildRouteMissingError";
+  constructor(cause: ServiceError) {
+    super("rebuild", cause);
+  }
+}
 
 /**
  * Unreadable items of one listing logged one by one; the rest are counted in one line when the
@@ -623,6 +635,35 @@ export class ServiceClient {
     );
     if (answer === undefined) return undefined;
     return this.#readOne(answer.body, "POST", REDEPLOY_ROUTE);
+  }
+
+  /**
+   * POST /v2/deployments/{deployment_id}/revisions with body `{}` (from the service's public
+   * documentation, not the shared spec): a new revision of the deployment's current
+   * configuration, e.g. a build of a tracked branch's new head. Returns the Revision answered;
+   * undefined when the service says it has no such deployment (a 404 naming it). Throws
+   * {@link RebuildRouteMissingError} when the service has no such route (405, or the generic 404
+   * "Not Found" of an unknown path). Not repeated after a timeout or lost connection (a repeat
+   * could build twice): such a failure throws with `maybeApplied: true`.
+   */
+  async createRevision(deploymentId: string, opts: CallOptions = {}): Promise<Revision | undefined> {
+    checkUuid(deploymentId, "deploymentId");
+    try {
+      const response = await this.#transport.send({
+        method: "POST",
+        route: CREATE_REVISION,
+        path: CREATE_REVISION.replace("{deployment_id}", encodeURIComponent(deploymentId)),
+        body: {},
+        schema: RevisionSchema,
+        idempotent: false,
+        ...signalOf(opts),
+      });
+      for (const value of unknownRevisionValues(response.body)) this.#reportUnknown(value);
+      return response.body;
+    } catch (error) {
+      if (isServiceError(error, "not_found") && !isRouteMissing(error)) return undefined;
+      throw routeFailure(error, RebuildRouteMissingError);
+    }
   }
 
   /**

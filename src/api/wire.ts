@@ -65,9 +65,20 @@ export const DEPLOYMENT_STATUSES = [
 ] as const;
 export type DeploymentStatus = (typeof DEPLOYMENT_STATUSES)[number];
 
-/** Values of the `deployment_type` listing filter. */
+/** Values of the `deployment_type` listing filter: the types of the service's published API. */
 export const DEPLOYMENT_TYPES = ["dev_free", "dev", "prod"] as const;
 export type DeploymentType = (typeof DEPLOYMENT_TYPES)[number];
+
+/**
+ * Every deployment type known (`source_config.deployment_type`): the published API's, and the two
+ * that scale to zero, which the service's own provider knows too. It decides the tier and the
+ * price and cannot change after creation; a create without one gets {@link DEFAULT_DEPLOYMENT_TYPE}.
+ * Read as an {@link OpenEnum}: a newer service may answer a type not listed here.
+ */
+export const KNOWN_DEPLOYMENT_TYPES = [...DEPLOYMENT_TYPES, "dev_zero", "dev_free_zero"] as const;
+export type KnownDeploymentType = (typeof KNOWN_DEPLOYMENT_TYPES)[number];
+/** The type the service gives a deployment created without one. */
+export const DEFAULT_DEPLOYMENT_TYPE: KnownDeploymentType = "prod";
 
 /** A union of string literals whose static type is the union of `values` (not plain `string`). */
 const literals = <T extends readonly string[]>(values: T) =>
@@ -255,6 +266,8 @@ const sourceConfigFields = {
   resource_spec: Type.Optional(Nullable(ResourceSpecSchema)),
   install_command: Type.Optional(Nullable(Type.String())),
   build_command: Type.Optional(Nullable(Type.String())),
+  /** See {@link KNOWN_DEPLOYMENT_TYPES}: set on create, never changed (a PATCH changing it is refused). */
+  deployment_type: Type.Optional(Nullable(openEnum(KNOWN_DEPLOYMENT_TYPES))),
 };
 
 /** Source fields that need no new revision when changed (or cannot be changed). */
@@ -321,6 +334,8 @@ export const DeploymentSchema = Type.Object(
     active_revision_id: Nullable(Type.String()),
     secret_references: Opt(Type.Array(SecretReferenceSchema)),
     image_version: Opt(Type.String()),
+    /** Not in the shared spec: a name shown in the service's UI, set by a PATCH only. */
+    display_name: Opt(Type.String()),
   },
   open,
 );
@@ -450,7 +465,16 @@ const changeableFields = {
 
 /** Body of PATCH /v2/deployments/{id}. It never carries `name` or `source`. */
 export const PatchDeploymentBodySchema = Type.Object(
-  { revision_source: Type.Optional(Nullable(RevisionSourceSchema)), ...changeableFields },
+  {
+    revision_source: Type.Optional(Nullable(RevisionSourceSchema)),
+    ...changeableFields,
+    /**
+     * Not in the shared spec (the service's provider knows it): the name shown in the service's
+     * UI. PATCH only (a create does not take it); it cannot be cleared, so never empty, and
+     * `null` leaves it as it is.
+     */
+    display_name: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
+  },
   closed,
 );
 export type PatchDeploymentBody = Static<typeof PatchDeploymentBodySchema>;
@@ -507,6 +531,12 @@ export const ROUTES = {
   DEPLOYMENT: "/v2/deployments/{deployment_id}",
   REVISION: "/v2/deployments/{deployment_id}/revisions/{revision_id}",
   REVISIONS: "/v2/deployments/{deployment_id}/revisions",
+  /**
+   * POST on the revisions template (not in the shared spec; the service's public documentation
+   * describes it): creates a revision from the deployment's current configuration, body `{}`,
+   * answering the Revision. A rebuild, e.g. of a branch's new head.
+   */
+  CREATE_REVISION: "/v2/deployments/{deployment_id}/revisions",
 } as const;
 
 /** Limits of the listing's pagination parameters. */

@@ -15,6 +15,7 @@ export const SOURCE_CONFIG_SCALARS = [
   ["listenerId", "listener_id"],
   ["installCommand", "install_command"],
   ["buildCommand", "build_command"],
+  ["deploymentType", "deployment_type"],
 ] as const;
 
 /** `[specField, wireField]` of `sourceRevisionConfig` (the fields whose change makes a revision). */

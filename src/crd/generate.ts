@@ -2,10 +2,12 @@
  * `npm run generate`: writes every CRD rendered from the schemas (`schema.ts`,
  * `connection-schema.ts`) to `crds/`, the same text to the Helm chart's copy
  * (`charts/dms-operator/files/crds/`: a chart holds only files under its own directory), and each
- * kind's reference page to `docs/reference/`. The one impure step of CRD generation; everything it
- * writes comes from `renderCrd()` and `renderReference()`.
+ * kind's reference page to `docs/reference/`; it copies the deletion protection policy shipped
+ * with the CRDs (`manifests/crd/deletion-protection-policy.yaml`) into the chart's files too. The
+ * one impure step of CRD generation; everything it writes comes from `renderCrd()`,
+ * `renderReference()` and that one manifest.
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { referenceFile, renderReference } from "./reference.ts";
@@ -13,6 +15,14 @@ import { CRDS, crdFile, renderCrd } from "./render.ts";
 
 /** Where the chart keeps its copy of crds/ (its templates/crds.yaml reads every file there). */
 const CHART_CRDS = join("charts", "dms-operator", "files", "crds");
+/** The deletion protection policy, and the chart's copy (templates/deletion-protection-policy.yaml reads it). */
+const DELETION_PROTECTION_POLICY = join("manifests", "crd", "deletion-protection-policy.yaml");
+const CHART_DELETION_PROTECTION_POLICY = join(
+  "charts",
+  "dms-operator",
+  "files",
+  "deletion-protection-policy.yaml",
+);
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 for (const crd of CRDS) {
   const target = join(root, crdFile(crd));
@@ -28,3 +38,5 @@ for (const crd of CRDS) {
   await writeFile(reference, renderReference(crd));
   process.stdout.write(`wrote ${referenceFile(crd)}\n`);
 }
+await copyFile(join(root, DELETION_PROTECTION_POLICY), join(root, CHART_DELETION_PROTECTION_POLICY));
+process.stdout.write(`wrote ${CHART_DELETION_PROTECTION_POLICY}\n`);

@@ -8,6 +8,7 @@ import {
   DEPLOYMENT_SOURCES,
   type Deployment,
   type DeploymentSource,
+  KNOWN_DEPLOYMENT_TYPES,
   type ResourceSpec,
   type RevisionSource,
   type SecretReference,
@@ -193,7 +194,8 @@ export function secretDataKey(secretName: string): string {
  * A spec that reproduces `deployment` exactly: every non-null field it reports becomes a managed
  * field, secrets become `valueFrom.secretKeyRef` entries to `options.secretName` (keys from
  * `options.keyOf`, else {@link secretDataKey}; values never copied). `spec.name` is always set, since resource names
- * are stricter than the service's. `revisionSource` is not reported by the service, so left out.
+ * are stricter than the service's. `revisionSource` is not reported by the service, so left out;
+ * so is a `deployment_type` the CRD does not list (unset, the resource accepts the service's).
  * Law: mapping the result back with the Secret's data gives a desired state `plan` finds equal.
  */
 export function specFromDeployment(deployment: Deployment, options: ImportOptions): DeploymentSpec {
@@ -206,6 +208,9 @@ export function specFromDeployment(deployment: Deployment, options: ImportOption
   for (const [specKey, wireKey] of SOURCE_CONFIG_SCALARS) {
     if (defined(wireConfig[wireKey])) sourceConfig[specKey] = wireConfig[wireKey];
   }
+  // A type the CRD does not list (a newer service's) is left out: the resource then accepts it.
+  if (!KNOWN_DEPLOYMENT_TYPES.some((t) => t === sourceConfig.deploymentType))
+    delete sourceConfig.deploymentType;
   const namespace = deployment.source_config.listener_config?.k8s_namespace;
   if (defined(namespace)) sourceConfig.listenerConfig = { k8sNamespace: namespace };
   const resourceSpec = resourceSpecToSpec(deployment.source_config.resource_spec);

@@ -164,6 +164,13 @@ const deploymentColumns: JsonObject[] = [
     true,
   ),
   column(
+    "Type",
+    "string",
+    ".spec.sourceConfig.deploymentType",
+    "The deployment type the spec sets (spec.sourceConfig.deploymentType; empty when left to the service).",
+    true,
+  ),
+  column(
     "Owner",
     "string",
     ".metadata.labels.shard\\.dms\\.dev/owner",

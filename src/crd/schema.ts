@@ -6,7 +6,7 @@
  * sees it, with messages that name the field and the fix.
  */
 import { type Static, Type } from "@sinclair/typebox";
-import { DEPLOYMENT_SOURCES, REVISION_SOURCES } from "../api/wire.ts";
+import { DEPLOYMENT_SOURCES, KNOWN_DEPLOYMENT_TYPES, REVISION_SOURCES } from "../api/wire.ts";
 import { CONNECTION_KINDS } from "./connection-schema.ts";
 import { ObjectMetaSchema } from "./object-meta.ts";
 import { StringEnum } from "./openapi-types.ts";
@@ -117,6 +117,20 @@ const SourceConfig = Type.Object(
       Type.String({ maxLength: MAX_COMMAND_LENGTH, description: "Command that builds the application." }),
     ),
     resourceSpec: Type.Optional(ResourceSpecSchema),
+    deploymentType: Type.Optional(
+      StringEnum(KNOWN_DEPLOYMENT_TYPES, {
+        description:
+          "The deployment's type on the service, which decides its tier and price: dev_free, dev, prod, dev_zero or dev_free_zero (only the *_zero types scale to zero). Sent on create; the service's default is prod. Cannot change once set: the service fixes a deployment's type at creation. Left out: whatever type the service's deployment has is accepted.",
+        "x-kubernetes-validations": [
+          {
+            rule: "self == oldSelf",
+            message:
+              "spec.sourceConfig.deploymentType cannot change: the service fixes a deployment's type at creation, so a new type means a new deployment; restore the previous value, or create a new resource (with another spec.name) of the new type",
+            reason: "FieldValueForbidden",
+          },
+        ],
+      }),
+    ),
   },
   {
     description:
@@ -372,6 +386,13 @@ export const DeploymentSpecSchema = Type.Object(
         // No CRD default: absent means false, and the API server writes nothing into every object.
         description:
           "With deletionPolicy Delete: delete the tracing project the service created with the deployment too, so that the same name can be created again (previews). Absent or false (the default), the tracing project (and its traces) stays, and a new deployment of this name is refused (reason NameReserved).",
+      }),
+    ),
+    deletionProtection: Type.Optional(
+      Type.Boolean({
+        // No CRD default: absent means false, and the API server writes nothing into every object.
+        description:
+          'true: the resource cannot be deleted: the ValidatingAdmissionPolicy dms-operator-deletion-protection, shipped with the CRDs, refuses its DELETE (a namespace holding it stays Terminating), so that a pruned file or a stray kubectl delete cannot remove it and, with deletionPolicy Delete, its deployment on the service. To delete it, set it to false first: kubectl patch dmsd <name> --type merge -p \'{"spec":{"deletionProtection":false}}\'. Absent or false (the default): no protection.',
       }),
     ),
     rolloutTimeout: Type.Optional(

@@ -20,6 +20,10 @@
  *                                    "method-not-allowed"}`; 200 with it
  *   GET    /_sim/redeploys           the redeploys answered: at, deployment, revision named,
  *                                    behaviour, revision that goes live
+ *   PUT    /_sim/rebuild-route       `{"mode": "present" | "missing" | "method-not-allowed"}`: POST
+ *                                    /v2/deployments/{id}/revisions; 200 with it
+ *   PUT    /_sim/empty-secrets       `{"mode": "clears" | "unchanged"}`: what `secrets: []` in a
+ *                                    PATCH means; 200 with it
  *   GET    /_sim/state               tenant, clock, timing, faults, deployments with revisions,
  *                                    tracing projects
  */
@@ -32,12 +36,14 @@ import type { Timing } from "./record.ts";
 import type { SimRequest } from "./requests.ts";
 import {
   type LogsRouteMode,
+  REBUILD_ROUTE_MODES,
   REDEPLOY_ROUTE_MODES,
   REVISIONS_ROUTE_MODES,
+  type RebuildRouteMode,
   type RedeployRouteMode,
   type RevisionsRouteMode,
 } from "./routes.ts";
-import type { SimulatorStore } from "./store.ts";
+import { EMPTY_SECRETS_MODES, type EmptySecretsMode, type SimulatorStore } from "./store.ts";
 
 /** What the admin routes act on. */
 export interface AdminContext {
@@ -52,6 +58,8 @@ export interface AdminContext {
   revisionListing: { mode: RevisionsRouteMode };
   logsRoute: { mode: LogsRouteMode };
   redeployRoute: { mode: RedeployRouteMode };
+  rebuildRoute: { mode: RebuildRouteMode };
+  emptySecrets: { mode: EmptySecretsMode };
 }
 
 /** Answers one `/_sim/` request; `path` starts with `/_sim/`. Unknown paths are 404. */
@@ -102,6 +110,10 @@ export async function handleAdmin(
       return json(200, setRedeployMode(ctx.redeployRoute, await readJsonBody(req)));
     case "GET /_sim/redeploys":
       return json(200, ctx.store.redeploys());
+    case "PUT /_sim/rebuild-route":
+      return json(200, setModeOf(REBUILD_ROUTE_MODES, ctx.rebuildRoute, await readJsonBody(req)));
+    case "PUT /_sim/empty-secrets":
+      return json(200, setModeOf(EMPTY_SECRETS_MODES, ctx.emptySecrets, await readJsonBody(req)));
   }
   const tracingPrefix = "/_sim/tracing-projects/";
   if (method === "DELETE" && path.startsWith(tracingPrefix)) {
@@ -135,20 +147,26 @@ function state(ctx: AdminContext) {
     tracing_projects: tracingState(ctx),
     logs_route: ctx.logsRoute.mode,
     redeploy_route: ctx.redeployRoute.mode,
+    rebuild_route: ctx.rebuildRoute.mode,
+    empty_secrets: ctx.emptySecrets.mode,
     redeploys: ctx.store.redeploys(),
     deployments: ctx.store.list().map((d) => ({ ...d, revisions: ctx.store.revisions(d.id) ?? [] })),
   };
 }
 
-/** Sets `target.mode` from a `{"mode": …}` body, or a 422 naming the modes. */
+/** Sets a route's `mode` from a `{"mode": …}` body, or a 422 naming the modes. */
 function setMode(target: { mode: RevisionsRouteMode }, body: unknown): { mode: RevisionsRouteMode } {
-  target.mode = modeOf(REVISIONS_ROUTE_MODES, body);
-  return { mode: target.mode };
+  return setModeOf(REVISIONS_ROUTE_MODES, target, body);
 }
 
 /** Sets the redeploy route's `mode` from a `{"mode": …}` body, or a 422 naming the modes. */
 function setRedeployMode(target: { mode: RedeployRouteMode }, body: unknown): { mode: RedeployRouteMode } {
-  target.mode = modeOf(REDEPLOY_ROUTE_MODES, body);
+  return setModeOf(REDEPLOY_ROUTE_MODES, target, body);
+}
+
+/** Sets `target.mode` to one of `modes` from a `{"mode": …}` body, or a 422 naming them. */
+function setModeOf<T extends string>(modes: readonly T[], target: { mode: T }, body: unknown): { mode: T } {
+  target.mode = modeOf(modes, body);
   return { mode: target.mode };
 }
 

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import {
+  DEFAULT_DEPLOYMENT_TYPE,
   DEPLOYMENT_SOURCES,
   type DeploymentSource,
   type PatchDeploymentBody,
@@ -62,7 +63,10 @@ export function checkSecretReferences(
   ]);
 }
 
-/** An empty record of a new deployment, without revisions; the defaults of the listing attributes. */
+/**
+ * An empty record of a new deployment, without revisions; the defaults of the listing attributes
+ * and the service's deployment type (`prod`), which a create's `source_config` may override.
+ */
 export function newRecord(
   id: string,
   name: string,
@@ -78,7 +82,7 @@ export function newRecord(
     tenantId,
     createdAt,
     updatedAt: createdAt,
-    sourceConfig: {},
+    sourceConfig: { deployment_type: DEFAULT_DEPLOYMENT_TYPE },
     sourceRevisionConfig: {},
     secrets: [],
     secretReferences: null,
@@ -89,7 +93,7 @@ export function newRecord(
     failRevisions: undefined,
     quirks: undefined,
     deleteRequestedAt: undefined,
-    deploymentType: "dev",
+    displayName: undefined,
     remoteReconciled: true,
     tagValueIds: [],
     cache: undefined,
@@ -128,6 +132,35 @@ export function applyChange(record: DeploymentRecord, change: Change, now: numbe
   if (newRevision) addRevision(record, revisionSource, now, now + timing.revisionActiveAfterMs);
   record.updatedAt = now;
   invalidate(record);
+}
+
+/**
+ * Throws a 422 naming `source_config.deployment_type` when `given` would change the deployment's
+ * type, which the service fixes at creation (the same type again, or none, is fine).
+ */
+export function checkDeploymentType(record: DeploymentRecord, given: string | null | undefined): void {
+  const current = record.sourceConfig.deployment_type;
+  if (given === null || given === undefined || given === current) return;
+  throw validationError([
+    {
+      loc: ["body", "source_config", "deployment_type"],
+      msg: `Value error, deployment_type cannot be changed after creation (it is '${current}'): a deployment of another type is a new deployment`,
+      type: "value_error",
+    },
+  ]);
+}
+
+/**
+ * A rebuild (POST /v2/deployments/{id}/revisions): a new revision of the deployment's current
+ * configuration at `now`, as a revision-making PATCH would make it. Returns it.
+ */
+export function rebuild(record: DeploymentRecord, now: number, timing: Timing): RevisionRecord {
+  addRevision(record, null, now, now + timing.revisionActiveAfterMs);
+  record.updatedAt = now;
+  invalidate(record);
+  const made = record.revisions.at(-1);
+  if (made === undefined) throw new Error("rebuild: no revision was added");
+  return made;
 }
 
 /** Appends a revision; a github revision without a commit sha gets a plausible one for its ref. */
@@ -173,14 +206,17 @@ export function seededRecord(
   // The seed was validated against its schema; the guards only narrow the types.
   const source = oneOf(DEPLOYMENT_SOURCES, d.source) ? d.source : "github";
   const record = newRecord(d.id?.toLowerCase() ?? randomUUID(), d.name, source, tenantId, createdAt);
-  record.sourceConfig = dropNulls(d.source_config);
+  // `deployment_type` beside the deployment is the seed's older spelling of source_config's.
+  record.sourceConfig = {
+    deployment_type: d.deployment_type ?? DEFAULT_DEPLOYMENT_TYPE,
+    ...dropNulls(d.source_config),
+  };
   record.sourceRevisionConfig = dropNulls(d.source_revision_config);
   record.secrets = (d.secrets ?? []).map((s) => ({ ...s }));
   record.secretReferences = d.secret_references ?? null;
   record.imageVersion = d.image_version ?? null;
   record.statusOverride = d.status ?? "READY";
   if (d.quirks !== undefined) record.quirks = structuredClone(d.quirks);
-  record.deploymentType = d.deployment_type ?? "dev";
   record.remoteReconciled = d.remote_reconciled ?? true;
   record.tagValueIds = [...(d.tag_value_ids ?? [])];
   addRevision(record, null, createdAt, Math.min(createdAt, start));

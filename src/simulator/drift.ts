@@ -6,7 +6,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import {
-  DEPLOYMENT_TYPES,
   Nullable,
   RevisionSourceSchema,
   SecretReferenceSchema,
@@ -58,9 +57,12 @@ export const DriftChangeSchema = Type.Object(
     fail_revisions: Type.Optional(Nullable(RevisionFailureSchema)),
     /** How listings show it (replaces the previous quirks); `null` removes them. */
     quirks: Type.Optional(Nullable(QuirksSchema)),
-    deployment_type: Type.Optional(Type.Union(DEPLOYMENT_TYPES.map((t) => Type.Literal(t)))),
+    /** Any type, also one the service's published API does not list (see `KNOWN_DEPLOYMENT_TYPES`). */
+    deployment_type: Type.Optional(Type.String({ minLength: 1 })),
     remote_reconciled: Type.Optional(Type.Boolean()),
     tag_value_ids: Type.Optional(Type.Array(Type.String())),
+    /** Sets the display name, as the service's UI does; `null` removes it (which a PATCH cannot). */
+    display_name: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
   },
   closed,
 );

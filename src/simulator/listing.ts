@@ -55,7 +55,8 @@ export function pageJson(
       if (query.remoteReconciled !== undefined && record.remoteReconciled !== query.remoteReconciled)
         continue;
       if (query.imageVersion !== undefined && record.imageVersion !== query.imageVersion) continue;
-      if (query.deploymentType !== undefined && record.deploymentType !== query.deploymentType) continue;
+      if (query.deploymentType !== undefined && record.sourceConfig.deployment_type !== query.deploymentType)
+        continue;
       if (query.deploymentIds !== undefined && !query.deploymentIds.has(record.id)) continue;
       if (tags !== undefined && !record.tagValueIds.some((t) => tags.has(t))) continue;
       if (skipped < query.offset) {

@@ -7,7 +7,6 @@ import { createHash } from "node:crypto";
 import {
   type Deployment,
   type DeploymentSource,
-  type DeploymentType,
   REVISION_STATUSES,
   type Revision,
   type RevisionSource,
@@ -98,7 +97,8 @@ export interface DeploymentRecord {
   /** How listings show it (seed or drift `quirks`). */
   quirks: Quirks | undefined;
   deleteRequestedAt: number | undefined;
-  deploymentType: DeploymentType;
+  /** Set by a PATCH only (or drift); never cleared by a PATCH. Rendered once set. */
+  displayName: string | undefined;
   remoteReconciled: boolean;
   tagValueIds: string[];
   cache: { json: string; from: number; until: number } | undefined;
@@ -163,6 +163,7 @@ export function render(record: DeploymentRecord, now: number, timing: Timing, mo
     secret_references:
       record.secretReferences === null ? null : record.secretReferences.map((r) => ({ ...r })),
     image_version: record.imageVersion,
+    ...(record.displayName === undefined ? {} : { display_name: record.displayName }),
   };
 }
 

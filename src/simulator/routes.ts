@@ -35,7 +35,7 @@ export interface RouteMatch {
   allow?: string;
 }
 
-const { PROVIDERS, REPOS, DEPLOYMENTS, DEPLOYMENT, REVISION, REVISIONS } = ROUTES;
+const { PROVIDERS, REPOS, DEPLOYMENTS, DEPLOYMENT, REVISION, REVISIONS, CREATE_REVISION } = ROUTES;
 const REPOS_PREFIX = REPOS.slice(0, REPOS.indexOf("{"));
 const DEPLOYMENT_PREFIX = "/v2/deployments/";
 
@@ -77,9 +77,17 @@ export const REDEPLOY_ROUTE_MODES = [
 export type RedeployRouteMode = (typeof REDEPLOY_ROUTE_MODES)[number];
 
 /**
+ * Whether the simulated service has the rebuild route (POST /v2/deployments/{id}/revisions, from
+ * the service's public documentation, not the shared spec); the same modes as
+ * {@link REVISIONS_ROUTE_MODES}. `missing` answers 404 "Not Found" as for an unknown path.
+ */
+export const REBUILD_ROUTE_MODES = REVISIONS_ROUTE_MODES;
+export type RebuildRouteMode = RevisionsRouteMode;
+
+/**
  * Routes of the service bound to `store` and `faults`; `revisions.mode` (the single revision
- * route), `revisionListing.mode` (GET /v2/deployments/{id}/revisions) and `logs.mode` are read
- * per request.
+ * route), `revisionListing.mode` (GET /v2/deployments/{id}/revisions), `logs.mode`,
+ * `redeploy.mode` and `rebuild.mode` (POST /v2/deployments/{id}/revisions) are read per request.
  */
 export function serviceRoutes(
   store: SimulatorStore,
@@ -88,6 +96,7 @@ export function serviceRoutes(
   revisionListing: { mode: RevisionsRouteMode } = { mode: "present" },
   logs: { mode: LogsRouteMode } = { mode: "present" },
   redeploy: { mode: RedeployRouteMode } = { mode: "new-revision" },
+  rebuild: { mode: RebuildRouteMode } = { mode: "present" },
 ): (method: string, path: string) => RouteMatch {
   const table: Record<string, Record<string, Handler>> = {
     [PROVIDERS]: { GET: () => json(200, store.providers()) },
@@ -145,6 +154,14 @@ export function serviceRoutes(
         const { limit, offset } = parseListQuery(search);
         return json(200, store.revisionPage(id, limit, offset));
       },
+      // CREATE_REVISION: the same template, another method (matched under `rebuild.mode`).
+      POST: async (req, [id = ""]) => {
+        const issues = uuidPathIssues("deployment_id", id);
+        const raw = await readJsonBody(req);
+        issues.push(...rebuildBodyIssues(raw));
+        if (issues.length > 0) throw new ServiceError(422, issues);
+        return json(201, store.createRevision(id));
+      },
     },
     [REVISION]: {
       GET: (_req, [id = "", revisionId = ""]) => {
@@ -187,7 +204,13 @@ export function serviceRoutes(
       const [id, revisions, revisionId] = parts;
       const given = (v: string | undefined): v is string => v !== undefined && v !== "" && !v.includes("/");
       if (parts.length === 1 && given(id)) return match(method, DEPLOYMENT, [id]);
-      if (parts.length === 2 && given(id) && revisions === "revisions") {
+      if (parts.length === 2 && given(id) && revisions === "revisions" && method === "POST") {
+        if (rebuild.mode === "present") return match(method, CREATE_REVISION, [id]);
+        if (rebuild.mode === "method-not-allowed") {
+          const route = `${method} ${CREATE_REVISION}`;
+          return { route, template: CREATE_REVISION, params: [], handler: undefined, allow: "GET" };
+        }
+      } else if (parts.length === 2 && given(id) && revisions === "revisions") {
         if (revisionListing.mode === "present") return match(method, REVISIONS, [id]);
         if (revisionListing.mode === "method-not-allowed") {
           const route = `${method} ${REVISIONS}`;
@@ -213,6 +236,27 @@ export function serviceRoutes(
     }
     return { route: `${method} (unmatched)`, template: "(unmatched)", params: [], handler: undefined };
   };
+}
+
+/**
+ * The issues of a rebuild's body: it must be a JSON object, and the service's documentation gives
+ * it no fields (`{}`), so any field is refused as FastAPI refuses an extra one.
+ */
+function rebuildBodyIssues(raw: unknown): ValidationIssue[] {
+  if (raw === undefined) return [{ loc: ["body"], msg: "Field required", type: "missing" }];
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    return [
+      {
+        loc: ["body"],
+        msg: "Input should be a valid dictionary or object to extract fields from",
+        type: "model_attributes_type",
+      },
+    ];
+  return Object.keys(raw).map((key) => ({
+    loc: ["body", key],
+    msg: "Extra inputs are not permitted",
+    type: "extra_forbidden",
+  }));
 }
 
 /**

@@ -8,7 +8,6 @@ import { FormatRegistry, type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { parse as parseYaml } from "yaml";
 import {
-  DEPLOYMENT_TYPES,
   DeploymentSourceSchema,
   Nullable,
   SecretReferenceSchema,
@@ -59,7 +58,8 @@ export const SeedRepoSchema = Type.Object(
 /**
  * A seeded deployment: the POST body's fields plus what only the service sets (`id`, `status`,
  * `created_at`, `image_version`, `repo_commit_sha`) and the listing's filter attributes, which
- * the spec's Deployment does not show (`deployment_type`, `remote_reconciled`, `tag_value_ids`).
+ * the spec's Deployment does not show (`deployment_type`, an older spelling of
+ * `source_config.deployment_type`, which wins; `remote_reconciled`, `tag_value_ids`).
  * A seeded deployment starts settled: its one revision is already active.
  */
 export const SeedDeploymentSchema = Type.Object(
@@ -80,7 +80,8 @@ export const SeedDeploymentSchema = Type.Object(
     quirks: Type.Optional(QuirksSchema),
     /** ISO date-time; default: the simulator's start. */
     created_at: Type.Optional(Type.String({ format: "date-time" })),
-    deployment_type: Type.Optional(Type.Union(DEPLOYMENT_TYPES.map((t) => Type.Literal(t)))),
+    /** Any type, also one the service's published API does not list (see `KNOWN_DEPLOYMENT_TYPES`). */
+    deployment_type: Type.Optional(Type.String({ minLength: 1 })),
     remote_reconciled: Type.Optional(Type.Boolean()),
     tag_value_ids: Type.Optional(Type.Array(Type.String())),
   },

@@ -17,21 +17,23 @@ import { type RequestFilter, RequestRecord, type SimRequest } from "./requests.t
 import {
   LOGS_ROUTE_MODES,
   type LogsRouteMode,
+  REBUILD_ROUTE_MODES,
   REDEPLOY_ROUTE_MODES,
   REVISIONS_ROUTE_MODES,
+  type RebuildRouteMode,
   type RedeployRouteMode,
   type RevisionsRouteMode,
   serviceRoutes,
 } from "./routes.ts";
 import { type SimulatorSeed, validateSeed } from "./seed.ts";
-import { SimulatorStore } from "./store.ts";
+import { EMPTY_SECRETS_MODES, type EmptySecretsMode, SimulatorStore } from "./store.ts";
 
 export type { Faults } from "./faults.ts";
 export type { SecretsMode, Timing } from "./record.ts";
 export type { RequestFilter, SimRequest } from "./requests.ts";
-export type { LogsRouteMode, RedeployRouteMode, RevisionsRouteMode } from "./routes.ts";
+export type { LogsRouteMode, RebuildRouteMode, RedeployRouteMode, RevisionsRouteMode } from "./routes.ts";
 export type { SimulatorSeed } from "./seed.ts";
-export type { RedeployView } from "./store.ts";
+export type { EmptySecretsMode, RedeployView } from "./store.ts";
 
 /** Options of {@link startSimulator}; every field has a default. */
 export interface SimulatorOptions {
@@ -89,6 +91,19 @@ export interface SimulatorOptions {
    * `PUT /_sim/redeploy-route`. Every redeploy answered is recorded: `store.redeploys()`.
    */
   redeployRoute?: RedeployRouteMode;
+  /**
+   * The rebuild route (POST /v2/deployments/{id}/revisions, from the service's public
+   * documentation: a new revision of the deployment's current configuration, body `{}`):
+   * `present` (default), `missing` (404 "Not Found") or `method-not-allowed` (405), to act as a
+   * service without it. Changeable while running: `rebuildRoute.mode` or `PUT /_sim/rebuild-route`.
+   */
+  rebuildRoute?: RebuildRouteMode;
+  /**
+   * What an empty `secrets` list in a PATCH means: `clears` (default, as the spec reads) or
+   * `unchanged` (as the service's own provider treats it: the last secret cannot be cleared that
+   * way). Changeable while running: `emptySecrets.mode` or `PUT /_sim/empty-secrets`.
+   */
+  emptySecretsOnUpdate?: EmptySecretsMode;
   /** How many of the latest requests `requests()` keeps one by one. Default 10,000. */
   requestRecordLimit?: number;
   /** Called with every request to a service route before it is handled (to look at headers in tests). */
@@ -130,6 +145,10 @@ export interface RunningSimulator {
   logsRoute: { mode: LogsRouteMode };
   /** How the redeploy route behaves, or that it is missing; set `mode` for the next request. */
   redeployRoute: { mode: RedeployRouteMode };
+  /** Whether the rebuild route exists; set `mode` to change it for the next request. */
+  rebuildRoute: { mode: RebuildRouteMode };
+  /** What an empty `secrets` list in a PATCH means; set `mode` for the next PATCH. */
+  emptySecrets: { mode: EmptySecretsMode };
 }
 
 /** Transition delays used when none are given. */
@@ -146,7 +165,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const seed = options.seed === undefined ? undefined : validateSeed(options.seed, "seed");
   const now = options.now ?? Date.now;
   const timing: Timing = { ...DEFAULT_TIMING, ...options.timing };
+  const emptySecrets = {
+    mode: checkedMode("emptySecretsOnUpdate", EMPTY_SECRETS_MODES, options.emptySecretsOnUpdate ?? "clears"),
+  };
   const store = new SimulatorStore({
+    emptySecrets,
     tenantId: options.tenantId ?? DEFAULT_TENANT_ID,
     timing,
     secretsMode: options.secretsInResponses ?? "masked",
@@ -175,7 +198,18 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     throw new Error(
       `redeployRoute: must be one of ${REDEPLOY_ROUTE_MODES.join(", ")}, got ${redeployRoute.mode}`,
     );
-  const route = serviceRoutes(store, faults, revisionsRoute, revisionListing, logsRoute, redeployRoute);
+  const rebuildRoute = {
+    mode: checkedMode("rebuildRoute", REBUILD_ROUTE_MODES, options.rebuildRoute ?? "present"),
+  };
+  const route = serviceRoutes(
+    store,
+    faults,
+    revisionsRoute,
+    revisionListing,
+    logsRoute,
+    redeployRoute,
+    rebuildRoute,
+  );
   const timers = new Set<NodeJS.Timeout>();
   const record = new RequestRecord(now, options.requestRecordLimit);
   const counters = () => record.counters();
@@ -204,6 +238,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     revisionListing,
     logsRoute,
     redeployRoute,
+    rebuildRoute,
+    emptySecrets,
   };
   const serveAdmin = (req: IncomingMessage, res: ServerResponse, path: string) => {
     handleAdmin(req, path, admin).then(
@@ -316,6 +352,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     revisionListing,
     logsRoute,
     redeployRoute,
+    rebuildRoute,
+    emptySecrets,
     close: () =>
       new Promise<void>((resolve, reject) => {
         for (const timer of timers) clearTimeout(timer);
@@ -324,6 +362,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
         server.closeAllConnections();
       }),
   };
+}
+
+/** `mode` when it is one of `modes`; otherwise an error naming the option and the modes. */
+function checkedMode<T extends string>(option: string, modes: readonly T[], mode: T): T {
+  if (modes.includes(mode)) return mode;
+  throw new Error(`${option}: must be one of ${modes.join(", ")}, got ${String(mode)}`);
 }
 
 /** A check of the API key header, constant-time; always true when no (or an empty) key is configured. */

@@ -18,9 +18,11 @@ import {
 import { seededProviders, seededRepos } from "./catalog.ts";
 import {
   applyChange,
+  checkDeploymentType,
   checkSecretReferences,
   newRecord,
   type RedeployBehaviour,
+  rebuild,
   redeployRevision,
   seededRecord,
 } from "./changes.ts";
@@ -54,7 +56,17 @@ export interface StoreOptions {
   seed?: SimulatorSeed;
   /** Whether deletes leave tracing projects behind (see tracing-projects.ts); default false. */
   keepTracingProjects?: boolean;
+  /** What an empty `secrets` list in a PATCH means, read per PATCH (see {@link EMPTY_SECRETS_MODES}). */
+  emptySecrets?: { mode: EmptySecretsMode };
 }
+
+/**
+ * What an empty `secrets` list in a PATCH means: `clears` (default: the list replaces the
+ * secrets, as the spec reads), or `unchanged`, as the service's own provider treats it, modelling
+ * a service where the last secret cannot be cleared that way.
+ */
+export const EMPTY_SECRETS_MODES = ["clears", "unchanged"] as const;
+export type EmptySecretsMode = (typeof EMPTY_SECRETS_MODES)[number];
 
 /** A revision as tests see it. */
 export interface RevisionView {
@@ -103,6 +115,8 @@ export class SimulatorStore {
   readonly tracingProjects: TracingProjects;
   /** The redeploys answered, oldest first, at most {@link REDEPLOYS_KEPT}. */
   readonly #redeploys: RedeployView[] = [];
+  /** What an empty `secrets` list in a PATCH means; change `mode` for the next PATCH. */
+  readonly emptySecrets: { mode: EmptySecretsMode };
 
   constructor(options: StoreOptions) {
     this.tenantId = options.seed?.tenantId ?? options.tenantId;
@@ -113,6 +127,7 @@ export class SimulatorStore {
     this.#providers = seededProviders(options.seed, this.tenantId, start);
     this.#repos = seededRepos(options.seed);
     const tracing = options.seed?.tracingProjects;
+    this.emptySecrets = options.emptySecrets ?? { mode: "clears" };
     this.tracingProjects = new TracingProjects(
       tracing?.keep ?? options.keepTracingProjects ?? false,
       tracing?.names ?? [],
@@ -242,7 +257,9 @@ export class SimulatorStore {
    * PATCH /v2/deployments/{id}: merges `source_config` (given non-null fields; `resource_spec`
    * replaced whole) and `source_revision_config`, replaces `secrets` and `secret_references`.
    * A changed revision config or secrets, or a `revision_source`, makes a new revision.
-   * 404 when unknown, 409 while awaiting deletion.
+   * `display_name` is set when given (`null` leaves it). 404 when unknown, 409 while awaiting
+   * deletion, 422 for a `source_config.deployment_type` other than the deployment's. Under
+   * {@link emptySecrets} `unchanged`, `secrets: []` leaves the secrets as they are.
    */
   patch(id: string, body: PatchDeploymentBody): Deployment {
     const now = this.#sweep();
@@ -251,8 +268,26 @@ export class SimulatorStore {
       throw new ServiceError(409, "Deployment is being deleted and cannot be changed");
     }
     checkSecretReferences(record.source, body.secret_references);
-    applyChange(record, body, now, this.#timing);
+    checkDeploymentType(record, body.source_config?.deployment_type);
+    const { display_name: displayName, ...change } = body;
+    if (this.emptySecrets.mode === "unchanged" && change.secrets?.length === 0) delete change.secrets;
+    applyChange(record, change, now, this.#timing);
+    if (displayName !== undefined && displayName !== null) record.displayName = displayName;
     return render(record, now, this.#timing, this.#mode);
+  }
+
+  /**
+   * POST /v2/deployments/{id}/revisions (a rebuild): a new revision of the deployment's current
+   * configuration, answered as the revisions route answers it. 404 when unknown, 409 while
+   * awaiting deletion.
+   */
+  createRevision(id: string): Revision {
+    const now = this.#sweep();
+    const record = this.#live(id);
+    if (record.deleteRequestedAt !== undefined) {
+      throw new ServiceError(409, "Deployment is being deleted and cannot be changed");
+    }
+    return renderRevision(record, rebuild(record, now, this.#timing), now);
   }
 
   /**
@@ -310,7 +345,9 @@ export class SimulatorStore {
     if (change.status !== undefined) record.statusOverride = change.status ?? undefined;
     if (change.quirks !== undefined)
       record.quirks = change.quirks === null ? undefined : structuredClone(change.quirks);
-    if (change.deployment_type !== undefined) record.deploymentType = change.deployment_type;
+    if (change.deployment_type !== undefined)
+      record.sourceConfig = { ...record.sourceConfig, deployment_type: change.deployment_type };
+    if (change.display_name !== undefined) record.displayName = change.display_name ?? undefined;
     if (change.remote_reconciled !== undefined) record.remoteReconciled = change.remote_reconciled;
     if (change.tag_value_ids !== undefined) record.tagValueIds = [...change.tag_value_ids];
     return render(record, now, this.#timing, this.#mode);

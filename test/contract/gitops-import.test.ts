@@ -74,6 +74,8 @@ describe("import", () => {
         integrationId: INTEGRATION,
         repoUrl: "https://github.com/acme/support-agent",
         buildOnPush: true,
+        // The service's type, written so that a change of it is refused at kubectl apply.
+        deploymentType: "prod",
         resourceSpec: { minScale: 1, maxScale: 3, cpu: 1, memoryMb: 1024 },
       },
       sourceRevisionConfig: { repoRef: "main", graphConfigPath: "langgraph.json" },
@@ -102,7 +104,11 @@ describe("import", () => {
       sourceConfig: { installCommand: "pip install -e ." },
       sourceRevisionConfig: { sourceTarballPath: "uploads/notes-agent/1.tar.gz" },
     });
-    expect(byName.intake?.spec).toEqual({ name: "intake", source: "internal_template" });
+    expect(byName.intake?.spec).toEqual({
+      name: "intake",
+      source: "internal_template",
+      sourceConfig: { deploymentType: "prod" },
+    });
     expect(Object.values(byName).every((r) => r.metadata.namespace === "team")).toBe(true);
     // Without --secrets-from no manifest, so no value anywhere on stdout.
     expect(run.stdout).not.toContain(SECRET_VALUE);

@@ -1,5 +1,10 @@
-/** Test helpers for the simulator's contract tests: one HTTP call over loopback, answered as JSON. */
-import type { RunningSimulator } from "../../src/simulator/server.ts";
+/**
+ * Test helpers for the simulator's contract tests: one HTTP call over loopback, answered as JSON,
+ * and a simulator per test on a manual clock.
+ */
+import { afterEach } from "vitest";
+import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/server.ts";
+import { ManualClock } from "../support/manual-clock.ts";
 
 /** The instant the contract tests' manual clocks start at. */
 export const SIMULATED_EPOCH = Date.parse("2030-01-01T00:00:00.000Z");
@@ -29,4 +34,24 @@ export async function call(
   const res = await fetch(`${base}${path}`, init);
   const text = await res.text();
   return { status: res.status, headers: res.headers, body: text === "" ? undefined : JSON.parse(text) };
+}
+
+/**
+ * For a test file: `start(options)` starts a simulator with `defaults` on a manual clock from
+ * {@link SIMULATED_EPOCH} (options win), and the one started last is closed after each test.
+ */
+export function simulatorPerTest(
+  defaults: SimulatorOptions,
+): (options?: SimulatorOptions) => Promise<{ sim: RunningSimulator; clock: ManualClock }> {
+  let running: RunningSimulator | undefined;
+  afterEach(async () => {
+    await running?.close();
+    running = undefined;
+  });
+  return async (options = {}) => {
+    const clock = new ManualClock({ start: SIMULATED_EPOCH });
+    const sim = await startSimulator({ now: clock.now, ...defaults, ...options });
+    running = sim;
+    return { sim, clock };
+  };
 }

@@ -1,22 +1,12 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { REDEPLOY_ROUTE } from "../../src/api/redeploy.ts";
-import { type RunningSimulator, type SimulatorOptions, startSimulator } from "../../src/simulator/server.ts";
-import { ManualClock } from "../support/manual-clock.ts";
-import { call, SIMULATED_EPOCH } from "./simulator-http.ts";
+import type { RunningSimulator } from "../../src/simulator/server.ts";
+import type { ManualClock } from "../support/manual-clock.ts";
+import { call, simulatorPerTest } from "./simulator-http.ts";
 
 // Builds take 6 s (six phases of 1 s); a redeploy walks the last two only.
 const timing = { readyAfterMs: 1000, revisionActiveAfterMs: 6000, deleteAfterMs: 1500 };
-let sim: RunningSimulator | undefined;
-afterEach(async () => {
-  await sim?.close();
-  sim = undefined;
-});
-
-async function start(options: SimulatorOptions = {}) {
-  const clock = new ManualClock({ start: SIMULATED_EPOCH });
-  sim = await startSimulator({ timing, now: clock.now, ...options });
-  return { sim, clock };
-}
+const start = simulatorPerTest({ timing });
 
 const GOOD = "registry.example/agent@sha256:1111111111111111111111111111111111111111111111111111111111111111";
 const BAD = "registry.example/agent@sha256:2222222222222222222222222222222222222222222222222222222222222222";

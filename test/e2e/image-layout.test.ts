@@ -297,6 +297,7 @@ describe("the image's runtime layout", () => {
       "REVISIONS",
       "REVISION-STATUS",
       "LIVE",
+      "TYPE",
       "OWNER",
     ]);
     const status = (field: string) =>

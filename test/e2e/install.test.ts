@@ -16,6 +16,8 @@ const INSTALLED = [
   "customresourcedefinition.apiextensions.k8s.io/deployments.dms.dev",
   "customresourcedefinition.apiextensions.k8s.io/serviceconnections.dms.dev",
   "customresourcedefinition.apiextensions.k8s.io/clusterserviceconnections.dms.dev",
+  "validatingadmissionpolicy.admissionregistration.k8s.io/dms-operator-deletion-protection",
+  "validatingadmissionpolicybinding.admissionregistration.k8s.io/dms-operator-deletion-protection",
   "serviceaccount/dms-operator",
   "role.rbac.authorization.k8s.io/dms-operator-leader-election",
   "clusterrole.rbac.authorization.k8s.io/dms-operator",

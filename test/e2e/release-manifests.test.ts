@@ -43,7 +43,7 @@ describe("npm run release:manifests", () => {
   afterAll(() => rmSync(out, { recursive: true, force: true }));
   const read = (name: string) => readFileSync(join(out, name), "utf8");
 
-  it("install.yaml holds the CRDs, the namespace, RBAC and the operator, its image pinned by digest", async () => {
+  it("install.yaml holds the CRDs, their deletion protection policy, the namespace, RBAC and the operator, its image pinned by digest", async () => {
     const objs = objects(read("install.yaml"));
     expect(objs.map((o) => o.kind).sort()).toEqual([
       "ClusterRole",
@@ -59,6 +59,8 @@ describe("npm run release:manifests", () => {
       "Role",
       "RoleBinding",
       "ServiceAccount",
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
     ]);
     expect(operatorImage(objs)).toBe(`ghcr.io/acme/dms-operator:9.8.7@${DIGEST}`);
     for (const o of objs)
@@ -84,11 +86,19 @@ describe("npm run release:manifests", () => {
     expect(objs.map((o) => o.kind).sort()).toEqual(["Deployment", "Role", "RoleBinding", "ServiceAccount"]);
     expect(objs.every((o) => o.metadata.namespace === undefined)).toBe(true);
     expect(operatorImage(objs)).toBe(`ghcr.io/acme/dms-operator:9.8.7@${DIGEST}`);
+    // The CRDs, and the admission policy behind spec.deletionProtection that comes with them.
     const crds = objects(read("crds.yaml"));
-    expect(crds.map((o) => o.kind)).toEqual(Array(CRDS.length).fill("CustomResourceDefinition"));
-    expect(crds.map((o) => o.metadata.name).sort()).toEqual(
-      CRDS.map((crd) => `${crd.plural}.dms.dev`).sort(),
-    );
+    expect(crds.map((o) => o.kind)).toEqual([
+      ...Array(CRDS.length).fill("CustomResourceDefinition"),
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
+    ]);
+    expect(
+      crds
+        .filter((o) => o.kind === "CustomResourceDefinition")
+        .map((o) => o.metadata.name)
+        .sort(),
+    ).toEqual(CRDS.map((crd) => `${crd.plural}.dms.dev`).sort());
 
     const ns = await freshNamespace("release-ns");
     expect((await kubectl(["apply", "--dry-run=server", "-f", join(out, "crds.yaml")])).code).toBe(0);

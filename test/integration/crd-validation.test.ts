@@ -216,6 +216,43 @@ describe("Deployment CRD: immutability", () => {
     expect(result.stderr).toMatch(/spec\.name: Forbidden: spec\.name is immutable/);
   });
 
+  it("refuses a change of spec.sourceConfig.deploymentType, naming the field and saying a new type means a new deployment", async () => {
+    const result = await update(
+      uniqueName(),
+      { source: "github", sourceConfig: { deploymentType: "dev" } },
+      { source: "github", sourceConfig: { deploymentType: "prod" } },
+    );
+    expect(result.stderr).toMatch(
+      /spec\.sourceConfig\.deploymentType: Forbidden: spec\.sourceConfig\.deploymentType cannot change: .* a new type means a new deployment/,
+    );
+  });
+
+  it("accepts each deployment type, refuses another, and lets an unset type be set or a set one be left out", async () => {
+    for (const deploymentType of ["dev_free", "dev", "prod", "dev_zero", "dev_free_zero"]) {
+      const result = await submit(
+        "create",
+        resource(uniqueName(), { source: "github", sourceConfig: { deploymentType } }),
+      );
+      expect(result.stderr, deploymentType).toBe("");
+    }
+    const typo = await submit(
+      "create",
+      resource(uniqueName(), { source: "github", sourceConfig: { deploymentType: "prd" } }),
+    );
+    expect(typo.stderr).toMatch(/spec\.sourceConfig\.deploymentType: Unsupported value: "prd"/);
+    // Setting one later is compared with the service's type by the operator, not refused here;
+    // leaving it out again accepts whatever type the service has.
+    const name = uniqueName();
+    const set = await update(
+      name,
+      { source: "github" },
+      { source: "github", sourceConfig: { deploymentType: "dev" } },
+    );
+    expect(set.stderr).toBe("");
+    const unset = await submit("replace", resource(name, { source: "github" }));
+    expect(unset.stderr).toBe("");
+  });
+
   it("allows spelling out the default name, and changing what is mutable", async () => {
     const name = uniqueName();
     const result = await update(

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
+import { policyForNamespace } from "../support/admission-policy.ts";
 import { freshNamespace, kubectl, kubectlOk, waitFor } from "../support/cluster.ts";
 import { startSmallRing } from "../support/sharded-replicas.ts";
 
@@ -79,21 +80,7 @@ describe("sharding: the shard label policy", () => {
 
     // Named for this test alone, bound to its namespace alone: the API server is shared.
     const name = `${policy.metadata.name}-${suffix}`;
-    const objects = [
-      { ...account },
-      { ...policy, metadata: { name } },
-      {
-        ...binding,
-        metadata: { name },
-        spec: {
-          ...binding.spec,
-          policyName: name,
-          matchResources: {
-            namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
-          },
-        },
-      },
-    ];
+    const objects = [{ ...account }, ...policyForNamespace(policy, binding, name, namespace)];
     await kubectlOk(["apply", "-f", "-"], {
       input: JSON.stringify({ apiVersion: "v1", kind: "List", items: objects }),
     });

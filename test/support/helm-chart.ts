@@ -104,10 +104,23 @@ export const HELM_LABELS = ["app.kubernetes.io/instance", "app.kubernetes.io/man
 export const HELM_CRD_ANNOTATION = "helm.sh/resource-policy";
 
 /**
+ * Kinds the chart keeps on `helm uninstall` ({@link HELM_CRD_ANNOTATION}): the CRDs, and the
+ * deletion protection policy that comes with them.
+ */
+const KEPT_KINDS = [
+  "CustomResourceDefinition",
+  "ValidatingAdmissionPolicy",
+  "ValidatingAdmissionPolicyBinding",
+];
+/** Cluster-scoped kinds kustomize (5.5) takes for namespaced: it gives them an overlay's namespace. */
+const CLUSTER_SCOPED_UNKNOWN_TO_KUSTOMIZE = ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"];
+
+/**
  * An object with what must differ between the two install paths taken out, and nothing else:
  * the {@link HELM_LABELS} wherever they are keys (metadata labels, selectors, pod template
- * labels), the CRDs' {@link HELM_CRD_ANNOTATION}, and a labels or annotations map left empty by
- * those removals.
+ * labels), the kept kinds' {@link HELM_CRD_ANNOTATION}, the namespace kustomize gives the
+ * cluster-scoped kinds it does not know, and a labels or annotations map left empty by those
+ * removals.
  */
 export function normalised(object: K8sObject): K8sObject {
   const strip = (value: unknown): unknown => {
@@ -122,8 +135,11 @@ export function normalised(object: K8sObject): K8sObject {
   };
   const copy = strip(object) as K8sObject;
   const metadata = copy.metadata as Record<string, Record<string, unknown> | undefined>;
-  if (copy.kind === "CustomResourceDefinition" && metadata.annotations)
+  if (KEPT_KINDS.includes(copy.kind) && metadata.annotations)
     delete metadata.annotations[HELM_CRD_ANNOTATION];
+  // The API server drops that namespace: as installed, neither path's object has one.
+  if (CLUSTER_SCOPED_UNKNOWN_TO_KUSTOMIZE.includes(copy.kind))
+    delete (copy.metadata as { namespace?: string }).namespace;
   for (const field of ["labels", "annotations"]) {
     const map = metadata[field];
     if (map && Object.keys(map).length === 0) delete metadata[field];
@@ -133,7 +149,10 @@ export function normalised(object: K8sObject): K8sObject {
 
 /** `Kind namespace/name` (or `Kind name` when cluster-scoped): how objects are matched up. */
 export function identity(object: K8sObject): string {
-  const { namespace, name } = object.metadata;
+  const { name } = object.metadata;
+  const namespace = CLUSTER_SCOPED_UNKNOWN_TO_KUSTOMIZE.includes(object.kind)
+    ? undefined
+    : object.metadata.namespace;
   return namespace ? `${object.kind} ${namespace}/${name}` : `${object.kind} ${name}`;
 }
 

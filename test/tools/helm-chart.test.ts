@@ -190,6 +190,13 @@ describe("the chart's package", () => {
     }
   });
 
+  it("holds the deletion protection policy of manifests/crd, as `npm run generate` copies it", () => {
+    const copy = readFileSync(join(CHART, "files", "deletion-protection-policy.yaml"), "utf8");
+    expect(copy, "the chart's copy is out of date: run `npm run generate`").toBe(
+      readFileSync(join(root, "manifests", "crd", "deletion-protection-policy.yaml"), "utf8"),
+    );
+  });
+
   it("passes every `run` setting: a `config` value each, or another value that exists, as the table says", () => {
     expect(Object.keys(values.config).sort()).toEqual(Object.values(CONFIG_VALUES).sort());
     for (const [key, setting] of Object.entries(SETTINGS)) {
@@ -395,6 +402,33 @@ describe("helm template charts/dms-operator", { timeout: 30_000, concurrent: tru
     expect(await crds(["crds.enabled=false"])).toEqual([]);
     expect(await crds(["scope=namespace"])).toEqual([]);
     expect(await crds(["scope=namespace", "crds.enabled=true"])).toHaveLength(CRDS.length);
+  });
+
+  it("renders the deletion protection policy and its binding with the CRDs, named after the release and kept on uninstall", async ({
+    expect,
+  }) => {
+    const policies = async (set: string[], release?: string) =>
+      (await renderChart(bin, { namespace: "dms-system", set, ...(release ? { release } : {}) })).filter(
+        (o) => o.kind.startsWith("ValidatingAdmissionPolicy"),
+      ) as unknown as (K8sObject & {
+        spec: { policyName?: string; validations?: { expression: string }[] };
+      })[];
+    const [policy, binding] = await policies([], "team");
+    expect([policy?.kind, binding?.kind]).toEqual([
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
+    ]);
+    expect(policy?.metadata.name).toBe("team-dms-operator-deletion-protection");
+    expect(binding?.metadata.name).toBe("team-dms-operator-deletion-protection");
+    expect(binding?.spec.policyName).toBe("team-dms-operator-deletion-protection");
+    expect(policy?.spec.validations?.[0]?.expression).toContain("oldObject.spec.deletionProtection");
+    for (const o of [policy, binding]) {
+      expect(o?.metadata.annotations).toEqual({ "helm.sh/resource-policy": "keep" });
+      expect(o?.metadata.labels).toMatchObject({ "app.kubernetes.io/instance": "team" });
+    }
+    expect(await policies(["crds.enabled=false"])).toEqual([]);
+    expect(await policies(["scope=namespace"])).toEqual([]);
+    expect(await policies(["scope=namespace", "crds.enabled=true"])).toHaveLength(2);
   });
 
   it("refuses what the operator could not run with, naming the value and the fix", async ({ expect }) => {

@@ -77,7 +77,12 @@ describe("docs/reference", () => {
     expect(rows.get("spec.sourceRevisionConfig.imageUri")?.[2]).toMatch(/length at most \d+/);
     // Only fields guarded by a rule on oldSelf say they cannot change.
     const fixed = [...rows].filter(([, cells]) => cells[3]?.startsWith("**Cannot change**")).map(([p]) => p);
-    expect(fixed.sort()).toEqual(["spec.connectionRef", "spec.name", "spec.source"]);
+    expect(fixed.sort()).toEqual([
+      "spec.connectionRef",
+      "spec.name",
+      "spec.source",
+      "spec.sourceConfig.deploymentType",
+    ]);
   });
 
   it("says on the Deployment page, as kubectl explain does, that it is not the apps/v1 kind", () => {

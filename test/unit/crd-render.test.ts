@@ -83,10 +83,10 @@ describe("CRD generation", () => {
     });
     const [v] = crd.spec.versions;
     expect(v).toMatchObject({ name: "v1alpha1", served: true, storage: true, subresources: { status: {} } });
-    // `kubectl get dmsd`: these by default; the revisions, what is live and the replica that owns it under `-o wide` (priority 1).
+    // `kubectl get dmsd`: these by default; the revisions, what is live, the deployment type and the replica that owns it under `-o wide` (priority 1).
     expect(columns(crd)).toEqual([
       ["Synced", "Reason", "Remote", "Ready", "Age"],
-      ["Revisions", "Revision-Status", "Live", "Owner"],
+      ["Revisions", "Revision-Status", "Live", "Type", "Owner"],
     ]);
   });
 

@@ -118,11 +118,20 @@ const CEL_FEATURES: { needs: [number, number]; what: string; found: (crd: string
     what: "CEL format/ip/cidr libraries",
     found: (crd) => /\b(format\.\w+\(|ip\(|cidr\()/.test(crd),
   },
+  {
+    needs: [1, 30],
+    what: "ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1), shipped with the CRDs",
+    found: (crd) =>
+      /^apiVersion: admissionregistration\.k8s\.io\/v1\nkind: ValidatingAdmissionPolicy$/m.test(crd),
+  },
 ];
 
 describe("the stated requirements", () => {
-  it("states the minimum Kubernetes version the CRDs' CEL features need", () => {
-    const crd = CRDS.map((c) => readFileSync(join(ROOT, crdFile(c)), "utf8")).join("\n");
+  it("states the minimum Kubernetes version the CRDs' CEL features and the policy shipped with them need", () => {
+    // What manifests/crd installs: the CRDs, and the deletion protection policy.
+    const crd = [...CRDS.map((c) => crdFile(c)), "manifests/crd/deletion-protection-policy.yaml"]
+      .map((file) => readFileSync(join(ROOT, file), "utf8"))
+      .join("\n");
     const used = CEL_FEATURES.filter((f) => f.found(crd));
     expect(used.map((f) => f.what)).toContain("x-kubernetes-validations (GA)");
     const [major, minor] = used

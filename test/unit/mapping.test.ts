@@ -159,6 +159,20 @@ describe("desiredFromSpec", () => {
     expect(Object.keys(wire)).toEqual(expect.arrayContaining([...RESOURCE_SPEC_NUMBER_FIELDS]));
   });
 
+  it("sends spec.sourceConfig.deploymentType on create as source_config.deployment_type", () => {
+    const desired = desiredFromSpec(
+      { source: "github", sourceConfig: { deploymentType: "dev_zero" } },
+      "agent",
+    );
+    expect(desired.source_config).toEqual({ deployment_type: "dev_zero" });
+    const created = plan(desired, undefined, {});
+    expect(created.action === "create" && created.body.source_config).toEqual({
+      deployment_type: "dev_zero",
+    });
+    // Left out, nothing is sent: the service gives its default (prod).
+    expect(desiredFromSpec({ source: "github" }, "agent").source_config).toBeUndefined();
+  });
+
   it("fills the github shorthand from its resolution, the default branch only when repoRef is unset", () => {
     const github = resolveGithub({ integrationId: INTEGRATION, repository: "acme/triage-bot" }, REPOS);
     const spec: DeploymentSpec = {
@@ -289,6 +303,15 @@ describe("specFromDeployment", () => {
       ],
       secretReferences: [{ name: "DATABASE_URL", secretName: "billing-db", secretKey: "url" }],
     });
+  });
+
+  it("writes the deployment type the CRD lists, and leaves out one it does not (a newer service's)", () => {
+    const typed = (type: string) =>
+      specFromDeployment(remote({ source: "github", source_config: { deployment_type: type } }), {
+        secretName: "s",
+      }).sourceConfig;
+    expect(typed("dev_free_zero")).toEqual({ deploymentType: "dev_free_zero" });
+    expect(typed("gpu_large")).toBeUndefined();
   });
 
   it("keys each secret with the caller's keyOf when given one", () => {

@@ -149,7 +149,6 @@ describe("invisible characters outside Cf, and the rest of the rule, at every si
       time: "2030-01-01T00:00:00.000Z",
       msg: `build ${text}`,
       detail: text,
-      error: "x",
       stacktrace: `Error: ${text}\n    at f`,
     });
     expect(ruled(line)).toEqual([]);
