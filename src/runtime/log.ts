@@ -185,7 +185,6 @@ export function formatConsoleLine(record: Record<string, unknown>): string {
   return `${text}\n`;
 }
 
-
 /** What a reconcile logs through: its lines carry the resource and the reconcile's id. */
 export interface ReconcileLog {
   isLevelEnabled(level: "debug" | "info" | "warn"): boolean;
