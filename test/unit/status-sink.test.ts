@@ -92,7 +92,9 @@ describe("every string field of the status schema", () => {
     const clean = sample(ROOT) as DeploymentResourceStatus;
     const sunk = keepPrintable(clean);
     expect(sunk.unset).toEqual([]);
-    expect(sunk.status).toEqual(clean);
+    // Not even copied: a status of printable strings costs one quick check per string.
+    expect(sunk.status).toBe(clean);
+    expect(sunk.status).toEqual(sample(ROOT));
   });
 
   it.each(PATHS)("%s: hostile, it is escaped (text) or left unset and named (value)", (path) => {

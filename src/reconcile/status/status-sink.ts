@@ -17,7 +17,7 @@
  */
 import type { TSchema } from "@sinclair/typebox";
 import { printableLine, unprintableIn } from "../../api/printable.ts";
-import type { DeploymentResourceStatus } from "../../crd/schema.ts";
+import type { Condition, DeploymentResourceStatus } from "../../crd/schema.ts";
 import { DeploymentResourceStatusSchema } from "../../crd/status-schema.ts";
 
 /** How a status string is written (see the module comment). */
@@ -123,64 +123,119 @@ export function isStringSchema(schema: Schema): boolean {
   return schema.type === "string" || (schema.anyOf?.every((s: Schema) => s.type === "string") ?? false);
 }
 
-/** A leaf's outcome: the value to write, or why it is left unset. */
-type Leaf = { keep: unknown } | { unset: { from: string; character: string } };
+/** The schema compiled once: each string knows its treatment, each object its required fields. */
+type Node =
+  | { kind: "string"; declared: Declared }
+  | { kind: "list"; items: Node }
+  | { kind: "object"; fields: ReadonlyMap<string, Node>; required: ReadonlySet<string> }
+  | { kind: "other" };
 
-function leaf(path: string, given: string): Leaf {
-  const declared = treatmentOf(path);
-  if (declared.treatment === "text") return { keep: printableLine(given) };
-  const character = unprintableIn(given);
-  return character === undefined ? { keep: given } : { unset: { from: declared.from, character } };
+function compile(schema: Schema, path: string): Node {
+  if (isStringSchema(schema)) return { kind: "string", declared: treatmentOf(path) };
+  if (schema.items) return { kind: "list", items: compile(schema.items as Schema, `${path}[]`) };
+  if (!schema.properties) return { kind: "other" };
+  const fields = new Map<string, Node>();
+  for (const [key, inner] of Object.entries(schema.properties))
+    fields.set(key, compile(inner as Schema, path ? `${path}.${key}` : key));
+  return { kind: "object", fields, required: new Set(schema.required ?? []) };
+}
+
+const STATUS_NODE = compile(DeploymentResourceStatusSchema as Schema, "");
+const CONDITIONS_NODE = STATUS_NODE.kind === "object" ? STATUS_NODE.fields.get("conditions") : undefined;
+
+/** Printable ASCII, most of a status: nothing of the rule, checked in one quick pass. */
+const PLAIN = /^[ -~]*$/;
+
+/** What {@link walk} answers for a value left unset. */
+const UNSET = Symbol("unset");
+
+/** Where a walk is (keys and list indexes), as the note writes it: `status.revisionHistory[2].id`. */
+function shownOf(trail: readonly (string | number)[]): string {
+  return trail.reduce<string>(
+    (at, part) => (typeof part === "number" ? `${at}[${part}]` : `${at}.${part}`),
+    "status",
+  );
 }
 
 /**
- * `given` walked with `schema`: the value to write, or `undefined` when it is left unset (a value
- * holding a character of the rule, or an object missing a required field for that reason).
+ * `given` walked with its compiled schema: itself when nothing in it changes (most statuses:
+ * nothing is copied), a copy with text escaped and values left unset, or {@link UNSET} when it is
+ * left unset (a value holding a character of the rule, or an object missing a required field
+ * for that reason).
  */
-function walk(schema: Schema, given: unknown, path: string, shown: string, unset: UnsetField[]): unknown {
-  if (typeof given === "string" && isStringSchema(schema)) {
-    const outcome = leaf(path, given);
-    if ("keep" in outcome) return outcome.keep;
-    unset.push({ field: shown, ...outcome.unset });
-    return undefined;
-  }
-  if (Array.isArray(given) && schema.items) {
-    const items = schema.items as Schema;
-    return given.flatMap((item, i) => {
-      const kept = walk(items, item, `${path}[]`, `${shown}[${i}]`, unset);
-      return kept === undefined ? [] : [kept];
-    });
-  }
-  if (given !== null && typeof given === "object" && !Array.isArray(given) && schema.properties) {
-    const out: Record<string, unknown> = {};
-    const before = unset.length;
-    for (const [key, inner] of Object.entries(given)) {
-      const property = schema.properties[key] as Schema | undefined;
-      const kept = property
-        ? walk(property, inner, path ? `${path}.${key}` : key, `${shown}.${key}`, unset)
-        : inner;
-      if (kept !== undefined) out[key] = kept;
-      else if (inner !== undefined && schema.required?.includes(key)) {
-        // Without it the object is not one: it goes, and the note names it for its field.
-        const dropped = unset.splice(before);
-        const cause = dropped.find((u) => u.field === `${shown}.${key}`) ?? dropped[0];
-        if (cause) unset.push({ ...cause, field: shown, because: key });
-        return undefined;
-      }
+function walk(node: Node, given: unknown, trail: (string | number)[], unset: UnsetField[]): unknown {
+  switch (node.kind) {
+    case "string": {
+      if (typeof given !== "string" || PLAIN.test(given)) return given;
+      const character = unprintableIn(given);
+      if (character === undefined) return given;
+      if (node.declared.treatment === "text") return printableLine(given);
+      unset.push({ field: shownOf(trail), from: node.declared.from, character });
+      return UNSET;
     }
-    return out;
+    case "list": {
+      if (!Array.isArray(given)) return given;
+      let out: unknown[] | undefined;
+      given.forEach((item: unknown, i) => {
+        trail.push(i);
+        const kept = walk(node.items, item, trail, unset);
+        trail.pop();
+        if (kept !== item) out ??= given.slice(0, i);
+        if (out !== undefined && kept !== UNSET) out.push(kept);
+      });
+      return out ?? given;
+    }
+    case "object": {
+      if (given === null || typeof given !== "object" || Array.isArray(given)) return given;
+      const record = given as Record<string, unknown>;
+      let out: Record<string, unknown> | undefined;
+      const before = unset.length;
+      for (const key of Object.keys(record)) {
+        const field = node.fields.get(key);
+        const inner = record[key];
+        if (field === undefined || inner === undefined) continue;
+        trail.push(key);
+        const kept = walk(field, inner, trail, unset);
+        trail.pop();
+        if (kept === inner) continue;
+        if (kept === UNSET && node.required.has(key)) {
+          // Without it the object is not one: it goes, and the note names it for its field.
+          const shown = shownOf(trail);
+          const dropped = unset.splice(before);
+          const cause = dropped.find((u) => u.field === `${shown}.${key}`) ?? dropped[0];
+          if (cause) unset.push({ ...cause, field: shown, because: key });
+          return UNSET;
+        }
+        out ??= { ...record };
+        if (kept === UNSET) delete out[key];
+        else out[key] = kept;
+      }
+      return out ?? given;
+    }
+    case "other":
+      return given;
   }
-  return given;
 }
 
 /**
  * `status` as written: its text fields printable, every other string kept exactly as given or
- * left unset (see the module comment), with the fields left unset.
+ * left unset (see the module comment), with the fields left unset. The same object when nothing
+ * changes.
  */
 export function keepPrintable(status: DeploymentResourceStatus): SinkResult {
   const unset: UnsetField[] = [];
-  const written = walk(DeploymentResourceStatusSchema as Schema, status, "", "status", unset);
-  return { status: (written ?? {}) as DeploymentResourceStatus, unset };
+  const written = walk(STATUS_NODE, status, [], unset);
+  return { status: (written === UNSET ? {} : written) as DeploymentResourceStatus, unset };
+}
+
+/**
+ * `conditions` as {@link keepPrintable} writes them within a status: for conditions set after the
+ * rest of the status passed (their messages are printable already; one kept from before is checked).
+ */
+export function keepPrintableConditions(conditions: Condition[]): Condition[] {
+  if (CONDITIONS_NODE === undefined) return conditions;
+  const written = walk(CONDITIONS_NODE, conditions, ["conditions"], []);
+  return written === UNSET ? [] : (written as Condition[]);
 }
 
 /** Fields a note names at most; the rest are counted. */

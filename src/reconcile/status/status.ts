@@ -32,7 +32,7 @@ import {
   type SourceRevisionConfig,
 } from "../service-types.ts";
 import { activeRevision, liveRevision } from "./live-revision.ts";
-import { keepPrintable, unsetNote } from "./status-sink.ts";
+import { keepPrintable, keepPrintableConditions, unsetNote } from "./status-sink.ts";
 
 /** Condition types the operator sets. */
 export const CONDITION = {
@@ -512,7 +512,7 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
     message: (text) => redactAndTruncate(text, input.secretValues ?? [], MAX_MESSAGE_LENGTH),
   });
   // The conditions pass it too: a message is printable already, a condition kept from before is checked.
-  return keepPrintable({ ...sunk.status, conditions }).status;
+  return { ...sunk.status, conditions: keepPrintableConditions(conditions) };
 }
 
 /**
