@@ -6,15 +6,19 @@
  * Started as `kubectl_complete-dms` (bin/kubectl_complete-dms.mjs), it completes `kubectl dms …`
  * for kubectl.
  */
-import { processContext, runCommands } from "./commands/program.ts";
+import { processContext } from "./commands/process-context.ts";
 import { isCompletionExecutable, programNameOf } from "./commands/program-name.ts";
-import { COMMANDS } from "./commands/registry.ts";
 
 const argv = process.argv.slice(2);
 if (isCompletionExecutable(process.argv[1])) {
-  const { completePlugin } = await import("./commands/completion.ts");
-  process.exitCode = await completePlugin(argv, processContext(), COMMANDS);
+  // A TAB: answered from static word lists, with neither the harness nor commander loaded.
+  const { completePlugin } = await import("./commands/completion-plugin.ts");
+  process.exitCode = await completePlugin(argv, processContext());
 } else {
+  const [{ runCommands }, { COMMANDS }] = await Promise.all([
+    import("./commands/program.ts"),
+    import("./commands/registry.ts"),
+  ]);
   // Under kubectl (bin/kubectl-dms.mjs) the same program calls itself `kubectl dms`.
   process.exitCode = await runCommands(argv, processContext(), programNameOf(process.argv[1]), COMMANDS);
 }

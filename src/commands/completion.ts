@@ -1,55 +1,51 @@
 /**
  * `completion bash|zsh|fish`: a completion script for the program (`dms-operator`, or
  * `kubectl-dms` when run as the kubectl plugin), generated from its own command tree, so a new
- * command or flag is completed without touching this file. kubectl's own completion of
- * `kubectl dms …` asks {@link completePlugin} (bin/kubectl_complete-dms.mjs) instead. It completes commands, subcommands and
- * flags, and the names of Deployment resources (`kubectl get deployments.dms.dev -o name`, with
- * the `-n`, `--kubeconfig` and `--context` already typed) where a command takes one. The zsh
- * script is the bash one under zsh's `bashcompinit`.
+ * command or flag is completed without touching this file. It completes commands, subcommands,
+ * flags, the values of flags that take one of a list (`-o`, `--status`, `--type`), and the names
+ * of Deployment resources (`kubectl get deployments.dms.dev -o name`, with the `-n`,
+ * `--kubeconfig` and `--context` already typed) where a command takes them. The zsh script is the
+ * bash one under zsh's `bashcompinit`. kubectl's own completion of `kubectl dms …`
+ * (bin/kubectl_complete-dms.mjs) answers from completion-table.ts instead (completion-plugin.ts),
+ * which {@link completionTableSource} writes from the same tree.
  */
 import { type Command, InvalidArgumentError } from "commander";
-import { isRecord } from "../json.ts";
-import { DEPLOYMENTS } from "../kube/deployments.ts";
-import { listItems } from "../kube/object.ts";
-import { collectionPath } from "../kube/reflector.ts";
-import type { CommandEntry } from "./command-entry.ts";
-import type { CliContext, RegisterCommand } from "./context.ts";
-import { pluginCluster } from "./plugin-cluster.ts";
-import { commandEntriesOf, createProgram, EXIT, loadCommand, loadCommands } from "./program.ts";
+import type { CompletionFlag, CompletionNode } from "./completion-node.ts";
+import type { RegisterCommand } from "./context.ts";
+import { commandEntriesOf, createProgram, loadCommands } from "./program.ts";
 import { KUBECTL_PLUGIN_EXECUTABLE, KUBECTL_PLUGIN_NAME, PROGRAM_NAME } from "./program-name.ts";
+import { DEPLOYMENT_STATUSES, SHELLS, type Shell } from "./words.ts";
 
-/** The shells a script is written for. */
-export const SHELLS = ["bash", "zsh", "fish"] as const;
-export type Shell = (typeof SHELLS)[number];
+export type { CompletionNode };
+export { SHELLS, type Shell };
 
-/** A command as completion sees it: its path of names, its flags, and whether it takes a resource name. */
-export interface CompletionNode {
-  /** e.g. `["deployments", "list"]`. */
-  path: string[];
-  flags: { long?: string; short?: string; takesValue: boolean; description: string }[];
-  subcommands: string[];
-  /** Takes a Deployment resource's name as its argument (`<name>` or `<resource>`). */
-  takesResource: boolean;
-}
+/** Values of flags that take free text, where the service lists the usual ones. */
+const KNOWN_VALUES: Readonly<Record<string, readonly string[]>> = { "--status": DEPLOYMENT_STATUSES };
 
 /** The completion tree of `program`: every command under it (help excluded), depth first. */
 export function completionNodes(program: Command): CompletionNode[] {
   const nodes: CompletionNode[] = [];
   const walk = (command: Command, path: string[]) => {
     const subs = command.commands.filter((c) => c.name() !== "help");
+    const resource = command.registeredArguments.find((a) => a.name() === "name" || a.name() === "resource");
     nodes.push({
       path,
       flags: [
-        ...command.options.map((o) => ({
-          ...(o.long ? { long: o.long } : {}),
-          ...(o.short ? { short: o.short } : {}),
-          takesValue: o.required || o.optional,
-          description: o.description,
-        })),
+        ...command.options.map((o): CompletionFlag => {
+          const values = o.argChoices ?? (o.long ? KNOWN_VALUES[o.long] : undefined);
+          return {
+            ...(o.long ? { long: o.long } : {}),
+            ...(o.short ? { short: o.short } : {}),
+            takesValue: o.required || o.optional,
+            description: o.description,
+            ...(values ? { values: [...values] } : {}),
+          };
+        }),
         { long: "--help", short: "-h", takesValue: false, description: "display help" },
       ],
       subcommands: subs.map((c) => c.name()),
-      takesResource: command.registeredArguments.some((a) => a.name() === "name" || a.name() === "resource"),
+      takesResource: resource !== undefined,
+      ...(resource?.variadic ? { variadic: true } : {}),
     });
     for (const sub of subs) walk(sub, [...path, sub.name()]);
   };
@@ -68,6 +64,30 @@ const valueFlags = (nodes: readonly CompletionNode[]) =>
 
 /** The function name for `executable`: `_dms_operator`. */
 const functionName = (executable: string) => `_${executable.replace(/[^A-Za-z0-9]/g, "_")}`;
+
+/**
+ * The `case "$path|$prev"` arms of the bash script: after a flag that takes one of a list of
+ * values (`-o`, `--status`, `--type`), those values, in the command (and past its arguments).
+ */
+function valueCases(nodes: readonly CompletionNode[]): string {
+  return nodes
+    .flatMap((node) =>
+      node.flags.flatMap((flag) => {
+        if (!flag.values) return [];
+        const path = node.path.join(" ");
+        const patterns = [flag.long, flag.short]
+          .filter((w): w is string => w !== undefined)
+          .flatMap((w) => [
+            `${JSON.stringify(`${path}|${w}`)}`,
+            `${JSON.stringify(`${path} `)}*${JSON.stringify(`|${w}`)}`,
+          ]);
+        return [
+          `    ${patterns.join("|")}) COMPREPLY=($(compgen -W ${JSON.stringify(flag.values.join(" "))} -- "$cur")); return 0 ;;`,
+        ];
+      }),
+    )
+    .join("\n");
+}
 
 /** The bash script (also the body of the zsh one). */
 export function bashScript(executable: string, nodes: readonly CompletionNode[]): string {
@@ -106,6 +126,9 @@ ${fn}() {
       *) path="\${path:+$path }$w" ;;
     esac
   done
+  case "$path|$prev" in
+${valueCases(nodes)}
+  esac
   case "$prev" in
     ${valueFlags(nodes).join("|")})
       COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
@@ -191,7 +214,8 @@ export function fishScript(executable: string, nodes: readonly CompletionNode[])
       ];
       if (flag.long) parts.push(`-l ${flag.long.slice(2)}`);
       if (flag.short) parts.push(`-s ${flag.short.slice(1)}`);
-      if (flag.takesValue) parts.push("-r");
+      if (flag.values) parts.push(`-x -a ${fishQuote(flag.values.join(" "))}`);
+      else if (flag.takesValue) parts.push("-r");
       parts.push(`-d ${fishQuote(flag.description.split(/[;:(]/)[0]?.trim().slice(0, 60) ?? "")}`);
       lines.push(parts.join(" "));
     }
@@ -231,124 +255,37 @@ export const registerCompletionCommand: RegisterCommand = (program, ctx) => {
     });
 };
 
-/** Cobra's shell completion directives, which kubectl relays from a plugin's completer. */
-export const DIRECTIVE = { files: 0, noFiles: 4 } as const;
-
-/** Most resource names offered; each completion lists at most this many from the API server. */
-export const MAX_COMPLETED_NAMES = 500;
-/** A completion's call to the API server ends within this (the user waits on a TAB). */
-export const COMPLETION_TIMEOUT_MS = 5000;
-
-/** The Deployment resources' names for a completion, or none when the cluster cannot say. */
-export type NameLister = (
-  flags: { kubeconfig?: string; context?: string; namespace?: string },
-  ctx: CliContext,
-) => Promise<string[]>;
-
-const listResourceNames: NameLister = async (flags, ctx) => {
-  try {
-    const cluster = pluginCluster(flags, ctx.env, "kubectl-dms-completion");
-    const list = await cluster.client.request({
-      method: "GET",
-      path: collectionPath(DEPLOYMENTS, cluster.namespace),
-      query: { limit: MAX_COMPLETED_NAMES },
-      timeoutMs: COMPLETION_TIMEOUT_MS,
-      signal: ctx.stopSignal,
-    });
-    return listItems(list).flatMap((item) =>
-      isRecord(item) && isRecord(item.metadata) && typeof item.metadata.name === "string"
-        ? [item.metadata.name]
-        : [],
-    );
-  } catch {
-    // A TAB shows nothing rather than an error in the middle of the command line.
-    return [];
-  }
-};
-
 /**
- * The candidates for the last of `words` (the words after `kubectl dms`, the last one being
- * completed, possibly empty) and the directive for the shell: command names from the registry
- * alone; past a command, only that command is loaded, and its subcommands, flags and (where it
- * takes one) the Deployment resources' names of the namespace typed (`-n`, `--kubeconfig`,
- * `--context`) are offered; after a flag that takes a value, the shell's own file completion.
+ * The TypeScript source of completion-table.ts: the plugin's command tree, `nodes`, written out,
+ * each distinct flag once (most commands share the service's and kubectl's flags)
+ * (test/unit/cli-completion.test.ts checks it against the commands, and rewrites it under
+ * `UPDATE_COMPLETION_TABLE=1`).
  */
-export async function completions(
-  words: readonly string[],
-  ctx: CliContext,
-  entries: readonly CommandEntry[],
-  names: NameLister = listResourceNames,
-): Promise<{ candidates: string[]; directive: number }> {
-  const typed = words.slice(0, -1);
-  const partial = words.at(-1) ?? "";
-  const offer = (all: readonly string[], directive: number = DIRECTIVE.noFiles) => ({
-    candidates: all.filter((c) => c.startsWith(partial)),
-    directive,
-  });
-  const first = typed.find((w) => !w.startsWith("-"));
-  if (first === undefined)
-    return offer(
-      partial.startsWith("-")
-        ? ["--help", "--version", "--verbose"]
-        : [...entries.map((e) => e.name), "help"],
-    );
-  const entry = entries.find((e) => e.name === first);
-  if (!entry) return offer([]);
-  const nodes = completionNodes(createProgram(ctx, [await loadCommand(entry)], KUBECTL_PLUGIN_NAME));
-  const takesValue = new Set(valueFlags(nodes));
-  const given: Record<string, string> = {};
-  const positional: string[] = [];
-  for (let i = 0; i < typed.length; i++) {
-    const word = typed[i] ?? "";
-    const [flag, inline] =
-      word.startsWith("--") && word.includes("=") ? word.split(/=(.*)/s) : [word, undefined];
-    if (flag?.startsWith("-")) {
-      const value = inline ?? (takesValue.has(flag) ? typed[++i] : undefined);
-      if (value !== undefined && flag) given[flag] = value;
-      continue;
-    }
-    positional.push(word);
-  }
-  const prev = typed.at(-1) ?? "";
-  if (takesValue.has(prev)) return { candidates: [], directive: DIRECTIVE.files };
-  // The path of command names typed (`deployments list`); the other words are arguments.
-  let path: string[] = [];
-  let args = 0;
-  for (const word of positional) {
-    const deeper = [...path, word].join(" ");
-    if (nodes.some((n) => n.path.join(" ") === deeper)) path = [...path, word];
-    else args++;
-  }
-  const node = nodes.find((n) => n.path.join(" ") === path.join(" "));
-  if (!node) return offer([]);
-  if (partial.startsWith("-"))
-    return offer(node.flags.flatMap((f) => [f.long, f.short]).filter((w): w is string => !!w));
-  if (node.subcommands.length > 0) return offer(node.subcommands);
-  if (node.takesResource && args === 0) {
-    const flags = {
-      ...(given["--kubeconfig"] ? { kubeconfig: given["--kubeconfig"] } : {}),
-      ...(given["--context"] ? { context: given["--context"] } : {}),
-      ...((given["-n"] ?? given["--namespace"]) ? { namespace: given["-n"] ?? given["--namespace"] } : {}),
-    };
-    return offer(await names(flags, ctx));
-  }
-  return offer([]);
-}
+export function completionTableSource(nodes: readonly CompletionNode[]): string {
+  const flags: CompletionFlag[] = [];
+  const index = new Map<string, number>();
+  const indexOf = (flag: CompletionFlag) => {
+    const key = JSON.stringify(flag);
+    if (!index.has(key)) index.set(key, flags.push(flag) - 1);
+    return index.get(key);
+  };
+  const compact = nodes.map(({ flags: own, ...node }) => ({ ...node, flags: own.map(indexOf) }));
+  return `/**
+ * The command tree of \`kubectl dms\` as completion sees it: written out from the commands by
+ * test/unit/cli-completion.test.ts (UPDATE_COMPLETION_TABLE=1 vitest run
+ * test/unit/cli-completion.test.ts rewrites it), so that a TAB loads no command (see
+ * completion-plugin.ts). Each flag is written once, in FLAGS; a command lists the indexes of its
+ * own. Do not edit by hand.
+ */
+import type { CompletionFlag, CompletionNode } from "./completion-node.ts";
 
-/**
- * Prints the {@link completions} of `words` as kubectl reads a plugin's completer's answer;
- * `entries` are the program's (the plugin's commands are those not the operator's own).
- */
-export async function completePlugin(
-  words: readonly string[],
-  ctx: CliContext,
-  entries: readonly CommandEntry[],
-): Promise<number> {
-  const { candidates, directive } = await completions(
-    words,
-    ctx,
-    entries.filter((c) => !c.operatorOnly),
-  );
-  ctx.out(`${candidates.map((c) => `${c}\n`).join("")}:${directive}\n`);
-  return EXIT.ok;
+const FLAGS: readonly CompletionFlag[] = ${JSON.stringify(flags)};
+
+const NODES: readonly (Omit<CompletionNode, "flags"> & { flags: readonly number[] })[] = ${JSON.stringify(compact)};
+
+export const PLUGIN_COMPLETION: readonly CompletionNode[] = NODES.map((node) => ({
+  ...node,
+  flags: node.flags.flatMap((i) => FLAGS[i] ?? []),
+}));
+`;
 }

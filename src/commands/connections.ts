@@ -11,14 +11,9 @@ import { KubeClient } from "../kube/client.ts";
 import { type LoadedKubeConfig, loadKubeConfig } from "../kube/config.ts";
 import { KubeSecrets } from "../kube/secrets.ts";
 import { type ConnectionId, type ConnectionRef, connectionKey } from "../naming/connection.ts";
-import {
-  type CliContext,
-  type ConnectionFlags,
-  connectionDefaultsFrom,
-  connectionFlag,
-  serviceClientOf,
-  UsageError,
-} from "./context.ts";
+import type { CliContext, ConnectionFlags } from "./context.ts";
+import { connectionDefaultsFrom, connectionFlag, serviceClientOf } from "./service-client.ts";
+import { UsageError } from "./usage-error.ts";
 
 /** A cluster a command reads (never writes). */
 export interface CommandCluster extends ConnectionReadPorts {

@@ -4,24 +4,19 @@
  * deployment that cannot be read is skipped with a warning on stderr, and the command succeeds.
  */
 import { type Command, Option } from "commander";
-import {
-  DEPLOYMENT_STATUSES,
-  DEPLOYMENT_TYPES,
-  type Deployment,
-  type DeploymentFilters,
-  type DeploymentType,
-  PAGE_LIMIT,
-} from "../api/wire.ts";
+import type { Deployment, DeploymentFilters } from "../api/wire.ts";
 import type { ServiceFlags } from "../config.ts";
 import {
   addServiceOptions,
   idListArgument,
   integerArgument,
   type RegisterCommand,
-  serviceClientFrom,
   uuidListArgument,
 } from "./context.ts";
-import { addOutputOptions, type Listing, type OutputFlags, renderFor } from "./output.ts";
+import type { Listing, OutputFlags } from "./output.ts";
+import { addOutputOptions } from "./output-options.ts";
+import { printServiceListing } from "./service-listing.ts";
+import { DEPLOYMENT_STATUSES, DEPLOYMENT_TYPES, type DeploymentType, PAGE_LIMIT } from "./words.ts";
 
 interface ListFlags extends ServiceFlags, OutputFlags {
   nameContains?: string;
@@ -48,7 +43,8 @@ export const DEPLOYMENT_LISTING: Listing<Deployment> = {
     { header: "CREATED", value: (d) => d.created_at, show: "time", wide: true },
     { header: "AGE", wideHeader: "UPDATED", value: (d) => d.updated_at, show: "time" },
   ],
-  name: (d) => `deployment/${d.name}`,
+  // Not a Kubernetes object: its bare name (`deployment/<name>` would name the apps/v1 kind).
+  name: (d) => d.name,
   empty: "No deployments.",
 };
 
@@ -106,13 +102,13 @@ export const registerDeploymentsCommand: RegisterCommand = (program, ctx) => {
     .option("--show-secret-values", "print secret values as the service returns them (hidden by default)");
   addServiceOptions(addOutputOptions(list)).action(async (_flags: unknown, command: Command) => {
     const flags = command.optsWithGlobals<ListFlags>();
-    const client = serviceClientFrom(flags, ctx);
-    const rows = await client.listAllDeployments(filtersFromFlags(flags), {
-      signal: ctx.stopSignal,
-      ...(flags.limit === undefined ? {} : { pageSize: flags.limit }),
-      onUnreadable: (item) => ctx.err(`warning: skipped: ${item.message}\n`),
+    await printServiceListing(ctx, flags, DEPLOYMENT_LISTING, async (client) => {
+      const rows = await client.listAllDeployments(filtersFromFlags(flags), {
+        signal: ctx.stopSignal,
+        ...(flags.limit === undefined ? {} : { pageSize: flags.limit }),
+        onUnreadable: (item) => ctx.err(`warning: skipped: ${item.message}\n`),
+      });
+      return flags.showSecretValues ? rows : rows.map(hideSecretValues);
     });
-    const shown = flags.showSecretValues ? rows : rows.map(hideSecretValues);
-    ctx.out(renderFor(ctx, flags, shown, DEPLOYMENT_LISTING));
   });
 };

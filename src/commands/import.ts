@@ -6,29 +6,20 @@
 import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { type Command, InvalidArgumentError, Option } from "commander";
 import type { ServiceClient } from "../api/client.ts";
 import { isServiceError } from "../api/errors.ts";
-import { DEPLOYMENT_STATUSES, type DeploymentStatus, type ForgeRepo } from "../api/wire.ts";
+import type { DeploymentStatus, ForgeRepo } from "../api/wire.ts";
 import { ConnectionReadError } from "../connection/read.ts";
 import { renderFiles, renderStream, skippedLines } from "../gitops/import-render.ts";
 import { type ImportResult, importDeployments } from "../gitops/importer.ts";
-import { isObjectName } from "../gitops/names.ts";
 import { githubTarget, type RepoListing } from "../gitops/repos.ts";
 import { type ConnectionId, connectionOf, describeConnection } from "../naming/connection.ts";
 import { commandConnectionClients, kubeconfigCluster } from "./connections.ts";
-import {
-  addServiceOptions,
-  type CliContext,
-  CONNECTION_HELP,
-  type ConnectionFlags,
-  namespaceArgument,
-  type RegisterCommand,
-  serviceClientFrom,
-  UsageError,
-} from "./context.ts";
+import { type CliContext, type ConnectionFlags, UsageError } from "./context.ts";
+import { serviceClientFrom } from "./service-client.ts";
 
-interface ImportFlags extends ConnectionFlags {
+/** The flags of `import`, as commander parses them. */
+export interface ImportFlags extends ConnectionFlags {
   nameContains?: string;
   status?: DeploymentStatus;
   namespace?: string;
@@ -39,108 +30,64 @@ interface ImportFlags extends ConnectionFlags {
   verbose?: boolean;
 }
 
-/** Flag parser: a Kubernetes object name. */
-function objectNameArgument(value: string): string {
-  if (!isObjectName(value))
-    throw new InvalidArgumentError("must be a Kubernetes name: lower-case letters, digits, '-' and '.'.");
-  return value;
-}
-
-/** Registers `import` on `program`. */
-export const registerImportCommand: RegisterCommand = (program, ctx) => {
-  const command = program
-    .command("import")
-    .description(
-      "write Deployment resources (YAML) reproducing the service's deployments, so applying them makes the operator adopt each with no change",
-    )
-    .option("--name-contains <text>", "only deployments whose name contains this text")
-    .addOption(
-      new Option("--status <status>", "only deployments in this status").choices(DEPLOYMENT_STATUSES),
-    )
-    .option(
-      "-n, --namespace <ns>",
-      "metadata.namespace of every object written (with a ServiceConnection: its namespace, default the kubeconfig context's)",
-      namespaceArgument,
-    )
-    .option(
-      "--secrets-from <secret>",
-      "read every secret from this one Kubernetes Secret (keys <metadata.name>.<secret>) and write its manifest",
-      objectNameArgument,
-    )
-    .option("--out-dir <dir>", "write one file per resource into this directory instead of stdout")
-    .option(
-      "--force",
-      "with --out-dir: overwrite files that exist (without it, import writes nothing when one exists)",
-    )
-    .option(
-      "--print-secret-values",
-      "with --secrets-from and no --out-dir: print the Secret manifest even when it holds real secret values",
-    )
-    .option(
-      "--connection <kind/name>",
-      `import this connection's tenant, writing spec.connectionRef in each resource: ${CONNECTION_HELP}`,
-    )
-    .option("--kubeconfig <path>", "read --connection and its Secret from this cluster")
-    .option("--context <name>", "kubeconfig context to use");
-  addServiceOptions(command).action(async (_flags: unknown, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<ImportFlags>();
-    const signal = ctx.stopSignal;
-    const { client, connection } = await serviceOf(flags, ctx);
-    const deployments = await client.listAllDeployments(
-      {
-        ...(flags.nameContains !== undefined ? { name_contains: flags.nameContains } : {}),
-        ...(flags.status !== undefined ? { status: flags.status } : {}),
-      },
-      { signal, pageSize: 100 },
+/** Runs `import` (see the module comment); import-command.ts registers it. */
+export async function runImport(flags: ImportFlags, ctx: CliContext): Promise<void> {
+  const signal = ctx.stopSignal;
+  const { client, connection } = await serviceOf(flags, ctx);
+  const deployments = await client.listAllDeployments(
+    {
+      ...(flags.nameContains !== undefined ? { name_contains: flags.nameContains } : {}),
+      ...(flags.status !== undefined ? { status: flags.status } : {}),
+    },
+    { signal, pageSize: 100 },
+  );
+  const repos = new Map<string, RepoListing>();
+  for (const d of deployments) {
+    const target = githubTarget(d.source, undefined, d.source_config);
+    if (!target || repos.has(target.integrationId)) continue;
+    repos.set(
+      target.integrationId,
+      await listRepos(target.integrationId, (id) => client.listRepos(id, { signal })),
     );
-    const repos = new Map<string, RepoListing>();
-    for (const d of deployments) {
-      const target = githubTarget(d.source, undefined, d.source_config);
-      if (!target || repos.has(target.integrationId)) continue;
-      repos.set(
-        target.integrationId,
-        await listRepos(target.integrationId, (id) => client.listRepos(id, { signal })),
-      );
+  }
+  // A ServiceConnection serves its own namespace only: the resources are written into it.
+  const namespace = connection?.namespace || flags.namespace;
+  const settings = {
+    repos,
+    ...(namespace !== undefined ? { namespace } : {}),
+    ...(flags.secretsFrom !== undefined ? { secretsFrom: flags.secretsFrom } : {}),
+    ...(connection ? { connectionRef: { kind: connection.kind, name: connection.name } } : {}),
+  };
+  const result = importDeployments(deployments, settings);
+  const files = renderFiles(result, settings);
+  if (flags.outDir === undefined) {
+    // Values on a terminal end up in scrollback, CI logs and shell history: only when asked.
+    if (files.some((f) => f.sensitive) && !flags.printSecretValues)
+      throw new UsageError([
+        `Secret ${flags.secretsFrom ?? ""} would hold the real values of secrets the service shows; pass --out-dir <dir> to write it to a file readable by its owner only, or --print-secret-values to print it`,
+      ]);
+    ctx.out(renderStream(result, files));
+  } else {
+    const outDir = flags.outDir;
+    await mkdir(outDir, { recursive: true });
+    const targets = files.map((file) => ({ file, path: join(outDir, file.name) }));
+    // A *.secret.yaml the user already filled in must never be lost to a second import.
+    const existing = flags.force ? [] : targets.filter((t) => existsSync(t.path)).map((t) => t.path);
+    if (existing.length > 0)
+      throw new UsageError([
+        `import would overwrite ${existing.length} existing file(s); nothing was written (pass --force to overwrite them):`,
+        ...existing,
+      ]);
+    for (const { file, path } of targets) {
+      // "wx" also refuses a file created since the check above.
+      const flag = flags.force ? "w" : "wx";
+      await writeFile(path, file.text, { mode: file.sensitive ? 0o600 : 0o644, flag });
+      ctx.out(`wrote ${path}\n`);
     }
-    // A ServiceConnection serves its own namespace only: the resources are written into it.
-    const namespace = connection?.namespace || flags.namespace;
-    const settings = {
-      repos,
-      ...(namespace !== undefined ? { namespace } : {}),
-      ...(flags.secretsFrom !== undefined ? { secretsFrom: flags.secretsFrom } : {}),
-      ...(connection ? { connectionRef: { kind: connection.kind, name: connection.name } } : {}),
-    };
-    const result = importDeployments(deployments, settings);
-    const files = renderFiles(result, settings);
-    if (flags.outDir === undefined) {
-      // Values on a terminal end up in scrollback, CI logs and shell history: only when asked.
-      if (files.some((f) => f.sensitive) && !flags.printSecretValues)
-        throw new UsageError([
-          `Secret ${flags.secretsFrom ?? ""} would hold the real values of secrets the service shows; pass --out-dir <dir> to write it to a file readable by its owner only, or --print-secret-values to print it`,
-        ]);
-      ctx.out(renderStream(result, files));
-    } else {
-      const outDir = flags.outDir;
-      await mkdir(outDir, { recursive: true });
-      const targets = files.map((file) => ({ file, path: join(outDir, file.name) }));
-      // A *.secret.yaml the user already filled in must never be lost to a second import.
-      const existing = flags.force ? [] : targets.filter((t) => existsSync(t.path)).map((t) => t.path);
-      if (existing.length > 0)
-        throw new UsageError([
-          `import would overwrite ${existing.length} existing file(s); nothing was written (pass --force to overwrite them):`,
-          ...existing,
-        ]);
-      for (const { file, path } of targets) {
-        // "wx" also refuses a file created since the check above.
-        const flag = flags.force ? "w" : "wx";
-        await writeFile(path, file.text, { mode: file.sensitive ? 0o600 : 0o644, flag });
-        ctx.out(`wrote ${path}\n`);
-      }
-      for (const line of skippedLines(result)) ctx.out(`# ${line}\n`);
-    }
-    report(result, flags, connection, ctx);
-  });
-};
+    for (const line of skippedLines(result)) ctx.out(`# ${line}\n`);
+  }
+  report(result, flags, connection, ctx);
+}
 
 /**
  * The service to import from: the flags' and environment's, or with `--connection` the

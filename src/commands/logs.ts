@@ -4,42 +4,34 @@
  * public documentation), printed as `time level message` lines or, with `-o json`, one JSON
  * object per line.
  *
- * Where `<resource>` is looked up (the cluster is found as kubectl finds it, see
- * `resource-cluster.ts`: `--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`):
+ * Where `<resource>` is looked up (resource-flags.ts; the cluster is found as kubectl finds it:
+ * `--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`):
+ * - by default: a Deployment resource (`-n`, else the context's namespace), read from the
+ *   cluster, through its own connection (`spec.connectionRef`, or the default one from the service
+ *   flags and environment), its deployment found as `revisions` finds it (resource-deployment.ts:
+ *   `status.deploymentId` only when that deployment carries the resource's name, else by name);
  * - with `--connection <kind/name>`: a deployment of that name on the connection's tenant;
- * - else with a cluster, unless `--base-url` or `DMS_BASE_URL` names the service and no
- *   `--kubeconfig` or `--context` is given: a Deployment resource (`-n`, else the context's
- *   namespace), read from the cluster, through its own connection (`spec.connectionRef`, or the
- *   default one from the service flags and environment), its deployment found as `revisions` finds it
- *   (resource-deployment.ts: `status.deploymentId` only when that deployment carries the
- *   resource's name, else by name);
- * - else: a deployment of that name on the service the flags and environment name.
+ * - with `--service`: a deployment of that name on the service the flags and environment name.
+ *
+ * logs-command.ts registers the command; this module, loaded when it runs, does the work.
  *
  * The revision is the deployment's latest unless `--revision` names one; the log is the build
  * log while the revision is being built or failed to be, else the deploy log, unless `--type`
  * says. `--follow` polls for new entries until the revision ends (live, skipped or failed) or
  * Ctrl-C; `--since 10m` shows only entries of the last ten minutes.
  */
-import { type Command, InvalidArgumentError, Option } from "commander";
 import type { ServiceClient } from "../api/client.ts";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
 import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
-import { entryTimeMs, LOG_TYPES, type LogEntry, type LogType } from "../api/revision-logs.ts";
+import { entryTimeMs, type LogEntry, type LogType } from "../api/revision-logs.ts";
 import { type Deployment, DONE_REVISION_STATUSES, FAILED_REVISION_STATUSES } from "../api/wire.ts";
-import { parseDuration } from "../duration.ts";
-import {
-  addServiceOptions,
-  type ConnectionFlags,
-  namespaceArgument,
-  type RegisterCommand,
-  uuidArgument,
-} from "./context.ts";
-import { addOutputOptions, type OutputFlags, type OutputFormat, outputFormat, yamlText } from "./output.ts";
-import { RESOURCE_CONNECTION_HELP, RESOURCE_KUBECONFIG_HELP } from "./resource-cluster.ts";
+import type { CliContext, ConnectionFlags } from "./context.ts";
+import { type OutputFlags, type OutputFormat, outputFormat, yamlText } from "./output.ts";
 import { commandTarget } from "./resource-deployment.ts";
+import type { ResourceLookupFlags } from "./resource-flags.ts";
 
-interface LogsFlags extends ConnectionFlags, OutputFlags {
-  namespace?: string;
+/** The flags of `logs`, as commander parses them. */
+export interface LogsFlags extends ConnectionFlags, ResourceLookupFlags, OutputFlags {
   type?: LogType;
   revision?: string;
   follow?: boolean;
@@ -54,85 +46,38 @@ const MAX_PAGES = 1000;
 /** Time between two looks for new entries under `--follow`. */
 export const FOLLOW_POLL_MS = 1000;
 
-/** Flag parser: a duration such as `10m`, `1h30m`, `90s`. */
-function durationArgument(value: string): number {
-  const ms = parseDuration(value);
-  if (ms === undefined) throw new InvalidArgumentError("must be a duration such as 10m, 1h30m or 90s.");
-  return ms;
-}
-
-/** Registers `logs` on `program`. */
-export const registerLogsCommand: RegisterCommand = (program, ctx) => {
-  const command = program
-    .command("logs")
-    .description(
-      "print the build or deploy log of a deployment's revision (default: its latest); <resource> is a Deployment resource of the kubeconfig's cluster, else (--base-url or DMS_BASE_URL, or --connection) the deployment's name on the service",
-    )
-    .argument(
-      "<resource>",
-      "Deployment resource (of --kubeconfig, KUBECONFIG or ~/.kube/config) or deployment name",
-    )
-    .option(
-      "-n, --namespace <ns>",
-      "namespace of the resource, and of a ServiceConnection (default: the kubeconfig context's, else default)",
-      namespaceArgument,
-    )
-    .addOption(
-      new Option(
-        "--type <type>",
-        "which log (default: build while the revision is being built or failed to be, else deploy)",
-      ).choices(LOG_TYPES),
-    )
-    .option("--revision <id>", "the revision (default: the deployment's latest)", uuidArgument)
-    .option(
-      "-f, --follow",
-      "keep printing new entries until the revision ends (live, skipped or failed) or Ctrl-C",
-    )
-    .option("--since <duration>", "only entries of the last <duration>, e.g. 10m", durationArgument)
-    .option("--kubeconfig <path>", RESOURCE_KUBECONFIG_HELP)
-    .option("--context <name>", "kubeconfig context to use")
-    .option(
-      "--connection <kind/name>",
-      `look <resource> up as a deployment name on this connection's tenant: ${RESOURCE_CONNECTION_HELP}`,
-    );
-  // table: time level message; json: one entry per line; yaml: one document per entry.
-  addOutputOptions(command, { formats: LOG_FORMATS, textAlias: true, headers: false, default: "table" });
-  addServiceOptions(command).action(async (resource: string, _flags: unknown, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<LogsFlags>();
-    const signal = ctx.stopSignal;
-    const { client, deployment } = await commandTarget(resource, flags, ctx, "dms-operator-logs", byName);
-    const revisionId = flags.revision ?? deployment.latest_revision_id;
-    if (!revisionId) throw new Error(`the service's deployment ${deployment.id} has no revision yet`);
-    const status = await revisionStatus(client, deployment.id, revisionId, signal);
-    const type = flags.type ?? defaultLogType(status);
-    const since = flags.since === undefined ? undefined : Date.now() - flags.since;
-    const format = outputFormat(flags, ctx.stdoutIsTTY, "table");
-    const print = (entry: LogEntry) => {
-      if (since !== undefined) {
-        const at = entryTimeMs(entry);
-        if (at !== undefined && at < since) return;
-      }
-      ctx.out(renderEntry(entry, format));
-    };
-    const reader = new LogFollower(client, deployment.id, revisionId, type, signal);
-    await reader.readAll(print);
-    if (!flags.follow) return;
-    if (status === "missing")
-      ctx.err(
-        "note: the service has no revisions route: following until Ctrl-C (the end of the revision cannot be seen)\n",
-      );
-    let ended = isEnded(status);
-    while (!ended && !signal.aborted) {
-      if (!(await pause(FOLLOW_POLL_MS, signal))) return;
-      // Looked at before reading: entries written up to the end are read after it.
-      ended = isEnded(await revisionStatus(client, deployment.id, revisionId, signal));
-      await reader.readAll(print);
+/** Runs `logs <resource>` (see the module comment). */
+export async function runLogs(resource: string, flags: LogsFlags, ctx: CliContext): Promise<void> {
+  const signal = ctx.stopSignal;
+  const { client, deployment } = await commandTarget(resource, flags, ctx, "dms-operator-logs", byName);
+  const revisionId = flags.revision ?? deployment.latest_revision_id;
+  if (!revisionId) throw new Error(`the service's deployment ${deployment.id} has no revision yet`);
+  const status = await revisionStatus(client, deployment.id, revisionId, signal);
+  const type = flags.type ?? defaultLogType(status);
+  const since = flags.since === undefined ? undefined : Date.now() - flags.since;
+  const format = outputFormat(flags);
+  const print = (entry: LogEntry) => {
+    if (since !== undefined) {
+      const at = entryTimeMs(entry);
+      if (at !== undefined && at < since) return;
     }
-  });
-};
-
-/** The formats of `logs`: entries arrive one by one, so json is one object per line (JSON Lines). */
-const LOG_FORMATS = ["table", "json", "yaml"] as const;
+    ctx.out(renderEntry(entry, format));
+  };
+  const reader = new LogFollower(client, deployment.id, revisionId, type, signal);
+  await reader.readAll(print);
+  if (!flags.follow) return;
+  if (status === "missing")
+    ctx.err(
+      "note: the service has no revisions route: following until Ctrl-C (the end of the revision cannot be seen)\n",
+    );
+  let ended = isEnded(status);
+  while (!ended && !signal.aborted) {
+    if (!(await pause(FOLLOW_POLL_MS, signal))) return;
+    // Looked at before reading: entries written up to the end are read after it.
+    ended = isEnded(await revisionStatus(client, deployment.id, revisionId, signal));
+    await reader.readAll(print);
+  }
+}
 
 /** One entry as `format` prints it, ending with a newline. */
 function renderEntry(entry: LogEntry, format: OutputFormat): string {

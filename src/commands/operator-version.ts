@@ -10,11 +10,11 @@
 import type { Command } from "commander";
 import { isRecord } from "../json.ts";
 import { KubeApiError } from "../kube/errors.ts";
-import { listItems } from "../kube/object.ts";
 import { VERSION } from "../version.ts";
 import type { RegisterCommand } from "./context.ts";
-import { addOutputOptions, type OutputFlags, renderDocument } from "./output.ts";
-import { addKubectlOptions, type KubectlFlags, namespaceName, pluginCluster } from "./plugin-cluster.ts";
+import type { OutputFlags } from "./output.ts";
+import { addOutputOptions } from "./output-options.ts";
+import { addKubectlOptions, type KubectlFlags, namespaceName } from "./plugin-flags.ts";
 
 /** The label the operator's Deployment carries (manifests/manager, charts/dms-operator). */
 export const OPERATOR_LABEL = "app.kubernetes.io/name=dms-operator";
@@ -99,11 +99,17 @@ export const registerVersionCommand: RegisterCommand = (program, ctx) => {
     const document: { clientVersion: string; operators?: OperatorInstall[]; operatorVersion?: string } = {
       clientVersion: VERSION,
     };
+    // The writers, the cluster's client and its types are loaded only when asked for.
+    const output = format ? await import("./output.ts") : undefined;
     const finish = () => {
-      if (format) ctx.out(renderDocument(format, document));
+      if (format && output) ctx.out(output.renderDocument(format, document));
     };
     say(`Client Version: ${VERSION}\n`);
     if (flags.client) return finish();
+    const [{ pluginCluster }, { listItems }] = await Promise.all([
+      import("./plugin-cluster.ts"),
+      import("../kube/object.ts"),
+    ]);
     const cluster = pluginCluster(flags, ctx.env, "kubectl-dms-version");
     const list = async (namespace: string | undefined) =>
       listItems(

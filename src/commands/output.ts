@@ -5,61 +5,22 @@
  * columns and keeps ids and times whole; `json` and `yaml` are the data as read; `name` is one
  * `kind/name` (or id) per line, for scripts.
  */
+
+import { createRequire } from "node:module";
 import { styleText } from "node:util";
 import Table from "cli-table3";
-import { type Command, Option } from "commander";
-import { Document, visit } from "yaml";
 import { escapeForTerminal, escapeJsonText, escapeYamlText, needsYamlEscapes } from "../api/printable.ts";
 import type { Env } from "../config.ts";
+import { type OutputFlags, type OutputFormat, outputFormat } from "./output-options.ts";
 
-/** The output formats of a listing. */
-export const OUTPUT_FORMATS = ["table", "wide", "name", "json", "yaml"] as const;
-export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+/**
+ * The YAML library, loaded on the first `-o yaml` (its 70 modules are not a table's): the same
+ * module as `import * as yaml from "yaml"`.
+ */
+const loadYaml = (): typeof import("yaml") => createRequire(import.meta.url)("yaml") as typeof import("yaml");
 
-/** The flags {@link addOutputOptions} adds, as commander parses them. */
-export interface OutputFlags {
-  output?: OutputFormat | "text";
-  /** False under `--no-headers`. */
-  headers?: boolean;
-}
-
-/** How a command's listing may be shown. */
-export interface OutputChoice {
-  /** The formats it offers (default: all of {@link OUTPUT_FORMATS}). */
-  formats?: readonly OutputFormat[];
-  /** Whether `text`, its former name of `table`, is still accepted (scripts written for it keep working). */
-  textAlias?: boolean;
-  /** Whether its table has headers to drop (`--no-headers`); default true. */
-  headers?: boolean;
-  /** The format when `-o` is not given; default table on a terminal, json otherwise. */
-  default?: OutputFormat;
-}
-
-/** Adds `-o, --output <format>` and `--no-headers` to `command`: the same flags on every listing. */
-export function addOutputOptions(command: Command, choice: OutputChoice = {}): Command {
-  const formats = choice.formats ?? OUTPUT_FORMATS;
-  const fallback = choice.default
-    ? `default ${choice.default}`
-    : "default: table on a terminal, json otherwise";
-  const alias = choice.textAlias ? "; text, its former name, is read as table" : "";
-  command.addOption(
-    new Option("-o, --output <format>", `output format (${fallback}${alias})`).choices(
-      choice.textAlias ? [...formats, "text"] : formats,
-    ),
-  );
-  if (choice.headers !== false) command.option("--no-headers", "print tables without their header line");
-  return command;
-}
-
-/** The format asked for (`text` read as `table`), or the default for where stdout goes. */
-export function outputFormat(
-  flags: OutputFlags,
-  stdoutIsTTY: boolean,
-  fallback?: OutputFormat,
-): OutputFormat {
-  if (flags.output === "text") return "table";
-  return flags.output ?? fallback ?? (stdoutIsTTY ? "table" : "json");
-}
+export type { OutputChoice, OutputFlags, OutputFormat } from "./output-options.ts";
+export { addOutputOptions, OUTPUT_FORMATS, outputFormat } from "./output-options.ts";
 
 /** `rows` as `flags` ask, coloured when stdout is a terminal (see {@link colorEnabled}). */
 export function renderFor<T>(
@@ -69,7 +30,7 @@ export function renderFor<T>(
   listing: Listing<T>,
 ): string {
   return renderRows(rows, listing, {
-    format: outputFormat(flags, ctx.stdoutIsTTY),
+    format: outputFormat(flags),
     headers: flags.headers !== false,
     paint: paint(colorEnabled(ctx.env, ctx.stdoutIsTTY)),
   });
@@ -189,6 +150,7 @@ export function renderDocument(format: "json" | "yaml", document: unknown): stri
  * ({@link escapeYamlText}): the same data, read back by any YAML parser.
  */
 export function yamlText(value: unknown): string {
+  const { Document, visit } = loadYaml();
   const document = new Document(value);
   visit(document, {
     Scalar(_key, node) {

@@ -6,10 +6,12 @@
  * Each resource is reviewed through its own connection: the default one (the service flags and
  * environment) without `spec.connectionRef`, else the connection it names, read from the cluster
  * (`--kubeconfig`). `--connection <kind/name>` reviews only the resources using that one.
+ * `--offline` checks the files against the CRD's schema and CEL rules alone, with no network.
+ *
+ * plan-command.ts registers the command; this module, loaded when it runs, does the work.
  */
-import type { Command } from "commander";
 import { stringify } from "yaml";
-import { flagOf, readSettings, settingHelp } from "../config.ts";
+import { readSettings } from "../config.ts";
 import { ConnectionReadError } from "../connection/read.ts";
 import { deploymentsPort } from "../connection/service-port.ts";
 import { readManifestFiles, STDIN_NAME, STDIN_PATH } from "../gitops/files.ts";
@@ -17,6 +19,8 @@ import type { ClusterReader, LiveResource, ServiceChoice, ServiceFor } from "../
 import { reviewAll } from "../gitops/live.ts";
 import { type ManifestProblem, type ManifestResource, parseManifests } from "../gitops/manifests.ts";
 import {
+  invalidDocuments,
+  PLAN_EXIT,
   type PlanReport,
   planDocument,
   planExitStatus,
@@ -38,83 +42,26 @@ import {
 } from "../naming/connection.ts";
 import { systemClock } from "../runtime/clock.ts";
 import { type CommandCluster, commandConnectionClients, kubeconfigCluster } from "./connections.ts";
-import {
-  addServiceOptions,
-  type CliContext,
-  CONNECTION_HELP,
-  type ConnectionFlags,
-  namespaceArgument,
-  type RegisterCommand,
-  serviceClientFrom,
-  UsageError,
-} from "./context.ts";
-import { addOutputOptions, colorEnabled, type OutputFlags, outputFormat, paint } from "./output.ts";
-import { CommandExit, EXIT } from "./program.ts";
+import { type CliContext, type ConnectionFlags, UsageError } from "./context.ts";
+import { colorEnabled, type OutputFlags, outputFormat, paint } from "./output.ts";
+import { serviceClientFrom } from "./service-client.ts";
 import { RUN_SETTINGS } from "./settings.ts";
 
-interface PlanFlags extends ConnectionFlags, OutputFlags {
+/** The flags of `plan`, as commander parses them. */
+export interface PlanFlags extends ConnectionFlags, OutputFlags {
   filename: string[];
   namespace?: string;
   maxSecretBytes?: string;
+  offline?: boolean;
   verbose?: boolean;
 }
 
-const collect = (value: string, previous: string[] = []) => [...previous, value];
-
 /** The settings plan shares with `run`: it reviews secret values within the operator's limit. */
-const PLAN_SETTINGS = { maxSecretBytes: RUN_SETTINGS.maxSecretBytes };
+export const PLAN_SETTINGS = { maxSecretBytes: RUN_SETTINGS.maxSecretBytes };
 
-/** Registers `plan` on `program`. */
-export const registerPlanCommand: RegisterCommand = (program, ctx) => {
-  const command = program
-    .command("plan")
-    .description(
-      "show what the operator would do for each Deployment resource in the files (create, adopt, patch, nothing, blocked); exit 0 nothing to do, 2 changes planned, 1 error",
-    )
-    .requiredOption(
-      "-f, --filename <path>",
-      "manifest file or directory (recursive; .yaml, .yml, .json), or - for standard input (e.g. kubectl kustomize output); repeatable",
-      collect,
-    )
-    .option(
-      "--kubeconfig <path>",
-      "read referenced Secrets, the live resources and the connections they name from this cluster (without it, secret values are not checked, and resources with spec.connectionRef cannot be planned)",
-    )
-    .option("--context <name>", "kubeconfig context to use")
-    .option(
-      "-n, --namespace <ns>",
-      "namespace of the resources that name none, as kubectl apply -n (default: the kubeconfig context's, else default)",
-      namespaceArgument,
-    )
-    .option(
-      "--connection <kind/name>",
-      `review only the resources using this connection (the others are listed as skipped): ${CONNECTION_HELP}. Without it, each resource is reviewed through its own`,
-    )
-    .option(
-      `${flagOf("maxSecretBytes")} ${PLAN_SETTINGS.maxSecretBytes.arg}`,
-      `with --kubeconfig: the operator's limit on the secret values one resource sends; over it the resource is an error, as the operator would stall it (SecretsTooLarge) ${settingHelp({ ...PLAN_SETTINGS.maxSecretBytes, help: "" })}`,
-    )
-    // 2 means "changes planned" here, so a mistake in the call must not end with 2.
-    .exitOverride((error) => {
-      throw error.exitCode === 0 ? error : new CommandExit(EXIT.failed);
-    });
-  addOutputOptions(command, { formats: PLAN_FORMATS, textAlias: true, headers: false, default: "table" });
-  addServiceOptions(command).action(async (_flags: unknown, cmd: Command) => {
-    const flags = cmd.optsWithGlobals<PlanFlags>();
-    let status: number;
-    try {
-      status = await runPlan(flags, ctx);
-    } catch (error) {
-      if (!(error instanceof UsageError)) throw error;
-      for (const line of error.lines) ctx.err(`error: ${line}\n`);
-      status = EXIT.failed;
-    }
-    if (status !== EXIT.ok) throw new CommandExit(status);
-  });
-};
-
-/** Reads, reviews and prints; resolves the exit status. */
-async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number> {
+/** Reads, reviews and prints; resolves the exit status (`--offline`: {@link runPlanOffline}). */
+export async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number> {
+  if (flags.offline) return runPlanOffline(flags, ctx);
   const settings = readSettings(PLAN_SETTINGS, flags, ctx.env);
   if (settings.problems.length > 0) throw new UsageError(settings.problems);
   const { ref: selected, kube } = kubeconfigCluster(flags, "dms-operator-plan");
@@ -122,17 +69,7 @@ async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number> {
   const serviceFor = connectionServices(flags, ctx, kube, selected && connectionOf(namespace, selected));
   // Read before the files: a connection that cannot be used is the command's error, not each resource's.
   if (selected) await serviceFor(namespace, selected, ctx.stopSignal);
-  const files = await readManifestFiles(flags.filename, ctx.readStdin);
-  const resources: ManifestResource[] = [];
-  const fileErrors: ManifestProblem[] = [];
-  for (const file of files) {
-    const parsed = parseManifests(file.text, file.path);
-    resources.push(...parsed.resources);
-    fileErrors.push(...parsed.problems);
-  }
-  // A wrong path must not pass a CI gate as "nothing to do".
-  if (resources.length === 0 && fileErrors.length === 0)
-    throw new UsageError([noResources(flags.filename, files.length)]);
+  const { resources, fileErrors } = await readResources(flags, ctx);
   const cluster = kube && clusterReader(kube, namespace);
   const entries = await reviewAll(resources, {
     serviceFor,
@@ -152,11 +89,8 @@ async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number> {
   return planExitStatus(report);
 }
 
-/** plan's formats: the report (table, the default; `text` still accepted), its data, or the names reviewed. */
-const PLAN_FORMATS = ["table", "name", "json", "yaml"] as const;
-
 function renderPlan(report: PlanReport, flags: PlanFlags, ctx: CliContext): string {
-  switch (outputFormat(flags, ctx.stdoutIsTTY, "table")) {
+  switch (outputFormat(flags)) {
     case "json":
       return renderPlanJson(report);
     case "yaml":
@@ -234,6 +168,69 @@ function defaultService(flags: PlanFlags, ctx: CliContext): ServiceChoice {
 function skipReason(id: ConnectionId | undefined, selected: ConnectionId): string {
   const uses = id ? `uses ${describeConnection(id)}` : "uses the default connection (no spec.connectionRef)";
   return `${uses}, not --connection's ${describeConnection(selected)}; plan without --connection reviews each resource through its own`;
+}
+
+/**
+ * `plan --offline`: the files checked as the API server would check them on `kubectl apply`
+ * (the CRD's structural schema, unknown fields, and its CEL rules that need no previous object),
+ * with no network at all: neither the service nor a cluster is asked. Each refusal is a line
+ * `file:line:col: error: message`; resolves 1 when there is one, else 0.
+ */
+export async function runPlanOffline(flags: PlanFlags, ctx: CliContext): Promise<number> {
+  const online = (["kubeconfig", "context", "connection"] as const).filter((f) => flags[f] !== undefined);
+  if (online.length > 0)
+    throw new UsageError([
+      `--offline reads no cluster and no service: drop ${online.map((f) => `--${f}`).join(", ")}, or drop --offline to plan against them`,
+    ]);
+  const { files, resources, fileErrors } = await readResources(flags, ctx);
+  const status = fileErrors.length > 0 ? PLAN_EXIT.error : PLAN_EXIT.nothingToDo;
+  const valid = resources.map((r) => ({
+    file: r.file,
+    line: r.line,
+    namespace: r.resource.metadata.namespace ?? flags.namespace ?? null,
+    name: r.resource.metadata.name,
+  }));
+  const invalid = invalidDocuments(fileErrors);
+  const format = outputFormat(flags);
+  if (format === "json" || format === "yaml") {
+    const document = { exitCode: status, offline: true, valid, invalidDocuments: invalid, fileErrors };
+    ctx.out(format === "json" ? `${JSON.stringify(document, null, 2)}\n` : stringify(document));
+  } else if (format === "name") {
+    // The names on stdout for a script; what makes the check fail stays visible on stderr.
+    for (const p of fileErrors) ctx.err(`${p.file}:${p.line}:${p.column}: error: ${p.message}\n`);
+    ctx.out(valid.map((v) => `deployment.dms.dev/${v.name}\n`).join(""));
+  } else {
+    const red = paint(colorEnabled(ctx.env, ctx.stdoutIsTTY)).red;
+    for (const p of fileErrors) ctx.out(`${p.file}:${p.line}:${p.column}: ${red("error")}: ${p.message}\n`);
+    const docs = `${invalid} invalid ${invalid === 1 ? "document" : "documents"}`;
+    const read = `${files.length} ${files.length === 1 ? "file" : "files"}`;
+    ctx.out(
+      `${fileErrors.length > 0 ? "\n" : ""}Offline: ${valid.length} valid, ${docs} in ${read} (the CRD's schema and CEL rules; neither the service nor a cluster was asked).\n`,
+    );
+  }
+  return status;
+}
+
+/**
+ * The files of `-f`, their valid Deployment resources and the problems of the others; a
+ * {@link UsageError} when they hold neither (a wrong path must not pass a CI gate as "nothing to
+ * do").
+ */
+async function readResources(
+  flags: PlanFlags,
+  ctx: CliContext,
+): Promise<{ files: readonly unknown[]; resources: ManifestResource[]; fileErrors: ManifestProblem[] }> {
+  const files = await readManifestFiles(flags.filename, ctx.readStdin);
+  const resources: ManifestResource[] = [];
+  const fileErrors: ManifestProblem[] = [];
+  for (const file of files) {
+    const parsed = parseManifests(file.text, file.path);
+    resources.push(...parsed.resources);
+    fileErrors.push(...parsed.problems);
+  }
+  if (resources.length === 0 && fileErrors.length === 0)
+    throw new UsageError([noResources(flags.filename, files.length)]);
+  return { files, resources, fileErrors };
 }
 
 function noResources(paths: readonly string[], fileCount: number): string {

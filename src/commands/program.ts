@@ -6,10 +6,8 @@
  * line (of the entries `registry.ts` lists, which `cli.ts` gives it), so this module and what it
  * imports must stay light.
  */
-import { text } from "node:stream/consumers";
 import { Command, CommanderError, Help } from "commander";
 import { RequestValidationError, ServiceError } from "../api/errors.ts";
-import { shutdownSignal } from "../runtime/manager.ts";
 import { VERSION } from "../version.ts";
 import type { CommandEntry } from "./command-entry.ts";
 import type { CliContext, RegisterCommand } from "./context.ts";
@@ -110,8 +108,11 @@ export async function runCommands(
     return EXIT.usage;
   }
   const chosen = entries.find((c) => c.name === named);
-  if (chosen) await linkHttpWithoutWebSocket();
-  const commands = chosen ? [await loadCommand(chosen)] : [];
+  const loaded = chosen ? await loadCommand(chosen) : undefined;
+  // Before the command runs (not for its help, which loads no HTTP client): see below.
+  const commands: RegisterCommand[] = loaded
+    ? [(program, ctx) => loaded(program.hook("preAction", linkHttpWithoutWebSocket), ctx)]
+    : [];
   return runProgram(
     argv,
     ctx,
@@ -146,7 +147,9 @@ const HTTP_WEBSOCKET_EXPORTS = ["WebSocket", "CloseEvent", "MessageEvent"] as co
  * undici bundle and web streams, ~1 MiB of heap and ~2 MiB resident that no command uses
  * (nodejs/node#59686). The getters are taken off for that one read and put back, so
  * `http.WebSocket` still works; only a named import of them from `node:http` is undefined.
- * Called before a command's code is loaded; once the namespace exists, it changes nothing.
+ * Called before a command runs, before its action loads the code that imports `node:http` (a
+ * command's registration, all its help needs, imports none); once the namespace exists, it
+ * changes nothing.
  */
 async function linkHttpWithoutWebSocket(): Promise<void> {
   const http = process.getBuiltinModule("node:http") as unknown as Record<string, unknown>;
@@ -227,24 +230,4 @@ function describeChain(error: unknown): string {
     if (e !== undefined) parts.push("caused by:");
   }
   return parts.join("\n");
-}
-
-/**
- * The context of the real process: its streams, environment, and a signal fired by the first
- * SIGINT/SIGTERM (graceful stop); a second signal exits at once with status 130.
- */
-export function processContext(): CliContext {
-  const stop = shutdownSignal(process, (code) => {
-    process.stderr.write("error: interrupted again; exiting at once\n");
-    process.exit(code);
-  });
-  return {
-    out: (text) => process.stdout.write(text),
-    err: (text) => process.stderr.write(text),
-    stdoutIsTTY: process.stdout.isTTY === true,
-    stderrIsTTY: process.stderr.isTTY === true,
-    env: process.env,
-    stopSignal: stop.signal,
-    readStdin: () => text(process.stdin),
-  };
 }

@@ -4,8 +4,10 @@
 import type { Command } from "commander";
 import type { ResolvedOAuthProvider } from "../api/client.ts";
 import type { ServiceFlags } from "../config.ts";
-import { addServiceOptions, type RegisterCommand, serviceClientFrom } from "./context.ts";
-import { addOutputOptions, type Listing, type OutputFlags, renderFor } from "./output.ts";
+import { addServiceOptions, type RegisterCommand } from "./context.ts";
+import type { Listing, OutputFlags } from "./output.ts";
+import { addOutputOptions } from "./output-options.ts";
+import { printServiceListing } from "./service-listing.ts";
 
 const LISTING: Listing<ResolvedOAuthProvider> = {
   columns: [
@@ -30,8 +32,8 @@ export const registerProvidersCommand: RegisterCommand = (program, ctx) => {
     .description("list OAuth providers (GET /v2/auth/providers), with documented defaults filled in");
   addServiceOptions(addOutputOptions(list)).action(async (_flags: unknown, command: Command) => {
     const flags = command.optsWithGlobals<ServiceFlags & OutputFlags>();
-    const client = serviceClientFrom(flags, ctx);
-    const rows = await client.listProviders({ signal: ctx.stopSignal });
-    ctx.out(renderFor(ctx, flags, rows, LISTING));
+    await printServiceListing(ctx, flags, LISTING, (client) =>
+      client.listProviders({ signal: ctx.stopSignal }),
+    );
   });
 };

@@ -30,28 +30,29 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     name: "reconcile",
-    term: "reconcile [options] <name>",
+    term: "reconcile [options] [name...]",
     summary:
-      "ask the operator to reconcile a Deployment resource now (annotation dms.dev/reconcile-requested-at)",
+      "ask the operator to reconcile Deployment resources now (names, --all or -l; annotation dms.dev/reconcile-requested-at)",
     load: async () => (await import("./annotate.ts")).registerReconcileCommand,
   },
   {
     name: "suspend",
-    term: "suspend [options] <name>",
-    summary: "pause a Deployment resource: no call to the service until resumed (annotation dms.dev/paused)",
+    term: "suspend [options] [name...]",
+    summary:
+      "pause Deployment resources (names, --all or -l): no call to the service until resumed (annotation dms.dev/paused)",
     load: async () => (await import("./annotate.ts")).registerSuspendCommand,
   },
   {
     name: "resume",
-    term: "resume [options] <name>",
-    summary: "resume a suspended Deployment resource",
+    term: "resume [options] [name...]",
+    summary: "resume suspended Deployment resources (names, --all or -l)",
     load: async () => (await import("./annotate.ts")).registerResumeCommand,
   },
   {
     name: "rollout-now",
-    term: "rollout-now [options] <name>",
+    term: "rollout-now [options] [name...]",
     summary:
-      "let a change held outside the rollout windows go out now, once (annotation dms.dev/rollout-now)",
+      "let changes held outside the rollout windows go out now, once (names, --all or -l; annotation dms.dev/rollout-now)",
     load: async () => (await import("./annotate.ts")).registerRolloutNowCommand,
   },
   {
@@ -77,26 +78,26 @@ export const COMMANDS: readonly CommandEntry[] = [
     term: "import [options]",
     summary:
       "write Deployment resources (YAML) reproducing the service's deployments, so applying them makes the operator adopt each with no change",
-    load: async () => (await import("./import.ts")).registerImportCommand,
+    load: async () => (await import("./import-command.ts")).registerImportCommand,
   },
   {
     name: "plan",
     term: "plan [options]",
     summary:
       "show what the operator would do for each Deployment resource in the files; exit 0 nothing to do, 2 changes planned, 1 error",
-    load: async () => (await import("./plan.ts")).registerPlanCommand,
+    load: async () => (await import("./plan-command.ts")).registerPlanCommand,
   },
   {
     name: "revisions",
     term: "revisions [options] <resource>",
     summary: "list a deployment's revisions, newest first, marking the active and the latest one",
-    load: async () => (await import("./revisions.ts")).registerRevisionsCommand,
+    load: async () => (await import("./revisions-command.ts")).registerRevisionsCommand,
   },
   {
     name: "logs",
     term: "logs [options] <resource>",
     summary: "print the build or deploy log of a deployment's revision (default: its latest)",
-    load: async () => (await import("./logs.ts")).registerLogsCommand,
+    load: async () => (await import("./logs-command.ts")).registerLogsCommand,
   },
   {
     name: "version",

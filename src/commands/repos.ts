@@ -5,8 +5,10 @@
 import type { Command } from "commander";
 import type { ForgeRepo } from "../api/wire.ts";
 import type { ServiceFlags } from "../config.ts";
-import { addServiceOptions, type RegisterCommand, serviceClientFrom, uuidArgument } from "./context.ts";
-import { addOutputOptions, type Listing, type OutputFlags, renderFor } from "./output.ts";
+import { addServiceOptions, type RegisterCommand, uuidArgument } from "./context.ts";
+import type { Listing, OutputFlags } from "./output.ts";
+import { addOutputOptions } from "./output-options.ts";
+import { printServiceListing } from "./service-listing.ts";
 
 const LISTING: Listing<ForgeRepo> = {
   columns: [
@@ -32,8 +34,8 @@ export const registerReposCommand: RegisterCommand = (program, ctx) => {
     .requiredOption("--integration <id>", "forge GitHub integration id (uuid)", uuidArgument);
   addServiceOptions(addOutputOptions(list)).action(async (_flags: unknown, command: Command) => {
     const flags = command.optsWithGlobals<ServiceFlags & OutputFlags & { integration: string }>();
-    const client = serviceClientFrom(flags, ctx);
-    const rows = await client.listRepos(flags.integration, { signal: ctx.stopSignal });
-    ctx.out(renderFor(ctx, flags, rows, LISTING));
+    await printServiceListing(ctx, flags, LISTING, (client) =>
+      client.listRepos(flags.integration, { signal: ctx.stopSignal }),
+    );
   });
 };

@@ -17,14 +17,9 @@ import { KubeDeployments } from "../kube/deployments.ts";
 import { type ConnectionId, connectionOf, describeConnection } from "../naming/connection.ts";
 import { claimedName } from "../reconcile/claims.ts";
 import { type CommandCluster, type ConnectionClients, commandConnectionClients } from "./connections.ts";
-import {
-  type CliContext,
-  type ConnectionFlags,
-  connectionFlag,
-  serviceClientFrom,
-  UsageError,
-} from "./context.ts";
+import { type CliContext, type ConnectionFlags, UsageError } from "./context.ts";
 import { resourceCluster } from "./resource-cluster.ts";
+import { connectionFlag, serviceClientFrom } from "./service-client.ts";
 
 /** A service deployment and the client of the connection it was found through. */
 export interface FoundDeployment {

@@ -4,38 +4,32 @@
  * with the resource read from a cluster, the one its spec would redeploy instead of building
  * (`reuse`, see `spec.revisionReuse`).
  *
- * Which deployment: with a cluster (found as kubectl finds it, see `resource-cluster.ts`:
- * `--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`), `<resource>` is a Deployment resource
- * (of `-n`, else the kubeconfig context's namespace), reached through its own connection
+ * Which deployment (resource-flags.ts): by default `<resource>` is a Deployment resource of the
+ * cluster found as kubectl finds it (`--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`; of
+ * `-n`, else the kubeconfig context's namespace), reached through its own connection
  * (`spec.connectionRef`, or the default one from the service flags) and found as the operator
  * finds it (its `status.deploymentId` when that deployment carries the resource's name, else by
- * name). Without a cluster, when `--base-url` or `DMS_BASE_URL` names the service (and neither
- * `--kubeconfig` nor `--context` is given), or with `--connection`, `<resource>` is the service's
- * deployment name (or id).
+ * name). With `--service` (the service of the flags and environment) or `--connection`,
+ * `<resource>` is the service's deployment name (or id).
+ *
+ * revisions-command.ts registers the command; this module, loaded when it runs, does the work.
  *
  * The revision listing (GET /v2/deployments/{deployment_id}/revisions) is not in the shared spec:
  * a service without it gets a clear error and exit status 1.
  */
-import type { Command } from "commander";
 import type { ServiceClient } from "../api/client.ts";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
 import { escapeForTerminal } from "../api/printable.ts";
 import type { RevisionListing, RevisionRow } from "../api/revision-listing.ts";
 import { type Deployment, isUuid, ROUTES } from "../api/wire.ts";
 import { reuseTarget } from "../reconcile/plan/revision-reuse.ts";
-import {
-  addServiceOptions,
-  type ConnectionFlags,
-  integerArgument,
-  namespaceArgument,
-  type RegisterCommand,
-} from "./context.ts";
-import { addOutputOptions, type Listing, type OutputFlags, renderFor } from "./output.ts";
-import { RESOURCE_CONNECTION_HELP, RESOURCE_KUBECONFIG_HELP } from "./resource-cluster.ts";
+import type { CliContext, ConnectionFlags } from "./context.ts";
+import { type Listing, type OutputFlags, renderFor } from "./output.ts";
 import { commandTarget, deploymentNamed } from "./resource-deployment.ts";
+import type { ResourceLookupFlags } from "./resource-flags.ts";
 
-interface RevisionsFlags extends ConnectionFlags, OutputFlags {
-  namespace?: string;
+/** The flags of `revisions`, as commander parses them. */
+export interface RevisionsFlags extends ConnectionFlags, ResourceLookupFlags, OutputFlags {
   maxItems?: number;
   verbose?: boolean;
 }
@@ -82,68 +76,38 @@ const LISTING: Listing<RevisionLine> = {
   data: (l) => forMachines(l),
 };
 
-/** Registers `revisions` on `program`. */
-export const registerRevisionsCommand: RegisterCommand = (program, ctx) => {
-  const command = program
-    .command("revisions")
-    .argument(
-      "<resource>",
-      "a Deployment resource's name (of --kubeconfig, KUBECONFIG or ~/.kube/config); else (--base-url or DMS_BASE_URL, or --connection) the service's deployment name or id",
-    )
-    .description(
-      "list a deployment's revisions, newest first, marking the active (live) and the latest one (GET /v2/deployments/{id}/revisions)",
-    )
-    .option(
-      "-n, --namespace <ns>",
-      "namespace of the resource (default: the kubeconfig context's, else default)",
-      namespaceArgument,
-    )
-    .option("--kubeconfig <path>", RESOURCE_KUBECONFIG_HELP)
-    .option("--context <name>", "kubeconfig context to use")
-    .option(
-      "--connection <kind/name>",
-      `list through this connection, <resource> being the service's deployment name: ${RESOURCE_CONNECTION_HELP}`,
-    )
-    .option(
-      "--max-items <n>",
-      "read at most this many revisions (default 1000)",
-      integerArgument(1, 100_000),
+/** Runs `revisions <resource>` (see the module comment). */
+export async function runRevisions(resource: string, flags: RevisionsFlags, ctx: CliContext): Promise<void> {
+  const target = await commandTarget(resource, flags, ctx, "dms-operator-revisions", byNameOrId);
+  const { client, deployment, resource: live } = target;
+  let listing: RevisionListing;
+  try {
+    listing = await client.listRevisions(deployment.id, {
+      signal: ctx.stopSignal,
+      ...(flags.maxItems === undefined ? {} : { maxItems: flags.maxItems }),
+    });
+  } catch (error) {
+    if (!(error instanceof RevisionsRouteMissingError)) throw error;
+    throw new Error(
+      `the service at ${client.baseUrl} has no revision listing (GET ${ROUTES.REVISIONS} answered ${error.status}); the deployment ${deployment.name} (${deployment.id}) reports latest revision ${deployment.latest_revision_id ?? "none"}, active ${deployment.active_revision_id ?? "none"}`,
+      { cause: error },
     );
-  addServiceOptions(addOutputOptions(command)).action(
-    async (resource: string, _flags: unknown, cmd: Command) => {
-      const flags = cmd.optsWithGlobals<RevisionsFlags>();
-      const target = await commandTarget(resource, flags, ctx, "dms-operator-revisions", byNameOrId);
-      const { client, deployment, resource: live } = target;
-      let listing: RevisionListing;
-      try {
-        listing = await client.listRevisions(deployment.id, {
-          signal: ctx.stopSignal,
-          ...(flags.maxItems === undefined ? {} : { maxItems: flags.maxItems }),
-        });
-      } catch (error) {
-        if (!(error instanceof RevisionsRouteMissingError)) throw error;
-        throw new Error(
-          `the service at ${client.baseUrl} has no revision listing (GET ${ROUTES.REVISIONS} answered ${error.status}); the deployment ${deployment.name} (${deployment.id}) reports latest revision ${deployment.latest_revision_id ?? "none"}, active ${deployment.active_revision_id ?? "none"}`,
-          { cause: error },
-        );
-      }
-      const lines = revisionLines(listing.rows, deployment);
-      // The revision the resource's spec would redeploy instead of building (spec.revisionReuse).
-      const reuse = live
-        ? reuseTarget(
-            live.spec,
-            live.status,
-            deployment,
-            listing.rows.flatMap((r) => (r.ok ? [r.revision] : [])),
-          )
-        : undefined;
-      if (reuse?.kind === "redeploy")
-        for (const line of lines) if (line.id === reuse.revisionId) line.reuse = true;
-      ctx.out(renderFor(ctx, flags, lines, LISTING));
-      for (const note of notes(listing, lines, deployment)) ctx.err(`${escapeForTerminal(note)}\n`);
-    },
-  );
-};
+  }
+  const lines = revisionLines(listing.rows, deployment);
+  // The revision the resource's spec would redeploy instead of building (spec.revisionReuse).
+  const reuse = live
+    ? reuseTarget(
+        live.spec,
+        live.status,
+        deployment,
+        listing.rows.flatMap((r) => (r.ok ? [r.revision] : [])),
+      )
+    : undefined;
+  if (reuse?.kind === "redeploy")
+    for (const line of lines) if (line.id === reuse.revisionId) line.reuse = true;
+  ctx.out(renderFor(ctx, flags, lines, LISTING));
+  for (const note of notes(listing, lines, deployment)) ctx.err(`${escapeForTerminal(note)}\n`);
+}
 
 /** The output lines of `rows`, marked with `deployment`'s active and latest revision. */
 export function revisionLines(rows: readonly RevisionRow[], deployment: Deployment): RevisionLine[] {

@@ -1,11 +1,10 @@
 /**
- * `dms-operator run`: the operator itself.
+ * `dms-operator run`: the operator itself (src/main.ts, loaded when it runs).
  */
 import type { Command } from "commander";
 import { settingFlag, settingHelp } from "../config.ts";
-import { runOperator } from "../main.ts";
-import { createLogger, defaultLogFormat } from "../runtime/log.ts";
 import { addServiceOptions, type CliContext, UsageError } from "./context.ts";
+import { withDeferredListFormat } from "./deferred-list-format.ts";
 import { type RunFlags, runConfigFrom } from "./run-config.ts";
 import { RUN_SETTINGS } from "./settings.ts";
 
@@ -35,6 +34,10 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
     const result = runConfigFrom(flags, ctx.env);
     if (!result.ok) throw new UsageError(result.problems);
     const { logLevel, logFormat, ...config } = result.config;
+    // The operator's code is loaded to run it, not to show this command's help.
+    const [{ runOperator }, { createLogger, defaultLogFormat }] = await withDeferredListFormat(() =>
+      Promise.all([import("../main.ts"), import("../runtime/log.ts")]),
+    );
     const format = logFormat ?? defaultLogFormat(process.stdout.isTTY);
     const logger = createLogger({ level: logLevel, format, redact: REDACT });
     await runOperator(config, { logger }, ctx.stopSignal);

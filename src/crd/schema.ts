@@ -290,6 +290,15 @@ const SPEC_RULES = [
     reason: "FieldValueForbidden",
   },
   {
+    // The service refuses such a create; refused at apply instead, naming both ways to give the
+    // repository. An ObserveOnly resource never creates: it only reads the deployment of its name.
+    rule: "self.source != 'github' || (has(self.managementPolicy) && self.managementPolicy == 'ObserveOnly') || has(self.github) || (has(self.sourceConfig) && has(self.sourceConfig.repoUrl) && has(self.sourceConfig.integrationId))",
+    message:
+      "spec.source github needs its repository: set spec.github (repository owner/name and integrationId), or sourceConfig.repoUrl and sourceConfig.integrationId",
+    fieldPath: ".source",
+    reason: "FieldValueRequired",
+  },
+  {
     rule: "!has(self.github) || !has(self.sourceConfig) || (!has(self.sourceConfig.repoUrl) && !has(self.sourceConfig.integrationId))",
     message:
       "spec.github sets sourceConfig.repoUrl and sourceConfig.integrationId: remove those two or remove spec.github",

@@ -69,7 +69,7 @@ export interface ReviewEntry {
   deploymentId?: string;
   /** True when the PATCH would make the service build a new revision. */
   newRevision: boolean;
-  /** What would change, field by field (patch only). */
+  /** What would change, field by field: a patch's changes, or every field a create sends. */
   changes: FieldChange[];
   /** One line per change (patch) or per field to create (create). Never a secret value. */
   summary: string[];
@@ -202,6 +202,12 @@ export function reviewResource(inputs: ReviewInputs): ReviewEntry {
     case "create":
       entry.action = "create";
       entry.summary = [...decision.summary, ...(unchecked?.change ? [unchecked.change.line] : [])];
+      // Every field the create sends, as a patch lists its changes (the first line names the
+      // deployment and its source, which the entry holds already).
+      entry.changes = [
+        ...decision.summary.slice(1).map(createdField),
+        ...(unchecked?.change ? [unchecked.change] : []),
+      ];
       break;
     case "blocked":
       entry.action = "blocked";
@@ -388,4 +394,20 @@ function maskedNote(observed: Deployment | null, lastApplied: LastApplied): stri
   const hidden = observed.secrets.some((s) => secretValueState(s.value) !== "value");
   if (!hidden) return undefined;
   return "the service does not show secret values and no status.appliedSecretsHash is known, so the operator sends the secrets once even if they are unchanged";
+}
+
+/**
+ * A field a create sends, from its summary line (`sourceConfig.repoUrl: (none) → https://…`,
+ * `secrets: set A, B`): its spec path and the part of the request it goes in.
+ */
+function createdField(line: string): FieldChange {
+  const field = line.split(": ")[0] ?? line;
+  const group: FieldChange["group"] = field.startsWith("sourceConfig")
+    ? "source_config"
+    : field === "secrets"
+      ? "secrets"
+      : field === "secretReferences"
+        ? "secret_references"
+        : "source_revision_config";
+  return { group, field, line };
 }

@@ -89,10 +89,12 @@ function unknownFields(schema: TSchema, value: unknown, path: DocPath): Violatio
     for (const [key, child] of Object.entries(value)) {
       const childSchema = schema.properties[key];
       if (childSchema === undefined) {
-        const known = Object.keys(schema.properties).join(", ");
+        const names = Object.keys(schema.properties);
+        const near = closestName(key, names);
+        const hint = near === undefined ? "" : `did you mean \`${near}\`? `;
         out.push({
           path: [...path, key],
-          message: `${showPath([...path, key])}: unknown field (known here: ${known})`,
+          message: `${showPath([...path, key])}: unknown field (${hint}known here: ${names.join(", ")})`,
         });
       } else out.push(...unknownFields(childSchema, child, [...path, key]));
     }
@@ -102,4 +104,41 @@ function unknownFields(schema: TSchema, value: unknown, path: DocPath): Violatio
     });
   }
   return out;
+}
+
+/** Longest field name compared for a suggestion (a tenant's key may be of any length). */
+const MAX_SUGGESTED_LENGTH = 64;
+
+/**
+ * The name of `names` that `key` most likely misspells (`sourcConfig` → `sourceConfig`): the same
+ * but for case, else the nearest within an edit distance of a third of its length (at least 1,
+ * at most 3); undefined when none is that near.
+ */
+export function closestName(key: string, names: readonly string[]): string | undefined {
+  if (key.length > MAX_SUGGESTED_LENGTH) return undefined;
+  const sameButCase = names.find((n) => n.toLowerCase() === key.toLowerCase());
+  if (sameButCase !== undefined) return sameButCase;
+  const limit = Math.min(3, Math.max(1, Math.floor(key.length / 3)));
+  let best: { name: string; distance: number } | undefined;
+  for (const name of names) {
+    const distance = editDistance(key, name);
+    if (distance <= limit && (best === undefined || distance < best.distance)) best = { name, distance };
+  }
+  return best?.name;
+}
+
+/** Levenshtein distance of `a` and `b` (insertions, deletions, substitutions). */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++)
+      current[j] = Math.min(
+        (previous[j] ?? 0) + 1,
+        (current[j - 1] ?? 0) + 1,
+        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
 }

@@ -142,14 +142,12 @@ describe("deployments list", () => {
     );
   });
 
-  it("-o name: deployment/<name> per line; --no-headers: the table without its header", async () => {
+  it("-o name: the bare name per line (not a Kubernetes object); --no-headers: the table without its header", async () => {
     const names = await cli(["deployments", "list", "-o", "name"]);
     expect(names.stdout.endsWith("\n")).toBe(true);
-    expect(names.stdout.trimEnd().split("\n").sort()).toEqual([
-      "deployment/billing-agent",
-      "deployment/support-agent",
-    ]);
-    const bare = await cli(["deployments", "list", "-o", "table", "--no-headers"]);
+    expect(names.stdout.trimEnd().split("\n").sort()).toEqual(["billing-agent", "support-agent"]);
+    // Piped (as here), --no-headers is honoured: a table to read with awk, not JSON.
+    const bare = await cli(["deployments", "list", "--no-headers"]);
     const full = await cli(["deployments", "list", "-o", "table"]);
     // The same cells (but the age, which moves on); widths are measured without the header, as kubectl does.
     const noAge = (rows: string[][]) => rows.map((row) => row.slice(0, -1));
@@ -163,9 +161,12 @@ describe("deployments list", () => {
     expect(off.stdout).not.toContain("\u001b[");
   });
 
-  it("prints JSON by default when stdout is not a terminal", async () => {
+  it("prints a table by default when stdout is not a terminal, as kubectl does", async () => {
     const run = await cli(["deployments", "list"]);
-    expect(names(JSON.parse(run.stdout))).toEqual(["billing-agent", "support-agent"]);
+    const [head, ...rows] = cells(run.stdout);
+    expect(head?.[0]).toBe("NAME");
+    expect(rows.map((row) => row[0]).sort()).toEqual(["billing-agent", "support-agent"]);
+    expect(run.stdout).not.toContain("\u001b[");
   });
 
   it("passes filters through", async () => {

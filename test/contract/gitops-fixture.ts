@@ -6,8 +6,8 @@
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { registerImportCommand } from "../../src/commands/import.ts";
-import { registerPlanCommand } from "../../src/commands/plan.ts";
+import { registerImportCommand } from "../../src/commands/import-command.ts";
+import { registerPlanCommand } from "../../src/commands/plan-command.ts";
 import type { SimulatorSeed } from "../../src/simulator/seed.ts";
 import { type Run, runCli } from "../support/cli.ts";
 

@@ -133,6 +133,7 @@ describe("plan: one outcome per run, text and exit status", () => {
       reason: "a literal secret value that differs: patch of secrets, naming it, never its value",
       file: resourceYaml("support-agent", {
         source: "github",
+        sourceConfig: { integrationId: INTEGRATION, repoUrl: "https://github.com/acme/support-agent" },
         secrets: [{ name: "OPENAI_API_KEY", value: "sk-rotated" }],
       }),
       code: 2,
@@ -142,6 +143,7 @@ describe("plan: one outcome per run, text and exit status", () => {
       reason: "secrets by reference without a kubeconfig: names compared, values not checked",
       file: resourceYaml("support-agent", {
         source: "github",
+        sourceConfig: { integrationId: INTEGRATION, repoUrl: "https://github.com/acme/support-agent" },
         secrets: [{ name: "OPENAI_API_KEY", valueFrom: { secretKeyRef: { name: "s", key: "k" } } }],
       }),
       code: 0,
@@ -224,7 +226,10 @@ describe("plan: JSON for machines", () => {
           sourceConfig: { installCommand: "uv sync" },
           sourceRevisionConfig: { sourceTarballPath: "uploads/notes-agent/2.tar.gz" },
         }),
-        "d-blocked.yaml": resourceYaml("intake", { source: "github" }),
+        "d-blocked.yaml": resourceYaml("intake", {
+          source: "github",
+          sourceConfig: { integrationId: INTEGRATION, repoUrl: "https://github.com/acme/intake" },
+        }),
       },
       ["-o", "json"],
     );

@@ -11,8 +11,8 @@ import { delimiter, join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
 import type { Deployment } from "../../src/api/wire.ts";
-import { registerLogsCommand } from "../../src/commands/logs.ts";
-import { registerRevisionsCommand } from "../../src/commands/revisions.ts";
+import { registerLogsCommand } from "../../src/commands/logs-command.ts";
+import { registerRevisionsCommand } from "../../src/commands/revisions-command.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { runCli } from "../support/cli.ts";
 import {
@@ -163,19 +163,25 @@ describe("logs and revisions find the cluster as kubectl does", () => {
     }
   });
 
-  it("DMS_BASE_URL or --base-url names the service: <resource> is a deployment name, the cluster is not read", async () => {
+  it("the Deployment resource also with DMS_BASE_URL set; --service makes <resource> the service's deployment name", async () => {
     const env = { HOME: await home(kube.kubeconfig), KUBECONFIG: kube.kubeconfig, DMS_API_KEY: KEY };
-    const byEnv = await revisions(["agent"], { ...env, DMS_BASE_URL: sim.url });
+    // DMS_BASE_URL exported, as the README has users do, changes nothing: the cluster is read.
+    const resource = await logs(["billing"], { ...env, DMS_BASE_URL: sim.url });
+    expect(resource.stderr).toBe("");
+    expect(resource.stdout).toContain("error: build failed");
+    expect(kube.requests).toContain(`GET ${deploymentPath(NS, "billing")}`);
+    kube.requests.length = 0;
+    const byEnv = await revisions(["agent", "--service"], { ...env, DMS_BASE_URL: sim.url });
     expect(byEnv.stderr).toBe("");
     expect(ids(byEnv.stdout)).toContain(agent.latest_revision_id);
-    const byFlag = await logs(["agent", "--base-url", sim.url], env);
+    const byFlag = await logs(["agent", "--service", "--base-url", sim.url], env);
     expect(byFlag.stderr).toBe("");
     expect(byFlag.stdout).toContain("error: build failed");
     expect(kube.requests).toEqual([]);
-    // A resource name is then looked up on the service, which has no deployment of that name.
-    const resource = await logs(["billing"], { ...env, DMS_BASE_URL: sim.url });
-    expect(resource.code).toBe(1);
-    expect(resource.stderr).toContain('the service has no deployment named "billing"');
+    // --service with a flag that names the cluster: one or the other.
+    const both = await logs(["agent", "--service", "--context", "fake"], env);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("drop --context, or drop --service");
   });
 
   it("--connection reads the connection from KUBECONFIG; <resource> stays a deployment name", async () => {
@@ -188,10 +194,14 @@ describe("logs and revisions find the cluster as kubectl does", () => {
     expect(kube.requests).not.toContain(`GET ${deploymentPath(NS, "agent")}`);
   });
 
-  it("no kubeconfig anywhere and no --base-url: the service's settings are what is missing", async () => {
+  it("no kubeconfig anywhere: a usage error naming where one is looked for, and --service", async () => {
     const run = await logs(["billing"], { HOME: await home() });
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain("--base-url");
+    expect(run.stderr).toContain("set KUBECONFIG");
+    expect(run.stderr).toContain("--service");
     expect(kube.requests).toEqual([]);
+    const service = await logs(["billing", "--service"], { HOME: await home() });
+    expect(service.code).toBe(2);
+    expect(service.stderr).toContain("--base-url");
   });
 });

@@ -10,7 +10,7 @@ import { parseAllDocuments } from "yaml";
 import { ServiceClient } from "../../src/api/client.ts";
 import { isServiceError } from "../../src/api/errors.ts";
 import { type LogEntry, LogsRouteMissingError } from "../../src/api/revision-logs.ts";
-import { registerLogsCommand } from "../../src/commands/logs.ts";
+import { registerLogsCommand } from "../../src/commands/logs-command.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { runCli } from "../support/cli.ts";
 import { ManualClock } from "../support/manual-clock.ts";
@@ -159,7 +159,10 @@ describe("the client's revision logs", () => {
 
 describe("dms-operator logs", () => {
   const logs = (args: string[]) =>
-    runCli(["logs", ...args], { commands: [registerLogsCommand], env: { DMS_BASE_URL: sim.url } });
+    runCli(["logs", "--service", ...args], {
+      commands: [registerLogsCommand],
+      env: { DMS_BASE_URL: sim.url },
+    });
 
   it("by name: the latest revision's build log when its build failed, as time level message", async () => {
     const { revision } = await failed("cli-build", "build");
@@ -311,7 +314,7 @@ describe("dms-operator logs --follow", () => {
   it("prints new entries as they are written, each once, and ends when the revision goes live", async () => {
     const liveClient = new ServiceClient({ baseUrl: live.url });
     await liveClient.createDeployment({ name: "following", source: "internal_docker" });
-    const run = await runCli(["logs", "following", "--follow", "--type", "deploy"], {
+    const run = await runCli(["logs", "following", "--service", "--follow", "--type", "deploy"], {
       commands: [registerLogsCommand],
       env: { DMS_BASE_URL: live.url },
     });

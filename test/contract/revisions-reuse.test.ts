@@ -5,7 +5,7 @@
  * cluster, and only for a revision its history vouches for.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { registerRevisionsCommand } from "../../src/commands/revisions.ts";
+import { registerRevisionsCommand } from "../../src/commands/revisions-command.ts";
 import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { runCli } from "../support/cli.ts";

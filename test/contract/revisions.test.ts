@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
 import { RevisionsRouteMissingError, ServiceError } from "../../src/api/errors.ts";
 import type { Deployment } from "../../src/api/wire.ts";
-import { registerRevisionsCommand } from "../../src/commands/revisions.ts";
+import { registerRevisionsCommand } from "../../src/commands/revisions-command.ts";
 import { isTracingProjectConflict } from "../../src/reconcile/service/name-reserved.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { runCli } from "../support/cli.ts";
@@ -183,7 +183,11 @@ describe("against the simulator", () => {
   });
 
   const revisionsCli = (args: string[], env: Record<string, string> = {}) =>
-    runCli(["revisions", ...args], { commands: [registerRevisionsCommand], env });
+    // The service's deployment by name (--service), but where a cluster is given.
+    runCli(["revisions", ...(args.includes("--kubeconfig") ? [] : ["--service"]), ...args], {
+      commands: [registerRevisionsCommand],
+      env,
+    });
   const byFlags = { DMS_BASE_URL: "", DMS_API_KEY: KEY };
 
   it("the simulator pages its listing newest first", async () => {

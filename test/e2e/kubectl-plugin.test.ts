@@ -147,6 +147,36 @@ describe("kubectl dms: the annotation verbs", { timeout: 120_000 }, () => {
     await dms("resume web", { KUBECONFIG: own });
   });
 
+  it("takes several names, --all or -l <selector>, a line each; one that fails fails alone", async () => {
+    await kubectlOk(["apply", "-n", ns, "-f", "-"], { input: `${resource("api")}\n${resource("worker")}` });
+    await kubectlOk(["label", "dmsd", "api", "worker", "-n", ns, "tier=back"]);
+    expect(await dms(`suspend web api -n ${ns}`)).toBe(
+      "deployment.dms.dev/web suspended\ndeployment.dms.dev/api suspended\n",
+    );
+    expect(await dms(`resume --all -n ${ns}`)).toBe(
+      "deployment.dms.dev/api resumed\ndeployment.dms.dev/web resumed\ndeployment.dms.dev/worker resumed\n",
+    );
+    expect(await dms(`suspend -l tier=back -n ${ns}`)).toBe(
+      "deployment.dms.dev/api suspended\ndeployment.dms.dev/worker suspended\n",
+    );
+    expect((await annotations(ns, "web"))["dms.dev/paused"]).toBeUndefined();
+    expect((await annotations(ns, "worker"))["dms.dev/paused"]).toBe("true");
+    const partly = await shell(`kubectl dms resume api nothing-here worker -n ${ns}`);
+    expect(partly.code).toBe(1);
+    expect(partly.stdout).toBe("deployment.dms.dev/api resumed\ndeployment.dms.dev/worker resumed\n");
+    expect(partly.stderr).toContain(
+      `error: deployment.dms.dev/nothing-here: Deployment resource ${ns}/nothing-here not found`,
+    );
+    const none = await shell(`kubectl dms suspend -n ${ns}`);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain("give the names of Deployment resources, --all, or -l <selector>");
+    const unmatched = await shell(`kubectl dms suspend -l tier=nothing -n ${ns}`);
+    expect(unmatched).toMatchObject({ code: 0, stdout: "" });
+    expect(unmatched.stderr).toBe(
+      `No Deployment resources found in namespace ${ns} matching tier=nothing.\n`,
+    );
+  });
+
   it("says how to list the resources when the one named does not exist", async () => {
     const run = await shell(`kubectl dms suspend nothing-here -n ${ns}`);
     expect(run.code).toBe(1);
@@ -283,6 +313,28 @@ describe("kubectl dms status", { timeout: 120_000 }, () => {
     expect(out).not.toContain("\u001b");
   });
 
+  it("-o wide and --no-headers: a table of the resources, a line each; -o name: their names", async () => {
+    const wide = await shell(`kubectl dms status -n ${ns} -o wide`);
+    expect(wide.code).toBe(0);
+    expect(wide.stdout.split("\n")[0]).toMatch(
+      /^NAME\s+STATE\s+REASON\s+SUSPENDED\s+OWNER\s+GOES OUT AT\s+FAILED REVISION\s+MESSAGE$/,
+    );
+    expect(wide.stdout).toMatch(/^held-one\s+Reconciling\s+OutsideRolloutWindow\s+false\s+-\s+\d{4}-/m);
+    // The summary line is for the reader: on stderr, off the table a script reads.
+    expect(wide.stderr).toContain(`Deployment resources in namespace ${ns} (5)`);
+    const bare = await shell(`kubectl dms status -n ${ns} --no-headers`);
+    expect(bare).toMatchObject({ code: 0, stderr: "" });
+    const names = ["failed-one", "held-one", "new-one", "ready-one", "stalled-one"];
+    expect(
+      bare.stdout
+        .trimEnd()
+        .split("\n")
+        .map((line) => line.split(/\s+/)[0])
+        .sort(),
+    ).toEqual(names);
+    expect(await dms(`status -n ${ns} -o name`)).toBe(names.map((n) => `deployment.dms.dev/${n}\n`).join(""));
+  });
+
   it("-A shows every namespace, each resource with its namespace", async () => {
     const out = await dms("status -A");
     expect(out).toMatch(/^Deployment resources in every namespace \(\d+\): /);
@@ -339,6 +391,8 @@ describe("kubectl dms completion", { timeout: 120_000 }, () => {
         "complete_words kubectl-dms status --all",
         `complete_words kubectl-dms suspend -n ${ns} ''`,
         "complete_words kubectl-dms deployments ''",
+        "complete_words kubectl-dms status -o ''",
+        "complete_words kubectl-dms logs web --type d",
       ].join("\n"),
       { HOME: bin },
     );
@@ -349,6 +403,8 @@ describe("kubectl dms completion", { timeout: 120_000 }, () => {
       "--all-namespaces",
       "alpha beta",
       "list --help -h",
+      "table wide name json yaml",
+      "deploy",
       "",
     ]);
   });
@@ -364,8 +420,15 @@ describe("kubectl dms completion", { timeout: 120_000 }, () => {
     expect(await complete("sus")).toBe("suspend\n:4\n");
     expect(await complete("r")).toBe("reconcile\nresume\nrollout-now\nrepos\nrevisions\n:4\n");
     expect(await complete("status --all")).toBe("--all-namespaces\n:4\n");
-    expect(await complete(`rollout-now -n ${ns} ''`)).toBe("delta\ngamma\n:4\n");
-    expect(await complete(`suspend --namespace=${ns} g`)).toBe("gamma\n:4\n");
+    // Names with their state beside them; a verb takes several, so the ones typed are not offered again.
+    expect(await complete(`rollout-now -n ${ns} ''`)).toBe(
+      "delta\tnot reconciled yet\ngamma\tnot reconciled yet\n:4\n",
+    );
+    expect(await complete(`suspend --namespace=${ns} g`)).toBe("gamma\tnot reconciled yet\n:4\n");
+    expect(await complete(`suspend -n ${ns} gamma ''`)).toBe("delta\tnot reconciled yet\n:4\n");
+    // The values of -o and --type, with what each is.
+    expect(await complete("status -o w")).toBe("wide\ta table with more columns, ids and times whole\n:4\n");
+    expect(await complete("logs x --type ''")).toBe("build\tthe build log\ndeploy\tthe deploy log\n:4\n");
     expect(await complete("ru")).toBe(":4\n");
   });
 

@@ -5,7 +5,7 @@
 // spec.rolloutTimeout is Stalled RolloutTimeout with nothing sent again; a service without the
 // logs route keeps reporting the status, without a tail, after one probe.
 import { describe, expect, it } from "vitest";
-import { registerLogsCommand } from "../../src/commands/logs.ts";
+import { registerLogsCommand } from "../../src/commands/logs-command.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { runCli } from "../support/cli.ts";
 import { testKubeconfigPath } from "../support/cluster.ts";

@@ -63,11 +63,25 @@ describe("Deployment CRD: accepted input", () => {
     await kubectlOk(["delete", "-n", namespace, "-f", path, "--wait=false"]);
   });
 
+  it("accepts source github with its repository given either way, or none under ObserveOnly", async () => {
+    const integrationId = "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e";
+    for (const spec of [
+      { source: "github", github: { integrationId, repository: "acme/agent" } },
+      { source: "github", sourceConfig: { repoUrl: "https://github.com/acme/agent", integrationId } },
+      { source: "github", managementPolicy: "ObserveOnly" },
+    ]) {
+      const object = resource(uniqueName(), spec);
+      const result = await submit("create", object);
+      expect(result.stderr, JSON.stringify(spec)).toBe("");
+      expect(validateResource(object), JSON.stringify(spec)).toEqual([]);
+    }
+  });
+
   it("fills the policy defaults", async () => {
     const name = uniqueName();
-    await created(resource(name, { source: "github" }));
+    await created(resource(name, { source: "internal_template" }));
     expect(await getSpec(name)).toEqual({
-      source: "github",
+      source: "internal_template",
       managementPolicy: "Manage",
       deletionPolicy: "Orphan",
     });
@@ -187,40 +201,53 @@ describe("Deployment CRD: bounds", () => {
 });
 
 describe("Deployment CRD: immutability", () => {
+  // A github source names its repository: the API server refuses one without.
+  const repo = {
+    repoUrl: "https://github.com/acme/agent",
+    integrationId: "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e",
+  };
   const update = async (name: string, before: Spec, after: Spec) => {
     await created(resource(name, before));
     return submit("replace", resource(name, after));
   };
 
   it("refuses a change of source", async () => {
-    const result = await update(uniqueName(), { source: "github" }, { source: "internal_source" });
+    const result = await update(uniqueName(), { source: "internal_template" }, { source: "internal_source" });
     expect(result.stderr).toMatch(/spec\.source: Forbidden: spec\.source is immutable/);
   });
 
   it("refuses a change of spec.name", async () => {
     const result = await update(
       uniqueName(),
-      { source: "github", name: "a" },
-      { source: "github", name: "b" },
+      { source: "internal_template", name: "a" },
+      { source: "internal_template", name: "b" },
     );
     expect(result.stderr).toMatch(/spec\.name: Forbidden: spec\.name is immutable/);
   });
 
   it("refuses setting spec.name to something else than the metadata.name it defaulted to", async () => {
-    const result = await update(uniqueName(), { source: "github" }, { source: "github", name: "other" });
+    const result = await update(
+      uniqueName(),
+      { source: "internal_template" },
+      { source: "internal_template", name: "other" },
+    );
     expect(result.stderr).toMatch(/spec\.name: Forbidden: spec\.name is immutable/);
   });
 
   it("refuses removing a spec.name that differs from metadata.name", async () => {
-    const result = await update(uniqueName(), { source: "github", name: "other" }, { source: "github" });
+    const result = await update(
+      uniqueName(),
+      { source: "internal_template", name: "other" },
+      { source: "internal_template" },
+    );
     expect(result.stderr).toMatch(/spec\.name: Forbidden: spec\.name is immutable/);
   });
 
   it("refuses a change of spec.sourceConfig.deploymentType, naming the field and saying a new type means a new deployment", async () => {
     const result = await update(
       uniqueName(),
-      { source: "github", sourceConfig: { deploymentType: "dev" } },
-      { source: "github", sourceConfig: { deploymentType: "prod" } },
+      { source: "github", sourceConfig: { ...repo, deploymentType: "dev" } },
+      { source: "github", sourceConfig: { ...repo, deploymentType: "prod" } },
     );
     expect(result.stderr).toMatch(
       /spec\.sourceConfig\.deploymentType: Forbidden: spec\.sourceConfig\.deploymentType cannot change: .* a new type means a new deployment/,
@@ -231,13 +258,13 @@ describe("Deployment CRD: immutability", () => {
     for (const deploymentType of ["dev_free", "dev", "prod", "dev_zero", "dev_free_zero"]) {
       const result = await submit(
         "create",
-        resource(uniqueName(), { source: "github", sourceConfig: { deploymentType } }),
+        resource(uniqueName(), { source: "github", sourceConfig: { ...repo, deploymentType } }),
       );
       expect(result.stderr, deploymentType).toBe("");
     }
     const typo = await submit(
       "create",
-      resource(uniqueName(), { source: "github", sourceConfig: { deploymentType: "prd" } }),
+      resource(uniqueName(), { source: "github", sourceConfig: { ...repo, deploymentType: "prd" } }),
     );
     expect(typo.stderr).toMatch(/spec\.sourceConfig\.deploymentType: Unsupported value: "prd"/);
     // Setting one later is compared with the service's type by the operator, not refused here;
@@ -245,11 +272,11 @@ describe("Deployment CRD: immutability", () => {
     const name = uniqueName();
     const set = await update(
       name,
-      { source: "github" },
-      { source: "github", sourceConfig: { deploymentType: "dev" } },
+      { source: "github", sourceConfig: repo },
+      { source: "github", sourceConfig: { ...repo, deploymentType: "dev" } },
     );
     expect(set.stderr).toBe("");
-    const unset = await submit("replace", resource(name, { source: "github" }));
+    const unset = await submit("replace", resource(name, { source: "github", sourceConfig: repo }));
     expect(unset.stderr).toBe("");
   });
 
@@ -257,8 +284,8 @@ describe("Deployment CRD: immutability", () => {
     const name = uniqueName();
     const result = await update(
       name,
-      { source: "github" },
-      { source: "github", name, sourceConfig: { buildOnPush: true } },
+      { source: "internal_template" },
+      { source: "internal_template", name, sourceConfig: { buildOnPush: true } },
     );
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);

@@ -2,6 +2,17 @@
 import type { CliContext, RegisterCommand } from "../../src/commands/context.ts";
 import { runProgram } from "../../src/commands/program.ts";
 
+/** A context that writes nothing anywhere, for tests that build a program without running it. */
+export function silentContext(): CliContext {
+  return {
+    out: () => {},
+    err: () => {},
+    stdoutIsTTY: false,
+    env: {},
+    stopSignal: new AbortController().signal,
+  };
+}
+
 /** A finished run: exit status and what it wrote. */
 export interface Run {
   code: number;

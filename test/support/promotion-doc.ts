@@ -147,7 +147,10 @@ export function specOf(artifact: Artifact, value: string): DeploymentSpec {
     ? { source: "external_docker", sourceRevisionConfig: { imageUri: value } }
     : {
         source: "github",
-        sourceConfig: { repoUrl: "https://github.com/acme/agent" },
+        sourceConfig: {
+          repoUrl: "https://github.com/acme/agent",
+          integrationId: "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e",
+        },
         sourceRevisionConfig: { repoRef: value },
       };
 }

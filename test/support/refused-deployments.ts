@@ -59,6 +59,17 @@ export const REFUSED_DEPLOYMENT_SPECS: RefusedSpec[] = [
     message: /spec\.source: Unsupported value: "ftp"/,
   },
   {
+    reason: "source github with neither spec.github nor sourceConfig.repoUrl and integrationId",
+    spec: { source: "github", sourceRevisionConfig: { repoRef: "main" } },
+    message:
+      /spec\.source: Required value: spec\.source github needs its repository: set spec\.github \(repository owner\/name and integrationId\), or sourceConfig\.repoUrl and sourceConfig\.integrationId/,
+  },
+  {
+    reason: "source github with sourceConfig.repoUrl but no integrationId",
+    spec: { source: "github", sourceConfig: { repoUrl: "https://github.com/acme/agent" } },
+    message: /spec\.source: Required value: spec\.source github needs its repository/,
+  },
+  {
     reason: "revisionSource outside the enum",
     spec: { source: "github", revisionSource: "external_docker" },
     message: /spec\.revisionSource: Unsupported value/,

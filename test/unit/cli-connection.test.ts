@@ -1,7 +1,13 @@
 // `--connection` as plan and import read it: the flags it refuses, and the settings a
 // connection's spec leaves to the command's own flags and environment.
 import { describe, expect, it } from "vitest";
-import { connectionDefaultsFrom, connectionFlag, UsageError } from "../../src/commands/context.ts";
+import {
+  commandConfigProblems,
+  connectionDefaultsFrom,
+  connectionFlag,
+} from "../../src/commands/service-client.ts";
+import { UsageError } from "../../src/commands/usage-error.ts";
+import { serviceConfigFrom } from "../../src/config.ts";
 import { serviceConfigOf } from "../../src/connection/settings.ts";
 
 const usageLines = (f: () => unknown): readonly string[] => {
@@ -70,5 +76,31 @@ describe("connectionDefaultsFrom", () => {
     expect(usageLines(() => connectionDefaultsFrom({}, { DMS_QPS: "fast" }))).toEqual([
       expect.stringMatching(/^--qps \/ DMS_QPS: must be a number/),
     ]);
+  });
+});
+
+describe("a command's service settings, before anything is sent", () => {
+  const config = (baseUrl: string, apiKey?: string) => {
+    const result = serviceConfigFrom({ baseUrl, ...(apiKey ? { apiKey } : {}) }, {});
+    if (!result.ok) throw new Error(result.problems.join("; "));
+    return result.config;
+  };
+
+  it("a base URL ending in /v2: drop /v2, naming where it came from", () => {
+    expect(commandConfigProblems(config("https://api.example.com/v2", "k"), { baseUrl: "x" })).toEqual([
+      "--base-url https://api.example.com/v2 ends in /v2: drop /v2 (the routes are {base URL}/v2/…), e.g. https://api.example.com",
+    ]);
+    expect(commandConfigProblems(config("https://api.example.com/v2/", "k"), {})[0]).toMatch(
+      /^DMS_BASE_URL https:\/\/api\.example\.com\/v2 ends in \/v2: drop \/v2/,
+    );
+    expect(commandConfigProblems(config("https://api.example.com/prefix", "k"), {})).toEqual([]);
+  });
+
+  it("no API key for a service off this machine: the fix, not a 401; the simulator on loopback may do without", () => {
+    expect(commandConfigProblems(config("https://api.example.com"), {})).toEqual([
+      "no API key for https://api.example.com: set DMS_API_KEY_FILE to a file holding it (or DMS_API_KEY), or pass --api-key-file <path>; the service refuses every request without one",
+    ]);
+    for (const local of ["http://127.0.0.1:8090", "http://localhost:8090", "http://[::1]:8090"])
+      expect(commandConfigProblems(config(local), {})).toEqual([]);
   });
 });

@@ -123,42 +123,91 @@ describe("runCommands", () => {
   });
 });
 
+/** The modules a start of `bin/<script> ...args` loads, in order (a resolve hook prints each on stderr). */
+async function modulesLoaded(
+  script: string,
+  args: readonly string[],
+): Promise<{ stdout: string; loaded: string[] }> {
+  const hook = `data:text/javascript,${encodeURIComponent(
+    'import{registerHooks}from"node:module";registerHooks({resolve(s,c,n){const r=n(s,c);process.stderr.write("LOADED "+r.url+"\\n");return r;}});',
+  )}`;
+  const { stdout, stderr } = await promisify(execFile)(
+    process.execPath,
+    ["--import", hook, join(ROOT, "bin", script), ...args],
+    { encoding: "utf8", env: { ...process.env, KUBECONFIG: "/nonexistent/kubeconfig" } },
+  );
+  const loaded = [
+    ...new Set(
+      stderr
+        .split("\n")
+        .filter((l) => l.startsWith("LOADED "))
+        .map((l) => l.slice("LOADED ".length)),
+    ),
+  ];
+  return { stdout, loaded };
+}
+
+/** The command modules among `loaded` (the launcher runs dist/ when a build is there, else the sources). */
+const commandModulesOf = (loaded: readonly string[]) =>
+  loaded
+    .filter((url) => /\/(src|dist)\/commands\/[\w-]+\.(ts|js)$/.test(url))
+    .map((url) => url.slice(url.lastIndexOf("/") + 1).replace(/\.(ts|js)$/, ""))
+    .sort();
+
+/** The heavy libraries: the service's HTTP client, Kubernetes', YAML, tables, TypeBox, the logger, CEL. */
+const HEAVY = /node_modules\/(got|@kubernetes|yaml|cli-table3|@sinclair|pino|@marcbachmann)\//;
+
 describe("bin/dms-operator.mjs --version", () => {
   it("loads no command module, no service client and no Kubernetes client", async () => {
-    // A resolve hook prints every module the process loads, on stderr.
-    const hook = `data:text/javascript,${encodeURIComponent(
-      'import{registerHooks}from"node:module";registerHooks({resolve(s,c,n){const r=n(s,c);process.stderr.write("LOADED "+r.url+"\\n");return r;}});',
-    )}`;
-    const { stdout, stderr } = await promisify(execFile)(
-      process.execPath,
-      ["--import", hook, join(ROOT, "bin", "dms-operator.mjs"), "--version"],
-      { encoding: "utf8" },
-    );
+    const { stdout, loaded } = await modulesLoaded("dms-operator.mjs", ["--version"]);
     expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
-    const loaded = [
-      ...new Set(
-        stderr
-          .split("\n")
-          .filter((l) => l.startsWith("LOADED "))
-          .map((l) => l.slice("LOADED ".length)),
-      ),
-    ];
-    // The launcher runs the compiled dist/ when a build is there, the sources otherwise.
-    const commandModules = loaded
-      .filter((url) => /\/(src|dist)\/commands\/[\w-]+\.(ts|js)$/.test(url))
-      .map((url) => url.slice(url.lastIndexOf("/") + 1).replace(/\.(ts|js)$/, ""))
-      .sort();
-    expect(commandModules).toEqual([
+    expect(commandModulesOf(loaded)).toEqual([
       "deferred-list-format",
+      "process-context",
       "program",
       "program-name",
       "registry",
       "usage-error",
     ]);
-    expect(
-      loaded.filter((url) => /node_modules\/(got|@kubernetes|yaml|cli-table3|@sinclair)\//.test(url)),
-    ).toEqual([]);
+    expect(loaded.filter((url) => HEAVY.test(url))).toEqual([]);
   }, 30_000);
+});
+
+describe("a command's help and a TAB load what they need only", () => {
+  it("every command's --help, and version --client, load none of the heavy libraries", async () => {
+    const plugin = COMMANDS.filter((c) => !c.operatorOnly);
+    for (const args of [
+      ...plugin.map((c) => [c.name, "--help"]),
+      ["deployments", "list", "--help"],
+      ["version", "--client"],
+    ]) {
+      const { loaded } = await modulesLoaded("kubectl-dms.mjs", args);
+      expect(
+        loaded.filter((url) => HEAVY.test(url)),
+        args.join(" "),
+      ).toEqual([]);
+    }
+  }, 120_000);
+
+  it("kubectl_complete-dms answers commands, flags and flag values without commander or a command", async () => {
+    for (const words of [
+      ["s"],
+      ["status", "--a"],
+      ["status", "-o", ""],
+      ["deployments", "list", "--status", ""],
+    ]) {
+      const { stdout, loaded } = await modulesLoaded("kubectl_complete-dms.mjs", words);
+      expect(stdout).toMatch(/\n:4\n$/);
+      expect(commandModulesOf(loaded), words.join(" ")).toEqual([
+        "completion-plugin",
+        "completion-table",
+        "process-context",
+        "program-name",
+        "words",
+      ]);
+      expect(loaded.filter((url) => /node_modules\//.test(url))).toEqual([]);
+    }
+  }, 60_000);
 });
 
 /**
@@ -166,23 +215,29 @@ describe("bin/dms-operator.mjs --version", () => {
  * and returns what the hook wrote on exit as `REPORT <json>` on stderr.
  */
 async function runHelpReport(hook: readonly string[]): Promise<unknown> {
-  const { stdout, stderr } = await promisify(execFile)(
+  // `deployments list` with no service named: it loads the service client (got, node:http) to run,
+  // then stops with a usage error before sending anything.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("DMS_")));
+  const { stderr } = await promisify(execFile)(
     process.execPath,
     [
       "--import",
       `data:text/javascript,${encodeURIComponent(hook.join(""))}`,
       join(ROOT, "bin", "dms-operator.mjs"),
-      "run",
-      "--help",
+      "deployments",
+      "list",
     ],
-    { encoding: "utf8" },
-  );
-  expect(stdout).toContain("Usage: dms-operator run");
+    { encoding: "utf8", env },
+  ).catch((error: { code?: number; stderr?: string }) => {
+    expect(error.code).toBe(EXIT.usage);
+    return { stderr: error.stderr ?? "" };
+  });
+  expect(stderr).toContain("--base-url");
   const report = stderr.split("\n").find((l) => l.startsWith("REPORT "));
   return JSON.parse(report?.slice("REPORT ".length) ?? "{}");
 }
 
-describe("bin/dms-operator.mjs run", () => {
+describe("bin/dms-operator.mjs running a command", () => {
   it("imports node:http without loading Node's WebSocket client (undici), which stays reachable", async () => {
     // On exit: whether the ES module namespace of node:http was made, whether undici was loaded
     // (before anything reads it), then whether http.WebSocket still answers.

@@ -43,24 +43,29 @@ const list = (env: Record<string, string>, stderrIsTTY: boolean) =>
 
 describe("a line per retry on a terminal", () => {
   it("says what failed and how long it waits, then the error", async () => {
-    const port = await closedPort();
-    const run = await list({ DMS_BASE_URL: `http://127.0.0.1:${port}`, DMS_RETRIES: "2" }, true);
+    const url = await answering(503, { detail: "busy" });
+    const run = await list({ DMS_BASE_URL: url, DMS_RETRIES: "2" }, true);
     expect(run.code).toBe(EXIT.failed);
     const lines = run.stderr.trimEnd().split("\n");
-    expect(lines[0]).toMatch(
-      /^retrying in 0\.\d s: connection refused \(GET \/v2\/deployments; 1 retry left\)$/,
-    );
-    expect(lines[1]).toMatch(
-      /^retrying in 0\.\d s: connection refused \(GET \/v2\/deployments; 0 retries left\)$/,
-    );
-    expect(lines[2]).toMatch(/^error: GET \/v2\/deployments: network: ECONNREFUSED/);
+    expect(lines[0]).toMatch(/^retrying in \d+(\.\d)? s: 503 \S+ \(GET \/v2\/deployments; 1 retry left\)$/);
+    expect(lines[1]).toMatch(/^retrying in \d+(\.\d)? s: 503 \S+ \(GET \/v2\/deployments; 0 retries left\)$/);
+    expect(lines[2]).toMatch(/^error: GET \/v2\/deployments: /);
   });
 
   it("stays quiet when stderr is not a terminal", async () => {
-    const port = await closedPort();
-    const run = await list({ DMS_BASE_URL: `http://127.0.0.1:${port}`, DMS_RETRIES: "1" }, false);
+    const url = await answering(503, { detail: "busy" });
+    const run = await list({ DMS_BASE_URL: url, DMS_RETRIES: "1" }, false);
     expect(run.stderr).not.toContain("retrying");
     expect(run.stderr).toMatch(/^error: /);
+  });
+
+  it("a refused connection: said once, with the URL and what to check, with no retry", async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const run = await list({ DMS_BASE_URL: url, DMS_RETRIES: "4" }, true);
+    expect(run.code).toBe(EXIT.failed);
+    expect(run.stderr).toBe(
+      `error: GET /v2/deployments: connection refused by ${url}: nothing listens there; check --base-url / DMS_BASE_URL (its host and port), and that the service (or the simulator) is running\n`,
+    );
   });
 
   it("names a service's pause", () => {

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { registerDeploymentsCommand } from "../../src/commands/deployments.ts";
-import { registerPlanCommand } from "../../src/commands/plan.ts";
+import { registerPlanCommand } from "../../src/commands/plan-command.ts";
 import { EXIT } from "../../src/commands/program.ts";
 import { VERSION } from "../../src/version.ts";
 import { runCli } from "../support/cli.ts";

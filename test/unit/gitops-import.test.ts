@@ -246,6 +246,10 @@ const deploymentArb = fc
       name: a.name,
       source: a.source,
       source_config: {
+        // The service has the repository of every github deployment (its create requires it).
+        ...(a.source === "github"
+          ? { integration_id: INTEGRATION, repo_url: "https://github.com/acme/support-agent" }
+          : {}),
         ...(a.customUrl !== undefined ? { custom_url: a.customUrl } : {}),
         ...(a.buildOnPush !== undefined ? { build_on_push: a.buildOnPush } : {}),
         ...(Object.keys(resourceSpec).length > 0 ? { resource_spec: resourceSpec } : {}),

@@ -7,7 +7,7 @@ kind: Deployment
 metadata:
   name: support-agent
 spec:
-  source: github
+  source: internal_template
 `;
 
 /** `file:line:column message` of each problem, for compact expectations. */
@@ -39,7 +39,7 @@ describe("parseManifests", () => {
     expect(parseManifests(json, "a.json").resources).toHaveLength(1);
   });
 
-  const cases: Array<{ reason: string; text: string; expected: string[] }> = [
+  const cases: Array<{ reason: string; text: string; expected: unknown[] }> = [
     {
       reason: "a wrong type is reported at the value's key, naming the field",
       text: `${ok}  sourceConfig:\n    resourceSpec:\n      cpu: "two"\n`,
@@ -47,7 +47,7 @@ describe("parseManifests", () => {
     },
     {
       reason: "an enum lists its allowed values",
-      text: ok.replace("source: github", "source: gitlab"),
+      text: ok.replace("source: internal_template", "source: gitlab"),
       expected: [
         "6:3 spec.source: must be one of github, external_docker, internal_docker, internal_source, internal_template",
       ],
@@ -61,8 +61,35 @@ describe("parseManifests", () => {
       reason: "a typo in a field name is an unknown field, as kubectl's strict validation says",
       text: `${ok}  sourceConfig:\n    repoURL: https://x\n`,
       expected: [
-        "8:5 spec.sourceConfig.repoURL: unknown field (known here: integrationId, repoUrl, buildOnPush, customUrl, listenerId, listenerConfig, installCommand, buildCommand, resourceSpec)",
+        "8:5 spec.sourceConfig.repoURL: unknown field (did you mean `repoUrl`? known here: integrationId, repoUrl, buildOnPush, customUrl, listenerId, listenerConfig, installCommand, buildCommand, resourceSpec, deploymentType)",
       ],
+    },
+    {
+      reason: "CEL rule: source github without its repository, naming both ways to give it",
+      text: ok.replace("source: internal_template", "source: github"),
+      expected: [
+        "6:3 spec.source github needs its repository: set spec.github (repository owner/name and integrationId), or sourceConfig.repoUrl and sourceConfig.integrationId",
+      ],
+    },
+    {
+      reason:
+        "CEL rule: source github with sourceConfig.repoUrl and integrationId, or ObserveOnly, is accepted",
+      text: `${ok.replace("source: internal_template", "source: github")}  managementPolicy: ObserveOnly\n---\n${ok.replace("source: internal_template", "source: github")}  sourceConfig:\n    repoUrl: https://github.com/acme/a\n    integrationId: 0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e\n`,
+      expected: [],
+    },
+    {
+      reason: "a misspelt field names the one it is nearest to",
+      text: `${ok}  sourcConfig:\n    repoUrl: https://x\n`,
+      expected: [
+        expect.stringMatching(
+          /^7:3 spec\.sourcConfig: unknown field \(did you mean `sourceConfig`\? known here: /,
+        ),
+      ],
+    },
+    {
+      reason: "a field nothing is near gets the list alone",
+      text: `${ok}  flavour: vanilla\n`,
+      expected: [expect.stringMatching(/^7:3 spec\.flavour: unknown field \(known here: /)],
     },
     {
       reason: "fields of Kubernetes-shaped objects are kept as given, never unknown",
@@ -102,7 +129,7 @@ describe("parseManifests", () => {
     },
     {
       reason: "a resource without metadata.name cannot be applied",
-      text: "apiVersion: dms.dev/v1alpha1\nkind: Deployment\nspec:\n  source: github\n",
+      text: "apiVersion: dms.dev/v1alpha1\nkind: Deployment\nspec:\n  source: internal_template\n",
       expected: ["1:1 metadata.name is required"],
     },
     {

@@ -65,6 +65,20 @@ const cases: Array<{
       "sourceConfig.resourceSpec.cpu: (unset) → 1",
       "sourceRevisionConfig.imageUri: (unset) → r/agent:1",
     ],
+    // -o json lists them as changes too, field by field.
+    check: (e) =>
+      expect(e.changes).toEqual([
+        {
+          group: "source_config",
+          field: "sourceConfig.resourceSpec.cpu",
+          line: "sourceConfig.resourceSpec.cpu: (unset) → 1",
+        },
+        {
+          group: "source_revision_config",
+          field: "sourceRevisionConfig.imageUri",
+          line: "sourceRevisionConfig.imageUri: (unset) → r/agent:1",
+        },
+      ]),
   },
   {
     reason: "found by name, nothing differs: adopt with no write",

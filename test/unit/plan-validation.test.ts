@@ -35,7 +35,7 @@ describe("plan refuses what the API server refuses", () => {
   it("refuses 1.5 replicas and half a database connection as not whole numbers", () => {
     const messages = validateResource(
       resource({
-        source: "github",
+        source: "internal_template",
         sourceConfig: { resourceSpec: { maxScale: 1.5, dbMaxConnections: 2.5 } },
       }),
     ).map((v) => v.message);
@@ -49,7 +49,7 @@ describe("plan refuses what the API server refuses", () => {
     expect(
       validateResource(
         resource({
-          source: "github",
+          source: "internal_template",
           sourceConfig: { resourceSpec: { cpu: 0.5, cpuLimit: 1.5, memoryMb: 512.5 } },
         }),
       ),
@@ -58,7 +58,7 @@ describe("plan refuses what the API server refuses", () => {
 
   it("reports a CEL rule with the CRD's message at the rule's fieldPath", () => {
     const violations = validateResource(
-      resource({ source: "github", sourceConfig: { resourceSpec: { minScale: 3, maxScale: 1 } } }),
+      resource({ source: "internal_template", sourceConfig: { resourceSpec: { minScale: 3, maxScale: 1 } } }),
     );
     expect(violations).toEqual([
       {
@@ -73,12 +73,12 @@ describe("plan refuses what the API server refuses", () => {
     // The API server accepts these label keys; the evaluator must read them as map keys.
     const labels = JSON.parse('{"constructor":" ","__proto__":"x","toString":"y","hasOwnProperty":"z"}');
     expect(
-      validateResource(resource({ source: "github", sourceConfig: { resourceSpec: { labels } } })),
+      validateResource(resource({ source: "internal_template", sourceConfig: { resourceSpec: { labels } } })),
     ).toEqual([]);
     // And still refuses what the rules refuse under such a key.
     const long = JSON.parse(`{"constructor":" ","${"k".repeat(320)}":"v"}`);
     const refused = validateResource(
-      resource({ source: "github", sourceConfig: { resourceSpec: { labels: long } } }),
+      resource({ source: "internal_template", sourceConfig: { resourceSpec: { labels: long } } }),
     );
     expect(refused.map((v) => v.message).join("\n")).toMatch(/resourceSpec\.labels/);
     expect(refused.map((v) => v.message).join("\n")).not.toMatch(/could not be evaluated/);
@@ -86,7 +86,9 @@ describe("plan refuses what the API server refuses", () => {
 
   it("gives a list item's rule its index", () => {
     expect(
-      validateResource(resource({ source: "github", secrets: [{ name: "A", value: "1" }, { name: "B" }] })),
+      validateResource(
+        resource({ source: "internal_template", secrets: [{ name: "A", value: "1" }, { name: "B" }] }),
+      ),
     ).toEqual([
       {
         path: ["spec", "secrets", 1],
@@ -111,14 +113,14 @@ describe("plan refuses what the API server refuses", () => {
     expect(transition.length).toBeGreaterThan(0);
     expect(rules.length - transition.length).toBeGreaterThan(15);
     // A valid resource with every field a transition rule reads: none of them is evaluated.
-    expect(crdRuleViolations(resource({ source: "github", name: "x" }), () => false)).toEqual([]);
+    expect(crdRuleViolations(resource({ source: "internal_template", name: "x" }), () => false)).toEqual([]);
   });
 
   it("does not run the rules of a subtree the structural checks refused (its size is unbounded)", () => {
     const labels = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`l${i}`, "v"]));
     const started = performance.now();
     const violations = validateResource(
-      resource({ source: "github", sourceConfig: { resourceSpec: { labels } } }),
+      resource({ source: "internal_template", sourceConfig: { resourceSpec: { labels } } }),
     );
     expect(violations.map((v) => v.message)).toEqual([
       expect.stringMatching(/labels: Expected object to have no more than 32 properties/),
@@ -134,7 +136,7 @@ describe("errors per document", () => {
       "apiVersion: dms.dev/v1alpha1",
       "kind: Deployment",
       "metadata: {name: a}",
-      "spec: {source: github}",
+      "spec: {source: internal_template}",
       "---",
       "apiVersion: dms.dev/v1alpha1",
       "kind: Deployment",
@@ -146,7 +148,7 @@ describe("errors per document", () => {
       "apiVersion: dms.dev/v1alpha1",
       "kind: Deployment",
       "metadata: {name: c}",
-      "spec: {source: github}",
+      "spec: {source: internal_template}",
     ].join("\n");
     const parsed = parseManifests(text, "f.yaml");
     expect(parsed.resources.map((r) => r.resource.metadata.name)).toEqual(["a", "c"]);

@@ -6,15 +6,13 @@
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { resourceName, waitTimeout } from "../../src/commands/annotate.ts";
-import { completions, DIRECTIVE } from "../../src/commands/completion.ts";
-import type { CliContext } from "../../src/commands/context.ts";
+import { type Candidate, completions, DIRECTIVE } from "../../src/commands/completion-plugin.ts";
 import {
   describeInstall,
   imageTag,
   installOf,
   registerVersionCommand,
 } from "../../src/commands/operator-version.ts";
-import { COMMANDS } from "../../src/commands/registry.ts";
 import {
   type ConnectionView,
   heldUntil,
@@ -24,8 +22,8 @@ import {
   resourceView,
   SECTION_ROWS,
   statusDocument,
-} from "../../src/commands/status.ts";
-import { runCli } from "../support/cli.ts";
+} from "../../src/commands/status-view.ts";
+import { runCli, silentContext } from "../support/cli.ts";
 
 const cond = (type: string, status: string, reason = "R", message = "m") => ({
   type,
@@ -349,22 +347,17 @@ describe("the verbs' arguments", () => {
   });
 });
 
-const PLUGIN_COMMANDS = COMMANDS.filter((c) => !c.operatorOnly);
-
 describe("kubectl's completion of kubectl dms", () => {
-  const ctx: CliContext = {
-    out: () => {},
-    err: () => {},
-    stdoutIsTTY: false,
-    env: {},
-    stopSignal: new AbortController().signal,
-  };
+  const ctx = silentContext();
   const asked: object[] = [];
-  const names = async (flags: object) => {
+  const names = async (flags: object): Promise<Candidate[]> => {
     asked.push(flags);
-    return ["web", "worker", "api"];
+    return [{ value: "web", description: "Ready=True Available" }, { value: "worker" }, { value: "api" }];
   };
-  const complete = (...words: string[]) => completions(words, ctx, PLUGIN_COMMANDS, names);
+  const complete = async (...words: string[]) => {
+    const { candidates, directive } = await completions(words, ctx, undefined, names);
+    return { candidates: candidates.map((c) => c.value), directive };
+  };
 
   it("offers the plugin's commands (not run or simulator) and its own flags", async () => {
     expect((await complete("")).candidates).toContain("status");
@@ -382,7 +375,28 @@ describe("kubectl's completion of kubectl dms", () => {
     expect(await complete("plan", "-f", "")).toEqual({ candidates: [], directive: DIRECTIVE.files });
   });
 
-  it("offers resource names of the namespace and cluster typed, for the first argument only", async () => {
+  it("offers the values of -o, --status and --type, with what each means", async () => {
+    expect((await complete("status", "-o", "")).candidates).toEqual([
+      "table",
+      "wide",
+      "name",
+      "json",
+      "yaml",
+    ]);
+    expect((await complete("logs", "web", "-o", "")).candidates).toEqual(["table", "json", "yaml", "text"]);
+    expect((await complete("logs", "--type", "b")).candidates).toEqual(["build"]);
+    expect((await complete("deployments", "list", "--status", "AW")).candidates).toEqual([
+      "AWAITING_DATABASE",
+      "AWAITING_DELETE",
+    ]);
+    expect((await complete("deployments", "list", "--output=j")).candidates).toEqual(["--output=json"]);
+    const described = await completions(["status", "-o", "w"], ctx, undefined, names);
+    expect(described.candidates).toEqual([
+      { value: "wide", description: expect.stringContaining("columns") },
+    ]);
+  });
+
+  it("offers resource names of the namespace and cluster typed, with their state, for each name a verb takes", async () => {
     asked.length = 0;
     expect((await complete("suspend", "-n", "team-a", "--context", "dev", "w")).candidates).toEqual([
       "web",
@@ -393,6 +407,11 @@ describe("kubectl's completion of kubectl dms", () => {
       3,
     );
     expect(asked[1]).toEqual({ namespace: "team-b", kubeconfig: "/k" });
-    expect((await complete("suspend", "web", "")).candidates).toEqual([]);
+    // A verb takes several names: the others are offered, not those typed.
+    expect((await complete("suspend", "web", "")).candidates).toEqual(["worker", "api"]);
+    // logs takes one.
+    expect((await complete("logs", "web", "")).candidates).toEqual([]);
+    const withState = await completions(["reconcile", "we"], ctx, undefined, names);
+    expect(withState.candidates).toEqual([{ value: "web", description: "Ready=True Available" }]);
   });
 });

@@ -3,7 +3,7 @@
 // `dms-operator`. The packed plugin run by the real kubectl is in test/tools/cli-package.test.ts.
 import { describe, expect, it } from "vitest";
 import { registerDeploymentsCommand } from "../../src/commands/deployments.ts";
-import { registerPlanCommand } from "../../src/commands/plan.ts";
+import { registerPlanCommand } from "../../src/commands/plan-command.ts";
 import { EXIT } from "../../src/commands/program.ts";
 import {
   isCompletionExecutable,

@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { registerImportCommand } from "../../src/commands/import.ts";
+import { registerImportCommand } from "../../src/commands/import-command.ts";
 import { DEPLOYMENT_CRD } from "../../src/crd/render.ts";
 import { runCli } from "../support/cli.ts";
 

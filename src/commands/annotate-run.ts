@@ -1,0 +1,222 @@
+/**
+ * What the verbs of annotate.ts do when they run: find the Deployment resources they are given
+ * (names, `--all`, `-l`), patch the annotation of each, and with `--wait` wait for the operator's
+ * acknowledgement of each. One resource's failure is reported on its own line and the others go
+ * on; the command then ends with status 1, as kubectl does.
+ */
+import { isRecord } from "../json.ts";
+import { PatchType } from "../kube/client.ts";
+import { DEPLOYMENTS } from "../kube/deployments.ts";
+import { isNotFound } from "../kube/errors.ts";
+import { listItems, listMeta } from "../kube/object.ts";
+import { collectionPath } from "../kube/reflector.ts";
+import type { CliContext } from "./context.ts";
+import { type PluginCluster, pluginCluster } from "./plugin-cluster.ts";
+import type { KubectlFlags } from "./plugin-flags.ts";
+import { CommandExit, EXIT } from "./program.ts";
+import { UsageError } from "./usage-error.ts";
+import { ANNOTATION_PAUSED, RESOURCE_PREFIX } from "./words.ts";
+
+/** How often `--wait` reads the resource again. */
+const WAIT_POLL_MS = 1000;
+/** Most resources one `--all` or `-l` acts on (pages of {@link PAGE_SIZE}). */
+export const MAX_SELECTED = 5000;
+const PAGE_SIZE = 500;
+
+/** What a verb does to its annotation. */
+export interface Verb {
+  name: string;
+  description: string;
+  annotation: string;
+  /** The annotation's new value: a string sets it, null removes it. */
+  value: () => string | null;
+  /** What is printed after `deployment.dms.dev/<name>`. */
+  done: string;
+  /** The status field in which the operator acknowledges the value (`--wait` waits for it). */
+  acknowledgedIn?: "lastHandledReconcileAt" | "lastHandledRolloutNow";
+}
+
+/** The flags of a verb, as commander parses them. */
+export interface VerbFlags extends KubectlFlags {
+  all?: boolean;
+  selector?: string;
+  wait?: boolean;
+  timeout?: number;
+  verbose?: boolean;
+}
+
+/** The path of Deployment resource `name` in `namespace`. */
+export function resourcePath(namespace: string, name: string): string {
+  return `${collectionPath(DEPLOYMENTS, namespace)}/${encodeURIComponent(name)}`;
+}
+
+/**
+ * Sets (a string) or removes (null) annotation `key` of the Deployment resource `name` with a
+ * JSON merge patch of that annotation alone; resolves the patched object. A missing resource is
+ * an Error saying how to list them.
+ */
+export async function patchAnnotation(
+  cluster: PluginCluster,
+  name: string,
+  key: string,
+  value: string | null,
+  signal: AbortSignal,
+): Promise<unknown> {
+  try {
+    return await cluster.client.request({
+      method: "PATCH",
+      path: resourcePath(cluster.namespace, name),
+      contentType: PatchType.Merge,
+      body: { metadata: { annotations: { [key]: value } } },
+      signal,
+    });
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+    throw new Error(
+      `Deployment resource ${cluster.namespace}/${name} not found: list them with kubectl get dmsd -n ${cluster.namespace} (or give -n <namespace>)`,
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * The names a verb acts on: those given, or with `--all` / `-l` the Deployment resources of the
+ * namespace (matching the selector), listed from the API server. A {@link UsageError} unless
+ * exactly one of the three is given.
+ */
+export async function targetNames(
+  names: readonly string[],
+  flags: Pick<VerbFlags, "all" | "selector">,
+  cluster: PluginCluster,
+  signal: AbortSignal,
+): Promise<string[]> {
+  const ways = [names.length > 0, flags.all === true, flags.selector !== undefined].filter(Boolean).length;
+  if (ways !== 1)
+    throw new UsageError([
+      ways === 0
+        ? "give the names of Deployment resources, --all, or -l <selector> (kubectl get dmsd lists them)"
+        : "give names, --all or -l <selector>: one of them, not several",
+    ]);
+  if (names.length > 0) return [...new Set(names)];
+  const found: string[] = [];
+  let token: string | undefined;
+  do {
+    const page = await cluster.client.request({
+      method: "GET",
+      path: collectionPath(DEPLOYMENTS, cluster.namespace),
+      query: { limit: PAGE_SIZE, continue: token, labelSelector: flags.selector },
+      signal,
+    });
+    for (const item of listItems(page))
+      if (isRecord(item) && isRecord(item.metadata) && typeof item.metadata.name === "string")
+        found.push(item.metadata.name);
+    token = listMeta(page).continue;
+  } while (token !== undefined && found.length < MAX_SELECTED);
+  return found.slice(0, MAX_SELECTED);
+}
+
+/** Runs `verb` on the resources `names`, `--all` or `-l` name (see the module comment). */
+export async function runVerb(
+  verb: Verb,
+  names: readonly string[],
+  flags: VerbFlags,
+  ctx: CliContext,
+): Promise<void> {
+  const cluster = pluginCluster(flags, ctx.env, `kubectl-dms-${verb.name}`);
+  const targets = await targetNames(names, flags, cluster, ctx.stopSignal);
+  if (targets.length === 0) {
+    const matching = flags.selector === undefined ? "" : ` matching ${flags.selector}`;
+    ctx.err(`No Deployment resources found in namespace ${cluster.namespace}${matching}.\n`);
+    return;
+  }
+  let failed = 0;
+  const fail = (name: string, error: unknown) => {
+    failed += 1;
+    // One resource: its failure is the command's, reported by the harness as before.
+    if (ctx.stopSignal.aborted || targets.length === 1) throw error;
+    const message = error instanceof Error ? error.message : String(error);
+    ctx.err(`error: ${RESOURCE_PREFIX}/${name}: ${message.replace(/\s*\n\s*/g, " ")}\n`);
+  };
+  const requested: { name: string; value: string }[] = [];
+  for (const name of targets) {
+    const value = verb.value();
+    try {
+      const patched = await patchAnnotation(cluster, name, verb.annotation, value, ctx.stopSignal);
+      ctx.out(`${RESOURCE_PREFIX}/${name} ${verb.done}\n`);
+      if (verb.annotation !== ANNOTATION_PAUSED && isPaused(patched))
+        ctx.err(
+          `note: ${RESOURCE_PREFIX}/${name} is suspended (${ANNOTATION_PAUSED}=true): the operator acts on it once resumed (kubectl dms resume ${name} -n ${cluster.namespace})\n`,
+        );
+      if (value !== null) requested.push({ name, value });
+    } catch (error) {
+      fail(name, error);
+    }
+  }
+  if (flags.wait && verb.acknowledgedIn) {
+    const field = verb.acknowledgedIn;
+    const waits = requested.map(({ name, value }) =>
+      waitForAcknowledgement(cluster, name, field, value, flags.timeout ?? 60_000, ctx).catch((error) =>
+        fail(name, error),
+      ),
+    );
+    await Promise.all(waits);
+  }
+  if (failed > 0) throw new CommandExit(EXIT.failed);
+}
+
+function isPaused(patched: unknown): boolean {
+  const annotations =
+    isRecord(patched) && isRecord(patched.metadata) ? patched.metadata.annotations : undefined;
+  return isRecord(annotations) && annotations[ANNOTATION_PAUSED] === "true";
+}
+
+/**
+ * Reads the resource every second until `status[field]` is `value`, then prints its Ready
+ * condition; an Error when `timeoutMs` passes first (the request stays: the operator acts on it
+ * when it can).
+ */
+async function waitForAcknowledgement(
+  cluster: PluginCluster,
+  name: string,
+  field: string,
+  value: string,
+  timeoutMs: number,
+  ctx: CliContext,
+): Promise<void> {
+  const deadline = AbortSignal.timeout(timeoutMs);
+  const signal = AbortSignal.any([ctx.stopSignal, deadline]);
+  const path = resourcePath(cluster.namespace, name);
+  try {
+    for (;;) {
+      const obj = await cluster.client.request({ method: "GET", path, signal });
+      const status = isRecord(obj) && isRecord(obj.status) ? obj.status : {};
+      if (status[field] === value) {
+        const ready = Array.isArray(status.conditions)
+          ? status.conditions.find((c) => isRecord(c) && c.type === "Ready")
+          : undefined;
+        const said = isRecord(ready)
+          ? `Ready=${String(ready.status)} ${String(ready.reason)}: ${String(ready.message)}`
+          : "no Ready condition yet";
+        ctx.out(`${RESOURCE_PREFIX}/${name} acknowledged by the operator: ${said}\n`);
+        return;
+      }
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, WAIT_POLL_MS);
+        signal.addEventListener(
+          "abort",
+          () => {
+            clearTimeout(timer);
+            reject(signal.reason);
+          },
+          { once: true },
+        );
+      });
+    }
+  } catch (error) {
+    if (!deadline.aborted || ctx.stopSignal.aborted) throw error;
+    throw new Error(
+      `the operator did not acknowledge ${field}=${value} within ${timeoutMs / 1000}s: is it running, and does it watch namespace ${cluster.namespace}? (kubectl dms version; kubectl describe dmsd ${name} -n ${cluster.namespace})`,
+      { cause: error },
+    );
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * The context of the real process (see {@link processContext}). Light: the completion of `kubectl
+ * dms …` runs with it and nothing of the command harness (program.ts) loaded.
+ */
+import { text } from "node:stream/consumers";
+import type { CliContext } from "./context.ts";
+
+/**
+ * The context of the real process: its streams, environment, and a signal fired by the first
+ * SIGINT/SIGTERM (graceful stop); a second signal exits at once with status 130. The operator's
+ * own `run` stops through the same signal (as src/runtime/manager.ts `shutdownSignal` does, whose
+ * logger this command-line context has no use for).
+ */
+export function processContext(): CliContext {
+  const stop = new AbortController();
+  const onSignal = () => {
+    if (!stop.signal.aborted) {
+      stop.abort(new Error("shutdown requested by signal"));
+      return;
+    }
+    process.stderr.write("error: interrupted again; exiting at once\n");
+    process.exit(130);
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  return {
+    out: (chunk) => process.stdout.write(chunk),
+    err: (chunk) => process.stderr.write(chunk),
+    stdoutIsTTY: process.stdout.isTTY === true,
+    stderrIsTTY: process.stderr.isTTY === true,
+    env: process.env,
+    stopSignal: stop.signal,
+    readStdin: () => text(process.stdin),
+  };
+}

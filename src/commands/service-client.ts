@@ -1,0 +1,181 @@
+/**
+ * The service client of a command, from its flags and the environment, and the `--connection`
+ * flag: loaded when a command runs, not when its help is shown (context.ts is the light part).
+ */
+import { createRequire } from "node:module";
+import type { pino as Pino } from "pino";
+import { ServiceClient } from "../api/client.ts";
+import type { ServiceError } from "../api/errors.ts";
+import type { RetryEvent } from "../api/transport.ts";
+import {
+  type Env,
+  flagOf,
+  SERVICE_ENV,
+  type ServiceConfig,
+  type ServiceFlags,
+  serviceConfigFrom,
+} from "../config.ts";
+import { parseConnectionArg } from "../connection/settings.ts";
+import type { ConnectionRef } from "../naming/connection.ts";
+import type { CliContext, ConnectionFlags } from "./context.ts";
+import { retryLine } from "./service-hints.ts";
+import { UsageError } from "./usage-error.ts";
+
+/**
+ * A client configured from the command's flags and the environment, or a {@link UsageError}.
+ * Under `--verbose` (pass `optsWithGlobals()`), each request is logged to stderr.
+ */
+export function serviceClientFrom(
+  flags: ServiceFlags & { verbose?: boolean },
+  ctx: CliContext,
+): ServiceClient {
+  const result = serviceConfigFrom(flags, ctx.env);
+  if (!result.ok) throw new UsageError(result.problems);
+  const problems = commandConfigProblems(result.config, flags);
+  if (problems.length > 0) throw new UsageError(problems);
+  return serviceClientOf(result.config, flags, ctx);
+}
+
+/**
+ * What a command's own settings get wrong before anything is sent (the operator's are checked by
+ * `run`): a base URL ending in `/v2` (every route already starts with it: the requests would go
+ * to `/v2/v2/…` and answer 404), and no API key for a service off this machine (the simulator on
+ * loopback may run without one; the service answers 401 without one). Each names the fix.
+ */
+export function commandConfigProblems(config: ServiceConfig, flags: ServiceFlags): string[] {
+  const problems: string[] = [];
+  const urlFrom = flags.baseUrl !== undefined ? flagOf("baseUrl") : SERVICE_ENV.baseUrl;
+  let url: URL | undefined;
+  try {
+    url = new URL(config.baseUrl);
+  } catch {
+    // serviceConfigFrom has said what is wrong with it.
+  }
+  if (url && /\/v2\/?$/i.test(url.pathname))
+    problems.push(
+      `${urlFrom} ${config.baseUrl} ends in /v2: drop /v2 (the routes are {base URL}/v2/…), e.g. ${config.baseUrl.replace(/\/v2\/?$/i, "")}`,
+    );
+  if (url && config.apiKey === undefined && !isLoopback(url.hostname))
+    problems.push(
+      `no API key for ${url.origin}: set ${SERVICE_ENV.apiKeyFile} to a file holding it (or ${SERVICE_ENV.apiKey}), or pass ${flagOf("apiKeyFile")} <path>; the service refuses every request without one`,
+    );
+  return problems;
+}
+
+/** Whether `hostname` (as `URL` gives it) is this machine's loopback. */
+function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127(\.\d{1,3}){3}$/.test(hostname);
+}
+
+/** A client for `config`; under `--verbose`, each request is logged to stderr. */
+export function serviceClientOf(
+  config: ServiceConfig,
+  flags: { verbose?: boolean },
+  ctx: CliContext,
+): ServiceClient {
+  const logger = flags.verbose
+    ? loadPino()({ level: "debug", base: null }, { write: (line: string) => ctx.err(line) })
+    : undefined;
+  // Under --verbose the logger already says it; on a terminal one line per retry says why the wait.
+  const sayRetry = ctx.stderrIsTTY && !logger;
+  const onRetry = (e: RetryEvent) => {
+    // Nothing listens there: retrying for seconds would not change it, and the user waits.
+    if (refused(e.error)) throw new RefusedConnectionError(config.baseUrl, e.error);
+    if (sayRetry) ctx.err(`${retryLine(e)}\n`);
+  };
+  return new ServiceClient({
+    ...config,
+    connectTimeoutMs: Math.min(CLI_CONNECT_TIMEOUT_MS, config.timeoutMs ?? CLI_CONNECT_TIMEOUT_MS),
+    ...(logger ? { logger } : {}),
+    onRetry,
+  });
+}
+
+/** The logger's library, loaded under `--verbose` only (its ~30 modules are not a command's). */
+function loadPino(): typeof Pino {
+  return (createRequire(import.meta.url)("pino") as { pino: typeof Pino }).pino;
+}
+
+/** Whether `error` is a connection the service's host refused (nothing listens at the port). */
+function refused(error: ServiceError): boolean {
+  return error.kind === "network" && (error.cause as { code?: unknown } | undefined)?.code === "ECONNREFUSED";
+}
+
+/**
+ * A command's connection to the service refused: said once, with the URL and what to check, at
+ * the first refusal (the CLI does not retry it: a command's user is waiting, and the operator's
+ * own client retries as before).
+ */
+export class RefusedConnectionError extends Error {
+  override readonly name = "RefusedConnectionError";
+  constructor(baseUrl: string, cause: ServiceError) {
+    super(
+      `${cause.method} ${cause.route}: connection refused by ${baseUrl}: nothing listens there; check ${flagOf("baseUrl")} / ${SERVICE_ENV.baseUrl} (its host and port), and that the service (or the simulator) is running`,
+      { cause },
+    );
+  }
+}
+
+/**
+ * Time a command gives a connection to open. A host that drops packets would otherwise hold
+ * each attempt for the whole request timeout (10 s, five attempts: ~50 s of silence); an
+ * answering host opens a connection in well under a second, even across continents.
+ */
+export const CLI_CONNECT_TIMEOUT_MS = 5000;
+
+/**
+ * The service settings a connection gives (its spec and Secret): their flags cannot be combined
+ * with `--connection`, and their environment variables do not apply to a connection.
+ */
+const CONNECTION_SETTINGS = [
+  "baseUrl",
+  "apiKey",
+  "apiKeyFile",
+  "tenantId",
+  "insecureSkipTlsVerify",
+  "caFile",
+] as const;
+
+/**
+ * `--connection <kind/name>`, parsed, or undefined when not given. A {@link UsageError} lists
+ * every mistake: a malformed value, no cluster to read it from (`hasCluster`: by default, whether
+ * `--kubeconfig` is given; `logs` and `revisions` also find one as kubectl does), and the flags
+ * whose settings the connection gives (refused rather than mixed: a key must never be sent to
+ * another tenant's URL, and a flag that would be silently ignored is a trap).
+ */
+export function connectionFlag(
+  flags: ConnectionFlags,
+  hasCluster = flags.kubeconfig !== undefined,
+): ConnectionRef | undefined {
+  if (flags.connection === undefined) return undefined;
+  const parsed = parseConnectionArg(flags.connection);
+  const problems = parsed.ok ? [] : [parsed.problem];
+  if (!hasCluster)
+    problems.push(
+      "--connection needs --kubeconfig: the connection and the Secret holding its API key are read from the cluster; add --kubeconfig <path> (and --context <name>)",
+    );
+  const given = CONNECTION_SETTINGS.filter((key) => flags[key] !== undefined).map((key) => flagOf(key));
+  if (given.length > 0)
+    problems.push(
+      `${given.join(", ")}: not with --connection, whose spec and Secret give the service's URL, API key, tenant and TLS setting; drop ${given.length > 1 ? "them" : "it"}, or drop --connection to give the settings by flags`,
+    );
+  if (!parsed.ok || problems.length > 0) throw new UsageError(problems);
+  return parsed.ref;
+}
+
+// serviceConfigOf replaces the URL: this one only satisfies serviceConfigFrom, which requires one.
+const CONNECTION_URL_PLACEHOLDER = "https://connection.invalid";
+
+/**
+ * The settings a connection's spec leaves to the command's own (headers, QPS, burst, timeout,
+ * retries): its flags and environment, without those a connection gives. A {@link UsageError}
+ * when one of them is invalid.
+ */
+export function connectionDefaultsFrom(flags: ServiceFlags, env: Env): ServiceConfig {
+  const own = (key: string) => !CONNECTION_SETTINGS.some((c) => c === key || SERVICE_ENV[c] === key);
+  const kept = Object.fromEntries(Object.entries(flags).filter(([key]) => own(key)));
+  const ownEnv = Object.fromEntries(Object.entries(env).filter(([key]) => own(key)));
+  const result = serviceConfigFrom({ ...kept, baseUrl: CONNECTION_URL_PLACEHOLDER }, ownEnv);
+  if (!result.ok) throw new UsageError(result.problems);
+  return result.config;
+}

@@ -1,0 +1,70 @@
+// The static word lists the CLI answers from without loading a command: the completion table of
+// `kubectl dms` (completion-plugin.ts), written out from the commands themselves, and the copies of
+// the service's and the CRDs' words (words.ts) that flags and help are written with.
+
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { LOG_TYPES } from "../../src/api/revision-logs.ts";
+import { DEPLOYMENT_STATUSES, DEPLOYMENT_TYPES, isUuid, PAGE_LIMIT } from "../../src/api/wire.ts";
+import { completionNodes, completionTableSource } from "../../src/commands/completion.ts";
+import { PLUGIN_COMPLETION } from "../../src/commands/completion-table.ts";
+import { createProgram, loadCommands } from "../../src/commands/program.ts";
+import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
+import { COMMANDS } from "../../src/commands/registry.ts";
+import { RUN_SETTINGS } from "../../src/commands/settings.ts";
+import * as words from "../../src/commands/words.ts";
+import {
+  ANNOTATION_PAUSED,
+  ANNOTATION_RECONCILE_REQUESTED_AT,
+  ANNOTATION_ROLLOUT_NOW,
+} from "../../src/crd/schema.ts";
+import { flagOf } from "../../src/setting.ts";
+import { silentContext } from "../support/cli.ts";
+
+const ctx = silentContext();
+
+describe("the completion table", () => {
+  it("is the plugin's command tree as the loaded commands give it (UPDATE_COMPLETION_TABLE=1 rewrites it)", async () => {
+    const registers = await loadCommands(COMMANDS.filter((c) => !c.operatorOnly));
+    const nodes = completionNodes(createProgram(ctx, registers, KUBECTL_PLUGIN_NAME));
+    if (process.env.UPDATE_COMPLETION_TABLE === "1")
+      writeFileSync(
+        join(import.meta.dirname, "..", "..", "src", "commands", "completion-table.ts"),
+        completionTableSource(nodes),
+      );
+    expect(JSON.parse(JSON.stringify(PLUGIN_COMPLETION))).toEqual(JSON.parse(JSON.stringify(nodes)));
+  });
+
+  it("offers a value of -o, --status and --type with a description for every one", () => {
+    const values = PLUGIN_COMPLETION.flatMap((n) => n.flags.flatMap((f) => f.values ?? []));
+    expect(values).toEqual(expect.arrayContaining(["wide", "READY", "build"]));
+    for (const value of values) expect(words.VALUE_DESCRIPTIONS[value], value).toBeTruthy();
+  });
+});
+
+describe("the copied words", () => {
+  it("equal the constants they copy", () => {
+    expect(words.DEPLOYMENT_STATUSES).toEqual(DEPLOYMENT_STATUSES);
+    expect(words.DEPLOYMENT_TYPES).toEqual(DEPLOYMENT_TYPES);
+    expect(words.PAGE_LIMIT).toEqual(PAGE_LIMIT);
+    expect(words.LOG_TYPES).toEqual(LOG_TYPES);
+    expect(words.ANNOTATION_PAUSED).toBe(ANNOTATION_PAUSED);
+    expect(words.ANNOTATION_RECONCILE_REQUESTED_AT).toBe(ANNOTATION_RECONCILE_REQUESTED_AT);
+    expect(words.ANNOTATION_ROLLOUT_NOW).toBe(ANNOTATION_ROLLOUT_NOW);
+    const secretBytes = RUN_SETTINGS.maxSecretBytes;
+    expect(words.PLAN_MAX_SECRET_BYTES).toEqual({
+      flag: flagOf("maxSecretBytes"),
+      arg: secretBytes.arg,
+      default: secretBytes.default,
+      env: secretBytes.env,
+    });
+    for (const id of [
+      "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e",
+      "0B6F3C2E-7D2A-4C59-9B8E-3F1A2B4C5D6E",
+      "x",
+      "",
+    ])
+      expect(words.isUuid(id)).toBe(isUuid(id));
+  });
+});

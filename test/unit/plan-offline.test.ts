@@ -1,0 +1,70 @@
+// `plan --offline`: the files checked against the CRD's schema and CEL rules with no network (no
+// service URL, no cluster given: a request would fail the run), for a CI job without credentials.
+import { describe, expect, it } from "vitest";
+import { registerPlanCommand } from "../../src/commands/plan-command.ts";
+import { runCli } from "../support/cli.ts";
+
+const valid = `apiVersion: dms.dev/v1alpha1
+kind: Deployment
+metadata:
+  name: agent
+  namespace: team-a
+spec:
+  source: external_docker
+  sourceRevisionConfig:
+    imageUri: registry.example.com/agent:1
+`;
+
+const misspelt = `apiVersion: dms.dev/v1alpha1
+kind: Deployment
+metadata:
+  name: broken
+spec:
+  source: external_docker
+  sourcConfig:
+    resourceSpec: {cpu: 1}
+`;
+
+const plan = (args: string[], stdin: string) =>
+  runCli(["plan", "--offline", "-f", "-", ...args], { commands: [registerPlanCommand], stdin, env: {} });
+
+describe("plan --offline", () => {
+  it("exits 0 when every document is valid, asking nothing of the service or a cluster", async () => {
+    const run = await plan([], valid);
+    expect(run).toMatchObject({ code: 0, stderr: "" });
+    expect(run.stdout).toContain("Offline: 1 valid, 0 invalid documents in 1 file");
+  });
+
+  it("exits 1 with file:line:col on a refusal, naming the nearest field of a misspelt one", async () => {
+    const run = await plan([], `${valid}---\n${misspelt}`);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(
+      /^<stdin>:17:3: error: spec\.sourcConfig: unknown field \(did you mean `sourceConfig`\? /m,
+    );
+    expect(run.stdout).toContain("Offline: 1 valid, 1 invalid document in 1 file");
+  });
+
+  it("-o json: the valid resources and the refusals; -o name: the names, refusals on stderr", async () => {
+    const json = await plan(["-o", "json"], `${valid}---\n${misspelt}`);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      exitCode: 1,
+      offline: true,
+      valid: [{ line: 1, namespace: "team-a", name: "agent" }],
+      invalidDocuments: 1,
+      fileErrors: [{ line: 17, column: 3 }],
+    });
+    const names = await plan(["-o", "name"], `${valid}---\n${misspelt}`);
+    expect(names.stdout).toBe("deployment.dms.dev/agent\n");
+    expect(names.stderr).toMatch(/:17:3: error: spec\.sourcConfig/);
+  });
+
+  it("refuses what would read a cluster, and a bad flag exits 1 (2 means changes planned)", async () => {
+    const run = await plan(["--kubeconfig", "/k"], valid);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      "error: --offline reads no cluster and no service: drop --kubeconfig, or drop --offline to plan against them\n",
+    );
+    const bad = await plan(["--no-such-flag"], valid);
+    expect(bad.code).toBe(1);
+  });
+});
