@@ -155,6 +155,20 @@ export function printableWords(text: string): string {
   return stripToLine(text).replace(UNASSIGNED, "").replace(/\s+/g, " ").trim();
 }
 
+/** A character of the rule (a tab too), or a lone surrogate: what a value kept as given must not hold. */
+const NOT_AS_GIVEN = new RegExp(`[\\t${UNPRINTABLE}\\p{Cs}]`, "u");
+
+/**
+ * The first character of `text` that text for people would not show as it is ({@link
+ * printableLine} replaces it), written as its code point (`U+202E`), or a lone surrogate (the API
+ * server would replace it): undefined when `text` can be kept exactly as given. For a value tools
+ * compare (an image reference, a revision id), which is never rewritten: left unset instead.
+ */
+export function unprintableIn(text: string): string | undefined {
+  const found = NOT_AS_GIVEN.exec(text)?.[0];
+  return found === undefined ? undefined : `U+${hex(found.codePointAt(0) ?? 0, 4).toUpperCase()}`;
+}
+
 function hex(code: number, width: number): string {
   return code.toString(16).padStart(width, "0");
 }

@@ -10,10 +10,11 @@
  * (pages of {@link PAGE_SIZE}, each call under the client's timeout, all of them within
  * {@link STATUS_DEADLINE_MS}), at most {@link SECTION_ROWS} rows are printed per section (and the
  * opening of a held change is computed for those only), and each message is cut to one line of
- * {@link MESSAGE_WIDTH} characters with its control characters replaced.
+ * {@link MESSAGE_WIDTH} characters with the printable rule (`api/printable.ts`).
  *
  * This module reads and renders, loaded when `status` runs; status.ts registers the command.
  */
+import { printableLine } from "../api/printable.ts";
 import { FAILED_REVISION_STATUSES } from "../api/wire.ts";
 import { ANNOTATION_PAUSED } from "../crd/schema.ts";
 import { isRecord } from "../json.ts";
@@ -225,10 +226,9 @@ export function heldUntil(
   );
 }
 
-/** `text` on one line: control characters (terminal escapes included) replaced, cut to `width`. */
+/** `text` on one line with the printable rule (`printableLine`, `api/printable.ts`), cut to `width`. */
 export function oneLine(text: string, width = MESSAGE_WIDTH): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing them is the point
-  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ").trim();
+  const flat = printableLine(text).trim();
   return flat.length > width ? `${flat.slice(0, width - 1)}…` : flat;
 }
 

@@ -290,7 +290,7 @@ describe("kubectl dms status", { timeout: 120_000 }, () => {
     );
     const section = (title: string) => out.split(`\n${title} (`)[1]?.split("\n\n")[0] ?? "";
     expect(section("Stalled")).toMatch(
-      /^\s+stalled-one\s+InvalidSpec\s+spec\.secrets\[0\]: bad \[31m name$/m,
+      /^\s+stalled-one\s+InvalidSpec\s+spec\.secrets\[0\]: bad\ufffd name$/m,
     );
     expect(section("Stalled")).toMatch(
       /^\s+failed-one\s+RevisionFailed\s+the latest revision 4f1c2b3a failed/m,

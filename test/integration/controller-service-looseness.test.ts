@@ -1,7 +1,7 @@
 // The service as it really answers, on the real control plane: a status the spec does not list
 // is shown as is and stops nothing (the resync listing still serves every other resource); nulls
 // in nested fields never cause a PATCH; an edit whose first PATCH got a 429 is reported as
-// Updated, not DriftCorrected.
+// Updated, not DriftCorrected; a value holding a bidi control is left unset, Synced saying which.
 import { describe, expect, it } from "vitest";
 import type { ResourceSpec } from "../../src/api/wire.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
@@ -44,6 +44,33 @@ describe("controller: the service's looser answers", () => {
     const corrected = await s.user.waitForEvent(s.namespace, "neighbour", "DriftCorrected");
     expect(corrected.note).toContain("sourceConfig.resourceSpec.maxScale: 7 → 2");
     expect(s.sim.store.get(neighbourId)?.source_config.resource_spec?.max_scale).toBe(2);
+  });
+
+  it("a status and an image version holding a bidi control are left unset, Synced saying which; Ready's message escapes it", async () => {
+    const s = await scenarios.start("loose-bidi", { op: { resyncMs: 1_500 } });
+    await s.user.create(s.namespace, "hostile", spec);
+    const ready = await s.user.waitReady(s.namespace, "hostile");
+    expect(ready.status?.remoteStatus).toBe("READY");
+    s.sim.store.drift(ready.status?.deploymentId ?? "", {
+      status: "READ\u202eY",
+      image_version: "1.0\u200b",
+    });
+
+    const unset = await s.user.waitFor(
+      s.namespace,
+      "hostile",
+      (o) => o?.status?.remoteStatus === undefined,
+      "the status left unset",
+    );
+    expect(unset.status?.imageVersion).toBeUndefined();
+    expect(unset.status?.deploymentId).toBe(ready.status?.deploymentId);
+    expect(hasCondition(unset, "Ready", "False", "UnrecognizedStatus")).toBe(true);
+    expect(conditionOf(unset, "Ready")?.message).toContain("READ\ufffdY");
+    expect(hasCondition(unset, "Synced", "True", "ReconcileSuccess")).toBe(true);
+    const synced = conditionOf(unset, "Synced")?.message ?? "";
+    expect(synced).toContain("status.remoteStatus as the service gave it holds U+202E");
+    expect(synced).toContain("status.imageVersion as the service gave it holds U+200B");
+    expect(JSON.stringify(unset.status)).not.toMatch(/[\u202e\u200b]/u);
   });
 
   it("nulls in nested fields of the service's answer never cause a PATCH", async () => {

@@ -112,7 +112,7 @@ describe("status: the owning replica (run --sharded)", () => {
     // Not a string, or a terminal escape: nothing, or one clean line.
     expect(resourceView(owned("d", { "shard.dms.dev/owner": 7 }))?.owner).toBeUndefined();
     expect(resourceView(owned("e", { "shard.dms.dev/owner": `\u001b[31m${"x".repeat(200)}` }))?.owner).toBe(
-      `[31m${"x".repeat(58)}…`,
+      `\ufffd${"x".repeat(61)}…`,
     );
     expect(resourceView({ metadata: { name: "f", labels: "nonsense" } })?.owner).toBeUndefined();
   });
@@ -219,7 +219,9 @@ describe("status: heldUntil", () => {
 
 describe("status: output bounds", () => {
   it("oneLine replaces control characters (terminal escapes) and cuts to the width", () => {
-    expect(oneLine("a\u001b]0;title\u0007b\nc")).toBe("a ]0;title b c");
+    // The printable rule: an escape sequence whole, bidi, zero-width and invisible characters too.
+    expect(oneLine("a\u001b]0;title\u0007b\nc")).toBe("a\ufffdb c");
+    expect(oneLine("v1\u202e\u200b\u3164\u009b2J")).toBe("v1\ufffd");
     expect(oneLine("x".repeat(500), 10)).toBe(`${"x".repeat(9)}…`);
   });
 

@@ -5,6 +5,7 @@
 // a steady resource reads no revisions.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { REPLACEMENT } from "../../src/api/printable.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
@@ -20,7 +21,7 @@ const BAD = `registry.example/agent@sha256:${"b".repeat(64)}`;
 const BUILD_MS = 60_000;
 const SPEC: DeploymentSpec = { source: "external_docker", sourceRevisionConfig: { imageUri: GOOD } };
 
-function world(route: SimulatedService["redeployRoute"] = "new-revision") {
+function world(route: SimulatedService["redeployRoute"] = "new-revision", good = GOOD) {
   const clock = new ManualClock({ start: Date.parse("2030-01-01T00:00:00Z") });
   const now = () => clock.now();
   const resources = new MemoryResources(now);
@@ -73,7 +74,8 @@ function world(route: SimulatedService["redeployRoute"] = "new-revision") {
     },
     /** GOOD created by the operator and live, then BAD live: the revert case. */
     async goodThenBad(spec: Partial<DeploymentSpec> = {}) {
-      resources.create({ metadata: { name: "agent" }, spec: { ...SPEC, ...spec } });
+      const first = { ...SPEC, sourceRevisionConfig: { imageUri: good } };
+      resources.create({ metadata: { name: "agent" }, spec: { ...first, ...spec } });
       await w.settle();
       w.edit((o) => {
         o.spec.sourceRevisionConfig = { imageUri: BAD };
@@ -91,7 +93,7 @@ function world(route: SimulatedService["redeployRoute"] = "new-revision") {
     },
     back() {
       w.edit((o) => {
-        o.spec.sourceRevisionConfig = { imageUri: GOOD };
+        o.spec.sourceRevisionConfig = { imageUri: good };
       });
     },
     patchedRevisionConfig: () => service.lastPatchBody?.source_revision_config !== undefined,
@@ -255,5 +257,70 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     await w.resync();
     await w.reconcile();
     expect(w.service.calls).toMatchObject({ redeploy: 0, patch: 1 });
+  });
+});
+
+// The status sink at the reconciler: what the service or the tenant gave is written with the
+// printable rule. A compared value holding a bidirectional control is left unset and Synced says
+// which; text for people (why a revision was redeployed, the drift lines) is escaped.
+describe("DeploymentReconciler: the status sink", () => {
+  const RLO = "\u202e";
+  const noRule = (text: string | undefined) => expect(text ?? "").not.toMatch(/[\u202e\u200b\x9b]/u);
+
+  it("a hostile service's image: activeRevision.imageUri left unset with Synced saying why; the drift line escaped", async () => {
+    const w = world();
+    w.resources.create({ metadata: { name: "agent" }, spec: { ...SPEC, managementPolicy: "ObserveOnly" } });
+    // ObserveOnly creates nothing: the deployment is the service's, as it reports it.
+    w.service.store.create({
+      name: "agent",
+      source: "external_docker",
+      source_config: {},
+      source_revision_config: { image_uri: GOOD },
+    });
+    w.clock.advance(BUILD_MS);
+    await w.resync();
+    await w.reconcile();
+    const id = w.deployment()?.id ?? "";
+    expect(w.stored()?.status?.activeRevision).toMatchObject({ imageUri: GOOD });
+    const hostile = `registry.example/agent${RLO}@sha256:${"c".repeat(64)}`;
+    w.service.store.drift(id, { source_revision_config: { image_uri: hostile } });
+    w.clock.advance(BUILD_MS);
+    await w.resync();
+    await w.reconcile();
+    const status = w.stored()?.status;
+    expect(w.deployment()?.source_revision_config.image_uri).toBe(hostile);
+    expect(status?.activeRevision?.id).toBe(w.deployment()?.active_revision_id);
+    expect(status?.activeRevision?.imageUri).toBeUndefined();
+    const synced = status?.conditions?.find((c) => c.type === "Synced");
+    expect(synced).toMatchObject({ status: "False", reason: "Drifted" });
+    expect(synced?.message).toContain(
+      "left unset: status.activeRevision.imageUri as the service gave it holds U+202E",
+    );
+    expect(synced?.message).toContain(`registry.example/agent${REPLACEMENT}@sha256:`);
+    noRule(JSON.stringify(status));
+    // Written once: the next look at the same answer changes nothing.
+    const before = w.resources.writes.patchStatus;
+    await w.resync();
+    await w.reconcile();
+    expect(w.resources.writes.patchStatus).toBe(before);
+  });
+
+  it("a redeploy of an image holding a bidi control: redeployReason escaped, the image itself left unset", async () => {
+    const good = `registry.example/age${RLO}nt@sha256:${"a".repeat(64)}`;
+    const w = world("new-revision", good);
+    await w.reverted();
+    w.clock.advance(BUILD_MS / 3);
+    await w.settle(3);
+    const status = w.stored()?.status;
+    expect(w.service.calls.redeploy).toBe(1);
+    const [entry] = status?.revisionHistory ?? [];
+    expect(entry?.redeployedFrom).toBeDefined();
+    expect(entry?.redeployReason).toContain(`deployed image registry.example/age${REPLACEMENT}nt@sha256:`);
+    expect(status?.activeRevision?.imageUri).toBeUndefined();
+    expect(status?.activeRevision?.id).toBe(w.deployment()?.active_revision_id);
+    const synced = status?.conditions?.find((c) => c.type === "Synced");
+    expect(synced).toMatchObject({ status: "True", reason: "ReconcileSuccess" });
+    expect(synced?.message).toContain("status.activeRevision.imageUri as the service gave it holds U+202E");
+    noRule(JSON.stringify(status));
   });
 });

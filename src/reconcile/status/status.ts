@@ -32,6 +32,7 @@ import {
   type SourceRevisionConfig,
 } from "../service-types.ts";
 import { activeRevision, liveRevision } from "./live-revision.ts";
+import { keepPrintable, keepPrintableConditions, unsetNote } from "./status-sink.ts";
 
 /** Condition types the operator sets. */
 export const CONDITION = {
@@ -419,7 +420,9 @@ const CONDITION_ORDER = [
 /**
  * The status to write after a reconcile. Observed fields come from `observed` (cleared when it
  * is `null`, kept when `undefined`); bookkeeping from `previous` overridden by `record`; every
- * condition set carries `generation` and passes through secret redaction.
+ * condition set carries `generation` and passes through secret redaction. Every string passes
+ * the status sink (`status-sink.ts`): a value holding a character of the printable rule is left
+ * unset, and the `Synced` message says which.
  */
 export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   const { previous = {}, observed, sync, now, generation } = input;
@@ -463,10 +466,30 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
       ? (WHEN_ABSENT[sync.kind] ?? NOT_FOUND)
       : {};
   const outcome = outcomeValues(sync);
+
+  // The rollout's evidence: written from an observed deployment, cleared when it is known not to
+  // exist, kept when it was not looked at (as the observed fields).
+  const rollout = observed ? input.rollout : observed === null ? {} : undefined;
+  const startedAt = rollout ? rollout.startedAt : previous.rolloutStartedAt;
+  if (startedAt !== undefined) status.rolloutStartedAt = startedAt;
+  const log = rollout ? rollout.log : previous.failedRevisionLog;
+  if (log !== undefined) status.failedRevisionLog = log;
+
+  status.observedGeneration = generation;
+  for (const key of RECORD_FIELDS) {
+    const value = input.record?.[key] === undefined ? previous[key] : input.record[key];
+    if (typeof value === "string") status[key] = value;
+  }
+  // What the service or a tenant gave passes the status sink before the conditions are set, so
+  // that Synced can say which value was left unset (status-sink.ts).
+  const sunk = keepPrintable(status);
+  const note = unsetNote(sunk.unset);
+  const synced = note ? { ...outcome.synced, message: `${outcome.synced.message}; ${note}` } : outcome.synced;
+
   const stalled = outcome.stalled ?? service.stalled;
   const values: Record<ConditionType, ConditionValue | undefined> = {
     [CONDITION.Ready]: service.ready,
-    [CONDITION.Synced]: outcome.synced,
+    [CONDITION.Synced]: synced,
     [CONDITION.Stalled]: stalled,
     // Reconciling and Stalled never stand together: a stalled resource is not making progress.
     [CONDITION.Reconciling]: stalled ? undefined : (outcome.progress ?? service.progress),
@@ -488,22 +511,8 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
     observedGeneration: generation,
     message: (text) => redactAndTruncate(text, input.secretValues ?? [], MAX_MESSAGE_LENGTH),
   });
-
-  // The rollout's evidence: written from an observed deployment, cleared when it is known not to
-  // exist, kept when it was not looked at (as the observed fields).
-  const rollout = observed ? input.rollout : observed === null ? {} : undefined;
-  const startedAt = rollout ? rollout.startedAt : previous.rolloutStartedAt;
-  if (startedAt !== undefined) status.rolloutStartedAt = startedAt;
-  const log = rollout ? rollout.log : previous.failedRevisionLog;
-  if (log !== undefined) status.failedRevisionLog = log;
-
-  status.observedGeneration = generation;
-  status.conditions = conditions;
-  for (const key of RECORD_FIELDS) {
-    const value = input.record?.[key] === undefined ? previous[key] : input.record[key];
-    if (typeof value === "string") status[key] = value;
-  }
-  return status;
+  // The conditions pass it too: a message is printable already, a condition kept from before is checked.
+  return { ...sunk.status, conditions: keepPrintableConditions(conditions) };
 }
 
 /**

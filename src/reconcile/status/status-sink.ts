@@ -1,0 +1,256 @@
+/**
+ * The status sink: every string of a Deployment resource's status passes here before it is
+ * written, by the treatment its field declares. Pure.
+ *
+ * - `text`, meant for people (a condition's message, why a revision was redeployed, a log
+ *   excerpt): written with the printable rule (`printableLine`, `api/printable.ts`).
+ * - `value`, one that tools compare (an image reference, a commit, a revision or deployment id,
+ *   an annotation's value the operator acknowledges): never rewritten. One holding a character of
+ *   the rule is left unset (with the object that needs it: a revision history entry without its
+ *   id), and {@link unsetNote} says which field and why, in the `Synced` condition's message.
+ * - `operator`, written by the operator alone from its own vocabulary, clock or digests: no text
+ *   of a tenant or a service reaches it. Kept as given, or left unset as a value would be.
+ *
+ * The fields are found by walking the status schema (`crd/status-schema.ts`) with the status, so
+ * a field added there passes here too (as a value until it declares otherwise);
+ * test/unit/status-sink.test.ts fails while one has no declared treatment.
+ */
+import type { TSchema } from "@sinclair/typebox";
+import { printableLine, unprintableIn } from "../../api/printable.ts";
+import type { Condition, DeploymentResourceStatus } from "../../crd/schema.ts";
+import { DeploymentResourceStatusSchema } from "../../crd/status-schema.ts";
+
+/** How a status string is written (see the module comment). */
+export type Treatment = "text" | "value" | "operator";
+
+/** A field's treatment, and who gives what it holds (the note names them). */
+export interface Declared {
+  treatment: Treatment;
+  from: string;
+}
+
+const SERVICE = "the service";
+const OPERATOR = "the operator";
+const value = (from: string): Declared => ({ treatment: "value", from });
+const text = (from: string): Declared => ({ treatment: "text", from });
+const operator: Declared = { treatment: "operator", from: OPERATOR };
+const served = value(SERVICE);
+
+/**
+ * Every string field of the status, by its path in the schema (`a.b`, `list[].field`), with its
+ * treatment. docs/tenant-inputs.md lists the ones a tenant or a service fills.
+ */
+export const STATUS_STRINGS: Readonly<Record<string, Declared>> = {
+  connection: value("spec.connectionRef"),
+  deploymentId: served,
+  tenantId: served,
+  remoteStatus: served,
+  latestRevisionId: served,
+  latestRevisionStatus: served,
+  activeRevisionId: served,
+  imageVersion: served,
+  repoCommitSha: served,
+  shortRevisions: served,
+  liveRevision: served,
+  "activeRevision.id": served,
+  "activeRevision.imageUri": served,
+  "activeRevision.repoRef": served,
+  "activeRevision.repoCommitSha": served,
+  "activeRevision.deployedAt": operator,
+  "revisionHistory[].id": served,
+  "revisionHistory[].secretsHash": operator,
+  "revisionHistory[].configHash": operator,
+  "revisionHistory[].imageUri": served,
+  "revisionHistory[].repoRef": served,
+  "revisionHistory[].repoCommitSha": served,
+  "revisionHistory[].redeployedAt": operator,
+  "revisionHistory[].redeployedFrom": served,
+  // Names the service's revision and what it deployed.
+  "revisionHistory[].redeployReason": text(SERVICE),
+  "conditions[].type": operator,
+  "conditions[].status": operator,
+  "conditions[].lastTransitionTime": operator,
+  "conditions[].reason": operator,
+  // The service's answers and the tenant's spec are quoted in it.
+  "conditions[].message": text("the service and the spec"),
+  appliedSecretsHash: operator,
+  appliedSecretVersions: operator,
+  lastHandledReconcileAt: value("the dms.dev/reconcile-requested-at annotation"),
+  lastHandledRolloutNow: value("the dms.dev/rollout-now annotation"),
+  createRequestedAt: operator,
+  rolloutStartedAt: operator,
+  "failedRevisionLog.revisionId": served,
+  "failedRevisionLog.reason": operator,
+  "failedRevisionLog.type": operator,
+  "failedRevisionLog.excerpt": text("the service's build or deploy log"),
+  "failedRevisionLog.failedReadAt": operator,
+  resolvedRepoUrl: value("GitHub (spec.github)"),
+  resolvedRepoRef: value("GitHub (spec.github)"),
+};
+
+/** A field left unset because its value holds a character of the rule. */
+export interface UnsetField {
+  /** `status.<path>` with list indexes: the field, or the object dropped for lack of it. */
+  field: string;
+  /** The field of that object whose value held it, when an object was dropped. */
+  because?: string;
+  from: string;
+  /** The character, as `U+XXXX`. */
+  character: string;
+}
+
+/** A status as the sink writes it, and the fields it left unset. */
+export interface SinkResult {
+  status: DeploymentResourceStatus;
+  unset: UnsetField[];
+}
+
+type Schema = TSchema & {
+  type?: string;
+  properties?: Record<string, TSchema>;
+  required?: readonly string[];
+  items?: TSchema;
+  anyOf?: readonly TSchema[];
+};
+
+/** The treatment of a string at `path`: its declaration, else that of a value (never rewritten). */
+export function treatmentOf(path: string): Declared {
+  return STATUS_STRINGS[path] ?? value("an undeclared source");
+}
+
+/** True for a string leaf of the schema: a string, or an enum of string literals. */
+export function isStringSchema(schema: Schema): boolean {
+  return schema.type === "string" || (schema.anyOf?.every((s: Schema) => s.type === "string") ?? false);
+}
+
+/** The schema compiled once: each string knows its treatment, each object its required fields. */
+type Node =
+  | { kind: "string"; declared: Declared }
+  | { kind: "list"; items: Node }
+  | { kind: "object"; fields: ReadonlyMap<string, Node>; required: ReadonlySet<string> }
+  | { kind: "other" };
+
+function compile(schema: Schema, path: string): Node {
+  if (isStringSchema(schema)) return { kind: "string", declared: treatmentOf(path) };
+  if (schema.items) return { kind: "list", items: compile(schema.items as Schema, `${path}[]`) };
+  if (!schema.properties) return { kind: "other" };
+  const fields = new Map<string, Node>();
+  for (const [key, inner] of Object.entries(schema.properties))
+    fields.set(key, compile(inner as Schema, path ? `${path}.${key}` : key));
+  return { kind: "object", fields, required: new Set(schema.required ?? []) };
+}
+
+const STATUS_NODE = compile(DeploymentResourceStatusSchema as Schema, "");
+const CONDITIONS_NODE = STATUS_NODE.kind === "object" ? STATUS_NODE.fields.get("conditions") : undefined;
+
+/** Printable ASCII, most of a status: nothing of the rule, checked in one quick pass. */
+const PLAIN = /^[ -~]*$/;
+
+/** What {@link walk} answers for a value left unset. */
+const UNSET = Symbol("unset");
+
+/** Where a walk is (keys and list indexes), as the note writes it: `status.revisionHistory[2].id`. */
+function shownOf(trail: readonly (string | number)[]): string {
+  return trail.reduce<string>(
+    (at, part) => (typeof part === "number" ? `${at}[${part}]` : `${at}.${part}`),
+    "status",
+  );
+}
+
+/**
+ * `given` walked with its compiled schema: itself when nothing in it changes (most statuses:
+ * nothing is copied), a copy with text escaped and values left unset, or {@link UNSET} when it is
+ * left unset (a value holding a character of the rule, or an object missing a required field
+ * for that reason).
+ */
+function walk(node: Node, given: unknown, trail: (string | number)[], unset: UnsetField[]): unknown {
+  switch (node.kind) {
+    case "string": {
+      if (typeof given !== "string" || PLAIN.test(given)) return given;
+      const character = unprintableIn(given);
+      if (character === undefined) return given;
+      if (node.declared.treatment === "text") return printableLine(given);
+      unset.push({ field: shownOf(trail), from: node.declared.from, character });
+      return UNSET;
+    }
+    case "list": {
+      if (!Array.isArray(given)) return given;
+      let out: unknown[] | undefined;
+      given.forEach((item: unknown, i) => {
+        trail.push(i);
+        const kept = walk(node.items, item, trail, unset);
+        trail.pop();
+        if (kept !== item) out ??= given.slice(0, i);
+        if (out !== undefined && kept !== UNSET) out.push(kept);
+      });
+      return out ?? given;
+    }
+    case "object": {
+      if (given === null || typeof given !== "object" || Array.isArray(given)) return given;
+      const record = given as Record<string, unknown>;
+      let out: Record<string, unknown> | undefined;
+      const before = unset.length;
+      for (const key of Object.keys(record)) {
+        const field = node.fields.get(key);
+        const inner = record[key];
+        if (field === undefined || inner === undefined) continue;
+        trail.push(key);
+        const kept = walk(field, inner, trail, unset);
+        trail.pop();
+        if (kept === inner) continue;
+        if (kept === UNSET && node.required.has(key)) {
+          // Without it the object is not one: it goes, and the note names it for its field.
+          const shown = shownOf(trail);
+          const dropped = unset.splice(before);
+          const cause = dropped.find((u) => u.field === `${shown}.${key}`) ?? dropped[0];
+          if (cause) unset.push({ ...cause, field: shown, because: key });
+          return UNSET;
+        }
+        out ??= { ...record };
+        if (kept === UNSET) delete out[key];
+        else out[key] = kept;
+      }
+      return out ?? given;
+    }
+    case "other":
+      return given;
+  }
+}
+
+/**
+ * `status` as written: its text fields printable, every other string kept exactly as given or
+ * left unset (see the module comment), with the fields left unset. The same object when nothing
+ * changes.
+ */
+export function keepPrintable(status: DeploymentResourceStatus): SinkResult {
+  const unset: UnsetField[] = [];
+  const written = walk(STATUS_NODE, status, [], unset);
+  return { status: (written === UNSET ? {} : written) as DeploymentResourceStatus, unset };
+}
+
+/**
+ * `conditions` as {@link keepPrintable} writes them within a status: for conditions set after the
+ * rest of the status passed (their messages are printable already; one kept from before is checked).
+ */
+export function keepPrintableConditions(conditions: Condition[]): Condition[] {
+  if (CONDITIONS_NODE === undefined) return conditions;
+  const written = walk(CONDITIONS_NODE, conditions, ["conditions"], []);
+  return written === UNSET ? [] : (written as Condition[]);
+}
+
+/** Fields a note names at most; the rest are counted. */
+export const UNSET_NAMED = 5;
+
+/**
+ * The sentence of the `Synced` condition's message naming the fields left unset, or undefined
+ * when none was: which field, who gave its value, the character, and why it is not rewritten.
+ */
+export function unsetNote(unset: readonly UnsetField[]): string | undefined {
+  if (unset.length === 0) return undefined;
+  const named = unset.slice(0, UNSET_NAMED).map((u) => {
+    const field = u.because === undefined ? u.field : `${u.field} (its ${u.because})`;
+    return `${field} as ${u.from} gave it holds ${u.character}`;
+  });
+  const more = unset.length > UNSET_NAMED ? `, and ${unset.length - UNSET_NAMED} more` : "";
+  return `left unset: ${named.join(", ")}${more}; outside the printable rule, and a value tools compare is never rewritten`;
+}
