@@ -97,7 +97,12 @@ export class Apply {
     // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
     const fulfilled = found.listed && Boolean(status.createRequestedAt);
     const record: StatusRecord = fulfilled ? { ...mapped.record, createRequestedAt: null } : mapped.record;
-    const lastApplied = lastAppliedFor(run.obj.spec, desired, status.appliedSecretsHash);
+    const lastApplied = lastAppliedFor(
+      run.obj.spec,
+      desired,
+      status.appliedSecretsHash,
+      this.#deps.secretDigest,
+    );
     const decision = plan(desired, found.deployment ?? undefined, lastApplied);
 
     if (run.obj.spec.managementPolicy === "ObserveOnly") {

@@ -23,6 +23,7 @@ import { readEvidence } from "./evidence.ts";
 import { failureOf } from "./failures.ts";
 import { nextAction } from "./next-action.ts";
 import { changedStatusFields, statusEqual } from "./plan/diff.ts";
+import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./plan/secret-hash.ts";
 import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import {
   cleansUpOnDelete,
@@ -65,6 +66,8 @@ export interface ReconcilerOptions {
    * Secrets are read. Default 1 MiB.
    */
   maxSecretBytes?: number;
+  /** The secrets' digests, keyed with the install key. Default unkeyed (plain sha256): tests only. */
+  secretDigest?: SecretDigest;
 }
 
 /** How long the status write reporting a timed-out reconcile may take. */
@@ -91,6 +94,7 @@ export class DeploymentReconciler {
       pollMs: options.pollMs ?? 5_000,
       createGraceMs: options.createGraceMs ?? 60_000,
       maxSecretBytes: options.maxSecretBytes ?? DEFAULT_MAX_SECRET_BYTES,
+      secretDigest: options.secretDigest ?? UNKEYED_SECRET_DIGEST,
     };
     this.#apply = new Apply(this.#deps);
   }

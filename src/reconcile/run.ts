@@ -10,6 +10,7 @@ import { objectKey } from "../runtime/keys.ts";
 import { claimedName, claimOf, olderClaimant } from "./claims.ts";
 import { type ReadSecrets, readSecrets } from "./inputs.ts";
 import type { RevisionHistoryEntry } from "./plan/revision-reuse.ts";
+import type { SecretDigest } from "./plan/secret-hash.ts";
 import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { InheritedWindows } from "./rollout/rollout-gate.ts";
 import type { ServiceSession } from "./service/session.ts";
@@ -30,6 +31,8 @@ export interface ReconcileDeps {
   pollMs: number;
   createGraceMs: number;
   maxSecretBytes: number;
+  /** The secrets' digests, keyed with the install key (`plan/secret-hash.ts`). */
+  secretDigest: SecretDigest;
 }
 
 /**
