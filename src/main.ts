@@ -50,7 +50,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   const client = new KubeClient(kube.config);
   const metrics = new RuntimeMetrics();
   const le = config.leaderElection;
-  const key = installKey(client, kube.namespace ?? le.namespace ?? "default", clock, logger);
+  const key = installKey(client, le.namespace ?? kube.namespace ?? "default", clock, logger);
   const ringSeed = (signal: AbortSignal) => key.ready(signal);
   const replica = replicaRole(config, kube.namespace, { client, identity, metrics, ringSeed, clock, logger });
   const caches = watchCaches(replica.scope(config), client, clock, logger);
