@@ -24,7 +24,8 @@ import {
   renderPlanText,
 } from "../gitops/plan-report.ts";
 import { DEPLOYMENTS, decodeDeployment, KubeDeployments } from "../kube/deployments.ts";
-import { KubeApiError } from "../kube/errors.ts";
+import { KubeApiError, NotFoundError } from "../kube/errors.ts";
+import { INSTALL_KEY_SECRET, InstallKeyError, readInstallKey } from "../kube/install-key.ts";
 import { listItems } from "../kube/object.ts";
 import { secretsPort } from "../kube/reconcile-adapters.ts";
 import { collectionPath } from "../kube/reflector.ts";
@@ -36,6 +37,7 @@ import {
   DEFAULT_CONNECTION,
   describeConnection,
 } from "../naming/connection.ts";
+import { keyedSecretDigest } from "../reconcile/plan/secret-hash.ts";
 import { systemClock } from "../runtime/clock.ts";
 import { type CommandCluster, commandConnectionClients, kubeconfigCluster } from "./connections.ts";
 import {
@@ -48,6 +50,7 @@ import {
   serviceClientFrom,
   UsageError,
 } from "./context.ts";
+import { DEFAULT_OPERATOR_NAMESPACE } from "./operator-version.ts";
 import { addOutputOptions, colorEnabled, type OutputFlags, outputFormat, paint } from "./output.ts";
 import { CommandExit, EXIT } from "./program.ts";
 import { RUN_SETTINGS } from "./settings.ts";
@@ -55,6 +58,7 @@ import { RUN_SETTINGS } from "./settings.ts";
 interface PlanFlags extends ConnectionFlags, OutputFlags {
   filename: string[];
   namespace?: string;
+  operatorNamespace?: string;
   maxSecretBytes?: string;
   verbose?: boolean;
 }
@@ -84,6 +88,11 @@ export const registerPlanCommand: RegisterCommand = (program, ctx) => {
     .option(
       "-n, --namespace <ns>",
       "namespace of the resources that name none, as kubectl apply -n (default: the kubeconfig context's, else default)",
+      namespaceArgument,
+    )
+    .option(
+      "--operator-namespace <ns>",
+      `with --kubeconfig: the operator's namespace, whose Secret ${INSTALL_KEY_SECRET} keys the secrets digests in status (default ${DEFAULT_OPERATOR_NAMESPACE}); without the right to get it, secret values are compared only with digests recorded before the key`,
       namespaceArgument,
     )
     .option(
@@ -133,7 +142,8 @@ async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number> {
   // A wrong path must not pass a CI gate as "nothing to do".
   if (resources.length === 0 && fileErrors.length === 0)
     throw new UsageError([noResources(flags.filename, files.length)]);
-  const cluster = kube && clusterReader(kube, namespace);
+  const cluster =
+    kube && clusterReader(kube, namespace, flags.operatorNamespace ?? DEFAULT_OPERATOR_NAMESPACE);
   const entries = await reviewAll(resources, {
     serviceFor,
     namespace,
@@ -243,7 +253,11 @@ function noResources(paths: readonly string[], fileCount: number): string {
 }
 
 /** Reads through the kubeconfig's credentials; nothing is cached or watched. */
-function clusterReader(kube: CommandCluster, defaultNamespace: string): ClusterReader {
+function clusterReader(
+  kube: CommandCluster,
+  defaultNamespace: string,
+  operatorNamespace: string,
+): ClusterReader {
   const { client } = kube;
   const deployments = new KubeDeployments({ client });
   return {
@@ -266,5 +280,11 @@ function clusterReader(kube: CommandCluster, defaultNamespace: string): ClusterR
       }
     },
     secrets: secretsPort(kube.secrets),
+    // The operator's install key, when this kubeconfig may read it (none yet: digests are plain).
+    secretDigest: (signal) =>
+      readInstallKey(client, operatorNamespace, signal).then(keyedSecretDigest, (error: unknown) => {
+        if (error instanceof NotFoundError || error instanceof InstallKeyError) return undefined;
+        throw error;
+      }),
   };
 }
