@@ -22,6 +22,7 @@ import { inlineSecrets, type ReadSecrets, secretVersions } from "./inputs.ts";
 import { lastAppliedFor } from "./plan/last-applied.ts";
 import { type CreatePlan, plan } from "./plan/plan.ts";
 import { splitForRedeploy } from "./plan/revision-reuse.ts";
+import { isKeyedDigest } from "./plan/secret-hash.ts";
 import { gatePatch, windowsInEffect } from "./rollout/rollout-gate.ts";
 import {
   type Connected,
@@ -75,6 +76,8 @@ export class Apply {
       versions !== undefined &&
       versions === status.appliedSecretVersions &&
       status.appliedSecretsHash !== undefined &&
+      // A plain digest (recorded before the install key) is read once more, to be keyed.
+      (isKeyedDigest(status.appliedSecretsHash) || !this.#deps.secretDigest.keyed) &&
       status.observedGeneration === run.obj.metadata.generation &&
       run.obj.spec.managementPolicy !== "ObserveOnly";
     run.seen.unread = unread;
