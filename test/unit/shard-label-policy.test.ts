@@ -7,7 +7,11 @@ import { runConfigFrom } from "../../src/commands/run-config.ts";
 import type { KubeClient, KubeRequest } from "../../src/kube/client.ts";
 import { apiErrorFrom } from "../../src/kube/errors.ts";
 import { POLICY_RECHECK_MS, requireLabelPolicy, watchLabelPolicy } from "../../src/sharding/label-policy.ts";
-import { bindingProblem, checkShardLabelPolicy } from "../../src/wiring/shard-label-policy.ts";
+import {
+  bindingProblem,
+  checkShardLabelPolicy,
+  ownServiceAccount,
+} from "../../src/wiring/shard-label-policy.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 const base = { baseUrl: "http://127.0.0.1:8090" };
@@ -208,6 +212,26 @@ describe("the binding's matchResources and paramRef", () => {
     await expect(run(client)).rejects.toThrow(
       /parameterNotFoundAction must be Deny.*shard-label-policy\.yaml/,
     );
+  });
+});
+
+describe("whom the binding must exempt", () => {
+  const review = (username: string) => ({ status: { userInfo: { username } } });
+  it("is the ServiceAccount the operator runs as, read with a SelfSubjectReview; nobody in particular otherwise", async () => {
+    const signal = new AbortController().signal;
+    const sa = clientOf(() => review("system:serviceaccount:dms-system:dms-operator"));
+    expect(await ownServiceAccount(sa.client, signal)).toEqual({
+      namespace: "dms-system",
+      name: "dms-operator",
+    });
+    expect(sa.paths).toEqual(["/apis/authentication.k8s.io/v1/selfsubjectreviews"]);
+    expect(
+      await ownServiceAccount(clientOf(() => review("kubernetes-admin")).client, signal),
+    ).toBeUndefined();
+    const refused = clientOf(() => apiErrorFrom(403, { reason: "Forbidden" }, "POST selfsubjectreviews"));
+    expect(await ownServiceAccount(refused.client, signal)).toBeUndefined();
+    const down = clientOf(() => apiErrorFrom(503, {}, "POST selfsubjectreviews"));
+    await expect(ownServiceAccount(down.client, signal)).rejects.toThrow(/503/);
   });
 });
 
