@@ -12,7 +12,6 @@ import { KubeEventRecorder } from "./kube/events.ts";
 import { eventsPort, resourcePort, secretsPort } from "./kube/reconcile-adapters.ts";
 import { refusalAware } from "./reconcile/claims.ts";
 import { DeploymentReconciler } from "./reconcile/reconciler.ts";
-import { startPass } from "./reconcile/service/freshness.ts";
 import { RolloutPoller } from "./reconcile/service/rollout-poller.ts";
 import { systemClock } from "./runtime/clock.ts";
 import { Controller } from "./runtime/controller.ts";
@@ -25,6 +24,7 @@ import { VERSION } from "./version.ts";
 import { cachesReadiness, cachesSynced, informers, watchCaches } from "./wiring/caches.ts";
 import { connectionCheck } from "./wiring/connection-check.ts";
 import { CLAIM_INDEX } from "./wiring/indexes.ts";
+import { installKey } from "./wiring/install-key.ts";
 import { leaderElector } from "./wiring/leader-election.ts";
 import { metricsProtection } from "./wiring/metrics-endpoint.ts";
 import type { Operator, OperatorConfig, OperatorDeps } from "./wiring/operator-config.ts";
@@ -50,7 +50,9 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   const client = new KubeClient(kube.config);
   const metrics = new RuntimeMetrics();
   const le = config.leaderElection;
-  const replica = replicaRole(config, kube.namespace, { client, identity, metrics, clock, logger });
+  const key = installKey(client, le.namespace ?? kube.namespace ?? "default", clock, logger);
+  const ringSeed = (signal: AbortSignal) => key.ready(signal);
+  const replica = replicaRole(config, kube.namespace, { client, identity, metrics, ringSeed, clock, logger });
   const caches = watchCaches(replica.scope(config), client, clock, logger);
   const { deployments, secrets } = caches;
   replica.attach(deployments);
@@ -67,6 +69,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     pollMs: config.pollMs,
     createGraceMs: config.createGraceMs,
     maxSecretBytes: config.maxSecretBytes,
+    secretDigest: key.digest,
   });
   const controller = new Controller({
     name: "deployment",
@@ -78,18 +81,12 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     metrics: metrics.controllerHooks("deployment"),
     logger,
   });
-  // A connection that has just become usable was listed by its check a moment ago.
-  const reuseListingMs = Math.min(config.resyncMs / 2, 60_000);
   const resync = new ResyncedController({
     controller,
-    synced: cachesSynced(caches),
+    // The reconciles make secrets digests: they start once the install key is read.
+    synced: key.after(cachesSynced(caches)),
     ...deploymentPassScope(deployments, connections),
-    prepare: async (key, signal) => {
-      const session = connections.session(key);
-      if (!session) return () => {};
-      return startPass(session.snapshot, reuseListingMs, signal);
-    },
-    ...deploymentPassTiming(config.resyncMs),
+    ...deploymentPassTiming(config.resyncMs, connections),
     clock,
     logger,
   });
@@ -129,6 +126,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     logger,
   });
   for (const informer of informers(caches)) manager.add(informer);
+  manager.add(key);
   manager.add(check.pass);
   manager.add(health);
   manager.add(resync);

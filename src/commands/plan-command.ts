@@ -44,6 +44,11 @@ export const registerPlanCommand: RegisterCommand = (program, ctx) => {
       namespaceArgument,
     )
     .option(
+      "--operator-namespace <ns>",
+      "with --kubeconfig: the operator's namespace, whose Secret dms-operator-install-key keys the secrets digests in status (default dms-system); without the right to get it, secret values are compared only with digests recorded before the key",
+      namespaceArgument,
+    )
+    .option(
       "--connection <kind/name>",
       `review only the resources using this connection (the others are listed as skipped): ${CONNECTION_HELP}. Without it, each resource is reviewed through its own`,
     )

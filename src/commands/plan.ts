@@ -29,7 +29,8 @@ import {
   renderPlanText,
 } from "../gitops/plan-report.ts";
 import { DEPLOYMENTS, decodeDeployment, KubeDeployments } from "../kube/deployments.ts";
-import { KubeApiError } from "../kube/errors.ts";
+import { KubeApiError, NotFoundError } from "../kube/errors.ts";
+import { InstallKeyError, readInstallKey } from "../kube/install-key.ts";
 import { listItems } from "../kube/object.ts";
 import { secretsPort } from "../kube/reconcile-adapters.ts";
 import { collectionPath } from "../kube/reflector.ts";
@@ -41,9 +42,11 @@ import {
   DEFAULT_CONNECTION,
   describeConnection,
 } from "../naming/connection.ts";
+import { keyedSecretDigest } from "../reconcile/plan/secret-hash.ts";
 import { systemClock } from "../runtime/clock.ts";
 import { type CommandCluster, commandConnectionClients, kubeconfigCluster } from "./connections.ts";
 import { type CliContext, type ConnectionFlags, UsageError } from "./context.ts";
+import { DEFAULT_OPERATOR_NAMESPACE } from "./operator-version.ts";
 import { colorEnabled, type OutputFlags, outputFormat, paint } from "./output.ts";
 import { serviceClientFrom } from "./service-client.ts";
 import { RUN_SETTINGS } from "./settings.ts";
@@ -52,6 +55,7 @@ import { RUN_SETTINGS } from "./settings.ts";
 export interface PlanFlags extends ConnectionFlags, OutputFlags {
   filename: string[];
   namespace?: string;
+  operatorNamespace?: string;
   maxSecretBytes?: string;
   offline?: boolean;
   verbose?: boolean;
@@ -71,7 +75,8 @@ export async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number
   // Read before the files: a connection that cannot be used is the command's error, not each resource's.
   if (selected) await serviceFor(namespace, selected, ctx.stopSignal);
   const { resources, fileErrors } = await readResources(flags, ctx);
-  const cluster = kube && clusterReader(kube, namespace);
+  const cluster =
+    kube && clusterReader(kube, namespace, flags.operatorNamespace ?? DEFAULT_OPERATOR_NAMESPACE);
   const entries = await reviewAll(resources, {
     serviceFor,
     namespace,
@@ -240,7 +245,11 @@ function noResources(paths: readonly string[], fileCount: number): string {
 }
 
 /** Reads through the kubeconfig's credentials; nothing is cached or watched. */
-function clusterReader(kube: CommandCluster, defaultNamespace: string): ClusterReader {
+function clusterReader(
+  kube: CommandCluster,
+  defaultNamespace: string,
+  operatorNamespace: string,
+): ClusterReader {
   const { client } = kube;
   const deployments = new KubeDeployments({ client });
   return {
@@ -263,5 +272,11 @@ function clusterReader(kube: CommandCluster, defaultNamespace: string): ClusterR
       }
     },
     secrets: secretsPort(kube.secrets),
+    // The operator's install key, when this kubeconfig may read it (none yet: digests are plain).
+    secretDigest: (signal) =>
+      readInstallKey(client, operatorNamespace, signal).then(keyedSecretDigest, (error: unknown) => {
+        if (error instanceof NotFoundError || error instanceof InstallKeyError) return undefined;
+        throw error;
+      }),
   };
 }

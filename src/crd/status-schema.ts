@@ -121,9 +121,9 @@ const RevisionHistoryEntrySchema = Type.Object(
     }),
     secretsHash: Type.Optional(
       Type.String({
-        pattern: "^[0-9a-f]{64}$",
+        pattern: "^(hmac-sha256:)?[0-9a-f]{64}$",
         description:
-          "sha256 of the secret names and values it was created with (never a value); absent when the operator cannot vouch for them: such a revision is never redeployed.",
+          "Digest of the secret names and values it was created with (never a value): HMAC-SHA256 keyed with the install key, hmac-sha256:<hex> (plain sha256 hex when recorded before the key); absent when the operator cannot vouch for them: such a revision is never redeployed.",
       }),
     ),
     configHash: Type.Optional(
@@ -198,8 +198,9 @@ export const DeploymentResourceStatusSchema = Type.Object(
     ),
     appliedSecretsHash: Type.Optional(
       Type.String({
-        pattern: "^[0-9a-f]{64}$",
-        description: "sha256 of the secret names and values last applied to the service (never a value).",
+        pattern: "^(hmac-sha256:)?[0-9a-f]{64}$",
+        description:
+          "Digest of the secret names and values last applied to the service (never a value): HMAC-SHA256 keyed with the install key, hmac-sha256:<hex>, so that it cannot be checked against a guess without the key (plain sha256 hex when recorded before the key, until the next write).",
       }),
     ),
     appliedSecretVersions: Type.Optional(

@@ -16,6 +16,7 @@ import type { DeploymentSpec } from "../crd/schema.ts";
 import { type ConnectionRef, connectionLabel } from "../naming/connection.ts";
 import { type Claimant, claimedName, claimOf, olderClaimant } from "../reconcile/claims.ts";
 import { type ReadSecrets, RepoListings, readSecrets } from "../reconcile/inputs.ts";
+import type { SecretDigest } from "../reconcile/plan/secret-hash.ts";
 import type {
   DeploymentListings,
   DeploymentLookups,
@@ -57,6 +58,11 @@ export interface ClusterReader {
   listResources(signal: AbortSignal): Promise<LiveResource[] | undefined>;
   /** The cluster's Secrets, read as the controller reads them. */
   secrets: SecretsPort;
+  /**
+   * The operator's secrets digests, keyed with its install key; undefined when it cannot be read
+   * (then a keyed digest in status leaves the secrets' equality unknown).
+   */
+  secretDigest?(signal: AbortSignal): Promise<SecretDigest | undefined>;
 }
 
 /**
@@ -116,6 +122,7 @@ export async function reviewAll(
   const { cluster, signal, maxSecretBytes = DEFAULT_MAX_SECRET_BYTES } = options;
   const connections = new Map<string, ConnectionState>();
   const liveAll = cluster ? await cluster.listResources(signal) : undefined;
+  const secretDigest = await cluster?.secretDigest?.(signal);
   const firstClaim = new Map<string, ManifestResource>();
   const entries: ReviewEntry[] = [];
   for (const item of resources) {
@@ -222,6 +229,7 @@ export async function reviewAll(
       ...(github ? { github } : {}),
       ...(nameConflict ? { nameConflict } : {}),
       ...(choice.rolloutWindows ? { inheritedWindows: choice.rolloutWindows } : {}),
+      ...(secretDigest ? { secretDigest } : {}),
       now: options.clock.now(),
     };
     const entry = reviewResource(inputs);

@@ -30,6 +30,7 @@ import {
   switchedBackTo,
   vouchedSecretsHash,
 } from "../reconcile/plan/revision-reuse.ts";
+import { isKeyedDigest, type SecretDigest, UNKEYED_SECRET_DIGEST } from "../reconcile/plan/secret-hash.ts";
 import {
   gateRollout,
   type InheritedWindows,
@@ -148,6 +149,8 @@ export interface ReviewInputs {
   now?: number;
   /** The first page of the deployment's revisions, when read (a new revision, a history to match). */
   revisions?: readonly Revision[];
+  /** The secrets' digests keyed with the install key, when it could be read; absent: unkeyed. */
+  secretDigest?: SecretDigest;
 }
 
 /** The operator's decision for `inputs`, explained. Throws only on a bug (an unexpected error). */
@@ -160,7 +163,10 @@ export function reviewResource(inputs: ReviewInputs): ReviewEntry {
     entry.problems.push({ reason: "NameConflict", field: "spec.name", message: inputs.nameConflict });
     return entry;
   }
-  const readable = inputs.secretData !== undefined || !spec.secrets?.some((s) => s.valueFrom);
+  const digest = inputs.secretDigest ?? UNKEYED_SECRET_DIGEST;
+  // A digest keyed with the install key says nothing to a reader without the key: unknown.
+  const keyUnread = !digest.keyed && isKeyedDigest(inputs.live?.appliedSecretsHash);
+  const readable = !keyUnread && (inputs.secretData !== undefined || !spec.secrets?.some((s) => s.valueFrom));
   entry.secrets = spec.secrets === undefined ? "unmanaged" : readable ? "checked" : "not-checked";
   const planned: DeploymentSpec = readable ? spec : withoutSecrets(spec);
   let desired: ReturnType<typeof desiredFromSpec>;
@@ -183,11 +189,12 @@ export function reviewResource(inputs: ReviewInputs): ReviewEntry {
     if (!(error instanceof InvalidSpecError)) throw error;
     return { ...entry, action: "error", error: error.message };
   }
-  const lastApplied = lastAppliedFor(spec, desired, inputs.live?.appliedSecretsHash);
+  const lastApplied = lastAppliedFor(spec, desired, inputs.live?.appliedSecretsHash, digest);
   const raw = plan(desired, inputs.observed ?? undefined, lastApplied);
   // A revision part a pending switch-back already made live is nothing to send (as the controller).
   const decision = raw.action === "patch" && switchedBackIn(inputs, raw) ? withoutRevisionPart(raw) : raw;
-  const unchecked = entry.secrets === "not-checked" ? uncheckedSecrets(spec, inputs.observed) : undefined;
+  const unchecked =
+    entry.secrets === "not-checked" ? uncheckedSecrets(spec, inputs.observed, keyUnread) : undefined;
 
   if (spec.managementPolicy === "ObserveOnly") {
     entry.observeOnly = true;
@@ -366,9 +373,13 @@ function withoutSecrets(spec: DeploymentSpec): DeploymentSpec {
 function uncheckedSecrets(
   spec: DeploymentSpec,
   observed: Deployment | null,
+  keyUnread: boolean,
 ): { change?: FieldChange; note?: string } {
   const wanted = [...new Set((spec.secrets ?? []).map((s) => s.name))].sort();
-  const suffix = "(values not checked: pass --kubeconfig to read the referenced Secrets)";
+  const how = keyUnread
+    ? "status.appliedSecretsHash is keyed with the operator's install key, which this kubeconfig may not read (see --operator-namespace)"
+    : "pass --kubeconfig to read the referenced Secrets";
+  const suffix = `(values not checked: ${how})`;
   if (!observed) {
     return {
       change: { group: "secrets", field: "secrets", line: `secrets: set ${wanted.join(", ")} ${suffix}` },
@@ -379,7 +390,7 @@ function uncheckedSecrets(
   const removed = [...remote].filter((n) => !wanted.includes(n)).sort();
   if (added.length === 0 && removed.length === 0)
     return {
-      note: "secrets: the same names as the service's; their values are not checked (pass --kubeconfig to read the referenced Secrets)",
+      note: `secrets: the same names as the service's; their values are not checked (${how})`,
     };
   const parts = [
     ...(added.length > 0 ? [`added ${added.join(", ")}`] : []),

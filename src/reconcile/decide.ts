@@ -14,6 +14,7 @@ import { type ApplyPatchResult, pendingSwitchBack, redeployedNote, switchBackPla
 import { type CreatePlan, type PatchPlan, plan } from "./plan/plan.ts";
 import { lastAppliedFor } from "./plan/plan-secrets.ts";
 import { type RevisionHistoryEntry, splitForRedeploy } from "./plan/revision-reuse.ts";
+import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./plan/secret-hash.ts";
 import type { StoredResource } from "./ports.ts";
 import { gatePatch, type InheritedWindows, windowsInEffect } from "./rollout/rollout-gate.ts";
 import type { Counter } from "./rollout/rollout-windows.ts";
@@ -127,6 +128,8 @@ export interface DecideSettings {
   createGraceMs: number;
   /** The counter the rollout windows' search is timed on (`performance.now` unless given). */
   counter?: Counter;
+  /** How secrets' digests are made and compared (keyed with the install key); default unkeyed. */
+  secretDigest?: SecretDigest;
 }
 
 /**
@@ -147,7 +150,12 @@ export function decide(
   const record: StatusRecord = fulfilled
     ? { ...observation.record, createRequestedAt: null }
     : observation.record;
-  const lastApplied = lastAppliedFor(spec.spec, desired, status.appliedSecretsHash);
+  const lastApplied = lastAppliedFor(
+    spec.spec,
+    desired,
+    status.appliedSecretsHash,
+    settings.secretDigest ?? UNKEYED_SECRET_DIGEST,
+  );
   const planned = plan(desired, found.deployment ?? undefined, lastApplied);
   const none = { events: [], after: [], record };
 

@@ -18,6 +18,7 @@ import { claimedName } from "./claims.ts";
 import type { Decision, Executed, Observation } from "./decide.ts";
 import { sameSecretNames } from "./decide.ts";
 import { inlineSecrets, NONE_READ, type ReadSecrets, readSecretsOf, secretVersions } from "./inputs.ts";
+import { isKeyedDigest } from "./plan/secret-hash.ts";
 import type { StoredResource } from "./ports.ts";
 import type { Connected, ReconcileDeps } from "./run.ts";
 import { lookupTarget } from "./service/freshness.ts";
@@ -73,6 +74,8 @@ export class External {
       versions !== undefined &&
       versions === status.appliedSecretVersions &&
       status.appliedSecretsHash !== undefined &&
+      // A plain digest (recorded before the install key) is read once more, to be keyed.
+      (isKeyedDigest(status.appliedSecretsHash) || !this.#deps.secretDigest.keyed) &&
       status.observedGeneration === run.obj.metadata.generation &&
       run.obj.spec.managementPolicy !== "ObserveOnly";
     run.seen.unread = unread;

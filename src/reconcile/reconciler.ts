@@ -27,6 +27,7 @@ import { NONE_READ, readSecretsOf } from "./inputs.ts";
 import { conclude } from "./next-action.ts";
 import { changedStatusFields } from "./plan/diff.ts";
 import type { RevisionHistoryEntry } from "./plan/revision-reuse.ts";
+import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./plan/secret-hash.ts";
 import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { Connected, ReconcileDeps, Run } from "./run.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
@@ -55,6 +56,8 @@ export interface ReconcilerOptions {
    * Secrets are read. Default 1 MiB.
    */
   maxSecretBytes?: number;
+  /** The secrets' digests, keyed with the install key. Default unkeyed (plain sha256): tests only. */
+  secretDigest?: SecretDigest;
 }
 
 /**
@@ -92,6 +95,7 @@ export class DeploymentReconciler {
       pollMs: options.pollMs ?? 5_000,
       createGraceMs: options.createGraceMs ?? 60_000,
       maxSecretBytes: options.maxSecretBytes ?? DEFAULT_MAX_SECRET_BYTES,
+      secretDigest: options.secretDigest ?? UNKEYED_SECRET_DIGEST,
     };
     this.#external = new External(this.#deps);
   }
@@ -191,6 +195,7 @@ export class DeploymentReconciler {
     const decision = decide(run.obj, observation, status, run.now.getTime(), {
       createGraceMs: this.#deps.createGraceMs,
       counter: this.#deps.now,
+      secretDigest: this.#deps.secretDigest,
     });
     for (const e of decision.events) recordEvent(this.#deps, run, e.type, e.reason, e.note);
     if (decision.failed) return { kind: "failed", error: decision.failed.error, on: run };

@@ -6,6 +6,7 @@
  */
 import type { ReconcileLog } from "../runtime/log.ts";
 import type { SecretsSeen } from "./inputs.ts";
+import type { SecretDigest } from "./plan/secret-hash.ts";
 import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { InheritedWindows } from "./rollout/rollout-gate.ts";
 import type { ServiceSession } from "./service/session.ts";
@@ -23,6 +24,8 @@ export interface ReconcileDeps {
   pollMs: number;
   createGraceMs: number;
   maxSecretBytes: number;
+  /** The secrets' digests, keyed with the install key (`plan/secret-hash.ts`). */
+  secretDigest: SecretDigest;
 }
 
 /**

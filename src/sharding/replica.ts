@@ -67,6 +67,11 @@ export interface ShardedReplicaOptions<R extends ShardRecord> {
   leaderElection: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
   /** The shard label policy, read before joining and by the leader; none when it is not required. */
   labelPolicy?: LabelPolicyReading;
+  /**
+   * The ring's key (the install key), read before the replica joins and before the sharder
+   * starts: every replica must hash with the same one. None: an unkeyed ring (tests).
+   */
+  ringSeed?: (signal: AbortSignal) => Promise<Uint8Array>;
   registry: Registry;
   clock: Clock;
   logger: Logger;
@@ -144,6 +149,20 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
   });
   const users = new ClusterUserCounts();
   const policy = o.labelPolicy;
+  const seed = o.ringSeed;
+  // Before joining: the key (read by every replica alike), then the label policy.
+  const beforeJoining =
+    policy || seed
+      ? async (signal: AbortSignal) => {
+          try {
+            await seed?.(signal);
+          } catch (err) {
+            if (signal.aborted) return;
+            throw err;
+          }
+          if (policy) await requireLabelPolicy(policy, signal, clock, logger);
+        }
+      : undefined;
   return {
     selector: `${OWNER_LABEL}=${name}`,
     member,
@@ -161,9 +180,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
         identity: o.identity,
         ...le,
         member,
-        ...(policy
-          ? { beforeJoining: (signal: AbortSignal) => requireLabelPolicy(policy, signal, clock, logger) }
-          : {}),
+        ...(beforeJoining ? { beforeJoining } : {}),
         clock,
         logger,
       }),
@@ -196,6 +213,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
         leaseDurationMs: le.leaseDurationMs,
         renewDeadlineMs: le.renewDeadlineMs,
         onPass: (_live, counts) => metrics.owners(counts),
+        ...(seed ? { ringSeed: seed } : {}),
         clock,
         logger,
       }),

@@ -19,11 +19,17 @@ export interface RingChoice {
 
 /** See the module comment. {@link use} the live members, then ask {@link desired} of each resource. */
 export class RingChoices {
+  readonly #seed: Uint8Array | undefined;
   #key: string | undefined;
   #ring: object = {};
   #live: readonly string[] = [];
   #share: ((member: string) => number) | undefined;
   #notes = new Map<string, RingChoice>();
+
+  /** `seed`: the ring's key (the install key), the same on every replica. */
+  constructor(seed?: Uint8Array) {
+    this.#seed = seed;
+  }
 
   /**
    * The members of this pass: `live`, and the replica the sharder runs in (`self`), whose share is
@@ -44,7 +50,7 @@ export class RingChoices {
   desired(resource: { readonly claim: string; ringChoice?: RingChoice | undefined }): string | undefined {
     const note = resource.ringChoice;
     if (note !== undefined && note.ring === this.#ring) return note.owner;
-    const owner = ownerOf(resource.claim, this.#live, this.#share);
+    const owner = ownerOf(resource.claim, this.#live, this.#share, this.#seed);
     if (owner !== undefined) resource.ringChoice = this.#noteOf(owner);
     return owner;
   }

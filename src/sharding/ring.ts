@@ -3,12 +3,25 @@
  * and the sharder compute the same answer from the same member names, with no table to share;
  * when a member joins or leaves, only the resources whose highest weight it held (or now holds)
  * move: 1/N of them on average.
+ *
+ * The hash is keyed with a seed, the install key (`wiring/install-key.ts`): a tenant sees replica
+ * names (the owner label on its resources) and its own claims, and with a plain hash could choose
+ * a name that lands on a victim's replica; without the key it cannot tell where a name lands.
+ * Every replica reads the same key before it takes part, so every leader computes the same ring.
+ * The seed is a secret prefix of the hashed text rather than an HMAC key: no weight is ever shown
+ * (only which member wins), so a length extension gains nothing, and an HMAC cost twice as much
+ * per weight (the sharder hashes every claim once per live member and membership).
  */
 import { createHash } from "node:crypto";
 
-/** The weight of `member` for `key`: the first 48 bits of sha256(member NUL key). */
-export function weight(member: string, key: string): number {
-  return createHash("sha256").update(member).update("\0").update(key).digest().readUIntBE(0, 6);
+/**
+ * The weight of `member` for `key`: the first 48 bits of sha256(seed member NUL key), the seed
+ * (the install key's bytes) empty when none is given.
+ */
+export function weight(member: string, key: string, seed?: Uint8Array): number {
+  const hash = createHash("sha256");
+  if (seed !== undefined) hash.update(seed);
+  return hash.update(member).update("\0").update(key).digest().readUIntBE(0, 6);
 }
 
 /** 2^48: {@link weight}'s values are below it. */
@@ -21,17 +34,18 @@ const WEIGHTS = 2 ** 48;
  * With `share`, a member's expected share of keys is `share(member)` against the others' (the
  * weighted rendezvous score `share / -ln(u)`, `u` the weight read as a number in (0, 1)): a
  * member's share can be made smaller and still only the keys it gives up move. When every share
- * is equal the answer is the unweighted one.
+ * is equal the answer is the unweighted one. `seed` keys the hash (see the module comment).
  */
 export function ownerOf(
   key: string,
   members: readonly string[],
   share?: (member: string) => number,
+  seed?: Uint8Array,
 ): string | undefined {
   let best: string | undefined;
   let bestScore = -1;
   for (const member of members) {
-    const w = weight(member, key);
+    const w = weight(member, key, seed);
     const score = share === undefined ? w : share(member) / -Math.log((w + 1) / (WEIGHTS + 1));
     if (score > bestScore || (score === bestScore && best !== undefined && member < best)) {
       best = member;

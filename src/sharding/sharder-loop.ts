@@ -165,6 +165,8 @@ export interface SharderRunOptions<R extends ShardRecord> {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   onPass(live: readonly string[], owned: ReadonlyMap<string, number>): void;
+  /** The ring's key (the install key), awaited before the sharder starts; none: an unkeyed ring. */
+  ringSeed?: (signal: AbortSignal) => Promise<Uint8Array>;
   clock: Clock;
   logger: Logger;
 }
@@ -176,6 +178,9 @@ export function sharderRunnable<R extends ShardRecord>(o: SharderRunOptions<R>):
     name: "sharder",
     needLeaderElection: true,
     start: async (signal) => {
+      const ringSeed = o.ringSeed ? await o.ringSeed(signal).catch(() => undefined) : undefined;
+      // No key: the key's runnable failed (and stops the manager) or this term is over.
+      if (o.ringSeed && ringSeed === undefined) return;
       const resources = o.store();
       users.use(resources);
       const watching = resources.run(signal);
@@ -185,6 +190,7 @@ export function sharderRunnable<R extends ShardRecord>(o: SharderRunOptions<R>):
         leaseDurationMs: o.leaseDurationMs,
         holdMarginMs: Math.max(o.leaseDurationMs - o.renewDeadlineMs, 1_000),
         membership: o.membership,
+        ...(ringSeed ? { ringSeed } : {}),
         clock,
         logger,
         ports: {

@@ -76,6 +76,8 @@ export interface SharderOptions<R extends ShardedResource = ShardedResource> {
   membership?: RingMembership;
   /** Called after each pass with the ring's live members and each member's resource count. */
   onPass?(live: readonly string[], owned: ReadonlyMap<string, number>): void;
+  /** The ring's key (the install key): every sharder of the ring must be given the same. */
+  ringSeed?: Uint8Array;
 }
 
 /**
@@ -110,7 +112,7 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
   readonly #opts: SharderOptions<R>;
   readonly #ring: RingMembership;
   readonly #holds: LeaseHolds;
-  readonly #choices = new RingChoices();
+  readonly #choices: RingChoices;
   /**
    * The shard labels (by uid) of the resources whose labels changed since this sharder last read
    * them, as it last read or wrote them. A resource not in it has the labels it last read: in a
@@ -125,6 +127,7 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
 
   constructor(options: SharderOptions<R>) {
     this.#opts = options;
+    this.#choices = new RingChoices(options.ringSeed);
     this.#ring = options.membership ?? new RingMembership();
     const { ports } = options;
     this.#holds = new LeaseHolds({

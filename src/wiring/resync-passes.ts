@@ -14,6 +14,7 @@ import { objectKey, refOf } from "../kube/object.ts";
 import { connectionKey, DEFAULT_CONNECTION, idOf } from "../naming/connection.ts";
 import { connectionKeyOf, reachableDeployment } from "../reconcile/claims.ts";
 import type { StoredResource } from "../reconcile/ports.ts";
+import { startPass } from "../reconcile/service/freshness.ts";
 import type { ResyncOptions } from "../runtime/resync.ts";
 import { CONNECTION_INDEX } from "./indexes.ts";
 
@@ -87,11 +88,22 @@ export function shareIds(
   };
 }
 
-/** The Deployment pass's period, its retries after a failed listing and its spread. */
+/**
+ * The Deployment pass's period, its retries after a failed listing and its spread; and its
+ * `prepare`: each connection's listing (none for a connection without a session).
+ */
 export function deploymentPassTiming(
   resyncMs: number,
-): Pick<ResyncOptions, "periodMs" | "retryMs" | "retryBaseMs" | "spreadMs"> {
+  connections: Pick<ConnectionSessions, "session">,
+): Pick<ResyncOptions, "periodMs" | "retryMs" | "retryBaseMs" | "spreadMs" | "prepare"> {
+  // A connection that has just become usable was listed by its check a moment ago.
+  const reuseListingMs = Math.min(resyncMs / 2, 60_000);
   return {
+    prepare: async (key, signal) => {
+      const session = connections.session(key);
+      if (!session) return () => {};
+      return startPass(session.snapshot, reuseListingMs, signal);
+    },
     periodMs: resyncMs,
     retryMs: Math.min(resyncMs, LISTING_RETRY_MS),
     // A failed listing is tried again soon, then less often: its resources heal within seconds

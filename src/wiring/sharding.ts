@@ -20,7 +20,7 @@ import { shardedReplica } from "../sharding/replica.ts";
 import { VERSION } from "../version.ts";
 import type { OperatorConfig } from "./operator-config.ts";
 import type { ClientIdentity } from "./service-connections.ts";
-import { checkShardLabelPolicy } from "./shard-label-policy.ts";
+import { checkShardLabelPolicy, ownServiceAccount } from "./shard-label-policy.ts";
 
 /** `dms-operator/<version> (<pod name>)`: who sent a service request. */
 export function userAgentOf(podName: string): string {
@@ -57,6 +57,8 @@ export interface ShardingParts {
   podName: string;
   identity: string;
   metrics: RuntimeMetrics;
+  /** The ring's key: the install key, read before the replica joins (see `install-key.ts`). */
+  ringSeed?: (signal: AbortSignal) => Promise<Uint8Array>;
   clock: Clock;
   logger: Logger;
 }
@@ -67,6 +69,19 @@ export function sharding(p: ShardingParts): Sharding {
   const logger = p.logger.child({ component: "sharding", replica: podName });
   const le = config.leaderElection;
   const policy = config.shardLabelPolicy;
+  // Whom the binding must exempt: read once (it does not change while the process runs).
+  let self: Promise<{ namespace: string; name: string } | undefined> | undefined;
+  const labelPolicyCheck = async (signal: AbortSignal) => {
+    self ??= ownServiceAccount(client, signal).catch((err: unknown) => {
+      self = undefined;
+      throw err;
+    });
+    const serviceAccount = await self;
+    return checkShardLabelPolicy(client, policy ?? "", signal, {
+      namespaces: config.namespaces,
+      ...(serviceAccount ? { serviceAccount } : {}),
+    });
+  };
   const replica = shardedReplica({
     name: podName,
     identity: p.identity,
@@ -85,8 +100,9 @@ export function sharding(p: ShardingParts): Sharding {
     ...(policy === undefined
       ? {}
       : {
-          labelPolicy: { name: policy, check: (signal) => checkShardLabelPolicy(client, policy, signal) },
+          labelPolicy: { name: policy, check: (signal) => labelPolicyCheck(signal) },
         }),
+    ...(p.ringSeed ? { ringSeed: p.ringSeed } : {}),
     registry: p.metrics.registry,
     clock,
     logger,

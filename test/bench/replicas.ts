@@ -31,6 +31,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseDuration } from "../../src/duration.ts";
 import type { KubeClient } from "../../src/kube/client.ts";
 import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
+import { readInstallKey } from "../../src/kube/install-key.ts";
 import { collectionPath } from "../../src/kube/reflector.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
@@ -497,13 +498,19 @@ async function untilOwned(
   timeoutMs: number,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  // The ring is keyed with the install key of the replicas' namespace (read before they join).
+  let seed: Buffer | undefined;
   for (;;) {
     for (const op of running.values()) op.process.assertRunning();
+    seed ??= await readInstallKey(client, NS, AbortSignal.timeout(10_000)).catch(() => undefined);
     const members = [...running.keys()].sort();
     const shares = ringShares(members, await leaderOf(client));
-    const pending = watch
-      .list()
-      .filter((o) => o.metadata.labels?.[OWNER_LABEL] !== ownerOf(claimOf(o), members, shares)).length;
+    const pending = seed
+      ? watch
+          .list()
+          .filter((o) => o.metadata.labels?.[OWNER_LABEL] !== ownerOf(claimOf(o), members, shares, seed))
+          .length
+      : watch.list().length;
     if (pending === 0) return;
     if (Date.now() > deadline)
       throw new Error(`${pending} resources not owned as the ring says after ${timeoutMs / 1000} s`);

@@ -20,11 +20,13 @@ const INSTALLED = [
   "validatingadmissionpolicybinding.admissionregistration.k8s.io/dms-operator-deletion-protection",
   "serviceaccount/dms-operator",
   "role.rbac.authorization.k8s.io/dms-operator-leader-election",
+  "role.rbac.authorization.k8s.io/dms-operator-install-key",
   "clusterrole.rbac.authorization.k8s.io/dms-operator",
   "clusterrole.rbac.authorization.k8s.io/dms-operator-edit",
   "clusterrole.rbac.authorization.k8s.io/dms-operator-view",
   "clusterrole.rbac.authorization.k8s.io/dms-operator-metrics-reader",
   "rolebinding.rbac.authorization.k8s.io/dms-operator-leader-election",
+  "rolebinding.rbac.authorization.k8s.io/dms-operator-install-key",
   "clusterrolebinding.rbac.authorization.k8s.io/dms-operator",
   "deployment.apps/dms-operator",
 ];
@@ -143,6 +145,9 @@ describe.concurrent("the ServiceAccount dms-system/dms-operator", () => {
     ["get", "leases.coordination.k8s.io", "-n", "dms-system"],
     ["create", "leases.coordination.k8s.io", "-n", "dms-system"],
     ["update", "leases.coordination.k8s.io", "-n", "dms-system"],
+    // The install key: read, and created at the first start (create cannot be narrowed by name).
+    ["get", "secrets/dms-operator-install-key", "-n", "dms-system"],
+    ["create", "secrets", "-n", "dms-system"],
     // The reviews of each /metrics scrape: its bearer token, then its access to /metrics.
     ["create", "tokenreviews.authentication.k8s.io"],
     ["create", "subjectaccessreviews.authorization.k8s.io"],
@@ -165,6 +170,8 @@ describe.concurrent("the ServiceAccount dms-system/dms-operator", () => {
     ["update", "secrets", "-n", "some-team"],
     ["patch", "secrets", "-n", "some-team"],
     ["delete", "secrets", "-n", "some-team"],
+    ["update", "secrets/dms-operator-install-key", "-n", "dms-system"], // the key is never rewritten
+    ["delete", "secrets/dms-operator-install-key", "-n", "dms-system"],
     ["get", "leases.coordination.k8s.io", "-n", "kube-system"], // Leases only in its own namespace
     ["update", "leases.coordination.k8s.io", "-n", "some-team"],
     ["create", "leases.coordination.k8s.io", "-n", "default"],

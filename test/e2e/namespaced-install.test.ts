@@ -99,7 +99,11 @@ describe("the namespace-scoped install", () => {
     expect(await canI(sa, ["list", "deployments.dms.dev", "-A"])).toBe(false);
     expect(await canI(sa, ["list", "deployments.dms.dev", "-n", elsewhere])).toBe(false);
     expect(await canI(sa, ["get", "secrets", "-n", elsewhere])).toBe(false);
-    expect(await canI(sa, ["create", "secrets", "-n", ns])).toBe(false);
+    // The install key is created in its own namespace (create cannot be narrowed by name), nowhere else.
+    expect(await canI(sa, ["create", "secrets", "-n", ns])).toBe(true);
+    expect(await canI(sa, ["create", "secrets", "-n", elsewhere])).toBe(false);
+    expect(await canI(sa, ["update", "secrets", "-n", ns])).toBe(false);
+    expect(await canI(sa, ["delete", "secrets", "-n", ns])).toBe(false);
     expect(await canI(sa, ["get", "leases.coordination.k8s.io", "-n", "dms-system"])).toBe(false);
   });
 

@@ -5,7 +5,6 @@
 // its Secret once per reconcile, while another namespace's resource converges.
 import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
 import { freshNamespace, waitFor } from "../support/cluster.ts";
 import { startOperator, startTestSimulator, TEST_API_KEY, type TestOperator } from "../support/operator.ts";
 import { ClusterUser, conditionOf, hasCondition } from "../support/resources.ts";
@@ -31,14 +30,17 @@ describe("controller: secrets", () => {
     await s.user.create(s.namespace, "rotating", spec("agent-secrets", "openai"));
     const first = await s.user.waitReady(s.namespace, "rotating");
     const id = first.status?.deploymentId ?? "";
-    expect(first.status?.appliedSecretsHash).toBe(hashSecrets([{ name: "OPENAI_API_KEY", value: FIRST }]));
+    // Keyed with the install key, which the operator created in its namespace: no offline guess.
+    const digest = await s.user.secretDigest(s.namespace);
+    expect(first.status?.appliedSecretsHash).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
+    expect(first.status?.appliedSecretsHash).toBe(digest.digest([{ name: "OPENAI_API_KEY", value: FIRST }]));
 
     await s.user.putSecret(s.namespace, "agent-secrets", { openai: SECOND });
 
     const rotated = await s.user.waitFor(
       s.namespace,
       "rotating",
-      (o) => o?.status?.appliedSecretsHash === hashSecrets([{ name: "OPENAI_API_KEY", value: SECOND }]),
+      (o) => o?.status?.appliedSecretsHash === digest.digest([{ name: "OPENAI_API_KEY", value: SECOND }]),
       "the new value applied",
     );
     expect(s.sim.counters()["PATCH /v2/deployments/{deployment_id}"]).toEqual({ "200": 1 });
@@ -59,6 +61,7 @@ describe("controller: secrets", () => {
     await s.user.create(s.namespace, "steady", spec("agent-secrets", "openai"));
     const ready = await s.user.waitReady(s.namespace, "steady");
     expect(ready.status?.appliedSecretVersions).toMatch(/^[0-9a-f]{64}$/);
+    const digest = await s.user.secretDigest(s.namespace);
 
     // Three resync passes (one reconcile each), counted by the API server itself.
     const gets = await s.user.requestsServed("secrets", "GET");
@@ -74,7 +77,7 @@ describe("controller: secrets", () => {
     await s.user.waitFor(
       s.namespace,
       "steady",
-      (o) => o?.status?.appliedSecretsHash === hashSecrets([{ name: "OPENAI_API_KEY", value: SECOND }]),
+      (o) => o?.status?.appliedSecretsHash === digest.digest([{ name: "OPENAI_API_KEY", value: SECOND }]),
       "the new value applied",
     );
     expect(await s.user.requestsServed("secrets", "GET")).toBeGreaterThan(gets);
@@ -111,7 +114,10 @@ describe("controller: secrets", () => {
     const healed = await s.user.waitReady(s.namespace, "waiting-for-secret");
     expect(conditionOf(healed, "Stalled")).toBeUndefined();
     expect(s.sim.counters()["POST /v2/deployments"]).toEqual({ "201": 1 });
-    expect(healed.status?.appliedSecretsHash).toBe(hashSecrets([{ name: "OPENAI_API_KEY", value: SECOND }]));
+    const digest = await s.user.secretDigest(s.namespace);
+    expect(healed.status?.appliedSecretsHash).toBe(
+      digest.digest([{ name: "OPENAI_API_KEY", value: SECOND }]),
+    );
     expect(s.op.logs.text()).not.toContain(SECOND);
   });
 

@@ -109,9 +109,18 @@ describe("import → kubectl apply → operator", () => {
 
   it("after adoption, plan --kubeconfig finds nothing to do; a change in Git or a rotated Secret is planned", async () => {
     const dir = await manifestDir({ "all.yaml": imported });
-    const steady = await planJson(["-f", dir, "--kubeconfig", testKubeconfigPath()]);
+    const steady = await planJson([
+      "-f",
+      dir,
+      "--kubeconfig",
+      testKubeconfigPath(),
+      "--operator-namespace",
+      namespace,
+    ]);
     expect(actions(steady.doc)).toEqual(Object.fromEntries(NAMES.map((n) => [n, "noop"])));
     expect(steady.code).toBe(0);
+    // Compared with the operator's keyed digest, not left unknown.
+    expect(steady.doc.resources.find((r) => r.name === SUPPORT)?.secrets).toBe("checked");
 
     const changed = imported.replace("summarizer:2025-06-01", "summarizer:2025-07-01");
     const pr = await planJson([
@@ -152,7 +161,15 @@ describe("import → kubectl apply → operator", () => {
         JSON.stringify({ stringData: { [`${SUPPORT}.OPENAI_API_KEY`]: "sk-rotated-in-cluster" } }),
       ),
     );
-    const rotated = await planJson(["-f", dir, "--kubeconfig", testKubeconfigPath()]);
+    // The operator's install key is in its Lease's namespace, this test's: plan reads it there.
+    const rotated = await planJson([
+      "-f",
+      dir,
+      "--kubeconfig",
+      testKubeconfigPath(),
+      "--operator-namespace",
+      namespace,
+    ]);
     expect(rotated.doc.resources.find((r) => r.name === SUPPORT)).toMatchObject({
       action: "patch",
       newRevision: false,

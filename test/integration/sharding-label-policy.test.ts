@@ -183,6 +183,52 @@ describe("sharding: the shard label policy", () => {
           ]),
         ) as { items: { metadata: { name: string } }[] };
       expect((await leases()).items).toEqual([]);
+      // A binding that narrows the policy to some objects, or whose paramRef lets a missing
+      // ServiceAccount through, is refused as well, naming what is wrong.
+      const variants = [
+        {
+          suffix: "narrow",
+          spec: {
+            matchResources: {
+              namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
+              objectSelector: { matchLabels: { audited: "true" } },
+            },
+          },
+          refusal: /matchResources\.objectSelector must select every object/,
+        },
+        {
+          suffix: "lenient",
+          spec: { paramRef: { ...binding.spec?.paramRef, parameterNotFoundAction: "Allow" } },
+          refusal: /paramRef\.parameterNotFoundAction must be Deny/,
+        },
+      ];
+      for (const variant of variants) {
+        const other = `${name}-${variant.suffix}`;
+        await kubectlOk(["apply", "-f", "-"], {
+          input: JSON.stringify({
+            apiVersion: "v1",
+            kind: "List",
+            items: [
+              { ...policy, metadata: { name: other } },
+              {
+                ...binding,
+                metadata: { name: other },
+                spec: { ...objects[2]?.spec, policyName: other, ...variant.spec },
+              },
+            ],
+          }),
+        });
+        cleanup.push(["delete", "validatingadmissionpolicybinding", other, "--ignore-not-found"]);
+        cleanup.push(["delete", "validatingadmissionpolicy", other, "--ignore-not-found"]);
+        const narrowed = ring.start(["--shard-label-policy=required", `--shard-label-policy-name=${other}`]);
+        await waitFor(() => (narrowed.process.running ? undefined : true), {
+          timeoutMs: 60_000,
+          intervalMs: 200,
+          description: `the replica refusing the ${variant.suffix} binding exiting`,
+        });
+        expect(narrowed.process.logTail(50)).toMatch(variant.refusal);
+        expect((await leases()).items).toEqual([]);
+      }
       // With the policy in place it joins the ring (its Lease).
       const joined = ring.start(["--shard-label-policy=required", `--shard-label-policy-name=${name}`]);
       await waitFor(

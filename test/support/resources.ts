@@ -17,7 +17,9 @@ import { loadKubeConfig } from "../../src/kube/config.ts";
 import type { ConnectionObject } from "../../src/kube/connections.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
 import { isNotFound } from "../../src/kube/errors.ts";
+import { readInstallKey } from "../../src/kube/install-key.ts";
 import { listItems } from "../../src/kube/object.ts";
+import { keyedSecretDigest, type SecretDigest } from "../../src/reconcile/plan/secret-hash.ts";
 import { httpsText, parseSamples, sumOf } from "../bench/probes.ts";
 import { testKubeconfigPath, waitFor } from "./cluster.ts";
 
@@ -88,6 +90,14 @@ export class ClusterUser {
     await this.#kube.applyToHTTPSOptions(tls);
     const samples = parseSamples(await httpsText(`${server}/metrics`, tls), "apiserver_request_total");
     return sumOf(samples, (l) => l.resource === resource && l.verb === verb);
+  }
+
+  /**
+   * The secrets' digests of the operator whose install key is in `namespace` (its Lease's), as
+   * it records them in status; the operator must have read (or created) the key already.
+   */
+  async secretDigest(namespace: string): Promise<SecretDigest> {
+    return keyedSecretDigest(await readInstallKey(this.client, namespace, AbortSignal.timeout(10_000)));
   }
 
   /** `kubectl create` of a Deployment resource. */

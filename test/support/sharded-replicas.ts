@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { OperatorProcess, operatorEnv } from "../../scripts/demo/operator-process.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
+import { readInstallKey } from "../../src/kube/install-key.ts";
 import { RING_LABEL } from "../../src/sharding/labels.ts";
 import { ownerOf, ringShares } from "../../src/sharding/ring.ts";
 import type { RunningSimulator, SimulatorOptions } from "../../src/simulator/server.ts";
@@ -129,7 +130,9 @@ export class ShardedRing {
   async placement(user: ClusterUser): Promise<(claim: string) => string | undefined> {
     const live = this.live();
     const shares = ringShares(live, (await this.leader(user))?.name);
-    return (claim) => ownerOf(claim, live, shares);
+    // The ring is keyed with the install key of the ring's namespace, as every replica reads it.
+    const seed = await readInstallKey(user.client, this.#o.namespace, AbortSignal.timeout(10_000));
+    return (claim) => ownerOf(claim, live, shares, seed);
   }
 
   /**

@@ -494,6 +494,32 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", {
     expect(namespaced.filter((o) => !("namespace" in o.metadata)).map((o) => o.kind)).toEqual([]);
   });
 
+  it("grants the install key in the Lease's namespace, whatever the scope: get on that Secret alone, create on the namespace's Secrets", async ({
+    expect,
+  }) => {
+    const rules = [
+      {
+        apiGroups: [""],
+        resources: ["secrets"],
+        resourceNames: ["dms-operator-install-key"],
+        verbs: ["get"],
+      },
+      { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+    ];
+    for (const [set, namespace, where] of [
+      [[], "dms-system", "dms-system"],
+      [["scope=namespace"], "team-a", "team-a"],
+      [["leaderElection.namespace=ops"], "dms-system", "ops"],
+      [["leaderElection.enabled=false"], "dms-system", "dms-system"],
+    ] as const) {
+      const objects = await render([...set], namespace);
+      const role = named(objects, "Role", "dms-operator-install-key");
+      expect(role?.metadata.namespace, set.join()).toBe(where);
+      expect(role?.rules, set.join()).toEqual(rules);
+      expect(named(objects, "RoleBinding", "dms-operator-install-key")?.metadata.namespace).toBe(where);
+    }
+  });
+
   it("follows metrics.secure, .port and .loopbackOnly when given, and leaves the reviews out of a role that needs none", async ({
     expect,
   }) => {

@@ -14,7 +14,10 @@ import {
   skippedEntry,
 } from "../../src/gitops/review.ts";
 import { NO_SECRETS_HASH, revisionConfigHash } from "../../src/reconcile/plan/revision-reuse.ts";
-import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
+import { hashSecrets, keyedSecretDigest } from "../../src/reconcile/plan/secret-hash.ts";
+
+const INSTALL_KEY = Buffer.alloc(32, 7);
+
 import { remote } from "./plan-fixtures.ts";
 
 const SECRET_VALUE = "sk-do-not-print-4f1e";
@@ -128,6 +131,55 @@ const cases: Array<{
     }),
     action: "patch",
     newRevision: false,
+    summary: ["secrets: rotated API_KEY"],
+  },
+  {
+    reason: "a keyed applied digest, the install key read: compared, nothing to do",
+    input: inputs(spec({ secrets: [byRef] }), {
+      secretData,
+      secretDigest: keyedSecretDigest(INSTALL_KEY),
+      live: {
+        appliedSecretsHash: keyedSecretDigest(INSTALL_KEY).digest([{ name: "API_KEY", value: SECRET_VALUE }]),
+      },
+    }),
+    action: "noop",
+    check: (e) => expect(e.secrets).toBe("checked"),
+  },
+  {
+    reason: "a keyed applied digest, the install key read, values rotated: patch secrets",
+    input: inputs(spec({ secrets: [byRef] }), {
+      secretData,
+      secretDigest: keyedSecretDigest(INSTALL_KEY),
+      live: {
+        appliedSecretsHash: keyedSecretDigest(INSTALL_KEY).digest([{ name: "API_KEY", value: "old" }]),
+      },
+    }),
+    action: "patch",
+    summary: ["secrets: rotated API_KEY"],
+  },
+  {
+    reason: "a keyed applied digest without the install key: the values' equality is unknown, not a rotation",
+    input: inputs(spec({ secrets: [byRef] }), {
+      secretData,
+      live: {
+        appliedSecretsHash: keyedSecretDigest(INSTALL_KEY).digest([{ name: "API_KEY", value: SECRET_VALUE }]),
+      },
+    }),
+    action: "noop",
+    check: (e) => {
+      expect(e.secrets).toBe("not-checked");
+      expect(e.warnings.join()).toMatch(
+        /values are not checked \(status.appliedSecretsHash is keyed with the operator's install key/,
+      );
+    },
+  },
+  {
+    reason: "a plain digest recorded before the key, read without it: still compared",
+    input: inputs(spec({ secrets: [byRef] }), {
+      secretData,
+      live: { appliedSecretsHash: hashSecrets([{ name: "API_KEY", value: "old" }]) },
+    }),
+    action: "patch",
     summary: ["secrets: rotated API_KEY"],
   },
   {

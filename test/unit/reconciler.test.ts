@@ -13,7 +13,7 @@ import {
 } from "../../src/crd/schema.ts";
 import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
-import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
+import { hashSecrets, keyedSecretDigest, type SecretDigest } from "../../src/reconcile/plan/secret-hash.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { oneSession, ServiceSession, type SessionLookup } from "../../src/reconcile/service/session.ts";
@@ -79,6 +79,10 @@ const API_KEY_FROM_SECRET = {
   name: "API_KEY",
   valueFrom: { secretKeyRef: { name: "agent-keys", key: "api" } },
 };
+/** The value `settledWithSecret` applies, as a name and value. */
+const SETTLED_SECRET = { name: "API_KEY", value: "sk-old-0123456789" };
+/** An install key (the secrets' digests keyed with it). */
+const INSTALL_KEY = Buffer.alloc(32, 5);
 
 /**
  * A resource whose secret comes from the Secret `agent-keys`, sent once (the service cannot show
@@ -115,6 +119,8 @@ function world(timing?: Timing) {
     /** What the resource's connection is, when not the one session every resource uses. */
     connection: undefined as SessionLookup | undefined,
     reconciler: undefined as unknown as DeploymentReconciler,
+    /** The secrets' digests the next {@link restart} gives the reconciler; default unkeyed. */
+    secretDigest: undefined as SecretDigest | undefined,
     /** A new process: a new reconciler whose snapshot has not listed anything yet. */
     restart(logger = pino({ level: "silent" })) {
       const session = new ServiceSession(service, {
@@ -135,6 +141,7 @@ function world(timing?: Timing) {
         logger,
         pollMs: POLL_MS,
         createGraceMs: GRACE_MS,
+        ...(w.secretDigest ? { secretDigest: w.secretDigest } : {}),
       });
     },
     reconcile(name = "agent", signal = new AbortController().signal): Promise<ReconcileResult> {
@@ -1095,6 +1102,28 @@ const cases: Case[] = [
     also: (w) => {
       expect(w.secrets.reads).toEqual([]);
       expect(w.resources.stored(REF)?.status?.appliedSecretVersions).toMatch(/^[0-9a-f]{64}$/);
+    },
+  },
+  {
+    reason:
+      "a plain digest recorded before the install key: the Secrets are read once more, nothing is sent, and the keyed digest recorded",
+    arrange: async (w) => {
+      await settledWithSecret(w);
+      expect(w.resources.stored(REF)?.status?.appliedSecretsHash).toBe(hashSecrets([SETTLED_SECRET]));
+      // The upgrade: a new process with the install key.
+      w.secretDigest = keyedSecretDigest(INSTALL_KEY);
+      w.restart();
+      await w.resync();
+    },
+    ...withoutCall({ Ready: "True/Available", Synced: "True/ReconcileSuccess" }),
+    also: async (w) => {
+      expect(w.secrets.reads).toEqual(["default/agent-keys/api"]);
+      const keyed = keyedSecretDigest(INSTALL_KEY).digest([SETTLED_SECRET]);
+      expect(w.resources.stored(REF)?.status?.appliedSecretsHash).toBe(keyed);
+      // Keyed now: the next reconcile reads none.
+      w.secrets.reads.length = 0;
+      await w.reconcile();
+      expect(w.secrets.reads).toEqual([]);
     },
   },
   {

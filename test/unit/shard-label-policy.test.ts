@@ -7,7 +7,11 @@ import { runConfigFrom } from "../../src/commands/run-config.ts";
 import type { KubeClient, KubeRequest } from "../../src/kube/client.ts";
 import { apiErrorFrom } from "../../src/kube/errors.ts";
 import { POLICY_RECHECK_MS, requireLabelPolicy, watchLabelPolicy } from "../../src/sharding/label-policy.ts";
-import { checkShardLabelPolicy } from "../../src/wiring/shard-label-policy.ts";
+import {
+  bindingProblem,
+  checkShardLabelPolicy,
+  ownServiceAccount,
+} from "../../src/wiring/shard-label-policy.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 const base = { baseUrl: "http://127.0.0.1:8090" };
@@ -33,7 +37,9 @@ function clientOf(answers: (path: string) => unknown) {
   return { client, paths };
 }
 
-const binding = (spec: Record<string, unknown>) => ({ spec });
+/** The component's paramRef: the operator's ServiceAccount, denying when it is missing. */
+const PARAM_REF = { name: "dms-operator", namespace: "dms-system", parameterNotFoundAction: "Deny" };
+const binding = (spec: Record<string, unknown>) => ({ spec: { paramRef: PARAM_REF, ...spec } });
 /** The policy `dms-operator-shard-labels` as the replica reads it through `client`. */
 const policyOf = (client: KubeClient) => ({
   name: "dms-operator-shard-labels",
@@ -110,6 +116,122 @@ describe("the shard label policy check", () => {
     await Promise.resolve();
     stopping.abort();
     await checking;
+  });
+});
+
+describe("the binding's matchResources and paramRef", () => {
+  const spec = (more: Record<string, unknown>) => ({
+    policyName: "dms-operator-shard-labels",
+    validationActions: ["Deny"],
+    paramRef: PARAM_REF,
+    ...more,
+  });
+  const self = { serviceAccount: { namespace: "dms-system", name: "dms-operator" } };
+
+  it("accepts the component's binding, and one that selects everything explicitly", () => {
+    expect(bindingProblem(spec({}), self)).toBeUndefined();
+    expect(
+      bindingProblem(
+        spec({ matchResources: { namespaceSelector: {}, objectSelector: {}, matchPolicy: "Equivalent" } }),
+        self,
+      ),
+    ).toBeUndefined();
+  });
+
+  it("accepts a namespace selector naming every watched namespace, and only when the operator watches some", () => {
+    const byName = (values: string[]) => ({
+      matchResources: {
+        namespaceSelector: {
+          matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "In", values }],
+        },
+      },
+    });
+    expect(
+      bindingProblem(spec(byName(["team-a", "team-b"])), { namespaces: ["team-a", "team-b"] }),
+    ).toBeUndefined();
+    expect(bindingProblem(spec(byName(["team-a"])), { namespaces: ["team-a", "team-b"] })).toMatch(
+      /namespaceSelector must select every namespace the operator watches \(team-a, team-b\)/,
+    );
+    expect(bindingProblem(spec(byName(["team-a"])), {})).toMatch(/all of them/);
+    const one = {
+      matchResources: { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "team-a" } } },
+    };
+    expect(bindingProblem(spec(one), { namespaces: ["team-a"] })).toBeUndefined();
+    const other = { matchResources: { namespaceSelector: { matchLabels: { tier: "tenant" } } } };
+    expect(bindingProblem(spec(other), { namespaces: ["team-a"] })).toMatch(/namespaceSelector/);
+  });
+
+  it("refuses a binding that narrows the policy to some objects or resources", () => {
+    for (const matchResources of [
+      { objectSelector: { matchLabels: { audited: "true" } } },
+      {
+        excludeResourceRules: [
+          { apiGroups: ["dms.dev"], apiVersions: ["*"], operations: ["UPDATE"], resources: ["deployments"] },
+        ],
+      },
+      {
+        resourceRules: [
+          {
+            apiGroups: ["dms.dev"],
+            apiVersions: ["v1alpha1"],
+            operations: ["CREATE"],
+            resources: ["deployments"],
+          },
+        ],
+      },
+    ])
+      expect(bindingProblem(spec({ matchResources }), self), JSON.stringify(matchResources)).toMatch(
+        /matchResources/,
+      );
+  });
+
+  it("refuses a paramRef that is missing, a selector, lets a missing ServiceAccount through, or names another account", () => {
+    expect(bindingProblem(spec({ paramRef: undefined }), self)).toMatch(/paramRef must name/);
+    expect(bindingProblem(spec({ paramRef: { ...PARAM_REF, name: undefined, selector: {} } }), self)).toMatch(
+      /paramRef/,
+    );
+    expect(bindingProblem(spec({ paramRef: { ...PARAM_REF, selector: { matchLabels: {} } } }), self)).toMatch(
+      /not a selector/,
+    );
+    expect(
+      bindingProblem(spec({ paramRef: { ...PARAM_REF, parameterNotFoundAction: "Allow" } }), self),
+    ).toMatch(/parameterNotFoundAction must be Deny/);
+    expect(bindingProblem(spec({ paramRef: { ...PARAM_REF, name: "tenant-bot" } }), self)).toMatch(
+      /operator's ServiceAccount dms-system\/dms-operator \(it names dms-system\/tenant-bot\)/,
+    );
+    // Run as a user that is no ServiceAccount (a kubeconfig's): the shape is all that is checked.
+    expect(bindingProblem(spec({ paramRef: { ...PARAM_REF, name: "tenant-bot" } }), {})).toBeUndefined();
+  });
+
+  it("is the check's refusal, naming the fix", async () => {
+    const { client } = clientOf((path) =>
+      path.includes("bindings")
+        ? binding(spec({ paramRef: { ...PARAM_REF, parameterNotFoundAction: "Allow" } }))
+        : {},
+    );
+    await expect(run(client)).rejects.toThrow(
+      /parameterNotFoundAction must be Deny.*shard-label-policy\.yaml/,
+    );
+  });
+});
+
+describe("whom the binding must exempt", () => {
+  const review = (username: string) => ({ status: { userInfo: { username } } });
+  it("is the ServiceAccount the operator runs as, read with a SelfSubjectReview; nobody in particular otherwise", async () => {
+    const signal = new AbortController().signal;
+    const sa = clientOf(() => review("system:serviceaccount:dms-system:dms-operator"));
+    expect(await ownServiceAccount(sa.client, signal)).toEqual({
+      namespace: "dms-system",
+      name: "dms-operator",
+    });
+    expect(sa.paths).toEqual(["/apis/authentication.k8s.io/v1/selfsubjectreviews"]);
+    expect(
+      await ownServiceAccount(clientOf(() => review("kubernetes-admin")).client, signal),
+    ).toBeUndefined();
+    const refused = clientOf(() => apiErrorFrom(403, { reason: "Forbidden" }, "POST selfsubjectreviews"));
+    expect(await ownServiceAccount(refused.client, signal)).toBeUndefined();
+    const down = clientOf(() => apiErrorFrom(503, {}, "POST selfsubjectreviews"));
+    await expect(ownServiceAccount(down.client, signal)).rejects.toThrow(/503/);
   });
 });
 

@@ -12,10 +12,14 @@ import { ownerOf, SHARDER_REPLICA_SHARE } from "../../src/sharding/ring.ts";
 const uids = Array.from({ length: 10_000 }, (_, i) => `7f3c${i.toString(16).padStart(4, "0")}-uid-${i}`);
 const members = (n: number) => Array.from({ length: n }, (_, i) => `dms-operator-5d9f-${"abcdefgh"[i]}`);
 
-function shares(keys: readonly string[], ring: readonly string[]): Map<string, number> {
+/** Two install keys (the ring's seeds). */
+const SEED = Buffer.from("5a1c0e7d9b3f4a6e8c2d1f0b7a9e3c5d", "hex");
+const OTHER_SEED = Buffer.from("c4e2a0f81b3d5c7e9f1a2b4c6d8e0f12", "hex");
+
+function shares(keys: readonly string[], ring: readonly string[], seed?: Uint8Array): Map<string, number> {
   const counts = new Map<string, number>(ring.map((m) => [m, 0]));
   for (const key of keys) {
-    const owner = ownerOf(key, ring) ?? "";
+    const owner = ownerOf(key, ring, undefined, seed) ?? "";
     counts.set(owner, (counts.get(owner) ?? 0) + 1);
   }
   return counts;
@@ -27,6 +31,46 @@ describe("the rendezvous ring", () => {
     for (const count of shares(uids, ring).values()) {
       expect(Math.abs(count - uids.length / n)).toBeLessThan((0.1 * uids.length) / n);
     }
+  });
+
+  it.each([2, 3, 8])("keyed with a seed, spreads 10,000 resources over %i members as evenly", (n) => {
+    const ring = members(n);
+    for (const count of shares(uids, ring, SEED).values()) {
+      expect(Math.abs(count - uids.length / n)).toBeLessThan((0.1 * uids.length) / n);
+    }
+  });
+
+  it("places by its seed: the same seed the same owners (every replica agrees), another seed others", () => {
+    const ring = members(4);
+    const placed = (seed?: Uint8Array) => uids.slice(0, 2_000).map((u) => ownerOf(u, ring, undefined, seed));
+    expect(placed(Buffer.from(SEED))).toEqual(placed(SEED));
+    const seeded = placed(SEED);
+    const moved = (other: (string | undefined)[]) => other.filter((o, i) => o !== seeded[i]).length;
+    // Another key (or none) places about 3/4 of the claims elsewhere among 4 members: it cannot
+    // be told from the seeded ring's placement.
+    expect(moved(placed(OTHER_SEED))).toBeGreaterThan(2_000 * 0.6);
+    expect(moved(placed())).toBeGreaterThan(2_000 * 0.6);
+  });
+
+  it("keyed, cannot be aimed: a replica name chosen on the unkeyed ring to take a claim takes it no more often than chance", () => {
+    // A tenant who knows the replicas' names and its own claims picks, for each victim's claim, a
+    // name under which the unkeyed hash puts that claim; against the keyed ring it lands no
+    // better than 1 in N.
+    const ring = members(3);
+    const claims = uids.slice(0, 300);
+    let aimed = 0;
+    let landed = 0;
+    for (const claim of claims) {
+      let candidate = "";
+      for (let i = 0; ; i++) {
+        candidate = `tenant-pick-${i}`;
+        if (ownerOf(claim, [...ring, candidate]) === candidate) break;
+      }
+      aimed += 1;
+      if (ownerOf(claim, [...ring, candidate], undefined, SEED) === candidate) landed += 1;
+    }
+    expect(aimed).toBe(claims.length);
+    expect(landed / aimed).toBeLessThan(0.4);
   });
 
   it("gives the same owner whatever the order of the members", () => {

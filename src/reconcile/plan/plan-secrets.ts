@@ -8,7 +8,7 @@
 import type { DesiredDeployment, SecretValue } from "../../crd/mapping.ts";
 import type { DeploymentSpec } from "../../crd/schema.ts";
 import type { Secret } from "../service-types.ts";
-import { hashSecrets } from "./secret-hash.ts";
+import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 
 /** What the secrets cannot be made to be: an empty list cannot clear the service's secrets. */
 export interface SecretsProblem {
@@ -34,18 +34,20 @@ export interface SecretsDecision {
 /**
  * Decides whether `desired` secrets (undefined: not managed) must be sent, given the `remote`
  * ones (values, masked values or none) and the hash last applied. In sync when the names are
- * the same and either the hash of the desired values is the one last applied, or the service
- * shows exactly the desired values. Never sends when in sync.
+ * the same and either the hash last applied is the digest of the desired values (`digest`: keyed
+ * with the install key; a plain digest recorded before it still matches), or the service shows
+ * exactly the desired values. Never sends when in sync.
  */
 export function planSecrets(
   desired: readonly SecretValue[] | undefined,
   remote: readonly Secret[],
   lastHash: string | undefined,
+  digest: SecretDigest = UNKEYED_SECRET_DIGEST,
 ): SecretsDecision {
   if (!desired) return { lines: [] };
   const remoteNames = [...new Set(remote.map((s) => s.name))].sort();
   if (desired.length === 0) {
-    if (remoteNames.length === 0) return { lines: [], hash: hashSecrets([]) };
+    if (remoteNames.length === 0) return { lines: [], hash: digest.digest([]) };
     return {
       lines: [],
       problem: {
@@ -55,25 +57,25 @@ export function planSecrets(
       },
     };
   }
-  const hash = hashSecrets(desired);
+  const hash = digest.digest(desired);
+  const recorded = digest.matches(lastHash, desired);
   const remoteValue = new Map(remote.map((s) => [s.name, s.value]));
   const desiredNames = desired.map((s) => s.name).sort();
   const namesMatch =
     desiredNames.length === remoteNames.length && desiredNames.every((n, i) => n === remoteNames[i]);
   const valuesShown = desired.every((s) => remoteValue.get(s.name) === s.value);
-  if (namesMatch && (hash === lastHash || valuesShown)) return { lines: [], hash };
+  if (namesMatch && (recorded || valuesShown)) return { lines: [], hash };
 
   const added = desiredNames.filter((n) => !remoteValue.has(n));
   const removed = remoteNames.filter((n) => !desiredNames.includes(n));
   // Whether a kept secret's value changed is known from the values when the service shows them,
   // otherwise only from the hash: then every kept secret counts as rotated.
-  const rotated =
-    hash === lastHash
-      ? []
-      : desired
-          .filter((s) => remoteValue.has(s.name) && remoteValue.get(s.name) !== s.value)
-          .map((s) => s.name)
-          .sort();
+  const rotated = recorded
+    ? []
+    : desired
+        .filter((s) => remoteValue.has(s.name) && remoteValue.get(s.name) !== s.value)
+        .map((s) => s.name)
+        .sort();
   const lines: string[] = [];
   if (added.length > 0) lines.push(`secrets: added ${added.join(", ")}`);
   if (removed.length > 0) lines.push(`secrets: removed ${removed.join(", ")}`);
@@ -87,15 +89,17 @@ export function planSecrets(
  * resource's `status.appliedSecretsHash` (undefined when unknown). ObserveOnly never sent the
  * secrets, so where the service masks values only their names can be compared: the desired
  * values count as the ones applied. Every other policy uses the recorded hash, if any.
+ * `secretDigest` makes and compares the digests (keyed with the install key).
  */
 export function lastAppliedFor(
   spec: Pick<DeploymentSpec, "managementPolicy">,
   desired: Pick<DesiredDeployment, "secrets">,
   appliedSecretsHash: string | undefined,
-): { secretsHash?: string } {
+  secretDigest: SecretDigest,
+): { secretsHash?: string; secretDigest: SecretDigest } {
   const hash =
     spec.managementPolicy === "ObserveOnly" && desired.secrets
-      ? hashSecrets(desired.secrets)
+      ? secretDigest.digest(desired.secrets)
       : appliedSecretsHash;
-  return hash ? { secretsHash: hash } : {};
+  return hash ? { secretsHash: hash, secretDigest } : { secretDigest };
 }

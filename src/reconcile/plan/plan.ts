@@ -27,11 +27,14 @@ import type {
 } from "../service-types.ts";
 import { cloneJson, displayValue, jsonEqual, wireEqual } from "./diff.ts";
 import { planSecrets, type SecretsProblem } from "./plan-secrets.ts";
+import type { SecretDigest } from "./secret-hash.ts";
 
 /** What the planner remembers from the last successful apply (from the resource's status). */
 export interface LastApplied {
   /** `status.appliedSecretsHash`: hash of the secret names and values last sent. */
   secretsHash?: string;
+  /** How secrets' digests are made and compared (keyed with the install key); default unkeyed. */
+  secretDigest?: SecretDigest;
 }
 
 /** Which part of a PATCH a change belongs to. */
@@ -112,7 +115,7 @@ export function plan(
   observed: Deployment | undefined,
   lastApplied: LastApplied,
 ): Plan {
-  if (!observed) return planCreate(desired);
+  if (!observed) return planCreate(desired, lastApplied.secretDigest);
 
   const immutable = immutableProblems(desired, observed);
   if (immutable.length > 0)
@@ -131,7 +134,12 @@ export function plan(
     if (desired.revision_source) body.revision_source = desired.revision_source;
   }
 
-  const secrets = planSecrets(desired.secrets, observed.secrets, lastApplied.secretsHash);
+  const secrets = planSecrets(
+    desired.secrets,
+    observed.secrets,
+    lastApplied.secretsHash,
+    lastApplied.secretDigest,
+  );
   if (secrets.send) body.secrets = secrets.send;
   changes.push(...secrets.lines.map((l) => ({ group: "secrets" as const, field: "secrets", line: l })));
 
@@ -166,7 +174,7 @@ export function plan(
   };
 }
 
-function planCreate(desired: DesiredDeployment): CreatePlan {
+function planCreate(desired: DesiredDeployment, digest: SecretDigest | undefined): CreatePlan {
   const body: CreateDeploymentBody = { name: desired.name, source: desired.source };
   const summary = [`create deployment ${desired.name} (source ${desired.source})`];
   if (desired.source_config) body.source_config = cloneJson(desired.source_config);
@@ -177,7 +185,7 @@ function planCreate(desired: DesiredDeployment): CreatePlan {
   summary.push(...changes.map((c) => c.line));
   let secretsHash: string | undefined;
   if (desired.secrets) {
-    const secrets = planSecrets(desired.secrets, [], undefined);
+    const secrets = planSecrets(desired.secrets, [], undefined, digest);
     if (desired.secrets.length > 0)
       body.secrets = desired.secrets.map((s) => ({ name: s.name, value: s.value }));
     summary.push(...secrets.lines);
