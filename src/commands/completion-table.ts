@@ -254,6 +254,12 @@ const FLAGS: readonly CompletionFlag[] = [
       "namespace of the resources that name none, as kubectl apply -n (default: the kubeconfig context's, else default)",
   },
   {
+    long: "--operator-namespace",
+    takesValue: true,
+    description:
+      "with --kubeconfig: the operator's namespace, whose Secret dms-operator-install-key keys the secrets digests in status (default dms-system); without the right to get it, secret values are compared only with digests recorded before the key",
+  },
+  {
     long: "--connection",
     takesValue: true,
     description:
@@ -421,21 +427,21 @@ const NODES: readonly (Omit<CompletionNode, "flags"> & { flags: readonly number[
     path: ["plan"],
     subcommands: [],
     takesResource: false,
-    flags: [47, 48, 49, 46, 50, 51, 52, 53, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 2],
+    flags: [47, 48, 49, 46, 50, 51, 52, 53, 54, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 2],
   },
   {
     path: ["revisions"],
     subcommands: [],
     takesResource: true,
-    flags: [54, 55, 56, 46, 57, 58, 3, 4, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 2],
+    flags: [55, 56, 57, 46, 58, 59, 3, 4, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 2],
   },
   {
     path: ["logs"],
     subcommands: [],
     takesResource: true,
-    flags: [59, 60, 61, 62, 55, 56, 46, 63, 64, 65, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 2],
+    flags: [60, 61, 62, 63, 56, 57, 46, 64, 65, 66, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 2],
   },
-  { path: ["version"], subcommands: [], takesResource: false, flags: [66, 67, 68, 5, 6, 7, 2] },
+  { path: ["version"], subcommands: [], takesResource: false, flags: [67, 68, 69, 5, 6, 7, 2] },
   { path: ["completion"], subcommands: [], takesResource: false, flags: [2] },
 ];
 
