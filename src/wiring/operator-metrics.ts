@@ -24,6 +24,7 @@ export const STALLED_REASONS: readonly string[] = [
   REASON.NameReserved,
   REASON.NameConflict,
   REASON.Immutable,
+  REASON.DeploymentTypeMismatch,
   REASON.CannotClearSecrets,
   REASON.SecretNotFound,
   REASON.SecretsTooLarge,

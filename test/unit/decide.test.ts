@@ -31,6 +31,11 @@ const SETTINGS = { createGraceMs: GRACE_MS, counter: () => 0 };
 const ALWAYS_DENY: RolloutWindowSpec = { kind: "deny", schedule: "0 0 * * *", duration: "24h" };
 /** The service's deployment of {@link SPEC}, as its create made it. */
 const DEPLOYED: Deployment = applyCreate(BODY, "plain");
+/** {@link DEPLOYED} as the service returns it, with its type (the service's default). */
+const PROD: Deployment = {
+  ...DEPLOYED,
+  source_config: { ...DEPLOYED.source_config, deployment_type: "prod" },
+};
 const IMAGE_2: Partial<DeploymentSpec> = { sourceRevisionConfig: { imageUri: "repo/agent:2" } };
 
 /** The resource `default/agent` with `spec` over {@link SPEC}. */
@@ -173,6 +178,49 @@ const ROWS: Row[] = [
     observation: seen(resource(), { ...DEPLOYED, source: "github" }, { adopted: true }),
     status: {},
     decision: { outcome: { kind: "failed", reason: "Immutable", stalled: true }, observed: undefined },
+    write: undefined,
+  },
+  {
+    name: "a deployment found by name of another type than the spec sets: refused, not adopted, nothing written",
+    spec: resource({ sourceConfig: { ...SPEC.sourceConfig, deploymentType: "dev" } }),
+    observation: seen(resource({ sourceConfig: { ...SPEC.sourceConfig, deploymentType: "dev" } }), PROD, {
+      adopted: true,
+    }),
+    status: {},
+    decision: {
+      outcome: {
+        kind: "failed",
+        reason: "DeploymentTypeMismatch",
+        stalled: true,
+        message: expect.stringMatching(
+          /spec\.sourceConfig\.deploymentType is dev .*prod.*a new type means a new deployment/,
+        ),
+      },
+      observed: undefined,
+      events: [],
+    },
+    write: undefined,
+  },
+  {
+    name: "our deployment, whose type differs from the one the spec now sets: refused, never PATCHed, even with other changes",
+    spec: resource({ ...IMAGE_2, sourceConfig: { ...SPEC.sourceConfig, deploymentType: "dev" } }),
+    observation: seen(
+      resource({ ...IMAGE_2, sourceConfig: { ...SPEC.sourceConfig, deploymentType: "dev" } }),
+      PROD,
+    ),
+    status: OURS,
+    decision: {
+      outcome: { kind: "failed", reason: "DeploymentTypeMismatch", stalled: true },
+      observed: { kind: "found", deployment: PROD },
+    },
+    write: undefined,
+  },
+  {
+    name: "a spec without a type accepts the service's: in line, nothing to send",
+    spec: resource(),
+    observation: seen(resource(), PROD),
+    status: OURS,
+    decision: { outcome: { kind: "synced" } },
     write: undefined,
   },
   {

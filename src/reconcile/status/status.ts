@@ -59,6 +59,8 @@ export const REASON = {
   SecretNotFound: "SecretNotFound",
   InvalidSpec: "InvalidSpec",
   Immutable: "Immutable",
+  /** spec.sourceConfig.deploymentType differs from the type of the service's deployment. */
+  DeploymentTypeMismatch: "DeploymentTypeMismatch",
   CannotClearSecrets: "CannotClearSecrets",
   Unauthorized: "Unauthorized",
   RateLimited: "RateLimited",
@@ -204,8 +206,9 @@ function excerptSentence(rollout: RolloutEvidence | undefined, revisionId: strin
 export function outcomeFromProblems(problems: readonly PlanProblem[]): SyncOutcome | undefined {
   const [first] = problems;
   if (!first) return undefined;
-  const stalled = problems.some((p) => p.reason === "Immutable");
-  const reason = stalled ? REASON.Immutable : REASON.CannotClearSecrets;
+  // What cannot change (the name, the source, the deployment type) is named before the rest.
+  const fixed = problems.find((p) => p.reason === "Immutable" || p.reason === "DeploymentTypeMismatch");
+  const reason = fixed ? REASON[fixed.reason] : REASON.CannotClearSecrets;
   return { kind: "failed", reason, message: problems.map((p) => p.message).join("; "), stalled: true };
 }
 
