@@ -26,6 +26,7 @@ export const STALLED_REASONS: readonly string[] = [
   REASON.Immutable,
   REASON.DeploymentTypeMismatch,
   REASON.CannotClearSecrets,
+  REASON.RebuildRouteMissing,
   REASON.SecretNotFound,
   REASON.SecretsTooLarge,
   REASON.InvalidSpec,

@@ -91,6 +91,8 @@ export const REASON = {
   OutsideRolloutWindow: "OutsideRolloutWindow",
   /** The name cannot be created: a tracing project of that name remains on the service. */
   NameReserved: "NameReserved",
+  /** dms.dev/rebuild-requested-at asks for a revision, and the service has no rebuild route. */
+  RebuildRouteMissing: "RebuildRouteMissing",
 } as const;
 
 /** What is known of the deployment's latest revision (see `revisions.ts`). */
@@ -153,6 +155,7 @@ export interface StatusRecord {
   appliedSecretVersions?: string | null;
   lastHandledReconcileAt?: string | null;
   lastHandledRolloutNow?: string | null;
+  lastHandledRebuildAt?: string | null;
   createRequestedAt?: string | null;
   resolvedRepoUrl?: string | null;
   resolvedRepoRef?: string | null;
@@ -403,6 +406,7 @@ const RECORD_FIELDS = [
   "appliedSecretVersions",
   "lastHandledReconcileAt",
   "lastHandledRolloutNow",
+  "lastHandledRebuildAt",
   "createRequestedAt",
   "resolvedRepoUrl",
   "resolvedRepoRef",
