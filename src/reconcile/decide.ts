@@ -436,7 +436,8 @@ export function settle(
  * `settled` with what the rebuild came to: a revision created is recorded as handled, with an
  * event `Rebuilt` naming it, and the deployment read after it (its new latest revision) is what
  * the status shows; a route found missing refuses the request (see {@link rebuildRefused}); a
- * deployment the service no longer has leaves it pending (the next reconcile looks it up).
+ * deployment the service no longer has leaves it pending (the next reconcile looks it up); a
+ * lost answer records it as handled, with a Warning `RebuildUnconfirmed` (never a second build).
  */
 function withRebuild(
   settled: { decided: Decided; events: DecidedEvent[] },
@@ -452,11 +453,19 @@ function withRebuild(
     return { decided: { ...decided, outcome: refused }, events: [...events, event] };
   }
   if (outcome.kind === "unknown" || requestedAt === undefined) return settled;
+  const handled = { ...decided.record, lastHandledRebuildAt: requestedAt };
+  if (outcome.kind === "unconfirmed") {
+    const note = `the rebuild asked by ${ANNOTATION_REBUILD_REQUESTED_AT} (${requestedAt}) got no answer (${outcome.error}): the revision may or may not have been created; the request is recorded as handled so that it never builds twice; set a new value to ask again`;
+    return {
+      decided: { ...decided, record: handled },
+      events: [...events, { type: "Warning", reason: "RebuildUnconfirmed", note }],
+    };
+  }
   const note = `created revision ${outcome.revision.id} of the deployment's current configuration (${ANNOTATION_REBUILD_REQUESTED_AT}: ${requestedAt})`;
   return {
     decided: {
       ...decided,
-      record: { ...decided.record, lastHandledRebuildAt: requestedAt },
+      record: handled,
       ...(deployment ? { observed: { kind: "found", deployment } } : {}),
     },
     events: [...events, { type: "Normal", reason: "Rebuilt", note }],

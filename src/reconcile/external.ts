@@ -124,7 +124,8 @@ export class External {
       return { kind: "failed", error, ...(history ? { history } : {}) };
     }
     if (outcome.kind !== "rebuilt") {
-      if (outcome.kind === "unknown") snapshot.forget(rebuild.deploymentId);
+      // Gone, or perhaps rebuilt: the next reconcile looks the deployment up.
+      if (outcome.kind !== "missing") snapshot.forget(rebuild.deploymentId);
       return { ...done, rebuilt: { outcome } };
     }
     const deployment = await service.getById(rebuild.deploymentId, signal).catch((error: unknown) => {

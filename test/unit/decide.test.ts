@@ -475,6 +475,21 @@ describe("settle", () => {
     expect(decided.record?.lastHandledRebuildAt).toBeUndefined();
   });
 
+  it("a rebuild whose answer was lost: recorded as handled, never built twice, said in a Warning", () => {
+    const spec = rebuilding();
+    const decision = decide(spec, seen(spec, DEPLOYED), OURS, NOW, SETTINGS);
+    const executed: Executed = {
+      kind: "none",
+      rebuilt: { outcome: { kind: "unconfirmed", error: "the request timed out" } },
+    };
+    const { decided, events } = settle(spec, OURS, decision, executed);
+    expect(events).toEqual([
+      { type: "Warning", reason: "RebuildUnconfirmed", note: expect.stringContaining("may or may not") },
+    ]);
+    expect(decided.record).toMatchObject({ lastHandledRebuildAt: ASKED });
+    expect(decided.outcome).toEqual({ kind: "synced" });
+  });
+
   it("a PATCH: Updated, the deployment it answered observed", () => {
     const executed: Executed = {
       kind: "sent",

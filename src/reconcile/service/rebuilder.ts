@@ -1,11 +1,12 @@
 /**
  * Rebuilds on demand through one connection (`dms.dev/rebuild-requested-at`): one call to the
  * service's rebuild route (POST /v2/deployments/{deployment_id}/revisions, body `{}`), outside
- * the shared spec. A service without the route (404/405) is remembered for the connection, with
+ * the shared spec, never repeated when its answer was lost (`unconfirmed`: it may have built). A service without the route (404/405) is remembered for the connection, with
  * one log line: every later request is refused without asking again (`decide.ts` says so).
  */
 import type { Logger } from "pino";
 import { RebuildRouteMissingError } from "../../api/client.ts";
+import { isServiceError } from "../../api/errors.ts";
 import type { RevisionRebuilds } from "../ports.ts";
 import type { Revision } from "../service-types.ts";
 import { OptionalRoute } from "./optional-route.ts";
@@ -17,7 +18,12 @@ export type RebuildOutcome =
   /** The service has no rebuild route (now, or since an earlier call): nothing was created. */
   | { kind: "missing"; why: string }
   /** The service says it has no such deployment: nothing was created. */
-  | { kind: "unknown" };
+  | { kind: "unknown" }
+  /**
+   * The answer was lost (a timeout, a dropped connection): the revision may have been created.
+   * Not asked again (a repeat could build twice); `error` says what happened.
+   */
+  | { kind: "unconfirmed"; error: string };
 
 /** Why a connection's rebuilds are off: the sentence conditions and events say it with. */
 export const NO_REBUILD_ROUTE =
@@ -51,6 +57,8 @@ export class Rebuilder {
     } catch (error) {
       if (this.#route.turnsOff(error, isRebuildMissing, NO_REBUILD_ROUTE, REFUSED))
         return { kind: "missing", why: NO_REBUILD_ROUTE };
+      if (!signal.aborted && isServiceError(error) && error.maybeApplied)
+        return { kind: "unconfirmed", error: error.message };
       throw error;
     }
   }
