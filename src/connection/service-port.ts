@@ -89,6 +89,7 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
         row.ok ? [row.revision] : [],
       ),
     redeploy: (deploymentId, revisionId, signal) => client.redeploy(deploymentId, revisionId, { signal }),
+    createRevision: (deploymentId, signal) => client.createRevision(deploymentId, { signal }),
   };
 }
 

@@ -47,6 +47,12 @@ export const ANNOTATION_PAUSED = "dms.dev/paused";
  * acknowledged in `status.lastHandledRolloutNow`.
  */
 export const ANNOTATION_ROLLOUT_NOW = "dms.dev/rollout-now";
+/**
+ * Annotation: any new value (an RFC 3339 time by convention) asks for one new revision of the
+ * deployment's current configuration (a build of a tracked branch's head), through the service's
+ * rebuild route; acknowledged in `status.lastHandledRebuildAt`. Held by rollout windows.
+ */
+export const ANNOTATION_REBUILD_REQUESTED_AT = "dms.dev/rebuild-requested-at";
 
 /** Values of `spec.managementPolicy`. */
 export const MANAGEMENT_POLICIES = ["Manage", "ObserveOnly"] as const;

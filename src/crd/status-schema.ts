@@ -216,6 +216,9 @@ export const DeploymentResourceStatusSchema = Type.Object(
     lastHandledRolloutNow: Str(
       "Last value of the dms.dev/rollout-now annotation that was acted on: the same value lets no later change through.",
     ),
+    lastHandledRebuildAt: Str(
+      "Last value of the dms.dev/rebuild-requested-at annotation that was acted on: the revision it asked for was created (or a change that made one was sent).",
+    ),
     createRequestedAt: Type.Optional(
       Type.String({
         format: "date-time",

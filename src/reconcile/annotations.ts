@@ -5,6 +5,7 @@
 import { createHash } from "node:crypto";
 import {
   ANNOTATION_PAUSED,
+  ANNOTATION_REBUILD_REQUESTED_AT,
   ANNOTATION_RECONCILE_INTERVAL,
   ANNOTATION_RECONCILE_REQUESTED_AT,
   ANNOTATION_ROLLOUT_NOW,
@@ -48,6 +49,15 @@ export function keptAnnotationValue(value: string): string {
  */
 export function rolloutNow(obj: Annotated): string | undefined {
   const value = obj.metadata.annotations?.[ANNOTATION_ROLLOUT_NOW];
+  return value ? keptAnnotationValue(value) : undefined;
+}
+
+/**
+ * The value of `dms.dev/rebuild-requested-at`, if set, as kept ({@link keptAnnotationValue}): a
+ * value other than `status.lastHandledRebuildAt` asks for one new revision.
+ */
+export function rebuildRequestedAt(obj: Annotated): string | undefined {
+  const value = obj.metadata.annotations?.[ANNOTATION_REBUILD_REQUESTED_AT];
   return value ? keptAnnotationValue(value) : undefined;
 }
 

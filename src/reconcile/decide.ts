@@ -9,16 +9,24 @@
  * concludes. No port, no clock, no I/O here: the table of cases is test/unit/decide.test.ts.
  */
 import type { DesiredDeployment } from "../crd/mapping.ts";
-import { rolloutNow } from "./annotations.ts";
+import { ANNOTATION_REBUILD_REQUESTED_AT } from "../crd/schema.ts";
+import { rebuildRequestedAt, rolloutNow } from "./annotations.ts";
 import { type ApplyPatchResult, pendingSwitchBack, redeployedNote, switchBackPlan } from "./apply-reuse.ts";
 import { type CreatePlan, type PatchPlan, plan } from "./plan/plan.ts";
 import { lastAppliedFor } from "./plan/plan-secrets.ts";
 import { type RevisionHistoryEntry, splitForRedeploy } from "./plan/revision-reuse.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./plan/secret-hash.ts";
 import type { StoredResource } from "./ports.ts";
-import { gatePatch, type InheritedWindows, windowsInEffect } from "./rollout/rollout-gate.ts";
+import {
+  gatePatch,
+  gateRollout,
+  type InheritedWindows,
+  type WindowsInEffect,
+  windowsInEffect,
+} from "./rollout/rollout-gate.ts";
 import type { Counter } from "./rollout/rollout-windows.ts";
 import type { Observation as Lookup } from "./service/observe.ts";
+import type { RebuildOutcome } from "./service/rebuilder.ts";
 import type { Deployment, SourceRevisionConfig } from "./service-types.ts";
 import { adoptedNote, createdNote, observedDrift, updateNote, updateReason } from "./status/notes.ts";
 import {
@@ -48,6 +56,8 @@ export interface Observation {
   inheritedWindows?: InheritedWindows | undefined;
   /** The clock when the observation ended (ms since the epoch): a create's grace runs on it. */
   at: number;
+  /** Why the connection's rebuild route is known missing (`session.rebuilds.missing`), if it is. */
+  rebuildMissing?: string | undefined;
 }
 
 /**
@@ -115,6 +125,11 @@ export interface Decision extends Decided {
   /** A line for the reconcile's log. */
   log?: { fields?: object; message: string };
   write?: Write;
+  /**
+   * One new revision to create through the rebuild route, after the write (if any):
+   * `dms.dev/rebuild-requested-at` carries `requestedAt`, not acted on yet.
+   */
+  rebuild?: { deploymentId: string; requestedAt: string };
   /**
    * The spec cannot be decided on (rollout windows that cannot be read: an `InvalidSpecError`):
    * reported as the reconcile's failure once {@link events} are recorded; no write.
@@ -209,6 +224,8 @@ export function decide(
       ...record,
       appliedSecretsHash: planned.secretsHash ?? null,
       appliedSecretVersions: appliedVersions(planned.secretsHash, versions),
+      // The create builds the deployment's first revision: what a pending rebuild asks for.
+      ...(pendingRebuild(spec, status) ? { lastHandledRebuildAt: rebuildRequestedAt(spec) } : {}),
     };
     const write = { kind: "create", plan: planned } as const;
     return { events, after: [], outcome: { kind: "synced" }, record: applied, write };
@@ -269,19 +286,38 @@ export function decide(
           redeployMessage: !gated.held && !problems,
         }
       : undefined;
-  const log = gated.viaRolloutNow
+  // A rebuild asked for goes after the write, unless something holds it or the write makes a
+  // revision itself (see decideRebuild).
+  const rebuild =
+    deployment && !problems && !gated.held && pendingRebuild(spec, status)
+      ? decideRebuild(spec, status, observation, {
+          deploymentId: deployment.id,
+          windows,
+          now,
+          newRevision: sending?.newRevision === true,
+          counter: settings.counter,
+        })
+      : undefined;
+  const viaRolloutNow = gated.viaRolloutNow || rebuild?.viaRolloutNow;
+  const log = viaRolloutNow
     ? { log: { message: "rolling out outside the rollout windows: dms.dev/rollout-now" } }
     : {};
   const decided = {
     events,
-    record: applied,
+    record: rebuild?.handled ? { ...applied, lastHandledRebuildAt: rebuild.handled } : applied,
     observed: observedAs(deployment),
     ...log,
     ...(write ? { write } : {}),
+    ...(rebuild?.send ? { rebuild: rebuild.send } : {}),
   };
-  if (!gated.held) return { ...decided, after: [], outcome: problems ?? { kind: "synced" } };
-  const { message, wakeAt } = gated.held;
-  const synced = status.conditions?.find((c) => c.type === CONDITION.Synced);
+  const held = gated.held ?? rebuild?.held;
+  if (!held) {
+    const refused = rebuild?.refused;
+    if (!refused) return { ...decided, after: [], outcome: problems ?? { kind: "synced" } };
+    return { ...decided, after: refused.events, outcome: refused.outcome };
+  }
+  const { message, wakeAt } = held;
+  const synced = syncedOf(status);
   const after: DecidedEvent[] =
     synced?.reason !== REASON.OutsideRolloutWindow || synced.message !== message
       ? [{ type: "Normal", reason: REASON.OutsideRolloutWindow, note: message }]
@@ -289,18 +325,106 @@ export function decide(
   return { ...decided, after, outcome: problems ?? { kind: "held", message }, wakeAt };
 }
 
-/** What `execute` wrote, as `settle` needs it. */
+const syncedOf = (status: NonNullable<StoredResource["status"]>) =>
+  status.conditions?.find((c) => c.type === CONDITION.Synced);
+
+/** Whether `dms.dev/rebuild-requested-at` carries a value not acted on yet. */
+function pendingRebuild(spec: DecideSpec, status: NonNullable<StoredResource["status"]>): boolean {
+  const requested = rebuildRequestedAt(spec);
+  return requested !== undefined && requested !== status.lastHandledRebuildAt;
+}
+
+/** The change a rebuild makes, as the rollout gate's message names it. */
+const REBUILD_CHANGE = {
+  group: "source_revision_config",
+  field: `the rebuild asked by ${ANNOTATION_REBUILD_REQUESTED_AT}`,
+  line: `rebuild (${ANNOTATION_REBUILD_REQUESTED_AT})`,
+} as const;
+
+/** What a pending rebuild comes to in a reconcile that decided the rest (see {@link decide}). */
+interface RebuildDecision {
+  /** Recorded as handled (`status.lastHandledRebuildAt`) with this value. */
+  handled?: string;
+  /** Sent after the write. */
+  send?: { deploymentId: string; requestedAt: string };
+  /** Held outside the rollout windows. */
+  held?: { message: string; wakeAt: number };
+  /** Refused: the connection's service has no rebuild route. */
+  refused?: { outcome: SyncOutcome; events: DecidedEvent[] };
+  viaRolloutNow?: boolean;
+}
+
+/**
+ * A pending `dms.dev/rebuild-requested-at` on the deployment `deploymentId`:
+ * - the write makes a new revision itself (`newRevision`): that revision is the one asked for,
+ *   and the request is handled (no second build);
+ * - the connection's service has no rebuild route: refused (Synced=False, Stalled,
+ *   {@link REASON.RebuildRouteMissing}, an event the first time), nothing else written for it,
+ *   not recorded as handled;
+ * - else the rollout gate decides, as for any revision: open, it is sent; closed, it is held.
+ */
+function decideRebuild(
+  spec: DecideSpec,
+  status: NonNullable<StoredResource["status"]>,
+  observation: Observation,
+  at: {
+    deploymentId: string;
+    windows: WindowsInEffect;
+    now: number;
+    newRevision: boolean;
+    counter?: Counter | undefined;
+  },
+): RebuildDecision {
+  const requestedAt = rebuildRequestedAt(spec) ?? "";
+  if (at.newRevision) return { handled: requestedAt };
+  if (observation.rebuildMissing !== undefined) {
+    const outcome = rebuildRefused(observation.rebuildMissing);
+    const synced = syncedOf(status);
+    const said = synced?.reason === outcome.reason && synced.message === outcome.message;
+    const event = { type: "Warning", reason: REASON.RebuildRouteMissing, note: outcome.message } as const;
+    return { refused: { outcome, events: said ? [] : [event] } };
+  }
+  const gate = gateRollout({
+    windows: at.windows,
+    now: at.now,
+    rolloutNow: rolloutNow(spec),
+    handledRolloutNow: status.lastHandledRolloutNow,
+    held: [REBUILD_CHANGE],
+    ...(at.counter ? { counter: at.counter } : {}),
+  });
+  if (gate.kind === "held") return { held: { message: gate.message, wakeAt: gate.wakeAt } };
+  return { send: { deploymentId: at.deploymentId, requestedAt }, viaRolloutNow: gate.viaRolloutNow };
+}
+
+/** The outcome of a rebuild refused because the service has no rebuild route (`why`). */
+export function rebuildRefused(why: string): SyncOutcome & { kind: "failed" } {
+  return {
+    kind: "failed",
+    reason: REASON.RebuildRouteMissing,
+    message: `${ANNOTATION_REBUILD_REQUESTED_AT} asks for a new revision, but ${why}: no revision was created, and nothing else was written for the request; remove the annotation (a change of spec.sourceRevisionConfig still makes a revision by PATCH)`,
+    stalled: true,
+  };
+}
+
+/**
+ * What `execute` wrote, as `settle` needs it; `rebuilt`: what the decision's rebuild came to
+ * (after the write, if any: `none` when there was none).
+ */
 export type Executed =
   /** The create: the deployment it answered, and the history of its first revision. */
-  | {
-      kind: "created";
-      deployment: Deployment;
-      history?: RevisionHistoryEntry[] | undefined;
-      /** The resource as the intent's write answered: the status goes on that version. */
-      written: StoredResource;
-    }
-  /** The PATCH (or the redeploy then the PATCH): what `applyPatch` answered. */
-  | { kind: "sent"; sent: ApplyPatchResult };
+  (
+    | {
+        kind: "created";
+        deployment: Deployment;
+        history?: RevisionHistoryEntry[] | undefined;
+        /** The resource as the intent's write answered: the status goes on that version. */
+        written: StoredResource;
+      }
+    /** The PATCH (or the redeploy then the PATCH): what `applyPatch` answered. */
+    | { kind: "sent"; sent: ApplyPatchResult }
+    /** No write: only the rebuild. */
+    | { kind: "none" }
+  ) & { rebuilt?: { outcome: RebuildOutcome; deployment?: Deployment | undefined } };
 
 /**
  * `decision` with what was `executed` of its write (none when it had none): the conclusion's
@@ -312,10 +436,61 @@ export function settle(
   decision: Decision,
   executed: Executed | undefined,
 ): { decided: Decided; events: DecidedEvent[] } {
+  const settled = settleWrite(spec, status, decision, executed);
+  return executed?.rebuilt ? withRebuild(settled, decision, executed.rebuilt) : settled;
+}
+
+/**
+ * `settled` with what the rebuild came to: a revision created is recorded as handled, with an
+ * event `Rebuilt` naming it, and the deployment read after it (its new latest revision) is what
+ * the status shows; a route found missing refuses the request (see {@link rebuildRefused}); a
+ * deployment the service no longer has leaves it pending (the next reconcile looks it up); a
+ * lost answer records it as handled, with a Warning `RebuildUnconfirmed` (never a second build).
+ */
+function withRebuild(
+  settled: { decided: Decided; events: DecidedEvent[] },
+  decision: Decision,
+  rebuilt: NonNullable<Executed["rebuilt"]>,
+): { decided: Decided; events: DecidedEvent[] } {
+  const { decided, events } = settled;
+  const { outcome, deployment } = rebuilt;
+  const requestedAt = decision.rebuild?.requestedAt;
+  if (outcome.kind === "missing") {
+    const refused = rebuildRefused(outcome.why);
+    const event = { type: "Warning", reason: REASON.RebuildRouteMissing, note: refused.message } as const;
+    return { decided: { ...decided, outcome: refused }, events: [...events, event] };
+  }
+  if (outcome.kind === "unknown" || requestedAt === undefined) return settled;
+  const handled = { ...decided.record, lastHandledRebuildAt: requestedAt };
+  if (outcome.kind === "unconfirmed") {
+    const note = `the rebuild asked by ${ANNOTATION_REBUILD_REQUESTED_AT} (${requestedAt}) got no answer (${outcome.error}): the revision may or may not have been created; the request is recorded as handled so that it never builds twice; set a new value to ask again`;
+    return {
+      decided: { ...decided, record: handled },
+      events: [...events, { type: "Warning", reason: "RebuildUnconfirmed", note }],
+    };
+  }
+  const note = `created revision ${outcome.revision.id} of the deployment's current configuration (${ANNOTATION_REBUILD_REQUESTED_AT}: ${requestedAt})`;
+  return {
+    decided: {
+      ...decided,
+      record: handled,
+      ...(deployment ? { observed: { kind: "found", deployment } } : {}),
+    },
+    events: [...events, { type: "Normal", reason: "Rebuilt", note }],
+  };
+}
+
+/** {@link settle} of the write alone. */
+function settleWrite(
+  spec: DecideSpec,
+  status: NonNullable<StoredResource["status"]>,
+  decision: Decision,
+  executed: Executed | undefined,
+): { decided: Decided; events: DecidedEvent[] } {
   const { outcome, observed, record, wakeAt } = decision;
   const decided: Decided = { outcome, observed, record, ...(wakeAt === undefined ? {} : { wakeAt }) };
   const write = decision.write;
-  if (!executed || !write) return { decided, events: decision.after };
+  if (!executed || !write || executed.kind === "none") return { decided, events: decision.after };
   if (executed.kind === "created") {
     const created = { type: "Normal", reason: "Created", note: createdNote(executed.deployment) } as const;
     const history = executed.history ? { history: executed.history } : {};

@@ -103,11 +103,46 @@ export class External {
       secretsUnread: run.seen.unread,
       inheritedWindows: run.inheritedWindows,
       at: this.#deps.now(),
+      rebuildMissing: run.session.rebuilds.missing,
     };
   }
 
-  /** Performs `decision`'s write, if any (see {@link Execution}). */
+  /**
+   * Performs `decision`'s write, if any, then its rebuild, if any (see {@link Execution}). A
+   * revision the rebuild created is followed by a read of the deployment (its new latest
+   * revision, for the status and the rollout's tracking); that read failing costs only the
+   * tracking until the next lookup, never a second build.
+   */
   async execute(run: Connected, decision: Decision, signal: AbortSignal): Promise<Execution | undefined> {
+    const executed = await this.#write(run, decision, signal);
+    const rebuild = decision.rebuild;
+    if (!rebuild || executed?.kind === "failed") return executed;
+    const done = executed ?? { kind: "none" };
+    const { service, snapshot, rebuilds } = run.session;
+    let outcome: Awaited<ReturnType<typeof rebuilds.rebuild>>;
+    try {
+      outcome = await rebuilds.rebuild(rebuild.deploymentId, signal);
+    } catch (error) {
+      const history = done.kind === "sent" ? done.sent.history : undefined;
+      return { kind: "failed", error, ...(history ? { history } : {}) };
+    }
+    if (outcome.kind !== "rebuilt") {
+      // Gone, or perhaps rebuilt: the next reconcile looks the deployment up.
+      if (outcome.kind !== "missing") snapshot.forget(rebuild.deploymentId);
+      return { ...done, rebuilt: { outcome } };
+    }
+    const deployment = await service.getById(rebuild.deploymentId, signal).catch((error: unknown) => {
+      if (signal.aborted) throw error;
+      run.log.warn({ err: String(error) }, "could not read the deployment after its rebuild");
+      return undefined;
+    });
+    if (deployment) snapshot.remember(deployment);
+    else snapshot.forget(rebuild.deploymentId);
+    return { ...done, rebuilt: { outcome, deployment } };
+  }
+
+  /** Performs `decision`'s write, if any. */
+  async #write(run: Connected, decision: Decision, signal: AbortSignal): Promise<Execution | undefined> {
     const write = decision.write;
     if (!write) return undefined;
     if (write.kind === "create") {

@@ -107,6 +107,17 @@ export interface RevisionRedeploys {
   redeploy(deploymentId: string, revisionId: string, signal: AbortSignal): Promise<Deployment | undefined>;
 }
 
+/** A new revision of a deployment's current configuration: the rebuild route. */
+export interface RevisionRebuilds {
+  /**
+   * Creates one revision of the deployment's current configuration (a build of a tracked
+   * branch's head); the revision answered, or undefined when the service says it has no such
+   * deployment. Rejects with `RebuildRouteMissingError` (api/client.ts) when the service has no
+   * rebuild route. Never repeated by the caller after a lost answer (it may have been built).
+   */
+  createRevision(deploymentId: string, signal: AbortSignal): Promise<Revision | undefined>;
+}
+
 /**
  * The service as one connection reaches it: every capability above. The adapter
  * (`src/connection/service-port.ts`) implements it and the composition root hands it to a
@@ -119,7 +130,8 @@ export interface DeploymentsPort
     ForgeRepos,
     RevisionReads,
     RevisionLogReads,
-    RevisionRedeploys {}
+    RevisionRedeploys,
+    RevisionRebuilds {}
 
 /**
  * What a listing answered: the deployments read, and the items it skipped because they could not

@@ -11,6 +11,7 @@
  *   errors, and counts the calls per method.
  * - {@link RecordedEvents} and {@link MemorySecrets} record and answer.
  */
+import { RebuildRouteMissingError } from "../../src/api/client.ts";
 import { kindOfStatus, ServiceError } from "../../src/api/errors.ts";
 import { RedeployRouteMissingError } from "../../src/api/redeploy.ts";
 import {
@@ -301,6 +302,7 @@ const HTTP: Record<ServiceMethod, [method: string, route: string]> = {
   getRevisionLogs: ["GET", "/v2/deployments/{deployment_id}/revisions/{revision_id}/logs"],
   recentRevisions: ["GET", "/v2/deployments/{deployment_id}/revisions"],
   redeploy: ["POST", "/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy"],
+  createRevision: ["POST", "/v2/deployments/{deployment_id}/revisions"],
 };
 
 /** Options of {@link SimulatedService}. */
@@ -340,6 +342,7 @@ export class SimulatedService implements DeploymentsPort {
     getRevisionLogs: 0,
     recentRevisions: 0,
     redeploy: 0,
+    createRevision: 0,
   };
   /** Deployments younger than this are missing from listings (the listing lags behind creates). */
   lagMs = 0;
@@ -457,6 +460,24 @@ export class SimulatedService implements DeploymentsPort {
         return this.store.redeploy(deploymentId, revisionId, this.redeployRoute);
       } catch (error) {
         // The client's answer to a 404 naming what is missing (not the bare one of a missing route).
+        if (error instanceof SimulatorError && error.status === 404) return undefined;
+        throw error;
+      }
+    });
+  }
+
+  /** Whether the service has the rebuild route: without it, a call fails as such a service answers. */
+  rebuildRoute = true;
+
+  createRevision(deploymentId: string, signal: AbortSignal): Promise<Revision | undefined> {
+    return this.#call("createRevision", signal, () => {
+      if (!this.rebuildRoute)
+        throw new RebuildRouteMissingError(
+          serviceError("POST", HTTP.createRevision[1], { status: 405, detail: "Method Not Allowed" }),
+        );
+      try {
+        return this.store.createRevision(deploymentId);
+      } catch (error) {
         if (error instanceof SimulatorError && error.status === 404) return undefined;
         throw error;
       }

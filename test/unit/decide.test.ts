@@ -3,11 +3,12 @@
 // (a 409 on a stale resourceVersion, the finalizer, the reads a reconcile makes) stays in
 // reconciler.test.ts.
 import { describe, expect, it } from "vitest";
-import type { Deployment } from "../../src/api/wire.ts";
+import type { Deployment, Revision } from "../../src/api/wire.ts";
 import { InvalidSpecError } from "../../src/crd/errors.ts";
 import { desiredFromSpec } from "../../src/crd/mapping.ts";
 import type { RolloutWindowSpec } from "../../src/crd/rollout-windows-schema.ts";
 import {
+  ANNOTATION_REBUILD_REQUESTED_AT,
   ANNOTATION_ROLLOUT_NOW,
   type DeploymentResourceStatus,
   type DeploymentSpec,
@@ -31,6 +32,11 @@ const SETTINGS = { createGraceMs: GRACE_MS, counter: () => 0 };
 const ALWAYS_DENY: RolloutWindowSpec = { kind: "deny", schedule: "0 0 * * *", duration: "24h" };
 /** The service's deployment of {@link SPEC}, as its create made it. */
 const DEPLOYED: Deployment = applyCreate(BODY, "plain");
+/** {@link DEPLOYED} as the service returns it, with its type (the service's default). */
+const PROD: Deployment = {
+  ...DEPLOYED,
+  source_config: { ...DEPLOYED.source_config, deployment_type: "prod" },
+};
 const IMAGE_2: Partial<DeploymentSpec> = { sourceRevisionConfig: { imageUri: "repo/agent:2" } };
 
 /** The resource `default/agent` with `spec` over {@link SPEC}. */
@@ -71,12 +77,22 @@ interface Row {
   write: "create" | "send" | undefined;
 }
 
+/** Whether the decision asks for a rebuild: exactly when `decision` states one. */
+const rebuilds = (row: Row) => row.decision.rebuild !== undefined;
+
 const OURS: DeploymentResourceStatus = { deploymentId: DEPLOYED.id, observedGeneration: 1 };
 const held = resource({ ...IMAGE_2, rolloutWindows: [ALWAYS_DENY] });
 /** A ClusterServiceConnection's freeze, as its policy makes it: a default, or binding. */
 const ADVISORY_FREEZE = { windows: [ALWAYS_DENY], from: "ClusterServiceConnection freeze" };
 const BINDING_FREEZE = { ...ADVISORY_FREEZE, binding: { liftedBy: "cluster admins" } };
 const HELD_MESSAGE = decide(held, seen(held, DEPLOYED), OURS, NOW, SETTINGS).outcome;
+const ASKED = "2030-01-01T00:00:00Z";
+const REBUILD = { [ANNOTATION_REBUILD_REQUESTED_AT]: ASKED };
+/** A resource asking for a rebuild, with `spec` over {@link SPEC}. */
+const rebuilding = (spec: Partial<DeploymentSpec> = {}, more: Record<string, string> = {}) =>
+  resource(spec, { ...REBUILD, ...more });
+const REVISION_2: Revision = { id: "22222222-2222-4222-8222-222222222222", status: "QUEUED" };
+const NO_ROUTE = "the service has no rebuild route (POST /v2/deployments/{deployment_id}/revisions)";
 
 const ROWS: Row[] = [
   {
@@ -177,6 +193,139 @@ const ROWS: Row[] = [
     status: {},
     decision: { outcome: { kind: "failed", reason: "Immutable", stalled: true }, observed: undefined },
     write: undefined,
+  },
+  {
+    name: "a deployment found by name of another type than the spec sets: refused, not adopted, nothing written",
+    spec: resource({ sourceConfig: { ...SPEC.sourceConfig, deploymentType: "dev" } }),
+    observation: seen(resource({ sourceConfig: { ...SPEC.sourceConfig, deploymentType: "dev" } }), PROD, {
+      adopted: true,
+    }),
+    status: {},
+    decision: {
+      outcome: {
+        kind: "failed",
+        reason: "DeploymentTypeMismatch",
+        stalled: true,
+        message: expect.stringMatching(
+          /spec\.sourceConfig\.deploymentType is dev .*prod.*a new type means a new deployment/,
+        ),
+      },
+      observed: undefined,
+      events: [],
+    },
+    write: undefined,
+  },
+  {
+    name: "our deployment, whose type differs from the one the spec now sets: refused, never PATCHed, even with other changes",
+    spec: resource({ ...IMAGE_2, sourceConfig: { ...SPEC.sourceConfig, deploymentType: "dev" } }),
+    observation: seen(
+      resource({ ...IMAGE_2, sourceConfig: { ...SPEC.sourceConfig, deploymentType: "dev" } }),
+      PROD,
+    ),
+    status: OURS,
+    decision: {
+      outcome: { kind: "failed", reason: "DeploymentTypeMismatch", stalled: true },
+      observed: { kind: "found", deployment: PROD },
+    },
+    write: undefined,
+  },
+  {
+    name: "a spec without a type accepts the service's: in line, nothing to send",
+    spec: resource(),
+    observation: seen(resource(), PROD),
+    status: OURS,
+    decision: { outcome: { kind: "synced" } },
+    write: undefined,
+  },
+  {
+    name: "a rebuild asked for: one revision through the rebuild route, after no other write; handled once it is made",
+    spec: rebuilding(),
+    observation: seen(rebuilding(), DEPLOYED),
+    status: OURS,
+    decision: {
+      rebuild: { deploymentId: DEPLOYED.id, requestedAt: ASKED },
+      outcome: { kind: "synced" },
+      record: expect.not.objectContaining({ lastHandledRebuildAt: expect.anything() }),
+    },
+    write: undefined,
+  },
+  {
+    name: "a rebuild already handled: nothing",
+    spec: rebuilding(),
+    observation: seen(rebuilding(), DEPLOYED),
+    status: { ...OURS, lastHandledRebuildAt: ASKED },
+    decision: { outcome: { kind: "synced" } },
+    write: undefined,
+  },
+  {
+    name: "a rebuild asked for with a change that makes a revision: that revision is the one asked for, no second build",
+    spec: rebuilding(IMAGE_2),
+    observation: seen(rebuilding(IMAGE_2), DEPLOYED),
+    status: OURS,
+    decision: { record: { lastHandledRebuildAt: ASKED } },
+    write: "send",
+  },
+  {
+    name: "a rebuild asked for with a change that makes none: the PATCH, then the rebuild",
+    spec: rebuilding({ sourceConfig: { ...SPEC.sourceConfig, resourceSpec: { minScale: 3 } } }),
+    observation: seen(
+      rebuilding({ sourceConfig: { ...SPEC.sourceConfig, resourceSpec: { minScale: 3 } } }),
+      DEPLOYED,
+    ),
+    status: OURS,
+    decision: { rebuild: { deploymentId: DEPLOYED.id, requestedAt: ASKED } },
+    write: "send",
+  },
+  {
+    name: "a rebuild outside the rollout windows: held like any revision, not handled, looked at again",
+    spec: rebuilding({ rolloutWindows: [ALWAYS_DENY] }),
+    observation: seen(rebuilding({ rolloutWindows: [ALWAYS_DENY] }), DEPLOYED),
+    status: OURS,
+    decision: {
+      outcome: {
+        kind: "held",
+        message: expect.stringContaining(`rebuild asked by ${ANNOTATION_REBUILD_REQUESTED_AT}`),
+      },
+      wakeAt: expect.any(Number),
+      after: [{ type: "Normal", reason: "OutsideRolloutWindow", note: expect.any(String) }],
+      record: expect.not.objectContaining({ lastHandledRebuildAt: expect.anything() }),
+    },
+    write: undefined,
+  },
+  {
+    name: "a rebuild outside the rollout windows with dms.dev/rollout-now: sent",
+    spec: rebuilding({ rolloutWindows: [ALWAYS_DENY] }, { [ANNOTATION_ROLLOUT_NOW]: "now" }),
+    observation: seen(rebuilding({ rolloutWindows: [ALWAYS_DENY] }), DEPLOYED),
+    status: OURS,
+    decision: { rebuild: { deploymentId: DEPLOYED.id, requestedAt: ASKED }, log: expect.anything() },
+    write: undefined,
+  },
+  {
+    name: "a rebuild on a connection whose service has no rebuild route: refused, said once, no write, not handled",
+    spec: rebuilding(),
+    observation: seen(rebuilding(), DEPLOYED, {}, { rebuildMissing: NO_ROUTE }),
+    status: OURS,
+    decision: {
+      outcome: {
+        kind: "failed",
+        reason: "RebuildRouteMissing",
+        stalled: true,
+        message: expect.stringContaining(
+          `${ANNOTATION_REBUILD_REQUESTED_AT} asks for a new revision, but ${NO_ROUTE}`,
+        ),
+      },
+      after: [{ type: "Warning", reason: "RebuildRouteMissing", note: expect.stringContaining(NO_ROUTE) }],
+      record: expect.not.objectContaining({ lastHandledRebuildAt: expect.anything() }),
+    },
+    write: undefined,
+  },
+  {
+    name: "a rebuild with no deployment yet: the create builds it, handled",
+    spec: rebuilding(),
+    observation: seen(rebuilding(), null),
+    status: {},
+    decision: { record: { lastHandledRebuildAt: ASKED } },
+    write: "create",
   },
   {
     name: "a new image outside the rollout windows: held, looked at again when one opens, said once",
@@ -304,6 +453,7 @@ describe("decide", () => {
     const decision = decide(row.spec, row.observation, row.status, row.now ?? NOW, SETTINGS);
     expect(decision).toMatchObject(row.decision);
     expect(decision.write?.kind).toBe(row.write);
+    expect(decision.rebuild !== undefined).toBe(rebuilds(row));
   });
 
   it("rollout windows that cannot be read stall the resource before any write, its events kept", () => {
@@ -350,6 +500,47 @@ describe("settle", () => {
       { type: "Normal", reason: "Created", note: expect.stringContaining(DEPLOYED.id) },
     ]);
     expect(decided).toMatchObject({ outcome: { kind: "synced" }, observed: { kind: "found" }, history });
+  });
+
+  it("a rebuild made: Rebuilt naming the revision, recorded as handled, the deployment read after it observed", () => {
+    const spec = rebuilding();
+    const decision = decide(spec, seen(spec, DEPLOYED), OURS, NOW, SETTINGS);
+    const after = { ...DEPLOYED, latest_revision_id: "22222222-2222-4222-8222-222222222222" };
+    const executed: Executed = {
+      kind: "none",
+      rebuilt: { outcome: { kind: "rebuilt", revision: REVISION_2 }, deployment: after },
+    };
+    const { decided, events } = settle(spec, OURS, decision, executed);
+    expect(events).toEqual([
+      { type: "Normal", reason: "Rebuilt", note: expect.stringContaining(REVISION_2.id) },
+    ]);
+    expect(decided.record).toMatchObject({ lastHandledRebuildAt: ASKED });
+    expect(decided.observed).toEqual({ kind: "found", deployment: after });
+  });
+
+  it("a rebuild route found missing: refused with RebuildRouteMissing and its event, not handled", () => {
+    const spec = rebuilding();
+    const decision = decide(spec, seen(spec, DEPLOYED), OURS, NOW, SETTINGS);
+    const executed: Executed = { kind: "none", rebuilt: { outcome: { kind: "missing", why: NO_ROUTE } } };
+    const { decided, events } = settle(spec, OURS, decision, executed);
+    expect(events.map((e) => `${e.type}/${e.reason}`)).toEqual(["Warning/RebuildRouteMissing"]);
+    expect(decided.outcome).toMatchObject({ kind: "failed", reason: "RebuildRouteMissing", stalled: true });
+    expect(decided.record?.lastHandledRebuildAt).toBeUndefined();
+  });
+
+  it("a rebuild whose answer was lost: recorded as handled, never built twice, said in a Warning", () => {
+    const spec = rebuilding();
+    const decision = decide(spec, seen(spec, DEPLOYED), OURS, NOW, SETTINGS);
+    const executed: Executed = {
+      kind: "none",
+      rebuilt: { outcome: { kind: "unconfirmed", error: "the request timed out" } },
+    };
+    const { decided, events } = settle(spec, OURS, decision, executed);
+    expect(events).toEqual([
+      { type: "Warning", reason: "RebuildUnconfirmed", note: expect.stringContaining("may or may not") },
+    ]);
+    expect(decided.record).toMatchObject({ lastHandledRebuildAt: ASKED });
+    expect(decided.outcome).toEqual({ kind: "synced" });
   });
 
   it("a PATCH: Updated, the deployment it answered observed", () => {

@@ -216,6 +216,26 @@ const cases: Array<{
     check: (e) => expect(e.problems[0]?.reason).toBe("Immutable"),
   },
   {
+    reason: "another deployment type than the service's: blocked, the type never in a PATCH",
+    input: inputs(spec({ sourceConfig: { resourceSpec: { cpu: 2 }, deploymentType: "dev" } }), {
+      observed: { ...deployed, source_config: { ...deployed.source_config, deployment_type: "prod" } },
+    }),
+    action: "blocked",
+    check: (e) =>
+      expect(e.problems[0]).toMatchObject({
+        reason: "DeploymentTypeMismatch",
+        field: "spec.sourceConfig.deploymentType",
+        message: expect.stringContaining("a new type means a new deployment"),
+      }),
+  },
+  {
+    reason: "no deployment type in the spec: the service's is accepted",
+    input: inputs(spec(), {
+      observed: { ...deployed, source_config: { ...deployed.source_config, deployment_type: "dev_zero" } },
+    }),
+    action: "noop",
+  },
+  {
     reason: "an empty secret list cannot clear the service's secrets: reported as a problem",
     input: inputs(spec({ secrets: [] })),
     action: "noop",

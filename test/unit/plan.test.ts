@@ -122,6 +122,47 @@ const cases: Case[] = [
     expected: { action: "blocked" },
   },
   {
+    reason: "the deployment type the spec sets differs from the service's: refused, never PATCHed",
+    desired: want({ source_config: { deployment_type: "dev", build_on_push: true } }),
+    observed: remote({ source_config: { deployment_type: "prod", build_on_push: false } }),
+    expected: {
+      action: "blocked",
+      problems: [
+        expect.objectContaining({
+          reason: "DeploymentTypeMismatch",
+          field: "spec.sourceConfig.deploymentType",
+        }),
+      ],
+    },
+  },
+  {
+    reason: "the deployment type the spec sets is the service's: nothing to send",
+    desired: want({ source_config: { deployment_type: "dev" } }),
+    observed: remote({ source_config: { deployment_type: "dev" } }),
+    expected: { action: "noop", problems: [] },
+  },
+  {
+    reason: "a spec without a deployment type accepts the service's, and the rest is compared as ever",
+    desired: want({ source_config: { build_on_push: true } }),
+    observed: remote({ source_config: { deployment_type: "dev_free_zero", build_on_push: false } }),
+    expected: { action: "patch", body: { source_config: { build_on_push: true } } },
+  },
+  {
+    reason: "a service that returns no deployment type: nothing to compare, and the type is not PATCHed",
+    desired: want({ source_config: { deployment_type: "dev", build_on_push: true } }),
+    observed: remote({ source_config: { build_on_push: false } }),
+    expected: { action: "patch", body: { source_config: { build_on_push: true } } },
+  },
+  {
+    reason: "the deployment type is sent on create",
+    desired: want({ source_config: { deployment_type: "dev_zero" } }),
+    observed: undefined,
+    expected: {
+      action: "create",
+      body: { name: "agent", source: "github", source_config: { deployment_type: "dev_zero" } },
+    },
+  },
+  {
     reason:
       "resource_spec: one changed field sends the whole spec merged over the service's, unknown fields included",
     desired: want({ source_config: { resource_spec: { cpu: 2, labels: { Team: "A" } } } }),
@@ -330,6 +371,17 @@ describe("plan", () => {
     });
     expect(result.action === "blocked" && result.problems[0]?.message).toMatch(
       /cannot be renamed.*restore spec.name/,
+    );
+  });
+
+  it("names spec.sourceConfig.deploymentType, both types and that a new type means a new deployment", () => {
+    const result = plan(
+      want({ source_config: { deployment_type: "dev" } }),
+      remote({ source_config: { deployment_type: "prod" } }),
+      {},
+    );
+    expect(result.action === "blocked" && result.problems[0]?.message).toMatch(
+      /spec\.sourceConfig\.deploymentType is dev .*has the type prod.*a new type means a new deployment/,
     );
   });
 

@@ -52,9 +52,13 @@ export interface FieldChange {
 /** Something the spec asks that the operator cannot do; the controller reports it as a condition. */
 export type PlanProblem = ImmutableProblem | SecretsProblem;
 
-/** A field the service cannot change (name, source) differs from the spec. */
+/**
+ * A field the service cannot change differs from the spec: the name or the source (`Immutable`),
+ * or the deployment type the spec sets (`DeploymentTypeMismatch`: the service fixes it at
+ * creation, so the spec describes another deployment).
+ */
 export interface ImmutableProblem {
-  reason: "Immutable";
+  reason: "Immutable" | "DeploymentTypeMismatch";
   /** Spec path of the field concerned. */
   field: string;
   /** Sentence naming the field and the way out. Never a secret value. */
@@ -124,7 +128,9 @@ export function plan(
   const changes: FieldChange[] = [];
   const body: PatchDeploymentBody = {};
 
-  const sourceConfig = diffSourceConfig(desired.source_config, observed.source_config, changes);
+  // The deployment type is sent on create only: a type that differs is a blocked plan (above),
+  // and one the spec leaves out accepts the service's.
+  const sourceConfig = diffSourceConfig(withoutType(desired.source_config), observed.source_config, changes);
   if (sourceConfig) body.source_config = sourceConfig;
 
   const revision = diffRevision(desired, observed, changes);
@@ -216,7 +222,37 @@ function immutableProblems(desired: DesiredDeployment, observed: Deployment): Pl
       message: `spec.source is ${desired.source} but the service's deployment has source ${observed.source}: the source cannot change; restore spec.source or create a new resource`,
     });
   }
+  const type = deploymentTypeProblem(desired, observed);
+  if (type) problems.push(type);
   return problems;
+}
+
+/**
+ * The spec's deployment type against the one the service returns: a set value that differs is
+ * refused (the service fixes a deployment's type at creation, and refuses a PATCH that changes it).
+ * A spec that leaves it out accepts whatever the service has; so is a service that does not
+ * return one (nothing to compare with).
+ */
+function deploymentTypeProblem(
+  desired: DesiredDeployment,
+  observed: Deployment,
+): ImmutableProblem | undefined {
+  const want = desired.source_config?.deployment_type;
+  const have = observed.source_config?.deployment_type;
+  if (absent(want) || absent(have) || want === have) return undefined;
+  const field = "spec.sourceConfig.deploymentType";
+  return {
+    reason: "DeploymentTypeMismatch",
+    field,
+    message: `${field} is ${want} but the service's deployment ${observed.name} has the type ${have}: the service fixes a deployment's type at creation, so it is never changed by a PATCH; a new type means a new deployment: remove ${field} (to accept ${have}) or set it to ${have}, or create a new resource (with another spec.name) of the type ${want}`,
+  };
+}
+
+/** `config` without its deployment type, which is never PATCHed. */
+function withoutType(config: SourceConfigRequest | undefined): SourceConfigRequest | undefined {
+  if (!config || config.deployment_type === undefined) return config;
+  const { deployment_type: _fixed, ...rest } = config;
+  return rest;
 }
 
 function diffSourceConfig(

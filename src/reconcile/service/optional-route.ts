@@ -1,9 +1,9 @@
 /**
- * A route of the service that is not in the shared spec (revisions, revision logs, redeploy), as
- * one connection knows it: presumed present until the service answers that it has none (404/405,
- * which the client turns into a `…RouteMissingError`); then the feature it serves is off for this
- * connection, said once in the log, and the route is not asked again. One helper for the three
- * readers (`revisions.ts`, `revision-log-reader.ts`, `redeployer.ts`).
+ * A route of the service that is not in the shared spec (revisions, revision logs, redeploy,
+ * rebuild), as one connection knows it: presumed present until the service answers that it has
+ * none (404/405, which the client turns into a `…RouteMissingError`); then the feature it serves
+ * is off for this connection, said once in the log, and the route is not asked again. One helper
+ * for its four users (`revisions.ts`, `revision-log-reader.ts`, `redeployer.ts`, `rebuilder.ts`).
  */
 import type { Logger } from "pino";
 

@@ -20,6 +20,7 @@ import type {
 } from "../ports.ts";
 import type { InheritedWindows } from "../rollout/rollout-gate.ts";
 import { isTracingProjectConflict, NameReservedError } from "./name-reserved.ts";
+import { Rebuilder } from "./rebuilder.ts";
 import { RevisionRedeployer } from "./redeployer.ts";
 import { RevisionLogReader } from "./revision-log-reader.ts";
 import { RevisionTracker } from "./revisions.ts";
@@ -68,6 +69,8 @@ export class ServiceSession {
   readonly logs: RevisionLogReader;
   /** Redeploys of earlier revisions (remembers a service without the route or the listing). */
   readonly redeploys: RevisionRedeployer;
+  /** Rebuilds on demand (remembers a service without the route). */
+  readonly rebuilds: Rebuilder;
 
   constructor(service: DeploymentsPort, options: ServiceSessionOptions) {
     this.snapshot = new RemoteSnapshot(service, options.clock, {
@@ -81,6 +84,7 @@ export class ServiceSession {
     this.revisions = new RevisionTracker(service, options.logger, options.revisionTracking ?? true);
     this.logs = new RevisionLogReader(service, options.logger);
     this.redeploys = new RevisionRedeployer(redeployingThrough(service, this.snapshot), options.logger);
+    this.rebuilds = new Rebuilder(service, options.logger);
   }
 
   /**

@@ -60,6 +60,8 @@ export const REASON = {
   SecretNotFound: "SecretNotFound",
   InvalidSpec: "InvalidSpec",
   Immutable: "Immutable",
+  /** spec.sourceConfig.deploymentType differs from the type of the service's deployment. */
+  DeploymentTypeMismatch: "DeploymentTypeMismatch",
   CannotClearSecrets: "CannotClearSecrets",
   Unauthorized: "Unauthorized",
   RateLimited: "RateLimited",
@@ -90,6 +92,8 @@ export const REASON = {
   OutsideRolloutWindow: "OutsideRolloutWindow",
   /** The name cannot be created: a tracing project of that name remains on the service. */
   NameReserved: "NameReserved",
+  /** dms.dev/rebuild-requested-at asks for a revision, and the service has no rebuild route. */
+  RebuildRouteMissing: "RebuildRouteMissing",
 } as const;
 
 /** What is known of the deployment's latest revision (see `revisions.ts`). */
@@ -152,6 +156,7 @@ export interface StatusRecord {
   appliedSecretVersions?: string | null;
   lastHandledReconcileAt?: string | null;
   lastHandledRolloutNow?: string | null;
+  lastHandledRebuildAt?: string | null;
   createRequestedAt?: string | null;
   resolvedRepoUrl?: string | null;
   resolvedRepoRef?: string | null;
@@ -205,8 +210,9 @@ function excerptSentence(rollout: RolloutEvidence | undefined, revisionId: strin
 export function outcomeFromProblems(problems: readonly PlanProblem[]): SyncOutcome | undefined {
   const [first] = problems;
   if (!first) return undefined;
-  const stalled = problems.some((p) => p.reason === "Immutable");
-  const reason = stalled ? REASON.Immutable : REASON.CannotClearSecrets;
+  // What cannot change (the name, the source, the deployment type) is named before the rest.
+  const fixed = problems.find((p) => p.reason === "Immutable" || p.reason === "DeploymentTypeMismatch");
+  const reason = fixed ? REASON[fixed.reason] : REASON.CannotClearSecrets;
   return { kind: "failed", reason, message: problems.map((p) => p.message).join("; "), stalled: true };
 }
 
@@ -401,6 +407,7 @@ const RECORD_FIELDS = [
   "appliedSecretVersions",
   "lastHandledReconcileAt",
   "lastHandledRolloutNow",
+  "lastHandledRebuildAt",
   "createRequestedAt",
   "resolvedRepoUrl",
   "resolvedRepoRef",

@@ -1,0 +1,99 @@
+// Rebuild on demand on the real control plane, the operator talking HTTP to the simulator:
+// dms.dev/rebuild-requested-at creates one revision through POST /v2/deployments/{id}/revisions,
+// recorded in status.lastHandledRebuildAt, and only once per value; a service without the route
+// gets the request refused with a condition and an event (RebuildRouteMissing), and no write.
+import { describe, expect, it } from "vitest";
+import { ROUTES } from "../../src/api/wire.ts";
+import {
+  ANNOTATION_REBUILD_REQUESTED_AT,
+  ANNOTATION_RECONCILE_REQUESTED_AT,
+  type DeploymentSpec,
+} from "../../src/crd/schema.ts";
+import type { RebuildRouteMode } from "../../src/simulator/server.ts";
+import { conditionOf, hasCondition } from "../support/resources.ts";
+import { type Scenario, useScenarios } from "../support/scenario.ts";
+
+const spec: DeploymentSpec = {
+  source: "internal_docker",
+  sourceRevisionConfig: { imageUri: "registry.example.com/agent:1" },
+};
+const ASKED = "2030-01-01T00:00:00Z";
+
+/** The writes the simulator received: POST of the rebuild route (by URL, any answer), PATCH. */
+const writes = (s: Scenario, id: string) => ({
+  rebuilds: s.sim.requests({ method: "POST" }).filter((r) => r.url === `/v2/deployments/${id}/revisions`),
+  patches: s.sim.requests({ route: `PATCH ${ROUTES.DEPLOYMENT}` }),
+});
+
+/** Asks for one more reconcile of `agent` and waits until it is done. */
+async function reconcileAgain(s: Scenario): Promise<void> {
+  await s.user.annotate(s.namespace, "agent", { [ANNOTATION_RECONCILE_REQUESTED_AT]: "again" });
+  await s.user.waitFor(
+    s.namespace,
+    "agent",
+    (o) => o?.status?.lastHandledReconcileAt === "again",
+    "a later reconcile",
+  );
+}
+
+describe("controller: dms.dev/rebuild-requested-at", () => {
+  const scenarios = useScenarios();
+
+  async function ready(prefix: string, rebuildRoute: RebuildRouteMode) {
+    const s = await scenarios.start(prefix, { sim: { rebuildRoute } });
+    await s.user.create(s.namespace, "agent", spec);
+    const obj = await s.user.waitReady(s.namespace, "agent");
+    return { s, id: obj.status?.deploymentId ?? "" };
+  }
+
+  it("creates one revision through the rebuild route and records the request as handled", async () => {
+    const { s, id } = await ready("ctl-rebuild", "present");
+    expect(s.sim.store.revisions(id)).toHaveLength(1);
+    await s.user.annotate(s.namespace, "agent", { [ANNOTATION_REBUILD_REQUESTED_AT]: ASKED });
+    const handled = await s.user.waitFor(
+      s.namespace,
+      "agent",
+      (o) => o?.status?.lastHandledRebuildAt === ASKED,
+      "status.lastHandledRebuildAt recorded",
+    );
+    const revisions = s.sim.store.revisions(id);
+    expect(revisions).toHaveLength(2);
+    expect(handled.status?.latestRevisionId).toBe(s.sim.store.get(id)?.latest_revision_id);
+    const event = await s.user.waitForEvent(s.namespace, "agent", "Rebuilt");
+    expect(event.note).toContain(s.sim.store.get(id)?.latest_revision_id);
+    // The new revision rolls out, and the same value asks for nothing more.
+    await s.user.waitFor(
+      s.namespace,
+      "agent",
+      (o) => hasCondition(o, "Ready", "True") && o?.status?.activeRevisionId === o?.status?.latestRevisionId,
+      "the rebuilt revision live",
+    );
+    await reconcileAgain(s);
+    expect(writes(s, id)).toMatchObject({ rebuilds: [{ status: "201" }], patches: [] });
+    expect(s.sim.store.revisions(id)).toHaveLength(2);
+  });
+
+  it("refuses the request on a service without the route, with a condition and an event, and no write", async () => {
+    const { s, id } = await ready("ctl-rebuild-missing", "method-not-allowed");
+    await s.user.annotate(s.namespace, "agent", { [ANNOTATION_REBUILD_REQUESTED_AT]: ASKED });
+    const refused = await s.user.waitFor(
+      s.namespace,
+      "agent",
+      (o) => conditionOf(o, "Synced")?.reason === "RebuildRouteMissing",
+      "Synced=False RebuildRouteMissing",
+    );
+    expect(conditionOf(refused, "Synced")).toMatchObject({
+      status: "False",
+      message: expect.stringContaining("the service has no rebuild route"),
+    });
+    expect(refused.status?.lastHandledRebuildAt).toBeUndefined();
+    const event = await s.user.waitForEvent(s.namespace, "agent", "RebuildRouteMissing");
+    expect(event.type).toBe("Warning");
+    expect(s.sim.store.revisions(id)).toHaveLength(1);
+    // Remembered for the connection: a later reconcile refuses it again without asking.
+    await reconcileAgain(s);
+    const after = writes(s, id);
+    expect(after.rebuilds.map((r) => r.status)).toEqual(["405"]);
+    expect(after.patches).toEqual([]);
+  });
+});
