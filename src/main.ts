@@ -24,6 +24,7 @@ import { HealthServer } from "./serving/health.ts";
 import { VERSION } from "./version.ts";
 import { cachesReadiness, cachesSynced, informers, watchCaches } from "./wiring/caches.ts";
 import { connectionCheck } from "./wiring/connection-check.ts";
+import { connectionShares } from "./wiring/connection-share.ts";
 import { CLAIM_INDEX } from "./wiring/indexes.ts";
 import { leaderElector } from "./wiring/leader-election.ts";
 import { metricsProtection } from "./wiring/metrics-endpoint.ts";
@@ -98,6 +99,8 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     reconcile: shards ? shards.guard(reconciler.reconcile) : reconciler.reconcile,
     needLeaderElection: !shards,
     concurrency: config.concurrency,
+    // Each connection's share of the workers (wiring/connection-share.ts).
+    ...connectionShares(config, deployments, clock, logger),
     reconcileTimeoutMs: config.reconcileTimeoutMs,
     clock,
     metrics: metrics.controllerHooks("deployment"),

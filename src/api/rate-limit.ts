@@ -3,7 +3,17 @@
  * a busy controller with many workers stays under one requests-per-second budget, and a 429 from
  * the service pauses all of them, not only the caller that received it.
  */
+import { DeferredError } from "../runtime/controller.ts";
 import type { ApiClock } from "./clock.ts";
+
+/**
+ * A call of a reconcile would wait for its token longer than the reconcile has left (deadline.ts):
+ * it was not sent, no token was taken, and the reconcile may come back in `afterMs`, when a token
+ * is due. Thrown by the transport instead of holding the reconcile's worker in the wait.
+ */
+export class TokenWaitTooLongError extends DeferredError {
+  override readonly name: string = "TokenWaitTooLongError";
+}
 
 /**
  * A token bucket that refills `qps` tokens per second up to `burst`, and can be paused.
@@ -79,6 +89,22 @@ export class TokenBucket {
     // One token left: the first request after the pause goes at once, the next ones at `qps`.
     this.#tokens = Math.min(this.#tokens, 1);
     this.#pauses += 1;
+  }
+
+  /**
+   * How long a caller arriving now would wait for its token, in ms (the pause left included),
+   * without reserving one: what the callers before it reserved is in it.
+   */
+  waitMs(): number {
+    this.#refill();
+    const paused = this.pausedForMs();
+    const owed = 1 - this.#tokens;
+    return paused + (owed > 0 ? (owed / this.#qps) * 1000 : 0);
+  }
+
+  /** The requests per second this process may send now (its share of the budget). */
+  get qps(): number {
+    return this.#qps;
   }
 
   /** How long the current pause still lasts, in ms (0 when not paused). */

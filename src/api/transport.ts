@@ -11,6 +11,7 @@ import type { Static, TSchema } from "@sinclair/typebox";
 import got, { type PlainResponse, type RequestError } from "got";
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
+import { timeLeftMs } from "../runtime/deadline.ts";
 import { tellPaced } from "../runtime/pacing.ts";
 import type { AddressPolicy } from "./address-policy.ts";
 import { type ProxyEnv, redactProxyUrl, type ServiceAgents, serviceAgents } from "./agent.ts";
@@ -23,7 +24,7 @@ import {
   ServiceError,
   truncate,
 } from "./errors.ts";
-import type { TokenBucket } from "./rate-limit.ts";
+import { type TokenBucket, TokenWaitTooLongError } from "./rate-limit.ts";
 import { redactAndTruncate, redactSecrets } from "./redact.ts";
 import { contentLength, readBody } from "./response-body.ts";
 import { type MemoryAccount, OverflowError, type ResponseMemory } from "./response-memory.ts";
@@ -261,6 +262,7 @@ export class Transport {
           }),
         );
       }
+      this.#deferIfTooLate(request);
       // Waiting for a token is this process's pacing, not the service's time: a read that has a
       // deadline for the service is told (runtime/pacing.ts). A pause the service asked for is not.
       const waitFrom = this.#s.clock.now() + this.#s.bucket.pausedForMs();
@@ -315,6 +317,27 @@ export class Transport {
         grant?.ended?.(unansweredMs);
       }
     }
+  }
+
+  /**
+   * A call made inside a reconcile (deadline.ts) whose token comes so late that the call could not
+   * end before the reconcile's deadline (the wait plus the request timeout is more than the time
+   * left) is not made: it throws {@link TokenWaitTooLongError} with the wait, having reserved
+   * nothing, so that the reconcile gives its worker back and comes again when the token is due
+   * instead of holding the worker until its deadline. A call outside a reconcile waits as ever.
+   */
+  #deferIfTooLate(request: TransportRequest<TSchema | undefined>): void {
+    const left = timeLeftMs();
+    if (left === undefined) return;
+    const waitMs = this.#s.bucket.waitMs();
+    if (waitMs <= 0 || waitMs + this.#s.timeoutMs <= left) return;
+    const qps = Number(this.#s.bucket.qps.toPrecision(3));
+    throw new AbortError(
+      new TokenWaitTooLongError(
+        `${request.method} ${request.route}: the connection's rate limit (${qps} requests/s) admits this call later than its reconcile could end`,
+        waitMs,
+      ),
+    );
   }
 
   /**

@@ -26,7 +26,11 @@ import { parseSelector } from "../crd/label-selector.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "../reconcile/secret-budget.ts";
 import { LOG_FORMATS, type LogFormat } from "../runtime/log.ts";
 import { parseBindAddress } from "../serving/health.ts";
-import { defaultListingDeadlineMs, type OperatorConfig } from "../wiring/operator-config.ts";
+import {
+  defaultListingDeadlineMs,
+  defaultMaxReconcilesPerConnection,
+  type OperatorConfig,
+} from "../wiring/operator-config.ts";
 import { DEFAULT_SHARD_LABEL_POLICY } from "../wiring/shard-label-policy.ts";
 
 /** `--shard-label-policy`: whether a sharded replica requires the shard label policy at start. */
@@ -83,6 +87,13 @@ export const RUN_SETTINGS = {
     default: "16",
     arg: "<n>",
     help: "reconciles at once",
+  },
+  maxReconcilesPerConnection: {
+    env: "DMS_MAX_RECONCILES_PER_CONNECTION",
+    parse: parsers.number({ integer: true, min: 1, max: 64, unit: "reconciles at once" }),
+    shown: "a quarter of --concurrency (rounded up)",
+    arg: "<n>",
+    help: "reconciles of one connection at once (of a ClusterServiceConnection or the default one: of one namespace too); the others wait without holding a worker",
   },
   resyncPeriod: {
     env: "DMS_RESYNC_PERIOD",
@@ -320,6 +331,10 @@ const RULES: ReadonlyArray<(input: RuleInput) => string | undefined> = [
       ? `${nameOf("metricsBindAddress")}: must differ from the health probe address (--health-probe-bind-address) while /metrics is served over HTTPS (--metrics-secure)`
       : undefined,
   ({ values: v }) =>
+    v.maxReconcilesPerConnection === undefined || v.maxReconcilesPerConnection <= v.concurrency
+      ? undefined
+      : `${nameOf("maxReconcilesPerConnection")}: must be at most --concurrency (${v.concurrency}); leave it out for a quarter of it`,
+  ({ values: v }) =>
     v.metricsCertDir !== undefined && !v.metricsSecure
       ? `${nameOf("metricsCertDir")}: only used over HTTPS; remove it, or drop --metrics-secure=false`
       : undefined,
@@ -373,6 +388,8 @@ export function runConfigFrom(
       ? { defaultConnectionNamespaceSelector: v.defaultConnectionNamespaceSelector }
       : {}),
     concurrency: v.concurrency,
+    maxReconcilesPerConnection:
+      v.maxReconcilesPerConnection ?? defaultMaxReconcilesPerConnection(v.concurrency),
     resyncMs: v.resyncPeriod,
     listingDeadlineMs: v.listingDeadline ?? defaultListingDeadlineMs(v.resyncPeriod),
     ...(env.POD_NAME ? { podName: env.POD_NAME } : {}),

@@ -46,6 +46,13 @@ export interface OperatorConfig {
    */
   defaultConnectionNamespaceSelector?: DefaultConnectionSelector;
   concurrency: number;
+  /**
+   * Reconciles of one connection at once (`--max-reconciles-per-connection`); of a
+   * ClusterServiceConnection, or of the default connection, also of one namespace. The others
+   * wait in their connection's queue without holding a worker. Default: a quarter of
+   * `concurrency`, rounded up.
+   */
+  maxReconcilesPerConnection?: number;
   /** Drift resync period; each connection is listed once per period for all its resources. */
   resyncMs: number;
   /**
@@ -131,6 +138,11 @@ export interface OperatorDeps {
   clock?: Clock;
   /** Overrides the process identity used for leader election and events. */
   identity?: string;
+}
+
+/** `--max-reconciles-per-connection` when none is given: a quarter of `--concurrency`, rounded up. */
+export function defaultMaxReconcilesPerConnection(concurrency: number): number {
+  return Math.max(1, Math.ceil(concurrency / 4));
 }
 
 /**
