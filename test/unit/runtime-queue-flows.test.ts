@@ -1,0 +1,134 @@
+/**
+ * The work queue's flows (queue.ts): a cap of keys in flight per flow and per part of a flow,
+ * keys over it waiting without being handed out, and the flows served in turn.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { type KeyFlow, WorkQueue } from "../../src/runtime/queue.ts";
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: 0 });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** Resolves with the key `get` hands out, or "pending" when nothing is handed out right now. */
+async function poll(queue: WorkQueue): Promise<string | undefined | "pending"> {
+  const controller = new AbortController();
+  const result = queue.get(controller.signal);
+  await vi.advanceTimersByTimeAsync(0);
+  controller.abort();
+  const key = await result;
+  return key === undefined ? "pending" : key;
+}
+
+/** Keys `<flow>:<part>/<name>`: the flow before the colon, the part (if any) up to the slash. */
+const flowOf = (key: string): KeyFlow => {
+  const [flow = "", rest = ""] = key.split(":");
+  const part = rest.includes("/") ? rest.slice(0, rest.indexOf("/")) : undefined;
+  return part === undefined ? { flow } : { flow, part };
+};
+
+/** Takes every key `get` hands out now, in order. */
+async function drain(queue: WorkQueue): Promise<string[]> {
+  const out: string[] = [];
+  for (;;) {
+    const key = await poll(queue);
+    if (key === "pending" || key === undefined) return out;
+    out.push(key);
+  }
+}
+
+describe("WorkQueue flows", () => {
+  it("hands out at most the cap of one flow's keys, and another flow's key while that one is at its cap", async () => {
+    const queue = new WorkQueue({ flowOf, maxPerFlow: 2 });
+    for (const name of ["a", "b", "c", "d"]) queue.add(`slow:${name}`);
+    expect(await drain(queue)).toEqual(["slow:a", "slow:b"]);
+    // The slow flow holds its cap: its keys wait, counted as waiting at the cap.
+    expect(queue.length).toBe(2);
+    expect(queue.waitingAtCap()).toEqual(new Map([["slow", 2]]));
+    queue.add("fast:x");
+    expect(await poll(queue)).toBe("fast:x");
+    queue.done("fast:x");
+    expect(await poll(queue)).toBe("pending");
+    // A seat comes free: the next key of the flow goes, to a get already waiting.
+    const waiting = queue.get();
+    await vi.advanceTimersByTimeAsync(0);
+    queue.done("slow:a");
+    expect(await waiting).toBe("slow:c");
+    expect(queue.waitingAtCap()).toEqual(new Map([["slow", 1]]));
+  });
+
+  it("serves the flows in turn, whatever the size of each one's backlog", async () => {
+    const queue = new WorkQueue({ flowOf });
+    for (let i = 0; i < 5; i++) queue.add(`big:${i}`);
+    queue.add("small:0");
+    queue.add("small:1");
+    queue.add("third:0");
+    expect(await drain(queue)).toEqual([
+      "big:0",
+      "small:0",
+      "third:0",
+      "big:1",
+      "small:1",
+      "big:2",
+      "big:3",
+      "big:4",
+    ]);
+  });
+
+  it("caps a shared flow as a whole, and serves its parts in turn", async () => {
+    const queue = new WorkQueue({ flowOf, maxPerFlow: 2 });
+    for (const name of ["a", "b", "c", "d"]) queue.add(`shared:ns1/${name}`);
+    queue.add("shared:ns2/a");
+    queue.add("shared:ns2/b");
+    expect(await drain(queue)).toEqual(["shared:ns1/a", "shared:ns2/a"]);
+    // The flow holds its cap, though each part holds one.
+    expect(queue.waitingAtCap()).toEqual(new Map([["shared", 4]]));
+    queue.add("other:x");
+    expect(await drain(queue)).toEqual(["other:x"]);
+    queue.done("shared:ns1/a");
+    queue.done("shared:ns2/a");
+    // The parts in turn, not ns1's backlog first.
+    expect(await drain(queue)).toEqual(["shared:ns1/b", "shared:ns2/b"]);
+  });
+
+  it("keeps the fresh and follow-up lines within a flow", async () => {
+    const queue = new WorkQueue({ flowOf });
+    for (const name of ["a", "b", "c"]) queue.add(`f:${name}`);
+    queue.addAfter("f:up", 0, { followUp: true });
+    expect(await drain(queue)).toEqual(["f:up", "f:a", "f:b", "f:c"]);
+  });
+
+  it("reports the keys long waiting at the cap of a flow whose keys are slow, not those of a quick one", async () => {
+    const queue = new WorkQueue({ flowOf, maxPerFlow: 1 });
+    queue.add("slow:a");
+    queue.add("slow:b");
+    queue.add("quick:a");
+    queue.add("quick:b");
+    expect(await drain(queue)).toEqual(["slow:a", "quick:a"]);
+    await vi.advanceTimersByTimeAsync(10);
+    queue.done("quick:a");
+    expect(await drain(queue)).toEqual(["quick:b"]);
+    queue.add("quick:c");
+    await vi.advanceTimersByTimeAsync(5_000);
+    queue.done("slow:a");
+    expect(await drain(queue)).toEqual(["slow:b"]);
+    queue.add("slow:c");
+    await vi.advanceTimersByTimeAsync(40_000);
+    // Both flows have a key waiting at the cap for 40 s; only the slow one's keys took ≥ 1 s.
+    expect(queue.waitingSince(Date.now() - 30_000, 1_000)).toEqual(["slow:c"]);
+    expect(queue.waitingSince(Date.now() - 30_000).sort()).toEqual(["quick:c", "slow:c"]);
+    expect(queue.waitingSince(Date.now() - 50_000)).toEqual([]);
+  });
+
+  it("drops the state of a flow once it holds no key", async () => {
+    const queue = new WorkQueue({ flowOf, maxPerFlow: 1 });
+    queue.add("a:1");
+    expect(await poll(queue)).toBe("a:1");
+    queue.done("a:1");
+    expect(queue.waitingAtCap()).toEqual(new Map());
+    queue.shutDown();
+    expect(await poll(queue)).toBe("pending");
+  });
+});
