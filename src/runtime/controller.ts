@@ -112,7 +112,8 @@ export interface ControllerOptions {
   maxPerFlow?: number;
   /**
    * Called every `afterMs` with the keys that have waited longer than that at their flow's cap,
-   * in a flow whose reconciles lately took `slowMs` or more each, and were not told yet in this
+   * in a flow whose reconciles lately took `slowMs` or more each (or one of which has run that
+   * long), and were not told yet in this
    * wait (each wait is told once): a flow held back at its share is reported, not silently
    * starved. Default none.
    */

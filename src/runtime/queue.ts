@@ -358,13 +358,19 @@ export class WorkQueue {
   /**
    * The keys that became ready before `before` (clock ms) and still wait only because their flow,
    * or their part of it, is at its cap, in flows whose keys lately took `slowMs` or more each in
-   * flight (a flow whose work is slow, not merely a large one: a pass over 10,000 quick keys is
-   * not reported); each part's lines in order, so the oldest come first.
+   * flight, or that hold a key in flight for that long already (a flow whose work is slow, not
+   * merely a large one: a pass over 10,000 quick keys is not reported); each part's lines in
+   * order, so the oldest come first.
    */
   waitingSince(before: number, slowMs = 0): string[] {
+    // A flow is slow when its keys lately took `slowMs` each, or one in flight has run that long
+    // (a service that never answers ends no reconcile to average).
+    const now = this.#clock.now();
+    const running = new Set<string>();
+    for (const { flow, at } of this.#processing.values()) if (now - at >= slowMs) running.add(flow);
     const out: string[] = [];
-    for (const flow of this.#flows.values()) {
-      if (flow.workMs < slowMs) continue;
+    for (const [name, flow] of this.#flows) {
+      if (flow.workMs < slowMs && !running.has(name)) continue;
       for (const part of flow.parts.values()) {
         if (flow.inFlight < this.#cap && part.inFlight < this.#cap) continue;
         for (const line of [part.fresh, part.followUps])
