@@ -258,6 +258,7 @@ describe("helm template charts/dms-operator", { timeout: 30_000, concurrent: tru
       maxSecretBytes: "16777216",
       connectionAddressPolicy: "public-only",
       maxConnectionsPerNamespace: "5",
+      maxReconcilesPerConnection: "2",
       optimizeForSize: "off",
       apiKeyHeader: "X-Key",
       tenantHeader: "X-Tenant",
