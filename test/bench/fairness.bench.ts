@@ -67,6 +67,8 @@ const SLOW_FAULTS: Faults = {
 };
 /** Longest an edit may wait for its PATCH before it counts as never patched. */
 const EDIT_TIMEOUT_MS = 180_000;
+/** Longest the benchmark waits, after a loaded phase's edits, for the slow tenant to be reported. */
+const REPORT_WAIT_MS = 120_000;
 /** Longest one phase may take: the edits left then count as never patched. */
 const PHASE_BUDGET_MS = 300_000;
 /** After the slow tenant starts (faults set, qps lowered): its reconciles fill what they may. */
@@ -91,6 +93,12 @@ interface PhaseFigures {
   slowSynced: Record<string, number>;
   /** Calls the slow tenant's service answered during the phase, by route and status. */
   slowCalls: Record<string, Record<string, number>>;
+  /**
+   * Seconds from the slow tenant's start (faults set, qps lowered) until one of its resources
+   * said `WaitingForConnectionShare`, and until 90 % did at once (the others are in a reconcile,
+   * which writes their own status); null: not within {@link REPORT_WAIT_MS}.
+   */
+  reported?: { firstSeconds: number | null; mostSeconds: number | null };
 }
 
 export const benchmark: Benchmark = {
@@ -116,7 +124,17 @@ export const benchmark: Benchmark = {
       return {
         rows: [],
         table: {
-          head: ["phase", "edits", "patched", "p50 ms", "max ms", "goal p50/max ms", "met", "waiting"],
+          head: [
+            "phase",
+            "edits",
+            "patched",
+            "p50 ms",
+            "max ms",
+            "goal p50/max ms",
+            "met",
+            "waiting",
+            "reported s",
+          ],
           rows: phases.map((p) => [
             p.phase,
             p.edits,
@@ -126,6 +144,7 @@ export const benchmark: Benchmark = {
             p.goalMs ? `${p.goalMs.p50}/${p.goalMs.max}` : "",
             p.met === undefined ? "" : p.met ? "yes" : "no",
             JSON.stringify(p.waitingReconciles),
+            p.reported ? `${p.reported.firstSeconds ?? "-"}/${p.reported.mostSeconds ?? "-"}` : "",
           ]),
         },
         details: { commit, edits, slowResources: slowCount, operatorFlags: extraFlags, phases },
@@ -205,9 +224,11 @@ async function measure(
     progress(`fairness: ${edits} healthy resources Ready`);
 
     const phases: PhaseFigures[] = [];
-    const phase = async (label: string, image: number) => {
+    const phase = async (label: string, image: number, loadedAt?: number) => {
       slow.sim.resetCounters();
       const figures = await editOneByOne(client, healthy, names, tap, operator, image);
+      const reported =
+        loadedAt === undefined ? undefined : await untilReported(client, slowCount, loadedAt, operator);
       const idle = phases[0];
       const goalMs = idle
         ? { p50: round(1.5 * idle.p50Ms + 100, 1), max: round(1.5 * idle.maxMs + 100, 1) }
@@ -224,6 +245,7 @@ async function measure(
         waitingReconciles: await waitingGauge(operator),
         slowSynced: await syncedReasons(client, SLOW),
         slowCalls: slow.sim.counters(),
+        ...(reported ? { reported } : {}),
       };
       phases.push(done);
       progress(
@@ -244,8 +266,9 @@ async function measure(
     await untilCreated(client, slowCount, operator);
     progress(`fairness: ${slowCount} slow resources created, rollouts in progress; slowing their service`);
     slow.sim.faults.set(SLOW_FAULTS);
+    const slowedAt = performance.now();
     await sleep(SETTLE_MS);
-    await phase("slow service", 3);
+    await phase("slow service", 3, slowedAt);
 
     slow.sim.faults.clear();
     await client.request({
@@ -254,8 +277,9 @@ async function measure(
       contentType: PatchType.Merge,
       body: { spec: { qps: 0.001, burst: 1 } },
     });
+    const loweredAt = performance.now();
     await sleep(SETTLE_MS);
-    await phase("qps lower bound", 4);
+    await phase("qps lower bound", 4, loweredAt);
     return phases;
   } finally {
     await running?.process.stop(30_000);
@@ -324,6 +348,29 @@ async function untilCreated(client: KubeClient, count: number, operator: Running
     if (created.length >= count) return;
     if (Date.now() > deadline)
       throw new Error(`${created.length} of ${count} slow resources created in 300 s`);
+    await sleep(1_000);
+  }
+}
+
+/**
+ * Waits until the slow tenant's resources say `WaitingForConnectionShare` (90 % of `count` at once,
+ * or {@link REPORT_WAIT_MS}); the seconds since `since` until the first and until 90 % did.
+ */
+async function untilReported(
+  client: KubeClient,
+  count: number,
+  since: number,
+  operator: RunningOperator,
+): Promise<{ firstSeconds: number | null; mostSeconds: number | null }> {
+  const deadline = performance.now() + REPORT_WAIT_MS;
+  let first: number | null = null;
+  for (;;) {
+    operator.process.assertRunning();
+    const waiting = (await syncedReasons(client, SLOW))["False/WaitingForConnectionShare"] ?? 0;
+    const now = performance.now();
+    if (waiting > 0 && first === null) first = round((now - since) / 1000, 1);
+    if (waiting >= 0.9 * count) return { firstSeconds: first, mostSeconds: round((now - since) / 1000, 1) };
+    if (now > deadline) return { firstSeconds: first, mostSeconds: null };
     await sleep(1_000);
   }
 }
