@@ -34,6 +34,11 @@ export const SLOW_RECONCILE_MS = 1_000;
 const MAX_REPORTS = 500;
 /** How long one report's status write may take. */
 const REPORT_WRITE_MS = 10_000;
+/**
+ * The pause between two reports' writes: 200 resources reported over 5 s rather than at once, so
+ * that the reports do not crowd the other tenants' writes to the API server.
+ */
+const REPORT_SPACING_MS = 25;
 
 /** The flow of a Deployment key: its connection's key, and its namespace for a shared connection. */
 export function connectionFlowOf(deployments: Pick<KubeDeployments, "get">): FlowOf {
@@ -62,9 +67,12 @@ export function connectionShares(
   let writing = Promise.resolve();
   const report = (keys: readonly string[]) => {
     const batch = keys.slice(0, MAX_REPORTS);
-    // One write at a time, after the previous look's: the reports cost the API server little.
+    // One write at a time, spaced, after the previous look's: the reports cost the API server little.
     writing = writing.then(async () => {
-      for (const key of batch) await reportWaiting(deployments, key, maxPerConnection, clock, logger);
+      for (const key of batch) {
+        if (await reportWaiting(deployments, key, maxPerConnection, clock, logger))
+          await clock.sleep(REPORT_SPACING_MS);
+      }
     });
   };
   return {
@@ -79,18 +87,20 @@ export function shareWaitMessage(maxPerConnection: number): string {
   return `waiting for its connection's share: the connection's other reconciles, slow to end, hold the ${maxPerConnection} it may run at once (--max-reconciles-per-connection); this one runs in turn`;
 }
 
-/** Writes `WaitingForConnectionShare` on the resource of `key`, unless it says so already. */
+/**
+ * Writes `WaitingForConnectionShare` on the resource of `key`, unless it says so already; true
+ * when a write was sent.
+ */
 async function reportWaiting(
   deployments: KubeDeployments,
   key: string,
   maxPerConnection: number,
   clock: Clock,
   logger: Logger,
-): Promise<void> {
+): Promise<boolean> {
   const obj = deployments.get(parseObjectKey(key));
   const status = obj?.status;
-  if (!obj || !status) return;
-  if (saysWaitingForShare(status)) return;
+  if (!obj || !status || saysWaitingForShare(status)) return false;
   const generation = obj.metadata.generation ?? 0;
   const next = waitingForShare(status, generation, shareWaitMessage(maxPerConnection), new Date(clock.now()));
   try {
@@ -101,4 +111,5 @@ async function reportWaiting(
     if (!(error instanceof ConflictError))
       logger.warn({ err: error, key }, "could not report a resource waiting for its connection's share");
   }
+  return true;
 }

@@ -91,7 +91,7 @@ describe("connectionShares", () => {
     const { deployments, writes } = cache([
       resource("team-a", "slow", { kind: "ServiceConnection", name: "prod" }),
     ]);
-    const clock = new ManualClock({ start: Date.parse("2026-05-01T12:00:00Z") });
+    const clock = new ManualClock({ start: Date.parse("2026-05-01T12:00:00Z"), sleepsInstantly: true });
     const shares = connectionShares({ concurrency: 16 }, deployments, clock, pino({ level: "silent" }));
     expect(shares.maxPerFlow).toBe(4);
     shares.waiting?.report(["team-a/slow"]);
@@ -109,10 +109,11 @@ describe("connectionShares", () => {
     });
     expect(byType.Reconciling).toMatchObject({ status: "True", reason: "WaitingForConnectionShare" });
     expect(byType.Ready).toMatchObject({ status: "False", reason: "RolloutInProgress" });
-    // Said already: no second write.
+    // Said already: no second write, and no pause after none.
     shares.waiting?.report(["team-a/slow"]);
     await new Promise((r) => setImmediate(r));
     expect(writes).toHaveLength(1);
+    expect(clock.sleeps).toEqual([25]);
   });
 
   it("takes the cap given, and lets a resource its reconcile wrote meanwhile be (a conflict is no failure)", async () => {
