@@ -113,9 +113,8 @@ export interface ControllerOptions {
   /**
    * Called every `afterMs` with the keys that have waited longer than that at their flow's cap,
    * in a flow whose reconciles lately took `slowMs` or more each (or one of which has run that
-   * long), and were not told yet in this
-   * wait (each wait is told once): a flow held back at its share is reported, not silently
-   * starved. Default none.
+   * long), and were not told yet in this wait (each wait is told once): a flow held back at its
+   * share is reported, not silently starved. Default none.
    */
   waiting?: { afterMs: number; slowMs: number; report(keys: readonly string[]): void };
   clock?: Clock;
@@ -285,7 +284,9 @@ export class Controller implements Runnable {
   /** Per flow, the keys waiting at its cap and those deferred (see `observeWaiting`). */
   #waiting(queue: WorkQueue): Map<string, number> {
     const out = queue.waitingAtCap();
-    for (const flow of this.#deferred.values()) out.set(flow, (out.get(flow) ?? 0) + 1);
+    // A deferred key come due and ready is counted by the queue, if at all.
+    for (const [key, flow] of this.#deferred)
+      if (!queue.isReady(key)) out.set(flow, (out.get(flow) ?? 0) + 1);
     return out;
   }
 

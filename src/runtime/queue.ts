@@ -57,6 +57,8 @@ export interface WorkQueueOptions {
 
 /** The keys of one part of a flow waiting to be picked up, and how many of its keys are in flight. */
 interface Part {
+  /** Where it is: one object that every key of the part points at (no object per key). */
+  place: Place;
   inFlight: number;
   /** Ready fresh keys in FIFO order, with the time each became ready (for queue latency). */
   fresh: Map<string, number>;
@@ -408,7 +410,7 @@ export class WorkQueue {
    * one (the moment then passes the key by).
    */
   #keepsSchedule(key: string, at: number): boolean {
-    if (this.#isReady(key) || this.#dirty.has(key)) return true;
+    if (this.isReady(key) || this.#dirty.has(key)) return true;
     const existing = this.#delayed.get(key);
     if (existing && existing.at <= at) return true;
     const spreadAt = this.#spreadAt.get(key);
@@ -417,7 +419,8 @@ export class WorkQueue {
     return false;
   }
 
-  #isReady(key: string): boolean {
+  /** Whether `key` waits to be picked up (in either line of its flow). */
+  isReady(key: string): boolean {
     return this.#ready.has(key);
   }
 
@@ -430,7 +433,7 @@ export class WorkQueue {
       return;
     }
     // Already waiting in either line: it keeps its place.
-    if (this.#isReady(key)) return;
+    if (this.isReady(key)) return;
     this.#enqueue(key, followUp);
     this.#handOut();
     this.#reportDepth();
@@ -446,11 +449,12 @@ export class WorkQueue {
     }
     let part = flow.parts.get(partName);
     if (!part) {
-      part = { inFlight: 0, fresh: new Map(), followUps: new Map(), tookFollowUp: false };
+      const place = { flow: flowName, part: partName };
+      part = { place, inFlight: 0, fresh: new Map(), followUps: new Map(), tookFollowUp: false };
       flow.parts.set(partName, part);
     }
     (followUp ? part.followUps : part.fresh).set(key, this.#clock.now());
-    this.#ready.set(key, { flow: flowName, part: partName });
+    this.#ready.set(key, part.place);
   }
 
   /**
