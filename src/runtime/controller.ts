@@ -313,7 +313,7 @@ export class Controller implements Runnable {
       // The reconciler may throw synchronously; starting it inside the promise chain catches that too.
       // What waits inside the reconcile may ask how long it has left (deadline.ts).
       const timeLeft = () => started + timeoutMs - this.#clock.now();
-      const result = await withinDeadline(timeLeft, () =>
+      const result = await withinDeadline({ timeLeft, holder: key }, () =>
         Promise.resolve().then(() => this.#opts.reconcile(key, signal)),
       );
       const outcome = this.#scheduleAfterSuccess(queue, key, result);
