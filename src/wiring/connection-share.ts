@@ -25,12 +25,14 @@ import { defaultMaxReconcilesPerConnection, type OperatorConfig } from "./operat
  * A resource is reported `WaitingForConnectionShare` once it has waited this long at its
  * connection's cap, in a connection whose reconciles lately took {@link SLOW_RECONCILE_MS} or more
  * each: one status write per wait, and none for the resources of a connection that is merely
- * large (a pass over 10,000 settled resources, each reconciled in milliseconds).
+ * large (a pass over 10,000 settled resources, each reconciled in milliseconds; 10,000 creates,
+ * each a second or less on a loaded machine: reported, each would cost a second status write
+ * when its reconcile replaces the report).
  */
-export const SHARE_WAIT_REPORT_MS = 30_000;
+export const SHARE_WAIT_REPORT_MS = 60_000;
 /** See {@link SHARE_WAIT_REPORT_MS}. */
-export const SLOW_RECONCILE_MS = 1_000;
-/** Most resources reported in one look (every {@link SHARE_WAIT_REPORT_MS}); the rest wait for the next. */
+export const SLOW_RECONCILE_MS = 5_000;
+/** Most resources reported in one look (every {@link SHARE_WAIT_REPORT_MS}); the others of that look are not. */
 const MAX_REPORTS = 500;
 /** How long one report's status write may take. */
 const REPORT_WRITE_MS = 10_000;
