@@ -23,6 +23,7 @@ import { HealthServer } from "./serving/health.ts";
 import { VERSION } from "./version.ts";
 import { cachesReadiness, cachesSynced, informers, watchCaches } from "./wiring/caches.ts";
 import { connectionCheck } from "./wiring/connection-check.ts";
+import { connectionShares } from "./wiring/connection-share.ts";
 import { CLAIM_INDEX } from "./wiring/indexes.ts";
 import { installKey } from "./wiring/install-key.ts";
 import { leaderElector } from "./wiring/leader-election.ts";
@@ -76,6 +77,8 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     reconcile: replica.guard(reconciler.reconcile),
     needLeaderElection: replica.leaderOnly,
     concurrency: config.concurrency,
+    // Each connection's share of the workers (wiring/connection-share.ts).
+    ...connectionShares(config, deployments, clock, logger),
     reconcileTimeoutMs: config.reconcileTimeoutMs,
     clock,
     metrics: metrics.controllerHooks("deployment"),

@@ -11,6 +11,7 @@ import type { Static, TSchema } from "@sinclair/typebox";
 import got, { type PlainResponse, type RequestError } from "got";
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
+import { currentDeadline } from "../runtime/deadline.ts";
 import { tellPaced } from "../runtime/pacing.ts";
 import type { AddressPolicy } from "./address-policy.ts";
 import { type ProxyEnv, redactProxyUrl, type ServiceAgents, serviceAgents } from "./agent.ts";
@@ -23,7 +24,7 @@ import {
   ServiceError,
   truncate,
 } from "./errors.ts";
-import type { TokenBucket } from "./rate-limit.ts";
+import { type TokenBucket, TokenWaitTooLongError } from "./rate-limit.ts";
 import { redactAndTruncate, redactSecrets } from "./redact.ts";
 import { contentLength, readBody } from "./response-body.ts";
 import { type MemoryAccount, OverflowError, type ResponseMemory } from "./response-memory.ts";
@@ -264,7 +265,9 @@ export class Transport {
       // Waiting for a token is this process's pacing, not the service's time: a read that has a
       // deadline for the service is told (runtime/pacing.ts). A pause the service asked for is not.
       const waitFrom = this.#s.clock.now() + this.#s.bucket.pausedForMs();
-      await this.#s.bucket.acquire(signal);
+      const reserved = this.#reservedToken(request);
+      if (reserved === undefined) await this.#s.bucket.acquire(signal);
+      else if (reserved > 0) await this.#s.clock.sleep(reserved, signal);
       tellPaced(this.#s.clock.now() - waitFrom);
       // Checked after the wait for a token, right before the request goes out.
       const grant = request.method === "GET" ? undefined : this.#s.writeGate?.();
@@ -315,6 +318,37 @@ export class Transport {
         grant?.ended?.(unansweredMs);
       }
     }
+  }
+
+  /**
+   * A call made inside a reconcile (deadline.ts) whose token comes so late that the call could not
+   * end before the reconcile's deadline (the wait plus the request timeout is more than the time
+   * left) is not made: the token is reserved for the reconcile's key and the call throws
+   * {@link TokenWaitTooLongError} with the wait, so that the reconcile gives its worker back and
+   * comes again when its token is due instead of holding the worker until its deadline. Then its
+   * call takes that token: the ms until it is due are returned (0: at once), to wait instead of
+   * {@link TokenBucket.acquire}. Undefined for a call outside a reconcile, or whose token comes in
+   * time and is not reserved: it waits in the bucket as ever. Synchronous, so that calls made
+   * together see each other's tokens taken.
+   */
+  #reservedToken(request: TransportRequest<TSchema | undefined>): number | undefined {
+    const deadline = currentDeadline();
+    if (deadline === undefined) return undefined;
+    const { bucket } = this.#s;
+    const reserved = bucket.reservedFor(deadline.holder);
+    const waitMs = reserved ?? bucket.waitMs();
+    if (waitMs <= 0 || waitMs + this.#s.timeoutMs <= deadline.timeLeft()) {
+      if (reserved !== undefined) bucket.take(deadline.holder);
+      return reserved;
+    }
+    const dueMs = bucket.reserve(deadline.holder);
+    const qps = Number(bucket.qps.toPrecision(3));
+    throw new AbortError(
+      new TokenWaitTooLongError(
+        `${request.method} ${request.route}: the connection's rate limit (${qps} requests/s) admits this call later than its reconcile could end`,
+        dueMs,
+      ),
+    );
   }
 
   /**

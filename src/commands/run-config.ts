@@ -83,6 +83,10 @@ const RULES: ReadonlyArray<(input: RuleInput) => string | undefined> = [
       ? `${nameOf("metricsBindAddress")}: must differ from the health probe address (--health-probe-bind-address) while /metrics is served over HTTPS (--metrics-secure)`
       : undefined,
   ({ values: v }) =>
+    v.maxReconcilesPerConnection === undefined || v.maxReconcilesPerConnection <= v.concurrency
+      ? undefined
+      : `${nameOf("maxReconcilesPerConnection")}: must be at most --concurrency (${v.concurrency}); leave it out for a quarter of it`,
+  ({ values: v }) =>
     v.metricsCertDir !== undefined && !v.metricsSecure
       ? `${nameOf("metricsCertDir")}: only used over HTTPS; remove it, or drop --metrics-secure=false`
       : undefined,

@@ -14,15 +14,19 @@
  *   backoff (the server may mend, and a larger `--max-response-bytes` needs a restart anyway).
  * - 409 on create because a tracing project of that name remains (`NameReserved`, see
  *   name-reserved.ts): Stalled; the next resync (or a requested reconcile) tries again.
+ * - A call whose rate-limit token comes later than the reconcile could end
+ *   (`TokenWaitTooLongError`): `WaitingForConnectionShare`, not an error; the controller has the
+ *   key come again when the token is due (`DeferredError`), no backoff, no worker held meanwhile.
  * - 409/404 (the service's state moved: a name taken meanwhile, a deployment deleted): reported
  *   like any other failure and retried with backoff, so a persistent one is visible on the
  *   resource instead of retrying silently forever.
  */
 import { isServiceError, RequestValidationError, type ServiceError } from "../api/errors.ts";
+import { TokenWaitTooLongError } from "../api/rate-limit.ts";
 import { redactAndTruncate } from "../api/redact.ts";
 import { MAX_MESSAGE_LENGTH } from "../conditions/kstatus.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
-import { TerminalError } from "../runtime/controller.ts";
+import { DeferredError, TerminalError } from "../runtime/controller.ts";
 import { SecretsTooLargeError } from "./secret-budget.ts";
 import { AmbiguousNameError, UnreadableDeploymentError } from "./service/lookup-errors.ts";
 import { NameReservedError } from "./service/name-reserved.ts";
@@ -66,6 +70,13 @@ export function failureOf(error: unknown, secretValues: readonly string[]): Fail
     error instanceof RequestValidationError
   )
     return { outcome: failed(REASON.InvalidSpec, clean(error.message), true) };
+  if (error instanceof TokenWaitTooLongError) {
+    const message = `waiting for the connection's share: ${clean(error.message)}; looking again when a token is due`;
+    return {
+      outcome: failed(REASON.WaitingForConnectionShare, message),
+      rethrow: new DeferredError(message, error.afterMs),
+    };
+  }
   if (isServiceError(error)) {
     const refused = error.method === "POST" && !error.maybeApplied;
     const failure = serviceFailure(error, clean);

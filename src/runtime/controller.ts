@@ -10,10 +10,11 @@ import { followSignal } from "./abort.ts";
 import type { BackoffOptions } from "./backoff.ts";
 import { spread } from "./backoff.ts";
 import { type Clock, systemClock } from "./clock.ts";
+import { withinDeadline } from "./deadline.ts";
 import { parseObjectKey } from "./keys.ts";
 import { inReconcile, reconcileFields } from "./log.ts";
 import type { Runnable } from "./manager.ts";
-import { type QueueMetricsHooks, WorkQueue } from "./queue.ts";
+import { type FlowOf, type QueueMetricsHooks, WorkQueue } from "./queue.ts";
 
 /**
  * An error that cannot succeed by retrying (a rejected spec, say): the key is not requeued and
@@ -21,6 +22,21 @@ import { type QueueMetricsHooks, WorkQueue } from "./queue.ts";
  */
 export class TerminalError extends Error {
   override readonly name = "TerminalError";
+}
+
+/**
+ * A reconcile that gave its worker back before its work was done, because what it would wait for
+ * comes later than its deadline (a token of its connection's rate limit): the key comes again
+ * after `afterMs` as a follow-up, with no backoff and no failure counted. Throw it from a
+ * reconciler (deadline.ts says how long a reconcile has left).
+ */
+export class DeferredError extends Error {
+  override readonly name: string = "DeferredError";
+  readonly afterMs: number;
+  constructor(message: string, afterMs: number) {
+    super(message);
+    this.afterMs = afterMs;
+  }
 }
 
 /** Aborts a reconcile's signal when it ran longer than the controller's reconcile timeout. */
@@ -72,6 +88,8 @@ export interface ControllerMetricsHooks {
   queue?: QueueMetricsHooks;
   /** Receives a probe of the current queue's in-flight work, for the unfinished-work gauges. */
   observeInFlight?(probe: () => { unfinishedSeconds: number; longestSeconds: number }): void;
+  /** Receives a probe of the keys waiting at their flow's cap, per flow (`WorkQueue.waitingAtCap`). */
+  observeWaiting?(probe: () => Map<string, number>): void;
 }
 
 /** Options of {@link Controller}. */
@@ -88,6 +106,17 @@ export interface ControllerOptions {
   backoff?: BackoffOptions;
   /** Whether the manager must hold the lease to run it. Default true. */
   needLeaderElection?: boolean;
+  /** Whose work each key is: at most `maxPerFlow` reconciles of one flow at once (queue.ts). */
+  flowOf?: FlowOf;
+  /** Reconciles of one flow (and of one part of it) at once; default `concurrency` (no cap). */
+  maxPerFlow?: number;
+  /**
+   * Called every `afterMs` with the keys that have waited longer than that at their flow's cap,
+   * in a flow whose reconciles lately took `slowMs` or more each (or one of which has run that
+   * long), and were not told yet in this wait (each wait is told once): a flow held back at its
+   * share is reported, not silently starved. Default none.
+   */
+  waiting?: { afterMs: number; slowMs: number; report(keys: readonly string[]): void };
   clock?: Clock;
   random?: () => number;
   metrics?: ControllerMetricsHooks;
@@ -114,6 +143,8 @@ export class Controller implements Runnable {
   readonly #concurrency: number;
   #queue: WorkQueue | undefined;
   #active = 0;
+  /** Keys deferred (`DeferredError`) and not picked up since, and the flow of each. */
+  readonly #deferred = new Map<string, string>();
   /** Passes under way: the keys each still waits for, and how to end it. */
   readonly #passes = new Set<{ pending: Set<string>; end: () => void }>();
 
@@ -169,6 +200,7 @@ export class Controller implements Runnable {
 
   /** Unschedules `key`'s pending interval, requeue or retry (its object was deleted). */
   forget(key: string): void {
+    this.#deferred.delete(key);
     this.#queue?.cancel(key);
     this.#queue?.forget(key);
     this.#settle(key);
@@ -197,10 +229,16 @@ export class Controller implements Runnable {
       clock: this.#clock,
       backoff: { random: this.#random, ...this.#opts.backoff },
       metrics: this.#metrics.queue ?? {},
+      ...(this.#opts.flowOf
+        ? { flowOf: this.#opts.flowOf, maxPerFlow: this.#opts.maxPerFlow ?? this.#concurrency }
+        : {}),
     });
     this.#queue = queue;
+    this.#deferred.clear();
     this.#metrics.maxConcurrent?.(this.#concurrency);
     this.#metrics.observeInFlight?.(() => queue.inFlight());
+    if (this.#opts.flowOf) this.#metrics.observeWaiting?.(() => this.#waiting(queue));
+    const stopReports = this.#reportWaiting(queue);
     const onStop = () => queue.shutDown();
     signal.addEventListener("abort", onStop, { once: true });
     if (signal.aborted) queue.shutDown();
@@ -208,9 +246,48 @@ export class Controller implements Runnable {
     const workers = Array.from({ length: this.#concurrency }, () => this.#work(queue, halt));
     await Promise.all(workers);
     await queue.drained();
+    stopReports();
     for (const pass of this.#passes) pass.end();
     signal.removeEventListener("abort", onStop);
     this.#log.info("workers stopped");
+  }
+
+  /**
+   * Every `waiting.afterMs`, tells `waiting.report` the keys that have waited longer than that at
+   * their flow's cap and were not told yet in this wait (a key is told again only after it was
+   * handed out). Returns the stop.
+   */
+  #reportWaiting(queue: WorkQueue): () => void {
+    const waiting = this.#opts.waiting;
+    if (!waiting || !(waiting.afterMs > 0)) return () => {};
+    const told = new Set<string>();
+    let cancel = () => {};
+    const tick = () => {
+      const keys = queue.waitingSince(this.#clock.now() - waiting.afterMs, waiting.slowMs);
+      const fresh = keys.filter((key) => !told.has(key));
+      // A key no longer waiting was handed out (or dropped): its next wait is told again.
+      told.clear();
+      for (const key of keys) told.add(key);
+      if (fresh.length > 0) {
+        try {
+          waiting.report(fresh);
+        } catch (error) {
+          this.#log.warn({ err: error }, "could not report the keys waiting for their flow's share");
+        }
+      }
+      if (!queue.shuttingDown) cancel = this.#clock.setTimer(waiting.afterMs, tick);
+    };
+    cancel = this.#clock.setTimer(waiting.afterMs, tick);
+    return () => cancel();
+  }
+
+  /** Per flow, the keys waiting at its cap and those deferred (see `observeWaiting`). */
+  #waiting(queue: WorkQueue): Map<string, number> {
+    const out = queue.waitingAtCap();
+    // A deferred key come due and ready is counted by the queue, if at all.
+    for (const [key, flow] of this.#deferred)
+      if (!queue.isReady(key)) out.set(flow, (out.get(flow) ?? 0) + 1);
+    return out;
   }
 
   async #work(queue: WorkQueue, halt: AbortSignal): Promise<void> {
@@ -230,15 +307,21 @@ export class Controller implements Runnable {
     );
     const { signal } = followed;
     const started = this.#clock.now();
+    this.#deferred.delete(key);
     this.#metrics.activeWorkers?.(++this.#active);
     try {
       // The reconciler may throw synchronously; starting it inside the promise chain catches that too.
-      const result = await Promise.resolve().then(() => this.#opts.reconcile(key, signal));
+      // What waits inside the reconcile may ask how long it has left (deadline.ts).
+      const timeLeft = () => started + timeoutMs - this.#clock.now();
+      const result = await withinDeadline({ timeLeft, holder: key }, () =>
+        Promise.resolve().then(() => this.#opts.reconcile(key, signal)),
+      );
       const outcome = this.#scheduleAfterSuccess(queue, key, result);
       this.#metrics.reconciled?.(outcome, (this.#clock.now() - started) / 1000);
     } catch (error) {
       this.#scheduleAfterError(queue, key, error, halt.aborted);
-      this.#metrics.reconciled?.("error", (this.#clock.now() - started) / 1000);
+      const outcome = error instanceof DeferredError ? "requeue_after" : "error";
+      this.#metrics.reconciled?.(outcome, (this.#clock.now() - started) / 1000);
     } finally {
       cancelTimer();
       followed.release();
@@ -266,6 +349,13 @@ export class Controller implements Runnable {
   }
 
   #scheduleAfterError(queue: WorkQueue, key: string, error: unknown, halted: boolean): void {
+    if (error instanceof DeferredError && !halted) {
+      // Not a failure: the worker was given back; the key comes again when its wait is over.
+      queue.addAfter(key, Math.max(0, error.afterMs), { followUp: true });
+      this.#deferred.set(key, this.#opts.flowOf?.(key)?.flow ?? "");
+      this.#reconcileLog(key).debug({ afterMs: error.afterMs }, error.message);
+      return;
+    }
     const terminal = error instanceof TerminalError;
     this.#metrics.errored?.(terminal);
     if (halted) {

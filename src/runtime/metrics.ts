@@ -75,6 +75,8 @@ export class RuntimeMetrics {
   readonly #queueDuration: Histogram<"name">;
   readonly #workDuration: Histogram<"name">;
   readonly #inFlightProbes = new Map<string, () => { unfinishedSeconds: number; longestSeconds: number }>();
+  /** Per controller, its keys waiting for their flow's share, per flow (connection). */
+  readonly #waitingProbes = new Map<string, () => Map<string, number>>();
   readonly #serviceRequests: Counter<"method" | "route" | "status">;
   readonly #serviceDuration: Histogram<"method" | "route">;
   readonly #leader: Gauge<"name">;
@@ -173,6 +175,18 @@ export class RuntimeMetrics {
         for (const [name, probe] of probes) this.set({ name }, probe().longestSeconds);
       },
     });
+    const waiting = this.#waitingProbes;
+    new Gauge({
+      name: "dms_connection_waiting_reconciles",
+      help: "Resources waiting for their connection's share of the workers: held at the connection's cap (--max-reconciles-per-connection), or deferred until its rate limit admits a call",
+      labelNames: ["connection"],
+      registers,
+      collect() {
+        this.reset();
+        for (const probe of waiting.values())
+          for (const [connection, count] of probe()) this.set({ connection }, count);
+      },
+    });
     this.#serviceRequests = new Counter({
       name: "dms_service_requests_total",
       help: "Requests to the Deployment Management Service by method, route and status",
@@ -227,6 +241,7 @@ export class RuntimeMetrics {
       activeWorkers: (count) => this.#activeWorkers.set(controller, count),
       maxConcurrent: (count) => this.#maxConcurrent.set(controller, count),
       observeInFlight: (probe) => this.#inFlightProbes.set(name, probe),
+      observeWaiting: (probe) => this.#waitingProbes.set(name, probe),
       queue: {
         depth: (depth) => this.#depth.set(queue, depth),
         added: () => this.#adds.inc(queue),

@@ -29,13 +29,64 @@ export interface QueueMetricsHooks {
  */
 export const SPREAD_MOMENTS = 32;
 
+/**
+ * Whose work a key is (API Priority and Fairness's flow): `flow` (a tenant's connection, say),
+ * and within it, when the flow is shared by several parties, the `part` the key belongs to (a
+ * namespace of a connection many namespaces use). Keys of one flow share its cap; keys of one part
+ * share the part's cap too.
+ */
+export interface KeyFlow {
+  flow: string;
+  part?: string;
+}
+
+/** The flow of a key; `undefined`: the one flow of keys that name none (`""`). */
+export type FlowOf = (key: string) => KeyFlow | undefined;
+
 /** Options of {@link WorkQueue}. */
 export interface WorkQueueOptions {
   clock?: Clock;
   /** Per-key failure backoff; default base 1 s, max 5 min, full jitter. */
   backoff?: Backoff | BackoffOptions;
   metrics?: QueueMetricsHooks;
+  /** Whose work each key is (see {@link KeyFlow}); read when a key becomes ready. Default: one flow. */
+  flowOf?: FlowOf;
+  /** Keys of one flow (and of one part of a flow) in flight at once. Default: no cap. */
+  maxPerFlow?: number;
 }
+
+/** The keys of one part of a flow waiting to be picked up, and how many of its keys are in flight. */
+interface Part {
+  /** Where it is: one object that every key of the part points at (no object per key). */
+  place: Place;
+  inFlight: number;
+  /** Ready fresh keys in FIFO order, with the time each became ready (for queue latency). */
+  fresh: Map<string, number>;
+  /** Ready follow-ups (requeues, retries) in FIFO order, likewise. */
+  followUps: Map<string, number>;
+  /** The line the part took from last, when both held keys: the other goes next. */
+  tookFollowUp: boolean;
+}
+
+/** One flow: its parts in round-robin order, and how many of its keys are in flight. */
+interface Flow {
+  inFlight: number;
+  parts: Map<string, Part>;
+  /** How long its keys were in flight lately, in ms (a moving average; 0 before the first). */
+  workMs: number;
+}
+
+/** The weight of the latest key's time in flight in its flow's moving average. */
+const WORK_WEIGHT = 0.2;
+
+/** Where a ready or in-flight key is counted. */
+interface Place {
+  flow: string;
+  part: string;
+}
+
+/** The flow of keys whose {@link FlowOf} names none. */
+const SHARED: KeyFlow = { flow: "" };
 
 /**
  * Keyed work queue.
@@ -54,7 +105,14 @@ export interface WorkQueueOptions {
  *   back behind 10,000 creates not yet made), and fresh work still gets every other turn however
  *   many follow-ups come due (a mass rollout polled every few seconds). Turns are counted in keys
  *   taken, not in time: while fresh reconciles wait on a rate limit, follow-ups come back at the
- *   pace those end.
+ *   pace those end. Both lines are kept per flow (below), and per part of a flow.
+ * - Flows (`flowOf`, `maxPerFlow`; API Priority and Fairness with connections as flows): at most
+ *   `maxPerFlow` keys of one flow are in flight at once, and at most `maxPerFlow` of one part of a
+ *   flow. A ready key whose flow or part is at its cap waits in its flow's queue without being
+ *   handed out, however many `get`s wait: a worker never holds it. `get` serves the flows in
+ *   turn (round robin, skipping those at their cap), and within a flow its parts in turn: a flow
+ *   whose work is slow takes at most its cap of the workers, and a key of another flow is handed
+ *   out as soon as a worker is free, whatever the slow flow's backlog.
  * - `shutDown` stops intake: later adds are ignored, pending delayed adds are cancelled, keys not
  *   yet picked up are dropped (the work is level-based: the next run resyncs everything), and
  *   `get` resolves `undefined`. In-flight keys finish; `drained()` resolves when the last is done.
@@ -63,16 +121,16 @@ export class WorkQueue {
   readonly #clock: Clock;
   readonly #limiter: KeyedBackoff;
   readonly #metrics: QueueMetricsHooks;
-  /** Ready fresh keys in FIFO order, with the time each became ready (for queue latency). */
-  readonly #ready = new Map<string, number>();
-  /** Ready follow-ups (requeues, retries) in FIFO order, likewise. */
-  readonly #followUps = new Map<string, number>();
-  /** The line `get` took from last, when both held keys: the other goes next. */
-  #tookFollowUp = false;
+  readonly #flowOf: FlowOf;
+  readonly #cap: number;
+  /** The flows holding ready or in-flight keys, in round-robin order (the one served last is last). */
+  readonly #flows = new Map<string, Flow>();
+  /** Ready keys, and the flow and part each waits in. */
+  readonly #ready = new Map<string, Place>();
   /** Keys added while in flight: re-queued at `done`, in the follow-ups' line when `true`. */
   readonly #dirty = new Map<string, boolean>();
-  /** In-flight keys and when they were picked up. */
-  readonly #processing = new Map<string, number>();
+  /** In-flight keys: when each was picked up, and the flow and part it counts in. */
+  readonly #processing = new Map<string, Place & { at: number }>();
   readonly #delayed = new Map<string, { at: number; cancel: CancelTimer }>();
   /** The timers of spread adds not yet come due. */
   readonly #spreads = new Set<CancelTimer>();
@@ -91,6 +149,9 @@ export class WorkQueue {
     const backoff = options.backoff instanceof Backoff ? options.backoff : new Backoff(options.backoff);
     this.#limiter = new KeyedBackoff(backoff);
     this.#metrics = options.metrics ?? {};
+    this.#flowOf = options.flowOf ?? (() => undefined);
+    const cap = options.maxPerFlow ?? Number.POSITIVE_INFINITY;
+    this.#cap = cap >= 1 ? Math.floor(cap) : 1;
   }
 
   /** Makes `key` ready now as fresh work (deduplicated; deferred to `done` if the key is in flight). */
@@ -217,14 +278,24 @@ export class WorkQueue {
     const started = this.#processing.get(key);
     if (started === undefined) return;
     this.#processing.delete(key);
-    this.#metrics.workDuration?.((this.#clock.now() - started) / 1000);
+    this.#metrics.workDuration?.((this.#clock.now() - started.at) / 1000);
+    const flow = this.#flows.get(started.flow);
+    const part = flow?.parts.get(started.part);
+    if (flow && part) {
+      flow.inFlight -= 1;
+      part.inFlight -= 1;
+      const workMs = this.#clock.now() - started.at;
+      flow.workMs = flow.workMs === 0 ? workMs : flow.workMs + WORK_WEIGHT * (workMs - flow.workMs);
+      this.#prune(started, flow, part);
+    }
     const followUp = this.#dirty.get(key);
     if (followUp !== undefined && this.#dirty.delete(key) && !this.#shuttingDown) {
       // Added while in flight: in the line it was added to (a follow-up's if any add was one).
-      (followUp ? this.#followUps : this.#ready).set(key, this.#clock.now());
-      this.#handOut();
+      this.#enqueue(key, followUp);
       this.#reportDepth();
     }
+    // A seat of the flow came free: a key of it waiting at its cap may go now.
+    this.#handOut();
     if (this.#processing.size === 0) this.#notifyDrained();
   }
 
@@ -238,7 +309,14 @@ export class WorkQueue {
     this.#spreads.clear();
     this.#spreadAt.clear();
     this.#ready.clear();
-    this.#followUps.clear();
+    for (const [name, flow] of this.#flows) {
+      for (const [partName, part] of flow.parts) {
+        part.fresh.clear();
+        part.followUps.clear();
+        if (part.inFlight === 0) flow.parts.delete(partName);
+      }
+      if (flow.inFlight === 0) this.#flows.delete(name);
+    }
     this.#dirty.clear();
     for (const waiter of this.#waiters) waiter(undefined);
     this.#waiters = [];
@@ -257,9 +335,54 @@ export class WorkQueue {
     return this.#shuttingDown;
   }
 
-  /** Keys ready to be picked up, in both lines. */
+  /** Keys ready to be picked up, in both lines (those waiting at their flow's cap included). */
   get length(): number {
-    return this.#ready.size + this.#followUps.size;
+    return this.#ready.size;
+  }
+
+  /**
+   * Per flow, the ready keys that wait only because their flow, or their part of it, has its cap
+   * of keys in flight (0 for none is left out). Costs one look at each flow and part.
+   */
+  waitingAtCap(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [name, flow] of this.#flows) {
+      let waiting = 0;
+      for (const part of flow.parts.values()) {
+        const ready = part.fresh.size + part.followUps.size;
+        if (ready > 0 && (flow.inFlight >= this.#cap || part.inFlight >= this.#cap)) waiting += ready;
+      }
+      if (waiting > 0) out.set(name, waiting);
+    }
+    return out;
+  }
+
+  /**
+   * The keys that became ready before `before` (clock ms) and still wait only because their flow,
+   * or their part of it, is at its cap, in flows whose keys lately took `slowMs` or more each in
+   * flight, or that hold a key in flight for that long already (a flow whose work is slow, not
+   * merely a large one: a pass over 10,000 quick keys is not reported); each part's lines in
+   * order, so the oldest come first.
+   */
+  waitingSince(before: number, slowMs = 0): string[] {
+    // A flow is slow when its keys lately took `slowMs` each, or one in flight has run that long
+    // (a service that never answers ends no reconcile to average).
+    const now = this.#clock.now();
+    const running = new Set<string>();
+    for (const { flow, at } of this.#processing.values()) if (now - at >= slowMs) running.add(flow);
+    const out: string[] = [];
+    for (const [name, flow] of this.#flows) {
+      if (flow.workMs < slowMs && !running.has(name)) continue;
+      for (const part of flow.parts.values()) {
+        if (flow.inFlight < this.#cap && part.inFlight < this.#cap) continue;
+        for (const line of [part.fresh, part.followUps])
+          for (const [key, readyAt] of line) {
+            if (readyAt >= before) break;
+            out.push(key);
+          }
+      }
+    }
+    return out;
   }
 
   /** Keys currently scheduled for later. */
@@ -272,8 +395,8 @@ export class WorkQueue {
     const now = this.#clock.now();
     let total = 0;
     let longest = 0;
-    for (const started of this.#processing.values()) {
-      const age = (now - started) / 1000;
+    for (const { at } of this.#processing.values()) {
+      const age = (now - at) / 1000;
       total += age;
       longest = Math.max(longest, age);
     }
@@ -287,7 +410,7 @@ export class WorkQueue {
    * one (the moment then passes the key by).
    */
   #keepsSchedule(key: string, at: number): boolean {
-    if (this.#isReady(key) || this.#dirty.has(key)) return true;
+    if (this.isReady(key) || this.#dirty.has(key)) return true;
     const existing = this.#delayed.get(key);
     if (existing && existing.at <= at) return true;
     const spreadAt = this.#spreadAt.get(key);
@@ -296,8 +419,9 @@ export class WorkQueue {
     return false;
   }
 
-  #isReady(key: string): boolean {
-    return this.#ready.has(key) || this.#followUps.has(key);
+  /** Whether `key` waits to be picked up (in either line of its flow). */
+  isReady(key: string): boolean {
+    return this.#ready.has(key);
   }
 
   #makeReady(key: string, followUp: boolean): void {
@@ -309,33 +433,77 @@ export class WorkQueue {
       return;
     }
     // Already waiting in either line: it keeps its place.
-    if (this.#isReady(key)) return;
-    (followUp ? this.#followUps : this.#ready).set(key, this.#clock.now());
+    if (this.isReady(key)) return;
+    this.#enqueue(key, followUp);
     this.#handOut();
     this.#reportDepth();
   }
 
-  /** The next key: from each line in turn while both hold keys, else from the one that does. */
+  /** Puts `key` last in its line of its flow's part (the flow read now). */
+  #enqueue(key: string, followUp: boolean): void {
+    const { flow: flowName, part: partName = "" } = this.#flowOf(key) ?? SHARED;
+    let flow = this.#flows.get(flowName);
+    if (!flow) {
+      flow = { inFlight: 0, parts: new Map(), workMs: 0 };
+      this.#flows.set(flowName, flow);
+    }
+    let part = flow.parts.get(partName);
+    if (!part) {
+      const place = { flow: flowName, part: partName };
+      part = { place, inFlight: 0, fresh: new Map(), followUps: new Map(), tookFollowUp: false };
+      flow.parts.set(partName, part);
+    }
+    (followUp ? part.followUps : part.fresh).set(key, this.#clock.now());
+    this.#ready.set(key, part.place);
+  }
+
+  /**
+   * The next key: of the first flow in round-robin order below its cap with a ready key in a part
+   * below its cap (the flow then goes last, and so does the part within it); within the part,
+   * from each line in turn while both hold keys, else from the one that does.
+   */
   #take(): string | undefined {
-    const followUp = this.#followUps.size > 0 && (this.#ready.size === 0 || !this.#tookFollowUp);
-    const line = followUp ? this.#followUps : this.#ready;
-    for (const [key, readyAt] of line) {
-      line.delete(key);
-      this.#tookFollowUp = followUp;
-      const now = this.#clock.now();
-      this.#processing.set(key, now);
-      this.#metrics.queueLatency?.((now - readyAt) / 1000);
-      this.#reportDepth();
-      return key;
+    if (this.#ready.size === 0) return undefined;
+    for (const [flowName, flow] of this.#flows) {
+      if (flow.inFlight >= this.#cap) continue;
+      for (const [partName, part] of flow.parts) {
+        if (part.inFlight >= this.#cap) continue;
+        const followUp = part.followUps.size > 0 && (part.fresh.size === 0 || !part.tookFollowUp);
+        const line = followUp ? part.followUps : part.fresh;
+        for (const [key, readyAt] of line) {
+          line.delete(key);
+          this.#ready.delete(key);
+          part.tookFollowUp = followUp;
+          part.inFlight += 1;
+          flow.inFlight += 1;
+          // Served: last in its flow's turn, and the flow last in the queue's.
+          flow.parts.delete(partName);
+          flow.parts.set(partName, part);
+          this.#flows.delete(flowName);
+          this.#flows.set(flowName, flow);
+          const now = this.#clock.now();
+          this.#processing.set(key, { flow: flowName, part: partName, at: now });
+          this.#metrics.queueLatency?.((now - readyAt) / 1000);
+          this.#reportDepth();
+          return key;
+        }
+      }
     }
     return undefined;
   }
 
+  /** Drops a part, and then its flow, that holds no key any more. */
+  #prune(place: Place, flow: Flow, part: Part): void {
+    if (part.inFlight > 0 || part.fresh.size > 0 || part.followUps.size > 0) return;
+    flow.parts.delete(place.part);
+    if (flow.inFlight === 0 && flow.parts.size === 0) this.#flows.delete(place.flow);
+  }
+
   #handOut(): void {
-    while (this.#waiters.length > 0 && this.length > 0) {
-      const waiter = this.#waiters.shift();
+    while (this.#waiters.length > 0) {
       const key = this.#take();
-      if (waiter && key !== undefined) waiter(key);
+      if (key === undefined) return;
+      this.#waiters.shift()?.(key);
     }
   }
 

@@ -15,6 +15,11 @@ import { issuesOf } from "./validation.ts";
  * service route.
  */
 const Route = Type.Optional(Type.String({ minLength: 1 }));
+/**
+ * Narrows a rule to the lookups by id (`GET /v2/deployments?deployment_ids=…`): `one`, those
+ * asking for a single id; `many`, those asking for several (a batch). Absent: every request.
+ */
+const Ids = Type.Optional(Type.Union([Type.Literal("one"), Type.Literal("many")]));
 const Status = Type.Integer({ minimum: 400, maximum: 599 });
 const RetryAfter = Type.Optional(Type.Integer({ minimum: 0 }));
 
@@ -24,7 +29,9 @@ export const FaultsSchema = Type.Object(
     /** Seed of the PRNG behind every `rate`. Default 1. */
     seed: Type.Optional(Type.Integer()),
     /** Delay before answering; every matching rule adds its `ms`. */
-    latency: Type.Optional(Type.Array(Type.Object({ ms: Type.Integer({ minimum: 0 }), route: Route }))),
+    latency: Type.Optional(
+      Type.Array(Type.Object({ ms: Type.Integer({ minimum: 0 }), route: Route, ids: Ids })),
+    ),
     /** Answer `status` with probability `rate` (0..1); `retryAfterSeconds` adds a Retry-After header. */
     errors: Type.Optional(
       Type.Array(
@@ -33,6 +40,7 @@ export const FaultsSchema = Type.Object(
           rate: Type.Number({ minimum: 0, maximum: 1 }),
           route: Route,
           retryAfterSeconds: RetryAfter,
+          ids: Ids,
         }),
       ),
     ),
@@ -132,6 +140,16 @@ function prng(seed: number): () => number {
 const matches = (selector: string | undefined, route: string, path: string): boolean =>
   selector === undefined || selector === route || selector === path;
 
+/** How many ids a request's `deployment_ids` asks for (0: none given). */
+function idsAsked(search: string): number {
+  const ids = new URLSearchParams(search).get("deployment_ids");
+  return ids === null || ids === "" ? 0 : ids.split(",").length;
+}
+
+/** Whether a rule's `ids` narrowing admits a request asking for `asked` ids. */
+const idsMatch = (ids: "one" | "many" | undefined, asked: () => number): boolean =>
+  ids === undefined || (ids === "one" ? asked() === 1 : asked() > 1);
+
 /**
  * Holds the current faults and decides, request by request, which apply. Mutations take effect
  * for the next request. `set` validates and throws a 422 {@link ServiceError} naming the field.
@@ -168,12 +186,21 @@ export class FaultController {
     return current;
   }
 
-  /** Decides the fate of one request to `route` (`"GET /v2/deployments"`), whose template is `path`. */
-  decide(route: string, path: string): FaultDecision {
+  /**
+   * Decides the fate of one request to `route` (`"GET /v2/deployments"`), whose template is
+   * `path` and whose query string (without `?`) is `search`.
+   */
+  decide(route: string, path: string, search = ""): FaultDecision {
     if (!this.#active) return NONE;
     const f = this.#faults;
+    let counted: number | undefined;
+    const asked = () => {
+      counted ??= idsAsked(search);
+      return counted;
+    };
     let delayMs = 0;
-    for (const rule of f.latency ?? []) if (matches(rule.route, route, path)) delayMs += rule.ms;
+    for (const rule of f.latency ?? [])
+      if (matches(rule.route, route, path) && idsMatch(rule.ids, asked)) delayMs += rule.ms;
     if (f.endlessListing !== undefined && route === ENDLESS_ROUTE) delayMs += f.endlessListing.pageDelayMs;
     for (const entry of this.#script) {
       if (entry.left <= 0 || !matches(entry.route, route, path)) continue;
@@ -185,7 +212,7 @@ export class FaultController {
       if (matches(rule.route, route, path) && this.#random() < rule.rate) return { delayMs, reset: true };
     }
     for (const rule of f.errors ?? []) {
-      if (matches(rule.route, route, path) && this.#random() < rule.rate) {
+      if (matches(rule.route, route, path) && idsMatch(rule.ids, asked) && this.#random() < rule.rate) {
         return { delayMs, status: rule.status, retryAfterSeconds: rule.retryAfterSeconds };
       }
     }

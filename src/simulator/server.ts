@@ -307,7 +307,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
         send(fail(error));
       }
     };
-    const decision = faults.decide(match.route, match.template);
+    const decision = faults.decide(match.route, match.template, search);
     if (decision.delayMs <= 0) {
       proceed(decision);
       return;

@@ -49,8 +49,10 @@ export interface OperatorConfig {
   defaultConnectionNamespaceSelector?: DefaultConnectionSelector;
   concurrency: number;
   /**
-   * The most reconciles one connection (and, under a ClusterServiceConnection, one namespace) may
-   * hold at once (`--max-reconciles-per-connection`). Absent: {@link defaultMaxReconcilesPerConnection}.
+   * Reconciles of one connection at once (`--max-reconciles-per-connection`); of a
+   * ClusterServiceConnection, or of the default connection, also of one namespace. The others
+   * wait in their connection's queue without holding a worker. Default: a quarter of
+   * `concurrency`, rounded up ({@link defaultMaxReconcilesPerConnection}).
    */
   maxReconcilesPerConnection?: number;
   /** Drift resync period; each connection is listed once per period for all its resources. */
@@ -140,18 +142,15 @@ export interface OperatorDeps {
   identity?: string;
 }
 
+/** `--max-reconciles-per-connection` when none is given: a quarter of `--concurrency`, rounded up. */
+export function defaultMaxReconcilesPerConnection(concurrency: number): number {
+  return Math.max(1, Math.ceil(concurrency / 4));
+}
+
 /**
  * The listing deadline when none is given: a minute, or half the resync period when that is
  * shorter (a listing must end well before the next pass is due).
  */
 export function defaultListingDeadlineMs(resyncMs: number): number {
   return Math.min(60_000, resyncMs / 2);
-}
-
-/**
- * The most reconciles one connection may hold at once when none is given: a quarter of the
- * concurrency, rounded up, at least 1 (four connections busy at once can fill every slot).
- */
-export function defaultMaxReconcilesPerConnection(concurrency: number): number {
-  return Math.max(1, Math.ceil(concurrency / 4));
 }

@@ -58,7 +58,7 @@ type Counters = Record<string, Record<string, number>>;
 /** Most tenants one run may have: each is a namespace, a Secret, a connection and a simulator. */
 const MAX_TENANTS = 500;
 /** Name of every tenant's ServiceConnection and of its Secret (each in the tenant's namespace). */
-const CONNECTION = "sim";
+export const CONNECTION = "sim";
 const SECRET = "dms-key";
 const SECRET_KEY = "api-key";
 /** Edits per contention phase; they are paced over {@link editWindowMs}. */
@@ -93,7 +93,7 @@ function perTenant(n: number, tenants: number, t: number): number {
 }
 
 /** One tenant: its namespace and its simulator (with the key its Secret holds). */
-interface Tenant {
+export interface Tenant {
   index: number;
   namespace: string;
   resources: number;
@@ -295,7 +295,7 @@ function editWindowMs(periodMs: number): number {
 }
 
 /** The resource `name` of a tenant, on that tenant's ServiceConnection. */
-function resourceBody(name: string): Record<string, unknown> {
+export function resourceBody(name: string): Record<string, unknown> {
   const body = benchDeploymentBody(name);
   return {
     ...body,
@@ -304,7 +304,7 @@ function resourceBody(name: string): Record<string, unknown> {
 }
 
 /** The tenant's namespace, the Secret with its simulator's key, and its ServiceConnection. */
-async function createTenant(client: KubeClient, tenant: Tenant): Promise<void> {
+export async function createTenant(client: KubeClient, tenant: Tenant): Promise<void> {
   await client.request({
     method: "POST",
     path: "/api/v1/namespaces",
@@ -344,7 +344,7 @@ interface WithConditions {
 const condition = (o: WithConditions, type: string) => o.status?.conditions?.find((c) => c.type === type);
 
 /** Waits until every ServiceConnection is Ready; resolves with the seconds it took. */
-async function untilConnectionsReady(
+export async function untilConnectionsReady(
   client: KubeClient,
   count: number,
   operator: RunningOperator,

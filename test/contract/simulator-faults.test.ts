@@ -44,6 +44,21 @@ describe("scripted faults", () => {
     expect((await call(sim, "DELETE", `/v2/deployments/${id}`)).status).toBe(204);
   });
 
+  it("`ids` narrows a rule to the lookups by id of one id, or of several (a batch)", async () => {
+    const [a, b] = sim.store.list().map((d) => d.id);
+    sim.faults.set({
+      errors: [{ status: 500, rate: 1, route: LIST, ids: "many" }],
+      latency: [{ ms: 1, route: LIST, ids: "one" }],
+    });
+    expect(await statusOf(`/v2/deployments?deployment_ids=${a},${b}`)).toBe(500);
+    expect(await statusOf(`/v2/deployments?deployment_ids=${a}`)).toBe(200);
+    expect(await statusOf("/v2/deployments")).toBe(200);
+    // A delay of its own, on single lookups only.
+    expect(sim.faults.decide(LIST, "/v2/deployments", `deployment_ids=${a}`).delayMs).toBe(1);
+    expect(sim.faults.decide(LIST, "/v2/deployments", "limit=100").delayMs).toBe(0);
+    expect(() => sim.faults.set({ latency: [{ ms: 1, ids: "some" as "one" }] })).toThrow();
+  });
+
   it("429 carries Retry-After", async () => {
     sim.faults.set({ script: [{ route: LIST, count: 1, status: 429, retryAfterSeconds: 2 }] });
     const res = await call(sim, "GET", "/v2/deployments");

@@ -73,6 +73,8 @@ export interface TestOperatorOptions {
   defaultConnectionNamespaceSelector?: string;
   /** `--max-connections-per-namespace`. Default: the operator's (20). */
   maxConnectionsPerNamespace?: number;
+  /** `--max-reconciles-per-connection`. Default: the operator's (a quarter of `concurrency`). */
+  maxReconcilesPerConnection?: number;
 }
 
 /** A running operator and what a test inspects of it. */
@@ -123,6 +125,9 @@ export function testOperatorConfig(options: TestOperatorOptions): OperatorConfig
     ...(options.maxConnectionsPerNamespace === undefined
       ? {}
       : { maxConnectionsPerNamespace: options.maxConnectionsPerNamespace }),
+    ...(options.maxReconcilesPerConnection === undefined
+      ? {}
+      : { maxReconcilesPerConnection: options.maxReconcilesPerConnection }),
     leaderElection: {
       enabled: le !== undefined,
       namespace: le?.namespace ?? options.namespaces[0] ?? "default",

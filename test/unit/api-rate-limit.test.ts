@@ -1,9 +1,33 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { ApiClock } from "../../src/api/clock.ts";
-import { TokenBucket } from "../../src/api/rate-limit.ts";
+import { RESERVATION_KEPT_MS, TokenBucket } from "../../src/api/rate-limit.ts";
 
 describe("TokenBucket", () => {
+  it("reserves a holder's token in line with the waiters, once, and drops it when it is not taken in time", async () => {
+    let time = 0;
+    const sleeps: number[] = [];
+    const clock: ApiClock = { now: () => time, sleep: async (ms) => void sleeps.push(ms) };
+    const bucket = new TokenBucket({ qps: 1, burst: 1, clock });
+    await bucket.acquire();
+    // a reserves the next token (in 1 s), b the one after; a again keeps its own.
+    expect(bucket.reserve("a")).toBe(1_000);
+    expect(bucket.reserve("b")).toBe(2_000);
+    expect(bucket.reserve("a")).toBe(1_000);
+    // A caller that waits comes after both.
+    await bucket.acquire();
+    expect(sleeps).toEqual([3_000]);
+    time = 1_000;
+    expect(bucket.reservedFor("a")).toBe(0);
+    bucket.take("a");
+    expect(bucket.reservedFor("a")).toBeUndefined();
+    // b never comes back: its reservation goes once it is RESERVATION_KEPT_MS past due.
+    time = 2_000 + RESERVATION_KEPT_MS + 1;
+    bucket.reserve("c");
+    expect(bucket.reservedFor("b")).toBeUndefined();
+    expect(bucket.reservedFor("c")).toBe(0);
+  });
+
   it("serves a burst at once and then one caller per 1/qps, in arrival order", async () => {
     // Time stands still: every caller arrives at t=0, so each later one queues behind the others.
     const sleeps: number[] = [];

@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { renderDetail, ServiceError } from "../../src/api/errors.ts";
+import { TokenWaitTooLongError } from "../../src/api/rate-limit.ts";
 import { MAX_MESSAGE_LENGTH } from "../../src/conditions/kstatus.ts";
 import { failureOf } from "../../src/reconcile/failures.ts";
 import { REASON } from "../../src/reconcile/status/status.ts";
-import { TerminalError } from "../../src/runtime/controller.ts";
+import { DeferredError, TerminalError } from "../../src/runtime/controller.ts";
 
 const SECRET = "s3cr3t-value-that-must-never-show";
 
@@ -19,6 +20,20 @@ const rejected = (quoted: string, at: number) =>
   });
 
 describe("failureOf", () => {
+  it("a token later than the reconcile could end: WaitingForConnectionShare, deferred to the token, not stalled", () => {
+    const error = new TokenWaitTooLongError(
+      "GET /v2/deployments: the connection's rate limit (0.001 requests/s) admits this call later than its reconcile could end",
+      950_000,
+    );
+    const failure = failureOf(error, []);
+    expect(failure.outcome).toMatchObject({ reason: REASON.WaitingForConnectionShare, stalled: false });
+    expect(failure.outcome.message).toContain("0.001 requests/s");
+    // A stable message (no countdown): the status is written once, not at every deferral.
+    expect(failure.outcome.message).not.toMatch(/\d+ s\b/);
+    expect(failure.rethrow).toBeInstanceOf(DeferredError);
+    expect((failure.rethrow as DeferredError).afterMs).toBe(950_000);
+  });
+
   it("an answer past the bound: ResponseTooLarge, retried with backoff, never stalled", () => {
     const error = new ServiceError({
       kind: "too_large",

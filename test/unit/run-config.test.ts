@@ -201,6 +201,36 @@ describe("runConfigFrom reconcile timeout", () => {
   });
 });
 
+describe("runConfigFrom --max-reconciles-per-connection", () => {
+  const problemsOf = (result: ReturnType<typeof runConfigFrom>) => (result.ok ? [] : result.problems);
+
+  it("defaults to a quarter of --concurrency, rounded up, at least 1; reads the flag before its variable", () => {
+    expect(runConfigFrom(base, {})).toMatchObject({ ok: true, config: { maxReconcilesPerConnection: 4 } });
+    expect(runConfigFrom({ ...base, concurrency: "10" }, {})).toMatchObject({
+      ok: true,
+      config: { maxReconcilesPerConnection: 3 },
+    });
+    expect(runConfigFrom({ ...base, concurrency: "1" }, {})).toMatchObject({
+      ok: true,
+      config: { maxReconcilesPerConnection: 1 },
+    });
+    expect(
+      runConfigFrom({ ...base, maxReconcilesPerConnection: "8" }, { DMS_MAX_RECONCILES_PER_CONNECTION: "2" }),
+    ).toMatchObject({ ok: true, config: { maxReconcilesPerConnection: 8 } });
+  });
+
+  it("refuses more than --concurrency, and what is not a whole number from 1, naming the flag and its variable", () => {
+    expect(
+      problemsOf(runConfigFrom({ ...base, concurrency: "8", maxReconcilesPerConnection: "9" }, {})),
+    ).toEqual([
+      "--max-reconciles-per-connection / DMS_MAX_RECONCILES_PER_CONNECTION: must be at most --concurrency (8); leave it out for a quarter of it",
+    ]);
+    expect(problemsOf(runConfigFrom(base, { DMS_MAX_RECONCILES_PER_CONNECTION: "0" }))[0]).toContain(
+      "--max-reconciles-per-connection / DMS_MAX_RECONCILES_PER_CONNECTION",
+    );
+  });
+});
+
 describe("runConfigFrom revision tracking", () => {
   it("is on by default, and reads on/off (or a boolean) from the flag before DMS_REVISION_TRACKING", () => {
     expect(runConfigFrom(base, {})).toMatchObject({ ok: true, config: { revisionTracking: true } });

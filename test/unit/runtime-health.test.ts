@@ -208,6 +208,8 @@ describe("RuntimeMetrics", () => {
     hooks.maxConcurrent?.(4);
     hooks.activeWorkers?.(1);
     hooks.observeInFlight?.(() => ({ unfinishedSeconds: 3, longestSeconds: 2 }));
+    let waiting = new Map([["ServiceConnection/team-a/prod", 195]]);
+    hooks.observeWaiting?.(() => waiting);
     hooks.queue?.depth?.(2);
     hooks.queue?.added?.();
     hooks.queue?.retried?.();
@@ -238,10 +240,14 @@ describe("RuntimeMetrics", () => {
       'dms_service_requests_total{method="PATCH",route="/v2/deployments/{deployment_id}",status="200"} 1',
       'dms_service_request_duration_seconds_count{method="PATCH",route="/v2/deployments/{deployment_id}"} 1',
       'leader_election_master_status{name="dms-operator"} 1',
+      'dms_connection_waiting_reconciles{connection="ServiceConnection/team-a/prod"} 195',
     ]) {
       expect(text).toContain(line);
     }
     expect(text).toContain("process_cpu_seconds_total");
+    // A connection no longer waiting leaves the gauge, rather than showing its last count.
+    waiting = new Map();
+    expect(await metrics.registry.metrics()).not.toContain("dms_connection_waiting_reconciles{");
   });
 
   it("keeps instances apart: two registries never share a series", async () => {

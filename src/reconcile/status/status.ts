@@ -74,6 +74,12 @@ export const REASON = {
   UnrecognizedStatus: "UnrecognizedStatus",
   /** The service's deployment for this resource is in the listing but cannot be read. */
   UnreadableDeployment: "UnreadableDeployment",
+  /**
+   * The resource waits for its connection's share of the operator: its reconciles wait behind the
+   * connection's others (`--max-reconciles-per-connection`), or its connection's rate limit
+   * admits its next call later than a reconcile could end.
+   */
+  WaitingForConnectionShare: "WaitingForConnectionShare",
   /** The resource's connection is missing, not Ready, or not usable from its namespace. */
   ConnectionNotReady: "ConnectionNotReady",
   /** The resource's namespace is not one its connection (or the default connection) selects. */

@@ -1,0 +1,38 @@
+/**
+ * The status of a resource whose reconcile waits for its connection's share of the operator's
+ * workers (`--max-reconciles-per-connection`): written from outside a reconcile, by the report of
+ * the waiting resources (wiring/connection-share.ts), and replaced by its reconcile's own status
+ * when its turn comes. Pure.
+ */
+import { putConditions } from "../../conditions/kstatus.ts";
+import type { DeploymentResourceStatus } from "../../crd/schema.ts";
+import { CONDITION, REASON } from "./status.ts";
+
+/** Whether `status` says the resource waits for its connection's share already. */
+export function saysWaitingForShare(status: DeploymentResourceStatus): boolean {
+  return (status.conditions ?? []).some(
+    (c) => c.type === CONDITION.Synced && c.reason === REASON.WaitingForConnectionShare,
+  );
+}
+
+/**
+ * `status` with `Synced=False` and `Reconciling=True`, reason `WaitingForConnectionShare` and
+ * `message`; every other field and condition as it was.
+ */
+export function waitingForShare(
+  status: DeploymentResourceStatus,
+  generation: number,
+  message: string,
+  now: Date,
+): DeploymentResourceStatus {
+  const reason = REASON.WaitingForConnectionShare;
+  const conditions = putConditions(
+    status.conditions ?? [],
+    [
+      { type: CONDITION.Synced, value: { status: "False", reason, message } },
+      { type: CONDITION.Reconciling, value: { status: "True", reason, message } },
+    ],
+    { now, observedGeneration: status.observedGeneration ?? generation },
+  );
+  return { ...status, conditions };
+}

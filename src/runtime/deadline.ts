@@ -1,0 +1,32 @@
+/**
+ * The time a reconcile has left, told to whatever waits inside it. The controller runs each
+ * reconcile {@link withinDeadline}; a wait that may be long and is this process's own (a token of
+ * a connection's rate limit) asks {@link currentDeadline} first, and rather than hold the
+ * reconcile's worker until the deadline it gives the worker back and has the key come again when
+ * the wait would be over (`DeferredError`, controller.ts), holding what it waited for under the
+ * deadline's `holder` (the reconcile's key) meanwhile.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+
+/** A reconcile's deadline: how long it has left, and who it is for (its key). */
+export interface Deadline {
+  timeLeft(): number;
+  holder: string;
+}
+
+const current = new AsyncLocalStorage<Deadline>();
+
+/** Runs `work` with `deadline` as the answer of {@link currentDeadline} inside it. */
+export function withinDeadline<T>(deadline: Deadline, work: () => T): T {
+  return current.run(deadline, work);
+}
+
+/** The deadline of the work under way; undefined outside any. */
+export function currentDeadline(): Deadline | undefined {
+  return current.getStore();
+}
+
+/** The ms the work under way has left before its deadline; undefined outside any. */
+export function timeLeftMs(): number | undefined {
+  return current.getStore()?.timeLeft();
+}

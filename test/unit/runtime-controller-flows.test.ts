@@ -1,0 +1,123 @@
+/**
+ * The controller's fair shares (controller.ts over queue.ts's flows): a cap of reconciles per
+ * flow, a reconcile that gives its worker back (`DeferredError`), the time a reconcile has left
+ * (deadline.ts), and the report of keys long waiting at a slow flow's cap.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import {
+  Controller,
+  type ControllerOptions,
+  DeferredError,
+  type ReconcileResult,
+} from "../../src/runtime/controller.ts";
+import { timeLeftMs } from "../../src/runtime/deadline.ts";
+import type { KeyFlow } from "../../src/runtime/queue.ts";
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: 0 });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** Keys `<flow>:<name>`: the flow before the colon. */
+const flowOf = (key: string): KeyFlow => ({ flow: key.slice(0, key.indexOf(":")) });
+
+type Reconcile = (key: string, signal: AbortSignal) => Promise<ReconcileResult>;
+
+function startController(reconcile: Reconcile, options: Partial<ControllerOptions> = {}) {
+  const started: Array<{ key: string; at: number }> = [];
+  let waitingProbe: (() => Map<string, number>) | undefined;
+  const controller = new Controller({
+    name: "test",
+    backoff: { jitter: 0 },
+    random: () => 0.5,
+    flowOf,
+    metrics: { observeWaiting: (probe) => (waitingProbe = probe) },
+    ...options,
+    reconcile: (key, signal) => {
+      started.push({ key, at: Date.now() });
+      return reconcile(key, signal);
+    },
+  });
+  const stop = new AbortController();
+  const running = controller.start(stop.signal);
+  return { controller, started, stop, running, waiting: () => waitingProbe?.() ?? new Map() };
+}
+
+describe("Controller flows", () => {
+  it("reconciles a healthy flow's key at once while a slow flow holds its cap of the workers", async () => {
+    // Slow reconciles take 10 s each; 4 workers, at most 2 per flow.
+    const { controller, started, stop, running, waiting } = startController(
+      async (key) => {
+        if (key.startsWith("slow:")) await new Promise((r) => setTimeout(r, 10_000));
+        return { kind: "done" };
+      },
+      { concurrency: 4, maxPerFlow: 2 },
+    );
+    for (let i = 0; i < 50; i++) controller.enqueue(`slow:${i}`);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(started.map((s) => s.key)).toEqual(["slow:0", "slow:1"]);
+    expect(waiting()).toEqual(new Map([["slow", 48]]));
+    controller.enqueue("healthy:a");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(started.at(-1)).toEqual({ key: "healthy:a", at: 1_000 });
+    stop.abort();
+    await vi.advanceTimersByTimeAsync(10_000);
+    await running;
+  });
+
+  it("requeues a deferred reconcile when asked, as no failure, and counts it as waiting meanwhile", async () => {
+    let defer = true;
+    const seenLeft: number[] = [];
+    const { controller, started, stop, running, waiting } = startController(
+      async () => {
+        seenLeft.push(timeLeftMs() ?? -1);
+        if (defer) throw new DeferredError("the token comes later", 30_000);
+        return { kind: "done" };
+      },
+      { concurrency: 2, reconcileTimeoutMs: 60_000, backoff: { baseMs: 1_000, jitter: 0 } },
+    );
+    controller.enqueue("t:a");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(seenLeft).toEqual([60_000]);
+    expect(waiting()).toEqual(new Map([["t", 1]]));
+    defer = false;
+    // Not after the backoff (1 s): after the 30 s asked for.
+    await vi.advanceTimersByTimeAsync(29_999);
+    expect(started).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(started.map((s) => s.at)).toEqual([0, 30_000]);
+    expect(waiting()).toEqual(new Map());
+    stop.abort();
+    await running;
+  });
+
+  it("reports the keys long waiting at a slow flow's cap once per wait", async () => {
+    const reports: string[][] = [];
+    const { controller, stop, running } = startController(
+      async (key) => {
+        if (key.startsWith("slow:")) await new Promise((r) => setTimeout(r, 50_000));
+        return { kind: "done" };
+      },
+      {
+        concurrency: 2,
+        maxPerFlow: 1,
+        waiting: { afterMs: 30_000, slowMs: 1_000, report: (keys) => reports.push([...keys]) },
+      },
+    );
+    for (const key of ["slow:a", "slow:b", "slow:c", "slow:d"]) controller.enqueue(key);
+    // a runs 0–50 s, b 50–100 s, c 100–150 s: the flow's reconciles take 50 s each.
+    await vi.advanceTimersByTimeAsync(30_000);
+    // At 30 s nothing has waited more than 30 s, and the flow's reconciles are not known slow yet.
+    expect(reports).toEqual([]);
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(reports).toEqual([["slow:c", "slow:d"]]);
+    // c runs from 100 s, d still waits at 120 s: each wait is told once.
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(reports).toEqual([["slow:c", "slow:d"]]);
+    stop.abort();
+    await vi.advanceTimersByTimeAsync(50_000);
+    await running;
+  });
+});
