@@ -1,14 +1,13 @@
 /**
  * Registers `plan` (plan.ts, loaded when it runs, does the work). Exit status 0 nothing to do, 2
- * changes planned, 1 an error, a refusal, or a mistake in the call (a bad flag too: 2 means
- * "changes planned" here).
+ * changes planned, 1 an error, a refusal, or a mistake in the call (as every command: see
+ * `EXIT` in program.ts).
  */
 import type { Command } from "commander";
 import { addServiceOptions, CONNECTION_HELP, namespaceArgument, type RegisterCommand } from "./context.ts";
 import { withDeferredListFormat } from "./deferred-list-format.ts";
 import { addOutputOptions } from "./output-options.ts";
 import { CommandExit, EXIT } from "./program.ts";
-import { UsageError } from "./usage-error.ts";
 import { PLAN_MAX_SECRET_BYTES } from "./words.ts";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -55,22 +54,11 @@ export const registerPlanCommand: RegisterCommand = (program, ctx) => {
     .option(
       `${secretBytes.flag} ${secretBytes.arg}`,
       `with --kubeconfig: the operator's limit on the secret values one resource sends; over it the resource is an error, as the operator would stall it (SecretsTooLarge) (default ${secretBytes.default}) (env ${secretBytes.env})`,
-    )
-    // 2 means "changes planned" here, so a mistake in the call must not end with 2.
-    .exitOverride((error) => {
-      throw error.exitCode === 0 ? error : new CommandExit(EXIT.failed);
-    });
+    );
   addOutputOptions(command, { formats: PLAN_FORMATS, textAlias: true, headers: false, default: "table" });
   addServiceOptions(command).action(async (_flags: unknown, cmd: Command) => {
-    let status: number;
-    try {
-      const { runPlan } = await withDeferredListFormat(() => import("./plan.ts"));
-      status = await runPlan(cmd.optsWithGlobals(), ctx);
-    } catch (error) {
-      if (!(error instanceof UsageError)) throw error;
-      for (const line of error.lines) ctx.err(`error: ${line}\n`);
-      status = EXIT.failed;
-    }
+    const { runPlan } = await withDeferredListFormat(() => import("./plan.ts"));
+    const status = await runPlan(cmd.optsWithGlobals(), ctx);
     if (status !== EXIT.ok) throw new CommandExit(status);
   });
 };

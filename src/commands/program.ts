@@ -7,7 +7,7 @@
  * imports must stay light.
  */
 import { Command, CommanderError, Help } from "commander";
-import { RequestValidationError, ServiceError } from "../api/errors.ts";
+import { ServiceError } from "../api/errors.ts";
 import { VERSION } from "../version.ts";
 import type { CommandEntry } from "./command-entry.ts";
 import type { CliContext, RegisterCommand } from "./context.ts";
@@ -15,12 +15,17 @@ import { withDeferredListFormat } from "./deferred-list-format.ts";
 import { KUBECTL_PLUGIN_NAME, PROGRAM_NAME } from "./program-name.ts";
 import { UsageError } from "./usage-error.ts";
 
-/** Exit statuses: 0 success, 1 the operation failed, 2 the command was called wrongly, 130 interrupted. */
-export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
+/**
+ * Exit statuses, as kubectl's: 0 success, 1 any error, the operation's or the call's (an unknown
+ * or bad flag, a missing argument, a missing or invalid setting), 130 interrupted. No command
+ * exits 2 on an error, so that `plan` can keep 2 for "changes planned" (as `terraform plan
+ * -detailed-exitcode` does) and a script tells the two apart.
+ */
+export const EXIT = { ok: 0, failed: 1, interrupted: 130 } as const;
 
 /**
  * Thrown by a command that has already reported its outcome and must end with `status`, e.g.
- * `plan`, whose 2 means "changes planned" (so its own usage errors end with 1). Prints nothing.
+ * `plan`, whose 2 means "changes planned". Prints nothing.
  */
 export class CommandExit extends Error {
   override readonly name = "CommandExit";
@@ -105,7 +110,7 @@ export async function runCommands(
     ctx.err(
       `error: unknown command '${named}': it is a command of ${PROGRAM_NAME}, not of ${KUBECTL_PLUGIN_NAME}; run ${PROGRAM_NAME} ${named}\n`,
     );
-    return EXIT.usage;
+    return EXIT.failed;
   }
   const chosen = entries.find((c) => c.name === named);
   const loaded = chosen ? await loadCommand(chosen) : undefined;
@@ -187,7 +192,7 @@ export async function runProgram(
   } catch (error) {
     if (error instanceof CommandExit) return error.status;
     // commander has already printed its own one-line message (or the help).
-    if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.failed;
     return await reportError(error, argv.includes("--verbose"), ctx);
   }
 }
@@ -199,7 +204,6 @@ async function reportError(error: unknown, verbose: boolean, ctx: CliContext): P
     ctx.err("error: interrupted\n");
     return EXIT.interrupted;
   }
-  const usage = error instanceof RequestValidationError || error instanceof UsageError;
   const lines =
     error instanceof UsageError ? error.lines : [error instanceof Error ? error.message : String(error)];
   for (const line of lines) ctx.err(`error: ${line.replace(/\s*\n\s*/g, " ")}\n`);
@@ -210,7 +214,7 @@ async function reportError(error: unknown, verbose: boolean, ctx: CliContext): P
   // Loaded on a service failure only: the setting names it quotes come with the config module.
   const hint = error instanceof ServiceError && (await import("./service-hints.ts")).serviceErrorHint(error);
   if (hint) ctx.err(`hint: ${hint}\n`);
-  return usage ? EXIT.usage : EXIT.failed;
+  return EXIT.failed;
 }
 
 /** Whether `error` is, or was caused by, the stop signal's abort (its reason, or an AbortError). */

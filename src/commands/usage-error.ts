@@ -5,7 +5,7 @@
 
 /**
  * A mistake in how the command was called (bad flag value, missing setting): printed without a
- * stack trace and exits with status 2. `lines` are shown one per line.
+ * stack trace and exits with status 1, as every error does. `lines` are shown one per line.
  */
 export class UsageError extends Error {
   override readonly name = "UsageError";

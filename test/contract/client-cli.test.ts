@@ -206,21 +206,21 @@ describe("errors", () => {
     return run.stderr.trim();
   };
 
-  it("an unknown flag: one line, exit 2", async () => {
+  it("an unknown flag: one line, exit 1", async () => {
     const run = await cli(["deployments", "list", "--colour", "red"]);
-    expect(run.code).toBe(2);
+    expect(run.code).toBe(1);
     expect(oneLine(run)).toBe("error: unknown option '--colour'");
   });
 
-  it("a bad flag value: one line naming it, exit 2", async () => {
+  it("a bad flag value: one line naming it, exit 1", async () => {
     const run = await cli(["deployments", "list", "--deployment-ids", "abc"]);
-    expect(run.code).toBe(2);
+    expect(run.code).toBe(1);
     expect(oneLine(run)).toMatch(/^error: option '--deployment-ids <ids>' argument 'abc' is invalid/);
   });
 
-  it("missing configuration: one line naming the flag and variable, exit 2", async () => {
+  it("missing configuration: one line naming the flag and variable, exit 1", async () => {
     const run = await cli(["providers", "list"], { DMS_BASE_URL: "" });
-    expect(run.code).toBe(2);
+    expect(run.code).toBe(1);
     expect(oneLine(run)).toBe("error: --base-url / DMS_BASE_URL: required, e.g. https://api.example.com");
   });
 

@@ -176,7 +176,7 @@ describe("the CLI's --ca-file", () => {
       `${ca.cert}-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n`,
     );
     const run = await providers({ DMS_BASE_URL: "https://127.0.0.1:9", DMS_CA_FILE: file });
-    expect(run.code).toBe(2);
+    expect(run.code).toBe(1);
     expect(run.stderr).toContain(
       `--ca-file / DMS_CA_FILE ${file}: certificate 2 is not a valid X.509 certificate`,
     );

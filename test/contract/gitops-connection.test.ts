@@ -479,21 +479,21 @@ describe("import --connection", () => {
     {
       reason: "--kubeconfig without --connection",
       args: ["--kubeconfig", "KUBE"],
-      code: 2,
+      code: 1,
       stderr:
         "error: --kubeconfig is read only for --connection: add --connection <kind/name>, or drop --kubeconfig\n",
     },
     {
       reason: "--connection without --kubeconfig",
       args: ["--connection", "dmsconn/prod"],
-      code: 2,
+      code: 1,
       stderr:
         "error: --connection needs --kubeconfig: the connection and the Secret holding its API key are read from the cluster; add --kubeconfig <path> (and --context <name>)\n",
     },
     {
       reason: "--api-key-file with --connection",
       args: ["--connection", "dmsconn/prod", "--kubeconfig", "KUBE", "--api-key-file", "/k"],
-      code: 2,
+      code: 1,
       stderr:
         "error: --api-key-file: not with --connection, whose spec and Secret give the service's URL, API key, tenant and TLS setting; drop it, or drop --connection to give the settings by flags\n",
     },

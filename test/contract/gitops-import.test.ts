@@ -141,7 +141,7 @@ describe("import", () => {
 
   it("with --secrets-from and no --out-dir, prints no value unless --print-secret-values is given", async () => {
     const run = await cli(shown.url, ["import", "--name-contains", "support", "--secrets-from", "agents"]);
-    expect(run.code).toBe(2);
+    expect(run.code).toBe(1);
     expect(run.stdout).toBe("");
     expect(run.stderr).toContain("pass --out-dir <dir>");
     expect(run.stderr).not.toContain(SECRET_VALUE);

@@ -95,7 +95,7 @@ describe("import --out-dir never overwrites", () => {
     const listing = (await readdir(dir)).sort();
 
     const again = await cli(sim.url, ["import", "--out-dir", dir, "--secrets-from", "agents"]);
-    expect(again.code).toBe(2);
+    expect(again.code).toBe(1);
     expect(again.stdout).not.toContain("wrote");
     expect(again.stderr).toMatch(
       /error: import would overwrite \d+ existing file\(s\); nothing was written \(pass --force to overwrite them\)/,

@@ -156,7 +156,7 @@ describe("logs and revisions find the cluster as kubectl does", () => {
       await revisions(["billing", "--context", "fake"], env),
       await logs(["billing", "--context", "fake"], env),
     ]) {
-      expect(run.code).toBe(2);
+      expect(run.code).toBe(1);
       expect(run.stderr).toBe(
         "error: --context fake needs a kubeconfig: pass --kubeconfig <path>, set KUBECONFIG, or create ~/.kube/config\n",
       );
@@ -180,7 +180,7 @@ describe("logs and revisions find the cluster as kubectl does", () => {
     expect(kube.requests).toEqual([]);
     // --service with a flag that names the cluster: one or the other.
     const both = await logs(["agent", "--service", "--context", "fake"], env);
-    expect(both.code).toBe(2);
+    expect(both.code).toBe(1);
     expect(both.stderr).toContain("drop --context, or drop --service");
   });
 
@@ -196,12 +196,12 @@ describe("logs and revisions find the cluster as kubectl does", () => {
 
   it("no kubeconfig anywhere: a usage error naming where one is looked for, and --service", async () => {
     const run = await logs(["billing"], { HOME: await home() });
-    expect(run.code).toBe(2);
+    expect(run.code).toBe(1);
     expect(run.stderr).toContain("set KUBECONFIG");
     expect(run.stderr).toContain("--service");
     expect(kube.requests).toEqual([]);
     const service = await logs(["billing", "--service"], { HOME: await home() });
-    expect(service.code).toBe(2);
+    expect(service.code).toBe(1);
     expect(service.stderr).toContain("--base-url");
   });
 });

@@ -168,7 +168,7 @@ describe("kubectl dms: the annotation verbs", { timeout: 120_000 }, () => {
       `error: deployment.dms.dev/nothing-here: Deployment resource ${ns}/nothing-here not found`,
     );
     const none = await shell(`kubectl dms suspend -n ${ns}`);
-    expect(none.code).toBe(2);
+    expect(none.code).toBe(1);
     expect(none.stderr).toContain("give the names of Deployment resources, --all, or -l <selector>");
     const unmatched = await shell(`kubectl dms suspend -l tier=nothing -n ${ns}`);
     expect(unmatched).toMatchObject({ code: 0, stdout: "" });
@@ -443,7 +443,7 @@ describe("kubectl dms completion", { timeout: 120_000 }, () => {
     expect(fish).toContain("complete -c kubectl-dms -n 'test -z (__kubectl_dms_path)' -a status");
     expect(fish).not.toContain("-a run\n");
     const bad = await shell("kubectl dms completion powershell");
-    expect(bad.code).toBe(2);
+    expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("must be one of bash, zsh, fish");
   });
 });

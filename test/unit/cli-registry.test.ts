@@ -107,7 +107,7 @@ describe("runCommands", () => {
     for (const command of ["run", "simulator"]) {
       const { ctx, seen } = context();
       const { entries, loaded } = counted();
-      expect(await runCommands([command, "--help"], ctx, KUBECTL_PLUGIN_NAME, entries)).toBe(EXIT.usage);
+      expect(await runCommands([command, "--help"], ctx, KUBECTL_PLUGIN_NAME, entries)).toBe(EXIT.failed);
       expect(seen.stderr).toBe(
         `error: unknown command '${command}': it is a command of dms-operator, not of kubectl dms; run dms-operator ${command}\n`,
       );
@@ -115,9 +115,20 @@ describe("runCommands", () => {
     }
   });
 
+  it("every command exits 1 on an unknown flag, as kubectl does (2 is only plan's changes planned)", async () => {
+    for (const entry of COMMANDS) {
+      const { ctx, seen } = context();
+      expect(await runCommands([entry.name, "--no-such-flag"], ctx, PROGRAM_NAME, COMMANDS), entry.name).toBe(
+        EXIT.failed,
+      );
+      // One error line (plan names its required -f first), never a stack trace.
+      expect(seen.stderr, entry.name).toMatch(/^error: (unknown|required) option '-/);
+    }
+  });
+
   it("keeps commander's suggestions for a misspelt command", async () => {
     const { ctx, seen } = context();
-    expect(await runCommands(["reconcil", "x"], ctx, KUBECTL_PLUGIN_NAME, COMMANDS)).toBe(EXIT.usage);
+    expect(await runCommands(["reconcil", "x"], ctx, KUBECTL_PLUGIN_NAME, COMMANDS)).toBe(EXIT.failed);
     expect(seen.stderr).toContain("error: unknown command 'reconcil'");
     expect(seen.stderr).toContain("(Did you mean reconcile?)");
   });
@@ -229,7 +240,7 @@ async function runHelpReport(hook: readonly string[]): Promise<unknown> {
     ],
     { encoding: "utf8", env },
   ).catch((error: { code?: number; stderr?: string }) => {
-    expect(error.code).toBe(EXIT.usage);
+    expect(error.code).toBe(EXIT.failed);
     return { stderr: error.stderr ?? "" };
   });
   expect(stderr).toContain("--base-url");

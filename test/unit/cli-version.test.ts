@@ -30,14 +30,14 @@ describe("dms-operator --version", () => {
 describe("typo suggestions", () => {
   it("suggest the command a misspelt one was meant to be", async () => {
     const result = await run(["deploymnets", "list"]);
-    expect(result.code).toBe(EXIT.usage);
+    expect(result.code).toBe(EXIT.failed);
     expect(result.stderr).toContain("error: unknown command 'deploymnets'");
     expect(result.stderr).toContain("(Did you mean deployments?)");
   });
 
   it("suggest the option a misspelt one was meant to be", async () => {
     const result = await run(["deployments", "list", "--outptu", "json"]);
-    expect(result.code).toBe(EXIT.usage);
+    expect(result.code).toBe(EXIT.failed);
     expect(result.stderr).toContain("error: unknown option '--outptu'");
     expect(result.stderr).toContain("(Did you mean --output?)");
   });

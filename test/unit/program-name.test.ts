@@ -78,7 +78,7 @@ describe("help and usage texts under a program name", () => {
 
   it("keep commander's usage errors and suggestions", async () => {
     const typo = await runCli(["plna"], { commands, name: KUBECTL_PLUGIN_NAME });
-    expect(typo.code).toBe(EXIT.usage);
+    expect(typo.code).toBe(EXIT.failed);
     expect(typo.stderr).toContain("error: unknown command 'plna'");
     expect(typo.stderr).toContain("(Did you mean plan?)");
   });
