@@ -77,6 +77,7 @@ export const STATUS_STRINGS: Readonly<Record<string, Declared>> = {
   appliedSecretVersions: operator,
   lastHandledReconcileAt: value("the dms.dev/reconcile-requested-at annotation"),
   lastHandledRolloutNow: value("the dms.dev/rollout-now annotation"),
+  lastHandledRebuildAt: value("the dms.dev/rebuild-requested-at annotation"),
   createRequestedAt: operator,
   rolloutStartedAt: operator,
   "failedRevisionLog.revisionId": served,
