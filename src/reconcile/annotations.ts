@@ -3,6 +3,7 @@
  * controller cannot use is ignored (and reported by the caller), never a crash.
  */
 import { createHash } from "node:crypto";
+import { unprintableIn } from "../api/printable.ts";
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_REBUILD_REQUESTED_AT,
@@ -21,7 +22,8 @@ export function isPaused(obj: Annotated): boolean {
 
 /** The value of `dms.dev/reconcile-requested-at`, if set. */
 export function reconcileRequestedAt(obj: Annotated): string | undefined {
-  return obj.metadata.annotations?.[ANNOTATION_RECONCILE_REQUESTED_AT] || undefined;
+  const value = obj.metadata.annotations?.[ANNOTATION_RECONCILE_REQUESTED_AT];
+  return value ? keptAnnotationValue(value) : undefined;
 }
 
 /**
@@ -32,12 +34,13 @@ export const MAX_ANNOTATION_VALUE = 1024;
 
 /**
  * An annotation's value as the operator keeps it (in its cache, and in the status fields that
- * record a value acted on): as given up to {@link MAX_ANNOTATION_VALUE} characters, else
- * `sha256:<hex>`, still a different value when the original changes, never `true` or a
- * duration. The same whether applied once or twice (a digest is short).
+ * record a value acted on): as given up to {@link MAX_ANNOTATION_VALUE} characters and within
+ * the printable rule, else `sha256:<hex>`, still a different value when the original changes,
+ * never `true` or a duration. A value the status could not record as given would otherwise be
+ * left unset there (the status sink), and so acted on again at every reconcile. The same whether applied once or twice (a digest is short).
  */
 export function keptAnnotationValue(value: string): string {
-  return value.length <= MAX_ANNOTATION_VALUE
+  return value.length <= MAX_ANNOTATION_VALUE && unprintableIn(value) === undefined
     ? value
     : `sha256:${createHash("sha256").update(value).digest("hex")}`;
 }
