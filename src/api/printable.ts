@@ -14,11 +14,18 @@
  * U+034F, the variation selectors U+FE00–U+FE0F and U+E0100–U+E01EF), which, like the invisible
  * format characters, make two texts that read the same differ. Text for people takes them out
  * or writes them as escapes: {@link printableLine} and {@link printableNote} (status and Events),
- * {@link escapeForTerminal} (tables), {@link escapeJsonText} and {@link escapeYamlText} (`-o
- * json|yaml`, where the escape means the same character). Every function is one pass of linear
- * regular expressions.
+ * {@link escapeForTerminal} (tables), {@link escapeJsonText}, {@link escapeYamlText} and {@link
+ * yamlText} (`-o json|yaml`, `plan`'s report, `import`'s manifests, where the escape means the
+ * same character). Every function is one pass of linear regular expressions.
  */
+import { createRequire } from "node:module";
 import { INVISIBLE, UNPRINTABLE, unicodeEscapes } from "../runtime/unprintable.ts";
+
+/**
+ * The YAML library, loaded on the first {@link yamlText} (its 70 modules are not a table's, nor
+ * an Event's): the same module as `import * as yaml from "yaml"`.
+ */
+const loadYaml = (): typeof import("yaml") => createRequire(import.meta.url)("yaml") as typeof import("yaml");
 
 /**
  * Format characters (Cf), the bidirectional ones among them, and the invisible ones outside Cf,
@@ -140,6 +147,25 @@ export function escapeYamlText(yaml: string): string {
     const code = c.codePointAt(0) ?? 0;
     return code < 0x100 ? `\\x${hex(code, 2)}` : code < 0x10000 ? `\\u${hex(code, 4)}` : `\\U${hex(code, 8)}`;
   });
+}
+
+/**
+ * `value` as YAML text, as the YAML library's `stringify` writes it, but with each string holding
+ * a character of the printable rule (a C1 control, a bidirectional, zero-width or other invisible
+ * character, which the library would leave raw even inside quotes) written double-quoted, with
+ * those characters as escapes ({@link escapeYamlText}): the same data, read back by any YAML
+ * parser (what `import` writes is applied with `kubectl apply` as it is), and nothing in it that
+ * drives a terminal or hides in a review. Every YAML the CLI writes goes through here.
+ */
+export function yamlText(value: unknown): string {
+  const { Document, visit } = loadYaml();
+  const document = new Document(value);
+  visit(document, {
+    Scalar(_key, node) {
+      if (typeof node.value === "string" && needsYamlEscapes(node.value)) node.type = "QUOTE_DOUBLE";
+    },
+  });
+  return escapeYamlText(document.toString());
 }
 
 /** What {@link printableWords} drops besides: private-use, unassigned, lone surrogate code points. */

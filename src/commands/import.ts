@@ -8,6 +8,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ServiceClient } from "../api/client.ts";
 import { isServiceError } from "../api/errors.ts";
+import { escapeForTerminal } from "../api/printable.ts";
 import type { DeploymentStatus, ForgeRepo } from "../api/wire.ts";
 import { ConnectionReadError } from "../connection/read.ts";
 import { renderFiles, renderStream, skippedLines } from "../gitops/import-render.ts";
@@ -84,7 +85,7 @@ export async function runImport(flags: ImportFlags, ctx: CliContext): Promise<vo
       await writeFile(path, file.text, { mode: file.sensitive ? 0o600 : 0o644, flag });
       ctx.out(`wrote ${path}\n`);
     }
-    for (const line of skippedLines(result)) ctx.out(`# ${line}\n`);
+    for (const line of skippedLines(result)) ctx.out(`# ${escapeForTerminal(line)}\n`);
   }
   report(result, flags, connection, ctx);
 }
@@ -135,8 +136,8 @@ function report(
   ctx: CliContext,
 ): void {
   for (const r of result.resources)
-    for (const w of r.warnings) ctx.err(`warning: ${r.deployment.name}: ${w}\n`);
-  for (const line of skippedLines(result)) ctx.err(`${line}\n`);
+    for (const w of r.warnings) ctx.err(`${escapeForTerminal(`warning: ${r.deployment.name}: ${w}`)}\n`);
+  for (const line of skippedLines(result)) ctx.err(`${escapeForTerminal(line)}\n`);
   const keys = result.resources.flatMap((r) => r.keys);
   const hidden = keys.filter((k) => k.state !== "value");
   if (flags.secretsFrom !== undefined && hidden.length > 0) {

@@ -6,19 +6,13 @@
  * `kind/name` (or id) per line, for scripts.
  */
 
-import { createRequire } from "node:module";
 import { styleText } from "node:util";
 import Table from "cli-table3";
-import { escapeForTerminal, escapeJsonText, escapeYamlText, needsYamlEscapes } from "../api/printable.ts";
+import { escapeForTerminal, escapeJsonText, yamlText } from "../api/printable.ts";
 import type { Env } from "../config.ts";
 import { type OutputFlags, type OutputFormat, outputFormat } from "./output-options.ts";
 
-/**
- * The YAML library, loaded on the first `-o yaml` (its 70 modules are not a table's): the same
- * module as `import * as yaml from "yaml"`.
- */
-const loadYaml = (): typeof import("yaml") => createRequire(import.meta.url)("yaml") as typeof import("yaml");
-
+export { yamlText } from "../api/printable.ts";
 export type { OutputChoice, OutputFlags, OutputFormat } from "./output-options.ts";
 export { addOutputOptions, OUTPUT_FORMATS, outputFormat } from "./output-options.ts";
 
@@ -141,23 +135,6 @@ export function renderRows<T>(rows: readonly T[], listing: Listing<T>, options: 
  */
 export function renderDocument(format: "json" | "yaml", document: unknown): string {
   return format === "json" ? `${escapeJsonText(JSON.stringify(document, null, 2))}\n` : yamlText(document);
-}
-
-/**
- * `value` as YAML for a terminal: each string holding a character of the printable rule (a C1
- * control, a bidirectional, zero-width or other invisible character, which the YAML writer
- * would leave raw even inside quotes) written double-quoted, with those characters as escapes
- * ({@link escapeYamlText}): the same data, read back by any YAML parser.
- */
-export function yamlText(value: unknown): string {
-  const { Document, visit } = loadYaml();
-  const document = new Document(value);
-  visit(document, {
-    Scalar(_key, node) {
-      if (typeof node.value === "string" && needsYamlEscapes(node.value)) node.type = "QUOTE_DOUBLE";
-    },
-  });
-  return escapeYamlText(document.toString());
 }
 
 /**

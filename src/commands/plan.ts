@@ -10,7 +10,6 @@
  *
  * plan-command.ts registers the command; this module, loaded when it runs, does the work.
  */
-import { stringify } from "yaml";
 import { readSettings } from "../config.ts";
 import { ConnectionReadError } from "../connection/read.ts";
 import { deploymentsPort } from "../connection/service-port.ts";
@@ -47,7 +46,7 @@ import { systemClock } from "../runtime/clock.ts";
 import { type CommandCluster, commandConnectionClients, kubeconfigCluster } from "./connections.ts";
 import { type CliContext, type ConnectionFlags, UsageError } from "./context.ts";
 import { DEFAULT_OPERATOR_NAMESPACE } from "./operator-version.ts";
-import { colorEnabled, type OutputFlags, outputFormat, paint } from "./output.ts";
+import { colorEnabled, type OutputFlags, outputFormat, paint, renderDocument, yamlText } from "./output.ts";
 import { serviceClientFrom } from "./service-client.ts";
 import { RUN_SETTINGS } from "./settings.ts";
 
@@ -100,7 +99,7 @@ function renderPlan(report: PlanReport, flags: PlanFlags, ctx: CliContext): stri
     case "json":
       return renderPlanJson(report);
     case "yaml":
-      return stringify(planDocument(report));
+      return yamlText(planDocument(report));
     case "name":
       // The names on stdout for a script; what makes the plan fail stays visible on stderr.
       for (const p of report.fileErrors) ctx.err(`${p.file}:${p.line}:${p.column}: error: ${p.message}\n`);
@@ -199,7 +198,7 @@ export async function runPlanOffline(flags: PlanFlags, ctx: CliContext): Promise
   const format = outputFormat(flags);
   if (format === "json" || format === "yaml") {
     const document = { exitCode: status, offline: true, valid, invalidDocuments: invalid, fileErrors };
-    ctx.out(format === "json" ? `${JSON.stringify(document, null, 2)}\n` : stringify(document));
+    ctx.out(renderDocument(format, document));
   } else if (format === "name") {
     // The names on stdout for a script; what makes the check fail stays visible on stderr.
     for (const p of fileErrors) ctx.err(`${p.file}:${p.line}:${p.column}: error: ${p.message}\n`);

@@ -2,7 +2,7 @@
  * Writing an import as YAML: one document per resource (with a comment saying where it came from
  * and what it needs), the Secret manifest, and the deployments that were skipped. Pure.
  */
-import { stringify } from "yaml";
+import { escapeYamlText, yamlText } from "../api/printable.ts";
 import type { ImportedResource, ImportResult, SecretKey } from "./importer.ts";
 
 /** A YAML file to write (with `--out-dir`) or a part of the single stream. */
@@ -14,11 +14,12 @@ export interface RenderedFile {
   sensitive: boolean;
 }
 
-// Every physical line is commented, so a name holding a line break cannot turn into YAML.
+// Every physical line is commented, so a name holding a line break cannot turn into YAML, and
+// what the service named is shown with the characters of the printable rule as escapes.
 const comment = (lines: readonly string[]) =>
   lines
     .flatMap((l) => l.split(/\r\n|\r|\n/))
-    .map((l) => `# ${l}`.trimEnd())
+    .map((l) => escapeYamlText(`# ${l}`.trimEnd()))
     .join("\n");
 
 /** The resource's document, headed by comments on its origin, its Secret and its warnings. */
@@ -38,7 +39,7 @@ export function renderResource(imported: ImportedResource, manifestProduced: boo
     );
   }
   for (const w of imported.warnings) lines.push(`warning: ${w}`);
-  return `${comment(lines)}\n${stringify(imported.resource)}`;
+  return `${comment(lines)}\n${yamlText(imported.resource)}`;
 }
 
 /**
@@ -67,12 +68,12 @@ export function renderSecret(
     );
   }
   const metadata = namespace === undefined ? { name } : { name, namespace };
-  const head = stringify({ apiVersion: "v1", kind: "Secret", metadata, type: "Opaque" });
+  const head = yamlText({ apiVersion: "v1", kind: "Secret", metadata, type: "Opaque" });
   const body = sorted.map((k) => {
-    if (k.value !== undefined) return indent(stringify({ [k.key]: k.value }));
+    if (k.value !== undefined) return indent(yamlText({ [k.key]: k.value }));
     const why = k.state === "masked" ? "masked by the service" : "not returned by the service";
     const what = `FILL IN: value of secret ${JSON.stringify(k.name)} of deployment ${JSON.stringify(k.deployment)}, ${why}`;
-    return `  # ${k.key}: ${JSON.stringify(what)}`;
+    return escapeYamlText(`  # ${k.key}: ${JSON.stringify(what)}`);
   });
   return {
     name: `${name}.secret.yaml`,

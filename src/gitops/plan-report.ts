@@ -2,6 +2,7 @@
  * The result of `dms-operator plan`: its exit status (0 nothing to do, 2 changes planned, 1
  * errors) and its rendering for people (text) and for programs (JSON). Pure.
  */
+import { escapeJsonText } from "../api/printable.ts";
 import { DEFAULT_CONNECTION } from "../naming/connection.ts";
 import type { ManifestProblem } from "./manifests.ts";
 import type { HeldReview, ReviewAction, ReviewEntry } from "./review.ts";
@@ -69,7 +70,7 @@ export function planDocument(report: PlanReport): Record<string, unknown> {
 
 /** The report as one JSON document. */
 export function renderPlanJson(report: PlanReport): string {
-  return `${JSON.stringify(planDocument(report), null, 2)}\n`;
+  return `${escapeJsonText(JSON.stringify(planDocument(report), null, 2))}\n`;
 }
 
 /** How many documents are invalid: one broken document is one error, however many lines report it. */

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import type { DeploymentResource } from "../../src/crd/schema.ts";
 import { type RunningSimulator, type SimulatorSeed, startSimulator } from "../../src/simulator/server.ts";
+import { unsafeCharacters } from "../support/terminal-safe.ts";
 import { cli, INTEGRATION, KEY, manifestDir, SECRET_VALUE, SEED } from "./gitops-fixture.ts";
 
 /** The shared seed plus a deployment the CRD would refuse (a request above its limit). */
@@ -216,5 +217,45 @@ describe("import", () => {
     const after = shown.counters();
     expect(after["POST /v2/deployments"]).toEqual(JSON.parse(before)["POST /v2/deployments"]);
     expect(after["PATCH /v2/deployments/{deployment_id}"]).toBeUndefined();
+  });
+
+  it("writes a value holding characters of the printable rule as YAML escapes, and it applies as given", async () => {
+    // A right-to-left override and a Hangul filler: raw, they would reorder and hide what a
+    // reviewer reads of the manifest; escaped, kubectl apply still sends exactly the service's value.
+    const hostile = "pip install -e . \u202e\u3164txt.exe";
+    const secret = "s3cr\u202et\u3164";
+    const sim = await startSimulator({
+      apiKey: KEY,
+      seed: {
+        deployments: [
+          {
+            name: "hostile",
+            source: "internal_source",
+            source_config: { install_command: hostile },
+            source_revision_config: { source_tarball_path: "uploads/hostile/1.tar.gz" },
+            secrets: [{ name: "TOKEN", value: secret }],
+          },
+        ],
+      },
+      secretsInResponses: "values",
+    });
+    try {
+      const run = await cli(sim.url, ["import", "--secrets-from", "agents", "--print-secret-values"]);
+      expect(run.code).toBe(0);
+      expect(unsafeCharacters(run.stdout)).toEqual([]);
+      expect(run.stdout).toContain("\\u202e\\u3164");
+      const [resource] = resources(run.stdout);
+      expect(resource?.spec.sourceConfig).toMatchObject({ installCommand: hostile });
+      expect(Object.values(secretOf(run.stdout)?.stringData ?? {})).toEqual([secret]);
+      // What it wrote plans as the service's deployment unchanged: the value came back exactly.
+      const dir = await manifestDir({ "hostile.yaml": run.stdout });
+      dirs.push(dir);
+      const plan = await cli(sim.url, ["plan", "-f", dir, "-o", "json"]);
+      const doc = JSON.parse(plan.stdout) as { resources: Array<{ action: string; changes: unknown[] }> };
+      expect(doc.resources).toMatchObject([{ action: "adopt", changes: [] }]);
+      expect(plan.code).toBe(0);
+    } finally {
+      await sim.close();
+    }
   });
 });

@@ -7,8 +7,10 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { nodeCacheEnv } from "../support/node-env.ts";
+import { unsafeCharacters } from "../support/terminal-safe.ts";
 import {
   cli,
   INTEGRATION,
@@ -255,6 +257,29 @@ describe("plan: JSON for machines", () => {
     ]);
     expect(run.code).toBe(2);
     expect((JSON.parse(run.stdout) as JsonPlan).exitCode).toBe(2);
+  });
+});
+
+describe("plan: YAML for machines", () => {
+  it("writes a value holding characters of the printable rule as escapes: the same data as -o json", async () => {
+    // A right-to-left override and a Hangul filler in a field the plan quotes in its changes.
+    const hostile = "uv sync \u202e\u3164txt.exe";
+    const files = {
+      "a.yaml": resourceYaml("notes-agent", {
+        source: "internal_source",
+        sourceConfig: { installCommand: hostile },
+        sourceRevisionConfig: { sourceTarballPath: "uploads/notes-agent/1.tar.gz" },
+      }),
+    };
+    const yaml = await plan(files, ["-o", "yaml"]);
+    expect(yaml.stderr).toBe("");
+    expect(yaml.code).toBe(2);
+    expect(unsafeCharacters(yaml.stdout)).toEqual([]);
+    const json = await cli(sim.url, ["plan", "-f", yaml.dir, "-o", "json"]);
+    expect(unsafeCharacters(json.stdout)).toEqual([]);
+    const data = JSON.parse(json.stdout) as JsonPlan;
+    expect(JSON.stringify(data.resources[0]?.changes)).toContain(JSON.stringify(hostile).slice(1, -1));
+    expect(parse(yaml.stdout)).toEqual(data);
   });
 });
 
