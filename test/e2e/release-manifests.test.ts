@@ -56,7 +56,10 @@ describe("npm run release:manifests", () => {
       "CustomResourceDefinition",
       "Deployment",
       "Namespace",
+      // Leader election, and the install key's Secret.
       "Role",
+      "Role",
+      "RoleBinding",
       "RoleBinding",
       "ServiceAccount",
       "ValidatingAdmissionPolicy",
@@ -83,7 +86,14 @@ describe("npm run release:manifests", () => {
 
   it("install-namespaced.yaml installs into the namespace given with -n, after crds.yaml", async () => {
     const objs = objects(read("install-namespaced.yaml"));
-    expect(objs.map((o) => o.kind).sort()).toEqual(["Deployment", "Role", "RoleBinding", "ServiceAccount"]);
+    expect(objs.map((o) => o.kind).sort()).toEqual([
+      "Deployment",
+      "Role",
+      "Role",
+      "RoleBinding",
+      "RoleBinding",
+      "ServiceAccount",
+    ]);
     expect(objs.every((o) => o.metadata.namespace === undefined)).toBe(true);
     expect(operatorImage(objs)).toBe(`ghcr.io/acme/dms-operator:9.8.7@${DIGEST}`);
     // The CRDs, and the admission policy behind spec.deletionProtection that comes with them.
