@@ -41,8 +41,9 @@ describe("sharding: a drain after writes that got no answer", () => {
     work = await mkdtemp(join(tmpdir(), "unanswered-"));
     small = await startSmallRing({ namespace, ring: "dms-unanswered", prefix: "ua", work });
     const { ring: r, sim } = small;
-    // Every resource's edit in flight at once.
-    const first = r.start(["--concurrency=16"]);
+    // Every resource's edit in flight at once: the one connection may hold every worker.
+    const FLAGS = ["--concurrency=16", "--max-reconciles-per-connection=16"];
+    const first = r.start(FLAGS);
     const names = Array.from({ length: RESOURCES }, (_, i) => `u${i}`);
     for (const name of names) await user.create(namespace, name, spec(1));
     /** Every resource Ready with image `tag`, owned by the running replica the ring names. */
@@ -74,7 +75,7 @@ describe("sharding: a drain after writes that got no answer", () => {
       intervalMs: 100,
       description: "the first replica's edits sent",
     });
-    const second = r.start(["--concurrency=16"]);
+    const second = r.start(FLAGS);
     // The second replica joins and takes its share, by drains the first acknowledges.
     await waitFor(
       async () => {
