@@ -85,6 +85,7 @@ export function defaultLogFormat(stdoutIsTerminal: boolean | undefined): LogForm
 export function createLogger(options: LoggerOptions): Logger {
   const out = options.destination ?? pino.destination(1);
   const destination = options.format === "console" ? consoleLines(out) : out;
+  const hidden = redactedKeys(options.redact ?? []);
   return pino(
     {
       level: options.level,
@@ -96,17 +97,18 @@ export function createLogger(options: LoggerOptions): Logger {
           const [first] = args;
           if (first instanceof Error) {
             const rest = args.length > 1 ? args.slice(1) : [first.message];
-            return method.apply(this, [errorFields(first, level), ...rest] as Parameters<typeof method>);
+            const fields = errorFields(first, level, hidden);
+            return method.apply(this, [fields, ...rest] as Parameters<typeof method>);
           }
           if (typeof first === "object" && first !== null && "err" in first) {
             const { err, ...fields } = first as Record<string, unknown>;
-            args[0] = { ...fields, ...errorFields(err, level) };
+            args[0] = { ...fields, ...errorFields(err, level, hidden) };
           }
           return method.apply(this, args);
         },
       },
       timestamp: pino.stdTimeFunctions.isoTime,
-      ...(options.redact ? { redact: { paths: [...options.redact], censor: "[REDACTED]" } } : {}),
+      ...(options.redact ? { redact: { paths: [...options.redact], censor: CENSOR } } : {}),
       mixin: (_object, _level, logger) => {
         const fields = current.getStore();
         if (fields === undefined) return {};
@@ -120,21 +122,44 @@ export function createLogger(options: LoggerOptions): Logger {
   );
 }
 
+/** What a redacted value is written as. */
+const CENSOR = "[REDACTED]";
+
 const FIELD_ORDER = ["controller", "namespace", "name", "reconcileID"] as const;
 
 /** pino's number of the `error` level: a stack is written from it up, as zap's production config does. */
 const ERROR_LEVEL = 50;
 
 /**
+ * The keys a redaction path names last (`*.apiKey` → `apiKey`, `headers['x-api-key']` →
+ * `x-api-key`): an `err` that is not an Error is written as JSON text, out of pino's reach, so
+ * those keys are censored in it at any depth (more than the paths say, never less).
+ */
+function redactedKeys(paths: readonly string[]): ReadonlySet<string> {
+  const keys = new Set<string>();
+  for (const path of paths) {
+    const bracketed = /\[['"]([^'"]+)['"]\]$/.exec(path);
+    keys.add(bracketed?.[1] ?? path.slice(path.lastIndexOf(".") + 1));
+  }
+  return keys;
+}
+
+/**
  * A logged error as controller-runtime's zap writes it: `error`, its message as a string, and
  * `stacktrace` only at error level and above (a warning, such as a list/watch retry, says what
  * failed in one line). Call sites pass it as `{ err }`, pino's name, or as the first argument.
+ * An `err` that is not an Error becomes JSON text with the `hidden` keys censored at any depth.
  */
-function errorFields(err: unknown, level: number): { error: string; stacktrace?: string } {
+function errorFields(
+  err: unknown,
+  level: number,
+  hidden: ReadonlySet<string>,
+): { error: string; stacktrace?: string } {
   if (!(err instanceof Error)) {
     if (typeof err === "string") return { error: err };
     try {
-      return { error: JSON.stringify(err) ?? String(err) };
+      const censor = (key: string, value: unknown) => (hidden.has(key) ? CENSOR : value);
+      return { error: JSON.stringify(err, censor) ?? String(err) };
     } catch {
       return { error: String(err) }; // a BigInt, a cycle
     }

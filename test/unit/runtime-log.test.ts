@@ -11,7 +11,7 @@ function capture(format: LogFormat) {
   const logger = createLogger({
     level: "debug",
     format,
-    redact: ["apiKey", "*.apiKey"],
+    redact: ["apiKey", "*.apiKey", "headers['x-api-key']", "*.headers['x-api-key']", "value", "*.value"],
     destination: { write: (line: string) => void lines.push(line) },
   });
   const records = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -97,6 +97,24 @@ describe("the JSON log", () => {
     logger.info({ apiKey: "s3cret-value", config: { apiKey: "s3cret-value" } }, "settings");
     expect(lines.join("")).not.toContain("s3cret-value");
     expect(lines.join("")).toContain("[REDACTED]");
+  });
+
+  it("redacts an err that is not an Error, written as JSON text, at any depth", () => {
+    for (const format of ["json", "console"] as const) {
+      const { logger, lines } = capture(format);
+      const err = {
+        apiKey: "s3cret-key",
+        request: { headers: { "x-api-key": "s3cret-header" }, secret: { value: "s3cret-value" } },
+        status: 401,
+      };
+      logger.warn({ err }, "call refused");
+      logger.error({ err, key: "team-a/web" }, "call refused");
+      const text = lines.join("");
+      for (const value of ["s3cret-key", "s3cret-header", "s3cret-value"]) expect(text).not.toContain(value);
+      // What is not a secret is still said.
+      expect(text).toContain("401");
+      expect(text).toContain("[REDACTED]");
+    }
   });
 });
 
