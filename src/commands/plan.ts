@@ -295,7 +295,11 @@ export async function protectionCheck(
         unchecked.push(`in namespace ${namespace} beyond its first ${MAX_PROTECTION_LISTED} resources`);
     } catch (error) {
       if (!(error instanceof KubeApiError && (error.status === 403 || error.status === 404))) throw error;
-      unchecked.push(`in namespace ${namespace} (this kubeconfig may not list its Deployment resources)`);
+      const why =
+        error.status === 403
+          ? "this kubeconfig may not list its Deployment resources"
+          : "the cluster does not serve deployments.dms.dev: is the CRD installed?";
+      unchecked.push(`in namespace ${namespace} (${why})`);
     }
   }
   const removals = protectedRemovals(entries, live);

@@ -149,6 +149,7 @@ describe("plan's reading of the cluster for it", () => {
       request: async (req: { path: string; query?: Record<string, unknown> }) => {
         asked.push(`${req.path}?${String(req.query?.continue ?? "")}`);
         if (req.path.includes("/namespaces/team-b/")) throw new KubeApiError(403, "Forbidden", "forbidden");
+        if (req.path.includes("/namespaces/team-d/")) throw new KubeApiError(404, "NotFound", "not found");
         if (req.path.includes("/namespaces/team-c/"))
           // A namespace whose listing never ends: read up to the cap, then said.
           return {
@@ -164,6 +165,7 @@ describe("plan's reading of the cluster for it", () => {
       { namespace: "team-a", name: "web" },
       { namespace: "team-b", name: "api" },
       { namespace: "team-c", name: "r0" },
+      { namespace: "team-d", name: "x" },
     ];
     const checked = await protectionCheck({ client }, entries, [], signal);
     expect(checked.removals.map((r) => `${r.namespace}/${r.name}`)).toEqual([
@@ -171,7 +173,7 @@ describe("plan's reading of the cluster for it", () => {
       "team-a/ledger",
     ]);
     expect(checked.unchecked).toBe(
-      `in namespace team-b (this kubeconfig may not list its Deployment resources); in namespace team-c beyond its first ${MAX_PROTECTION_LISTED} resources`,
+      `in namespace team-b (this kubeconfig may not list its Deployment resources); in namespace team-c beyond its first ${MAX_PROTECTION_LISTED} resources; in namespace team-d (the cluster does not serve deployments.dms.dev: is the CRD installed?)`,
     );
     expect(asked.filter((a) => a.includes("/team-a/"))).toHaveLength(2);
     expect(asked.filter((a) => a.includes("/team-c/"))).toHaveLength(MAX_PROTECTION_LISTED / 500);
