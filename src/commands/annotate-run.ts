@@ -33,7 +33,7 @@ export interface Verb {
   /** What is printed after `deployment.dms.dev/<name>`. */
   done: string;
   /** The status field in which the operator acknowledges the value (`--wait` waits for it). */
-  acknowledgedIn?: "lastHandledReconcileAt" | "lastHandledRolloutNow";
+  acknowledgedIn?: "lastHandledReconcileAt" | "lastHandledRolloutNow" | "lastHandledRebuildAt";
 }
 
 /** The flags of a verb, as commander parses them. */
@@ -186,17 +186,14 @@ async function waitForAcknowledgement(
   const deadline = AbortSignal.timeout(timeoutMs);
   const signal = AbortSignal.any([ctx.stopSignal, deadline]);
   const path = resourcePath(cluster.namespace, name);
+  let status: Record<string, unknown> = {};
   try {
     for (;;) {
       const obj = await cluster.client.request({ method: "GET", path, signal });
-      const status = isRecord(obj) && isRecord(obj.status) ? obj.status : {};
+      status = isRecord(obj) && isRecord(obj.status) ? obj.status : {};
       if (status[field] === value) {
-        const ready = Array.isArray(status.conditions)
-          ? status.conditions.find((c) => isRecord(c) && c.type === "Ready")
-          : undefined;
-        const said = isRecord(ready)
-          ? `Ready=${String(ready.status)} ${String(ready.reason)}: ${String(ready.message)}`
-          : "no Ready condition yet";
+        const ready = conditionOf(status, "Ready");
+        const said = ready ? `Ready=${ready}` : "no Ready condition yet";
         ctx.out(`${RESOURCE_PREFIX}/${name} acknowledged by the operator: ${said}\n`);
         return;
       }
@@ -214,9 +211,22 @@ async function waitForAcknowledgement(
     }
   } catch (error) {
     if (!deadline.aborted || ctx.stopSignal.aborted) throw error;
+    // What the resource last said of its sync: a request held by rollout windows, or refused.
+    const synced = conditionOf(status, "Synced");
+    const says = synced?.startsWith("False ") ? `; the resource says Synced=${synced}` : "";
     throw new Error(
-      `the operator did not acknowledge ${field}=${value} within ${timeoutMs / 1000}s: is it running, and does it watch namespace ${cluster.namespace}? (kubectl dms version; kubectl describe dmsd ${name} -n ${cluster.namespace})`,
+      `the operator did not acknowledge ${field}=${value} within ${timeoutMs / 1000}s${says}: is it running, and does it watch namespace ${cluster.namespace}? (kubectl dms version; kubectl describe dmsd ${name} -n ${cluster.namespace})`,
       { cause: error },
     );
   }
+}
+
+/** Condition `type` of `status` as `<status> <reason>: <message>`, or undefined when it has none. */
+function conditionOf(status: Record<string, unknown>, type: string): string | undefined {
+  const found = Array.isArray(status.conditions)
+    ? status.conditions.find((c) => isRecord(c) && c.type === type)
+    : undefined;
+  return isRecord(found)
+    ? `${String(found.status)} ${String(found.reason)}: ${String(found.message)}`
+    : undefined;
 }

@@ -1,14 +1,16 @@
 /**
  * The verbs that steer Deployment resources through their annotations, as `flux reconcile`,
  * `flux suspend` and `kubectl rollout pause` do: `reconcile` (`dms.dev/reconcile-requested-at`),
- * `suspend` and `resume` (`dms.dev/paused`), `rollout-now` (`dms.dev/rollout-now`). Each takes
+ * `suspend` and `resume` (`dms.dev/paused`), `rollout-now` (`dms.dev/rollout-now`), `rebuild`
+ * (`dms.dev/rebuild-requested-at`, as `kubectl rollout restart` stamps a time). Each takes
  * several names, `--all` (every Deployment resource of the namespace) or `-l <selector>` (those
  * whose labels match), as `flux suspend --all` and `cmctl renew -l` do, and acts on each in turn.
  * Each change is one JSON merge patch of that annotation alone, so it never overwrites a
  * concurrent change of the spec or of another annotation (no read-modify-write of the object). The
  * operator reconciles on any annotation change (src/wiring/triggers.ts) and acknowledges a
- * reconcile request and a rollout-now in `status.lastHandledReconcileAt` and
- * `status.lastHandledRolloutNow`; `--wait` waits for that acknowledgement, of each resource.
+ * reconcile request, a rollout-now and a rebuild in `status.lastHandledReconcileAt`,
+ * `status.lastHandledRolloutNow` and `status.lastHandledRebuildAt`; `--wait` waits for that
+ * acknowledgement, of each resource.
  *
  * This module registers the verbs (their help needs nothing more); annotate-run.ts, loaded when
  * one runs, talks to the cluster.
@@ -19,6 +21,7 @@ import type { RegisterCommand } from "./context.ts";
 import { addKubectlOptions } from "./plugin-flags.ts";
 import {
   ANNOTATION_PAUSED,
+  ANNOTATION_REBUILD_REQUESTED_AT,
   ANNOTATION_RECONCILE_REQUESTED_AT,
   ANNOTATION_ROLLOUT_NOW,
   RESOURCE_PREFIX,
@@ -80,6 +83,7 @@ function registerVerb(verb: Verb): RegisterCommand {
   };
 }
 
+/** The current time in RFC 3339 (UTC, milliseconds): a new value at each call a millisecond apart. */
 const now = () => new Date().toISOString();
 
 /** `reconcile <name...>`: a new `dms.dev/reconcile-requested-at`. */
@@ -118,4 +122,14 @@ export const registerRolloutNowCommand = registerVerb({
   value: now,
   done: "rollout-now requested",
   acknowledgedIn: "lastHandledRolloutNow",
+});
+
+/** `rebuild <name...>`: a new `dms.dev/rebuild-requested-at`. */
+export const registerRebuildCommand = registerVerb({
+  name: "rebuild",
+  description: `build a new revision of Deployment resources now from their current configuration (a tracked branch's head, the same image), as kubectl rollout restart restarts pods: sets the annotation ${ANNOTATION_REBUILD_REQUESTED_AT} to the current time (RFC 3339); the operator creates one revision through the service's rebuild route, held by rollout windows like any revision, and acknowledges it in status.lastHandledRebuildAt`,
+  annotation: ANNOTATION_REBUILD_REQUESTED_AT,
+  value: now,
+  done: "rebuild requested",
+  acknowledgedIn: "lastHandledRebuildAt",
 });

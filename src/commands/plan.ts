@@ -27,10 +27,12 @@ import {
   renderPlanJson,
   renderPlanText,
 } from "../gitops/plan-report.ts";
+import { gitopsOwner, type LiveMarks, protectedRemovals } from "../gitops/protection.ts";
+import { isRecord } from "../json.ts";
 import { DEPLOYMENTS, decodeDeployment, KubeDeployments } from "../kube/deployments.ts";
 import { KubeApiError, NotFoundError } from "../kube/errors.ts";
 import { InstallKeyError, readInstallKey } from "../kube/install-key.ts";
-import { listItems } from "../kube/object.ts";
+import { listItems, listMeta } from "../kube/object.ts";
 import { secretsPort } from "../kube/reconcile-adapters.ts";
 import { collectionPath } from "../kube/reflector.ts";
 import {
@@ -89,7 +91,12 @@ export async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number
     throw new UsageError([
       `no resource of the files uses --connection ${flags.connection} (${entries.length} read, each with another spec.connectionRef or none): check the connection, or plan without --connection`,
     ]);
-  const report: PlanReport = { entries, fileErrors, clusterRead: cluster !== undefined };
+  const report: PlanReport = {
+    entries,
+    fileErrors,
+    clusterRead: cluster !== undefined,
+    ...(kube ? { protection: await protectionCheck(kube, entries, fileErrors, ctx.stopSignal) } : {}),
+  };
   ctx.out(renderPlan(report, flags, ctx));
   return planExitStatus(report);
 }
@@ -197,7 +204,15 @@ export async function runPlanOffline(flags: PlanFlags, ctx: CliContext): Promise
   const invalid = invalidDocuments(fileErrors);
   const format = outputFormat(flags);
   if (format === "json" || format === "yaml") {
-    const document = { exitCode: status, offline: true, valid, invalidDocuments: invalid, fileErrors };
+    // Offline, the cluster's resources are not known: neither is which of them the files dropped.
+    const document = {
+      exitCode: status,
+      offline: true,
+      valid,
+      invalidDocuments: invalid,
+      fileErrors,
+      protectedRemovals: null,
+    };
     ctx.out(renderDocument(format, document));
   } else if (format === "name") {
     // The names on stdout for a script; what makes the check fail stays visible on stderr.
@@ -210,6 +225,9 @@ export async function runPlanOffline(flags: PlanFlags, ctx: CliContext): Promise
     const read = `${files.length} ${files.length === 1 ? "file" : "files"}`;
     ctx.out(
       `${fileErrors.length > 0 ? "\n" : ""}Offline: ${valid.length} valid, ${docs} in ${read} (the CRD's schema and CEL rules; neither the service nor a cluster was asked).\n`,
+    );
+    ctx.out(
+      "Not known offline: the resources of the cluster that the files no longer hold (plan --kubeconfig warns when a prune would delete a protected one, spec.deletionProtection: true).\n",
     );
   }
   return status;
@@ -241,6 +259,85 @@ function noResources(paths: readonly string[], fileCount: number): string {
   const where = paths.map((p) => (p === STDIN_PATH ? STDIN_NAME : p)).join(", ");
   const read = fileCount === 1 ? "1 file" : `${fileCount} files`;
   return `no Deployment resources (apiVersion dms.dev/v1alpha1, kind Deployment) in ${where} (${read} read): check the path given to -f, or pipe the rendered manifests with -f -`;
+}
+
+/** What the deletion protection check asks of the cluster: list requests. */
+type ListingCluster = { client: Pick<CommandCluster["client"], "request"> };
+
+/** Most Deployment resources of one namespace read for the deletion protection check. */
+export const MAX_PROTECTION_LISTED = 5000;
+
+/**
+ * The cluster's protected Deployment resources that the files (`entries`) no longer hold, in the
+ * namespaces of the files' resources (see gitops/protection.ts), read a page at a time; a
+ * namespace this kubeconfig may not list, or invalid documents (which may be the resources the
+ * check finds missing), are said in `unchecked`.
+ */
+export async function protectionCheck(
+  kube: ListingCluster,
+  entries: readonly { namespace: string; name: string }[],
+  fileErrors: readonly ManifestProblem[],
+  signal: AbortSignal,
+): Promise<NonNullable<PlanReport["protection"]>> {
+  const invalid = invalidDocuments(fileErrors);
+  if (invalid > 0)
+    return {
+      removals: [],
+      unchecked: `(${invalid} invalid ${invalid === 1 ? "document" : "documents"} may hold resources it would find missing: fix them first)`,
+    };
+  const live: LiveMarks[] = [];
+  const unchecked: string[] = [];
+  for (const namespace of new Set(entries.map((e) => e.namespace))) {
+    try {
+      const read = await liveMarks(kube, namespace, signal);
+      live.push(...read.marks);
+      if (read.truncated)
+        unchecked.push(`in namespace ${namespace} beyond its first ${MAX_PROTECTION_LISTED} resources`);
+    } catch (error) {
+      if (!(error instanceof KubeApiError && (error.status === 403 || error.status === 404))) throw error;
+      const why =
+        error.status === 403
+          ? "this kubeconfig may not list its Deployment resources"
+          : "the cluster does not serve deployments.dms.dev: is the CRD installed?";
+      unchecked.push(`in namespace ${namespace} (${why})`);
+    }
+  }
+  const removals = protectedRemovals(entries, live);
+  return unchecked.length === 0 ? { removals } : { removals, unchecked: unchecked.join("; ") };
+}
+
+/** What the protection check reads of the Deployment resources of `namespace`. */
+async function liveMarks(
+  kube: ListingCluster,
+  namespace: string,
+  signal: AbortSignal,
+): Promise<{ marks: LiveMarks[]; truncated: boolean }> {
+  const marks: LiveMarks[] = [];
+  let token: string | undefined;
+  do {
+    const page = await kube.client.request({
+      method: "GET",
+      path: collectionPath(DEPLOYMENTS, namespace),
+      query: { limit: 500, continue: token },
+      signal,
+    });
+    for (const item of listItems(page)) {
+      if (!isRecord(item) || !isRecord(item.metadata) || typeof item.metadata.name !== "string") continue;
+      const { labels, annotations } = item.metadata;
+      const owner = gitopsOwner({
+        labels: isRecord(labels) ? (labels as Record<string, string>) : undefined,
+        annotations: isRecord(annotations) ? (annotations as Record<string, string>) : undefined,
+      });
+      marks.push({
+        namespace,
+        name: item.metadata.name,
+        protected: isRecord(item.spec) && item.spec.deletionProtection === true,
+        ...(owner ? { owner } : {}),
+      });
+    }
+    token = listMeta(page).continue;
+  } while (token !== undefined && marks.length < MAX_PROTECTION_LISTED);
+  return { marks, truncated: token !== undefined };
 }
 
 /** Reads through the kubeconfig's credentials; nothing is cached or watched. */

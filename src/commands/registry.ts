@@ -56,6 +56,13 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import("./annotate.ts")).registerRolloutNowCommand,
   },
   {
+    name: "rebuild",
+    term: "rebuild [options] [name...]",
+    summary:
+      "build a new revision of Deployment resources now, of their current configuration (names, --all or -l; annotation dms.dev/rebuild-requested-at)",
+    load: async () => (await import("./annotate.ts")).registerRebuildCommand,
+  },
+  {
     name: "deployments",
     term: "deployments",
     summary: "deployments of the service",

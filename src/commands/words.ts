@@ -35,6 +35,7 @@ export type LogType = (typeof LOG_TYPES)[number];
 export const ANNOTATION_RECONCILE_REQUESTED_AT = "dms.dev/reconcile-requested-at";
 export const ANNOTATION_PAUSED = "dms.dev/paused";
 export const ANNOTATION_ROLLOUT_NOW = "dms.dev/rollout-now";
+export const ANNOTATION_REBUILD_REQUESTED_AT = "dms.dev/rebuild-requested-at";
 
 /** `plan --max-secret-bytes`, the `run` setting it shares (src/commands/settings.ts `RUN_SETTINGS`). */
 export const PLAN_MAX_SECRET_BYTES = {

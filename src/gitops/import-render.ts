@@ -38,6 +38,10 @@ export function renderResource(imported: ImportedResource, manifestProduced: boo
         : `Its secrets are read from Secret ${imported.secretName}, which must hold keys ${keys} before this is applied (import --secrets-from <name> writes a manifest).`,
     );
   }
+  if (imported.protectedBecause)
+    lines.push(
+      `spec.deletionProtection: true because ${imported.protectedBecause}: the API server refuses to delete this resource (a pruned file, kubectl delete) until spec.deletionProtection is set to false; set it to false here if it may be deleted from Git.`,
+    );
   for (const w of imported.warnings) lines.push(`warning: ${w}`);
   return `${comment(lines)}\n${yamlText(imported.resource)}`;
 }

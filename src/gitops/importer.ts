@@ -4,7 +4,7 @@
  * with no write to the service. Secret values never enter a resource: each secret becomes a
  * `valueFrom.secretKeyRef`, and the values (when the service shows them) go to a separate Secret.
  */
-import type { Deployment } from "../api/wire.ts";
+import { DEFAULT_DEPLOYMENT_TYPE, type Deployment } from "../api/wire.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
 import { secretDataKey, specFromDeployment } from "../crd/mapping.ts";
 import { API_VERSION, type DeploymentResource, type DeploymentSpec, KIND } from "../crd/schema.ts";
@@ -60,6 +60,8 @@ export interface ImportedResource {
   keys: SecretKey[];
   /** Things the user should know; one line each, never a secret value. */
   warnings: string[];
+  /** Why the resource proposes `spec.deletionProtection: true`, when it does. */
+  protectedBecause?: string;
 }
 
 /** A deployment that cannot be declared, and why. */
@@ -92,7 +94,8 @@ export function secretValueState(value: string | undefined): SecretValueState {
  * resource that reproduces it would be refused by the CRD. `spec.name` is always the service's
  * name; `metadata.name` is that name when Kubernetes accepts it, else {@link objectNameFor}'s.
  * Fields the CRD cannot express (secret references on a source other than external_docker) are
- * left unmanaged, with a warning. Never puts a secret value in a resource or a message.
+ * left unmanaged, with a warning. A production deployment gets `spec.deletionProtection: true`
+ * (see {@link protectionReason}). Never puts a secret value in a resource or a message.
  */
 export function importDeployments(
   deployments: readonly Deployment[],
@@ -136,7 +139,11 @@ function importOne(deployment: Deployment, settings: ImportSettings): ImportedRe
   const secretName = settings.secretsFrom ?? objectNameFor(name, "-secrets");
   const keyOf = (secret: string) =>
     settings.secretsFrom === undefined ? secretDataKey(secret) : secretDataKey(`${name}.${secret}`);
-  const mapped: DeploymentSpec = specFromDeployment(deployment, { secretName, keyOf });
+  const protectedBecause = protectionReason(deployment);
+  const mapped: DeploymentSpec = {
+    ...specFromDeployment(deployment, { secretName, keyOf }),
+    ...(protectedBecause === undefined ? {} : { deletionProtection: true }),
+  };
   // Right after the source, where a reader looks for where the deployment lives.
   const { name: serviceName, source, ...rest } = mapped;
   const spec: DeploymentSpec = settings.connectionRef
@@ -180,5 +187,22 @@ function importOne(deployment: Deployment, settings: ImportSettings): ImportedRe
     ...(keys.length > 0 ? { secretName } : {}),
     keys,
     warnings,
+    ...(protectedBecause === undefined ? {} : { protectedBecause }),
   };
+}
+
+/**
+ * Why `deployment` should be protected from deletion, or undefined: its type is `prod`, or it has
+ * none (the service returns none, or null): the service makes a deployment `prod` when none is
+ * given, and a production deployment taken for a development one is the costlier mistake (an
+ * unprotected resource that a pruned file deletes, with `deletionPolicy: Delete` its deployment
+ * too) than the reverse (one `kubectl patch` before a deliberate delete). Any other type, also
+ * one the CRD does not list, is not proposed for protection.
+ */
+export function protectionReason(deployment: Deployment): string | undefined {
+  const type = deployment.source_config.deployment_type;
+  if (type === DEFAULT_DEPLOYMENT_TYPE) return `its deployment type is ${type}`;
+  if (type === undefined || type === null)
+    return `the service returns no deployment type for it, and makes a deployment ${DEFAULT_DEPLOYMENT_TYPE} when none is given`;
+  return undefined;
 }

@@ -5,6 +5,7 @@
 import { escapeJsonText } from "../api/printable.ts";
 import { DEFAULT_CONNECTION } from "../naming/connection.ts";
 import type { ManifestProblem } from "./manifests.ts";
+import type { ProtectedRemoval } from "./protection.ts";
 import type { HeldReview, ReviewAction, ReviewEntry } from "./review.ts";
 
 /** Everything a plan found. */
@@ -14,6 +15,12 @@ export interface PlanReport {
   fileErrors: ManifestProblem[];
   /** Whether a kubeconfig was given (Secrets and live resources were read). */
   clusterRead: boolean;
+  /**
+   * With a cluster read: its protected resources that the files no longer hold (see
+   * protection.ts), and what could not be checked (`unchecked`: why). Warnings: the exit status
+   * does not change.
+   */
+  protection?: { removals: ProtectedRemoval[]; unchecked?: string };
 }
 
 /** Exit statuses of `plan`. */
@@ -65,6 +72,11 @@ export function planDocument(report: PlanReport): Record<string, unknown> {
     invalidDocuments: invalidDocuments(report.fileErrors),
     resources: report.entries,
     fileErrors: report.fileErrors,
+    // null: not known (no cluster read); what could not be checked, in protectedRemovalsUnchecked.
+    protectedRemovals: report.protection?.removals ?? null,
+    ...(report.protection?.unchecked === undefined
+      ? {}
+      : { protectedRemovalsUnchecked: report.protection.unchecked }),
   };
 }
 
@@ -153,6 +165,9 @@ export function renderPlanText(report: PlanReport, colours: PlanColours = NO_COL
   }
   for (const p of report.fileErrors)
     out.push(`${p.file}:${p.line}:${p.column}: ${c.red("error")}: ${p.message}`);
+  for (const r of report.protection?.removals ?? []) out.push(`${c.yellow("warning")}: ${r.message}`);
+  if (report.protection?.unchecked)
+    out.push(`note: deletion protection not checked ${report.protection.unchecked}`);
   const n = planCounts(report.entries);
   if (out.length > 0) out.push("");
   const errors = n.error + invalidDocuments(report.fileErrors);
@@ -161,7 +176,7 @@ export function renderPlanText(report: PlanReport, colours: PlanColours = NO_COL
   );
   if (!report.clusterRead) {
     out.push(
-      "Without --kubeconfig: referenced Secrets were not read (their values are not checked), and a deployment found by name is shown as adopted even if a resource in the cluster already manages it.",
+      "Without --kubeconfig: referenced Secrets were not read (their values are not checked), a deployment found by name is shown as adopted even if a resource in the cluster already manages it, and the resources of the cluster that the files no longer hold are not known (a protected one, spec.deletionProtection: true, that a prune would delete is not flagged).",
     );
   }
   return `${out.join("\n")}\n`;

@@ -185,26 +185,62 @@ describe("kubectl dms: the annotation verbs", { timeout: 120_000 }, () => {
     );
   });
 
-  it("reconcile --wait waits for the operator's acknowledgement in status.lastHandledReconcileAt", async () => {
-    const waiting = shell(`kubectl dms reconcile web -n ${ns} --wait --timeout 45s`);
+  it("rebuild sets dms.dev/rebuild-requested-at to an RFC 3339 time, a new one each time, for several names", async () => {
+    await kubectlOk(["apply", "-n", ns, "-f", "-"], { input: resource("tracker") });
+    expect(await dms(`rebuild web tracker -n ${ns}`)).toBe(
+      "deployment.dms.dev/web rebuild requested\ndeployment.dms.dev/tracker rebuild requested\n",
+    );
+    const first = (await annotations(ns, "web"))["dms.dev/rebuild-requested-at"];
+    expect(first).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect((await annotations(ns, "tracker"))["dms.dev/rebuild-requested-at"]).toMatch(/Z$/);
+    await clockPast(first);
+    expect(await dms(`rebuild -l tier=back -n ${ns}`)).toBe(
+      "deployment.dms.dev/api rebuild requested\ndeployment.dms.dev/worker rebuild requested\n",
+    );
+    await dms(`rebuild web -n ${ns}`);
+    const after = await annotations(ns, "web");
+    expect(after["dms.dev/rebuild-requested-at"]).not.toBe(first);
+    expect(after["team.example.com/owner"]).toBe("a");
+  });
+
+  it.each([
+    { verb: "reconcile", annotation: "dms.dev/reconcile-requested-at", field: "lastHandledReconcileAt" },
+    { verb: "rebuild", annotation: "dms.dev/rebuild-requested-at", field: "lastHandledRebuildAt" },
+  ])("$verb --wait waits until status.$field is the value it set", async ({ verb, annotation, field }) => {
+    const previous = (await annotations(ns, "web"))[annotation];
+    await clockPast(previous);
+    const waiting = shell(`kubectl dms ${verb} web -n ${ns} --wait --timeout 45s`);
     // The operator's part, played here: acknowledge the value the annotation was set to.
-    const previous = (await annotations(ns, "web"))["dms.dev/reconcile-requested-at"];
     const requested = await waitFor(
       async () => {
-        const value = (await annotations(ns, "web"))["dms.dev/reconcile-requested-at"];
+        const value = (await annotations(ns, "web"))[annotation];
         return value !== previous && value;
       },
-      { description: "the annotation reconcile --wait sets", timeoutMs: 20_000 },
+      { description: `the annotation ${verb} --wait sets`, timeoutMs: 20_000 },
     );
     await setStatus(ns, "dmsd", "web", {
-      lastHandledReconcileAt: requested,
+      [field]: requested,
       conditions: [condition("Ready", "True", "Available", "the service's deployment is READY")],
     });
     const run = await waiting;
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(
-      "deployment.dms.dev/web reconcile requested\ndeployment.dms.dev/web acknowledged by the operator: Ready=True Available: the service's deployment is READY\n",
+      `deployment.dms.dev/web ${verb} requested\ndeployment.dms.dev/web acknowledged by the operator: Ready=True Available: the service's deployment is READY\n`,
+    );
+  });
+
+  it("rebuild --wait that times out says what the resource's Synced condition says (a refused rebuild)", async () => {
+    const refusal =
+      "dms.dev/rebuild-requested-at asks for a new revision, but the service has no rebuild route (POST /v2/deployments/{deployment_id}/revisions)";
+    await setStatus(ns, "dmsd", "tracker", {
+      conditions: [condition("Synced", "False", "RebuildRouteMissing", refusal)],
+    });
+    const run = await shell(`kubectl dms rebuild tracker -n ${ns} --wait --timeout 1s`);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("error: the operator did not acknowledge lastHandledRebuildAt=");
+    expect(run.stderr).toContain(
+      `within 1s; the resource says Synced=False RebuildRouteMissing: ${refusal}: is it running`,
     );
   });
 
@@ -402,7 +438,7 @@ describe("kubectl dms completion", { timeout: 120_000 }, () => {
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     expect(run.stdout.split("\n")).toEqual([
-      "reconcile resume repos revisions",
+      "reconcile resume rebuild repos revisions",
       "--all-namespaces",
       "alpha beta",
       "list --help -h",
@@ -421,7 +457,7 @@ describe("kubectl dms completion", { timeout: 120_000 }, () => {
       return run.stdout;
     };
     expect(await complete("sus")).toBe("suspend\n:4\n");
-    expect(await complete("r")).toBe("reconcile\nresume\nrollout-now\nrepos\nrevisions\n:4\n");
+    expect(await complete("r")).toBe("reconcile\nresume\nrollout-now\nrebuild\nrepos\nrevisions\n:4\n");
     expect(await complete("status --all")).toBe("--all-namespaces\n:4\n");
     // Names with their state beside them; a verb takes several, so the ones typed are not offered again.
     expect(await complete(`rollout-now -n ${ns} ''`)).toBe(

@@ -38,6 +38,7 @@ const cli = (args: string[]) => runCli(sim.url, args, { DMS_API_KEY: TEST_API_KE
 interface JsonPlan {
   exitCode: number;
   clusterRead: boolean;
+  protectedRemovals: { namespace: string; name: string; message: string }[] | null;
   resources: Array<{
     name: string;
     action: string;
@@ -176,6 +177,45 @@ describe("import → kubectl apply → operator", () => {
       summary: ["secrets: rotated OPENAI_API_KEY"],
     });
     expect(JSON.stringify(rotated.doc)).not.toContain("sk-rotated-in-cluster");
+  });
+
+  it("import protects the prod deployments; plan --kubeconfig warns when a change drops one from the directory", async () => {
+    // The simulator's deployments are prod, the service's default type: each is proposed protected.
+    const docs = imported.split("---\n").filter((d) => d.includes("kind: Deployment"));
+    expect(docs).toHaveLength(NAMES.length);
+    for (const doc of docs) {
+      expect(doc).toContain("  deletionProtection: true\n");
+      expect(doc).toContain("# spec.deletionProtection: true because its deployment type is prod:");
+    }
+    const live = JSON.parse(await kubectlOk(["get", "dmsd", INTAKE, "-n", namespace, "-o", "json"]));
+    expect(live.spec.deletionProtection).toBe(true);
+
+    // A pull request that drops intake's file (a rename gone wrong): a prune would delete it.
+    const dropped = imported
+      .split("---\n")
+      .filter((d) => !d.includes(`name: ${INTAKE}\n`))
+      .join("---\n");
+    const dir = await manifestDir({ "all.yaml": dropped });
+    const { code, doc } = await planJson(["-f", dir, "--kubeconfig", testKubeconfigPath()]);
+    const removals = doc.protectedRemovals ?? [];
+    expect(removals.map((r) => `${r.namespace}/${r.name}`)).toEqual([`${namespace}/${INTAKE}`]);
+    expect(removals[0]?.message).toContain(
+      "the API server refuses the delete until spec.deletionProtection is cleared first",
+    );
+    const text = await cli(["plan", "-f", dir, "--kubeconfig", testKubeconfigPath()]);
+    expect(text.stdout).toContain(
+      `warning: ${namespace}/${INTAKE} has spec.deletionProtection: true and is no longer in the files (in a namespace of the files' resources): a GitOps sync that prunes would delete it`,
+    );
+    // The whole directory: nothing is missing, nothing to warn about.
+    const whole = await planJson([
+      "-f",
+      await manifestDir({ "all.yaml": imported }),
+      "--kubeconfig",
+      testKubeconfigPath(),
+    ]);
+    expect(whole.doc.protectedRemovals).toEqual([]);
+    // A warning: the exit status is the rest of the plan's (intake itself planned nothing).
+    expect(code).toBe(whole.code);
   });
 
   it("plan --kubeconfig blocks a new resource claiming a service name an applied one holds", async () => {

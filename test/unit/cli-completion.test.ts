@@ -16,6 +16,7 @@ import { RUN_SETTINGS } from "../../src/commands/settings.ts";
 import * as words from "../../src/commands/words.ts";
 import {
   ANNOTATION_PAUSED,
+  ANNOTATION_REBUILD_REQUESTED_AT,
   ANNOTATION_RECONCILE_REQUESTED_AT,
   ANNOTATION_ROLLOUT_NOW,
 } from "../../src/crd/schema.ts";
@@ -52,6 +53,7 @@ describe("the copied words", () => {
     expect(words.ANNOTATION_PAUSED).toBe(ANNOTATION_PAUSED);
     expect(words.ANNOTATION_RECONCILE_REQUESTED_AT).toBe(ANNOTATION_RECONCILE_REQUESTED_AT);
     expect(words.ANNOTATION_ROLLOUT_NOW).toBe(ANNOTATION_ROLLOUT_NOW);
+    expect(words.ANNOTATION_REBUILD_REQUESTED_AT).toBe(ANNOTATION_REBUILD_REQUESTED_AT);
     const secretBytes = RUN_SETTINGS.maxSecretBytes;
     expect(words.PLAN_MAX_SECRET_BYTES).toEqual({
       flag: flagOf("maxSecretBytes"),

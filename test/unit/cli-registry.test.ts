@@ -96,7 +96,16 @@ describe("runCommands", () => {
     expect(await runCommands(["--help"], ctx, KUBECTL_PLUGIN_NAME, COMMANDS)).toBe(EXIT.ok);
     expect(seen.stdout).toMatch(/^Usage: kubectl dms \[options\] \[command\]\n/);
     const listed = listedCommands(seen.stdout);
-    for (const verb of ["status", "reconcile", "suspend", "resume", "rollout-now", "version", "completion"])
+    for (const verb of [
+      "status",
+      "reconcile",
+      "suspend",
+      "resume",
+      "rollout-now",
+      "rebuild",
+      "version",
+      "completion",
+    ])
       expect(listed).toContain(verb);
     expect(listed).not.toContain("run");
     expect(listed).not.toContain("simulator");

@@ -206,6 +206,49 @@ describe("importDeployments", () => {
     );
   });
 
+  it("proposes spec.deletionProtection: true for prod deployments and those of no type, with a comment saying why", () => {
+    const typed = (name: string, deployment_type: string | null | undefined) =>
+      github({
+        name,
+        source_config: {
+          integration_id: INTEGRATION,
+          repo_url: "https://github.com/acme/support-agent",
+          ...(deployment_type === undefined ? {} : { deployment_type }),
+        },
+      });
+    const deployments = [
+      typed("prod-agent", "prod"),
+      typed("untyped-agent", undefined),
+      typed("null-agent", null),
+      typed("dev-agent", "dev"),
+      typed("zero-agent", "dev_zero"),
+      typed("newer-agent", "gpu_prod"),
+    ];
+    const { parsed, plans, text } = roundTrip(deployments, settings());
+    expect(parsed.problems).toEqual([]);
+    const protection = Object.fromEntries(
+      parsed.resources.map(({ resource }) => [resource.metadata.name, resource.spec.deletionProtection]),
+    );
+    expect(protection).toEqual({
+      "prod-agent": true,
+      "untyped-agent": true,
+      "null-agent": true,
+      "dev-agent": undefined,
+      "zero-agent": undefined,
+      "newer-agent": undefined,
+    });
+    // An operator-side field: adopting the deployment still sends nothing.
+    expect(plans.map((p) => p.action)).toEqual(deployments.map(() => "noop"));
+    const doc = (name: string) => text.split("---\n").find((d) => d.includes(`name: ${name}\n`)) ?? "";
+    expect(doc("prod-agent")).toContain(
+      "# spec.deletionProtection: true because its deployment type is prod: the API server refuses to delete this resource (a pruned file, kubectl delete) until spec.deletionProtection is set to false; set it to false here if it may be deleted from Git.\n",
+    );
+    expect(doc("untyped-agent")).toContain(
+      "# spec.deletionProtection: true because the service returns no deployment type for it, and makes a deployment prod when none is given:",
+    );
+    expect(doc("dev-agent")).not.toContain("deletionProtection");
+  });
+
   it("puts every line of a comment behind #, even for names holding line breaks", () => {
     const d = github({ name: "evil\nkind: Secret" });
     const { parsed, result } = roundTrip([d], settings());

@@ -18,7 +18,7 @@ const CLI_GUIDE = join(import.meta.dirname, "..", "..", "docs", "guide", "cli.md
  * The verbs shaped after kubectl's and flux's (they only read and annotate resources of the
  * cluster): they find the cluster as kubectl does, like `logs` and `revisions`.
  */
-const PLUGIN_VERBS = ["status", "reconcile", "suspend", "resume", "rollout-now", "version"];
+const PLUGIN_VERBS = ["status", "reconcile", "suspend", "resume", "rollout-now", "rebuild", "version"];
 
 /** The registry's commands, loaded; the kubectl plugin's only with `plugin`. */
 async function registeredCommands(plugin = true): Promise<{ name: string; register: RegisterCommand }[]> {

@@ -33,6 +33,10 @@ describe("plan --offline", () => {
     const run = await plan([], valid);
     expect(run).toMatchObject({ code: 0, stderr: "" });
     expect(run.stdout).toContain("Offline: 1 valid, 0 invalid documents in 1 file");
+    // Nor which resources of the cluster the files no longer hold: said, not guessed.
+    expect(run.stdout).toContain(
+      "Not known offline: the resources of the cluster that the files no longer hold (plan --kubeconfig warns when a prune would delete a protected one, spec.deletionProtection: true).\n",
+    );
   });
 
   it("exits 1 with file:line:col on a refusal, naming the nearest field of a misspelt one", async () => {
@@ -52,6 +56,7 @@ describe("plan --offline", () => {
       valid: [{ line: 1, namespace: "team-a", name: "agent" }],
       invalidDocuments: 1,
       fileErrors: [{ line: 17, column: 3 }],
+      protectedRemovals: null,
     });
     const names = await plan(["-o", "name"], `${valid}---\n${misspelt}`);
     expect(names.stdout).toBe("deployment.dms.dev/agent\n");
