@@ -98,6 +98,7 @@ export const STATUS_STRINGS: Readonly<Record<string, Declared>> = {
   "failedRevisionLog.failedReadAt": operator,
   resolvedRepoUrl: value("GitHub (spec.github)"),
   resolvedRepoRef: value("GitHub (spec.github)"),
+  exportedConfigMap: value("spec.export.configMapName"),
 };
 
 /** A field left unset because its value holds a character of the rule. */
