@@ -1,7 +1,8 @@
 // spec.export through the operator against a real API server and the simulator: the ConfigMap is
 // created with the resource's controller ownerReference (the test control plane runs no garbage
 // collector, so the reference itself is what is checked), replaced when a new revision goes live,
-// written back when deleted by another hand (the label-selected watch), and a ConfigMap of that
+// written back when deleted by another hand (the label-selected watch), deleted when the export
+// names another, and a ConfigMap of that
 // name the resource does not own is refused (ExportConflict, a Warning) and left as it was.
 import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
@@ -110,6 +111,22 @@ describe("controller: spec.export", () => {
       { description: "the ConfigMap written back" },
     );
     expect(back.data).toEqual(second.data);
+
+    // Renamed: the new ConfigMap written, the old one deleted (at the version seen).
+    await s.user.patch(s.namespace, "agent", { spec: { export: { configMapName: "agent-endpoint-v2" } } });
+    const renamed = await waitFor(() => configMap(s.user, s.namespace, "agent-endpoint-v2"), {
+      description: "the renamed ConfigMap",
+    });
+    expect(renamed.data).toEqual(second.data);
+    await waitFor(async () => (await configMap(s.user, s.namespace, "agent-endpoint")) === undefined, {
+      description: "the old ConfigMap deleted",
+    });
+    await s.user.waitFor(
+      s.namespace,
+      "agent",
+      (o) => o?.status?.exportedConfigMap === "agent-endpoint-v2",
+      "status.exportedConfigMap renamed",
+    );
   });
 
   it("refuses a ConfigMap of that name it does not own, with ExportConflict and a Warning, and never writes it", async () => {
