@@ -96,11 +96,6 @@ export class KubeConfigMaps extends WatchedResource<CachedConfigMap> implements 
     });
   }
 
-  /** The number of exported ConfigMaps cached. */
-  get size(): number {
-    return this.cache.size;
-  }
-
   cached(ref: ObjectRef): ConfigMapView | undefined {
     return this.cache.get(ref.namespace, ref.name)?.view;
   }

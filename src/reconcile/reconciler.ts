@@ -21,7 +21,7 @@ import { holderOf } from "./claims.ts";
 import { cleanup } from "./cleanup.ts";
 import { cleansUpOnDelete, type Decided, decide, settle } from "./decide.ts";
 import { readEvidence } from "./evidence.ts";
-import { exportStep } from "./export.ts";
+import { EXPORT_CONDITION, exportStep } from "./export.ts";
 import { External } from "./external.ts";
 import { failureOf } from "./failures.ts";
 import { NONE_READ, readSecretsOf } from "./inputs.ts";
@@ -247,7 +247,7 @@ export class DeploymentReconciler {
     const { obj, now } = run;
     let concluded = conclude({ obj, decided, evidence, now, secretValues, pollMs: this.#deps.pollMs });
     // The export reads the status concluded; a resource that neither has nor had one skips it.
-    if (obj.spec.export || obj.status?.exportedConfigMap)
+    if (obj.spec.export || obj.status?.exportedConfigMap || hasCondition(obj, EXPORT_CONDITION))
       concluded = await exportStep(this.#deps, run, decided, concluded, signal);
     if (concluded.changed) {
       await this.#deps.resources.patchStatus(run.obj, concluded.status, signal);
@@ -306,4 +306,9 @@ export class DeploymentReconciler {
     run.log.warn({ reason: failure.outcome.reason }, failure.outcome.message);
     return Action.done();
   }
+}
+
+/** Whether the resource's status carries a condition of `type`. */
+function hasCondition(obj: StoredResource, type: string): boolean {
+  return obj.status?.conditions?.some((c) => c.type === type) ?? false;
 }

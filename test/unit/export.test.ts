@@ -287,6 +287,21 @@ describe("the reconciler keeps the ConfigMap of spec.export", () => {
     expect(w.configMaps.calls).toEqual([]);
   });
 
+  it("removing a refused export clears its condition, and touches no ConfigMap", async () => {
+    const w = world();
+    w.configMaps.put(CM, { data: { url: "https://someone-else.example" } });
+    await w.adopted();
+    expect(w.condition()?.reason).toBe("ExportConflict");
+    w.configMaps.calls.length = 0;
+    w.edit((spec) => {
+      delete spec.export;
+    });
+    await w.reconcile();
+    expect(w.condition()).toBeUndefined();
+    expect(w.configMaps.calls).toEqual([]);
+    expect(w.configMaps.get(CM)?.data).toEqual({ url: "https://someone-else.example" });
+  });
+
   it("removing the export never deletes a ConfigMap another hand took over", async () => {
     const w = world();
     await w.adopted();
