@@ -82,6 +82,19 @@ describe("controller: spec.export", () => {
     );
     expect(conditionOf(exported, "Exported")?.reason).toBe("Exported");
 
+    // Unchanged: a reconcile of the resource reads and writes no ConfigMap (its watch shows it).
+    const served = () =>
+      Promise.all(["GET", "POST", "PUT", "DELETE"].map((verb) => s.user.requestsServed("configmaps", verb)));
+    const before = await served();
+    await s.user.annotate(s.namespace, "agent", { "dms.dev/reconcile-requested-at": "steady" });
+    await s.user.waitFor(
+      s.namespace,
+      "agent",
+      (o) => o?.status?.lastHandledReconcileAt === "steady",
+      "the reconcile asked for",
+    );
+    expect(await served()).toEqual(before);
+
     // A new revision: the same ConfigMap, replaced with the revision now live.
     await s.user.patch(s.namespace, "agent", {
       spec: { sourceRevisionConfig: { imageUri: "registry.example.com/agent:2" } },
