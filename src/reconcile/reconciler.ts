@@ -5,9 +5,10 @@
  * `observe` the service (`external.ts`), `decide` (pure, `decide.ts`), `execute` what was decided
  * and settle it with what was written; then the conclusion: the evidence a status needs
  * (`evidence.ts`), the status and the requeue drawn from it (pure, `next-action.ts`), the
- * ConfigMap of `spec.export` when there is one (`export.ts`), the status written when it changed. A failure at any step goes to the error policy at the end of this
- * file, reported on the version of the resource last written: as a condition and an event, then
- * retried with backoff or not, as `failures.ts` classifies it.
+ * ConfigMap of `spec.export` when there is one (`export.ts`), the status written when it
+ * changed. A failure at any step goes to the error policy at the end of this file, reported on
+ * the version of the resource last written: as a condition and an event, then retried with
+ * backoff or not, as `failures.ts` classifies it.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
