@@ -157,7 +157,7 @@ async function writeExport(
   const ref = { namespace: write.namespace, name: write.name };
   const digest = exportDigest(write.data);
   const cached = port.cached(ref);
-  if (cached && cached.labelled && cached.digest === digest && controls(cached, obj)) return "unchanged";
+  if (cached?.labelled && cached.digest === digest && controls(cached, obj)) return "unchanged";
   const live = await port.read(ref, signal);
   if (!live) {
     await port.create(write, signal);
