@@ -71,6 +71,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     createGraceMs: config.createGraceMs,
     maxSecretBytes: config.maxSecretBytes,
     secretDigest: key.digest,
+    configMaps: caches.configMaps,
   });
   const controller = new Controller({
     name: "deployment",

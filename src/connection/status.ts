@@ -2,7 +2,9 @@
  * A connection's status, computed from its last verdict. Pure. Its conditions are the kstatus
  * trio of `src/conditions/kstatus.ts`, built as the Deployment resource's are: `Ready` from the
  * verdict once there is one, `Reconciling` while a transient failure is retried or a deletion is
- * held, `Stalled` when a failure waits for a change of the spec or a Secret.
+ * held, `Stalled` when a failure waits for a change of the spec or a Secret. Every string passes
+ * the status sink the Deployment resource's passes (`reconcile/status/status-sink.ts`), with its
+ * own table {@link CONNECTION_STATUS_STRINGS}.
  */
 import { truncate } from "../api/errors.ts";
 import {
@@ -15,7 +17,8 @@ import {
   putConditions,
   type Verdict,
 } from "../conditions/kstatus.ts";
-import type { ConnectionStatus } from "../crd/connection-schema.ts";
+import { type ConnectionStatus, ConnectionStatusSchema } from "../crd/connection-schema.ts";
+import { CONDITION_STRINGS, type Declared, operator, statusSink } from "../reconcile/status/status-sink.ts";
 
 /** Reasons of a connection's `Ready` condition (and of its Reconciling/Stalled). */
 export const CONNECTION_REASON = {
@@ -63,6 +66,18 @@ export const OPEN_TO_ALL_NAMESPACES = {
     "this ClusterServiceConnection has no spec.namespaceSelector, so the Deployment resources of every namespace may use its tenant and credentials; set spec.namespaceSelector to the namespaces meant to use it (e.g. matchLabels: {dms.dev/tenant: platform}), or to {} to share it with every namespace on purpose",
 } as const;
 
+/**
+ * Every string field of a connection's status, by its path in the schema, with its treatment:
+ * the conditions' (a message quotes the service's answer to the probe and the spec's base URL),
+ * and the probe's time. test/unit/status-sink.test.ts walks the schema against it.
+ */
+export const CONNECTION_STATUS_STRINGS: Readonly<Record<string, Declared>> = {
+  ...CONDITION_STRINGS,
+  lastProbeTime: operator,
+};
+
+const SINK = statusSink<ConnectionStatus>(ConnectionStatusSchema, CONNECTION_STATUS_STRINGS);
+
 /** What the last check of a connection said; a probe the service answered counts its providers. */
 export type ConnectionVerdict = (Verdict & { ok: true; providers: number }) | Failure;
 
@@ -92,7 +107,7 @@ export interface ConnectionStatusInput {
 /**
  * The status to write: conditions from the verdict (messages cut to {@link MAX_MESSAGE_LENGTH}),
  * the counts, and the providers and probe time of the last probe (kept from `previous` while the
- * connection cannot be probed).
+ * connection cannot be probed), through the status sink.
  */
 export function connectionStatusFrom(input: ConnectionStatusInput): ConnectionStatus {
   const { previous = {}, verdict, holding, generation } = input;
@@ -132,5 +147,7 @@ export function connectionStatusFrom(input: ConnectionStatusInput): ConnectionSt
   if (providers !== undefined) status.providers = providers;
   if (input.probedAt !== undefined) status.lastProbeTime = formatTime(new Date(input.probedAt));
   else if (previous.lastProbeTime) status.lastProbeTime = previous.lastProbeTime;
-  return status;
+  // No field of it is a value tools compare: a text is escaped, the operator's own kept (or, a
+  // condition kept from before holding a character of the rule where only the operator writes, dropped).
+  return SINK.keepPrintable(status).status;
 }

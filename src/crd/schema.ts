@@ -336,6 +336,25 @@ export type RevisionReusePolicy = (typeof REVISION_REUSE_POLICIES)[number];
  */
 export const DEFAULT_REVISION_REUSE: RevisionReusePolicy = "Pinned";
 
+/** A DNS subdomain (RFC 1123), what Kubernetes accepts as a ConfigMap's name. */
+export const DNS_SUBDOMAIN_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+
+const Export = Type.Object(
+  {
+    configMapName: Type.String({
+      minLength: 1,
+      maxLength: MAX_NAME_LENGTH,
+      pattern: DNS_SUBDOMAIN_PATTERN,
+      description:
+        "Name of a ConfigMap in this resource's namespace (never another) that the operator keeps up to date with the keys url (the deployment's custom URL, when it has one), deploymentId, activeRevisionId, and imageUri or repoCommitSha (what the active revision deployed, once the service reported it). The ConfigMap is owned by this resource (a controller ownerReference: removed with it by the garbage collector). An existing ConfigMap of that name the operator does not own is never overwritten: the condition Exported says ExportConflict. Changing the name or removing spec.export deletes the ConfigMap the operator wrote.",
+    }),
+  },
+  {
+    description:
+      "What the applications in the cluster read of the deployment: its URL and live revision, in a ConfigMap the operator writes when they change.",
+  },
+);
+
 /** `spec` of the Deployment resource: what the service's deployment must look like. */
 export const DeploymentSpecSchema = Type.Object(
   {
@@ -425,6 +444,7 @@ export const DeploymentSpecSchema = Type.Object(
           "When a change would build a new revision and an earlier revision this operator created deployed exactly the same (sourceRevisionConfig, revisionSource and secret values), redeploy that revision instead (no build). Pinned (the default): only when the reference cannot move, an image by digest (@sha256:) or a repoRef that is the full commit sha the revision built; SameReference: also the same tag or branch name (the team asserts its references do not move); Never: always build.",
       }),
     ),
+    export: Type.Optional(Export),
     rolloutWindows: Type.Optional(
       rolloutWindowsSchema(
         "When a change that makes a new revision (sourceRevisionConfig, secrets, revisionSource) may roll out: outside them it is held (Synced=False, reason OutsideRolloutWindow) until a window opens, or until the annotation dms.dev/rollout-now gets a new value; other changes (sourceConfig) go at once. Left out: the connection's spec.rolloutWindows. An empty list: no windows, roll out any time.",

@@ -271,6 +271,9 @@ export const DeploymentResourceStatusSchema = Type.Object(
         },
       ),
     ),
+    exportedConfigMap: Str(
+      "The ConfigMap of spec.export.configMapName the operator wrote and owns; removed (and the ConfigMap deleted) when spec.export goes or names another.",
+    ),
     resolvedRepoUrl: Str("Repository URL resolved from spec.github."),
     resolvedRepoRef: Str(
       "Default branch resolved from spec.github when sourceRevisionConfig.repoRef is unset.",

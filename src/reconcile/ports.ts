@@ -226,3 +226,63 @@ export interface EventNote {
 export interface EventsPort {
   record(obj: StoredResource, event: EventNote): void;
 }
+
+/** A `metadata.ownerReferences[]` entry. */
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+/**
+ * What the export knows of a ConfigMap (`export.ts`): its identity and version, its controller
+ * (the ownerReference with `controller: true`), whether it carries the export label, and the
+ * digest of its data (`exportDigest`), never the data itself: the cache of a ConfigMap weighs
+ * the same whatever it holds.
+ */
+export interface ConfigMapView {
+  uid: string;
+  resourceVersion: string;
+  controller?: Pick<OwnerReference, "kind" | "name" | "uid"> | undefined;
+  labelled: boolean;
+  digest: string;
+}
+
+/** A ConfigMap as read live: its view, and the object itself for a replace that keeps the rest. */
+export interface LiveConfigMap extends ConfigMapView {
+  object: unknown;
+}
+
+/** The ConfigMap the export writes: its data, the export label and the owner's reference. */
+export interface ConfigMapWrite {
+  namespace: string;
+  name: string;
+  owner: OwnerReference;
+  data: Record<string, string>;
+}
+
+/**
+ * The ConfigMaps of `spec.export`. Only those carrying the export label are watched (a cache of
+ * their views); any other is read live, and only when the content to export changed or a name
+ * is taken. Writes carry the version read, so a write from a stale read never lands.
+ */
+export interface ConfigMapsPort {
+  /** The labelled ConfigMap as the watch cache has it; undefined when not seen (or not labelled). */
+  cached(ref: ResourceRef): ConfigMapView | undefined;
+  /** One GET; undefined when it does not exist. */
+  read(ref: ResourceRef, signal: AbortSignal): Promise<LiveConfigMap | undefined>;
+  /** Creates it; rejects with an error for which `isConflict` is true when the name is taken. */
+  create(write: ConfigMapWrite, signal: AbortSignal): Promise<void>;
+  /**
+   * Replaces `live` (exactly its resourceVersion) with `write`'s data, label and ownerReference,
+   * keeping its other labels, annotations and owners.
+   */
+  replace(live: LiveConfigMap, write: ConfigMapWrite, signal: AbortSignal): Promise<void>;
+  /** Deletes exactly that uid at that resourceVersion; resolves when it is gone already. */
+  delete(ref: ResourceRef, precondition: ConfigMapView, signal: AbortSignal): Promise<void>;
+  /** A 409: the name is taken (create), or the object changed since it was read. */
+  isConflict(error: unknown): boolean;
+}

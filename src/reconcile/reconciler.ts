@@ -4,10 +4,11 @@
  * rule and one of two arms, `cleanup` (being deleted: `cleanup.ts`) or apply (everything else):
  * `observe` the service (`external.ts`), `decide` (pure, `decide.ts`), `execute` what was decided
  * and settle it with what was written; then the conclusion: the evidence a status needs
- * (`evidence.ts`), the status and the requeue drawn from it (pure, `next-action.ts`), the status
- * written when it changed. A failure at any step goes to the error policy at the end of this
- * file, reported on the version of the resource last written: as a condition and an event, then
- * retried with backoff or not, as `failures.ts` classifies it.
+ * (`evidence.ts`), the status and the requeue drawn from it (pure, `next-action.ts`), the
+ * ConfigMap of `spec.export` when there is one (`export.ts`), the status written when it
+ * changed. A failure at any step goes to the error policy at the end of this file, reported on
+ * the version of the resource last written: as a condition and an event, then retried with
+ * backoff or not, as `failures.ts` classifies it.
  */
 import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
@@ -21,6 +22,7 @@ import { holderOf } from "./claims.ts";
 import { cleanup } from "./cleanup.ts";
 import { cleansUpOnDelete, type Decided, decide, settle } from "./decide.ts";
 import { readEvidence } from "./evidence.ts";
+import { EXPORT_CONDITION, exportStep } from "./export.ts";
 import { External } from "./external.ts";
 import { failureOf } from "./failures.ts";
 import { NONE_READ, readSecretsOf } from "./inputs.ts";
@@ -28,7 +30,7 @@ import { conclude } from "./next-action.ts";
 import { changedStatusFields } from "./plan/diff.ts";
 import type { RevisionHistoryEntry } from "./plan/revision-reuse.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./plan/secret-hash.ts";
-import type { EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
+import type { ConfigMapsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { Connected, ReconcileDeps, Run } from "./run.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
 import type { Sessions } from "./service/session.ts";
@@ -58,6 +60,8 @@ export interface ReconcilerOptions {
   maxSecretBytes?: number;
   /** The secrets' digests, keyed with the install key. Default unkeyed (plain sha256): tests only. */
   secretDigest?: SecretDigest;
+  /** The ConfigMaps of `spec.export`; absent, an export is refused with a condition saying so. */
+  configMaps?: ConfigMapsPort;
 }
 
 /**
@@ -96,6 +100,7 @@ export class DeploymentReconciler {
       createGraceMs: options.createGraceMs ?? 60_000,
       maxSecretBytes: options.maxSecretBytes ?? DEFAULT_MAX_SECRET_BYTES,
       secretDigest: options.secretDigest ?? UNKEYED_SECRET_DIGEST,
+      configMaps: options.configMaps,
     };
     this.#external = new External(this.#deps);
   }
@@ -241,7 +246,10 @@ export class DeploymentReconciler {
     if (event) recordEvent(this.#deps, run, event.type, event.reason, event.note);
     const secretValues = run.seen.secrets.values;
     const { obj, now } = run;
-    const concluded = conclude({ obj, decided, evidence, now, secretValues, pollMs: this.#deps.pollMs });
+    let concluded = conclude({ obj, decided, evidence, now, secretValues, pollMs: this.#deps.pollMs });
+    // The export reads the status concluded; a resource that neither has nor had one skips it.
+    if (obj.spec.export || obj.status?.exportedConfigMap || hasCondition(obj, EXPORT_CONDITION))
+      concluded = await exportStep(this.#deps, run, decided, concluded, signal);
     if (concluded.changed) {
       await this.#deps.resources.patchStatus(run.obj, concluded.status, signal);
       if (run.log.isLevelEnabled("debug"))
@@ -299,4 +307,9 @@ export class DeploymentReconciler {
     run.log.warn({ reason: failure.outcome.reason }, failure.outcome.message);
     return Action.done();
   }
+}
+
+/** Whether the resource's status carries a condition of `type`. */
+function hasCondition(obj: StoredResource, type: string): boolean {
+  return obj.status?.conditions?.some((c) => c.type === type) ?? false;
 }

@@ -4,6 +4,7 @@
  */
 import type { Logger } from "pino";
 import type { KubeClient } from "../kube/client.ts";
+import { KubeConfigMaps } from "../kube/config-maps.ts";
 import { KubeConnections } from "../kube/connections.ts";
 import { KubeDeployments } from "../kube/deployments.ts";
 import { KubeNamespaces } from "../kube/namespaces.ts";
@@ -14,11 +15,15 @@ import type { HealthCheck } from "../serving/health.ts";
 import { connectionIndexers, deploymentIndexers } from "./indexes.ts";
 import type { OperatorConfig } from "./operator-config.ts";
 
-/** The watch caches; `namespaces` only when namespace labels are needed (selectors). */
+/**
+ * The watch caches; `namespaces` only when namespace labels are needed (selectors). `configMaps`
+ * holds only the ConfigMaps of `spec.export` (label-selected).
+ */
 export interface Caches {
   deployments: KubeDeployments;
   secrets: KubeSecrets;
   connections: KubeConnections;
+  configMaps: KubeConfigMaps;
   namespaces: KubeNamespaces | undefined;
 }
 
@@ -50,6 +55,7 @@ export function watchCaches(
     namespaces: byNamespace ? new KubeNamespaces({ client, logger, clock }) : undefined,
     deployments: new KubeDeployments({ client, scope, logger, clock, indexers }),
     secrets: new KubeSecrets({ client, namespaces, logger, clock }),
+    configMaps: new KubeConfigMaps({ client, namespaces, logger, clock }),
     connections: new KubeConnections({
       client,
       namespaces,
@@ -66,6 +72,7 @@ export function informers(c: Caches): Runnable[] {
   const all: [string, { run(signal: AbortSignal): Promise<unknown> } | undefined][] = [
     ["deployment-informer", c.deployments],
     ["secret-informer", c.secrets],
+    ["configmap-informer", c.configMaps],
     ["connection-informer", c.connections],
     ["namespace-informer", c.namespaces],
   ];
@@ -79,7 +86,13 @@ export function informers(c: Caches): Runnable[] {
 /** Resolves once every cache is filled: the controllers' workers start after it. */
 export function cachesSynced(c: Caches): () => Promise<unknown> {
   return () =>
-    Promise.all([c.deployments.synced, c.secrets.synced, c.connections.synced, c.namespaces?.synced]);
+    Promise.all([
+      c.deployments.synced,
+      c.secrets.synced,
+      c.configMaps.synced,
+      c.connections.synced,
+      c.namespaces?.synced,
+    ]);
 }
 
 /**
@@ -94,6 +107,7 @@ export function cachesReadiness(c: Caches): HealthCheck {
       if (
         !c.deployments.hasSynced() ||
         !c.secrets.hasSynced() ||
+        !c.configMaps.hasSynced() ||
         !c.connections.hasSynced() ||
         (c.namespaces && !c.namespaces.hasSynced())
       )

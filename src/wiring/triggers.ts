@@ -2,14 +2,16 @@
  * Which changes of the watched objects enqueue which reconciles: a Deployment resource's own
  * changes (not the operator's status writes), a deleted resource's rivals for its service name,
  * the resources reading a Secret that changed, and the resources of a namespace whose labels
- * changed (a namespace selector may now allow or refuse them). The indexes named are the cache's
+ * changed (a namespace selector may now allow or refuse them), and the resource whose exported
+ * ConfigMap another hand changed or deleted. The indexes named are the cache's
  * (see `KubeDeploymentsOptions.indexers`), so no trigger scans the cache.
  *
  * Wiring, not a Kubernetes adapter: a trigger joins the watches of `kube/` to the queues of the
  * controllers of `reconcile/` and `connection/` (claims, connection keys), and `connection/`
  * itself reads `kube/`; only the composition (`main.ts`) above them all may see every side.
  */
-import { FINALIZER } from "../crd/schema.ts";
+import { FINALIZER, KIND } from "../crd/schema.ts";
+import type { KubeConfigMaps } from "../kube/config-maps.ts";
 import type { ConnectionObject, KubeConnections } from "../kube/connections.ts";
 import type { DeploymentObject, KubeDeployments } from "../kube/deployments.ts";
 import type { KubeNamespaces } from "../kube/namespaces.ts";
@@ -39,6 +41,7 @@ export function subscribeAll(
 ): void {
   const { deployments, secrets, namespaces } = caches;
   subscribeTriggers(deployments, secrets, deploymentController, CLAIM_INDEX, SECRET_INDEX);
+  subscribeExportTriggers(caches.configMaps, deploymentController);
   subscribeConnectionTriggers({
     deployments,
     connections: caches.connections,
@@ -67,6 +70,19 @@ export function connectionUsersEnqueuer(
     for (const o of deployments.byIndex(CONNECTION_INDEX, key))
       deploymentController.enqueue(objectKey(refOf(o)));
   };
+}
+
+/**
+ * An exported ConfigMap deleted, or changed by another hand (its data, label or controller),
+ * enqueues the resource that controls it, which writes it back (`reconcile/export.ts`).
+ */
+export function subscribeExportTriggers(
+  configMaps: Pick<KubeConfigMaps, "onOwnerChange">,
+  controller: Pick<Controller, "enqueue">,
+): void {
+  configMaps.onOwnerChange((owner) => {
+    if (owner.kind === KIND) controller.enqueue(objectKey(owner));
+  });
 }
 
 /** Enqueues reconciles on the changes that matter: not on the operator's own status writes. */

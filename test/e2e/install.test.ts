@@ -151,6 +151,8 @@ describe.concurrent("the ServiceAccount dms-system/dms-operator", () => {
     // The reviews of each /metrics scrape: its bearer token, then its access to /metrics.
     ["create", "tokenreviews.authentication.k8s.io"],
     ["create", "subjectaccessreviews.authorization.k8s.io"],
+    // spec.export's ConfigMaps: the label-selected watch, a read, a create, a replace, a delete.
+    ...["get", "list", "watch", "create", "update", "delete"].map((verb) => [verb, "configmaps", "-A"]),
   ];
   const refused = [
     ["create", "deployments.dms.dev", "-n", "some-team"], // users create resources, never the operator
@@ -179,7 +181,8 @@ describe.concurrent("the ServiceAccount dms-system/dms-operator", () => {
     ["list", "leases.coordination.k8s.io", "-n", "dms-system"],
     ["create", "events", "-n", "some-team"], // core/v1 Events: it writes events.k8s.io only
     ["delete", "events.events.k8s.io", "-n", "some-team"],
-    ["get", "configmaps", "-n", "dms-system"],
+    ["patch", "configmaps", "-n", "some-team"], // replaced at the version read, never patched
+    ["deletecollection", "configmaps", "-n", "some-team"],
     ["list", "pods", "-A"],
     ["get", "deployments.apps", "-n", "dms-system"],
     ["patch", "namespaces"], // labelling a namespace is what decides access: never the operator's

@@ -105,6 +105,10 @@ describe("the namespace-scoped install", () => {
     expect(await canI(sa, ["update", "secrets", "-n", ns])).toBe(false);
     expect(await canI(sa, ["delete", "secrets", "-n", ns])).toBe(false);
     expect(await canI(sa, ["get", "leases.coordination.k8s.io", "-n", "dms-system"])).toBe(false);
+    // spec.export's ConfigMaps, in its own namespace only.
+    expect(await canI(sa, ["watch", "configmaps", "-n", ns])).toBe(true);
+    expect(await canI(sa, ["update", "configmaps", "-n", ns])).toBe(true);
+    expect(await canI(sa, ["update", "configmaps", "-n", elsewhere])).toBe(false);
   });
 
   it("runs with --namespaces=$(POD_NAMESPACE) and its Role: resources there become Ready, others are left alone", async () => {

@@ -167,6 +167,31 @@ describe("the operator as ServiceAccount dms-system/dms-operator", () => {
     expect(onService("summarizer")?.source_revision_config.image_uri).toBe("summarizer:2025-07-01");
   });
 
+  it("keeps the ConfigMap of spec.export with the live revision, owned by the resource", async () => {
+    await kubectlOk([
+      "patch",
+      "dmsd",
+      "summarizer",
+      "-n",
+      ns,
+      "--type=merge",
+      "-p",
+      '{"spec":{"export":{"configMapName":"summarizer-endpoint"}}}',
+    ]);
+    const cm = (path: string) =>
+      kubectl(["get", "configmap", "summarizer-endpoint", "-n", ns, "-o", `jsonpath={${path}}`], {});
+    const active = await get("summarizer", ".status.activeRevisionId");
+    await waitFor(async () => (await cm(".data.activeRevisionId")).stdout === active, {
+      timeoutMs: 30_000,
+      intervalMs: 300,
+      description: "the ConfigMap summarizer-endpoint with the active revision",
+    });
+    expect((await cm(".data.imageUri")).stdout).toBe("summarizer:2025-07-01");
+    expect((await cm(".metadata.ownerReferences[0].name")).stdout).toBe("summarizer");
+    expect((await cm(".metadata.ownerReferences[0].controller")).stdout).toBe("true");
+    expect(await get("summarizer", '.status.conditions[?(@.type=="Exported")].reason')).toBe("Exported");
+  });
+
   it("follows a rotated Secret (watched through the ServiceAccount) with a new revision", async () => {
     const before = await get("triage-bot", ".status.latestRevisionId");
     const rotated = editedSample("secret-by-reference.yaml", (doc) => {

@@ -10,6 +10,8 @@
  *   names, revisions, deletion delays, listing lag) called in process, with the API client's
  *   errors, and counts the calls per method.
  * - {@link RecordedEvents} and {@link MemorySecrets} record and answer.
+ * - {@link MemoryConfigMaps} keeps ConfigMaps like the API server (uids, versions, conflicts) and
+ *   answers `cached` as the operator's label-selected watch does.
  */
 import { RebuildRouteMissingError } from "../../src/api/client.ts";
 import { kindOfStatus, ServiceError } from "../../src/api/errors.ts";
@@ -22,11 +24,17 @@ import {
 } from "../../src/api/revision-logs.ts";
 import type { CreateDeploymentBody, Deployment, Revision } from "../../src/api/wire.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
+import { EXPORT_LABEL, EXPORT_LABEL_VALUE, exportDigest } from "../../src/reconcile/export.ts";
 import type {
+  ConfigMapsPort,
+  ConfigMapView,
+  ConfigMapWrite,
   DeploymentsPort,
   EventNote,
   EventsPort,
   Listing,
+  LiveConfigMap,
+  OwnerReference,
   ResourcePort,
   ResourceRef,
   SecretKeysRead,
@@ -282,6 +290,123 @@ export class MemorySecrets implements SecretsPort {
     for (const key of keys) if (Object.hasOwn(data, key)) values.set(key, data[key] ?? "");
     return { kind: "found", values };
   }
+}
+
+/** A ConfigMap as {@link MemoryConfigMaps} stores it. */
+export interface MemoryConfigMap {
+  uid: string;
+  resourceVersion: string;
+  labels: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences: OwnerReference[];
+  data: Record<string, string>;
+}
+
+/** ConfigMaps by `namespace/name`, written under resourceVersion and uid preconditions. */
+export class MemoryConfigMaps implements ConfigMapsPort {
+  readonly #stored = new Map<string, MemoryConfigMap>();
+  #version = 0;
+  /** Every call, as `method namespace/name`, in order (`cached` not counted). */
+  readonly calls: string[] = [];
+  /** While true, `cached` answers nothing: the watch has not seen the last writes. */
+  lagging = false;
+  /** Calls that fail with this error (as a forbidden request would), by method. */
+  readonly failing = new Map<"read" | "create" | "replace" | "delete", Error>();
+
+  /** Stores a ConfigMap as another hand would: a user's, or another resource's. */
+  put(ref: ResourceRef, cm: Partial<MemoryConfigMap>): MemoryConfigMap {
+    const stored: MemoryConfigMap = {
+      uid: `cm-uid-${ref.name}-${this.#version + 1}`,
+      labels: {},
+      ownerReferences: [],
+      data: {},
+      ...cm,
+      resourceVersion: this.#next(),
+    };
+    this.#stored.set(objectKey(ref), structuredClone(stored));
+    return stored;
+  }
+
+  get(ref: ResourceRef): MemoryConfigMap | undefined {
+    const cm = this.#stored.get(objectKey(ref));
+    return cm && structuredClone(cm);
+  }
+
+  /** `kubectl delete configmap`. */
+  remove(ref: ResourceRef): void {
+    this.#stored.delete(objectKey(ref));
+  }
+
+  cached(ref: ResourceRef): ConfigMapView | undefined {
+    const cm = this.#stored.get(objectKey(ref));
+    if (this.lagging || !cm || cm.labels[EXPORT_LABEL] !== EXPORT_LABEL_VALUE) return undefined;
+    return viewOfMemory(cm);
+  }
+
+  async read(ref: ResourceRef): Promise<LiveConfigMap | undefined> {
+    this.#call("read", ref);
+    const cm = this.#stored.get(objectKey(ref));
+    return cm && { ...viewOfMemory(cm), object: structuredClone(cm) };
+  }
+
+  async create(write: ConfigMapWrite): Promise<void> {
+    this.#call("create", write);
+    if (this.#stored.has(objectKey(write))) throw new ResourceConflict(`configmap ${write.name} exists`);
+    this.put(write, {
+      labels: { [EXPORT_LABEL]: EXPORT_LABEL_VALUE },
+      ownerReferences: [write.owner],
+      data: { ...write.data },
+    });
+  }
+
+  async replace(live: LiveConfigMap, write: ConfigMapWrite): Promise<void> {
+    this.#call("replace", write);
+    const cm = this.#stored.get(objectKey(write));
+    if (!cm) throw new ResourceNotFound(`configmap ${write.name}`);
+    if (cm.resourceVersion !== live.resourceVersion) throw new ResourceConflict(`configmap ${write.name}`);
+    const others = cm.ownerReferences.filter((o) => o.uid !== write.owner.uid);
+    cm.labels = { ...cm.labels, [EXPORT_LABEL]: EXPORT_LABEL_VALUE };
+    cm.ownerReferences = [...others, write.owner];
+    cm.data = { ...write.data };
+    cm.resourceVersion = this.#next();
+  }
+
+  async delete(ref: ResourceRef, precondition: ConfigMapView): Promise<void> {
+    this.#call("delete", ref);
+    const cm = this.#stored.get(objectKey(ref));
+    if (!cm) return;
+    if (cm.uid !== precondition.uid || cm.resourceVersion !== precondition.resourceVersion)
+      throw new ResourceConflict(`configmap ${ref.name}`);
+    this.#stored.delete(objectKey(ref));
+  }
+
+  isConflict(error: unknown): boolean {
+    return error instanceof ResourceConflict;
+  }
+
+  #call(method: "read" | "create" | "replace" | "delete", ref: ResourceRef): void {
+    this.calls.push(`${method} ${objectKey(ref)}`);
+    const failure = this.failing.get(method);
+    if (failure) throw failure;
+  }
+
+  #next(): string {
+    this.#version += 1;
+    return String(this.#version);
+  }
+}
+
+function viewOfMemory(cm: MemoryConfigMap): ConfigMapView {
+  const controller = cm.ownerReferences.find((o) => o.controller);
+  return {
+    uid: cm.uid,
+    resourceVersion: cm.resourceVersion,
+    labelled: cm.labels[EXPORT_LABEL] === EXPORT_LABEL_VALUE,
+    digest: exportDigest(cm.data),
+    ...(controller
+      ? { controller: { kind: controller.kind, name: controller.name, uid: controller.uid } }
+      : {}),
+  };
 }
 
 /** The {@link DeploymentsPort} methods, for counting calls. */

@@ -251,5 +251,16 @@ export const REFUSED_DEPLOYMENT_SPECS: RefusedSpec[] = [
     spec: { source: "github", github: { integrationId: UUID } },
     message: /spec\.github\.repository: Required value/,
   },
+  {
+    // A name only: the ConfigMap is in the resource's own namespace, never another.
+    reason: "an export naming a ConfigMap of another namespace",
+    spec: { source: "external_docker", export: { configMapName: "other-team/agent-endpoint" } },
+    message: /spec\.export\.configMapName: Invalid value: "other-team\/agent-endpoint"/,
+  },
+  {
+    reason: "an export without a ConfigMap name",
+    spec: { source: "external_docker", export: {} },
+    message: /spec\.export\.configMapName: Required value/,
+  },
   ...rolloutWindowCases("github"),
 ];

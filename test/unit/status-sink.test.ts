@@ -1,9 +1,16 @@
 // The status sink: every string field of the Deployment resource's status, found by walking the
 // status schema, has a declared treatment; text for people comes out printable, a value tools
 // compare is kept exactly as given or left unset with Synced saying which and why. A status
-// computed from a service whose every string is hostile holds no character of the rule.
+// computed from a service whose every string is hostile holds no character of the rule. A
+// connection's status passes the same sink with its own table.
 import { describe, expect, it } from "vitest";
 import { printableLine, REPLACEMENT, unprintableIn } from "../../src/api/printable.ts";
+import {
+  CONNECTION_STATUS_STRINGS,
+  type ConnectionVerdict,
+  connectionStatusFrom,
+} from "../../src/connection/status.ts";
+import { type ConnectionStatus, ConnectionStatusSchema } from "../../src/crd/connection-schema.ts";
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
 import { DeploymentResourceStatusSchema } from "../../src/crd/status-schema.ts";
 import type { RevisionHistoryEntry } from "../../src/reconcile/plan/revision-reuse.ts";
@@ -237,5 +244,58 @@ describe("statusFrom: a service whose every string is hostile", () => {
   it("the test's hostile text holds every kind the rule names", () => {
     expect(new RegExp(`[${INVISIBLE}]`, "u").test(HOSTILE)).toBe(true);
     expect([...HOSTILE].filter((c) => RULE.test(c)).length).toBeGreaterThanOrEqual(8);
+  });
+});
+
+describe("a connection's status: the same sink, its own table", () => {
+  const CONNECTION_ROOT = ConnectionStatusSchema as unknown as Schema;
+  const CONNECTION_PATHS = stringPaths(CONNECTION_ROOT);
+  const now = new Date("2030-01-01T00:00:00Z");
+  const from = (previous: ConnectionStatus, verdict?: ConnectionVerdict) =>
+    connectionStatusFrom({
+      previous,
+      generation: 2,
+      verdict,
+      holding: undefined,
+      counts: { users: 1, refused: 0 },
+      probedAt: undefined,
+      now,
+    });
+
+  it("has a declared treatment for every string field, and every declaration names a field of the schema", () => {
+    expect(CONNECTION_PATHS).toContain("conditions[].message");
+    expect(CONNECTION_PATHS.filter((p) => CONNECTION_STATUS_STRINGS[p] === undefined)).toEqual([]);
+    expect(Object.keys(CONNECTION_STATUS_STRINGS).filter((p) => !CONNECTION_PATHS.includes(p))).toEqual([]);
+  });
+
+  it("a status of printable strings is written as given", () => {
+    const clean = sample(CONNECTION_ROOT) as ConnectionStatus;
+    const written = from(clean);
+    expect(written.conditions).toEqual(clean.conditions);
+    expect(written.lastProbeTime).toBe(clean.lastProbeTime);
+  });
+
+  it.each(CONNECTION_PATHS)("%s: hostile, it is escaped (text) or dropped (the operator's own)", (path) => {
+    const written = from(sample(CONNECTION_ROOT, path, HOSTILE) as ConnectionStatus);
+    for (const [where, text] of strings(written)) expect(RULE.test(text), where).toBe(false);
+    if (CONNECTION_STATUS_STRINGS[path]?.treatment === "text") {
+      expect(at(written, path)).toBe(printableLine(HOSTILE));
+      return;
+    }
+    expect(CONNECTION_STATUS_STRINGS[path]?.treatment).toBe("operator");
+    expect(at(written, path)).toBeUndefined();
+  });
+
+  it("a verdict quoting a hostile service and spec writes no character of the rule", () => {
+    const verdict: ConnectionVerdict = {
+      ok: false,
+      reason: "Unreachable",
+      message: `cannot reach the service at https://svc${HOSTILE}.example: ${HOSTILE}`,
+      transient: true,
+    };
+    const written = from({}, verdict);
+    for (const [where, text] of strings(written)) expect(RULE.test(text), where).toBe(false);
+    expect(written.conditions?.map((c) => c.type)).toEqual(["Ready", "Reconciling"]);
+    expect(written.conditions?.[0]?.message).toContain(REPLACEMENT);
   });
 });

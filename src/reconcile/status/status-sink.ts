@@ -13,7 +13,8 @@
  *
  * The fields are found by walking the status schema (`crd/status-schema.ts`) with the status, so
  * a field added there passes here too (as a value until it declares otherwise);
- * test/unit/status-sink.test.ts fails while one has no declared treatment.
+ * test/unit/status-sink.test.ts fails while one has no declared treatment. The connections'
+ * status passes the same walk with its own table ({@link statusSink}, `connection/status.ts`).
  */
 import type { TSchema } from "@sinclair/typebox";
 import { printableLine, unprintableIn } from "../../api/printable.ts";
@@ -32,9 +33,24 @@ export interface Declared {
 const SERVICE = "the service";
 const OPERATOR = "the operator";
 const value = (from: string): Declared => ({ treatment: "value", from });
-const text = (from: string): Declared => ({ treatment: "text", from });
-const operator: Declared = { treatment: "operator", from: OPERATOR };
+/** A field of text for people, filled by `from`. */
+export const text = (from: string): Declared => ({ treatment: "text", from });
+/** A field the operator alone fills. */
+export const operator: Declared = { treatment: "operator", from: OPERATOR };
 const served = value(SERVICE);
+
+/**
+ * The strings of `conditions[]`, as every kind writes them: the operator's type, status, time and
+ * reason; a message quoting what the service answered and what the spec holds.
+ */
+export const CONDITION_STRINGS: Readonly<Record<string, Declared>> = {
+  "conditions[].type": operator,
+  "conditions[].status": operator,
+  "conditions[].lastTransitionTime": operator,
+  "conditions[].reason": operator,
+  // The service's answers and the tenant's spec are quoted in it.
+  "conditions[].message": text("the service and the spec"),
+};
 
 /**
  * Every string field of the status, by its path in the schema (`a.b`, `list[].field`), with its
@@ -67,12 +83,7 @@ export const STATUS_STRINGS: Readonly<Record<string, Declared>> = {
   "revisionHistory[].redeployedFrom": served,
   // Names the service's revision and what it deployed.
   "revisionHistory[].redeployReason": text(SERVICE),
-  "conditions[].type": operator,
-  "conditions[].status": operator,
-  "conditions[].lastTransitionTime": operator,
-  "conditions[].reason": operator,
-  // The service's answers and the tenant's spec are quoted in it.
-  "conditions[].message": text("the service and the spec"),
+  ...CONDITION_STRINGS,
   appliedSecretsHash: operator,
   appliedSecretVersions: operator,
   lastHandledReconcileAt: value("the dms.dev/reconcile-requested-at annotation"),
@@ -87,6 +98,7 @@ export const STATUS_STRINGS: Readonly<Record<string, Declared>> = {
   "failedRevisionLog.failedReadAt": operator,
   resolvedRepoUrl: value("GitHub (spec.github)"),
   resolvedRepoRef: value("GitHub (spec.github)"),
+  exportedConfigMap: value("spec.export.configMapName"),
 };
 
 /** A field left unset because its value holds a character of the rule. */
@@ -115,8 +127,11 @@ type Schema = TSchema & {
 };
 
 /** The treatment of a string at `path`: its declaration, else that of a value (never rewritten). */
-export function treatmentOf(path: string): Declared {
-  return STATUS_STRINGS[path] ?? value("an undeclared source");
+export function treatmentOf(
+  path: string,
+  declarations: Readonly<Record<string, Declared>> = STATUS_STRINGS,
+): Declared {
+  return declarations[path] ?? value("an undeclared source");
 }
 
 /** True for a string leaf of the schema: a string, or an enum of string literals. */
@@ -131,18 +146,16 @@ type Node =
   | { kind: "object"; fields: ReadonlyMap<string, Node>; required: ReadonlySet<string> }
   | { kind: "other" };
 
-function compile(schema: Schema, path: string): Node {
-  if (isStringSchema(schema)) return { kind: "string", declared: treatmentOf(path) };
-  if (schema.items) return { kind: "list", items: compile(schema.items as Schema, `${path}[]`) };
+function compile(schema: Schema, path: string, declarations: Readonly<Record<string, Declared>>): Node {
+  if (isStringSchema(schema)) return { kind: "string", declared: treatmentOf(path, declarations) };
+  if (schema.items)
+    return { kind: "list", items: compile(schema.items as Schema, `${path}[]`, declarations) };
   if (!schema.properties) return { kind: "other" };
   const fields = new Map<string, Node>();
   for (const [key, inner] of Object.entries(schema.properties))
-    fields.set(key, compile(inner as Schema, path ? `${path}.${key}` : key));
+    fields.set(key, compile(inner as Schema, path ? `${path}.${key}` : key, declarations));
   return { kind: "object", fields, required: new Set(schema.required ?? []) };
 }
-
-const STATUS_NODE = compile(DeploymentResourceStatusSchema as Schema, "");
-const CONDITIONS_NODE = STATUS_NODE.kind === "object" ? STATUS_NODE.fields.get("conditions") : undefined;
 
 /** Printable ASCII, most of a status: nothing of the rule, checked in one quick pass. */
 const PLAIN = /^[ -~]*$/;
@@ -218,25 +231,53 @@ function walk(node: Node, given: unknown, trail: (string | number)[], unset: Uns
   }
 }
 
-/**
- * `status` as written: its text fields printable, every other string kept exactly as given or
- * left unset (see the module comment), with the fields left unset. The same object when nothing
- * changes.
- */
-export function keepPrintable(status: DeploymentResourceStatus): SinkResult {
-  const unset: UnsetField[] = [];
-  const written = walk(STATUS_NODE, status, [], unset);
-  return { status: (written === UNSET ? {} : written) as DeploymentResourceStatus, unset };
+/** The sink of one kind's status: its schema walked with its table of declared treatments. */
+export interface StatusSink<S extends object> {
+  /**
+   * `status` as written: its text fields printable, every other string kept exactly as given or
+   * left unset (see the module comment), with the fields left unset. The same object when nothing
+   * changes.
+   */
+  keepPrintable(status: S): { status: S; unset: UnsetField[] };
+  /**
+   * `conditions` as {@link StatusSink.keepPrintable} writes them within a status: for conditions
+   * set after the rest of the status passed (their messages are printable already; one kept from
+   * before is checked).
+   */
+  keepPrintableConditions(conditions: Condition[]): Condition[];
 }
 
-/**
- * `conditions` as {@link keepPrintable} writes them within a status: for conditions set after the
- * rest of the status passed (their messages are printable already; one kept from before is checked).
- */
+/** The sink of the status `schema` describes, each string field treated as `declarations` says. */
+export function statusSink<S extends object>(
+  schema: TSchema,
+  declarations: Readonly<Record<string, Declared>>,
+): StatusSink<S> {
+  const root = compile(schema as Schema, "", declarations);
+  const conditionsNode = root.kind === "object" ? root.fields.get("conditions") : undefined;
+  return {
+    keepPrintable: (status) => {
+      const unset: UnsetField[] = [];
+      const written = walk(root, status, [], unset);
+      return { status: (written === UNSET ? {} : written) as S, unset };
+    },
+    keepPrintableConditions: (conditions) => {
+      if (conditionsNode === undefined) return conditions;
+      const written = walk(conditionsNode, conditions, ["conditions"], []);
+      return written === UNSET ? [] : (written as Condition[]);
+    },
+  };
+}
+
+const DEPLOYMENT_SINK = statusSink<DeploymentResourceStatus>(DeploymentResourceStatusSchema, STATUS_STRINGS);
+
+/** The Deployment resource's status as written (see {@link StatusSink.keepPrintable}). */
+export function keepPrintable(status: DeploymentResourceStatus): SinkResult {
+  return DEPLOYMENT_SINK.keepPrintable(status);
+}
+
+/** The Deployment resource's conditions as written (see {@link StatusSink.keepPrintableConditions}). */
 export function keepPrintableConditions(conditions: Condition[]): Condition[] {
-  if (CONDITIONS_NODE === undefined) return conditions;
-  const written = walk(CONDITIONS_NODE, conditions, ["conditions"], []);
-  return written === UNSET ? [] : (written as Condition[]);
+  return DEPLOYMENT_SINK.keepPrintableConditions(conditions);
 }
 
 /** Fields a note names at most; the rest are counted. */
