@@ -70,6 +70,18 @@ export const CLAIM_INDEX = "claim";
 /** The index values of {@link CLAIM_INDEX}. */
 export const claimIndexer = (o: Claimant): string[] => [claimOf(o)];
 
+/** The cache index of resources by the key of the connection they use. */
+export const CONNECTION_INDEX = "connection";
+
+/**
+ * The index values of {@link CONNECTION_INDEX}. Resources of the default connection are not
+ * indexed: it is never counted or re-checked.
+ */
+export function connectionIndexer(o: Claimant): string[] {
+  const key = connectionKeyOf(o);
+  return key === DEFAULT_CONNECTION ? [] : [key];
+}
+
 /**
  * The resource that holds `obj`'s service name on its connection before it, if any, among `all`
  * (every resource will do: others are skipped). Resources being deleted still hold their name

@@ -4,12 +4,14 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
 import {
   claimOn,
+  connectionIndexer,
   holdsClaim,
   olderClaimant,
   reachableDeployment,
   refusalAware,
 } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
+import { SPEC } from "../support/agent-fixture.ts";
 
 function resource(namespace: string, name: string, created: string, deploymentId?: string): StoredResource {
   return {
@@ -72,5 +74,18 @@ describe("a claim's key", () => {
     expect(claimOn("ServiceConnection/ns/prod", "web")).not.toBe(
       claimOn(DEFAULT_CONNECTION, "ServiceConnection/ns/prod/web"),
     );
+  });
+});
+
+describe("the connection index", () => {
+  it("holds a resource under its connection's key; the default connection's users are not indexed", () => {
+    const on = (connectionRef?: { kind: "ServiceConnection"; name: string }) => ({
+      metadata: { name: "agent", namespace: "team-a" },
+      spec: { ...SPEC, ...(connectionRef ? { connectionRef } : {}) },
+    });
+    expect(connectionIndexer(on())).toEqual([]);
+    expect(connectionIndexer(on({ kind: "ServiceConnection", name: "prod" }))).toEqual([
+      "ServiceConnection/team-a/prod",
+    ]);
   });
 });

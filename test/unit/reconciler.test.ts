@@ -13,6 +13,7 @@ import {
 } from "../../src/crd/schema.ts";
 import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
+import { pollIndexer } from "../../src/reconcile/next-action.ts";
 import { hashSecrets, keyedSecretDigest, type SecretDigest } from "../../src/reconcile/plan/secret-hash.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
@@ -20,7 +21,6 @@ import { oneSession, ServiceSession, type SessionLookup } from "../../src/reconc
 import { ListingDeadlineError, type RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
 import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";
 import type { Timing } from "../../src/simulator/record.ts";
-import { pollIndexer } from "../../src/wiring/indexes.ts";
 import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {
