@@ -616,60 +616,6 @@ describe("settle", () => {
 });
 
 /**
- * The conditions a decision without a write concludes (no evidence: nothing rolling out), as
- * `Type: Status/Reason`, and the status: decide, settle and conclude are pure together.
- */
-function concluded(spec: DecideSpec, observation: Observation, status: DeploymentResourceStatus) {
-  const decision = decide(spec, observation, status, NOW, SETTINGS);
-  expect(decision.write).toBeUndefined();
-  const { decided } = settle(spec, status, decision, undefined);
-  const obj = { ...spec, status } as StoredResource;
-  const { status: next } = conclude({
-    obj,
-    decided,
-    evidence: {},
-    now: new Date(NOW),
-    secretValues: [],
-    pollMs: 5_000,
-  });
-  const conditions = Object.fromEntries(
-    (next.conditions ?? []).map((c) => [c.type, `${c.status}/${c.reason}`]),
-  );
-  return {
-    conditions,
-    status: next,
-    message: (type: string) => next.conditions?.find((c) => c.type === type)?.message,
-    events: decision.events,
-  };
-}
-
-describe("decide, then the conclusion (moved from the reconciler's table: no port needed)", () => {
-  it("ObserveOnly without a deployment on the service reports it and never creates one", () => {
-    const spec = resource({ managementPolicy: "ObserveOnly" });
-    expect(concluded(spec, seen(spec, null), {}).conditions).toEqual({
-      Ready: "False/NotFound",
-      Synced: "False/Drifted",
-    });
-  });
-
-  it("a deployment with the name but another source is blocked: stalled, and not recorded as ours", () => {
-    const spec = resource({ deletionPolicy: "Delete" });
-    const found = seen(spec, { ...DEPLOYED, source: "internal_docker" }, { adopted: true });
-    const { conditions, status, message, events } = concluded(spec, found, {});
-    expect(events).toEqual([]);
-    // Ready stays unknown: the deployment found is not this resource's to report on.
-    expect(conditions).toEqual({
-      Ready: "Unknown/Unknown",
-      Synced: "False/Immutable",
-      Stalled: "True/Immutable",
-    });
-    // Recording its id would make deletionPolicy Delete delete someone else's deployment.
-    expect(status.deploymentId).toBeUndefined();
-    expect(message("Stalled")).toContain("source");
-  });
-});
-
-/**
  * A decision's whole arm without ports: decide, `executed` (what execute would return: the
  * deployment its write answered), settle and conclude, seen as a user reads the resource.
  */
@@ -775,5 +721,59 @@ describe("the reconciler's table, as rows of decide, settle and conclude (no por
     expect(events).toEqual([]);
     expect(conditions).toEqual({ Ready: "True/Available", Synced: "True/ReconcileSuccess" });
     expect(next).toEqual({ kind: "done", intervalMs: 120_000 });
+  });
+});
+
+/**
+ * The conditions a decision without a write concludes (no evidence: nothing rolling out), as
+ * `Type: Status/Reason`, and the status: decide, settle and conclude are pure together.
+ */
+function concluded(spec: DecideSpec, observation: Observation, status: DeploymentResourceStatus) {
+  const decision = decide(spec, observation, status, NOW, SETTINGS);
+  expect(decision.write).toBeUndefined();
+  const { decided } = settle(spec, status, decision, undefined);
+  const obj = { ...spec, status } as StoredResource;
+  const { status: next } = conclude({
+    obj,
+    decided,
+    evidence: {},
+    now: new Date(NOW),
+    secretValues: [],
+    pollMs: 5_000,
+  });
+  const conditions = Object.fromEntries(
+    (next.conditions ?? []).map((c) => [c.type, `${c.status}/${c.reason}`]),
+  );
+  return {
+    conditions,
+    status: next,
+    message: (type: string) => next.conditions?.find((c) => c.type === type)?.message,
+    events: decision.events,
+  };
+}
+
+describe("decide, then the conclusion (moved from the reconciler's table: no port needed)", () => {
+  it("ObserveOnly without a deployment on the service reports it and never creates one", () => {
+    const spec = resource({ managementPolicy: "ObserveOnly" });
+    expect(concluded(spec, seen(spec, null), {}).conditions).toEqual({
+      Ready: "False/NotFound",
+      Synced: "False/Drifted",
+    });
+  });
+
+  it("a deployment with the name but another source is blocked: stalled, and not recorded as ours", () => {
+    const spec = resource({ deletionPolicy: "Delete" });
+    const found = seen(spec, { ...DEPLOYED, source: "internal_docker" }, { adopted: true });
+    const { conditions, status, message, events } = concluded(spec, found, {});
+    expect(events).toEqual([]);
+    // Ready stays unknown: the deployment found is not this resource's to report on.
+    expect(conditions).toEqual({
+      Ready: "Unknown/Unknown",
+      Synced: "False/Immutable",
+      Stalled: "True/Immutable",
+    });
+    // Recording its id would make deletionPolicy Delete delete someone else's deployment.
+    expect(status.deploymentId).toBeUndefined();
+    expect(message("Stalled")).toContain("source");
   });
 });
