@@ -40,7 +40,7 @@
  * ({@link RedactionBudgetError}, or the fallbacks of {@link redactSecrets} and
  * {@link redactAndTruncate}), never shown unsearched.
  */
-import { truncate } from "./errors.ts";
+import { cutToLength } from "./cut-text.ts";
 
 /** What replaces a secret value in redacted text. */
 export const REDACTED = "***";
@@ -140,7 +140,8 @@ export function redactSecrets(text: string, values: Iterable<string>, marker = R
 /**
  * `text` redacted of `values` (see {@link redactSecrets}), then cut to at most `max` characters:
  * the one order in which no part of a value can show. Every message the operator cuts to a
- * length goes through here. Only the start of a long text is searched, as far as a value shown
+ * length goes through here while it has a value to hide (with none, this is `cutToLength`, and
+ * a caller may cut alone). Only the start of a long text is searched, as far as a value shown
  * within `max` characters could reach, so a huge text costs no more than a short one. Past its
  * time budget ({@link RedactionBudget}, a fresh one when none is given): {@link UNSEARCHED}.
  */
@@ -158,11 +159,11 @@ export function redactAndTruncate(
   try {
     const clock = budget ?? budgetFor(Math.min(text.length, keep + reach));
     if (text.length <= keep + reach)
-      return truncate(redactPrefix(text, forms, marker, text.length, clock), max);
+      return cutToLength(redactPrefix(text, forms, marker, text.length, clock), max);
     const shown = redactPrefix(text.slice(0, keep + reach), forms, marker, keep, clock);
-    return truncate(`${shown}…`, max);
+    return cutToLength(`${shown}…`, max);
   } catch (error) {
-    if (budget === undefined && error instanceof RedactionBudgetError) return truncate(UNSEARCHED, max);
+    if (budget === undefined && error instanceof RedactionBudgetError) return cutToLength(UNSEARCHED, max);
     throw error;
   }
 }

@@ -12,7 +12,7 @@
 import http from "node:http";
 import https from "node:https";
 import { followSignal } from "../runtime/abort.ts";
-import type { KubeCredentials } from "./config.ts";
+import type { KubeCredentials } from "./credentials.ts";
 import { apiErrorFrom, KubeApiError } from "./errors.ts";
 
 /** The content types of the PATCH flavours the API server accepts. */

@@ -8,20 +8,26 @@
  * file, CA, insecure-skip-tls-verify) are read here by hand: `@kubernetes/client-node` loads its
  * whole generated API on import, ~80 MiB of resident memory the operator never uses. Only a user
  * that needs what client-node alone implements (exec plugins, auth providers, basic auth,
- * impersonation, a cluster's `proxy-url`) loads it, lazily, on the first request.
- * `test/unit/kube-config-conformance.test.ts` compares what both would send, shape by shape.
+ * impersonation, a cluster's `proxy-url`) loads it, lazily, on the first request. What is read
+ * here once, `credentials.ts` applies to each request. `test/unit/kube-config-conformance.test.ts`
+ * compares what both would send, shape by shape.
  */
 import { existsSync, readFileSync } from "node:fs";
-import type { RequestOptions } from "node:https";
 import { createRequire } from "node:module";
 import { delimiter, dirname, isAbsolute, join } from "node:path";
 import { isRecord } from "../json.ts";
+import {
+  type BearerSource,
+  ClientNodeCredentials,
+  type ClientNodeUser,
+  type ClusterTls,
+  type KubeCredentials,
+  type Material,
+  StaticCredentials,
+} from "./credentials.ts";
 
 /** The standard mount of a pod's service account credentials. */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
-
-/** How long a token read from a file is used before the file is read again (client-go's period). */
-export const TOKEN_FILE_REFRESH_MS = 60_000;
 
 /** What the caller asks for: a kubeconfig path (the `--kubeconfig` flag) and a context in it. */
 export interface KubeConfigRequest {
@@ -35,19 +41,6 @@ export interface KubeConfigRequest {
 export interface KubeConfigEnvironment {
   env?: NodeJS.ProcessEnv;
   serviceAccountDir?: string;
-}
-
-/**
- * The credentials of one cluster and user, as the transport applies them to each request.
- *
- * Contract: `applyToHTTPSOptions` sets the TLS options (`ca`, `cert`, `key`, `rejectUnauthorized`,
- * `servername`) and the authentication headers on `options`; it is called per request, so a
- * rotated token file is picked up within {@link TOKEN_FILE_REFRESH_MS}. It rejects when a
- * credential file cannot be read. client-node's `KubeConfig` satisfies this interface too.
- */
-export interface KubeCredentials {
-  getCurrentCluster(): { server: string } | null;
-  applyToHTTPSOptions(options: RequestOptions): Promise<void>;
 }
 
 /** A loaded configuration and a description of its origin, for the start-up log line. */
@@ -140,7 +133,7 @@ function fromFiles(paths: string[], context: string | undefined, origin: string)
   return {
     config:
       tls.proxyUrl !== undefined || (user && needsClientNode(user))
-        ? new ClientNodeCredentials(tls, user)
+        ? new ClientNodeCredentials(tls, user ? clientNodeUser(user) : undefined)
         : credentialsFor(tls, user),
     source: "kubeconfig",
     description: `kubeconfig ${all}, context ${current}`,
@@ -221,28 +214,11 @@ function fileField(entry: Entry, field: string): string | undefined {
 }
 
 /** Bytes given inline (base64 `<field>-data`, which wins) or as a file `<field>`. */
-type Material = { data: Buffer } | { file: string } | undefined;
-
 function material(entry: Entry, field: string): Material {
   const data = stringField(entry, `${field}-data`);
   if (data) return { data: Buffer.from(data, "base64") };
   const file = fileField(entry, field);
   return file ? { file } : undefined;
-}
-
-function readMaterial(m: Material): Buffer | undefined {
-  if (m === undefined) return undefined;
-  return "data" in m ? m.data : readFileSync(m.file);
-}
-
-/** The cluster half of the credentials. */
-interface ClusterTls {
-  server: string;
-  ca: Material;
-  insecure: boolean;
-  tlsServerName: string | undefined;
-  /** The cluster's `proxy-url` (http, https or socks5): only client-node tunnels through one. */
-  proxyUrl?: string;
 }
 
 function clusterTls(cluster: Entry, server: string): ClusterTls {
@@ -278,147 +254,15 @@ function bearerSource(user: Entry): BearerSource | undefined {
   return token ? { token } : tokenFile ? { tokenFile } : undefined;
 }
 
-type BearerSource = { token: string } | { tokenFile: string };
-
-/** A bearer token, inline or read from its file again once {@link TOKEN_FILE_REFRESH_MS} passed. */
-class BearerToken {
-  readonly #source: BearerSource;
-  #read: { value: string; at: number } | undefined;
-
-  constructor(source: BearerSource) {
-    this.#source = source;
-  }
-
-  value(): string {
-    if ("token" in this.#source) return this.#source.token;
-    const now = Date.now();
-    if (!this.#read || now - this.#read.at > TOKEN_FILE_REFRESH_MS) {
-      this.#read = { value: readFileSync(this.#source.tokenFile, "utf8").trim(), at: now };
-    }
-    return this.#read.value;
-  }
-}
-
-/** Client certificate, key and bearer token (inline or re-read from a file). */
-interface UserAuth {
-  cert: Material;
-  key: Material;
-  token: BearerSource | undefined;
-}
-
-/** Credentials read by hand: TLS material and a bearer token. */
-class StaticCredentials implements KubeCredentials {
-  readonly #tls: ClusterTls;
-  readonly #user: UserAuth;
-  readonly #token: BearerToken | undefined;
-
-  constructor(tls: ClusterTls, user: UserAuth) {
-    this.#tls = tls;
-    this.#user = user;
-    this.#token = user.token ? new BearerToken(user.token) : undefined;
-  }
-
-  getCurrentCluster(): { server: string; caFile?: string } {
-    const { server, ca } = this.#tls;
-    return ca && "file" in ca ? { server, caFile: ca.file } : { server };
-  }
-
-  async applyToHTTPSOptions(options: RequestOptions): Promise<void> {
-    applyTls(options, this.#tls);
-    const cert = readMaterial(this.#user.cert);
-    const key = readMaterial(this.#user.key);
-    if (cert) options.cert = cert;
-    if (key) options.key = key;
-    const token = this.#token?.value();
-    if (token) options.headers = { ...plainHeaders(options), Authorization: `Bearer ${token}` };
-  }
-}
-
-function applyTls(options: RequestOptions, tls: ClusterTls): void {
-  if (tls.insecure) options.rejectUnauthorized = false;
-  if (tls.tlsServerName) options.servername = tls.tlsServerName;
-  const ca = readMaterial(tls.ca);
-  if (ca) options.ca = ca;
-}
-
-function plainHeaders(options: RequestOptions): Record<string, unknown> {
-  return options.headers && !Array.isArray(options.headers) ? { ...options.headers } : {};
-}
-
-/**
- * A user that needs client-node (exec plugin, auth provider, basic auth, impersonation), or a
- * cluster reached through a `proxy-url`: the library is imported on the first request only, and
- * given the cluster and user as read here. (It sets the request's `agent` to one that tunnels
- * through the proxy; the transport keeps that agent.)
- */
-class ClientNodeCredentials implements KubeCredentials {
-  readonly #tls: ClusterTls;
-  readonly #user: Entry | undefined;
-  /** A `tokenFile` user behind a proxy: client-node would read the file once, we re-read it. */
-  readonly #tokenFile: BearerToken | undefined;
-  #config: Promise<KubeCredentials> | undefined;
-
-  constructor(tls: ClusterTls, user: Entry | undefined) {
-    this.#tls = tls;
-    this.#user = user;
-    const source = user ? bearerSource(user) : undefined;
-    this.#tokenFile = source && "tokenFile" in source ? new BearerToken(source) : undefined;
-  }
-
-  getCurrentCluster(): { server: string } {
-    return { server: this.#tls.server };
-  }
-
-  async applyToHTTPSOptions(options: RequestOptions): Promise<void> {
-    this.#config ??= this.#load();
-    await (await this.#config).applyToHTTPSOptions(options);
-    const headers = plainHeaders(options);
-    if (this.#tokenFile && headers.Authorization === undefined) {
-      options.headers = { ...headers, Authorization: `Bearer ${this.#tokenFile.value()}` };
-    }
-  }
-
-  async #load(): Promise<KubeCredentials> {
-    const { KubeConfig } = await import("@kubernetes/client-node");
-    const { ca, server, insecure, tlsServerName, proxyUrl } = this.#tls;
-    const user = this.#user;
-    const u = user?.body ?? {};
-    const config = new KubeConfig();
-    config.loadFromOptions({
-      clusters: [
-        {
-          name: "cluster",
-          server,
-          skipTLSVerify: insecure,
-          ...(tlsServerName ? { tlsServerName } : {}),
-          ...(proxyUrl ? { proxyUrl } : {}),
-          ...forClientNode(ca, "ca"),
-        },
-      ],
-      users: [
-        {
-          name: "user",
-          authProvider: u["auth-provider"],
-          exec: u.exec,
-          username: u.username as string | undefined,
-          password: u.password as string | undefined,
-          impersonateUser: u.as as string | undefined,
-          token: user ? stringField(user, "token") : undefined,
-          ...(user ? forClientNode(material(user, "client-certificate"), "cert") : {}),
-          ...(user ? forClientNode(material(user, "client-key"), "key") : {}),
-        },
-      ],
-      contexts: [{ name: "context", cluster: "cluster", user: "user" }],
-      currentContext: "context",
-    });
-    return config;
-  }
-}
-
-/** `material` as client-node's `<prefix>File` or `<prefix>Data` (base64) field. */
-function forClientNode(m: Material, prefix: "ca" | "cert" | "key"): Record<string, string> {
-  if (!m) return {};
-  return "file" in m ? { [`${prefix}File`]: m.file } : { [`${prefix}Data`]: m.data.toString("base64") };
+/** What client-node is given of `user`: its entry as read, its material resolved here. */
+function clientNodeUser(user: Entry): ClientNodeUser {
+  return {
+    body: user.body,
+    token: stringField(user, "token"),
+    cert: material(user, "client-certificate"),
+    key: material(user, "client-key"),
+    bearer: bearerSource(user),
+  };
 }
 
 function fromServiceAccount(env: NodeJS.ProcessEnv, dir: string): LoadedKubeConfig | undefined {
@@ -432,7 +276,7 @@ function fromServiceAccount(env: NodeJS.ProcessEnv, dir: string): LoadedKubeConf
   const namespace = existsSync(namespaceFile)
     ? readFileSync(namespaceFile, "utf8").trim() || undefined
     : undefined;
-  // The token file is re-read (see TOKEN_FILE_REFRESH_MS), so projected tokens rotate.
+  // The token file is re-read (see credentials.ts), so projected tokens rotate.
   const config = new StaticCredentials(
     { server, ca: { file: caFile }, insecure: false, tlsServerName: undefined },
     { cert: undefined, key: undefined, token: { tokenFile } },

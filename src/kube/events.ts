@@ -15,7 +15,7 @@ import { printableNote } from "../api/printable.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";
-import { toMicroTime } from "./time.ts";
+import { toMicroTime } from "./object.ts";
 
 /** `type` of an Event. */
 export type EventType = "Normal" | "Warning";

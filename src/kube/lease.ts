@@ -13,8 +13,7 @@ import {
 } from "../runtime/leader.ts";
 import type { KubeClient } from "./client.ts";
 import { ConflictError, isNotFound } from "./errors.ts";
-import { isKubeObject, type ObjectRef } from "./object.ts";
-import { parseKubeTime, toMicroTime } from "./time.ts";
+import { isKubeObject, type ObjectRef, parseKubeTime, toMicroTime } from "./object.ts";
 
 const leasesPath = (namespace: string) =>
   `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;

@@ -1,6 +1,7 @@
 /**
  * The slice of Kubernetes object metadata the adapters rely on, and the checks that turn a JSON
- * value from the API server into it (validate at the edge, then trust the types).
+ * value from the API server into it (validate at the edge, then trust the types); and the
+ * timestamps objects carry, written and read one way.
  */
 import { CONNECTION_FINALIZER } from "../crd/connection-schema.ts";
 import {
@@ -183,4 +184,21 @@ export function listMeta(value: unknown): {
 /** The `items` of a list answer (empty when absent). */
 export function listItems(value: unknown): unknown[] {
   return isRecord(value) && Array.isArray(value.items) ? value.items : [];
+}
+
+/**
+ * `date` as a `MicroTime` string, e.g. `2024-05-01T12:00:00.123000Z`. `MicroTime` fields (Lease
+ * renewTime/acquireTime, Event eventTime and series.lastObservedTime) must carry exactly six
+ * fractional digits: the API server parses them with Go's RFC3339Micro layout and rejects
+ * JavaScript's millisecond ISO strings.
+ */
+export function toMicroTime(date: Date): string {
+  return date.toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+}
+
+/** Parses a Time or MicroTime string; `undefined` for a missing or unparsable value. */
+export function parseKubeTime(value: unknown): Date | undefined {
+  if (typeof value !== "string" || value === "") return undefined;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? undefined : date;
 }

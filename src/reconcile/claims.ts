@@ -9,7 +9,6 @@
  * on a shared tenant by creating its resource first.
  */
 
-import { scopedKey } from "../compact/scoped-key.ts";
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
 import { connectionKey, connectionOf, DEFAULT_CONNECTION } from "../naming/connection.ts";
@@ -50,10 +49,10 @@ export const connectionKeyOf = (o: Claimant): string =>
   connectionKey(connectionOf(o.metadata.namespace ?? "", o.spec.connectionRef));
 
 /**
- * What a resource claims: its service name on its connection, as a {@link scopedKey}. On the
- * default connection that is the name itself (the string the resource already holds: 10,000
- * resources then cost no claim strings of their own); on another, the connection's key, a
- * newline (names hold none) and the name.
+ * What a resource claims: its service name on its connection. On the default connection that is
+ * the name itself (the string the resource already holds: 10,000 resources then cost no claim
+ * strings of their own); on another, the connection's key, a newline (names hold none, so a
+ * claim on another connection is never a bare name) and the name.
  */
 export function claimOf(o: Claimant): string {
   const connection = connectionOf(o.metadata.namespace ?? "", o.spec.connectionRef);
@@ -62,7 +61,7 @@ export function claimOf(o: Claimant): string {
 
 /** The claim of the service name `name` on the connection `key` (see {@link claimOf}). */
 export function claimOn(key: string, name: string): string {
-  return scopedKey(key === DEFAULT_CONNECTION ? undefined : key, name);
+  return key === DEFAULT_CONNECTION ? name : `${key}\n${name}`;
 }
 
 /** The cache index of resources by what they claim, so a claim check reads only its rivals. */
@@ -70,6 +69,18 @@ export const CLAIM_INDEX = "claim";
 
 /** The index values of {@link CLAIM_INDEX}. */
 export const claimIndexer = (o: Claimant): string[] => [claimOf(o)];
+
+/** The cache index of resources by the key of the connection they use. */
+export const CONNECTION_INDEX = "connection";
+
+/**
+ * The index values of {@link CONNECTION_INDEX}. Resources of the default connection are not
+ * indexed: it is never counted or re-checked.
+ */
+export function connectionIndexer(o: Claimant): string[] {
+  const key = connectionKeyOf(o);
+  return key === DEFAULT_CONNECTION ? [] : [key];
+}
 
 /**
  * The resource that holds `obj`'s service name on its connection before it, if any, among `all`

@@ -77,8 +77,10 @@ export async function readSecrets(
   signal: AbortSignal,
   maxBytes: number,
 ): Promise<ReadSecrets> {
-  const budget = new SecretBudget(maxBytes);
   const out = inlineSecrets(spec);
+  // A spec that sends no secret has nothing to count (nor to read).
+  if (!spec.secrets?.length) return out;
+  const budget = new SecretBudget(maxBytes);
   for (const entry of spec.secrets ?? [])
     if (entry.value !== undefined)
       budget.add({

@@ -147,5 +147,27 @@ function serviceBusy(status: DeploymentResourceStatus): boolean {
 
 /** Whether the status says work is in progress (creation, rollout, deletion, a retry). */
 function isReconciling(status: DeploymentResourceStatus): boolean {
-  return (status.conditions ?? []).some((c) => c.type === CONDITION.Reconciling && c.status === "True");
+  return isTrue(status, CONDITION.Reconciling);
+}
+
+/** Whether the condition `type` of `status` is True. */
+function isTrue(status: DeploymentResourceStatus, type: string): boolean {
+  return (status.conditions ?? []).some((c) => c.type === type && c.status === "True");
+}
+
+/** The cache index of resources whose deployment is being polled (see {@link pollIndexer}). */
+export const POLL_INDEX = "polled";
+
+/**
+ * The index values of {@link POLL_INDEX}: the resources the rollout poller reads for. A resource
+ * is polled while its deployment is settling after a successful write (creating, rolling out):
+ * Reconciling and Synced both True, and its deployment id known; and while a create of its own
+ * is not yet listed (the intent is cleared once a read shows it). A failing one is not: its
+ * retries follow the controller's backoff.
+ */
+export function pollIndexer(obj: Pick<StoredResource, "status">): string[] {
+  const status = obj.status;
+  if (!status?.deploymentId) return [];
+  if (status.createRequestedAt) return [POLL_INDEX];
+  return isReconciling(status) && isTrue(status, CONDITION.Synced) ? [POLL_INDEX] : [];
 }

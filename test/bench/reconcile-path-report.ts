@@ -20,14 +20,31 @@ export const GOAL = { files: 25, folders: 7 } as const;
  * in the window: the first range of a function is the function itself, its count the calls.
  */
 export function executedFiles(coverage: readonly ScriptCoverage[], srcDir: string): string[] {
-  const files = new Set<string>();
+  return Object.keys(executedFunctions(coverage, srcDir)).sort();
+}
+
+/**
+ * The functions of each file of {@link executedFiles} that ran in the window, as
+ * `name@offset ×calls` (`(anonymous)` for a function without a name), in the order V8 lists them.
+ */
+export function executedFunctions(
+  coverage: readonly ScriptCoverage[],
+  srcDir: string,
+): Record<string, string[]> {
+  const byFile: Record<string, string[]> = {};
   for (const script of coverage) {
     if (!script.url.startsWith("file:")) continue;
     const path = relative(srcDir, fileURLToPath(script.url));
     if (path.startsWith("..") || path === "") continue;
-    if (script.functions.some((f) => (f.ranges[0]?.count ?? 0) > 0)) files.add(path.split(sep).join("/"));
+    const ran = script.functions.flatMap((f) => {
+      const own = f.ranges[0];
+      return own && own.count > 0
+        ? [`${f.functionName || "(anonymous)"}@${own.startOffset} ×${own.count}`]
+        : [];
+    });
+    if (ran.length > 0) byFile[path.split(sep).join("/")] = ran;
   }
-  return [...files].sort();
+  return byFile;
 }
 
 /** One file of the path. */

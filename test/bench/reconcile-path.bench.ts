@@ -14,9 +14,12 @@
  * write belongs to the path) and takes coverage again. What runs beside the reconcile in that
  * window (the watch's bookkeeping, timers) counts too: it is the cost of following one edit.
  *
+ * With `RECONCILE_PATH_FUNCTIONS=<file>`, the functions that ran (name, offset, calls) are
+ * written to that file by source file: where to look when a file enters the path.
+ *
  * Reported, never asserted; runs accumulate in `docs/bench/reconcile-path.json`, one per commit.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEPLOYMENTS, type DeploymentObject, decodeDeployment } from "../../src/kube/deployments.ts";
@@ -26,7 +29,14 @@ import { startBenchPlane } from "../support/bench-plane.ts";
 import { type Benchmark, benchDeploymentBody, benchImageEdit, benchSeedDeployment } from "./harness.ts";
 import { Inspector } from "./inspector.ts";
 import { commitOf, LOGS, ReadyWatch, type Setup, startOperator, Tap } from "./operator-run.ts";
-import { executedFiles, lineCount, pathFigures, pathListing, savePathRun } from "./reconcile-path-report.ts";
+import {
+  executedFiles,
+  executedFunctions,
+  lineCount,
+  pathFigures,
+  pathListing,
+  savePathRun,
+} from "./reconcile-path-report.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const SRC = join(ROOT, "src");
@@ -148,6 +158,9 @@ export const benchmark: Benchmark = {
         const coverage = await inspector.takePreciseCoverage();
         const serviceCallsByRoute = sim.counters();
         await inspector.stopPreciseCoverage();
+        const functionsOut = process.env.RECONCILE_PATH_FUNCTIONS;
+        if (functionsOut)
+          writeFileSync(functionsOut, JSON.stringify(executedFunctions(coverage, SRC), null, 1));
         const figures = pathFigures(executedFiles(coverage, SRC), (file) =>
           lineCount(readFileSync(join(SRC, file), "utf8")),
         );

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { ScriptCoverage } from "../bench/inspector.ts";
 import {
   executedFiles,
+  executedFunctions,
   lineCount,
   type PathRun,
   pathFigures,
@@ -42,6 +43,11 @@ describe("the files of the reconcile path", () => {
       { url: "", functions: [fn(9)] },
     ];
     expect(executedFiles(coverage, SRC)).toEqual(["json.ts", "reconcile/apply.ts"]);
+    // And which functions ran, with their calls: where to look when a file enters the path.
+    expect(executedFunctions(coverage, SRC)).toEqual({
+      "reconcile/apply.ts": ["apply@0 ×2"],
+      "json.ts": ["f@0 ×1"],
+    });
   });
 
   it("groups by folder, counts every directory and the top-level ones, flags files over 400 lines", () => {

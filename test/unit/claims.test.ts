@@ -1,8 +1,17 @@
 // Who may claim a service name, and who may be called about: a resource refused its connection
 // claims no name and makes no call through it, unless it already owns a deployment there.
 import { describe, expect, it } from "vitest";
-import { holdsClaim, olderClaimant, reachableDeployment, refusalAware } from "../../src/reconcile/claims.ts";
+import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
+import {
+  claimOn,
+  connectionIndexer,
+  holdsClaim,
+  olderClaimant,
+  reachableDeployment,
+  refusalAware,
+} from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
+import { SPEC } from "../support/agent-fixture.ts";
 
 function resource(namespace: string, name: string, created: string, deploymentId?: string): StoredResource {
   return {
@@ -49,5 +58,34 @@ describe("a refused resource makes no call through its connection", () => {
     { case: "refused, with a deployment", obj: resource("team-x", "x", "t", "d-2"), id: undefined },
   ])("$case: reaches $id", ({ obj, id }) => {
     expect(reachableDeployment(obj, refusedIn("team-x"))).toBe(id);
+  });
+});
+
+describe("a claim's key", () => {
+  it.each<{ connection: string; name: string; key: string }>([
+    { connection: DEFAULT_CONNECTION, name: "web", key: "web" },
+    { connection: "ServiceConnection/team-a/prod", name: "web", key: "ServiceConnection/team-a/prod\nweb" },
+    { connection: DEFAULT_CONNECTION, name: "", key: "" },
+  ])("($connection, $name) → $key: the bare name on the default connection", ({ connection, name, key }) => {
+    expect(claimOn(connection, name)).toBe(key);
+  });
+
+  it("joins with a character no name holds, so a claim on another connection is never a bare name", () => {
+    expect(claimOn("ServiceConnection/ns/prod", "web")).not.toBe(
+      claimOn(DEFAULT_CONNECTION, "ServiceConnection/ns/prod/web"),
+    );
+  });
+});
+
+describe("the connection index", () => {
+  it("holds a resource under its connection's key; the default connection's users are not indexed", () => {
+    const on = (connectionRef?: { kind: "ServiceConnection"; name: string }) => ({
+      metadata: { name: "agent", namespace: "team-a" },
+      spec: { ...SPEC, ...(connectionRef ? { connectionRef } : {}) },
+    });
+    expect(connectionIndexer(on())).toEqual([]);
+    expect(connectionIndexer(on({ kind: "ServiceConnection", name: "prod" }))).toEqual([
+      "ServiceConnection/team-a/prod",
+    ]);
   });
 });

@@ -19,7 +19,6 @@ import {
   Shapes,
   unpackRecord,
 } from "../../src/compact/packed-record.ts";
-import { scopedKey } from "../../src/compact/scoped-key.ts";
 
 /** A string equal to `text` but not the same in the heap (as JSON.parse makes them). */
 const copyOf = (text: string): string => JSON.parse(JSON.stringify(text)) as string;
@@ -235,22 +234,5 @@ describe("OneOrMany", () => {
     const held = addItem(addItem(undefined, 1), 2);
     expect(addItem(held, 3)).toBe(held);
     expect(itemsOf(held)).toBe(held);
-  });
-});
-
-describe("scopedKey", () => {
-  it.each<{ scope: string | undefined; name: string; key: string }>([
-    { scope: undefined, name: "web", key: "web" },
-    { scope: "ServiceConnection/team-a/prod", name: "web", key: "ServiceConnection/team-a/prod\nweb" },
-    { scope: "", name: "web", key: "\nweb" },
-    { scope: undefined, name: "", key: "" },
-  ])("($scope, $name) → $key", ({ scope, name, key }) => {
-    expect(scopedKey(scope, name)).toBe(key);
-  });
-
-  it("joins with a character no name holds, so a scoped key is never a bare name", () => {
-    expect(scopedKey("ServiceConnection/ns/prod", "web")).not.toBe(
-      scopedKey(undefined, "ServiceConnection/ns/prod/web"),
-    );
   });
 });

@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { cutToBytes, cutToLength } from "../../src/api/cut-text.ts";
 import { truncate } from "../../src/api/errors.ts";
+import { redactAndTruncate } from "../../src/api/redact.ts";
 import { NOTE_LIMIT_BYTES, truncateNote } from "../../src/kube/events.ts";
 import { fitNote } from "../../src/reconcile/status/failure-evidence.ts";
 
@@ -93,5 +94,18 @@ describe("its users", () => {
     expect(bytes(truncateNote(long))).toBeLessThanOrEqual(NOTE_LIMIT_BYTES);
     expect(truncate(long)).toBe(`${"ü".repeat(499)}…`);
     expect(fitNote("😀".repeat(10), [], 12)).toBe("😀😀…");
+  });
+
+  it("redaction with no value to hide only cuts: a status without secrets skips it (status.ts)", () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: "grapheme", maxLength: 300 }),
+        fc.integer({ min: 1, max: 120 }),
+        fc.constantFrom([], [""]),
+        (text, max, values) => {
+          expect(redactAndTruncate(text, values, max)).toBe(cutToLength(text, max));
+        },
+      ),
+    );
   });
 });

@@ -9,11 +9,13 @@ import { desiredFromSpec } from "../../src/crd/mapping.ts";
 import type { RolloutWindowSpec } from "../../src/crd/rollout-windows-schema.ts";
 import {
   ANNOTATION_REBUILD_REQUESTED_AT,
+  ANNOTATION_RECONCILE_INTERVAL,
   ANNOTATION_ROLLOUT_NOW,
   type DeploymentResourceStatus,
   type DeploymentSpec,
 } from "../../src/crd/schema.ts";
 import {
+  cleansUpOnDelete,
   type DecideSpec,
   type Decision,
   decide,
@@ -610,6 +612,115 @@ describe("settle", () => {
       sent: { deployment: DEPLOYED, revision: { kind: "pending", revisionId: "r" }, history: undefined },
     };
     expect(settle(spec, OURS, sending, executed).events).toEqual([]);
+  });
+});
+
+/**
+ * A decision's whole arm without ports: decide, `executed` (what execute would return: the
+ * deployment its write answered), settle and conclude, seen as a user reads the resource.
+ */
+function applied(
+  spec: DecideSpec,
+  observation: Observation,
+  status: DeploymentResourceStatus,
+  executed?: Executed,
+) {
+  const decision = decide(spec, observation, status, NOW, SETTINGS);
+  const { decided, events } = settle(spec, status, decision, executed);
+  const { status: next, next: action } = conclude({
+    obj: { ...spec, status } as StoredResource,
+    decided,
+    evidence: {},
+    now: new Date(NOW),
+    secretValues: [],
+    pollMs: 5_000,
+  });
+  return {
+    decision,
+    events: events.map((e) => `${e.type}/${e.reason}`),
+    conditions: Object.fromEntries((next.conditions ?? []).map((c) => [c.type, `${c.status}/${c.reason}`])),
+    status: next,
+    next: action,
+  };
+}
+
+describe("the reconciler's table, as rows of decide, settle and conclude (no port needed)", () => {
+  /** A condition True for `reason` since the day before {@link NOW}. */
+  const trueFor = (type: string, reason: string) => ({
+    type,
+    status: "True" as const,
+    reason,
+    message: "",
+    lastTransitionTime: "2029-12-31T00:00:00Z",
+  });
+  /** A settled resource's status: its deployment READY and Synced for generation 1. */
+  const SETTLED: DeploymentResourceStatus = {
+    ...OURS,
+    conditions: [
+      trueFor("Ready", "Available"),
+      { ...trueFor("Synced", "ReconcileSuccess"), observedGeneration: 1 },
+    ],
+  };
+  /** `spec` over {@link SPEC} as generation 2 of the resource (an edit). */
+  const edited = (spec: Partial<DeploymentSpec>): DecideSpec => {
+    const r = resource(spec);
+    return { ...r, metadata: { ...r.metadata, generation: 2 } };
+  };
+
+  it("a spec change outside the revision config is one PATCH without a new revision: Ready stays True", () => {
+    const spec = edited({ sourceConfig: { customUrl: "https://agent-2.example" } });
+    const answered = {
+      ...DEPLOYED,
+      source_config: { ...DEPLOYED.source_config, custom_url: "https://agent-2.example" },
+    };
+    const executed: Executed = {
+      kind: "sent",
+      sent: { deployment: answered, revision: { kind: "patched" }, history: undefined },
+    };
+    const { decision, events, conditions, status, next } = applied(
+      spec,
+      seen(spec, DEPLOYED),
+      SETTLED,
+      executed,
+    );
+    expect(decision.write).toMatchObject({ kind: "send", plan: { newRevision: false } });
+    expect(decision.write?.kind === "send" && decision.write.plan.body).toEqual({
+      source_config: { custom_url: "https://agent-2.example" },
+    });
+    expect(events).toEqual(["Normal/Updated"]);
+    expect(conditions).toEqual({ Ready: "True/Available", Synced: "True/ReconcileSuccess" });
+    expect(status.observedGeneration).toBe(2);
+    expect(next).toEqual({ kind: "done" });
+  });
+
+  it("ObserveOnly reports the drift it sees, writes nothing, and never deletes (no finalizer)", () => {
+    const spec = resource({ managementPolicy: "ObserveOnly", deletionPolicy: "Delete" });
+    const drifted = {
+      ...DEPLOYED,
+      source_config: { ...DEPLOYED.source_config, custom_url: "https://elsewhere.example" },
+    };
+    const { decision, events, conditions, status } = applied(
+      spec,
+      seen(spec, drifted, { adopted: true }),
+      {},
+    );
+    expect(decision.write).toBeUndefined();
+    expect(events).toEqual([]);
+    expect(conditions).toEqual({ Ready: "True/Available", Synced: "False/Drifted" });
+    expect(status.conditions?.find((c) => c.type === "Synced")?.message).toContain(
+      "https://elsewhere.example → https://agent.example",
+    );
+    // The finalizer rule (the reconciler keeps the finalizer exactly while it holds).
+    expect(cleansUpOnDelete(spec)).toBe(false);
+  });
+
+  it("a reconcile-interval annotation sets this resource's own resync", () => {
+    const spec = resource({}, { [ANNOTATION_RECONCILE_INTERVAL]: "2m" });
+    const { decision, events, conditions, next } = applied(spec, seen(spec, DEPLOYED), SETTLED);
+    expect(decision.write).toBeUndefined();
+    expect(events).toEqual([]);
+    expect(conditions).toEqual({ Ready: "True/Available", Synced: "True/ReconcileSuccess" });
+    expect(next).toEqual({ kind: "done", intervalMs: 120_000 });
   });
 });
 

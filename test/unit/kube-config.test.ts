@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { stringify } from "yaml";
-import { type LoadedKubeConfig, loadKubeConfig, TOKEN_FILE_REFRESH_MS } from "../../src/kube/config.ts";
+import { type LoadedKubeConfig, loadKubeConfig } from "../../src/kube/config.ts";
+import { TOKEN_FILE_REFRESH_MS } from "../../src/kube/credentials.ts";
 
 /** The TLS options and headers the transport would send with, as plain values. */
 async function httpsOptions(loaded: LoadedKubeConfig) {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { NOTE_LIMIT_BYTES, truncateNote } from "../../src/kube/events.ts";
 import { leaseSnapshotFrom, leaseSpecOf } from "../../src/kube/lease.ts";
-import { parseKubeTime, toMicroTime } from "../../src/kube/time.ts";
+import { parseKubeTime, toMicroTime } from "../../src/kube/object.ts";
 
 describe("toMicroTime", () => {
   it("writes the six fractional digits the API server's MicroTime parser requires", () => {

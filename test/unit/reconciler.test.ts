@@ -13,6 +13,7 @@ import {
 } from "../../src/crd/schema.ts";
 import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
+import { pollIndexer } from "../../src/reconcile/next-action.ts";
 import { hashSecrets, keyedSecretDigest, type SecretDigest } from "../../src/reconcile/plan/secret-hash.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
@@ -20,7 +21,6 @@ import { oneSession, ServiceSession, type SessionLookup } from "../../src/reconc
 import { ListingDeadlineError, type RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
 import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";
 import type { Timing } from "../../src/simulator/record.ts";
-import { pollIndexer } from "../../src/wiring/indexes.ts";
 import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {
@@ -369,25 +369,6 @@ const cases: Case[] = [
     also: (w) => expect(w.resources.writes.patchStatus).toBe(0),
   },
   {
-    reason: "a spec change outside the revision config is one PATCH without a new revision: Ready stays True",
-    arrange: async (w) => {
-      await w.settled();
-      w.resources.edit(REF, (o) => {
-        o.spec.sourceConfig = { customUrl: "https://agent-2.example" };
-      });
-    },
-    outcome: { result: { kind: "done" } },
-    calls: { getById: 1, patch: 1 },
-    conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
-    events: ["Normal/Updated"],
-    also: (w) => {
-      const deployment = w.service.store.getByName("agent");
-      expect(deployment?.source_config.custom_url).toBe("https://agent-2.example");
-      expect(w.service.store.revisions(deployment?.id ?? "")).toHaveLength(1);
-      expect(w.resources.stored(REF)?.status?.observedGeneration).toBe(2);
-    },
-  },
-  {
     reason: "a new image is one PATCH making a revision: rolling out, looked at again after the poll period",
     arrange: async (w) => {
       await w.settled();
@@ -538,22 +519,22 @@ const cases: Case[] = [
     also: (w) => expect(w.resources.stored(REF)?.status?.connection).toBe("default"),
   },
   {
-    reason: "ObserveOnly reports the drift it sees and never writes to the service",
+    reason: "ObserveOnly never writes to the service, and gets no finalizer even under deletionPolicy Delete",
     arrange: async (w) => {
       w.existing({ ...BODY, source_config: { custom_url: "https://elsewhere.example" } });
       await w.applied({ managementPolicy: "ObserveOnly", deletionPolicy: "Delete" });
     },
     ...withoutCall({ Ready: "True/Available", Synced: "False/Drifted" }),
     also: (w) => {
-      const synced = messageOf(w.resources.stored(REF), "Synced");
-      expect(synced).toContain("https://elsewhere.example → https://agent.example");
       expect(w.service.store.getByName("agent")?.source_config.custom_url).toBe("https://elsewhere.example");
-      // ObserveOnly never deletes either: no finalizer even under deletionPolicy Delete.
       expect(w.resources.stored(REF)?.metadata.finalizers ?? []).toEqual([]);
+      expect(w.resources.writes.addFinalizer).toBe(0);
     },
   },
-  // ObserveOnly without a deployment, and a deployment of another source found by name: pure
-  // decisions, in test/unit/decide.test.ts.
+  // What ObserveOnly reports of the drift, ObserveOnly without a deployment, a deployment of
+  // another source found by name, a spec change outside the revision config (no new revision,
+  // Ready stays True) and a reconcile-interval annotation (the resource's own resync): pure
+  // decisions, in test/unit/decide.test.ts ("the reconciler's table, as rows of decide…").
   {
     reason: "a name conflict: the younger claimant stalls, gets no finalizer and makes no call",
     arrange: async (w) => {
@@ -1039,18 +1020,6 @@ const cases: Case[] = [
     conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
     events: [],
     also: (w) => expect(w.resources.stored(REF)?.status?.lastHandledReconcileAt).toBe("2030-01-01T01:00:00Z"),
-  },
-  {
-    reason: "a reconcile-interval annotation sets this resource's own resync, at no service call",
-    arrange: async (w) => {
-      await w.settled();
-      w.resources.edit(REF, (o) => {
-        o.metadata.annotations = { [ANNOTATION_RECONCILE_INTERVAL]: "2m" };
-      });
-    },
-    outcome: { result: { kind: "done", intervalMs: 120_000 } },
-    calls: {},
-    events: [],
   },
   {
     reason:

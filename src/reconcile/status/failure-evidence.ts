@@ -95,6 +95,9 @@ export function logTypeFor(status: string | undefined): LogType {
   return status?.includes("DEPLOY") ? "deploy" : "build";
 }
 
+/** {@link DEFAULT_ROLLOUT_TIMEOUT} in ms, read once rather than at every reconcile that sets none. */
+const DEFAULT_ROLLOUT_TIMEOUT_MS = parseDuration(DEFAULT_ROLLOUT_TIMEOUT) as number;
+
 /**
  * `spec.rolloutTimeout` in ms: the default (30m) when unset, undefined (disabled) when it is a
  * duration of no length at all, however written (`0`, `0s`, `0m0s`, `0.0h`: the CRD's pattern
@@ -102,9 +105,10 @@ export function logTypeFor(status: string | undefined): LogType {
  * refused is read as the default: the check is the API server's.
  */
 export function rolloutTimeoutMs(spec: Pick<DeploymentSpec, "rolloutTimeout">): number | undefined {
-  const text = (spec.rolloutTimeout ?? DEFAULT_ROLLOUT_TIMEOUT).trim();
+  if (spec.rolloutTimeout === undefined) return DEFAULT_ROLLOUT_TIMEOUT_MS;
+  const text = spec.rolloutTimeout.trim();
   if (isZeroDuration(text)) return undefined;
-  return parseDuration(text) ?? parseDuration(DEFAULT_ROLLOUT_TIMEOUT);
+  return parseDuration(text) ?? DEFAULT_ROLLOUT_TIMEOUT_MS;
 }
 
 /**

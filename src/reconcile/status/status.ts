@@ -6,6 +6,7 @@
  * set through `src/conditions/kstatus.ts`, as the connections' are), and `statusEqual` lets the
  * controller skip writes that would change nothing.
  */
+import { cutToLength } from "../../api/cut-text.ts";
 import { redactAndTruncate } from "../../api/redact.ts";
 import {
   type ConditionValue,
@@ -522,10 +523,21 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   const conditions: Condition[] = putConditions(previousConditions, wanted, {
     now,
     observedGeneration: generation,
-    message: (text) => redactAndTruncate(text, input.secretValues ?? [], MAX_MESSAGE_LENGTH),
+    message: messageOf(input.secretValues ?? []),
   });
   // The conditions pass it too: a message is printable already, a condition kept from before is checked.
   return { ...sunk.status, conditions: keepPrintableConditions(conditions) };
+}
+
+/**
+ * A condition's message: redacted of the resource's secret values, then cut to
+ * {@link MAX_MESSAGE_LENGTH}. With no value to hide, only cut: what the redaction gives then,
+ * without entering it (a resource that sends no secret, the common case).
+ */
+function messageOf(secretValues: readonly string[]): (text: string) => string {
+  return secretValues.some((v) => v !== "")
+    ? (text) => redactAndTruncate(text, secretValues, MAX_MESSAGE_LENGTH)
+    : (text) => cutToLength(text, MAX_MESSAGE_LENGTH);
 }
 
 /**
