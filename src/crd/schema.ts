@@ -336,6 +336,21 @@ export type RevisionReusePolicy = (typeof REVISION_REUSE_POLICIES)[number];
  */
 export const DEFAULT_REVISION_REUSE: RevisionReusePolicy = "Pinned";
 
+/**
+ * `spec.driftPolicy`: what the operator does about a change made to the service's deployment
+ * outside this resource (a field that differs from a spec already applied). `Correct`: put it
+ * back (a PATCH, or a redeploy of the operator's own revision when `spec.revisionReuse` allows);
+ * `Report`: record it and write nothing, the team decides.
+ */
+export const DRIFT_POLICIES = ["Correct", "Report"] as const;
+export type DriftPolicy = (typeof DRIFT_POLICIES)[number];
+
+/** `spec.driftPolicy` when the spec does not set it (applied by the operator, not a CRD default). */
+export const DEFAULT_DRIFT_POLICY: DriftPolicy = "Correct";
+
+/** Longest `spec.displayName`: the name the service's UI shows. */
+export const MAX_DISPLAY_NAME_LENGTH = 256;
+
 /** `spec` of the Deployment resource: what the service's deployment must look like. */
 export const DeploymentSpecSchema = Type.Object(
   {
@@ -423,6 +438,21 @@ export const DeploymentSpecSchema = Type.Object(
         // No CRD default: the operator applies Pinned, and existing objects are not rewritten.
         description:
           "When a change would build a new revision and an earlier revision this operator created deployed exactly the same (sourceRevisionConfig, revisionSource and secret values), redeploy that revision instead (no build). Pinned (the default): only when the reference cannot move, an image by digest (@sha256:) or a repoRef that is the full commit sha the revision built; SameReference: also the same tag or branch name (the team asserts its references do not move); Never: always build.",
+      }),
+    ),
+    driftPolicy: Type.Optional(
+      StringEnum(DRIFT_POLICIES, {
+        // No CRD default: the operator applies Correct, and existing objects are not rewritten.
+        description:
+          "What the operator does when the service's deployment differs from a spec it already applied (a change made outside Git: the service's UI, langgraph deploy, another tool). Correct (the default): put it back, by a PATCH, or by a redeploy of a revision this operator created when spec.revisionReuse allows (never a rebuild then), with a DriftCorrected event naming the fields (never the values) that differed. Report: write nothing; Synced=False with reason Drifted names the fields and says the policy is Report, and the team decides (a change of the spec applies the whole spec, the drifted fields included). Either way a revision this operator did not create is recorded in status.externalRevision with an ExternalRevision event; a build on push (sourceConfig.buildOnPush true, on the branch sourceRevisionConfig.repoRef names) is not one.",
+      }),
+    ),
+    displayName: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: MAX_DISPLAY_NAME_LENGTH,
+        description:
+          "The name the service's UI shows for the deployment (its display_name), at most 256 characters. Sent by a PATCH (a create does not take it: it follows the create at once). It cannot be cleared on the service: removing it from the spec stops managing it and leaves the service's value as it is.",
       }),
     ),
     rolloutWindows: Type.Optional(

@@ -19,7 +19,7 @@ import { LazyReconcileLog, reconcileFields } from "../runtime/log.ts";
 import { isPaused } from "./annotations.ts";
 import { holderOf } from "./claims.ts";
 import { cleanup } from "./cleanup.ts";
-import { cleansUpOnDelete, type Decided, decide, settle } from "./decide.ts";
+import { cleansUpOnDelete, type Decided, decide, type ExternalChangeKind, settle } from "./decide.ts";
 import { readEvidence } from "./evidence.ts";
 import { External } from "./external.ts";
 import { failureOf } from "./failures.ts";
@@ -58,6 +58,12 @@ export interface ReconcilerOptions {
   maxSecretBytes?: number;
   /** The secrets' digests, keyed with the install key. Default unkeyed (plain sha256): tests only. */
   secretDigest?: SecretDigest;
+  /**
+   * Counts a change made outside a resource, once its status recorded it: a revision the
+   * operator did not create, or fields that differed from a spec already applied
+   * (`dms_external_changes_total`); `connection` as `status.connection` names it.
+   */
+  externalChange?: (connection: string, kind: ExternalChangeKind) => void;
 }
 
 /**
@@ -81,6 +87,7 @@ export class DeploymentReconciler {
   readonly #logger: Logger;
   readonly #deps: ReconcileDeps;
   readonly #external: External;
+  readonly #externalChange: NonNullable<ReconcilerOptions["externalChange"]>;
 
   constructor(options: ReconcilerOptions) {
     const { sessions, clock, logger, resources, secrets, events } = options;
@@ -98,6 +105,7 @@ export class DeploymentReconciler {
       secretDigest: options.secretDigest ?? UNKEYED_SECRET_DIGEST,
     };
     this.#external = new External(this.#deps);
+    this.#externalChange = options.externalChange ?? (() => {});
   }
 
   /**
@@ -250,6 +258,8 @@ export class DeploymentReconciler {
           "status written",
         );
     }
+    for (const kind of decided.externalChanges ?? [])
+      this.#externalChange(concluded.status.connection ?? "default", kind);
     return concluded.next;
   }
 
