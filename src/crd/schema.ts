@@ -383,7 +383,7 @@ export const DeploymentSpecSchema = Type.Object(
       Type.Array(SecretEntry, {
         maxItems: MAX_SECRETS,
         description:
-          "Secrets of the deployment. Left out: not managed. An empty list cannot clear secrets on the service (reported, not sent).",
+          "Secrets of the deployment. Left out: not managed. An empty list is sent once to clear them; a service that keeps them (it reads an empty list on an update as unchanged) is reported (CannotClearSecrets) and not sent the list again.",
         "x-kubernetes-list-type": "map",
         "x-kubernetes-list-map-keys": ["name"],
       }),
