@@ -214,7 +214,7 @@ export function decide(
       ? "ObserveOnly: recorded in status.externalRevision, nothing is written"
       : policy === "Report"
         ? "spec.driftPolicy is Report: recorded in status.externalRevision, nothing is written for it"
-        : drift?.newRevision
+        : planned.action === "patch" && planned.newRevision
           ? "spec.driftPolicy is Correct: the spec's revision is put back (by a redeploy of this operator's revision when spec.revisionReuse allows)"
           : "its revision-defining fields are the spec's: nothing to put back",
   });
