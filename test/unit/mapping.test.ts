@@ -344,60 +344,48 @@ describe("specFromDeployment", () => {
 
 const text = fc.string({ minLength: 1, maxLength: 6 });
 const deploymentArb: fc.Arbitrary<Deployment> = fc
-  .record(
-    {
-      name: fc.string({ minLength: 1, maxLength: 20 }),
-      source: fc.constantFrom(...DEPLOYMENT_SOURCES),
-      source_config: fc.record(
-        {
-          integration_id: fc.oneof(fc.uuid(), fc.constant(null)),
-          repo_url: fc.oneof(text, fc.constant(null)),
-          build_on_push: fc.boolean(),
-          custom_url: text,
-          listener_config: fc.record({ k8s_namespace: text }),
-          resource_spec: fc.record(
-            {
-              ...Object.fromEntries(
-                RESOURCE_SPEC_NUMBER_FIELDS.map((f) => [f, fc.oneof(fc.nat(64), fc.constant(null))]),
-              ),
-              labels: fc.dictionary(text, text, { maxKeys: 2 }),
-              sidecars: fc.array(fc.record({ name: text, args: fc.array(text, { maxLength: 2 }) }), {
-                maxLength: 2,
-              }),
-            },
-            { requiredKeys: [] },
-          ),
-        },
-        { requiredKeys: [] },
-      ),
-      source_revision_config: fc.record(
-        { repo_ref: text, image_uri: fc.oneof(text, fc.constant(null)), repo_commit_sha: text },
-        { requiredKeys: [] },
-      ),
-      secrets: fc.uniqueArray(fc.record({ name: fc.string({ minLength: 1, maxLength: 8 }), value: text }), {
-        selector: (s) => s.name,
-        maxLength: 3,
+  .record({
+    name: fc.string({ minLength: 1, maxLength: 20 }),
+    source: fc.constantFrom(...DEPLOYMENT_SOURCES),
+    source_config: fc.record(
+      {
+        integration_id: fc.oneof(fc.uuid(), fc.constant(null)),
+        repo_url: fc.oneof(text, fc.constant(null)),
+        build_on_push: fc.boolean(),
+        custom_url: text,
+        listener_config: fc.record({ k8s_namespace: text }),
+        resource_spec: fc.record(
+          {
+            ...Object.fromEntries(
+              RESOURCE_SPEC_NUMBER_FIELDS.map((f) => [f, fc.oneof(fc.nat(64), fc.constant(null))]),
+            ),
+            labels: fc.dictionary(text, text, { maxKeys: 2 }),
+            sidecars: fc.array(fc.record({ name: text, args: fc.array(text, { maxLength: 2 }) }), {
+              maxLength: 2,
+            }),
+          },
+          { requiredKeys: [] },
+        ),
+      },
+      { requiredKeys: [] },
+    ),
+    source_revision_config: fc.record(
+      { repo_ref: text, image_uri: fc.oneof(text, fc.constant(null)), repo_commit_sha: text },
+      { requiredKeys: [] },
+    ),
+    secrets: fc.uniqueArray(fc.record({ name: fc.string({ minLength: 1, maxLength: 8 }), value: text }), {
+      selector: (s) => s.name,
+      maxLength: 3,
+    }),
+    secret_references: fc.option(
+      fc.uniqueArray(fc.record({ name: text, secret_name: text, secret_key: text }), {
+        selector: (r) => r.name,
+        maxLength: 2,
       }),
-      secret_references: fc.option(
-        fc.uniqueArray(fc.record({ name: text, secret_name: text, secret_key: text }), {
-          selector: (r) => r.name,
-          maxLength: 2,
-        }),
-        { nil: null },
-      ),
-      display_name: fc.option(fc.string({ maxLength: 8 }), { nil: undefined }),
-    },
-    {
-      requiredKeys: [
-        "name",
-        "source",
-        "source_config",
-        "source_revision_config",
-        "secrets",
-        "secret_references",
-      ],
-    },
-  )
+      { nil: null },
+    ),
+    display_name: fc.option(fc.string({ maxLength: 8 }), { nil: undefined }),
+  })
   .map((parts) => remote(parts));
 
 describe("mapping (properties)", () => {
