@@ -661,7 +661,7 @@ function settleWrite(
   const corrected =
     !write.back && updateReason({ ...spec, status }, sending, write.adopted) === "DriftCorrected";
   if (revision.kind === "redeployed") {
-    const how = `put back by a redeploy of revision ${revision.revisionId} (no build)`;
+    const how = `redeployed revision ${revision.revisionId}, its own, instead of building one (no build)`;
     events.push(
       corrected
         ? { type: "Normal", reason: "DriftCorrected", note: driftCorrectedNote(sending, how) }

@@ -840,7 +840,7 @@ describe("changes made outside this resource: named, counted, corrected or repor
       {
         type: "Normal",
         reason: "DriftCorrected",
-        note: `put back a change made outside this resource: sourceRevisionConfig.imageUri differed from the spec; put back by a redeploy of revision ${R1} (no build)`,
+        note: `put back a change made outside this resource: sourceRevisionConfig.imageUri differed from the spec; redeployed revision ${R1}, its own, instead of building one (no build)`,
       },
     ]);
     expect(settled.externalChanges).toEqual(["revision", "fields"]);

@@ -354,7 +354,7 @@ describe("DeploymentReconciler: changes made outside Git", () => {
     expect(w.events.reasons()).toEqual(["Warning/ExternalRevision", "Normal/DriftCorrected"]);
     expect(w.events.all[0]?.note).toContain(`revision ${external} `);
     expect(w.events.all[1]?.note).toMatch(
-      /sourceRevisionConfig\.imageUri differed from the spec; put back by a redeploy/,
+      /sourceRevisionConfig\.imageUri differed from the spec; redeployed revision .*(no build)/,
     );
     expect(w.events.all[1]?.note).not.toContain(BAD);
     const status = w.stored()?.status;
