@@ -71,11 +71,13 @@ export function externalRevisionNote(
   revision: { id: string; imageUri?: string; repoRef?: string; repoCommitSha?: string },
   follows: string,
 ): string {
-  const what = revision.imageUri
-    ? `image ${revision.imageUri}`
-    : revision.repoRef || revision.repoCommitSha
-      ? `${revision.repoRef ?? ""}${revision.repoCommitSha ? `@${revision.repoCommitSha}` : ""}`
-      : "what the service does not say";
+  const { imageUri, repoRef, repoCommitSha } = revision;
+  const commit = repoCommitSha ? `commit ${repoCommitSha}` : undefined;
+  const what = imageUri
+    ? `image ${imageUri}`
+    : repoRef
+      ? `ref ${repoRef}${commit ? ` at ${commit}` : ""}`
+      : (commit ?? "what the service does not say");
   return `revision ${revision.id} of the service's deployment ${deploymentId} was not created by this operator (the service's UI, langgraph deploy, another tool): it deployed ${what}; ${follows}`;
 }
 
