@@ -29,7 +29,7 @@ import { installKey } from "./wiring/install-key.ts";
 import { leaderElector } from "./wiring/leader-election.ts";
 import { metricsProtection } from "./wiring/metrics-endpoint.ts";
 import type { Operator, OperatorConfig, OperatorDeps } from "./wiring/operator-config.ts";
-import { registerCacheMetrics, watchHeapBudget } from "./wiring/operator-metrics.ts";
+import { externalChangeCounter, registerCacheMetrics, watchHeapBudget } from "./wiring/operator-metrics.ts";
 import { deploymentPassScope, deploymentPassTiming } from "./wiring/resync-passes.ts";
 import { rolloutPollTargets } from "./wiring/rollout-poll.ts";
 import { connectionRegistry } from "./wiring/service-connections.ts";
@@ -72,6 +72,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     maxSecretBytes: config.maxSecretBytes,
     secretDigest: key.digest,
     configMaps: caches.configMaps,
+    externalChange: externalChangeCounter(metrics),
   });
   const controller = new Controller({
     name: "deployment",

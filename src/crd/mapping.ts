@@ -19,7 +19,7 @@ import { isRecord } from "../json.ts";
 import { InvalidSpecError, type MissingSecretKey, SecretNotFoundError } from "./errors.ts";
 import { RESOURCE_SPEC_FIELDS, SOURCE_CONFIG_SCALARS, SOURCE_REVISION_FIELDS } from "./fields.ts";
 import type { ResolvedGithub } from "./github.ts";
-import type { DeploymentSpec } from "./schema.ts";
+import { type DeploymentSpec, MAX_DISPLAY_NAME_LENGTH } from "./schema.ts";
 
 /** A secret with its value resolved, as sent to the service. */
 export interface SecretValue {
@@ -41,6 +41,8 @@ export interface DesiredDeployment {
   /** Present (possibly empty) only when the spec manages secrets. */
   secrets?: SecretValue[];
   secret_references?: SecretReference[];
+  /** The name the service's UI shows: sent by a PATCH only (a create does not take it). */
+  display_name?: string;
 }
 
 /** Inputs the mapping cannot compute itself. */
@@ -118,6 +120,7 @@ export function desiredFromSpec(
   if (Object.keys(revision).length > 0) desired.source_revision_config = revision;
 
   if (spec.secrets) desired.secrets = resolveSecrets(spec.secrets, resolved);
+  if (spec.displayName !== undefined) desired.display_name = spec.displayName;
   if (spec.secretReferences) {
     desired.secret_references = spec.secretReferences.map((r) => ({
       name: r.name,
@@ -240,6 +243,10 @@ export function specFromDeployment(deployment: Deployment, options: ImportOption
       secretKey: r.secret_key,
     }));
   }
+  // Within the CRD's bound only: a longer name is left out (unmanaged, the service's kept).
+  const displayName = deployment.display_name;
+  if (typeof displayName === "string" && displayName !== "" && displayName.length <= MAX_DISPLAY_NAME_LENGTH)
+    spec.displayName = displayName;
   return spec;
 }
 

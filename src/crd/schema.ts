@@ -354,6 +354,20 @@ const Export = Type.Object(
       "What the applications in the cluster read of the deployment: its URL and live revision, in a ConfigMap the operator writes when they change.",
   },
 );
+/**
+ * `spec.driftPolicy`: what the operator does about a change made to the service's deployment
+ * outside this resource (a field that differs from a spec already applied). `Correct`: put it
+ * back (a PATCH, or a redeploy of the operator's own revision when `spec.revisionReuse` allows);
+ * `Report`: record it and write nothing, the team decides.
+ */
+export const DRIFT_POLICIES = ["Correct", "Report"] as const;
+export type DriftPolicy = (typeof DRIFT_POLICIES)[number];
+
+/** `spec.driftPolicy` when the spec does not set it (applied by the operator, not a CRD default). */
+export const DEFAULT_DRIFT_POLICY: DriftPolicy = "Correct";
+
+/** Longest `spec.displayName`: the name the service's UI shows. */
+export const MAX_DISPLAY_NAME_LENGTH = 256;
 
 /** `spec` of the Deployment resource: what the service's deployment must look like. */
 export const DeploymentSpecSchema = Type.Object(
@@ -387,7 +401,7 @@ export const DeploymentSpecSchema = Type.Object(
       Type.Array(SecretEntry, {
         maxItems: MAX_SECRETS,
         description:
-          "Secrets of the deployment. Left out: not managed. An empty list cannot clear secrets on the service (reported, not sent).",
+          "Secrets of the deployment. Left out: not managed. An empty list is sent once to clear them; a service that keeps them (it reads an empty list on an update as unchanged) is reported (CannotClearSecrets) and not sent the list again.",
         "x-kubernetes-list-type": "map",
         "x-kubernetes-list-map-keys": ["name"],
       }),
@@ -445,6 +459,21 @@ export const DeploymentSpecSchema = Type.Object(
       }),
     ),
     export: Type.Optional(Export),
+    driftPolicy: Type.Optional(
+      StringEnum(DRIFT_POLICIES, {
+        // No CRD default: the operator applies Correct, and existing objects are not rewritten.
+        description:
+          "What the operator does when the service's deployment differs from a spec it already applied (a change made outside Git: the service's UI, langgraph deploy, another tool). Correct (the default): put it back, by a PATCH, or by a redeploy of a revision this operator created when spec.revisionReuse allows (never a rebuild then), with a DriftCorrected event naming the fields (never the values) that differed. Report: write nothing; Synced=False with reason Drifted names the fields and says the policy is Report, and the team decides (a change of the spec applies the whole spec, the drifted fields included). Either way a revision this operator did not create is recorded in status.externalRevision with an ExternalRevision event; a build on push (sourceConfig.buildOnPush true, on the branch sourceRevisionConfig.repoRef names) is not one.",
+      }),
+    ),
+    displayName: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: MAX_DISPLAY_NAME_LENGTH,
+        description:
+          "The name the service's UI shows for the deployment (its display_name), at most 256 characters. Sent by a PATCH (a create does not take it: it follows the create at once). It cannot be cleared on the service: removing it from the spec stops managing it and leaves the service's value as it is.",
+      }),
+    ),
     rolloutWindows: Type.Optional(
       rolloutWindowsSchema(
         "When a change that makes a new revision (sourceRevisionConfig, secrets, revisionSource) may roll out: outside them it is held (Synced=False, reason OutsideRolloutWindow) until a window opens, or until the annotation dms.dev/rollout-now gets a new value; other changes (sourceConfig) go at once. Left out: the connection's spec.rolloutWindows. An empty list: no windows, roll out any time.",

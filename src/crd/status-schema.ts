@@ -112,6 +112,25 @@ const ActiveRevisionSchema = Type.Object(
   },
 );
 
+/** `status.externalRevision`: the last revision the operator saw that it did not create. */
+const ExternalRevisionSchema = Type.Object(
+  {
+    id: Type.String({
+      maxLength: 64,
+      description: "The revision's id: the service's latest revision when the operator saw it.",
+    }),
+    seenAt: Type.String({
+      format: "date-time",
+      description: "When the operator first saw it.",
+    }),
+    ...artifactFields(""),
+  },
+  {
+    description:
+      "The last revision of the service's deployment that this operator did not create (the service's UI, langgraph deploy, another tool): not in revisionHistory, not the answer to a create, a PATCH, a redeploy or a rebuild of this resource, and not a build on push of the branch the spec names (sourceConfig.buildOnPush true). Kept once the spec's revision replaced it, as the record of what happened; an ExternalRevision event says it once.",
+  },
+);
+
 /** An element of `status.revisionHistory`. */
 const RevisionHistoryEntrySchema = Type.Object(
   {
@@ -191,7 +210,16 @@ export const DeploymentResourceStatusSchema = Type.Object(
           "The last 10 revisions this operator created, newest first, with the digest of the secrets each was created with and whether it reached DEPLOYED: the candidates spec.revisionReuse may redeploy.",
       }),
     ),
+    externalRevision: Type.Optional(ExternalRevisionSchema),
     observedGeneration: ObservedGenerationSchema,
+    appliedGeneration: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        format: "int64",
+        description:
+          "metadata.generation whose spec the operator last applied in full (sent, or found in line): a difference found at that generation was made outside this resource (drift, see spec.driftPolicy); one found at a newer generation is an edit to apply.",
+      }),
+    ),
     conditions: conditionsSchema(
       16,
       "Ready, Synced, and Reconciling or Stalled when they apply (kstatus conventions).",

@@ -419,6 +419,8 @@ function createdField(line: string): FieldChange {
       ? "secrets"
       : field === "secretReferences"
         ? "secret_references"
-        : "source_revision_config";
+        : field === "displayName"
+          ? "display_name"
+          : "source_revision_config";
   return { group, field, line };
 }

@@ -8,13 +8,21 @@
  * and returns what it wrote; {@link settle} (pure too) joins the two into what the reconciler
  * concludes. No port, no clock, no I/O here: the table of cases is test/unit/decide.test.ts.
  */
+import { formatTime } from "../conditions/kstatus.ts";
 import type { DesiredDeployment } from "../crd/mapping.ts";
-import { ANNOTATION_REBUILD_REQUESTED_AT } from "../crd/schema.ts";
+import { ANNOTATION_REBUILD_REQUESTED_AT, DEFAULT_DRIFT_POLICY } from "../crd/schema.ts";
 import { rebuildRequestedAt, rolloutNow } from "./annotations.ts";
 import { type ApplyPatchResult, pendingSwitchBack, redeployedNote, switchBackPlan } from "./apply-reuse.ts";
-import { type CreatePlan, type PatchPlan, plan } from "./plan/plan.ts";
-import { lastAppliedFor } from "./plan/plan-secrets.ts";
-import { type RevisionHistoryEntry, splitForRedeploy } from "./plan/revision-reuse.ts";
+import { type CreatePlan, type NoopPlan, type PatchPlan, plan } from "./plan/plan.ts";
+import { keptSecretsProblem, lastAppliedFor } from "./plan/plan-secrets.ts";
+import {
+  configAfterPatch,
+  type RevisionHistoryEntry,
+  recordCreated,
+  revisionConfigHash,
+  splitForRedeploy,
+  vouchedSecretsHash,
+} from "./plan/revision-reuse.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./plan/secret-hash.ts";
 import type { StoredResource } from "./ports.ts";
 import {
@@ -27,8 +35,19 @@ import {
 import type { Counter } from "./rollout/rollout-windows.ts";
 import type { Observation as Lookup } from "./service/observe.ts";
 import type { RebuildOutcome } from "./service/rebuilder.ts";
-import type { Deployment, SourceRevisionConfig } from "./service-types.ts";
-import { adoptedNote, createdNote, observedDrift, updateNote, updateReason } from "./status/notes.ts";
+import type { Deployment, Revision, SourceRevisionConfig } from "./service-types.ts";
+import { type ExternalRevision, externalRevisionOf } from "./status/live-revision.ts";
+import {
+  adoptedNote,
+  changedFields,
+  createdNote,
+  driftCorrectedNote,
+  externalRevisionNote,
+  generationApplied,
+  observedDrift,
+  updateNote,
+  updateReason,
+} from "./status/notes.ts";
 import {
   CONDITION,
   outcomeFromProblems,
@@ -88,7 +107,14 @@ export interface Decided {
   history?: RevisionHistoryEntry[];
   /** The config of the revision it redeployed, for `status.activeRevision`. */
   known?: { id: string; config: SourceRevisionConfig };
+  /** A revision the operator did not create, seen now: `status.externalRevision`. */
+  externalRevision?: ExternalRevision;
+  /** Changes made outside this resource noticed now, each counted by `dms_external_changes_total`. */
+  externalChanges?: ExternalChangeKind[];
 }
+
+/** What `dms_external_changes_total` counts: a revision, or fields that differed from the spec. */
+export type ExternalChangeKind = "revision" | "fields";
 
 /** An event to record on the resource, as data. */
 export interface DecidedEvent {
@@ -173,10 +199,30 @@ export function decide(
   );
   const planned = plan(desired, found.deployment ?? undefined, lastApplied);
   const none = { events: [], after: [], record };
+  const policy = spec.spec.driftPolicy ?? DEFAULT_DRIFT_POLICY;
+  const specApplied = generationApplied({ metadata: spec.metadata, status });
+  // Drift: a PATCH of a spec already applied, which no rotated Secret asks for (that is the
+  // team's change, as an edit is): someone changed the service since.
+  const rotated =
+    planned.action === "patch" &&
+    planned.body.secrets !== undefined &&
+    planned.secretsHash !== status.appliedSecretsHash;
+  const drift = planned.action === "patch" && specApplied && !found.adopted && !rotated ? planned : undefined;
+  const observeOnly = spec.spec.managementPolicy === "ObserveOnly";
+  const external = seenExternal(observation, status, now, {
+    follows: observeOnly
+      ? "ObserveOnly: recorded in status.externalRevision, nothing is written"
+      : policy === "Report"
+        ? "spec.driftPolicy is Report: recorded in status.externalRevision, nothing is written for it"
+        : planned.action === "patch" && planned.newRevision
+          ? "spec.driftPolicy is Correct: the spec's revision is put back (by a redeploy of this operator's revision when spec.revisionReuse allows)"
+          : "its revision-defining fields are the spec's: nothing to put back",
+  });
 
-  if (spec.spec.managementPolicy === "ObserveOnly") {
-    const drift = observedDrift(desired.name, found.deployment, planned);
-    return { ...none, outcome: { kind: "observed", drift }, observed: observedAs(found.deployment) };
+  if (observeOnly) {
+    const drifted = observedDrift(desired.name, found.deployment, planned);
+    const observed = observedAs(found.deployment);
+    return { ...none, ...external, outcome: { kind: "observed", drift: drifted }, observed };
   }
   if (planned.action === "blocked") {
     // A deployment found by name that cannot become the spec's (another source) is someone
@@ -185,7 +231,7 @@ export function decide(
     const blocked = outcomeFromProblems(planned.problems) ?? { kind: "synced" as const };
     return { ...none, outcome: blocked, observed: observedAs(owned) };
   }
-  const events: DecidedEvent[] = [];
+  const events: DecidedEvent[] = [...(external.events ?? [])];
   if (found.adopted && found.deployment) {
     // Found by name while a create of ours was pending: it is that create (a restart or a lost
     // answer hid it), not someone else's deployment.
@@ -199,7 +245,7 @@ export function decide(
   try {
     windows = windowsInEffect(spec.spec.rolloutWindows, observation.inheritedWindows, now);
   } catch (error) {
-    return { ...none, events, outcome: { kind: "synced" }, failed: { error } };
+    return { ...none, ...external, events, outcome: { kind: "synced" }, failed: { error } };
   }
   if (planned.action === "create") {
     const requestedAt = status.createRequestedAt;
@@ -226,6 +272,7 @@ export function decide(
       appliedSecretVersions: appliedVersions(planned.secretsHash, versions),
       // The create builds the deployment's first revision: what a pending rebuild asks for.
       ...(pendingRebuild(spec, status) ? { lastHandledRebuildAt: rebuildRequestedAt(spec) } : {}),
+      ...appliedAt(spec),
     };
     const write = { kind: "create", plan: planned } as const;
     return { events, after: [], outcome: { kind: "synced" }, record: applied, write };
@@ -234,24 +281,27 @@ export function decide(
   const deployment = found.deployment;
   if (planned.action === "patch" && !deployment)
     throw new Error("a patch was planned without a deployment to patch");
+  // spec.driftPolicy Report: the drift is said (Synced=False, Drifted), nothing is written for it.
+  const reported = drift && policy === "Report" ? reportDrift(drift, status) : undefined;
+  const sendable: typeof planned = reported && drift ? reportedNoop(drift) : planned;
   // A revision part that a switch of the active revision already made live (the service's
   // config still names its newest revision) is nothing to roll out: no window holds it, and
   // applyPatch sends only the rest, if any.
   const switchedBack =
-    planned.action === "patch" && deployment
-      ? pendingSwitchBack({ deployment, decision: planned, spec: spec.spec, status })
+    sendable.action === "patch" && deployment
+      ? pendingSwitchBack({ deployment, decision: sendable, spec: spec.spec, status })
       : undefined;
   // A PATCH whose revision part waits for a rollout window sends the rest now, and holds the
   // revision part: `Synced=False` (OutsideRolloutWindow), Reconciling, and a look again when
   // the window opens, where the held part goes out in one PATCH.
   const gated =
-    planned.action !== "patch"
+    sendable.action !== "patch"
       ? {}
       : switchedBack
-        ? splitForRedeploy(planned.body)?.rest
-          ? { send: planned }
+        ? splitForRedeploy(sendable.body)?.rest
+          ? { send: sendable }
           : {}
-        : gatePatch(planned, {
+        : gatePatch(sendable, {
             windows,
             now,
             rolloutNow: rolloutNow(spec),
@@ -261,20 +311,22 @@ export function decide(
   // The secrets held are not applied yet: their hash stays the last applied one, and the
   // Secrets are read again when the window opens.
   const secretsHeld =
-    gated.held !== undefined && planned.action === "patch" && planned.body.secrets !== undefined;
+    gated.held !== undefined && sendable.action === "patch" && sendable.body.secrets !== undefined;
   const applied: StatusRecord = {
     ...record,
-    appliedSecretsHash: (secretsHeld ? undefined : planned.secretsHash) ?? status.appliedSecretsHash ?? null,
+    appliedSecretsHash: (secretsHeld ? undefined : sendable.secretsHash) ?? status.appliedSecretsHash ?? null,
     ...(observation.secretsUnread
       ? {}
-      : { appliedSecretVersions: secretsHeld ? null : appliedVersions(planned.secretsHash, versions) }),
+      : { appliedSecretVersions: secretsHeld ? null : appliedVersions(sendable.secretsHash, versions) }),
   };
   // Nothing to send, unless a revision redeployed earlier (by a switch of the active revision)
   // is live where the spec now asks for the service's latest one again.
   const back =
-    planned.action === "noop" && deployment ? switchBackPlan(status.revisionHistory, deployment) : undefined;
+    sendable.action === "noop" && deployment && !reported
+      ? switchBackPlan(status.revisionHistory, deployment)
+      : undefined;
   const sending = gated.send ?? back;
-  const problems = outcomeFromProblems(planned.problems);
+  const problems = outcomeFromProblems(sendable.problems);
   const write: Write | undefined =
     sending && deployment
       ? {
@@ -302,18 +354,24 @@ export function decide(
   const log = viaRolloutNow
     ? { log: { message: "rolling out outside the rollout windows: dms.dev/rollout-now" } }
     : {};
+  const held = gated.held ?? rebuild?.held;
+  const handled = rebuild?.handled ? { lastHandledRebuildAt: rebuild.handled } : {};
+  const kinds = [...(external.externalChanges ?? []), ...(reported?.counted ? (["fields"] as const) : [])];
   const decided = {
     events,
-    record: rebuild?.handled ? { ...applied, lastHandledRebuildAt: rebuild.handled } : applied,
+    // Applied in full unless a rollout window holds part of it.
+    record: { ...applied, ...handled, ...(held ? {} : appliedAt(spec)) },
     observed: observedAs(deployment),
     ...log,
     ...(write ? { write } : {}),
     ...(rebuild?.send ? { rebuild: rebuild.send } : {}),
+    ...(external.externalRevision ? { externalRevision: external.externalRevision } : {}),
+    ...(kinds.length > 0 ? { externalChanges: kinds } : {}),
   };
-  const held = gated.held ?? rebuild?.held;
   if (!held) {
     const refused = rebuild?.refused;
-    if (!refused) return { ...decided, after: [], outcome: problems ?? { kind: "synced" } };
+    const outcome = problems ?? reported?.outcome ?? { kind: "synced" as const };
+    if (!refused) return { ...decided, after: [], outcome };
     return { ...decided, after: refused.events, outcome: refused.outcome };
   }
   const { message, wakeAt } = held;
@@ -327,6 +385,61 @@ export function decide(
 
 const syncedOf = (status: NonNullable<StoredResource["status"]>) =>
   status.conditions?.find((c) => c.type === CONDITION.Synced);
+
+/** `drift` as nothing to send: its secrets' hash kept when they were in line (not part of it). */
+function reportedNoop(drift: PatchPlan): NoopPlan {
+  const inLine = drift.body.secrets === undefined && drift.secretsHash !== undefined;
+  return { action: "noop", problems: drift.problems, ...(inLine ? { secretsHash: drift.secretsHash } : {}) };
+}
+
+/** `status.appliedGeneration` of `spec` applied in full now. */
+const appliedAt = (spec: DecideSpec): StatusRecord =>
+  spec.metadata.generation === undefined ? {} : { appliedGeneration: spec.metadata.generation };
+
+/**
+ * What `spec.driftPolicy: Report` says of `drift`: Synced=False, reason Drifted, naming the fields
+ * (never the values) and the way to put them back; `counted` the first time it is said.
+ */
+function reportDrift(
+  drift: PatchPlan,
+  status: NonNullable<StoredResource["status"]>,
+): { outcome: SyncOutcome; counted: boolean } {
+  const fields = changedFields(drift.changes).join(", ");
+  const message = `spec.driftPolicy is Report: the service's deployment differs from the spec, which was applied, in ${fields} (changed outside this resource); nothing is written for it: to put the spec's values back, set spec.driftPolicy to Correct (a change of the spec, or a rotated Secret, applies the whole spec too); to keep the service's, write them into the spec`;
+  const synced = syncedOf(status);
+  const said = synced?.reason === REASON.Drifted && synced.message === message;
+  return { outcome: { kind: "drifted", message }, counted: !said };
+}
+
+/**
+ * A revision of the deployment `observation` found that this operator did not create, seen now
+ * for the first time (`externalRevisionOf`): its status record, the `ExternalRevision` event
+ * (`follows`: what the operator does about it), and its count. Nothing otherwise.
+ */
+function seenExternal(
+  observation: Observation,
+  status: NonNullable<StoredResource["status"]>,
+  now: number,
+  say: { follows: string },
+): Pick<Decided, "externalRevision" | "externalChanges"> & { events?: DecidedEvent[] } {
+  const deployment = observation.found.deployment;
+  if (!deployment) return {};
+  const { desired } = observation;
+  const external = externalRevisionOf(deployment, {
+    status,
+    buildOnPush: desired.source_config?.build_on_push === true,
+    repoRef: desired.source_revision_config?.repo_ref ?? undefined,
+    adopted: observation.found.adopted,
+    now: formatTime(new Date(now)),
+  });
+  if (!external) return {};
+  const note = externalRevisionNote(deployment.id, external, say.follows);
+  return {
+    externalRevision: external,
+    externalChanges: ["revision"],
+    events: [{ type: "Warning", reason: REASON.ExternalRevision, note }],
+  };
+}
 
 /** Whether `dms.dev/rebuild-requested-at` carries a value not acted on yet. */
 function pendingRebuild(spec: DecideSpec, status: NonNullable<StoredResource["status"]>): boolean {
@@ -437,7 +550,7 @@ export function settle(
   executed: Executed | undefined,
 ): { decided: Decided; events: DecidedEvent[] } {
   const settled = settleWrite(spec, status, decision, executed);
-  return executed?.rebuilt ? withRebuild(settled, decision, executed.rebuilt) : settled;
+  return executed?.rebuilt ? withRebuild(spec, status, settled, decision, executed.rebuilt) : settled;
 }
 
 /**
@@ -448,6 +561,8 @@ export function settle(
  * lost answer records it as handled, with a Warning `RebuildUnconfirmed` (never a second build).
  */
 function withRebuild(
+  spec: DecideSpec,
+  status: NonNullable<StoredResource["status"]>,
   settled: { decided: Decided; events: DecidedEvent[] },
   decision: Decision,
   rebuilt: NonNullable<Executed["rebuilt"]>,
@@ -470,14 +585,39 @@ function withRebuild(
     };
   }
   const note = `created revision ${outcome.revision.id} of the deployment's current configuration (${ANNOTATION_REBUILD_REQUESTED_AT}: ${requestedAt})`;
+  const before = decision.observed?.kind === "found" ? decision.observed.deployment : undefined;
   return {
     decided: {
       ...decided,
       record: handled,
+      history: rebuiltHistory(spec, status, decided, outcome.revision, deployment ?? before),
       ...(deployment ? { observed: { kind: "found", deployment } } : {}),
     },
     events: [...events, { type: "Normal", reason: "Rebuilt", note }],
   };
+}
+
+/**
+ * `status.revisionHistory` after a rebuild made `revision` (of `deployment`'s configuration):
+ * recorded like any revision this operator creates, with the digests it can vouch for, so that
+ * it is never taken for someone else's.
+ */
+function rebuiltHistory(
+  spec: DecideSpec,
+  status: NonNullable<StoredResource["status"]>,
+  decided: Decided,
+  revision: Revision,
+  deployment: Deployment | undefined,
+): RevisionHistoryEntry[] {
+  const secretsHash = vouchedSecretsHash({
+    managed: spec.spec.secrets !== undefined,
+    appliedHash: decided.record?.appliedSecretsHash ?? status.appliedSecretsHash,
+    serviceSecretCount: deployment?.secrets.length ?? 0,
+  });
+  const config = revision.source_revision_config ?? deployment?.source_revision_config;
+  const source = revision.source ?? deployment?.source;
+  const configHash = config && source ? revisionConfigHash(configAfterPatch(config, {}), source) : undefined;
+  return recordCreated(decided.history ?? status.revisionHistory, revision.id, secretsHash, configHash);
 }
 
 /** {@link settle} of the write alone. */
@@ -487,8 +627,15 @@ function settleWrite(
   decision: Decision,
   executed: Executed | undefined,
 ): { decided: Decided; events: DecidedEvent[] } {
-  const { outcome, observed, record, wakeAt } = decision;
-  const decided: Decided = { outcome, observed, record, ...(wakeAt === undefined ? {} : { wakeAt }) };
+  const { outcome, observed, record, wakeAt, externalRevision, externalChanges } = decision;
+  const decided: Decided = {
+    outcome,
+    observed,
+    record,
+    ...(wakeAt === undefined ? {} : { wakeAt }),
+    ...(externalRevision ? { externalRevision } : {}),
+    ...(externalChanges ? { externalChanges } : {}),
+  };
   const write = decision.write;
   if (!executed || !write || executed.kind === "none") return { decided, events: decision.after };
   if (executed.kind === "created") {
@@ -509,22 +656,44 @@ function settleWrite(
   const events: DecidedEvent[] = [];
   let message: string | undefined;
   const { revision } = sent;
+  // Someone changed the service since this spec was applied: the event names the fields, never
+  // the values someone else set, and the change is counted.
+  const corrected =
+    !write.back && updateReason({ ...spec, status }, sending, write.adopted) === "DriftCorrected";
   if (revision.kind === "redeployed") {
-    events.push({ type: "Normal", reason: "Redeployed", note: redeployedNote(revision, sending) });
+    const how = `redeployed revision ${revision.revisionId}, its own, instead of building one (no build)`;
+    events.push(
+      corrected
+        ? { type: "Normal", reason: "DriftCorrected", note: driftCorrectedNote(sending, how) }
+        : { type: "Normal", reason: "Redeployed", note: redeployedNote(revision, sending) },
+    );
     message = `redeployed revision ${revision.revisionId} (no build): ${revision.reason}`;
   } else if (
     !write.back &&
     (revision.kind !== "pending" || sending.changes.some((c) => c.group !== "source_revision_config"))
   ) {
     // A redeploy sent before and not live yet sends nothing for it again: no event for it.
-    const reason = updateReason({ ...spec, status }, sending, write.adopted);
-    events.push({ type: "Normal", reason, note: updateNote(sending) });
+    events.push(
+      corrected
+        ? { type: "Normal", reason: "DriftCorrected", note: driftCorrectedNote(sending) }
+        : { type: "Normal", reason: "Updated", note: updateNote(sending) },
+    );
   }
+  const counted = corrected && events.some((e) => e.reason === "DriftCorrected");
+  const changes = counted ? { externalChanges: [...(externalChanges ?? []), "fields" as const] } : {};
   const said =
     message !== undefined && write.redeployMessage ? { outcome: { kind: "synced", message } as const } : {};
+  // An empty secrets list the service answered with its secrets kept: it reads such a list as
+  // "unchanged". Said now; the next plans send it no more (plan-secrets.ts).
+  const kept = sending.body.secrets?.length === 0 ? sent.deployment.secrets.map((s) => s.name) : [];
+  const refused = kept.length > 0 ? keptSecretsProblem([...new Set(kept)].sort()) : undefined;
+  const stalled = refused ? { outcome: outcomeFromProblems([refused]) ?? decided.outcome } : {};
+  const warning: DecidedEvent[] = refused
+    ? [{ type: "Warning", reason: REASON.CannotClearSecrets, note: refused.message }]
+    : [];
   return {
-    decided: { ...decided, observed: observedAs(sent.deployment), ...reuse, ...said },
-    events: [...events, ...decision.after],
+    decided: { ...decided, observed: observedAs(sent.deployment), ...reuse, ...said, ...changes, ...stalled },
+    events: [...events, ...warning, ...decision.after],
   };
 }
 

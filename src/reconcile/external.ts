@@ -159,6 +159,16 @@ export class External {
       // The first revision is the operator's: recorded with the digests of its config and secrets.
       const first = created.latest_revision_id;
       const history = first ? createdHistory(first, write.plan, run.obj.spec, created) : undefined;
+      // A create does not take the display name: a PATCH sends it at once (its failure is
+      // retried as a PATCH of the deployment the intent leads the next reconcile to).
+      const displayName = write.plan.displayName;
+      if (displayName !== undefined && created.display_name !== displayName) {
+        try {
+          created = await run.session.service.patch(created.id, { display_name: displayName }, signal);
+        } catch (error) {
+          return { kind: "failed", error, written, ...(history ? { history } : {}) };
+        }
+      }
       return { kind: "created", deployment: created, history, written };
     }
     // The revision part is redeployed instead of built when spec.revisionReuse allows (apply-reuse.ts).

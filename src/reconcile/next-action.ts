@@ -38,7 +38,7 @@ export interface Conclusion {
 /** Concludes a reconcile (see the module comment). */
 export function conclude(input: ConclusionInput): Conclusion {
   const { obj, decided, evidence, now } = input;
-  const { outcome: sync, observed, record = {}, wakeAt, history, known } = decided;
+  const { outcome: sync, observed, record = {}, wakeAt, history, known, externalRevision } = decided;
   const previous = obj.status;
   const status = statusFrom({
     previous,
@@ -52,6 +52,7 @@ export function conclude(input: ConclusionInput): Conclusion {
     rollout: evidence.rollout,
     ...(history ? { revisionHistory: history } : {}),
     ...(known ? { knownRevision: known } : {}),
+    ...(externalRevision ? { externalRevision } : {}),
   });
   // A create not listed yet: the id it answered with stays known while the listing catches up.
   if (observed?.kind === "createdUnlisted" && previous?.deploymentId)

@@ -20,7 +20,7 @@ import { LazyReconcileLog, reconcileFields } from "../runtime/log.ts";
 import { isPaused } from "./annotations.ts";
 import { holderOf } from "./claims.ts";
 import { cleanup } from "./cleanup.ts";
-import { cleansUpOnDelete, type Decided, decide, settle } from "./decide.ts";
+import { cleansUpOnDelete, type Decided, decide, type ExternalChangeKind, settle } from "./decide.ts";
 import { readEvidence } from "./evidence.ts";
 import { EXPORT_CONDITION, exportStep } from "./export.ts";
 import { External } from "./external.ts";
@@ -62,6 +62,12 @@ export interface ReconcilerOptions {
   secretDigest?: SecretDigest;
   /** The ConfigMaps of `spec.export`; absent, an export is refused with a condition saying so. */
   configMaps?: ConfigMapsPort;
+  /**
+   * Counts a change made outside a resource, once its status recorded it: a revision the
+   * operator did not create, or fields that differed from a spec already applied
+   * (`dms_external_changes_total`); `connection` as `status.connection` names it.
+   */
+  externalChange?: (connection: string, kind: ExternalChangeKind) => void;
 }
 
 /**
@@ -85,6 +91,7 @@ export class DeploymentReconciler {
   readonly #logger: Logger;
   readonly #deps: ReconcileDeps;
   readonly #external: External;
+  readonly #externalChange: NonNullable<ReconcilerOptions["externalChange"]>;
 
   constructor(options: ReconcilerOptions) {
     const { sessions, clock, logger, resources, secrets, events } = options;
@@ -103,6 +110,7 @@ export class DeploymentReconciler {
       configMaps: options.configMaps,
     };
     this.#external = new External(this.#deps);
+    this.#externalChange = options.externalChange ?? (() => {});
   }
 
   /**
@@ -258,6 +266,8 @@ export class DeploymentReconciler {
           "status written",
         );
     }
+    for (const kind of decided.externalChanges ?? [])
+      this.#externalChange(concluded.status.connection ?? "default", kind);
     return concluded.next;
   }
 

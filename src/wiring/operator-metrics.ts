@@ -3,6 +3,7 @@
  * warning when the cache outgrows the heap it was sized for.
  */
 import type { Logger } from "pino";
+import { Counter } from "prom-client";
 import type { ConnectionSessions } from "../connection/registry.ts";
 import { registerRefusalMetrics } from "../gauges/refusal-metrics.ts";
 import { registerConnectionMetrics, registerResourceMetrics } from "../gauges/resource-metrics.ts";
@@ -47,6 +48,28 @@ export function registerCacheMetrics(
     kubeConnections.all.flatMap((r) => r.list()).map((c) => ({ key: connectionKey(idOf(c)), ...c })),
   );
   registerRefusalMetrics(metrics.registry, () => connections.refusals(deployments.list()));
+}
+
+/** The counter of changes made outside the resources, by connection and kind. */
+export const EXTERNAL_CHANGES_METRIC = "dms_external_changes_total";
+
+/**
+ * Registers `dms_external_changes_total{connection, kind}` on `metrics`' registry, and returns
+ * what the reconciler counts with (`externalChange`): `kind` is `revision` (a revision the
+ * operator did not create) or `fields` (fields that differed from a spec already applied,
+ * corrected or reported). Both kinds start at 0 for the default connection.
+ */
+export function externalChangeCounter(
+  metrics: RuntimeMetrics,
+): (connection: string, kind: "revision" | "fields") => void {
+  const counter = new Counter({
+    name: EXTERNAL_CHANGES_METRIC,
+    help: "Changes made to the service's deployments outside their resources (the service's UI, langgraph deploy, another tool), by connection and kind: revision (a revision the operator did not create) or fields (fields that differed from a spec already applied)",
+    labelNames: ["connection", "kind"],
+    registers: [metrics.registry],
+  });
+  for (const kind of ["revision", "fields"]) counter.inc({ connection: "default", kind }, 0);
+  return (connection, kind) => counter.inc({ connection, kind });
 }
 
 /** Warns when the cache holds more resources than the heap limit (NODE_OPTIONS) was sized for. */

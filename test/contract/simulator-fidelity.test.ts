@@ -244,3 +244,38 @@ describe("an empty secrets list in a PATCH", () => {
     );
   });
 });
+
+describe("a revision made outside the operator (the service's UI, langgraph deploy, a build on push)", () => {
+  it("is made by drift over HTTP, with or without a change, and listed as the latest revision with what it built", async () => {
+    const { sim } = await start();
+    const created = await create(sim, "agent");
+    const id = created.body.id;
+    const first = created.body.latest_revision_id;
+    // A build on push: the same branch, a new commit.
+    const sha = "d".repeat(40);
+    const pushed = await call(sim, "PATCH", `/_sim/deployments/${id}`, {
+      new_revision: true,
+      source_revision_config: { repo_commit_sha: sha },
+    });
+    expect(pushed.status).toBe(200);
+    expect(pushed.body.latest_revision_id).not.toBe(first);
+    expect(pushed.body.source_revision_config).toMatchObject({ repo_ref: "main", repo_commit_sha: sha });
+    // Someone's deploy of another branch: a change makes the revision itself.
+    const deployed = await call(sim, "PATCH", `/_sim/deployments/${id}`, {
+      source_revision_config: { repo_ref: "hotfix" },
+    });
+    const listed = await call(sim, "GET", `/v2/deployments/${id}/revisions`);
+    const revisions = listed.body.resources as { id: string; source_revision_config: { repo_ref: string } }[];
+    expect(revisions.map((r) => r.id)).toEqual([
+      deployed.body.latest_revision_id,
+      pushed.body.latest_revision_id,
+      first,
+    ]);
+    expect(revisions[0]?.source_revision_config.repo_ref).toBe("hotfix");
+    // Another client's rebuild through the public route is one too.
+    const rebuilt = await call(sim, "POST", `/v2/deployments/${id}/revisions`, {});
+    expect(rebuilt.status).toBe(201);
+    const after = await call(sim, "GET", `/v2/deployments?deployment_ids=${id}`);
+    expect(after.body.resources[0].latest_revision_id).toBe(rebuilt.body.id);
+  });
+});

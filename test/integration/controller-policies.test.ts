@@ -1,6 +1,8 @@
 // What the user steers: ObserveOnly (never a write to the service), the pause annotation (no
-// call at all, deletion still works), and two resources claiming one service name (the older
-// keeps it; the younger takes over once the older is gone).
+// call at all, deletion still works), two resources claiming one service name (the older keeps
+// it; the younger takes over once the older is gone), spec.driftPolicy Report (a change made on
+// the service recorded, nothing written), spec.displayName (a PATCH after the create, which
+// does not take it) and an empty spec.secrets a service keeps (sent once, never in a loop).
 import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { waitFor } from "../support/cluster.ts";
@@ -84,6 +86,75 @@ describe("controller: policies", () => {
     await s.user.waitFor(s.namespace, "watched", (o) => o === undefined, "gone");
     expect(s.sim.store.get(SEEDED)).toBeDefined();
     expect(serviceWrites(s)).toEqual({});
+  });
+
+  it("driftPolicy Report records a change made on the service and writes nothing; Correct puts it back", async () => {
+    const s = await scenarios.start("ctl-report");
+    // The simulator refuses a create carrying display_name, as the service does: the PATCH after it sends it.
+    await s.user.create(
+      s.namespace,
+      "reported",
+      spec(2, { driftPolicy: "Report", displayName: "Reported agent" }),
+    );
+    const ready = await s.user.waitReady(s.namespace, "reported");
+    const id = ready.status?.deploymentId ?? "";
+    expect(s.sim.store.get(id)?.display_name).toBe("Reported agent");
+    s.sim.store.drift(id, { source_config: { resource_spec: { min_scale: 1, max_scale: 9 } } });
+    const before = serviceWrites(s);
+    await s.user.annotate(s.namespace, "reported", { "dms.dev/reconcile-requested-at": "look" });
+    const drifted = await s.user.waitFor(
+      s.namespace,
+      "reported",
+      (o) => hasCondition(o, "Synced", "False", "Drifted"),
+      "Synced=False Drifted",
+    );
+    const message = conditionOf(drifted, "Synced")?.message ?? "";
+    expect(message).toMatch(
+      /^spec\.driftPolicy is Report: .*sourceConfig\.resourceSpec\.maxScale.*nothing is written/,
+    );
+    expect(message).not.toContain("9");
+    expect(serviceWrites(s)).toEqual(before);
+    expect(s.sim.store.get(id)?.source_config.resource_spec?.max_scale).toBe(9);
+    // The team decides: Correct puts the spec's value back.
+    await s.user.patch(s.namespace, "reported", { spec: { driftPolicy: "Correct" } });
+    const corrected = await s.user.waitForEvent(s.namespace, "reported", "Updated");
+    expect(corrected.note).toContain("maxScale");
+    await waitFor(() => s.sim.store.get(id)?.source_config.resource_spec?.max_scale === 2, {
+      description: "maxScale put back",
+    });
+  });
+
+  it("sends an empty secrets list once to a service that keeps the secrets, and says so instead of sending it again", async () => {
+    const s = await scenarios.start("ctl-empty-secrets", { sim: { emptySecretsOnUpdate: "unchanged" } });
+    await s.user.create(s.namespace, "keeper", spec(2, { secrets: [{ name: "API_KEY", value: "sk-1" }] }));
+    const ready = await s.user.waitReady(s.namespace, "keeper");
+    const id = ready.status?.deploymentId ?? "";
+    await s.user.patch(s.namespace, "keeper", { spec: { secrets: [] } });
+    const refused = await s.user.waitFor(
+      s.namespace,
+      "keeper",
+      (o) => hasCondition(o, "Synced", "False", "CannotClearSecrets"),
+      "Synced=False CannotClearSecrets",
+    );
+    expect(hasCondition(refused, "Stalled", "True", "CannotClearSecrets")).toBe(true);
+    expect(conditionOf(refused, "Synced")?.message).toMatch(
+      /API_KEY.*"unchanged".*remove them on the service/,
+    );
+    const event = await s.user.waitForEvent(s.namespace, "keeper", "CannotClearSecrets");
+    expect(event.type).toBe("Warning");
+    // Looked at again: the list is not sent again.
+    const patches = () =>
+      s.sim.requests({ method: "PATCH" }).filter((r) => r.url === `/v2/deployments/${id}`);
+    const sent = patches().length;
+    await s.user.annotate(s.namespace, "keeper", { "dms.dev/reconcile-requested-at": "again" });
+    await s.user.waitFor(
+      s.namespace,
+      "keeper",
+      (o) => o?.status?.lastHandledReconcileAt === "again",
+      "a later reconcile",
+    );
+    expect(patches()).toHaveLength(sent);
+    expect(s.sim.store.get(id)?.secrets.map((x) => x.name)).toEqual(["API_KEY"]);
   });
 
   it("makes no call while paused, applies the change when resumed, and still deletes", async () => {

@@ -1,6 +1,7 @@
 // Rebuild on demand on the real control plane, the operator talking HTTP to the simulator:
 // dms.dev/rebuild-requested-at creates one revision through POST /v2/deployments/{id}/revisions,
-// recorded in status.lastHandledRebuildAt, and only once per value; a service without the route
+// recorded in status.lastHandledRebuildAt (its revision in status.revisionHistory, the operator's
+// own), and only once per value; a service without the route
 // gets the request refused with a condition and an event (RebuildRouteMissing), and no write.
 import { describe, expect, it } from "vitest";
 import { ROUTES } from "../../src/api/wire.ts";
@@ -58,7 +59,11 @@ describe("controller: dms.dev/rebuild-requested-at", () => {
     );
     const revisions = s.sim.store.revisions(id);
     expect(revisions).toHaveLength(2);
-    expect(handled.status?.latestRevisionId).toBe(s.sim.store.get(id)?.latest_revision_id);
+    const rebuilt = s.sim.store.get(id)?.latest_revision_id;
+    expect(handled.status?.latestRevisionId).toBe(rebuilt);
+    // The operator's own, as its creates are: in the history, never named someone else's.
+    expect(handled.status?.revisionHistory?.[0]?.id).toBe(rebuilt);
+    expect(handled.status?.externalRevision).toBeUndefined();
     const event = await s.user.waitForEvent(s.namespace, "agent", "Rebuilt");
     expect(event.note).toContain(s.sim.store.get(id)?.latest_revision_id);
     // The new revision rolls out, and the same value asks for nothing more.
@@ -71,6 +76,9 @@ describe("controller: dms.dev/rebuild-requested-at", () => {
     await reconcileAgain(s);
     expect(writes(s, id)).toMatchObject({ rebuilds: [{ status: "201" }], patches: [] });
     expect(s.sim.store.revisions(id)).toHaveLength(2);
+    expect((await s.user.events(s.namespace, "agent")).map((e) => e.reason)).not.toContain(
+      "ExternalRevision",
+    );
   });
 
   it("refuses the request on a service without the route, with a condition and an event, and no write", async () => {

@@ -1,7 +1,8 @@
 // The periodic drift resync: one paginated listing per period for every resource, no write of
 // any kind while nothing changed, and a change made on the service by someone else corrected on
 // the next period (or at once when the user asks with the reconcile-requested-at annotation, or
-// at the resource's own reconcile-interval).
+// at the resource's own reconcile-interval), its event naming the fields that differed, and a
+// revision someone else made named as such (ExternalRevision, status.externalRevision) and counted.
 import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import type { SimRequest, SimulatorSeed } from "../../src/simulator/server.ts";
@@ -105,7 +106,10 @@ describe("controller: drift resync", () => {
 
     const event = await s.user.waitForEvent(s.namespace, "drifting", "DriftCorrected");
     expect(event.type).toBe("Normal");
-    expect(event.note).toContain("sourceConfig.resourceSpec.maxScale: 9 → 2");
+    // The fields that differed, never their values (someone else's).
+    expect(event.note).toBe(
+      "put back a change made outside this resource: sourceConfig.resourceSpec.maxScale differed from the spec; the spec's values sent",
+    );
     // resource_spec is replaced whole by the service: what the spec leaves out is kept as found.
     expect(s.sim.store.get(id)?.source_config.resource_spec).toEqual({ min_scale: 1, max_scale: 2, cpu: 4 });
     expect(s.sim.store.revisions(id)).toHaveLength(1);
@@ -134,7 +138,25 @@ describe("controller: drift resync", () => {
     expect(s.sim.store.revisions(id)).toHaveLength(3);
     expect(handled.status?.conditions?.find((c) => c.type === "Synced")?.status).toBe("True");
     const event = await s.user.waitForEvent(s.namespace, "on-demand", "DriftCorrected");
-    expect(event.note).toContain("(new revision): sourceRevisionConfig.imageUri");
+    expect(event.note).toContain("sourceRevisionConfig.imageUri differed from the spec (new revision)");
+    expect(event.note).not.toContain("hotfix");
+    // The drift's revision is someone else's: named once, recorded with what it deployed.
+    const external = await s.user.waitForEvent(s.namespace, "on-demand", "ExternalRevision");
+    expect(external.type).toBe("Warning");
+    expect(external.note).toContain("registry.example.com/agent:hotfix");
+    const recorded = await s.user.waitFor(
+      s.namespace,
+      "on-demand",
+      (o) => o?.status?.externalRevision !== undefined,
+      "the external revision recorded",
+    );
+    expect(recorded.status?.externalRevision).toMatchObject({
+      imageUri: "registry.example.com/agent:hotfix",
+    });
+    // Counted once its status was written: the revision and the fields put back.
+    await waitFor(async () => (await s.op.metric("dms_external_changes_total")) === 2, {
+      description: "dms_external_changes_total counting the revision and the fields",
+    });
   });
 
   it("checks a resource annotated dms.dev/reconcile-interval on its own, between two passes", async () => {
@@ -149,7 +171,7 @@ describe("controller: drift resync", () => {
     s.sim.store.drift(id, { source_config: { resource_spec: { min_scale: 1, max_scale: 9 } } });
 
     const event = await s.user.waitForEvent(s.namespace, "watched", "DriftCorrected", 30_000);
-    expect(event.note).toContain("sourceConfig.resourceSpec.maxScale: 9 → 2");
+    expect(event.note).toContain("sourceConfig.resourceSpec.maxScale differed from the spec");
     // Seen by a lookup of that one deployment, not by a listing of them all.
     const seen = s.sim.requests({ since: driftedAt, method: "GET" });
     expect(seen.filter((r) => r.url === "/v2/deployments?limit=100&offset=0")).toEqual([]);

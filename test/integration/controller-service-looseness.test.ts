@@ -42,7 +42,7 @@ describe("controller: the service's looser answers", () => {
     expect(odd.status?.conditions?.some((c) => c.type === "Stalled")).toBe(false);
 
     const corrected = await s.user.waitForEvent(s.namespace, "neighbour", "DriftCorrected");
-    expect(corrected.note).toContain("sourceConfig.resourceSpec.maxScale: 7 → 2");
+    expect(corrected.note).toContain("sourceConfig.resourceSpec.maxScale differed from the spec");
     expect(s.sim.store.get(neighbourId)?.source_config.resource_spec?.max_scale).toBe(2);
   });
 

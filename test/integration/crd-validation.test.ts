@@ -198,6 +198,25 @@ describe("Deployment CRD: bounds", () => {
     const out = await kubectlOk(["explain", `${RESOURCE}.spec.sourceRevisionConfig.imageUri`]);
     expect(out).toContain("at most 512 characters");
   });
+
+  it("accepts spec.driftPolicy Correct or Report and a spec.displayName of 1 to 256 characters, refusing the rest by name", async () => {
+    const base = { source: "internal_template" as const };
+    for (const driftPolicy of ["Correct", "Report"] as const) {
+      const result = await submit("create", resource(uniqueName(), { ...base, driftPolicy }));
+      expect(result.stderr, driftPolicy).toBe("");
+    }
+    const named = await submit("create", resource(uniqueName(), { ...base, displayName: "x".repeat(256) }));
+    expect(named.stderr).toBe("");
+    const policy = await submit(
+      "create",
+      resource(uniqueName(), { ...base, driftPolicy: "Ignore" as unknown as "Report" }),
+    );
+    expect(policy.stderr).toMatch(/spec\.driftPolicy: Unsupported value: "Ignore"/);
+    const long = await submit("create", resource(uniqueName(), { ...base, displayName: "x".repeat(257) }));
+    expect(long.stderr).toMatch(/spec\.displayName: Too long/);
+    const empty = await submit("create", resource(uniqueName(), { ...base, displayName: "" }));
+    expect(empty.stderr).toMatch(/spec\.displayName: Invalid value/);
+  });
 });
 
 describe("Deployment CRD: immutability", () => {

@@ -227,6 +227,13 @@ export const SITUATIONS: Record<string, Situation> = {
     generation: 1,
     status: status({ observed: deployment("READY"), sync: { kind: "observed", drift: ["image differs"] } }),
   },
+  "driftPolicy Report, drifted": {
+    generation: 1,
+    status: status({
+      observed: deployment("READY"),
+      sync: { kind: "drifted", message: "spec.driftPolicy is Report: the service's deployment differs" },
+    }),
+  },
   "ObserveOnly, no such deployment": {
     generation: 1,
     status: status({

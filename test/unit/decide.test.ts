@@ -777,3 +777,266 @@ describe("decide, then the conclusion (moved from the reconciler's table: no por
     expect(message("Stalled")).toContain("source");
   });
 });
+
+describe("changes made outside this resource: named, counted, corrected or reported", () => {
+  const R1 = DEPLOYED.latest_revision_id ?? "";
+  const R9 = "99999999-9999-4999-8999-999999999999";
+  /** Applied at generation 1: its first revision, R1, is its own. */
+  const APPLIED: DeploymentResourceStatus = {
+    ...OURS,
+    latestRevisionId: R1,
+    revisionHistory: [{ id: R1 }],
+    appliedGeneration: 1,
+  };
+  /** Someone made revision R9 of another image (the service's UI, langgraph deploy). */
+  const HOTFIX: Deployment = {
+    ...DEPLOYED,
+    latest_revision_id: R9,
+    active_revision_id: R9,
+    source_revision_config: { image_uri: "repo/agent:hotfix" },
+  };
+  /** Someone made revision R9 of the same config (a redeploy in the service's UI). */
+  const AGAIN: Deployment = { ...DEPLOYED, latest_revision_id: R9, active_revision_id: R9 };
+  const decided = (
+    spec: DecideSpec,
+    deployment: Deployment,
+    status: DeploymentResourceStatus,
+    adopted = false,
+  ) => decide(spec, seen(spec, deployment, { adopted }), status, NOW, SETTINGS);
+
+  it("a revision this operator did not create: recorded with what it deployed, an ExternalRevision event, counted", () => {
+    const decision = decided(resource(), HOTFIX, APPLIED);
+    expect(decision.externalRevision).toEqual({
+      id: R9,
+      seenAt: "2030-01-01T00:00:00Z",
+      imageUri: "repo/agent:hotfix",
+    });
+    expect(decision.externalChanges).toEqual(["revision"]);
+    expect(decision.events).toEqual([
+      {
+        type: "Warning",
+        reason: "ExternalRevision",
+        note: expect.stringMatching(
+          new RegExp(
+            `revision ${R9} .*not created by this operator.*image repo/agent:hotfix.*driftPolicy is Correct`,
+          ),
+        ),
+      },
+    ]);
+    // Under Correct (the default) the spec's image goes back: a PATCH, whose revision part
+    // applyPatch redeploys when spec.revisionReuse allows (reconciler-redeploy.test.ts).
+    expect(decision.write).toMatchObject({
+      kind: "send",
+      plan: { body: { source_revision_config: { image_uri: "repo/agent:1" } } },
+    });
+    expect(decision.record.appliedGeneration).toBe(1);
+  });
+
+  it("said once: the same revision, already recorded, is not named again", () => {
+    const status = {
+      ...APPLIED,
+      latestRevisionId: R9,
+      externalRevision: { id: R9, seenAt: "2029-12-31T00:00:00Z" },
+    };
+    const decision = decided(resource(), AGAIN, status);
+    expect(decision.externalRevision).toBeUndefined();
+    expect(decision.externalChanges).toBeUndefined();
+    expect(decision.events).toEqual([]);
+  });
+
+  it("not external: a revision of its own history, the first look, an adopted deployment, a build on push of the spec's branch", () => {
+    const own = { ...APPLIED, revisionHistory: [{ id: R9 }, { id: R1 }] };
+    expect(decided(resource(), AGAIN, own).externalRevision).toBeUndefined();
+    const { latestRevisionId: _first, ...firstLook } = APPLIED;
+    expect(decided(resource(), AGAIN, firstLook).externalRevision).toBeUndefined();
+    expect(decided(resource(), AGAIN, APPLIED, true).externalRevision).toBeUndefined();
+    const tracking = resource({
+      sourceConfig: { customUrl: "https://agent.example", buildOnPush: true },
+      sourceRevisionConfig: { repoRef: "main" },
+    });
+    const pushed = (ref: string): Deployment => ({
+      ...AGAIN,
+      source_config: { ...AGAIN.source_config, build_on_push: true },
+      source_revision_config: { repo_ref: ref, repo_commit_sha: "c".repeat(40) },
+    });
+    expect(decided(tracking, pushed("main"), APPLIED).externalRevision).toBeUndefined();
+    // Another branch than the spec's is someone's deploy, not the push the team asked for.
+    expect(decided(tracking, pushed("hotfix"), APPLIED).externalRevision).toMatchObject({
+      id: R9,
+      repoRef: "hotfix",
+      repoCommitSha: "c".repeat(40),
+    });
+  });
+
+  it("ObserveOnly records one too, and writes nothing", () => {
+    const decision = decided(resource({ managementPolicy: "ObserveOnly" }), HOTFIX, APPLIED);
+    expect(decision.externalRevision?.id).toBe(R9);
+    expect(decision.events.map((e) => e.note)).toEqual([expect.stringContaining("ObserveOnly")]);
+    expect(decision.write).toBeUndefined();
+  });
+
+  it("driftPolicy Report: nothing written; Synced=False Drifted names the fields, never the values, and the policy", () => {
+    const spec = resource({ driftPolicy: "Report" });
+    const drifted: Deployment = { ...DEPLOYED, source_config: { custom_url: "https://elsewhere.example" } };
+    const decision = decided(spec, drifted, APPLIED);
+    expect(decision.write).toBeUndefined();
+    expect(decision.outcome).toEqual({
+      kind: "drifted",
+      message: expect.stringMatching(
+        /^spec\.driftPolicy is Report: .* in sourceConfig\.customUrl .*nothing is written/,
+      ),
+    });
+    expect(JSON.stringify(decision.outcome)).not.toContain("elsewhere");
+    expect(decision.externalChanges).toEqual(["fields"]);
+    // Said already: not counted again.
+    const said = decided(
+      spec,
+      drifted,
+      withSynced(APPLIED, "False", "Drifted", (decision.outcome as { message: string }).message),
+    );
+    expect(said.externalChanges).toBeUndefined();
+    expect(said.write).toBeUndefined();
+    // An edit of the spec (a new generation) is applied, the drifted field with it.
+    const edited = { ...spec, metadata: { ...spec.metadata, generation: 2 } };
+    expect(decided(edited, drifted, APPLIED).write?.kind).toBe("send");
+    // An external revision under Report: recorded, and its image left as it is.
+    const hotfix = decided(spec, HOTFIX, APPLIED);
+    expect(hotfix.write).toBeUndefined();
+    expect(hotfix.externalChanges).toEqual(["revision", "fields"]);
+    expect(hotfix.events[0]?.note).toContain("driftPolicy is Report");
+  });
+
+  it("driftPolicy Report sends a rotated Secret: the team's change, not drift", () => {
+    const spec = resource({ driftPolicy: "Report", secrets: [{ name: "API_KEY", value: "new" }] });
+    const status = { ...APPLIED, appliedSecretsHash: "0".repeat(64) };
+    expect(decided(spec, DEPLOYED, status).write?.kind).toBe("send");
+  });
+
+  it("a PATCH of a spec already applied: DriftCorrected names the fields, never the values, and is counted", () => {
+    const drifted: Deployment = { ...DEPLOYED, source_config: { custom_url: "https://elsewhere.example" } };
+    const decision = decided(resource(), drifted, APPLIED);
+    const executed: Executed = {
+      kind: "sent",
+      sent: { deployment: DEPLOYED, revision: { kind: "patched" }, history: undefined },
+    };
+    const { decided: settled, events } = settle(resource(), APPLIED, decision, executed);
+    expect(events).toEqual([
+      {
+        type: "Normal",
+        reason: "DriftCorrected",
+        note: "put back a change made outside this resource: sourceConfig.customUrl differed from the spec; the spec's values sent",
+      },
+    ]);
+    expect(settled.externalChanges).toEqual(["fields"]);
+  });
+
+  it("an external revision put back by a redeploy of the operator's own: DriftCorrected naming the revision", () => {
+    const decision = decided(resource(), HOTFIX, APPLIED);
+    const executed: Executed = {
+      kind: "sent",
+      sent: {
+        deployment: HOTFIX,
+        revision: {
+          kind: "redeployed",
+          revisionId: R1,
+          reason: "pinned",
+          behaviour: "switch-active",
+          live: R1,
+        },
+        history: [{ id: R1, redeployedAt: "2030-01-01T00:00:00Z" }],
+      },
+    };
+    const { decided: settled, events } = settle(resource(), APPLIED, decision, executed);
+    expect(events).toEqual([
+      {
+        type: "Normal",
+        reason: "DriftCorrected",
+        note: `put back a change made outside this resource: sourceRevisionConfig.imageUri differed from the spec; redeployed revision ${R1}, its own, instead of building one (no build)`,
+      },
+    ]);
+    expect(settled.externalChanges).toEqual(["revision", "fields"]);
+    expect(settled.externalRevision?.id).toBe(R9);
+  });
+
+  it("a rebuild's revision joins status.revisionHistory, as the operator's own", () => {
+    const spec = rebuilding();
+    const decision = decide(spec, seen(spec, DEPLOYED), APPLIED, NOW, SETTINGS);
+    const executed: Executed = {
+      kind: "none",
+      rebuilt: { outcome: { kind: "rebuilt", revision: REVISION_2 }, deployment: DEPLOYED },
+    };
+    const { decided: settled } = settle(spec, APPLIED, decision, executed);
+    expect(settled.history?.map((e) => e.id)).toEqual([REVISION_2.id, R1]);
+    expect(settled.history?.[0]?.configHash).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("an empty secrets list the service kept: CannotClearSecrets, said at once with the fix", () => {
+    const spec = resource({ secrets: [] });
+    const withSecret: Deployment = { ...DEPLOYED, secrets: [{ name: "API_KEY", value: "********" }] };
+    const decision = decided(spec, withSecret, { ...OURS, latestRevisionId: R1 });
+    expect(decision.write).toMatchObject({ kind: "send", plan: { body: { secrets: [] } } });
+    const executed: Executed = {
+      kind: "sent",
+      sent: { deployment: withSecret, revision: { kind: "patched" }, history: undefined },
+    };
+    const { decided: settled, events } = settle(spec, OURS, decision, executed);
+    expect(settled.outcome).toMatchObject({ kind: "failed", reason: "CannotClearSecrets", stalled: true });
+    expect(events.map((e) => `${e.type}/${e.reason}`)).toEqual([
+      "Normal/Updated",
+      "Warning/CannotClearSecrets",
+    ]);
+    expect(events[1]?.note).toMatch(/API_KEY.*"unchanged".*remove them on the service/);
+    // The next reconcile, the empty list's digest applied: not sent again.
+    const next = decided(spec, withSecret, {
+      ...OURS,
+      appliedSecretsHash: settled.record?.appliedSecretsHash ?? "",
+    });
+    expect(next.write).toBeUndefined();
+    expect(next.outcome).toMatchObject({ kind: "failed", reason: "CannotClearSecrets" });
+  });
+
+  it("the conclusion writes status.externalRevision and status.appliedGeneration, and keeps the record", () => {
+    const decision = decided(resource(), AGAIN, APPLIED);
+    const { decided: settled } = settle(resource(), APPLIED, decision, undefined);
+    const obj = { ...resource(), status: APPLIED } as StoredResource;
+    const input = {
+      obj,
+      decided: settled,
+      evidence: {},
+      now: new Date(NOW),
+      secretValues: [],
+      pollMs: 5_000,
+    };
+    const { status } = conclude(input);
+    expect(status.externalRevision).toEqual({
+      id: R9,
+      seenAt: "2030-01-01T00:00:00Z",
+      imageUri: "repo/agent:1",
+    });
+    expect(status.appliedGeneration).toBe(1);
+    const later = conclude({
+      ...input,
+      obj: { ...obj, status },
+      decided: { ...settled, externalRevision: undefined },
+    });
+    expect(later.status.externalRevision).toEqual(status.externalRevision);
+  });
+});
+
+/** `status` with a Synced condition `status`/`reason`/`message` at generation 1. */
+function withSynced(
+  status: DeploymentResourceStatus,
+  value: "True" | "False",
+  reason: string,
+  message: string,
+): DeploymentResourceStatus {
+  const synced = {
+    type: "Synced",
+    status: value,
+    reason,
+    message,
+    observedGeneration: 1,
+    lastTransitionTime: "2029-12-31T00:00:00Z",
+  };
+  return { ...status, conditions: [synced] };
+}

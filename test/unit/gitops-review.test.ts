@@ -236,8 +236,13 @@ const cases: Array<{
     action: "noop",
   },
   {
-    reason: "an empty secret list cannot clear the service's secrets: reported as a problem",
+    reason: "an empty secret list is sent once, to clear the service's secrets",
     input: inputs(spec({ secrets: [] })),
+    action: "patch",
+  },
+  {
+    reason: "an empty secret list sent before that the service did not take: reported, not sent again",
+    input: inputs(spec({ secrets: [] }), { live: { appliedSecretsHash: hashSecrets([]) } }),
     action: "noop",
     check: (e) => expect(e.problems[0]?.reason).toBe("CannotClearSecrets"),
   },
@@ -291,7 +296,8 @@ describe("plan report", () => {
     const patch = entry(inputs(spec({ sourceConfig: { resourceSpec: { cpu: 2 } } })));
     expect(planExitStatus(report([patch]))).toBe(2);
     expect(planExitStatus(report([patch, entry(inputs(spec({ source: "internal_docker" })))]))).toBe(1);
-    expect(planExitStatus(report([entry(inputs(spec({ secrets: [] })))]))).toBe(1);
+    const kept = { live: { appliedSecretsHash: hashSecrets([]) } };
+    expect(planExitStatus(report([entry(inputs(spec({ secrets: [] }), kept))]))).toBe(1);
     expect(
       planExitStatus(report([], [{ file: "a.yaml", line: 3, column: 1, document: 1, message: "x" }])),
     ).toBe(1);

@@ -314,6 +314,18 @@ describe("specFromDeployment", () => {
     expect(typed("gpu_large")).toBeUndefined();
   });
 
+  it("writes the service's display name within the CRD's bound, and maps it back for a PATCH", () => {
+    const named = (displayName: string) =>
+      specFromDeployment(remote({ display_name: displayName }), { secretName: "s" }).displayName;
+    expect(named("Support agent")).toBe("Support agent");
+    expect(named("x".repeat(257))).toBeUndefined();
+    const spec = specFromDeployment(remote({ display_name: "Support agent" }), { secretName: "s" });
+    expect(desiredFromSpec(spec, "agent").display_name).toBe("Support agent");
+    expect(plan(desiredFromSpec(spec, "agent"), remote({ display_name: "Support agent" }), {}).action).toBe(
+      "noop",
+    );
+  });
+
   it("keys each secret with the caller's keyOf when given one", () => {
     const deployment = remote({ secrets: [{ name: "API_KEY", value: "sk-1" }] });
     const spec = specFromDeployment(deployment, { secretName: "shared", keyOf: (s) => `agent.${s}` });
@@ -372,6 +384,7 @@ const deploymentArb: fc.Arbitrary<Deployment> = fc
       }),
       { nil: null },
     ),
+    display_name: fc.option(fc.string({ maxLength: 8 }), { nil: undefined }),
   })
   .map((parts) => remote(parts));
 

@@ -295,9 +295,10 @@ const cases: Case[] = [
     expected: { action: "patch", summary: ["secrets: added DB_PASSWORD"], body: { secrets: [KEY, DB] } },
   },
   {
-    reason: "secrets: an empty list cannot clear the service's secrets: reported, not sent",
+    reason: "secrets: an empty list sent before that the service kept: reported, not sent again",
     desired: want({ secrets: [] }),
     observed: remote({ secrets: [{ name: "API_KEY", value: "****" }] }),
+    last: { secretsHash: hashSecrets([]) },
     expected: { action: "noop" },
   },
   {
@@ -352,15 +353,42 @@ describe("plan", () => {
     if (body !== undefined) expect("body" in result ? result.body : undefined).toEqual(body);
   });
 
-  it("reports the empty secrets list as a problem naming the field and the fix", () => {
+  it("sends an empty secrets list once, as the spec reads it: no secrets", () => {
     const result = plan(want({ secrets: [] }), remote({ secrets: [{ name: "API_KEY" }] }), {});
+    expect(result).toMatchObject({
+      action: "patch",
+      body: { secrets: [] },
+      summary: ["secrets: removed API_KEY"],
+      secretsHash: hashSecrets([]),
+    });
+  });
+
+  it("sends it no more once it was sent and the service kept the secrets: a problem naming the field and the fix", () => {
+    const last = { secretsHash: hashSecrets([]) };
+    const result = plan(want({ secrets: [] }), remote({ secrets: [{ name: "API_KEY" }] }), last);
+    expect(result.action).toBe("noop");
     expect(result.action === "noop" && result.problems).toEqual([
       expect.objectContaining({
         reason: "CannotClearSecrets",
         field: "spec.secrets",
-        message: expect.stringMatching(/API_KEY.*list the secrets to keep/),
+        message: expect.stringMatching(/API_KEY.*"unchanged".*not sent again.*remove them on the service/),
       }),
     ]);
+  });
+
+  it("sends spec.displayName by a PATCH when it differs, never on create, and leaves the service's when unset", () => {
+    const named = plan(want({ display_name: "Support agent" }), remote(), {});
+    expect(named).toMatchObject({
+      action: "patch",
+      newRevision: false,
+      body: { display_name: "Support agent" },
+      summary: ["displayName: (unset) → Support agent"],
+    });
+    expect(plan(want({ display_name: "A" }), remote({ display_name: "A" }), {}).action).toBe("noop");
+    expect(plan(want({}), remote({ display_name: "A" }), {}).action).toBe("noop");
+    const create = plan(want({ display_name: "A" }), undefined, {});
+    expect(create).toMatchObject({ action: "create", displayName: "A" });
+    expect(create.action === "create" && create.body).not.toHaveProperty("display_name");
   });
 
   it("names both immutable fields with the way out when name and source differ", () => {

@@ -2,7 +2,10 @@
 // ports and a manual clock. A spec that goes back to an image digest an earlier revision deployed
 // redeploys it (no PATCH carrying source_revision_config), with both behaviours of the route; a
 // tag under Pinned, a rotated secret, revisionReuse Never and a service without the route PATCH;
-// a steady resource reads no revisions.
+// a steady resource reads no revisions. Changes made outside Git: a revision the operator did not
+// create named, counted and put back by a redeploy of its own (or, under driftPolicy Report, left
+// as it is); spec.displayName sent by a PATCH after the create; an empty secrets list the service
+// keeps sent once, never in a loop.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { REPLACEMENT } from "../../src/api/printable.ts";
@@ -31,6 +34,7 @@ function world(route: SimulatedService["redeployRoute"] = "new-revision", good =
   });
   service.redeployRoute = route;
   const events = new RecordedEvents();
+  const counted: string[] = [];
   const logger = pino({ level: "silent" });
   const session = new ServiceSession(service, {
     clock,
@@ -47,12 +51,15 @@ function world(route: SimulatedService["redeployRoute"] = "new-revision", good =
     clock,
     logger,
     pollMs: 5_000,
+    externalChange: (connection, kind) => counted.push(`${connection}/${kind}`),
   });
   const w = {
     clock,
     resources,
     service,
     events,
+    /** `dms_external_changes_total` as counted: `<connection>/<kind>`. */
+    counted,
     reconcile: () => reconciler.reconcile("default/agent", new AbortController().signal),
     async resync() {
       await session.snapshot.refresh(new AbortController().signal);
@@ -323,4 +330,125 @@ describe("DeploymentReconciler: the status sink", () => {
     expect(synced?.message).toContain("status.activeRevision.imageUri as the service gave it holds U+202E");
     noRule(JSON.stringify(status));
   });
+});
+
+describe("DeploymentReconciler: changes made outside Git", () => {
+  /** GOOD created by the operator and live; then someone deploys BAD on the service. */
+  async function hotfixed(spec: Partial<DeploymentSpec> = {}) {
+    const w = world("switch-active");
+    w.resources.create({ metadata: { name: "agent" }, spec: { ...SPEC, ...spec } });
+    await w.settle();
+    w.service.resetCalls();
+    w.events.all.length = 0;
+    w.service.store.drift(w.deployment()?.id ?? "", { source_revision_config: { image_uri: BAD } });
+    const external = w.deployment()?.latest_revision_id;
+    w.clock.advance(BUILD_MS);
+    await w.resync();
+    await w.reconcile();
+    return { w, external };
+  }
+
+  it("a revision someone else made while the spec pins a digest its own revision deployed: named, counted, put back by a redeploy (no build)", async () => {
+    const { w, external } = await hotfixed();
+    expect(w.service.calls).toMatchObject({ redeploy: 1, patch: 0 });
+    expect(w.events.reasons()).toEqual(["Warning/ExternalRevision", "Normal/DriftCorrected"]);
+    expect(w.events.all[0]?.note).toContain(`revision ${external} `);
+    expect(w.events.all[1]?.note).toMatch(
+      /sourceRevisionConfig\.imageUri differed from the spec; redeployed revision .*(no build)/,
+    );
+    expect(w.events.all[1]?.note).not.toContain(BAD);
+    const status = w.stored()?.status;
+    expect(status?.externalRevision).toMatchObject({ id: external, imageUri: BAD });
+    expect(w.counted).toEqual(["default/revision", "default/fields"]);
+    // Said once: the next looks name it no more, and the redeployed revision goes live.
+    w.events.all.length = 0;
+    await w.settle();
+    expect(w.events.reasons()).not.toContain("Warning/ExternalRevision");
+    expect(w.counted).toHaveLength(2);
+    expect(w.stored()?.status?.activeRevision?.imageUri).toBe(GOOD);
+  });
+
+  it("driftPolicy Report: nothing written; Synced=False Drifted says what differs and that the policy is Report, once", async () => {
+    const { w, external } = await hotfixed({ driftPolicy: "Report" });
+    expect(w.service.calls).toMatchObject({ redeploy: 0, patch: 0 });
+    expect(w.events.reasons()).toEqual(["Warning/ExternalRevision"]);
+    const synced = w.stored()?.status?.conditions?.find((c) => c.type === "Synced");
+    expect(synced).toMatchObject({ status: "False", reason: "Drifted" });
+    expect(synced?.message).toMatch(
+      /driftPolicy is Report.*sourceRevisionConfig\.imageUri.*nothing is written/,
+    );
+    expect(w.stored()?.status?.externalRevision?.id).toBe(external);
+    expect(w.counted).toEqual(["default/revision", "default/fields"]);
+    const writes = w.resources.writes.patchStatus;
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls).toMatchObject({ redeploy: 0, patch: 0 });
+    expect(w.resources.writes.patchStatus).toBe(writes);
+    expect(w.counted).toHaveLength(2);
+    // Set to Correct: put back at once (a new generation applies the whole spec).
+    w.edit((o) => {
+      o.spec.driftPolicy = "Correct";
+    });
+    await w.reconcile();
+    expect(w.service.calls.redeploy).toBe(1);
+  });
+
+  it("spec.displayName: sent by a PATCH right after the create (which does not take it), then left alone; removed from the spec, the service keeps its value", async () => {
+    const w = world();
+    w.resources.create({ metadata: { name: "agent" }, spec: { ...SPEC, displayName: "Support agent" } });
+    await w.reconcile();
+    expect(w.service.calls).toMatchObject({ create: 1, patch: 1 });
+    expect(w.service.lastPatchBody).toEqual({ display_name: "Support agent" });
+    expect(w.deployment()?.display_name).toBe("Support agent");
+    await w.settle();
+    expect(w.service.calls.patch).toBe(1);
+    w.edit((o) => {
+      o.spec.displayName = "Billing agent";
+    });
+    await w.settle();
+    expect(w.service.calls.patch).toBe(2);
+    expect(w.events.reasons()).toContain("Normal/Updated");
+    w.edit((o) => {
+      delete o.spec.displayName;
+    });
+    await w.settle();
+    expect(w.service.calls.patch).toBe(2);
+    expect(w.deployment()?.display_name).toBe("Billing agent");
+  });
+
+  it.each([
+    { mode: "clears", patches: 1, synced: "True/ReconcileSuccess" },
+    { mode: "unchanged", patches: 1, synced: "False/CannotClearSecrets" },
+  ] as const)(
+    "an empty spec.secrets, the service's empty list $mode: one PATCH, never a loop ($synced)",
+    async ({ mode, patches, synced }) => {
+      const w = world();
+      w.resources.create({
+        metadata: { name: "agent" },
+        spec: { ...SPEC, secrets: [{ name: "API_KEY", value: "sk-1" }] },
+      });
+      await w.settle();
+      w.service.store.emptySecrets.mode = mode;
+      w.service.resetCalls();
+      w.events.all.length = 0;
+      w.edit((o) => {
+        o.spec.secrets = [];
+      });
+      for (let i = 0; i < 4; i++) {
+        await w.resync();
+        await w.reconcile();
+        w.clock.advance(BUILD_MS);
+      }
+      expect(w.service.calls.patch).toBe(patches);
+      const condition = w.stored()?.status?.conditions?.find((c) => c.type === "Synced");
+      expect(`${condition?.status}/${condition?.reason}`).toBe(synced);
+      const kept = w.deployment()?.secrets.map((s) => s.name);
+      if (mode === "clears") expect(kept).toEqual([]);
+      else {
+        expect(kept).toEqual(["API_KEY"]);
+        expect(w.events.reasons()).toEqual(["Normal/Updated", "Warning/CannotClearSecrets"]);
+        expect(condition?.message).toMatch(/API_KEY.*"unchanged".*remove them on the service/);
+      }
+    },
+  );
 });

@@ -1132,7 +1132,8 @@ const cases: Case[] = [
     outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
     calls: { patch: 1 },
     conditions: ROLLING_OUT,
-    events: ["Normal/Updated"],
+    // The drift made a revision: someone else's, named once.
+    events: ["Warning/ExternalRevision", "Normal/Updated"],
     also: (w) => {
       expect(w.secrets.reads).toEqual(["default/agent-keys/api"]);
       expect(w.service.store.getByName("agent")?.secrets.map((s) => s.name)).toEqual(["API_KEY"]);

@@ -185,6 +185,10 @@ describe("updateReason: Updated or DriftCorrected", () => {
     observedGeneration,
     lastTransitionTime: "2025-06-01T10:00:00Z",
   });
+  const applied = (obj: StoredResource, appliedGeneration: number): StoredResource => ({
+    ...obj,
+    status: { ...obj.status, appliedGeneration },
+  });
   const resource = (generation: number, conditions: Condition[]) =>
     ({
       metadata: { name: "a", resourceVersion: "1", generation },
@@ -205,6 +209,16 @@ describe("updateReason: Updated or DriftCorrected", () => {
     {
       reason: "a new generation not yet applied",
       obj: resource(5, [synced("True", 4)]),
+      expected: "Updated",
+    },
+    {
+      reason: "status.appliedGeneration says the generation was applied, though a failure came between",
+      obj: applied(resource(4, [synced("False", 4)]), 4),
+      expected: "DriftCorrected",
+    },
+    {
+      reason: "status.appliedGeneration of an older generation: the edit is not applied yet",
+      obj: applied(resource(5, [synced("True", 5)]), 4),
       expected: "Updated",
     },
   ];

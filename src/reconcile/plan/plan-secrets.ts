@@ -10,7 +10,7 @@ import type { DeploymentSpec } from "../../crd/schema.ts";
 import type { Secret } from "../service-types.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 
-/** What the secrets cannot be made to be: an empty list cannot clear the service's secrets. */
+/** What the secrets cannot be made to be: an empty list the service did not take (see {@link keptSecretsProblem}). */
 export interface SecretsProblem {
   reason: "CannotClearSecrets";
   /** Always `spec.secrets`. */
@@ -48,13 +48,14 @@ export function planSecrets(
   const remoteNames = [...new Set(remote.map((s) => s.name))].sort();
   if (desired.length === 0) {
     if (remoteNames.length === 0) return { lines: [], hash: digest.digest([]) };
+    // The empty list was sent (its digest is the one last applied) and the service kept them:
+    // it reads an empty list on an update as "unchanged". Said, never sent again (no PATCH loop).
+    if (digest.matches(lastHash, [])) return { lines: [], problem: keptSecretsProblem(remoteNames) };
+    // The spec reads an empty list as "no secrets": sent once.
     return {
-      lines: [],
-      problem: {
-        reason: "CannotClearSecrets",
-        field: "spec.secrets",
-        message: `spec.secrets is empty but the service's deployment has secrets ${remoteNames.join(", ")}: the service cannot clear secrets with an empty list; list the secrets to keep, remove spec.secrets to stop managing them, or remove them on the service`,
-      },
+      send: [],
+      lines: [`secrets: removed ${remoteNames.join(", ")}`],
+      hash: digest.digest([]),
     };
   }
   const hash = digest.digest(desired);
@@ -82,6 +83,19 @@ export function planSecrets(
   if (rotated.length > 0) lines.push(`secrets: rotated ${rotated.join(", ")}`);
   if (lines.length === 0) lines.push(`secrets: set ${desiredNames.join(", ")}`);
   return { send: desired.map((s) => ({ name: s.name, value: s.value })), lines, hash };
+}
+
+/**
+ * The problem of an empty `spec.secrets` the service did not take: an empty list was sent, and
+ * its deployment still has the secrets `names` (a service that treats an empty list on an update
+ * as "unchanged", as the service's own provider does, cannot clear its last secrets that way).
+ */
+export function keptSecretsProblem(names: readonly string[]): SecretsProblem {
+  return {
+    reason: "CannotClearSecrets",
+    field: "spec.secrets",
+    message: `spec.secrets is empty and an empty secrets list was sent, but the service's deployment still has secrets ${names.join(", ")}: this service treats an empty list on an update as "unchanged" (as the service's own provider does), so its last secrets cannot be cleared that way, and the list is not sent again; remove them on the service (its UI), list the secrets to keep, or remove spec.secrets to stop managing them`,
+  };
 }
 
 /**

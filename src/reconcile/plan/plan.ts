@@ -38,7 +38,12 @@ export interface LastApplied {
 }
 
 /** Which part of a PATCH a change belongs to. */
-export type ChangeGroup = "source_config" | "source_revision_config" | "secrets" | "secret_references";
+export type ChangeGroup =
+  | "source_config"
+  | "source_revision_config"
+  | "secrets"
+  | "secret_references"
+  | "display_name";
 
 /** One changed field, for summaries, events and `dms-operator plan`. */
 export interface FieldChange {
@@ -65,12 +70,16 @@ export interface ImmutableProblem {
   message: string;
 }
 
-/** Create the deployment. `secretsHash`: record it as `status.appliedSecretsHash` once created. */
+/**
+ * Create the deployment. `secretsHash`: record it as `status.appliedSecretsHash` once created.
+ * `displayName`: the create does not take it; a PATCH sends it right after.
+ */
 export interface CreatePlan {
   action: "create";
   body: CreateDeploymentBody;
   summary: string[];
   secretsHash?: string;
+  displayName?: string;
 }
 
 /** Patch the deployment. `newRevision` when `source_revision_config` is sent. */
@@ -166,6 +175,17 @@ export function plan(
     }
   }
 
+  // PATCH only, and never cleared: a spec that leaves it out leaves the service's as it is.
+  const displayName = desired.display_name;
+  if (displayName !== undefined && displayName !== observed.display_name) {
+    body.display_name = displayName;
+    changes.push({
+      group: "display_name",
+      field: "displayName",
+      line: line("displayName", observed.display_name, displayName),
+    });
+  }
+
   const problems = secrets.problem ? [secrets.problem] : [];
   const hash = secrets.hash === undefined ? {} : { secretsHash: secrets.hash };
   if (changes.length === 0) return { action: "noop", problems, ...hash };
@@ -201,9 +221,15 @@ function planCreate(desired: DesiredDeployment, digest: SecretDigest | undefined
     body.secret_references = cloneJson(desired.secret_references);
     summary.push(`secretReferences: ${desired.secret_references.map((r) => r.name).join(", ")}`);
   }
-  return secretsHash === undefined
-    ? { action: "create", body, summary }
-    : { action: "create", body, summary, secretsHash };
+  const displayName = desired.display_name;
+  if (displayName !== undefined) summary.push(line("displayName", undefined, displayName));
+  return {
+    action: "create",
+    body,
+    summary,
+    ...(secretsHash === undefined ? {} : { secretsHash }),
+    ...(displayName === undefined ? {} : { displayName }),
+  };
 }
 
 function immutableProblems(desired: DesiredDeployment, observed: Deployment): PlanProblem[] {

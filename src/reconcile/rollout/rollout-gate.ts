@@ -131,7 +131,7 @@ export function splitPatch(plan: PatchPlan): { now?: PatchPlan; held?: PatchPlan
   const heldChanges = plan.changes.filter(revision);
   if (heldChanges.length === 0) return { now: plan };
   const nowChanges = plan.changes.filter((c) => !revision(c));
-  const { source_config, secret_references, ...heldBody } = plan.body;
+  const { source_config, secret_references, display_name, ...heldBody } = plan.body;
   const held: PatchPlan = {
     ...plan,
     body: heldBody,
@@ -145,6 +145,7 @@ export function splitPatch(plan: PatchPlan): { now?: PatchPlan; held?: PatchPlan
     body: {
       ...(source_config ? { source_config } : {}),
       ...(secret_references ? { secret_references } : {}),
+      ...(display_name ? { display_name } : {}),
     },
     newRevision: false,
     changes: nowChanges,

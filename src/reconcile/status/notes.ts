@@ -4,7 +4,7 @@
  */
 
 import { claimedName } from "../claims.ts";
-import type { PatchPlan, Plan } from "../plan/plan.ts";
+import type { FieldChange, PatchPlan, Plan } from "../plan/plan.ts";
 import type { EventsPort, StoredResource } from "../ports.ts";
 import type { Deployment } from "../service-types.ts";
 import { CONDITION } from "./status.ts";
@@ -26,18 +26,59 @@ export function updateNote(decision: PatchPlan): string {
 }
 
 /**
+ * Whether `obj`'s spec, at its generation, was already applied in full (`status.appliedGeneration`;
+ * before that field, `Synced=True` for it): a difference the service shows now was made outside
+ * this resource. An edit whose first attempt failed (a 429, a 5xx) was never applied, although the
+ * failure's status write already carried the generation in `observedGeneration`.
+ */
+export function generationApplied(obj: Pick<StoredResource, "metadata" | "status">): boolean {
+  const generation = obj.metadata.generation;
+  const applied = obj.status?.appliedGeneration;
+  if (applied !== undefined) return applied === generation;
+  const synced = obj.status?.conditions?.find((c) => c.type === CONDITION.Synced);
+  return synced?.status === "True" && synced.observedGeneration === generation;
+}
+
+/**
  * Reason of the event of a PATCH: `DriftCorrected` when this generation of the spec was already
- * applied (`Synced=True` for it: someone changed the service since), `Updated` otherwise. An edit
- * whose first attempt failed (a 429, a 5xx) was never applied, so its retry is `Updated`, although
- * the failure's status write already carried the generation in `observedGeneration`. A
+ * applied ({@link generationApplied}: someone changed the service since), `Updated` otherwise. A
  * secrets-only PATCH is a rotation of a Kubernetes Secret, hence `Updated`.
  */
 export function updateReason(obj: StoredResource, decision: PatchPlan, adopted: boolean): string {
   if (adopted) return "Updated";
-  const synced = obj.status?.conditions?.find((c) => c.type === CONDITION.Synced);
-  const applied = synced?.status === "True" && synced.observedGeneration === obj.metadata.generation;
   const secretsOnly = decision.changes.every((c) => c.group === "secrets");
-  return applied && !secretsOnly ? "DriftCorrected" : "Updated";
+  return generationApplied(obj) && !secretsOnly ? "DriftCorrected" : "Updated";
+}
+
+/** The spec paths of `changes`, each once, in order: what differed, never a value. */
+export function changedFields(changes: readonly FieldChange[]): string[] {
+  return [...new Set(changes.map((c) => c.field))];
+}
+
+/**
+ * Note of the `DriftCorrected` event: the fields that differed from the spec (never their values,
+ * which someone else set), and how they were put back (`how`: a PATCH, or a redeploy).
+ */
+export function driftCorrectedNote(decision: PatchPlan, how?: string): string {
+  const revision = decision.newRevision ? " (new revision)" : "";
+  const fields = changedFields(decision.changes).join(", ");
+  return `put back a change made outside this resource: ${fields} differed from the spec${how === undefined ? revision : ""}; ${how ?? "the spec's values sent"}`;
+}
+
+/** Note of the `ExternalRevision` event: which revision, what it deployed, and what follows. */
+export function externalRevisionNote(
+  deploymentId: string,
+  revision: { id: string; imageUri?: string; repoRef?: string; repoCommitSha?: string },
+  follows: string,
+): string {
+  const { imageUri, repoRef, repoCommitSha } = revision;
+  const commit = repoCommitSha ? `commit ${repoCommitSha}` : undefined;
+  const what = imageUri
+    ? `image ${imageUri}`
+    : repoRef
+      ? `ref ${repoRef}${commit ? ` at ${commit}` : ""}`
+      : (commit ?? "what the service does not say");
+  return `revision ${revision.id} of the service's deployment ${deploymentId} was not created by this operator (the service's UI, langgraph deploy, another tool): it deployed ${what}; ${follows}`;
 }
 
 /** Message of the NameConflict condition and event. */

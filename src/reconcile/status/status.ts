@@ -32,7 +32,12 @@ import {
   FAILED_REVISION_STATUSES,
   type SourceRevisionConfig,
 } from "../service-types.ts";
-import { activeRevision, liveRevision } from "./live-revision.ts";
+import {
+  activeRevision,
+  type ExternalRevision,
+  keptExternalRevision,
+  liveRevision,
+} from "./live-revision.ts";
 import { keepPrintable, keepPrintableConditions, unsetNote } from "./status-sink.ts";
 
 /** Condition types the operator sets. */
@@ -101,6 +106,8 @@ export const REASON = {
   NameReserved: "NameReserved",
   /** dms.dev/rebuild-requested-at asks for a revision, and the service has no rebuild route. */
   RebuildRouteMissing: "RebuildRouteMissing",
+  /** An event: the deployment's latest revision is one this operator did not create. */
+  ExternalRevision: "ExternalRevision",
 } as const;
 
 /** What is known of the deployment's latest revision (see `revisions.ts`). */
@@ -145,6 +152,8 @@ export type SyncOutcome =
   | { kind: "synced"; message?: string }
   /** ObserveOnly: `drift` holds the diff summary lines (empty: in line). */
   | { kind: "observed"; drift: readonly string[] }
+  /** `spec.driftPolicy: Report`: the service differs from a spec already applied; nothing written. */
+  | { kind: "drifted"; message: string }
   /** The paused annotation is set: no service call was made. */
   | { kind: "paused" }
   /** The resource is being deleted and the service's deployment with it. */
@@ -164,6 +173,8 @@ export interface StatusRecord {
   lastHandledReconcileAt?: string | null;
   lastHandledRolloutNow?: string | null;
   lastHandledRebuildAt?: string | null;
+  /** The generation whose spec was applied in full (see `generationApplied`, notes.ts). */
+  appliedGeneration?: number | null;
   createRequestedAt?: string | null;
   resolvedRepoUrl?: string | null;
   resolvedRepoRef?: string | null;
@@ -194,6 +205,8 @@ export interface StatusInput {
   revisionHistory?: readonly RevisionHistoryEntry[] | undefined;
   /** The config of a revision this reconcile redeployed, for `status.activeRevision` once it is active. */
   knownRevision?: { id: string; config: SourceRevisionConfig } | undefined;
+  /** A revision the operator did not create, seen now (`externalRevisionOf`, live-revision.ts). */
+  externalRevision?: ExternalRevision | undefined;
 }
 
 /**
@@ -354,6 +367,8 @@ function outcomeValues(sync: SyncOutcome): ConditionValues & { synced: Condition
                 `ObserveOnly: the service differs from the spec: ${sync.drift.join("; ")}`,
               ),
       };
+    case "drifted":
+      return { synced: value("False", REASON.Drifted, sync.message) };
     case "paused":
       return {
         synced: value(
@@ -415,6 +430,7 @@ const RECORD_FIELDS = [
   "lastHandledReconcileAt",
   "lastHandledRolloutNow",
   "lastHandledRebuildAt",
+  "appliedGeneration",
   "createRequestedAt",
   "resolvedRepoUrl",
   "resolvedRepoRef",
@@ -462,6 +478,13 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
       ? undefined
       : previous.activeRevision;
   if (active !== undefined) status.activeRevision = active;
+  // The last revision seen that the operator did not create: kept as the record of what
+  // happened, until the deployment is known gone.
+  const external =
+    observed === null
+      ? undefined
+      : (input.externalRevision ?? keptExternalRevision(previous.externalRevision, observed));
+  if (external !== undefined) status.externalRevision = external;
   // The revisions of a deployment known to be gone are no candidates for anything.
   let history = observed === null ? undefined : (input.revisionHistory ?? previous.revisionHistory);
   if (observed) {
@@ -492,7 +515,8 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   status.observedGeneration = generation;
   for (const key of RECORD_FIELDS) {
     const value = input.record?.[key] === undefined ? previous[key] : input.record[key];
-    if (typeof value === "string") status[key] = value;
+    if (typeof value === "string" || typeof value === "number")
+      (status as Record<string, unknown>)[key] = value;
   }
   // What the service or a tenant gave passes the status sink before the conditions are set, so
   // that Synced can say which value was left unset (status-sink.ts).
