@@ -71,6 +71,8 @@ describe("import", () => {
     expect(byName["support-agent"]?.spec).toEqual({
       name: "support-agent",
       source: "github",
+      // A prod deployment is proposed protected from an accidental delete (a pruned file).
+      deletionProtection: true,
       sourceConfig: {
         integrationId: INTEGRATION,
         repoUrl: "https://github.com/acme/support-agent",
@@ -108,9 +110,11 @@ describe("import", () => {
     expect(byName.intake?.spec).toEqual({
       name: "intake",
       source: "internal_template",
+      deletionProtection: true,
       sourceConfig: { deploymentType: "prod" },
     });
     expect(Object.values(byName).every((r) => r.metadata.namespace === "team")).toBe(true);
+    expect(run.stdout).toContain("# spec.deletionProtection: true because");
     // Without --secrets-from no manifest, so no value anywhere on stdout.
     expect(run.stdout).not.toContain(SECRET_VALUE);
     expect(secretOf(run.stdout)).toBeUndefined();
