@@ -12,6 +12,7 @@ import type { CliContext, RegisterCommand } from "../../src/commands/context.ts"
 import { createProgram, EXIT, runCommands } from "../../src/commands/program.ts";
 import { KUBECTL_PLUGIN_NAME, PROGRAM_NAME } from "../../src/commands/program-name.ts";
 import { COMMANDS, type CommandEntry } from "../../src/commands/registry.ts";
+import { startSimulator } from "../../src/simulator/server.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 
@@ -138,6 +139,7 @@ describe("runCommands", () => {
 async function modulesLoaded(
   script: string,
   args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
 ): Promise<{ stdout: string; loaded: string[] }> {
   const hook = `data:text/javascript,${encodeURIComponent(
     'import{registerHooks}from"node:module";registerHooks({resolve(s,c,n){const r=n(s,c);process.stderr.write("LOADED "+r.url+"\\n");return r;}});',
@@ -145,7 +147,7 @@ async function modulesLoaded(
   const { stdout, stderr } = await promisify(execFile)(
     process.execPath,
     ["--import", hook, join(ROOT, "bin", script), ...args],
-    { encoding: "utf8", env: { ...process.env, KUBECONFIG: "/nonexistent/kubeconfig" } },
+    { encoding: "utf8", env: { ...process.env, KUBECONFIG: "/nonexistent/kubeconfig", ...env } },
   );
   const loaded = [
     ...new Set(
@@ -167,6 +169,9 @@ const commandModulesOf = (loaded: readonly string[]) =>
 
 /** The heavy libraries: the service's HTTP client, Kubernetes', YAML, tables, TypeBox, the logger, CEL. */
 const HEAVY = /node_modules\/(got|@kubernetes|yaml|cli-table3|@sinclair|pino|@marcbachmann)\//;
+
+/** What a command reading the service does without: the schemas' library, the logger, Kubernetes', YAML, CEL. */
+const READ_HEAVY = /node_modules\/(@kubernetes|yaml|@sinclair|pino|@marcbachmann)\//;
 
 describe("bin/dms-operator.mjs --version", () => {
   it("loads no command module, no service client and no Kubernetes client", async () => {
@@ -199,6 +204,30 @@ describe("a command's help and a TAB load what they need only", () => {
       ).toEqual([]);
     }
   }, 120_000);
+
+  it("deployments list and providers list read the service without TypeBox, the logger or Kubernetes' client", async () => {
+    const sim = await startSimulator({
+      seed: {
+        deployments: [
+          { name: "agent", source: "internal_docker", source_revision_config: { image_uri: "img:1" } },
+        ],
+      },
+    });
+    try {
+      const env = { DMS_BASE_URL: sim.url, DMS_API_KEY: "k" };
+      const { stdout, loaded } = await modulesLoaded(
+        "kubectl-dms.mjs",
+        ["deployments", "list", "-o", "name"],
+        env,
+      );
+      expect(stdout).toBe("agent\n");
+      expect(loaded.filter((url) => READ_HEAVY.test(url))).toEqual([]);
+      const providers = await modulesLoaded("kubectl-dms.mjs", ["providers", "list"], env);
+      expect(providers.loaded.filter((url) => READ_HEAVY.test(url))).toEqual([]);
+    } finally {
+      await sim.close();
+    }
+  }, 60_000);
 
   it("kubectl_complete-dms answers commands, flags and flag values without commander or a command", async () => {
     for (const words of [
