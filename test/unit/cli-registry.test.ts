@@ -190,7 +190,7 @@ describe("bin/dms-operator.mjs --version", () => {
 });
 
 describe("a command's help and a TAB load what they need only", () => {
-  it("every command's --help, and version --client, load none of the heavy libraries", async () => {
+  it("every command's --help (run's too), and version --client, load none of the heavy libraries", async () => {
     const plugin = COMMANDS.filter((c) => !c.operatorOnly);
     for (const args of [
       ...plugin.map((c) => [c.name, "--help"]),
@@ -203,6 +203,11 @@ describe("a command's help and a TAB load what they need only", () => {
         args.join(" "),
       ).toEqual([]);
     }
+    // The operator's own: its settings' table, not the operator, the server or the schemas.
+    const run = await modulesLoaded("dms-operator.mjs", ["run", "--help"]);
+    expect(run.loaded.filter((url) => HEAVY.test(url) || /\/(src|dist)\/main\.(ts|js)$/.test(url))).toEqual(
+      [],
+    );
   }, 120_000);
 
   it("deployments list and providers list read the service without TypeBox, the logger or Kubernetes' client", async () => {
