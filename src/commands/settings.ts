@@ -15,6 +15,10 @@
  */
 
 import { ADDRESS_POLICIES } from "../api/address-policy.ts";
+import type { DefaultConnectionSelector } from "../connection/access.ts";
+import { parseSelector } from "../crd/label-selector.ts";
+import { DEFAULT_MAX_SECRET_BYTES } from "../reconcile/secret-budget.ts";
+import { parseBindAddress } from "../serving/bind-address.ts";
 import {
   type ChartValue,
   type Parsed,
@@ -22,11 +26,7 @@ import {
   SERVICE_FLAG_SETTINGS,
   type Settings,
   type ValueSchema,
-} from "../config.ts";
-import type { DefaultConnectionSelector } from "../connection/access.ts";
-import { parseSelector } from "../crd/label-selector.ts";
-import { DEFAULT_MAX_SECRET_BYTES } from "../reconcile/secret-budget.ts";
-import { parseBindAddress } from "../serving/bind-address.ts";
+} from "../setting.ts";
 import { DEFAULT_SHARD_LABEL_POLICY } from "../wiring/shard-label-policy.ts";
 import { DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE, LOG_FORMATS } from "./words.ts";
 
