@@ -19,8 +19,10 @@ if (major < Number(needed[1]) || (major === Number(needed[1]) && minor < Number(
 
 // A command-line start compiles the same modules every time: Node's compile cache (in the temporary
 // directory, checked against the sources) spares that from the second start on. Not for the
-// operator itself (`run`), which starts once per pod, often on a read-only file system.
-if (process.argv[2] !== "run") {
+// operator itself (`run`), which starts once per pod, often on a read-only file system; its help
+// (`run --help`) is a command-line start like any other.
+const args = process.argv.slice(2);
+if (args[0] !== "run" || args.includes("--help") || args.includes("-h")) {
   const nodeModule = await import("node:module");
   if (typeof nodeModule.enableCompileCache === "function") nodeModule.enableCompileCache();
 }

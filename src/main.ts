@@ -4,10 +4,6 @@
  * {@link runOperator}; the integration tests call {@link buildOperator} to run the very same
  * wiring in-process.
  */
-import { randomBytes } from "node:crypto";
-import { hostname } from "node:os";
-import { KubeClient } from "./kube/client.ts";
-import { loadKubeConfig } from "./kube/config.ts";
 import { KubeEventRecorder } from "./kube/events.ts";
 import { eventsPort, resourcePort, secretsPort } from "./kube/reconcile-adapters.ts";
 import { refusalAware } from "./reconcile/claims.ts";
@@ -26,6 +22,7 @@ import { connectionCheck } from "./wiring/connection-check.ts";
 import { connectionShares } from "./wiring/connection-share.ts";
 import { CLAIM_INDEX } from "./wiring/indexes.ts";
 import { installKey } from "./wiring/install-key.ts";
+import { kubeAccess } from "./wiring/kube-access.ts";
 import { leaderElector } from "./wiring/leader-election.ts";
 import { metricsProtection } from "./wiring/metrics-endpoint.ts";
 import type { Operator, OperatorConfig, OperatorDeps } from "./wiring/operator-config.ts";
@@ -42,18 +39,12 @@ export type { Operator, OperatorConfig, OperatorDeps } from "./wiring/operator-c
 export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Operator {
   const { logger } = deps;
   const clock = deps.clock ?? systemClock;
-  const identity = deps.identity ?? `${config.podName ?? hostname()}_${randomBytes(4).toString("hex")}`;
-  const kube = loadKubeConfig({
-    ...(config.kubeconfig ? { kubeconfig: config.kubeconfig } : {}),
-    ...(config.context ? { context: config.context } : {}),
-  });
-  logger.info({ kubernetes: kube.description }, "Kubernetes configuration loaded");
-  const client = new KubeClient(kube.config);
+  const { client, namespace, identity } = kubeAccess(config, deps);
   const metrics = new RuntimeMetrics();
   const le = config.leaderElection;
-  const key = installKey(client, le.namespace ?? kube.namespace ?? "default", clock, logger);
+  const key = installKey(client, le.namespace ?? namespace ?? "default", clock, logger);
   const ringSeed = (signal: AbortSignal) => key.ready(signal);
-  const replica = replicaRole(config, kube.namespace, { client, identity, metrics, ringSeed, clock, logger });
+  const replica = replicaRole(config, namespace, { client, identity, metrics, ringSeed, clock, logger });
   const caches = watchCaches(replica.scope(config), client, clock, logger);
   const { deployments, secrets } = caches;
   replica.attach(deployments);
@@ -124,21 +115,16 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   health.addReadinessCheck(cachesReadiness(caches));
   const manager = new Manager({
     ...(le.enabled
-      ? { elector: leaderElector(le, client, kube.namespace, identity, metrics, logger, clock) }
+      ? { elector: leaderElector(le, client, namespace, identity, metrics, logger, clock) }
       : {}),
     shutdownTimeoutMs: config.shutdownTimeoutMs,
     clock,
     logger,
   });
-  for (const informer of informers(caches)) manager.add(informer);
-  manager.add(key);
-  manager.add(check.pass);
-  manager.add(health);
-  manager.add(resync);
   const pollTargets = rolloutPollTargets(deployments, connections);
   const poller = new RolloutPoller({ targets: pollTargets, periodMs: config.pollMs, clock, logger });
-  manager.add(replica.ownShare(poller));
-  for (const runnable of replica.runnables) manager.add(runnable);
+  const runnables = [...informers(caches), key, check.pass, health, resync, replica.ownShare(poller)];
+  for (const runnable of [...runnables, ...replica.runnables]) manager.add(runnable);
   return { manager, controller, health, metrics, identity, addresses: () => health.listening };
 }
 

@@ -2,7 +2,6 @@
  * The Deployment Management Service client: every operation of the spec plus create and delete,
  * typed with the wire model, input checked before sending, answers validated on arrival.
  */
-import { type TSchema, Type } from "@sinclair/typebox";
 import type { Logger } from "pino";
 import { VERSION } from "../version.ts";
 import type { AddressPolicy } from "./address-policy.ts";
@@ -56,28 +55,19 @@ import {
   unknownDeploymentValues,
   unknownRevisionValues,
 } from "./validate.ts";
-import {
-  type CreateDeploymentBody,
-  CreateDeploymentBodySchema,
-  type Deployment,
-  type DeploymentFilters,
-  DeploymentPageSchema,
-  type ForgeRepo,
-  ForgeRepoListSchema,
-  type OAuthProvider,
-  PAGE_LIMIT,
-  type PatchDeploymentBody,
-  PatchDeploymentBodySchema,
-  PROVIDER_DEFAULTS,
-  ProviderListSchema,
-  type Revision,
-  RevisionPageSchema,
-  RevisionSchema,
-  ROUTES,
-  type UnknownValue,
-  type UnreadableDeployment,
-  withCreateDefaults,
+import type {
+  CreateDeploymentBody,
+  Deployment,
+  DeploymentFilters,
+  ForgeRepo,
+  OAuthProvider,
+  PatchDeploymentBody,
+  Revision,
+  UnknownValue,
+  UnreadableDeployment,
 } from "./wire.ts";
+import type { WireCheckName } from "./wire-checks.ts";
+import { PAGE_LIMIT, PROVIDER_DEFAULTS, ROUTES } from "./wire-values.ts";
 
 /** How to reach the service and how hard to push it. */
 export interface ServiceClientOptions {
@@ -222,8 +212,6 @@ export class RebuildRouteMissingError extends RouteMissingError {
  */
 export const UNREADABLE_WARNINGS = 3;
 
-const AnyBody = Type.Unknown();
-
 /**
  * A client of one service endpoint (one key, one tenant).
  *
@@ -293,7 +281,7 @@ export class ServiceClient {
       method: "GET",
       route: PROVIDERS,
       path: PROVIDERS,
-      schema: ProviderListSchema,
+      schema: "ProviderList",
       idempotent: true,
       ...signalOf(opts),
     });
@@ -312,7 +300,7 @@ export class ServiceClient {
       method: "GET",
       route: REPOS,
       path: REPOS.replace("{integration_id}", encodeURIComponent(integrationId)),
-      schema: ForgeRepoListSchema,
+      schema: "ForgeRepoList",
       idempotent: true,
       ...signalOf(opts),
     });
@@ -346,17 +334,16 @@ export class ServiceClient {
         route: DEPLOYMENTS,
         path: DEPLOYMENTS,
         searchParams: { ...query, limit: String(limit), offset: String(start) },
-        schema: DeploymentPageSchema,
+        schema: "DeploymentPage",
         idempotent: true,
         retries,
         ...signalOf(opts),
       });
       const items: Deployment[] = [];
-      body.resources.forEach((raw, i) => {
-        const read = readDeployment(raw);
+      for (const [i, read] of (await Promise.all(body.resources.map(readDeployment))).entries()) {
         if (read.ok) items.push(this.#noticeUnknown(read.deployment));
         else this.#skip(read.unreadable, start + i, skipped++ < UNREADABLE_WARNINGS, opts.onUnreadable);
-      });
+      }
       return { items, nextOffset: body.offset, skipped: body.resources.length - items.length };
     };
     // Unreadable items of this listing: a server may answer every page full of them, so only the
@@ -458,7 +445,7 @@ export class ServiceClient {
     const answer = await this.#sendForRevision(
       deploymentId,
       revisionId,
-      { method: "GET", route: REVISION, schema: RevisionSchema, idempotent: true },
+      { method: "GET", route: REVISION, schema: "Revision", idempotent: true },
       RevisionsRouteMissingError,
       opts,
     );
@@ -540,7 +527,7 @@ export class ServiceClient {
     const answer = await this.#sendForRevision(
       deploymentId,
       revisionId,
-      { method: "GET", route: REVISION_LOGS_ROUTE, searchParams, schema: AnyBody, idempotent: true },
+      { method: "GET", route: REVISION_LOGS_ROUTE, searchParams, schema: "Any", idempotent: true },
       LogsRouteMissingError,
       opts,
     );
@@ -593,7 +580,7 @@ export class ServiceClient {
         route: REVISIONS,
         path: REVISIONS.replace("{deployment_id}", encodeURIComponent(deploymentId)),
         searchParams: { limit: String(limit), offset: String(offset) },
-        schema: RevisionPageSchema,
+        schema: "RevisionPage",
         idempotent: true,
         ...(opts.retries === undefined ? {} : { retries: opts.retries }),
         ...signalOf(opts),
@@ -602,11 +589,9 @@ export class ServiceClient {
         throw routeFailure(error, RevisionsRouteMissingError);
       });
     const items = opts.keep === undefined ? body.resources : body.resources.slice(0, opts.keep);
-    const rows = items.map((raw): RevisionRow => {
-      const row = readRevisionItem(raw);
+    const rows: RevisionRow[] = await Promise.all(items.map(readRevisionItem));
+    for (const row of rows)
       if (row.ok) for (const value of unknownRevisionValues(row.revision)) this.#reportUnknown(value);
-      return row;
-    });
     return { rows, offset: body.offset };
   }
 
@@ -629,7 +614,7 @@ export class ServiceClient {
     const answer = await this.#sendForRevision(
       deploymentId,
       revisionId,
-      { method: "POST", route: REDEPLOY_ROUTE, schema: AnyBody, idempotent: false },
+      { method: "POST", route: REDEPLOY_ROUTE, schema: "Any", idempotent: false },
       RedeployRouteMissingError,
       opts,
     );
@@ -654,7 +639,7 @@ export class ServiceClient {
         route: CREATE_REVISION,
         path: CREATE_REVISION.replace("{deployment_id}", encodeURIComponent(deploymentId)),
         body: {},
-        schema: RevisionSchema,
+        schema: "Revision",
         idempotent: false,
         ...signalOf(opts),
       });
@@ -672,7 +657,7 @@ export class ServiceClient {
    * no such deployment or revision (a 404 naming it). Throws a `Missing` error when the service
    * has no such route (405, or the generic 404 "Not Found" of an unknown path).
    */
-  async #sendForRevision<S extends TSchema>(
+  async #sendForRevision<S extends WireCheckName>(
     deploymentId: string,
     revisionId: string,
     request: Omit<TransportRequest<S>, "path" | "signal">,
@@ -697,13 +682,13 @@ export class ServiceClient {
    * throws with `maybeApplied: true`: look the name up before creating again.
    */
   async createDeployment(body: CreateDeploymentBody, opts: CallOptions = {}): Promise<Deployment> {
-    checkRequestBody(CreateDeploymentBodySchema, body, "body");
+    await checkRequestBody("CreateDeploymentBody", body, "body");
     const response = await this.#transport.send({
       method: "POST",
       route: DEPLOYMENTS,
       path: DEPLOYMENTS,
       body: withCreateDefaults(body),
-      schema: AnyBody,
+      schema: "Any",
       idempotent: false,
       ...signalOf(opts),
     });
@@ -717,13 +702,13 @@ export class ServiceClient {
    */
   async patchDeployment(id: string, body: PatchDeploymentBody, opts: CallOptions = {}): Promise<Deployment> {
     checkUuid(id, "id");
-    checkRequestBody(PatchDeploymentBodySchema, body, "body");
+    await checkRequestBody("PatchDeploymentBody", body, "body");
     const response = await this.#transport.send({
       method: "PATCH",
       route: DEPLOYMENT,
       path: DEPLOYMENT.replace("{deployment_id}", encodeURIComponent(id)),
       body,
-      schema: AnyBody,
+      schema: "Any",
       idempotent: false,
       ...signalOf(opts),
     });
@@ -751,8 +736,8 @@ export class ServiceClient {
   }
 
   /** The deployment a write answered with: read tolerantly, or a `bad_response` naming the field. */
-  #readOne(body: unknown, method: string, route: string): Deployment {
-    const read = readDeployment(body);
+  async #readOne(body: unknown, method: string, route: string): Promise<Deployment> {
+    const read = await readDeployment(body);
     if (read.ok) return this.#noticeUnknown(read.deployment);
     throw new ServiceError({
       kind: "bad_response",
@@ -820,4 +805,14 @@ function routeFailure(error: unknown, Missing: RouteMissingErrorClass): unknown 
 
 function signalOf(opts: { signal?: AbortSignal }): { signal?: AbortSignal } {
   return opts.signal ? { signal: opts.signal } : {};
+}
+
+/** `body` with `source_config`, `source_revision_config` and `secrets` present (empty when absent). */
+function withCreateDefaults(body: CreateDeploymentBody): CreateDeploymentBody {
+  return {
+    ...body,
+    source_config: body.source_config ?? {},
+    source_revision_config: body.source_revision_config ?? {},
+    secrets: body.secrets ?? [],
+  };
 }

@@ -3,7 +3,7 @@
  * a busy controller with many workers stays under one requests-per-second budget, and a 429 from
  * the service pauses all of them, not only the caller that received it.
  */
-import { DeferredError } from "../runtime/controller.ts";
+import { DeferredError } from "../runtime/deadline.ts";
 import type { ApiClock } from "./clock.ts";
 
 /**

@@ -3,9 +3,9 @@
  * spec) tolerantly: each item on its own, an odd one kept as an unreadable row rather than failing
  * the listing, and the rows put newest first.
  */
-import { Value } from "@sinclair/typebox/value";
 import { isRecord } from "../json.ts";
-import { type Revision, RevisionSchema } from "./wire.ts";
+import { matchesWire } from "./validate.ts";
+import type { Revision } from "./wire.ts";
 
 /** An item of the listing that is not a revision the client can read: what is known of it. */
 export interface UnreadableRevision {
@@ -31,12 +31,13 @@ export interface RevisionListing {
 /**
  * `value` as a revision: the shape the single revision route answers (`id` and `status`
  * strings, the rest optional or `null`, and any unknown field kept).
- * Never throws; never mutates `value`.
+ * Never rejects; never mutates `value`. TypeBox loads only to say what is wrong with an odd one.
  */
-export function readRevisionItem(value: unknown): RevisionRow {
+export async function readRevisionItem(value: unknown): Promise<RevisionRow> {
   // The schema already takes `null` for every optional field.
-  if (Value.Check(RevisionSchema, value)) return { ok: true, revision: value };
-  const first = Value.Errors(RevisionSchema, value).First();
+  if (matchesWire("Revision", value)) return { ok: true, revision: value as Revision };
+  const { firstError } = await import("./wire-errors.ts");
+  const first = firstError("Revision", value);
   const field = first ? first.path.replace(/^\//, "").replaceAll("/", ".") || "(the item)" : "(the item)";
   const problem = !isRecord(value) ? "is not an object" : first ? first.message : "does not match";
   const id = isRecord(value) && typeof value.id === "string" && value.id !== "" ? clip(value.id) : undefined;

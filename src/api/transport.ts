@@ -7,7 +7,6 @@
 import type { ClientRequest } from "node:http";
 import type { Socket } from "node:net";
 import { TLSSocket } from "node:tls";
-import type { Static, TSchema } from "@sinclair/typebox";
 import got, { type PlainResponse, type RequestError } from "got";
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
@@ -30,6 +29,8 @@ import { contentLength, readBody } from "./response-body.ts";
 import { type MemoryAccount, OverflowError, type ResponseMemory } from "./response-memory.ts";
 import { describeTlsFailure, FLAG_TLS_FIXES, FLAG_TLS_FIXES_WITH_CA, tlsFailureOf } from "./tls.ts";
 import { checkResponse } from "./validate.ts";
+import type { WireBody } from "./wire.ts";
+import type { WireCheckName } from "./wire-checks.ts";
 
 /** What the metrics hook receives once per HTTP exchange (each retry attempt counts). */
 export interface ResponseObservation {
@@ -107,13 +108,13 @@ export type WriteGrant =
   | undefined;
 
 /** One call: a route template, its concrete path, and how to judge the answer. */
-export interface TransportRequest<S extends TSchema | undefined> {
+export interface TransportRequest<S extends WireCheckName | undefined> {
   method: "GET" | "POST" | "PATCH" | "DELETE";
   route: string;
   path: string;
   searchParams?: Record<string, string>;
   body?: unknown;
-  /** Schema of a successful response body; omit when the body is ignored. */
+  /** Schema of a successful response body (its name in wire.ts); undefined when the body is ignored. */
   schema: S;
   /** Extra statuses that count as success (e.g. 404 for DELETE). */
   alsoOk?: readonly number[];
@@ -125,9 +126,9 @@ export interface TransportRequest<S extends TSchema | undefined> {
 }
 
 /** A successful answer: its status and, when a schema was given, the validated body. */
-export interface TransportResponse<S extends TSchema | undefined> {
+export interface TransportResponse<S extends WireCheckName | undefined> {
   status: number;
-  body: S extends TSchema ? Static<S> : undefined;
+  body: S extends WireCheckName ? WireBody<S> : undefined;
 }
 
 // Statuses a repeat can cure. A write is repeated only where the service cannot have acted.
@@ -202,7 +203,9 @@ export class Transport {
    * (throwing `rate_limited`) when `Retry-After` exceeds `maxRetryAfterMs`. Throws a
    * {@link ServiceError}, or the signal's reason when the caller's signal aborts.
    */
-  async send<S extends TSchema | undefined>(request: TransportRequest<S>): Promise<TransportResponse<S>> {
+  async send<S extends WireCheckName | undefined>(
+    request: TransportRequest<S>,
+  ): Promise<TransportResponse<S>> {
     const { signal } = request;
     try {
       return await pRetry(async (attempt) => this.#attempt(request, attempt), {
@@ -242,7 +245,7 @@ export class Transport {
     }
   }
 
-  async #attempt<S extends TSchema | undefined>(
+  async #attempt<S extends WireCheckName | undefined>(
     request: TransportRequest<S>,
     attempt: number,
   ): Promise<TransportResponse<S>> {
@@ -311,7 +314,7 @@ export class Transport {
           }
           throw this.#failure(this.#transportError(request, error as RequestError), request);
         }
-        return this.#answer(request, response, observe);
+        return await this.#answer(request, response, observe);
       } finally {
         // The parsed body is the caller's now; the text and the chunks are garbage.
         account.close();
@@ -331,7 +334,7 @@ export class Transport {
    * time and is not reserved: it waits in the bucket as ever. Synchronous, so that calls made
    * together see each other's tokens taken.
    */
-  #reservedToken(request: TransportRequest<TSchema | undefined>): number | undefined {
+  #reservedToken(request: TransportRequest<WireCheckName | undefined>): number | undefined {
     const deadline = currentDeadline();
     if (deadline === undefined) return undefined;
     const { bucket } = this.#s;
@@ -388,7 +391,7 @@ export class Transport {
    * closed: the rest is never read).
    */
   async #exchange(
-    request: TransportRequest<TSchema | undefined>,
+    request: TransportRequest<WireCheckName | undefined>,
     account: MemoryAccount,
     sending: { held: boolean },
     timeoutMs: number,
@@ -444,16 +447,16 @@ export class Transport {
     }
   }
 
-  #answer<S extends TSchema | undefined>(
+  async #answer<S extends WireCheckName | undefined>(
     request: TransportRequest<S>,
     response: Exchange,
     observe: (status: number | "error") => void,
-  ): TransportResponse<S> {
+  ): Promise<TransportResponse<S>> {
     const { method, route } = request;
     observe(response.statusCode);
     const status = response.statusCode;
     if ((status >= 200 && status < 300) || request.alsoOk?.includes(status)) {
-      return { status, body: this.#parse(request, status, response.body) };
+      return { status, body: await this.#parse(request, status, response.body) };
     }
     const retryAfter = header(response.headers["retry-after"]);
     const retryAfterSeconds = parseRetryAfter(retryAfter, Date.now());
@@ -477,7 +480,7 @@ export class Transport {
   }
 
   /** Wraps `error` for p-retry: an {@link AttemptFailure} when a repeat may help, else final. */
-  #failure(error: ServiceError, request: TransportRequest<TSchema | undefined>): Error {
+  #failure(error: ServiceError, request: TransportRequest<WireCheckName | undefined>): Error {
     const repeatable =
       error.status === undefined
         ? error.retryable && (request.idempotent || !error.maybeApplied)
@@ -487,7 +490,7 @@ export class Transport {
     return repeatable && !tooLong ? new AttemptFailure(error) : new AbortError(error);
   }
 
-  #transportError(request: TransportRequest<TSchema | undefined>, error: RequestError): ServiceError {
+  #transportError(request: TransportRequest<WireCheckName | undefined>, error: RequestError): ServiceError {
     const code = typeof error.code === "string" ? error.code : "";
     // A scrubbed copy: got's own error holds the request options, headers (the key) included.
     const cause = Object.assign(new Error(this.#redact(error.message)), { code });
@@ -522,11 +525,11 @@ export class Transport {
     });
   }
 
-  #parse<S extends TSchema | undefined>(
+  async #parse<S extends WireCheckName | undefined>(
     request: TransportRequest<S>,
     status: number,
     text: string,
-  ): TransportResponse<S>["body"] {
+  ): Promise<TransportResponse<S>["body"]> {
     const { schema, method, route } = request;
     if (schema === undefined) return undefined as TransportResponse<S>["body"];
     let value: unknown;
@@ -546,7 +549,7 @@ export class Transport {
       );
     }
     try {
-      return checkResponse(schema, value, { method, route }) as TransportResponse<S>["body"];
+      return (await checkResponse(schema, value, { method, route })) as TransportResponse<S>["body"];
     } catch (error) {
       throw new AbortError(error as Error);
     }
@@ -593,7 +596,7 @@ export class Transport {
     return key ? redactSecrets(text, [key], "[REDACTED]") : text;
   }
 
-  #tooLarge(request: TransportRequest<TSchema | undefined>, error: OverflowError): ServiceError {
+  #tooLarge(request: TransportRequest<WireCheckName | undefined>, error: OverflowError): ServiceError {
     const { overflow } = error;
     const detail =
       overflow.bound === "bytes"

@@ -1,42 +1,60 @@
 /**
  * Checks at the edge: responses against the wire schemas (so a malformed answer fails here,
  * naming the field, not three layers later) and the caller's input before anything is sent.
+ *
+ * An answer is checked by the compiled check of its schema (wire-checks.ts), TypeBox's own code
+ * made ahead of time; TypeBox itself, and the schemas, load only to say what is wrong with an
+ * answer that failed its check, or to check a request body (wire-errors.ts). A command that reads
+ * the service thus starts without TypeBox's two hundred modules.
  */
-import type { Static, TSchema } from "@sinclair/typebox";
-import { type ValueError, ValueErrorType } from "@sinclair/typebox/errors";
-import { Value } from "@sinclair/typebox/value";
 import { isRecord } from "../json.ts";
 import { RequestValidationError, ServiceError } from "./errors.ts";
+import type {
+  Deployment,
+  DeploymentFilters,
+  Revision,
+  UnknownValue,
+  UnreadableDeployment,
+  WireBody,
+  WireSchemaName,
+} from "./wire.ts";
+import { WIRE_CHECK_CODE, type WireCheckName } from "./wire-checks.ts";
 import {
   DEPLOYMENT_SOURCES,
   DEPLOYMENT_STATUSES,
   DEPLOYMENT_TYPES,
-  type Deployment,
-  type DeploymentFilters,
-  DeploymentSchema,
   isUuid,
   PAGE_LIMIT,
   REVISION_STATUSES,
-  type Revision,
-  type UnknownValue,
-  type UnreadableDeployment,
-} from "./wire.ts";
+} from "./wire-values.ts";
+
+const compiled = new Map<WireCheckName, (value: unknown) => boolean>();
+
+/** Whether `value` matches wire.ts's schema `name`: its check, compiled on first use. */
+export function matchesWire(name: WireCheckName, value: unknown): boolean {
+  let check = compiled.get(name);
+  if (check === undefined) {
+    // TypeBox's TypeCompiler.Compile does the same with the same code; none of these checks
+    // calls the factory's parameters (scripts/wire-checks.ts refuses one that would).
+    check = new Function(WIRE_CHECK_CODE[name])() as (value: unknown) => boolean;
+    compiled.set(name, check);
+  }
+  return check(value);
+}
 
 /**
  * Returns `value` typed as the schema's static type, or throws a `bad_response`
  * {@link ServiceError} whose detail names the first failing field, e.g.
  * `response.resources[2].status: expected one of "READY", ..., got "BOGUS"`.
  */
-export function checkResponse<T extends TSchema>(
-  schema: T,
+export async function checkResponse<N extends WireCheckName>(
+  name: N,
   value: unknown,
   request: { method: string; route: string },
-): Static<T> {
-  if (Value.Check(schema, value)) return value;
-  const first = Value.Errors(schema, value).First();
-  const detail = first
-    ? describeError("response", deepest(first))
-    : "response: does not match the expected shape";
+): Promise<WireBody<N>> {
+  if (matchesWire(name, value)) return value as WireBody<N>;
+  const { describeFirstError } = await import("./wire-errors.ts");
+  const detail = describeFirstError(name, value, "response") ?? "response: does not match the expected shape";
   throw new ServiceError({ kind: "bad_response", ...request, status: 200, detail, retryable: false });
 }
 
@@ -46,13 +64,13 @@ export function checkResponse<T extends TSchema>(
  * revision id as `null`; then the value must match {@link DeploymentSchema} (what the operator
  * relies on). Returns the deployment, or what made it unreadable. Never mutates `value`.
  */
-export function readDeployment(
+export async function readDeployment(
   value: unknown,
-): { ok: true; deployment: Deployment } | { ok: false; unreadable: UnreadableDeployment } {
+): Promise<{ ok: true; deployment: Deployment } | { ok: false; unreadable: UnreadableDeployment }> {
   const repaired = isRecord(value) ? repairDeployment(value) : value;
-  if (Value.Check(DeploymentSchema, repaired)) return { ok: true, deployment: repaired };
-  const first = Value.Errors(DeploymentSchema, repaired).First();
-  const [path, problem] = first ? splitError("", deepest(first)) : ["", "is not an object"];
+  if (matchesWire("Deployment", repaired)) return { ok: true, deployment: repaired as Deployment };
+  const { firstProblem } = await import("./wire-errors.ts");
+  const [path, problem] = firstProblem("Deployment", repaired) ?? ["", "is not an object"];
   const field = clip(path.replace(/^\./, "") || "(the item)", 256);
   // Kept to say which deployment is unreadable, so bounded: a name or id longer than any the
   // operator asks about (a name of 253, an id of 36) is cut, and then matches none of them.
@@ -111,14 +129,16 @@ export function unknownRevisionValues(revision: Revision): UnknownValue[] {
 
 /**
  * Throws a {@link RequestValidationError} naming the first field of `value` (under the name
- * `parameter`) that the request schema rejects; returns nothing when the body is valid.
+ * `parameter`) that the request schema `name` rejects; returns nothing when the body is valid.
+ * Loads TypeBox (a write's check, not a read's).
  */
-export function checkRequestBody(schema: TSchema, value: unknown, parameter: string): void {
-  if (Value.Check(schema, value)) return;
-  const first = Value.Errors(schema, value).First();
-  if (!first) throw new RequestValidationError(parameter, "does not match the request shape");
-  const [path, problem] = splitError(parameter, first);
-  throw new RequestValidationError(path, problem);
+export async function checkRequestBody(
+  name: WireSchemaName,
+  value: unknown,
+  parameter: string,
+): Promise<void> {
+  const { checkValue } = await import("./wire-errors.ts");
+  checkValue(name, value, parameter);
 }
 
 /** Throws unless `value` is an integer page size within the spec's 1–100. */
@@ -212,65 +232,4 @@ function checkOneOf(value: string, allowed: readonly string[], parameter: string
       `must be one of ${allowed.join(", ")}, got ${JSON.stringify(value)}`,
     );
   }
-}
-
-/**
- * The error that says what is really wrong: for a value that failed a union (`T | null`) because
- * of a field deep inside it, that field's error rather than "expected object or null, got an object".
- */
-function deepest(error: ValueError): ValueError {
-  if (error.type !== ValueErrorType.Union) return error;
-  for (const variant of error.errors) {
-    const inner = variant.First();
-    if (inner && inner.path.length > error.path.length) return deepest(inner);
-  }
-  return error;
-}
-
-function describeError(root: string, error: ValueError): string {
-  const [path, problem] = splitError(root, error);
-  return `${path}: ${problem}`;
-}
-
-function splitError(root: string, error: ValueError): [string, string] {
-  const path = root + pointerToPath(error.path);
-  if (error.type === ValueErrorType.ObjectRequiredProperty) return [path, "required field is missing"];
-  if (error.type === ValueErrorType.ObjectAdditionalProperties) return [path, "unknown field"];
-  // A secret's value must never reach an error message, even a malformed one.
-  const got = /\.secrets\b/.test(path) ? "" : `, got ${show(error.value)}`;
-  return [path, `expected ${expected(error.schema)}${got}`];
-}
-
-/** `/resources/2/status` → `.resources[2].status`. */
-function pointerToPath(pointer: string): string {
-  if (pointer === "") return "";
-  return pointer
-    .split("/")
-    .slice(1)
-    .map((raw) => raw.replace(/~1/g, "/").replace(/~0/g, "~"))
-    .map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`))
-    .join("");
-}
-
-function expected(schema: TSchema): string {
-  if (Array.isArray(schema.anyOf)) {
-    const members = schema.anyOf as TSchema[];
-    const consts = members.filter((m) => "const" in m).map((m) => JSON.stringify(m.const));
-    if (consts.length === members.length) return `one of ${consts.join(", ")}`;
-    return members.map(expected).join(" or ");
-  }
-  if ("const" in schema) return JSON.stringify(schema.const);
-  if (typeof schema.format === "string") return `a ${schema.format} string`;
-  if (typeof schema.type === "string")
-    return schema.type === "null" ? "null" : `a value of type ${schema.type}`;
-  return "a different value";
-}
-
-function show(value: unknown): string {
-  if (value === undefined) return "nothing";
-  // Only scalars are echoed: an object could hold secret values.
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "object" && value !== null) return "an object";
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
 }

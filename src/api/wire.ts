@@ -20,10 +20,22 @@ import {
   type TUnion,
   Type,
 } from "@sinclair/typebox";
+import {
+  DEPLOYMENT_SOURCES,
+  DEPLOYMENT_STATUSES,
+  type DeploymentStatus,
+  type DeploymentType,
+  isUuid,
+  KNOWN_DEPLOYMENT_TYPES,
+  type OpenEnum,
+  RESOURCE_SPEC_NUMBER_FIELDS,
+  REVISION_SOURCES,
+  REVISION_STATUSES,
+  type ResourceSpecNumberField,
+} from "./wire-values.ts";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-/** True when `value` is a uuid in its canonical textual form (any version). */
-export const isUuid = (value: string): boolean => UUID.test(value);
+export * from "./wire-values.ts";
+
 if (!FormatRegistry.Has("uuid")) FormatRegistry.Set("uuid", isUuid);
 
 /** `T | null`: the spec's nullable values. */
@@ -32,53 +44,8 @@ export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Ty
 /** An optional field of a response: the real service also answers `null` for "not set". */
 const Opt = <T extends TSchema>(schema: T) => Type.Optional(Nullable(schema));
 
-/**
- * An enum value as read from the service: one of `T`, or any other string kept raw (a newer or
- * looser service uses values the spec does not list, e.g. status `AWAITING_FINAL_DELETE`).
- */
-export type OpenEnum<T extends string> = T | (string & {});
-
 /** A string read as an {@link OpenEnum} of `values`: any string passes, the type names the known ones. */
 const openEnum = <T extends readonly string[]>(_values: T) => Type.Unsafe<OpenEnum<T[number]>>(Type.String());
-
-/** Sources a deployment can be created from. Fixed at creation. */
-export const DEPLOYMENT_SOURCES = [
-  "github",
-  "external_docker",
-  "internal_docker",
-  "internal_source",
-  "internal_template",
-] as const;
-export type DeploymentSource = (typeof DEPLOYMENT_SOURCES)[number];
-
-/** Sources a single revision may override the deployment's source with (PATCH `revision_source`). */
-export const REVISION_SOURCES = ["github", "internal_docker", "internal_source"] as const;
-export type RevisionSource = (typeof REVISION_SOURCES)[number];
-
-/** Values of a deployment's read-only `status`. */
-export const DEPLOYMENT_STATUSES = [
-  "AWAITING_DATABASE",
-  "READY",
-  "UNUSED",
-  "AWAITING_DELETE",
-  "UNKNOWN",
-] as const;
-export type DeploymentStatus = (typeof DEPLOYMENT_STATUSES)[number];
-
-/** Values of the `deployment_type` listing filter: the types of the service's published API. */
-export const DEPLOYMENT_TYPES = ["dev_free", "dev", "prod"] as const;
-export type DeploymentType = (typeof DEPLOYMENT_TYPES)[number];
-
-/**
- * Every deployment type known (`source_config.deployment_type`): the published API's, and the two
- * that scale to zero, which the service's own provider knows too. It decides the tier and the
- * price and cannot change after creation; a create without one gets {@link DEFAULT_DEPLOYMENT_TYPE}.
- * Read as an {@link OpenEnum}: a newer service may answer a type not listed here.
- */
-export const KNOWN_DEPLOYMENT_TYPES = [...DEPLOYMENT_TYPES, "dev_zero", "dev_free_zero"] as const;
-export type KnownDeploymentType = (typeof KNOWN_DEPLOYMENT_TYPES)[number];
-/** The type the service gives a deployment created without one. */
-export const DEFAULT_DEPLOYMENT_TYPE: KnownDeploymentType = "prod";
 
 /** A union of string literals whose static type is the union of `values` (not plain `string`). */
 const literals = <T extends readonly string[]>(values: T) =>
@@ -118,10 +85,6 @@ export const OAuthProviderSchema = Type.Object(
   open,
 );
 export type OAuthProvider = Static<typeof OAuthProviderSchema>;
-export const PROVIDER_DEFAULTS = {
-  token_endpoint_auth_method: "client_secret_post",
-  is_dynamic_client: false,
-} as const;
 
 /** A GitHub repository reachable through a forge integration. */
 export const ForgeRepoSchema = Type.Object(
@@ -195,43 +158,6 @@ const ContainerSchema = Type.Object(
   },
   open,
 );
-
-/** Numeric ResourceSpec fields, grouped as in the spec. Units and bounds are not documented. */
-export const RESOURCE_SPEC_NUMBER_FIELDS = [
-  "min_scale",
-  "max_scale",
-  "cpu",
-  "cpu_limit",
-  "memory_mb",
-  "memory_limit_mb",
-  "queue_min_scale",
-  "queue_max_scale",
-  "queue_cpu",
-  "queue_cpu_limit",
-  "queue_memory_mb",
-  "queue_memory_limit_mb",
-  "orchestrator_cpu",
-  "orchestrator_cpu_limit",
-  "orchestrator_memory_mb",
-  "orchestrator_memory_limit_mb",
-  "orchestrator_min_scale",
-  "orchestrator_max_scale",
-  "executor_cpu",
-  "executor_cpu_limit",
-  "executor_memory_mb",
-  "executor_memory_limit_mb",
-  "redis_cpu",
-  "redis_cpu_limit",
-  "redis_memory_mb",
-  "redis_memory_limit_mb",
-  "db_cpu",
-  "db_cpu_limit",
-  "db_memory_mb",
-  "db_memory_limit_mb",
-  "db_storage_gi",
-  "db_max_connections",
-] as const;
-export type ResourceSpecNumberField = (typeof RESOURCE_SPEC_NUMBER_FIELDS)[number];
 
 type OptionalNullableNumber = TOptional<TUnion<[TNumber, TNull]>>;
 const numberFields = Object.fromEntries(
@@ -371,33 +297,6 @@ export interface UnknownValue {
   value: string;
 }
 
-/** Values of a revision's `status` (not in the shared spec; as the service answers them). */
-export const REVISION_STATUSES = [
-  "CREATING",
-  "QUEUED",
-  "AWAITING_BUILD",
-  "BUILDING",
-  "AWAITING_DEPLOY",
-  "DEPLOYING",
-  "CREATE_FAILED",
-  "BUILD_FAILED",
-  "DEPLOY_FAILED",
-  "DEPLOYED",
-  "SKIPPED",
-  "INTERRUPTED",
-  "UNKNOWN",
-] as const;
-export type RevisionStatus = (typeof REVISION_STATUSES)[number];
-
-/** Revision statuses that say the revision will never go live. */
-export const FAILED_REVISION_STATUSES: readonly RevisionStatus[] = [
-  "CREATE_FAILED",
-  "BUILD_FAILED",
-  "DEPLOY_FAILED",
-];
-/** Revision statuses that end a rollout: the revision is live, or the service chose not to deploy it. */
-export const DONE_REVISION_STATUSES: readonly RevisionStatus[] = ["DEPLOYED", "SKIPPED"];
-
 /**
  * A revision (GET /v2/deployments/{deployment_id}/revisions/{revision_id}). Not in the shared
  * spec: read tolerantly, relying only on `id` and `status` (any string, see {@link OpenEnum}).
@@ -484,7 +383,7 @@ export type PatchDeploymentBody = Static<typeof PatchDeploymentBodySchema>;
  * (what a PATCH changes, plus `name` and `source`) is our assumption, kept here alone so that it
  * is corrected in one place. The service requires `source_config`, `source_revision_config` and
  * `secrets` to be present: the client sends them empty when the caller leaves them out (see
- * {@link withCreateDefaults}).
+ * the client's `withCreateDefaults`).
  */
 export const CreateDeploymentBodySchema = Type.Object(
   {
@@ -495,16 +394,6 @@ export const CreateDeploymentBodySchema = Type.Object(
   closed,
 );
 export type CreateDeploymentBody = Static<typeof CreateDeploymentBodySchema>;
-
-/** `body` with `source_config`, `source_revision_config` and `secrets` present (empty when absent). */
-export function withCreateDefaults(body: CreateDeploymentBody): CreateDeploymentBody {
-  return {
-    ...body,
-    source_config: body.source_config ?? {},
-    source_revision_config: body.source_revision_config ?? {},
-    secrets: body.secrets ?? [],
-  };
-}
 
 /** Query filters of GET /v2/deployments (pagination is the client's business). */
 export interface DeploymentFilters {
@@ -521,23 +410,22 @@ export interface DeploymentFilters {
 }
 
 /**
- * The service's route templates as the spec writes them: the client fills them in, the simulator
- * serves them, and both name a route by its template (metrics labels, counters, error messages).
+ * The schemas a request or an answer is checked against, by the name the client gives them: an
+ * answer with the compiled check of wire-checks.ts (validate.ts), a failure explained and a
+ * request body checked with TypeBox (wire-errors.ts).
  */
-export const ROUTES = {
-  PROVIDERS: "/v2/auth/providers",
-  REPOS: "/v1/integrations/forge/github/{integration_id}/repos",
-  DEPLOYMENTS: "/v2/deployments",
-  DEPLOYMENT: "/v2/deployments/{deployment_id}",
-  REVISION: "/v2/deployments/{deployment_id}/revisions/{revision_id}",
-  REVISIONS: "/v2/deployments/{deployment_id}/revisions",
-  /**
-   * POST on the revisions template (not in the shared spec; the service's public documentation
-   * describes it): creates a revision from the deployment's current configuration, body `{}`,
-   * answering the Revision. A rebuild, e.g. of a branch's new head.
-   */
-  CREATE_REVISION: "/v2/deployments/{deployment_id}/revisions",
+export const WIRE_SCHEMAS = {
+  /** Any JSON: the caller reads it. */
+  Any: Type.Unknown(),
+  DeploymentPage: DeploymentPageSchema,
+  Deployment: DeploymentSchema,
+  RevisionPage: RevisionPageSchema,
+  Revision: RevisionSchema,
+  ProviderList: ProviderListSchema,
+  ForgeRepoList: ForgeRepoListSchema,
+  CreateDeploymentBody: CreateDeploymentBodySchema,
+  PatchDeploymentBody: PatchDeploymentBodySchema,
 } as const;
-
-/** Limits of the listing's pagination parameters. */
-export const PAGE_LIMIT = { min: 1, max: 100, default: 20 } as const;
+export type WireSchemaName = keyof typeof WIRE_SCHEMAS;
+/** The value a schema of {@link WIRE_SCHEMAS} admits. */
+export type WireBody<N extends WireSchemaName> = Static<(typeof WIRE_SCHEMAS)[N]>;

@@ -1,18 +1,25 @@
 /**
- * The cluster as `plan` and `import` read it through `--kubeconfig`, and the service clients of
- * the connections a command reads there (`--connection`, and for `plan` each resource's own
- * `spec.connectionRef`).
+ * The cluster as `plan` and `import` read it through `--kubeconfig`, the service clients of the
+ * connections a command reads there (`--connection`, and for `plan` each resource's own
+ * `spec.connectionRef`), and the `--connection` flag itself.
  */
 import type { ServiceClient } from "../api/client.ts";
-import type { ServiceConfig } from "../config.ts";
+import {
+  type Env,
+  flagOf,
+  SERVICE_ENV,
+  type ServiceConfig,
+  type ServiceFlags,
+  serviceConfigFrom,
+} from "../config.ts";
 import { type ConnectionReadPorts, type ReadConnection, readConnection } from "../connection/read.ts";
-import { serviceConfigOf } from "../connection/settings.ts";
+import { parseConnectionArg, serviceConfigOf } from "../connection/settings.ts";
 import { KubeClient } from "../kube/client.ts";
 import { type LoadedKubeConfig, loadKubeConfig } from "../kube/config.ts";
 import { KubeSecrets } from "../kube/secrets.ts";
 import { type ConnectionId, type ConnectionRef, connectionKey } from "../naming/connection.ts";
 import type { CliContext, ConnectionFlags } from "./context.ts";
-import { connectionDefaultsFrom, connectionFlag, serviceClientOf } from "./service-client.ts";
+import { serviceClientOf } from "./service-client.ts";
 import { UsageError } from "./usage-error.ts";
 
 /** A cluster a command reads (never writes). */
@@ -122,4 +129,61 @@ export function commandConnectionClients(
     () => connectionDefaultsFrom(flags, ctx.env),
     (config) => serviceClientOf(config, flags, ctx),
   );
+}
+
+/**
+ * The service settings a connection gives (its spec and Secret): their flags cannot be combined
+ * with `--connection`, and their environment variables do not apply to a connection.
+ */
+const CONNECTION_SETTINGS = [
+  "baseUrl",
+  "apiKey",
+  "apiKeyFile",
+  "tenantId",
+  "insecureSkipTlsVerify",
+  "caFile",
+] as const;
+
+/**
+ * `--connection <kind/name>`, parsed, or undefined when not given. A {@link UsageError} lists
+ * every mistake: a malformed value, no cluster to read it from (`hasCluster`: by default, whether
+ * `--kubeconfig` is given; `logs` and `revisions` also find one as kubectl does), and the flags
+ * whose settings the connection gives (refused rather than mixed: a key must never be sent to
+ * another tenant's URL, and a flag that would be silently ignored is a trap).
+ */
+export function connectionFlag(
+  flags: ConnectionFlags,
+  hasCluster = flags.kubeconfig !== undefined,
+): ConnectionRef | undefined {
+  if (flags.connection === undefined) return undefined;
+  const parsed = parseConnectionArg(flags.connection);
+  const problems = parsed.ok ? [] : [parsed.problem];
+  if (!hasCluster)
+    problems.push(
+      "--connection needs --kubeconfig: the connection and the Secret holding its API key are read from the cluster; add --kubeconfig <path> (and --context <name>)",
+    );
+  const given = CONNECTION_SETTINGS.filter((key) => flags[key] !== undefined).map((key) => flagOf(key));
+  if (given.length > 0)
+    problems.push(
+      `${given.join(", ")}: not with --connection, whose spec and Secret give the service's URL, API key, tenant and TLS setting; drop ${given.length > 1 ? "them" : "it"}, or drop --connection to give the settings by flags`,
+    );
+  if (!parsed.ok || problems.length > 0) throw new UsageError(problems);
+  return parsed.ref;
+}
+
+// serviceConfigOf replaces the URL: this one only satisfies serviceConfigFrom, which requires one.
+const CONNECTION_URL_PLACEHOLDER = "https://connection.invalid";
+
+/**
+ * The settings a connection's spec leaves to the command's own (headers, QPS, burst, timeout,
+ * retries): its flags and environment, without those a connection gives. A {@link UsageError}
+ * when one of them is invalid.
+ */
+export function connectionDefaultsFrom(flags: ServiceFlags, env: Env): ServiceConfig {
+  const own = (key: string) => !CONNECTION_SETTINGS.some((c) => c === key || SERVICE_ENV[c] === key);
+  const kept = Object.fromEntries(Object.entries(flags).filter(([key]) => own(key)));
+  const ownEnv = Object.fromEntries(Object.entries(env).filter(([key]) => own(key)));
+  const result = serviceConfigFrom({ ...kept, baseUrl: CONNECTION_URL_PLACEHOLDER }, ownEnv);
+  if (!result.ok) throw new UsageError(result.problems);
+  return result.config;
 }

@@ -16,10 +16,15 @@ import type { DeploymentResource } from "../crd/schema.ts";
 import { KubeDeployments } from "../kube/deployments.ts";
 import { type ConnectionId, connectionOf, describeConnection } from "../naming/connection.ts";
 import { claimedName } from "../reconcile/claims.ts";
-import { type CommandCluster, type ConnectionClients, commandConnectionClients } from "./connections.ts";
+import {
+  type CommandCluster,
+  type ConnectionClients,
+  commandConnectionClients,
+  connectionFlag,
+} from "./connections.ts";
 import { type CliContext, type ConnectionFlags, UsageError } from "./context.ts";
 import { resourceCluster } from "./resource-cluster.ts";
-import { connectionFlag, serviceClientFrom } from "./service-client.ts";
+import { serviceClientFrom } from "./service-client.ts";
 
 /** A service deployment and the client of the connection it was found through. */
 export interface FoundDeployment {

@@ -18,7 +18,7 @@ import {
   settingName,
 } from "../config.ts";
 import type { LogFormat } from "../runtime/log.ts";
-import { parseBindAddress } from "../serving/health.ts";
+import { parseBindAddress } from "../serving/bind-address.ts";
 import {
   defaultListingDeadlineMs,
   defaultMaxReconcilesPerConnection,

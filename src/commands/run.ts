@@ -2,10 +2,10 @@
  * `dms-operator run`: the operator itself (src/main.ts, loaded when it runs).
  */
 import type { Command } from "commander";
-import { settingFlag, settingHelp } from "../config.ts";
+import { settingFlag, settingHelp } from "../setting.ts";
 import { addServiceOptions, type CliContext, UsageError } from "./context.ts";
 import { withDeferredListFormat } from "./deferred-list-format.ts";
-import { type RunFlags, runConfigFrom } from "./run-config.ts";
+import type { RunFlags } from "./run-config.ts";
 import { RUN_SETTINGS } from "./settings.ts";
 
 /** Paths pino removes from every log line, wherever they appear. */
@@ -31,6 +31,8 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
       run.option("--no-leader-elect", "run without leader election (a single instance only)");
   }
   run.action(async (flags: RunFlags) => {
+    // Its reading of the settings (the service's key and CA files, the proxies) is not its help's.
+    const { runConfigFrom } = await import("./run-config.ts");
     const result = runConfigFrom(flags, ctx.env);
     if (!result.ok) throw new UsageError(result.problems);
     const { logLevel, logFormat, ...config } = result.config;

@@ -15,6 +15,10 @@
  */
 
 import { ADDRESS_POLICIES } from "../api/address-policy.ts";
+import type { DefaultConnectionSelector } from "../connection/access.ts";
+import { parseSelector } from "../crd/label-selector.ts";
+import { DEFAULT_MAX_SECRET_BYTES } from "../reconcile/secret-budget.ts";
+import { parseBindAddress } from "../serving/bind-address.ts";
 import {
   type ChartValue,
   type Parsed,
@@ -22,14 +26,9 @@ import {
   SERVICE_FLAG_SETTINGS,
   type Settings,
   type ValueSchema,
-} from "../config.ts";
-import type { DefaultConnectionSelector } from "../connection/access.ts";
-import { DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE } from "../connection/registry.ts";
-import { parseSelector } from "../crd/label-selector.ts";
-import { DEFAULT_MAX_SECRET_BYTES } from "../reconcile/secret-budget.ts";
-import { LOG_FORMATS } from "../runtime/log.ts";
-import { parseBindAddress } from "../serving/health.ts";
+} from "../setting.ts";
 import { DEFAULT_SHARD_LABEL_POLICY } from "../wiring/shard-label-policy.ts";
+import { DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE, LOG_FORMATS } from "./words.ts";
 
 /** `--shard-label-policy`: whether a sharded replica requires the shard label policy at start. */
 const SHARD_LABEL_POLICY_MODES = ["required", "unenforced"] as const;

@@ -1,7 +1,7 @@
 /**
  * The words a command's flags and help are written with, known without loading the modules that
- * define them (the service's wire types and the CRD schemas, which load TypeBox: ~200 modules), so
- * that `--help`, a flag's choices and shell completion start as fast as `--version`.
+ * define them (the CRD schemas, which load TypeBox: ~200 modules; the logger), so that `--help`
+ * (`run`'s too), a flag's choices and shell completion start as fast as `--version`.
  *
  * Copies, not definitions: test/unit/cli-completion.test.ts checks each equals the constant it copies.
  * Imports nothing: keep it so.
@@ -30,6 +30,12 @@ export const PAGE_LIMIT = { min: 1, max: 100, default: 20 } as const;
 /** A revision's logs (src/api/revision-logs.ts `LOG_TYPES`). */
 export const LOG_TYPES = ["build", "deploy"] as const;
 export type LogType = (typeof LOG_TYPES)[number];
+
+/** `run --log-format` values (src/runtime/log.ts `LOG_FORMATS`). */
+export const LOG_FORMATS = ["json", "console"] as const;
+
+/** `run --max-connections-per-namespace`'s default (src/connection/registry.ts). */
+export const DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE = 20;
 
 /** The annotations the verbs set (src/crd/schema.ts). */
 export const ANNOTATION_RECONCILE_REQUESTED_AT = "dms.dev/reconcile-requested-at";

@@ -10,11 +10,14 @@ import { followSignal } from "./abort.ts";
 import type { BackoffOptions } from "./backoff.ts";
 import { spread } from "./backoff.ts";
 import { type Clock, systemClock } from "./clock.ts";
-import { withinDeadline } from "./deadline.ts";
+import { DeferredError, withinDeadline } from "./deadline.ts";
 import { parseObjectKey } from "./keys.ts";
 import { inReconcile, reconcileFields } from "./log.ts";
 import type { Runnable } from "./manager.ts";
 import { type FlowOf, type QueueMetricsHooks, WorkQueue } from "./queue.ts";
+
+// Beside the deadline it answers, where a wait inside a reconcile (api/rate-limit.ts) finds it without the controller.
+export { DeferredError };
 
 /**
  * An error that cannot succeed by retrying (a rejected spec, say): the key is not requeued and
@@ -22,21 +25,6 @@ import { type FlowOf, type QueueMetricsHooks, WorkQueue } from "./queue.ts";
  */
 export class TerminalError extends Error {
   override readonly name = "TerminalError";
-}
-
-/**
- * A reconcile that gave its worker back before its work was done, because what it would wait for
- * comes later than its deadline (a token of its connection's rate limit): the key comes again
- * after `afterMs` as a follow-up, with no backoff and no failure counted. Throw it from a
- * reconciler (deadline.ts says how long a reconcile has left).
- */
-export class DeferredError extends Error {
-  override readonly name: string = "DeferredError";
-  readonly afterMs: number;
-  constructor(message: string, afterMs: number) {
-    super(message);
-    this.afterMs = afterMs;
-  }
 }
 
 /** Aborts a reconcile's signal when it ran longer than the controller's reconcile timeout. */

@@ -13,36 +13,16 @@ import { pino } from "pino";
 import type { Registry } from "prom-client";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import type { Runnable } from "../runtime/manager.ts";
+import { type BindAddress, parseBindAddress } from "./bind-address.ts";
 import type { MetricsAuthenticator } from "./metrics-auth.ts";
 import type { ServingCertificate } from "./serving-cert.ts";
+
+export { type BindAddress, parseBindAddress };
 
 /** A named probe: resolves when healthy, rejects (with the reason) when not. Must honour `signal`. */
 export interface HealthCheck {
   name: string;
   check(signal: AbortSignal): Promise<void>;
-}
-
-/** A parsed bind address; `host` undefined means every interface. */
-export interface BindAddress {
-  host: string | undefined;
-  port: number;
-}
-
-/**
- * Parses a controller-runtime style bind address: `:8080` (all interfaces), `127.0.0.1:8080`,
- * `[::1]:8080`, `host:0` (any free port). `"0"` returns undefined: the listener is disabled.
- * Throws a RangeError naming the value when it is malformed.
- */
-export function parseBindAddress(value: string): BindAddress | undefined {
-  const trimmed = value.trim();
-  if (trimmed === "0") return undefined;
-  const match = /^(?:\[([^\]]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(trimmed);
-  const port = Number(match?.[3]);
-  if (!match || !Number.isInteger(port) || port > 65_535) {
-    throw new RangeError(`invalid bind address "${value}": expected [host]:port, or 0 to disable`);
-  }
-  const host = match[1] ?? match[2];
-  return { host: host === "" ? undefined : host, port };
 }
 
 /** Options of {@link HealthServer}. */

@@ -14,12 +14,14 @@ import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
 import { COMMANDS } from "../../src/commands/registry.ts";
 import { RUN_SETTINGS } from "../../src/commands/settings.ts";
 import * as words from "../../src/commands/words.ts";
+import { DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE } from "../../src/connection/registry.ts";
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_REBUILD_REQUESTED_AT,
   ANNOTATION_RECONCILE_REQUESTED_AT,
   ANNOTATION_ROLLOUT_NOW,
 } from "../../src/crd/schema.ts";
+import { LOG_FORMATS } from "../../src/runtime/log.ts";
 import { flagOf } from "../../src/setting.ts";
 import { silentContext } from "../support/cli.ts";
 
@@ -50,6 +52,8 @@ describe("the copied words", () => {
     expect(words.DEPLOYMENT_TYPES).toEqual(DEPLOYMENT_TYPES);
     expect(words.PAGE_LIMIT).toEqual(PAGE_LIMIT);
     expect(words.LOG_TYPES).toEqual(LOG_TYPES);
+    expect(words.LOG_FORMATS).toEqual(LOG_FORMATS);
+    expect(words.DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE).toBe(DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE);
     expect(words.ANNOTATION_PAUSED).toBe(ANNOTATION_PAUSED);
     expect(words.ANNOTATION_RECONCILE_REQUESTED_AT).toBe(ANNOTATION_RECONCILE_REQUESTED_AT);
     expect(words.ANNOTATION_ROLLOUT_NOW).toBe(ANNOTATION_ROLLOUT_NOW);

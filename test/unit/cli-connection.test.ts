@@ -1,11 +1,8 @@
 // `--connection` as plan and import read it: the flags it refuses, and the settings a
 // connection's spec leaves to the command's own flags and environment.
 import { describe, expect, it } from "vitest";
-import {
-  commandConfigProblems,
-  connectionDefaultsFrom,
-  connectionFlag,
-} from "../../src/commands/service-client.ts";
+import { connectionDefaultsFrom, connectionFlag } from "../../src/commands/connections.ts";
+import { commandConfigProblems } from "../../src/commands/service-client.ts";
 import { UsageError } from "../../src/commands/usage-error.ts";
 import { serviceConfigFrom } from "../../src/config.ts";
 import { serviceConfigOf } from "../../src/connection/settings.ts";

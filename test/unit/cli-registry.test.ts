@@ -12,6 +12,7 @@ import type { CliContext, RegisterCommand } from "../../src/commands/context.ts"
 import { createProgram, EXIT, runCommands } from "../../src/commands/program.ts";
 import { KUBECTL_PLUGIN_NAME, PROGRAM_NAME } from "../../src/commands/program-name.ts";
 import { COMMANDS, type CommandEntry } from "../../src/commands/registry.ts";
+import { startSimulator } from "../../src/simulator/server.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 
@@ -147,6 +148,7 @@ describe("runCommands", () => {
 async function modulesLoaded(
   script: string,
   args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
 ): Promise<{ stdout: string; loaded: string[] }> {
   const hook = `data:text/javascript,${encodeURIComponent(
     'import{registerHooks}from"node:module";registerHooks({resolve(s,c,n){const r=n(s,c);process.stderr.write("LOADED "+r.url+"\\n");return r;}});',
@@ -154,7 +156,7 @@ async function modulesLoaded(
   const { stdout, stderr } = await promisify(execFile)(
     process.execPath,
     ["--import", hook, join(ROOT, "bin", script), ...args],
-    { encoding: "utf8", env: { ...process.env, KUBECONFIG: "/nonexistent/kubeconfig" } },
+    { encoding: "utf8", env: { ...process.env, KUBECONFIG: "/nonexistent/kubeconfig", ...env } },
   );
   const loaded = [
     ...new Set(
@@ -177,6 +179,9 @@ const commandModulesOf = (loaded: readonly string[]) =>
 /** The heavy libraries: the service's HTTP client, Kubernetes', YAML, tables, TypeBox, the logger, CEL. */
 const HEAVY = /node_modules\/(got|@kubernetes|yaml|cli-table3|@sinclair|pino|@marcbachmann)\//;
 
+/** What a command reading the service does without: the schemas' library, the logger, Kubernetes', YAML, CEL. */
+const READ_HEAVY = /node_modules\/(@kubernetes|yaml|@sinclair|pino|@marcbachmann)\//;
+
 describe("bin/dms-operator.mjs --version", () => {
   it("loads no command module, no service client and no Kubernetes client", async () => {
     const { stdout, loaded } = await modulesLoaded("dms-operator.mjs", ["--version"]);
@@ -194,7 +199,7 @@ describe("bin/dms-operator.mjs --version", () => {
 });
 
 describe("a command's help and a TAB load what they need only", () => {
-  it("every command's --help, and version --client, load none of the heavy libraries", async () => {
+  it("every command's --help (run's too), and version --client, load none of the heavy libraries", async () => {
     const plugin = COMMANDS.filter((c) => !c.operatorOnly);
     for (const args of [
       ...plugin.map((c) => [c.name, "--help"]),
@@ -207,7 +212,36 @@ describe("a command's help and a TAB load what they need only", () => {
         args.join(" "),
       ).toEqual([]);
     }
+    // The operator's own: its settings' table, not the operator, the server or the schemas.
+    const run = await modulesLoaded("dms-operator.mjs", ["run", "--help"]);
+    expect(run.loaded.filter((url) => HEAVY.test(url) || /\/(src|dist)\/main\.(ts|js)$/.test(url))).toEqual(
+      [],
+    );
   }, 120_000);
+
+  it("deployments list and providers list read the service without TypeBox, the logger or Kubernetes' client", async () => {
+    const sim = await startSimulator({
+      seed: {
+        deployments: [
+          { name: "agent", source: "internal_docker", source_revision_config: { image_uri: "img:1" } },
+        ],
+      },
+    });
+    try {
+      const env = { DMS_BASE_URL: sim.url, DMS_API_KEY: "k" };
+      const { stdout, loaded } = await modulesLoaded(
+        "kubectl-dms.mjs",
+        ["deployments", "list", "-o", "name"],
+        env,
+      );
+      expect(stdout).toBe("agent\n");
+      expect(loaded.filter((url) => READ_HEAVY.test(url))).toEqual([]);
+      const providers = await modulesLoaded("kubectl-dms.mjs", ["providers", "list"], env);
+      expect(providers.loaded.filter((url) => READ_HEAVY.test(url))).toEqual([]);
+    } finally {
+      await sim.close();
+    }
+  }, 60_000);
 
   it("kubectl_complete-dms answers commands, flags and flag values without commander or a command", async () => {
     for (const words of [

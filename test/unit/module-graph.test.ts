@@ -60,6 +60,15 @@ describe("the module graph of src/", () => {
     expect(importers).toEqual([]);
   });
 
+  // The composition root builds the parts and joins them; what grows it (a feature's wiring, a
+  // setting's default) has its home in wiring/ or the settings' table.
+  it("keeps main.ts to construction: at most 160 lines", () => {
+    const lines = readFileSync(join(ROOT, "src", "main.ts"), "utf8")
+      .trimEnd()
+      .split("\n").length;
+    expect(lines).toBeLessThanOrEqual(160);
+  });
+
   it("reads every file of src/", () => {
     expect(SOURCES.length).toBeGreaterThan(100);
     expect([...specifiers.keys()]).toEqual(SOURCES);

@@ -30,14 +30,14 @@ describe("readRevisionItem", () => {
     { reason: "no id", item: { status: "QUEUED" }, ok: false },
     { reason: "a numeric status", item: { id: A, status: 3 }, ok: false },
     { reason: "not an object", item: "revision", ok: false },
-  ])("$reason: readable $ok", ({ item, ok }) => {
-    const row = readRevisionItem(item);
+  ])("$reason: readable $ok", async ({ item, ok }) => {
+    const row = await readRevisionItem(item);
     expect(row.ok).toBe(ok);
     if (!row.ok) expect(row.unreadable.message).toMatch(/^the service's revision .* cannot be read: /);
   });
 
-  it("names the unreadable item by its id and field", () => {
-    const row = readRevisionItem({ id: B, status: 3, created_at: "2030-01-02T00:00:00Z" });
+  it("names the unreadable item by its id and field", async () => {
+    const row = await readRevisionItem({ id: B, status: 3, created_at: "2030-01-02T00:00:00Z" });
     expect(row).toEqual({
       ok: false,
       unreadable: {
@@ -50,8 +50,11 @@ describe("readRevisionItem", () => {
 });
 
 describe("newestFirst", () => {
-  const row = (id: string, created_at?: string): RevisionRow =>
-    readRevisionItem({ id, status: "DEPLOYED", ...(created_at ? { created_at } : {}) });
+  // A readable row, as readRevisionItem gives it.
+  const row = (id: string, created_at?: string): RevisionRow => ({
+    ok: true,
+    revision: { id, status: "DEPLOYED", ...(created_at ? { created_at } : {}) },
+  });
   const ids = (rows: RevisionRow[]) => rows.map((r) => (r.ok ? r.revision.id : r.unreadable.id));
 
   it("sorts by created_at, newest first, whatever order the service listed", () => {
@@ -63,8 +66,8 @@ describe("newestFirst", () => {
     expect(ids(newestFirst(rows))).toEqual(["3", "2", "1"]);
   });
 
-  it("sorts unreadable rows by their created_at too", () => {
-    const odd = readRevisionItem({ id: "2", status: 1, created_at: "2030-01-02T00:00:00Z" });
+  it("sorts unreadable rows by their created_at too", async () => {
+    const odd = await readRevisionItem({ id: "2", status: 1, created_at: "2030-01-02T00:00:00Z" });
     expect(
       ids(newestFirst([row("1", "2030-01-01T00:00:00Z"), odd, row("3", "2030-01-03T00:00:00Z")])),
     ).toEqual(["3", "2", "1"]);
@@ -91,12 +94,12 @@ describe("deployedOf", () => {
 });
 
 describe("revisionLines", () => {
-  it("marks the active and the latest revision from the deployment, and an unreadable row by its id", () => {
-    const rows = [
+  it("marks the active and the latest revision from the deployment, and an unreadable row by its id", async () => {
+    const rows = await Promise.all([
       readRevisionItem({ id: B, status: "DEPLOYING" }),
       readRevisionItem({ id: A, status: "DEPLOYED" }),
       readRevisionItem({ status: "DEPLOYED" }),
-    ];
+    ]);
     const lines = revisionLines(rows, deployment({ latest_revision_id: B, active_revision_id: A }));
     expect(lines.map((l) => [l.id, l.active, l.latest, l.unreadable !== undefined])).toEqual([
       [B, false, true, false],
