@@ -259,6 +259,12 @@ const FLAGS: readonly CompletionFlag[] = [
       "namespace of the resources that name none, as kubectl apply -n (default: the kubeconfig context's, else default)",
   },
   {
+    long: "--protection-namespaces",
+    takesValue: true,
+    description:
+      "with --kubeconfig: more namespaces where plan looks for protected resources (spec.deletionProtection: true) that the files no longer hold, beyond the files' namespaces and those a GitOps tool's label marks lead to; a resource of the files without metadata.namespace counts as in each (Argo CD's destination or Flux's targetNamespace may put it there); repeatable",
+  },
+  {
     long: "--operator-namespace",
     takesValue: true,
     description:
@@ -440,21 +446,21 @@ const NODES: readonly (Omit<CompletionNode, "flags"> & { flags: readonly number[
     path: ["plan"],
     subcommands: [],
     takesResource: false,
-    flags: [48, 49, 50, 47, 51, 52, 53, 54, 55, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 2],
+    flags: [48, 49, 50, 47, 51, 52, 53, 54, 55, 56, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 2],
   },
   {
     path: ["revisions"],
     subcommands: [],
     takesResource: true,
-    flags: [56, 57, 58, 47, 59, 60, 3, 4, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 2],
+    flags: [57, 58, 59, 47, 60, 61, 3, 4, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 2],
   },
   {
     path: ["logs"],
     subcommands: [],
     takesResource: true,
-    flags: [61, 62, 63, 64, 57, 58, 47, 65, 66, 67, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 2],
+    flags: [62, 63, 64, 65, 58, 59, 47, 66, 67, 68, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 2],
   },
-  { path: ["version"], subcommands: [], takesResource: false, flags: [68, 69, 70, 5, 6, 7, 2] },
+  { path: ["version"], subcommands: [], takesResource: false, flags: [69, 70, 71, 5, 6, 7, 2] },
   { path: ["completion"], subcommands: [], takesResource: false, flags: [2] },
 ];
 

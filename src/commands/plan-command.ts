@@ -3,7 +3,7 @@
  * changes planned, 1 an error, a refusal, or a mistake in the call (as every command: see
  * `EXIT` in program.ts).
  */
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
 import { addServiceOptions, CONNECTION_HELP, namespaceArgument, type RegisterCommand } from "./context.ts";
 import { withDeferredListFormat } from "./deferred-list-format.ts";
 import { addOutputOptions } from "./output-options.ts";
@@ -11,6 +11,14 @@ import { CommandExit, EXIT } from "./program.ts";
 import { PLAN_MAX_SECRET_BYTES } from "./words.ts";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** `--protection-namespaces a,b` (repeatable): each a namespace name, in the order given, once. */
+function namespaceList(value: string, previous: string[] = []): string[] {
+  const names = value.split(",").map((n) => n.trim());
+  if (names.some((n) => n === ""))
+    throw new InvalidArgumentError("must be namespace names separated by commas, e.g. team-a,team-b.");
+  return [...new Set([...previous, ...names.map(namespaceArgument)])];
+}
 
 /** plan's formats: the report (table, the default; `text` still accepted), its data, or the names reviewed. */
 const PLAN_FORMATS = ["table", "name", "json", "yaml"] as const;
@@ -41,6 +49,11 @@ export const registerPlanCommand: RegisterCommand = (program, ctx) => {
       "-n, --namespace <ns>",
       "namespace of the resources that name none, as kubectl apply -n (default: the kubeconfig context's, else default)",
       namespaceArgument,
+    )
+    .option(
+      "--protection-namespaces <ns,...>",
+      "with --kubeconfig: more namespaces where plan looks for protected resources (spec.deletionProtection: true) that the files no longer hold, beyond the files' namespaces and those a GitOps tool's label marks lead to; a resource of the files without metadata.namespace counts as in each (Argo CD's destination or Flux's targetNamespace may put it there); repeatable",
+      namespaceList,
     )
     .option(
       "--operator-namespace <ns>",

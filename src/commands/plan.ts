@@ -27,12 +27,10 @@ import {
   renderPlanJson,
   renderPlanText,
 } from "../gitops/plan-report.ts";
-import { gitopsOwner, type LiveMarks, protectedRemovals } from "../gitops/protection.ts";
-import { isRecord } from "../json.ts";
 import { DEPLOYMENTS, decodeDeployment, KubeDeployments } from "../kube/deployments.ts";
 import { KubeApiError, NotFoundError } from "../kube/errors.ts";
 import { InstallKeyError, readInstallKey } from "../kube/install-key.ts";
-import { listItems, listMeta } from "../kube/object.ts";
+import { listItems } from "../kube/object.ts";
 import { secretsPort } from "../kube/reconcile-adapters.ts";
 import { collectionPath } from "../kube/reflector.ts";
 import {
@@ -49,6 +47,7 @@ import { type CommandCluster, commandConnectionClients, kubeconfigCluster } from
 import { type CliContext, type ConnectionFlags, UsageError } from "./context.ts";
 import { DEFAULT_OPERATOR_NAMESPACE } from "./operator-version.ts";
 import { colorEnabled, type OutputFlags, outputFormat, paint, renderDocument, yamlText } from "./output.ts";
+import { protectionCheck } from "./plan-protection.ts";
 import { serviceClientFrom } from "./service-client.ts";
 import { RUN_SETTINGS } from "./settings.ts";
 
@@ -60,6 +59,8 @@ export interface PlanFlags extends ConnectionFlags, OutputFlags {
   maxSecretBytes?: string;
   offline?: boolean;
   verbose?: boolean;
+  /** `--protection-namespaces`: more namespaces the deletion protection check lists. */
+  protectionNamespaces?: string[];
 }
 
 /** The settings plan shares with `run`: it reviews secret values within the operator's limit. */
@@ -70,6 +71,10 @@ export async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number
   if (flags.offline) return runPlanOffline(flags, ctx);
   const settings = readSettings(PLAN_SETTINGS, flags, ctx.env);
   if (settings.problems.length > 0) throw new UsageError(settings.problems);
+  if (flags.protectionNamespaces && flags.kubeconfig === undefined)
+    throw new UsageError([
+      "--protection-namespaces names namespaces of a cluster to check for protected resources the files no longer hold: pass --kubeconfig too",
+    ]);
   const { ref: selected, kube } = kubeconfigCluster(flags, "dms-operator-plan");
   const namespace = flags.namespace ?? kube?.namespace ?? "default";
   const serviceFor = connectionServices(flags, ctx, kube, selected && connectionOf(namespace, selected));
@@ -95,7 +100,17 @@ export async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number
     entries,
     fileErrors,
     clusterRead: cluster !== undefined,
-    ...(kube ? { protection: await protectionCheck(kube, entries, fileErrors, ctx.stopSignal) } : {}),
+    ...(kube
+      ? {
+          protection: await protectionCheck(kube, entries, fileErrors, {
+            signal: ctx.stopSignal,
+            namespaces: flags.protectionNamespaces ?? [],
+            unnamespaced: resources.flatMap((r) =>
+              r.resource.metadata.namespace ? [] : [r.resource.metadata.name],
+            ),
+          }),
+        }
+      : {}),
   };
   ctx.out(renderPlan(report, flags, ctx));
   return planExitStatus(report);
@@ -188,10 +203,17 @@ function skipReason(id: ConnectionId | undefined, selected: ConnectionId): strin
  * `file:line:col: error: message`; resolves 1 when there is one, else 0.
  */
 export async function runPlanOffline(flags: PlanFlags, ctx: CliContext): Promise<number> {
-  const online = (["kubeconfig", "context", "connection"] as const).filter((f) => flags[f] !== undefined);
+  const online = (
+    [
+      ["kubeconfig", "--kubeconfig"],
+      ["context", "--context"],
+      ["connection", "--connection"],
+      ["protectionNamespaces", "--protection-namespaces"],
+    ] as const
+  ).flatMap(([key, flag]) => (flags[key] === undefined ? [] : [flag]));
   if (online.length > 0)
     throw new UsageError([
-      `--offline reads no cluster and no service: drop ${online.map((f) => `--${f}`).join(", ")}, or drop --offline to plan against them`,
+      `--offline reads no cluster and no service: drop ${online.join(", ")}, or drop --offline to plan against them`,
     ]);
   const { files, resources, fileErrors } = await readResources(flags, ctx);
   const status = fileErrors.length > 0 ? PLAN_EXIT.error : PLAN_EXIT.nothingToDo;
@@ -259,85 +281,6 @@ function noResources(paths: readonly string[], fileCount: number): string {
   const where = paths.map((p) => (p === STDIN_PATH ? STDIN_NAME : p)).join(", ");
   const read = fileCount === 1 ? "1 file" : `${fileCount} files`;
   return `no Deployment resources (apiVersion dms.dev/v1alpha1, kind Deployment) in ${where} (${read} read): check the path given to -f, or pipe the rendered manifests with -f -`;
-}
-
-/** What the deletion protection check asks of the cluster: list requests. */
-type ListingCluster = { client: Pick<CommandCluster["client"], "request"> };
-
-/** Most Deployment resources of one namespace read for the deletion protection check. */
-export const MAX_PROTECTION_LISTED = 5000;
-
-/**
- * The cluster's protected Deployment resources that the files (`entries`) no longer hold, in the
- * namespaces of the files' resources (see gitops/protection.ts), read a page at a time; a
- * namespace this kubeconfig may not list, or invalid documents (which may be the resources the
- * check finds missing), are said in `unchecked`.
- */
-export async function protectionCheck(
-  kube: ListingCluster,
-  entries: readonly { namespace: string; name: string }[],
-  fileErrors: readonly ManifestProblem[],
-  signal: AbortSignal,
-): Promise<NonNullable<PlanReport["protection"]>> {
-  const invalid = invalidDocuments(fileErrors);
-  if (invalid > 0)
-    return {
-      removals: [],
-      unchecked: `(${invalid} invalid ${invalid === 1 ? "document" : "documents"} may hold resources it would find missing: fix them first)`,
-    };
-  const live: LiveMarks[] = [];
-  const unchecked: string[] = [];
-  for (const namespace of new Set(entries.map((e) => e.namespace))) {
-    try {
-      const read = await liveMarks(kube, namespace, signal);
-      live.push(...read.marks);
-      if (read.truncated)
-        unchecked.push(`in namespace ${namespace} beyond its first ${MAX_PROTECTION_LISTED} resources`);
-    } catch (error) {
-      if (!(error instanceof KubeApiError && (error.status === 403 || error.status === 404))) throw error;
-      const why =
-        error.status === 403
-          ? "this kubeconfig may not list its Deployment resources"
-          : "the cluster does not serve deployments.dms.dev: is the CRD installed?";
-      unchecked.push(`in namespace ${namespace} (${why})`);
-    }
-  }
-  const removals = protectedRemovals(entries, live);
-  return unchecked.length === 0 ? { removals } : { removals, unchecked: unchecked.join("; ") };
-}
-
-/** What the protection check reads of the Deployment resources of `namespace`. */
-async function liveMarks(
-  kube: ListingCluster,
-  namespace: string,
-  signal: AbortSignal,
-): Promise<{ marks: LiveMarks[]; truncated: boolean }> {
-  const marks: LiveMarks[] = [];
-  let token: string | undefined;
-  do {
-    const page = await kube.client.request({
-      method: "GET",
-      path: collectionPath(DEPLOYMENTS, namespace),
-      query: { limit: 500, continue: token },
-      signal,
-    });
-    for (const item of listItems(page)) {
-      if (!isRecord(item) || !isRecord(item.metadata) || typeof item.metadata.name !== "string") continue;
-      const { labels, annotations } = item.metadata;
-      const owner = gitopsOwner({
-        labels: isRecord(labels) ? (labels as Record<string, string>) : undefined,
-        annotations: isRecord(annotations) ? (annotations as Record<string, string>) : undefined,
-      });
-      marks.push({
-        namespace,
-        name: item.metadata.name,
-        protected: isRecord(item.spec) && item.spec.deletionProtection === true,
-        ...(owner ? { owner } : {}),
-      });
-    }
-    token = listMeta(page).continue;
-  } while (token !== undefined && marks.length < MAX_PROTECTION_LISTED);
-  return { marks, truncated: token !== undefined };
 }
 
 /** Reads through the kubeconfig's credentials; nothing is cached or watched. */

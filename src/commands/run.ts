@@ -8,12 +8,28 @@ import { withDeferredListFormat } from "./deferred-list-format.ts";
 import type { RunFlags } from "./run-config.ts";
 import { RUN_SETTINGS } from "./settings.ts";
 
-/** Paths pino removes from every log line, wherever they appear. */
-const REDACT = [
+/**
+ * Paths pino removes from every log line. pino matches keys case-sensitively: each header is named
+ * as Node writes it (lower-cased) and as the transports set it. An `err` that is not an Error is
+ * censored by the last key of each path, in any case (runtime/log.ts).
+ */
+export const RUN_REDACT = [
   "apiKey",
   "*.apiKey",
   "headers['x-api-key']",
   "*.headers['x-api-key']",
+  "headers['X-Api-Key']",
+  "*.headers['X-Api-Key']",
+  "authorization",
+  "*.authorization",
+  "headers.authorization",
+  "*.headers.authorization",
+  "headers.Authorization",
+  "*.headers.Authorization",
+  "token",
+  "*.token",
+  "password",
+  "*.password",
   "value",
   "*.value",
   "secrets",
@@ -41,7 +57,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
       Promise.all([import("../main.ts"), import("../runtime/log.ts")]),
     );
     const format = logFormat ?? defaultLogFormat(process.stdout.isTTY);
-    const logger = createLogger({ level: logLevel, format, redact: REDACT });
+    const logger = createLogger({ level: logLevel, format, redact: RUN_REDACT });
     await runOperator(config, { logger }, ctx.stopSignal);
   });
   addServiceOptions(run, {

@@ -46,6 +46,22 @@ export interface KubeRequest {
    * a label on every resource, the recorder an Event for every create.
    */
   discardAnswer?: boolean;
+  /**
+   * The most bytes of a 2xx answer's body read: a longer one is cut off (the connection closed)
+   * and `request` rejects with an {@link AnswerTooLargeError}. For a list whose objects someone
+   * else writes (an object may be ~1.5 MiB). Not for streams.
+   */
+  maxBytes?: number;
+}
+
+/** An answer longer than its request's `maxBytes`. */
+export class AnswerTooLargeError extends Error {
+  readonly maxBytes: number;
+  constructor(what: string, maxBytes: number) {
+    super(`${what}: the answer is larger than ${maxBytes} bytes`);
+    this.name = "AnswerTooLargeError";
+    this.maxBytes = maxBytes;
+  }
 }
 
 /** Options of {@link KubeClient}. */
@@ -88,7 +104,8 @@ export class KubeClient {
       await drain(res, describe(req)).finally(settled);
       return undefined;
     }
-    const text = await readText(res, describe(req)).finally(settled);
+    const max = ok ? req.maxBytes : undefined;
+    const text = await readBody(res, describe(req), true, max).finally(settled);
     const body = parseJson(text);
     const status = res.statusCode ?? 0;
     if (status < 200 || status >= 300) throw apiErrorFrom(status, body, describe(req));
@@ -198,9 +215,15 @@ function readText(res: http.IncomingMessage, what: string): Promise<string> {
  * answer, which outlived the young generation under load (18 of the leader's 225 MiB promoted
  * in its first 2 minutes at 3 x 10,000, sampled).
  */
-function readBody(res: http.IncomingMessage, what: string, keep: boolean): Promise<string> {
+function readBody(
+  res: http.IncomingMessage,
+  what: string,
+  keep: boolean,
+  maxBytes = Number.POSITIVE_INFINITY,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
+    let size = 0;
     let settled = false;
     const end = () => {
       if (settled) return;
@@ -221,7 +244,17 @@ function readBody(res: http.IncomingMessage, what: string, keep: boolean): Promi
     // answer and this read), it would never say so again.
     if (res.readableEnded) return end();
     if (res.destroyed) return fail(res.errored ?? undefined);
+    const tooLarge = () => {
+      settled = true;
+      chunks.length = 0;
+      res.destroy();
+      reject(new AnswerTooLargeError(what, maxBytes));
+    };
+    if (Number(res.headers["content-length"] ?? 0) > maxBytes) return tooLarge();
     res.on("data", (chunk: Buffer) => {
+      if (settled) return;
+      size += chunk.length;
+      if (size > maxBytes) return tooLarge();
       if (keep) chunks.push(chunk);
     });
     res.once("end", end);

@@ -132,14 +132,15 @@ const ERROR_LEVEL = 50;
 
 /**
  * The keys a redaction path names last (`*.apiKey` → `apiKey`, `headers['x-api-key']` →
- * `x-api-key`): an `err` that is not an Error is written as JSON text, out of pino's reach, so
- * those keys are censored in it at any depth (more than the paths say, never less).
+ * `x-api-key`), lower-cased: an `err` that is not an Error is written as JSON text, out of pino's
+ * reach, so those keys are censored in it at any depth and in any case (`X-Api-Key`, the
+ * transport's header, as `x-api-key`): more than the paths say, never less.
  */
 function redactedKeys(paths: readonly string[]): ReadonlySet<string> {
   const keys = new Set<string>();
   for (const path of paths) {
     const bracketed = /\[['"]([^'"]+)['"]\]$/.exec(path);
-    keys.add(bracketed?.[1] ?? path.slice(path.lastIndexOf(".") + 1));
+    keys.add((bracketed?.[1] ?? path.slice(path.lastIndexOf(".") + 1)).toLowerCase());
   }
   return keys;
 }
@@ -158,7 +159,7 @@ function errorFields(
   if (!(err instanceof Error)) {
     if (typeof err === "string") return { error: err };
     try {
-      const censor = (key: string, value: unknown) => (hidden.has(key) ? CENSOR : value);
+      const censor = (key: string, value: unknown) => (hidden.has(key.toLowerCase()) ? CENSOR : value);
       return { error: JSON.stringify(err, censor) ?? String(err) };
     } catch {
       return { error: String(err) }; // a BigInt, a cycle

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SimulatorSeed } from "../../src/simulator/seed.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { manifestDir, resourceYaml, cli as runCli, SECRET_VALUE, SEED } from "../contract/gitops-fixture.ts";
-import { freshNamespace, kubectlOk, testKubeconfigPath } from "../support/cluster.ts";
+import { freshNamespace, kubectl, kubectlOk, testKubeconfigPath } from "../support/cluster.ts";
 import { startOperator, startTestSimulator, TEST_API_KEY, type TestOperator } from "../support/operator.ts";
 import { ClusterUser } from "../support/resources.ts";
 
@@ -216,6 +216,60 @@ describe("import → kubectl apply → operator", () => {
     expect(whole.doc.protectedRemovals).toEqual([]);
     // A warning: the exit status is the rest of the plan's (intake itself planned nothing).
     expect(code).toBe(whole.code);
+  });
+
+  it("plan --kubeconfig finds, by the files' Flux labels, a protected resource whose namespace lost its last file", async () => {
+    // The files' resources, as Flux's Kustomization applied them; and one it applied elsewhere
+    // whose file (its namespace's only one) the change drops.
+    const marks = [
+      `kustomize.toolkit.fluxcd.io/name=agents-${RUN}`,
+      "kustomize.toolkit.fluxcd.io/namespace=flux-system",
+    ];
+    const other = await freshNamespace("gitops-dropped");
+    const ledger = named("ledger");
+    await kubectlOk(["label", "dmsd", "--all", "-n", namespace, ...marks]);
+    try {
+      await kubectlOk(["apply", "-f", "-"], {
+        input: resourceYaml(
+          ledger,
+          { name: ledger, source: "internal_template", deletionProtection: true },
+          { namespace: other, labels: Object.fromEntries(marks.map((m) => m.split("="))) },
+        ),
+      });
+      const { doc } = await planJson([
+        "-f",
+        await manifestDir({ "all.yaml": imported }),
+        "--kubeconfig",
+        testKubeconfigPath(),
+      ]);
+      expect((doc.protectedRemovals ?? []).map((r) => `${r.namespace}/${r.name}`)).toEqual([
+        `${other}/${ledger}`,
+      ]);
+      expect(doc.protectedRemovals?.[0]?.message).toContain(
+        `(applied by the same Flux Kustomization flux-system/agents-${RUN} as the files' resources)`,
+      );
+    } finally {
+      await kubectlOk([
+        "label",
+        "dmsd",
+        "--all",
+        "-n",
+        namespace,
+        ...marks.map((m) => `${m.split("=")[0]}-`),
+      ]);
+      await kubectl([
+        "patch",
+        "dmsd",
+        ledger,
+        "-n",
+        other,
+        "--type",
+        "merge",
+        "-p",
+        '{"spec":{"deletionProtection":false}}',
+      ]);
+      await kubectl(["delete", "namespace", other, "--wait=false"]);
+    }
   });
 
   it("plan --kubeconfig blocks a new resource claiming a service name an applied one holds", async () => {

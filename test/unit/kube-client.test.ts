@@ -3,7 +3,7 @@ import { getEventListeners } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { KubeClient } from "../../src/kube/client.ts";
+import { AnswerTooLargeError, KubeClient } from "../../src/kube/client.ts";
 import { followersOf } from "../../src/runtime/abort.ts";
 
 let server: Server | undefined;
@@ -38,6 +38,22 @@ describe("KubeClient", () => {
       res.write('{"kind":');
     }, 200);
     await expect(client.request({ method: "GET", path: "/api" })).rejects.toThrow(/GET \/api/);
+  });
+
+  it("cuts off an answer over the request's maxBytes, announced or streamed, and reads one within it", async () => {
+    let announce = true;
+    const body = JSON.stringify({ items: ["x".repeat(10_000)] });
+    const client = await clientOf((_req, res) => {
+      res.writeHead(200, announce ? { "Content-Length": Buffer.byteLength(body) } : {});
+      // Unannounced (chunked), in pieces: cut off as they arrive.
+      for (let i = 0; i < body.length; i += 1_000) res.write(body.slice(i, i + 1_000));
+      res.end();
+    }, 5_000);
+    const list = (maxBytes: number) => client.request({ method: "GET", path: "/apis/x", maxBytes });
+    await expect(list(4_096)).rejects.toBeInstanceOf(AnswerTooLargeError);
+    announce = false;
+    await expect(list(4_096)).rejects.toThrow("GET /apis/x: the answer is larger than 4096 bytes");
+    await expect(list(Buffer.byteLength(body))).resolves.toEqual(JSON.parse(body));
   });
 
   it("gives up on a server that does not answer at all, with the request's own timeout", async () => {

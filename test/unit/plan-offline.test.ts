@@ -71,5 +71,27 @@ describe("plan --offline", () => {
     );
     const bad = await plan(["--no-such-flag"], valid);
     expect(bad.code).toBe(1);
+    const protection = await plan(["--protection-namespaces", "prod,staging"], valid);
+    expect(protection.stderr).toBe(
+      "error: --offline reads no cluster and no service: drop --protection-namespaces, or drop --offline to plan against them\n",
+    );
+  });
+});
+
+describe("plan --protection-namespaces", () => {
+  const online = (args: string[]) =>
+    runCli(["plan", "-f", "-", ...args], { commands: [registerPlanCommand], stdin: valid, env: {} });
+
+  it("takes namespace names separated by commas, and needs --kubeconfig", async () => {
+    const bad = await online(["--protection-namespaces", "prod,Team_B"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("must be a namespace name");
+    const empty = await online(["--protection-namespaces", "prod,,b"]);
+    expect(empty.stderr).toContain("must be namespace names separated by commas, e.g. team-a,team-b.");
+    const alone = await online(["--protection-namespaces", "prod"]);
+    expect(alone.code).toBe(1);
+    expect(alone.stderr).toBe(
+      "error: --protection-namespaces names namespaces of a cluster to check for protected resources the files no longer hold: pass --kubeconfig too\n",
+    );
   });
 });

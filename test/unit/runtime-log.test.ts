@@ -2,6 +2,7 @@
 // line of a reconcile (one reconcileID shared by its lines, another for the next reconcile),
 // redaction in both formats, and a console line a terminal cannot be driven by.
 import { describe, expect, it } from "vitest";
+import { RUN_REDACT } from "../../src/commands/run.ts";
 import { Controller, type ReconcileResult } from "../../src/runtime/controller.ts";
 import { createLogger, defaultLogFormat, formatConsoleLine, type LogFormat } from "../../src/runtime/log.ts";
 
@@ -162,5 +163,40 @@ describe("the default format", () => {
     expect(defaultLogFormat(true)).toBe("console");
     expect(defaultLogFormat(false)).toBe("json");
     expect(defaultLogFormat(undefined)).toBe("json");
+  });
+});
+
+describe("run's redaction", () => {
+  it("censors the transports' headers, tokens and passwords, in whatever case a key is written", () => {
+    for (const format of ["json", "console"] as const) {
+      const lines: string[] = [];
+      const logger = createLogger({
+        level: "debug",
+        format,
+        redact: RUN_REDACT,
+        destination: { write: (line: string) => void lines.push(line) },
+      });
+      // An err that is not an Error: JSON text, censored by key in any case.
+      const err = {
+        request: { headers: { "X-Api-Key": "s3cret-header", Authorization: "Bearer s3cret-bearer" } },
+        Password: "s3cret-password",
+        status: 401,
+      };
+      logger.warn({ err }, "call refused");
+      // Fields pino censors by path: the header as Node writes it and as the transports set it.
+      logger.info(
+        {
+          request: { headers: { "X-Api-Key": "s3cret-header", authorization: "Bearer s3cret-bearer" } },
+          headers: { Authorization: "Bearer s3cret-bearer" },
+          token: "s3cret-token",
+          login: { password: "s3cret-password" },
+        },
+        "request",
+      );
+      const text = lines.join("");
+      for (const value of ["s3cret-header", "s3cret-bearer", "s3cret-password", "s3cret-token"])
+        expect(text).not.toContain(value);
+      expect(text).toContain("401");
+    }
   });
 });
