@@ -122,7 +122,11 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   health.addReadinessCheck(cachesReadiness(caches));
   const manager = new Manager({
     ...(le.enabled
-      ? { elector: leaderElector(le, client, kube.namespace, identity, metrics, logger, clock) }
+      ? {
+          elector: leaderElector(le, client, kube.namespace, identity, metrics, logger, clock, (holder) =>
+            replica.leaderObserved(holder),
+          ),
+        }
       : {}),
     shutdownTimeoutMs: config.shutdownTimeoutMs,
     clock,
