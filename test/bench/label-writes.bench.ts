@@ -37,7 +37,10 @@ export const benchmark: Benchmark = {
   description:
     "shard label patches (resourceVersion precondition) against the API server at several writes in flight: writes/s, p50 / p99 (own control plane)",
   options: {
-    "label-resources": { description: "resources created, each patched once per level of writes in flight", default: "2000" },
+    "label-resources": {
+      description: "resources created, each patched once per level of writes in flight",
+      default: "2000",
+    },
     "in-flight": { description: "writes in flight, comma-separated, run in turn", default: "8,16,32,64" },
   },
   async run({ args }) {
