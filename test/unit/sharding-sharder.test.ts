@@ -497,6 +497,38 @@ describe("the sharder", () => {
     for (const key of ofA) expect(["b", "c"]).toContain(w.owner(key));
   });
 
+  it("takes a dead member's Lease before any other write of the pass, and moves its share before its drains", async () => {
+    const w = new World();
+    for (const m of ["a", "b", "c"]) w.renew(m);
+    w.add(300);
+    const watched = new RingMembership();
+    const watch = () => {
+      for (const lease of w.leases.values()) watched.seen(lease, w.clock.now());
+    };
+    watch();
+    await w.sharder(undefined, "a_1", logger, "a").pass(signal);
+    const ofA = new Set([...w.resources.values()].filter((r) => w.owner(r.key) === "a").map((r) => r.key));
+    // "a", the leader, is killed; "b" watches b and c renew for a whole duration, then leads.
+    for (let t = 0; t <= LEASE_MS / 1_000; t++) {
+      w.clock.advance(1_000);
+      w.renew("b");
+      w.renew("c");
+      watch();
+    }
+    const sharder = w.sharder(watched, "b_1", logger, "b");
+    w.tried.length = 0;
+    // Its first pass has drains to make (its own share shrinks to the sharder's) and a Lease to
+    // take: it takes the Lease and writes no label.
+    const first = await sharder.pass(signal);
+    expect(first.held).toEqual(["a"]);
+    expect(first.later).toBeGreaterThan(0);
+    expect(w.tried).toEqual([]);
+    const second = await sharder.pass(signal);
+    expect(second.drained).toBeGreaterThan(0);
+    expect(new Set(w.tried.slice(0, ofA.size))).toEqual(ofA);
+    for (const key of ofA) expect(["b", "c"]).toContain(w.owner(key));
+  });
+
   it("says when the next Lease would expire unrenewed, by this process's clock", () => {
     const w = new World();
     const ring = new RingMembership();
