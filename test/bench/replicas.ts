@@ -75,6 +75,11 @@ export interface ReplicaFigures {
    * that ends its creates first leaves its share of the budget unused.
    */
   creates?: Record<string, { calls: Record<string, number>; lastCreateSeconds: number }>;
+  /**
+   * Start → adopted: the API server's requests on Deployment resources by verb (the sharder's
+   * label patches, and the create intents' and outcomes' status writes); absent in older series.
+   */
+  createsKubeRequestsByVerb?: Record<string, number>;
   /** Adopted → no resource polled any more (absent in older series: their steady window began at adoption). */
   settledSeconds?: number;
   /** Per replica, in start order. */
@@ -272,6 +277,7 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
     };
     const watch = new ReadyWatch(client, NS);
     await watch.start();
+    const requestsAtStart = await apiMetrics();
     const started = performance.now();
     for (let i = 0; i < replicas; i++) await start();
     const first = [...running.values()][0];
@@ -280,8 +286,9 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
     await untilOwned(client, watch, running, 600_000);
     const adoptionSeconds = (performance.now() - started) / 1000;
     const creates = createsByReplica(tap.calls, started);
+    const createsKube = apiRequestDelta(requestsAtStart, await apiMetrics(), "dms.dev", "deployments").byVerb;
     progress(
-      `R=${replicas} N=${n}: adopted in ${adoptionSeconds.toFixed(1)} s; by replica ${JSON.stringify(creates)}`,
+      `R=${replicas} N=${n}: adopted in ${adoptionSeconds.toFixed(1)} s; by replica ${JSON.stringify(creates)}; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(createsKube)}`,
     );
     // Settled: a created resource is Ready at once, but its create intent is cleared by one more
     // status write once a read shows its deployment (polled until then). The steady window starts
@@ -355,6 +362,7 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
       loadAverage: { start: round(loadAtStart, 1), end: round(loadavg()[0] ?? 0, 1) },
       adoptionSeconds: round(adoptionSeconds, 1),
       creates,
+      createsKubeRequestsByVerb: createsKube,
       settledSeconds,
       rssMiB,
       resync: {
