@@ -115,7 +115,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   health.addReadinessCheck(cachesReadiness(caches));
   const manager = new Manager({
     ...(le.enabled
-      ? { elector: leaderElector(le, client, namespace, identity, metrics, logger, clock) }
+      ? { elector: leaderElector(le, client, namespace, identity, metrics, logger, clock, replica.leaderObserved) }
       : {}),
     shutdownTimeoutMs: config.shutdownTimeoutMs,
     clock,

@@ -74,7 +74,7 @@ export interface LeaderElectionOptions {
   logger?: Logger;
   /** Called with true when this process starts leading and false when it stops (metrics gauge). */
   onLeadingChange?(leading: boolean): void;
-  /** Called when a different holder is observed (for logs). */
+  /** Called when a different holder is observed (logs; a sharded replica's request budget). */
   onNewLeader?(identity: string): void;
   /**
    * Called after each successful acquire or renewal with the local time its write was sent: the

@@ -16,7 +16,10 @@ import {
 
 /** What the choice decided. */
 export interface Choice<R extends ShardedResource> {
-  /** The drains first, then the moves, in the order found. */
+  /**
+   * The moves off a held replica first (a dead one's share: nobody reconciles those resources),
+   * then the drains, then the other moves, each in the order found.
+   */
   writes: PlannedWrite<R>[];
   /** Moves that wait for a rival (same claim) to be let go by another replica. */
   deferred: number;
@@ -56,17 +59,20 @@ export function chooseMoves<R extends ShardedResource>(
     const shared = sharing.get(resource.claim);
     if (shared !== undefined) sharing.set(resource.claim, shared + 1);
   }
-  for (const { resource, to } of drains) {
-    if (!budget.take(resource.uid)) continue;
-    const value = sharing.get(resource.claim) === 1 ? to : DRAIN_ANY;
-    choice.writes.push({ kind: "drain", resource, value });
-  }
-  for (const { resource, owner, to } of moves) {
+  const move = ({ resource, owner, to }: Move<R>) => {
     const others = [...(holders.get(resource.claim) ?? [])];
     if (others.some((other) => other !== to && ring.state(other) !== "held")) {
       choice.deferred += 1;
       if (forgets(resource, before.get(resource.uid))) choice.forget.push(resource.uid);
     } else if (budget.take(resource.uid)) choice.writes.push({ kind: "assign", resource, to, from: owner });
+  };
+  const offHeld = (m: Move<R>) => m.owner !== undefined && ring.state(m.owner) === "held";
+  for (const m of moves) if (offHeld(m)) move(m);
+  for (const { resource, to } of drains) {
+    if (!budget.take(resource.uid)) continue;
+    const value = sharing.get(resource.claim) === 1 ? to : DRAIN_ANY;
+    choice.writes.push({ kind: "drain", resource, value });
   }
+  for (const m of moves) if (!offHeld(m)) move(m);
   return choice;
 }

@@ -17,6 +17,7 @@ import { leaseHolder } from "./lease-holder.ts";
 import { ShardMember, type ShardWriteGrant } from "./member.ts";
 import { RingMembership } from "./membership.ts";
 import { shardMetrics } from "./metrics.ts";
+import { ringShares } from "./ring.ts";
 import {
   type RingLeases,
   ringLease,
@@ -82,8 +83,13 @@ export interface ShardedReplica {
   /** Added to the Deployment resources' label selector: this replica's share only. */
   selector: string;
   member: ShardMember;
-  /** This replica's share of each connection's request budget: 1 / the live members. */
+  /** This replica's share of each connection's request budget: see {@link budgetShare}. */
   qpsShare(): number;
+  /**
+   * The leader election's holder as this process last saw it (its identity, `<pod name>_<suffix>`;
+   * undefined: none known): the leader's replica runs the sharder and has a smaller share.
+   */
+  leaderObserved(identity: string | undefined): void;
   /** Asked before each service write: a grant while the Lease is held, else a refusal. */
   writeGate(): ShardWriteGrant | { refuse: string };
   /** The replica's Lease, the policy's check (leader), the ring's Lease watch, and the sharder (leader). */
@@ -96,6 +102,34 @@ export interface ShardedReplica {
   guard(reconcile: Reconciler): Reconciler;
   /** Each connection's users, counted by the leader (see {@link ClusterUsers}). */
   users: ClusterUsers;
+}
+
+/** The replica (pod) name of a leader election identity `<pod name>_<suffix>`. */
+export function podOfIdentity(identity: string): string {
+  const cut = identity.lastIndexOf("_");
+  return cut < 0 ? identity : identity.slice(0, cut);
+}
+
+/**
+ * The part of each connection's request budget the replica `self` takes: its ring weight over the
+ * sum of the members' (`live`, and itself if it does not see itself live yet), the leader's
+ * replica weighing `SHARDER_REPLICA_SHARE` (ring.ts) while it is live (it holds that share of the
+ * resources, so its creates and reads are that much fewer) and the others 1; an even split when
+ * no live member is known to lead. Equal parts left the leader's replica done with its creates
+ * first, its part of the budget unused while the others still created theirs.
+ *
+ * Every replica that sees one live leader takes its weight over the same total, so the parts add
+ * up to 1; a replica that knows of no leader takes 1/members, less than a member's part while
+ * one leads; only a replica that still sees a leader that let go of its leadership, while that
+ * replica takes the even split, holds a little more than its part, until it sees the next one.
+ */
+export function budgetShare(self: string, live: readonly string[], leader: string | undefined): number {
+  const members = live.includes(self) ? live : [...live, self];
+  const shares = ringShares(members, leader);
+  if (shares === undefined) return 1 / members.length;
+  let total = 0;
+  for (const member of members) total += shares(member);
+  return shares(self) / total;
 }
 
 /** Builds the parts; throws when `name` cannot name a replica. */
@@ -114,7 +148,9 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
     onUpdate: (_old, l) => membership.seen(ringLease(l), clock.now()),
     onDelete: (l) => membership.forget(l.metadata.name),
   });
-  const liveMembers = () => membership.live(leases.list().map(ringLease), clock.now()).length;
+  const live = () => membership.live(leases.list().map(ringLease), clock.now());
+  const liveMembers = () => live().length;
+  let leader: string | undefined;
   let cache: ReplicaCache | undefined;
   let claimants: ((ref: ObjectRef) => number) | undefined;
   const metrics = shardMetrics(
@@ -166,7 +202,10 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
   return {
     selector: `${OWNER_LABEL}=${name}`,
     member,
-    qpsShare: () => 1 / Math.max(1, liveMembers()),
+    qpsShare: () => budgetShare(name, live(), leader),
+    leaderObserved: (identity) => {
+      leader = identity === undefined || identity === "" ? undefined : podOfIdentity(identity);
+    },
     writeGate: () =>
       member.mayWrite()
         ? member.grant()

@@ -252,8 +252,14 @@ export function sharderRunnable<R extends ShardRecord>(o: SharderRunOptions<R>):
           try {
             const report = await sharder.pass(signal);
             // A write that lost a race to an update the sharder does not wake for: again soon. So
-            // with writes left for later, while writes go through (denied ones wait a period).
-            if (report.lost > 0 || (report.later > 0 && report.assigned + report.drained > 0)) poke();
+            // with writes left for later, while writes go through (denied ones wait a period), and
+            // after a Lease taken (its replica's resources move in the next pass).
+            if (
+              report.lost > 0 ||
+              report.held.length > 0 ||
+              (report.later > 0 && report.assigned + report.drained > 0)
+            )
+              poke();
             if (report.assigned + report.drained + report.held.length + report.deleted.length > 0)
               logger.info({ ...report, live: report.live.length }, "sharder pass");
           } catch (err) {

@@ -207,29 +207,36 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     ))
       toHold.add(name);
     const { ordered, later } = orderWrites([...found.writes, ...chosen.writes], this.#failed);
-    const written = await runWrites(ordered, {
-      write: (planned, s) => this.#write(planned, live, leases, s),
-      concurrency: this.#opts.concurrency ?? 8,
-      signal,
-      logger: this.#opts.logger,
-    });
-    this.#failed = written.failed;
+    // Leases first: a replica that stopped renewing has nobody reconciling its share, which must
+    // not wait behind this pass's writes (a new leader's first pass drains its own share down to
+    // the sharder's, up to a thousand writes). A pass that took one writes nothing more: the next
+    // starts at once and moves that replica's resources before its drains (`chooseMoves`).
     const held: string[] = [];
     for (const name of [...toHold].slice(0, MAX_TAKES_PER_PASS))
       if (await this.#holds.take(name, leases.get(name), signal)) held.push(name);
+    const written =
+      held.length > 0
+        ? undefined
+        : await runWrites(ordered, {
+            write: (planned, s) => this.#write(planned, live, leases, s),
+            concurrency: this.#opts.concurrency ?? 8,
+            signal,
+            logger: this.#opts.logger,
+          });
+    if (written) this.#failed = written.failed;
     const deleted = await this.#holds.settle(leases, found.owners, signal);
     this.#opts.onPass?.(live, found.owners);
     return {
       live,
-      assigned: written.assigned,
-      drained: written.drained,
+      assigned: written?.assigned ?? 0,
+      drained: written?.drained ?? 0,
       waiting: found.waiting + chosen.deferred,
       held,
       deleted,
       deferred: chosen.deferred,
-      denied: written.denied,
-      lost: written.lost,
-      later: found.later + budget.later + later,
+      denied: written?.denied ?? 0,
+      lost: written?.lost ?? 0,
+      later: found.later + budget.later + later + (written ? 0 : ordered.length),
     };
   }
 

@@ -9,7 +9,8 @@ import type { OperatorConfig } from "./operator-config.ts";
 
 /**
  * The elector of `config.leaderElection`; the Lease lives in its namespace, else the
- * kubeconfig context's, else `default`. Leadership is reported as a metric.
+ * kubeconfig context's, else `default`. Leadership is reported as a metric, and the holder as
+ * this process sees it to `onLeader` (its own identity while it leads, undefined once it stops).
  */
 export function leaderElector(
   config: OperatorConfig["leaderElection"],
@@ -19,6 +20,7 @@ export function leaderElector(
   metrics: RuntimeMetrics,
   logger: Logger,
   clock: Clock,
+  onLeader?: (identity: string | undefined) => void,
 ): LeaderElector {
   const namespace = config.namespace ?? contextNamespace ?? "default";
   return new LeaderElector({
@@ -29,6 +31,10 @@ export function leaderElector(
     retryPeriodMs: config.retryPeriodMs,
     clock,
     logger,
-    onLeadingChange: (leading) => metrics.setLeader(config.name, leading),
+    onLeadingChange: (leading) => {
+      metrics.setLeader(config.name, leading);
+      onLeader?.(leading ? identity : undefined);
+    },
+    ...(onLeader ? { onNewLeader: (holder: string) => onLeader(holder) } : {}),
   });
 }

@@ -39,6 +39,8 @@ export interface Sharding {
   member: ShardMember;
   /** The share, fence and User-Agent of every service client. */
   clientIdentity: ClientIdentity;
+  /** The leader election's holder as observed (see `ShardedReplica.leaderObserved`). */
+  leaderObserved(identity: string | undefined): void;
   /** The replica's Lease, the ring's Lease watch, and the sharder (leader-gated). */
   runnables: Runnable[];
   /** Joins the member to this replica's cache once it exists. */
@@ -115,6 +117,7 @@ export function sharding(p: ShardingParts): Sharding {
       qpsShare: replica.qpsShare,
       writeGate: replica.writeGate,
     },
+    leaderObserved: replica.leaderObserved,
     runnables: replica.runnables,
     attach: (deployments) =>
       replica.attach(deployments, (ref) => {
@@ -147,6 +150,8 @@ export interface ReplicaRole {
   ownShare(runnable: Runnable): Runnable;
   /** Sharding's own runnables: none unsharded. */
   runnables: Runnable[];
+  /** Told the leader election's holder as this process sees it (sharded: the request budget's parts). */
+  leaderObserved(identity: string | undefined): void;
 }
 
 /** The {@link ReplicaRole} `config` asks for; `kubeNamespace` is the kubeconfig's namespace. */
@@ -165,6 +170,7 @@ export function replicaRole(
       attach: () => {},
       ownShare: (runnable) => runnable,
       runnables: [],
+      leaderObserved: () => {},
     };
   const namespace = config.leaderElection.namespace ?? kubeNamespace ?? "default";
   const shards = sharding({ ...parts, config, namespace, podName });
@@ -181,5 +187,6 @@ export function replicaRole(
       start: (s, h) => runnable.start(s, h),
     }),
     runnables: shards.runnables,
+    leaderObserved: shards.leaderObserved,
   };
 }

@@ -297,7 +297,7 @@ export function passStarts(fullListings: readonly number[]): number[] {
  * What a call on /v2/deployments is: a create, a page of a full listing (a resync's), a lookup of
  * ids (the rollout poller's batches, or one reconcile's own lookup of its id) or of a name.
  */
-function callKind(method: string | undefined, query: URLSearchParams): string {
+export function callKind(method: string | undefined, query: URLSearchParams): string {
   if (method === "POST") return "create";
   if (method !== "GET") return method ?? "other";
   if (query.has("deployment_ids")) {

@@ -34,7 +34,7 @@ import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.t
 import { readInstallKey } from "../../src/kube/install-key.ts";
 import { collectionPath } from "../../src/kube/reflector.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
-import { OWNER_LABEL } from "../../src/sharding/labels.ts";
+import { OWNER_LABEL, SHARDER_HOLDER_PREFIX } from "../../src/sharding/labels.ts";
 import { ownerOf, ringShares, SHARDER_REPLICA_SHARE } from "../../src/sharding/ring.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { pollIndexer } from "../../src/wiring/indexes.ts";
@@ -43,6 +43,7 @@ import { benchDeploymentBody, callCount } from "./harness.ts";
 import { Inspector } from "./inspector.ts";
 import {
   APPLY_CONCURRENCY,
+  callKind,
   planeClient,
   pool,
   progress,
@@ -67,6 +68,18 @@ export interface ReplicaFigures {
   commit: string;
   loadAverage: { start: number; end: number };
   adoptionSeconds: number;
+  /**
+   * Start → adopted, per replica: its calls on /v2/deployments by kind and the second (from the
+   * start) of its last create; absent in older series. Where the creates' time goes: two calls per
+   * create (the lookup by name, then the POST) at the replica's share of `--qps`, and a replica
+   * that ends its creates first leaves its share of the budget unused.
+   */
+  creates?: Record<string, { calls: Record<string, number>; lastCreateSeconds: number }>;
+  /**
+   * Start → adopted: the API server's requests on Deployment resources by verb (the sharder's
+   * label patches, and the create intents' and outcomes' status writes); absent in older series.
+   */
+  createsKubeRequestsByVerb?: Record<string, number>;
   /** Adopted → no resource polled any more (absent in older series: their steady window began at adoption). */
   settledSeconds?: number;
   /** Per replica, in start order. */
@@ -139,6 +152,8 @@ export interface TappedCall {
   at: number;
   /** A batch of ids or a page of a whole listing: what a resync pass reads a connection with. */
   read: boolean;
+  /** What the call is (see {@link callKind}); absent on calls outside /v2/deployments. */
+  kind?: string;
 }
 
 /**
@@ -203,7 +218,8 @@ class ReplicaTap extends Tap {
     const whole = [...url.searchParams.keys()].every((key) => key === "limit" || key === "offset");
     const read =
       req.method === "GET" && url.pathname === "/v2/deployments" && (ids ? ids.includes(",") : whole);
-    this.calls.push({ replica, at: performance.now(), read });
+    const kind = url.pathname === "/v2/deployments" ? callKind(req.method, url.searchParams) : undefined;
+    this.calls.push({ replica, at: performance.now(), read, ...(kind ? { kind } : {}) });
   };
 
   override reset(): void {
@@ -261,6 +277,7 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
     };
     const watch = new ReadyWatch(client, NS);
     await watch.start();
+    const requestsAtStart = await apiMetrics();
     const started = performance.now();
     for (let i = 0; i < replicas; i++) await start();
     const first = [...running.values()][0];
@@ -268,7 +285,11 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
     await watch.untilReady(n, first.process, Math.max(600_000, n * 200));
     await untilOwned(client, watch, running, 600_000);
     const adoptionSeconds = (performance.now() - started) / 1000;
-    progress(`R=${replicas} N=${n}: adopted in ${adoptionSeconds.toFixed(1)} s`);
+    const creates = createsByReplica(tap.calls, started);
+    const createsKube = apiRequestDelta(requestsAtStart, await apiMetrics(), "dms.dev", "deployments").byVerb;
+    progress(
+      `R=${replicas} N=${n}: adopted in ${adoptionSeconds.toFixed(1)} s; by replica ${JSON.stringify(creates)}; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(createsKube)}`,
+    );
     // Settled: a created resource is Ready at once, but its create intent is cleared by one more
     // status write once a read shows its deployment (polled until then). The steady window starts
     // when no resource is polled any more, or it would count the creates' last writes.
@@ -308,7 +329,7 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
 
     // 3. Kill -9 of a replica that is only a member, then (back to R) of the leader, the sharder.
     const label = `R=${replicas} N=${n}`;
-    const member = await killOne(client, running, false, watch, label);
+    const member = await killOne(client, running, false, watch, label, apiMetrics);
     const replaceSeconds = await joinOne(
       client,
       start,
@@ -316,7 +337,7 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
       running,
       `${label}: the killed member replaced`,
     );
-    const kill = { ...member, leader: await killOne(client, running, true, watch, label) };
+    const kill = { ...member, leader: await killOne(client, running, true, watch, label, apiMetrics) };
 
     // 4. Back to R, then R → R+1.
     await start();
@@ -340,6 +361,8 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
       commit: setup.commit,
       loadAverage: { start: round(loadAtStart, 1), end: round(loadavg()[0] ?? 0, 1) },
       adoptionSeconds: round(adoptionSeconds, 1),
+      creates,
+      createsKubeRequestsByVerb: createsKube,
       settledSeconds,
       rssMiB,
       resync: {
@@ -380,6 +403,18 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
 export interface KillFigures {
   replica: string;
   share: number;
+  /**
+   * Kill → the victim's ring Lease taken by the sharder (its holder `sharder/…`), or gone: the
+   * detection, a Lease duration and a pass; absent in older series. The rest of
+   * {@link reownedSeconds} is the relabelling of its share.
+   */
+  takenSeconds?: number;
+  /**
+   * The API server's requests on Deployment resources from the kill until its share was
+   * reconciled, by verb (the sharder's label patches, and what the new owners wrote beside
+   * them); absent in older series.
+   */
+  kubeRequestsByVerb?: Record<string, number>;
   reownedSeconds: number;
   reconciledSeconds: number;
 }
@@ -446,6 +481,7 @@ async function killOne(
   leader: boolean,
   watch: ReadyWatch,
   label: string,
+  apiMetrics: () => Promise<Parameters<typeof apiRequestDelta>[0]>,
 ): Promise<KillFigures> {
   const lead = await leaderOf(client);
   const victim = leader ? lead : [...running.keys()].find((r) => r !== lead);
@@ -453,11 +489,14 @@ async function killOne(
   if (!victim || !victimOp) throw new Error(`no replica to kill (the leader is ${lead ?? "unknown"})`);
   const owned = shareOf(watch.list()).get(victim) ?? 0;
   const reconcilesBefore = await sumReconciles(running, victim);
+  const requestsBefore = await apiMetrics();
   const killedAt = performance.now();
   process.kill(-victimOp.process.pid, "SIGKILL");
   running.delete(victim);
+  const taken = untilTaken(client, victim, killedAt);
   await untilOwned(client, watch, running, SETTLE_LIMIT_MS);
   const reownedSeconds = (performance.now() - killedAt) / 1000;
+  const takenSeconds = await taken;
   for (;;) {
     if ((await sumReconciles(running)) >= reconcilesBefore + owned) break;
     if (performance.now() - killedAt > SETTLE_LIMIT_MS)
@@ -465,16 +504,53 @@ async function killOne(
     await sleep(250);
   }
   const reconciledSeconds = (performance.now() - killedAt) / 1000;
+  const requests = apiRequestDelta(requestsBefore, await apiMetrics(), "dms.dev", "deployments").byVerb;
   await victimOp.process.stop(1_000);
   progress(
-    `${label}: re-owned ${reownedSeconds.toFixed(1)} s, reconciled ${reconciledSeconds.toFixed(1)} s after a kill -9 of ${leader ? "the leader" : "a member"} (${victim}, ${owned} resources)`,
+    `${label}: Lease taken ${takenSeconds} s, re-owned ${reownedSeconds.toFixed(1)} s (${round(owned / Math.max(0.1, reownedSeconds - takenSeconds), 1)} relabelled/s), reconciled ${reconciledSeconds.toFixed(1)} s after a kill -9 of ${leader ? "the leader" : "a member"} (${victim}, ${owned} resources); Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(requests)}`,
   );
   return {
     replica: victim,
     share: owned,
+    takenSeconds,
+    kubeRequestsByVerb: requests,
     reownedSeconds: round(reownedSeconds, 1),
     reconciledSeconds: round(reconciledSeconds, 1),
   };
+}
+
+/** Seconds from `since` until the ring Lease of `replica` is held by a sharder or deleted. */
+async function untilTaken(client: KubeClient, replica: string, since: number): Promise<number> {
+  for (;;) {
+    const lease = (await client
+      .request({ method: "GET", path: `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/${replica}` })
+      .catch(() => undefined)) as { spec?: { holderIdentity?: string } } | undefined;
+    const holder = lease?.spec?.holderIdentity ?? "";
+    if (lease === undefined || holder.startsWith(SHARDER_HOLDER_PREFIX))
+      return round((performance.now() - since) / 1000, 1);
+    if (performance.now() - since > SETTLE_LIMIT_MS) return Number.NaN;
+    await sleep(100);
+  }
+}
+
+/**
+ * Per replica, its calls on /v2/deployments by kind and the second (after `started`) of its last
+ * create, from the calls tapped since the start.
+ */
+export function createsByReplica(
+  calls: readonly TappedCall[],
+  started: number,
+): Record<string, { calls: Record<string, number>; lastCreateSeconds: number }> {
+  const out: Record<string, { calls: Record<string, number>; lastCreateSeconds: number }> = {};
+  for (const call of calls) {
+    if (call.kind === undefined) continue;
+    const own = out[call.replica] ?? { calls: {}, lastCreateSeconds: 0 };
+    out[call.replica] = own;
+    own.calls[call.kind] = (own.calls[call.kind] ?? 0) + 1;
+    if (call.kind === "create")
+      own.lastCreateSeconds = Math.max(own.lastCreateSeconds, round((call.at - started) / 1000, 1));
+  }
+  return out;
 }
 
 function ownersOf(objects: readonly DeploymentObject[]): Map<string, string | undefined> {

@@ -183,6 +183,17 @@ describe("the choice of moves and drains", () => {
       room: 1,
       chosen: { writes: ["r1:drain=b"], roomLater: 1 },
     },
+    {
+      case: "moves off a held replica take room before drains and other moves",
+      resources: [res("r1", { owner: "c" }), res("r2"), res("r3", { owner: "h" })],
+      drains: [{ uid: "r1", to: "b" }],
+      moves: [
+        { uid: "r2", to: "b" },
+        { uid: "r3", to: "b" },
+      ],
+      room: 2,
+      chosen: { writes: ["r3→b", "r1:drain=b"], roomLater: 1 },
+    },
   ])("$case", ({ resources, before = {}, drains = [], moves = [], room = 10, chosen }) => {
     const byUid = new Map(resources.map((r) => [r.uid, r]));
     const of = (uid: string) => byUid.get(uid) ?? res(uid);

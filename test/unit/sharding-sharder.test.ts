@@ -161,6 +161,24 @@ class World {
 
 const signal = new AbortController().signal;
 
+/**
+ * Members a, b and c, 300 resources placed by the sharder of "a" (its own replica `self`), and
+ * the replica "b" watching the Leases from its start, leading or not (`watch` feeds `watched`).
+ */
+async function ledByA(self?: string) {
+  const w = new World();
+  for (const m of ["a", "b", "c"]) w.renew(m);
+  w.add(300);
+  const watched = new RingMembership();
+  const watch = () => {
+    for (const lease of w.leases.values()) watched.seen(lease, w.clock.now());
+  };
+  watch();
+  await w.sharder(undefined, "a_1", logger, self).pass(signal);
+  const ofA = [...w.resources.values()].filter((r) => w.owner(r.key) === "a").map((r) => r.key);
+  return { w, watched, watch, ofA };
+}
+
 /** A world of `members` renewing and `count` resources, after the sharder's first pass. */
 async function assigned(members: string[], count: number) {
   const w = new World();
@@ -457,17 +475,7 @@ describe("the sharder", () => {
   });
 
   it("on a new leader, moves a dead member's resources a duration after its last renewal was seen by this replica, whenever it began to lead", async () => {
-    const w = new World();
-    for (const m of ["a", "b", "c"]) w.renew(m);
-    w.add(300);
-    // The replica "b" watches the Leases from its start, leading or not.
-    const watched = new RingMembership();
-    const watch = () => {
-      for (const lease of w.leases.values()) watched.seen(lease, w.clock.now());
-    };
-    watch();
-    await w.sharder(undefined, "a_1").pass(signal);
-    const ofA = [...w.resources.values()].filter((r) => w.owner(r.key) === "a").map((r) => r.key);
+    const { w, watched, watch, ofA } = await ledByA();
     // "a" (the leader and the sharder) is killed after a renewal; b and c go on renewing.
     w.clock.advance(1_000);
     w.renew("a");
@@ -494,6 +502,29 @@ describe("the sharder", () => {
       for (const key of ofA) expect(w.owner(key)).toBe("a");
     }
     await sharder?.pass(signal);
+    for (const key of ofA) expect(["b", "c"]).toContain(w.owner(key));
+  });
+
+  it("takes a dead member's Lease before any other write of the pass, and moves its share before its drains", async () => {
+    const { w, watched, watch, ofA } = await ledByA("a");
+    // "a", the leader, is killed; "b" watches b and c renew for a whole duration, then leads.
+    for (let t = 0; t <= LEASE_MS / 1_000; t++) {
+      w.clock.advance(1_000);
+      w.renew("b");
+      w.renew("c");
+      watch();
+    }
+    const sharder = w.sharder(watched, "b_1", logger, "b");
+    w.tried.length = 0;
+    // Its first pass has drains to make (its own share shrinks to the sharder's) and a Lease to
+    // take: it takes the Lease and writes no label.
+    const first = await sharder.pass(signal);
+    expect(first.held).toEqual(["a"]);
+    expect(first.later).toBeGreaterThan(0);
+    expect(w.tried).toEqual([]);
+    const second = await sharder.pass(signal);
+    expect(second.drained).toBeGreaterThan(0);
+    expect(new Set(w.tried.slice(0, ofA.length))).toEqual(new Set(ofA));
     for (const key of ofA) expect(["b", "c"]).toContain(w.owner(key));
   });
 

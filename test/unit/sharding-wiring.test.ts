@@ -6,6 +6,8 @@ import { KubeClient } from "../../src/kube/client.ts";
 import { systemClock } from "../../src/runtime/clock.ts";
 import { Action } from "../../src/runtime/controller.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
+import { budgetShare, podOfIdentity } from "../../src/sharding/replica.ts";
+import { SHARDER_REPLICA_SHARE } from "../../src/sharding/ring.ts";
 import { VERSION } from "../../src/version.ts";
 import { joinSelectors, replicaRole, sharding } from "../../src/wiring/sharding.ts";
 
@@ -101,5 +103,35 @@ describe("the replica's role", () => {
     expect(role.ownShare(poller)).toMatchObject({ name: "rollout-poller", needLeaderElection: false });
     expect(role.users?.ready()).toBe(false);
     expect(role.runnables.map((r) => r.name)).toEqual(["shard-lease", "shard-lease-informer", "sharder"]);
+  });
+});
+
+describe("a replica's part of each connection's request budget", () => {
+  const live = ["a", "b", "c"];
+
+  it("is its ring weight over the members': the leader's replica takes the sharder's smaller share", () => {
+    expect(budgetShare("a", live, "a")).toBeCloseTo(SHARDER_REPLICA_SHARE / (SHARDER_REPLICA_SHARE + 2));
+    expect(budgetShare("b", live, "a")).toBeCloseTo(1 / (SHARDER_REPLICA_SHARE + 2));
+    // The parts of the replicas that agree on the leader add up to the whole budget.
+    expect(live.reduce((sum, r) => sum + budgetShare(r, live, "a"), 0)).toBeCloseTo(1);
+  });
+
+  it("is an even split when no live member is known to lead, and counts itself before it sees itself live", () => {
+    expect(budgetShare("b", live, undefined)).toBeCloseTo(1 / 3);
+    expect(budgetShare("b", live, "gone")).toBeCloseTo(1 / 3);
+    expect(budgetShare("d", live, undefined)).toBeCloseTo(1 / 4);
+    expect(budgetShare("d", live, "a")).toBeCloseTo(1 / (SHARDER_REPLICA_SHARE + 3));
+    expect(budgetShare("a", [], undefined)).toBe(1);
+  });
+
+  it("never adds up to more than the budget while the replicas see different leaders, one of them the true one", () => {
+    // "b" just took the leadership: it knows, "a" still sees itself, "c" still sees "a".
+    const parts = budgetShare("a", live, "a") + budgetShare("b", live, "b") + budgetShare("c", live, "a");
+    expect(parts).toBeLessThanOrEqual(1 + 1e-9);
+  });
+
+  it("reads the leader's replica from its identity `<pod name>_<suffix>`", () => {
+    expect(podOfIdentity("dms-operator-5d9f8-x2x7q_1a2b3c4d")).toBe("dms-operator-5d9f8-x2x7q");
+    expect(podOfIdentity("plain")).toBe("plain");
   });
 });

@@ -1,0 +1,121 @@
+/**
+ * The API server's capacity for the sharder's one write: a merge patch of a Deployment resource's
+ * shard labels under a resourceVersion precondition (`patchShardLabels`, as the sharder and a
+ * drain's acknowledgement send it). A control plane of the benchmark's own, N resources, then N
+ * patches at each concurrency in turn (each patch carries the resourceVersion its resource was
+ * last read or written at, so none loses a race): writes/s and each write's p50 / p99.
+ *
+ * What it answers: how many label writes a second a failover or a join can count on here, and at
+ * how many in flight the server stops giving more (a failover's relabelling of a dead replica's
+ * share is bound by it while the labels are its critical path).
+ */
+import { loadavg } from "node:os";
+import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
+import { collectionPath } from "../../src/kube/reflector.ts";
+import { patchShardLabels } from "../../src/kube/shards.ts";
+import { DRAIN_LABEL, OWNER_LABEL } from "../../src/sharding/labels.ts";
+import { ControlPlane } from "../controlplane/harness.ts";
+import { type Benchmark, type BenchRow, benchDeploymentBody } from "./harness.ts";
+import { APPLY_CONCURRENCY, planeClient, pool, progress, round } from "./operator-run.ts";
+
+const NS = "label-writes";
+
+/** Parses a comma-separated list of positive whole numbers, naming the option on a bad one. */
+function wholeNumbers(option: string, text: string): number[] {
+  const values = text.split(",").map((t) => Number(t.trim()));
+  if (values.length === 0 || values.some((v) => !Number.isInteger(v) || v < 1))
+    throw new Error(`--${option}: '${text}' is not a comma-separated list of whole numbers ≥ 1`);
+  return values;
+}
+
+const percentile = (sorted: readonly number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0;
+
+/** See the module comment. */
+export const benchmark: Benchmark = {
+  name: "label-writes",
+  description:
+    "shard label patches (resourceVersion precondition) against the API server at several writes in flight: writes/s, p50 / p99 (own control plane)",
+  options: {
+    "label-resources": {
+      description: "resources created, each patched once per level of writes in flight",
+      default: "2000",
+    },
+    "in-flight": { description: "writes in flight, comma-separated, run in turn", default: "8,16,32,64" },
+  },
+  async run({ args }) {
+    const n = wholeNumbers("label-resources", args["label-resources"] ?? "2000")[0] ?? 2000;
+    const levels = wholeNumbers("in-flight", args["in-flight"] ?? "8,16,32,64");
+    const plane = await ControlPlane.start();
+    const rows: BenchRow[] = [];
+    const load: number[] = [loadavg()[0] ?? 0];
+    try {
+      await plane.installCrds();
+      const { client } = await planeClient(plane, "dms-label-writes-bench");
+      await client.request({ method: "POST", path: "/api/v1/namespaces", body: { metadata: { name: NS } } });
+      const versions: string[] = new Array(n);
+      const names = Array.from({ length: n }, (_, i) => `lw-${String(i).padStart(5, "0")}`);
+      await pool(n, APPLY_CONCURRENCY, async (i) => {
+        const created = (await client.request({
+          method: "POST",
+          path: collectionPath(DEPLOYMENTS, NS),
+          body: benchDeploymentBody(names[i] ?? ""),
+        })) as DeploymentObject;
+        versions[i] = created.metadata.resourceVersion ?? "";
+      });
+      progress(`label-writes: ${n} resources created`);
+      for (const [round_, inFlight] of levels.entries()) {
+        // An owner label, then a drain beside it, then the owner again: each round a real change.
+        const labels: Record<string, string | null> =
+          round_ % 2 === 0
+            ? { [OWNER_LABEL]: `replica-${round_}`, [DRAIN_LABEL]: null }
+            : { [DRAIN_LABEL]: `replica-${round_ + 1}` };
+        const took: number[] = [];
+        let errors = 0;
+        const started = performance.now();
+        await pool(n, inFlight, async (i) => {
+          const ref = { namespace: NS, name: names[i] ?? "" };
+          const at = performance.now();
+          try {
+            const outcome = await patchShardLabels(
+              client,
+              ref,
+              versions[i] ?? "",
+              labels,
+              AbortSignal.timeout(60_000),
+            );
+            if (outcome !== "written") errors += 1;
+          } catch {
+            errors += 1;
+          }
+          took.push(performance.now() - at);
+        });
+        const seconds = (performance.now() - started) / 1000;
+        // The patch's answer is discarded: read the new versions back in one list.
+        const list = (await client.request({ method: "GET", path: collectionPath(DEPLOYMENTS, NS) })) as {
+          items: DeploymentObject[];
+        };
+        const byName = new Map(list.items.map((o) => [o.metadata.name, o.metadata.resourceVersion ?? ""]));
+        for (const [i, name] of names.entries()) versions[i] = byName.get(name) ?? versions[i] ?? "";
+        took.sort((a, b) => a - b);
+        rows.push({
+          variant: `${inFlight} in flight`,
+          requests: n,
+          seconds: round(seconds, 2),
+          requestsPerSecond: round(n / seconds, 1),
+          p50Ms: round(percentile(took, 50), 1),
+          p99Ms: round(percentile(took, 99), 1),
+          errors,
+        });
+        progress(`label-writes: ${inFlight} in flight: ${round(n / seconds, 1)} writes/s`);
+      }
+    } finally {
+      await plane.stop();
+    }
+    load.push(loadavg()[0] ?? 0);
+    return {
+      rows,
+      details: { resources: n, loadAverage: { start: round(load[0] ?? 0, 1), end: round(load[1] ?? 0, 1) } },
+    };
+  },
+};
