@@ -23,7 +23,7 @@ import { connectionShares } from "./wiring/connection-share.ts";
 import { CLAIM_INDEX } from "./wiring/indexes.ts";
 import { installKey } from "./wiring/install-key.ts";
 import { kubeAccess } from "./wiring/kube-access.ts";
-import { leaderElector } from "./wiring/leader-election.ts";
+import { leaderElection } from "./wiring/leader-election.ts";
 import { metricsProtection } from "./wiring/metrics-endpoint.ts";
 import type { Operator, OperatorConfig, OperatorDeps } from "./wiring/operator-config.ts";
 import { externalChangeCounter, registerCacheMetrics, watchHeapBudget } from "./wiring/operator-metrics.ts";
@@ -114,9 +114,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   });
   health.addReadinessCheck(cachesReadiness(caches));
   const manager = new Manager({
-    ...(le.enabled
-      ? { elector: leaderElector(le, client, namespace, identity, metrics, logger, clock, replica.leaderObserved) }
-      : {}),
+    ...leaderElection(le, { client, namespace, identity, metrics, logger, clock }, replica.leaderObserved),
     shutdownTimeoutMs: config.shutdownTimeoutMs,
     clock,
     logger,

@@ -7,23 +7,32 @@ import { LeaderElector } from "../runtime/leader.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import type { OperatorConfig } from "./operator-config.ts";
 
+/** What the elector is built from: the process's client, namespace, identity and instruments. */
+export interface ElectorDeps {
+  client: KubeClient;
+  /** The kubeconfig context's namespace, if any. */
+  namespace: string | undefined;
+  identity: string;
+  metrics: RuntimeMetrics;
+  logger: Logger;
+  clock: Clock;
+}
+
 /**
- * The elector of `config.leaderElection`; the Lease lives in its namespace, else the
- * kubeconfig context's, else `default`. Leadership is reported as a metric, and the holder as
- * this process sees it to `onLeader` (its own identity while it leads, undefined once it stops).
+ * The Manager's elector of `config.leaderElection` when it is enabled (none otherwise); the Lease
+ * lives in its namespace, else the kubeconfig context's, else `default`. Leadership is reported as
+ * a metric, and the holder as this process sees it to `onLeader` (its own identity while it leads,
+ * undefined once it stops).
  */
-export function leaderElector(
+export function leaderElection(
   config: OperatorConfig["leaderElection"],
-  client: KubeClient,
-  contextNamespace: string | undefined,
-  identity: string,
-  metrics: RuntimeMetrics,
-  logger: Logger,
-  clock: Clock,
+  deps: ElectorDeps,
   onLeader?: (identity: string | undefined) => void,
-): LeaderElector {
-  const namespace = config.namespace ?? contextNamespace ?? "default";
-  return new LeaderElector({
+): { elector?: LeaderElector } {
+  if (!config.enabled) return {};
+  const { client, identity, metrics, logger, clock } = deps;
+  const namespace = config.namespace ?? deps.namespace ?? "default";
+  const elector = new LeaderElector({
     lease: new KubeLease(client, { namespace, name: config.name }),
     identity,
     leaseDurationMs: config.leaseDurationMs,
@@ -37,4 +46,5 @@ export function leaderElector(
     },
     ...(onLeader ? { onNewLeader: (holder: string) => onLeader(holder) } : {}),
   });
+  return { elector };
 }
