@@ -216,6 +216,16 @@ describe("docs/gitops-health.md and its kubectl recipes, on the objects a real c
       await user().create(s.namespace, "drifted", { ...SPEC, managementPolicy: "ObserveOnly" });
       await capture("ObserveOnly, drifted", "drifted");
     },
+    "driftPolicy Report, drifted": async () => {
+      await user().create(s.namespace, "reported", { ...SPEC, driftPolicy: "Report" });
+      const ready = await reach("Ready", "reported");
+      // A change made on the service, outside Git: under Report it is recorded, never written back.
+      s.sim.store.drift(ready.status?.deploymentId ?? "", {
+        source_config: { resource_spec: { min_scale: 1, max_scale: 9 } },
+      });
+      await user().annotate(s.namespace, "reported", { "dms.dev/reconcile-requested-at": "look" });
+      await capture("driftPolicy Report, drifted", "reported");
+    },
     "ObserveOnly, no such deployment": async () => {
       await user().create(s.namespace, "absent", { ...SPEC, managementPolicy: "ObserveOnly" });
       await capture("ObserveOnly, no such deployment", "absent");
@@ -264,6 +274,7 @@ describe("docs/gitops-health.md and its kubectl recipes, on the objects a real c
           seeded("held"),
           seeded("paused"),
           seeded("observed"),
+          seeded("reported"),
           seeded("drifted", { source_revision_config: { image_uri: "registry.example.com/agent:0" } }),
           seeded("unused", { status: "UNUSED" }),
           seeded("deleting"),
