@@ -8,10 +8,11 @@
  *
  * - Owned by the resource: a controller ownerReference, so Kubernetes' garbage collector removes
  *   the ConfigMap with the resource, and the export label, which the operator's watch selects:
- *   only exported ConfigMaps are cached, as a digest of their data (`ConfigMapView`).
- * - Written only on change: when the cache shows the resource's ConfigMap with the digest of the
- *   content to export, nothing is read or written; otherwise one GET, then a create, or a replace
- *   of exactly the version read.
+ *   only exported ConfigMaps are cached, as their metadata (`ConfigMapView`), never their data.
+ * - Written only on change: when the cache shows the resource's ConfigMap at the version of the
+ *   operator's own last write, with the digest of the content to export, nothing is read or
+ *   written; otherwise (another hand's version, a restart, a cache not synced yet) one GET, then a
+ *   create, or a replace of exactly the version read.
  * - Never overwritten: a ConfigMap of that name whose controller is not this resource (none, or
  *   another object) is refused: `Exported=False`, reason `ExportConflict`, and a Warning.
  * - Removing `spec.export`, or naming another ConfigMap, deletes the one the operator wrote

@@ -94,9 +94,9 @@ export function cachesSynced(c: Caches): () => Promise<unknown> {
 }
 
 /**
- * Ready once every cache but the ConfigMaps' has synced (see {@link cachesSynced}). The service's reachability is not the operator's health: an
- * outage there is reported on the resources (ServiceUnavailable, Unauthorized), never by making
- * every replica NotReady.
+ * Ready once every cache but the ConfigMaps' has synced (see {@link cachesSynced}). The service's
+ * reachability is not the operator's health: an outage there is reported on the resources
+ * (ServiceUnavailable, Unauthorized), never by making every replica NotReady.
  */
 export function cachesReadiness(c: Caches): HealthCheck {
   return {
