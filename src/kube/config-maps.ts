@@ -17,7 +17,12 @@
  */
 import type { Logger } from "pino";
 import { isRecord } from "../json.ts";
-import { EXPORT_LABEL, EXPORT_LABEL_VALUE, exportDigest } from "../reconcile/export.ts";
+import {
+  EXPORT_LABEL,
+  EXPORT_LABEL_VALUE,
+  EXPORT_UNAVAILABLE_RETRY_MS,
+  exportDigest,
+} from "../reconcile/export.ts";
 import type { ConfigMapsPort, ConfigMapView, LiveConfigMap, OwnerReference } from "../reconcile/ports.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import type { KubeClient } from "./client.ts";
@@ -48,8 +53,8 @@ const MAX_OWNER_FIELD = 253;
 export const CONFIG_MAPS_FORBIDDEN =
   "the operator may not list ConfigMaps (HTTP 403): spec.export needs get, list, watch, create, update and delete on configmaps in the resources' namespaces (the ClusterRole dms-operator of manifests/rbac grants them); exports fail until it has them, everything else works";
 
-/** How often the permission is asked again while it is refused. */
-export const FORBIDDEN_RECHECK_MS = 60_000;
+/** How often the permission is asked again while it is refused (as often as an export retries). */
+export const FORBIDDEN_RECHECK_MS = EXPORT_UNAVAILABLE_RETRY_MS;
 
 /** Whether `apiVersion` is of the `dms.dev` group (any version). */
 export function isOwnGroup(apiVersion: string): boolean {

@@ -75,6 +75,12 @@ export const EXPORT_KEYS = ["url", "deploymentId", "activeRevisionId", "imageUri
 /** Longest `deploymentId` or `activeRevisionId` exported (the bound docs/tenant-inputs.md states). */
 export const MAX_EXPORTED_ID_LENGTH = 64;
 
+/**
+ * While no export can work (the ConfigMap permissions are missing), a resource with one looks
+ * again this often: a grant shows within a minute, without a reconcile every poll interval.
+ */
+export const EXPORT_UNAVAILABLE_RETRY_MS = 60_000;
+
 /** After a write that lost a race (a name just taken, a version just changed), look again this soon. */
 export const EXPORT_CONFLICT_RETRY_MS = 1_000;
 
@@ -280,7 +286,11 @@ async function exported(
   const unavailable = port ? port.unavailable?.() : "this operator was started without access to ConfigMaps";
   if (!port || unavailable !== undefined) {
     const message = `${unavailable}: spec.export is not written`;
-    return { exported: had, condition: wanted ? failed(message) : undefined, retryAfterMs: deps.pollMs };
+    return {
+      exported: had,
+      condition: wanted ? failed(message) : undefined,
+      ...(wanted ? { retryAfterMs: EXPORT_UNAVAILABLE_RETRY_MS } : {}),
+    };
   }
   let exported = had;
   try {

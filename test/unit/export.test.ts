@@ -13,6 +13,7 @@ import {
   conflictMessage,
   EXPORT_CONDITION,
   EXPORT_LABEL,
+  EXPORT_UNAVAILABLE_RETRY_MS,
   exportData,
   exportDigest,
 } from "../../src/reconcile/export.ts";
@@ -347,6 +348,7 @@ describe("the reconciler keeps the ConfigMap of spec.export", () => {
     const w = world();
     w.configMaps.refusal = CONFIG_MAPS_FORBIDDEN;
     await w.adopted();
+    expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: EXPORT_UNAVAILABLE_RETRY_MS });
     expect(w.condition()).toMatchObject({ status: "False", reason: "ExportFailed" });
     expect(w.condition()?.message).toContain("get, list, watch, create, update and delete on configmaps");
     expect(w.configMaps.calls).toEqual([]);
