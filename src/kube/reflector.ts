@@ -11,7 +11,7 @@ import { type Clock, systemClock } from "../runtime/clock.ts";
 import { CacheIndexes } from "./cache-index.ts";
 import type { KubeClient } from "./client.ts";
 import { apiErrorFrom, GoneError } from "./errors.ts";
-import { type KubeObject, listItems, listMeta, objectKey, refOf } from "./object.ts";
+import { isKubeObject, type KubeObject, listItems, listMeta, objectKey, refOf } from "./object.ts";
 
 /** A resource type: `group` is `""` for the core API. */
 export interface ResourceType {
@@ -48,8 +48,11 @@ export interface ReflectorOptions<T extends KubeObject> {
   fieldSelector?: string;
   /** `Accept` headers for the list and the watch (metadata-only watches set these). */
   accept?: { list: string; watch: string };
-  /** Validates one object from the wire; `undefined` skips it (logged). */
-  decode(raw: unknown): T | undefined;
+  /**
+   * Validates one object from the wire; `undefined` skips it (logged as invalid), `null` skips it
+   * quietly (a valid object the adapter does not keep).
+   */
+  decode(raw: unknown): T | undefined | null;
   /**
    * Secondary indexes kept with the cache (client-go's Indexers): each function gives the index
    * values of an object, and {@link Reflector.byIndex} answers the objects under a value without
@@ -321,6 +324,10 @@ export class Reflector<T extends KubeObject> {
       return;
     }
     const obj = this.#decode(object);
+    if (obj === null) {
+      this.#drop(object);
+      return;
+    }
     if (!obj) return;
     this.#resourceVersion = obj.metadata.resourceVersion;
     const key = objectKey(refOf(obj));
@@ -366,8 +373,20 @@ export class Reflector<T extends KubeObject> {
     }
   }
 
-  #decode(raw: unknown): T | undefined {
+  /** A watched object the adapter does not keep (any more): out of the cache, as if deleted. */
+  #drop(raw: unknown): void {
+    if (!isKubeObject(raw)) return;
+    this.#resourceVersion = raw.metadata.resourceVersion;
+    const key = objectKey(refOf(raw));
+    const old = this.#cache.get(key);
+    if (!old) return;
+    this.#delete(key);
+    this.#emit((h) => h.onDelete?.(old));
+  }
+
+  #decode(raw: unknown): T | undefined | null {
     const obj = this.#opts.decode(raw);
+    if (obj === null) return null;
     if (!obj) {
       const meta = isRecord(raw) && isRecord(raw.metadata) ? raw.metadata : {};
       this.#log.warn(

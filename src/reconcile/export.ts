@@ -8,19 +8,29 @@
  *
  * - Owned by the resource: a controller ownerReference, so Kubernetes' garbage collector removes
  *   the ConfigMap with the resource, and the export label, which the operator's watch selects:
- *   only exported ConfigMaps are cached, as a digest of their data (`ConfigMapView`).
- * - Written only on change: when the cache shows the resource's ConfigMap with the digest of the
- *   content to export, nothing is read or written; otherwise one GET, then a create, or a replace
- *   of exactly the version read.
+ *   only exported ConfigMaps are cached, as their metadata (`ConfigMapView`), never their data.
+ * - Written only on change: when the cache shows the resource's ConfigMap at the version of the
+ *   operator's own last write, with the digest of the content to export, nothing is read or
+ *   written; otherwise (another hand's version, a restart, a cache not synced yet) one GET, then a
+ *   create, or a replace of exactly the version read.
  * - Never overwritten: a ConfigMap of that name whose controller is not this resource (none, or
  *   another object) is refused: `Exported=False`, reason `ExportConflict`, and a Warning.
  * - Removing `spec.export`, or naming another ConfigMap, deletes the one the operator wrote
  *   (only while this resource controls it, and exactly the version seen): an application must
- *   not keep reading an address nobody updates; what the operator never wrote it never deletes.
+ *   not keep reading an address nobody updates. Only a ConfigMap whose controller reference names
+ *   this resource's uid is deleted: one the operator wrote, or one someone with write access to
+ *   ConfigMaps in this namespace labelled and gave that controller reference by hand. Deleting
+ *   the latter is harmless: that hand could delete it itself, and by naming this resource as its
+ *   controller it already handed it to this resource (Kubernetes' garbage collector deletes it
+ *   with the resource all the same). Any other ConfigMap, in this namespace or another, is never
+ *   deleted.
+ * - Without the ConfigMap permissions (a 403), every export fails with `ExportFailed` naming the
+ *   missing RBAC; nothing else of the operator waits on ConfigMaps.
  */
 import { createHash } from "node:crypto";
+import { cutToLength } from "../api/cut-text.ts";
 import { unprintableIn } from "../api/printable.ts";
-import { type ConditionValue, putConditions } from "../conditions/kstatus.ts";
+import { type ConditionValue, MAX_MESSAGE_LENGTH, putConditions } from "../conditions/kstatus.ts";
 import { API_VERSION, type DeploymentResourceStatus, KIND, MAX_URL_LENGTH } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import type { Decided } from "./decide.ts";
@@ -48,7 +58,10 @@ export const EXPORT_CONDITION = "Exported";
 export const EXPORT_REASON = {
   /** The ConfigMap holds what the status says. */
   Exported: "Exported",
-  /** A ConfigMap of that name exists and this resource does not control it: never overwritten. */
+  /**
+   * A ConfigMap of that name exists and this resource does not control it: never overwritten; or
+   * the API server refuses every write of it (immutable, or an exported key in its binaryData).
+   */
   ExportConflict: "ExportConflict",
   /** The API server refused a read or write of the ConfigMap (retried). */
   ExportFailed: "ExportFailed",
@@ -58,6 +71,15 @@ export const EXPORT_REASON = {
 
 /** The keys of an exported ConfigMap, in the order its message names them. */
 export const EXPORT_KEYS = ["url", "deploymentId", "activeRevisionId", "imageUri", "repoCommitSha"] as const;
+
+/** Longest `deploymentId` or `activeRevisionId` exported (the bound docs/tenant-inputs.md states). */
+export const MAX_EXPORTED_ID_LENGTH = 64;
+
+/**
+ * While no export can work (the ConfigMap permissions are missing), a resource with one looks
+ * again this often: a grant shows within a minute, without a reconcile every poll interval.
+ */
+export const EXPORT_UNAVAILABLE_RETRY_MS = 60_000;
 
 /** After a write that lost a race (a name just taken, a version just changed), look again this soon. */
 export const EXPORT_CONFLICT_RETRY_MS = 1_000;
@@ -72,9 +94,10 @@ export interface ExportData {
  * The data of the ConfigMap: the deployment's custom URL (`url`) when it has one, its id, the
  * active revision, and what that revision deployed once the service reported it for that
  * revision (`imageUri` for images, `repoCommitSha` for repositories). Every value but the URL
- * comes from the concluded status (the status sink checked it); the URL, the service's, is
- * checked here the same way: one outside the printable rule, or longer than a URL the spec
- * accepts, is left out and named.
+ * comes from the concluded status (the status sink checked it); the URL and the two ids, which
+ * the status's schema does not bound, are checked here the same way: one outside the printable
+ * rule, or longer than a URL the spec accepts (the URL) or {@link MAX_EXPORTED_ID_LENGTH} (an id),
+ * is left out and named.
  */
 export function exportData(
   status: DeploymentResourceStatus,
@@ -89,9 +112,17 @@ export function exportData(
       left.push(`url (the service's custom URL is longer than ${MAX_URL_LENGTH} characters)`);
     else data.url = customUrl;
   }
-  if (status.deploymentId) data.deploymentId = status.deploymentId;
-  const active = status.activeRevisionId;
-  if (active) data.activeRevisionId = active;
+  const id = (key: "deploymentId" | "activeRevisionId", value: string | undefined): string | undefined => {
+    if (!value) return undefined;
+    const character = unprintableIn(value);
+    if (character !== undefined) left.push(`${key} (the service's id holds ${character})`);
+    else if (value.length > MAX_EXPORTED_ID_LENGTH)
+      left.push(`${key} (the service's id is longer than ${MAX_EXPORTED_ID_LENGTH} characters)`);
+    else data[key] = value;
+    return data[key];
+  };
+  id("deploymentId", status.deploymentId);
+  const active = id("activeRevisionId", status.activeRevisionId);
   const revision = status.activeRevision;
   if (active && revision?.id === active) {
     if (revision.imageUri) data.imageUri = revision.imageUri;
@@ -252,9 +283,14 @@ async function exported(
   const had = obj.status?.exportedConfigMap;
   const namespace = obj.metadata.namespace ?? "";
   const port = deps.configMaps;
-  if (!port) {
-    const message = "this operator was started without access to ConfigMaps: spec.export is not written";
-    return { exported: had, condition: wanted ? failed(message) : undefined };
+  const unavailable = port ? port.unavailable?.() : "this operator was started without access to ConfigMaps";
+  if (!port || unavailable !== undefined) {
+    const message = `${unavailable}: spec.export is not written`;
+    return {
+      exported: had,
+      condition: wanted ? failed(message) : undefined,
+      ...(wanted ? { retryAfterMs: EXPORT_UNAVAILABLE_RETRY_MS } : {}),
+    };
   }
   let exported = had;
   try {
@@ -274,7 +310,11 @@ async function exported(
     if (typeof written === "object")
       return {
         exported: undefined,
-        condition: { status: "False", reason: EXPORT_REASON.ExportConflict, message: written.conflict },
+        condition: {
+          status: "False",
+          reason: EXPORT_REASON.ExportConflict,
+          message: cutToLength(written.conflict, MAX_MESSAGE_LENGTH),
+        },
       };
     const keys = EXPORT_KEYS.filter((k) => data[k] !== undefined);
     if (written !== "unchanged")
@@ -286,18 +326,34 @@ async function exported(
         `${written} ConfigMap ${wanted}: ${keys.join(", ")}`,
       );
     const leftOut = left.length > 0 ? `; left out: ${left.join(", ")}, outside what a value may hold` : "";
-    const message = `ConfigMap ${wanted} holds ${keys.join(", ") || "no key yet"}${leftOut}`;
+    const message = cutToLength(
+      `ConfigMap ${wanted} holds ${keys.join(", ") || "no key yet"}${leftOut}`,
+      MAX_MESSAGE_LENGTH,
+    );
     return { exported: wanted, condition: { status: "True", reason: EXPORT_REASON.Exported, message } };
   } catch (error) {
     if (signal.aborted) throw error;
     if (port.isConflict(error))
       return { exported, condition: "kept", retryAfterMs: EXPORT_CONFLICT_RETRY_MS };
-    const message = `the ConfigMap of spec.export could not be written: ${error instanceof Error ? error.message : String(error)}; retried`;
+    const said = error instanceof Error ? error.message : String(error);
+    if (port.isInvalid?.(error)) {
+      const message = `the API server refuses every write of ConfigMap ${wanted}: ${said}; it is immutable, or holds one of the exported keys (${EXPORT_KEYS.join(", ")}) in binaryData: delete it (the operator then creates it), or set spec.export.configMapName to another name`;
+      const condition = { status: "False", reason: EXPORT_REASON.ExportConflict, message } as const;
+      return { exported, condition: { ...condition, message: cutToLength(message, MAX_MESSAGE_LENGTH) } };
+    }
+    const rbac = port.isForbidden?.(error)
+      ? "; the operator's ServiceAccount needs get, list, watch, create, update and delete on configmaps (the ClusterRole dms-operator of manifests/rbac grants them)"
+      : "";
+    const message = `the ConfigMap of spec.export could not be written: ${said}${rbac}; retried`;
     return { exported, condition: failed(message), retryAfterMs: deps.pollMs };
   }
 }
 
 /** The condition of an export the API server refused. */
 function failed(message: string): ConditionValue {
-  return { status: "False", reason: EXPORT_REASON.ExportFailed, message };
+  return {
+    status: "False",
+    reason: EXPORT_REASON.ExportFailed,
+    message: cutToLength(message, MAX_MESSAGE_LENGTH),
+  };
 }

@@ -240,19 +240,21 @@ export interface OwnerReference {
 /**
  * What the export knows of a ConfigMap (`export.ts`): its identity and version, its controller
  * (the ownerReference with `controller: true`), whether it carries the export label, and the
- * digest of its data (`exportDigest`), never the data itself: the cache of a ConfigMap weighs
- * the same whatever it holds.
+ * digest of its data (`exportDigest`) when known, never the data itself: the cache of a ConfigMap
+ * weighs the same whatever it holds. A cached view has a digest only at the version of the
+ * operator's own last write; a live read always has one.
  */
 export interface ConfigMapView {
   uid: string;
   resourceVersion: string;
-  controller?: Pick<OwnerReference, "kind" | "name" | "uid"> | undefined;
+  controller?: Pick<OwnerReference, "apiVersion" | "kind" | "name" | "uid"> | undefined;
   labelled: boolean;
-  digest: string;
+  digest?: string;
 }
 
 /** A ConfigMap as read live: its view, and the object itself for a replace that keeps the rest. */
 export interface LiveConfigMap extends ConfigMapView {
+  digest: string;
   object: unknown;
 }
 
@@ -285,4 +287,10 @@ export interface ConfigMapsPort {
   delete(ref: ResourceRef, precondition: ConfigMapView, signal: AbortSignal): Promise<void>;
   /** A 409: the name is taken (create), or the object changed since it was read. */
   isConflict(error: unknown): boolean;
+  /** A 422 the API server will give every write of that ConfigMap (immutable, or a key in binaryData). */
+  isInvalid?(error: unknown): boolean;
+  /** A 403: the operator's ServiceAccount may not do that to ConfigMaps. */
+  isForbidden?(error: unknown): boolean;
+  /** Why no export can work (the ConfigMap permissions are missing), or undefined. */
+  unavailable?(): string | undefined;
 }

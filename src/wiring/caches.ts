@@ -83,22 +83,20 @@ export function informers(c: Caches): Runnable[] {
   );
 }
 
-/** Resolves once every cache is filled: the controllers' workers start after it. */
+/**
+ * Resolves once every cache is filled: the controllers' workers start after it. Not the
+ * ConfigMaps' (`spec.export`): without their permissions everything else must still run, and
+ * before it has synced the export step reads the ConfigMap it writes live (one GET).
+ */
 export function cachesSynced(c: Caches): () => Promise<unknown> {
   return () =>
-    Promise.all([
-      c.deployments.synced,
-      c.secrets.synced,
-      c.configMaps.synced,
-      c.connections.synced,
-      c.namespaces?.synced,
-    ]);
+    Promise.all([c.deployments.synced, c.secrets.synced, c.connections.synced, c.namespaces?.synced]);
 }
 
 /**
- * Ready once every cache has synced. The service's reachability is not the operator's health: an
- * outage there is reported on the resources (ServiceUnavailable, Unauthorized), never by making
- * every replica NotReady.
+ * Ready once every cache but the ConfigMaps' has synced (see {@link cachesSynced}). The service's
+ * reachability is not the operator's health: an outage there is reported on the resources
+ * (ServiceUnavailable, Unauthorized), never by making every replica NotReady.
  */
 export function cachesReadiness(c: Caches): HealthCheck {
   return {
@@ -107,7 +105,6 @@ export function cachesReadiness(c: Caches): HealthCheck {
       if (
         !c.deployments.hasSynced() ||
         !c.secrets.hasSynced() ||
-        !c.configMaps.hasSynced() ||
         !c.connections.hasSynced() ||
         (c.namespaces && !c.namespaces.hasSynced())
       )

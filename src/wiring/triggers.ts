@@ -11,7 +11,7 @@
  * itself reads `kube/`; only the composition (`main.ts`) above them all may see every side.
  */
 import { FINALIZER, KIND } from "../crd/schema.ts";
-import type { KubeConfigMaps } from "../kube/config-maps.ts";
+import { isOwnGroup, type KubeConfigMaps } from "../kube/config-maps.ts";
 import type { ConnectionObject, KubeConnections } from "../kube/connections.ts";
 import type { DeploymentObject, KubeDeployments } from "../kube/deployments.ts";
 import type { KubeNamespaces } from "../kube/namespaces.ts";
@@ -81,7 +81,8 @@ export function subscribeExportTriggers(
   controller: Pick<Controller, "enqueue">,
 ): void {
   configMaps.onOwnerChange((owner) => {
-    if (owner.kind === KIND) controller.enqueue(objectKey(owner));
+    // A Deployment of dms.dev only: an apps/v1 Deployment of the same name is another object.
+    if (owner.kind === KIND && isOwnGroup(owner.apiVersion)) controller.enqueue(objectKey(owner));
   });
 }
 

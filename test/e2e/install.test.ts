@@ -4,7 +4,7 @@
 // the controller uses. The operator actually running with them is in operator-as-serviceaccount.test.ts.
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { kubectl, kubectlOk } from "../support/cluster.ts";
+import { freshNamespace, kubectl, kubectlOk, waitFor } from "../support/cluster.ts";
 import { canI, documents, MANIFESTS } from "./install-support.ts";
 
 const DEFAULT = join(MANIFESTS, "default");
@@ -29,6 +29,8 @@ const INSTALLED = [
   "rolebinding.rbac.authorization.k8s.io/dms-operator-install-key",
   "clusterrolebinding.rbac.authorization.k8s.io/dms-operator",
   "deployment.apps/dms-operator",
+  "validatingadmissionpolicy.admissionregistration.k8s.io/dms-operator-export-configmaps",
+  "validatingadmissionpolicybinding.admissionregistration.k8s.io/dms-operator-export-configmaps",
 ];
 
 /**
@@ -206,6 +208,68 @@ describe.concurrent("the ServiceAccount dms-system/dms-operator", () => {
 
   it.for(named(refused))("may not %s", async ([, args], { expect }) => {
     expect(await canI(SA, [...args])).toBe(false);
+  });
+});
+
+describe("the export ConfigMap policy: the operator writes only the ConfigMaps of spec.export", () => {
+  const asOperator = ["--as", `system:serviceaccount:${SA.namespace}:${SA.name}`];
+  /** A ConfigMap manifest: labelled for the export or not, controlled by `owner` or by nothing. */
+  const configMap = (namespace: string, name: string, labelled: boolean, owner?: { apiVersion: string }) =>
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: {
+        name,
+        namespace,
+        ...(labelled ? { labels: { "dms.dev/export": "true" } } : {}),
+        ...(owner
+          ? {
+              ownerReferences: [
+                {
+                  ...owner,
+                  kind: "Deployment",
+                  name: "agent",
+                  uid: "0d6c1a8e-5b1f-4f7e-9c1a-2b3c4d5e6f70",
+                  controller: true,
+                },
+              ],
+            }
+          : {}),
+      },
+      data: { url: "https://agent.example" },
+    });
+  const DMS = { apiVersion: "dms.dev/v1alpha1" };
+
+  it("refuses the operator's ServiceAccount an unlabelled or foreign ConfigMap, allows the export's own", async () => {
+    await kubectlOk(["apply", "-k", DEFAULT]);
+    const namespace = await freshNamespace("export-policy");
+    const create = (manifest: string) => kubectl(["create", "-f", "-", ...asOperator], { input: manifest });
+    // The API server loads a new policy within a moment: wait for the refusal itself.
+    const refused = await waitFor(
+      async () => {
+        const result = await create(configMap(namespace, "plain", false));
+        return result.code !== 0 && result.stderr.includes("dms-operator-export-configmaps")
+          ? result
+          : undefined;
+      },
+      { description: "the policy refusing an unlabelled ConfigMap" },
+    );
+    expect(refused.stderr).toContain("the operator writes only the ConfigMaps of spec.export");
+    // Labelled, but controlled by an apps/v1 Deployment, or by nothing: refused as well.
+    expect((await create(configMap(namespace, "apps", true, { apiVersion: "apps/v1" }))).code).not.toBe(0);
+    expect((await create(configMap(namespace, "orphan", true))).code).not.toBe(0);
+    // A ConfigMap someone else owns (unlabelled): the operator may neither update nor delete it.
+    await kubectlOk(["create", "-f", "-"], { input: configMap(namespace, "theirs", false) });
+    const deleted = await kubectl(["delete", "configmap", "theirs", "-n", namespace, ...asOperator]);
+    expect(deleted.code).not.toBe(0);
+    expect(deleted.stderr).toContain("updates or deletes only ConfigMaps labelled");
+    // The export's own: created and deleted.
+    await kubectlOk(["create", "-f", "-", ...asOperator], {
+      input: configMap(namespace, "endpoint", true, DMS),
+    });
+    await kubectlOk(["delete", "configmap", "endpoint", "-n", namespace, ...asOperator]);
+    // Everyone else is not matched: the admin writes an unlabelled ConfigMap freely.
+    await kubectlOk(["delete", "configmap", "theirs", "-n", namespace]);
   });
 });
 

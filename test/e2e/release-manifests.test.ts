@@ -62,7 +62,10 @@ describe("npm run release:manifests", () => {
       "RoleBinding",
       "RoleBinding",
       "ServiceAccount",
+      // Deletion protection, and the policy narrowing the operator's ConfigMap writes.
       "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicy",
+      "ValidatingAdmissionPolicyBinding",
       "ValidatingAdmissionPolicyBinding",
     ]);
     expect(operatorImage(objs)).toBe(`ghcr.io/acme/dms-operator:9.8.7@${DIGEST}`);

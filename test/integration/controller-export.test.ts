@@ -1,9 +1,9 @@
 // spec.export through the operator against a real API server and the simulator: the ConfigMap is
 // created with the resource's controller ownerReference (the test control plane runs no garbage
 // collector, so the reference itself is what is checked), replaced when a new revision goes live,
-// written back when deleted by another hand (the label-selected watch), deleted when the export
-// names another, and a ConfigMap of that
-// name the resource does not own is refused (ExportConflict, a Warning) and left as it was.
+// written back when deleted or edited by another hand (the label-selected, metadata-only watch),
+// deleted when the export names another, and a ConfigMap of that name the resource does not own
+// is refused (ExportConflict, a Warning) and left as it was.
 import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { isNotFound } from "../../src/kube/errors.ts";
@@ -124,6 +124,21 @@ describe("controller: spec.export", () => {
       { description: "the ConfigMap written back" },
     );
     expect(back.data).toEqual(second.data);
+
+    // Its data edited by another hand: the watch (metadata only) sees a version the operator did
+    // not write, the resource reads the ConfigMap once and writes its data back.
+    await s.user.client.request({
+      method: "PUT",
+      path: `/api/v1/namespaces/${s.namespace}/configmaps/agent-endpoint`,
+      body: { ...back, data: { ...back.data, url: "https://elsewhere.example.com" } },
+    });
+    await waitFor(
+      async () => {
+        const cm = await configMap(s.user, s.namespace, "agent-endpoint");
+        return cm?.data?.url === "https://agent.example.com" ? cm : undefined;
+      },
+      { description: "the edited ConfigMap written back" },
+    );
 
     // Renamed: the new ConfigMap written, the old one deleted (at the version seen).
     await s.user.patch(s.namespace, "agent", { spec: { export: { configMapName: "agent-endpoint-v2" } } });

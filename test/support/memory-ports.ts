@@ -292,6 +292,9 @@ export class MemorySecrets implements SecretsPort {
   }
 }
 
+/** A write the API server refuses whatever the version (a 422: an immutable ConfigMap). */
+export class InvalidConfigMapWrite extends Error {}
+
 /** A ConfigMap as {@link MemoryConfigMaps} stores it. */
 export interface MemoryConfigMap {
   uid: string;
@@ -384,6 +387,17 @@ export class MemoryConfigMaps implements ConfigMapsPort {
     return error instanceof ResourceConflict;
   }
 
+  /** Why no export can work (as after a 403 listing ConfigMaps); undefined when they can. */
+  refusal: string | undefined;
+
+  unavailable(): string | undefined {
+    return this.refusal;
+  }
+
+  isInvalid(error: unknown): boolean {
+    return error instanceof InvalidConfigMapWrite;
+  }
+
   #call(method: "read" | "create" | "replace" | "delete", ref: ResourceRef): void {
     this.calls.push(`${method} ${objectKey(ref)}`);
     const failure = this.failing.get(method);
@@ -396,7 +410,7 @@ export class MemoryConfigMaps implements ConfigMapsPort {
   }
 }
 
-function viewOfMemory(cm: MemoryConfigMap): ConfigMapView {
+function viewOfMemory(cm: MemoryConfigMap): ConfigMapView & { digest: string } {
   const controller = cm.ownerReferences.find((o) => o.controller);
   return {
     uid: cm.uid,
@@ -404,7 +418,14 @@ function viewOfMemory(cm: MemoryConfigMap): ConfigMapView {
     labelled: cm.labels[EXPORT_LABEL] === EXPORT_LABEL_VALUE,
     digest: exportDigest(cm.data),
     ...(controller
-      ? { controller: { kind: controller.kind, name: controller.name, uid: controller.uid } }
+      ? {
+          controller: {
+            apiVersion: controller.apiVersion,
+            kind: controller.kind,
+            name: controller.name,
+            uid: controller.uid,
+          },
+        }
       : {}),
   };
 }

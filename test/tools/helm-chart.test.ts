@@ -409,7 +409,8 @@ describe("helm template charts/dms-operator", { timeout: 30_000, concurrent: tru
   }) => {
     const policies = async (set: string[], release?: string) =>
       (await renderChart(bin, { namespace: "dms-system", set, ...(release ? { release } : {}) })).filter(
-        (o) => o.kind.startsWith("ValidatingAdmissionPolicy"),
+        (o) =>
+          o.kind.startsWith("ValidatingAdmissionPolicy") && o.metadata.name.endsWith("-deletion-protection"),
       ) as unknown as (K8sObject & {
         spec: { policyName?: string; validations?: { expression: string }[] };
       })[];
@@ -429,6 +430,47 @@ describe("helm template charts/dms-operator", { timeout: 30_000, concurrent: tru
     expect(await policies(["crds.enabled=false"])).toEqual([]);
     expect(await policies(["scope=namespace"])).toEqual([]);
     expect(await policies(["scope=namespace", "crds.enabled=true"])).toHaveLength(2);
+  });
+
+  it("narrows the operator's ConfigMap writes with the export policy, its parameter the release's ServiceAccount; export.enabled=false leaves ConfigMaps out", async ({
+    expect,
+  }) => {
+    type Rendered = K8sObject & {
+      spec: { policyName?: string; paramRef?: { name: string; namespace: string } };
+      rules?: { resources?: string[] }[];
+    };
+    const render = async (set: string[]) =>
+      (await renderChart(bin, { namespace: "team-ns", release: "team", set })) as unknown as Rendered[];
+    const exportPolicy = (objects: Rendered[]) =>
+      objects.filter((o) => o.metadata.name === "team-dms-operator-export-configmaps").map((o) => o.kind);
+    const grantsConfigMaps = (objects: Rendered[]) =>
+      objects.some(
+        (o) =>
+          (o.kind === "ClusterRole" || o.kind === "Role") &&
+          o.rules?.some((r) => r.resources?.includes("configmaps")),
+      );
+    const all = await render([]);
+    expect(exportPolicy(all)).toEqual(["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]);
+    const binding = all.find(
+      (o) => o.kind === "ValidatingAdmissionPolicyBinding" && o.metadata.name.endsWith("-export-configmaps"),
+    );
+    expect(binding?.spec.policyName).toBe("team-dms-operator-export-configmaps");
+    expect(binding?.spec.paramRef).toMatchObject({ name: "team-dms-operator", namespace: "team-ns" });
+    expect(grantsConfigMaps(all)).toBe(true);
+    const off = await render(["export.enabled=false"]);
+    expect(exportPolicy(off)).toEqual([]);
+    expect(grantsConfigMaps(off)).toBe(false);
+    const namespaced = await render(["scope=namespace"]);
+    expect(exportPolicy(namespaced)).toEqual([]);
+    expect(grantsConfigMaps(namespaced)).toBe(true);
+    expect(grantsConfigMaps(await render(["scope=namespace", "export.enabled=false"]))).toBe(false);
+  });
+
+  it("holds the export ConfigMap policy of manifests/rbac, as `npm run generate` copies it", () => {
+    expect(
+      readFileSync(join(CHART, "files", "export-configmap-policy.yaml"), "utf8"),
+      "the chart's copy is out of date: run `npm run generate`",
+    ).toBe(readFileSync(join(root, "manifests", "rbac", "export-configmap-policy.yaml"), "utf8"));
   });
 
   it("refuses what the operator could not run with, naming the value and the fix", async ({ expect }) => {

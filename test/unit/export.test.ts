@@ -4,14 +4,16 @@
 // does not own is refused and never written, and what removing or renaming the export does.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { MAX_MESSAGE_LENGTH } from "../../src/conditions/kstatus.ts";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../../src/crd/schema.ts";
-import { decodeConfigMap } from "../../src/kube/config-maps.ts";
+import { CONFIG_MAPS_FORBIDDEN, decodeConfigMap } from "../../src/kube/config-maps.ts";
 import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
 import {
   conflictMessage,
   EXPORT_CONDITION,
   EXPORT_LABEL,
+  EXPORT_UNAVAILABLE_RETRY_MS,
   exportData,
   exportDigest,
 } from "../../src/reconcile/export.ts";
@@ -20,6 +22,7 @@ import { oneSession, ServiceSession } from "../../src/reconcile/service/session.
 import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {
+  InvalidConfigMapWrite,
   MemoryConfigMaps,
   MemoryResources,
   MemorySecrets,
@@ -132,6 +135,16 @@ describe("exportData: what the ConfigMap holds", () => {
     const long = exportData(status, `https://${"a".repeat(2100)}.example`);
     expect(long.data.url).toBeUndefined();
     expect(long.left[0]).toContain("longer than 2048 characters");
+  });
+
+  it("an id outside the printable rule, or longer than 64 characters, is left out and named", () => {
+    const long = exportData({ ...status, deploymentId: "d".repeat(65) }, null);
+    expect(long.data.deploymentId).toBeUndefined();
+    expect(long.left).toEqual(["deploymentId (the service's id is longer than 64 characters)"]);
+    const hostile = exportData({ ...status, activeRevisionId: "rev\u001b[2J" }, null);
+    expect(hostile.data).toEqual({ deploymentId: "dep-1" });
+    expect(hostile.left).toEqual(["activeRevisionId (the service's id holds U+001B)"]);
+    expect(exportData({ ...status, deploymentId: "d".repeat(64) }, null).data.deploymentId).toHaveLength(64);
   });
 
   it("the digest tells data apart by every key and value, in any order", () => {
@@ -331,6 +344,45 @@ describe("the reconciler keeps the ConfigMap of spec.export", () => {
     expect(w.condition()).toMatchObject({ status: "True", reason: "Exported" });
   });
 
+  it("without the ConfigMap permissions: ExportFailed naming them, nothing tried, the deployment reconciled", async () => {
+    const w = world();
+    w.configMaps.refusal = CONFIG_MAPS_FORBIDDEN;
+    await w.adopted();
+    expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: EXPORT_UNAVAILABLE_RETRY_MS });
+    expect(w.condition()).toMatchObject({ status: "False", reason: "ExportFailed" });
+    expect(w.condition()?.message).toContain("get, list, watch, create, update and delete on configmaps");
+    expect(w.configMaps.calls).toEqual([]);
+    expect(w.status().deploymentId).toBeDefined();
+    expect(w.status().conditions?.find((c) => c.type === "Synced")?.status).toBe("True");
+    w.configMaps.refusal = undefined;
+    await w.reconcile();
+    expect(w.condition()).toMatchObject({ status: "True", reason: "Exported" });
+  });
+
+  it("a ConfigMap the API server refuses every write of (immutable, a binaryData key) is ExportConflict", async () => {
+    const w = world();
+    await w.adopted();
+    w.configMaps.failing.set(
+      "replace",
+      new InvalidConfigMapWrite("PUT configmaps/agent-endpoint: HTTP 422 Invalid: field is immutable"),
+    );
+    const own = w.configMaps.get(CM);
+    w.configMaps.put(CM, { ...own, data: { url: "https://edited.example" } });
+    await w.reconcile();
+    expect(w.condition()).toMatchObject({ status: "False", reason: "ExportConflict" });
+    expect(w.condition()?.message).toContain("immutable, or holds one of the exported keys");
+    expect(w.events.reasons()).toContain("Warning/ExportConflict");
+  });
+
+  it("a condition message is cut to the condition's length, however long the API server's answer", async () => {
+    const w = world();
+    w.configMaps.failing.set("create", new Error(`POST configmaps: HTTP 500: ${"x".repeat(10_000)}`));
+    await w.adopted();
+    expect(w.condition()).toMatchObject({ status: "False", reason: "ExportFailed" });
+    expect(w.condition()?.message.length).toBeLessThanOrEqual(MAX_MESSAGE_LENGTH);
+    expect(w.condition()?.message.endsWith("…")).toBe(true);
+  });
+
   it("a deployment just created is exported with its id, then with its revision once live", async () => {
     const w = world();
     w.resources.create({ metadata: { name: "agent" }, spec: { ...SPEC, ...EXPORTED } });
@@ -363,7 +415,7 @@ describe("the reconciler keeps the ConfigMap of spec.export", () => {
 });
 
 describe("the watch of exported ConfigMaps: what a cached one weighs", () => {
-  it("keeps identity, version, controller and a digest of the data, whatever the ConfigMap holds", () => {
+  it("keeps identity, version and controller, never the data, whatever the ConfigMap holds", () => {
     const huge = "x".repeat(1 << 20);
     const raw = {
       metadata: {
@@ -393,11 +445,27 @@ describe("the watch of exported ConfigMaps: what a cached one weighs", () => {
         uid: "cm-1",
         resourceVersion: "7",
         labelled: true,
-        controller: { kind: "Deployment", name: "agent", uid: "uid-agent" },
-        digest: exportDigest(raw.data),
+        controller: { apiVersion: "dms.dev/v1alpha1", kind: "Deployment", name: "agent", uid: "uid-agent" },
       },
     });
     expect(JSON.stringify(cached).length).toBeLessThan(400);
     expect(decodeConfigMap({ ...raw, metadata: { ...raw.metadata, labels: {} } })?.view.labelled).toBe(false);
+  });
+
+  it("keeps only ConfigMaps a dms.dev Deployment controls: an apps/v1 Deployment's, or none, is not kept", () => {
+    const controlledBy = (apiVersion: string, kind: string) => ({
+      metadata: {
+        namespace: "default",
+        name: "agent-endpoint",
+        resourceVersion: "7",
+        labels: { [EXPORT_LABEL]: "true" },
+        ownerReferences: [{ apiVersion, kind, name: "agent", uid: "u-1", controller: true }],
+      },
+    });
+    expect(decodeConfigMap(controlledBy("dms.dev/v1alpha1", "Deployment"))).toBeTruthy();
+    expect(decodeConfigMap(controlledBy("apps/v1", "Deployment"))).toBeNull();
+    expect(decodeConfigMap(controlledBy("dms.dev.evil.example/v1", "Deployment"))).toBeNull();
+    expect(decodeConfigMap(controlledBy("dms.dev/v1alpha1", "ServiceConnection"))).toBeNull();
+    expect(decodeConfigMap({ metadata: { name: "x", resourceVersion: "1" } })).toBeNull();
   });
 });
