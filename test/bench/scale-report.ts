@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { arch, cpus, platform } from "node:os";
 import { join } from "node:path";
 import type { BenchTable } from "./harness.ts";
+import type { V8Heap } from "./operator-run.ts";
 
 const DOCS = join(import.meta.dirname, "..", "..", "docs");
 const JSON_PATH = join(DOCS, "bench", "scale.json");
@@ -44,6 +45,8 @@ export interface ScaleFigures {
     idleSplit?: { anon: number; file: number };
     steadySplit?: { anon: number; file: number };
   };
+  /** V8's heap when idle and when steady, read with the RSS figures (absent in older figures). */
+  v8HeapMiB?: { idle: V8Heap; steady: V8Heap };
   resync: {
     resyncPeriod: string;
     seconds: number;
@@ -104,6 +107,67 @@ export interface ScaleFigures {
     serviceCallsByRoute?: Counters;
   };
   perResource: { resyncCpuMs: number; steadyKiB: number };
+  /**
+   * With `--repeat R` (R > 1): the N was measured R times, each from cold (a control plane,
+   * resources, simulators and operators of its own). `rssMiB` then holds the median of each RSS
+   * figure over the runs, this its spread; every other figure is the run's of median peak.
+   */
+  repeats?: {
+    runs: number;
+    rssMiB: Record<RepeatedRss, { median: number; min: number; max: number; all: number[] }>;
+    loadAverage: Array<{ start: number; end: number }>;
+  };
+  /** With `--heap-breakdown`: the live heap holding N by structure (see heap-breakdown.ts). */
+  heapBreakdown?: {
+    liveMiB: number;
+    /** The live heap of an operator holding nothing, started after the measured one. */
+    idleLiveMiB: number;
+    categories: Array<{ category: string; bytesPerResource: number }>;
+    rows: Array<{ path: string; kind: string; bytesPerResource: number; category: string }>;
+  };
+}
+
+/** The RSS figures a `--repeat` run reports as a median with its spread. */
+export type RepeatedRss = "idle" | "steady" | "peak" | "peakCold" | "peakAdoption";
+const REPEATED_RSS: readonly RepeatedRss[] = ["idle", "steady", "peak", "peakCold", "peakAdoption"];
+
+/** The median of `values` (the mean of the middle two for an even count). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/**
+ * The runs of one N as one set of figures: each RSS figure the median over the runs (with its
+ * spread in `repeats`), the steady KiB per resource from the medians, every other figure the
+ * run's whose peak is the median one (the lower middle for an even count).
+ */
+export function ofRepeats(runs: readonly ScaleFigures[]): ScaleFigures {
+  const first = runs[0];
+  if (first === undefined) throw new Error("no runs to combine");
+  if (runs.length === 1) return first;
+  const byPeak = [...runs].sort((a, b) => a.rssMiB.peak - b.rssMiB.peak);
+  const middle = byPeak[Math.floor((byPeak.length - 1) / 2)] as ScaleFigures;
+  const spread = Object.fromEntries(
+    REPEATED_RSS.map((k) => {
+      const all = runs.map((r) => r.rssMiB[k]);
+      return [k, { median: median(all), min: Math.min(...all), max: Math.max(...all), all }];
+    }),
+  ) as NonNullable<ScaleFigures["repeats"]>["rssMiB"];
+  const rssMiB = { ...middle.rssMiB };
+  for (const k of REPEATED_RSS) rssMiB[k] = spread[k].median;
+  return {
+    ...middle,
+    rssMiB,
+    perResource: {
+      ...middle.perResource,
+      steadyKiB: Math.round(((rssMiB.steady - rssMiB.idle) / middle.n) * 1024 * 100) / 100,
+    },
+    repeats: { runs: runs.length, rssMiB: spread, loadAverage: runs.map((r) => r.loadAverage) },
+  };
 }
 
 /** The file: series (e.g. before, after) → N → figures. */
@@ -166,15 +230,42 @@ const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 100) / 100
 
 /** One line per measure: label, goal, and the value of figures. */
 const MEASURES: Array<{ label: string; goal: string; value: (f: ScaleFigures) => string }> = [
-  { label: "RSS idle, MiB", goal: "≤ 90", value: (f) => fmt(f.rssMiB.idle) },
-  { label: "RSS steady holding N, MiB", goal: "", value: (f) => fmt(f.rssMiB.steady) },
+  { label: "RSS idle, MiB", goal: "≤ 90", value: (f) => rss(f, "idle") },
+  { label: "RSS steady holding N, MiB", goal: "", value: (f) => rss(f, "steady") },
   {
     label: "… of which anonymous / mapped files (node's binary), MiB",
     goal: "",
     value: (f) =>
       f.rssMiB.steadySplit ? `${fmt(f.rssMiB.steadySplit.anon)} / ${fmt(f.rssMiB.steadySplit.file)}` : "–",
   },
-  { label: "RSS peak (VmHWM), MiB", goal: "≤ 150 at 10k", value: (f) => fmt(f.rssMiB.peak) },
+  {
+    label: "… V8 heap committed / used, idle → steady, MiB",
+    goal: "",
+    value: (f) => {
+      const h = f.v8HeapMiB;
+      return h
+        ? `${fmt(h.idle.committed)} / ${fmt(h.idle.used)} → ${fmt(h.steady.committed)} / ${fmt(h.steady.used)}`
+        : "–";
+    },
+  },
+  { label: "RSS peak (VmHWM), MiB", goal: "≤ 150 at 10k", value: (f) => rss(f, "peak") },
+  {
+    label: "… peak of the adoption / of the cold creates and after, MiB",
+    goal: "",
+    value: (f) => `${rss(f, "peakAdoption")} / ${rss(f, "peakCold")}`,
+  },
+  {
+    label: "live heap holding N: bytes per resource, largest structures",
+    goal: "",
+    value: (f) =>
+      f.heapBreakdown
+        ? f.heapBreakdown.categories
+            .filter((c) => c.category !== "other")
+            .slice(0, 4)
+            .map((c) => `${c.category} ${Math.round(c.bytesPerResource)}`)
+            .join("; ")
+        : "–",
+  },
   {
     label: "service calls per resync (goal ⌈N/100⌉+1)",
     goal: "⌈N/100⌉+1",
@@ -299,6 +390,14 @@ export function scaleTable(label: string, results: ScaleFigures[]): BenchTable {
     head: ["measured", ...results.map((f) => `${label} N=${f.n}`), "goal"],
     rows: MEASURES.map((m) => [m.label, ...results.map((f) => m.value(f).replaceAll("`", "")), m.goal]),
   };
+}
+
+/** An RSS figure: the median of a `--repeat` run with its min–max and the count of runs, else the one run's. */
+function rss(f: ScaleFigures, k: RepeatedRss): string {
+  const spread = f.repeats?.rssMiB[k];
+  return spread === undefined
+    ? fmt(f.rssMiB[k])
+    : `${fmt(spread.median)} (${fmt(spread.min)}–${fmt(spread.max)}, ${f.repeats?.runs} runs)`;
 }
 
 function fmt(value: number): string {
