@@ -317,6 +317,9 @@ export class Tap {
   }
 }
 
+/** How long after its last reconcile or call the steady operator's memory is read again, settled. */
+const SETTLE_MS = 20_000;
+
 /** Full listings of different connections closer than this belong to the same pass. */
 const SAME_PASS_MS = 3_000;
 
@@ -439,11 +442,17 @@ export async function resyncPass(
   };
   const periodMs = parseDuration(resyncPeriod);
   if (periodMs === undefined) throw new Error(`--resync-period: '${resyncPeriod}' is not a duration`);
-  await quiet("a quiet moment", 10 * 60_000, () => true);
+  const calm = await quiet("a quiet moment", 10 * 60_000, () => true);
   const steady = memoryMiB(pid);
   const steadyRssMiB = round(steady.rss, 1);
   const steadySplit = { anon: round(steady.anon, 1), file: round(steady.file, 1) };
   const steadyHeap = await operator.v8Heap();
+  // The same quiet moment SETTLE_MS after the last reconcile or call: by then V8's memory reducer
+  // (which starts ~8 s after a collection, once allocation is low) has had its chance to shrink
+  // the heap, as it does between passes. The next pass starts a period after this one ended.
+  await sleep(Math.max(0, Math.max(calm.lastChangeAt, tap.lastRequestAt) + SETTLE_MS - performance.now()));
+  const settledRssMiB = round(memoryMiB(pid).rss, 1);
+  const settledHeap = await operator.v8Heap();
   const before = await apiMetrics();
   sim.resetCounters();
   tap.reset();
@@ -496,6 +505,8 @@ export async function resyncPass(
     steadyRssMiB,
     steadySplit,
     steadyHeap,
+    settledRssMiB,
+    settledHeap,
     seconds: figures.seconds,
     cpuSeconds: figures.cpuSeconds,
   };

@@ -41,12 +41,14 @@ export interface ScaleFigures {
     peak: number;
     peakCold: number;
     peakAdoption: number;
+    /** Steady, read again 20 s after the last reconcile or call (absent in older figures). */
+    settled?: number;
     /** RSS split into anonymous memory and mapped files (absent in older figures). */
     idleSplit?: { anon: number; file: number };
     steadySplit?: { anon: number; file: number };
   };
   /** V8's heap when idle and when steady, read with the RSS figures (absent in older figures). */
-  v8HeapMiB?: { idle: V8Heap; steady: V8Heap };
+  v8HeapMiB?: { idle: V8Heap; steady: V8Heap; settled?: V8Heap };
   resync: {
     resyncPeriod: string;
     seconds: number;
@@ -114,7 +116,7 @@ export interface ScaleFigures {
    */
   repeats?: {
     runs: number;
-    rssMiB: Record<RepeatedRss, { median: number; min: number; max: number; all: number[] }>;
+    rssMiB: Partial<Record<RepeatedRss, { median: number; min: number; max: number; all: number[] }>>;
     loadAverage: Array<{ start: number; end: number }>;
   };
   /** With `--heap-breakdown`: the live heap holding N by structure (see heap-breakdown.ts). */
@@ -128,8 +130,15 @@ export interface ScaleFigures {
 }
 
 /** The RSS figures a `--repeat` run reports as a median with its spread. */
-export type RepeatedRss = "idle" | "steady" | "peak" | "peakCold" | "peakAdoption";
-const REPEATED_RSS: readonly RepeatedRss[] = ["idle", "steady", "peak", "peakCold", "peakAdoption"];
+export type RepeatedRss = "idle" | "steady" | "settled" | "peak" | "peakCold" | "peakAdoption";
+const REPEATED_RSS: readonly RepeatedRss[] = [
+  "idle",
+  "steady",
+  "settled",
+  "peak",
+  "peakCold",
+  "peakAdoption",
+];
 
 /** The median of `values` (the mean of the middle two for an even count). */
 export function median(values: readonly number[]): number {
@@ -152,13 +161,17 @@ export function ofRepeats(runs: readonly ScaleFigures[]): ScaleFigures {
   const byPeak = [...runs].sort((a, b) => a.rssMiB.peak - b.rssMiB.peak);
   const middle = byPeak[Math.floor((byPeak.length - 1) / 2)] as ScaleFigures;
   const spread = Object.fromEntries(
-    REPEATED_RSS.map((k) => {
-      const all = runs.map((r) => r.rssMiB[k]);
-      return [k, { median: median(all), min: Math.min(...all), max: Math.max(...all), all }];
+    REPEATED_RSS.flatMap((k) => {
+      const all = runs.flatMap((r) => r.rssMiB[k] ?? []);
+      if (all.length === 0) return [];
+      return [[k, { median: median(all), min: Math.min(...all), max: Math.max(...all), all }]];
     }),
   ) as NonNullable<ScaleFigures["repeats"]>["rssMiB"];
   const rssMiB = { ...middle.rssMiB };
-  for (const k of REPEATED_RSS) rssMiB[k] = spread[k].median;
+  for (const k of REPEATED_RSS) {
+    const median = spread[k]?.median;
+    if (median !== undefined) rssMiB[k] = median;
+  }
   return {
     ...middle,
     rssMiB,
@@ -233,18 +246,24 @@ const MEASURES: Array<{ label: string; goal: string; value: (f: ScaleFigures) =>
   { label: "RSS idle, MiB", goal: "≤ 90", value: (f) => rss(f, "idle") },
   { label: "RSS steady holding N, MiB", goal: "", value: (f) => rss(f, "steady") },
   {
+    label: "… settled, 20 s after the last reconcile (V8's memory reducer had its chance), MiB",
+    goal: "",
+    value: (f) => (f.rssMiB.settled === undefined ? "–" : rss(f, "settled")),
+  },
+  {
     label: "… of which anonymous / mapped files (node's binary), MiB",
     goal: "",
     value: (f) =>
       f.rssMiB.steadySplit ? `${fmt(f.rssMiB.steadySplit.anon)} / ${fmt(f.rssMiB.steadySplit.file)}` : "–",
   },
   {
-    label: "… V8 heap committed / used, idle → steady, MiB",
+    label: "… V8 heap committed / used, idle → steady (→ settled), MiB",
     goal: "",
     value: (f) => {
       const h = f.v8HeapMiB;
+      const settled = h?.settled ? ` → ${fmt(h.settled.committed)} / ${fmt(h.settled.used)} settled` : "";
       return h
-        ? `${fmt(h.idle.committed)} / ${fmt(h.idle.used)} → ${fmt(h.steady.committed)} / ${fmt(h.steady.used)}`
+        ? `${fmt(h.idle.committed)} / ${fmt(h.idle.used)} → ${fmt(h.steady.committed)} / ${fmt(h.steady.used)}${settled}`
         : "–";
     },
   },
@@ -396,7 +415,7 @@ export function scaleTable(label: string, results: ScaleFigures[]): BenchTable {
 function rss(f: ScaleFigures, k: RepeatedRss): string {
   const spread = f.repeats?.rssMiB[k];
   return spread === undefined
-    ? fmt(f.rssMiB[k])
+    ? fmt(f.rssMiB[k] ?? Number.NaN)
     : `${fmt(spread.median)} (${fmt(spread.min)}–${fmt(spread.max)}, ${f.repeats?.runs} runs)`;
 }
 
