@@ -121,6 +121,12 @@ describe("the heap breakdown by structure", () => {
       expect(cache?.bytesPerResource).toBeGreaterThan(100);
       expect(cache?.bytesPerResource).toBeLessThan(400);
       expect(breakdown.rows[0]).toBe(cache);
+      // By field of the entries: the keys, each record's own object, its fields and their parts.
+      const fields = Object.fromEntries((cache?.fields ?? []).map((f) => [f.field, f.bytesPerResource ?? 0]));
+      expect(Object.keys(fields)).toEqual(
+        expect.arrayContaining(["key", "(record)", "name", "spec", "spec.image"]),
+      );
+      expect(fields["spec.image"]).toBeGreaterThan(16);
     }, 60_000);
   });
 });

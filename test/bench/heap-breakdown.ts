@@ -43,7 +43,16 @@ export interface HeapRow {
   bytesPerResource?: number;
   /** The category of {@link CATEGORIES} the path falls under, or `other`. */
   category: string;
+  /**
+   * For a Map or Set of many entries (at least {@link FIELDS_FROM} objects): its bytes by what
+   * they are in an entry — `key`, the entry's `(record)` itself, and each field of the records
+   * two levels deep (`metadata`, `status.conditions`), largest first; `(table)` is the map's own.
+   */
+  fields?: Array<{ field: string; bytes: number; bytesPerResource?: number }>;
 }
+
+/** A collection of at least this many objects has its bytes split by field ({@link HeapRow.fields}). */
+export const FIELDS_FROM = 1000;
 
 /** The breakdown of one snapshot. */
 export interface HeapBreakdown {
@@ -121,7 +130,10 @@ export function heapBreakdown(
       if ((retained[child] as number) >= minBytes) big.push(child);
     }
     if (p !== root && (graph.isCollection(node) || big.length === 0)) {
-      rows.push(row(path, graph.kind(node), bytes, objects[p] as number));
+      const found = row(path, graph.kind(node), bytes, objects[p] as number);
+      if ((objects[p] as number) >= FIELDS_FROM && /^(Map|Set)\b/.test(found.kind))
+        found.fields = fieldsOf(p);
+      rows.push(found);
       return;
     }
     let inParts = 0;
@@ -133,6 +145,43 @@ export function heapBreakdown(
     const own = bytes - inParts;
     if (p !== root && own >= minBytes) rows.push(row([...path, "(own)"], graph.kind(node), own, 0));
     else restBytes += own;
+  };
+  /** The bytes of the collection at postorder index `p` by field of its entries (see {@link HeapRow.fields}). */
+  const fieldsOf = (p: number): HeapRow["fields"] => {
+    const bytesOf = new Map<string, number>();
+    const stack: Array<[number, string]> = [[p, "(table)"]];
+    while (stack.length > 0) {
+      const [at, label] = stack.pop() as [number, string];
+      const node = order[at] as number;
+      bytesOf.set(label, (bytesOf.get(label) ?? 0) + graph.selfSize(node));
+      for (let c = childStart[at] as number; c < (childStart[at + 1] as number); c++) {
+        const child = children[c] as number;
+        const to = order[child] as number;
+        let next = label;
+        if (label === "(table)")
+          next = graph.isString(to) ? "key" : graph.isObject(to) ? "(record)" : "(table)";
+        else if (label === "(record)" || !label.includes(".")) {
+          const edge = graph.edgeLabel(node, to);
+          // Past the first two field names, a part counts with its field (an array's elements too).
+          next =
+            edge === undefined || edge.startsWith("[")
+              ? label
+              : label === "(record)"
+                ? edge
+                : label === "key"
+                  ? label
+                  : `${label}.${edge}`;
+        }
+        stack.push([child, next]);
+      }
+    }
+    return [...bytesOf]
+      .sort((a, b) => b[1] - a[1])
+      .map(([field, bytes]) => ({
+        field,
+        bytes,
+        ...(resources ? { bytesPerResource: bytes / resources } : {}),
+      }));
   };
   const row = (path: readonly string[], kind: string, bytes: number, n: number): HeapRow => {
     const whole = path.join(" › ");
@@ -354,13 +403,24 @@ class Graph {
   }
 
   /** `Holder.field`: the edge from `from` (or, when it holds none, from the first holder found) to `node`. */
+  /** Whether `node` is a string of any kind. */
+  isString(node: number): boolean {
+    return this.#typeOf(node).includes("string");
+  }
+
+  /** Whether `node` is a JavaScript object (not an array of V8's, a string or code). */
+  isObject(node: number): boolean {
+    return this.#typeOf(node) === "object";
+  }
+
   stepTo(node: number, from: number): string {
-    const via = this.#edgeLabel(from, node);
+    const via = this.edgeLabel(from, node);
     if (via !== undefined) return `${this.kind(from)}.${via}`;
     return `${this.kind(node)}`;
   }
 
-  #edgeLabel(from: number, to: number): string | undefined {
+  /** The name of the first edge from `from` to `to` (`[i]` for an element), undefined when there is none. */
+  edgeLabel(from: number, to: number): string | undefined {
     const edges = this.#file.edges;
     for (
       let e = this.#firstEdge[from] as number;
@@ -455,6 +515,21 @@ export function breakdownTable(breakdown: HeapBreakdown, top = 25): string {
           `| ${r.path} | ${r.kind} | ${r.objects} | ${kib(r.bytes)} | ${per(r.bytesPerResource)} | ${r.category} |`,
       ),
   ];
+  for (const r of breakdown.rows
+    .slice(0, top)
+    .filter((r) => r.fields !== undefined)
+    .slice(0, 3)) {
+    lines.push(
+      "",
+      `${r.path}, by field of its entries:`,
+      "",
+      "| field | KiB | bytes per resource |",
+      "|---|---|---|",
+      ...(r.fields ?? [])
+        .slice(0, 16)
+        .map((f) => `| ${f.field} | ${kib(f.bytes)} | ${per(f.bytesPerResource)} |`),
+    );
+  }
   return lines.join("\n");
 }
 

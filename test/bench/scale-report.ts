@@ -125,7 +125,14 @@ export interface ScaleFigures {
     /** The live heap of an operator holding nothing, started after the measured one. */
     idleLiveMiB: number;
     categories: Array<{ category: string; bytesPerResource: number }>;
-    rows: Array<{ path: string; kind: string; bytesPerResource: number; category: string }>;
+    rows: Array<{
+      path: string;
+      kind: string;
+      bytesPerResource: number;
+      category: string;
+      /** A large Map's bytes per resource by field of its entries (see heap-breakdown.ts). */
+      fields?: Array<{ field: string; bytesPerResource: number }>;
+    }>;
   };
 }
 

@@ -451,6 +451,9 @@ async function breakDown(
       kind: r.kind,
       bytesPerResource: per(r.bytes),
       category: r.category,
+      ...(r.fields
+        ? { fields: r.fields.slice(0, 16).map((f) => ({ field: f.field, bytesPerResource: per(f.bytes) })) }
+        : {}),
     })),
   };
 }
