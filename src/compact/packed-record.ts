@@ -103,21 +103,23 @@ const MIN_SHARED_CHARS = 8;
 const SHARED_AFTER = 4;
 
 /** How many distinct values the table counts before it starts counting again. */
-const COUNTED = 4096;
+const COUNTED = 1024;
 
 /**
  * A holder's table of the values its records share (by their JSON text): a value is held in it
  * once {@link SHARED_AFTER} records had it, at most {@link SHARED_VALUES_KEPT} values of at most
  * {@link SHARED_VALUE_MAX_CHARS} characters. Records refer to a value by its position, so the
- * table never forgets one: once full, other values stay in their records. The count of values
- * not yet shared is bounded too ({@link COUNTED}; it starts again once full), so values met
- * once (an id, a time) never accumulate. The values come from whoever answered (a tenant's
- * server): what the table holds is bounded by its size, not by what it is shown.
+ * table never forgets one: once full, other values stay in their records. The values not yet
+ * shared are counted by a 31-bit digest of their text, never held: at most {@link COUNTED} of
+ * them (it starts again once full), so values met once (an id, a time) cost nothing lasting. Two
+ * values of one digest only count together (one may be shared a little early); what is shared
+ * is found by its whole text. The values come from whoever answered (a tenant's server): what
+ * the table holds is bounded by its size, not by what it is shown.
  */
 export class SharedValues {
   readonly #texts: string[] = [];
   readonly #index = new Map<string, number>();
-  readonly #seen = new Map<string, number>();
+  readonly #seen = new Map<number, number>();
 
   /** The position of the value of JSON text `text`, counting one more record that has it; undefined when not shared. */
   refer(text: string): number | undefined {
@@ -125,13 +127,16 @@ export class SharedValues {
     if (at !== undefined) return at;
     if (this.#texts.length >= SHARED_VALUES_KEPT || text.length < MIN_SHARED_CHARS) return undefined;
     if (text.length > SHARED_VALUE_MAX_CHARS) return undefined;
-    const count = (this.#seen.get(text) ?? 0) + 1;
+    const digest = digestOf(text);
+    const count = (this.#seen.get(digest) ?? 0) + 1;
     if (count < SHARED_AFTER) {
       if (this.#seen.size >= COUNTED) this.#seen.clear();
-      this.#seen.set(text, count);
+      this.#seen.set(digest, count);
       return undefined;
     }
-    this.#seen.delete(text);
+    this.#seen.delete(digest);
+    // Full from now on: nothing more is counted.
+    if (this.#texts.length + 1 >= SHARED_VALUES_KEPT) this.#seen.clear();
     this.#texts.push(text);
     this.#index.set(text, this.#texts.length - 1);
     return this.#texts.length - 1;
@@ -149,6 +154,13 @@ export class SharedValues {
   get size(): number {
     return this.#texts.length;
   }
+}
+
+/** FNV-1a of `text`'s UTF-16 code units, as a 31-bit integer (V8 then holds it in place). */
+function digestOf(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  return hash >>> 1;
 }
 
 /**
