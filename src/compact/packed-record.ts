@@ -197,7 +197,12 @@ export function packRecord<T extends Identified>(
       texts.push(text);
     }
   }
-  return { name, keys: shapes.of(keys), text: `[${texts.join(",")}]` };
+  // One join makes one flat string: brackets added around a joined text would make a rope of
+  // three (two more objects of 32 bytes each, for every record).
+  if (texts.length === 0) return { name, keys: shapes.of(keys), text: "[]" };
+  texts[0] = `[${texts[0]}`;
+  texts[texts.length - 1] = `${texts[texts.length - 1]}]`;
+  return { name, keys: shapes.of(keys), text: texts.join(",") };
 }
 
 function charsOf(names: readonly string[]): number {
