@@ -80,8 +80,8 @@ export const CATEGORIES: ReadonlyArray<readonly [string, RegExp]> = [
   ["work queue", /(WorkQueue|Queue)\.#/],
   ["controller", /Controller\.#/],
   ["metrics", /(Registry|Counter|Gauge|Histogram|Summary)\.|hashMap|Metrics\./],
-  ["sharding", /(Holds|Sharder|Member|RingChoices|Membership)\.#/],
-  ["events", /Events?\w*\.#(series|pending|allowances)/],
+  ["sharding", /(LeaseHolds|Sharder|LabelStates|ShardMember|RingChoices|RingMembership)\.#/],
+  ["events", /KubeEventRecorder\.#/],
   ["string table", /Interner\.#table/],
   ["compiled code", /^\(code\)|\(compiled code\)/],
 ];
