@@ -116,7 +116,10 @@ export interface ScaleFigures {
    */
   repeats?: {
     runs: number;
-    rssMiB: Partial<Record<RepeatedRss, { median: number; min: number; max: number; all: number[] }>>;
+    /** Per figure: median, min, max, and each run's value by its number (`{"1": 84.3, "2": 85.3}`). */
+    rssMiB: Partial<
+      Record<RepeatedRss, { median: number; min: number; max: number; runs: Record<string, number> }>
+    >;
     loadAverage: Array<{ start: number; end: number }>;
   };
   /** With `--heap-breakdown`: the live heap holding N by structure (see heap-breakdown.ts). */
@@ -171,7 +174,10 @@ export function ofRepeats(runs: readonly ScaleFigures[]): ScaleFigures {
     REPEATED_RSS.flatMap((k) => {
       const all = runs.flatMap((r) => r.rssMiB[k] ?? []);
       if (all.length === 0) return [];
-      return [[k, { median: median(all), min: Math.min(...all), max: Math.max(...all), all }]];
+      // Each run's value keyed by its number: an object stays one value a line in scale.json as
+      // JSON.stringify writes it and the formatter keeps it (a short array would be reflowed).
+      const each = Object.fromEntries(all.map((v, i) => [String(i + 1), v]));
+      return [[k, { median: median(all), min: Math.min(...all), max: Math.max(...all), runs: each }]];
     }),
   ) as NonNullable<ScaleFigures["repeats"]>["rssMiB"];
   const rssMiB = { ...middle.rssMiB };
@@ -251,11 +257,11 @@ const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 100) / 100
 /** One line per measure: label, goal, and the value of figures. */
 const MEASURES: Array<{ label: string; goal: string; value: (f: ScaleFigures) => string }> = [
   { label: "RSS idle, MiB", goal: "≤ 90", value: (f) => rss(f, "idle") },
-  { label: "RSS steady holding N, MiB", goal: "", value: (f) => rss(f, "steady") },
   {
-    label: "… settled, 20 s after the last reconcile (V8's memory reducer had its chance), MiB",
+    label: "RSS steady holding N (settled: 20 s after the last reconcile), MiB",
     goal: "",
-    value: (f) => (f.rssMiB.settled === undefined ? "–" : rss(f, "settled")),
+    value: (f) =>
+      `${rss(f, "steady")}${f.rssMiB.settled === undefined ? "" : `; settled ${rss(f, "settled")}`}`,
   },
   {
     label: "… of which anonymous / mapped files (node's binary), MiB",
@@ -275,23 +281,6 @@ const MEASURES: Array<{ label: string; goal: string; value: (f: ScaleFigures) =>
     },
   },
   { label: "RSS peak (VmHWM), MiB", goal: "≤ 150 at 10k", value: (f) => rss(f, "peak") },
-  {
-    label: "… peak of the adoption / of the cold creates and after, MiB",
-    goal: "",
-    value: (f) => `${rss(f, "peakAdoption")} / ${rss(f, "peakCold")}`,
-  },
-  {
-    label: "live heap holding N: bytes per resource, largest structures",
-    goal: "",
-    value: (f) =>
-      f.heapBreakdown
-        ? f.heapBreakdown.categories
-            .filter((c) => c.category !== "other")
-            .slice(0, 4)
-            .map((c) => `${c.category} ${Math.round(c.bytesPerResource)}`)
-            .join("; ")
-        : "–",
-  },
   {
     label: "service calls per resync (goal ⌈N/100⌉+1)",
     goal: "⌈N/100⌉+1",

@@ -26,7 +26,12 @@ describe("the median of repeated runs", () => {
     expect(combined.rssMiB.peak).toBe(140);
     expect(combined.rssMiB.idle).toBe(84);
     expect(combined.rssMiB.steady).toBe(120);
-    expect(combined.repeats?.rssMiB.peak).toEqual({ median: 140, min: 130, max: 150, all: [130, 150, 140] });
+    expect(combined.repeats?.rssMiB.peak).toEqual({
+      median: 140,
+      min: 130,
+      max: 150,
+      runs: { "1": 130, "2": 150, "3": 140 },
+    });
     expect(combined.repeats?.runs).toBe(3);
     // The other figures are one real run's: the one whose peak is the median.
     expect(combined.edit.p50Ms).toBe(30);
