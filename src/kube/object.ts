@@ -103,11 +103,22 @@ export { MAX_ANNOTATION_VALUE } from "../reconcile/annotations.ts";
  * patches of the shard labels alone.
  */
 export function keptMetadata(meta: ObjectMeta): ObjectMeta {
-  const kept: ObjectMeta = { name: meta.name, resourceVersion: meta.resourceVersion };
-  if (meta.namespace !== undefined) kept.namespace = meta.namespace;
-  if (meta.uid !== undefined) kept.uid = meta.uid;
-  if (meta.generation !== undefined) kept.generation = meta.generation;
-  if (typeof meta.creationTimestamp === "string") kept.creationTimestamp = meta.creationTimestamp;
+  const { name, resourceVersion, namespace, uid, generation, creationTimestamp } = meta;
+  // What every object of a namespace has, in one literal: V8 then holds the fields in the object
+  // itself, where fields added one by one go to an array of their own (64 bytes a cached object).
+  const kept: ObjectMeta =
+    namespace !== undefined &&
+    uid !== undefined &&
+    generation !== undefined &&
+    typeof creationTimestamp === "string"
+      ? { name, resourceVersion, namespace, uid, generation, creationTimestamp }
+      : { name, resourceVersion };
+  if (kept.uid === undefined) {
+    if (namespace !== undefined) kept.namespace = namespace;
+    if (uid !== undefined) kept.uid = uid;
+    if (generation !== undefined) kept.generation = generation;
+    if (typeof creationTimestamp === "string") kept.creationTimestamp = creationTimestamp;
+  }
   if (typeof meta.deletionTimestamp === "string") kept.deletionTimestamp = meta.deletionTimestamp;
   if (meta.finalizers !== undefined) kept.finalizers = keptFinalizers(meta.finalizers);
   const annotations = readAnnotations(meta.annotations);

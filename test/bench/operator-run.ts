@@ -119,6 +119,8 @@ export interface Setup {
   commit: string;
   /** Where `--profile` writes the CPU profile and heap snapshot; the operator then runs with its inspector on. */
   profile?: string;
+  /** Where `--heap-breakdown` writes its heap snapshot and table; the operator then runs with its inspector on. */
+  heapBreakdown?: string;
 }
 
 /** Runs `task(0..count-1)`, `concurrency` at a time. */
@@ -141,6 +143,20 @@ export interface RunningOperator {
   ready(): Promise<number>;
   /** controller_runtime_reconcile_total, summed. */
   reconciles(): Promise<number>;
+  /** V8's heap now, as the operator's `nodejs_heap_*` series say (see {@link V8Heap}). */
+  v8Heap(): Promise<V8Heap>;
+}
+
+/**
+ * V8's heap in MiB, from the operator's own `nodejs_heap_*` series (`v8.getHeapStatistics`):
+ * `committed` is what the heap holds of the process's memory, `used` the objects in it, live or
+ * not yet collected; `oldCommitted` / `oldUsed` the old generation's part.
+ */
+export interface V8Heap {
+  committed: number;
+  used: number;
+  oldCommitted: number;
+  oldUsed: number;
 }
 
 /**
@@ -160,14 +176,14 @@ export async function startOperator(
 ): Promise<RunningOperator> {
   const metrics = `127.0.0.1:${await freePort()}`;
   const probes = `127.0.0.1:${await freePort()}`;
-  const inspectPort = setup.profile === undefined ? 0 : await freePort();
-  const runtimeEnv =
-    setup.profile === undefined
-      ? setup.runtimeEnv
-      : {
-          ...setup.runtimeEnv,
-          NODE_OPTIONS: `${setup.runtimeEnv.NODE_OPTIONS ?? ""} ${inspectFlag(inspectPort)}`.trim(),
-        };
+  const inspect = setup.profile !== undefined || setup.heapBreakdown !== undefined;
+  const inspectPort = inspect ? await freePort() : 0;
+  const runtimeEnv = !inspect
+    ? setup.runtimeEnv
+    : {
+        ...setup.runtimeEnv,
+        NODE_OPTIONS: `${setup.runtimeEnv.NODE_OPTIONS ?? ""} ${inspectFlag(inspectPort)}`.trim(),
+      };
   const flags = [
     ...(namespace === undefined ? [] : [`--namespaces=${namespace}`]),
     "--no-leader-elect",
@@ -217,6 +233,27 @@ export async function startOperator(
           throw new Error(`the operator was not ready in 60 s:\n${process.logTail(15)}`);
         await sleep(200);
       }
+    },
+    async v8Heap() {
+      const samples = parseSamples(
+        await httpText(
+          `http://${metrics}/metrics?name=nodejs_heap_size_total_bytes&name=nodejs_heap_size_used_bytes&name=nodejs_heap_space_size_total_bytes&name=nodejs_heap_space_size_used_bytes`,
+        ),
+      );
+      const mib = (name: string, space?: string) =>
+        round(
+          sumOf(
+            samples.filter((s) => s.name === name),
+            (labels) => space === undefined || labels.space === space,
+          ) / 1048576,
+          1,
+        );
+      return {
+        committed: mib("nodejs_heap_size_total_bytes"),
+        used: mib("nodejs_heap_size_used_bytes"),
+        oldCommitted: mib("nodejs_heap_space_size_total_bytes", "old"),
+        oldUsed: mib("nodejs_heap_space_size_used_bytes", "old"),
+      };
     },
     async reconciles() {
       return sumOf(
@@ -279,6 +316,9 @@ export class Tap {
     this.patches.clear();
   }
 }
+
+/** How long after its last reconcile or call the steady operator's memory is read again, settled. */
+const SETTLE_MS = 20_000;
 
 /** Full listings of different connections closer than this belong to the same pass. */
 const SAME_PASS_MS = 3_000;
@@ -402,10 +442,17 @@ export async function resyncPass(
   };
   const periodMs = parseDuration(resyncPeriod);
   if (periodMs === undefined) throw new Error(`--resync-period: '${resyncPeriod}' is not a duration`);
-  await quiet("a quiet moment", 10 * 60_000, () => true);
+  const calm = await quiet("a quiet moment", 10 * 60_000, () => true);
   const steady = memoryMiB(pid);
   const steadyRssMiB = round(steady.rss, 1);
   const steadySplit = { anon: round(steady.anon, 1), file: round(steady.file, 1) };
+  const steadyHeap = await operator.v8Heap();
+  // The same quiet moment SETTLE_MS after the last reconcile or call: by then V8's memory reducer
+  // (which starts ~8 s after a collection, once allocation is low) has had its chance to shrink
+  // the heap, as it does between passes. The next pass starts a period after this one ended.
+  await sleep(Math.max(0, Math.max(calm.lastChangeAt, tap.lastRequestAt) + SETTLE_MS - performance.now()));
+  const settledRssMiB = round(memoryMiB(pid).rss, 1);
+  const settledHeap = await operator.v8Heap();
   const before = await apiMetrics();
   sim.resetCounters();
   tap.reset();
@@ -453,7 +500,16 @@ export async function resyncPass(
     // A second pass began before this one was quiet (the periods of older code could overlap).
     overlapped: passStarts(tap.fullListings).length > 1,
   };
-  return { figures, steadyRssMiB, steadySplit, seconds: figures.seconds, cpuSeconds: figures.cpuSeconds };
+  return {
+    figures,
+    steadyRssMiB,
+    steadySplit,
+    steadyHeap,
+    settledRssMiB,
+    settledHeap,
+    seconds: figures.seconds,
+    cpuSeconds: figures.cpuSeconds,
+  };
 }
 
 /** The commit checked out, with `+changes` when src/ or manifests/ differ from it. */

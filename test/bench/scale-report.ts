@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { arch, cpus, platform } from "node:os";
 import { join } from "node:path";
 import type { BenchTable } from "./harness.ts";
+import type { V8Heap } from "./operator-run.ts";
 
 const DOCS = join(import.meta.dirname, "..", "..", "docs");
 const JSON_PATH = join(DOCS, "bench", "scale.json");
@@ -40,10 +41,14 @@ export interface ScaleFigures {
     peak: number;
     peakCold: number;
     peakAdoption: number;
+    /** Steady, read again 20 s after the last reconcile or call (absent in older figures). */
+    settled?: number;
     /** RSS split into anonymous memory and mapped files (absent in older figures). */
     idleSplit?: { anon: number; file: number };
     steadySplit?: { anon: number; file: number };
   };
+  /** V8's heap when idle and when steady, read with the RSS figures (absent in older figures). */
+  v8HeapMiB?: { idle: V8Heap; steady: V8Heap; settled?: V8Heap };
   resync: {
     resyncPeriod: string;
     seconds: number;
@@ -104,6 +109,91 @@ export interface ScaleFigures {
     serviceCallsByRoute?: Counters;
   };
   perResource: { resyncCpuMs: number; steadyKiB: number };
+  /**
+   * With `--repeat R` (R > 1): the N was measured R times, each from cold (a control plane,
+   * resources, simulators and operators of its own). `rssMiB` then holds the median of each RSS
+   * figure over the runs, this its spread; every other figure is the run's of median peak.
+   */
+  repeats?: {
+    runs: number;
+    /** Per figure: median, min, max, and each run's value by its number (`{"1": 84.3, "2": 85.3}`). */
+    rssMiB: Partial<
+      Record<RepeatedRss, { median: number; min: number; max: number; runs: Record<string, number> }>
+    >;
+    loadAverage: Array<{ start: number; end: number }>;
+  };
+  /** With `--heap-breakdown`: the live heap holding N by structure (see heap-breakdown.ts). */
+  heapBreakdown?: {
+    liveMiB: number;
+    /** The live heap of an operator holding nothing, started after the measured one. */
+    idleLiveMiB: number;
+    categories: Array<{ category: string; bytesPerResource: number }>;
+    rows: Array<{
+      path: string;
+      kind: string;
+      bytesPerResource: number;
+      category: string;
+      /** A large Map's bytes per resource by field of its entries (see heap-breakdown.ts). */
+      fields?: Array<{ field: string; bytesPerResource: number }>;
+    }>;
+  };
+}
+
+/** The RSS figures a `--repeat` run reports as a median with its spread. */
+export type RepeatedRss = "idle" | "steady" | "settled" | "peak" | "peakCold" | "peakAdoption";
+const REPEATED_RSS: readonly RepeatedRss[] = [
+  "idle",
+  "steady",
+  "settled",
+  "peak",
+  "peakCold",
+  "peakAdoption",
+];
+
+/** The median of `values` (the mean of the middle two for an even count). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/**
+ * The runs of one N as one set of figures: each RSS figure the median over the runs (with its
+ * spread in `repeats`), the steady KiB per resource from the medians, every other figure the
+ * run's whose peak is the median one (the lower middle for an even count).
+ */
+export function ofRepeats(runs: readonly ScaleFigures[]): ScaleFigures {
+  const first = runs[0];
+  if (first === undefined) throw new Error("no runs to combine");
+  if (runs.length === 1) return first;
+  const byPeak = [...runs].sort((a, b) => a.rssMiB.peak - b.rssMiB.peak);
+  const middle = byPeak[Math.floor((byPeak.length - 1) / 2)] as ScaleFigures;
+  const spread = Object.fromEntries(
+    REPEATED_RSS.flatMap((k) => {
+      const all = runs.flatMap((r) => r.rssMiB[k] ?? []);
+      if (all.length === 0) return [];
+      // Each run's value keyed by its number: an object stays one value a line in scale.json as
+      // JSON.stringify writes it and the formatter keeps it (a short array would be reflowed).
+      const each = Object.fromEntries(all.map((v, i) => [String(i + 1), v]));
+      return [[k, { median: median(all), min: Math.min(...all), max: Math.max(...all), runs: each }]];
+    }),
+  ) as NonNullable<ScaleFigures["repeats"]>["rssMiB"];
+  const rssMiB = { ...middle.rssMiB };
+  for (const k of REPEATED_RSS) {
+    const median = spread[k]?.median;
+    if (median !== undefined) rssMiB[k] = median;
+  }
+  return {
+    ...middle,
+    rssMiB,
+    perResource: {
+      ...middle.perResource,
+      steadyKiB: Math.round(((rssMiB.steady - rssMiB.idle) / middle.n) * 1024 * 100) / 100,
+    },
+    repeats: { runs: runs.length, rssMiB: spread, loadAverage: runs.map((r) => r.loadAverage) },
+  };
 }
 
 /** The file: series (e.g. before, after) → N → figures. */
@@ -166,15 +256,31 @@ const ratio = (a: number, b: number) => (b > 0 ? Math.round((a / b) * 100) / 100
 
 /** One line per measure: label, goal, and the value of figures. */
 const MEASURES: Array<{ label: string; goal: string; value: (f: ScaleFigures) => string }> = [
-  { label: "RSS idle, MiB", goal: "≤ 90", value: (f) => fmt(f.rssMiB.idle) },
-  { label: "RSS steady holding N, MiB", goal: "", value: (f) => fmt(f.rssMiB.steady) },
+  { label: "RSS idle, MiB", goal: "≤ 90", value: (f) => rss(f, "idle") },
+  {
+    label: "RSS steady holding N (settled: 20 s after the last reconcile), MiB",
+    goal: "",
+    value: (f) =>
+      `${rss(f, "steady")}${f.rssMiB.settled === undefined ? "" : `; settled ${rss(f, "settled")}`}`,
+  },
   {
     label: "… of which anonymous / mapped files (node's binary), MiB",
     goal: "",
     value: (f) =>
       f.rssMiB.steadySplit ? `${fmt(f.rssMiB.steadySplit.anon)} / ${fmt(f.rssMiB.steadySplit.file)}` : "–",
   },
-  { label: "RSS peak (VmHWM), MiB", goal: "≤ 150 at 10k", value: (f) => fmt(f.rssMiB.peak) },
+  {
+    label: "… V8 heap committed / used, idle → steady (→ settled), MiB",
+    goal: "",
+    value: (f) => {
+      const h = f.v8HeapMiB;
+      const settled = h?.settled ? ` → ${fmt(h.settled.committed)} / ${fmt(h.settled.used)} settled` : "";
+      return h
+        ? `${fmt(h.idle.committed)} / ${fmt(h.idle.used)} → ${fmt(h.steady.committed)} / ${fmt(h.steady.used)}${settled}`
+        : "–";
+    },
+  },
+  { label: "RSS peak (VmHWM), MiB", goal: "≤ 150 at 10k", value: (f) => rss(f, "peak") },
   {
     label: "service calls per resync (goal ⌈N/100⌉+1)",
     goal: "⌈N/100⌉+1",
@@ -299,6 +405,14 @@ export function scaleTable(label: string, results: ScaleFigures[]): BenchTable {
     head: ["measured", ...results.map((f) => `${label} N=${f.n}`), "goal"],
     rows: MEASURES.map((m) => [m.label, ...results.map((f) => m.value(f).replaceAll("`", "")), m.goal]),
   };
+}
+
+/** An RSS figure: the median of a `--repeat` run with its min–max and the count of runs, else the one run's. */
+function rss(f: ScaleFigures, k: RepeatedRss): string {
+  const spread = f.repeats?.rssMiB[k];
+  return spread === undefined
+    ? fmt(f.rssMiB[k] ?? Number.NaN)
+    : `${fmt(spread.median)} (${fmt(spread.min)}–${fmt(spread.max)}, ${f.repeats?.runs} runs)`;
 }
 
 function fmt(value: number): string {

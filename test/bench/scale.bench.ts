@@ -25,7 +25,7 @@
  * simulators, one of them then a black hole): see `tenancy.ts`, reported in `docs/bench/tenancy.json`.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -43,6 +43,7 @@ import {
   callCount,
   quantile,
 } from "./harness.ts";
+import { breakdownTable, type HeapSnapshotFile, heapBreakdown } from "./heap-breakdown.ts";
 import { Inspector } from "./inspector.ts";
 import {
   APPLY_CONCURRENCY,
@@ -72,7 +73,7 @@ import {
   replicasTable,
   saveReplicas,
 } from "./replicas.ts";
-import { type ScaleFigures, saveScale, scaleTable } from "./scale-report.ts";
+import { ofRepeats, type ScaleFigures, saveScale, scaleTable } from "./scale-report.ts";
 import { measureTenants, parseTenants } from "./tenancy.ts";
 import { saveTenancy, type TenancyFigures, tenancyTable } from "./tenancy-report.ts";
 
@@ -81,6 +82,8 @@ const EDITS = 100;
 const EDITS_PER_SECOND = 5;
 const ADOPT_NS = "scale-adopt";
 const COLD_NS = "scale-cold";
+/** With --heap-breakdown: the empty namespace of the operator whose idle heap is compared. */
+const IDLE_NS = "scale-idle";
 
 /** See the module comment. */
 export const benchmark: Benchmark = {
@@ -106,6 +109,15 @@ export const benchmark: Benchmark = {
       description:
         "a directory: sampling heap profiles of what reached the old generation (kept whether a full collection freed it or not) over the cold creates, the first resync pass and the measured one (n<N>-creates/-first/-pass.heapprofile); after the measured pass, a CPU profile of the next pass (n<N>-pass.cpuprofile) and, after the edits, a heap snapshot holding N (n<N>-steady.heapsnapshot); with --replicas, after the steady figures, heap snapshots of the leader and of one other replica (r<R>n<N>-leader/-member.heapsnapshot); through the operators' inspectors on loopback; open them in Chrome DevTools",
     },
+    "heap-breakdown": {
+      description:
+        "a directory: after the steady figures and the edits, a heap snapshot holding N (n<N>-steady.heapsnapshot) and the live heap by structure, bytes per resource (n<N>-breakdown.md, and in scale.json; see heap-breakdown.ts), next to the heap of an idle operator started afterwards (n<N>-idle.heapsnapshot), through the operator's inspector on loopback",
+    },
+    repeat: {
+      description:
+        "runs each N this many times, each from cold (a control plane, resources, simulators and operators of its own): every RSS figure is then the median of the runs with their min–max, the other figures the run's of median peak (e.g. --repeat 3)",
+      default: "1",
+    },
     replicas: {
       description:
         "the sharded case: the N resources in one namespace, this many `--sharded` replicas (2 to 8); per-replica RSS, calls per resync summed, a kill -9's re-ownership, the share moved by one more replica (e.g. --replicas 3 --n 6000)",
@@ -129,6 +141,11 @@ export const benchmark: Benchmark = {
     const replicas = args.replicas === undefined ? undefined : parseReplicas(args.replicas);
     if (replicas !== undefined && tenants !== undefined)
       throw new Error("--replicas and --tenants are separate cases: give one");
+    const repeat = Number(args.repeat ?? "1");
+    if (!Number.isInteger(repeat) || repeat < 1 || repeat > 9)
+      throw new Error(`--repeat: '${args.repeat}' is not a number of runs from 1 to 9 (e.g. --repeat 3)`);
+    if (repeat > 1 && (replicas !== undefined || tenants !== undefined))
+      throw new Error("--repeat applies to the one-namespace case only: leave out --replicas and --tenants");
     const sharded: ReplicaFigures[] = [];
     // A build of this run's own: another run may rebuild meanwhile.
     const dist = join(CACHE, `dist-${process.pid}`);
@@ -150,6 +167,7 @@ export const benchmark: Benchmark = {
           commit,
           resync,
           ...(args.profile === undefined ? {} : { profile: resolve(args.profile) }),
+          ...(args["heap-breakdown"] === undefined ? {} : { heapBreakdown: resolve(args["heap-breakdown"]) }),
           logs: join(LOGS, tenants === undefined ? `n${n}` : `tenants${tenants}-n${n}`),
         };
         // Saved per N, so a long run that fails later keeps what it measured.
@@ -161,7 +179,12 @@ export const benchmark: Benchmark = {
           sharded.push(figures);
           for (const path of saveReplicas(label, figures)) progress(`written ${path}`);
         } else if (tenants === undefined) {
-          const figures = await measure(n, setup);
+          const runs: ScaleFigures[] = [];
+          for (let run = 1; run <= repeat; run++) {
+            if (repeat > 1) progress(`N=${n}: run ${run} of ${repeat}`);
+            runs.push(await measure(n, setup));
+          }
+          const figures = ofRepeats(runs);
           results.push(figures);
           for (const path of saveScale(label, figures)) progress(`written ${path}`);
         } else {
@@ -249,6 +272,7 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
       await sleep(5_000);
       const idle = memoryMiB(pid);
       const idleRss = idle.rss;
+      const idleHeap = await running.v8Heap();
       progress(`N=${n}: idle RSS ${idleRss.toFixed(1)} MiB; applying ${n} resources`);
       const sampling = setup.profile === undefined ? undefined : await Inspector.connect(running.inspectPort);
       if (sampling && setup.profile) {
@@ -311,7 +335,9 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
       }
 
       const inspector =
-        setup.profile === undefined ? undefined : await Inspector.connect(running.inspectPort);
+        setup.profile === undefined && setup.heapBreakdown === undefined
+          ? undefined
+          : await Inspector.connect(running.inspectPort);
       if (inspector && setup.profile) {
         await mkdir(setup.profile, { recursive: true });
         await inspector.startCpuProfile();
@@ -325,11 +351,36 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
       // 5. Edits.
       const edit = await editLatency(client, n, sim, coldTap);
       const memory = memoryMiB(pid);
-      if (inspector && setup.profile) {
+      let breakdown: ScaleFigures["heapBreakdown"];
+      const snapshotDir = setup.profile ?? setup.heapBreakdown;
+      if (inspector && snapshotDir) {
         // After the peak was read: a snapshot takes memory of its own.
-        await inspector.heapSnapshot(join(setup.profile, `n${n}-steady.heapsnapshot`));
+        await mkdir(snapshotDir, { recursive: true });
+        const snapshot = join(snapshotDir, `n${n}-steady.heapsnapshot`);
+        await inspector.heapSnapshot(snapshot);
         inspector.close();
-        progress(`N=${n}: profile and heap snapshot in ${setup.profile}`);
+        progress(`N=${n}: heap snapshot in ${snapshot}`);
+        if (setup.heapBreakdown) {
+          // The idle heap to compare with: an operator of its own on an empty namespace, so the
+          // one measured never took a snapshot before its figures were read.
+          await client.request({
+            method: "POST",
+            path: "/api/v1/namespaces",
+            body: { metadata: { name: IDLE_NS } },
+          });
+          const idleOperator = await startOperator(setup, plane.kubeconfigPath, IDLE_NS, sim.url, work);
+          const idleSnapshot = join(setup.heapBreakdown, `n${n}-idle.heapsnapshot`);
+          try {
+            await idleOperator.ready();
+            await sleep(5_000);
+            const idleInspector = await Inspector.connect(idleOperator.inspectPort);
+            await idleInspector.heapSnapshot(idleSnapshot);
+            idleInspector.close();
+          } finally {
+            await idleOperator.process.stop(30_000);
+          }
+          breakdown = await breakDown(snapshot, idleSnapshot, n, setup.heapBreakdown);
+        }
       }
       return {
         n,
@@ -346,12 +397,14 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
         rssMiB: {
           idle: round(idleRss, 1),
           steady: resync.steadyRssMiB,
+          settled: resync.settledRssMiB,
           idleSplit: { anon: round(idle.anon, 1), file: round(idle.file, 1) },
           steadySplit: resync.steadySplit,
           peak: round(Math.max(memory.peak, adoption.peakRssMiB), 1),
           peakCold: round(memory.peak, 1),
           peakAdoption: adoption.peakRssMiB,
         },
+        v8HeapMiB: { idle: idleHeap, steady: resync.steadyHeap, settled: resync.settledHeap },
         resync: resync.figures,
         adoption,
         cold,
@@ -360,6 +413,7 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
           resyncCpuMs: round((resync.figures.cpuSeconds / n) * 1000, 4),
           steadyKiB: round(((resync.steadyRssMiB - idleRss) / n) * 1024, 2),
         },
+        ...(breakdown ? { heapBreakdown: breakdown } : {}),
       };
     } finally {
       await running.process.stop(30_000);
@@ -369,6 +423,39 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
     await plane.stop();
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/**
+ * The live heap of the snapshot at `path` by structure, per resource of `n`: written as Markdown
+ * to `dir` (n<N>-breakdown.md) and returned for scale.json (categories, and the largest rows).
+ */
+async function breakDown(
+  path: string,
+  idlePath: string,
+  n: number,
+  dir: string,
+): Promise<ScaleFigures["heapBreakdown"]> {
+  const read = async (file: string) => JSON.parse(await readFile(file, "utf8")) as HeapSnapshotFile;
+  const idleBytes = heapBreakdown(await read(idlePath)).totalBytes;
+  const found = heapBreakdown(await read(path), { resources: n, idleBytes });
+  const table = breakdownTable(found, 40);
+  await writeFile(join(dir, `n${n}-breakdown.md`), `${table}\n`);
+  progress(`N=${n}: the live heap by structure:\n${table}`);
+  const per = (bytes: number) => round(bytes / n, 0);
+  return {
+    liveMiB: round(found.totalBytes / 1048576, 1),
+    idleLiveMiB: round(idleBytes / 1048576, 1),
+    categories: found.categories.map((c) => ({ category: c.category, bytesPerResource: per(c.bytes) })),
+    rows: found.rows.slice(0, 15).map((r) => ({
+      path: r.path,
+      kind: r.kind,
+      bytesPerResource: per(r.bytes),
+      category: r.category,
+      ...(r.fields
+        ? { fields: r.fields.slice(0, 16).map((f) => ({ field: f.field, bytesPerResource: per(f.bytes) })) }
+        : {}),
+    })),
+  };
 }
 
 /** The simulator's seed for adoption: the deployments the resources describe, already Ready. */

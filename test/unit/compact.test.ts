@@ -12,11 +12,15 @@ import {
 } from "../../src/compact/one-or-many.ts";
 import {
   type Identified,
+  type PackedRecord,
   packRecord,
+  REF,
   SHAPE_MAX_CHARS,
   SHAPE_MAX_KEYS,
   SHAPES_KEPT,
+  SHARED_VALUES_KEPT,
   Shapes,
+  SharedValues,
   unpackRecord,
 } from "../../src/compact/packed-record.ts";
 
@@ -199,6 +203,85 @@ describe("packRecord", () => {
     const back = unpackRecord(id, packRecord(record, new Shapes()));
     expect(Object.keys(back)).toEqual(Object.keys(before));
     expect(JSON.stringify(back)).toBe(JSON.stringify(before));
+  });
+});
+
+describe("packRecord with shared values", () => {
+  const deployment = (i: number) => ({
+    id: `7f1d3c1e-0000-4000-8000-${String(i).padStart(12, "0")}`,
+    name: `web-${i}`,
+    source: "internal_docker",
+    source_config: { deployment_type: "prod", resource_spec: { min_scale: 1, max_scale: 2 } },
+    source_revision_config: { image_uri: `registry.example.com/web-${i}:1` },
+    secrets: [],
+    tenant_id: "5e1a7c3d-0000-4000-8000-00000000d0e5",
+    created_at: `2026-11-28T03:16:${String(i % 60).padStart(2, "0")}.355Z`,
+    updated_at: `2026-11-28T03:16:${String(i % 60).padStart(2, "0")}.355Z`,
+    status: "READY",
+    latest_revision_id: `451bf8a3-dfe9-4ec5-a8e8-${String(i).padStart(12, "0")}`,
+    active_revision_id: `451bf8a3-dfe9-4ec5-a8e8-${String(i).padStart(12, "0")}`,
+    secret_references: null,
+    image_version: null,
+  });
+
+  it("holds what many records share once, and what a record repeats once in it", () => {
+    const shapes = new Shapes();
+    const values = new SharedValues();
+    const packed = Array.from({ length: 20 }, (_, i) => packRecord(deployment(i), shapes, values));
+    // The source, its configuration and the tenant: shared by every record.
+    expect(values.size).toBe(3);
+    const last = packed[19] as PackedRecord;
+    expect(last.text).not.toContain("5e1a7c3d");
+    expect(last.text).not.toContain("resource_spec");
+    // The active revision is the latest, the update time the creation time: each held once.
+    expect(last.text.match(/451bf8a3/g)).toHaveLength(1);
+    expect(last.text.match(/2026-11-28/g)).toHaveLength(1);
+    expect(last.text.length).toBeLessThan(packed[0]?.text.length ?? 0);
+    for (const [i, p] of packed.entries())
+      expect(unpackRecord(deployment(i).id, p, values)).toStrictEqual(deployment(i));
+    // A record that refers to the table cannot be read without it.
+    expect(() => unpackRecord(deployment(19).id, last)).toThrow(/shared values/);
+  });
+
+  it("gives each value its own copy: a change to one leaves the record's other values and the table's", () => {
+    const shapes = new Shapes();
+    const values = new SharedValues();
+    const record = { id: "1", name: "a", x: { deep: [1, 2] }, y: { deep: [1, 2] } };
+    for (let i = 0; i < 5; i++) packRecord({ ...record, id: String(i) }, shapes, values);
+    const packed = packRecord(record, shapes, values);
+    const back = unpackRecord<typeof record>("1", packed, values);
+    back.x.deep.push(3);
+    expect(back.y.deep).toEqual([1, 2]);
+    expect(unpackRecord<typeof record>("1", packed, values).x.deep).toEqual([1, 2]);
+  });
+
+  it(`keeps a string that starts with ${REF} as it is, shared or not`, () => {
+    const shapes = new Shapes();
+    const values = new SharedValues();
+    // Short ones are held in the record, longer ones shared, and `d` repeats `a`.
+    const odd = { a: `${REF}^0`, b: `${REF}0 and more`, c: `${REF}${REF}x and more`, d: `${REF}^0` };
+    const records = Array.from({ length: 6 }, (_, i) => ({ id: String(i), name: `n${i}`, ...odd }));
+    for (const r of records)
+      expect(unpackRecord(r.id, packRecord(r, shapes, values), values)).toStrictEqual(r);
+    expect(values.size).toBeGreaterThan(0);
+  });
+
+  it(`holds at most ${SHARED_VALUES_KEPT} values and never forgets one: a record packed early still unpacks`, () => {
+    const shapes = new Shapes();
+    const values = new SharedValues();
+    const early = packRecord({ id: "0", name: "n", v: "value-number-0" }, shapes, values);
+    for (let v = 0; v < SHARED_VALUES_KEPT * 2; v++)
+      for (let i = 0; i < 5; i++)
+        packRecord({ id: `${v}-${i}`, name: "n", v: `value-number-${v}` }, shapes, values);
+    expect(values.size).toBe(SHARED_VALUES_KEPT);
+    expect(unpackRecord("0", early, values)).toStrictEqual({ id: "0", name: "n", v: "value-number-0" });
+    // Past the table's size a value stays in its record.
+    const late = packRecord(
+      { id: "x", name: "n", v: `value-number-${SHARED_VALUES_KEPT * 2 - 1}` },
+      shapes,
+      values,
+    );
+    expect(late.text).toContain("value-number");
   });
 });
 

@@ -58,6 +58,19 @@ describe("decodeDeployment", () => {
     });
   });
 
+  it("keeps the metadata's fields in the API server's order, whichever of them an object has", () => {
+    const { name, namespace, uid, resourceVersion, generation, creationTimestamp } = applied().metadata;
+    const whole = { name, namespace, uid, resourceVersion, generation, creationTimestamp };
+    const order = ["name", "resourceVersion", "namespace", "uid", "generation", "creationTimestamp"];
+    for (const left of [undefined, "namespace", "uid", "generation", "creationTimestamp"] as const) {
+      const metadata: Record<string, unknown> = { ...whole };
+      if (left !== undefined) delete metadata[left];
+      const kept = decodeCustomResource({ ...applied(), metadata })?.metadata ?? {};
+      expect(Object.keys(kept)).toEqual(order.filter((k) => k !== left));
+      expect(kept).toEqual(metadata);
+    }
+  });
+
   it("keeps the live revision and the history as they were, however their strings are shared", () => {
     const raw = applied();
     const id = "0c3d9a1e-6f2b-4c8d-9e7a-1b2c3d4e5f60";

@@ -25,7 +25,13 @@ import { withDetailCut } from "../../api/errors.ts";
 import { isUuid } from "../../api/wire.ts";
 import { NameFilter } from "../../compact/name-filter.ts";
 import { addItem, itemsOf, type OneOrMany, removeItem } from "../../compact/one-or-many.ts";
-import { type PackedRecord, packRecord, Shapes, unpackRecord } from "../../compact/packed-record.ts";
+import {
+  type PackedRecord,
+  packRecord,
+  Shapes,
+  SharedValues,
+  unpackRecord,
+} from "../../compact/packed-record.ts";
 import type { Clock } from "../../runtime/clock.ts";
 import { whilePaced } from "../../runtime/pacing.ts";
 import { SharedCall } from "../../runtime/shared-call.ts";
@@ -451,19 +457,21 @@ export function idBatches(ids: Iterable<string>): string[][] {
 
 /**
  * Deployments held as JSON text by id ({@link PackedRecord}: the id is the key, the name held
- * once, the field names once per shape in this connection's own table), with the index by exact
+ * once, the field names once per shape and the values many deployments share once, in this
+ * connection's own tables), with the index by exact
  * name. A name held by one deployment (nearly all) maps to its id itself, not to a collection of
  * one ({@link OneOrMany}).
  */
 class Entries {
   readonly #byId = new Map<string, PackedRecord>();
   readonly #shapes = new Shapes();
+  readonly #values = new SharedValues();
   readonly #byName = new Map<string, OneOrMany<string>>();
 
   /** The deployment `id` as it was put, or undefined. */
   read(id: string): Deployment | undefined {
     const entry = this.#byId.get(id);
-    return entry === undefined ? undefined : unpackRecord<Deployment>(id, entry);
+    return entry === undefined ? undefined : unpackRecord<Deployment>(id, entry, this.#values);
   }
 
   has(id: string): boolean {
@@ -491,7 +499,7 @@ class Entries {
    */
   put(deployment: Deployment): void {
     const { id } = deployment;
-    const packed = packRecord(deployment, this.#shapes);
+    const packed = packRecord(deployment, this.#shapes, this.#values);
     const { name } = packed;
     const held = this.#byId.get(id);
     if (held?.name === name) {
