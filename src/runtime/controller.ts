@@ -342,9 +342,11 @@ export class Controller implements Runnable {
       queue.addAfter(key, result.ms, { followUp: true });
       return "requeue_after";
     }
-    // An object's own interval is a fresh look, not work in progress.
+    // An object's own interval is a resync, not work in progress: an edit goes before it.
     if (result.kind === "done" && result.intervalMs !== undefined && result.intervalMs > 0)
-      queue.addAfter(key, spread(result.intervalMs, this.#opts.intervalJitter ?? 0.1, this.#random));
+      queue.addAfter(key, spread(result.intervalMs, this.#opts.intervalJitter ?? 0.1, this.#random), {
+        resync: true,
+      });
     return "success";
   }
 
