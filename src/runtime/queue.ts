@@ -179,6 +179,8 @@ export class WorkQueue {
   readonly #flowOf: FlowOf;
   readonly #cap: number;
   readonly #borrowMs: number;
+  /** Whether a flow or part is below its cap (one function for every `get`). */
+  readonly #below = (seats: Seats) => seats.inFlight < this.#cap;
   /** The flows holding ready or in-flight keys, in round-robin order (the one served last is last). */
   readonly #flows = new Map<string, Flow>();
   /** Ready keys, and the flow and part each waits in. */
@@ -528,8 +530,10 @@ export class WorkQueue {
       };
       flow.parts.set(partName, part);
     }
-    const lines = [part.resyncs, part.fresh, part.followUps] as const;
-    lines[line].set(key, this.#clock.now());
+    (line === FOLLOW_UP ? part.followUps : line === FRESH ? part.fresh : part.resyncs).set(
+      key,
+      this.#clock.now(),
+    );
     this.#ready.set(key, part.place);
   }
 
@@ -544,7 +548,7 @@ export class WorkQueue {
   #take(idleBesides: number): string | undefined {
     if (this.#ready.size === 0) return undefined;
     const cap = this.#cap;
-    const below = (seats: Seats) => seats.inFlight < cap;
+    const below = this.#below;
     const key = this.#takeFirst(below, below);
     if (key !== undefined || cap === Number.POSITIVE_INFINITY || idleBesides < 1) return key;
     // No flow below its cap has a key: lend the worker to one at its cap whose keys are short.
