@@ -61,16 +61,16 @@ export interface WorkQueueOptions {
 }
 
 /**
- * How long a flow's keys may take in flight for it to borrow workers beyond its cap: 1 s. A worker
- * lent to a flow at its cap is given back when the borrowed key ends; a flow whose next key of
- * another flow then waits for a seat waits at most about this long (every borrowed key took less
- * lately, and none in flight has run this long), and in expectation the borrowing flow's time per
- * key over the seats it borrowed (a pass over 10,000 keys of ~20 ms on 12 borrowed seats: ~2 ms).
- * Short enough that an edit's PATCH stays far under a resync period's notice, long enough that a
- * create waiting a few hundred ms for its rate-limit token (16 workers at `--qps 50`: ~0.3 s)
- * still borrows. A slow service's reads (seconds each) never borrow.
+ * How long a flow's keys may take in flight for it to borrow workers beyond its cap, by default:
+ * 5 s. A worker lent to a flow at its cap is given back when the borrowed key ends: another flow's
+ * key finds the one worker never lent at once, and its next keys wait for a borrowed seat at most
+ * about this long (each borrowed key's flow ended its recent keys sooner, and none in flight has
+ * run this long), in expectation the borrowing flow's time per key over the seats it borrowed (a
+ * pass of ~20 ms keys on 11 borrowed seats: ~2 ms; creates of 0.5 s each on a loaded machine:
+ * ~50 ms). Long enough that a lone flow's keys on a busy machine (a third of them over 1 s at
+ * load 25) keep borrowing; a slow service's reads (~10 s each, up to the deadline) never do.
  */
-export const BORROW_MS = 1_000;
+export const BORROW_MS = 5_000;
 
 /** The keys of one part of a flow waiting to be picked up, and how many of its keys are in flight. */
 interface Part {
@@ -160,8 +160,8 @@ const SHARED: KeyFlow = { flow: "" };
  *   part) below its cap, a flow at its cap may borrow the worker, if its keys are short: it ended
  *   more keys in a row in less than `borrowMs` since its last longer one than it holds seats beyond
  *   its cap, and none of its keys in flight has run `borrowMs` already (likewise its part, when the
- *   part is at its cap). A flow then earns a borrowed seat per short key and loses them all at a
- *   long one; a flow that never ended a key (a new one: its state is dropped with its last key)
+ *   part is at its cap), nor took it on average lately. A flow then earns a borrowed seat per
+ *   short key and loses them all at a long one; a flow that never ended a key (a new one: its state is dropped with its last key)
  *   borrows nothing, and a slow one never. One idle worker is never lent: another flow's key
  *   finds it at once, and a flow whose short keys turn slow (a service that stops answering) holds
  *   all but that one for as long as its keys then take. Borrowed seats are given back as their
@@ -558,11 +558,15 @@ export class WorkQueue {
       if (now - at >= this.#borrowMs) long.add(flow).add(`${flow}\u0000${part}`);
     const mayBorrow = (seats: Seats, name: string) =>
       seats.inFlight < cap || (seats.inFlight - cap < seats.shortRun && !long.has(name));
+    // A flow whose keys took the bound on average lately borrows nothing either (a slow service
+    // whose failures come at once between its slow reads).
+    const flowMay = (flow: Flow, name: string) =>
+      mayBorrow(flow, name) && (flow.inFlight < cap || flow.workMs < this.#borrowMs);
     // A part below its cap first (its flow borrowing), then one at its cap: a part's cap holds
     // while another part of a flow that may borrow has a key.
     return (
-      this.#takeFirst(mayBorrow, below) ??
-      this.#takeFirst(mayBorrow, (part) => mayBorrow(part, `${part.place.flow}\u0000${part.place.part}`))
+      this.#takeFirst(flowMay, below) ??
+      this.#takeFirst(flowMay, (part) => mayBorrow(part, `${part.place.flow}\u0000${part.place.part}`))
     );
   }
 

@@ -216,6 +216,21 @@ describe("WorkQueue flows", () => {
     expect(workers.holding()).toEqual(["slow:6"]);
   });
 
+  it("never lends a worker to a flow whose keys took the bound on average lately, its quick failures between", async () => {
+    const queue = new WorkQueue({ flowOf, maxPerFlow: 1, borrowMs: 1_000 });
+    const workers = await Workers.start(queue, 4);
+    for (let i = 0; i < 14; i++) queue.add(`mixed:${i}`);
+    await settle();
+    await workers.finish(5_000, "mixed:0");
+    // Seven quick ends in a row (failures at once, say): seven seats earned, but its keys still
+    // took more than the bound on average (1.05 s: each end weighs a fifth).
+    for (let i = 1; i <= 7; i++) await workers.finish(10, `mixed:${i}`);
+    expect(workers.holding()).toEqual(["mixed:8"]);
+    // The eighth brings the average under it (0.85 s): it borrows.
+    await workers.finish(10, "mixed:8");
+    expect(workers.holding()).toEqual(["mixed:9", "mixed:10", "mixed:11"]);
+  });
+
   it("hands the next worker to come free to another flow's key, not to the flow borrowing", async () => {
     const queue = new WorkQueue({ flowOf, maxPerFlow: 1, borrowMs: 1_000 });
     const workers = await Workers.start(queue, 4);
