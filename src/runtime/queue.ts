@@ -168,7 +168,7 @@ const SHARED: KeyFlow = { flow: "" };
  *   cap of 4: 12, and 4 for the others; lending all but one left the others one worker for 10 s
  *   when a connection became a black hole: edits beside it p99 808 ms). Borrowed seats are given back as their
  *   keys end: a worker coming free takes first a key of a flow below its cap (and of a part below
- *   its cap), so another flow's keys beyond the idle one wait at most about `borrowMs` for a seat
+ *   its cap), so another flow's keys beyond the idle ones wait at most about `borrowMs` for a seat
  *   (see {@link BORROW_MS}).
  * - `shutDown` stops intake: later adds are ignored, pending delayed adds are cancelled, keys not
  *   yet picked up are dropped (the work is level-based: the next run resyncs everything), and
