@@ -98,6 +98,8 @@ export interface ControllerOptions {
   flowOf?: FlowOf;
   /** Reconciles of one flow (and of one part of it) at once; default `concurrency` (no cap). */
   maxPerFlow?: number;
+  /** A flow at its cap borrows idle workers while its reconciles end sooner (queue.ts's `borrowMs`). */
+  borrowMs?: number;
   /**
    * Called every `afterMs` with the keys that have waited longer than that at their flow's cap,
    * in a flow whose reconciles lately took `slowMs` or more each (or one of which has run that
@@ -218,7 +220,11 @@ export class Controller implements Runnable {
       backoff: { random: this.#random, ...this.#opts.backoff },
       metrics: this.#metrics.queue ?? {},
       ...(this.#opts.flowOf
-        ? { flowOf: this.#opts.flowOf, maxPerFlow: this.#opts.maxPerFlow ?? this.#concurrency }
+        ? {
+            flowOf: this.#opts.flowOf,
+            maxPerFlow: this.#opts.maxPerFlow ?? this.#concurrency,
+            ...(this.#opts.borrowMs === undefined ? {} : { borrowMs: this.#opts.borrowMs }),
+          }
         : {}),
     });
     this.#queue = queue;
@@ -330,9 +336,11 @@ export class Controller implements Runnable {
       queue.addAfter(key, result.ms, { followUp: true });
       return "requeue_after";
     }
-    // An object's own interval is a fresh look, not work in progress.
+    // An object's own interval is a resync, not work in progress: an edit goes before it.
     if (result.kind === "done" && result.intervalMs !== undefined && result.intervalMs > 0)
-      queue.addAfter(key, spread(result.intervalMs, this.#opts.intervalJitter ?? 0.1, this.#random));
+      queue.addAfter(key, spread(result.intervalMs, this.#opts.intervalJitter ?? 0.1, this.#random), {
+        resync: true,
+      });
     return "success";
   }
 

@@ -53,7 +53,24 @@ export interface WorkQueueOptions {
   flowOf?: FlowOf;
   /** Keys of one flow (and of one part of a flow) in flight at once. Default: no cap. */
   maxPerFlow?: number;
+  /**
+   * A flow (or part) at its cap may borrow a worker no other flow could be handed a key for while
+   * its keys take less than this long in flight ({@link BORROW_MS}, see the class contract).
+   */
+  borrowMs?: number;
 }
+
+/**
+ * How long a flow's keys may take in flight for it to borrow workers beyond its cap, by default:
+ * 5 s. A worker lent to a flow at its cap is given back when the borrowed key ends: another flow's
+ * key finds the one worker never lent at once, and its next keys wait for a borrowed seat at most
+ * about this long (each borrowed key's flow ended its recent keys sooner, and none in flight has
+ * run this long), in expectation the borrowing flow's time per key over the seats it borrowed (a
+ * pass of ~20 ms keys on 11 borrowed seats: ~2 ms; creates of 0.5 s each on a loaded machine:
+ * ~50 ms). Long enough that a lone flow's keys on a busy machine (a third of them over 1 s at
+ * load 25) keep borrowing; a slow service's reads (~10 s each, up to the deadline) never do.
+ */
+export const BORROW_MS = 5_000;
 
 /** The keys of one part of a flow waiting to be picked up, and how many of its keys are in flight. */
 interface Part {
@@ -64,13 +81,26 @@ interface Part {
   fresh: Map<string, number>;
   /** Ready follow-ups (requeues, retries) in FIFO order, likewise. */
   followUps: Map<string, number>;
+  /** Ready resync keys (passes, an object's interval), taken in fresh work's turn after its keys. */
+  resyncs: Map<string, number>;
   /** The line the part took from last, when both held keys: the other goes next. */
   tookFollowUp: boolean;
+  /** Its keys ended in less than the borrow bound since its last that did not (see {@link Seats}). */
+  shortRun: number;
+}
+
+/**
+ * Seats a flow, or a part of a flow, may hold: `inFlight` up to the cap, and beyond it while
+ * `inFlight - cap < shortRun` (keys it ended in a row in less than the borrow bound: a flow earns
+ * one borrowed seat per short key, and loses them all at a long one).
+ */
+interface Seats {
+  inFlight: number;
+  shortRun: number;
 }
 
 /** One flow: its parts in round-robin order, and how many of its keys are in flight. */
-interface Flow {
-  inFlight: number;
+interface Flow extends Seats {
   parts: Map<string, Part>;
   /** How long its keys were in flight lately, in ms (a moving average; 0 before the first). */
   workMs: number;
@@ -84,6 +114,16 @@ interface Place {
   flow: string;
   part: string;
 }
+
+/**
+ * The line a key is added to, by precedence when one key is added to several: a follow-up over
+ * fresh work over a resync (a resync added to a key waiting as fresh work leaves it there; fresh
+ * work added to a key waiting as a resync moves it to the fresh line).
+ */
+const RESYNC = 0;
+const FRESH = 1;
+const FOLLOW_UP = 2;
+type Line = typeof RESYNC | typeof FRESH | typeof FOLLOW_UP;
 
 /** The flow of keys whose {@link FlowOf} names none. */
 const SHARED: KeyFlow = { flow: "" };
@@ -101,6 +141,9 @@ const SHARED: KeyFlow = { flow: "" };
  * - Two lines of ready keys, each first in first out: fresh work (`add`, and `addAfter` coming due)
  *   and follow-ups (`addAfter(..., { followUp: true })` and `addRateLimited` coming due: the
  *   requeues and retries of work in progress). When both hold keys, `get` takes from each in turn.
+ *   Fresh work's turn takes an event's key before a resync's (`addSpread`, `addAfter(..., {
+ *   resync: true })`: a pass, an object's interval), which wait in a line of their own: an edit of
+ *   one resource of a connection is not held behind that connection's pass over 10,000.
  *   A follow-up is then never held behind a backlog of fresh work (a create waiting to be read
  *   back behind 10,000 creates not yet made), and fresh work still gets every other turn however
  *   many follow-ups come due (a mass rollout polled every few seconds). Turns are counted in keys
@@ -113,6 +156,20 @@ const SHARED: KeyFlow = { flow: "" };
  *   turn (round robin, skipping those at their cap), and within a flow its parts in turn: a flow
  *   whose work is slow takes at most its cap of the workers, and a key of another flow is handed
  *   out as soon as a worker is free, whatever the slow flow's backlog.
+ * - Borrowing (work-conserving, within a bound in time): when a `get` finds no key of a flow (and
+ *   part) below its cap, a flow at its cap may borrow the worker, if its keys are short: it ended
+ *   more keys in a row in less than `borrowMs` since its last longer one than it holds seats beyond
+ *   its cap, and none of its keys in flight has run `borrowMs` already (likewise its part, when the
+ *   part is at its cap), nor took it on average lately. A flow then earns a borrowed seat per
+ *   short key and loses them all at a long one; a flow that never ended a key (a new one: its state is dropped with its last key)
+ *   borrows nothing, and a slow one never. The last cap's worth of idle workers is never lent:
+ *   other flows' keys find them at once, and a flow whose short keys turn slow (a service that
+ *   stops answering) holds all but those for as long as its keys then take (with 16 workers and a
+ *   cap of 4: 12, and 4 for the others; lending all but one left the others one worker for 10 s
+ *   when a connection became a black hole: edits beside it p99 808 ms). Borrowed seats are given back as their
+ *   keys end: a worker coming free takes first a key of a flow below its cap (and of a part below
+ *   its cap), so another flow's keys beyond the idle ones wait at most about `borrowMs` for a seat
+ *   (see {@link BORROW_MS}).
  * - `shutDown` stops intake: later adds are ignored, pending delayed adds are cancelled, keys not
  *   yet picked up are dropped (the work is level-based: the next run resyncs everything), and
  *   `get` resolves `undefined`. In-flight keys finish; `drained()` resolves when the last is done.
@@ -123,12 +180,15 @@ export class WorkQueue {
   readonly #metrics: QueueMetricsHooks;
   readonly #flowOf: FlowOf;
   readonly #cap: number;
+  readonly #borrowMs: number;
+  /** Whether a flow or part is below its cap (one function for every `get`). */
+  readonly #below = (seats: Seats) => seats.inFlight < this.#cap;
   /** The flows holding ready or in-flight keys, in round-robin order (the one served last is last). */
   readonly #flows = new Map<string, Flow>();
   /** Ready keys, and the flow and part each waits in. */
   readonly #ready = new Map<string, Place>();
-  /** Keys added while in flight: re-queued at `done`, in the follow-ups' line when `true`. */
-  readonly #dirty = new Map<string, boolean>();
+  /** Keys added while in flight: re-queued at `done`, in the line they were added to (the foremost). */
+  readonly #dirty = new Map<string, Line>();
   /** In-flight keys: when each was picked up, and the flow and part it counts in. */
   readonly #processing = new Map<string, Place & { at: number }>();
   readonly #delayed = new Map<string, { at: number; cancel: CancelTimer }>();
@@ -152,35 +212,36 @@ export class WorkQueue {
     this.#flowOf = options.flowOf ?? (() => undefined);
     const cap = options.maxPerFlow ?? Number.POSITIVE_INFINITY;
     this.#cap = cap >= 1 ? Math.floor(cap) : 1;
+    this.#borrowMs = options.borrowMs ?? BORROW_MS;
   }
 
   /** Makes `key` ready now as fresh work (deduplicated; deferred to `done` if the key is in flight). */
   add(key: string): void {
-    this.#makeReady(key, false);
+    this.#makeReady(key, FRESH);
   }
 
   /**
    * Makes `key` ready after `delayMs`, unless it is ready or scheduled sooner already; with
-   * `followUp`, in the follow-ups' line (see the class contract).
+   * `followUp`, in the follow-ups' line, with `resync` in the resyncs' (see the class contract).
    */
-  addAfter(key: string, delayMs: number, options: { followUp?: boolean } = {}): void {
+  addAfter(key: string, delayMs: number, options: { followUp?: boolean; resync?: boolean } = {}): void {
     if (this.#shuttingDown) return;
-    const followUp = options.followUp ?? false;
+    const line = options.followUp ? FOLLOW_UP : options.resync ? RESYNC : FRESH;
     if (delayMs <= 0) {
-      this.#makeReady(key, followUp);
+      this.#makeReady(key, line);
       return;
     }
     const at = this.#clock.now() + delayMs;
     if (this.#keepsSchedule(key, at)) return;
     const cancel = this.#clock.setTimer(delayMs, () => {
       this.#delayed.delete(key);
-      this.#makeReady(key, followUp);
+      this.#makeReady(key, line);
     });
     this.#delayed.set(key, { at, cancel });
   }
 
   /**
-   * Makes each of `keys` ready as fresh work at a random moment of [0, `spreadMs`), one of
+   * Makes each of `keys` ready as a resync at a random moment of [0, `spreadMs`), one of
    * {@link SPREAD_MOMENTS} evenly spaced ones, as `addAfter(key, offset)` would for each: a key
    * ready already, or scheduled no later than its moment, keeps that; one scheduled later comes
    * at its moment instead; one made ready, scheduled sooner or cancelled before its moment does not
@@ -200,7 +261,7 @@ export class WorkQueue {
       const moment = Math.min(SPREAD_MOMENTS - 1, Math.floor(random() * SPREAD_MOMENTS));
       const delayMs = Math.floor(moment * stepMs);
       if (delayMs <= 0) {
-        this.#makeReady(key, false);
+        this.#makeReady(key, RESYNC);
         continue;
       }
       const at = now + delayMs;
@@ -218,7 +279,7 @@ export class WorkQueue {
       const at = now + delayMs;
       const cancel = this.#clock.setTimer(delayMs, () => {
         this.#spreads.delete(cancel);
-        for (const key of due) if (this.#spreadAt.get(key) === at) this.#makeReady(key, false);
+        for (const key of due) if (this.#spreadAt.get(key) === at) this.#makeReady(key, RESYNC);
       });
       this.#spreads.add(cancel);
     });
@@ -257,7 +318,8 @@ export class WorkQueue {
    */
   get(signal?: AbortSignal): Promise<string | undefined> {
     if (this.#shuttingDown || signal?.aborted) return Promise.resolve(undefined);
-    const key = this.#take();
+    // The idle workers besides this one: those waiting.
+    const key = this.#take(this.#waiters.length);
     if (key !== undefined) return Promise.resolve(key);
     return new Promise((resolve) => {
       const waiter = (k: string | undefined) => {
@@ -286,12 +348,15 @@ export class WorkQueue {
       part.inFlight -= 1;
       const workMs = this.#clock.now() - started.at;
       flow.workMs = flow.workMs === 0 ? workMs : flow.workMs + WORK_WEIGHT * (workMs - flow.workMs);
+      const short = workMs < this.#borrowMs;
+      flow.shortRun = short ? flow.shortRun + 1 : 0;
+      part.shortRun = short ? part.shortRun + 1 : 0;
       this.#prune(started, flow, part);
     }
-    const followUp = this.#dirty.get(key);
-    if (followUp !== undefined && this.#dirty.delete(key) && !this.#shuttingDown) {
+    const line = this.#dirty.get(key);
+    if (line !== undefined && this.#dirty.delete(key) && !this.#shuttingDown) {
       // Added while in flight: in the line it was added to (a follow-up's if any add was one).
-      this.#enqueue(key, followUp);
+      this.#enqueue(key, line);
       this.#reportDepth();
     }
     // A seat of the flow came free: a key of it waiting at its cap may go now.
@@ -313,6 +378,7 @@ export class WorkQueue {
       for (const [partName, part] of flow.parts) {
         part.fresh.clear();
         part.followUps.clear();
+        part.resyncs.clear();
         if (part.inFlight === 0) flow.parts.delete(partName);
       }
       if (flow.inFlight === 0) this.#flows.delete(name);
@@ -349,7 +415,7 @@ export class WorkQueue {
     for (const [name, flow] of this.#flows) {
       let waiting = 0;
       for (const part of flow.parts.values()) {
-        const ready = part.fresh.size + part.followUps.size;
+        const ready = part.fresh.size + part.followUps.size + part.resyncs.size;
         if (ready > 0 && (flow.inFlight >= this.#cap || part.inFlight >= this.#cap)) waiting += ready;
       }
       if (waiting > 0) out.set(name, waiting);
@@ -375,7 +441,7 @@ export class WorkQueue {
       if (flow.workMs < slowMs && !running.has(name)) continue;
       for (const part of flow.parts.values()) {
         if (flow.inFlight < this.#cap && part.inFlight < this.#cap) continue;
-        for (const line of [part.fresh, part.followUps])
+        for (const line of [part.fresh, part.followUps, part.resyncs])
           for (const [key, readyAt] of line) {
             if (readyAt >= before) break;
             out.push(key);
@@ -424,52 +490,100 @@ export class WorkQueue {
     return this.#ready.has(key);
   }
 
-  #makeReady(key: string, followUp: boolean): void {
+  #makeReady(key: string, line: Line): void {
     if (this.#shuttingDown) return;
     this.#metrics.added?.();
     this.#cancelDelayed(key);
     if (this.#processing.has(key)) {
-      this.#dirty.set(key, followUp || (this.#dirty.get(key) ?? false));
+      this.#dirty.set(key, Math.max(line, this.#dirty.get(key) ?? RESYNC) as Line);
       return;
     }
-    // Already waiting in either line: it keeps its place.
-    if (this.isReady(key)) return;
-    this.#enqueue(key, followUp);
+    const place = this.#ready.get(key);
+    if (place !== undefined) {
+      // Already waiting: it keeps its place, unless it waits as a resync and is now more.
+      const part = this.#flows.get(place.flow)?.parts.get(place.part);
+      if (line === RESYNC || !part?.resyncs.delete(key)) return;
+      this.#ready.delete(key);
+    }
+    this.#enqueue(key, line);
     this.#handOut();
     this.#reportDepth();
   }
 
   /** Puts `key` last in its line of its flow's part (the flow read now). */
-  #enqueue(key: string, followUp: boolean): void {
+  #enqueue(key: string, line: Line): void {
     const { flow: flowName, part: partName = "" } = this.#flowOf(key) ?? SHARED;
     let flow = this.#flows.get(flowName);
     if (!flow) {
-      flow = { inFlight: 0, parts: new Map(), workMs: 0 };
+      flow = { inFlight: 0, parts: new Map(), workMs: 0, shortRun: 0 };
       this.#flows.set(flowName, flow);
     }
     let part = flow.parts.get(partName);
     if (!part) {
       const place = { flow: flowName, part: partName };
-      part = { place, inFlight: 0, fresh: new Map(), followUps: new Map(), tookFollowUp: false };
+      part = {
+        place,
+        inFlight: 0,
+        fresh: new Map(),
+        followUps: new Map(),
+        resyncs: new Map(),
+        tookFollowUp: false,
+        shortRun: 0,
+      };
       flow.parts.set(partName, part);
     }
-    (followUp ? part.followUps : part.fresh).set(key, this.#clock.now());
+    (line === FOLLOW_UP ? part.followUps : line === FRESH ? part.fresh : part.resyncs).set(
+      key,
+      this.#clock.now(),
+    );
     this.#ready.set(key, part.place);
   }
 
   /**
    * The next key: of the first flow in round-robin order below its cap with a ready key in a part
    * below its cap (the flow then goes last, and so does the part within it); within the part,
-   * from each line in turn while both hold keys, else from the one that does.
+   * from each line in turn while both hold keys, else from the one that does (fresh work's turn:
+   * its events' keys, then its resyncs). None: the same among the flows that may borrow, a part
+   * below its cap before one at it, if `idleBesides` (the workers idle besides the one taking)
+   * leaves a cap's worth idle after it.
    */
-  #take(): string | undefined {
+  #take(idleBesides: number): string | undefined {
     if (this.#ready.size === 0) return undefined;
+    const cap = this.#cap;
+    const below = this.#below;
+    const key = this.#takeFirst(below, below);
+    if (key !== undefined || cap === Number.POSITIVE_INFINITY || idleBesides < cap) return key;
+    // No flow below its cap has a key: lend the worker to one at its cap whose keys are short.
+    const now = this.#clock.now();
+    const long = new Set<string>();
+    for (const { flow, part, at } of this.#processing.values())
+      if (now - at >= this.#borrowMs) long.add(flow).add(`${flow}\u0000${part}`);
+    const mayBorrow = (seats: Seats, name: string) =>
+      seats.inFlight < cap || (seats.inFlight - cap < seats.shortRun && !long.has(name));
+    // A flow whose keys took the bound on average lately borrows nothing either (a slow service
+    // whose failures come at once between its slow reads).
+    const flowMay = (flow: Flow, name: string) =>
+      mayBorrow(flow, name) && (flow.inFlight < cap || flow.workMs < this.#borrowMs);
+    // A part below its cap first (its flow borrowing), then one at its cap: a part's cap holds
+    // while another part of a flow that may borrow has a key.
+    return (
+      this.#takeFirst(flowMay, below) ??
+      this.#takeFirst(flowMay, (part) => mayBorrow(part, `${part.place.flow}\u0000${part.place.part}`))
+    );
+  }
+
+  /** The next key of the first flow and part in turn that `flowMay` and `partMay` let take one. */
+  #takeFirst(
+    flowMay: (flow: Flow, name: string) => boolean,
+    partMay: (part: Part) => boolean,
+  ): string | undefined {
     for (const [flowName, flow] of this.#flows) {
-      if (flow.inFlight >= this.#cap) continue;
+      if (!flowMay(flow, flowName)) continue;
       for (const [partName, part] of flow.parts) {
-        if (part.inFlight >= this.#cap) continue;
-        const followUp = part.followUps.size > 0 && (part.fresh.size === 0 || !part.tookFollowUp);
-        const line = followUp ? part.followUps : part.fresh;
+        if (!partMay(part)) continue;
+        const freshWork = part.fresh.size + part.resyncs.size;
+        const followUp = part.followUps.size > 0 && (freshWork === 0 || !part.tookFollowUp);
+        const line = followUp ? part.followUps : part.fresh.size > 0 ? part.fresh : part.resyncs;
         for (const [key, readyAt] of line) {
           line.delete(key);
           this.#ready.delete(key);
@@ -494,14 +608,14 @@ export class WorkQueue {
 
   /** Drops a part, and then its flow, that holds no key any more. */
   #prune(place: Place, flow: Flow, part: Part): void {
-    if (part.inFlight > 0 || part.fresh.size > 0 || part.followUps.size > 0) return;
+    if (part.inFlight > 0 || part.fresh.size > 0 || part.followUps.size > 0 || part.resyncs.size > 0) return;
     flow.parts.delete(place.part);
     if (flow.inFlight === 0 && flow.parts.size === 0) this.#flows.delete(place.flow);
   }
 
   #handOut(): void {
     while (this.#waiters.length > 0) {
-      const key = this.#take();
+      const key = this.#take(this.#waiters.length - 1);
       if (key === undefined) return;
       this.#waiters.shift()?.(key);
     }

@@ -67,6 +67,34 @@ describe("Controller flows", () => {
     await running;
   });
 
+  it("reconciles an edit before the keys of its flow's pass, and an object's interval after it", async () => {
+    // Each reconcile takes 10 ms; one worker. big:0 asks to come again after its interval.
+    const { controller, started, stop, running } = startController(
+      async (key) => {
+        await new Promise((r) => setTimeout(r, 10));
+        return key === "big:0" ? { kind: "done", intervalMs: 5 } : { kind: "done" };
+      },
+      { concurrency: 1, intervalJitter: 0 },
+    );
+    const pass = controller.pass(["big:0", "big:1", "big:2", "big:3"], 0);
+    await vi.advanceTimersByTimeAsync(0);
+    controller.enqueue("big:edit");
+    await vi.advanceTimersByTimeAsync(100);
+    await pass;
+    // The edit after the pass's first key, not after its last; big:0's interval behind the pass.
+    expect(started.map((s) => s.key).slice(0, 6)).toEqual([
+      "big:0",
+      "big:edit",
+      "big:1",
+      "big:2",
+      "big:3",
+      "big:0",
+    ]);
+    stop.abort();
+    await vi.advanceTimersByTimeAsync(100);
+    await running;
+  });
+
   it("requeues a deferred reconcile when asked, as no failure, and counts it as waiting meanwhile", async () => {
     let defer = true;
     const seenLeft: number[] = [];

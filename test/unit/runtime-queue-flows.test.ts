@@ -39,6 +39,50 @@ async function drain(queue: WorkQueue): Promise<string[]> {
   }
 }
 
+/** Lets promises and due timers run. */
+async function settle(): Promise<void> {
+  await vi.advanceTimersByTimeAsync(0);
+}
+
+/** A fixed pool of workers, each taking a key, holding it until `finish`, then asking again. */
+class Workers {
+  readonly #queue: WorkQueue;
+  readonly #held = new Map<string, () => void>();
+
+  private constructor(queue: WorkQueue) {
+    this.#queue = queue;
+  }
+
+  static async start(queue: WorkQueue, count: number): Promise<Workers> {
+    const workers = new Workers(queue);
+    for (let i = 0; i < count; i++) void workers.#run();
+    await settle();
+    return workers;
+  }
+
+  async #run(): Promise<void> {
+    for (;;) {
+      const key = await this.#queue.get();
+      if (key === undefined) return;
+      await new Promise<void>((end) => this.#held.set(key, end));
+      this.#held.delete(key);
+      this.#queue.done(key);
+    }
+  }
+
+  /** The keys held now, in the order they were handed out. */
+  holding(): string[] {
+    return [...this.#held.keys()];
+  }
+
+  /** Ends `keys` after `ms` in flight (from now), and lets the freed workers ask again. */
+  async finish(ms: number, ...keys: string[]): Promise<void> {
+    vi.advanceTimersByTime(ms);
+    for (const key of keys) this.#held.get(key)?.();
+    await settle();
+  }
+}
+
 describe("WorkQueue flows", () => {
   it("hands out at most the cap of one flow's keys, and another flow's key while that one is at its cap", async () => {
     const queue = new WorkQueue({ flowOf, maxPerFlow: 2 });
@@ -78,7 +122,8 @@ describe("WorkQueue flows", () => {
   });
 
   it("caps a shared flow as a whole, and serves its parts in turn", async () => {
-    const queue = new WorkQueue({ flowOf, maxPerFlow: 2 });
+    // No key is short of a 0 ms bound: nothing borrows (borrowing below).
+    const queue = new WorkQueue({ flowOf, maxPerFlow: 2, borrowMs: 0 });
     for (const name of ["a", "b", "c", "d"]) queue.add(`shared:ns1/${name}`);
     queue.add("shared:ns2/a");
     queue.add("shared:ns2/b");
@@ -126,6 +171,127 @@ describe("WorkQueue flows", () => {
     queue.add("slow:d");
     vi.advanceTimersByTime(31_000);
     expect(queue.waitingSince(Date.now() - 30_000, 1_000)).toContain("slow:d");
+  });
+
+  it("lends a flow alone every idle worker but a cap's worth once its keys are short, one more per short key ended", async () => {
+    const queue = new WorkQueue({ flowOf, maxPerFlow: 2, borrowMs: 1_000 });
+    const workers = await Workers.start(queue, 8);
+    for (let i = 0; i < 20; i++) queue.add(`big:${i}`);
+    await settle();
+    // No key of it has ended yet: nothing is known of its keys, nothing lent.
+    expect(workers.holding()).toEqual(["big:0", "big:1"]);
+    await workers.finish(10, "big:0", "big:1");
+    // Two short keys ended: two seats beyond the cap.
+    expect(workers.holding()).toEqual(["big:2", "big:3", "big:4", "big:5"]);
+    await workers.finish(10, "big:2", "big:3", "big:4", "big:5");
+    // Six in a row: every worker but two, its cap's worth (kept idle for other flows' keys).
+    expect(workers.holding()).toEqual(["big:6", "big:7", "big:8", "big:9", "big:10", "big:11"]);
+    expect(queue.waitingAtCap()).toEqual(new Map([["big", 8]]));
+  });
+
+  it("never lends a worker to a flow whose keys are slow, or one of whose keys has run the bound", async () => {
+    const queue = new WorkQueue({ flowOf, maxPerFlow: 1, borrowMs: 1_000 });
+    const workers = await Workers.start(queue, 4);
+    for (let i = 0; i < 10; i++) queue.add(`slow:${i}`);
+    queue.add("other:a");
+    await settle();
+    expect(workers.holding()).toEqual(["slow:0", "other:a"]);
+    // Its one key took the bound: no seat beyond its cap, though two workers are idle.
+    await workers.finish(1_000, "slow:0");
+    expect(workers.holding()).toEqual(["other:a", "slow:1"]);
+    // Short keys earn seats (one idle worker is never lent).
+    await workers.finish(10, "slow:1");
+    expect(workers.holding()).toEqual(["other:a", "slow:2", "slow:3"]);
+    await workers.finish(10, "slow:2", "slow:3");
+    expect(workers.holding()).toEqual(["other:a", "slow:4", "slow:5"]);
+    // Three earned, one lent; but its keys in flight have run the bound: the worker the other
+    // flow gives back is not lent.
+    await workers.finish(1_000, "other:a");
+    expect(workers.holding()).toEqual(["slow:4", "slow:5"]);
+    expect(queue.waitingAtCap()).toEqual(new Map([["slow", 4]]));
+    // They end as long keys: every seat beyond the cap is lost.
+    await workers.finish(0, "slow:4");
+    expect(workers.holding()).toEqual(["slow:5"]);
+    await workers.finish(0, "slow:5");
+    expect(workers.holding()).toEqual(["slow:6"]);
+  });
+
+  it("never lends a worker to a flow whose keys took the bound on average lately, its quick failures between", async () => {
+    const queue = new WorkQueue({ flowOf, maxPerFlow: 1, borrowMs: 1_000 });
+    const workers = await Workers.start(queue, 4);
+    for (let i = 0; i < 14; i++) queue.add(`mixed:${i}`);
+    await settle();
+    await workers.finish(5_000, "mixed:0");
+    // Seven quick ends in a row (failures at once, say): seven seats earned, but its keys still
+    // took more than the bound on average (1.05 s: each end weighs a fifth).
+    for (let i = 1; i <= 7; i++) await workers.finish(10, `mixed:${i}`);
+    expect(workers.holding()).toEqual(["mixed:8"]);
+    // The eighth brings the average under it (0.85 s): it borrows.
+    await workers.finish(10, "mixed:8");
+    expect(workers.holding()).toEqual(["mixed:9", "mixed:10", "mixed:11"]);
+  });
+
+  it("hands the next worker to come free to another flow's key, not to the flow borrowing", async () => {
+    const queue = new WorkQueue({ flowOf, maxPerFlow: 1, borrowMs: 1_000 });
+    const workers = await Workers.start(queue, 4);
+    for (let i = 0; i < 20; i++) queue.add(`big:${i}`);
+    await settle();
+    await workers.finish(10, "big:0");
+    await workers.finish(10, "big:1", "big:2");
+    // Three short keys ended: three workers held, one of its own and two lent; one kept idle.
+    expect(workers.holding()).toEqual(["big:3", "big:4", "big:5"]);
+    // Another flow's key takes the idle worker at once; a third flow's waits: no worker is idle.
+    queue.add("newcomer:x");
+    queue.add("third:y");
+    await settle();
+    expect(workers.holding()).toEqual(["big:3", "big:4", "big:5", "newcomer:x"]);
+    // The next worker to come free goes to it, whatever the big flow's backlog and seats earned.
+    await workers.finish(10, "big:3");
+    expect(workers.holding()).toEqual(["big:4", "big:5", "newcomer:x", "third:y"]);
+    // The next is kept idle; the one after is lent to the big flow again.
+    await workers.finish(10, "big:4");
+    expect(workers.holding()).toEqual(["big:5", "newcomer:x", "third:y"]);
+    await workers.finish(10, "newcomer:x");
+    expect(workers.holding()).toEqual(["big:5", "third:y", "big:6"]);
+  });
+
+  it("keeps a part's cap while another part of a flow that may borrow has a key", async () => {
+    const queue = new WorkQueue({ flowOf, maxPerFlow: 1, borrowMs: 1_000 });
+    const workers = await Workers.start(queue, 4);
+    queue.add("other:o");
+    queue.add("third:p");
+    for (const name of ["a", "b", "c", "d", "e", "f"]) queue.add(`shared:ns1/${name}`);
+    await settle();
+    for (const name of ["a", "b", "c"]) await workers.finish(10, `shared:ns1/${name}`);
+    expect(workers.holding()).toEqual(["other:o", "third:p", "shared:ns1/d"]);
+    // ns2's key waits: its flow is at its cap, and the one idle worker is not lent.
+    queue.add("shared:ns2/x");
+    await settle();
+    expect(workers.holding()).toEqual(["other:o", "third:p", "shared:ns1/d"]);
+    // Two workers come free; the flow may borrow (three short keys ended). ns1 is first in turn,
+    // at its part's cap: ns2's key, below its part's cap, goes first; then ns1 borrows.
+    await workers.finish(10, "other:o", "third:p");
+    expect(workers.holding()).toEqual(["shared:ns1/d", "shared:ns2/x", "shared:ns1/e"]);
+  });
+
+  it("takes an edit before the resync keys of its flow, and moves a resync key edited meanwhile", async () => {
+    const queue = new WorkQueue({ flowOf, maxPerFlow: 1, borrowMs: 0 });
+    queue.addSpread(["f:pass-0", "f:pass-1", "f:pass-2", "f:pass-3"], 0);
+    expect(await drain(queue)).toEqual(["f:pass-0"]);
+    queue.add("f:edit");
+    queue.add("f:pass-3");
+    queue.addAfter("f:interval", 0, { resync: true });
+    queue.addAfter("f:up", 0, { followUp: true });
+    queue.done("f:pass-0");
+    const order: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const key = await poll(queue);
+      if (key === "pending" || key === undefined) break;
+      order.push(key);
+      queue.done(key);
+    }
+    // The follow-up's turn, then fresh work's: the edits first, the resyncs after, in order.
+    expect(order).toEqual(["f:up", "f:edit", "f:pass-3", "f:pass-1", "f:pass-2", "f:interval"]);
   });
 
   it("drops the state of a flow once it holds no key", async () => {
