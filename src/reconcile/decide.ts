@@ -77,6 +77,11 @@ export interface Observation {
   at: number;
   /** Why the connection's rebuild route is known missing (`session.rebuilds.missing`), if it is. */
   rebuildMissing?: string | undefined;
+  /**
+   * The latest revision this process's own last write of the deployment answered, while the
+   * connection's snapshot holds it: never taken for a revision made outside the resource.
+   */
+  ownLatest?: string | undefined;
 }
 
 /**
@@ -431,6 +436,7 @@ function seenExternal(
     repoRef: desired.source_revision_config?.repo_ref ?? undefined,
     adopted: observation.found.adopted,
     now: formatTime(new Date(now)),
+    ownLatest: observation.ownLatest,
   });
   if (!external) return {};
   const note = externalRevisionNote(deployment.id, external, say.follows);

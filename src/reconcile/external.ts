@@ -104,6 +104,7 @@ export class External {
       inheritedWindows: run.inheritedWindows,
       at: this.#deps.now(),
       rebuildMissing: run.session.rebuilds.missing,
+      ownLatest: found.deployment ? run.session.snapshot.ownLatest(found.deployment.id) : undefined,
     };
   }
 

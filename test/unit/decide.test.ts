@@ -844,6 +844,19 @@ describe("changes made outside this resource: named, counted, corrected or repor
     expect(decision.events).toEqual([]);
   });
 
+  it("not external: the revision this process's own last write answered, its status write lost since", () => {
+    // A PATCH made R9, then the status write recording it failed (a conflict): the next reconcile
+    // sees R9 as the latest, in no history; the connection's snapshot still holds what the write answered.
+    const own = seen(resource(), HOTFIX, {}, { ownLatest: R9 });
+    const decision = decide(resource(), own, APPLIED, NOW, SETTINGS);
+    expect(decision.externalRevision).toBeUndefined();
+    expect(decision.externalChanges).toBeUndefined();
+    expect(decision.events?.some((e) => e.reason === "ExternalRevision")).toBe(false);
+    // Another revision than the one its write answered is still named.
+    const other = seen(resource(), HOTFIX, {}, { ownLatest: R1 });
+    expect(decide(resource(), other, APPLIED, NOW, SETTINGS).externalRevision?.id).toBe(R9);
+  });
+
   it("not external: a revision of its own history, the first look, an adopted deployment, a build on push of the spec's branch", () => {
     const own = { ...APPLIED, revisionHistory: [{ id: R9 }, { id: R1 }] };
     expect(decided(resource(), AGAIN, own).externalRevision).toBeUndefined();

@@ -172,6 +172,21 @@ describe("RemoteSnapshot lookups", () => {
     expect("kept_field" in held).toBe(false);
   });
 
+  it("holds the latest revision its own writes answered, the newest 512 deployments' only", () => {
+    const { snapshot } = snapshotOver([]);
+    const written = (n: number, revision: string) =>
+      ({ ...named(n), latest_revision_id: revision }) as Deployment;
+    snapshot.remember(written(1, "r-1"));
+    snapshot.remember(written(1, "r-2"));
+    expect(snapshot.ownLatest(id(1))).toBe("r-2");
+    for (let n = 2; n <= 512; n += 1) snapshot.remember(written(n, `r-${n}`));
+    expect(snapshot.ownLatest(id(1))).toBe("r-2");
+    snapshot.remember(written(513, "r-513"));
+    expect(snapshot.ownLatest(id(1))).toBeUndefined();
+    expect(snapshot.ownLatest(id(2))).toBe("r-2");
+    expect(snapshot.ownLatest(id(513))).toBe("r-513");
+  });
+
   it("answers by exact name, and follows a write that renames or a deployment forgotten", async () => {
     const { snapshot } = snapshotOver([named(1), named(2), named(3, "agent-1")]);
     expect(snapshot.byName("agent-1")).toBeUndefined();

@@ -139,6 +139,13 @@ export class RemoteSnapshot {
    * forgotten); pruned as listings supersede the writes.
    */
   readonly #written = new Map<string, number>();
+  /**
+   * The latest revision each of the last {@link OWN_LATEST_HELD} writes answered, by deployment id:
+   * a revision this process's own write made, should its status write have failed since (a
+   * conflict, a restart of the API server) and not recorded it, is not taken for one someone else
+   * made. Bounded: only the window between a write and its status write matters.
+   */
+  readonly #ownLatest = new Map<string, string>();
 
   constructor(port: DeploymentListings, clock: Clock, options: RemoteSnapshotOptions) {
     this.#port = port;
@@ -376,6 +383,17 @@ export class RemoteSnapshot {
     const listed = this.isListed(deployment.id);
     this.#record(deployment);
     if (!listed) this.#unlisted.add(deployment.id);
+    const latest = deployment.latest_revision_id;
+    if (!latest) return;
+    this.#ownLatest.delete(deployment.id);
+    this.#ownLatest.set(deployment.id, latest);
+    if (this.#ownLatest.size > OWN_LATEST_HELD)
+      this.#ownLatest.delete(this.#ownLatest.keys().next().value ?? "");
+  }
+
+  /** The latest revision the last write of `id` this process made answered, while it is held. */
+  ownLatest(id: string): string | undefined {
+    return this.#ownLatest.get(id);
   }
 
   /** Records what a read (a lookup, a poll) answered: the service lists this deployment. */
@@ -560,6 +578,9 @@ class Unreadable {
  * condition shows (4,096), so a value near its start is still found whole by redaction.
  */
 const KEPT_DETAIL_CHARS = 16_384;
+
+/** Writes whose answered latest revision {@link RemoteSnapshot.ownLatest} holds (the newest). */
+const OWN_LATEST_HELD = 512;
 
 /** Deployments held per name: two already say the name is ambiguous (see {@link RemoteSnapshot.byName}). */
 const MAX_HELD_PER_NAME = 2;

@@ -95,6 +95,8 @@ export interface ExternalRevisionInput {
   adopted: boolean;
   /** RFC 3339: when it was seen. */
   now: string;
+  /** The latest revision this process's own last write of the deployment answered, if known. */
+  ownLatest?: string | undefined;
 }
 
 /**
@@ -114,7 +116,7 @@ export function externalRevisionOf(
   const id = d.latest_revision_id;
   if (!id || id.length > 64 || input.adopted || status.deploymentId !== d.id) return undefined;
   if (status.latestRevisionId === undefined || status.latestRevisionId === id) return undefined;
-  if (status.externalRevision?.id === id) return undefined;
+  if (status.externalRevision?.id === id || input.ownLatest === id) return undefined;
   if (status.revisionHistory?.some((e) => e.id === id)) return undefined;
   const ref = d.source_revision_config.repo_ref ?? undefined;
   if (input.buildOnPush && (input.repoRef === undefined || input.repoRef === ref)) return undefined;
