@@ -3,29 +3,18 @@
  * define them (the CRD schemas, which load TypeBox: ~200 modules; the logger), so that `--help`
  * (`run`'s too), a flag's choices and shell completion start as fast as `--version`.
  *
- * Copies, not definitions: test/unit/cli-completion.test.ts checks each equals the constant it copies.
- * Imports nothing: keep it so.
+ * Copies, not definitions: test/unit/cli-completion.test.ts checks each equals the constant it copies;
+ * the service's words are not copied but taken from src/api/wire-values.ts, which imports nothing.
+ * Imports nothing else: keep it so.
  */
 
-/** Whether `value` is a uuid (src/api/wire.ts `isUuid`). */
-export const isUuid = (value: string): boolean =>
-  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
-
-/** `Deployment.status` values the spec lists (src/api/wire.ts `DEPLOYMENT_STATUSES`). */
-export const DEPLOYMENT_STATUSES = [
-  "AWAITING_DATABASE",
-  "READY",
-  "UNUSED",
-  "AWAITING_DELETE",
-  "UNKNOWN",
-] as const;
-
-/** `deployment_type` values (src/api/wire.ts `DEPLOYMENT_TYPES`). */
-export const DEPLOYMENT_TYPES = ["dev_free", "dev", "prod"] as const;
-export type DeploymentType = (typeof DEPLOYMENT_TYPES)[number];
-
-/** The page size the listing routes accept (src/api/wire.ts `PAGE_LIMIT`). */
-export const PAGE_LIMIT = { min: 1, max: 100, default: 20 } as const;
+export {
+  DEPLOYMENT_STATUSES,
+  DEPLOYMENT_TYPES,
+  type DeploymentType,
+  isUuid,
+  PAGE_LIMIT,
+} from "../api/wire-values.ts";
 
 /** A revision's logs (src/api/revision-logs.ts `LOG_TYPES`). */
 export const LOG_TYPES = ["build", "deploy"] as const;
