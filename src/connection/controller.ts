@@ -12,13 +12,13 @@
  */
 import type { Logger } from "pino";
 import { loggedError } from "../api/errors.ts";
-import { type Failure, KSTATUS } from "../conditions/kstatus.ts";
 import type { ServiceConfig } from "../config.ts";
 import {
   CONNECTION_FINALIZER,
   type ConnectionStatus,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
+import { type Failure, KSTATUS } from "../crd/kstatus.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
 import { type ConnectionId, connectionKey, idOf, parseConnectionKey } from "../naming/connection.ts";
 import { statusEqual } from "../reconcile/plan/diff.ts";

@@ -4,9 +4,10 @@
  * `spec.caSecretRef` names, over the operator's own settings. Each way it can fail is a verdict
  * whose message names the Secret (or the field) and the fix; the key never appears in one.
  */
-import type { Failure } from "../conditions/kstatus.ts";
+
 import type { ServiceConfig } from "../config.ts";
 import type { ConnectionSpec } from "../crd/connection-schema.ts";
+import type { Failure } from "../crd/kstatus.ts";
 import type { ConnectionId } from "../naming/connection.ts";
 import type { SecretRead, SecretsPort } from "../reconcile/ports.ts";
 import type { ObjectRef } from "../runtime/keys.ts";

@@ -11,9 +11,9 @@
  * namespace the connection's namespace selector refuses (`ConnectionNotAllowed`, see `access.ts`).
  */
 import { createHash } from "node:crypto";
-import type { Failure } from "../conditions/kstatus.ts";
 import type { ServiceConfig } from "../config.ts";
 import { CLUSTER_SERVICE_CONNECTION_KIND, SERVICE_CONNECTION_KIND } from "../crd/connection-schema.ts";
+import type { Failure } from "../crd/kstatus.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
 import {
   type ConnectionId,

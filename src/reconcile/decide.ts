@@ -8,7 +8,7 @@
  * and returns what it wrote; {@link settle} (pure too) joins the two into what the reconciler
  * concludes. No port, no clock, no I/O here: the table of cases is test/unit/decide.test.ts.
  */
-import { formatTime } from "../conditions/kstatus.ts";
+import { formatTime } from "../crd/kstatus.ts";
 import type { DesiredDeployment } from "../crd/mapping.ts";
 import { ANNOTATION_REBUILD_REQUESTED_AT, DEFAULT_DRIFT_POLICY } from "../crd/schema.ts";
 import { rebuildRequestedAt, rolloutNow } from "./annotations.ts";

@@ -7,7 +7,7 @@
  * else the tracker's, the first time the revision is seen failed.
  */
 import type { LogType } from "../api/revision-logs.ts";
-import { formatTime } from "../conditions/kstatus.ts";
+import { formatTime } from "../crd/kstatus.ts";
 import { DEFAULT_ROLLOUT_TIMEOUT } from "../crd/schema.ts";
 import { reconcileRequestedAt } from "./annotations.ts";
 import type { Decided } from "./decide.ts";

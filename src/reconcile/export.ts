@@ -30,7 +30,7 @@
 import { createHash } from "node:crypto";
 import { cutToLength } from "../api/cut-text.ts";
 import { unprintableIn } from "../api/printable.ts";
-import { type ConditionValue, MAX_MESSAGE_LENGTH, putConditions } from "../conditions/kstatus.ts";
+import { type ConditionValue, MAX_MESSAGE_LENGTH, putConditions } from "../crd/kstatus.ts";
 import { API_VERSION, type DeploymentResourceStatus, KIND, MAX_URL_LENGTH } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import type { Decided } from "./decide.ts";

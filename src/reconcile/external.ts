@@ -7,7 +7,7 @@
  * then a PATCH, the history's bookkeeping) and returns what it wrote, a failure after a write
  * included. Between them, `decide.ts` is pure.
  */
-import { formatTime } from "../conditions/kstatus.ts";
+import { formatTime } from "../crd/kstatus.ts";
 import { type DesiredDeployment, desiredFromSpec, withSecrets } from "../crd/mapping.ts";
 import { flagDuration } from "../duration.ts";
 import { connectionOf, describeConnection } from "../naming/connection.ts";

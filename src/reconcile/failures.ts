@@ -24,8 +24,8 @@
 import { isServiceError, RequestValidationError, type ServiceError } from "../api/errors.ts";
 import { TokenWaitTooLongError } from "../api/rate-limit.ts";
 import { redactAndTruncate } from "../api/redact.ts";
-import { MAX_MESSAGE_LENGTH } from "../conditions/kstatus.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
+import { MAX_MESSAGE_LENGTH } from "../crd/kstatus.ts";
 import { DeferredError, TerminalError } from "../runtime/controller.ts";
 import { SecretsTooLargeError } from "./secret-budget.ts";
 import { AmbiguousNameError, UnreadableDeploymentError } from "./service/lookup-errors.ts";

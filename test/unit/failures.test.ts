@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { renderDetail, ServiceError } from "../../src/api/errors.ts";
 import { TokenWaitTooLongError } from "../../src/api/rate-limit.ts";
-import { MAX_MESSAGE_LENGTH } from "../../src/conditions/kstatus.ts";
+import { MAX_MESSAGE_LENGTH } from "../../src/crd/kstatus.ts";
 import { failureOf } from "../../src/reconcile/failures.ts";
 import { REASON } from "../../src/reconcile/status/status.ts";
 import { DeferredError, TerminalError } from "../../src/runtime/controller.ts";

@@ -25,7 +25,7 @@ import {
   UNSEARCHED,
 } from "../../api/redact.ts";
 import { entryTimeMs, type LogEntry, type LogType } from "../../api/revision-logs.ts";
-import { formatTime } from "../../conditions/kstatus.ts";
+import { formatTime } from "../../crd/kstatus.ts";
 import {
   DEFAULT_ROLLOUT_TIMEOUT,
   type DeploymentResourceStatus,

@@ -3,7 +3,7 @@
  * did. Pure. Conditions follow metav1.Condition and kstatus: `Ready` and `Synced` always,
  * `Reconciling` while work is in progress and `Stalled` when it cannot progress, each present
  * only while True. `lastTransitionTime` moves only when a condition's status moves (conditions are
- * set through `src/conditions/kstatus.ts`, as the connections' are), and `statusEqual` lets the
+ * set through `src/crd/kstatus.ts`, as the connections' are), and `statusEqual` lets the
  * controller skip writes that would change nothing.
  */
 import { cutToLength } from "../../api/cut-text.ts";
@@ -15,7 +15,7 @@ import {
   kstatusOf,
   MAX_MESSAGE_LENGTH,
   putConditions,
-} from "../../conditions/kstatus.ts";
+} from "../../crd/kstatus.ts";
 import type { Condition, DeploymentResourceStatus } from "../../crd/schema.ts";
 import type { PlanProblem } from "../plan/plan.ts";
 import {
