@@ -14,10 +14,10 @@ import {
 } from "../config.ts";
 import { type ConnectionReadPorts, type ReadConnection, readConnection } from "../connection/read.ts";
 import { parseConnectionArg, serviceConfigOf } from "../connection/settings.ts";
+import { type ConnectionId, type ConnectionRef, connectionKey } from "../crd/connection-ref.ts";
 import { KubeClient } from "../kube/client.ts";
 import { type LoadedKubeConfig, loadKubeConfig } from "../kube/config.ts";
 import { KubeSecrets } from "../kube/secrets.ts";
-import { type ConnectionId, type ConnectionRef, connectionKey } from "../naming/connection.ts";
 import type { CliContext, ConnectionFlags } from "./context.ts";
 import { serviceClientOf } from "./service-client.ts";
 import { UsageError } from "./usage-error.ts";

@@ -14,6 +14,14 @@ import { readSettings } from "../config.ts";
 import { ConnectionReadError } from "../connection/read.ts";
 import { deploymentsPort } from "../connection/service-port.ts";
 import { connectionWindows } from "../connection/settings.ts";
+import {
+  type ConnectionId,
+  connectionKey,
+  connectionLabel,
+  connectionOf,
+  DEFAULT_CONNECTION,
+  describeConnection,
+} from "../crd/connection-ref.ts";
 import { readManifestFiles, STDIN_NAME, STDIN_PATH } from "../gitops/files.ts";
 import type { ClusterReader, LiveResource, ServiceChoice, ServiceFor } from "../gitops/live.ts";
 import { reviewAll } from "../gitops/live.ts";
@@ -33,14 +41,6 @@ import { InstallKeyError, readInstallKey } from "../kube/install-key.ts";
 import { listItems } from "../kube/object.ts";
 import { secretsPort } from "../kube/reconcile-adapters.ts";
 import { collectionPath } from "../kube/reflector.ts";
-import {
-  type ConnectionId,
-  connectionKey,
-  connectionLabel,
-  connectionOf,
-  DEFAULT_CONNECTION,
-  describeConnection,
-} from "../naming/connection.ts";
 import { keyedSecretDigest } from "../reconcile/plan/secret-hash.ts";
 import { systemClock } from "../runtime/clock.ts";
 import { type CommandCluster, commandConnectionClients, kubeconfigCluster } from "./connections.ts";

@@ -12,9 +12,9 @@
 import type { ServiceClient } from "../api/client.ts";
 import { type Deployment, isUuid } from "../api/wire.ts";
 import { ConnectionReadError } from "../connection/read.ts";
+import { type ConnectionId, connectionOf, describeConnection } from "../crd/connection-ref.ts";
 import type { DeploymentResource } from "../crd/schema.ts";
 import { KubeDeployments } from "../kube/deployments.ts";
-import { type ConnectionId, connectionOf, describeConnection } from "../naming/connection.ts";
 import { claimedName } from "../reconcile/claims.ts";
 import {
   type CommandCluster,

@@ -5,6 +5,8 @@
  * selects. A ServiceConnection is its own namespace's only, which `connectionOf` already ensures.
  * Absent selectors allow every namespace. Pure over the namespace labels it is given.
  */
+
+import { type ConnectionId, describeConnection } from "../crd/connection-ref.ts";
 import { CLUSTER_SERVICE_CONNECTION_KIND, type ConnectionSpec } from "../crd/connection-schema.ts";
 import {
   describeFix,
@@ -16,7 +18,6 @@ import {
   selectorFromObject,
   unmet,
 } from "../crd/label-selector.ts";
-import { type ConnectionId, describeConnection } from "../naming/connection.ts";
 
 /** `--default-connection-namespace-selector`, as given and as parsed. */
 export interface DefaultConnectionSelector {

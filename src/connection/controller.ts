@@ -13,6 +13,7 @@
 import type { Logger } from "pino";
 import { loggedError } from "../api/errors.ts";
 import type { ServiceConfig } from "../config.ts";
+import { type ConnectionId, connectionKey, idOf, parseConnectionKey } from "../crd/connection-ref.ts";
 import {
   CONNECTION_FINALIZER,
   type ConnectionStatus,
@@ -20,7 +21,6 @@ import {
 } from "../crd/connection-schema.ts";
 import { type Failure, KSTATUS } from "../crd/kstatus.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
-import { type ConnectionId, connectionKey, idOf, parseConnectionKey } from "../naming/connection.ts";
 import { statusEqual } from "../reconcile/plan/diff.ts";
 import type { SecretsPort } from "../reconcile/ports.ts";
 import type { Clock } from "../runtime/clock.ts";

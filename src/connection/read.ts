@@ -6,6 +6,7 @@
  * to reach the cluster rejects as the transport's error.
  */
 import { Value } from "@sinclair/typebox/value";
+import { type ConnectionId, describeConnection } from "../crd/connection-ref.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
   ClusterServiceConnectionSpecSchema,
@@ -23,7 +24,6 @@ import {
 import { type CustomResourceKind, CustomResources } from "../kube/custom-resources.ts";
 import { isNotFound, KubeApiError } from "../kube/errors.ts";
 import type { KubeSecrets } from "../kube/secrets.ts";
-import { type ConnectionId, describeConnection } from "../naming/connection.ts";
 import { apiKeyFrom, apiKeySecretOf, caBundleFrom, caSecretOf, connectionSpecProblems } from "./settings.ts";
 
 /**

@@ -12,9 +12,6 @@
  */
 import { createHash } from "node:crypto";
 import type { ServiceConfig } from "../config.ts";
-import { CLUSTER_SERVICE_CONNECTION_KIND, SERVICE_CONNECTION_KIND } from "../crd/connection-schema.ts";
-import type { Failure } from "../crd/kstatus.ts";
-import type { ConnectionObject } from "../kube/connections.ts";
 import {
   type ConnectionId,
   connectionKey,
@@ -22,7 +19,10 @@ import {
   DEFAULT_CONNECTION,
   describeConnection,
   parseConnectionKey,
-} from "../naming/connection.ts";
+} from "../crd/connection-ref.ts";
+import { CLUSTER_SERVICE_CONNECTION_KIND, SERVICE_CONNECTION_KIND } from "../crd/connection-schema.ts";
+import type { Failure } from "../crd/kstatus.ts";
+import type { ConnectionObject } from "../kube/connections.ts";
 import type { DeploymentsPort, StoredResource } from "../reconcile/ports.ts";
 import type { ServiceSession, SessionLookup, Sessions } from "../reconcile/service/session.ts";
 import { NamespaceAccess } from "./access.ts";

@@ -1,10 +1,11 @@
 /**
  * The service settings a connection's spec and Secret make (how connections are named and keyed
- * is `naming/connection.ts`). Pure: the connection controller and the
+ * is `crd/connection-ref.ts`). Pure: the connection controller and the
  * `plan`/`import` commands share it.
  */
 import { parseCaBundle } from "../api/tls.ts";
 import type { ServiceConfig } from "../config.ts";
+import { type ConnectionId, type ConnectionRef, describeConnection } from "../crd/connection-ref.ts";
 import { baseUrlProblems, headerNameProblem } from "../crd/connection-rules.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
@@ -13,7 +14,6 @@ import {
   DEFAULT_CA_SECRET_KEY,
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
-import { type ConnectionId, type ConnectionRef, describeConnection } from "../naming/connection.ts";
 import type { SecretRead } from "../reconcile/ports.ts";
 import type { InheritedWindows } from "../reconcile/rollout/rollout-gate.ts";
 import type { ObjectRef } from "../runtime/keys.ts";

@@ -5,10 +5,10 @@
  * `valueFrom.secretKeyRef`, and the values (when the service shows them) go to a separate Secret.
  */
 import { DEFAULT_DEPLOYMENT_TYPE, type Deployment } from "../api/wire.ts";
+import type { ConnectionRef } from "../crd/connection-ref.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
 import { secretDataKey, specFromDeployment } from "../crd/mapping.ts";
 import { API_VERSION, type DeploymentResource, type DeploymentSpec, KIND } from "../crd/schema.ts";
-import type { ConnectionRef } from "../naming/connection.ts";
 import { objectNameFor } from "./names.ts";
 import { githubTarget, type RepoListing, repoReachabilityWarning } from "./repos.ts";
 import { validateResource } from "./validate.ts";

@@ -9,11 +9,11 @@
  */
 import { isServiceError } from "../api/errors.ts";
 import type { ForgeRepo } from "../api/wire.ts";
+import { type ConnectionRef, connectionLabel } from "../crd/connection-ref.ts";
 import { InvalidSpecError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
-import { type ConnectionRef, connectionLabel } from "../naming/connection.ts";
 import { type Claimant, claimedName, claimOf, olderClaimant } from "../reconcile/claims.ts";
 import { type ReadSecrets, RepoListings, readSecrets } from "../reconcile/inputs.ts";
 import type { SecretDigest } from "../reconcile/plan/secret-hash.ts";

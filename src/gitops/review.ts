@@ -5,11 +5,11 @@
  * controller's; this file only names the outcome and explains it.
  */
 import type { Deployment, Revision } from "../api/wire.ts";
+import { connectionLabel } from "../crd/connection-ref.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { desiredFromSpec, effectiveName } from "../crd/mapping.ts";
 import { ANNOTATION_PAUSED, type DeploymentResource, type DeploymentSpec } from "../crd/schema.ts";
-import { connectionLabel } from "../naming/connection.ts";
 import { rolloutNow } from "../reconcile/annotations.ts";
 import {
   type FieldChange,

@@ -1,9 +1,10 @@
 /**
  * The connection resources (`serviceconnections.dms.dev`, `clusterserviceconnections.dms.dev`):
  * the custom resource adapter of `custom-resources.ts` for each kind, and the two seen as one by
- * connection key (see `naming/connection.ts`).
+ * connection key (see `crd/connection-ref.ts`).
  */
 
+import type { ConnectionId } from "../crd/connection-ref.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
   CLUSTER_SERVICE_CONNECTION_PLURAL,
@@ -13,7 +14,6 @@ import {
   SERVICE_CONNECTION_PLURAL,
 } from "../crd/connection-schema.ts";
 import { GROUP, VERSION } from "../crd/schema.ts";
-import type { ConnectionId } from "../naming/connection.ts";
 import type { KubeClient } from "./client.ts";
 import { type CustomResourceKind, CustomResources } from "./custom-resources.ts";
 import { type KubeObject, refOf } from "./object.ts";

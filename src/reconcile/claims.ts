@@ -9,9 +9,9 @@
  * on a shared tenant by creating its resource first.
  */
 
+import { connectionKey, connectionOf, DEFAULT_CONNECTION } from "../crd/connection-ref.ts";
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
-import { connectionKey, connectionOf, DEFAULT_CONNECTION } from "../naming/connection.ts";
 import { objectKey } from "../runtime/keys.ts";
 import type { ResourcePort, StoredResource } from "./ports.ts";
 
@@ -44,7 +44,7 @@ function olderThan(a: Claimant, b: Claimant): boolean {
 /** The service name a resource claims. */
 export const claimedName = (o: Claimant): string => effectiveName(o.spec, o.metadata.name);
 
-/** The key of the connection a resource uses (see `naming/connection.ts`). */
+/** The key of the connection a resource uses (see `crd/connection-ref.ts`). */
 export const connectionKeyOf = (o: Claimant): string =>
   connectionKey(connectionOf(o.metadata.namespace ?? "", o.spec.connectionRef));
 

@@ -7,10 +7,11 @@
  * then a PATCH, the history's bookkeeping) and returns what it wrote, a failure after a write
  * included. Between them, `decide.ts` is pure.
  */
+
+import { connectionOf, describeConnection } from "../crd/connection-ref.ts";
 import { formatTime } from "../crd/kstatus.ts";
 import { type DesiredDeployment, desiredFromSpec, withSecrets } from "../crd/mapping.ts";
 import { flagDuration } from "../duration.ts";
-import { connectionOf, describeConnection } from "../naming/connection.ts";
 import { objectKey } from "../runtime/keys.ts";
 import { reconcileInterval, reconcileRequestedAt, rolloutNow } from "./annotations.ts";
 import { applyPatch, createdHistory } from "./apply-reuse.ts";

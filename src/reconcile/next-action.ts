@@ -4,8 +4,9 @@
  * look at the resource again: the reconcile's requeue policy (kube-rs's `error_policy` beside
  * its `reconcile`). The table of the requeue's cases is test/unit/next-action.test.ts.
  */
+
+import { connectionLabel } from "../crd/connection-ref.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
-import { connectionLabel } from "../naming/connection.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { reconcileInterval } from "./annotations.ts";
 import type { Decided } from "./decide.ts";

@@ -10,10 +10,10 @@
  * turn. `spec.connectionRef` cannot change, so a key's flow never moves.
  */
 import type { Logger } from "pino";
+import { connectionKey, connectionOf } from "../crd/connection-ref.ts";
 import { SERVICE_CONNECTION_KIND } from "../crd/connection-schema.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
 import { ConflictError } from "../kube/errors.ts";
-import { connectionKey, connectionOf } from "../naming/connection.ts";
 import { saysWaitingForShare, waitingForShare } from "../reconcile/status/share-wait.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { ControllerOptions } from "../runtime/controller.ts";

@@ -4,10 +4,10 @@
  * through one of these, so no trigger, pass or count scans the cache.
  */
 import { secretsOf } from "../connection/settings.ts";
+import { idOf } from "../crd/connection-ref.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
 import type { DeploymentObject } from "../kube/deployments.ts";
 import { objectKey } from "../kube/object.ts";
-import { idOf } from "../naming/connection.ts";
 import { CLAIM_INDEX, CONNECTION_INDEX, claimIndexer, connectionIndexer } from "../reconcile/claims.ts";
 import { SECRET_INDEX, secretIndexer } from "../reconcile/inputs.ts";
 import { POLL_INDEX, pollIndexer } from "../reconcile/next-action.ts";

@@ -5,11 +5,11 @@
 import type { Logger } from "pino";
 import { Counter } from "prom-client";
 import type { ConnectionSessions } from "../connection/registry.ts";
+import { connectionKey, idOf } from "../crd/connection-ref.ts";
 import { registerRefusalMetrics } from "../gauges/refusal-metrics.ts";
 import { registerConnectionMetrics, registerResourceMetrics } from "../gauges/resource-metrics.ts";
 import type { KubeConnections } from "../kube/connections.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
-import { connectionKey, idOf } from "../naming/connection.ts";
 import { REASON } from "../reconcile/status/status.ts";
 import { HeapBudgetCheck } from "../runtime/heap-budget.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";

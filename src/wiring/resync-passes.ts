@@ -8,10 +8,10 @@
  * The connection pass checks (and re-probes) every connection.
  */
 import type { ConnectionSessions } from "../connection/registry.ts";
+import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/connection-ref.ts";
 import type { KubeConnections } from "../kube/connections.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
 import { objectKey, refOf } from "../kube/object.ts";
-import { connectionKey, DEFAULT_CONNECTION, idOf } from "../naming/connection.ts";
 import { connectionKeyOf, reachableDeployment } from "../reconcile/claims.ts";
 import type { StoredResource } from "../reconcile/ports.ts";
 import { startPass } from "../reconcile/service/freshness.ts";

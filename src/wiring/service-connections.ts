@@ -16,8 +16,8 @@ import {
   DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE,
 } from "../connection/registry.ts";
 import { deploymentsPort } from "../connection/service-port.ts";
+import { DEFAULT_CONNECTION } from "../crd/connection-ref.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
-import { DEFAULT_CONNECTION } from "../naming/connection.ts";
 import { CLAIM_INDEX, claimOn } from "../reconcile/claims.ts";
 import { ServiceSession } from "../reconcile/service/session.ts";
 import type { Clock } from "../runtime/clock.ts";

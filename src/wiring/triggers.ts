@@ -10,6 +10,8 @@
  * controllers of `reconcile/` and `connection/` (claims, connection keys), and `connection/`
  * itself reads `kube/`; only the composition (`main.ts`) above them all may see every side.
  */
+
+import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/connection-ref.ts";
 import { FINALIZER, KIND } from "../crd/schema.ts";
 import { isOwnGroup, type KubeConfigMaps } from "../kube/config-maps.ts";
 import type { ConnectionObject, KubeConnections } from "../kube/connections.ts";
@@ -18,7 +20,6 @@ import type { KubeNamespaces } from "../kube/namespaces.ts";
 import type { KubeObject } from "../kube/object.ts";
 import { objectKey, refOf } from "../kube/object.ts";
 import type { KubeSecrets } from "../kube/secrets.ts";
-import { connectionKey, DEFAULT_CONNECTION, idOf } from "../naming/connection.ts";
 import { claimOf, connectionKeyOf } from "../reconcile/claims.ts";
 import type { Controller } from "../runtime/controller.ts";
 import type { Caches } from "./caches.ts";

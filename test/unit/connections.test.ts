@@ -11,11 +11,11 @@ import { ConnectionReconciler, type ConnectionStore } from "../../src/connection
 import { NamespaceOrder } from "../../src/connection/namespace-order.ts";
 import { ConnectionRegistry, type ConnectionService } from "../../src/connection/registry.ts";
 import { connectionSpecProblems } from "../../src/connection/settings.ts";
+import { type ConnectionId, connectionKey, idOf } from "../../src/crd/connection-ref.ts";
 import type { ConnectionStatus } from "../../src/crd/connection-schema.ts";
 import { parseSelector, type Selector } from "../../src/crd/label-selector.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import type { ConnectionObject } from "../../src/kube/connections.ts";
-import { type ConnectionId, connectionKey, idOf } from "../../src/naming/connection.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { ServiceSession } from "../../src/reconcile/service/session.ts";

@@ -4,10 +4,10 @@
 // does not own is refused and never written, and what removing or renaming the export does.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
 import { MAX_MESSAGE_LENGTH } from "../../src/crd/kstatus.ts";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../../src/crd/schema.ts";
 import { CONFIG_MAPS_FORBIDDEN, decodeConfigMap } from "../../src/kube/config-maps.ts";
-import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
 import {
   conflictMessage,

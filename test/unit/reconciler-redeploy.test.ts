@@ -9,8 +9,8 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { REPLACEMENT } from "../../src/api/printable.ts";
+import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";

@@ -5,9 +5,9 @@
 // a connection's windows as the default a resource's own list replaces.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
 import type { RolloutWindowSpec } from "../../src/crd/rollout-windows-schema.ts";
 import { ANNOTATION_ROLLOUT_NOW, type DeploymentSpec } from "../../src/crd/schema.ts";
-import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";

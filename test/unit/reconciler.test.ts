@@ -4,6 +4,7 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { CreateDeploymentBody } from "../../src/api/wire.ts";
+import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RECONCILE_INTERVAL,
@@ -11,7 +12,6 @@ import {
   type DeploymentSpec,
   FINALIZER,
 } from "../../src/crd/schema.ts";
-import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
 import { pollIndexer } from "../../src/reconcile/next-action.ts";
 import { hashSecrets, keyedSecretDigest, type SecretDigest } from "../../src/reconcile/plan/secret-hash.ts";

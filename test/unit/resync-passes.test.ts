@@ -1,8 +1,8 @@
 // What a sharded replica's pass reads of each connection: the ids its own resources of that
 // connection record, from one walk over them, and none of a resource refused the connection.
 import { describe, expect, it } from "vitest";
+import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
-import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
 import { connectionKeyOf } from "../../src/reconcile/claims.ts";
 import { CONNECTION_INDEX } from "../../src/wiring/indexes.ts";
 import { deploymentPassScope, shareIds } from "../../src/wiring/resync-passes.ts";

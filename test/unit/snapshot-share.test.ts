@@ -4,7 +4,7 @@
 import { pino } from "pino";
 import { describe, expect, it, vi } from "vitest";
 import type { Deployment } from "../../src/api/wire.ts";
-import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
+import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
 import type { DeploymentListings } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
