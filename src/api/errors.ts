@@ -4,7 +4,7 @@
  * the API key (the transport redacts it before an error is built).
  */
 import { isRecord } from "../json.ts";
-import { cutToLength } from "./cut-text.ts";
+import { cutToLength } from "./printable.ts";
 
 /** What went wrong, coarse enough for a controller to branch on. */
 export type ServiceErrorKind =

@@ -40,7 +40,7 @@
  * ({@link RedactionBudgetError}, or the fallbacks of {@link redactSecrets} and
  * {@link redactAndTruncate}), never shown unsearched.
  */
-import { cutToLength } from "./cut-text.ts";
+import { cutToLength } from "./printable.ts";
 
 /** What replaces a secret value in redacted text. */
 export const REDACTED = "***";

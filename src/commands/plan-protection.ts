@@ -11,8 +11,7 @@
  * `unchecked`; only the caller's own abort fails the plan.
  */
 
-import { cutToBytes } from "../api/cut-text.ts";
-import { printableLine } from "../api/printable.ts";
+import { cutToBytes, printableLine } from "../api/printable.ts";
 import type { ManifestProblem } from "../gitops/manifests.ts";
 import { invalidDocuments, type PlanReport } from "../gitops/plan-report.ts";
 import { filesMarks, gitopsMark, type LiveMarks, protectedRemovals } from "../gitops/protection.ts";

@@ -10,8 +10,7 @@
  */
 import { createHash, randomInt } from "node:crypto";
 import pino, { type Logger } from "pino";
-import { cutToBytes } from "../api/cut-text.ts";
-import { printableNote } from "../api/printable.ts";
+import { cutToBytes, printableNote } from "../api/printable.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";

@@ -28,8 +28,7 @@
  *   missing RBAC; nothing else of the operator waits on ConfigMaps.
  */
 import { createHash } from "node:crypto";
-import { cutToLength } from "../api/cut-text.ts";
-import { unprintableIn } from "../api/printable.ts";
+import { cutToLength, unprintableIn } from "../api/printable.ts";
 import { type ConditionValue, MAX_MESSAGE_LENGTH, putConditions } from "../crd/kstatus.ts";
 import { API_VERSION, type DeploymentResourceStatus, KIND, MAX_URL_LENGTH } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";

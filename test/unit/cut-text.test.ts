@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { cutToBytes, cutToLength } from "../../src/api/cut-text.ts";
 import { truncate } from "../../src/api/errors.ts";
+import { cutToBytes, cutToLength } from "../../src/api/printable.ts";
 import { redactAndTruncate } from "../../src/api/redact.ts";
 import { NOTE_LIMIT_BYTES, truncateNote } from "../../src/kube/events.ts";
 import { fitNote } from "../../src/reconcile/status/failure-evidence.ts";

@@ -13,8 +13,7 @@
  * the sequencing and the one Warning `evidence.ts`'s.
  */
 
-import { cutToBytes as cutBytes } from "../../api/cut-text.ts";
-import { stripToLine } from "../../api/printable.ts";
+import { cutToBytes as cutBytes, stripToLine } from "../../api/printable.ts";
 import {
   applyCoverage,
   partsCoverage,

@@ -6,7 +6,7 @@
  * set through `src/crd/kstatus.ts`, as the connections' are), and `statusEqual` lets the
  * controller skip writes that would change nothing.
  */
-import { cutToLength } from "../../api/cut-text.ts";
+import { cutToLength } from "../../api/printable.ts";
 import { redactAndTruncate } from "../../api/redact.ts";
 import {
   type ConditionValue,
