@@ -3,10 +3,10 @@
  * typed with the wire model, input checked before sending, answers validated on arrival.
  */
 import type { Logger } from "pino";
+import { type ApiClock, systemApiClock } from "../runtime/clock.ts";
 import { VERSION } from "../version.ts";
 import type { AddressPolicy } from "./address-policy.ts";
 import type { ProxyEnv } from "./agent.ts";
-import { type ApiClock, systemApiClock } from "./clock.ts";
 import {
   DEFAULT_MAX_RESPONSE_BYTES,
   isRouteMissing,

@@ -3,8 +3,9 @@
  * a busy controller with many workers stays under one requests-per-second budget, and a 429 from
  * the service pauses all of them, not only the caller that received it.
  */
+
+import type { ApiClock } from "../runtime/clock.ts";
 import { DeferredError } from "../runtime/deadline.ts";
-import type { ApiClock } from "./clock.ts";
 
 /**
  * A call of a reconcile would wait for its token longer than the reconcile has left (deadline.ts):

@@ -10,11 +10,11 @@ import { TLSSocket } from "node:tls";
 import got, { type PlainResponse, type RequestError } from "got";
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
+import type { ApiClock } from "../runtime/clock.ts";
 import { currentDeadline } from "../runtime/deadline.ts";
 import { tellPaced } from "../runtime/pacing.ts";
 import type { AddressPolicy } from "./address-policy.ts";
 import { type ProxyEnv, redactProxyUrl, type ServiceAgents, serviceAgents } from "./agent.ts";
-import type { ApiClock } from "./clock.ts";
 import {
   kindOfStatus,
   MAX_RESPONSE_BYTES_SETTING,

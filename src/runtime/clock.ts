@@ -1,6 +1,9 @@
 /**
  * Time as a port: everything in the runtime that waits or measures goes through a {@link Clock},
  * so unit tests drive time by hand (vitest fake timers or a manual clock) instead of sleeping.
+ * The service's client takes the part it needs ({@link ApiClock}: it reads `now()` and waits with
+ * `sleep`), so tests of the rate limit and retry back-off run on a manual clock too; any `Clock`
+ * can be passed as one, and {@link systemApiClock} is its real, monotonic one.
  */
 
 /** Cancels a timer started with {@link Clock.setTimer}; calling it twice, or after it fired, is harmless. */
@@ -55,3 +58,23 @@ export function sleepOn(clock: Pick<Clock, "setTimer">, ms: number, signal?: Abo
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
+
+/**
+ * The part of {@link Clock} the service's client uses, under the same contract, except that the client
+ * reads only differences of `now()`: its own clock need not count from the epoch.
+ */
+export type ApiClock = Pick<Clock, "now" | "sleep">;
+
+/** Node's timers, not `unref`ed: a CLI waiting out a `Retry-After` must stay alive until it can retry. */
+const keptTimers: Pick<Clock, "setTimer"> = {
+  setTimer(ms, fn) {
+    const handle = setTimeout(fn, Math.max(0, ms));
+    return () => clearTimeout(handle);
+  },
+};
+
+/** The client's real clock: monotonic (`performance.now()`, which no wall-clock step moves), kept timers. */
+export const systemApiClock: ApiClock = {
+  now: () => performance.now(),
+  sleep: (ms, signal) => sleepOn(keptTimers, ms, signal),
+};

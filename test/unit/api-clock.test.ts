@@ -1,7 +1,7 @@
 // The client's real clock: waits honour their signal the way every Clock's do (sleepOn), and
 // `now` reads a monotonic source (only differences matter to the client).
 import { describe, expect, it } from "vitest";
-import { systemApiClock } from "../../src/api/clock.ts";
+import { systemApiClock } from "../../src/runtime/clock.ts";
 
 describe("systemApiClock", () => {
   it("waits at least the time asked, measured on its own now()", async () => {

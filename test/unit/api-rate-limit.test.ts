@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { ApiClock } from "../../src/api/clock.ts";
 import { RESERVATION_KEPT_MS, TokenBucket } from "../../src/api/rate-limit.ts";
+import type { ApiClock } from "../../src/runtime/clock.ts";
 
 describe("TokenBucket", () => {
   it("reserves a holder's token in line with the waiters, once, and drops it when it is not taken in time", async () => {
