@@ -4,8 +4,8 @@
  * the service pauses all of them, not only the caller that received it.
  */
 
+import { DeferredError } from "../runtime/abort.ts";
 import type { ApiClock } from "../runtime/clock.ts";
-import { DeferredError } from "../runtime/deadline.ts";
 
 /**
  * A call of a reconcile would wait for its token longer than the reconcile has left (deadline.ts):

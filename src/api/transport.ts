@@ -10,9 +10,8 @@ import { TLSSocket } from "node:tls";
 import got, { type PlainResponse, type RequestError } from "got";
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
+import { currentDeadline, tellPaced } from "../runtime/abort.ts";
 import type { ApiClock } from "../runtime/clock.ts";
-import { currentDeadline } from "../runtime/deadline.ts";
-import { tellPaced } from "../runtime/pacing.ts";
 import type { AddressPolicy } from "./address-policy.ts";
 import { type ProxyEnv, redactProxyUrl, type ServiceAgents, serviceAgents } from "./agent.ts";
 import {
@@ -266,7 +265,7 @@ export class Transport {
         );
       }
       // Waiting for a token is this process's pacing, not the service's time: a read that has a
-      // deadline for the service is told (runtime/pacing.ts). A pause the service asked for is not.
+      // deadline for the service is told (runtime/abort.ts). A pause the service asked for is not.
       const waitFrom = this.#s.clock.now() + this.#s.bucket.pausedForMs();
       const reserved = this.#reservedToken(request);
       if (reserved === undefined) await this.#s.bucket.acquire(signal);

@@ -1,4 +1,29 @@
-/** Waiting on something until an AbortSignal says to stop. */
+/**
+ * Work under way and what bounds it: the signal that stops it, the deadline it is told, and the
+ * time it waited on this process's own pacing, which its deadline does not count.
+ *
+ * Signals: {@link untilAborted} waits on something until a signal says to stop; {@link
+ * followSignal} gives work a signal of its own that follows its caller's (a reconcile's under the
+ * controller's halt, a request's under its reconcile's).
+ *
+ * Deadline: the time a reconcile has left, told to whatever waits inside it. The controller runs each
+ * reconcile {@link withinDeadline}; a wait that may be long and is this process's own (a token of
+ * a connection's rate limit) asks {@link currentDeadline} first, and rather than hold the
+ * reconcile's worker until the deadline it gives the worker back and has the key come again when
+ * the wait would be over ({@link DeferredError}), holding what it waited for under the
+ * deadline's `holder` (the reconcile's key) meanwhile.
+ *
+ * Pacing: time a piece of work spent waiting for this process's own rate limit, told to whoever
+ * runs it. A connection's periodic read has a deadline (`--listing-deadline`) against a service
+ * that hangs or never ends its listing. The read's calls also wait for tokens of the connection's
+ * rate limit, behind the reconciles of the same connection: at scale (a share of 10,000
+ * resources, a hundred calls, while thousands of creates hold the limit) that wait alone can pass
+ * the deadline, and a missed deadline stops the connection's resources until a read succeeds. So
+ * the read runs {@link whilePaced}, the transport tells {@link tellPaced} how long each call
+ * waited for its token, and the deadline moves by that much: it bounds the service, not our own
+ * pacing.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
 
 /** Resolves when `promise` does or `signal` aborts, whichever comes first; rejects if `promise` does first. */
 export function untilAborted(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {
@@ -90,4 +115,54 @@ export function followSignal(parent: AbortSignal | undefined): FollowedSignal {
       if (followable[FOLLOWERS] === current) followable[FOLLOWERS] = undefined;
     },
   };
+}
+
+/** A reconcile's deadline: how long it has left, and who it is for (its key). */
+export interface Deadline {
+  timeLeft(): number;
+  holder: string;
+}
+
+const deadlines = new AsyncLocalStorage<Deadline>();
+
+/**
+ * A reconcile that gave its worker back before its work was done, because what it would wait for
+ * comes later than its deadline (a token of its connection's rate limit): the key comes again
+ * after `afterMs` as a follow-up, with no backoff and no failure counted. Throw it from a
+ * reconciler ({@link timeLeftMs} says how long a reconcile has left).
+ */
+export class DeferredError extends Error {
+  override readonly name: string = "DeferredError";
+  readonly afterMs: number;
+  constructor(message: string, afterMs: number) {
+    super(message);
+    this.afterMs = afterMs;
+  }
+}
+
+/** Runs `work` with `deadline` as the answer of {@link currentDeadline} inside it. */
+export function withinDeadline<T>(deadline: Deadline, work: () => T): T {
+  return deadlines.run(deadline, work);
+}
+
+/** The deadline of the work under way; undefined outside any. */
+export function currentDeadline(): Deadline | undefined {
+  return deadlines.getStore();
+}
+
+/** The ms the work under way has left before its deadline; undefined outside any. */
+export function timeLeftMs(): number | undefined {
+  return deadlines.getStore()?.timeLeft();
+}
+
+const ledger = new AsyncLocalStorage<(waitedMs: number) => void>();
+
+/** Runs `work`, calling `onPaced` with each wait for a token of the rate limit made inside it. */
+export function whilePaced<T>(onPaced: (waitedMs: number) => void, work: () => Promise<T>): Promise<T> {
+  return ledger.run(onPaced, work);
+}
+
+/** Tells the work under way (if it runs {@link whilePaced}) that it waited `waitedMs` for a token. */
+export function tellPaced(waitedMs: number): void {
+  if (waitedMs > 0) ledger.getStore()?.(waitedMs);
 }

@@ -6,11 +6,10 @@
  */
 import type { Logger } from "pino";
 import { pino } from "pino";
-import { followSignal } from "./abort.ts";
+import { DeferredError, followSignal, withinDeadline } from "./abort.ts";
 import type { BackoffOptions } from "./backoff.ts";
 import { spread } from "./backoff.ts";
 import { type Clock, systemClock } from "./clock.ts";
-import { DeferredError, withinDeadline } from "./deadline.ts";
 import { parseObjectKey } from "./keys.ts";
 import { inReconcile, reconcileFields } from "./log.ts";
 import type { Runnable } from "./manager.ts";

@@ -4,13 +4,13 @@
  * (deadline.ts), and the report of keys long waiting at a slow flow's cap.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { timeLeftMs } from "../../src/runtime/abort.ts";
 import {
   Controller,
   type ControllerOptions,
   DeferredError,
   type ReconcileResult,
 } from "../../src/runtime/controller.ts";
-import { timeLeftMs } from "../../src/runtime/deadline.ts";
 import type { KeyFlow } from "../../src/runtime/queue.ts";
 
 beforeEach(() => {

@@ -15,7 +15,7 @@ import {
   POLL_BATCH,
   RemoteSnapshot,
 } from "../../src/reconcile/service/snapshot.ts";
-import { tellPaced } from "../../src/runtime/pacing.ts";
+import { tellPaced } from "../../src/runtime/abort.ts";
 import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {

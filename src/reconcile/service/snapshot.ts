@@ -32,8 +32,8 @@ import {
   SharedValues,
   unpackRecord,
 } from "../../compact/packed-record.ts";
+import { whilePaced } from "../../runtime/abort.ts";
 import type { Clock } from "../../runtime/clock.ts";
-import { whilePaced } from "../../runtime/pacing.ts";
 import { SharedCall } from "../../runtime/shared-call.ts";
 import type { DeploymentListings } from "../ports.ts";
 import type { Deployment, UnreadableDeployment } from "../service-types.ts";
@@ -191,7 +191,7 @@ export class RemoteSnapshot {
     const deadlineMs = this.#deadlineMs;
     const deadline = new AbortController();
     // The deadline bounds the service's time: it moves by each wait for a token of this
-    // connection's rate limit (runtime/pacing.ts), which the reconciles share.
+    // connection's rate limit (runtime/abort.ts), which the reconciles share.
     let endsAt = this.#clock.now() + deadlineMs;
     const arm = () =>
       Number.isFinite(deadlineMs)
