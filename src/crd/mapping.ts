@@ -1,7 +1,11 @@
 /**
  * Mapping between the resource's spec (camelCase) and the service's wire model (snake_case),
- * both ways, field by field (tables in `fields.ts`). Pure: Secret values and the GitHub
- * shorthand's resolution are read by the caller and passed in.
+ * both ways, field by field. Pure: Secret values and the GitHub shorthand's resolution are read
+ * by the caller and passed in.
+ *
+ * The field-by-field correspondence is explicit, in the tables below: no case conversion happens
+ * at runtime, every mapped field is listed, and map keys inside values (labels, annotations, env
+ * names) are never touched.
  */
 import { createHash } from "node:crypto";
 import {
@@ -10,6 +14,7 @@ import {
   type DeploymentSource,
   KNOWN_DEPLOYMENT_TYPES,
   type ResourceSpec,
+  type ResourceSpecNumberField,
   type RevisionSource,
   type SecretReference,
   type SourceConfigRequest,
@@ -17,9 +22,92 @@ import {
 } from "../api/wire.ts";
 import { isRecord } from "../json.ts";
 import { InvalidSpecError, type MissingSecretKey, SecretNotFoundError } from "./errors.ts";
-import { RESOURCE_SPEC_FIELDS, SOURCE_CONFIG_SCALARS, SOURCE_REVISION_FIELDS } from "./fields.ts";
 import type { ResolvedGithub } from "./github.ts";
+import { RESOURCE_SPEC_NUMBERS } from "./resource-spec-schema.ts";
 import { type DeploymentSpec, MAX_DISPLAY_NAME_LENGTH } from "./schema.ts";
+
+/** `[specField, wireField]` of `sourceConfig` scalar fields (resourceSpec and listenerConfig apart). */
+export const SOURCE_CONFIG_SCALARS = [
+  ["integrationId", "integration_id"],
+  ["repoUrl", "repo_url"],
+  ["buildOnPush", "build_on_push"],
+  ["customUrl", "custom_url"],
+  ["listenerId", "listener_id"],
+  ["installCommand", "install_command"],
+  ["buildCommand", "build_command"],
+  ["deploymentType", "deployment_type"],
+] as const;
+
+/** `[specField, wireField]` of `sourceRevisionConfig` (the fields whose change makes a revision). */
+export const SOURCE_REVISION_FIELDS = [
+  ["repoRef", "repo_ref"],
+  ["graphConfigPath", "graph_config_path"],
+  ["imageUri", "image_uri"],
+  ["sourceTarballPath", "source_tarball_path"],
+] as const;
+
+/** `[specField, wireField]` of the non-numeric ResourceSpec fields; values copied as they are. */
+export const RESOURCE_SPEC_VALUES = [
+  ["labels", "labels"],
+  ["annotations", "annotations"],
+  ["serviceAccountName", "service_account_name"],
+  ["imagePullSecrets", "image_pull_secrets"],
+  ["volumes", "volumes"],
+  ["volumeMounts", "volume_mounts"],
+  ["initContainers", "init_containers"],
+  ["sidecars", "sidecars"],
+] as const;
+
+/** `[specField, wireField]` of every ResourceSpec field, numbers first, in display order. */
+export const RESOURCE_SPEC_FIELDS: ReadonlyArray<readonly [string, string]> = [
+  ...RESOURCE_SPEC_NUMBERS.map(([spec, wire]) => [spec, wire] as const),
+  ...RESOURCE_SPEC_VALUES,
+];
+
+// Compile-time proof that the table covers every numeric field of the wire model, so a field
+// added to wire.ts without a spec counterpart fails the type check here.
+type MappedNumberField = (typeof RESOURCE_SPEC_NUMBERS)[number][1];
+const everyNumberFieldMapped: [Exclude<ResourceSpecNumberField, MappedNumberField>] extends [never]
+  ? true
+  : false = true;
+void everyNumberFieldMapped;
+
+const toSpec = (table: ReadonlyArray<readonly [string, string]>) =>
+  new Map(table.map(([spec, wire]) => [wire, spec] as const));
+
+const SOURCE_CONFIG_SPEC_NAMES = toSpec([
+  ...SOURCE_CONFIG_SCALARS,
+  ["listenerConfig", "listener_config"],
+  ["resourceSpec", "resource_spec"],
+]);
+const REVISION_SPEC_NAMES = toSpec(SOURCE_REVISION_FIELDS);
+const RESOURCE_SPEC_SPEC_NAMES = toSpec(RESOURCE_SPEC_FIELDS);
+
+/** The spec path users know (`sourceConfig.resourceSpec.cpu`) of a wire field, for summaries. */
+export function specPath(
+  group: "source_config" | "source_revision_config" | "resource_spec",
+  wire: string,
+): string {
+  switch (group) {
+    case "source_config":
+      return `sourceConfig.${SOURCE_CONFIG_SPEC_NAMES.get(wire) ?? wire}`;
+    case "source_revision_config":
+      return `sourceRevisionConfig.${REVISION_SPEC_NAMES.get(wire) ?? wire}`;
+    case "resource_spec":
+      return `sourceConfig.resourceSpec.${RESOURCE_SPEC_SPEC_NAMES.get(wire) ?? wire}`;
+  }
+}
+
+/** Display order of wire keys: the table's order first, then any other key alphabetically. */
+export function orderedKeys(
+  keys: Iterable<string>,
+  table: ReadonlyArray<readonly [string, string]>,
+): string[] {
+  const present = new Set(keys);
+  const known = table.map(([, wire]) => wire).filter((wire) => present.has(wire));
+  const rest = [...present].filter((k) => !known.includes(k)).sort();
+  return [...known, ...rest];
+}
 
 /** A secret with its value resolved, as sent to the service. */
 export interface SecretValue {

@@ -11,13 +11,13 @@
  */
 
 import {
+  type DesiredDeployment,
   orderedKeys,
   RESOURCE_SPEC_FIELDS,
   SOURCE_CONFIG_SCALARS,
   SOURCE_REVISION_FIELDS,
   specPath,
-} from "../../crd/fields.ts";
-import type { DesiredDeployment } from "../../crd/mapping.ts";
+} from "../../crd/mapping.ts";
 import { isRecord } from "../../json.ts";
 import type {
   CreateDeploymentBody,

@@ -14,7 +14,7 @@
  */
 
 import { createHash } from "node:crypto";
-import { SOURCE_REVISION_FIELDS } from "../../crd/fields.ts";
+import { SOURCE_REVISION_FIELDS } from "../../crd/mapping.ts";
 import {
   DEFAULT_REVISION_REUSE,
   type DeploymentResourceStatus,
