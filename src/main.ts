@@ -4,8 +4,9 @@
  * {@link runOperator}; the integration tests call {@link buildOperator} to run the very same
  * wiring in-process.
  */
-import { KubeEventRecorder } from "./kube/events.ts";
-import { eventsPort, resourcePort, secretsPort } from "./kube/reconcile-adapters.ts";
+import { resourcePort } from "./kube/deployments.ts";
+import { eventsPort, KubeEventRecorder } from "./kube/events.ts";
+import { secretsPort } from "./kube/secrets.ts";
 import { refusalAware } from "./reconcile/claims.ts";
 import { DeploymentReconciler } from "./reconcile/reconciler.ts";
 import { RolloutPoller } from "./reconcile/service/rollout-poller.ts";

@@ -39,8 +39,8 @@ import { DEPLOYMENTS, decodeDeployment, KubeDeployments } from "../kube/deployme
 import { KubeApiError, NotFoundError } from "../kube/errors.ts";
 import { InstallKeyError, readInstallKey } from "../kube/install-key.ts";
 import { listItems } from "../kube/object.ts";
-import { secretsPort } from "../kube/reconcile-adapters.ts";
 import { collectionPath } from "../kube/reflector.ts";
+import { secretsPort } from "../kube/secrets.ts";
 import { keyedSecretDigest } from "../reconcile/plan/secret-hash.ts";
 import { systemClock } from "../runtime/clock.ts";
 import { type CommandCluster, commandConnectionClients, kubeconfigCluster } from "./connections.ts";

@@ -1,7 +1,7 @@
 /**
  * The adapter from the service client to the reconciler's {@link DeploymentsPort}: what a
  * connection's client becomes for the session built over it (see `registry.ts`'s
- * `ConnectionService`), as `kube/reconcile-adapters.ts` is for the Kubernetes client. It lives
+ * `ConnectionService`), as `kube/deployments.ts`'s `resourcePort` is for the Kubernetes client. It lives
  * here, not beside the client in `api/`, because `reconcile/` already imports `api/`.
  */
 

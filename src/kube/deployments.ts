@@ -13,13 +13,15 @@ import {
   VERSION,
 } from "../crd/schema.ts";
 import { isRecord } from "../json.ts";
+import type { ResourcePort, StoredResource } from "../reconcile/ports.ts";
 import {
   type CustomResourceKind,
   CustomResources,
   type CustomResourcesOptions,
   decodeCustomResource,
 } from "./custom-resources.ts";
-import type { KubeObject } from "./object.ts";
+import { ConflictError } from "./errors.ts";
+import { type KubeObject, refOf } from "./object.ts";
 
 export { FIELD_MANAGER, LAST_APPLIED_ANNOTATION } from "./custom-resources.ts";
 
@@ -120,4 +122,25 @@ export class KubeDeployments extends CustomResources<DeploymentObject, Deploymen
     const strings = options.strings ?? DEPLOYMENT_STRINGS;
     super(DEPLOYMENTS, options, (raw) => decodeDeployment(raw, strings));
   }
+}
+
+/**
+ * Deployment resources: reads from the watch cache, claims from its index `claimIndex`, writes to
+ * the API server under the resourceVersion read; 409s are conflicts.
+ */
+export function resourcePort(deployments: KubeDeployments, claimIndex: string): ResourcePort {
+  return {
+    get: (ref) => deployments.get(ref),
+    claimants: (name) => deployments.byIndex(claimIndex, name),
+    patchStatus: (obj, status, signal) =>
+      deployments.patchStatus(refOf(obj), status, signal, obj.metadata.resourceVersion),
+    addFinalizer: (obj, finalizer, signal) => deployments.addFinalizer(asObject(obj), finalizer, signal),
+    removeFinalizer: (obj, finalizer, signal) =>
+      deployments.removeFinalizer(asObject(obj), finalizer, signal),
+    isConflict: (error) => error instanceof ConflictError,
+  };
+}
+
+function asObject(obj: StoredResource) {
+  return { ...obj, metadata: { ...obj.metadata } };
 }

@@ -11,10 +11,11 @@
 import { createHash, randomInt } from "node:crypto";
 import pino, { type Logger } from "pino";
 import { cutToBytes, printableNote } from "../api/printable.ts";
+import type { EventsPort } from "../reconcile/ports.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";
-import { toMicroTime } from "./object.ts";
+import { type KubeObject, toMicroTime } from "./object.ts";
 
 /** `type` of an Event. */
 export type EventType = "Normal" | "Warning";
@@ -290,4 +291,21 @@ function seriesKey(regarding: EventRegarding, input: EventInput): string {
     input.note,
   ]);
   return createHash("sha256").update(text).digest("base64");
+}
+
+/** Events about Deployment resources; recording never blocks or fails a reconcile. */
+export function eventsPort(recorder: EventRecorder): EventsPort {
+  return { record: (obj, event) => void recorder.record(regardingOf(obj, "Deployment"), event) };
+}
+
+/** What an event about one of the operator's own objects is regarding (`kind` when it has none). */
+export function regardingOf(obj: KubeObject, kind: string): EventRegarding {
+  return {
+    apiVersion: obj.apiVersion ?? "dms.dev/v1alpha1",
+    kind: obj.kind ?? kind,
+    namespace: obj.metadata.namespace ?? "",
+    name: obj.metadata.name,
+    ...(obj.metadata.uid ? { uid: obj.metadata.uid } : {}),
+    resourceVersion: obj.metadata.resourceVersion,
+  };
 }

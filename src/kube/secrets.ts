@@ -1,4 +1,5 @@
 import { isRecord } from "../json.ts";
+import type { SecretsPort } from "../reconcile/ports.ts";
 import type { KubeClient } from "./client.ts";
 import { isNotFound } from "./errors.ts";
 import { isKubeObject, type ObjectRef } from "./object.ts";
@@ -124,4 +125,19 @@ export class KubeSecrets extends WatchedResource<SecretMeta> {
     }
     return { kind: "found", values };
   }
+}
+
+/** Secret values, read live from the resource's own namespace; versions from the metadata watch. */
+export function secretsPort(secrets: KubeSecrets): SecretsPort {
+  return {
+    read: async (namespace, name, key, signal) => {
+      const result = await secrets.getSecretValue({ namespace, name }, key, signal);
+      return result.kind === "found" ? { kind: "found", value: result.value } : { kind: result.kind };
+    },
+    readKeys: async (namespace, name, keys, signal) => {
+      const result = await secrets.getSecretValues({ namespace, name }, keys, signal);
+      return result.kind === "found" ? result : { kind: result.kind };
+    },
+    version: (namespace, name) => secrets.versionOf({ namespace, name }),
+  };
 }
