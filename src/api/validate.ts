@@ -2,10 +2,11 @@
  * Checks at the edge: responses against the wire schemas (so a malformed answer fails here,
  * naming the field, not three layers later) and the caller's input before anything is sent.
  *
- * An answer is checked by the compiled check of its schema (wire-checks.ts), TypeBox's own code
- * made ahead of time; TypeBox itself, and the schemas, load only to say what is wrong with an
- * answer that failed its check, or to check a request body (wire-errors.ts). A command that reads
- * the service thus starts without TypeBox's two hundred modules.
+ * An answer, and the body of a write, is checked by the compiled check of its schema
+ * (wire-checks.ts), TypeBox's own code made ahead of time; TypeBox itself, and the schemas, load
+ * only to say what is wrong with an answer or a body that failed its check (wire-errors.ts). A
+ * command that reads the service, and a reconcile that writes to it, thus run without TypeBox's
+ * two hundred modules.
  */
 import { isRecord } from "../json.ts";
 import { RequestValidationError, ServiceError } from "./errors.ts";
@@ -16,7 +17,6 @@ import type {
   UnknownValue,
   UnreadableDeployment,
   WireBody,
-  WireSchemaName,
 } from "./wire.ts";
 import { WIRE_CHECK_CODE, type WireCheckName } from "./wire-checks.ts";
 import {
@@ -30,13 +30,18 @@ import {
 
 const compiled = new Map<WireCheckName, (value: unknown) => boolean>();
 
+/** The one format a check asks about: `uuid`, as wire.ts registers it with TypeBox. */
+const format = (name: string, value: string): boolean => name === "uuid" && isUuid(value);
+
 /** Whether `value` matches wire.ts's schema `name`: its check, compiled on first use. */
 export function matchesWire(name: WireCheckName, value: unknown): boolean {
   let check = compiled.get(name);
   if (check === undefined) {
-    // TypeBox's TypeCompiler.Compile does the same with the same code; none of these checks
-    // calls the factory's parameters (scripts/wire-checks.ts refuses one that would).
-    check = new Function(WIRE_CHECK_CODE[name])() as (value: unknown) => boolean;
+    // TypeBox's TypeCompiler.Compile does the same with the same code; no check calls the
+    // factory's `kind` or `hash`, nor `format` but for `uuid` (scripts/wire-checks.ts refuses
+    // one that would).
+    const factory = new Function("kind", "format", "hash", WIRE_CHECK_CODE[name]);
+    check = factory(undefined, format, undefined) as (value: unknown) => boolean;
     compiled.set(name, check);
   }
   return check(value);
@@ -130,13 +135,14 @@ export function unknownRevisionValues(revision: Revision): UnknownValue[] {
 /**
  * Throws a {@link RequestValidationError} naming the first field of `value` (under the name
  * `parameter`) that the request schema `name` rejects; returns nothing when the body is valid.
- * Loads TypeBox (a write's check, not a read's).
+ * Loads TypeBox only for a body that fails its compiled check.
  */
 export async function checkRequestBody(
-  name: WireSchemaName,
+  name: WireCheckName,
   value: unknown,
   parameter: string,
 ): Promise<void> {
+  if (matchesWire(name, value)) return;
   const { checkValue } = await import("./wire-errors.ts");
   checkValue(name, value, parameter);
 }

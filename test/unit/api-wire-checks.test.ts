@@ -1,6 +1,7 @@
-// The compiled checks of the answers (src/api/wire-checks.ts), which a command reading the service
-// uses instead of loading TypeBox: TypeBox's own code for wire.ts's schemas as they are today, and
-// deciding as TypeBox's Value.Check does, on answers good and bad.
+// The compiled checks of the answers and the writes' bodies (src/api/wire-checks.ts), which a
+// command reading the service, and a reconcile writing to it, use instead of loading TypeBox:
+// TypeBox's own code for wire.ts's schemas as they are today, and deciding as TypeBox's
+// Value.Check does, on answers and bodies good and bad.
 import { Value } from "@sinclair/typebox/value";
 import { describe, expect, it } from "vitest";
 import { CHECKED, checkCode } from "../../scripts/wire-checks.ts";
@@ -9,7 +10,7 @@ import { WIRE_SCHEMAS } from "../../src/api/wire.ts";
 import { WIRE_CHECK_CODE, type WireCheckName } from "../../src/api/wire-checks.ts";
 import { remote } from "./plan-fixtures.ts";
 
-describe("the compiled checks of the answers", () => {
+describe("the compiled checks of the answers and the writes' bodies", () => {
   it("are TypeBox's code for wire.ts's schemas today (else run: node scripts/wire-checks.ts)", () => {
     expect(Object.keys(WIRE_CHECK_CODE)).toEqual(CHECKED);
     for (const name of CHECKED) expect(WIRE_CHECK_CODE[name as WireCheckName], name).toBe(checkCode(name));
@@ -39,6 +40,8 @@ describe("the compiled checks of the answers", () => {
     url: "u",
     default_branch: "main",
   };
+  const uuid = "0c3d9a1e-6f2b-4c8d-9e7a-1b2c3d4e5f60";
+  const patch = { source_revision_config: { image_uri: "registry.test/agent:2" }, secrets: [] };
   const samples: [WireCheckName, unknown][] = [
     ["Any", { anything: [1, "two"] }],
     ["DeploymentPage", { resources: [deployment, 3], offset: 20 }],
@@ -60,6 +63,15 @@ describe("the compiled checks of the answers", () => {
     ["ProviderList", {}],
     ["ForgeRepoList", [repo]],
     ["ForgeRepoList", [{ ...repo, id: "1" }]],
+    ["PatchDeploymentBody", patch],
+    ["PatchDeploymentBody", { ...patch, source_config: { integration_id: uuid } }],
+    ["PatchDeploymentBody", { ...patch, source_config: { integration_id: "not-a-uuid" } }],
+    ["PatchDeploymentBody", { ...patch, display_name: "" }],
+    ["PatchDeploymentBody", { ...patch, name: "renamed" }],
+    ["CreateDeploymentBody", { name: "agent", source: "github", ...patch }],
+    ["CreateDeploymentBody", { name: "agent", source: "github", source_config: { listener_id: uuid } }],
+    ["CreateDeploymentBody", { name: "agent", source: "github", source_config: { listener_id: "l1" } }],
+    ["CreateDeploymentBody", { source: "github" }],
   ];
 
   it.each(samples)("%s #%#: decides as Value.Check does", (name, value) => {
