@@ -3,7 +3,7 @@
  * {@link ServiceError.retryable}; messages are one line, readable by a person, and never carry
  * the API key (the transport redacts it before an error is built).
  */
-import { isRecord } from "../json.ts";
+import { isRecord } from "../runtime/json.ts";
 import { cutToLength } from "./printable.ts";
 
 /** What went wrong, coarse enough for a controller to branch on. */

@@ -3,7 +3,7 @@
  * spec) tolerantly: each item on its own, an odd one kept as an unreadable row rather than failing
  * the listing, and the rows put newest first.
  */
-import { isRecord } from "../json.ts";
+import { isRecord } from "../runtime/json.ts";
 import { matchesWire } from "./validate.ts";
 import type { Revision } from "./wire.ts";
 

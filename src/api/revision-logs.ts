@@ -8,7 +8,7 @@
  * `timestamp` or `time`, a level under `level` or `severity` when present. An entry without a
  * message is skipped, never a failure of the whole answer.
  */
-import { isRecord } from "../json.ts";
+import { isRecord } from "../runtime/json.ts";
 import { RouteMissingError, type ServiceError } from "./errors.ts";
 
 /** The route template, as errors and metrics name it. */

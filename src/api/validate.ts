@@ -8,7 +8,7 @@
  * command that reads the service, and a reconcile that writes to it, thus run without TypeBox's
  * two hundred modules.
  */
-import { isRecord } from "../json.ts";
+import { isRecord } from "../runtime/json.ts";
 import { RequestValidationError, ServiceError } from "./errors.ts";
 import type {
   Deployment,

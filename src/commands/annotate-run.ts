@@ -4,12 +4,13 @@
  * acknowledgement of each. One resource's failure is reported on its own line and the others go
  * on; the command then ends with status 1, as kubectl does.
  */
-import { isRecord } from "../json.ts";
+
 import { PatchType } from "../kube/client.ts";
 import { DEPLOYMENTS } from "../kube/deployments.ts";
 import { isNotFound } from "../kube/errors.ts";
 import { listItems, listMeta } from "../kube/object.ts";
 import { collectionPath } from "../kube/reflector.ts";
+import { isRecord } from "../runtime/json.ts";
 import type { CliContext } from "./context.ts";
 import { type PluginCluster, pluginCluster } from "./plugin-cluster.ts";
 import type { KubectlFlags } from "./plugin-flags.ts";

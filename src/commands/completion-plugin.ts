@@ -47,7 +47,7 @@ const listResourceNames: NameLister = async (flags, ctx) => {
         import("../kube/reflector.ts"),
         import("../kube/deployments.ts"),
         import("../kube/object.ts"),
-        import("../json.ts"),
+        import("../runtime/json.ts"),
       ]);
     const cluster = pluginCluster(flags, ctx.env, "kubectl-dms-completion");
     const list = await cluster.client.request({

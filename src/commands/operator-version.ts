@@ -8,8 +8,8 @@
  * printed all the same.
  */
 import type { Command } from "commander";
-import { isRecord } from "../json.ts";
 import { KubeApiError } from "../kube/errors.ts";
+import { isRecord } from "../runtime/json.ts";
 import { VERSION } from "../version.ts";
 import type { RegisterCommand } from "./context.ts";
 import type { OutputFlags } from "./output.ts";

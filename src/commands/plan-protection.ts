@@ -15,12 +15,12 @@ import { cutToBytes, printableLine } from "../api/printable.ts";
 import type { ManifestProblem } from "../gitops/manifests.ts";
 import { invalidDocuments, type PlanReport } from "../gitops/plan-report.ts";
 import { filesMarks, gitopsMark, type LiveMarks, protectedRemovals } from "../gitops/protection.ts";
-import { isRecord } from "../json.ts";
 import { AnswerTooLargeError } from "../kube/client.ts";
 import { DEPLOYMENTS } from "../kube/deployments.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import { listItems, listMeta } from "../kube/object.ts";
 import { collectionPath } from "../kube/reflector.ts";
+import { isRecord } from "../runtime/json.ts";
 import type { CommandCluster } from "./connections.ts";
 
 /** What the deletion protection check asks of the cluster: list requests. */

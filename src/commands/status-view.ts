@@ -17,7 +17,6 @@
 import { printableLine } from "../api/printable.ts";
 import { FAILED_REVISION_STATUSES } from "../api/wire.ts";
 import { ANNOTATION_PAUSED } from "../crd/schema.ts";
-import { isRecord } from "../json.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { CLUSTER_SERVICE_CONNECTIONS, SERVICE_CONNECTIONS } from "../kube/connections.ts";
 import { DEPLOYMENTS } from "../kube/deployments.ts";
@@ -31,6 +30,7 @@ import {
   nextOpening,
   type RolloutWindowSpec,
 } from "../reconcile/rollout/rollout-windows.ts";
+import { isRecord } from "../runtime/json.ts";
 import type { CliContext } from "./context.ts";
 import { type Column, type OutputFlags, renderDocument, renderRows } from "./output.ts";
 import { pluginCluster } from "./plugin-cluster.ts";

@@ -14,7 +14,6 @@ import {
   type ConnectionSpec,
   ServiceConnectionSpecSchema,
 } from "../crd/connection-schema.ts";
-import { isRecord } from "../json.ts";
 import type { KubeClient } from "../kube/client.ts";
 import {
   CLUSTER_SERVICE_CONNECTIONS,
@@ -24,6 +23,7 @@ import {
 import { type CustomResourceKind, CustomResources } from "../kube/custom-resources.ts";
 import { isNotFound, KubeApiError } from "../kube/errors.ts";
 import type { KubeSecrets } from "../kube/secrets.ts";
+import { isRecord } from "../runtime/json.ts";
 import { apiKeyFrom, apiKeySecretOf, caBundleFrom, caSecretOf, connectionSpecProblems } from "./settings.ts";
 
 /**

@@ -20,7 +20,7 @@ import {
   type SourceConfigRequest,
   type SourceRevisionConfigRequest,
 } from "../api/wire.ts";
-import { isRecord } from "../json.ts";
+import { isRecord } from "../runtime/json.ts";
 import { InvalidSpecError, type MissingSecretKey, SecretNotFoundError } from "./errors.ts";
 import type { ResolvedGithub } from "./github.ts";
 import { RESOURCE_SPEC_NUMBERS } from "./resource-spec-schema.ts";

@@ -11,7 +11,7 @@
  */
 import { Environment, type ParseResult } from "@marcbachmann/cel-js";
 import { openApiSchema } from "../crd/render.ts";
-import { isRecord } from "../json.ts";
+import { isRecord } from "../runtime/json.ts";
 
 /** A path into the document: object keys and list indexes. */
 export type DocPath = readonly (string | number)[];

@@ -7,7 +7,7 @@
 
 import { isNode, LineCounter, type Node, parseAllDocuments } from "yaml";
 import { API_VERSION, type DeploymentResource, GROUP, KIND } from "../crd/schema.ts";
-import { isRecord } from "../json.ts";
+import { isRecord } from "../runtime/json.ts";
 import { type DocPath, validateResource } from "./validate.ts";
 
 /** A problem in a manifest file, at a 1-based line and column. */

@@ -9,7 +9,7 @@
 import { KindGuard, type TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { DeploymentResourceSchema, DeploymentSpecSchema } from "../crd/schema.ts";
-import { isRecord } from "../json.ts";
+import { isRecord } from "../runtime/json.ts";
 import { crdRuleViolations, type DocPath, showPath } from "./crd-rules.ts";
 import { isObjectName } from "./names.ts";
 

@@ -16,7 +16,6 @@
  * start of the workers nor /readyz).
  */
 import type { Logger } from "pino";
-import { isRecord } from "../json.ts";
 import {
   EXPORT_LABEL,
   EXPORT_LABEL_VALUE,
@@ -25,6 +24,7 @@ import {
 } from "../reconcile/export.ts";
 import type { ConfigMapsPort, ConfigMapView, LiveConfigMap, OwnerReference } from "../reconcile/ports.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
+import { isRecord } from "../runtime/json.ts";
 import type { KubeClient } from "./client.ts";
 import { ConflictError, isNotFound, KubeApiError } from "./errors.ts";
 import { isKubeObject, type KubeObject, labelValue, type ObjectRef, objectKey } from "./object.ts";

@@ -15,7 +15,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { delimiter, dirname, isAbsolute, join } from "node:path";
-import { isRecord } from "../json.ts";
+import { isRecord } from "../runtime/json.ts";
 import {
   type BearerSource,
   ClientNodeCredentials,

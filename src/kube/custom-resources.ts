@@ -3,7 +3,7 @@
  * as the controllers use it: read from the watch cache, written with a status patch or a
  * finalizer patch under the resourceVersion read. One implementation for every kind.
  */
-import { isRecord } from "../json.ts";
+import { isRecord } from "../runtime/json.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";
 import { isKubeObject, type KubeObject, keptMetadata, type ObjectRef } from "./object.ts";

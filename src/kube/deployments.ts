@@ -12,8 +12,8 @@ import {
   PLURAL,
   VERSION,
 } from "../crd/schema.ts";
-import { isRecord } from "../json.ts";
 import type { ResourcePort, StoredResource } from "../reconcile/ports.ts";
+import { isRecord } from "../runtime/json.ts";
 import {
   type CustomResourceKind,
   CustomResources,

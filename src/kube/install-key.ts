@@ -7,7 +7,7 @@
  * winner's. See docs/guide/security.md, "Install key".
  */
 import { randomBytes } from "node:crypto";
-import { isRecord } from "../json.ts";
+import { isRecord } from "../runtime/json.ts";
 import type { KubeClient } from "./client.ts";
 import { ConflictError, KubeApiError, NotFoundError } from "./errors.ts";
 

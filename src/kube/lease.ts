@@ -4,7 +4,7 @@
  * the resourceVersion read) is what makes two candidates unable to both win.
  */
 
-import { isRecord } from "../json.ts";
+import { isRecord } from "../runtime/json.ts";
 import {
   LeaseConflictError,
   type LeasePort,

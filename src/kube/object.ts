@@ -12,8 +12,8 @@ import {
   ANNOTATION_ROLLOUT_NOW,
   FINALIZER,
 } from "../crd/schema.ts";
-import { isRecord } from "../json.ts";
 import { keptAnnotationValue } from "../reconcile/annotations.ts";
+import { isRecord } from "../runtime/json.ts";
 import { type ObjectRef, objectKey } from "../runtime/keys.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../sharding/labels.ts";
 

@@ -5,9 +5,9 @@
  * backoff; when that version is gone (410), list again and emit the differences.
  */
 import pino, { type Logger } from "pino";
-import { isRecord } from "../json.ts";
 import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
+import { isRecord } from "../runtime/json.ts";
 import { CacheIndexes } from "./cache-index.ts";
 import type { KubeClient } from "./client.ts";
 import { apiErrorFrom, GoneError } from "./errors.ts";

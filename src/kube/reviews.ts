@@ -3,7 +3,7 @@
  * {@link ReviewPort}). Both are `create`-only, cluster-scoped, and write nothing: the API server
  * answers in the returned object's `status`. The operator's ClusterRole grants `create` on both.
  */
-import { isRecord } from "../json.ts";
+import { isRecord } from "../runtime/json.ts";
 import {
   type NonResourceAttributes,
   type ReviewedUser,

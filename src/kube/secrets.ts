@@ -1,5 +1,5 @@
-import { isRecord } from "../json.ts";
 import type { SecretsPort } from "../reconcile/ports.ts";
+import { isRecord } from "../runtime/json.ts";
 import type { KubeClient } from "./client.ts";
 import { isNotFound } from "./errors.ts";
 import { isKubeObject, type ObjectRef } from "./object.ts";

@@ -7,8 +7,8 @@
 
 import { Interner } from "../compact/interner.ts";
 import { type ConnectionRef, DEFAULT_CONNECTION } from "../crd/connection-ref.ts";
-import { isRecord } from "../json.ts";
 import { type Claimant, claimOn, connectionKeyOf } from "../reconcile/claims.ts";
+import { isRecord } from "../runtime/json.ts";
 import type { LeaseRecord } from "../runtime/leader.ts";
 import { DRAIN_LABEL, drainTarget, OWNER_LABEL, RING_LABEL } from "../sharding/labels.ts";
 import { ShardLabelsDenied } from "../sharding/pass-write.ts";

@@ -15,7 +15,7 @@ import {
   type SourceConfig,
   type SourceRevisionConfig,
 } from "../api/wire.ts";
-import { isRecord } from "../json.ts";
+import { isRecord } from "../runtime/json.ts";
 
 /** How secret values appear in responses: as stored, as `********`, or left out. */
 export type SecretsMode = "values" | "masked" | "none";

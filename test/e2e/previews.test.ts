@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
-import { isRecord } from "../../src/json.ts";
+import { isRecord } from "../../src/runtime/json.ts";
 import { renderTemplate, templateRenderBinary } from "../controlplane/template-render.ts";
 import { kubectl, kubectlOk } from "../support/cluster.ts";
 

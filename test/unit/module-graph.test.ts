@@ -194,8 +194,8 @@ describe("reading the layout table", () => {
 describe("reading imports", () => {
   it("sees every form of import, and nothing in comments or strings", () => {
     expect(forms).toEqual([
-      "../../src/json.ts",
       "../../src/runtime/clock.ts",
+      "../../src/runtime/json.ts",
       "../../src/version.ts",
       "../../src/runtime/abort.ts",
       "../../src/runtime/backoff.ts",

@@ -18,7 +18,7 @@ import {
   SOURCE_REVISION_FIELDS,
   specPath,
 } from "../../crd/mapping.ts";
-import { isRecord } from "../../json.ts";
+import { isRecord } from "../../runtime/json.ts";
 import type {
   CreateDeploymentBody,
   Deployment,

@@ -1,6 +1,7 @@
 /**
  * Narrowing of parsed JSON (service responses, Kubernetes objects, manifests): one place, so every
- * layer agrees on what counts as an object. Depends on nothing, so any module may import it.
+ * layer agrees on what counts as an object. Depends on nothing and knows nothing of this product:
+ * it sits in the lowest layer, so any module may import it.
  */
 
 /** Whether `value` is a plain JSON object (not null, not an array); narrows it to a record. */
