@@ -7,7 +7,7 @@
  * whose labels match), as `flux suspend --all` and `cmctl renew -l` do, and acts on each in turn.
  * Each change is one JSON merge patch of that annotation alone, so it never overwrites a
  * concurrent change of the spec or of another annotation (no read-modify-write of the object). The
- * operator reconciles on any annotation change (src/wiring/triggers.ts) and acknowledges a
+ * operator reconciles on any annotation change (src/kube/triggers.ts) and acknowledges a
  * reconcile request, a rollout-now and a rebuild in `status.lastHandledReconcileAt`,
  * `status.lastHandledRolloutNow` and `status.lastHandledRebuildAt`; `--wait` waits for that
  * acknowledgement, of each resource.

@@ -8,9 +8,9 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { KubeClient } from "../../src/kube/client.ts";
 import { CONFIG_MAPS_FORBIDDEN, FORBIDDEN_RECHECK_MS, KubeConfigMaps } from "../../src/kube/config-maps.ts";
+import { subscribeExportTriggers } from "../../src/kube/triggers.ts";
 import { EXPORT_LABEL, exportDigest } from "../../src/reconcile/export.ts";
 import { type Caches, cachesReadiness, cachesSynced } from "../../src/wiring/caches.ts";
-import { subscribeExportTriggers } from "../../src/wiring/triggers.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 let server: Server | undefined;

@@ -3,8 +3,8 @@ import { FINALIZER } from "../../src/crd/schema.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
 import type { KubeObject } from "../../src/kube/object.ts";
 import type { ReflectorHandlers } from "../../src/kube/reflector.ts";
+import { specOrMetaChanged, subscribeTriggers } from "../../src/kube/triggers.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
-import { specOrMetaChanged, subscribeTriggers } from "../../src/wiring/triggers.ts";
 
 // Which updates of a Deployment resource bring a reconcile: anything but the operator's own
 // status writes and its own finalizer being added.
