@@ -49,6 +49,12 @@ export interface ServiceSessionOptions {
    * then reads only those, by id (see `RemoteSnapshotOptions.share`). Default: the whole listing.
    */
   share?: () => Iterable<string>;
+  /**
+   * Sharded: how many of this replica's resources of the connection record no deployment id;
+   * while more of them than the whole listing has pages wait, a read lists the whole connection
+   * and answers their lookups by name (see `RemoteSnapshotOptions.unrecorded`). Default: none.
+   */
+  unrecorded?: () => number;
   /** How long a forge repository listing is reused. Default 5 min. */
   repoListingTtlMs?: number;
   /** Read the latest revision while a rollout is in progress. Default true. */
@@ -82,6 +88,7 @@ export class ServiceSession {
       ...(options.listingDeadlineMs === undefined ? {} : { listingDeadlineMs: options.listingDeadlineMs }),
       ...(options.wanted ? { wanted: options.wanted } : {}),
       ...(options.share ? { share: options.share } : {}),
+      ...(options.unrecorded ? { unrecorded: options.unrecorded } : {}),
     });
     this.service = writingThrough(service, this.snapshot, this.pace);
     this.repos = new RepoListings(service, options.clock, options.repoListingTtlMs ?? 300_000);
