@@ -151,7 +151,9 @@ export class External {
       // Written under the resourceVersion this reconcile read: a reconcile acting on a stale copy
       // (one that does not show an earlier intent) gets a conflict here, never a second POST.
       const intent = { ...run.obj.status, createRequestedAt: formatTime(run.now) };
-      const written = await this.#deps.resources.patchStatus(run.obj, intent, signal);
+      const written = await run.session.pace.timed("intent", () =>
+        this.#deps.resources.patchStatus(run.obj, intent, signal),
+      );
       let created: Deployment;
       try {
         created = await run.session.service.create(write.plan.body, signal);

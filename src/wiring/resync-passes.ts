@@ -73,18 +73,40 @@ export function shareIds(
   refuses: (o: StoredResource) => boolean,
 ): (key: string) => () => string[] {
   return (key) => () => {
-    // One connection: whether it refuses a resource depends on the resource's namespace only.
-    const refused = new Map<string, boolean>();
-    const memo = (o: StoredResource) => {
-      const namespace = o.metadata.namespace ?? "";
-      let no = refused.get(namespace);
-      if (no === undefined) {
-        no = refuses(o);
-        refused.set(namespace, no);
-      }
-      return no;
-    };
+    const memo = refusedByNamespace(refuses);
     return resourcesOf(deployments, key).flatMap((o) => reachableDeployment(o, memo) ?? []);
+  };
+}
+
+/**
+ * How many of a sharded replica's resources of the connection `key` record no deployment id
+ * (those refused the connection left out: they make no call): each a lookup by name before its
+ * create, unless a whole listing answers them (`RemoteSnapshotOptions.unrecorded`).
+ */
+export function shareUnrecorded(
+  deployments: Pick<KubeDeployments, "list" | "byIndex">,
+  refuses: (o: StoredResource) => boolean,
+): (key: string) => () => number {
+  return (key) => () => {
+    const memo = refusedByNamespace(refuses);
+    let count = 0;
+    for (const o of resourcesOf(deployments, key))
+      if (!o.status?.deploymentId && !memo(o) && o.metadata.deletionTimestamp === undefined) count += 1;
+    return count;
+  };
+}
+
+/** `refuses`, asked once per namespace: of one connection, it depends on the namespace only. */
+function refusedByNamespace(refuses: (o: StoredResource) => boolean): (o: StoredResource) => boolean {
+  const refused = new Map<string, boolean>();
+  return (o) => {
+    const namespace = o.metadata.namespace ?? "";
+    let no = refused.get(namespace);
+    if (no === undefined) {
+      no = refuses(o);
+      refused.set(namespace, no);
+    }
+    return no;
   };
 }
 

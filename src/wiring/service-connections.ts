@@ -19,12 +19,13 @@ import { deploymentsPort } from "../connection/service-port.ts";
 import { DEFAULT_CONNECTION } from "../crd/connection-ref.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
 import { CLAIM_INDEX, claimOn } from "../reconcile/claims.ts";
+import type { StoredResource } from "../reconcile/ports.ts";
 import { ServiceSession } from "../reconcile/service/session.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import type { Caches } from "./caches.ts";
 import { defaultListingDeadlineMs, type OperatorConfig } from "./operator-config.ts";
-import { shareIds } from "./resync-passes.ts";
+import { shareIds, shareUnrecorded } from "./resync-passes.ts";
 
 /**
  * What every client of this process sends and obeys: its `User-Agent`, and for a sharded replica
@@ -75,7 +76,10 @@ export function sessionFactory(
   deployments: Pick<KubeDeployments, "byIndex">,
   clock: Clock,
   logger: Logger,
-  share?: (key: string) => () => Iterable<string>,
+  share?: {
+    ids: (key: string) => () => Iterable<string>;
+    unrecorded: (key: string) => () => number;
+  },
 ): (port: ReturnType<typeof deploymentsPort>, key: string) => ServiceSession {
   return (port, key) =>
     new ServiceSession(port, {
@@ -84,7 +88,7 @@ export function sessionFactory(
       listingMaxAgeMs: config.resyncMs,
       listingDeadlineMs,
       wanted: (name) => deployments.byIndex(CLAIM_INDEX, claimOn(key, name)).length > 0,
-      ...(share ? { share: share(key) } : {}),
+      ...(share ? { share: share.ids(key), unrecorded: share.unrecorded(key) } : {}),
       revisionTracking: config.revisionTracking,
     });
 }
@@ -118,7 +122,10 @@ export function connectionRegistry(
   const listingDeadlineMs = config.listingDeadlineMs ?? defaultListingDeadlineMs(config.resyncMs);
   // Sharded, each replica reads its own resources' deployments only (the registry, built below,
   // says which resources their connection refuses).
-  const share = config.sharded ? shareIds(caches.deployments, (o) => registry.refuses(o)) : undefined;
+  const refuses = (o: StoredResource) => registry.refuses(o);
+  const share = config.sharded
+    ? { ids: shareIds(caches.deployments, refuses), unrecorded: shareUnrecorded(caches.deployments, refuses) }
+    : undefined;
   const newSession = sessionFactory(config, listingDeadlineMs, caches.deployments, clock, logger, share);
   const selector = config.defaultConnectionNamespaceSelector;
   // Subscribed before the connection controller's triggers: a connection is in its namespace's

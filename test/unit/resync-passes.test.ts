@@ -5,7 +5,7 @@ import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
 import { connectionKeyOf } from "../../src/reconcile/claims.ts";
 import { CONNECTION_INDEX } from "../../src/wiring/indexes.ts";
-import { deploymentPassScope, shareIds } from "../../src/wiring/resync-passes.ts";
+import { deploymentPassScope, shareIds, shareUnrecorded } from "../../src/wiring/resync-passes.ts";
 
 const keyOf = (o: DeploymentObject) => `${o.metadata.namespace}/${o.metadata.name}`;
 const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
@@ -71,6 +71,19 @@ describe("shareIds", () => {
     // Asked once per namespace of the walk, not once per resource.
     expect(asked).toBe(2);
     expect(share("ClusterServiceConnection/other")()).toEqual([]);
+  });
+
+  it("counts each connection's resources that record no deployment id, leaving out those refused it", () => {
+    const waiting = shareUnrecorded(cache, (o) => o.metadata.namespace === "outsider");
+    expect(waiting(DEFAULT_CONNECTION)()).toBe(1);
+    expect(waiting("ClusterServiceConnection/acme")()).toBe(0);
+    const more = [resource("e", undefined, "acme"), resource("f", undefined, "acme", "outsider")];
+    objects.push(...more);
+    try {
+      expect(waiting("ClusterServiceConnection/acme")()).toBe(1);
+    } finally {
+      objects.splice(objects.length - more.length, more.length);
+    }
   });
 
   it("walks the connection's resources once per read, as the pass's keys do", () => {

@@ -5,7 +5,8 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { CreateDeploymentBody } from "../../src/api/wire.ts";
 import { NameReservedError } from "../../src/reconcile/service/name-reserved.ts";
-import { ServiceSession } from "../../src/reconcile/service/session.ts";
+import { CreatePace, ServiceSession } from "../../src/reconcile/service/session.ts";
+import { tellPaced } from "../../src/runtime/pacing.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { SimulatedService } from "../support/memory-ports.ts";
 
@@ -118,5 +119,52 @@ describe("the session's writes update its snapshot", () => {
     await w.refresh();
     w.service.failNext("create", { status: 409, detail: "tracing project agent already exists" });
     await expect(w.session.service.create(BODY, w.signal)).rejects.toBeInstanceOf(NameReservedError);
+  });
+});
+
+describe("CreatePace", () => {
+  /** A pace over a manual clock whose info lines are kept. */
+  function paced() {
+    const clock = new ManualClock({ start: 0 });
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    return { clock, lines, pace: new CreatePace(clock, logger, 60_000) };
+  }
+
+  it("says once a minute, while creates run, how long each part took and how much was the rate limit's", async () => {
+    const { clock, lines, pace } = paced();
+    const call = (ms: number, waitedMs: number) => async () => {
+      // What the transport tells once a call got its token (src/api/transport.ts).
+      tellPaced(waitedMs);
+      clock.advance(ms);
+      return ms;
+    };
+    for (let i = 0; i < 2; i++) {
+      await pace.timed("lookup", call(40, 30));
+      await pace.timed("intent", call(20, 0));
+      await pace.timed("post", call(100, 60));
+    }
+    expect(lines).toEqual([]);
+    clock.advance(60_000);
+    await pace.timed("intent", call(20, 0));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      msg: "creates through this connection: where their time went",
+      seconds: 60,
+      creates: {
+        lookup: { count: 2, meanMs: 40, meanRateLimitWaitMs: 30 },
+        intent: { count: 3, meanMs: 20, meanRateLimitWaitMs: 0 },
+        post: { count: 2, meanMs: 100, meanRateLimitWaitMs: 60 },
+      },
+    });
+    // A minute without a POST says nothing.
+    clock.advance(60_000);
+    await pace.timed("lookup", call(40, 30));
+    expect(lines).toHaveLength(1);
+  });
+
+  it("counts a part that failed, and rethrows its error", async () => {
+    const { pace } = paced();
+    await expect(pace.timed("post", () => Promise.reject(new Error("503")))).rejects.toThrow("503");
   });
 });

@@ -64,6 +64,44 @@ function shareOver(
   return { snapshot, batches, clock, listings: () => listings };
 }
 
+/**
+ * A sharded snapshot over `service` whose replica has `waiting()` resources without a deployment
+ * id, claiming the names `claimed`: its whole listing goes page by page (100 items), stopping at
+ * an aborted signal between pages as the client does.
+ */
+function wholeOver(
+  service: Map<string, Deployment>,
+  share: () => Iterable<string>,
+  waiting: () => number,
+  claimed: (name: string) => boolean = () => true,
+) {
+  const clock = new ManualClock({ start: 0 });
+  const calls = { pages: 0, batches: 0, listings: 0 };
+  const port: DeploymentListings = {
+    listAll: async (s, each) => {
+      calls.listings += 1;
+      const all = [...service.values()];
+      for (let at = 0; at === 0 || at < all.length; at += POLL_BATCH) {
+        if (s.aborted) throw s.reason;
+        calls.pages += 1;
+        await Promise.resolve();
+        for (const d of all.slice(at, at + POLL_BATCH)) each(d);
+      }
+    },
+    getByIds: async (ids) => {
+      calls.batches += 1;
+      return ids.flatMap((i) => service.get(i) ?? []);
+    },
+  };
+  const snapshot = new RemoteSnapshot(port, clock, {
+    maxAgeMs: 60_000,
+    share,
+    unrecorded: waiting,
+    wanted: claimed,
+  });
+  return { snapshot, calls, clock };
+}
+
 const deployments = (count: number) => new Map(Array.from({ length: count }, (_, i) => [id(i), named(i)]));
 const signal = () => new AbortController().signal;
 
@@ -221,8 +259,119 @@ describe("RemoteSnapshot reading a share by id", () => {
   });
 });
 
+describe("RemoteSnapshot of a share while many of its resources lack a deployment id", () => {
+  it("lists the whole connection when more resources wait than it has pages, and answers names from it", async () => {
+    const service = deployments(250);
+    const { snapshot, calls } = wholeOver(
+      service,
+      () => [id(0), id(1)],
+      () => 4,
+    );
+    await snapshot.refresh(signal());
+    // Three pages instead of the share's batch: the share is in the listing.
+    expect(calls).toEqual({ pages: 3, batches: 0, listings: 1 });
+    expect(snapshot.byId(id(1))?.name).toBe("agent-1");
+    expect(snapshot.byName("agent-7")?.map((d) => d.id)).toEqual([id(7)]);
+    expect(snapshot.byName("agent-new")).toEqual([]);
+  });
+
+  it("reads the share by id once fewer resources wait than the listing has pages, and answers no name", async () => {
+    let waiting = 4;
+    const { snapshot, calls, clock } = wholeOver(
+      deployments(250),
+      () => [id(0)],
+      () => waiting,
+    );
+    await snapshot.refresh(signal());
+    waiting = 3;
+    clock.advance(1_000);
+    await snapshot.refresh(signal());
+    expect(calls).toEqual({ pages: 3, batches: 1, listings: 1 });
+    expect(snapshot.byName("agent-7")).toBeUndefined();
+    expect(snapshot.byName("agent-new")).toBeUndefined();
+  });
+
+  it("gives a whole listing up once it is longer than the lookups it saves, then reads the share by id", async () => {
+    const service = deployments(1_000);
+    let waiting = 2;
+    const { snapshot, calls, clock } = wholeOver(
+      service,
+      () => [id(0)],
+      () => waiting,
+    );
+    await snapshot.refresh(signal());
+    // Three pages read (the third passing 200 items), then the share's batch.
+    expect(calls).toEqual({ pages: 3, batches: 1, listings: 1 });
+    expect(snapshot.byName("agent-new")).toBeUndefined();
+    expect(snapshot.byId(id(0))?.name).toBe("agent-0");
+    expect(snapshot.listingFailure()).toBeUndefined();
+    // Its length is remembered: not tried again while as few resources wait.
+    clock.advance(1_000);
+    await snapshot.refresh(signal());
+    expect(calls).toEqual({ pages: 3, batches: 2, listings: 1 });
+    // Once more resources wait than it has pages, listed whole, to its end.
+    waiting = 11;
+    clock.advance(1_000);
+    await snapshot.refresh(signal());
+    expect(calls).toEqual({ pages: 13, batches: 2, listings: 2 });
+    expect(snapshot.byName("agent-new")).toEqual([]);
+  });
+
+  it("does not call a name free that the listing showed while no resource of the replica claimed it", async () => {
+    const service = deployments(250);
+    const claimed = new Set(["agent-1"]);
+    const { snapshot } = wholeOver(
+      service,
+      () => [],
+      () => 5,
+      (name) => claimed.has(name),
+    );
+    await snapshot.refresh(signal());
+    expect(snapshot.byName("agent-1")?.map((d) => d.id)).toEqual([id(1)]);
+    // A resource that reached the replica after the listing (a label, a move): asked live.
+    expect(snapshot.byName("agent-2")).toBeUndefined();
+    expect(snapshot.byName("agent-new")).toEqual([]);
+  });
+
+  it("has concurrent lookups by name share one whole listing when it pays, and none when it does not", async () => {
+    const service = deployments(150);
+    let waiting = 10;
+    const { snapshot, calls, clock } = wholeOver(
+      service,
+      () => [],
+      () => waiting,
+    );
+    const answers = await Promise.all(
+      ["agent-3", "agent-new", "agent-149"].map((n) => snapshot.byNameOrWholeListing(n, signal())),
+    );
+    expect(answers.map((a) => a?.map((d) => d.id))).toEqual([[id(3)], [], [id(149)]]);
+    expect(calls).toEqual({ pages: 2, batches: 0, listings: 1 });
+    // Answered from it while it is fresh; past its age, listed again only while it pays.
+    expect(await snapshot.byNameOrWholeListing("agent-4", signal())).toHaveLength(1);
+    clock.advance(60_001);
+    waiting = 2;
+    expect(await snapshot.byNameOrWholeListing("agent-4", signal())).toBeUndefined();
+    expect(calls).toEqual({ pages: 2, batches: 0, listings: 1 });
+  });
+
+  it("leaves a lookup to ask the service when the whole listing fails, and says the listing failed", async () => {
+    const failing = new RemoteSnapshot(
+      {
+        listAll: () => Promise.reject(new Error("503 unavailable")),
+        getByIds: () => Promise.resolve([]),
+      },
+      new ManualClock({ start: 0 }),
+      { maxAgeMs: 60_000, share: () => [], unrecorded: () => 10 },
+    );
+    expect(await failing.byNameOrWholeListing("agent-1", signal())).toBeUndefined();
+    expect(failing.listingFailure()).toMatchObject({ kind: "failed" });
+    // Once failed, a lookup does not list again: the connection's pass does.
+    expect(await failing.byNameOrWholeListing("agent-1", signal())).toBeUndefined();
+  });
+});
+
 /** The reconciler of a sharded replica over in-memory ports: its snapshot reads the share by id. */
-function replica() {
+function replica(options: { unrecorded?: () => number } = {}) {
   const clock = new ManualClock({ start: Date.parse("2030-01-01T00:00:00Z") });
   const now = () => clock.now();
   const resources = new MemoryResources(now);
@@ -238,6 +387,7 @@ function replica() {
       const recorded = resources.get(REF)?.status?.deploymentId;
       return recorded ? [recorded] : [];
     },
+    ...options,
   });
   const reconciler = new DeploymentReconciler({
     resources,
@@ -308,6 +458,47 @@ describe("a sharded replica's reconciles over a share read by id", () => {
     await fresh.pass();
     await fresh.reconcile();
     expect(fresh.calls()).toEqual({ findByName: 1, create: 1 });
+  });
+
+  it("creates a new resource with one call while a whole listing answers for its name", async () => {
+    // Many resources of the replica wait for their creates: its read lists the whole connection.
+    const r = replica({ unrecorded: () => 1 });
+    r.resources.create({ metadata: { name: "agent" }, spec: SPEC });
+    expect(await r.pass()).toEqual({ listAll: 1 });
+    await r.reconcile();
+    expect(r.calls()).toEqual({ create: 1 });
+
+    // A deployment under the name is adopted from the listing, without a call.
+    const adopting = replica({ unrecorded: () => 1 });
+    const existing = adopting.service.seed(BODY);
+    adopting.clock.advance(5_000);
+    adopting.resources.create({ metadata: { name: "agent" }, spec: SPEC });
+    await adopting.pass();
+    await adopting.reconcile();
+    expect(adopting.calls()).toEqual({});
+    expect(adopting.resources.stored(REF)?.status?.deploymentId).toBe(existing.id);
+  });
+
+  it("asks the name live, never the listing, while a create of its own may be pending", async () => {
+    const r = replica({ unrecorded: () => 1 });
+    r.resources.create({ metadata: { name: "agent" }, spec: SPEC });
+    await r.pass();
+    // The POST reaches the service but its answer never comes back.
+    const create = r.service.create.bind(r.service);
+    r.service.create = async (body, s) => {
+      await create(body, s);
+      throw new Error("socket hang up");
+    };
+    await r.reconcile().catch(() => undefined);
+    expect(r.resources.stored(REF)?.status?.createRequestedAt).toBeDefined();
+    r.service.create = create;
+    r.service.resetCalls();
+    // The listing the pass took before the create says the name is free: not asked.
+    expect(r.session.snapshot.byName("agent")).toEqual([]);
+    r.clock.advance(5_000);
+    await r.reconcile();
+    expect(r.calls()).toEqual({ findByName: 1 });
+    expect(r.service.store.list()).toHaveLength(1);
   });
 
   it("asks the service about a deployment its batch did not return before creating it again", async () => {

@@ -17,7 +17,8 @@
  *
  * A sharded replica's listing is the read of its share by id (`RemoteSnapshotOptions.share` in
  * snapshot.ts): the same rules hold for it, its deadline and failure included; only a lookup by
- * name is never answered from it (a read by id cannot say that a name is free).
+ * name is never answered from it (a read by id cannot say that a name is free), unless the read
+ * was the whole listing, taken while many of the replica's resources wait for their creates.
  *
  * The functions are pure over the bookkeeping they are given and a clock reading (`now`, ms
  * since the epoch): the snapshot keeps the bookkeeping, this module decides.

@@ -70,7 +70,7 @@ export async function observe(
     // Fall back to the name, as for a resource never reconciled.
     if (found) disowned = found;
   }
-  const listed = target.liveName ? undefined : snapshot.byName(name);
+  const listed = target.liveName ? undefined : await snapshot.byNameOrWholeListing(name, signal);
   const matches = listed ?? (await lookUpName(service, snapshot, name, signal));
   if (matches.length > 1) {
     throw new AmbiguousNameError(

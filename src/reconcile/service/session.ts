@@ -10,6 +10,7 @@
 import type { Logger } from "pino";
 import { isServiceError } from "../../api/errors.ts";
 import type { Clock } from "../../runtime/clock.ts";
+import { whilePaced } from "../../runtime/pacing.ts";
 import { RepoListings } from "../inputs.ts";
 import type {
   DeploymentLookups,
@@ -48,6 +49,12 @@ export interface ServiceSessionOptions {
    * then reads only those, by id (see `RemoteSnapshotOptions.share`). Default: the whole listing.
    */
   share?: () => Iterable<string>;
+  /**
+   * Sharded: how many of this replica's resources of the connection record no deployment id;
+   * while more of them than the whole listing has pages wait, a read lists the whole connection
+   * and answers their lookups by name (see `RemoteSnapshotOptions.unrecorded`). Default: none.
+   */
+  unrecorded?: () => number;
   /** How long a forge repository listing is reused. Default 5 min. */
   repoListingTtlMs?: number;
   /** Read the latest revision while a rollout is in progress. Default true. */
@@ -71,15 +78,19 @@ export class ServiceSession {
   readonly redeploys: RevisionRedeployer;
   /** Rebuilds on demand (remembers a service without the route). */
   readonly rebuilds: Rebuilder;
+  /** Where this connection's creates spend their time (logged once a minute while they run). */
+  readonly pace: CreatePace;
 
   constructor(service: DeploymentsPort, options: ServiceSessionOptions) {
+    this.pace = new CreatePace(options.clock, options.logger);
     this.snapshot = new RemoteSnapshot(service, options.clock, {
       maxAgeMs: options.listingMaxAgeMs,
       ...(options.listingDeadlineMs === undefined ? {} : { listingDeadlineMs: options.listingDeadlineMs }),
       ...(options.wanted ? { wanted: options.wanted } : {}),
       ...(options.share ? { share: options.share } : {}),
+      ...(options.unrecorded ? { unrecorded: options.unrecorded } : {}),
     });
-    this.service = writingThrough(service, this.snapshot);
+    this.service = writingThrough(service, this.snapshot, this.pace);
     this.repos = new RepoListings(service, options.clock, options.repoListingTtlMs ?? 300_000);
     this.revisions = new RevisionTracker(service, options.logger, options.revisionTracking ?? true);
     this.logs = new RevisionLogReader(service, options.logger);
@@ -108,6 +119,7 @@ export class ServiceSession {
 export function writingThrough(
   port: DeploymentLookups & DeploymentWrites,
   snapshot: RemoteSnapshot,
+  pace?: CreatePace,
 ): DeploymentLookups & DeploymentWrites {
   const forgetIfGone = (id: string, error: unknown): never => {
     if (isServiceError(error, "not_found")) snapshot.forget(id);
@@ -115,9 +127,11 @@ export function writingThrough(
   };
   return {
     getById: (id, signal) => port.getById(id, signal),
-    findByName: (name, signal) => port.findByName(name, signal),
+    findByName: (name, signal) =>
+      pace ? pace.timed("lookup", () => port.findByName(name, signal)) : port.findByName(name, signal),
     create: async (body, signal) => {
-      const created = await port.create(body, signal).catch(async (error: unknown) => {
+      const post = () => port.create(body, signal);
+      const created = await (pace ? pace.timed("post", post) : post()).catch(async (error: unknown) => {
         if (!isServiceError(error, "conflict")) throw error;
         const { deployments, unreadable } = await port.findByName(body.name, signal);
         for (const deployment of deployments) snapshot.observed(deployment);
@@ -136,6 +150,75 @@ export function writingThrough(
     },
     delete: (id, signal, options) =>
       port.delete(id, signal, options).catch((error: unknown) => forgetIfGone(id, error)),
+  };
+}
+
+/** A part of a create whose time {@link CreatePace} keeps. */
+export type CreatePart = "lookup" | "post" | "intent";
+
+/**
+ * Where a connection's creates spend their time: per part (the lookup by name before a create,
+ * the create intent's status write, the POST), how many and how long, and of the service calls'
+ * time how much was the wait for a token of the connection's rate limit (`--qps`). Said once a
+ * minute at info while creates run, so that a team creating thousands of resources sees whether
+ * the rate limit, the service or the API server sets their pace; nothing is kept per resource.
+ */
+export class CreatePace {
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #everyMs: number;
+  #since: number;
+  #parts = newParts();
+
+  constructor(clock: Clock, logger: Logger, everyMs = 60_000) {
+    this.#clock = clock;
+    this.#logger = logger;
+    this.#everyMs = everyMs;
+    this.#since = clock.now();
+  }
+
+  /** Runs `work` as the part `part` of a create, its time and its waits for a token counted. */
+  async timed<T>(part: CreatePart, work: () => Promise<T>): Promise<T> {
+    const started = this.#clock.now();
+    let waitedMs = 0;
+    try {
+      return await whilePaced((ms) => {
+        waitedMs += ms;
+      }, work);
+    } finally {
+      const kept = this.#parts[part];
+      kept.count += 1;
+      kept.ms += this.#clock.now() - started;
+      kept.waitedMs += waitedMs;
+      this.#sayIfDue();
+    }
+  }
+
+  /** Says what the last minute's creates spent, if a minute has passed and any POST was made. */
+  #sayIfDue(): void {
+    const now = this.#clock.now();
+    if (now - this.#since < this.#everyMs) return;
+    const parts = this.#parts;
+    const seconds = Math.round((now - this.#since) / 1000);
+    this.#since = now;
+    this.#parts = newParts();
+    if (parts.post.count === 0) return;
+    const mean = (ms: number, count: number) => (count === 0 ? 0 : Math.round(ms / count));
+    const each = Object.fromEntries(
+      Object.entries(parts).map(([part, p]) => [
+        part,
+        { count: p.count, meanMs: mean(p.ms, p.count), meanRateLimitWaitMs: mean(p.waitedMs, p.count) },
+      ]),
+    );
+    this.#logger.info({ creates: each, seconds }, "creates through this connection: where their time went");
+  }
+}
+
+function newParts(): Record<CreatePart, { count: number; ms: number; waitedMs: number }> {
+  return {
+    lookup: { count: 0, ms: 0, waitedMs: 0 },
+    intent: { count: 0, ms: 0, waitedMs: 0 },
+    post: { count: 0, ms: 0, waitedMs: 0 },
   };
 }
 

@@ -17,8 +17,12 @@
  * A sharded replica reads its share only ({@link RemoteSnapshotOptions.share}): the deployments
  * its own resources record, by id, a hundred per call, so that the replicas together cost about
  * what one listing costs. Such a read cannot say that a name is free (it shows no deployment it
- * was not asked for), so every lookup by name is then made live: a resource without a known
- * deployment asks the service by exact name, and no create goes out without that answer.
+ * was not asked for), so a lookup by name is then made live: a resource without a known
+ * deployment asks the service by exact name, and no create goes out without that answer. That is
+ * a call per new resource besides its POST: when more of the replica's resources lack a
+ * deployment id ({@link RemoteSnapshotOptions.unrecorded}) than the connection's whole listing
+ * has pages, the replica reads the whole listing instead (its share is in it), and that listing
+ * answers lookups by name as an unsharded one does ({@link RemoteSnapshot.byNameOrWholeListing}).
  */
 
 import { withDetailCut } from "../../api/errors.ts";
@@ -72,6 +76,13 @@ export interface RemoteSnapshotOptions {
    * whole listing.
    */
   share?: () => Iterable<string>;
+  /**
+   * Sharded: how many of this replica's resources of the connection record no deployment id
+   * (each a lookup by name before its create). When there are more of them than the whole
+   * listing has pages, a read lists the whole connection instead of the share's ids, and that
+   * listing answers lookups by name (see the module comment). Default: none.
+   */
+  unrecorded?: () => number;
 }
 
 /**
@@ -107,6 +118,17 @@ export class RemoteSnapshot {
   readonly #deadlineMs: number;
   readonly #wanted: (name: string) => boolean;
   readonly #share: (() => Iterable<string>) | undefined;
+  readonly #unrecorded: () => number;
+  /**
+   * Whether the last read was a whole listing, which may say that a name is free: always
+   * unsharded; sharded, when the last read listed the whole connection.
+   */
+  #named: boolean;
+  /**
+   * Sharded: the pages the connection's whole listing takes, as far as known (the last whole
+   * listing's, or at least as many as a listing given up for its length had read).
+   */
+  #wholePages = 0;
   readonly #listing: SharedCall<void>;
   /** Why the last listing that ended did not answer; undefined once one succeeded. */
   #failure: ListingFailure | undefined;
@@ -154,6 +176,8 @@ export class RemoteSnapshot {
     this.#deadlineMs = options.listingDeadlineMs ?? Number.POSITIVE_INFINITY;
     this.#wanted = options.wanted ?? (() => true);
     this.#share = options.share;
+    this.#unrecorded = options.unrecorded ?? (() => 0);
+    this.#named = options.share === undefined;
     this.#listing = new SharedCall((signal) => this.#list(signal));
   }
 
@@ -236,12 +260,14 @@ export class RemoteSnapshot {
       if (!newer(d.id)) this.#entries.put(d);
     };
     const read = this.#share
-      ? await this.#readShare(this.#share, signal, hold)
+      ? await this.#readShareOrAll(this.#share, signal, hold)
       : await this.#readListing(signal, hold);
     if (signal.aborted) return;
+    this.#named = read.named;
     this.#unreadable = read.unreadable;
     this.#unheld = read.unheld;
-    this.#expectUnheld = read.unheld.count;
+    // A read of ids shows no names: the next whole listing is sized after the last one.
+    if (read.named) this.#expectUnheld = read.unheld.count;
     // What the read did not hold is gone from the service, or not asked about, unless written
     // since it started.
     for (const id of this.#entries.ids()) if (!held.has(id) && !newer(id)) this.#entries.delete(id);
@@ -257,14 +283,20 @@ export class RemoteSnapshot {
    * The whole listing: each wanted item goes to `hold`. Of the other items only their names' bits
    * in a filter are kept, sized after the last listing's count.
    */
-  async #readListing(signal: AbortSignal, hold: (d: Deployment) => void): Promise<ListingRead> {
+  async #readListing(
+    signal: AbortSignal,
+    hold: (d: Deployment) => void,
+    onItem: () => void = () => {},
+    expectUnheld = this.#expectUnheld,
+  ): Promise<ListingRead> {
     /** How many deployments of each wanted name this listing showed (at most two are held). */
     const perName = new Map<string, number>();
-    const unheld = new NameFilter(this.#expectUnheld);
+    const unheld = new NameFilter(expectUnheld);
     const unreadable = new Unreadable(unheld);
     await this.#port.listAll(
       signal,
       (d) => {
+        onItem();
         if (!this.#wanted(d.name)) {
           unheld.add(d.name);
           return;
@@ -276,9 +308,61 @@ export class RemoteSnapshot {
         perName.set(d.name, shown + 1);
         hold(d);
       },
-      (item) => unreadable.add(item),
+      (item) => {
+        onItem();
+        unreadable.add(item);
+      },
     );
-    return { unheld, unreadable };
+    return { unheld, unreadable, named: true };
+  }
+
+  /**
+   * Sharded: the whole listing when it costs fewer calls than the lookups by name it saves (more
+   * of the replica's resources lack a deployment id than it has pages), else the share by id. A
+   * whole listing that turns out longer than that is given up as soon as it does (its length is
+   * remembered, so it is not tried again until that many resources wait) and the share read by
+   * id: it never costs more calls than the lookups it was to save.
+   */
+  async #readShareOrAll(
+    share: () => Iterable<string>,
+    signal: AbortSignal,
+    hold: (d: Deployment) => void,
+  ): Promise<ListingRead> {
+    const waiting = this.#unrecorded();
+    if (waiting > this.#wholePages) {
+      const tooLong = new AbortController();
+      let items = 0;
+      const counted = () => {
+        items += 1;
+        if (items > waiting * POLL_BATCH && !tooLong.signal.aborted)
+          tooLong.abort(new Error("the whole listing is longer than the lookups it saves"));
+      };
+      // Most of a sharded replica's listing is the other replicas' deployments, not held, and a
+      // connection being filled grows between two listings: room for twice the last count, so
+      // that the filter of names not held still says "free" of the names that are.
+      const expectUnheld = 2 * Math.max(this.#expectUnheld, this.#wholePages * POLL_BATCH);
+      try {
+        const both = AbortSignal.any([signal, tooLong.signal]);
+        const read = await this.#readListing(both, hold, counted, expectUnheld);
+        if (!signal.aborted) this.#wholePages = Math.ceil(items / POLL_BATCH);
+        return read;
+      } catch (error) {
+        if (signal.aborted || !tooLong.signal.aborted) throw error;
+        this.#wholePages = Math.max(this.#wholePages, Math.ceil(items / POLL_BATCH));
+      }
+    }
+    return this.#readShare(share, signal, hold);
+  }
+
+  /**
+   * Whether a lookup by name should wait for a whole listing rather than ask the service: sharded,
+   * the last read was of the share by id (or is too old), and more of the replica's resources
+   * lack a deployment id than the whole listing has pages (as far as known).
+   */
+  #wholeListingPays(): boolean {
+    if (!this.#share || this.#failure !== undefined) return false;
+    if (this.#named && this.isFresh()) return false;
+    return this.#unrecorded() > this.#wholePages;
   }
 
   /**
@@ -303,7 +387,7 @@ export class RemoteSnapshot {
       }
     }
     const unheld = new NameFilter(0);
-    return { unheld, unreadable: new Unreadable(unheld) };
+    return { unheld, unreadable: new Unreadable(unheld), named: false };
   }
 
   /** How many deployments the snapshot holds now (the listing's wanted ones and those written). */
@@ -361,18 +445,36 @@ export class RemoteSnapshot {
    * unreadable item without a name (a live lookup by name tells whether it is this one), or the
    * listing showed the name while no resource claimed it (so it was not held; a name that a
    * resource claimed since is then looked up live, never taken as free). A snapshot of a share
-   * ({@link RemoteSnapshotOptions.share}) never says: it read ids, not names, so every lookup by
-   * name (adoption, the check before a create) asks the service.
+   * ({@link RemoteSnapshotOptions.share}) says only while its last read was the whole listing:
+   * a read of ids shows no names, so every lookup by name (adoption, the check before a create)
+   * then asks the service (see {@link byNameOrWholeListing}).
    * Throws {@link UnreadableDeploymentError} when an unreadable item carries this name.
    */
   byName(name: string): Deployment[] | undefined {
-    if (this.#share || !this.isFresh()) return undefined;
+    if (!this.#named || !this.isFresh()) return undefined;
     const problem = this.#unreadable.byName.get(name);
     if (problem !== undefined) throw new UnreadableDeploymentError(unreadableMessage(name, problem));
     if (this.#unheld.has(name)) return undefined;
     const ids = this.#entries.idsNamed(name);
     if (ids.length === 0 && this.#unreadable.unnamed) return undefined;
     return ids.flatMap((id) => this.#entries.read(id) ?? []);
+  }
+
+  /**
+   * {@link byName}, after a whole listing of the connection when that costs fewer calls than the
+   * lookups by name it answers: sharded, while more of the replica's resources lack a deployment
+   * id than the listing has pages (the creates of a new share, a replica's start). Concurrent
+   * lookups share one listing ({@link refresh}); a listing given up for its length, or a failed
+   * one, leaves the answer undefined: the lookup asks the service by name.
+   */
+  async byNameOrWholeListing(name: string, signal: AbortSignal): Promise<Deployment[] | undefined> {
+    const known = this.byName(name);
+    if (known !== undefined || !this.#wholeListingPays()) return known;
+    // A failed listing is said by listingFailure(), as a pass's is: the lookup asks on its own.
+    await this.refresh(signal).catch(() => {
+      if (signal.aborted) throw signal.reason;
+    });
+    return this.byName(name);
   }
 
   /**
@@ -449,6 +551,8 @@ export class RemoteSnapshot {
 interface ListingRead {
   unheld: NameFilter;
   unreadable: Unreadable;
+  /** The whole listing: it may say that a name is free. */
+  named: boolean;
 }
 
 /**
