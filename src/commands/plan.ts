@@ -41,7 +41,7 @@ import {
   DEFAULT_CONNECTION,
   describeConnection,
 } from "../naming/connection.ts";
-import { keyedSecretDigest } from "../reconcile/plan/secret-hash.ts";
+import { keyedSecretDigest } from "../reconcile/secret-hash.ts";
 import { systemClock } from "../runtime/clock.ts";
 import { type CommandCluster, commandConnectionClients, kubeconfigCluster } from "./connections.ts";
 import { type CliContext, type ConnectionFlags, UsageError } from "./context.ts";

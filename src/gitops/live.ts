@@ -16,7 +16,6 @@ import type { DeploymentSpec } from "../crd/schema.ts";
 import { type ConnectionRef, connectionLabel } from "../naming/connection.ts";
 import { type Claimant, claimedName, claimOf, olderClaimant } from "../reconcile/claims.ts";
 import { type ReadSecrets, RepoListings, readSecrets } from "../reconcile/inputs.ts";
-import type { SecretDigest } from "../reconcile/plan/secret-hash.ts";
 import type {
   DeploymentListings,
   DeploymentLookups,
@@ -26,6 +25,7 @@ import type {
 } from "../reconcile/ports.ts";
 import type { InheritedWindows } from "../reconcile/rollout/rollout-gate.ts";
 import { DEFAULT_MAX_SECRET_BYTES, SecretsTooLargeError } from "../reconcile/secret-budget.ts";
+import type { SecretDigest } from "../reconcile/secret-hash.ts";
 import { AmbiguousNameError } from "../reconcile/service/lookup-errors.ts";
 import { observe } from "../reconcile/service/observe.ts";
 import { RemoteSnapshot } from "../reconcile/service/snapshot.ts";

@@ -18,8 +18,8 @@ import {
   type PatchPlan,
   type PlanProblem,
   plan,
-} from "../reconcile/plan/plan.ts";
-import { lastAppliedFor } from "../reconcile/plan/plan-secrets.ts";
+} from "../reconcile/plan.ts";
+import { lastAppliedFor } from "../reconcile/plan-secrets.ts";
 import {
   chooseRevision,
   configAfterPatch,
@@ -29,8 +29,7 @@ import {
   splitForRedeploy,
   switchedBackTo,
   vouchedSecretsHash,
-} from "../reconcile/plan/revision-reuse.ts";
-import { isKeyedDigest, type SecretDigest, UNKEYED_SECRET_DIGEST } from "../reconcile/plan/secret-hash.ts";
+} from "../reconcile/revision-reuse.ts";
 import {
   gateRollout,
   type InheritedWindows,
@@ -38,6 +37,7 @@ import {
   type WindowsInEffect,
   windowsInEffect,
 } from "../reconcile/rollout/rollout-gate.ts";
+import { isKeyedDigest, type SecretDigest, UNKEYED_SECRET_DIGEST } from "../reconcile/secret-hash.ts";
 import { observedDrift } from "../reconcile/status/notes.ts";
 import { secretValueState } from "./importer.ts";
 

@@ -12,7 +12,8 @@
  * of its secrets and config: only those can be redeployed later.
  */
 import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
-import type { CreatePlan, PatchPlan } from "./plan/plan.ts";
+import type { CreatePlan, PatchPlan } from "./plan.ts";
+import type { DeploymentWrites } from "./ports.ts";
 import {
   chooseRevision,
   configAfterPatch,
@@ -28,8 +29,7 @@ import {
   splitForRedeploy,
   switchedBackTo,
   vouchedSecretsHash,
-} from "./plan/revision-reuse.ts";
-import type { DeploymentWrites } from "./ports.ts";
+} from "./revision-reuse.ts";
 import type { RevisionRedeployer } from "./service/redeployer.ts";
 import type { Deployment, SourceRevisionConfig } from "./service-types.ts";
 import { artifactOf } from "./status/live-revision.ts";

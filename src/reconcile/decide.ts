@@ -2,7 +2,7 @@
  * What a reconcile does, decided without a call: `decide(spec, observation, status, now)` takes
  * the resource (its spec and annotations), what `external.ts`'s `observe` saw of the service and
  * of the spec's inputs, the status as read and the time, and returns a {@link Decision}: the plan
- * (`plan/plan.ts`), what the rollout gate lets go now (`rollout/rollout-gate.ts`), whether a
+ * (`plan.ts`), what the rollout gate lets go now (`rollout/rollout-gate.ts`), whether a
  * redeploy is pending or wanted back (`apply-reuse.ts`), the write to make, the status it
  * concludes and the events to record, all as data. `external.ts`'s `execute` performs the write
  * and returns what it wrote; {@link settle} (pure too) joins the two into what the reconciler
@@ -13,8 +13,9 @@ import type { DesiredDeployment } from "../crd/mapping.ts";
 import { ANNOTATION_REBUILD_REQUESTED_AT, DEFAULT_DRIFT_POLICY } from "../crd/schema.ts";
 import { rebuildRequestedAt, rolloutNow } from "./annotations.ts";
 import { type ApplyPatchResult, pendingSwitchBack, redeployedNote, switchBackPlan } from "./apply-reuse.ts";
-import { type CreatePlan, type NoopPlan, type PatchPlan, plan } from "./plan/plan.ts";
-import { keptSecretsProblem, lastAppliedFor } from "./plan/plan-secrets.ts";
+import { type CreatePlan, type NoopPlan, type PatchPlan, plan } from "./plan.ts";
+import { keptSecretsProblem, lastAppliedFor } from "./plan-secrets.ts";
+import type { StoredResource } from "./ports.ts";
 import {
   configAfterPatch,
   type RevisionHistoryEntry,
@@ -22,9 +23,7 @@ import {
   revisionConfigHash,
   splitForRedeploy,
   vouchedSecretsHash,
-} from "./plan/revision-reuse.ts";
-import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./plan/secret-hash.ts";
-import type { StoredResource } from "./ports.ts";
+} from "./revision-reuse.ts";
 import {
   gatePatch,
   gateRollout,
@@ -33,6 +32,7 @@ import {
   windowsInEffect,
 } from "./rollout/rollout-gate.ts";
 import type { Counter } from "./rollout/rollout-windows.ts";
+import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 import type { Observation as Lookup } from "./service/observe.ts";
 import type { RebuildOutcome } from "./service/rebuilder.ts";
 import type { Deployment, Revision, SourceRevisionConfig } from "./service-types.ts";

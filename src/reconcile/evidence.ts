@@ -12,8 +12,8 @@ import { DEFAULT_ROLLOUT_TIMEOUT } from "../crd/schema.ts";
 import { reconcileRequestedAt } from "./annotations.ts";
 import type { Decided } from "./decide.ts";
 import { readSecretsOf } from "./inputs.ts";
-import { targetStatusView, targetView } from "./plan/revision-reuse.ts";
 import type { EventNote } from "./ports.ts";
+import { targetStatusView, targetView } from "./revision-reuse.ts";
 import type { Connected, ReconcileDeps, Run } from "./run.ts";
 import { type Deployment, isUuid } from "./service-types.ts";
 import {

@@ -34,8 +34,8 @@ import { type ConditionValue, MAX_MESSAGE_LENGTH, putConditions } from "../condi
 import { API_VERSION, type DeploymentResourceStatus, KIND, MAX_URL_LENGTH } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import type { Decided } from "./decide.ts";
+import { statusEqual } from "./diff.ts";
 import type { Conclusion } from "./next-action.ts";
-import { statusEqual } from "./plan/diff.ts";
 import type {
   ConfigMapsPort,
   ConfigMapView,

@@ -6,9 +6,9 @@
  */
 import type { ReconcileLog } from "../runtime/log.ts";
 import type { SecretsSeen } from "./inputs.ts";
-import type { SecretDigest } from "./plan/secret-hash.ts";
 import type { ConfigMapsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { InheritedWindows } from "./rollout/rollout-gate.ts";
+import type { SecretDigest } from "./secret-hash.ts";
 import type { ServiceSession } from "./service/session.ts";
 
 /**
@@ -24,7 +24,7 @@ export interface ReconcileDeps {
   pollMs: number;
   createGraceMs: number;
   maxSecretBytes: number;
-  /** The secrets' digests, keyed with the install key (`plan/secret-hash.ts`). */
+  /** The secrets' digests, keyed with the install key (`secret-hash.ts`). */
   secretDigest: SecretDigest;
   /** The ConfigMaps of `spec.export` (`export.ts`); absent: an export is refused, saying so. */
   configMaps?: ConfigMapsPort | undefined;

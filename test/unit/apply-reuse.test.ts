@@ -3,8 +3,8 @@
 // service without the route, and the revisions the operator creates recorded.
 import { describe, expect, it } from "vitest";
 import { applyPatch } from "../../src/reconcile/apply-reuse.ts";
-import type { PatchPlan } from "../../src/reconcile/plan/plan.ts";
-import { NO_SECRETS_HASH, type RevisionHistoryEntry } from "../../src/reconcile/plan/revision-reuse.ts";
+import type { PatchPlan } from "../../src/reconcile/plan.ts";
+import { NO_SECRETS_HASH, type RevisionHistoryEntry } from "../../src/reconcile/revision-reuse.ts";
 import {
   GOOD,
   configHashOf as hashOf,

@@ -3,8 +3,8 @@
 // the route or the listing remembered for the connection (one call, then none).
 import { describe, expect, it } from "vitest";
 import { chooseRedeploy } from "../../src/reconcile/apply-reuse.ts";
-import type { RevisionHistoryEntry } from "../../src/reconcile/plan/revision-reuse.ts";
-import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
+import type { RevisionHistoryEntry } from "../../src/reconcile/revision-reuse.ts";
+import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import { GOOD, type RevertedWorldOptions, revertedWorld } from "../support/reverted-world.ts";
 
 const TOKEN = [{ name: "TOKEN", value: "one" }];

@@ -16,8 +16,8 @@ import {
   revisionReusePolicy,
   splitForRedeploy,
   vouchedSecretsHash,
-} from "../../src/reconcile/plan/revision-reuse.ts";
-import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
+} from "../../src/reconcile/revision-reuse.ts";
+import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import { activeRevision } from "../../src/reconcile/status/live-revision.ts";
 import { statusFrom } from "../../src/reconcile/status/status.ts";
 import { remote } from "./plan-fixtures.ts";

@@ -8,7 +8,7 @@ import { RevisionsRouteMissingError, ServiceError } from "../../src/api/errors.t
 import type { Deployment, Revision } from "../../src/api/wire.ts";
 import type { Condition, DeploymentResourceStatus } from "../../src/crd/schema.ts";
 import { failureOf } from "../../src/reconcile/failures.ts";
-import type { PatchPlan } from "../../src/reconcile/plan/plan.ts";
+import type { PatchPlan } from "../../src/reconcile/plan.ts";
 import type { RevisionLogReads, StoredResource } from "../../src/reconcile/ports.ts";
 import { UnreadableDeploymentError } from "../../src/reconcile/service/lookup-errors.ts";
 import { RevisionLogReader } from "../../src/reconcile/service/revision-log-reader.ts";

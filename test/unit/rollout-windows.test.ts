@@ -3,7 +3,7 @@
 // crossing midnight, overlapping allow and deny windows, and windows longer than their period.
 import { describe, expect, it } from "vitest";
 import { InvalidSpecError } from "../../src/crd/errors.ts";
-import type { PatchPlan } from "../../src/reconcile/plan/plan.ts";
+import type { PatchPlan } from "../../src/reconcile/plan.ts";
 import { gateRollout, splitPatch, windowsInEffect } from "../../src/reconcile/rollout/rollout-gate.ts";
 import {
   compileWindows,

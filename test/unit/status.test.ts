@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { redactAndTruncate, redactSecrets } from "../../src/api/redact.ts";
 import type { Deployment } from "../../src/api/wire.ts";
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
-import { changedStatusFields, statusEqual } from "../../src/reconcile/plan/diff.ts";
+import { changedStatusFields, statusEqual } from "../../src/reconcile/diff.ts";
 import {
   CONDITION,
   outcomeFromProblems,

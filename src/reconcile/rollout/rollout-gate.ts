@@ -13,7 +13,7 @@ import { formatTime } from "../../conditions/kstatus.ts";
 import { InvalidSpecError } from "../../crd/errors.ts";
 import { ANNOTATION_ROLLOUT_NOW } from "../../crd/schema.ts";
 import { describeDuration } from "../../duration.ts";
-import type { ChangeGroup, FieldChange, PatchPlan } from "../plan/plan.ts";
+import type { ChangeGroup, FieldChange, PatchPlan } from "../plan.ts";
 import {
   BoundedMemo,
   type Counter,

@@ -4,7 +4,7 @@
  */
 
 import { claimedName } from "../claims.ts";
-import type { FieldChange, PatchPlan, Plan } from "../plan/plan.ts";
+import type { FieldChange, PatchPlan, Plan } from "../plan.ts";
 import type { EventsPort, StoredResource } from "../ports.ts";
 import type { Deployment } from "../service-types.ts";
 import { CONDITION } from "./status.ts";

@@ -17,14 +17,14 @@ import {
   putConditions,
 } from "../../conditions/kstatus.ts";
 import type { Condition, DeploymentResourceStatus } from "../../crd/schema.ts";
-import type { PlanProblem } from "../plan/plan.ts";
+import type { PlanProblem } from "../plan.ts";
 import {
   pendingConfig,
   pendingRedeploy,
   type RevisionHistoryEntry,
   recordDeployed,
   targetView,
-} from "../plan/revision-reuse.ts";
+} from "../revision-reuse.ts";
 import {
   DEPLOYMENT_STATUSES,
   type Deployment,

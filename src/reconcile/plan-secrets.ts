@@ -5,10 +5,10 @@
  * that both reach the same decision for the same resource). Pure.
  */
 
-import type { DesiredDeployment, SecretValue } from "../../crd/mapping.ts";
-import type { DeploymentSpec } from "../../crd/schema.ts";
-import type { Secret } from "../service-types.ts";
+import type { DesiredDeployment, SecretValue } from "../crd/mapping.ts";
+import type { DeploymentSpec } from "../crd/schema.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
+import type { Secret } from "./service-types.ts";
 
 /** What the secrets cannot be made to be: an empty list the service did not take (see {@link keptSecretsProblem}). */
 export interface SecretsProblem {

@@ -14,16 +14,16 @@
  */
 
 import { createHash } from "node:crypto";
-import { SOURCE_REVISION_FIELDS } from "../../crd/fields.ts";
+import { SOURCE_REVISION_FIELDS } from "../crd/fields.ts";
 import {
   DEFAULT_REVISION_REUSE,
   type DeploymentResourceStatus,
   type DeploymentSpec,
   type RevisionReusePolicy,
-} from "../../crd/schema.ts";
-import { REDEPLOY_REASON_MAX_LENGTH, REVISION_HISTORY_LIMIT } from "../../crd/status-schema.ts";
-import type { Deployment, PatchDeploymentBody, Revision, SourceRevisionConfig } from "../service-types.ts";
+} from "../crd/schema.ts";
+import { REDEPLOY_REASON_MAX_LENGTH, REVISION_HISTORY_LIMIT } from "../crd/status-schema.ts";
 import { hashSecrets } from "./secret-hash.ts";
+import type { Deployment, PatchDeploymentBody, Revision, SourceRevisionConfig } from "./service-types.ts";
 
 /** An element of `status.revisionHistory`. */
 export type RevisionHistoryEntry = NonNullable<DeploymentResourceStatus["revisionHistory"]>[number];

@@ -16,18 +16,18 @@ import {
   SOURCE_CONFIG_SCALARS,
   SOURCE_REVISION_FIELDS,
   specPath,
-} from "../../crd/fields.ts";
-import type { DesiredDeployment } from "../../crd/mapping.ts";
-import { isRecord } from "../../json.ts";
+} from "../crd/fields.ts";
+import type { DesiredDeployment } from "../crd/mapping.ts";
+import { isRecord } from "../json.ts";
+import { cloneJson, displayValue, jsonEqual, wireEqual } from "./diff.ts";
+import { planSecrets, type SecretsProblem } from "./plan-secrets.ts";
+import type { SecretDigest } from "./secret-hash.ts";
 import type {
   CreateDeploymentBody,
   Deployment,
   PatchDeploymentBody,
   SourceConfigRequest,
-} from "../service-types.ts";
-import { cloneJson, displayValue, jsonEqual, wireEqual } from "./diff.ts";
-import { planSecrets, type SecretsProblem } from "./plan-secrets.ts";
-import type { SecretDigest } from "./secret-hash.ts";
+} from "./service-types.ts";
 
 /** What the planner remembers from the last successful apply (from the resource's status). */
 export interface LastApplied {
