@@ -11,6 +11,7 @@ import { desiredFromSpec, effectiveName } from "../crd/mapping.ts";
 import { ANNOTATION_PAUSED, type DeploymentResource, type DeploymentSpec } from "../crd/schema.ts";
 import { connectionLabel } from "../naming/connection.ts";
 import { rolloutNow } from "../reconcile/annotations.ts";
+import { observedDrift } from "../reconcile/notes.ts";
 import {
   type FieldChange,
   type LastApplied,
@@ -38,7 +39,6 @@ import {
   windowsInEffect,
 } from "../reconcile/rollout/rollout-gate.ts";
 import { isKeyedDigest, type SecretDigest, UNKEYED_SECRET_DIGEST } from "../reconcile/secret-hash.ts";
-import { observedDrift } from "../reconcile/status/notes.ts";
 import { secretValueState } from "./importer.ts";
 
 /** What the operator would do with a resource. */

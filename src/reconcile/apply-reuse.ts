@@ -12,6 +12,7 @@
  * of its secrets and config: only those can be redeployed later.
  */
 import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
+import { artifactOf } from "./live-revision.ts";
 import type { CreatePlan, PatchPlan } from "./plan.ts";
 import type { DeploymentWrites } from "./ports.ts";
 import {
@@ -32,7 +33,6 @@ import {
 } from "./revision-reuse.ts";
 import type { RevisionRedeployer } from "./service/redeployer.ts";
 import type { Deployment, SourceRevisionConfig } from "./service-types.ts";
-import { artifactOf } from "./status/live-revision.ts";
 
 /** What {@link applyPatch} needs. */
 export interface ApplyPatchInput {

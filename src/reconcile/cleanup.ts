@@ -16,13 +16,13 @@ import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { claimedName, holderOf } from "./claims.ts";
 import { cleansUpOnDelete, type Decided } from "./decide.ts";
 import { listingGuard } from "./external.ts";
+import { describeResource, notOwnedMessage, recordEvent } from "./notes.ts";
 import type { StoredResource } from "./ports.ts";
 import type { ReconcileDeps, Run } from "./run.ts";
 import { observe } from "./service/observe.ts";
 import type { ServiceSession, SessionLookup } from "./service/session.ts";
 import type { Deployment } from "./service-types.ts";
-import { describeResource, notOwnedMessage, recordEvent } from "./status/notes.ts";
-import { isBeingDeleted, REASON } from "./status/status.ts";
+import { isBeingDeleted, REASON } from "./status.ts";
 
 /** Where a cleanup ended: done (`result`), or a decision for the status to conclude. */
 export type CleanupStep = { result: ReconcileResult } | { decided: Decided };

@@ -13,6 +13,18 @@ import type { DesiredDeployment } from "../crd/mapping.ts";
 import { ANNOTATION_REBUILD_REQUESTED_AT, DEFAULT_DRIFT_POLICY } from "../crd/schema.ts";
 import { rebuildRequestedAt, rolloutNow } from "./annotations.ts";
 import { type ApplyPatchResult, pendingSwitchBack, redeployedNote, switchBackPlan } from "./apply-reuse.ts";
+import { type ExternalRevision, externalRevisionOf } from "./live-revision.ts";
+import {
+  adoptedNote,
+  changedFields,
+  createdNote,
+  driftCorrectedNote,
+  externalRevisionNote,
+  generationApplied,
+  observedDrift,
+  updateNote,
+  updateReason,
+} from "./notes.ts";
 import { type CreatePlan, type NoopPlan, type PatchPlan, plan } from "./plan.ts";
 import { keptSecretsProblem, lastAppliedFor } from "./plan-secrets.ts";
 import type { StoredResource } from "./ports.ts";
@@ -36,25 +48,7 @@ import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 import type { Observation as Lookup } from "./service/observe.ts";
 import type { RebuildOutcome } from "./service/rebuilder.ts";
 import type { Deployment, Revision, SourceRevisionConfig } from "./service-types.ts";
-import { type ExternalRevision, externalRevisionOf } from "./status/live-revision.ts";
-import {
-  adoptedNote,
-  changedFields,
-  createdNote,
-  driftCorrectedNote,
-  externalRevisionNote,
-  generationApplied,
-  observedDrift,
-  updateNote,
-  updateReason,
-} from "./status/notes.ts";
-import {
-  CONDITION,
-  outcomeFromProblems,
-  REASON,
-  type StatusRecord,
-  type SyncOutcome,
-} from "./status/status.ts";
+import { CONDITION, outcomeFromProblems, REASON, type StatusRecord, type SyncOutcome } from "./status.ts";
 
 /** The resource as a decision reads it: its spec and metadata (the status is passed apart). */
 export type DecideSpec = Pick<StoredResource, "spec" | "metadata">;

@@ -11,11 +11,6 @@ import { formatTime } from "../conditions/kstatus.ts";
 import { DEFAULT_ROLLOUT_TIMEOUT } from "../crd/schema.ts";
 import { reconcileRequestedAt } from "./annotations.ts";
 import type { Decided } from "./decide.ts";
-import { readSecretsOf } from "./inputs.ts";
-import type { EventNote } from "./ports.ts";
-import { targetStatusView, targetView } from "./revision-reuse.ts";
-import type { Connected, ReconcileDeps, Run } from "./run.ts";
-import { type Deployment, isUuid } from "./service-types.ts";
 import {
   evidenceDue,
   evidenceHeadline,
@@ -28,7 +23,12 @@ import {
   rolloutTimedOut,
   rolloutTimeoutMs,
   TAIL_REDACTION_MS,
-} from "./status/failure-evidence.ts";
+} from "./failure-evidence.ts";
+import { readSecretsOf } from "./inputs.ts";
+import type { EventNote } from "./ports.ts";
+import { targetStatusView, targetView } from "./revision-reuse.ts";
+import type { Connected, ReconcileDeps, Run } from "./run.ts";
+import { type Deployment, isUuid } from "./service-types.ts";
 import {
   isBeingDeleted,
   isFailedRevision,
@@ -36,7 +36,7 @@ import {
   type RevisionObservation,
   type RolloutEvidence,
   stuckPart,
-} from "./status/status.ts";
+} from "./status.ts";
 
 /** What the service said of the observed deployment's latest revision and its rollout. */
 export interface Evidence {

@@ -36,6 +36,7 @@ import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import type { Decided } from "./decide.ts";
 import { statusEqual } from "./diff.ts";
 import type { Conclusion } from "./next-action.ts";
+import { recordEvent } from "./notes.ts";
 import type {
   ConfigMapsPort,
   ConfigMapView,
@@ -46,7 +47,6 @@ import type {
 } from "./ports.ts";
 import type { ReconcileDeps, Run } from "./run.ts";
 import type { Deployment } from "./service-types.ts";
-import { recordEvent } from "./status/notes.ts";
 
 /** The label on every exported ConfigMap: the operator's watch of ConfigMaps selects it. */
 export const EXPORT_LABEL = "dms.dev/export";

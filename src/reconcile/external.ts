@@ -18,6 +18,7 @@ import { claimedName } from "./claims.ts";
 import type { Decision, Executed, Observation } from "./decide.ts";
 import { sameSecretNames } from "./decide.ts";
 import { inlineSecrets, NONE_READ, type ReadSecrets, readSecretsOf, secretVersions } from "./inputs.ts";
+import { notOwnedMessage, recordEvent } from "./notes.ts";
 import type { StoredResource } from "./ports.ts";
 import type { Connected, ReconcileDeps } from "./run.ts";
 import { isKeyedDigest } from "./secret-hash.ts";
@@ -25,8 +26,7 @@ import { lookupTarget } from "./service/freshness.ts";
 import { type LookupTarget, observe } from "./service/observe.ts";
 import type { ListingFailure } from "./service/snapshot.ts";
 import type { Deployment } from "./service-types.ts";
-import { notOwnedMessage, recordEvent } from "./status/notes.ts";
-import { REASON, type StatusRecord, type SyncOutcome } from "./status/status.ts";
+import { REASON, type StatusRecord, type SyncOutcome } from "./status.ts";
 
 /**
  * What `execute` came to: what it wrote, or the failure that stopped it once something was

@@ -30,7 +30,7 @@ import { DeferredError, TerminalError } from "../runtime/controller.ts";
 import { SecretsTooLargeError } from "./secret-budget.ts";
 import { AmbiguousNameError, UnreadableDeploymentError } from "./service/lookup-errors.ts";
 import { NameReservedError } from "./service/name-reserved.ts";
-import { REASON, type SyncOutcome } from "./status/status.ts";
+import { REASON, type SyncOutcome } from "./status.ts";
 
 /** A failure, as the reconciler acts on it. */
 export interface Failure {

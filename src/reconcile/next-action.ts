@@ -11,9 +11,9 @@ import { reconcileInterval } from "./annotations.ts";
 import type { Decided } from "./decide.ts";
 import { statusEqual } from "./diff.ts";
 import type { Evidence } from "./evidence.ts";
+import { type FailedRevisionLog, LOG_RETRY_MS, readAgainPending } from "./failure-evidence.ts";
 import type { StoredResource } from "./ports.ts";
-import { type FailedRevisionLog, LOG_RETRY_MS, readAgainPending } from "./status/failure-evidence.ts";
-import { CONDITION, REASON, type SyncOutcome, statusFrom } from "./status/status.ts";
+import { CONDITION, REASON, type SyncOutcome, statusFrom } from "./status.ts";
 
 /** What a conclusion is drawn from. */
 export interface ConclusionInput {

@@ -28,14 +28,14 @@ import { External } from "./external.ts";
 import { failureOf } from "./failures.ts";
 import { NONE_READ, readSecretsOf } from "./inputs.ts";
 import { conclude } from "./next-action.ts";
+import { nameConflictMessage, recordEvent } from "./notes.ts";
 import type { ConfigMapsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import type { RevisionHistoryEntry } from "./revision-reuse.ts";
 import type { Connected, ReconcileDeps, Run } from "./run.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 import type { Sessions } from "./service/session.ts";
-import { nameConflictMessage, recordEvent } from "./status/notes.ts";
-import { CONDITION, REASON } from "./status/status.ts";
+import { CONDITION, REASON } from "./status.ts";
 
 /** Options of {@link DeploymentReconciler}. */
 export interface ReconcilerOptions {

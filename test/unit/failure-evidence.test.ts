@@ -25,8 +25,8 @@ import {
   rolloutTimeoutMs,
   TAIL_LINES,
   tailOf,
-} from "../../src/reconcile/status/failure-evidence.ts";
-import { statusFrom } from "../../src/reconcile/status/status.ts";
+} from "../../src/reconcile/failure-evidence.ts";
+import { statusFrom } from "../../src/reconcile/status.ts";
 import { ACTIVE, LATEST, rolloutDeployment } from "../support/failed-rollout.ts";
 
 const T0 = new Date("2030-01-01T00:00:00Z");

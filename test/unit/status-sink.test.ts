@@ -15,14 +15,14 @@ import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
 import { DeploymentResourceStatusSchema } from "../../src/crd/status-schema.ts";
 import type { RevisionHistoryEntry } from "../../src/reconcile/revision-reuse.ts";
 import type { Deployment } from "../../src/reconcile/service-types.ts";
-import { statusFrom } from "../../src/reconcile/status/status.ts";
+import { statusFrom } from "../../src/reconcile/status.ts";
 import {
   isStringSchema,
   keepPrintable,
   STATUS_STRINGS,
   UNSET_NAMED,
   unsetNote,
-} from "../../src/reconcile/status/status-sink.ts";
+} from "../../src/reconcile/status-sink.ts";
 import { INVISIBLE, UNPRINTABLE } from "../../src/runtime/unprintable.ts";
 
 type Schema = {

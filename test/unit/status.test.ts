@@ -11,7 +11,7 @@ import {
   type StatusInput,
   type SyncOutcome,
   statusFrom,
-} from "../../src/reconcile/status/status.ts";
+} from "../../src/reconcile/status.ts";
 import { remote } from "./plan-fixtures.ts";
 
 const T0 = new Date("2025-06-01T10:00:00.123Z");

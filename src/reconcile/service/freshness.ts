@@ -23,7 +23,7 @@
  * since the epoch): the snapshot keeps the bookkeeping, this module decides.
  */
 import type { DeploymentResourceStatus } from "../../crd/schema.ts";
-import { CONDITION } from "../status/status.ts";
+import { CONDITION } from "../status.ts";
 
 /** What the connection's listing's freshness depends on (kept by the snapshot). */
 export interface ListingState {

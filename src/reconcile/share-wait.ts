@@ -4,8 +4,8 @@
  * the waiting resources (wiring/connection-share.ts), and replaced by its reconcile's own status
  * when its turn comes. Pure.
  */
-import { putConditions } from "../../conditions/kstatus.ts";
-import type { DeploymentResourceStatus } from "../../crd/schema.ts";
+import { putConditions } from "../conditions/kstatus.ts";
+import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import { CONDITION, REASON } from "./status.ts";
 
 /** Whether `status` says the resource waits for its connection's share already. */

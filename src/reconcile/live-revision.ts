@@ -3,8 +3,8 @@
  * `status.liveRevision` (the `LIVE` column of `kubectl get dmsd -o wide`), and the same in full
  * for `status.activeRevision` (what promotion tools read, docs/guide/promotion.md).
  */
-import type { DeploymentResourceStatus } from "../../crd/schema.ts";
-import type { Deployment, SourceRevisionConfig } from "../service-types.ts";
+import type { DeploymentResourceStatus } from "../crd/schema.ts";
+import type { Deployment, SourceRevisionConfig } from "./service-types.ts";
 
 /**
  * `<active id, 8 characters>@<commit, 7 characters>` for a repository source, else

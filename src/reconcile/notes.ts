@@ -3,10 +3,10 @@
  * drift report. Pure; never a secret value (the planner's summaries hold none).
  */
 
-import { claimedName } from "../claims.ts";
-import type { FieldChange, PatchPlan, Plan } from "../plan.ts";
-import type { EventsPort, StoredResource } from "../ports.ts";
-import type { Deployment } from "../service-types.ts";
+import { claimedName } from "./claims.ts";
+import type { FieldChange, PatchPlan, Plan } from "./plan.ts";
+import type { EventsPort, StoredResource } from "./ports.ts";
+import type { Deployment } from "./service-types.ts";
 import { CONDITION } from "./status.ts";
 
 /** Note of the `Created` event. */

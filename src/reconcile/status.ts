@@ -6,8 +6,8 @@
  * set through `src/conditions/kstatus.ts`, as the connections' are), and `statusEqual` lets the
  * controller skip writes that would change nothing.
  */
-import { cutToLength } from "../../api/cut-text.ts";
-import { redactAndTruncate } from "../../api/redact.ts";
+import { cutToLength } from "../api/cut-text.ts";
+import { redactAndTruncate } from "../api/redact.ts";
 import {
   type ConditionValue,
   formatTime,
@@ -15,29 +15,29 @@ import {
   kstatusOf,
   MAX_MESSAGE_LENGTH,
   putConditions,
-} from "../../conditions/kstatus.ts";
-import type { Condition, DeploymentResourceStatus } from "../../crd/schema.ts";
-import type { PlanProblem } from "../plan.ts";
-import {
-  pendingConfig,
-  pendingRedeploy,
-  type RevisionHistoryEntry,
-  recordDeployed,
-  targetView,
-} from "../revision-reuse.ts";
-import {
-  DEPLOYMENT_STATUSES,
-  type Deployment,
-  DONE_REVISION_STATUSES,
-  FAILED_REVISION_STATUSES,
-  type SourceRevisionConfig,
-} from "../service-types.ts";
+} from "../conditions/kstatus.ts";
+import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
 import {
   activeRevision,
   type ExternalRevision,
   keptExternalRevision,
   liveRevision,
 } from "./live-revision.ts";
+import type { PlanProblem } from "./plan.ts";
+import {
+  pendingConfig,
+  pendingRedeploy,
+  type RevisionHistoryEntry,
+  recordDeployed,
+  targetView,
+} from "./revision-reuse.ts";
+import {
+  DEPLOYMENT_STATUSES,
+  type Deployment,
+  DONE_REVISION_STATUSES,
+  FAILED_REVISION_STATUSES,
+  type SourceRevisionConfig,
+} from "./service-types.ts";
 import { keepPrintable, keepPrintableConditions, unsetNote } from "./status-sink.ts";
 
 /** Condition types the operator sets. */

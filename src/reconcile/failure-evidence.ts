@@ -13,8 +13,8 @@
  * the sequencing and the one Warning `evidence.ts`'s.
  */
 
-import { cutToBytes as cutBytes } from "../../api/cut-text.ts";
-import { stripToLine } from "../../api/printable.ts";
+import { cutToBytes as cutBytes } from "../api/cut-text.ts";
+import { stripToLine } from "../api/printable.ts";
 import {
   applyCoverage,
   partsCoverage,
@@ -23,16 +23,16 @@ import {
   RedactionBudgetError,
   redactAndTruncate,
   UNSEARCHED,
-} from "../../api/redact.ts";
-import { entryTimeMs, type LogEntry, type LogType } from "../../api/revision-logs.ts";
-import { formatTime } from "../../conditions/kstatus.ts";
+} from "../api/redact.ts";
+import { entryTimeMs, type LogEntry, type LogType } from "../api/revision-logs.ts";
+import { formatTime } from "../conditions/kstatus.ts";
 import {
   DEFAULT_ROLLOUT_TIMEOUT,
   type DeploymentResourceStatus,
   type DeploymentSpec,
-} from "../../crd/schema.ts";
-import { isZeroDuration, parseDuration } from "../../duration.ts";
-import type { Deployment } from "../service-types.ts";
+} from "../crd/schema.ts";
+import { isZeroDuration, parseDuration } from "../duration.ts";
+import type { Deployment } from "./service-types.ts";
 import { isBeingDeleted, type REASON, stuckPart } from "./status.ts";
 
 /** Entries asked of the service: the tail a person needs to see why it failed. */
