@@ -23,7 +23,7 @@ import type {
   RevisionRedeploys,
   SecretsPort,
 } from "../reconcile/ports.ts";
-import type { InheritedWindows } from "../reconcile/rollout/rollout-gate.ts";
+import type { InheritedWindows } from "../reconcile/rollout-gate.ts";
 import { DEFAULT_MAX_SECRET_BYTES, SecretsTooLargeError } from "../reconcile/secret-budget.ts";
 import type { SecretDigest } from "../reconcile/secret-hash.ts";
 import { AmbiguousNameError } from "../reconcile/service/lookup-errors.ts";

@@ -37,7 +37,7 @@ import {
   splitPatch,
   type WindowsInEffect,
   windowsInEffect,
-} from "../reconcile/rollout/rollout-gate.ts";
+} from "../reconcile/rollout-gate.ts";
 import { isKeyedDigest, type SecretDigest, UNKEYED_SECRET_DIGEST } from "../reconcile/secret-hash.ts";
 import { secretValueState } from "./importer.ts";
 
@@ -94,7 +94,7 @@ export interface ReviewEntry {
   skipReason?: string;
 }
 
-/** A change the rollout windows would hold (see `src/reconcile/rollout/rollout-gate.ts`). */
+/** A change the rollout windows would hold (see `src/reconcile/rollout-gate.ts`). */
 export interface HeldReview {
   /** When it would go out (RFC 3339), if a window opens within the search. */
   until?: string;

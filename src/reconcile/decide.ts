@@ -2,7 +2,7 @@
  * What a reconcile does, decided without a call: `decide(spec, observation, status, now)` takes
  * the resource (its spec and annotations), what `external.ts`'s `observe` saw of the service and
  * of the spec's inputs, the status as read and the time, and returns a {@link Decision}: the plan
- * (`plan.ts`), what the rollout gate lets go now (`rollout/rollout-gate.ts`), whether a
+ * (`plan.ts`), what the rollout gate lets go now (`rollout-gate.ts`), whether a
  * redeploy is pending or wanted back (`apply-reuse.ts`), the write to make, the status it
  * concludes and the events to record, all as data. `external.ts`'s `execute` performs the write
  * and returns what it wrote; {@link settle} (pure too) joins the two into what the reconciler
@@ -36,14 +36,14 @@ import {
   splitForRedeploy,
   vouchedSecretsHash,
 } from "./revision-reuse.ts";
+import type { Counter } from "./rollout/rollout-windows.ts";
 import {
   gatePatch,
   gateRollout,
   type InheritedWindows,
   type WindowsInEffect,
   windowsInEffect,
-} from "./rollout/rollout-gate.ts";
-import type { Counter } from "./rollout/rollout-windows.ts";
+} from "./rollout-gate.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 import type { Observation as Lookup } from "./service/observe.ts";
 import type { RebuildOutcome } from "./service/rebuilder.ts";

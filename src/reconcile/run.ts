@@ -7,7 +7,7 @@
 import type { ReconcileLog } from "../runtime/log.ts";
 import type { SecretsSeen } from "./inputs.ts";
 import type { ConfigMapsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
-import type { InheritedWindows } from "./rollout/rollout-gate.ts";
+import type { InheritedWindows } from "./rollout-gate.ts";
 import type { SecretDigest } from "./secret-hash.ts";
 import type { ServiceSession } from "./service/session.ts";
 
