@@ -10,7 +10,7 @@ import type { ResolvedGithub } from "../crd/github.ts";
 import { desiredFromSpec, effectiveName } from "../crd/mapping.ts";
 import { ANNOTATION_PAUSED, type DeploymentResource, type DeploymentSpec } from "../crd/schema.ts";
 import { connectionLabel } from "../naming/connection.ts";
-import { rolloutNow } from "../reconcile/annotations.ts";
+import { rolloutNow } from "../reconcile/inputs.ts";
 import { observedDrift } from "../reconcile/notes.ts";
 import {
   type FieldChange,

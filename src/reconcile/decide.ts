@@ -11,8 +11,8 @@
 import { formatTime } from "../conditions/kstatus.ts";
 import type { DesiredDeployment } from "../crd/mapping.ts";
 import { ANNOTATION_REBUILD_REQUESTED_AT, DEFAULT_DRIFT_POLICY } from "../crd/schema.ts";
-import { rebuildRequestedAt, rolloutNow } from "./annotations.ts";
 import { type ApplyPatchResult, pendingSwitchBack, redeployedNote, switchBackPlan } from "./apply-reuse.ts";
+import { rebuildRequestedAt, rolloutNow } from "./inputs.ts";
 import { type ExternalRevision, externalRevisionOf } from "./live-revision.ts";
 import {
   adoptedNote,

@@ -9,7 +9,6 @@
 import type { LogType } from "../api/revision-logs.ts";
 import { formatTime } from "../conditions/kstatus.ts";
 import { DEFAULT_ROLLOUT_TIMEOUT } from "../crd/schema.ts";
-import { reconcileRequestedAt } from "./annotations.ts";
 import type { Decided } from "./decide.ts";
 import {
   evidenceDue,
@@ -24,7 +23,7 @@ import {
   rolloutTimeoutMs,
   TAIL_REDACTION_MS,
 } from "./failure-evidence.ts";
-import { readSecretsOf } from "./inputs.ts";
+import { readSecretsOf, reconcileRequestedAt } from "./inputs.ts";
 import type { EventNote } from "./ports.ts";
 import { targetStatusView, targetView } from "./revision-reuse.ts";
 import type { Connected, ReconcileDeps, Run } from "./run.ts";

@@ -12,12 +12,20 @@ import { type DesiredDeployment, desiredFromSpec, withSecrets } from "../crd/map
 import { flagDuration } from "../duration.ts";
 import { connectionOf, describeConnection } from "../naming/connection.ts";
 import { objectKey } from "../runtime/keys.ts";
-import { reconcileInterval, reconcileRequestedAt, rolloutNow } from "./annotations.ts";
 import { applyPatch, createdHistory } from "./apply-reuse.ts";
 import { claimedName } from "./claims.ts";
 import type { Decision, Executed, Observation } from "./decide.ts";
 import { sameSecretNames } from "./decide.ts";
-import { inlineSecrets, NONE_READ, type ReadSecrets, readSecretsOf, secretVersions } from "./inputs.ts";
+import {
+  inlineSecrets,
+  NONE_READ,
+  type ReadSecrets,
+  readSecretsOf,
+  reconcileInterval,
+  reconcileRequestedAt,
+  rolloutNow,
+  secretVersions,
+} from "./inputs.ts";
 import { notOwnedMessage, recordEvent } from "./notes.ts";
 import type { StoredResource } from "./ports.ts";
 import type { Connected, ReconcileDeps } from "./run.ts";

@@ -10,7 +10,7 @@ import {
   rebuildRequestedAt,
   reconcileRequestedAt,
   rolloutNow,
-} from "../../src/reconcile/annotations.ts";
+} from "../../src/reconcile/inputs.ts";
 import { keepPrintable } from "../../src/reconcile/status-sink.ts";
 
 // The request annotations' values as the operator keeps them: what the status records once a
