@@ -16,6 +16,7 @@ import type { DeploymentSpec } from "../crd/schema.ts";
 import { type ConnectionRef, connectionLabel } from "../naming/connection.ts";
 import { type Claimant, claimedName, claimOf, olderClaimant } from "../reconcile/claims.ts";
 import { type ReadSecrets, RepoListings, readSecrets } from "../reconcile/inputs.ts";
+import { lookUp } from "../reconcile/observe.ts";
 import type {
   DeploymentListings,
   DeploymentLookups,
@@ -27,7 +28,6 @@ import type { InheritedWindows } from "../reconcile/rollout-gate.ts";
 import { DEFAULT_MAX_SECRET_BYTES, SecretsTooLargeError } from "../reconcile/secret-budget.ts";
 import type { SecretDigest } from "../reconcile/secret-hash.ts";
 import { AmbiguousNameError } from "../reconcile/service/lookup-errors.ts";
-import { observe } from "../reconcile/service/observe.ts";
 import { RemoteSnapshot } from "../reconcile/service/snapshot.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { ManifestResource } from "./manifests.ts";
@@ -206,9 +206,9 @@ export async function reviewAll(
       entries.push(fail(error.message));
       continue;
     }
-    let found: Awaited<ReturnType<typeof observe>>;
+    let found: Awaited<ReturnType<typeof lookUp>>;
     try {
-      found = await observe(
+      found = await lookUp(
         service,
         snapshot,
         { deploymentId: live?.status?.deploymentId, name, live: true, liveName: true },

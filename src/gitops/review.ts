@@ -22,15 +22,14 @@ import {
 } from "../reconcile/plan.ts";
 import { lastAppliedFor } from "../reconcile/plan-secrets.ts";
 import {
-  chooseRevision,
   configAfterPatch,
   type DesiredRevision,
   type RevisionHistoryEntry,
-  revisionReusePolicy,
   splitForRedeploy,
   switchedBackTo,
   vouchedSecretsHash,
-} from "../reconcile/revision-reuse.ts";
+} from "../reconcile/revision-history.ts";
+import { chooseRevision, revisionReusePolicy } from "../reconcile/revision-reuse.ts";
 import {
   gateRollout,
   type InheritedWindows,

@@ -9,7 +9,6 @@
 import type { LogType } from "../api/revision-logs.ts";
 import { formatTime } from "../conditions/kstatus.ts";
 import { DEFAULT_ROLLOUT_TIMEOUT } from "../crd/schema.ts";
-import type { Decided } from "./decide.ts";
 import {
   evidenceDue,
   evidenceHeadline,
@@ -25,8 +24,8 @@ import {
 } from "./failure-evidence.ts";
 import { readSecretsOf, reconcileRequestedAt } from "./inputs.ts";
 import type { EventNote } from "./ports.ts";
-import { targetStatusView, targetView } from "./revision-reuse.ts";
-import type { Connected, ReconcileDeps, Run } from "./run.ts";
+import { targetStatusView, targetView } from "./revision-history.ts";
+import type { Connected, Decided, ReconcileDeps, Run } from "./run.ts";
 import { type Deployment, isUuid } from "./service-types.ts";
 import {
   isBeingDeleted,

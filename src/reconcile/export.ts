@@ -33,7 +33,6 @@ import { unprintableIn } from "../api/printable.ts";
 import { type ConditionValue, MAX_MESSAGE_LENGTH, putConditions } from "../conditions/kstatus.ts";
 import { API_VERSION, type DeploymentResourceStatus, KIND, MAX_URL_LENGTH } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
-import type { Decided } from "./decide.ts";
 import { statusEqual } from "./diff.ts";
 import type { Conclusion } from "./next-action.ts";
 import { recordEvent } from "./notes.ts";
@@ -45,7 +44,7 @@ import type {
   ResourceRef,
   StoredResource,
 } from "./ports.ts";
-import type { ReconcileDeps, Run } from "./run.ts";
+import type { Decided, ReconcileDeps, Run } from "./run.ts";
 import type { Deployment } from "./service-types.ts";
 
 /** The label on every exported ConfigMap: the operator's watch of ConfigMaps selects it. */

@@ -78,6 +78,15 @@ export function rebuildRequestedAt(obj: Annotated): string | undefined {
   return value ? keptAnnotationValue(value) : undefined;
 }
 
+/** Whether `dms.dev/rebuild-requested-at` carries a value not acted on yet (`status.lastHandledRebuildAt`). */
+export function pendingRebuild(
+  obj: Annotated,
+  status: { lastHandledRebuildAt?: string | undefined } | undefined,
+): boolean {
+  const requested = rebuildRequestedAt(obj);
+  return requested !== undefined && requested !== status?.lastHandledRebuildAt;
+}
+
 /** Shortest interval honoured: a smaller one would poll the service hot. */
 export const MIN_RECONCILE_INTERVAL_MS = 10_000;
 

@@ -10,10 +10,9 @@
  * is never reused, so a redeploy never brings back old secret values), and the revision reached
  * DEPLOYED once. `spec.revisionReuse` then says which references are trusted not to have moved.
  *
- * Pure: the one read of the revision listing and the redeploy itself are the caller's.
+ * Pure, but for {@link chooseRedeploy}: the one read of the revision listing, made only when a
+ * revision of the history could match. The redeploy itself is `execute.ts`'s.
  */
-
-import { createHash } from "node:crypto";
 import { SOURCE_REVISION_FIELDS } from "../crd/fields.ts";
 import {
   DEFAULT_REVISION_REUSE,
@@ -21,35 +20,22 @@ import {
   type DeploymentSpec,
   type RevisionReusePolicy,
 } from "../crd/schema.ts";
-import { REDEPLOY_REASON_MAX_LENGTH, REVISION_HISTORY_LIMIT } from "../crd/status-schema.ts";
-import { hashSecrets } from "./secret-hash.ts";
-import type { Deployment, PatchDeploymentBody, Revision, SourceRevisionConfig } from "./service-types.ts";
-
-/** An element of `status.revisionHistory`. */
-export type RevisionHistoryEntry = NonNullable<DeploymentResourceStatus["revisionHistory"]>[number];
-
-/** The revision-defining fields compared (`repo_commit_sha` is what a build resolved, not asked for). */
-export const REVISION_FIELDS = ["repo_ref", "graph_config_path", "image_uri", "source_tarball_path"] as const;
+import {
+  configAfterPatch,
+  type DesiredRevision,
+  given,
+  REVISION_FIELDS,
+  type RevisionHistoryEntry,
+  revisionConfigHash,
+  switchedBackTo,
+  vouchedSecretsHash,
+} from "./revision-history.ts";
+import type { RevisionRedeployer } from "./service/redeployer.ts";
+import type { Deployment, Revision, SourceRevisionConfig } from "./service-types.ts";
 
 /** `spec.revisionReuse`, the default (`Pinned`) when unset. */
 export function revisionReusePolicy(spec: Pick<DeploymentSpec, "revisionReuse">): RevisionReusePolicy {
   return spec.revisionReuse ?? DEFAULT_REVISION_REUSE;
-}
-
-/** What the change would make a revision of. */
-export interface DesiredRevision {
-  /**
-   * `source_revision_config` as the new revision would have it: the deployment's current values
-   * with the spec's given fields over them (a PATCH keeps the fields it does not send).
-   */
-  config: SourceRevisionConfig;
-  /** The source the revision would be built from: `spec.revisionSource`, else the deployment's. */
-  source: string;
-  /**
-   * sha256 of the secret names and values the deployment would have (`hashSecrets`), or
-   * undefined when the operator cannot vouch for them: then nothing is reused.
-   */
-  secretsHash: string | undefined;
 }
 
 /** Everything {@link chooseRevision} weighs. */
@@ -68,11 +54,8 @@ export type ReuseDecision =
   | { kind: "build"; reason: string };
 
 const DIGEST = /@sha256:[0-9a-f]{64}$/;
-const COMMIT_SHA = /^[0-9a-f]{40}$/i;
 
-/** `value` as compared: null, undefined and "" all mean "not set". */
-const given = (value: string | null | undefined): string | undefined =>
-  value === null || value === undefined || value === "" ? undefined : value;
+const COMMIT_SHA = /^[0-9a-f]{40}$/i;
 
 /** The first revision-defining field on which `a` and `b` differ, or undefined when they agree. */
 function differingField(a: SourceRevisionConfig, b: SourceRevisionConfig): string | undefined {
@@ -181,174 +164,6 @@ export function chooseRevision(input: ReuseInput): ReuseDecision {
 }
 
 /**
- * sha256 of what defines a revision: its revision-defining fields (null, absent and "" alike) and
- * the source it is built from. Equal digests, equal revisions-to-be.
- */
-export function revisionConfigHash(config: SourceRevisionConfig, source: string): string {
-  const fields = REVISION_FIELDS.map((field) => given(config[field]) ?? null);
-  return createHash("sha256")
-    .update(JSON.stringify([source, ...fields]))
-    .digest("hex");
-}
-
-/** Which earlier revision a redeploy made live, and why, as a history entry records it. */
-export type RedeployedFrom = Pick<RevisionHistoryEntry, "redeployedFrom" | "redeployReason">;
-
-/** {@link RedeployedFrom} of a redeploy of `revisionId` for `reason`, the reason cut to its bound. */
-export function redeployedFrom(revisionId: string, reason: string): RedeployedFrom {
-  const max = REDEPLOY_REASON_MAX_LENGTH;
-  const redeployReason = reason.length <= max ? reason : `${reason.slice(0, max - 1)}…`;
-  return { redeployedFrom: revisionId, redeployReason };
-}
-
-/**
- * `history` after the operator created `revisionId` with secrets `secretsHash` (undefined: it
- * cannot vouch for them) and config `configHash` (by a redeploy: `from`): newest first, each
- * revision once, at most {@link REVISION_HISTORY_LIMIT}.
- */
-export function recordCreated(
-  history: readonly RevisionHistoryEntry[] | undefined,
-  revisionId: string,
-  secretsHash: string | undefined,
-  configHash?: string,
-  from: RedeployedFrom = {},
-): RevisionHistoryEntry[] {
-  const entry: RevisionHistoryEntry = {
-    id: revisionId,
-    ...(secretsHash === undefined ? {} : { secretsHash }),
-    ...(configHash === undefined ? {} : { configHash }),
-    ...from,
-  };
-  const rest = (history ?? []).filter((e) => e.id !== revisionId);
-  return [entry, ...rest].slice(0, REVISION_HISTORY_LIMIT);
-}
-
-/**
- * `history` after the operator redeployed `revisionId` at `at` (RFC 3339) without a new revision
- * (the route switched the active revision back): that entry first, marked `redeployedAt`, so that
- * it stands for what the spec asks to be live ({@link pendingRedeploy}), with what it deployed
- * and why it was redeployed (`artifact`). Unchanged when the
- * revision is not in the history (only a revision the operator created is ever redeployed).
- */
-export function recordRedeployed(
-  history: readonly RevisionHistoryEntry[] | undefined,
-  revisionId: string,
-  at: string,
-  artifact: Pick<RevisionHistoryEntry, "imageUri" | "repoRef" | "repoCommitSha"> & RedeployedFrom = {},
-): RevisionHistoryEntry[] | undefined {
-  const entry = history?.find((e) => e.id === revisionId);
-  if (!history || !entry) return history ? [...history] : undefined;
-  return [{ ...entry, ...artifact, redeployedAt: at }, ...history.filter((e) => e.id !== revisionId)];
-}
-
-/** What a redeployed entry recorded it deployed, as a config (for `status.activeRevision`). */
-export function pendingConfig(entry: RevisionHistoryEntry): SourceRevisionConfig {
-  return {
-    ...(entry.imageUri === undefined ? {} : { image_uri: entry.imageUri }),
-    ...(entry.repoRef === undefined ? {} : { repo_ref: entry.repoRef }),
-    ...(entry.repoCommitSha === undefined ? {} : { repo_commit_sha: entry.repoCommitSha }),
-  };
-}
-
-/**
- * The revision the operator last redeployed by switching the active revision back, while that is
- * its latest act (the newest entry of the history): the revision the spec asks to be live, even
- * though the service's latest revision is another. Undefined otherwise.
- */
-export function pendingRedeploy(
-  history: readonly RevisionHistoryEntry[] | undefined,
-): RevisionHistoryEntry | undefined {
-  const first = history?.[0];
-  return first?.redeployedAt === undefined ? undefined : first;
-}
-
-/**
- * The redeploy pending in `history` ({@link pendingRedeploy}) when it is exactly `desired` (the
- * same digests of config and secrets): that revision is already what the spec asks to be live,
- * so a change planned against the service's latest revision sends nothing for it. Undefined
- * otherwise.
- */
-export function switchedBackTo(
-  history: readonly RevisionHistoryEntry[] | undefined,
-  desired: DesiredRevision,
-): RevisionHistoryEntry | undefined {
-  const pending = pendingRedeploy(history);
-  if (!pending) return undefined;
-  const same =
-    pending.configHash === revisionConfigHash(desired.config, desired.source) &&
-    pending.secretsHash === desired.secretsHash;
-  return same ? pending : undefined;
-}
-
-/**
- * `history` with `revisionId` marked as having reached DEPLOYED (seen active, or reported
- * DEPLOYED); the same array when it is not there or already marked (no status write for nothing).
- */
-export function recordDeployed(
-  history: readonly RevisionHistoryEntry[] | undefined,
-  revisionId: string | null | undefined,
-): readonly RevisionHistoryEntry[] | undefined {
-  if (!history || !revisionId) return history;
-  const i = history.findIndex((e) => e.id === revisionId);
-  if (i < 0 || history[i]?.deployed === true) return history;
-  return history.map((e, j) => (j === i ? { ...e, deployed: true } : e));
-}
-
-/**
- * `source_revision_config` as a PATCH carrying `sent` would leave it: the deployment's `current`
- * values with the given (non-null) fields over them, without the sha a build resolved.
- */
-export function configAfterPatch(
-  current: SourceRevisionConfig,
-  sent: PatchDeploymentBody["source_revision_config"],
-): SourceRevisionConfig {
-  const out: Record<string, string> = {};
-  for (const field of REVISION_FIELDS) {
-    const value = given(sent?.[field]) ?? given(current[field]);
-    if (value !== undefined) out[field] = value;
-  }
-  return out;
-}
-
-/**
- * How a PATCH that would create a revision splits when that revision is redeployed instead:
- * `rest` is the PATCH of what needs no revision (`source_config`, `secret_references`), or
- * undefined when nothing is left to send. Undefined when the PATCH cannot be replaced: it sends
- * secrets (new values make a revision of their own, and a redeploy must never stand in for
- * them), or it changes no revision-defining field.
- */
-export function splitForRedeploy(
-  body: PatchDeploymentBody,
-): { rest: PatchDeploymentBody | undefined } | undefined {
-  if (body.secrets !== undefined && body.secrets !== null) return undefined;
-  if (body.source_revision_config === undefined && (body.revision_source ?? undefined) === undefined)
-    return undefined;
-  const { source_revision_config: _config, revision_source: _source, secrets: _secrets, ...rest } = body;
-  return { rest: Object.keys(rest).length === 0 ? undefined : rest };
-}
-
-/** The digest of no secrets at all (`hashSecrets([])`). */
-export const NO_SECRETS_HASH = hashSecrets([]);
-
-/**
- * The secrets digest a revision made now would be created with, as far as the operator can vouch
- * for it: the digest of the secrets sent with it (`sentHash`); else, when the spec manages the
- * secrets, the digest last applied (`appliedHash`, `status.appliedSecretsHash`); else, when the
- * spec leaves them out, the digest of no secrets if the service reports none. Undefined when it
- * cannot vouch: secrets someone else set, which a redeploy might bring back as they were.
- */
-export function vouchedSecretsHash(input: {
-  managed: boolean;
-  sentHash?: string | undefined;
-  appliedHash?: string | undefined;
-  serviceSecretCount: number;
-}): string | undefined {
-  if (input.sentHash !== undefined) return input.sentHash;
-  if (input.managed) return input.appliedHash;
-  return input.serviceSecretCount === 0 ? NO_SECRETS_HASH : undefined;
-}
-
-/**
  * The revision `spec`'s change would redeploy instead of building one, read from a listing
  * (`revisions`) and the resource's `status` (`revisionHistory`, `appliedSecretsHash`): what
  * `dms-operator revisions` marks. Undefined when the spec's revision-defining fields ask for
@@ -392,28 +207,26 @@ export function reuseTarget(
 }
 
 /**
- * `observed` as the rollout reads it: while a redeploy that switched the active revision back is
- * pending ({@link pendingRedeploy}), the revision the spec asks to be live is that one, not the
- * service's latest; so `latest_revision_id` is it (Ready once it is active, no rollout timing
- * the latest that will never be live again). Otherwise `observed` itself.
+ * The revision to redeploy instead of building `input.desired`, or why none (`chooseRevision`).
+ * At most one call (the first page of the listing), and none when the policy is Never, when no
+ * revision of the history has the same digests of config and secrets (the listing could not
+ * change the answer), or once the connection found either route missing.
  */
-export function targetView<T extends Pick<Deployment, "latest_revision_id">>(
-  observed: T,
-  history: readonly RevisionHistoryEntry[] | undefined,
-): T {
-  const pending = pendingRedeploy(history);
-  return pending ? { ...observed, latest_revision_id: pending.id } : observed;
-}
-
-/**
- * The resource's `status` as the rollout reads it, as {@link targetView} reads the service's
- * deployment: while a switch-back is pending, `latestRevisionId` is the revision switched back
- * to (the status records the service's latest), so that the rollout's start is carried by the
- * revision it waits for.
- */
-export function targetStatusView<
-  T extends Pick<DeploymentResourceStatus, "latestRevisionId" | "revisionHistory">,
->(status: T): T {
-  const pending = pendingRedeploy(status.revisionHistory);
-  return pending ? { ...status, latestRevisionId: pending.id } : status;
+export async function chooseRedeploy(
+  redeployer: RevisionRedeployer,
+  deploymentId: string,
+  input: Omit<ReuseInput, "revisions">,
+  signal: AbortSignal,
+): Promise<ReuseDecision> {
+  if (input.policy === "Never") return chooseRevision({ ...input, revisions: [] });
+  const wanted = input.desired.secretsHash;
+  const config = revisionConfigHash(input.desired.config, input.desired.source);
+  const candidate = (e: ReuseInput["history"][number]) =>
+    e.secretsHash === wanted && (e.configHash === undefined || e.configHash === config);
+  if (wanted === undefined || !input.history.some(candidate))
+    return chooseRevision({ ...input, revisions: [] });
+  if (redeployer.missing !== undefined) return { kind: "build", reason: redeployer.missing };
+  const read = await redeployer.revisions(deploymentId, signal);
+  if (read.kind === "unavailable") return { kind: "build", reason: read.reason };
+  return chooseRevision({ ...input, revisions: read.revisions });
 }

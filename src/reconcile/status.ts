@@ -30,7 +30,7 @@ import {
   type RevisionHistoryEntry,
   recordDeployed,
   targetView,
-} from "./revision-reuse.ts";
+} from "./revision-history.ts";
 import {
   DEPLOYMENT_STATUSES,
   type Deployment,

@@ -5,7 +5,7 @@
  * connection. Calls are counted from the end of the set-up.
  */
 import { pino } from "pino";
-import { recordCreated, revisionConfigHash } from "../../src/reconcile/revision-reuse.ts";
+import { recordCreated, revisionConfigHash } from "../../src/reconcile/revision-history.ts";
 import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import { RevisionRedeployer } from "../../src/reconcile/service/redeployer.ts";
 import { ManualClock } from "./manual-clock.ts";

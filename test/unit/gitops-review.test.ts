@@ -13,7 +13,7 @@ import {
   reviewResource,
   skippedEntry,
 } from "../../src/gitops/review.ts";
-import { NO_SECRETS_HASH, revisionConfigHash } from "../../src/reconcile/revision-reuse.ts";
+import { NO_SECRETS_HASH, revisionConfigHash } from "../../src/reconcile/revision-history.ts";
 import { hashSecrets, keyedSecretDigest } from "../../src/reconcile/secret-hash.ts";
 
 const INSTALL_KEY = Buffer.alloc(32, 7);

@@ -4,7 +4,6 @@ import type { RevisionReusePolicy } from "../../src/crd/schema.ts";
 import { REDEPLOY_REASON_MAX_LENGTH, REVISION_HISTORY_LIMIT } from "../../src/crd/status-schema.ts";
 import { activeRevision } from "../../src/reconcile/live-revision.ts";
 import {
-  chooseRevision,
   configAfterPatch,
   type DesiredRevision,
   NO_SECRETS_HASH,
@@ -12,12 +11,11 @@ import {
   recordCreated,
   recordDeployed,
   redeployedFrom,
-  reuseTarget,
   revisionConfigHash,
-  revisionReusePolicy,
   splitForRedeploy,
   vouchedSecretsHash,
-} from "../../src/reconcile/revision-reuse.ts";
+} from "../../src/reconcile/revision-history.ts";
+import { chooseRevision, reuseTarget, revisionReusePolicy } from "../../src/reconcile/revision-reuse.ts";
 import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";
 import { remote } from "./plan-fixtures.ts";

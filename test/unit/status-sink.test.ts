@@ -13,7 +13,7 @@ import {
 import { type ConnectionStatus, ConnectionStatusSchema } from "../../src/crd/connection-schema.ts";
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
 import { DeploymentResourceStatusSchema } from "../../src/crd/status-schema.ts";
-import type { RevisionHistoryEntry } from "../../src/reconcile/revision-reuse.ts";
+import type { RevisionHistoryEntry } from "../../src/reconcile/revision-history.ts";
 import type { Deployment } from "../../src/reconcile/service-types.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";
 import {
