@@ -15,13 +15,14 @@ import { FINALIZER } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { claimedName, holderOf } from "./claims.ts";
 import { cleansUpOnDelete } from "./decide.ts";
+import { isBeingDeleted } from "./live-revision.ts";
 import { describeResource, notOwnedMessage, recordEvent } from "./notes.ts";
 import { listingGuard, lookUp } from "./observe.ts";
 import type { StoredResource } from "./ports.ts";
+import { REASON } from "./reasons.ts";
 import type { Decided, ReconcileDeps, Run } from "./run.ts";
 import type { ServiceSession, SessionLookup } from "./service/session.ts";
 import type { Deployment } from "./service-types.ts";
-import { isBeingDeleted, REASON } from "./status.ts";
 
 /** Where a cleanup ended: done (`result`), or a decision for the status to conclude. */
 export type CleanupStep = { result: ReconcileResult } | { decided: Decided };

@@ -29,6 +29,7 @@ import {
 import { type NoopPlan, type PatchPlan, plan } from "./plan.ts";
 import { keptSecretsProblem, lastAppliedFor } from "./plan-secrets.ts";
 import type { StoredResource } from "./ports.ts";
+import { REASON, type StatusRecord, type SyncOutcome } from "./reasons.ts";
 import { decideRebuild, withRebuild } from "./rebuild.ts";
 import { pendingSwitchBack, splitForRedeploy, switchBackPlan } from "./revision-history.ts";
 import type { Counter } from "./rollout/rollout-windows.ts";
@@ -45,7 +46,7 @@ import type {
 } from "./run.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 import type { Deployment } from "./service-types.ts";
-import { outcomeFromProblems, REASON, type StatusRecord, type SyncOutcome } from "./status.ts";
+import { outcomeFromProblems } from "./status.ts";
 
 /** `deployment` as an {@link Observed}: `null` is none, `undefined` not looked at. */
 export function observedAs(deployment: Deployment | null | undefined): Observed | undefined {

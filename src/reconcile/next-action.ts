@@ -9,11 +9,13 @@ import { connectionLabel } from "../naming/connection.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { statusEqual } from "./diff.ts";
 import type { Evidence } from "./evidence.ts";
-import { type FailedRevisionLog, LOG_RETRY_MS, readAgainPending } from "./failure-evidence.ts";
+import { LOG_RETRY_MS, readAgainPending } from "./evidence.ts";
+import type { FailedRevisionLog } from "./failure-evidence.ts";
 import { reconcileInterval } from "./inputs.ts";
 import type { StoredResource } from "./ports.ts";
+import { CONDITION, REASON, type SyncOutcome } from "./reasons.ts";
 import type { Decided } from "./run.ts";
-import { CONDITION, REASON, type SyncOutcome, statusFrom } from "./status.ts";
+import { statusFrom } from "./status.ts";
 
 /** What a conclusion is drawn from. */
 export interface ConclusionInput {

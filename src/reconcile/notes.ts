@@ -6,9 +6,9 @@
 import { claimedName } from "./claims.ts";
 import type { FieldChange, PatchPlan, Plan } from "./plan.ts";
 import type { EventsPort, StoredResource } from "./ports.ts";
+import { CONDITION } from "./reasons.ts";
 import type { RevisionSent } from "./run.ts";
 import type { Deployment } from "./service-types.ts";
-import { CONDITION } from "./status.ts";
 
 /** Note of the `Created` event. */
 export function createdNote(deployment: Deployment): string {

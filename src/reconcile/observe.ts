@@ -29,12 +29,12 @@ import {
 } from "./inputs.ts";
 import { notOwnedMessage, recordEvent } from "./notes.ts";
 import type { DeploymentLookups, StoredResource } from "./ports.ts";
+import { CONDITION, REASON, type StatusRecord, type SyncOutcome } from "./reasons.ts";
 import type { Connected, Found, Observation, ReconcileDeps } from "./run.ts";
 import { isKeyedDigest } from "./secret-hash.ts";
 import { AmbiguousNameError, UnreadableDeploymentError, unreadableMessage } from "./service/lookup-errors.ts";
 import type { ListingFailure, RemoteSnapshot } from "./service/snapshot.ts";
 import type { Deployment } from "./service-types.ts";
-import { CONDITION, REASON, type StatusRecord, type SyncOutcome } from "./status.ts";
 
 /** The observe half of the boundary; one per reconciler, for the warnings it gave. */
 export class Observer {

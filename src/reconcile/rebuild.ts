@@ -10,6 +10,7 @@ import { ANNOTATION_REBUILD_REQUESTED_AT } from "../crd/schema.ts";
 import { rebuildRequestedAt, rolloutNow } from "./inputs.ts";
 import { syncedOf } from "./notes.ts";
 import type { StoredResource } from "./ports.ts";
+import { REASON, type SyncOutcome } from "./reasons.ts";
 import {
   configAfterPatch,
   type RevisionHistoryEntry,
@@ -21,7 +22,6 @@ import type { Counter } from "./rollout/rollout-windows.ts";
 import { gateRollout, type WindowsInEffect } from "./rollout-gate.ts";
 import type { Decided, DecidedEvent, DecideSpec, Decision, Executed, Observation } from "./run.ts";
 import type { Deployment, Revision } from "./service-types.ts";
-import { REASON, type SyncOutcome } from "./status.ts";
 
 /** The change a rebuild makes, as the rollout gate's message names it. */
 const REBUILD_CHANGE = {

@@ -30,12 +30,12 @@ import { conclude } from "./next-action.ts";
 import { nameConflictMessage, recordEvent } from "./notes.ts";
 import { Observer } from "./observe.ts";
 import type { ConfigMapsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
+import { CONDITION, REASON } from "./reasons.ts";
 import type { RevisionHistoryEntry } from "./revision-history.ts";
 import type { Connected, Decided, ExternalChangeKind, ReconcileDeps, Run } from "./run.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 import type { Sessions } from "./service/session.ts";
-import { CONDITION, REASON } from "./status.ts";
 
 /** Options of {@link DeploymentReconciler}. */
 export interface ReconcilerOptions {

@@ -14,13 +14,13 @@ import type { SecretsSeen } from "./inputs.ts";
 import type { ExternalRevision } from "./live-revision.ts";
 import type { CreatePlan, PatchPlan } from "./plan.ts";
 import type { ConfigMapsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
+import type { StatusRecord, SyncOutcome } from "./reasons.ts";
 import type { RevisionHistoryEntry } from "./revision-history.ts";
 import type { InheritedWindows } from "./rollout-gate.ts";
 import type { SecretDigest } from "./secret-hash.ts";
 import type { RebuildOutcome } from "./service/rebuilder.ts";
 import type { ServiceSession } from "./service/session.ts";
 import type { Deployment, SourceRevisionConfig } from "./service-types.ts";
-import type { StatusRecord, SyncOutcome } from "./status.ts";
 
 /**
  * What the arms of a reconcile use: the ports, the clock reading's source, and the settings the

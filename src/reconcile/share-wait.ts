@@ -6,7 +6,7 @@
  */
 import { putConditions } from "../conditions/kstatus.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
-import { CONDITION, REASON } from "./status.ts";
+import { CONDITION, REASON } from "./reasons.ts";
 
 /** Whether `status` says the resource waits for its connection's share already. */
 export function saysWaitingForShare(status: DeploymentResourceStatus): boolean {

@@ -10,7 +10,7 @@ import { registerConnectionMetrics, registerResourceMetrics } from "../gauges/re
 import type { KubeConnections } from "../kube/connections.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
 import { connectionKey, idOf } from "../naming/connection.ts";
-import { REASON } from "../reconcile/status.ts";
+import { REASON } from "../reconcile/reasons.ts";
 import { HeapBudgetCheck } from "../runtime/heap-budget.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 

@@ -9,20 +9,22 @@ import { ROLLOUT_TIMEOUT_PATTERN } from "../../src/crd/schema.ts";
 import { parseDuration } from "../../src/duration.ts";
 import { NOTE_LIMIT_BYTES } from "../../src/kube/events.ts";
 import {
-  EVENT_NOTE_BYTES,
-  EXCERPT_CHARS,
   evidenceDue,
-  excerptOf,
-  type FailedRevisionLog,
-  fitNote,
-  formatLine,
-  LINE_CHARS,
   logTypeFor,
   MAX_LOG_READS,
   readAgainPending,
   rolloutStart,
   rolloutTimedOut,
   rolloutTimeoutMs,
+} from "../../src/reconcile/evidence.ts";
+import {
+  EVENT_NOTE_BYTES,
+  EXCERPT_CHARS,
+  excerptOf,
+  type FailedRevisionLog,
+  fitNote,
+  formatLine,
+  LINE_CHARS,
   TAIL_LINES,
   tailOf,
 } from "../../src/reconcile/failure-evidence.ts";

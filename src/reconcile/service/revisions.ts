@@ -11,9 +11,10 @@ import type { Logger } from "pino";
 import { loggedError, RevisionsRouteMissingError } from "../../api/errors.ts";
 import type { DeploymentResourceStatus } from "../../crd/schema.ts";
 import { evidenceHeadline } from "../failure-evidence.ts";
+import { isDoneRevision, isFailedRevision, type RevisionObservation } from "../live-revision.ts";
 import type { EventNote, RevisionReads } from "../ports.ts";
+import { REASON } from "../reasons.ts";
 import type { Deployment } from "../service-types.ts";
-import { isDoneRevision, isFailedRevision, REASON, type RevisionObservation } from "../status.ts";
 import { OptionalRoute } from "./optional-route.ts";
 
 /** What one look at the latest revision gives the reconcile. */
