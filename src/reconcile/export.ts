@@ -33,8 +33,8 @@ import { unprintableIn } from "../api/printable.ts";
 import { type ConditionValue, MAX_MESSAGE_LENGTH, putConditions } from "../conditions/kstatus.ts";
 import { API_VERSION, type DeploymentResourceStatus, KIND, MAX_URL_LENGTH } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
+import type { Conclusion } from "./conclude.ts";
 import { statusEqual } from "./diff.ts";
-import type { Conclusion } from "./next-action.ts";
 import { recordEvent } from "./notes.ts";
 import type {
   ConfigMapsPort,

@@ -4,7 +4,7 @@
  * rule and one of two arms, `cleanup` (being deleted: `cleanup.ts`) or apply (everything else):
  * `observe` the service (`observe.ts`), `decide` (pure, `decide.ts`), `execute` what was decided (`execute.ts`)
  * and settle it with what was written; then the conclusion: the evidence a status needs
- * (`evidence.ts`), the status and the requeue drawn from it (pure, `next-action.ts`), the
+ * (`evidence.ts`), the status and the requeue drawn from it (pure, `conclude.ts`), the
  * ConfigMap of `spec.export` when there is one (`export.ts`), the status written when it
  * changed. A failure at any step goes to the error policy at the end of this file, reported on
  * the version of the resource last written: as a condition and an event, then retried with
@@ -19,6 +19,7 @@ import { parseObjectKey } from "../runtime/keys.ts";
 import { LazyReconcileLog, reconcileFields } from "../runtime/log.ts";
 import { holderOf } from "./claims.ts";
 import { cleanup } from "./cleanup.ts";
+import { conclude } from "./conclude.ts";
 import { cleansUpOnDelete, decide, settle } from "./decide.ts";
 import { changedStatusFields } from "./diff.ts";
 import { readEvidence } from "./evidence.ts";
@@ -26,7 +27,6 @@ import { execute } from "./execute.ts";
 import { EXPORT_CONDITION, exportStep } from "./export.ts";
 import { failureOf } from "./failures.ts";
 import { isPaused, NONE_READ, readSecretsOf } from "./inputs.ts";
-import { conclude } from "./next-action.ts";
 import { nameConflictMessage, recordEvent } from "./notes.ts";
 import { Observer } from "./observe.ts";
 import type { ConfigMapsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
@@ -245,7 +245,7 @@ export class DeploymentReconciler {
 
   /**
    * Asks the service what a status needs besides what was decided (the latest revision, the
-   * rollout's evidence), draws the conclusion (pure: `next-action.ts`), records the revision's
+   * rollout's evidence), draws the conclusion (pure: `conclude.ts`), records the revision's
    * event, writes the status if it changed, and says when to look again.
    */
   async #conclude(run: Run, decided: Decided, signal: AbortSignal): Promise<ReconcileResult> {

@@ -13,7 +13,7 @@ import {
 } from "../../src/crd/schema.ts";
 import { DEFAULT_CONNECTION } from "../../src/naming/connection.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
-import { pollIndexer } from "../../src/reconcile/next-action.ts";
+import { pollIndexer } from "../../src/reconcile/conclude.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { hashSecrets, keyedSecretDigest, type SecretDigest } from "../../src/reconcile/secret-hash.ts";
