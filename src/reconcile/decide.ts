@@ -5,7 +5,7 @@
  * (`plan.ts`), what the rollout gate lets go now (`rollout-gate.ts`), whether a redeploy is
  * pending or wanted back (`revision-history.ts`), a rebuild asked for (`rebuild.ts`), the write
  * to make, the status it concludes and the events to record, all as data. `execute`
- * (execute.ts) performs the write and returns what it wrote; {@link settle} (pure too) joins the
+ * (execute.ts) performs the write and returns what it wrote; `settle` (conclude.ts, pure too) joins the
  * two into what the reconciler concludes. No port, no clock, no I/O here: the table of cases is
  * test/unit/decide.test.ts.
  */

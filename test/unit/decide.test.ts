@@ -14,9 +14,8 @@ import {
   type DeploymentResourceStatus,
   type DeploymentSpec,
 } from "../../src/crd/schema.ts";
-import { conclude } from "../../src/reconcile/conclude.ts";
+import { conclude, settle } from "../../src/reconcile/conclude.ts";
 import { cleansUpOnDelete, decide } from "../../src/reconcile/decide.ts";
-import { settle } from "../../src/reconcile/conclude.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import type { DecideSpec, Decision, Executed, Observation } from "../../src/reconcile/run.ts";
 import { BODY, SPEC } from "../support/agent-fixture.ts";
