@@ -15,7 +15,6 @@ import { flagDuration } from "../duration.ts";
 import { connectionOf, describeConnection } from "../naming/connection.ts";
 import { objectKey } from "../runtime/keys.ts";
 import { claimedName } from "./claims.ts";
-
 import {
   inlineSecrets,
   NONE_READ,

@@ -60,7 +60,10 @@ export interface Run {
 /** A run whose connection is usable. */
 export type Connected = Run & { readonly session: ServiceSession };
 
-/** What was found. `deployment` is null when the service has none for this resource. */
+/**
+ * What the lookup found (`lookUp`, observe.ts). `deployment` is null when the service has none
+ * for this resource.
+ */
 export interface Found {
   deployment: Deployment | null;
   /** Found by name although the status did not point at it: the resource takes it over. */
@@ -96,7 +99,10 @@ export interface Observation {
   inheritedWindows?: InheritedWindows | undefined;
   /** The clock when the observation ended (ms since the epoch): a create's grace runs on it. */
   at: number;
-  /** Why the connection's rebuild route is known missing (`session.rebuilds.missing`), if it is. */
+  /**
+   * Why the connection's rebuild route is known missing (`session.rebuilds.missing`), if it is;
+   * read only while a rebuild is asked for (`pendingRebuild`), the one case a decision weighs it.
+   */
   rebuildMissing?: string | undefined;
   /**
    * The latest revision this process's own last write of the deployment answered, while the
