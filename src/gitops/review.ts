@@ -25,11 +25,12 @@ import {
   configAfterPatch,
   type DesiredRevision,
   type RevisionHistoryEntry,
+  revisionReusePolicy,
   splitForRedeploy,
   switchedBackTo,
   vouchedSecretsHash,
 } from "../reconcile/revision-history.ts";
-import { chooseRevision, revisionReusePolicy } from "../reconcile/revision-reuse.ts";
+import { chooseRevision } from "../reconcile/revision-reuse.ts";
 import {
   gateRollout,
   type InheritedWindows,

@@ -27,10 +27,12 @@ import {
   recordCreated,
   recordRedeployed,
   redeployedFrom,
+  reuseExcluded,
   revisionDigests,
+  revisionReusePolicy,
   splitForRedeploy,
 } from "./revision-history.ts";
-import { chooseRedeploy, revisionReusePolicy } from "./revision-reuse.ts";
+import { chooseRevision, type ReuseDecision, type ReuseInput } from "./revision-reuse.ts";
 import type { ApplyPatchResult, Connected, Decision, Executed, ReconcileDeps } from "./run.ts";
 import type { RevisionRedeployer } from "./service/redeployer.ts";
 import type { Deployment } from "./service-types.ts";
@@ -232,4 +234,24 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
 function withoutRedeploy(entry: RevisionHistoryEntry): RevisionHistoryEntry {
   const { redeployedAt: _at, ...rest } = entry;
   return rest;
+}
+
+/**
+ * The revision to redeploy instead of building `input.desired`, or why none (`chooseRevision`).
+ * At most one call (the first page of the listing), and none when the policy is Never, when no
+ * revision of the history has the same digests of config and secrets (the listing could not
+ * change the answer), or once the connection found either route missing.
+ */
+export async function chooseRedeploy(
+  redeployer: RevisionRedeployer,
+  deploymentId: string,
+  input: Omit<ReuseInput, "revisions">,
+  signal: AbortSignal,
+): Promise<ReuseDecision> {
+  const excluded = reuseExcluded(input.policy, input.desired, input.history);
+  if (excluded !== undefined) return { kind: "build", reason: excluded };
+  if (redeployer.missing !== undefined) return { kind: "build", reason: redeployer.missing };
+  const read = await redeployer.revisions(deploymentId, signal);
+  if (read.kind === "unavailable") return { kind: "build", reason: read.reason };
+  return chooseRevision({ ...input, revisions: read.revisions });
 }

@@ -10,33 +10,24 @@
  * is never reused, so a redeploy never brings back old secret values), and the revision reached
  * DEPLOYED once. `spec.revisionReuse` then says which references are trusted not to have moved.
  *
- * Pure, but for {@link chooseRedeploy}: the one read of the revision listing, made only when a
- * revision of the history could match. The redeploy itself is `execute.ts`'s.
+ * Pure. Whether any revision of the history could match at all, before a listing is read, is
+ * `reuseExcluded`'s (revision-history.ts); the one read of the listing, and the redeploy itself,
+ * are `execute.ts`'s.
  */
 import { SOURCE_REVISION_FIELDS } from "../crd/fields.ts";
-import {
-  DEFAULT_REVISION_REUSE,
-  type DeploymentResourceStatus,
-  type DeploymentSpec,
-  type RevisionReusePolicy,
-} from "../crd/schema.ts";
+import type { DeploymentResourceStatus, DeploymentSpec, RevisionReusePolicy } from "../crd/schema.ts";
 import {
   configAfterPatch,
   type DesiredRevision,
   given,
+  NOT_REUSED,
   REVISION_FIELDS,
   type RevisionHistoryEntry,
-  revisionConfigHash,
+  revisionReusePolicy,
   switchedBackTo,
   vouchedSecretsHash,
 } from "./revision-history.ts";
-import type { RevisionRedeployer } from "./service/redeployer.ts";
 import type { Deployment, Revision, SourceRevisionConfig } from "./service-types.ts";
-
-/** `spec.revisionReuse`, the default (`Pinned`) when unset. */
-export function revisionReusePolicy(spec: Pick<DeploymentSpec, "revisionReuse">): RevisionReusePolicy {
-  return spec.revisionReuse ?? DEFAULT_REVISION_REUSE;
-}
 
 /** Everything {@link chooseRevision} weighs. */
 export interface ReuseInput {
@@ -104,7 +95,7 @@ export function deployedArtifact(config: SourceRevisionConfig): string {
  */
 export function chooseRevision(input: ReuseInput): ReuseDecision {
   const { policy, desired, revisions, history } = input;
-  if (policy === "Never") return { kind: "build", reason: "spec.revisionReuse is Never" };
+  if (policy === "Never") return { kind: "build", reason: NOT_REUSED.never };
   const created = new Map(history.map((entry) => [entry.id, entry]));
   let closest: string | undefined;
   const miss = (reason: string) => {
@@ -159,7 +150,7 @@ export function chooseRevision(input: ReuseInput): ReuseDecision {
   }
   return {
     kind: "build",
-    reason: closest ?? "no earlier revision among the latest listed deployed the same config",
+    reason: closest ?? NOT_REUSED.noMatch,
   };
 }
 
@@ -204,29 +195,4 @@ export function reuseTarget(
     revisions,
     history: status?.revisionHistory ?? [],
   });
-}
-
-/**
- * The revision to redeploy instead of building `input.desired`, or why none (`chooseRevision`).
- * At most one call (the first page of the listing), and none when the policy is Never, when no
- * revision of the history has the same digests of config and secrets (the listing could not
- * change the answer), or once the connection found either route missing.
- */
-export async function chooseRedeploy(
-  redeployer: RevisionRedeployer,
-  deploymentId: string,
-  input: Omit<ReuseInput, "revisions">,
-  signal: AbortSignal,
-): Promise<ReuseDecision> {
-  if (input.policy === "Never") return chooseRevision({ ...input, revisions: [] });
-  const wanted = input.desired.secretsHash;
-  const config = revisionConfigHash(input.desired.config, input.desired.source);
-  const candidate = (e: ReuseInput["history"][number]) =>
-    e.secretsHash === wanted && (e.configHash === undefined || e.configHash === config);
-  if (wanted === undefined || !input.history.some(candidate))
-    return chooseRevision({ ...input, revisions: [] });
-  if (redeployer.missing !== undefined) return { kind: "build", reason: redeployer.missing };
-  const read = await redeployer.revisions(deploymentId, signal);
-  if (read.kind === "unavailable") return { kind: "build", reason: read.reason };
-  return chooseRevision({ ...input, revisions: read.revisions });
 }

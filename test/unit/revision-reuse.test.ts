@@ -12,10 +12,11 @@ import {
   recordDeployed,
   redeployedFrom,
   revisionConfigHash,
+  revisionReusePolicy,
   splitForRedeploy,
   vouchedSecretsHash,
 } from "../../src/reconcile/revision-history.ts";
-import { chooseRevision, reuseTarget, revisionReusePolicy } from "../../src/reconcile/revision-reuse.ts";
+import { chooseRevision, reuseTarget } from "../../src/reconcile/revision-reuse.ts";
 import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";
 import { remote } from "./plan-fixtures.ts";
