@@ -11,7 +11,7 @@
  */
 import { formatTime } from "../conditions/kstatus.ts";
 import { DEFAULT_DRIFT_POLICY } from "../crd/schema.ts";
-import { pendingRebuild, rebuildRequestedAt, rolloutNow } from "./inputs.ts";
+import { pendingRebuild, rebuildRequestedAt, rolloutNow, rolloutNowAsked } from "./inputs.ts";
 import { externalRevisionOf } from "./live-revision.ts";
 import {
   adoptedNote,
@@ -29,7 +29,13 @@ import { REASON, type StatusRecord, type SyncOutcome } from "./reasons.ts";
 import { decideRebuild } from "./rebuild.ts";
 import { pendingSwitchBack, splitForRedeploy, switchBackPlan } from "./revision-history.ts";
 import type { Counter } from "./rollout/rollout-windows.ts";
-import { gatePatch, windowsInEffect } from "./rollout-gate.ts";
+import {
+  type GatedPatch,
+  gatePatch,
+  REVISION_GROUPS,
+  type WindowsInEffect,
+  windowsInEffect,
+} from "./rollout-gate.ts";
 import type { Decided, DecidedEvent, DecideSpec, Decision, Observation, Observed, Write } from "./run.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 import type { Deployment } from "./service-types.ts";
@@ -118,10 +124,14 @@ export function decide(
     events.push({ type: "Normal", reason: created ? "Created" : "Adopted", note });
   }
   // Read before any write: windows that cannot be read stall the resource (InvalidSpec), once
-  // the events above are recorded.
-  let windows: ReturnType<typeof windowsInEffect>;
+  // the events above are recorded. A resource no window rules (none of its own, none of its
+  // connection's) has none to read, and nothing a gate would hold: the gate is not asked.
+  const windowless = !spec.spec.rolloutWindows?.length && !observation.inheritedWindows?.windows.length;
+  let windows: WindowsInEffect;
   try {
-    windows = windowsInEffect(spec.spec.rolloutWindows, observation.inheritedWindows, now);
+    windows = windowless
+      ? NO_WINDOWS
+      : windowsInEffect(spec.spec.rolloutWindows, observation.inheritedWindows, now);
   } catch (error) {
     return { ...none, ...external, events, outcome: { kind: "synced" }, failed: { error } };
   }
@@ -179,13 +189,15 @@ export function decide(
         ? splitForRedeploy(sendable.body)?.rest
           ? { send: sendable }
           : {}
-        : gatePatch(sendable, {
-            windows,
-            now,
-            rolloutNow: rolloutNow(spec),
-            handledRolloutNow: status.lastHandledRolloutNow,
-            ...(settings.counter ? { counter: settings.counter } : {}),
-          });
+        : windowless
+          ? ungated(sendable, rolloutNowAsked(spec, status))
+          : gatePatch(sendable, {
+              windows,
+              now,
+              rolloutNow: rolloutNow(spec),
+              handledRolloutNow: status.lastHandledRolloutNow,
+              ...(settings.counter ? { counter: settings.counter } : {}),
+            });
   // The secrets held are not applied yet: their hash stays the last applied one, and the
   // Secrets are read again when the window opens.
   const secretsHeld =
@@ -259,6 +271,19 @@ export function decide(
       ? [{ type: "Normal", reason: REASON.OutsideRolloutWindow, note: message }]
       : [];
   return { ...decided, after, outcome: problems ?? { kind: "held", message }, wakeAt };
+}
+
+/** The windows of a resource no window rules: what `windowsInEffect` gives it. */
+const NO_WINDOWS: WindowsInEffect = { windows: [], source: "spec.rolloutWindows" };
+
+/**
+ * What `gatePatch` answers for `plan` when no window rules the resource: all of it goes now, its
+ * revision part, if any, let out by `dms.dev/rollout-now` when that was `asked` (as the gate
+ * says it when no window holds the change).
+ */
+function ungated(plan: PatchPlan, asked: boolean): GatedPatch {
+  const makesRevision = plan.changes.some((c) => REVISION_GROUPS.includes(c.group));
+  return makesRevision && asked ? { send: plan, viaRolloutNow: true } : { send: plan };
 }
 
 /** `drift` as nothing to send: its secrets' hash kept when they were in line (not part of it). */

@@ -17,6 +17,7 @@ import {
   ANNOTATION_RECONCILE_INTERVAL,
   ANNOTATION_RECONCILE_REQUESTED_AT,
   ANNOTATION_ROLLOUT_NOW,
+  type DeploymentResourceStatus,
   type DeploymentSpec,
 } from "../crd/schema.ts";
 import { parseDuration } from "../duration.ts";
@@ -78,14 +79,20 @@ export function rebuildRequestedAt(obj: Annotated): string | undefined {
   return value ? keptAnnotationValue(value) : undefined;
 }
 
+/** What the status records of the annotations' values acted on. */
+type Handled = Pick<DeploymentResourceStatus, "lastHandledRolloutNow" | "lastHandledRebuildAt"> | undefined;
+
+/** Whether an annotation's `value` (as kept) is one not acted on yet (`handled`). */
+const notHandled = (value: string | undefined, handled: string | undefined): boolean =>
+  value !== undefined && value !== handled;
+
+/** Whether `dms.dev/rollout-now` carries a value not acted on yet (`status.lastHandledRolloutNow`). */
+export const rolloutNowAsked = (obj: Annotated, status: Handled): boolean =>
+  notHandled(rolloutNow(obj), status?.lastHandledRolloutNow);
+
 /** Whether `dms.dev/rebuild-requested-at` carries a value not acted on yet (`status.lastHandledRebuildAt`). */
-export function pendingRebuild(
-  obj: Annotated,
-  status: { lastHandledRebuildAt?: string | undefined } | undefined,
-): boolean {
-  const requested = rebuildRequestedAt(obj);
-  return requested !== undefined && requested !== status?.lastHandledRebuildAt;
-}
+export const pendingRebuild = (obj: Annotated, status: Handled): boolean =>
+  notHandled(rebuildRequestedAt(obj), status?.lastHandledRebuildAt);
 
 /** Shortest interval honoured: a smaller one would poll the service hot. */
 export const MIN_RECONCILE_INTERVAL_MS = 10_000;
