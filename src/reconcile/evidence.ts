@@ -25,11 +25,18 @@ import {
   TAIL_REDACTION_MS,
 } from "./failure-evidence.ts";
 import { readSecretsOf, reconcileRequestedAt } from "./inputs.ts";
-import { isBeingDeleted, isFailedRevision, type RevisionObservation, stuckPart } from "./live-revision.ts";
+import {
+  isBeingDeleted,
+  isFailedRevision,
+  lookedWithoutCall,
+  type RevisionObservation,
+  stuckPart,
+} from "./live-revision.ts";
 import type { EventNote } from "./ports.ts";
 import { REASON } from "./reasons.ts";
 import { targetStatusView, targetView } from "./revision-history.ts";
 import type { Connected, Decided, ReconcileDeps, Run } from "./run.ts";
+import type { RevisionLook } from "./service/revisions.ts";
 import { type Deployment, isUuid } from "./service-types.ts";
 
 /** What the service said of the observed deployment's latest revision and its rollout. */
@@ -61,7 +68,9 @@ export async function readEvidence(
   const previous = run.obj.status;
   // Revision tracking: the latest revision's status, and a Warning the first time it failed.
   const requested = (reconcileRequestedAt(run.obj) ?? null) !== (previous?.lastHandledReconcileAt ?? null);
-  const look = await run.session.revisions.look(observed.deployment, previous, requested, signal);
+  const look: RevisionLook =
+    lookedWithoutCall(observed.deployment, previous, requested) ??
+    (await run.session.revisions.look(observed.deployment, previous, requested, signal));
   const rollout = await rolloutEvidence(deps, run, observed.deployment, look.revision, signal);
   // The evidence's Warning, when it read a log, is the revision's one event (with its tail).
   return { revision: look.revision, rollout: rollout.status, event: rollout.event ?? look.event };

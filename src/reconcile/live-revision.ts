@@ -196,3 +196,23 @@ export function keptExternalRevision(
   if (!previous || !d || previous.id !== d.latest_revision_id) return previous;
   return { id: previous.id, seenAt: previous.seenAt, ...artifactOf(d.source_revision_config) };
 }
+
+/**
+ * What a look at `deployment`'s latest revision comes to without a call, whatever the connection
+ * (`RevisionTracker.look`, service/revisions.ts, starts with it, and the evidence asks it first):
+ * nothing without a latest revision; `DEPLOYED` when it is the active one; nothing for a revision
+ * first seen now (the answer to this reconcile's create or PATCH), which is read from the next
+ * poll on, unless a reconcile was `requested` by annotation. Undefined when it takes a look.
+ */
+export function lookedWithoutCall(
+  deployment: Pick<Deployment, "latest_revision_id" | "active_revision_id">,
+  previous: Pick<DeploymentResourceStatus, "latestRevisionId"> | undefined,
+  requested: boolean,
+): { revision?: RevisionObservation } | undefined {
+  const latest = deployment.latest_revision_id;
+  if (!latest) return {};
+  if (latest === deployment.active_revision_id) return { revision: { id: latest, status: "DEPLOYED" } };
+  // A revision that has barely started: a create or an edit then costs its one call.
+  if (previous?.latestRevisionId !== latest && !requested) return {};
+  return undefined;
+}
