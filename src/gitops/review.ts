@@ -15,12 +15,12 @@ import { observedDrift } from "../reconcile/notes.ts";
 import {
   type FieldChange,
   type LastApplied,
+  lastAppliedFor,
   type NoopPlan,
   type PatchPlan,
   type PlanProblem,
   plan,
 } from "../reconcile/plan.ts";
-import { lastAppliedFor } from "../reconcile/plan-secrets.ts";
 import {
   configAfterPatch,
   type DesiredRevision,

@@ -22,8 +22,7 @@ import {
   observedDrift,
   syncedOf,
 } from "./notes.ts";
-import { type NoopPlan, type PatchPlan, plan } from "./plan.ts";
-import { lastAppliedFor } from "./plan-secrets.ts";
+import { lastAppliedFor, type NoopPlan, type PatchPlan, plan } from "./plan.ts";
 import type { StoredResource } from "./ports.ts";
 import { REASON, type StatusRecord, type SyncOutcome } from "./reasons.ts";
 import { decideRebuild } from "./rebuild.ts";

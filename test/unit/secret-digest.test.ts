@@ -2,7 +2,8 @@
 // digest recorded before the key still matching its values, and the planner deciding with them.
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { lastAppliedFor, planSecrets } from "../../src/reconcile/plan-secrets.ts";
+import { lastAppliedFor } from "../../src/reconcile/plan.ts";
+import { planSecrets } from "../../src/reconcile/plan-secrets.ts";
 import {
   hashSecrets,
   isKeyedDigest,
