@@ -41,7 +41,7 @@ import { InstallKeyError, readInstallKey } from "../kube/install-key.ts";
 import { listItems } from "../kube/object.ts";
 import { collectionPath } from "../kube/reflector.ts";
 import { secretsPort } from "../kube/secrets.ts";
-import { keyedSecretDigest } from "../reconcile/plan/secret-hash.ts";
+import { keyedSecretDigest } from "../reconcile/secret-hash.ts";
 import { systemClock } from "../runtime/clock.ts";
 import { type CommandCluster, commandConnectionClients, kubeconfigCluster } from "./connections.ts";
 import { type CliContext, type ConnectionFlags, UsageError } from "./context.ts";

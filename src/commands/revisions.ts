@@ -22,7 +22,7 @@ import { RevisionsRouteMissingError } from "../api/errors.ts";
 import { escapeForTerminal } from "../api/printable.ts";
 import type { RevisionListing, RevisionRow } from "../api/revision-listing.ts";
 import { type Deployment, isUuid, ROUTES } from "../api/wire.ts";
-import { reuseTarget } from "../reconcile/plan/revision-reuse.ts";
+import { reuseTarget } from "../reconcile/revision-reuse.ts";
 import type { CliContext, ConnectionFlags } from "./context.ts";
 import { type Listing, type OutputFlags, renderFor } from "./output.ts";
 import { commandTarget, deploymentNamed } from "./resource-deployment.ts";

@@ -21,7 +21,7 @@ import {
 } from "../crd/connection-schema.ts";
 import { type Failure, KSTATUS } from "../crd/kstatus.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
-import { statusEqual } from "../reconcile/plan/diff.ts";
+import { statusEqual } from "../reconcile/diff.ts";
 import type { SecretsPort } from "../reconcile/ports.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";

@@ -15,7 +15,7 @@ import {
   SERVICE_CONNECTION_KIND,
 } from "../crd/connection-schema.ts";
 import type { SecretRead } from "../reconcile/ports.ts";
-import type { InheritedWindows } from "../reconcile/rollout/rollout-gate.ts";
+import type { InheritedWindows } from "../reconcile/rollout-gate.ts";
 import type { ObjectRef } from "../runtime/keys.ts";
 
 /**

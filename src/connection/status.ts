@@ -3,7 +3,7 @@
  * trio of `src/crd/kstatus.ts`, built as the Deployment resource's are: `Ready` from the
  * verdict once there is one, `Reconciling` while a transient failure is retried or a deletion is
  * held, `Stalled` when a failure waits for a change of the spec or a Secret. Every string passes
- * the status sink the Deployment resource's passes (`reconcile/status/status-sink.ts`), with its
+ * the status sink the Deployment resource's passes (`reconcile/status-sink.ts`), with its
  * own table {@link CONNECTION_STATUS_STRINGS}.
  */
 import { truncate } from "../api/errors.ts";
@@ -18,7 +18,7 @@ import {
   putConditions,
   type Verdict,
 } from "../crd/kstatus.ts";
-import { CONDITION_STRINGS, type Declared, operator, statusSink } from "../reconcile/status/status-sink.ts";
+import { CONDITION_STRINGS, type Declared, operator, statusSink } from "../reconcile/status-sink.ts";
 
 /** Reasons of a connection's `Ready` condition (and of its Reconciling/Stalled). */
 export const CONNECTION_REASON = {

@@ -16,7 +16,7 @@ import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
 import { type Claimant, claimedName, claimOf, olderClaimant } from "../reconcile/claims.ts";
 import { type ReadSecrets, RepoListings, readSecrets } from "../reconcile/inputs.ts";
-import type { SecretDigest } from "../reconcile/plan/secret-hash.ts";
+import { lookUp } from "../reconcile/observe.ts";
 import type {
   DeploymentListings,
   DeploymentLookups,
@@ -24,10 +24,10 @@ import type {
   RevisionRedeploys,
   SecretsPort,
 } from "../reconcile/ports.ts";
-import type { InheritedWindows } from "../reconcile/rollout/rollout-gate.ts";
+import type { InheritedWindows } from "../reconcile/rollout-gate.ts";
 import { DEFAULT_MAX_SECRET_BYTES, SecretsTooLargeError } from "../reconcile/secret-budget.ts";
+import type { SecretDigest } from "../reconcile/secret-hash.ts";
 import { AmbiguousNameError } from "../reconcile/service/lookup-errors.ts";
-import { observe } from "../reconcile/service/observe.ts";
 import { RemoteSnapshot } from "../reconcile/service/snapshot.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { ManifestResource } from "./manifests.ts";
@@ -206,9 +206,9 @@ export async function reviewAll(
       entries.push(fail(error.message));
       continue;
     }
-    let found: Awaited<ReturnType<typeof observe>>;
+    let found: Awaited<ReturnType<typeof lookUp>>;
     try {
-      found = await observe(
+      found = await lookUp(
         service,
         snapshot,
         { deploymentId: live?.status?.deploymentId, name, live: true, liveName: true },

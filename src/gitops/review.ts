@@ -10,18 +10,18 @@ import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import type { ResolvedGithub } from "../crd/github.ts";
 import { desiredFromSpec, effectiveName } from "../crd/mapping.ts";
 import { ANNOTATION_PAUSED, type DeploymentResource, type DeploymentSpec } from "../crd/schema.ts";
-import { rolloutNow } from "../reconcile/annotations.ts";
+import { rolloutNow } from "../reconcile/inputs.ts";
+import { observedDrift } from "../reconcile/notes.ts";
 import {
   type FieldChange,
   type LastApplied,
+  lastAppliedFor,
   type NoopPlan,
   type PatchPlan,
   type PlanProblem,
   plan,
-} from "../reconcile/plan/plan.ts";
-import { lastAppliedFor } from "../reconcile/plan/plan-secrets.ts";
+} from "../reconcile/plan.ts";
 import {
-  chooseRevision,
   configAfterPatch,
   type DesiredRevision,
   type RevisionHistoryEntry,
@@ -29,16 +29,16 @@ import {
   splitForRedeploy,
   switchedBackTo,
   vouchedSecretsHash,
-} from "../reconcile/plan/revision-reuse.ts";
-import { isKeyedDigest, type SecretDigest, UNKEYED_SECRET_DIGEST } from "../reconcile/plan/secret-hash.ts";
+} from "../reconcile/revision-history.ts";
+import { chooseRevision } from "../reconcile/revision-reuse.ts";
 import {
   gateRollout,
   type InheritedWindows,
   splitPatch,
   type WindowsInEffect,
   windowsInEffect,
-} from "../reconcile/rollout/rollout-gate.ts";
-import { observedDrift } from "../reconcile/status/notes.ts";
+} from "../reconcile/rollout-gate.ts";
+import { isKeyedDigest, type SecretDigest, UNKEYED_SECRET_DIGEST } from "../reconcile/secret-hash.ts";
 import { secretValueState } from "./importer.ts";
 
 /** What the operator would do with a resource. */
@@ -94,7 +94,7 @@ export interface ReviewEntry {
   skipReason?: string;
 }
 
-/** A change the rollout windows would hold (see `src/reconcile/rollout/rollout-gate.ts`). */
+/** A change the rollout windows would hold (see `src/reconcile/rollout-gate.ts`). */
 export interface HeldReview {
   /** When it would go out (RFC 3339), if a window opens within the search. */
   until?: string;

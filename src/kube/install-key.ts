@@ -1,7 +1,7 @@
 /**
  * The install key: random bytes in a Secret of the operator's own namespace, read by every
  * replica, that keys what the operator shows and must not be guessable or aimable — the secrets'
- * digests in status (`reconcile/plan/secret-hash.ts`) and the sharding ring's hash
+ * digests in status (`reconcile/secret-hash.ts`) and the sharding ring's hash
  * (`sharding/ring.ts`). Created at the first start when absent; Kubernetes decides between two
  * replicas starting at once: one create wins, the other gets 409 AlreadyExists and reads the
  * winner's. See docs/guide/security.md, "Install key".

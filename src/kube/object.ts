@@ -12,7 +12,7 @@ import {
   ANNOTATION_ROLLOUT_NOW,
   FINALIZER,
 } from "../crd/schema.ts";
-import { keptAnnotationValue } from "../reconcile/annotations.ts";
+import { keptAnnotationValue } from "../reconcile/inputs.ts";
 import { isRecord } from "../runtime/json.ts";
 import { type ObjectRef, objectKey } from "../runtime/keys.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../sharding/labels.ts";
@@ -72,7 +72,7 @@ export function isKubeObject(value: unknown): value is KubeObject {
 }
 
 /**
- * The annotations the operator reads on its own resources (see `reconcile/annotations.ts`): the
+ * The annotations the operator reads on its own resources (see `reconcile/inputs.ts`): the
  * only ones a cached resource keeps.
  */
 export const READ_ANNOTATIONS: readonly string[] = [
@@ -83,7 +83,7 @@ export const READ_ANNOTATIONS: readonly string[] = [
   ANNOTATION_REBUILD_REQUESTED_AT,
 ];
 
-export { MAX_ANNOTATION_VALUE } from "../reconcile/annotations.ts";
+export { MAX_ANNOTATION_VALUE } from "../reconcile/inputs.ts";
 
 /**
  * The metadata a cached resource keeps: the fields the operator reads (name, namespace, uid,

@@ -14,15 +14,15 @@
 import { FINALIZER } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { claimedName, holderOf } from "./claims.ts";
-import { cleansUpOnDelete, type Decided } from "./decide.ts";
-import { listingGuard } from "./external.ts";
+import { cleansUpOnDelete } from "./decide.ts";
+import { isBeingDeleted } from "./live-revision.ts";
+import { describeResource, notOwnedMessage, recordEvent } from "./notes.ts";
+import { listingGuard, lookUp } from "./observe.ts";
 import type { StoredResource } from "./ports.ts";
-import type { ReconcileDeps, Run } from "./run.ts";
-import { observe } from "./service/observe.ts";
+import { REASON } from "./reasons.ts";
+import type { Decided, ReconcileDeps, Run } from "./run.ts";
 import type { ServiceSession, SessionLookup } from "./service/session.ts";
 import type { Deployment } from "./service-types.ts";
-import { describeResource, notOwnedMessage, recordEvent } from "./status/notes.ts";
-import { isBeingDeleted, REASON } from "./status/status.ts";
 
 /** Where a cleanup ended: done (`result`), or a decision for the status to conclude. */
 export type CleanupStep = { result: ReconcileResult } | { decided: Decided };
@@ -153,6 +153,6 @@ async function owned(
   // have made the deployment that carries the name.
   if (!obj.status?.createRequestedAt) return { deployment: null, ...disowned };
   const target = { deploymentId: undefined, name: claimedName(obj), live: true, liveName: true };
-  const found = await observe(session.service, session.snapshot, target, signal);
+  const found = await lookUp(session.service, session.snapshot, target, signal);
   return { deployment: found.deployment, ...disowned };
 }

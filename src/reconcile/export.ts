@@ -32,9 +32,9 @@ import { cutToLength, unprintableIn } from "../api/printable.ts";
 import { type ConditionValue, MAX_MESSAGE_LENGTH, putConditions } from "../crd/kstatus.ts";
 import { API_VERSION, type DeploymentResourceStatus, KIND, MAX_URL_LENGTH } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
-import type { Decided } from "./decide.ts";
-import type { Conclusion } from "./next-action.ts";
-import { statusEqual } from "./plan/diff.ts";
+import type { Conclusion } from "./conclude.ts";
+import { statusEqual } from "./diff.ts";
+import { recordEvent } from "./notes.ts";
 import type {
   ConfigMapsPort,
   ConfigMapView,
@@ -43,9 +43,8 @@ import type {
   ResourceRef,
   StoredResource,
 } from "./ports.ts";
-import type { ReconcileDeps, Run } from "./run.ts";
+import type { Decided, ReconcileDeps, Run } from "./run.ts";
 import type { Deployment } from "./service-types.ts";
-import { recordEvent } from "./status/notes.ts";
 
 /** The label on every exported ConfigMap: the operator's watch of ConfigMaps selects it. */
 export const EXPORT_LABEL = "dms.dev/export";

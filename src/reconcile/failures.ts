@@ -27,10 +27,10 @@ import { redactAndTruncate } from "../api/redact.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import { MAX_MESSAGE_LENGTH } from "../crd/kstatus.ts";
 import { DeferredError, TerminalError } from "../runtime/controller.ts";
+import { REASON, type SyncOutcome } from "./reasons.ts";
 import { SecretsTooLargeError } from "./secret-budget.ts";
 import { AmbiguousNameError, UnreadableDeploymentError } from "./service/lookup-errors.ts";
 import { NameReservedError } from "./service/name-reserved.ts";
-import { REASON, type SyncOutcome } from "./status/status.ts";
 
 /** A failure, as the reconciler acts on it. */
 export interface Failure {

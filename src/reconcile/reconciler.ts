@@ -2,9 +2,9 @@
  * The reconcile of one Deployment resource, read top to bottom: the guards (the resource is gone,
  * its connection refused or not usable, paused, the loser of a name conflict), then the finalizer
  * rule and one of two arms, `cleanup` (being deleted: `cleanup.ts`) or apply (everything else):
- * `observe` the service (`external.ts`), `decide` (pure, `decide.ts`), `execute` what was decided
+ * `observe` the service (`observe.ts`), `decide` (pure, `decide.ts`), `execute` what was decided (`execute.ts`)
  * and settle it with what was written; then the conclusion: the evidence a status needs
- * (`evidence.ts`), the status and the requeue drawn from it (pure, `next-action.ts`), the
+ * (`evidence.ts`), the status and the requeue drawn from it (pure, `conclude.ts`), the
  * ConfigMap of `spec.export` when there is one (`export.ts`), the status written when it
  * changed. A failure at any step goes to the error policy at the end of this file, reported on
  * the version of the resource last written: as a condition and an event, then retried with
@@ -17,25 +17,25 @@ import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
 import { parseObjectKey } from "../runtime/keys.ts";
 import { LazyReconcileLog, reconcileFields } from "../runtime/log.ts";
-import { isPaused } from "./annotations.ts";
 import { holderOf } from "./claims.ts";
 import { cleanup } from "./cleanup.ts";
-import { cleansUpOnDelete, type Decided, decide, type ExternalChangeKind, settle } from "./decide.ts";
+import { conclude, settle } from "./conclude.ts";
+import { cleansUpOnDelete, decide } from "./decide.ts";
+import { changedStatusFields } from "./diff.ts";
 import { readEvidence } from "./evidence.ts";
+import { execute } from "./execute.ts";
 import { EXPORT_CONDITION, exportStep } from "./export.ts";
-import { External } from "./external.ts";
 import { failureOf } from "./failures.ts";
-import { NONE_READ, readSecretsOf } from "./inputs.ts";
-import { conclude } from "./next-action.ts";
-import { changedStatusFields } from "./plan/diff.ts";
-import type { RevisionHistoryEntry } from "./plan/revision-reuse.ts";
-import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./plan/secret-hash.ts";
+import { isPaused, NONE_READ, readSecretsOf } from "./inputs.ts";
+import { nameConflictMessage, recordEvent } from "./notes.ts";
+import { Observer } from "./observe.ts";
 import type { ConfigMapsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
-import type { Connected, ReconcileDeps, Run } from "./run.ts";
+import { CONDITION, REASON } from "./reasons.ts";
+import type { RevisionHistoryEntry } from "./revision-history.ts";
+import type { Connected, Decided, ExternalChangeKind, ReconcileDeps, Run } from "./run.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
+import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 import type { Sessions } from "./service/session.ts";
-import { nameConflictMessage, recordEvent } from "./status/notes.ts";
-import { CONDITION, REASON } from "./status/status.ts";
 
 /** Options of {@link DeploymentReconciler}. */
 export interface ReconcilerOptions {
@@ -90,7 +90,7 @@ export class DeploymentReconciler {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #deps: ReconcileDeps;
-  readonly #external: External;
+  readonly #observer: Observer;
   readonly #externalChange: NonNullable<ReconcilerOptions["externalChange"]>;
 
   constructor(options: ReconcilerOptions) {
@@ -109,7 +109,7 @@ export class DeploymentReconciler {
       secretDigest: options.secretDigest ?? UNKEYED_SECRET_DIGEST,
       configMaps: options.configMaps,
     };
-    this.#external = new External(this.#deps);
+    this.#observer = new Observer(this.#deps);
     this.#externalChange = options.externalChange ?? (() => {});
   }
 
@@ -121,7 +121,7 @@ export class DeploymentReconciler {
     const { namespace, name } = parseObjectKey(key);
     const obj = this.#deps.resources.get({ namespace, name });
     if (!obj) {
-      this.#external.forget(key);
+      this.#observer.forget(key);
       return Action.gone();
     }
     const run: Run = {
@@ -202,7 +202,7 @@ export class DeploymentReconciler {
    * create's intent, a redeploy) is reported here, on what was written.
    */
   async #apply(run: Connected, signal: AbortSignal): Promise<ReconcileResult | Failed> {
-    const observation = await this.#external.observe(run, signal);
+    const observation = await this.#observer.observe(run, signal);
     if ("missed" in observation) return this.#conclude(run, { outcome: observation.missed }, signal);
     const status = run.obj.status ?? {};
     const decision = decide(run.obj, observation, status, run.now.getTime(), {
@@ -215,7 +215,7 @@ export class DeploymentReconciler {
     const line = decision.log;
     if (line?.fields) run.log.info(line.fields, line.message);
     else if (line) run.log.info(line.message);
-    const executed = await this.#external.execute(run, decision, signal);
+    const executed = await execute(this.#deps, run, decision, signal);
     // A create wrote its intent: the status goes on that version, and so does a failure's.
     const written: Run =
       executed && "written" in executed && executed.written ? { ...run, obj: executed.written } : run;
@@ -245,7 +245,7 @@ export class DeploymentReconciler {
 
   /**
    * Asks the service what a status needs besides what was decided (the latest revision, the
-   * rollout's evidence), draws the conclusion (pure: `next-action.ts`), records the revision's
+   * rollout's evidence), draws the conclusion (pure: `conclude.ts`), records the revision's
    * event, writes the status if it changed, and says when to look again.
    */
   async #conclude(run: Run, decided: Decided, signal: AbortSignal): Promise<ReconcileResult> {

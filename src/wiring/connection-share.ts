@@ -14,7 +14,7 @@ import { connectionKey, connectionOf } from "../crd/connection-ref.ts";
 import { SERVICE_CONNECTION_KIND } from "../crd/connection-schema.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
 import { ConflictError } from "../kube/errors.ts";
-import { saysWaitingForShare, waitingForShare } from "../reconcile/status/share-wait.ts";
+import { saysWaitingForShare, waitingForShare } from "../reconcile/share-wait.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { ControllerOptions } from "../runtime/controller.ts";
 import { parseObjectKey } from "../runtime/keys.ts";

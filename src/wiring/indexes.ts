@@ -9,8 +9,8 @@ import type { ConnectionObject } from "../kube/connections.ts";
 import type { DeploymentObject } from "../kube/deployments.ts";
 import { objectKey } from "../kube/object.ts";
 import { CLAIM_INDEX, CONNECTION_INDEX, claimIndexer, connectionIndexer } from "../reconcile/claims.ts";
+import { POLL_INDEX, pollIndexer } from "../reconcile/conclude.ts";
 import { SECRET_INDEX, secretIndexer } from "../reconcile/inputs.ts";
-import { POLL_INDEX, pollIndexer } from "../reconcile/next-action.ts";
 
 // Each indexer lives with what it reads; the indexes are joined here.
 export { CLAIM_INDEX, CONNECTION_INDEX, POLL_INDEX, pollIndexer, SECRET_INDEX };

@@ -5,7 +5,7 @@
  */
 import type { Logger } from "pino";
 import { ensureInstallKey, INSTALL_KEY_SECRET, InstallKeyError } from "../kube/install-key.ts";
-import { keyedSecretDigest, type SecretDigest } from "../reconcile/plan/secret-hash.ts";
+import { keyedSecretDigest, type SecretDigest } from "../reconcile/secret-hash.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Runnable } from "../runtime/manager.ts";
 

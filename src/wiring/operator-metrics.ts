@@ -10,7 +10,7 @@ import { registerRefusalMetrics } from "../gauges/refusal-metrics.ts";
 import { registerConnectionMetrics, registerResourceMetrics } from "../gauges/resource-metrics.ts";
 import type { KubeConnections } from "../kube/connections.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
-import { REASON } from "../reconcile/status/status.ts";
+import { REASON } from "../reconcile/reasons.ts";
 import { HeapBudgetCheck } from "../runtime/heap-budget.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 

@@ -9,7 +9,7 @@
 import { rm } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROUTES } from "../../src/api/wire.ts";
-import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
+import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { deploymentPath, type FakeKube, startFakeKube } from "./fake-kube.ts";
 import { cli, KEY, manifestDir, resourceYaml } from "./gitops-fixture.ts";

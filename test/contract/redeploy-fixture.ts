@@ -2,7 +2,7 @@
  * The revert case the contract tests of redeploys share: a simulator on loopback whose deployment
  * `agent` deployed the image digest GOOD, then BAD, both revisions live at once.
  */
-import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
+import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 
 export const GOOD = `registry.example.com/agent@sha256:${"a".repeat(64)}`;

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerRevisionsCommand } from "../../src/commands/revisions-command.ts";
-import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
+import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { runCli } from "../support/cli.ts";
 import { connectedResource, deploymentPath, type FakeKube, startConnectedKube } from "./fake-kube.ts";

@@ -8,7 +8,7 @@ import { ServiceClient, type ServiceClientOptions } from "../../src/api/client.t
 import { RevisionsRouteMissingError, type ServiceError } from "../../src/api/errors.ts";
 import type { ResourceSpec, UnknownValue, UnreadableDeployment } from "../../src/api/wire.ts";
 import { desiredFromSpec } from "../../src/crd/mapping.ts";
-import { plan } from "../../src/reconcile/plan/plan.ts";
+import { plan } from "../../src/reconcile/plan.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { LogCapture } from "../support/logs.ts";

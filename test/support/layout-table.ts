@@ -4,7 +4,7 @@
 import type { ImportEdge } from "./module-graph.ts";
 
 /**
- * One row of the table. Names are relative to src/: a folder ends in `/` (`reconcile/plan/`), a
+ * One row of the table. Names are relative to src/: a folder ends in `/` (`reconcile/service/`), a
  * root file does not (`main.ts`).
  */
 export interface LayoutRow {
@@ -42,7 +42,7 @@ export function readLayoutTable(markdown: string, heading = "Layout"): LayoutRow
   });
 }
 
-/** Every folder of src/ (`kube/`, `reconcile/plan/`) and file at its root (`main.ts`) of `files`. */
+/** Every folder of src/ (`kube/`, `reconcile/service/`) and file at its root (`main.ts`) of `files`. */
 export function partsOf(files: readonly string[]): Set<string> {
   const parts = new Set<string>();
   for (const file of files) {

@@ -5,8 +5,8 @@
  * connection. Calls are counted from the end of the set-up.
  */
 import { pino } from "pino";
-import { recordCreated, revisionConfigHash } from "../../src/reconcile/plan/revision-reuse.ts";
-import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
+import { recordCreated, revisionConfigHash } from "../../src/reconcile/revision-history.ts";
+import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import { RevisionRedeployer } from "../../src/reconcile/service/redeployer.ts";
 import { ManualClock } from "./manual-clock.ts";
 import { SimulatedService } from "./memory-ports.ts";

@@ -10,8 +10,8 @@ import {
   rebuildRequestedAt,
   reconcileRequestedAt,
   rolloutNow,
-} from "../../src/reconcile/annotations.ts";
-import { keepPrintable } from "../../src/reconcile/status/status-sink.ts";
+} from "../../src/reconcile/inputs.ts";
+import { keepPrintable } from "../../src/reconcile/status-sink.ts";
 
 // The request annotations' values as the operator keeps them: what the status records once a
 // request was handled must be recordable as given, or the request is handled again and again.

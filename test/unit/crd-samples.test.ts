@@ -16,7 +16,7 @@ import {
 import { resolveGithub } from "../../src/crd/github.ts";
 import { desiredFromSpec } from "../../src/crd/mapping.ts";
 import { type DeploymentResource, DeploymentResourceSchema } from "../../src/crd/schema.ts";
-import { plan } from "../../src/reconcile/plan/plan.ts";
+import { plan } from "../../src/reconcile/plan.ts";
 import { seededRepos } from "../../src/simulator/catalog.ts";
 import { loadSeed } from "../../src/simulator/seed.ts";
 import { overlayPatches, withSimulatorValues } from "../support/samples.ts";

@@ -4,7 +4,7 @@ import { truncate } from "../../src/api/errors.ts";
 import { cutToBytes, cutToLength } from "../../src/api/printable.ts";
 import { redactAndTruncate } from "../../src/api/redact.ts";
 import { NOTE_LIMIT_BYTES, truncateNote } from "../../src/kube/events.ts";
-import { fitNote } from "../../src/reconcile/status/failure-evidence.ts";
+import { fitNote } from "../../src/reconcile/failure-evidence.ts";
 
 // One way to cut text to a budget: whole characters, `…` when cut and counted in the budget, in
 // UTF-8 bytes (Event notes) or in UTF-16 code units (service details, condition messages).

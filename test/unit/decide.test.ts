@@ -14,17 +14,10 @@ import {
   type DeploymentResourceStatus,
   type DeploymentSpec,
 } from "../../src/crd/schema.ts";
-import {
-  cleansUpOnDelete,
-  type DecideSpec,
-  type Decision,
-  decide,
-  type Executed,
-  type Observation,
-  settle,
-} from "../../src/reconcile/decide.ts";
-import { conclude } from "../../src/reconcile/next-action.ts";
+import { conclude, settle } from "../../src/reconcile/conclude.ts";
+import { cleansUpOnDelete, decide } from "../../src/reconcile/decide.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
+import type { DecideSpec, Decision, Executed, Observation } from "../../src/reconcile/run.ts";
 import { BODY, SPEC } from "../support/agent-fixture.ts";
 import { applyCreate } from "./plan-fixtures.ts";
 
@@ -422,6 +415,18 @@ const ROWS: Row[] = [
     write: "send",
   },
   {
+    name: "no window rules the resource: a new image goes at once, and dms.dev/rollout-now, asked, is said to let it out",
+    spec: resource(IMAGE_2, { [ANNOTATION_ROLLOUT_NOW]: "now-1" }),
+    observation: seen(resource(IMAGE_2), DEPLOYED),
+    status: OURS,
+    decision: {
+      outcome: { kind: "synced" },
+      after: [],
+      log: { message: "rolling out outside the rollout windows: dms.dev/rollout-now" },
+    },
+    write: "send",
+  },
+  {
     name: "a rotated secret held outside the rollout windows: its hash stays the last applied one, its versions cleared",
     spec: resource({
       secrets: [{ name: "API_KEY", value: "v2-secret-value" }],
@@ -451,6 +456,15 @@ const ROWS: Row[] = [
 ];
 
 describe("decide", () => {
+  it("no window rules the resource and dms.dev/rollout-now was handled already: the new image goes, no log line", () => {
+    const spec = resource(IMAGE_2, { [ANNOTATION_ROLLOUT_NOW]: "now-1" });
+    const status = { ...OURS, lastHandledRolloutNow: "now-1" };
+    const decision = decide(spec, seen(resource(IMAGE_2), DEPLOYED), status, NOW, SETTINGS);
+    expect(decision.write?.kind).toBe("send");
+    expect(decision.outcome).toEqual({ kind: "synced" });
+    expect(decision.log).toBeUndefined();
+  });
+
   it.each(ROWS)("$name", (row) => {
     const decision = decide(row.spec, row.observation, row.status, row.now ?? NOW, SETTINGS);
     expect(decision).toMatchObject(row.decision);

@@ -9,24 +9,26 @@ import { ROLLOUT_TIMEOUT_PATTERN } from "../../src/crd/schema.ts";
 import { parseDuration } from "../../src/duration.ts";
 import { NOTE_LIMIT_BYTES } from "../../src/kube/events.ts";
 import {
-  EVENT_NOTE_BYTES,
-  EXCERPT_CHARS,
   evidenceDue,
-  excerptOf,
-  type FailedRevisionLog,
-  fitNote,
-  formatLine,
-  LINE_CHARS,
   logTypeFor,
   MAX_LOG_READS,
   readAgainPending,
   rolloutStart,
   rolloutTimedOut,
   rolloutTimeoutMs,
+} from "../../src/reconcile/evidence.ts";
+import {
+  EVENT_NOTE_BYTES,
+  EXCERPT_CHARS,
+  excerptOf,
+  type FailedRevisionLog,
+  fitNote,
+  formatLine,
+  LINE_CHARS,
   TAIL_LINES,
   tailOf,
-} from "../../src/reconcile/status/failure-evidence.ts";
-import { statusFrom } from "../../src/reconcile/status/status.ts";
+} from "../../src/reconcile/failure-evidence.ts";
+import { statusFrom } from "../../src/reconcile/status.ts";
 import { ACTIVE, LATEST, rolloutDeployment } from "../support/failed-rollout.ts";
 
 const T0 = new Date("2030-01-01T00:00:00Z");

@@ -3,7 +3,7 @@ import { renderDetail, ServiceError } from "../../src/api/errors.ts";
 import { TokenWaitTooLongError } from "../../src/api/rate-limit.ts";
 import { MAX_MESSAGE_LENGTH } from "../../src/crd/kstatus.ts";
 import { failureOf } from "../../src/reconcile/failures.ts";
-import { REASON } from "../../src/reconcile/status/status.ts";
+import { REASON } from "../../src/reconcile/reasons.ts";
 import { DeferredError, TerminalError } from "../../src/runtime/controller.ts";
 
 const SECRET = "s3cr3t-value-that-must-never-show";

@@ -2,14 +2,12 @@
 // one table per rule, a reason per case.
 import { describe, expect, it } from "vitest";
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
+import { type LookupFacts, type LookupRule, lookupTarget } from "../../src/reconcile/observe.ts";
 import {
   type EntryState,
   entryAnswers,
   type ListingState,
-  type LookupFacts,
-  type LookupRule,
   listingAnswers,
-  lookupTarget,
   startPass,
 } from "../../src/reconcile/service/freshness.ts";
 

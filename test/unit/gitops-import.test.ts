@@ -8,7 +8,7 @@ import { renderFiles, renderStream } from "../../src/gitops/import-render.ts";
 import { type ImportSettings, importDeployments, secretValueState } from "../../src/gitops/importer.ts";
 import { parseManifests } from "../../src/gitops/manifests.ts";
 import type { RepoListing } from "../../src/gitops/repos.ts";
-import { plan } from "../../src/reconcile/plan/plan.ts";
+import { plan } from "../../src/reconcile/plan.ts";
 import { remote } from "./plan-fixtures.ts";
 
 const INTEGRATION = "6f1c1d2e-0000-4000-8000-000000000001";

@@ -13,8 +13,8 @@ import {
   reviewResource,
   skippedEntry,
 } from "../../src/gitops/review.ts";
-import { NO_SECRETS_HASH, revisionConfigHash } from "../../src/reconcile/plan/revision-reuse.ts";
-import { hashSecrets, keyedSecretDigest } from "../../src/reconcile/plan/secret-hash.ts";
+import { NO_SECRETS_HASH, revisionConfigHash } from "../../src/reconcile/revision-history.ts";
+import { hashSecrets, keyedSecretDigest } from "../../src/reconcile/secret-hash.ts";
 
 const INSTALL_KEY = Buffer.alloc(32, 7);
 

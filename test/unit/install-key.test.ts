@@ -5,7 +5,7 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { InstallKeyError } from "../../src/kube/install-key.ts";
-import { keyedSecretDigest } from "../../src/reconcile/plan/secret-hash.ts";
+import { keyedSecretDigest } from "../../src/reconcile/secret-hash.ts";
 import { InstallKey, type KeySource } from "../../src/wiring/install-key.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 

@@ -75,7 +75,7 @@ describe("decodeDeployment", () => {
     const raw = applied();
     const id = "0c3d9a1e-6f2b-4c8d-9e7a-1b2c3d4e5f60";
     const older = "7d1e2f3a-4b5c-4d6e-8f90-a1b2c3d4e5f6";
-    const image = "registry.test/billing@sha256:" + "a".repeat(64);
+    const image = `registry.test/billing@sha256:${"a".repeat(64)}`;
     const digest = "b".repeat(64);
     Object.assign(raw.spec, { sourceRevisionConfig: { imageUri: image } });
     Object.assign(raw.status, {

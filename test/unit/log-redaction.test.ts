@@ -18,13 +18,8 @@ import {
 } from "../../src/api/redact.ts";
 import type { LogEntry } from "../../src/api/revision-logs.ts";
 import { truncateNote } from "../../src/kube/events.ts";
-import {
-  excerptOf,
-  fitNote,
-  formatTail,
-  TAIL_REDACTION_MS,
-} from "../../src/reconcile/status/failure-evidence.ts";
-import { statusFrom } from "../../src/reconcile/status/status.ts";
+import { excerptOf, fitNote, formatTail, TAIL_REDACTION_MS } from "../../src/reconcile/failure-evidence.ts";
+import { statusFrom } from "../../src/reconcile/status.ts";
 import { LATEST, rolloutDeployment } from "../support/failed-rollout.ts";
 
 const deployment = rolloutDeployment();

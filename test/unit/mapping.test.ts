@@ -16,7 +16,7 @@ import { resolveGithub } from "../../src/crd/github.ts";
 import { desiredFromSpec, secretDataKey, secretKeyRefs, specFromDeployment } from "../../src/crd/mapping.ts";
 import { RESOURCE_SPEC_NUMBERS } from "../../src/crd/resource-spec-schema.ts";
 import { type DeploymentSpec, DeploymentSpecSchema } from "../../src/crd/schema.ts";
-import { plan } from "../../src/reconcile/plan/plan.ts";
+import { plan } from "../../src/reconcile/plan.ts";
 import { remote } from "./plan-fixtures.ts";
 
 const INTEGRATION = "6f1c1d2e-0000-4000-8000-000000000001";

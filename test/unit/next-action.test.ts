@@ -2,12 +2,7 @@
 // controller does next out (kube-rs's `error_policy` beside its `reconcile`).
 import { describe, expect, it } from "vitest";
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
-import {
-  type Concluded,
-  MAX_WAKE_MS,
-  nextAction,
-  TIMED_OUT_LOOK_MS,
-} from "../../src/reconcile/next-action.ts";
+import { type Concluded, MAX_WAKE_MS, nextAction, TIMED_OUT_LOOK_MS } from "../../src/reconcile/conclude.ts";
 
 const NOW = Date.parse("2026-11-24T12:00:00Z");
 const POLL = 5_000;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { Deployment, ResourceSpec } from "../../src/api/wire.ts";
 import type { DesiredDeployment } from "../../src/crd/mapping.ts";
-import { type LastApplied, type Plan, plan } from "../../src/reconcile/plan/plan.ts";
-import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
+import { type LastApplied, type Plan, plan } from "../../src/reconcile/plan.ts";
+import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import { remote } from "./plan-fixtures.ts";
 
 const base: DesiredDeployment = { name: "agent", source: "github" };

@@ -13,10 +13,10 @@ import {
   FINALIZER,
 } from "../../src/crd/schema.ts";
 import { claimOn } from "../../src/reconcile/claims.ts";
-import { pollIndexer } from "../../src/reconcile/next-action.ts";
-import { hashSecrets, keyedSecretDigest, type SecretDigest } from "../../src/reconcile/plan/secret-hash.ts";
+import { pollIndexer } from "../../src/reconcile/conclude.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
+import { hashSecrets, keyedSecretDigest, type SecretDigest } from "../../src/reconcile/secret-hash.ts";
 import { oneSession, ServiceSession, type SessionLookup } from "../../src/reconcile/service/session.ts";
 import { ListingDeadlineError, type RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
 import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";

@@ -2,9 +2,9 @@
 // candidate and when it is not made at all, both behaviours of the route, and a service without
 // the route or the listing remembered for the connection (one call, then none).
 import { describe, expect, it } from "vitest";
-import { chooseRedeploy } from "../../src/reconcile/apply-reuse.ts";
-import type { RevisionHistoryEntry } from "../../src/reconcile/plan/revision-reuse.ts";
-import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
+import { chooseRedeploy } from "../../src/reconcile/execute.ts";
+import type { RevisionHistoryEntry } from "../../src/reconcile/revision-history.ts";
+import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import { GOOD, type RevertedWorldOptions, revertedWorld } from "../support/reverted-world.ts";
 
 const TOKEN = [{ name: "TOKEN", value: "one" }];

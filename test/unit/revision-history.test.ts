@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { newestFirst, type RevisionRow, readRevisionItem } from "../../src/api/revision-listing.ts";
 import type { Deployment } from "../../src/api/wire.ts";
 import { deployedOf, revisionLines } from "../../src/commands/revisions.ts";
-import { imageTag, liveRevision } from "../../src/reconcile/status/live-revision.ts";
+import { imageTag, liveRevision } from "../../src/reconcile/live-revision.ts";
 import { remote } from "./plan-fixtures.ts";
 
 const A = "aaaaaaaa-0000-4000-8000-000000000001";

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import type { Deployment, Revision } from "../../src/api/wire.ts";
 import type { RevisionReusePolicy } from "../../src/crd/schema.ts";
 import { REDEPLOY_REASON_MAX_LENGTH, REVISION_HISTORY_LIMIT } from "../../src/crd/status-schema.ts";
+import { activeRevision } from "../../src/reconcile/live-revision.ts";
 import {
-  chooseRevision,
   configAfterPatch,
   type DesiredRevision,
   NO_SECRETS_HASH,
@@ -11,15 +11,14 @@ import {
   recordCreated,
   recordDeployed,
   redeployedFrom,
-  reuseTarget,
   revisionConfigHash,
   revisionReusePolicy,
   splitForRedeploy,
   vouchedSecretsHash,
-} from "../../src/reconcile/plan/revision-reuse.ts";
-import { hashSecrets } from "../../src/reconcile/plan/secret-hash.ts";
-import { activeRevision } from "../../src/reconcile/status/live-revision.ts";
-import { statusFrom } from "../../src/reconcile/status/status.ts";
+} from "../../src/reconcile/revision-history.ts";
+import { chooseRevision, reuseTarget } from "../../src/reconcile/revision-reuse.ts";
+import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
+import { statusFrom } from "../../src/reconcile/status.ts";
 import { remote } from "./plan-fixtures.ts";
 
 const SECRETS = hashSecrets([{ name: "TOKEN", value: "one" }]);

@@ -8,13 +8,14 @@ import { RevisionsRouteMissingError, ServiceError } from "../../src/api/errors.t
 import type { Deployment, Revision } from "../../src/api/wire.ts";
 import type { Condition, DeploymentResourceStatus } from "../../src/crd/schema.ts";
 import { failureOf } from "../../src/reconcile/failures.ts";
-import type { PatchPlan } from "../../src/reconcile/plan/plan.ts";
+import type { RevisionObservation } from "../../src/reconcile/live-revision.ts";
+import { updateReason } from "../../src/reconcile/notes.ts";
+import type { PatchPlan } from "../../src/reconcile/plan.ts";
 import type { RevisionLogReads, StoredResource } from "../../src/reconcile/ports.ts";
 import { UnreadableDeploymentError } from "../../src/reconcile/service/lookup-errors.ts";
 import { RevisionLogReader } from "../../src/reconcile/service/revision-log-reader.ts";
 import { RevisionTracker } from "../../src/reconcile/service/revisions.ts";
-import { updateReason } from "../../src/reconcile/status/notes.ts";
-import { type RevisionObservation, statusFrom } from "../../src/reconcile/status/status.ts";
+import { statusFrom } from "../../src/reconcile/status.ts";
 import { LogCapture } from "../support/logs.ts";
 import { remote } from "./plan-fixtures.ts";
 

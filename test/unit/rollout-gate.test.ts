@@ -1,9 +1,9 @@
 // The rollout gate as the reconciler uses it: one PATCH plan in, what to send now and what to
 // hold (with its message and when to look again) out, so that there is one PATCH path.
 import { describe, expect, it } from "vitest";
-import type { PatchPlan } from "../../src/reconcile/plan/plan.ts";
-import { gatePatch, windowsInEffect } from "../../src/reconcile/rollout/rollout-gate.ts";
+import type { PatchPlan } from "../../src/reconcile/plan.ts";
 import type { RolloutWindowSpec } from "../../src/reconcile/rollout/rollout-windows.ts";
+import { gatePatch, windowsInEffect } from "../../src/reconcile/rollout-gate.ts";
 
 const NIGHTS: RolloutWindowSpec = {
   kind: "allow",

@@ -6,13 +6,6 @@ import { Cron } from "croner";
 import { beforeAll, describe, expect, it } from "vitest";
 import { InvalidSpecError } from "../../src/crd/errors.ts";
 import {
-  gateRollout,
-  SLOW_SEARCH_MAX_RETRY_MS,
-  SLOW_SEARCH_RETRY_MS,
-  slowSearchRetryMs,
-  windowsInEffect,
-} from "../../src/reconcile/rollout/rollout-gate.ts";
-import {
   BoundedMemo,
   compileWindows,
   FIRE_HORIZON_DAYS,
@@ -23,6 +16,13 @@ import {
   type RolloutWindowSpec,
   UNTIMED_STEPS,
 } from "../../src/reconcile/rollout/rollout-windows.ts";
+import {
+  gateRollout,
+  SLOW_SEARCH_MAX_RETRY_MS,
+  SLOW_SEARCH_RETRY_MS,
+  slowSearchRetryMs,
+  windowsInEffect,
+} from "../../src/reconcile/rollout-gate.ts";
 
 const at = (iso: string) => Date.parse(iso);
 const NOW = at("2026-11-24T12:00:00Z");

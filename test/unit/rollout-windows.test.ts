@@ -3,8 +3,7 @@
 // crossing midnight, overlapping allow and deny windows, and windows longer than their period.
 import { describe, expect, it } from "vitest";
 import { InvalidSpecError } from "../../src/crd/errors.ts";
-import type { PatchPlan } from "../../src/reconcile/plan/plan.ts";
-import { gateRollout, splitPatch, windowsInEffect } from "../../src/reconcile/rollout/rollout-gate.ts";
+import type { PatchPlan } from "../../src/reconcile/plan.ts";
 import {
   compileWindows,
   isActive,
@@ -13,6 +12,7 @@ import {
   type RolloutWindowSpec,
   rolloutAllowed,
 } from "../../src/reconcile/rollout/rollout-windows.ts";
+import { gateRollout, splitPatch, windowsInEffect } from "../../src/reconcile/rollout-gate.ts";
 
 const at = (iso: string) => Date.parse(iso);
 const iso = (ms: number) => new Date(ms).toISOString().replace(".000Z", "Z");

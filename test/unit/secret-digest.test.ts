@@ -2,14 +2,15 @@
 // digest recorded before the key still matching its values, and the planner deciding with them.
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { lastAppliedFor, planSecrets } from "../../src/reconcile/plan/plan-secrets.ts";
+import { lastAppliedFor } from "../../src/reconcile/plan.ts";
+import { planSecrets } from "../../src/reconcile/plan-secrets.ts";
 import {
   hashSecrets,
   isKeyedDigest,
   KEYED_PREFIX,
   keyedSecretDigest,
   UNKEYED_SECRET_DIGEST,
-} from "../../src/reconcile/plan/secret-hash.ts";
+} from "../../src/reconcile/secret-hash.ts";
 
 const KEY = Buffer.from("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", "hex");
 const OTHER_KEY = Buffer.from("ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100", "hex");

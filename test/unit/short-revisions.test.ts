@@ -1,7 +1,9 @@
 // The shortened revision ids `kubectl get dmsd -o wide` shows: written with the service's ids,
 // kept when a reconcile did not observe the service, cleared with the other remote fields.
 import { describe, expect, it } from "vitest";
-import { type SyncOutcome, shortRevisions, statusFrom } from "../../src/reconcile/status/status.ts";
+import { shortRevisions } from "../../src/reconcile/live-revision.ts";
+import type { SyncOutcome } from "../../src/reconcile/reasons.ts";
+import { statusFrom } from "../../src/reconcile/status.ts";
 import { remote } from "./plan-fixtures.ts";
 
 const T0 = new Date("2025-06-01T10:00:00.000Z");

@@ -13,16 +13,16 @@ import {
 import { type ConnectionStatus, ConnectionStatusSchema } from "../../src/crd/connection-schema.ts";
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
 import { DeploymentResourceStatusSchema } from "../../src/crd/status-schema.ts";
-import type { RevisionHistoryEntry } from "../../src/reconcile/plan/revision-reuse.ts";
+import type { RevisionHistoryEntry } from "../../src/reconcile/revision-history.ts";
 import type { Deployment } from "../../src/reconcile/service-types.ts";
-import { statusFrom } from "../../src/reconcile/status/status.ts";
+import { statusFrom } from "../../src/reconcile/status.ts";
 import {
   isStringSchema,
   keepPrintable,
   STATUS_STRINGS,
   UNSET_NAMED,
   unsetNote,
-} from "../../src/reconcile/status/status-sink.ts";
+} from "../../src/reconcile/status-sink.ts";
 import { INVISIBLE, UNPRINTABLE } from "../../src/runtime/unprintable.ts";
 
 type Schema = {

@@ -10,8 +10,9 @@
  * - {@link entryAnswers}: one entry, read by id, answers when the listing does, or (a rollout
  *   being polled) when the service answered for it recently enough, or when the poller read it
  *   for this reconcile (taken explicitly, see `RemoteSnapshot.takePollAnswer`);
- * - {@link lookupTarget}: what a reconcile asks the service about live, and how recent an entry
- *   it takes, from the resource's status and annotations;
+ * - `lookupTarget` (in `observe.ts`, beside the lookup it steers): what a reconcile asks the
+ *   service about live, and how recent an entry it takes, from the resource's status and
+ *   annotations;
  * - {@link startPass}: how a pass of the periodic resync starts its connection's listing (taking a
  *   new one unless one was just taken) and holds it until its next pass's listing is in hand.
  *
@@ -23,8 +24,6 @@
  * The functions are pure over the bookkeeping they are given and a clock reading (`now`, ms
  * since the epoch): the snapshot keeps the bookkeeping, this module decides.
  */
-import type { DeploymentResourceStatus } from "../../crd/schema.ts";
-import { CONDITION } from "../status/status.ts";
 
 /** What the connection's listing's freshness depends on (kept by the snapshot). */
 export interface ListingState {
@@ -69,55 +68,6 @@ export function entryAnswers(
   if (entry.pollUntaken) return true;
   if (withinMs === undefined) return listingAnswers(listing, now);
   return now - (entry.seenAt ?? listing.takenAt) <= withinMs;
-}
-
-/** What a reconcile's lookup asks the service about, and how much the snapshot may answer for. */
-export interface LookupRule {
-  /** Ask the service about the recorded id (a changed spec, a requested reconcile). */
-  live: boolean;
-  /** Ask the service about the name (a create of ours may be pending, or a reconcile was requested). */
-  liveName: boolean;
-  /** Only a snapshot entry the service answered within this long will do. */
-  withinMs?: number;
-}
-
-/** What {@link lookupTarget} reads of the resource. */
-export interface LookupFacts {
-  status: DeploymentResourceStatus;
-  /** `metadata.generation`. */
-  generation: number | undefined;
-  /** The `dms.dev/reconcile-requested-at` value this reconcile handles (null: none). */
-  requestedAt: string | null | undefined;
-  /** The resource's own check interval (`dms.dev/reconcile-interval`), ms. */
-  intervalMs: number | undefined;
-  /** The rollout poller's period. */
-  pollMs: number;
-}
-
-/**
- * What the lookup may take from the snapshot. A changed spec or a requested reconcile asks the
- * service about the recorded deployment; a pending create of ours or a requested reconcile asks
- * it about the name (the listing may lag behind the create). A rollout in progress reads the
- * entry the poller refreshed, if it is recent (two poll periods). A settled resource reads the
- * resync's listing, and so does a new one: adoption and the check before a create cost no call of
- * their own. A resource with its own check interval takes no entry older than half of it: the
- * reconcile its interval brings asks the service.
- */
-export function lookupTarget(facts: LookupFacts): LookupRule {
-  const { status } = facts;
-  const requested = facts.requestedAt !== (status.lastHandledReconcileAt ?? null);
-  const reconciling = (status.conditions ?? []).some(
-    (c) => c.type === CONDITION.Reconciling && c.status === "True",
-  );
-  const within = [
-    ...(reconciling || status.createRequestedAt ? [2 * facts.pollMs] : []),
-    ...(facts.intervalMs ? [facts.intervalMs / 2] : []),
-  ];
-  return {
-    live: requested || status.observedGeneration !== facts.generation,
-    liveName: requested || status.createRequestedAt !== undefined,
-    ...(within.length > 0 ? { withinMs: Math.min(...within) } : {}),
-  };
 }
 
 /** The connection's listing as a pass uses it (the snapshot of the connection). */

@@ -1,6 +1,6 @@
 /**
  * Redeploying an earlier revision through one connection: the one read that finds the candidate
- * (the first page of the revision listing; when to read it is apply-reuse.ts's `chooseRedeploy`)
+ * (the first page of the revision listing; when to read it is execute.ts's `chooseRedeploy`)
  * and the redeploy. Neither route is in the shared spec: a service without the redeploy route or the
  * revision listing (404/405) is remembered for the connection, with one log line, and every
  * later change goes as the PATCH it always was, without asking again.

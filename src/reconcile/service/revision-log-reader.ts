@@ -7,8 +7,8 @@
 import type { Logger } from "pino";
 import { isServiceError, loggedError } from "../../api/errors.ts";
 import { type LogEntry, LogsRouteMissingError, type LogType } from "../../api/revision-logs.ts";
+import { TAIL_LINES, tailOf } from "../failure-evidence.ts";
 import type { RevisionLogReads } from "../ports.ts";
-import { TAIL_LINES, tailOf } from "../status/failure-evidence.ts";
 import { OptionalRoute } from "./optional-route.ts";
 
 /** What one read of a tail gives. */

@@ -10,10 +10,16 @@
 import type { Logger } from "pino";
 import { loggedError, RevisionsRouteMissingError } from "../../api/errors.ts";
 import type { DeploymentResourceStatus } from "../../crd/schema.ts";
+import { evidenceHeadline } from "../failure-evidence.ts";
+import {
+  isDoneRevision,
+  isFailedRevision,
+  lookedWithoutCall,
+  type RevisionObservation,
+} from "../live-revision.ts";
 import type { EventNote, RevisionReads } from "../ports.ts";
+import { REASON } from "../reasons.ts";
 import type { Deployment } from "../service-types.ts";
-import { evidenceHeadline } from "../status/failure-evidence.ts";
-import { isDoneRevision, isFailedRevision, REASON, type RevisionObservation } from "../status/status.ts";
 import { OptionalRoute } from "./optional-route.ts";
 
 /** What one look at the latest revision gives the reconcile. */
@@ -66,17 +72,14 @@ export class RevisionTracker {
     requested: boolean,
     signal: AbortSignal,
   ): Promise<RevisionLook> {
-    const latest = deployment.latest_revision_id;
-    if (!latest) return {};
-    if (latest === deployment.active_revision_id) return { revision: { id: latest, status: "DEPLOYED" } };
+    const settled = lookedWithoutCall(deployment, previous, requested);
+    if (settled) return settled;
+    const latest = deployment.latest_revision_id ?? "";
     const known =
       previous?.latestRevisionId === latest && previous.latestRevisionStatus !== undefined
         ? { id: latest, status: previous.latestRevisionStatus }
         : undefined;
     if (!this.enabled) return {};
-    // A revision first seen now (the answer to this reconcile's create or PATCH) is read from the
-    // next poll on: it has barely started, and a create or an edit then costs its one call.
-    if (previous?.latestRevisionId !== latest && !requested) return {};
     if (known && !requested && (isFailedRevision(known.status) || isDoneRevision(known.status)))
       return { revision: known };
     let status: string;

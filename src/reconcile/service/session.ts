@@ -19,7 +19,7 @@ import type {
   RevisionRedeploys,
   StoredResource,
 } from "../ports.ts";
-import type { InheritedWindows } from "../rollout/rollout-gate.ts";
+import type { InheritedWindows } from "../rollout-gate.ts";
 import { isTracingProjectConflict, NameReservedError } from "./name-reserved.ts";
 import { Rebuilder } from "./rebuilder.ts";
 import { RevisionRedeployer } from "./redeployer.ts";

@@ -9,11 +9,11 @@
  * A create is never held: nothing runs yet, so nothing can be cancelled.
  */
 
-import { InvalidSpecError } from "../../crd/errors.ts";
-import { formatTime } from "../../crd/kstatus.ts";
-import { ANNOTATION_ROLLOUT_NOW } from "../../crd/schema.ts";
-import { describeDuration } from "../../duration.ts";
-import type { ChangeGroup, FieldChange, PatchPlan } from "../plan/plan.ts";
+import { InvalidSpecError } from "../crd/errors.ts";
+import { formatTime } from "../crd/kstatus.ts";
+import { ANNOTATION_ROLLOUT_NOW } from "../crd/schema.ts";
+import { describeDuration } from "../duration.ts";
+import type { ChangeGroup, FieldChange, PatchPlan } from "./plan.ts";
 import {
   BoundedMemo,
   type Counter,
@@ -27,7 +27,7 @@ import {
   type Opening,
   type RolloutWindow,
   type RolloutWindowSpec,
-} from "./rollout-windows.ts";
+} from "./rollout/rollout-windows.ts";
 
 /**
  * A connection's `spec.rolloutWindows`: the default of the resources that set none, or, when

@@ -6,181 +6,49 @@
  * set through `src/crd/kstatus.ts`, as the connections' are), and `statusEqual` lets the
  * controller skip writes that would change nothing.
  */
-import { cutToLength } from "../../api/printable.ts";
-import { redactAndTruncate } from "../../api/redact.ts";
+import { cutToLength } from "../api/printable.ts";
+import { redactAndTruncate } from "../api/redact.ts";
 import {
   type ConditionValue,
   formatTime,
-  KSTATUS,
   kstatusOf,
   MAX_MESSAGE_LENGTH,
   putConditions,
-} from "../../crd/kstatus.ts";
-import type { Condition, DeploymentResourceStatus } from "../../crd/schema.ts";
-import type { PlanProblem } from "../plan/plan.ts";
+} from "../crd/kstatus.ts";
+import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
+import type { RolloutEvidence } from "./evidence.ts";
+import { excerptSentence } from "./failure-evidence.ts";
+import {
+  activeRevision,
+  type ExternalRevision,
+  isBeingDeleted,
+  isDoneRevision,
+  isFailedRevision,
+  keptExternalRevision,
+  liveRevision,
+  type RevisionObservation,
+  shortRevisions,
+  stuckPart,
+} from "./live-revision.ts";
+import type { PlanProblem } from "./plan.ts";
+import {
+  CONDITION,
+  CONDITION_ORDER,
+  type ConditionType,
+  REASON,
+  RECORD_FIELDS,
+  type StatusRecord,
+  type SyncOutcome,
+} from "./reasons.ts";
 import {
   pendingConfig,
   pendingRedeploy,
   type RevisionHistoryEntry,
   recordDeployed,
   targetView,
-} from "../plan/revision-reuse.ts";
-import {
-  DEPLOYMENT_STATUSES,
-  type Deployment,
-  DONE_REVISION_STATUSES,
-  FAILED_REVISION_STATUSES,
-  type SourceRevisionConfig,
-} from "../service-types.ts";
-import {
-  activeRevision,
-  type ExternalRevision,
-  keptExternalRevision,
-  liveRevision,
-} from "./live-revision.ts";
+} from "./revision-history.ts";
+import { DEPLOYMENT_STATUSES, type Deployment, type SourceRevisionConfig } from "./service-types.ts";
 import { keepPrintable, keepPrintableConditions, unsetNote } from "./status-sink.ts";
-
-/** Condition types the operator sets. */
-export const CONDITION = {
-  Ready: KSTATUS.Ready,
-  Synced: "Synced",
-  Reconciling: KSTATUS.Reconciling,
-  Stalled: KSTATUS.Stalled,
-} as const;
-export type ConditionType = (typeof CONDITION)[keyof typeof CONDITION];
-
-/** Condition reasons (CamelCase, as metav1.Condition requires). */
-export const REASON = {
-  Available: "Available",
-  Creating: "Creating",
-  RolloutInProgress: "RolloutInProgress",
-  AwaitingDatabase: "AwaitingDatabase",
-  Deleting: "Deleting",
-  Unused: "Unused",
-  Unknown: "Unknown",
-  NotFound: "NotFound",
-  ReconcileSuccess: "ReconcileSuccess",
-  ReconcileError: "ReconcileError",
-  Drifted: "Drifted",
-  NameConflict: "NameConflict",
-  SecretNotFound: "SecretNotFound",
-  InvalidSpec: "InvalidSpec",
-  Immutable: "Immutable",
-  /** spec.sourceConfig.deploymentType differs from the type of the service's deployment. */
-  DeploymentTypeMismatch: "DeploymentTypeMismatch",
-  CannotClearSecrets: "CannotClearSecrets",
-  Unauthorized: "Unauthorized",
-  RateLimited: "RateLimited",
-  ServiceUnavailable: "ServiceUnavailable",
-  Paused: "Paused",
-  ObserveOnly: "ObserveOnly",
-  /** The latest revision failed to be created, built or deployed: it will never go live. */
-  RevisionFailed: "RevisionFailed",
-  /** The service reports a status this operator does not know: not ready, not failed. */
-  UnrecognizedStatus: "UnrecognizedStatus",
-  /** The service's deployment for this resource is in the listing but cannot be read. */
-  UnreadableDeployment: "UnreadableDeployment",
-  /**
-   * The resource waits for its connection's share of the operator: its reconciles wait behind the
-   * connection's others (`--max-reconciles-per-connection`), or its connection's rate limit
-   * admits its next call later than a reconcile could end.
-   */
-  WaitingForConnectionShare: "WaitingForConnectionShare",
-  /** The resource's connection is missing, not Ready, or not usable from its namespace. */
-  ConnectionNotReady: "ConnectionNotReady",
-  /** The resource's namespace is not one its connection (or the default connection) selects. */
-  ConnectionNotAllowed: "ConnectionNotAllowed",
-  /** The secret values the resource would send are more than the operator's limit. */
-  SecretsTooLarge: "SecretsTooLarge",
-  /** An answer of the resource's service was larger than the operator's limit. */
-  ResponseTooLarge: "ResponseTooLarge",
-  /** The periodic listing of the resource's connection did not end within its deadline. */
-  ListingDeadlineExceeded: "ListingDeadlineExceeded",
-  /** The deployment a status names is not this resource's (another name, or claimed by another). */
-  NotOwned: "NotOwned",
-  /** The latest revision has not finished rolling out within `spec.rolloutTimeout`. */
-  RolloutTimeout: "RolloutTimeout",
-  /** A change that would create a revision is held until a rollout window opens. */
-  OutsideRolloutWindow: "OutsideRolloutWindow",
-  /** The name cannot be created: a tracing project of that name remains on the service. */
-  NameReserved: "NameReserved",
-  /** dms.dev/rebuild-requested-at asks for a revision, and the service has no rebuild route. */
-  RebuildRouteMissing: "RebuildRouteMissing",
-  /** An event: the deployment's latest revision is one this operator did not create. */
-  ExternalRevision: "ExternalRevision",
-} as const;
-
-/** What is known of the deployment's latest revision (see `revisions.ts`). */
-export interface RevisionObservation {
-  /** The revision id: the deployment's `latest_revision_id` when it was read. */
-  id: string;
-  /** Its status as the service reports it (any string, kept raw). */
-  status: string;
-}
-
-/** True when `status` says the revision will never go live. */
-export function isFailedRevision(status: string | undefined): boolean {
-  return (FAILED_REVISION_STATUSES as readonly (string | undefined)[]).includes(status);
-}
-
-/** True when `status` ends a rollout although the revision is not (yet) the active one. */
-export function isDoneRevision(status: string | undefined): boolean {
-  return (DONE_REVISION_STATUSES as readonly (string | undefined)[]).includes(status);
-}
-
-/**
- * Which part of an unfinished rollout holds it up: `revision` (the latest revision is not live),
- * `deployment` (it is, but the service does not report the deployment READY: say, still
- * `AWAITING_DATABASE`), or `both`. Undefined when nothing is unfinished, when the revision
- * failed (RevisionFailed says so), or while the deployment is being deleted.
- */
-export function stuckPart(
-  observed: Pick<Deployment, "latest_revision_id" | "active_revision_id" | "status">,
-  revisionStatus: string | undefined,
-): "revision" | "deployment" | "both" | undefined {
-  const latest = observed.latest_revision_id;
-  if (!latest || isBeingDeleted(observed.status) || isFailedRevision(revisionStatus)) return undefined;
-  const live = latest === observed.active_revision_id || isDoneRevision(revisionStatus);
-  const ready = observed.status === "READY";
-  if (live) return ready ? undefined : "deployment";
-  return ready ? "revision" : "both";
-}
-
-/** What the reconcile concluded about keeping the service in line with the spec. */
-export type SyncOutcome =
-  /** Manage: the service matches the spec (nothing to do, or the create/patch succeeded). */
-  | { kind: "synced"; message?: string }
-  /** ObserveOnly: `drift` holds the diff summary lines (empty: in line). */
-  | { kind: "observed"; drift: readonly string[] }
-  /** `spec.driftPolicy: Report`: the service differs from a spec already applied; nothing written. */
-  | { kind: "drifted"; message: string }
-  /** The paused annotation is set: no service call was made. */
-  | { kind: "paused" }
-  /** The resource is being deleted and the service's deployment with it. */
-  | { kind: "deleting"; message?: string }
-  /**
-   * A change that makes a new revision is held outside the rollout windows (what makes none was
-   * sent): not synced, but on its way (Reconciling, never Stalled).
-   */
-  | { kind: "held"; message: string }
-  /** Something failed. `stalled`: it cannot succeed without a change (spec, Secret, credentials). */
-  | { kind: "failed"; reason: string; message: string; stalled?: boolean };
-
-/** Controller bookkeeping written alongside; `null` clears a field, `undefined` keeps it. */
-export interface StatusRecord {
-  appliedSecretsHash?: string | null;
-  appliedSecretVersions?: string | null;
-  lastHandledReconcileAt?: string | null;
-  lastHandledRolloutNow?: string | null;
-  lastHandledRebuildAt?: string | null;
-  /** The generation whose spec was applied in full (see `generationApplied`, notes.ts). */
-  appliedGeneration?: number | null;
-  createRequestedAt?: string | null;
-  resolvedRepoUrl?: string | null;
-  resolvedRepoRef?: string | null;
-  /** The connection used: `Kind/name`, or `default`. */
-  connection?: string | null;
-}
 
 /** Everything {@link statusFrom} needs. */
 export interface StatusInput {
@@ -207,23 +75,6 @@ export interface StatusInput {
   knownRevision?: { id: string; config: SourceRevisionConfig } | undefined;
   /** A revision the operator did not create, seen now (`externalRevisionOf`, live-revision.ts). */
   externalRevision?: ExternalRevision | undefined;
-}
-
-/**
- * What the failure evidence gives the status: `rolloutStartedAt` and `failedRevisionLog` to
- * write (each absent: cleared), and the `spec.rolloutTimeout` text when the rollout has run past it.
- */
-export interface RolloutEvidence {
-  startedAt?: string | undefined;
-  log?: DeploymentResourceStatus["failedRevisionLog"] | undefined;
-  timedOutAfter?: string | undefined;
-}
-
-/** The sentence a `Stalled` message ends with for the log read of `revisionId` for `reason`. */
-function excerptSentence(rollout: RolloutEvidence | undefined, revisionId: string, reason: string): string {
-  const log = rollout?.log;
-  if (!log?.excerpt || log.revisionId !== revisionId || log.reason !== reason) return "";
-  return ` Last ${log.type ?? "build"} log lines: ${log.excerpt}`;
 }
 
 /** The sync outcome for plan problems (immutable fields stall; an un-clearable list only fails). */
@@ -253,11 +104,13 @@ const value = (status: Condition["status"], reason: string, message: string): Co
   reason,
   message,
 });
+
 /** Not ready because work is under way: Ready False and Reconciling True, for one reason. */
 const inProgress = (reason: string, message: string, progressMessage = message): ConditionValues => ({
   ready: value("False", reason, message),
   progress: value("True", reason, progressMessage),
 });
+
 /** Not ready, and it will not get there without a change: Ready False and Stalled True. */
 const stuck = (reason: string, message: string): ConditionValues => ({
   ready: value("False", reason, message),
@@ -277,6 +130,7 @@ const WHEN_ABSENT: Partial<Record<SyncOutcome["kind"], ConditionValues>> = {
   deleting: { ready: value("False", REASON.Deleting, "the service's deployment is gone") },
   synced: inProgress(REASON.Creating, "creation requested; waiting for the service to list the deployment"),
 };
+
 const NOT_FOUND: ConditionValues = {
   ready: value("False", REASON.NotFound, "the service has no such deployment"),
 };
@@ -293,7 +147,7 @@ function readiness(
   if (latestRevision && isFailedRevision(latestRevision.status) && !isBeingDeleted(status)) {
     return stuck(
       REASON.RevisionFailed,
-      `revision ${latestRevision.id} ${latestRevision.status}: it will not go live; ${active ? `revision ${active} stays active` : "no revision is active"}. Change the spec (a new revision) or set dms.dev/reconcile-requested-at to look again.${excerptSentence(rollout, latestRevision.id, REASON.RevisionFailed)}`,
+      `revision ${latestRevision.id} ${latestRevision.status}: it will not go live; ${active ? `revision ${active} stays active` : "no revision is active"}. Change the spec (a new revision) or set dms.dev/reconcile-requested-at to look again.${excerptSentence(rollout?.log, latestRevision.id, REASON.RevisionFailed)}`,
     );
   }
   const revisionStatus = latestRevision ? ` (${latestRevision.status})` : "";
@@ -308,7 +162,7 @@ function readiness(
         : `revision ${latest}${revisionStatus} has not gone live within ${within}${part === "both" ? ` and the service still reports the deployment ${status}` : ""}; ${active ?? "no revision"} is active. Nothing is sent again: this ends when the revision goes live or fails.`;
     return stuck(
       REASON.RolloutTimeout,
-      `${message}${excerptSentence(rollout, latest, REASON.RolloutTimeout)}`,
+      `${message}${excerptSentence(rollout?.log, latest, REASON.RolloutTimeout)}`,
     );
   }
   if (status !== "READY") {
@@ -421,31 +275,8 @@ const OBSERVED_FIELDS = {
     (d: Deployment, revision: RevisionObservation | undefined) => string | undefined
   >
 >;
+
 type ObservedField = keyof typeof OBSERVED_FIELDS;
-
-/** The bookkeeping fields of {@link StatusRecord}, in the order they are written. */
-const RECORD_FIELDS = [
-  "appliedSecretsHash",
-  "appliedSecretVersions",
-  "lastHandledReconcileAt",
-  "lastHandledRolloutNow",
-  "lastHandledRebuildAt",
-  "appliedGeneration",
-  "createRequestedAt",
-  "resolvedRepoUrl",
-  "resolvedRepoRef",
-  "connection",
-] as const satisfies readonly (keyof StatusRecord & keyof DeploymentResourceStatus)[];
-// Every field of StatusRecord is written: one added there and not here fails to compile.
-const _everyRecordField: Record<Exclude<keyof StatusRecord, (typeof RECORD_FIELDS)[number]>, never> = {};
-
-/** The conditions, in the order a new one is added. Ready is kept when nothing speaks of it. */
-const CONDITION_ORDER = [
-  CONDITION.Ready,
-  CONDITION.Synced,
-  CONDITION.Stalled,
-  CONDITION.Reconciling,
-] as const;
 
 /**
  * The status to write after a reconcile. Observed fields come from `observed` (cleared when it
@@ -562,21 +393,4 @@ function messageOf(secretValues: readonly string[]): (text: string) => string {
   return secretValues.some((v) => v !== "")
     ? (text) => redactAndTruncate(text, secretValues, MAX_MESSAGE_LENGTH)
     : (text) => cutToLength(text, MAX_MESSAGE_LENGTH);
-}
-
-/**
- * `<latest>/<active>` revision ids, 8 characters each (`-` for one the service does not report),
- * for `kubectl get dmsd -o wide`: full UUIDs are 36 characters each, and the first 8 tell the
- * revisions of one deployment apart in practice, as a short commit sha does.
- */
-export function shortRevisions(d: Pick<Deployment, "latest_revision_id" | "active_revision_id">): string {
-  return `${(d.latest_revision_id ?? "-").slice(0, 8)}/${(d.active_revision_id ?? "-").slice(0, 8)}`;
-}
-
-/**
- * True when the service says the deployment is on its way out: `AWAITING_DELETE`, and the values
- * outside the spec the real service uses while it finishes a delete (`AWAITING_FINAL_DELETE`).
- */
-export function isBeingDeleted(remoteStatus: string): boolean {
-  return remoteStatus.includes("DELETE");
 }

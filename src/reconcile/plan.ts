@@ -17,17 +17,18 @@ import {
   SOURCE_CONFIG_SCALARS,
   SOURCE_REVISION_FIELDS,
   specPath,
-} from "../../crd/mapping.ts";
-import { isRecord } from "../../runtime/json.ts";
+} from "../crd/mapping.ts";
+import type { DeploymentSpec } from "../crd/schema.ts";
+import { isRecord } from "../runtime/json.ts";
+import { cloneJson, displayValue, jsonEqual, wireEqual } from "./diff.ts";
+import { planSecrets, type SecretsDecision, type SecretsProblem } from "./plan-secrets.ts";
+import type { SecretDigest } from "./secret-hash.ts";
 import type {
   CreateDeploymentBody,
   Deployment,
   PatchDeploymentBody,
   SourceConfigRequest,
-} from "../service-types.ts";
-import { cloneJson, displayValue, jsonEqual, wireEqual } from "./diff.ts";
-import { planSecrets, type SecretsProblem } from "./plan-secrets.ts";
-import type { SecretDigest } from "./secret-hash.ts";
+} from "./service-types.ts";
 
 /** What the planner remembers from the last successful apply (from the resource's status). */
 export interface LastApplied {
@@ -149,12 +150,10 @@ export function plan(
     if (desired.revision_source) body.revision_source = desired.revision_source;
   }
 
-  const secrets = planSecrets(
-    desired.secrets,
-    observed.secrets,
-    lastApplied.secretsHash,
-    lastApplied.secretDigest,
-  );
+  // Secrets the spec does not manage: nothing to decide of them.
+  const secrets: SecretsDecision = !desired.secrets
+    ? { lines: [] }
+    : planSecrets(desired.secrets, observed.secrets, lastApplied.secretsHash, lastApplied.secretDigest);
   if (secrets.send) body.secrets = secrets.send;
   changes.push(...secrets.lines.map((l) => ({ group: "secrets" as const, field: "secrets", line: l })));
 
@@ -350,4 +349,24 @@ function diffRevision(
     changes.push({ group: "source_revision_config", field, line: line(field, remote[key], value) });
   }
   return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/**
+ * What to plan `desired` against (the planner's `LastApplied`). `appliedSecretsHash` is the
+ * resource's `status.appliedSecretsHash` (undefined when unknown). ObserveOnly never sent the
+ * secrets, so where the service masks values only their names can be compared: the desired
+ * values count as the ones applied. Every other policy uses the recorded hash, if any.
+ * `secretDigest` makes and compares the digests (keyed with the install key).
+ */
+export function lastAppliedFor(
+  spec: Pick<DeploymentSpec, "managementPolicy">,
+  desired: Pick<DesiredDeployment, "secrets">,
+  appliedSecretsHash: string | undefined,
+  secretDigest: SecretDigest,
+): { secretsHash?: string; secretDigest: SecretDigest } {
+  const hash =
+    spec.managementPolicy === "ObserveOnly" && desired.secrets
+      ? secretDigest.digest(desired.secrets)
+      : appliedSecretsHash;
+  return hash ? { secretsHash: hash, secretDigest } : { secretDigest };
 }

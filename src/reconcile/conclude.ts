@@ -1,20 +1,118 @@
 /**
- * The conclusion of a reconcile, pure: from what was decided and executed (`decide.ts`) and the
- * evidence read after (`evidence.ts`), the status to write, the revision's event, and when to
- * look at the resource again: the reconcile's requeue policy (kube-rs's `error_policy` beside
- * its `reconcile`). The table of the requeue's cases is test/unit/next-action.test.ts.
+ * The conclusion of a reconcile, pure: {@link settle} joins what was decided (`decide.ts`) with
+ * what `execute` wrote (the write's own events first); {@link conclude} draws from that and the
+ * evidence read after (`evidence.ts`) the status to write, the revision's event, and when to look
+ * at the resource again: the reconcile's requeue policy (kube-rs's `error_policy` beside its
+ * `reconcile`). The table of the requeue's cases is test/unit/next-action.test.ts, settle's is
+ * part of test/unit/decide.test.ts.
  */
 
 import { connectionLabel } from "../crd/connection-ref.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
-import { reconcileInterval } from "./annotations.ts";
-import type { Decided } from "./decide.ts";
-import type { Evidence } from "./evidence.ts";
-import { statusEqual } from "./plan/diff.ts";
+import { observedAs } from "./decide.ts";
+import { statusEqual } from "./diff.ts";
+import { type Evidence, LOG_RETRY_MS, readAgainPending } from "./evidence.ts";
+import type { FailedRevisionLog } from "./failure-evidence.ts";
+import { reconcileInterval } from "./inputs.ts";
+import { createdNote, driftCorrectedNote, redeployedNote, updateNote, updateReason } from "./notes.ts";
+import { keptSecretsProblem } from "./plan-secrets.ts";
 import type { StoredResource } from "./ports.ts";
-import { type FailedRevisionLog, LOG_RETRY_MS, readAgainPending } from "./status/failure-evidence.ts";
-import { CONDITION, REASON, type SyncOutcome, statusFrom } from "./status/status.ts";
+import { CONDITION, REASON, type SyncOutcome } from "./reasons.ts";
+import { withRebuild } from "./rebuild.ts";
+import type { Decided, DecidedEvent, DecideSpec, Decision, Executed } from "./run.ts";
+import { outcomeFromProblems, statusFrom } from "./status.ts";
+
+/**
+ * `decision` with what was `executed` of its write (none when it had none): the conclusion's
+ * input, and the events to record now, the write's own first.
+ */
+export function settle(
+  spec: DecideSpec,
+  status: NonNullable<StoredResource["status"]>,
+  decision: Decision,
+  executed: Executed | undefined,
+): { decided: Decided; events: DecidedEvent[] } {
+  const settled = settleWrite(spec, status, decision, executed);
+  return executed?.rebuilt ? withRebuild(spec, status, settled, decision, executed.rebuilt) : settled;
+}
+
+/** {@link settle} of the write alone. */
+function settleWrite(
+  spec: DecideSpec,
+  status: NonNullable<StoredResource["status"]>,
+  decision: Decision,
+  executed: Executed | undefined,
+): { decided: Decided; events: DecidedEvent[] } {
+  const { outcome, observed, record, wakeAt, externalRevision, externalChanges } = decision;
+  const decided: Decided = {
+    outcome,
+    observed,
+    record,
+    ...(wakeAt === undefined ? {} : { wakeAt }),
+    ...(externalRevision ? { externalRevision } : {}),
+    ...(externalChanges ? { externalChanges } : {}),
+  };
+  const write = decision.write;
+  if (!executed || !write || executed.kind === "none") return { decided, events: decision.after };
+  if (executed.kind === "created") {
+    const created = { type: "Normal", reason: "Created", note: createdNote(executed.deployment) } as const;
+    const history = executed.history ? { history: executed.history } : {};
+    return {
+      decided: { ...decided, observed: { kind: "found", deployment: executed.deployment }, ...history },
+      events: [created, ...decision.after],
+    };
+  }
+  if (write.kind !== "send") throw new Error("a create was answered as a PATCH");
+  const { sent } = executed;
+  const sending = write.plan;
+  const reuse = {
+    ...(sent.history ? { history: sent.history } : {}),
+    ...(sent.known ? { known: sent.known } : {}),
+  };
+  const events: DecidedEvent[] = [];
+  let message: string | undefined;
+  const { revision } = sent;
+  // Someone changed the service since this spec was applied: the event names the fields, never
+  // the values someone else set, and the change is counted.
+  const corrected =
+    !write.back && updateReason({ ...spec, status }, sending, write.adopted) === "DriftCorrected";
+  if (revision.kind === "redeployed") {
+    const how = `redeployed revision ${revision.revisionId}, its own, instead of building one (no build)`;
+    events.push(
+      corrected
+        ? { type: "Normal", reason: "DriftCorrected", note: driftCorrectedNote(sending, how) }
+        : { type: "Normal", reason: "Redeployed", note: redeployedNote(revision, sending) },
+    );
+    message = `redeployed revision ${revision.revisionId} (no build): ${revision.reason}`;
+  } else if (
+    !write.back &&
+    (revision.kind !== "pending" || sending.changes.some((c) => c.group !== "source_revision_config"))
+  ) {
+    // A redeploy sent before and not live yet sends nothing for it again: no event for it.
+    events.push(
+      corrected
+        ? { type: "Normal", reason: "DriftCorrected", note: driftCorrectedNote(sending) }
+        : { type: "Normal", reason: "Updated", note: updateNote(sending) },
+    );
+  }
+  const counted = corrected && events.some((e) => e.reason === "DriftCorrected");
+  const changes = counted ? { externalChanges: [...(externalChanges ?? []), "fields" as const] } : {};
+  const said =
+    message !== undefined && write.redeployMessage ? { outcome: { kind: "synced", message } as const } : {};
+  // An empty secrets list the service answered with its secrets kept: it reads such a list as
+  // "unchanged". Said now; the next plans send it no more (plan-secrets.ts).
+  const kept = sending.body.secrets?.length === 0 ? sent.deployment.secrets.map((s) => s.name) : [];
+  const refused = kept.length > 0 ? keptSecretsProblem([...new Set(kept)].sort()) : undefined;
+  const stalled = refused ? { outcome: outcomeFromProblems([refused]) ?? decided.outcome } : {};
+  const warning: DecidedEvent[] = refused
+    ? [{ type: "Warning", reason: REASON.CannotClearSecrets, note: refused.message }]
+    : [];
+  return {
+    decided: { ...decided, observed: observedAs(sent.deployment), ...reuse, ...said, ...changes, ...stalled },
+    events: [...events, ...warning, ...decision.after],
+  };
+}
 
 /** What a conclusion is drawn from. */
 export interface ConclusionInput {

@@ -5,7 +5,7 @@
  * numerically (`1` and `1.0` are the same number), objects by their keys whatever the key order,
  * lists element by element in order (a Kubernetes list such as `env` is ordered).
  */
-import { isRecord } from "../../runtime/json.ts";
+import { isRecord } from "../runtime/json.ts";
 
 /**
  * True when `a` and `b` are the same JSON value. `undefined` and `null` are both "absent" at the

@@ -4,9 +4,9 @@
  * the waiting resources (wiring/connection-share.ts), and replaced by its reconcile's own status
  * when its turn comes. Pure.
  */
-import { putConditions } from "../../crd/kstatus.ts";
-import type { DeploymentResourceStatus } from "../../crd/schema.ts";
-import { CONDITION, REASON } from "./status.ts";
+import { putConditions } from "../crd/kstatus.ts";
+import type { DeploymentResourceStatus } from "../crd/schema.ts";
+import { CONDITION, REASON } from "./reasons.ts";
 
 /** Whether `status` says the resource waits for its connection's share already. */
 export function saysWaitingForShare(status: DeploymentResourceStatus): boolean {

@@ -17,9 +17,9 @@
  * status passes the same walk with its own table ({@link statusSink}, `connection/status.ts`).
  */
 import type { TSchema } from "@sinclair/typebox";
-import { printableLine, unprintableIn } from "../../api/printable.ts";
-import type { Condition, DeploymentResourceStatus } from "../../crd/schema.ts";
-import { DeploymentResourceStatusSchema } from "../../crd/status-schema.ts";
+import { printableLine, unprintableIn } from "../api/printable.ts";
+import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
+import { DeploymentResourceStatusSchema } from "../crd/status-schema.ts";
 
 /** How a status string is written (see the module comment). */
 export type Treatment = "text" | "value" | "operator";

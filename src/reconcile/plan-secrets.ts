@@ -1,14 +1,13 @@
 /**
  * The secrets part of the plan: whether the spec's secrets must be sent, given what the service
  * shows (values, masked values or none) and the hash of what was last applied; and what may be
- * taken as last applied ({@link lastAppliedFor}: one rule for the controller and for `plan`, so
- * that both reach the same decision for the same resource). Pure.
+ * taken as last applied is `lastAppliedFor`'s (plan.ts). Pure. Entered only for a spec that
+ * manages its secrets.
  */
 
-import type { DesiredDeployment, SecretValue } from "../../crd/mapping.ts";
-import type { DeploymentSpec } from "../../crd/schema.ts";
-import type { Secret } from "../service-types.ts";
+import type { SecretValue } from "../crd/mapping.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
+import type { Secret } from "./service-types.ts";
 
 /** What the secrets cannot be made to be: an empty list the service did not take (see {@link keptSecretsProblem}). */
 export interface SecretsProblem {
@@ -96,24 +95,4 @@ export function keptSecretsProblem(names: readonly string[]): SecretsProblem {
     field: "spec.secrets",
     message: `spec.secrets is empty and an empty secrets list was sent, but the service's deployment still has secrets ${names.join(", ")}: this service treats an empty list on an update as "unchanged" (as the service's own provider does), so its last secrets cannot be cleared that way, and the list is not sent again; remove them on the service (its UI), list the secrets to keep, or remove spec.secrets to stop managing them`,
   };
-}
-
-/**
- * What to plan `desired` against (the planner's `LastApplied`). `appliedSecretsHash` is the
- * resource's `status.appliedSecretsHash` (undefined when unknown). ObserveOnly never sent the
- * secrets, so where the service masks values only their names can be compared: the desired
- * values count as the ones applied. Every other policy uses the recorded hash, if any.
- * `secretDigest` makes and compares the digests (keyed with the install key).
- */
-export function lastAppliedFor(
-  spec: Pick<DeploymentSpec, "managementPolicy">,
-  desired: Pick<DesiredDeployment, "secrets">,
-  appliedSecretsHash: string | undefined,
-  secretDigest: SecretDigest,
-): { secretsHash?: string; secretDigest: SecretDigest } {
-  const hash =
-    spec.managementPolicy === "ObserveOnly" && desired.secrets
-      ? secretDigest.digest(desired.secrets)
-      : appliedSecretsHash;
-  return hash ? { secretsHash: hash, secretDigest } : { secretDigest };
 }

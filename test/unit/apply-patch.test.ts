@@ -2,9 +2,9 @@
 // revision part and a PATCH of the rest; both behaviours of the route, a redeploy pending, a
 // service without the route, and the revisions the operator creates recorded.
 import { describe, expect, it } from "vitest";
-import { applyPatch } from "../../src/reconcile/apply-reuse.ts";
-import type { PatchPlan } from "../../src/reconcile/plan/plan.ts";
-import { NO_SECRETS_HASH, type RevisionHistoryEntry } from "../../src/reconcile/plan/revision-reuse.ts";
+import { applyPatch } from "../../src/reconcile/execute.ts";
+import type { PatchPlan } from "../../src/reconcile/plan.ts";
+import { NO_SECRETS_HASH, type RevisionHistoryEntry } from "../../src/reconcile/revision-history.ts";
 import {
   GOOD,
   configHashOf as hashOf,

@@ -11,7 +11,7 @@
  * status write records the keyed one.
  */
 import { createHash, createHmac, createSecretKey } from "node:crypto";
-import type { SecretValue } from "../../crd/mapping.ts";
+import type { SecretValue } from "../crd/mapping.ts";
 
 /** The prefix of a keyed digest. */
 export const KEYED_PREFIX = "hmac-sha256:";

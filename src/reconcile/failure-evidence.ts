@@ -6,14 +6,16 @@
  * Event's note holds) and a short excerpt in the `Stalled` condition. `status.failedRevisionLog`
  * remembers which revision's log was read, and why, so that neither a later poll nor a restart
  * reads or reports it again. A read that failed for a reason that may pass (the network, a
- * timeout, a 5xx, a rate limit) is tried again on a later reconcile, {@link LOG_RETRY_MS} apart
- * and {@link MAX_LOG_READS} reads in all, as the record's `failedReads` counts.
+ * timeout, a 5xx, a rate limit) is tried again on a later reconcile, `LOG_RETRY_MS` apart and
+ * `MAX_LOG_READS` reads in all, as the record's `failedReads` counts.
  *
- * Pure: decisions and formatting. The reading is `RevisionLogReader`'s (revision-log-reader.ts),
- * the sequencing and the one Warning `evidence.ts`'s.
+ * Pure: the Warning's headline, and how a tail is shown (its lines redacted, cut, fitted to an
+ * Event's note, its excerpt). When a log is read, and read again, is decided in `evidence.ts`,
+ * which also sequences the read (`RevisionLogReader`'s, revision-log-reader.ts) and the one
+ * Warning; none of this runs for a rollout that neither failed nor timed out.
  */
 
-import { cutToBytes as cutBytes, stripToLine } from "../../api/printable.ts";
+import { cutToBytes as cutBytes, stripToLine } from "../api/printable.ts";
 import {
   applyCoverage,
   partsCoverage,
@@ -22,135 +24,56 @@ import {
   RedactionBudgetError,
   redactAndTruncate,
   UNSEARCHED,
-} from "../../api/redact.ts";
-import { entryTimeMs, type LogEntry, type LogType } from "../../api/revision-logs.ts";
-import { formatTime } from "../../crd/kstatus.ts";
-import {
-  DEFAULT_ROLLOUT_TIMEOUT,
-  type DeploymentResourceStatus,
-  type DeploymentSpec,
-} from "../../crd/schema.ts";
-import { isZeroDuration, parseDuration } from "../../duration.ts";
-import type { Deployment } from "../service-types.ts";
-import { isBeingDeleted, type REASON, stuckPart } from "./status.ts";
+} from "../api/redact.ts";
+import { entryTimeMs, type LogEntry } from "../api/revision-logs.ts";
+import type { DeploymentResourceStatus } from "../crd/schema.ts";
+import type { REASON } from "./reasons.ts";
 
 /** Entries asked of the service: the tail a person needs to see why it failed. */
 export const TAIL_LINES = 20;
+
 /** Characters one log line shows at most (redacted first, then cut). */
 export const LINE_CHARS = 240;
+
 /**
  * Characters of a message a line is made from: more than a line shows, for the whitespace folded
  * and the escape sequences taken out of it. The rest of a longer message is never shown.
  */
 export const MESSAGE_CHARS = 4096;
+
 /**
  * Characters of a message searched for secret values: what a line is made from and as far again,
  * so that a value printed from within {@link MESSAGE_CHARS} is found whole when its printed form
  * is no longer than that (a value is also found by its lines).
  */
 export const MESSAGE_SEARCH_CHARS = 2 * MESSAGE_CHARS;
+
 /** Characters of an entry's time and level kept (an RFC 3339 time is 20 to 35). */
 const FIELD_CHARS = 64;
+
 /**
  * Wall-clock time the redaction of one tail may take; past it the tail is not shown. An ordinary
  * tail takes a few milliseconds: only crafted values and logs come near it, once per revision.
  */
 export const TAIL_REDACTION_MS = REDACT_BUDGET_MS;
+
 /** Lines of the excerpt in the `Stalled` condition's message. */
 export const EXCERPT_LINES = 3;
+
 /** Characters of that excerpt at most (its end is kept: the error is the last line). */
 export const EXCERPT_CHARS = 300;
+
 /**
  * Bytes of an Event's note: the API server refuses more (the recorder's `NOTE_LIMIT_BYTES`,
  * repeated here because this module must not import the Kubernetes side).
  */
 export const EVENT_NOTE_BYTES = 1024;
 
-/**
- * Reads of one revision's log, for one reason, when they fail for a reason that may pass: the
- * first and two more. A tail is worth a few calls; a service that stays down is not worth more.
- */
-export const MAX_LOG_READS = 3;
-/**
- * Least time between two reads of one revision's log: a reconcile in between (a poll, a resync,
- * an edit) does not read it again, so the reads are spread over minutes, not one burst.
- */
-export const LOG_RETRY_MS = 60_000;
-
 /** `status.failedRevisionLog`: whose log was read, why, and what it showed. */
 export type FailedRevisionLog = NonNullable<DeploymentResourceStatus["failedRevisionLog"]>;
 
 /** Why a revision's log is read. */
 export type EvidenceReason = typeof REASON.RevisionFailed | typeof REASON.RolloutTimeout;
-
-/**
- * Which log tells why a revision with `status` failed or is slow: the deploy log once it reached
- * the deploy (`DEPLOY_FAILED`, `AWAITING_DEPLOY`, `DEPLOYING`), else the build log. A revision
- * that failed to be created (`CREATE_FAILED`) gets the build log too: resolving and fetching its
- * source is the first step of its build, the only log such a revision can have (an empty answer
- * just shows no tail).
- */
-export function logTypeFor(status: string | undefined): LogType {
-  return status?.includes("DEPLOY") ? "deploy" : "build";
-}
-
-/** {@link DEFAULT_ROLLOUT_TIMEOUT} in ms, read once rather than at every reconcile that sets none. */
-const DEFAULT_ROLLOUT_TIMEOUT_MS = parseDuration(DEFAULT_ROLLOUT_TIMEOUT) as number;
-
-/**
- * `spec.rolloutTimeout` in ms: the default (30m) when unset, undefined (disabled) when it is a
- * duration of no length at all, however written (`0`, `0s`, `0m0s`, `0.0h`: the CRD's pattern
- * admits them all, and each says "no timeout" as plainly as `0`). A value the CRD would have
- * refused is read as the default: the check is the API server's.
- */
-export function rolloutTimeoutMs(spec: Pick<DeploymentSpec, "rolloutTimeout">): number | undefined {
-  if (spec.rolloutTimeout === undefined) return DEFAULT_ROLLOUT_TIMEOUT_MS;
-  const text = spec.rolloutTimeout.trim();
-  if (isZeroDuration(text)) return undefined;
-  return parseDuration(text) ?? DEFAULT_ROLLOUT_TIMEOUT_MS;
-}
-
-/**
- * `status.rolloutStartedAt` after observing `observed` at `now`: set to `now` when a new latest
- * revision is first seen not active, kept while the rollout has not finished, cleared once it
- * has (or there is no revision). A rollout finishes when its revision is active AND the service
- * reports the deployment READY: a first rollout whose revision went live while the deployment is
- * still `AWAITING_DATABASE` (or any status but READY) is still running. A deployment being
- * deleted has no rollout.
- */
-export function rolloutStart(
-  previous: DeploymentResourceStatus,
-  observed: Deployment,
-  now: Date,
-): string | undefined {
-  const latest = observed.latest_revision_id;
-  if (!latest || isBeingDeleted(observed.status)) return undefined;
-  const carried =
-    previous.latestRevisionId === latest && previous.rolloutStartedAt ? previous.rolloutStartedAt : undefined;
-  if (latest !== observed.active_revision_id) return carried ?? formatTime(now);
-  // The revision is live: the rollout it started runs on while the deployment is not READY.
-  return observed.status === "READY" ? undefined : carried;
-}
-
-/**
- * Whether the rollout of `observed`'s latest revision has run past its timeout at `now`: it
- * started `timeoutMs` or more ago and has not finished, whatever status the service reports
- * for the deployment (`AWAITING_DATABASE` included): its revision is not live (and not known to
- * have failed: RevisionFailed says that), or it is and the deployment is not READY. Which of
- * the two is stuck: {@link stuckPart}.
- */
-export function rolloutTimedOut(
-  observed: Deployment,
-  revisionStatus: string | undefined,
-  startedAt: string | undefined,
-  timeoutMs: number | undefined,
-  now: Date,
-): boolean {
-  if (stuckPart(observed, revisionStatus) === undefined) return false;
-  if (startedAt === undefined || timeoutMs === undefined) return false;
-  const started = Date.parse(startedAt);
-  return !Number.isNaN(started) && now.getTime() - started >= timeoutMs;
-}
 
 /**
  * The first sentence of the Warning a revision's evidence gives (`RevisionFailed` or
@@ -172,39 +95,6 @@ export function evidenceHeadline(
   const also =
     stuck?.part === "both" ? ` and the service still reports the deployment ${stuck.deploymentStatus}` : "";
   return `revision ${revisionId} of the service's deployment ${deploymentId} has not gone live within spec.rolloutTimeout ${timedOutAfter}${revisionStatus ? ` (${revisionStatus})` : ""}${also}`;
-}
-
-/**
- * Why the log of `revisionId` must be read at `now`, if it must: its status failed, or its
- * rollout timed out, and `recorded` (the status's `failedRevisionLog`) does not already hold it
- * for that revision and reason, or holds a read that failed and is due again
- * ({@link readAgainDue}). Once per revision and reason otherwise: never on every poll.
- */
-export function evidenceDue(
-  recorded: FailedRevisionLog | undefined,
-  revisionId: string,
-  reason: EvidenceReason | undefined,
-  now: Date,
-): EvidenceReason | undefined {
-  if (reason === undefined) return undefined;
-  if (recorded?.revisionId !== revisionId || recorded.reason !== reason) return reason;
-  return readAgainDue(recorded, now) ? reason : undefined;
-}
-
-/**
- * Whether `recorded` is a read that failed for a reason that may pass and may be tried again:
- * fewer than {@link MAX_LOG_READS} failed (whatever comes next, it will be read again).
- */
-export function readAgainPending(recorded: FailedRevisionLog | undefined): boolean {
-  const failed = recorded?.failedReads;
-  return failed !== undefined && failed < MAX_LOG_READS;
-}
-
-/** Whether {@link readAgainPending}, and {@link LOG_RETRY_MS} have passed since the last read. */
-export function readAgainDue(recorded: FailedRevisionLog, now: Date): boolean {
-  if (!readAgainPending(recorded)) return false;
-  const last = Date.parse(recorded.failedReadAt ?? "");
-  return Number.isNaN(last) || now.getTime() - last >= LOG_RETRY_MS;
 }
 
 /**
@@ -310,4 +200,14 @@ export function excerptOf(lines: readonly string[]): string {
   const code = text.charCodeAt(start);
   if (code >= 0xdc00 && code <= 0xdfff) start += 1;
   return `…${text.slice(start)}`;
+}
+
+/** The sentence a `Stalled` message ends with for the log read of `revisionId` for `reason`. */
+export function excerptSentence(
+  log: FailedRevisionLog | undefined,
+  revisionId: string,
+  reason: string,
+): string {
+  if (!log?.excerpt || log.revisionId !== revisionId || log.reason !== reason) return "";
+  return ` Last ${log.type ?? "build"} log lines: ${log.excerpt}`;
 }

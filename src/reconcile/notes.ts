@@ -3,11 +3,12 @@
  * drift report. Pure; never a secret value (the planner's summaries hold none).
  */
 
-import { claimedName } from "../claims.ts";
-import type { FieldChange, PatchPlan, Plan } from "../plan/plan.ts";
-import type { EventsPort, StoredResource } from "../ports.ts";
-import type { Deployment } from "../service-types.ts";
-import { CONDITION } from "./status.ts";
+import { claimedName } from "./claims.ts";
+import type { FieldChange, PatchPlan, Plan } from "./plan.ts";
+import type { EventsPort, StoredResource } from "./ports.ts";
+import { CONDITION } from "./reasons.ts";
+import type { RevisionSent } from "./run.ts";
+import type { Deployment } from "./service-types.ts";
 
 /** Note of the `Created` event. */
 export function createdNote(deployment: Deployment): string {
@@ -117,3 +118,21 @@ export function recordEvent(
 ): void {
   deps.events.record(run.obj, { type, reason, action: "Reconcile", note });
 }
+
+/** The note of the `Redeployed` event: which revision, why, how, and what else was sent. */
+export function redeployedNote(
+  sent: Extract<RevisionSent, { kind: "redeployed" }>,
+  decision: PatchPlan,
+): string {
+  const how =
+    sent.behaviour === "new-revision"
+      ? `the service made revision ${sent.live} from it`
+      : "the service switches the active revision back to it";
+  const others = decision.changes.filter((c) => c.group !== "source_revision_config").map((c) => c.line);
+  const also = others.length > 0 ? `; also updated: ${others.join("; ")}` : "";
+  return `redeployed revision ${sent.revisionId} instead of building a new one (no build): ${sent.reason}; ${how}${also}`;
+}
+
+/** The `Synced` condition of `status`, if any. */
+export const syncedOf = (status: NonNullable<StoredResource["status"]>) =>
+  status.conditions?.find((c) => c.type === CONDITION.Synced);

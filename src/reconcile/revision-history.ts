@@ -1,40 +1,37 @@
 /**
- * Redeploy instead of rebuild: when a change would create a revision, which earlier revision (if
- * any) deployed exactly what the change asks for, so that the operator can redeploy it (no build)
- * rather than PATCH and wait for the service to build the same thing again. Git is the truth: a
- * revert in Git is the rollback, and this makes it as fast as the service allows.
- *
- * "Exactly": the same revision-defining fields (`source_revision_config` as the new revision
- * would have it, and its source), the same secret values (the digest the operator recorded when
- * it created that revision: a revision it did not create, or whose secrets it cannot vouch for,
- * is never reused, so a redeploy never brings back old secret values), and the revision reached
- * DEPLOYED once. `spec.revisionReuse` then says which references are trusted not to have moved.
- *
- * Pure: the one read of the revision listing and the redeploy itself are the caller's.
+ * What the status records of the revisions this operator made (`status.revisionHistory`), and
+ * what a reconcile reads from it: every revision it creates (by a create, a PATCH, a redeploy or
+ * a rebuild) is recorded with the digests of its config and secrets, for only those can be
+ * redeployed later (`revision-reuse.ts`) and never be taken for someone else's; a redeploy that
+ * switched the active revision back stands, while it is the newest entry, for the revision the
+ * spec asks to be live ({@link pendingRedeploy}, {@link targetView}). Pure.
  */
-
 import { createHash } from "node:crypto";
-import { SOURCE_REVISION_FIELDS } from "../../crd/mapping.ts";
 import {
   DEFAULT_REVISION_REUSE,
   type DeploymentResourceStatus,
   type DeploymentSpec,
   type RevisionReusePolicy,
-} from "../../crd/schema.ts";
-import { REDEPLOY_REASON_MAX_LENGTH, REVISION_HISTORY_LIMIT } from "../../crd/status-schema.ts";
-import type { Deployment, PatchDeploymentBody, Revision, SourceRevisionConfig } from "../service-types.ts";
+} from "../crd/schema.ts";
+import { REDEPLOY_REASON_MAX_LENGTH, REVISION_HISTORY_LIMIT } from "../crd/status-schema.ts";
+import type { CreatePlan, PatchPlan } from "./plan.ts";
 import { hashSecrets } from "./secret-hash.ts";
+import type { Deployment, PatchDeploymentBody, SourceRevisionConfig } from "./service-types.ts";
+
+/** A PATCH plan of a deployment, with what of the resource decides its revision's digests. */
+export interface PatchTarget {
+  /** The service's deployment the plan was made against. */
+  deployment: Deployment;
+  decision: PatchPlan;
+  spec: Pick<DeploymentSpec, "revisionReuse" | "secrets">;
+  status: Pick<DeploymentResourceStatus, "revisionHistory" | "appliedSecretsHash">;
+}
 
 /** An element of `status.revisionHistory`. */
 export type RevisionHistoryEntry = NonNullable<DeploymentResourceStatus["revisionHistory"]>[number];
 
 /** The revision-defining fields compared (`repo_commit_sha` is what a build resolved, not asked for). */
 export const REVISION_FIELDS = ["repo_ref", "graph_config_path", "image_uri", "source_tarball_path"] as const;
-
-/** `spec.revisionReuse`, the default (`Pinned`) when unset. */
-export function revisionReusePolicy(spec: Pick<DeploymentSpec, "revisionReuse">): RevisionReusePolicy {
-  return spec.revisionReuse ?? DEFAULT_REVISION_REUSE;
-}
 
 /** What the change would make a revision of. */
 export interface DesiredRevision {
@@ -52,133 +49,9 @@ export interface DesiredRevision {
   secretsHash: string | undefined;
 }
 
-/** Everything {@link chooseRevision} weighs. */
-export interface ReuseInput {
-  policy: RevisionReusePolicy;
-  desired: DesiredRevision;
-  /** The first page of the deployment's revisions (newest first), as the service listed them. */
-  revisions: readonly Revision[];
-  /** `status.revisionHistory`: the revisions this operator created. */
-  history: readonly RevisionHistoryEntry[];
-}
-
-/** The verdict: redeploy `revisionId`, or build (PATCH), each with the reason to show. */
-export type ReuseDecision =
-  | { kind: "redeploy"; revisionId: string; revision: Revision; reason: string }
-  | { kind: "build"; reason: string };
-
-const DIGEST = /@sha256:[0-9a-f]{64}$/;
-const COMMIT_SHA = /^[0-9a-f]{40}$/i;
-
 /** `value` as compared: null, undefined and "" all mean "not set". */
-const given = (value: string | null | undefined): string | undefined =>
+export const given = (value: string | null | undefined): string | undefined =>
   value === null || value === undefined || value === "" ? undefined : value;
-
-/** The first revision-defining field on which `a` and `b` differ, or undefined when they agree. */
-function differingField(a: SourceRevisionConfig, b: SourceRevisionConfig): string | undefined {
-  return REVISION_FIELDS.find((field) => given(a[field]) !== given(b[field]));
-}
-
-/**
- * Why the references of `config` may have moved since `revision` was built, under `Pinned`, or
- * undefined when none can: an image must be named by digest, a repository ref must be the full
- * commit sha the revision built (`repo_commit_sha`), and an uploaded tarball's path can always be
- * uploaded again.
- */
-export function unpinnedReference(config: SourceRevisionConfig, revision: Revision): string | undefined {
-  const image = given(config.image_uri);
-  if (image !== undefined && !DIGEST.test(image)) return `image ${image} is not pinned by digest (@sha256:)`;
-  const ref = given(config.repo_ref);
-  if (ref !== undefined) {
-    if (!COMMIT_SHA.test(ref)) return `repoRef ${ref} is a branch or tag name, not a full commit sha`;
-    const built = given(revision.source_revision_config?.repo_commit_sha);
-    if (built?.toLowerCase() !== ref.toLowerCase())
-      return `repoRef ${ref} is not the commit revision ${revision.id} built (${built ?? "not reported"})`;
-  }
-  if (given(config.source_tarball_path) !== undefined)
-    return "an uploaded source tarball's path can be uploaded again";
-  if (image === undefined && ref === undefined) return "the change names no image or repository ref";
-  return undefined;
-}
-
-/** What a revision deployed, in a few words: `image <uri>` or `commit <sha>`. */
-export function deployedArtifact(config: SourceRevisionConfig): string {
-  const image = given(config.image_uri);
-  if (image !== undefined) return `image ${image}`;
-  const sha = given(config.repo_commit_sha);
-  const ref = given(config.repo_ref);
-  if (sha !== undefined) return `commit ${sha}${ref !== undefined && ref !== sha ? ` (${ref})` : ""}`;
-  if (ref !== undefined) return `ref ${ref}`;
-  return "the same source";
-}
-
-/**
- * The earlier revision to redeploy instead of building `input.desired`, or why none. The newest
- * match wins. Every revision of the page is weighed against every rule, and the reason given for
- * building is the closest miss: a revision that deployed the same config but cannot be reused
- * says why (other secrets, not created by this operator, never deployed, a reference that may
- * have moved), else that none deployed the same.
- */
-export function chooseRevision(input: ReuseInput): ReuseDecision {
-  const { policy, desired, revisions, history } = input;
-  if (policy === "Never") return { kind: "build", reason: "spec.revisionReuse is Never" };
-  const created = new Map(history.map((entry) => [entry.id, entry]));
-  let closest: string | undefined;
-  const miss = (reason: string) => {
-    closest ??= reason;
-  };
-  for (const revision of revisions) {
-    const config = revision.source_revision_config;
-    if (!config || differingField(config, desired.config) !== undefined) continue;
-    const source = given(revision.source);
-    if (source !== desired.source) {
-      miss(
-        `revision ${revision.id} deployed the same config from source ${source ?? "(not reported)"}, not ${desired.source}`,
-      );
-      continue;
-    }
-    const entry = created.get(revision.id);
-    if (entry === undefined) {
-      miss(
-        `revision ${revision.id} deployed the same config, but this operator did not create it: its secrets cannot be vouched for`,
-      );
-      continue;
-    }
-    if (desired.secretsHash === undefined || entry.secretsHash === undefined) {
-      miss(
-        `revision ${revision.id} deployed the same config, but the secrets cannot be vouched for (they are not all set by spec.secrets)`,
-      );
-      continue;
-    }
-    if (entry.secretsHash !== desired.secretsHash) {
-      miss(`revision ${revision.id} deployed the same config with other secret values`);
-      continue;
-    }
-    if (entry.deployed !== true && revision.status !== "DEPLOYED") {
-      miss(`revision ${revision.id} has the same config but never reached DEPLOYED`);
-      continue;
-    }
-    if (policy === "Pinned") {
-      const unpinned = unpinnedReference(desired.config, revision);
-      if (unpinned !== undefined) {
-        miss(`${unpinned}: under spec.revisionReuse Pinned only a reference that cannot move is redeployed`);
-        continue;
-      }
-    }
-    const why =
-      policy === "Pinned" ? "a pinned reference" : "the same reference (spec.revisionReuse SameReference)";
-    return {
-      kind: "redeploy",
-      revisionId: revision.id,
-      revision,
-      reason: `revision ${revision.id} deployed ${deployedArtifact(config)} with the same secrets (${why})`,
-    };
-  }
-  return {
-    kind: "build",
-    reason: closest ?? "no earlier revision among the latest listed deployed the same config",
-  };
-}
 
 /**
  * sha256 of what defines a revision: its revision-defining fields (null, absent and "" alike) and
@@ -349,49 +222,6 @@ export function vouchedSecretsHash(input: {
 }
 
 /**
- * The revision `spec`'s change would redeploy instead of building one, read from a listing
- * (`revisions`) and the resource's `status` (`revisionHistory`, `appliedSecretsHash`): what
- * `dms-operator revisions` marks. Undefined when the spec's revision-defining fields ask for
- * nothing the deployment does not already have (no new revision: nothing to reuse), or what a
- * pending switch-back already made live ({@link switchedBackTo}). The secrets are taken as last
- * applied (a change of secret values is never a redeploy).
- */
-export function reuseTarget(
-  spec: Pick<DeploymentSpec, "sourceRevisionConfig" | "revisionSource" | "revisionReuse" | "secrets">,
-  status: Pick<DeploymentResourceStatus, "revisionHistory" | "appliedSecretsHash"> | undefined,
-  deployment: Deployment,
-  revisions: readonly Revision[],
-): ReuseDecision | undefined {
-  const sent: Record<string, string> = {};
-  for (const [specField, wireField] of SOURCE_REVISION_FIELDS) {
-    const value = spec.sourceRevisionConfig?.[specField];
-    if (value !== undefined && value !== "") sent[wireField] = value;
-  }
-  const current = deployment.source_revision_config;
-  const changes = Object.entries(sent).some(
-    ([field, value]) => given(current[field as keyof SourceRevisionConfig]) !== value,
-  );
-  if (!changes && spec.revisionSource === undefined) return undefined;
-  const desired: DesiredRevision = {
-    config: configAfterPatch(current, sent),
-    source: spec.revisionSource ?? deployment.source,
-    secretsHash: vouchedSecretsHash({
-      managed: spec.secrets !== undefined,
-      appliedHash: status?.appliedSecretsHash,
-      serviceSecretCount: deployment.secrets.length,
-    }),
-  };
-  // Switched back to already: nothing will be sent, so nothing would be reused.
-  if (switchedBackTo(status?.revisionHistory, desired)) return undefined;
-  return chooseRevision({
-    policy: revisionReusePolicy(spec),
-    desired,
-    revisions,
-    history: status?.revisionHistory ?? [],
-  });
-}
-
-/**
  * `observed` as the rollout reads it: while a redeploy that switched the active revision back is
  * pending ({@link pendingRedeploy}), the revision the spec asks to be live is that one, not the
  * service's latest; so `latest_revision_id` is it (Ready once it is active, no rollout timing
@@ -416,4 +246,101 @@ export function targetStatusView<
 >(status: T): T {
   const pending = pendingRedeploy(status.revisionHistory);
   return pending ? { ...status, latestRevisionId: pending.id } : status;
+}
+
+/** What a PATCH `decision` of `deployment` would make a revision of, and its digests. */
+export function revisionDigests(input: PatchTarget) {
+  const { deployment, decision, spec, status } = input;
+  const body = decision.body;
+  const config = configAfterPatch(deployment.source_revision_config, body.source_revision_config);
+  const source = body.revision_source ?? deployment.source;
+  const secretsHash = vouchedSecretsHash({
+    managed: spec.secrets !== undefined,
+    sentHash: body.secrets ? decision.secretsHash : undefined,
+    appliedHash: status.appliedSecretsHash,
+    serviceSecretCount: deployment.secrets.length,
+  });
+  return { config, source, secretsHash, configHash: revisionConfigHash(config, source) };
+}
+
+/**
+ * The redeploy that switched the active revision back (the history's newest entry) when it is
+ * exactly the revision `decision` would make (same config and secrets digests, and the PATCH
+ * can be split: no secrets sent): then its revision part is already live, and only the rest is
+ * to send. Undefined otherwise.
+ */
+export function pendingSwitchBack(input: PatchTarget): RevisionHistoryEntry | undefined {
+  if (!input.decision.newRevision || !splitForRedeploy(input.decision.body)) return undefined;
+  return switchedBackTo(input.status.revisionHistory, revisionDigests(input));
+}
+
+/** `status.revisionHistory` after a create made `revisionId`, the deployment's first revision. */
+export function createdHistory(
+  revisionId: string,
+  decision: CreatePlan,
+  spec: Pick<DeploymentSpec, "secrets">,
+  created: Deployment,
+): RevisionHistoryEntry[] {
+  const secretsHash = vouchedSecretsHash({
+    managed: spec.secrets !== undefined,
+    sentHash: decision.secretsHash,
+    serviceSecretCount: created.secrets.length,
+  });
+  const config = configAfterPatch({}, decision.body.source_revision_config);
+  const source = decision.body.source;
+  return recordCreated(undefined, revisionId, secretsHash, revisionConfigHash(config, source));
+}
+
+/**
+ * When a redeploy that switched the active revision back is pending but the spec no longer asks
+ * for it (Git moved on to what the service's latest revision already holds, so the planner sees
+ * nothing to send), the plan that brings the spec's revision back: its revision-defining fields
+ * sent again, which `applyPatch` turns into a redeploy of the revision that has them. Undefined
+ * when no such redeploy is pending, or it is still what the spec asks.
+ */
+export function switchBackPlan(
+  history: readonly RevisionHistoryEntry[] | undefined,
+  deployment: Deployment,
+): PatchPlan | undefined {
+  const pending = pendingRedeploy(history);
+  if (!pending) return undefined;
+  const config = configAfterPatch(deployment.source_revision_config, {});
+  if (pending.configHash === revisionConfigHash(config, deployment.source)) return undefined;
+  return {
+    action: "patch",
+    body: { source_revision_config: config },
+    newRevision: true,
+    summary: [`back to the latest revision ${deployment.latest_revision_id ?? "(none)"}`],
+    changes: [],
+    problems: [],
+  };
+}
+
+/** `spec.revisionReuse`, the default (`Pinned`) when unset. */
+export function revisionReusePolicy(spec: Pick<DeploymentSpec, "revisionReuse">): RevisionReusePolicy {
+  return spec.revisionReuse ?? DEFAULT_REVISION_REUSE;
+}
+
+/** Why a change builds rather than redeploys when no revision could be reused (`chooseRevision`'s own words). */
+export const NOT_REUSED = {
+  never: "spec.revisionReuse is Never",
+  noMatch: "no earlier revision among the latest listed deployed the same config",
+} as const;
+
+/**
+ * Why no revision of `history` can be redeployed for `desired` under `policy`, whatever a listing
+ * of the service's revisions would show: the policy is Never, or no entry has the digests of the
+ * config and the secrets the change would make. Undefined when one may (then the listing is read).
+ */
+export function reuseExcluded(
+  policy: RevisionReusePolicy,
+  desired: DesiredRevision,
+  history: readonly RevisionHistoryEntry[],
+): string | undefined {
+  if (policy === "Never") return NOT_REUSED.never;
+  const wanted = desired.secretsHash;
+  const config = revisionConfigHash(desired.config, desired.source);
+  const candidate = (e: RevisionHistoryEntry) =>
+    e.secretsHash === wanted && (e.configHash === undefined || e.configHash === config);
+  return wanted === undefined || !history.some(candidate) ? NOT_REUSED.noMatch : undefined;
 }

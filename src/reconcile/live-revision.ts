@@ -1,10 +1,71 @@
 /**
- * "Is my change live?": the active revision's short id with what it deployed, for
- * `status.liveRevision` (the `LIVE` column of `kubectl get dmsd -o wide`), and the same in full
- * for `status.activeRevision` (what promotion tools read, docs/guide/promotion.md).
+ * "Is my change live?": the states of a revision as the service reports them (failed, done, the
+ * deployment being deleted, which part of an unfinished rollout holds it up), the active
+ * revision's short id with what it deployed, for `status.liveRevision` (the `LIVE` column of
+ * `kubectl get dmsd -o wide`, beside the short ids of `shortRevisions`), and the same in full for
+ * `status.activeRevision` (what promotion tools read, docs/guide/promotion.md); a revision made
+ * outside this operator, for `status.externalRevision`.
  */
-import type { DeploymentResourceStatus } from "../../crd/schema.ts";
-import type { Deployment, SourceRevisionConfig } from "../service-types.ts";
+import type { DeploymentResourceStatus } from "../crd/schema.ts";
+import {
+  type Deployment,
+  DONE_REVISION_STATUSES,
+  FAILED_REVISION_STATUSES,
+  type SourceRevisionConfig,
+} from "./service-types.ts";
+
+/** What is known of the deployment's latest revision (see `revisions.ts`). */
+export interface RevisionObservation {
+  /** The revision id: the deployment's `latest_revision_id` when it was read. */
+  id: string;
+  /** Its status as the service reports it (any string, kept raw). */
+  status: string;
+}
+
+/** True when `status` says the revision will never go live. */
+export function isFailedRevision(status: string | undefined): boolean {
+  return (FAILED_REVISION_STATUSES as readonly (string | undefined)[]).includes(status);
+}
+
+/** True when `status` ends a rollout although the revision is not (yet) the active one. */
+export function isDoneRevision(status: string | undefined): boolean {
+  return (DONE_REVISION_STATUSES as readonly (string | undefined)[]).includes(status);
+}
+
+/**
+ * Which part of an unfinished rollout holds it up: `revision` (the latest revision is not live),
+ * `deployment` (it is, but the service does not report the deployment READY: say, still
+ * `AWAITING_DATABASE`), or `both`. Undefined when nothing is unfinished, when the revision
+ * failed (RevisionFailed says so), or while the deployment is being deleted.
+ */
+export function stuckPart(
+  observed: Pick<Deployment, "latest_revision_id" | "active_revision_id" | "status">,
+  revisionStatus: string | undefined,
+): "revision" | "deployment" | "both" | undefined {
+  const latest = observed.latest_revision_id;
+  if (!latest || isBeingDeleted(observed.status) || isFailedRevision(revisionStatus)) return undefined;
+  const live = latest === observed.active_revision_id || isDoneRevision(revisionStatus);
+  const ready = observed.status === "READY";
+  if (live) return ready ? undefined : "deployment";
+  return ready ? "revision" : "both";
+}
+
+/**
+ * True when the service says the deployment is on its way out: `AWAITING_DELETE`, and the values
+ * outside the spec the real service uses while it finishes a delete (`AWAITING_FINAL_DELETE`).
+ */
+export function isBeingDeleted(remoteStatus: string): boolean {
+  return remoteStatus.includes("DELETE");
+}
+
+/**
+ * `<latest>/<active>` revision ids, 8 characters each (`-` for one the service does not report),
+ * for `kubectl get dmsd -o wide`: full UUIDs are 36 characters each, and the first 8 tell the
+ * revisions of one deployment apart in practice, as a short commit sha does.
+ */
+export function shortRevisions(d: Pick<Deployment, "latest_revision_id" | "active_revision_id">): string {
+  return `${(d.latest_revision_id ?? "-").slice(0, 8)}/${(d.active_revision_id ?? "-").slice(0, 8)}`;
+}
 
 /**
  * `<active id, 8 characters>@<commit, 7 characters>` for a repository source, else
@@ -134,4 +195,24 @@ export function keptExternalRevision(
 ): ExternalRevision | undefined {
   if (!previous || !d || previous.id !== d.latest_revision_id) return previous;
   return { id: previous.id, seenAt: previous.seenAt, ...artifactOf(d.source_revision_config) };
+}
+
+/**
+ * What a look at `deployment`'s latest revision comes to without a call, whatever the connection
+ * (`RevisionTracker.look`, service/revisions.ts, starts with it, and the evidence asks it first):
+ * nothing without a latest revision; `DEPLOYED` when it is the active one; nothing for a revision
+ * first seen now (the answer to this reconcile's create or PATCH), which is read from the next
+ * poll on, unless a reconcile was `requested` by annotation. Undefined when it takes a look.
+ */
+export function lookedWithoutCall(
+  deployment: Pick<Deployment, "latest_revision_id" | "active_revision_id">,
+  previous: Pick<DeploymentResourceStatus, "latestRevisionId"> | undefined,
+  requested: boolean,
+): { revision?: RevisionObservation } | undefined {
+  const latest = deployment.latest_revision_id;
+  if (!latest) return {};
+  if (latest === deployment.active_revision_id) return { revision: { id: latest, status: "DEPLOYED" } };
+  // A revision that has barely started: a create or an edit then costs its one call.
+  if (previous?.latestRevisionId !== latest && !requested) return {};
+  return undefined;
 }

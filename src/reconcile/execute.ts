@@ -1,0 +1,259 @@
+/**
+ * The execute half of the apply arm's one boundary with the service (crossplane-runtime's
+ * `ExternalClient` Create and Update): performs what `decide` decided (a create with its intent
+ * recorded first, a PATCH, a redeploy then a PATCH, the history's bookkeeping, a rebuild) and
+ * returns what it wrote, a failure after a write included, as a value.
+ *
+ * A PATCH plan is sent redeploying an earlier revision instead of building its new revision when
+ * `spec.revisionReuse` allows (`revision-reuse.ts`): the redeploy for the revision part, then a
+ * PATCH of only what needs no revision. Both behaviours of the service's route are followed: a
+ * new revision copying the old one is recorded like any revision the operator creates; a switch
+ * of the active revision back is recorded as the history's newest entry (`redeployedAt`), which
+ * is what the spec asks to be live from then on, so that the next reconcile neither redeploys nor
+ * PATCHes it again, and the resource is Ready when that revision is active. A service without
+ * the route gets the PATCH, once asked (the connection remembers it). Every revision this
+ * operator creates is recorded in `status.revisionHistory` (`revision-history.ts`).
+ */
+import { formatTime } from "../crd/kstatus.ts";
+
+import { artifactOf } from "./live-revision.ts";
+import type { DeploymentWrites, StoredResource } from "./ports.ts";
+import {
+  createdHistory,
+  type PatchTarget,
+  pendingRedeploy,
+  pendingSwitchBack,
+  type RevisionHistoryEntry,
+  recordCreated,
+  recordRedeployed,
+  redeployedFrom,
+  reuseExcluded,
+  revisionDigests,
+  revisionReusePolicy,
+  splitForRedeploy,
+} from "./revision-history.ts";
+import { chooseRevision, type ReuseDecision, type ReuseInput } from "./revision-reuse.ts";
+import type { ApplyPatchResult, Connected, Decision, Executed, ReconcileDeps } from "./run.ts";
+import type { RevisionRedeployer } from "./service/redeployer.ts";
+import type { Deployment } from "./service-types.ts";
+
+/**
+ * What `execute` came to: what it wrote, or the failure that stopped it once something was
+ * written (`written`: the resource's version a create's intent answered with; `history`: what a
+ * redeploy made before the PATCH of the rest failed). A failure before any write rejects.
+ */
+export type Execution =
+  | Executed
+  | { kind: "failed"; error: unknown; written?: StoredResource; history?: Decision["history"] };
+
+/**
+ * Performs `decision`'s write, if any, then its rebuild, if any (see {@link Execution}). A
+ * revision the rebuild created is followed by a read of the deployment (its new latest
+ * revision, for the status and the rollout's tracking); that read failing costs only the
+ * tracking until the next lookup, never a second build.
+ */
+export async function execute(
+  deps: Pick<ReconcileDeps, "resources">,
+  run: Connected,
+  decision: Decision,
+  signal: AbortSignal,
+): Promise<Execution | undefined> {
+  const executed = await write(deps, run, decision, signal);
+  const rebuild = decision.rebuild;
+  if (!rebuild || executed?.kind === "failed") return executed;
+  const done = executed ?? { kind: "none" };
+  const { service, snapshot, rebuilds } = run.session;
+  let outcome: Awaited<ReturnType<typeof rebuilds.rebuild>>;
+  try {
+    outcome = await rebuilds.rebuild(rebuild.deploymentId, signal);
+  } catch (error) {
+    const history = done.kind === "sent" ? done.sent.history : undefined;
+    return { kind: "failed", error, ...(history ? { history } : {}) };
+  }
+  if (outcome.kind !== "rebuilt") {
+    // Gone, or perhaps rebuilt: the next reconcile looks the deployment up.
+    if (outcome.kind !== "missing") snapshot.forget(rebuild.deploymentId);
+    return { ...done, rebuilt: { outcome } };
+  }
+  const deployment = await service.getById(rebuild.deploymentId, signal).catch((error: unknown) => {
+    if (signal.aborted) throw error;
+    run.log.warn({ err: String(error) }, "could not read the deployment after its rebuild");
+    return undefined;
+  });
+  if (deployment) snapshot.remember(deployment);
+  else snapshot.forget(rebuild.deploymentId);
+  return { ...done, rebuilt: { outcome, deployment } };
+}
+
+/** Performs `decision`'s write, if any. */
+async function write(
+  deps: Pick<ReconcileDeps, "resources">,
+  run: Connected,
+  decision: Decision,
+  signal: AbortSignal,
+): Promise<Execution | undefined> {
+  const write = decision.write;
+  if (!write) return undefined;
+  if (write.kind === "create") {
+    // Written under the resourceVersion this reconcile read: a reconcile acting on a stale copy
+    // (one that does not show an earlier intent) gets a conflict here, never a second POST.
+    const intent = { ...run.obj.status, createRequestedAt: formatTime(run.now) };
+    const written = await run.session.pace.timed("intent", () =>
+      deps.resources.patchStatus(run.obj, intent, signal),
+    );
+    let created: Deployment;
+    try {
+      created = await run.session.service.create(write.plan.body, signal);
+    } catch (error) {
+      return { kind: "failed", error, written };
+    }
+    // The first revision is the operator's: recorded with the digests of its config and secrets.
+    const first = created.latest_revision_id;
+    const history = first ? createdHistory(first, write.plan, run.obj.spec, created) : undefined;
+    // A create does not take the display name: a PATCH sends it at once (its failure is
+    // retried as a PATCH of the deployment the intent leads the next reconcile to).
+    const displayName = write.plan.displayName;
+    if (displayName !== undefined && created.display_name !== displayName) {
+      try {
+        created = await run.session.service.patch(created.id, { display_name: displayName }, signal);
+      } catch (error) {
+        return { kind: "failed", error, written, ...(history ? { history } : {}) };
+      }
+    }
+    return { kind: "created", deployment: created, history, written };
+  }
+  // The revision part is redeployed instead of built when spec.revisionReuse allows (see the module comment).
+  const sent = await applyPatch({
+    service: run.session.service,
+    redeployer: run.session.redeploys,
+    deployment: write.deployment,
+    decision: write.plan,
+    spec: run.obj.spec,
+    status: run.obj.status ?? {},
+    now: formatTime(run.now),
+    signal,
+  });
+  if (sent.failed) return { kind: "failed", error: sent.failed.error, history: sent.history };
+  return { kind: "sent", sent };
+}
+
+/** What {@link applyPatch} needs. */
+export interface ApplyPatchInput extends PatchTarget {
+  service: Pick<DeploymentWrites, "patch">;
+  redeployer: RevisionRedeployer;
+  /** RFC 3339, for `redeployedAt`. */
+  now: string;
+  signal: AbortSignal;
+}
+
+/**
+ * Sends `decision` (see the module comment). Rejects as the PATCH or the redeploy reject, before
+ * anything was written; a PATCH of the rest failing after a redeploy is returned as `failed`,
+ * with the history the redeploy made.
+ */
+export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResult> {
+  const { service, redeployer, deployment, decision, spec, status, signal } = input;
+  const body = decision.body;
+  const { config, source, secretsHash, configHash } = revisionDigests(input);
+  const history = status.revisionHistory;
+  const split = decision.newRevision ? splitForRedeploy(body) : undefined;
+
+  /** The PATCH of `sent`, and the revision it created recorded. */
+  const patch = async (sent: typeof body, why?: string): Promise<ApplyPatchResult> => {
+    const updated = await service.patch(deployment.id, sent, signal);
+    const made = updated.latest_revision_id;
+    const created = made && made !== deployment.latest_revision_id ? made : undefined;
+    // A redeploy pending before is no longer what the spec asks once something else was sent.
+    const pending = pendingRedeploy(history);
+    const cleared = pending ? history?.map((e) => (e.id === pending.id ? withoutRedeploy(e) : e)) : undefined;
+    return {
+      deployment: updated,
+      revision: { kind: "patched", ...(why === undefined ? {} : { why }) },
+      history: created ? recordCreated(cleared ?? history, created, secretsHash, configHash) : cleared,
+    };
+  };
+
+  if (!split) return patch(body);
+  // Redeployed by a switch of the active revision, and still the operator's latest act for this
+  // very config and secrets: nothing to send for the revision again.
+  const pending = pendingSwitchBack(input);
+  if (pending) {
+    const rest = split.rest ? await service.patch(deployment.id, split.rest, signal) : deployment;
+    return { deployment: rest, revision: { kind: "pending", revisionId: pending.id }, history: undefined };
+  }
+  const choice = await chooseRedeploy(
+    redeployer,
+    deployment.id,
+    { policy: revisionReusePolicy(spec), desired: { config, source, secretsHash }, history: history ?? [] },
+    signal,
+  );
+  if (choice.kind === "build") return patch(body, choice.reason);
+  const outcome = await redeployer.redeploy(deployment.id, choice.revisionId, signal);
+  if (outcome.kind === "missing") return patch(body, "the service has no redeploy route");
+  if (outcome.kind === "unknown")
+    return patch(body, `the service no longer has revision ${choice.revisionId}`);
+  const answered = outcome.deployment;
+  const copy =
+    answered.latest_revision_id &&
+    answered.latest_revision_id !== deployment.latest_revision_id &&
+    answered.latest_revision_id !== choice.revisionId
+      ? answered.latest_revision_id
+      : undefined;
+  const from = redeployedFrom(choice.revisionId, choice.reason);
+  const next = copy
+    ? recordCreated(history, copy, secretsHash, configHash, from)
+    : recordRedeployed(history, choice.revisionId, input.now, {
+        ...artifactOf(choice.revision.source_revision_config ?? {}),
+        ...from,
+      });
+  // Sent after the redeploy, so that the spec's values stand whatever the redeploy brings back.
+  // Its failure carries the history: the retry then sends the rest alone (no second redeploy).
+  let after = answered;
+  let failed: ApplyPatchResult["failed"];
+  if (split.rest)
+    after = await service.patch(deployment.id, split.rest, signal).catch((error: unknown) => {
+      failed = { error };
+      return answered;
+    });
+  const known = choice.revision.source_revision_config
+    ? { id: choice.revisionId, config: choice.revision.source_revision_config }
+    : undefined;
+  return {
+    deployment: after,
+    revision: {
+      kind: "redeployed",
+      revisionId: choice.revisionId,
+      reason: choice.reason,
+      behaviour: copy ? "new-revision" : "switch-active",
+      live: copy ?? choice.revisionId,
+    },
+    history: next,
+    ...(known ? { known: copy ? { id: copy, config: known.config } : known } : {}),
+    ...(failed ? { failed } : {}),
+  };
+}
+
+function withoutRedeploy(entry: RevisionHistoryEntry): RevisionHistoryEntry {
+  const { redeployedAt: _at, ...rest } = entry;
+  return rest;
+}
+
+/**
+ * The revision to redeploy instead of building `input.desired`, or why none (`chooseRevision`).
+ * At most one call (the first page of the listing), and none when the policy is Never, when no
+ * revision of the history has the same digests of config and secrets (the listing could not
+ * change the answer), or once the connection found either route missing.
+ */
+export async function chooseRedeploy(
+  redeployer: RevisionRedeployer,
+  deploymentId: string,
+  input: Omit<ReuseInput, "revisions">,
+  signal: AbortSignal,
+): Promise<ReuseDecision> {
+  const excluded = reuseExcluded(input.policy, input.desired, input.history);
+  if (excluded !== undefined) return { kind: "build", reason: excluded };
+  if (redeployer.missing !== undefined) return { kind: "build", reason: redeployer.missing };
+  const read = await redeployer.revisions(deploymentId, signal);
+  if (read.kind === "unavailable") return { kind: "build", reason: read.reason };
+  return chooseRevision({ ...input, revisions: read.revisions });
+}
