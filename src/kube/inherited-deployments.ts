@@ -49,6 +49,8 @@ export class ShareDeployments extends KubeDeployments {
   readonly #options: ShareDeploymentsOptions;
   readonly #inherited = new Map<string, InheritedShare>();
   readonly #handlers = new Set<ReflectorHandlers<DeploymentObject>>();
+  /** Per owner inherited, resolved when its watch ended. */
+  readonly #ended = new Map<string, Promise<void>>();
 
   constructor(options: ShareDeploymentsOptions) {
     super(options);
@@ -59,10 +61,20 @@ export class ShareDeployments extends KubeDeployments {
    * Watches the resources labelled for the dead replica `owner`, keeping those for which `keep`
    * holds (the ones the ring written on its Lease gives this replica), until `signal` aborts;
    * resolves then, once they are out of the cache (each reported deleted unless the own watch
-   * holds it). Resolves at once when `owner` is inherited already.
+   * holds it). A second call for the same `owner` starts once the first one ended (stop that one
+   * first: the ring it kept by may have changed).
    */
   async inherit(owner: string, keep: (obj: DeploymentObject) => boolean, signal: AbortSignal): Promise<void> {
-    if (this.#inherited.has(owner) || signal.aborted) return;
+    for (let running = this.#ended.get(owner); running !== undefined; running = this.#ended.get(owner))
+      await running;
+    if (signal.aborted) return;
+    let ended = () => {};
+    this.#ended.set(
+      owner,
+      new Promise<void>((resolve) => {
+        ended = resolve;
+      }),
+    );
     const { scope, inheritedSelector } = this.#options;
     const share = new InheritedShare(
       {
@@ -94,6 +106,8 @@ export class ShareDeployments extends KubeDeployments {
       this.#inherited.delete(owner);
       for (const obj of share.list())
         if (!own(obj) && !this.#elsewhere(obj, share)) this.#emit((h) => h.onDelete?.(obj));
+      this.#ended.delete(owner);
+      ended();
     }
   }
 
@@ -121,9 +135,11 @@ export class ShareDeployments extends KubeDeployments {
     for (const handlers of this.#handlers) {
       try {
         const result = call(handlers);
-        if (result instanceof Promise) result.catch(() => {});
-      } catch {
+        if (result instanceof Promise)
+          result.catch((err: unknown) => this.#options.logger?.error({ err }, "cache handler rejected"));
+      } catch (err) {
         // As the reflector does: one handler's failure is not the others'.
+        this.#options.logger?.error({ err }, "cache handler threw");
       }
     }
   }
