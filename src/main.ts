@@ -46,7 +46,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   const key = installKey(client, le.namespace ?? namespace ?? "default", clock, logger);
   const ringSeed = (signal: AbortSignal) => key.ready(signal);
   const replica = replicaRole(config, namespace, { client, identity, metrics, ringSeed, clock, logger });
-  const caches = watchCaches(replica.scope(config), client, clock, logger);
+  const caches = watchCaches(replica.scope(config), client, clock, logger, replica.deployments);
   const { deployments, secrets } = caches;
   replica.attach(deployments);
   const recorder = new KubeEventRecorder({ client, reportingInstance: identity, clock, logger });

@@ -58,12 +58,22 @@ export class KubeLease implements LeasePort {
   readonly #client: KubeClient;
   readonly #ref: ObjectRef;
   readonly #labels: Record<string, string> | undefined;
+  readonly #annotations: Record<string, string> | undefined;
 
-  /** `labels` are written with every create and update (a shard Lease's ring label). */
-  constructor(client: KubeClient, ref: ObjectRef, labels?: Record<string, string>) {
+  /**
+   * `labels` (a shard Lease's ring label) and `annotations` (a taken shard Lease's ring) are
+   * written with every create and update.
+   */
+  constructor(
+    client: KubeClient,
+    ref: ObjectRef,
+    labels?: Record<string, string>,
+    annotations?: Record<string, string>,
+  ) {
     this.#client = client;
     this.#ref = ref;
     this.#labels = labels;
+    this.#annotations = annotations;
   }
 
   async get(signal: AbortSignal): Promise<LeaseSnapshot | undefined> {
@@ -132,6 +142,7 @@ export class KubeLease implements LeasePort {
         namespace: this.#ref.namespace,
         ...(resourceVersion !== undefined ? { resourceVersion } : {}),
         ...(this.#labels ? { labels: this.#labels } : {}),
+        ...(this.#annotations ? { annotations: this.#annotations } : {}),
       },
       spec: leaseSpecOf(record),
     };

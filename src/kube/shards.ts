@@ -10,6 +10,12 @@ import { type ConnectionRef, DEFAULT_CONNECTION } from "../crd/connection-ref.ts
 import { type Claimant, claimOn, connectionKeyOf } from "../reconcile/claims.ts";
 import { isRecord } from "../runtime/json.ts";
 import type { LeaseRecord } from "../runtime/leader.ts";
+import {
+  decodeInheritance,
+  encodeInheritance,
+  INHERITANCE_ANNOTATION,
+  type Inheritance,
+} from "../sharding/inheritance.ts";
 import { DRAIN_LABEL, drainTarget, OWNER_LABEL, RING_LABEL } from "../sharding/labels.ts";
 import { ShardLabelsDenied } from "../sharding/pass-write.ts";
 import type { RingChoice } from "../sharding/ring-choices.ts";
@@ -28,17 +34,22 @@ export { DRAIN_LABEL, OWNER_LABEL } from "../sharding/labels.ts";
 /** The resource type `leases.coordination.k8s.io`. */
 export const LEASES: ResourceType = { group: "coordination.k8s.io", version: "v1", plural: "leases" };
 
-/** A Lease of the ring: its name, resourceVersion and spec. */
+/** A Lease of the ring: its name, resourceVersion and spec, and the ring a taken one carries. */
 export interface LeaseObject extends KubeObject {
   record: LeaseRecord;
+  inheritance?: Inheritance | undefined;
 }
 
-function decodeLease(raw: unknown): LeaseObject | undefined {
+/** A ring Lease from the wire; its ring (`inheritance.ts`) read from its annotation. */
+export function decodeLease(raw: unknown): LeaseObject | undefined {
   if (!isKubeObject(raw)) return undefined;
-  const { name, namespace, resourceVersion } = raw.metadata;
+  const { name, namespace, resourceVersion, annotations } = raw.metadata;
+  const value = isRecord(annotations) ? annotations[INHERITANCE_ANNOTATION] : undefined;
+  const inheritance = decodeInheritance(typeof value === "string" ? value : undefined);
   return {
     metadata: { name, resourceVersion, ...(namespace ? { namespace } : {}) },
     record: leaseSnapshotFrom(raw).record,
+    ...(inheritance ? { inheritance } : {}),
   };
 }
 
@@ -73,9 +84,17 @@ export class KubeShardLeases extends WatchedResource<LeaseObject> {
     return this.cache.subscribe(handlers);
   }
 
-  /** The Lease `name` of this ring, to read and write (created with the ring label). */
-  lease(name: string): KubeLease {
-    return new KubeLease(this.#client, { namespace: this.namespace, name }, { [RING_LABEL]: this.ring });
+  /**
+   * The Lease `name` of this ring, to read and write (created with the ring label; with
+   * `inheritance`, written on it as its annotation).
+   */
+  lease(name: string, inheritance?: Inheritance): KubeLease {
+    return new KubeLease(
+      this.#client,
+      { namespace: this.namespace, name },
+      { [RING_LABEL]: this.ring },
+      inheritance ? { [INHERITANCE_ANNOTATION]: encodeInheritance(inheritance) } : undefined,
+    );
   }
 }
 

@@ -29,6 +29,12 @@ export interface RingView {
   /** The live members (any order). */
   live: readonly string[];
   state(member: string): MemberState;
+  /**
+   * The heir of `claim` by the ring written on the held `member`'s Lease when it was taken
+   * (`inheritance.ts`): the survivor already reconciling that member's resources of the claim.
+   * Undefined when the Lease carries no ring, or its heir is the ring's choice now.
+   */
+  heir?(member: string, claim: string): string | undefined;
 }
 
 /** The next step for one resource. */
@@ -78,8 +84,26 @@ export function nextAction(
         ? { kind: "drain", to: desired }
         : { kind: "wait" };
     case "held":
-      return { kind: "assign", to: desired };
+      return offHeld(claim, owner, ring, desired);
     case "down":
       return { kind: "hold", member: owner };
+  }
+}
+
+/**
+ * The step for a resource of the held `owner`: to the heir its Lease's ring names (who reconciles
+ * it already: a label for it alone, a later move being a drain as for any live owner), unless that
+ * heir is gone too (its Lease taken first, then the ring's choice).
+ */
+function offHeld(claim: string, owner: string, ring: RingView, desired: string): ShardAction {
+  const heir = ring.heir?.(owner, claim);
+  if (heir === undefined || heir === desired) return { kind: "assign", to: desired };
+  switch (ring.state(heir)) {
+    case "live":
+      return { kind: "assign", to: heir };
+    case "down":
+      return { kind: "hold", member: heir };
+    case "held":
+      return { kind: "assign", to: desired };
   }
 }

@@ -8,6 +8,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../runtime/clock.ts";
 import type { LeaseRecord } from "../runtime/leader.ts";
 import type { MemberState } from "./assignment.ts";
+import type { Inheritance } from "./inheritance.ts";
 import { isReplicaName } from "./labels.ts";
 import type { RingLease, RingMembership } from "./membership.ts";
 
@@ -20,6 +21,8 @@ export interface Hold {
   since: number;
   basedOn: string | undefined;
   rv: string;
+  /** The ring written on the Lease (written again with each renewal). */
+  inheritance?: Inheritance | undefined;
 }
 
 /** How long a hold lasts: the Lease's duration, less a margin (≥ a Kubernetes request). */
@@ -101,14 +104,15 @@ export function holdStep(
 /** The sharder's writes of the replicas' Leases (the Kubernetes adapters implement them). */
 export interface LeaseWrites {
   /**
-   * Writes `record` on the Lease `name`: creates it when `resourceVersion` is undefined, else
-   * updates it if still at that version. Resolves the new resourceVersion, undefined when it lost
-   * the race.
+   * Writes `record` on the Lease `name`, with `inheritance` (see `inheritance.ts`) when given:
+   * creates it when `resourceVersion` is undefined, else updates it if still at that version.
+   * Resolves the new resourceVersion, undefined when it lost the race.
    */
   writeLease(
     name: string,
     resourceVersion: string | undefined,
     record: LeaseRecord,
+    inheritance: Inheritance | undefined,
     signal: AbortSignal,
   ): Promise<string | undefined>;
   /** Deletes the Lease `name` if still at `resourceVersion`. */
@@ -143,23 +147,34 @@ export class LeaseHolds {
     return memberState(member, lease, this.#holds.get(member), this.#o.ring, now, this.#o);
   }
 
-  /** Takes (or renews the hold of) the Lease `name`: only when absent, released, expired or ours. */
-  async take(name: string, lease: RingLease | undefined, signal: AbortSignal): Promise<boolean> {
+  /**
+   * Takes (or renews the hold of) the Lease `name`: only when absent, released, expired or ours.
+   * The Lease carries `ring` as its inheritance (the ring its replica's share moves by), unless it
+   * carries one already: a record once written stays the same until the Lease is deleted (the
+   * survivors may be reconciling by it), whoever holds the Lease after.
+   */
+  async take(
+    name: string,
+    lease: RingLease | undefined,
+    signal: AbortSignal,
+    ring?: Inheritance,
+  ): Promise<boolean> {
     if (!isReplicaName(name)) return false;
     const now = this.#o.clock.now();
     const ours = lease?.record.holderIdentity === this.#o.holder;
     if (lease && !ours && !this.#o.ring.expired(lease, now)) return false;
     const record = this.#record(lease, ours, new Date(now));
+    const inheritance = lease?.inheritance ?? ring;
     let rv: string | undefined;
     try {
-      rv = await this.#o.ports.writeLease(name, lease?.resourceVersion, record, signal);
+      rv = await this.#o.ports.writeLease(name, lease?.resourceVersion, record, inheritance, signal);
     } catch (err) {
       this.#o.logger.warn({ err, lease: name }, "could not take a replica's Lease");
       return false;
     }
     if (rv === undefined) return false;
     if (!ours) this.#o.logger.info({ lease: name }, "took the Lease of a replica that stopped renewing it");
-    this.#holds.set(name, { since: now, basedOn: lease?.resourceVersion, rv });
+    this.#holds.set(name, { since: now, basedOn: lease?.resourceVersion, rv, inheritance });
     return true;
   }
 
@@ -188,7 +203,8 @@ export class LeaseHolds {
           break;
         case "renew": {
           const record = this.#record(lease, true, new Date(hold.since));
-          await this.take(name, { name, resourceVersion: hold.rv, record }, signal);
+          const { inheritance } = hold;
+          await this.take(name, { name, resourceVersion: hold.rv, record, inheritance }, signal);
           break;
         }
         case "keep":

@@ -6,8 +6,9 @@
 import type { Logger } from "pino";
 import { untilAborted } from "../runtime/abort.ts";
 import type { Clock } from "../runtime/clock.ts";
-import { LeaderElector, type LeasePort } from "../runtime/leader.ts";
+import { LeaderElector, LeaseConflictError, type LeasePort } from "../runtime/leader.ts";
 import type { Runnable } from "../runtime/manager.ts";
+import { SHARDER_HOLDER_PREFIX } from "./labels.ts";
 import type { ShardMember } from "./member.ts";
 
 /** Options of {@link leaseHolder}. */
@@ -39,7 +40,7 @@ export function leaseHolder(o: LeaseHolderOptions): Runnable {
       // it the replica exits, naming the fix.
       await o.beforeJoining?.(signal);
       const elector = new LeaderElector({
-        lease: o.lease,
+        lease: ownLease(o.lease, o.leaseDurationMs, o.clock),
         identity: o.identity,
         leaseDurationMs: o.leaseDurationMs,
         renewDeadlineMs: o.renewDeadlineMs,
@@ -66,6 +67,52 @@ export function leaseHolder(o: LeaseHolderOptions): Runnable {
         throw new Error(
           "the shard Lease was lost (not renewed within --renew-deadline): stopping so that the replica restarts with an empty cache",
         );
+    },
+  };
+}
+
+/**
+ * The replica's own Lease as its elector writes it: never taken back from a sharder's hold (while a
+ * sharder holds it, the survivors may be reconciling its share by the ring written on it; only a
+ * sharder lets it go, by deleting it once no resource names the replica), and, once such a hold
+ * was seen, created again only a Lease duration after it was found gone, so that a survivor whose
+ * watch is late has stopped reconciling by that ring. Each refusal is a conflict the elector tries
+ * again after its retry period. Both are decided on what this port read: an update is refused at
+ * the very resourceVersion a read showed held by a sharder (the API server's precondition does
+ * the rest).
+ */
+export function ownLease(port: LeasePort, leaseDurationMs: number, clock: Clock): LeasePort {
+  let sharderHeld: string | undefined;
+  let sharderSeen = false;
+  let goneSince: number | undefined;
+  return {
+    get: async (signal) => {
+      const snapshot = await port.get(signal);
+      if (snapshot === undefined) {
+        if (sharderSeen) goneSince ??= clock.now();
+      } else if (snapshot.record.holderIdentity.startsWith(SHARDER_HOLDER_PREFIX)) {
+        sharderHeld = snapshot.resourceVersion;
+        sharderSeen = true;
+        goneSince = undefined;
+      }
+      return snapshot;
+    },
+    create: async (record, signal) => {
+      if (sharderSeen && (goneSince === undefined || clock.now() < goneSince + leaseDurationMs))
+        throw new LeaseConflictError(
+          "the replica's Lease was let go by a sharder a moment ago: rejoining later",
+        );
+      const created = await port.create(record, signal);
+      sharderSeen = false;
+      goneSince = undefined;
+      return created;
+    },
+    update: (record, resourceVersion, signal) => {
+      if (resourceVersion === sharderHeld)
+        return Promise.reject(
+          new LeaseConflictError("the replica's Lease is held by a sharder: waiting until it is deleted"),
+        );
+      return port.update(record, resourceVersion, signal);
     },
   };
 }

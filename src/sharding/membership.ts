@@ -3,6 +3,7 @@
  * leader election reads one Lease, by this process's clock only.
  */
 import type { LeaseRecord } from "../runtime/leader.ts";
+import type { Inheritance } from "./inheritance.ts";
 import { isReplicaName, SHARDER_HOLDER_PREFIX } from "./labels.ts";
 
 /** A replica's Lease as the sharder reads it. */
@@ -10,6 +11,8 @@ export interface RingLease {
   name: string;
   resourceVersion: string;
   record: LeaseRecord;
+  /** The ring its share moves by, written by the sharder that took it (see `inheritance.ts`). */
+  inheritance?: Inheritance | undefined;
 }
 
 const recordKey = (r: LeaseRecord) =>

@@ -59,8 +59,10 @@ export function chooseMoves<R extends ShardedResource>(
     const shared = sharing.get(resource.claim);
     if (shared !== undefined) sharing.set(resource.claim, shared + 1);
   }
-  const move = ({ resource, owner, to }: Move<R>) => {
+  const move = ({ resource, owner, to: chosen }: Move<R>) => {
     const others = [...(holders.get(resource.claim) ?? [])];
+    // A rival of a held replica's resource goes to that resource's heir (who reconciles it already).
+    const to = heirAmong(others, resource.claim, ring) ?? chosen;
     if (others.some((other) => other !== to && ring.state(other) !== "held")) {
       choice.deferred += 1;
       if (forgets(resource, before.get(resource.uid))) choice.forget.push(resource.uid);
@@ -75,4 +77,14 @@ export function chooseMoves<R extends ShardedResource>(
   }
   for (const m of moves) if (!offHeld(m)) move(m);
   return choice;
+}
+
+/** The live heir (`RingView.heir`) of `claim` of one of the held `owners`, if any. */
+function heirAmong(owners: readonly string[], claim: string, ring: RingView): string | undefined {
+  for (const owner of owners) {
+    if (ring.state(owner) !== "held") continue;
+    const heir = ring.heir?.(owner, claim);
+    if (heir !== undefined && ring.state(heir) === "live") return heir;
+  }
+  return undefined;
 }

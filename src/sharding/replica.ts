@@ -6,11 +6,13 @@
  */
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
+import { untilAborted } from "../runtime/abort.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Reconciler } from "../runtime/controller.ts";
 import { type ObjectRef, objectKey, parseObjectKey } from "../runtime/keys.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import { ClusterUserCounts, type ClusterUsers } from "./cluster-users.ts";
+import { Heirs } from "./heirs.ts";
 import { type LabelPolicyReading, requireLabelPolicy, watchLabelPolicy } from "./label-policy.ts";
 import { DRAIN_LABEL, handoverTo, isReplicaName, OWNER_LABEL } from "./labels.ts";
 import { leaseHolder } from "./lease-holder.ts";
@@ -43,6 +45,13 @@ export interface ReplicaCache {
   readonly size: number;
   subscribe(handlers: WatchHandlers<CachedResource>): unknown;
 }
+
+/** Adds a dead replica's resources that the ring on its Lease gives this replica to its cache. */
+export type InheritPort = (
+  owner: string,
+  mine: (claim: string) => boolean,
+  signal: AbortSignal,
+) => Promise<void>;
 
 /** How a label write ended: written, lost a race (the object changed), or the object is gone. */
 export type LabelWriteResult = "written" | "conflict" | "gone";
@@ -96,9 +105,11 @@ export interface ShardedReplica {
   runnables: Runnable[];
   /**
    * Joins the member to this replica's cache once it exists; `claimants` counts the cached
-   * resources claiming what the resource `ref` claims (itself included).
+   * resources claiming what the resource `ref` claims (itself included). `inherit`, when the cache
+   * can, adds to it the resources of the dead replica `owner` whose claim `mine` accepts (a second
+   * watch, until `signal` aborts): see `inheritance.ts`.
    */
-  attach(cache: ReplicaCache, claimants: (ref: ObjectRef) => number): void;
+  attach(cache: ReplicaCache, claimants: (ref: ObjectRef) => number, inherit?: InheritPort): void;
   guard(reconcile: Reconciler): Reconciler;
   /** Each connection's users, counted by the leader (see {@link ClusterUsers}). */
   users: ClusterUsers;
@@ -164,7 +175,10 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
     leaseDurationMs: le.leaseDurationMs,
     owned: (key) => {
       const obj = cache?.get(parseObjectKey(key));
-      if (!obj || obj.metadata.labels?.[OWNER_LABEL] !== name) return undefined;
+      if (!obj) return undefined;
+      // Labelled for another replica: inherited from a dead one (only those are in the cache),
+      // whose drain label nobody answers (the sharder labels the resource for this replica).
+      if (obj.metadata.labels?.[OWNER_LABEL] !== name) return { drain: false };
       return { drain: obj.metadata.labels?.[DRAIN_LABEL] !== undefined };
     },
     acknowledge: async (key, signal) => {
@@ -184,6 +198,8 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
     onAcknowledged: () => metrics.acknowledged(),
   });
   const users = new ClusterUserCounts();
+  let inherit: InheritPort | undefined;
+  let seedRead: Uint8Array | undefined;
   const policy = o.labelPolicy;
   const seed = o.ringSeed;
   // Before joining: the key (read by every replica alike), then the label policy.
@@ -237,6 +253,32 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
             },
           ]),
       {
+        // The shares inherited from dead replicas, by the ring the sharder wrote on their Leases.
+        name: "shard-inheritance",
+        needLeaderElection: false,
+        start: async (signal: AbortSignal) => {
+          const port = inherit;
+          if (port === undefined) return;
+          seedRead = seed ? await seed(signal).catch(() => undefined) : undefined;
+          if (signal.aborted || (seed && seedRead === undefined)) return;
+          const heirs = new Heirs({ self: name, seed: () => seedRead, inherit: port, logger });
+          const update = (l: Parameters<typeof ringLease>[0]) =>
+            heirs.update(l.metadata.name, ringLease(l), signal);
+          const unsubscribe = leases.subscribe({
+            onAdd: update,
+            onUpdate: (_old, l) => update(l),
+            onDelete: (l) => heirs.update(l.metadata.name, undefined, signal),
+          });
+          for (const l of leases.list()) update(l);
+          try {
+            await untilAborted(new Promise<never>(() => {}), signal);
+          } finally {
+            unsubscribe();
+            heirs.close();
+          }
+        },
+      },
+      {
         name: "shard-lease-informer",
         needLeaderElection: false,
         start: async (s) => void (await leases.run(s)),
@@ -257,9 +299,10 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
         logger,
       }),
     ],
-    attach(c, count) {
+    attach(c, count, inheritPort) {
       cache = c;
       claimants = count;
+      inherit = inheritPort;
       const changed = (obj: CachedResource) =>
         member.changed(objectKey({ namespace: obj.metadata.namespace ?? "", name: obj.metadata.name }));
       c.subscribe({ onAdd: changed, onUpdate: (_old, obj) => changed(obj) });

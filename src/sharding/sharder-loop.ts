@@ -10,6 +10,7 @@ import type { LeasePort } from "../runtime/leader.ts";
 import { LeaseConflictError, type LeaseRecord } from "../runtime/leader.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import type { ClusterUserCounts } from "./cluster-users.ts";
+import type { Inheritance } from "./inheritance.ts";
 import type { RingLease, RingMembership } from "./membership.ts";
 import type { ShardedResource } from "./pass.ts";
 import { Sharder } from "./sharder.ts";
@@ -57,6 +58,8 @@ export interface ShardStore<R extends ShardRecord> {
 export interface RingLeaseObject {
   readonly metadata: { readonly name: string; readonly resourceVersion: string };
   readonly record: LeaseRecord;
+  /** The ring a taken Lease carries (`inheritance.ts`). */
+  readonly inheritance?: Inheritance | undefined;
 }
 
 /** One Lease of the ring, to write: a replica's own, or one the sharder takes. */
@@ -69,14 +72,20 @@ export interface ShardLease extends LeasePort {
 export interface RingLeases<L extends RingLeaseObject = RingLeaseObject> {
   list(): readonly L[];
   subscribe(handlers: WatchHandlers<L>): () => void;
-  lease(name: string): ShardLease;
+  /** The Lease `name`, written with `inheritance` when given. */
+  lease(name: string, inheritance?: Inheritance): ShardLease;
   run(signal: AbortSignal): Promise<void>;
   readonly synced: Promise<void>;
 }
 
 /** A Lease of the ring as the sharder reads it. */
 export function ringLease(lease: RingLeaseObject): RingLease {
-  return { name: lease.metadata.name, resourceVersion: lease.metadata.resourceVersion, record: lease.record };
+  return {
+    name: lease.metadata.name,
+    resourceVersion: lease.metadata.resourceVersion,
+    record: lease.record,
+    ...(lease.inheritance ? { inheritance: lease.inheritance } : {}),
+  };
 }
 
 /** Whether an update changed what the sharder decides on: the shard labels or the claim. */
@@ -198,8 +207,8 @@ export function sharderRunnable<R extends ShardRecord>(o: SharderRunOptions<R>):
           resources: () => resources.values(),
           subscribe: ({ updated, deleted }) => resources.subscribe({ onUpdate: updated, onDelete: deleted }),
           setLabels: o.setLabels,
-          writeLease: async (name, rv, record, s) => {
-            const lease = leases.lease(name);
+          writeLease: async (name, rv, record, inheritance, s) => {
+            const lease = leases.lease(name, inheritance);
             try {
               const written =
                 rv === undefined ? await lease.create(record, s) : await lease.update(record, rv, s);

@@ -15,6 +15,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../runtime/clock.ts";
 import type { MemberState, RingView, ShardLabels } from "./assignment.ts";
 import { abandoned, LeaseHolds, type LeaseWrites } from "./holds.ts";
+import { heirOf, type Inheritance, sameInheritance } from "./inheritance.ts";
 import { DRAIN_LABEL, OWNER_LABEL, SHARDER_HOLDER_PREFIX } from "./labels.ts";
 import { type RingLease, RingMembership } from "./membership.ts";
 import {
@@ -212,8 +213,10 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     // the sharder's, up to a thousand writes). A pass that took one writes nothing more: the next
     // starts at once and moves that replica's resources before its drains (`chooseMoves`).
     const held: string[] = [];
+    // The ring the share moves by, written on the Lease: the survivors reconcile by it at once.
+    const inheritance: Inheritance = { members: live, leader: this.#opts.self };
     for (const name of [...toHold].slice(0, MAX_TAKES_PER_PASS))
-      if (await this.#holds.take(name, leases.get(name), signal)) held.push(name);
+      if (await this.#holds.take(name, leases.get(name), signal, inheritance)) held.push(name);
     const written =
       held.length > 0
         ? undefined
@@ -243,8 +246,20 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
   /** The ring as this pass sees it: a member's state is the same for all its resources. */
   #view(live: readonly string[], leases: ReadonlyMap<string, RingLease>, now: number): RingView {
     const states = new Map<string, MemberState>();
+    const current: Inheritance = { members: live, leader: this.#opts.self };
+    const rings = new Map<string, Inheritance | null>();
     return {
       live,
+      heir: (member, claim) => {
+        let ring = rings.get(member);
+        if (ring === undefined) {
+          const record = leases.get(member)?.inheritance;
+          // The ring's choice now is the heir when the members are the record's: no hash again.
+          ring = record === undefined || sameInheritance(record, current) ? null : record;
+          rings.set(member, ring);
+        }
+        return ring === null ? undefined : heirOf(claim, ring, this.#opts.ringSeed);
+      },
       state: (member) => {
         let state = states.get(member);
         if (state === undefined) {

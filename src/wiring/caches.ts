@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import type { KubeClient } from "../kube/client.ts";
 import { KubeConfigMaps } from "../kube/config-maps.ts";
 import { KubeConnections } from "../kube/connections.ts";
-import { KubeDeployments } from "../kube/deployments.ts";
+import { KubeDeployments, type KubeDeploymentsOptions } from "../kube/deployments.ts";
 import { KubeNamespaces } from "../kube/namespaces.ts";
 import { KubeSecrets } from "../kube/secrets.ts";
 import type { Clock } from "../runtime/clock.ts";
@@ -42,6 +42,8 @@ export function watchCaches(
   client: KubeClient,
   clock: Clock,
   logger: Logger,
+  /** The Deployment resources' cache (sharded: one that can add an inherited share). */
+  makeDeployments: (options: KubeDeploymentsOptions) => KubeDeployments = (o) => new KubeDeployments(o),
 ): Caches {
   const clusterKind = config.clusterConnections ?? config.namespaces.length === 0;
   const byNamespace = clusterKind || Boolean(config.defaultConnectionNamespaceSelector);
@@ -53,7 +55,7 @@ export function watchCaches(
   const indexers = deploymentIndexers(byNamespace);
   return {
     namespaces: byNamespace ? new KubeNamespaces({ client, logger, clock }) : undefined,
-    deployments: new KubeDeployments({ client, scope, logger, clock, indexers }),
+    deployments: makeDeployments({ client, scope, logger, clock, indexers }),
     secrets: new KubeSecrets({ client, namespaces, logger, clock }),
     configMaps: new KubeConfigMaps({ client, namespaces, logger, clock }),
     connections: new KubeConnections({

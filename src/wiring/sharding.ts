@@ -7,8 +7,15 @@
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import type { KubeClient } from "../kube/client.ts";
-import type { KubeDeployments } from "../kube/deployments.ts";
-import { KubeShardedResources, KubeShardLeases, patchShardLabels, writeShardLabels } from "../kube/shards.ts";
+import { KubeDeployments, type KubeDeploymentsOptions } from "../kube/deployments.ts";
+import { ShareDeployments } from "../kube/inherited-deployments.ts";
+import {
+  KubeShardedResources,
+  KubeShardLeases,
+  OWNER_LABEL,
+  patchShardLabels,
+  writeShardLabels,
+} from "../kube/shards.ts";
 import { CLAIM_INDEX, claimOf } from "../reconcile/claims.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Reconciler } from "../runtime/controller.ts";
@@ -120,10 +127,16 @@ export function sharding(p: ShardingParts): Sharding {
     leaderObserved: replica.leaderObserved,
     runnables: replica.runnables,
     attach: (deployments) =>
-      replica.attach(deployments, (ref) => {
-        const obj = deployments.get(ref);
-        return obj ? deployments.byIndex(CLAIM_INDEX, claimOf(obj)).length : 0;
-      }),
+      replica.attach(
+        deployments,
+        (ref) => {
+          const obj = deployments.get(ref);
+          return obj ? deployments.byIndex(CLAIM_INDEX, claimOf(obj)).length : 0;
+        },
+        deployments instanceof ShareDeployments
+          ? (owner, mine, signal) => deployments.inherit(owner, (obj) => mine(claimOf(obj)), signal)
+          : undefined,
+      ),
     guard: replica.guard,
     users: replica.users,
   };
@@ -148,6 +161,8 @@ export interface ReplicaRole {
   users?: ClusterUsers;
   /** `runnable` as it runs here: sharded, on every replica (each for its share); else as it is. */
   ownShare(runnable: Runnable): Runnable;
+  /** The cache of Deployment resources (sharded: one that can add an inherited share). */
+  deployments(options: KubeDeploymentsOptions): KubeDeployments;
   /** Sharding's own runnables: none unsharded. */
   runnables: Runnable[];
   /** Told the leader election's holder as this process sees it (sharded: the request budget's parts). */
@@ -169,6 +184,7 @@ export function replicaRole(
       guard: (reconcile) => reconcile,
       attach: () => {},
       ownShare: (runnable) => runnable,
+      deployments: (options) => new KubeDeployments(options),
       runnables: [],
       leaderObserved: () => {},
     };
@@ -186,6 +202,11 @@ export function replicaRole(
       needLeaderElection: false,
       start: (s, h) => runnable.start(s, h),
     }),
+    deployments: (options) =>
+      new ShareDeployments({
+        ...options,
+        inheritedSelector: (owner) => joinSelectors(config.labelSelector, `${OWNER_LABEL}=${owner}`),
+      }),
     runnables: shards.runnables,
     leaderObserved: shards.leaderObserved,
   };

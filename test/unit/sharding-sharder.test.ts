@@ -1,6 +1,7 @@
 import { type Logger, pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { LeaseRecord } from "../../src/runtime/leader.ts";
+import { heirOf } from "../../src/sharding/inheritance.ts";
 import { DRAIN_ANY, DRAIN_LABEL, drainTarget, handoverTo, OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ShardMember } from "../../src/sharding/member.ts";
 import { type RingLease, RingMembership } from "../../src/sharding/membership.ts";
@@ -142,11 +143,16 @@ class World {
           this.label(key, labels);
           return true;
         },
-        writeLease: async (name, rv, record: LeaseRecord) => {
+        writeLease: async (name, rv, record: LeaseRecord, inheritance) => {
           const current = this.leases.get(name);
           if (current?.resourceVersion !== rv) return undefined;
           const written = String(this.#rv++);
-          this.leases.set(name, { name, resourceVersion: written, record });
+          this.leases.set(name, {
+            name,
+            resourceVersion: written,
+            record,
+            ...(inheritance ? { inheritance } : {}),
+          });
           return written;
         },
         deleteLease: async (name, rv) => {
@@ -457,6 +463,42 @@ describe("the sharder", () => {
     const report = await sharder.pass(signal);
     expect(report.deleted).toEqual(["c"]);
     expect(w.leases.has("c")).toBe(false);
+  });
+
+  it("writes on a dead member's Lease the ring its share moves by, labels each resource for the heir it names (not the ring's choice after a join), and a new leader keeps it", async () => {
+    const w = new World();
+    for (const m of ["a", "b", "c"]) w.renew(m);
+    w.add(300);
+    const sharder = w.sharder(undefined, "a_1", logger, "a");
+    await sharder.pass(signal);
+    const ofC = [...w.resources.values()].filter((r) => w.owner(r.key) === "c");
+    for (let t = 0; t <= LEASE_MS / 1_000; t++) {
+      w.clock.advance(1_000);
+      w.renew("a");
+      w.renew("b");
+    }
+    expect((await sharder.pass(signal)).held).toEqual(["c"]);
+    const ring = w.leases.get("c")?.inheritance;
+    expect(ring).toEqual({ members: ["a", "b"], leader: "a" });
+    // A replica joins before the share is labelled: the heirs are the record's, not the ring's now.
+    w.renew("d");
+    await sharder.pass(signal);
+    const heirs = new Map(ofC.map((r) => [r.key, ring ? heirOf(r.claim, ring) : undefined]));
+    expect(new Set(heirs.values())).toEqual(new Set(["a", "b"]));
+    for (const [key, heir] of heirs) expect(w.owner(key)).toBe(heir);
+    // A new leader takes the hold over once it expired (by its own clock): the ring is kept.
+    const next = w.sharder(undefined, "b_1", logger, "b");
+    w.label(ofC[0]?.key ?? "", { [OWNER_LABEL]: "c" });
+    let kept: unknown;
+    for (let t = 0; t <= LEASE_MS / 1_000 + 1; t++) {
+      w.clock.advance(1_000);
+      for (const m of ["a", "b", "d"]) w.renew(m);
+      await next.pass(signal);
+      const lease = w.leases.get("c");
+      if (lease?.record.holderIdentity === "sharder/b_1") kept = lease.inheritance;
+    }
+    expect(kept).toEqual(ring);
+    expect(w.owner(ofC[0]?.key ?? "")).toBe(heirs.get(ofC[0]?.key ?? ""));
   });
 
   it("never declares a member dead before watching it a whole duration (a new sharder)", async () => {

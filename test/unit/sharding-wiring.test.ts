@@ -54,6 +54,7 @@ describe("the sharded operator's parts", () => {
     expect(s.clientIdentity.qpsShare?.()).toBe(1);
     expect(s.runnables.map((r) => [r.name, r.needLeaderElection])).toEqual([
       ["shard-lease", false],
+      ["shard-inheritance", false],
       ["shard-lease-informer", false],
       ["sharder", true],
     ]);
@@ -102,7 +103,12 @@ describe("the replica's role", () => {
     expect(role.leaderOnly).toBe(false);
     expect(role.ownShare(poller)).toMatchObject({ name: "rollout-poller", needLeaderElection: false });
     expect(role.users?.ready()).toBe(false);
-    expect(role.runnables.map((r) => r.name)).toEqual(["shard-lease", "shard-lease-informer", "sharder"]);
+    expect(role.runnables.map((r) => r.name)).toEqual([
+      "shard-lease",
+      "shard-inheritance",
+      "shard-lease-informer",
+      "sharder",
+    ]);
   });
 });
 

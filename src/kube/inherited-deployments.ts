@@ -1,0 +1,248 @@
+/**
+ * A sharded replica's Deployment resources: its own share (the watch of `shard.dms.dev/owner=<its
+ * name>`) and, while it inherits part of a dead replica's share, a second watch of that replica's
+ * resources (`owner=<dead replica>`) keeping only those it inherits. Readers see one cache: an
+ * object is in it while either watch holds it, the own watch's version first (a resource labelled
+ * for this replica is in both until the second watch hears of the new label). See
+ * `sharding/inheritance.ts` and docs/guide/sharding.md, "Failover".
+ */
+import type { DeploymentResourceStatus } from "../crd/schema.ts";
+import { CustomResources } from "./custom-resources.ts";
+import {
+  DEPLOYMENT_STRINGS,
+  DEPLOYMENTS,
+  type DeploymentObject,
+  decodeDeployment,
+  KubeDeployments,
+  type KubeDeploymentsOptions,
+} from "./deployments.ts";
+import { type ObjectRef, objectKey, refOf } from "./object.ts";
+import type { ReflectorHandlers } from "./reflector.ts";
+
+/** One dead replica's resources that this replica inherits (a watch of their owner label). */
+class InheritedShare extends CustomResources<DeploymentObject, DeploymentResourceStatus> {
+  constructor(options: KubeDeploymentsOptions, keep: (obj: DeploymentObject) => boolean) {
+    const strings = options.strings ?? DEPLOYMENT_STRINGS;
+    super(DEPLOYMENTS, options, (raw) => {
+      const obj = decodeDeployment(raw, strings);
+      // Another heir's resource: not kept. The reflector reads null as "not kept" (dropped from
+      // the cache if it was in it); the adapter's type knows only undefined, "unusable".
+      if (obj === undefined || keep(obj)) return obj;
+      return null as unknown as undefined;
+    });
+  }
+
+  /** A write's answer, for the next read (see `Reflector.observeWrite`). */
+  observe(obj: DeploymentObject): void {
+    this.cache.observeWrite(obj);
+  }
+}
+
+/** Options of {@link ShareDeployments}. */
+export interface ShareDeploymentsOptions extends KubeDeploymentsOptions {
+  /** The label selector of the dead replica `owner`'s resources (the scope's, and its owner label). */
+  inheritedSelector(owner: string): string;
+}
+
+/** See the module comment. {@link inherit} runs a second watch; every reader sees the union. */
+export class ShareDeployments extends KubeDeployments {
+  readonly #options: ShareDeploymentsOptions;
+  readonly #inherited = new Map<string, InheritedShare>();
+  readonly #handlers = new Set<ReflectorHandlers<DeploymentObject>>();
+  /** Per owner inherited, resolved when its watch ended. */
+  readonly #ended = new Map<string, Promise<void>>();
+
+  constructor(options: ShareDeploymentsOptions) {
+    super(options);
+    this.#options = options;
+  }
+
+  /**
+   * Watches the resources labelled for the dead replica `owner`, keeping those for which `keep`
+   * holds (the ones the ring written on its Lease gives this replica), until `signal` aborts;
+   * resolves then, once they are out of the cache (each reported deleted unless the own watch
+   * holds it). A second call for the same `owner` starts once the first one ended (stop that one
+   * first: the ring it kept by may have changed).
+   */
+  async inherit(owner: string, keep: (obj: DeploymentObject) => boolean, signal: AbortSignal): Promise<void> {
+    for (let running = this.#ended.get(owner); running !== undefined; running = this.#ended.get(owner))
+      await running;
+    if (signal.aborted) return;
+    let ended = () => {};
+    this.#ended.set(
+      owner,
+      new Promise<void>((resolve) => {
+        ended = resolve;
+      }),
+    );
+    const { scope, inheritedSelector } = this.#options;
+    const share = new InheritedShare(
+      {
+        ...this.#options,
+        scope: {
+          ...(scope?.namespaces ? { namespaces: scope.namespaces } : {}),
+          labelSelector: inheritedSelector(owner),
+        },
+      },
+      keep,
+    );
+    this.#inherited.set(owner, share);
+    const own = (obj: DeploymentObject) => super.get(refOf(obj)) !== undefined;
+    const unsubscribe = share.subscribe({
+      onAdd: (obj) => {
+        if (!own(obj) && !this.#elsewhere(obj, share)) this.#emit((h) => h.onAdd?.(obj));
+      },
+      onUpdate: (old, obj) => {
+        if (!own(obj)) this.#emit((h) => h.onUpdate?.(old, obj));
+      },
+      onDelete: (obj) => {
+        if (!own(obj) && !this.#elsewhere(obj, share)) this.#emit((h) => h.onDelete?.(obj));
+      },
+    });
+    try {
+      await share.run(signal);
+    } finally {
+      unsubscribe();
+      this.#inherited.delete(owner);
+      for (const obj of share.list())
+        if (!own(obj) && !this.#elsewhere(obj, share)) this.#emit((h) => h.onDelete?.(obj));
+      this.#ended.delete(owner);
+      ended();
+    }
+  }
+
+  /** The dead replicas whose resources this replica inherits now. */
+  inheriting(): string[] {
+    return [...this.#inherited.keys()];
+  }
+
+  /** Whether an inherited watch other than `except` holds `obj`. */
+  #elsewhere(obj: DeploymentObject, except?: InheritedShare): boolean {
+    for (const share of this.#inherited.values())
+      if (share !== except && share.get(refOf(obj)) !== undefined) return true;
+    return false;
+  }
+
+  #inheritedGet(ref: ObjectRef): DeploymentObject | undefined {
+    for (const share of this.#inherited.values()) {
+      const obj = share.get(ref);
+      if (obj !== undefined) return obj;
+    }
+    return undefined;
+  }
+
+  #emit(call: (handlers: ReflectorHandlers<DeploymentObject>) => unknown): void {
+    for (const handlers of this.#handlers) {
+      try {
+        const result = call(handlers);
+        if (result instanceof Promise)
+          result.catch((err: unknown) => this.#options.logger?.error({ err }, "cache handler rejected"));
+      } catch (err) {
+        // As the reflector does: one handler's failure is not the others'.
+        this.#options.logger?.error({ err }, "cache handler threw");
+      }
+    }
+  }
+
+  /** The inherited objects that the own watch does not hold (each once). */
+  *#inheritedOnly(): Generator<DeploymentObject> {
+    const seen = new Set<string>();
+    for (const share of this.#inherited.values())
+      for (const obj of share.list()) {
+        const key = objectKey(refOf(obj));
+        if (seen.has(key) || super.get(refOf(obj)) !== undefined) continue;
+        seen.add(key);
+        yield obj;
+      }
+  }
+
+  override subscribe(handlers: ReflectorHandlers<DeploymentObject>): () => void {
+    this.#handlers.add(handlers);
+    // The own watch's events, seen through the union: an object it adds that an inherited watch
+    // held was in the cache already (an update), one it deletes that an inherited watch holds stays.
+    const undo = super.subscribe({
+      onAdd: (obj) => {
+        const inherited = this.#inheritedGet(refOf(obj));
+        return inherited ? handlers.onUpdate?.(inherited, obj) : handlers.onAdd?.(obj);
+      },
+      onUpdate: (old, obj) => handlers.onUpdate?.(old, obj),
+      onDelete: (obj) => {
+        const inherited = this.#inheritedGet(refOf(obj));
+        return inherited ? handlers.onUpdate?.(obj, inherited) : handlers.onDelete?.(obj);
+      },
+    });
+    return () => {
+      this.#handlers.delete(handlers);
+      undo();
+    };
+  }
+
+  override get(ref: ObjectRef): DeploymentObject | undefined {
+    return super.get(ref) ?? (this.#inherited.size > 0 ? this.#inheritedGet(ref) : undefined);
+  }
+
+  override list(): DeploymentObject[] {
+    const own = super.list();
+    return this.#inherited.size === 0 ? own : [...own, ...this.#inheritedOnly()];
+  }
+
+  override listNamespace(namespace: string): DeploymentObject[] {
+    const own = super.listNamespace(namespace);
+    if (this.#inherited.size === 0) return own;
+    return [...own, ...[...this.#inheritedOnly()].filter((o) => o.metadata.namespace === namespace)];
+  }
+
+  override byIndex(index: string, value: string): DeploymentObject[] {
+    const own = super.byIndex(index, value);
+    if (this.#inherited.size === 0) return own;
+    const found = new Map(own.map((o) => [objectKey(refOf(o)), o]));
+    for (const share of this.#inherited.values())
+      for (const obj of share.byIndex(index, value)) {
+        const key = objectKey(refOf(obj));
+        if (!found.has(key) && super.get(refOf(obj)) === undefined) found.set(key, obj);
+      }
+    return [...found.values()];
+  }
+
+  override keysByIndex(index: string, value: string): string[] {
+    if (this.#inherited.size === 0) return super.keysByIndex(index, value);
+    return this.byIndex(index, value).map((o) => objectKey(refOf(o)));
+  }
+
+  override keysWhere(test: (obj: DeploymentObject) => boolean): string[] {
+    const own = super.keysWhere(test);
+    if (this.#inherited.size === 0) return own;
+    for (const obj of this.#inheritedOnly()) if (test(obj)) own.push(objectKey(refOf(obj)));
+    return own;
+  }
+
+  override get size(): number {
+    if (this.#inherited.size === 0) return super.size;
+    let size = super.size;
+    for (const _ of this.#inheritedOnly()) size += 1;
+    return size;
+  }
+
+  override async patchStatus(
+    ref: ObjectRef,
+    status: DeploymentResourceStatus,
+    signal: AbortSignal,
+    resourceVersion?: string,
+  ): Promise<DeploymentObject> {
+    return this.#observed(await super.patchStatus(ref, status, signal, resourceVersion));
+  }
+
+  override async addFinalizer(obj: DeploymentObject, finalizer: string, signal: AbortSignal) {
+    return this.#observed(await super.addFinalizer(obj, finalizer, signal));
+  }
+
+  override async removeFinalizer(obj: DeploymentObject, finalizer: string, signal: AbortSignal) {
+    return this.#observed(await super.removeFinalizer(obj, finalizer, signal));
+  }
+
+  /** A write's answer cached by the inherited watch that holds it too (the own one cached it). */
+  #observed(obj: DeploymentObject): DeploymentObject {
+    for (const share of this.#inherited.values()) share.observe(obj);
+    return obj;
+  }
+}

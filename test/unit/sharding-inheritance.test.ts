@@ -1,0 +1,279 @@
+// A dead replica's share inherited by the ring written on its Lease: the record, the heir of each
+// claim, the sharder's step for a held owner's resource, which Leases give a replica a share, the
+// second watches started and stopped, and the replica's own Lease never taken back from a sharder.
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import { LeaseConflictError, type LeasePort, type LeaseRecord } from "../../src/runtime/leader.ts";
+import { type MemberState, nextAction, type RingView } from "../../src/sharding/assignment.ts";
+import { Heirs, inheritanceFor } from "../../src/sharding/heirs.ts";
+import {
+  decodeInheritance,
+  encodeInheritance,
+  heirOf,
+  type Inheritance,
+  MAX_HEIRS,
+} from "../../src/sharding/inheritance.ts";
+import { ownLease } from "../../src/sharding/lease-holder.ts";
+import type { RingLease } from "../../src/sharding/membership.ts";
+import { WriteBudget } from "../../src/sharding/pass.ts";
+import { chooseMoves } from "../../src/sharding/pass-choose.ts";
+import { ownerOf, ringShares } from "../../src/sharding/ring.ts";
+import { RingChoices } from "../../src/sharding/ring-choices.ts";
+import { ManualClock } from "../support/manual-clock.ts";
+
+const logger = pino({ level: "silent" });
+const seed = new TextEncoder().encode("install-key");
+
+describe("the ring written on a taken Lease", () => {
+  it.each([
+    { value: "a;b,c", ring: { members: ["b", "c"], leader: "a" } },
+    { value: ";c,b", ring: { members: ["b", "c"], leader: undefined } },
+    { value: "a;b,b", ring: { members: ["b"], leader: "a" } },
+    { value: undefined, ring: undefined },
+    { value: "", ring: undefined },
+    { value: "a;", ring: undefined },
+    { value: "a;B", ring: undefined },
+    { value: "A;b", ring: undefined },
+    { value: "b,c", ring: undefined },
+    { value: `a;${Array.from({ length: MAX_HEIRS + 1 }, (_, i) => `m${i}`).join(",")}`, ring: undefined },
+  ])("reads $value as $ring", ({ value, ring }) => {
+    expect(decodeInheritance(value)).toEqual(ring);
+  });
+
+  it("reads back what it writes", () => {
+    const ring: Inheritance = { members: ["a", "b", "c"], leader: "b" };
+    expect(decodeInheritance(encodeInheritance(ring))).toEqual(ring);
+    expect(decodeInheritance(encodeInheritance({ members: ["a"], leader: undefined }))).toEqual({
+      members: ["a"],
+      leader: undefined,
+    });
+  });
+});
+
+describe("the heir of a claim", () => {
+  const claims = Array.from({ length: 2_000 }, (_, i) => `conn/app-${i}`);
+
+  it.each([
+    { members: ["a", "b"], leader: "a" },
+    { members: ["a", "b", "c"], leader: "b" },
+    { members: ["a", "b", "c"], leader: undefined },
+    { members: ["b", "c"], leader: "a" },
+  ])(
+    "is the sharder's choice for the record's members $members (leader $leader), one member each",
+    (ring) => {
+      const choices = new RingChoices(seed);
+      choices.use(ring.members, ring.leader);
+      const counts = new Map<string, number>();
+      for (const claim of claims) {
+        const heir = heirOf(claim, ring, seed);
+        expect(heir).toBe(choices.desired({ claim }));
+        expect(heir).toBe(ownerOf(claim, ring.members, ringShares(ring.members, ring.leader), seed));
+        expect(ring.members).toContain(heir);
+        counts.set(heir ?? "", (counts.get(heir ?? "") ?? 0) + 1);
+      }
+      // Every member inherits a part.
+      expect([...counts.keys()].sort()).toEqual([...ring.members].sort());
+    },
+  );
+
+  it("is the same whatever the order a survivor read the members in", () => {
+    for (const claim of claims.slice(0, 200))
+      expect(heirOf(claim, { members: ["c", "a", "b"], leader: "a" }, seed)).toBe(
+        heirOf(claim, { members: ["a", "b", "c"], leader: "a" }, seed),
+      );
+  });
+});
+
+/** A ring of `states` with `heirs` by claim for the held owner "d". */
+function ringOf(states: Record<string, MemberState>, heirs: Record<string, string> = {}): RingView {
+  return {
+    live: Object.keys(states).filter((m) => states[m] === "live"),
+    state: (m) => states[m] ?? "down",
+    heir: (member, claim) => (member === "d" ? heirs[claim] : undefined),
+  };
+}
+
+describe("the sharder's step for a resource of a held replica", () => {
+  it.each([
+    {
+      case: "no ring on its Lease: the ring's choice",
+      states: { a: "live", b: "live", d: "held" },
+      heirs: {} as Record<string, string>,
+      action: { kind: "assign", to: "a" },
+    },
+    {
+      case: "its heir, live: to the heir, not the ring's choice now",
+      states: { a: "live", b: "live", d: "held" },
+      heirs: { x: "b" },
+      action: { kind: "assign", to: "b" },
+    },
+    {
+      case: "its heir is the ring's choice: to it",
+      states: { a: "live", b: "live", d: "held" },
+      heirs: { x: "a" },
+      action: { kind: "assign", to: "a" },
+    },
+    {
+      case: "its heir stopped renewing: the heir's Lease taken first",
+      states: { a: "live", b: "down", d: "held" },
+      heirs: { x: "b" },
+      action: { kind: "hold", member: "b" },
+    },
+    {
+      case: "its heir's Lease is held too: the ring's choice",
+      states: { a: "live", b: "held", d: "held" },
+      heirs: { x: "b" },
+      action: { kind: "assign", to: "a" },
+    },
+  ] as const)("$case", ({ states, heirs, action }) => {
+    expect(
+      nextAction(
+        "x",
+        { owner: "d", drain: false },
+        undefined,
+        ringOf(states, heirs as Record<string, string>),
+        "a",
+      ),
+    ).toEqual(action);
+  });
+
+  it("gives a rival of a held replica's resource to that resource's heir", () => {
+    const held = { uid: "1", metadata: { resourceVersion: "1" }, owner: "d", drain: false, claim: "x" };
+    const rival = {
+      uid: "2",
+      metadata: { resourceVersion: "1" },
+      owner: undefined,
+      drain: false,
+      claim: "x",
+    };
+    const ring = ringOf({ a: "live", b: "live", d: "held" }, { x: "b" });
+    const choice = chooseMoves(
+      { moves: [{ resource: rival, owner: undefined, to: "a" }], drains: [] },
+      [held, rival],
+      new Map(),
+      ring,
+      new WriteBudget(new Set()),
+    );
+    expect(choice.writes).toEqual([{ kind: "assign", resource: rival, to: "b", from: undefined }]);
+  });
+});
+
+const record = (holderIdentity: string): LeaseRecord => ({
+  holderIdentity,
+  leaseDurationSeconds: 15,
+  acquireTime: undefined,
+  renewTime: undefined,
+  leaseTransitions: 0,
+});
+const lease = (name: string, holder: string, inheritance?: Inheritance): RingLease => ({
+  name,
+  resourceVersion: "1",
+  record: record(holder),
+  ...(inheritance ? { inheritance } : {}),
+});
+
+describe("which Leases give a replica a share", () => {
+  const ring = { members: ["a", "b"], leader: "a" };
+  it.each([
+    { case: "a sharder's hold naming it", lease: lease("d", "sharder/a_1", ring), gives: true },
+    {
+      case: "a sharder's hold not naming it",
+      lease: lease("d", "sharder/a_1", { ...ring, members: ["b"] }),
+      gives: false,
+    },
+    { case: "a sharder's hold without a ring", lease: lease("d", "sharder/a_1"), gives: false },
+    { case: "a replica's own hold with a ring", lease: lease("d", "d_1", ring), gives: false },
+    { case: "its own Lease", lease: lease("a", "sharder/b_1", ring), gives: false },
+  ])("$case: $gives", ({ lease: l, gives }) => {
+    expect(inheritanceFor("a", l) !== undefined).toBe(gives);
+  });
+});
+
+describe("the second watches", () => {
+  it("starts one per Lease that gives a share, keeping the heir's claims, and stops it when the Lease is let go", () => {
+    const started: { owner: string; mine: (claim: string) => boolean; signal: AbortSignal }[] = [];
+    const heirs = new Heirs({
+      self: "a",
+      seed: () => seed,
+      inherit: (owner, mine, signal) => {
+        started.push({ owner, mine, signal });
+        return new Promise(() => {});
+      },
+      logger,
+    });
+    const ring = { members: ["a", "b"], leader: "a" };
+    const run = new AbortController();
+    heirs.update("d", lease("d", "sharder/a_1", ring), run.signal);
+    heirs.update("d", lease("d", "sharder/b_1", ring), run.signal);
+    expect(started.map((s) => s.owner)).toEqual(["d"]);
+    expect(heirs.owners).toEqual(["d"]);
+    const first = started[0];
+    for (const claim of ["c/1", "c/2", "c/3", "c/4"])
+      expect(first?.mine(claim)).toBe(heirOf(claim, ring, seed) === "a");
+    heirs.update("d", undefined, run.signal);
+    expect(first?.signal.aborted).toBe(true);
+    expect(heirs.owners).toEqual([]);
+    heirs.update("e", lease("e", "sharder/a_1", ring), run.signal);
+    heirs.update("e", lease("e", "e_1"), run.signal);
+    expect(started[1]?.signal.aborted).toBe(true);
+    heirs.update("f", lease("f", "sharder/a_1", ring), run.signal);
+    run.abort();
+    expect(started[2]?.signal.aborted).toBe(true);
+  });
+});
+
+describe("the replica's own Lease", () => {
+  function port(holder: string | undefined) {
+    const state = { holder, rv: 1, created: 0, updated: 0 };
+    const p: LeasePort = {
+      get: async () =>
+        state.holder === undefined
+          ? undefined
+          : { resourceVersion: String(state.rv), record: record(state.holder) },
+      create: async (r) => {
+        state.created += 1;
+        state.holder = r.holderIdentity;
+        return { resourceVersion: String(++state.rv), record: r };
+      },
+      update: async (r) => {
+        state.updated += 1;
+        return { resourceVersion: String(++state.rv), record: r };
+      },
+    };
+    return { state, p };
+  }
+  const signal = new AbortController().signal;
+
+  it("is never taken back from a sharder's hold, and is created again only a Lease duration after it was found gone", async () => {
+    const clock = new ManualClock({ start: 0 });
+    const { state, p } = port("sharder/a_1");
+    const own = ownLease(p, 15_000, clock);
+    const read = await own.get(signal);
+    await expect(own.update(record("d_2"), read?.resourceVersion ?? "", signal)).rejects.toThrow(
+      LeaseConflictError,
+    );
+    expect(state.updated).toBe(0);
+    state.holder = undefined;
+    expect(await own.get(signal)).toBeUndefined();
+    await expect(own.create(record("d_2"), signal)).rejects.toThrow(LeaseConflictError);
+    clock.advance(14_999);
+    await expect(own.create(record("d_2"), signal)).rejects.toThrow(LeaseConflictError);
+    clock.advance(1);
+    await own.create(record("d_2"), signal);
+    expect(state.created).toBe(1);
+  });
+
+  it("is taken back from its previous process, and created at once when no sharder held it", async () => {
+    const clock = new ManualClock({ start: 0 });
+    const { state, p } = port("d_1");
+    const own = ownLease(p, 15_000, clock);
+    const read = await own.get(signal);
+    await own.update(record("d_2"), read?.resourceVersion ?? "", signal);
+    expect(state.updated).toBe(1);
+    const fresh = port(undefined);
+    const other = ownLease(fresh.p, 15_000, clock);
+    expect(await other.get(signal)).toBeUndefined();
+    await other.create(record("d_2"), signal);
+    expect(fresh.state.created).toBe(1);
+  });
+});

@@ -1,0 +1,132 @@
+// A sharded replica's cache with an inherited share, against an API server on loopback: its own
+// watch (`owner=a`) and a second one of a dead replica's resources (`owner=d`) keeping the heir's,
+// seen by readers as one cache; a resource labelled for the heir passes from one watch to the
+// other as an update, never a delete; the second watch's end takes its resources out.
+import { createServer, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { KubeClient } from "../../src/kube/client.ts";
+import type { DeploymentObject } from "../../src/kube/deployments.ts";
+import { ShareDeployments } from "../../src/kube/inherited-deployments.ts";
+import { OWNER_LABEL } from "../../src/sharding/labels.ts";
+
+let server: Server | undefined;
+afterEach(async () => {
+  const open = server;
+  server = undefined;
+  if (!open) return;
+  open.closeAllConnections();
+  await new Promise((resolve) => open.close(resolve));
+});
+
+const resource = (name: string, owner: string, resourceVersion: string) => ({
+  apiVersion: "dms.dev/v1alpha1",
+  kind: "Deployment",
+  metadata: { namespace: "ns", name, uid: `uid-${name}`, resourceVersion, labels: { [OWNER_LABEL]: owner } },
+  spec: { source: "internal_docker", name },
+});
+
+/** Lists and watches of Deployment resources by owner label; `push` sends an event to one owner's watches. */
+async function apiServer(items: ReturnType<typeof resource>[]) {
+  const watches = new Map<string, ServerResponse[]>();
+  const waiting = new Map<string, () => void>();
+  server = createServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://api");
+    const owner = (url.searchParams.get("labelSelector") ?? "").split("=")[1] ?? "";
+    res.writeHead(200, { "content-type": "application/json" });
+    if (url.searchParams.get("watch") === "true") {
+      watches.set(owner, [...(watches.get(owner) ?? []), res]);
+      res.write("");
+      waiting.get(owner)?.();
+      return;
+    }
+    const listed = items.filter((o) => o.metadata.labels[OWNER_LABEL] === owner);
+    res.end(JSON.stringify({ kind: "List", metadata: { resourceVersion: "10" }, items: listed }));
+  });
+  await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  const client = new KubeClient({
+    getCurrentCluster: () => ({ server: `http://127.0.0.1:${port}` }),
+    applyToHTTPSOptions: async () => {},
+  });
+  const push = (owner: string, type: string, object: unknown) => {
+    for (const w of watches.get(owner) ?? []) w.write(`${JSON.stringify({ type, object })}\n`);
+  };
+  /** Resolves once a watch of `owner`'s resources is open. */
+  const watching = (owner: string) =>
+    (watches.get(owner)?.length ?? 0) > 0
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => waiting.set(owner, resolve));
+  return { client, push, watching };
+}
+
+/** Resolves once `test` holds, checked on each event of `cache` (and at once). */
+function until(cache: ShareDeployments, test: () => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    const check = () => {
+      if (!test()) return;
+      stop();
+      resolve();
+    };
+    const stop = cache.subscribe({ onAdd: check, onUpdate: check, onDelete: check });
+    check();
+  });
+}
+
+const names = (objects: readonly DeploymentObject[]) => objects.map((o) => o.metadata.name).sort();
+
+describe("a replica's cache with an inherited share", () => {
+  it("shows the heir's part of a dead replica's resources beside its own, as one cache", async () => {
+    const api = await apiServer([
+      resource("a1", "a", "1"),
+      resource("d1", "d", "2"),
+      resource("d2", "d", "3"),
+      resource("d3", "d", "4"),
+    ]);
+    const cache = new ShareDeployments({
+      client: api.client,
+      scope: { namespaces: ["ns"], labelSelector: `${OWNER_LABEL}=a` },
+      inheritedSelector: (owner) => `${OWNER_LABEL}=${owner}`,
+    });
+    const events: string[] = [];
+    cache.subscribe({
+      onAdd: (o) => void events.push(`add ${o.metadata.name}`),
+      onUpdate: (_old, o) => void events.push(`update ${o.metadata.name}@${o.metadata.resourceVersion}`),
+      onDelete: (o) => void events.push(`delete ${o.metadata.name}`),
+    });
+    const run = new AbortController();
+    const running = cache.run(run.signal);
+    await cache.synced;
+    expect(names(cache.list())).toEqual(["a1"]);
+
+    const inheritance = new AbortController();
+    const inherited = cache.inherit("d", (o) => o.metadata.name !== "d2", inheritance.signal);
+    await until(cache, () => cache.size === 3);
+    expect(names(cache.list())).toEqual(["a1", "d1", "d3"]);
+    expect(cache.get({ namespace: "ns", name: "d1" })?.metadata.labels?.[OWNER_LABEL]).toBe("d");
+    expect(cache.get({ namespace: "ns", name: "d2" })).toBeUndefined();
+    expect(cache.inheriting()).toEqual(["d"]);
+    expect(events.sort()).toEqual(["add a1", "add d1", "add d3"]);
+    events.length = 0;
+
+    // The sharder labels d1 for this replica: its own watch adds it, the second one drops it.
+    await Promise.all([api.watching("a"), api.watching("d")]);
+    api.push("a", "ADDED", resource("d1", "a", "20"));
+    await until(cache, () => events.length === 1);
+    api.push("d", "DELETED", resource("d1", "a", "20"));
+    api.push("d", "MODIFIED", resource("d3", "d", "21"));
+    await until(cache, () => events.length === 2);
+    expect(events).toEqual(["update d1@20", "update d3@21"]);
+    expect(cache.get({ namespace: "ns", name: "d1" })?.metadata.resourceVersion).toBe("20");
+    expect(cache.size).toBe(3);
+
+    // The dead replica's Lease is deleted: what only the second watch held goes.
+    inheritance.abort();
+    await inherited;
+    expect(events).toEqual(["update d1@20", "update d3@21", "delete d3"]);
+    expect(names(cache.list())).toEqual(["a1", "d1"]);
+    expect(cache.inheriting()).toEqual([]);
+    run.abort();
+    await running;
+  });
+});
