@@ -84,3 +84,57 @@ export function shareFrom<T extends object>(
   const same = sources.find((s) => s === value);
   if (same !== undefined) record[field] = same;
 }
+
+/** The longest JSON text of a value {@link SharedObjects} holds; a larger value stays its own. */
+export const SHARED_OBJECT_MAX_CHARS = 512;
+
+/**
+ * One frozen copy of equal JSON objects and arrays, as {@link Interner} is of strings: what many
+ * cached objects hold alike (a source configuration, a settled condition of the same second and
+ * generation, the operator's own finalizer list) is then held once, not once per resource: an
+ * object costs 24 bytes and 8 a field before its strings. Values are compared by their JSON text,
+ * so only values parsed from JSON (plain objects, arrays, strings, numbers, booleans, null)
+ * belong here. A held value is a deep copy of the first one met, frozen, so that no holder can
+ * change it under the others (a write to it throws); the value given is never modified. Bounded
+ * as {@link Interner} is, by count and by the length of a value's text.
+ */
+export class SharedObjects {
+  readonly #table = new Map<string, object>();
+  readonly #max: number;
+
+  /** A table of at most `max` values. */
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  /** The held value equal to `value` (a frozen copy of it when there was none); `value` itself when too large. */
+  of<T extends object>(value: T): T {
+    const text = JSON.stringify(value);
+    if (text === undefined || text.length > SHARED_OBJECT_MAX_CHARS) return value;
+    const known = this.#table.get(text);
+    if (known !== undefined) return known as T;
+    if (this.#table.size >= this.#max) this.#table.clear();
+    const held = frozenCopy(value);
+    this.#table.set(text, held);
+    return held;
+  }
+
+  /** How many values the table holds now. */
+  get size(): number {
+    return this.#table.size;
+  }
+}
+
+/** A deep, frozen copy of the JSON value `value`; its strings are the same strings. */
+function frozenCopy<T>(value: T): T {
+  if (typeof value !== "object" || value === null) return value;
+  if (Array.isArray(value)) return Object.freeze(value.map(frozenCopy)) as T;
+  // A spread keeps the object's layout (its fields in the object itself, as JSON.parse made it)
+  // and an own field named __proto__ as a field; a field set again keeps its place.
+  const copy = { ...value } as Record<string, unknown>;
+  for (const key of Object.keys(copy)) {
+    const field = copy[key];
+    if (typeof field === "object" && field !== null) copy[key] = frozenCopy(field);
+  }
+  return Object.freeze(copy) as T;
+}

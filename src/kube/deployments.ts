@@ -3,7 +3,7 @@
  * `custom-resources.ts` for the Deployment kind.
  */
 
-import { Interner, internFields, shareEqualString, shareFrom } from "../compact/interner.ts";
+import { Interner, internFields, SharedObjects, shareEqualString, shareFrom } from "../compact/interner.ts";
 import {
   type DeploymentResource,
   type DeploymentResourceStatus,
@@ -40,32 +40,54 @@ export const DEPLOYMENTS: CustomResourceKind = { group: GROUP, version: VERSION,
 export const DEPLOYMENT_STRINGS = new Interner(1024);
 
 /**
+ * The objects and arrays shared by the Deployment resources decoded in this process (see
+ * {@link SharedObjects}): a source configuration, a condition, the finalizer list that many
+ * resources hold alike, held once and frozen.
+ */
+export const DEPLOYMENT_OBJECTS = new SharedObjects(1024);
+
+/**
  * A Deployment resource from the wire (see `decodeCustomResource`, which checks it and drops
  * what the operator never reads), undefined when unusable. The values most resources share
- * (apiVersion, kind, namespace, source, tenant, the reasons and messages of settled conditions, the times
- * to the second) are held once rather than once per cached resource, in `strings`. `raw` is not
- * modified.
+ * (apiVersion, kind, namespace, source, tenant, connection, the digest of no secrets, the reasons
+ * and messages of settled conditions, the times to the second) are held once rather than once per
+ * cached resource, in `strings`, and so are the objects many share alike (the source
+ * configuration, a condition set in the same second, the finalizer list), frozen, in `objects`.
+ * `raw` is not modified.
  */
 export function decodeDeployment(
   raw: unknown,
   strings: Interner = DEPLOYMENT_STRINGS,
+  objects: SharedObjects = DEPLOYMENT_OBJECTS,
 ): DeploymentObject | undefined {
   const decoded = decodeCustomResource<DeploymentObject>(raw);
   if (!decoded) return undefined;
   internFields(strings, decoded.metadata, ["namespace", "creationTimestamp"]);
+  if (Array.isArray(decoded.metadata.finalizers))
+    decoded.metadata.finalizers = objects.of(decoded.metadata.finalizers);
   internFields(strings, decoded, ["apiVersion", "kind"]);
-  decoded.spec = internFields(strings, { ...decoded.spec }, ["source"]);
+  const spec = internFields(strings, { ...decoded.spec }, ["source"]);
+  if (isRecord(spec.sourceConfig)) spec.sourceConfig = objects.of(spec.sourceConfig);
+  decoded.spec = spec;
   if (isRecord(decoded.status)) {
     const status = internFields(strings, { ...decoded.status }, [
+      "connection",
       "tenantId",
       "remoteStatus",
       "latestRevisionStatus",
+      "imageVersion",
+      "appliedSecretsHash",
+      "appliedSecretVersions",
+      "createRequestedAt",
+      "rolloutStartedAt",
     ]);
     // Once a rollout is done the active revision is the latest: one string for both.
     shareEqualString(status, "latestRevisionId", "activeRevisionId");
     if (Array.isArray(status.conditions))
       status.conditions = status.conditions.map((c) =>
-        isRecord(c) ? internFields(strings, { ...c }, ["reason", "message", "lastTransitionTime"]) : c,
+        isRecord(c)
+          ? objects.of(internFields(strings, { ...c }, ["reason", "message", "lastTransitionTime"]))
+          : c,
       );
     shareRevisionStrings(status, decoded.spec.sourceRevisionConfig, strings);
     decoded.status = status;

@@ -1,7 +1,14 @@
 // The memory techniques of src/compact/, each on a table of cases: what they keep, and that what
 // a caller reads back is what it put.
 import { describe, expect, it } from "vitest";
-import { Interner, internFields, shareEqualString, shareFrom } from "../../src/compact/interner.ts";
+import {
+  Interner,
+  internFields,
+  SHARED_OBJECT_MAX_CHARS,
+  SharedObjects,
+  shareEqualString,
+  shareFrom,
+} from "../../src/compact/interner.ts";
 import {
   addItem,
   countOf,
@@ -59,6 +66,51 @@ describe("Interner", () => {
     const interner = new Interner(8);
     expect(internFields(interner, obj, fields)).toStrictEqual(out);
     expect(interner.size).toBe(held);
+  });
+});
+
+describe("SharedObjects", () => {
+  it("holds one frozen copy of equal values parsed apart, and never changes the value given", () => {
+    const objects = new SharedObjects(8);
+    const text = '{"resourceSpec":{"minScale":1,"maxScale":2},"tags":["a","b"]}';
+    const first = JSON.parse(text) as Record<string, unknown>;
+    const held = objects.of(first);
+    expect(held).not.toBe(first);
+    expect(held).toStrictEqual(first);
+    expect(Object.isFrozen(first)).toBe(false);
+    expect(objects.of(JSON.parse(text))).toBe(held);
+    expect(objects.size).toBe(1);
+    // Frozen all the way down: no holder can change it under the others.
+    expect(Object.isFrozen(held)).toBe(true);
+    expect(Object.isFrozen(held.resourceSpec)).toBe(true);
+    expect(Object.isFrozen(held.tags)).toBe(true);
+    expect(() => {
+      (held.resourceSpec as Record<string, unknown>).minScale = 3;
+    }).toThrow(TypeError);
+    // Another order of the same fields is another value (its JSON differs), held apart.
+    expect(objects.of(JSON.parse('{"tags":["a","b"],"resourceSpec":{"minScale":1,"maxScale":2}}'))).not.toBe(
+      held,
+    );
+  });
+
+  it("keeps an own field named __proto__ a field, and its strings the same strings", () => {
+    const objects = new SharedObjects(8);
+    const value = JSON.parse('{"__proto__":{"x":1},"name":"n"}') as Record<string, unknown>;
+    const held = objects.of(value);
+    expect(Object.hasOwn(held, "__proto__")).toBe(true);
+    expect(Object.getPrototypeOf(held)).toBe(Object.prototype);
+    expect(JSON.stringify(held)).toBe(JSON.stringify(value));
+  });
+
+  it("leaves a value over its length bound its own, and starts again when full", () => {
+    const objects = new SharedObjects(2);
+    const big = { text: "x".repeat(SHARED_OBJECT_MAX_CHARS) };
+    expect(objects.of(big)).toBe(big);
+    expect(objects.size).toBe(0);
+    objects.of({ a: 1 });
+    objects.of({ b: 1 });
+    objects.of({ c: 1 });
+    expect(objects.size).toBe(1);
   });
 });
 

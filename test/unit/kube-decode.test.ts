@@ -103,6 +103,24 @@ describe("decodeDeployment", () => {
     expect(raw).toStrictEqual(copy);
   });
 
+  it("holds the source configuration, a condition and the finalizers that resources share once, frozen", () => {
+    const one = applied();
+    const other = applied();
+    other.metadata.name = "other-agent";
+    const copy = structuredClone(one);
+    const [a, b] = [decodeDeployment(one), decodeDeployment(other)];
+    expect(a?.spec.sourceConfig).toBe(b?.spec.sourceConfig);
+    expect(a?.status?.conditions?.[1]).toBe(b?.status?.conditions?.[1]);
+    expect(a?.metadata.finalizers).toBe(b?.metadata.finalizers);
+    expect(Object.isFrozen(a?.spec.sourceConfig)).toBe(true);
+    expect(Object.isFrozen(a?.status?.conditions?.[1])).toBe(true);
+    // As they were, and `raw` neither modified nor frozen.
+    expect(a?.status).toStrictEqual(copy.status);
+    expect(a?.spec).toStrictEqual(copy.spec);
+    expect(one).toStrictEqual(copy);
+    expect(Object.isFrozen(one.spec.sourceConfig)).toBe(false);
+  });
+
   it("keeps nothing of 256 KiB of annotations and labels but the annotations it reads", () => {
     const big = "x".repeat(200 * 1024);
     const raw = applied();
