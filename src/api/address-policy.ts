@@ -124,12 +124,18 @@ function mapped(octets: number[]): Uint8Array {
   return bytes;
 }
 
-const RANGE_BYTES = RANGES.map((range) => ({
-  range,
-  bytes: addressBytes(range.address) as Uint8Array,
-  // An IPv4 range's bits count from the mapped form's 96th.
-  bits: isIP(range.address) === 4 ? 96 + range.bits : range.bits,
-}));
+/**
+ * The ranges as bytes, made at the first check: reading an IPv6 address compiles Node's IPv6
+ * pattern, which a command's `--help` (which imports this module for its flags) never needs.
+ */
+let rangeBytes: { range: (typeof RANGES)[number]; bytes: Uint8Array; bits: number }[] | undefined;
+const rangesAsBytes = () =>
+  (rangeBytes ??= RANGES.map((range) => ({
+    range,
+    bytes: addressBytes(range.address) as Uint8Array,
+    // An IPv4 range's bits count from the mapped form's 96th.
+    bits: isIP(range.address) === 4 ? 96 + range.bits : range.bits,
+  })));
 
 function inPrefix(address: Uint8Array, prefix: Uint8Array, bits: number): boolean {
   for (let i = 0; i < bits; i++) {
@@ -163,7 +169,7 @@ export function classifyAddress(address: string): { class: AddressClass; what: s
   const raw = addressBytes(address);
   if (!raw) return undefined;
   const bytes = embeddedIpv4(raw);
-  const found = RANGE_BYTES.find((r) => inPrefix(bytes, r.bytes, r.bits));
+  const found = rangesAsBytes().find((r) => inPrefix(bytes, r.bytes, r.bits));
   return found
     ? { class: found.range.class, what: found.range.what }
     : { class: "public", what: "a public address" };

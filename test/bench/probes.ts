@@ -149,7 +149,9 @@ export function httpsAnswer(
     const req = request(url, { ...options, method: "GET", timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }),
+      );
       res.on("error", reject);
     });
     req.on("timeout", () => req.destroy(new Error(`GET ${url} timed out`)));

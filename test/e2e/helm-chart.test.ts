@@ -230,7 +230,11 @@ async function fastSimulator(): Promise<RunningSimulator> {
  */
 async function scrape(url: string, namespace: string, account: string) {
   const token = (await kubectlOk(["create", "token", account, "-n", namespace, "--duration=600s"])).trim();
-  return httpsAnswer(url, { rejectUnauthorized: false, headers: { authorization: `Bearer ${token}` } }, 20_000);
+  return httpsAnswer(
+    url,
+    { rejectUnauthorized: false, headers: { authorization: `Bearer ${token}` } },
+    20_000,
+  );
 }
 
 /**

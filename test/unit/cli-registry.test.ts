@@ -183,8 +183,8 @@ const commandModulesOf = (loaded: readonly string[]) =>
     .map((url) => url.slice(url.lastIndexOf("/") + 1).replace(/\.(ts|js)$/, ""))
     .sort();
 
-/** The heavy libraries: Kubernetes', YAML, tables, TypeBox, the logger, CEL, the retries. */
-const HEAVY = /node_modules\/(@kubernetes|yaml|cli-table3|@sinclair|pino|@marcbachmann|p-retry)\//;
+/** The heavy libraries: Kubernetes', YAML, TypeBox, the logger, CEL, the retries. */
+const HEAVY = /node_modules\/(@kubernetes|yaml|@sinclair|pino|@marcbachmann|p-retry)\//;
 
 /** What a command reading the service does without: the schemas' library, the logger, Kubernetes', YAML, CEL. */
 const READ_HEAVY = /node_modules\/(@kubernetes|yaml|@sinclair|pino|@marcbachmann)\//;
@@ -193,18 +193,8 @@ const READ_HEAVY = /node_modules\/(@kubernetes|yaml|@sinclair|pino|@marcbachmann
 const SERVICE_HEAVY_BUILTINS =
   /^(tls|_tls_\w+|https|crypto|zlib|http2|internal\/http2\/.*|internal\/crypto\/.*)$/;
 
-/** The only libraries `deployments list` loads: the command line's, the retry's and the table's. */
-const LIST_PACKAGES = new Set([
-  "commander",
-  "p-retry",
-  "is-network-error",
-  "cli-table3",
-  "string-width",
-  "strip-ansi",
-  "ansi-regex",
-  "is-fullwidth-code-point",
-  "emoji-regex",
-]);
+/** The only libraries `deployments list` loads: the command line's and the retries'. */
+const LIST_PACKAGES = new Set(["commander", "p-retry", "is-network-error"]);
 
 /** The packages of node_modules among `loaded`. */
 const packagesOf = (loaded: readonly string[]) => [
