@@ -158,10 +158,13 @@ export function table(head: readonly string[] | undefined, rows: readonly (reado
 }
 
 /**
- * An emoji (and what joins or modifies it), which a terminal shows two columns wide: made at the
- * first cell that is not printable ASCII (building the set of emoji sequences takes milliseconds).
+ * An emoji (and what joins or modifies it), which a terminal shows two columns wide: a flag (two
+ * regional indicators), a keycap, or one shown as emoji by default or asked to be (U+FE0F), with
+ * its skin tones and the emoji joined to it. By Unicode properties: the set of every emoji
+ * sequence (`\p{RGI_Emoji}`) takes ~20 ms to build.
  */
-let emoji: RegExp | undefined;
+const EMOJI =
+  /\p{Regional_Indicator}{2}|[#*0-9]\uFE0F\u20E3|(?:\p{Emoji_Presentation}|\p{Extended_Pictographic}\uFE0F)(?:\p{Emoji_Modifier}|\u200D(?:\p{Emoji_Presentation}|\p{Extended_Pictographic}\uFE0F?)\p{Emoji_Modifier}?)*/gu;
 
 /**
  * The columns `text` takes on a terminal: colour escapes and control characters none, combining
@@ -170,9 +173,8 @@ let emoji: RegExp | undefined;
 export function displayWidth(text: string): number {
   const plain = stripVTControlCharacters(text);
   if (/^[\x20-\x7e]*$/.test(plain)) return plain.length;
-  emoji ??= /\p{RGI_Emoji}/gv;
   let width = 0;
-  for (const char of plain.replace(emoji, "  ")) {
+  for (const char of plain.replace(EMOJI, "  ")) {
     const code = char.codePointAt(0) ?? 0;
     if (code <= 0x1f || (code >= 0x7f && code <= 0x9f) || (code >= 0x300 && code <= 0x36f)) continue;
     width += isWide(code) ? 2 : 1;
