@@ -9,9 +9,15 @@ import { lookup as dnsLookup } from "node:dns";
 import { readFileSync } from "node:fs";
 import type http from "node:http";
 import type https from "node:https";
-import { isIP, type LookupFunction } from "node:net";
+import type { LookupFunction } from "node:net";
 import type { Duplex } from "node:stream";
-import { type AddressPolicy, AddressRefusedError, checkedLookup, hostProblem } from "./address-policy.ts";
+import {
+  type AddressPolicy,
+  AddressRefusedError,
+  checkedLookup,
+  hostProblem,
+  ipFamily,
+} from "./address-policy.ts";
 
 /** The proxy variables a service client honours, as Node's agents read them. */
 export const PROXY_VARIABLES = [
@@ -187,7 +193,7 @@ function guardHost(agent: http.Agent, policy: AddressPolicy, proxiedLookup?: Loo
       fail(new AddressRefusedError(problem));
       return undefined;
     }
-    if (proxiedLookup === undefined || isIP(host.replace(/^\[|\]$/g, "")) !== 0)
+    if (proxiedLookup === undefined || ipFamily(host.replace(/^\[|\]$/g, "")) !== 0)
       return create(options, callback);
     proxiedLookup(host, { all: true }, (error) => {
       if (error) return fail(error);

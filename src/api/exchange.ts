@@ -15,9 +15,10 @@
  * HTTP whose answer is not compressed loads neither.
  */
 import type { Agent, ClientRequest, IncomingHttpHeaders, IncomingMessage } from "node:http";
-import { isIP, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import type { TLSSocket } from "node:tls";
+import { ipFamily } from "./address-policy.ts";
 import { JsonWeigher, type MemoryAccount, OverflowError } from "./response-memory.ts";
 
 /** One request and the bounds of its answer. */
@@ -202,7 +203,7 @@ function send(
         socket.once("connect", () => clearTimeout(timer));
       };
       const host = url.hostname.replace(/^\[|\]$/g, "");
-      if (isIP(host) !== 0 || (socket.address() as { address?: string }).address !== undefined) start();
+      if (ipFamily(host) !== 0 || (socket.address() as { address?: string }).address !== undefined) start();
       else socket.once("lookup", (error: Error | null) => error === null && start());
     }
     if (hold) holdAtTheWire(req, socket, hold, fail);
