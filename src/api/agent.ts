@@ -7,12 +7,17 @@
  */
 import { lookup as dnsLookup } from "node:dns";
 import { readFileSync } from "node:fs";
-import http from "node:http";
-import https from "node:https";
-import { isIP, type LookupFunction } from "node:net";
+import type http from "node:http";
+import type https from "node:https";
+import type { LookupFunction } from "node:net";
 import type { Duplex } from "node:stream";
-import tls from "node:tls";
-import { type AddressPolicy, AddressRefusedError, checkedLookup, hostProblem } from "./address-policy.ts";
+import {
+  type AddressPolicy,
+  AddressRefusedError,
+  checkedLookup,
+  hostProblem,
+  ipFamily,
+} from "./address-policy.ts";
 
 /** The proxy variables a service client honours, as Node's agents read them. */
 export const PROXY_VARIABLES = [
@@ -113,17 +118,18 @@ export interface ServiceAgentOptions {
   resolve?: LookupFunction | undefined;
 }
 
-/** got's `agent` option: one agent per protocol. */
+/** One agent per protocol. */
 export interface ServiceAgents {
-  http: http.Agent;
-  https: https.Agent;
+  readonly http: http.Agent;
+  readonly https: https.Agent;
 }
 
 /**
  * The agents of one client. Keep-alive with Node's global agents' settings (idle sockets closed
  * after 5 s, the newest reused first), so that an agent left behind by a rebuilt client lets its
  * sockets go on its own. The CA bundle is added to Node's default CAs
- * ({@link defaultCertificateAuthorities}): the `ca` option otherwise replaces them.
+ * ({@link defaultCertificateAuthorities}): the `ca` option otherwise replaces them. The HTTPS
+ * agent is made when first asked for: a client of an `http://` service never loads TLS.
  */
 export function serviceAgents(options: ServiceAgentOptions): ServiceAgents {
   const policy = options.addressPolicy;
@@ -138,21 +144,30 @@ export function serviceAgents(options: ServiceAgentOptions): ServiceAgents {
     // `guardHost` resolves it first, with the same check.
     ...(lookup ? { lookup } : {}),
   };
-  const agents = {
-    http: new http.Agent(common),
-    https: new https.Agent({
-      ...common,
-      ...(options.caBundle === undefined
-        ? {}
-        : { ca: [...defaultCertificateAuthorities(), options.caBundle] }),
-    }),
+  const env = options.proxyEnv ?? {};
+  const guarded = <A extends http.Agent>(agent: A, proxied: string | undefined): A => {
+    if (policy && lookup) guardHost(agent, policy, proxied ? lookup : undefined);
+    return agent;
   };
-  if (policy && lookup) {
-    const env = options.proxyEnv ?? {};
-    guardHost(agents.http, policy, (env.HTTP_PROXY ?? env.http_proxy) ? lookup : undefined);
-    guardHost(agents.https, policy, (env.HTTPS_PROXY ?? env.https_proxy) ? lookup : undefined);
-  }
-  return agents;
+  const plain = process.getBuiltinModule("node:http") as typeof http;
+  const httpAgent = guarded(new plain.Agent(common), env.HTTP_PROXY ?? env.http_proxy);
+  let httpsAgent: https.Agent | undefined;
+  return {
+    http: httpAgent,
+    get https() {
+      const secure = process.getBuiltinModule("node:https") as typeof https;
+      httpsAgent ??= guarded(
+        new secure.Agent({
+          ...common,
+          ...(options.caBundle === undefined
+            ? {}
+            : { ca: [...defaultCertificateAuthorities(), options.caBundle] }),
+        }),
+        env.HTTPS_PROXY ?? env.https_proxy,
+      );
+      return httpsAgent;
+    },
+  };
 }
 
 /**
@@ -178,7 +193,7 @@ function guardHost(agent: http.Agent, policy: AddressPolicy, proxiedLookup?: Loo
       fail(new AddressRefusedError(problem));
       return undefined;
     }
-    if (proxiedLookup === undefined || isIP(host.replace(/^\[|\]$/g, "")) !== 0)
+    if (proxiedLookup === undefined || ipFamily(host.replace(/^\[|\]$/g, "")) !== 0)
       return create(options, callback);
     proxiedLookup(host, { all: true }, (error) => {
       if (error) return fail(error);
@@ -250,12 +265,16 @@ export interface DefaultCaSources {
   readFile: (path: string) => string;
 }
 
-const NODE_CA_SOURCES: DefaultCaSources = {
-  getCACertificates: typeof tls.getCACertificates === "function" ? tls.getCACertificates : undefined,
-  rootCertificates: tls.rootCertificates,
-  env: process.env,
-  readFile: (path) => readFileSync(path, "utf8"),
-};
+/** Node's own sources, read when first needed (loading TLS). */
+function nodeCaSources(): DefaultCaSources {
+  const tls = process.getBuiltinModule("node:tls") as typeof import("node:tls");
+  return {
+    getCACertificates: typeof tls.getCACertificates === "function" ? tls.getCACertificates : undefined,
+    rootCertificates: tls.rootCertificates,
+    env: process.env,
+    readFile: (path) => readFileSync(path, "utf8"),
+  };
+}
 
 /**
  * The CAs a TLS client of this process trusts by default: Node's bundled roots, the system's
@@ -265,7 +284,7 @@ const NODE_CA_SOURCES: DefaultCaSources = {
  * `NODE_EXTRA_CA_CERTS` file, which Node itself would have added (an unreadable file is left
  * out, as Node leaves it out with a warning).
  */
-export function defaultCertificateAuthorities(sources: DefaultCaSources = NODE_CA_SOURCES): string[] {
+export function defaultCertificateAuthorities(sources: DefaultCaSources = nodeCaSources()): string[] {
   if (sources.getCACertificates) return sources.getCACertificates("default");
   const extraFile = sources.env.NODE_EXTRA_CA_CERTS;
   let extra: string | undefined;

@@ -1,9 +1,10 @@
 /**
  * The service's TLS, as the operator and the CLI judge it: a CA bundle to trust (PEM text from a
  * connection's spec or Secret, or `--ca-file`), checked before it is used, and the certificate
- * failures of a call named by their cause, each with its fix. Pure.
+ * failures of a call named by their cause, each with its fix. Pure. Node's crypto is loaded only
+ * to read a bundle: naming a failure needs none.
  */
-import { X509Certificate } from "node:crypto";
+import type { X509Certificate } from "node:crypto";
 
 /**
  * Most bytes a CA bundle may have (64 KiB): a private CA with its intermediates is a few KiB, and
@@ -103,6 +104,7 @@ export function parseCaBundle(
   const framed = pemBlocks(text, what);
   if (!framed.ok) return framed;
   const certificates: BundleCertificate[] = [];
+  const crypto = process.getBuiltinModule("node:crypto") as typeof import("node:crypto");
   for (const [i, { label, endLabel, text: block }] of framed.blocks.entries()) {
     const index = i + 1;
     if (label !== endLabel)
@@ -117,7 +119,7 @@ export function parseCaBundle(
       };
     let certificate: X509Certificate;
     try {
-      certificate = new X509Certificate(block);
+      certificate = new crypto.X509Certificate(block);
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       return {

@@ -1,13 +1,9 @@
 /**
  * The one place that talks HTTP to the service: auth headers, the shared rate limit, a timeout
- * per request, one retry layer (p-retry; got's own retry is off), error classification, response
- * validation, the metrics hook and debug logs. The API key lives in a private field and is
- * scrubbed from every text that leaves this module.
+ * per request, one retry layer (p-retry), error classification, response validation, the metrics
+ * hook and debug logs; each attempt is one exchange on Node's own HTTP client (exchange.ts). The
+ * API key lives in a private field and is scrubbed from every text that leaves this module.
  */
-import type { ClientRequest } from "node:http";
-import type { Socket } from "node:net";
-import { TLSSocket } from "node:tls";
-import got, { type PlainResponse, type RequestError } from "got";
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
 import { currentDeadline, tellPaced } from "../runtime/abort.ts";
@@ -22,9 +18,9 @@ import {
   ServiceError,
   truncate,
 } from "./errors.ts";
+import { type ExchangeAnswer, type ExchangeError, exchange } from "./exchange.ts";
 import { type TokenBucket, TokenWaitTooLongError } from "./rate-limit.ts";
 import { redactAndTruncate, redactSecrets } from "./redact.ts";
-import { contentLength, readBody } from "./response-body.ts";
 import { type MemoryAccount, OverflowError, type ResponseMemory } from "./response-memory.ts";
 import { describeTlsFailure, FLAG_TLS_FIXES, FLAG_TLS_FIXES_WITH_CA, tlsFailureOf } from "./tls.ts";
 import { checkResponse } from "./validate.ts";
@@ -135,13 +131,6 @@ const RETRY_READ = new Set([429, 500, 502, 503, 504]);
 const RETRY_WRITE = new Set([429, 503]);
 // Failures that happen before a byte of the request reaches the service.
 const NOT_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH"]);
-
-/** A whole answer: its status, headers and body text. */
-interface Exchange {
-  statusCode: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
 
 /**
  * A request held back at the moment of sending: a pause (Retry-After) began after it took its
@@ -291,7 +280,7 @@ export class Transport {
       const sending = { held: false };
       let unansweredMs = timeoutMs;
       try {
-        let response: Exchange;
+        let response: ExchangeAnswer;
         try {
           response = await this.#exchange(request, account, sending, timeoutMs);
           unansweredMs = 0;
@@ -311,7 +300,7 @@ export class Transport {
             const crowded = overflow.bound === "memory" && overflow.shared && request.idempotent;
             throw crowded ? new AttemptFailure(tooLarge) : new AbortError(tooLarge);
           }
-          throw this.#failure(this.#transportError(request, error as RequestError), request);
+          throw this.#failure(this.#transportError(request, error as ExchangeError), request);
         }
         return await this.#answer(request, response, observe);
       } finally {
@@ -354,108 +343,49 @@ export class Transport {
   }
 
   /**
-   * Holds `req` at the moment it goes on the wire while the rate limit is paused: a request that
-   * took its token before a 429 arrived must not reach the service inside the pause. Node's
-   * request writes its headers and body to the socket right after the `socket` event, on a
-   * connected socket; on one still connecting (a new connection, a TLS handshake) the writes are
-   * corked until it is ready. Then, if a pause is in force, the request is destroyed unsent
-   * (`sending.held`), else its bytes go out.
+   * Sends the request and reads the whole answer within its bounds. The request is held at the
+   * moment it goes on the wire while the rate limit is paused: one that took its token before a
+   * 429 arrived must not reach the service inside the pause; it is destroyed unsent
+   * (`sending.held`). Rejects as {@link exchange} does.
    */
-  #holdDuringPause(req: ClientRequest, sending: { held: boolean }): void {
-    req.once("socket", (socket: Socket) => {
-      const send = () => {
-        if (this.#s.bucket.pausedForMs() > 0) {
-          sending.held = true;
-          req.destroy(new HeldForPause("a pause began before the request was sent"));
-        }
-      };
-      const tls = socket instanceof TLSSocket;
-      // A TLS socket is ready once its handshake sent its Finished message; a plain one once connected.
-      const ready = !socket.connecting && (!tls || socket.getFinished() !== undefined);
-      if (ready) {
-        send();
-        return;
-      }
-      socket.cork();
-      socket.once(tls ? "secureConnect" : "connect", () => {
-        send();
-        if (!sending.held) socket.uncork();
-      });
-    });
-  }
-
-  /**
-   * Sends the request and reads the whole answer within its bounds. Rejects with got's error, or
-   * with an {@link OverflowError} once the body is known to exceed a bound (the connection is then
-   * closed: the rest is never read).
-   */
-  async #exchange(
+  #exchange(
     request: TransportRequest<WireCheckName | undefined>,
     account: MemoryAccount,
     sending: { held: boolean },
     timeoutMs: number,
-  ): Promise<Exchange> {
-    const { method, signal } = request;
-    // got and the body's reader listen on a signal of this exchange alone, which the caller's
-    // aborts. The caller's is long-lived (a reconcile's derives from the process's): a listener
-    // got left on it (it keeps one when a keep-alive answer ends before the request's own
-    // 'finish') would hold the whole request, its socket and its answer, for as long as that
-    // signal lives. Ours is removed when the exchange ends, whichever way it ends.
-    const exchange = new AbortController();
-    const forward = () => exchange.abort(signal?.reason);
-    if (signal?.aborted) forward();
-    else signal?.addEventListener("abort", forward, { once: true });
-    const stream = got.stream(this.#s.baseUrl + request.path, {
-      method,
+  ): Promise<ExchangeAnswer> {
+    const url = new URL(this.#s.baseUrl + request.path);
+    if (request.searchParams) url.search = new URLSearchParams(request.searchParams).toString();
+    return exchange({
+      method: request.method,
+      url: url.href,
       headers: this.#headers(),
-      ...(request.searchParams ? { searchParams: request.searchParams } : {}),
-      ...(request.body === undefined ? {} : { json: request.body }),
-      throwHttpErrors: false,
-      followRedirect: false,
-      retry: { limit: 0 },
-      timeout: {
-        request: timeoutMs,
-        ...(this.#s.connectTimeoutMs === undefined ? {} : { connect: this.#s.connectTimeoutMs }),
+      json: request.body === undefined ? undefined : JSON.stringify(request.body),
+      agent: url.protocol === "https:" ? this.#agents.https : this.#agents.http,
+      rejectUnauthorized: !this.#s.insecureSkipTlsVerify,
+      timeoutMs,
+      connectTimeoutMs: this.#s.connectTimeoutMs,
+      maxBytes: this.#s.maxResponseBytes,
+      account,
+      signal: request.signal,
+      beforeSend: () => {
+        if (this.#s.bucket.pausedForMs() <= 0) return undefined;
+        sending.held = true;
+        return new HeldForPause("a pause began before the request was sent");
       },
-      agent: this.#agents,
-      https: { rejectUnauthorized: !this.#s.insecureSkipTlsVerify },
-      signal: exchange.signal,
     });
-    stream.once("request", (req: ClientRequest) => this.#holdDuringPause(req, sending));
-    // A stream's request body is its writable side: one without a body (DELETE) must be ended.
-    if (request.body === undefined && method !== "GET") stream.end();
-    try {
-      const response = await new Promise<PlainResponse>((resolve, reject) => {
-        stream.once("response", resolve);
-        stream.once("error", reject);
-      });
-      // got decompresses, and drops Content-Length when it does: a length left is the body's own.
-      const declared = contentLength(response.headers["content-length"]);
-      // A wait for memory ends when the request does (its timeout, a reset), not only when asked.
-      stream.once("error", (cause: unknown) => exchange.abort(cause));
-      const body = await readBody(stream, declared, {
-        maxBytes: this.#s.maxResponseBytes,
-        account,
-        signal: exchange.signal,
-      });
-      return { statusCode: response.statusCode, headers: response.headers, body: body.toString("utf8") };
-    } finally {
-      signal?.removeEventListener("abort", forward);
-      // A body read to its end leaves the connection to the agent's pool; any other is closed.
-      if (!stream.readableEnded) stream.destroy();
-    }
   }
 
   async #answer<S extends WireCheckName | undefined>(
     request: TransportRequest<S>,
-    response: Exchange,
+    response: ExchangeAnswer,
     observe: (status: number | "error") => void,
   ): Promise<TransportResponse<S>> {
     const { method, route } = request;
     observe(response.statusCode);
     const status = response.statusCode;
     if ((status >= 200 && status < 300) || request.alsoOk?.includes(status)) {
-      return { status, body: await this.#parse(request, status, response.body) };
+      return { status, body: await this.#parse(request, status, response.body.toString("utf8")) };
     }
     const retryAfter = header(response.headers["retry-after"]);
     const retryAfterSeconds = parseRetryAfter(retryAfter, Date.now());
@@ -470,7 +400,7 @@ export class Transport {
       method,
       route,
       status,
-      detail: this.#errorDetail(response.body, status),
+      detail: this.#errorDetail(response.body.toString("utf8"), status),
       retryable,
       maybeApplied,
       ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
@@ -489,18 +419,18 @@ export class Transport {
     return repeatable && !tooLong ? new AttemptFailure(error) : new AbortError(error);
   }
 
-  #transportError(request: TransportRequest<WireCheckName | undefined>, error: RequestError): ServiceError {
+  #transportError(request: TransportRequest<WireCheckName | undefined>, error: ExchangeError): ServiceError {
     const code = typeof error.code === "string" ? error.code : "";
-    // A scrubbed copy: got's own error holds the request options, headers (the key) included.
+    // A scrubbed copy, with nothing of the request attached.
     const cause = Object.assign(new Error(this.#redact(error.message)), { code });
     const timeout = error.name === "TimeoutError" || code === "ETIMEDOUT";
-    const sent = !NOT_SENT.has(code) && (error.timings?.upload !== undefined || timeout);
+    const sent = !NOT_SENT.has(code) && (error.written === true || timeout);
     const maybeApplied = !request.idempotent && sent;
     const host = URL.parse(this.#s.baseUrl)?.hostname ?? this.#s.baseUrl;
     const fixes = this.#s.caBundle === undefined ? FLAG_TLS_FIXES : FLAG_TLS_FIXES_WITH_CA;
     const certificate = tlsFailureOf(code, host, fixes);
     const tls = certificate !== undefined || /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code);
-    const connecting = timeout && (error as { event?: string }).event === "connect";
+    const connecting = timeout && error.event === "connect";
     const detail = connecting
       ? `no connection within ${this.#s.connectTimeoutMs} ms`
       : timeout
@@ -566,7 +496,7 @@ export class Transport {
   }
 
   #headers(): Record<string, string> {
-    const headers: Record<string, string> = { accept: "application/json", "user-agent": this.#s.userAgent };
+    const headers: Record<string, string> = { "user-agent": this.#s.userAgent, accept: "application/json" };
     if (this.#s.apiKey !== undefined) headers[this.#s.apiKeyHeader] = this.#s.apiKey;
     if (this.#s.tenantId !== undefined) headers[this.#s.tenantHeader] = this.#s.tenantId;
     return headers;

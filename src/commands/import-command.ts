@@ -4,7 +4,6 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { isObjectName } from "../gitops/names.ts";
 import { addServiceOptions, CONNECTION_HELP, namespaceArgument, type RegisterCommand } from "./context.ts";
-import { withDeferredListFormat } from "./deferred-list-format.ts";
 import { DEPLOYMENT_STATUSES } from "./words.ts";
 
 /** Flag parser: a Kubernetes object name. */
@@ -51,7 +50,7 @@ export const registerImportCommand: RegisterCommand = (program, ctx) => {
     .option("--kubeconfig <path>", "read --connection and its Secret from this cluster")
     .option("--context <name>", "kubeconfig context to use");
   addServiceOptions(command).action(async (_flags: unknown, cmd: Command) => {
-    const { runImport } = await withDeferredListFormat(() => import("./import.ts"));
+    const { runImport } = await import("./import.ts");
     await runImport(cmd.optsWithGlobals(), ctx);
   });
 };

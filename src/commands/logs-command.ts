@@ -5,7 +5,6 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { parseDuration } from "../duration.ts";
 import { addServiceOptions, type RegisterCommand, uuidArgument } from "./context.ts";
-import { withDeferredListFormat } from "./deferred-list-format.ts";
 import { addOutputOptions } from "./output-options.ts";
 import { addResourceLookupOptions } from "./resource-flags.ts";
 import { LOG_TYPES } from "./words.ts";
@@ -47,7 +46,7 @@ export const registerLogsCommand: RegisterCommand = (program, ctx) => {
   // table: time level message; json: one entry per line; yaml: one document per entry.
   addOutputOptions(command, { formats: LOG_FORMATS, textAlias: true, headers: false, default: "table" });
   addServiceOptions(command).action(async (resource: string, _flags: unknown, cmd: Command) => {
-    const { runLogs } = await withDeferredListFormat(() => import("./logs.ts"));
+    const { runLogs } = await import("./logs.ts");
     await runLogs(resource, cmd.optsWithGlobals(), ctx);
   });
 };

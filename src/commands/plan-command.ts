@@ -5,7 +5,6 @@
  */
 import { type Command, InvalidArgumentError } from "commander";
 import { addServiceOptions, CONNECTION_HELP, namespaceArgument, type RegisterCommand } from "./context.ts";
-import { withDeferredListFormat } from "./deferred-list-format.ts";
 import { addOutputOptions } from "./output-options.ts";
 import { CommandExit, EXIT } from "./program.ts";
 import { PLAN_MAX_SECRET_BYTES } from "./words.ts";
@@ -70,7 +69,7 @@ export const registerPlanCommand: RegisterCommand = (program, ctx) => {
     );
   addOutputOptions(command, { formats: PLAN_FORMATS, textAlias: true, headers: false, default: "table" });
   addServiceOptions(command).action(async (_flags: unknown, cmd: Command) => {
-    const { runPlan } = await withDeferredListFormat(() => import("./plan.ts"));
+    const { runPlan } = await import("./plan.ts");
     const status = await runPlan(cmd.optsWithGlobals(), ctx);
     if (status !== EXIT.ok) throw new CommandExit(status);
   });

@@ -11,7 +11,6 @@ import { ServiceError } from "../api/errors.ts";
 import { VERSION } from "../version.ts";
 import type { CommandEntry } from "./command-entry.ts";
 import type { CliContext, RegisterCommand } from "./context.ts";
-import { withDeferredListFormat } from "./deferred-list-format.ts";
 import { KUBECTL_PLUGIN_NAME, PROGRAM_NAME } from "./program-name.ts";
 import { UsageError } from "./usage-error.ts";
 
@@ -113,7 +112,7 @@ export async function runCommands(
     return EXIT.failed;
   }
   const chosen = entries.find((c) => c.name === named);
-  const loaded = chosen ? await loadCommand(chosen) : undefined;
+  const loaded = chosen ? await chosen.load() : undefined;
   // Before the command runs (not for its help, which loads no HTTP client): see below.
   const commands: RegisterCommand[] = loaded
     ? [(program, ctx) => loaded(program.hook("preAction", linkHttpWithoutWebSocket), ctx)]
@@ -128,26 +127,17 @@ export async function runCommands(
   );
 }
 
-/**
- * Loads the code of the commands `entries`, at once. Every load of a command's code goes through
- * here: the list formatters its libraries construct as they load are made on first use
- * (deferred-list-format.ts).
- */
+/** Loads the code of the commands `entries`, at once. */
 export function loadCommands(entries: readonly CommandEntry[]): Promise<RegisterCommand[]> {
-  return withDeferredListFormat(() => Promise.all(entries.map((entry) => entry.load())));
-}
-
-/** Loads the code of the command `entry` (see {@link loadCommands}). */
-export function loadCommand(entry: CommandEntry): Promise<RegisterCommand> {
-  return withDeferredListFormat(() => entry.load());
+  return Promise.all(entries.map((entry) => entry.load()));
 }
 
 /** The exports of `node:http` that load Node's bundled undici (fetch, WebSocket) when read. */
 const HTTP_WEBSOCKET_EXPORTS = ["WebSocket", "CloseEvent", "MessageEvent"] as const;
 
 /**
- * Makes the ES module namespace of `node:http` (which the service client's `got` and our own
- * modules import) without reading its lazy `WebSocket`, `CloseEvent` and `MessageEvent` getters:
+ * Makes the ES module namespace of `node:http` (which our own modules and Kubernetes' client
+ * import) without reading its lazy `WebSocket`, `CloseEvent` and `MessageEvent` getters:
  * Node builds a builtin's namespace by reading every export once, and those three load its whole
  * undici bundle and web streams, ~1 MiB of heap and ~2 MiB resident that no command uses
  * (nodejs/node#59686). The getters are taken off for that one read and put back, so

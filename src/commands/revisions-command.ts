@@ -4,7 +4,6 @@
  */
 import type { Command } from "commander";
 import { addServiceOptions, integerArgument, type RegisterCommand } from "./context.ts";
-import { withDeferredListFormat } from "./deferred-list-format.ts";
 import { addOutputOptions } from "./output-options.ts";
 import { addResourceLookupOptions } from "./resource-flags.ts";
 
@@ -27,7 +26,7 @@ export const registerRevisionsCommand: RegisterCommand = (program, ctx) => {
   addResourceLookupOptions(command, "the service's deployment name or id");
   addServiceOptions(addOutputOptions(command)).action(
     async (resource: string, _flags: unknown, cmd: Command) => {
-      const { runRevisions } = await withDeferredListFormat(() => import("./revisions.ts"));
+      const { runRevisions } = await import("./revisions.ts");
       await runRevisions(resource, cmd.optsWithGlobals(), ctx);
     },
   );

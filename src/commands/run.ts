@@ -4,7 +4,6 @@
 import type { Command } from "commander";
 import { settingFlag, settingHelp } from "../setting.ts";
 import { addServiceOptions, type CliContext, UsageError } from "./context.ts";
-import { withDeferredListFormat } from "./deferred-list-format.ts";
 import type { RunFlags } from "./run-config.ts";
 import { RUN_SETTINGS } from "./settings.ts";
 
@@ -53,9 +52,10 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
     if (!result.ok) throw new UsageError(result.problems);
     const { logLevel, logFormat, ...config } = result.config;
     // The operator's code is loaded to run it, not to show this command's help.
-    const [{ runOperator }, { createLogger, defaultLogFormat }] = await withDeferredListFormat(() =>
-      Promise.all([import("../main.ts"), import("../runtime/log.ts")]),
-    );
+    const [{ runOperator }, { createLogger, defaultLogFormat }] = await Promise.all([
+      import("../main.ts"),
+      import("../runtime/log.ts"),
+    ]);
     const format = logFormat ?? defaultLogFormat(process.stdout.isTTY);
     const logger = createLogger({ level: logLevel, format, redact: RUN_REDACT });
     await runOperator(config, { logger }, ctx.stopSignal);

@@ -5,7 +5,6 @@
 import type { ServiceClient } from "../api/client.ts";
 import type { ServiceFlags } from "../config.ts";
 import type { CliContext } from "./context.ts";
-import { withDeferredListFormat } from "./deferred-list-format.ts";
 import type { Listing, OutputFlags } from "./output.ts";
 
 /**
@@ -19,9 +18,10 @@ export async function printServiceListing<T>(
   listing: Listing<T>,
   read: (client: ServiceClient) => Promise<readonly T[]>,
 ): Promise<void> {
-  const [{ serviceClientFrom }, { renderFor }] = await withDeferredListFormat(() =>
-    Promise.all([import("./service-client.ts"), import("./output.ts")]),
-  );
+  const [{ serviceClientFrom }, { renderFor }] = await Promise.all([
+    import("./service-client.ts"),
+    import("./output.ts"),
+  ]);
   const rows = await read(serviceClientFrom(flags, ctx));
   ctx.out(renderFor(ctx, flags, rows, listing));
 }

@@ -139,23 +139,32 @@ function increases(before: Sample[], after: Sample[], name: string): Array<[Samp
   });
 }
 
-/** The body of an HTTPS GET with `options` (CA, bearer token) applied; rejects unless 200. */
-export function httpsText(url: string, options: RequestOptions, timeoutMs = 30_000): Promise<string> {
+/** An HTTPS GET with `options` (CA, bearer token, `rejectUnauthorized`) applied: its status and body. */
+export function httpsAnswer(
+  url: string,
+  options: RequestOptions,
+  timeoutMs = 30_000,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(url, { ...options, method: "GET", timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => {
-        const body = Buffer.concat(chunks).toString("utf8");
-        if (res.statusCode === 200) resolve(body);
-        else reject(new Error(`GET ${url}: ${res.statusCode} ${body.slice(0, 200)}`));
-      });
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }),
+      );
       res.on("error", reject);
     });
     req.on("timeout", () => req.destroy(new Error(`GET ${url} timed out`)));
     req.on("error", reject);
     req.end();
   });
+}
+
+/** The body of an HTTPS GET with `options` (CA, bearer token) applied; rejects unless 200. */
+export async function httpsText(url: string, options: RequestOptions, timeoutMs = 30_000): Promise<string> {
+  const { status, body } = await httpsAnswer(url, options, timeoutMs);
+  if (status !== 200) throw new Error(`GET ${url}: ${status} ${body.slice(0, 200)}`);
+  return body;
 }
 
 /** The body of a plain HTTP GET; rejects unless 200. */

@@ -12,10 +12,10 @@ import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import got from "got";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadSeed } from "../../src/simulator/seed.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+import { httpsAnswer } from "../bench/probes.ts";
 import { freePort } from "../controlplane/net.ts";
 import { freshNamespace, kubectl, kubectlOk, testKubeconfigPath, waitFor } from "../support/cluster.ts";
 import {
@@ -230,13 +230,11 @@ async function fastSimulator(): Promise<RunningSimulator> {
  */
 async function scrape(url: string, namespace: string, account: string) {
   const token = (await kubectlOk(["create", "token", account, "-n", namespace, "--duration=600s"])).trim();
-  return got(url, {
-    https: { rejectUnauthorized: false },
-    headers: { authorization: `Bearer ${token}` },
-    throwHttpErrors: false,
-    retry: { limit: 0 },
-    timeout: { request: 20_000 },
-  });
+  return httpsAnswer(
+    url,
+    { rejectUnauthorized: false, headers: { authorization: `Bearer ${token}` } },
+    20_000,
+  );
 }
 
 /**
@@ -545,9 +543,9 @@ describe("the Helm chart", () => {
         `--serviceaccount=${ns}:scraper`,
       ]);
       const allowed = await scrape(operator?.metricsUrl ?? "", ns, "scraper");
-      expect(allowed.statusCode).toBe(200);
+      expect(allowed.status).toBe(200);
       expect(allowed.body).toContain("# TYPE controller_runtime_reconcile_total counter");
-      expect((await scrape(operator?.metricsUrl ?? "", ns, "stranger")).statusCode).toBe(403);
+      expect((await scrape(operator?.metricsUrl ?? "", ns, "stranger")).status).toBe(403);
       expect(forbiddenLines(operator?.logText() ?? "")).toEqual([]);
     });
 
@@ -768,7 +766,7 @@ describe("the Helm chart", () => {
         `--serviceaccount=${ns}:scraper`,
       ]);
       const scraped = await scrape(operator.metricsUrl, ns, "scraper");
-      expect(scraped.statusCode).toBe(200);
+      expect(scraped.status).toBe(200);
       expect(forbiddenLines(operator.logText())).toEqual([]);
     });
 

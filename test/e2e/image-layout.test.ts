@@ -235,7 +235,7 @@ describe("the image's runtime layout", () => {
       .map(([path]) => path);
     expect(devOnly).toContain("node_modules/vitest");
     expect(devOnly.filter((path) => existsSync(join(app, path)))).toEqual([]);
-    for (const prod of ["commander", "got", "pino", "prom-client", "yaml", "@kubernetes/client-node"])
+    for (const prod of ["commander", "p-retry", "pino", "prom-client", "yaml", "@kubernetes/client-node"])
       expect(existsSync(join(app, "node_modules", prod, "package.json")), prod).toBe(true);
   });
 

@@ -5,12 +5,12 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import got from "got";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KubeClient } from "../../src/kube/client.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
 import { KubeReviews } from "../../src/kube/reviews.ts";
 import { ReviewRefusedError } from "../../src/serving/metrics-auth.ts";
+import { httpsAnswer } from "../bench/probes.ts";
 import { serviceAccountKubeconfig } from "../e2e/install-support.ts";
 import { freshNamespace, kubectlOk } from "../support/cluster.ts";
 import { type Scenario, startScenario } from "../support/scenario.ts";
@@ -18,15 +18,9 @@ import { type Scenario, startScenario } from "../support/scenario.ts";
 const READER_ROLE = join(import.meta.dirname, "..", "..", "manifests", "rbac", "metrics_reader_role.yaml");
 
 /** A GET of `url` as Prometheus with `insecureSkipVerify` does it: any certificate, `token` as bearer. */
-async function scrape(url: string, token?: string): Promise<{ status: number; body: string }> {
-  const res = await got(url, {
-    https: { rejectUnauthorized: false },
-    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
-    throwHttpErrors: false,
-    retry: { limit: 0 },
-    timeout: { request: 20_000 },
-  });
-  return { status: res.statusCode, body: res.body };
+function scrape(url: string, token?: string): Promise<{ status: number; body: string }> {
+  const headers = token === undefined ? {} : { authorization: `Bearer ${token}` };
+  return httpsAnswer(url, { rejectUnauthorized: false, headers }, 20_000);
 }
 
 const token = async (namespace: string, name: string, audience?: string) =>

@@ -5,13 +5,14 @@
 // check under test is broken.
 import http from "node:http";
 import https from "node:https";
-import type { AddressInfo, LookupFunction } from "node:net";
+import { type AddressInfo, isIP, type LookupFunction } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   ADDRESS_REFUSED,
   type AddressPolicy,
   classifyAddress,
   hostProblem,
+  ipFamily,
 } from "../../src/api/address-policy.ts";
 import { ignoredNoProxyEntries, serviceAgents } from "../../src/api/agent.ts";
 import { ServiceClient } from "../../src/api/client.ts";
@@ -78,6 +79,27 @@ describe("classifyAddress", () => {
 
   it("is undefined for a name", () => {
     expect(classifyAddress("api.example.com")).toBeUndefined();
+  });
+});
+
+describe("ipFamily", () => {
+  it("answers as net.isIP does, names and malformed text included", () => {
+    for (const text of [
+      "127.0.0.1",
+      "169.254.169.254",
+      "::1",
+      "fe80::1%eth0",
+      "::ffff:169.254.169.254",
+      "64:ff9b:1::a9fe:a9fe",
+      "dms.example.test",
+      "localhost",
+      "1.2.3",
+      "1.2.3.256",
+      "[::1]",
+      ":::",
+      "",
+    ])
+      expect(ipFamily(text), text).toBe(isIP(text));
   });
 });
 

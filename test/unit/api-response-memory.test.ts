@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import { createGunzip, gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { readBody } from "../../src/api/response-body.ts";
+import { readBody } from "../../src/api/exchange.ts";
 import {
   CONTAINER_WEIGHT,
   JsonWeigher,

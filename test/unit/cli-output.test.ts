@@ -4,12 +4,14 @@ import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import {
   colorEnabled,
+  displayWidth,
   humanDuration,
   type Listing,
   paint,
   renderDocument,
   renderRows,
   shortId,
+  table,
   yamlText,
 } from "../../src/commands/output.ts";
 
@@ -146,6 +148,29 @@ describe("renderRows", () => {
   it("shortId shortens uuids only", () => {
     expect(shortId("0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e")).toBe("0b6f3c2e");
     expect(shortId("acme/agent")).toBe("acme/agent");
+  });
+});
+
+describe("table", () => {
+  it("aligns columns by the width a terminal gives each cell: wide characters and emoji two, colours and combining marks none", () => {
+    expect(displayWidth("agent")).toBe(5);
+    expect(displayWidth("日本")).toBe(4);
+    expect(displayWidth("ｆｕｌｌ")).toBe(8);
+    expect(displayWidth("👍🏽")).toBe(2);
+    expect(displayWidth("👨‍👩‍👧")).toBe(2);
+    expect(displayWidth("e\u0301")).toBe(1);
+    expect(displayWidth("\u001b[32mREADY\u001b[39m")).toBe(5);
+    expect(
+      table(
+        ["NAME", "NOTE"],
+        [
+          ["日本", "x"],
+          ["👍", "y  "],
+          ["\u001b[31mab\u001b[39m", ""],
+        ],
+      ),
+    ).toBe("NAME  NOTE\n日本  x\n👍    y\n\u001b[31mab\u001b[39m\n");
+    expect(table(undefined, [["a", "b"]])).toBe("a  b\n");
   });
 });
 

@@ -144,29 +144,36 @@ describe("runCommands", () => {
   });
 });
 
-/** The modules a start of `bin/<script> ...args` loads, in order (a resolve hook prints each on stderr). */
+/**
+ * The modules a start of `bin/<script> ...args` loads, in order (a resolve hook prints each on
+ * stderr), Node's own modules it loaded by the end (however they were asked for, e.g.
+ * `process.getBuiltinModule`), and how many `Intl.ListFormat`s it constructed (each reads ICU's
+ * list data into memory).
+ */
 async function modulesLoaded(
   script: string,
   args: readonly string[],
   env: NodeJS.ProcessEnv = {},
-): Promise<{ stdout: string; loaded: string[] }> {
+): Promise<{ stdout: string; loaded: string[]; builtins: string[]; listFormats: number }> {
   const hook = `data:text/javascript,${encodeURIComponent(
-    'import{registerHooks}from"node:module";registerHooks({resolve(s,c,n){const r=n(s,c);process.stderr.write("LOADED "+r.url+"\\n");return r;}});',
+    [
+      'import{registerHooks}from"node:module";registerHooks({resolve(s,c,n){const r=n(s,c);process.stderr.write("LOADED "+r.url+"\\n");return r;}});',
+      "const R=Intl.ListFormat;let made=0;Intl.ListFormat=class extends R{constructor(...a){super(...a);made+=1;}};",
+      'process.on("exit",()=>{for(const m of process.moduleLoadList)if(m.startsWith("NativeModule "))process.stderr.write("BUILTIN "+m.slice(13)+"\\n");process.stderr.write("LISTFORMATS "+made+"\\n");});',
+    ].join(""),
   )}`;
   const { stdout, stderr } = await promisify(execFile)(
     process.execPath,
     ["--import", hook, join(ROOT, "bin", script), ...args],
     { encoding: "utf8", env: { ...process.env, KUBECONFIG: "/nonexistent/kubeconfig", ...env } },
   );
-  const loaded = [
-    ...new Set(
-      stderr
-        .split("\n")
-        .filter((l) => l.startsWith("LOADED "))
-        .map((l) => l.slice("LOADED ".length)),
-    ),
-  ];
-  return { stdout, loaded };
+  const lines = (prefix: string) =>
+    stderr
+      .split("\n")
+      .filter((l) => l.startsWith(prefix))
+      .map((l) => l.slice(prefix.length));
+  const loaded = [...new Set(lines("LOADED "))];
+  return { stdout, loaded, builtins: lines("BUILTIN "), listFormats: Number(lines("LISTFORMATS ")[0]) };
 }
 
 /** The command modules among `loaded` (the launcher runs dist/ when a build is there, else the sources). */
@@ -176,18 +183,29 @@ const commandModulesOf = (loaded: readonly string[]) =>
     .map((url) => url.slice(url.lastIndexOf("/") + 1).replace(/\.(ts|js)$/, ""))
     .sort();
 
-/** The heavy libraries: the service's HTTP client, Kubernetes', YAML, tables, TypeBox, the logger, CEL. */
-const HEAVY = /node_modules\/(got|@kubernetes|yaml|cli-table3|@sinclair|pino|@marcbachmann)\//;
+/** The heavy libraries: Kubernetes', YAML, TypeBox, the logger, CEL, the retries. */
+const HEAVY = /node_modules\/(@kubernetes|yaml|@sinclair|pino|@marcbachmann|p-retry)\//;
 
 /** What a command reading the service does without: the schemas' library, the logger, Kubernetes', YAML, CEL. */
 const READ_HEAVY = /node_modules\/(@kubernetes|yaml|@sinclair|pino|@marcbachmann)\//;
+
+/** Node's modules a listing over plain HTTP does without: TLS, crypto, compression, HTTP/2. */
+const SERVICE_HEAVY_BUILTINS =
+  /^(tls|_tls_\w+|https|crypto|zlib|http2|internal\/http2\/.*|internal\/crypto\/.*)$/;
+
+/** The only libraries `deployments list` loads: the command line's and the retries'. */
+const LIST_PACKAGES = new Set(["commander", "p-retry", "is-network-error"]);
+
+/** The packages of node_modules among `loaded`. */
+const packagesOf = (loaded: readonly string[]) => [
+  ...new Set(loaded.flatMap((url) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1] ?? [])),
+];
 
 describe("bin/dms-operator.mjs --version", () => {
   it("loads no command module, no service client and no Kubernetes client", async () => {
     const { stdout, loaded } = await modulesLoaded("dms-operator.mjs", ["--version"]);
     expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
     expect(commandModulesOf(loaded)).toEqual([
-      "deferred-list-format",
       "process-context",
       "program",
       "program-name",
@@ -229,13 +247,18 @@ describe("a command's help and a TAB load what they need only", () => {
     });
     try {
       const env = { DMS_BASE_URL: sim.url, DMS_API_KEY: "k" };
-      const { stdout, loaded } = await modulesLoaded(
+      const { stdout, loaded, builtins, listFormats } = await modulesLoaded(
         "kubectl-dms.mjs",
         ["deployments", "list", "-o", "name"],
         env,
       );
       expect(stdout).toBe("agent\n");
       expect(loaded.filter((url) => READ_HEAVY.test(url))).toEqual([]);
+      // The service's transport is Node's own HTTP client: over http://, an answer not
+      // compressed, no TLS, no zlib, no HTTP/2, no crypto, and of the libraries only these.
+      expect(builtins.filter((name) => SERVICE_HEAVY_BUILTINS.test(name))).toEqual([]);
+      expect(packagesOf(loaded).filter((name) => !LIST_PACKAGES.has(name))).toEqual([]);
+      expect(listFormats).toBe(0);
       const providers = await modulesLoaded("kubectl-dms.mjs", ["providers", "list"], env);
       expect(providers.loaded.filter((url) => READ_HEAVY.test(url))).toEqual([]);
     } finally {
@@ -269,7 +292,7 @@ describe("a command's help and a TAB load what they need only", () => {
  * and returns what the hook wrote on exit as `REPORT <json>` on stderr.
  */
 async function runHelpReport(hook: readonly string[]): Promise<unknown> {
-  // `deployments list` with no service named: it loads the service client (got, node:http) to run,
+  // `deployments list` with no service named: it loads the service client (node:http) to run,
   // then stops with a usage error before sending anything.
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("DMS_")));
   const { stderr } = await promisify(execFile)(
@@ -306,33 +329,6 @@ describe("bin/dms-operator.mjs running a command", () => {
       linked: true,
       undici: false,
       ws: "function",
-    });
-  }, 30_000);
-
-  it("loads the service client without constructing an Intl.ListFormat, and puts the class back", async () => {
-    // got's type checks (@sindresorhus/is) construct two list formatters as they load; each reads
-    // ICU's data into memory. The hook counts the constructions of the real class; on exit it
-    // reports them, whether got was loaded, whether Intl.ListFormat is the class it was, and
-    // whether a formatter made during the load still answers (by making the real one then).
-    const report = await runHelpReport([
-      'import{registerHooks}from"node:module";',
-      "let got=false;registerHooks({resolve(s,c,n){const r=n(s,c);if(/node_modules\\/got\\//.test(r.url))got=true;return r;}});",
-      "const Real=Intl.ListFormat;let made=0;",
-      "class Counted extends Real{constructor(...a){super(...a);made+=1;}}",
-      "Intl.ListFormat=Counted;const Seen=[];",
-      "const at=Object.getOwnPropertyDescriptor(Intl,'ListFormat');",
-      "Object.defineProperty(Intl,'ListFormat',{configurable:true,get(){return at.value;},set(v){if(v!==Counted)Seen.push(v);at.value=v;}});",
-      'process.on("exit",()=>{const before=made;',
-      "const during=Seen[0]?new Seen[0]('en',{type:'disjunction'}):undefined;",
-      "const text=during?.format(['a','b']);",
-      'process.stderr.write("REPORT "+JSON.stringify({got,made:before,restored:Intl.ListFormat===Counted,text,after:made})+"\\n");});',
-    ]);
-    expect(report).toEqual({
-      got: true,
-      made: 0,
-      restored: true,
-      text: "a or b",
-      after: 1,
     });
   }, 30_000);
 });
