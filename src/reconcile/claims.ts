@@ -30,7 +30,7 @@ const keyOf = (o: Claimant) => objectKey({ namespace: o.metadata.namespace ?? ""
  * True when `a` was created before `b` (ties broken by namespace/name, so the order is total).
  * A resource without a `creationTimestamp` is not created yet: younger than any that has one.
  */
-function olderThan(a: Claimant, b: Claimant): boolean {
+export function olderThan(a: Claimant, b: Claimant): boolean {
   const ta = a.metadata.creationTimestamp;
   const tb = b.metadata.creationTimestamp;
   if (ta !== tb) {

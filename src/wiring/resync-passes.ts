@@ -12,7 +12,14 @@ import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/connection-ref.t
 import type { KubeConnections } from "../kube/connections.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
 import { objectKey, refOf } from "../kube/object.ts";
-import { connectionKeyOf, reachableDeployment } from "../reconcile/claims.ts";
+import {
+  claimedName,
+  connectionKeyOf,
+  holdsClaim,
+  olderThan,
+  reachableDeployment,
+} from "../reconcile/claims.ts";
+import { isPaused } from "../reconcile/inputs.ts";
 import type { StoredResource } from "../reconcile/ports.ts";
 import { startPass } from "../reconcile/service/freshness.ts";
 import type { ResyncOptions } from "../runtime/resync.ts";
@@ -79,20 +86,34 @@ export function shareIds(
 }
 
 /**
- * How many of a sharded replica's resources of the connection `key` record no deployment id
- * (those refused the connection left out: they make no call): each a lookup by name before its
- * create, unless a whole listing answers them (`RemoteSnapshotOptions.unrecorded`).
+ * The service names of a sharded replica's resources of the connection `key` that will look
+ * their deployment up by name: each a lookup before its create, unless a whole listing answers
+ * them (`RemoteSnapshotOptions.unrecorded`). Those are the holders of their names (the oldest
+ * resource holding the claim, as the reconciler's `holderOf` rules) that record no deployment
+ * id and are neither deleted, paused nor refused the connection: a claim's losers, a paused
+ * resource, make no lookup, so a thousand rivals of one name count once. One walk over the
+ * connection's resources.
  */
 export function shareUnrecorded(
   deployments: Pick<KubeDeployments, "list" | "byIndex">,
   refuses: (o: StoredResource) => boolean,
-): (key: string) => () => number {
+): (key: string) => () => string[] {
   return (key) => () => {
     const memo = refusedByNamespace(refuses);
-    let count = 0;
-    for (const o of resourcesOf(deployments, key))
-      if (!o.status?.deploymentId && !memo(o) && o.metadata.deletionTimestamp === undefined) count += 1;
-    return count;
+    // Within one connection a claim is its name: the holder of each name, deleted or not (a
+    // resource being deleted holds its name until it is gone).
+    const holders = new Map<string, StoredResource>();
+    for (const o of resourcesOf(deployments, key)) {
+      if (!holdsClaim(o, memo)) continue;
+      const name = claimedName(o);
+      const held = holders.get(name);
+      if (held === undefined || olderThan(o, held)) holders.set(name, o);
+    }
+    const names: string[] = [];
+    for (const [name, o] of holders)
+      if (!o.status?.deploymentId && o.metadata.deletionTimestamp === undefined && !isPaused(o))
+        names.push(name);
+    return names;
   };
 }
 

@@ -78,7 +78,7 @@ export function sessionFactory(
   logger: Logger,
   share?: {
     ids: (key: string) => () => Iterable<string>;
-    unrecorded: (key: string) => () => number;
+    unrecorded: (key: string) => () => readonly string[];
   },
 ): (port: ReturnType<typeof deploymentsPort>, key: string) => ServiceSession {
   return (port, key) =>

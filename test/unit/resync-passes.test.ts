@@ -73,14 +73,51 @@ describe("shareIds", () => {
     expect(share("ClusterServiceConnection/other")()).toEqual([]);
   });
 
-  it("counts each connection's resources that record no deployment id, leaving out those refused it", () => {
+  it("names each connection's resources that record no deployment id, leaving out those refused it", () => {
     const waiting = shareUnrecorded(cache, (o) => o.metadata.namespace === "outsider");
-    expect(waiting(DEFAULT_CONNECTION)()).toBe(1);
-    expect(waiting("ClusterServiceConnection/acme")()).toBe(0);
+    expect(waiting(DEFAULT_CONNECTION)()).toEqual(["b"]);
+    expect(waiting("ClusterServiceConnection/acme")()).toEqual([]);
     const more = [resource("e", undefined, "acme"), resource("f", undefined, "acme", "outsider")];
     objects.push(...more);
     try {
-      expect(waiting("ClusterServiceConnection/acme")()).toBe(1);
+      expect(waiting("ClusterServiceConnection/acme")()).toEqual(["e"]);
+    } finally {
+      objects.splice(objects.length - more.length, more.length);
+    }
+  });
+
+  it("names only the resources that will look a name up: not a claim's losers, paused or deleted ones", () => {
+    const waiting = shareUnrecorded(cache, (o) => o.metadata.namespace === "outsider");
+    const as = (o: DeploymentObject, change: (o: DeploymentObject) => void) => {
+      change(o);
+      return o;
+    };
+    // 5,000 rivals of one name: only the oldest (the holder) looks it up.
+    const rivals = Array.from({ length: 5_000 }, (_, i) =>
+      as(resource(`rival-${String(i).padStart(4, "0")}`, undefined, "acme"), (o) => {
+        o.spec.name = "shared";
+      }),
+    );
+    const more = [
+      ...rivals,
+      // Rivals of a name whose holder records its deployment: none looks it up.
+      resource("held", id(7), "acme"),
+      ...[1, 2].map((n) => as(resource(`held-${n}`, undefined, "acme"), (o) => (o.spec.name = "held"))),
+      as(resource("paused", undefined, "acme"), (o) => {
+        o.metadata.annotations = { "dms.dev/paused": "true" };
+      }),
+      as(resource("deleted", undefined, "acme"), (o) => {
+        o.metadata.deletionTimestamp = "2030-01-01T00:00:00Z";
+      }),
+      // A resource refused the connection holds no claim: its younger rival looks the name up.
+      as(resource("a-open", undefined, "acme", "outsider"), (o) => (o.spec.name = "open")),
+      as(resource("z-open", undefined, "acme"), (o) => (o.spec.name = "open")),
+      // ObserveOnly looks its deployment up by name too.
+      as(resource("observed", undefined, "acme"), (o) => (o.spec.managementPolicy = "ObserveOnly")),
+    ];
+    objects.push(...more);
+    try {
+      expect(waiting("ClusterServiceConnection/acme")().sort()).toEqual(["observed", "open", "shared"]);
     } finally {
       objects.splice(objects.length - more.length, more.length);
     }

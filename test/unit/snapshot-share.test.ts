@@ -96,12 +96,15 @@ function wholeOver(
   const snapshot = new RemoteSnapshot(port, clock, {
     maxAgeMs: 60_000,
     share,
-    unrecorded: waiting,
+    unrecorded: () => waitingNames(waiting()),
     wanted: claimed,
   });
   return { snapshot, calls, clock };
 }
 
+/** The names of `count` resources waiting for a lookup by name: "agent-new" first. */
+const waitingNames = (count: number) =>
+  Array.from({ length: count }, (_, i) => (i === 0 ? "agent-new" : `agent-new-${i}`));
 const deployments = (count: number) => new Map(Array.from({ length: count }, (_, i) => [id(i), named(i)]));
 const signal = () => new AbortController().signal;
 
@@ -354,24 +357,136 @@ describe("RemoteSnapshot of a share while many of its resources lack a deploymen
     expect(calls).toEqual({ pages: 2, batches: 0, listings: 1 });
   });
 
-  it("leaves a lookup to ask the service when the whole listing fails, and says the listing failed", async () => {
+  it("leaves a lookup to ask the service when the whole listing fails, and lists whole again only a period later", async () => {
+    const clock = new ManualClock({ start: 0 });
+    let listings = 0;
     const failing = new RemoteSnapshot(
       {
-        listAll: () => Promise.reject(new Error("503 unavailable")),
+        listAll: () => {
+          listings += 1;
+          return Promise.reject(new Error("503 unavailable"));
+        },
         getByIds: () => Promise.resolve([]),
       },
-      new ManualClock({ start: 0 }),
-      { maxAgeMs: 60_000, share: () => [], unrecorded: () => 10 },
+      clock,
+      { maxAgeMs: 60_000, share: () => [], unrecorded: () => waitingNames(10) },
     );
-    expect(await failing.byNameOrWholeListing("agent-1", signal())).toBeUndefined();
-    expect(failing.listingFailure()).toMatchObject({ kind: "failed" });
-    // Once failed, a lookup does not list again: the connection's pass does.
-    expect(await failing.byNameOrWholeListing("agent-1", signal())).toBeUndefined();
+    expect(await failing.byNameOrWholeListing("agent-new", signal())).toBeUndefined();
+    // The share was read by id instead: the connection's read did not fail.
+    expect(failing.listingFailure()).toBeUndefined();
+    expect(listings).toBe(1);
+    // A whole listing failed lately: a lookup asks the service, without listing again.
+    clock.advance(1_000);
+    expect(await failing.byNameOrWholeListing("agent-new", signal())).toBeUndefined();
+    expect(listings).toBe(1);
+    clock.advance(60_000);
+    expect(await failing.byNameOrWholeListing("agent-new", signal())).toBeUndefined();
+    expect(listings).toBe(2);
+  });
+
+  it.each([
+    { how: "misses its deadline", failure: "deadline" },
+    { how: "fails with a 5xx", failure: "503" },
+  ])(
+    "reads the share by id in the same pass when the whole listing $how, and backs off whole listings",
+    async ({ failure }) => {
+      const clock = new ManualClock({ start: 0 });
+      const calls = { pages: 0, byIds: 0, listings: 0 };
+      const port: DeploymentListings = {
+        // A slow service: each page (100 items) takes 2 s; or one failing at its 11th page.
+        listAll: async (s, each) => {
+          calls.listings += 1;
+          for (let p = 0; p < 1_000; p++) {
+            await clock.sleep(2_000, s);
+            if (s.aborted) throw s.reason;
+            if (failure === "503" && p === 10) throw new Error("503 unavailable");
+            calls.pages += 1;
+            for (let i = 0; i < POLL_BATCH; i++) each(remote({ id: id(p * 100 + i), name: `x-${p}-${i}` }));
+          }
+        },
+        getByIds: async (ids) => {
+          calls.byIds += 1;
+          return ids.map((i) => named(Number(i.slice(-12))));
+        },
+      };
+      const snapshot = new RemoteSnapshot(port, clock, {
+        maxAgeMs: 600_000,
+        listingDeadlineMs: 60_000,
+        share: () => [id(1)],
+        unrecorded: () => waitingNames(200),
+      });
+      /** A pass's read, the clock moved 2 s at a time until it ends. */
+      const pass = async () => {
+        let outcome = "pending";
+        snapshot.refresh(signal()).then(
+          () => (outcome = "ok"),
+          (e: unknown) => (outcome = String(e)),
+        );
+        for (let i = 0; i < 100 && outcome === "pending"; i++) {
+          clock.advance(2_000);
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        return outcome;
+      };
+      expect(await pass()).toBe("ok");
+      expect(calls.listings).toBe(1);
+      expect(calls.byIds).toBe(1);
+      expect(snapshot.listingFailure()).toBeUndefined();
+      expect(snapshot.byId(id(1))?.name).toBe("agent-1");
+      // A read of ids says no name is free.
+      expect(snapshot.byName("agent-new")).toBeUndefined();
+      // The next pass does not try the whole listing again so soon: the share by id only.
+      const pages = calls.pages;
+      clock.advance(10_000);
+      expect(await pass()).toBe("ok");
+      expect(calls).toMatchObject({ listings: 1, byIds: 2, pages });
+      expect(snapshot.listingFailure()).toBeUndefined();
+    },
+  );
+
+  it("calls no name free that its replica's waiting resources did not claim when the listing started", async () => {
+    // Another replica's create made after this listing read its pages is not in it: a resource
+    // that reached this replica since (a move) asks its name live.
+    const { snapshot } = wholeOver(
+      deployments(150),
+      () => [],
+      () => 3,
+    );
+    await snapshot.refresh(signal());
+    expect(snapshot.byName("agent-new")).toEqual([]);
+    expect(snapshot.byName("agent-new-2")).toEqual([]);
+    expect(snapshot.byName("agent-moved")).toBeUndefined();
+    // A deployment the listing showed under a claimed name is answered, waiting or not.
+    expect(snapshot.byName("agent-7")?.map((d) => d.id)).toEqual([id(7)]);
+  });
+
+  it("walks the replica's resources for the waiting count once per read, not once per lookup", async () => {
+    let walks = 0;
+    const { snapshot, clock } = wholeOver(
+      deployments(1_000),
+      () => [id(0)],
+      () => {
+        walks += 1;
+        return 2;
+      },
+    );
+    // The whole listing (10 pages) is given up for its length: the share by id.
+    await snapshot.refresh(signal());
+    expect(walks).toBe(1);
+    const answers = await Promise.all(
+      Array.from({ length: 1_000 }, (_, i) => snapshot.byNameOrWholeListing(`agent-new-${i}`, signal())),
+    );
+    expect(answers.every((a) => a === undefined)).toBe(true);
+    expect(walks).toBe(1);
+    // Counted again a second later: resources that reached the replica since are seen.
+    clock.advance(1_000);
+    await snapshot.byNameOrWholeListing("agent-new", signal());
+    expect(walks).toBe(2);
   });
 });
 
 /** The reconciler of a sharded replica over in-memory ports: its snapshot reads the share by id. */
-function replica(options: { unrecorded?: () => number } = {}) {
+function replica(options: { unrecorded?: () => readonly string[] } = {}) {
   const clock = new ManualClock({ start: Date.parse("2030-01-01T00:00:00Z") });
   const now = () => clock.now();
   const resources = new MemoryResources(now);
@@ -462,14 +577,14 @@ describe("a sharded replica's reconciles over a share read by id", () => {
 
   it("creates a new resource with one call while a whole listing answers for its name", async () => {
     // Many resources of the replica wait for their creates: its read lists the whole connection.
-    const r = replica({ unrecorded: () => 1 });
+    const r = replica({ unrecorded: () => ["agent"] });
     r.resources.create({ metadata: { name: "agent" }, spec: SPEC });
     expect(await r.pass()).toEqual({ listAll: 1 });
     await r.reconcile();
     expect(r.calls()).toEqual({ create: 1 });
 
     // A deployment under the name is adopted from the listing, without a call.
-    const adopting = replica({ unrecorded: () => 1 });
+    const adopting = replica({ unrecorded: () => ["agent"] });
     const existing = adopting.service.seed(BODY);
     adopting.clock.advance(5_000);
     adopting.resources.create({ metadata: { name: "agent" }, spec: SPEC });
@@ -480,7 +595,7 @@ describe("a sharded replica's reconciles over a share read by id", () => {
   });
 
   it("asks the name live, never the listing, while a create of its own may be pending", async () => {
-    const r = replica({ unrecorded: () => 1 });
+    const r = replica({ unrecorded: () => ["agent"] });
     r.resources.create({ metadata: { name: "agent" }, spec: SPEC });
     await r.pass();
     // The POST reaches the service but its answer never comes back.

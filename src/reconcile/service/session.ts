@@ -50,11 +50,12 @@ export interface ServiceSessionOptions {
    */
   share?: () => Iterable<string>;
   /**
-   * Sharded: how many of this replica's resources of the connection record no deployment id;
-   * while more of them than the whole listing has pages wait, a read lists the whole connection
-   * and answers their lookups by name (see `RemoteSnapshotOptions.unrecorded`). Default: none.
+   * Sharded: the service names of this replica's resources of the connection that will look
+   * their deployment up by name; while more of them than the whole listing has pages wait, a read
+   * lists the whole connection and answers their lookups by name (see
+   * `RemoteSnapshotOptions.unrecorded`). Default: none.
    */
-  unrecorded?: () => number;
+  unrecorded?: () => readonly string[];
   /** How long a forge repository listing is reused. Default 5 min. */
   repoListingTtlMs?: number;
   /** Read the latest revision while a rollout is in progress. Default true. */

@@ -19,10 +19,12 @@
  * what one listing costs. Such a read cannot say that a name is free (it shows no deployment it
  * was not asked for), so a lookup by name is then made live: a resource without a known
  * deployment asks the service by exact name, and no create goes out without that answer. That is
- * a call per new resource besides its POST: when more of the replica's resources lack a
- * deployment id ({@link RemoteSnapshotOptions.unrecorded}) than the connection's whole listing
- * has pages, the replica reads the whole listing instead (its share is in it), and that listing
- * answers lookups by name as an unsharded one does ({@link RemoteSnapshot.byNameOrWholeListing}).
+ * a call per new resource besides its POST: when more of the replica's resources will look
+ * their deployment up by name ({@link RemoteSnapshotOptions.unrecorded}) than the connection's
+ * whole listing has pages, the replica reads the whole listing instead (its share is in it), and
+ * that listing answers their lookups by name as an unsharded one does
+ * ({@link RemoteSnapshot.byNameOrWholeListing}); a whole listing that fails is followed by the
+ * read of the share by id in the same pass.
  */
 
 import { withDetailCut } from "../../api/errors.ts";
@@ -77,12 +79,14 @@ export interface RemoteSnapshotOptions {
    */
   share?: () => Iterable<string>;
   /**
-   * Sharded: how many of this replica's resources of the connection record no deployment id
-   * (each a lookup by name before its create). When there are more of them than the whole
+   * Sharded: the service names of this replica's resources of the connection that will look
+   * their deployment up by name (no deployment id recorded; neither paused, deleted, refused the
+   * connection nor the loser of a name conflict). When there are more of them than the whole
    * listing has pages, a read lists the whole connection instead of the share's ids, and that
-   * listing answers lookups by name (see the module comment). Default: none.
+   * listing answers their lookups by name, and only theirs (see the module comment). Asked once
+   * per read, and between reads at most once a second. Default: none.
    */
-  unrecorded?: () => number;
+  unrecorded?: () => readonly string[];
 }
 
 /**
@@ -118,7 +122,9 @@ export class RemoteSnapshot {
   readonly #deadlineMs: number;
   readonly #wanted: (name: string) => boolean;
   readonly #share: (() => Iterable<string>) | undefined;
-  readonly #unrecorded: () => number;
+  readonly #unrecorded: () => readonly string[];
+  /** The last answer of `#unrecorded` and when it was taken (see `#waiting`). */
+  #waitingMemo: { names: readonly string[]; at: number } | undefined;
   /**
    * Whether the last read was a whole listing, which may say that a name is free: always
    * unsharded; sharded, when the last read listed the whole connection.
@@ -129,6 +135,15 @@ export class RemoteSnapshot {
    * listing's, or at least as many as a listing given up for its length had read).
    */
   #wholePages = 0;
+  /** Sharded: whole listings that failed in a row (not those given up for their length). */
+  #wholeFailures = 0;
+  /** Sharded: no whole listing is tried before then, after one failed (see `#readShareOrAll`). */
+  #wholeRetryAt = Number.NEGATIVE_INFINITY;
+  /**
+   * Sharded, after a whole listing: the names it may say are free, those of the replica's
+   * resources waiting for a lookup by name when it started (see `#readShareOrAll`).
+   */
+  #mayBeFree: ReadonlySet<string> | undefined;
   readonly #listing: SharedCall<void>;
   /** Why the last listing that ended did not answer; undefined once one succeeded. */
   #failure: ListingFailure | undefined;
@@ -176,7 +191,7 @@ export class RemoteSnapshot {
     this.#deadlineMs = options.listingDeadlineMs ?? Number.POSITIVE_INFINITY;
     this.#wanted = options.wanted ?? (() => true);
     this.#share = options.share;
-    this.#unrecorded = options.unrecorded ?? (() => 0);
+    this.#unrecorded = options.unrecorded ?? (() => []);
     this.#named = options.share === undefined;
     this.#listing = new SharedCall((signal) => this.#list(signal));
   }
@@ -213,6 +228,27 @@ export class RemoteSnapshot {
 
   async #list(signal: AbortSignal): Promise<void> {
     const deadlineMs = this.#deadlineMs;
+    try {
+      await this.#listUnder(signal);
+      if (!signal.aborted) this.#failure = undefined;
+    } catch (error) {
+      // Given up by every caller (a shutdown, a lost leadership): that says nothing of the service.
+      if (signal.aborted) throw error;
+      this.#failure =
+        error instanceof ListingDeadlineError
+          ? { kind: "deadline", deadlineMs }
+          : { kind: "failed", deadlineMs, error: withDetailCut(error, KEPT_DETAIL_CHARS) };
+      throw error;
+    }
+  }
+
+  /**
+   * `read` under the listing deadline: past it, the signal `read` is given aborts and this
+   * rejects with a {@link ListingDeadlineError} (whatever `read` ended with). Unless `signal`
+   * (the callers') aborted first: then what `read` ended with is passed on.
+   */
+  async #withinDeadline<T>(signal: AbortSignal, read: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const deadlineMs = this.#deadlineMs;
     const deadline = new AbortController();
     // The deadline bounds the service's time: it moves by each wait for a token of this
     // connection's rate limit (runtime/abort.ts), which the reconciles share.
@@ -231,16 +267,11 @@ export class RemoteSnapshot {
       cancel = arm();
     };
     try {
-      await whilePaced(paced, () => this.#listUnder(AbortSignal.any([signal, deadline.signal])));
-      if (deadline.signal.aborted) throw deadline.signal.reason;
-      if (!signal.aborted) this.#failure = undefined;
+      const result = await whilePaced(paced, () => read(AbortSignal.any([signal, deadline.signal])));
+      if (deadline.signal.aborted && !signal.aborted) throw deadline.signal.reason;
+      return result;
     } catch (error) {
-      // Given up by every caller (a shutdown, a lost leadership): that says nothing of the service.
-      if (signal.aborted) throw error;
-      this.#failure = deadline.signal.aborted
-        ? { kind: "deadline", deadlineMs }
-        : { kind: "failed", deadlineMs, error: withDetailCut(error, KEPT_DETAIL_CHARS) };
-      throw deadline.signal.aborted ? deadline.signal.reason : error;
+      throw deadline.signal.aborted && !signal.aborted ? deadline.signal.reason : error;
     } finally {
       cancel();
     }
@@ -261,9 +292,10 @@ export class RemoteSnapshot {
     };
     const read = this.#share
       ? await this.#readShareOrAll(this.#share, signal, hold)
-      : await this.#readListing(signal, hold);
+      : await this.#withinDeadline(signal, (s) => this.#readListing(s, hold));
     if (signal.aborted) return;
     this.#named = read.named;
+    this.#mayBeFree = read.mayBeFree;
     this.#unreadable = read.unreadable;
     this.#unheld = read.unheld;
     // A read of ids shows no names: the next whole listing is sized after the last one.
@@ -313,28 +345,31 @@ export class RemoteSnapshot {
         unreadable.add(item);
       },
     );
-    return { unheld, unreadable, named: true };
+    return { unheld, unreadable, named: true, mayBeFree: undefined };
   }
 
   /**
    * Sharded: the whole listing when it costs fewer calls than the lookups by name it saves (more
-   * of the replica's resources lack a deployment id than it has pages), else the share by id. A
-   * whole listing that turns out longer than that is given up as soon as it does (its length is
+   * of the replica's resources wait for one than it has pages), else the share by id. A whole
+   * listing that turns out longer than that is given up as soon as it does (its length is
    * remembered, so it is not tried again until that many resources wait) and the share read by
-   * id: it never costs more calls than the lookups it was to save.
+   * id: it never costs more calls than the lookups it was to save. One that fails otherwise
+   * (its deadline, a 5xx) is given up too, the share read by id in the same pass under a deadline
+   * of its own, and no whole listing is tried again for a while ({@link WHOLE_RETRY_PERIODS}):
+   * a whole listing that fails never fails the share's read.
    */
   async #readShareOrAll(
     share: () => Iterable<string>,
     signal: AbortSignal,
     hold: (d: Deployment) => void,
   ): Promise<ListingRead> {
-    const waiting = this.#unrecorded();
-    if (waiting > this.#wholePages) {
+    const waiting = this.#waiting(true);
+    if (waiting.length > this.#wholePages && this.#clock.now() >= this.#wholeRetryAt) {
       const tooLong = new AbortController();
       let items = 0;
       const counted = () => {
         items += 1;
-        if (items > waiting * POLL_BATCH && !tooLong.signal.aborted)
+        if (items > waiting.length * POLL_BATCH && !tooLong.signal.aborted)
           tooLong.abort(new Error("the whole listing is longer than the lookups it saves"));
       };
       // Most of a sharded replica's listing is the other replicas' deployments, not held, and a
@@ -342,27 +377,63 @@ export class RemoteSnapshot {
       // that the filter of names not held still says "free" of the names that are.
       const expectUnheld = 2 * Math.max(this.#expectUnheld, this.#wholePages * POLL_BATCH);
       try {
-        const both = AbortSignal.any([signal, tooLong.signal]);
-        const read = await this.#readListing(both, hold, counted, expectUnheld);
-        if (!signal.aborted) this.#wholePages = Math.ceil(items / POLL_BATCH);
-        return read;
+        const read = await this.#withinDeadline(signal, async (s) => {
+          const whole = await this.#readListing(
+            AbortSignal.any([s, tooLong.signal]),
+            hold,
+            counted,
+            expectUnheld,
+          );
+          // A port that ends quietly at an abort has not read the whole listing.
+          if (tooLong.signal.aborted) throw tooLong.signal.reason;
+          return whole;
+        });
+        if (!signal.aborted) {
+          this.#wholePages = Math.ceil(items / POLL_BATCH);
+          this.#wholeFailures = 0;
+        }
+        // Another replica's create made after this listing started is not in it: only the names
+        // this replica's waiting resources claimed at its start may be answered free.
+        return { ...read, mayBeFree: new Set(waiting) };
       } catch (error) {
-        if (signal.aborted || !tooLong.signal.aborted) throw error;
+        if (signal.aborted) throw error;
+        // What was read is at least that long, whatever ended it.
         this.#wholePages = Math.max(this.#wholePages, Math.ceil(items / POLL_BATCH));
+        if (!tooLong.signal.aborted) {
+          this.#wholeFailures += 1;
+          const periods =
+            WHOLE_RETRY_PERIODS[Math.min(this.#wholeFailures, WHOLE_RETRY_PERIODS.length) - 1] ?? 1;
+          this.#wholeRetryAt = this.#clock.now() + periods * this.#maxAgeMs;
+        }
       }
     }
-    return this.#readShare(share, signal, hold);
+    return this.#withinDeadline(signal, (s) => this.#readShare(share, s, hold));
+  }
+
+  /**
+   * The service names of the replica's resources that will look one up by name (see
+   * {@link RemoteSnapshotOptions.unrecorded}). Taken at each read (`fresh`), and between reads at
+   * most once per {@link WAITING_MEMO_MS}: a lookup by name that asks whether a whole listing
+   * pays costs no walk over the connection's resources of its own.
+   */
+  #waiting(fresh = false): readonly string[] {
+    const now = this.#clock.now();
+    if (fresh || this.#waitingMemo === undefined || now - this.#waitingMemo.at >= WAITING_MEMO_MS)
+      this.#waitingMemo = { names: this.#unrecorded(), at: now };
+    return this.#waitingMemo.names;
   }
 
   /**
    * Whether a lookup by name should wait for a whole listing rather than ask the service: sharded,
-   * the last read was of the share by id (or is too old), and more of the replica's resources
-   * lack a deployment id than the whole listing has pages (as far as known).
+   * the last read was of the share by id (or is too old), no whole listing failed lately, and
+   * more of the replica's resources wait for a lookup by name than the whole listing has pages
+   * (as far as known).
    */
   #wholeListingPays(): boolean {
     if (!this.#share || this.#failure !== undefined) return false;
     if (this.#named && this.isFresh()) return false;
-    return this.#unrecorded() > this.#wholePages;
+    if (this.#clock.now() < this.#wholeRetryAt) return false;
+    return this.#waiting().length > this.#wholePages;
   }
 
   /**
@@ -387,7 +458,7 @@ export class RemoteSnapshot {
       }
     }
     const unheld = new NameFilter(0);
-    return { unheld, unreadable: new Unreadable(unheld), named: false };
+    return { unheld, unreadable: new Unreadable(unheld), named: false, mayBeFree: undefined };
   }
 
   /** How many deployments the snapshot holds now (the listing's wanted ones and those written). */
@@ -447,7 +518,9 @@ export class RemoteSnapshot {
    * resource claimed since is then looked up live, never taken as free). A snapshot of a share
    * ({@link RemoteSnapshotOptions.share}) says only while its last read was the whole listing:
    * a read of ids shows no names, so every lookup by name (adoption, the check before a create)
-   * then asks the service (see {@link byNameOrWholeListing}).
+   * then asks the service (see {@link byNameOrWholeListing}). Nor does a sharded whole listing
+   * say free a name that no waiting resource of the replica claimed when it started: another
+   * replica may have created it since.
    * Throws {@link UnreadableDeploymentError} when an unreadable item carries this name.
    */
   byName(name: string): Deployment[] | undefined {
@@ -456,7 +529,8 @@ export class RemoteSnapshot {
     if (problem !== undefined) throw new UnreadableDeploymentError(unreadableMessage(name, problem));
     if (this.#unheld.has(name)) return undefined;
     const ids = this.#entries.idsNamed(name);
-    if (ids.length === 0 && this.#unreadable.unnamed) return undefined;
+    if (ids.length === 0 && (this.#unreadable.unnamed || this.#mayBeFree?.has(name) === false))
+      return undefined;
     return ids.flatMap((id) => this.#entries.read(id) ?? []);
   }
 
@@ -553,6 +627,8 @@ interface ListingRead {
   unreadable: Unreadable;
   /** The whole listing: it may say that a name is free. */
   named: boolean;
+  /** Of a whole listing, the only names it may say are free; undefined: any name. */
+  mayBeFree: ReadonlySet<string> | undefined;
 }
 
 /**
@@ -688,6 +764,15 @@ const OWN_LATEST_HELD = 512;
 
 /** Deployments held per name: two already say the name is ambiguous (see {@link RemoteSnapshot.byName}). */
 const MAX_HELD_PER_NAME = 2;
+
+/**
+ * Resync periods without a whole listing after one failed (its deadline, a 5xx), by the failures
+ * in a row; the last one stays.
+ */
+const WHOLE_RETRY_PERIODS = [1, 2, 4, 8] as const;
+
+/** How long the count of resources waiting for a lookup by name is reused between reads. */
+const WAITING_MEMO_MS = 1_000;
 
 /** The first listing's guess of names not held; the next ones go by the last count. */
 const FIRST_LISTING_UNHELD = 1024;
