@@ -1,5 +1,5 @@
 /** Secondary indexes of a watch cache. */
-import { addItem, itemsOf, type OneOrMany, removeItem } from "../compact/one-or-many.ts";
+import { addItem, itemsOf, type OneOrMany, removeItem } from "../runtime/one-or-many.ts";
 
 /**
  * The secondary indexes of one cache (client-go's Indexers): index name → value → the keys of the

@@ -3,7 +3,6 @@
  * `custom-resources.ts` for the Deployment kind.
  */
 
-import { Interner, internFields, SharedObjects, shareEqualString, shareFrom } from "../compact/interner.ts";
 import {
   type DeploymentResource,
   type DeploymentResourceStatus,
@@ -13,6 +12,7 @@ import {
   VERSION,
 } from "../crd/schema.ts";
 import type { ResourcePort, StoredResource } from "../reconcile/ports.ts";
+import { Interner, internFields, SharedObjects, shareEqualString, shareFrom } from "../runtime/interner.ts";
 import { isRecord } from "../runtime/json.ts";
 import {
   type CustomResourceKind,

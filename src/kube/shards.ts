@@ -5,9 +5,9 @@
  * precondition, so a write based on a stale reading fails instead of overwriting a newer one.
  */
 
-import { Interner } from "../compact/interner.ts";
 import { type ConnectionRef, DEFAULT_CONNECTION } from "../crd/connection-ref.ts";
 import { type Claimant, claimOn, connectionKeyOf } from "../reconcile/claims.ts";
+import { Interner } from "../runtime/interner.ts";
 import { isRecord } from "../runtime/json.ts";
 import type { LeaseRecord } from "../runtime/leader.ts";
 import {

@@ -1,4 +1,4 @@
-// The memory techniques of src/compact/, each on a table of cases: what they keep, and that what
+// The memory techniques of src/runtime/, each on a table of cases: what they keep, and that what
 // a caller reads back is what it put.
 import { describe, expect, it } from "vitest";
 import {
@@ -8,7 +8,7 @@ import {
   SharedObjects,
   shareEqualString,
   shareFrom,
-} from "../../src/compact/interner.ts";
+} from "../../src/runtime/interner.ts";
 import {
   addItem,
   countOf,
@@ -16,7 +16,7 @@ import {
   itemsOf,
   type OneOrMany,
   removeItem,
-} from "../../src/compact/one-or-many.ts";
+} from "../../src/runtime/one-or-many.ts";
 import {
   type Identified,
   type PackedRecord,
@@ -29,7 +29,7 @@ import {
   Shapes,
   SharedValues,
   unpackRecord,
-} from "../../src/compact/packed-record.ts";
+} from "../../src/runtime/packed-record.ts";
 
 /** A string equal to `text` but not the same in the heap (as JSON.parse makes them). */
 const copyOf = (text: string): string => JSON.parse(JSON.stringify(text)) as string;

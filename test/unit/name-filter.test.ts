@@ -2,7 +2,7 @@
 // a wrong "no" would make a reconcile create a deployment that exists, so it must never say one.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { NameFilter } from "../../src/compact/name-filter.ts";
+import { NameFilter } from "../../src/runtime/name-filter.ts";
 
 describe("NameFilter", () => {
   it("says yes for every name added, whatever the names and however full it is", () => {

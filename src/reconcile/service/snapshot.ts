@@ -29,17 +29,17 @@
 
 import { withDetailCut } from "../../api/errors.ts";
 import { isUuid } from "../../api/wire.ts";
-import { NameFilter } from "../../compact/name-filter.ts";
-import { addItem, itemsOf, type OneOrMany, removeItem } from "../../compact/one-or-many.ts";
+import { whilePaced } from "../../runtime/abort.ts";
+import type { Clock } from "../../runtime/clock.ts";
+import { NameFilter } from "../../runtime/name-filter.ts";
+import { addItem, itemsOf, type OneOrMany, removeItem } from "../../runtime/one-or-many.ts";
 import {
   type PackedRecord,
   packRecord,
   Shapes,
   SharedValues,
   unpackRecord,
-} from "../../compact/packed-record.ts";
-import { whilePaced } from "../../runtime/abort.ts";
-import type { Clock } from "../../runtime/clock.ts";
+} from "../../runtime/packed-record.ts";
 import { SharedCall } from "../../runtime/shared-call.ts";
 import type { DeploymentListings } from "../ports.ts";
 import type { Deployment, UnreadableDeployment } from "../service-types.ts";
