@@ -223,6 +223,7 @@ export class Controller implements Runnable {
         ? {
             flowOf: this.#opts.flowOf,
             maxPerFlow: this.#opts.maxPerFlow ?? this.#concurrency,
+            workers: this.#concurrency,
             ...(this.#opts.borrowMs === undefined ? {} : { borrowMs: this.#opts.borrowMs }),
           }
         : {}),

@@ -58,6 +58,12 @@ export interface WorkQueueOptions {
    * its keys take less than this long in flight ({@link BORROW_MS}, see the class contract).
    */
   borrowMs?: number;
+  /**
+   * The workers that call `get` (the controller's concurrency): a flow borrowing holds at most
+   * its fair share of them among the flows active lately (see the class contract). Default: those
+   * in flight and waiting when a worker is lent.
+   */
+  workers?: number;
 }
 
 /**
@@ -156,7 +162,7 @@ const SHARED: KeyFlow = { flow: "" };
  *   turn (round robin, skipping those at their cap), and within a flow its parts in turn: a flow
  *   whose work is slow takes at most its cap of the workers, and a key of another flow is handed
  *   out as soon as a worker is free, whatever the slow flow's backlog.
- * - Borrowing (work-conserving, within a bound in time): when a `get` finds no key of a flow (and
+ * - Borrowing (work-conserving, within a bound in time and a fair share): when a `get` finds no key of a flow (and
  *   part) below its cap, a flow at its cap may borrow the worker, if its keys are short: it ended
  *   more keys in a row in less than `borrowMs` since its last longer one than it holds seats beyond
  *   its cap, and none of its keys in flight has run `borrowMs` already (likewise its part, when the
@@ -170,6 +176,15 @@ const SHARED: KeyFlow = { flow: "" };
  *   keys end: a worker coming free takes first a key of a flow below its cap (and of a part below
  *   its cap), so another flow's keys beyond the idle ones wait at most about `borrowMs` for a seat
  *   (see {@link BORROW_MS}).
+ * - A fair share of the borrowed seats: while other flows are active (a key ready or in flight, or
+ *   one ended within the last `borrowMs`), a flow borrows only up to its share of the workers among
+ *   the active ones, `workers` ÷ their number (never below the cap): two active flows, 8 of 16 each;
+ *   a flow alone, every worker but the cap's worth kept idle. A flow borrowing beside a quiet one
+ *   (an edit now and then) thus leaves it half the workers rather than a cap's worth, and loads
+ *   what they share besides the workers (the API server, the operator's CPU) at most that much:
+ *   a connection whose 1,000 resources all wrote a status at once (its listing missed its
+ *   deadline) on 12 of 16 workers made the edits of the connection beside it wait 1.1-1.7 s for
+ *   the API server, on 4 idle workers of their own.
  * - `shutDown` stops intake: later adds are ignored, pending delayed adds are cancelled, keys not
  *   yet picked up are dropped (the work is level-based: the next run resyncs everything), and
  *   `get` resolves `undefined`. In-flight keys finish; `drained()` resolves when the last is done.
@@ -181,6 +196,9 @@ export class WorkQueue {
   readonly #flowOf: FlowOf;
   readonly #cap: number;
   readonly #borrowMs: number;
+  readonly #workers: number | undefined;
+  /** Flows that ended a key lately and hold none now: when each ended its last (see {@link #active}). */
+  readonly #endedAt = new Map<string, number>();
   /** Whether a flow or part is below its cap (one function for every `get`). */
   readonly #below = (seats: Seats) => seats.inFlight < this.#cap;
   /** The flows holding ready or in-flight keys, in round-robin order (the one served last is last). */
@@ -213,6 +231,7 @@ export class WorkQueue {
     const cap = options.maxPerFlow ?? Number.POSITIVE_INFINITY;
     this.#cap = cap >= 1 ? Math.floor(cap) : 1;
     this.#borrowMs = options.borrowMs ?? BORROW_MS;
+    this.#workers = options.workers;
   }
 
   /** Makes `key` ready now as fresh work (deduplicated; deferred to `done` if the key is in flight). */
@@ -351,6 +370,7 @@ export class WorkQueue {
       const short = workMs < this.#borrowMs;
       flow.shortRun = short ? flow.shortRun + 1 : 0;
       part.shortRun = short ? part.shortRun + 1 : 0;
+      this.#endedAt.set(started.flow, this.#clock.now());
       this.#prune(started, flow, part);
     }
     const line = this.#dirty.get(key);
@@ -561,15 +581,32 @@ export class WorkQueue {
     const mayBorrow = (seats: Seats, name: string) =>
       seats.inFlight < cap || (seats.inFlight - cap < seats.shortRun && !long.has(name));
     // A flow whose keys took the bound on average lately borrows nothing either (a slow service
-    // whose failures come at once between its slow reads).
+    // whose failures come at once between its slow reads); none beyond its share of the workers.
+    const share = Math.max(
+      cap,
+      Math.floor((this.#workers ?? this.#processing.size + idleBesides + 1) / this.#active(now)),
+    );
     const flowMay = (flow: Flow, name: string) =>
-      mayBorrow(flow, name) && (flow.inFlight < cap || flow.workMs < this.#borrowMs);
+      flow.inFlight < cap || (mayBorrow(flow, name) && flow.workMs < this.#borrowMs && flow.inFlight < share);
     // A part below its cap first (its flow borrowing), then one at its cap: a part's cap holds
     // while another part of a flow that may borrow has a key.
     return (
       this.#takeFirst(flowMay, below) ??
       this.#takeFirst(flowMay, (part) => mayBorrow(part, `${part.place.flow}\u0000${part.place.part}`))
     );
+  }
+
+  /**
+   * The flows active at `now`: those holding a key, ready or in flight, and those that ended one
+   * within the last `borrowMs` (forgotten after it: at most one entry per flow, briefly).
+   */
+  #active(now: number): number {
+    let active = this.#flows.size;
+    for (const [name, at] of this.#endedAt) {
+      if (now - at >= this.#borrowMs) this.#endedAt.delete(name);
+      else if (!this.#flows.has(name)) active += 1;
+    }
+    return Math.max(1, active);
   }
 
   /** The next key of the first flow and part in turn that `flowMay` and `partMay` let take one. */
