@@ -370,7 +370,11 @@ export class WorkQueue {
       const short = workMs < this.#borrowMs;
       flow.shortRun = short ? flow.shortRun + 1 : 0;
       part.shortRun = short ? part.shortRun + 1 : 0;
-      this.#endedAt.set(started.flow, this.#clock.now());
+      if (this.#cap !== Number.POSITIVE_INFINITY) {
+        this.#endedAt.set(started.flow, this.#clock.now());
+        // Flows gone for good (a deleted connection) are forgotten even while nothing borrows.
+        if (this.#endedAt.size > 2 * this.#flows.size + 16) this.#active(this.#clock.now());
+      }
       this.#prune(started, flow, part);
     }
     const line = this.#dirty.get(key);
@@ -404,6 +408,7 @@ export class WorkQueue {
       if (flow.inFlight === 0) this.#flows.delete(name);
     }
     this.#dirty.clear();
+    this.#endedAt.clear();
     for (const waiter of this.#waiters) waiter(undefined);
     this.#waiters = [];
     this.#reportDepth();
