@@ -84,7 +84,11 @@ export interface ControllerMetricsHooks {
 export interface ControllerOptions {
   name: string;
   reconcile: Reconciler;
-  /** Workers, i.e. reconciles that may run at once (distinct keys). Default 1. */
+  /**
+   * Workers, i.e. reconciles that may run at once (distinct keys). Default 1. With `flowOf`, a
+   * reconcile that borrowed a seat and has run `borrowMs` no longer counts (its seat is reclaimed,
+   * queue.ts): up to `concurrency` − `maxPerFlow` such reconciles run beyond it.
+   */
   concurrency?: number;
   /** Spread of a `done` result's interval, as a fraction of it (±). Default 0.1. */
   intervalJitter?: number;
@@ -238,7 +242,12 @@ export class Controller implements Runnable {
     signal.addEventListener("abort", onStop, { once: true });
     if (signal.aborted) queue.shutDown();
     this.#log.info({ workers: this.#concurrency }, "starting workers");
-    const workers = Array.from({ length: this.#concurrency }, () => this.#work(queue, halt));
+    // With flows, the seats a borrowing flow held past the bound are reclaimed (queue.ts): one more
+    // worker each, at most as many as a flow may borrow, while those reconciles run on.
+    const reclaimable = this.#opts.flowOf
+      ? Math.max(0, this.#concurrency - Math.max(1, Math.floor(this.#opts.maxPerFlow ?? this.#concurrency)))
+      : 0;
+    const workers = Array.from({ length: this.#concurrency + reclaimable }, () => this.#work(queue, halt));
     await Promise.all(workers);
     await queue.drained();
     stopReports();

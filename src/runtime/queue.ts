@@ -59,9 +59,11 @@ export interface WorkQueueOptions {
    */
   borrowMs?: number;
   /**
-   * The workers that call `get` (the controller's concurrency): a flow borrowing holds at most
-   * its fair share of them among the flows active lately (see the class contract). Default: those
-   * in flight and waiting when a worker is lent.
+   * The seats (the controller's concurrency): at most this many keys in flight, a borrowed key that
+   * has run `borrowMs` not counted (reclaimed); a flow borrowing holds at most its fair share of
+   * them among the flows active lately (see the class contract). Given, more workers may call
+   * `get` than there are seats (those that take reclaimed seats). Default: no limit but the
+   * workers calling `get`.
    */
   workers?: number;
 }
@@ -176,6 +178,13 @@ const SHARED: KeyFlow = { flow: "" };
  *   keys end: a worker coming free takes first a key of a flow below its cap (and of a part below
  *   its cap), so another flow's keys beyond the idle ones wait at most about `borrowMs` for a seat
  *   (see {@link BORROW_MS}).
+ * - Reclaiming (`workers` given): a borrowed seat whose key has run `borrowMs` is given back at
+ *   that moment, though its key runs on: it no longer counts against `workers`, so another key may
+ *   be handed out to one more worker (the caller runs up to `workers` − cap more than `workers`),
+ *   while the flow, its cap still full of keys in flight and one of them long, borrows no more and
+ *   its next keys wait. A connection whose quick service stops answering thus holds its borrowed
+ *   seats `borrowMs` at most, not until its calls time out; it is given at most as many reconciles
+ *   in flight beyond the seats as it had borrowed.
  * - A fair share of the borrowed seats: while other flows are active (a key ready or in flight, or
  *   one ended within the last `borrowMs`), a flow borrows only up to its share of the workers among
  *   the active ones, `workers` ÷ their number (never below the cap): two active flows, 8 of 16 each;
@@ -208,7 +217,7 @@ export class WorkQueue {
   /** Keys added while in flight: re-queued at `done`, in the line they were added to (the foremost). */
   readonly #dirty = new Map<string, Line>();
   /** In-flight keys: when each was picked up, and the flow and part it counts in. */
-  readonly #processing = new Map<string, Place & { at: number }>();
+  readonly #processing = new Map<string, Place & { at: number; reclaim?: CancelTimer }>();
   readonly #delayed = new Map<string, { at: number; cancel: CancelTimer }>();
   /** The timers of spread adds not yet come due. */
   readonly #spreads = new Set<CancelTimer>();
@@ -359,6 +368,7 @@ export class WorkQueue {
     const started = this.#processing.get(key);
     if (started === undefined) return;
     this.#processing.delete(key);
+    started.reclaim?.();
     this.#metrics.workDuration?.((this.#clock.now() - started.at) / 1000);
     const flow = this.#flows.get(started.flow);
     const part = flow?.parts.get(started.part);
@@ -572,8 +582,11 @@ export class WorkQueue {
    * below its cap before one at it, if `idleBesides` (the workers idle besides the one taking)
    * leaves a cap's worth idle after it.
    */
-  #take(idleBesides: number): string | undefined {
+  #take(waitingBesides: number): string | undefined {
     if (this.#ready.size === 0) return undefined;
+    const free = this.#freeSeats();
+    if (free <= 0) return undefined;
+    const idleBesides = Math.min(waitingBesides, free - 1);
     const cap = this.#cap;
     const below = this.#below;
     const key = this.#takeFirst(below, below);
@@ -599,6 +612,25 @@ export class WorkQueue {
       this.#takeFirst(flowMay, below) ??
       this.#takeFirst(flowMay, (part) => mayBorrow(part, `${part.place.flow}\u0000${part.place.part}`))
     );
+  }
+
+  /**
+   * The seats free for a key now: `workers` less the keys in flight, those of a flow beyond its cap
+   * that were taken beyond it and have run `borrowMs` not counted (reclaimed, see the class
+   * contract; a flow's cap's worth always counts). Without `workers`: no limit (the workers
+   * waiting in `get` are the seats).
+   */
+  #freeSeats(): number {
+    if (this.#workers === undefined) return Number.POSITIVE_INFINITY;
+    const now = this.#clock.now();
+    const overdue = new Map<string, number>();
+    for (const { flow, at, reclaim } of this.#processing.values())
+      if (reclaim !== undefined && now - at >= this.#borrowMs)
+        overdue.set(flow, (overdue.get(flow) ?? 0) + 1);
+    let counted = this.#processing.size;
+    for (const [name, keys] of overdue)
+      counted -= Math.min(keys, Math.max(0, (this.#flows.get(name)?.inFlight ?? 0) - this.#cap));
+    return this.#workers - counted;
   }
 
   /**
@@ -630,6 +662,9 @@ export class WorkQueue {
           line.delete(key);
           this.#ready.delete(key);
           part.tookFollowUp = followUp;
+          // Taken beyond its flow's or its part's cap: a borrowed seat, reclaimed once it has run
+          // the bound (a worker comes free for the others then; see the class contract).
+          const borrowed = flow.inFlight >= this.#cap || part.inFlight >= this.#cap;
           part.inFlight += 1;
           flow.inFlight += 1;
           // Served: last in its flow's turn, and the flow last in the queue's.
@@ -638,7 +673,16 @@ export class WorkQueue {
           this.#flows.delete(flowName);
           this.#flows.set(flowName, flow);
           const now = this.#clock.now();
-          this.#processing.set(key, { flow: flowName, part: partName, at: now });
+          const reclaim =
+            borrowed && this.#workers !== undefined
+              ? this.#clock.setTimer(this.#borrowMs, () => this.#handOut())
+              : undefined;
+          this.#processing.set(key, {
+            flow: flowName,
+            part: partName,
+            at: now,
+            ...(reclaim ? { reclaim } : {}),
+          });
           this.#metrics.queueLatency?.((now - readyAt) / 1000);
           this.#reportDepth();
           return key;

@@ -284,6 +284,34 @@ describe("WorkQueue flows", () => {
     ]);
   });
 
+  it("gives back a borrowed seat whose key has run the bound, the borrowing flow's next keys waiting", async () => {
+    // Four seats, seven workers: the three beyond the seats take reclaimed seats only.
+    const queue = new WorkQueue({ flowOf, maxPerFlow: 1, borrowMs: 1_000, workers: 4 });
+    const workers = await Workers.start(queue, 7);
+    for (let i = 0; i < 10; i++) queue.add(`big:${i}`);
+    await settle();
+    await workers.finish(10, "big:0");
+    await workers.finish(10, "big:1", "big:2");
+    // Three seats held (two borrowed); the fourth is the cap's worth kept idle: another flow's key
+    // takes it, a third flow's waits, whatever the workers waiting.
+    queue.add("other:a");
+    queue.add("third:b");
+    queue.add("fourth:c");
+    await settle();
+    expect(workers.holding()).toEqual(["big:3", "big:4", "big:5", "other:a"]);
+    // The big flow's service stops answering: its keys run on. Its borrowed seats are given back
+    // once they have run the bound; the waiting keys go; its own next keys wait.
+    await workers.finish(999);
+    expect(workers.holding()).toEqual(["big:3", "big:4", "big:5", "other:a"]);
+    await workers.finish(1);
+    expect(workers.holding()).toEqual(["big:3", "big:4", "big:5", "other:a", "third:b", "fourth:c"]);
+    expect(queue.waitingAtCap()).toEqual(new Map([["big", 4]]));
+    // The seats are all taken again: no more keys in flight, though a worker waits.
+    queue.add("fifth:d");
+    await settle();
+    expect(workers.holding()).toHaveLength(6);
+  });
+
   it("keeps a part's cap while another part of a flow that may borrow has a key", async () => {
     const queue = new WorkQueue({ flowOf, maxPerFlow: 1, borrowMs: 1_000 });
     const workers = await Workers.start(queue, 6);
