@@ -313,11 +313,13 @@ export class Controller implements Runnable {
     const started = this.#clock.now();
     this.#deferred.delete(key);
     this.#metrics.activeWorkers?.(++this.#active);
+    // Work the reconcile starts that outlives it is under no deadline once it ended (deadline.ts).
+    let ended = false;
     try {
       // The reconciler may throw synchronously; starting it inside the promise chain catches that too.
       // What waits inside the reconcile may ask how long it has left (deadline.ts).
       const timeLeft = () => started + timeoutMs - this.#clock.now();
-      const result = await withinDeadline({ timeLeft, holder: key }, () =>
+      const result = await withinDeadline({ timeLeft, holder: key, ended: () => ended }, () =>
         Promise.resolve().then(() => this.#opts.reconcile(key, signal)),
       );
       const outcome = this.#scheduleAfterSuccess(queue, key, result);
@@ -327,6 +329,7 @@ export class Controller implements Runnable {
       const outcome = error instanceof DeferredError ? "requeue_after" : "error";
       this.#metrics.reconciled?.(outcome, (this.#clock.now() - started) / 1000);
     } finally {
+      ended = true;
       cancelTimer();
       followed.release();
       this.#metrics.activeWorkers?.(--this.#active);

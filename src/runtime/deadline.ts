@@ -12,6 +12,11 @@ import { AsyncLocalStorage } from "node:async_hooks";
 export interface Deadline {
   timeLeft(): number;
   holder: string;
+  /**
+   * Whether the reconcile has ended: work it started that outlives it (a connection's resync
+   * loop, started by the connection's check) is then outside any deadline, not past this one.
+   */
+  ended?(): boolean;
 }
 
 const current = new AsyncLocalStorage<Deadline>();
@@ -36,12 +41,13 @@ export function withinDeadline<T>(deadline: Deadline, work: () => T): T {
   return current.run(deadline, work);
 }
 
-/** The deadline of the work under way; undefined outside any. */
+/** The deadline of the work under way; undefined outside any (or once its reconcile ended). */
 export function currentDeadline(): Deadline | undefined {
-  return current.getStore();
+  const deadline = current.getStore();
+  return deadline?.ended?.() ? undefined : deadline;
 }
 
 /** The ms the work under way has left before its deadline; undefined outside any. */
 export function timeLeftMs(): number | undefined {
-  return current.getStore()?.timeLeft();
+  return currentDeadline()?.timeLeft();
 }

@@ -149,6 +149,32 @@ describe("Controller flows", () => {
     await running;
   });
 
+  it("puts work a reconcile started and that outlives it under no deadline once the reconcile ended", async () => {
+    // A connection's check starts that connection's resync loop, which runs for as long as the
+    // operator does: past the check's deadline, it must not be told it has no time left.
+    const seen: Array<number | undefined> = [];
+    let loop: Promise<void> | undefined;
+    const { controller, stop, running } = startController(
+      async () => {
+        loop ??= (async () => {
+          for (let i = 0; i < 3; i++) {
+            seen.push(timeLeftMs());
+            await new Promise((r) => setTimeout(r, 60_000));
+          }
+        })();
+        return { kind: "done" };
+      },
+      { concurrency: 1, reconcileTimeoutMs: 120_000 },
+    );
+    controller.enqueue("connection:a");
+    await vi.advanceTimersByTimeAsync(180_000);
+    // Inside the reconcile: its time left; after it ended, none (never 0 or less, 2 min on).
+    expect(seen).toEqual([120_000, undefined, undefined]);
+    stop.abort();
+    await running;
+    await loop;
+  });
+
   it("reports the keys long waiting at a slow flow's cap once per wait", async () => {
     const reports: string[][] = [];
     const { controller, stop, running } = startController(
