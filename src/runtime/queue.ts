@@ -172,9 +172,9 @@ const SHARED: KeyFlow = { flow: "" };
  *   short key and loses them all at a long one; a flow that never ended a key (a new one: its state is dropped with its last key)
  *   borrows nothing, and a slow one never. The last cap's worth of idle workers is never lent:
  *   other flows' keys find them at once, and a flow whose short keys turn slow (a service that
- *   stops answering) holds all but those for as long as its keys then take (with 16 workers and a
- *   cap of 4: 12, and 4 for the others; lending all but one left the others one worker for 10 s
- *   when a connection became a black hole: edits beside it p99 808 ms). Borrowed seats are given back as their
+ *   stops answering) holds all but those until its seats are reclaimed (below; with 16 workers and
+ *   a cap of 4: 12, and 4 for the others, for at most `borrowMs`; lending all but one left the
+ *   others one worker for 10 s when a connection became a black hole: edits beside it p99 808 ms). Borrowed seats are given back as their
  *   keys end: a worker coming free takes first a key of a flow below its cap (and of a part below
  *   its cap), so another flow's keys beyond the idle ones wait at most about `borrowMs` for a seat
  *   (see {@link BORROW_MS}).
