@@ -121,6 +121,11 @@ export function followSignal(parent: AbortSignal | undefined): FollowedSignal {
 export interface Deadline {
   timeLeft(): number;
   holder: string;
+  /**
+   * Whether the reconcile has ended: work it started that outlives it (a connection's resync
+   * loop, started by the connection's check) is then outside any deadline, not past this one.
+   */
+  ended?(): boolean;
 }
 
 const deadlines = new AsyncLocalStorage<Deadline>();
@@ -145,14 +150,15 @@ export function withinDeadline<T>(deadline: Deadline, work: () => T): T {
   return deadlines.run(deadline, work);
 }
 
-/** The deadline of the work under way; undefined outside any. */
+/** The deadline of the work under way; undefined outside any (or once its reconcile ended). */
 export function currentDeadline(): Deadline | undefined {
-  return deadlines.getStore();
+  const deadline = deadlines.getStore();
+  return deadline?.ended?.() ? undefined : deadline;
 }
 
 /** The ms the work under way has left before its deadline; undefined outside any. */
 export function timeLeftMs(): number | undefined {
-  return deadlines.getStore()?.timeLeft();
+  return currentDeadline()?.timeLeft();
 }
 
 const ledger = new AsyncLocalStorage<(waitedMs: number) => void>();

@@ -83,7 +83,11 @@ export interface ControllerMetricsHooks {
 export interface ControllerOptions {
   name: string;
   reconcile: Reconciler;
-  /** Workers, i.e. reconciles that may run at once (distinct keys). Default 1. */
+  /**
+   * Workers, i.e. reconciles that may run at once (distinct keys). Default 1. With `flowOf`, a
+   * reconcile that borrowed a seat and has run `borrowMs` no longer counts (its seat is reclaimed,
+   * queue.ts): up to `concurrency` − `maxPerFlow` such reconciles run beyond it.
+   */
   concurrency?: number;
   /** Spread of a `done` result's interval, as a fraction of it (±). Default 0.1. */
   intervalJitter?: number;
@@ -222,6 +226,7 @@ export class Controller implements Runnable {
         ? {
             flowOf: this.#opts.flowOf,
             maxPerFlow: this.#opts.maxPerFlow ?? this.#concurrency,
+            workers: this.#concurrency,
             ...(this.#opts.borrowMs === undefined ? {} : { borrowMs: this.#opts.borrowMs }),
           }
         : {}),
@@ -236,7 +241,12 @@ export class Controller implements Runnable {
     signal.addEventListener("abort", onStop, { once: true });
     if (signal.aborted) queue.shutDown();
     this.#log.info({ workers: this.#concurrency }, "starting workers");
-    const workers = Array.from({ length: this.#concurrency }, () => this.#work(queue, halt));
+    // With flows, the seats a borrowing flow held past the bound are reclaimed (queue.ts): one more
+    // worker each, at most as many as a flow may borrow, while those reconciles run on.
+    const reclaimable = this.#opts.flowOf
+      ? Math.max(0, this.#concurrency - Math.max(1, Math.floor(this.#opts.maxPerFlow ?? this.#concurrency)))
+      : 0;
+    const workers = Array.from({ length: this.#concurrency + reclaimable }, () => this.#work(queue, halt));
     await Promise.all(workers);
     await queue.drained();
     stopReports();
@@ -302,11 +312,13 @@ export class Controller implements Runnable {
     const started = this.#clock.now();
     this.#deferred.delete(key);
     this.#metrics.activeWorkers?.(++this.#active);
+    // Work the reconcile starts that outlives it is under no deadline once it ended (deadline.ts).
+    let ended = false;
     try {
       // The reconciler may throw synchronously; starting it inside the promise chain catches that too.
       // What waits inside the reconcile may ask how long it has left (deadline.ts).
       const timeLeft = () => started + timeoutMs - this.#clock.now();
-      const result = await withinDeadline({ timeLeft, holder: key }, () =>
+      const result = await withinDeadline({ timeLeft, holder: key, ended: () => ended }, () =>
         Promise.resolve().then(() => this.#opts.reconcile(key, signal)),
       );
       const outcome = this.#scheduleAfterSuccess(queue, key, result);
@@ -316,6 +328,7 @@ export class Controller implements Runnable {
       const outcome = error instanceof DeferredError ? "requeue_after" : "error";
       this.#metrics.reconciled?.(outcome, (this.#clock.now() - started) / 1000);
     } finally {
+      ended = true;
       cancelTimer();
       followed.release();
       this.#metrics.activeWorkers?.(--this.#active);

@@ -58,6 +58,14 @@ export interface WorkQueueOptions {
    * its keys take less than this long in flight ({@link BORROW_MS}, see the class contract).
    */
   borrowMs?: number;
+  /**
+   * The seats (the controller's concurrency): at most this many keys in flight, a borrowed key that
+   * has run `borrowMs` not counted (reclaimed); a flow borrowing holds at most its fair share of
+   * them among the flows active lately (see the class contract). Given, more workers may call
+   * `get` than there are seats (those that take reclaimed seats). Default: no limit but the
+   * workers calling `get`.
+   */
+  workers?: number;
 }
 
 /**
@@ -156,7 +164,7 @@ const SHARED: KeyFlow = { flow: "" };
  *   turn (round robin, skipping those at their cap), and within a flow its parts in turn: a flow
  *   whose work is slow takes at most its cap of the workers, and a key of another flow is handed
  *   out as soon as a worker is free, whatever the slow flow's backlog.
- * - Borrowing (work-conserving, within a bound in time): when a `get` finds no key of a flow (and
+ * - Borrowing (work-conserving, within a bound in time and a fair share): when a `get` finds no key of a flow (and
  *   part) below its cap, a flow at its cap may borrow the worker, if its keys are short: it ended
  *   more keys in a row in less than `borrowMs` since its last longer one than it holds seats beyond
  *   its cap, and none of its keys in flight has run `borrowMs` already (likewise its part, when the
@@ -164,12 +172,28 @@ const SHARED: KeyFlow = { flow: "" };
  *   short key and loses them all at a long one; a flow that never ended a key (a new one: its state is dropped with its last key)
  *   borrows nothing, and a slow one never. The last cap's worth of idle workers is never lent:
  *   other flows' keys find them at once, and a flow whose short keys turn slow (a service that
- *   stops answering) holds all but those for as long as its keys then take (with 16 workers and a
- *   cap of 4: 12, and 4 for the others; lending all but one left the others one worker for 10 s
- *   when a connection became a black hole: edits beside it p99 808 ms). Borrowed seats are given back as their
+ *   stops answering) holds all but those until its seats are reclaimed (below; with 16 workers and
+ *   a cap of 4: 12, and 4 for the others, for at most `borrowMs`; lending all but one left the
+ *   others one worker for 10 s when a connection became a black hole: edits beside it p99 808 ms). Borrowed seats are given back as their
  *   keys end: a worker coming free takes first a key of a flow below its cap (and of a part below
  *   its cap), so another flow's keys beyond the idle ones wait at most about `borrowMs` for a seat
  *   (see {@link BORROW_MS}).
+ * - Reclaiming (`workers` given): a borrowed seat whose key has run `borrowMs` is given back at
+ *   that moment, though its key runs on: it no longer counts against `workers`, so another key may
+ *   be handed out to one more worker (the caller runs up to `workers` − cap more than `workers`),
+ *   while the flow, its cap still full of keys in flight and one of them long, borrows no more and
+ *   its next keys wait. A connection whose quick service stops answering thus holds its borrowed
+ *   seats `borrowMs` at most, not until its calls time out; it is given at most as many reconciles
+ *   in flight beyond the seats as it had borrowed.
+ * - A fair share of the borrowed seats: while other flows are active (a key ready or in flight, or
+ *   one ended within the last `borrowMs`), a flow borrows only up to its share of the workers among
+ *   the active ones, `workers` ÷ their number (never below the cap): two active flows, 8 of 16 each;
+ *   a flow alone, every worker but the cap's worth kept idle. A flow borrowing beside a quiet one
+ *   (an edit now and then) thus leaves it half the workers rather than a cap's worth, and loads
+ *   what they share besides the workers (the API server, the operator's CPU) at most that much:
+ *   a connection whose 1,000 resources all wrote a status at once (its listing missed its
+ *   deadline) on 12 of 16 workers made the edits of the connection beside it wait 1.1-1.7 s for
+ *   the API server, on 4 idle workers of their own.
  * - `shutDown` stops intake: later adds are ignored, pending delayed adds are cancelled, keys not
  *   yet picked up are dropped (the work is level-based: the next run resyncs everything), and
  *   `get` resolves `undefined`. In-flight keys finish; `drained()` resolves when the last is done.
@@ -181,6 +205,9 @@ export class WorkQueue {
   readonly #flowOf: FlowOf;
   readonly #cap: number;
   readonly #borrowMs: number;
+  readonly #workers: number | undefined;
+  /** Flows that ended a key lately and hold none now: when each ended its last (see {@link #active}). */
+  readonly #endedAt = new Map<string, number>();
   /** Whether a flow or part is below its cap (one function for every `get`). */
   readonly #below = (seats: Seats) => seats.inFlight < this.#cap;
   /** The flows holding ready or in-flight keys, in round-robin order (the one served last is last). */
@@ -190,7 +217,7 @@ export class WorkQueue {
   /** Keys added while in flight: re-queued at `done`, in the line they were added to (the foremost). */
   readonly #dirty = new Map<string, Line>();
   /** In-flight keys: when each was picked up, and the flow and part it counts in. */
-  readonly #processing = new Map<string, Place & { at: number }>();
+  readonly #processing = new Map<string, Place & { at: number; reclaim?: CancelTimer }>();
   readonly #delayed = new Map<string, { at: number; cancel: CancelTimer }>();
   /** The timers of spread adds not yet come due. */
   readonly #spreads = new Set<CancelTimer>();
@@ -213,6 +240,7 @@ export class WorkQueue {
     const cap = options.maxPerFlow ?? Number.POSITIVE_INFINITY;
     this.#cap = cap >= 1 ? Math.floor(cap) : 1;
     this.#borrowMs = options.borrowMs ?? BORROW_MS;
+    this.#workers = options.workers;
   }
 
   /** Makes `key` ready now as fresh work (deduplicated; deferred to `done` if the key is in flight). */
@@ -340,6 +368,7 @@ export class WorkQueue {
     const started = this.#processing.get(key);
     if (started === undefined) return;
     this.#processing.delete(key);
+    started.reclaim?.();
     this.#metrics.workDuration?.((this.#clock.now() - started.at) / 1000);
     const flow = this.#flows.get(started.flow);
     const part = flow?.parts.get(started.part);
@@ -351,6 +380,11 @@ export class WorkQueue {
       const short = workMs < this.#borrowMs;
       flow.shortRun = short ? flow.shortRun + 1 : 0;
       part.shortRun = short ? part.shortRun + 1 : 0;
+      if (this.#cap !== Number.POSITIVE_INFINITY) {
+        this.#endedAt.set(started.flow, this.#clock.now());
+        // Flows gone for good (a deleted connection) are forgotten even while nothing borrows.
+        if (this.#endedAt.size > 2 * this.#flows.size + 16) this.#active(this.#clock.now());
+      }
       this.#prune(started, flow, part);
     }
     const line = this.#dirty.get(key);
@@ -384,6 +418,7 @@ export class WorkQueue {
       if (flow.inFlight === 0) this.#flows.delete(name);
     }
     this.#dirty.clear();
+    this.#endedAt.clear();
     for (const waiter of this.#waiters) waiter(undefined);
     this.#waiters = [];
     this.#reportDepth();
@@ -547,8 +582,11 @@ export class WorkQueue {
    * below its cap before one at it, if `idleBesides` (the workers idle besides the one taking)
    * leaves a cap's worth idle after it.
    */
-  #take(idleBesides: number): string | undefined {
+  #take(waitingBesides: number): string | undefined {
     if (this.#ready.size === 0) return undefined;
+    const free = this.#freeSeats();
+    if (free <= 0) return undefined;
+    const idleBesides = Math.min(waitingBesides, free - 1);
     const cap = this.#cap;
     const below = this.#below;
     const key = this.#takeFirst(below, below);
@@ -561,15 +599,51 @@ export class WorkQueue {
     const mayBorrow = (seats: Seats, name: string) =>
       seats.inFlight < cap || (seats.inFlight - cap < seats.shortRun && !long.has(name));
     // A flow whose keys took the bound on average lately borrows nothing either (a slow service
-    // whose failures come at once between its slow reads).
+    // whose failures come at once between its slow reads); none beyond its share of the workers.
+    const share = Math.max(
+      cap,
+      Math.floor((this.#workers ?? this.#processing.size + idleBesides + 1) / this.#active(now)),
+    );
     const flowMay = (flow: Flow, name: string) =>
-      mayBorrow(flow, name) && (flow.inFlight < cap || flow.workMs < this.#borrowMs);
+      flow.inFlight < cap || (mayBorrow(flow, name) && flow.workMs < this.#borrowMs && flow.inFlight < share);
     // A part below its cap first (its flow borrowing), then one at its cap: a part's cap holds
     // while another part of a flow that may borrow has a key.
     return (
       this.#takeFirst(flowMay, below) ??
       this.#takeFirst(flowMay, (part) => mayBorrow(part, `${part.place.flow}\u0000${part.place.part}`))
     );
+  }
+
+  /**
+   * The seats free for a key now: `workers` less the keys in flight, those of a flow beyond its cap
+   * that were taken beyond it and have run `borrowMs` not counted (reclaimed, see the class
+   * contract; a flow's cap's worth always counts). Without `workers`: no limit (the workers
+   * waiting in `get` are the seats).
+   */
+  #freeSeats(): number {
+    if (this.#workers === undefined) return Number.POSITIVE_INFINITY;
+    const now = this.#clock.now();
+    const overdue = new Map<string, number>();
+    for (const { flow, at, reclaim } of this.#processing.values())
+      if (reclaim !== undefined && now - at >= this.#borrowMs)
+        overdue.set(flow, (overdue.get(flow) ?? 0) + 1);
+    let counted = this.#processing.size;
+    for (const [name, keys] of overdue)
+      counted -= Math.min(keys, Math.max(0, (this.#flows.get(name)?.inFlight ?? 0) - this.#cap));
+    return this.#workers - counted;
+  }
+
+  /**
+   * The flows active at `now`: those holding a key, ready or in flight, and those that ended one
+   * within the last `borrowMs` (forgotten after it: at most one entry per flow, briefly).
+   */
+  #active(now: number): number {
+    let active = this.#flows.size;
+    for (const [name, at] of this.#endedAt) {
+      if (now - at >= this.#borrowMs) this.#endedAt.delete(name);
+      else if (!this.#flows.has(name)) active += 1;
+    }
+    return Math.max(1, active);
   }
 
   /** The next key of the first flow and part in turn that `flowMay` and `partMay` let take one. */
@@ -588,6 +662,9 @@ export class WorkQueue {
           line.delete(key);
           this.#ready.delete(key);
           part.tookFollowUp = followUp;
+          // Taken beyond its flow's or its part's cap: a borrowed seat, reclaimed once it has run
+          // the bound (a worker comes free for the others then; see the class contract).
+          const borrowed = flow.inFlight >= this.#cap || part.inFlight >= this.#cap;
           part.inFlight += 1;
           flow.inFlight += 1;
           // Served: last in its flow's turn, and the flow last in the queue's.
@@ -596,7 +673,16 @@ export class WorkQueue {
           this.#flows.delete(flowName);
           this.#flows.set(flowName, flow);
           const now = this.#clock.now();
-          this.#processing.set(key, { flow: flowName, part: partName, at: now });
+          const reclaim =
+            borrowed && this.#workers !== undefined
+              ? this.#clock.setTimer(this.#borrowMs, () => this.#handOut())
+              : undefined;
+          this.#processing.set(key, {
+            flow: flowName,
+            part: partName,
+            at: now,
+            ...(reclaim ? { reclaim } : {}),
+          });
           this.#metrics.queueLatency?.((now - readyAt) / 1000);
           this.#reportDepth();
           return key;

@@ -22,15 +22,13 @@
  * reported, never asserted. The operator's `dms_connection_waiting_reconciles` and the slow
  * tenant's `Synced` reasons are read at the end of each phase.
  */
-import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type KubeClient, PatchType } from "../../src/kube/client.ts";
-import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
+import { DEPLOYMENTS } from "../../src/kube/deployments.ts";
 import { collectionPath } from "../../src/kube/reflector.ts";
-import type { Faults } from "../../src/simulator/faults.ts";
 import { startSimulator } from "../../src/simulator/server.ts";
 import { ControlPlane } from "../controlplane/harness.ts";
 import { type Benchmark, benchDeploymentSpec, quantile } from "./harness.ts";
@@ -50,30 +48,15 @@ import {
   startOperator,
   Tap,
 } from "./operator-run.ts";
-import { httpText, parseSamples } from "./probes.ts";
+import { benchTenant, DAY_MS, SETTLE_MS, slowDown, waitingGauge } from "./slow-tenant.ts";
 import { CONNECTION, createTenant, resourceBody, type Tenant, untilConnectionsReady } from "./tenancy.ts";
 
-/** A build that never finishes: a revision goes live after a day. */
-const DAY_MS = 86_400_000;
-/** How long the slow service takes to answer a single read: just within the default 10 s timeout. */
-const SLOW_READ_MS = 9_900;
-/** The slow service's faults (see the module comment). */
-const SLOW_FAULTS: Faults = {
-  latency: [
-    { ms: SLOW_READ_MS, route: "GET /v2/deployments", ids: "one" },
-    { ms: SLOW_READ_MS, route: "GET /v2/deployments/{deployment_id}/revisions/{revision_id}" },
-  ],
-  errors: [{ status: 500, rate: 1, route: "GET /v2/deployments", ids: "many" }],
-};
 /** Longest an edit may wait for its PATCH before it counts as never patched. */
 const EDIT_TIMEOUT_MS = 180_000;
 /** Longest the benchmark waits, after a loaded phase's edits, for the slow tenant to be reported. */
 const REPORT_WAIT_MS = 120_000;
 /** Longest one phase may take: the edits left then count as never patched. */
 const PHASE_BUDGET_MS = 300_000;
-/** After the slow tenant starts (faults set, qps lowered): its reconciles fill what they may. */
-const SETTLE_MS = 20_000;
-
 const HEALTHY = "fair-healthy";
 const SLOW = "fair-slow";
 
@@ -173,19 +156,8 @@ async function measure(
   const plane = await ControlPlane.start();
   const work = mkdtempSync(join(tmpdir(), "dms-fairness-"));
   const defaultSim = await startSimulator({ onRequest: tap.hook });
-  const tenant = async (index: number, namespace: string, revisionActiveAfterMs: number): Promise<Tenant> => {
-    const apiKey = randomBytes(16).toString("hex");
-    const tenantId = randomUUID();
-    const sim = await startSimulator({
-      apiKey,
-      tenantId,
-      timing: { readyAfterMs: 0, revisionActiveAfterMs },
-      onRequest: tap.hook,
-    });
-    return { index, namespace, resources: 0, sim, apiKey, tenantId };
-  };
-  const healthy = await tenant(0, HEALTHY, 0);
-  const slow = await tenant(1, SLOW, DAY_MS);
+  const healthy = await benchTenant(0, HEALTHY, 0, tap.hook);
+  const slow = await benchTenant(1, SLOW, DAY_MS, tap.hook);
   let running: RunningOperator | undefined;
   try {
     await plane.installCrds();
@@ -256,16 +228,8 @@ async function measure(
     await phase("idle", 2);
 
     // The slow tenant's resources, created while its service is fast; their builds never finish.
-    await pool(slowCount, APPLY_CONCURRENCY, (i) =>
-      client.request({
-        method: "POST",
-        path: collectionPath(DEPLOYMENTS, SLOW),
-        body: resourceBody(`slow-${String(i).padStart(4, "0")}`),
-      }),
-    );
-    await untilCreated(client, slowCount, operator);
-    progress(`fairness: ${slowCount} slow resources created, rollouts in progress; slowing their service`);
-    slow.sim.faults.set(SLOW_FAULTS);
+    await slowDown(client, slow, slowCount, operator);
+    progress(`fairness: ${slowCount} slow resources created, rollouts in progress; their service slowed`);
     const slowedAt = performance.now();
     await sleep(SETTLE_MS);
     await phase("slow service", 3, slowedAt);
@@ -334,24 +298,6 @@ async function editOneByOne(
   };
 }
 
-/** Waits until `count` resources of the slow tenant have their deployment id. */
-async function untilCreated(client: KubeClient, count: number, operator: RunningOperator): Promise<void> {
-  const deadline = Date.now() + 300_000;
-  for (;;) {
-    operator.process.assertRunning();
-    const list = (await client.request({ method: "GET", path: collectionPath(DEPLOYMENTS, SLOW) })) as {
-      items: DeploymentObject[];
-    };
-    const created = list.items.filter(
-      (o) => (o.status as { deploymentId?: string } | undefined)?.deploymentId,
-    );
-    if (created.length >= count) return;
-    if (Date.now() > deadline)
-      throw new Error(`${created.length} of ${count} slow resources created in 300 s`);
-    await sleep(1_000);
-  }
-}
-
 /**
  * Waits until the slow tenant's resources say `WaitingForConnectionShare` (90 % of `count` at once,
  * or {@link REPORT_WAIT_MS}); the seconds since `since` until the first and until 90 % did.
@@ -386,14 +332,5 @@ async function syncedReasons(client: KubeClient, namespace: string): Promise<Rec
     const key = c === undefined ? "none" : `${c.status}/${c.reason ?? ""}`;
     out[key] = (out[key] ?? 0) + 1;
   }
-  return out;
-}
-
-/** `dms_connection_waiting_reconciles` per connection label (empty when the operator has none). */
-async function waitingGauge(operator: RunningOperator): Promise<Record<string, number>> {
-  const family = "dms_connection_waiting_reconciles";
-  const text = await httpText(`${operator.metricsUrl}?name=${family}`).catch(() => "");
-  const out: Record<string, number> = {};
-  for (const sample of parseSamples(text, family)) out[sample.labels.connection ?? ""] = sample.value;
   return out;
 }

@@ -141,8 +141,8 @@ export interface RunningOperator {
   inspectPort: number;
   /** Resolves once /readyz answers 200, with the seconds since the process was spawned. */
   ready(): Promise<number>;
-  /** controller_runtime_reconcile_total, summed. */
-  reconciles(): Promise<number>;
+  /** Reconciles ended so far (`controller_runtime_reconcile_total`), those of one `result` only if given. */
+  reconciles(result?: string): Promise<number>;
   /** V8's heap now, as the operator's `nodejs_heap_*` series say (see {@link V8Heap}). */
   v8Heap(): Promise<V8Heap>;
 }
@@ -255,7 +255,7 @@ export async function startOperator(
         oldUsed: mib("nodejs_heap_space_size_used_bytes", "old"),
       };
     },
-    async reconciles() {
+    async reconciles(result?: string) {
       return sumOf(
         // Only this family: the whole scrape also runs the gauges that go over every cached
         // resource, work the operator would not do between a real Prometheus's scrapes.
@@ -263,6 +263,7 @@ export async function startOperator(
           await httpText(`http://${metrics}/metrics?name=controller_runtime_reconcile_total`),
           "controller_runtime_reconcile_total",
         ),
+        (labels) => result === undefined || labels.result === result,
       );
     },
   };
@@ -420,6 +421,8 @@ export async function resyncPass(
   apiMetrics: () => Promise<Sample[]>,
   resyncPeriod: string,
   serviceCallsGoal = Math.ceil(n / 100) + 1,
+  /** The reconciles counted as the pass's (default: every one; `slow-beside.ts`: the healthy ones'). */
+  reconciles: () => Promise<number> = () => operator.reconciles(),
 ) {
   const QUIET_MS = 2_000;
   const pid = operator.process.pid;
@@ -431,7 +434,7 @@ export async function resyncPass(
     let cpuAtLastChange = cpuSeconds(pid);
     for (;;) {
       operator.process.assertRunning();
-      const count = await operator.reconciles();
+      const count = await reconciles();
       const now = performance.now();
       if (count !== last) [last, since, cpuAtLastChange] = [count, now, cpuSeconds(pid)];
       if (now - Math.max(since, tap.lastRequestAt) >= QUIET_MS && enough(count))
@@ -474,7 +477,7 @@ export async function resyncPass(
       timer = setTimeout(() => reject(new Error(`no resync pass within ${waitMs / 1000} s`)), waitMs);
     }),
   ]).finally(() => clearTimeout(timer));
-  const startCount = await operator.reconciles();
+  const startCount = await reconciles();
   const end = await quiet(
     "the resync pass to end",
     Math.max(10 * 60_000, periodMs * 3),

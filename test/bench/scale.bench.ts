@@ -23,6 +23,8 @@
  * Figures are reported, never asserted; `docs/bench/scale.json` accumulates them per series and N.
  * With `--tenants T`, each N is the many-tenants case instead (N resources over T connections and
  * simulators, one of them then a black hole): see `tenancy.ts`, reported in `docs/bench/tenancy.json`.
+ * With `--slow-beside S`, each N is a healthy connection's resync pass alone and beside a slow
+ * connection of S resources instead: see `slow-beside.ts`, reported in `docs/bench/slow-beside.json`.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
@@ -74,6 +76,13 @@ import {
   saveReplicas,
 } from "./replicas.ts";
 import { ofRepeats, type ScaleFigures, saveScale, scaleTable } from "./scale-report.ts";
+import {
+  measureSlowBeside,
+  parseSlowBeside,
+  type SlowBesideFigures,
+  saveSlowBeside,
+  slowBesideTable,
+} from "./slow-beside.ts";
 import { measureTenants, parseTenants } from "./tenancy.ts";
 import { saveTenancy, type TenancyFigures, tenancyTable } from "./tenancy-report.ts";
 
@@ -122,6 +131,10 @@ export const benchmark: Benchmark = {
       description:
         "the sharded case: the N resources in one namespace, this many `--sharded` replicas (2 to 8); per-replica RSS, calls per resync summed, a kill -9's re-ownership, the share moved by one more replica (e.g. --replicas 3 --n 6000)",
     },
+    "slow-beside": {
+      description:
+        "the slow-connection case: a healthy connection's N resources, its resync pass measured alone and then beside a slow connection with this many resources (the fairness benchmark's slow service: reads after ~10 s, batched reads failing, every rollout in progress), and the ratio of the two (e.g. --n 10000 --slow-beside 200; docs/bench/slow-beside.json)",
+    },
     "listing-deadline": {
       description: "with --tenants: the operator's --listing-deadline",
       default: "not passed: the operator's own default",
@@ -146,6 +159,10 @@ export const benchmark: Benchmark = {
       throw new Error(`--repeat: '${args.repeat}' is not a number of runs from 1 to 9 (e.g. --repeat 3)`);
     if (repeat > 1 && (replicas !== undefined || tenants !== undefined))
       throw new Error("--repeat applies to the one-namespace case only: leave out --replicas and --tenants");
+    const slowBeside = args["slow-beside"] === undefined ? undefined : parseSlowBeside(args["slow-beside"]);
+    if (slowBeside !== undefined && (replicas !== undefined || tenants !== undefined || repeat > 1))
+      throw new Error("--slow-beside is a case of its own: leave out --replicas, --tenants and --repeat");
+    const besides: SlowBesideFigures[] = [];
     const sharded: ReplicaFigures[] = [];
     // A build of this run's own: another run may rebuild meanwhile.
     const dist = join(CACHE, `dist-${process.pid}`);
@@ -171,7 +188,14 @@ export const benchmark: Benchmark = {
           logs: join(LOGS, tenants === undefined ? `n${n}` : `tenants${tenants}-n${n}`),
         };
         // Saved per N, so a long run that fails later keeps what it measured.
-        if (replicas !== undefined) {
+        if (slowBeside !== undefined) {
+          const figures = await measureSlowBeside(n, slowBeside, {
+            ...setup,
+            logs: join(LOGS, `slow-beside-n${n}`),
+          });
+          besides.push(figures);
+          progress(`written ${saveSlowBeside(figures)}`);
+        } else if (replicas !== undefined) {
           const figures = await measureReplicas(replicas, n, {
             ...setup,
             logs: join(LOGS, `replicas${replicas}-n${n}`),
@@ -199,11 +223,13 @@ export const benchmark: Benchmark = {
     return {
       rows: [],
       table:
-        replicas !== undefined
-          ? replicasTable(sharded)
-          : tenants === undefined
-            ? scaleTable(label, results)
-            : tenancyTable(label, tenancy),
+        slowBeside !== undefined
+          ? slowBesideTable(besides)
+          : replicas !== undefined
+            ? replicasTable(sharded)
+            : tenants === undefined
+              ? scaleTable(label, results)
+              : tenancyTable(label, tenancy),
     };
   },
 };

@@ -67,6 +67,34 @@ describe("Controller flows", () => {
     await running;
   });
 
+  it("reconciles other flows' keys on the seats a borrowing flow held past the bound, its reconciles hanging", async () => {
+    // Four workers, one per flow: the hole flow's first keys end at once (it borrows two seats),
+    // its next ones never (a service that stops answering: until the reconcile's deadline).
+    const { controller, started, stop, running } = startController(
+      async (key, signal) => {
+        const ms = ["hole:0", "hole:1", "hole:2"].includes(key) ? 10 : key.startsWith("hole:") ? 0 : 5_000;
+        if (ms > 0) await new Promise((r) => setTimeout(r, ms));
+        else await new Promise((r) => signal.addEventListener("abort", r, { once: true }));
+        return { kind: "done" };
+      },
+      { concurrency: 4, maxPerFlow: 1, borrowMs: 1_000 },
+    );
+    for (let i = 0; i < 10; i++) controller.enqueue(`hole:${i}`);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(started.map((s) => s.key)).toEqual(["hole:0", "hole:1", "hole:2", "hole:3", "hole:4", "hole:5"]);
+    for (const flow of ["a", "b", "c"]) controller.enqueue(`${flow}:x`);
+    await vi.advanceTimersByTimeAsync(0);
+    // The idle worker kept for other flows takes the first; the others wait for a seat.
+    expect(started.slice(6).map((s) => s.key)).toEqual(["a:x"]);
+    await vi.advanceTimersByTimeAsync(1_000);
+    // The hole's two borrowed seats, held a second, are given back: two more workers run.
+    expect(started.slice(6).map((s) => s.key)).toEqual(["a:x", "b:x", "c:x"]);
+    expect(started.at(-1)?.at).toBeLessThan(1_100);
+    stop.abort();
+    await vi.advanceTimersByTimeAsync(120_000);
+    await running;
+  });
+
   it("reconciles an edit before the keys of its flow's pass, and an object's interval after it", async () => {
     // Each reconcile takes 10 ms; one worker. big:0 asks to come again after its interval.
     const { controller, started, stop, running } = startController(
@@ -119,6 +147,32 @@ describe("Controller flows", () => {
     expect(waiting()).toEqual(new Map());
     stop.abort();
     await running;
+  });
+
+  it("puts work a reconcile started and that outlives it under no deadline once the reconcile ended", async () => {
+    // A connection's check starts that connection's resync loop, which runs for as long as the
+    // operator does: past the check's deadline, it must not be told it has no time left.
+    const seen: Array<number | undefined> = [];
+    let loop: Promise<void> | undefined;
+    const { controller, stop, running } = startController(
+      async () => {
+        loop ??= (async () => {
+          for (let i = 0; i < 3; i++) {
+            seen.push(timeLeftMs());
+            await new Promise((r) => setTimeout(r, 60_000));
+          }
+        })();
+        return { kind: "done" };
+      },
+      { concurrency: 1, reconcileTimeoutMs: 120_000 },
+    );
+    controller.enqueue("connection:a");
+    await vi.advanceTimersByTimeAsync(180_000);
+    // Inside the reconcile: its time left; after it ended, none (never 0 or less, 2 min on).
+    expect(seen).toEqual([120_000, undefined, undefined]);
+    stop.abort();
+    await running;
+    await loop;
   });
 
   it("reports the keys long waiting at a slow flow's cap once per wait", async () => {

@@ -248,30 +248,88 @@ describe("WorkQueue flows", () => {
     // The next worker to come free goes to it, whatever the big flow's backlog and seats earned.
     await workers.finish(10, "big:3");
     expect(workers.holding()).toEqual(["big:4", "big:5", "newcomer:x", "third:y"]);
-    // The next is kept idle; the one after is lent to the big flow again.
+    // The next is kept idle; so is the one after: three flows active lately, the big flow's share
+    // of the four workers is its cap.
     await workers.finish(10, "big:4");
     expect(workers.holding()).toEqual(["big:5", "newcomer:x", "third:y"]);
     await workers.finish(10, "newcomer:x");
-    expect(workers.holding()).toEqual(["big:5", "third:y", "big:6"]);
+    expect(workers.holding()).toEqual(["big:5", "third:y"]);
+  });
+
+  it("lends a flow no more than its share of the workers while another flow was active lately", async () => {
+    const queue = new WorkQueue({ flowOf, maxPerFlow: 2, borrowMs: 1_000, workers: 12 });
+    const workers = await Workers.start(queue, 12);
+    queue.add("quiet:a");
+    for (let i = 0; i < 40; i++) queue.add(`big:${i}`);
+    await settle();
+    expect(workers.holding()).toEqual(["quiet:a", "big:0", "big:1"]);
+    await workers.finish(10, "quiet:a");
+    await workers.finish(10, "big:0", "big:1");
+    await workers.finish(10, "big:2", "big:3", "big:4", "big:5");
+    // Six short keys earned six seats beyond the cap (8 of 12, two kept idle), but the quiet flow
+    // ended a key 20 ms ago: two flows active, the big one's share is 6 of the 12.
+    expect(workers.holding()).toEqual(["big:6", "big:7", "big:8", "big:9", "big:10", "big:11"]);
+    // The quiet flow's last key ended the bound ago: alone again, every seat it earned.
+    await workers.finish(985, "big:6");
+    expect(workers.holding()).toEqual([
+      "big:7",
+      "big:8",
+      "big:9",
+      "big:10",
+      "big:11",
+      "big:12",
+      "big:13",
+      "big:14",
+      "big:15",
+    ]);
+  });
+
+  it("gives back a borrowed seat whose key has run the bound, the borrowing flow's next keys waiting", async () => {
+    // Four seats, seven workers: the three beyond the seats take reclaimed seats only.
+    const queue = new WorkQueue({ flowOf, maxPerFlow: 1, borrowMs: 1_000, workers: 4 });
+    const workers = await Workers.start(queue, 7);
+    for (let i = 0; i < 10; i++) queue.add(`big:${i}`);
+    await settle();
+    await workers.finish(10, "big:0");
+    await workers.finish(10, "big:1", "big:2");
+    // Three seats held (two borrowed); the fourth is the cap's worth kept idle: another flow's key
+    // takes it, a third flow's waits, whatever the workers waiting.
+    queue.add("other:a");
+    queue.add("third:b");
+    queue.add("fourth:c");
+    await settle();
+    expect(workers.holding()).toEqual(["big:3", "big:4", "big:5", "other:a"]);
+    // The big flow's service stops answering: its keys run on. Its borrowed seats are given back
+    // once they have run the bound; the waiting keys go; its own next keys wait.
+    await workers.finish(999);
+    expect(workers.holding()).toEqual(["big:3", "big:4", "big:5", "other:a"]);
+    await workers.finish(1);
+    expect(workers.holding()).toEqual(["big:3", "big:4", "big:5", "other:a", "third:b", "fourth:c"]);
+    expect(queue.waitingAtCap()).toEqual(new Map([["big", 4]]));
+    // The seats are all taken again: no more keys in flight, though a worker waits.
+    queue.add("fifth:d");
+    await settle();
+    expect(workers.holding()).toHaveLength(6);
   });
 
   it("keeps a part's cap while another part of a flow that may borrow has a key", async () => {
     const queue = new WorkQueue({ flowOf, maxPerFlow: 1, borrowMs: 1_000 });
-    const workers = await Workers.start(queue, 4);
+    const workers = await Workers.start(queue, 6);
     queue.add("other:o");
     queue.add("third:p");
     for (const name of ["a", "b", "c", "d", "e", "f"]) queue.add(`shared:ns1/${name}`);
     await settle();
-    for (const name of ["a", "b", "c"]) await workers.finish(10, `shared:ns1/${name}`);
-    expect(workers.holding()).toEqual(["other:o", "third:p", "shared:ns1/d"]);
-    // ns2's key waits: its flow is at its cap, and the one idle worker is not lent.
+    // One short key ended: one seat beyond the cap, its share of six workers among three flows (2).
+    await workers.finish(10, "shared:ns1/a");
+    expect(workers.holding()).toEqual(["other:o", "third:p", "shared:ns1/b", "shared:ns1/c"]);
+    // ns2's key waits: its flow holds its share.
     queue.add("shared:ns2/x");
     await settle();
-    expect(workers.holding()).toEqual(["other:o", "third:p", "shared:ns1/d"]);
-    // Two workers come free; the flow may borrow (three short keys ended). ns1 is first in turn,
-    // at its part's cap: ns2's key, below its part's cap, goes first; then ns1 borrows.
-    await workers.finish(10, "other:o", "third:p");
-    expect(workers.holding()).toEqual(["shared:ns1/d", "shared:ns2/x", "shared:ns1/e"]);
+    expect(workers.holding()).toEqual(["other:o", "third:p", "shared:ns1/b", "shared:ns1/c"]);
+    // A seat of the flow comes free. ns1 is first in turn, at its part's cap: ns2's key, below its
+    // part's cap, goes, not ns1's next.
+    await workers.finish(10, "shared:ns1/b");
+    expect(workers.holding()).toEqual(["other:o", "third:p", "shared:ns1/c", "shared:ns2/x"]);
   });
 
   it("takes an edit before the resync keys of its flow, and moves a resync key edited meanwhile", async () => {
