@@ -4,6 +4,7 @@
  * {@link runOperator}; the integration tests call {@link buildOperator} to run the very same
  * wiring in-process.
  */
+import { connectionShares } from "./connection/share.ts";
 import { resourcePort } from "./kube/deployments.ts";
 import { eventsPort, KubeEventRecorder } from "./kube/events.ts";
 import { secretsPort } from "./kube/secrets.ts";
@@ -20,7 +21,6 @@ import { HealthServer } from "./serving/health.ts";
 import { VERSION } from "./version.ts";
 import { cachesReadiness, cachesSynced, informers, watchCaches } from "./wiring/caches.ts";
 import { connectionCheck } from "./wiring/connection-check.ts";
-import { connectionShares } from "./wiring/connection-share.ts";
 import { CLAIM_INDEX } from "./wiring/indexes.ts";
 import { installKey } from "./wiring/install-key.ts";
 import { kubeAccess } from "./wiring/kube-access.ts";
@@ -71,7 +71,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     reconcile: replica.guard(reconciler.reconcile),
     needLeaderElection: replica.leaderOnly,
     concurrency: config.concurrency,
-    // Each connection's share of the workers (wiring/connection-share.ts).
+    // Each connection's share of the workers (connection/share.ts).
     ...connectionShares(config, deployments, clock, logger),
     reconcileTimeoutMs: config.reconcileTimeoutMs,
     clock,

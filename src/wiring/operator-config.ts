@@ -142,10 +142,7 @@ export interface OperatorDeps {
   identity?: string;
 }
 
-/** `--max-reconciles-per-connection` when none is given: a quarter of `--concurrency`, rounded up. */
-export function defaultMaxReconcilesPerConnection(concurrency: number): number {
-  return Math.max(1, Math.ceil(concurrency / 4));
-}
+export { defaultMaxReconcilesPerConnection } from "../connection/share.ts";
 
 /**
  * The listing deadline when none is given: a minute, or half the resync period when that is

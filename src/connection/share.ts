@@ -19,7 +19,6 @@ import type { Clock } from "../runtime/clock.ts";
 import type { ControllerOptions } from "../runtime/controller.ts";
 import { parseObjectKey } from "../runtime/keys.ts";
 import type { FlowOf } from "../runtime/queue.ts";
-import { defaultMaxReconcilesPerConnection, type OperatorConfig } from "./operator-config.ts";
 
 /**
  * A resource is reported `WaitingForConnectionShare` once it has waited this long at its
@@ -67,7 +66,7 @@ export function connectionFlowOf(deployments: Pick<KubeDeployments, "get">): Flo
  * `WaitingForConnectionShare` until their reconcile, which writes its own, runs).
  */
 export function connectionShares(
-  config: Pick<OperatorConfig, "concurrency" | "maxReconcilesPerConnection">,
+  config: { concurrency: number; maxReconcilesPerConnection?: number | undefined },
   deployments: KubeDeployments,
   clock: Clock,
   logger: Logger,
@@ -91,6 +90,11 @@ export function connectionShares(
     borrowMs: SLOW_RECONCILE_MS,
     waiting: { afterMs: SHARE_WAIT_REPORT_MS, slowMs: SLOW_RECONCILE_MS, report },
   };
+}
+
+/** `--max-reconciles-per-connection` when none is given: a quarter of `--concurrency`, rounded up. */
+export function defaultMaxReconcilesPerConnection(concurrency: number): number {
+  return Math.max(1, Math.ceil(concurrency / 4));
 }
 
 /** The message of a resource waiting at its connection's cap. */
