@@ -1,7 +1,8 @@
 /**
  * A Bloom filter of names: what a holder keeps of names it does not hold, so that it never says
  * a name is absent that it was shown. The service snapshot keeps the names of a listing's
- * deployments that no resource claims in one (`reconcile/service/snapshot.ts`). Imports nothing.
+ * deployments that no resource claims in one (`reconcile/service/snapshot-reader.ts` fills it,
+ * `snapshot-store.ts` holds it). Imports nothing.
  */
 
 /**

@@ -9,12 +9,8 @@ import { claimOn } from "../../src/reconcile/claims.ts";
 import type { DeploymentListings } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { oneSession, ServiceSession } from "../../src/reconcile/service/session.ts";
-import {
-  idBatches,
-  ListingDeadlineError,
-  POLL_BATCH,
-  RemoteSnapshot,
-} from "../../src/reconcile/service/snapshot.ts";
+import { RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
+import { idBatches, ListingDeadlineError, POLL_BATCH } from "../../src/reconcile/service/snapshot-reader.ts";
 import { tellPaced } from "../../src/runtime/abort.ts";
 import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";

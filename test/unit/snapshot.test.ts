@@ -6,11 +6,8 @@ import type { Deployment, UnreadableDeployment } from "../../src/api/wire.ts";
 import type { DeploymentListings } from "../../src/reconcile/ports.ts";
 import { UnreadableDeploymentError } from "../../src/reconcile/service/lookup-errors.ts";
 import { RolloutPoller } from "../../src/reconcile/service/rollout-poller.ts";
-import {
-  ListingDeadlineError,
-  RemoteSnapshot,
-  UNREADABLE_KEPT,
-} from "../../src/reconcile/service/snapshot.ts";
+import { RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
+import { ListingDeadlineError, UNREADABLE_KEPT } from "../../src/reconcile/service/snapshot-reader.ts";
 import { type Clock, systemClock } from "../../src/runtime/clock.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { remote } from "./plan-fixtures.ts";

@@ -31,7 +31,7 @@
 import type { Deployment, UnreadableDeployment } from "../service-types.ts";
 import { isUuid } from "../service-types.ts";
 import { UnreadableDeploymentError } from "./lookup-errors.ts";
-import { idBatches, POLL_BATCH } from "./snapshot.ts";
+import { idBatches, POLL_BATCH } from "./snapshot-reader.ts";
 
 /**
  * The deployments whose ids are `ids` (`deployment_ids`, at most {@link POLL_BATCH}), every page
