@@ -42,7 +42,7 @@ export function subscribeExportTriggers(
 export function subscribeTriggers(
   deployments: Pick<KubeDeployments, "subscribe" | "byIndex">,
   secrets: Pick<KubeSecrets, "onChange">,
-  controller: Pick<Controller, "enqueue" | "forget">,
+  controller: Pick<Controller, "enqueue" | "enqueueAll" | "forget">,
   claimIndex: string,
   secretIndex: string,
 ): void {
@@ -54,7 +54,10 @@ export function subscribeTriggers(
   };
   deployments.subscribe({
     onAdd: (o) => {
-      controller.enqueue(keyOf(o));
+      // A settled resource (a start's list, a share moved or inherited) waits as a resync, behind
+      // every edit: one edit among 11,600 resources a failover hands over is not reconciled last.
+      if (settled(o)) controller.enqueueAll([keyOf(o)], 0);
+      else controller.enqueue(keyOf(o));
       // A resource that took the name when it had no rival may lose it to this one (created in
       // the same second, and first by name): it is judged again, and stalls on the conflict.
       rivalsOf(o);
@@ -71,6 +74,19 @@ export function subscribeTriggers(
   secrets.onChange((ref) => {
     for (const o of deployments.byIndex(secretIndex, objectKey(ref))) controller.enqueue(keyOf(o));
   });
+}
+
+/**
+ * Whether the operator has applied a resource's generation already (`status.observedGeneration`
+ * is its `metadata.generation`) and nobody asked to delete it: what is left of its reconcile is
+ * to look, not to carry out an edit. Enqueued on its add, such a resource waits in the work
+ * queue's resync line (`WorkQueue`: fresh work first), a resource edited or new in its fresh one.
+ */
+export function settled(o: DeploymentObject): boolean {
+  const { generation, deletionTimestamp } = o.metadata;
+  return (
+    generation !== undefined && o.status?.observedGeneration === generation && deletionTimestamp === undefined
+  );
 }
 
 /**

@@ -31,14 +31,27 @@ const recordKey = (r: LeaseRecord) =>
  * machines are never read, so skew between them is harmless.
  */
 export class RingMembership {
-  /** When each Lease's record last changed, by this process's clock. */
-  readonly #observed = new Map<string, { key: string; at: number }>();
+  /** When each Lease's record last changed, by this process's clock, and whether a replica held it. */
+  readonly #observed = new Map<string, { key: string; at: number; member: boolean }>();
+  #joinedAt: number | undefined;
 
   /** The Lease `lease` was seen (an event of the watch, or a reading) at `now`. */
   seen(lease: RingLease, now: number): void {
     const key = recordKey(lease.record);
     const seen = this.#observed.get(lease.name);
-    if (!seen || seen.key !== key) this.#observed.set(lease.name, { key, at: now });
+    if (seen && seen.key === key) return;
+    const holder = lease.record.holderIdentity;
+    const member = isReplicaName(lease.name) && holder !== "" && !holder.startsWith(SHARDER_HOLDER_PREFIX);
+    if (member && !seen?.member) this.#joinedAt = now;
+    this.#observed.set(lease.name, { key, at: now, member });
+  }
+
+  /**
+   * When this process last saw a member join: a replica's Lease it had not seen held by that
+   * replica (new, or held again after it was released or taken). Undefined before any.
+   */
+  get joinedAt(): number | undefined {
+    return this.#joinedAt;
   }
 
   /** Notes which records changed since the last call (and forgets Leases gone); returns `leases`. */

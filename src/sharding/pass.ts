@@ -130,6 +130,11 @@ export interface PassReport {
   denied: number;
   /** Label writes that lost a race (the resource changed since it was read): tried again next pass. */
   lost: number;
-  /** Label writes due but left for the next pass (more than {@link MAX_WRITES_PER_PASS}). */
+  /**
+   * Label writes due but left for the next pass (more than {@link MAX_WRITES_PER_PASS}, or
+   * planned by a ring that changed while the pass wrote).
+   */
   later: number;
+  /** The live members changed while the pass wrote: it stopped writing, the next plans again. */
+  ringChanged: boolean;
 }

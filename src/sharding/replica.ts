@@ -293,6 +293,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
         self: name,
         leaseDurationMs: le.leaseDurationMs,
         renewDeadlineMs: le.renewDeadlineMs,
+        retryPeriodMs: le.retryPeriodMs,
         onPass: (_live, counts) => metrics.owners(counts),
         ...(seed ? { ringSeed: seed } : {}),
         clock,

@@ -154,6 +154,32 @@ export class PassSchedule {
   }
 }
 
+/**
+ * Resolves once the ring has been quiet for `quietMs` (no member joined for that long, by
+ * `membership`'s record of this process's Lease watch), or `boundMs` after `startedAt`, whichever
+ * comes first (or when `signal` aborts). A new sharder's first pass waits for it: replicas started
+ * together create their Leases within a renew period of one another, and a pass planned by a ring
+ * of the first one alone labels most resources for it, to drain them again a moment later (two
+ * writes, and a lookup by id on each side, per resource). A leader elected long after the members
+ * joined (a failover) does not wait.
+ */
+export async function ringSettled(o: {
+  membership: Pick<RingMembership, "joinedAt">;
+  clock: Clock;
+  startedAt: number;
+  quietMs: number;
+  boundMs: number;
+  signal: AbortSignal;
+}): Promise<void> {
+  const bound = o.startedAt + o.boundMs;
+  while (!o.signal.aborted) {
+    const now = o.clock.now();
+    const due = Math.min(bound, (o.membership.joinedAt ?? Number.NEGATIVE_INFINITY) + o.quietMs);
+    if (due <= now) return;
+    await o.clock.sleep(due - now, o.signal).catch(() => undefined);
+  }
+}
+
 /** Options of {@link sharderRunnable}. */
 export interface SharderRunOptions<R extends ShardRecord> {
   /** A new store of every resource in scope, for one leadership term. */
@@ -173,6 +199,8 @@ export interface SharderRunOptions<R extends ShardRecord> {
   self: string;
   leaseDurationMs: number;
   renewDeadlineMs: number;
+  /** How often a member renews its Lease: how long the ring stays quiet before a first pass. */
+  retryPeriodMs: number;
   onPass(live: readonly string[], owned: ReadonlyMap<string, number>): void;
   /** The ring's key (the install key), awaited before the sharder starts; none: an unkeyed ring. */
   ringSeed?: (signal: AbortSignal) => Promise<Uint8Array>;
@@ -187,6 +215,7 @@ export function sharderRunnable<R extends ShardRecord>(o: SharderRunOptions<R>):
     name: "sharder",
     needLeaderElection: true,
     start: async (signal) => {
+      const startedAt = clock.now();
       const ringSeed = o.ringSeed ? await o.ringSeed(signal).catch(() => undefined) : undefined;
       // No key: the key's runnable failed (and stops the manager) or this term is over.
       if (o.ringSeed && ringSeed === undefined) return;
@@ -256,6 +285,9 @@ export function sharderRunnable<R extends ShardRecord>(o: SharderRunOptions<R>):
       try {
         await untilAborted(Promise.all([resources.synced, leases.synced]), signal);
         if (resources.hasSynced()) users.changed(undefined);
+        // The whole Lease list seen, and no member joining for a renew period: see ringSettled.
+        const { membership, retryPeriodMs: quietMs, leaseDurationMs: boundMs } = o;
+        await ringSettled({ membership, clock, startedAt, quietMs, boundMs, signal });
         logger.info("sharder started");
         while (!signal.aborted) {
           try {
@@ -266,6 +298,7 @@ export function sharderRunnable<R extends ShardRecord>(o: SharderRunOptions<R>):
             if (
               report.lost > 0 ||
               report.held.length > 0 ||
+              report.ringChanged ||
               (report.later > 0 && report.assigned + report.drained > 0)
             )
               poke();

@@ -108,6 +108,11 @@ class LabelStates {
  */
 const SWEEP_EVERY_PASSES = 32;
 
+/** Whether two sorted member lists are the same. */
+function sameMembers(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((m, i) => m === b[i]);
+}
+
 /** See the module comment. {@link pass} is one reconciliation of every resource. */
 export class Sharder<R extends ShardedResource = ShardedResource> {
   readonly #opts: SharderOptions<R>;
@@ -217,11 +222,19 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     const inheritance: Inheritance = { members: live, leader: this.#opts.self };
     for (const name of [...toHold].slice(0, MAX_TAKES_PER_PASS))
       if (await this.#holds.take(name, leases.get(name), signal, inheritance)) held.push(name);
+    // Writes planned by a ring that changed meanwhile (a member joined or expired) are not made:
+    // each would place a resource where the next pass may place it elsewhere, a second write.
+    let stale = 0;
+    const ringChanged = () => stale > 0 || !sameMembers(this.#ring.live(ports.leases(), clock.now()), live);
     const written =
       held.length > 0
         ? undefined
         : await runWrites(ordered, {
-            write: (planned, s) => this.#write(planned, live, leases, s),
+            write: async (planned, s) => {
+              if (!ringChanged()) return this.#write(planned, live, leases, s);
+              stale += 1;
+              return "skipped";
+            },
             concurrency: this.#opts.concurrency ?? 8,
             signal,
             logger: this.#opts.logger,
@@ -239,7 +252,8 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
       deferred: chosen.deferred,
       denied: written?.denied ?? 0,
       lost: written?.lost ?? 0,
-      later: found.later + budget.later + later + (written ? 0 : ordered.length),
+      later: found.later + budget.later + later + (written ? stale : ordered.length),
+      ringChanged: stale > 0,
     };
   }
 

@@ -26,7 +26,7 @@ import {
  */
 export function subscribeAll(
   caches: Caches,
-  deploymentController: Pick<Controller, "enqueue" | "forget">,
+  deploymentController: Pick<Controller, "enqueue" | "enqueueAll" | "forget">,
   connectionController: Pick<Controller, "enqueue" | "forget">,
 ): void {
   const { deployments, secrets, namespaces } = caches;

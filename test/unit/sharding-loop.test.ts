@@ -1,7 +1,13 @@
 // When the leader's sharder passes (src/sharding/sharder-loop.ts): after a short gap, at once
 // after a change, else at the period or the next Lease expiry, and never once stopped.
 import { describe, expect, it } from "vitest";
-import { PassSchedule, SHARDER_MIN_GAP_MS, SHARDER_PERIOD_MS } from "../../src/sharding/sharder-loop.ts";
+import { RingMembership } from "../../src/sharding/membership.ts";
+import {
+  PassSchedule,
+  ringSettled,
+  SHARDER_MIN_GAP_MS,
+  SHARDER_PERIOD_MS,
+} from "../../src/sharding/sharder-loop.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 /** Lets the promise callbacks run. */
@@ -64,5 +70,108 @@ describe("the sharder's schedule", () => {
     stop.abort();
     await stopped;
     expect(clock.pending).toBe(0);
+  });
+});
+
+// A new sharder's first pass: once the ring has been quiet for a renew period (no member joined
+// in this process's Lease watch), at most a Lease duration after the sharder started.
+describe("the sharder's first pass", () => {
+  const RENEW_MS = 2_000;
+  const LEASE_MS = 15_000;
+  const lease = (name: string, holder: string, renewAt: number) => ({
+    name,
+    resourceVersion: String(renewAt),
+    record: {
+      holderIdentity: holder,
+      leaseDurationSeconds: LEASE_MS / 1000,
+      acquireTime: new Date(0),
+      renewTime: new Date(renewAt),
+      leaseTransitions: 0,
+    },
+  });
+
+  /** Runs the wait from time 0, with `joins` (member, time) seen by the watch: when it ends. */
+  async function firstPassAt(joins: Array<[string, number]>, stopAt?: number): Promise<number | undefined> {
+    const clock = new ManualClock();
+    const membership = new RingMembership();
+    const stop = new AbortController();
+    const pending = [...joins];
+    const seeDue = () => {
+      while (pending.length > 0 && (pending[0]?.[1] ?? 0) <= clock.now()) {
+        const [name] = pending.shift() ?? [""];
+        membership.seen(lease(name, `${name}_id`, clock.now()), clock.now());
+      }
+    };
+    seeDue();
+    let due: number | undefined;
+    void ringSettled({
+      membership,
+      clock,
+      startedAt: 0,
+      quietMs: RENEW_MS,
+      boundMs: LEASE_MS,
+      signal: stop.signal,
+    }).then(() => {
+      due = clock.now();
+    });
+    for (let t = 0; t <= 2 * LEASE_MS; t += 100) {
+      if (t === stopAt) stop.abort();
+      await settle();
+      if (due !== undefined) break;
+      clock.advance(100);
+      seeDue();
+    }
+    return due;
+  }
+
+  it.each([
+    {
+      case: "replicas starting together: a renew period after the last one joined",
+      joins: [
+        ["a", 0],
+        ["b", 700],
+        ["c", 1_500],
+      ] as Array<[string, number]>,
+      due: 3_500,
+    },
+    {
+      case: "its own Lease alone: a renew period after it",
+      joins: [["a", 0]] as Array<[string, number]>,
+      due: RENEW_MS,
+    },
+    {
+      case: "members joining without a pause: a Lease duration after it started",
+      joins: Array.from({ length: 20 }, (_, i) => [`m${i}`, i * 1_000] as [string, number]),
+      due: LEASE_MS,
+    },
+  ])("$case", async ({ joins, due }) => {
+    expect(await firstPassAt(joins)).toBe(due);
+  });
+
+  it("at once on a leader elected after the ring was quiet (a failover)", async () => {
+    const clock = new ManualClock({ start: 60_000 });
+    const membership = new RingMembership();
+    for (const m of ["a", "b", "c"]) membership.seen(lease(m, `${m}_id`, 0), 0);
+    // Renewals and a Lease taken by a sharder are no joins.
+    membership.seen(lease("a", "a_id", 59_000), 59_000);
+    membership.seen(lease("c", "sharder/b_1", 59_500), 59_500);
+    expect(membership.joinedAt).toBe(0);
+    const stop = new AbortController();
+    await ringSettled({
+      membership,
+      clock,
+      startedAt: clock.now(),
+      quietMs: RENEW_MS,
+      boundMs: LEASE_MS,
+      signal: stop.signal,
+    });
+    expect(clock.now()).toBe(60_000);
+    // A replica restarted and holding its Lease again is a join.
+    membership.seen(lease("c", "c_id2", 60_000), 60_000);
+    expect(membership.joinedAt).toBe(60_000);
+  });
+
+  it("ends when stopped", async () => {
+    expect(await firstPassAt([["a", 0]], 500)).toBe(500);
   });
 });

@@ -225,6 +225,31 @@ describe("the sharder", () => {
     for (const r of w.resources.values()) expect(w.owner(r.key)).toBe(ownerOf(r.claim, ["a", "b", "c"]));
   });
 
+  it("stops writing once the ring it planned by changes: a member joining mid-pass gets its share placed once", async () => {
+    // Started alone (the others' Leases not seen yet), the pass would label every resource for
+    // "a" and the next would drain two thirds of them again.
+    const w = new World();
+    w.renew("a");
+    w.add(300);
+    const sharder = w.sharder();
+    w.beforeWrite = () => {
+      if (w.tried.length === 10) for (const m of ["b", "c"]) w.renew(m);
+    };
+    const first = await sharder.pass(signal);
+    // The ten writes started before the join (the tenth's own included) and those already in flight.
+    expect(first.ringChanged).toBe(true);
+    expect(first.assigned).toBeLessThan(20);
+    expect(first.assigned + first.later).toBe(300);
+    const second = await sharder.pass(signal);
+    expect(second.live).toEqual(["a", "b", "c"]);
+    expect(second.ringChanged).toBe(false);
+    w.acknowledgeDrains();
+    await sharder.pass(signal);
+    for (const r of w.resources.values()) expect(w.owner(r.key)).toBe(ownerOf(r.claim, ["a", "b", "c"]));
+    // Every resource written once, but those few of "a"'s first writes that "b" or "c" now own.
+    expect(w.tried.length).toBeLessThan(300 + 20);
+  });
+
   it("writes at most a thousand labels per pass, and the next passes go on", async () => {
     const w = new World();
     for (const m of ["a", "b", "c"]) w.renew(m);

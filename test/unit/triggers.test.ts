@@ -5,6 +5,7 @@ import type { KubeObject } from "../../src/kube/object.ts";
 import type { ReflectorHandlers } from "../../src/kube/reflector.ts";
 import { specOrMetaChanged, subscribeTriggers } from "../../src/kube/triggers.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
+import { WorkQueue } from "../../src/runtime/queue.ts";
 
 // Which updates of a Deployment resource bring a reconcile: anything but the operator's own
 // status writes and its own finalizer being added.
@@ -81,9 +82,10 @@ describe("subscribeTriggers", () => {
       metadata: { name, namespace: "team", generation: 1, resourceVersion: "1" },
       spec: { name: serviceName, source: "internal_docker" },
     }) as DeploymentObject;
-  function world(stored: DeploymentObject[]) {
+  function world(stored: DeploymentObject[], queue?: WorkQueue) {
     let handlers: ReflectorHandlers<DeploymentObject> = {};
     const enqueued: string[] = [];
+    const resyncs: string[] = [];
     subscribeTriggers(
       {
         subscribe: (h) => {
@@ -93,12 +95,24 @@ describe("subscribeTriggers", () => {
         byIndex: (index, value) => (index === "claim" ? stored.filter((o) => claimOf(o) === value) : []),
       },
       { onChange: () => () => {} },
-      { enqueue: (key) => enqueued.push(key), forget: () => {} },
+      {
+        enqueue: (key) => {
+          enqueued.push(key);
+          queue?.add(key);
+        },
+        enqueueAll: (keys, spreadMs) => {
+          resyncs.push(...keys);
+          queue?.addSpread(keys, spreadMs);
+        },
+        forget: () => {},
+      },
       "claim",
       "secret",
     );
-    return { handlers, enqueued };
+    return { handlers, enqueued, resyncs };
   }
+  const settledAt = (o: DeploymentObject, observedGeneration: number): DeploymentObject =>
+    ({ ...o, status: { observedGeneration } }) as DeploymentObject;
 
   it("enqueues the rivals of an added resource: one that took the name alone may lose it now", () => {
     const old = resource("p0-old", "shared");
@@ -121,5 +135,38 @@ describe("subscribeTriggers", () => {
     const { handlers, enqueued } = world([added]);
     handlers.onAdd?.(added);
     expect(enqueued).toEqual(["team/solo"]);
+  });
+
+  it("enqueues a settled resource's add as a resync, an edited, new or deleted one's as fresh work", () => {
+    const settled = settledAt(resource("settled", "a"), 1);
+    const edited = settledAt(
+      { ...resource("edited", "b"), metadata: { ...settled.metadata, name: "edited", generation: 2 } },
+      1,
+    );
+    const fresh = resource("new", "c");
+    const deleting = settledAt(
+      {
+        ...resource("deleting", "d"),
+        metadata: { ...settled.metadata, name: "deleting", deletionTimestamp: "2030-01-01T00:00:00Z" },
+      },
+      1,
+    );
+    const { handlers, enqueued, resyncs } = world([]);
+    for (const o of [settled, edited, fresh, deleting]) handlers.onAdd?.(o);
+    expect(resyncs).toEqual(["team/settled"]);
+    expect(enqueued).toEqual(["team/edited", "team/new", "team/deleting"]);
+  });
+
+  it("reconciles an inherited share's edits before its settled resources, whatever the order they came in", async () => {
+    // A failover hands over thousands at once, listed in name order: the edit is among the last.
+    const queue = new WorkQueue();
+    const { handlers } = world([], queue);
+    for (let i = 0; i < 100; i++)
+      handlers.onAdd?.(settledAt(resource(`r${String(i).padStart(3, "0")}`, `s${i}`), 1));
+    const edited = resource("r100", "s100");
+    handlers.onAdd?.(settledAt({ ...edited, metadata: { ...edited.metadata, generation: 2 } }, 1));
+    expect(await queue.get()).toBe("team/r100");
+    expect(await queue.get()).toBe("team/r000");
+    queue.shutDown();
   });
 });
