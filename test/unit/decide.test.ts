@@ -18,6 +18,7 @@ import { conclude, settle } from "../../src/reconcile/conclude.ts";
 import { cleansUpOnDelete, decide } from "../../src/reconcile/decide.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import type { DecideSpec, Decision, Executed, Observation } from "../../src/reconcile/run.ts";
+import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import { BODY, SPEC } from "../support/agent-fixture.ts";
 import { applyCreate } from "./plan-fixtures.ts";
 
@@ -735,6 +736,150 @@ describe("the reconciler's table, as rows of decide, settle and conclude (no por
     expect(events).toEqual([]);
     expect(conditions).toEqual({ Ready: "True/Available", Synced: "True/ReconcileSuccess" });
     expect(next).toEqual({ kind: "done", intervalMs: 120_000 });
+  });
+
+  /** A secret read from the Secret `agent-keys`, and the values it held before and after a rotation. */
+  const API_KEY_FROM_SECRET = {
+    name: "API_KEY",
+    valueFrom: { secretKeyRef: { name: "agent-keys", key: "api" } },
+  };
+  const OLD_KEY = "sk-old-0123456789";
+  const NEW_KEY = "sk-new-9876543210";
+  const withSecret = resource({ secrets: [API_KEY_FROM_SECRET] });
+  /** What observe sees of `spec` once the Secret holds `value`: the deployment `deployment`. */
+  const seenWithSecret = (spec: DecideSpec, value: string, deployment: Deployment): Observation => ({
+    ...seen(resource(), deployment),
+    desired: desiredFromSpec(spec.spec, "agent", { secretData: { "agent-keys": { api: value } } }),
+  });
+  const OLD_HASH = hashSecrets([{ name: "API_KEY", value: OLD_KEY }]);
+  /** {@link withSecret} edited to a new image. */
+  const editedWithSecret = edited({ secrets: [API_KEY_FROM_SECRET], ...IMAGE_2 });
+  /** The deployment holding the secret `API_KEY` (the service shows names, never values). */
+  const WITH_KEY: Deployment = { ...DEPLOYED, secrets: [{ name: "API_KEY" }] };
+  const R2 = "22222222-2222-4222-8222-222222222222";
+  /** The conditions of a resource whose new revision is rolling out. */
+  const ROLLING_OUT = {
+    Ready: "False/RolloutInProgress",
+    Synced: "True/ReconcileSuccess",
+    Reconciling: "True/RolloutInProgress",
+  };
+  /** What a PATCH making a revision answered: its new revision latest, not active yet. */
+  const rolling = (deployment: Deployment): Executed => ({
+    kind: "sent",
+    sent: {
+      deployment: { ...deployment, latest_revision_id: R2 },
+      revision: { kind: "patched" },
+      history: undefined,
+    },
+  });
+  const drifted: Deployment = {
+    ...DEPLOYED,
+    source_config: { ...DEPLOYED.source_config, custom_url: "https://elsewhere.example" },
+  };
+
+  /** What a PATCH making a revision comes to: Updated, rolling out, looked at after the poll period. */
+  const ROLLING_OUT_AFTER_PATCH = {
+    events: ["Normal/Updated"],
+    conditions: ROLLING_OUT,
+    next: { kind: "requeueAfter", ms: 5_000 },
+  };
+
+  interface ArmRow {
+    name: string;
+    spec: DecideSpec;
+    observation: Observation;
+    status: DeploymentResourceStatus;
+    /** What execute returned for the decision's write (none: nothing written). */
+    executed?: Executed;
+    /** The body the decision sends, exactly (none: nothing sent). */
+    body: unknown;
+    events: string[];
+    conditions: Record<string, string>;
+    /** The status concluded, as far as stated. */
+    concluded: Partial<DeploymentResourceStatus>;
+    /** Fields the concluded status leaves out. */
+    absent?: (keyof DeploymentResourceStatus)[];
+    next: unknown;
+  }
+  const ARM: ArmRow[] = [
+    {
+      name: "a deployment the listing shows by name is adopted: recorded as ours, nothing sent, no create intent",
+      spec: resource(),
+      observation: seen(resource(), DEPLOYED, { adopted: true }),
+      status: {},
+      body: undefined,
+      events: ["Normal/Adopted"],
+      conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+      concluded: { deploymentId: DEPLOYED.id },
+      absent: ["createRequestedAt"],
+      next: { kind: "done" },
+    },
+    {
+      name: "someone changed the service after the spec was applied: one PATCH puts the spec's value back, DriftCorrected",
+      spec: resource(),
+      observation: seen(resource(), drifted),
+      status: SETTLED,
+      executed: {
+        kind: "sent",
+        sent: { deployment: DEPLOYED, revision: { kind: "patched" }, history: undefined },
+      },
+      body: { source_config: { custom_url: "https://agent.example" } },
+      events: ["Normal/DriftCorrected"],
+      conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+      concluded: { deploymentId: DEPLOYED.id },
+      next: { kind: "done" },
+    },
+    {
+      name: "a new image is one PATCH making a revision: rolling out, looked at again after the poll period",
+      spec: edited(IMAGE_2),
+      observation: seen(edited(IMAGE_2), DEPLOYED),
+      status: SETTLED,
+      executed: rolling(DEPLOYED),
+      body: { source_revision_config: { image_uri: "repo/agent:2" } },
+      ...ROLLING_OUT_AFTER_PATCH,
+      concluded: { observedGeneration: 2, appliedGeneration: 2 },
+    },
+    {
+      name: "an edited spec whose Secrets are in line sends only what changed: no secrets in the PATCH",
+      spec: editedWithSecret,
+      observation: seenWithSecret(editedWithSecret, OLD_KEY, WITH_KEY),
+      status: { ...SETTLED, appliedSecretsHash: OLD_HASH },
+      executed: rolling(WITH_KEY),
+      body: { source_revision_config: { image_uri: "repo/agent:2" } },
+      ...ROLLING_OUT_AFTER_PATCH,
+      concluded: { appliedSecretsHash: OLD_HASH },
+    },
+    {
+      name: "a rotated Secret value is sent in one PATCH and recorded as a hash, never as a value",
+      spec: withSecret,
+      observation: seenWithSecret(withSecret, NEW_KEY, WITH_KEY),
+      status: { ...SETTLED, appliedSecretsHash: OLD_HASH },
+      executed: rolling(WITH_KEY),
+      body: { secrets: [{ name: "API_KEY", value: NEW_KEY }] },
+      ...ROLLING_OUT_AFTER_PATCH,
+      concluded: { appliedSecretsHash: hashSecrets([{ name: "API_KEY", value: NEW_KEY }]) },
+    },
+  ];
+
+  it.each(ARM)("$name", (row) => {
+    const { decision, events, conditions, status, next } = applied(
+      row.spec,
+      row.observation,
+      row.status,
+      row.executed,
+    );
+    expect(decision.write?.kind === "send" ? decision.write.plan.body : decision.write?.kind).toEqual(
+      row.body,
+    );
+    // Recorded in order: the decision's events before the write, then what the write came to.
+    expect([...decision.events.map((e) => `${e.type}/${e.reason}`), ...events]).toEqual(row.events);
+    expect(conditions).toEqual(row.conditions);
+    expect(status).toMatchObject(row.concluded);
+    for (const field of row.absent ?? []) expect(status[field]).toBeUndefined();
+    expect(next).toEqual(row.next);
+    // Values are never shown: neither the status nor the events carry a secret's value.
+    const shown = JSON.stringify([status, decision.events, decision.after]);
+    for (const value of [OLD_KEY, NEW_KEY]) expect(shown).not.toContain(value);
   });
 });
 
