@@ -15,10 +15,10 @@ import {
   type DeploymentSpec,
 } from "../../src/crd/schema.ts";
 import { conclude, settle } from "../../src/reconcile/conclude.ts";
-import { cleansUpOnDelete, decide } from "../../src/reconcile/decide.ts";
+import { cleansUpOnDelete, type DecideSettings, decide } from "../../src/reconcile/decide.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import type { DecideSpec, Decision, Executed, Observation } from "../../src/reconcile/run.ts";
-import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
+import { hashSecrets, keyedSecretDigest } from "../../src/reconcile/secret-hash.ts";
 import { BODY, SPEC } from "../support/agent-fixture.ts";
 import { applyCreate } from "./plan-fixtures.ts";
 
@@ -639,8 +639,9 @@ function applied(
   observation: Observation,
   status: DeploymentResourceStatus,
   executed?: Executed,
+  settings: DecideSettings = SETTINGS,
 ) {
-  const decision = decide(spec, observation, status, NOW, SETTINGS);
+  const decision = decide(spec, observation, status, NOW, settings);
   const { decided, events } = settle(spec, status, decision, executed);
   const { status: next, next: action } = conclude({
     obj: { ...spec, status } as StoredResource,
@@ -752,11 +753,17 @@ describe("the reconciler's table, as rows of decide, settle and conclude (no por
     desired: desiredFromSpec(spec.spec, "agent", { secretData: { "agent-keys": { api: value } } }),
   });
   const OLD_HASH = hashSecrets([{ name: "API_KEY", value: OLD_KEY }]);
+  /** The secrets' digests keyed with an install key. */
+  const KEYED = keyedSecretDigest(Buffer.alloc(32, 5));
   /** {@link withSecret} edited to a new image. */
   const editedWithSecret = edited({ secrets: [API_KEY_FROM_SECRET], ...IMAGE_2 });
   /** The deployment holding the secret `API_KEY` (the service shows names, never values). */
   const WITH_KEY: Deployment = { ...DEPLOYED, secrets: [{ name: "API_KEY" }] };
   const R2 = "22222222-2222-4222-8222-222222222222";
+  const R1 = DEPLOYED.latest_revision_id ?? "";
+  const R9 = "99999999-9999-4999-8999-999999999999";
+  /** {@link WITH_KEY} after someone removed its secret: the service made revision R9 of it. */
+  const LOST: Deployment = { ...DEPLOYED, secrets: [], latest_revision_id: R9, active_revision_id: R9 };
   /** The conditions of a resource whose new revision is rolling out. */
   const ROLLING_OUT = {
     Ready: "False/RolloutInProgress",
@@ -789,6 +796,8 @@ describe("the reconciler's table, as rows of decide, settle and conclude (no por
     spec: DecideSpec;
     observation: Observation;
     status: DeploymentResourceStatus;
+    /** The operator's settings, when not {@link SETTINGS}. */
+    settings?: DecideSettings;
     /** What execute returned for the decision's write (none: nothing written). */
     executed?: Executed;
     /** The body the decision sends, exactly (none: nothing sent). */
@@ -850,6 +859,38 @@ describe("the reconciler's table, as rows of decide, settle and conclude (no por
       concluded: { appliedSecretsHash: OLD_HASH },
     },
     {
+      name: "a plain digest recorded before the install key, the values unchanged: nothing sent, the keyed digest recorded",
+      spec: withSecret,
+      observation: seenWithSecret(withSecret, OLD_KEY, WITH_KEY),
+      status: { ...SETTLED, appliedSecretsHash: OLD_HASH },
+      settings: { ...SETTINGS, secretDigest: KEYED },
+      body: undefined,
+      events: [],
+      conditions: { Ready: "True/Available", Synced: "True/ReconcileSuccess" },
+      concluded: { appliedSecretsHash: KEYED.digest([{ name: "API_KEY", value: OLD_KEY }]) },
+      next: { kind: "done" },
+    },
+    {
+      name: "the service lost a secret (a revision someone else made): named once, and the secrets sent again",
+      spec: withSecret,
+      observation: seenWithSecret(withSecret, OLD_KEY, LOST),
+      status: {
+        ...SETTLED,
+        appliedSecretsHash: OLD_HASH,
+        appliedGeneration: 1,
+        latestRevisionId: R1,
+        revisionHistory: [{ id: R1 }],
+      },
+      executed: rolling(LOST),
+      body: { secrets: [{ name: "API_KEY", value: OLD_KEY }] },
+      ...ROLLING_OUT_AFTER_PATCH,
+      events: ["Warning/ExternalRevision", "Normal/Updated"],
+      concluded: {
+        appliedSecretsHash: OLD_HASH,
+        externalRevision: { id: R9, seenAt: "2030-01-01T00:00:00Z" },
+      },
+    },
+    {
       name: "a rotated Secret value is sent in one PATCH and recorded as a hash, never as a value",
       spec: withSecret,
       observation: seenWithSecret(withSecret, NEW_KEY, WITH_KEY),
@@ -867,6 +908,7 @@ describe("the reconciler's table, as rows of decide, settle and conclude (no por
       row.observation,
       row.status,
       row.executed,
+      row.settings,
     );
     expect(decision.write?.kind === "send" ? decision.write.plan.body : decision.write?.kind).toEqual(
       row.body,

@@ -1029,7 +1029,7 @@ const cases: Case[] = [
   },
   {
     reason:
-      "a plain digest recorded before the install key: the Secrets are read once more, nothing is sent, and the keyed digest recorded",
+      "a plain digest recorded before the install key: the Secrets are read once more, then not again (what is sent and recorded: decide.test.ts)",
     arrange: async (w) => {
       await settledWithSecret(w);
       expect(w.resources.stored(REF)?.status?.appliedSecretsHash).toBe(hashSecrets([SETTLED_SECRET]));
@@ -1077,7 +1077,8 @@ const cases: Case[] = [
     },
   },
   {
-    reason: "the service lost a secret: the names differ, so the Secrets are read and the secrets sent again",
+    reason:
+      "the service lost a secret: the names differ, so the Secrets are read (what is sent and said: decide.test.ts)",
     arrange: async (w) => {
       const deployment = await settledWithSecret(w);
       w.service.store.drift(deployment.id, { secrets: [] });
