@@ -5,6 +5,8 @@
  * second watch of its resources (the `inherit` port), kept while the Lease stays so.
  */
 import type { Logger } from "pino";
+import { Backoff } from "../runtime/backoff.ts";
+import type { Clock } from "../runtime/clock.ts";
 import { encodeInheritance, heirOf, type Inheritance, lastHeir, sameInheritance } from "./inheritance.ts";
 import { SHARDER_HOLDER_PREFIX } from "./labels.ts";
 import type { RingLease } from "./membership.ts";
@@ -137,4 +139,36 @@ export class Heirs {
     for (const { stop } of this.#running.values()) stop.abort();
     this.#running.clear();
   }
+}
+
+/** The retries of {@link readSeedForHeirs}: 1 s doubling to 30 s, jittered. */
+export const SEED_RETRY = new Backoff({ baseMs: 1_000, maxMs: 30_000 });
+
+/**
+ * The ring's key for the inherited watches, read again after each failure ({@link SEED_RETRY})
+ * until it is had; undefined once `signal` aborts. Each failure is logged at warn: meanwhile the
+ * replica inherits nothing, though records may name it as an heir (its share then waits for the
+ * sharder's labels).
+ */
+export async function readSeedForHeirs(
+  seed: (signal: AbortSignal) => Promise<Uint8Array>,
+  signal: AbortSignal,
+  clock: Pick<Clock, "sleep">,
+  logger: Logger,
+  backoff: Backoff = SEED_RETRY,
+): Promise<Uint8Array | undefined> {
+  for (let attempt = 0; !signal.aborted; attempt += 1) {
+    try {
+      return await seed(signal);
+    } catch (err) {
+      if (signal.aborted) return undefined;
+      const retryMs = backoff.delayMs(attempt);
+      logger.warn(
+        { err, failures: attempt + 1, retryMs },
+        "could not read the ring's key: inheriting no dead replica's share until it is read (records may name this replica as an heir; its share waits for the sharder's labels meanwhile)",
+      );
+      await clock.sleep(retryMs, signal).catch(() => undefined);
+    }
+  }
+  return undefined;
 }

@@ -2,10 +2,11 @@
 // claim, the sharder's step for a held owner's resource, which Leases give a replica a share, the
 // second watches started and stopped, and the replica's own Lease never taken back from a sharder.
 import { pino } from "pino";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { Backoff } from "../../src/runtime/backoff.ts";
 import { LeaseConflictError, type LeasePort, type LeaseRecord } from "../../src/runtime/leader.ts";
 import { type MemberState, nextAction, type RingView } from "../../src/sharding/assignment.ts";
-import { Heirs, heldRecord, inheritanceChain } from "../../src/sharding/heirs.ts";
+import { Heirs, heldRecord, inheritanceChain, readSeedForHeirs } from "../../src/sharding/heirs.ts";
 import {
   decodeInheritance,
   encodeInheritance,
@@ -406,5 +407,46 @@ describe("the replica's own Lease", () => {
     expect(await other.get(signal)).toBeUndefined();
     await other.create(record("d_2"), signal);
     expect(fresh.state.created).toBe(1);
+  });
+});
+
+describe("the ring's key of the inherited watches", () => {
+  it("is read again after each failure, with a warning, until it is had", async () => {
+    const clock = new ManualClock({ start: 0 });
+    const warnings: unknown[] = [];
+    const log = pino({ level: "warn" }, { write: (line: string) => warnings.push(JSON.parse(line)) });
+    let reads = 0;
+    const read = async () => {
+      reads += 1;
+      if (reads < 3) throw new Error("secrets is forbidden");
+      return seed;
+    };
+    const backoff = new Backoff({ baseMs: 1_000, maxMs: 30_000, jitter: 0 });
+    const had = readSeedForHeirs(read, new AbortController().signal, clock, log, backoff);
+    await vi.waitFor(() => expect(clock.sleeps).toEqual([1_000]));
+    expect(warnings).toHaveLength(1);
+    clock.advance(1_000);
+    await vi.waitFor(() => expect(clock.sleeps).toEqual([1_000, 2_000]));
+    clock.advance(2_000);
+    expect(await had).toBe(seed);
+    expect(reads).toBe(3);
+    expect(warnings.map((w) => (w as { failures: number }).failures)).toEqual([1, 2]);
+  });
+
+  it("stops being read when the replica stops", async () => {
+    const clock = new ManualClock({ start: 0 });
+    const stop = new AbortController();
+    const had = readSeedForHeirs(
+      async () => {
+        throw new Error("secrets is forbidden");
+      },
+      stop.signal,
+      clock,
+      logger,
+    );
+    await vi.waitFor(() => expect(clock.sleeps).toHaveLength(1));
+    stop.abort();
+    expect(await had).toBeUndefined();
+    expect(clock.pending).toBe(0);
   });
 });
