@@ -106,8 +106,9 @@ export function heirOfHeld(owner: string, claim: string, ring: RingView): string
 /**
  * The step for a resource of the held `owner`: to the heir of the chain its Lease's ring starts
  * ({@link heirOfHeld}: who reconciles it already: a label for it alone, a later move being a
- * drain as for any live owner), unless that heir is gone too (its Lease taken first; held without
- * a ring of its own, nobody inherited from it: the ring's choice).
+ * drain as for any live owner), unless that heir is gone too (its Lease taken first; held, the
+ * chain ending there: its Lease carries no ring, so nobody inherited from it, or the ring of now,
+ * whose heir is the ring's choice: the ring's choice either way).
  */
 function offHeld(claim: string, owner: string, ring: RingView, desired: string): ShardAction {
   const heir = heirOfHeld(owner, claim, ring);
