@@ -7,6 +7,7 @@
  * resourceVersion precondition), or by being down, which the sharder only acts on after it took
  * the owner's Lease (so that replica can neither renew it nor write: its fence expired first).
  */
+import { lastHeir } from "./inheritance.ts";
 import { ownerOf } from "./ring.ts";
 
 /** The shard labels of one resource. */
@@ -91,12 +92,26 @@ export function nextAction(
 }
 
 /**
- * The step for a resource of the held `owner`: to the heir its Lease's ring names (who reconciles
- * it already: a label for it alone, a later move being a drain as for any live owner), unless that
- * heir is gone too (its Lease taken first, then the ring's choice).
+ * The heir of the held `owner`'s resources of `claim`: the heir its Lease's ring names, or, when
+ * that heir is held too and its own Lease carries a ring, that ring's heir, and so on
+ * (`lastHeir`): the survivor that inherits them (every survivor follows the same chain). Undefined
+ * when the Lease carries no ring, its heir is the ring's choice now, or the chain loops.
+ */
+export function heirOfHeld(owner: string, claim: string, ring: RingView): string | undefined {
+  return lastHeir(owner, (member) =>
+    member === owner || ring.state(member) === "held" ? ring.heir?.(member, claim) : undefined,
+  );
+}
+
+/**
+ * The step for a resource of the held `owner`: to the heir of the chain its Lease's ring starts
+ * ({@link heirOfHeld}: who reconciles it already: a label for it alone, a later move being a
+ * drain as for any live owner), unless that heir is gone too (its Lease taken first; held, the
+ * chain ending there: its Lease carries no ring, so nobody inherited from it, or the ring of now,
+ * whose heir is the ring's choice: the ring's choice either way).
  */
 function offHeld(claim: string, owner: string, ring: RingView, desired: string): ShardAction {
-  const heir = ring.heir?.(owner, claim);
+  const heir = heirOfHeld(owner, claim, ring);
   if (heir === undefined || heir === desired) return { kind: "assign", to: desired };
   switch (ring.state(heir)) {
     case "live":

@@ -1,35 +1,75 @@
 /**
  * A replica's side of an inherited share (`inheritance.ts`): from the ring's Lease watch, which
- * dead replicas' Leases are held by a sharder with a ring naming this replica, and for each one a
+ * dead replicas' Leases are held by a sharder with a ring naming this replica (or naming a replica
+ * that died since, whose own Lease's ring names this one: a chain of heirs), and for each one a
  * second watch of its resources (the `inherit` port), kept while the Lease stays so.
  */
 import type { Logger } from "pino";
-import { heirOf, type Inheritance, sameInheritance } from "./inheritance.ts";
+import { Backoff } from "../runtime/backoff.ts";
+import type { Clock } from "../runtime/clock.ts";
+import { encodeInheritance, heirOf, type Inheritance, lastHeir, sameInheritance } from "./inheritance.ts";
 import { SHARDER_HOLDER_PREFIX } from "./labels.ts";
 import type { RingLease } from "./membership.ts";
 
-/**
- * The ring by which `self` inherits from the replica of `lease`: the Lease is another replica's,
- * held by a sharder (taken after it expired: its replica cannot write), and carries a ring that
- * names `self` among its members. Undefined otherwise.
- */
-export function inheritanceFor(self: string, lease: RingLease): Inheritance | undefined {
+/** The ring `lease` carries while a sharder holds it (taken after it expired: its replica cannot write). */
+export function heldRecord(lease: RingLease): Inheritance | undefined {
   const ring = lease.inheritance;
-  if (lease.name === self || ring === undefined) return undefined;
-  if (!lease.record.holderIdentity.startsWith(SHARDER_HOLDER_PREFIX)) return undefined;
-  return ring.members.includes(self) ? ring : undefined;
+  return ring !== undefined && lease.record.holderIdentity.startsWith(SHARDER_HOLDER_PREFIX)
+    ? ring
+    : undefined;
 }
 
 /**
- * Runs (and stops) one inherited watch per Lease that gives `self` a share. `inherit` runs the
- * watch of `owner`'s resources, keeping those whose claim `mine` accepts, until its signal aborts.
+ * The records by which `self` inherits from the dead replica `owner`, given every held Lease's
+ * record (`records`, by Lease name): `owner`'s, and those of its heirs that died since, and theirs
+ * (every record a chain of heirs from `owner` may pass through: `lastHeir`), when one of them names
+ * `self` among its members. Undefined otherwise (`self` is no heir of `owner`'s resources).
+ */
+export function inheritanceChain(
+  self: string,
+  owner: string,
+  records: ReadonlyMap<string, Inheritance>,
+): Map<string, Inheritance> | undefined {
+  const first = records.get(owner);
+  if (owner === self || first === undefined) return undefined;
+  const chain = new Map([[owner, first]]);
+  let named = false;
+  const rings = [first];
+  // Each record once: as many steps as there are held Leases at most.
+  for (const ring of rings)
+    for (const member of ring.members) {
+      if (member === self) named = true;
+      const next = records.get(member);
+      if (next !== undefined && !chain.has(member)) {
+        chain.set(member, next);
+        rings.push(next);
+      }
+    }
+  return named ? chain : undefined;
+}
+
+/** A chain's records as one string (two chains are the same when these are). */
+function chainKey(chain: ReadonlyMap<string, Inheritance>): string {
+  return [...chain]
+    .map(([name, ring]) => `${name}=${encodeInheritance(ring)}`)
+    .sort()
+    .join(" ");
+}
+
+/**
+ * Runs (and stops) one inherited watch per held Lease that gives `self` a share, directly or
+ * through a chain of heirs (`inheritanceChain`). `inherit` runs the watch of `owner`'s resources,
+ * keeping those whose claim `mine` accepts, until its signal aborts. A watch whose chain changes
+ * (an heir on it died and its Lease was taken) starts again, keeping by the new chain.
  */
 export class Heirs {
   readonly #self: string;
   readonly #seed: () => Uint8Array | undefined;
   readonly #inherit: (owner: string, mine: (claim: string) => boolean, signal: AbortSignal) => Promise<void>;
   readonly #logger: Logger;
-  readonly #running = new Map<string, { ring: Inheritance; stop: AbortController }>();
+  /** Every held Lease's record, by Lease name. */
+  readonly #records = new Map<string, Inheritance>();
+  readonly #running = new Map<string, { key: string; stop: AbortController }>();
 
   constructor(o: {
     self: string;
@@ -49,30 +89,48 @@ export class Heirs {
     return [...this.#running.keys()];
   }
 
-  /** The Lease `name` is now `lease` (undefined: deleted): starts, keeps or stops its watch. */
+  /** The Lease `name` is now `lease` (undefined: deleted): starts, keeps or stops the watches. */
   update(name: string, lease: RingLease | undefined, signal: AbortSignal): void {
-    const ring = lease ? inheritanceFor(this.#self, lease) : undefined;
-    const running = this.#running.get(name);
-    if (running && sameInheritance(running.ring, ring)) return;
-    if (running) {
+    const ring = lease ? heldRecord(lease) : undefined;
+    // A renewal, or a new holder of the same hold: no record changed, nor any chain.
+    if (sameInheritance(this.#records.get(name), ring) && !signal.aborted) return;
+    if (ring === undefined) this.#records.delete(name);
+    else this.#records.set(name, ring);
+    for (const [owner, running] of this.#running) {
+      const chain = inheritanceChain(this.#self, owner, this.#records);
+      if (chain !== undefined && chainKey(chain) === running.key && !signal.aborted) continue;
       running.stop.abort();
-      this.#running.delete(name);
-      this.#logger.info({ from: name }, "no longer inheriting a share: its Lease was deleted or let go");
+      this.#running.delete(owner);
+      this.#logger.info(
+        { from: owner },
+        chain === undefined
+          ? "no longer inheriting a share: its Lease was deleted or let go"
+          : "inheriting a share again: an heir of it died and its Lease was taken",
+      );
     }
-    if (ring === undefined || signal.aborted) return;
+    if (signal.aborted) return;
+    for (const owner of this.#records.keys()) {
+      if (this.#running.has(owner)) continue;
+      const chain = inheritanceChain(this.#self, owner, this.#records);
+      if (chain !== undefined) this.#start(owner, chain, signal);
+    }
+  }
+
+  #start(owner: string, chain: ReadonlyMap<string, Inheritance>, signal: AbortSignal): void {
     const stop = new AbortController();
-    this.#running.set(name, { ring, stop });
+    this.#running.set(owner, { key: chainKey(chain), stop });
     const seed = this.#seed();
     const self = this.#self;
-    this.#logger.info({ from: name, members: ring.members }, "inheriting a dead replica's share");
-    void this.#inherit(
-      name,
-      (claim) => heirOf(claim, ring, seed) === self,
-      AbortSignal.any([signal, stop.signal]),
-    )
-      .catch((err: unknown) => this.#logger.warn({ err, from: name }, "an inherited watch failed"))
+    this.#logger.info({ from: owner, through: [...chain.keys()] }, "inheriting a dead replica's share");
+    const heir = (claim: string) =>
+      lastHeir(owner, (member) => {
+        const ring = chain.get(member);
+        return ring === undefined ? undefined : heirOf(claim, ring, seed);
+      });
+    void this.#inherit(owner, (claim) => heir(claim) === self, AbortSignal.any([signal, stop.signal]))
+      .catch((err: unknown) => this.#logger.warn({ err, from: owner }, "an inherited watch failed"))
       .finally(() => {
-        if (this.#running.get(name)?.stop === stop) this.#running.delete(name);
+        if (this.#running.get(owner)?.stop === stop) this.#running.delete(owner);
       });
   }
 
@@ -81,4 +139,36 @@ export class Heirs {
     for (const { stop } of this.#running.values()) stop.abort();
     this.#running.clear();
   }
+}
+
+/** The retries of {@link readSeedForHeirs}: 1 s doubling to 30 s, jittered. */
+export const SEED_RETRY = new Backoff({ baseMs: 1_000, maxMs: 30_000 });
+
+/**
+ * The ring's key for the inherited watches, read again after each failure ({@link SEED_RETRY})
+ * until it is had; undefined once `signal` aborts. Each failure is logged at warn: meanwhile the
+ * replica inherits nothing, though records may name it as an heir (its share then waits for the
+ * sharder's labels).
+ */
+export async function readSeedForHeirs(
+  seed: (signal: AbortSignal) => Promise<Uint8Array>,
+  signal: AbortSignal,
+  clock: Pick<Clock, "sleep">,
+  logger: Logger,
+  backoff: Backoff = SEED_RETRY,
+): Promise<Uint8Array | undefined> {
+  for (let attempt = 0; !signal.aborted; attempt += 1) {
+    try {
+      return await seed(signal);
+    } catch (err) {
+      if (signal.aborted) return undefined;
+      const retryMs = backoff.delayMs(attempt);
+      logger.warn(
+        { err, failures: attempt + 1, retryMs },
+        "could not read the ring's key: inheriting no dead replica's share until it is read (records may name this replica as an heir; its share waits for the sharder's labels meanwhile)",
+      );
+      await clock.sleep(retryMs, signal).catch(() => undefined);
+    }
+  }
+  return undefined;
 }

@@ -63,3 +63,24 @@ export function sameInheritance(a: Inheritance | undefined, b: Inheritance | und
 export function heirOf(claim: string, ring: Inheritance, seed?: Uint8Array): string | undefined {
   return ownerOf(claim, ring.members, ringShares(ring.members, ring.leader), seed);
 }
+
+/**
+ * The last heir of a chain from `owner`: `next(member)` is the heir its record gives the claim
+ * while `member` is itself a dead replica whose Lease carries a record (undefined: the chain ends
+ * at `member`). A second death during a failover thus hands the first dead replica's resources
+ * of a claim to the same survivor as the second's: rivals for one name, some still labelled for
+ * the first and some already for the second, are judged together by one replica. Undefined when
+ * `owner` has no heir or the chain comes back to a name it passed (each name once: bounded by the
+ * number of Leases).
+ */
+export function lastHeir(owner: string, next: (member: string) => string | undefined): string | undefined {
+  const seen = new Set([owner]);
+  for (let heir = next(owner); heir !== undefined; ) {
+    if (seen.has(heir)) return undefined;
+    seen.add(heir);
+    const after = next(heir);
+    if (after === undefined) return heir;
+    heir = after;
+  }
+  return undefined;
+}

@@ -2,7 +2,7 @@
  * A sharder's pass, phase two: the moves and drains the walk found, decided once each claim's
  * holders are known (a second walk, only when there are any).
  */
-import type { RingView, ShardLabels } from "./assignment.ts";
+import { heirOfHeld, type RingView, type ShardLabels } from "./assignment.ts";
 import { DRAIN_ANY } from "./labels.ts";
 import {
   type Drain,
@@ -79,11 +79,11 @@ export function chooseMoves<R extends ShardedResource>(
   return choice;
 }
 
-/** The live heir (`RingView.heir`) of `claim` of one of the held `owners`, if any. */
+/** The live heir (`heirOfHeld`: the chain of heirs) of `claim` of one of the held `owners`, if any. */
 function heirAmong(owners: readonly string[], claim: string, ring: RingView): string | undefined {
   for (const owner of owners) {
     if (ring.state(owner) !== "held") continue;
-    const heir = ring.heir?.(owner, claim);
+    const heir = heirOfHeld(owner, claim, ring);
     if (heir !== undefined && ring.state(heir) === "live") return heir;
   }
   return undefined;

@@ -12,7 +12,7 @@ import type { Reconciler } from "../runtime/controller.ts";
 import { type ObjectRef, objectKey, parseObjectKey } from "../runtime/keys.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import { ClusterUserCounts, type ClusterUsers } from "./cluster-users.ts";
-import { Heirs } from "./heirs.ts";
+import { Heirs, readSeedForHeirs } from "./heirs.ts";
 import { type LabelPolicyReading, requireLabelPolicy, watchLabelPolicy } from "./label-policy.ts";
 import { DRAIN_LABEL, handoverTo, isReplicaName, OWNER_LABEL } from "./labels.ts";
 import { leaseHolder } from "./lease-holder.ts";
@@ -259,8 +259,8 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
         start: async (signal: AbortSignal) => {
           const port = inherit;
           if (port === undefined) return;
-          seedRead = seed ? await seed(signal).catch(() => undefined) : undefined;
-          if (signal.aborted || (seed && seedRead === undefined)) return;
+          seedRead = seed ? await readSeedForHeirs(seed, signal, clock, logger) : undefined;
+          if (signal.aborted) return;
           const heirs = new Heirs({ self: name, seed: () => seedRead, inherit: port, logger });
           const update = (l: Parameters<typeof ringLease>[0]) =>
             heirs.update(l.metadata.name, ringLease(l), signal);

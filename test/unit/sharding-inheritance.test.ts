@@ -2,10 +2,11 @@
 // claim, the sharder's step for a held owner's resource, which Leases give a replica a share, the
 // second watches started and stopped, and the replica's own Lease never taken back from a sharder.
 import { pino } from "pino";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { Backoff } from "../../src/runtime/backoff.ts";
 import { LeaseConflictError, type LeasePort, type LeaseRecord } from "../../src/runtime/leader.ts";
 import { type MemberState, nextAction, type RingView } from "../../src/sharding/assignment.ts";
-import { Heirs, inheritanceFor } from "../../src/sharding/heirs.ts";
+import { Heirs, heldRecord, inheritanceChain, readSeedForHeirs } from "../../src/sharding/heirs.ts";
 import {
   decodeInheritance,
   encodeInheritance,
@@ -185,7 +186,10 @@ describe("which Leases give a replica a share", () => {
     { case: "a replica's own hold with a ring", lease: lease("d", "d_1", ring), gives: false },
     { case: "its own Lease", lease: lease("a", "sharder/b_1", ring), gives: false },
   ])("$case: $gives", ({ lease: l, gives }) => {
-    expect(inheritanceFor("a", l) !== undefined).toBe(gives);
+    const records = new Map<string, Inheritance>();
+    const held = heldRecord(l);
+    if (held) records.set(l.name, held);
+    expect(inheritanceChain("a", l.name, records) !== undefined).toBe(gives);
   });
 });
 
@@ -219,6 +223,134 @@ describe("the second watches", () => {
     heirs.update("f", lease("f", "sharder/a_1", ring), run.signal);
     run.abort();
     expect(started[2]?.signal.aborted).toBe(true);
+  });
+});
+
+describe("a second death during a failover", () => {
+  // d died: its Lease's record r1 names h, y and z. Then h, heir of some of d's claims, died: its
+  // Lease's record r2 names y and z. For the claim n, h is d's heir under r1 and y is h's under r2:
+  // n's rivals, one still labelled owner=d (its label write conflicted), one owner=h, must both be
+  // y's, never split between y (watching owner=h) and nobody (d's heir under r1 being dead h).
+  const r1: Inheritance = { members: ["h", "y", "z"], leader: "z" };
+  const r2: Inheritance = { members: ["y", "z"], leader: "z" };
+  const claims = Array.from({ length: 200 }, (_, i) => `conn/app-${i}`);
+  const n = claims.find((c) => heirOf(c, r1, seed) === "h" && heirOf(c, r2, seed) === "y") ?? "";
+  const zs = claims.find((c) => heirOf(c, r1, seed) === "h" && heirOf(c, r2, seed) === "z") ?? "";
+  const direct = claims.find((c) => heirOf(c, r1, seed) === "y") ?? "";
+
+  function survivor(self: string) {
+    const watches: { owner: string; mine: (claim: string) => boolean; signal: AbortSignal }[] = [];
+    const heirs = new Heirs({
+      self,
+      seed: () => seed,
+      inherit: (owner, mine, signal) => {
+        watches.push({ owner, mine, signal });
+        return new Promise(() => {});
+      },
+      logger,
+    });
+    const live = (owner: string) => watches.filter((w) => w.owner === owner && !w.signal.aborted);
+    return { heirs, live };
+  }
+
+  it("found claims of each kind", () => {
+    expect([n, zs, direct].every((c) => c !== "")).toBe(true);
+  });
+
+  it.each([
+    { self: "y", d: { [n]: true, [zs]: false, [direct]: true }, h: { [n]: true, [zs]: false } },
+    { self: "z", d: { [n]: false, [zs]: true, [direct]: false }, h: { [n]: false, [zs]: true } },
+  ])("gives both rivals to one survivor: $self keeps $d of d's, $h of h's", ({ self, d, h }) => {
+    const run = new AbortController();
+    const { heirs, live } = survivor(self);
+    heirs.update("d", lease("d", "sharder/z_1", r1), run.signal);
+    heirs.update("h", lease("h", "h_1"), run.signal);
+    // Before h died: d's claim n is h's, not this survivor's.
+    const before = live("d")[0];
+    expect(before?.mine(n)).toBe(false);
+    heirs.update("h", lease("h", "sharder/z_1", r2), run.signal);
+    // The watch of d starts again, keeping by the chain d → h → (y or z).
+    expect(before?.signal.aborted).toBe(true);
+    expect(live("d")).toHaveLength(1);
+    expect(live("h")).toHaveLength(1);
+    for (const [claim, mine] of Object.entries(d)) expect(live("d")[0]?.mine(claim)).toBe(mine);
+    for (const [claim, mine] of Object.entries(h)) expect(live("h")[0]?.mine(claim)).toBe(mine);
+    expect(heirs.owners.sort()).toEqual(["d", "h"]);
+  });
+
+  it("starts a watch of d for a survivor that d's record does not name, once a chain leads to it", () => {
+    const run = new AbortController();
+    const { heirs, live } = survivor("w");
+    heirs.update("d", lease("d", "sharder/z_1", { members: ["h", "z"], leader: "z" }), run.signal);
+    expect(live("d")).toHaveLength(0);
+    heirs.update("h", lease("h", "sharder/z_1", { members: ["w"], leader: undefined }), run.signal);
+    const [watch] = live("d");
+    const chained = claims.find((c) => heirOf(c, { members: ["h", "z"], leader: "z" }, seed) === "h") ?? "";
+    expect(watch?.mine(chained)).toBe(true);
+    // h's Lease deleted (no resource names h any more): d's watch keeps by d's record alone again.
+    heirs.update("h", undefined, run.signal);
+    expect(watch?.signal.aborted).toBe(true);
+    expect(live("d")).toHaveLength(0);
+  });
+
+  it("gives nobody a claim whose chain loops, and keeps a watch through a Lease renewal", () => {
+    const run = new AbortController();
+    const { heirs, live } = survivor("y");
+    heirs.update("d", lease("d", "sharder/z_1", { members: ["h", "y"], leader: undefined }), run.signal);
+    heirs.update("h", lease("h", "sharder/z_1", { members: ["d"], leader: undefined }), run.signal);
+    const [watch] = live("d");
+    const looped =
+      claims.find((c) => heirOf(c, { members: ["h", "y"], leader: undefined }, seed) === "h") ?? "";
+    expect(looped).not.toBe("");
+    expect(watch?.mine(looped)).toBe(false);
+    heirs.update("h", lease("h", "sharder/y_2", { members: ["d"], leader: undefined }), run.signal);
+    expect(watch?.signal.aborted).toBe(false);
+  });
+
+  /** The sharder's ring: d and h held, y and z live; heirs by record. */
+  const held: RingView = {
+    live: ["y", "z"],
+    state: (m) => (m === "y" || m === "z" ? "live" : m === "d" || m === "h" ? "held" : "down"),
+    heir: (member, claim) =>
+      member === "d" ? heirOf(claim, r1, seed) : member === "h" ? heirOf(claim, r2, seed) : undefined,
+  };
+
+  it.each([
+    { owner: "d", claim: () => n, to: "y" },
+    { owner: "h", claim: () => n, to: "y" },
+    { owner: "d", claim: () => zs, to: "z" },
+    { owner: "d", claim: () => direct, to: "y" },
+  ])(
+    "labels $owner's resource for the chain's last heir $to, whatever the ring's choice",
+    ({ owner, claim, to }) => {
+      const other = to === "y" ? "z" : "y";
+      expect(nextAction(claim(), { owner, drain: false }, undefined, held, other)).toEqual({
+        kind: "assign",
+        to,
+      });
+    },
+  );
+
+  it("gives a rival still labelled for d to the survivor inheriting its rival labelled for h", () => {
+    const rOld = { uid: "1", metadata: { resourceVersion: "1" }, owner: "d", drain: false, claim: n };
+    const rYoung = { uid: "2", metadata: { resourceVersion: "1" }, owner: "h", drain: false, claim: n };
+    const choice = chooseMoves(
+      {
+        moves: [
+          { resource: rOld, owner: "d", to: "z" },
+          { resource: rYoung, owner: "h", to: "z" },
+        ],
+        drains: [],
+      },
+      [rOld, rYoung],
+      new Map(),
+      held,
+      new WriteBudget(new Set()),
+    );
+    expect(choice.writes.map((w) => [w.resource.uid, w.kind === "assign" ? w.to : w.kind])).toEqual([
+      ["1", "y"],
+      ["2", "y"],
+    ]);
   });
 });
 
@@ -275,5 +407,46 @@ describe("the replica's own Lease", () => {
     expect(await other.get(signal)).toBeUndefined();
     await other.create(record("d_2"), signal);
     expect(fresh.state.created).toBe(1);
+  });
+});
+
+describe("the ring's key of the inherited watches", () => {
+  it("is read again after each failure, with a warning, until it is had", async () => {
+    const clock = new ManualClock({ start: 0 });
+    const warnings: unknown[] = [];
+    const log = pino({ level: "warn" }, { write: (line: string) => warnings.push(JSON.parse(line)) });
+    let reads = 0;
+    const read = async () => {
+      reads += 1;
+      if (reads < 3) throw new Error("secrets is forbidden");
+      return seed;
+    };
+    const backoff = new Backoff({ baseMs: 1_000, maxMs: 30_000, jitter: 0 });
+    const had = readSeedForHeirs(read, new AbortController().signal, clock, log, backoff);
+    await vi.waitFor(() => expect(clock.sleeps).toEqual([1_000]));
+    expect(warnings).toHaveLength(1);
+    clock.advance(1_000);
+    await vi.waitFor(() => expect(clock.sleeps).toEqual([1_000, 2_000]));
+    clock.advance(2_000);
+    expect(await had).toBe(seed);
+    expect(reads).toBe(3);
+    expect(warnings.map((w) => (w as { failures: number }).failures)).toEqual([1, 2]);
+  });
+
+  it("stops being read when the replica stops", async () => {
+    const clock = new ManualClock({ start: 0 });
+    const stop = new AbortController();
+    const had = readSeedForHeirs(
+      async () => {
+        throw new Error("secrets is forbidden");
+      },
+      stop.signal,
+      clock,
+      logger,
+    );
+    await vi.waitFor(() => expect(clock.sleeps).toHaveLength(1));
+    stop.abort();
+    expect(await had).toBeUndefined();
+    expect(clock.pending).toBe(0);
   });
 });
