@@ -8,7 +8,11 @@
  * addresses only (`--connection-address-policy=public-only`). Pure, but for {@link checkedLookup},
  * which wraps a resolver.
  */
-import { isIPv4, isIPv6, type LookupFunction } from "node:net";
+import type { LookupFunction } from "node:net";
+
+// Node's module by `process.getBuiltinModule`, not `import` (docs/internals/architecture.md, "Node's
+// own modules"): a command's start does without what its ES namespace would load.
+const { isIPv4, isIPv6 } = process.getBuiltinModule("node:net");
 
 /** `--connection-address-policy`: what, beyond link-local and metadata addresses, is refused. */
 export const ADDRESS_POLICIES = ["allow-private", "public-only"] as const;
