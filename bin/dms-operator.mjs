@@ -5,7 +5,11 @@
 // The Node version is checked first, with nothing else loaded: on an older Node the CLI's
 // dependencies fail deep inside their own code (undici's TypeError on Node 20), which tells
 // the user nothing. So this file uses only syntax and APIs every Node since 12 has.
-import { existsSync, readFileSync } from "node:fs";
+
+// Node's own modules by `process.getBuiltinModule` where there is one (Node >= 22.3): an `import` of
+// `node:fs` would read every export of it once, loading its promises and streams for nothing.
+const fs = process.getBuiltinModule ? process.getBuiltinModule("node:fs") : await import("node:fs");
+const { existsSync, readFileSync } = fs;
 
 const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
 const needed = /(\d+)\.(\d+)/.exec(manifest.engines.node);
@@ -23,7 +27,9 @@ if (major < Number(needed[1]) || (major === Number(needed[1]) && minor < Number(
 // (`run --help`) is a command-line start like any other.
 const args = process.argv.slice(2);
 if (args[0] !== "run" || args.includes("--help") || args.includes("-h")) {
-  const nodeModule = await import("node:module");
+  const nodeModule = process.getBuiltinModule
+    ? process.getBuiltinModule("node:module")
+    : await import("node:module");
   if (typeof nodeModule.enableCompileCache === "function") nodeModule.enableCompileCache();
 }
 

@@ -8,7 +8,6 @@
  * re-exported here; what reads the service's settings whole (the key and CA files, the proxies) is
  * here; `run`'s rows, with the service's, are the table of `commands/settings.ts`.
  */
-import { readFileSync } from "node:fs";
 import { type ProxyEnv, proxyEnvOf, proxySupportProblem, redactProxyUrl } from "./api/agent.ts";
 import { parseCaBundle } from "./api/tls.ts";
 import type { TransportSettings } from "./api/transport.ts";
@@ -111,7 +110,7 @@ export type ReadTextFile = (path: string) => string;
 export function serviceConfigFrom(
   flags: ServiceFlags,
   env: Env,
-  readTextFile: ReadTextFile = (path) => readFileSync(path, "utf8"),
+  readTextFile: ReadTextFile = (path) => process.getBuiltinModule("node:fs").readFileSync(path, "utf8"),
   nodeVersion: string = process.versions.node,
 ): ConfigResult<ServiceConfig> {
   const { values, problems } = readSettings(SERVICE_SETTINGS, flags, env);

@@ -3,10 +3,11 @@
  * (one level up from either), read once at start-up. Printed by `--version` and in the
  * start-up log line, so a running pod says which release it is.
  */
-import { readFileSync } from "node:fs";
 
 function readVersion(): string {
-  const text = readFileSync(new URL("../package.json", import.meta.url), "utf8");
+  const text = process
+    .getBuiltinModule("node:fs")
+    .readFileSync(new URL("../package.json", import.meta.url), "utf8");
   const version = (JSON.parse(text) as { version?: unknown }).version;
   if (typeof version !== "string" || version === "") throw new Error("package.json has no version");
   return version;

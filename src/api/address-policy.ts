@@ -8,7 +8,11 @@
  * addresses only (`--connection-address-policy=public-only`). Pure, but for {@link checkedLookup},
  * which wraps a resolver.
  */
-import { isIPv4, isIPv6, type LookupFunction } from "node:net";
+import type { LookupFunction } from "node:net";
+
+// Node's module by `process.getBuiltinModule`, not `import` (docs/internals/architecture.md, "Node's
+// own modules"): a command's start does without what its ES namespace would load.
+const { isIPv4, isIPv6 } = process.getBuiltinModule("node:net");
 
 /** `--connection-address-policy`: what, beyond link-local and metadata addresses, is refused. */
 export const ADDRESS_POLICIES = ["allow-private", "public-only"] as const;
@@ -137,16 +141,28 @@ function mapped(octets: number[]): Uint8Array {
   return bytes;
 }
 
-/** The ranges as bytes, made at the first check (a command's `--help` imports this module for its flags). */
-let rangeBytes: { range: (typeof RANGES)[number]; bytes: Uint8Array; bits: number }[] | undefined;
-const rangesAsBytes = () =>
-  (rangeBytes ??= RANGES.map((range) => ({
-    range,
+/**
+ * The ranges of one family as bytes, in their order, made at the first check of an address of that
+ * family (a command's `--help` imports this module for its flags; a command's check of
+ * `127.0.0.1` parses no IPv6 range, cold code that takes a millisecond). An IPv4 range is in the
+ * mapped form: none of the IPv6 ranges overlaps it (`::ffff:0:0/96`), so an address in that form
+ * can only be in an IPv4 range, and any other only in an IPv6 one.
+ */
+const rangeBytes = new Map<4 | 6, { range: (typeof RANGES)[number]; bytes: Uint8Array; bits: number }[]>();
+function rangesAsBytes(family: 4 | 6) {
+  let ranges = rangeBytes.get(family);
+  if (ranges === undefined) {
     // The ranges are addresses as written here: an IPv6 one has a colon, and needs no check.
-    bytes: bytesOf(range.address, range.address.includes(":") ? 6 : 4),
-    // An IPv4 range's bits count from the mapped form's 96th.
-    bits: range.address.includes(":") ? range.bits : 96 + range.bits,
-  })));
+    ranges = RANGES.filter((range) => (range.address.includes(":") ? 6 : 4) === family).map((range) => ({
+      range,
+      bytes: bytesOf(range.address, family),
+      // An IPv4 range's bits count from the mapped form's 96th.
+      bits: family === 6 ? range.bits : 96 + range.bits,
+    }));
+    rangeBytes.set(family, ranges);
+  }
+  return ranges;
+}
 
 function inPrefix(address: Uint8Array, prefix: Uint8Array, bits: number): boolean {
   for (let i = 0; i < bits; i++) {
@@ -157,6 +173,9 @@ function inPrefix(address: Uint8Array, prefix: Uint8Array, bits: number): boolea
 }
 
 const zeros = (bytes: Uint8Array, from: number, to: number) => bytes.slice(from, to).every((b) => b === 0);
+
+/** Whether `bytes` is an IPv4-mapped address (`::ffff:0:0/96`). */
+const isMapped = (bytes: Uint8Array) => zeros(bytes, 0, 10) && bytes[10] === 0xff && bytes[11] === 0xff;
 
 /**
  * The IPv4 address an IPv6 address carries to an IPv4 host, as a mapped address: IPv4-mapped
@@ -180,7 +199,7 @@ export function classifyAddress(address: string): { class: AddressClass; what: s
   const raw = addressBytes(address);
   if (!raw) return undefined;
   const bytes = embeddedIpv4(raw);
-  const found = rangesAsBytes().find((r) => inPrefix(bytes, r.bytes, r.bits));
+  const found = rangesAsBytes(isMapped(bytes) ? 4 : 6).find((r) => inPrefix(bytes, r.bytes, r.bits));
   return found
     ? { class: found.range.class, what: found.range.what }
     : { class: "public", what: "a public address" };

@@ -5,8 +5,6 @@
  * (a new client) starts from new connections. The Kubernetes API client has its own transport
  * (its kubeconfig's `proxy-url`) and never uses these.
  */
-import { lookup as dnsLookup } from "node:dns";
-import { readFileSync } from "node:fs";
 import type http from "node:http";
 import type https from "node:https";
 import type { LookupFunction } from "node:net";
@@ -133,7 +131,12 @@ export interface ServiceAgents {
  */
 export function serviceAgents(options: ServiceAgentOptions): ServiceAgents {
   const policy = options.addressPolicy;
-  const lookup = policy ? checkedLookup(options.resolve ?? (dnsLookup as LookupFunction), policy) : undefined;
+  const lookup = policy
+    ? checkedLookup(
+        options.resolve ?? (process.getBuiltinModule("node:dns").lookup as LookupFunction),
+        policy,
+      )
+    : undefined;
   const common = {
     keepAlive: true,
     timeout: 5_000,
@@ -272,7 +275,7 @@ function nodeCaSources(): DefaultCaSources {
     getCACertificates: typeof tls.getCACertificates === "function" ? tls.getCACertificates : undefined,
     rootCertificates: tls.rootCertificates,
     env: process.env,
-    readFile: (path) => readFileSync(path, "utf8"),
+    readFile: (path) => process.getBuiltinModule("node:fs").readFileSync(path, "utf8"),
   };
 }
 

@@ -24,14 +24,14 @@
  * limit is in bytes (an Event's note), in UTF-16 code units where it is in JavaScript string length
  * (a service error's detail, a condition's message).
  */
-import { createRequire } from "node:module";
 import { INVISIBLE, UNPRINTABLE, unicodeEscapes } from "../runtime/unprintable.ts";
 
 /**
  * The YAML library, loaded on the first {@link yamlText} (its 70 modules are not a table's, nor
  * an Event's): the same module as `import * as yaml from "yaml"`.
  */
-const loadYaml = (): typeof import("yaml") => createRequire(import.meta.url)("yaml") as typeof import("yaml");
+const loadYaml = (): typeof import("yaml") =>
+  process.getBuiltinModule("node:module").createRequire(import.meta.url)("yaml") as typeof import("yaml");
 
 /**
  * Format characters (Cf), the bidirectional ones among them, and the invisible ones outside Cf,

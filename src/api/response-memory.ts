@@ -12,7 +12,6 @@
  * finds no room for more is refused rather than wait, since answers waiting for each other while
  * each holds a part would never finish.
  */
-import { getHeapStatistics } from "node:v8";
 
 // What V8 (Node 24, 64-bit, no pointer compression) spends on parsed JSON, measured on the worst
 // shapes found (distinct keys per object, `{}` and `[]` runs, a dictionary object of numbers):
@@ -188,6 +187,8 @@ let shared: ResponseMemory | undefined;
  * `--max-old-space-size=96`). Every client uses it unless given another.
  */
 export function processResponseMemory(): ResponseMemory {
-  shared ??= new ResponseMemory(Math.floor(getHeapStatistics().heap_size_limit * HEAP_SHARE));
+  shared ??= new ResponseMemory(
+    Math.floor(process.getBuiltinModule("node:v8").getHeapStatistics().heap_size_limit * HEAP_SHARE),
+  );
   return shared;
 }

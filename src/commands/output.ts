@@ -5,11 +5,13 @@
  * columns and keeps ids and times whole; `json` and `yaml` are the data as read; `name` is one
  * `kind/name` (or id) per line, for scripts.
  */
-
-import { stripVTControlCharacters, styleText } from "node:util";
 import { escapeForTerminal, escapeJsonText, yamlText } from "../api/printable.ts";
 import type { Env } from "../config.ts";
 import { type OutputFlags, type OutputFormat, outputFormat } from "./output-options.ts";
+
+// Node's module by `process.getBuiltinModule`, not `import` (docs/internals/architecture.md, "Node's
+// own modules"): a command's start does without what its ES namespace would load.
+const { stripVTControlCharacters, styleText } = process.getBuiltinModule("node:util");
 
 export { yamlText } from "../api/printable.ts";
 export type { OutputChoice, OutputFlags, OutputFormat } from "./output-options.ts";

@@ -2,7 +2,6 @@
  * The context of the real process (see {@link processContext}). Light: the completion of `kubectl
  * dms …` runs with it and nothing of the command harness (program.ts) loaded.
  */
-import { text } from "node:stream/consumers";
 import type { CliContext } from "./context.ts";
 
 /**
@@ -30,6 +29,6 @@ export function processContext(): CliContext {
     stderrIsTTY: process.stderr.isTTY === true,
     env: process.env,
     stopSignal: stop.signal,
-    readStdin: () => text(process.stdin),
+    readStdin: () => process.getBuiltinModule("node:stream/consumers").text(process.stdin),
   };
 }

@@ -4,7 +4,6 @@
  * (`kubectl dms plan -n x` runs `kubectl-dms plan -n x`), so the package installs the same CLI a
  * second time as `kubectl-dms` (bin/kubectl-dms.mjs), and under that name it says `kubectl dms`.
  */
-import { basename } from "node:path";
 
 /** The program's own name. */
 export const PROGRAM_NAME = "dms-operator";
@@ -37,7 +36,9 @@ export function isCompletionExecutable(script: string | undefined): boolean {
 }
 
 function executableOf(script: string | undefined): string {
-  return basename(script ?? "")
+  return process
+    .getBuiltinModule("node:path")
+    .basename(script ?? "")
     .toLowerCase()
     .replace(/\.(mjs|js|cmd|ps1|exe)$/, "");
 }

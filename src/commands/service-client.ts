@@ -3,7 +3,6 @@
  * runs, not when its help is shown (context.ts is the light part). What `--connection` needs (the
  * connection's schema) is connections.ts's, loaded only by the commands that take it.
  */
-import { createRequire } from "node:module";
 import type { pino as Pino } from "pino";
 import { ServiceClient } from "../api/client.ts";
 import type { ServiceError } from "../api/errors.ts";
@@ -85,7 +84,9 @@ export function serviceClientOf(
 
 /** The logger's library, loaded under `--verbose` only (its ~30 modules are not a command's). */
 function loadPino(): typeof Pino {
-  return (createRequire(import.meta.url)("pino") as { pino: typeof Pino }).pino;
+  return (
+    process.getBuiltinModule("node:module").createRequire(import.meta.url)("pino") as { pino: typeof Pino }
+  ).pino;
 }
 
 /** Whether `error` is a connection the service's host refused (nothing listens at the port). */

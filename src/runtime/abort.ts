@@ -23,7 +23,9 @@
  * waited for its token, and the deadline moves by that much: it bounds the service, not our own
  * pacing.
  */
-import { AsyncLocalStorage } from "node:async_hooks";
+// Node's module by `process.getBuiltinModule`, not `import` (docs/internals/architecture.md, "Node's
+// own modules"): a command's start does without what its ES namespace would load.
+const { AsyncLocalStorage } = process.getBuiltinModule("node:async_hooks");
 
 /** Resolves when `promise` does or `signal` aborts, whichever comes first; rejects if `promise` does first. */
 export function untilAborted(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {

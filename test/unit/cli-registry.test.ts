@@ -193,6 +193,15 @@ const READ_HEAVY = /node_modules\/(@kubernetes|yaml|@sinclair|pino|@marcbachmann
 const SERVICE_HEAVY_BUILTINS =
   /^(tls|_tls_\w+|https|crypto|zlib|http2|internal\/http2\/.*|internal\/crypto\/.*)$/;
 
+/**
+ * What Node loads only to build the ES namespace of `node:fs`, `node:dns`, `node:net` or
+ * `node:stream/consumers` (an `import` of it reads every export once, the lazy ones too): our own
+ * modules take Node's with `process.getBuiltinModule`. (commander imports `node:fs` itself.)
+ */
+const NAMESPACE_ONLY_BUILTINS =
+  /^(internal\/dns\/promises|internal\/blocklist|internal\/socketaddress|stream\/consumers)$/;
+const FS_NAMESPACE_ONLY_BUILTINS = /^internal\/(fs\/(promises|streams|dir|watchers)|repl\/history)$/;
+
 /** The only libraries `deployments list` loads: the command line's and the retries'. */
 const LIST_PACKAGES = new Set(["commander", "p-retry", "is-network-error"]);
 
@@ -257,6 +266,7 @@ describe("a command's help and a TAB load what they need only", () => {
       // The service's transport is Node's own HTTP client: over http://, an answer not
       // compressed, no TLS, no zlib, no HTTP/2, no crypto, and of the libraries only these.
       expect(builtins.filter((name) => SERVICE_HEAVY_BUILTINS.test(name))).toEqual([]);
+      expect(builtins.filter((name) => NAMESPACE_ONLY_BUILTINS.test(name))).toEqual([]);
       expect(packagesOf(loaded).filter((name) => !LIST_PACKAGES.has(name))).toEqual([]);
       expect(listFormats).toBe(0);
       const providers = await modulesLoaded("kubectl-dms.mjs", ["providers", "list"], env);
@@ -273,8 +283,13 @@ describe("a command's help and a TAB load what they need only", () => {
       ["status", "-o", ""],
       ["deployments", "list", "--status", ""],
     ]) {
-      const { stdout, loaded } = await modulesLoaded("kubectl_complete-dms.mjs", words);
+      const { stdout, loaded, builtins } = await modulesLoaded("kubectl_complete-dms.mjs", words);
       expect(stdout).toMatch(/\n:4\n$/);
+      expect(
+        builtins.filter(
+          (name) => NAMESPACE_ONLY_BUILTINS.test(name) || FS_NAMESPACE_ONLY_BUILTINS.test(name),
+        ),
+      ).toEqual([]);
       expect(commandModulesOf(loaded), words.join(" ")).toEqual([
         "completion-plugin",
         "completion-table",
