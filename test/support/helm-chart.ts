@@ -4,10 +4,11 @@
  * under which a rendering must equal the kustomize install's.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, realpathSync } from "node:fs";
-import { mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { basename, join } from "node:path";
+import { createHash } from "node:crypto";
+import { existsSync, mkdtempSync, realpathSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { homedir, tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { parse, parseAllDocuments } from "yaml";
 import { ensureGoTool, HELM } from "../controlplane/binaries.ts";
@@ -185,7 +186,8 @@ export interface PreviousChart {
   path: string;
   /**
    * The operator's CLI at `rev` (`src/cli.ts`, resolving its packages from this checkout's
-   * node_modules): what the previous release's image runs, since an operator of this tree
+   * node_modules, or from its own lockfile's when the lockfiles differ): what the previous
+   * release's image runs, since an operator of this tree
    * writes status fields the previous chart's CRDs do not declare.
    */
   cli: string;
@@ -314,8 +316,50 @@ export async function previousChart(): Promise<PreviousChart> {
   } finally {
     await rm(archive, { force: true });
   }
-  await symlink(join(repo, "node_modules"), join(root, "node_modules"));
+  await symlink(await packagesFor(repo, root), join(root, "node_modules"));
   return { ...chosen, path: join(root, CHART_IN_REPO), cli: join(root, "src", "cli.ts"), root };
+}
+
+/**
+ * The node_modules the tree extracted at `root` runs with: this checkout's when both lockfiles
+ * agree, else the production packages its own lockfile pins (as its image held them: a package
+ * this tree dropped, such as an HTTP client, is still there), installed once per lockfile into
+ * `${DMS_CACHE_DIR:-…/dms-operator}/previous-packages/<digest>` with `npm ci --omit=dev`.
+ */
+async function packagesFor(repo: string, root: string): Promise<string> {
+  const [lockThen, lockNow] = await Promise.all([
+    readFile(join(root, "package-lock.json"), "utf8"),
+    readFile(join(repo, "package-lock.json"), "utf8"),
+  ]);
+  if (lockThen === lockNow) return join(repo, "node_modules");
+  const cache =
+    process.env.DMS_CACHE_DIR ||
+    join(process.env.XDG_CACHE_HOME || join(homedir(), ".cache"), "dms-operator");
+  const digest = createHash("sha256").update(lockThen).digest("hex").slice(0, 16);
+  const dir = join(cache, "previous-packages", digest);
+  if (existsSync(join(dir, "node_modules"))) return join(dir, "node_modules");
+  // Installed beside, then renamed into place: a run stopped half-way leaves no half install.
+  await mkdir(dirname(dir), { recursive: true });
+  const work = await mkdtemp(`${dir}.installing-`);
+  try {
+    await Promise.all(
+      ["package.json", "package-lock.json"].map(async (f) =>
+        writeFile(join(work, f), await readFile(join(root, f))),
+      ),
+    );
+    await promisify(execFile)(
+      "npm",
+      ["ci", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
+      { cwd: work, timeout: 600_000 },
+    );
+    await rename(work, dir).catch(async (error: unknown) => {
+      // Another run installed it meanwhile: theirs serves.
+      if (!existsSync(join(dir, "node_modules"))) throw error;
+    });
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  return join(dir, "node_modules");
 }
 
 /**
