@@ -74,6 +74,8 @@ export interface Part extends Seats {
 /** One flow: its parts in round-robin order, and how many of its keys are in flight. */
 interface Flow extends Seats {
   parts: Map<string, Part>;
+  /** The part known to be last in `parts` (none: not known), not moved again when served again. */
+  lastPart: Part | undefined;
   /** How long its keys were in flight lately, in ms (a moving average; 0 before the first). */
   workMs: number;
 }
@@ -102,6 +104,8 @@ export class Flows {
   readonly #o: FlowsOptions;
   /** The flows holding ready or in-flight keys, in round-robin order (the one served last is last). */
   readonly #flows = new Map<string, Flow>();
+  /** The flow known to be last in `#flows` (none: not known). */
+  #lastFlow: Flow | undefined;
   /** Flows that ended a key lately and hold none now: when each ended its last (see {@link #active}). */
   readonly #endedAt = new Map<string, number>();
   /** Whether a flow or part is below its cap (one function for every take). */
@@ -119,8 +123,9 @@ export class Flows {
     const { flow: flowName, part: partName = "" } = keyFlow ?? SHARED;
     let flow = this.#flows.get(flowName);
     if (!flow) {
-      flow = { inFlight: 0, parts: new Map(), workMs: 0, shortRun: 0 };
+      flow = { inFlight: 0, parts: new Map(), lastPart: undefined, workMs: 0, shortRun: 0 };
       this.#flows.set(flowName, flow);
+      this.#lastFlow = flow;
     }
     let part = flow.parts.get(partName);
     if (!part) {
@@ -134,6 +139,7 @@ export class Flows {
         shortRun: 0,
       };
       flow.parts.set(partName, part);
+      flow.lastPart = part;
     }
     return part;
   }
@@ -241,7 +247,7 @@ export class Flows {
         part.resyncs.clear();
         if (part.inFlight === 0) this.#drop(flow, partName, part);
       }
-      if (flow.inFlight === 0) this.#flows.delete(name);
+      if (flow.inFlight === 0) this.#dropFlow(name, flow);
     }
     this.#endedAt.clear();
   }
@@ -325,50 +331,70 @@ export class Flows {
     flowMay: (flow: Flow, name: string) => boolean,
     partMay: (part: Part) => boolean,
   ): KeyRecord | undefined {
-    for (const [flowName, flow] of this.#flows) {
-      if (!flowMay(flow, flowName)) continue;
-      for (const [partName, part] of flow.parts) {
-        if (!partMay(part)) continue;
-        const freshWork = part.fresh.size + part.resyncs.size;
-        const followUp = part.followUps.size > 0 && (freshWork === 0 || !part.tookFollowUp);
-        const line = followUp ? part.followUps : part.fresh.size > 0 ? part.fresh : part.resyncs;
-        const record = line.shift();
-        if (record === undefined) continue;
-        part.tookFollowUp = followUp;
-        // Taken beyond its flow's or its part's cap: a borrowed seat, reclaimed once it has run
-        // the bound (a worker comes free for the others then; see the class contract).
-        const borrowed = flow.inFlight >= this.#o.cap || part.inFlight >= this.#o.cap;
-        part.inFlight += 1;
-        flow.inFlight += 1;
-        // Served: last in its flow's turn, and the flow last in the queue's.
-        flow.parts.delete(partName);
-        flow.parts.set(partName, part);
-        this.#flows.delete(flowName);
-        this.#flows.set(flowName, flow);
-        record.state = IN_FLIGHT;
-        record.startedAt = this.#o.now();
-        record.slot = this.running.length;
-        this.running.push(record);
-        record.reclaim =
-          borrowed && this.#o.workers !== undefined
-            ? this.#o.clock.setTimer(this.#o.borrowMs, this.#o.reclaimed)
-            : undefined;
-        return record;
+    let found: KeyRecord | undefined;
+    let flow: Flow | undefined;
+    let part: Part | undefined;
+    let followUp = false;
+    search: for (const [flowName, candidate] of this.#flows) {
+      if (!flowMay(candidate, flowName)) continue;
+      for (const inFlow of candidate.parts.values()) {
+        if (!partMay(inFlow)) continue;
+        const freshWork = inFlow.fresh.size + inFlow.resyncs.size;
+        followUp = inFlow.followUps.size > 0 && (freshWork === 0 || !inFlow.tookFollowUp);
+        const line = followUp ? inFlow.followUps : inFlow.fresh.size > 0 ? inFlow.fresh : inFlow.resyncs;
+        found = line.shift();
+        if (found === undefined) continue;
+        flow = candidate;
+        part = inFlow;
+        break search;
       }
     }
-    return undefined;
+    if (found === undefined || flow === undefined || part === undefined) return undefined;
+    part.tookFollowUp = followUp;
+    // Taken beyond its flow's or its part's cap: a borrowed seat, reclaimed once it has run
+    // the bound (a worker comes free for the others then; see the class contract).
+    const borrowed = flow.inFlight >= this.#o.cap || part.inFlight >= this.#o.cap;
+    part.inFlight += 1;
+    flow.inFlight += 1;
+    // Served: last in its flow's turn, and the flow last in the queue's (moved only if not last
+    // already: a map's entry deleted and set again churns its table).
+    if (flow.lastPart !== part) {
+      flow.parts.delete(part.place.part);
+      flow.parts.set(part.place.part, part);
+      flow.lastPart = part;
+    }
+    if (this.#lastFlow !== flow) {
+      this.#flows.delete(part.place.flow);
+      this.#flows.set(part.place.flow, flow);
+      this.#lastFlow = flow;
+    }
+    found.state = IN_FLIGHT;
+    found.startedAt = this.#o.now();
+    found.slot = this.running.length;
+    this.running.push(found);
+    found.reclaim =
+      borrowed && this.#o.workers !== undefined
+        ? this.#o.clock.setTimer(this.#o.borrowMs, this.#o.reclaimed)
+        : undefined;
+    return found;
   }
 
   /** Drops a part, and then its flow, that holds no key any more. */
   #prune(flow: Flow, part: Part): void {
     if (part.inFlight > 0 || part.fresh.size > 0 || part.followUps.size > 0 || part.resyncs.size > 0) return;
     this.#drop(flow, part.place.part, part);
-    if (flow.inFlight === 0 && flow.parts.size === 0) this.#flows.delete(part.place.flow);
+    if (flow.inFlight === 0 && flow.parts.size === 0) this.#dropFlow(part.place.flow, flow);
+  }
+
+  #dropFlow(name: string, flow: Flow): void {
+    this.#flows.delete(name);
+    if (this.#lastFlow === flow) this.#lastFlow = undefined;
   }
 
   /** Drops a part, its lines kept for the next parts. */
   #drop(flow: Flow, name: string, part: Part): void {
     flow.parts.delete(name);
+    if (flow.lastPart === part) flow.lastPart = undefined;
     this.#pool.give(FRESH, part.fresh);
     this.#pool.give(FOLLOW_UP, part.followUps);
     this.#pool.give(RESYNC, part.resyncs);
