@@ -4,7 +4,22 @@
  * reconciles are level-based and always re-read the object.
  */
 import { Backoff, type BackoffOptions, KeyedBackoff } from "./backoff.ts";
-import { type CancelTimer, type Clock, systemClock } from "./clock.ts";
+import { type Clock, systemClock } from "./clock.ts";
+import { BORROW_MS, type FlowOf, Flows } from "./queue-flows.ts";
+import {
+  FOLLOW_UP,
+  FRESH,
+  IN_FLIGHT,
+  type KeyRecord,
+  type Line,
+  NO_LINE,
+  READY,
+  RESYNC,
+} from "./queue-lines.ts";
+import { KeyRecords } from "./queue-records.ts";
+
+export { BORROW_MS, type FlowOf, type KeyFlow } from "./queue-flows.ts";
+export { SPREAD_MOMENTS } from "./queue-records.ts";
 
 /**
  * Hooks the queue calls so a metrics layer can observe it without the queue knowing Prometheus.
@@ -22,26 +37,6 @@ export interface QueueMetricsHooks {
   /** Time from pick-up to `done`. */
   workDuration?(seconds: number): void;
 }
-
-/**
- * How many moments {@link WorkQueue.addSpread} cuts a spread into: one timer and one array of keys
- * per moment, rather than a timer per key.
- */
-export const SPREAD_MOMENTS = 32;
-
-/**
- * Whose work a key is (API Priority and Fairness's flow): `flow` (a tenant's connection, say),
- * and within it, when the flow is shared by several parties, the `part` the key belongs to (a
- * namespace of a connection many namespaces use). Keys of one flow share its cap; keys of one part
- * share the part's cap too.
- */
-export interface KeyFlow {
-  flow: string;
-  part?: string;
-}
-
-/** The flow of a key; `undefined`: the one flow of keys that name none (`""`). */
-export type FlowOf = (key: string) => KeyFlow | undefined;
 
 /** Options of {@link WorkQueue}. */
 export interface WorkQueueOptions {
@@ -67,74 +62,6 @@ export interface WorkQueueOptions {
    */
   workers?: number;
 }
-
-/**
- * How long a flow's keys may take in flight for it to borrow workers beyond its cap, by default:
- * 5 s. A worker lent to a flow at its cap is given back when the borrowed key ends: another flow's
- * key finds the one worker never lent at once, and its next keys wait for a borrowed seat at most
- * about this long (each borrowed key's flow ended its recent keys sooner, and none in flight has
- * run this long), in expectation the borrowing flow's time per key over the seats it borrowed (a
- * pass of ~20 ms keys on 11 borrowed seats: ~2 ms; creates of 0.5 s each on a loaded machine:
- * ~50 ms). Long enough that a lone flow's keys on a busy machine (a third of them over 1 s at
- * load 25) keep borrowing; a slow service's reads (~10 s each, up to the deadline) never do.
- */
-export const BORROW_MS = 5_000;
-
-/** The keys of one part of a flow waiting to be picked up, and how many of its keys are in flight. */
-interface Part {
-  /** Where it is: one object that every key of the part points at (no object per key). */
-  place: Place;
-  inFlight: number;
-  /** Ready fresh keys in FIFO order, with the time each became ready (for queue latency). */
-  fresh: Map<string, number>;
-  /** Ready follow-ups (requeues, retries) in FIFO order, likewise. */
-  followUps: Map<string, number>;
-  /** Ready resync keys (passes, an object's interval), taken in fresh work's turn after its keys. */
-  resyncs: Map<string, number>;
-  /** The line the part took from last, when both held keys: the other goes next. */
-  tookFollowUp: boolean;
-  /** Its keys ended in less than the borrow bound since its last that did not (see {@link Seats}). */
-  shortRun: number;
-}
-
-/**
- * Seats a flow, or a part of a flow, may hold: `inFlight` up to the cap, and beyond it while
- * `inFlight - cap < shortRun` (keys it ended in a row in less than the borrow bound: a flow earns
- * one borrowed seat per short key, and loses them all at a long one).
- */
-interface Seats {
-  inFlight: number;
-  shortRun: number;
-}
-
-/** One flow: its parts in round-robin order, and how many of its keys are in flight. */
-interface Flow extends Seats {
-  parts: Map<string, Part>;
-  /** How long its keys were in flight lately, in ms (a moving average; 0 before the first). */
-  workMs: number;
-}
-
-/** The weight of the latest key's time in flight in its flow's moving average. */
-const WORK_WEIGHT = 0.2;
-
-/** Where a ready or in-flight key is counted. */
-interface Place {
-  flow: string;
-  part: string;
-}
-
-/**
- * The line a key is added to, by precedence when one key is added to several: a follow-up over
- * fresh work over a resync (a resync added to a key waiting as fresh work leaves it there; fresh
- * work added to a key waiting as a resync moves it to the fresh line).
- */
-const RESYNC = 0;
-const FRESH = 1;
-const FOLLOW_UP = 2;
-type Line = typeof RESYNC | typeof FRESH | typeof FOLLOW_UP;
-
-/** The flow of keys whose {@link FlowOf} names none. */
-const SHARED: KeyFlow = { flow: "" };
 
 /**
  * Keyed work queue.
@@ -200,52 +127,48 @@ const SHARED: KeyFlow = { flow: "" };
  */
 export class WorkQueue {
   readonly #clock: Clock;
+  /** The clock's reading when the queue started: the records' times count from it. */
+  readonly #origin: number;
   readonly #limiter: KeyedBackoff;
   readonly #metrics: QueueMetricsHooks;
   readonly #flowOf: FlowOf;
-  readonly #cap: number;
-  readonly #borrowMs: number;
-  readonly #workers: number | undefined;
-  /** Flows that ended a key lately and hold none now: when each ended its last (see {@link #active}). */
-  readonly #endedAt = new Map<string, number>();
-  /** Whether a flow or part is below its cap (one function for every `get`). */
-  readonly #below = (seats: Seats) => seats.inFlight < this.#cap;
-  /** The flows holding ready or in-flight keys, in round-robin order (the one served last is last). */
-  readonly #flows = new Map<string, Flow>();
-  /** Ready keys, and the flow and part each waits in. */
-  readonly #ready = new Map<string, Place>();
-  /** Keys added while in flight: re-queued at `done`, in the line they were added to (the foremost). */
-  readonly #dirty = new Map<string, Line>();
-  /** In-flight keys: when each was picked up, and the flow and part it counts in. */
-  readonly #processing = new Map<string, Place & { at: number; reclaim?: CancelTimer }>();
-  readonly #delayed = new Map<string, { at: number; cancel: CancelTimer }>();
-  /** The timers of spread adds not yet come due. */
-  readonly #spreads = new Set<CancelTimer>();
-  /**
-   * When each key of a spread is due: what `addAfter` and later spreads compare with (the
-   * earliest wins), and what a moment checks before it makes a key ready (a key made ready,
-   * scheduled sooner or cancelled since is no longer there, or is there with another time).
-   */
-  readonly #spreadAt = new Map<string, number>();
+  readonly #flows: Flows;
+  /** Each key's record, and what schedules keys for later. */
+  readonly #records: KeyRecords;
+  /** Ready keys, in every line. */
+  #ready = 0;
   #waiters: Array<(key: string | undefined) => void> = [];
   #drainWaiters: Array<() => void> = [];
   #shuttingDown = false;
 
   constructor(options: WorkQueueOptions = {}) {
-    this.#clock = options.clock ?? systemClock;
+    const clock = options.clock ?? systemClock;
+    this.#clock = clock;
+    this.#origin = clock.now();
     const backoff = options.backoff instanceof Backoff ? options.backoff : new Backoff(options.backoff);
     this.#limiter = new KeyedBackoff(backoff);
     this.#metrics = options.metrics ?? {};
     this.#flowOf = options.flowOf ?? (() => undefined);
     const cap = options.maxPerFlow ?? Number.POSITIVE_INFINITY;
-    this.#cap = cap >= 1 ? Math.floor(cap) : 1;
-    this.#borrowMs = options.borrowMs ?? BORROW_MS;
-    this.#workers = options.workers;
+    this.#flows = new Flows({
+      clock,
+      now: () => this.#now(),
+      cap: cap >= 1 ? Math.floor(cap) : 1,
+      borrowMs: options.borrowMs ?? BORROW_MS,
+      workers: options.workers,
+      reclaimed: () => this.#handOut(),
+    });
+    this.#records = new KeyRecords({
+      clock,
+      now: () => this.#now(),
+      ready: (record, line) => this.#makeReady(record, line),
+    });
   }
 
   /** Makes `key` ready now as fresh work (deduplicated; deferred to `done` if the key is in flight). */
   add(key: string): void {
-    this.#makeReady(key, FRESH);
+    if (this.#shuttingDown) return;
+    this.#makeReady(this.#records.record(key), FRESH);
   }
 
   /**
@@ -255,17 +178,9 @@ export class WorkQueue {
   addAfter(key: string, delayMs: number, options: { followUp?: boolean; resync?: boolean } = {}): void {
     if (this.#shuttingDown) return;
     const line = options.followUp ? FOLLOW_UP : options.resync ? RESYNC : FRESH;
-    if (delayMs <= 0) {
-      this.#makeReady(key, line);
-      return;
-    }
-    const at = this.#clock.now() + delayMs;
-    if (this.#keepsSchedule(key, at)) return;
-    const cancel = this.#clock.setTimer(delayMs, () => {
-      this.#delayed.delete(key);
-      this.#makeReady(key, line);
-    });
-    this.#delayed.set(key, { at, cancel });
+    const record = this.#records.record(key);
+    if (delayMs <= 0) this.#makeReady(record, line);
+    else this.#records.after(record, delayMs, line);
   }
 
   /**
@@ -277,40 +192,12 @@ export class WorkQueue {
    *
    * Why not `addAfter` per key: a timer per key cost ~570 bytes, alive for the whole spread
    * (5.4 MiB at 10,000 keys in a resync pass, long-lived enough to reach V8's old space and to
-   * be collected only by a full collection); here a key costs its place in an array and an entry
-   * of its due time.
+   * be collected only by a full collection); here a key costs its place in an array of its
+   * moment's records, and its record holds its time.
    */
   addSpread(keys: Iterable<string>, spreadMs: number, random: () => number = Math.random): void {
     if (this.#shuttingDown) return;
-    const now = this.#clock.now();
-    const stepMs = Math.max(0, spreadMs) / SPREAD_MOMENTS;
-    const moments: string[][] = [];
-    for (const key of keys) {
-      const moment = Math.min(SPREAD_MOMENTS - 1, Math.floor(random() * SPREAD_MOMENTS));
-      const delayMs = Math.floor(moment * stepMs);
-      if (delayMs <= 0) {
-        this.#makeReady(key, RESYNC);
-        continue;
-      }
-      const at = now + delayMs;
-      if (this.#keepsSchedule(key, at)) continue;
-      this.#spreadAt.set(key, at);
-      let due = moments[moment];
-      if (!due) {
-        due = [];
-        moments[moment] = due;
-      }
-      due.push(key);
-    }
-    moments.forEach((due, moment) => {
-      const delayMs = Math.floor(moment * stepMs);
-      const at = now + delayMs;
-      const cancel = this.#clock.setTimer(delayMs, () => {
-        this.#spreads.delete(cancel);
-        for (const key of due) if (this.#spreadAt.get(key) === at) this.#makeReady(key, RESYNC);
-      });
-      this.#spreads.add(cancel);
-    });
+    this.#records.spread(keys, spreadMs, random);
   }
 
   /**
@@ -337,7 +224,8 @@ export class WorkQueue {
 
   /** Cancels a delayed add of `key` (for instance because the object was deleted). */
   cancel(key: string): void {
-    this.#cancelDelayed(key);
+    const record = this.#records.get(key);
+    if (record) this.#records.unschedule(record);
   }
 
   /**
@@ -365,69 +253,40 @@ export class WorkQueue {
 
   /** Ends processing of `key`; if it was added meanwhile, it becomes ready again. */
   done(key: string): void {
-    const started = this.#processing.get(key);
-    if (started === undefined) return;
-    this.#processing.delete(key);
-    started.reclaim?.();
-    this.#metrics.workDuration?.((this.#clock.now() - started.at) / 1000);
-    const flow = this.#flows.get(started.flow);
-    const part = flow?.parts.get(started.part);
-    if (flow && part) {
-      flow.inFlight -= 1;
-      part.inFlight -= 1;
-      const workMs = this.#clock.now() - started.at;
-      flow.workMs = flow.workMs === 0 ? workMs : flow.workMs + WORK_WEIGHT * (workMs - flow.workMs);
-      const short = workMs < this.#borrowMs;
-      flow.shortRun = short ? flow.shortRun + 1 : 0;
-      part.shortRun = short ? part.shortRun + 1 : 0;
-      if (this.#cap !== Number.POSITIVE_INFINITY) {
-        this.#endedAt.set(started.flow, this.#clock.now());
-        // Flows gone for good (a deleted connection) are forgotten even while nothing borrows.
-        if (this.#endedAt.size > 2 * this.#flows.size + 16) this.#active(this.#clock.now());
+    const record = this.#records.get(key);
+    if (record?.state !== IN_FLIGHT) return;
+    this.#metrics.workDuration?.((this.#now() - record.startedAt) / 1000);
+    this.#flows.end(record);
+    const line = record.dirty;
+    if (line !== NO_LINE) {
+      record.dirty = NO_LINE;
+      if (!this.#shuttingDown) {
+        // Added while in flight: in the line it was added to (a follow-up's if any add was one).
+        this.#enqueue(record, line);
+        this.#reportDepth();
       }
-      this.#prune(started, flow, part);
-    }
-    const line = this.#dirty.get(key);
-    if (line !== undefined && this.#dirty.delete(key) && !this.#shuttingDown) {
-      // Added while in flight: in the line it was added to (a follow-up's if any add was one).
-      this.#enqueue(key, line);
-      this.#reportDepth();
     }
     // A seat of the flow came free: a key of it waiting at its cap may go now.
     this.#handOut();
-    if (this.#processing.size === 0) this.#notifyDrained();
+    if (this.#flows.running.length === 0) this.#notifyDrained();
   }
 
   /** Stops intake; see the class contract. Idempotent. */
   shutDown(): void {
     if (this.#shuttingDown) return;
     this.#shuttingDown = true;
-    for (const { cancel } of this.#delayed.values()) cancel();
-    this.#delayed.clear();
-    for (const cancel of this.#spreads) cancel();
-    this.#spreads.clear();
-    this.#spreadAt.clear();
-    this.#ready.clear();
-    for (const [name, flow] of this.#flows) {
-      for (const [partName, part] of flow.parts) {
-        part.fresh.clear();
-        part.followUps.clear();
-        part.resyncs.clear();
-        if (part.inFlight === 0) flow.parts.delete(partName);
-      }
-      if (flow.inFlight === 0) this.#flows.delete(name);
-    }
-    this.#dirty.clear();
-    this.#endedAt.clear();
+    this.#records.clear();
+    this.#ready = 0;
+    this.#flows.clear();
     for (const waiter of this.#waiters) waiter(undefined);
     this.#waiters = [];
     this.#reportDepth();
-    if (this.#processing.size === 0) this.#notifyDrained();
+    if (this.#flows.running.length === 0) this.#notifyDrained();
   }
 
   /** Resolves when the queue is shut down and no key is in flight. */
   drained(): Promise<void> {
-    if (this.#shuttingDown && this.#processing.size === 0) return Promise.resolve();
+    if (this.#shuttingDown && this.#flows.running.length === 0) return Promise.resolve();
     return new Promise((resolve) => this.#drainWaiters.push(resolve));
   }
 
@@ -438,7 +297,7 @@ export class WorkQueue {
 
   /** Keys ready to be picked up, in both lines (those waiting at their flow's cap included). */
   get length(): number {
-    return this.#ready.size;
+    return this.#ready;
   }
 
   /**
@@ -446,16 +305,7 @@ export class WorkQueue {
    * of keys in flight (0 for none is left out). Costs one look at each flow and part.
    */
   waitingAtCap(): Map<string, number> {
-    const out = new Map<string, number>();
-    for (const [name, flow] of this.#flows) {
-      let waiting = 0;
-      for (const part of flow.parts.values()) {
-        const ready = part.fresh.size + part.followUps.size + part.resyncs.size;
-        if (ready > 0 && (flow.inFlight >= this.#cap || part.inFlight >= this.#cap)) waiting += ready;
-      }
-      if (waiting > 0) out.set(name, waiting);
-    }
-    return out;
+    return this.#flows.waitingAtCap();
   }
 
   /**
@@ -466,237 +316,71 @@ export class WorkQueue {
    * order, so the oldest come first.
    */
   waitingSince(before: number, slowMs = 0): string[] {
-    // A flow is slow when its keys lately took `slowMs` each, or one in flight has run that long
-    // (a service that never answers ends no reconcile to average).
-    const now = this.#clock.now();
-    const running = new Set<string>();
-    for (const { flow, at } of this.#processing.values()) if (now - at >= slowMs) running.add(flow);
-    const out: string[] = [];
-    for (const [name, flow] of this.#flows) {
-      if (flow.workMs < slowMs && !running.has(name)) continue;
-      for (const part of flow.parts.values()) {
-        if (flow.inFlight < this.#cap && part.inFlight < this.#cap) continue;
-        for (const line of [part.fresh, part.followUps, part.resyncs])
-          for (const [key, readyAt] of line) {
-            if (readyAt >= before) break;
-            out.push(key);
-          }
-      }
-    }
-    return out;
+    return this.#flows.waitingSince(before - this.#origin, slowMs);
   }
 
   /** Keys currently scheduled for later. */
   get delayedCount(): number {
-    return this.#delayed.size + this.#spreadAt.size;
+    return this.#records.scheduled;
   }
 
   /** Work in flight: summed and longest age in seconds (client-go's unfinished-work gauges). */
   inFlight(): { count: number; unfinishedSeconds: number; longestSeconds: number } {
-    const now = this.#clock.now();
+    const now = this.#now();
     let total = 0;
     let longest = 0;
-    for (const { at } of this.#processing.values()) {
-      const age = (now - at) / 1000;
+    for (const { startedAt } of this.#flows.running) {
+      const age = (now - startedAt) / 1000;
       total += age;
       longest = Math.max(longest, age);
     }
-    return { count: this.#processing.size, unfinishedSeconds: total, longestSeconds: longest };
-  }
-
-  /**
-   * The earliest-wins rule of `addAfter` and `addSpread`: true when `key` is ready, due again
-   * after its run, or scheduled no later than `at` (a new schedule at `at` changes nothing);
-   * otherwise its later schedule, a timer or a spread's moment, is dropped for the caller's sooner
-   * one (the moment then passes the key by).
-   */
-  #keepsSchedule(key: string, at: number): boolean {
-    if (this.isReady(key) || this.#dirty.has(key)) return true;
-    const existing = this.#delayed.get(key);
-    if (existing && existing.at <= at) return true;
-    const spreadAt = this.#spreadAt.get(key);
-    if (spreadAt !== undefined && spreadAt <= at) return true;
-    this.#cancelDelayed(key);
-    return false;
+    return { count: this.#flows.running.length, unfinishedSeconds: total, longestSeconds: longest };
   }
 
   /** Whether `key` waits to be picked up (in either line of its flow). */
   isReady(key: string): boolean {
-    return this.#ready.has(key);
+    return this.#records.get(key)?.state === READY;
   }
 
-  #makeReady(key: string, line: Line): void {
+  /** The queue's time: ms since it started. */
+  #now(): number {
+    return this.#clock.now() - this.#origin;
+  }
+
+  #makeReady(record: KeyRecord, line: Line): void {
     if (this.#shuttingDown) return;
     this.#metrics.added?.();
-    this.#cancelDelayed(key);
-    if (this.#processing.has(key)) {
-      this.#dirty.set(key, Math.max(line, this.#dirty.get(key) ?? RESYNC) as Line);
+    this.#records.unschedule(record);
+    if (record.state === IN_FLIGHT) {
+      record.dirty = Math.max(line, record.dirty) as Line;
       return;
     }
-    const place = this.#ready.get(key);
-    if (place !== undefined) {
+    if (record.state === READY) {
       // Already waiting: it keeps its place, unless it waits as a resync and is now more.
-      const part = this.#flows.get(place.flow)?.parts.get(place.part);
-      if (line === RESYNC || !part?.resyncs.delete(key)) return;
-      this.#ready.delete(key);
+      if (line === RESYNC || record.line !== RESYNC) return;
+      if (!this.#flows.unready(record)) return;
+      this.#ready -= 1;
     }
-    this.#enqueue(key, line);
+    this.#enqueue(record, line);
     this.#handOut();
     this.#reportDepth();
   }
 
-  /** Puts `key` last in its line of its flow's part (the flow read now). */
-  #enqueue(key: string, line: Line): void {
-    const { flow: flowName, part: partName = "" } = this.#flowOf(key) ?? SHARED;
-    let flow = this.#flows.get(flowName);
-    if (!flow) {
-      flow = { inFlight: 0, parts: new Map(), workMs: 0, shortRun: 0 };
-      this.#flows.set(flowName, flow);
-    }
-    let part = flow.parts.get(partName);
-    if (!part) {
-      const place = { flow: flowName, part: partName };
-      part = {
-        place,
-        inFlight: 0,
-        fresh: new Map(),
-        followUps: new Map(),
-        resyncs: new Map(),
-        tookFollowUp: false,
-        shortRun: 0,
-      };
-      flow.parts.set(partName, part);
-    }
-    (line === FOLLOW_UP ? part.followUps : line === FRESH ? part.fresh : part.resyncs).set(
-      key,
-      this.#clock.now(),
-    );
-    this.#ready.set(key, part.place);
+  /** Puts the record last in its line of its flow's part (the flow read now). */
+  #enqueue(record: KeyRecord, line: Line): void {
+    this.#flows.enqueue(record, this.#flowOf(record.key), line);
+    this.#ready += 1;
   }
 
-  /**
-   * The next key: of the first flow in round-robin order below its cap with a ready key in a part
-   * below its cap (the flow then goes last, and so does the part within it); within the part,
-   * from each line in turn while both hold keys, else from the one that does (fresh work's turn:
-   * its events' keys, then its resyncs). None: the same among the flows that may borrow, a part
-   * below its cap before one at it, if `idleBesides` (the workers idle besides the one taking)
-   * leaves a cap's worth idle after it.
-   */
+  /** The next key (see `Flows.take`), its queue latency observed. */
   #take(waitingBesides: number): string | undefined {
-    if (this.#ready.size === 0) return undefined;
-    const free = this.#freeSeats();
-    if (free <= 0) return undefined;
-    const idleBesides = Math.min(waitingBesides, free - 1);
-    const cap = this.#cap;
-    const below = this.#below;
-    const key = this.#takeFirst(below, below);
-    if (key !== undefined || cap === Number.POSITIVE_INFINITY || idleBesides < cap) return key;
-    // No flow below its cap has a key: lend the worker to one at its cap whose keys are short.
-    const now = this.#clock.now();
-    const long = new Set<string>();
-    for (const { flow, part, at } of this.#processing.values())
-      if (now - at >= this.#borrowMs) long.add(flow).add(`${flow}\u0000${part}`);
-    const mayBorrow = (seats: Seats, name: string) =>
-      seats.inFlight < cap || (seats.inFlight - cap < seats.shortRun && !long.has(name));
-    // A flow whose keys took the bound on average lately borrows nothing either (a slow service
-    // whose failures come at once between its slow reads); none beyond its share of the workers.
-    const share = Math.max(
-      cap,
-      Math.floor((this.#workers ?? this.#processing.size + idleBesides + 1) / this.#active(now)),
-    );
-    const flowMay = (flow: Flow, name: string) =>
-      flow.inFlight < cap || (mayBorrow(flow, name) && flow.workMs < this.#borrowMs && flow.inFlight < share);
-    // A part below its cap first (its flow borrowing), then one at its cap: a part's cap holds
-    // while another part of a flow that may borrow has a key.
-    return (
-      this.#takeFirst(flowMay, below) ??
-      this.#takeFirst(flowMay, (part) => mayBorrow(part, `${part.place.flow}\u0000${part.place.part}`))
-    );
-  }
-
-  /**
-   * The seats free for a key now: `workers` less the keys in flight, those of a flow beyond its cap
-   * that were taken beyond it and have run `borrowMs` not counted (reclaimed, see the class
-   * contract; a flow's cap's worth always counts). Without `workers`: no limit (the workers
-   * waiting in `get` are the seats).
-   */
-  #freeSeats(): number {
-    if (this.#workers === undefined) return Number.POSITIVE_INFINITY;
-    const now = this.#clock.now();
-    const overdue = new Map<string, number>();
-    for (const { flow, at, reclaim } of this.#processing.values())
-      if (reclaim !== undefined && now - at >= this.#borrowMs)
-        overdue.set(flow, (overdue.get(flow) ?? 0) + 1);
-    let counted = this.#processing.size;
-    for (const [name, keys] of overdue)
-      counted -= Math.min(keys, Math.max(0, (this.#flows.get(name)?.inFlight ?? 0) - this.#cap));
-    return this.#workers - counted;
-  }
-
-  /**
-   * The flows active at `now`: those holding a key, ready or in flight, and those that ended one
-   * within the last `borrowMs` (forgotten after it: at most one entry per flow, briefly).
-   */
-  #active(now: number): number {
-    let active = this.#flows.size;
-    for (const [name, at] of this.#endedAt) {
-      if (now - at >= this.#borrowMs) this.#endedAt.delete(name);
-      else if (!this.#flows.has(name)) active += 1;
-    }
-    return Math.max(1, active);
-  }
-
-  /** The next key of the first flow and part in turn that `flowMay` and `partMay` let take one. */
-  #takeFirst(
-    flowMay: (flow: Flow, name: string) => boolean,
-    partMay: (part: Part) => boolean,
-  ): string | undefined {
-    for (const [flowName, flow] of this.#flows) {
-      if (!flowMay(flow, flowName)) continue;
-      for (const [partName, part] of flow.parts) {
-        if (!partMay(part)) continue;
-        const freshWork = part.fresh.size + part.resyncs.size;
-        const followUp = part.followUps.size > 0 && (freshWork === 0 || !part.tookFollowUp);
-        const line = followUp ? part.followUps : part.fresh.size > 0 ? part.fresh : part.resyncs;
-        for (const [key, readyAt] of line) {
-          line.delete(key);
-          this.#ready.delete(key);
-          part.tookFollowUp = followUp;
-          // Taken beyond its flow's or its part's cap: a borrowed seat, reclaimed once it has run
-          // the bound (a worker comes free for the others then; see the class contract).
-          const borrowed = flow.inFlight >= this.#cap || part.inFlight >= this.#cap;
-          part.inFlight += 1;
-          flow.inFlight += 1;
-          // Served: last in its flow's turn, and the flow last in the queue's.
-          flow.parts.delete(partName);
-          flow.parts.set(partName, part);
-          this.#flows.delete(flowName);
-          this.#flows.set(flowName, flow);
-          const now = this.#clock.now();
-          const reclaim =
-            borrowed && this.#workers !== undefined
-              ? this.#clock.setTimer(this.#borrowMs, () => this.#handOut())
-              : undefined;
-          this.#processing.set(key, {
-            flow: flowName,
-            part: partName,
-            at: now,
-            ...(reclaim ? { reclaim } : {}),
-          });
-          this.#metrics.queueLatency?.((now - readyAt) / 1000);
-          this.#reportDepth();
-          return key;
-        }
-      }
-    }
-    return undefined;
-  }
-
-  /** Drops a part, and then its flow, that holds no key any more. */
-  #prune(place: Place, flow: Flow, part: Part): void {
-    if (part.inFlight > 0 || part.fresh.size > 0 || part.followUps.size > 0 || part.resyncs.size > 0) return;
-    flow.parts.delete(place.part);
-    if (flow.inFlight === 0 && flow.parts.size === 0) this.#flows.delete(place.flow);
+    if (this.#ready === 0) return undefined;
+    const record = this.#flows.take(waitingBesides);
+    if (record === undefined) return undefined;
+    this.#ready -= 1;
+    this.#metrics.queueLatency?.((record.startedAt - record.readyAt) / 1000);
+    this.#reportDepth();
+    return record.key;
   }
 
   #handOut(): void {
@@ -705,14 +389,6 @@ export class WorkQueue {
       if (key === undefined) return;
       this.#waiters.shift()?.(key);
     }
-  }
-
-  #cancelDelayed(key: string): void {
-    this.#spreadAt.delete(key);
-    const delayed = this.#delayed.get(key);
-    if (!delayed) return;
-    delayed.cancel();
-    this.#delayed.delete(key);
   }
 
   #reportDepth(): void {
