@@ -46,20 +46,34 @@ export function checkCode(name: WireSchemaName): string {
 }
 
 /**
+ * `code` (TypeBox's: locals, then `return function check(value) {...}`) with the check in
+ * parentheses, as the generated factories are: V8 compiles a parenthesized function with the
+ * code around it, not on its first call, so the compile cache, made when the module is compiled,
+ * holds the checks too.
+ */
+function eager(code: string): string {
+  const start = "return function check(value) {";
+  if ((!code.includes(`\n${start}`) && !code.startsWith(start)) || !code.endsWith("\n}"))
+    throw new Error(`TypeBox's check code no longer reads "${start} ... }": adapt eager() to it`);
+  return `${code.replace(start, "return (function check(value) {")})`;
+}
+
+/**
  * The text of src/api/wire-checks.ts: for each schema, a factory holding TypeBox's code as
  * ordinary code, which returns the check. Ordinary code, and not the code strings validate.ts
  * once turned into functions with `new Function`, so that Node's compile cache serves it like
- * any module's: a command pays for parsing the module and, on first use, for running a factory.
+ * any module's; and in parentheses (`eager`), so that the cache holds the checks' compiled code
+ * too: a command then pays, on first use, only for running a factory.
  * Exact text, not reformatted: biome.json leaves the file out, and the test compares the file
  * with this text.
  */
 export function wireChecksModule(): string {
   const factories = CHECKED.map((name) => {
-    const body = checkCode(name)
+    const body = eager(checkCode(name))
       .split("\n")
       .map((line) => (line === "" ? line : `    ${line}`))
       .join("\n");
-    return `  ${name}(format) {\n${body}\n  },`;
+    return `  ${name}: (function (format) {\n${body}\n  }),`;
   });
   return `// @ts-nocheck -- TypeBox's generated JavaScript, untyped; held to TypeBox's Value.Check by
 // test/unit/api-wire-checks.test.ts, not by tsc.

@@ -8,24 +8,24 @@
  * answers, and the operator the bodies it sends, without loading TypeBox.
  */
 export const WIRE_CHECKS = {
-  Any(format) {
-    return function check(value) {
+  Any: (function (format) {
+    return (function check(value) {
       return (
         true
       )
-    }
-  },
-  DeploymentPage(format) {
-    return function check(value) {
+    })
+  }),
+  DeploymentPage: (function (format) {
+    return (function check(value) {
       return (
         (typeof value === 'object' && value !== null && !Array.isArray(value)) &&
         Array.isArray(value['resources']) &&
         ((array) => { for(const value of array) if(!((true))) { return false }; return true; })(value['resources']) &&
         Number.isInteger(value['offset'])
       )
-    }
-  },
-  Deployment(format) {
+    })
+  }),
+  Deployment: (function (format) {
     const local_0 = /^(.*)$/
     const local_1 = /^(.*)$/
     const local_2 = /^(.*)$/
@@ -46,7 +46,7 @@ export const WIRE_CHECKS = {
     const local_17 = /^(.*)$/
     const local_18 = /^(.*)$/
     const local_19 = /^(.*)$/
-    return function check(value) {
+    return (function check(value) {
       return (
         (typeof value === 'object' && value !== null && !Array.isArray(value)) &&
         (typeof value['name'] === 'string') &&
@@ -82,20 +82,20 @@ export const WIRE_CHECKS = {
         (value['image_version'] !== undefined ? ((((typeof value['image_version'] === 'string')) || ((value['image_version'] === null)))) : true) &&
         (value['display_name'] !== undefined ? ((((typeof value['display_name'] === 'string')) || ((value['display_name'] === null)))) : true)
       )
-    }
-  },
-  RevisionPage(format) {
-    return function check(value) {
+    })
+  }),
+  RevisionPage: (function (format) {
+    return (function check(value) {
       return (
         (typeof value === 'object' && value !== null && !Array.isArray(value)) &&
         Array.isArray(value['resources']) &&
         ((array) => { for(const value of array) if(!((true))) { return false }; return true; })(value['resources']) &&
         (value['offset'] !== undefined ? (Number.isInteger(value['offset']) && value['offset'] >= 0) : true)
       )
-    }
-  },
-  Revision(format) {
-    return function check(value) {
+    })
+  }),
+  Revision: (function (format) {
+    return (function check(value) {
       return (
         (typeof value === 'object' && value !== null && !Array.isArray(value)) &&
         (typeof value['id'] === 'string') &&
@@ -106,25 +106,25 @@ export const WIRE_CHECKS = {
         (value['source'] !== undefined ? ((((typeof value['source'] === 'string')) || ((value['source'] === null)))) : true) &&
         (value['source_revision_config'] !== undefined ? ((((typeof value['source_revision_config'] === 'object' && value['source_revision_config'] !== null && !Array.isArray(value['source_revision_config'])) && (value['source_revision_config']['repo_ref'] !== undefined ? ((((typeof value['source_revision_config']['repo_ref'] === 'string')) || ((value['source_revision_config']['repo_ref'] === null)))) : true) && (value['source_revision_config']['graph_config_path'] !== undefined ? ((((typeof value['source_revision_config']['graph_config_path'] === 'string')) || ((value['source_revision_config']['graph_config_path'] === null)))) : true) && (value['source_revision_config']['image_uri'] !== undefined ? ((((typeof value['source_revision_config']['image_uri'] === 'string')) || ((value['source_revision_config']['image_uri'] === null)))) : true) && (value['source_revision_config']['source_tarball_path'] !== undefined ? ((((typeof value['source_revision_config']['source_tarball_path'] === 'string')) || ((value['source_revision_config']['source_tarball_path'] === null)))) : true) && (value['source_revision_config']['repo_commit_sha'] !== undefined ? ((((typeof value['source_revision_config']['repo_commit_sha'] === 'string')) || ((value['source_revision_config']['repo_commit_sha'] === null)))) : true)) || ((value['source_revision_config'] === null)))) : true)
       )
-    }
-  },
-  ProviderList(format) {
-    return function check(value) {
+    })
+  }),
+  ProviderList: (function (format) {
+    return (function check(value) {
       return (
         Array.isArray(value) &&
         ((array) => { for(const value of array) if(!(((typeof value === 'object' && value !== null && !Array.isArray(value)) && (typeof value['id'] === 'string') && (typeof value['organization_id'] === 'string') && (typeof value['provider_id'] === 'string') && (typeof value['name'] === 'string') && (typeof value['client_id'] === 'string') && (typeof value['auth_url'] === 'string') && (typeof value['token_url'] === 'string') && (typeof value['uses_pkce'] === 'boolean') && (((typeof value['code_challenge_method'] === 'string')) || ((value['code_challenge_method'] === null))) && (typeof value['created_at'] === 'string') && (typeof value['updated_at'] === 'string') && (value['provider_type'] !== undefined ? ((((typeof value['provider_type'] === 'string')) || ((value['provider_type'] === null)))) : true) && (value['mcp_server_url'] !== undefined ? ((((typeof value['mcp_server_url'] === 'string')) || ((value['mcp_server_url'] === null)))) : true) && (value['token_endpoint_auth_method'] !== undefined ? ((((typeof value['token_endpoint_auth_method'] === 'string')) || ((value['token_endpoint_auth_method'] === null)))) : true) && (value['is_dynamic_client'] !== undefined ? ((((typeof value['is_dynamic_client'] === 'boolean')) || ((value['is_dynamic_client'] === null)))) : true)))) { return false }; return true; })(value)
       )
-    }
-  },
-  ForgeRepoList(format) {
-    return function check(value) {
+    })
+  }),
+  ForgeRepoList: (function (format) {
+    return (function check(value) {
       return (
         Array.isArray(value) &&
         ((array) => { for(const value of array) if(!(((typeof value === 'object' && value !== null && !Array.isArray(value)) && (typeof value['host_integration_id'] === 'string') && Number.isInteger(value['id']) && (typeof value['name'] === 'string') && (typeof value['owner'] === 'string') && (typeof value['url'] === 'string') && (typeof value['default_branch'] === 'string')))) { return false }; return true; })(value)
       )
-    }
-  },
-  CreateDeploymentBody(format) {
+    })
+  }),
+  CreateDeploymentBody: (function (format) {
     const local_0 = /^(.*)$/
     const local_1 = /^(.*)$/
     const local_2 = /^(.*)$/
@@ -145,7 +145,7 @@ export const WIRE_CHECKS = {
     const local_17 = /^(.*)$/
     const local_18 = /^(.*)$/
     const local_19 = /^(.*)$/
-    return function check(value) {
+    return (function check(value) {
       return (
         (typeof value === 'object' && value !== null && !Array.isArray(value)) &&
         (typeof value['name'] === 'string') &&
@@ -157,9 +157,9 @@ export const WIRE_CHECKS = {
         (value['secret_references'] !== undefined ? (((Array.isArray(value['secret_references']) && ((array) => { for(const value of array) if(!(((typeof value === 'object' && value !== null && !Array.isArray(value)) && (typeof value['name'] === 'string') && (typeof value['secret_name'] === 'string') && (typeof value['secret_key'] === 'string') && Object.getOwnPropertyNames(value).length === 3))) { return false }; return true; })(value['secret_references'])) || ((value['secret_references'] === null)))) : true) &&
         Object.getOwnPropertyNames(value).every(key => ['name', 'source', 'source_config', 'source_revision_config', 'secrets', 'secret_references'].includes(key))
       )
-    }
-  },
-  PatchDeploymentBody(format) {
+    })
+  }),
+  PatchDeploymentBody: (function (format) {
     const local_0 = /^(.*)$/
     const local_1 = /^(.*)$/
     const local_2 = /^(.*)$/
@@ -180,7 +180,7 @@ export const WIRE_CHECKS = {
     const local_17 = /^(.*)$/
     const local_18 = /^(.*)$/
     const local_19 = /^(.*)$/
-    return function check(value) {
+    return (function check(value) {
       return (
         (typeof value === 'object' && value !== null && !Array.isArray(value)) &&
         (value['revision_source'] !== undefined ? ((((((value['revision_source'] === 'github')) || ((value['revision_source'] === 'internal_docker')) || ((value['revision_source'] === 'internal_source')))) || ((value['revision_source'] === null)))) : true) &&
@@ -191,8 +191,8 @@ export const WIRE_CHECKS = {
         (value['display_name'] !== undefined ? ((((typeof value['display_name'] === 'string') && value['display_name'].length >= 1) || ((value['display_name'] === null)))) : true) &&
         Object.getOwnPropertyNames(value).every(key => ['revision_source', 'source_config', 'source_revision_config', 'secrets', 'secret_references', 'display_name'].includes(key))
       )
-    }
-  },
+    })
+  }),
 };
 
 /** The schemas with a compiled check. */
