@@ -3,10 +3,11 @@
  * naming the field, not three layers later) and the caller's input before anything is sent.
  *
  * An answer, and the body of a write, is checked by the compiled check of its schema
- * (wire-checks.ts), TypeBox's own code made ahead of time; TypeBox itself, and the schemas, load
- * only to say what is wrong with an answer or a body that failed its check (wire-errors.ts). A
- * command that reads the service, and a reconcile that writes to it, thus run without TypeBox's
- * two hundred modules.
+ * (wire-checks.ts), TypeBox's own code generated ahead of time as a module's functions (which
+ * Node's compile cache serves, as it would not code made with `new Function`); TypeBox itself,
+ * and the schemas, load only to say what is wrong with an answer or a body that failed its check
+ * (wire-errors.ts). A command that reads the service, and a reconcile that writes to it, thus run
+ * without TypeBox's two hundred modules.
  */
 import { isRecord } from "../runtime/json.ts";
 import { RequestValidationError, ServiceError } from "./errors.ts";
@@ -18,7 +19,7 @@ import type {
   UnreadableDeployment,
   WireBody,
 } from "./wire.ts";
-import { WIRE_CHECK_CODE, type WireCheckName } from "./wire-checks.ts";
+import { WIRE_CHECKS, type WireCheckName } from "./wire-checks.ts";
 import {
   DEPLOYMENT_SOURCES,
   DEPLOYMENT_STATUSES,
@@ -37,11 +38,10 @@ const format = (name: string, value: string): boolean => name === "uuid" && isUu
 export function matchesWire(name: WireCheckName, value: unknown): boolean {
   let check = compiled.get(name);
   if (check === undefined) {
-    // TypeBox's TypeCompiler.Compile does the same with the same code; no check calls the
-    // factory's `kind` or `hash`, nor `format` but for `uuid` (scripts/wire-checks.ts refuses
+    // The factory TypeBox's TypeCompiler.Compile builds from the same code, given only `format`:
+    // no check calls `kind` or `hash`, nor `format` but for `uuid` (scripts/wire-checks.ts refuses
     // one that would).
-    const factory = new Function("kind", "format", "hash", WIRE_CHECK_CODE[name]);
-    check = factory(undefined, format, undefined) as (value: unknown) => boolean;
+    check = WIRE_CHECKS[name](format) as (value: unknown) => boolean;
     compiled.set(name, check);
   }
   return check(value);
