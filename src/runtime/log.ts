@@ -58,6 +58,14 @@ class ReconcileScope implements ReconcileFields {
   }
 }
 
+/**
+ * Runs `fn` outside any reconcile's fields: for a line about a whole connection written from
+ * inside one resource's reconcile, which must not name that resource.
+ */
+export function outsideReconcile<T>(fn: () => T): T {
+  return current.exit(fn);
+}
+
 /** The fields of the reconcile under way in this async context, if any. */
 export function reconcileFields(): ReconcileFields | undefined {
   return current.getStore();

@@ -7,6 +7,7 @@ import type { CreateDeploymentBody } from "../../src/api/wire.ts";
 import { NameReservedError } from "../../src/reconcile/service/name-reserved.ts";
 import { CreatePace, ServiceSession } from "../../src/reconcile/service/session.ts";
 import { tellPaced } from "../../src/runtime/abort.ts";
+import { createLogger, inReconcile } from "../../src/runtime/log.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { SimulatedService } from "../support/memory-ports.ts";
 
@@ -161,6 +162,24 @@ describe("CreatePace", () => {
     clock.advance(60_000);
     await pace.timed("lookup", call(40, 30));
     expect(lines).toHaveLength(1);
+  });
+
+  it("writes the connection's line without the fields of the reconcile whose create ended the minute", async () => {
+    const clock = new ManualClock({ start: 0 });
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = createLogger({
+      level: "info",
+      format: "json",
+      destination: { write: (line: string) => lines.push(JSON.parse(line)) },
+    });
+    const pace = new CreatePace(clock, logger, 60_000);
+    await inReconcile("deployment", "team-a/first", () => pace.timed("post", async () => clock.advance(10)));
+    clock.advance(60_000);
+    await inReconcile("deployment", "team-b/other", () => pace.timed("post", async () => clock.advance(10)));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ msg: "creates through this connection: where their time went" });
+    expect(lines[0]).not.toHaveProperty("namespace");
+    expect(lines[0]).not.toHaveProperty("name");
   });
 
   it("counts a part that failed, and rethrows its error", async () => {

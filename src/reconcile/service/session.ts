@@ -11,6 +11,7 @@ import type { Logger } from "pino";
 import { isServiceError } from "../../api/errors.ts";
 import { whilePaced } from "../../runtime/abort.ts";
 import type { Clock } from "../../runtime/clock.ts";
+import { outsideReconcile } from "../../runtime/log.ts";
 import { RepoListings } from "../inputs.ts";
 import type {
   DeploymentLookups,
@@ -211,7 +212,10 @@ export class CreatePace {
         { count: p.count, meanMs: mean(p.ms, p.count), meanRateLimitWaitMs: mean(p.waitedMs, p.count) },
       ]),
     );
-    this.#logger.info({ creates: each, seconds }, "creates through this connection: where their time went");
+    // The connection's line, not the resource's whose create ended the minute.
+    outsideReconcile(() =>
+      this.#logger.info({ creates: each, seconds }, "creates through this connection: where their time went"),
+    );
   }
 }
 
