@@ -240,8 +240,15 @@ export function lookupTarget(facts: LookupFacts): LookupRule {
     ...(reconciling || status.createRequestedAt ? [2 * facts.pollMs] : []),
     ...(facts.intervalMs ? [facts.intervalMs / 2] : []),
   ];
+  // A revision read DEPLOYED that the deployment did not show active yet: the next look decides
+  // whether the rollout ends on the revision's word, so it must be a new read of the deployment,
+  // not the entry the last look used (the poller may not have polled in between).
+  const confirming =
+    status.latestRevisionStatus === "DEPLOYED" &&
+    status.latestRevisionId !== undefined &&
+    status.activeRevisionId !== status.latestRevisionId;
   return {
-    live: requested || status.observedGeneration !== facts.generation,
+    live: requested || confirming || status.observedGeneration !== facts.generation,
     liveName: requested || status.createRequestedAt !== undefined,
     ...(within.length > 0 ? { withinMs: Math.min(...within) } : {}),
   };

@@ -156,6 +156,20 @@ describe("lookupTarget", () => {
       rule: { live: false, liveName: false, withinMs: 10_000 },
     },
     {
+      reason:
+        "a revision read DEPLOYED that the deployment did not show active: the look that decides reads the deployment anew",
+      facts: facts({
+        status: {
+          ...settled,
+          conditions: reconciling,
+          latestRevisionId: "r2",
+          latestRevisionStatus: "DEPLOYED",
+          activeRevisionId: "r1",
+        },
+      }),
+      rule: { live: true, liveName: false, withinMs: 10_000 },
+    },
+    {
       reason: "a resource with its own interval takes no entry older than half of it",
       facts: facts({ intervalMs: 60_000 }),
       rule: { live: false, liveName: false, withinMs: 30_000 },
