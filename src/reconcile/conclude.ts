@@ -1,6 +1,7 @@
 /**
  * The conclusion of a reconcile, pure: {@link settle} joins what was decided (`decide.ts`) with
- * what `execute` wrote (the write's own events first); {@link conclude} draws from that and the
+ * what `execute` wrote (the write's own events first, their notes written here: what a PATCH
+ * changed, a drift it corrected, a revision it redeployed); {@link conclude} draws from that and the
  * evidence read after (`evidence.ts`) the status to write, the revision's event, and when to look
  * at the resource again: the reconcile's requeue policy (kube-rs's `error_policy` beside its
  * `reconcile`). The table of the requeue's cases is test/unit/next-action.test.ts, settle's is
@@ -10,17 +11,18 @@
 import { connectionLabel } from "../crd/connection-ref.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
-import { observedAs } from "./decide.ts";
+import { generationApplied, observedAs } from "./decide.ts";
 import { statusEqual } from "./diff.ts";
 import { type Evidence, LOG_RETRY_MS, readAgainPending } from "./evidence.ts";
 import type { FailedRevisionLog } from "./failure-evidence.ts";
 import { reconcileInterval } from "./inputs.ts";
-import { createdNote, driftCorrectedNote, redeployedNote, updateNote, updateReason } from "./notes.ts";
+import { changedFields, createdNote } from "./notes.ts";
+import type { PatchPlan } from "./plan.ts";
 import { keptSecretsProblem } from "./plan-secrets.ts";
 import type { StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type SyncOutcome } from "./reasons.ts";
 import { withRebuild } from "./rebuild.ts";
-import type { Decided, DecidedEvent, DecideSpec, Decision, Executed } from "./run.ts";
+import type { Decided, DecidedEvent, DecideSpec, Decision, Executed, RevisionSent } from "./run.ts";
 import { outcomeFromProblems, statusFrom } from "./status.ts";
 
 /**
@@ -112,6 +114,47 @@ function settleWrite(
     decided: { ...decided, observed: observedAs(sent.deployment), ...reuse, ...said, ...changes, ...stalled },
     events: [...events, ...warning, ...decision.after],
   };
+}
+
+/** Note of the event of a PATCH: what changed, and whether it made a new revision. */
+export function updateNote(decision: PatchPlan): string {
+  const revision = decision.newRevision ? " (new revision)" : "";
+  return `updated the service's deployment${revision}: ${decision.summary.join("; ")}`;
+}
+
+/**
+ * Reason of the event of a PATCH: `DriftCorrected` when this generation of the spec was already
+ * applied ({@link generationApplied}: someone changed the service since), `Updated` otherwise. A
+ * secrets-only PATCH is a rotation of a Kubernetes Secret, hence `Updated`.
+ */
+export function updateReason(obj: StoredResource, decision: PatchPlan, adopted: boolean): string {
+  if (adopted) return "Updated";
+  const secretsOnly = decision.changes.every((c) => c.group === "secrets");
+  return generationApplied(obj) && !secretsOnly ? "DriftCorrected" : "Updated";
+}
+
+/**
+ * Note of the `DriftCorrected` event: the fields that differed from the spec (never their values,
+ * which someone else set), and how they were put back (`how`: a PATCH, or a redeploy).
+ */
+export function driftCorrectedNote(decision: PatchPlan, how?: string): string {
+  const revision = decision.newRevision ? " (new revision)" : "";
+  const fields = changedFields(decision.changes).join(", ");
+  return `put back a change made outside this resource: ${fields} differed from the spec${how === undefined ? revision : ""}; ${how ?? "the spec's values sent"}`;
+}
+
+/** The note of the `Redeployed` event: which revision, why, how, and what else was sent. */
+export function redeployedNote(
+  sent: Extract<RevisionSent, { kind: "redeployed" }>,
+  decision: PatchPlan,
+): string {
+  const how =
+    sent.behaviour === "new-revision"
+      ? `the service made revision ${sent.live} from it`
+      : "the service switches the active revision back to it";
+  const others = decision.changes.filter((c) => c.group !== "source_revision_config").map((c) => c.line);
+  const also = others.length > 0 ? `; also updated: ${others.join("; ")}` : "";
+  return `redeployed revision ${sent.revisionId} instead of building a new one (no build): ${sent.reason}; ${how}${also}`;
 }
 
 /** What a conclusion is drawn from. */

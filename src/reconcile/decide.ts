@@ -18,13 +18,12 @@ import {
   changedFields,
   createdNote,
   externalRevisionNote,
-  generationApplied,
   observedDrift,
   syncedOf,
 } from "./notes.ts";
 import { lastAppliedFor, type NoopPlan, type PatchPlan, plan } from "./plan.ts";
 import type { StoredResource } from "./ports.ts";
-import { REASON, type StatusRecord, type SyncOutcome } from "./reasons.ts";
+import { CONDITION, REASON, type StatusRecord, type SyncOutcome } from "./reasons.ts";
 import { decideRebuild } from "./rebuild.ts";
 import { pendingSwitchBack, splitForRedeploy, switchBackPlan } from "./revision-history.ts";
 import type { Counter } from "./rollout/rollout-windows.ts";
@@ -39,6 +38,20 @@ import type { Decided, DecidedEvent, DecideSpec, Decision, Observation, Observed
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 import type { Deployment } from "./service-types.ts";
 import { outcomeFromProblems } from "./status.ts";
+
+/**
+ * Whether `obj`'s spec, at its generation, was already applied in full (`status.appliedGeneration`;
+ * before that field, `Synced=True` for it): a difference the service shows now was made outside
+ * this resource. An edit whose first attempt failed (a 429, a 5xx) was never applied, although the
+ * failure's status write already carried the generation in `observedGeneration`.
+ */
+export function generationApplied(obj: Pick<StoredResource, "metadata" | "status">): boolean {
+  const generation = obj.metadata.generation;
+  const applied = obj.status?.appliedGeneration;
+  if (applied !== undefined) return applied === generation;
+  const synced = obj.status?.conditions?.find((c) => c.type === CONDITION.Synced);
+  return synced?.status === "True" && synced.observedGeneration === generation;
+}
 
 /** `deployment` as an {@link Observed}: `null` is none, `undefined` not looked at. */
 export function observedAs(deployment: Deployment | null | undefined): Observed | undefined {

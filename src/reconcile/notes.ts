@@ -1,13 +1,16 @@
 /**
- * What the reconciler tells people: the notes of its Events and the lines of an ObserveOnly
- * drift report. Pure; never a secret value (the planner's summaries hold none).
+ * What the reconciler tells people outside the steps that say it: the notes of the events of an
+ * adoption, a create, a revision made elsewhere, a name conflict, a deployment not owned, and
+ * the lines of an ObserveOnly drift report; and the recording of an event by a step that
+ * records its own (cleanup, the observation's warning, the export). The notes of a PATCH's
+ * events are `settle`'s (conclude.ts). Pure but {@link recordEvent}; never a secret value (the
+ * planner's summaries hold none).
  */
 
 import { claimedName } from "./claims.ts";
-import type { FieldChange, PatchPlan, Plan } from "./plan.ts";
+import type { FieldChange, Plan } from "./plan.ts";
 import type { EventsPort, StoredResource } from "./ports.ts";
 import { CONDITION } from "./reasons.ts";
-import type { RevisionSent } from "./run.ts";
 import type { Deployment } from "./service-types.ts";
 
 /** Note of the `Created` event. */
@@ -20,50 +23,9 @@ export function adoptedNote(deployment: Deployment): string {
   return `adopted the service's deployment ${deployment.id}`;
 }
 
-/** Note of the event of a PATCH: what changed, and whether it made a new revision. */
-export function updateNote(decision: PatchPlan): string {
-  const revision = decision.newRevision ? " (new revision)" : "";
-  return `updated the service's deployment${revision}: ${decision.summary.join("; ")}`;
-}
-
-/**
- * Whether `obj`'s spec, at its generation, was already applied in full (`status.appliedGeneration`;
- * before that field, `Synced=True` for it): a difference the service shows now was made outside
- * this resource. An edit whose first attempt failed (a 429, a 5xx) was never applied, although the
- * failure's status write already carried the generation in `observedGeneration`.
- */
-export function generationApplied(obj: Pick<StoredResource, "metadata" | "status">): boolean {
-  const generation = obj.metadata.generation;
-  const applied = obj.status?.appliedGeneration;
-  if (applied !== undefined) return applied === generation;
-  const synced = obj.status?.conditions?.find((c) => c.type === CONDITION.Synced);
-  return synced?.status === "True" && synced.observedGeneration === generation;
-}
-
-/**
- * Reason of the event of a PATCH: `DriftCorrected` when this generation of the spec was already
- * applied ({@link generationApplied}: someone changed the service since), `Updated` otherwise. A
- * secrets-only PATCH is a rotation of a Kubernetes Secret, hence `Updated`.
- */
-export function updateReason(obj: StoredResource, decision: PatchPlan, adopted: boolean): string {
-  if (adopted) return "Updated";
-  const secretsOnly = decision.changes.every((c) => c.group === "secrets");
-  return generationApplied(obj) && !secretsOnly ? "DriftCorrected" : "Updated";
-}
-
 /** The spec paths of `changes`, each once, in order: what differed, never a value. */
 export function changedFields(changes: readonly FieldChange[]): string[] {
   return [...new Set(changes.map((c) => c.field))];
-}
-
-/**
- * Note of the `DriftCorrected` event: the fields that differed from the spec (never their values,
- * which someone else set), and how they were put back (`how`: a PATCH, or a redeploy).
- */
-export function driftCorrectedNote(decision: PatchPlan, how?: string): string {
-  const revision = decision.newRevision ? " (new revision)" : "";
-  const fields = changedFields(decision.changes).join(", ");
-  return `put back a change made outside this resource: ${fields} differed from the spec${how === undefined ? revision : ""}; ${how ?? "the spec's values sent"}`;
 }
 
 /** Note of the `ExternalRevision` event: which revision, what it deployed, and what follows. */
@@ -117,20 +79,6 @@ export function recordEvent(
   note: string,
 ): void {
   deps.events.record(run.obj, { type, reason, action: "Reconcile", note });
-}
-
-/** The note of the `Redeployed` event: which revision, why, how, and what else was sent. */
-export function redeployedNote(
-  sent: Extract<RevisionSent, { kind: "redeployed" }>,
-  decision: PatchPlan,
-): string {
-  const how =
-    sent.behaviour === "new-revision"
-      ? `the service made revision ${sent.live} from it`
-      : "the service switches the active revision back to it";
-  const others = decision.changes.filter((c) => c.group !== "source_revision_config").map((c) => c.line);
-  const also = others.length > 0 ? `; also updated: ${others.join("; ")}` : "";
-  return `redeployed revision ${sent.revisionId} instead of building a new one (no build): ${sent.reason}; ${how}${also}`;
 }
 
 /** The `Synced` condition of `status`, if any. */

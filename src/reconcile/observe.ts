@@ -33,7 +33,8 @@ import { CONDITION, REASON, type StatusRecord, type SyncOutcome } from "./reason
 import type { Connected, Found, Observation, ReconcileDeps } from "./run.ts";
 import { isKeyedDigest } from "./secret-hash.ts";
 import { AmbiguousNameError, UnreadableDeploymentError, unreadableMessage } from "./service/lookup-errors.ts";
-import type { ListingFailure, RemoteSnapshot } from "./service/snapshot.ts";
+import type { RemoteSnapshot } from "./service/snapshot.ts";
+import type { ListingFailure } from "./service/snapshot-store.ts";
 import type { Deployment } from "./service-types.ts";
 
 /** The observe half of the boundary; one per reconciler, for the warnings it gave. */

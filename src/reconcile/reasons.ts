@@ -105,7 +105,7 @@ export interface StatusRecord {
   lastHandledReconcileAt?: string | null;
   lastHandledRolloutNow?: string | null;
   lastHandledRebuildAt?: string | null;
-  /** The generation whose spec was applied in full (see `generationApplied`, notes.ts). */
+  /** The generation whose spec was applied in full (see `generationApplied`, decide.ts). */
   appliedGeneration?: number | null;
   createRequestedAt?: string | null;
   resolvedRepoUrl?: string | null;

@@ -27,12 +27,12 @@ import { execute } from "./execute.ts";
 import { EXPORT_CONDITION, exportStep } from "./export.ts";
 import { failureOf } from "./failures.ts";
 import { isPaused, NONE_READ, readSecretsOf } from "./inputs.ts";
-import { nameConflictMessage, recordEvent } from "./notes.ts";
+import { nameConflictMessage } from "./notes.ts";
 import { Observer } from "./observe.ts";
 import type { ConfigMapsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
 import { CONDITION, REASON } from "./reasons.ts";
 import type { RevisionHistoryEntry } from "./revision-history.ts";
-import type { Connected, Decided, ExternalChangeKind, ReconcileDeps, Run } from "./run.ts";
+import type { Connected, Decided, DecidedEvent, ExternalChangeKind, ReconcileDeps, Run } from "./run.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 import type { Sessions } from "./service/session.ts";
@@ -176,7 +176,7 @@ export class DeploymentReconciler {
       if (isPaused(obj)) return await this.#conclude(current, { outcome: { kind: "paused" } }, signal);
       if (holder) {
         const message = nameConflictMessage(obj, holder);
-        recordEvent(this.#deps, current, "Warning", REASON.NameConflict, message);
+        this.#record(current, { type: "Warning", reason: REASON.NameConflict, note: message });
         const conflict = { kind: "failed", reason: REASON.NameConflict, message, stalled: true } as const;
         return await this.#conclude(current, { outcome: conflict }, signal);
       }
@@ -186,6 +186,14 @@ export class DeploymentReconciler {
     } catch (error) {
       return { kind: "failed", error, on: current };
     }
+  }
+
+  /**
+   * Records an event on `run`'s object: the steps return theirs as data (the decision's, the
+   * write's, the evidence's), and the reconciler records them, as `Reconcile` actions.
+   */
+  #record(run: Run, e: Pick<DecidedEvent, "type" | "reason" | "note">): void {
+    this.#deps.events.record(run.obj, { type: e.type, reason: e.reason, action: "Reconcile", note: e.note });
   }
 
   /** The finalizer is present exactly while a delete must clean up the service. */
@@ -210,7 +218,7 @@ export class DeploymentReconciler {
       counter: this.#deps.now,
       secretDigest: this.#deps.secretDigest,
     });
-    for (const e of decision.events) recordEvent(this.#deps, run, e.type, e.reason, e.note);
+    for (const e of decision.events) this.#record(run, e);
     if (decision.failed) return { kind: "failed", error: decision.failed.error, on: run };
     const line = decision.log;
     if (line?.fields) run.log.info(line.fields, line.message);
@@ -224,7 +232,7 @@ export class DeploymentReconciler {
       return { kind: "failed", error, on: written, ...(history ? { history } : {}) };
     }
     const { decided, events } = settle(run.obj, status, decision, executed);
-    for (const e of events) recordEvent(this.#deps, written, e.type, e.reason, e.note);
+    for (const e of events) this.#record(written, e);
     return this.#conclude(written, decided, signal).catch(
       (error: unknown): Failed => ({ kind: "failed", error, on: written }),
     );
@@ -251,7 +259,7 @@ export class DeploymentReconciler {
   async #conclude(run: Run, decided: Decided, signal: AbortSignal): Promise<ReconcileResult> {
     const evidence = await readEvidence(this.#deps, run, decided, signal);
     const { event } = evidence;
-    if (event) recordEvent(this.#deps, run, event.type, event.reason, event.note);
+    if (event) this.#record(run, event);
     const secretValues = run.seen.secrets.values;
     const { obj, now } = run;
     let concluded = conclude({ obj, decided, evidence, now, secretValues, pollMs: this.#deps.pollMs });
@@ -294,7 +302,7 @@ export class DeploymentReconciler {
         () => undefined,
       );
     const failure = failureOf(error, run.seen.secrets.values);
-    recordEvent(this.#deps, run, "Warning", failure.outcome.reason, failure.outcome.message);
+    this.#record(run, { type: "Warning", reason: failure.outcome.reason, note: failure.outcome.message });
     const record = failure.createRefused ? { createRequestedAt: null } : {};
     const writeWindow = new AbortController();
     const cancel = signal.aborted

@@ -3,9 +3,8 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import type { Deployment, UnreadableDeployment } from "../../src/api/wire.ts";
-import { IdBatches, type IdListing } from "../../src/reconcile/service/id-batches.ts";
+import { IdBatches, type IdListing, POLL_BATCH } from "../../src/reconcile/service/id-batches.ts";
 import { UnreadableDeploymentError } from "../../src/reconcile/service/lookup-errors.ts";
-import { POLL_BATCH } from "../../src/reconcile/service/snapshot-reader.ts";
 import { remote } from "./plan-fixtures.ts";
 
 const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;

@@ -31,7 +31,31 @@
 import type { Deployment, UnreadableDeployment } from "../service-types.ts";
 import { isUuid } from "../service-types.ts";
 import { UnreadableDeploymentError } from "./lookup-errors.ts";
-import { idBatches, POLL_BATCH } from "./snapshot-reader.ts";
+
+/** Ids per `deployment_ids` lookup: the service's largest page, so one call answers for all. */
+export const POLL_BATCH = 100;
+
+/**
+ * `ids` in batches of at most {@link POLL_BATCH}, each id once. An id that is not a uuid is left
+ * out: the client refuses to send one, which would fail the whole batch for the others (a
+ * status is a record anyone who may write it can forge); its resource's own lookup reports it.
+ */
+export function idBatches(ids: Iterable<string>): string[][] {
+  const batches: string[][] = [];
+  const seen = new Set<string>();
+  let batch: string[] = [];
+  for (const id of ids) {
+    if (seen.has(id) || !isUuid(id)) continue;
+    seen.add(id);
+    batch.push(id);
+    if (batch.length === POLL_BATCH) {
+      batches.push(batch);
+      batch = [];
+    }
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
+}
 
 /**
  * The deployments whose ids are `ids` (`deployment_ids`, at most {@link POLL_BATCH}), every page

@@ -26,7 +26,8 @@ import { Rebuilder } from "./rebuilder.ts";
 import { RevisionRedeployer } from "./redeployer.ts";
 import { RevisionLogReader } from "./revision-log-reader.ts";
 import { RevisionTracker } from "./revisions.ts";
-import { type ListingFailure, RemoteSnapshot } from "./snapshot.ts";
+import { RemoteSnapshot } from "./snapshot.ts";
+import type { ListingFailure } from "./snapshot-store.ts";
 
 /** Options of {@link ServiceSession}. */
 export interface ServiceSessionOptions {

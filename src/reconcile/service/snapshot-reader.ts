@@ -5,15 +5,12 @@
  * What a read leaves ({@link ListingRead}) goes to the store of `snapshot-store.ts`.
  */
 
-import { isUuid } from "../../api/wire.ts";
 import { whilePaced } from "../../runtime/abort.ts";
 import type { Clock } from "../../runtime/clock.ts";
 import { NameFilter } from "../../runtime/name-filter.ts";
 import type { DeploymentListings } from "../ports.ts";
 import type { Deployment, UnreadableDeployment } from "../service-types.ts";
-
-/** Ids per `deployment_ids` lookup: the service's largest page, so one call answers for all. */
-export const POLL_BATCH = 100;
+import { idBatches, POLL_BATCH } from "./id-batches.ts";
 
 /**
  * Unreadable items of a listing kept with what is known of them (their id, name and message),
@@ -275,28 +272,6 @@ export class SnapshotReader {
     const unheld = new NameFilter(0);
     return { unheld, unreadable: new Unreadable(unheld), named: false, mayBeFree: undefined };
   }
-}
-
-/**
- * `ids` in batches of at most {@link POLL_BATCH}, each id once. An id that is not a uuid is left
- * out: the client refuses to send one, which would fail the whole batch for the others (a
- * status is a record anyone who may write it can forge); its resource's own lookup reports it.
- */
-export function idBatches(ids: Iterable<string>): string[][] {
-  const batches: string[][] = [];
-  const seen = new Set<string>();
-  let batch: string[] = [];
-  for (const id of ids) {
-    if (seen.has(id) || !isUuid(id)) continue;
-    seen.add(id);
-    batch.push(id);
-    if (batch.length === POLL_BATCH) {
-      batches.push(batch);
-      batch = [];
-    }
-  }
-  if (batch.length > 0) batches.push(batch);
-  return batches;
 }
 
 /**

@@ -1,8 +1,11 @@
 /**
  * What a connection's snapshot holds of the service's deployments, and its answers from them: by
  * id and by exact name, kept up to date with this operator's own writes and the reconciles'
- * lookups. The snapshot of `snapshot.ts` is this store with the reading of the service
- * (`snapshot-reader.ts`) that fills it, a read at a time ({@link SnapshotStore.beginRead}).
+ * lookups, and how its last listing ended ({@link SnapshotStore.listingFailure}, which every
+ * reconcile through the connection asks first). The snapshot of `snapshot.ts` is this store with
+ * the reading of the service (`snapshot-reader.ts`) that fills it, a read at a time
+ * ({@link SnapshotStore.beginRead}): what a reconcile reads and writes of the snapshot is here,
+ * what a pass does to fill it is there.
  */
 
 import type { Clock } from "../../runtime/clock.ts";
@@ -19,6 +22,15 @@ import type { Deployment } from "../service-types.ts";
 import { entryAnswers, type ListingState, listedWithin, listingAnswers } from "./freshness.ts";
 import { UnreadableDeploymentError, unreadableMessage } from "./lookup-errors.ts";
 import { type ListingRead, Unreadable } from "./snapshot-reader.ts";
+
+/**
+ * Why the connection's last listing does not answer for the service: it missed its deadline
+ * (`deadline`), or failed before it (`failed`, with the error it failed with). `deadlineMs` is
+ * the deadline it ran under.
+ */
+export type ListingFailure =
+  | { kind: "deadline"; deadlineMs: number }
+  | { kind: "failed"; deadlineMs: number; error: unknown };
 
 /** A read of the service under way: see {@link SnapshotStore.beginRead}. */
 export interface ReadUnderWay {
@@ -82,6 +94,8 @@ export class SnapshotStore {
    * made. Bounded: only the window between a write and its status write matters.
    */
   readonly #ownLatest = new Map<string, string>();
+  /** Why the last listing that ended did not answer; undefined once one succeeded. */
+  #failure: ListingFailure | undefined;
 
   constructor(clock: Clock, maxAgeMs: number, named: boolean) {
     this.#clock = clock;
@@ -134,6 +148,21 @@ export class SnapshotStore {
       this.#takenAt = startedAt;
     };
     return { hold, end };
+  }
+
+  /**
+   * Why the last listing that ended (not given up by its callers) did not answer for the
+   * service: missed its deadline or failed. Undefined once a listing succeeded, and before any
+   * ended. While it is set, the connection's calls may hang as its listing did: its resources
+   * make none (see the reconciler's listing guard, `observe.ts`).
+   */
+  listingFailure(): ListingFailure | undefined {
+    return this.#failure;
+  }
+
+  /** Records how the last listing ended: `undefined` when it answered. */
+  protected listingEnded(failure: ListingFailure | undefined): void {
+    this.#failure = failure;
   }
 
   /** How many names the next whole listing's filter of names not held is sized for. */

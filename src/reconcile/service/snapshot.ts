@@ -32,7 +32,8 @@ import type { Clock } from "../../runtime/clock.ts";
 import { SharedCall } from "../../runtime/shared-call.ts";
 import type { DeploymentListings } from "../ports.ts";
 import type { Deployment } from "../service-types.ts";
-import { idBatches, ListingDeadlineError, type POLL_BATCH, SnapshotReader } from "./snapshot-reader.ts";
+import { idBatches, type POLL_BATCH } from "./id-batches.ts";
+import { ListingDeadlineError, SnapshotReader } from "./snapshot-reader.ts";
 import { SnapshotStore } from "./snapshot-store.ts";
 
 /** Options of {@link RemoteSnapshot}. */
@@ -76,15 +77,6 @@ export interface RemoteSnapshotOptions {
 }
 
 /**
- * Why the connection's last listing does not answer for the service: it missed its deadline
- * (`deadline`), or failed before it (`failed`, with the error it failed with). `deadlineMs` is
- * the deadline it ran under.
- */
-export type ListingFailure =
-  | { kind: "deadline"; deadlineMs: number }
-  | { kind: "failed"; deadlineMs: number; error: unknown };
-
-/**
  * The snapshot of a connection: what it holds ({@link SnapshotStore}, `snapshot-store.ts`) and
  * the reads of the service that fill it ({@link SnapshotReader}, `snapshot-reader.ts`), one
  * listing at a time, shared by its callers.
@@ -94,8 +86,6 @@ export class RemoteSnapshot extends SnapshotStore {
   readonly #reader: SnapshotReader;
   readonly #deadlineMs: number;
   readonly #listing: SharedCall<void>;
-  /** Why the last listing that ended did not answer; undefined once one succeeded. */
-  #failure: ListingFailure | undefined;
 
   constructor(port: DeploymentListings, clock: Clock, options: RemoteSnapshotOptions) {
     super(clock, options.maxAgeMs, options.share === undefined);
@@ -121,28 +111,19 @@ export class RemoteSnapshot extends SnapshotStore {
     return this.#listing.run(signal);
   }
 
-  /**
-   * Why the last listing that ended (not given up by its callers) did not answer for the
-   * service: missed its deadline or failed. Undefined once a listing succeeded, and before any
-   * ended. While it is set, the connection's calls may hang as its listing did: its resources
-   * make none (see the reconciler).
-   */
-  listingFailure(): ListingFailure | undefined {
-    return this.#failure;
-  }
-
   async #list(signal: AbortSignal): Promise<void> {
     const deadlineMs = this.#deadlineMs;
     try {
       await this.#listUnder(signal);
-      if (!signal.aborted) this.#failure = undefined;
+      if (!signal.aborted) this.listingEnded(undefined);
     } catch (error) {
       // Given up by every caller (a shutdown, a lost leadership): that says nothing of the service.
       if (signal.aborted) throw error;
-      this.#failure =
+      this.listingEnded(
         error instanceof ListingDeadlineError
           ? { kind: "deadline", deadlineMs }
-          : { kind: "failed", deadlineMs, error: withDetailCut(error, KEPT_DETAIL_CHARS) };
+          : { kind: "failed", deadlineMs, error: withDetailCut(error, KEPT_DETAIL_CHARS) },
+      );
       throw error;
     }
   }
@@ -178,7 +159,7 @@ export class RemoteSnapshot extends SnapshotStore {
    * (as far as known).
    */
   #wholeListingPays(): boolean {
-    if (!this.#reader.sharded || this.#failure !== undefined) return false;
+    if (!this.#reader.sharded || this.listingFailure() !== undefined) return false;
     if (this.answersNames()) return false;
     return this.#reader.wholeListingPays();
   }
