@@ -174,6 +174,19 @@ export function checkUuid(value: string, parameter: string): void {
   }
 }
 
+/** Query parameters of the listing filters; arrays are joined with commas, booleans as true/false. */
+export function filterQuery(filters: DeploymentFilters): Record<string, string> {
+  const query: Record<string, string> = {};
+  if (filters.name_contains !== undefined) query.name_contains = filters.name_contains;
+  if (filters.status !== undefined) query.status = filters.status;
+  if (filters.remote_reconciled !== undefined) query.remote_reconciled = String(filters.remote_reconciled);
+  if (filters.tag_value_ids !== undefined) query.tag_value_ids = filters.tag_value_ids.join(",");
+  if (filters.image_version !== undefined) query.image_version = filters.image_version;
+  if (filters.deployment_type !== undefined) query.deployment_type = filters.deployment_type;
+  if (filters.deployment_ids !== undefined) query.deployment_ids = filters.deployment_ids.join(",");
+  return query;
+}
+
 /** Throws on the first listing filter the service would reject or that cannot be sent as written. */
 export function checkFilters(filters: DeploymentFilters): void {
   const known = new Set([
