@@ -64,6 +64,30 @@ export async function checkResponse<N extends WireCheckName>(
 }
 
 /**
+ * The body of a successful answer, `text`, parsed and checked by {@link checkResponse}; a body
+ * that is not JSON throws a `bad_response` {@link ServiceError} too.
+ */
+export async function parseResponse<N extends WireCheckName>(
+  name: N,
+  text: string,
+  request: { method: string; route: string; status: number },
+): Promise<WireBody<N>> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // No cause: V8's SyntaxError message quotes part of the body, which may hold secret values.
+    throw new ServiceError({
+      kind: "bad_response",
+      ...request,
+      detail: `response body is not JSON (${text.length} bytes)`,
+      retryable: false,
+    });
+  }
+  return checkResponse(name, value, { method: request.method, route: request.route });
+}
+
+/**
  * A deployment as the service sent it, read tolerantly: a `null` `source_config`,
  * `source_revision_config` or `secrets` reads as empty, a `null` secret value as none, a missing
  * revision id as `null`; then the value must match {@link DeploymentSchema} (what the operator
