@@ -217,3 +217,18 @@ export function parseKubeTime(value: unknown): Date | undefined {
   const date = new Date(value);
   return Number.isNaN(date.getTime()) ? undefined : date;
 }
+
+/** A resource type: `group` is `""` for the core API. */
+export interface ResourceType {
+  group: string;
+  version: string;
+  plural: string;
+}
+
+/** The collection path of `type` in `namespace` (all namespaces when `undefined`). */
+export function collectionPath(type: ResourceType, namespace?: string): string {
+  const root = type.group === "" ? `/api/${type.version}` : `/apis/${type.group}/${type.version}`;
+  return namespace
+    ? `${root}/namespaces/${encodeURIComponent(namespace)}/${type.plural}`
+    : `${root}/${type.plural}`;
+}
