@@ -8,7 +8,7 @@ import pino, { type Logger } from "pino";
 import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import { isRecord } from "../runtime/json.ts";
-import { CacheIndexes } from "./cache-index.ts";
+import { CacheIndexes } from "../runtime/one-or-many.ts";
 import { type KubeClient, listPages } from "./client.ts";
 import { apiErrorFrom, GoneError } from "./errors.ts";
 import {
