@@ -6,6 +6,7 @@
  */
 import { AbortError } from "p-retry";
 import { redactProxyUrl } from "./agent.ts";
+import type { OverflowError } from "./budgets.ts";
 import {
   kindOfStatus,
   MAX_RESPONSE_BYTES_SETTING,
@@ -16,7 +17,6 @@ import {
 } from "./errors.ts";
 import type { ExchangeAnswer, ExchangeError } from "./exchange.ts";
 import { redactAndTruncate, redactSecrets } from "./redact.ts";
-import type { OverflowError } from "./response-memory.ts";
 import { describeTlsFailure, FLAG_TLS_FIXES, FLAG_TLS_FIXES_WITH_CA, tlsFailureOf } from "./tls.ts";
 
 /** What of the transport's settings reading a failure needs. */

@@ -8,9 +8,8 @@ import { type ApiClock, systemApiClock } from "../runtime/clock.ts";
 import { VERSION } from "../version.ts";
 import type { AddressPolicy } from "./address-policy.ts";
 import type { ProxyEnv } from "./agent.ts";
+import { processResponseMemory, type ResponseMemory, TokenBucket } from "./budgets.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "./errors.ts";
-import { TokenBucket } from "./rate-limit.ts";
-import { processResponseMemory, type ResponseMemory } from "./response-memory.ts";
 import type { ResponseObservation, RetryEvent, TransportSettings, WriteGrant } from "./transport.ts";
 import type { UnknownValue, UnreadableDeployment } from "./wire.ts";
 
@@ -47,7 +46,7 @@ export interface ServiceClientOptions {
    * fails `too_large`. Default {@link DEFAULT_MAX_RESPONSE_BYTES} (8 MiB).
    */
   maxResponseBytes?: number;
-  /** The memory the answers in flight may take together; default the process's (response-memory.ts). */
+  /** The memory the answers in flight may take together; default the process's (budgets.ts). */
   responseMemory?: ResponseMemory;
   /**
    * Retries of one page of a listing after a 429, a 5xx or a lost connection (honouring

@@ -13,10 +13,15 @@ import type { ApiClock } from "../runtime/clock.ts";
 import type { AddressPolicy } from "./address-policy.ts";
 import { type ProxyEnv, type ServiceAgents, serviceAgents } from "./agent.ts";
 import { AttemptFailure, errorAnswer, failure, tooLargeError, transportError } from "./attempt-failures.ts";
+import {
+  type MemoryAccount,
+  OverflowError,
+  type ResponseMemory,
+  type TokenBucket,
+  TokenWaitTooLongError,
+} from "./budgets.ts";
 import { ServiceError } from "./errors.ts";
 import { type ExchangeAnswer, type ExchangeError, exchange } from "./exchange.ts";
-import { type TokenBucket, TokenWaitTooLongError } from "./rate-limit.ts";
-import { type MemoryAccount, OverflowError, type ResponseMemory } from "./response-memory.ts";
 import { parseResponse } from "./validate.ts";
 import type { WireBody } from "./wire.ts";
 import type { WireCheckName } from "./wire-checks.ts";

@@ -15,7 +15,7 @@ import { inReconcile, reconcileFields } from "./log.ts";
 import type { Runnable } from "./manager.ts";
 import { type FlowOf, type QueueMetricsHooks, WorkQueue } from "./queue.ts";
 
-// Beside the deadline it answers, where a wait inside a reconcile (api/rate-limit.ts) finds it without the controller.
+// Beside the deadline it answers, where a wait inside a reconcile (api/budgets.ts) finds it without the controller.
 export { DeferredError };
 
 /**

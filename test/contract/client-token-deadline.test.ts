@@ -7,8 +7,8 @@
  * its token as ever.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TokenWaitTooLongError } from "../../src/api/budgets.ts";
 import { ServiceClient } from "../../src/api/client.ts";
-import { TokenWaitTooLongError } from "../../src/api/rate-limit.ts";
 import { withinDeadline } from "../../src/runtime/abort.ts";
 import { DeferredError } from "../../src/runtime/controller.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
