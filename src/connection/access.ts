@@ -39,8 +39,8 @@ import { ConflictError } from "../kube/errors.ts";
 import { saysWaitingForShare, waitingForShare } from "../reconcile/share-wait.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { ControllerOptions } from "../runtime/controller.ts";
-import { parseObjectKey } from "../runtime/keys.ts";
 import type { FlowOf } from "../runtime/queue.ts";
+import { parseObjectKey } from "../runtime/queue-lines.ts";
 
 /** `--default-connection-namespace-selector`, as given and as parsed. */
 export interface DefaultConnectionSelector {

@@ -10,10 +10,10 @@ import { DeferredError, followSignal, withinDeadline } from "./abort.ts";
 import type { BackoffOptions } from "./backoff.ts";
 import { spread } from "./backoff.ts";
 import { type Clock, systemClock } from "./clock.ts";
-import { parseObjectKey } from "./keys.ts";
 import { inReconcile, reconcileFields } from "./log.ts";
 import type { Runnable } from "./manager.ts";
 import { type FlowOf, type QueueMetricsHooks, WorkQueue } from "./queue.ts";
+import { parseObjectKey } from "./queue-lines.ts";
 
 // Beside the deadline it answers, where a wait inside a reconcile (api/budgets.ts) finds it without the controller.
 export { DeferredError };

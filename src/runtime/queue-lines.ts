@@ -1,12 +1,33 @@
 /**
- * The work queue's per-key records, its lines of ready keys and the parts of a flow that hold them
- * with their seats (queue.ts, queue-flows.ts). A key has one record
- * while it is anywhere in the queue (and a while after, see `WorkQueue`'s sweep); its state,
- * line, part and times live in the record, so a pass over 10,000 keys adds no map entry, boxes no
- * time and allocates no object per key: the maps and lines that held them grew through every
- * doubling and were rebuilt each pass, promoted to V8's old generation pass after pass.
+ * The work queue's keys, its per-key records, its lines of ready keys, and the parts of a flow
+ * that hold them with their seats (queue.ts, queue-flows.ts). A key has one format for every
+ * object, namespaced or cluster-scoped (client-go's), by which the caches key their objects too. A
+ * key has one record while it is anywhere in the queue (and a while after, see `WorkQueue`'s
+ * sweep); its state, line, part and times live in the record, so a pass over 10,000 keys adds no
+ * map entry, boxes no time and allocates no object per key: the maps and lines that held them grew
+ * through every doubling and were rebuilt each pass, promoted to V8's old generation pass after
+ * pass.
  */
 import type { CancelTimer } from "./clock.ts";
+
+/** Namespace and name of an object; `namespace` is `""` for a cluster-scoped one. */
+export interface ObjectRef {
+  namespace: string;
+  name: string;
+}
+
+/** The key of an object: `namespace/name`, or `name` when cluster-scoped. */
+export function objectKey(ref: ObjectRef): string {
+  return ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name;
+}
+
+/** The reference a key was made from: the inverse of {@link objectKey} (names hold no `/`). */
+export function parseObjectKey(key: string): ObjectRef {
+  const slash = key.indexOf("/");
+  return slash < 0
+    ? { namespace: "", name: key }
+    : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}
 
 /**
  * The line a key is added to, by precedence when one key is added to several: a follow-up over

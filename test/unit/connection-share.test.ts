@@ -8,7 +8,7 @@ import { connectionFlowOf, connectionShares, shareWaitMessage } from "../../src/
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
 import type { KubeDeployments } from "../../src/kube/deployments.ts";
 import { ConflictError } from "../../src/kube/errors.ts";
-import type { ObjectRef } from "../../src/runtime/keys.ts";
+import type { ObjectRef } from "../../src/runtime/queue-lines.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 type Stored = {
