@@ -20,8 +20,8 @@
  * each holds a part would never finish.
  */
 
-import { DeferredError } from "../runtime/abort.ts";
 import type { ApiClock } from "../runtime/clock.ts";
+import { DeferredError } from "../runtime/clock.ts";
 
 /**
  * A call of a reconcile would wait for its token longer than the reconcile has left (deadline.ts):

@@ -8,8 +8,8 @@
  */
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
-import { currentDeadline, tellPaced } from "../runtime/abort.ts";
 import type { ApiClock } from "../runtime/clock.ts";
+import { currentDeadline, tellPaced } from "../runtime/clock.ts";
 import type { AddressPolicy } from "./address-policy.ts";
 import { type ProxyEnv, type ServiceAgents, serviceAgents } from "./agent.ts";
 import { AttemptFailure, errorAnswer, failure, tooLargeError, transportError } from "./attempt-failures.ts";
@@ -230,7 +230,7 @@ export class Transport {
         );
       }
       // Waiting for a token is this process's pacing, not the service's time: a read that has a
-      // deadline for the service is told (runtime/abort.ts). A pause the service asked for is not.
+      // deadline for the service is told (runtime/clock.ts). A pause the service asked for is not.
       const waitFrom = this.#s.clock.now() + this.#s.bucket.pausedForMs();
       const reserved = this.#reservedToken(request);
       if (reserved === undefined) await this.#s.bucket.acquire(signal);

@@ -11,7 +11,7 @@
  */
 import http from "node:http";
 import https from "node:https";
-import { followSignal } from "../runtime/abort.ts";
+import { followSignal } from "../runtime/clock.ts";
 import type { KubeCredentials } from "./credentials.ts";
 import { apiErrorFrom, KubeApiError } from "./errors.ts";
 import { listItems, listMeta } from "./object.ts";
@@ -153,7 +153,7 @@ export class KubeClient {
       headers["Content-Length"] = Buffer.byteLength(payload);
     }
     // The caller's signal, followed by one listener until the body was read: no AbortSignal.any,
-    // whose bookkeeping outlives each request into the old generation (runtime/abort.ts).
+    // whose bookkeeping outlives each request into the old generation (runtime/clock.ts).
     const followed = followSignal(req.signal);
     const timer = setTimeout(
       () => followed.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")),

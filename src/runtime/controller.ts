@@ -6,10 +6,9 @@
  */
 import type { Logger } from "pino";
 import { pino } from "pino";
-import { DeferredError, followSignal, withinDeadline } from "./abort.ts";
 import type { BackoffOptions } from "./backoff.ts";
 import { spread } from "./backoff.ts";
-import { type Clock, systemClock } from "./clock.ts";
+import { type Clock, DeferredError, followSignal, systemClock, withinDeadline } from "./clock.ts";
 import { inReconcile, reconcileFields } from "./log.ts";
 import type { Runnable } from "./manager.ts";
 import { type FlowOf, type QueueMetricsHooks, WorkQueue } from "./queue.ts";

@@ -11,7 +11,7 @@ import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { oneSession, ServiceSession } from "../../src/reconcile/service/session.ts";
 import { RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
 import { idBatches, ListingDeadlineError, POLL_BATCH } from "../../src/reconcile/service/snapshot-reader.ts";
-import { tellPaced } from "../../src/runtime/abort.ts";
+import { tellPaced } from "../../src/runtime/clock.ts";
 import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {

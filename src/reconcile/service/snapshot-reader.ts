@@ -6,8 +6,8 @@
  */
 
 import { isUuid } from "../../api/wire.ts";
-import { whilePaced } from "../../runtime/abort.ts";
 import type { Clock } from "../../runtime/clock.ts";
+import { whilePaced } from "../../runtime/clock.ts";
 import { NameFilter } from "../../runtime/name-filter.ts";
 import type { DeploymentListings } from "../ports.ts";
 import type { Deployment, UnreadableDeployment } from "../service-types.ts";
