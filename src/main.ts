@@ -4,7 +4,7 @@
  * {@link runOperator}; the integration tests call {@link buildOperator} to run the very same
  * wiring in-process.
  */
-import { connectionShares } from "./connection/share.ts";
+import { connectionShares } from "./connection/access.ts";
 import { resourcePort } from "./kube/deployments.ts";
 import { eventsPort, KubeEventRecorder } from "./kube/events.ts";
 import { secretsPort } from "./kube/secrets.ts";
@@ -71,7 +71,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     reconcile: replica.guard(reconciler.reconcile),
     needLeaderElection: replica.leaderOnly,
     concurrency: config.concurrency,
-    // Each connection's share of the workers (connection/share.ts).
+    // Each connection's share of the workers (connection/access.ts).
     ...connectionShares(config, deployments, clock, logger),
     reconcileTimeoutMs: config.reconcileTimeoutMs,
     clock,

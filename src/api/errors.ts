@@ -47,7 +47,7 @@ export const MAX_RESPONSE_BYTES_SETTING = "--max-response-bytes / DMS_MAX_RESPON
  * of 100 deployments with every field of the spec filled with long values (64 secret names, 32
  * secret references, 16 labels and annotations, three containers of 16 environment variables
  * each), is 4.1 MB (test/contract/response-bounds.test.ts): twice that, and still within the
- * memory answers in flight may take under the shipped heap limit (see response-memory.ts).
+ * memory answers in flight may take under the shipped heap limit (see budgets.ts).
  */
 export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 

@@ -6,7 +6,7 @@
  * decides.
  *
  * The answer's body is bounded as it arrives ({@link readBody}): its bytes after decompression,
- * and the weight the process's answers in flight may hold together (response-memory.ts). The
+ * and the weight the process's answers in flight may hold together (budgets.ts). The
  * reading stops at the first chunk past a bound, so that nothing ever holds more than the bound and
  * one chunk: a gzip bomb is cut while it inflates, a huge body while it arrives, and the connection
  * is closed (the rest is never read).
@@ -19,7 +19,7 @@ import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import { ipFamily } from "./address-policy.ts";
-import { JsonWeigher, type MemoryAccount, OverflowError } from "./response-memory.ts";
+import { JsonWeigher, type MemoryAccount, OverflowError } from "./budgets.ts";
 
 /** One request and the bounds of its answer. */
 export interface ExchangeRequest {

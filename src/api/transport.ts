@@ -1,29 +1,28 @@
 /**
- * The one place that talks HTTP to the service: auth headers, the shared rate limit, a timeout
- * per request, one retry layer (p-retry), error classification, response validation, the metrics
- * hook and debug logs; each attempt is one exchange on Node's own HTTP client (exchange.ts). The
- * API key lives in a private field and is scrubbed from every text that leaves this module.
+ * The one place that talks HTTP to the service: one request sent within its budgets — auth
+ * headers, the shared rate limit, the write gate, a timeout per request, one retry layer
+ * (p-retry) —, the answer checked (validate.ts), the metrics hook and debug logs; each attempt is
+ * one exchange on Node's own HTTP client (exchange.ts), and what a failed one means is
+ * attempt-failures.ts's. The API key lives in a private field and is scrubbed from every text
+ * that leaves this module.
  */
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
-import { currentDeadline, tellPaced } from "../runtime/abort.ts";
 import type { ApiClock } from "../runtime/clock.ts";
+import { currentDeadline, tellPaced } from "../runtime/clock.ts";
 import type { AddressPolicy } from "./address-policy.ts";
-import { type ProxyEnv, redactProxyUrl, type ServiceAgents, serviceAgents } from "./agent.ts";
+import { type ProxyEnv, type ServiceAgents, serviceAgents } from "./agent.ts";
+import { AttemptFailure, errorAnswer, failure, tooLargeError, transportError } from "./attempt-failures.ts";
 import {
-  kindOfStatus,
-  MAX_RESPONSE_BYTES_SETTING,
-  parseRetryAfter,
-  renderDetail,
-  ServiceError,
-  truncate,
-} from "./errors.ts";
+  type MemoryAccount,
+  OverflowError,
+  type ResponseMemory,
+  type TokenBucket,
+  TokenWaitTooLongError,
+} from "./budgets.ts";
+import { ServiceError } from "./errors.ts";
 import { type ExchangeAnswer, type ExchangeError, exchange } from "./exchange.ts";
-import { type TokenBucket, TokenWaitTooLongError } from "./rate-limit.ts";
-import { redactAndTruncate, redactSecrets } from "./redact.ts";
-import { type MemoryAccount, OverflowError, type ResponseMemory } from "./response-memory.ts";
-import { describeTlsFailure, FLAG_TLS_FIXES, FLAG_TLS_FIXES_WITH_CA, tlsFailureOf } from "./tls.ts";
-import { checkResponse } from "./validate.ts";
+import { parseResponse } from "./validate.ts";
 import type { WireBody } from "./wire.ts";
 import type { WireCheckName } from "./wire-checks.ts";
 
@@ -126,12 +125,6 @@ export interface TransportResponse<S extends WireCheckName | undefined> {
   body: S extends WireCheckName ? WireBody<S> : undefined;
 }
 
-// Statuses a repeat can cure. A write is repeated only where the service cannot have acted.
-const RETRY_READ = new Set([429, 500, 502, 503, 504]);
-const RETRY_WRITE = new Set([429, 503]);
-// Failures that happen before a byte of the request reaches the service.
-const NOT_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ENETUNREACH", "EHOSTUNREACH"]);
-
 /**
  * A request held back at the moment of sending: a pause (Retry-After) began after it took its
  * token. Nothing of it reached the service; it goes back to the rate limit's queue.
@@ -142,23 +135,6 @@ class HeldForPause extends Error {
 
 /** How many times one attempt may be held back before it fails `rate_limited`. */
 const MAX_HOLDS = 8;
-
-/**
- * The most of an error answer's detail a {@link ServiceError} keeps: as much as any reader looks
- * at (a condition's message, the probe's read, the name-reserved check: 4,096 characters each).
- */
-export const MAX_ERROR_DETAIL = 4_096;
-/** The longest error answer read as JSON to find its `detail` (a longer one is shown as text). */
-const MAX_PARSED_ERROR_BODY = 64 * 1024;
-
-/** Why an attempt failed, and whether the retry loop may try again. */
-class AttemptFailure extends Error {
-  readonly error: ServiceError;
-  constructor(error: ServiceError) {
-    super(error.message);
-    this.error = error;
-  }
-}
 
 /**
  * Sends requests to the service. Contract: see {@link Transport.send}.
@@ -254,7 +230,7 @@ export class Transport {
         );
       }
       // Waiting for a token is this process's pacing, not the service's time: a read that has a
-      // deadline for the service is told (runtime/abort.ts). A pause the service asked for is not.
+      // deadline for the service is told (runtime/clock.ts). A pause the service asked for is not.
       const waitFrom = this.#s.clock.now() + this.#s.bucket.pausedForMs();
       const reserved = this.#reservedToken(request);
       if (reserved === undefined) await this.#s.bucket.acquire(signal);
@@ -295,12 +271,12 @@ export class Transport {
           // only the answers beside it left no room (one tenant's slow answers holding the shared
           // budget): then a read is tried again, once they are read or timed out.
           if (error instanceof OverflowError) {
-            const tooLarge = this.#tooLarge(request, error);
+            const tooLarge = tooLargeError(request, error);
             const { overflow } = error;
             const crowded = overflow.bound === "memory" && overflow.shared && request.idempotent;
             throw crowded ? new AttemptFailure(tooLarge) : new AbortError(tooLarge);
           }
-          throw this.#failure(this.#transportError(request, error as ExchangeError), request);
+          throw failure(transportError(request, error as ExchangeError, this.#s), request, this.#s);
         }
         return await this.#answer(request, response, observe);
       } finally {
@@ -381,77 +357,12 @@ export class Transport {
     response: ExchangeAnswer,
     observe: (status: number | "error") => void,
   ): Promise<TransportResponse<S>> {
-    const { method, route } = request;
     observe(response.statusCode);
     const status = response.statusCode;
     if ((status >= 200 && status < 300) || request.alsoOk?.includes(status)) {
       return { status, body: await this.#parse(request, status, response.body.toString("utf8")) };
     }
-    const retryAfter = header(response.headers["retry-after"]);
-    const retryAfterSeconds = parseRetryAfter(retryAfter, Date.now());
-    const kind = kindOfStatus(status);
-    // The service rate limits the client, not one request: everyone of this client waits.
-    if (kind === "rate_limited" && retryAfterSeconds !== undefined)
-      this.#s.bucket.pause(retryAfterSeconds * 1000);
-    const retryable = kind === "rate_limited" || kind === "unavailable" || kind === "timeout";
-    const maybeApplied = !request.idempotent && status >= 500 && !RETRY_WRITE.has(status);
-    const error = new ServiceError({
-      kind,
-      method,
-      route,
-      status,
-      detail: this.#errorDetail(response.body.toString("utf8"), status),
-      retryable,
-      maybeApplied,
-      ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
-    });
-    throw this.#failure(error, request);
-  }
-
-  /** Wraps `error` for p-retry: an {@link AttemptFailure} when a repeat may help, else final. */
-  #failure(error: ServiceError, request: TransportRequest<WireCheckName | undefined>): Error {
-    const repeatable =
-      error.status === undefined
-        ? error.retryable && (request.idempotent || !error.maybeApplied)
-        : (request.idempotent ? RETRY_READ : RETRY_WRITE).has(error.status);
-    const tooLong =
-      error.retryAfterSeconds !== undefined && error.retryAfterSeconds * 1000 > this.#s.maxRetryAfterMs;
-    return repeatable && !tooLong ? new AttemptFailure(error) : new AbortError(error);
-  }
-
-  #transportError(request: TransportRequest<WireCheckName | undefined>, error: ExchangeError): ServiceError {
-    const code = typeof error.code === "string" ? error.code : "";
-    // A scrubbed copy, with nothing of the request attached.
-    const cause = Object.assign(new Error(this.#redact(error.message)), { code });
-    const timeout = error.name === "TimeoutError" || code === "ETIMEDOUT";
-    const sent = !NOT_SENT.has(code) && (error.written === true || timeout);
-    const maybeApplied = !request.idempotent && sent;
-    const host = URL.parse(this.#s.baseUrl)?.hostname ?? this.#s.baseUrl;
-    const fixes = this.#s.caBundle === undefined ? FLAG_TLS_FIXES : FLAG_TLS_FIXES_WITH_CA;
-    const certificate = tlsFailureOf(code, host, fixes);
-    const tls = certificate !== undefined || /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code);
-    const connecting = timeout && error.event === "connect";
-    const detail = connecting
-      ? `no connection within ${this.#s.connectTimeoutMs} ms`
-      : timeout
-        ? `no complete response within ${this.#s.timeoutMs} ms`
-        : certificate
-          ? describeTlsFailure(certificate)
-          : tls
-            ? `TLS handshake failed (${code}): ${this.#redact(error.message)}`
-            : code.startsWith("ERR_PROXY")
-              ? `the proxy failed (${code}): ${this.#redact(redactProxyUrl(error.message))}; check HTTPS_PROXY / HTTP_PROXY, or add the service's host to NO_PROXY`
-              : `${code || "connection failed"}: ${this.#redact(error.message)}`;
-    return new ServiceError({
-      kind: timeout ? "timeout" : certificate ? "tls" : "network",
-      method: request.method,
-      route: request.route,
-      detail: maybeApplied ? `${detail}; the request may have been applied` : detail,
-      retryable: !tls,
-      maybeApplied,
-      cause,
-      ...(certificate ? { tlsCode: certificate.code } : {}),
-    });
+    throw errorAnswer(request, response, this.#s);
   }
 
   async #parse<S extends WireCheckName | undefined>(
@@ -461,24 +372,8 @@ export class Transport {
   ): Promise<TransportResponse<S>["body"]> {
     const { schema, method, route } = request;
     if (schema === undefined) return undefined as TransportResponse<S>["body"];
-    let value: unknown;
     try {
-      value = JSON.parse(text);
-    } catch {
-      // No cause: V8's SyntaxError message quotes part of the body, which may hold secret values.
-      throw new AbortError(
-        new ServiceError({
-          kind: "bad_response",
-          method,
-          route,
-          status,
-          detail: `response body is not JSON (${text.length} bytes)`,
-          retryable: false,
-        }),
-      );
-    }
-    try {
-      return (await checkResponse(schema, value, { method, route })) as TransportResponse<S>["body"];
+      return (await parseResponse(schema, text, { method, route, status })) as TransportResponse<S>["body"];
     } catch (error) {
       throw new AbortError(error as Error);
     }
@@ -501,48 +396,4 @@ export class Transport {
     if (this.#s.tenantId !== undefined) headers[this.#s.tenantHeader] = this.#s.tenantId;
     return headers;
   }
-
-  /**
-   * The detail of an error answer: rendered ({@link renderDetail}), then redacted of the key and
-   * cut to {@link MAX_ERROR_DETAIL} in one step (`redactAndTruncate`), which searches only as far
-   * as what is kept could reach: an answer of 8 MiB costs what a short one does, and a key that
-   * straddles the cut is covered whole, none of it kept. Only a body of at most
-   * {@link MAX_PARSED_ERROR_BODY} characters is read as JSON; a longer one shows its start as text.
-   */
-  #errorDetail(body: string, status: number): string {
-    const text = renderDetail(
-      body.length <= MAX_PARSED_ERROR_BODY ? body : body.slice(0, MAX_PARSED_ERROR_BODY),
-      `HTTP ${status}`,
-    );
-    const key = this.#s.apiKey;
-    return key
-      ? redactAndTruncate(text, [key], MAX_ERROR_DETAIL, "[REDACTED]")
-      : truncate(text, MAX_ERROR_DETAIL);
-  }
-
-  #redact(text: string): string {
-    const key = this.#s.apiKey;
-    return key ? redactSecrets(text, [key], "[REDACTED]") : text;
-  }
-
-  #tooLarge(request: TransportRequest<WireCheckName | undefined>, error: OverflowError): ServiceError {
-    const { overflow } = error;
-    const detail =
-      overflow.bound === "bytes"
-        ? `the answer was larger than ${overflow.limit} bytes (${MAX_RESPONSE_BYTES_SETTING}); the request was cut off. Check that the base URL is the service's, or raise the limit`
-        : overflow.shared
-          ? `the answers in flight together would take more than ${overflow.limit} bytes of memory once parsed (a third of the heap limit); the request was cut off and is tried again later. If it persists, raise --max-old-space-size in NODE_OPTIONS with the memory limit`
-          : `the answer would take more than ${overflow.limit} bytes of memory once parsed (a third of the heap limit, shared by all answers in flight); the request was cut off. Check that the base URL is the service's, or raise --max-old-space-size in NODE_OPTIONS with the memory limit`;
-    return new ServiceError({
-      kind: "too_large",
-      method: request.method,
-      route: request.route,
-      detail,
-      retryable: false,
-    });
-  }
-}
-
-function header(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }

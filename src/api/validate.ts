@@ -64,6 +64,30 @@ export async function checkResponse<N extends WireCheckName>(
 }
 
 /**
+ * The body of a successful answer, `text`, parsed and checked by {@link checkResponse}; a body
+ * that is not JSON throws a `bad_response` {@link ServiceError} too.
+ */
+export async function parseResponse<N extends WireCheckName>(
+  name: N,
+  text: string,
+  request: { method: string; route: string; status: number },
+): Promise<WireBody<N>> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    // No cause: V8's SyntaxError message quotes part of the body, which may hold secret values.
+    throw new ServiceError({
+      kind: "bad_response",
+      ...request,
+      detail: `response body is not JSON (${text.length} bytes)`,
+      retryable: false,
+    });
+  }
+  return checkResponse(name, value, { method: request.method, route: request.route });
+}
+
+/**
  * A deployment as the service sent it, read tolerantly: a `null` `source_config`,
  * `source_revision_config` or `secrets` reads as empty, a `null` secret value as none, a missing
  * revision id as `null`; then the value must match {@link DeploymentSchema} (what the operator
@@ -172,6 +196,19 @@ export function checkUuid(value: string, parameter: string): void {
       `must be a uuid like 0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e, got ${JSON.stringify(value)}`,
     );
   }
+}
+
+/** Query parameters of the listing filters; arrays are joined with commas, booleans as true/false. */
+export function filterQuery(filters: DeploymentFilters): Record<string, string> {
+  const query: Record<string, string> = {};
+  if (filters.name_contains !== undefined) query.name_contains = filters.name_contains;
+  if (filters.status !== undefined) query.status = filters.status;
+  if (filters.remote_reconciled !== undefined) query.remote_reconciled = String(filters.remote_reconciled);
+  if (filters.tag_value_ids !== undefined) query.tag_value_ids = filters.tag_value_ids.join(",");
+  if (filters.image_version !== undefined) query.image_version = filters.image_version;
+  if (filters.deployment_type !== undefined) query.deployment_type = filters.deployment_type;
+  if (filters.deployment_ids !== undefined) query.deployment_ids = filters.deployment_ids.join(",");
+  return query;
 }
 
 /** Throws on the first listing filter the service would reject or that cannot be sent as written. */

@@ -8,8 +8,7 @@
 import { PatchType } from "../kube/client.ts";
 import { DEPLOYMENTS } from "../kube/deployments.ts";
 import { isNotFound } from "../kube/errors.ts";
-import { listItems, listMeta } from "../kube/object.ts";
-import { collectionPath } from "../kube/reflector.ts";
+import { collectionPath, listItems, listMeta } from "../kube/object.ts";
 import { isRecord } from "../runtime/json.ts";
 import type { CliContext } from "./context.ts";
 import { type PluginCluster, pluginCluster } from "./plugin-cluster.ts";

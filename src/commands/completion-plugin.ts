@@ -41,10 +41,9 @@ export type NameLister = (
 
 const listResourceNames: NameLister = async (flags, ctx) => {
   try {
-    const [{ pluginCluster }, { collectionPath }, { DEPLOYMENTS }, { listItems }, { isRecord }] =
+    const [{ pluginCluster }, { DEPLOYMENTS }, { collectionPath, listItems }, { isRecord }] =
       await Promise.all([
         import("./plugin-cluster.ts"),
-        import("../kube/reflector.ts"),
         import("../kube/deployments.ts"),
         import("../kube/object.ts"),
         import("../runtime/json.ts"),

@@ -38,8 +38,7 @@ import {
 import { DEPLOYMENTS, decodeDeployment, KubeDeployments } from "../kube/deployments.ts";
 import { KubeApiError, NotFoundError } from "../kube/errors.ts";
 import { InstallKeyError, readInstallKey } from "../kube/install-key.ts";
-import { listItems } from "../kube/object.ts";
-import { collectionPath } from "../kube/reflector.ts";
+import { collectionPath, listItems } from "../kube/object.ts";
 import { secretsPort } from "../kube/secrets.ts";
 import { keyedSecretDigest } from "../reconcile/secret-hash.ts";
 import { systemClock } from "../runtime/clock.ts";

@@ -21,8 +21,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { CLUSTER_SERVICE_CONNECTIONS, SERVICE_CONNECTIONS } from "../kube/connections.ts";
 import { DEPLOYMENTS } from "../kube/deployments.ts";
 import { KubeApiError } from "../kube/errors.ts";
-import { listItems, listMeta } from "../kube/object.ts";
-import { collectionPath, type ResourceType } from "../kube/reflector.ts";
+import { collectionPath, listItems, listMeta, type ResourceType } from "../kube/object.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../kube/shards.ts";
 import {
   compileWindows,

@@ -1,13 +1,29 @@
 /**
- * Who may use a connection: a ClusterServiceConnection only from the namespaces its
- * `spec.namespaceSelector` selects, the default connection (the operator's own credentials, for
- * resources without `spec.connectionRef`) only from those `--default-connection-namespace-selector`
- * selects. A ServiceConnection is its own namespace's only, which `connectionOf` already ensures.
- * Absent selectors allow every namespace. Pure over the namespace labels it is given.
+ * A connection's resources: who may use the connection, and what share of the workers they hold.
+ *
+ * Who: a ClusterServiceConnection only from the namespaces its `spec.namespaceSelector` selects,
+ * the default connection (the operator's own credentials, for resources without
+ * `spec.connectionRef`) only from those `--default-connection-namespace-selector` selects. A
+ * ServiceConnection is its own namespace's only, which `connectionOf` already ensures. Absent
+ * selectors allow every namespace. Pure over the namespace labels it is given.
+ *
+ * Their share: each connection's fair share of the Deployment controller's workers: the flow of a
+ * resource's key (the connection it uses, read from the watch cache: one lookup, no scan), the cap
+ * of reconciles per flow, and the report of the resources that wait for their connection's share.
+ * A ServiceConnection belongs to one namespace: its resources are one flow. A
+ * ClusterServiceConnection, and the default connection (the operator's own flags), serve many
+ * namespaces: their resources are one flow per connection with a part per namespace, so the cap
+ * holds for the connection and for each namespace within it, and the namespaces are served in
+ * turn. `spec.connectionRef` cannot change, so a key's flow never moves.
  */
 
-import { type ConnectionId, describeConnection } from "../crd/connection-ref.ts";
-import { CLUSTER_SERVICE_CONNECTION_KIND, type ConnectionSpec } from "../crd/connection-schema.ts";
+import type { Logger } from "pino";
+import { type ConnectionId, connectionKey, connectionOf, describeConnection } from "../crd/connection-ref.ts";
+import {
+  CLUSTER_SERVICE_CONNECTION_KIND,
+  type ConnectionSpec,
+  SERVICE_CONNECTION_KIND,
+} from "../crd/connection-schema.ts";
 import {
   describeFix,
   formatSelector,
@@ -18,6 +34,13 @@ import {
   selectorFromObject,
   unmet,
 } from "../crd/label-selector.ts";
+import type { KubeDeployments } from "../kube/deployments.ts";
+import { ConflictError } from "../kube/errors.ts";
+import { saysWaitingForShare, waitingForShare } from "../reconcile/share-wait.ts";
+import type { Clock } from "../runtime/clock.ts";
+import type { ControllerOptions } from "../runtime/controller.ts";
+import type { FlowOf } from "../runtime/queue.ts";
+import { parseObjectKey } from "../runtime/queue-lines.ts";
 
 /** `--default-connection-namespace-selector`, as given and as parsed. */
 export interface DefaultConnectionSelector {
@@ -119,4 +142,113 @@ export class NamespaceAccess {
     }
     return parsed;
   }
+}
+
+/**
+ * A resource is reported `WaitingForConnectionShare` once it has waited this long at its
+ * connection's cap, in a connection whose reconciles lately took {@link SLOW_RECONCILE_MS} or more
+ * each: one status write per wait, and none for the resources of a connection that is merely
+ * large (a pass over 10,000 settled resources, each reconciled in milliseconds; 10,000 creates,
+ * each a second or less on a loaded machine: reported, each would cost a second status write
+ * when its reconcile replaces the report).
+ */
+export const SHARE_WAIT_REPORT_MS = 60_000;
+/**
+ * See {@link SHARE_WAIT_REPORT_MS}. Also the bound of borrowing (queue.ts's `borrowMs`): a
+ * connection whose reconciles end sooner borrows the workers no other connection has a key for,
+ * one that is slow never. One figure for both: a connection is slow at 5 s a reconcile, whether it
+ * is reported or lent workers. Why not 1 s: on a loaded machine (load 25 on 2 cores, three other
+ * operators at 10,000 beside it) a lone connection's creates took p50 0.5 s, a third over 1 s, the
+ * longest 7 s: at 1 s it was back at its cap whenever the machine was busy. A slow service's reads
+ * (~10 s each, up to the deadline) still never borrow.
+ */
+export const SLOW_RECONCILE_MS = 5_000;
+/** Most resources reported in one look (every {@link SHARE_WAIT_REPORT_MS}); the others of that look are not. */
+const MAX_REPORTS = 500;
+/** How long one report's status write may take. */
+const REPORT_WRITE_MS = 10_000;
+/**
+ * The pause between two reports' writes: 200 resources reported over 5 s rather than at once, so
+ * that the reports do not crowd the other tenants' writes to the API server.
+ */
+const REPORT_SPACING_MS = 25;
+
+/** The flow of a Deployment key: its connection's key, and its namespace for a shared connection. */
+export function connectionFlowOf(deployments: Pick<KubeDeployments, "get">): FlowOf {
+  return (key) => {
+    const ref = parseObjectKey(key);
+    const connectionRef = deployments.get(ref)?.spec.connectionRef;
+    const id = connectionOf(ref.namespace, connectionRef);
+    const flow = connectionKey(id);
+    return id?.kind === SERVICE_CONNECTION_KIND ? { flow } : { flow, part: ref.namespace };
+  };
+}
+
+/**
+ * The Deployment controller's options for fair shares: the flow of each key, the cap, and the
+ * report of waiting resources (their `Synced` and `Reconciling` conditions say
+ * `WaitingForConnectionShare` until their reconcile, which writes its own, runs).
+ */
+export function connectionShares(
+  config: { concurrency: number; maxReconcilesPerConnection?: number | undefined },
+  deployments: KubeDeployments,
+  clock: Clock,
+  logger: Logger,
+): Pick<ControllerOptions, "flowOf" | "maxPerFlow" | "borrowMs" | "waiting"> {
+  const maxPerConnection =
+    config.maxReconcilesPerConnection ?? defaultMaxReconcilesPerConnection(config.concurrency);
+  let writing = Promise.resolve();
+  const report = (keys: readonly string[]) => {
+    const batch = keys.slice(0, MAX_REPORTS);
+    // One write at a time, spaced, after the previous look's: the reports cost the API server little.
+    writing = writing.then(async () => {
+      for (const key of batch) {
+        if (await reportWaiting(deployments, key, maxPerConnection, clock, logger))
+          await clock.sleep(REPORT_SPACING_MS);
+      }
+    });
+  };
+  return {
+    flowOf: connectionFlowOf(deployments),
+    maxPerFlow: maxPerConnection,
+    borrowMs: SLOW_RECONCILE_MS,
+    waiting: { afterMs: SHARE_WAIT_REPORT_MS, slowMs: SLOW_RECONCILE_MS, report },
+  };
+}
+
+/** `--max-reconciles-per-connection` when none is given: a quarter of `--concurrency`, rounded up. */
+export function defaultMaxReconcilesPerConnection(concurrency: number): number {
+  return Math.max(1, Math.ceil(concurrency / 4));
+}
+
+/** The message of a resource waiting at its connection's cap. */
+export function shareWaitMessage(maxPerConnection: number): string {
+  return `waiting for its connection's share: the connection's other reconciles, slow to end, hold the ${maxPerConnection} it may run at once (--max-reconciles-per-connection); this one runs in turn`;
+}
+
+/**
+ * Writes `WaitingForConnectionShare` on the resource of `key`, unless it says so already; true
+ * when a write was sent.
+ */
+async function reportWaiting(
+  deployments: KubeDeployments,
+  key: string,
+  maxPerConnection: number,
+  clock: Clock,
+  logger: Logger,
+): Promise<boolean> {
+  const obj = deployments.get(parseObjectKey(key));
+  const status = obj?.status;
+  if (!obj || !status || saysWaitingForShare(status)) return false;
+  const generation = obj.metadata.generation ?? 0;
+  const next = waitingForShare(status, generation, shareWaitMessage(maxPerConnection), new Date(clock.now()));
+  try {
+    const signal = AbortSignal.timeout(REPORT_WRITE_MS);
+    await deployments.patchStatus(parseObjectKey(key), next, signal, obj.metadata.resourceVersion);
+  } catch (error) {
+    // A newer version (its own reconcile wrote it meanwhile) says what it says: nothing to report.
+    if (!(error instanceof ConflictError))
+      logger.warn({ err: error, key }, "could not report a resource waiting for its connection's share");
+  }
+  return true;
 }

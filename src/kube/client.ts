@@ -11,9 +11,10 @@
  */
 import http from "node:http";
 import https from "node:https";
-import { followSignal } from "../runtime/abort.ts";
+import { followSignal } from "../runtime/clock.ts";
 import type { KubeCredentials } from "./credentials.ts";
 import { apiErrorFrom, KubeApiError } from "./errors.ts";
+import { listItems, listMeta } from "./object.ts";
 
 /** The content types of the PATCH flavours the API server accepts. */
 export const PatchType = {
@@ -152,7 +153,7 @@ export class KubeClient {
       headers["Content-Length"] = Buffer.byteLength(payload);
     }
     // The caller's signal, followed by one listener until the body was read: no AbortSignal.any,
-    // whose bookkeeping outlives each request into the old generation (runtime/abort.ts).
+    // whose bookkeeping outlives each request into the old generation (runtime/clock.ts).
     const followed = followSignal(req.signal);
     const timer = setTimeout(
       () => followed.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")),
@@ -291,4 +292,32 @@ async function* jsonLines(
     settled();
   }
   if (pending.trim() !== "") yield JSON.parse(pending);
+}
+
+/**
+ * Lists a collection page by page (`limit` in `request.query`, `continue` followed to the end,
+ * in the place `request.query` gives it),
+ * handing each item to `onItem` as its page arrives (a page is let go before the next is asked
+ * for); resolves with the list's resourceVersion.
+ */
+export async function listPages(
+  client: KubeClient,
+  request: Omit<KubeRequest, "method" | "body">,
+  onItem: (raw: unknown) => void,
+): Promise<string> {
+  let continueToken: string | undefined;
+  let resourceVersion: string | undefined;
+  do {
+    const page = await client.request({
+      ...request,
+      method: "GET",
+      query: { ...request.query, continue: continueToken },
+    });
+    const meta = listMeta(page);
+    resourceVersion = meta.resourceVersion;
+    continueToken = meta.continue;
+    for (const raw of listItems(page)) onItem(raw);
+  } while (continueToken !== undefined);
+  if (resourceVersion === undefined) throw new Error("list answer has no metadata.resourceVersion");
+  return resourceVersion;
 }

@@ -27,8 +27,15 @@ import { type Clock, systemClock } from "../runtime/clock.ts";
 import { isRecord } from "../runtime/json.ts";
 import type { KubeClient } from "./client.ts";
 import { ConflictError, isNotFound, KubeApiError } from "./errors.ts";
-import { isKubeObject, type KubeObject, labelValue, type ObjectRef, objectKey } from "./object.ts";
-import { collectionPath, type ResourceType } from "./reflector.ts";
+import {
+  collectionPath,
+  isKubeObject,
+  type KubeObject,
+  labelValue,
+  type ObjectRef,
+  objectKey,
+  type ResourceType,
+} from "./object.ts";
 import { WatchedResource, type WatchOptions } from "./scope.ts";
 import { METADATA_LIST_ACCEPT, METADATA_WATCH_ACCEPT } from "./secrets.ts";
 

@@ -6,8 +6,15 @@
 import { isRecord } from "../runtime/json.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";
-import { isKubeObject, type KubeObject, keptMetadata, type ObjectRef } from "./object.ts";
-import { collectionPath, type ReflectorHandlers, type ResourceType } from "./reflector.ts";
+import {
+  collectionPath,
+  isKubeObject,
+  type KubeObject,
+  keptMetadata,
+  type ObjectRef,
+  type ResourceType,
+} from "./object.ts";
+import type { ReflectorHandlers } from "./reflector.ts";
 import { WatchedResource, type WatchOptions, type WatchScope } from "./scope.ts";
 
 /** The field manager of every write the operator makes. */

@@ -6,8 +6,7 @@
  */
 import type { KubeClient } from "./client.ts";
 import { KubeApiError } from "./errors.ts";
-import { isKubeObject } from "./object.ts";
-import { collectionPath, type ResourceType } from "./reflector.ts";
+import { collectionPath, isKubeObject, type ResourceType } from "./object.ts";
 import { WatchedResource, type WatchOptions } from "./scope.ts";
 import { METADATA_LIST_ACCEPT, METADATA_WATCH_ACCEPT } from "./secrets.ts";
 

@@ -14,7 +14,7 @@ import {
 } from "../crd/schema.ts";
 import { keptAnnotationValue } from "../reconcile/inputs.ts";
 import { isRecord } from "../runtime/json.ts";
-import { type ObjectRef, objectKey } from "../runtime/keys.ts";
+import { type ObjectRef, objectKey } from "../runtime/queue-lines.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../sharding/labels.ts";
 
 /** Metadata fields read by the adapters. Optional ones may be absent on the wire. */
@@ -216,4 +216,19 @@ export function parseKubeTime(value: unknown): Date | undefined {
   if (typeof value !== "string" || value === "") return undefined;
   const date = new Date(value);
   return Number.isNaN(date.getTime()) ? undefined : date;
+}
+
+/** A resource type: `group` is `""` for the core API. */
+export interface ResourceType {
+  group: string;
+  version: string;
+  plural: string;
+}
+
+/** The collection path of `type` in `namespace` (all namespaces when `undefined`). */
+export function collectionPath(type: ResourceType, namespace?: string): string {
+  const root = type.group === "" ? `/api/${type.version}` : `/apis/${type.group}/${type.version}`;
+  return namespace
+    ? `${root}/namespaces/${encodeURIComponent(namespace)}/${type.plural}`
+    : `${root}/${type.plural}`;
 }

@@ -8,25 +8,17 @@ import pino, { type Logger } from "pino";
 import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import { isRecord } from "../runtime/json.ts";
-import { CacheIndexes } from "./cache-index.ts";
-import type { KubeClient } from "./client.ts";
+import { CacheIndexes } from "../runtime/one-or-many.ts";
+import { type KubeClient, listPages } from "./client.ts";
 import { apiErrorFrom, GoneError } from "./errors.ts";
-import { isKubeObject, type KubeObject, listItems, listMeta, objectKey, refOf } from "./object.ts";
-
-/** A resource type: `group` is `""` for the core API. */
-export interface ResourceType {
-  group: string;
-  version: string;
-  plural: string;
-}
-
-/** The collection path of `type` in `namespace` (all namespaces when `undefined`). */
-export function collectionPath(type: ResourceType, namespace?: string): string {
-  const root = type.group === "" ? `/api/${type.version}` : `/apis/${type.group}/${type.version}`;
-  return namespace
-    ? `${root}/namespaces/${encodeURIComponent(namespace)}/${type.plural}`
-    : `${root}/${type.plural}`;
-}
+import {
+  collectionPath,
+  isKubeObject,
+  type KubeObject,
+  objectKey,
+  type ResourceType,
+  refOf,
+} from "./object.ts";
 
 /**
  * Callbacks on cache changes. They run after the cache is updated, so a handler reading the cache
@@ -105,8 +97,7 @@ export class Reflector<T extends KubeObject> {
   readonly #log: Logger;
   #resourceVersion: string | undefined;
   #hasSynced = false;
-  #resolveSynced: () => void = () => {};
-  #rejectSynced: (reason: unknown) => void = () => {};
+  readonly #syncing = Promise.withResolvers<void>();
 
   constructor(options: ReflectorOptions<T>) {
     this.#opts = options;
@@ -124,10 +115,7 @@ export class Reflector<T extends KubeObject> {
       reflector: options.resource.plural,
       namespace: options.namespace ?? "*",
     });
-    this.synced = new Promise<void>((resolve, reject) => {
-      this.#resolveSynced = resolve;
-      this.#rejectSynced = reject;
-    });
+    this.synced = this.#syncing.promise;
     this.synced.catch(() => {});
   }
 
@@ -245,40 +233,34 @@ export class Reflector<T extends KubeObject> {
         break;
       }
     }
-    if (!this.#hasSynced) this.#rejectSynced(signal.reason);
+    if (!this.#hasSynced) this.#syncing.reject(signal.reason);
   }
 
   async #relist(signal: AbortSignal): Promise<void> {
     const fresh = new Map<string, T>();
-    let continueToken: string | undefined;
-    let resourceVersion: string | undefined;
-    do {
-      const page = await this.#opts.client.request({
-        method: "GET",
+    const resourceVersion = await listPages(
+      this.#opts.client,
+      {
         path: collectionPath(this.#opts.resource, this.#opts.namespace),
         query: {
           limit: this.#opts.pageSize ?? LIST_PAGE_SIZE,
-          continue: continueToken,
+          continue: undefined,
           labelSelector: this.#opts.labelSelector,
           fieldSelector: this.#opts.fieldSelector,
         },
         ...(this.#opts.accept ? { accept: this.#opts.accept.list } : {}),
         signal,
-      });
-      const meta = listMeta(page);
-      resourceVersion = meta.resourceVersion;
-      continueToken = meta.continue;
-      for (const raw of listItems(page)) {
+      },
+      (raw) => {
         const obj = this.#decode(raw);
         if (obj) fresh.set(objectKey(refOf(obj)), obj);
-      }
-    } while (continueToken !== undefined);
-    if (resourceVersion === undefined) throw new Error("list answer has no metadata.resourceVersion");
+      },
+    );
     this.#replace(fresh);
     this.#resourceVersion = resourceVersion;
     if (!this.#hasSynced) {
       this.#hasSynced = true;
-      this.#resolveSynced();
+      this.#syncing.resolve();
     }
   }
 

@@ -2,8 +2,7 @@ import type { SecretsPort } from "../reconcile/ports.ts";
 import { isRecord } from "../runtime/json.ts";
 import type { KubeClient } from "./client.ts";
 import { isNotFound } from "./errors.ts";
-import { isKubeObject, type ObjectRef } from "./object.ts";
-import { collectionPath, type ResourceType } from "./reflector.ts";
+import { collectionPath, isKubeObject, type ObjectRef, type ResourceType } from "./object.ts";
 import { WatchedResource, type WatchOptions } from "./scope.ts";
 
 /** The core resource type `secrets`. */

@@ -23,9 +23,15 @@ import type { KubeClient } from "./client.ts";
 import { DEPLOYMENTS } from "./deployments.ts";
 import { ConflictError, isNotFound, KubeApiError } from "./errors.ts";
 import { KubeLease, leaseSnapshotFrom } from "./lease.ts";
-import { isKubeObject, type KubeObject, labelValue, type ObjectRef } from "./object.ts";
-import type { ReflectorHandlers, ResourceType } from "./reflector.ts";
-import { collectionPath } from "./reflector.ts";
+import {
+  collectionPath,
+  isKubeObject,
+  type KubeObject,
+  labelValue,
+  type ObjectRef,
+  type ResourceType,
+} from "./object.ts";
+import type { ReflectorHandlers } from "./reflector.ts";
 import { WatchedResource, type WatchOptions, type WatchScope } from "./scope.ts";
 
 /** The shard labels of a Deployment resource, for readers outside sharding (the CLI's `status`). */

@@ -12,7 +12,7 @@
 import { connectionKey, connectionOf, DEFAULT_CONNECTION } from "../crd/connection-ref.ts";
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
-import { objectKey } from "../runtime/keys.ts";
+import { objectKey } from "../runtime/queue-lines.ts";
 import type { ResourcePort, StoredResource } from "./ports.ts";
 
 /**

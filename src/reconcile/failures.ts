@@ -21,8 +21,9 @@
  *   like any other failure and retried with backoff, so a persistent one is visible on the
  *   resource instead of retrying silently forever.
  */
+
+import { TokenWaitTooLongError } from "../api/budgets.ts";
 import { isServiceError, RequestValidationError, type ServiceError } from "../api/errors.ts";
-import { TokenWaitTooLongError } from "../api/rate-limit.ts";
 import { redactAndTruncate } from "../api/redact.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import { MAX_MESSAGE_LENGTH } from "../crd/kstatus.ts";

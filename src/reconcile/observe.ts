@@ -14,7 +14,7 @@ import { connectionOf, describeConnection } from "../crd/connection-ref.ts";
 import { type DesiredDeployment, desiredFromSpec, withSecrets } from "../crd/mapping.ts";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
 import { flagDuration } from "../duration.ts";
-import { objectKey } from "../runtime/keys.ts";
+import { objectKey } from "../runtime/queue-lines.ts";
 import { claimedName } from "./claims.ts";
 import {
   inlineSecrets,

@@ -1,7 +1,7 @@
 /**
  * The status of a resource whose reconcile waits for its connection's share of the operator's
  * workers (`--max-reconciles-per-connection`): written from outside a reconcile, by the report of
- * the waiting resources (connection/share.ts), and replaced by its reconcile's own status
+ * the waiting resources (connection/access.ts), and replaced by its reconcile's own status
  * when its turn comes. Pure.
  */
 import { putConditions } from "../crd/kstatus.ts";

@@ -62,36 +62,6 @@ export class Backoff {
 }
 
 /**
- * Per-key failure counts over one {@link Backoff}: client-go's ItemExponentialFailureRateLimiter
- * with jitter.
- *
- * Contract: `next(key)` returns the delay for the key's current failure count and then increments
- * it; `forget(key)` resets the count to zero (call it on success); `failures(key)` reads it.
- */
-export class KeyedBackoff {
-  readonly #backoff: Backoff;
-  readonly #failures = new Map<string, number>();
-
-  constructor(backoff: Backoff = new Backoff()) {
-    this.#backoff = backoff;
-  }
-
-  next(key: string): number {
-    const failures = this.#failures.get(key) ?? 0;
-    this.#failures.set(key, failures + 1);
-    return this.#backoff.delayMs(failures);
-  }
-
-  forget(key: string): void {
-    this.#failures.delete(key);
-  }
-
-  failures(key: string): number {
-    return this.#failures.get(key) ?? 0;
-  }
-}
-
-/**
  * `periodMs` spread by ±`fraction` (uniform): the drift resync uses it so that resources created
  * together do not all resync at the same instant forever after.
  */

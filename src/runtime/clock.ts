@@ -1,10 +1,39 @@
 /**
+ * Time, and the work under way it bounds.
+ *
  * Time as a port: everything in the runtime that waits or measures goes through a {@link Clock},
  * so unit tests drive time by hand (vitest fake timers or a manual clock) instead of sleeping.
  * The service's client takes the part it needs ({@link ApiClock}: it reads `now()` and waits with
  * `sleep`), so tests of the rate limit and retry back-off run on a manual clock too; any `Clock`
  * can be passed as one, and {@link systemApiClock} is its real, monotonic one.
+ *
+ * Work under way and what bounds it: the signal that stops it, the deadline it is told, and the
+ * time it waited on this process's own pacing, which its deadline does not count.
+ *
+ * Signals: {@link untilAborted} waits on something until a signal says to stop; {@link
+ * followSignal} gives work a signal of its own that follows its caller's (a reconcile's under the
+ * controller's halt, a request's under its reconcile's).
+ *
+ * Deadline: the time a reconcile has left, told to whatever waits inside it. The controller runs each
+ * reconcile {@link withinDeadline}; a wait that may be long and is this process's own (a token of
+ * a connection's rate limit) asks {@link currentDeadline} first, and rather than hold the
+ * reconcile's worker until the deadline it gives the worker back and has the key come again when
+ * the wait would be over ({@link DeferredError}), holding what it waited for under the
+ * deadline's `holder` (the reconcile's key) meanwhile.
+ *
+ * Pacing: time a piece of work spent waiting for this process's own rate limit, told to whoever
+ * runs it. A connection's periodic read has a deadline (`--listing-deadline`) against a service
+ * that hangs or never ends its listing. The read's calls also wait for tokens of the connection's
+ * rate limit, behind the reconciles of the same connection: at scale (a share of 10,000
+ * resources, a hundred calls, while thousands of creates hold the limit) that wait alone can pass
+ * the deadline, and a missed deadline stops the connection's resources until a read succeeds. So
+ * the read runs {@link whilePaced}, the transport tells {@link tellPaced} how long each call
+ * waited for its token, and the deadline moves by that much: it bounds the service, not our own
+ * pacing.
  */
+// Node's module by `process.getBuiltinModule`, not `import` (docs/internals/architecture.md, "Node's
+// own modules"): a command's start does without what its ES namespace would load.
+const { AsyncLocalStorage } = process.getBuiltinModule("node:async_hooks");
 
 /** Cancels a timer started with {@link Clock.setTimer}; calling it twice, or after it fired, is harmless. */
 export type CancelTimer = () => void;
@@ -78,3 +107,151 @@ export const systemApiClock: ApiClock = {
   now: () => performance.now(),
   sleep: (ms, signal) => sleepOn(keptTimers, ms, signal),
 };
+
+/** Resolves when `promise` does or `signal` aborts, whichever comes first; rejects if `promise` does first. */
+export function untilAborted(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return resolve();
+    const onAbort = () => resolve();
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      () => {
+        signal.removeEventListener("abort", onAbort);
+        resolve();
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** A signal of its own that follows another; see {@link followSignal}. */
+export interface FollowedSignal {
+  readonly signal: AbortSignal;
+  /** Aborts `signal` with `reason` (a timeout of the caller's); nothing once it is aborted. */
+  abort(reason: unknown): void;
+  /** Stops following the parent. Call it once the work ended. */
+  release(): void;
+}
+
+/** The signals following a parent and its one listener, kept on the parent (see {@link followSignal}). */
+const FOLLOWERS = Symbol("dms.followers");
+interface Followers {
+  set: Set<AbortController>;
+  onAbort: () => void;
+}
+type Followable = AbortSignal & { [FOLLOWERS]?: Followers };
+
+/** How many signals follow `parent` now (for tests: a released follower no longer counts). */
+export function followersOf(parent: AbortSignal): number {
+  return (parent as Followable)[FOLLOWERS]?.set.size ?? 0;
+}
+
+/**
+ * A signal that aborts when `parent` does (with its reason) or when the caller aborts it; `release`
+ * ends the link. A parent carries one listener while anything follows it, however many do (a
+ * reconcile's requests, every watch under a manager's signal): the followers in flight are a set
+ * on the parent that this listener aborts, so no listener count grows with them; the last
+ * release removes the listener, so a parent that never aborts is not kept alive by it. A
+ * follower is aborted when the parent's listener runs, in the order of the parent's listeners
+ * (`AbortSignal.any` marks its composites aborted before any listener runs).
+ *
+ * Not `AbortSignal.any`: a composite signal, once anything listens to it, registers itself with
+ * each of its sources (a WeakRef in the source's set of dependants, and two FinalizationRegistry
+ * entries), and these go only after a full collection found it dead. For a long-lived parent (the
+ * controller's halt, a reconcile's signal under each of its requests) that is a few hundred bytes
+ * per reconcile and per request, all of which outlive the young generation: about 4 % of what a
+ * resync pass left for the old generation to collect, measured with `scale --profile`.
+ */
+export function followSignal(parent: AbortSignal | undefined): FollowedSignal {
+  const own = new AbortController();
+  const abort = (reason: unknown) => own.abort(reason);
+  if (parent === undefined || parent.aborted) {
+    if (parent?.aborted) own.abort(parent.reason);
+    return { signal: own.signal, abort, release() {} };
+  }
+  const followable = parent as Followable;
+  let followers = followable[FOLLOWERS];
+  if (followers === undefined) {
+    const set = new Set<AbortController>();
+    // Unset by assigning undefined, not by delete, which would turn a long-lived signal's
+    // object into a slow dictionary-mode one.
+    const onAbort = () => {
+      followable[FOLLOWERS] = undefined;
+      for (const follower of set) follower.abort(parent.reason);
+      set.clear();
+    };
+    followers = { set, onAbort };
+    followable[FOLLOWERS] = followers;
+    parent.addEventListener("abort", onAbort, { once: true });
+  }
+  const current = followers;
+  current.set.add(own);
+  return {
+    signal: own.signal,
+    abort,
+    release: () => {
+      if (!current.set.delete(own) || current.set.size > 0) return;
+      parent.removeEventListener("abort", current.onAbort);
+      if (followable[FOLLOWERS] === current) followable[FOLLOWERS] = undefined;
+    },
+  };
+}
+
+/** A reconcile's deadline: how long it has left, and who it is for (its key). */
+export interface Deadline {
+  timeLeft(): number;
+  holder: string;
+  /**
+   * Whether the reconcile has ended: work it started that outlives it (a connection's resync
+   * loop, started by the connection's check) is then outside any deadline, not past this one.
+   */
+  ended?(): boolean;
+}
+
+const deadlines = new AsyncLocalStorage<Deadline>();
+
+/**
+ * A reconcile that gave its worker back before its work was done, because what it would wait for
+ * comes later than its deadline (a token of its connection's rate limit): the key comes again
+ * after `afterMs` as a follow-up, with no backoff and no failure counted. Throw it from a
+ * reconciler ({@link timeLeftMs} says how long a reconcile has left).
+ */
+export class DeferredError extends Error {
+  override readonly name: string = "DeferredError";
+  readonly afterMs: number;
+  constructor(message: string, afterMs: number) {
+    super(message);
+    this.afterMs = afterMs;
+  }
+}
+
+/** Runs `work` with `deadline` as the answer of {@link currentDeadline} inside it. */
+export function withinDeadline<T>(deadline: Deadline, work: () => T): T {
+  return deadlines.run(deadline, work);
+}
+
+/** The deadline of the work under way; undefined outside any (or once its reconcile ended). */
+export function currentDeadline(): Deadline | undefined {
+  const deadline = deadlines.getStore();
+  return deadline?.ended?.() ? undefined : deadline;
+}
+
+/** The ms the work under way has left before its deadline; undefined outside any. */
+export function timeLeftMs(): number | undefined {
+  return currentDeadline()?.timeLeft();
+}
+
+const ledger = new AsyncLocalStorage<(waitedMs: number) => void>();
+
+/** Runs `work`, calling `onPaced` with each wait for a token of the rate limit made inside it. */
+export function whilePaced<T>(onPaced: (waitedMs: number) => void, work: () => Promise<T>): Promise<T> {
+  return ledger.run(onPaced, work);
+}
+
+/** Tells the work under way (if it runs {@link whilePaced}) that it waited `waitedMs` for a token. */
+export function tellPaced(waitedMs: number): void {
+  if (waitedMs > 0) ledger.getStore()?.(waitedMs);
+}

@@ -6,16 +6,15 @@
  */
 import type { Logger } from "pino";
 import { pino } from "pino";
-import { DeferredError, followSignal, withinDeadline } from "./abort.ts";
 import type { BackoffOptions } from "./backoff.ts";
 import { spread } from "./backoff.ts";
-import { type Clock, systemClock } from "./clock.ts";
-import { parseObjectKey } from "./keys.ts";
+import { type Clock, DeferredError, followSignal, systemClock, withinDeadline } from "./clock.ts";
 import { inReconcile, reconcileFields } from "./log.ts";
 import type { Runnable } from "./manager.ts";
 import { type FlowOf, type QueueMetricsHooks, WorkQueue } from "./queue.ts";
+import { parseObjectKey } from "./queue-lines.ts";
 
-// Beside the deadline it answers, where a wait inside a reconcile (api/rate-limit.ts) finds it without the controller.
+// Beside the deadline it answers, where a wait inside a reconcile (api/budgets.ts) finds it without the controller.
 export { DeferredError };
 
 /**

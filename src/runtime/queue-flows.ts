@@ -12,10 +12,12 @@ import {
   type KeyRecord,
   type Line,
   LinePool,
+  lineOf,
+  type Part,
   type Place,
   READY,
   RESYNC,
-  type RecordLine,
+  type Seats,
 } from "./queue-lines.ts";
 
 /**
@@ -47,30 +49,6 @@ export const BORROW_MS = 5_000;
 /** The flow of keys whose {@link FlowOf} names none. */
 const SHARED: KeyFlow = { flow: "" };
 
-/**
- * Seats a flow, or a part of a flow, may hold: `inFlight` up to the cap, and beyond it while
- * `inFlight - cap < shortRun` (keys it ended in a row in less than the borrow bound: a flow earns
- * one borrowed seat per short key, and loses them all at a long one).
- */
-interface Seats {
-  inFlight: number;
-  shortRun: number;
-}
-
-/** The keys of one part of a flow waiting to be picked up, and how many of its keys are in flight. */
-export interface Part extends Seats {
-  /** Where it is: one object that every key of the part points at (no object per key). */
-  place: Place;
-  /** Ready fresh keys in FIFO order (each record holds when it became ready, for queue latency). */
-  fresh: RecordLine;
-  /** Ready follow-ups (requeues, retries) in FIFO order, likewise. */
-  followUps: RecordLine;
-  /** Ready resync keys (passes, an object's interval), taken in fresh work's turn after its keys. */
-  resyncs: RecordLine;
-  /** The line the part took from last, when both held keys: the other goes next. */
-  tookFollowUp: boolean;
-}
-
 /** One flow: its parts in round-robin order, and how many of its keys are in flight. */
 interface Flow extends Seats {
   parts: Map<string, Part>;
@@ -82,11 +60,6 @@ interface Flow extends Seats {
 
 /** The weight of the latest key's time in flight in its flow's moving average. */
 const WORK_WEIGHT = 0.2;
-
-/** The line `line` of `part`. */
-function lineOf(part: Part, line: Line): RecordLine {
-  return line === FOLLOW_UP ? part.followUps : line === FRESH ? part.fresh : part.resyncs;
-}
 
 /** What {@link Flows} is told of the queue. Times are the queue's (ms since it started). */
 export interface FlowsOptions {
@@ -116,6 +89,18 @@ export class Flows {
 
   constructor(options: FlowsOptions) {
     this.#o = options;
+  }
+
+  /** Work in flight at `now`: summed and longest age in seconds. */
+  inFlight(now: number): { count: number; unfinishedSeconds: number; longestSeconds: number } {
+    let total = 0;
+    let longest = 0;
+    for (const { startedAt } of this.running) {
+      const age = (now - startedAt) / 1000;
+      total += age;
+      longest = Math.max(longest, age);
+    }
+    return { count: this.running.length, unfinishedSeconds: total, longestSeconds: longest };
   }
 
   /** The part a key of `keyFlow` waits in, made if missing (a flow made goes last). */

@@ -1,11 +1,33 @@
 /**
- * The work queue's per-key records and its lines of ready keys (queue.ts). A key has one record
- * while it is anywhere in the queue (and a while after, see `WorkQueue`'s sweep); its state,
- * line, part and times live in the record, so a pass over 10,000 keys adds no map entry, boxes no
- * time and allocates no object per key: the maps and lines that held them grew through every
- * doubling and were rebuilt each pass, promoted to V8's old generation pass after pass.
+ * The work queue's keys, its per-key records, its lines of ready keys, and the parts of a flow
+ * that hold them with their seats (queue.ts, queue-flows.ts). A key has one format for every
+ * object, namespaced or cluster-scoped (client-go's), by which the caches key their objects too. A
+ * key has one record while it is anywhere in the queue (and a while after, see `WorkQueue`'s
+ * sweep); its state, line, part and times live in the record, so a pass over 10,000 keys adds no
+ * map entry, boxes no time and allocates no object per key: the maps and lines that held them grew
+ * through every doubling and were rebuilt each pass, promoted to V8's old generation pass after
+ * pass.
  */
 import type { CancelTimer } from "./clock.ts";
+
+/** Namespace and name of an object; `namespace` is `""` for a cluster-scoped one. */
+export interface ObjectRef {
+  namespace: string;
+  name: string;
+}
+
+/** The key of an object: `namespace/name`, or `name` when cluster-scoped. */
+export function objectKey(ref: ObjectRef): string {
+  return ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name;
+}
+
+/** The reference a key was made from: the inverse of {@link objectKey} (names hold no `/`). */
+export function parseObjectKey(key: string): ObjectRef {
+  const slash = key.indexOf("/");
+  return slash < 0
+    ? { namespace: "", name: key }
+    : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}
 
 /**
  * The line a key is added to, by precedence when one key is added to several: a follow-up over
@@ -207,4 +229,33 @@ export class LinePool {
     records.clear();
     if (this.#free[line].length < this.#limit) this.#free[line].push(records);
   }
+}
+
+/**
+ * Seats a flow, or a part of a flow, may hold: `inFlight` up to the cap, and beyond it while
+ * `inFlight - cap < shortRun` (keys it ended in a row in less than the borrow bound: a flow earns
+ * one borrowed seat per short key, and loses them all at a long one).
+ */
+export interface Seats {
+  inFlight: number;
+  shortRun: number;
+}
+
+/** The keys of one part of a flow waiting to be picked up, and how many of its keys are in flight. */
+export interface Part extends Seats {
+  /** Where it is: one object that every key of the part points at (no object per key). */
+  place: Place;
+  /** Ready fresh keys in FIFO order (each record holds when it became ready, for queue latency). */
+  fresh: RecordLine;
+  /** Ready follow-ups (requeues, retries) in FIFO order, likewise. */
+  followUps: RecordLine;
+  /** Ready resync keys (passes, an object's interval), taken in fresh work's turn after its keys. */
+  resyncs: RecordLine;
+  /** The line the part took from last, when both held keys: the other goes next. */
+  tookFollowUp: boolean;
+}
+
+/** The line `line` of `part`. */
+export function lineOf(part: Part, line: Line): RecordLine {
+  return line === FOLLOW_UP ? part.followUps : line === FRESH ? part.fresh : part.resyncs;
 }

@@ -1,8 +1,10 @@
 /**
  * The work queue's records of keys (queue.ts): one per key while it is anywhere in the queue,
  * found again pass after pass, and what schedules a key for later (`addAfter`'s timers, the
- * moments of `addSpread`). The contract is `WorkQueue`'s.
+ * moments of `addSpread`), and each key's failures (`addRateLimited`'s backoff). The contract is
+ * `WorkQueue`'s.
  */
+import { Backoff } from "./backoff.ts";
 import type { CancelTimer, Clock } from "./clock.ts";
 import { IDLE, isIdle, type KeyRecord, type Line, NO_LINE, newRecord, READY, RESYNC } from "./queue-lines.ts";
 
@@ -168,5 +170,35 @@ export class KeyRecords {
     });
     this.#seen += 1;
     this.#sweepAbove = 2 * this.#records.size + 1024;
+  }
+}
+
+/**
+ * Per-key failure counts over one {@link Backoff}: client-go's ItemExponentialFailureRateLimiter
+ * with jitter.
+ *
+ * Contract: `next(key)` returns the delay for the key's current failure count and then increments
+ * it; `forget(key)` resets the count to zero (call it on success); `failures(key)` reads it.
+ */
+export class KeyedBackoff {
+  readonly #backoff: Backoff;
+  readonly #failures = new Map<string, number>();
+
+  constructor(backoff: Backoff = new Backoff()) {
+    this.#backoff = backoff;
+  }
+
+  next(key: string): number {
+    const failures = this.#failures.get(key) ?? 0;
+    this.#failures.set(key, failures + 1);
+    return this.#backoff.delayMs(failures);
+  }
+
+  forget(key: string): void {
+    this.#failures.delete(key);
+  }
+
+  failures(key: string): number {
+    return this.#failures.get(key) ?? 0;
   }
 }

@@ -3,7 +3,7 @@
  * strings (the controller uses `namespace/name`); the queue holds keys, never events, because
  * reconciles are level-based and always re-read the object.
  */
-import { Backoff, type BackoffOptions, KeyedBackoff } from "./backoff.ts";
+import { Backoff, type BackoffOptions } from "./backoff.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { BORROW_MS, type FlowOf, Flows } from "./queue-flows.ts";
 import {
@@ -16,7 +16,7 @@ import {
   READY,
   RESYNC,
 } from "./queue-lines.ts";
-import { KeyRecords } from "./queue-records.ts";
+import { KeyedBackoff, KeyRecords } from "./queue-records.ts";
 
 export { BORROW_MS, type FlowOf, type KeyFlow } from "./queue-flows.ts";
 export { SPREAD_MOMENTS } from "./queue-records.ts";
@@ -326,15 +326,7 @@ export class WorkQueue {
 
   /** Work in flight: summed and longest age in seconds (client-go's unfinished-work gauges). */
   inFlight(): { count: number; unfinishedSeconds: number; longestSeconds: number } {
-    const now = this.#now();
-    let total = 0;
-    let longest = 0;
-    for (const { startedAt } of this.#flows.running) {
-      const age = (now - startedAt) / 1000;
-      total += age;
-      longest = Math.max(longest, age);
-    }
-    return { count: this.#flows.running.length, unfinishedSeconds: total, longestSeconds: longest };
+    return this.#flows.inFlight(this.#now());
   }
 
   /** Whether `key` waits to be picked up (in either line of its flow). */

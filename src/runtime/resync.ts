@@ -16,9 +16,8 @@
  */
 import type { Logger } from "pino";
 import { pino } from "pino";
-import { untilAborted } from "./abort.ts";
 import { spread } from "./backoff.ts";
-import { type Clock, systemClock } from "./clock.ts";
+import { type Clock, systemClock, untilAborted } from "./clock.ts";
 import type { Controller } from "./controller.ts";
 import type { Runnable } from "./manager.ts";
 

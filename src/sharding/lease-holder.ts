@@ -4,8 +4,8 @@
  * the reconciles in flight end and its unanswered writes settle before the Lease is released.
  */
 import type { Logger } from "pino";
-import { untilAborted } from "../runtime/abort.ts";
 import type { Clock } from "../runtime/clock.ts";
+import { untilAborted } from "../runtime/clock.ts";
 import { LeaderElector, LeaseConflictError, type LeasePort } from "../runtime/leader.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import { SHARDER_HOLDER_PREFIX } from "./labels.ts";

@@ -6,11 +6,11 @@
  */
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
-import { untilAborted } from "../runtime/abort.ts";
 import type { Clock } from "../runtime/clock.ts";
+import { untilAborted } from "../runtime/clock.ts";
 import type { Reconciler } from "../runtime/controller.ts";
-import { type ObjectRef, objectKey, parseObjectKey } from "../runtime/keys.ts";
 import type { Runnable } from "../runtime/manager.ts";
+import { type ObjectRef, objectKey, parseObjectKey } from "../runtime/queue-lines.ts";
 import { ClusterUserCounts, type ClusterUsers } from "./cluster-users.ts";
 import { Heirs, readSeedForHeirs } from "./heirs.ts";
 import { type LabelPolicyReading, requireLabelPolicy, watchLabelPolicy } from "./label-policy.ts";

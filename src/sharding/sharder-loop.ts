@@ -4,8 +4,8 @@
  * Lease not renewed expires, and never two passes closer than a short gap.
  */
 import type { Logger } from "pino";
-import { untilAborted } from "../runtime/abort.ts";
 import type { Clock } from "../runtime/clock.ts";
+import { untilAborted } from "../runtime/clock.ts";
 import type { LeasePort } from "../runtime/leader.ts";
 import { LeaseConflictError, type LeaseRecord } from "../runtime/leader.ts";
 import type { Runnable } from "../runtime/manager.ts";

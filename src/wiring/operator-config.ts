@@ -142,7 +142,7 @@ export interface OperatorDeps {
   identity?: string;
 }
 
-export { defaultMaxReconcilesPerConnection } from "../connection/share.ts";
+export { defaultMaxReconcilesPerConnection } from "../connection/access.ts";
 
 /**
  * The listing deadline when none is given: a minute, or half the resync period when that is

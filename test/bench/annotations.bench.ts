@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeClient } from "../../src/kube/client.ts";
 import { DEPLOYMENTS } from "../../src/kube/deployments.ts";
-import { collectionPath } from "../../src/kube/reflector.ts";
+import { collectionPath } from "../../src/kube/object.ts";
 import { startSimulator } from "../../src/simulator/server.ts";
 import type { ControlPlane } from "../controlplane/harness.ts";
 import { startBenchPlane } from "../support/bench-plane.ts";

@@ -9,7 +9,7 @@ import { desiredFromSpec } from "../../src/crd/mapping.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { type KubeRequest, PatchType } from "../../src/kube/client.ts";
 import { DEPLOYMENTS } from "../../src/kube/deployments.ts";
-import { collectionPath } from "../../src/kube/reflector.ts";
+import { collectionPath } from "../../src/kube/object.ts";
 import type { SeedDeployment } from "../../src/simulator/seed.ts";
 
 /** One line of a benchmark's result table. */

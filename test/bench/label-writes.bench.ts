@@ -11,7 +11,7 @@
  */
 import { loadavg } from "node:os";
 import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
-import { collectionPath } from "../../src/kube/reflector.ts";
+import { collectionPath } from "../../src/kube/object.ts";
 import { patchShardLabels } from "../../src/kube/shards.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ControlPlane } from "../controlplane/harness.ts";

@@ -32,7 +32,7 @@ import { parseDuration } from "../../src/duration.ts";
 import type { KubeClient } from "../../src/kube/client.ts";
 import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
 import { readInstallKey } from "../../src/kube/install-key.ts";
-import { collectionPath } from "../../src/kube/reflector.ts";
+import { collectionPath } from "../../src/kube/object.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
 import { OWNER_LABEL, SHARDER_HOLDER_PREFIX } from "../../src/sharding/labels.ts";
 import { ownerOf, ringShares, SHARDER_REPLICA_SHARE } from "../../src/sharding/ring.ts";

@@ -23,7 +23,7 @@ import { arch, cpus, loadavg, platform, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEPLOYMENTS } from "../../src/kube/deployments.ts";
-import { collectionPath } from "../../src/kube/reflector.ts";
+import { collectionPath } from "../../src/kube/object.ts";
 import { startSimulator } from "../../src/simulator/server.ts";
 import { ControlPlane } from "../controlplane/harness.ts";
 import { type BenchTable, benchSeedDeployment } from "./harness.ts";

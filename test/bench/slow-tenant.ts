@@ -10,7 +10,7 @@ import type { IncomingMessage } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeClient } from "../../src/kube/client.ts";
 import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
-import { collectionPath } from "../../src/kube/reflector.ts";
+import { collectionPath } from "../../src/kube/object.ts";
 import type { Faults } from "../../src/simulator/faults.ts";
 import type { SeedDeployment } from "../../src/simulator/seed.ts";
 import { startSimulator } from "../../src/simulator/server.ts";

@@ -32,7 +32,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseDuration } from "../../src/duration.ts";
 import { type KubeClient, PatchType } from "../../src/kube/client.ts";
 import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
-import { collectionPath } from "../../src/kube/reflector.ts";
+import { collectionPath } from "../../src/kube/object.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { ControlPlane } from "../controlplane/harness.ts";
 import { benchDeploymentBody, benchDeploymentSpec, callCount, quantile } from "./harness.ts";

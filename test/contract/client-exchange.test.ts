@@ -9,6 +9,7 @@ import http from "node:http";
 import { type AddressInfo, createServer, Socket } from "node:net";
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync, zstdCompressSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
+import { OverflowError, ResponseMemory } from "../../src/api/budgets.ts";
 import { ServiceClient } from "../../src/api/client.ts";
 import type { ServiceError } from "../../src/api/errors.ts";
 import {
@@ -18,7 +19,6 @@ import {
   type ExchangeRequest,
   exchange,
 } from "../../src/api/exchange.ts";
-import { OverflowError, ResponseMemory } from "../../src/api/response-memory.ts";
 import { type FakeService, send, startFakeService, until } from "./client-fake-service.ts";
 
 const ID = "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e";

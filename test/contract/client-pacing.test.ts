@@ -1,11 +1,11 @@
 /**
  * The transport tells the work it runs for how long each call waited for a token of the client's
- * rate limit (runtime/abort.ts): a connection's periodic read moves its deadline by that much,
+ * rate limit (runtime/clock.ts): a connection's periodic read moves its deadline by that much,
  * so that the deadline bounds the service, not this process's own pacing.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
-import { whilePaced } from "../../src/runtime/abort.ts";
+import { whilePaced } from "../../src/runtime/clock.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 
 let sim: RunningSimulator;

@@ -1,5 +1,5 @@
 /**
- * A call made inside a reconcile (runtime/abort.ts) whose rate-limit token comes later than the
+ * A call made inside a reconcile (runtime/clock.ts) whose rate-limit token comes later than the
  * call could end before the reconcile's deadline is not made: the token is reserved for the
  * reconcile's key and the call throws `TokenWaitTooLongError` with the wait, so that the reconcile
  * gives its worker back (`DeferredError`) and comes again when its token is due, and then sends
@@ -7,9 +7,9 @@
  * its token as ever.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TokenWaitTooLongError } from "../../src/api/budgets.ts";
 import { ServiceClient } from "../../src/api/client.ts";
-import { TokenWaitTooLongError } from "../../src/api/rate-limit.ts";
-import { withinDeadline } from "../../src/runtime/abort.ts";
+import { withinDeadline } from "../../src/runtime/clock.ts";
 import { DeferredError } from "../../src/runtime/controller.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { ManualClock } from "../support/manual-clock.ts";

@@ -6,9 +6,9 @@
  */
 import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
+import { JsonWeigher, ResponseMemory } from "../../src/api/budgets.ts";
 import { ServiceClient } from "../../src/api/client.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES, type ServiceError } from "../../src/api/errors.ts";
-import { JsonWeigher, ResponseMemory } from "../../src/api/response-memory.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { send, startFakeService, until } from "./client-fake-service.ts";
 import { fullDeployment } from "./full-deployment.ts";

@@ -42,7 +42,7 @@ import type {
   SecretsPort,
   StoredResource,
 } from "../../src/reconcile/ports.ts";
-import { objectKey, parseObjectKey } from "../../src/runtime/keys.ts";
+import { objectKey, parseObjectKey } from "../../src/runtime/queue-lines.ts";
 import { ServiceError as SimulatorError } from "../../src/simulator/errors.ts";
 import { parseLogsQuery } from "../../src/simulator/logs.ts";
 import { parseListQuery } from "../../src/simulator/query.ts";

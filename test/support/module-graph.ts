@@ -75,7 +75,7 @@ export function fileEdges(
 
 /**
  * The folder a file of src/ belongs to in the folder graph: its first folder below src/
- * (`src/kube/cache-index.ts` → `kube`), or, for a file directly in src/, the file itself
+ * (`src/kube/reflector.ts` → `kube`), or, for a file directly in src/, the file itself
  * (`src/main.ts` → `main.ts`), so that each root file is a node of its own.
  */
 export function folderOf(file: string): string {

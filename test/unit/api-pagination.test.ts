@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { paginate } from "../../src/api/pagination.ts";
+import { paginate } from "../../src/api/deployment-routes.ts";
 
 const collect = async <T>(it: AsyncIterable<T>) => {
   const out: T[] = [];

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { RESERVATION_KEPT_MS, TokenBucket } from "../../src/api/rate-limit.ts";
+import { RESERVATION_KEPT_MS, TokenBucket } from "../../src/api/budgets.ts";
 import type { ApiClock } from "../../src/runtime/clock.ts";
 
 describe("TokenBucket", () => {

@@ -1,14 +1,14 @@
 import { Readable } from "node:stream";
 import { createGunzip, gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { readBody } from "../../src/api/exchange.ts";
 import {
   CONTAINER_WEIGHT,
   JsonWeigher,
   OverflowError,
   ResponseMemory,
   SEPARATOR_WEIGHT,
-} from "../../src/api/response-memory.ts";
+} from "../../src/api/budgets.ts";
+import { readBody } from "../../src/api/exchange.ts";
 
 const MiB = 1024 * 1024;
 

@@ -1,14 +1,14 @@
 /**
- * The wiring of each connection's share (connection/share.ts): a key's flow from the watch
+ * The wiring of each connection's share (connection/access.ts): a key's flow from the watch
  * cache, and the report of a resource waiting at its connection's cap, one status write per wait.
  */
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { connectionFlowOf, connectionShares, shareWaitMessage } from "../../src/connection/share.ts";
+import { connectionFlowOf, connectionShares, shareWaitMessage } from "../../src/connection/access.ts";
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
 import type { KubeDeployments } from "../../src/kube/deployments.ts";
 import { ConflictError } from "../../src/kube/errors.ts";
-import type { ObjectRef } from "../../src/runtime/keys.ts";
+import type { ObjectRef } from "../../src/runtime/queue-lines.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 type Stored = {

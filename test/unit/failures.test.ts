@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { TokenWaitTooLongError } from "../../src/api/budgets.ts";
 import { renderDetail, ServiceError } from "../../src/api/errors.ts";
-import { TokenWaitTooLongError } from "../../src/api/rate-limit.ts";
 import { MAX_MESSAGE_LENGTH } from "../../src/crd/kstatus.ts";
 import { failureOf } from "../../src/reconcile/failures.ts";
 import { REASON } from "../../src/reconcile/reasons.ts";

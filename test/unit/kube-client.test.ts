@@ -4,7 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { AnswerTooLargeError, KubeClient } from "../../src/kube/client.ts";
-import { followersOf } from "../../src/runtime/abort.ts";
+import { followersOf } from "../../src/runtime/clock.ts";
 
 let server: Server | undefined;
 

@@ -197,9 +197,9 @@ describe("reading imports", () => {
       "../../src/runtime/clock.ts",
       "../../src/runtime/json.ts",
       "../../src/version.ts",
-      "../../src/runtime/abort.ts",
       "../../src/runtime/backoff.ts",
-      "../../src/runtime/keys.ts",
+      "../../src/runtime/clock.ts",
+      "../../src/runtime/queue-lines.ts",
       "../../src/runtime/queue.ts",
       "../../src/runtime/shared-call.ts",
     ]);

@@ -2,7 +2,7 @@
 // AbortSignal.any (whose registrations with its sources outlive each request).
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
-import { followersOf, followSignal, untilAborted } from "../../src/runtime/abort.ts";
+import { followersOf, followSignal, untilAborted } from "../../src/runtime/clock.ts";
 
 describe("followSignal", () => {
   it("aborts with the parent's reason when the parent aborts", () => {

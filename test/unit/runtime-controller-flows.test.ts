@@ -4,7 +4,7 @@
  * (deadline.ts), and the report of keys long waiting at a slow flow's cap.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { timeLeftMs } from "../../src/runtime/abort.ts";
+import { timeLeftMs } from "../../src/runtime/clock.ts";
 import {
   Controller,
   type ControllerOptions,

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import type { CreateDeploymentBody } from "../../src/api/wire.ts";
 import { NameReservedError } from "../../src/reconcile/service/name-reserved.ts";
 import { CreatePace, ServiceSession } from "../../src/reconcile/service/session.ts";
-import { tellPaced } from "../../src/runtime/abort.ts";
+import { tellPaced } from "../../src/runtime/clock.ts";
 import { createLogger, inReconcile } from "../../src/runtime/log.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { SimulatedService } from "../support/memory-ports.ts";

@@ -5,7 +5,6 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
-import { CacheIndexes } from "../../src/kube/cache-index.ts";
 import { decodeDeployment } from "../../src/kube/deployments.ts";
 import {
   decodeShardObject,
@@ -14,6 +13,7 @@ import {
   type ShardObject,
 } from "../../src/kube/shards.ts";
 import { claimOf, connectionKeyOf } from "../../src/reconcile/claims.ts";
+import { CacheIndexes } from "../../src/runtime/one-or-many.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { shardInputsChanged } from "../../src/sharding/sharder-loop.ts";
 

@@ -12,7 +12,7 @@ import { idBatches, POLL_BATCH } from "../../src/reconcile/service/id-batches.ts
 import { oneSession, ServiceSession } from "../../src/reconcile/service/session.ts";
 import { RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
 import { ListingDeadlineError } from "../../src/reconcile/service/snapshot-reader.ts";
-import { tellPaced } from "../../src/runtime/abort.ts";
+import { tellPaced } from "../../src/runtime/clock.ts";
 import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {

@@ -9,8 +9,8 @@
  */
 import type { Logger } from "pino";
 import { isServiceError } from "../../api/errors.ts";
-import { whilePaced } from "../../runtime/abort.ts";
 import type { Clock } from "../../runtime/clock.ts";
+import { whilePaced } from "../../runtime/clock.ts";
 import { outsideReconcile } from "../../runtime/log.ts";
 import { RepoListings } from "../inputs.ts";
 import type {

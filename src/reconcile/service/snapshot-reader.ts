@@ -5,8 +5,8 @@
  * What a read leaves ({@link ListingRead}) goes to the store of `snapshot-store.ts`.
  */
 
-import { whilePaced } from "../../runtime/abort.ts";
 import type { Clock } from "../../runtime/clock.ts";
+import { whilePaced } from "../../runtime/clock.ts";
 import { NameFilter } from "../../runtime/name-filter.ts";
 import type { DeploymentListings } from "../ports.ts";
 import type { Deployment, UnreadableDeployment } from "../service-types.ts";
@@ -99,7 +99,7 @@ export class SnapshotReader {
     const deadlineMs = this.#deadlineMs;
     const deadline = new AbortController();
     // The deadline bounds the service's time: it moves by each wait for a token of this
-    // connection's rate limit (runtime/abort.ts), which the reconciles share.
+    // connection's rate limit (runtime/clock.ts), which the reconciles share.
     let endsAt = this.#clock.now() + deadlineMs;
     const arm = () =>
       Number.isFinite(deadlineMs)
