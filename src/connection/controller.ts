@@ -21,10 +21,10 @@ import {
 } from "../crd/connection-schema.ts";
 import { type Failure, KSTATUS } from "../crd/kstatus.ts";
 import type { ConnectionObject } from "../kube/connections.ts";
-import { statusEqual } from "../reconcile/diff.ts";
 import type { SecretsPort } from "../reconcile/ports.ts";
 import type { Clock } from "../runtime/clock.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
+import { statusEqual } from "../runtime/json.ts";
 import { readCredentials } from "./credentials.ts";
 import { probeConnection } from "./probe.ts";
 import type { ConnectionCache, ConnectionRegistry } from "./registry.ts";

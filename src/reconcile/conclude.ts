@@ -11,8 +11,8 @@
 import { connectionLabel } from "../crd/connection-ref.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
+import { statusEqual } from "../runtime/json.ts";
 import { generationApplied, observedAs } from "./decide.ts";
-import { statusEqual } from "./diff.ts";
 import { type Evidence, LOG_RETRY_MS, readAgainPending } from "./evidence.ts";
 import type { FailedRevisionLog } from "./failure-evidence.ts";
 import { reconcileInterval } from "./inputs.ts";

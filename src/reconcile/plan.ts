@@ -19,8 +19,7 @@ import {
   specPath,
 } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
-import { isRecord } from "../runtime/json.ts";
-import { cloneJson, displayValue, jsonEqual, wireEqual } from "./diff.ts";
+import { cloneJson, displayValue, isRecord, jsonEqual, wireEqual } from "../runtime/json.ts";
 import { planSecrets, type SecretsDecision, type SecretsProblem } from "./plan-secrets.ts";
 import type { SecretDigest } from "./secret-hash.ts";
 import type {

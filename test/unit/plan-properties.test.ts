@@ -7,9 +7,9 @@ import {
   REVISION_SOURCES,
 } from "../../src/api/wire.ts";
 import type { DesiredDeployment } from "../../src/crd/mapping.ts";
-import { jsonEqual } from "../../src/reconcile/diff.ts";
 import { type LastApplied, plan } from "../../src/reconcile/plan.ts";
 import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
+import { jsonEqual } from "../../src/runtime/json.ts";
 import { applyCreate, applyPatch, remote, type SecretDisplay } from "./plan-fixtures.ts";
 
 const text = fc.string({ minLength: 1, maxLength: 8 });

@@ -3,9 +3,9 @@ import { describe, expect, it } from "vitest";
 import { redactAndTruncate, redactSecrets } from "../../src/api/redact.ts";
 import type { Deployment } from "../../src/api/wire.ts";
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
-import { changedStatusFields, statusEqual } from "../../src/reconcile/diff.ts";
 import { CONDITION, REASON, type SyncOutcome } from "../../src/reconcile/reasons.ts";
 import { outcomeFromProblems, type StatusInput, statusFrom } from "../../src/reconcile/status.ts";
+import { changedStatusFields, statusEqual } from "../../src/runtime/json.ts";
 import { remote } from "./plan-fixtures.ts";
 
 const T0 = new Date("2025-06-01T10:00:00.123Z");
