@@ -15,10 +15,11 @@ if (isCompletionExecutable(process.argv[1])) {
   const { completePlugin } = await import("./commands/completion-plugin.ts");
   process.exitCode = await completePlugin(argv, processContext());
 } else {
-  const [{ runCommands }, { COMMANDS }] = await Promise.all([
-    import("./commands/program.ts"),
-    import("./commands/registry.ts"),
-  ]);
+  // commander's imports of Node's modules without their namespaces (commander-builtins.ts).
+  const { withLightCommanderBuiltins } = await import("./commands/commander-builtins.ts");
+  const [{ runCommands }, { COMMANDS }] = await withLightCommanderBuiltins(() =>
+    Promise.all([import("./commands/program.ts"), import("./commands/registry.ts")]),
+  );
   // Under kubectl (bin/kubectl-dms.mjs) the same program calls itself `kubectl dms`.
   process.exitCode = await runCommands(argv, processContext(), programNameOf(process.argv[1]), COMMANDS);
 }

@@ -196,11 +196,20 @@ const SERVICE_HEAVY_BUILTINS =
 /**
  * What Node loads only to build the ES namespace of `node:fs`, `node:dns`, `node:net` or
  * `node:stream/consumers` (an `import` of it reads every export once, the lazy ones too): our own
- * modules take Node's with `process.getBuiltinModule`. (commander imports `node:fs` itself.)
+ * modules take Node's with `process.getBuiltinModule`, and commander's imports are answered without
+ * (src/commands/commander-builtins.ts).
  */
 const NAMESPACE_ONLY_BUILTINS =
   /^(internal\/dns\/promises|internal\/blocklist|internal\/socketaddress|stream\/consumers)$/;
 const FS_NAMESPACE_ONLY_BUILTINS = /^internal\/(fs\/(promises|streams|dir|watchers)|repl\/history)$/;
+
+/**
+ * What Node loads only for commander's imports of `node:child_process`, `node:fs`, `node:process` and
+ * `node:util` when they are not answered by src/commands/commander-builtins.ts: their namespaces, and
+ * `node:child_process` with its internals and `dgram`.
+ */
+const COMMANDER_ONLY_BUILTINS =
+  /^(child_process|internal\/child_process|dgram|internal\/process\/report|internal\/util\/parse_args\/parse_args)$/;
 
 /** The only libraries `deployments list` loads: the command line's and the retries'. */
 const LIST_PACKAGES = new Set(["commander", "p-retry", "is-network-error"]);
@@ -215,6 +224,7 @@ describe("bin/dms-operator.mjs --version", () => {
     const { stdout, loaded } = await modulesLoaded("dms-operator.mjs", ["--version"]);
     expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
     expect(commandModulesOf(loaded)).toEqual([
+      "commander-builtins",
       "process-context",
       "program",
       "program-name",
@@ -233,9 +243,15 @@ describe("a command's help and a TAB load what they need only", () => {
       ["deployments", "list", "--help"],
       ["version", "--client"],
     ]) {
-      const { loaded } = await modulesLoaded("kubectl-dms.mjs", args);
+      const { loaded, builtins } = await modulesLoaded("kubectl-dms.mjs", args);
       expect(
         loaded.filter((url) => HEAVY.test(url)),
+        args.join(" "),
+      ).toEqual([]);
+      expect(
+        builtins.filter(
+          (name) => COMMANDER_ONLY_BUILTINS.test(name) || FS_NAMESPACE_ONLY_BUILTINS.test(name),
+        ),
         args.join(" "),
       ).toEqual([]);
     }
@@ -267,6 +283,11 @@ describe("a command's help and a TAB load what they need only", () => {
       // compressed, no TLS, no zlib, no HTTP/2, no crypto, and of the libraries only these.
       expect(builtins.filter((name) => SERVICE_HEAVY_BUILTINS.test(name))).toEqual([]);
       expect(builtins.filter((name) => NAMESPACE_ONLY_BUILTINS.test(name))).toEqual([]);
+      expect(
+        builtins.filter(
+          (name) => COMMANDER_ONLY_BUILTINS.test(name) || FS_NAMESPACE_ONLY_BUILTINS.test(name),
+        ),
+      ).toEqual([]);
       expect(packagesOf(loaded).filter((name) => !LIST_PACKAGES.has(name))).toEqual([]);
       expect(listFormats).toBe(0);
       const providers = await modulesLoaded("kubectl-dms.mjs", ["providers", "list"], env);
