@@ -179,6 +179,18 @@ async function replicaB(names: string[], published: Inheritance | undefined, riv
   return { clock, leases, cache, patches, replica, reconcile, reconciled, stop };
 }
 
+/** A reconcile of `name` started on `r`'s replica, running until `finish` is called. */
+function reconciling(r: Awaited<ReturnType<typeof replicaB>>, name: string) {
+  let finish = () => {};
+  const inFlight = r.replica.guard(
+    () =>
+      new Promise((resolve) => {
+        finish = () => resolve(Action.done());
+      }),
+  )(`ns/${name}`, r.stop.signal);
+  return { finish: () => finish(), inFlight };
+}
+
 describe("a replica following the ring", () => {
   it("starts no reconcile of what the ring gives a live member, and hands it over with one write of its own", async () => {
     const toD = claimFor(FOUR, "d");
@@ -204,13 +216,7 @@ describe("a replica following the ring", () => {
   it("hands over only once the reconcile in flight ended, and starts none meanwhile", async () => {
     const toD = claimFor(FOUR, "d");
     const r = await replicaB([toD], THREE);
-    let finish = () => {};
-    const inFlight = r.replica.guard(
-      () =>
-        new Promise((resolve) => {
-          finish = () => resolve(Action.done());
-        }),
-    )(`ns/${toD}`, r.stop.signal);
+    const { finish, inFlight } = reconciling(r, toD);
     await settle();
     // The leader publishes the ring with d: the resource is to move, its reconcile still running.
     r.clock.advance(2_000);
@@ -230,13 +236,7 @@ describe("a replica following the ring", () => {
   it("keeps, and reconciles again, a resource whose ring changed back before it was handed over", async () => {
     const toD = claimFor(FOUR, "d");
     const r = await replicaB([toD], THREE);
-    let finish = () => {};
-    const inFlight = r.replica.guard(
-      () =>
-        new Promise((resolve) => {
-          finish = () => resolve(Action.done());
-        }),
-    )(`ns/${toD}`, r.stop.signal);
+    const { finish, inFlight } = reconciling(r, toD);
     r.leases.put("a", "a_1", FOUR);
     await settle();
     r.leases.put("a", "a_1", THREE);
