@@ -192,6 +192,22 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
    * steady ring hashes nothing per reconcile and remembers nothing per resource.
    */
   const handovers = new Map<string, string>();
+  /**
+   * The hand-overs by the ring that may have been written: the version each was sent against and
+   * to whom, and whether an answer said it was written or lost (`settled`; else only errors came
+   * back: it may have been written all the same). Unlike a drain, nothing on the resource says it
+   * is let go, and the ring may change back meanwhile: the resource stays let go, at that version
+   * in the cache, whatever the ring says, until the cache shows another version (the write
+   * landed, or another one did, which this one's precondition then fails against). Sent again,
+   * the same, until an answer comes.
+   */
+  const committed = new Map<string, { rv: string; to: string; settled: boolean }>();
+  /** The hand-over of `key` committed at the version cached (`obj`), if any; forgotten once that moved. */
+  const committedAt = (key: string, obj: CachedResource) => {
+    const c = committed.get(key);
+    if (c !== undefined && c.rv !== obj.metadata.resourceVersion) committed.delete(key);
+    return c?.rv === obj.metadata.resourceVersion ? c : undefined;
+  };
   const consider = (obj: CachedResource) => {
     const ref = { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
     const key = objectKey(ref);
@@ -227,25 +243,37 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
       // Labelled for another replica: inherited from a dead one (only those are in the cache),
       // whose drain label nobody answers (the sharder labels the resource for this replica).
       if (obj.metadata.labels?.[OWNER_LABEL] !== name) return { drain: false };
-      // A drain label, or the ring followed gives it to another live member (`ring-follow.ts`).
+      // A drain label, a hand-over by the ring that may have been written, or the ring followed
+      // gives it to another live member (`ring-follow.ts`).
       return {
-        drain: obj.metadata.labels?.[DRAIN_LABEL] !== undefined || ringHandover(key, obj) !== undefined,
+        drain:
+          obj.metadata.labels?.[DRAIN_LABEL] !== undefined ||
+          committedAt(key, obj) !== undefined ||
+          ringHandover(key, obj) !== undefined,
       };
     },
     acknowledge: async (key, signal) => {
       const ref = parseObjectKey(key);
       const obj = cache?.get(ref);
       if (!obj || !claimants) return true;
+      const rv = obj.metadata.resourceVersion;
+      const sent = committedAt(key, obj);
+      // Answered already: the cache is to show what became of it.
+      if (sent?.settled) return true;
       const drain = obj.metadata.labels?.[DRAIN_LABEL];
-      // Handed over by the ring followed: to whom it gives the resource now (kept when none).
-      const to = drain === undefined ? ringHandover(key, obj) : undefined;
+      // Handed over by the ring followed: to whom it gives the resource now (kept when none), or
+      // to whom a write that may have landed gave it.
+      const to = sent?.to ?? (drain === undefined ? ringHandover(key, obj) : undefined);
       if (drain === undefined && to === undefined) return true;
       const labels = {
         // Other resources here claiming the same name: rivals move together, by the sharder.
         [OWNER_LABEL]: to ?? handoverTo(drain, name, claimants(ref) - 1),
         [DRAIN_LABEL]: null,
       };
-      const outcome = await o.patchLabels(ref, obj.metadata.resourceVersion, labels, signal);
+      const handover = to === undefined ? undefined : { rv, to, settled: false };
+      if (handover !== undefined) committed.set(key, handover);
+      const outcome = await o.patchLabels(ref, rv, labels, signal);
+      if (handover !== undefined) handover.settled = true;
       return outcome !== "conflict";
     },
     clock,
@@ -418,8 +446,11 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
           if (old.metadata.labels?.[OWNER_LABEL] !== obj.metadata.labels?.[OWNER_LABEL]) consider(obj);
           changed(obj);
         },
-        onDelete: (obj) =>
-          handovers.delete(objectKey({ namespace: obj.metadata.namespace ?? "", name: obj.metadata.name })),
+        onDelete: (obj) => {
+          const key = objectKey({ namespace: obj.metadata.namespace ?? "", name: obj.metadata.name });
+          handovers.delete(key);
+          committed.delete(key);
+        },
       });
     },
     guard: (reconcile) => member.guard(reconcile),

@@ -131,7 +131,19 @@ const settle = async () => {
  * Replica "b" of a ring led by "a" (a, b, c and d renewing), its cache holding `names` labelled
  * for it, the Lease watch's runnable started; the leader's Lease follows `published`.
  */
-async function replicaB(names: string[], published: Inheritance | undefined, rivals = new Set<string>()) {
+/**
+ * What the API server does with a label patch: applies it (the cache shows it at once), applies it
+ * with the cache showing it only later (`lagging`: `catchUp` then), or loses the answer without
+ * applying it (`unanswered`: the patch rejects).
+ */
+type PatchFate = "applied" | "lagging" | "unanswered";
+
+async function replicaB(
+  names: string[],
+  published: Inheritance | undefined,
+  rivals = new Set<string>(),
+  fates: PatchFate[] = [],
+) {
   const clock = new ManualClock({ start: 1_000_000 });
   const leases = new Leases(clock);
   for (const m of ["b", "c", "d"]) leases.put(m, `${m}_1`);
@@ -139,6 +151,11 @@ async function replicaB(names: string[], published: Inheritance | undefined, riv
   const cache = new Cache();
   for (const n of names) cache.set(n, "b");
   const patches: { name: string; rv: string; labels: Record<string, string | null>; at: number }[] = [];
+  const lagging: string[] = [];
+  /** The patches applied while the cache lagged now shown by it. */
+  const catchUp = () => {
+    for (const name of lagging.splice(0)) cache.remove(name);
+  };
   const replica = shardedReplica({
     name: "b",
     identity: "b_1",
@@ -149,9 +166,14 @@ async function replicaB(names: string[], published: Inheritance | undefined, riv
     setLabels: async () => false,
     patchLabels: async (ref, rv, labels) => {
       patches.push({ name: ref.name, rv, labels, at: clock.now() });
+      const fate = fates.shift() ?? "applied";
+      if (fate === "unanswered") throw new Error("the connection was lost");
       if (cache.get(ref)?.metadata.resourceVersion !== rv) return "conflict";
       const owner = labels[OWNER_LABEL];
-      if (owner && owner !== "b") cache.remove(ref.name);
+      if (owner && owner !== "b") {
+        if (fate === "lagging") lagging.push(ref.name);
+        else cache.remove(ref.name);
+      }
       return "written";
     },
     leaderElection: { leaseDurationMs: LEASE_MS, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
@@ -176,7 +198,7 @@ async function replicaB(names: string[], published: Inheritance | undefined, riv
     reconciled.push(key);
     return Action.done();
   });
-  return { clock, leases, cache, patches, replica, reconcile, reconciled, stop };
+  return { clock, leases, cache, patches, replica, reconcile, reconciled, stop, catchUp };
 }
 
 /** A reconcile of `name` started on `r`'s replica, running until `finish` is called. */
@@ -245,6 +267,61 @@ describe("a replica following the ring", () => {
     await inFlight;
     await settle();
     expect(r.patches).toEqual([]);
+    await r.reconcile(`ns/${toD}`, r.stop.signal);
+    expect(r.reconciled).toEqual([`ns/${toD}`]);
+    r.stop.abort();
+  });
+
+  it("keeps a resource let go while its cache still shows it, though the ring changed back after the write", async () => {
+    const toD = claimFor(FOUR, "d");
+    const r = await replicaB([toD], FOUR, new Set(), ["lagging"]);
+    await settle();
+    expect(r.patches.map((p) => p.labels[OWNER_LABEL])).toEqual(["d"]);
+    // The ring changes back while the cache still shows the version the write was sent against.
+    r.leases.put("a", "a_1", THREE);
+    await settle();
+    expect(await r.reconcile(`ns/${toD}`, r.stop.signal)).toEqual(Action.gone());
+    r.clock.advance(5_000);
+    await settle();
+    expect(await r.reconcile(`ns/${toD}`, r.stop.signal)).toEqual(Action.gone());
+    expect(r.reconciled).toEqual([]);
+    expect(r.patches.length).toBe(1);
+    r.catchUp();
+    expect(r.cache.get({ namespace: "ns", name: toD })).toBeUndefined();
+    r.stop.abort();
+  });
+
+  it("sends a hand-over whose answer was lost again, the same, whatever the ring says meanwhile", async () => {
+    const toD = claimFor(FOUR, "d");
+    const r = await replicaB([toD], FOUR, new Set(), ["unanswered", "unanswered"]);
+    await settle();
+    r.leases.put("a", "a_1", THREE);
+    await settle();
+    // It may have been written: nothing of it is reconciled here.
+    expect(await r.reconcile(`ns/${toD}`, r.stop.signal)).toEqual(Action.gone());
+    for (let i = 0; i < 3; i++) {
+      r.clock.advance(1_000);
+      await settle();
+    }
+    expect(r.reconciled).toEqual([]);
+    const rv = r.patches[0]?.rv;
+    expect(r.patches.map((p) => [p.labels[OWNER_LABEL], p.rv])).toEqual([
+      ["d", rv],
+      ["d", rv],
+      ["d", rv],
+    ]);
+    expect(r.cache.get({ namespace: "ns", name: toD })).toBeUndefined();
+    r.stop.abort();
+  });
+
+  it("takes back a resource whose hand-over lost to another write, once its cache shows that write", async () => {
+    const toD = claimFor(FOUR, "d");
+    const r = await replicaB([toD], FOUR, new Set(), ["unanswered"]);
+    await settle();
+    r.leases.put("a", "a_1", THREE);
+    // Someone else's write (a spec edit): the hand-over's precondition fails against it.
+    r.cache.set(toD, "b");
+    await settle();
     await r.reconcile(`ns/${toD}`, r.stop.signal);
     expect(r.reconciled).toEqual([`ns/${toD}`]);
     r.stop.abort();
