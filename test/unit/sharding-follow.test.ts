@@ -213,6 +213,12 @@ function reconciling(r: Awaited<ReturnType<typeof replicaB>>, name: string) {
   return { finish: () => finish(), inFlight };
 }
 
+/** Reconciles `name` on `r`'s replica, and expects that it was the only resource reconciled there. */
+async function reconciledHere(r: Awaited<ReturnType<typeof replicaB>>, name: string): Promise<void> {
+  await r.reconcile(`ns/${name}`, r.stop.signal);
+  expect(r.reconciled).toEqual([`ns/${name}`]);
+}
+
 describe("a replica following the ring", () => {
   it("starts no reconcile of what the ring gives a live member, and hands it over with one write of its own", async () => {
     const toD = claimFor(FOUR, "d");
@@ -267,8 +273,7 @@ describe("a replica following the ring", () => {
     await inFlight;
     await settle();
     expect(r.patches).toEqual([]);
-    await r.reconcile(`ns/${toD}`, r.stop.signal);
-    expect(r.reconciled).toEqual([`ns/${toD}`]);
+    await reconciledHere(r, toD);
     r.stop.abort();
   });
 
@@ -322,8 +327,7 @@ describe("a replica following the ring", () => {
     // Someone else's write (a spec edit): the hand-over's precondition fails against it.
     r.cache.set(toD, "b");
     await settle();
-    await r.reconcile(`ns/${toD}`, r.stop.signal);
-    expect(r.reconciled).toEqual([`ns/${toD}`]);
+    await reconciledHere(r, toD);
     r.stop.abort();
   });
 
@@ -332,8 +336,7 @@ describe("a replica following the ring", () => {
     const r = await replicaB([toD], FOUR, new Set([toD]));
     await settle();
     expect(r.patches).toEqual([]);
-    await r.reconcile(`ns/${toD}`, r.stop.signal);
-    expect(r.reconciled).toEqual([`ns/${toD}`]);
+    await reconciledHere(r, toD);
     r.stop.abort();
   });
 
@@ -350,8 +353,7 @@ describe("a replica following the ring", () => {
     r.leases.put("a", "a_1", { members: ["a", "c", "d"], leader: "a" });
     await settle();
     expect(r.patches).toEqual([]);
-    await r.reconcile(`ns/${toD}`, r.stop.signal);
-    expect(r.reconciled).toEqual([`ns/${toD}`]);
+    await reconciledHere(r, toD);
     // The ring with b and d live again: handed over.
     r.leases.put("a", "a_1", FOUR);
     await settle();
