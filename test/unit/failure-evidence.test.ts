@@ -8,15 +8,7 @@ import { defaultLogType, formatEntry } from "../../src/commands/logs.ts";
 import { ROLLOUT_TIMEOUT_PATTERN } from "../../src/crd/schema.ts";
 import { parseDuration } from "../../src/duration.ts";
 import { NOTE_LIMIT_BYTES } from "../../src/kube/events.ts";
-import {
-  evidenceDue,
-  logTypeFor,
-  MAX_LOG_READS,
-  readAgainPending,
-  rolloutStart,
-  rolloutTimedOut,
-  rolloutTimeoutMs,
-} from "../../src/reconcile/evidence.ts";
+import { logTypeFor } from "../../src/reconcile/evidence.ts";
 import {
   EVENT_NOTE_BYTES,
   EXCERPT_CHARS,
@@ -28,6 +20,14 @@ import {
   TAIL_LINES,
   tailOf,
 } from "../../src/reconcile/failure-evidence.ts";
+import {
+  evidenceDue,
+  MAX_LOG_READS,
+  readAgainPending,
+  rolloutStart,
+  rolloutTimedOut,
+  rolloutTimeoutMs,
+} from "../../src/reconcile/live-revision.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";
 import { ACTIVE, LATEST, rolloutDeployment } from "../support/failed-rollout.ts";
 
