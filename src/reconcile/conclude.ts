@@ -1,10 +1,11 @@
 /**
  * The conclusion of a reconcile, pure: {@link settle} joins what was decided (`decide.ts`) with
  * what `execute` wrote (the write's own events first, their notes written here: what a PATCH
- * changed, a drift it corrected, a revision it redeployed); {@link conclude} draws from that and the
- * evidence read after (`evidence.ts`) the status to write, the revision's event, and when to look
- * at the resource again: the reconcile's requeue policy (kube-rs's `error_policy` beside its
- * `reconcile`). The table of the requeue's cases is test/unit/next-action.test.ts, settle's is
+ * changed, a drift it corrected, a revision it redeployed); {@link evidenceAt} tells what else a
+ * status needs of the service when it takes no call, or that it takes a read (`evidence.ts`: not
+ * for an edit whose new revision is first seen now); {@link conclude} draws from that and the
+ * evidence the status to write, the revision's event, and when to look at the resource again: the
+ * reconcile's requeue policy (kube-rs's `error_policy` beside its `reconcile`). The table of the requeue's cases is test/unit/next-action.test.ts, settle's is
  * part of test/unit/decide.test.ts.
  */
 
@@ -13,16 +14,33 @@ import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { statusEqual } from "../runtime/json.ts";
 import { generationApplied, observedAs } from "./decide.ts";
-import { type Evidence, LOG_RETRY_MS, readAgainPending } from "./evidence.ts";
 import type { FailedRevisionLog } from "./failure-evidence.ts";
-import { reconcileInterval } from "./inputs.ts";
+import { reconcileInterval, reconcileRequestedAt } from "./inputs.ts";
+import {
+  LOG_RETRY_MS,
+  lookedWithoutCall,
+  type RevisionObservation,
+  type RolloutEvidence,
+  readAgainPending,
+  rolloutState,
+} from "./live-revision.ts";
 import { changedFields, createdNote } from "./notes.ts";
 import type { PatchPlan } from "./plan.ts";
 import { keptSecretsProblem } from "./plan-secrets.ts";
-import type { StoredResource } from "./ports.ts";
+import type { EventNote, StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type SyncOutcome } from "./reasons.ts";
 import { withRebuild } from "./rebuild.ts";
-import type { Decided, DecidedEvent, DecideSpec, Decision, Executed, RevisionSent } from "./run.ts";
+import type {
+  Connected,
+  Decided,
+  DecidedEvent,
+  DecideSpec,
+  Decision,
+  Executed,
+  RevisionSent,
+  Run,
+} from "./run.ts";
+import type { Deployment } from "./service-types.ts";
 import { outcomeFromProblems, statusFrom } from "./status.ts";
 
 /**
@@ -155,6 +173,50 @@ export function redeployedNote(
   const others = decision.changes.filter((c) => c.group !== "source_revision_config").map((c) => c.line);
   const also = others.length > 0 ? `; also updated: ${others.join("; ")}` : "";
   return `redeployed revision ${sent.revisionId} instead of building a new one (no build): ${sent.reason}; ${how}${also}`;
+}
+
+/** What the service said of the observed deployment's latest revision and its rollout. */
+export interface Evidence {
+  revision?: RevisionObservation | undefined;
+  rollout?: RolloutEvidence | undefined;
+  /** The revision's one event (with its log tail when one was read). */
+  event?: EventNote | undefined;
+}
+
+/** What `readEvidence` (evidence.ts) reads for: the deployment a connected reconcile observed. */
+export interface EvidenceRead {
+  run: Connected;
+  deployment: Deployment;
+  /** A reconcile asked by annotation (`dms.dev/reconcile-requested-at`) and not handled yet. */
+  requested: boolean;
+  /** The latest revision's status when it was told without a look (`lookedWithoutCall`). */
+  look?: { revision?: RevisionObservation } | undefined;
+}
+
+/**
+ * The evidence a status needs besides `decided` when it takes no call (`known`): none without a
+ * deployment found or a usable connection, nor while it is deleted; else the latest revision's
+ * status told without a look, and where the rollout stands when no log of it is due to be read
+ * (an edit whose new revision is first seen now). Otherwise what `readEvidence` must `read`.
+ */
+export function evidenceAt(
+  run: Run,
+  { outcome, observed }: Decided,
+): { known: Evidence } | { read: EvidenceRead } {
+  if (observed?.kind !== "found" || !isConnected(run) || outcome.kind === "deleting") return { known: {} };
+  const { obj, now } = run;
+  const requested = (reconcileRequestedAt(obj) ?? null) !== (obj.status?.lastHandledReconcileAt ?? null);
+  const deployment = observed.deployment;
+  const look = lookedWithoutCall(deployment, obj.status, requested);
+  if (look === undefined) return { read: { run, deployment, requested } };
+  const rollout = rolloutState(obj.status, obj.spec, deployment, look.revision, now);
+  if (rollout.due !== undefined) return { read: { run, deployment, requested, look } };
+  return { known: { revision: look.revision, rollout: rollout.status, event: undefined } };
+}
+
+/** Whether `run`'s connection is usable. */
+function isConnected(run: Run): run is Connected {
+  return run.session !== undefined;
 }
 
 /** What a conclusion is drawn from. */

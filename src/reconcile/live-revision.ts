@@ -1,16 +1,28 @@
 /**
  * "Is my change live?": the states of a revision as the service reports them (failed, done, the
- * deployment being deleted, which part of an unfinished rollout holds it up), the active
+ * deployment being deleted, which part of an unfinished rollout holds it up), where the rollout
+ * stands (its start, its timeout, whether its latest revision's log is due to be read: pure; the
+ * reads are `evidence.ts`'s, entered only when one is needed), the active
  * revision's short id with what it deployed, for `status.liveRevision` (the `LIVE` column of
  * `kubectl get dmsd -o wide`, beside the short ids of `shortRevisions`), and the same in full for
  * `status.activeRevision` (what promotion tools read, docs/guide/promotion.md); a revision made
  * outside this operator, for `status.externalRevision`.
  */
-import type { DeploymentResourceStatus } from "../crd/schema.ts";
+import { formatTime } from "../crd/kstatus.ts";
+import {
+  DEFAULT_ROLLOUT_TIMEOUT,
+  type DeploymentResourceStatus,
+  type DeploymentSpec,
+} from "../crd/schema.ts";
+import { isZeroDuration, parseDuration } from "../duration.ts";
+import type { EvidenceReason, FailedRevisionLog } from "./failure-evidence.ts";
+import { REASON } from "./reasons.ts";
+import { targetStatusView, targetView } from "./revision-history.ts";
 import {
   type Deployment,
   DONE_REVISION_STATUSES,
   FAILED_REVISION_STATUSES,
+  isUuid,
   type SourceRevisionConfig,
 } from "./service-types.ts";
 
@@ -215,4 +227,165 @@ export function lookedWithoutCall(
   // A revision that has barely started: a create or an edit then costs its one call.
   if (previous?.latestRevisionId !== latest && !requested) return {};
   return undefined;
+}
+
+/**
+ * What the failure evidence gives the status: `rolloutStartedAt` and `failedRevisionLog` to
+ * write (each absent: cleared), and the `spec.rolloutTimeout` text when the rollout has run past it.
+ */
+export interface RolloutEvidence {
+  startedAt?: string | undefined;
+  log?: DeploymentResourceStatus["failedRevisionLog"] | undefined;
+  timedOutAfter?: string | undefined;
+}
+
+/**
+ * Where the rollout of an observed deployment stands ({@link rolloutState}): what the status
+ * records of it (the log as recorded: a read replaces it), the deployment as it sees it (a
+ * redeploy that switched back waits for its revision), the latest revision's status when known,
+ * and why its log (its id a uuid) must be read now, if it must.
+ */
+export interface RolloutState {
+  status: RolloutEvidence;
+  observed: Deployment;
+  revisionStatus: string | undefined;
+  due: EvidenceReason | undefined;
+}
+
+/**
+ * Where the rollout of `deployment` stands at `now`, given its latest `revision`'s status when
+ * known and the `previous` status: when it started, whether it ran past `spec.rolloutTimeout`,
+ * the failure evidence kept for the revision it was read for while that one is not live (a live
+ * one needs none), and whether the log of a failed or timed-out revision is due to be read
+ * ({@link evidenceDue}).
+ */
+export function rolloutState(
+  previous: DeploymentResourceStatus | undefined,
+  spec: Pick<DeploymentSpec, "rolloutTimeout">,
+  deployment: Deployment,
+  revision: RevisionObservation | undefined,
+  now: Date,
+): RolloutState {
+  const recorded = previous?.failedRevisionLog;
+  // A redeploy that switched the active revision back is what the rollout waits for.
+  const observed = targetView(deployment, previous?.revisionHistory);
+  const latest = observed.latest_revision_id ?? undefined;
+  // The start is carried by the revision waited for: the same view of the previous status.
+  const startedAt = rolloutStart(targetStatusView(previous ?? {}), observed, now);
+  const revisionStatus = latest !== undefined && revision?.id === latest ? revision.status : undefined;
+  const timedOut = rolloutTimedOut(observed, revisionStatus, startedAt, rolloutTimeoutMs(spec), now);
+  const status: RolloutEvidence = {
+    startedAt,
+    log: startedAt !== undefined && recorded?.revisionId === latest ? recorded : undefined,
+    timedOutAfter: timedOut ? (spec.rolloutTimeout ?? DEFAULT_ROLLOUT_TIMEOUT) : undefined,
+  };
+  const failed = isFailedRevision(revisionStatus) && !isBeingDeleted(observed.status);
+  const reason = failed ? REASON.RevisionFailed : timedOut ? REASON.RolloutTimeout : undefined;
+  // A revision id that is no uuid cannot be asked about (nor recorded within the status's bounds).
+  const due =
+    latest === undefined || !isUuid(latest) ? undefined : evidenceDue(recorded, latest, reason, now);
+  return { status, observed, revisionStatus, due };
+}
+
+/**
+ * Reads of one revision's log, for one reason, when they fail for a reason that may pass: the
+ * first and two more. A tail is worth a few calls; a service that stays down is not worth more.
+ */
+export const MAX_LOG_READS = 3;
+
+/**
+ * Least time between two reads of one revision's log: a reconcile in between (a poll, a resync,
+ * an edit) does not read it again, so the reads are spread over minutes, not one burst.
+ */
+export const LOG_RETRY_MS = 60_000;
+
+/** {@link DEFAULT_ROLLOUT_TIMEOUT} in ms, read once rather than at every reconcile that sets none. */
+const DEFAULT_ROLLOUT_TIMEOUT_MS = parseDuration(DEFAULT_ROLLOUT_TIMEOUT) as number;
+
+/**
+ * `spec.rolloutTimeout` in ms: the default (30m) when unset, undefined (disabled) when it is a
+ * duration of no length at all, however written (`0`, `0s`, `0m0s`, `0.0h`: the CRD's pattern
+ * admits them all, and each says "no timeout" as plainly as `0`). A value the CRD would have
+ * refused is read as the default: the check is the API server's.
+ */
+export function rolloutTimeoutMs(spec: Pick<DeploymentSpec, "rolloutTimeout">): number | undefined {
+  if (spec.rolloutTimeout === undefined) return DEFAULT_ROLLOUT_TIMEOUT_MS;
+  const text = spec.rolloutTimeout.trim();
+  if (isZeroDuration(text)) return undefined;
+  return parseDuration(text) ?? DEFAULT_ROLLOUT_TIMEOUT_MS;
+}
+
+/**
+ * `status.rolloutStartedAt` after observing `observed` at `now`: set to `now` when a new latest
+ * revision is first seen not active, kept while the rollout has not finished, cleared once it
+ * has (or there is no revision). A rollout finishes when its revision is active AND the service
+ * reports the deployment READY: a first rollout whose revision went live while the deployment is
+ * still `AWAITING_DATABASE` (or any status but READY) is still running. A deployment being
+ * deleted has no rollout.
+ */
+export function rolloutStart(
+  previous: DeploymentResourceStatus,
+  observed: Deployment,
+  now: Date,
+): string | undefined {
+  const latest = observed.latest_revision_id;
+  if (!latest || isBeingDeleted(observed.status)) return undefined;
+  const carried =
+    previous.latestRevisionId === latest && previous.rolloutStartedAt ? previous.rolloutStartedAt : undefined;
+  if (latest !== observed.active_revision_id) return carried ?? formatTime(now);
+  // The revision is live: the rollout it started runs on while the deployment is not READY.
+  return observed.status === "READY" ? undefined : carried;
+}
+
+/**
+ * Whether the rollout of `observed`'s latest revision has run past its timeout at `now`: it
+ * started `timeoutMs` or more ago and has not finished, whatever status the service reports
+ * for the deployment (`AWAITING_DATABASE` included): its revision is not live (and not known to
+ * have failed: RevisionFailed says that), or it is and the deployment is not READY. Which of
+ * the two is stuck: {@link stuckPart}.
+ */
+export function rolloutTimedOut(
+  observed: Deployment,
+  revisionStatus: string | undefined,
+  startedAt: string | undefined,
+  timeoutMs: number | undefined,
+  now: Date,
+): boolean {
+  if (stuckPart(observed, revisionStatus) === undefined) return false;
+  if (startedAt === undefined || timeoutMs === undefined) return false;
+  const started = Date.parse(startedAt);
+  return !Number.isNaN(started) && now.getTime() - started >= timeoutMs;
+}
+
+/**
+ * Why the log of `revisionId` must be read at `now`, if it must: its status failed, or its
+ * rollout timed out, and `recorded` (the status's `failedRevisionLog`) does not already hold it
+ * for that revision and reason, or holds a read that failed and is due again
+ * ({@link readAgainDue}). Once per revision and reason otherwise: never on every poll.
+ */
+export function evidenceDue(
+  recorded: FailedRevisionLog | undefined,
+  revisionId: string,
+  reason: EvidenceReason | undefined,
+  now: Date,
+): EvidenceReason | undefined {
+  if (reason === undefined) return undefined;
+  if (recorded?.revisionId !== revisionId || recorded.reason !== reason) return reason;
+  return readAgainDue(recorded, now) ? reason : undefined;
+}
+
+/**
+ * Whether `recorded` is a read that failed for a reason that may pass and may be tried again:
+ * fewer than {@link MAX_LOG_READS} failed (whatever comes next, it will be read again).
+ */
+export function readAgainPending(recorded: FailedRevisionLog | undefined): boolean {
+  const failed = recorded?.failedReads;
+  return failed !== undefined && failed < MAX_LOG_READS;
+}
+
+/** Whether {@link readAgainPending}, and {@link LOG_RETRY_MS} have passed since the last read. */
+export function readAgainDue(recorded: FailedRevisionLog, now: Date): boolean {
+  if (!readAgainPending(recorded)) return false;
+  const last = Date.parse(recorded.failedReadAt ?? "");
+  return Number.isNaN(last) || now.getTime() - last >= LOG_RETRY_MS;
 }

@@ -3,10 +3,10 @@
  * its connection refused or not usable, paused, the loser of a name conflict), then the finalizer
  * rule and one of two arms, `cleanup` (being deleted: `cleanup.ts`) or apply (everything else):
  * `observe` the service (`observe.ts`), `decide` (pure, `decide.ts`), `execute` what was decided (`execute.ts`)
- * and settle it with what was written; then the conclusion: the evidence a status needs
- * (`evidence.ts`), the status and the requeue drawn from it (pure, `conclude.ts`), the
- * ConfigMap of `spec.export` when there is one (`export.ts`), the status written when it
- * changed. A failure at any step goes to the error policy at the end of this file, reported on
+ * and settle it with what was written; then the conclusion: the evidence a status needs (told
+ * without a call by `evidenceAt`, else read by `evidence.ts`), the status and the requeue drawn
+ * from it (pure, `conclude.ts`), the ConfigMap of `spec.export` when there is one (`export.ts`),
+ * the status written when it changed. A failure at any step goes to the error policy at the end of this file, reported on
  * the version of the resource last written: as a condition and an event, then retried with
  * backoff or not, as `failures.ts` classifies it.
  */
@@ -20,7 +20,7 @@ import { LazyReconcileLog, reconcileFields } from "../runtime/log.ts";
 import { parseObjectKey } from "../runtime/queue-lines.ts";
 import { holderOf } from "./claims.ts";
 import { cleanup } from "./cleanup.ts";
-import { conclude, settle } from "./conclude.ts";
+import { conclude, evidenceAt, settle } from "./conclude.ts";
 import { cleansUpOnDelete, decide } from "./decide.ts";
 import { readEvidence } from "./evidence.ts";
 import { execute } from "./execute.ts";
@@ -253,11 +253,12 @@ export class DeploymentReconciler {
 
   /**
    * Asks the service what a status needs besides what was decided (the latest revision, the
-   * rollout's evidence), draws the conclusion (pure: `conclude.ts`), records the revision's
+   * rollout's evidence), when it cannot be told without a call (`evidenceAt`), draws the conclusion (pure: `conclude.ts`), records the revision's
    * event, writes the status if it changed, and says when to look again.
    */
   async #conclude(run: Run, decided: Decided, signal: AbortSignal): Promise<ReconcileResult> {
-    const evidence = await readEvidence(this.#deps, run, decided, signal);
+    const at = evidenceAt(run, decided);
+    const evidence = "known" in at ? at.known : await readEvidence(this.#deps, at.read, signal);
     const { event } = evidence;
     if (event) this.#record(run, event);
     const secretValues = run.seen.secrets.values;

@@ -16,7 +16,6 @@ import {
   putConditions,
 } from "../crd/kstatus.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
-import type { RolloutEvidence } from "./evidence.ts";
 import { excerptSentence } from "./failure-evidence.ts";
 import {
   activeRevision,
@@ -27,6 +26,7 @@ import {
   keptExternalRevision,
   liveRevision,
   type RevisionObservation,
+  type RolloutEvidence,
   shortRevisions,
   stuckPart,
 } from "./live-revision.ts";

@@ -5,18 +5,11 @@ import { describe, expect, it } from "vitest";
 import { entryTimeMs, type LogEntry, readLogEntry, readLogPage } from "../../src/api/revision-logs.ts";
 import type { Deployment } from "../../src/api/wire.ts";
 import { defaultLogType, formatEntry } from "../../src/commands/logs.ts";
-import { ROLLOUT_TIMEOUT_PATTERN } from "../../src/crd/schema.ts";
+import { type DeploymentResourceStatus, ROLLOUT_TIMEOUT_PATTERN } from "../../src/crd/schema.ts";
 import { parseDuration } from "../../src/duration.ts";
 import { NOTE_LIMIT_BYTES } from "../../src/kube/events.ts";
-import {
-  evidenceDue,
-  logTypeFor,
-  MAX_LOG_READS,
-  readAgainPending,
-  rolloutStart,
-  rolloutTimedOut,
-  rolloutTimeoutMs,
-} from "../../src/reconcile/evidence.ts";
+import { evidenceAt } from "../../src/reconcile/conclude.ts";
+import { logTypeFor } from "../../src/reconcile/evidence.ts";
 import {
   EVENT_NOTE_BYTES,
   EXCERPT_CHARS,
@@ -28,6 +21,16 @@ import {
   TAIL_LINES,
   tailOf,
 } from "../../src/reconcile/failure-evidence.ts";
+import {
+  evidenceDue,
+  MAX_LOG_READS,
+  readAgainPending,
+  rolloutStart,
+  rolloutTimedOut,
+  rolloutTimeoutMs,
+} from "../../src/reconcile/live-revision.ts";
+import type { StoredResource } from "../../src/reconcile/ports.ts";
+import type { Decided, Run } from "../../src/reconcile/run.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";
 import { ACTIVE, LATEST, rolloutDeployment } from "../support/failed-rollout.ts";
 
@@ -517,4 +520,52 @@ describe("the status with failure evidence", () => {
   function start() {
     return "2030-01-01T00:00:00Z";
   }
+});
+
+describe("the evidence a status needs, without a call when it can be told", () => {
+  const obj = (status: DeploymentResourceStatus = {}, annotations: Record<string, string> = {}) =>
+    ({ metadata: { name: "agent", namespace: "team", annotations }, spec: {}, status }) as StoredResource;
+  const run = (resource: StoredResource, connected = true) =>
+    ({ obj: resource, now: T0, ...(connected ? { session: {} } : {}) }) as unknown as Run;
+  const found = (d: Deployment): Decided => ({
+    outcome: { kind: "synced", message: "applied" },
+    observed: { kind: "found", deployment: d },
+  });
+  const started = { latestRevisionId: LATEST, rolloutStartedAt: "2029-12-31T00:00:00Z" };
+
+  it("an edit's new revision, first seen now: known, its rollout started now, no look", () => {
+    expect(evidenceAt(run(obj({ latestRevisionId: ACTIVE })), found(deployment()))).toEqual({
+      known: { rollout: { startedAt: "2030-01-01T00:00:00Z" }, event: undefined },
+    });
+  });
+
+  it("no deployment found, no connection, or a delete: nothing to tell", () => {
+    expect(evidenceAt(run(obj(), false), found(deployment()))).toEqual({ known: {} });
+    expect(evidenceAt(run(obj()), { outcome: { kind: "synced", message: "applied" } })).toEqual({
+      known: {},
+    });
+    const deleting: Decided = { ...found(deployment()), outcome: { kind: "deleting" } };
+    expect(evidenceAt(run(obj()), deleting)).toEqual({ known: {} });
+  });
+
+  it("a revision seen before and not live, or a reconcile asked by annotation: read, with a look", () => {
+    const polled = evidenceAt(run(obj(started)), found(deployment()));
+    expect("read" in polled && polled.read.look).toBeUndefined();
+    const asked = obj({ latestRevisionId: ACTIVE }, { "dms.dev/reconcile-requested-at": "now" });
+    const requested = evidenceAt(run(asked), found(deployment()));
+    expect("read" in requested && requested.read).toMatchObject({ requested: true });
+  });
+
+  it("a live revision past its timeout whose deployment is not READY: read for its log, no look", () => {
+    const live = deployment({ active_revision_id: LATEST, status: "AWAITING_DATABASE" });
+    const due = evidenceAt(run(obj(started)), found(live));
+    expect("read" in due && due.read.look).toEqual({ revision: { id: LATEST, status: "DEPLOYED" } });
+    const recorded = { revisionId: LATEST, reason: "RolloutTimeout", type: "deploy" } as const;
+    expect(evidenceAt(run(obj({ ...started, failedRevisionLog: recorded })), found(live))).toMatchObject({
+      known: {
+        revision: { id: LATEST, status: "DEPLOYED" },
+        rollout: { timedOutAfter: "30m", log: recorded },
+      },
+    });
+  });
 });
