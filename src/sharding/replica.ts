@@ -245,12 +245,9 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
       if (obj.metadata.labels?.[OWNER_LABEL] !== name) return { drain: false };
       // A drain label, a hand-over by the ring that may have been written, or the ring followed
       // gives it to another live member (`ring-follow.ts`).
-      return {
-        drain:
-          obj.metadata.labels?.[DRAIN_LABEL] !== undefined ||
-          committedAt(key, obj) !== undefined ||
-          ringHandover(key, obj) !== undefined,
-      };
+      if (obj.metadata.labels?.[DRAIN_LABEL] !== undefined) return { drain: true };
+      const byRing = committedAt(key, obj) !== undefined || ringHandover(key, obj) !== undefined;
+      return byRing ? { drain: true, recheck: true } : { drain: false };
     },
     acknowledge: async (key, signal) => {
       const ref = parseObjectKey(key);

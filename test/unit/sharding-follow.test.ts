@@ -15,10 +15,14 @@ import type { LeaseRecord, LeaseSnapshot } from "../../src/runtime/leader.ts";
 import { type ObjectRef, objectKey } from "../../src/runtime/queue-lines.ts";
 import { heirOf, type Inheritance } from "../../src/sharding/inheritance.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../../src/sharding/labels.ts";
+import { ACK_RETRY_MS } from "../../src/sharding/member.ts";
 import { type CachedResource, shardedReplica } from "../../src/sharding/replica.ts";
 import { FOLLOWS_ANNOTATION, followsRing, RingFollower } from "../../src/sharding/ring-follow.ts";
 import type { RingLeaseObject, RingLeases, WatchHandlers } from "../../src/sharding/sharder-loop.ts";
 import { ManualClock } from "../support/manual-clock.ts";
+
+/** A reconcile of a resource let go by the ring while still cached: not run, asked again. */
+const LET_GO = Action.requeueAfter(ACK_RETRY_MS);
 
 const logger = pino({ level: "silent" });
 const LEASE_MS = 15_000;
@@ -251,7 +255,7 @@ describe("a replica following the ring", () => {
     r.leases.put("a", "a_1", FOUR);
     await settle();
     expect(r.patches).toEqual([]);
-    expect(await r.reconcile(`ns/${toD}`, r.stop.signal)).toEqual(Action.gone());
+    expect(await r.reconcile(`ns/${toD}`, r.stop.signal)).toEqual(LET_GO);
     expect(r.reconciled).toEqual([]);
     r.clock.advance(3_000);
     finish();
@@ -277,6 +281,27 @@ describe("a replica following the ring", () => {
     r.stop.abort();
   });
 
+  it("reconciles a resource whose change came while it was let go, once the ring took the hand-over back", async () => {
+    const toD = claimFor(FOUR, "d");
+    const r = await replicaB([toD], THREE);
+    const { finish, inFlight } = reconciling(r, toD);
+    r.leases.put("a", "a_1", FOUR);
+    await settle();
+    // An edit's reconcile while the resource is let go: not run, asked again (nothing else would).
+    expect(await r.reconcile(`ns/${toD}`, r.stop.signal)).toEqual(LET_GO);
+    expect(r.reconciled).toEqual([]);
+    // The leader dies before the hand-over is written: no ring is followed, the resource stays.
+    r.replica.leaderObserved(undefined);
+    await settle();
+    finish();
+    await inFlight;
+    await settle();
+    expect(r.patches).toEqual([]);
+    // The reconcile asked again runs it.
+    await reconciledHere(r, toD);
+    r.stop.abort();
+  });
+
   it("keeps a resource let go while its cache still shows it, though the ring changed back after the write", async () => {
     const toD = claimFor(FOUR, "d");
     const r = await replicaB([toD], FOUR, new Set(), ["lagging"]);
@@ -285,10 +310,10 @@ describe("a replica following the ring", () => {
     // The ring changes back while the cache still shows the version the write was sent against.
     r.leases.put("a", "a_1", THREE);
     await settle();
-    expect(await r.reconcile(`ns/${toD}`, r.stop.signal)).toEqual(Action.gone());
+    expect(await r.reconcile(`ns/${toD}`, r.stop.signal)).toEqual(LET_GO);
     r.clock.advance(5_000);
     await settle();
-    expect(await r.reconcile(`ns/${toD}`, r.stop.signal)).toEqual(Action.gone());
+    expect(await r.reconcile(`ns/${toD}`, r.stop.signal)).toEqual(LET_GO);
     expect(r.reconciled).toEqual([]);
     expect(r.patches.length).toBe(1);
     r.catchUp();
@@ -303,7 +328,7 @@ describe("a replica following the ring", () => {
     r.leases.put("a", "a_1", THREE);
     await settle();
     // It may have been written: nothing of it is reconciled here.
-    expect(await r.reconcile(`ns/${toD}`, r.stop.signal)).toEqual(Action.gone());
+    expect(await r.reconcile(`ns/${toD}`, r.stop.signal)).toEqual(LET_GO);
     for (let i = 0; i < 3; i++) {
       r.clock.advance(1_000);
       await settle();
