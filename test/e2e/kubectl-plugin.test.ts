@@ -545,10 +545,37 @@ describe("kubectl dms completion", { timeout: 120_000 }, () => {
     expect(await complete("ru")).toBe(":4\n");
   });
 
+  it("completes resource names with their Ready condition in fish and zsh, asking the real kubectl", async () => {
+    const ns = await freshNamespace("plugin-shell-completion");
+    await kubectlOk(["apply", "-n", ns, "-f", "-"], { input: `${resource("epsilon")}\n${resource("zeta")}` });
+    await setStatus(ns, "dmsd", "zeta", {
+      conditions: [condition("Ready", "True", "Available", "the service's deployment is READY")],
+    });
+    const fish = await shell(
+      [
+        "kubectl dms completion fish > script.fish",
+        `fish -c 'source script.fish; complete -C "kubectl-dms suspend -n ${ns} "; complete -C "kubectl-dms suspend -n ${ns} zeta "'`,
+      ].join("\n"),
+    );
+    expect(fish.stderr).toBe("");
+    expect(fish.stdout).toBe("epsilon\tnot reconciled yet\nzeta\tReady=True\nepsilon\tnot reconciled yet\n");
+    const zsh = await shell(
+      [
+        "kubectl dms completion zsh > script.zsh",
+        // zsh's _describe needs its line editor: a stand-in prints the entries it is given.
+        `zsh -c '_describe() { print -rl -- "\${(@P)4}"; }; compdef() { :; }; source ./script.zsh; words=(kubectl-dms resume -n ${ns} ""); CURRENT=5; _kubectl_dms'`,
+      ].join("\n"),
+    );
+    expect(zsh.stderr).toBe("");
+    expect(zsh.stdout).toBe("epsilon:not reconciled yet\nzeta:Ready=True\n");
+  });
+
   it("writes zsh and fish scripts for the plugin's commands, and refuses another shell", async () => {
     const zsh = await dms("completion zsh");
     expect(zsh).toMatch(/^#compdef kubectl-dms\n/);
-    expect(zsh).toContain("bashcompinit");
+    // zsh's own completion, with descriptions: not the bash script under bashcompinit.
+    expect(zsh).not.toContain("bashcompinit");
+    expect(zsh).toContain("_describe -t values value described");
     const fish = await dms("completion fish");
     expect(fish).toContain("complete -c kubectl-dms -n 'test -z (__kubectl_dms_path)' -a status");
     expect(fish).not.toContain("-a run\n");
