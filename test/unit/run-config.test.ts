@@ -1,4 +1,5 @@
 // `dms-operator run` settings: the bind addresses a user can give, including `0` to disable one.
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -6,6 +7,7 @@ import { runConfigFrom, runStartWarnings } from "../../src/commands/run-config.t
 import { commandConfigProblems } from "../../src/commands/service-client.ts";
 import { MAX_CONCURRENCY, SETTINGS } from "../../src/commands/settings.ts";
 import { defaultOf, flagOf, type Setting } from "../../src/config.ts";
+import { nodeCacheEnv } from "../support/node-env.ts";
 
 const base = { baseUrl: "http://127.0.0.1:8090" };
 
@@ -515,6 +517,23 @@ describe("run checks its service settings as the CLI does", () => {
         { baseUrl: "x" },
       ),
     ).toEqual(fromFlag.ok ? [] : fromFlag.problems);
+  });
+
+  it("the process exits 1 at start with that line, before it reads a kubeconfig", () => {
+    const run = spawnSync(
+      process.execPath,
+      [join(import.meta.dirname, "..", "..", "src", "cli.ts"), "run", "--metrics-bind-address=0"],
+      {
+        env: { PATH: process.env.PATH ?? "", ...nodeCacheEnv(), DMS_BASE_URL: "http://127.0.0.1:1/v2" },
+        encoding: "utf8",
+        timeout: 30_000,
+      },
+    );
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toContain(
+      "error: DMS_BASE_URL http://127.0.0.1:1/v2 ends in /v2: drop /v2 (the routes are {base URL}/v2/…), e.g. http://127.0.0.1:1\n",
+    );
+    expect(run.status).toBe(1);
   });
 
   it("starts without an API key for a service off this machine, warning of it (the default connection may be unused)", () => {
