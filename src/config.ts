@@ -13,6 +13,7 @@ import { parseCaBundle } from "./api/tls.ts";
 import type { TransportSettings } from "./api/transport.ts";
 import {
   type Env,
+  flagOf,
   pickSetting,
   readSettings,
   SERVICE_ENV,
@@ -91,6 +92,44 @@ export type ServiceConfig = Pick<
   /** The proxy variables of the environment (`HTTPS_PROXY`, `NO_PROXY`, …), when any is set. */
   proxyEnv?: ProxyEnv;
 };
+
+/**
+ * What the service settings get wrong before anything is sent, for the CLI's commands and `run`
+ * alike, each naming where the value came from and the fix: a base URL ending in `/v2` (every
+ * route already starts with it: the requests would go to `/v2/v2/…` and answer 404), and no API
+ * key for a service off this machine (the simulator on loopback may run without one). The key's
+ * line says how to give one; its caller says what happens without it.
+ */
+export function serviceSettingProblems(
+  config: Pick<ServiceConfig, "baseUrl" | "apiKey">,
+  flags: Pick<ServiceFlags, "baseUrl">,
+): { baseUrl?: string; apiKey?: string } {
+  let url: URL | undefined;
+  try {
+    url = new URL(config.baseUrl);
+  } catch {
+    // serviceConfigFrom has said what is wrong with it.
+    return {};
+  }
+  const urlFrom = flags.baseUrl !== undefined ? flagOf("baseUrl") : SERVICE_ENV.baseUrl;
+  return {
+    ...(/\/v2\/?$/i.test(url.pathname)
+      ? {
+          baseUrl: `${urlFrom} ${config.baseUrl} ends in /v2: drop /v2 (the routes are {base URL}/v2/…), e.g. ${config.baseUrl.replace(/\/v2\/?$/i, "")}`,
+        }
+      : {}),
+    ...(config.apiKey === undefined && !isLoopback(url.hostname)
+      ? {
+          apiKey: `no API key for ${url.origin}: set ${SERVICE_ENV.apiKeyFile} to a file holding it (or ${SERVICE_ENV.apiKey}), or pass ${flagOf("apiKeyFile")} <path>`,
+        }
+      : {}),
+  };
+}
+
+/** Whether `hostname` (as `URL` gives it) is this machine's loopback. */
+function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127(\.\d{1,3}){3}$/.test(hostname);
+}
 
 /** Reads a whole text file; injected so tests need no files when they do not want them. */
 export type ReadTextFile = (path: string) => string;

@@ -4,8 +4,10 @@
  * command or flag is completed without touching this file. It completes commands, subcommands,
  * flags, the values of flags that take one of a list (`-o`, `--status`, `--type`), and the names
  * of Deployment resources (`kubectl get deployments.dms.dev -o name`, with the `-n`,
- * `--kubeconfig` and `--context` already typed) where a command takes them. The zsh script is the
- * bash one under zsh's `bashcompinit`. kubectl's own completion of `kubectl dms …`
+ * `--kubeconfig` and `--context` already typed) where a command takes them, every argument of a
+ * command taking several. The zsh and fish scripts show what each is beside it: a flag's help, a
+ * value's description (words.ts's VALUE_DESCRIPTIONS, as `kubectl dms`'s completer gives them), a
+ * resource's Ready condition. kubectl's own completion of `kubectl dms …`
  * (bin/kubectl_complete-dms.mjs) answers from completion-table.ts instead (completion-plugin.ts),
  * which {@link completionTableSource} writes from the same tree.
  */
@@ -14,7 +16,7 @@ import type { CompletionFlag, CompletionNode } from "./completion-node.ts";
 import type { RegisterCommand } from "./context.ts";
 import { commandEntriesOf, createProgram, loadCommands } from "./program.ts";
 import { KUBECTL_PLUGIN_EXECUTABLE, KUBECTL_PLUGIN_NAME, PROGRAM_NAME } from "./program-name.ts";
-import { DEPLOYMENT_STATUSES, SHELLS, type Shell } from "./words.ts";
+import { DEPLOYMENT_STATUSES, SHELLS, type Shell, VALUE_DESCRIPTIONS } from "./words.ts";
 
 export type { CompletionNode };
 export { SHELLS, type Shell };
@@ -97,10 +99,11 @@ export function bashScript(executable: string, nodes: readonly CompletionNode[])
     const words = [...node.subcommands, ...flagWords(node)].join(" ");
     const names = node.takesResource ? "names=1; " : "";
     const exact = `    ${JSON.stringify(path)}) words=${JSON.stringify(words)}; ${names};;`;
-    // After a leaf command's argument: its flags still.
+    // After a leaf command's argument: its flags still, and more names where it takes several.
+    const more = node.takesResource && node.variadic ? " names=1;" : "";
     const after =
       node.subcommands.length === 0 && path !== ""
-        ? `\n    ${JSON.stringify(`${path} `)}*) words=${JSON.stringify(flagWords(node).join(" "))} ;;`
+        ? `\n    ${JSON.stringify(`${path} `)}*) words=${JSON.stringify(flagWords(node).join(" "))};${more} ;;`
         : "";
     return exact + after;
   });
@@ -147,14 +150,135 @@ complete -F ${fn} ${executable}
 `;
 }
 
-/** The zsh script: the bash one under `bashcompinit`. */
+/**
+ * What `kubectl get deployments.dms.dev` is asked for the names a zsh or fish completion offers:
+ * each resource's name, a tab, and its Ready condition's status (empty before any reconcile).
+ */
+const NAMES_JSONPATH =
+  '{range .items[*]}{.metadata.name}{"\\t"}{.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}';
+
+/** The command line that prints a completion's names, with the kubectl flags typed in `$kube`. */
+const namesCommand = (kube: string) =>
+  `kubectl get deployments.dms.dev ${kube} -o jsonpath=${shellQuote(NAMES_JSONPATH)} 2>/dev/null`;
+
+/** The kubectl flags the zsh script collected, as its words. */
+// biome-ignore lint/suspicious/noTemplateCurlyInString: a zsh expansion, not a template
+const ZSH_KUBE_ARGS = '"${kube[@]}"';
+
+/** `text` in single quotes, for bash, zsh and fish alike (fish's rules differ: {@link fishQuote}). */
+const shellQuote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
+
+/** A `value:description` entry of zsh's `_describe` (a colon in the value escaped). */
+const zshEntry = (value: string, description: string | undefined) =>
+  shellQuote(description ? `${value.replace(/:/g, "\\:")}:${description}` : value.replace(/:/g, "\\:"));
+
+/** One line of help: the part before its first `;`, `:` or `(`, as the fish script shows. */
+const shortHelp = (description: string) => description.split(/[;:(]/)[0]?.trim().slice(0, 60) ?? "";
+
+/** The flags of `node` as `_describe` entries, each with its help. */
+const zshFlags = (node: CompletionNode) =>
+  node.flags
+    .flatMap((f) =>
+      [f.long, f.short]
+        .filter((w): w is string => w !== undefined)
+        .map((w) => zshEntry(w, shortHelp(f.description))),
+    )
+    .join(" ");
+
+/**
+ * The zsh script: zsh's own completion (`_describe`), so that each candidate shows what it is:
+ * commands, flags with their help, the values of `-o`, `--status` and `--type` with their
+ * descriptions, and resource names with their Ready condition. As a file named `_<program>` in
+ * `$fpath` it is autoloaded; sourced, it registers itself with `compdef`.
+ */
 export function zshScript(executable: string, nodes: readonly CompletionNode[]): string {
+  const fn = functionName(executable);
+  const program = executable === KUBECTL_PLUGIN_EXECUTABLE ? KUBECTL_PLUGIN_NAME : executable;
+  const kubeFlags = ["-n", "--namespace", "--kubeconfig", "--context"];
+  const valueCasesZsh = nodes.flatMap((node) =>
+    node.flags.flatMap((flag) => {
+      if (!flag.values) return [];
+      const path = node.path.join(" ");
+      const patterns = [flag.long, flag.short]
+        .filter((w): w is string => w !== undefined)
+        .flatMap((w) => [
+          JSON.stringify(`${path}|${w}`),
+          `${JSON.stringify(`${path} `)}*${JSON.stringify(`|${w}`)}`,
+        ]);
+      const entries = flag.values.map((v) => zshEntry(v, VALUE_DESCRIPTIONS[v])).join(" ");
+      return [
+        `    ${patterns.join("|")}) described=(${entries}); _describe -t values value described; return ;;`,
+      ];
+    }),
+  );
+  const cases = nodes.map((node) => {
+    const path = node.path.join(" ");
+    const subs = node.subcommands.map((c) => zshEntry(c, undefined)).join(" ");
+    const names = node.takesResource ? " names=1;" : "";
+    const exact = `    ${JSON.stringify(path)}) subcommands=(${subs}); flags=(${zshFlags(node)});${names} ;;`;
+    const more = node.takesResource && node.variadic ? " names=1;" : "";
+    const after =
+      node.subcommands.length === 0 && path !== ""
+        ? `\n    ${JSON.stringify(`${path} `)}*) flags=(${zshFlags(node)});${more} ;;`
+        : "";
+    return exact + after;
+  });
   return `#compdef ${executable}
-# zsh completion for ${executable}: the bash completion under zsh's bashcompinit.
-# Load it now with: source <(${executable === KUBECTL_PLUGIN_EXECUTABLE ? KUBECTL_PLUGIN_NAME : executable} completion zsh)
-autoload -U +X compinit && compinit
-autoload -U +X bashcompinit && bashcompinit
-${bashScript(executable, nodes)}`;
+# zsh completion for ${executable}, written by \`${program} completion zsh\`.
+# Load it now with: source <(${program} completion zsh) (after compinit), or write it to a
+# directory of $fpath as _${executable}.
+${fn}_names() {
+  local -a kube described
+  local i line name ready
+  for ((i = 2; i < CURRENT; i++)); do
+    case "\${words[i]}" in
+      ${kubeFlags.join("|")}) kube+=("\${words[i]}" "\${words[i+1]}"); ((i++)) ;;
+      --namespace=*|--kubeconfig=*|--context=*) kube+=("\${words[i]}") ;;
+    esac
+  done
+  for line in \${(f)"$(${namesCommand(ZSH_KUBE_ARGS)})"}; do
+    name="\${line%%$'\\t'*}"; ready="\${line#*$'\\t'}"
+    # A name typed already is not offered again.
+    (( \${words[(I)$name]} && \${words[(I)$name]} < CURRENT )) && continue
+    if [[ -n "$ready" ]]; then ready="Ready=$ready"; else ready="not reconciled yet"; fi
+    described+=("\${name//:/\\:}:$ready")
+  done
+  _describe -t names 'Deployment resource' described
+}
+${fn}() {
+  local cur="\${words[CURRENT]}" prev="\${words[CURRENT-1]}" cmdpath="" w i names=0
+  local -a subcommands flags described
+  for ((i = 2; i < CURRENT; i++)); do
+    w="\${words[i]}"
+    case "$w" in
+      ${valueFlags(nodes).join("|")}) ((i++)) ;;
+      -*) ;;
+      *) cmdpath="\${cmdpath:+$cmdpath }$w" ;;
+    esac
+  done
+  case "$cmdpath|$prev" in
+${valueCasesZsh.join("\n")}
+  esac
+  case "$prev" in
+    ${valueFlags(nodes).join("|")}) _files; return ;;
+  esac
+  case "$cmdpath" in
+${cases.join("\n")}
+  esac
+  if [[ "$cur" == -* ]]; then
+    _describe -t flags flag flags
+  elif (( \${#subcommands} )); then
+    _describe -t commands command subcommands
+  elif (( names )); then
+    ${fn}_names
+  fi
+}
+if [[ "\${funcstack[1]}" == "_${executable}" ]]; then
+  ${fn} "$@"
+else
+  compdef ${fn} ${executable}
+fi
+`;
 }
 
 const fishQuote = (text: string) => `'${text.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
@@ -194,7 +318,27 @@ export function fishScript(executable: string, nodes: readonly CompletionNode[])
     "                set -a args $words[$i] $words[(math $i + 1)]",
     "        end",
     "    end",
-    "    kubectl get deployments.dms.dev -o name $args 2>/dev/null | string replace -r '^[^/]*/' ''",
+    // name<TAB>Ready=<status>, each shown with its state; one typed already is not offered again.
+    `    for line in (${namesCommand("$args")})`,
+    "        set -l parts (string split -m 1 \\t -- $line)",
+    "        contains -- $parts[1] $words; and continue",
+    '        if test -n "$parts[2]"',
+    "            printf '%s\\tReady=%s\\n' $parts[1] $parts[2]",
+    "        else",
+    "            printf '%s\\tnot reconciled yet\\n' $parts[1]",
+    "        end",
+    "    end",
+    "end",
+    // The values of -o, --status and --type, each with its description.
+    `function __${fn}_values`,
+    "    for value in $argv",
+    "        switch $value",
+    ...[...new Set(nodes.flatMap((n) => n.flags.flatMap((f) => f.values ?? [])))].flatMap((value) => [
+      `            case ${fishQuote(value)}`,
+      `                printf '%s\\t%s\\n' ${fishQuote(value)} ${fishQuote(VALUE_DESCRIPTIONS[value] ?? "")}`,
+    ]),
+    "        end",
+    "    end",
     "end",
     `complete -c ${executable} -f`,
   ];
@@ -207,16 +351,20 @@ export function fishScript(executable: string, nodes: readonly CompletionNode[])
       lines.push(
         `complete -c ${executable} -n ${fishQuote(path === "" ? `test -z (__${fn}_path)` : at)} -a ${sub}`,
       );
-    if (node.takesResource) lines.push(`complete -c ${executable} -n ${fishQuote(at)} -a '(__${fn}_names)'`);
+    // Past the first name too, where the command takes several.
+    if (node.takesResource)
+      lines.push(
+        `complete -c ${executable} -n ${fishQuote(node.variadic ? within : at)} -a '(__${fn}_names)'`,
+      );
     for (const flag of node.flags) {
       const parts = [
         `complete -c ${executable} -n ${fishQuote(node.subcommands.length > 0 && path !== "" ? at : within)}`,
       ];
       if (flag.long) parts.push(`-l ${flag.long.slice(2)}`);
       if (flag.short) parts.push(`-s ${flag.short.slice(1)}`);
-      if (flag.values) parts.push(`-x -a ${fishQuote(flag.values.join(" "))}`);
+      if (flag.values) parts.push(`-x -a ${fishQuote(`(__${fn}_values ${flag.values.join(" ")})`)}`);
       else if (flag.takesValue) parts.push("-r");
-      parts.push(`-d ${fishQuote(flag.description.split(/[;:(]/)[0]?.trim().slice(0, 60) ?? "")}`);
+      parts.push(`-d ${fishQuote(shortHelp(flag.description))}`);
       lines.push(parts.join(" "));
     }
   }

@@ -15,6 +15,7 @@ import {
   type Setting,
   type SettingValues,
   serviceConfigFrom,
+  serviceSettingProblems,
   settingName,
 } from "../config.ts";
 import type { LogFormat } from "../runtime/log.ts";
@@ -125,6 +126,9 @@ export function runConfigFrom(
     if (problem !== undefined) problems.push(problem);
   }
   if (!service.ok) return { ok: false, problems: [...service.problems, ...problems] };
+  // The CLI's check of the same settings: a base URL ending in /v2 would send every call to 404.
+  const { baseUrl: baseUrlProblem } = serviceSettingProblems(service.config, flags);
+  if (baseUrlProblem) problems.unshift(baseUrlProblem);
   if (problems.length > 0) return { ok: false, problems };
   // In a pod the downward API's POD_NAMESPACE is the default: the Lease lives beside the operator.
   const leaseNamespace = v.leaderElectionNamespace ?? env.POD_NAMESPACE;
@@ -172,6 +176,21 @@ export function runConfigFrom(
     ...(v.logFormat === undefined ? {} : { logFormat: v.logFormat }),
   };
   return { ok: true, config };
+}
+
+/**
+ * What `run` says at start, but runs with: no API key for a default connection off this machine.
+ * Not a refusal: the default connection serves only the Deployment resources without
+ * `spec.connectionRef`, and an install whose resources all name a ServiceConnection (each with
+ * its own Secret) has none; those it has are refused 401 by the service, and said so there.
+ */
+export function runStartWarnings(config: Pick<OperatorConfig, "service">, flags: ServiceFlags): string[] {
+  const { apiKey } = serviceSettingProblems(config.service, flags);
+  return apiKey
+    ? [
+        `${apiKey}: the default connection (Deployment resources without spec.connectionRef) is refused every request without one`,
+      ]
+    : [];
 }
 
 function nameOf(key: keyof typeof RUN_SETTINGS): string {

@@ -47,7 +47,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
   }
   run.action(async (flags: RunFlags) => {
     // Its reading of the settings (the service's key and CA files, the proxies) is not its help's.
-    const { runConfigFrom } = await import("./run-config.ts");
+    const { runConfigFrom, runStartWarnings } = await import("./run-config.ts");
     const result = runConfigFrom(flags, ctx.env);
     if (!result.ok) throw new UsageError(result.problems);
     const { logLevel, logFormat, ...config } = result.config;
@@ -58,6 +58,7 @@ export function registerRunCommand(program: Command, ctx: CliContext): void {
     ]);
     const format = logFormat ?? defaultLogFormat(process.stdout.isTTY);
     const logger = createLogger({ level: logLevel, format, redact: RUN_REDACT });
+    for (const warning of runStartWarnings(config, flags)) logger.warn(warning);
     await runOperator(config, { logger }, ctx.stopSignal);
   });
   addServiceOptions(run, {

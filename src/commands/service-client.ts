@@ -7,7 +7,14 @@ import type { pino as Pino } from "pino";
 import { ServiceClient } from "../api/client.ts";
 import type { ServiceError } from "../api/errors.ts";
 import type { RetryEvent } from "../api/transport.ts";
-import { flagOf, SERVICE_ENV, type ServiceConfig, type ServiceFlags, serviceConfigFrom } from "../config.ts";
+import {
+  flagOf,
+  SERVICE_ENV,
+  type ServiceConfig,
+  type ServiceFlags,
+  serviceConfigFrom,
+  serviceSettingProblems,
+} from "../config.ts";
 import type { CliContext } from "./context.ts";
 import { retryLine } from "./service-hints.ts";
 import { UsageError } from "./usage-error.ts";
@@ -28,34 +35,15 @@ export function serviceClientFrom(
 }
 
 /**
- * What a command's own settings get wrong before anything is sent (the operator's are checked by
- * `run`): a base URL ending in `/v2` (every route already starts with it: the requests would go
- * to `/v2/v2/…` and answer 404), and no API key for a service off this machine (the simulator on
- * loopback may run without one; the service answers 401 without one). Each names the fix.
+ * What a command's settings get wrong before anything is sent (`run` checks the operator's with
+ * the same {@link serviceSettingProblems}): each names the fix.
  */
 export function commandConfigProblems(config: ServiceConfig, flags: ServiceFlags): string[] {
-  const problems: string[] = [];
-  const urlFrom = flags.baseUrl !== undefined ? flagOf("baseUrl") : SERVICE_ENV.baseUrl;
-  let url: URL | undefined;
-  try {
-    url = new URL(config.baseUrl);
-  } catch {
-    // serviceConfigFrom has said what is wrong with it.
-  }
-  if (url && /\/v2\/?$/i.test(url.pathname))
-    problems.push(
-      `${urlFrom} ${config.baseUrl} ends in /v2: drop /v2 (the routes are {base URL}/v2/…), e.g. ${config.baseUrl.replace(/\/v2\/?$/i, "")}`,
-    );
-  if (url && config.apiKey === undefined && !isLoopback(url.hostname))
-    problems.push(
-      `no API key for ${url.origin}: set ${SERVICE_ENV.apiKeyFile} to a file holding it (or ${SERVICE_ENV.apiKey}), or pass ${flagOf("apiKeyFile")} <path>; the service refuses every request without one`,
-    );
-  return problems;
-}
-
-/** Whether `hostname` (as `URL` gives it) is this machine's loopback. */
-function isLoopback(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "[::1]" || /^127(\.\d{1,3}){3}$/.test(hostname);
+  const { baseUrl, apiKey } = serviceSettingProblems(config, flags);
+  return [
+    ...(baseUrl ? [baseUrl] : []),
+    ...(apiKey ? [`${apiKey}; the service refuses every request without one`] : []),
+  ];
 }
 
 /** A client for `config`; under `--verbose`, each request is logged to stderr. */

@@ -230,6 +230,80 @@ describe("kubectl dms: the annotation verbs", { timeout: 120_000 }, () => {
     );
   });
 
+  /** The operator's part, played here: waits for `annotation` on `name` to change from `previous`, and acknowledges it. */
+  const acknowledge = async (
+    name: string,
+    annotation: string,
+    field: string,
+    previous: string | undefined,
+  ) => {
+    const requested = await waitFor(
+      async () => {
+        const value = (await annotations(ns, name))[annotation];
+        return value !== previous && value;
+      },
+      { description: `the annotation --wait sets on ${name}`, timeoutMs: 20_000 },
+    );
+    await setStatus(ns, "dmsd", name, {
+      [field]: requested,
+      conditions: [condition("Ready", "True", "Available", `${name} is READY`)],
+    });
+  };
+
+  it("--wait with several names, --all or -l waits for each; one never acknowledged fails alone", async () => {
+    const valuesNow = async (annotation: string, ...names: string[]) => {
+      const values = await Promise.all(names.map(async (n) => (await annotations(ns, n))[annotation]));
+      for (const value of values) if (value !== undefined) await clockPast(value);
+      return values;
+    };
+    const reconcileAt = "dms.dev/reconcile-requested-at";
+    const [web, api] = await valuesNow(reconcileAt, "web", "api");
+    const both = shell(`kubectl dms reconcile web api -n ${ns} --wait --timeout 45s`);
+    // Acknowledged one after the other: the command waits for the second after the first.
+    await acknowledge("web", reconcileAt, "lastHandledReconcileAt", web);
+    await acknowledge("api", reconcileAt, "lastHandledReconcileAt", api);
+    const run = await both;
+    expect(run).toMatchObject({ code: 0, stderr: "" });
+    expect(run.stdout.split("\n").sort()).toEqual(
+      [
+        "",
+        "deployment.dms.dev/web reconcile requested",
+        "deployment.dms.dev/api reconcile requested",
+        "deployment.dms.dev/web acknowledged by the operator: Ready=True Available: web is READY",
+        "deployment.dms.dev/api acknowledged by the operator: Ready=True Available: api is READY",
+      ].sort(),
+    );
+
+    const rolloutNow = "dms.dev/rollout-now";
+    const selected = ["api", "worker"];
+    const previous = await valuesNow(rolloutNow, ...selected);
+    const bySelector = shell(`kubectl dms rollout-now -l tier=back -n ${ns} --wait --timeout 45s`);
+    await Promise.all(
+      selected.map((n, i) => acknowledge(n, rolloutNow, "lastHandledRolloutNow", previous[i])),
+    );
+    const labelled = await bySelector;
+    expect(labelled).toMatchObject({ code: 0, stderr: "" });
+    for (const n of selected)
+      expect(labelled.stdout).toContain(`deployment.dms.dev/${n} acknowledged by the operator: Ready=True`);
+
+    // --all, of which only web is acknowledged: the others time out, each said, and the command fails.
+    const all = ["api", "tracker", "web", "worker"];
+    const [webNow] = await valuesNow(reconcileAt, "web", ...all);
+    const partly = shell(`kubectl dms reconcile --all -n ${ns} --wait --timeout 6s`);
+    await acknowledge("web", reconcileAt, "lastHandledReconcileAt", webNow);
+    const failed = await partly;
+    expect(failed.code).toBe(1);
+    for (const n of all) expect(failed.stdout).toContain(`deployment.dms.dev/${n} reconcile requested\n`);
+    expect(failed.stdout).toContain("deployment.dms.dev/web acknowledged by the operator: Ready=True");
+    for (const n of ["api", "tracker", "worker"]) {
+      expect(failed.stdout).not.toContain(`deployment.dms.dev/${n} acknowledged`);
+      expect(failed.stderr).toContain(
+        `error: deployment.dms.dev/${n}: the operator did not acknowledge lastHandledReconcileAt=`,
+      );
+    }
+    expect(failed.stderr).not.toContain("deployment.dms.dev/web:");
+  });
+
   it("rebuild --wait that times out says what the resource's Synced condition says (a refused rebuild)", async () => {
     const refusal =
       "dms.dev/rebuild-requested-at asks for a new revision, but the service has no rebuild route (POST /v2/deployments/{deployment_id}/revisions)";
@@ -471,10 +545,37 @@ describe("kubectl dms completion", { timeout: 120_000 }, () => {
     expect(await complete("ru")).toBe(":4\n");
   });
 
+  it("completes resource names with their Ready condition in fish and zsh, asking the real kubectl", async () => {
+    const ns = await freshNamespace("plugin-shell-completion");
+    await kubectlOk(["apply", "-n", ns, "-f", "-"], { input: `${resource("epsilon")}\n${resource("zeta")}` });
+    await setStatus(ns, "dmsd", "zeta", {
+      conditions: [condition("Ready", "True", "Available", "the service's deployment is READY")],
+    });
+    const fish = await shell(
+      [
+        "kubectl dms completion fish > script.fish",
+        `fish -c 'source script.fish; complete -C "kubectl-dms suspend -n ${ns} "; complete -C "kubectl-dms suspend -n ${ns} zeta "'`,
+      ].join("\n"),
+    );
+    expect(fish.stderr).toBe("");
+    expect(fish.stdout).toBe("epsilon\tnot reconciled yet\nzeta\tReady=True\nepsilon\tnot reconciled yet\n");
+    const zsh = await shell(
+      [
+        "kubectl dms completion zsh > script.zsh",
+        // zsh's _describe needs its line editor: a stand-in prints the entries it is given.
+        `zsh -c '_describe() { print -rl -- "\${(@P)4}"; }; compdef() { :; }; source ./script.zsh; words=(kubectl-dms resume -n ${ns} ""); CURRENT=5; _kubectl_dms'`,
+      ].join("\n"),
+    );
+    expect(zsh.stderr).toBe("");
+    expect(zsh.stdout).toBe("epsilon:not reconciled yet\nzeta:Ready=True\n");
+  });
+
   it("writes zsh and fish scripts for the plugin's commands, and refuses another shell", async () => {
     const zsh = await dms("completion zsh");
     expect(zsh).toMatch(/^#compdef kubectl-dms\n/);
-    expect(zsh).toContain("bashcompinit");
+    // zsh's own completion, with descriptions: not the bash script under bashcompinit.
+    expect(zsh).not.toContain("bashcompinit");
+    expect(zsh).toContain("_describe -t values value described");
     const fish = await dms("completion fish");
     expect(fish).toContain("complete -c kubectl-dms -n 'test -z (__kubectl_dms_path)' -a status");
     expect(fish).not.toContain("-a run\n");

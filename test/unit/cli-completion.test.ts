@@ -2,11 +2,19 @@
 // `kubectl dms` (completion-plugin.ts), written out from the commands themselves, and the copies of
 // the service's and the CRDs' words (words.ts) that flags and help are written with.
 
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { delimiter, join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LOG_TYPES } from "../../src/api/revision-logs.ts";
-import { completionNodes, completionTableSource } from "../../src/commands/completion.ts";
+import {
+  bashScript,
+  completionNodes,
+  completionTableSource,
+  fishScript,
+  zshScript,
+} from "../../src/commands/completion.ts";
 import { PLUGIN_COMPLETION } from "../../src/commands/completion-table.ts";
 import { createProgram, loadCommands } from "../../src/commands/program.ts";
 import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
@@ -61,5 +69,163 @@ describe("the copied words", () => {
       default: secretBytes.default,
       env: secretBytes.env,
     });
+  });
+});
+
+/** Whether `shell` is installed here (`command -v`). */
+const installed = (shell: string) => spawnSync("sh", ["-c", `command -v ${shell}`]).status === 0;
+
+describe("the completion scripts, run by their shells", () => {
+  let dir: string;
+  let env: Record<string, string>;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), "dms-completion-"));
+    // A kubectl that says what it was asked and answers as kubectl does for two resources, alpha
+    // (Ready=True) and beta (no Ready condition yet): names for `-o name`, lines for the jsonpath.
+    const kubectl = join(dir, "kubectl");
+    writeFileSync(
+      kubectl,
+      `#!/bin/sh
+echo "$*" >> "${join(dir, "asked")}"
+case "$*" in
+  *"-o name"*) printf 'deployment.dms.dev/alpha\\ndeployment.dms.dev/beta\\n' ;;
+  *jsonpath=*) printf 'alpha\\tTrue\\nbeta\\t\\n' ;;
+esac
+`,
+    );
+    chmodSync(kubectl, 0o755);
+    env = {
+      PATH: `${dir}${delimiter}/usr/bin${delimiter}/bin`,
+      HOME: dir,
+      XDG_CONFIG_HOME: dir,
+      LANG: "C.UTF-8",
+    };
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const run = (shell: string, script: string, body: string) => {
+    const file = join(dir, `script.${shell}`);
+    writeFileSync(file, script);
+    const result = spawnSync(shell, ["-c", body.replace("SCRIPT", file)], { env, encoding: "utf8" });
+    expect(result.stderr).toBe("");
+    expect(result.status).toBe(0);
+    return result.stdout;
+  };
+  const asked = () => readFileSync(join(dir, "asked"), "utf8");
+
+  it("bash: every argument of a verb taking several names is completed with the names, not only the first", () => {
+    expect(installed("bash")).toBe(true);
+    const out = run(
+      "bash",
+      bashScript("kubectl-dms", PLUGIN_COMPLETION),
+      [
+        "source SCRIPT",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash expansion, not a template
+        'complete_words() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _kubectl_dms; echo "${COMPREPLY[*]}"; }',
+        "complete_words kubectl-dms suspend -n team-a ''",
+        "complete_words kubectl-dms suspend -n team-a alpha ''",
+        "complete_words kubectl-dms suspend alpha --",
+        "complete_words kubectl-dms logs alpha ''",
+      ].join("\n"),
+    );
+    // logs takes one name: past it, nothing but its flags.
+    const [first, second, flags, logs] = out.split("\n");
+    expect([first, second]).toEqual(["alpha beta", "alpha beta"]);
+    expect(flags).toMatch(/^--all --selector /);
+    expect(logs).toMatch(/^--type /);
+    expect(asked()).toContain("get deployments.dms.dev -o name -n team-a");
+  });
+
+  // zsh's completion functions need its line editor; the script's calls of them are what is checked.
+  const zshHarness = (words: string[]) =>
+    [
+      "compdef() { print -r -- compdef $@; }",
+      "_files() { print -r -- FILES; }",
+      // _describe -t <tag> <description> <array>: each entry value:description, a line each.
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a zsh expansion, not a template
+      '_describe() { print -rl -- "${(@P)4}"; }',
+      "source SCRIPT",
+      `words=(${words.map((w) => `'${w}'`).join(" ")}); CURRENT=${words.length}`,
+      "_kubectl_dms",
+    ].join("\n");
+
+  it.each([
+    {
+      words: ["kubectl-dms", "status", "-o", ""],
+      lines: [
+        "table:a table, kubectl-style",
+        "wide:a table with more columns, ids and times whole",
+        "name:one name per line",
+        "json:the data as JSON",
+        "yaml:the data as YAML",
+      ],
+    },
+    {
+      words: ["kubectl-dms", "deployments", "list", "--status", "R"],
+      lines: expect.arrayContaining(["READY:running", "UNUSED:created, never deployed"]),
+    },
+    {
+      words: ["kubectl-dms", "logs", "web", "--type", ""],
+      lines: ["build:the build log", "deploy:the deploy log"],
+    },
+    {
+      words: ["kubectl-dms", "suspend", "-n", "team-a", ""],
+      lines: ["alpha:Ready=True", "beta:not reconciled yet"],
+    },
+    // Several names: one typed already is not offered again.
+    {
+      words: ["kubectl-dms", "reconcile", "--context=kind", "alpha", ""],
+      lines: ["beta:not reconciled yet"],
+    },
+    {
+      words: ["kubectl-dms", "status", "--no"],
+      lines: ["--no-headers:print tables without their header line"],
+    },
+    { words: ["kubectl-dms", "plan", "-f", ""], lines: ["FILES"] },
+    { words: ["kubectl-dms", "deployments", ""], lines: ["list"] },
+  ])("zsh: native completion with descriptions for $words", ({ words: typed, lines }) => {
+    expect(installed("zsh")).toBe(true);
+    const out = run("zsh", zshScript("kubectl-dms", PLUGIN_COMPLETION), zshHarness(typed));
+    const offered = out.split("\n").filter((l) => l !== "" && !l.startsWith("compdef "));
+    // The stand-in _describe does not filter by the word typed, as zsh's does.
+    if (typed.at(-1)?.startsWith("-")) expect(offered).toEqual(expect.arrayContaining(lines as string[]));
+    else expect(offered).toEqual(lines);
+    expect(out).toContain("compdef _kubectl_dms kubectl-dms\n");
+  });
+
+  it("zsh: the names are asked with the namespace, kubeconfig and context typed; the script is zsh's own", () => {
+    run(
+      "zsh",
+      zshScript("kubectl-dms", PLUGIN_COMPLETION),
+      zshHarness(["kubectl-dms", "resume", "-n", "team-b", ""]),
+    );
+    expect(asked()).toMatch(/get deployments\.dms\.dev -n team-b -o jsonpath=\{range/);
+    expect(zshScript("dms-operator", PLUGIN_COMPLETION)).not.toContain("bashcompinit");
+  });
+
+  it("fish: each value and name with its own description, from fish's own completion", () => {
+    expect(installed("fish")).toBe(true);
+    const script = fishScript("kubectl-dms", PLUGIN_COMPLETION);
+    const complete = (line: string) =>
+      run("fish", script, `source SCRIPT; complete -C ${JSON.stringify(line)}`)
+        .split("\n")
+        .filter(Boolean);
+    expect(complete("kubectl-dms status -o ")).toEqual([
+      "json\tthe data as JSON",
+      "name\tone name per line",
+      "table\ta table, kubectl-style",
+      "wide\ta table with more columns, ids and times whole",
+      "yaml\tthe data as YAML",
+    ]);
+    expect(complete("kubectl-dms logs web --type ")).toEqual([
+      "build\tthe build log",
+      "deploy\tthe deploy log",
+    ]);
+    expect(complete("kubectl-dms suspend -n team-c ")).toEqual([
+      "alpha\tReady=True",
+      "beta\tnot reconciled yet",
+    ]);
+    expect(complete("kubectl-dms suspend -n team-c alpha ")).toEqual(["beta\tnot reconciled yet"]);
+    expect(asked()).toMatch(/get deployments\.dms\.dev -n team-c -o jsonpath=/);
   });
 });

@@ -1,10 +1,13 @@
 // `dms-operator run` settings: the bind addresses a user can give, including `0` to disable one.
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runConfigFrom } from "../../src/commands/run-config.ts";
+import { runConfigFrom, runStartWarnings } from "../../src/commands/run-config.ts";
+import { commandConfigProblems } from "../../src/commands/service-client.ts";
 import { MAX_CONCURRENCY, SETTINGS } from "../../src/commands/settings.ts";
 import { defaultOf, flagOf, type Setting } from "../../src/config.ts";
+import { nodeCacheEnv } from "../support/node-env.ts";
 
 const base = { baseUrl: "http://127.0.0.1:8090" };
 
@@ -489,5 +492,63 @@ describe("runConfigFrom --max-reconciles-per-connection", () => {
       expect(most({}, { DMS_MAX_RECONCILES_PER_CONNECTION: given })).toEqual([
         `--max-reconciles-per-connection / DMS_MAX_RECONCILES_PER_CONNECTION: must be an integer from 1 to ${MAX_CONCURRENCY} (reconciles at once), got ${JSON.stringify(given)}`,
       ]);
+  });
+});
+
+describe("run checks its service settings as the CLI does", () => {
+  it("refuses a base URL ending in /v2 at start, with the CLI's line naming the flag or variable and the fix", () => {
+    const fromFlag = runConfigFrom({ baseUrl: "https://api.example.com/v2", apiKey: "k" }, {});
+    expect(fromFlag).toEqual({
+      ok: false,
+      problems: [
+        "--base-url https://api.example.com/v2 ends in /v2: drop /v2 (the routes are {base URL}/v2/…), e.g. https://api.example.com",
+      ],
+    });
+    const fromEnv = runConfigFrom({}, { DMS_BASE_URL: "http://127.0.0.1:8090/v2/" });
+    expect(fromEnv.ok ? [] : fromEnv.problems).toEqual([
+      "DMS_BASE_URL http://127.0.0.1:8090/v2 ends in /v2: drop /v2 (the routes are {base URL}/v2/…), e.g. http://127.0.0.1:8090",
+    ]);
+    // The same line as a command's: one check.
+    const cli = runConfigFrom({ baseUrl: "https://api.example.com/prefix", apiKey: "k" }, {});
+    if (!cli.ok) throw new Error(cli.problems.join("; "));
+    expect(
+      commandConfigProblems(
+        { ...cli.config.service, baseUrl: "https://api.example.com/v2" },
+        { baseUrl: "x" },
+      ),
+    ).toEqual(fromFlag.ok ? [] : fromFlag.problems);
+  });
+
+  it("the process exits 1 at start with that line, before it reads a kubeconfig", () => {
+    const run = spawnSync(
+      process.execPath,
+      [join(import.meta.dirname, "..", "..", "src", "cli.ts"), "run", "--metrics-bind-address=0"],
+      {
+        env: { PATH: process.env.PATH ?? "", ...nodeCacheEnv(), DMS_BASE_URL: "http://127.0.0.1:1/v2" },
+        encoding: "utf8",
+        timeout: 30_000,
+      },
+    );
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toContain(
+      "error: DMS_BASE_URL http://127.0.0.1:1/v2 ends in /v2: drop /v2 (the routes are {base URL}/v2/…), e.g. http://127.0.0.1:1\n",
+    );
+    expect(run.status).toBe(1);
+  });
+
+  it("starts without an API key for a service off this machine, warning of it (the default connection may be unused)", () => {
+    const result = runConfigFrom({ baseUrl: "https://api.example.com" }, {});
+    if (!result.ok) throw new Error(result.problems.join("; "));
+    expect(runStartWarnings(result.config, { baseUrl: "https://api.example.com" })).toEqual([
+      "no API key for https://api.example.com: set DMS_API_KEY_FILE to a file holding it (or DMS_API_KEY), or pass --api-key-file <path>: the default connection (Deployment resources without spec.connectionRef) is refused every request without one",
+    ]);
+    for (const [flags, env] of [
+      [{ baseUrl: "https://api.example.com", apiKey: "k" }, {}],
+      [{}, { DMS_BASE_URL: "http://127.0.0.1:8090" }],
+    ] as const) {
+      const ok = runConfigFrom(flags, env);
+      if (!ok.ok) throw new Error(ok.problems.join("; "));
+      expect(runStartWarnings(ok.config, flags)).toEqual([]);
+    }
   });
 });
