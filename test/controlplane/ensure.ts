@@ -12,6 +12,7 @@ import {
   PROMTOOL,
   TEMPLATE_RENDER,
 } from "./binaries.ts";
+import { ensureShells } from "./shells.ts";
 
 try {
   const started = Date.now();
@@ -33,6 +34,9 @@ try {
   await ensureGoTool(HELM, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
   // promtool (minutes, once), which checks and unit-tests the alert rules: test/tools/alerts.test.ts.
   await ensureGoTool(PROMTOOL, { log: (line) => process.stderr.write(`controlplane: ${line}\n`) });
+  // zsh and fish (Debian packages), whose completion scripts test/unit/cli-completion.test.ts and
+  // test/e2e/kubectl-plugin.test.ts run in the shells themselves.
+  ensureShells(["zsh", "fish"], (line) => process.stderr.write(`controlplane: ${line}\n`));
 } catch (error) {
   const message = error instanceof ControlPlaneBinariesError ? error.message : String(error);
   process.stderr.write(`controlplane: ${message}\n`);
