@@ -7,6 +7,7 @@
 import pino, { type Logger } from "pino";
 import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
+import { keepEqualStrings } from "../runtime/interner.ts";
 import { isRecord } from "../runtime/json.ts";
 import { CacheIndexes } from "./cache-index.ts";
 import type { KubeClient } from "./client.ts";
@@ -346,6 +347,9 @@ export class Reflector<T extends KubeObject> {
 
   #set(key: string, obj: T): void {
     const old = this.#cache.get(key);
+    // The strings the cache already holds stay: what an index or a recorder keeps from an earlier
+    // version is then the cache's own copy, not one more of its own.
+    if (old) keepEqualStrings(obj, old);
     this.#cache.set(key, obj);
     this.#indexes.update(key, old, obj);
   }
