@@ -34,7 +34,8 @@ export function collectionPath(type: ResourceType, namespace?: string): string {
  * sees the new state. A handler that throws or rejects is logged and never stops the reflector.
  */
 export interface ReflectorHandlers<T> {
-  onAdd?(obj: T): void | Promise<void>;
+  /** `key` is the cache's key of `obj` (`objectKey`), the very string the cache holds (a reflector gives it). */
+  onAdd?(obj: T, key?: string): void | Promise<void>;
   onUpdate?(oldObj: T, newObj: T): void | Promise<void>;
   onDelete?(obj: T): void | Promise<void>;
 }
@@ -341,7 +342,7 @@ export class Reflector<T extends KubeObject> {
       if (old && isNewer(old.metadata.resourceVersion, obj.metadata.resourceVersion)) return;
       this.#set(key, obj);
       if (old) this.#emit((h) => h.onUpdate?.(old, obj));
-      else this.#emit((h) => h.onAdd?.(obj));
+      else this.#emit((h) => h.onAdd?.(obj, key));
     }
   }
 
@@ -367,7 +368,7 @@ export class Reflector<T extends KubeObject> {
     for (const [key, obj] of fresh) this.#set(key, obj);
     for (const [key, obj] of fresh) {
       const old = previous.get(key);
-      if (!old) this.#emit((h) => h.onAdd?.(obj));
+      if (!old) this.#emit((h) => h.onAdd?.(obj, key));
       else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) {
         this.#emit((h) => h.onUpdate?.(old, obj));
       }
