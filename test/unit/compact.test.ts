@@ -141,10 +141,16 @@ describe("keepEqualStrings", () => {
       previous: { conditions: [{ type: "Ready", message: "other" }] },
       writes: ["/conditions/0/type"],
     },
-    // Another type at the same place, a field the previous lacks, a number: nothing kept.
-    { next: { a: ["x"], b: "y", c: 1 }, previous: { a: { 0: "x" }, c: 1 }, writes: [] },
-    { next: { a: "x" }, previous: ["x"], writes: [] },
+    // Wherever the equal string is in either: an image the previous held in its spec only.
+    {
+      next: { spec: { image: "i" }, status: { live: { image: "i" } } },
+      previous: { spec: { image: "i" } },
+      writes: ["/spec/image", "/status/live/image"],
+    },
+    { next: { a: ["x"], b: "y", c: 1 }, previous: { a: { 0: "x" }, c: 1 }, writes: ["/a/0"] },
+    { next: ["x", "y"], previous: ["y"], writes: ["/1"] },
     { next: { a: "x" }, previous: undefined, writes: [] },
+    { next: { a: "x" }, previous: { b: 1 }, writes: [] },
     // A frozen object (shared by many holders) is left as it is, and never written.
     {
       next: { shared: Object.freeze({ a: "x" }), b: "z" },
