@@ -83,12 +83,6 @@ interface Series {
   dropped: number;
 }
 
-/** One object's spam filter bucket. */
-interface Allowance {
-  tokens: number;
-  updatedAt: number;
-}
-
 /** How long one Event write may take. */
 const EVENT_WRITE_TIMEOUT_MS = 10_000;
 
@@ -114,8 +108,14 @@ export class KubeEventRecorder implements EventRecorder {
   readonly #pending = new Map<string, Promise<void>>();
   readonly #spamBurst: number;
   readonly #spamRefillMs: number;
-  /** Per object, in the order of last write: the least recently written is forgotten first. */
-  readonly #allowances = new Map<string, Allowance>();
+  /**
+   * Per object, in the order of last write (the least recently written is forgotten first), its
+   * bucket as one number: when it is full again, in ms from {@link #origin} (see {@link #allow}).
+   * A small integer, held in the map itself: no object and no boxed times for each of 4,096
+   * objects.
+   */
+  readonly #allowances = new Map<string, number>();
+  readonly #origin: number;
 
   constructor(options: KubeEventRecorderOptions) {
     this.#client = options.client;
@@ -124,6 +124,7 @@ export class KubeEventRecorder implements EventRecorder {
     this.#windowMs = options.dedupeWindowMs ?? 10 * 60_000;
     this.#maxTracked = options.maxTracked ?? 4096;
     this.#clock = options.clock ?? systemClock;
+    this.#origin = this.#clock.now();
     this.#log = options.logger ?? pino({ enabled: false });
     this.#spamBurst = options.spamBurst ?? 25;
     this.#spamRefillMs = options.spamRefillMs ?? 5 * 60_000;
@@ -243,21 +244,20 @@ export class KubeEventRecorder implements EventRecorder {
     const key =
       regarding.uid ||
       JSON.stringify([regarding.apiVersion, regarding.kind, regarding.namespace, regarding.name, ""]);
-    const allowance = this.#allowances.get(key) ?? { tokens: this.#spamBurst, updatedAt: now };
+    // A bucket of `spamBurst` writes refilled one per `spamRefillMs` holds, at `now`,
+    // spamBurst − (fullAt − now) / spamRefillMs writes while not full: a write is allowed while
+    // fullAt − now ≤ (spamBurst − 1) × spamRefillMs, and takes one by moving fullAt one refill
+    // later. An object not tracked has a full bucket (fullAt in the past).
+    const at = now - this.#origin;
+    const fullAt = Math.max(this.#allowances.get(key) ?? at, at);
+    const allowed = fullAt - at <= (this.#spamBurst - 1) * this.#spamRefillMs;
     this.#allowances.delete(key);
-    allowance.tokens = Math.min(
-      this.#spamBurst,
-      allowance.tokens + Math.max(0, now - allowance.updatedAt) / this.#spamRefillMs,
-    );
-    allowance.updatedAt = now;
-    this.#allowances.set(key, allowance);
+    this.#allowances.set(key, allowed ? fullAt + this.#spamRefillMs : fullAt);
     for (const oldest of this.#allowances.keys()) {
       if (this.#allowances.size <= this.#maxTracked) break;
       this.#allowances.delete(oldest);
     }
-    if (allowance.tokens < 1) return false;
-    allowance.tokens -= 1;
-    return true;
+    return allowed;
   }
 
   /**

@@ -7,6 +7,7 @@
 import pino, { type Logger } from "pino";
 import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
 import { type Clock, systemClock } from "../runtime/clock.ts";
+import { keepEqualStrings } from "../runtime/interner.ts";
 import { isRecord } from "../runtime/json.ts";
 import { CacheIndexes } from "../runtime/one-or-many.ts";
 import { type KubeClient, listPages } from "./client.ts";
@@ -25,7 +26,8 @@ import {
  * sees the new state. A handler that throws or rejects is logged and never stops the reflector.
  */
 export interface ReflectorHandlers<T> {
-  onAdd?(obj: T): void | Promise<void>;
+  /** `key` is the cache's key of `obj` (`objectKey`), the very string the cache holds (a reflector gives it). */
+  onAdd?(obj: T, key?: string): void | Promise<void>;
   onUpdate?(oldObj: T, newObj: T): void | Promise<void>;
   onDelete?(obj: T): void | Promise<void>;
 }
@@ -322,12 +324,15 @@ export class Reflector<T extends KubeObject> {
       if (old && isNewer(old.metadata.resourceVersion, obj.metadata.resourceVersion)) return;
       this.#set(key, obj);
       if (old) this.#emit((h) => h.onUpdate?.(old, obj));
-      else this.#emit((h) => h.onAdd?.(obj));
+      else this.#emit((h) => h.onAdd?.(obj, key));
     }
   }
 
   #set(key: string, obj: T): void {
     const old = this.#cache.get(key);
+    // The strings the cache already holds stay: what an index or a recorder keeps from an earlier
+    // version is then the cache's own copy, not one more of its own.
+    if (old) keepEqualStrings(obj, old);
     this.#cache.set(key, obj);
     this.#indexes.update(key, old, obj);
   }
@@ -345,7 +350,7 @@ export class Reflector<T extends KubeObject> {
     for (const [key, obj] of fresh) this.#set(key, obj);
     for (const [key, obj] of fresh) {
       const old = previous.get(key);
-      if (!old) this.#emit((h) => h.onAdd?.(obj));
+      if (!old) this.#emit((h) => h.onAdd?.(obj, key));
       else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) {
         this.#emit((h) => h.onUpdate?.(old, obj));
       }

@@ -53,11 +53,12 @@ export function subscribeTriggers(
       if (keyOf(rival) !== key) controller.enqueue(keyOf(rival));
   };
   deployments.subscribe({
-    onAdd: (o) => {
+    // The cache's own key string: the queue's record of the key then holds no copy of its own.
+    onAdd: (o, key = keyOf(o)) => {
       // A settled resource (a start's list, a share moved or inherited) waits as a resync, behind
       // every edit: one edit among 11,600 resources a failover hands over is not reconciled last.
-      if (settled(o)) controller.enqueueAll([keyOf(o)], 0);
-      else controller.enqueue(keyOf(o));
+      if (settled(o)) controller.enqueueAll([key], 0);
+      else controller.enqueue(key);
       // A resource that took the name when it had no rival may lose it to this one (created in
       // the same second, and first by name): it is judged again, and stalls on the conflict.
       rivalsOf(o);

@@ -138,3 +138,48 @@ function frozenCopy<T>(value: T): T {
   }
   return Object.freeze(copy) as T;
 }
+
+/**
+ * Makes `next` hold the very strings of `previous` wherever it holds a string equal to one of
+ * `previous` (a field of an object, an item of an array, at any depth, wherever it is in either),
+ * in place. A cache that replaces an object by its next version then keeps the strings it already
+ * held (a name, a uid, an id): whatever else still holds them from the earlier version (an index's
+ * key, the event recorder's bucket of that uid) holds the cache's copy rather than one of its own,
+ * the next version's copies die young, and the strings an object repeats (a revision id in four
+ * places, an image in the spec and the live revision) stay one string even where the earlier
+ * version had only some of them. Nothing changes that a reader could see (strings are compared
+ * by value); frozen objects (shared ones, {@link SharedObjects}) are left as they are.
+ */
+export function keepEqualStrings(next: unknown, previous: unknown): void {
+  const held = new Map<string, string>();
+  stringsOf(previous, held);
+  if (held.size > 0) heldStrings(next, held);
+}
+
+function stringsOf(value: unknown, into: Map<string, string>): void {
+  if (typeof value === "string") {
+    if (!into.has(value)) into.set(value, value);
+  } else if (Array.isArray(value)) for (const item of value) stringsOf(item, into);
+  else if (typeof value === "object" && value !== null)
+    for (const key of Object.keys(value)) stringsOf((value as Record<string, unknown>)[key], into);
+}
+
+function heldStrings(value: unknown, held: ReadonlyMap<string, string>): void {
+  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      if (typeof item !== "string") heldStrings(item, held);
+      else if (held.has(item)) value[i] = held.get(item);
+    }
+    return;
+  }
+  const fields = value as Record<string, unknown>;
+  for (const key of Object.keys(fields)) {
+    // A field named __proto__ (JSON.parse makes one) is a setter's name on assignment: left alone.
+    if (key === "__proto__") continue;
+    const item = fields[key];
+    if (typeof item !== "string") heldStrings(item, held);
+    else if (held.has(item)) fields[key] = held.get(item);
+  }
+}

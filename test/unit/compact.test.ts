@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import {
   Interner,
   internFields,
+  keepEqualStrings,
   SHARED_OBJECT_MAX_CHARS,
   SharedObjects,
   shareEqualString,
@@ -111,6 +112,64 @@ describe("SharedObjects", () => {
     objects.of({ b: 1 });
     objects.of({ c: 1 });
     expect(objects.size).toBe(1);
+  });
+});
+
+describe("keepEqualStrings", () => {
+  /** `value` (an object or array, at any depth) whose assignments are recorded by path. */
+  function recorded(value: unknown, writes: string[], path = ""): unknown {
+    if (typeof value !== "object" || value === null || Object.isFrozen(value)) return value;
+    const target = value as Record<string, unknown>;
+    for (const key of Object.keys(target)) target[key] = recorded(target[key], writes, `${path}/${key}`);
+    return new Proxy(target, {
+      set(obj, key, item) {
+        writes.push(`${path}/${String(key)}`);
+        obj[key as string] = item;
+        return true;
+      },
+    });
+  }
+
+  it.each<{ next: unknown; previous: unknown; writes: string[] }>([
+    {
+      next: { metadata: { name: "a", uid: "u1" }, status: { id: "r2" } },
+      previous: { metadata: { name: "a", uid: "u1" }, status: { id: "r1" } },
+      writes: ["/metadata/name", "/metadata/uid"],
+    },
+    {
+      next: { conditions: [{ type: "Ready", message: "m" }, { type: "Synced" }] },
+      previous: { conditions: [{ type: "Ready", message: "other" }] },
+      writes: ["/conditions/0/type"],
+    },
+    // Wherever the equal string is in either: an image the previous held in its spec only.
+    {
+      next: { spec: { image: "i" }, status: { live: { image: "i" } } },
+      previous: { spec: { image: "i" } },
+      writes: ["/spec/image", "/status/live/image"],
+    },
+    { next: { a: ["x"], b: "y", c: 1 }, previous: { a: { 0: "x" }, c: 1 }, writes: ["/a/0"] },
+    { next: ["x", "y"], previous: ["y"], writes: ["/1"] },
+    { next: { a: "x" }, previous: undefined, writes: [] },
+    { next: { a: "x" }, previous: { b: 1 }, writes: [] },
+    // A frozen object (shared by many holders) is left as it is, and never written.
+    {
+      next: { shared: Object.freeze({ a: "x" }), b: "z" },
+      previous: { shared: { a: "x" }, b: "z" },
+      writes: ["/b"],
+    },
+  ])("writes $writes", ({ next, previous, writes }) => {
+    const before = JSON.stringify(next);
+    const seen: string[] = [];
+    keepEqualStrings(recorded(next, seen), previous);
+    expect(seen).toEqual(writes);
+    expect(JSON.stringify(next)).toBe(before);
+  });
+
+  it("keeps an own field named __proto__ a field, and the prototype as it was", () => {
+    const next = JSON.parse('{"__proto__":"x","name":"n"}') as Record<string, unknown>;
+    keepEqualStrings(next, JSON.parse('{"__proto__":"x","name":"n"}'));
+    expect(Object.getPrototypeOf(next)).toBe(Object.prototype);
+    expect(JSON.stringify(next)).toBe('{"__proto__":"x","name":"n"}');
   });
 });
 
