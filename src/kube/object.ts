@@ -232,3 +232,12 @@ export function collectionPath(type: ResourceType, namespace?: string): string {
     ? `${root}/namespaces/${encodeURIComponent(namespace)}/${type.plural}`
     : `${root}/${type.plural}`;
 }
+
+/**
+ * True when resourceVersion `a` is a later etcd revision than `b` (both decimal numbers); false when
+ * either is not one (a server may use other versions: then no order is assumed).
+ */
+export function isNewerVersion(a: string, b: string): boolean {
+  if (!/^\d+$/.test(a) || !/^\d+$/.test(b)) return false;
+  return a.length !== b.length ? a.length > b.length : a > b;
+}

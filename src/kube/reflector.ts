@@ -15,6 +15,7 @@ import { apiErrorFrom, GoneError } from "./errors.ts";
 import {
   collectionPath,
   isKubeObject,
+  isNewerVersion,
   type KubeObject,
   objectKey,
   type ResourceType,
@@ -185,7 +186,7 @@ export class Reflector<T extends KubeObject> {
   observeWrite(obj: T): void {
     const key = objectKey(refOf(obj));
     const cached = this.#cache.get(key);
-    if (!cached || !isNewer(obj.metadata.resourceVersion, cached.metadata.resourceVersion)) return;
+    if (!cached || !isNewerVersion(obj.metadata.resourceVersion, cached.metadata.resourceVersion)) return;
     this.#set(key, obj);
   }
 
@@ -321,7 +322,7 @@ export class Reflector<T extends KubeObject> {
       this.#emit((h) => h.onDelete?.(obj));
     } else if (type === "ADDED" || type === "MODIFIED") {
       // An event older than a write this process already cached is history the write includes.
-      if (old && isNewer(old.metadata.resourceVersion, obj.metadata.resourceVersion)) return;
+      if (old && isNewerVersion(old.metadata.resourceVersion, obj.metadata.resourceVersion)) return;
       this.#set(key, obj);
       if (old) this.#emit((h) => h.onUpdate?.(old, obj));
       else this.#emit((h) => h.onAdd?.(obj, key));
@@ -396,10 +397,4 @@ export class Reflector<T extends KubeObject> {
       }
     }
   }
-}
-
-/** True when resourceVersion `a` is a later etcd revision than `b` (both decimal numbers). */
-function isNewer(a: string, b: string): boolean {
-  if (!/^\d+$/.test(a) || !/^\d+$/.test(b)) return false;
-  return a.length !== b.length ? a.length > b.length : a > b;
 }
