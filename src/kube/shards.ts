@@ -19,7 +19,6 @@ import {
 import { DRAIN_LABEL, drainTarget, OWNER_LABEL, RING_LABEL } from "../sharding/labels.ts";
 import { ShardLabelsDenied } from "../sharding/pass-write.ts";
 import type { RingChoice } from "../sharding/ring-choices.ts";
-import { FOLLOWS_ANNOTATION } from "../sharding/ring-follow.ts";
 import type { KubeClient } from "./client.ts";
 import { DEPLOYMENTS } from "./deployments.ts";
 import { ConflictError, isNotFound, KubeApiError } from "./errors.ts";
@@ -41,33 +40,22 @@ export { DRAIN_LABEL, OWNER_LABEL } from "../sharding/labels.ts";
 /** The resource type `leases.coordination.k8s.io`. */
 export const LEASES: ResourceType = { group: "coordination.k8s.io", version: "v1", plural: "leases" };
 
-/**
- * A Lease of the ring: its name, resourceVersion and spec, the ring a taken one carries, and the
- * ring a replica's own says it follows.
- */
+/** A Lease of the ring: its name, resourceVersion and spec, and the ring a taken one carries. */
 export interface LeaseObject extends KubeObject {
   record: LeaseRecord;
   inheritance?: Inheritance | undefined;
-  follows?: Inheritance | undefined;
-}
-
-/** The ring the annotation `key` of a Lease's `annotations` holds, if it holds one. */
-function ringAnnotation(annotations: unknown, key: string): Inheritance | undefined {
-  const value = isRecord(annotations) ? annotations[key] : undefined;
-  return decodeInheritance(typeof value === "string" ? value : undefined);
 }
 
 /** A ring Lease from the wire; its ring (`inheritance.ts`) read from its annotation. */
 export function decodeLease(raw: unknown): LeaseObject | undefined {
   if (!isKubeObject(raw)) return undefined;
   const { name, namespace, resourceVersion, annotations } = raw.metadata;
-  const inheritance = ringAnnotation(annotations, INHERITANCE_ANNOTATION);
-  const follows = ringAnnotation(annotations, FOLLOWS_ANNOTATION);
+  const value = isRecord(annotations) ? annotations[INHERITANCE_ANNOTATION] : undefined;
+  const inheritance = decodeInheritance(typeof value === "string" ? value : undefined);
   return {
     metadata: { name, resourceVersion, ...(namespace ? { namespace } : {}) },
     record: leaseSnapshotFrom(raw).record,
     ...(inheritance ? { inheritance } : {}),
-    ...(follows ? { follows } : {}),
   };
 }
 
@@ -104,18 +92,14 @@ export class KubeShardLeases extends WatchedResource<LeaseObject> {
 
   /**
    * The Lease `name` of this ring, to read and write (created with the ring label; with
-   * `inheritance` or `follows`, written on it as its annotation).
+   * `inheritance`, written on it as its annotation).
    */
-  lease(name: string, inheritance?: Inheritance, follows?: Inheritance): KubeLease {
-    const annotations = {
-      ...(inheritance ? { [INHERITANCE_ANNOTATION]: encodeInheritance(inheritance) } : {}),
-      ...(follows ? { [FOLLOWS_ANNOTATION]: encodeInheritance(follows) } : {}),
-    };
+  lease(name: string, inheritance?: Inheritance): KubeLease {
     return new KubeLease(
       this.#client,
       { namespace: this.namespace, name },
       { [RING_LABEL]: this.ring },
-      Object.keys(annotations).length > 0 ? annotations : undefined,
+      inheritance ? { [INHERITANCE_ANNOTATION]: encodeInheritance(inheritance) } : undefined,
     );
   }
 }

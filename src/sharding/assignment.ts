@@ -36,11 +36,6 @@ export interface RingView {
    * Undefined when the Lease carries no ring, or its heir is the ring's choice now.
    */
   heir?(member: string, claim: string): string | undefined;
-  /**
-   * Whether the live `member` hands its resources over by this ring itself, unasked (its Lease
-   * says it follows the ring: `ring-follow.ts`): no drain label is written for them.
-   */
-  follows?(member: string): boolean;
 }
 
 /** The next step for one resource. */

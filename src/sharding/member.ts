@@ -9,15 +9,9 @@ import type { Logger } from "pino";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import { Action, type Reconciler } from "../runtime/controller.ts";
 
-/**
- * What the member reads of a resource in its cache: whether it is let go (it carries the drain
- * label, or the ring followed hands it over: `ring-follow.ts`), and whether nothing on the
- * resource will say when it no longer is (`recheck`: a hand-over by the ring is not a label, and
- * the ring may change back before it is written, which no watch event of the resource tells).
- */
+/** What the member reads of a resource in its cache: whether it carries the drain label. */
 export interface OwnedResource {
   drain: boolean;
-  recheck?: boolean;
 }
 
 /** Options of {@link ShardMember}. */
@@ -52,7 +46,7 @@ export interface ShardWriteGrant {
 }
 
 /** How long before retrying an acknowledgement that lost a race or failed. */
-export const ACK_RETRY_MS = 1_000;
+const ACK_RETRY_MS = 1_000;
 
 /**
  * Acknowledgements sent at once: a join drains thousands of one replica's resources within
@@ -79,8 +73,7 @@ export const MIN_WRITE_MS = 1_000;
  * - {@link guard} wraps the reconciler: a key not in the cache, carrying the drain label, or met
  *   before the Lease is held or after {@link stop} is not reconciled (the wrapped reconciler is
  *   not called); keys in reconcile are counted, and a drained key is acknowledged once its last
- *   reconcile ended; a key let go without a label (`recheck`) is asked again after
- *   {@link ACK_RETRY_MS} until it left the cache, so a hand-over taken back loses no change.
+ *   reconcile ended.
  * - {@link changed} is called on each cache change of a key: a drained key not in reconcile is
  *   acknowledged then.
  */
@@ -238,9 +231,7 @@ export class ShardMember {
       if (!resource) return Action.gone();
       if (resource.drain) {
         this.#acknowledgeSoon(key);
-        // Asked again until it left the cache: a hand-over the ring took back leaves the resource
-        // here with the change that queued this reconcile not yet applied.
-        return resource.recheck ? Action.requeueAfter(ACK_RETRY_MS) : Action.gone();
+        return Action.gone();
       }
       this.#inFlight.set(key, (this.#inFlight.get(key) ?? 0) + 1);
       try {

@@ -13,8 +13,6 @@ export interface RingLease {
   record: LeaseRecord;
   /** The ring its share moves by, written by the sharder that took it (see `inheritance.ts`). */
   inheritance?: Inheritance | undefined;
-  /** The ring its replica hands its resources over by (`ring-follow.ts`), written with its renewals. */
-  follows?: Inheritance | undefined;
 }
 
 const recordKey = (r: LeaseRecord) =>

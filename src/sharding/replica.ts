@@ -9,12 +9,10 @@ import type { Registry } from "prom-client";
 import type { Clock } from "../runtime/clock.ts";
 import { untilAborted } from "../runtime/clock.ts";
 import type { Reconciler } from "../runtime/controller.ts";
-import type { LeasePort } from "../runtime/leader.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import { type ObjectRef, objectKey, parseObjectKey } from "../runtime/queue-lines.ts";
 import { ClusterUserCounts, type ClusterUsers } from "./cluster-users.ts";
 import { Heirs, readSeedForHeirs } from "./heirs.ts";
-import type { Inheritance } from "./inheritance.ts";
 import { type LabelPolicyReading, requireLabelPolicy, watchLabelPolicy } from "./label-policy.ts";
 import { DRAIN_LABEL, handoverTo, isReplicaName, OWNER_LABEL } from "./labels.ts";
 import { leaseHolder } from "./lease-holder.ts";
@@ -22,7 +20,6 @@ import { ShardMember, type ShardWriteGrant } from "./member.ts";
 import { RingMembership } from "./membership.ts";
 import { shardMetrics } from "./metrics.ts";
 import { ringShares } from "./ring.ts";
-import { RingFollower } from "./ring-follow.ts";
 import {
   type RingLeases,
   ringLease,
@@ -45,8 +42,6 @@ export interface CachedResource {
 /** This replica's cache of its share of the resources. */
 export interface ReplicaCache {
   get(ref: ObjectRef): CachedResource | undefined;
-  /** Every cached resource (read when the ring followed changes). */
-  list(): Iterable<CachedResource>;
   readonly size: number;
   subscribe(handlers: WatchHandlers<CachedResource>): unknown;
 }
@@ -112,16 +107,9 @@ export interface ShardedReplica {
    * Joins the member to this replica's cache once it exists; `claimants` counts the cached
    * resources claiming what the resource `ref` claims (itself included). `inherit`, when the cache
    * can, adds to it the resources of the dead replica `owner` whose claim `mine` accepts (a second
-   * watch, until `signal` aborts): see `inheritance.ts`. `claimOf` is the claim of the cached
-   * resource `ref` (the ring places it by it): without it, nothing is handed over by the ring
-   * followed (`ring-follow.ts`), only by drains.
+   * watch, until `signal` aborts): see `inheritance.ts`.
    */
-  attach(
-    cache: ReplicaCache,
-    claimants: (ref: ObjectRef) => number,
-    inherit?: InheritPort,
-    claimOf?: (ref: ObjectRef) => string | undefined,
-  ): void;
+  attach(cache: ReplicaCache, claimants: (ref: ObjectRef) => number, inherit?: InheritPort): void;
   guard(reconcile: Reconciler): Reconciler;
   /** Each connection's users, counted by the leader (see {@link ClusterUsers}). */
   users: ClusterUsers;
@@ -176,58 +164,6 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
   let leader: string | undefined;
   let cache: ReplicaCache | undefined;
   let claimants: ((ref: ObjectRef) => number) | undefined;
-  let claimOf: ((ref: ObjectRef) => string | undefined) | undefined;
-  let seedRead: Uint8Array | undefined;
-  const seed = o.ringSeed;
-  const follower = new RingFollower({
-    self: name,
-    seed: () => seedRead,
-    seedKnown: () => seed === undefined || seedRead !== undefined,
-  });
-  /** The ring of this replica's sharder's last pass, while it runs one. */
-  let sharderRing: Inheritance | undefined;
-  /**
-   * The resources (keys) labelled for this replica that the ring followed gives another live
-   * member, and to whom: found once per ring (and live members) and per resource added, so that a
-   * steady ring hashes nothing per reconcile and remembers nothing per resource.
-   */
-  const handovers = new Map<string, string>();
-  /**
-   * The hand-overs by the ring that may have been written: the version each was sent against and
-   * to whom, and whether an answer said it was written or lost (`settled`; else only errors came
-   * back: it may have been written all the same). Unlike a drain, nothing on the resource says it
-   * is let go, and the ring may change back meanwhile: the resource stays let go, at that version
-   * in the cache, whatever the ring says, until the cache shows another version (the write
-   * landed, or another one did, which this one's precondition then fails against). Sent again,
-   * the same, until an answer comes.
-   */
-  const committed = new Map<string, { rv: string; to: string; settled: boolean }>();
-  /** The hand-over of `key` committed at the version cached (`obj`), if any; forgotten once that moved. */
-  const committedAt = (key: string, obj: CachedResource) => {
-    const c = committed.get(key);
-    if (c !== undefined && c.rv !== obj.metadata.resourceVersion) committed.delete(key);
-    return c?.rv === obj.metadata.resourceVersion ? c : undefined;
-  };
-  const consider = (obj: CachedResource) => {
-    const ref = { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
-    const key = objectKey(ref);
-    const claim = obj.metadata.labels?.[OWNER_LABEL] === name ? claimOf?.(ref) : undefined;
-    const to = claim === undefined ? undefined : follower.handoverTo(claim);
-    if (to === undefined) handovers.delete(key);
-    else handovers.set(key, to);
-  };
-  /**
-   * The replica the followed ring gives the resource `key` (cached as `obj`) to, when this replica
-   * is to hand it over unasked: labelled for it, no drain label, no rival here (rivals move
-   * together, by the sharder's drains).
-   */
-  const ringHandover = (key: string, obj: CachedResource): string | undefined => {
-    const to = handovers.get(key);
-    const labels = obj.metadata.labels;
-    if (to === undefined || labels?.[OWNER_LABEL] !== name || labels[DRAIN_LABEL] !== undefined)
-      return undefined;
-    return claimants?.(parseObjectKey(key)) === 1 ? to : undefined;
-  };
   const metrics = shardMetrics(
     o.registry,
     name,
@@ -243,67 +179,29 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
       // Labelled for another replica: inherited from a dead one (only those are in the cache),
       // whose drain label nobody answers (the sharder labels the resource for this replica).
       if (obj.metadata.labels?.[OWNER_LABEL] !== name) return { drain: false };
-      // A drain label, a hand-over by the ring that may have been written, or the ring followed
-      // gives it to another live member (`ring-follow.ts`).
-      if (obj.metadata.labels?.[DRAIN_LABEL] !== undefined) return { drain: true };
-      const byRing = committedAt(key, obj) !== undefined || ringHandover(key, obj) !== undefined;
-      return byRing ? { drain: true, recheck: true } : { drain: false };
+      return { drain: obj.metadata.labels?.[DRAIN_LABEL] !== undefined };
     },
     acknowledge: async (key, signal) => {
       const ref = parseObjectKey(key);
       const obj = cache?.get(ref);
       if (!obj || !claimants) return true;
-      const rv = obj.metadata.resourceVersion;
-      const sent = committedAt(key, obj);
-      // Answered already: the cache is to show what became of it.
-      if (sent?.settled) return true;
-      const drain = obj.metadata.labels?.[DRAIN_LABEL];
-      // Handed over by the ring followed: to whom it gives the resource now (kept when none), or
-      // to whom a write that may have landed gave it.
-      const to = sent?.to ?? (drain === undefined ? ringHandover(key, obj) : undefined);
-      if (drain === undefined && to === undefined) return true;
       const labels = {
         // Other resources here claiming the same name: rivals move together, by the sharder.
-        [OWNER_LABEL]: to ?? handoverTo(drain, name, claimants(ref) - 1),
+        [OWNER_LABEL]: handoverTo(obj.metadata.labels?.[DRAIN_LABEL], name, claimants(ref) - 1),
         [DRAIN_LABEL]: null,
       };
-      const handover = to === undefined ? undefined : { rv, to, settled: false };
-      if (handover !== undefined) committed.set(key, handover);
-      const outcome = await o.patchLabels(ref, rv, labels, signal);
-      if (handover !== undefined) handover.settled = true;
+      const outcome = await o.patchLabels(ref, obj.metadata.resourceVersion, labels, signal);
       return outcome !== "conflict";
     },
     clock,
     logger,
     onAcknowledged: () => metrics.acknowledged(),
   });
-  /**
-   * Follows the ring the sharder places by: its own sharder's on the leader's replica, else the
-   * one the leader's Lease says it follows; every cached resource is looked at again when that
-   * ring or the live members changed (those the ring gives another member are handed over).
-   */
-  const refollow = () => {
-    const ring =
-      leader === name
-        ? sharderRing
-        : leader === undefined
-          ? undefined
-          : leases.list().find((l) => l.metadata.name === leader)?.follows;
-    if (!follower.follow(ring, live()) || !cache) return;
-    handovers.clear();
-    for (const obj of cache.list()) consider(obj);
-    for (const key of handovers.keys()) member.changed(key);
-  };
-  // The replica's own Lease, written with the ring it follows (its acknowledgement of that ring).
-  const ownPort: LeasePort = {
-    get: (signal) => leases.lease(name).get(signal),
-    create: (record, signal) => leases.lease(name, undefined, follower.followed).create(record, signal),
-    update: (record, rv, signal) =>
-      leases.lease(name, undefined, follower.followed).update(record, rv, signal),
-  };
   const users = new ClusterUserCounts();
   let inherit: InheritPort | undefined;
+  let seedRead: Uint8Array | undefined;
   const policy = o.labelPolicy;
+  const seed = o.ringSeed;
   // Before joining: the key (read by every replica alike), then the label policy.
   const beforeJoining =
     policy || seed
@@ -323,7 +221,6 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
     qpsShare: () => budgetShare(name, live(), leader),
     leaderObserved: (identity) => {
       leader = identity === undefined || identity === "" ? undefined : podOfIdentity(identity);
-      refollow();
     },
     writeGate: () =>
       member.mayWrite()
@@ -334,7 +231,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
           },
     runnables: [
       leaseHolder({
-        lease: ownPort,
+        lease: leases.lease(name),
         identity: o.identity,
         ...le,
         member,
@@ -356,25 +253,14 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
             },
           ]),
       {
-        // The shares inherited from dead replicas, by the ring the sharder wrote on their Leases;
-        // and the ring followed (`ring-follow.ts`), both once the ring's key is read.
+        // The shares inherited from dead replicas, by the ring the sharder wrote on their Leases.
         name: "shard-inheritance",
         needLeaderElection: false,
         start: async (signal: AbortSignal) => {
+          const port = inherit;
+          if (port === undefined) return;
           seedRead = seed ? await readSeedForHeirs(seed, signal, clock, logger) : undefined;
           if (signal.aborted) return;
-          // The ring followed, again at each Lease event (a ring published, a member joined).
-          const unfollow = leases.subscribe({ onAdd: refollow, onUpdate: refollow, onDelete: refollow });
-          refollow();
-          const port = inherit;
-          if (port === undefined) {
-            try {
-              await untilAborted(new Promise<never>(() => {}), signal);
-            } finally {
-              unfollow();
-            }
-            return;
-          }
           const heirs = new Heirs({ self: name, seed: () => seedRead, inherit: port, logger });
           const update = (l: Parameters<typeof ringLease>[0]) =>
             heirs.update(l.metadata.name, ringLease(l), signal);
@@ -388,7 +274,6 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
             await untilAborted(new Promise<never>(() => {}), signal);
           } finally {
             unsubscribe();
-            unfollow();
             heirs.close();
           }
         },
@@ -398,77 +283,32 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
         needLeaderElection: false,
         start: async (s) => void (await leases.run(s)),
       },
-      followingSharder(
-        {
-          store: o.store,
-          leases,
-          membership,
-          setLabels: o.setLabels,
-          users,
-          identity: o.identity,
-          self: name,
-          leaseDurationMs: le.leaseDurationMs,
-          renewDeadlineMs: le.renewDeadlineMs,
-          retryPeriodMs: le.retryPeriodMs,
-          onPass: (live, counts) => {
-            metrics.owners(counts);
-            // The ring this replica follows (and publishes on its Lease) is its sharder's.
-            sharderRing = { members: [...live], leader: name };
-            refollow();
-          },
-          ...(seed ? { ringSeed: seed } : {}),
-          clock,
-          logger,
-        },
-        () => {
-          sharderRing = undefined;
-          refollow();
-        },
-      ),
+      sharderRunnable({
+        store: o.store,
+        leases,
+        membership,
+        setLabels: o.setLabels,
+        users,
+        identity: o.identity,
+        self: name,
+        leaseDurationMs: le.leaseDurationMs,
+        renewDeadlineMs: le.renewDeadlineMs,
+        retryPeriodMs: le.retryPeriodMs,
+        onPass: (_live, counts) => metrics.owners(counts),
+        ...(seed ? { ringSeed: seed } : {}),
+        clock,
+        logger,
+      }),
     ],
-    attach(c, count, inheritPort, claim) {
+    attach(c, count, inheritPort) {
       cache = c;
       claimants = count;
       inherit = inheritPort;
-      claimOf = claim;
       const changed = (obj: CachedResource) =>
         member.changed(objectKey({ namespace: obj.metadata.namespace ?? "", name: obj.metadata.name }));
-      c.subscribe({
-        onAdd: (obj) => {
-          consider(obj);
-          changed(obj);
-        },
-        onUpdate: (old, obj) => {
-          // Its claim is immutable (the CRD's rules): only a new owner label changes its handover.
-          if (old.metadata.labels?.[OWNER_LABEL] !== obj.metadata.labels?.[OWNER_LABEL]) consider(obj);
-          changed(obj);
-        },
-        onDelete: (obj) => {
-          const key = objectKey({ namespace: obj.metadata.namespace ?? "", name: obj.metadata.name });
-          handovers.delete(key);
-          committed.delete(key);
-        },
-      });
+      c.subscribe({ onAdd: changed, onUpdate: (_old, obj) => changed(obj) });
     },
     guard: (reconcile) => member.guard(reconcile),
     users,
-  };
-}
-
-/** The sharder's runnable, calling `ended` when a leadership term's sharder stops. */
-function followingSharder<R extends ShardRecord>(
-  o: Parameters<typeof sharderRunnable<R>>[0],
-  ended: () => void,
-): Runnable {
-  const runnable = sharderRunnable(o);
-  return {
-    ...runnable,
-    start: async (signal, halt) => {
-      try {
-        await runnable.start(signal, halt);
-      } finally {
-        ended();
-      }
-    },
   };
 }

@@ -60,8 +60,6 @@ export interface RingLeaseObject {
   readonly record: LeaseRecord;
   /** The ring a taken Lease carries (`inheritance.ts`). */
   readonly inheritance?: Inheritance | undefined;
-  /** The ring its replica follows (`ring-follow.ts`). */
-  readonly follows?: Inheritance | undefined;
 }
 
 /** One Lease of the ring, to write: a replica's own, or one the sharder takes. */
@@ -74,11 +72,8 @@ export interface ShardLease extends LeasePort {
 export interface RingLeases<L extends RingLeaseObject = RingLeaseObject> {
   list(): readonly L[];
   subscribe(handlers: WatchHandlers<L>): () => void;
-  /**
-   * The Lease `name`, written with `inheritance` when given (a taken Lease), or with `follows` (a
-   * replica's own: the ring it follows, `ring-follow.ts`).
-   */
-  lease(name: string, inheritance?: Inheritance, follows?: Inheritance): ShardLease;
+  /** The Lease `name`, written with `inheritance` when given. */
+  lease(name: string, inheritance?: Inheritance): ShardLease;
   run(signal: AbortSignal): Promise<void>;
   readonly synced: Promise<void>;
 }
@@ -90,7 +85,6 @@ export function ringLease(lease: RingLeaseObject): RingLease {
     resourceVersion: lease.metadata.resourceVersion,
     record: lease.record,
     ...(lease.inheritance ? { inheritance: lease.inheritance } : {}),
-    ...(lease.follows ? { follows: lease.follows } : {}),
   };
 }
 

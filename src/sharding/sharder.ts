@@ -15,7 +15,7 @@ import type { Logger } from "pino";
 import type { Clock } from "../runtime/clock.ts";
 import type { MemberState, RingView, ShardLabels } from "./assignment.ts";
 import { abandoned, LeaseHolds, type LeaseWrites } from "./holds.ts";
-import { encodeInheritance, heirOf, type Inheritance, sameInheritance } from "./inheritance.ts";
+import { heirOf, type Inheritance, sameInheritance } from "./inheritance.ts";
 import { DRAIN_LABEL, OWNER_LABEL, SHARDER_HOLDER_PREFIX } from "./labels.ts";
 import { type RingLease, RingMembership } from "./membership.ts";
 import {
@@ -30,7 +30,6 @@ import { walk } from "./pass-walk.ts";
 import { orderWrites, runWrites, type ShardLabelsDenied, type WriteResult } from "./pass-write.ts";
 import { SHARDER_REPLICA_SHARE } from "./ring.ts";
 import { RingChoices } from "./ring-choices.ts";
-import { followsRing } from "./ring-follow.ts";
 
 /** What the sharder reads and writes (the Kubernetes adapters implement it). */
 export interface SharderPorts<R extends ShardedResource = ShardedResource> extends LeaseWrites {
@@ -80,12 +79,6 @@ export interface SharderOptions<R extends ShardedResource = ShardedResource> {
   onPass?(live: readonly string[], owned: ReadonlyMap<string, number>): void;
   /** The ring's key (the install key): every sharder of the ring must be given the same. */
   ringSeed?: Uint8Array;
-  /**
-   * How long after the ring changed a live member whose Lease follows another ring is still left
-   * to hand its resources over itself, before they are drained (`ring-follow.ts`). Default: the
-   * Lease duration.
-   */
-  followGraceMs?: number;
 }
 
 /**
@@ -134,8 +127,6 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
   readonly #before = new Map<string, ShardLabels>();
   readonly #states = new LabelStates();
   #passes = 0;
-  /** The ring this sharder places by ({@link Inheritance}'s encoding), and since when (its clock). */
-  #placing = { key: "", since: 0 };
   /** The resources (uids) whose label write failed in the last pass: tried after the others. */
   #failed: ReadonlySet<string> = new Set();
   readonly #unsubscribe: () => void;
@@ -255,7 +246,7 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
       live,
       assigned: written?.assigned ?? 0,
       drained: written?.drained ?? 0,
-      waiting: found.waiting + chosen.deferred + chosen.followed,
+      waiting: found.waiting + chosen.deferred,
       held,
       deleted,
       deferred: chosen.deferred,
@@ -270,10 +261,6 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
   #view(live: readonly string[], leases: ReadonlyMap<string, RingLease>, now: number): RingView {
     const states = new Map<string, MemberState>();
     const current: Inheritance = { members: live, leader: this.#opts.self };
-    const key = encodeInheritance(current);
-    if (key !== this.#placing.key) this.#placing = { key, since: now };
-    const { since } = this.#placing;
-    const graceMs = this.#opts.followGraceMs ?? this.#opts.leaseDurationMs;
     const rings = new Map<string, Inheritance | null>();
     return {
       live,
@@ -287,7 +274,6 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
         }
         return ring === null ? undefined : heirOf(claim, ring, this.#opts.ringSeed);
       },
-      follows: (member) => followsRing(leases.get(member), current, since, now, graceMs),
       state: (member) => {
         let state = states.get(member);
         if (state === undefined) {

@@ -136,10 +136,6 @@ export function sharding(p: ShardingParts): Sharding {
         deployments instanceof ShareDeployments
           ? (owner, mine, signal) => deployments.inherit(owner, (obj) => mine(claimOf(obj)), signal)
           : undefined,
-        (ref) => {
-          const obj = deployments.get(ref);
-          return obj ? claimOf(obj) : undefined;
-        },
       ),
     guard: replica.guard,
     users: replica.users,

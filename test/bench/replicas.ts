@@ -116,15 +116,6 @@ export interface ReplicaFigures {
     seconds?: number;
     /** The same for the replica that replaced the killed member (R − 1 → R). */
     replaceSeconds?: number;
-    /** Start of the new replica → the first resource labelled for it (absent in older series). */
-    firstSeconds?: number;
-    /**
-     * The API server's requests on Deployment resources from the start of the new replica until
-     * every resource was owned as the ring says, by verb (absent in older series).
-     */
-    kubeRequestsByVerb?: Record<string, number>;
-    /** Label writes (PATCH) over the resources moved (absent in older series). */
-    writesPerMove?: number;
   };
 }
 
@@ -352,23 +343,16 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
     await start();
     await untilOwned(client, watch, running, SETTLE_LIMIT_MS);
     const ownersBefore = ownersOf(watch.list());
-    const joinRequestsBefore = await apiMetrics();
-    const joined = await joinOne(client, start, watch, running, `${label}: ${replicas} → ${replicas + 1}`);
-    const joinRequests = apiRequestDelta(
-      joinRequestsBefore,
-      await apiMetrics(),
-      "dms.dev",
-      "deployments",
-    ).byVerb;
+    const joinSeconds = await joinOne(
+      client,
+      start,
+      watch,
+      running,
+      `${label}: ${replicas} → ${replicas + 1}`,
+    );
     const ownersAfter = ownersOf(watch.list());
     let moved = 0;
     for (const [resource, owner] of ownersAfter) if (ownersBefore.get(resource) !== owner) moved += 1;
-    const writesPerMove = round((joinRequests.PATCH ?? 0) / Math.max(1, moved), 2);
-    progress(
-      `${label}: the join moved ${moved} resources; first labelled for the newcomer after ${joined.firstSeconds} s; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(joinRequests)} (${writesPerMove} label writes per move); load ${loadavg()
-        .map((l) => l.toFixed(1))
-        .join(" ")}`,
-    );
     await watch.stop();
     const figures: ReplicaFigures = {
       replicas,
@@ -402,11 +386,8 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
         share: round(moved / n, 3),
         // The newcomer's share: 1 against the others' 1 and the leader's smaller one.
         ideal: round(1 / (replicas + SHARDER_REPLICA_SHARE), 3),
-        seconds: joined.seconds,
-        replaceSeconds: replaceSeconds.seconds,
-        ...(joined.firstSeconds !== undefined ? { firstSeconds: joined.firstSeconds } : {}),
-        kubeRequestsByVerb: joinRequests,
-        writesPerMove,
+        seconds: joinSeconds,
+        replaceSeconds,
       },
     };
     return figures;
@@ -487,39 +468,20 @@ async function snapshotHeaps(
   }
 }
 
-/**
- * Starts one more replica; resolves the seconds until every resource is owned as the ring says,
- * and until the first was labelled for the new replica (undefined: none moved to it).
- */
+/** Starts one more replica; resolves the seconds until every resource is owned as the ring says. */
 async function joinOne(
   client: KubeClient,
   start: () => Promise<string>,
   watch: ReadyWatch,
   running: Map<string, RunningOperator>,
   label: string,
-): Promise<{ seconds: number; firstSeconds: number | undefined }> {
+): Promise<number> {
   const startedAt = performance.now();
-  const replica = await start();
-  let firstSeconds: number | undefined;
-  let owning = true;
-  const first = (async () => {
-    while (owning && firstSeconds === undefined) {
-      if (watch.list().some((o) => o.metadata.labels?.[OWNER_LABEL] === replica))
-        firstSeconds = round((performance.now() - startedAt) / 1000, 1);
-      else await sleep(100);
-    }
-  })();
-  try {
-    await untilOwned(client, watch, running, SETTLE_LIMIT_MS);
-  } finally {
-    owning = false;
-    await first;
-  }
+  await start();
+  await untilOwned(client, watch, running, SETTLE_LIMIT_MS);
   const seconds = round((performance.now() - startedAt) / 1000, 1);
-  progress(
-    `${label}: every resource owned as the ring says after ${seconds} s (the first labelled for it after ${firstSeconds} s)`,
-  );
-  return { seconds, firstSeconds };
+  progress(`${label}: every resource owned as the ring says after ${seconds} s`);
+  return seconds;
 }
 
 async function killOne(

@@ -1,7 +1,7 @@
 import { type Logger, pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { LeaseRecord } from "../../src/runtime/leader.ts";
-import { heirOf, type Inheritance } from "../../src/sharding/inheritance.ts";
+import { heirOf } from "../../src/sharding/inheritance.ts";
 import { DRAIN_ANY, DRAIN_LABEL, drainTarget, handoverTo, OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ShardMember } from "../../src/sharding/member.ts";
 import { type RingLease, RingMembership } from "../../src/sharding/membership.ts";
@@ -59,13 +59,11 @@ class World {
   }
   readonly clock = new ManualClock({ start: 1_000_000 });
 
-  /** Renews the Lease `name`; `follows`: the ring its replica says it follows (`ring-follow.ts`). */
-  renew(name: string, holder = `${name}_id`, follows?: Inheritance): void {
+  renew(name: string, holder = `${name}_id`): void {
     const at = new Date(this.clock.now());
     const old = this.leases.get(name)?.record;
     this.leases.set(name, {
       name,
-      ...(follows ? { follows } : {}),
       resourceVersion: String(this.#rv++),
       record: {
         holderIdentity: holder,
@@ -399,66 +397,6 @@ describe("the sharder", () => {
     expect(after.assigned + after.drained + after.waiting).toBe(0);
     expect(w.tried.length).toBe(written);
     for (const r of w.resources.values()) expect(w.owner(r.key)).toBe(ownerOf(r.claim, four));
-  });
-
-  it("writes no drain on a join for the resources of owners following its ring: each old owner hands them over, one write each", async () => {
-    const { w, sharder } = await assigned(["a", "b", "c"], 90);
-    const four: Inheritance = { members: ["a", "b", "c", "d"], leader: undefined };
-    for (const m of ["a", "b", "c"]) w.renew(m, `${m}_id`, four);
-    w.renew("d");
-    const written = w.tried.length;
-    const report = await sharder.pass(signal);
-    const moving = [...w.resources.values()].filter((r) => ownerOf(r.claim, four.members) === "d");
-    expect(moving.length).toBeGreaterThan(10);
-    expect(report.drained).toBe(0);
-    expect(report.waiting).toBe(moving.length);
-    expect(w.tried.length).toBe(written);
-    // What each old owner does, following the ring: its own write names the new owner.
-    for (const r of moving) w.label(r.key, { [OWNER_LABEL]: "d" });
-    const after = await sharder.pass(signal);
-    expect(after.assigned + after.drained + after.waiting).toBe(0);
-    expect(w.tried.length).toBe(written);
-    for (const r of w.resources.values()) expect(w.owner(r.key)).toBe(ownerOf(r.claim, four.members));
-  });
-
-  it("drains an owner following an older ring once the grace ran out, one following nothing at once, and rivals always", async () => {
-    const w = new World();
-    for (const m of ["a", "b", "c"]) w.renew(m);
-    w.add(120);
-    const four = ["a", "b", "c", "d"];
-    // Rivals of one claim that moves to d.
-    let rival = 0;
-    while (ownerOf(`shared${rival}`, four) !== "d") rival += 1;
-    w.add(2, `shared${rival}`);
-    const sharder = w.sharder();
-    await sharder.pass(signal);
-    const three: Inheritance = { members: ["a", "b", "c"], leader: undefined };
-    const rivalsOwner = w.owner("ns/r120") ?? "";
-    for (const m of ["a", "b", "c"]) w.renew(m, `${m}_id`, m === "c" ? undefined : three);
-    w.renew("d");
-    await sharder.pass(signal);
-    const drainedOf = (m: string) =>
-      [...w.resources.values()].filter(
-        (r) => r.drain && w.owner(r.key) === m && !r.claim.startsWith("shared"),
-      );
-    const movingOf = (m: string) =>
-      [...w.resources.values()].filter(
-        (r) => w.owner(r.key) === m && ownerOf(r.claim, four) === "d" && !r.claim.startsWith("shared"),
-      );
-    // c follows nothing: drained at once; a and b follow the ring before d: left to them a while.
-    expect(drainedOf("c").length).toBe(movingOf("c").length);
-    expect(movingOf("a").length).toBeGreaterThan(0);
-    expect(drainedOf("a").length + drainedOf("b").length).toBe(0);
-    // Rivals are drained whatever their owner follows (they move together, by the sharder).
-    expect(w.resources.get("ns/r120")?.labels?.[DRAIN_LABEL]).toBe(DRAIN_ANY);
-    expect(rivalsOwner).not.toBe("");
-    // A Lease duration later, still following the older ring: drained as before.
-    w.clock.advance(LEASE_MS);
-    for (const m of ["a", "b"]) w.renew(m, `${m}_id`, three);
-    for (const m of ["c", "d"]) w.renew(m);
-    await sharder.pass(signal);
-    expect(drainedOf("a").length).toBe(movingOf("a").length);
-    expect(drainedOf("b").length).toBe(movingOf("b").length);
   });
 
   it("moves a resource whose claim changed to the claim's replica, with the drain handshake", async () => {
