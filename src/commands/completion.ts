@@ -140,7 +140,12 @@ ${valueCases(nodes)}
 ${cases.join("\n")}
   esac
   if [[ "$cur" != -* && $names == 1 ]]; then
-    COMPREPLY=($(compgen -W "$(${fn}_names "\${kube[@]}")" -- "$cur"))
+    # Each name as a word of its own, never expanded: compgen -W would run what a name holds.
+    local name
+    COMPREPLY=()
+    while IFS= read -r name; do
+      [[ -n "$name" && "$name" == "$cur"* ]] && COMPREPLY+=("$name")
+    done < <(${fn}_names "\${kube[@]}")
   else
     COMPREPLY=($(compgen -W "$words" -- "$cur"))
   fi

@@ -3,7 +3,7 @@
 // the service's and the CRDs' words (words.ts) that flags and help are written with.
 
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -112,6 +112,41 @@ esac
     return result.stdout;
   };
   const asked = () => readFileSync(join(dir, "asked"), "utf8");
+
+  it("bash: a name is offered as it is, never expanded, and only when it starts with the word typed", () => {
+    // A kubectl (or an API server behind it) answering a name that holds a command substitution.
+    const hostile = mkdtempSync(join(tmpdir(), "dms-completion-hostile-"));
+    const kubectl = join(hostile, "kubectl");
+    const pwned = join(hostile, "PWNED");
+    writeFileSync(
+      kubectl,
+      `#!/bin/sh\nprintf '%s\\n' 'deployment.dms.dev/a$(touch\${IFS}${pwned})' deployment.dms.dev/alpha deployment.dms.dev/beta\n`,
+    );
+    chmodSync(kubectl, 0o755);
+    const script = join(hostile, "script.bash");
+    writeFileSync(script, bashScript("kubectl-dms", PLUGIN_COMPLETION));
+    const result = spawnSync(
+      "bash",
+      [
+        "-c",
+        [
+          `source ${script}`,
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash expansion, not a template
+          'complete_words() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _kubectl_dms; printf "%s\\n" "${COMPREPLY[@]}"; }',
+          "complete_words kubectl-dms suspend a",
+          "complete_words kubectl-dms suspend b",
+        ].join("\n"),
+      ],
+      { env: { ...env, PATH: `${hostile}${delimiter}/usr/bin${delimiter}/bin` }, encoding: "utf8" },
+    );
+    try {
+      expect(result.stderr).toBe("");
+      expect(result.stdout.split("\n")).toEqual([`a$(touch\${IFS}${pwned})`, "alpha", "beta", ""]);
+      expect(existsSync(pwned)).toBe(false);
+    } finally {
+      rmSync(hostile, { recursive: true, force: true });
+    }
+  });
 
   it("bash: every argument of a verb taking several names is completed with the names, not only the first", () => {
     expect(installed("bash")).toBe(true);
