@@ -68,6 +68,21 @@ const valueFlags = (nodes: readonly CompletionNode[]) =>
 const functionName = (executable: string) => `_${executable.replace(/[^A-Za-z0-9]/g, "_")}`;
 
 /**
+ * The `case "$path|$prev"` patterns that match `flag` of `node` as the word before the cursor, in
+ * the command or past its arguments (bash and zsh alike).
+ */
+function valuePatterns(node: CompletionNode, flag: CompletionNode["flags"][number]): string {
+  const path = node.path.join(" ");
+  return [flag.long, flag.short]
+    .filter((w): w is string => w !== undefined)
+    .flatMap((w) => [
+      JSON.stringify(`${path}|${w}`),
+      `${JSON.stringify(`${path} `)}*${JSON.stringify(`|${w}`)}`,
+    ])
+    .join("|");
+}
+
+/**
  * The `case "$path|$prev"` arms of the bash script: after a flag that takes one of a list of
  * values (`-o`, `--status`, `--type`), those values, in the command (and past its arguments).
  */
@@ -76,15 +91,8 @@ function valueCases(nodes: readonly CompletionNode[]): string {
     .flatMap((node) =>
       node.flags.flatMap((flag) => {
         if (!flag.values) return [];
-        const path = node.path.join(" ");
-        const patterns = [flag.long, flag.short]
-          .filter((w): w is string => w !== undefined)
-          .flatMap((w) => [
-            `${JSON.stringify(`${path}|${w}`)}`,
-            `${JSON.stringify(`${path} `)}*${JSON.stringify(`|${w}`)}`,
-          ]);
         return [
-          `    ${patterns.join("|")}) COMPREPLY=($(compgen -W ${JSON.stringify(flag.values.join(" "))} -- "$cur")); return 0 ;;`,
+          `    ${valuePatterns(node, flag)}) COMPREPLY=($(compgen -W ${JSON.stringify(flag.values.join(" "))} -- "$cur")); return 0 ;;`,
         ];
       }),
     )
@@ -203,16 +211,9 @@ export function zshScript(executable: string, nodes: readonly CompletionNode[]):
   const valueCasesZsh = nodes.flatMap((node) =>
     node.flags.flatMap((flag) => {
       if (!flag.values) return [];
-      const path = node.path.join(" ");
-      const patterns = [flag.long, flag.short]
-        .filter((w): w is string => w !== undefined)
-        .flatMap((w) => [
-          JSON.stringify(`${path}|${w}`),
-          `${JSON.stringify(`${path} `)}*${JSON.stringify(`|${w}`)}`,
-        ]);
       const entries = flag.values.map((v) => zshEntry(v, VALUE_DESCRIPTIONS[v])).join(" ");
       return [
-        `    ${patterns.join("|")}) described=(${entries}); _describe -t values value described; return ;;`,
+        `    ${valuePatterns(node, flag)}) described=(${entries}); _describe -t values value described; return ;;`,
       ];
     }),
   );
