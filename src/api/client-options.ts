@@ -109,6 +109,14 @@ export interface ListDeploymentsOptions {
   onUnreadable?: (item: UnreadableDeployment) => void;
   /** Retries of each page; default the client's `pageRetries`. */
   pageRetries?: number;
+  /**
+   * Asked after a page holding fewer items than the longest page this client was answered to the
+   * same `limit` (the service has shown it fills a page that long when it has the items, so the
+   * shorter one is its last): true ends the listing there, without the empty page that proves the
+   * end. A lookup by name that found its name needs no more (the service refuses a second
+   * deployment of a name). Unset: every listing ends on an empty page.
+   */
+  enoughAfterShortPage?: () => boolean;
 }
 
 /** Cancellation of a single call. */

@@ -6,7 +6,7 @@
  *
  * Offset pagination as the spec describes it, made safe against a service that does not say how
  * a listing ends ({@link paginate}): follow the response's `offset`, and stop on the first empty
- * page or on an offset that does not move forward.
+ * page, on an offset that does not move forward, or on a short page when the caller has enough.
  */
 import type { Logger } from "pino";
 import {
@@ -58,6 +58,8 @@ export class DeploymentRoutes {
   readonly #maxPages: number;
   readonly #onUnknownValue: ((value: UnknownValue) => void) | undefined;
   readonly #onUnreadable: ((item: UnreadableDeployment) => void) | undefined;
+  /** The most items a page held, by `limit` (see `enoughAfterShortPage`). */
+  readonly #longestPage = new Map<number, number>();
   /** Unknown values already logged: each is logged once per client, counted every time. */
   readonly #loggedUnknown = new Set<string>();
   /** The endpoint this client talks to (no secrets). */
@@ -110,7 +112,10 @@ export class DeploymentRoutes {
         if (read.ok) items.push(this.#noticeUnknown(read.deployment));
         else this.#skip(read.unreadable, start + i, skipped++ < UNREADABLE_WARNINGS, opts.onUnreadable);
       }
-      return { items, nextOffset: body.offset, skipped: body.resources.length - items.length };
+      const [count, longest] = [body.resources.length, this.#longestPage.get(limit) ?? 0];
+      this.#longestPage.set(limit, Math.max(longest, count));
+      const last = count < longest ? opts.enoughAfterShortPage : undefined;
+      return { items, nextOffset: body.offset, skipped: count - items.length, ...(last ? { last } : {}) };
     };
     // Unreadable items of this listing: a server may answer every page full of them, so only the
     // first few are logged one by one.
@@ -151,9 +156,8 @@ export class DeploymentRoutes {
     // It holds every item anyway: a server repeating an older page gives each once.
     const ids = new Set<string>();
     for await (const deployment of this.listDeployments(filters, opts)) {
-      if (ids.has(deployment.id)) continue;
+      if (!ids.has(deployment.id)) all.push(deployment);
       ids.add(deployment.id);
-      all.push(deployment);
     }
     return all;
   }
@@ -179,9 +183,7 @@ export class DeploymentRoutes {
         },
       },
     );
-    for await (const deployment of listing) {
-      if (deployment.id === id) return deployment;
-    }
+    for await (const deployment of listing) if (deployment.id === id) return deployment;
     if (hidden) {
       throw new ServiceError({
         kind: "bad_response",
@@ -321,6 +323,8 @@ export interface FetchedPage<T> {
   nextOffset: number;
   /** Items of the page the fetcher could not read and left out: the page was not empty. */
   skipped?: number;
+  /** Asked once the page's items were taken: true ends the listing after it. */
+  last?: () => boolean;
 }
 
 /** Options of {@link paginate}. */
@@ -344,11 +348,11 @@ export interface PaginateOptions<T> {
  *
  * Contract: fetches pages lazily (the next page only after the consumer has taken the current
  * one's items); ends on an empty page (one whose items were all skipped as unreadable is not
- * empty), on a response offset not greater than the requested one,
- * or on a page made only of items of the page before (a service ignoring `offset`); never yields
- * an id twice within a page or from one page to the next (what a listing shifted by an insert
- * repeats); throws a `bad_response` ServiceError after `maxPages` pages instead of looping.
- * A page shorter than `limit` does not end the listing: the service may cap pages on its own.
+ * empty), on a response offset not greater than the requested one, on a page made only of items
+ * of the page before (a service ignoring `offset`), or after a page whose `last` says so; never
+ * yields an id twice within a page or from one page to the next (what a listing shifted by an
+ * insert repeats); throws a `bad_response` ServiceError after `maxPages` pages instead of looping.
+ * A page shorter than `limit` does not end the listing by itself: the service may cap pages.
  * Only the ids of the last page are kept, not those of the whole listing: a server answering
  * 1,000 pages costs one page's ids. A caller that must never see an id twice from a hostile
  * server repeating an older page keeps its own set (it holds the items anyway).
@@ -382,6 +386,7 @@ export async function* paginate<T>(
       yield item;
     }
     previous = current;
+    if (page.last?.()) return;
     if (fresh === 0 && skipped === 0) {
       options.onEarlyEnd?.(`page at offset ${offset} held only items already listed`);
       return;

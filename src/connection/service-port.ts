@@ -6,6 +6,7 @@
  */
 
 import type { ServiceClient } from "../api/client.ts";
+import type { ListDeploymentsOptions } from "../api/client-options.ts";
 import { isServiceError } from "../api/errors.ts";
 import type { Deployment, DeploymentFilters, UnreadableDeployment } from "../api/wire.ts";
 import type { DeploymentsPort } from "../reconcile/ports.ts";
@@ -59,7 +60,7 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
       await listing(
         client,
         { name_contains: name },
-        signal,
+        { signal, enoughAfterShortPage: () => deployments.length > 0 },
         (d) => {
           // A service repeating an item on a later page lists it once; past two, the name is
           // ambiguous however many more there are, and none is kept.
@@ -74,7 +75,7 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
       );
       return { deployments, unreadable };
     },
-    listAll: (signal, each, skipped) => listing(client, {}, signal, each, skipped),
+    listAll: (signal, each, skipped) => listing(client, {}, { signal }, each, skipped),
     create: (body, signal) => client.createDeployment(body, { signal }),
     patch: (id, body, signal) => client.patchDeployment(id, body, { signal }),
     delete: (id, signal, options) =>
@@ -97,13 +98,13 @@ export function deploymentsPort(client: ServiceClient): DeploymentsPort {
 async function listing(
   client: ServiceClient,
   filters: DeploymentFilters,
-  signal: AbortSignal,
+  opts: Pick<ListDeploymentsOptions, "signal" | "enoughAfterShortPage">,
   each: (deployment: Deployment) => void,
   skipped: (item: UnreadableDeployment) => void,
 ): Promise<void> {
   for await (const deployment of client.listDeployments(filters, {
     pageSize: FULL_PAGE,
-    signal,
+    ...opts,
     onUnreadable: skipped,
   }))
     each(deployment);

@@ -54,6 +54,40 @@ describe("listDeployments pagination", () => {
     ]);
   });
 
+  it("ends on a short page, without the empty page, only once a longer one was seen and the caller has enough", async () => {
+    const all = items(45);
+    service = await startFakeService(pagedListing(all, 7));
+    const c = client(service.url);
+    const offsets = () => service?.requests.map((r) => r.query.get("offset")) ?? [];
+    let asked = 0;
+    const enough = (answer: boolean) => () => {
+      asked += 1;
+      return answer;
+    };
+    // The caller has not enough: every page and the empty one, as without the option.
+    await c.listAllDeployments({}, { pageSize: 100, enoughAfterShortPage: enough(false) });
+    expect(offsets()).toEqual(["0", "7", "14", "21", "28", "35", "42", "45"]);
+    // Asked once, after the page of 3 (shorter than the pages of 7 before it); never after the
+    // empty page, which ends the listing anyway.
+    expect(asked).toBe(1);
+    service.requests.length = 0;
+    // Enough: the page of 3 is the last one asked for.
+    const listed = await c.listAllDeployments({}, { pageSize: 100, enoughAfterShortPage: enough(true) });
+    expect(listed.map((d) => d.id)).toEqual(all.map((d) => d.id));
+    expect(offsets()).toEqual(["0", "7", "14", "21", "28", "35", "42"]);
+    service.requests.length = 0;
+    // Another limit: what the service fills for it is not known yet, so a short page proves nothing.
+    await c.listAllDeployments({}, { pageSize: 50, offset: 40, enoughAfterShortPage: enough(true) });
+    expect(offsets()).toEqual(["40", "45"]);
+    service.requests.length = 0;
+    // A new client has seen no page: its first short page is followed by the empty one.
+    await client(service.url).listAllDeployments(
+      {},
+      { pageSize: 100, offset: 40, enoughAfterShortPage: enough(true) },
+    );
+    expect(offsets()).toEqual(["40", "45"]);
+  });
+
   it("starts at the offset asked for", async () => {
     const all = items(30);
     service = await startFakeService(pagedListing(all));

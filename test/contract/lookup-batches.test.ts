@@ -84,3 +84,32 @@ describe("lookups by id over real HTTP", () => {
     expect(two.status === "rejected" && two.reason).toEqual(alone);
   });
 });
+
+describe("lookups by name over real HTTP", () => {
+  it("a name found on a page shorter than the service's full pages costs one request", async () => {
+    const { port, sim } = await portOverSimulator(150);
+    const signal = new AbortController().signal;
+    const calls = () => sim.requests({ route: LISTING }).length;
+    // No full page seen yet: the page of the name (agent-3, agent-30…39, agent-130…139) and the
+    // empty page that proves the end.
+    expect((await port.findByName("agent-3", signal)).deployments.map((d) => d.name)).toEqual(["agent-3"]);
+    expect(calls()).toBe(2);
+    // The whole listing: pages of 100 and 50, and the empty page.
+    let listed = 0;
+    await port.listAll(
+      signal,
+      () => listed++,
+      () => undefined,
+    );
+    expect([listed, calls()]).toEqual([150, 5]);
+    // The service fills pages of 100: a page of 21 holding the name is the last.
+    expect((await port.findByName("agent-7", signal)).deployments.map((d) => d.name)).toEqual(["agent-7"]);
+    expect(calls()).toBe(6);
+    // Not found on a short page (names containing it, none exactly it): the end is proven.
+    expect((await port.findByName("gent-7", signal)).deployments).toEqual([]);
+    expect(calls()).toBe(8);
+    // None containing it: the first page is empty and ends the listing.
+    expect((await port.findByName("agent-999", signal)).deployments).toEqual([]);
+    expect(calls()).toBe(9);
+  });
+});
