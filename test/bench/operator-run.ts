@@ -145,6 +145,8 @@ export interface RunningOperator {
   reconciles(result?: string): Promise<number>;
   /** V8's heap now, as the operator's `nodejs_heap_*` series say (see {@link V8Heap}). */
   v8Heap(): Promise<V8Heap>;
+  /** The samples of the metric families `names` now (a scrape of those families only). */
+  samples(names: readonly string[]): Promise<Sample[]>;
 }
 
 /**
@@ -233,6 +235,10 @@ export async function startOperator(
           throw new Error(`the operator was not ready in 60 s:\n${process.logTail(15)}`);
         await sleep(200);
       }
+    },
+    async samples(names) {
+      const query = names.map((n) => `name=${encodeURIComponent(n)}`).join("&");
+      return parseSamples(await httpText(`http://${metrics}/metrics?${query}`));
     },
     async v8Heap() {
       const samples = parseSamples(

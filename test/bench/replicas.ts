@@ -39,7 +39,7 @@ import { ownerOf, ringShares, SHARDER_REPLICA_SHARE } from "../../src/sharding/r
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { pollIndexer } from "../../src/wiring/indexes.ts";
 import { ControlPlane } from "../controlplane/harness.ts";
-import { benchDeploymentBody, callCount } from "./harness.ts";
+import { benchDeploymentBody, benchSeedDeployment, callCount } from "./harness.ts";
 import { Inspector } from "./inspector.ts";
 import {
   APPLY_CONCURRENCY,
@@ -54,7 +54,7 @@ import {
   startOperator,
   Tap,
 } from "./operator-run.ts";
-import { apiRequestDelta, memoryMiB } from "./probes.ts";
+import { apiRequestDelta, memoryMiB, sumOf } from "./probes.ts";
 
 const NS = "scale-sharded";
 const DOCS = join(import.meta.dirname, "..", "..", "docs", "bench");
@@ -68,6 +68,8 @@ export interface ReplicaFigures {
   commit: string;
   loadAverage: { start: number; end: number };
   adoptionSeconds: number;
+  /** The start was an adoption of N seeded deployments (`--start seeded`), not N creates; absent: creates. */
+  seeded?: boolean;
   /**
    * Start → adopted, per replica: its calls on /v2/deployments by kind and the second (from the
    * start) of its last create; absent in older series. Where the creates' time goes: two calls per
@@ -116,6 +118,15 @@ export interface ReplicaFigures {
     seconds?: number;
     /** The same for the replica that replaced the killed member (R − 1 → R). */
     replaceSeconds?: number;
+    /** Start of the new replica → the first resource labelled for it (absent in older series). */
+    firstSeconds?: number;
+    /**
+     * The API server's requests on Deployment resources from the start of the new replica until
+     * every resource was owned as the ring says, by verb (absent in older series).
+     */
+    kubeRequestsByVerb?: Record<string, number>;
+    /** Label writes (PATCH) over the resources moved (absent in older series). */
+    writesPerMove?: number;
   };
 }
 
@@ -229,7 +240,13 @@ class ReplicaTap extends Tap {
 }
 
 /** See the module comment. */
-export async function measureReplicas(replicas: number, n: number, setup: Setup): Promise<ReplicaFigures> {
+export async function measureReplicas(
+  replicas: number,
+  n: number,
+  setup: Setup,
+  /** The simulator seeded with the N deployments: the start is an adoption, not N creates. */
+  seeded = false,
+): Promise<ReplicaFigures> {
   const loadAtStart = loadavg()[0] ?? 0;
   const periodMs = parseDuration(setup.resync);
   if (periodMs === undefined) throw new Error(`--resync-period: '${setup.resync}' is not a duration`);
@@ -253,6 +270,9 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
     const simulator = await startSimulator({
       timing: { readyAfterMs: 0, revisionActiveAfterMs: 0 },
       onRequest: tap.byAgent,
+      ...(seeded
+        ? { seed: { deployments: Array.from({ length: n }, (_, i) => benchSeedDeployment(name(i))) } }
+        : {}),
     });
     sim = simulator;
     let serial = 0;
@@ -343,16 +363,23 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
     await start();
     await untilOwned(client, watch, running, SETTLE_LIMIT_MS);
     const ownersBefore = ownersOf(watch.list());
-    const joinSeconds = await joinOne(
-      client,
-      start,
-      watch,
-      running,
-      `${label}: ${replicas} → ${replicas + 1}`,
-    );
+    const joinRequestsBefore = await apiMetrics();
+    const joined = await joinOne(client, start, watch, running, `${label}: ${replicas} → ${replicas + 1}`);
+    const joinRequests = apiRequestDelta(
+      joinRequestsBefore,
+      await apiMetrics(),
+      "dms.dev",
+      "deployments",
+    ).byVerb;
     const ownersAfter = ownersOf(watch.list());
     let moved = 0;
     for (const [resource, owner] of ownersAfter) if (ownersBefore.get(resource) !== owner) moved += 1;
+    const writesPerMove = round((joinRequests.PATCH ?? 0) / Math.max(1, moved), 2);
+    progress(
+      `${label}: the join moved ${moved} resources; first labelled for the newcomer after ${joined.firstSeconds} s; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(joinRequests)} (${writesPerMove} label writes per move); load ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(" ")}`,
+    );
     await watch.stop();
     const figures: ReplicaFigures = {
       replicas,
@@ -361,6 +388,7 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
       commit: setup.commit,
       loadAverage: { start: round(loadAtStart, 1), end: round(loadavg()[0] ?? 0, 1) },
       adoptionSeconds: round(adoptionSeconds, 1),
+      ...(seeded ? { seeded } : {}),
       creates,
       createsKubeRequestsByVerb: createsKube,
       settledSeconds,
@@ -386,8 +414,11 @@ export async function measureReplicas(replicas: number, n: number, setup: Setup)
         share: round(moved / n, 3),
         // The newcomer's share: 1 against the others' 1 and the leader's smaller one.
         ideal: round(1 / (replicas + SHARDER_REPLICA_SHARE), 3),
-        seconds: joinSeconds,
-        replaceSeconds,
+        seconds: joined.seconds,
+        replaceSeconds: replaceSeconds.seconds,
+        ...(joined.firstSeconds !== undefined ? { firstSeconds: joined.firstSeconds } : {}),
+        kubeRequestsByVerb: joinRequests,
+        writesPerMove,
       },
     };
     return figures;
@@ -417,6 +448,18 @@ export interface KillFigures {
   kubeRequestsByVerb?: Record<string, number>;
   reownedSeconds: number;
   reconciledSeconds: number;
+  /**
+   * Kill → every resource in a live replica's cache again (the survivors' `dms_shard_resources`
+   * summed reach N: the heirs' second watch of the victim's share, or their own after the
+   * labels), each queued for its reconcile on arrival; absent in older series.
+   */
+  heldSeconds?: number;
+  /**
+   * Kill → held ({@link heldSeconds}) and every survivor's deployment queue empty with no
+   * reconcile running: the victim's share reconciled by its heirs, whether or not its labels
+   * followed yet; the goal's figure (absent in older series).
+   */
+  heirsReconciledSeconds?: number;
   /**
    * Kill → the service's PATCH for each of {@link EDITS_PER_KILL} edits made to the victim's
    * resources at the kill (spread over its share): the slowest, the median, and how many were
@@ -468,20 +511,39 @@ async function snapshotHeaps(
   }
 }
 
-/** Starts one more replica; resolves the seconds until every resource is owned as the ring says. */
+/**
+ * Starts one more replica; resolves the seconds until every resource is owned as the ring says,
+ * and until the first was labelled for the new replica (undefined: none moved to it).
+ */
 async function joinOne(
   client: KubeClient,
   start: () => Promise<string>,
   watch: ReadyWatch,
   running: Map<string, RunningOperator>,
   label: string,
-): Promise<number> {
+): Promise<{ seconds: number; firstSeconds: number | undefined }> {
   const startedAt = performance.now();
-  await start();
-  await untilOwned(client, watch, running, SETTLE_LIMIT_MS);
+  const replica = await start();
+  let firstSeconds: number | undefined;
+  let owning = true;
+  const first = (async () => {
+    while (owning && firstSeconds === undefined) {
+      if (watch.list().some((o) => o.metadata.labels?.[OWNER_LABEL] === replica))
+        firstSeconds = round((performance.now() - startedAt) / 1000, 1);
+      else await sleep(100);
+    }
+  })();
+  try {
+    await untilOwned(client, watch, running, SETTLE_LIMIT_MS);
+  } finally {
+    owning = false;
+    await first;
+  }
   const seconds = round((performance.now() - startedAt) / 1000, 1);
-  progress(`${label}: every resource owned as the ring says after ${seconds} s`);
-  return seconds;
+  progress(
+    `${label}: every resource owned as the ring says after ${seconds} s (the first labelled for it after ${firstSeconds} s)`,
+  );
+  return { seconds, firstSeconds };
 }
 
 async function killOne(
@@ -511,6 +573,7 @@ async function killOne(
   await pool(edits.length, 4, (i) => editImage(client, edits[i]?.metadata.name ?? "", killedAt));
   const patched = untilPatched(tap, ids, killedAt);
   const taken = untilTaken(client, victim, killedAt);
+  const heirs = untilHeirsDone(running, watch.list().length, killedAt);
   await untilOwned(client, watch, running, SETTLE_LIMIT_MS);
   const reownedSeconds = (performance.now() - killedAt) / 1000;
   const takenSeconds = await taken;
@@ -522,10 +585,11 @@ async function killOne(
   }
   const reconciledSeconds = (performance.now() - killedAt) / 1000;
   const editPatchedSeconds = await patched;
+  const { heldSeconds, heirsReconciledSeconds } = await heirs;
   const requests = apiRequestDelta(requestsBefore, await apiMetrics(), "dms.dev", "deployments").byVerb;
   await victimOp.process.stop(1_000);
   progress(
-    `${label}: Lease taken ${takenSeconds} s, re-owned ${reownedSeconds.toFixed(1)} s (${round(owned / Math.max(0.1, reownedSeconds - takenSeconds), 1)} relabelled/s), reconciled ${reconciledSeconds.toFixed(1)} s, edits PATCHed ${JSON.stringify(editPatchedSeconds)} s after a kill -9 of ${leader ? "the leader" : "a member"} (${victim}, ${owned} resources); Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(requests)}`,
+    `${label}: Lease taken ${takenSeconds} s, held by live replicas ${heldSeconds} s, reconciled by its heirs ${heirsReconciledSeconds} s, re-owned ${reownedSeconds.toFixed(1)} s (${round(owned / Math.max(0.1, reownedSeconds - takenSeconds), 1)} relabelled/s), reconciled ${reconciledSeconds.toFixed(1)} s, edits PATCHed ${JSON.stringify(editPatchedSeconds)} s after a kill -9 of ${leader ? "the leader" : "a member"} (${victim}, ${owned} resources); Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(requests)}`,
   );
   return {
     replica: victim,
@@ -534,8 +598,41 @@ async function killOne(
     kubeRequestsByVerb: requests,
     reownedSeconds: round(reownedSeconds, 1),
     reconciledSeconds: round(reconciledSeconds, 1),
+    heldSeconds,
+    heirsReconciledSeconds,
     editPatchedSeconds,
   };
+}
+
+/** The families {@link untilHeirsDone} reads of each survivor. */
+const HEIR_FAMILIES = ["dms_shard_resources", "workqueue_depth", "controller_runtime_active_workers"];
+
+/**
+ * Seconds from `since` until the survivors' caches hold all `n` resources (`held`), and then until
+ * each survivor's deployment queue is empty with no reconcile running (`heirsReconciled`): the
+ * inherited share reconciled, its labels followed or not. Read every 250 ms from the survivors'
+ * own metrics (a scrape of those families only).
+ */
+async function untilHeirsDone(
+  running: Map<string, RunningOperator>,
+  n: number,
+  since: number,
+): Promise<{ heldSeconds: number; heirsReconciledSeconds: number }> {
+  let heldSeconds: number | undefined;
+  for (;;) {
+    const samples = (await Promise.all([...running.values()].map((op) => op.samples(HEIR_FAMILIES)))).flat();
+    const seconds = round((performance.now() - since) / 1000, 1);
+    const held = sumOf(samples.filter((s) => s.name === "dms_shard_resources"));
+    if (heldSeconds === undefined && held >= n) heldSeconds = seconds;
+    const busy = sumOf(
+      samples.filter((s) => s.name !== "dms_shard_resources"),
+      (labels) => labels.name === "deployment" || labels.controller === "deployment",
+    );
+    if (heldSeconds !== undefined && busy === 0) return { heldSeconds, heirsReconciledSeconds: seconds };
+    if (performance.now() - since > SETTLE_LIMIT_MS)
+      throw new Error(`the survivors held ${held} of ${n} resources after ${SETTLE_LIMIT_MS / 1000} s`);
+    await sleep(250);
+  }
 }
 
 /** A new image for the resource `name` (its deployment then needs a PATCH); `tag` makes it new. */
@@ -707,7 +804,7 @@ export function replicasTable(results: readonly ReplicaFigures[]) {
       "steady RSS MiB (each)",
       "calls / resync, all replicas (goal ⌈N/100⌉ + 2 each)",
       "kube req / resource / resync",
-      "kill -9 of a member; of the leader: re-owned s / reconciled s / edits PATCHed s (max)",
+      "kill -9 of a member; of the leader: reconciled by its heirs s / edits PATCHed s (max) / labels followed s",
       "join: moved (ideal), s; replacing the killed member: s",
     ],
     rows: results.map((f) => [
@@ -723,8 +820,10 @@ export function replicasTable(results: readonly ReplicaFigures[]) {
   };
 }
 
-/** A kill's figures in the table: re-owned / reconciled (/ the slowest edit's PATCH, once measured). */
+/**
+ * A kill's figures in the table: reconciled by its heirs / the slowest edit's PATCH / labels
+ * followed (`–` where an older series did not measure one).
+ */
 function killCell(k: KillFigures): string {
-  const edit = k.editPatchedSeconds ? ` / ${k.editPatchedSeconds.max}` : "";
-  return `${k.reownedSeconds} / ${k.reconciledSeconds}${edit}`;
+  return `${k.heirsReconciledSeconds ?? "–"} / ${k.editPatchedSeconds?.max ?? "–"} / ${k.reownedSeconds}`;
 }

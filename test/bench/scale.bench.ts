@@ -131,6 +131,11 @@ export const benchmark: Benchmark = {
       description:
         "the sharded case: the N resources in one namespace, this many `--sharded` replicas (2 to 8); per-replica RSS, calls per resync summed, a kill -9's re-ownership, the share moved by one more replica (e.g. --replicas 3 --n 6000)",
     },
+    start: {
+      description:
+        "with --replicas: `created` (the simulator empty: N creates) or `seeded` (the simulator seeded with the N deployments: the start is an adoption, for the kill and join phases at 3 × 10,000 without the creates' half hour; filed as the series `<label>, seeded`)",
+      default: "created",
+    },
     "slow-beside": {
       description:
         "the slow-connection case: a healthy connection's N resources, its resync pass measured alone and then beside a slow connection with this many resources (the fairness benchmark's slow service: reads after ~10 s, batched reads failing, every rollout in progress), and the ratio of the two (e.g. --n 10000 --slow-beside 200; docs/bench/slow-beside.json)",
@@ -159,6 +164,11 @@ export const benchmark: Benchmark = {
       throw new Error(`--repeat: '${args.repeat}' is not a number of runs from 1 to 9 (e.g. --repeat 3)`);
     if (repeat > 1 && (replicas !== undefined || tenants !== undefined))
       throw new Error("--repeat applies to the one-namespace case only: leave out --replicas and --tenants");
+    if (args.start !== undefined && !["created", "seeded"].includes(args.start))
+      throw new Error(`--start: '${args.start}' is neither 'created' nor 'seeded'`);
+    const seeded = args.start === "seeded";
+    if (args.start !== undefined && replicas === undefined)
+      throw new Error("--start applies to the sharded case only: add --replicas <count>");
     const slowBeside = args["slow-beside"] === undefined ? undefined : parseSlowBeside(args["slow-beside"]);
     if (slowBeside !== undefined && (replicas !== undefined || tenants !== undefined || repeat > 1))
       throw new Error("--slow-beside is a case of its own: leave out --replicas, --tenants and --repeat");
@@ -196,12 +206,15 @@ export const benchmark: Benchmark = {
           besides.push(figures);
           progress(`written ${saveSlowBeside(figures)}`);
         } else if (replicas !== undefined) {
-          const figures = await measureReplicas(replicas, n, {
-            ...setup,
-            logs: join(LOGS, `replicas${replicas}-n${n}`),
-          });
+          const figures = await measureReplicas(
+            replicas,
+            n,
+            { ...setup, logs: join(LOGS, `replicas${replicas}-n${n}`) },
+            seeded,
+          );
           sharded.push(figures);
-          for (const path of saveReplicas(label, figures)) progress(`written ${path}`);
+          for (const path of saveReplicas(seeded ? `${label}, seeded` : label, figures))
+            progress(`written ${path}`);
         } else if (tenants === undefined) {
           const runs: ScaleFigures[] = [];
           for (let run = 1; run <= repeat; run++) {
