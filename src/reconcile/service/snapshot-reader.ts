@@ -30,8 +30,6 @@ export interface ListingRead {
   unreadable: Unreadable;
   /** The whole listing: it may say that a name is free. */
   named: boolean;
-  /** Of a whole listing, the only names it may say are free; undefined: any name. */
-  mayBeFree: ReadonlySet<string> | undefined;
 }
 
 /** The reader's settings: the snapshot's options (`RemoteSnapshotOptions`), their defaults applied. */
@@ -159,7 +157,7 @@ export class SnapshotReader {
         unreadable.add(item);
       },
     );
-    return { unheld, unreadable, named: true, mayBeFree: undefined };
+    return { unheld, unreadable, named: true };
   }
 
   /**
@@ -207,9 +205,7 @@ export class SnapshotReader {
           this.#wholePages = Math.ceil(items / POLL_BATCH);
           this.#wholeFailures = 0;
         }
-        // Another replica's create made after this listing started is not in it: only the names
-        // this replica's waiting resources claimed at its start may be answered free.
-        return { ...read, mayBeFree: new Set(waiting) };
+        return read;
       } catch (error) {
         if (signal.aborted) throw error;
         // What was read is at least that long, whatever ended it.
@@ -270,7 +266,7 @@ export class SnapshotReader {
       }
     }
     const unheld = new NameFilter(0);
-    return { unheld, unreadable: new Unreadable(unheld), named: false, mayBeFree: undefined };
+    return { unheld, unreadable: new Unreadable(unheld), named: false };
   }
 }
 

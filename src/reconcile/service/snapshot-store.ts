@@ -53,11 +53,6 @@ export class SnapshotStore {
    * unsharded; sharded, when the last read listed the whole connection.
    */
   #named: boolean;
-  /**
-   * Sharded, after a whole listing: the names it may say are free, those of the replica's
-   * resources waiting for a lookup by name when it started (see `SnapshotReader`'s `#readShareOrAll`).
-   */
-  #mayBeFree: ReadonlySet<string> | undefined;
   readonly #entries = new Entries();
   /** When the current listing started; entries written or polled since carry their own time. */
   #takenAt = Number.NEGATIVE_INFINITY;
@@ -132,7 +127,6 @@ export class SnapshotStore {
     };
     const end = (read: ListingRead) => {
       this.#named = read.named;
-      this.#mayBeFree = read.mayBeFree;
       this.#unreadable = read.unreadable;
       this.#unheld = read.unheld;
       // A read of ids shows no names: the next whole listing is sized after the last one.
@@ -243,9 +237,11 @@ export class SnapshotStore {
    * resource claimed since is then looked up live, never taken as free). A snapshot of a share
    * (`RemoteSnapshotOptions.share`) says only while its last read was the whole listing:
    * a read of ids shows no names, so every lookup by name (adoption, the check before a create)
-   * then asks the service (see `RemoteSnapshot.byNameOrWholeListing`). Nor does a sharded whole listing
-   * say free a name that no waiting resource of the replica claimed when it started: another
-   * replica may have created it since.
+   * then asks the service (see `RemoteSnapshot.byNameOrWholeListing`). A name a whole listing did
+   * not show is free, sharded or not, for a resource that arrived since (a move) too: a create its
+   * earlier owner may have made is recorded on it first (its intent, which makes the lookup ask
+   * the service), its rivals move with it, and any other create since makes the POST answer 409,
+   * whose retry adopts what the name holds.
    * Throws {@link UnreadableDeploymentError} when an unreadable item carries this name.
    */
   byName(name: string): Deployment[] | undefined {
@@ -254,8 +250,7 @@ export class SnapshotStore {
     if (problem !== undefined) throw new UnreadableDeploymentError(unreadableMessage(name, problem));
     if (this.#unheld.has(name)) return undefined;
     const ids = this.#entries.idsNamed(name);
-    if (ids.length === 0 && (this.#unreadable.unnamed || this.#mayBeFree?.has(name) === false))
-      return undefined;
+    if (ids.length === 0 && this.#unreadable.unnamed) return undefined;
     return ids.flatMap((id) => this.#entries.read(id) ?? []);
   }
 
