@@ -5,6 +5,8 @@
 import { heirOfHeld, type RingView, type ShardLabels } from "./assignment.ts";
 import { DRAIN_ANY } from "./labels.ts";
 import {
+  type AssignWrite,
+  createdBefore,
   type Drain,
   effectiveOwner,
   forgets,
@@ -34,7 +36,12 @@ export interface Choice<R extends ShardedResource> {
  *
  * A resource moves to `to` only while no rival of its claim is held by another replica that may
  * still write (not one whose Lease the sharder holds): the rival must be let go first, or two
- * replicas would each judge the claim with one of the rivals only.
+ * replicas would each judge the claim with one of the rivals only. And rivals reach `to` oldest
+ * first: a claim's moves are one chain of writes, oldest first, each made once the one before it
+ * was, and a rival moves only after every older one of its claim (none left behind for another
+ * pass). The replica's watch sends label changes in the order they were written, so it always
+ * finds the resource that holds the name before a younger rival, which would otherwise take the
+ * name for a moment and write its own spec to the deployment.
  */
 export function chooseMoves<R extends ShardedResource>(
   found: { moves: readonly Move<R>[]; drains: readonly Drain<R>[] },
@@ -48,6 +55,7 @@ export function chooseMoves<R extends ShardedResource>(
   if (moves.length === 0 && drains.length === 0) return choice;
   // Who holds each moving claim, and how many resources share each drained one.
   const holders = new Map<string, Set<string>>(moves.map((m) => [m.resource.claim, new Set()]));
+  const claimants = new Map<string, R[]>(moves.map((m) => [m.resource.claim, []]));
   const sharing = new Map<string, number>(drains.map((d) => [d.resource.claim, 0]));
   for (const resource of resources) {
     if (resource.uid === "") continue;
@@ -55,18 +63,42 @@ export function chooseMoves<R extends ShardedResource>(
     if (held !== undefined) {
       const owner = effectiveOwner(resource, before.get(resource.uid));
       if (owner !== undefined) held.add(owner);
+      claimants.get(resource.claim)?.push(resource);
     }
     const shared = sharing.get(resource.claim);
     if (shared !== undefined) sharing.set(resource.claim, shared + 1);
   }
-  const move = ({ resource, owner, to: chosen }: Move<R>) => {
+  const defer = (resource: R) => {
+    choice.deferred += 1;
+    if (forgets(resource, before.get(resource.uid))) choice.forget.push(resource.uid);
+  };
+  // The moves of each claim with rivals, decided together at the claim's first.
+  const rivalMoves = new Map<string, Move<R>[] | null>();
+  for (const m of moves) {
+    if ((claimants.get(m.resource.claim)?.length ?? 0) < 2) continue;
+    const claimMoves = rivalMoves.get(m.resource.claim);
+    if (claimMoves) claimMoves.push(m);
+    else rivalMoves.set(m.resource.claim, [m]);
+  }
+  const move = (m: Move<R>) => {
+    const { resource, owner } = m;
+    const rivals = rivalMoves.get(resource.claim);
+    if (rivals === null) return; // decided with the claim's first move
     const others = [...(holders.get(resource.claim) ?? [])];
     // A rival of a held replica's resource goes to that resource's heir (who reconciles it already).
-    const to = heirAmong(others, resource.claim, ring) ?? chosen;
+    const to = heirAmong(others, resource.claim, ring) ?? m.to;
     if (others.some((other) => other !== to && ring.state(other) !== "held")) {
-      choice.deferred += 1;
-      if (forgets(resource, before.get(resource.uid))) choice.forget.push(resource.uid);
-    } else if (budget.take(resource.uid)) choice.writes.push({ kind: "assign", resource, to, from: owner });
+      for (const r of rivals ?? [m]) defer(r.resource);
+    } else if (rivals === undefined) {
+      if (budget.take(resource.uid)) choice.writes.push({ kind: "assign", resource, to, from: owner });
+    } else {
+      const chain = rivalChain(rivals, claimants.get(resource.claim) ?? [], to, budget);
+      const [head, ...then] = chain;
+      if (head) choice.writes.push(then.length > 0 ? { ...head, then } : head);
+      const chained = new Set(chain.map((w) => w.resource));
+      for (const r of rivals) if (!chained.has(r.resource)) defer(r.resource);
+    }
+    if (rivals !== undefined) rivalMoves.set(resource.claim, null);
   };
   const offHeld = (m: Move<R>) => m.owner !== undefined && ring.state(m.owner) === "held";
   for (const m of moves) if (offHeld(m)) move(m);
@@ -77,6 +109,28 @@ export function chooseMoves<R extends ShardedResource>(
   }
   for (const m of moves) if (!offHeld(m)) move(m);
   return choice;
+}
+
+/**
+ * The writes moving a claim's rivals to `to`, oldest first: every resource of the claim not
+ * labelled for `to` yet, in age order, as long as each is among `moves` and has room. The first
+ * that is not (moved in a later pass) stops the chain: a younger rival never arrives before it.
+ */
+function rivalChain<R extends ShardedResource>(
+  moves: readonly Move<R>[],
+  claimants: readonly R[],
+  to: string,
+  budget: WriteBudget,
+): AssignWrite<R>[] {
+  const moving = new Map(moves.map((m) => [m.resource, m]));
+  const chain: AssignWrite<R>[] = [];
+  const waiting = claimants.filter((r) => r.owner !== to).sort((a, b) => (createdBefore(a, b) ? -1 : 1));
+  for (const resource of waiting) {
+    const m = moving.get(resource);
+    if (m === undefined || !budget.take(resource.uid)) break;
+    chain.push({ kind: "assign", resource, to, from: m.owner });
+  }
+  return chain;
 }
 
 /** The live heir (`heirOfHeld`: the chain of heirs) of `claim` of one of the held `owners`, if any. */

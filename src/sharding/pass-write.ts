@@ -77,21 +77,29 @@ export async function runWrites<R extends ShardedResource>(
   const outcome: WriteOutcome = { assigned: 0, drained: 0, lost: 0, denied: 0, failed: new Set() };
   let denial: ShardLabelsDenied | undefined;
   let next = 0;
+  /** Makes one write: true when it was written. */
+  const one = async (planned: PlannedWrite<R>): Promise<boolean> => {
+    try {
+      const result = await o.write(planned, o.signal);
+      if (result === "lost") outcome.lost += 1;
+      else if (result === "written") outcome[planned.kind === "assign" ? "assigned" : "drained"] += 1;
+      return result === "written";
+    } catch (err) {
+      outcome.failed.add(planned.resource.uid);
+      if (err instanceof ShardLabelsDenied) {
+        outcome.denied += 1;
+        denial ??= err;
+      } else o.logger.warn({ err }, "shard label write failed; retried next pass");
+      return false;
+    }
+  };
   const worker = async () => {
     while (next < ordered.length) {
       const planned = ordered[next++];
-      if (planned === undefined || o.signal.aborted) continue;
-      try {
-        const result = await o.write(planned, o.signal);
-        if (result === "lost") outcome.lost += 1;
-        else if (result === "written") outcome[planned.kind === "assign" ? "assigned" : "drained"] += 1;
-      } catch (err) {
-        outcome.failed.add(planned.resource.uid);
-        if (err instanceof ShardLabelsDenied) {
-          outcome.denied += 1;
-          denial ??= err;
-        } else o.logger.warn({ err }, "shard label write failed; retried next pass");
-      }
+      if (planned === undefined || o.signal.aborted || !(await one(planned))) continue;
+      // A claim's younger rivals, each once the one before it was written (see `chooseMoves`).
+      for (const after of planned.kind === "assign" ? (planned.then ?? []) : [])
+        if (o.signal.aborted || !(await one(after))) break;
     }
   };
   await Promise.all(Array.from({ length: Math.min(o.concurrency, ordered.length) }, worker));

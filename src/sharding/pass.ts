@@ -3,6 +3,8 @@
  * label writes it decides on, the room it has for them, and its report. The pass's phases (walk,
  * choose, write, holds: see {@link Sharder}) speak these.
  */
+
+import { objectKey } from "../runtime/queue-lines.ts";
 import type { ShardLabels } from "./assignment.ts";
 import type { RingChoice } from "./ring-choices.ts";
 
@@ -13,7 +15,16 @@ import type { RingChoice } from "./ring-choices.ts";
  */
 export interface ShardedResource extends ShardLabels {
   readonly uid: string;
-  readonly metadata: { readonly resourceVersion: string };
+  readonly metadata: {
+    readonly resourceVersion: string;
+    readonly name: string;
+    readonly namespace?: string | undefined;
+  };
+  /**
+   * When the resource was created, in whole seconds since the epoch ({@link createdSeconds}):
+   * with its namespace and name, the order in which rivals hold a name ({@link createdBefore}).
+   */
+  readonly created: number;
   readonly owner: string | undefined;
   readonly drain: boolean;
   /**
@@ -50,10 +61,21 @@ export const CANDIDATES_PER_PASS = 4 * MAX_WRITES_PER_PASS;
 
 /** A label write a pass decided on. */
 export type PlannedWrite<R extends ShardedResource = ShardedResource> =
-  /** `owner=to`, drain removed; `from` is the replica that holds it now (see {@link effectiveOwner}). */
-  | { kind: "assign"; resource: R; to: string; from: string | undefined }
+  | AssignWrite<R>
   /** The drain label set to `value` (the next owner's name, or `DRAIN_ANY`). */
   | { kind: "drain"; resource: R; value: string };
+
+/**
+ * `owner=to`, drain removed; `from` is the replica that holds it now (see {@link effectiveOwner}).
+ * `then`: the younger rivals of its claim, oldest first, each written once the one before it was.
+ */
+export interface AssignWrite<R extends ShardedResource = ShardedResource> {
+  kind: "assign";
+  resource: R;
+  to: string;
+  from: string | undefined;
+  then?: AssignWrite<R>[];
+}
 
 /** A move onto a new owner, found by the walk and decided once each claim's holders are known. */
 export interface Move<R extends ShardedResource = ShardedResource> {
@@ -100,6 +122,35 @@ export class WriteBudget {
     return true;
   }
 }
+
+/**
+ * `created` of a resource whose `creationTimestamp` is missing or unreadable: younger than any
+ * other, as the reconciler reads it. The largest small integer, so the field stays one.
+ */
+export const NOT_CREATED = 2 ** 31 - 1;
+
+/**
+ * A `creationTimestamp` in whole seconds since the epoch. The API server writes it to the second
+ * (RFC 3339, UTC), so the number orders resources as the reconciler's comparison of the strings
+ * does (`olderThan` in reconcile/claims.ts), in a small integer of the record rather than a string.
+ */
+export function createdSeconds(timestamp: unknown): number {
+  const ms = typeof timestamp === "string" ? Date.parse(timestamp) : Number.NaN;
+  return Number.isFinite(ms) && ms >= 0 && ms / 1000 < NOT_CREATED ? Math.floor(ms / 1000) : NOT_CREATED;
+}
+
+/**
+ * Whether `a` was created before `b`, ties broken by namespace, then name: the reconciler's order
+ * of the rivals for one name (`olderThan` in reconcile/claims.ts), the older one holding it.
+ */
+export function createdBefore(a: ShardedResource, b: ShardedResource): boolean {
+  if (a.created !== b.created) return a.created < b.created;
+  const [ka, kb] = [keyOf(a), keyOf(b)];
+  return ka < kb;
+}
+
+const keyOf = (r: ShardedResource) =>
+  objectKey({ namespace: r.metadata.namespace ?? "", name: r.metadata.name });
 
 /** The replica that holds a resource now: its owner label, or the previous one if removed unacknowledged. */
 export function effectiveOwner(labels: ShardLabels, before: ShardLabels | undefined): string | undefined {

@@ -16,7 +16,7 @@ import {
 } from "../../src/sharding/inheritance.ts";
 import { ownLease } from "../../src/sharding/lease-holder.ts";
 import type { RingLease } from "../../src/sharding/membership.ts";
-import { WriteBudget } from "../../src/sharding/pass.ts";
+import { type ShardedResource, WriteBudget } from "../../src/sharding/pass.ts";
 import { chooseMoves } from "../../src/sharding/pass-choose.ts";
 import { ownerOf, ringShares } from "../../src/sharding/ring.ts";
 import { RingChoices } from "../../src/sharding/ring-choices.ts";
@@ -138,24 +138,40 @@ describe("the sharder's step for a resource of a held replica", () => {
     ).toEqual(action);
   });
 
-  it("gives a rival of a held replica's resource to that resource's heir", () => {
-    const held = { uid: "1", metadata: { resourceVersion: "1" }, owner: "d", drain: false, claim: "x" };
+  it("gives a rival of a held replica's resource to that resource's heir, after the older one", () => {
+    const meta = (name: string) => ({ resourceVersion: "1", name, namespace: "team" });
+    const held = { uid: "1", metadata: meta("held"), created: 10, owner: "d", drain: false, claim: "x" };
     const rival = {
       uid: "2",
-      metadata: { resourceVersion: "1" },
+      metadata: meta("rival"),
+      created: 20,
       owner: undefined,
       drain: false,
       claim: "x",
     };
     const ring = ringOf({ a: "live", b: "live", d: "held" }, { x: "b" });
-    const choice = chooseMoves(
-      { moves: [{ resource: rival, owner: undefined, to: "a" }], drains: [] },
-      [held, rival],
-      new Map(),
-      ring,
-      new WriteBudget(new Set()),
-    );
-    expect(choice.writes).toEqual([{ kind: "assign", resource: rival, to: "b", from: undefined }]);
+    const choose = (older: ShardedResource) =>
+      chooseMoves(
+        {
+          moves: [
+            ...(older.owner === "d" ? [{ resource: older, owner: "d", to: "a" }] : []),
+            // Once the older one is b's, the ring's choice for the claim: b.
+            { resource: rival, owner: undefined, to: older.owner === "d" ? "a" : "b" },
+          ],
+          drains: [],
+        },
+        [older, rival],
+        new Map(),
+        ring,
+        new WriteBudget(new Set()),
+      );
+    // The older one first, then the younger: alone on b, it would take the name.
+    const rivalToB = { kind: "assign", resource: rival, to: "b", from: undefined };
+    expect(choose(held).writes).toEqual([
+      { kind: "assign", resource: held, to: "b", from: "d", then: [rivalToB] },
+    ]);
+    const second = choose({ ...held, owner: "b" });
+    expect(second.writes).toEqual([rivalToB]);
   });
 });
 
@@ -332,8 +348,9 @@ describe("a second death during a failover", () => {
   );
 
   it("gives a rival still labelled for d to the survivor inheriting its rival labelled for h", () => {
-    const rOld = { uid: "1", metadata: { resourceVersion: "1" }, owner: "d", drain: false, claim: n };
-    const rYoung = { uid: "2", metadata: { resourceVersion: "1" }, owner: "h", drain: false, claim: n };
+    const meta = (name: string) => ({ resourceVersion: "1", name });
+    const rOld = { uid: "1", metadata: meta("old"), created: 10, owner: "d", drain: false, claim: n };
+    const rYoung = { uid: "2", metadata: meta("young"), created: 20, owner: "h", drain: false, claim: n };
     const choice = chooseMoves(
       {
         moves: [
@@ -347,10 +364,16 @@ describe("a second death during a failover", () => {
       held,
       new WriteBudget(new Set()),
     );
-    expect(choice.writes.map((w) => [w.resource.uid, w.kind === "assign" ? w.to : w.kind])).toEqual([
-      ["1", "y"],
-      ["2", "y"],
-    ]);
+    // The younger one once the older one is labelled for y (rivals move oldest first).
+    const [write] = choice.writes;
+    expect(choice.writes).toHaveLength(1);
+    expect(
+      write?.kind === "assign" && [
+        write.resource.uid,
+        write.to,
+        write.then?.map((t) => [t.resource.uid, t.to]),
+      ],
+    ).toEqual(["1", "y", [["2", "y"]]]);
   });
 });
 

@@ -3,11 +3,20 @@
 // whole is test/unit/sharding-sharder.test.ts.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { olderThan } from "../../src/reconcile/claims.ts";
 import type { MemberState, RingView, ShardLabels } from "../../src/sharding/assignment.ts";
 import { abandoned, type Hold, holdStep, memberState } from "../../src/sharding/holds.ts";
 import { DRAIN_ANY } from "../../src/sharding/labels.ts";
 import type { RingLease } from "../../src/sharding/membership.ts";
-import { type PlannedWrite, type ShardedResource, WriteBudget } from "../../src/sharding/pass.ts";
+import {
+  createdBefore,
+  createdSeconds,
+  NOT_CREATED,
+  type PlannedWrite,
+  type ShardedResource,
+  WriteBudget,
+} from "../../src/sharding/pass.ts";
 import { chooseMoves } from "../../src/sharding/pass-choose.ts";
 import { walk } from "../../src/sharding/pass-walk.ts";
 import {
@@ -21,11 +30,20 @@ import { RingChoices } from "../../src/sharding/ring-choices.ts";
 
 const logger = pino({ level: "silent" });
 
-/** A resource `uid` with `labels`, claiming `claim` (its uid by default). */
-function res(uid: string, labels: Partial<ShardLabels> = {}, claim = uid): ShardedResource {
+/**
+ * A resource `uid` (its name too) with `labels`, claiming `claim` (its uid by default), created
+ * `created` seconds into the epoch (its number in the uid by default: r1 is older than r2).
+ */
+function res(
+  uid: string,
+  labels: Partial<ShardLabels> = {},
+  claim = uid,
+  created = Number(uid.replace(/\D/g, "") || 0),
+): ShardedResource {
   return {
     uid,
-    metadata: { resourceVersion: "1" },
+    metadata: { resourceVersion: "1", name: uid },
+    created,
     owner: labels.owner,
     drain: labels.drain ?? false,
     drainTo: labels.drainTo,
@@ -41,9 +59,12 @@ function ringOf(states: Record<string, MemberState>): RingView {
   };
 }
 
+/** `r→b` for an assignment (`r1→b+r2+r3`: r2 then r3 once each before was written), `r:drain=v` for a drain. */
 const uids = (writes: readonly PlannedWrite[]) =>
   writes.map((w) =>
-    w.kind === "assign" ? `${w.resource.uid}→${w.to}` : `${w.resource.uid}:drain=${w.value}`,
+    w.kind === "assign"
+      ? `${w.resource.uid}→${w.to}${(w.then ?? []).map((t) => `+${t.resource.uid}`).join("")}`
+      : `${w.resource.uid}:drain=${w.value}`,
   );
 
 describe("the walk", () => {
@@ -176,6 +197,54 @@ describe("the choice of moves and drains", () => {
       chosen: { deferred: 1, forget: ["r1"] },
     },
     {
+      case: "rivals placed together: one chain of writes, oldest first",
+      resources: [res("r2", {}, "x"), res("r1", {}, "x"), res("r3", {}, "x")],
+      moves: [
+        { uid: "r2", to: "b" },
+        { uid: "r1", to: "b" },
+        { uid: "r3", to: "b" },
+      ],
+      chosen: { writes: ["r1→b+r2+r3"] },
+    },
+    {
+      case: "rivals joining an older one already labelled for their replica: the older first",
+      resources: [res("r1", { owner: "b" }, "x"), res("r2", {}, "x"), res("r3", {}, "x")],
+      moves: [
+        { uid: "r3", to: "b" },
+        { uid: "r2", to: "b" },
+      ],
+      chosen: { writes: ["r2→b+r3"] },
+    },
+    {
+      case: "an older rival not moving in this pass: the younger ones wait for it",
+      resources: [res("r1", {}, "x"), res("r2", {}, "x"), res("r3", {}, "x")],
+      moves: [
+        { uid: "r3", to: "b" },
+        { uid: "r2", to: "b" },
+      ],
+      chosen: { deferred: 2 },
+    },
+    {
+      case: "rivals without room for all: the chain stops at the first without",
+      resources: [res("r1", {}, "x"), res("r2", {}, "x"), res("r3", {}, "x")],
+      moves: [
+        { uid: "r1", to: "b" },
+        { uid: "r2", to: "b" },
+        { uid: "r3", to: "b" },
+      ],
+      room: 2,
+      chosen: { writes: ["r1→b+r2"], deferred: 1, roomLater: 1 },
+    },
+    {
+      case: "rivals created in the same second: by namespace and name, as the reconciler orders them",
+      resources: [res("b", {}, "x", 5), res("a", {}, "x", 5)],
+      moves: [
+        { uid: "b", to: "b" },
+        { uid: "a", to: "b" },
+      ],
+      chosen: { writes: ["a→b+b"] },
+    },
+    {
       case: "drains take room before moves",
       resources: [res("r1", { owner: "c" }), res("r2")],
       drains: [{ uid: "r1", to: "b" }],
@@ -220,6 +289,44 @@ describe("the choice of moves and drains", () => {
       roomLater: 0,
       ...chosen,
     });
+  });
+});
+
+describe("the order of rivals", () => {
+  it("is the reconciler's: by creationTimestamp to the second, then namespace and name", () => {
+    const stamps = [
+      "2026-12-02T10:00:00Z",
+      "2026-12-02T10:00:01Z",
+      "2025-01-01T00:00:00Z",
+      undefined,
+      "soon",
+    ];
+    const keys = [
+      { namespace: "team-a", name: "app" },
+      { namespace: "team-b", name: "app" },
+      { namespace: "team-a", name: "app-2" },
+    ];
+    const claimants = stamps.flatMap((creationTimestamp) =>
+      keys.map((key) => ({
+        metadata: { ...key, ...(creationTimestamp === undefined ? {} : { creationTimestamp }) },
+        spec: { name: "shared" } as DeploymentSpec,
+      })),
+    );
+    const sharded = (c: (typeof claimants)[number]): ShardedResource => ({
+      ...res(c.metadata.name, {}, "shared", createdSeconds(c.metadata.creationTimestamp)),
+      metadata: { resourceVersion: "1", name: c.metadata.name, namespace: c.metadata.namespace },
+    });
+    // A timestamp the API server would not write ("soon") is younger than any here, as a missing one.
+    const readable = (c: (typeof claimants)[number]) => c.metadata.creationTimestamp !== "soon";
+    for (const a of claimants.filter(readable))
+      for (const b of claimants.filter(readable))
+        expect(
+          createdBefore(sharded(a), sharded(b)),
+          `${JSON.stringify(a.metadata)} ${JSON.stringify(b.metadata)}`,
+        ).toBe(olderThan(a, b));
+    expect(createdSeconds("soon")).toBe(NOT_CREATED);
+    expect(createdSeconds(undefined)).toBe(NOT_CREATED);
+    expect(createdSeconds("2026-12-02T10:00:01Z")).toBe(Date.UTC(2026, 11, 2, 10, 0, 1) / 1000);
   });
 });
 
@@ -304,6 +411,36 @@ describe("the writes", () => {
       ...outcome,
     });
     expect(lines.length).toBe(errors);
+  });
+
+  it.each([
+    { case: "each once the one before it was written", results: {}, tried: ["r1", "r2", "r3"], assigned: 3 },
+    { case: "none after one that lost a race", results: { r2: "lost" }, tried: ["r1", "r2"], assigned: 1 },
+    { case: "none after one that failed", results: { r1: "throws" }, tried: ["r1"], assigned: 0 },
+  ])("write a claim's rivals in order: $case", async ({ results, tried: expected, assigned }) => {
+    const tried: string[] = [];
+    const inFlight = new Set<string>();
+    const chain: PlannedWrite = { ...assign("r1"), then: [assign("r2"), assign("r3")] } as PlannedWrite;
+    const written = await runWrites([chain, assign("other")], {
+      write: async ({ resource }) => {
+        // The chain's writes never overlap: each starts once the one before it was answered.
+        if (resource.uid !== "other") {
+          expect([...inFlight]).toEqual([]);
+          inFlight.add(resource.uid);
+        }
+        tried.push(resource.uid);
+        await new Promise((resolve) => setImmediate(resolve));
+        inFlight.delete(resource.uid);
+        const result = (results as Record<string, string>)[resource.uid] ?? "written";
+        if (result === "throws") throw new Error("connection reset");
+        return result as WriteResult;
+      },
+      concurrency: 8,
+      signal: new AbortController().signal,
+      logger,
+    });
+    expect(tried.filter((uid) => uid !== "other")).toEqual(expected);
+    expect(written.assigned).toBe(assigned + 1);
   });
 
   it("writes nothing once the pass is stopped", async () => {

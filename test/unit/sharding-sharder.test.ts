@@ -31,7 +31,8 @@ function resource(
   return {
     key,
     uid,
-    metadata: { resourceVersion },
+    metadata: { resourceVersion, name: key },
+    created: 0,
     labels,
     owner: owner === "" ? undefined : owner,
     drain: labels?.[DRAIN_LABEL] !== undefined,

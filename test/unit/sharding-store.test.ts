@@ -80,6 +80,7 @@ describe("the sharder's store", () => {
         "drainTo",
         "claim",
         "connection",
+        "created",
         "ringChoice",
       ]);
       expect(lean.owner).toBe((raw.metadata as { labels: Record<string, string> }).labels[OWNER_LABEL]);
