@@ -5,8 +5,16 @@
  * object is in it while either watch holds it, the own watch's version first (a resource labelled
  * for this replica is in both until the second watch hears of the new label). See
  * `sharding/inheritance.ts` and docs/guide/sharding.md, "Failover".
+ *
+ * The two watches are two streams: when the sharder labels an inherited resource for this
+ * replica, the second watch may drop it before the own watch adds it. Meanwhile the resource is
+ * *in transit*: still a claimant of its service name (a younger rival here must not take the
+ * name for that moment), but not reconciled here (it may be on its way to another replica). It
+ * stays so until the own watch adds it (an update, as if it never left) or for
+ * {@link TRANSIT_MS} (then it is deleted from the cache).
  */
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
+import { CLAIM_INDEX, claimOf } from "../reconcile/claims.ts";
 import { CustomResources } from "./custom-resources.ts";
 import {
   DEPLOYMENT_STRINGS,
@@ -38,10 +46,18 @@ class InheritedShare extends CustomResources<DeploymentObject, DeploymentResourc
   }
 }
 
+/**
+ * How long a resource an inherited watch let go (not deleted) stays a claimant here, waiting for
+ * the own watch to add it: far more than one watch can run behind the other on a loaded API server.
+ */
+export const TRANSIT_MS = 15_000;
+
 /** Options of {@link ShareDeployments}. */
 export interface ShareDeploymentsOptions extends KubeDeploymentsOptions {
   /** The label selector of the dead replica `owner`'s resources (the scope's, and its owner label). */
   inheritedSelector(owner: string): string;
+  /** See {@link TRANSIT_MS}. */
+  transitMs?: number;
 }
 
 /** See the module comment. {@link inherit} runs a second watch; every reader sees the union. */
@@ -51,6 +67,8 @@ export class ShareDeployments extends KubeDeployments {
   readonly #handlers = new Set<ReflectorHandlers<DeploymentObject>>();
   /** Per owner inherited, resolved when its watch ended. */
   readonly #ended = new Map<string, Promise<void>>();
+  /** Resources an inherited watch let go that the own watch has not added yet, by key (see the module comment). */
+  readonly #transit = new Map<string, { obj: DeploymentObject; timer: ReturnType<typeof setTimeout> }>();
 
   constructor(options: ShareDeploymentsOptions) {
     super(options);
@@ -96,7 +114,10 @@ export class ShareDeployments extends KubeDeployments {
         if (!own(obj)) this.#emit((h) => h.onUpdate?.(old, obj));
       },
       onDelete: (obj) => {
-        if (!own(obj) && !this.#elsewhere(obj, share)) this.#emit((h) => h.onDelete?.(obj));
+        if (own(obj) || this.#elsewhere(obj, share)) return;
+        // Let go, not deleted: on its way to a watch, maybe the own one (see the module comment).
+        if (obj.metadata.deletionTimestamp === undefined) this.#inTransit(obj);
+        else this.#emit((h) => h.onDelete?.(obj));
       },
     });
     try {
@@ -109,6 +130,30 @@ export class ShareDeployments extends KubeDeployments {
       this.#ended.delete(owner);
       ended();
     }
+  }
+
+  /** Holds `obj`, let go by an inherited watch, as a claimant until the own watch adds it, or {@link TRANSIT_MS}. */
+  #inTransit(obj: DeploymentObject): void {
+    const key = objectKey(refOf(obj));
+    const before = this.#transit.get(key);
+    if (before) clearTimeout(before.timer);
+    const timer = setTimeout(() => {
+      if (this.#transit.get(key)?.obj !== obj) return;
+      this.#transit.delete(key);
+      this.#emit((h) => h.onDelete?.(obj));
+    }, this.#options.transitMs ?? TRANSIT_MS);
+    timer.unref?.();
+    this.#transit.set(key, { obj, timer });
+  }
+
+  /** Ends `ref`'s transit, if it was in transit: the object it was, for the own watch's add. */
+  #arrived(ref: ObjectRef): DeploymentObject | undefined {
+    const key = objectKey(ref);
+    const entry = this.#transit.get(key);
+    if (!entry) return undefined;
+    clearTimeout(entry.timer);
+    this.#transit.delete(key);
+    return entry.obj;
   }
 
   /** The dead replicas whose resources this replica inherits now. */
@@ -162,7 +207,7 @@ export class ShareDeployments extends KubeDeployments {
     // held was in the cache already (an update), one it deletes that an inherited watch holds stays.
     const undo = super.subscribe({
       onAdd: (obj) => {
-        const inherited = this.#inheritedGet(refOf(obj));
+        const inherited = this.#inheritedGet(refOf(obj)) ?? this.#arrived(refOf(obj));
         return inherited ? handlers.onUpdate?.(inherited, obj) : handlers.onAdd?.(obj);
       },
       onUpdate: (old, obj) => handlers.onUpdate?.(old, obj),
@@ -192,20 +237,24 @@ export class ShareDeployments extends KubeDeployments {
     return [...own, ...[...this.#inheritedOnly()].filter((o) => o.metadata.namespace === namespace)];
   }
 
+  /** The cached objects under `value` of `index`; for the claim index, those in transit too (see the module comment). */
   override byIndex(index: string, value: string): DeploymentObject[] {
     const own = super.byIndex(index, value);
-    if (this.#inherited.size === 0) return own;
+    if (this.#inherited.size === 0 && this.#transit.size === 0) return own;
     const found = new Map(own.map((o) => [objectKey(refOf(o)), o]));
     for (const share of this.#inherited.values())
       for (const obj of share.byIndex(index, value)) {
         const key = objectKey(refOf(obj));
         if (!found.has(key) && super.get(refOf(obj)) === undefined) found.set(key, obj);
       }
+    if (index === CLAIM_INDEX)
+      for (const [key, { obj }] of this.#transit)
+        if (!found.has(key) && claimOf(obj) === value) found.set(key, obj);
     return [...found.values()];
   }
 
   override keysByIndex(index: string, value: string): string[] {
-    if (this.#inherited.size === 0) return super.keysByIndex(index, value);
+    if (this.#inherited.size === 0 && this.#transit.size === 0) return super.keysByIndex(index, value);
     return this.byIndex(index, value).map((o) => objectKey(refOf(o)));
   }
 

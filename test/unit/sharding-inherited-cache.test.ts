@@ -1,13 +1,15 @@
 // A sharded replica's cache with an inherited share, against an API server on loopback: its own
 // watch (`owner=a`) and a second one of a dead replica's resources (`owner=d`) keeping the heir's,
 // seen by readers as one cache; a resource labelled for the heir passes from one watch to the
-// other as an update, never a delete; the second watch's end takes its resources out.
+// other as an update, never a delete (the second watch's word may come first: the resource is then
+// in transit, a claimant of its name but not reconciled); the second watch's end takes its resources out.
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { KubeClient } from "../../src/kube/client.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
 import { ShareDeployments } from "../../src/kube/inherited-deployments.ts";
+import { CLAIM_INDEX, claimIndexer } from "../../src/reconcile/claims.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 
 let server: Server | undefined;
@@ -73,6 +75,20 @@ function until(cache: ShareDeployments, test: () => boolean): Promise<void> {
   });
 }
 
+/** Runs `cache` until synced, recording its events (`add d1`, `update d1@20`, `delete d1`). */
+async function started(cache: ShareDeployments) {
+  const events: string[] = [];
+  cache.subscribe({
+    onAdd: (o) => void events.push(`add ${o.metadata.name}`),
+    onUpdate: (_old, o) => void events.push(`update ${o.metadata.name}@${o.metadata.resourceVersion}`),
+    onDelete: (o) => void events.push(`delete ${o.metadata.name}`),
+  });
+  const run = new AbortController();
+  const running = cache.run(run.signal);
+  await cache.synced;
+  return { events, run, running };
+}
+
 const names = (objects: readonly DeploymentObject[]) => objects.map((o) => o.metadata.name).sort();
 
 describe("a replica's cache with an inherited share", () => {
@@ -88,15 +104,7 @@ describe("a replica's cache with an inherited share", () => {
       scope: { namespaces: ["ns"], labelSelector: `${OWNER_LABEL}=a` },
       inheritedSelector: (owner) => `${OWNER_LABEL}=${owner}`,
     });
-    const events: string[] = [];
-    cache.subscribe({
-      onAdd: (o) => void events.push(`add ${o.metadata.name}`),
-      onUpdate: (_old, o) => void events.push(`update ${o.metadata.name}@${o.metadata.resourceVersion}`),
-      onDelete: (o) => void events.push(`delete ${o.metadata.name}`),
-    });
-    const run = new AbortController();
-    const running = cache.run(run.signal);
-    await cache.synced;
+    const { events, run, running } = await started(cache);
     expect(names(cache.list())).toEqual(["a1"]);
 
     const inheritance = new AbortController();
@@ -126,6 +134,67 @@ describe("a replica's cache with an inherited share", () => {
     expect(events).toEqual(["update d1@20", "update d3@21", "delete d3"]);
     expect(names(cache.list())).toEqual(["a1", "d1"]);
     expect(cache.inheriting()).toEqual([]);
+    run.abort();
+    await running;
+  });
+
+  it("keeps a resource the second watch let go as a claimant, not reconciled, until the own watch adds it", async () => {
+    const rivalOf = (name: string, of: string, owner: string, rv: string) => {
+      const r = resource(name, owner, rv);
+      return { ...r, spec: { ...r.spec, name: of } };
+    };
+    const api = await apiServer([
+      resource("d1", "d", "2"),
+      rivalOf("x1", "d1", "d", "3"),
+      resource("d2", "d", "4"),
+    ]);
+    const cache = new ShareDeployments({
+      client: api.client,
+      scope: { namespaces: ["ns"], labelSelector: `${OWNER_LABEL}=a` },
+      inheritedSelector: (owner) => `${OWNER_LABEL}=${owner}`,
+      indexers: { [CLAIM_INDEX]: claimIndexer },
+      transitMs: 200,
+    });
+    const { events, run, running } = await started(cache);
+    const inheritance = new AbortController();
+    const inherited = cache.inherit("d", () => true, inheritance.signal);
+    await until(cache, () => cache.size === 3);
+    await Promise.all([api.watching("a"), api.watching("d")]);
+    events.length = 0;
+    const claimants = () => names(cache.byIndex(CLAIM_INDEX, "d1"));
+    expect(claimants()).toEqual(["d1", "x1"]);
+
+    // The second watch hears of d1's new label before the own watch does: d1 still holds its
+    // name here (x1, younger, must not take it), and is not reconciled here meanwhile.
+    api.push("d", "DELETED", resource("d1", "d", "20"));
+    api.push("d", "MODIFIED", resource("d2", "d", "21"));
+    await until(cache, () => events.length === 1);
+    expect(events).toEqual(["update d2@21"]);
+    expect(claimants()).toEqual(["d1", "x1"]);
+    expect(cache.get({ namespace: "ns", name: "d1" })).toBeUndefined();
+    expect(names(cache.list())).toEqual(["d2", "x1"]);
+    // The own watch adds it: an update, as if it never left.
+    api.push("a", "ADDED", resource("d1", "a", "20"));
+    await until(cache, () => events.length === 2);
+    expect(events).toEqual(["update d2@21", "update d1@20"]);
+    expect(cache.get({ namespace: "ns", name: "d1" })?.metadata.labels?.[OWNER_LABEL]).toBe("a");
+
+    // One let go that the own watch never adds (labelled for another replica) leaves once the
+    // transit is over; one deleted leaves at once.
+    api.push("d", "DELETED", rivalOf("x1", "d1", "d", "22"));
+    const deleted = resource("d2", "d", "23");
+    api.push("d", "DELETED", {
+      ...deleted,
+      metadata: { ...deleted.metadata, deletionTimestamp: "2026-12-02T10:00:00Z" },
+    });
+    await until(cache, () => events.length === 3);
+    expect(events.at(-1)).toBe("delete d2");
+    expect(claimants()).toEqual(["d1", "x1"]);
+    await until(cache, () => events.length === 4);
+    expect(events.at(-1)).toBe("delete x1");
+    expect(claimants()).toEqual(["d1"]);
+    inheritance.abort();
+    await inherited;
     run.abort();
     await running;
   });
