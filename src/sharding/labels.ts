@@ -54,3 +54,28 @@ export function handoverTo(drain: string | undefined, self: string, rivals = 0):
   const to = drainTarget(drain);
   return to !== undefined && to !== self && rivals === 0 ? to : null;
 }
+
+/** What {@link mayLetGo} reads of a resource: its labels. */
+export interface Labelled {
+  readonly metadata: { readonly labels?: Readonly<Record<string, string>> | undefined };
+}
+
+/**
+ * Whether a replica (`self`) may let go of a drained resource whose rivals here (other resources
+ * in its cache claiming the same name) are `rivals`: only once none of them may still be
+ * reconciled here (each labelled for `self` with a drain label, no reconcile of it running).
+ * Else a rival left behind, younger, would find itself alone here and take the name. The sharder
+ * drains every rival of a claim that moves, so the wait ends.
+ */
+export function mayLetGo<R extends Labelled>(
+  rivals: readonly R[],
+  self: string,
+  reconciling: (rival: R) => boolean,
+): boolean {
+  return rivals.every(
+    (r) =>
+      r.metadata.labels?.[OWNER_LABEL] === self &&
+      r.metadata.labels?.[DRAIN_LABEL] !== undefined &&
+      !reconciling(r),
+  );
+}

@@ -284,6 +284,11 @@ export class ShardMember {
     });
   }
 
+  /** Whether a reconcile of `key` is running. */
+  reconciling(key: string): boolean {
+    return this.#inFlight.has(key);
+  }
+
   #acknowledgeSoon(key: string): void {
     if (this.#acking.has(key) || this.#stop.signal.aborted) return;
     this.#acking.add(key);

@@ -14,7 +14,7 @@ import { type ObjectRef, objectKey, parseObjectKey } from "../runtime/queue-line
 import { ClusterUserCounts, type ClusterUsers } from "./cluster-users.ts";
 import { Heirs, readSeedForHeirs } from "./heirs.ts";
 import { type LabelPolicyReading, requireLabelPolicy, watchLabelPolicy } from "./label-policy.ts";
-import { DRAIN_LABEL, handoverTo, isReplicaName, OWNER_LABEL } from "./labels.ts";
+import { DRAIN_LABEL, handoverTo, isReplicaName, mayLetGo, OWNER_LABEL } from "./labels.ts";
 import { leaseHolder } from "./lease-holder.ts";
 import { ShardMember, type ShardWriteGrant } from "./member.ts";
 import { RingMembership } from "./membership.ts";
@@ -28,6 +28,10 @@ import {
   sharderRunnable,
   type WatchHandlers,
 } from "./sharder-loop.ts";
+
+/** The key of a cached resource. */
+const keyOf = (obj: CachedResource) =>
+  objectKey({ namespace: obj.metadata.namespace ?? "", name: obj.metadata.name });
 
 /** A resource of this replica's own cache, as its member reads it. */
 export interface CachedResource {
@@ -104,12 +108,16 @@ export interface ShardedReplica {
   /** The replica's Lease, the policy's check (leader), the ring's Lease watch, and the sharder (leader). */
   runnables: Runnable[];
   /**
-   * Joins the member to this replica's cache once it exists; `claimants` counts the cached
+   * Joins the member to this replica's cache once it exists; `claimants` gives the cached
    * resources claiming what the resource `ref` claims (itself included). `inherit`, when the cache
    * can, adds to it the resources of the dead replica `owner` whose claim `mine` accepts (a second
    * watch, until `signal` aborts): see `inheritance.ts`.
    */
-  attach(cache: ReplicaCache, claimants: (ref: ObjectRef) => number, inherit?: InheritPort): void;
+  attach(
+    cache: ReplicaCache,
+    claimants: (ref: ObjectRef) => readonly CachedResource[],
+    inherit?: InheritPort,
+  ): void;
   guard(reconcile: Reconciler): Reconciler;
   /** Each connection's users, counted by the leader (see {@link ClusterUsers}). */
   users: ClusterUsers;
@@ -163,7 +171,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
   const liveMembers = () => live().length;
   let leader: string | undefined;
   let cache: ReplicaCache | undefined;
-  let claimants: ((ref: ObjectRef) => number) | undefined;
+  let claimants: ((ref: ObjectRef) => readonly CachedResource[]) | undefined;
   const metrics = shardMetrics(
     o.registry,
     name,
@@ -185,9 +193,12 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
       const ref = parseObjectKey(key);
       const obj = cache?.get(ref);
       if (!obj || !claimants) return true;
+      const rivals = claimants(ref).filter((r) => keyOf(r) !== key);
+      // Tried again shortly while a rival here may still be reconciled (see `mayLetGo`).
+      if (!mayLetGo(rivals, name, (r) => member.reconciling(keyOf(r)))) return false;
       const labels = {
         // Other resources here claiming the same name: rivals move together, by the sharder.
-        [OWNER_LABEL]: handoverTo(obj.metadata.labels?.[DRAIN_LABEL], name, claimants(ref) - 1),
+        [OWNER_LABEL]: handoverTo(obj.metadata.labels?.[DRAIN_LABEL], name, rivals.length),
         [DRAIN_LABEL]: null,
       };
       const outcome = await o.patchLabels(ref, obj.metadata.resourceVersion, labels, signal);
@@ -304,8 +315,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
       cache = c;
       claimants = count;
       inherit = inheritPort;
-      const changed = (obj: CachedResource) =>
-        member.changed(objectKey({ namespace: obj.metadata.namespace ?? "", name: obj.metadata.name }));
+      const changed = (obj: CachedResource) => member.changed(keyOf(obj));
       c.subscribe({ onAdd: changed, onUpdate: (_old, obj) => changed(obj) });
     },
     guard: (reconcile) => member.guard(reconcile),

@@ -131,7 +131,7 @@ export function sharding(p: ShardingParts): Sharding {
         deployments,
         (ref) => {
           const obj = deployments.get(ref);
-          return obj ? deployments.byIndex(CLAIM_INDEX, claimOf(obj)).length : 0;
+          return obj ? deployments.byIndex(CLAIM_INDEX, claimOf(obj)) : [];
         },
         deployments instanceof ShareDeployments
           ? (owner, mine, signal) => deployments.inherit(owner, (obj) => mine(claimOf(obj)), signal)

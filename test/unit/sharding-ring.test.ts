@@ -6,7 +6,14 @@ import {
   type RingView,
   type ShardLabels,
 } from "../../src/sharding/assignment.ts";
-import { DRAIN_ANY, handoverTo, isReplicaName } from "../../src/sharding/labels.ts";
+import {
+  DRAIN_ANY,
+  DRAIN_LABEL,
+  handoverTo,
+  isReplicaName,
+  mayLetGo,
+  OWNER_LABEL,
+} from "../../src/sharding/labels.ts";
 import { ownerOf, SHARDER_REPLICA_SHARE } from "../../src/sharding/ring.ts";
 
 const uids = Array.from({ length: 10_000 }, (_, i) => `7f3c${i.toString(16).padStart(4, "0")}-uid-${i}`);
@@ -301,5 +308,35 @@ describe("the owner a drained resource is handed over to", () => {
 
   it("is none while another resource of the owner claims the same name (rivals move by the sharder)", () => {
     expect(handoverTo("dms-operator-7c9d-x2", "dms-operator-7c9d-a1", 1)).toBeNull();
+  });
+});
+
+describe("letting go of a drained resource with rivals", () => {
+  const self = "dms-operator-7c9d-a1";
+  const rival = (labels: Record<string, string>, running = false) => ({ metadata: { labels }, running });
+  it.each([
+    ["without rivals: at once", [], true],
+    [
+      "once every rival here is drained too",
+      [rival({ [OWNER_LABEL]: self, [DRAIN_LABEL]: DRAIN_ANY })],
+      true,
+    ],
+    [
+      "not while a rival here is not drained: alone, it would take the name",
+      [rival({ [OWNER_LABEL]: self })],
+      false,
+    ],
+    [
+      "not while a drained rival's reconcile runs",
+      [rival({ [OWNER_LABEL]: self, [DRAIN_LABEL]: DRAIN_ANY }, true)],
+      false,
+    ],
+    [
+      "not while a rival inherited from a dead replica is here (reconciled whatever its drain label)",
+      [rival({ [OWNER_LABEL]: "dms-operator-7c9d-d4", [DRAIN_LABEL]: DRAIN_ANY })],
+      false,
+    ],
+  ])("%s", (_, rivals, expected) => {
+    expect(mayLetGo(rivals, self, (r) => r.running)).toBe(expected);
   });
 });
