@@ -93,8 +93,8 @@ export function chooseMoves<R extends ShardedResource>(
       if (budget.take(resource.uid)) choice.writes.push({ kind: "assign", resource, to, from: owner });
     } else {
       const chain = rivalChain(rivals, claimants.get(resource.claim) ?? [], to, budget);
-      const [head, ...then] = chain;
-      if (head) choice.writes.push(then.length > 0 ? { ...head, then } : head);
+      const [head, ...after] = chain;
+      if (head) choice.writes.push(after.length > 0 ? { ...head, after } : head);
       const chained = new Set(chain.map((w) => w.resource));
       for (const r of rivals) if (!chained.has(r.resource)) defer(r.resource);
     }
@@ -112,9 +112,16 @@ export function chooseMoves<R extends ShardedResource>(
 }
 
 /**
+ * Rivals of one claim moved in one pass at most: their writes are made one after another, and a
+ * tenant's thousand rivals of one name must not hold the pass (and every other move) that long.
+ */
+export const RIVALS_PER_PASS = 16;
+
+/**
  * The writes moving a claim's rivals to `to`, oldest first: every resource of the claim not
- * labelled for `to` yet, in age order, as long as each is among `moves` and has room. The first
- * that is not (moved in a later pass) stops the chain: a younger rival never arrives before it.
+ * labelled for `to` yet, in age order, as long as each is among `moves` and has room, at most
+ * {@link RIVALS_PER_PASS}. The first that is not (moved in a later pass) stops the chain: a
+ * younger rival never arrives before it.
  */
 function rivalChain<R extends ShardedResource>(
   moves: readonly Move<R>[],
@@ -127,7 +134,7 @@ function rivalChain<R extends ShardedResource>(
   const waiting = claimants.filter((r) => r.owner !== to).sort((a, b) => (createdBefore(a, b) ? -1 : 1));
   for (const resource of waiting) {
     const m = moving.get(resource);
-    if (m === undefined || !budget.take(resource.uid)) break;
+    if (m === undefined || chain.length === RIVALS_PER_PASS || !budget.take(resource.uid)) break;
     chain.push({ kind: "assign", resource, to, from: m.owner });
   }
   return chain;

@@ -98,8 +98,8 @@ export async function runWrites<R extends ShardedResource>(
       const planned = ordered[next++];
       if (planned === undefined || o.signal.aborted || !(await one(planned))) continue;
       // A claim's younger rivals, each once the one before it was written (see `chooseMoves`).
-      for (const after of planned.kind === "assign" ? (planned.then ?? []) : [])
-        if (o.signal.aborted || !(await one(after))) break;
+      for (const younger of planned.kind === "assign" ? (planned.after ?? []) : [])
+        if (o.signal.aborted || !(await one(younger))) break;
     }
   };
   await Promise.all(Array.from({ length: Math.min(o.concurrency, ordered.length) }, worker));

@@ -67,14 +67,14 @@ export type PlannedWrite<R extends ShardedResource = ShardedResource> =
 
 /**
  * `owner=to`, drain removed; `from` is the replica that holds it now (see {@link effectiveOwner}).
- * `then`: the younger rivals of its claim, oldest first, each written once the one before it was.
+ * `after`: the younger rivals of its claim, oldest first, each written once the one before it was.
  */
 export interface AssignWrite<R extends ShardedResource = ShardedResource> {
   kind: "assign";
   resource: R;
   to: string;
   from: string | undefined;
-  then?: AssignWrite<R>[];
+  after?: AssignWrite<R>[];
 }
 
 /** A move onto a new owner, found by the walk and decided once each claim's holders are known. */

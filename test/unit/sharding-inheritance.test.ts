@@ -168,7 +168,7 @@ describe("the sharder's step for a resource of a held replica", () => {
     // The older one first, then the younger: alone on b, it would take the name.
     const rivalToB = { kind: "assign", resource: rival, to: "b", from: undefined };
     expect(choose(held).writes).toEqual([
-      { kind: "assign", resource: held, to: "b", from: "d", then: [rivalToB] },
+      { kind: "assign", resource: held, to: "b", from: "d", after: [rivalToB] },
     ]);
     const second = choose({ ...held, owner: "b" });
     expect(second.writes).toEqual([rivalToB]);
@@ -371,7 +371,7 @@ describe("a second death during a failover", () => {
       write?.kind === "assign" && [
         write.resource.uid,
         write.to,
-        write.then?.map((t) => [t.resource.uid, t.to]),
+        write.after?.map((t) => [t.resource.uid, t.to]),
       ],
     ).toEqual(["1", "y", [["2", "y"]]]);
   });

@@ -17,7 +17,7 @@ import {
   type ShardedResource,
   WriteBudget,
 } from "../../src/sharding/pass.ts";
-import { chooseMoves } from "../../src/sharding/pass-choose.ts";
+import { chooseMoves, RIVALS_PER_PASS } from "../../src/sharding/pass-choose.ts";
 import { walk } from "../../src/sharding/pass-walk.ts";
 import {
   orderWrites,
@@ -63,7 +63,7 @@ function ringOf(states: Record<string, MemberState>): RingView {
 const uids = (writes: readonly PlannedWrite[]) =>
   writes.map((w) =>
     w.kind === "assign"
-      ? `${w.resource.uid}→${w.to}${(w.then ?? []).map((t) => `+${t.resource.uid}`).join("")}`
+      ? `${w.resource.uid}→${w.to}${(w.after ?? []).map((t) => `+${t.resource.uid}`).join("")}`
       : `${w.resource.uid}:drain=${w.value}`,
   );
 
@@ -234,6 +234,16 @@ describe("the choice of moves and drains", () => {
       ],
       room: 2,
       chosen: { writes: ["r1→b+r2"], deferred: 1, roomLater: 1 },
+    },
+    {
+      case: "more rivals than one pass moves: the oldest sixteen, the others in a later pass",
+      resources: Array.from({ length: RIVALS_PER_PASS + 2 }, (_, i) => res(`r${i + 1}`, {}, "x")),
+      moves: Array.from({ length: RIVALS_PER_PASS + 2 }, (_, i) => ({ uid: `r${i + 1}`, to: "b" })),
+      room: 100,
+      chosen: {
+        writes: [`r1→b${Array.from({ length: RIVALS_PER_PASS - 1 }, (_, i) => `+r${i + 2}`).join("")}`],
+        deferred: 2,
+      },
     },
     {
       case: "rivals created in the same second: by namespace and name, as the reconciler orders them",
@@ -420,7 +430,7 @@ describe("the writes", () => {
   ])("write a claim's rivals in order: $case", async ({ results, tried: expected, assigned }) => {
     const tried: string[] = [];
     const inFlight = new Set<string>();
-    const chain: PlannedWrite = { ...assign("r1"), then: [assign("r2"), assign("r3")] } as PlannedWrite;
+    const chain: PlannedWrite = { ...assign("r1"), after: [assign("r2"), assign("r3")] } as PlannedWrite;
     const written = await runWrites([chain, assign("other")], {
       write: async ({ resource }) => {
         // The chain's writes never overlap: each starts once the one before it was answered.

@@ -6,6 +6,7 @@ import { DRAIN_ANY, DRAIN_LABEL, drainTarget, handoverTo, OWNER_LABEL } from "..
 import { ShardMember } from "../../src/sharding/member.ts";
 import { type RingLease, RingMembership } from "../../src/sharding/membership.ts";
 import { MAX_TAKES_PER_PASS, MAX_WRITES_PER_PASS, type ShardedResource } from "../../src/sharding/pass.ts";
+import { RIVALS_PER_PASS } from "../../src/sharding/pass-choose.ts";
 import { deniedMessage, ShardLabelsDenied } from "../../src/sharding/pass-write.ts";
 import { ownerOf, SHARDER_REPLICA_SHARE } from "../../src/sharding/ring.ts";
 import { Sharder } from "../../src/sharding/sharder.ts";
@@ -277,10 +278,12 @@ describe("the sharder", () => {
     for (const m of ["a", "b"]) w.renew(m);
     w.add(MAX_WRITES_PER_PASS + 1, claim);
     const sharder = w.sharder();
-    for (let i = 0; i < 3; i++) await sharder.pass(signal);
+    // A claim's rivals move at most RIVALS_PER_PASS a pass, oldest first.
+    const passes = Math.ceil((MAX_WRITES_PER_PASS + 1) / RIVALS_PER_PASS) + 3;
+    for (let i = 0; i < passes; i++) await sharder.pass(signal);
     w.renew("c");
     const target = ownerOf(claim, ["a", "b", "c"]);
-    for (let i = 0; i < 10; i++) {
+    for (let i = 0; i < passes + 10; i++) {
       await sharder.pass(signal);
       w.acknowledgeDrains();
     }
