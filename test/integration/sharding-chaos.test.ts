@@ -7,7 +7,11 @@
 // over each edit, so a handover with a write still in flight shows), and every resource is owned
 // again (by a live replica,
 // the one the ring gives it) within the Lease duration plus a few seconds of each disruption
-// (plus 10 s when the replica killed was the leader, which runs the sharder).
+// (plus 10 s when the replica killed was the leader, which runs the sharder). Rivals (resources
+// naming the service deployment of another) are created at the start and during each join, while
+// the join drains resources to the new replica: rivals must reach their replica oldest first, or
+// the younger one, alone there for a moment, would take the name and write its own image (a
+// second writer): no rival's image may ever reach the service.
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -43,6 +47,17 @@ const KEY_B = "ring-chaos-key-b-5f1e";
  */
 const EDIT_LATENCY_MS = 250;
 const RING = "dms-ring-chaos";
+/** Rivals created before the rounds, and during each join (each names a resource's deployment). */
+const RIVALS_AT_START = 8;
+const RIVALS_PER_JOIN = 4;
+
+/** A rival of the resource `of`: its deployment's name, on its connection, an image of its own. */
+const rivalSpec = (of: string, n: number, connection: boolean): DeploymentSpec => ({
+  name: of,
+  source: "internal_docker",
+  sourceRevisionConfig: { imageUri: `registry.example.com/rival:${n}` },
+  ...(connection ? { connectionRef: { kind: "ServiceConnection", name: "b" } } : {}),
+});
 
 const spec = (tag: number, connection: boolean): DeploymentSpec => ({
   source: "internal_docker",
@@ -117,6 +132,21 @@ describe("sharding: ring chaos", () => {
           await user.create(namespace, name, spec(1, onB(name)));
         }),
       );
+    /** The rivals created: each one's name and the resource whose deployment it names. */
+    const rivals = new Map<string, string>();
+    const createRivals = async (count: number) => {
+      const made = Array.from({ length: count }, () => {
+        const of = names[Math.floor(Math.random() * names.length)] ?? "r0";
+        const n = rivals.size;
+        rivals.set(`x${n}`, of);
+        return { name: `x${n}`, of, n };
+      });
+      await Promise.all(
+        made.map(({ name, of, n }) => user.create(namespace, name, rivalSpec(of, n, onB(of)))),
+      );
+    };
+    await createRivals(RIVALS_AT_START);
+    const total = () => RESOURCES + rivals.size;
 
     /**
      * Every resource labelled for a replica that is running (no matter its status): none left
@@ -130,12 +160,17 @@ describe("sharding: ring chaos", () => {
     };
     const owners = new Map<string, string | undefined>();
     let moves = 0;
-    /** Every resource Ready at its latest generation, owned by the live replica the ring names. */
+    /**
+     * Every resource owned by the live replica the ring names; each Ready at its latest generation
+     * but the rivals, which stall (the older resource keeps the name).
+     */
     const settled = async () => {
       const place = await ring.placement(user);
       const items = await list();
       const pending = items.filter((o) => {
         const owner = o.metadata.labels?.[OWNER_LABEL];
+        if (rivals.has(o.metadata.name))
+          return !(owner !== undefined && owner === place(claimOf(o)) && hasCondition(o, "Stalled", "True"));
         return !(
           owner !== undefined &&
           owner === place(claimOf(o)) &&
@@ -145,7 +180,7 @@ describe("sharding: ring chaos", () => {
         );
       });
       for (const r of replicas.values()) r.process.assertRunning();
-      if (items.length !== RESOURCES || pending.length > 0) return undefined;
+      if (items.length !== total() || pending.length > 0) return undefined;
       for (const o of items) {
         const owner = o.metadata.labels?.[OWNER_LABEL];
         if (owners.has(o.metadata.name) && owners.get(o.metadata.name) !== owner) moves += 1;
@@ -184,6 +219,8 @@ describe("sharding: ring chaos", () => {
       const step = round % 5;
       if (step === 1 && members.length === 3) {
         start(); // 3 → 4
+        // New rivals while the join drains resources to the new replica.
+        await createRivals(RIVALS_PER_JOIN);
       } else if (step === 3 && members.length >= 4) {
         // 4 → 2: one graceful stop, one kill -9
         const [a, b] = members.slice(0, 2).map((n) => replicas.get(n) as Replica);
@@ -214,7 +251,7 @@ describe("sharding: ring chaos", () => {
       settledAfter.push(Date.now() - began);
     }
     console.log(
-      `ring chaos: ${RESOURCES} resources, ${ROUNDS} rounds, ${edits.length} edits; owned again after each round in ms: ${reowned.map((ms, i) => (leaderRounds.has(i) ? `${ms} (leader)` : ms)).join(", ")}; ready with the edits after: ${settledAfter.join(", ")}`,
+      `ring chaos: ${RESOURCES} resources and ${rivals.size} rivals, ${ROUNDS} rounds, ${edits.length} edits; owned again after each round in ms: ${reowned.map((ms, i) => (leaderRounds.has(i) ? `${ms} (leader)` : ms)).join(", ")}; ready with the edits after: ${settledAfter.join(", ")}`,
     );
 
     // No deployment created twice on either service.
@@ -228,7 +265,14 @@ describe("sharding: ring chaos", () => {
       const deployment = sim.store.getByName(name);
       const images = (sim.store.revisions(deployment?.id ?? "") ?? []).map((r) => JSON.stringify(r));
       const image = `registry.example.com/ring:${t}`;
-      expect(images.filter((r) => r.includes(`"${image}"`)).length, `${name} ${image}`).toBe(1);
+      const writers = (writesByDeployment(sim.requests()).get(deployment?.id ?? "") ?? []).map(
+        (w) => `${w.userAgent?.replace(/.*\(/, "(")} ${new Date(w.at).toISOString().slice(11, 23)}`,
+      );
+      const revisions = images.map((r) => /registry\.example\.com\/[a-z]+:\d+/.exec(r)?.[0]).join(", ");
+      expect(
+        images.filter((r) => r.includes(`"${image}"`)).length,
+        `${name} ${image}: revisions ${revisions}; written by ${writers.join(", ")}`,
+      ).toBe(1);
     }
     // No replica wrote a deployment between two writes of another within one Lease duration, and
     // no replica's write to a deployment arrived before every earlier write to it by another
@@ -267,5 +311,18 @@ describe("sharding: ring chaos", () => {
     expect(found.overlaps).toEqual([]);
     // Resources did move: the rounds were handovers, not a ring that never changed.
     expect(moves).toBeGreaterThan(RESOURCES / 4);
+    // No rival ever wrote: it always reached the replica of the resource whose name it claims
+    // after that resource (checked last: the checks above say more of a failure).
+    for (const sim of [simA, simB])
+      for (const d of sim.store.list()) {
+        const images = (sim.store.revisions(d.id) ?? []).map((r) => JSON.stringify(r));
+        const writers = (writesByDeployment(sim.requests()).get(d.id) ?? []).map(
+          (w) => `${w.userAgent?.replace(/.*\(/, "(")} ${new Date(w.at).toISOString().slice(11, 23)}`,
+        );
+        expect(
+          images.filter((r) => r.includes("registry.example.com/rival:")),
+          `${d.name}, written by ${writers.join(", ")}`,
+        ).toEqual([]);
+      }
   }, 900_000);
 });
