@@ -15,6 +15,7 @@
  */
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import { CLAIM_INDEX, claimOf } from "../reconcile/claims.ts";
+import { addItem, itemsOf, type OneOrMany, removeItem } from "../runtime/one-or-many.ts";
 import { CustomResources } from "./custom-resources.ts";
 import {
   DEPLOYMENT_STRINGS,
@@ -69,6 +70,8 @@ export class ShareDeployments extends KubeDeployments {
   readonly #ended = new Map<string, Promise<void>>();
   /** Resources an inherited watch let go that the own watch has not added yet, by key (see the module comment). */
   readonly #transit = new Map<string, { obj: DeploymentObject; timer: ReturnType<typeof setTimeout> }>();
+  /** The keys in {@link #transit} by what each claims: a claim check reads only its rivals. */
+  readonly #transitClaims = new Map<string, OneOrMany<string>>();
 
   constructor(options: ShareDeploymentsOptions) {
     super(options);
@@ -108,7 +111,10 @@ export class ShareDeployments extends KubeDeployments {
     const own = (obj: DeploymentObject) => super.get(refOf(obj)) !== undefined;
     const unsubscribe = share.subscribe({
       onAdd: (obj) => {
-        if (!own(obj) && !this.#elsewhere(obj, share)) this.#emit((h) => h.onAdd?.(obj));
+        if (own(obj) || this.#elsewhere(obj, share)) return;
+        // Back from transit (never reported deleted): an update.
+        const was = this.#arrived(refOf(obj));
+        this.#emit((h) => (was ? h.onUpdate?.(was, obj) : h.onAdd?.(obj)));
       },
       onUpdate: (old, obj) => {
         if (!own(obj)) this.#emit((h) => h.onUpdate?.(old, obj));
@@ -135,15 +141,15 @@ export class ShareDeployments extends KubeDeployments {
   /** Holds `obj`, let go by an inherited watch, as a claimant until the own watch adds it, or {@link TRANSIT_MS}. */
   #inTransit(obj: DeploymentObject): void {
     const key = objectKey(refOf(obj));
-    const before = this.#transit.get(key);
-    if (before) clearTimeout(before.timer);
+    this.#arrived(refOf(obj));
     const timer = setTimeout(() => {
       if (this.#transit.get(key)?.obj !== obj) return;
-      this.#transit.delete(key);
+      this.#arrived(refOf(obj));
       this.#emit((h) => h.onDelete?.(obj));
     }, this.#options.transitMs ?? TRANSIT_MS);
     timer.unref?.();
     this.#transit.set(key, { obj, timer });
+    this.#transitClaims.set(claimOf(obj), addItem(this.#transitClaims.get(claimOf(obj)), key));
   }
 
   /** Ends `ref`'s transit, if it was in transit: the object it was, for the own watch's add. */
@@ -153,6 +159,10 @@ export class ShareDeployments extends KubeDeployments {
     if (!entry) return undefined;
     clearTimeout(entry.timer);
     this.#transit.delete(key);
+    const claim = claimOf(entry.obj);
+    const left = removeItem(this.#transitClaims.get(claim), key);
+    if (left === undefined) this.#transitClaims.delete(claim);
+    else this.#transitClaims.set(claim, left);
     return entry.obj;
   }
 
@@ -248,8 +258,10 @@ export class ShareDeployments extends KubeDeployments {
         if (!found.has(key) && super.get(refOf(obj)) === undefined) found.set(key, obj);
       }
     if (index === CLAIM_INDEX)
-      for (const [key, { obj }] of this.#transit)
-        if (!found.has(key) && claimOf(obj) === value) found.set(key, obj);
+      for (const key of itemsOf(this.#transitClaims.get(value))) {
+        const obj = this.#transit.get(key)?.obj;
+        if (obj && !found.has(key)) found.set(key, obj);
+      }
     return [...found.values()];
   }
 

@@ -198,4 +198,33 @@ describe("a replica's cache with an inherited share", () => {
     run.abort();
     await running;
   });
+
+  it("reads a resource the second watch let go and then shows again as updated, never deleted", async () => {
+    const api = await apiServer([resource("d1", "d", "2")]);
+    const cache = new ShareDeployments({
+      client: api.client,
+      scope: { namespaces: ["ns"], labelSelector: `${OWNER_LABEL}=a` },
+      inheritedSelector: (owner) => `${OWNER_LABEL}=${owner}`,
+      indexers: { [CLAIM_INDEX]: claimIndexer },
+      transitMs: 100,
+    });
+    const { events, run, running } = await started(cache);
+    const inheritance = new AbortController();
+    const inherited = cache.inherit("d", () => true, inheritance.signal);
+    await until(cache, () => cache.size === 1);
+    await api.watching("d");
+    events.length = 0;
+    api.push("d", "DELETED", resource("d1", "d", "20"));
+    api.push("d", "ADDED", resource("d1", "d", "21"));
+    await until(cache, () => events.length === 1);
+    expect(events).toEqual(["update d1@21"]);
+    // Its transit ended with it: no delete once the transit time is over.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(events).toEqual(["update d1@21"]);
+    expect(names(cache.byIndex(CLAIM_INDEX, "d1"))).toEqual(["d1"]);
+    inheritance.abort();
+    await inherited;
+    run.abort();
+    await running;
+  });
 });
