@@ -12,7 +12,7 @@
 import { connectionKey, connectionOf, DEFAULT_CONNECTION } from "../crd/connection-ref.ts";
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
-import { objectKey } from "../runtime/queue-lines.ts";
+import { keyOfMeta } from "../runtime/queue-lines.ts";
 import type { ResourcePort, StoredResource } from "./ports.ts";
 
 /**
@@ -23,8 +23,6 @@ export interface Claimant {
   metadata: { name: string; namespace?: string; creationTimestamp?: string };
   spec: DeploymentSpec;
 }
-
-const keyOf = (o: Claimant) => objectKey({ namespace: o.metadata.namespace ?? "", name: o.metadata.name });
 
 /**
  * True when `a` was created before `b` (ties broken by namespace/name, so the order is total).
@@ -38,7 +36,7 @@ export function olderThan(a: Claimant, b: Claimant): boolean {
     if (tb === undefined) return true;
     return ta < tb;
   }
-  return keyOf(a) < keyOf(b);
+  return keyOfMeta(a) < keyOfMeta(b);
 }
 
 /** The service name a resource claims. */
@@ -91,7 +89,7 @@ export function olderClaimant<T extends Claimant>(obj: Claimant, all: readonly T
   const claim = claimOf(obj);
   let holder: T | undefined;
   for (const other of all) {
-    if (keyOf(other) === keyOf(obj) || claimOf(other) !== claim) continue;
+    if (keyOfMeta(other) === keyOfMeta(obj) || claimOf(other) !== claim) continue;
     if (olderThan(other, obj) && (!holder || olderThan(other, holder))) holder = other;
   }
   return holder;

@@ -21,6 +21,13 @@ export function objectKey(ref: ObjectRef): string {
   return ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name;
 }
 
+/** The key of an object by its metadata (no namespace: cluster-scoped), as {@link objectKey}. */
+export function keyOfMeta(o: {
+  readonly metadata: { readonly name: string; readonly namespace?: string | undefined };
+}): string {
+  return objectKey({ namespace: o.metadata.namespace ?? "", name: o.metadata.name });
+}
+
 /** The reference a key was made from: the inverse of {@link objectKey} (names hold no `/`). */
 export function parseObjectKey(key: string): ObjectRef {
   const slash = key.indexOf("/");

@@ -4,7 +4,7 @@
  * choose, write, holds: see {@link Sharder}) speak these.
  */
 
-import { objectKey } from "../runtime/queue-lines.ts";
+import { keyOfMeta } from "../runtime/queue-lines.ts";
 import type { ShardLabels } from "./assignment.ts";
 import type { RingChoice } from "./ring-choices.ts";
 
@@ -145,12 +145,8 @@ export function createdSeconds(timestamp: unknown): number {
  */
 export function createdBefore(a: ShardedResource, b: ShardedResource): boolean {
   if (a.created !== b.created) return a.created < b.created;
-  const [ka, kb] = [keyOf(a), keyOf(b)];
-  return ka < kb;
+  return keyOfMeta(a) < keyOfMeta(b);
 }
-
-const keyOf = (r: ShardedResource) =>
-  objectKey({ namespace: r.metadata.namespace ?? "", name: r.metadata.name });
 
 /** The replica that holds a resource now: its owner label, or the previous one if removed unacknowledged. */
 export function effectiveOwner(labels: ShardLabels, before: ShardLabels | undefined): string | undefined {

@@ -10,7 +10,7 @@ import type { Clock } from "../runtime/clock.ts";
 import { untilAborted } from "../runtime/clock.ts";
 import type { Reconciler } from "../runtime/controller.ts";
 import type { Runnable } from "../runtime/manager.ts";
-import { type ObjectRef, objectKey, parseObjectKey } from "../runtime/queue-lines.ts";
+import { keyOfMeta, type ObjectRef, parseObjectKey } from "../runtime/queue-lines.ts";
 import { ClusterUserCounts, type ClusterUsers } from "./cluster-users.ts";
 import { Heirs, readSeedForHeirs } from "./heirs.ts";
 import { type LabelPolicyReading, requireLabelPolicy, watchLabelPolicy } from "./label-policy.ts";
@@ -28,10 +28,6 @@ import {
   sharderRunnable,
   type WatchHandlers,
 } from "./sharder-loop.ts";
-
-/** The key of a cached resource. */
-const keyOf = (obj: CachedResource) =>
-  objectKey({ namespace: obj.metadata.namespace ?? "", name: obj.metadata.name });
 
 /** A resource of this replica's own cache, as its member reads it. */
 export interface CachedResource {
@@ -193,9 +189,9 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
       const ref = parseObjectKey(key);
       const obj = cache?.get(ref);
       if (!obj || !claimants) return true;
-      const rivals = claimants(ref).filter((r) => keyOf(r) !== key);
+      const rivals = claimants(ref).filter((r) => keyOfMeta(r) !== key);
       // Tried again shortly while a rival here may still be reconciled (see `mayLetGo`).
-      if (!mayLetGo(rivals, name, (r) => member.reconciling(keyOf(r)))) return false;
+      if (!mayLetGo(rivals, name, (r) => member.reconciling(keyOfMeta(r)))) return false;
       const labels = {
         // Other resources here claiming the same name: rivals move together, by the sharder.
         [OWNER_LABEL]: handoverTo(obj.metadata.labels?.[DRAIN_LABEL], name, rivals.length),
@@ -315,7 +311,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
       cache = c;
       claimants = count;
       inherit = inheritPort;
-      const changed = (obj: CachedResource) => member.changed(keyOf(obj));
+      const changed = (obj: CachedResource) => member.changed(keyOfMeta(obj));
       c.subscribe({ onAdd: changed, onUpdate: (_old, obj) => changed(obj) });
     },
     guard: (reconcile) => member.guard(reconcile),

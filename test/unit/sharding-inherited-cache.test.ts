@@ -89,6 +89,24 @@ async function started(cache: ShareDeployments) {
   return { events, run, running };
 }
 
+/**
+ * A cache of replica `a`, claims indexed, inheriting every resource of the dead replica `d`;
+ * a resource in transit for `transitMs`.
+ */
+async function inheritingAll(client: KubeClient, transitMs: number) {
+  const cache = new ShareDeployments({
+    client,
+    scope: { namespaces: ["ns"], labelSelector: `${OWNER_LABEL}=a` },
+    inheritedSelector: (owner) => `${OWNER_LABEL}=${owner}`,
+    indexers: { [CLAIM_INDEX]: claimIndexer },
+    transitMs,
+  });
+  const running = await started(cache);
+  const inheritance = new AbortController();
+  const inherited = cache.inherit("d", () => true, inheritance.signal);
+  return { cache, ...running, inheritance, inherited };
+}
+
 const names = (objects: readonly DeploymentObject[]) => objects.map((o) => o.metadata.name).sort();
 
 describe("a replica's cache with an inherited share", () => {
@@ -148,16 +166,7 @@ describe("a replica's cache with an inherited share", () => {
       rivalOf("x1", "d1", "d", "3"),
       resource("d2", "d", "4"),
     ]);
-    const cache = new ShareDeployments({
-      client: api.client,
-      scope: { namespaces: ["ns"], labelSelector: `${OWNER_LABEL}=a` },
-      inheritedSelector: (owner) => `${OWNER_LABEL}=${owner}`,
-      indexers: { [CLAIM_INDEX]: claimIndexer },
-      transitMs: 200,
-    });
-    const { events, run, running } = await started(cache);
-    const inheritance = new AbortController();
-    const inherited = cache.inherit("d", () => true, inheritance.signal);
+    const { cache, events, run, running, inheritance, inherited } = await inheritingAll(api.client, 200);
     await until(cache, () => cache.size === 3);
     await Promise.all([api.watching("a"), api.watching("d")]);
     events.length = 0;
@@ -201,16 +210,7 @@ describe("a replica's cache with an inherited share", () => {
 
   it("reads a resource the second watch let go and then shows again as updated, never deleted", async () => {
     const api = await apiServer([resource("d1", "d", "2")]);
-    const cache = new ShareDeployments({
-      client: api.client,
-      scope: { namespaces: ["ns"], labelSelector: `${OWNER_LABEL}=a` },
-      inheritedSelector: (owner) => `${OWNER_LABEL}=${owner}`,
-      indexers: { [CLAIM_INDEX]: claimIndexer },
-      transitMs: 100,
-    });
-    const { events, run, running } = await started(cache);
-    const inheritance = new AbortController();
-    const inherited = cache.inherit("d", () => true, inheritance.signal);
+    const { cache, events, run, running, inheritance, inherited } = await inheritingAll(api.client, 100);
     await until(cache, () => cache.size === 1);
     await api.watching("d");
     events.length = 0;
