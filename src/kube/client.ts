@@ -11,6 +11,7 @@
  */
 import http from "node:http";
 import https from "node:https";
+import type { Socket } from "node:net";
 import { followSignal } from "../runtime/clock.ts";
 import type { KubeCredentials } from "./credentials.ts";
 import { apiErrorFrom, KubeApiError } from "./errors.ts";
@@ -170,6 +171,7 @@ export class KubeClient {
       const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
         const outgoing = transport.request(url, { ...options, method: req.method, headers, signal }, resolve);
         outgoing.on("error", (err) => reject(new Error(`${describe(req)}: ${err.message}`, { cause: err })));
+        outgoing.once("socket", hearSocketErrors);
         outgoing.end(payload);
       });
       return { res, settled };
@@ -187,6 +189,20 @@ export class KubeClient {
     }
     return url;
   }
+}
+
+const HEARD = Symbol("dms.heard");
+
+/**
+ * Gives a connection one listener of its own for its errors. A request's errors reach its caller
+ * through the request; but an abort that comes as the answer ends (a watch list's caller moves on
+ * at its last bookmark) destroys a connection already back in the keep-alive pool, where no
+ * listener hears it and the error would throw out of the process.
+ */
+function hearSocketErrors(socket: Socket & { [HEARD]?: true }): void {
+  if (socket[HEARD]) return;
+  socket[HEARD] = true;
+  socket.on("error", () => {});
 }
 
 const describe = (req: KubeRequest): string => `${req.method} ${req.path}`;

@@ -113,6 +113,29 @@ describe("KubeClient", () => {
     ).rejects.toThrow(/PATCH \/apis\/x: reading the answer failed/);
   });
 
+  it("lets a caller abort as a stream's answer ends, with nothing thrown out of the process", async () => {
+    const client = await clientOf((_req, res) => res.end('{"type":"BOOKMARK"}\n{"type":"ADDED"}\n'), 1_000);
+    const unheard: unknown[] = [];
+    const hear = (err: unknown) => void unheard.push(err);
+    process.on("uncaughtException", hear);
+    try {
+      for (let i = 0; i < 5; i += 1) {
+        const stop = new AbortController();
+        const lines = await client.stream({ method: "GET", path: "/apis/x", signal: stop.signal });
+        // The caller moves on at the first line (a watch list's end) and aborts while the rest is read.
+        let first = true;
+        for await (const _line of lines) {
+          if (first) queueMicrotask(() => stop.abort());
+          first = false;
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    } finally {
+      process.off("uncaughtException", hear);
+    }
+    expect(unheard).toEqual([]);
+  });
+
   it("puts one listener on a caller's signal however many of its requests are in flight", async () => {
     const warnings: string[] = [];
     const onWarning = (w: Error) => warnings.push(w.name);
