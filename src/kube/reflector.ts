@@ -1,8 +1,9 @@
 /**
  * A list+watch reflector with an in-memory cache, after kube-rs's watcher+reflector and client-go's
- * Reflector: list (paginated), then watch from the list's resourceVersion with bookmarks; when a
- * watch ends or fails, resume from the last resourceVersion seen after a jittered exponential
- * backoff; when that version is gone (410), list again and emit the differences.
+ * Reflector: list (a watch list, or by pages where the server offers none: `listing.ts`), then
+ * watch from the list's resourceVersion with bookmarks; when a watch ends or fails, resume from
+ * the last resourceVersion seen after a jittered exponential backoff; when that version is gone
+ * (410), list again and emit the differences.
  */
 import pino, { type Logger } from "pino";
 import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
@@ -10,17 +11,19 @@ import { type Clock, systemClock } from "../runtime/clock.ts";
 import { keepEqualStrings } from "../runtime/interner.ts";
 import { isRecord } from "../runtime/json.ts";
 import { CacheIndexes } from "../runtime/one-or-many.ts";
-import { type KubeClient, listPages } from "./client.ts";
-import { apiErrorFrom, GoneError } from "./errors.ts";
+import { GoneError } from "./errors.ts";
 import {
-  collectionPath,
-  isKubeObject,
-  isNewerVersion,
-  type KubeObject,
-  objectKey,
-  type ResourceType,
-  refOf,
-} from "./object.ts";
+  collectInitialEvent,
+  InitialEventsCut,
+  initialEventsEnd,
+  isIgnored,
+  type ListScope,
+  listByPages,
+  refusesWatchList,
+  WATCH_LIST_QUERY,
+  watchError,
+} from "./listing.ts";
+import { collectionPath, isKubeObject, isNewerVersion, type KubeObject, objectKey, refOf } from "./object.ts";
 
 /**
  * Callbacks on cache changes. They run after the cache is updated, so a handler reading the cache
@@ -33,16 +36,8 @@ export interface ReflectorHandlers<T> {
   onDelete?(obj: T): void | Promise<void>;
 }
 
-/** Options of {@link Reflector}. */
-export interface ReflectorOptions<T extends KubeObject> {
-  client: KubeClient;
-  resource: ResourceType;
-  /** One namespace, or all namespaces when `undefined`. */
-  namespace?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
-  /** `Accept` headers for the list and the watch (metadata-only watches set these). */
-  accept?: { list: string; watch: string };
+/** Options of {@link Reflector}: what it lists and watches ({@link ListScope}), and how it keeps it. */
+export interface ReflectorOptions<T extends KubeObject> extends ListScope {
   /**
    * Validates one object from the wire; `undefined` skips it (logged as invalid), `null` skips it
    * quietly (a valid object the adapter does not keep).
@@ -54,8 +49,6 @@ export interface ReflectorOptions<T extends KubeObject> {
    * scanning the cache. Maintained before handlers run, so a handler sees them current.
    */
   indexers?: Record<string, (obj: T) => readonly string[]>;
-  /** Page size of the list; {@link LIST_PAGE_SIZE}. */
-  pageSize?: number;
   /** Server-side watch timeout: a random value in [n, 2n) seconds per watch (client-go); n = 300. */
   minWatchTimeoutSeconds?: number;
   /** Restart backoff; default base 200 ms, max 30 s, half jitter (a restart never waits 0 ms). */
@@ -65,15 +58,6 @@ export interface ReflectorOptions<T extends KubeObject> {
   random?: () => number;
   logger?: Logger;
 }
-
-/**
- * Objects per page of a list. A page is read and parsed whole before decode trims each object,
- * and a tenant decides what an object weighs (256 KiB of annotations, with labels and its spec
- * about 1 MiB): 500 objects of 200 KiB, client-go's page, took the operator to 331 MiB at start,
- * past its container's limit (256 MiB). 50 keeps a page of such objects near 10 MiB; 10,000
- * resources list in 200 requests at start instead of 20.
- */
-export const LIST_PAGE_SIZE = 50;
 
 /** A watch that stays open at least this long counts as healthy and resets the backoff. */
 const HEALTHY_WATCH_MS = 5_000;
@@ -100,6 +84,10 @@ export class Reflector<T extends KubeObject> {
   readonly #log: Logger;
   #resourceVersion: string | undefined;
   #hasSynced = false;
+  /** A list is due (at the start, after a 410). */
+  #needList = true;
+  /** Lists by a watch list (see listing.ts) until the server refuses one; then by pages. */
+  #watchList = true;
   readonly #syncing = Promise.withResolvers<void>();
 
   constructor(options: ReflectorOptions<T>) {
@@ -208,13 +196,10 @@ export class Reflector<T extends KubeObject> {
   async run(signal: AbortSignal): Promise<void> {
     let attempt = 0;
     // A second run() after a stop resumes from the cache's resourceVersion, like a broken watch.
-    let needList = !this.#hasSynced;
+    this.#needList = !this.#hasSynced;
     while (!signal.aborted) {
       try {
-        if (needList) {
-          await this.#relist(signal);
-          needList = false;
-        }
+        if (this.#needList && !this.#watchList) await this.#relist(signal);
         const started = this.#clock.now();
         const events = await this.#watch(signal);
         const healthy = events > 0 || this.#clock.now() - started >= HEALTHY_WATCH_MS;
@@ -224,7 +209,11 @@ export class Reflector<T extends KubeObject> {
         if (signal.aborted) break;
         if (err instanceof GoneError) {
           this.#log.info({ resourceVersion: this.#resourceVersion }, "resourceVersion expired; relisting");
-          needList = true;
+          this.#needList = true;
+        } else if (this.#needList && this.#watchList && (refusesWatchList(err) || isIgnored(err))) {
+          this.#log.info({ err }, "the API server offers no watch list; listing by pages");
+          this.#watchList = false;
+          continue;
         } else {
           attempt += 1;
           this.#log.warn({ err, attempt }, "list/watch failed; retrying with backoff");
@@ -239,45 +228,38 @@ export class Reflector<T extends KubeObject> {
     if (!this.#hasSynced) this.#syncing.reject(signal.reason);
   }
 
+  /** A paged list into the cache (where the server offers no watch list). */
   async #relist(signal: AbortSignal): Promise<void> {
-    const fresh = new Map<string, T>();
-    const resourceVersion = await listPages(
-      this.#opts.client,
-      {
-        path: collectionPath(this.#opts.resource, this.#opts.namespace),
-        query: {
-          limit: this.#opts.pageSize ?? LIST_PAGE_SIZE,
-          continue: undefined,
-          labelSelector: this.#opts.labelSelector,
-          fieldSelector: this.#opts.fieldSelector,
-        },
-        ...(this.#opts.accept ? { accept: this.#opts.accept.list } : {}),
-        signal,
-      },
-      (raw) => {
-        const obj = this.#decode(raw);
-        if (obj) fresh.set(objectKey(refOf(obj)), obj);
-      },
-    );
+    const { fresh, resourceVersion } = await listByPages(this.#opts, signal, (raw) => this.#decode(raw));
+    this.#listed(fresh, resourceVersion);
+  }
+
+  /** The list is complete: the cache becomes `fresh` (handlers see the differences), the watch resumes at `resourceVersion`. */
+  #listed(fresh: Map<string, T>, resourceVersion: string): void {
     this.#replace(fresh);
     this.#resourceVersion = resourceVersion;
+    this.#needList = false;
     if (!this.#hasSynced) {
       this.#hasSynced = true;
       this.#syncing.resolve();
     }
   }
 
-  /** Watches from the last resourceVersion; resolves with the number of events seen when it ends. */
+  /**
+   * Watches from the last resourceVersion, or (a list being due) as a watch list from the newest
+   * state; resolves with the number of events seen when it ends.
+   */
   async #watch(signal: AbortSignal): Promise<number> {
     const minTimeout = this.#opts.minWatchTimeoutSeconds ?? 300;
     const timeoutSeconds = Math.floor(minTimeout * (1 + this.#random()));
+    let fresh = this.#needList ? new Map<string, T>() : undefined;
+    const started = this.#clock.now();
     const stream = await this.#opts.client.stream({
       method: "GET",
       path: collectionPath(this.#opts.resource, this.#opts.namespace),
       query: {
         watch: true,
-        resourceVersion: this.#resourceVersion,
-        allowWatchBookmarks: true,
+        ...(fresh ? WATCH_LIST_QUERY : { resourceVersion: this.#resourceVersion, allowWatchBookmarks: true }),
         timeoutSeconds,
         labelSelector: this.#opts.labelSelector,
         fieldSelector: this.#opts.fieldSelector,
@@ -291,7 +273,19 @@ export class Reflector<T extends KubeObject> {
     for await (const event of stream) {
       if (signal.aborted) break;
       events += 1;
-      this.#apply(event);
+      if (!fresh) {
+        this.#apply(event);
+        continue;
+      }
+      const resourceVersion = initialEventsEnd(event);
+      if (resourceVersion === undefined) collectInitialEvent(event, fresh, (raw) => this.#decode(raw));
+      else {
+        this.#listed(fresh, resourceVersion);
+        fresh = undefined;
+      }
+    }
+    if (fresh && !signal.aborted) {
+      throw new InitialEventsCut(this.#clock.now() - started >= minTimeout * 1000);
     }
     return events;
   }
@@ -299,10 +293,7 @@ export class Reflector<T extends KubeObject> {
   #apply(event: unknown): void {
     if (!isRecord(event)) return;
     const { type, object } = event;
-    if (type === "ERROR") {
-      const code = isRecord(object) && typeof object.code === "number" ? object.code : 500;
-      throw apiErrorFrom(code, object, "watch ERROR event");
-    }
+    if (type === "ERROR") throw watchError(object);
     if (type === "BOOKMARK") {
       const rv = isRecord(object) && isRecord(object.metadata) ? object.metadata.resourceVersion : undefined;
       if (typeof rv === "string") this.#resourceVersion = rv;

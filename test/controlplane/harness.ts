@@ -258,10 +258,14 @@ export class ControlPlane {
     return names.map((name) => name.replace(/^[^/]+\//, ""));
   }
 
-  /** Stops kube-apiserver (SIGTERM, as in a rollout) and starts it again on the same port; etcd keeps running. */
-  async restartApiServer(): Promise<void> {
+  /**
+   * Stops kube-apiserver (SIGTERM, as in a rollout) and starts it again on the same port; etcd
+   * keeps running. `flags` are added to its command line from then on (e.g. a feature gate).
+   */
+  async restartApiServer(flags: string[] = []): Promise<void> {
     if (this.#stopping) throw new Error("restartApiServer() after stop()");
     await this.#apiServer?.stop(STOP_GRACE_MS * 2);
+    this.#apiArgs = [...this.#apiArgs, ...flags];
     await this.#startApiServer();
   }
 

@@ -1,20 +1,37 @@
 // The reflector's recovery from what a real API server does to watchers: a restart that cuts
-// every watch, and resourceVersions that are no longer served (410 Gone) afterwards. This file
-// runs a control plane of its own, because restarting the shared one would disturb other files.
+// every watch, and resourceVersions that are no longer served (410 Gone) afterwards; and how it
+// lists: a watch list, or pages where the server offers none (a restart with the feature off).
+// This file runs a control plane of its own, because restarting the shared one would disturb
+// other files.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { KubeClient } from "../../src/kube/client.ts";
+import { KubeClient, type KubeRequest } from "../../src/kube/client.ts";
 import { loadKubeConfig } from "../../src/kube/config.ts";
 import { KubeSecrets } from "../../src/kube/secrets.ts";
 import { ControlPlane } from "../controlplane/harness.ts";
 import { waitFor } from "../support/cluster.ts";
 import { capturingLogger } from "../support/logs.ts";
 
+/** A client that records each call it is asked for: a request or a stream, and its query. */
+class RecordingClient extends KubeClient {
+  readonly calls: { kind: "request" | "stream"; query: KubeRequest["query"] }[] = [];
+
+  override request(req: KubeRequest): Promise<unknown> {
+    this.calls.push({ kind: "request", query: req.query });
+    return super.request(req);
+  }
+
+  override stream(req: KubeRequest): Promise<AsyncIterable<unknown>> {
+    this.calls.push({ kind: "stream", query: req.query });
+    return super.stream(req);
+  }
+}
+
 describe("reflector recovery", () => {
   let plane: ControlPlane;
   let client: KubeClient;
   const ns = "recovery";
-  const kubectl = async (args: string[]) => {
-    const result = await plane.kubectl([...args, "-n", ns]);
+  const kubectl = async (args: string[], namespace = ns) => {
+    const result = await plane.kubectl([...args, "-n", namespace]);
     if (result.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${result.stderr}`);
   };
 
@@ -93,5 +110,74 @@ describe("reflector recovery", () => {
       stop.abort();
       await running;
     }
+  });
+
+  describe("listing", () => {
+    const many = "listing";
+    const recording = () => new RecordingClient(loadKubeConfig({ kubeconfig: plane.kubeconfigPath }).config);
+
+    beforeAll(async () => {
+      await plane.kubectl(["create", "namespace", many]);
+      // More than a page (50) of Secrets, created by one apply.
+      const secrets = Array.from({ length: 60 }, (_, i) => ({
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: `s-${i}`, namespace: many },
+        stringData: { k: String(i) },
+      }));
+      const applied = await plane.kubectl(["apply", "-f", "-"], {
+        input: JSON.stringify({ apiVersion: "v1", kind: "List", items: secrets }),
+      });
+      if (applied.code !== 0) throw new Error(applied.stderr);
+    });
+
+    /** A Secrets cache on a recording client: it lists the 60, then hears a Secret `created` made after; then stops. */
+    async function listsThenFollows(created: string) {
+      const client = recording();
+      const { logger, messages } = capturingLogger();
+      const secrets = new KubeSecrets({ client, namespaces: [many], logger });
+      const seen: string[] = [];
+      const stop = new AbortController();
+      const running = secrets.run(stop.signal);
+      try {
+        await secrets.synced;
+        expect(secrets.list()).toHaveLength(60);
+        secrets.onChange((ref) => void seen.push(ref.name));
+        await kubectl(["create", "secret", "generic", created, "--from-literal=k=1"], many);
+        await waitFor(() => seen.includes(created), {
+          description: "the create after the list",
+          timeoutMs: 20_000,
+        });
+      } finally {
+        stop.abort();
+        await running;
+        await kubectl(["delete", "secret", created], many);
+      }
+      return { calls: client.calls, messages: messages() };
+    }
+
+    it("lists by one watch list and goes on watching on the same stream, with no paged request", async () => {
+      const { calls } = await listsThenFollows("later");
+      expect(calls).toEqual([
+        { kind: "stream", query: expect.objectContaining({ watch: true, sendInitialEvents: true }) },
+      ]);
+      // From the newest state, not from a version of ours.
+      expect(calls[0]?.query?.resourceVersion).toBeUndefined();
+    });
+
+    // Last in this file: the API server stays without the feature.
+    it("lists by pages where the API server refuses a watch list (the feature gate off), and says so once", async () => {
+      await plane.restartApiServer(["--feature-gates=WatchList=false"]);
+      const { calls, messages } = await listsThenFollows("paged");
+      const fallback = messages.filter((m) => m === "the API server offers no watch list; listing by pages");
+      expect(fallback).toHaveLength(1);
+      expect(calls.filter((call) => call.query?.sendInitialEvents === true)).toHaveLength(1);
+      const pages = calls.filter((call) => call.kind === "request");
+      expect(pages.map((call) => call.query?.limit)).toEqual([50, 50]);
+      expect(calls.at(-1)).toEqual({
+        kind: "stream",
+        query: expect.objectContaining({ watch: true, resourceVersion: expect.any(String) }),
+      });
+    });
   });
 });

@@ -3,23 +3,14 @@
 // seen by readers as one cache; a resource labelled for the heir passes from one watch to the
 // other as an update, never a delete (the second watch's word may come first: the resource is then
 // in transit, a claimant of its name but not reconciled); the second watch's end takes its resources out.
-import { createServer, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
-import { KubeClient } from "../../src/kube/client.ts";
+import type { ServerResponse } from "node:http";
+import { describe, expect, it } from "vitest";
+import type { KubeClient } from "../../src/kube/client.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
 import { ShareDeployments } from "../../src/kube/inherited-deployments.ts";
 import { CLAIM_INDEX, claimIndexer } from "../../src/reconcile/claims.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
-
-let server: Server | undefined;
-afterEach(async () => {
-  const open = server;
-  server = undefined;
-  if (!open) return;
-  open.closeAllConnections();
-  await new Promise((resolve) => open.close(resolve));
-});
+import { initialEvents, kubeStub } from "../support/kube-stub.ts";
 
 const resource = (name: string, owner: string, resourceVersion: string) => ({
   apiVersion: "dms.dev/v1alpha1",
@@ -28,28 +19,23 @@ const resource = (name: string, owner: string, resourceVersion: string) => ({
   spec: { source: "internal_docker", name },
 });
 
-/** Lists and watches of Deployment resources by owner label; `push` sends an event to one owner's watches. */
+/** Lists, watch lists and watches of Deployment resources by owner label; `push` sends an event to one owner's watches. */
 async function apiServer(items: ReturnType<typeof resource>[]) {
   const watches = new Map<string, ServerResponse[]>();
   const waiting = new Map<string, () => void>();
-  server = createServer((req, res) => {
+  const { client } = await kubeStub((req, res) => {
     const url = new URL(req.url ?? "/", "http://api");
     const owner = (url.searchParams.get("labelSelector") ?? "").split("=")[1] ?? "";
     res.writeHead(200, { "content-type": "application/json" });
+    const listed = items.filter((o) => o.metadata.labels[OWNER_LABEL] === owner);
     if (url.searchParams.get("watch") === "true") {
       watches.set(owner, [...(watches.get(owner) ?? []), res]);
-      res.write("");
+      // A watch list (what the reflector lists by) sends the items first, then the bookmark that ends them.
+      res.write(url.searchParams.get("sendInitialEvents") === "true" ? initialEvents(listed, "10") : "");
       waiting.get(owner)?.();
       return;
     }
-    const listed = items.filter((o) => o.metadata.labels[OWNER_LABEL] === owner);
     res.end(JSON.stringify({ kind: "List", metadata: { resourceVersion: "10" }, items: listed }));
-  });
-  await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  const client = new KubeClient({
-    getCurrentCluster: () => ({ server: `http://127.0.0.1:${port}` }),
-    applyToHTTPSOptions: async () => {},
   });
   const push = (owner: string, type: string, object: unknown) => {
     for (const w of watches.get(owner) ?? []) w.write(`${JSON.stringify({ type, object })}\n`);

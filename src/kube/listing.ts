@@ -1,0 +1,133 @@
+/**
+ * How a reflector lists: as one stream where the API server offers it, else by pages.
+ *
+ * A list as one stream (the API server's *watch list*, KEP-3157; client-go's `WatchListClient`):
+ * a watch with `sendInitialEvents=true` sends every current object as an ADDED event, then a
+ * BOOKMARK annotated `k8s.io/initial-events-end`, then goes on as a watch. Served from the API
+ * server's watch cache in one request and parsed one object at a time: a reflector fills its
+ * cache without paging (10,000 objects: one request instead of 200 pages of 50) and without a
+ * page of tenant-sized objects in memory at once. The reflector falls back to paged lists where
+ * the server refuses the parameter (the feature gate off: 422) or ignores it (a server from
+ * before Kubernetes 1.27: the watch ends without the bookmark).
+ */
+import { isRecord } from "../runtime/json.ts";
+import { type KubeClient, listPages } from "./client.ts";
+import { apiErrorFrom, KubeApiError } from "./errors.ts";
+import { collectionPath, type KubeObject, objectKey, type ResourceType, refOf } from "./object.ts";
+
+/**
+ * Objects per page of a paged list. A page is read and parsed whole before decode trims each
+ * object, and a tenant decides what an object weighs (256 KiB of annotations, with labels and its
+ * spec about 1 MiB): 500 objects of 200 KiB, client-go's page, took the operator to 331 MiB at
+ * start, past its container's limit (256 MiB). 50 keeps a page of such objects near 10 MiB; a
+ * watch list holds one object at a time.
+ */
+export const LIST_PAGE_SIZE = 50;
+
+/** What a reflector's decode makes of an object: kept, `undefined` unusable, `null` not kept. */
+type Decode<T> = (raw: unknown) => T | undefined | null;
+
+/** What a reflector lists and watches. */
+export interface ListScope {
+  client: KubeClient;
+  resource: ResourceType;
+  /** One namespace, or all namespaces when `undefined`. */
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** `Accept` headers for the list and the watch (metadata-only watches set these). */
+  accept?: { list: string; watch: string };
+  /** Page size of a paged list; {@link LIST_PAGE_SIZE}. */
+  pageSize?: number;
+}
+
+/** A paged list of `scope`, decoded: the objects by key, and the list's resourceVersion. */
+export async function listByPages<T extends KubeObject>(
+  scope: ListScope,
+  signal: AbortSignal,
+  decode: Decode<T>,
+): Promise<{ fresh: Map<string, T>; resourceVersion: string }> {
+  const fresh = new Map<string, T>();
+  const request = {
+    path: collectionPath(scope.resource, scope.namespace),
+    query: {
+      limit: scope.pageSize ?? LIST_PAGE_SIZE,
+      continue: undefined,
+      labelSelector: scope.labelSelector,
+      fieldSelector: scope.fieldSelector,
+    },
+    ...(scope.accept ? { accept: scope.accept.list } : {}),
+    signal,
+  };
+  const resourceVersion = await listPages(scope.client, request, (raw) => {
+    const obj = decode(raw);
+    if (obj) fresh.set(objectKey(refOf(obj)), obj);
+  });
+  return { fresh, resourceVersion };
+}
+
+/** The annotation of the bookmark that ends the initial events. */
+const INITIAL_EVENTS_END = "k8s.io/initial-events-end";
+
+/** The query of a watch list: from the newest state (no resourceVersion), bookmarks on. */
+export const WATCH_LIST_QUERY = {
+  sendInitialEvents: true,
+  resourceVersionMatch: "NotOlderThan",
+  allowWatchBookmarks: true,
+} as const;
+
+/** The resourceVersion of the bookmark that ends the initial events, or `undefined` for any other event. */
+export function initialEventsEnd(event: unknown): string | undefined {
+  if (!isRecord(event) || event.type !== "BOOKMARK" || !isRecord(event.object)) return undefined;
+  const meta = event.object.metadata;
+  if (!isRecord(meta) || !isRecord(meta.annotations)) return undefined;
+  if (meta.annotations[INITIAL_EVENTS_END] !== "true") return undefined;
+  return typeof meta.resourceVersion === "string" ? meta.resourceVersion : undefined;
+}
+
+/** One of a watch list's initial events (not its end), into the list being filled. */
+export function collectInitialEvent<T extends KubeObject>(
+  event: unknown,
+  fresh: Map<string, T>,
+  decode: Decode<T>,
+): void {
+  if (!isRecord(event) || event.type === "BOOKMARK") return;
+  if (event.type === "ERROR") throw watchError(event.object);
+  const obj = decode(event.object);
+  if (!obj) return;
+  const key = objectKey(refOf(obj));
+  if (event.type === "DELETED") fresh.delete(key);
+  else fresh.set(key, obj);
+}
+
+/** The error an ERROR event of a watch carries (a `Status`). */
+export function watchError(status: unknown): Error {
+  const code = isRecord(status) && typeof status.code === "number" ? status.code : 500;
+  return apiErrorFrom(code, status, "watch ERROR event");
+}
+
+/** The server refused the watch list's parameters (validation: 400 or 422), not the watch. */
+export function refusesWatchList(err: unknown): boolean {
+  return err instanceof KubeApiError && (err.status === 400 || err.status === 422);
+}
+
+/** Thrown when a watch list's stream ended before its initial events did. */
+export class InitialEventsCut extends Error {
+  override readonly name = "InitialEventsCut";
+  /** True when the server kept the stream its whole timeout without ending the initial events (it ignores the parameter). */
+  readonly ignored: boolean;
+
+  constructor(ignored: boolean) {
+    super(
+      ignored
+        ? "the API server does not end the initial events of a watch list"
+        : "the watch list ended before its initial events did",
+    );
+    this.ignored = ignored;
+  }
+}
+
+/** A watch list the server kept open its whole timeout without ending the initial events. */
+export function isIgnored(err: unknown): boolean {
+  return err instanceof InitialEventsCut && err.ignored;
+}

@@ -1,0 +1,129 @@
+import { describe, expect, it } from "vitest";
+import type { KubeClient } from "../../src/kube/client.ts";
+import { KubeApiError } from "../../src/kube/errors.ts";
+import { initialEventsEnd, isIgnored, refusesWatchList } from "../../src/kube/listing.ts";
+import { isKubeObject, type KubeObject } from "../../src/kube/object.ts";
+import { Reflector } from "../../src/kube/reflector.ts";
+import { initialEvents, kubeStub } from "../support/kube-stub.ts";
+import { capturingLogger } from "../support/logs.ts";
+
+const item = (name: string) => ({ metadata: { namespace: "ns", name, resourceVersion: "5" } });
+const items = [item("a"), item("b"), item("c")];
+
+/** A server whose watch lists `answer` decides; lists answer `items` in pages of one; the URLs it was asked for. */
+async function apiServer(
+  answerWatchList: (res: import("node:http").ServerResponse, timeoutSeconds: number) => void,
+) {
+  const asked: URL[] = [];
+  const { client } = await kubeStub((req, res) => {
+    const url = new URL(req.url ?? "/", "http://api");
+    asked.push(url);
+    res.writeHead(200, { "content-type": "application/json" });
+    if (url.searchParams.get("watch") !== "true") {
+      const at = Number(url.searchParams.get("continue") ?? "0");
+      const next = at + 1 < items.length ? { continue: String(at + 1) } : {};
+      res.end(JSON.stringify({ metadata: { resourceVersion: "9", ...next }, items: [items[at]] }));
+    } else if (url.searchParams.get("sendInitialEvents") === "true") {
+      answerWatchList(res, Number(url.searchParams.get("timeoutSeconds")));
+    } else res.write("");
+  });
+  return { client, asked };
+}
+
+function reflector(client: KubeClient) {
+  const { logger, messages } = capturingLogger();
+  const cache = new Reflector<KubeObject>({
+    client,
+    resource: { group: "", version: "v1", plural: "things" },
+    decode: (raw) => (isKubeObject(raw) ? raw : undefined),
+    minWatchTimeoutSeconds: 1,
+    backoff: { baseMs: 10, maxMs: 20 },
+    logger,
+  });
+  return { cache, messages };
+}
+
+const added = (object: unknown) => `${JSON.stringify({ type: "ADDED", object })}\n`;
+
+describe("a reflector's list", () => {
+  it("fills from a watch list's initial events and resumes from its bookmark", async () => {
+    const api = await apiServer((res) => res.write(initialEvents(items, "12")));
+    const { cache } = reflector(api.client);
+    const stop = new AbortController();
+    const running = cache.run(stop.signal);
+    await cache.synced;
+    expect(cache.list().map((o) => o.metadata.name)).toEqual(["a", "b", "c"]);
+    expect(cache.resourceVersion).toBe("12");
+    expect(api.asked.filter((u) => u.searchParams.get("watch") !== "true")).toEqual([]);
+    stop.abort();
+    await running;
+  });
+
+  it("lists by pages where the server keeps a watch list its whole timeout without ending it (the parameter ignored)", async () => {
+    const api = await apiServer((res, timeoutSeconds) => {
+      res.write(items.map(added).join(""));
+      setTimeout(() => res.end(), timeoutSeconds * 1000);
+    });
+    const { cache, messages } = reflector(api.client);
+    const stop = new AbortController();
+    const running = cache.run(stop.signal);
+    await cache.synced;
+    expect(cache.list().map((o) => o.metadata.name)).toEqual(["a", "b", "c"]);
+    expect(messages()).toContain("the API server offers no watch list; listing by pages");
+    const pages = api.asked.filter((u) => u.searchParams.get("watch") !== "true");
+    expect(pages.map((u) => u.searchParams.get("continue"))).toEqual([null, "1", "2"]);
+    stop.abort();
+    await running;
+  });
+
+  it("asks for the watch list again (not for pages) when one is cut before its initial events end", async () => {
+    let answered = 0;
+    const api = await apiServer((res) => {
+      answered += 1;
+      // The first is cut after one object (the server restarting); the second is whole.
+      res.end(answered === 1 ? added(items[0]) : initialEvents(items, "12"));
+    });
+    const { cache, messages } = reflector(api.client);
+    const stop = new AbortController();
+    const running = cache.run(stop.signal);
+    await cache.synced;
+    expect(answered).toBe(2);
+    expect(cache.list()).toHaveLength(3);
+    expect(messages()).toContain("list/watch failed; retrying with backoff");
+    expect(messages()).not.toContain("the API server offers no watch list; listing by pages");
+    expect(api.asked.filter((u) => u.searchParams.get("watch") !== "true")).toEqual([]);
+    stop.abort();
+    await running;
+  });
+});
+
+describe("watch list helpers", () => {
+  it("knows the bookmark that ends the initial events, and no other event", () => {
+    const end = {
+      type: "BOOKMARK",
+      object: { metadata: { resourceVersion: "7", annotations: { "k8s.io/initial-events-end": "true" } } },
+    };
+    expect(initialEventsEnd(end)).toBe("7");
+    expect(
+      initialEventsEnd({ type: "BOOKMARK", object: { metadata: { resourceVersion: "7" } } }),
+    ).toBeUndefined();
+    expect(initialEventsEnd({ ...end, type: "ADDED" })).toBeUndefined();
+    expect(
+      initialEventsEnd({
+        type: "BOOKMARK",
+        object: { metadata: { annotations: { "k8s.io/initial-events-end": "true" } } },
+      }),
+    ).toBeUndefined();
+    expect(initialEventsEnd("BOOKMARK")).toBeUndefined();
+  });
+
+  it("reads a refusal of the parameters (400, 422) as no watch list, and nothing else", () => {
+    expect(refusesWatchList(new KubeApiError(422, "Invalid", "sendInitialEvents is forbidden"))).toBe(true);
+    expect(refusesWatchList(new KubeApiError(400, "BadRequest", "bad"))).toBe(true);
+    for (const status of [403, 410, 429, 500, 503]) {
+      expect(refusesWatchList(new KubeApiError(status, "", "x"))).toBe(false);
+    }
+    expect(refusesWatchList(new Error("x"))).toBe(false);
+    expect(isIgnored(undefined)).toBe(false);
+  });
+});
