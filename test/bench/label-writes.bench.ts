@@ -8,8 +8,14 @@
  * What it answers: how many label writes a second a failover or a join can count on here, and at
  * how many in flight the server stops giving more (a failover's relabelling of a dead replica's
  * share is bound by it while the labels are its critical path).
+ *
+ * `--write` also times the reconciler's status write the same way, as it is sent (`status-apply`:
+ * server-side apply of the status subresource, forced, under the resourceVersion read) and as a
+ * JSON Patch that sets the whole status under the same precondition (`status-json`): what a
+ * create or an adoption costs the API server per status write, beside its label write.
  */
 import { loadavg } from "node:os";
+import { FIELD_MANAGER } from "../../src/kube/custom-resources.ts";
 import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
 import { collectionPath } from "../../src/kube/object.ts";
 import { patchShardLabels } from "../../src/kube/shards.ts";
@@ -28,6 +34,51 @@ function wholeNumbers(option: string, text: string): number[] {
   return values;
 }
 
+/** The writes this benchmark can time (see the module comment). */
+const WRITES = ["labels", "status-apply", "status-json"] as const;
+type Write = (typeof WRITES)[number];
+
+function writeKinds(text: string): Write[] {
+  const kinds = text.split(",").map((t) => t.trim());
+  const unknown = kinds.find((k) => !(WRITES as readonly string[]).includes(k));
+  if (unknown !== undefined) throw new Error(`--write: '${unknown}' is not one of ${WRITES.join(", ")}`);
+  return kinds as Write[];
+}
+
+/** A reconciled resource's status, as large as a steady one (each round a real change: `round`). */
+function benchStatus(name: string, round: number): Record<string, unknown> {
+  const at = new Date(Date.UTC(2026, 0, 1, 0, 0, round)).toISOString().replace(/\.\d+Z$/, "Z");
+  const id = `0000${round}`.slice(-4);
+  const condition = (type: string, status: string, reason: string, message: string) => ({
+    type,
+    status,
+    observedGeneration: 1,
+    lastTransitionTime: at,
+    reason,
+    message,
+  });
+  return {
+    connection: "default/bench",
+    deploymentId: `3f1c2a9e-5b7d-4e21-9c3a-8d6f${id}a1b2c3`,
+    tenantId: "7a0e4c2b-1d3f-4b5a-8c9e-0f1a2b3c4d5e",
+    remoteStatus: "ACTIVE",
+    latestRevisionId: `9b8c7d6e-5f4a-4b3c-8d2e-1f0a${id}b8c7`,
+    latestRevisionStatus: "DEPLOYED",
+    activeRevisionId: `9b8c7d6e-5f4a-4b3c-8d2e-1f0a${id}b8c7`,
+    shortRevisions: `9b8c7d6e/9b8c7d6e`,
+    observedGeneration: 1,
+    appliedGeneration: 1,
+    appliedSecretsHash: "hmac-sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae",
+    ...(round % 2 === 0 ? { createRequestedAt: at } : {}),
+    conditions: [
+      condition("Ready", "True", "Synced", `deployment ${name} is live`),
+      condition("Reconciling", "False", "Synced", ""),
+      condition("Stalled", "False", "Synced", ""),
+      condition("Synced", "True", "Synced", "the spec is applied"),
+    ],
+  };
+}
+
 const percentile = (sorted: readonly number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0;
 
@@ -42,10 +93,15 @@ export const benchmark: Benchmark = {
       default: "2000",
     },
     "in-flight": { description: "writes in flight, comma-separated, run in turn", default: "8,16,32,64" },
+    write: {
+      description: `the writes timed, comma-separated, each at every level in turn: ${WRITES.join(", ")}`,
+      default: "labels",
+    },
   },
   async run({ args }) {
     const n = wholeNumbers("label-resources", args["label-resources"] ?? "2000")[0] ?? 2000;
     const levels = wholeNumbers("in-flight", args["in-flight"] ?? "8,16,32,64");
+    const writes = writeKinds(args.write ?? "labels");
     const plane = await ControlPlane.start();
     const rows: BenchRow[] = [];
     const load: number[] = [loadavg()[0] ?? 0];
@@ -53,6 +109,40 @@ export const benchmark: Benchmark = {
       await plane.installCrds();
       const { client } = await planeClient(plane, "dms-label-writes-bench");
       await client.request({ method: "POST", path: "/api/v1/namespaces", body: { metadata: { name: NS } } });
+      const writeStatus = (
+        write: Write,
+        ref: { namespace: string; name: string },
+        rv: string,
+        status: unknown,
+      ) => {
+        const path = `${collectionPath(DEPLOYMENTS, NS)}/${encodeURIComponent(ref.name)}/status`;
+        const signal = AbortSignal.timeout(60_000);
+        return write === "status-apply"
+          ? client.request({
+              method: "PATCH",
+              path,
+              query: { fieldManager: FIELD_MANAGER, force: true },
+              contentType: "application/apply-patch+yaml",
+              body: {
+                apiVersion: "dms.dev/v1alpha1",
+                kind: "Deployment",
+                metadata: { name: ref.name, namespace: NS, resourceVersion: rv },
+                status,
+              },
+              signal,
+            })
+          : client.request({
+              method: "PATCH",
+              path,
+              query: { fieldManager: FIELD_MANAGER },
+              contentType: "application/json-patch+json",
+              body: [
+                { op: "replace", path: "/metadata/resourceVersion", value: rv },
+                { op: "add", path: "/status", value: status },
+              ],
+              signal,
+            });
+      };
       const versions: string[] = new Array(n);
       const names = Array.from({ length: n }, (_, i) => `lw-${String(i).padStart(5, "0")}`);
       await pool(n, APPLY_CONCURRENCY, async (i) => {
@@ -64,7 +154,8 @@ export const benchmark: Benchmark = {
         versions[i] = created.metadata.resourceVersion ?? "";
       });
       progress(`label-writes: ${n} resources created`);
-      for (const [round_, inFlight] of levels.entries()) {
+      const rounds = writes.flatMap((write) => levels.map((inFlight) => ({ write, inFlight })));
+      for (const [round_, { write, inFlight }] of rounds.entries()) {
         // An owner label, then a drain beside it, then the owner again: each round a real change.
         const labels: Record<string, string | null> =
           round_ % 2 === 0
@@ -77,21 +168,32 @@ export const benchmark: Benchmark = {
           const ref = { namespace: NS, name: names[i] ?? "" };
           const at = performance.now();
           try {
-            const outcome = await patchShardLabels(
-              client,
-              ref,
-              versions[i] ?? "",
-              labels,
-              AbortSignal.timeout(60_000),
-            );
-            if (outcome !== "written") errors += 1;
-          } catch {
+            if (write === "labels") {
+              const outcome = await patchShardLabels(
+                client,
+                ref,
+                versions[i] ?? "",
+                labels,
+                AbortSignal.timeout(60_000),
+              );
+              if (outcome !== "written") errors += 1;
+            } else {
+              const written = (await writeStatus(
+                write,
+                ref,
+                versions[i] ?? "",
+                benchStatus(ref.name, round_),
+              )) as DeploymentObject | undefined;
+              versions[i] = written?.metadata.resourceVersion ?? versions[i] ?? "";
+            }
+          } catch (err) {
+            if (errors === 0) progress(`label-writes: ${write}: ${String(err).slice(0, 400)}`);
             errors += 1;
           }
           took.push(performance.now() - at);
         });
         const seconds = (performance.now() - started) / 1000;
-        // The patch's answer is discarded: read the new versions back in one list.
+        // A label patch's answer is discarded: read the new versions back in one list.
         const list = (await client.request({ method: "GET", path: collectionPath(DEPLOYMENTS, NS) })) as {
           items: DeploymentObject[];
         };
@@ -99,7 +201,7 @@ export const benchmark: Benchmark = {
         for (const [i, name] of names.entries()) versions[i] = byName.get(name) ?? versions[i] ?? "";
         took.sort((a, b) => a - b);
         rows.push({
-          variant: `${inFlight} in flight`,
+          variant: write === "labels" ? `${inFlight} in flight` : `${write}, ${inFlight} in flight`,
           requests: n,
           seconds: round(seconds, 2),
           requestsPerSecond: round(n / seconds, 1),
@@ -107,7 +209,7 @@ export const benchmark: Benchmark = {
           p99Ms: round(percentile(took, 99), 1),
           errors,
         });
-        progress(`label-writes: ${inFlight} in flight: ${round(n / seconds, 1)} writes/s`);
+        progress(`label-writes: ${write}, ${inFlight} in flight: ${round(n / seconds, 1)} writes/s`);
       }
     } finally {
       await plane.stop();
