@@ -181,6 +181,27 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     return this.#ring.live(this.#opts.ports.leases(), this.#opts.clock.now());
   }
 
+  /**
+   * Takes the Leases of the members that stopped renewing (at most {@link MAX_TAKES_PER_PASS}),
+   * each with the ring its share moves by, as a first pass would, before the store has listed a
+   * resource: a new leader elected in a failover frees the dead leader's share for its heirs
+   * without waiting for its listing of every resource in scope. A Lease another holder took and
+   * still holds is left to it (`take` refuses it until it expires). Resolves the Leases taken.
+   */
+  async takeDown(signal: AbortSignal): Promise<string[]> {
+    const now = this.#opts.clock.now();
+    const all = this.#opts.ports.leases();
+    const live = this.#ring.live(all, now);
+    const inheritance: Inheritance = { members: live, leader: this.#opts.self };
+    const held: string[] = [];
+    for (const lease of all) {
+      if (held.length >= MAX_TAKES_PER_PASS || signal.aborted) break;
+      if (this.#holds.state(lease.name, lease, now) !== "down") continue;
+      if (await this.#holds.take(lease.name, lease, signal, inheritance)) held.push(lease.name);
+    }
+    return held;
+  }
+
   /** One pass: walk, choose moves and drains, write, then the holds (see the module comment). */
   async pass(signal: AbortSignal): Promise<PassReport> {
     const { ports, clock } = this.#opts;

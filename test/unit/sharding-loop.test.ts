@@ -1,12 +1,19 @@
 // When the leader's sharder passes (src/sharding/sharder-loop.ts): after a short gap, at once
 // after a change, else at the period or the next Lease expiry, and never once stopped.
+import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { ClusterUserCounts } from "../../src/sharding/cluster-users.ts";
 import { RingMembership } from "../../src/sharding/membership.ts";
 import {
   PassSchedule,
+  type RingLeases,
+  ringLease,
   ringSettled,
   SHARDER_MIN_GAP_MS,
   SHARDER_PERIOD_MS,
+  type ShardRecord,
+  type ShardStore,
+  sharderRunnable,
 } from "../../src/sharding/sharder-loop.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
@@ -173,5 +180,81 @@ describe("the sharder's first pass", () => {
 
   it("ends when stopped", async () => {
     expect(await firstPassAt([["a", 0]], 500)).toBe(500);
+  });
+});
+
+describe("the sharder's runnable", () => {
+  it("takes a dead member's Lease, with its ring, before its store has listed a resource (a failover's new leader)", async () => {
+    const LEASE_MS = 15_000;
+    const clock = new ManualClock({ start: 0 });
+    const at = (name: string, renewAt: number) => ({
+      metadata: { name, resourceVersion: `${name}-${renewAt}` },
+      record: {
+        holderIdentity: `${name}_id`,
+        leaseDurationSeconds: LEASE_MS / 1000,
+        acquireTime: new Date(0),
+        renewTime: new Date(renewAt),
+        leaseTransitions: 0,
+      },
+    });
+    // "a" (the old leader) renewed last at 0; "b" renews on; this process watched both throughout.
+    const membership = new RingMembership();
+    const ring = [at("a", 0), at("b", 0)];
+    for (const l of ring) membership.seen(ringLease(l), 0);
+    clock.advance(20_000);
+    ring[1] = at("b", 20_000);
+    membership.seen(ringLease(ring[1]), 20_000);
+    const written: Array<{ name: string; holder: string; inheritance: unknown }> = [];
+    const leases: RingLeases = {
+      list: () => ring,
+      subscribe: () => () => {},
+      lease: (name, inheritance) => ({
+        get: async () => undefined,
+        create: async () => {
+          throw new Error("no Lease is created here");
+        },
+        update: async (record, resourceVersion) => {
+          written.push({ name, holder: record.holderIdentity, inheritance });
+          return { record, resourceVersion: `${resourceVersion}+1` };
+        },
+        delete: async () => false,
+      }),
+      run: async () => {},
+      synced: Promise.resolve(),
+    };
+    const stop = new AbortController();
+    // A store of 30,000 resources still listing: its `synced` has not come.
+    const store: ShardStore<ShardRecord> = {
+      run: (signal) =>
+        new Promise((resolve) => signal.addEventListener("abort", () => resolve(), { once: true })),
+      synced: new Promise(() => {}),
+      hasSynced: () => false,
+      values: () => [],
+      usersOf: () => [],
+      subscribe: () => () => {},
+    };
+    const running = sharderRunnable({
+      store: () => store,
+      leases,
+      membership,
+      setLabels: async () => {
+        throw new Error("no label is written before the store has listed");
+      },
+      users: new ClusterUserCounts(),
+      identity: "b_1",
+      self: "b",
+      leaseDurationMs: LEASE_MS,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      onPass: () => {},
+      clock,
+      logger: pino({ level: "silent" }),
+    }).start(stop.signal, stop.signal);
+    for (let i = 0; i < 50 && written.length === 0; i++) await new Promise((r) => setImmediate(r));
+    expect(written).toEqual([
+      { name: "a", holder: "sharder/b_1", inheritance: { members: ["b"], leader: "b" } },
+    ]);
+    stop.abort();
+    await running;
   });
 });

@@ -599,6 +599,36 @@ describe("the sharder", () => {
     for (const key of ofA) expect(["b", "c"]).toContain(w.owner(key));
   });
 
+  it("takes a dead leader's Lease, with its ring, before its store lists a resource (a failover's new leader), and nothing live or held by another", async () => {
+    const { w, watched, watch } = await ledByA("a");
+    // "a", the leader, is killed; "b" watches b and c renew for a whole duration, then leads.
+    for (let t = 0; t <= LEASE_MS / 1_000; t++) {
+      w.clock.advance(1_000);
+      w.renew("b");
+      w.renew("c");
+      watch();
+    }
+    // "d" was taken by another sharder a moment ago: its hold lasts, and is left to it.
+    w.renew("d", "sharder/c_1");
+    watch();
+    const listed = [...w.resources.values()];
+    // The new leader's store has listed nothing yet: what it takes needs only the Leases.
+    w.resources.clear();
+    const sharder = w.sharder(watched, "b_1", logger, "b");
+    w.tried.length = 0;
+    expect(await sharder.takeDown(signal)).toEqual(["a"]);
+    expect(w.leases.get("a")?.record.holderIdentity).toBe("sharder/b_1");
+    expect(w.leases.get("a")?.inheritance).toEqual({ members: ["b", "c"], leader: "b" });
+    expect(w.leases.get("d")?.record.holderIdentity).toBe("sharder/c_1");
+    expect(w.tried).toEqual([]);
+    // Held now: a second call takes nothing, and the first pass moves the share it names.
+    expect(await sharder.takeDown(signal)).toEqual([]);
+    for (const r of listed) w.resources.set(r.key, r);
+    const first = await sharder.pass(signal);
+    expect(first.held).toEqual([]);
+    expect(first.assigned + first.drained).toBeGreaterThan(0);
+  });
+
   it("says when the next Lease would expire unrenewed, by this process's clock", () => {
     const w = new World();
     const ring = new RingMembership();
