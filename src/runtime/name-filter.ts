@@ -6,49 +6,102 @@
  */
 
 /**
- * A Bloom filter of names: `has` is true for every name added, and for a few others (about 1% when
- * it was sized for the names it holds). Sized after the count of the previous listing of the same
- * connection, between 128 bytes and 128 KiB: about 1.25 bytes per name, where holding the
- * deployment would cost hundreds. Past its size it only answers `true` more often, which costs
- * live lookups, never a wrong "none".
+ * A Bloom filter of names: `has` is true for every name added, and for a few others (about 1% for
+ * each of its layers that is full). Its first layer is sized after the count of the previous
+ * listing of the same connection; once a layer holds as many names as it was sized for, the next
+ * ones go to a new layer {@link LAYER_GROWTH} times the names so far (a scalable Bloom filter), so
+ * a listing many times longer than the last one, a connection being filled, still gets its few
+ * percent rather than a filter that says yes to nearly every name (96.6 % for 10,000 names in a
+ * filter sized for 600). About 1.25 bytes per name (up to ~2 while it grows), where holding the
+ * deployment would cost hundreds; between 128 bytes and 128 KiB in all. Past that it only answers
+ * `true` more often, which costs live lookups, never a wrong "none".
  */
 export class NameFilter {
   /** How many names were added. */
   count = 0;
-  readonly #bits: Uint32Array;
-  readonly #mask: number;
+  readonly #layers: Layer[] = [];
+  /** Bits of every layer together (at most {@link MAX_FILTER_BITS}). */
+  #bits = 0;
 
-  /** A filter for about `expected` names. */
+  /** A filter for about `expected` names (it grows past them). */
   constructor(expected: number) {
-    const wanted = Math.min(Math.max(expected * 10, MIN_FILTER_BITS), MAX_FILTER_BITS);
-    const size = 2 ** Math.ceil(Math.log2(wanted));
-    this.#bits = new Uint32Array(size / 32);
-    this.#mask = size - 1;
+    this.#grow(expected);
+  }
+
+  /** Bytes its layers hold. */
+  get bytes(): number {
+    return this.#bits / 8;
   }
 
   add(name: string): void {
     this.count += 1;
+    let top = this.#layers[this.#layers.length - 1] as Layer;
+    if (top.count >= top.capacity && this.#grow(LAYER_GROWTH * this.count))
+      top = this.#layers[this.#layers.length - 1] as Layer;
     const [a, b] = hashes(name);
-    for (let i = 0; i < FILTER_HASHES; i++) {
-      const bit = (a + i * b) & this.#mask;
-      this.#bits[bit >>> 5] = (this.#bits[bit >>> 5] as number) | (1 << (bit & 31));
-    }
+    top.add(a, b);
   }
 
   has(name: string): boolean {
     if (this.count === 0) return false;
     const [a, b] = hashes(name);
+    for (const layer of this.#layers) if (layer.count > 0 && layer.has(a, b)) return true;
+    return false;
+  }
+
+  /**
+   * Adds a layer for about `expected` names, within what is left of {@link MAX_FILTER_BITS}:
+   * false when too little is left for one of {@link MIN_FILTER_BITS} (the last layer fills on).
+   */
+  #grow(expected: number): boolean {
+    const left = MAX_FILTER_BITS - this.#bits;
+    if (left < MIN_FILTER_BITS) return false;
+    // Whole 32-bit words, never past what is left.
+    const wanted = Math.min(Math.max(expected * BITS_PER_NAME, MIN_FILTER_BITS), left);
+    const size = Math.ceil(wanted / 32) * 32;
+    this.#layers.push(new Layer(size));
+    this.#bits += size;
+    return true;
+  }
+}
+
+/** One Bloom filter of a {@link NameFilter}, of `size` bits (whole 32-bit words). */
+class Layer {
+  readonly bits: Uint32Array;
+  readonly size: number;
+  /** Names it was sized for: past them its false "yes" passes ~1%. */
+  readonly capacity: number;
+  count = 0;
+
+  constructor(size: number) {
+    this.bits = new Uint32Array(size / 32);
+    this.size = size;
+    this.capacity = Math.floor(size / BITS_PER_NAME);
+  }
+
+  add(a: number, b: number): void {
+    this.count += 1;
     for (let i = 0; i < FILTER_HASHES; i++) {
-      const bit = (a + i * b) & this.#mask;
-      if (((this.#bits[bit >>> 5] as number) & (1 << (bit & 31))) === 0) return false;
+      const bit = (a + i * b) % this.size;
+      this.bits[bit >>> 5] = (this.bits[bit >>> 5] as number) | (1 << (bit & 31));
+    }
+  }
+
+  has(a: number, b: number): boolean {
+    for (let i = 0; i < FILTER_HASHES; i++) {
+      const bit = (a + i * b) % this.size;
+      if (((this.bits[bit >>> 5] as number) & (1 << (bit & 31))) === 0) return false;
     }
     return true;
   }
 }
 
+const BITS_PER_NAME = 10;
 const MIN_FILTER_BITS = 1 << 10;
 const MAX_FILTER_BITS = 1 << 20;
 const FILTER_HASHES = 4;
+/** A new layer is sized for this many times the names added so far (fewer full layers, fewer false yeses). */
+const LAYER_GROWTH = 4;
 
 /** Two 32-bit hashes of `name` (FNV-1a and a multiplicative one), the second odd. */
 function hashes(name: string): [number, number] {
