@@ -192,7 +192,7 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     const now = this.#opts.clock.now();
     const all = this.#opts.ports.leases();
     const live = this.#ring.live(all, now);
-    const inheritance: Inheritance = { members: live, leader: this.#opts.self };
+    const inheritance = this.#inheritance(live);
     const held: string[] = [];
     for (const lease of all) {
       if (held.length >= MAX_TAKES_PER_PASS || signal.aborted) break;
@@ -200,6 +200,11 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
       if (await this.#holds.take(lease.name, lease, signal, inheritance)) held.push(lease.name);
     }
     return held;
+  }
+
+  /** The ring a dead member's share moves by, written on its Lease: the `live` members and this replica. */
+  #inheritance(live: string[]): Inheritance {
+    return { members: live, leader: this.#opts.self };
   }
 
   /** One pass: walk, choose moves and drains, write, then the holds (see the module comment). */
@@ -240,7 +245,7 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     // starts at once and moves that replica's resources before its drains (`chooseMoves`).
     const held: string[] = [];
     // The ring the share moves by, written on the Lease: the survivors reconcile by it at once.
-    const inheritance: Inheritance = { members: live, leader: this.#opts.self };
+    const inheritance = this.#inheritance(live);
     for (const name of [...toHold].slice(0, MAX_TAKES_PER_PASS))
       if (await this.#holds.take(name, leases.get(name), signal, inheritance)) held.push(name);
     // Writes planned by a ring that changed meanwhile (a member joined or expired) are not made:
