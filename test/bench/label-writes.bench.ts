@@ -15,7 +15,7 @@
  * create or an adoption costs the API server per status write, beside its label write.
  */
 import { loadavg } from "node:os";
-import { FIELD_MANAGER } from "../../src/kube/custom-resources.ts";
+import { CustomResources, FIELD_MANAGER } from "../../src/kube/custom-resources.ts";
 import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
 import { collectionPath } from "../../src/kube/object.ts";
 import { patchShardLabels } from "../../src/kube/shards.ts";
@@ -65,7 +65,7 @@ function benchStatus(name: string, round: number): Record<string, unknown> {
     latestRevisionId: `9b8c7d6e-5f4a-4b3c-8d2e-1f0a${id}b8c7`,
     latestRevisionStatus: "DEPLOYED",
     activeRevisionId: `9b8c7d6e-5f4a-4b3c-8d2e-1f0a${id}b8c7`,
-    shortRevisions: `9b8c7d6e/9b8c7d6e`,
+    shortRevisions: "9b8c7d6e/9b8c7d6e",
     observedGeneration: 1,
     appliedGeneration: 1,
     appliedSecretsHash: "hmac-sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae",
@@ -109,39 +109,27 @@ export const benchmark: Benchmark = {
       await plane.installCrds();
       const { client } = await planeClient(plane, "dms-label-writes-bench");
       await client.request({ method: "POST", path: "/api/v1/namespaces", body: { metadata: { name: NS } } });
+      // The operator's own status write (server-side apply), and a JSON Patch of the whole status.
+      const deployments = new CustomResources<DeploymentObject, unknown>(DEPLOYMENTS, { client });
       const writeStatus = (
         write: Write,
         ref: { namespace: string; name: string },
         rv: string,
-        status: unknown,
-      ) => {
-        const path = `${collectionPath(DEPLOYMENTS, NS)}/${encodeURIComponent(ref.name)}/status`;
+        status: Record<string, unknown>,
+      ): Promise<unknown> => {
         const signal = AbortSignal.timeout(60_000);
-        return write === "status-apply"
-          ? client.request({
-              method: "PATCH",
-              path,
-              query: { fieldManager: FIELD_MANAGER, force: true },
-              contentType: "application/apply-patch+yaml",
-              body: {
-                apiVersion: "dms.dev/v1alpha1",
-                kind: "Deployment",
-                metadata: { name: ref.name, namespace: NS, resourceVersion: rv },
-                status,
-              },
-              signal,
-            })
-          : client.request({
-              method: "PATCH",
-              path,
-              query: { fieldManager: FIELD_MANAGER },
-              contentType: "application/json-patch+json",
-              body: [
-                { op: "replace", path: "/metadata/resourceVersion", value: rv },
-                { op: "add", path: "/status", value: status },
-              ],
-              signal,
-            });
+        if (write === "status-apply") return deployments.patchStatus(ref, status, signal, rv);
+        return client.request({
+          method: "PATCH",
+          path: `${collectionPath(DEPLOYMENTS, NS)}/${encodeURIComponent(ref.name)}/status`,
+          query: { fieldManager: FIELD_MANAGER },
+          contentType: "application/json-patch+json",
+          body: [
+            { op: "replace", path: "/metadata/resourceVersion", value: rv },
+            { op: "add", path: "/status", value: status },
+          ],
+          signal,
+        });
       };
       const versions: string[] = new Array(n);
       const names = Array.from({ length: n }, (_, i) => `lw-${String(i).padStart(5, "0")}`);
