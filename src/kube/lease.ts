@@ -58,17 +58,17 @@ export class KubeLease implements LeasePort {
   readonly #client: KubeClient;
   readonly #ref: ObjectRef;
   readonly #labels: Record<string, string> | undefined;
-  readonly #annotations: Record<string, string> | undefined;
+  readonly #annotations: Record<string, string> | (() => Record<string, string> | undefined) | undefined;
 
   /**
-   * `labels` (a shard Lease's ring label) and `annotations` (a taken shard Lease's ring) are
-   * written with every create and update.
+   * `labels` (a shard Lease's ring label) and `annotations` (a taken shard Lease's ring; a
+   * replica's view of the ring, read at each write) are written with every create and update.
    */
   constructor(
     client: KubeClient,
     ref: ObjectRef,
     labels?: Record<string, string>,
-    annotations?: Record<string, string>,
+    annotations?: Record<string, string> | (() => Record<string, string> | undefined),
   ) {
     this.#client = client;
     this.#ref = ref;
@@ -134,6 +134,7 @@ export class KubeLease implements LeasePort {
   }
 
   #object(record: LeaseRecord, resourceVersion: string | undefined): unknown {
+    const annotations = typeof this.#annotations === "function" ? this.#annotations() : this.#annotations;
     return {
       apiVersion: "coordination.k8s.io/v1",
       kind: "Lease",
@@ -142,7 +143,7 @@ export class KubeLease implements LeasePort {
         namespace: this.#ref.namespace,
         ...(resourceVersion !== undefined ? { resourceVersion } : {}),
         ...(this.#labels ? { labels: this.#labels } : {}),
-        ...(this.#annotations ? { annotations: this.#annotations } : {}),
+        ...(annotations ? { annotations } : {}),
       },
       spec: leaseSpecOf(record),
     };

@@ -20,6 +20,7 @@ import { DRAIN_LABEL, drainTarget, OWNER_LABEL, RING_LABEL } from "../sharding/l
 import { createdSeconds } from "../sharding/pass.ts";
 import { ShardLabelsDenied } from "../sharding/pass-write.ts";
 import type { RingChoice } from "../sharding/ring-choices.ts";
+import { decodeMovingBy, encodeMovingBy, MOVING_BY_ANNOTATION } from "../sharding/ring-moves.ts";
 import type { KubeClient } from "./client.ts";
 import { DEPLOYMENTS } from "./deployments.ts";
 import { ConflictError, isNotFound, KubeApiError } from "./errors.ts";
@@ -41,22 +42,31 @@ export { DRAIN_LABEL, OWNER_LABEL } from "../sharding/labels.ts";
 /** The resource type `leases.coordination.k8s.io`. */
 export const LEASES: ResourceType = { group: "coordination.k8s.io", version: "v1", plural: "leases" };
 
-/** A Lease of the ring: its name, resourceVersion and spec, and the ring a taken one carries. */
+/**
+ * A Lease of the ring: its name, resourceVersion and spec, the ring a taken one carries, and the
+ * ring its replica moves its resources by (`ring-moves.ts`).
+ */
 export interface LeaseObject extends KubeObject {
   record: LeaseRecord;
   inheritance?: Inheritance | undefined;
+  movingBy?: Inheritance | undefined;
 }
 
-/** A ring Lease from the wire; its ring (`inheritance.ts`) read from its annotation. */
+/** A ring Lease from the wire; its rings (`inheritance.ts`, `ring-moves.ts`) read from its annotations. */
 export function decodeLease(raw: unknown): LeaseObject | undefined {
   if (!isKubeObject(raw)) return undefined;
   const { name, namespace, resourceVersion, annotations } = raw.metadata;
-  const value = isRecord(annotations) ? annotations[INHERITANCE_ANNOTATION] : undefined;
-  const inheritance = decodeInheritance(typeof value === "string" ? value : undefined);
+  const annotation = (key: string) => {
+    const value = isRecord(annotations) ? annotations[key] : undefined;
+    return typeof value === "string" ? value : undefined;
+  };
+  const inheritance = decodeInheritance(annotation(INHERITANCE_ANNOTATION));
+  const movingBy = decodeMovingBy(annotation(MOVING_BY_ANNOTATION));
   return {
     metadata: { name, resourceVersion, ...(namespace ? { namespace } : {}) },
     record: leaseSnapshotFrom(raw).record,
     ...(inheritance ? { inheritance } : {}),
+    ...(movingBy ? { movingBy } : {}),
   };
 }
 
@@ -93,14 +103,23 @@ export class KubeShardLeases extends WatchedResource<LeaseObject> {
 
   /**
    * The Lease `name` of this ring, to read and write (created with the ring label; with
-   * `inheritance`, written on it as its annotation).
+   * `inheritance`, written on it as its annotation; with `movingBy`, the replica's own Lease,
+   * the ring it returns written with each write).
    */
-  lease(name: string, inheritance?: Inheritance): KubeLease {
+  lease(name: string, inheritance?: Inheritance, movingBy?: () => Inheritance | undefined): KubeLease {
+    const annotations = inheritance
+      ? { [INHERITANCE_ANNOTATION]: encodeInheritance(inheritance) }
+      : movingBy
+        ? () => {
+            const ring = movingBy();
+            return ring ? { [MOVING_BY_ANNOTATION]: encodeMovingBy(ring) } : undefined;
+          }
+        : undefined;
     return new KubeLease(
       this.#client,
       { namespace: this.namespace, name },
       { [RING_LABEL]: this.ring },
-      inheritance ? { [INHERITANCE_ANNOTATION]: encodeInheritance(inheritance) } : undefined,
+      annotations,
     );
   }
 }

@@ -36,6 +36,12 @@ export interface RingView {
    * Undefined when the Lease carries no ring, or its heir is the ring's choice now.
    */
   heir?(member: string, claim: string): string | undefined;
+  /**
+   * Whether the live `member` moves its own resources by the ring (`ring-moves.ts`): its Lease
+   * shows the ring the sharder places by, or shows a ring and the sharder's changed a moment ago.
+   * A drain of its resource without rivals is then not written: the owner hands it over itself.
+   */
+  movesItself?(member: string): boolean;
 }
 
 /** The next step for one resource. */

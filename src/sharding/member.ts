@@ -9,9 +9,13 @@ import type { Logger } from "pino";
 import { type Clock, systemClock } from "../runtime/clock.ts";
 import { Action, type Reconciler } from "../runtime/controller.ts";
 
-/** What the member reads of a resource in its cache: whether it carries the drain label. */
+/**
+ * What the member reads of a resource in its cache: whether it is to be let go (it carries the
+ * drain label, or the ring moves it), and how long it is held here, not reconciled, if it is.
+ */
 export interface OwnedResource {
   drain: boolean;
+  holdMs?: number;
 }
 
 /** Options of {@link ShardMember}. */
@@ -70,10 +74,10 @@ export const MIN_WRITE_MS = 1_000;
  *   anyone could declare the Lease expired: `renewalSent + leaseDuration - margin - now` while
  *   the Lease is held, 0 otherwise; {@link mayWrite} says whether that is at least
  *   {@link MIN_WRITE_MS}.
- * - {@link guard} wraps the reconciler: a key not in the cache, carrying the drain label, or met
+ * - {@link guard} wraps the reconciler: a key not in the cache, to be let go, held, or met
  *   before the Lease is held or after {@link stop} is not reconciled (the wrapped reconciler is
- *   not called); keys in reconcile are counted, and a drained key is acknowledged once its last
- *   reconcile ended.
+ *   not called; a held key is tried again when its hold ends); keys in reconcile are counted, and
+ *   a drained key is acknowledged once its last reconcile ended.
  * - {@link changed} is called on each cache change of a key: a drained key not in reconcile is
  *   acknowledged then.
  */
@@ -233,6 +237,7 @@ export class ShardMember {
         this.#acknowledgeSoon(key);
         return Action.gone();
       }
+      if (resource.holdMs !== undefined && resource.holdMs > 0) return Action.requeueAfter(resource.holdMs);
       this.#inFlight.set(key, (this.#inFlight.get(key) ?? 0) + 1);
       try {
         return await this.#reconciling.run(key, () => reconcile(key, signal));

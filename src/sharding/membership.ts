@@ -13,6 +13,8 @@ export interface RingLease {
   record: LeaseRecord;
   /** The ring its share moves by, written by the sharder that took it (see `inheritance.ts`). */
   inheritance?: Inheritance | undefined;
+  /** The ring its replica moves its own resources by, written with each renewal (see `ring-moves.ts`). */
+  movingBy?: Inheritance | undefined;
 }
 
 const recordKey = (r: LeaseRecord) =>

@@ -25,6 +25,8 @@ export interface Choice<R extends ShardedResource> {
   writes: PlannedWrite<R>[];
   /** Moves that wait for a rival (same claim) to be let go by another replica. */
   deferred: number;
+  /** Drains not written: their owners hand the resources over by the ring themselves (`ring-moves.ts`). */
+  byOwners: number;
   /** The uids whose remembered labels are to be forgotten (a deferred move's record holds them). */
   forget: string[];
 }
@@ -32,7 +34,8 @@ export interface Choice<R extends ShardedResource> {
 /**
  * A drain names the next owner when the resource has no rival: the owner then hands it over in the
  * write that lets it go (one write and no second pass per move). Rivals are let go without a name
- * and move together, once none is held.
+ * and move together, once none is held. A resource without rivals whose owner moves by the ring
+ * (`RingView.movesItself`) gets no drain at all: the owner hands it over unasked.
  *
  * A resource moves to `to` only while no rival of its claim is held by another replica that may
  * still write (not one whose Lease the sharder holds): the rival must be let go first, or two
@@ -50,7 +53,7 @@ export function chooseMoves<R extends ShardedResource>(
   ring: RingView,
   budget: WriteBudget,
 ): Choice<R> {
-  const choice: Choice<R> = { writes: [], deferred: 0, forget: [] };
+  const choice: Choice<R> = { writes: [], deferred: 0, byOwners: 0, forget: [] };
   const { moves, drains } = found;
   if (moves.length === 0 && drains.length === 0) return choice;
   // Who holds each moving claim, and how many resources share each drained one.
@@ -103,8 +106,14 @@ export function chooseMoves<R extends ShardedResource>(
   const offHeld = (m: Move<R>) => m.owner !== undefined && ring.state(m.owner) === "held";
   for (const m of moves) if (offHeld(m)) move(m);
   for (const { resource, to } of drains) {
+    const alone = sharing.get(resource.claim) === 1;
+    // Without rivals and without a drain label yet, an owner that moves by the ring hands it over.
+    if (alone && !resource.drain && resource.owner !== undefined && ring.movesItself?.(resource.owner)) {
+      choice.byOwners += 1;
+      continue;
+    }
     if (!budget.take(resource.uid)) continue;
-    const value = sharing.get(resource.claim) === 1 ? to : DRAIN_ANY;
+    const value = alone ? to : DRAIN_ANY;
     choice.writes.push({ kind: "drain", resource, value });
   }
   for (const m of moves) if (!offHeld(m)) move(m);

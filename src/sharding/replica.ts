@@ -13,6 +13,7 @@ import type { Runnable } from "../runtime/manager.ts";
 import { keyOfMeta, type ObjectRef, parseObjectKey } from "../runtime/queue-lines.ts";
 import { ClusterUserCounts, type ClusterUsers } from "./cluster-users.ts";
 import { Heirs, readSeedForHeirs } from "./heirs.ts";
+import { sameInheritance } from "./inheritance.ts";
 import { type LabelPolicyReading, requireLabelPolicy, watchLabelPolicy } from "./label-policy.ts";
 import { DRAIN_LABEL, handoverTo, isReplicaName, mayLetGo, OWNER_LABEL } from "./labels.ts";
 import { leaseHolder } from "./lease-holder.ts";
@@ -20,6 +21,7 @@ import { ShardMember, type ShardWriteGrant } from "./member.ts";
 import { RingMembership } from "./membership.ts";
 import { shardMetrics } from "./metrics.ts";
 import { ringShares } from "./ring.ts";
+import { encodeMovingBy, followCache, RingMoves, ringOf } from "./ring-moves.ts";
 import {
   type RingLeases,
   ringLease,
@@ -35,6 +37,7 @@ export interface CachedResource {
     readonly namespace?: string | undefined;
     readonly name: string;
     readonly resourceVersion: string;
+    readonly creationTimestamp?: string | undefined;
     readonly labels?: Readonly<Record<string, string>> | undefined;
   };
 }
@@ -42,6 +45,7 @@ export interface CachedResource {
 /** This replica's cache of its share of the resources. */
 export interface ReplicaCache {
   get(ref: ObjectRef): CachedResource | undefined;
+  list(): readonly CachedResource[];
   readonly size: number;
   subscribe(handlers: WatchHandlers<CachedResource>): unknown;
 }
@@ -104,14 +108,16 @@ export interface ShardedReplica {
   /** The replica's Lease, the policy's check (leader), the ring's Lease watch, and the sharder (leader). */
   runnables: Runnable[];
   /**
-   * Joins the member to this replica's cache once it exists; `claimants` gives the cached
-   * resources claiming what the resource `ref` claims (itself included). `inherit`, when the cache
-   * can, adds to it the resources of the dead replica `owner` whose claim `mine` accepts (a second
-   * watch, until `signal` aborts): see `inheritance.ts`.
+   * Joins the member to this replica's cache once it exists; `claimOf` gives what the cached
+   * resource `ref` claims, `claimants` the cached resources claiming what a resource claims
+   * (itself included, when cached; it may be one just deleted).
+   * `inherit`, when the cache can, adds to it the resources of the dead replica `owner` whose claim
+   * `mine` accepts (a second watch, until `signal` aborts): see `inheritance.ts`.
    */
   attach(
     cache: ReplicaCache,
-    claimants: (ref: ObjectRef) => readonly CachedResource[],
+    claimOf: (ref: ObjectRef) => string | undefined,
+    claimants: (obj: CachedResource) => readonly CachedResource[],
     inherit?: InheritPort,
   ): void;
   guard(reconcile: Reconciler): Reconciler;
@@ -166,8 +172,10 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
   const live = () => membership.live(leases.list().map(ringLease), clock.now());
   const liveMembers = () => live().length;
   let leader: string | undefined;
+  /** The ring's key once read (before joining); moves by the ring wait for it. */
+  let ringKey: Uint8Array | undefined;
   let cache: ReplicaCache | undefined;
-  let claimants: ((ref: ObjectRef) => readonly CachedResource[]) | undefined;
+  let claimants: ((obj: CachedResource) => readonly CachedResource[]) | undefined;
   const metrics = shardMetrics(
     o.registry,
     name,
@@ -182,28 +190,80 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
       if (!obj) return undefined;
       // Labelled for another replica: inherited from a dead one (only those are in the cache),
       // whose drain label nobody answers (the sharder labels the resource for this replica).
-      if (obj.metadata.labels?.[OWNER_LABEL] !== name) return { drain: false };
-      return { drain: obj.metadata.labels?.[DRAIN_LABEL] !== undefined };
+      const labels = obj.metadata.labels;
+      if (labels?.[OWNER_LABEL] !== name) return { drain: false };
+      if (labels[DRAIN_LABEL] !== undefined || moves.stopped(key, obj.metadata.resourceVersion))
+        return { drain: true };
+      // A younger rival of a claim handed over a moment ago waits (see `ring-moves.ts`).
+      const holdMs = moves.heldMs(key);
+      return holdMs > 0 ? { drain: false, holdMs } : { drain: false };
     },
     acknowledge: async (key, signal) => {
       const ref = parseObjectKey(key);
       const obj = cache?.get(ref);
       if (!obj || !claimants) return true;
-      const rivals = claimants(ref).filter((r) => keyOfMeta(r) !== key);
+      const rivals = claimants(obj).filter((r) => keyOfMeta(r) !== key);
+      const drain = obj.metadata.labels?.[DRAIN_LABEL];
+      if (drain === undefined) {
+        // A move by the ring (`ring-moves.ts`), to its choice; a claim with rivals is left to
+        // the sharder's drain, and a resource the ring keeps here now is reconciled again.
+        const to = moves.target(key);
+        if (to === undefined || rivals.length > 0) {
+          moves.refresh(key);
+          return true;
+        }
+        const rv = obj.metadata.resourceVersion;
+        moves.handing(key, rv);
+        const outcome = await o.patchLabels(ref, rv, { [OWNER_LABEL]: to }, signal);
+        if (outcome === "written") logger.debug({ key, to }, "handed over by the ring");
+        else if (outcome === "conflict") moves.notHanded(key);
+        return outcome !== "conflict";
+      }
       // Tried again shortly while a rival here may still be reconciled (see `mayLetGo`).
       if (!mayLetGo(rivals, name, (r) => member.reconciling(keyOfMeta(r)))) return false;
       const labels = {
         // Other resources here claiming the same name: rivals move together, by the sharder.
-        [OWNER_LABEL]: handoverTo(obj.metadata.labels?.[DRAIN_LABEL], name, rivals.length),
+        [OWNER_LABEL]: handoverTo(drain, name, rivals.length),
         [DRAIN_LABEL]: null,
       };
-      const outcome = await o.patchLabels(ref, obj.metadata.resourceVersion, labels, signal);
+      // Its claim's other resources here wait while it is away (see `ring-moves.ts`): a drain
+      // lifted by a ring that came back would leave a younger rival alone here.
+      const rv = obj.metadata.resourceVersion;
+      moves.handing(key, rv);
+      const outcome = await o.patchLabels(ref, rv, labels, signal);
+      if (outcome === "conflict") moves.notHanded(key);
       return outcome !== "conflict";
     },
     clock,
     logger,
     onAcknowledged: () => metrics.acknowledged(),
   });
+  const moves = new RingMoves({
+    self: name,
+    seed: () => ringKey,
+    now: () => clock.now(),
+    changed: (key) => member.changed(key),
+  });
+  /**
+   * The ring this replica moves its own resources by: its view, while the leader's Lease shows the
+   * same and the ring's key is read (see `ring-moves.ts`). Looked at again on every Lease event
+   * (each member renews every retry period) and when the leader changes.
+   */
+  const view = () => ringOf(live(), leader);
+  const agree = () => {
+    if (seed !== undefined && ringKey === undefined) return moves.agree(undefined);
+    const own = view();
+    const shown =
+      leader === undefined ? undefined : leases.list().find((l) => l.metadata.name === leader)?.movingBy;
+    const before = moves.ring;
+    moves.agree(shown !== undefined && sameInheritance(shown, own) ? own : undefined);
+    if (moves.ring !== undefined && !sameInheritance(before, moves.ring) && moves.moving > 0)
+      logger.info(
+        { ring: encodeMovingBy(moves.ring), moving: moves.moving },
+        "the ring places some of this replica's resources elsewhere: handing them over",
+      );
+  };
+  leases.subscribe({ onAdd: agree, onUpdate: agree, onDelete: agree });
   const users = new ClusterUserCounts();
   let inherit: InheritPort | undefined;
   let seedRead: Uint8Array | undefined;
@@ -214,7 +274,8 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
     policy || seed
       ? async (signal: AbortSignal) => {
           try {
-            await seed?.(signal);
+            ringKey = await seed?.(signal);
+            agree();
           } catch (err) {
             if (signal.aborted) return;
             throw err;
@@ -228,6 +289,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
     qpsShare: () => budgetShare(name, live(), leader),
     leaderObserved: (identity) => {
       leader = identity === undefined || identity === "" ? undefined : podOfIdentity(identity);
+      agree();
     },
     writeGate: () =>
       member.mayWrite()
@@ -238,7 +300,8 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
           },
     runnables: [
       leaseHolder({
-        lease: leases.lease(name),
+        // Each renewal shows the ring this replica sees: the sharder leaves it its moves.
+        lease: leases.lease(name, undefined, view),
         identity: o.identity,
         ...le,
         member,
@@ -307,12 +370,18 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
         logger,
       }),
     ],
-    attach(c, count, inheritPort) {
+    attach(c, claimOf, count, inheritPort) {
       cache = c;
       claimants = count;
       inherit = inheritPort;
-      const changed = (obj: CachedResource) => member.changed(keyOfMeta(obj));
-      c.subscribe({ onAdd: changed, onUpdate: (_old, obj) => changed(obj) });
+      followCache(moves, {
+        self: name,
+        cache: c,
+        claimOf,
+        claimants: count,
+        changed: (key) => member.changed(key),
+      });
+      agree();
     },
     guard: (reconcile) => member.guard(reconcile),
     users,

@@ -60,6 +60,8 @@ export interface RingLeaseObject {
   readonly record: LeaseRecord;
   /** The ring a taken Lease carries (`inheritance.ts`). */
   readonly inheritance?: Inheritance | undefined;
+  /** The ring a replica's own Lease says it moves its resources by (`ring-moves.ts`). */
+  readonly movingBy?: Inheritance | undefined;
 }
 
 /** One Lease of the ring, to write: a replica's own, or one the sharder takes. */
@@ -72,8 +74,11 @@ export interface ShardLease extends LeasePort {
 export interface RingLeases<L extends RingLeaseObject = RingLeaseObject> {
   list(): readonly L[];
   subscribe(handlers: WatchHandlers<L>): () => void;
-  /** The Lease `name`, written with `inheritance` when given. */
-  lease(name: string, inheritance?: Inheritance): ShardLease;
+  /**
+   * The Lease `name`, written with `inheritance` when given; a replica's own with the ring
+   * `movingBy` returns at each write.
+   */
+  lease(name: string, inheritance?: Inheritance, movingBy?: () => Inheritance | undefined): ShardLease;
   run(signal: AbortSignal): Promise<void>;
   readonly synced: Promise<void>;
 }
@@ -85,6 +90,7 @@ export function ringLease(lease: RingLeaseObject): RingLease {
     resourceVersion: lease.metadata.resourceVersion,
     record: lease.record,
     ...(lease.inheritance ? { inheritance: lease.inheritance } : {}),
+    ...(lease.movingBy ? { movingBy: lease.movingBy } : {}),
   };
 }
 

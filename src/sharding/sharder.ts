@@ -30,6 +30,7 @@ import { walk } from "./pass-walk.ts";
 import { orderWrites, runWrites, type ShardLabelsDenied, type WriteResult } from "./pass-write.ts";
 import { SHARDER_REPLICA_SHARE } from "./ring.ts";
 import { RingChoices } from "./ring-choices.ts";
+import { ringOf } from "./ring-moves.ts";
 
 /** What the sharder reads and writes (the Kubernetes adapters implement it). */
 export interface SharderPorts<R extends ShardedResource = ShardedResource> extends LeaseWrites {
@@ -127,6 +128,8 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
   readonly #before = new Map<string, ShardLabels>();
   readonly #states = new LabelStates();
   #passes = 0;
+  /** The ring this sharder places by, and since when (its clock): see `RingView.movesItself`. */
+  #placing: { ring: Inheritance; since: number } | undefined;
   /** The resources (uids) whose label write failed in the last pass: tried after the others. */
   #failed: ReadonlySet<string> = new Set();
   readonly #unsubscribe: () => void;
@@ -272,7 +275,7 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
       live,
       assigned: written?.assigned ?? 0,
       drained: written?.drained ?? 0,
-      waiting: found.waiting + chosen.deferred,
+      waiting: found.waiting + chosen.deferred + chosen.byOwners,
       held,
       deleted,
       deferred: chosen.deferred,
@@ -288,8 +291,18 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     const states = new Map<string, MemberState>();
     const current: Inheritance = { members: live, leader: this.#opts.self };
     const rings = new Map<string, Inheritance | null>();
+    // Owners move by the ring their Lease shows (`ring-moves.ts`); one that shows an older ring
+    // gets a Lease duration to show this one (its next renewals) before its resources are drained.
+    const placing = ringOf(live, this.#opts.self);
+    if (this.#placing === undefined || !sameInheritance(this.#placing.ring, placing))
+      this.#placing = { ring: placing, since: now };
+    const settling = now - this.#placing.since < this.#opts.leaseDurationMs;
     return {
       live,
+      movesItself: (member) => {
+        const shown = leases.get(member)?.movingBy;
+        return shown !== undefined && (settling || sameInheritance(shown, placing));
+      },
       heir: (member, claim) => {
         let ring = rings.get(member);
         if (ring === undefined) {

@@ -7,7 +7,7 @@
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import type { KubeClient } from "../kube/client.ts";
-import { KubeDeployments, type KubeDeploymentsOptions } from "../kube/deployments.ts";
+import { type DeploymentObject, KubeDeployments, type KubeDeploymentsOptions } from "../kube/deployments.ts";
 import { ShareDeployments } from "../kube/inherited-deployments.ts";
 import {
   KubeShardedResources,
@@ -131,8 +131,10 @@ export function sharding(p: ShardingParts): Sharding {
         deployments,
         (ref) => {
           const obj = deployments.get(ref);
-          return obj ? deployments.byIndex(CLAIM_INDEX, claimOf(obj)) : [];
+          return obj ? claimOf(obj) : undefined;
         },
+        // The replica's cache holds Deployment resources: what it hands back is one.
+        (obj) => deployments.byIndex(CLAIM_INDEX, claimOf(obj as DeploymentObject)),
         deployments instanceof ShareDeployments
           ? (owner, mine, signal) => deployments.inherit(owner, (obj) => mine(claimOf(obj)), signal)
           : undefined,

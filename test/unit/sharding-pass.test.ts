@@ -255,6 +255,24 @@ describe("the choice of moves and drains", () => {
       chosen: { writes: ["a→b+b"] },
     },
     {
+      case: "a drain without a rival whose owner moves by the ring: not written, the owner hands it over",
+      resources: [res("r", { owner: "m" })],
+      drains: [{ uid: "r", to: "b" }],
+      chosen: { byOwners: 1 },
+    },
+    {
+      case: "a drain with a rival whose owner moves by the ring: written (rivals move together, by the sharder)",
+      resources: [res("r1", { owner: "m" }, "x"), res("r2", { owner: "m" }, "x")],
+      drains: [{ uid: "r1", to: "b" }],
+      chosen: { writes: [`r1:drain=${DRAIN_ANY}`] },
+    },
+    {
+      case: "a drain label naming another replica than the ring's choice, whoever the owner: written again",
+      resources: [res("r", { owner: "m", drain: true, drainTo: "c" })],
+      drains: [{ uid: "r", to: "b" }],
+      chosen: { writes: ["r:drain=b"] },
+    },
+    {
       case: "drains take room before moves",
       resources: [res("r1", { owner: "c" }), res("r2")],
       drains: [{ uid: "r1", to: "b" }],
@@ -284,17 +302,20 @@ describe("the choice of moves and drains", () => {
       },
       resources,
       new Map(Object.entries(before)),
-      ringOf({ b: "live", c: "live", h: "held" }),
+      // `m` moves its own resources by the ring (`ring-moves.ts`); the others wait for drains.
+      { ...ringOf({ b: "live", c: "live", h: "held", m: "live" }), movesItself: (member) => member === "m" },
       budget,
     );
     expect({
       writes: uids(choice.writes),
       deferred: choice.deferred,
+      byOwners: choice.byOwners,
       forget: choice.forget,
       roomLater: budget.later,
     }).toEqual({
       writes: [],
       deferred: 0,
+      byOwners: 0,
       forget: [],
       roomLater: 0,
       ...chosen,

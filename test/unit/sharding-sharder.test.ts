@@ -1,7 +1,7 @@
 import { type Logger, pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { LeaseRecord } from "../../src/runtime/leader.ts";
-import { heirOf } from "../../src/sharding/inheritance.ts";
+import { heirOf, type Inheritance } from "../../src/sharding/inheritance.ts";
 import { DRAIN_ANY, DRAIN_LABEL, drainTarget, handoverTo, OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ShardMember } from "../../src/sharding/member.ts";
 import { type RingLease, RingMembership } from "../../src/sharding/membership.ts";
@@ -61,7 +61,8 @@ class World {
   }
   readonly clock = new ManualClock({ start: 1_000_000 });
 
-  renew(name: string, holder = `${name}_id`): void {
+  /** Renews `name`'s Lease; `movingBy`: the ring its replica shows it moves its resources by. */
+  renew(name: string, holder = `${name}_id`, movingBy?: Inheritance): void {
     const at = new Date(this.clock.now());
     const old = this.leases.get(name)?.record;
     this.leases.set(name, {
@@ -74,6 +75,7 @@ class World {
         renewTime: at,
         leaseTransitions: old?.leaseTransitions ?? 0,
       },
+      ...(movingBy ? { movingBy } : {}),
     });
   }
 
@@ -399,6 +401,45 @@ describe("the sharder", () => {
     // Nothing is left for the sharder: no second write per moved resource.
     const after = await sharder.pass(signal);
     expect(after.assigned + after.drained + after.waiting).toBe(0);
+    expect(w.tried.length).toBe(written);
+    for (const r of w.resources.values()) expect(w.owner(r.key)).toBe(ownerOf(r.claim, four));
+  });
+
+  it("leaves a joining replica's share to the owners whose Leases show the ring it places by, and drains the others' (an owner showing another ring, after a Lease duration)", async () => {
+    const { w, sharder } = await assigned(["a", "b", "c"], 120);
+    const four = ["a", "b", "c", "d"];
+    const shown: Record<string, Inheritance | undefined> = {
+      a: { members: four, leader: undefined },
+      b: { members: ["a", "b", "c"], leader: undefined },
+      c: undefined,
+      d: { members: four, leader: undefined },
+    };
+    const renewAll = () => {
+      for (const m of four) w.renew(m, undefined, shown[m]);
+    };
+    renewAll();
+    const moving = (owner: string) =>
+      [...w.resources.values()].filter((r) => r.owner === owner && ownerOf(r.claim, four) === "d");
+    const [ofA, ofB, ofC] = [moving("a"), moving("b"), moving("c")];
+    for (const share of [ofA, ofB, ofC]) expect(share.length).toBeGreaterThan(3);
+    // c shows no ring (an older version): drained at once. a shows this ring, b an older one
+    // that its next renewal replaces: both left to their owners.
+    const first = await sharder.pass(signal);
+    expect(first.drained).toBe(ofC.length);
+    expect([...w.resources.values()].filter((r) => r.drain).map((r) => r.owner)).toEqual(ofC.map(() => "c"));
+    expect(first.waiting).toBe(ofA.length + ofB.length);
+    // A Lease duration on, b still shows the older ring: its moves are drained; a's never are.
+    w.clock.advance(LEASE_MS);
+    renewAll();
+    const second = await sharder.pass(signal);
+    expect(second.drained).toBe(ofB.length);
+    for (const r of [...ofA]) expect(w.resources.get(r.key)?.drain).toBe(false);
+    // a hands its share over itself: one write each, and nothing more for the sharder to do.
+    for (const r of ofA) w.label(r.key, { [OWNER_LABEL]: "d" });
+    w.acknowledgeDrains();
+    const written = w.tried.length;
+    const third = await sharder.pass(signal);
+    expect(third.assigned + third.drained + third.waiting).toBe(0);
     expect(w.tried.length).toBe(written);
     for (const r of w.resources.values()) expect(w.owner(r.key)).toBe(ownerOf(r.claim, four));
   });

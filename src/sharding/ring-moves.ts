@@ -1,0 +1,324 @@
+/**
+ * Moves by the ring, made by the owner. When the ring changes while every replica stays live (a
+ * replica joins, the leader changes), each owner can tell by itself which of its resources the
+ * ring now places elsewhere: it hands each one over (one label write, under a resourceVersion
+ * precondition, once no reconcile of it runs), and the sharder writes no drain label first. A
+ * move costs one write instead of two.
+ *
+ * Owners and the sharder agree through the replicas' own Leases: each replica writes on its Lease,
+ * with every renewal, the ring it sees ({@link MOVING_BY_ANNOTATION}: the live members and the
+ * leader's replica, whose share is smaller). An owner moves by a ring only while its own view and
+ * the leader's Lease show that same ring, so it never hands a resource to a replica the sharder
+ * does not know; the sharder leaves the move to an owner whose Lease shows the ring the sharder
+ * places by (or whose view it changed less than a Lease duration ago), and writes the drain label
+ * as before for any other (a replica of an older version, one that lags). A claim with rivals in
+ * the owner's cache is left to the sharder's drain, which moves rivals together, oldest first.
+ *
+ * Never two writers: the owner stops taking work for a resource it moves, waits for the reconcile
+ * in flight and for its unanswered writes, then writes the new owner's label; the new owner
+ * reconciles it once its watch shows that label. A hand-over whose answer did not say it failed
+ * keeps the resource stopped while the owner's cache still shows the version it was written
+ * against, whatever the ring does meanwhile.
+ *
+ * Never a younger rival alone: the sharder places a new resource by where the resources of its
+ * claim are, as it last read them, and a label write it sent before it knew of the ring's change
+ * may land after the owner handed the claim's older resource over; and a drain the sharder lifts
+ * when the ring comes back may leave here a rival whose older one was let go already. So a
+ * resource handed over or let go is remembered from the moment its write is sent, for
+ * {@link HANDED_CLAIM_MS}: a younger resource of its claim here is held meanwhile, not reconciled,
+ * until the older one is back here or the time is up (a rival's reconcile started while the write
+ * was in flight would otherwise find itself alone and take the name). The sharder moves it to the
+ * claim's replica meanwhile, as any rival (a drain without a name: let go, then placed after the
+ * older one), or brings the older one back.
+ */
+import { keyOfMeta, type ObjectRef, parseObjectKey } from "../runtime/queue-lines.ts";
+import { decodeInheritance, encodeInheritance, type Inheritance, sameInheritance } from "./inheritance.ts";
+import { DRAIN_LABEL, OWNER_LABEL } from "./labels.ts";
+import { createdSeconds } from "./pass.ts";
+import { ownerOf, ringShares } from "./ring.ts";
+
+/** On each replica's own Lease, written with every renewal: the ring it sees and moves its resources by. */
+export const MOVING_BY_ANNOTATION = "sharding.dms.dev/moving-by";
+
+/** The ring as one process sees it: the live members (sorted) and the leader's replica while it is one of them. */
+export function ringOf(live: readonly string[], leader: string | undefined): Inheritance {
+  const members = [...new Set(live)].sort();
+  return { members, leader: leader !== undefined && members.includes(leader) ? leader : undefined };
+}
+
+/**
+ * How long a claim handed over is remembered (see the module comment): longer than a label write
+ * the sharder sent before it saw the ring change can take to land (the API server's own request
+ * timeout is a minute).
+ */
+export const HANDED_CLAIM_MS = 90_000;
+
+/** The annotation's value for `ring` (the encoding of a taken Lease's record). */
+export const encodeMovingBy = encodeInheritance;
+
+/** The ring an annotation's value names; undefined when there is none or it cannot be read. */
+export const decodeMovingBy = decodeInheritance;
+
+/** What {@link RingMoves} reads of the replica's cache. */
+export interface RingMovesCache {
+  /** The keys of the resources labelled for this replica (its own share; not an inherited one). */
+  ownKeys(): Iterable<string>;
+  /** The claim of the cached resource `key`; undefined when it is not cached (or not its own). */
+  claimOf(key: string): string | undefined;
+  /** Whether the cached resource `key` carries the drain label (it follows that, not the ring). */
+  drained(key: string): boolean;
+  /** When the cached resource `key` was created, in whole seconds (`createdSeconds`): rivals hold a name oldest first. */
+  created(key: string): number;
+  /** Whether another cached resource claims what `key` claims. */
+  hasRivals(key: string): boolean;
+}
+
+/** Options of {@link RingMoves}. */
+export interface RingMovesOptions {
+  /** This replica's name. */
+  self: string;
+  /** The ring's key (the install key); undefined: unkeyed (tests). */
+  seed(): Uint8Array | undefined;
+  /** This process's clock, in milliseconds. */
+  now(): number;
+  /** Called for each key that starts or stops moving (the member acknowledges it when idle). */
+  changed(key: string): void;
+}
+
+/** One replica's moves by the ring (see the module comment). */
+export class RingMoves {
+  readonly #o: RingMovesOptions;
+  #cache: RingMovesCache | undefined;
+  /** The ring the owner moves by: its own view, while the leader's Lease shows the same. */
+  #ring: Inheritance | undefined;
+  /** The keys to hand over, each with its next owner. */
+  #targets = new Map<string, string>();
+  /** Keys handed over or let go (or tried without a failure answered): the resourceVersion written against, and the claim. */
+  readonly #handed = new Map<string, { rv: string; claim: string | undefined }>();
+  /**
+   * Claims some resource of which was handed over or let go here: each such resource, when, and
+   * how old it is (see {@link HANDED_CLAIM_MS}); claims in the order they were last let go.
+   */
+  readonly #handedClaims = new Map<string, Map<string, { at: number; created: number }>>();
+
+  constructor(options: RingMovesOptions) {
+    this.#o = options;
+  }
+
+  attach(cache: RingMovesCache): void {
+    this.#cache = cache;
+    const ring = this.#ring;
+    this.#ring = undefined;
+    this.agree(ring);
+  }
+
+  /** The ring moved by now; undefined while none is agreed. */
+  get ring(): Inheritance | undefined {
+    return this.#ring;
+  }
+
+  /** Resources to hand over now. */
+  get moving(): number {
+    return this.#targets.size;
+  }
+
+  /**
+   * The ring this replica's view and the leader's Lease agree on (undefined: they do not). A new
+   * ring is applied to every resource of the share, once; the keys that start or stop moving are
+   * reported to {@link RingMovesOptions.changed}.
+   */
+  agree(ring: Inheritance | undefined): void {
+    if (sameInheritance(ring, this.#ring)) return;
+    this.#ring = ring;
+    const before = this.#targets;
+    this.#targets = new Map();
+    const cache = this.#cache;
+    if (ring !== undefined && cache !== undefined)
+      for (const key of cache.ownKeys()) {
+        const to = this.#choose(key, ring, cache);
+        if (to !== undefined) this.#targets.set(key, to);
+      }
+    for (const [key, to] of this.#targets) if (before.get(key) !== to) this.#o.changed(key);
+    for (const key of before.keys()) if (!this.#targets.has(key)) this.#o.changed(key);
+  }
+
+  /** The cached resource `key` was added or changed (its claim, its rivals, its labels). */
+  refresh(key: string): void {
+    const cache = this.#cache;
+    // The resource handed over is back here (it left the cache, and came again): its claim is
+    // judged here whole again, nothing of it held.
+    const claim = this.#handedClaims.size > 0 ? cache?.claimOf(key) : undefined;
+    if (claim !== undefined && !this.#handed.has(key)) this.#unremember(claim, key);
+    const to = cache !== undefined ? this.#choose(key, this.#ring, cache) : undefined;
+    if (to === undefined) this.#targets.delete(key);
+    else this.#targets.set(key, to);
+  }
+
+  /** The resource `key` left the cache (one handed over: its label changed). */
+  forget(key: string): void {
+    this.#targets.delete(key);
+    this.#handed.delete(key);
+  }
+
+  /** The next owner of `key` by the ring; undefined when it stays here. */
+  target(key: string): string | undefined {
+    return this.#targets.get(key);
+  }
+
+  /**
+   * Whether `key`, cached at `resourceVersion`, is not to be reconciled here: the ring moves it,
+   * or a hand-over was written against that very version (the cache has not shown its outcome).
+   */
+  stopped(key: string, resourceVersion: string): boolean {
+    if (this.#targets.has(key)) return true;
+    const handed = this.#handed.get(key);
+    if (handed === undefined) return false;
+    if (handed.rv === resourceVersion) return true;
+    this.#handed.delete(key);
+    return false;
+  }
+
+  /**
+   * A hand-over of `key` (by the ring, or a drain's), or its letting go, is about to be written
+   * against `resourceVersion`: from now on the younger resources of its claim here are held (see
+   * {@link heldMs}), whether or not the write's answer has come yet.
+   */
+  handing(key: string, resourceVersion: string): void {
+    const cache = this.#cache;
+    const claim = cache?.claimOf(key);
+    this.#handed.set(key, { rv: resourceVersion, claim });
+    if (cache === undefined || claim === undefined) return;
+    const now = this.#o.now();
+    this.#prune(now);
+    const gone = this.#handedClaims.get(claim) ?? new Map<string, { at: number; created: number }>();
+    this.#handedClaims.delete(claim);
+    this.#handedClaims.set(claim, gone);
+    gone.set(key, { at: now, created: cache.created(key) });
+  }
+
+  /** The hand-over of `key` lost a race (the resource changed): it was not written. */
+  notHanded(key: string): void {
+    const claim = this.#handed.get(key)?.claim;
+    this.#handed.delete(key);
+    if (claim !== undefined) this.#unremember(claim, key);
+  }
+
+  /**
+   * How long `key` is held here, not reconciled (0: it is not): while an older resource of its
+   * claim is being handed over or let go, or was a moment ago, and is not back (see the module
+   * comment). None was here when a ring's hand-over began: a claim with rivals here is not moved by
+   * it.
+   */
+  heldMs(key: string): number {
+    if (this.#handedClaims.size === 0) return 0;
+    const now = this.#o.now();
+    this.#prune(now);
+    const cache = this.#cache;
+    const claim = this.#handedClaims.size === 0 ? undefined : cache?.claimOf(key);
+    const gone = claim === undefined ? undefined : this.#handedClaims.get(claim);
+    if (cache === undefined || claim === undefined || gone === undefined) return 0;
+    const created = cache.created(key);
+    let held = 0;
+    for (const [other, e] of gone) {
+      const left = e.at + HANDED_CLAIM_MS - now;
+      if (left <= 0) gone.delete(other);
+      else if (other !== key && (e.created < created || (e.created === created && other < key)))
+        held = Math.max(held, left);
+    }
+    if (gone.size === 0) this.#handedClaims.delete(claim);
+    return held;
+  }
+
+  /** Forgets the claims whose resources were all let go longer ago than {@link HANDED_CLAIM_MS}. */
+  #prune(now: number): void {
+    // Claims let go longest ago first: the map's order is the order they were last let go.
+    for (const [claim, gone] of this.#handedClaims) {
+      let newest = Number.NEGATIVE_INFINITY;
+      for (const e of gone.values()) newest = Math.max(newest, e.at);
+      if (now - newest < HANDED_CLAIM_MS) return;
+      this.#handedClaims.delete(claim);
+    }
+  }
+
+  #unremember(claim: string, key: string): void {
+    const gone = this.#handedClaims.get(claim);
+    if (!gone?.delete(key)) return;
+    if (gone.size === 0) this.#handedClaims.delete(claim);
+  }
+
+  #choose(key: string, ring: Inheritance | undefined, cache: RingMovesCache): string | undefined {
+    const claim = cache.claimOf(key);
+    if (claim === undefined || ring === undefined || cache.drained(key)) return undefined;
+    const to = ownerOf(claim, ring.members, ringShares(ring.members, ring.leader), this.#o.seed());
+    // A held rival is moved by the sharder, with the rest of its claim.
+    if (to === undefined || to === this.#o.self || cache.hasRivals(key) || this.heldMs(key) > 0)
+      return undefined;
+    return to;
+  }
+}
+
+/** A resource of the replica's cache, as {@link followCache} reads it. */
+export interface FollowedResource {
+  readonly metadata: {
+    readonly namespace?: string | undefined;
+    readonly name: string;
+    readonly creationTimestamp?: string | undefined;
+    readonly labels?: Readonly<Record<string, string>> | undefined;
+  };
+}
+
+/** Options of {@link followCache}. */
+export interface FollowCacheOptions<C extends FollowedResource> {
+  /** This replica's name: its own resources carry it as their owner label. */
+  self: string;
+  cache: {
+    get(ref: ObjectRef): C | undefined;
+    list(): readonly C[];
+    subscribe(handlers: {
+      onAdd?(obj: C): void;
+      onUpdate?(old: C, obj: C): void;
+      onDelete?(obj: C): void;
+    }): unknown;
+  };
+  /** What the cached resource `ref` claims. */
+  claimOf(ref: ObjectRef): string | undefined;
+  /** The cached resources claiming what `obj` claims (itself included, when cached). */
+  claimants(obj: C): readonly C[];
+  /** The member is told of each key that may start or stop moving, or be let go. */
+  changed(key: string): void;
+}
+
+/**
+ * Joins `moves` to the replica's cache: it reads the replica's own resources there, and each
+ * change of one refreshes its claim's resources (a claim with rivals here is not moved by the
+ * ring; a rival left alone once the other one left may be).
+ */
+export function followCache<C extends FollowedResource>(moves: RingMoves, o: FollowCacheOptions<C>): void {
+  const { cache, claimants } = o;
+  const own = (obj: C | undefined): obj is C => obj?.metadata.labels?.[OWNER_LABEL] === o.self;
+  const get = (key: string) => cache.get(parseObjectKey(key));
+  moves.attach({
+    ownKeys: () => cache.list().filter(own).map(keyOfMeta),
+    claimOf: (key) => (own(get(key)) ? o.claimOf(parseObjectKey(key)) : undefined),
+    drained: (key) => get(key)?.metadata.labels?.[DRAIN_LABEL] !== undefined,
+    created: (key) => createdSeconds(get(key)?.metadata.creationTimestamp),
+    hasRivals: (key) => {
+      const obj = get(key);
+      return obj !== undefined && claimants(obj).length > 1;
+    },
+  });
+  const refresh = (obj: C, deleted: boolean) => {
+    if (deleted) moves.forget(keyOfMeta(obj));
+    for (const rival of claimants(obj)) {
+      const key = keyOfMeta(rival);
+      moves.refresh(key);
+      if (rival !== obj) o.changed(key);
+    }
+    if (!deleted) o.changed(keyOfMeta(obj));
+  };
+  cache.subscribe({
+    onAdd: (obj) => refresh(obj, false),
+    onUpdate: (_old, obj) => refresh(obj, false),
+    onDelete: (obj) => refresh(obj, true),
+  });
+}
