@@ -34,8 +34,6 @@ export interface ShardMemberOptions {
   acknowledge(key: string, signal: AbortSignal): Promise<boolean>;
   clock?: Clock;
   logger: Logger;
-  /** Called with the number of drains acknowledged (metrics). */
-  onAcknowledged?(): void;
 }
 
 /**
@@ -344,7 +342,6 @@ export class ShardMember {
           continue;
         if (await this.#opts.acknowledge(key, signal)) {
           this.#opts.logger.debug({ key }, "drain acknowledged");
-          this.#opts.onAcknowledged?.();
           return;
         }
       } catch (err) {

@@ -16,7 +16,7 @@ export interface ShardGaugeSources {
 
 /** The metrics a sharded replica updates (the others are read when scraped). */
 export interface ShardMetrics {
-  /** A drain this replica acknowledged. */
+  /** A resource this replica let go for another: a drain acknowledged, or a hand-over by the ring. */
   acknowledged(): void;
   /** The sharder's last count of resources per owner label. */
   owners(counts: ReadonlyMap<string, number>): void;
@@ -34,7 +34,7 @@ export function shardMetrics(
   const registers = [registry];
   const acknowledged = new Counter({
     name: "dms_shard_drains_acknowledged_total",
-    help: "Drains this replica acknowledged (resources it let go for another replica)",
+    help: "Resources this replica let go for another replica: drains acknowledged and hand-overs by the ring (label writes made)",
     registers,
   });
   new Gauge({

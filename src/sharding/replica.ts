@@ -215,8 +215,10 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
         const rv = obj.metadata.resourceVersion;
         moves.handing(key, rv);
         const outcome = await o.patchLabels(ref, rv, { [OWNER_LABEL]: to }, signal);
-        if (outcome === "written") logger.debug({ key, to }, "handed over by the ring");
-        else if (outcome === "conflict") moves.notHanded(key);
+        if (outcome === "written") {
+          metrics.acknowledged();
+          logger.debug({ key, to }, "handed over by the ring");
+        } else if (outcome === "conflict") moves.notHanded(key);
         return outcome !== "conflict";
       }
       // Tried again shortly while a rival here may still be reconciled (see `mayLetGo`).
@@ -231,12 +233,12 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
       const rv = obj.metadata.resourceVersion;
       moves.handing(key, rv);
       const outcome = await o.patchLabels(ref, rv, labels, signal);
-      if (outcome === "conflict") moves.notHanded(key);
+      if (outcome === "written") metrics.acknowledged();
+      else if (outcome === "conflict") moves.notHanded(key);
       return outcome !== "conflict";
     },
     clock,
     logger,
-    onAcknowledged: () => metrics.acknowledged(),
   });
   const moves = new RingMoves({
     self: name,
