@@ -318,7 +318,15 @@ export function followCache<C extends FollowedResource>(moves: RingMoves, o: Fol
   };
   cache.subscribe({
     onAdd: (obj) => refresh(obj, false),
-    onUpdate: (_old, obj) => refresh(obj, false),
+    // A status write changes nothing a move depends on: its claim's resources are looked at again
+    // only when its shard labels changed (no hashing on every watch event of the share).
+    onUpdate: (old, obj) => {
+      const was = old.metadata.labels;
+      const is = obj.metadata.labels;
+      if (was?.[OWNER_LABEL] !== is?.[OWNER_LABEL] || was?.[DRAIN_LABEL] !== is?.[DRAIN_LABEL])
+        refresh(obj, false);
+      else o.changed(keyOfMeta(obj));
+    },
     onDelete: (obj) => refresh(obj, true),
   });
 }

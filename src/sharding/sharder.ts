@@ -206,7 +206,7 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
   }
 
   /** The ring a dead member's share moves by, written on its Lease: the `live` members and this replica. */
-  #inheritance(live: string[]): Inheritance {
+  #inheritance(live: readonly string[]): Inheritance {
     return { members: live, leader: this.#opts.self };
   }
 
@@ -289,7 +289,7 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
   /** The ring as this pass sees it: a member's state is the same for all its resources. */
   #view(live: readonly string[], leases: ReadonlyMap<string, RingLease>, now: number): RingView {
     const states = new Map<string, MemberState>();
-    const current: Inheritance = { members: live, leader: this.#opts.self };
+    const current = this.#inheritance(live);
     const rings = new Map<string, Inheritance | null>();
     // Owners move by the ring their Lease shows (`ring-moves.ts`); one that shows an older ring
     // gets a Lease duration to show this one (its next renewals) before its resources are drained.
