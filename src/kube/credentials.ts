@@ -8,7 +8,11 @@
 import { readFileSync } from "node:fs";
 import type { RequestOptions } from "node:https";
 
-/** How long a token read from a file is used before the file is read again (client-go's period). */
+/**
+ * How long a credential read from a file (a token, a CA, a client certificate or key) is used
+ * before the file is read again: client-go's period for a token file. A request between two reads
+ * reads no file (a pod's CA bundle was read from disk on every request to the API server).
+ */
 export const TOKEN_FILE_REFRESH_MS = 60_000;
 
 /**
@@ -16,8 +20,9 @@ export const TOKEN_FILE_REFRESH_MS = 60_000;
  *
  * Contract: `applyToHTTPSOptions` sets the TLS options (`ca`, `cert`, `key`, `rejectUnauthorized`,
  * `servername`) and the authentication headers on `options`; it is called per request, so a
- * rotated token file is picked up within {@link TOKEN_FILE_REFRESH_MS}. It rejects when a
- * credential file cannot be read. client-node's `KubeConfig` satisfies this interface too.
+ * rotated file is picked up within {@link TOKEN_FILE_REFRESH_MS}. It rejects when a credential
+ * file cannot be read (and reads it again on the next request). client-node's `KubeConfig`
+ * satisfies this interface too.
  */
 export interface KubeCredentials {
   getCurrentCluster(): { server: string } | null;
@@ -27,9 +32,35 @@ export interface KubeCredentials {
 /** Bytes given inline (a kubeconfig's base64 `<field>-data`, which wins) or as a file. */
 export type Material = { data: Buffer } | { file: string } | undefined;
 
-function readMaterial(m: Material): Buffer | undefined {
-  if (m === undefined) return undefined;
-  return "data" in m ? m.data : readFileSync(m.file);
+/** A file's bytes, read again once {@link TOKEN_FILE_REFRESH_MS} passed since the last read. */
+class RereadFile {
+  readonly #file: string;
+  #read: { bytes: Buffer; at: number } | undefined;
+
+  constructor(file: string) {
+    this.#file = file;
+  }
+
+  /** The file's bytes: those of the last read while it is recent, else read now. */
+  bytes(): Buffer {
+    const now = Date.now();
+    if (!this.#read || now - this.#read.at > TOKEN_FILE_REFRESH_MS) {
+      // A failed read throws and keeps nothing: the next request reads again.
+      this.#read = { bytes: readFileSync(this.#file), at: now };
+    }
+    return this.#read.bytes;
+  }
+}
+
+/** Inline bytes, or a file's as {@link RereadFile} keeps them. */
+type MaterialSource = { data: Buffer } | RereadFile | undefined;
+
+function materialSource(m: Material): MaterialSource {
+  return m === undefined || "data" in m ? m : new RereadFile(m.file);
+}
+
+function readMaterial(m: MaterialSource): Buffer | undefined {
+  return m instanceof RereadFile ? m.bytes() : m?.data;
 }
 
 /** The cluster half of the credentials. */
@@ -47,19 +78,20 @@ export type BearerSource = { token: string } | { tokenFile: string };
 
 /** A bearer token, inline or read from its file again once {@link TOKEN_FILE_REFRESH_MS} passed. */
 class BearerToken {
-  readonly #source: BearerSource;
-  #read: { value: string; at: number } | undefined;
+  readonly #token: string | undefined;
+  readonly #file: RereadFile | undefined;
+  #read: { bytes: Buffer; value: string } | undefined;
 
   constructor(source: BearerSource) {
-    this.#source = source;
+    if ("token" in source) this.#token = source.token;
+    else this.#file = new RereadFile(source.tokenFile);
   }
 
   value(): string {
-    if ("token" in this.#source) return this.#source.token;
-    const now = Date.now();
-    if (!this.#read || now - this.#read.at > TOKEN_FILE_REFRESH_MS) {
-      this.#read = { value: readFileSync(this.#source.tokenFile, "utf8").trim(), at: now };
-    }
+    if (!this.#file) return this.#token ?? "";
+    const bytes = this.#file.bytes();
+    // Decoded once a read: the same bytes give the same token.
+    if (this.#read?.bytes !== bytes) this.#read = { bytes, value: bytes.toString("utf8").trim() };
     return this.#read.value;
   }
 }
@@ -74,12 +106,16 @@ export interface UserAuth {
 /** Credentials read by hand: TLS material and a bearer token. */
 export class StaticCredentials implements KubeCredentials {
   readonly #tls: ClusterTls;
-  readonly #user: UserAuth;
+  readonly #ca: MaterialSource;
+  readonly #cert: MaterialSource;
+  readonly #key: MaterialSource;
   readonly #token: BearerToken | undefined;
 
   constructor(tls: ClusterTls, user: UserAuth) {
     this.#tls = tls;
-    this.#user = user;
+    this.#ca = materialSource(tls.ca);
+    this.#cert = materialSource(user.cert);
+    this.#key = materialSource(user.key);
     this.#token = user.token ? new BearerToken(user.token) : undefined;
   }
 
@@ -89,21 +125,18 @@ export class StaticCredentials implements KubeCredentials {
   }
 
   async applyToHTTPSOptions(options: RequestOptions): Promise<void> {
-    applyTls(options, this.#tls);
-    const cert = readMaterial(this.#user.cert);
-    const key = readMaterial(this.#user.key);
+    const { insecure, tlsServerName } = this.#tls;
+    if (insecure) options.rejectUnauthorized = false;
+    if (tlsServerName) options.servername = tlsServerName;
+    const ca = readMaterial(this.#ca);
+    if (ca) options.ca = ca;
+    const cert = readMaterial(this.#cert);
+    const key = readMaterial(this.#key);
     if (cert) options.cert = cert;
     if (key) options.key = key;
     const token = this.#token?.value();
     if (token) options.headers = { ...plainHeaders(options), Authorization: `Bearer ${token}` };
   }
-}
-
-function applyTls(options: RequestOptions, tls: ClusterTls): void {
-  if (tls.insecure) options.rejectUnauthorized = false;
-  if (tls.tlsServerName) options.servername = tls.tlsServerName;
-  const ca = readMaterial(tls.ca);
-  if (ca) options.ca = ca;
 }
 
 function plainHeaders(options: RequestOptions): Record<string, unknown> {

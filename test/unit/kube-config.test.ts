@@ -245,6 +245,52 @@ describe("loadKubeConfig reads kubeconfig credentials without client-node", () =
     await expect(httpsOptions(loaded)).rejects.toThrow(/missing-ca\.crt/);
   });
 
+  it("reads CA, certificate and key files once a refresh period, not on every request", async () => {
+    const where = mkdtempSync(join(dir, "reread-"));
+    writeFileSync(join(where, "ca.crt"), "CA 1");
+    writeFileSync(join(where, "client.crt"), "CERT 1");
+    writeFileSync(join(where, "client.key"), "KEY 1");
+    const path = single(
+      { "certificate-authority": "ca.crt" },
+      { "client-certificate": "client.crt", "client-key": "client.key" },
+      join(where, "config"),
+    );
+    const loaded = loadKubeConfig({ kubeconfig: path }, { env: {} });
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      const first = await httpsOptions(loaded);
+      writeFileSync(join(where, "ca.crt"), "CA 2");
+      writeFileSync(join(where, "client.crt"), "CERT 2");
+      writeFileSync(join(where, "client.key"), "KEY 2");
+      const again = await httpsOptions(loaded);
+      // The same bytes, not read again (and not a copy: nothing per request).
+      expect(again.ca).toBe(first.ca);
+      expect([again.ca?.toString(), again.cert?.toString(), again.key?.toString()]).toEqual([
+        "CA 1",
+        "CERT 1",
+        "KEY 1",
+      ]);
+      vi.advanceTimersByTime(TOKEN_FILE_REFRESH_MS + 1);
+      const rotated = await httpsOptions(loaded);
+      expect([rotated.ca?.toString(), rotated.cert?.toString(), rotated.key?.toString()]).toEqual([
+        "CA 2",
+        "CERT 2",
+        "KEY 2",
+      ]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("reads a credential file that was missing again on the next request", async () => {
+    const where = mkdtempSync(join(dir, "late-"));
+    const path = single({ "certificate-authority": "ca.crt" }, { token: "t" }, join(where, "config"));
+    const loaded = loadKubeConfig({ kubeconfig: path }, { env: {} });
+    await expect(httpsOptions(loaded)).rejects.toThrow(/ca\.crt/);
+    writeFileSync(join(where, "ca.crt"), "CA NOW");
+    expect((await httpsOptions(loaded)).ca?.toString()).toBe("CA NOW");
+  });
+
   it("honours insecure-skip-tls-verify and tls-server-name", async () => {
     const path = single({ "insecure-skip-tls-verify": true, "tls-server-name": "api.internal" }, {});
     const options = await httpsOptions(loadKubeConfig({ kubeconfig: path }, { env: {} }));
