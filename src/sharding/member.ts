@@ -51,6 +51,12 @@ export interface ShardWriteGrant {
 const ACK_RETRY_MS = 1_000;
 
 /**
+ * How often a held resource's guard is asked again while its hold lasts (see
+ * {@link OwnedResource.holdMs}): a look at two maps, no reconcile, for the few rivals held.
+ */
+export const HOLD_RECHECK_MS = 2_000;
+
+/**
  * Acknowledgements sent at once: a join drains thousands of one replica's resources within
  * seconds, and one request each at once would exceed the API server's in-flight limit (429s,
  * each retried a second later) instead of keeping it busy.
@@ -74,8 +80,9 @@ export const MIN_WRITE_MS = 1_000;
  *   {@link MIN_WRITE_MS}.
  * - {@link guard} wraps the reconciler: a key not in the cache, to be let go, held, or met
  *   before the Lease is held or after {@link stop} is not reconciled (the wrapped reconciler is
- *   not called; a held key is tried again when its hold ends); keys in reconcile are counted, and
- *   a drained key is acknowledged once its last reconcile ended.
+ *   not called; a held key is tried again every {@link HOLD_RECHECK_MS} until its hold ends);
+ *   keys in reconcile are counted, and a drained key is acknowledged once its last reconcile
+ *   ended.
  * - {@link changed} is called on each cache change of a key: a drained key not in reconcile is
  *   acknowledged then.
  */
@@ -235,7 +242,10 @@ export class ShardMember {
         this.#acknowledgeSoon(key);
         return Action.gone();
       }
-      if (resource.holdMs !== undefined && resource.holdMs > 0) return Action.requeueAfter(resource.holdMs);
+      // Looked at again every HOLD_RECHECK_MS, not only at the hold's end: the older resource it
+      // waits for may come back within seconds, and the hold then ends at once.
+      if (resource.holdMs !== undefined && resource.holdMs > 0)
+        return Action.requeueAfter(Math.min(resource.holdMs, HOLD_RECHECK_MS));
       this.#inFlight.set(key, (this.#inFlight.get(key) ?? 0) + 1);
       try {
         return await this.#reconciling.run(key, () => reconcile(key, signal));

@@ -9,6 +9,7 @@ import { Action } from "../../src/runtime/controller.ts";
 import {
   ACK_CONCURRENCY,
   FENCE_MARGIN_MS,
+  HOLD_RECHECK_MS,
   ShardMember,
   type ShardWriteGrant,
 } from "../../src/sharding/member.ts";
@@ -168,6 +169,36 @@ describe("a replica's lifecycle", () => {
     const stopped = other.guard(async () => Action.done())("ns/mine", signal);
     await other.stop(signal);
     expect(await stopped).toEqual(Action.gone());
+  });
+});
+
+describe("a held resource", () => {
+  it("is not reconciled while held, asked again every HOLD_RECHECK_MS (or at its hold's end), and reconciled once the hold ends", async () => {
+    const clock = new ManualClock();
+    const owned = new Map<string, { drain: boolean; holdMs?: number }>();
+    const member = new ShardMember({
+      name: "a",
+      leaseDurationMs: 15_000,
+      owned: (key) => owned.get(key),
+      acknowledge: async () => true,
+      clock,
+      logger,
+    });
+    member.renewed(clock.now());
+    const calls: string[] = [];
+    const reconcile = member.guard(async (key) => {
+      calls.push(key);
+      return Action.done();
+    });
+    owned.set("ns/younger", { drain: false, holdMs: 80_000 });
+    expect(await reconcile("ns/younger", signal)).toEqual(Action.requeueAfter(HOLD_RECHECK_MS));
+    owned.set("ns/younger", { drain: false, holdMs: 500 });
+    expect(await reconcile("ns/younger", signal)).toEqual(Action.requeueAfter(500));
+    expect(calls).toEqual([]);
+    // The older one came back: no hold any more, reconciled at the next look.
+    owned.set("ns/younger", { drain: false });
+    expect(await reconcile("ns/younger", signal)).toEqual(Action.done());
+    expect(calls).toEqual(["ns/younger"]);
   });
 });
 
