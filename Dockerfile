@@ -31,7 +31,7 @@ LABEL org.opencontainers.image.title="dms-operator" \
       org.opencontainers.image.licenses="Apache-2.0"
 ENV NODE_ENV=production
 ENV NODE_OPTIONS="--max-old-space-size=96 --max-semi-space-size=1" MALLOC_ARENA_MAX=2 \
-    MALLOC_MMAP_THRESHOLD_=65536 MALLOC_TRIM_THRESHOLD_=131072
+    MALLOC_MMAP_THRESHOLD_=16384 MALLOC_TRIM_THRESHOLD_=131072
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
