@@ -28,23 +28,44 @@ import {
 import { type ObjectRef, objectKey, refOf } from "./object.ts";
 import type { ReflectorHandlers } from "./reflector.ts";
 
-/** One dead replica's resources that this replica inherits (a watch of their owner label). */
+/**
+ * One dead replica's resources that this replica inherits (a watch of their owner label). Listed
+ * ahead of a take ({@link ShareDeployments.prefetch}) it keeps every one until told which it keeps.
+ */
 class InheritedShare extends CustomResources<DeploymentObject, DeploymentResourceStatus> {
-  constructor(options: KubeDeploymentsOptions, keep: (obj: DeploymentObject) => boolean) {
+  readonly #filter: { keep: ((obj: DeploymentObject) => boolean) | undefined };
+
+  constructor(options: KubeDeploymentsOptions, keep: ((obj: DeploymentObject) => boolean) | undefined) {
     const strings = options.strings ?? DEPLOYMENT_STRINGS;
+    const filter = { keep };
     super(DEPLOYMENTS, options, (raw) => {
       const obj = decodeDeployment(raw, strings);
       // Another heir's resource: not kept. The reflector reads null as "not kept" (dropped from
       // the cache if it was in it); the adapter's type knows only undefined, "unusable".
-      if (obj === undefined || keep(obj)) return obj;
+      if (obj === undefined || filter.keep === undefined || filter.keep(obj)) return obj;
       return null as unknown as undefined;
     });
+    this.#filter = filter;
+  }
+
+  /** Keeps from now on only what `keep` holds for, and drops the rest from the cache. */
+  keepOnly(keep: (obj: DeploymentObject) => boolean): void {
+    this.#filter.keep = keep;
+    this.cache.retain(keep);
   }
 
   /** A write's answer, for the next read (see `Reflector.observeWrite`). */
   observe(obj: DeploymentObject): void {
     this.cache.observeWrite(obj);
   }
+}
+
+/** A share listed ahead of a take, until an inherit adopts it or its signal aborts. */
+interface Prefetched {
+  share: InheritedShare;
+  stop: AbortController;
+  running: Promise<void>;
+  adopted: boolean;
 }
 
 /**
@@ -65,6 +86,8 @@ export interface ShareDeploymentsOptions extends KubeDeploymentsOptions {
 export class ShareDeployments extends KubeDeployments {
   readonly #options: ShareDeploymentsOptions;
   readonly #inherited = new Map<string, InheritedShare>();
+  /** Shares listed ahead of a take, by owner (see {@link prefetch}). */
+  readonly #prefetched = new Map<string, Prefetched>();
   readonly #handlers = new Set<ReflectorHandlers<DeploymentObject>>();
   /** Per owner inherited, resolved when its watch ended. */
   readonly #ended = new Map<string, Promise<void>>();
@@ -96,8 +119,97 @@ export class ShareDeployments extends KubeDeployments {
         ended = resolve;
       }),
     );
+    const early = this.#prefetched.get(owner);
+    this.#prefetched.delete(owner);
+    const adopted = early !== undefined && !early.stop.signal.aborted;
+    const share = adopted ? early.share : this.#share(owner, keep);
+    if (adopted) {
+      // Listed ahead of the take: that watch is this one, stopping with `signal` from now on.
+      early.adopted = true;
+      const stop = () => early.stop.abort();
+      signal.addEventListener("abort", stop, { once: true });
+      void early.running.finally(() => signal.removeEventListener("abort", stop));
+      if (signal.aborted) stop();
+      const listed = share.hasSynced();
+      share.keepOnly(keep);
+      if (!listed) {
+        // What its list collected so far was kept whole: filtered once the list is complete.
+        await share.synced.catch(() => undefined);
+        if (!share.hasSynced()) {
+          await early.running;
+          this.#ended.delete(owner);
+          ended();
+          return;
+        }
+        share.keepOnly(keep);
+      }
+    }
+    this.#inherited.set(owner, share);
+    const own = (obj: DeploymentObject) => super.get(refOf(obj)) !== undefined;
+    const handlers = {
+      onAdd: (obj: DeploymentObject) => {
+        if (own(obj) || this.#elsewhere(obj, share)) return;
+        // Back from transit (never reported deleted): an update.
+        const was = this.#arrived(refOf(obj));
+        this.#emit((h) => (was ? h.onUpdate?.(was, obj) : h.onAdd?.(obj)));
+      },
+      onUpdate: (old: DeploymentObject, obj: DeploymentObject) => {
+        if (!own(obj)) this.#emit((h) => h.onUpdate?.(old, obj));
+      },
+      onDelete: (obj: DeploymentObject) => {
+        if (own(obj) || this.#elsewhere(obj, share)) return;
+        // Let go, not deleted: on its way to a watch, maybe the own one (see the module comment).
+        if (obj.metadata.deletionTimestamp === undefined) this.#inTransit(obj);
+        else this.#emit((h) => h.onDelete?.(obj));
+      },
+    };
+    const unsubscribe = share.subscribe(handlers);
+    // Adopted, its list is done: the handlers hear of what it kept as a list's adds.
+    if (adopted) for (const obj of share.list()) handlers.onAdd(obj);
+    try {
+      await (adopted ? early.running : share.run(signal));
+    } finally {
+      unsubscribe();
+      this.#inherited.delete(owner);
+      for (const obj of share.list())
+        if (!own(obj) && !this.#elsewhere(obj, share)) this.#emit((h) => h.onDelete?.(obj));
+      this.#ended.delete(owner);
+      ended();
+    }
+  }
+
+  /**
+   * Lists and watches the resources of `owner`, a replica that stopped renewing its Lease, before
+   * a sharder takes it: keeps every one, shows none to readers, until {@link inherit} of `owner`
+   * adopts the watch (keeping then what it keeps; its resources are already listed) or `signal`
+   * aborts (the replica renewed after all, or the ring gave this replica nothing of its share).
+   * Resolves once its list is complete, or it stopped before.
+   */
+  prefetch(owner: string, signal: AbortSignal): Promise<void> {
+    if (signal.aborted || this.#prefetched.has(owner) || this.#ended.has(owner)) return Promise.resolve();
+    const stop = new AbortController();
+    const entry: Prefetched = {
+      share: this.#share(owner, undefined),
+      stop,
+      running: Promise.resolve(),
+      adopted: false,
+    };
+    const abort = () => {
+      if (!entry.adopted) stop.abort();
+    };
+    signal.addEventListener("abort", abort, { once: true });
+    entry.running = entry.share.run(stop.signal).finally(() => {
+      signal.removeEventListener("abort", abort);
+      if (this.#prefetched.get(owner) === entry) this.#prefetched.delete(owner);
+    });
+    this.#prefetched.set(owner, entry);
+    return entry.share.synced.catch(() => undefined);
+  }
+
+  /** The watch of `owner`'s resources, keeping those `keep` holds for (every one: undefined). */
+  #share(owner: string, keep: ((obj: DeploymentObject) => boolean) | undefined): InheritedShare {
     const { scope, inheritedSelector } = this.#options;
-    const share = new InheritedShare(
+    return new InheritedShare(
       {
         ...this.#options,
         scope: {
@@ -107,35 +219,6 @@ export class ShareDeployments extends KubeDeployments {
       },
       keep,
     );
-    this.#inherited.set(owner, share);
-    const own = (obj: DeploymentObject) => super.get(refOf(obj)) !== undefined;
-    const unsubscribe = share.subscribe({
-      onAdd: (obj) => {
-        if (own(obj) || this.#elsewhere(obj, share)) return;
-        // Back from transit (never reported deleted): an update.
-        const was = this.#arrived(refOf(obj));
-        this.#emit((h) => (was ? h.onUpdate?.(was, obj) : h.onAdd?.(obj)));
-      },
-      onUpdate: (old, obj) => {
-        if (!own(obj)) this.#emit((h) => h.onUpdate?.(old, obj));
-      },
-      onDelete: (obj) => {
-        if (own(obj) || this.#elsewhere(obj, share)) return;
-        // Let go, not deleted: on its way to a watch, maybe the own one (see the module comment).
-        if (obj.metadata.deletionTimestamp === undefined) this.#inTransit(obj);
-        else this.#emit((h) => h.onDelete?.(obj));
-      },
-    });
-    try {
-      await share.run(signal);
-    } finally {
-      unsubscribe();
-      this.#inherited.delete(owner);
-      for (const obj of share.list())
-        if (!own(obj) && !this.#elsewhere(obj, share)) this.#emit((h) => h.onDelete?.(obj));
-      this.#ended.delete(owner);
-      ended();
-    }
   }
 
   /** Holds `obj`, let go by an inherited watch, as a claimant until the own watch adds it, or {@link TRANSIT_MS}. */

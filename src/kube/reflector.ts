@@ -178,6 +178,11 @@ export class Reflector<T extends KubeObject> {
     this.#set(key, obj);
   }
 
+  /** Drops from the cache every object `keep` refuses, telling no handler (for a cache no one reads yet). */
+  retain(keep: (obj: T) => boolean): void {
+    for (const [key, obj] of this.#cache) if (!keep(obj)) this.#delete(key);
+  }
+
   /** The resourceVersion the next watch resumes from. */
   get resourceVersion(): string | undefined {
     return this.#resourceVersion;

@@ -101,6 +101,11 @@ export class ScopedReflectors<T extends KubeObject> {
     (this.#byNamespace.get(namespace) ?? this.#byNamespace.get(undefined))?.observeWrite(obj);
   }
 
+  /** Drops every object `keep` refuses from each namespace's cache (see {@link Reflector.retain}). */
+  retain(keep: (obj: T) => boolean): void {
+    for (const r of this.#byNamespace.values()) r.retain(keep);
+  }
+
   /** The cached objects of one namespace. */
   listNamespace(namespace: string): T[] {
     const own = this.#byNamespace.get(namespace);

@@ -6,9 +6,9 @@
  */
 import type { Logger } from "pino";
 import { Backoff } from "../runtime/backoff.ts";
-import type { Clock } from "../runtime/clock.ts";
+import type { CancelTimer, Clock } from "../runtime/clock.ts";
 import { encodeInheritance, heirOf, type Inheritance, lastHeir, sameInheritance } from "./inheritance.ts";
-import { SHARDER_HOLDER_PREFIX } from "./labels.ts";
+import { isReplicaName, SHARDER_HOLDER_PREFIX } from "./labels.ts";
 import type { RingLease } from "./membership.ts";
 
 /** The ring `lease` carries while a sharder holds it (taken after it expired: its replica cannot write). */
@@ -48,6 +48,15 @@ export function inheritanceChain(
   return named ? chain : undefined;
 }
 
+/**
+ * How long a replica's Lease may go unrenewed (by this process's clock) before its survivors list
+ * its share ahead of a take: two and a half renewals, and a third of the Lease at least — 5 s
+ * with the defaults (15 s, renewed every 2 s), some 10 s before a sharder may take it.
+ */
+export function silenceMs(leaseDurationMs: number, retryPeriodMs: number): number {
+  return Math.max(2.5 * retryPeriodMs, leaseDurationMs / 3);
+}
+
 /** A chain's records as one string (two chains are the same when these are). */
 function chainKey(chain: ReadonlyMap<string, Inheritance>): string {
   return [...chain]
@@ -70,17 +79,23 @@ export class Heirs {
   /** Every held Lease's record, by Lease name. */
   readonly #records = new Map<string, Inheritance>();
   readonly #running = new Map<string, { key: string; stop: AbortController }>();
+  readonly #early: EarlyListing | undefined;
+  /** Each other replica's Lease while a replica holds it: its last renewal seen, and its silence's timer or listing. */
+  readonly #renewals = new Map<string, { key: string; cancel: CancelTimer; listing?: AbortController }>();
 
   constructor(o: {
     self: string;
     /** The ring's key (the install key), read before the replica joins. */
     seed: () => Uint8Array | undefined;
     inherit: (owner: string, mine: (claim: string) => boolean, signal: AbortSignal) => Promise<void>;
+    /** Lists a silent replica's share ahead of a take (see {@link EarlyListing}); none: at the take. */
+    early?: EarlyListing | undefined;
     logger: Logger;
   }) {
     this.#self = o.self;
     this.#seed = o.seed;
     this.#inherit = o.inherit;
+    this.#early = o.early;
     this.#logger = o.logger;
   }
 
@@ -91,6 +106,7 @@ export class Heirs {
 
   /** The Lease `name` is now `lease` (undefined: deleted): starts, keeps or stops the watches. */
   update(name: string, lease: RingLease | undefined, signal: AbortSignal): void {
+    this.#heard(name, lease, signal);
     const ring = lease ? heldRecord(lease) : undefined;
     // A renewal, or a new holder of the same hold: no record changed, nor any chain.
     if (sameInheritance(this.#records.get(name), ring) && !signal.aborted) return;
@@ -114,6 +130,57 @@ export class Heirs {
       const chain = inheritanceChain(this.#self, owner, this.#records);
       if (chain !== undefined) this.#start(owner, chain, signal);
     }
+    // Taken, and its record gives this replica nothing (or there is none): the early list goes.
+    const early = this.#renewals.get(name);
+    if (early !== undefined && lease !== undefined && !heldByReplica(lease) && !this.#running.has(name)) {
+      early.listing?.abort();
+      this.#renewals.delete(name);
+    }
+  }
+
+  /**
+   * Follows the renewals of another replica's Lease: silent for the early listing's `silenceMs`,
+   * its share is listed ahead of a take; renewed, released or deleted, that listing stops. A take
+   * keeps it for the record that comes with it: the inherited watch then adopts it.
+   */
+  #heard(name: string, lease: RingLease | undefined, signal: AbortSignal): void {
+    const early = this.#early;
+    if (early === undefined || name === this.#self || !isReplicaName(name)) return;
+    const seen = this.#renewals.get(name);
+    if (lease !== undefined && !heldByReplica(lease) && lease.record.holderIdentity !== "") {
+      // Taken: with a record, `update` next starts (adopting the list) or ends it; without, it ends.
+      seen?.cancel();
+      if (heldRecord(lease) !== undefined) return;
+      seen?.listing?.abort();
+      this.#renewals.delete(name);
+      return;
+    }
+    const key = lease
+      ? `${lease.record.holderIdentity}|${lease.record.renewTime?.getTime() ?? ""}`
+      : undefined;
+    if (seen !== undefined && seen.key === key) return;
+    seen?.cancel();
+    if (seen?.listing)
+      this.#logger.info(
+        { from: name },
+        "a silent replica's Lease was renewed or let go: its share's early listing stops",
+      );
+    seen?.listing?.abort();
+    this.#renewals.delete(name);
+    if (key === undefined || lease?.record.holderIdentity === "" || signal.aborted) return;
+    const entry: { key: string; cancel: CancelTimer; listing?: AbortController } = {
+      key,
+      cancel: early.clock.setTimer(early.silenceMs, () => {
+        if (signal.aborted || this.#renewals.get(name) !== entry) return;
+        entry.listing = new AbortController();
+        this.#logger.info(
+          { from: name, silentMs: early.silenceMs },
+          "a replica has not renewed its Lease: listing its share ahead of a take",
+        );
+        early.list(name, AbortSignal.any([signal, entry.listing.signal]));
+      }),
+    };
+    this.#renewals.set(name, entry);
   }
 
   #start(owner: string, chain: ReadonlyMap<string, Inheritance>, signal: AbortSignal): void {
@@ -134,11 +201,35 @@ export class Heirs {
       });
   }
 
-  /** Stops every inherited watch. */
+  /** Stops every inherited watch, and every early listing. */
   close(): void {
     for (const { stop } of this.#running.values()) stop.abort();
     this.#running.clear();
+    for (const { cancel, listing } of this.#renewals.values()) {
+      cancel();
+      listing?.abort();
+    }
+    this.#renewals.clear();
   }
+}
+
+/**
+ * A survivor's listing of a silent replica's share ahead of a take: `list` watches the resources
+ * of `owner` (all of them, shown to no reader) until its signal aborts or the inherited watch of
+ * `owner` adopts it. Nothing is reconciled before the record of a take names this replica: the
+ * list is only ready sooner (the take waits for the Lease to expire; the list needs that time).
+ */
+export interface EarlyListing {
+  list(owner: string, signal: AbortSignal): void;
+  /** See {@link silenceMs}. */
+  silenceMs: number;
+  clock: Pick<Clock, "setTimer">;
+}
+
+/** Whether `lease` is held by a replica (not released, not taken by a sharder). */
+function heldByReplica(lease: RingLease): boolean {
+  const holder = lease.record.holderIdentity;
+  return holder !== "" && !holder.startsWith(SHARDER_HOLDER_PREFIX);
 }
 
 /** The retries of {@link readSeedForHeirs}: 1 s doubling to 30 s, jittered. */

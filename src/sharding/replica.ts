@@ -12,7 +12,7 @@ import type { Reconciler } from "../runtime/controller.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import { keyOfMeta, type ObjectRef, parseObjectKey } from "../runtime/queue-lines.ts";
 import { ClusterUserCounts, type ClusterUsers } from "./cluster-users.ts";
-import { Heirs, readSeedForHeirs } from "./heirs.ts";
+import { type EarlyListing, Heirs, readSeedForHeirs, silenceMs } from "./heirs.ts";
 import { sameInheritance } from "./inheritance.ts";
 import { type LabelPolicyReading, requireLabelPolicy, watchLabelPolicy } from "./label-policy.ts";
 import { DRAIN_LABEL, handoverTo, isReplicaName, mayLetGo, OWNER_LABEL } from "./labels.ts";
@@ -119,6 +119,8 @@ export interface ShardedReplica {
     claimOf: (ref: ObjectRef) => string | undefined,
     claimants: (obj: CachedResource) => readonly CachedResource[],
     inherit?: InheritPort,
+    /** Lists a silent replica's resources ahead of a take, for `inherit` to adopt (see `EarlyListing`). */
+    listEarly?: EarlyListing["list"],
   ): void;
   guard(reconcile: Reconciler): Reconciler;
   /** Each connection's users, counted by the leader (see {@link ClusterUsers}). */
@@ -268,6 +270,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
   leases.subscribe({ onAdd: agree, onUpdate: agree, onDelete: agree });
   const users = new ClusterUserCounts();
   let inherit: InheritPort | undefined;
+  let listEarly: EarlyListing["list"] | undefined;
   let seedRead: Uint8Array | undefined;
   const policy = o.labelPolicy;
   const seed = o.ringSeed;
@@ -333,7 +336,12 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
           if (port === undefined) return;
           seedRead = seed ? await readSeedForHeirs(seed, signal, clock, logger) : undefined;
           if (signal.aborted) return;
-          const heirs = new Heirs({ self: name, seed: () => seedRead, inherit: port, logger });
+          const early = listEarly && {
+            list: listEarly,
+            silenceMs: silenceMs(le.leaseDurationMs, le.retryPeriodMs),
+            clock,
+          };
+          const heirs = new Heirs({ self: name, seed: () => seedRead, inherit: port, early, logger });
           const update = (l: Parameters<typeof ringLease>[0]) =>
             heirs.update(l.metadata.name, ringLease(l), signal);
           const unsubscribe = leases.subscribe({
@@ -372,10 +380,11 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
         logger,
       }),
     ],
-    attach(c, claimOf, count, inheritPort) {
+    attach(c, claimOf, count, inheritPort, listEarlyPort) {
       cache = c;
       claimants = count;
       inherit = inheritPort;
+      listEarly = listEarlyPort;
       followCache(moves, {
         self: name,
         cache: c,

@@ -138,6 +138,9 @@ export function sharding(p: ShardingParts): Sharding {
         deployments instanceof ShareDeployments
           ? (owner, mine, signal) => deployments.inherit(owner, (obj) => mine(claimOf(obj)), signal)
           : undefined,
+        deployments instanceof ShareDeployments
+          ? (owner, signal) => void deployments.prefetch(owner, signal)
+          : undefined,
       ),
     guard: replica.guard,
     users: replica.users,

@@ -242,6 +242,92 @@ describe("the second watches", () => {
   });
 });
 
+describe("a silent replica's share, listed ahead of a take", () => {
+  const ring = { members: ["a", "b"], leader: "a" };
+  /** `holder`'s Lease `name` as renewed at `renewedAt` (ms). */
+  const renewed = (name: string, holder: string, renewedAt: number): RingLease => ({
+    ...lease(name, holder),
+    record: { ...record(holder), renewTime: new Date(renewedAt) },
+  });
+
+  function survivor(self = "a") {
+    const clock = new ManualClock();
+    const listings: { owner: string; signal: AbortSignal }[] = [];
+    const inherited: { owner: string; signal: AbortSignal }[] = [];
+    const heirs = new Heirs({
+      self,
+      seed: () => seed,
+      inherit: (owner, _mine, signal) => {
+        inherited.push({ owner, signal });
+        return new Promise(() => {});
+      },
+      early: { list: (owner, signal) => void listings.push({ owner, signal }), silenceMs: 5_000, clock },
+      logger,
+    });
+    return { clock, heirs, listings, inherited, run: new AbortController() };
+  }
+
+  it("lists a replica's share once its Lease has gone unrenewed for the silence, and stops if it renews", () => {
+    const { clock, heirs, listings, run } = survivor();
+    heirs.update("d", renewed("d", "d_1", 0), run.signal);
+    clock.advance(2_000);
+    heirs.update("d", renewed("d", "d_1", 2_000), run.signal);
+    clock.advance(4_999);
+    expect(listings).toEqual([]);
+    clock.advance(1);
+    expect(listings.map((l) => l.owner)).toEqual(["d"]);
+    // The same record seen again (a resync of the watch) is no renewal.
+    heirs.update("d", renewed("d", "d_1", 2_000), run.signal);
+    expect(listings[0]?.signal.aborted).toBe(false);
+    heirs.update("d", renewed("d", "d_1", 9_000), run.signal);
+    expect(listings[0]?.signal.aborted).toBe(true);
+    clock.advance(5_000);
+    expect(listings.map((l) => l.owner)).toEqual(["d", "d"]);
+    heirs.update("d", undefined, run.signal);
+    expect(listings[1]?.signal.aborted).toBe(true);
+    clock.advance(60_000);
+    expect(listings).toHaveLength(2);
+  });
+
+  it("keeps the listing through a take whose record names it, for the inherited watch to adopt", () => {
+    const { clock, heirs, listings, inherited, run } = survivor();
+    heirs.update("d", renewed("d", "d_1", 0), run.signal);
+    clock.advance(5_000);
+    heirs.update("d", lease("d", "sharder/b_1", ring), run.signal);
+    expect(inherited.map((i) => i.owner)).toEqual(["d"]);
+    expect(listings[0]?.signal.aborted).toBe(false);
+    // Released: whatever the inherited watch did not adopt stops.
+    heirs.update("d", lease("d", ""), run.signal);
+    expect(listings[0]?.signal.aborted).toBe(true);
+  });
+
+  it.each([
+    { case: "a record that gives it nothing", taken: lease("d", "sharder/b_1", { ...ring, members: ["b"] }) },
+    { case: "no record", taken: lease("d", "sharder/b_1") },
+    { case: "a release", taken: lease("d", "") },
+  ])("stops the listing at $case", ({ taken }) => {
+    const { clock, heirs, listings, inherited, run } = survivor();
+    heirs.update("d", renewed("d", "d_1", 0), run.signal);
+    clock.advance(5_000);
+    heirs.update("d", taken, run.signal);
+    expect(inherited).toEqual([]);
+    expect(listings[0]?.signal.aborted).toBe(true);
+  });
+
+  it("lists no share of its own, and nothing once closed", () => {
+    const { clock, heirs, listings, run } = survivor("a");
+    heirs.update("a", renewed("a", "a_1", 0), run.signal);
+    heirs.update("d", renewed("d", "d_1", 0), run.signal);
+    clock.advance(5_000);
+    expect(listings.map((l) => l.owner)).toEqual(["d"]);
+    heirs.update("e", renewed("e", "e_1", 5_000), run.signal);
+    heirs.close();
+    expect(listings[0]?.signal.aborted).toBe(true);
+    clock.advance(5_000);
+    expect(listings).toHaveLength(1);
+  });
+});
+
 describe("a second death during a failover", () => {
   // d died: its Lease's record r1 names h, y and z. Then h, heir of some of d's claims, died: its
   // Lease's record r2 names y and z. For the claim n, h is d's heir under r1 and y is h's under r2:

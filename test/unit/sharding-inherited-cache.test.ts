@@ -4,6 +4,7 @@
 // other as an update, never a delete (the second watch's word may come first: the resource is then
 // in transit, a claimant of its name but not reconciled); the second watch's end takes its resources out.
 import type { ServerResponse } from "node:http";
+import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { KubeClient } from "../../src/kube/client.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
@@ -20,9 +21,10 @@ const resource = (name: string, owner: string, resourceVersion: string) => ({
 });
 
 /** Lists, watch lists and watches of Deployment resources by owner label; `push` sends an event to one owner's watches. */
-async function apiServer(items: ReturnType<typeof resource>[]) {
+async function apiServer(items: ReturnType<typeof resource>[], holdEndOf?: string) {
   const watches = new Map<string, ServerResponse[]>();
   const waiting = new Map<string, () => void>();
+  const ends = new Map<string, () => void>();
   const { client } = await kubeStub((req, res) => {
     const url = new URL(req.url ?? "/", "http://api");
     const owner = (url.searchParams.get("labelSelector") ?? "").split("=")[1] ?? "";
@@ -31,7 +33,11 @@ async function apiServer(items: ReturnType<typeof resource>[]) {
     if (url.searchParams.get("watch") === "true") {
       watches.set(owner, [...(watches.get(owner) ?? []), res]);
       // A watch list (what the reflector lists by) sends the items first, then the bookmark that ends them.
-      res.write(url.searchParams.get("sendInitialEvents") === "true" ? initialEvents(listed, "10") : "");
+      const initial = url.searchParams.get("sendInitialEvents") === "true" ? initialEvents(listed, "10") : "";
+      // `holdEndOf`'s watch list: its items now, the bookmark that ends them on `endList`.
+      const cut = owner === holdEndOf ? initial.lastIndexOf("\n", initial.length - 2) + 1 : initial.length;
+      res.write(initial.slice(0, cut));
+      if (cut < initial.length) ends.set(owner, () => res.write(initial.slice(cut)));
       waiting.get(owner)?.();
       return;
     }
@@ -45,7 +51,11 @@ async function apiServer(items: ReturnType<typeof resource>[]) {
     (watches.get(owner)?.length ?? 0) > 0
       ? Promise.resolve()
       : new Promise<void>((resolve) => waiting.set(owner, resolve));
-  return { client, push, watching };
+  /** How many watches of `owner`'s resources were opened. */
+  const opened = (owner: string) => watches.get(owner)?.length ?? 0;
+  /** Sends the end of `owner`'s held watch list. */
+  const endList = (owner: string) => ends.get(owner)?.();
+  return { client, push, watching, opened, endList };
 }
 
 /** Resolves once `test` holds, checked on each event of `cache` (and at once). */
@@ -212,5 +222,105 @@ describe("a replica's cache with an inherited share", () => {
     await inherited;
     run.abort();
     await running;
+  });
+
+  describe("a silent replica's share listed ahead of a take", () => {
+    const items = () => [
+      resource("a1", "a", "1"),
+      resource("d1", "d", "2"),
+      resource("d2", "d", "3"),
+      resource("d3", "d", "4"),
+    ];
+    const notD2 = (o: DeploymentObject) => o.metadata.name !== "d2";
+    const own = (client: KubeClient) =>
+      new ShareDeployments({
+        client,
+        scope: { namespaces: ["ns"], labelSelector: `${OWNER_LABEL}=a` },
+        inheritedSelector: (owner) => `${OWNER_LABEL}=${owner}`,
+      });
+
+    it("shows nothing of it until the inherited watch adopts the list, then only the heir's part, by one watch", async () => {
+      const api = await apiServer(items());
+      const cache = own(api.client);
+      const { events, run, running } = await started(cache);
+      await cache.prefetch("d", new AbortController().signal);
+      expect(names(cache.list())).toEqual(["a1"]);
+      expect(cache.get({ namespace: "ns", name: "d1" })).toBeUndefined();
+      expect(events).toEqual(["add a1"]);
+
+      const inheritance = new AbortController();
+      const inherited = cache.inherit("d", notD2, inheritance.signal);
+      // Listed already: the heir's part is in the cache at once, as a list's adds.
+      expect(names(cache.list())).toEqual(["a1", "d1", "d3"]);
+      expect(events).toEqual(["add a1", "add d1", "add d3"]);
+      expect(api.opened("d")).toBe(1);
+      // The watch goes on, keeping by the record's rule: another heir's resource stays out.
+      api.push("d", "MODIFIED", resource("d2", "d", "20"));
+      api.push("d", "MODIFIED", resource("d1", "d", "21"));
+      await until(cache, () => events.includes("update d1@21"));
+      expect(names(cache.list())).toEqual(["a1", "d1", "d3"]);
+
+      inheritance.abort();
+      await inherited;
+      expect(names(cache.list())).toEqual(["a1"]);
+      expect(events.slice(-2).sort()).toEqual(["delete d1", "delete d3"]);
+      run.abort();
+      await running;
+    });
+
+    it("adopts a list still under way, keeping the heir's part once it is complete", async () => {
+      // d's watch list sends its items, the last one invalid, and holds its end: once the invalid
+      // one is logged, every item before it was read (kept whole, the heir's rule not known yet).
+      const bad = { ...resource("d9", "d", "5"), spec: 5 };
+      const api = await apiServer([...items(), bad as unknown as ReturnType<typeof resource>], "d");
+      let read = () => {};
+      const allRead = new Promise<void>((resolve) => {
+        read = resolve;
+      });
+      const logger = pino(
+        { level: "warn" },
+        { write: (line: string) => void (line.includes("d9") && read()) },
+      );
+      const cache = new ShareDeployments({
+        client: api.client,
+        scope: { namespaces: ["ns"], labelSelector: `${OWNER_LABEL}=a` },
+        inheritedSelector: (owner) => `${OWNER_LABEL}=${owner}`,
+        logger,
+      });
+      const { events, run, running } = await started(cache);
+      void cache.prefetch("d", new AbortController().signal);
+      await allRead;
+      const inheritance = new AbortController();
+      const inherited = cache.inherit("d", notD2, inheritance.signal);
+      expect(names(cache.list())).toEqual(["a1"]);
+      api.endList("d");
+      await until(cache, () => cache.size === 3);
+      expect(names(cache.list())).toEqual(["a1", "d1", "d3"]);
+      expect(cache.get({ namespace: "ns", name: "d2" })).toBeUndefined();
+      expect(events).toEqual(["add a1", "add d1", "add d3"]);
+      expect(api.opened("d")).toBe(1);
+      inheritance.abort();
+      await inherited;
+      run.abort();
+      await running;
+    });
+
+    it("lists again at the take when the early list was stopped (the replica renewed)", async () => {
+      const api = await apiServer(items());
+      const cache = own(api.client);
+      const { run, running } = await started(cache);
+      const early = new AbortController();
+      await cache.prefetch("d", early.signal);
+      early.abort();
+      const inheritance = new AbortController();
+      const inherited = cache.inherit("d", notD2, inheritance.signal);
+      await until(cache, () => cache.size === 3);
+      expect(names(cache.list())).toEqual(["a1", "d1", "d3"]);
+      expect(api.opened("d")).toBe(2);
+      inheritance.abort();
+      await inherited;
+      run.abort();
+      await running;
+    });
   });
 });
