@@ -160,7 +160,8 @@ export class Heirs {
       : undefined;
     if (seen !== undefined && seen.key === key) return;
     seen?.cancel();
-    if (seen?.listing)
+    // Adopted by the inherited watch of `name`, the listing is that watch's now: nothing to say.
+    if (seen?.listing && !this.#running.has(name))
       this.#logger.info(
         { from: name },
         "a silent replica's Lease was renewed or let go: its share's early listing stops",
