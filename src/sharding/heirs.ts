@@ -81,7 +81,9 @@ export class Heirs {
   readonly #running = new Map<string, { key: string; stop: AbortController }>();
   readonly #early: EarlyListing | undefined;
   /** Each other replica's Lease while a replica holds it: its last renewal seen, and its silence's timer or listing. */
-  readonly #renewals = new Map<string, { key: string; cancel: CancelTimer; listing?: AbortController }>();
+  readonly #renewals = new Map<string, Renewals>();
+  /** This replica's own Lease: its last record, and when this process saw it change. */
+  #own: { key: string; at: number } | undefined;
 
   constructor(o: {
     self: string;
@@ -145,7 +147,16 @@ export class Heirs {
    */
   #heard(name: string, lease: RingLease | undefined, signal: AbortSignal): void {
     const early = this.#early;
-    if (early === undefined || name === this.#self || !isReplicaName(name)) return;
+    if (early === undefined || !isReplicaName(name)) return;
+    if (name === this.#self) {
+      // Its own renewals only (a sharder's take of its Lease is none).
+      const key = lease && heldByReplica(lease) ? renewalKey(lease) : undefined;
+      if (key === undefined || key === this.#own?.key) return;
+      this.#own = { key, at: early.clock.now() };
+      // Its own renewal seen: the silences noticed while it was itself unrenewed, or behind another listing.
+      for (const [other, entry] of this.#renewals) if (entry.due) this.#listEarly(other, entry, signal);
+      return;
+    }
     const seen = this.#renewals.get(name);
     if (lease !== undefined && !heldByReplica(lease) && lease.record.holderIdentity !== "") {
       // Taken: with a record, `update` next starts (adopting the list) or ends it; without, it ends.
@@ -155,9 +166,7 @@ export class Heirs {
       this.#renewals.delete(name);
       return;
     }
-    const key = lease
-      ? `${lease.record.holderIdentity}|${lease.record.renewTime?.getTime() ?? ""}`
-      : undefined;
+    const key = lease ? renewalKey(lease) : undefined;
     if (seen !== undefined && seen.key === key) return;
     seen?.cancel();
     // Adopted by the inherited watch of `name`, the listing is that watch's now: nothing to say.
@@ -169,19 +178,33 @@ export class Heirs {
     seen?.listing?.abort();
     this.#renewals.delete(name);
     if (key === undefined || lease?.record.holderIdentity === "" || signal.aborted) return;
-    const entry: { key: string; cancel: CancelTimer; listing?: AbortController } = {
-      key,
-      cancel: early.clock.setTimer(early.silenceMs, () => {
-        if (signal.aborted || this.#renewals.get(name) !== entry) return;
-        entry.listing = new AbortController();
-        this.#logger.info(
-          { from: name, silentMs: early.silenceMs },
-          "a replica has not renewed its Lease: listing its share ahead of a take",
-        );
-        early.list(name, AbortSignal.any([signal, entry.listing.signal]));
-      }),
-    };
+    const entry: Renewals = { key, due: false, cancel: () => {} };
+    entry.cancel = early.clock.setTimer(early.silenceMs, () => {
+      entry.due = true;
+      this.#listEarly(name, entry, signal);
+    });
     this.#renewals.set(name, entry);
+  }
+
+  /**
+   * Lists the share of `name`, silent for the early listing's `silenceMs`, if this replica's own
+   * Lease was seen renewed within that time (else the silence is as likely the API server's or
+   * the watch's as the replica's: its own renewal seen retries it) and no other silent share is
+   * being listed (one at a time: one share's objects held beside its own, whatever happens).
+   */
+  #listEarly(name: string, entry: Renewals, signal: AbortSignal): void {
+    const early = this.#early;
+    if (early === undefined || signal.aborted || this.#renewals.get(name) !== entry || entry.listing) return;
+    const own = this.#own;
+    if (own === undefined || early.clock.now() - own.at >= early.silenceMs) return;
+    for (const [other, e] of this.#renewals) if (e.listing !== undefined && !this.#running.has(other)) return;
+    entry.due = false;
+    entry.listing = new AbortController();
+    this.#logger.info(
+      { from: name, silentMs: early.silenceMs },
+      "a replica has not renewed its Lease: listing its share ahead of a take",
+    );
+    early.list(name, AbortSignal.any([signal, entry.listing.signal]));
   }
 
   #start(owner: string, chain: ReadonlyMap<string, Inheritance>, signal: AbortSignal): void {
@@ -224,7 +247,22 @@ export interface EarlyListing {
   list(owner: string, signal: AbortSignal): void;
   /** See {@link silenceMs}. */
   silenceMs: number;
-  clock: Pick<Clock, "setTimer">;
+  clock: Pick<Clock, "now" | "setTimer">;
+}
+
+/** Another replica's Lease as {@link Heirs} follows it (see `#heard`). */
+interface Renewals {
+  /** Its last record (holder and renewal). */
+  key: string;
+  cancel: CancelTimer;
+  /** Silent for `silenceMs`, its listing waits for this replica's own renewal or another listing's end. */
+  due: boolean;
+  listing?: AbortController;
+}
+
+/** What changes with each renewal of `lease` (its holder, its renewal time). */
+function renewalKey(lease: RingLease): string {
+  return `${lease.record.holderIdentity}|${lease.record.renewTime?.getTime() ?? ""}`;
 }
 
 /** Whether `lease` is held by a replica (not released, not taken by a sharder). */

@@ -264,35 +264,44 @@ describe("a silent replica's share, listed ahead of a take", () => {
       early: { list: (owner, signal) => void listings.push({ owner, signal }), silenceMs: 5_000, clock },
       logger,
     });
-    return { clock, heirs, listings, inherited, run: new AbortController() };
+    const run = new AbortController();
+    /** Moves time by `ms`, its own Lease renewed after each second (a replica that renews on time). */
+    const advance = (ms: number) => {
+      for (let left = ms; left > 0; left -= 1_000) {
+        clock.advance(Math.min(1_000, left));
+        heirs.update(self, renewed(self, `${self}_1`, clock.now()), run.signal);
+      }
+    };
+    heirs.update(self, renewed(self, `${self}_1`, 0), run.signal);
+    return { clock, advance, heirs, listings, inherited, run };
   }
 
   it("lists a replica's share once its Lease has gone unrenewed for the silence, and stops if it renews", () => {
-    const { clock, heirs, listings, run } = survivor();
+    const { advance, heirs, listings, run } = survivor();
     heirs.update("d", renewed("d", "d_1", 0), run.signal);
-    clock.advance(2_000);
+    advance(2_000);
     heirs.update("d", renewed("d", "d_1", 2_000), run.signal);
-    clock.advance(4_999);
+    advance(4_999);
     expect(listings).toEqual([]);
-    clock.advance(1);
+    advance(1);
     expect(listings.map((l) => l.owner)).toEqual(["d"]);
     // The same record seen again (a resync of the watch) is no renewal.
     heirs.update("d", renewed("d", "d_1", 2_000), run.signal);
     expect(listings[0]?.signal.aborted).toBe(false);
     heirs.update("d", renewed("d", "d_1", 9_000), run.signal);
     expect(listings[0]?.signal.aborted).toBe(true);
-    clock.advance(5_000);
+    advance(5_000);
     expect(listings.map((l) => l.owner)).toEqual(["d", "d"]);
     heirs.update("d", undefined, run.signal);
     expect(listings[1]?.signal.aborted).toBe(true);
-    clock.advance(60_000);
+    advance(60_000);
     expect(listings).toHaveLength(2);
   });
 
   it("keeps the listing through a take whose record names it, for the inherited watch to adopt", () => {
-    const { clock, heirs, listings, inherited, run } = survivor();
+    const { advance, heirs, listings, inherited, run } = survivor();
     heirs.update("d", renewed("d", "d_1", 0), run.signal);
-    clock.advance(5_000);
+    advance(5_000);
     heirs.update("d", lease("d", "sharder/b_1", ring), run.signal);
     expect(inherited.map((i) => i.owner)).toEqual(["d"]);
     expect(listings[0]?.signal.aborted).toBe(false);
@@ -306,25 +315,59 @@ describe("a silent replica's share, listed ahead of a take", () => {
     { case: "no record", taken: lease("d", "sharder/b_1") },
     { case: "a release", taken: lease("d", "") },
   ])("stops the listing at $case", ({ taken }) => {
-    const { clock, heirs, listings, inherited, run } = survivor();
+    const { advance, heirs, listings, inherited, run } = survivor();
     heirs.update("d", renewed("d", "d_1", 0), run.signal);
-    clock.advance(5_000);
+    advance(5_000);
     heirs.update("d", taken, run.signal);
     expect(inherited).toEqual([]);
     expect(listings[0]?.signal.aborted).toBe(true);
   });
 
   it("lists no share of its own, and nothing once closed", () => {
-    const { clock, heirs, listings, run } = survivor("a");
-    heirs.update("a", renewed("a", "a_1", 0), run.signal);
+    const { advance, heirs, listings, run } = survivor("a");
     heirs.update("d", renewed("d", "d_1", 0), run.signal);
-    clock.advance(5_000);
+    advance(5_000);
     expect(listings.map((l) => l.owner)).toEqual(["d"]);
     heirs.update("e", renewed("e", "e_1", 5_000), run.signal);
     heirs.close();
     expect(listings[0]?.signal.aborted).toBe(true);
-    clock.advance(5_000);
+    advance(5_000);
     expect(listings).toHaveLength(1);
+  });
+
+  it("waits for its own renewal: a silence seen while its own Lease is unrenewed too lists nothing until then", () => {
+    const { clock, heirs, listings, run } = survivor();
+    heirs.update("d", renewed("d", "d_1", 0), run.signal);
+    // Neither renewed for 5 s (the API server, or this replica's watch, behind): nothing listed.
+    clock.advance(5_000);
+    expect(listings).toEqual([]);
+    clock.advance(3_000);
+    expect(listings).toEqual([]);
+    // A sharder's take of its own Lease is no renewal of it.
+    heirs.update("a", lease("a", "sharder/b_1"), run.signal);
+    expect(listings).toEqual([]);
+    heirs.update("a", renewed("a", "a_2", clock.now()), run.signal);
+    expect(listings.map((l) => l.owner)).toEqual(["d"]);
+  });
+
+  it("lists one silent share at a time, the next once the first is adopted or stopped", () => {
+    const { advance, heirs, listings, run } = survivor();
+    heirs.update("d", renewed("d", "d_1", 0), run.signal);
+    heirs.update("e", renewed("e", "e_1", 0), run.signal);
+    advance(5_000);
+    expect(listings.map((l) => l.owner)).toEqual(["d"]);
+    advance(10_000);
+    expect(listings.map((l) => l.owner)).toEqual(["d"]);
+    // d renewed after all: its listing stops, and e's starts at this replica's next renewal.
+    heirs.update("d", renewed("d", "d_1", 15_000), run.signal);
+    expect(listings[0]?.signal.aborted).toBe(true);
+    advance(1_000);
+    expect(listings.map((l) => l.owner)).toEqual(["d", "e"]);
+    // e taken, its listing adopted: d's next silence is listed beside the inherited watch.
+    heirs.update("e", lease("e", "sharder/b_1", ring), run.signal);
+    advance(5_000);
+    expect(listings.map((l) => l.owner)).toEqual(["d", "e", "d"]);
+    expect(listings[1]?.signal.aborted).toBe(false);
   });
 });
 
