@@ -160,7 +160,9 @@ export class Heirs {
     const seen = this.#renewals.get(name);
     if (lease !== undefined && !heldByReplica(lease) && lease.record.holderIdentity !== "") {
       // Taken: with a record, `update` next starts (adopting the list) or ends it; without, it ends.
+      // Either way no listing starts any more.
       seen?.cancel();
+      if (seen) seen.due = false;
       if (heldRecord(lease) !== undefined) return;
       seen?.listing?.abort();
       this.#renewals.delete(name);

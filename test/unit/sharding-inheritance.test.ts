@@ -350,6 +350,16 @@ describe("a silent replica's share, listed ahead of a take", () => {
     expect(listings.map((l) => l.owner)).toEqual(["d"]);
   });
 
+  it("starts no listing deferred by its own silence once the Lease is taken: the inherited watch lists", () => {
+    const { clock, heirs, listings, inherited, run } = survivor();
+    heirs.update("d", renewed("d", "d_1", 0), run.signal);
+    clock.advance(5_000);
+    heirs.update("d", lease("d", "sharder/b_1", ring), run.signal);
+    heirs.update("a", renewed("a", "a_2", clock.now()), run.signal);
+    expect(inherited.map((i) => i.owner)).toEqual(["d"]);
+    expect(listings).toEqual([]);
+  });
+
   it("lists one silent share at a time, the next once the first is adopted or stopped", () => {
     const { advance, heirs, listings, run } = survivor();
     heirs.update("d", renewed("d", "d_1", 0), run.signal);
