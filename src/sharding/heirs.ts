@@ -9,7 +9,7 @@ import { Backoff } from "../runtime/backoff.ts";
 import type { CancelTimer, Clock } from "../runtime/clock.ts";
 import { encodeInheritance, heirOf, type Inheritance, lastHeir, sameInheritance } from "./inheritance.ts";
 import { isReplicaName, SHARDER_HOLDER_PREFIX } from "./labels.ts";
-import type { RingLease } from "./membership.ts";
+import { heldByReplica, type RingLease, recordKey } from "./membership.ts";
 
 /** The ring `lease` carries while a sharder holds it (taken after it expired: its replica cannot write). */
 export function heldRecord(lease: RingLease): Inheritance | undefined {
@@ -150,7 +150,7 @@ export class Heirs {
     if (early === undefined || !isReplicaName(name)) return;
     if (name === this.#self) {
       // Its own renewals only (a sharder's take of its Lease is none).
-      const key = lease && heldByReplica(lease) ? renewalKey(lease) : undefined;
+      const key = lease && heldByReplica(lease) ? recordKey(lease.record) : undefined;
       if (key === undefined || key === this.#own?.key) return;
       this.#own = { key, at: early.clock.now() };
       // Its own renewal seen: the silences noticed while it was itself unrenewed, or behind another listing.
@@ -168,7 +168,7 @@ export class Heirs {
       this.#renewals.delete(name);
       return;
     }
-    const key = lease ? renewalKey(lease) : undefined;
+    const key = lease ? recordKey(lease.record) : undefined;
     if (seen !== undefined && seen.key === key) return;
     seen?.cancel();
     // Adopted by the inherited watch of `name`, the listing is that watch's now: nothing to say.
@@ -260,17 +260,6 @@ interface Renewals {
   /** Silent for `silenceMs`, its listing waits for this replica's own renewal or another listing's end. */
   due: boolean;
   listing?: AbortController;
-}
-
-/** What changes with each renewal of `lease` (its holder, its renewal time). */
-function renewalKey(lease: RingLease): string {
-  return `${lease.record.holderIdentity}|${lease.record.renewTime?.getTime() ?? ""}`;
-}
-
-/** Whether `lease` is held by a replica (not released, not taken by a sharder). */
-function heldByReplica(lease: RingLease): boolean {
-  const holder = lease.record.holderIdentity;
-  return holder !== "" && !holder.startsWith(SHARDER_HOLDER_PREFIX);
 }
 
 /** The retries of {@link readSeedForHeirs}: 1 s doubling to 30 s, jittered. */

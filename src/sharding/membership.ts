@@ -17,8 +17,15 @@ export interface RingLease {
   movingBy?: Inheritance | undefined;
 }
 
-const recordKey = (r: LeaseRecord) =>
+/** What changes with each renewal, release or take of a Lease: its record, as one string. */
+export const recordKey = (r: LeaseRecord) =>
   `${r.holderIdentity}|${r.renewTime?.getTime() ?? ""}|${r.leaseDurationSeconds}|${r.leaseTransitions}`;
+
+/** Whether `lease` is held by a replica: not released, not taken by a sharder. */
+export function heldByReplica(lease: Pick<RingLease, "record">): boolean {
+  const holder = lease.record.holderIdentity;
+  return holder !== "" && !holder.startsWith(SHARDER_HOLDER_PREFIX);
+}
 
 /**
  * Which replicas are live, from their Leases, by this process's clock: a Lease held by a replica
@@ -42,8 +49,7 @@ export class RingMembership {
     const key = recordKey(lease.record);
     const seen = this.#observed.get(lease.name);
     if (seen && seen.key === key) return;
-    const holder = lease.record.holderIdentity;
-    const member = isReplicaName(lease.name) && holder !== "" && !holder.startsWith(SHARDER_HOLDER_PREFIX);
+    const member = isReplicaName(lease.name) && heldByReplica(lease);
     if (member && !seen?.member) this.#joinedAt = now;
     this.#observed.set(lease.name, { key, at: now, member });
   }
@@ -93,13 +99,7 @@ export class RingMembership {
   }
 
   isLive(lease: RingLease, now: number): boolean {
-    const holder = lease.record.holderIdentity;
-    return (
-      isReplicaName(lease.name) &&
-      holder !== "" &&
-      !holder.startsWith(SHARDER_HOLDER_PREFIX) &&
-      !this.expired(lease, now)
-    );
+    return isReplicaName(lease.name) && heldByReplica(lease) && !this.expired(lease, now);
   }
 
   /** The live members among `leases` (observed first), sorted. */
