@@ -40,6 +40,39 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
 }
 
+/** CPU seconds so far of each process of each group (see {@link cpuSpent}). */
+export type CpuReading = Map<number, { group: string; seconds: number }>;
+
+/**
+ * Reads {@link cpuSeconds} of every process in `groups` (a group's name to its pids): a process
+ * that exited already is left out.
+ */
+export function cpuReading(groups: Record<string, readonly number[]>): CpuReading {
+  const reading: CpuReading = new Map();
+  for (const [group, pids] of Object.entries(groups))
+    for (const pid of pids) {
+      try {
+        reading.set(pid, { group, seconds: cpuSeconds(pid) });
+      } catch {
+        // Gone: what it used is not known here.
+      }
+    }
+  return reading;
+}
+
+/**
+ * CPU seconds each group used between two readings, summed over its processes: one started
+ * between them counts from zero, one that exited between them is left out (read it before it
+ * goes for its share).
+ */
+export function cpuSpent(before: CpuReading, after: CpuReading): Record<string, number> {
+  const spent: Record<string, number> = {};
+  for (const [pid, { group, seconds }] of after)
+    spent[group] = (spent[group] ?? 0) + seconds - (before.get(pid)?.seconds ?? 0);
+  for (const [, { group }] of before) spent[group] ??= 0;
+  return spent;
+}
+
 /** One sample of a Prometheus text exposition. */
 export interface Sample {
   name: string;

@@ -54,7 +54,7 @@ import {
   startOperator,
   Tap,
 } from "./operator-run.ts";
-import { apiRequestDelta, memoryMiB, sumOf } from "./probes.ts";
+import { apiRequestDelta, cpuReading, cpuSpent, memoryMiB, sumOf } from "./probes.ts";
 
 const NS = "scale-sharded";
 const DOCS = join(import.meta.dirname, "..", "..", "docs", "bench");
@@ -82,6 +82,11 @@ export interface ReplicaFigures {
    * label patches, and the create intents' and outcomes' status writes); absent in older series.
    */
   createsKubeRequestsByVerb?: Record<string, number>;
+  /**
+   * CPU seconds from the replicas' start to every resource owned, by process: the API server,
+   * etcd, the operators, the benchmark (its simulator and its watch); absent in older series.
+   */
+  createsCpuSeconds?: Record<string, number>;
   /** Adopted → no resource polled any more (absent in older series: their steady window began at adoption). */
   settledSeconds?: number;
   /** Per replica, in start order. */
@@ -127,7 +132,14 @@ export interface ReplicaFigures {
     kubeRequestsByVerb?: Record<string, number>;
     /** Label writes (PATCH) over the resources moved (absent in older series). */
     writesPerMove?: number;
+    /** CPU seconds of the join by process, as {@link ReplicaFigures.createsCpuSeconds}; absent in older series. */
+    cpuSeconds?: Record<string, number>;
   };
+}
+
+/** Each value rounded to 0.1. */
+function roundEach(values: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(values).map(([k, v]) => [k, round(v, 1)]));
 }
 
 /** How long a membership change may take to settle before the bench gives up on it. */
@@ -297,6 +309,15 @@ export async function measureReplicas(
     };
     const watch = new ReadyWatch(client, NS);
     await watch.start();
+    // Where the machine's CPU goes in a phase: the API server, etcd, the operators, this process.
+    const cpuNow = () =>
+      cpuReading({
+        apiServer: plane.pids.apiServer === undefined ? [] : [plane.pids.apiServer],
+        etcd: plane.pids.etcd === undefined ? [] : [plane.pids.etcd],
+        operators: [...running.values()].map((op) => op.process.pid),
+        benchmark: [process.pid],
+      });
+    const cpuAtStart = cpuNow();
     const requestsAtStart = await apiMetrics();
     const started = performance.now();
     for (let i = 0; i < replicas; i++) await start();
@@ -306,9 +327,10 @@ export async function measureReplicas(
     await untilOwned(client, watch, running, 600_000);
     const adoptionSeconds = (performance.now() - started) / 1000;
     const creates = createsByReplica(tap.calls, started);
+    const createsCpu = roundEach(cpuSpent(cpuAtStart, cpuNow()));
     const createsKube = apiRequestDelta(requestsAtStart, await apiMetrics(), "dms.dev", "deployments").byVerb;
     progress(
-      `R=${replicas} N=${n}: adopted in ${adoptionSeconds.toFixed(1)} s; by replica ${JSON.stringify(creates)}; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(createsKube)}`,
+      `R=${replicas} N=${n}: adopted in ${adoptionSeconds.toFixed(1)} s; by replica ${JSON.stringify(creates)}; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(createsKube)}; CPU seconds by process ${JSON.stringify(createsCpu)}`,
     );
     // Settled: a created resource is Ready at once, but its create intent is cleared by one more
     // status write once a read shows its deployment (polled until then). The steady window starts
@@ -364,7 +386,9 @@ export async function measureReplicas(
     await untilOwned(client, watch, running, SETTLE_LIMIT_MS);
     const ownersBefore = ownersOf(watch.list());
     const joinRequestsBefore = await apiMetrics();
+    const joinCpuBefore = cpuNow();
     const joined = await joinOne(client, start, watch, running, `${label}: ${replicas} → ${replicas + 1}`);
+    const joinCpu = roundEach(cpuSpent(joinCpuBefore, cpuNow()));
     const joinRequests = apiRequestDelta(
       joinRequestsBefore,
       await apiMetrics(),
@@ -376,7 +400,7 @@ export async function measureReplicas(
     for (const [resource, owner] of ownersAfter) if (ownersBefore.get(resource) !== owner) moved += 1;
     const writesPerMove = round((joinRequests.PATCH ?? 0) / Math.max(1, moved), 2);
     progress(
-      `${label}: the join moved ${moved} resources; first labelled for the newcomer after ${joined.firstSeconds} s; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(joinRequests)} (${writesPerMove} label writes per move); load ${loadavg()
+      `${label}: the join moved ${moved} resources; first labelled for the newcomer after ${joined.firstSeconds} s; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(joinRequests)} (${writesPerMove} label writes per move); CPU seconds by process ${JSON.stringify(joinCpu)} (the API server's ${round(((joinCpu.apiServer ?? 0) * 1000) / Math.max(1, moved), 1)} ms a move); load ${loadavg()
         .map((l) => l.toFixed(1))
         .join(" ")}`,
     );
@@ -391,6 +415,7 @@ export async function measureReplicas(
       ...(seeded ? { seeded } : {}),
       creates,
       createsKubeRequestsByVerb: createsKube,
+      createsCpuSeconds: createsCpu,
       settledSeconds,
       rssMiB,
       resync: {
@@ -418,6 +443,7 @@ export async function measureReplicas(
         replaceSeconds: replaceSeconds.seconds,
         ...(joined.firstSeconds !== undefined ? { firstSeconds: joined.firstSeconds } : {}),
         kubeRequestsByVerb: joinRequests,
+        cpuSeconds: joinCpu,
         writesPerMove,
       },
     };

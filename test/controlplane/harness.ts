@@ -95,6 +95,12 @@ export class ControlPlane {
     return join(this.#dir, "kubectl-cache");
   }
 
+  /** The pids of etcd and kube-apiserver while they run (a benchmark reads their CPU time). */
+  get pids(): { etcd: number | undefined; apiServer: number | undefined } {
+    const pid = (p: ServerProcess | undefined) => (p?.running ? p.pid : undefined);
+    return { etcd: pid(this.#etcd), apiServer: pid(this.#apiServer) };
+  }
+
   /** Admin kubeconfig (static token in group system:masters). Gone after stop(). */
   get kubeconfigPath(): string {
     return join(this.#dir, "admin.kubeconfig");

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import {
   apiRequestDelta,
+  cpuReading,
   cpuSeconds,
+  cpuSpent,
   etcdWriteDelta,
   memoryMiB,
   parseSamples,
@@ -95,6 +97,35 @@ describe("/proc readings of a process", () => {
     expect(Math.abs(byProc - (used.user + used.system) / 1e6)).toBeLessThan(0.1);
     // 300 ms of CPU is seconds of wall time on a loaded machine: the bound is the CPU, not the clock.
   }, 60_000);
+
+  it("CPU by group: summed over its processes, a process started between the readings from zero, one gone left out", () => {
+    const reading = (entries: Array<[number, string, number]>) =>
+      new Map(entries.map(([pid, group, seconds]) => [pid, { group, seconds }]));
+    const before = reading([
+      [10, "apiServer", 5],
+      [20, "operators", 1],
+      [21, "operators", 2],
+      [30, "etcd", 0.5],
+    ]);
+    // 21 exited; 22 started; etcd used nothing.
+    const after = reading([
+      [10, "apiServer", 7.5],
+      [20, "operators", 1.25],
+      [22, "operators", 0.5],
+      [30, "etcd", 0.5],
+    ]);
+    expect(cpuSpent(before, after)).toEqual({ apiServer: 2.5, operators: 0.75, etcd: 0 });
+    // A group whose every process is gone between the readings is there, at zero.
+    expect(cpuSpent(reading([[40, "benchmark", 1]]), reading([]))).toEqual({ benchmark: 0 });
+  });
+
+  it("a CPU reading reads each live process and leaves out a pid that does not exist", () => {
+    // pid_max is at most 2^22 on Linux: this one is never a process.
+    const reading = cpuReading({ benchmark: [process.pid], gone: [2 ** 22 + 7] });
+    expect([...reading.keys()]).toEqual([process.pid]);
+    expect(reading.get(process.pid)?.group).toBe("benchmark");
+    expect(reading.get(process.pid)?.seconds).toBeGreaterThan(0);
+  });
 
   it("resident memory matches what Node reports, and the peak is at least the current", () => {
     const { rss, peak } = memoryMiB(process.pid);
