@@ -54,7 +54,7 @@ import {
   startOperator,
   Tap,
 } from "./operator-run.ts";
-import { apiRequestDelta, cpuReading, cpuSpent, memoryMiB, sumOf } from "./probes.ts";
+import { apiRequestDelta, type CpuReading, cpuReading, cpuSpent, memoryMiB, sumOf } from "./probes.ts";
 
 const NS = "scale-sharded";
 const DOCS = join(import.meta.dirname, "..", "..", "docs", "bench");
@@ -84,7 +84,8 @@ export interface ReplicaFigures {
   createsKubeRequestsByVerb?: Record<string, number>;
   /**
    * CPU seconds from the replicas' start to every resource owned, by process: the API server,
-   * etcd, the operators, the benchmark (its simulator and its watch); absent in older series.
+   * etcd, the operators in all, the benchmark (its simulator and its watch), then each operator
+   * (see {@link byProcess}); absent in older series.
    */
   createsCpuSeconds?: Record<string, number>;
   /** Adopted → no resource polled any more (absent in older series: their steady window began at adoption). */
@@ -137,9 +138,22 @@ export interface ReplicaFigures {
   };
 }
 
-/** Each value rounded to 0.1. */
-function roundEach(values: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(Object.entries(values).map(([k, v]) => [k, round(v, 1)]));
+/**
+ * CPU seconds by process, rounded to 0.1: the API server, etcd, the benchmark, the operators in
+ * all, then each operator by its replica (the leader's named so).
+ */
+export function byProcess(spent: Record<string, number>, leader: string | undefined): Record<string, number> {
+  const { apiServer = 0, etcd = 0, benchmark = 0, ...replicas } = spent;
+  const each = Object.entries(replicas).sort(([a], [b]) => a.localeCompare(b));
+  return Object.fromEntries(
+    [
+      ["apiServer", apiServer],
+      ["etcd", etcd],
+      ["operators", each.reduce((sum, [, v]) => sum + v, 0)],
+      ["benchmark", benchmark],
+      ...each.map(([replica, v]) => [replica === leader ? `${replica} (leader)` : replica, v] as const),
+    ].map(([k, v]) => [k, round(v as number, 1)]),
+  );
 }
 
 /** How long a membership change may take to settle before the bench gives up on it. */
@@ -309,14 +323,16 @@ export async function measureReplicas(
     };
     const watch = new ReadyWatch(client, NS);
     await watch.start();
-    // Where the machine's CPU goes in a phase: the API server, etcd, the operators, this process.
+    // Where the machine's CPU goes in a phase: the API server, etcd, each operator, this process.
     const cpuNow = () =>
       cpuReading({
         apiServer: plane.pids.apiServer === undefined ? [] : [plane.pids.apiServer],
         etcd: plane.pids.etcd === undefined ? [] : [plane.pids.etcd],
-        operators: [...running.values()].map((op) => op.process.pid),
         benchmark: [process.pid],
+        ...Object.fromEntries([...running].map(([replica, op]) => [replica, [op.process.pid]])),
       });
+    const cpuSince = async (before: CpuReading) =>
+      byProcess(cpuSpent(before, cpuNow()), await leaderOf(client));
     const cpuAtStart = cpuNow();
     const requestsAtStart = await apiMetrics();
     const started = performance.now();
@@ -327,7 +343,7 @@ export async function measureReplicas(
     await untilOwned(client, watch, running, 600_000);
     const adoptionSeconds = (performance.now() - started) / 1000;
     const creates = createsByReplica(tap.calls, started);
-    const createsCpu = roundEach(cpuSpent(cpuAtStart, cpuNow()));
+    const createsCpu = await cpuSince(cpuAtStart);
     const createsKube = apiRequestDelta(requestsAtStart, await apiMetrics(), "dms.dev", "deployments").byVerb;
     progress(
       `R=${replicas} N=${n}: adopted in ${adoptionSeconds.toFixed(1)} s; by replica ${JSON.stringify(creates)}; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(createsKube)}; CPU seconds by process ${JSON.stringify(createsCpu)}`,
@@ -388,7 +404,7 @@ export async function measureReplicas(
     const joinRequestsBefore = await apiMetrics();
     const joinCpuBefore = cpuNow();
     const joined = await joinOne(client, start, watch, running, `${label}: ${replicas} → ${replicas + 1}`);
-    const joinCpu = roundEach(cpuSpent(joinCpuBefore, cpuNow()));
+    const joinCpu = await cpuSince(joinCpuBefore);
     const joinRequests = apiRequestDelta(
       joinRequestsBefore,
       await apiMetrics(),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { callsGoal, callsPerResync, type TappedCall } from "../bench/replicas.ts";
+import { byProcess, callsGoal, callsPerResync, type TappedCall } from "../bench/replicas.ts";
 
 // The sharded bench counts what one resync costs over all replicas, although a window of one
 // period may hold no pass of a replica, or two, or one cut at its edge.
@@ -57,5 +57,37 @@ describe("callsGoal", () => {
   it("is ⌈N/100⌉ and two per replica", () => {
     expect(callsGoal(3_000, 3)).toBe(36);
     expect(callsGoal(3_001, 2)).toBe(35);
+  });
+});
+
+describe("byProcess", () => {
+  it("sums the operators, names the leader's, and rounds each to 0.1", () => {
+    const spent = {
+      apiServer: 28.24,
+      etcd: 2.06,
+      benchmark: 6.44,
+      "replica-2": 3.01,
+      "replica-0": 4.96,
+      "replica-3": 4.9,
+    };
+    expect(byProcess(spent, "replica-0")).toEqual({
+      apiServer: 28.2,
+      etcd: 2.1,
+      operators: 12.9,
+      benchmark: 6.4,
+      "replica-0 (leader)": 5,
+      "replica-2": 3,
+      "replica-3": 4.9,
+    });
+    // In that order: the servers, the operators in all, the benchmark, then each replica by name.
+    expect(Object.keys(byProcess(spent, undefined))).toEqual([
+      "apiServer",
+      "etcd",
+      "operators",
+      "benchmark",
+      "replica-0",
+      "replica-2",
+      "replica-3",
+    ]);
   });
 });
