@@ -2,7 +2,6 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it } from "vitest";
 import { freePort } from "../controlplane/net.ts";
 import { breakdownTable, type HeapSnapshotFile, heapBreakdown } from "./heap-breakdown.ts";
@@ -100,15 +99,7 @@ describe("the heap breakdown by structure", () => {
         setInterval(() => {}, 1000);
       `;
       child = spawn(process.execPath, [inspectFlag(port), "-e", CHILD], { stdio: "ignore" });
-      let inspector: Inspector | undefined;
-      for (let i = 0; inspector === undefined; i++) {
-        try {
-          inspector = await Inspector.connect(port);
-        } catch (error) {
-          if (i > 100) throw error;
-          await sleep(50);
-        }
-      }
+      const inspector = await Inspector.connectWhenUp(port);
       const path = join(dir, "a.heapsnapshot");
       await inspector.heapSnapshot(path);
       inspector.close();

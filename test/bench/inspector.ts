@@ -67,6 +67,22 @@ export class Inspector {
     return new Inspector(ws);
   }
 
+  /**
+   * {@link connect} once the process's inspector listens: a process just started opens it a
+   * moment after it runs, so a refused connection is tried again every 50 ms for `timeoutMs`.
+   */
+  static async connectWhenUp(port: number, timeoutMs = 10_000): Promise<Inspector> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      try {
+        return await Inspector.connect(port);
+      } catch (err) {
+        if (performance.now() > deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+  }
+
   #call(method: string, params: object = {}): Promise<unknown> {
     const id = ++this.#next;
     return new Promise((resolve, reject) => {

@@ -38,15 +38,7 @@ describe("the inspector session and the profile report", () => {
     child = spawn(process.execPath, [inspectFlag(port), "--no-opt", "--no-maglev", "-e", CHILD], {
       stdio: "ignore",
     });
-    for (let i = 0; ; i++) {
-      try {
-        inspector = await Inspector.connect(port);
-        break;
-      } catch (error) {
-        if (i > 100) throw error;
-        await sleep(50);
-      }
-    }
+    inspector = await Inspector.connectWhenUp(port);
   });
 
   afterAll(() => {

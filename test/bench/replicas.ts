@@ -403,7 +403,16 @@ export async function measureReplicas(
     const ownersBefore = ownersOf(watch.list());
     const joinRequestsBefore = await apiMetrics();
     const joinCpuBefore = cpuNow();
-    const joined = await joinOne(client, start, watch, running, `${label}: ${replicas} → ${replicas + 1}`);
+    const joined = await joinOne(
+      client,
+      start,
+      watch,
+      running,
+      `${label}: ${replicas} → ${replicas + 1}`,
+      setup.profile === undefined
+        ? undefined
+        : join(setup.profile, `r${replicas}n${n}-join-newcomer.cpuprofile`),
+    );
     const joinCpu = await cpuSince(joinCpuBefore);
     const joinRequests = apiRequestDelta(
       joinRequestsBefore,
@@ -563,9 +572,14 @@ async function joinOne(
   watch: ReadyWatch,
   running: Map<string, RunningOperator>,
   label: string,
+  /** With `--profile`: where a CPU profile of the new replica through the join is written. */
+  profileTo?: string,
 ): Promise<{ seconds: number; firstSeconds: number | undefined }> {
   const startedAt = performance.now();
   const replica = await start();
+  const port = running.get(replica)?.inspectPort ?? 0;
+  const inspector = profileTo !== undefined && port > 0 ? await Inspector.connectWhenUp(port) : undefined;
+  await inspector?.startCpuProfile();
   let firstSeconds: number | undefined;
   let owning = true;
   const first = (async () => {
@@ -577,9 +591,14 @@ async function joinOne(
   })();
   try {
     await untilOwned(client, watch, running, SETTLE_LIMIT_MS);
+    if (inspector && profileTo !== undefined) {
+      await inspector.stopCpuProfile(profileTo);
+      progress(`${label}: a CPU profile of ${replica} through the join in ${profileTo}`);
+    }
   } finally {
     owning = false;
     await first;
+    inspector?.close();
   }
   const seconds = round((performance.now() - startedAt) / 1000, 1);
   progress(

@@ -116,7 +116,7 @@ export const benchmark: Benchmark = {
     },
     profile: {
       description:
-        "a directory: sampling heap profiles of what reached the old generation (kept whether a full collection freed it or not) over the cold creates, the first resync pass and the measured one (n<N>-creates/-first/-pass.heapprofile); after the measured pass, a CPU profile of the next pass (n<N>-pass.cpuprofile) and, after the edits, a heap snapshot holding N (n<N>-steady.heapsnapshot); with --replicas, after the steady figures, heap snapshots of the leader and of one other replica (r<R>n<N>-leader/-member.heapsnapshot); through the operators' inspectors on loopback; open them in Chrome DevTools",
+        "a directory: sampling heap profiles of what reached the old generation (kept whether a full collection freed it or not) over the cold creates, the first resync pass and the measured one (n<N>-creates/-first/-pass.heapprofile); after the measured pass, a CPU profile of the next pass (n<N>-pass.cpuprofile) and, after the edits, a heap snapshot holding N (n<N>-steady.heapsnapshot); with --replicas, after the steady figures, heap snapshots of the leader and of one other replica (r<R>n<N>-leader/-member.heapsnapshot), and a CPU profile of the replica that joins, from its start until every resource is owned as the ring says (r<R>n<N>-join-newcomer.cpuprofile); through the operators' inspectors on loopback; open them in Chrome DevTools",
     },
     "heap-breakdown": {
       description:
