@@ -254,7 +254,7 @@ export interface EarlyListing {
 
 /** Another replica's Lease as {@link Heirs} follows it (see `#heard`). */
 interface Renewals {
-  /** Its last record (holder and renewal). */
+  /** Its last record, as membership keys it (`recordKey`): a renewal, release or take changes it. */
   key: string;
   cancel: CancelTimer;
   /** Silent for `silenceMs`, its listing waits for this replica's own renewal or another listing's end. */

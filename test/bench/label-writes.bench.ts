@@ -110,9 +110,11 @@ export const benchmark: Benchmark = {
     const levels = wholeNumbers("in-flight", args["in-flight"] ?? "8,16,32,64");
     const writes = writeKinds(args.write ?? "labels");
     const plane = await ControlPlane.start();
+    // Read while it runs: a server gone mid-round fails the read, never reports 0 ms.
     const apiServerCpu = () => {
       const pid = plane.pids.apiServer;
-      return pid === undefined ? 0 : cpuSeconds(pid);
+      if (pid === undefined) throw new Error("label-writes: the API server is not running");
+      return cpuSeconds(pid);
     };
     const rows: BenchRow[] = [];
     const cpuMsPerWrite: Record<string, number> = {};
