@@ -73,6 +73,17 @@ export function cpuSpent(before: CpuReading, after: CpuReading): Record<string, 
   return spent;
 }
 
+/**
+ * Each group's CPU of {@link cpuSpent} in milliseconds per item (a create, a write), to 0.1 ms;
+ * `{}` when there were no items.
+ */
+export function cpuMsPer(spent: Record<string, number>, items: number): Record<string, number> {
+  if (items <= 0) return {};
+  return Object.fromEntries(
+    Object.entries(spent).map(([group, seconds]) => [group, Math.round((seconds * 10_000) / items) / 10]),
+  );
+}
+
 /** One sample of a Prometheus text exposition. */
 export interface Sample {
   name: string;

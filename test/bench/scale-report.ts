@@ -95,6 +95,8 @@ export interface ScaleFigures {
     serviceCallsByRoute: Counters;
     /** The calls on /v2/deployments by kind: create, listing page, ids (batch), id, name (absent in older figures). */
     serviceCallsByKind?: Record<string, number>;
+    /** CPU ms a create while they ran: the operator, the API server, etcd, the benchmark with its simulator (absent in older figures). */
+    cpuMsPerCreate?: Record<string, number>;
   };
   edit: {
     edits: number;
@@ -333,6 +335,15 @@ const MEASURES: Array<{ label: string; goal: string; value: (f: ScaleFigures) =>
       const k = f.cold.serviceCallsByKind;
       if (!k) return "–";
       return [k["listing page"], k["ids (batch)"], k.id, k.name].map((v) => fmt(v ?? 0)).join(" / ");
+    },
+  },
+  {
+    label: "… CPU ms a create: operator / API server / etcd / benchmark",
+    goal: "",
+    value: (f) => {
+      const c = f.cold.cpuMsPerCreate;
+      if (!c) return "–";
+      return [c.operator, c.apiServer, c.etcd, c.benchmark].map((v) => fmt(v ?? 0)).join(" / ");
     },
   },
   {

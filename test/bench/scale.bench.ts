@@ -67,7 +67,7 @@ import {
   startOperator,
   Tap,
 } from "./operator-run.ts";
-import { cpuSeconds, memoryMiB } from "./probes.ts";
+import { cpuMsPer, cpuReading, cpuSeconds, cpuSpent, memoryMiB } from "./probes.ts";
 import {
   measureReplicas,
   parseReplicas,
@@ -116,7 +116,7 @@ export const benchmark: Benchmark = {
     },
     profile: {
       description:
-        "a directory: sampling heap profiles of what reached the old generation (kept whether a full collection freed it or not) over the cold creates, the first resync pass and the measured one (n<N>-creates/-first/-pass.heapprofile); after the measured pass, a CPU profile of the next pass (n<N>-pass.cpuprofile) and, after the edits, a heap snapshot holding N (n<N>-steady.heapsnapshot); with --replicas, after the steady figures, heap snapshots of the leader and of one other replica (r<R>n<N>-leader/-member.heapsnapshot), and a CPU profile of the replica that joins, from its start until every resource is owned as the ring says (r<R>n<N>-join-newcomer.cpuprofile); through the operators' inspectors on loopback; open them in Chrome DevTools",
+        "a directory: sampling heap profiles of what reached the old generation (kept whether a full collection freed it or not) over the cold creates, the first resync pass and the measured one (n<N>-creates/-first/-pass.heapprofile), a CPU profile of the cold creates (n<N>-creates.cpuprofile); after the measured pass, a CPU profile of the next pass (n<N>-pass.cpuprofile) and, after the edits, a heap snapshot holding N (n<N>-steady.heapsnapshot); with --replicas, after the steady figures, heap snapshots of the leader and of one other replica (r<R>n<N>-leader/-member.heapsnapshot), and a CPU profile of the replica that joins, from its start until every resource is owned as the ring says (r<R>n<N>-join-newcomer.cpuprofile); through the operators' inspectors on loopback; open them in Chrome DevTools",
     },
     "heap-breakdown": {
       description:
@@ -322,10 +322,22 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
       await coldWatch.start();
       sim.resetCounters();
       coldTap.reset();
+      if (sampling && setup.profile) await sampling.startCpuProfile();
+      // Where the machine's CPU goes while the creates run: the operator, the API server, etcd,
+      // this process (its watch, the simulator that answers the creates).
+      const cpuNow = () =>
+        cpuReading({
+          operator: [pid],
+          apiServer: plane.pids.apiServer === undefined ? [] : [plane.pids.apiServer],
+          etcd: plane.pids.etcd === undefined ? [] : [plane.pids.etcd],
+          benchmark: [process.pid],
+        });
+      const coldCpuBefore = cpuNow();
       const coldStarted = performance.now();
       const coldApply = await applyResources(client, COLD_NS, n);
       await coldWatch.untilReady(n, running.process, Math.max(600_000, n * 200));
       const coldSeconds = (performance.now() - coldStarted) / 1000;
+      const coldCpu = cpuSpent(coldCpuBefore, cpuNow());
       const coldCalls = sim.counters();
       const posts = [...coldTap.posts].sort((a, b) => a - b);
       const lo = posts[Math.floor(posts.length * 0.1)] ?? 0;
@@ -342,9 +354,11 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
         serviceCallsPerCreate: round(callCount(coldCalls) / Math.max(1, posts.length), 2),
         serviceCallsByRoute: coldCalls,
         serviceCallsByKind: { ...coldTap.kinds },
+        cpuMsPerCreate: cpuMsPer(coldCpu, posts.length),
       };
       progress(`N=${n}: cold creates ${cold.createsPerSecond}/s; waiting for a resync pass`);
       if (sampling && setup.profile) {
+        await sampling.stopCpuProfile(join(setup.profile, `n${n}-creates.cpuprofile`));
         await sampling.stopHeapSampling(join(setup.profile, `n${n}-creates.heapprofile`));
         await sampling.startHeapSampling();
       }

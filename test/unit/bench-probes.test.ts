@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   apiRequestDelta,
+  cpuMsPer,
   cpuReading,
   cpuSeconds,
   cpuSpent,
@@ -117,6 +118,16 @@ describe("/proc readings of a process", () => {
     expect(cpuSpent(before, after)).toEqual({ apiServer: 2.5, operators: 0.75, etcd: 0 });
     // A group whose every process is gone between the readings is there, at zero.
     expect(cpuSpent(reading([[40, "benchmark", 1]]), reading([]))).toEqual({ benchmark: 0 });
+  });
+
+  it("CPU per item is each group's seconds in ms per item, to 0.1 ms, and nothing without items", () => {
+    expect(cpuMsPer({ operator: 1.5, apiServer: 9.01234, etcd: 0 }, 300)).toEqual({
+      operator: 5,
+      apiServer: 30,
+      etcd: 0,
+    });
+    expect(cpuMsPer({ apiServer: 0.01234 }, 1)).toEqual({ apiServer: 12.3 });
+    expect(cpuMsPer({ operator: 1 }, 0)).toEqual({});
   });
 
   it("a CPU reading reads each live process and leaves out a pid that does not exist", () => {
