@@ -203,8 +203,41 @@ interface ScaleReport {
   benchmark: "scale";
   machine: { platform: string; cpu: string; cpus: number };
   series: Record<string, Record<string, ScaleFigures>>;
-  /** Per series with both N = 1,000 and N = 10,000: per-resource cost at 10k ÷ at 1k (goal ≤ 1.2). */
-  flatness: Record<string, { resyncCpu: number; steadyMemory: number }>;
+  /**
+   * Per series with both N = 1,000 and N = 10,000: per-resource cost at 10k ÷ at 1k (goal ≤ 1.2).
+   * Per series with two N or more: the steady memory split into what one more resource costs and
+   * what is there whatever N ({@link steadyMemorySplit}).
+   */
+  flatness: Record<string, { resyncCpu?: number; steadyMemory?: number } & Partial<SteadyMemorySplit>>;
+}
+
+/** (steady − idle) RSS as a line in N: KiB a resource more (its slope), and MiB at any N (its intercept). */
+export interface SteadyMemorySplit {
+  /** From the smallest N to the largest: KiB each resource more adds to steady RSS. */
+  marginalKiB: number;
+  /** What (steady − idle) would be at N = 0 on that line: code compiled, allocator's memory, buffers. */
+  fixedMiB: number;
+  /** The two N the line goes through. */
+  between: [number, number];
+}
+
+/**
+ * The steady RSS of a series' smallest and largest N as a line: a per-resource figure,
+ * (steady − idle) ÷ N, mixes the two, and its fixed part weighs more the smaller N is.
+ * Undefined with fewer than two N.
+ */
+export function steadyMemorySplit(byN: Record<string, ScaleFigures>): SteadyMemorySplit | undefined {
+  const figures = Object.values(byN).sort((a, b) => a.n - b.n);
+  const small = figures[0];
+  const large = figures.at(-1);
+  if (small === undefined || large === undefined || large.n <= small.n) return undefined;
+  const grown = (f: ScaleFigures) => f.rssMiB.steady - f.rssMiB.idle;
+  const slopeMiB = (grown(large) - grown(small)) / (large.n - small.n);
+  return {
+    marginalKiB: Math.round(slopeMiB * 1024 * 100) / 100,
+    fixedMiB: Math.round((grown(small) - slopeMiB * small.n) * 10) / 10,
+    between: [small.n, large.n],
+  };
 }
 
 /** Merges `figures` into the series `label` and rewrites the JSON, the SVG and the docs table; returns the paths. */
@@ -245,10 +278,16 @@ function flatness(series: ScaleReport["series"]): ScaleReport["flatness"] {
   for (const [label, byN] of Object.entries(series)) {
     const small = byN["1000"];
     const large = byN["10000"];
-    if (small === undefined || large === undefined) continue;
+    const split = steadyMemorySplit(byN);
+    if ((small === undefined || large === undefined) && split === undefined) continue;
     out[label] = {
-      resyncCpu: ratio(large.perResource.resyncCpuMs, small.perResource.resyncCpuMs),
-      steadyMemory: ratio(large.perResource.steadyKiB, small.perResource.steadyKiB),
+      ...(small !== undefined && large !== undefined
+        ? {
+            resyncCpu: ratio(large.perResource.resyncCpuMs, small.perResource.resyncCpuMs),
+            steadyMemory: ratio(large.perResource.steadyKiB, small.perResource.steadyKiB),
+          }
+        : {}),
+      ...split,
     };
   }
   return out;
@@ -400,22 +439,42 @@ function markdownTable(
 ): string {
   const head = `| measured | ${cols.map((c) => `${c.label} N=${c.f.n.toLocaleString("en")}`).join(" | ")} | goal |`;
   const rule = `|---|${cols.map(() => "---|").join("")}---|`;
-  const rows = MEASURES.map(
-    (m) => `| ${m.label} | ${cols.map((c) => m.value(c.f)).join(" | ")} | ${m.goal} |`,
-  );
-  const notes = Object.entries(flat).map(
-    ([label, r]) =>
-      `- ${label}: per-resource cost at 10,000 ÷ at 1,000: resync CPU ${fmt(r.resyncCpu)}, steady memory ${fmt(r.steadyMemory)} (goal ≤ 1.2)`,
-  );
+  // A measure none of these runs has (one added since) is left out rather than shown as dashes.
+  const rows = MEASURES.map((m) => ({ m, values: cols.map((c) => m.value(c.f)) }))
+    .filter(({ values }) => values.some((v) => v !== "–"))
+    .map(({ m, values }) => `| ${m.label} | ${values.join(" | ")} | ${m.goal} |`);
+  const notes = Object.entries(flat).flatMap(([label, r]) => [
+    ...(r.resyncCpu !== undefined && r.steadyMemory !== undefined
+      ? [
+          `- ${label}: per-resource cost at 10,000 ÷ at 1,000: resync CPU ${fmt(r.resyncCpu)}, steady memory ${fmt(r.steadyMemory)} (goal ≤ 1.2)`,
+        ]
+      : []),
+    ...(r.marginalKiB !== undefined && r.fixedMiB !== undefined && r.between !== undefined
+      ? [
+          `- ${label}: steady − idle RSS from N=${r.between[0].toLocaleString("en")} to ${r.between[1].toLocaleString("en")}: ${fmt(r.marginalKiB)} KiB a resource more, ${fmt(r.fixedMiB)} MiB whatever N`,
+        ]
+      : []),
+  ]);
   return [head, rule, ...rows, ...(notes.length > 0 ? ["", ...notes] : [])].join("\n");
 }
 
 /** The table `npm run bench -- scale` prints for this run. */
 export function scaleTable(label: string, results: ScaleFigures[]): BenchTable {
-  return {
-    head: ["measured", ...results.map((f) => `${label} N=${f.n}`), "goal"],
-    rows: MEASURES.map((m) => [m.label, ...results.map((f) => m.value(f).replaceAll("`", "")), m.goal]),
-  };
+  const rows: BenchTable["rows"] = MEASURES.map((m) => [
+    m.label,
+    ...results.map((f) => m.value(f).replaceAll("`", "")),
+    m.goal,
+  ]);
+  const split = steadyMemorySplit(Object.fromEntries(results.map((f) => [String(f.n), f])));
+  if (split !== undefined) {
+    const largest = Math.max(...results.map((f) => f.n));
+    rows.push([
+      `steady − idle RSS from N=${split.between[0]} to ${split.between[1]}: KiB a resource more / MiB whatever N`,
+      ...results.map((f) => (f.n === largest ? `${fmt(split.marginalKiB)} / ${fmt(split.fixedMiB)}` : "–")),
+      "",
+    ]);
+  }
+  return { head: ["measured", ...results.map((f) => `${label} N=${f.n}`), "goal"], rows };
 }
 
 /** An RSS figure: the median of a `--repeat` run with its min–max and the count of runs, else the one run's. */
