@@ -78,7 +78,9 @@ export class KubeLease implements LeasePort {
 
   async get(signal: AbortSignal): Promise<LeaseSnapshot | undefined> {
     try {
-      return leaseSnapshotFrom(await this.#client.request({ method: "GET", path: this.#itemPath(), signal }));
+      return leaseSnapshotFrom(
+        await this.#client.request({ method: "GET", path: this.#itemPath(), signal, urgent: true }),
+      );
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
@@ -100,7 +102,7 @@ export class KubeLease implements LeasePort {
     signal: AbortSignal,
   ): Promise<LeaseSnapshot> {
     try {
-      return leaseSnapshotFrom(await this.#client.request({ method, path, body, signal }));
+      return leaseSnapshotFrom(await this.#client.request({ method, path, body, signal, urgent: true }));
     } catch (err) {
       if (err instanceof ConflictError) {
         throw new LeaseConflictError(
@@ -125,6 +127,7 @@ export class KubeLease implements LeasePort {
         path: this.#itemPath(),
         body: { kind: "DeleteOptions", apiVersion: "v1", preconditions: { resourceVersion } },
         signal,
+        urgent: true,
       });
       return true;
     } catch (err) {

@@ -15,7 +15,7 @@ afterEach(async () => {
 });
 
 /** A client of a local server whose handler is `handle`. */
-async function clientOf(handle: Parameters<typeof createServer>[1], timeoutMs: number) {
+async function clientOf(handle: Parameters<typeof createServer>[1], timeoutMs: number, maxSockets?: number) {
   server = createServer(handle);
   await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
@@ -23,10 +23,47 @@ async function clientOf(handle: Parameters<typeof createServer>[1], timeoutMs: n
     getCurrentCluster: () => ({ server: `http://127.0.0.1:${port}` }),
     applyToHTTPSOptions: async () => {},
   };
-  return new KubeClient(credentials, { timeoutMs });
+  return new KubeClient(credentials, { timeoutMs, ...(maxSockets ? { maxSockets } : {}) });
 }
 
 describe("KubeClient", () => {
+  it("shares at most maxSockets connections between its requests, and sends an urgent one at once", async () => {
+    const held: Array<() => void> = [];
+    const open = new Set<unknown>();
+    let most = 0;
+    const client = await clientOf(
+      (req, res) => {
+        open.add(req.socket);
+        most = Math.max(most, open.size);
+        req.socket.once("close", () => open.delete(req.socket));
+        const answer = () => res.end(JSON.stringify({ path: req.url }));
+        // The Lease's call is answered at once; the others when released.
+        if (req.url === "/lease") answer();
+        else held.push(answer);
+      },
+      5_000,
+      2,
+    );
+    const calls = [1, 2, 3, 4, 5].map((i) => client.request({ method: "PATCH", path: `/w${i}`, body: {} }));
+    await expect.poll(() => held.length).toBe(2);
+    // Two connections are busy and three calls wait for them; a Lease's renewal does not.
+    await expect(client.request({ method: "PUT", path: "/lease", body: {}, urgent: true })).resolves.toEqual({
+      path: "/lease",
+    });
+    let done = false;
+    const all = Promise.all(calls).finally(() => {
+      done = true;
+    });
+    // Released one at a time: each frees a connection for a waiting call.
+    while (!done) {
+      held.shift()?.();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(await all).toEqual([1, 2, 3, 4, 5].map((i) => ({ path: `/w${i}` })));
+    // The five pooled calls never held more than two connections (the urgent one made a third).
+    expect(most).toBe(3);
+  });
+
   it("answers within its timeout", async () => {
     const client = await clientOf((_req, res) => res.end('{"kind":"Status"}'), 1_000);
     await expect(client.request({ method: "GET", path: "/api" })).resolves.toEqual({ kind: "Status" });
@@ -141,9 +178,13 @@ describe("KubeClient", () => {
     const onWarning = (w: Error) => warnings.push(w.name);
     process.on("warning", onWarning);
     const waiting: Array<() => void> = [];
-    const client = await clientOf((_req, res) => {
-      waiting.push(() => res.end("{}"));
-    }, 5_000);
+    const client = await clientOf(
+      (_req, res) => {
+        waiting.push(() => res.end("{}"));
+      },
+      5_000,
+      20,
+    );
     const stop = new AbortController();
     const calls = Array.from({ length: 20 }, () =>
       client.request({ method: "GET", path: "/api", signal: stop.signal }),
