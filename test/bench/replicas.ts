@@ -326,8 +326,7 @@ export async function measureReplicas(
     // Where the machine's CPU goes in a phase: the API server, etcd, each operator, this process.
     const cpuNow = () =>
       cpuReading({
-        apiServer: plane.pids.apiServer === undefined ? [] : [plane.pids.apiServer],
-        etcd: plane.pids.etcd === undefined ? [] : [plane.pids.etcd],
+        ...plane.cpuGroups,
         benchmark: [process.pid],
         ...Object.fromEntries([...running].map(([replica, op]) => [replica, [op.process.pid]])),
       });

@@ -328,8 +328,7 @@ async function measure(n: number, setup: Setup): Promise<ScaleFigures> {
       const cpuNow = () =>
         cpuReading({
           operator: [pid],
-          apiServer: plane.pids.apiServer === undefined ? [] : [plane.pids.apiServer],
-          etcd: plane.pids.etcd === undefined ? [] : [plane.pids.etcd],
+          ...plane.cpuGroups,
           benchmark: [process.pid],
         });
       const coldCpuBefore = cpuNow();

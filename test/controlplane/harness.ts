@@ -101,6 +101,12 @@ export class ControlPlane {
     return { etcd: pid(this.#etcd), apiServer: pid(this.#apiServer) };
   }
 
+  /** {@link pids} as groups of a CPU reading (`cpuReading` in test/bench/probes.ts): none for one not running. */
+  get cpuGroups(): { apiServer: number[]; etcd: number[] } {
+    const { apiServer, etcd } = this.pids;
+    return { apiServer: apiServer === undefined ? [] : [apiServer], etcd: etcd === undefined ? [] : [etcd] };
+  }
+
   /** Admin kubeconfig (static token in group system:masters). Gone after stop(). */
   get kubeconfigPath(): string {
     return join(this.#dir, "admin.kubeconfig");
