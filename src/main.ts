@@ -13,7 +13,7 @@ import { DeploymentReconciler } from "./reconcile/reconciler.ts";
 import { RolloutPoller } from "./reconcile/service/rollout-poller.ts";
 import { systemClock } from "./runtime/clock.ts";
 import { Controller } from "./runtime/controller.ts";
-import { tuneHeapForSize } from "./runtime/heap-tuning.ts";
+import { quietCollection, tuneHeapForSize } from "./runtime/heap-tuning.ts";
 import { Manager } from "./runtime/manager.ts";
 import { RuntimeMetrics } from "./runtime/metrics.ts";
 import { ResyncedController } from "./runtime/resync.ts";
@@ -52,6 +52,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   const recorder = new KubeEventRecorder({ client, reportingInstance: identity, clock, logger });
   const connections = connectionRegistry(config, caches, metrics, clock, logger, replica.clientIdentity);
   registerCacheMetrics(metrics, deployments, caches.connections, connections);
+  const heap = quietCollection(config.optimizeForSize, clock);
   const reconciler = new DeploymentReconciler({
     resources: refusalAware(resourcePort(deployments, CLAIM_INDEX), (o) => connections.refuses(o)),
     sessions: connections,
@@ -75,7 +76,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     ...connectionShares(config, deployments, clock, logger),
     reconcileTimeoutMs: config.reconcileTimeoutMs,
     clock,
-    metrics: metrics.controllerHooks("deployment"),
+    metrics: heap.counting(metrics.controllerHooks("deployment")),
     logger,
   });
   const resync = new ResyncedController({
@@ -123,7 +124,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   const pollTargets = rolloutPollTargets(deployments, connections);
   const poller = new RolloutPoller({ targets: pollTargets, periodMs: config.pollMs, clock, logger });
   const runnables = [...informers(caches), key, check.pass, health, resync, replica.ownShare(poller)];
-  for (const runnable of [...runnables, ...replica.runnables]) manager.add(runnable);
+  for (const runnable of [...runnables, ...replica.runnables, ...heap.runnables]) manager.add(runnable);
   return { manager, controller, health, metrics, identity, addresses: () => health.listening };
 }
 

@@ -312,7 +312,7 @@ export const RUN_SETTINGS = {
     parse: parsers.onOff,
     default: "on",
     arg: "<on|off>",
-    help: "V8 favours memory over speed: its heap stays close to what is live, and no allocation site is pretenured (flags NODE_OPTIONS cannot carry)",
+    help: "V8 favours memory over speed: its heap stays close to what is live, no allocation site is pretenured (flags NODE_OPTIONS cannot carry), and a burst of reconciles is collected once the work goes quiet",
     chart: "config",
   },
 } satisfies Settings;

@@ -3,7 +3,14 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { SIZE_V8_FLAGS, tuneHeapForSize } from "../../src/runtime/heap-tuning.ts";
+import type { ReconcileOutcome } from "../../src/runtime/controller.ts";
+import {
+  exposeGc,
+  QuietCollector,
+  quietCollection,
+  SIZE_V8_FLAGS,
+  tuneHeapForSize,
+} from "../../src/runtime/heap-tuning.ts";
 
 const MODULE = pathToFileURL(join(import.meta.dirname, "..", "..", "src", "runtime", "heap-tuning.ts")).href;
 
@@ -77,4 +84,111 @@ describe("tuneHeapForSize", () => {
     ).toBeGreaterThan(0);
     expect(tuned).toBe(0);
   }, 30_000);
+});
+
+/** A clock whose `now` the test sets; its `sleep` is never used by `check`. */
+function testClock() {
+  const clock = { t: 0, now: () => clock.t, sleep: () => Promise.resolve() };
+  return clock;
+}
+
+describe("QuietCollector", () => {
+  function collector(minWork = 3) {
+    const clock = testClock();
+    let collected = 0;
+    const quiet = new QuietCollector({ gc: () => collected++, clock, minWork, minIntervalMs: 30_000 });
+    const work = (n: number) => {
+      for (let i = 0; i < n; i++) quiet.worked();
+    };
+    return { clock, quiet, work, collected: () => collected };
+  }
+
+  it("collects once the work goes quiet after a burst, not while it runs", () => {
+    const c = collector();
+    expect(c.quiet.check()).toBe(false); // nothing done
+    c.work(3);
+    expect(c.quiet.check()).toBe(false); // work since the last check: not quiet yet
+    c.clock.t += 1_000;
+    expect(c.quiet.check()).toBe(true);
+    expect(c.collected()).toBe(1);
+    c.clock.t += 1_000;
+    expect(c.quiet.check()).toBe(false); // nothing done since
+    expect(c.collected()).toBe(1);
+  });
+
+  it("leaves a small amount of work to V8", () => {
+    const c = collector();
+    c.work(2);
+    c.quiet.check();
+    c.clock.t += 60_000;
+    expect(c.quiet.check()).toBe(false);
+    c.work(1); // the third since the last collection: a burst, once quiet
+    c.quiet.check();
+    expect(c.quiet.check()).toBe(true);
+  });
+
+  it("collects at most once per interval", () => {
+    const c = collector();
+    c.work(3);
+    c.quiet.check();
+    expect(c.quiet.check()).toBe(true);
+    c.work(3);
+    c.quiet.check();
+    c.clock.t += 29_999;
+    expect(c.quiet.check()).toBe(false);
+    c.clock.t += 1;
+    expect(c.quiet.check()).toBe(true);
+    expect(c.collected()).toBe(2);
+  });
+
+  it("counts the reconciles its hooks report, and reports them on", () => {
+    const c = collector(2);
+    const seen: ReconcileOutcome[] = [];
+    const hooks = c.quiet.counting({ reconciled: (outcome) => seen.push(outcome) });
+    hooks.reconciled?.("success", 0.1);
+    hooks.reconciled?.("error", 0.2);
+    expect(seen).toEqual(["success", "error"]);
+    c.quiet.check();
+    expect(c.quiet.check()).toBe(true);
+  });
+
+  it("checks every checkMs until stopped", async () => {
+    let checks = 0;
+    const stop = new AbortController();
+    const clock = {
+      now: () => 0,
+      sleep: async () => {
+        checks += 1;
+        if (checks === 3) stop.abort();
+        if (stop.signal.aborted) throw new Error("aborted");
+      },
+    };
+    const quiet = new QuietCollector({ gc: () => {}, clock });
+    await quiet.start(stop.signal);
+    expect(checks).toBe(3);
+  });
+});
+
+describe("quietCollection", () => {
+  it("is off without optimizeForSize: the hooks as given, no runnable", () => {
+    const hooks = { reconciled: () => {} };
+    const off = quietCollection(false, testClock());
+    expect(off.runnables).toEqual([]);
+    expect(off.counting(hooks)).toBe(hooks);
+  });
+
+  it("runs V8's full collection, set up at run time", async () => {
+    const gc = exposeGc();
+    expect(gc).toBeTypeOf("function");
+    // A full collection frees what nothing holds: a weakly held object goes.
+    let held: object | undefined = { big: new Array(1000).fill(1) };
+    const ref = new WeakRef(held);
+    held = undefined;
+    // A WeakRef keeps its target to the end of the job that made it.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    gc?.();
+    expect(ref.deref()).toBeUndefined();
+    const on = quietCollection(true, testClock());
+    expect(on.runnables.map((r) => r.name)).toEqual(["heap-collector"]);
+  });
 });
