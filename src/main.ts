@@ -52,7 +52,6 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   const recorder = new KubeEventRecorder({ client, reportingInstance: identity, clock, logger });
   const connections = connectionRegistry(config, caches, metrics, clock, logger, replica.clientIdentity);
   registerCacheMetrics(metrics, deployments, caches.connections, connections);
-  const heap = quietCollection(config.optimizeForSize, clock);
   const reconciler = new DeploymentReconciler({
     resources: refusalAware(resourcePort(deployments, CLAIM_INDEX), (o) => connections.refuses(o)),
     sessions: connections,
@@ -76,7 +75,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     ...connectionShares(config, deployments, clock, logger),
     reconcileTimeoutMs: config.reconcileTimeoutMs,
     clock,
-    metrics: heap.counting(metrics.controllerHooks("deployment")),
+    metrics: metrics.controllerHooks("deployment"),
     logger,
   });
   const resync = new ResyncedController({
@@ -123,8 +122,9 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   });
   const pollTargets = rolloutPollTargets(deployments, connections);
   const poller = new RolloutPoller({ targets: pollTargets, periodMs: config.pollMs, clock, logger });
+  const heap = quietCollection(config.optimizeForSize, clock);
   const runnables = [...informers(caches), key, check.pass, health, resync, replica.ownShare(poller)];
-  for (const runnable of [...runnables, ...replica.runnables, ...heap.runnables]) manager.add(runnable);
+  for (const runnable of [...runnables, ...replica.runnables, ...heap]) manager.add(runnable);
   return { manager, controller, health, metrics, identity, addresses: () => health.listening };
 }
 

@@ -10,7 +10,6 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import type { Clock } from "./clock.ts";
-import type { ControllerMetricsHooks } from "./controller.ts";
 import type { Runnable } from "./manager.ts";
 
 export const SIZE_V8_FLAGS = [
@@ -47,74 +46,76 @@ export function exposeGc(): (() => void) | undefined {
   }
 }
 
-/** Options of {@link QuietCollector}. */
+/** Options of {@link QuietCollector}. Times in ms. */
 export interface QuietCollectorOptions {
   /** A full collection (see {@link exposeGc}). */
   gc: () => void;
   clock: Pick<Clock, "now" | "sleep">;
-  /** How often the work count is read; a check that finds it unchanged is a quiet moment. Default 1 s. */
+  /** The CPU time this process has used (`process.cpuUsage`, user and system, by default). */
+  cpuMs?: () => number;
+  /** How often the CPU time is read. Default 1 s. */
   checkMs?: number;
-  /** Reconciles since the last collection that make one worth it. Default 1,000. */
-  minWork?: number;
+  /** The most CPU time a check's interval may have used and still be quiet. Default 50 (5 % of a second). */
+  quietCpuMs?: number;
+  /** The CPU time since the last collection that makes one worth it. Default 1,000. */
+  minWorkCpuMs?: number;
   /** The least time between two collections. Default 30 s. */
   minIntervalMs?: number;
 }
 
 /**
- * One full collection when the work goes quiet after a burst (a resync pass, a start, many
- * edits at once): a pass over 10,000 resources leaves ~6 MiB of garbage in the old generation,
- * and V8 collects it only when the heap grows again, since Node never tells it the process is
- * idle; until then it is resident, and so are the pages a collection emptied. Collected in the
- * quiet moment after the burst, the pass's garbage and its pages leave before the next pass: at
- * 10,000 resources the steady RSS went from 113 to 108 MiB (docs/benchmarks.md, "Memory"). The
- * collection holds the event loop ~0.1 s at that size (~42 MiB live; 49 ms for a regular one),
- * at most once per {@link QuietCollectorOptions.minIntervalMs}, and only after a second without a
- * reconcile ending. A burst is {@link QuietCollectorOptions.minWork} reconciles or more: a small
- * operator's few reconciles never cost a collection of their own.
+ * One full collection when the process goes quiet after a burst of work (a resync pass, a start,
+ * many edits at once): a pass over 10,000 resources leaves ~6 MiB of garbage in the old
+ * generation, and V8 collects it only when the heap grows again, since Node never tells it the
+ * process is idle; until then it is resident, and so are the pages a collection emptied.
+ * Collected in the quiet moment after the burst, the pass's garbage and its pages leave before
+ * the next pass: at 10,000 resources the steady RSS went from 113 to 108 MiB (docs/benchmarks.md,
+ * "Memory"). The collection holds the event loop ~0.1 s at that size (~42 MiB live; 49 ms for a
+ * regular one), at most once per {@link QuietCollectorOptions.minIntervalMs}, and only after a
+ * second in which the process used less than {@link QuietCollectorOptions.quietCpuMs} of CPU.
+ * A burst is {@link QuietCollectorOptions.minWorkCpuMs} of CPU since the last collection (a resync
+ * pass over 10,000 resources takes ~1.5 s): a small operator's few reconciles never cost a
+ * collection of their own. Work is read as the process's CPU time, so nothing on the reconcile's
+ * path counts it.
  */
 export class QuietCollector implements Runnable {
   readonly name = "heap-collector";
   readonly needLeaderElection = false;
   readonly #o: Required<QuietCollectorOptions>;
-  #work = 0;
-  #workAtCheck = 0;
-  #workAtCollection = 0;
+  #cpuAtCheck: number;
+  #cpuAtCollection: number;
   #collectedAt = Number.NEGATIVE_INFINITY;
   /** Collections made. */
   collections = 0;
 
   constructor(options: QuietCollectorOptions) {
-    this.#o = { checkMs: 1_000, minWork: 1_000, minIntervalMs: 30_000, ...options };
-  }
-
-  /** Counts one reconcile done. */
-  worked(): void {
-    this.#work += 1;
-  }
-
-  /** `hooks` with every reconcile they report counted as work. */
-  counting(hooks: ControllerMetricsHooks): ControllerMetricsHooks {
-    return {
-      ...hooks,
-      reconciled: (outcome, seconds) => {
-        this.worked();
-        hooks.reconciled?.(outcome, seconds);
-      },
+    this.#o = {
+      cpuMs: processCpuMs,
+      checkMs: 1_000,
+      quietCpuMs: 50,
+      minWorkCpuMs: 1_000,
+      minIntervalMs: 30_000,
+      ...options,
     };
+    this.#cpuAtCheck = this.#o.cpuMs();
+    this.#cpuAtCollection = this.#cpuAtCheck;
   }
 
   /**
-   * One check: collects when no work was done since the previous check, a burst was done since
-   * the last collection and that collection is old enough. Returns whether it collected.
+   * One check: collects when the interval since the previous check was quiet, a burst was
+   * worked since the last collection and that collection is old enough. Returns whether it
+   * collected.
    */
   check(): boolean {
-    const quiet = this.#work === this.#workAtCheck;
-    this.#workAtCheck = this.#work;
+    const cpu = this.#o.cpuMs();
+    const quiet = cpu - this.#cpuAtCheck <= this.#o.quietCpuMs;
+    this.#cpuAtCheck = cpu;
+    if (!quiet || cpu - this.#cpuAtCollection < this.#o.minWorkCpuMs) return false;
     const now = this.#o.clock.now();
-    if (!quiet || this.#work - this.#workAtCollection < this.#o.minWork) return false;
     if (now - this.#collectedAt < this.#o.minIntervalMs) return false;
     this.#o.gc();
-    this.#workAtCollection = this.#work;
+    // The collection's own CPU time is no work to collect after.
+    this.#cpuAtCollection = this.#o.cpuMs();
     this.#collectedAt = now;
     this.collections += 1;
     return true;
@@ -132,17 +133,20 @@ export class QuietCollector implements Runnable {
   }
 }
 
+/** The CPU time this process has used, in ms. */
+function processCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1_000;
+}
+
 /**
- * With `optimizeForSize`, a {@link QuietCollector} for the deployment controller: its hooks count
- * the reconciles, its runnable collects. Without (or where V8 refuses), the hooks as given and
- * no runnable.
+ * With `optimizeForSize`, a {@link QuietCollector}'s runnable; none without (or where V8
+ * refuses).
  */
 export function quietCollection(
   optimizeForSize: boolean | undefined,
   clock: Pick<Clock, "now" | "sleep">,
-): { counting(hooks: ControllerMetricsHooks): ControllerMetricsHooks; runnables: Runnable[] } {
+): Runnable[] {
   const gc = optimizeForSize ? exposeGc() : undefined;
-  if (!gc) return { counting: (hooks) => hooks, runnables: [] };
-  const collector = new QuietCollector({ gc, clock });
-  return { counting: (hooks) => collector.counting(hooks), runnables: [collector] };
+  return gc ? [new QuietCollector({ gc, clock })] : [];
 }

@@ -3,7 +3,6 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import type { ReconcileOutcome } from "../../src/runtime/controller.ts";
 import {
   exposeGc,
   QuietCollector,
@@ -93,63 +92,65 @@ function testClock() {
 }
 
 describe("QuietCollector", () => {
-  function collector(minWork = 3) {
+  /** A collector on a test clock and a CPU time the test moves: quiet below 50 ms a check, a burst from 1,000. */
+  function collector() {
     const clock = testClock();
+    let cpu = 0;
     let collected = 0;
-    const quiet = new QuietCollector({ gc: () => collected++, clock, minWork, minIntervalMs: 30_000 });
-    const work = (n: number) => {
-      for (let i = 0; i < n; i++) quiet.worked();
+    const quiet = new QuietCollector({
+      gc: () => {
+        collected += 1;
+        cpu += 100; // the collection's own CPU time
+      },
+      clock,
+      cpuMs: () => cpu,
+      minIntervalMs: 30_000,
+    });
+    /** `ms` of CPU used over one check's interval. */
+    const interval = (ms: number) => {
+      cpu += ms;
+      clock.t += 1_000;
+      return quiet.check();
     };
-    return { clock, quiet, work, collected: () => collected };
+    return { quiet, interval, collected: () => collected };
   }
 
-  it("collects once the work goes quiet after a burst, not while it runs", () => {
+  it("collects once the process goes quiet after a burst, not while it works", () => {
     const c = collector();
-    expect(c.quiet.check()).toBe(false); // nothing done
-    c.work(3);
-    expect(c.quiet.check()).toBe(false); // work since the last check: not quiet yet
-    c.clock.t += 1_000;
-    expect(c.quiet.check()).toBe(true);
+    expect(c.interval(0)).toBe(false); // nothing done
+    expect(c.interval(900)).toBe(false); // working
+    expect(c.interval(900)).toBe(false);
+    expect(c.interval(50)).toBe(true); // quiet, after 1,850 ms of work
     expect(c.collected()).toBe(1);
-    c.clock.t += 1_000;
-    expect(c.quiet.check()).toBe(false); // nothing done since
+    // The collection's own time neither counts as work nor spoils the quiet for long.
+    expect(c.interval(0)).toBe(false);
     expect(c.collected()).toBe(1);
   });
 
-  it("leaves a small amount of work to V8", () => {
+  it("is not quiet above 50 ms of CPU a second", () => {
     const c = collector();
-    c.work(2);
-    c.quiet.check();
-    c.clock.t += 60_000;
-    expect(c.quiet.check()).toBe(false);
-    c.work(1); // the third since the last collection: a burst, once quiet
-    c.quiet.check();
-    expect(c.quiet.check()).toBe(true);
+    c.interval(1_000);
+    expect(c.interval(51)).toBe(false);
+    expect(c.interval(50)).toBe(true);
+  });
+
+  it("leaves a small amount of work to V8, until it adds up to a burst", () => {
+    const c = collector();
+    for (let i = 0; i < 10; i++) {
+      c.interval(99);
+      expect(c.interval(0)).toBe(false); // 99 ms at a time: each quiet second follows too little
+    }
+    c.interval(60);
+    expect(c.interval(0)).toBe(true); // 1,050 since the start
   });
 
   it("collects at most once per interval", () => {
     const c = collector();
-    c.work(3);
-    c.quiet.check();
-    expect(c.quiet.check()).toBe(true);
-    c.work(3);
-    c.quiet.check();
-    c.clock.t += 29_999;
-    expect(c.quiet.check()).toBe(false);
-    c.clock.t += 1;
-    expect(c.quiet.check()).toBe(true);
+    c.interval(1_000);
+    expect(c.interval(0)).toBe(true);
+    for (let i = 0; i < 29; i++) expect(c.interval(i % 2 === 0 ? 1_000 : 0)).toBe(false);
+    expect(c.interval(0)).toBe(true); // 30 s after the first
     expect(c.collected()).toBe(2);
-  });
-
-  it("counts the reconciles its hooks report, and reports them on", () => {
-    const c = collector(2);
-    const seen: ReconcileOutcome[] = [];
-    const hooks = c.quiet.counting({ reconciled: (outcome) => seen.push(outcome) });
-    hooks.reconciled?.("success", 0.1);
-    hooks.reconciled?.("error", 0.2);
-    expect(seen).toEqual(["success", "error"]);
-    c.quiet.check();
-    expect(c.quiet.check()).toBe(true);
   });
 
   it("checks every checkMs until stopped", async () => {
@@ -157,7 +158,8 @@ describe("QuietCollector", () => {
     const stop = new AbortController();
     const clock = {
       now: () => 0,
-      sleep: async () => {
+      sleep: async (ms: number) => {
+        expect(ms).toBe(1_000);
         checks += 1;
         if (checks === 3) stop.abort();
         if (stop.signal.aborted) throw new Error("aborted");
@@ -167,14 +169,25 @@ describe("QuietCollector", () => {
     await quiet.start(stop.signal);
     expect(checks).toBe(3);
   });
+
+  it("reads this process's CPU time by default", () => {
+    const gcs: number[] = [];
+    const quiet = new QuietCollector({
+      gc: () => gcs.push(1),
+      clock: testClock(),
+      minWorkCpuMs: 0,
+      quietCpuMs: 1e9,
+    });
+    const spin = performance.now() + 20;
+    while (performance.now() < spin); // CPU time the process used
+    expect(quiet.check()).toBe(true);
+    expect(gcs).toEqual([1]);
+  });
 });
 
 describe("quietCollection", () => {
-  it("is off without optimizeForSize: the hooks as given, no runnable", () => {
-    const hooks = { reconciled: () => {} };
-    const off = quietCollection(false, testClock());
-    expect(off.runnables).toEqual([]);
-    expect(off.counting(hooks)).toBe(hooks);
+  it("is off without optimizeForSize", () => {
+    expect(quietCollection(false, testClock())).toEqual([]);
   });
 
   it("runs V8's full collection, set up at run time", async () => {
@@ -188,7 +201,6 @@ describe("quietCollection", () => {
     await new Promise((resolve) => setTimeout(resolve, 0));
     gc?.();
     expect(ref.deref()).toBeUndefined();
-    const on = quietCollection(true, testClock());
-    expect(on.runnables.map((r) => r.name)).toEqual(["heap-collector"]);
+    expect(quietCollection(true, testClock()).map((r) => r.name)).toEqual(["heap-collector"]);
   });
 });
