@@ -312,7 +312,7 @@ export const RUN_SETTINGS = {
     parse: parsers.onOff,
     default: "on",
     arg: "<on|off>",
-    help: "V8 favours memory over speed: its heap stays close to what is live, no allocation site is pretenured (flags NODE_OPTIONS cannot carry), and a burst of reconciles is collected once the work goes quiet",
+    help: "V8 favours memory over speed: its heap stays close to what is live, no allocation site is pretenured (flags NODE_OPTIONS cannot carry), and the garbage of a burst of work is collected once the process is quiet",
     chart: "config",
   },
 } satisfies Settings;
