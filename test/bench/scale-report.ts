@@ -217,8 +217,11 @@ export interface SteadyMemorySplit {
   marginalKiB: number;
   /** What (steady − idle) would be at N = 0 on that line: code compiled, allocator's memory, buffers. */
   fixedMiB: number;
-  /** The two N the line goes through. */
-  between: [number, number];
+  /**
+   * The two N the line goes through. An object, not a pair: JSON.stringify writes a pair a number
+   * a line, which the formatter reflows (the page's check then fails on the data a run wrote).
+   */
+  between: { from: number; to: number };
 }
 
 /**
@@ -236,7 +239,7 @@ export function steadyMemorySplit(byN: Record<string, ScaleFigures>): SteadyMemo
   return {
     marginalKiB: Math.round(slopeMiB * 1024 * 100) / 100,
     fixedMiB: Math.round((grown(small) - slopeMiB * small.n) * 10) / 10,
-    between: [small.n, large.n],
+    between: { from: small.n, to: large.n },
   };
 }
 
@@ -451,7 +454,7 @@ function markdownTable(
       : []),
     ...(r.marginalKiB !== undefined && r.fixedMiB !== undefined && r.between !== undefined
       ? [
-          `- ${label}: steady − idle RSS from N=${r.between[0].toLocaleString("en")} to ${r.between[1].toLocaleString("en")}: ${fmt(r.marginalKiB)} KiB a resource more, ${fmt(r.fixedMiB)} MiB whatever N`,
+          `- ${label}: steady − idle RSS from N=${r.between.from.toLocaleString("en")} to ${r.between.to.toLocaleString("en")}: ${fmt(r.marginalKiB)} KiB a resource more, ${fmt(r.fixedMiB)} MiB whatever N`,
         ]
       : []),
   ]);
@@ -469,7 +472,7 @@ export function scaleTable(label: string, results: ScaleFigures[]): BenchTable {
   if (split !== undefined) {
     const largest = Math.max(...results.map((f) => f.n));
     rows.push([
-      `steady − idle RSS from N=${split.between[0]} to ${split.between[1]}: KiB a resource more / MiB whatever N`,
+      `steady − idle RSS from N=${split.between.from} to ${split.between.to}: KiB a resource more / MiB whatever N`,
       ...results.map((f) => (f.n === largest ? `${fmt(split.marginalKiB)} / ${fmt(split.fixedMiB)}` : "–")),
       "",
     ]);

@@ -17,7 +17,7 @@ describe("the steady memory as a line in N", () => {
       "3000": at(3000, 81.4, 99.6),
     });
     // The line is the smallest's and the largest's: 1,000 (10 MiB) and 10,000 (34.7 MiB).
-    expect(split?.between).toEqual([1000, 10_000]);
+    expect(split?.between).toEqual({ from: 1000, to: 10_000 });
     expect(split?.marginalKiB).toBeCloseTo(((34.7 - 10) / 9000) * 1024, 2);
     expect(split?.fixedMiB).toBeCloseTo(10 - ((34.7 - 10) / 9000) * 1000, 1);
   });
