@@ -122,9 +122,8 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   });
   const pollTargets = rolloutPollTargets(deployments, connections);
   const poller = new RolloutPoller({ targets: pollTargets, periodMs: config.pollMs, clock, logger });
-  const heap = quietCollection(config.optimizeForSize, clock);
   const runnables = [...informers(caches), key, check.pass, health, resync, replica.ownShare(poller)];
-  for (const runnable of [...runnables, ...replica.runnables, ...heap]) manager.add(runnable);
+  for (const runnable of [...runnables, ...replica.runnables]) manager.add(runnable);
   return { manager, controller, health, metrics, identity, addresses: () => health.listening };
 }
 
@@ -134,9 +133,10 @@ export async function runOperator(
   deps: OperatorDeps,
   signal: AbortSignal,
 ): Promise<void> {
-  // See runtime/heap-tuning.ts.
+  // See runtime/heap-tuning.ts: process-wide, so here rather than in buildOperator.
   if (config.optimizeForSize) tuneHeapForSize();
   const operator = buildOperator(config, deps);
+  for (const r of quietCollection(config.optimizeForSize, deps.clock ?? systemClock)) operator.manager.add(r);
   const namespaces = config.namespaces.length > 0 ? config.namespaces : "all";
   const optimizeForSize = config.optimizeForSize ?? false;
   deps.logger.info(

@@ -85,8 +85,6 @@ export class QuietCollector implements Runnable {
   #cpuAtCheck: number;
   #cpuAtCollection: number;
   #collectedAt = Number.NEGATIVE_INFINITY;
-  /** Collections made. */
-  collections = 0;
 
   constructor(options: QuietCollectorOptions) {
     this.#o = {
@@ -117,7 +115,6 @@ export class QuietCollector implements Runnable {
     // The collection's own CPU time is no work to collect after.
     this.#cpuAtCollection = this.#o.cpuMs();
     this.#collectedAt = now;
-    this.collections += 1;
     return true;
   }
 

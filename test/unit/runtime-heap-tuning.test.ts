@@ -175,11 +175,14 @@ describe("QuietCollector", () => {
     const quiet = new QuietCollector({
       gc: () => gcs.push(1),
       clock: testClock(),
-      minWorkCpuMs: 0,
+      minWorkCpuMs: 10,
       quietCpuMs: 1e9,
     });
-    const spin = performance.now() + 20;
-    while (performance.now() < spin); // CPU time the process used
+    expect(quiet.check()).toBe(false); // no CPU used since it was made
+    // 20 ms of this process's CPU (not of the wall clock: the machine may be busy).
+    const cpuAt = (u = process.cpuUsage()) => (u.user + u.system) / 1_000;
+    const from = cpuAt();
+    while (cpuAt() - from < 20);
     expect(quiet.check()).toBe(true);
     expect(gcs).toEqual([1]);
   });
