@@ -265,7 +265,7 @@ export class WorkQueue {
         this.#enqueue(record, line);
         this.#reportDepth();
       }
-    }
+    } else this.#records.release(record);
     // A seat of the flow came free: a key of it waiting at its cap may go now.
     this.#handOut();
     if (this.#flows.running.length === 0) this.#notifyDrained();
@@ -317,6 +317,11 @@ export class WorkQueue {
    */
   waitingSince(before: number, slowMs = 0): string[] {
     return this.#flows.waitingSince(before - this.#origin, slowMs);
+  }
+
+  /** Keys the queue holds a record of: ready, in flight, scheduled, or idle and not yet swept. */
+  get held(): number {
+    return this.#records.size;
   }
 
   /** Keys currently scheduled for later. */

@@ -1,7 +1,8 @@
 /**
  * The work queue's records and lines (queue-lines.ts, queue-records.ts): a line's stale entries
  * are skipped and compacted away in order, and a record that holds anything (a schedule, a key
- * in flight) outlives the sweeps of the passes it is not in.
+ * in flight) outlives the sweeps of the passes it is not in, while one whose run ended with
+ * nothing more to do is dropped at once.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { WorkQueue } from "../../src/runtime/queue.ts";
@@ -107,5 +108,31 @@ describe("WorkQueue's records across passes", () => {
     queue.done("ns/held");
     expect(queue.isReady("ns/held")).toBe(true);
     expect(await queue.get()).toBe("ns/held");
+  });
+
+  it("drops a key's record once its run ends with nothing more to do, and keeps it while it has more", async () => {
+    const queue = new WorkQueue();
+    const keys = Array.from({ length: 2_000 }, (_, i) => `ns/k${i}`);
+    queue.addSpread(keys, 1_000);
+    expect(queue.held).toBe(2_000);
+    await vi.advanceTimersByTimeAsync(1_000);
+    // One key added again while in flight, one scheduled for later from within its run.
+    const first = (await queue.get()) as string;
+    const second = (await queue.get()) as string;
+    queue.add(first);
+    queue.addAfter(second, 60_000);
+    queue.done(first);
+    queue.done(second);
+    for (let i = 2; i < 2_000; i++) queue.done((await queue.get()) as string);
+    expect(queue.held).toBe(2);
+    queue.done((await queue.get()) as string);
+    expect(queue.held).toBe(1);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(await queue.get()).toBe(second);
+    queue.done(second);
+    expect(queue.held).toBe(0);
+    // A key dropped is added again as new.
+    queue.addSpread(keys, 0);
+    expect(queue.length).toBe(2_000);
   });
 });
