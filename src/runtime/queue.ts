@@ -311,9 +311,8 @@ export class WorkQueue {
   /**
    * The keys that became ready before `before` (clock ms) and still wait only because their flow,
    * or their part of it, is at its cap, in flows whose keys lately took `slowMs` or more each in
-   * flight, or that hold a key in flight for that long already (a flow whose work is slow, not
-   * merely a large one: a pass over 10,000 quick keys is not reported); each part's lines in
-   * order, so the oldest come first.
+   * flight, or that hold a key in flight that long already (a flow whose work is slow, not a
+   * large pass of quick keys); each part's lines in order, the oldest first.
    */
   waitingSince(before: number, slowMs = 0): string[] {
     return this.#flows.waitingSince(before - this.#origin, slowMs);
