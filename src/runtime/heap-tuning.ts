@@ -53,9 +53,14 @@ export interface QuietCollectorOptions {
   clock: Pick<Clock, "now" | "sleep">;
   /** The CPU time this process has used (`process.cpuUsage`, user and system, by default). */
   cpuMs?: () => number;
-  /** How often the CPU time is read. Default 1 s. */
+  /** How often the CPU time is read while work is under way or a collection due. Default 1 s. */
   checkMs?: number;
-  /** The most CPU time a check's interval may have used and still be quiet. Default 50 (5 % of a second). */
+  /**
+   * While nothing is due (the last interval quiet, less than `minWorkCpuMs` since the last
+   * collection), the checks space out, each twice the one before, up to this. Default 8 s.
+   */
+  idleCheckMs?: number;
+  /** The most CPU time a second of a check's interval may have used and still be quiet. Default 50 (5 %). */
   quietCpuMs?: number;
   /** The CPU time since the last collection that makes one worth it. Default 1,000. */
   minWorkCpuMs?: number;
@@ -71,32 +76,39 @@ export interface QuietCollectorOptions {
  * Collected in the quiet moment after the burst, the pass's garbage and its pages leave before
  * the next pass: at 10,000 resources the steady RSS went from 113 to 108 MiB (docs/benchmarks.md,
  * "Memory"). The collection holds the event loop ~0.1 s at that size (~42 MiB live; 49 ms for a
- * regular one), at most once per {@link QuietCollectorOptions.minIntervalMs}, and only after a
- * second in which the process used less than {@link QuietCollectorOptions.quietCpuMs} of CPU.
- * A burst is {@link QuietCollectorOptions.minWorkCpuMs} of CPU since the last collection (a resync
- * pass over 10,000 resources takes ~1.5 s): a small operator's few reconciles never cost a
+ * regular one), at most once per {@link QuietCollectorOptions.minIntervalMs}, and only after an
+ * interval in which the process used less than {@link QuietCollectorOptions.quietCpuMs} of CPU a
+ * second. A burst is {@link QuietCollectorOptions.minWorkCpuMs} of CPU since the last collection (a
+ * resync pass over 10,000 resources takes ~1.5 s): a small operator's few reconciles never cost a
  * collection of their own. Work is read as the process's CPU time, so nothing on the reconcile's
- * path counts it.
+ * path counts it: once a second while work is under way or a collection due, and every 2, 4, then
+ * 8 s while nothing is (an idle operator's timer wakes it every 8 s, and an edit rarely meets it).
  */
 export class QuietCollector implements Runnable {
   readonly name = "heap-collector";
   readonly needLeaderElection = false;
   readonly #o: Required<QuietCollectorOptions>;
   #cpuAtCheck: number;
+  #checkedAt: number;
   #cpuAtCollection: number;
   #collectedAt = Number.NEGATIVE_INFINITY;
+  /** The wait before the next check. */
+  #nextMs: number;
 
   constructor(options: QuietCollectorOptions) {
     this.#o = {
       cpuMs: processCpuMs,
       checkMs: 1_000,
+      idleCheckMs: 8_000,
       quietCpuMs: 50,
       minWorkCpuMs: 1_000,
       minIntervalMs: 30_000,
       ...options,
     };
     this.#cpuAtCheck = this.#o.cpuMs();
+    this.#checkedAt = this.#o.clock.now();
     this.#cpuAtCollection = this.#cpuAtCheck;
+    this.#nextMs = this.#o.checkMs;
   }
 
   /**
@@ -106,22 +118,33 @@ export class QuietCollector implements Runnable {
    */
   check(): boolean {
     const cpu = this.#o.cpuMs();
-    const quiet = cpu - this.#cpuAtCheck <= this.#o.quietCpuMs;
-    this.#cpuAtCheck = cpu;
-    if (!quiet || cpu - this.#cpuAtCollection < this.#o.minWorkCpuMs) return false;
     const now = this.#o.clock.now();
+    const seconds = Math.max(1, (now - this.#checkedAt) / 1_000);
+    const quiet = cpu - this.#cpuAtCheck <= this.#o.quietCpuMs * seconds;
+    this.#cpuAtCheck = cpu;
+    this.#checkedAt = now;
+    const due = cpu - this.#cpuAtCollection >= this.#o.minWorkCpuMs;
+    // Idle, nothing due: the next check waits longer (an idle operator wakes every few seconds).
+    this.#nextMs = quiet && !due ? Math.min(this.#o.idleCheckMs, 2 * this.#nextMs) : this.#o.checkMs;
+    if (!quiet || !due) return false;
     if (now - this.#collectedAt < this.#o.minIntervalMs) return false;
     this.#o.gc();
     // The collection's own CPU time is no work to collect after.
     this.#cpuAtCollection = this.#o.cpuMs();
     this.#collectedAt = now;
+    this.#nextMs = Math.min(this.#o.idleCheckMs, 2 * this.#o.checkMs);
     return true;
+  }
+
+  /** The wait before the next check: `checkMs`, or longer while nothing is due (`idleCheckMs`). */
+  get nextCheckMs(): number {
+    return this.#nextMs;
   }
 
   async start(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       try {
-        await this.#o.clock.sleep(this.#o.checkMs, signal);
+        await this.#o.clock.sleep(this.#nextMs, signal);
       } catch {
         return;
       }

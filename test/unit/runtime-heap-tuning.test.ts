@@ -106,10 +106,10 @@ describe("QuietCollector", () => {
       cpuMs: () => cpu,
       minIntervalMs: 30_000,
     });
-    /** `ms` of CPU used over one check's interval. */
-    const interval = (ms: number) => {
+    /** `ms` of CPU used over one check's interval, of `wallMs` (a second by default). */
+    const interval = (ms: number, wallMs = 1_000) => {
       cpu += ms;
-      clock.t += 1_000;
+      clock.t += wallMs;
       return quiet.check();
     };
     return { quiet, interval, collected: () => collected };
@@ -153,21 +153,50 @@ describe("QuietCollector", () => {
     expect(c.collected()).toBe(2);
   });
 
-  it("checks every checkMs until stopped", async () => {
-    let checks = 0;
+  it("checks every second while work is under way or due, and spaces its checks out to 8 s while idle", () => {
+    const c = collector();
+    expect(c.quiet.nextCheckMs).toBe(1_000);
+    const idle = [0, 0, 0, 0].map(() => {
+      c.interval(0);
+      return c.quiet.nextCheckMs;
+    });
+    expect(idle).toEqual([2_000, 4_000, 8_000, 8_000]);
+    c.interval(400); // work: back to every second
+    expect(c.quiet.nextCheckMs).toBe(1_000);
+    c.interval(700); // 1,100 ms since the start: a collection is due, once quiet
+    expect(c.quiet.nextCheckMs).toBe(1_000);
+    expect(c.interval(0)).toBe(true);
+    expect(c.quiet.nextCheckMs).toBe(2_000);
+  });
+
+  it("reads quiet as CPU a second over a long interval", () => {
+    const c = collector();
+    c.interval(0);
+    c.interval(0); // the next check in 4 s
+    // 1,100 ms of work within those 4 s: 275 a second, not quiet; the next second is.
+    expect(c.interval(1_100, 4_000)).toBe(false);
+    expect(c.quiet.nextCheckMs).toBe(1_000);
+    expect(c.interval(40)).toBe(true);
+    // 150 ms over 4 s (37.5 a second) is quiet.
+    const d = collector();
+    d.interval(1_000);
+    expect(d.interval(150, 4_000)).toBe(true);
+  });
+
+  it("sleeps the wait it decided between checks until stopped", async () => {
+    const waits: number[] = [];
     const stop = new AbortController();
     const clock = {
       now: () => 0,
       sleep: async (ms: number) => {
-        expect(ms).toBe(1_000);
-        checks += 1;
-        if (checks === 3) stop.abort();
+        waits.push(ms);
+        if (waits.length === 4) stop.abort();
         if (stop.signal.aborted) throw new Error("aborted");
       },
     };
-    const quiet = new QuietCollector({ gc: () => {}, clock });
+    const quiet = new QuietCollector({ gc: () => {}, clock, cpuMs: () => 0 });
     await quiet.start(stop.signal);
-    expect(checks).toBe(3);
+    expect(waits).toEqual([1_000, 2_000, 4_000, 8_000]);
   });
 
   it("reads this process's CPU time by default", () => {
