@@ -47,6 +47,25 @@ export function executedFunctions(
   return byFile;
 }
 
+/**
+ * The path of several edits' windows (each the files {@link executedFiles} gives): the files that
+ * ran in more than half of them, and apart, the files that ran in some only, with in how many. A
+ * timer of the operator that fires once a second (the quiet collection's check) falls in some
+ * windows and not others: it runs beside the edit, it is not on its path.
+ */
+export function pathOfEdits(windows: readonly (readonly string[])[]): {
+  files: string[];
+  beside: Array<{ file: string; edits: number }>;
+} {
+  const seen = new Map<string, number>();
+  for (const files of windows) for (const file of new Set(files)) seen.set(file, (seen.get(file) ?? 0) + 1);
+  const sorted = [...seen].sort(([a], [b]) => a.localeCompare(b));
+  return {
+    files: sorted.filter(([, n]) => n * 2 > windows.length).map(([file]) => file),
+    beside: sorted.filter(([, n]) => n * 2 <= windows.length).map(([file, edits]) => ({ file, edits })),
+  };
+}
+
 /** One file of the path. */
 export interface PathFile {
   file: string;
@@ -123,6 +142,12 @@ export interface PathRun extends PathFigures {
   serviceCallsByRoute: Record<string, Record<string, number>>;
   /** Writes of the resource's status seen in the window (the one answering the edit, and any after it). */
   statusWrites: number;
+  /** The edits measured, each in its own window (one in the runs that do not say). */
+  edits?: number;
+  /** Each edit's window's count of files. */
+  filesByEdit?: number[];
+  /** Files that ran in half of the windows or fewer (see {@link pathOfEdits}): not counted. */
+  beside?: Array<{ file: string; edits: number }>;
 }
 
 /** The report file: the goal and the runs, one per commit (a run of the same commit replaces it). */

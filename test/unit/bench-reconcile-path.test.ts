@@ -11,6 +11,7 @@ import {
   type PathRun,
   pathFigures,
   pathListing,
+  pathOfEdits,
   savePathRun,
 } from "../bench/reconcile-path-report.ts";
 
@@ -31,6 +32,24 @@ const script = (path: string, ...functions: ReturnType<typeof fn>[]): ScriptCove
 });
 
 describe("the files of the reconcile path", () => {
+  it("counts over several edits' windows the files most of them ran; the others are beside", () => {
+    const windows = [
+      ["kube/reflector.ts", "reconcile/decide.ts", "runtime/heap-tuning.ts"],
+      ["kube/reflector.ts", "reconcile/decide.ts"],
+      ["reconcile/decide.ts", "kube/reflector.ts", "runtime/lease.ts", "runtime/lease.ts"],
+    ];
+    expect(pathOfEdits(windows)).toEqual({
+      files: ["kube/reflector.ts", "reconcile/decide.ts"],
+      beside: [
+        { file: "runtime/heap-tuning.ts", edits: 1 },
+        { file: "runtime/lease.ts", edits: 1 },
+      ],
+    });
+    // Of two windows, a file in one only is beside (not more than half).
+    expect(pathOfEdits([["a.ts", "b.ts"], ["a.ts"]]).files).toEqual(["a.ts"]);
+    expect(pathOfEdits([["a.ts"]])).toEqual({ files: ["a.ts"], beside: [] });
+  });
+
   it("counts a src/ file when one of its functions ran in the window, not its top level alone", () => {
     const coverage = [
       script(`${SRC}/reconcile/apply.ts`, fn(0, ""), fn(2, "apply")),
