@@ -144,8 +144,8 @@ export interface PathRun extends PathFigures {
   statusWrites: number;
   /** The edits measured, each in its own window (one in the runs that do not say). */
   edits?: number;
-  /** Each edit's window's count of files. */
-  filesByEdit?: number[];
+  /** Each edit's window's count of files, by the edit's number from 1 (an object: a formatter keeps it as written). */
+  filesByEdit?: Record<string, number>;
   /** Files that ran in half of the windows or fewer (see {@link pathOfEdits}): not counted. */
   beside?: Array<{ file: string; edits: number }>;
 }

@@ -189,7 +189,7 @@ export const benchmark: Benchmark = {
           serviceCallsByRoute,
           statusWrites,
           edits: EDITS,
-          filesByEdit: windows.map((w) => w.length),
+          filesByEdit: Object.fromEntries(windows.map((w, i) => [String(i + 1), w.length])),
           beside,
         });
         const besideLines = beside.map((b) => `beside, in ${b.edits} of ${EDITS} windows: ${b.file}`);
