@@ -32,7 +32,10 @@ describe("sharding: one service name claimed by two resources", () => {
     const w = await shardedWorld("cl", 2, { requestRecordLimit: 100_000 });
     world = w;
     const { namespace, simulator, ring: r } = w;
-    // Placed on the ring both replicas make: no claim moves while the rivals are judged.
+    // Created once both replicas hold their Leases. A loaded leader may still place the first
+    // resources by a ring without the newcomer and move their claims to it once it sees it (a
+    // handover, rivals together): the wait below is for the spread over both, not only for
+    // every resource settled.
     await r.untilMembers(user);
     for (let i = 0; i < PAIRS; i++) await user.create(namespace, `p${i}-old`, spec(`shared-${i}`, "old"));
     for (let i = 0; i < PAIRS; i++) await user.create(namespace, `p${i}-new`, spec(`shared-${i}`, "new"));
@@ -41,6 +44,7 @@ describe("sharding: one service name claimed by two resources", () => {
       async () => {
         const all = await r.list(user);
         return all.length === 2 * PAIRS &&
+          new Set(all.map((o) => o.metadata.labels?.[OWNER_LABEL])).size === 2 &&
           all.every(
             (o) =>
               o.metadata.labels?.[OWNER_LABEL] !== undefined &&
@@ -50,7 +54,11 @@ describe("sharding: one service name claimed by two resources", () => {
           ? all
           : undefined;
       },
-      { timeoutMs: 120_000, intervalMs: 1_000, description: "every resource owned and settled" },
+      {
+        timeoutMs: 120_000,
+        intervalMs: 1_000,
+        description: "every resource owned by one of the two replicas, both owning some, and settled",
+      },
     );
     const split = Array.from({ length: PAIRS }, (_, i) => i).filter((i) => {
       const owner = (n: string) => items.find((o) => o.metadata.name === n)?.metadata.labels?.[OWNER_LABEL];
