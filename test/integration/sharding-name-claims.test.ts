@@ -39,7 +39,8 @@ describe("sharding: one service name claimed by two resources", () => {
     await r.untilMembers(user);
     for (let i = 0; i < PAIRS; i++) await user.create(namespace, `p${i}-old`, spec(`shared-${i}`, "old"));
     for (let i = 0; i < PAIRS; i++) await user.create(namespace, `p${i}-new`, spec(`shared-${i}`, "new"));
-    // Every resource owned and settled one way or the other (Ready, or stalled on the conflict).
+    // Every resource owned, both replicas owning some (else the wait times out), and settled one
+    // way or the other (Ready, or stalled on the conflict).
     const items = await waitFor(
       async () => {
         const all = await r.list(user);
@@ -66,8 +67,6 @@ describe("sharding: one service name claimed by two resources", () => {
     });
     console.log(`pairs split over two replicas: ${split.join(", ") || "none"}`);
     expect(split, "rivals share a replica").toEqual([]);
-    const owners = new Set(items.map((o) => o.metadata.labels?.[OWNER_LABEL]));
-    expect(owners.size, "the pairs spread over both replicas").toBe(2);
     const rows = Array.from({ length: PAIRS }, (_, i) => {
       const stalled = items.filter(
         (o) => o.metadata.name.startsWith(`p${i}-`) && hasCondition(o, "Stalled", "True"),
