@@ -19,8 +19,16 @@
  * Each round also reads the API server's CPU time (`/proc/<pid>/stat`) and reports it per write
  * (`details.apiServerCpuMsPerWrite`): what the server spends on a write whatever else the machine
  * runs, where writes/s moves with the rest of its load.
+ *
+ * `--crd-rules off` installs the CRDs with their CEL rules (`x-kubernetes-validations`) left out,
+ * to measure what the rules cost each write: the API server evaluates every rule of the whole
+ * object on each write, a status or label write included (validation ratcheting only forgives
+ * their errors on unchanged values). Never what the operator ships.
  */
-import { loadavg } from "node:os";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseAllDocuments } from "yaml";
 import { CustomResources, FIELD_MANAGER } from "../../src/kube/custom-resources.ts";
 import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
 import { collectionPath } from "../../src/kube/object.ts";
@@ -86,6 +94,35 @@ function benchStatus(name: string, round: number): Record<string, unknown> {
   };
 }
 
+/** Drops every `x-kubernetes-validations` below `node` (in place); returns how many rules went. */
+export function dropRules(node: unknown): number {
+  if (Array.isArray(node)) return node.reduce((sum: number, item) => sum + dropRules(item), 0);
+  if (node === null || typeof node !== "object") return 0;
+  const record = node as Record<string, unknown>;
+  const rules = record["x-kubernetes-validations"];
+  const dropped = Array.isArray(rules) ? rules.length : 0;
+  delete record["x-kubernetes-validations"];
+  return Object.values(record).reduce((sum: number, value) => sum + dropRules(value), dropped);
+}
+
+/** Installs the repository's CRDs without their CEL rules (`--crd-rules off`). */
+async function installWithoutRules(plane: ControlPlane): Promise<void> {
+  const source = join(import.meta.dirname, "..", "..", "crds");
+  const dir = mkdtempSync(join(tmpdir(), "dms-crds-without-rules-"));
+  try {
+    let dropped = 0;
+    for (const file of readdirSync(source).filter((f) => f.endsWith(".yaml"))) {
+      const docs = parseAllDocuments(readFileSync(join(source, file), "utf8")).map((doc) => doc.toJS());
+      dropped += dropRules(docs);
+      writeFileSync(join(dir, file), docs.map((doc) => JSON.stringify(doc)).join("\n---\n"));
+    }
+    progress(`label-writes: the CRDs installed without their ${dropped} CEL rules`);
+    await plane.installCrds(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const percentile = (sorted: readonly number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0;
 
@@ -104,11 +141,18 @@ export const benchmark: Benchmark = {
       description: `the writes timed, comma-separated, each at every level in turn: ${WRITES.join(", ")}`,
       default: "labels",
     },
+    "crd-rules": {
+      description: "on: the CRDs as shipped; off: their CEL rules left out (what the rules cost each write)",
+      default: "on",
+    },
   },
   async run({ args }) {
     const n = wholeNumbers("label-resources", args["label-resources"] ?? "2000")[0] ?? 2000;
     const levels = wholeNumbers("in-flight", args["in-flight"] ?? "8,16,32,64");
     const writes = writeKinds(args.write ?? "labels");
+    const rules = args["crd-rules"] ?? "on";
+    if (rules !== "on" && rules !== "off")
+      throw new Error(`--crd-rules: '${rules}' is neither 'on' nor 'off'`);
     const plane = await ControlPlane.start();
     // Read while it runs: a server gone mid-round fails the read, never reports 0 ms.
     const apiServerCpu = () => {
@@ -122,7 +166,8 @@ export const benchmark: Benchmark = {
     let withStatus = false;
     const load: number[] = [loadavg()[0] ?? 0];
     try {
-      await plane.installCrds();
+      if (rules === "on") await plane.installCrds();
+      else await installWithoutRules(plane);
       const { client } = await planeClient(plane, "dms-label-writes-bench");
       await client.request({ method: "POST", path: "/api/v1/namespaces", body: { metadata: { name: NS } } });
       // The operator's own status write (server-side apply), and a JSON Patch of the whole status.
@@ -236,6 +281,7 @@ export const benchmark: Benchmark = {
       rows,
       details: {
         resources: n,
+        crdRules: rules,
         apiServerCpuMsPerWrite: cpuMsPerWrite,
         loadAverage: { start: round(load[0] ?? 0, 1), end: round(load[1] ?? 0, 1) },
       },
