@@ -55,6 +55,7 @@ import {
   Tap,
 } from "./operator-run.ts";
 import { apiRequestDelta, type CpuReading, cpuReading, cpuSpent, memoryMiB, sumOf } from "./probes.ts";
+import { median } from "./scale-report.ts";
 
 const NS = "scale-sharded";
 const DOCS = join(import.meta.dirname, "..", "..", "docs", "bench");
@@ -90,8 +91,19 @@ export interface ReplicaFigures {
   createsCpuSeconds?: Record<string, number>;
   /** Adopted → no resource polled any more (absent in older series: their steady window began at adoption). */
   settledSeconds?: number;
-  /** Per replica, in start order. */
+  /** Per replica, in start order (with `--repeat`: each figure the median of the runs). */
   rssMiB: Array<{ replica: string; share: number; peak: number; steady: number }>;
+  /**
+   * With `--repeat R`: how many cold runs, each replica's peak and steady RSS over them (median,
+   * min, max, each run's), and the largest peak of each run; the other figures are the run's whose
+   * largest peak is the median ({@link ofReplicaRepeats}). Absent for one run.
+   */
+  repeats?: {
+    runs: number;
+    rssMiB: Record<string, { peak: Spread; steady: Spread }>;
+    largestPeakMiB: Spread;
+    loadAverage: Array<{ start: number; end: number }>;
+  };
   resync: {
     periodSeconds: number;
     /** How long the calls were counted (absent in older series: one period). */
@@ -854,13 +866,88 @@ export function saveReplicas(label: string, figures: ReplicaFigures): string[] {
   return [JSON_PATH];
 }
 
+/**
+ * A figure over repeated runs: its median, its min and max, and each run's value keyed by the
+ * run's number (an object: a short array of numbers is reflowed by the formatter).
+ */
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+  runs: Record<string, number>;
+}
+
+function spreadOf(byRun: ReadonlyArray<readonly [number, number]>): Spread {
+  const values = byRun.map(([, v]) => v);
+  return {
+    median: median(values),
+    min: Math.min(...values),
+    max: Math.max(...values),
+    runs: Object.fromEntries(byRun.map(([run, v]) => [String(run), v])),
+  };
+}
+
+/** The largest peak RSS of a run's replicas, MiB: what a memory limit for each must hold. */
+const largestPeak = (f: ReplicaFigures) => Math.max(...f.rssMiB.map((r) => r.peak));
+
+/**
+ * `scale --replicas R --repeat K`: K cold runs as one. Each replica's peak and steady RSS is the
+ * median of its runs (replicas are named alike in every run, replica-0 first), with its spread in
+ * `repeats`, so a goal on the peak of each is held by a number rather than a lucky run; every
+ * other figure is one real run's: the run whose largest peak is the median.
+ */
+export function ofReplicaRepeats(runs: readonly ReplicaFigures[]): ReplicaFigures {
+  const first = runs[0];
+  if (first === undefined) throw new Error("no runs to combine");
+  if (runs.length === 1) return first;
+  const byPeak = [...runs].sort((a, b) => largestPeak(a) - largestPeak(b));
+  const middle = byPeak[Math.floor((byPeak.length - 1) / 2)] as ReplicaFigures;
+  const of = (replica: string, figure: "peak" | "steady") =>
+    spreadOf(
+      runs.flatMap((f, i) => {
+        const value = f.rssMiB.find((r) => r.replica === replica)?.[figure];
+        return value === undefined ? [] : [[i + 1, value] as const];
+      }),
+    );
+  const rss = Object.fromEntries(
+    middle.rssMiB.map(({ replica }) => [
+      replica,
+      { peak: of(replica, "peak"), steady: of(replica, "steady") },
+    ]),
+  );
+  return {
+    ...middle,
+    rssMiB: middle.rssMiB.map((r) => ({
+      ...r,
+      peak: rss[r.replica]?.peak.median ?? r.peak,
+      steady: rss[r.replica]?.steady.median ?? r.steady,
+    })),
+    repeats: {
+      runs: runs.length,
+      rssMiB: rss,
+      largestPeakMiB: spreadOf(runs.map((f, i) => [i + 1, largestPeak(f)] as const)),
+      loadAverage: runs.map((f) => f.loadAverage),
+    },
+  };
+}
+
+/** A replica's RSS figure in the table: with repeats, the median and its min–max. */
+function rssCell(f: ReplicaFigures, figure: "peak" | "steady"): string {
+  return f.rssMiB
+    .map((r) => {
+      const spread = f.repeats?.rssMiB[r.replica]?.[figure];
+      return spread ? `${r[figure]} (${spread.min}–${spread.max})` : `${r[figure]}`;
+    })
+    .join(" / ");
+}
+
 /** The figures as a table, one row per replica run. */
 export function replicasTable(results: readonly ReplicaFigures[]) {
   return {
     head: [
       "R × N",
       "adoption s",
-      "peak RSS MiB (each)",
+      "peak RSS MiB (each; with --repeat, median (min–max))",
       "steady RSS MiB (each)",
       "calls / resync, all replicas (goal ⌈N/100⌉ + 2 each)",
       "kube req / resource / resync",
@@ -870,8 +957,8 @@ export function replicasTable(results: readonly ReplicaFigures[]) {
     rows: results.map((f) => [
       `${f.replicas} × ${f.n}`,
       f.adoptionSeconds,
-      f.rssMiB.map((r) => r.peak).join(" / "),
-      f.rssMiB.map((r) => r.steady).join(" / "),
+      rssCell(f, "peak"),
+      rssCell(f, "steady"),
       `${f.resync.serviceCallsPerResync ?? f.resync.serviceCalls} (${f.resync.serviceCallsGoal ?? callsGoal(f.n, f.replicas)})`,
       f.resync.kubeRequestsPerResource,
       `${killCell(f.kill)}${f.kill.leader ? `; leader ${killCell(f.kill.leader)}` : ""}`,

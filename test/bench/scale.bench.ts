@@ -70,6 +70,7 @@ import {
 import { cpuMsPer, cpuReading, cpuSeconds, cpuSpent, memoryMiB } from "./probes.ts";
 import {
   measureReplicas,
+  ofReplicaRepeats,
   parseReplicas,
   type ReplicaFigures,
   replicasTable,
@@ -124,7 +125,7 @@ export const benchmark: Benchmark = {
     },
     repeat: {
       description:
-        "runs each N this many times, each from cold (a control plane, resources, simulators and operators of its own): every RSS figure is then the median of the runs with their min–max, the other figures the run's of median peak (e.g. --repeat 3)",
+        "runs each N this many times, each from cold (a control plane, resources, simulators and operators of its own): every RSS figure is then the median of the runs with their min–max, the other figures the run's of median peak (e.g. --repeat 3); with --replicas, each replica's peak and steady RSS, the other figures the run's whose largest peak is the median",
       default: "1",
     },
     replicas: {
@@ -162,8 +163,8 @@ export const benchmark: Benchmark = {
     const repeat = Number(args.repeat ?? "1");
     if (!Number.isInteger(repeat) || repeat < 1 || repeat > 9)
       throw new Error(`--repeat: '${args.repeat}' is not a number of runs from 1 to 9 (e.g. --repeat 3)`);
-    if (repeat > 1 && (replicas !== undefined || tenants !== undefined))
-      throw new Error("--repeat applies to the one-namespace case only: leave out --replicas and --tenants");
+    if (repeat > 1 && tenants !== undefined)
+      throw new Error("--repeat applies to one namespace or to --replicas: leave out --tenants");
     if (args.start !== undefined && !["created", "seeded"].includes(args.start))
       throw new Error(`--start: '${args.start}' is neither 'created' nor 'seeded'`);
     const seeded = args.start === "seeded";
@@ -206,12 +207,13 @@ export const benchmark: Benchmark = {
           besides.push(figures);
           progress(`written ${saveSlowBeside(figures)}`);
         } else if (replicas !== undefined) {
-          const figures = await measureReplicas(
-            replicas,
-            n,
-            { ...setup, logs: join(LOGS, `replicas${replicas}-n${n}`) },
-            seeded,
-          );
+          const runs: ReplicaFigures[] = [];
+          for (let run = 1; run <= repeat; run++) {
+            if (repeat > 1) progress(`R=${replicas} N=${n}: run ${run} of ${repeat}`);
+            const logs = join(LOGS, `replicas${replicas}-n${n}${repeat > 1 ? `-run${run}` : ""}`);
+            runs.push(await measureReplicas(replicas, n, { ...setup, logs }, seeded));
+          }
+          const figures = ofReplicaRepeats(runs);
           sharded.push(figures);
           for (const path of saveReplicas(seeded ? `${label}, seeded` : label, figures))
             progress(`written ${path}`);

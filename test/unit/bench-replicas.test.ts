@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { byProcess, callsGoal, callsPerResync, type TappedCall } from "../bench/replicas.ts";
+import {
+  byProcess,
+  callsGoal,
+  callsPerResync,
+  ofReplicaRepeats,
+  type ReplicaFigures,
+  replicasTable,
+  type TappedCall,
+} from "../bench/replicas.ts";
 
 // The sharded bench counts what one resync costs over all replicas, although a window of one
 // period may hold no pass of a replica, or two, or one cut at its edge.
@@ -89,5 +97,73 @@ describe("byProcess", () => {
       "replica-2",
       "replica-3",
     ]);
+  });
+});
+
+/** A run's figures, only what the combination reads filled in: each replica's (peak, steady). */
+function run(adoptionSeconds: number, ...rss: Array<[number, number]>): ReplicaFigures {
+  return {
+    replicas: rss.length,
+    n: 3000,
+    loadAverage: { start: adoptionSeconds, end: 2 },
+    adoptionSeconds,
+    rssMiB: rss.map(([peak, steady], i) => ({
+      replica: `replica-${i}`,
+      share: 1 / rss.length,
+      peak,
+      steady,
+    })),
+    resync: { serviceCalls: 33, kubeRequestsPerResource: 0 },
+    kill: { replica: "replica-1", share: 0.3, reownedSeconds: 20, reconciledSeconds: 20 },
+    join: { from: 3, to: 4, moved: 700, share: 0.23, ideal: 0.278 },
+  } as unknown as ReplicaFigures;
+}
+
+describe("ofReplicaRepeats", () => {
+  it("gives each replica's peak and steady RSS as its median over the runs, with their spread", () => {
+    const combined = ofReplicaRepeats([
+      run(10, [120, 100], [140, 110]),
+      run(20, [130, 104], [150, 112]),
+      run(30, [125, 102], [135, 108]),
+    ]);
+    expect(combined.rssMiB.map((r) => [r.replica, r.peak, r.steady])).toEqual([
+      ["replica-0", 125, 102],
+      ["replica-1", 140, 110],
+    ]);
+    expect(combined.repeats?.rssMiB["replica-1"]?.peak).toEqual({
+      median: 140,
+      min: 135,
+      max: 150,
+      runs: { "1": 140, "2": 150, "3": 135 },
+    });
+    expect(combined.repeats?.largestPeakMiB).toEqual({
+      median: 140,
+      min: 135,
+      max: 150,
+      runs: { "1": 140, "2": 150, "3": 135 },
+    });
+    expect(combined.repeats?.runs).toBe(3);
+    expect(combined.repeats?.loadAverage.map((l) => l.start)).toEqual([10, 20, 30]);
+    // Every other figure is one real run's: the one whose largest peak is the median (140, run 1).
+    expect(combined.adoptionSeconds).toBe(10);
+    const peaks = replicasTable([combined]).rows[0]?.[2];
+    expect(peaks).toBe("125 (120–130) / 140 (135–150)");
+  });
+
+  it("counts a replica only in the runs that had it", () => {
+    const combined = ofReplicaRepeats([
+      run(10, [120, 100]),
+      run(20, [130, 104], [150, 112]),
+      run(30, [110, 90]),
+    ]);
+    expect(combined.repeats?.rssMiB["replica-0"]?.peak.runs).toEqual({ "1": 120, "2": 130, "3": 110 });
+    // The middle run by largest peak is run 1 (120 among 110, 120, 150), which had one replica.
+    expect(combined.rssMiB).toHaveLength(1);
+  });
+
+  it("leaves one run as it is", () => {
+    const one = run(10, [120, 100]);
+    expect(ofReplicaRepeats([one])).toBe(one);
+    expect(() => ofReplicaRepeats([])).toThrow(/no runs/);
   });
 });
