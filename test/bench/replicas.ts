@@ -94,15 +94,20 @@ export interface ReplicaFigures {
   /** Per replica, in start order (with `--repeat`: each figure the median of the runs). */
   rssMiB: Array<{ replica: string; share: number; peak: number; steady: number }>;
   /**
-   * With `--repeat R`: how many cold runs, each replica's peak and steady RSS over them (median,
-   * min, max, each run's), and the largest peak of each run; the other figures are the run's whose
-   * largest peak is the median ({@link ofReplicaRepeats}). Absent for one run.
+   * With `--repeat R`: how many cold runs; the peak and steady RSS of the leader's replica and of
+   * the members' (each member of each run) as medians with their spread, and the largest peak of
+   * each run; each run's replicas as measured. The other figures are the run's whose largest peak
+   * is the median ({@link ofReplicaRepeats}). Absent for one run.
    */
   repeats?: {
     runs: number;
-    rssMiB: Record<string, { peak: Spread; steady: Spread }>;
-    largestPeakMiB: Spread;
-    loadAverage: Array<{ start: number; end: number }>;
+    peakMiB: { leader: Spread; members: Spread; largest: Spread };
+    steadyMiB: { leader: Spread; members: Spread };
+    each: Array<{
+      leader: string;
+      rssMiB: ReplicaFigures["rssMiB"];
+      loadAverage: { start: number; end: number };
+    }>;
   };
   resync: {
     periodSeconds: number;
@@ -867,8 +872,9 @@ export function saveReplicas(label: string, figures: ReplicaFigures): string[] {
 }
 
 /**
- * A figure over repeated runs: its median, its min and max, and each run's value keyed by the
- * run's number (an object: a short array of numbers is reflowed by the formatter).
+ * A figure over repeated runs: its median, its min and max, and each value keyed by its run's
+ * number (and the replica's name, where a run gives several): an object, since a short array of
+ * numbers is reflowed by the formatter.
  */
 export interface Spread {
   median: number;
@@ -877,13 +883,14 @@ export interface Spread {
   runs: Record<string, number>;
 }
 
-function spreadOf(byRun: ReadonlyArray<readonly [number, number]>): Spread {
-  const values = byRun.map(([, v]) => v);
+/** `values` as a {@link Spread}, each keyed by the number given with it. */
+function spreadOf(values: ReadonlyArray<readonly [string, number]>): Spread {
+  const numbers = values.map(([, v]) => v);
   return {
-    median: median(values),
-    min: Math.min(...values),
-    max: Math.max(...values),
-    runs: Object.fromEntries(byRun.map(([run, v]) => [String(run), v])),
+    median: median(numbers),
+    min: Math.min(...numbers),
+    max: Math.max(...numbers),
+    runs: Object.fromEntries(values),
   };
 }
 
@@ -891,10 +898,23 @@ function spreadOf(byRun: ReadonlyArray<readonly [number, number]>): Spread {
 const largestPeak = (f: ReplicaFigures) => Math.max(...f.rssMiB.map((r) => r.peak));
 
 /**
- * `scale --replicas R --repeat K`: K cold runs as one. Each replica's peak and steady RSS is the
- * median of its runs (replicas are named alike in every run, replica-0 first), with its spread in
- * `repeats`, so a goal on the peak of each is held by a number rather than a lucky run; every
- * other figure is one real run's: the run whose largest peak is the median.
+ * The leader's replica in the steady phase: the one killed later as the leader (the member's
+ * kill before it leaves the leader in place); else the one with the smallest share (the ring
+ * gives the leader's replica less).
+ */
+export function steadyLeader(f: ReplicaFigures): string {
+  const killed = f.kill.leader?.replica;
+  if (killed !== undefined && f.rssMiB.some((r) => r.replica === killed)) return killed;
+  return [...f.rssMiB].sort((a, b) => a.share - b.share)[0]?.replica ?? "";
+}
+
+/**
+ * `scale --replicas R --repeat K`: K cold runs as one. The leader's replica holds another share
+ * and the sharder's store, so the RSS figures are combined by role, not by name (which replica
+ * leads differs between runs): the leader's peak and steady RSS over the runs, and the members'
+ * over every member of every run, each as its median with min–max, beside the largest peak of each
+ * run; a goal on the peak of each replica is then held by a number rather than a lucky run. Every
+ * other figure, `rssMiB` included, is one real run's: the run whose largest peak is the median.
  */
 export function ofReplicaRepeats(runs: readonly ReplicaFigures[]): ReplicaFigures {
   const first = runs[0];
@@ -902,43 +922,37 @@ export function ofReplicaRepeats(runs: readonly ReplicaFigures[]): ReplicaFigure
   if (runs.length === 1) return first;
   const byPeak = [...runs].sort((a, b) => largestPeak(a) - largestPeak(b));
   const middle = byPeak[Math.floor((byPeak.length - 1) / 2)] as ReplicaFigures;
-  const of = (replica: string, figure: "peak" | "steady") =>
+  const byRole = (figure: "peak" | "steady", leader: boolean) =>
     spreadOf(
       runs.flatMap((f, i) => {
-        const value = f.rssMiB.find((r) => r.replica === replica)?.[figure];
-        return value === undefined ? [] : [[i + 1, value] as const];
+        const lead = steadyLeader(f);
+        return f.rssMiB
+          .filter((r) => (r.replica === lead) === leader)
+          .map((r) => [leader ? `${i + 1}` : `${i + 1} ${r.replica}`, r[figure]] as const);
       }),
     );
-  const rss = Object.fromEntries(
-    middle.rssMiB.map(({ replica }) => [
-      replica,
-      { peak: of(replica, "peak"), steady: of(replica, "steady") },
-    ]),
-  );
   return {
     ...middle,
-    rssMiB: middle.rssMiB.map((r) => ({
-      ...r,
-      peak: rss[r.replica]?.peak.median ?? r.peak,
-      steady: rss[r.replica]?.steady.median ?? r.steady,
-    })),
     repeats: {
       runs: runs.length,
-      rssMiB: rss,
-      largestPeakMiB: spreadOf(runs.map((f, i) => [i + 1, largestPeak(f)] as const)),
-      loadAverage: runs.map((f) => f.loadAverage),
+      peakMiB: {
+        leader: byRole("peak", true),
+        members: byRole("peak", false),
+        largest: spreadOf(runs.map((f, i) => [`${i + 1}`, largestPeak(f)] as const)),
+      },
+      steadyMiB: { leader: byRole("steady", true), members: byRole("steady", false) },
+      each: runs.map((f) => ({ leader: steadyLeader(f), rssMiB: f.rssMiB, loadAverage: f.loadAverage })),
     },
   };
 }
 
-/** A replica's RSS figure in the table: with repeats, the median and its min–max. */
+/** A run's RSS figure in the table: each replica's; with repeats, by role as median (min–max). */
 function rssCell(f: ReplicaFigures, figure: "peak" | "steady"): string {
-  return f.rssMiB
-    .map((r) => {
-      const spread = f.repeats?.rssMiB[r.replica]?.[figure];
-      return spread ? `${r[figure]} (${spread.min}–${spread.max})` : `${r[figure]}`;
-    })
-    .join(" / ");
+  const repeats = f.repeats;
+  if (repeats === undefined) return f.rssMiB.map((r) => r[figure]).join(" / ");
+  const spread = figure === "peak" ? repeats.peakMiB : repeats.steadyMiB;
+  const cell = (s: Spread) => `${s.median} (${s.min}–${s.max})`;
+  return `leader ${cell(spread.leader)}; members ${cell(spread.members)} (${repeats.runs} runs)`;
 }
 
 /** The figures as a table, one row per replica run. */
@@ -947,7 +961,7 @@ export function replicasTable(results: readonly ReplicaFigures[]) {
     head: [
       "R × N",
       "adoption s",
-      "peak RSS MiB (each; with --repeat, median (min–max))",
+      "peak RSS MiB (each; with --repeat, medians (min–max) by role)",
       "steady RSS MiB (each)",
       "calls / resync, all replicas (goal ⌈N/100⌉ + 2 each)",
       "kube req / resource / resync",

@@ -125,7 +125,7 @@ export const benchmark: Benchmark = {
     },
     repeat: {
       description:
-        "runs each N this many times, each from cold (a control plane, resources, simulators and operators of its own): every RSS figure is then the median of the runs with their min–max, the other figures the run's of median peak (e.g. --repeat 3); with --replicas, each replica's peak and steady RSS, the other figures the run's whose largest peak is the median",
+        "runs each N this many times, each from cold (a control plane, resources, simulators and operators of its own): every RSS figure is then the median of the runs with their min–max, the other figures the run's of median peak (e.g. --repeat 3); with --replicas, the leader's and the members' peak and steady RSS (by role: which replica leads differs between runs), the other figures the run's whose largest peak is the median",
       default: "1",
     },
     replicas: {

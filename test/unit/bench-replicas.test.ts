@@ -6,6 +6,7 @@ import {
   ofReplicaRepeats,
   type ReplicaFigures,
   replicasTable,
+  steadyLeader,
   type TappedCall,
 } from "../bench/replicas.ts";
 
@@ -100,8 +101,11 @@ describe("byProcess", () => {
   });
 });
 
-/** A run's figures, only what the combination reads filled in: each replica's (peak, steady). */
-function run(adoptionSeconds: number, ...rss: Array<[number, number]>): ReplicaFigures {
+/**
+ * A run's figures, only what the combination reads filled in: each replica's (peak, steady), the
+ * leader being replica `leader` (killed as the leader later, as the benchmark does).
+ */
+function run(adoptionSeconds: number, leader: number, ...rss: Array<[number, number]>): ReplicaFigures {
   return {
     replicas: rss.length,
     n: 3000,
@@ -109,60 +113,73 @@ function run(adoptionSeconds: number, ...rss: Array<[number, number]>): ReplicaF
     adoptionSeconds,
     rssMiB: rss.map(([peak, steady], i) => ({
       replica: `replica-${i}`,
-      share: 1 / rss.length,
+      share: i === leader ? 600 : 1000,
       peak,
       steady,
     })),
     resync: { serviceCalls: 33, kubeRequestsPerResource: 0 },
-    kill: { replica: "replica-1", share: 0.3, reownedSeconds: 20, reconciledSeconds: 20 },
+    kill: {
+      replica: "replica-9",
+      share: 0.3,
+      reownedSeconds: 20,
+      reconciledSeconds: 20,
+      leader: { replica: `replica-${leader}`, share: 0.2, reownedSeconds: 20, reconciledSeconds: 20 },
+    },
     join: { from: 3, to: 4, moved: 700, share: 0.23, ideal: 0.278 },
   } as unknown as ReplicaFigures;
 }
 
 describe("ofReplicaRepeats", () => {
-  it("gives each replica's peak and steady RSS as its median over the runs, with their spread", () => {
-    const combined = ofReplicaRepeats([
-      run(10, [120, 100], [140, 110]),
-      run(20, [130, 104], [150, 112]),
-      run(30, [125, 102], [135, 108]),
-    ]);
-    expect(combined.rssMiB.map((r) => [r.replica, r.peak, r.steady])).toEqual([
-      ["replica-0", 125, 102],
-      ["replica-1", 140, 110],
-    ]);
-    expect(combined.repeats?.rssMiB["replica-1"]?.peak).toEqual({
-      median: 140,
-      min: 135,
-      max: 150,
-      runs: { "1": 140, "2": 150, "3": 135 },
+  it("gives the leader's and the members' peak and steady RSS as medians over the runs, by role", () => {
+    // The leader is another replica in each run: replica-1, then replica-0, then replica-2.
+    const runs = [
+      run(10, 1, [140, 110], [120, 100], [138, 109]),
+      run(20, 0, [130, 104], [150, 112], [145, 111]),
+      run(30, 2, [135, 108], [136, 107], [125, 102]),
+    ];
+    const combined = ofReplicaRepeats(runs);
+    expect(combined.repeats?.peakMiB.leader).toEqual({
+      median: 125,
+      min: 120,
+      max: 130,
+      runs: { "1": 120, "2": 130, "3": 125 },
     });
-    expect(combined.repeats?.largestPeakMiB).toEqual({
+    expect(combined.repeats?.peakMiB.members.median).toBe(139);
+    expect(combined.repeats?.peakMiB.members.runs).toEqual({
+      "1 replica-0": 140,
+      "1 replica-2": 138,
+      "2 replica-1": 150,
+      "2 replica-2": 145,
+      "3 replica-0": 135,
+      "3 replica-1": 136,
+    });
+    expect(combined.repeats?.steadyMiB.leader.median).toBe(102);
+    expect(combined.repeats?.peakMiB.largest).toEqual({
       median: 140,
-      min: 135,
+      min: 136,
       max: 150,
-      runs: { "1": 140, "2": 150, "3": 135 },
+      runs: { "1": 140, "2": 150, "3": 136 },
     });
     expect(combined.repeats?.runs).toBe(3);
-    expect(combined.repeats?.loadAverage.map((l) => l.start)).toEqual([10, 20, 30]);
-    // Every other figure is one real run's: the one whose largest peak is the median (140, run 1).
+    expect(combined.repeats?.each.map((e) => e.leader)).toEqual(["replica-1", "replica-0", "replica-2"]);
+    // Every other figure, the replicas' own RSS included, is one real run's: the one whose largest
+    // peak is the median (140: run 1).
     expect(combined.adoptionSeconds).toBe(10);
-    const peaks = replicasTable([combined]).rows[0]?.[2];
-    expect(peaks).toBe("125 (120–130) / 140 (135–150)");
+    expect(combined.rssMiB).toEqual(runs[0]?.rssMiB);
+    expect(replicasTable([combined]).rows[0]?.[2]).toBe(
+      "leader 125 (120–130); members 139 (135–150) (3 runs)",
+    );
+    expect(replicasTable([runs[1] as ReplicaFigures]).rows[0]?.[2]).toBe("130 / 150 / 145");
   });
 
-  it("counts a replica only in the runs that had it", () => {
-    const combined = ofReplicaRepeats([
-      run(10, [120, 100]),
-      run(20, [130, 104], [150, 112]),
-      run(30, [110, 90]),
-    ]);
-    expect(combined.repeats?.rssMiB["replica-0"]?.peak.runs).toEqual({ "1": 120, "2": 130, "3": 110 });
-    // The middle run by largest peak is run 1 (120 among 110, 120, 150), which had one replica.
-    expect(combined.rssMiB).toHaveLength(1);
+  it("takes the smallest share for the leader when no leader was killed", () => {
+    const older = run(10, 2, [120, 100], [130, 104], [110, 90]);
+    delete (older.kill as { leader?: unknown }).leader;
+    expect(steadyLeader(older)).toBe("replica-2");
   });
 
   it("leaves one run as it is", () => {
-    const one = run(10, [120, 100]);
+    const one = run(10, 0, [120, 100]);
     expect(ofReplicaRepeats([one])).toBe(one);
     expect(() => ofReplicaRepeats([])).toThrow(/no runs/);
   });
