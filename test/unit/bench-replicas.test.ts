@@ -154,6 +154,12 @@ describe("ofReplicaRepeats", () => {
       "3 replica-1": 136,
     });
     expect(combined.repeats?.steadyMiB.leader.median).toBe(102);
+    // The mean of the middle two, rounded as the figures are: (89.7 + 89.9) / 2 is 89.800…01.
+    const tenths = ofReplicaRepeats([
+      run(10, 0, [120, 100], [130, 89.7], [131, 89.9]),
+      run(20, 0, [121, 100], [130, 89.7], [131, 89.9]),
+    ]);
+    expect(tenths.repeats?.steadyMiB.members.median).toBe(89.8);
     expect(combined.repeats?.peakMiB.largest).toEqual({
       median: 140,
       min: 136,
