@@ -12,7 +12,7 @@ import { createHash, randomInt } from "node:crypto";
 import pino, { type Logger } from "pino";
 import { cutToBytes, printableNote } from "../api/printable.ts";
 import type { EventsPort } from "../reconcile/ports.ts";
-import { type Clock, systemClock } from "../runtime/clock.ts";
+import { type CancelTimer, type Clock, systemClock } from "../runtime/clock.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";
 import { type KubeObject, toMicroTime } from "./object.ts";
@@ -116,6 +116,11 @@ export class KubeEventRecorder implements EventRecorder {
    */
   readonly #allowances = new Map<string, number>();
   readonly #origin: number;
+  /**
+   * The next look for what an idle recorder still tracks in vain (see {@link #prune}): set once
+   * anything is tracked, gone once nothing is.
+   */
+  #pruning: CancelTimer | undefined;
 
   constructor(options: KubeEventRecorderOptions) {
     this.#client = options.client;
@@ -171,7 +176,31 @@ export class KubeEventRecorder implements EventRecorder {
       );
     } finally {
       this.#forgetOlderThan(now - this.#windowMs);
+      this.#pruning ??= this.#clock.setTimer(this.#windowMs + 1, () => this.#prune());
     }
+  }
+
+  /** What is tracked: series, and objects with a bucket not full. */
+  get tracked(): { series: number; objects: number } {
+    return { series: this.#series.size, objects: this.#allowances.size };
+  }
+
+  /**
+   * Forgets, once a window passed since the last look (a repeat exactly a window on still joins
+   * its series), the series past the window and the objects
+   * whose bucket is full again: neither changes what a later record writes (a repeat past the
+   * window creates an Event; an object not tracked has a full bucket), and without a write to
+   * forget them (see {@link #write}), an operator idle after a burst kept up to `maxTracked` of
+   * each for as long as it stayed idle. Looks again a window later while anything is tracked.
+   */
+  #prune(): void {
+    this.#pruning = undefined;
+    const now = this.#clock.now();
+    this.#forgetOlderThan(now - this.#windowMs);
+    const at = now - this.#origin;
+    for (const [key, fullAt] of this.#allowances) if (fullAt <= at) this.#allowances.delete(key);
+    if (this.#series.size > 0 || this.#allowances.size > 0)
+      this.#pruning = this.#clock.setTimer(this.#windowMs + 1, () => this.#prune());
   }
 
   /** Patches the series; false when the Event is gone (expired) and must be created again. */

@@ -65,6 +65,42 @@ describe("KubeEventRecorder series", () => {
   });
 });
 
+describe("KubeEventRecorder when idle", () => {
+  it("forgets a burst's series and buckets a window after it, without a write to do it", async () => {
+    const { events, clock, writes } = recorder({ dedupeWindowMs: 60_000 });
+    for (let i = 0; i < 50; i++) await events.record(about(`r${i}`), created);
+    for (let i = 0; i < 30; i++) await events.record(about("noisy"), { ...created, note: `step ${i}` });
+    expect(events.tracked).toEqual({ series: 75, objects: 51 });
+    // A window on (the recorder looks a window and a millisecond after its first write, then as
+    // often while anything is tracked): every series is past it; no bucket is full again yet.
+    clock.advance(60_001);
+    expect(events.tracked).toEqual({ series: 0, objects: 51 });
+    // One write is back in a bucket 5 minutes after it was taken: at the look after that, only
+    // the spent bucket is left (25 writes, full again 125 minutes after the burst).
+    clock.advance(4 * 60_001);
+    expect(events.tracked).toEqual({ series: 0, objects: 1 });
+    clock.advance(120 * 60_001);
+    expect(events.tracked).toEqual({ series: 0, objects: 0 });
+    expect(clock.pending).toBe(0);
+    // What is written next is what would have been: a new Event, the noisy object's burst whole.
+    const before = writes().length;
+    for (let i = 0; i < 30; i++) await events.record(about("noisy"), { ...created, note: `again ${i}` });
+    expect(writes().slice(before)).toEqual(Array(25).fill("create"));
+    expect(clock.pending).toBe(1);
+  });
+
+  it("keeps what is still within the window when it looks", async () => {
+    const { events, clock, writes } = recorder({ dedupeWindowMs: 60_000 });
+    await events.record(about("a"), created);
+    clock.advance(30_000);
+    await events.record(about("b"), created);
+    clock.advance(30_001); // the look: a is past the window, b half of one
+    expect(events.tracked.series).toBe(1);
+    await events.record(about("b"), created);
+    expect(writes()).toEqual(["create", "create", "patch"]);
+  });
+});
+
 describe("KubeEventRecorder spam filter (client-go's: a burst of 25 per object, then one per 5 minutes)", () => {
   it("writes 25 Events about one object at once, then one per 5 minutes; other objects keep their own budget", async () => {
     const { events, clock, writes } = recorder();
