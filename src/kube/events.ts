@@ -187,11 +187,11 @@ export class KubeEventRecorder implements EventRecorder {
 
   /**
    * Forgets, once a window passed since the last look (a repeat exactly a window on still joins
-   * its series), the series past the window and the objects
-   * whose bucket is full again: neither changes what a later record writes (a repeat past the
-   * window creates an Event; an object not tracked has a full bucket), and without a write to
-   * forget them (see {@link #write}), an operator idle after a burst kept up to `maxTracked` of
-   * each for as long as it stayed idle. Looks again a window later while anything is tracked.
+   * its series), the series past the window and the objects whose bucket is full again: neither
+   * changes what a later record writes (a repeat past the window creates an Event; an object not
+   * tracked has a full bucket), and without a write to forget them (see {@link #write}), an
+   * operator idle after a burst kept up to `maxTracked` of each for as long as it stayed idle.
+   * Looks again a window later while anything is tracked.
    */
   #prune(): void {
     this.#pruning = undefined;

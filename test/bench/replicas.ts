@@ -55,7 +55,7 @@ import {
   Tap,
 } from "./operator-run.ts";
 import { apiRequestDelta, type CpuReading, cpuReading, cpuSpent, memoryMiB, sumOf } from "./probes.ts";
-import { median } from "./scale-report.ts";
+import { type Spread, spreadOf } from "./scale-report.ts";
 
 const NS = "scale-sharded";
 const DOCS = join(import.meta.dirname, "..", "..", "docs", "bench");
@@ -869,30 +869,6 @@ export function saveReplicas(label: string, figures: ReplicaFigures): string[] {
     )}\n`,
   );
   return [JSON_PATH];
-}
-
-/**
- * A figure over repeated runs: its median, its min and max, and each value keyed by its run's
- * number (and the replica's name, where a run gives several): an object, since a short array of
- * numbers is reflowed by the formatter.
- */
-export interface Spread {
-  median: number;
-  min: number;
-  max: number;
-  runs: Record<string, number>;
-}
-
-/** `values` as a {@link Spread}, each keyed by the number given with it. */
-function spreadOf(values: ReadonlyArray<readonly [string, number]>): Spread {
-  const numbers = values.map(([, v]) => v);
-  return {
-    // The mean of the middle two, for an even count: rounded as the figures are (0.01 MiB).
-    median: Math.round(median(numbers) * 100) / 100,
-    min: Math.min(...numbers),
-    max: Math.max(...numbers),
-    runs: Object.fromEntries(values),
-  };
 }
 
 /** The largest peak RSS of a run's replicas, MiB: what a memory limit for each must hold. */

@@ -119,9 +119,7 @@ export interface ScaleFigures {
   repeats?: {
     runs: number;
     /** Per figure: median, min, max, and each run's value by its number (`{"1": 84.3, "2": 85.3}`). */
-    rssMiB: Partial<
-      Record<RepeatedRss, { median: number; min: number; max: number; runs: Record<string, number> }>
-    >;
+    rssMiB: Partial<Record<RepeatedRss, Spread>>;
     loadAverage: Array<{ start: number; end: number }>;
   };
   /** With `--heap-breakdown`: the live heap holding N by structure (see heap-breakdown.ts). */
@@ -162,6 +160,30 @@ export function median(values: readonly number[]): number {
 }
 
 /**
+ * A figure over repeated runs: its median, its min and max, and each value keyed by its run's
+ * number (and the replica's name, where a run gives several): an object, since a short array of
+ * numbers would be reflowed by the formatter in the data a run writes.
+ */
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+  runs: Record<string, number>;
+}
+
+/** `values` as a {@link Spread}, each keyed as given. */
+export function spreadOf(values: ReadonlyArray<readonly [string, number]>): Spread {
+  const numbers = values.map(([, v]) => v);
+  return {
+    // The mean of the middle two, for an even count: rounded as the figures are (0.01 MiB).
+    median: Math.round(median(numbers) * 100) / 100,
+    min: Math.min(...numbers),
+    max: Math.max(...numbers),
+    runs: Object.fromEntries(values),
+  };
+}
+
+/**
  * The runs of one N as one set of figures: each RSS figure the median over the runs (with its
  * spread in `repeats`), the steady KiB per resource from the medians, every other figure the
  * run's whose peak is the median one (the lower middle for an even count).
@@ -175,11 +197,7 @@ export function ofRepeats(runs: readonly ScaleFigures[]): ScaleFigures {
   const spread = Object.fromEntries(
     REPEATED_RSS.flatMap((k) => {
       const all = runs.flatMap((r) => r.rssMiB[k] ?? []);
-      if (all.length === 0) return [];
-      // Each run's value keyed by its number: an object stays one value a line in scale.json as
-      // JSON.stringify writes it and the formatter keeps it (a short array would be reflowed).
-      const each = Object.fromEntries(all.map((v, i) => [String(i + 1), v]));
-      return [[k, { median: median(all), min: Math.min(...all), max: Math.max(...all), runs: each }]];
+      return all.length === 0 ? [] : [[k, spreadOf(all.map((v, i) => [String(i + 1), v] as const))]];
     }),
   ) as NonNullable<ScaleFigures["repeats"]>["rssMiB"];
   const rssMiB = { ...middle.rssMiB };
