@@ -106,6 +106,19 @@ export function shardInputsChanged(old: ShardRecord, now: ShardRecord): boolean 
 }
 
 /**
+ * Whether an update asks for a pass before the period's: it changed what the sharder decides on
+ * ({@link shardInputsChanged}) and did not leave the same resource, with the same claim, where
+ * the last pass's ring places it, undrained (`placed`). A join's hand-overs by the ring are one
+ * label write each, thousands of events, and each would have started a pass over every resource
+ * in scope (a pass's cost grows with them, the passes with the moves); the pass at the period
+ * still reads them, and a rival they leave behind is moved by it.
+ */
+export function asksPass<R extends ShardRecord>(old: R, now: R, placed: (resource: R) => boolean): boolean {
+  if (!shardInputsChanged(old, now)) return false;
+  return old.claim !== now.claim || old.uid !== now.uid || !placed(now);
+}
+
+/**
  * When the next pass starts: after the gap, and then at once if something changed since the last
  * one began ({@link poke}), else at the period, the next expiry, or a change, whichever is first.
  */
@@ -261,14 +274,15 @@ export function sharderRunnable<R extends ShardRecord>(o: SharderRunOptions<R>):
       const { poke } = schedule;
       const unsubscribe = [
         // A pass for what it decides on: a resource added or gone, its shard labels or its claim
-        // changed; not a status write (most updates), which changes none of them.
+        // changed; not a status write (most updates), which changes none of them, nor a move onto
+        // the ring's choice (see asksPass).
         resources.subscribe({
           onAdd: (r) => {
             poke();
             users.changed(r.connection);
           },
           onUpdate: (old, r) => {
-            if (shardInputsChanged(old, r)) poke();
+            if (asksPass(old, r, (resource) => sharder.placed(resource))) poke();
             if (old.connection !== r.connection) {
               users.changed(old.connection);
               users.changed(r.connection);

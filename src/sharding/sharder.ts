@@ -169,6 +169,17 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     return this.#ring.nextExpiry(this.#opts.ports.leases(), now);
   }
 
+  /**
+   * Whether `resource` is labelled for the member the last pass's ring places it on, with no
+   * drain: nothing a pass would write. A change that leaves a resource so (an owner handing it
+   * over by the ring) needs no pass of its own (`asksPass`).
+   */
+  placed(resource: R): boolean {
+    return (
+      !resource.drain && resource.owner !== undefined && resource.owner === this.#choices.desired(resource)
+    );
+  }
+
   /** Stops listening to the store (at the end of a leadership term). */
   close(): void {
     this.#unsubscribe();

@@ -200,6 +200,42 @@ async function assigned(members: string[], count: number) {
 }
 
 describe("the sharder", () => {
+  it("says a resource is placed when labelled as its last pass's ring places it, undrained", async () => {
+    const w = new World();
+    for (const m of ["a", "b", "c"]) w.renew(m);
+    w.add(30);
+    const sharder = w.sharder();
+    const [first] = w.resources.values();
+    if (!first) throw new Error("no resource");
+    const choice = ownerOf(first.claim, ["a", "b", "c"]) ?? "";
+    const other = ["a", "b", "c"].find((m) => m !== choice) ?? "";
+    // No pass yet: no ring to place by.
+    w.label(first.key, { [OWNER_LABEL]: choice });
+    expect(sharder.placed(w.resources.get(first.key) as Resource)).toBe(false);
+    await sharder.pass(signal);
+    const now = () => w.resources.get(first.key) as Resource;
+    expect(sharder.placed(now())).toBe(true);
+    w.label(first.key, { [OWNER_LABEL]: other });
+    expect(sharder.placed(now())).toBe(false);
+    w.label(first.key, { [OWNER_LABEL]: choice, [DRAIN_LABEL]: DRAIN_ANY });
+    expect(sharder.placed(now())).toBe(false);
+    w.label(first.key, { [OWNER_LABEL]: null, [DRAIN_LABEL]: null });
+    expect(sharder.placed(now())).toBe(false);
+    w.label(first.key, { [OWNER_LABEL]: choice });
+    // A member joins: placed by the ring of the next pass, not the last one's.
+    w.renew("d");
+    const moving = [...w.resources.values()].find((r) => ownerOf(r.claim, ["a", "b", "c", "d"]) === "d");
+    if (!moving) throw new Error("no resource the ring gives the new member");
+    const at = () => w.resources.get(moving.key) as Resource;
+    expect(sharder.placed(at())).toBe(true);
+    await sharder.pass(signal);
+    // Drained for "d" by that pass, then handed over by its owner.
+    expect(sharder.placed(at())).toBe(false);
+    w.acknowledgeDrains();
+    expect(w.owner(moving.key)).toBe("d");
+    expect(sharder.placed(at())).toBe(true);
+  });
+
   it("assigns every unassigned resource to the member the ring names", async () => {
     const w = new World();
     for (const m of ["a", "b", "c"]) w.renew(m);

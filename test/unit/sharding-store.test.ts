@@ -15,7 +15,7 @@ import {
 import { claimOf, connectionKeyOf } from "../../src/reconcile/claims.ts";
 import { CacheIndexes } from "../../src/runtime/one-or-many.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../../src/sharding/labels.ts";
-import { shardInputsChanged } from "../../src/sharding/sharder-loop.ts";
+import { asksPass, shardInputsChanged } from "../../src/sharding/sharder-loop.ts";
 
 /** A Deployment resource as the API server sends it: managed fields, annotations, a full status. */
 function wireObject(i: number): Record<string, unknown> {
@@ -159,5 +159,24 @@ describe("what wakes the sharder", () => {
     expect(shardInputsChanged(base, next({ owner: "dms-operator-5d9f-z" }))).toBe(true);
     expect(shardInputsChanged(base, next({ claim: "renamed" }))).toBe(true);
     expect(shardInputsChanged(base, next({ uid: "another" }))).toBe(true);
+  });
+
+  it("is not a move onto the ring's choice (a hand-over by the ring): the period's pass reads it", () => {
+    const choice = "dms-operator-5d9f-z";
+    // As the sharder says: labelled for the ring's choice, undrained.
+    const placed = (r: ShardObject) => !r.drain && r.owner === choice;
+    const handedOver = next({ owner: choice });
+    expect(placed(base)).toBe(false);
+    expect(asksPass(base, handedOver, placed)).toBe(false);
+    expect(asksPass(base, next({ owner: "dms-operator-5d9f-y" }), placed)).toBe(true);
+    expect(asksPass(base, next({ owner: undefined }), placed)).toBe(true);
+    expect(asksPass(base, next({ owner: choice, drain: true, drainTo: "r-2" }), placed)).toBe(true);
+    // Placed, but as another claim or another object: rivals may have to follow.
+    expect(asksPass(base, next({ owner: choice, claim: "renamed" }), placed)).toBe(true);
+    expect(asksPass(base, next({ owner: choice, uid: "another" }), placed)).toBe(true);
+    // Placed away from the ring's choice: a pass moves it back.
+    expect(asksPass(handedOver, next({ owner: undefined }), placed)).toBe(true);
+    // A status write is never a pass, placed or not.
+    expect(asksPass(base, next({}), () => false)).toBe(false);
   });
 });
