@@ -3,6 +3,7 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { ClusterUserCounts } from "../../src/sharding/cluster-users.ts";
+import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { RingMembership } from "../../src/sharding/membership.ts";
 import {
   PassSchedule,
@@ -254,6 +255,119 @@ describe("the sharder's runnable", () => {
     expect(written).toEqual([
       { name: "a", holder: "sharder/b_1", inheritance: { members: ["b"], leader: "b" } },
     ]);
+    stop.abort();
+    await running;
+  });
+});
+
+// What wakes the runnable's sharder between its passes (`asksPass` as the store's handler uses it):
+// a hand-over onto the ring's choice does not, a label the ring does not choose does, at once.
+describe("the sharder's runnable between passes", () => {
+  it("starts no pass for a hand-over onto the ring's choice, and one at once for another owner", async () => {
+    const LEASE_MS = 15_000;
+    const clock = new ManualClock({ start: 60_000 });
+    const lease = (name: string) => ({
+      metadata: { name, resourceVersion: `${name}-1` },
+      record: {
+        holderIdentity: `${name}_id`,
+        leaseDurationSeconds: LEASE_MS / 1000,
+        acquireTime: new Date(0),
+        renewTime: new Date(60_000),
+        leaseTransitions: 0,
+      },
+    });
+    const ring = [lease("a"), lease("b")];
+    const membership = new RingMembership();
+    // Both members seen since long before: no wait for the ring to settle.
+    for (const l of ring)
+      membership.seen({ ...ringLease(l), record: { ...l.record, renewTime: new Date(0) } }, 0);
+    for (const l of ring) membership.seen(ringLease(l), 60_000);
+    const leases: RingLeases = {
+      list: () => ring,
+      subscribe: () => () => {},
+      lease: () => {
+        throw new Error("no Lease is written here");
+      },
+      run: async () => {},
+      synced: Promise.resolve(),
+    };
+    const record = (name: string, owner: string | undefined): ShardRecord => ({
+      uid: `uid-${name}`,
+      metadata: { name, namespace: "ns", resourceVersion: "1" },
+      created: 0,
+      owner,
+      drain: false,
+      drainTo: undefined,
+      claim: `c/${name}`,
+      connection: "ns/default",
+    });
+    const records = new Map(Array.from({ length: 20 }, (_, i) => [`r${i}`, record(`r${i}`, undefined)]));
+    const handlers = new Set<{ onUpdate?(old: ShardRecord, r: ShardRecord): void }>();
+    /** Replaces a record as a watch event would, telling every subscriber. */
+    const update = (next: ShardRecord) => {
+      const old = records.get(next.metadata.name);
+      if (!old) throw new Error(next.metadata.name);
+      records.set(next.metadata.name, next);
+      for (const h of handlers) h.onUpdate?.(old, next);
+    };
+    const store: ShardStore<ShardRecord> = {
+      run: (signal) =>
+        new Promise((resolve) => signal.addEventListener("abort", () => resolve(), { once: true })),
+      synced: Promise.resolve(),
+      hasSynced: () => true,
+      values: () => records.values(),
+      usersOf: () => [],
+      subscribe: (h) => {
+        handlers.add(h);
+        return () => handlers.delete(h);
+      },
+    };
+    const passes: number[] = [];
+    const stop = new AbortController();
+    const running = sharderRunnable({
+      store: () => store,
+      leases,
+      membership,
+      setLabels: async (resource, labels) => {
+        const owner = labels[OWNER_LABEL] ?? undefined;
+        update({ ...resource, metadata: { ...resource.metadata, resourceVersion: "2" }, owner });
+        return true;
+      },
+      users: new ClusterUserCounts(),
+      identity: "a_1",
+      self: "a",
+      leaseDurationMs: LEASE_MS,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      onPass: () => passes.push(clock.now()),
+      clock,
+      logger: pino({ level: "silent" }),
+    }).start(stop.signal, stop.signal);
+    const turn = async () => {
+      for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    };
+    await turn();
+    // The first pass placed every resource; its own writes (onto the ring's choice) asked no other.
+    expect(passes).toEqual([60_000]);
+    const placed = [...records.values()];
+    expect(placed.every((r) => r.owner === "a" || r.owner === "b")).toBe(true);
+    clock.advance(SHARDER_MIN_GAP_MS + 300);
+    await turn();
+    expect(passes).toHaveLength(1);
+    // A hand-over onto the ring's choice: as seen, from the other member to the chosen one.
+    const [first] = placed;
+    if (!first?.owner) throw new Error("no resource placed");
+    const other = first.owner === "a" ? "b" : "a";
+    records.set(first.metadata.name, { ...first, owner: other });
+    update({ ...first, metadata: { ...first.metadata, resourceVersion: "3" } });
+    await turn();
+    clock.advance(100);
+    await turn();
+    expect(passes).toHaveLength(1);
+    // A label the ring does not choose: a pass at once, not at the period.
+    update({ ...first, metadata: { ...first.metadata, resourceVersion: "4" }, owner: other });
+    await turn();
+    expect(passes).toEqual([60_000, 60_000 + SHARDER_MIN_GAP_MS + 400]);
     stop.abort();
     await running;
   });
