@@ -819,8 +819,11 @@ async function untilOwned(
       pending = 0;
       for (const o of watch.list()) {
         const claim = claimOf(o);
-        const record = claims.get(claim) ?? { claim };
-        claims.set(claim, record);
+        let record = claims.get(claim);
+        if (record === undefined) {
+          record = { claim };
+          claims.set(claim, record);
+        }
         if (o.metadata.labels?.[OWNER_LABEL] !== ring.desired(record)) pending++;
       }
     }
