@@ -121,6 +121,8 @@ export interface Setup {
   profile?: string;
   /** Where `--heap-breakdown` writes its heap snapshot and table; the operator then runs with its inspector on. */
   heapBreakdown?: string;
+  /** With `--replicas`: where `--api-server-profile` writes the API server's CPU profiles (it then runs with `--profiling=true`). */
+  apiServerProfile?: string;
 }
 
 /** Runs `task(0..count-1)`, `concurrency` at a time. */
@@ -542,5 +544,5 @@ export async function planeClient(plane: ControlPlane, userAgent: string) {
     const text = await httpsText(`${plane.server}/metrics`, tls);
     return [...parseSamples(text, "apiserver_request_total"), ...parseSamples(text, "etcd_requests_total")];
   };
-  return { client, apiMetrics };
+  return { client, apiMetrics, tls };
 }

@@ -40,6 +40,7 @@ import { type RingChoice, RingChoices } from "../../src/sharding/ring-choices.ts
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { pollIndexer } from "../../src/wiring/indexes.ts";
 import { ControlPlane } from "../controlplane/harness.ts";
+import { ApiServerProfiles } from "./api-server-profile.ts";
 import { benchDeploymentBody, benchSeedDeployment, callCount } from "./harness.ts";
 import { Inspector } from "./inspector.ts";
 import {
@@ -84,6 +85,17 @@ export interface ReplicaFigures {
    * label patches, and the create intents' and outcomes' status writes); absent in older series.
    */
   createsKubeRequestsByVerb?: Record<string, number>;
+  /**
+   * Start → adopted: the API server's other requests by verb and resource (the operators' Events,
+   * their Leases, the benchmark's reads); absent in older series.
+   */
+  createsOtherKubeRequests?: Record<string, number>;
+  /**
+   * With `--api-server-profile`: the API server's CPU seconds from the replicas' start to every
+   * resource owned, by kind of work (`api-server-profile.ts`; profiles of 30 s, the last one's
+   * tail past the phase included).
+   */
+  createsApiServerCpu?: Record<string, number>;
   /**
    * CPU seconds from the replicas' start to every resource owned, by process: the API server,
    * etcd, the operators in all, the benchmark (its simulator and its watch), then each operator
@@ -153,6 +165,8 @@ export interface ReplicaFigures {
     writesPerMove?: number;
     /** CPU seconds of the join by process, as {@link ReplicaFigures.createsCpuSeconds}; absent in older series. */
     cpuSeconds?: Record<string, number>;
+    /** With `--api-server-profile`: the API server's CPU seconds through the join by kind of work. */
+    apiServerCpu?: Record<string, number>;
   };
 }
 
@@ -294,14 +308,20 @@ export async function measureReplicas(
   const loadAtStart = loadavg()[0] ?? 0;
   const periodMs = parseDuration(setup.resync);
   if (periodMs === undefined) throw new Error(`--resync-period: '${setup.resync}' is not a duration`);
-  const plane = await ControlPlane.start();
+  const plane = await ControlPlane.start(
+    setup.apiServerProfile === undefined ? {} : { apiServerFlags: ["--profiling=true"] },
+  );
   const work = mkdtempSync(join(tmpdir(), "dms-replicas-"));
   const running = new Map<string, RunningOperator>();
   let sim: RunningSimulator | undefined;
   try {
     await plane.installCrds();
-    const { client, apiMetrics } = await planeClient(plane, "dms-replicas-bench");
+    const { client, apiMetrics, tls } = await planeClient(plane, "dms-replicas-bench");
     await client.request({ method: "POST", path: "/api/v1/namespaces", body: { metadata: { name: NS } } });
+    const profiles =
+      setup.apiServerProfile === undefined
+        ? undefined
+        : new ApiServerProfiles(plane.server, tls, setup.apiServerProfile);
     await pool(n, APPLY_CONCURRENCY, (i) =>
       client.request({
         method: "POST",
@@ -353,6 +373,7 @@ export async function measureReplicas(
     const cpuAtStart = cpuNow();
     const requestsAtStart = await apiMetrics();
     const started = performance.now();
+    profiles?.start(`r${replicas}n${n}-creates-apiserver`);
     for (let i = 0; i < replicas; i++) await start();
     const first = [...running.values()][0];
     if (!first) throw new Error("no replica");
@@ -361,9 +382,11 @@ export async function measureReplicas(
     const adoptionSeconds = (performance.now() - started) / 1000;
     const creates = createsByReplica(tap.calls, started);
     const createsCpu = await cpuSince(cpuAtStart);
-    const createsKube = apiRequestDelta(requestsAtStart, await apiMetrics(), "dms.dev", "deployments").byVerb;
+    const createsRequests = apiRequestDelta(requestsAtStart, await apiMetrics(), "dms.dev", "deployments");
+    const createsKube = createsRequests.byVerb;
+    const createsApiServer = await profiles?.stop();
     progress(
-      `R=${replicas} N=${n}: adopted in ${adoptionSeconds.toFixed(1)} s; by replica ${JSON.stringify(creates)}; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(createsKube)}; CPU seconds by process ${JSON.stringify(createsCpu)}`,
+      `R=${replicas} N=${n}: adopted in ${adoptionSeconds.toFixed(1)} s; by replica ${JSON.stringify(creates)}; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(createsKube)}, others ${JSON.stringify(createsRequests.other)}; CPU seconds by process ${JSON.stringify(createsCpu)}${createsApiServer ? `; the API server's by kind ${JSON.stringify(createsApiServer.cpuSeconds)}` : ""}`,
     );
     // Settled: a created resource is Ready at once, but its create intent is cleared by one more
     // status write once a read shows its deployment (polled until then). The steady window starts
@@ -420,6 +443,7 @@ export async function measureReplicas(
     const ownersBefore = ownersOf(watch.list());
     const joinRequestsBefore = await apiMetrics();
     const joinCpuBefore = cpuNow();
+    profiles?.start(`r${replicas}n${n}-join-apiserver`);
     const joined = await joinOne(
       client,
       start,
@@ -431,6 +455,7 @@ export async function measureReplicas(
         : join(setup.profile, `r${replicas}n${n}-join-newcomer.cpuprofile`),
     );
     const joinCpu = await cpuSince(joinCpuBefore);
+    const joinApiServer = await profiles?.stop();
     const joinRequests = apiRequestDelta(
       joinRequestsBefore,
       await apiMetrics(),
@@ -442,7 +467,7 @@ export async function measureReplicas(
     for (const [resource, owner] of ownersAfter) if (ownersBefore.get(resource) !== owner) moved += 1;
     const writesPerMove = round((joinRequests.PATCH ?? 0) / Math.max(1, moved), 2);
     progress(
-      `${label}: the join moved ${moved} resources; first labelled for the newcomer after ${joined.firstSeconds} s; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(joinRequests)} (${writesPerMove} label writes per move); CPU seconds by process ${JSON.stringify(joinCpu)} (the API server's ${round(((joinCpu.apiServer ?? 0) * 1000) / Math.max(1, moved), 1)} ms a move); load ${loadavg()
+      `${label}: the join moved ${moved} resources; first labelled for the newcomer after ${joined.firstSeconds} s; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(joinRequests)} (${writesPerMove} label writes per move); CPU seconds by process ${JSON.stringify(joinCpu)}${joinApiServer ? `, the API server's by kind ${JSON.stringify(joinApiServer.cpuSeconds)}` : ""} (the API server's ${round(((joinCpu.apiServer ?? 0) * 1000) / Math.max(1, moved), 1)} ms a move); load ${loadavg()
         .map((l) => l.toFixed(1))
         .join(" ")}`,
     );
@@ -457,6 +482,8 @@ export async function measureReplicas(
       ...(seeded ? { seeded } : {}),
       creates,
       createsKubeRequestsByVerb: createsKube,
+      createsOtherKubeRequests: createsRequests.other,
+      ...(createsApiServer ? { createsApiServerCpu: createsApiServer.cpuSeconds } : {}),
       createsCpuSeconds: createsCpu,
       settledSeconds,
       rssMiB,
@@ -486,6 +513,7 @@ export async function measureReplicas(
         ...(joined.firstSeconds !== undefined ? { firstSeconds: joined.firstSeconds } : {}),
         kubeRequestsByVerb: joinRequests,
         cpuSeconds: joinCpu,
+        ...(joinApiServer ? { apiServerCpu: joinApiServer.cpuSeconds } : {}),
         writesPerMove,
       },
     };

@@ -26,7 +26,7 @@
  * With `--slow-beside S`, each N is a healthy connection's resync pass alone and beside a slow
  * connection of S resources instead: see `slow-beside.ts`, reported in `docs/bench/slow-beside.json`.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -119,6 +119,10 @@ export const benchmark: Benchmark = {
       description:
         "a directory: sampling heap profiles of what reached the old generation (kept whether a full collection freed it or not) over the cold creates, the first resync pass and the measured one (n<N>-creates/-first/-pass.heapprofile), a CPU profile of the cold creates (n<N>-creates.cpuprofile); after the measured pass, a CPU profile of the next pass (n<N>-pass.cpuprofile) and, after the edits, a heap snapshot holding N (n<N>-steady.heapsnapshot); with --replicas, after the steady figures, heap snapshots of the leader and of one other replica (r<R>n<N>-leader/-member.heapsnapshot), and a CPU profile of the replica that joins, from its start until every resource is owned as the ring says (r<R>n<N>-join-newcomer.cpuprofile); through the operators' inspectors on loopback; open them in Chrome DevTools",
     },
+    "api-server-profile": {
+      description:
+        "with --replicas: a directory; the API server runs with --profiling=true and is profiled (30 s at a time) from the replicas' start to every resource owned and through the join (r<R>n<N>-creates-apiserver-<k>.pb.gz, r<R>n<N>-join-apiserver-<k>.pb.gz; open them with `go tool pprof`), its CPU seconds by kind of work in replicas.json (api-server-profile.ts)",
+    },
     "heap-breakdown": {
       description:
         "a directory: after the steady figures and the edits, a heap snapshot holding N (n<N>-steady.heapsnapshot) and the live heap by structure, bytes per resource (n<N>-breakdown.md, and in scale.json; see heap-breakdown.ts), next to the heap of an idle operator started afterwards (n<N>-idle.heapsnapshot), through the operator's inspector on loopback",
@@ -170,6 +174,11 @@ export const benchmark: Benchmark = {
     const seeded = args.start === "seeded";
     if (args.start !== undefined && replicas === undefined)
       throw new Error("--start applies to the sharded case only: add --replicas <count>");
+    const apiServerProfile =
+      args["api-server-profile"] === undefined ? undefined : resolve(args["api-server-profile"]);
+    if (apiServerProfile !== undefined && replicas === undefined)
+      throw new Error("--api-server-profile applies to the sharded case only: add --replicas <count>");
+    if (apiServerProfile !== undefined) mkdirSync(apiServerProfile, { recursive: true });
     const slowBeside = args["slow-beside"] === undefined ? undefined : parseSlowBeside(args["slow-beside"]);
     if (slowBeside !== undefined && (replicas !== undefined || tenants !== undefined || repeat > 1))
       throw new Error("--slow-beside is a case of its own: leave out --replicas, --tenants and --repeat");
@@ -196,6 +205,7 @@ export const benchmark: Benchmark = {
           resync,
           ...(args.profile === undefined ? {} : { profile: resolve(args.profile) }),
           ...(args["heap-breakdown"] === undefined ? {} : { heapBreakdown: resolve(args["heap-breakdown"]) }),
+          ...(apiServerProfile === undefined ? {} : { apiServerProfile }),
           logs: join(LOGS, tenants === undefined ? `n${n}` : `tenants${tenants}-n${n}`),
         };
         // Saved per N, so a long run that fails later keeps what it measured.
