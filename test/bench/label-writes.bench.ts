@@ -11,8 +11,10 @@
  *
  * `--write` also times the reconciler's status write the same way, as it is sent (`status-apply`:
  * server-side apply of the status subresource, forced, under the resourceVersion read) and as a
- * JSON Patch that sets the whole status under the same precondition (`status-json`): what a
- * create or an adoption costs the API server per status write, beside its label write. The
+ * JSON Patch that sets the whole status under the same precondition (`status-json`), and as a
+ * JSON merge patch of what changed since the status the resource has (`status-merge`, under the
+ * same precondition; {@link mergePatchOf}): what a create or an adoption costs the API server
+ * per status write, beside its label write, and what sending only the difference would save. The
  * writes run in the order given, so `--write status-apply,labels` times label writes on objects
  * that have a status, as the operator's have.
  *
@@ -50,7 +52,7 @@ function wholeNumbers(option: string, text: string): number[] {
 }
 
 /** The writes this benchmark can time (see the module comment). */
-const WRITES = ["labels", "status-apply", "status-json"] as const;
+const WRITES = ["labels", "status-apply", "status-json", "status-merge"] as const;
 type Write = (typeof WRITES)[number];
 
 function writeKinds(text: string): Write[] {
@@ -92,6 +94,33 @@ function benchStatus(name: string, round: number): Record<string, unknown> {
       condition("Synced", "True", "Synced", "the spec is applied"),
     ],
   };
+}
+
+/** Whether `value` is a JSON object (not an array, not null). */
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The JSON merge patch (RFC 7386) that turns `from` into `to`: the keys whose values differ, an
+ * object patched key by key, anything else (arrays included) replaced whole, a key `to` lacks set
+ * to null. Undefined when nothing differs. A null in `to` cannot be said by a merge patch (it
+ * removes the key): such a value must not be sent this way.
+ */
+export function mergePatchOf(
+  from: Record<string, unknown>,
+  to: Record<string, unknown>,
+): Record<string, unknown> | undefined {
+  const patch: Record<string, unknown> = {};
+  for (const key of Object.keys(from)) if (!(key in to)) patch[key] = null;
+  for (const [key, value] of Object.entries(to)) {
+    const before = from[key];
+    if (isObject(before) && isObject(value)) {
+      const inner = mergePatchOf(before, value);
+      if (inner !== undefined) patch[key] = inner;
+    } else if (JSON.stringify(before) !== JSON.stringify(value)) patch[key] = value;
+  }
+  return Object.keys(patch).length > 0 ? patch : undefined;
 }
 
 /** Drops every `x-kubernetes-validations` below `node` (in place); returns how many rules went. */
@@ -170,8 +199,10 @@ export const benchmark: Benchmark = {
       else await installWithoutRules(plane);
       const { client } = await planeClient(plane, "dms-label-writes-bench");
       await client.request({ method: "POST", path: "/api/v1/namespaces", body: { metadata: { name: NS } } });
-      // The operator's own status write (server-side apply), and a JSON Patch of the whole status.
+      // The operator's own status write (server-side apply), a JSON Patch of the whole status, and
+      // a merge patch of what changed since the status each resource was last written with.
       const deployments = new CustomResources<DeploymentObject, unknown>(DEPLOYMENTS, { client });
+      const statuses = new Map<string, Record<string, unknown>>();
       const writeStatus = (
         write: Write,
         ref: { namespace: string; name: string },
@@ -180,6 +211,18 @@ export const benchmark: Benchmark = {
       ): Promise<unknown> => {
         const signal = AbortSignal.timeout(60_000);
         if (write === "status-apply") return deployments.patchStatus(ref, status, signal, rv);
+        if (write === "status-merge")
+          return client.request({
+            method: "PATCH",
+            path: `${collectionPath(DEPLOYMENTS, NS)}/${encodeURIComponent(ref.name)}/status`,
+            query: { fieldManager: FIELD_MANAGER },
+            contentType: "application/merge-patch+json",
+            body: {
+              metadata: { resourceVersion: rv },
+              status: mergePatchOf(statuses.get(ref.name) ?? {}, status) ?? {},
+            },
+            signal,
+          });
         return client.request({
           method: "PATCH",
           path: `${collectionPath(DEPLOYMENTS, NS)}/${encodeURIComponent(ref.name)}/status`,
@@ -229,13 +272,12 @@ export const benchmark: Benchmark = {
               );
               if (outcome !== "written") errors += 1;
             } else {
-              const written = (await writeStatus(
-                write,
-                ref,
-                versions[i] ?? "",
-                benchStatus(ref.name, round_),
-              )) as DeploymentObject | undefined;
+              const status = benchStatus(ref.name, round_);
+              const written = (await writeStatus(write, ref, versions[i] ?? "", status)) as
+                | DeploymentObject
+                | undefined;
               versions[i] = written?.metadata.resourceVersion ?? versions[i] ?? "";
+              statuses.set(ref.name, status);
             }
           } catch (err) {
             if (errors === 0) progress(`label-writes: ${write}: ${String(err).slice(0, 400)}`);
