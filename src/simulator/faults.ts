@@ -125,8 +125,8 @@ const NONE: FaultDecision = { delayMs: 0 };
 /** The route the `endlessListing` fault answers. */
 const ENDLESS_ROUTE = "GET /v2/deployments";
 
-/** mulberry32: small, fast, good enough to spread faults; deterministic per seed. */
-function prng(seed: number): () => number {
+/** mulberry32: small, fast, good enough to spread faults (or a test's inputs); deterministic per seed. */
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { prng } from "../../src/simulator/faults.ts";
 import { dropRules, mergePatchOf } from "../bench/label-writes.bench.ts";
 
 // `npm run bench -- label-writes --crd-rules off` measures what the CRDs' CEL rules cost a write
@@ -53,18 +54,6 @@ function applyMergePatch(target: unknown, patch: unknown): unknown {
   return result;
 }
 
-/** A small deterministic generator (mulberry32), so a failure names its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** A JSON object without nulls (a merge patch cannot say one), keys from a few, values nested. */
 function randomObject(next: () => number, depth = 0): Record<string, unknown> {
   const object: Record<string, unknown> = {};
@@ -91,11 +80,11 @@ describe("the label-writes benchmark's status merge patch", () => {
 
   it("turns one object into the other once applied, for 2,000 random pairs", () => {
     for (let seed = 1; seed <= 2000; seed++) {
-      const next = random(seed);
+      const next = prng(seed);
       const from = randomObject(next);
       const to = randomObject(next);
       const patch = mergePatchOf(from, to);
-      expect(applyMergePatch(from, patch ?? {}), `seed ${seed}`).toEqual(to);
+      expect(applyMergePatch(from, patch ?? {}), `seed ${seed}`).toStrictEqual(to);
       if (JSON.stringify(from) === JSON.stringify(to)) expect(patch, `seed ${seed}`).toBeUndefined();
     }
   });
