@@ -251,7 +251,14 @@ export const DeploymentResourceStatusSchema = Type.Object(
       Type.String({
         format: "date-time",
         description:
-          "When the operator decided to create the service's deployment (recorded before creating it).",
+          "When the operator decided to create the service's deployment (recorded before creating it; cleared once the create answered).",
+      }),
+    ),
+    createdAt: Type.Optional(
+      Type.String({
+        format: "date-time",
+        description:
+          "When the operator decided to create the service's deployment whose id status.deploymentId records (its createRequestedAt, kept once the create answered): while younger than the create grace, a lookup that does not find it is blamed on a lagging listing.",
       }),
     ),
     rolloutStartedAt: Type.Optional(

@@ -79,6 +79,7 @@ export function decodeDeployment(
       "appliedSecretsHash",
       "appliedSecretVersions",
       "createRequestedAt",
+      "createdAt",
       "rolloutStartedAt",
     ]);
     // Once a rollout is done the active revision is the latest: one string for both.

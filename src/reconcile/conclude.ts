@@ -78,8 +78,17 @@ function settleWrite(
   if (executed.kind === "created") {
     const created = { type: "Normal", reason: "Created", note: createdNote(executed.deployment) } as const;
     const history = executed.history ? { history: executed.history } : {};
+    // The create answered: its intent is fulfilled in this same write, and its time kept as
+    // createdAt, which holds a second create back while the listing may lag (pendingCreateSince).
+    const intent = executed.written.status?.createRequestedAt;
+    const fulfilled = { ...record, createRequestedAt: null, ...(intent ? { createdAt: intent } : {}) };
     return {
-      decided: { ...decided, observed: { kind: "found", deployment: executed.deployment }, ...history },
+      decided: {
+        ...decided,
+        record: fulfilled,
+        observed: { kind: "found", deployment: executed.deployment },
+        ...history,
+      },
       events: [created, ...decision.after],
     };
   }

@@ -70,6 +70,16 @@ export interface DecideSettings {
 }
 
 /**
+ * Since when a create of this resource may be missing from the service's listing: its intent
+ * while one is recorded (the POST's answer may have been lost), else the time of the create whose
+ * answer `status.deploymentId` records (`createdAt`: the intent, kept when the answer came and the
+ * intent was cleared). Undefined: no create of its own is that recent to the status.
+ */
+export function pendingCreateSince(status: NonNullable<StoredResource["status"]>): string | undefined {
+  return status.createRequestedAt ?? (status.deploymentId ? status.createdAt : undefined);
+}
+
+/**
  * Decides what the apply arm does for `spec` (see the module comment). `now`: the reconcile's
  * clock reading (ms since the epoch). Rollout windows in effect that cannot be read are
  * `failed` (an `InvalidSpecError`).
@@ -148,7 +158,7 @@ export function decide(
     return { ...none, ...external, events, outcome: { kind: "synced" }, failed: { error } };
   }
   if (planned.action === "create") {
-    const requestedAt = status.createRequestedAt;
+    const requestedAt = pendingCreateSince(status);
     if (requestedAt && observation.at - Date.parse(requestedAt) < settings.createGraceMs) {
       // A create was requested and the listing does not show it yet: it may lag behind.
       const waiting = { kind: "synced", message: "waiting for the created deployment to be listed" } as const;

@@ -108,6 +108,8 @@ export interface StatusRecord {
   /** The generation whose spec was applied in full (see `generationApplied`, decide.ts). */
   appliedGeneration?: number | null;
   createRequestedAt?: string | null;
+  /** The create's intent time, kept once the create answered (see `pendingCreateSince`, decide.ts). */
+  createdAt?: string | null;
   resolvedRepoUrl?: string | null;
   resolvedRepoRef?: string | null;
   /** The connection used: `Kind/name`, or `default`. */
@@ -123,6 +125,7 @@ export const RECORD_FIELDS = [
   "lastHandledRebuildAt",
   "appliedGeneration",
   "createRequestedAt",
+  "createdAt",
   "resolvedRepoUrl",
   "resolvedRepoRef",
   "connection",

@@ -95,6 +95,7 @@ export const STATUS_STRINGS: Readonly<Record<string, Declared>> = {
   lastHandledRolloutNow: value("the dms.dev/rollout-now annotation"),
   lastHandledRebuildAt: value("the dms.dev/rebuild-requested-at annotation"),
   createRequestedAt: operator,
+  createdAt: operator,
   rolloutStartedAt: operator,
   "failedRevisionLog.revisionId": served,
   "failedRevisionLog.reason": operator,

@@ -388,9 +388,9 @@ export async function measureReplicas(
     progress(
       `R=${replicas} N=${n}: adopted in ${adoptionSeconds.toFixed(1)} s; by replica ${JSON.stringify(creates)}; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(createsKube)}, others ${JSON.stringify(createsRequests.other)}; CPU seconds by process ${JSON.stringify(createsCpu)}${createsApiServer ? `; the API server's by kind ${JSON.stringify(createsApiServer.cpuSeconds)}` : ""}`,
     );
-    // Settled: a created resource is Ready at once, but its create intent is cleared by one more
-    // status write once a read shows its deployment (polled until then). The steady window starts
-    // when no resource is polled any more, or it would count the creates' last writes.
+    // Settled: no resource polled any more (a rollout in progress; a create whose answer was lost
+    // keeps its intent, polled until a read lists it), or the steady window would count the
+    // creates' last writes.
     const settledSeconds = await untilSettled(watch, running, SETTLE_LIMIT_MS);
     progress(`R=${replicas} N=${n}: every create read back ${settledSeconds} s after that`);
 

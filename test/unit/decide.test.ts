@@ -120,6 +120,34 @@ const ROWS: Row[] = [
     write: "create",
   },
   {
+    name: "a create answered within the grace (its id and createdAt recorded) and not listed yet: wait",
+    spec: resource(),
+    observation: seen(resource(), null),
+    status: { deploymentId: DEPLOYED.id, createdAt: "2029-12-31T23:59:30Z" },
+    decision: {
+      outcome: { kind: "synced", message: "waiting for the created deployment to be listed" },
+      observed: { kind: "createdUnlisted" },
+      log: { fields: { requestedAt: "2029-12-31T23:59:30Z" }, message: expect.stringContaining("waiting") },
+    },
+    write: undefined,
+  },
+  {
+    name: "a create answered past the grace and still not listed: create again",
+    spec: resource(),
+    observation: seen(resource(), null),
+    status: { deploymentId: DEPLOYED.id, createdAt: "2029-12-31T23:58:00Z" },
+    decision: { outcome: { kind: "synced" } },
+    write: "create",
+  },
+  {
+    name: "a createdAt without the id it came with holds nothing back: create",
+    spec: resource(),
+    observation: seen(resource(), null),
+    status: { createdAt: "2029-12-31T23:59:30Z" },
+    decision: { outcome: { kind: "synced" } },
+    write: "create",
+  },
+  {
     name: "found by name, in line: adopted, nothing to send",
     spec: resource(),
     observation: seen(resource(), DEPLOYED, { adopted: true }),
@@ -506,17 +534,15 @@ describe("settle", () => {
   it("a create: Created, the deployment it answered observed, its first revision in the history", () => {
     const create = decide(resource(), seen(resource(), null), {}, NOW, SETTINGS);
     const history = [{ id: DEPLOYED.latest_revision_id ?? "", configHash: "c" }];
-    const executed: Executed = {
-      kind: "created",
-      deployment: DEPLOYED,
-      history,
-      written: resource() as StoredResource,
-    };
+    const written = { ...resource(), status: { createRequestedAt: ASKED } } as StoredResource;
+    const executed: Executed = { kind: "created", deployment: DEPLOYED, history, written };
     const { decided, events } = settle(resource(), {}, create, executed);
     expect(events).toEqual([
       { type: "Normal", reason: "Created", note: expect.stringContaining(DEPLOYED.id) },
     ]);
     expect(decided).toMatchObject({ outcome: { kind: "synced" }, observed: { kind: "found" }, history });
+    // The answer fulfils the intent in the same write; its time stays as createdAt.
+    expect(decided.record).toMatchObject({ createRequestedAt: null, createdAt: ASKED });
   });
 
   it("a rebuild made: Rebuilt naming the revision, recorded as handled, the deployment read after it observed", () => {

@@ -325,8 +325,10 @@ const cases: Case[] = [
     also: (w) => {
       const status = w.resources.stored(REF)?.status;
       expect(status?.deploymentId).toBe(w.service.store.getByName("agent")?.id);
-      // The intent stays recorded until a read lists the deployment (a listing may lag).
-      expect(status?.createRequestedAt).toBe("2030-01-01T00:00:00Z");
+      // The create answered: its intent is cleared in the same write, its time kept as createdAt
+      // (a lookup that misses the deployment within the create grace waits, as the intent did).
+      expect(status?.createRequestedAt).toBeUndefined();
+      expect(status?.createdAt).toBe("2030-01-01T00:00:00Z");
       expect(w.resources.writes.patchStatus).toBe(2);
     },
   },
@@ -1191,26 +1193,49 @@ describe("DeploymentReconciler's log", () => {
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe("DeploymentReconciler when reads lag", () => {
-  it("a create answered READY at once keeps its intent, polled, until a read lists the deployment", async () => {
+  it("a create answered READY at once is written once, its intent cleared, and not polled", async () => {
     const w = world({ readyAfterMs: 0, revisionActiveAfterMs: 0, deleteAfterMs: 0 });
     w.apply();
     await w.resync();
-    const signal = new AbortController().signal;
 
-    expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: POLL_MS });
+    expect(await w.reconcile()).toEqual({ kind: "done" });
     const created = w.resources.get(REF);
     expect(conditions(created)).toMatchObject({ Ready: "True/Available", Synced: "True/ReconcileSuccess" });
-    // The POST's own answer is no proof the listing shows it: the intent stays, and the resource
-    // stays among those the rollout poller reads (a hundred per call).
-    expect(created?.status?.createRequestedAt).toBeDefined();
-    expect(created && pollIndexer(created)).toEqual(["polled"]);
+    // The intent, then the answer with the intent cleared: no third write once a read lists it.
+    expect(w.resources.writes.patchStatus).toBe(2);
+    expect(created?.status?.createRequestedAt).toBeUndefined();
+    expect(created?.status?.createdAt).toBe("2030-01-01T00:00:00Z");
+    expect(created && pollIndexer(created)).toEqual([]);
+    expect(callsOf(w.service)).toEqual({ create: 1 });
+  });
 
-    await w.snapshot.poll([created?.status?.deploymentId ?? ""], signal);
+  it("a created deployment the listing misses within the create grace is waited for, never created again", async () => {
+    const w = world({ readyAfterMs: 0, revisionActiveAfterMs: 0, deleteAfterMs: 0 });
+    w.apply();
+    w.service.lagMs = 30_000;
+    await w.resync();
     expect(await w.reconcile()).toEqual({ kind: "done" });
-    const confirmed = w.resources.get(REF);
-    expect(confirmed?.status?.createRequestedAt).toBeUndefined();
-    expect(confirmed && pollIndexer(confirmed)).toEqual([]);
-    expect(callsOf(w.service)).toEqual({ create: 1, getByIds: 1 });
+    const id = w.resources.stored(REF)?.status?.deploymentId;
+    expect(id).toBe(w.service.store.getByName("agent")?.id);
+
+    // A new process (nothing of the create's answer in memory) before the listing shows it: by
+    // its id, then by its name, both missing it; createdAt holds the create back.
+    w.restart();
+    await w.resync();
+    w.clock.advance(1_000);
+    w.service.resetCalls();
+    expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: POLL_MS });
+    expect(callsOf(w.service).create).toBeUndefined();
+    const waiting = w.resources.stored(REF);
+    expect(conditions(waiting)).toMatchObject({ Ready: "False/Creating", Reconciling: "True/Creating" });
+    expect(waiting?.status?.deploymentId).toBe(id);
+
+    // Listed at last: Ready, and the service holds one deployment.
+    w.clock.advance(30_000);
+    expect(await w.reconcile()).toEqual({ kind: "done" });
+    expect(conditions(w.resources.stored(REF))).toMatchObject({ Ready: "True/Available" });
+    expect(w.service.store.list()).toHaveLength(1);
+    expect(w.events.reasons()).toEqual(["Normal/Created"]);
   });
 
   it("acts on a stale cached copy that lacks the create intent: a conflict, never a second POST", async () => {
@@ -1229,11 +1254,12 @@ describe("DeploymentReconciler when reads lag", () => {
     expect(await w.reconcile()).toEqual({ kind: "retry" });
     expect(callsOf(w.service)).toEqual({});
 
-    // The cache catches up: the recorded intent holds the create back while the listing lags.
+    // The cache catches up: the recorded create (its id, createdAt) holds a second one back while
+    // the listing lags; its name is looked for in the listing the resync read.
     w.resources.catchUp();
     w.clock.advance(1_000);
     expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: POLL_MS });
-    expect(callsOf(w.service)).toEqual({ getById: 1, findByName: 1 });
+    expect(callsOf(w.service)).toEqual({ getById: 1 });
     const waiting = w.resources.stored(REF);
     expect(conditions(waiting)).toEqual({
       Ready: "False/Creating",
