@@ -17,8 +17,9 @@
  */
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { get, type RequestOptions } from "node:https";
+import type { RequestOptions } from "node:https";
 import { join } from "node:path";
+import { httpsBytes } from "./probes.ts";
 
 /** What each profile covers, in seconds: short enough for the server's request timeout (60 s). */
 export const PROFILE_SECONDS = 30;
@@ -104,19 +105,13 @@ export function tracesOf(file: string): string {
   return result.stdout;
 }
 
-function fetchProfile(server: string, tls: RequestOptions, seconds: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    get(`${server}/debug/pprof/profile?seconds=${seconds}`, tls, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () =>
-        res.statusCode === 200
-          ? resolve(Buffer.concat(chunks))
-          : reject(new Error(`/debug/pprof/profile answered ${res.statusCode}: ${Buffer.concat(chunks)}`)),
-      );
-      res.on("error", reject);
-    }).on("error", reject);
-  });
+/** One CPU profile of `seconds`; rejects unless 200, or when the server goes quiet past it. */
+async function fetchProfile(server: string, tls: RequestOptions, seconds: number): Promise<Buffer> {
+  const url = `${server}/debug/pprof/profile?seconds=${seconds}`;
+  // The server answers once the profile is taken: the socket is idle that long, and a little more.
+  const { status, body } = await httpsBytes(url, tls, (seconds + 30) * 1000);
+  if (status !== 200) throw new Error(`GET ${url}: ${status} ${body.toString("utf8").slice(0, 200)}`);
+  return body;
 }
 
 /**

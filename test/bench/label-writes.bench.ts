@@ -35,6 +35,7 @@ import { CustomResources, FIELD_MANAGER } from "../../src/kube/custom-resources.
 import { DEPLOYMENTS, type DeploymentObject } from "../../src/kube/deployments.ts";
 import { collectionPath } from "../../src/kube/object.ts";
 import { patchShardLabels } from "../../src/kube/shards.ts";
+import { isRecord, jsonEqual } from "../../src/runtime/json.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ControlPlane } from "../controlplane/harness.ts";
 import { type Benchmark, type BenchRow, benchDeploymentBody } from "./harness.ts";
@@ -96,11 +97,6 @@ function benchStatus(name: string, round: number): Record<string, unknown> {
   };
 }
 
-/** Whether `value` is a JSON object (not an array, not null). */
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /**
  * The JSON merge patch (RFC 7386) that turns `from` into `to`: the keys whose values differ, an
  * object patched key by key, anything else (arrays included) replaced whole, a key `to` lacks set
@@ -115,10 +111,10 @@ export function mergePatchOf(
   for (const key of Object.keys(from)) if (!(key in to)) patch[key] = null;
   for (const [key, value] of Object.entries(to)) {
     const before = from[key];
-    if (isObject(before) && isObject(value)) {
+    if (isRecord(before) && isRecord(value)) {
       const inner = mergePatchOf(before, value);
       if (inner !== undefined) patch[key] = inner;
-    } else if (JSON.stringify(before) !== JSON.stringify(value)) patch[key] = value;
+    } else if (!jsonEqual(before, value)) patch[key] = value;
   }
   return Object.keys(patch).length > 0 ? patch : undefined;
 }

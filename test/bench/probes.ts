@@ -183,25 +183,36 @@ function increases(before: Sample[], after: Sample[], name: string): Array<[Samp
   });
 }
 
-/** An HTTPS GET with `options` (CA, bearer token, `rejectUnauthorized`) applied: its status and body. */
-export function httpsAnswer(
+/**
+ * An HTTPS GET with `options` (CA, bearer token, `rejectUnauthorized`) applied: its status and
+ * body as bytes (a binary answer: a profile). `timeoutMs` bounds the socket's idle time.
+ */
+export function httpsBytes(
   url: string,
   options: RequestOptions,
   timeoutMs = 30_000,
-): Promise<{ status: number; body: string }> {
+): Promise<{ status: number; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const req = request(url, { ...options, method: "GET", timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () =>
-        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }),
-      );
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
       res.on("error", reject);
     });
     req.on("timeout", () => req.destroy(new Error(`GET ${url} timed out`)));
     req.on("error", reject);
     req.end();
   });
+}
+
+/** {@link httpsBytes} with the body as UTF-8 text. */
+export async function httpsAnswer(
+  url: string,
+  options: RequestOptions,
+  timeoutMs = 30_000,
+): Promise<{ status: number; body: string }> {
+  const { status, body } = await httpsBytes(url, options, timeoutMs);
+  return { status, body: body.toString("utf8") };
 }
 
 /** The body of an HTTPS GET with `options` (CA, bearer token) applied; rejects unless 200. */
