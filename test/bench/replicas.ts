@@ -86,6 +86,11 @@ export interface ReplicaFigures {
    */
   createsKubeRequestsByVerb?: Record<string, number>;
   /**
+   * Start → adopted: the service's calls on /v2/deployments per second, on average and at the
+   * busiest 1 s and 10 s (`serviceRate`), against the connection's `--qps`; absent in older series.
+   */
+  createsServiceRate?: { average: number; peak1s: number; peak10s: number };
+  /**
    * Start → adopted: the API server's other requests by verb and resource (the operators' Events,
    * their Leases, the benchmark's reads); absent in older series.
    */
@@ -374,19 +379,39 @@ export async function measureReplicas(
     const requestsAtStart = await apiMetrics();
     const started = performance.now();
     profiles?.start(`r${replicas}n${n}-creates-apiserver`);
-    for (let i = 0; i < replicas; i++) await start();
+    // With --profile: each replica's CPU profile from its start to every resource owned.
+    const createProfiles: [string, Inspector][] = [];
+    for (let i = 0; i < replicas; i++) {
+      const replica = await start();
+      const port = running.get(replica)?.inspectPort ?? 0;
+      if (setup.profile === undefined || port === 0) continue;
+      const inspector = await Inspector.connectWhenUp(port);
+      createProfiles.push([replica, inspector]);
+      await inspector.startCpuProfile();
+    }
     const first = [...running.values()][0];
     if (!first) throw new Error("no replica");
     await watch.untilReady(n, first.process, Math.max(600_000, n * 200));
     await untilOwned(client, watch, running, 600_000);
     const adoptionSeconds = (performance.now() - started) / 1000;
     const creates = createsByReplica(tap.calls, started);
+    const createsServiceRate = serviceRate(tap.calls, started, performance.now());
     const createsCpu = await cpuSince(cpuAtStart);
     const createsRequests = apiRequestDelta(requestsAtStart, await apiMetrics(), "dms.dev", "deployments");
     const createsKube = createsRequests.byVerb;
     const createsApiServer = await profiles?.stop();
+    if (setup.profile !== undefined) await mkdir(setup.profile, { recursive: true });
+    for (const [replica, inspector] of createProfiles) {
+      const to = join(setup.profile ?? "", `r${replicas}n${n}-creates-${replica}.cpuprofile`);
+      try {
+        await inspector.stopCpuProfile(to);
+      } finally {
+        inspector.close();
+      }
+      progress(`R=${replicas} N=${n}: a CPU profile of ${replica} through the creates in ${to}`);
+    }
     progress(
-      `R=${replicas} N=${n}: adopted in ${adoptionSeconds.toFixed(1)} s; by replica ${JSON.stringify(creates)}; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(createsKube)}, others ${JSON.stringify(createsRequests.other)}; CPU seconds by process ${JSON.stringify(createsCpu)}${createsApiServer ? `; the API server's by kind ${JSON.stringify(createsApiServer.cpuSeconds)}` : ""}`,
+      `R=${replicas} N=${n}: adopted in ${adoptionSeconds.toFixed(1)} s; by replica ${JSON.stringify(creates)}; service calls a second ${JSON.stringify(createsServiceRate)}; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(createsKube)}, others ${JSON.stringify(createsRequests.other)}; CPU seconds by process ${JSON.stringify(createsCpu)}${createsApiServer ? `; the API server's by kind ${JSON.stringify(createsApiServer.cpuSeconds)}` : ""}`,
     );
     // Settled: no resource polled any more (a rollout in progress; a create whose answer was lost
     // keeps its intent, polled until a read lists it), or the steady window would count the
@@ -482,6 +507,7 @@ export async function measureReplicas(
       ...(seeded ? { seeded } : {}),
       creates,
       createsKubeRequestsByVerb: createsKube,
+      createsServiceRate,
       createsOtherKubeRequests: createsRequests.other,
       ...(createsApiServer ? { createsApiServerCpu: createsApiServer.cpuSeconds } : {}),
       createsCpuSeconds: createsCpu,
@@ -805,6 +831,37 @@ export function createsByReplica(
       own.lastCreateSeconds = Math.max(own.lastCreateSeconds, round((call.at - started) / 1000, 1));
   }
   return out;
+}
+
+/**
+ * The service's calls on /v2/deployments from all replicas together, from `started` on: their
+ * average rate, and the highest count in any window of 1 s and of 10 s (a window starting at each
+ * call), as calls per second. The connection's `--qps` is a token bucket split between the
+ * replicas, so a 10-s window may hold `--qps` × 10 and the burst at most.
+ */
+export function serviceRate(
+  calls: readonly TappedCall[],
+  started: number,
+  ended: number,
+): { average: number; peak1s: number; peak10s: number } {
+  const at = calls
+    .filter((c) => c.kind !== undefined && c.at >= started && c.at <= ended)
+    .map((c) => c.at)
+    .sort((a, b) => a - b);
+  const peak = (windowMs: number) => {
+    let most = 0;
+    for (let first = 0, last = 0; first < at.length; first++) {
+      while (last < at.length && (at[last] ?? 0) < (at[first] ?? 0) + windowMs) last++;
+      most = Math.max(most, last - first);
+    }
+    return round(most / (windowMs / 1000), 1);
+  };
+  const seconds = (ended - started) / 1000;
+  return {
+    average: seconds > 0 ? round(at.length / seconds, 1) : 0,
+    peak1s: peak(1_000),
+    peak10s: peak(10_000),
+  };
 }
 
 function ownersOf(objects: readonly DeploymentObject[]): Map<string, string | undefined> {

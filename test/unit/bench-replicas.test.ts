@@ -6,6 +6,7 @@ import {
   ofReplicaRepeats,
   type ReplicaFigures,
   replicasTable,
+  serviceRate,
   steadyLeader,
   type TappedCall,
 } from "../bench/replicas.ts";
@@ -59,6 +60,41 @@ describe("callsPerResync", () => {
 
   it("counts the passes cut at the window's edges when none is whole", () => {
     expect(callsPerResync(pass("a", 1_000, 5), 0, 60_000, 60_000).total).toBe(5);
+  });
+});
+
+describe("serviceRate", () => {
+  /** `count` creates of `replica` from `at`, `gapMs` apart. */
+  const creates = (replica: string, at: number, count: number, gapMs: number): TappedCall[] =>
+    Array.from({ length: count }, (_, i) => ({ replica, at: at + i * gapMs, read: false, kind: "create" }));
+
+  it("sums the replicas, and finds the busiest window wherever it starts", () => {
+    const calls = [
+      // 20 s at 40/s and 10/s: 50/s together.
+      ...creates("a", 1_000, 800, 25),
+      ...creates("b", 1_000, 200, 100),
+      // A burst of 40 from a third replica, inside one second, at 25.5 s.
+      ...creates("c", 25_500, 40, 10),
+    ];
+    const rate = serviceRate(calls, 1_000, 31_000);
+    expect(rate.average).toBe(34.7);
+    expect(rate.peak1s).toBe(50);
+    // The burst alone, and the 10 s before 21 s at 50/s.
+    expect(rate.peak10s).toBe(50);
+    const both = serviceRate([...calls, ...creates("c", 20_500, 40, 10)], 1_000, 31_000);
+    // A window of 1 s over the last creates of a and b (50) and the second burst (40).
+    expect(both.peak1s).toBe(90);
+    expect(both.peak10s).toBe(54);
+  });
+
+  it("counts only the service's calls on /v2/deployments inside the phase", () => {
+    const calls: TappedCall[] = [
+      ...creates("a", 0, 10, 10),
+      { replica: "a", at: 5_000, read: false },
+      ...creates("a", 20_000, 10, 10),
+    ];
+    expect(serviceRate(calls, 1_000, 11_000)).toEqual({ average: 0, peak1s: 0, peak10s: 0 });
+    expect(serviceRate([], 0, 0)).toEqual({ average: 0, peak1s: 0, peak10s: 0 });
   });
 });
 
