@@ -376,7 +376,8 @@ export const POLL_INDEX = "polled";
  * The index values of {@link POLL_INDEX}: the resources the rollout poller reads for. A resource
  * is polled while its deployment is settling after a successful write (creating, rolling out):
  * Reconciling and Synced both True, and its deployment id known; and while a create of its own
- * is not yet listed (the intent is cleared once a read shows it). A failing one is not: its
+ * keeps its intent (its answer lost: the create's answer clears it, else a read that lists the
+ * deployment does). A failing one is not: its
  * retries follow the controller's backoff.
  */
 export function pollIndexer(obj: Pick<StoredResource, "status">): string[] {

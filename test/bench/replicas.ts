@@ -380,11 +380,12 @@ export async function measureReplicas(
     const started = performance.now();
     profiles?.start(`r${replicas}n${n}-creates-apiserver`);
     // With --profile: each replica's CPU profile from its start to every resource owned.
+    const profileDir = setup.profile;
     const createProfiles: [string, Inspector][] = [];
     for (let i = 0; i < replicas; i++) {
       const replica = await start();
       const port = running.get(replica)?.inspectPort ?? 0;
-      if (setup.profile === undefined || port === 0) continue;
+      if (profileDir === undefined || port === 0) continue;
       const inspector = await Inspector.connectWhenUp(port);
       createProfiles.push([replica, inspector]);
       await inspector.startCpuProfile();
@@ -400,15 +401,17 @@ export async function measureReplicas(
     const createsRequests = apiRequestDelta(requestsAtStart, await apiMetrics(), "dms.dev", "deployments");
     const createsKube = createsRequests.byVerb;
     const createsApiServer = await profiles?.stop();
-    if (setup.profile !== undefined) await mkdir(setup.profile, { recursive: true });
-    for (const [replica, inspector] of createProfiles) {
-      const to = join(setup.profile ?? "", `r${replicas}n${n}-creates-${replica}.cpuprofile`);
-      try {
-        await inspector.stopCpuProfile(to);
-      } finally {
-        inspector.close();
+    if (profileDir !== undefined) {
+      await mkdir(profileDir, { recursive: true });
+      for (const [replica, inspector] of createProfiles) {
+        const to = join(profileDir, `r${replicas}n${n}-creates-${replica}.cpuprofile`);
+        try {
+          await inspector.stopCpuProfile(to);
+        } finally {
+          inspector.close();
+        }
+        progress(`R=${replicas} N=${n}: a CPU profile of ${replica} through the creates in ${to}`);
       }
-      progress(`R=${replicas} N=${n}: a CPU profile of ${replica} through the creates in ${to}`);
     }
     progress(
       `R=${replicas} N=${n}: adopted in ${adoptionSeconds.toFixed(1)} s; by replica ${JSON.stringify(creates)}; service calls a second ${JSON.stringify(createsServiceRate)}; Kubernetes requests on deployments.dms.dev by verb ${JSON.stringify(createsKube)}, others ${JSON.stringify(createsRequests.other)}; CPU seconds by process ${JSON.stringify(createsCpu)}${createsApiServer ? `; the API server's by kind ${JSON.stringify(createsApiServer.cpuSeconds)}` : ""}`,
