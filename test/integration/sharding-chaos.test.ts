@@ -24,7 +24,7 @@ import { freshNamespace, waitFor } from "../support/cluster.ts";
 import { startTestSimulator, TEST_API_KEY } from "../support/operator.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
 import { type Replica, ShardedRing } from "../support/sharded-replicas.ts";
-import { handovers, writesByDeployment } from "../support/write-spans.ts";
+import { alternations, handovers, writesByDeployment } from "../support/write-spans.ts";
 
 /** Sizes chosen to run in about three minutes on two cores: 200 resources, 20 rounds. */
 const RESOURCES = Number(process.env.RING_CHAOS_RESOURCES ?? 200);
@@ -289,17 +289,7 @@ describe("sharding: ring chaos", () => {
       found.overlaps.push(...h.overlaps);
       if (h.smallestGapMs < found.smallestGapMs)
         Object.assign(found, { smallestGapMs: h.smallestGapMs, smallestAt: h.smallestAt });
-      for (const [id, writes] of writesByDeployment(sim.requests())) {
-        for (let i = 2; i < writes.length; i++) {
-          const [a, b, c] = [writes[i - 2], writes[i - 1], writes[i]];
-          if (!a || !b || !c) continue;
-          const alternated = a.userAgent === c.userAgent && a.userAgent !== b.userAgent;
-          expect(
-            alternated && c.at - a.at < LEASE_MS,
-            `writes to ${id}: ${a.userAgent} ${b.userAgent} ${c.userAgent}`,
-          ).toBe(false);
-        }
-      }
+      expect(alternations(sim.requests(), LEASE_MS)).toEqual([]);
       // Every request said which replica sent it.
       expect(sim.requests().every((r) => /^dms-operator\/\S+ \(ring-\d+\)$/.test(r.userAgent ?? ""))).toBe(
         true,

@@ -227,7 +227,8 @@ export interface ShardedWorld {
 
 /**
  * Starts a {@link ShardedWorld} with `replicas` replicas, a {@link startSmallRing} in a fresh
- * namespace: the ring `dms-<prefix>` and replica names `<prefix>-<serial>`.
+ * namespace: the ring `dms-<prefix>` and replica names `<prefix>-<serial>`. With `KEEP_WORK=1`
+ * in the environment, `stop` leaves the work directory (the replicas' logs) in place.
  */
 export async function shardedWorld(
   prefix: string,
@@ -244,7 +245,7 @@ export async function shardedWorld(
     ring: small.ring,
     stop: async () => {
       await small.close();
-      await rm(work, { recursive: true, force: true });
+      if (!process.env.KEEP_WORK) await rm(work, { recursive: true, force: true });
     },
   };
 }

@@ -66,3 +66,20 @@ export function handovers(requests: readonly SimRequest[]): Handovers {
   }
   return found;
 }
+
+/**
+ * The writes of `requests` where a deployment's writer alternated within `windowMs` (A, then B,
+ * then A again): two replicas taking turns, which the ring never allows within a Lease duration.
+ * One line each, `<deployment id>: <A> <B> <A>`.
+ */
+export function alternations(requests: readonly SimRequest[], windowMs: number): string[] {
+  const found: string[] = [];
+  for (const [id, writes] of writesByDeployment(requests))
+    for (let i = 2; i < writes.length; i++) {
+      const [a, b, c] = [writes[i - 2], writes[i - 1], writes[i]];
+      if (!a || !b || !c) continue;
+      if (a.userAgent === c.userAgent && a.userAgent !== b.userAgent && c.at - a.at < windowMs)
+        found.push(`${id}: ${a.userAgent} ${b.userAgent} ${c.userAgent}`);
+    }
+  return found;
+}

@@ -12,23 +12,9 @@ import {
   HANDED_CLAIM_MS,
   MOVING_BY_ANNOTATION,
   RingMoves,
-  type RingMovesCache,
   ringOf,
 } from "../../src/sharding/ring-moves.ts";
-
-/** A replica "a"'s cache: its own keys, each claiming its name unless `claims` says otherwise. */
-function cacheOf(keys: string[], claims: Record<string, string> = {}): RingMovesCache & { keys: string[] } {
-  const claimOf = (key: string) => (keys.includes(key) ? (claims[key] ?? key) : undefined);
-  return {
-    keys,
-    ownKeys: () => keys,
-    claimOf,
-    drained: () => false,
-    // Rivals (`ns/x…`) are younger than the others (`ns/r…`).
-    created: (key) => (key.includes("/x") ? 2 : 1),
-    hasRivals: (key) => keys.some((k) => k !== key && claimOf(k) === claimOf(key)),
-  };
-}
+import { cacheOf } from "../support/ring-moves-cache.ts";
 
 const seed = new Uint8Array([1, 2, 3]);
 const four = ringOf(["d", "c", "b", "a"], "b");

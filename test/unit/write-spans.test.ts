@@ -2,7 +2,7 @@
 // deployment must arrive after every earlier write by another replica was answered.
 import { describe, expect, it } from "vitest";
 import type { SimRequest } from "../../src/simulator/requests.ts";
-import { handovers } from "../support/write-spans.ts";
+import { alternations, handovers } from "../support/write-spans.ts";
 
 const write = (replica: string, at: number, answeredAt: number | undefined, id = "d1"): SimRequest => ({
   at,
@@ -41,5 +41,28 @@ describe("handovers of a deployment's writes", () => {
       handovers([write("a", 0, 5_000), write("a", 10, 20), write("b", 1_000, 1_100)]).overlaps,
     ).toHaveLength(1);
     expect(handovers([write("a", 0, undefined), write("b", 60_000, 60_100)]).overlaps).toHaveLength(1);
+  });
+});
+
+describe("alternations of a deployment's writers", () => {
+  it("finds a writer back within the window after another, and nothing else", () => {
+    const ua = (r: string) => `dms-operator/0.1.0 (${r})`;
+    expect(
+      alternations([write("a", 0, 10), write("b", 1_000, 1_010), write("a", 2_000, 2_010)], 6_000),
+    ).toEqual([`d1: ${ua("a")} ${ua("b")} ${ua("a")}`]);
+    // Beyond the window, a hand-over and back is allowed; a third writer or the same twice is none.
+    expect(
+      alternations([write("a", 0, 10), write("b", 1_000, 1_010), write("a", 6_000, 6_010)], 6_000),
+    ).toEqual([]);
+    expect(
+      alternations(
+        [write("a", 0, 10), write("b", 1_000, 1_010), write("c", 2_000, 2_010), write("c", 3_000, 3_010)],
+        6_000,
+      ),
+    ).toEqual([]);
+    // Other deployments' writes between them do not count.
+    expect(
+      alternations([write("a", 0, 10), write("b", 500, 510, "d2"), write("a", 1_000, 1_010)], 6_000),
+    ).toEqual([]);
   });
 });
