@@ -48,7 +48,6 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
   const replica = replicaRole(config, namespace, { client, identity, metrics, ringSeed, clock, logger });
   const caches = watchCaches(replica.scope(config), client, clock, logger, replica.deployments);
   const { deployments, secrets } = caches;
-  replica.attach(deployments);
   const recorder = new KubeEventRecorder({ client, reportingInstance: identity, clock, logger });
   const connections = connectionRegistry(config, caches, metrics, clock, logger, replica.clientIdentity);
   registerCacheMetrics(metrics, deployments, caches.connections, connections);
@@ -78,6 +77,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     metrics: metrics.controllerHooks("deployment"),
     logger,
   });
+  replica.attach(deployments, (key) => controller.enqueue(key));
   const resync = new ResyncedController({
     controller,
     // The reconciles make secrets digests: they start once the install key is read.

@@ -24,8 +24,14 @@ export function leaseSnapshotFrom(raw: unknown): LeaseSnapshot {
   const rawSpec: unknown = (raw as { spec?: unknown }).spec;
   const spec = isRecord(rawSpec) ? rawSpec : {};
   const num = (v: unknown, fallback: number) => (typeof v === "number" && Number.isFinite(v) ? v : fallback);
+  const rawAnnotations: unknown = raw.metadata.annotations;
+  const annotations: Record<string, string> = {};
+  if (isRecord(rawAnnotations))
+    for (const [key, value] of Object.entries(rawAnnotations))
+      if (typeof value === "string") annotations[key] = value;
   return {
     resourceVersion: raw.metadata.resourceVersion,
+    ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
     record: {
       holderIdentity: typeof spec.holderIdentity === "string" ? spec.holderIdentity : "",
       leaseDurationSeconds: num(spec.leaseDurationSeconds, 0),

@@ -19,6 +19,7 @@ import {
 import { DRAIN_LABEL, drainTarget, OWNER_LABEL, RING_LABEL } from "../sharding/labels.ts";
 import { createdSeconds } from "../sharding/pass.ts";
 import { ShardLabelsDenied } from "../sharding/pass-write.ts";
+import { decodeRelease, encodeRelease, RELEASED_ANNOTATION, type Release } from "../sharding/release.ts";
 import type { RingChoice } from "../sharding/ring-choices.ts";
 import { decodeMovingBy, encodeMovingBy, MOVING_BY_ANNOTATION } from "../sharding/ring-moves.ts";
 import type { KubeClient } from "./client.ts";
@@ -50,6 +51,7 @@ export interface LeaseObject extends KubeObject {
   record: LeaseRecord;
   inheritance?: Inheritance | undefined;
   movingBy?: Inheritance | undefined;
+  released?: Release | undefined;
 }
 
 /** A ring Lease from the wire; its rings (`inheritance.ts`, `ring-moves.ts`) read from its annotations. */
@@ -62,11 +64,13 @@ export function decodeLease(raw: unknown): LeaseObject | undefined {
   };
   const inheritance = decodeInheritance(annotation(INHERITANCE_ANNOTATION));
   const movingBy = decodeMovingBy(annotation(MOVING_BY_ANNOTATION));
+  const released = decodeRelease(annotation(RELEASED_ANNOTATION));
   return {
     metadata: { name, resourceVersion, ...(namespace ? { namespace } : {}) },
     record: leaseSnapshotFrom(raw).record,
     ...(inheritance ? { inheritance } : {}),
     ...(movingBy ? { movingBy } : {}),
+    ...(released ? { released } : {}),
   };
 }
 
@@ -104,15 +108,25 @@ export class KubeShardLeases extends WatchedResource<LeaseObject> {
   /**
    * The Lease `name` of this ring, to read and write (created with the ring label; with
    * `inheritance`, written on it as its annotation; with `movingBy`, the replica's own Lease,
-   * the ring it returns written with each write).
+   * the ring it returns written with each write, and the release `released` returns).
    */
-  lease(name: string, inheritance?: Inheritance, movingBy?: () => Inheritance | undefined): KubeLease {
+  lease(
+    name: string,
+    inheritance?: Inheritance,
+    movingBy?: () => Inheritance | undefined,
+    released?: () => Release | undefined,
+  ): KubeLease {
     const annotations = inheritance
       ? { [INHERITANCE_ANNOTATION]: encodeInheritance(inheritance) }
       : movingBy
         ? () => {
             const ring = movingBy();
-            return ring ? { [MOVING_BY_ANNOTATION]: encodeMovingBy(ring) } : undefined;
+            const release = released?.();
+            if (!ring && !release) return undefined;
+            return {
+              ...(ring ? { [MOVING_BY_ANNOTATION]: encodeMovingBy(ring) } : {}),
+              ...(release ? { [RELEASED_ANNOTATION]: encodeRelease(release) } : {}),
+            };
           }
         : undefined;
     return new KubeLease(
@@ -289,6 +303,34 @@ export async function patchShardLabels(
   } catch (err) {
     if (err instanceof ConflictError) return "conflict";
     if (isNotFound(err)) return "gone";
+    throw err;
+  }
+}
+
+/**
+ * A replica's hand-over write: {@link patchShardLabels}, and "refused" when the API server
+ * answered that it will not make it (a 4xx other than a conflict, a missing object, a timeout or
+ * a throttle: an admission policy, a validation), so the hand-over is known not written. Any other
+ * failure rejects: the write may have been made.
+ */
+export async function handOverLabels(
+  client: KubeClient,
+  ref: ObjectRef,
+  resourceVersion: string,
+  labels: Record<string, string | null>,
+  signal: AbortSignal,
+): Promise<LabelWrite | "refused"> {
+  try {
+    return await patchShardLabels(client, ref, resourceVersion, labels, signal);
+  } catch (err) {
+    if (
+      err instanceof KubeApiError &&
+      err.status >= 400 &&
+      err.status < 500 &&
+      err.status !== 408 &&
+      err.status !== 429
+    )
+      return "refused";
     throw err;
   }
 }

@@ -25,6 +25,8 @@ export interface LeaseRecord {
 export interface LeaseSnapshot {
   record: LeaseRecord;
   resourceVersion: string;
+  /** The Lease's annotations, as read (none when it has none). */
+  annotations?: Readonly<Record<string, string>>;
 }
 
 /**

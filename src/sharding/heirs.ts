@@ -10,6 +10,7 @@ import type { CancelTimer, Clock } from "../runtime/clock.ts";
 import { encodeInheritance, heirOf, type Inheritance, lastHeir, sameInheritance } from "./inheritance.ts";
 import { isReplicaName, SHARDER_HOLDER_PREFIX } from "./labels.ts";
 import { heldByReplica, type RingLease, recordKey } from "./membership.ts";
+import { podOfIdentity } from "./release.ts";
 
 /** The ring `lease` carries while a sharder holds it (taken after it expired: its replica cannot write). */
 export function heldRecord(lease: RingLease): Inheritance | undefined {
@@ -66,10 +67,25 @@ function chainKey(chain: ReadonlyMap<string, Inheritance>): string {
 }
 
 /**
+ * The ring by which `lease`, a live replica's own (or released by it), releases a joined share to
+ * the process `identity` (see `release.ts`); undefined when it releases nothing to it.
+ */
+export function releasedTo(lease: RingLease, identity: string): Inheritance | undefined {
+  const release = lease.released;
+  const holder = lease.record.holderIdentity;
+  if (release === undefined || release.identity !== identity) return undefined;
+  return holder === "" || (heldByReplica(lease) && podOfIdentity(holder) === lease.name)
+    ? release.ring
+    : undefined;
+}
+
+/**
  * Runs (and stops) one inherited watch per held Lease that gives `self` a share, directly or
- * through a chain of heirs (`inheritanceChain`). `inherit` runs the watch of `owner`'s resources,
+ * through a chain of heirs (`inheritanceChain`), and per live replica's Lease that releases a
+ * joined share to this process (`release.ts`). `inherit` runs the watch of `owner`'s resources,
  * keeping those whose claim `mine` accepts, until its signal aborts. A watch whose chain changes
- * (an heir on it died and its Lease was taken) starts again, keeping by the new chain.
+ * (an heir on it died and its Lease was taken) starts again, keeping by the new chain; a release
+ * that becomes a held record (its owner died) starts again by the record.
  */
 export class Heirs {
   readonly #self: string;
@@ -78,6 +94,10 @@ export class Heirs {
   readonly #logger: Logger;
   /** Every held Lease's record, by Lease name. */
   readonly #records = new Map<string, Inheritance>();
+  /** This process's identity: a live replica's release names it (`release.ts`). */
+  readonly #identity: string | undefined;
+  /** The rings by which live replicas release a joined share to this process, by Lease name. */
+  readonly #releases = new Map<string, Inheritance>();
   readonly #running = new Map<string, { key: string; stop: AbortController }>();
   readonly #early: EarlyListing | undefined;
   /** Each other replica's Lease while a replica holds it: its last renewal seen, and its silence's timer or listing. */
@@ -92,9 +112,12 @@ export class Heirs {
     inherit: (owner: string, mine: (claim: string) => boolean, signal: AbortSignal) => Promise<void>;
     /** Lists a silent replica's share ahead of a take (see {@link EarlyListing}); none: at the take. */
     early?: EarlyListing | undefined;
+    /** This process's identity (its Lease's holder): releases to it are taken up. None: none is. */
+    identity?: string | undefined;
     logger: Logger;
   }) {
     this.#self = o.self;
+    this.#identity = o.identity;
     this.#seed = o.seed;
     this.#inherit = o.inherit;
     this.#early = o.early;
@@ -110,27 +133,38 @@ export class Heirs {
   update(name: string, lease: RingLease | undefined, signal: AbortSignal): void {
     this.#heard(name, lease, signal);
     const ring = lease ? heldRecord(lease) : undefined;
+    const released =
+      lease && this.#identity !== undefined && name !== this.#self
+        ? releasedTo(lease, this.#identity)
+        : undefined;
     // A renewal, or a new holder of the same hold: no record changed, nor any chain.
-    if (sameInheritance(this.#records.get(name), ring) && !signal.aborted) return;
+    if (
+      sameInheritance(this.#records.get(name), ring) &&
+      sameInheritance(this.#releases.get(name), released) &&
+      !signal.aborted
+    )
+      return;
     if (ring === undefined) this.#records.delete(name);
     else this.#records.set(name, ring);
+    if (released === undefined) this.#releases.delete(name);
+    else this.#releases.set(name, released);
     for (const [owner, running] of this.#running) {
-      const chain = inheritanceChain(this.#self, owner, this.#records);
-      if (chain !== undefined && chainKey(chain) === running.key && !signal.aborted) continue;
+      const wanted = this.#wanted(owner);
+      if (wanted !== undefined && wanted.key === running.key && !signal.aborted) continue;
       running.stop.abort();
       this.#running.delete(owner);
       this.#logger.info(
         { from: owner },
-        chain === undefined
-          ? "no longer inheriting a share: its Lease was deleted or let go"
+        wanted === undefined
+          ? "no longer inheriting a share: its Lease was deleted or let go, or its release ended"
           : "inheriting a share again: an heir of it died and its Lease was taken",
       );
     }
     if (signal.aborted) return;
-    for (const owner of this.#records.keys()) {
+    for (const owner of new Set([...this.#records.keys(), ...this.#releases.keys()])) {
       if (this.#running.has(owner)) continue;
-      const chain = inheritanceChain(this.#self, owner, this.#records);
-      if (chain !== undefined) this.#start(owner, chain, signal);
+      const wanted = this.#wanted(owner);
+      if (wanted !== undefined) this.#start(owner, wanted, signal);
     }
     // Taken, and its record gives this replica nothing (or there is none): the early list goes.
     const early = this.#renewals.get(name);
@@ -209,17 +243,44 @@ export class Heirs {
     early.list(name, AbortSignal.any([signal, entry.listing.signal]));
   }
 
-  #start(owner: string, chain: ReadonlyMap<string, Inheritance>, signal: AbortSignal): void {
+  /**
+   * What this replica inherits from `owner` now: by the chain of held records from it, else by
+   * the ring of its release to this process; undefined: nothing.
+   */
+  #wanted(
+    owner: string,
+  ): { key: string; chain?: ReadonlyMap<string, Inheritance>; released?: Inheritance } | undefined {
+    const chain = inheritanceChain(this.#self, owner, this.#records);
+    if (chain !== undefined) return { key: chainKey(chain), chain };
+    const released = this.#releases.get(owner);
+    return released === undefined ? undefined : { key: `released ${encodeInheritance(released)}`, released };
+  }
+
+  #start(
+    owner: string,
+    wanted: { key: string; chain?: ReadonlyMap<string, Inheritance>; released?: Inheritance },
+    signal: AbortSignal,
+  ): void {
     const stop = new AbortController();
-    this.#running.set(owner, { key: chainKey(chain), stop });
+    this.#running.set(owner, { key: wanted.key, stop });
     const seed = this.#seed();
     const self = this.#self;
-    this.#logger.info({ from: owner, through: [...chain.keys()] }, "inheriting a dead replica's share");
-    const heir = (claim: string) =>
-      lastHeir(owner, (member) => {
-        const ring = chain.get(member);
-        return ring === undefined ? undefined : heirOf(claim, ring, seed);
-      });
+    const { chain, released } = wanted;
+    let heir: (claim: string) => string | undefined;
+    if (chain !== undefined) {
+      this.#logger.info({ from: owner, through: [...chain.keys()] }, "inheriting a dead replica's share");
+      heir = (claim) =>
+        lastHeir(owner, (member) => {
+          const ring = chain.get(member);
+          return ring === undefined ? undefined : heirOf(claim, ring, seed);
+        });
+    } else if (released !== undefined) {
+      this.#logger.info(
+        { from: owner },
+        "taking up the share a live replica released to this one as it joined",
+      );
+      heir = (claim) => heirOf(claim, released, seed);
+    } else return;
     void this.#inherit(owner, (claim) => heir(claim) === self, AbortSignal.any([signal, stop.signal]))
       .catch((err: unknown) => this.#logger.warn({ err, from: owner }, "an inherited watch failed"))
       .finally(() => {

@@ -11,6 +11,7 @@ import type { MemberState } from "./assignment.ts";
 import type { Inheritance } from "./inheritance.ts";
 import { isReplicaName } from "./labels.ts";
 import type { RingLease, RingMembership } from "./membership.ts";
+import { releasedRecord } from "./release.ts";
 
 /**
  * A Lease the sharder holds: when its last write of it began, the resourceVersion that write was
@@ -151,7 +152,8 @@ export class LeaseHolds {
    * Takes (or renews the hold of) the Lease `name`: only when absent, released, expired or ours.
    * The Lease carries `ring` as its inheritance (the ring its replica's share moves by), unless it
    * carries one already: a record once written stays the same until the Lease is deleted (the
-   * survivors may be reconciling by it), whoever holds the Lease after.
+   * survivors may be reconciling by it), whoever holds the Lease after. A Lease whose replica was
+   * releasing a joined share gets the ring that gives that share to the same heir (`release.ts`).
    */
   async take(
     name: string,
@@ -164,7 +166,9 @@ export class LeaseHolds {
     const ours = lease?.record.holderIdentity === this.#o.holder;
     if (lease && !ours && !this.#o.ring.expired(lease, now)) return false;
     const record = this.#record(lease, ours, new Date(now));
-    const inheritance = lease?.inheritance ?? ring;
+    const released = lease?.released;
+    const inheritance =
+      lease?.inheritance ?? (released ? releasedRecord(name, released.ring) : undefined) ?? ring;
     let rv: string | undefined;
     try {
       rv = await this.#o.ports.writeLease(name, lease?.resourceVersion, record, inheritance, signal);

@@ -6,7 +6,7 @@
 import type { Logger } from "pino";
 import type { Clock } from "../runtime/clock.ts";
 import { untilAborted } from "../runtime/clock.ts";
-import { LeaderElector, LeaseConflictError, type LeasePort } from "../runtime/leader.ts";
+import { LeaderElector, LeaseConflictError, type LeasePort, type LeaseSnapshot } from "../runtime/leader.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import { SHARDER_HOLDER_PREFIX } from "./labels.ts";
 import type { ShardMember } from "./member.ts";
@@ -20,6 +20,8 @@ export interface LeaseHolderOptions {
   renewDeadlineMs: number;
   retryPeriodMs: number;
   member: ShardMember;
+  /** Each reading of the Lease before the replica first holds it (a release to take over: `release.ts`). */
+  read?(lease: LeaseSnapshot): void;
   /**
    * Resolves once the replica may join (the shard label policy is in place); rejects, naming the
    * fix, when it may not. None: it joins at once.
@@ -40,7 +42,7 @@ export function leaseHolder(o: LeaseHolderOptions): Runnable {
       // it the replica exits, naming the fix.
       await o.beforeJoining?.(signal);
       const elector = new LeaderElector({
-        lease: ownLease(o.lease, o.leaseDurationMs, o.clock),
+        lease: ownLease(o.lease, o.leaseDurationMs, o.clock, o.read),
         identity: o.identity,
         leaseDurationMs: o.leaseDurationMs,
         renewDeadlineMs: o.renewDeadlineMs,
@@ -81,13 +83,19 @@ export function leaseHolder(o: LeaseHolderOptions): Runnable {
  * the very resourceVersion a read showed held by a sharder (the API server's precondition does
  * the rest).
  */
-export function ownLease(port: LeasePort, leaseDurationMs: number, clock: Clock): LeasePort {
+export function ownLease(
+  port: LeasePort,
+  leaseDurationMs: number,
+  clock: Clock,
+  read?: (lease: LeaseSnapshot) => void,
+): LeasePort {
   let sharderHeld: string | undefined;
   let sharderSeen = false;
   let goneSince: number | undefined;
   return {
     get: async (signal) => {
       const snapshot = await port.get(signal);
+      if (snapshot !== undefined) read?.(snapshot);
       if (snapshot === undefined) {
         if (sharderSeen) goneSince ??= clock.now();
       } else if (snapshot.record.holderIdentity.startsWith(SHARDER_HOLDER_PREFIX)) {

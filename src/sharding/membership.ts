@@ -5,6 +5,7 @@
 import type { LeaseRecord } from "../runtime/leader.ts";
 import type { Inheritance } from "./inheritance.ts";
 import { isReplicaName, SHARDER_HOLDER_PREFIX } from "./labels.ts";
+import type { Release } from "./release.ts";
 
 /** A replica's Lease as the sharder reads it. */
 export interface RingLease {
@@ -15,6 +16,8 @@ export interface RingLease {
   inheritance?: Inheritance | undefined;
   /** The ring its replica moves its own resources by, written with each renewal (see `ring-moves.ts`). */
   movingBy?: Inheritance | undefined;
+  /** The share its replica released to a joined replica, written with each renewal (see `release.ts`). */
+  released?: Release | undefined;
 }
 
 /** What changes with each renewal, release or take of a Lease: its record, as one string. */

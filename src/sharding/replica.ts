@@ -17,9 +17,10 @@ import { sameInheritance } from "./inheritance.ts";
 import { type LabelPolicyReading, requireLabelPolicy, watchLabelPolicy } from "./label-policy.ts";
 import { DRAIN_LABEL, handoverTo, isReplicaName, mayLetGo, OWNER_LABEL } from "./labels.ts";
 import { leaseHolder } from "./lease-holder.ts";
-import { ShardMember, type ShardWriteGrant } from "./member.ts";
-import { RingMembership } from "./membership.ts";
+import { FENCE_MARGIN_MS, ShardMember, type ShardWriteGrant } from "./member.ts";
+import { heldByReplica, RingMembership } from "./membership.ts";
 import { shardMetrics } from "./metrics.ts";
+import { decodeRelease, podOfIdentity, RELEASED_ANNOTATION, type Release } from "./release.ts";
 import { ringShares } from "./ring.ts";
 import { encodeMovingBy, followCache, RingMoves, ringOf } from "./ring-moves.ts";
 import {
@@ -57,8 +58,11 @@ export type InheritPort = (
   signal: AbortSignal,
 ) => Promise<void>;
 
-/** How a label write ended: written, lost a race (the object changed), or the object is gone. */
-export type LabelWriteResult = "written" | "conflict" | "gone";
+/**
+ * How a label write ended: written, lost a race (the object changed), the object is gone, or the
+ * API server refused it (an admission policy, a validation: known not written).
+ */
+export type LabelWriteResult = "written" | "conflict" | "gone" | "refused";
 
 /** Options of {@link shardedReplica}. */
 export interface ShardedReplicaOptions<R extends ShardRecord> {
@@ -121,16 +125,12 @@ export interface ShardedReplica {
     inherit?: InheritPort,
     /** Lists a silent replica's resources ahead of a take, for `inherit` to adopt (see `EarlyListing`). */
     listEarly?: EarlyListing["list"],
+    /** Queues `key` for its reconcile: a resource this replica stopped reconciling, to reconcile again. */
+    enqueue?: (key: string) => void,
   ): void;
   guard(reconcile: Reconciler): Reconciler;
   /** Each connection's users, counted by the leader (see {@link ClusterUsers}). */
   users: ClusterUsers;
-}
-
-/** The replica (pod) name of a leader election identity `<pod name>_<suffix>`. */
-export function podOfIdentity(identity: string): string {
-  const cut = identity.lastIndexOf("_");
-  return cut < 0 ? identity : identity.slice(0, cut);
 }
 
 /**
@@ -201,11 +201,33 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
       return holdMs > 0 ? { drain: false, holdMs } : { drain: false };
     },
     acknowledge: async (key, signal) => {
+      /**
+       * Writes `labels` against the cached version, its claim's younger resources here held
+       * meanwhile (see `ring-moves.ts`); true once written or the resource is gone, false when it
+       * changed (tried again). Refused (known not written) rejects, said by the member's retry.
+       */
+      const handOver = async (labels: Record<string, string | null>): Promise<boolean> => {
+        const rv = obj?.metadata.resourceVersion ?? "";
+        moves.handing(key, rv);
+        const outcome = await o.patchLabels(ref, rv, labels, signal);
+        if (outcome === "written") metrics.acknowledged();
+        else if (outcome === "conflict" || outcome === "refused") moves.notHanded(key);
+        if (outcome === "refused")
+          throw new Error(`the API server refused the shard labels ${JSON.stringify(labels)} of ${key}`);
+        return outcome !== "conflict";
+      };
       const ref = parseObjectKey(key);
       const obj = cache?.get(ref);
       if (!obj || !claimants) return true;
       const rivals = claimants(obj).filter((r) => keyOfMeta(r) !== key);
       const drain = obj.metadata.labels?.[DRAIN_LABEL];
+      const released = moves.releasedTo(key);
+      if (released !== undefined) {
+        // Released whole to a joined replica (`release.ts`): labelled for it, rivals and drains
+        // alike, once the release is quiet (the joined replica may be reconciling it already).
+        if (!released.quiet) return false;
+        return handOver({ [OWNER_LABEL]: released.heir, [DRAIN_LABEL]: null });
+      }
       if (drain === undefined) {
         // A move by the ring (`ring-moves.ts`), to its choice; a claim with rivals is left to
         // the sharder's drain, and a resource the ring keeps here now is reconciled again.
@@ -214,14 +236,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
           moves.refresh(key);
           return true;
         }
-        const rv = obj.metadata.resourceVersion;
-        moves.handing(key, rv);
-        const outcome = await o.patchLabels(ref, rv, { [OWNER_LABEL]: to }, signal);
-        if (outcome === "written") {
-          metrics.acknowledged();
-          logger.debug({ key, to }, "handed over by the ring");
-        } else if (outcome === "conflict") moves.notHanded(key);
-        return outcome !== "conflict";
+        return handOver({ [OWNER_LABEL]: to });
       }
       // Tried again shortly while a rival here may still be reconciled (see `mayLetGo`).
       if (!mayLetGo(rivals, name, (r) => member.reconciling(keyOfMeta(r)))) return false;
@@ -232,22 +247,47 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
       };
       // Its claim's other resources here wait while it is away (see `ring-moves.ts`): a drain
       // lifted by a ring that came back would leave a younger rival alone here.
-      const rv = obj.metadata.resourceVersion;
-      moves.handing(key, rv);
-      const outcome = await o.patchLabels(ref, rv, labels, signal);
-      if (outcome === "written") metrics.acknowledged();
-      else if (outcome === "conflict") moves.notHanded(key);
-      return outcome !== "conflict";
+      return handOver(labels);
     },
     clock,
     logger,
   });
+  const leaseOf = (replica: string) => leases.list().find((l) => l.metadata.name === replica);
+  /** The process holding the Lease of `replica` (not released, not a sharder's). */
+  const holderOf = (replica: string) => {
+    const lease = leaseOf(replica);
+    const holder = lease?.record.holderIdentity;
+    return lease && heldByReplica(lease) && holder && podOfIdentity(holder) === replica ? holder : undefined;
+  };
   const moves = new RingMoves({
     self: name,
     seed: () => ringKey,
     now: () => clock.now(),
     changed: (key) => member.changed(key),
+    // A move or a release called off: nothing else queues the resource it had turned away.
+    resumed: (key) => enqueue?.(key),
+    identityOf: holderOf,
   });
+  let enqueue: ((key: string) => void) | undefined;
+  /** Since when the Lease of the heir of this replica's release has been gone (see `releaseGoes`). */
+  let heirGoneSince: number | undefined;
+  /**
+   * Whether this replica's release can no longer be taken up: its heir's Lease is held by another
+   * process, released or taken by a sharder (its process cannot write now), or gone for a Lease
+   * duration. The share is then reconciled here again.
+   */
+  const releaseGoes = (release: Release): boolean => {
+    const lease = leaseOf(release.heir);
+    if (lease !== undefined) {
+      heirGoneSince = undefined;
+      return lease.record.holderIdentity !== release.identity;
+    }
+    heirGoneSince ??= clock.now();
+    return clock.now() - heirGoneSince >= le.leaseDurationMs;
+  };
+  /** Whether no reconcile or write of `key` may still run (a released resource, before its release is written). */
+  const quiet = (key: string) =>
+    !member.reconciling(key) && member.mayRunUntil(key) + FENCE_MARGIN_MS <= clock.now();
   /**
    * The ring this replica moves its own resources by: its view, while the leader's Lease shows the
    * same and the ring's key is read (see `ring-moves.ts`). Looked at again on every Lease event
@@ -255,12 +295,26 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
    */
   const view = () => ringOf(live(), leader);
   const agree = () => {
+    const release = moves.release;
+    if (release !== undefined && releaseGoes(release)) {
+      logger.info(
+        { to: release.heir },
+        "the replica this replica's joined share was released to cannot take it up: reconciling it here again",
+      );
+      moves.end();
+    }
     if (seed !== undefined && ringKey === undefined) return moves.agree(undefined);
     const own = view();
     const shown =
       leader === undefined ? undefined : leases.list().find((l) => l.metadata.name === leader)?.movingBy;
     const before = moves.ring;
+    const releasing = moves.release;
     moves.agree(shown !== undefined && sameInheritance(shown, own) ? own : undefined);
+    if (releasing === undefined && moves.release !== undefined)
+      logger.info(
+        { to: moves.release.heir, ring: encodeMovingBy(moves.release.ring) },
+        "a replica joined: releasing the share the ring gives it whole, its labels written in the background",
+      );
     if (moves.ring !== undefined && !sameInheritance(before, moves.ring) && moves.moving > 0)
       logger.info(
         { ring: encodeMovingBy(moves.ring), moving: moves.moving },
@@ -306,10 +360,22 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
     runnables: [
       leaseHolder({
         // Each renewal shows the ring this replica sees: the sharder leaves it its moves.
-        lease: leases.lease(name, undefined, view),
+        lease: leases.lease(name, undefined, view, () => moves.announce(quiet)),
         identity: o.identity,
         ...le,
         member,
+        // Restarted while releasing a joined replica's share: the release goes on from its Lease.
+        read: (lease) => {
+          const release = decodeRelease(lease.annotations?.[RELEASED_ANNOTATION]);
+          const holder = lease.record.holderIdentity;
+          if (member.holding || release === undefined || (holder !== "" && podOfIdentity(holder) !== name))
+            return;
+          logger.info(
+            { to: release.heir },
+            "this replica's Lease shows a share released to a joined replica: taking the release over",
+          );
+          moves.adopt(release);
+        },
         ...(beforeJoining ? { beforeJoining } : {}),
         clock,
         logger,
@@ -341,7 +407,14 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
             silenceMs: silenceMs(le.leaseDurationMs, le.retryPeriodMs),
             clock,
           };
-          const heirs = new Heirs({ self: name, seed: () => seedRead, inherit: port, early, logger });
+          const heirs = new Heirs({
+            self: name,
+            seed: () => seedRead,
+            inherit: port,
+            early,
+            identity: o.identity,
+            logger,
+          });
           const update = (l: Parameters<typeof ringLease>[0]) =>
             heirs.update(l.metadata.name, ringLease(l), signal);
           const unsubscribe = leases.subscribe({
@@ -380,8 +453,9 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
         logger,
       }),
     ],
-    attach(c, claimOf, count, inheritPort, listEarlyPort) {
+    attach(c, claimOf, count, inheritPort, listEarlyPort, enqueuePort) {
       cache = c;
+      enqueue = enqueuePort;
       claimants = count;
       inherit = inheritPort;
       listEarly = listEarlyPort;

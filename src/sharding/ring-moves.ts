@@ -32,9 +32,16 @@
  * older one), or brings the older one back.
  */
 import { keyOfMeta, type ObjectRef, parseObjectKey } from "../runtime/queue-lines.ts";
-import { decodeInheritance, encodeInheritance, type Inheritance, sameInheritance } from "./inheritance.ts";
+import {
+  decodeInheritance,
+  encodeInheritance,
+  heirOf,
+  type Inheritance,
+  sameInheritance,
+} from "./inheritance.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "./labels.ts";
 import { createdSeconds } from "./pass.ts";
+import { joinedOne, type Release, sameRelease } from "./release.ts";
 import { ownerOf, ringShares } from "./ring.ts";
 
 /** On each replica's own Lease, written with every renewal: the ring it sees and moves its resources by. */
@@ -83,6 +90,16 @@ export interface RingMovesOptions {
   now(): number;
   /** Called for each key that starts or stops moving (the member acknowledges it when idle). */
   changed(key: string): void;
+  /**
+   * Called for each key that stops moving when the ring or a release changes (a move called off,
+   * a release ended): its reconciles were turned away meanwhile, so it is queued again.
+   */
+  resumed?(key: string): void;
+  /**
+   * The process holding the Lease of the replica `replica` (undefined: none does, or a sharder):
+   * a join's share is released to it whole (`release.ts`). None: every move is a hand-over.
+   */
+  identityOf?(replica: string): string | undefined;
 }
 
 /** One replica's moves by the ring (see the module comment). */
@@ -91,6 +108,10 @@ export class RingMoves {
   #cache: RingMovesCache | undefined;
   /** The ring the owner moves by: its own view, while the leader's Lease shows the same. */
   #ring: Inheritance | undefined;
+  /** The last ring moved by (a join is told from it). */
+  #last: Inheritance | undefined;
+  /** The share released to a joined replica (`release.ts`): quiet once none of it may run here. */
+  #release: { release: Release; quiet: boolean } | undefined;
   /** The keys to hand over, each with its next owner. */
   #targets = new Map<string, string>();
   /** Keys handed over or let go (or tried without a failure answered): the resourceVersion written against, and the claim. */
@@ -107,9 +128,7 @@ export class RingMoves {
 
   attach(cache: RingMovesCache): void {
     this.#cache = cache;
-    const ring = this.#ring;
-    this.#ring = undefined;
-    this.agree(ring);
+    this.#retarget();
   }
 
   /** The ring moved by now; undefined while none is agreed. */
@@ -129,17 +148,114 @@ export class RingMoves {
    */
   agree(ring: Inheritance | undefined): void {
     if (sameInheritance(ring, this.#ring)) return;
+    const joined = this.#release === undefined ? joinedOne(this.#last, ring) : undefined;
     this.#ring = ring;
+    if (ring !== undefined) this.#last = ring;
+    if (ring !== undefined && joined !== undefined && joined !== this.#o.self) this.#begin(joined, ring);
+    this.#retarget();
+  }
+
+  /** Every resource of the share looked at again: the keys that start or stop moving are reported. */
+  #retarget(): void {
     const before = this.#targets;
     this.#targets = new Map();
     const cache = this.#cache;
-    if (ring !== undefined && cache !== undefined)
+    if (cache !== undefined && (this.#ring !== undefined || this.#release !== undefined))
       for (const key of cache.ownKeys()) {
-        const to = this.#choose(key, ring, cache);
+        const to = this.#choose(key, this.#ring, cache);
         if (to !== undefined) this.#targets.set(key, to);
       }
     for (const [key, to] of this.#targets) if (before.get(key) !== to) this.#o.changed(key);
-    for (const key of before.keys()) if (!this.#targets.has(key)) this.#o.changed(key);
+    for (const key of before.keys())
+      if (!this.#targets.has(key)) {
+        this.#o.changed(key);
+        this.#o.resumed?.(key);
+      }
+  }
+
+  /**
+   * A join's share released to `heir` (see `release.ts`), unless a hand-over is in transit or a
+   * younger rival of a claim it would release is held here (its older resource left by a
+   * hand-over: the heir must judge the whole claim, so the share moves by hand-overs instead).
+   */
+  #begin(heir: string, ring: Inheritance): void {
+    const identity = this.#o.identityOf?.(heir);
+    const cache = this.#cache;
+    if (identity === undefined || cache === undefined || this.#handed.size > 0) return;
+    const release = { heir, identity, ring };
+    const seed = this.#o.seed();
+    for (const key of cache.ownKeys()) {
+      const claim = cache.claimOf(key);
+      if (claim !== undefined && heirOf(claim, ring, seed) === heir && this.heldMs(key) > 0) return;
+    }
+    this.#release = { release, quiet: false };
+  }
+
+  /** The share released now (see `release.ts`), whether or not it is quiet yet. */
+  get release(): Release | undefined {
+    return this.#release?.release;
+  }
+
+  /**
+   * Takes over the release this replica's Lease carried when the process started (it restarted
+   * while releasing): its share is quiet (the process that released it ended), and stays stopped.
+   */
+  adopt(release: Release): void {
+    if (this.#release !== undefined) return;
+    this.#release = { release, quiet: true };
+    this.#retarget();
+  }
+
+  /** The release can no longer be taken up (its heir's process cannot write): the share is reconciled here again. */
+  end(): void {
+    if (this.#release === undefined) return;
+    this.#release = undefined;
+    this.#retarget();
+  }
+
+  /**
+   * The release to write on this replica's Lease now, if any: once every released resource here is
+   * `quiet` (no reconcile of it runs, none of its writes may still run at the service), and for as
+   * long as one is labelled for this replica. The release ends here once none is.
+   */
+  announce(quiet: (key: string) => boolean): Release | undefined {
+    const r = this.#release;
+    const cache = this.#cache;
+    if (r === undefined || cache === undefined) return r?.quiet ? r.release : undefined;
+    let left = false;
+    for (const key of cache.ownKeys()) {
+      if (!this.#released(key, r.release, cache)) continue;
+      left = true;
+      if (!r.quiet && !quiet(key)) return undefined;
+    }
+    if (!left && r.quiet) {
+      this.#release = undefined;
+      return undefined;
+    }
+    if (!r.quiet) {
+      r.quiet = true;
+      // Their hand-overs (the labels, in the background) may be written from now on.
+      for (const key of cache.ownKeys()) if (this.#released(key, r.release, cache)) this.#o.changed(key);
+    }
+    return r.release;
+  }
+
+  /** The heir `key` is released to, and whether its label may be written yet (the release is quiet). */
+  releasedTo(key: string): { heir: string; quiet: boolean } | undefined {
+    const r = this.#release;
+    const cache = this.#cache;
+    if (r === undefined || cache === undefined || !this.#released(key, r.release, cache)) return undefined;
+    return { heir: r.release.heir, quiet: r.quiet };
+  }
+
+  /** Whether the release `release` is the one this replica makes. */
+  releases(release: Release | undefined): boolean {
+    return sameRelease(release, this.#release?.release);
+  }
+
+  #released(key: string, release: Release, cache: RingMovesCache): boolean {
+    const claim = cache.claimOf(key);
+    return claim !== undefined && heirOf(claim, release.ring, this.#o.seed()) === release.heir;
   }
 
   /** The cached resource `key` was added or changed (its claim, its rivals, its labels). */
@@ -247,6 +363,9 @@ export class RingMoves {
   }
 
   #choose(key: string, ring: Inheritance | undefined, cache: RingMovesCache): string | undefined {
+    // Released: to its heir only, whatever the ring does meanwhile (the heir may be reconciling it).
+    const release = this.#release?.release;
+    if (release !== undefined && this.#released(key, release, cache)) return release.heir;
     const claim = cache.claimOf(key);
     if (claim === undefined || ring === undefined || cache.drained(key)) return undefined;
     const to = ownerOf(claim, ring.members, ringShares(ring.members, ring.leader), this.#o.seed());

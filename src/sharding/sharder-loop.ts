@@ -13,6 +13,7 @@ import type { ClusterUserCounts } from "./cluster-users.ts";
 import type { Inheritance } from "./inheritance.ts";
 import type { RingLease, RingMembership } from "./membership.ts";
 import type { ShardedResource } from "./pass.ts";
+import type { Release } from "./release.ts";
 import { Sharder } from "./sharder.ts";
 
 /** How often the sharder looks again when nothing changed (Leases expire with time alone). */
@@ -62,6 +63,8 @@ export interface RingLeaseObject {
   readonly inheritance?: Inheritance | undefined;
   /** The ring a replica's own Lease says it moves its resources by (`ring-moves.ts`). */
   readonly movingBy?: Inheritance | undefined;
+  /** The share a replica's own Lease says it released to a joined replica (`release.ts`). */
+  readonly released?: Release | undefined;
 }
 
 /** One Lease of the ring, to write: a replica's own, or one the sharder takes. */
@@ -76,9 +79,14 @@ export interface RingLeases<L extends RingLeaseObject = RingLeaseObject> {
   subscribe(handlers: WatchHandlers<L>): () => void;
   /**
    * The Lease `name`, written with `inheritance` when given; a replica's own with the ring
-   * `movingBy` returns at each write.
+   * `movingBy` returns at each write, and the release `released` returns.
    */
-  lease(name: string, inheritance?: Inheritance, movingBy?: () => Inheritance | undefined): ShardLease;
+  lease(
+    name: string,
+    inheritance?: Inheritance,
+    movingBy?: () => Inheritance | undefined,
+    released?: () => Release | undefined,
+  ): ShardLease;
   run(signal: AbortSignal): Promise<void>;
   readonly synced: Promise<void>;
 }
@@ -91,6 +99,7 @@ export function ringLease(lease: RingLeaseObject): RingLease {
     record: lease.record,
     ...(lease.inheritance ? { inheritance: lease.inheritance } : {}),
     ...(lease.movingBy ? { movingBy: lease.movingBy } : {}),
+    ...(lease.released ? { released: lease.released } : {}),
   };
 }
 

@@ -10,10 +10,10 @@ import type { KubeClient } from "../kube/client.ts";
 import { type DeploymentObject, KubeDeployments, type KubeDeploymentsOptions } from "../kube/deployments.ts";
 import { ShareDeployments } from "../kube/inherited-deployments.ts";
 import {
+  handOverLabels,
   KubeShardedResources,
   KubeShardLeases,
   OWNER_LABEL,
-  patchShardLabels,
   writeShardLabels,
 } from "../kube/shards.ts";
 import { CLAIM_INDEX, claimOf } from "../reconcile/claims.ts";
@@ -50,8 +50,8 @@ export interface Sharding {
   leaderObserved(identity: string | undefined): void;
   /** The replica's Lease, the ring's Lease watch, and the sharder (leader-gated). */
   runnables: Runnable[];
-  /** Joins the member to this replica's cache once it exists. */
-  attach(deployments: KubeDeployments): void;
+  /** Joins the member to this replica's cache once it exists; `enqueue` queues a key for its reconcile. */
+  attach(deployments: KubeDeployments, enqueue: (key: string) => void): void;
   guard(reconcile: Reconciler): Reconciler;
   /** Each connection's users, counted by the leader (see {@link ClusterUsers}). */
   users: ClusterUsers;
@@ -104,7 +104,7 @@ export function sharding(p: ShardingParts): Sharding {
         { client, logger, clock },
       ),
     setLabels: (resource, labels, signal) => writeShardLabels(client, resource, labels, signal),
-    patchLabels: (ref, rv, labels, signal) => patchShardLabels(client, ref, rv, labels, signal),
+    patchLabels: (ref, rv, labels, signal) => handOverLabels(client, ref, rv, labels, signal),
     leaderElection: le,
     ...(policy === undefined
       ? {}
@@ -126,7 +126,7 @@ export function sharding(p: ShardingParts): Sharding {
     },
     leaderObserved: replica.leaderObserved,
     runnables: replica.runnables,
-    attach: (deployments) =>
+    attach: (deployments, enqueue) =>
       replica.attach(
         deployments,
         (ref) => {
@@ -141,6 +141,7 @@ export function sharding(p: ShardingParts): Sharding {
         deployments instanceof ShareDeployments
           ? (owner, signal) => void deployments.prefetch(owner, signal)
           : undefined,
+        enqueue,
       ),
     guard: replica.guard,
     users: replica.users,
@@ -160,8 +161,11 @@ export interface ReplicaRole {
   leaderOnly: boolean;
   /** The reconcile as this replica runs it (sharded: only while it may). */
   guard(reconcile: Reconciler): Reconciler;
-  /** Joins the replica to its cache of Deployment resources once it exists. */
-  attach(deployments: KubeDeployments): void;
+  /**
+   * Joins the replica to its cache of Deployment resources once it exists; `enqueue` queues a
+   * key for its reconcile (sharded: a resource this replica stopped reconciling, taken up again).
+   */
+  attach(deployments: KubeDeployments, enqueue: (key: string) => void): void;
   /** Sharded: each connection's users, counted by the leader. */
   users?: ClusterUsers;
   /** `runnable` as it runs here: sharded, on every replica (each for its share); else as it is. */

@@ -1,0 +1,99 @@
+/**
+ * A join's share released whole, not resource by resource. When one replica joins a ring that
+ * otherwise stays as it was (same members, same leader), every claim the ring moves goes to the
+ * newcomer, and each owner can give it all of them at once: it stops reconciling them, waits for
+ * their reconciles and unanswered writes to end, then writes on its own Lease that it released
+ * them ({@link RELEASED_ANNOTATION}: the newcomer's identity and the ring). The newcomer, reading
+ * its identity there, watches that owner's resources and reconciles at once those the ring gives
+ * it, as an heir does a dead replica's share (`heirs.ts`); the owner labels each one for it in the
+ * background, and drops the annotation once none is left labelled for itself.
+ *
+ * Never two writers: the owner writes the annotation only once no reconcile or unanswered write
+ * of a released resource can run, and never reconciles one again while the release lasts; the
+ * newcomer reconciles them only while the owner's Lease carries the release naming its identity.
+ * A release the newcomer cannot take up (its Lease taken by a sharder, deleted, released, or held
+ * by another process) ends, and the owner reconciles the resources again: the newcomer's process
+ * can no longer write. An owner that dies while releasing has its Lease taken with a ring
+ * ({@link releasedRecord}) that gives the released claims to the same newcomer; an owner that
+ * restarts takes the release over from its Lease before its first reconcile.
+ */
+import { decodeInheritance, encodeInheritance, type Inheritance, sameInheritance } from "./inheritance.ts";
+import { isReplicaName } from "./labels.ts";
+
+/** On an owner's own Lease while it releases a joined replica's share: `<identity>@<ring>`. */
+export const RELEASED_ANNOTATION = "sharding.dms.dev/released";
+
+/** A release: to whom (the replica and the process holding its Lease), by which ring. */
+export interface Release {
+  /** The joined replica (its Lease's name). */
+  readonly heir: string;
+  /** The process holding the heir's Lease when the release began (`<pod>_<suffix>`). */
+  readonly identity: string;
+  /** The ring with the heir in it: the released claims are those it gives the heir. */
+  readonly ring: Inheritance;
+}
+
+/** The longest identity a release names (a pod name and a suffix). */
+const MAX_IDENTITY = 128;
+
+/** The replica (pod) name of a leader election identity `<pod name>_<suffix>`. */
+export function podOfIdentity(identity: string): string {
+  const cut = identity.lastIndexOf("_");
+  return cut < 0 ? identity : identity.slice(0, cut);
+}
+
+/** The annotation's value for `release`. */
+export function encodeRelease(release: Release): string {
+  return `${release.identity}@${encodeInheritance(release.ring)}`;
+}
+
+/**
+ * The release an annotation's value names; undefined when there is none or it cannot be read (an
+ * identity whose pod part is no replica's name, or that the ring does not name): such a Lease
+ * releases nothing.
+ */
+export function decodeRelease(value: string | undefined): Release | undefined {
+  if (value === undefined) return undefined;
+  const cut = value.indexOf("@");
+  if (cut <= 0 || cut > MAX_IDENTITY) return undefined;
+  const identity = value.slice(0, cut);
+  if (!/^[a-z0-9._-]+$/.test(identity)) return undefined;
+  const ring = decodeInheritance(value.slice(cut + 1));
+  const heir = podOfIdentity(identity);
+  if (ring === undefined || !isReplicaName(heir) || !ring.members.includes(heir)) return undefined;
+  return { heir, identity, ring };
+}
+
+/** Whether two releases are the same (one heir's process, one ring). */
+export function sameRelease(a: Release | undefined, b: Release | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.identity === b.identity && sameInheritance(a.ring, b.ring);
+}
+
+/**
+ * The replica that joined between the rings `before` and `after`, when that is all that changed
+ * (the same leader, the same members and one more); undefined otherwise.
+ */
+export function joinedOne(
+  before: Inheritance | undefined,
+  after: Inheritance | undefined,
+): string | undefined {
+  if (before === undefined || after === undefined) return undefined;
+  if (before.leader !== after.leader || after.members.length !== before.members.length + 1) return undefined;
+  const was = new Set(before.members);
+  const added = after.members.filter((m) => !was.has(m));
+  return added.length === 1 && before.members.every((m) => after.members.includes(m)) ? added[0] : undefined;
+}
+
+/**
+ * The ring a sharder writes on the Lease of `owner` taken while it released a share by `ring`:
+ * `ring` without the owner (and without a leader if the owner was it). It gives every claim the
+ * owner released to the same heir (its other members keep their weights, and among equal weights
+ * the order is the same), so the heir keeps what it was reconciling, and the owner's own claims go
+ * to the survivors.
+ */
+export function releasedRecord(owner: string, ring: Inheritance): Inheritance | undefined {
+  const members = ring.members.filter((m) => m !== owner);
+  if (members.length === 0) return undefined;
+  return { members, leader: ring.leader === owner ? undefined : ring.leader };
+}

@@ -1,0 +1,406 @@
+// A join's share released whole (src/sharding/release.ts): the annotation, the join told from two
+// rings, the ring a sharder writes on a releasing owner's Lease taken, the owner's side in
+// RingMoves (what it stops, when it says so, when it lets go), the newcomer's side in Heirs, and
+// the sharder's take. The whole protocol against a real API server is in
+// test/integration/sharding-release.test.ts.
+import pino from "pino";
+import { describe, expect, it } from "vitest";
+import type { KubeClient } from "../../src/kube/client.ts";
+import { apiErrorFrom } from "../../src/kube/errors.ts";
+import { decodeLease, handOverLabels, OWNER_LABEL } from "../../src/kube/shards.ts";
+import type { LeaseRecord } from "../../src/runtime/leader.ts";
+import { Heirs, releasedTo } from "../../src/sharding/heirs.ts";
+import { LeaseHolds } from "../../src/sharding/holds.ts";
+import { heirOf, type Inheritance } from "../../src/sharding/inheritance.ts";
+import { type RingLease, RingMembership } from "../../src/sharding/membership.ts";
+import {
+  decodeRelease,
+  encodeRelease,
+  joinedOne,
+  RELEASED_ANNOTATION,
+  type Release,
+  releasedRecord,
+} from "../../src/sharding/release.ts";
+import { RingMoves, ringOf } from "../../src/sharding/ring-moves.ts";
+import { cacheOf } from "../support/ring-moves-cache.ts";
+
+const seed = new Uint8Array([7, 7, 7]);
+const logger = pino({ level: "silent" });
+const three = ringOf(["a", "b", "c"], "b");
+const four = ringOf(["a", "b", "c", "d"], "b");
+const KEYS = Array.from({ length: 400 }, (_, i) => `ns/r${i}`);
+
+describe("a release on its Lease", () => {
+  it("names the joined replica's process and the ring, and is read back tolerantly", () => {
+    const release: Release = { heir: "d", identity: "d_0a1b2c3d", ring: four };
+    expect(encodeRelease(release)).toBe("d_0a1b2c3d@b;a,b,c,d");
+    expect(decodeRelease("d_0a1b2c3d@b;a,b,c,d")).toEqual(release);
+    for (const bad of [
+      undefined,
+      "",
+      "@b;a,b,c,d",
+      "d_1",
+      "d_1@",
+      "D_1@b;a,b,c,d",
+      "e_1@b;a,b,c,d", // the ring does not name its heir
+      "d 1@b;a,b,c,d",
+      `${"d".repeat(200)}_1@b;a,b,c,d`,
+      "d_1@b;A",
+    ])
+      expect(decodeRelease(bad)).toBeUndefined();
+  });
+
+  it("is read from a replica's Lease beside the ring it moves by", () => {
+    const lease = decodeLease({
+      metadata: {
+        name: "a",
+        namespace: "ops",
+        resourceVersion: "7",
+        annotations: { [RELEASED_ANNOTATION]: "d_1@b;a,b,c,d", "sharding.dms.dev/moving-by": "b;a,b,c,d" },
+      },
+      spec: { holderIdentity: "a_1", leaseDurationSeconds: 15 },
+    });
+    expect(lease?.released).toEqual({ heir: "d", identity: "d_1", ring: four });
+    expect(lease?.movingBy).toEqual(four);
+  });
+});
+
+describe("a join, told from two rings", () => {
+  it("is one member more, the leader the same", () => {
+    expect(joinedOne(three, four)).toBe("d");
+    expect(joinedOne(ringOf(["a", "b"], undefined), ringOf(["a", "b", "c"], undefined))).toBe("c");
+  });
+
+  it("is not a leave, a change of leader, a swap, two joins, or a first ring", () => {
+    expect(joinedOne(four, three)).toBeUndefined();
+    expect(joinedOne(three, ringOf(["a", "b", "c", "d"], "a"))).toBeUndefined();
+    expect(joinedOne(three, ringOf(["a", "b", "d", "e"], "b"))).toBeUndefined();
+    expect(joinedOne(three, ringOf(["a", "b", "c", "d", "e"], "b"))).toBeUndefined();
+    expect(joinedOne(undefined, four)).toBeUndefined();
+    expect(joinedOne(three, undefined)).toBeUndefined();
+  });
+});
+
+describe("the ring written on a releasing owner's Lease taken", () => {
+  // The property the protocol rests on: every claim the owner released goes to the same heir,
+  // whichever member the owner is; every other claim to a member other than the owner.
+  it.each([
+    ["a member", "a", four],
+    ["the leader's replica", "b", four],
+    ["a member, no leader known", "a", ringOf(["a", "b", "c", "d"], undefined)],
+    ["a member of a larger ring", "c", ringOf(["a", "b", "c", "d", "e", "f"], "e")],
+  ])("gives each claim released by %s to the same heir", (_what, owner, ring) => {
+    const record = releasedRecord(owner, ring);
+    expect(record).toBeDefined();
+    if (!record) return;
+    expect(record.members).not.toContain(owner);
+    let released = 0;
+    for (const claim of KEYS) {
+      const before = heirOf(claim, ring, seed);
+      const after = heirOf(claim, record, seed);
+      if (before === owner) expect(after).not.toBe(owner);
+      else {
+        released += 1;
+        expect(after).toBe(before);
+      }
+    }
+    expect(released).toBeGreaterThan(KEYS.length / 2);
+  });
+
+  it("is none when the owner was the ring's only member", () => {
+    expect(releasedRecord("a", ringOf(["a"], "a"))).toBeUndefined();
+  });
+});
+
+/** Replica "a" owning `keys` under `three`, the Lease of "d" held by `identities.d`. */
+function owner(
+  keys: string[],
+  claims?: Record<string, string>,
+  identities: Record<string, string> = { d: "d_1" },
+) {
+  const changed: string[] = [];
+  const resumed: string[] = [];
+  const clock = { now: 1_000 };
+  const m = new RingMoves({
+    self: "a",
+    seed: () => seed,
+    now: () => clock.now,
+    changed: (key) => changed.push(key),
+    resumed: (key) => resumed.push(key),
+    identityOf: (replica) => identities[replica],
+  });
+  // A copy: the cache's keys change as the tests go.
+  const cache = cacheOf([...keys], claims);
+  m.attach(cache);
+  // Everything here is where the three-member ring places it.
+  cache.keys.splice(
+    0,
+    cache.keys.length,
+    ...keys.filter((k) => heirOf(claims?.[k] ?? k, three, seed) === "a"),
+  );
+  m.agree(three);
+  changed.length = 0;
+  return { m, changed, resumed, cache, clock };
+}
+
+const released = (keys: readonly string[]) => keys.filter((k) => heirOf(k, four, seed) === "d");
+
+describe("an owner releasing a joined replica's share", () => {
+  it("stops every resource the ring gives the newcomer, and no other, as a join begins", () => {
+    const { m, changed, cache } = owner(KEYS);
+    m.agree(four);
+    const share = released(cache.keys);
+    expect(share.length).toBeGreaterThan(10);
+    expect(m.release).toEqual({ heir: "d", identity: "d_1", ring: four });
+    expect([...changed].sort()).toEqual([...share].sort());
+    for (const key of cache.keys) {
+      expect(m.stopped(key, "1")).toBe(share.includes(key));
+      expect(m.target(key)).toBe(share.includes(key) ? "d" : undefined);
+      expect(m.releasedTo(key)).toEqual(share.includes(key) ? { heir: "d", quiet: false } : undefined);
+    }
+  });
+
+  it("says so on its Lease only once none of them may run, and lets their labels be written then", () => {
+    const { m, changed, cache } = owner(KEYS);
+    m.agree(four);
+    const share = released(cache.keys);
+    const busy = new Set([share[0]]);
+    expect(m.announce((key) => !busy.has(key))).toBeUndefined();
+    expect(m.releasedTo(share[1] ?? "")?.quiet).toBe(false);
+    busy.clear();
+    changed.length = 0;
+    expect(m.announce(() => true)).toEqual({ heir: "d", identity: "d_1", ring: four });
+    expect(m.releasedTo(share[1] ?? "")).toEqual({ heir: "d", quiet: true });
+    // Each released resource is looked at again: its label is written now.
+    expect([...changed].sort()).toEqual([...share].sort());
+    // Once quiet, it stays so: a resource is never reconciled here again while released.
+    expect(m.announce(() => false)).toEqual({ heir: "d", identity: "d_1", ring: four });
+  });
+
+  it("keeps a released resource going to its heir whatever the ring does meanwhile, rivals and drains alike", () => {
+    const rival = "ns/x-rival";
+    const share0 = released(KEYS.filter((k) => heirOf(k, three, seed) === "a"));
+    const claim = share0[0] ?? "";
+    const { m, cache } = owner([...KEYS, rival], { [rival]: claim });
+    cache.drained = (key) => key === claim;
+    m.agree(four);
+    expect(m.target(rival)).toBe("d");
+    expect(m.target(claim)).toBe("d");
+    // The ring changes again (another member dies): the release holds.
+    m.agree(ringOf(["a", "b", "d"], "b"));
+    expect(m.target(claim)).toBe("d");
+    expect(m.release?.heir).toBe("d");
+  });
+
+  it("ends once none of the share is labelled for it", () => {
+    const { m, cache } = owner(KEYS);
+    m.agree(four);
+    m.announce(() => true);
+    const share = released(cache.keys);
+    cache.keys.splice(0, cache.keys.length, ...cache.keys.filter((k) => !share.includes(k)));
+    expect(m.announce(() => true)).toBeUndefined();
+    expect(m.release).toBeUndefined();
+  });
+
+  it("ends when the newcomer cannot take it up, and the share is reconciled here again", () => {
+    const { m, changed, resumed, cache } = owner(KEYS);
+    m.agree(four);
+    m.announce(() => true);
+    changed.length = 0;
+    m.end();
+    expect(m.release).toBeUndefined();
+    const share = released(cache.keys);
+    // The ring still places them on "d": they are handed over one by one, as before.
+    for (const key of share) expect(m.releasedTo(key)).toBeUndefined();
+    expect(resumed).toEqual([]);
+    m.agree(three);
+    for (const key of share) expect(m.stopped(key, "1")).toBe(false);
+    // Each one turned away meanwhile is queued again: nothing else would reconcile it.
+    expect([...resumed].sort()).toEqual([...share].sort());
+  });
+
+  it("is not begun for a leave, a change of leader, an unknown process, or a hand-over in transit", () => {
+    expect(owner(KEYS).m.release).toBeUndefined();
+    const leave = owner(KEYS);
+    leave.m.agree(ringOf(["a", "b"], "b"));
+    expect(leave.m.release).toBeUndefined();
+    const leader = owner(KEYS);
+    leader.m.agree(ringOf(["a", "b", "c", "d"], "a"));
+    expect(leader.m.release).toBeUndefined();
+    const unknown = owner(KEYS, undefined, {});
+    unknown.m.agree(four);
+    expect(unknown.m.release).toBeUndefined();
+    const transit = owner(KEYS);
+    transit.m.handing(transit.cache.keys[0] ?? "", "5");
+    transit.m.agree(four);
+    expect(transit.m.release).toBeUndefined();
+  });
+
+  it("is not begun while a younger rival it would release is held (its older one just left)", () => {
+    const share0 = released(KEYS.filter((k) => heirOf(k, three, seed) === "a"));
+    const claim = share0[0] ?? "";
+    const rival = "ns/x-rival";
+    const { m, cache } = owner([...KEYS, rival], { [rival]: claim });
+    m.handing(claim, "5");
+    m.forget(claim);
+    cache.keys.splice(cache.keys.indexOf(claim), 1);
+    expect(m.heldMs(rival)).toBeGreaterThan(0);
+    m.agree(four);
+    expect(m.release).toBeUndefined();
+  });
+
+  it("is taken over by a restarted owner from its Lease, quiet at once", () => {
+    const { m, cache } = owner(KEYS);
+    const release: Release = { heir: "d", identity: "d_1", ring: four };
+    m.adopt(release);
+    expect(m.releases(release)).toBe(true);
+    const share = released(cache.keys);
+    for (const key of share) expect(m.releasedTo(key)).toEqual({ heir: "d", quiet: true });
+    expect(m.announce(() => false)).toEqual(release);
+  });
+});
+
+const record = (holderIdentity: string): LeaseRecord => ({
+  holderIdentity,
+  leaseDurationSeconds: 15,
+  acquireTime: new Date(0),
+  renewTime: new Date(0),
+  leaseTransitions: 0,
+});
+
+describe("a newcomer taking up a released share", () => {
+  const release: Release = { heir: "d", identity: "d_1", ring: four };
+  const lease = (holder: string, r: Release | null = release, inheritance?: Inheritance): RingLease => ({
+    name: "a",
+    resourceVersion: "3",
+    record: record(holder),
+    ...(r ? { released: r } : {}),
+    ...(inheritance ? { inheritance } : {}),
+  });
+
+  it("takes it from the owner's Lease while the owner (or nobody) holds it, naming this process", () => {
+    expect(releasedTo(lease("a_9"), "d_1")).toEqual(four);
+    expect(releasedTo(lease(""), "d_1")).toEqual(four);
+    expect(releasedTo(lease("a_9"), "d_2")).toBeUndefined();
+    expect(releasedTo(lease("sharder/b_1"), "d_1")).toBeUndefined();
+    expect(releasedTo(lease("e_1"), "d_1")).toBeUndefined();
+    expect(releasedTo(lease("a_9", null), "d_1")).toBeUndefined();
+  });
+
+  it("watches the owner's resources it is given, and stops once the release ends; a take restarts it by the record", () => {
+    const runs: { owner: string; mine: (claim: string) => boolean; signal: AbortSignal }[] = [];
+    const heirs = new Heirs({
+      self: "d",
+      seed: () => seed,
+      identity: "d_1",
+      inherit: (o, mine, signal) => {
+        runs.push({ owner: o, mine, signal });
+        return new Promise(() => {});
+      },
+      logger,
+    });
+    const stop = new AbortController();
+    heirs.update("a", lease("a_9"), stop.signal);
+    expect(heirs.owners).toEqual(["a"]);
+    const first = runs[0];
+    for (const claim of KEYS) expect(first?.mine(claim)).toBe(heirOf(claim, four, seed) === "d");
+    // A renewal changes nothing.
+    heirs.update("a", lease("a_9"), stop.signal);
+    expect(runs).toHaveLength(1);
+    // The owner died: its Lease is taken with the record that keeps the released claims here.
+    const taken = releasedRecord("a", four);
+    heirs.update("a", lease("sharder/b_1", null, taken), stop.signal);
+    expect(first?.signal.aborted).toBe(true);
+    expect(runs).toHaveLength(2);
+    for (const claim of KEYS) if (heirOf(claim, four, seed) === "d") expect(runs[1]?.mine(claim)).toBe(true);
+    // The release ended (the annotation gone): nothing inherited.
+    heirs.update("a", lease("a_9", null), stop.signal);
+    expect(runs[1]?.signal.aborted).toBe(true);
+    expect(heirs.owners).toEqual([]);
+  });
+
+  it("takes nothing from a release that names another process", () => {
+    let started = 0;
+    const heirs = new Heirs({
+      self: "d",
+      seed: () => seed,
+      identity: "d_2",
+      inherit: () => {
+        started += 1;
+        return new Promise(() => {});
+      },
+      logger,
+    });
+    heirs.update("a", lease("a_9"), new AbortController().signal);
+    expect(started).toBe(0);
+  });
+});
+
+describe("a sharder taking a releasing owner's Lease", () => {
+  it("writes the ring that gives the released share to the same heir", async () => {
+    const written: (Inheritance | undefined)[] = [];
+    const now = 100_000;
+    const ring = new RingMembership();
+    const holds = new LeaseHolds({
+      holder: "sharder/b_1",
+      leaseDurationMs: 15_000,
+      holdMarginMs: 2_000,
+      ring,
+      clock: { now: () => now } as never,
+      logger,
+      ports: {
+        writeLease: async (_name, _rv, _record, inheritance) => {
+          written.push(inheritance);
+          return "9";
+        },
+        deleteLease: async () => true,
+      },
+    });
+    const expired: RingLease = {
+      name: "a",
+      resourceVersion: "3",
+      record: record("a_9"),
+      released: { heir: "d", identity: "d_1", ring: four },
+    };
+    ring.seen(expired, now - 60_000);
+    expect(await holds.take("a", expired, new AbortController().signal, ringOf(["b", "c"], "b"))).toBe(true);
+    expect(written).toEqual([releasedRecord("a", four)]);
+    // Without a release, the sharder's own ring.
+    const plain: RingLease = { name: "c", resourceVersion: "4", record: record("c_9") };
+    ring.seen(plain, now - 60_000);
+    await holds.take("c", plain, new AbortController().signal, ringOf(["a", "b"], "b"));
+    expect(written[1]).toEqual(ringOf(["a", "b"], "b"));
+  });
+});
+
+describe("a replica's hand-over write", () => {
+  const client = (fail?: Error) =>
+    ({
+      request: async () => {
+        if (fail) throw fail;
+        return {};
+      },
+    }) as unknown as KubeClient;
+  const write = (fail?: Error) =>
+    handOverLabels(
+      client(fail),
+      { namespace: "ns", name: "a" },
+      "5",
+      { [OWNER_LABEL]: "d" },
+      new AbortController().signal,
+    );
+
+  it("is written, lost to a newer version, gone, or refused (known not written)", async () => {
+    expect(await write()).toBe("written");
+    expect(await write(apiErrorFrom(409, {}, "PATCH"))).toBe("conflict");
+    expect(await write(apiErrorFrom(404, {}, "PATCH"))).toBe("gone");
+    for (const status of [400, 403, 422])
+      expect(await write(apiErrorFrom(status, {}, "PATCH"))).toBe("refused");
+  });
+
+  it("rejects when it may have been made (a timeout, a throttle, a server error, no answer)", async () => {
+    for (const status of [408, 429, 500, 503])
+      await expect(write(apiErrorFrom(status, {}, "PATCH"))).rejects.toThrow(`HTTP ${status}`);
+    await expect(write(new Error("socket hang up"))).rejects.toThrow("socket hang up");
+  });
+});
