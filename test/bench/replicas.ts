@@ -162,6 +162,21 @@ export interface ReplicaFigures {
     /** Start of the new replica → the first resource labelled for it (absent in older series). */
     firstSeconds?: number;
     /**
+     * Start of the new replica → its cache holds every resource the ring gives it (its
+     * `dms_shard_resources`: its own, labelled for it, and those an owner released to it whole
+     * before their labels follow); absent in older series.
+     */
+    heldSeconds?: number;
+    /**
+     * Start of the new replica → held ({@link heldSeconds}) and its deployment queue empty with no
+     * reconcile running: its share reconciled by it, whether or not the labels followed yet; the
+     * goal's figure (absent in older series).
+     */
+    reconciledSeconds?: number;
+    /** The same two for the replica that replaced the killed member (absent in older series). */
+    replaceHeldSeconds?: number;
+    replaceReconciledSeconds?: number;
+    /**
      * The API server's requests on Deployment resources from the start of the new replica until
      * every resource was owned as the ring says, by verb (absent in older series).
      */
@@ -540,6 +555,14 @@ export async function measureReplicas(
         seconds: joined.seconds,
         replaceSeconds: replaceSeconds.seconds,
         ...(joined.firstSeconds !== undefined ? { firstSeconds: joined.firstSeconds } : {}),
+        ...(joined.heldSeconds !== undefined ? { heldSeconds: joined.heldSeconds } : {}),
+        ...(joined.reconciledSeconds !== undefined ? { reconciledSeconds: joined.reconciledSeconds } : {}),
+        ...(replaceSeconds.heldSeconds !== undefined
+          ? { replaceHeldSeconds: replaceSeconds.heldSeconds }
+          : {}),
+        ...(replaceSeconds.reconciledSeconds !== undefined
+          ? { replaceReconciledSeconds: replaceSeconds.reconciledSeconds }
+          : {}),
         kubeRequestsByVerb: joinRequests,
         cpuSeconds: joinCpu,
         ...(joinApiServer ? { apiServerCpu: joinApiServer.cpuSeconds } : {}),
@@ -638,7 +661,8 @@ async function snapshotHeaps(
 
 /**
  * Starts one more replica; resolves the seconds until every resource is owned as the ring says,
- * and until the first was labelled for the new replica (undefined: none moved to it).
+ * until the first was labelled for the new replica (undefined: none moved to it), and until the
+ * new replica held its share and reconciled it ({@link untilNewcomerDone}).
  */
 async function joinOne(
   client: KubeClient,
@@ -648,9 +672,17 @@ async function joinOne(
   label: string,
   /** With `--profile`: where a CPU profile of the new replica through the join is written. */
   profileTo?: string,
-): Promise<{ seconds: number; firstSeconds: number | undefined }> {
+): Promise<{
+  seconds: number;
+  firstSeconds: number | undefined;
+  heldSeconds: number | undefined;
+  reconciledSeconds: number | undefined;
+}> {
   const startedAt = performance.now();
   const replica = await start();
+  const expected = await shareGiven(client, watch, running, replica);
+  const newcomer = running.get(replica);
+  const done = newcomer ? untilNewcomerDone(newcomer, expected, startedAt) : Promise.resolve(undefined);
   const port = running.get(replica)?.inspectPort ?? 0;
   const inspector = profileTo !== undefined && port > 0 ? await Inspector.connectWhenUp(port) : undefined;
   await inspector?.startCpuProfile();
@@ -675,10 +707,58 @@ async function joinOne(
     inspector?.close();
   }
   const seconds = round((performance.now() - startedAt) / 1000, 1);
+  const held = await done;
   progress(
-    `${label}: every resource owned as the ring says after ${seconds} s (the first labelled for it after ${firstSeconds} s)`,
+    `${label}: every resource owned as the ring says after ${seconds} s (the first labelled for it after ${firstSeconds} s); the newcomer held its share of ${expected} after ${held?.heldSeconds} s and had reconciled it after ${held?.reconciledSeconds} s`,
   );
-  return { seconds, firstSeconds };
+  return {
+    seconds,
+    firstSeconds,
+    heldSeconds: held?.heldSeconds,
+    reconciledSeconds: held?.reconciledSeconds,
+  };
+}
+
+/** How many resources the ring over the running replicas gives `replica` (the leader's share smaller). */
+async function shareGiven(
+  client: KubeClient,
+  watch: ReadyWatch,
+  running: Map<string, RunningOperator>,
+  replica: string,
+): Promise<number> {
+  const seed = await readInstallKey(client, NS, AbortSignal.timeout(10_000));
+  const choices = new RingChoices(seed);
+  choices.use([...running.keys()].sort(), await leaderOf(client));
+  let given = 0;
+  for (const o of watch.list()) if (choices.desired({ claim: claimOf(o) }) === replica) given += 1;
+  return given;
+}
+
+/**
+ * Seconds from `since` until the newcomer's cache holds the `expected` resources the ring gives it
+ * (`held`), and then until its deployment queue is empty with no reconcile running
+ * (`reconciled`). Read every 250 ms from its own metrics; undefined when not within
+ * {@link SETTLE_LIMIT_MS}.
+ */
+async function untilNewcomerDone(
+  op: RunningOperator,
+  expected: number,
+  since: number,
+): Promise<{ heldSeconds: number; reconciledSeconds: number } | undefined> {
+  let heldSeconds: number | undefined;
+  while (performance.now() - since < SETTLE_LIMIT_MS) {
+    const samples = await op.samples(HEIR_FAMILIES).catch(() => []);
+    const seconds = round((performance.now() - since) / 1000, 1);
+    const held = sumOf(samples.filter((s) => s.name === "dms_shard_resources"));
+    if (heldSeconds === undefined && expected > 0 && held >= expected) heldSeconds = seconds;
+    const busy = sumOf(
+      samples.filter((s) => s.name !== "dms_shard_resources"),
+      (labels) => labels.name === "deployment" || labels.controller === "deployment",
+    );
+    if (heldSeconds !== undefined && busy === 0) return { heldSeconds, reconciledSeconds: seconds };
+    await sleep(250);
+  }
+  return undefined;
 }
 
 async function killOne(
@@ -1046,7 +1126,7 @@ export function replicasTable(results: readonly ReplicaFigures[]) {
       "calls / resync, all replicas (goal ⌈N/100⌉ + 2 each)",
       "kube req / resource / resync",
       "kill -9 of a member; of the leader: reconciled by its heirs s / edits PATCHed s (max) / labels followed s",
-      "join: moved (ideal), s; replacing the killed member: s",
+      "join: moved (ideal), the newcomer's share reconciled by it s / labels followed s; replacing the killed member: the same",
     ],
     rows: results.map((f) => [
       `${f.replicas} × ${f.n}`,
@@ -1056,7 +1136,7 @@ export function replicasTable(results: readonly ReplicaFigures[]) {
       `${f.resync.serviceCallsPerResync ?? f.resync.serviceCalls} (${f.resync.serviceCallsGoal ?? callsGoal(f.n, f.replicas)})`,
       f.resync.kubeRequestsPerResource,
       `${killCell(f.kill)}${f.kill.leader ? `; leader ${killCell(f.kill.leader)}` : ""}`,
-      `${f.join.share} (${f.join.ideal})${f.join.seconds !== undefined ? `, ${f.join.seconds} s; ${f.join.replaceSeconds} s` : ""}`,
+      `${f.join.share} (${f.join.ideal})${f.join.seconds !== undefined ? `, ${f.join.reconciledSeconds ?? "–"} / ${f.join.seconds} s; ${f.join.replaceReconciledSeconds ?? "–"} / ${f.join.replaceSeconds} s` : ""}`,
     ]),
   };
 }
