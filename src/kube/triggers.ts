@@ -16,6 +16,7 @@ import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/connection-ref.t
 import { FINALIZER, KIND } from "../crd/schema.ts";
 import { claimOf, connectionKeyOf } from "../reconcile/claims.ts";
 import type { Controller } from "../runtime/controller.ts";
+import { OWNER_LABEL } from "../sharding/labels.ts";
 import { isOwnGroup, type KubeConfigMaps } from "./config-maps.ts";
 import type { ConnectionObject, KubeConnections } from "./connections.ts";
 import type { DeploymentObject, KubeDeployments } from "./deployments.ts";
@@ -91,7 +92,8 @@ export function settled(o: DeploymentObject): boolean {
 }
 
 /**
- * True when an update is more than a status write: spec, annotations, labels, finalizers, deletion.
+ * True when an update is more than a status write: spec, annotations, labels (but the shard owner
+ * label), finalizers, deletion.
  * The operator's own finalizer being added is not: the reconcile that adds it goes on to act, and
  * another one at once would only repeat it (a refused create sent twice).
  */
@@ -102,10 +104,26 @@ export function specOrMetaChanged(old: KubeObject, o: KubeObject): boolean {
     a.generation !== b.generation ||
     a.deletionTimestamp !== b.deletionTimestamp ||
     JSON.stringify(a.annotations ?? {}) !== JSON.stringify(b.annotations ?? {}) ||
-    JSON.stringify(a.labels ?? {}) !== JSON.stringify(b.labels ?? {}) ||
+    !sameLabelsButOwner(a.labels, b.labels) ||
     (JSON.stringify(a.finalizers ?? []) !== JSON.stringify(b.finalizers ?? []) &&
       !onlyOursAdded(a.finalizers ?? [], b.finalizers ?? []))
   );
+}
+
+/**
+ * Whether two label sets are the same but for the shard owner label: a resource relabelled for
+ * the replica that holds it (a moved or inherited one, reconciled already while it came) is not
+ * reconciled again for its label alone. The drain label still counts (its lifting resumes it).
+ */
+function sameLabelsButOwner(
+  a: Readonly<Record<string, string>> | undefined,
+  b: Readonly<Record<string, string>> | undefined,
+): boolean {
+  const without = (labels: Readonly<Record<string, string>> | undefined) => {
+    const { [OWNER_LABEL]: _owner, ...rest } = labels ?? {};
+    return JSON.stringify(rest);
+  };
+  return without(a) === without(b);
 }
 
 /** Whether `after` is `before` with the operator's finalizer added and nothing else changed. */

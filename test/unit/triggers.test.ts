@@ -66,6 +66,18 @@ describe("specOrMetaChanged", () => {
       reconcile: true,
     },
     { reason: "a label changed", after: changed({ labels: { app: "b" } }), reconcile: true },
+    {
+      reason: "only the shard owner label changed (a moved resource, reconciled as it came)",
+      before: changed({ labels: { app: "a", "shard.dms.dev/owner": "replica-a" } }),
+      after: changed({ labels: { app: "a", "shard.dms.dev/owner": "replica-b" } }),
+      reconcile: false,
+    },
+    {
+      reason: "the shard drain label lifted (the resource is reconciled again)",
+      before: changed({ labels: { "shard.dms.dev/owner": "replica-a", "shard.dms.dev/drain": "true" } }),
+      after: changed({ labels: { "shard.dms.dev/owner": "replica-a" } }),
+      reconcile: true,
+    },
   ];
   for (const { reason, before, after, reconcile } of cases) {
     it(`${reconcile ? "reconciles" : "does not reconcile"}: ${reason}`, () => {
