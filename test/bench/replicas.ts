@@ -173,9 +173,15 @@ export interface ReplicaFigures {
      * goal's figure (absent in older series).
      */
     reconciledSeconds?: number;
-    /** The same two for the replica that replaced the killed member (absent in older series). */
+    /**
+     * Start of the new replica → the service's PATCH for each of {@link EDITS_PER_KILL} edits made
+     * then to the share moving to it: the slowest, the median, how many (absent in older series).
+     */
+    editPatchedSeconds?: { max: number; median: number; edits: number };
+    /** The same three for the replica that replaced the killed member (absent in older series). */
     replaceHeldSeconds?: number;
     replaceReconciledSeconds?: number;
+    replaceEditPatchedSeconds?: { max: number; median: number; edits: number };
     /**
      * The API server's requests on Deployment resources from the start of the new replica until
      * every resource was owned as the ring says, by verb (absent in older series).
@@ -473,6 +479,7 @@ export async function measureReplicas(
     const member = await killOne(client, tap, running, false, watch, label, apiMetrics);
     const replaceSeconds = await joinOne(
       client,
+      tap,
       start,
       watch,
       running,
@@ -489,6 +496,7 @@ export async function measureReplicas(
     profiles?.start(`r${replicas}n${n}-join-apiserver`);
     const joined = await joinOne(
       client,
+      tap,
       start,
       watch,
       running,
@@ -563,6 +571,8 @@ export async function measureReplicas(
         ...(replaceSeconds.reconciledSeconds !== undefined
           ? { replaceReconciledSeconds: replaceSeconds.reconciledSeconds }
           : {}),
+        editPatchedSeconds: joined.editPatchedSeconds,
+        replaceEditPatchedSeconds: replaceSeconds.editPatchedSeconds,
         kubeRequestsByVerb: joinRequests,
         cpuSeconds: joinCpu,
         ...(joinApiServer ? { apiServerCpu: joinApiServer.cpuSeconds } : {}),
@@ -666,6 +676,7 @@ async function snapshotHeaps(
  */
 async function joinOne(
   client: KubeClient,
+  tap: Tap,
   start: () => Promise<string>,
   watch: ReadyWatch,
   running: Map<string, RunningOperator>,
@@ -677,12 +688,21 @@ async function joinOne(
   firstSeconds: number | undefined;
   heldSeconds: number | undefined;
   reconciledSeconds: number | undefined;
+  editPatchedSeconds: { max: number; median: number; edits: number };
 }> {
   const startedAt = performance.now();
   const replica = await start();
-  const expected = await shareGiven(client, watch, running, replica);
+  const given = await shareGiven(client, watch, running, replica);
+  const expected = given.length;
   const newcomer = running.get(replica);
   const done = newcomer ? untilNewcomerDone(newcomer, expected, startedAt) : Promise.resolve(undefined);
+  // Edits to the share moving to the newcomer, made as it starts (spread over that share).
+  const step = Math.max(1, Math.floor(given.length / EDITS_PER_KILL));
+  const edits = given.filter((_, i) => i % step === 0).slice(0, EDITS_PER_KILL);
+  const ids = edits.flatMap((o) => (o.status?.deploymentId ? [o.status.deploymentId.toLowerCase()] : []));
+  for (const id of ids) tap.patches.delete(id);
+  await pool(edits.length, 4, (i) => editImage(client, edits[i]?.metadata.name ?? "", startedAt + 1));
+  const patched = untilPatched(tap, ids, startedAt);
   const port = running.get(replica)?.inspectPort ?? 0;
   const inspector = profileTo !== undefined && port > 0 ? await Inspector.connectWhenUp(port) : undefined;
   await inspector?.startCpuProfile();
@@ -708,30 +728,30 @@ async function joinOne(
   }
   const seconds = round((performance.now() - startedAt) / 1000, 1);
   const held = await done;
+  const editPatchedSeconds = await patched;
   progress(
-    `${label}: every resource owned as the ring says after ${seconds} s (the first labelled for it after ${firstSeconds} s); the newcomer held its share of ${expected} after ${held?.heldSeconds} s and had reconciled it after ${held?.reconciledSeconds} s`,
+    `${label}: every resource owned as the ring says after ${seconds} s (the first labelled for it after ${firstSeconds} s); the newcomer held its share of ${expected} after ${held?.heldSeconds} s and had reconciled it after ${held?.reconciledSeconds} s; edits to that share made at its start PATCHed ${JSON.stringify(editPatchedSeconds)} s`,
   );
   return {
     seconds,
     firstSeconds,
     heldSeconds: held?.heldSeconds,
     reconciledSeconds: held?.reconciledSeconds,
+    editPatchedSeconds,
   };
 }
 
-/** How many resources the ring over the running replicas gives `replica` (the leader's share smaller). */
+/** The resources the ring over the running replicas gives `replica` (the leader's share smaller). */
 async function shareGiven(
   client: KubeClient,
   watch: ReadyWatch,
   running: Map<string, RunningOperator>,
   replica: string,
-): Promise<number> {
+): Promise<DeploymentObject[]> {
   const seed = await readInstallKey(client, NS, AbortSignal.timeout(10_000));
   const choices = new RingChoices(seed);
   choices.use([...running.keys()].sort(), await leaderOf(client));
-  let given = 0;
-  for (const o of watch.list()) if (choices.desired({ claim: claimOf(o) }) === replica) given += 1;
-  return given;
+  return watch.list().filter((o) => choices.desired({ claim: claimOf(o) }) === replica);
 }
 
 /**
@@ -1126,7 +1146,7 @@ export function replicasTable(results: readonly ReplicaFigures[]) {
       "calls / resync, all replicas (goal ⌈N/100⌉ + 2 each)",
       "kube req / resource / resync",
       "kill -9 of a member; of the leader: reconciled by its heirs s / edits PATCHed s (max) / labels followed s",
-      "join: moved (ideal), the newcomer's share reconciled by it s / labels followed s; replacing the killed member: the same",
+      "join: moved (ideal), edits to its share PATCHed s (max) / the newcomer's share reconciled by it s / labels followed s; replacing the killed member: the same",
     ],
     rows: results.map((f) => [
       `${f.replicas} × ${f.n}`,
@@ -1136,7 +1156,7 @@ export function replicasTable(results: readonly ReplicaFigures[]) {
       `${f.resync.serviceCallsPerResync ?? f.resync.serviceCalls} (${f.resync.serviceCallsGoal ?? callsGoal(f.n, f.replicas)})`,
       f.resync.kubeRequestsPerResource,
       `${killCell(f.kill)}${f.kill.leader ? `; leader ${killCell(f.kill.leader)}` : ""}`,
-      `${f.join.share} (${f.join.ideal})${f.join.seconds !== undefined ? `, ${f.join.reconciledSeconds ?? "–"} / ${f.join.seconds} s; ${f.join.replaceReconciledSeconds ?? "–"} / ${f.join.replaceSeconds} s` : ""}`,
+      `${f.join.share} (${f.join.ideal})${f.join.seconds !== undefined ? `, ${f.join.editPatchedSeconds?.max ?? "–"} / ${f.join.reconciledSeconds ?? "–"} / ${f.join.seconds} s; ${f.join.replaceEditPatchedSeconds?.max ?? "–"} / ${f.join.replaceReconciledSeconds ?? "–"} / ${f.join.replaceSeconds} s` : ""}`,
     ]),
   };
 }
