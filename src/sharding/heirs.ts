@@ -70,7 +70,7 @@ function chainKey(chain: ReadonlyMap<string, Inheritance>): string {
  * The ring by which `lease`, a live replica's own (or released by it), releases a joined share to
  * the process `identity` (see `release.ts`); undefined when it releases nothing to it.
  */
-export function releasedTo(lease: RingLease, identity: string): Inheritance | undefined {
+export function releaseFor(lease: RingLease, identity: string): Inheritance | undefined {
   const release = lease.released;
   const holder = lease.record.holderIdentity;
   if (release === undefined || release.identity !== identity) return undefined;
@@ -135,7 +135,7 @@ export class Heirs {
     const ring = lease ? heldRecord(lease) : undefined;
     const released =
       lease && this.#identity !== undefined && name !== this.#self
-        ? releasedTo(lease, this.#identity)
+        ? releaseFor(lease, this.#identity)
         : undefined;
     // A renewal, or a new holder of the same hold: no record changed, nor any chain.
     if (

@@ -17,7 +17,7 @@
  * ({@link releasedRecord}) that gives the released claims to the same newcomer; an owner that
  * restarts takes the release over from its Lease before its first reconcile.
  */
-import { decodeInheritance, encodeInheritance, type Inheritance, sameInheritance } from "./inheritance.ts";
+import { decodeInheritance, encodeInheritance, type Inheritance } from "./inheritance.ts";
 import { isReplicaName } from "./labels.ts";
 
 /** On an owner's own Lease while it releases a joined replica's share: `<identity>@<ring>`. */
@@ -64,12 +64,6 @@ export function decodeRelease(value: string | undefined): Release | undefined {
   return { heir, identity, ring };
 }
 
-/** Whether two releases are the same (one heir's process, one ring). */
-export function sameRelease(a: Release | undefined, b: Release | undefined): boolean {
-  if (a === undefined || b === undefined) return a === b;
-  return a.identity === b.identity && sameInheritance(a.ring, b.ring);
-}
-
 /**
  * The replica that joined between the rings `before` and `after`, when that is all that changed
  * (the same leader, the same members and one more); undefined otherwise.
@@ -80,9 +74,11 @@ export function joinedOne(
 ): string | undefined {
   if (before === undefined || after === undefined) return undefined;
   if (before.leader !== after.leader || after.members.length !== before.members.length + 1) return undefined;
+  // One more member, and only one of them new: every other one was a member before (members are
+  // sorted and each named once).
   const was = new Set(before.members);
   const added = after.members.filter((m) => !was.has(m));
-  return added.length === 1 && before.members.every((m) => after.members.includes(m)) ? added[0] : undefined;
+  return added.length === 1 ? added[0] : undefined;
 }
 
 /**

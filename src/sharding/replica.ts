@@ -201,13 +201,16 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
       return holdMs > 0 ? { drain: false, holdMs } : { drain: false };
     },
     acknowledge: async (key, signal) => {
+      const ref = parseObjectKey(key);
+      const obj = cache?.get(ref);
+      if (!obj || !claimants) return true;
       /**
        * Writes `labels` against the cached version, its claim's younger resources here held
        * meanwhile (see `ring-moves.ts`); true once written or the resource is gone, false when it
        * changed (tried again). Refused (known not written) rejects, said by the member's retry.
        */
       const handOver = async (labels: Record<string, string | null>): Promise<boolean> => {
-        const rv = obj?.metadata.resourceVersion ?? "";
+        const rv = obj.metadata.resourceVersion;
         moves.handing(key, rv);
         const outcome = await o.patchLabels(ref, rv, labels, signal);
         if (outcome === "written") metrics.acknowledged();
@@ -216,9 +219,6 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
           throw new Error(`the API server refused the shard labels ${JSON.stringify(labels)} of ${key}`);
         return outcome !== "conflict";
       };
-      const ref = parseObjectKey(key);
-      const obj = cache?.get(ref);
-      if (!obj || !claimants) return true;
       const rivals = claimants(obj).filter((r) => keyOfMeta(r) !== key);
       const drain = obj.metadata.labels?.[DRAIN_LABEL];
       const released = moves.releasedTo(key);
@@ -301,6 +301,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
         { to: release.heir },
         "the replica this replica's joined share was released to cannot take it up: reconciling it here again",
       );
+      heirGoneSince = undefined;
       moves.end();
     }
     if (seed !== undefined && ringKey === undefined) return moves.agree(undefined);
@@ -366,10 +367,10 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
         member,
         // Restarted while releasing a joined replica's share: the release goes on from its Lease.
         read: (lease) => {
+          if (member.holding) return;
           const release = decodeRelease(lease.annotations?.[RELEASED_ANNOTATION]);
           const holder = lease.record.holderIdentity;
-          if (member.holding || release === undefined || (holder !== "" && podOfIdentity(holder) !== name))
-            return;
+          if (release === undefined || (holder !== "" && podOfIdentity(holder) !== name)) return;
           logger.info(
             { to: release.heir },
             "this replica's Lease shows a share released to a joined replica: taking the release over",

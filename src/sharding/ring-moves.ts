@@ -41,7 +41,7 @@ import {
 } from "./inheritance.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "./labels.ts";
 import { createdSeconds } from "./pass.ts";
-import { joinedOne, type Release, sameRelease } from "./release.ts";
+import { joinedOne, type Release } from "./release.ts";
 import { ownerOf, ringShares } from "./ring.ts";
 
 /** On each replica's own Lease, written with every renewal: the ring it sees and moves its resources by. */
@@ -246,11 +246,6 @@ export class RingMoves {
     const cache = this.#cache;
     if (r === undefined || cache === undefined || !this.#released(key, r.release, cache)) return undefined;
     return { heir: r.release.heir, quiet: r.quiet };
-  }
-
-  /** Whether the release `release` is the one this replica makes. */
-  releases(release: Release | undefined): boolean {
-    return sameRelease(release, this.#release?.release);
   }
 
   #released(key: string, release: Release, cache: RingMovesCache): boolean {

@@ -11,29 +11,16 @@ import {
   encodeMovingBy,
   HANDED_CLAIM_MS,
   MOVING_BY_ANNOTATION,
-  RingMoves,
   ringOf,
 } from "../../src/sharding/ring-moves.ts";
-import { cacheOf } from "../support/ring-moves-cache.ts";
+import { ownerMoves } from "../support/ring-moves-cache.ts";
 
 const seed = new Uint8Array([1, 2, 3]);
 const four = ringOf(["d", "c", "b", "a"], "b");
 const choice = (key: string, ring = four) =>
   ownerOf(key, ring.members, ringShares(ring.members, ring.leader), seed);
 
-function moves(keys: string[], claims?: Record<string, string>) {
-  const changed: string[] = [];
-  const clock = { now: 1_000 };
-  const m = new RingMoves({
-    self: "a",
-    seed: () => seed,
-    now: () => clock.now,
-    changed: (key) => changed.push(key),
-  });
-  const cache = cacheOf(keys, claims);
-  m.attach(cache);
-  return { m, changed, cache, clock };
-}
+const moves = (keys: string[], claims?: Record<string, string>) => ownerMoves(seed, keys, claims);
 
 const KEYS = Array.from({ length: 200 }, (_, i) => `ns/r${i}`);
 
