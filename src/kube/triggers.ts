@@ -119,6 +119,9 @@ function sameLabelsButOwner(
   a: Readonly<Record<string, string>> | undefined,
   b: Readonly<Record<string, string>> | undefined,
 ): boolean {
+  // Every status write's event comes here: the common case compares as before, no copy made.
+  if (JSON.stringify(a ?? {}) === JSON.stringify(b ?? {})) return true;
+  if (a?.[OWNER_LABEL] === b?.[OWNER_LABEL]) return false;
   const without = (labels: Readonly<Record<string, string>> | undefined) => {
     const { [OWNER_LABEL]: _owner, ...rest } = labels ?? {};
     return JSON.stringify(rest);

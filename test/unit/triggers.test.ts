@@ -73,6 +73,12 @@ describe("specOrMetaChanged", () => {
       reconcile: false,
     },
     {
+      reason: "the shard owner label and another label changed",
+      before: changed({ labels: { app: "a", "shard.dms.dev/owner": "replica-a" } }),
+      after: changed({ labels: { app: "b", "shard.dms.dev/owner": "replica-b" } }),
+      reconcile: true,
+    },
+    {
       reason: "the shard drain label lifted (the resource is reconciled again)",
       before: changed({ labels: { "shard.dms.dev/owner": "replica-a", "shard.dms.dev/drain": "true" } }),
       after: changed({ labels: { "shard.dms.dev/owner": "replica-a" } }),
