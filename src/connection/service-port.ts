@@ -26,11 +26,15 @@ const FULL_PAGE = 100;
 export function deploymentsPort(client: ServiceClient): DeploymentsPort {
   // Lookups by id waiting at the same moment share `deployment_ids` calls (see id-batches.ts).
   const byId = new IdBatches({
-    list: (ids, signal, skipped) =>
-      client.listDeployments({ deployment_ids: ids }, { pageSize: FULL_PAGE, signal, onUnreadable: skipped }),
+    list: (ids, signal, skipped, enough) =>
+      client.listDeployments(
+        { deployment_ids: ids },
+        { pageSize: FULL_PAGE, signal, onUnreadable: skipped, enoughAfterShortPage: enough },
+      ),
     single: (id, signal) => client.getDeployment(id, { signal }),
   });
   return {
+    readAheadFrom: (ahead) => byId.readAheadFrom(ahead),
     getById: (id, signal) =>
       byId.get(id, signal).catch((error: unknown) => {
         // The listing holds the id, or an item without one, that cannot be read.

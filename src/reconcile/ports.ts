@@ -8,6 +8,7 @@
 
 import type { LogPage, LogQuery } from "../api/revision-logs.ts";
 import type { DeploymentResource, DeploymentResourceStatus } from "../crd/schema.ts";
+import type { ReadAhead } from "./service/id-batches.ts";
 import type {
   CreateDeploymentBody,
   Deployment,
@@ -131,7 +132,13 @@ export interface DeploymentsPort
     RevisionReads,
     RevisionLogReads,
     RevisionRedeploys,
-    RevisionRebuilds {}
+    RevisionRebuilds {
+  /**
+   * Lookups by id with room in their call read these ahead (`service/id-batches.ts`); the
+   * session of a sharded replica gives its snapshot's (`RemoteSnapshot.readAhead`).
+   */
+  readAheadFrom?(ahead: ReadAhead | undefined): void;
+}
 
 /**
  * What a listing answered: the deployments read, and the items it skipped because they could not

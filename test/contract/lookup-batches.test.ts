@@ -3,10 +3,12 @@
  * real HTTP against the simulator, each caller getting what the single lookup would give it: its
  * deployment, none, or the unreadable item that may be its own.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { pino } from "pino";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
 import { deploymentsPort } from "../../src/connection/service-port.ts";
 import { UnreadableDeploymentError } from "../../src/reconcile/service/lookup-errors.ts";
+import { ServiceSession } from "../../src/reconcile/service/session.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
@@ -111,5 +113,44 @@ describe("lookups by name over real HTTP", () => {
     // None containing it: the first page is empty and ends the listing.
     expect((await port.findByName("agent-999", signal)).deployments).toEqual([]);
     expect(calls()).toBe(9);
+  });
+});
+
+describe("a sharded session's lookups by id read ahead over real HTTP", () => {
+  it("a share inherited whole is read a hundred ids a call, by the lookups its reconciles make anyway", async () => {
+    const { port, sim } = await portOverSimulator(400);
+    const signal = new AbortController().signal;
+    const calls = () => sim.requests({ route: LISTING }).length;
+    let share = Array.from({ length: 100 }, (_, i) => id(i));
+    const session = new ServiceSession(port, {
+      clock: new ManualClock({ sleepsInstantly: true }),
+      logger: pino({ level: "silent" }),
+      listingMaxAgeMs: 60_000,
+      share: () => share,
+    });
+    await session.snapshot.refresh(signal);
+    expect(calls()).toBe(1);
+    // 300 more inherited, 10 of them recording deployments the service no longer has.
+    share = Array.from({ length: 310 }, (_, i) => id(i < 300 ? i : 1000 + i));
+    // 16 reconciles look theirs up at once: one call, 84 ids read ahead.
+    const first = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => session.service.getById(id(100 + i), signal)),
+    );
+    expect(first.map((d) => d?.name)).toEqual(Array.from({ length: 16 }, (_, i) => `agent-${100 + i}`));
+    expect(calls()).toBe(2);
+    expect(sim.requests({ route: LISTING })[1]?.url.split("%2C")).toHaveLength(100);
+    // The next reconciles find theirs in the snapshot, as a poll's read: no call. (The callers
+    // are answered as their items come; the call reads on to the end of its page.)
+    await vi.waitFor(() => expect(session.snapshot.byId(id(199), 1)?.name).toBe("agent-199"));
+    expect(session.snapshot.byId(id(200))).toBeNull();
+    // Two more lookups read the rest: 100 found, then 100 with the 10 gone, whose short page
+    // ends the call (no empty page to prove them gone: nobody waits for them).
+    await session.service.getById(id(200), signal);
+    await session.service.getById(id(300), signal);
+    await vi.waitFor(() => expect(session.snapshot.byId(id(299), 1)?.name).toBe("agent-299"));
+    expect(calls()).toBe(4);
+    // The share was gone through: until it may be again (AHEAD_WALK_MS), a lookup reads nothing ahead.
+    await session.service.getById(id(5), signal);
+    expect(sim.requests({ route: LISTING })[4]?.url.split("%2C")).toHaveLength(1);
   });
 });

@@ -430,8 +430,8 @@ function viewOfMemory(cm: MemoryConfigMap): ConfigMapView & { digest: string } {
   };
 }
 
-/** The {@link DeploymentsPort} methods, for counting calls. */
-export type ServiceMethod = keyof DeploymentsPort;
+/** The {@link DeploymentsPort} methods that call the service, for counting calls. */
+export type ServiceMethod = Exclude<keyof DeploymentsPort, "readAheadFrom">;
 
 const DEPLOYMENTS = "/v2/deployments";
 const DEPLOYMENT = "/v2/deployments/{deployment_id}";

@@ -298,3 +298,137 @@ describe("IdBatches: lookups by id coalesced", () => {
     expect(fake.calls).toHaveLength(0);
   });
 });
+
+/** A read-ahead over the ids `share`, recording what it was asked and what it found. */
+function aheadOf(share: string[]) {
+  const asked: { room: number; asked: string[] }[] = [];
+  const found: Deployment[] = [];
+  let next = 0;
+  return {
+    asked,
+    found,
+    readAhead: {
+      ids: (room: number, skip: ReadonlySet<string>) => {
+        asked.push({ room, asked: [...skip] });
+        const ids: string[] = [];
+        while (ids.length < room && next < share.length) {
+          const i = share[next++] as string;
+          if (!skip.has(i)) ids.push(i);
+        }
+        return ids;
+      },
+      found: (d: Deployment) => found.push(d),
+    },
+  };
+}
+
+describe("IdBatches: read-ahead fills a call's room", () => {
+  it("a lone lookup's call asks 99 ids ahead: their answers go to the read-ahead, the caller gets its own", async () => {
+    const held = Array.from({ length: 300 }, (_, i) => named(i));
+    const fake = fakeService(held);
+    const ahead = aheadOf(Array.from({ length: 300 }, (_, i) => id(i)));
+    fake.batches.readAheadFrom(ahead.readAhead);
+    await expect(fake.batches.get(id(0), signal())).resolves.toEqual(named(0));
+    // The caller is answered as its item comes; the call reads on for the ids ahead.
+    await turn();
+    expect(fake.calls.map((c) => c.ids.length)).toEqual([POLL_BATCH]);
+    expect(fake.calls[0]?.ids[0]).toBe(id(0));
+    expect(ahead.asked).toEqual([{ room: POLL_BATCH - 1, asked: [id(0)] }]);
+    // The caller's id is not read ahead twice: ids 1..99.
+    expect(ahead.found).toEqual(held.slice(1, 100));
+  });
+
+  it("only the last of several batches is filled, and never a call of its own", async () => {
+    const held = Array.from({ length: 400 }, (_, i) => named(i));
+    const fake = fakeService(held);
+    const ahead = aheadOf(Array.from({ length: 400 }, (_, i) => id(399 - i)));
+    fake.batches.readAheadFrom(ahead.readAhead);
+    await Promise.all(Array.from({ length: 150 }, (_, i) => fake.batches.get(id(i), signal())));
+    expect(fake.calls.map((c) => c.ids.length)).toEqual([100, 100]);
+    expect(ahead.found.map((d) => d.id)).toEqual(Array.from({ length: 50 }, (_, i) => id(399 - i)));
+    // Nothing waits: no call.
+    await turn();
+    await turn();
+    expect(fake.calls).toHaveLength(2);
+  });
+
+  it("a lookup of an id a call in flight reads ahead waits for that call: no call of its own", async () => {
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const held = Array.from({ length: 10 }, (_, i) => named(i));
+    const fake = fakeService(held, { gate });
+    const ahead = aheadOf(held.map((d) => d.id));
+    fake.batches.readAheadFrom(ahead.readAhead);
+    const first = fake.batches.get(id(0), signal());
+    await turn();
+    expect(fake.calls.map((c) => c.ids.length)).toEqual([10]);
+    const later = fake.batches.get(id(5), signal());
+    const missing = fake.batches.get(id(50), signal());
+    await turn();
+    await turn();
+    open();
+    expect(await first).toEqual(named(0));
+    expect(await later).toEqual(named(5));
+    expect(await missing).toBeUndefined();
+    // id 5 went to its caller, not to the read-ahead; id 50 made the second call.
+    expect(ahead.found.map((d) => d.id)).not.toContain(id(5));
+    expect(fake.calls.map((c) => c.ids[0])).toEqual([id(0), id(50)]);
+  });
+
+  it("a lookup of an id read ahead by a call that ended is asked again", async () => {
+    const held = Array.from({ length: 5 }, (_, i) => named(i));
+    const fake = fakeService(held);
+    const ahead = aheadOf(held.map((d) => d.id));
+    fake.batches.readAheadFrom(ahead.readAhead);
+    await fake.batches.get(id(0), signal());
+    await turn();
+    expect(ahead.found).toEqual(held.slice(1));
+    await expect(fake.batches.get(id(3), signal())).resolves.toEqual(named(3));
+    expect(fake.calls.map((c) => c.ids)).toEqual([held.map((d) => d.id), [id(3)]]);
+  });
+
+  it("ids read ahead keep no page going: a service ignoring the filter is read no further than the page that answered the callers", async () => {
+    const others = (from: number) => Array.from({ length: 100 }, (_, i) => named(1000 + from + i));
+    const fake = fakeService([], {
+      pages: () => [
+        { items: [named(1), ...others(0).slice(0, 99)] },
+        { items: others(100) },
+        { items: others(200) },
+      ],
+    });
+    const ahead = aheadOf([id(2), id(3)]);
+    fake.batches.readAheadFrom(ahead.readAhead);
+    await expect(fake.batches.get(id(1), signal())).resolves.toEqual(named(1));
+    expect(fake.pagesRead).toBe(1);
+    expect(ahead.found).toEqual([]);
+  });
+
+  it("a batch whose callers all gave up is aborted, whatever it reads ahead", async () => {
+    const fake = fakeService([named(1), named(2)], { gate: new Promise(() => {}) });
+    const ahead = aheadOf([id(2)]);
+    fake.batches.readAheadFrom(ahead.readAhead);
+    const gone = new AbortController();
+    const lookup = fake.batches.get(id(1), gone.signal);
+    await turn();
+    gone.abort(new Error("gave up"));
+    await expect(lookup).rejects.toThrow("gave up");
+    expect(fake.calls[0]?.signal.aborted).toBe(true);
+    await turn();
+    // Its read-ahead id is free again: a lookup of it makes a call of its own.
+    const later = new AbortController();
+    const again = fake.batches.get(id(2), later.signal);
+    await turn();
+    expect(fake.calls.map((c) => c.ids[0])).toEqual([id(1), id(2)]);
+    later.abort(new Error("done"));
+    await expect(again).rejects.toThrow("done");
+  });
+
+  it("ids that are not uuids, or asked already, are not read ahead", async () => {
+    const fake = fakeService([named(1), named(2)]);
+    fake.batches.readAheadFrom({ ids: () => ["../etc", id(1), id(2), id(2)], found: () => {} });
+    await fake.batches.get(id(1), signal());
+    expect(fake.calls.map((c) => c.ids)).toEqual([[id(1), id(2)]]);
+  });
+});

@@ -10,7 +10,7 @@ import type { DeploymentListings } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { idBatches, POLL_BATCH } from "../../src/reconcile/service/id-batches.ts";
 import { oneSession, ServiceSession } from "../../src/reconcile/service/session.ts";
-import { RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
+import { AHEAD_WALK_MS, RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
 import { ListingDeadlineError } from "../../src/reconcile/service/snapshot-reader.ts";
 import { tellPaced } from "../../src/runtime/clock.ts";
 import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
@@ -672,5 +672,53 @@ describe("a sharded replica's reconciles over a share read by id", () => {
     await r.reconcile().catch(() => undefined);
     expect(r.calls()).toEqual({});
     expect(r.service.store.list()).toHaveLength(1);
+  });
+});
+
+describe("RemoteSnapshot.readAhead: what lookups by id read ahead of a share", () => {
+  it("is none unsharded: a whole listing holds what is asked", () => {
+    const clock = new ManualClock({ start: 0 });
+    const port: DeploymentListings = { listAll: async () => {}, getByIds: async () => [] };
+    expect(new RemoteSnapshot(port, clock, { maxAgeMs: 60_000 }).readAhead()).toBeUndefined();
+  });
+
+  it("gives the share's ids the snapshot lacks, in order, a room at a time, none asked already", async () => {
+    const service = deployments(300);
+    let share = Array.from({ length: 100 }, (_, i) => id(i));
+    const { snapshot } = shareOver(service, () => share);
+    await snapshot.refresh(signal());
+    // A share inherited: 200 more ids, the first 100 held.
+    share = Array.from({ length: 300 }, (_, i) => id(i));
+    const ahead = snapshot.readAhead();
+    if (!ahead) throw new Error("sharded: a read-ahead");
+    expect(ahead.ids(3, new Set([id(101)]))).toEqual([id(100), id(102), id(103)]);
+    expect(ahead.ids(99, new Set())).toEqual(Array.from({ length: 99 }, (_, i) => id(104 + i)));
+    // What comes is held, and answers the next reconcile's lookup whatever the listing's age.
+    ahead.found(named(104));
+    expect(snapshot.byId(id(104), 1)?.name).toBe("agent-104");
+    expect(ahead.ids(1000, new Set())).toEqual(Array.from({ length: 97 }, (_, i) => id(203 + i)));
+  });
+
+  it(`goes through the share again no sooner than ${AHEAD_WALK_MS} ms after its last walk began`, async () => {
+    const service = deployments(10);
+    let walks = 0;
+    const share = [id(0), id(1), id(2)];
+    const { snapshot, clock } = shareOver(service, () => {
+      walks += 1;
+      return share;
+    });
+    const ahead = snapshot.readAhead();
+    if (!ahead) throw new Error("sharded: a read-ahead");
+    expect(ahead.ids(99, new Set())).toEqual(share);
+    expect(walks).toBe(1);
+    // Nothing found: still lacking, but not walked for again at once.
+    expect(ahead.ids(99, new Set())).toEqual([]);
+    clock.advance(AHEAD_WALK_MS - 1);
+    expect(ahead.ids(99, new Set())).toEqual([]);
+    expect(walks).toBe(1);
+    clock.advance(1);
+    ahead.found(named(1));
+    expect(ahead.ids(99, new Set())).toEqual([id(0), id(2)]);
+    expect(walks).toBe(2);
   });
 });

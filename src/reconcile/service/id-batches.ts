@@ -26,6 +26,14 @@
  *
  * An id that is not a uuid never joins a batch (the client refuses to send it, which would fail
  * the batch for the others; see `idBatches`): it goes to the single lookup, which reports it.
+ *
+ * **Read-ahead** ({@link ReadAhead}): a call with room left asks for more ids than its callers
+ * wait for, those the snapshot of a sharded replica's share lacks (a share just inherited or
+ * released to it: thousands of resources whose next reconciles would each look theirs up, a few
+ * at a time, as the workers take them). What comes for them goes to the snapshot, for the
+ * reconciles that follow. It only fills calls made anyway: never a call of its own, never a page
+ * more (the call ends once its callers are answered and every id asked came, or at its short
+ * page). A lookup of an id a call in flight asks ahead waits for that call.
  */
 
 import type { Deployment, UnreadableDeployment } from "../service-types.ts";
@@ -59,13 +67,23 @@ export function idBatches(ids: Iterable<string>): string[][] {
 
 /**
  * The deployments whose ids are `ids` (`deployment_ids`, at most {@link POLL_BATCH}), every page
- * under `signal`, each item that cannot be read handed to `skipped`.
+ * under `signal`, each item that cannot be read handed to `skipped`; after a short page, no more
+ * when `enough` says so (`ListDeploymentsOptions.enoughAfterShortPage`).
  */
 export type IdListing = (
   ids: readonly string[],
   signal: AbortSignal,
   skipped: (item: UnreadableDeployment) => void,
+  enough: () => boolean,
 ) => AsyncIterable<Deployment>;
+
+/** Ids a call with room asks besides its callers' (see the module comment), and where their answers go. */
+export interface ReadAhead {
+  /** At most `room` ids worth asking now, none of `asked`. */
+  ids(room: number, asked: ReadonlySet<string>): string[];
+  /** A deployment read ahead. */
+  found(deployment: Deployment): void;
+}
 
 /** What {@link IdBatches} is built over. */
 export interface IdBatchesOptions {
@@ -88,6 +106,8 @@ interface Waiter {
 /** Callers by id, waiting together: the pending lookups, or those of one batch. */
 interface Group {
   waiters: Map<string, Set<Waiter>>;
+  /** Ids the batch reads ahead that no caller waits for yet. */
+  ahead?: Set<string>;
   /** Aborts the batch's call once its last caller gave up (absent while pending). */
   abort?: AbortController;
 }
@@ -101,11 +121,19 @@ export class IdBatches {
   #scheduled = false;
   /** Batch calls in flight (an abandoned one no longer counts). */
   #inFlight = 0;
+  #readAhead: ReadAhead | undefined;
+  /** The batches in flight by each id they read ahead (a lookup of one joins its batch). */
+  readonly #aheadIn = new Map<string, Group>();
 
   constructor(options: IdBatchesOptions) {
     this.#list = options.list;
     this.#single = options.single;
     this.#defer = options.defer ?? ((flush) => setImmediate(flush));
+  }
+
+  /** From now on, calls with room read ahead the ids `ahead` gives (see the module comment). */
+  readAheadFrom(ahead: ReadAhead | undefined): void {
+    this.#readAhead = ahead;
   }
 
   /** The deployment with this id, or undefined when the service has none. */
@@ -118,8 +146,11 @@ export class IdBatches {
         reject(signal.reason);
       };
       const done = () => signal.removeEventListener("abort", onAbort);
+      // Read ahead by a call in flight: answered by that call.
+      const ahead = this.#aheadIn.get(id);
+      const group = ahead ?? this.#pending;
       const waiter: Waiter = {
-        group: this.#pending,
+        group,
         resolve: (deployment) => {
           done();
           resolve(deployment);
@@ -130,8 +161,11 @@ export class IdBatches {
         },
       };
       signal.addEventListener("abort", onAbort, { once: true });
-      join(this.#pending, id, waiter);
-      this.#schedule();
+      join(group, id, waiter);
+      if (ahead) {
+        ahead.ahead?.delete(id);
+        this.#aheadIn.delete(id);
+      } else this.#schedule();
     });
   }
 
@@ -141,6 +175,7 @@ export class IdBatches {
     const set = group.waiters.get(id);
     if (!set?.delete(waiter)) return;
     if (set.size === 0) group.waiters.delete(id);
+    // A batch nobody waits for is not kept for what it reads ahead.
     if (group.waiters.size === 0 && group.abort && !group.abort.signal.aborted) {
       // Its lookups wait no longer for it: the next ones go out at once.
       this.#ended();
@@ -162,7 +197,8 @@ export class IdBatches {
     if (this.#inFlight > 0) return;
     const pending = this.#pending;
     this.#pending = { waiters: new Map() };
-    for (const ids of idBatches(pending.waiters.keys())) {
+    const batches = idBatches(pending.waiters.keys());
+    for (const [i, ids] of batches.entries()) {
       const abort = new AbortController();
       const group: Group = { waiters: new Map(), abort };
       for (const id of ids) {
@@ -170,9 +206,24 @@ export class IdBatches {
         for (const waiter of set) waiter.group = group;
         group.waiters.set(id, set);
       }
+      if (i === batches.length - 1) this.#fillAhead(group, ids.length);
       this.#inFlight += 1;
       void this.#run(group, abort);
     }
+  }
+
+  /** The room left in `group`'s call, of `asked` ids, filled with ids read ahead. */
+  #fillAhead(group: Group, asked: number): void {
+    const room = POLL_BATCH - asked;
+    if (this.#readAhead === undefined || room <= 0) return;
+    const ahead = new Set<string>();
+    for (const id of this.#readAhead.ids(room, new Set(group.waiters.keys()))) {
+      if (ahead.size >= room) break;
+      if (group.waiters.has(id) || this.#aheadIn.has(id) || !isUuid(id)) continue;
+      ahead.add(id);
+      this.#aheadIn.set(id, group);
+    }
+    if (ahead.size > 0) group.ahead = ahead;
   }
 
   /** A batch call ended (or was abandoned): the lookups that waited meanwhile go out. */
@@ -183,7 +234,9 @@ export class IdBatches {
 
   /** Makes one batch's call and answers each of its callers. */
   async #run(group: Group, abort: AbortController): Promise<void> {
-    const asked = new Set([...group.waiters.keys()].map((id) => id.toLowerCase()));
+    const ahead = group.ahead ?? new Set<string>();
+    const ids = [...group.waiters.keys(), ...ahead];
+    const asked = new Set(ids.map((id) => id.toLowerCase()));
     // The first unreadable item that may be each id's: its own, or one without an id.
     const hidden = new Map<string, UnreadableDeployment>();
     let hiddenAny: UnreadableDeployment | undefined;
@@ -194,13 +247,24 @@ export class IdBatches {
         if (asked.has(id) && !hidden.has(id)) hidden.set(id, item);
       }
     };
+    // Items read: past one page's worth, ids read ahead keep no call going (a service ignoring
+    // the filter would list everything).
+    let read = 0;
     try {
-      for await (const deployment of this.#list([...group.waiters.keys()], abort.signal, skipped)) {
+      // Ids read ahead and not found ask for no empty page to prove them gone.
+      const enough = () => group.waiters.size === 0;
+      for await (const deployment of this.#list(ids, abort.signal, skipped, enough)) {
+        read += 1;
+        if (ahead.delete(deployment.id)) {
+          this.#aheadIn.delete(deployment.id);
+          this.#readAhead?.found(deployment);
+        }
         const set = group.waiters.get(deployment.id);
-        if (!set) continue;
-        group.waiters.delete(deployment.id);
-        for (const waiter of set) waiter.resolve(deployment);
-        if (group.waiters.size === 0) break;
+        if (set) {
+          group.waiters.delete(deployment.id);
+          for (const waiter of set) waiter.resolve(deployment);
+        }
+        if (group.waiters.size === 0 && (ahead.size === 0 || read >= POLL_BATCH)) break;
       }
       for (const [id, set] of group.waiters) {
         const item = hidden.get(id.toLowerCase()) ?? hiddenAny;
@@ -212,6 +276,8 @@ export class IdBatches {
       for (const set of group.waiters.values()) for (const waiter of set) waiter.reject(error);
     } finally {
       group.waiters.clear();
+      for (const id of ahead) this.#aheadIn.delete(id);
+      ahead.clear();
       if (!abort.signal.aborted) this.#ended();
     }
   }

@@ -93,6 +93,8 @@ export class ServiceSession {
       ...(options.share ? { share: options.share } : {}),
       ...(options.unrecorded ? { unrecorded: options.unrecorded } : {}),
     });
+    // Sharded, a lookup by id with room in its call reads ahead what the snapshot lacks of the share.
+    service.readAheadFrom?.(this.snapshot.readAhead());
     this.service = writingThrough(service, this.snapshot, this.pace);
     this.repos = new RepoListings(service, options.clock, options.repoListingTtlMs ?? 300_000);
     this.revisions = new RevisionTracker(service, options.logger, options.revisionTracking ?? true);

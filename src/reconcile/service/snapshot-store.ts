@@ -169,6 +169,11 @@ export class SnapshotStore {
     return this.#named && this.isFresh();
   }
 
+  /** True when the snapshot holds an entry for `id` (from a read or a write). */
+  protected holds(id: string): boolean {
+    return this.#entries.has(id);
+  }
+
   /** True when the poller read `id` and no reconcile has taken that read yet. */
   protected pollUntaken(id: string): boolean {
     return this.#polled.has(id);

@@ -32,7 +32,7 @@ import type { Clock } from "../../runtime/clock.ts";
 import { SharedCall } from "../../runtime/shared-call.ts";
 import type { DeploymentListings } from "../ports.ts";
 import type { Deployment } from "../service-types.ts";
-import { idBatches, type POLL_BATCH } from "./id-batches.ts";
+import { idBatches, type POLL_BATCH, type ReadAhead } from "./id-batches.ts";
 import { ListingDeadlineError, SnapshotReader } from "./snapshot-reader.ts";
 import { SnapshotStore } from "./snapshot-store.ts";
 
@@ -86,10 +86,16 @@ export class RemoteSnapshot extends SnapshotStore {
   readonly #reader: SnapshotReader;
   readonly #deadlineMs: number;
   readonly #listing: SharedCall<void>;
+  readonly #clock: Clock;
+  readonly #share: (() => Iterable<string>) | undefined;
+  /** The walk of the share {@link readAhead} takes its ids from, where it stands and when it began. */
+  #ahead: { ids: Iterator<string>; at: number } = { ids: NO_IDS, at: Number.NEGATIVE_INFINITY };
 
   constructor(port: DeploymentListings, clock: Clock, options: RemoteSnapshotOptions) {
     super(clock, options.maxAgeMs, options.share === undefined);
     this.#port = port;
+    this.#clock = clock;
+    this.#share = options.share;
     this.#deadlineMs = options.listingDeadlineMs ?? Number.POSITIVE_INFINITY;
     this.#reader = new SnapshotReader(port, clock, {
       maxAgeMs: options.maxAgeMs,
@@ -165,6 +171,37 @@ export class RemoteSnapshot extends SnapshotStore {
   }
 
   /**
+   * Sharded: what lookups by id with room in their call read ahead (`id-batches.ts`): the share's
+   * ids this snapshot holds no entry for, the share gone through once and then not again for
+   * {@link AHEAD_WALK_MS} (a share inherited or released to the replica is read in full calls
+   * instead of a call per few reconciles; a settled share costs a walk at most that often). What
+   * comes is held as a poll's read is, for the next reconcile. Undefined unsharded: a whole
+   * listing holds every deployment asked about.
+   */
+  readAhead(): ReadAhead | undefined {
+    const share = this.#share;
+    if (share === undefined) return undefined;
+    return {
+      ids: (room, asked) => {
+        const now = this.#clock.now();
+        let walk = this.#ahead;
+        const ids: string[] = [];
+        for (;;) {
+          for (let next = walk.ids.next(); !next.done; next = walk.ids.next()) {
+            const id = next.value;
+            if (!this.holds(id) && !asked.has(id) && ids.push(id) >= room) return ids;
+          }
+          // Gone through: the share's list is let go.
+          this.#ahead = { ids: NO_IDS, at: walk.at };
+          if (now - walk.at < AHEAD_WALK_MS) return ids;
+          walk = this.#ahead = { ids: share()[Symbol.iterator](), at: now };
+        }
+      },
+      found: (deployment) => this.observedByPoll(deployment),
+    };
+  }
+
+  /**
    * Re-reads the deployments `ids` from the service, {@link POLL_BATCH} per call, and records
    * them. An id polled before whose read no reconcile has taken yet is skipped: when reconciles
    * queue up (thousands of creates at once), polling their deployments again every period would
@@ -183,6 +220,11 @@ export class RemoteSnapshot extends SnapshotStore {
     }
   }
 }
+
+/** How often at most a snapshot's read-ahead goes through its share again (see `RemoteSnapshot.readAhead`). */
+export const AHEAD_WALK_MS = 5_000;
+
+const NO_IDS: Iterator<string> = { next: () => ({ done: true, value: undefined }) };
 
 /**
  * Characters of a failed listing's detail kept until the next listing: several times what a
