@@ -153,4 +153,16 @@ describe("a sharded session's lookups by id read ahead over real HTTP", () => {
     await session.service.getById(id(5), signal);
     expect(sim.requests({ route: LISTING })[4]?.url.split("%2C")).toHaveLength(1);
   });
+  it("an unsharded session reads nothing ahead: its whole listing holds what it asks", async () => {
+    const { port, sim } = await portOverSimulator(50);
+    const signal = new AbortController().signal;
+    const session = new ServiceSession(port, {
+      clock: new ManualClock({ sleepsInstantly: true }),
+      logger: pino({ level: "silent" }),
+      listingMaxAgeMs: 60_000,
+    });
+    await session.service.getById(id(3), signal);
+    const asked = sim.requests({ route: LISTING }).map((r) => r.url.split("%2C").length);
+    expect(asked).toEqual([1]);
+  });
 });
