@@ -14,7 +14,7 @@
  * {@link TRANSIT_MS} (then it is deleted from the cache).
  */
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
-import { CLAIM_INDEX, claimOf } from "../reconcile/claims.ts";
+import { CLAIM_INDEX, claimOf, claimOnTheWire } from "../reconcile/claims.ts";
 import { addItem, itemsOf, type OneOrMany, removeItem } from "../runtime/one-or-many.ts";
 import { CustomResources } from "./custom-resources.ts";
 import {
@@ -33,25 +33,31 @@ import type { ReflectorHandlers } from "./reflector.ts";
  * ahead of a take ({@link ShareDeployments.prefetch}) it keeps every one until told which it keeps.
  */
 class InheritedShare extends CustomResources<DeploymentObject, DeploymentResourceStatus> {
-  readonly #filter: { keep: ((obj: DeploymentObject) => boolean) | undefined };
+  readonly #filter: { keep: KeepClaim | undefined };
 
-  constructor(options: KubeDeploymentsOptions, keep: ((obj: DeploymentObject) => boolean) | undefined) {
+  constructor(options: KubeDeploymentsOptions, keep: KeepClaim | undefined) {
     const strings = options.strings ?? DEPLOYMENT_STRINGS;
     const filter = { keep };
+    // Another heir's resource: not kept. The reflector reads null as "not kept" (dropped from
+    // the cache if it was in it); the adapter's type knows only undefined, "unusable".
+    const notKept = null as unknown as undefined;
     super(DEPLOYMENTS, options, (raw) => {
+      const keeps = filter.keep;
+      // Told apart by its claim before its decode: a joined replica lists its owners' whole
+      // shares to keep about a quarter of them.
+      const claim = keeps === undefined ? undefined : claimOnTheWire(raw);
+      if (claim !== undefined && keeps !== undefined && !keeps(claim)) return notKept;
       const obj = decodeDeployment(raw, strings);
-      // Another heir's resource: not kept. The reflector reads null as "not kept" (dropped from
-      // the cache if it was in it); the adapter's type knows only undefined, "unusable".
-      if (obj === undefined || filter.keep === undefined || filter.keep(obj)) return obj;
-      return null as unknown as undefined;
+      if (obj === undefined || keeps === undefined || claim !== undefined || keeps(claimOf(obj))) return obj;
+      return notKept;
     });
     this.#filter = filter;
   }
 
   /** Keeps from now on only what `keep` holds for, and drops the rest from the cache. */
-  keepOnly(keep: (obj: DeploymentObject) => boolean): void {
+  keepOnly(keep: KeepClaim): void {
     this.#filter.keep = keep;
-    this.cache.retain(keep);
+    this.cache.retain((obj) => keep(claimOf(obj)));
   }
 
   /** A write's answer, for the next read (see `Reflector.observeWrite`). */
@@ -59,6 +65,9 @@ class InheritedShare extends CustomResources<DeploymentObject, DeploymentResourc
     this.cache.observeWrite(obj);
   }
 }
+
+/** Which claims an inherited watch keeps (`claims.ts`, `claimOf`: the ring places resources by them). */
+export type KeepClaim = (claim: string) => boolean;
 
 /** A share listed ahead of a take, until an inherit adopts it or its signal aborts. */
 interface Prefetched {
@@ -108,7 +117,7 @@ export class ShareDeployments extends KubeDeployments {
    * holds it). A second call for the same `owner` starts once the first one ended (stop that one
    * first: the ring it kept by may have changed).
    */
-  async inherit(owner: string, keep: (obj: DeploymentObject) => boolean, signal: AbortSignal): Promise<void> {
+  async inherit(owner: string, keep: KeepClaim, signal: AbortSignal): Promise<void> {
     for (let running = this.#ended.get(owner); running !== undefined; running = this.#ended.get(owner))
       await running;
     if (signal.aborted) return;
@@ -207,7 +216,7 @@ export class ShareDeployments extends KubeDeployments {
   }
 
   /** The watch of `owner`'s resources, keeping those `keep` holds for (every one: undefined). */
-  #share(owner: string, keep: ((obj: DeploymentObject) => boolean) | undefined): InheritedShare {
+  #share(owner: string, keep: KeepClaim | undefined): InheritedShare {
     const { scope, inheritedSelector } = this.#options;
     return new InheritedShare(
       {

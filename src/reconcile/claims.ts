@@ -12,6 +12,7 @@
 import { connectionKey, connectionOf, DEFAULT_CONNECTION } from "../crd/connection-ref.ts";
 import { effectiveName } from "../crd/mapping.ts";
 import type { DeploymentSpec } from "../crd/schema.ts";
+import { isRecord } from "../runtime/json.ts";
 import { keyOfMeta } from "../runtime/queue-lines.ts";
 import type { ResourcePort, StoredResource } from "./ports.ts";
 
@@ -55,6 +56,25 @@ export const connectionKeyOf = (o: Claimant): string =>
 export function claimOf(o: Claimant): string {
   const connection = connectionOf(o.metadata.namespace ?? "", o.spec.connectionRef);
   return claimOn(connectionKey(connection), claimedName(o));
+}
+
+/**
+ * The claim of a Deployment resource from the wire, read before its decode; undefined when its
+ * metadata or spec is not as a claim needs (its decode then says whether it is usable).
+ */
+export function claimOnTheWire(raw: unknown): string | undefined {
+  if (!isRecord(raw) || !isRecord(raw.metadata) || !isRecord(raw.spec)) return undefined;
+  const { name, namespace } = raw.metadata;
+  if (typeof name !== "string" || (namespace !== undefined && typeof namespace !== "string"))
+    return undefined;
+  try {
+    return claimOf({
+      metadata: { name, ...(namespace ? { namespace } : {}) },
+      spec: raw.spec as DeploymentSpec,
+    });
+  } catch {
+    return undefined;
+  }
 }
 
 /** The claim of the service name `name` on the connection `key` (see {@link claimOf}). */

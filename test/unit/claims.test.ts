@@ -2,8 +2,11 @@
 // claims no name and makes no call through it, unless it already owns a deployment there.
 import { describe, expect, it } from "vitest";
 import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
+import { decodeDeployment } from "../../src/kube/deployments.ts";
 import {
+  claimOf,
   claimOn,
+  claimOnTheWire,
   connectionIndexer,
   holdsClaim,
   olderClaimant,
@@ -87,5 +90,45 @@ describe("the connection index", () => {
     expect(connectionIndexer(on({ kind: "ServiceConnection", name: "prod" }))).toEqual([
       "ServiceConnection/team-a/prod",
     ]);
+  });
+});
+
+describe("a claim read on the wire, before the decode", () => {
+  const wire = (spec: unknown, metadata: Record<string, unknown> = { namespace: "team-a", name: "web" }) => ({
+    apiVersion: "dms.dev/v1alpha1",
+    kind: "Deployment",
+    metadata: { uid: "u", resourceVersion: "1", ...metadata },
+    spec,
+  });
+
+  it.each<{ case: string; raw: ReturnType<typeof wire> }>([
+    { case: "the default connection, the resource's name", raw: wire({ source: "github" }) },
+    { case: "spec.name", raw: wire({ name: "shop", source: "github" }) },
+    {
+      case: "a ServiceConnection",
+      raw: wire({
+        name: "shop",
+        source: "github",
+        connectionRef: { kind: "ServiceConnection", name: "prod" },
+      }),
+    },
+    {
+      case: "a ClusterServiceConnection",
+      raw: wire({ source: "github", connectionRef: { kind: "ClusterServiceConnection", name: "shared" } }),
+    },
+    { case: "no namespace", raw: wire({ name: "shop" }, { name: "web" }) },
+  ])("is the decoded resource's claim: $case", ({ raw }) => {
+    const decoded = decodeDeployment(raw);
+    if (!decoded) throw new Error("decodable");
+    expect(claimOnTheWire(raw)).toBe(claimOf(decoded));
+  });
+
+  it.each<{ case: string; raw: unknown }>([
+    { case: "not an object", raw: "x" },
+    { case: "no spec", raw: { metadata: { name: "web" } } },
+    { case: "a name that is not a string", raw: wire({}, { name: 7 }) },
+    { case: "a namespace that is not a string", raw: wire({}, { name: "web", namespace: ["a"] }) },
+  ])("is undefined when the wire cannot say: $case (the decode decides)", ({ raw }) => {
+    expect(claimOnTheWire(raw)).toBeUndefined();
   });
 });

@@ -122,7 +122,7 @@ describe("a replica's cache with an inherited share", () => {
     expect(names(cache.list())).toEqual(["a1"]);
 
     const inheritance = new AbortController();
-    const inherited = cache.inherit("d", (o) => o.metadata.name !== "d2", inheritance.signal);
+    const inherited = cache.inherit("d", (claim) => claim !== "d2", inheritance.signal);
     await until(cache, () => cache.size === 3);
     expect(names(cache.list())).toEqual(["a1", "d1", "d3"]);
     expect(cache.get({ namespace: "ns", name: "d1" })?.metadata.labels?.[OWNER_LABEL]).toBe("d");
@@ -231,7 +231,7 @@ describe("a replica's cache with an inherited share", () => {
       resource("d2", "d", "3"),
       resource("d3", "d", "4"),
     ];
-    const notD2 = (o: DeploymentObject) => o.metadata.name !== "d2";
+    const notD2 = (claim: string) => claim !== "d2";
     const own = (client: KubeClient) =>
       new ShareDeployments({
         client,
