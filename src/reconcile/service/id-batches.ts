@@ -33,7 +33,9 @@
  * at a time, as the workers take them). What comes for them goes to the snapshot, for the
  * reconciles that follow. It only fills calls made anyway: never a call of its own, never a page
  * more (the call ends once its callers are answered and every id asked came, or at its short
- * page). A lookup of an id a call in flight asks ahead waits for that call.
+ * page). A lookup of an id a call in flight reads ahead still makes its own call, after it: a
+ * caller asking the service live (a changed spec, a rollout's confirmation) gets a read sent after
+ * it asked, never one sent before.
  */
 
 import type { Deployment, UnreadableDeployment } from "../service-types.ts";
@@ -106,7 +108,7 @@ interface Waiter {
 /** Callers by id, waiting together: the pending lookups, or those of one batch. */
 interface Group {
   waiters: Map<string, Set<Waiter>>;
-  /** Ids the batch reads ahead that no caller waits for yet. */
+  /** Ids the batch reads ahead, for no caller of its own. */
   ahead?: Set<string>;
   /** Aborts the batch's call once its last caller gave up (absent while pending). */
   abort?: AbortController;
@@ -122,8 +124,6 @@ export class IdBatches {
   /** Batch calls in flight (an abandoned one no longer counts). */
   #inFlight = 0;
   #readAhead: ReadAhead | undefined;
-  /** The batches in flight by each id they read ahead (a lookup of one joins its batch). */
-  readonly #aheadIn = new Map<string, Group>();
 
   constructor(options: IdBatchesOptions) {
     this.#list = options.list;
@@ -146,11 +146,8 @@ export class IdBatches {
         reject(signal.reason);
       };
       const done = () => signal.removeEventListener("abort", onAbort);
-      // Read ahead by a call in flight: answered by that call.
-      const ahead = this.#aheadIn.get(id);
-      const group = ahead ?? this.#pending;
       const waiter: Waiter = {
-        group,
+        group: this.#pending,
         resolve: (deployment) => {
           done();
           resolve(deployment);
@@ -161,11 +158,8 @@ export class IdBatches {
         },
       };
       signal.addEventListener("abort", onAbort, { once: true });
-      join(group, id, waiter);
-      if (ahead) {
-        ahead.ahead?.delete(id);
-        this.#aheadIn.delete(id);
-      } else this.#schedule();
+      join(this.#pending, id, waiter);
+      this.#schedule();
     });
   }
 
@@ -219,9 +213,8 @@ export class IdBatches {
     const ahead = new Set<string>();
     for (const id of this.#readAhead.ids(room, new Set(group.waiters.keys()))) {
       if (ahead.size >= room) break;
-      if (group.waiters.has(id) || this.#aheadIn.has(id) || !isUuid(id)) continue;
+      if (group.waiters.has(id) || !isUuid(id)) continue;
       ahead.add(id);
-      this.#aheadIn.set(id, group);
     }
     if (ahead.size > 0) group.ahead = ahead;
   }
@@ -255,10 +248,7 @@ export class IdBatches {
       const enough = () => group.waiters.size === 0;
       for await (const deployment of this.#list(ids, abort.signal, skipped, enough)) {
         read += 1;
-        if (ahead.delete(deployment.id)) {
-          this.#aheadIn.delete(deployment.id);
-          this.#readAhead?.found(deployment);
-        }
+        if (ahead.delete(deployment.id)) this.#readAhead?.found(deployment);
         const set = group.waiters.get(deployment.id);
         if (set) {
           group.waiters.delete(deployment.id);
@@ -276,7 +266,6 @@ export class IdBatches {
       for (const set of group.waiters.values()) for (const waiter of set) waiter.reject(error);
     } finally {
       group.waiters.clear();
-      for (const id of ahead) this.#aheadIn.delete(id);
       ahead.clear();
       if (!abort.signal.aborted) this.#ended();
     }
