@@ -317,12 +317,32 @@ export function sharderRunnable<R extends ShardRecord>(o: SharderRunOptions<R>):
         const { membership, retryPeriodMs: quietMs, leaseDurationMs: boundMs } = o;
         await ringSettled({ membership, clock, startedAt, quietMs, boundMs, signal });
         // A failover: the dead leader's Lease is taken now, not after the listing of every
-        // resource below, and its heirs reconcile its share meanwhile (`inheritance.ts`).
+        // resource below, and its heirs reconcile its share meanwhile (`inheritance.ts`). Again
+        // each renew period while the listing lasts: that Lease and the leader's election Lease
+        // were renewed together and last as long, so it may expire a moment after this
+        // leadership began, and would otherwise wait for the first pass, after the listing.
         // (Each Lease taken is logged by the take; a write that failed is logged and left to a pass.)
-        await sharder.takeDown(signal).catch((err: unknown) => {
-          if (!signal.aborted)
-            logger.warn({ err }, "could not take the Leases of replicas that stopped renewing");
-        });
+        const takeDown = () =>
+          sharder.takeDown(signal).catch((err: unknown) => {
+            if (!signal.aborted)
+              logger.warn({ err }, "could not take the Leases of replicas that stopped renewing");
+          });
+        await takeDown();
+        const listed = resources.synced.then(
+          () => true,
+          () => true,
+        );
+        while (!signal.aborted && !resources.hasSynced()) {
+          const ended = await Promise.race([
+            listed,
+            clock.sleep(quietMs, signal).then(
+              () => false,
+              () => true,
+            ),
+          ]);
+          if (ended || resources.hasSynced()) break;
+          await takeDown();
+        }
         await untilAborted(resources.synced, signal);
         if (resources.hasSynced()) users.changed(undefined);
         logger.info("sharder started");

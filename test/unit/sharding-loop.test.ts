@@ -184,79 +184,114 @@ describe("the sharder's first pass", () => {
   });
 });
 
-describe("the sharder's runnable", () => {
-  it("takes a dead member's Lease, with its ring, before its store has listed a resource (a failover's new leader)", async () => {
-    const LEASE_MS = 15_000;
-    const clock = new ManualClock({ start: 0 });
-    const at = (name: string, renewAt: number) => ({
-      metadata: { name, resourceVersion: `${name}-${renewAt}` },
-      record: {
-        holderIdentity: `${name}_id`,
-        leaseDurationSeconds: LEASE_MS / 1000,
-        acquireTime: new Date(0),
-        renewTime: new Date(renewAt),
-        leaseTransitions: 0,
+/**
+ * A new leader "b"'s sharder runnable over the Leases of "a" (the old leader, renewed last at
+ * `aRenewedAt`) and "b" (renewed at 20,000, when this leadership begins), its store still listing
+ * (30,000 resources, say: its `synced` never comes). `written` are the Lease writes it made.
+ */
+function newLeader(aRenewedAt: number) {
+  const LEASE_MS = 15_000;
+  const clock = new ManualClock({ start: 0 });
+  const at = (name: string, renewAt: number) => ({
+    metadata: { name, resourceVersion: `${name}-${renewAt}` },
+    record: {
+      holderIdentity: `${name}_id`,
+      leaseDurationSeconds: LEASE_MS / 1000,
+      acquireTime: new Date(0),
+      renewTime: new Date(renewAt),
+      leaseTransitions: 0,
+    },
+  });
+  // This process watched both throughout.
+  const membership = new RingMembership();
+  const ring = [at("a", 0), at("b", 0)];
+  for (const l of ring) membership.seen(ringLease(l), 0);
+  if (aRenewedAt > 0) {
+    clock.advance(aRenewedAt);
+    ring[0] = at("a", aRenewedAt);
+    membership.seen(ringLease(ring[0]), aRenewedAt);
+  }
+  clock.advance(20_000 - clock.now());
+  ring[1] = at("b", 20_000);
+  membership.seen(ringLease(ring[1]), 20_000);
+  const written: Array<{ name: string; holder: string; inheritance: unknown }> = [];
+  const leases: RingLeases = {
+    list: () => ring,
+    subscribe: () => () => {},
+    lease: (name, inheritance) => ({
+      get: async () => undefined,
+      create: async () => {
+        throw new Error("no Lease is created here");
       },
-    });
-    // "a" (the old leader) renewed last at 0; "b" renews on; this process watched both throughout.
-    const membership = new RingMembership();
-    const ring = [at("a", 0), at("b", 0)];
-    for (const l of ring) membership.seen(ringLease(l), 0);
-    clock.advance(20_000);
-    ring[1] = at("b", 20_000);
-    membership.seen(ringLease(ring[1]), 20_000);
-    const written: Array<{ name: string; holder: string; inheritance: unknown }> = [];
-    const leases: RingLeases = {
-      list: () => ring,
-      subscribe: () => () => {},
-      lease: (name, inheritance) => ({
-        get: async () => undefined,
-        create: async () => {
-          throw new Error("no Lease is created here");
-        },
-        update: async (record, resourceVersion) => {
-          written.push({ name, holder: record.holderIdentity, inheritance });
-          return { record, resourceVersion: `${resourceVersion}+1` };
-        },
-        delete: async () => false,
-      }),
-      run: async () => {},
-      synced: Promise.resolve(),
-    };
-    const stop = new AbortController();
-    // A store of 30,000 resources still listing: its `synced` has not come.
-    const store: ShardStore<ShardRecord> = {
-      run: (signal) =>
-        new Promise((resolve) => signal.addEventListener("abort", () => resolve(), { once: true })),
-      synced: new Promise(() => {}),
-      hasSynced: () => false,
-      values: () => [],
-      usersOf: () => [],
-      subscribe: () => () => {},
-    };
-    const running = sharderRunnable({
-      store: () => store,
-      leases,
-      membership,
-      setLabels: async () => {
-        throw new Error("no label is written before the store has listed");
+      update: async (record, resourceVersion) => {
+        written.push({ name, holder: record.holderIdentity, inheritance });
+        return { record, resourceVersion: `${resourceVersion}+1` };
       },
-      users: new ClusterUserCounts(),
-      identity: "b_1",
-      self: "b",
-      leaseDurationMs: LEASE_MS,
-      renewDeadlineMs: 10_000,
-      retryPeriodMs: 2_000,
-      onPass: () => {},
-      clock,
-      logger: pino({ level: "silent" }),
-    }).start(stop.signal, stop.signal);
-    for (let i = 0; i < 50 && written.length === 0; i++) await new Promise((r) => setImmediate(r));
-    expect(written).toEqual([
-      { name: "a", holder: "sharder/b_1", inheritance: { members: ["b"], leader: "b" } },
-    ]);
+      delete: async () => false,
+    }),
+    run: async () => {},
+    synced: Promise.resolve(),
+  };
+  const stop = new AbortController();
+  const store: ShardStore<ShardRecord> = {
+    run: (signal) =>
+      new Promise((resolve) => signal.addEventListener("abort", () => resolve(), { once: true })),
+    synced: new Promise(() => {}),
+    hasSynced: () => false,
+    values: () => [],
+    usersOf: () => [],
+    subscribe: () => () => {},
+  };
+  const running = sharderRunnable({
+    store: () => store,
+    leases,
+    membership,
+    setLabels: async () => {
+      throw new Error("no label is written before the store has listed");
+    },
+    users: new ClusterUserCounts(),
+    identity: "b_1",
+    self: "b",
+    leaseDurationMs: LEASE_MS,
+    renewDeadlineMs: 10_000,
+    retryPeriodMs: 2_000,
+    onPass: () => {},
+    clock,
+    logger: pino({ level: "silent" }),
+  }).start(stop.signal, stop.signal);
+  const turns = async () => {
+    for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+  };
+  const stopped = async () => {
     stop.abort();
     await running;
+  };
+  return { clock, written, turns, stopped };
+}
+
+const TAKEN = { name: "a", holder: "sharder/b_1", inheritance: { members: ["b"], leader: "b" } };
+
+describe("the sharder's runnable", () => {
+  it("takes a dead member's Lease, with its ring, before its store has listed a resource (a failover's new leader)", async () => {
+    const leader = newLeader(0);
+    await leader.turns();
+    expect(leader.written).toEqual([TAKEN]);
+    await leader.stopped();
+  });
+
+  it("takes a dead member's Lease that expires after its leadership began, while its store still lists", async () => {
+    // "a" renewed at 10,000 as its election Lease: its shard Lease expires at 25,000.
+    const leader = newLeader(10_000);
+    await leader.turns();
+    expect(leader.written).toEqual([]);
+    // Taken within a renew period of its expiry, not at the first pass after the listing.
+    for (let t = 0; t < 4; t++) {
+      leader.clock.advance(2_000);
+      await leader.turns();
+    }
+    expect(leader.clock.now()).toBe(28_000);
+    expect(leader.written).toEqual([TAKEN]);
+    await leader.stopped();
   });
 });
 
