@@ -115,9 +115,9 @@ export class ShareDeployments extends KubeDeployments {
    * holds (the ones the ring written on its Lease gives this replica), until `signal` aborts;
    * resolves then, once they are out of the cache (each reported deleted unless the own watch
    * holds it). A second call for the same `owner` starts once the first one ended (stop that one
-   * first: the ring it kept by may have changed).
+   * first: the ring it kept by may have changed). `listed` is called once its list is complete.
    */
-  async inherit(owner: string, keep: KeepClaim, signal: AbortSignal): Promise<void> {
+  async inherit(owner: string, keep: KeepClaim, signal: AbortSignal, listed?: () => void): Promise<void> {
     for (let running = this.#ended.get(owner); running !== undefined; running = this.#ended.get(owner))
       await running;
     if (signal.aborted) return;
@@ -175,6 +175,13 @@ export class ShareDeployments extends KubeDeployments {
     const unsubscribe = share.subscribe(handlers);
     // Adopted, its list is done: the handlers hear of what it kept as a list's adds.
     if (adopted) for (const obj of share.list()) handlers.onAdd(obj);
+    if (listed !== undefined)
+      void share.synced.then(
+        () => {
+          if (!signal.aborted) listed();
+        },
+        () => undefined,
+      );
     try {
       await (adopted ? early.running : share.run(signal));
     } finally {

@@ -19,7 +19,15 @@ import {
 import { DRAIN_LABEL, drainTarget, OWNER_LABEL, RING_LABEL } from "../sharding/labels.ts";
 import { createdSeconds } from "../sharding/pass.ts";
 import { ShardLabelsDenied } from "../sharding/pass-write.ts";
-import { decodeRelease, encodeRelease, RELEASED_ANNOTATION, type Release } from "../sharding/release.ts";
+import {
+  decodeHolding,
+  decodeRelease,
+  encodeHolding,
+  encodeRelease,
+  HOLDING_ANNOTATION,
+  RELEASED_ANNOTATION,
+  type Release,
+} from "../sharding/release.ts";
 import type { RingChoice } from "../sharding/ring-choices.ts";
 import { decodeMovingBy, encodeMovingBy, MOVING_BY_ANNOTATION } from "../sharding/ring-moves.ts";
 import type { KubeClient } from "./client.ts";
@@ -52,6 +60,8 @@ export interface LeaseObject extends KubeObject {
   inheritance?: Inheritance | undefined;
   movingBy?: Inheritance | undefined;
   released?: Release | undefined;
+  /** A joined replica's own: the replicas whose released share it has listed (`release.ts`). */
+  holding?: readonly string[] | undefined;
 }
 
 /** A ring Lease from the wire; its rings (`inheritance.ts`, `ring-moves.ts`) read from its annotations. */
@@ -65,12 +75,14 @@ export function decodeLease(raw: unknown): LeaseObject | undefined {
   const inheritance = decodeInheritance(annotation(INHERITANCE_ANNOTATION));
   const movingBy = decodeMovingBy(annotation(MOVING_BY_ANNOTATION));
   const released = decodeRelease(annotation(RELEASED_ANNOTATION));
+  const holding = decodeHolding(annotation(HOLDING_ANNOTATION));
   return {
     metadata: { name, resourceVersion, ...(namespace ? { namespace } : {}) },
     record: leaseSnapshotFrom(raw).record,
     ...(inheritance ? { inheritance } : {}),
     ...(movingBy ? { movingBy } : {}),
     ...(released ? { released } : {}),
+    ...(holding ? { holding } : {}),
   };
 }
 
@@ -108,13 +120,15 @@ export class KubeShardLeases extends WatchedResource<LeaseObject> {
   /**
    * The Lease `name` of this ring, to read and write (created with the ring label; with
    * `inheritance`, written on it as its annotation; with `movingBy`, the replica's own Lease,
-   * the ring it returns written with each write, and the release `released` returns).
+   * the ring it returns written with each write, the release `released` returns, and the
+   * replicas whose released share `holding` says is listed here).
    */
   lease(
     name: string,
     inheritance?: Inheritance,
     movingBy?: () => Inheritance | undefined,
     released?: () => Release | undefined,
+    holding?: () => Iterable<string>,
   ): KubeLease {
     const annotations = inheritance
       ? { [INHERITANCE_ANNOTATION]: encodeInheritance(inheritance) }
@@ -122,10 +136,12 @@ export class KubeShardLeases extends WatchedResource<LeaseObject> {
         ? () => {
             const ring = movingBy();
             const release = released?.();
-            if (!ring && !release) return undefined;
+            const held = holding ? encodeHolding(holding()) : undefined;
+            if (!ring && !release && !held) return undefined;
             return {
               ...(ring ? { [MOVING_BY_ANNOTATION]: encodeMovingBy(ring) } : {}),
               ...(release ? { [RELEASED_ANNOTATION]: encodeRelease(release) } : {}),
+              ...(held ? { [HOLDING_ANNOTATION]: held } : {}),
             };
           }
         : undefined;

@@ -12,6 +12,18 @@ import { isReplicaName, SHARDER_HOLDER_PREFIX } from "./labels.ts";
 import { heldByReplica, type RingLease, recordKey } from "./membership.ts";
 import { podOfIdentity } from "./release.ts";
 
+/**
+ * Adds a dead replica's resources that the ring on its Lease gives this replica to its cache (or a
+ * live one's, released to it as it joined).
+ */
+export type InheritPort = (
+  owner: string,
+  mine: (claim: string) => boolean,
+  signal: AbortSignal,
+  /** Called once the watch's list is complete (the cache holds what it keeps). */
+  listed?: () => void,
+) => Promise<void>;
+
 /** The ring `lease` carries while a sharder holds it (taken after it expired: its replica cannot write). */
 export function heldRecord(lease: RingLease): Inheritance | undefined {
   const ring = lease.inheritance;
@@ -90,7 +102,7 @@ export function releaseFor(lease: RingLease, identity: string): Inheritance | un
 export class Heirs {
   readonly #self: string;
   readonly #seed: () => Uint8Array | undefined;
-  readonly #inherit: (owner: string, mine: (claim: string) => boolean, signal: AbortSignal) => Promise<void>;
+  readonly #inherit: InheritPort;
   readonly #logger: Logger;
   /** Every held Lease's record, by Lease name. */
   readonly #records = new Map<string, Inheritance>();
@@ -99,6 +111,8 @@ export class Heirs {
   /** The rings by which live replicas release a joined share to this process, by Lease name. */
   readonly #releases = new Map<string, Inheritance>();
   readonly #running = new Map<string, { key: string; stop: AbortController }>();
+  /** The live replicas whose released share is listed here (see {@link holding}). */
+  readonly #holding = new Set<string>();
   readonly #early: EarlyListing | undefined;
   /** Each other replica's Lease while a replica holds it: its last renewal seen, and its silence's timer or listing. */
   readonly #renewals = new Map<string, Renewals>();
@@ -109,7 +123,7 @@ export class Heirs {
     self: string;
     /** The ring's key (the install key), read before the replica joins. */
     seed: () => Uint8Array | undefined;
-    inherit: (owner: string, mine: (claim: string) => boolean, signal: AbortSignal) => Promise<void>;
+    inherit: InheritPort;
     /** Lists a silent replica's share ahead of a take (see {@link EarlyListing}); none: at the take. */
     early?: EarlyListing | undefined;
     /** This process's identity (its Lease's holder): releases to it are taken up. None: none is. */
@@ -127,6 +141,14 @@ export class Heirs {
   /** The dead replicas whose share this replica inherits now. */
   get owners(): string[] {
     return [...this.#running.keys()];
+  }
+
+  /**
+   * The live replicas whose share, released to this one as it joined, it has listed: written on
+   * its Lease, they label those resources for it from then on (`release.ts`).
+   */
+  holding(): string[] {
+    return [...this.#holding];
   }
 
   /** The Lease `name` is now `lease` (undefined: deleted): starts, keeps or stops the watches. */
@@ -153,6 +175,7 @@ export class Heirs {
       if (wanted !== undefined && wanted.key === running.key && !signal.aborted) continue;
       running.stop.abort();
       this.#running.delete(owner);
+      this.#holding.delete(owner);
       this.#logger.info(
         { from: owner },
         wanted === undefined
@@ -281,10 +304,17 @@ export class Heirs {
       );
       heir = (claim) => heirOf(claim, released, seed);
     } else return;
-    void this.#inherit(owner, (claim) => heir(claim) === self, AbortSignal.any([signal, stop.signal]))
+    const current = () => this.#running.get(owner)?.stop === stop;
+    // Listed: a released share's owner may label it for this replica now (a dead one's, the sharder).
+    const listed = () => {
+      if (released !== undefined && current() && !stop.signal.aborted) this.#holding.add(owner);
+    };
+    void this.#inherit(owner, (claim) => heir(claim) === self, AbortSignal.any([signal, stop.signal]), listed)
       .catch((err: unknown) => this.#logger.warn({ err, from: owner }, "an inherited watch failed"))
       .finally(() => {
-        if (this.#running.get(owner)?.stop === stop) this.#running.delete(owner);
+        if (!current()) return;
+        this.#running.delete(owner);
+        this.#holding.delete(owner);
       });
   }
 
@@ -292,6 +322,7 @@ export class Heirs {
   close(): void {
     for (const { stop } of this.#running.values()) stop.abort();
     this.#running.clear();
+    this.#holding.clear();
     for (const { cancel, listing } of this.#renewals.values()) {
       cancel();
       listing?.abort();

@@ -5,8 +5,11 @@
  * their reconciles and unanswered writes to end, then writes on its own Lease that it released
  * them ({@link RELEASED_ANNOTATION}: the newcomer's identity and the ring). The newcomer, reading
  * its identity there, watches that owner's resources and reconciles at once those the ring gives
- * it, as an heir does a dead replica's share (`heirs.ts`); the owner labels each one for it in the
- * background, and drops the annotation once none is left labelled for itself.
+ * it, as an heir does a dead replica's share (`heirs.ts`). Once its list of that owner's resources
+ * is complete, the newcomer says so on its own Lease ({@link HOLDING_ANNOTATION}); the owner then
+ * labels each one for it in the background, and drops the annotation once none is left labelled
+ * for itself. The labels wait for that list: their writes and watch events would otherwise share
+ * the API server with it, and the list is what the newcomer's reconciles wait for.
  *
  * Never two writers: the owner writes the annotation only once no reconcile or unanswered write
  * of a released resource can run, and never reconciles one again while the release lasts; the
@@ -22,6 +25,36 @@ import { isReplicaName } from "./labels.ts";
 
 /** On an owner's own Lease while it releases a joined replica's share: `<identity>@<ring>`. */
 export const RELEASED_ANNOTATION = "sharding.dms.dev/released";
+
+/**
+ * On a joined replica's own Lease: the live replicas whose released share it has listed, comma
+ * separated (`<replica>,<replica>`). An owner writes its labels for the newcomer once it is named
+ * there (or {@link LABELS_UNHEARD_MS} after its release was written, should the newcomer never say).
+ */
+export const HOLDING_ANNOTATION = "sharding.dms.dev/holding";
+
+/**
+ * How long an owner's labels wait for the newcomer to name it in {@link HOLDING_ANNOTATION}: a
+ * newcomer that never says (a process of an earlier version, one whose list never ends) still gets
+ * its labels, a minute later.
+ */
+export const LABELS_UNHEARD_MS = 60_000;
+
+/** The most replicas {@link decodeHolding} reads from one annotation. */
+const MAX_HOLDING = 64;
+
+/** The annotation's value for `owners` (sorted, each once); undefined for none. */
+export function encodeHolding(owners: Iterable<string>): string | undefined {
+  const names = [...new Set(owners)].sort();
+  return names.length === 0 ? undefined : names.join(",");
+}
+
+/** The replicas an annotation's value names; what is no replica's name is left out. */
+export function decodeHolding(value: string | undefined): readonly string[] | undefined {
+  if (value === undefined || value === "") return undefined;
+  const names = value.split(",", MAX_HOLDING).filter(isReplicaName);
+  return names.length === 0 ? undefined : names;
+}
 
 /** A release: to whom (the replica and the process holding its Lease), by which ring. */
 export interface Release {

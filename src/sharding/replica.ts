@@ -12,7 +12,7 @@ import type { Reconciler } from "../runtime/controller.ts";
 import type { Runnable } from "../runtime/manager.ts";
 import { keyOfMeta, type ObjectRef, parseObjectKey } from "../runtime/queue-lines.ts";
 import { ClusterUserCounts, type ClusterUsers } from "./cluster-users.ts";
-import { type EarlyListing, Heirs, readSeedForHeirs, silenceMs } from "./heirs.ts";
+import { type EarlyListing, Heirs, type InheritPort, readSeedForHeirs, silenceMs } from "./heirs.ts";
 import { sameInheritance } from "./inheritance.ts";
 import { type LabelPolicyReading, requireLabelPolicy, watchLabelPolicy } from "./label-policy.ts";
 import { DRAIN_LABEL, handoverTo, isReplicaName, mayLetGo, OWNER_LABEL } from "./labels.ts";
@@ -20,7 +20,13 @@ import { leaseHolder } from "./lease-holder.ts";
 import { FENCE_MARGIN_MS, ShardMember, type ShardWriteGrant } from "./member.ts";
 import { heldByReplica, RingMembership } from "./membership.ts";
 import { shardMetrics } from "./metrics.ts";
-import { decodeRelease, podOfIdentity, RELEASED_ANNOTATION, type Release } from "./release.ts";
+import {
+  decodeRelease,
+  LABELS_UNHEARD_MS,
+  podOfIdentity,
+  RELEASED_ANNOTATION,
+  type Release,
+} from "./release.ts";
 import { ringShares } from "./ring.ts";
 import { encodeMovingBy, followCache, RingMoves, ringOf } from "./ring-moves.ts";
 import {
@@ -50,13 +56,6 @@ export interface ReplicaCache {
   readonly size: number;
   subscribe(handlers: WatchHandlers<CachedResource>): unknown;
 }
-
-/** Adds a dead replica's resources that the ring on its Lease gives this replica to its cache. */
-export type InheritPort = (
-  owner: string,
-  mine: (claim: string) => boolean,
-  signal: AbortSignal,
-) => Promise<void>;
 
 /**
  * How a label write ended: written, lost a race (the object changed), the object is gone, or the
@@ -224,9 +223,10 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
       const released = moves.releasedTo(key);
       if (released !== undefined) {
         // Released whole to a joined replica (`release.ts`): labelled for it, rivals and drains
-        // alike, once the release is quiet (the joined replica may be reconciling it already).
-        if (!released.quiet) return false;
-        return handOver({ [OWNER_LABEL]: released.heir, [DRAIN_LABEL]: null });
+        // alike, once the release is quiet (the joined replica may be reconciling it already) and
+        // the joined replica has listed it (the labels would share the API server with that list).
+        if (!mayLabel(released.release, released.quietAt)) return false;
+        return handOver({ [OWNER_LABEL]: released.release.heir, [DRAIN_LABEL]: null });
       }
       if (drain === undefined) {
         // A move by the ring (`ring-moves.ts`), to its choice; a claim with rivals is left to
@@ -285,6 +285,18 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
     heirGoneSince ??= clock.now();
     return clock.now() - heirGoneSince >= le.leaseDurationMs;
   };
+  /**
+   * Whether the labels of `release`, quiet since `quietAt`, may be written: once its heir's Lease,
+   * held by the process released to, names this replica among the shares it has listed, or
+   * {@link LABELS_UNHEARD_MS} after it became quiet.
+   */
+  const mayLabel = (release: Release, quietAt: number | undefined): boolean => {
+    if (quietAt === undefined) return false;
+    const lease = leaseOf(release.heir);
+    const listed =
+      lease?.record.holderIdentity === release.identity && lease.holding?.includes(name) === true;
+    return listed || clock.now() - quietAt >= LABELS_UNHEARD_MS;
+  };
   /** Whether no reconcile or write of `key` may still run (a released resource, before its release is written). */
   const quiet = (key: string) =>
     !member.reconciling(key) && member.mayRunUntil(key) + FENCE_MARGIN_MS <= clock.now();
@@ -325,6 +337,8 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
   leases.subscribe({ onAdd: agree, onUpdate: agree, onDelete: agree });
   const users = new ClusterUserCounts();
   let inherit: InheritPort | undefined;
+  /** The inherited watches while they run: a joined replica's Lease names the released shares listed. */
+  let heirs: Heirs | undefined;
   let listEarly: EarlyListing["list"] | undefined;
   let seedRead: Uint8Array | undefined;
   const policy = o.labelPolicy;
@@ -361,7 +375,14 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
     runnables: [
       leaseHolder({
         // Each renewal shows the ring this replica sees: the sharder leaves it its moves.
-        lease: leases.lease(name, undefined, view, () => moves.announce(quiet)),
+        // And, joined, the shares released to it that it has listed: their owners label them then.
+        lease: leases.lease(
+          name,
+          undefined,
+          view,
+          () => moves.announce(quiet),
+          () => heirs?.holding() ?? [],
+        ),
         identity: o.identity,
         ...le,
         member,
@@ -408,7 +429,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
             silenceMs: silenceMs(le.leaseDurationMs, le.retryPeriodMs),
             clock,
           };
-          const heirs = new Heirs({
+          const running = new Heirs({
             self: name,
             seed: () => seedRead,
             inherit: port,
@@ -416,19 +437,21 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
             identity: o.identity,
             logger,
           });
+          heirs = running;
           const update = (l: Parameters<typeof ringLease>[0]) =>
-            heirs.update(l.metadata.name, ringLease(l), signal);
+            running.update(l.metadata.name, ringLease(l), signal);
           const unsubscribe = leases.subscribe({
             onAdd: update,
             onUpdate: (_old, l) => update(l),
-            onDelete: (l) => heirs.update(l.metadata.name, undefined, signal),
+            onDelete: (l) => running.update(l.metadata.name, undefined, signal),
           });
           for (const l of leases.list()) update(l);
           try {
             await untilAborted(new Promise<never>(() => {}), signal);
           } finally {
             unsubscribe();
-            heirs.close();
+            running.close();
+            if (heirs === running) heirs = undefined;
           }
         },
       },

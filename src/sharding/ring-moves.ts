@@ -110,8 +110,11 @@ export class RingMoves {
   #ring: Inheritance | undefined;
   /** The last ring moved by (a join is told from it). */
   #last: Inheritance | undefined;
-  /** The share released to a joined replica (`release.ts`): quiet once none of it may run here. */
-  #release: { release: Release; quiet: boolean } | undefined;
+  /**
+   * The share released to a joined replica (`release.ts`), and since when it is quiet (none of it
+   * may run here; undefined: not yet).
+   */
+  #release: { release: Release; quietAt: number | undefined } | undefined;
   /** The keys to hand over, each with its next owner. */
   #targets = new Map<string, string>();
   /** Keys handed over or let go (or tried without a failure answered): the resourceVersion written against, and the claim. */
@@ -188,7 +191,7 @@ export class RingMoves {
       const claim = cache.claimOf(key);
       if (claim !== undefined && heirOf(claim, ring, seed) === heir && this.heldMs(key) > 0) return;
     }
-    this.#release = { release, quiet: false };
+    this.#release = { release, quietAt: undefined };
   }
 
   /** The share released now (see `release.ts`), whether or not it is quiet yet. */
@@ -202,7 +205,7 @@ export class RingMoves {
    */
   adopt(release: Release): void {
     if (this.#release !== undefined) return;
-    this.#release = { release, quiet: true };
+    this.#release = { release, quietAt: this.#o.now() };
     this.#retarget();
   }
 
@@ -221,31 +224,34 @@ export class RingMoves {
   announce(quiet: (key: string) => boolean): Release | undefined {
     const r = this.#release;
     const cache = this.#cache;
-    if (r === undefined || cache === undefined) return r?.quiet ? r.release : undefined;
+    if (r === undefined || cache === undefined) return r?.quietAt !== undefined ? r.release : undefined;
     let left = false;
     for (const key of cache.ownKeys()) {
       if (!this.#released(key, r.release, cache)) continue;
       left = true;
-      if (!r.quiet && !quiet(key)) return undefined;
+      if (r.quietAt === undefined && !quiet(key)) return undefined;
     }
-    if (!left && r.quiet) {
+    if (!left && r.quietAt !== undefined) {
       this.#release = undefined;
       return undefined;
     }
-    if (!r.quiet) {
-      r.quiet = true;
+    if (r.quietAt === undefined) {
+      r.quietAt = this.#o.now();
       // Their hand-overs (the labels, in the background) may be written from now on.
       for (const key of cache.ownKeys()) if (this.#released(key, r.release, cache)) this.#o.changed(key);
     }
     return r.release;
   }
 
-  /** The heir `key` is released to, and whether its label may be written yet (the release is quiet). */
-  releasedTo(key: string): { heir: string; quiet: boolean } | undefined {
+  /**
+   * The release `key` is part of, and since when it is quiet (none: not yet; its label is written
+   * only once it is, and the heir has listed it, `replica.ts`).
+   */
+  releasedTo(key: string): { release: Release; quietAt: number | undefined } | undefined {
     const r = this.#release;
     const cache = this.#cache;
     if (r === undefined || cache === undefined || !this.#released(key, r.release, cache)) return undefined;
-    return { heir: r.release.heir, quiet: r.quiet };
+    return { release: r.release, quietAt: r.quietAt };
   }
 
   #released(key: string, release: Release, cache: RingMovesCache): boolean {

@@ -65,6 +65,8 @@ export interface RingLeaseObject {
   readonly movingBy?: Inheritance | undefined;
   /** The share a replica's own Lease says it released to a joined replica (`release.ts`). */
   readonly released?: Release | undefined;
+  /** The replicas whose released share a joined replica's own Lease says it has listed (`release.ts`). */
+  readonly holding?: readonly string[] | undefined;
 }
 
 /** One Lease of the ring, to write: a replica's own, or one the sharder takes. */
@@ -79,13 +81,15 @@ export interface RingLeases<L extends RingLeaseObject = RingLeaseObject> {
   subscribe(handlers: WatchHandlers<L>): () => void;
   /**
    * The Lease `name`, written with `inheritance` when given; a replica's own with the ring
-   * `movingBy` returns at each write, and the release `released` returns.
+   * `movingBy` returns at each write, the release `released` returns, and the replicas whose
+   * released share `holding` says is listed.
    */
   lease(
     name: string,
     inheritance?: Inheritance,
     movingBy?: () => Inheritance | undefined,
     released?: () => Release | undefined,
+    holding?: () => Iterable<string>,
   ): ShardLease;
   run(signal: AbortSignal): Promise<void>;
   readonly synced: Promise<void>;

@@ -136,7 +136,7 @@ export function sharding(p: ShardingParts): Sharding {
         // The replica's cache holds Deployment resources: what it hands back is one.
         (obj) => deployments.byIndex(CLAIM_INDEX, claimOf(obj as DeploymentObject)),
         deployments instanceof ShareDeployments
-          ? (owner, mine, signal) => deployments.inherit(owner, mine, signal)
+          ? (owner, mine, signal, listed) => deployments.inherit(owner, mine, signal, listed)
           : undefined,
         deployments instanceof ShareDeployments
           ? (owner, signal) => void deployments.prefetch(owner, signal)

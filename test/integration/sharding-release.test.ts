@@ -1,8 +1,9 @@
 // A join's share released whole (src/sharding/release.ts): `--sharded` processes against the real
 // API server and a simulator. A fourth replica joins three settled ones while every resource is
 // being edited: each owner must write on its Lease that it released to the newcomer's process the
-// share the ring gives it, the newcomer must take it up (its log says so) and the annotation must
-// go once the labels followed; throughout, every edit reaches the service exactly once and no
+// share the ring gives it, the newcomer must take it up (its log says so) and name each owner on
+// its own Lease once it has listed that share, no label for it may come before, and the annotation
+// must go once the labels followed; throughout, every edit reaches the service exactly once and no
 // deployment has two writers at once (each write's span at the service, as the chaos test reads
 // them). A second newcomer's labels are then refused by a ValidatingAdmissionPolicy, so its share
 // stays released, not labelled: it must reconcile that share (its writes reach the service) while
@@ -13,7 +14,12 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
-import { decodeRelease, RELEASED_ANNOTATION } from "../../src/sharding/release.ts";
+import {
+  decodeHolding,
+  decodeRelease,
+  HOLDING_ANNOTATION,
+  RELEASED_ANNOTATION,
+} from "../../src/sharding/release.ts";
 import { waitFor } from "../support/cluster.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
 import { type Replica, type ShardedWorld, shardedWorld } from "../support/sharded-replicas.ts";
@@ -100,12 +106,33 @@ describe("sharding: a join's share released whole", () => {
           path: `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases?labelSelector=${encodeURIComponent("sharding.dms.dev/ring=dms-rel")}`,
         })) as { items: { metadata: { name: string; annotations?: Record<string, string> } }[] }
       ).items;
+    /** The first newcomer (the next replica started). */
+    const firstName = "rel-3";
+    /** The owners its Lease named as listed (`sharding.dms.dev/holding`), over the join. */
+    const holdingSeen = new Set<string>();
+    /** Its Lease's holding annotation read just after a resource was first seen labelled for it. */
+    let holdingAtFirstLabel: string | undefined | null = null;
     const polling = (async () => {
       while (watching) {
-        for (const l of await leases()) {
+        // Read before the Leases: an owner labels for the newcomer only once the newcomer's Lease
+        // names it as having listed the share, which it does until that owner's labels are all
+        // written (seconds later), so the Leases read next show it still.
+        const labelled =
+          holdingAtFirstLabel === null
+            ? await r.list(user, `${OWNER_LABEL}=${firstName}`).then((items) => items.length > 0)
+            : false;
+        const ls = await leases();
+        for (const l of ls) {
           const value = l.metadata.annotations?.[RELEASED_ANNOTATION];
           if (value !== undefined) seen.add(`${l.metadata.name} ${value}`);
+          if (l.metadata.name === firstName)
+            for (const owner of decodeHolding(l.metadata.annotations?.[HOLDING_ANNOTATION]) ?? [])
+              holdingSeen.add(owner);
         }
+        if (labelled)
+          holdingAtFirstLabel = ls.find((l) => l.metadata.name === firstName)?.metadata.annotations?.[
+            HOLDING_ANNOTATION
+          ];
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     })();
@@ -130,6 +157,7 @@ describe("sharding: a join's share released whole", () => {
 
     // 1. A join, every resource edited as it begins.
     const newcomer = r.start();
+    expect(newcomer.name).toBe(firstName);
     await editAll();
     await waitFor(settled, {
       timeoutMs: 120_000,
@@ -158,6 +186,12 @@ describe("sharding: a join's share released whole", () => {
       expect(lease).not.toBe(newcomer.name);
     }
     expect(await logOf(newcomer)).toContain("taking up the share a live replica released to this one");
+    // Its labels followed only once it had listed each owner's share (said on its Lease).
+    console.log(
+      `release: the newcomer's Lease named as listed ${[...holdingSeen].join(", ")}; when its first label was seen: ${holdingAtFirstLabel}`,
+    );
+    expect(typeof holdingAtFirstLabel === "string" && holdingAtFirstLabel !== "").toBe(true);
+    for (const { lease } of releases) expect(holdingSeen.has(lease)).toBe(true);
 
     // 2. Another join, its labels refused: the share stays released, and the newcomer reconciles
     // it while every resource is still labelled for its owner.

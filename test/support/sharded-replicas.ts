@@ -163,11 +163,12 @@ export class ShardedRing {
     });
   }
 
-  /** Every Deployment resource of the namespace. */
-  async list(user: ClusterUser): Promise<DeploymentObject[]> {
+  /** Every Deployment resource of the namespace (those `labelSelector` selects, when given). */
+  async list(user: ClusterUser, labelSelector?: string): Promise<DeploymentObject[]> {
+    const query = labelSelector === undefined ? "" : `?labelSelector=${encodeURIComponent(labelSelector)}`;
     const list = (await user.client.request({
       method: "GET",
-      path: `/apis/dms.dev/v1alpha1/namespaces/${this.#o.namespace}/deployments`,
+      path: `/apis/dms.dev/v1alpha1/namespaces/${this.#o.namespace}/deployments${query}`,
     })) as { items: DeploymentObject[] };
     return list.items;
   }

@@ -14,8 +14,11 @@ import { LeaseHolds } from "../../src/sharding/holds.ts";
 import { heirOf, type Inheritance } from "../../src/sharding/inheritance.ts";
 import { type RingLease, RingMembership } from "../../src/sharding/membership.ts";
 import {
+  decodeHolding,
   decodeRelease,
+  encodeHolding,
   encodeRelease,
+  HOLDING_ANNOTATION,
   joinedOne,
   RELEASED_ANNOTATION,
   type Release,
@@ -62,6 +65,27 @@ describe("a release on its Lease", () => {
     });
     expect(lease?.released).toEqual({ heir: "d", identity: "d_1", ring: four });
     expect(lease?.movingBy).toEqual(four);
+  });
+
+  it("names, on the newcomer's Lease, the owners whose released share it has listed", () => {
+    expect(encodeHolding(["c", "a", "c"])).toBe("a,c");
+    expect(encodeHolding([])).toBeUndefined();
+    expect(decodeHolding("a,c")).toEqual(["a", "c"]);
+    // Read tolerantly: what names no replica is left out, a value naming none is none.
+    expect(decodeHolding("a,,B,c d,c")).toEqual(["a", "c"]);
+    for (const none of [undefined, "", ",", "A"]) expect(decodeHolding(none)).toBeUndefined();
+    // At most 64 names read, however long the value.
+    expect(decodeHolding(Array.from({ length: 100 }, (_, i) => `r${i}`).join(","))).toHaveLength(64);
+    const lease = decodeLease({
+      metadata: {
+        name: "d",
+        namespace: "ops",
+        resourceVersion: "8",
+        annotations: { [HOLDING_ANNOTATION]: "a,c" },
+      },
+      spec: { holderIdentity: "d_1", leaseDurationSeconds: 15 },
+    });
+    expect(lease?.holding).toEqual(["a", "c"]);
   });
 });
 
@@ -145,21 +169,31 @@ describe("an owner releasing a joined replica's share", () => {
     for (const key of cache.keys) {
       expect(m.stopped(key, "1")).toBe(share.includes(key));
       expect(m.target(key)).toBe(share.includes(key) ? "d" : undefined);
-      expect(m.releasedTo(key)).toEqual(share.includes(key) ? { heir: "d", quiet: false } : undefined);
+      expect(m.releasedTo(key)).toEqual(
+        share.includes(key)
+          ? { release: { heir: "d", identity: "d_1", ring: four }, quietAt: undefined }
+          : undefined,
+      );
     }
   });
 
   it("says so on its Lease only once none of them may run, and lets their labels be written then", () => {
-    const { m, changed, cache } = owner(KEYS);
+    const { m, changed, cache, clock } = owner(KEYS);
     m.agree(four);
     const share = released(cache.keys);
     const busy = new Set([share[0]]);
     expect(m.announce((key) => !busy.has(key))).toBeUndefined();
-    expect(m.releasedTo(share[1] ?? "")?.quiet).toBe(false);
+    expect(m.releasedTo(share[1] ?? "")?.quietAt).toBeUndefined();
     busy.clear();
     changed.length = 0;
+    clock.now = 4_000;
     expect(m.announce(() => true)).toEqual({ heir: "d", identity: "d_1", ring: four });
-    expect(m.releasedTo(share[1] ?? "")).toEqual({ heir: "d", quiet: true });
+    // Quiet since then: the time its labels' wait for the heir's list counts from.
+    clock.now = 9_000;
+    expect(m.releasedTo(share[1] ?? "")).toEqual({
+      release: { heir: "d", identity: "d_1", ring: four },
+      quietAt: 4_000,
+    });
     // Each released resource is looked at again: its label is written now.
     expect([...changed].sort()).toEqual([...share].sort());
     // Once quiet, it stays so: a resource is never reconciled here again while released.
@@ -244,7 +278,7 @@ describe("an owner releasing a joined replica's share", () => {
     m.adopt(release);
     expect(m.release).toEqual(release);
     const share = released(cache.keys);
-    for (const key of share) expect(m.releasedTo(key)).toEqual({ heir: "d", quiet: true });
+    for (const key of share) expect(m.releasedTo(key)).toEqual({ release, quietAt: 1_000 });
     expect(m.announce(() => false)).toEqual(release);
   });
 });
@@ -306,6 +340,40 @@ describe("a newcomer taking up a released share", () => {
     heirs.update("a", lease("a_9", null), stop.signal);
     expect(runs[1]?.signal.aborted).toBe(true);
     expect(heirs.owners).toEqual([]);
+  });
+
+  it("says which released shares it has listed, once each list is complete and while the release lasts", () => {
+    const lists = new Map<string, () => void>();
+    const heirs = new Heirs({
+      self: "d",
+      seed: () => seed,
+      identity: "d_1",
+      inherit: (o, _mine, _signal, listed) => {
+        if (listed) lists.set(o, listed);
+        return new Promise(() => {});
+      },
+      logger,
+    });
+    const stop = new AbortController();
+    heirs.update("a", lease("a_9"), stop.signal);
+    heirs.update("c", { ...lease("c_9"), name: "c" }, stop.signal);
+    // Taken up, not listed yet: its owner's labels wait.
+    expect(heirs.holding()).toEqual([]);
+    lists.get("a")?.();
+    expect(heirs.holding()).toEqual(["a"]);
+    lists.get("c")?.();
+    expect(heirs.holding().sort()).toEqual(["a", "c"]);
+    // The release of "a" ended: its watch stopped, it is no longer named (a late call changes nothing).
+    heirs.update("a", lease("a_9", null), stop.signal);
+    expect(heirs.holding()).toEqual(["c"]);
+    lists.get("a")?.();
+    expect(heirs.holding()).toEqual(["c"]);
+    // A dead replica's share, listed, is never named: the sharder labels it, not an owner waiting.
+    heirs.update("a", lease("sharder/b_1", null, releasedRecord("a", four)), stop.signal);
+    lists.get("a")?.();
+    expect(heirs.holding()).toEqual(["c"]);
+    heirs.close();
+    expect(heirs.holding()).toEqual([]);
   });
 
   it("takes nothing from a release that names another process", () => {
