@@ -160,6 +160,11 @@ export class SnapshotStore {
   }
 
   /** How many names the next whole listing's filter of names not held is sized for. */
+  /** This snapshot's clock, for what its subclass times itself. */
+  protected get clock(): Clock {
+    return this.#clock;
+  }
+
   protected get expectUnheld(): number {
     return this.#expectUnheld;
   }

@@ -86,7 +86,6 @@ export class RemoteSnapshot extends SnapshotStore {
   readonly #reader: SnapshotReader;
   readonly #deadlineMs: number;
   readonly #listing: SharedCall<void>;
-  readonly #clock: Clock;
   readonly #share: (() => Iterable<string>) | undefined;
   /** The walk of the share {@link readAhead} takes its ids from, where it stands and when it began. */
   #ahead: { ids: Iterator<string>; at: number } = { ids: NO_IDS, at: Number.NEGATIVE_INFINITY };
@@ -94,7 +93,6 @@ export class RemoteSnapshot extends SnapshotStore {
   constructor(port: DeploymentListings, clock: Clock, options: RemoteSnapshotOptions) {
     super(clock, options.maxAgeMs, options.share === undefined);
     this.#port = port;
-    this.#clock = clock;
     this.#share = options.share;
     this.#deadlineMs = options.listingDeadlineMs ?? Number.POSITIVE_INFINITY;
     this.#reader = new SnapshotReader(port, clock, {
@@ -183,7 +181,7 @@ export class RemoteSnapshot extends SnapshotStore {
     if (share === undefined) return undefined;
     return {
       ids: (room, asked) => {
-        const now = this.#clock.now();
+        const now = this.clock.now();
         let walk = this.#ahead;
         const ids: string[] = [];
         for (;;) {
@@ -191,8 +189,8 @@ export class RemoteSnapshot extends SnapshotStore {
             const id = next.value;
             if (!this.holds(id) && !asked.has(id) && ids.push(id) >= room) return ids;
           }
-          // Gone through: the share's list is let go.
-          this.#ahead = { ids: NO_IDS, at: walk.at };
+          // Gone through: the share's list is let go (once: a later call finds it let go).
+          if (walk.ids !== NO_IDS) this.#ahead = { ids: NO_IDS, at: walk.at };
           if (now - walk.at < AHEAD_WALK_MS) return ids;
           walk = this.#ahead = { ids: share()[Symbol.iterator](), at: now };
         }
