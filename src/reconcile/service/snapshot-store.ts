@@ -159,12 +159,12 @@ export class SnapshotStore {
     this.#failure = failure;
   }
 
-  /** How many names the next whole listing's filter of names not held is sized for. */
   /** This snapshot's clock, for what its subclass times itself. */
   protected get clock(): Clock {
     return this.#clock;
   }
 
+  /** How many names the next whole listing's filter of names not held is sized for. */
   protected get expectUnheld(): number {
     return this.#expectUnheld;
   }
