@@ -52,7 +52,8 @@ export const DEPLOYMENT_OBJECTS = new SharedObjects(1024);
  * (apiVersion, kind, namespace, source, tenant, connection, the digest of no secrets, the reasons
  * and messages of settled conditions, the times to the second) are held once rather than once per
  * cached resource, in `strings`, and so are the objects many share alike (the source
- * configuration, a condition set in the same second, the finalizer list), frozen, in `objects`.
+ * configuration, a condition set in the same second and the list of them, the finalizer list),
+ * frozen, in `objects`.
  * `raw` is not modified.
  */
 export function decodeDeployment(
@@ -84,11 +85,14 @@ export function decodeDeployment(
     ]);
     // Once a rollout is done the active revision is the latest: one string for both.
     shareEqualString(status, "latestRevisionId", "activeRevisionId");
+    // A settled resource's conditions say what every one says: one list for all set in that second.
     if (Array.isArray(status.conditions))
-      status.conditions = status.conditions.map((c) =>
-        isRecord(c)
-          ? objects.of(internFields(strings, { ...c }, ["reason", "message", "lastTransitionTime"]))
-          : c,
+      status.conditions = objects.of(
+        status.conditions.map((c) =>
+          isRecord(c)
+            ? objects.of(internFields(strings, { ...c }, ["reason", "message", "lastTransitionTime"]))
+            : c,
+        ),
       );
     shareRevisionStrings(status, decoded.spec.sourceRevisionConfig, strings);
     decoded.status = status;

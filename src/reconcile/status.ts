@@ -125,6 +125,23 @@ const BY_REMOTE_STATUS = new Map<string, ConditionValues>([
   ["UNKNOWN", { ready: value("Unknown", REASON.Unknown, "the service reports status UNKNOWN") }],
 ]);
 
+/**
+ * Ready once the latest revision is active. The message names no revision: the ids are in
+ * `status.activeRevisionId` and the printer columns, and a message the same for every resource
+ * is held once by the watch cache (with a condition of the same second, the condition and its
+ * list too) rather than once per resource (`kube/deployments.ts`).
+ */
+const ACTIVE_IS_LATEST = value(
+  "True",
+  REASON.Available,
+  "the latest revision is active (status.activeRevisionId)",
+);
+const READY_WITHOUT_REVISION = value(
+  "True",
+  REASON.Available,
+  "the service reports the deployment READY and no revision",
+);
+
 /** Readiness when the service is known to have no deployment for the resource, by the outcome. */
 const WHEN_ABSENT: Partial<Record<SyncOutcome["kind"], ConditionValues>> = {
   deleting: { ready: value("False", REASON.Deleting, "the service's deployment is gone") },
@@ -177,8 +194,7 @@ function readiness(
       }
     );
   }
-  if (active === latest)
-    return { ready: value("True", REASON.Available, `revision ${active ?? "(none)"} is active`) };
+  if (active === latest) return { ready: active ? ACTIVE_IS_LATEST : READY_WITHOUT_REVISION };
   // A revision read DEPLOYED after the deployment was read: the deployment will show it active at
   // the next look. Only when a second look still does not (a service that never says so) does
   // the revision's word end the rollout.

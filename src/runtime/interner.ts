@@ -95,7 +95,9 @@ export const SHARED_OBJECT_MAX_CHARS = 512;
  * object costs 24 bytes and 8 a field before its strings. Values are compared by their JSON text,
  * so only values parsed from JSON (plain objects, arrays, strings, numbers, booleans, null)
  * belong here. A held value is a deep copy of the first one met, frozen, so that no holder can
- * change it under the others (a write to it throws); the value given is never modified. Bounded
+ * change it under the others (a write to it throws); the value given is never modified. What in
+ * it is frozen all the way down already (a value held before: a list of held conditions) is
+ * held as it is, not copied. Bounded
  * as {@link Interner} is, by count and by the length of a value's text.
  */
 export class SharedObjects {
@@ -125,18 +127,31 @@ export class SharedObjects {
   }
 }
 
-/** A deep, frozen copy of the JSON value `value`; its strings are the same strings. */
+/**
+ * A deep, frozen copy of the JSON value `value`; its strings are the same strings. A part frozen
+ * all the way down is that part itself.
+ */
 function frozenCopy<T>(value: T): T {
   if (typeof value !== "object" || value === null) return value;
-  if (Array.isArray(value)) return Object.freeze(value.map(frozenCopy)) as T;
+  // What is frozen all the way down (a value held already) is shared as it is, not copied.
+  if (Array.isArray(value)) {
+    const items = value.map(frozenCopy);
+    return (
+      Object.isFrozen(value) && items.every((item, i) => item === value[i]) ? value : Object.freeze(items)
+    ) as T;
+  }
   // A spread keeps the object's layout (its fields in the object itself, as JSON.parse made it)
   // and an own field named __proto__ as a field; a field set again keeps its place.
   const copy = { ...value } as Record<string, unknown>;
+  let same = Object.isFrozen(value);
   for (const key of Object.keys(copy)) {
     const field = copy[key];
-    if (typeof field === "object" && field !== null) copy[key] = frozenCopy(field);
+    if (typeof field !== "object" || field === null) continue;
+    const held = frozenCopy(field);
+    if (held !== field) same = false;
+    copy[key] = held;
   }
-  return Object.freeze(copy) as T;
+  return (same ? value : Object.freeze(copy)) as T;
 }
 
 /**

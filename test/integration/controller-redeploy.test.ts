@@ -159,7 +159,8 @@ describe("controller: redeploy instead of rebuild", () => {
     expect(deployment?.active_revision_id).toBe(r.firstRevision);
     expect(deployment?.latest_revision_id).not.toBe(r.firstRevision);
     expect(r.back.status?.activeRevision).toMatchObject({ id: r.firstRevision, imageUri: GOOD });
-    expect(conditionOf(r.back, "Ready")?.message).toBe(`revision ${r.firstRevision} is active`);
+    expect(conditionOf(r.back, "Ready")).toMatchObject({ status: "True", reason: "Available" });
+    expect(r.back.status?.activeRevisionId).toBe(r.firstRevision);
     // Settled: a resync later, no redeploy, no PATCH.
     const settled = {
       patches: calls(s, "PATCH", PATCH, r.id),

@@ -94,6 +94,24 @@ describe("SharedObjects", () => {
     );
   });
 
+  it("holds a part frozen all the way down as it is, and copies one frozen only on the surface", () => {
+    const objects = new SharedObjects(8);
+    const ready = objects.of({ type: "Ready", status: "True" });
+    const synced = objects.of({ type: "Synced", status: "True" });
+    const list = objects.of([ready, synced]);
+    expect(list[0]).toBe(ready);
+    expect(list[1]).toBe(synced);
+    // Frozen on its surface only: a holder could change what it holds, so it is copied.
+    const inner = { minScale: 1 };
+    const shallow = Object.freeze({ resourceSpec: inner });
+    const held = objects.of({ spec: shallow });
+    expect(held.spec).not.toBe(shallow);
+    expect(held.spec.resourceSpec).not.toBe(inner);
+    expect(Object.isFrozen(held.spec.resourceSpec)).toBe(true);
+    inner.minScale = 2;
+    expect(held.spec.resourceSpec.minScale).toBe(1);
+  });
+
   it("keeps an own field named __proto__ a field, and its strings the same strings", () => {
     const objects = new SharedObjects(8);
     const value = JSON.parse('{"__proto__":{"x":1},"name":"n"}') as Record<string, unknown>;

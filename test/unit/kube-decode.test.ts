@@ -103,17 +103,26 @@ describe("decodeDeployment", () => {
     expect(raw).toStrictEqual(copy);
   });
 
-  it("holds the source configuration, a condition and the finalizers that resources share once, frozen", () => {
+  it("holds the source configuration, the conditions and the finalizers that resources share once, frozen", () => {
     const one = applied();
     const other = applied();
     other.metadata.name = "other-agent";
     const copy = structuredClone(one);
     const [a, b] = [decodeDeployment(one), decodeDeployment(other)];
     expect(a?.spec.sourceConfig).toBe(b?.spec.sourceConfig);
-    expect(a?.status?.conditions?.[1]).toBe(b?.status?.conditions?.[1]);
+    expect(a?.status?.conditions).toBe(b?.status?.conditions);
     expect(a?.metadata.finalizers).toBe(b?.metadata.finalizers);
     expect(Object.isFrozen(a?.spec.sourceConfig)).toBe(true);
+    expect(Object.isFrozen(a?.status?.conditions)).toBe(true);
     expect(Object.isFrozen(a?.status?.conditions?.[1])).toBe(true);
+    // A resource whose Ready condition differs shares the condition they have alike, not the list.
+    const third = applied();
+    third.metadata.name = "third-agent";
+    third.status.conditions[0] = { type: "Ready", status: "False" };
+    const c = decodeDeployment(third);
+    expect(c?.status?.conditions).not.toBe(a?.status?.conditions);
+    expect(c?.status?.conditions?.[1]).toBe(a?.status?.conditions?.[1]);
+    expect(c?.status?.conditions?.[0]).toStrictEqual({ type: "Ready", status: "False" });
     // As they were, and `raw` neither modified nor frozen.
     expect(a?.status).toStrictEqual(copy.status);
     expect(a?.spec).toStrictEqual(copy.spec);
