@@ -141,6 +141,21 @@ describe("statusFrom: conditions from the service's state", () => {
 });
 
 describe("statusFrom: fields", () => {
+  it("gives settled resources of other revisions the same conditions, so the watch cache holds them once", () => {
+    const settled = (revision: string) =>
+      statusFrom({
+        generation: 1,
+        observed: remote({ status: "READY", latest_revision_id: revision, active_revision_id: revision }),
+        sync: synced,
+        now: T0,
+      });
+    const [one, two] = [settled(REV1), settled(REV2)];
+    expect(one.activeRevisionId).toBe(REV1);
+    expect(two.activeRevisionId).toBe(REV2);
+    expect(one.conditions).toStrictEqual(two.conditions);
+    expect(condition(one, CONDITION.Ready)?.message).not.toContain(REV1);
+  });
+
   it("copies the service's ids and versions, and stamps every condition with the generation", () => {
     const observed = remote({
       image_version: "0.4.2",
