@@ -125,22 +125,11 @@ const BY_REMOTE_STATUS = new Map<string, ConditionValues>([
   ["UNKNOWN", { ready: value("Unknown", REASON.Unknown, "the service reports status UNKNOWN") }],
 ]);
 
-/**
- * Ready once the latest revision is active. The message names no revision: the ids are in
- * `status.activeRevisionId` and the printer columns, and a message the same for every resource
- * is held once by the watch cache (with a condition of the same second, the condition and its
- * list too) rather than once per resource (`kube/deployments.ts`).
- */
-const ACTIVE_IS_LATEST = value(
-  "True",
-  REASON.Available,
-  "the latest revision is active (status.activeRevisionId)",
-);
-const READY_WITHOUT_REVISION = value(
-  "True",
-  REASON.Available,
-  "the service reports the deployment READY and no revision",
-);
+/** Ready: the service's deployment is live. */
+const available = (message: string) => value("True", REASON.Available, message);
+/** Its message names no revision (the ids are in the status): the cache holds it once (`kube/deployments.ts`). */
+const LATEST_ACTIVE = available("the latest revision is active (status.activeRevisionId)");
+const NO_REVISION = available("the service reports the deployment READY and no revision");
 
 /** Readiness when the service is known to have no deployment for the resource, by the outcome. */
 const WHEN_ABSENT: Partial<Record<SyncOutcome["kind"], ConditionValues>> = {
@@ -194,7 +183,7 @@ function readiness(
       }
     );
   }
-  if (active === latest) return { ready: active ? ACTIVE_IS_LATEST : READY_WITHOUT_REVISION };
+  if (active === latest) return { ready: active ? LATEST_ACTIVE : NO_REVISION };
   // A revision read DEPLOYED after the deployment was read: the deployment will show it active at
   // the next look. Only when a second look still does not (a service that never says so) does
   // the revision's word end the rollout.
@@ -205,9 +194,7 @@ function readiness(
     (latestRevision.status !== "DEPLOYED" || deployedBefore)
   ) {
     return {
-      ready: value(
-        "True",
-        REASON.Available,
+      ready: available(
         `revision ${latestRevision.id} is ${latestRevision.status}; ${active ?? "no revision"} is active`,
       ),
     };
