@@ -6,15 +6,18 @@
 // resources by claim, so rivals always share a replica.
 import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { claimOf } from "../../src/reconcile/claims.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { waitFor } from "../support/cluster.ts";
 import { ClusterUser, hasCondition } from "../support/resources.ts";
-import { type ShardedWorld, shardedWorld } from "../support/sharded-replicas.ts";
+import { type ShardedRing, type ShardedWorld, shardedWorld } from "../support/sharded-replicas.ts";
 
 /**
  * Pairs of rivals. Placed by uid, each pair would land on two replicas with probability 1/2; the
  * ring places resources by claim (connection + service name), so rivals always share a replica
- * while the pairs still spread over both.
+ * while the pairs still spread over both: half of the pairs' names are placed on each replica,
+ * whichever of the two leads (names drawn at random would all land on the replica that does not
+ * lead, whose share is larger, once in about 320 runs).
  */
 const PAIRS = 12;
 const spec = (name: string, tag: string): DeploymentSpec => ({
@@ -28,7 +31,10 @@ describe("sharding: one service name claimed by two resources", () => {
   let world: ShardedWorld | undefined;
   afterAll(async () => world?.stop());
 
-  it("stalls one of the two claimants even when the two are owned by different replicas", async () => {
+  // Its own timeout: longer than its waits together, so a wait that times out names what it missed.
+  it("stalls one of the two claimants even when the two are owned by different replicas", {
+    timeout: 150_000,
+  }, async () => {
     const w = await shardedWorld("cl", 2, { requestRecordLimit: 100_000 });
     world = w;
     const { namespace, simulator, ring: r } = w;
@@ -37,13 +43,25 @@ describe("sharding: one service name claimed by two resources", () => {
     // handover, rivals together): the wait below is for the spread over both, not only for
     // every resource settled.
     await r.untilMembers(user);
-    for (let i = 0; i < PAIRS; i++) await user.create(namespace, `p${i}-old`, spec(`shared-${i}`, "old"));
-    for (let i = 0; i < PAIRS; i++) await user.create(namespace, `p${i}-new`, spec(`shared-${i}`, "new"));
-    // Every resource owned, both replicas owning some (else the wait times out), and settled one
-    // way or the other (Ready, or stalled on the conflict).
+    const names = await spreadNames(r, user, namespace);
+    for (let i = 0; i < PAIRS; i++) await user.create(namespace, `p${i}-old`, spec(names[i] ?? "", "old"));
+    for (let i = 0; i < PAIRS; i++) await user.create(namespace, `p${i}-new`, spec(names[i] ?? "", "new"));
+    // Every resource owned, both replicas owning some, and settled one way or the other (Ready, or
+    // stalled on the conflict).
+    let unsettled = "no listing yet";
     const items = await waitFor(
       async () => {
         const all = await r.list(user);
+        unsettled = `${all.length} resources; owners ${[...new Set(all.map((o) => o.metadata.labels?.[OWNER_LABEL]))].join(", ")}; unsettled: ${all
+          .filter(
+            (o) =>
+              !(
+                o.status?.observedGeneration === o.metadata.generation &&
+                (hasCondition(o, "Ready", "True") || hasCondition(o, "Stalled", "True"))
+              ),
+          )
+          .map((o) => o.metadata.name)
+          .join(", ")}`;
         return all.length === 2 * PAIRS &&
           new Set(all.map((o) => o.metadata.labels?.[OWNER_LABEL])).size === 2 &&
           all.every(
@@ -56,9 +74,10 @@ describe("sharding: one service name claimed by two resources", () => {
           : undefined;
       },
       {
-        timeoutMs: 120_000,
+        timeoutMs: 60_000,
         intervalMs: 1_000,
-        description: "every resource owned by one of the two replicas, both owning some, and settled",
+        description: () =>
+          `every resource owned by one of the two replicas, both owning some, and settled (${unsettled})`,
       },
     );
     const split = Array.from({ length: PAIRS }, (_, i) => i).filter((i) => {
@@ -71,7 +90,7 @@ describe("sharding: one service name claimed by two resources", () => {
       const stalled = items.filter(
         (o) => o.metadata.name.startsWith(`p${i}-`) && hasCondition(o, "Stalled", "True"),
       ).length;
-      const id = simulator.store.getByName(`shared-${i}`)?.id ?? "";
+      const id = simulator.store.getByName(names[i] ?? "")?.id ?? "";
       const writers = new Set(
         simulator
           .requests()
@@ -83,7 +102,7 @@ describe("sharding: one service name claimed by two resources", () => {
         split: split.includes(i),
         stalled,
         writers: [...writers],
-        image: JSON.stringify(simulator.store.getByName(`shared-${i}`)).match(/claims:(\w+)/)?.[1],
+        image: JSON.stringify(simulator.store.getByName(names[i] ?? "")).match(/claims:(\w+)/)?.[1],
       };
     });
     console.log(JSON.stringify(rows));
@@ -94,3 +113,20 @@ describe("sharding: one service name claimed by two resources", () => {
     }
   });
 });
+
+/**
+ * {@link PAIRS} service names, half of them placed on each of the two replicas whichever leads
+ * (`shared-<n>`, the first that qualify).
+ */
+async function spreadNames(r: ShardedRing, user: ClusterUser, namespace: string): Promise<string[]> {
+  const place = await r.placementUnderAnyLeader(user);
+  const byReplica = new Map<string, string[]>(r.live().map((m) => [m, []]));
+  for (let n = 0; [...byReplica.values()].some((names) => names.length < PAIRS / 2); n++) {
+    const name = `shared-${n}`;
+    const owner = place(claimOf({ metadata: { name: `p-${n}`, namespace }, spec: spec(name, "old") }));
+    const names = owner === undefined ? undefined : byReplica.get(owner);
+    if (names !== undefined && names.length < PAIRS / 2) names.push(name);
+    if (n > 10_000) throw new Error(`no spread of ${PAIRS} names over ${r.live().join(", ")}`);
+  }
+  return [...byReplica.values()].flat();
+}

@@ -75,9 +75,12 @@ export interface WaitForOptions {
   timeoutMs?: number;
   /** Pause between attempts; default 100 ms. */
   intervalMs?: number;
-  /** What is awaited, for the timeout message. */
-  description?: string;
+  /** What is awaited, for the timeout message; a function is asked at the timeout (what is still missing). */
+  description?: string | (() => string);
 }
+
+const described = (d: WaitForOptions["description"]): string =>
+  (typeof d === "function" ? d() : d) ?? "a condition";
 
 /**
  * Calls `fn` until it returns something other than `undefined`, `null` or `false` without throwing,
@@ -102,12 +105,9 @@ export async function waitFor<T>(
     }
     if (Date.now() >= deadline) {
       const last = lastError instanceof Error ? `; last error: ${lastError.message}` : "";
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${opts.description ?? "a condition"}${last}`,
-        {
-          cause: lastError,
-        },
-      );
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${described(opts.description)}${last}`, {
+        cause: lastError,
+      });
     }
     await sleep(opts.intervalMs ?? 100);
   }

@@ -130,9 +130,28 @@ export class ShardedRing {
   async placement(user: ClusterUser): Promise<(claim: string) => string | undefined> {
     const live = this.live();
     const shares = ringShares(live, (await this.leader(user))?.name);
-    // The ring is keyed with the install key of the ring's namespace, as every replica reads it.
-    const seed = await readInstallKey(user.client, this.#o.namespace, AbortSignal.timeout(10_000));
+    const seed = await this.#seed(user);
     return (claim) => ownerOf(claim, live, shares, seed);
+  }
+
+  /**
+   * The replica the sharder labels for a claim whichever running replica leads; undefined for a
+   * claim whose replica depends on the leader (its share is smaller, {@link ringShares}). A test
+   * that needs claims spread over the replicas picks them with this, so a change of leader while
+   * it runs does not gather them on one.
+   */
+  async placementUnderAnyLeader(user: ClusterUser): Promise<(claim: string) => string | undefined> {
+    const live = this.live();
+    const seed = await this.#seed(user);
+    return (claim) => {
+      const owners = new Set(live.map((leader) => ownerOf(claim, live, ringShares(live, leader), seed)));
+      return owners.size === 1 ? [...owners][0] : undefined;
+    };
+  }
+
+  /** The ring's key: the install key of the ring's namespace, as every replica reads it. */
+  #seed(user: ClusterUser): Promise<Uint8Array> {
+    return readInstallKey(user.client, this.#o.namespace, AbortSignal.timeout(10_000));
   }
 
   /**
