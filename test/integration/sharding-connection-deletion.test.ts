@@ -22,7 +22,8 @@ describe("sharding: deleting a connection in use", () => {
   let world: ShardedWorld | undefined;
   afterAll(async () => world?.stop());
 
-  it("holds the deletion while a resource owned by any replica uses it", async () => {
+  // Its own timeout: longer than its waits together, so a wait that times out names what it missed.
+  it("holds the deletion while a resource owned by any replica uses it", { timeout: 180_000 }, async () => {
     const w = await shardedWorld("cd", 2);
     world = w;
     const { namespace, ring: r } = w;
@@ -35,7 +36,7 @@ describe("sharding: deleting a connection in use", () => {
           ? true
           : undefined;
       },
-      { timeoutMs: 120_000, intervalMs: 1_000, description: "the resource owned and ready" },
+      { timeoutMs: 45_000, intervalMs: 1_000, description: "the resource owned and ready" },
     );
     const connection = () => user.connection("ServiceConnection", "tenant", namespace);
     // One writer of the status (the leader, counting every replica's resources): the count is the

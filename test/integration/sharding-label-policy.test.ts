@@ -33,7 +33,10 @@ describe("sharding: the shard label policy", () => {
     if (work) await rm(work, { recursive: true, force: true });
   });
 
-  it("lets only the operator write shard.dms.dev/owner and shard.dms.dev/drain, in the namespace an overlay gives it, and a sharded replica starts only once it exists", async () => {
+  // Its own timeout: longer than its waits together, so a wait that times out names what it missed.
+  it("lets only the operator write shard.dms.dev/owner and shard.dms.dev/drain, in the namespace an overlay gives it, and a sharded replica starts only once it exists", {
+    timeout: 240_000,
+  }, async () => {
     const namespace = await freshNamespace("shard-policy");
     const suffix = namespace.split("-").at(-1) ?? "x";
     work = await mkdtemp(join(tmpdir(), "shard-policy-"));
