@@ -94,13 +94,8 @@ export class Reflector<T extends KubeObject> {
     this.#opts = options;
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? Math.random;
-    this.#backoff = new Backoff({
-      baseMs: 200,
-      maxMs: 30_000,
-      jitter: 0.5,
-      random: this.#random,
-      ...options.backoff,
-    });
+    const backoff = { baseMs: 200, maxMs: 30_000, jitter: 0.5, random: this.#random };
+    this.#backoff = new Backoff({ ...backoff, ...options.backoff });
     this.#indexes = new CacheIndexes(options.indexers ?? {});
     this.#log = (options.logger ?? pino({ enabled: false })).child({
       reflector: options.resource.plural,
@@ -115,9 +110,15 @@ export class Reflector<T extends KubeObject> {
     return this.#hasSynced;
   }
 
-  /** The cached object at `key` (`namespace/name`). */
-  get(key: string): T | undefined {
-    return this.#cache.get(key);
+  /** The cached object `namespace/name` (`name` for a cluster-scoped kind, whose namespace is ""). */
+  get(namespace: string, name: string): T | undefined {
+    return this.#cache.get(namespace ? `${namespace}/${name}` : name);
+  }
+
+  /** The cached objects of one namespace. */
+  listNamespace(namespace: string): T[] {
+    const all = this.list();
+    return this.#opts.namespace === namespace ? all : all.filter((o) => o.metadata.namespace === namespace);
   }
 
   /** Every cached object. */

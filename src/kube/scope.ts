@@ -20,23 +20,53 @@ export interface WatchScope {
 }
 
 /**
- * A cache over one reflector per namespace.
- *
- * Contract: `make` is called once per namespace in `namespaces` (once with `undefined` when the list
- * is empty). `synced` resolves when every reflector has synced; `run` runs them all until `signal`
- * aborts; `get`/`list`/`listNamespace` read the union of their caches; `subscribe` adds the same
- * handlers to every reflector.
+ * What a resource adapter reads and runs: one {@link Reflector}, or {@link ScopedReflectors} over
+ * several. `get(namespace, name)` takes `""` for a cluster-scoped kind's namespace.
  */
-export class ScopedReflectors<T extends KubeObject> {
-  readonly synced: Promise<void>;
-  readonly #byNamespace: Map<string | undefined, Reflector<T>>;
+export type ScopedCache<T extends KubeObject> = Pick<
+  Reflector<T>,
+  | "synced"
+  | "hasSynced"
+  | "run"
+  | "get"
+  | "list"
+  | "listNamespace"
+  | "size"
+  | "byIndex"
+  | "keysByIndex"
+  | "keysWhere"
+  | "observeWrite"
+  | "retain"
+  | "subscribe"
+> & { values(): Iterable<T> };
 
-  constructor(
-    namespaces: readonly string[] | undefined,
-    make: (namespace: string | undefined) => Reflector<T>,
-  ) {
-    const scopes = namespaces && namespaces.length > 0 ? [...new Set(namespaces)] : [undefined];
-    this.#byNamespace = new Map(scopes.map((ns) => [ns, make(ns)]));
+/**
+ * The cache of the scope `namespaces` (all namespaces when empty or absent): `make`'s one
+ * reflector when the scope is one namespace or all, read without a layer between (as
+ * controller-runtime's cache is a multi-namespace cache only when given several namespaces);
+ * else their union, {@link ScopedReflectors}.
+ */
+export function scopedCache<T extends KubeObject>(
+  namespaces: readonly string[] | undefined,
+  make: (namespace: string | undefined) => Reflector<T>,
+): ScopedCache<T> {
+  const scopes = [...new Set(namespaces)];
+  return scopes.length <= 1 ? make(scopes[0]) : new ScopedReflectors(scopes, make);
+}
+
+/**
+ * A cache over one reflector per namespace, for a scope of several.
+ *
+ * Contract: `make` is called once per namespace of `namespaces`. `synced` resolves when every
+ * reflector has synced; `run` runs them all until `signal` aborts; `get`/`list`/`listNamespace`
+ * read the union of their caches; `subscribe` adds the same handlers to every reflector.
+ */
+export class ScopedReflectors<T extends KubeObject> implements ScopedCache<T> {
+  readonly synced: Promise<void>;
+  readonly #byNamespace: Map<string, Reflector<T>>;
+
+  constructor(namespaces: readonly string[], make: (namespace: string) => Reflector<T>) {
+    this.#byNamespace = new Map(namespaces.map((ns) => [ns, make(ns)]));
     this.synced = Promise.all([...this.#byNamespace.values()].map((r) => r.synced)).then(() => undefined);
     this.synced.catch(() => {});
   }
@@ -53,8 +83,7 @@ export class ScopedReflectors<T extends KubeObject> {
 
   /** The cached object `namespace/name`, if it is in scope and seen. */
   get(namespace: string, name: string): T | undefined {
-    const reflector = this.#byNamespace.get(namespace) ?? this.#byNamespace.get(undefined);
-    return reflector?.get(namespace ? `${namespace}/${name}` : name);
+    return this.#byNamespace.get(namespace)?.get(namespace, name);
   }
 
   /** Every cached object. */
@@ -76,18 +105,12 @@ export class ScopedReflectors<T extends KubeObject> {
 
   /** The cached objects under `value` of the secondary index `index` (see {@link ReflectorOptions.indexers}). */
   byIndex(index: string, value: string): T[] {
-    const reflectors = [...this.#byNamespace.values()];
-    return reflectors.length === 1
-      ? (reflectors[0]?.byIndex(index, value) ?? [])
-      : reflectors.flatMap((r) => r.byIndex(index, value));
+    return [...this.#byNamespace.values()].flatMap((r) => r.byIndex(index, value));
   }
 
   /** The cache keys under `value` of `index` (see {@link Reflector.keysByIndex}). */
   keysByIndex(index: string, value: string): string[] {
-    const reflectors = [...this.#byNamespace.values()];
-    return reflectors.length === 1
-      ? (reflectors[0]?.keysByIndex(index, value) ?? [])
-      : reflectors.flatMap((r) => r.keysByIndex(index, value));
+    return [...this.#byNamespace.values()].flatMap((r) => r.keysByIndex(index, value));
   }
 
   /** The cache keys of the objects for which `test` holds (see {@link Reflector.keysWhere}). */
@@ -97,8 +120,7 @@ export class ScopedReflectors<T extends KubeObject> {
 
   /** Caches what a write answered, if newer than the cached object (see {@link Reflector.observeWrite}). */
   observeWrite(obj: T): void {
-    const namespace = obj.metadata.namespace ?? "";
-    (this.#byNamespace.get(namespace) ?? this.#byNamespace.get(undefined))?.observeWrite(obj);
+    this.#byNamespace.get(obj.metadata.namespace ?? "")?.observeWrite(obj);
   }
 
   /** Drops every object `keep` refuses from each namespace's cache (see {@link Reflector.retain}). */
@@ -108,9 +130,7 @@ export class ScopedReflectors<T extends KubeObject> {
 
   /** The cached objects of one namespace. */
   listNamespace(namespace: string): T[] {
-    const own = this.#byNamespace.get(namespace);
-    if (own) return own.list();
-    return (this.#byNamespace.get(undefined)?.list() ?? []).filter((o) => o.metadata.namespace === namespace);
+    return this.#byNamespace.get(namespace)?.list() ?? [];
   }
 
   /** Adds `handlers` to every reflector; returns the function that removes them. */
@@ -140,12 +160,12 @@ export type ReflectorSpec<T extends KubeObject> = Omit<
 
 /**
  * Base of a resource adapter backed by one reflector per watched namespace (KubeDeployments,
- * KubeSecrets): builds the {@link ScopedReflectors} from the shared {@link WatchOptions} and the
+ * KubeSecrets): builds the {@link scopedCache} from the shared {@link WatchOptions} and the
  * adapter's {@link ReflectorSpec}, and exposes the manager-facing `synced`, `hasSynced` and `run`.
  * Subclasses read through `cache`.
  */
 export abstract class WatchedResource<T extends KubeObject> {
-  protected readonly cache: ScopedReflectors<T>;
+  protected readonly cache: ScopedCache<T>;
 
   constructor(namespaces: readonly string[] | undefined, options: WatchOptions, spec: ReflectorSpec<T>) {
     const { client, logger, clock, backoff, minWatchTimeoutSeconds } = options;
@@ -156,7 +176,7 @@ export abstract class WatchedResource<T extends KubeObject> {
       ...(backoff ? { backoff } : {}),
       ...(minWatchTimeoutSeconds ? { minWatchTimeoutSeconds } : {}),
     };
-    this.cache = new ScopedReflectors(
+    this.cache = scopedCache(
       namespaces,
       (namespace) =>
         new Reflector<T>({ ...spec, ...shared, client, ...(namespace !== undefined ? { namespace } : {}) }),

@@ -272,7 +272,7 @@ export class KubeShardedResources extends WatchedResource<ShardObject> {
     return this.cache.list();
   }
 
-  /** Every record, read in place: for a synchronous walk (see {@link ScopedReflectors.values}). */
+  /** Every record, read in place: for a synchronous walk (see `values` in reflector.ts). */
   values(): Iterable<ShardObject> {
     return this.cache.values();
   }

@@ -123,6 +123,17 @@ describe("kube adapters", () => {
           .sort(),
       ).toEqual([`${a}/a-mine`, `${b}/b-mine`]);
       expect(deployments.listNamespace(b).map((o) => o.metadata.name)).toEqual(["b-mine"]);
+      expect(deployments.listNamespace(other)).toEqual([]);
+      // Read by namespace and name, and by index, from the namespace's own cache.
+      expect(deployments.get({ namespace: b, name: "b-mine" })?.metadata.namespace).toBe(b);
+      expect(deployments.get({ namespace: a, name: "b-mine" })).toBeUndefined();
+      expect(deployments.get({ namespace: other, name: "other-ns" })).toBeUndefined();
+      expect(
+        deployments
+          .byIndex("suffix", "mine")
+          .map((o) => o.metadata.namespace)
+          .sort(),
+      ).toEqual([a, b].sort());
     });
 
     it("resumes after the server ends its watch, without relisting or replaying events", async () => {
