@@ -5,7 +5,8 @@
  *
  *   node test/bench/run.ts [name ...] [--duration <seconds>] [--list] [--<option> <value> ...]
  *
- * A benchmark may declare options of its own (e.g. `scale --n 100,1000`); `--list` shows them.
+ * A benchmark may declare options of its own (e.g. `scale --n 100,1000`); `--list` (or `--help`)
+ * shows them, and an option no benchmark declares is refused in one line that says so.
  * Figures are reported, never asserted: a benchmark fails only when it cannot run.
  */
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
@@ -16,6 +17,17 @@ import { parseArgs } from "node:util";
 import Table from "cli-table3";
 import type { Benchmark } from "./harness.ts";
 import { commitOf } from "./operator-run.ts";
+
+const USAGE =
+  "usage: npm run bench -- [name ...] [--duration <seconds>] [--list] [--<option> <value> ...]\n" +
+  "every benchmark when none is named; the benchmarks and their options:";
+const LISTED = "`npm run bench -- --list` shows the benchmarks and their options";
+
+/** Bad input on the command line: one line on stderr, exit 2, no stack. */
+function refuse(message: string): never {
+  process.stderr.write(`npm run bench: ${message}\n`);
+  process.exit(2);
+}
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, "../..");
@@ -32,25 +44,34 @@ const own = new Map<string, Benchmark>();
 for (const b of benchmarks) {
   for (const option of Object.keys(b.options ?? {})) {
     const other = own.get(option);
-    if (other !== undefined || option === "duration" || option === "list")
+    if (other !== undefined || option === "duration" || option === "list" || option === "help")
       throw new Error(`option --${option} of ${b.name} is also declared by ${other?.name ?? "the runner"}`);
     own.set(option, b);
   }
 }
-const { values: parsed, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    duration: { type: "string", default: "10" },
-    list: { type: "boolean", default: false },
-    ...Object.fromEntries([...own.keys()].map((option) => [option, { type: "string" as const }])),
-  },
-});
+const { values: parsed, positionals } = (() => {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: {
+        duration: { type: "string", default: "10" },
+        list: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h", default: false },
+        ...Object.fromEntries([...own.keys()].map((option) => [option, { type: "string" as const }])),
+      },
+    });
+  } catch (error) {
+    // A mistyped option: one line that names it, and where the options are listed.
+    refuse(`${error instanceof Error ? error.message.split(". ")[0] : String(error)}; ${LISTED}`);
+  }
+})();
 const values = parsed as typeof parsed & Record<string, string | undefined>;
 const durationSeconds = Number(values.duration);
 if (!(durationSeconds > 0))
-  throw new Error(`--duration must be a positive number of seconds, got '${values.duration}'`);
+  refuse(`--duration must be a positive number of seconds, got '${values.duration}'`);
 
-if (values.list) {
+if (values.help) process.stdout.write(`${USAGE}\n\n`);
+if (values.list || values.help) {
   for (const b of benchmarks) {
     process.stdout.write(`${b.name}\t${b.description}\n`);
     for (const [option, about] of Object.entries(b.options ?? {})) {
@@ -61,12 +82,12 @@ if (values.list) {
   process.exit(0);
 }
 const unknown = positionals.filter((name) => !benchmarks.some((b) => b.name === name));
-if (unknown.length > 0) throw new Error(`unknown benchmark(s): ${unknown.join(", ")} (see --list)`);
+if (unknown.length > 0) refuse(`unknown benchmark(s): ${unknown.join(", ")}; ${LISTED}`);
 const selected =
   positionals.length === 0 ? benchmarks : benchmarks.filter((b) => positionals.includes(b.name));
 const misplaced = [...own].filter(([option, b]) => values[option] !== undefined && !selected.includes(b));
 if (misplaced.length > 0)
-  throw new Error(
+  refuse(
     misplaced.map(([option, b]) => `--${option} belongs to ${b.name}, which is not selected`).join("; "),
   );
 
