@@ -12,7 +12,6 @@
  */
 import { readSettings } from "../config.ts";
 import { ConnectionReadError } from "../connection/read.ts";
-import { deploymentsPort } from "../connection/service-port.ts";
 import { connectionWindows } from "../connection/settings.ts";
 import {
   type ConnectionId,
@@ -41,6 +40,7 @@ import { InstallKeyError, readInstallKey } from "../kube/install-key.ts";
 import { collectionPath, listItems } from "../kube/object.ts";
 import { secretsPort } from "../kube/secrets.ts";
 import { keyedSecretDigest } from "../reconcile/secret-hash.ts";
+import { deploymentsPort } from "../reconcile/service/session.ts";
 import { systemClock } from "../runtime/clock.ts";
 import { type CommandCluster, commandConnectionClients, kubeconfigCluster } from "./connections.ts";
 import { type CliContext, type ConnectionFlags, UsageError } from "./context.ts";

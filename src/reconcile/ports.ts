@@ -1,7 +1,8 @@
 /**
  * The narrow ports the reconciler talks to. Adapters at the edge implement them: the service
- * client through `src/connection/service-port.ts` and the Kubernetes adapters each beside its
- * own (`src/kube/deployments.ts`, `secrets.ts`, `events.ts`), wired in `src/main.ts` and `src/wiring/`.
+ * client through `deploymentsPort` (`src/reconcile/service/session.ts`, with the session built
+ * over it) and the Kubernetes adapters each beside its own (`src/kube/deployments.ts`,
+ * `secrets.ts`, `events.ts`), wired in `src/main.ts` and `src/wiring/`.
  * Nothing here imports an HTTP or Kubernetes client, so the reconciler is tested against the
  * real adapters or small in-memory ones alike.
  */
@@ -121,8 +122,8 @@ export interface RevisionRebuilds {
 
 /**
  * The service as one connection reaches it: every capability above. The adapter
- * (`src/connection/service-port.ts`) implements it and the composition root hands it to a
- * connection's session, which gives each consumer only the capabilities it uses.
+ * (`deploymentsPort`, `src/reconcile/service/session.ts`) implements it and the composition root
+ * hands it to a connection's session, which gives each consumer only the capabilities it uses.
  */
 export interface DeploymentsPort
   extends DeploymentLookups,

@@ -9,6 +9,7 @@
 export type {
   CreateDeploymentBody,
   Deployment,
+  DeploymentFilters,
   ForgeRepo,
   PatchDeploymentBody,
   Revision,

@@ -15,12 +15,11 @@ import {
   type ConnectionService,
   DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE,
 } from "../connection/registry.ts";
-import { deploymentsPort } from "../connection/service-port.ts";
 import { DEFAULT_CONNECTION } from "../crd/connection-ref.ts";
 import type { KubeDeployments } from "../kube/deployments.ts";
 import { CLAIM_INDEX, claimOn } from "../reconcile/claims.ts";
 import type { StoredResource } from "../reconcile/ports.ts";
-import { ServiceSession } from "../reconcile/service/session.ts";
+import { deploymentsPort, ServiceSession } from "../reconcile/service/session.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import type { Caches } from "./caches.ts";
