@@ -11,7 +11,8 @@
  *
  * `log.json` holds what the benchmark page recorded before it showed only the current figures:
  * per section (simulator, operator, scale, tenancy, annotations, replicas, cli-start,
- * control-plane, memory), its text and its tables as rows, in the order written.
+ * control-plane, memory, redaction, fairness, reconcile-path), its text and its tables as rows, in
+ * the order written.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";

@@ -26,6 +26,13 @@ describe("the benchmark page", () => {
     expect(page.split("\n").length).toBeLessThanOrEqual(251);
   });
 
+  it("keeps each line to the current figure: none over 600 characters (the history is log.json's)", () => {
+    const long = page
+      .split("\n")
+      .flatMap((line, i) => (line.length > 600 ? [`line ${i + 1}: ${line.length}`] : []));
+    expect(long).toEqual([]);
+  });
+
   it("shows the latest run of scale and of scale --tenants as their JSON holds them", () => {
     expect(between("scale")).toBe(scaleMarkdown("current"));
     expect(between("tenancy")).toBe(tenancyMarkdown("current"));
