@@ -4,6 +4,7 @@
  * the listing, and the rows put newest first.
  */
 import { isRecord } from "../runtime/json.ts";
+import { cutToLength, ELLIPSIS } from "./printable.ts";
 import { matchesWire } from "./validate.ts";
 import type { Revision } from "./wire.ts";
 
@@ -76,6 +77,7 @@ function createdAt(row: RevisionRow): string | undefined {
   return row.ok ? (row.revision.created_at ?? undefined) : row.unreadable.created_at;
 }
 
+/** `text` cut after 64 characters, and marked so. */
 function clip(text: string): string {
-  return text.length <= 64 ? text : `${text.slice(0, 64)}…`;
+  return cutToLength(text, 64 + ELLIPSIS.length);
 }

@@ -11,6 +11,7 @@
  */
 import { isRecord } from "../runtime/json.ts";
 import { RequestValidationError, ServiceError } from "./errors.ts";
+import { cutToLength, ELLIPSIS } from "./printable.ts";
 import type {
   Deployment,
   DeploymentFilters,
@@ -118,9 +119,9 @@ export async function readDeployment(
   };
 }
 
-/** `text` cut to `max` characters and marked so (the cut text is longer than `max`). */
+/** `text` cut after `max` characters and marked so (`cutToLength`: never inside a surrogate pair). */
 function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}…`;
+  return cutToLength(text, max + ELLIPSIS.length);
 }
 
 function repairDeployment(value: Record<string, unknown>): Record<string, unknown> {

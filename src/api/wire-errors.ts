@@ -8,6 +8,7 @@ import type { TSchema } from "@sinclair/typebox";
 import { type ValueError, ValueErrorType } from "@sinclair/typebox/errors";
 import { Value } from "@sinclair/typebox/value";
 import { RequestValidationError } from "./errors.ts";
+import { cutToLength, ELLIPSIS } from "./printable.ts";
 import { WIRE_SCHEMAS, type WireSchemaName } from "./wire.ts";
 
 /** TypeBox's first error of `value` against the schema `name`; undefined when there is none. */
@@ -91,11 +92,14 @@ function expected(schema: TSchema): string {
   return "a different value";
 }
 
+/** Characters of a value a message echoes before the mark of a cut. */
+const SHOWN_CHARS = 60;
+
 function show(value: unknown): string {
   if (value === undefined) return "nothing";
   // Only scalars are echoed: an object could hold secret values.
   if (Array.isArray(value)) return "an array";
   if (typeof value === "object" && value !== null) return "an object";
   const text = JSON.stringify(value) ?? String(value);
-  return text.length > 60 ? `${text.slice(0, 60)}…` : text;
+  return cutToLength(text, SHOWN_CHARS + ELLIPSIS.length);
 }

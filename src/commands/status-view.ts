@@ -14,7 +14,7 @@
  *
  * This module reads and renders, loaded when `status` runs; status.ts registers the command.
  */
-import { printableLine } from "../api/printable.ts";
+import { cutToLength, printableLine } from "../api/printable.ts";
 import { FAILED_REVISION_STATUSES } from "../api/wire.ts";
 import { ANNOTATION_PAUSED } from "../crd/schema.ts";
 import type { KubeClient } from "../kube/client.ts";
@@ -228,7 +228,7 @@ export function heldUntil(
 /** `text` on one line with the printable rule (`printableLine`, `api/printable.ts`), cut to `width`. */
 export function oneLine(text: string, width = MESSAGE_WIDTH): string {
   const flat = printableLine(text).trim();
-  return flat.length > width ? `${flat.slice(0, width - 1)}…` : flat;
+  return cutToLength(flat, width);
 }
 
 /** `rows` as aligned columns (two spaces apart), each line indented by two, no trailing blanks. */

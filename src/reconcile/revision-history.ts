@@ -7,6 +7,7 @@
  * spec asks to be live ({@link pendingRedeploy}, {@link targetView}). Pure.
  */
 import { createHash } from "node:crypto";
+import { cutToLength } from "../api/printable.ts";
 import {
   DEFAULT_REVISION_REUSE,
   type DeploymentResourceStatus,
@@ -69,9 +70,7 @@ export type RedeployedFrom = Pick<RevisionHistoryEntry, "redeployedFrom" | "rede
 
 /** {@link RedeployedFrom} of a redeploy of `revisionId` for `reason`, the reason cut to its bound. */
 export function redeployedFrom(revisionId: string, reason: string): RedeployedFrom {
-  const max = REDEPLOY_REASON_MAX_LENGTH;
-  const redeployReason = reason.length <= max ? reason : `${reason.slice(0, max - 1)}…`;
-  return { redeployedFrom: revisionId, redeployReason };
+  return { redeployedFrom: revisionId, redeployReason: cutToLength(reason, REDEPLOY_REASON_MAX_LENGTH) };
 }
 
 /**

@@ -131,6 +131,11 @@ describe("withDetailCut", () => {
     });
   });
 
+  it("cuts a detail between characters, never inside a surrogate pair", () => {
+    const kept = withDetailCut(error("🚀".repeat(100)), 9) as ServiceError;
+    expect(kept.detail).toBe(`${"🚀".repeat(4)}…`);
+  });
+
   it("returns a short detail's error, and any other error, as it is", () => {
     const short = error("gateway down");
     expect(withDetailCut(short, 16_384)).toBe(short);

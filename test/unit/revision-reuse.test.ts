@@ -321,6 +321,10 @@ describe("status.revisionHistory", () => {
     expect(from.redeployedFrom).toBe(R1);
     expect(from.redeployReason).toHaveLength(REDEPLOY_REASON_MAX_LENGTH);
     expect(from.redeployReason?.endsWith("…")).toBe(true);
+    // A cut never splits a surrogate pair: the API server would store U+FFFD for its half.
+    const emoji = redeployedFrom(R1, "🚀".repeat(REDEPLOY_REASON_MAX_LENGTH)).redeployReason ?? "";
+    expect(emoji.length).toBeLessThanOrEqual(REDEPLOY_REASON_MAX_LENGTH);
+    expect(emoji).toMatch(/^(🚀)+…$/u);
     expect(recordCreated(undefined, R2, SECRETS, undefined, redeployedFrom(R1, "short"))).toEqual([
       { id: R2, secretsHash: SECRETS, redeployedFrom: R1, redeployReason: "short" },
     ]);
