@@ -4,7 +4,7 @@
  * the API key (the transport redacts it before an error is built).
  */
 import { isRecord } from "../runtime/json.ts";
-import { cutToLength, ELLIPSIS } from "./printable.ts";
+import { cutToLength } from "./printable.ts";
 
 /** What went wrong, coarse enough for a controller to branch on. */
 export type ServiceErrorKind =
@@ -136,7 +136,7 @@ export function withDetailCut(error: unknown, max: number): unknown {
     method: error.method,
     route: error.route,
     ...(error.status === undefined ? {} : { status: error.status }),
-    detail: cutToLength(error.detail, max + ELLIPSIS.length),
+    detail: cutToLength(error.detail, max),
     retryable: error.retryable,
     ...(error.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: error.retryAfterSeconds }),
     maybeApplied: error.maybeApplied,

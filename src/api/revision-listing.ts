@@ -4,9 +4,12 @@
  * the listing, and the rows put newest first.
  */
 import { isRecord } from "../runtime/json.ts";
-import { cutToLength, ELLIPSIS } from "./printable.ts";
+import { cutToLength } from "./printable.ts";
 import { matchesWire } from "./validate.ts";
 import type { Revision } from "./wire.ts";
+
+/** Characters of a value of an unreadable row the listing shows, the mark of a cut included. */
+const SHOWN_CHARS = 64;
 
 /** An item of the listing that is not a revision the client can read: what is known of it. */
 export interface UnreadableRevision {
@@ -41,9 +44,14 @@ export async function readRevisionItem(value: unknown): Promise<RevisionRow> {
   const first = firstError("Revision", value);
   const field = first ? first.path.replace(/^\//, "").replaceAll("/", ".") || "(the item)" : "(the item)";
   const problem = !isRecord(value) ? "is not an object" : first ? first.message : "does not match";
-  const id = isRecord(value) && typeof value.id === "string" && value.id !== "" ? clip(value.id) : undefined;
+  const id =
+    isRecord(value) && typeof value.id === "string" && value.id !== ""
+      ? cutToLength(value.id, SHOWN_CHARS)
+      : undefined;
   const created =
-    isRecord(value) && typeof value.created_at === "string" ? clip(value.created_at) : undefined;
+    isRecord(value) && typeof value.created_at === "string"
+      ? cutToLength(value.created_at, SHOWN_CHARS)
+      : undefined;
   return {
     ok: false,
     unreadable: {
@@ -75,9 +83,4 @@ export function rowId(row: RevisionRow, position: number): string {
 
 function createdAt(row: RevisionRow): string | undefined {
   return row.ok ? (row.revision.created_at ?? undefined) : row.unreadable.created_at;
-}
-
-/** `text` cut after 64 characters, and marked so. */
-function clip(text: string): string {
-  return cutToLength(text, 64 + ELLIPSIS.length);
 }

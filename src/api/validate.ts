@@ -11,7 +11,7 @@
  */
 import { isRecord } from "../runtime/json.ts";
 import { RequestValidationError, ServiceError } from "./errors.ts";
-import { cutToLength, ELLIPSIS } from "./printable.ts";
+import { cutToLength } from "./printable.ts";
 import type {
   Deployment,
   DeploymentFilters,
@@ -101,12 +101,14 @@ export async function readDeployment(
   if (matchesWire("Deployment", repaired)) return { ok: true, deployment: repaired as Deployment };
   const { firstProblem } = await import("./wire-errors.ts");
   const [path, problem] = firstProblem("Deployment", repaired) ?? ["", "is not an object"];
-  const field = clip(path.replace(/^\./, "") || "(the item)", 256);
+  const field = cutToLength(path.replace(/^\./, "") || "(the item)", 256);
   // Kept to say which deployment is unreadable, so bounded: a name or id longer than any the
   // operator asks about (a name of 253, an id of 36) is cut, and then matches none of them.
-  const name = isRecord(value) && typeof value.name === "string" ? clip(value.name, 253) : undefined;
+  const name = isRecord(value) && typeof value.name === "string" ? cutToLength(value.name, 253) : undefined;
   const id =
-    isRecord(value) && typeof value.id === "string" && value.id !== "" ? clip(value.id, 64) : undefined;
+    isRecord(value) && typeof value.id === "string" && value.id !== ""
+      ? cutToLength(value.id, 64)
+      : undefined;
   const who = name !== undefined ? `"${name}"` : id !== undefined ? id : "(no name)";
   return {
     ok: false,
@@ -117,11 +119,6 @@ export async function readDeployment(
       message: `the service's deployment ${who} cannot be read: ${field}: ${problem}`,
     },
   };
-}
-
-/** `text` cut after `max` characters and marked so (`cutToLength`: never inside a surrogate pair). */
-function clip(text: string, max: number): string {
-  return cutToLength(text, max + ELLIPSIS.length);
 }
 
 function repairDeployment(value: Record<string, unknown>): Record<string, unknown> {

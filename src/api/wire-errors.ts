@@ -8,7 +8,7 @@ import type { TSchema } from "@sinclair/typebox";
 import { type ValueError, ValueErrorType } from "@sinclair/typebox/errors";
 import { Value } from "@sinclair/typebox/value";
 import { RequestValidationError } from "./errors.ts";
-import { cutToLength, ELLIPSIS } from "./printable.ts";
+import { cutToLength } from "./printable.ts";
 import { WIRE_SCHEMAS, type WireSchemaName } from "./wire.ts";
 
 /** TypeBox's first error of `value` against the schema `name`; undefined when there is none. */
@@ -92,7 +92,7 @@ function expected(schema: TSchema): string {
   return "a different value";
 }
 
-/** Characters of a value a message echoes before the mark of a cut. */
+/** Characters of a value a message echoes, the mark of a cut included. */
 const SHOWN_CHARS = 60;
 
 function show(value: unknown): string {
@@ -101,5 +101,5 @@ function show(value: unknown): string {
   if (Array.isArray(value)) return "an array";
   if (typeof value === "object" && value !== null) return "an object";
   const text = JSON.stringify(value) ?? String(value);
-  return cutToLength(text, SHOWN_CHARS + ELLIPSIS.length);
+  return cutToLength(text, SHOWN_CHARS);
 }

@@ -122,7 +122,8 @@ describe("withDetailCut", () => {
   it("keeps the start of a service's detail of MiBs, and everything else of the error", () => {
     const kept = withDetailCut(error("d".repeat(8 * 1024 * 1024)), 16_384);
     expect(kept).toBeInstanceOf(ServiceError);
-    expect((kept as ServiceError).detail).toHaveLength(16_385);
+    expect((kept as ServiceError).detail).toHaveLength(16_384);
+    expect((kept as ServiceError).detail.endsWith("…")).toBe(true);
     expect(kept).toMatchObject({
       kind: "unavailable",
       status: 503,
