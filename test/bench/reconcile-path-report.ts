@@ -20,7 +20,40 @@ export const GOAL = { files: 25, folders: 7 } as const;
  * in the window: the first range of a function is the function itself, its count the calls.
  */
 export function executedFiles(coverage: readonly ScriptCoverage[], srcDir: string): string[] {
-  return Object.keys(executedFunctions(coverage, srcDir)).sort();
+  return Object.keys(ranFunctions(coverage, srcDir)).sort();
+}
+
+/** A function that ran in the window: its name, its span in its file (V8's offsets) and its calls. */
+interface RanFunction {
+  name: string;
+  start: number;
+  end: number;
+  calls: number;
+}
+
+/** The functions that ran in the window, by file under `srcDir` (`/`-separated); files with none left out. */
+function ranFunctions(coverage: readonly ScriptCoverage[], srcDir: string): Record<string, RanFunction[]> {
+  const byFile: Record<string, RanFunction[]> = {};
+  for (const script of coverage) {
+    if (!script.url.startsWith("file:")) continue;
+    const path = relative(srcDir, fileURLToPath(script.url));
+    if (path.startsWith("..") || path === "") continue;
+    const ran = script.functions.flatMap((f) => {
+      const own = f.ranges[0];
+      return own && own.count > 0
+        ? [
+            {
+              name: f.functionName || "(anonymous)",
+              start: own.startOffset,
+              end: own.endOffset,
+              calls: own.count,
+            },
+          ]
+        : [];
+    });
+    if (ran.length > 0) byFile[path.split(sep).join("/")] = ran;
+  }
+  return byFile;
 }
 
 /**
@@ -31,20 +64,52 @@ export function executedFunctions(
   coverage: readonly ScriptCoverage[],
   srcDir: string,
 ): Record<string, string[]> {
-  const byFile: Record<string, string[]> = {};
-  for (const script of coverage) {
-    if (!script.url.startsWith("file:")) continue;
-    const path = relative(srcDir, fileURLToPath(script.url));
-    if (path.startsWith("..") || path === "") continue;
-    const ran = script.functions.flatMap((f) => {
-      const own = f.ranges[0];
-      return own && own.count > 0
-        ? [`${f.functionName || "(anonymous)"}@${own.startOffset} ×${own.count}`]
-        : [];
-    });
-    if (ran.length > 0) byFile[path.split(sep).join("/")] = ran;
+  return Object.fromEntries(
+    Object.entries(ranFunctions(coverage, srcDir)).map(([file, ran]) => [
+      file,
+      ran.map((f) => `${f.name}@${f.start} ×${f.calls}`),
+    ]),
+  );
+}
+
+/** The spans (start and end offsets) of the functions of each file that ran in the window. */
+export function executedSpans(
+  coverage: readonly ScriptCoverage[],
+  srcDir: string,
+): Record<string, Array<readonly [number, number]>> {
+  return Object.fromEntries(
+    Object.entries(ranFunctions(coverage, srcDir)).map(([file, ran]) => [
+      file,
+      ran.map((f) => [f.start, f.end] as const),
+    ]),
+  );
+}
+
+/**
+ * The lines of `text` that some span of `spans` (offsets into it) reaches, each once: a function
+ * within a function that ran, or the same function in two windows, counts its lines once. A
+ * function's comment above it is not in its span, the comments and blank lines within it are.
+ */
+export function linesWithin(text: string, spans: ReadonlyArray<readonly [number, number]>): number {
+  const starts = [0];
+  for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) starts.push(i + 1);
+  /** The index of the line that holds `offset`. */
+  const lineAt = (offset: number) => {
+    let low = 0;
+    let high = starts.length - 1;
+    while (low < high) {
+      const mid = (low + high + 1) >> 1;
+      if ((starts[mid] ?? 0) <= offset) low = mid;
+      else high = mid - 1;
+    }
+    return low;
+  };
+  const lines = new Set<number>();
+  for (const [start, end] of spans) {
+    if (end <= start) continue;
+    for (let line = lineAt(start), last = lineAt(end - 1); line <= last; line++) lines.add(line);
   }
-  return byFile;
+  return lines.size;
 }
 
 /**
@@ -70,6 +135,8 @@ export function pathOfEdits(windows: readonly (readonly string[])[]): {
 export interface PathFile {
   file: string;
   lines: number;
+  /** Its lines in the functions that ran ({@link linesWithin}), where the run measured them. */
+  ran?: number;
 }
 
 /** One folder of the path (`.` for the top of `src/`) and its files. */
@@ -88,6 +155,15 @@ export interface PathFigures {
   /** Files over LONG_FILE_LINES lines. */
   longFiles: string[];
   byFolder: PathFolder[];
+  /** The lines of the path's files together. */
+  lines: number;
+  /**
+   * The fewest files of at most LONG_FILE_LINES lines that could hold those lines: what merging
+   * alone could bring the count down to, with every line kept.
+   */
+  fewestFiles: number;
+  /** Of those lines, the ones in the functions that ran, where the run measured them. */
+  ranLines?: number;
 }
 
 /** Lines of a text as `wc -l` counts them, plus an unterminated last line. */
@@ -97,44 +173,67 @@ export function lineCount(text: string): number {
   return text.endsWith("\n") ? newlines : newlines + 1;
 }
 
-/** Groups `files` by folder (sorted), each with the lines `linesOf` reads. */
-export function pathFigures(files: readonly string[], linesOf: (file: string) => number): PathFigures {
+/**
+ * Groups `files` by folder (sorted), each with the lines `linesOf` reads and, given `ranOf`, its
+ * lines in the functions that ran.
+ */
+export function pathFigures(
+  files: readonly string[],
+  linesOf: (file: string) => number,
+  ranOf?: (file: string) => number,
+): PathFigures {
   const folders = new Map<string, PathFile[]>();
   for (const file of [...files].sort()) {
     const folder = dirname(file);
     const list = folders.get(folder) ?? [];
-    list.push({ file, lines: linesOf(file) });
+    list.push(ranOf ? { file, lines: linesOf(file), ran: ranOf(file) } : { file, lines: linesOf(file) });
     folders.set(folder, list);
   }
   const byFolder = [...folders]
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([folder, f]) => ({ folder, files: f }));
+  const all = byFolder.flatMap((f) => f.files);
+  const lines = all.reduce((sum, f) => sum + f.lines, 0);
   return {
     files: files.length,
     folders: byFolder.length,
     topFolders: new Set(byFolder.map((f) => f.folder.split("/")[0])).size,
-    longFiles: byFolder.flatMap((f) => f.files.filter((x) => x.lines > LONG_FILE_LINES).map((x) => x.file)),
+    longFiles: all.filter((x) => x.lines > LONG_FILE_LINES).map((x) => x.file),
     byFolder,
+    lines,
+    fewestFiles: Math.ceil(lines / LONG_FILE_LINES),
+    ...(ranOf ? { ranLines: all.reduce((sum, f) => sum + (f.ran ?? 0), 0) } : {}),
   };
 }
 
-/** The listing printed after the table: folder by folder, each file's lines, the long ones flagged. */
+/**
+ * The listing printed after the table: the count against the goal, the lines and the fewest files
+ * that could hold them, then folder by folder each file's lines (and lines that ran), the long ones
+ * flagged.
+ */
 export function pathListing(figures: PathFigures): string[] {
   const lines = [
     `${figures.files} files in ${figures.folders} folders, ${figures.topFolders} of them at the top of src/ (goal ≤ ${GOAL.files} files in ≤ ${GOAL.folders} folders)`,
+    `${figures.lines} lines in these files: ${figures.fewestFiles} files of ≤ ${LONG_FILE_LINES} lines at the fewest${
+      figures.ranLines === undefined ? "" : `; ${figures.ranLines} lines in the functions that ran`
+    }`,
   ];
   for (const { folder, files } of figures.byFolder) {
     lines.push(`src/${folder === "." ? "" : `${folder}/`} (${files.length})`);
-    for (const { file, lines: n } of files)
+    for (const { file, lines: n, ran } of files)
       lines.push(
-        `  ${file.slice(folder === "." ? 0 : folder.length + 1).padEnd(40)} ${String(n).padStart(5)}${n > LONG_FILE_LINES ? `  over ${LONG_FILE_LINES} lines` : ""}`,
+        `  ${file.slice(folder === "." ? 0 : folder.length + 1).padEnd(40)} ${String(n).padStart(5)}${
+          ran === undefined ? "" : `  ran ${String(ran).padStart(4)}`
+        }${n > LONG_FILE_LINES ? `  over ${LONG_FILE_LINES} lines` : ""}`,
       );
   }
   return lines;
 }
 
-/** One run as the JSON keeps it. */
-export interface PathRun extends PathFigures {
+/** One run as the JSON keeps it (its lines measured since the runs after `3d1f4a7`). */
+export interface PathRun extends Omit<PathFigures, "lines" | "fewestFiles"> {
+  lines?: number;
+  fewestFiles?: number;
   commit: string;
   date: string;
   node: string;

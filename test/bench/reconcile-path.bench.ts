@@ -6,6 +6,9 @@
  * each file's lines (those over 400 flagged, so the count cannot fall by merging files). Three
  * edits are measured, each in its own window, and a file counts when it ran in two of them or
  * three: a timer of the operator's that fell in one window is listed apart, as beside the path.
+ * Beside the count, the lines: of the path's files together (and so the fewest files of 400 lines
+ * that could hold them, what merging alone could reach), and of them, the lines of the functions
+ * that ran in some window, which is how much of that code an edit runs.
  *
  * The operator runs from its sources (`node src/cli.ts run`, as `npm start` does) with its
  * inspector on loopback, against a control plane of the benchmark's own and the simulator over
@@ -36,7 +39,9 @@ import { commitOf, LOGS, ReadyWatch, type Setup, startOperator, Tap } from "./op
 import {
   executedFiles,
   executedFunctions,
+  executedSpans,
   lineCount,
+  linesWithin,
   pathFigures,
   pathListing,
   pathOfEdits,
@@ -145,6 +150,7 @@ export const benchmark: Benchmark = {
         statusWrites = 0;
         const windows: string[][] = [];
         const functions: Array<Record<string, string[]>> = [];
+        const spans = new Map<string, Array<readonly [number, number]>>();
         for (let edit = 1; edit <= EDITS; edit++) {
           if (edit > 1) await quiet();
           await inspector.takePreciseCoverage();
@@ -173,13 +179,20 @@ export const benchmark: Benchmark = {
           const coverage = await inspector.takePreciseCoverage();
           windows.push(executedFiles(coverage, SRC));
           functions.push(executedFunctions(coverage, SRC));
+          for (const [file, ran] of Object.entries(executedSpans(coverage, SRC)))
+            spans.set(file, [...(spans.get(file) ?? []), ...ran]);
         }
         const serviceCallsByRoute = sim.counters();
         await inspector.stopPreciseCoverage();
         const functionsOut = process.env.RECONCILE_PATH_FUNCTIONS;
         if (functionsOut) writeFileSync(functionsOut, JSON.stringify(functions, null, 1));
         const { files, beside } = pathOfEdits(windows);
-        const figures = pathFigures(files, (file) => lineCount(readFileSync(join(SRC, file), "utf8")));
+        const textOf = (file: string) => readFileSync(join(SRC, file), "utf8");
+        const figures = pathFigures(
+          files,
+          (file) => lineCount(textOf(file)),
+          (file) => linesWithin(textOf(file), spans.get(file) ?? []),
+        );
         const out = join(ROOT, "docs", "bench", "reconcile-path.json");
         savePathRun(out, DESCRIPTION, {
           commit,
@@ -204,6 +217,8 @@ export const benchmark: Benchmark = {
               "files",
               "folders",
               "files over 400 lines",
+              "lines (fewest files)",
+              "lines that ran",
               "status writes",
               "service calls in the window",
             ],
@@ -213,6 +228,8 @@ export const benchmark: Benchmark = {
                 figures.files,
                 figures.folders,
                 figures.longFiles.length,
+                `${figures.lines} (${figures.fewestFiles})`,
+                figures.ranLines ?? "",
                 statusWrites,
                 Object.entries(serviceCallsByRoute)
                   .map(([route, byStatus]) => `${route} ${JSON.stringify(byStatus)}`)

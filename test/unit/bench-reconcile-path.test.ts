@@ -7,7 +7,9 @@ import type { ScriptCoverage } from "../bench/inspector.ts";
 import {
   executedFiles,
   executedFunctions,
+  executedSpans,
   lineCount,
+  linesWithin,
   type PathRun,
   pathFigures,
   pathListing,
@@ -67,6 +69,39 @@ describe("the files of the reconcile path", () => {
       "reconcile/apply.ts": ["apply@0 ×2"],
       "json.ts": ["f@0 ×1"],
     });
+    // And where they are: each function's own range, not its blocks.
+    expect(executedSpans(coverage, SRC)).toEqual({ "reconcile/apply.ts": [[0, 10]], "json.ts": [[0, 10]] });
+  });
+
+  it("counts the lines the functions that ran span, each line once", () => {
+    const text = [
+      "// a comment",
+      "function f() {",
+      "  return g();",
+      "  function g() {",
+      "    return 1;",
+      "  }",
+      "}",
+      "",
+      "function h() {}",
+      "",
+    ].join("\n");
+    const span = (first: string, last: string) =>
+      [text.indexOf(first), text.indexOf(last) + last.length] as const;
+    const f = span("function f", "}\n\nfunction h");
+    const g = span("function g", "  }");
+    const h = span("function h", "{}");
+    // f spans its 6 lines (its comment above is not in it), from its first character to its brace.
+    expect(linesWithin(text, [[f[0], f[1] - "\n\nfunction h".length]])).toBe(6);
+    // g within f counts once; f again (another window) counts once.
+    const fOnly = [f[0], f[1] - "\n\nfunction h".length] as const;
+    expect(linesWithin(text, [fOnly, g, fOnly])).toBe(6);
+    expect(linesWithin(text, [g])).toBe(3);
+    expect(linesWithin(text, [g, h])).toBe(4);
+    // A span that ends at a line's start does not reach that line; an empty span reaches none.
+    expect(linesWithin(text, [[0, text.indexOf("function f")]])).toBe(1);
+    expect(linesWithin(text, [[5, 5]])).toBe(0);
+    expect(linesWithin("", [])).toBe(0);
   });
 
   it("groups by folder, counts every directory and the top-level ones, flags files over 400 lines", () => {
@@ -92,9 +127,27 @@ describe("the files of the reconcile path", () => {
     expect(listing[0]).toBe(
       "5 files in 4 folders, 3 of them at the top of src/ (goal ≤ 25 files in ≤ 7 folders)",
     );
+    // 1,437 lines: no fewer than 4 files of 400 lines could hold them.
+    expect([figures.lines, figures.fewestFiles, figures.ranLines]).toEqual([1_437, 4, undefined]);
+    expect(listing[1]).toBe("1437 lines in these files: 4 files of ≤ 400 lines at the fewest");
     expect(listing).toContain("src/reconcile/plan/ (1)");
     expect(listing.find((l) => l.includes("plan.ts"))).toMatch(/^ {2}plan\.ts +401 {2}over 400 lines$/);
     expect(listing.find((l) => l.includes("client.ts"))).not.toContain("over");
+
+    // With the lines that ran, file by file and together.
+    const ran: Record<string, number> = { "cli.ts": 5, "reconcile/apply.ts": 100 };
+    const measured = pathFigures(
+      Object.keys(lines),
+      (file) => lines[file] ?? 0,
+      (file) => ran[file] ?? 0,
+    );
+    expect(measured.ranLines).toBe(105);
+    expect(measured.byFolder[0]?.files).toEqual([{ file: "cli.ts", lines: 20, ran: 5 }]);
+    const listed = pathListing(measured);
+    expect(listed[1]).toBe(
+      "1437 lines in these files: 4 files of ≤ 400 lines at the fewest; 105 lines in the functions that ran",
+    );
+    expect(listed.find((l) => l.includes("apply.ts"))).toMatch(/^ {2}apply\.ts +338 {2}ran {2}100$/);
   });
 
   it("counts lines as wc -l does, an unterminated last line included", () => {
