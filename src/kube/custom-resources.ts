@@ -56,7 +56,7 @@ export interface CustomResourcesOptions<T> extends WatchOptions {
 /**
  * The objects of one custom resource kind in the operator's scope.
  *
- * Contract: cache reads (`get`, `list`, `listNamespace`, `byIndex`) are the reflectors' last view,
+ * Contract: cache reads (`get`, `list`, `byIndex`) are the reflectors' last view,
  * which includes this instance's own writes as soon as they are answered, and may lag others';
  * `getLive` reads the server (undefined when gone). Writes resolve the object as written, reject
  * with {@link NotFoundError} when it is gone and with {@link ConflictError} when the write raced
@@ -98,11 +98,6 @@ export class CustomResources<T extends KubeObject & { spec: unknown }, S> extend
   /** Every cached object. */
   list(): T[] {
     return this.cache.list();
-  }
-
-  /** The cached objects of one namespace. */
-  listNamespace(namespace: string): T[] {
-    return this.cache.listNamespace(namespace);
   }
 
   /** The cached objects under `value` of the index `index` (see {@link CustomResourcesOptions.indexers}). */

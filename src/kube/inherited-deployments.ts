@@ -340,12 +340,6 @@ export class ShareDeployments extends KubeDeployments {
     return this.#inherited.size === 0 ? own : [...own, ...this.#inheritedOnly()];
   }
 
-  override listNamespace(namespace: string): DeploymentObject[] {
-    const own = super.listNamespace(namespace);
-    if (this.#inherited.size === 0) return own;
-    return [...own, ...[...this.#inheritedOnly()].filter((o) => o.metadata.namespace === namespace)];
-  }
-
   /** The cached objects under `value` of `index`; for the claim index, those in transit too (see the module comment). */
   override byIndex(index: string, value: string): DeploymentObject[] {
     const own = super.byIndex(index, value);

@@ -115,12 +115,6 @@ export class Reflector<T extends KubeObject> {
     return this.#cache.get(namespace ? `${namespace}/${name}` : name);
   }
 
-  /** The cached objects of one namespace. */
-  listNamespace(namespace: string): T[] {
-    const all = this.list();
-    return this.#opts.namespace === namespace ? all : all.filter((o) => o.metadata.namespace === namespace);
-  }
-
   /** Every cached object. */
   list(): T[] {
     return [...this.#cache.values()];

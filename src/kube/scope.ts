@@ -30,7 +30,6 @@ export type ScopedCache<T extends KubeObject> = Pick<
   | "run"
   | "get"
   | "list"
-  | "listNamespace"
   | "size"
   | "byIndex"
   | "keysByIndex"
@@ -58,7 +57,7 @@ export function scopedCache<T extends KubeObject>(
  * A cache over one reflector per namespace, for a scope of several.
  *
  * Contract: `make` is called once per namespace of `namespaces`. `synced` resolves when every
- * reflector has synced; `run` runs them all until `signal` aborts; `get`/`list`/`listNamespace`
+ * reflector has synced; `run` runs them all until `signal` aborts; `get`/`list`
  * read the union of their caches; `subscribe` adds the same handlers to every reflector.
  */
 export class ScopedReflectors<T extends KubeObject> implements ScopedCache<T> {
@@ -126,11 +125,6 @@ export class ScopedReflectors<T extends KubeObject> implements ScopedCache<T> {
   /** Drops every object `keep` refuses from each namespace's cache (see {@link Reflector.retain}). */
   retain(keep: (obj: T) => boolean): void {
     for (const r of this.#byNamespace.values()) r.retain(keep);
-  }
-
-  /** The cached objects of one namespace. */
-  listNamespace(namespace: string): T[] {
-    return this.#byNamespace.get(namespace)?.list() ?? [];
   }
 
   /** Adds `handlers` to every reflector; returns the function that removes them. */

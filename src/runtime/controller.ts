@@ -156,11 +156,6 @@ export class Controller implements Runnable {
     this.#queue?.add(key);
   }
 
-  /** Makes `key` ready after `delayMs` (the earliest request wins). Ignored while not running. */
-  enqueueAfter(key: string, delayMs: number): void {
-    this.#queue?.addAfter(key, delayMs);
-  }
-
   /**
    * Enqueues every key at a random moment of [0, spreadMs) (`WorkQueue.addSpread`), so a resync
    * of N objects does not start N reconciles in the same instant. Ignored while not running.

@@ -190,11 +190,6 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     return this.#before.size;
   }
 
-  /** The live members now (sorted). */
-  liveMembers(): string[] {
-    return this.#ring.live(this.#opts.ports.leases(), this.#opts.clock.now());
-  }
-
   /**
    * Takes the Leases of the members that stopped renewing (at most {@link MAX_TAKES_PER_PASS}),
    * each with the ring its share moves by, as a first pass would, before the store has listed a
