@@ -18,6 +18,7 @@ import type { Agent, ClientRequest, IncomingHttpHeaders, IncomingMessage } from 
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import type { TLSSocket } from "node:tls";
+import { MAX_TIMER_MS } from "../runtime/clock.ts";
 import { ipFamily } from "./address-policy.ts";
 import { JsonWeigher, type MemoryAccount, OverflowError } from "./budgets.ts";
 
@@ -97,9 +98,6 @@ const ENCODINGS = [
 ];
 const ACCEPT_ENCODING = ENCODINGS.join(", ");
 
-/** The longest a Node timer can wait; a longer timeout is no timeout. */
-const MAX_TIMER_MS = 2_147_483_647;
-
 /**
  * Sends `request` and reads its whole answer. Rejects with an {@link ExchangeError}, an
  * {@link OverflowError} once the body is known to exceed a bound, the error `beforeSend` returned,
@@ -125,6 +123,7 @@ export async function exchange(request: ExchangeRequest): Promise<ExchangeAnswer
   signal?.addEventListener("abort", forward, { once: true });
   const arm = (ms: number, event: "request" | "connect") => {
     const timer =
+      // A timeout longer than a timer can wait is no timeout.
       ms <= MAX_TIMER_MS ? setTimeout(() => fail(new TimedOut(ms, event)), ms).unref() : undefined;
     timers.push(timer);
     return timer;

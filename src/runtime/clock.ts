@@ -35,6 +35,17 @@
 // own modules"): a command's start does without what its ES namespace would load.
 const { AsyncLocalStorage } = process.getBuiltinModule("node:async_hooks");
 
+/**
+ * The longest a Node timer waits: a longer delay fires after 1 ms (with a TimeoutOverflowWarning).
+ * A delay can come from a tenant (a `dms.dev/reconcile-interval` of `1000h`, a `Retry-After` of
+ * years), so the real clocks wait at most this long (~24.8 days) and then run the timer: a key due
+ * later comes back after this, not again and again at once.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** A delay as a Node timer can hold it: at least 0, at most {@link MAX_TIMER_MS}. */
+const timerDelay = (ms: number): number => Math.min(Math.max(0, ms), MAX_TIMER_MS);
+
 /** Cancels a timer started with {@link Clock.setTimer}; calling it twice, or after it fired, is harmless. */
 export type CancelTimer = () => void;
 
@@ -42,8 +53,9 @@ export type CancelTimer = () => void;
  * Source of time and timers.
  *
  * Contract: `now()` is milliseconds since the epoch and never goes backwards within one clock;
- * `setTimer` runs `fn` once, no earlier than `ms` from now, unless cancelled; `sleep` resolves
- * after `ms`, or rejects with `signal.reason` as soon as `signal` aborts (at once if it already has).
+ * `setTimer` runs `fn` once, no earlier than `ms` from now (a real clock's timer: no earlier than
+ * {@link MAX_TIMER_MS} when `ms` is longer), unless cancelled; `sleep` resolves after `ms` (the
+ * same), or rejects with `signal.reason` as soon as `signal` aborts (at once if it already has).
  */
 export interface Clock {
   now(): number;
@@ -59,7 +71,7 @@ export interface Clock {
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimer(ms, fn) {
-    const handle = setTimeout(fn, Math.max(0, ms));
+    const handle = setTimeout(fn, timerDelay(ms));
     handle.unref?.();
     return () => clearTimeout(handle);
   },
@@ -97,7 +109,7 @@ export type ApiClock = Pick<Clock, "now" | "sleep">;
 /** Node's timers, not `unref`ed: a CLI waiting out a `Retry-After` must stay alive until it can retry. */
 const keptTimers: Pick<Clock, "setTimer"> = {
   setTimer(ms, fn) {
-    const handle = setTimeout(fn, Math.max(0, ms));
+    const handle = setTimeout(fn, timerDelay(ms));
     return () => clearTimeout(handle);
   },
 };

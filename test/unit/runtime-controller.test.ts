@@ -159,6 +159,15 @@ describe("Controller", () => {
     expect(b[2]).toBeLessThanOrEqual(54_000 + 66_000);
   });
 
+  it("reconciles a key whose interval is longer than a timer holds once, not again at once", async () => {
+    // A tenant's `dms.dev/reconcile-interval: 1000h` asks 3.6e9 ms; a timer of more than 2^31 − 1 ms
+    // would fire after 1 ms, reconciling the key in a loop on the event loop every namespace shares.
+    const { controller, times } = startController(async () => ({ kind: "done", intervalMs: 3_600_000_000 }));
+    controller.enqueue("ns/a");
+    await vi.advanceTimersByTimeAsync(600_000);
+    expect(times("ns/a")).toEqual([0]);
+  });
+
   it("requeues after the asked delay, then waits for the next change", async () => {
     let n = 0;
     const { controller, times } = startController(async () =>
