@@ -14,6 +14,7 @@
  * the route gets the PATCH, once asked (the connection remembers it). Every revision this
  * operator creates is recorded in `status.revisionHistory` (`revision-history.ts`).
  */
+import { loggedError } from "../api/errors.ts";
 import { formatTime } from "../crd/kstatus.ts";
 
 import { artifactOf } from "./live-revision.ts";
@@ -77,7 +78,7 @@ export async function execute(
   }
   const deployment = await service.getById(rebuild.deploymentId, signal).catch((error: unknown) => {
     if (signal.aborted) throw error;
-    run.log.warn({ err: String(error) }, "could not read the deployment after its rebuild");
+    run.log.warn({ err: loggedError(error) }, "could not read the deployment after its rebuild");
     return undefined;
   });
   if (deployment) snapshot.remember(deployment);

@@ -7,6 +7,7 @@
  * resources. A sharded replica's "listing" is the read of its share by id ({@link shareIds}).
  * The connection pass checks (and re-probes) every connection.
  */
+import { loggedError } from "../api/errors.ts";
 import type { ConnectionSessions } from "../connection/registry.ts";
 import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/connection-ref.ts";
 import type { KubeConnections } from "../kube/connections.ts";
@@ -145,7 +146,10 @@ export function deploymentPassTiming(
     prepare: async (key, signal) => {
       const session = connections.session(key);
       if (!session) return () => {};
-      return startPass(session.snapshot, reuseListingMs, signal);
+      // The resync logs a failed listing: what of it a log may carry (not the service's text).
+      return startPass(session.snapshot, reuseListingMs, signal).catch((error: unknown) => {
+        throw signal.aborted ? error : new Error(loggedError(error));
+      });
     },
     periodMs: resyncMs,
     retryMs: Math.min(resyncMs, LISTING_RETRY_MS),

@@ -23,7 +23,8 @@ import {
   readLogPage,
 } from "../../src/api/revision-logs.ts";
 import type { CreateDeploymentBody, Deployment, Revision } from "../../src/api/wire.ts";
-import { claimOf } from "../../src/reconcile/claims.ts";
+import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
+import { claimOf, claimOn } from "../../src/reconcile/claims.ts";
 import { EXPORT_LABEL, EXPORT_LABEL_VALUE, exportDigest } from "../../src/reconcile/export.ts";
 import type {
   ConfigMapsPort,
@@ -42,6 +43,7 @@ import type {
   SecretsPort,
   StoredResource,
 } from "../../src/reconcile/ports.ts";
+import { ServiceSession, type ServiceSessionOptions } from "../../src/reconcile/service/session.ts";
 import { objectKey, parseObjectKey } from "../../src/runtime/queue-lines.ts";
 import { ServiceError as SimulatorError } from "../../src/simulator/errors.ts";
 import { parseLogsQuery } from "../../src/simulator/logs.ts";
@@ -704,5 +706,22 @@ export function serviceError(method: string, route: string, failure: InjectedFai
     retryable: kind === "rate_limited" || kind === "unavailable",
     maybeApplied: failure.maybeApplied ?? false,
     ...(failure.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: failure.retryAfterSeconds }),
+  });
+}
+
+/**
+ * The default connection's session over `service`, as the operator wires it for `resources`:
+ * its listings answer for a minute and hold only the names the resources claim; `options` adds to
+ * or replaces that (a listing deadline, a share).
+ */
+export function claimingSession(
+  service: DeploymentsPort,
+  resources: MemoryResources,
+  options: Pick<ServiceSessionOptions, "clock" | "logger"> & Partial<ServiceSessionOptions>,
+): ServiceSession {
+  return new ServiceSession(service, {
+    listingMaxAgeMs: 60_000,
+    wanted: (name) => resources.claimants(claimOn(DEFAULT_CONNECTION, name)).length > 0,
+    ...options,
   });
 }

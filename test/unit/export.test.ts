@@ -4,11 +4,9 @@
 // does not own is refused and never written, and what removing or renaming the export does.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
 import { MAX_MESSAGE_LENGTH } from "../../src/crd/kstatus.ts";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../../src/crd/schema.ts";
 import { CONFIG_MAPS_FORBIDDEN, decodeConfigMap } from "../../src/kube/config-maps.ts";
-import { claimOn } from "../../src/reconcile/claims.ts";
 import {
   conflictMessage,
   EXPORT_CONDITION,
@@ -18,10 +16,11 @@ import {
   exportDigest,
 } from "../../src/reconcile/export.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
-import { oneSession, ServiceSession } from "../../src/reconcile/service/session.ts";
+import { oneSession } from "../../src/reconcile/service/session.ts";
 import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {
+  claimingSession,
   InvalidConfigMapWrite,
   MemoryConfigMaps,
   MemoryResources,
@@ -45,13 +44,7 @@ function world() {
   const events = new RecordedEvents();
   const configMaps = new MemoryConfigMaps();
   const logger = pino({ level: "silent" });
-  const session = new ServiceSession(service, {
-    clock,
-    logger,
-    listingMaxAgeMs: 60_000,
-    listingDeadlineMs: 30_000,
-    wanted: (name) => resources.claimants(claimOn(DEFAULT_CONNECTION, name)).length > 0,
-  });
+  const session = claimingSession(service, resources, { clock, logger, listingDeadlineMs: 30_000 });
   const reconciler = new DeploymentReconciler({
     resources,
     sessions: oneSession(session),

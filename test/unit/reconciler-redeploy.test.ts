@@ -9,14 +9,18 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { REPLACEMENT } from "../../src/api/printable.ts";
-import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { claimOn } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
-import { ServiceSession, type SessionLookup } from "../../src/reconcile/service/session.ts";
+import type { SessionLookup } from "../../src/reconcile/service/session.ts";
 import { ManualClock } from "../support/manual-clock.ts";
-import { MemoryResources, MemorySecrets, RecordedEvents, SimulatedService } from "../support/memory-ports.ts";
+import {
+  claimingSession,
+  MemoryResources,
+  MemorySecrets,
+  RecordedEvents,
+  SimulatedService,
+} from "../support/memory-ports.ts";
 
 const REF = { namespace: "default", name: "agent" };
 const GOOD = `registry.example/agent@sha256:${"a".repeat(64)}`;
@@ -36,12 +40,7 @@ function world(route: SimulatedService["redeployRoute"] = "new-revision", good =
   const events = new RecordedEvents();
   const counted: string[] = [];
   const logger = pino({ level: "silent" });
-  const session = new ServiceSession(service, {
-    clock,
-    logger,
-    listingMaxAgeMs: 60_000,
-    wanted: (name) => resources.claimants(claimOn(DEFAULT_CONNECTION, name)).length > 0,
-  });
+  const session = claimingSession(service, resources, { clock, logger });
   const connection: SessionLookup = { kind: "ready", session };
   const reconciler = new DeploymentReconciler({
     resources,

@@ -5,17 +5,21 @@
 // a connection's windows as the default a resource's own list replaces.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
 import type { RolloutWindowSpec } from "../../src/crd/rollout-windows-schema.ts";
 import { ANNOTATION_ROLLOUT_NOW, type DeploymentSpec } from "../../src/crd/schema.ts";
-import { claimOn } from "../../src/reconcile/claims.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
-import { ServiceSession, type SessionLookup } from "../../src/reconcile/service/session.ts";
+import type { SessionLookup } from "../../src/reconcile/service/session.ts";
 import type { RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
 import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
-import { MemoryResources, MemorySecrets, RecordedEvents, SimulatedService } from "../support/memory-ports.ts";
+import {
+  claimingSession,
+  MemoryResources,
+  MemorySecrets,
+  RecordedEvents,
+  SimulatedService,
+} from "../support/memory-ports.ts";
 
 /** Tuesday 13:00 in Berlin: outside the weekday-night window, which opens at 22:00 (21:00Z). */
 const START = Date.parse("2026-11-24T12:00:00Z");
@@ -38,12 +42,7 @@ function world() {
   const service = new SimulatedService({ now });
   const events = new RecordedEvents();
   const logger = pino({ level: "silent" });
-  const session = new ServiceSession(service, {
-    clock,
-    logger,
-    listingMaxAgeMs: 60_000,
-    wanted: (name) => resources.claimants(claimOn(DEFAULT_CONNECTION, name)).length > 0,
-  });
+  const session = claimingSession(service, resources, { clock, logger });
   const w = {
     clock,
     resources,

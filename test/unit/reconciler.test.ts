@@ -4,7 +4,6 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { CreateDeploymentBody } from "../../src/api/wire.ts";
-import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_RECONCILE_INTERVAL,
@@ -12,12 +11,11 @@ import {
   type DeploymentSpec,
   FINALIZER,
 } from "../../src/crd/schema.ts";
-import { claimOn } from "../../src/reconcile/claims.ts";
 import { pollIndexer } from "../../src/reconcile/conclude.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { hashSecrets, keyedSecretDigest, type SecretDigest } from "../../src/reconcile/secret-hash.ts";
-import { oneSession, ServiceSession, type SessionLookup } from "../../src/reconcile/service/session.ts";
+import { oneSession, type SessionLookup } from "../../src/reconcile/service/session.ts";
 import type { RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
 import { ListingDeadlineError } from "../../src/reconcile/service/snapshot-reader.ts";
 import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";
@@ -25,6 +23,7 @@ import type { Timing } from "../../src/simulator/record.ts";
 import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {
+  claimingSession,
   type InjectedFailure,
   MemoryResources,
   MemorySecrets,
@@ -124,13 +123,11 @@ function world(timing?: Timing) {
     secretDigest: undefined as SecretDigest | undefined,
     /** A new process: a new reconciler whose snapshot has not listed anything yet. */
     restart(logger = pino({ level: "silent" })) {
-      const session = new ServiceSession(service, {
+      // As the operator wires it: the snapshot holds only the names the resources claim.
+      const session = claimingSession(service, resources, {
         clock,
         logger,
-        listingMaxAgeMs: 60_000,
         listingDeadlineMs: LISTING_DEADLINE_MS,
-        // As the operator wires it: the snapshot holds only the names the resources claim.
-        wanted: (name) => resources.claimants(claimOn(DEFAULT_CONNECTION, name)).length > 0,
       });
       w.snapshot = session.snapshot;
       w.reconciler = new DeploymentReconciler({

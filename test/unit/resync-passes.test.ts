@@ -1,11 +1,17 @@
 // What a sharded replica's pass reads of each connection: the ids its own resources of that
 // connection record, from one walk over them, and none of a resource refused the connection.
 import { describe, expect, it } from "vitest";
+import { ServiceError } from "../../src/api/errors.ts";
 import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
 import { connectionKeyOf } from "../../src/reconcile/claims.ts";
 import { CONNECTION_INDEX } from "../../src/wiring/indexes.ts";
-import { deploymentPassScope, shareIds, shareUnrecorded } from "../../src/wiring/resync-passes.ts";
+import {
+  deploymentPassScope,
+  deploymentPassTiming,
+  shareIds,
+  shareUnrecorded,
+} from "../../src/wiring/resync-passes.ts";
 
 const keyOf = (o: DeploymentObject) => `${o.metadata.namespace}/${o.metadata.name}`;
 const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`;
@@ -140,5 +146,28 @@ describe("shareIds", () => {
     expect(scope.keys?.(DEFAULT_CONNECTION)).toEqual(["team/a", "team/b"]);
     // The keys come from the cache's keys: one walk each, no list of objects made.
     expect(walks).toEqual({ list: 0, byIndex: 0, keysWhere: 1, keysByIndex: 1 });
+  });
+});
+
+describe("deploymentPassTiming's listing", () => {
+  it("rejects a failed listing with what a log may carry: the call, its status and kind, not the service's text", async () => {
+    const detail = "internal error rendering env API_KEY=sk-live-9f8e7d6c5b4a39281706";
+    const failing = {
+      listedWithin: () => false,
+      refresh: async () => {
+        throw new ServiceError({
+          kind: "unavailable",
+          method: "GET",
+          route: "/v2/deployments",
+          status: 500,
+          detail,
+          retryable: true,
+        });
+      },
+      holdFresh: () => () => {},
+    };
+    const timing = deploymentPassTiming(60_000, { session: () => ({ snapshot: failing }) as never });
+    const read = timing.prepare("ns/conn", new AbortController().signal);
+    await expect(read).rejects.toThrow(/^GET \/v2\/deployments: 500 unavailable$/);
   });
 });

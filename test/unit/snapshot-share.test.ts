@@ -4,18 +4,17 @@
 import { pino } from "pino";
 import { describe, expect, it, vi } from "vitest";
 import type { Deployment } from "../../src/api/wire.ts";
-import { DEFAULT_CONNECTION } from "../../src/crd/connection-ref.ts";
-import { claimOn } from "../../src/reconcile/claims.ts";
 import type { DeploymentListings } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { idBatches, POLL_BATCH } from "../../src/reconcile/service/id-batches.ts";
-import { oneSession, ServiceSession } from "../../src/reconcile/service/session.ts";
+import { oneSession } from "../../src/reconcile/service/session.ts";
 import { AHEAD_WALK_MS, RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
 import { ListingDeadlineError } from "../../src/reconcile/service/snapshot-reader.ts";
 import { tellPaced } from "../../src/runtime/clock.ts";
 import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {
+  claimingSession,
   MemoryResources,
   MemorySecrets,
   RecordedEvents,
@@ -510,12 +509,10 @@ function replica(options: { unrecorded?: () => readonly string[] } = {}) {
   const resources = new MemoryResources(now);
   const service = new SimulatedService({ now });
   const logger = pino({ level: "silent" });
-  const session = new ServiceSession(service, {
+  const session = claimingSession(service, resources, {
     clock,
     logger,
-    listingMaxAgeMs: 60_000,
     listingDeadlineMs: 30_000,
-    wanted: (name) => resources.claimants(claimOn(DEFAULT_CONNECTION, name)).length > 0,
     share: () => {
       const recorded = resources.get(REF)?.status?.deploymentId;
       return recorded ? [recorded] : [];

@@ -6,7 +6,7 @@
  */
 import type { Logger } from "pino";
 import { RebuildRouteMissingError } from "../../api/client.ts";
-import { isServiceError } from "../../api/errors.ts";
+import { isServiceError, loggedError } from "../../api/errors.ts";
 import type { RevisionRebuilds } from "../ports.ts";
 import type { Revision } from "../service-types.ts";
 import { OptionalRoute } from "./optional-route.ts";
@@ -58,7 +58,9 @@ export class Rebuilder {
       if (this.#route.turnsOff(error, isRebuildMissing, NO_REBUILD_ROUTE, REFUSED))
         return { kind: "missing", why: NO_REBUILD_ROUTE };
       if (!signal.aborted && isServiceError(error) && error.maybeApplied)
-        return { kind: "unconfirmed", error: error.message };
+        // Shown in a Warning: the call, its status and kind, never the service's own text,
+        // which may quote a secret value (failures.ts redacts it where it has the values).
+        return { kind: "unconfirmed", error: loggedError(error) };
       throw error;
     }
   }

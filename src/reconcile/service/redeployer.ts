@@ -6,7 +6,7 @@
  * later change goes as the PATCH it always was, without asking again.
  */
 import type { Logger } from "pino";
-import { isServiceError, RevisionsRouteMissingError } from "../../api/errors.ts";
+import { isServiceError, loggedError, RevisionsRouteMissingError } from "../../api/errors.ts";
 import { RedeployRouteMissingError } from "../../api/redeploy.ts";
 import type { RevisionRedeploys } from "../ports.ts";
 import type { Deployment, Revision } from "../service-types.ts";
@@ -60,7 +60,7 @@ export class RevisionRedeployer {
         return { kind: "unavailable", reason: "the service has no revision listing" };
       const what = isServiceError(error) ? `${error.status ?? ""} ${error.kind}`.trim() : "an error";
       this.#logger.warn(
-        { err: String(error) },
+        { err: loggedError(error) },
         "could not read the revisions to redeploy one; building instead",
       );
       return { kind: "unavailable", reason: `the revisions could not be read (${what})` };

@@ -3,6 +3,7 @@
  * snapshots of `snapshot.ts` for the resources in progress.
  */
 import type { Logger } from "pino";
+import { loggedError } from "../../api/errors.ts";
 import type { Clock } from "../../runtime/clock.ts";
 import type { Runnable } from "../../runtime/manager.ts";
 import type { RemoteSnapshot } from "./snapshot.ts";
@@ -50,11 +51,7 @@ export class RolloutPoller implements Runnable {
         const poll = snapshot
           .poll(ids, signal)
           .catch((error: unknown) => {
-            if (!signal.aborted)
-              logger.debug(
-                { err: error instanceof Error ? error.message : String(error) },
-                "rollout poll failed",
-              );
+            if (!signal.aborted) logger.debug({ err: loggedError(error) }, "rollout poll failed");
           })
           .finally(() => polling.delete(snapshot));
         polling.set(snapshot, poll);
