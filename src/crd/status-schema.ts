@@ -63,7 +63,16 @@ export function conditionsSchema(maxItems: number, description: string) {
   );
 }
 
-const Str = (description: string) => Type.Optional(Type.String({ description }));
+/**
+ * The longest id, hash or service word (a status) a status field holds, and the longest other
+ * value the service fills in (an image, a ref, a version): a longer one is left out, never cut (a
+ * cut id or version would name something else). The service's answers are a tenant's input.
+ */
+export const STATUS_ID_MAX_LENGTH = 64;
+export const STATUS_VALUE_MAX_LENGTH = 1024;
+
+const Str = (description: string, maxLength?: number) =>
+  Type.Optional(Type.String(maxLength === undefined ? { description } : { maxLength, description }));
 
 /** The longest `revisionHistory[].redeployReason` kept (a longer reason is cut, ending in "…"). */
 export const REDEPLOY_REASON_MAX_LENGTH = 512;
@@ -75,19 +84,19 @@ export const REVISION_HISTORY_LIMIT = 10;
 const artifactFields = (when: string) => ({
   imageUri: Type.Optional(
     Type.String({
-      maxLength: 1024,
+      maxLength: STATUS_VALUE_MAX_LENGTH,
       description: `${when}${when ? "t" : "T"}he image it deployed (docker sources).`,
     }),
   ),
   repoRef: Type.Optional(
     Type.String({
-      maxLength: 1024,
+      maxLength: STATUS_VALUE_MAX_LENGTH,
       description: `${when}${when ? "t" : "T"}he repository ref it built (repository sources).`,
     }),
   ),
   repoCommitSha: Type.Optional(
     Type.String({
-      maxLength: 64,
+      maxLength: STATUS_ID_MAX_LENGTH,
       description: `${when}${when ? "t" : "T"}he commit it built (repository sources).`,
     }),
   ),
@@ -97,7 +106,7 @@ const artifactFields = (when: string) => ({
 const ActiveRevisionSchema = Type.Object(
   {
     id: Type.String({
-      maxLength: 64,
+      maxLength: STATUS_ID_MAX_LENGTH,
       description: "The active revision's id (the service's active_revision_id).",
     }),
     ...artifactFields(""),
@@ -116,7 +125,7 @@ const ActiveRevisionSchema = Type.Object(
 const ExternalRevisionSchema = Type.Object(
   {
     id: Type.String({
-      maxLength: 64,
+      maxLength: STATUS_ID_MAX_LENGTH,
       description: "The revision's id: the service's latest revision when the operator saw it.",
     }),
     seenAt: Type.String({
@@ -135,7 +144,7 @@ const ExternalRevisionSchema = Type.Object(
 const RevisionHistoryEntrySchema = Type.Object(
   {
     id: Type.String({
-      maxLength: 64,
+      maxLength: STATUS_ID_MAX_LENGTH,
       description: "A revision this operator created (by a create, a PATCH or a redeploy).",
     }),
     secretsHash: Type.Optional(
@@ -165,7 +174,7 @@ const RevisionHistoryEntrySchema = Type.Object(
     ),
     redeployedFrom: Type.Optional(
       Type.String({
-        maxLength: 64,
+        maxLength: STATUS_ID_MAX_LENGTH,
         description:
           "The earlier revision redeployed (no build) to make this one live: its own id when the service switched the active revision back to it, else the revision the service copied.",
       }),
@@ -186,21 +195,28 @@ export const DeploymentResourceStatusSchema = Type.Object(
     connection: Str(
       "The connection used: ServiceConnection/<name>, ClusterServiceConnection/<name>, or default (the operator's own settings).",
     ),
-    deploymentId: Str("Id of the service's deployment."),
-    tenantId: Str("Tenant owning the service's deployment."),
+    deploymentId: Str("Id of the service's deployment.", STATUS_ID_MAX_LENGTH),
+    tenantId: Str("Tenant owning the service's deployment.", STATUS_ID_MAX_LENGTH),
     remoteStatus: Str(
       "Status reported by the service, as it reports it: AWAITING_DATABASE, READY, UNUSED, AWAITING_DELETE, UNKNOWN, or a value the spec does not list.",
+      STATUS_ID_MAX_LENGTH,
     ),
-    latestRevisionId: Str("Latest revision of the service's deployment."),
+    latestRevisionId: Str("Latest revision of the service's deployment.", STATUS_ID_MAX_LENGTH),
     latestRevisionStatus: Str(
       "Status of the latest revision as the service reports it (CREATING … DEPLOYING, DEPLOYED, SKIPPED, CREATE_FAILED, BUILD_FAILED, DEPLOY_FAILED, INTERRUPTED, UNKNOWN, or another value); DEPLOYED once it is the active revision.",
+      STATUS_ID_MAX_LENGTH,
     ),
-    activeRevisionId: Str("Revision currently deployed."),
-    imageVersion: Str("Image version reported by the service."),
-    repoCommitSha: Str("Commit of the latest revision (repository sources)."),
-    shortRevisions: Str("Latest and active revision ids shortened to 8 characters, as `<latest>/<active>`."),
+    activeRevisionId: Str("Revision currently deployed.", STATUS_ID_MAX_LENGTH),
+    imageVersion: Str("Image version reported by the service.", STATUS_VALUE_MAX_LENGTH),
+    repoCommitSha: Str("Commit of the latest revision (repository sources).", STATUS_ID_MAX_LENGTH),
+    shortRevisions: Str(
+      "Latest and active revision ids shortened to 8 characters, as `<latest>/<active>`.",
+      STATUS_ID_MAX_LENGTH,
+    ),
     liveRevision: Str(
       "The active revision's id shortened to 8 characters, with what it deployed once the service reported it for that revision: `<id>@<commit, 7 characters>` (repository sources) or `<id>@<image version>`.",
+      // `<id>@` and a value within its bound.
+      9 + STATUS_VALUE_MAX_LENGTH,
     ),
     activeRevision: Type.Optional(ActiveRevisionSchema),
     revisionHistory: Type.Optional(
@@ -271,9 +287,12 @@ export const DeploymentResourceStatusSchema = Type.Object(
     failedRevisionLog: Type.Optional(
       Type.Object(
         {
-          revisionId: Type.String({ maxLength: 64, description: "The revision whose log was read." }),
+          revisionId: Type.String({
+            maxLength: STATUS_ID_MAX_LENGTH,
+            description: "The revision whose log was read.",
+          }),
           reason: Type.String({
-            maxLength: 64,
+            maxLength: STATUS_ID_MAX_LENGTH,
             description: "Why it was read: RevisionFailed or RolloutTimeout.",
           }),
           type: Type.Optional(

@@ -14,6 +14,7 @@ import {
   type DeploymentResourceStatus,
   type DeploymentSpec,
 } from "../crd/schema.ts";
+import { STATUS_ID_MAX_LENGTH, STATUS_VALUE_MAX_LENGTH } from "../crd/status-schema.ts";
 import { isZeroDuration, parseDuration } from "../duration.ts";
 import type { EvidenceReason, FailedRevisionLog } from "./failure-evidence.ts";
 import { REASON } from "./reasons.ts";
@@ -97,8 +98,10 @@ export function liveRevision(d: Deployment, previous: string | undefined): strin
   if (active !== d.latest_revision_id)
     return previous === short || previous?.startsWith(`${short}@`) ? previous : short;
   const config = d.source_revision_config;
-  const what =
-    config.repo_commit_sha?.slice(0, 7) || d.image_version || imageTag(config.image_uri ?? undefined);
+  const what = keptWithin(
+    config.repo_commit_sha?.slice(0, 7) || d.image_version || imageTag(config.image_uri ?? undefined),
+    STATUS_VALUE_MAX_LENGTH,
+  );
   return what ? `${short}@${what}` : short;
 }
 
@@ -114,13 +117,18 @@ export function imageTag(uri: string | undefined): string | undefined {
 /** `status.activeRevision`. */
 export type ActiveRevision = NonNullable<DeploymentResourceStatus["activeRevision"]>;
 
+/**
+ * `value` for a status field of at most `max` characters: undefined when empty or longer (left
+ * out, not cut: a cut id or version would name something else).
+ */
+export const keptWithin = (value: string | null | undefined, max: number): string | undefined =>
+  value !== null && value !== undefined && value !== "" && value.length <= max ? value : undefined;
+
 /** What `status.activeRevision` holds of a revision's config, each field within its bound (else left out). */
 export function artifactOf(config: SourceRevisionConfig): Omit<ActiveRevision, "id" | "deployedAt"> {
-  const within = (value: string | null | undefined, max: number) =>
-    value !== null && value !== undefined && value !== "" && value.length <= max ? value : undefined;
-  const imageUri = within(config.image_uri, 1024);
-  const repoRef = within(config.repo_ref, 1024);
-  const repoCommitSha = within(config.repo_commit_sha, 64);
+  const imageUri = keptWithin(config.image_uri, STATUS_VALUE_MAX_LENGTH);
+  const repoRef = keptWithin(config.repo_ref, STATUS_VALUE_MAX_LENGTH);
+  const repoCommitSha = keptWithin(config.repo_commit_sha, STATUS_ID_MAX_LENGTH);
   return {
     ...(imageUri === undefined ? {} : { imageUri }),
     ...(repoRef === undefined ? {} : { repoRef }),

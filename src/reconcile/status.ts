@@ -16,6 +16,7 @@ import {
   putConditions,
 } from "../crd/kstatus.ts";
 import type { Condition, DeploymentResourceStatus } from "../crd/schema.ts";
+import { STATUS_ID_MAX_LENGTH as ID, STATUS_VALUE_MAX_LENGTH } from "../crd/status-schema.ts";
 import { excerptSentence } from "./failure-evidence.ts";
 import {
   activeRevision,
@@ -24,6 +25,7 @@ import {
   isDoneRevision,
   isFailedRevision,
   keptExternalRevision,
+  keptWithin,
   liveRevision,
   type RevisionObservation,
   type RolloutEvidence,
@@ -256,28 +258,25 @@ function outcomeValues(sync: SyncOutcome): ConditionValues & { synced: Condition
   }
 }
 
+type ObservedRead = (d: Deployment, revision: RevisionObservation | undefined) => string | undefined;
+
 /**
- * The status fields read from the service's deployment, each with how it is read. All of them
- * are written from an observed deployment, cleared when it is known not to exist, and kept as
- * they were when it was not looked at.
+ * The status fields read from the service's deployment, each with how it is read (within its
+ * bound, else left out). All of them are written from an observed deployment, cleared when it is
+ * known not to exist, and kept as they were when it was not looked at.
  */
 const OBSERVED_FIELDS = {
-  deploymentId: (d) => d.id,
-  tenantId: (d) => d.tenant_id || undefined,
-  remoteStatus: (d) => d.status,
-  latestRevisionId: (d) => d.latest_revision_id || undefined,
-  activeRevisionId: (d) => d.active_revision_id || undefined,
-  imageVersion: (d) => d.image_version || undefined,
-  repoCommitSha: (d) => d.source_revision_config.repo_commit_sha || undefined,
+  deploymentId: (d) => keptWithin(d.id, ID),
+  tenantId: (d) => keptWithin(d.tenant_id, ID),
+  remoteStatus: (d) => keptWithin(d.status, ID),
+  latestRevisionId: (d) => keptWithin(d.latest_revision_id, ID),
+  activeRevisionId: (d) => keptWithin(d.active_revision_id, ID),
+  imageVersion: (d) => keptWithin(d.image_version, STATUS_VALUE_MAX_LENGTH),
+  repoCommitSha: (d) => keptWithin(d.source_revision_config.repo_commit_sha, ID),
   latestRevisionStatus: (d, revision) =>
-    revision && revision.id === d.latest_revision_id ? revision.status : undefined,
+    revision && revision.id === d.latest_revision_id ? keptWithin(revision.status, ID) : undefined,
   shortRevisions: (d) => (d.latest_revision_id ? shortRevisions(d) : undefined),
-} satisfies Partial<
-  Record<
-    keyof DeploymentResourceStatus,
-    (d: Deployment, revision: RevisionObservation | undefined) => string | undefined
-  >
->;
+} satisfies Partial<Record<keyof DeploymentResourceStatus, ObservedRead>>;
 
 type ObservedField = keyof typeof OBSERVED_FIELDS;
 

@@ -176,6 +176,37 @@ describe("statusFrom: fields", () => {
     expect(condition(status, CONDITION.Ready)?.lastTransitionTime).toBe("2025-06-01T10:00:00Z");
   });
 
+  it("leaves out a service's value past its field's bound, never writes it whole or cut", () => {
+    // The service's answers are a tenant's input: a megabyte of version and of status, within the
+    // response bound (8 MiB), must not make a status etcd refuses (1.5 MiB) or the cache holds.
+    const MB = 1_000_000;
+    const observed = remote({
+      image_version: "v".repeat(MB),
+      status: "S".repeat(MB),
+      tenant_id: "t".repeat(65),
+      source_revision_config: { image_uri: `registry/app:${"x".repeat(MB)}` },
+    });
+    const status = statusFrom({ generation: 1, observed, sync: synced, now: T0 });
+    expect(status.imageVersion).toBeUndefined();
+    expect(status.remoteStatus).toBeUndefined();
+    expect(status.tenantId).toBeUndefined();
+    expect(status.activeRevision).toMatchObject({ id: REV1 });
+    expect(status.activeRevision?.imageUri).toBeUndefined();
+    // The live revision names the id alone when what it deployed is past the bound.
+    expect(status.liveRevision).toBe(REV1.slice(0, 8));
+    expect(Buffer.byteLength(JSON.stringify(status))).toBeLessThan(8_192);
+    const longSha = remote({ source_revision_config: { repo_commit_sha: "c".repeat(65) } });
+    expect(
+      statusFrom({ generation: 1, observed: longSha, sync: synced, now: T0 }).repoCommitSha,
+    ).toBeUndefined();
+    // At the bound, kept whole.
+    const atBound = remote({ image_version: "v".repeat(1024), status: "S".repeat(64) });
+    const kept = statusFrom({ generation: 1, observed: atBound, sync: synced, now: T0 });
+    expect([kept.imageVersion?.length, kept.remoteStatus?.length, kept.liveRevision?.length]).toEqual([
+      1024, 64, 1033,
+    ]);
+  });
+
   it("keeps what it did not look at, and clears what it knows is gone", () => {
     const first = statusFrom({
       generation: 1,
