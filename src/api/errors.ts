@@ -267,16 +267,25 @@ function renderIssue(issue: unknown): string {
 }
 
 /**
+ * The longest pause a `Retry-After` is read as asking for (an hour): a service's answer is a
+ * tenant's input, and a pause of years, or a date far ahead, would silence its connection (every
+ * call failed at once, nothing sent) long after the service recovered. Past it, the connection
+ * asks again once, and a service still rate limiting says so again.
+ */
+export const MAX_RETRY_AFTER_SECONDS = 3_600;
+
+/**
  * Parses a `Retry-After` header: delay-seconds or an HTTP date (relative to `nowMs`, epoch ms).
- * Returns seconds (≥ 0), or undefined when the header is absent or unparseable.
+ * Returns seconds (≥ 0, ≤ {@link MAX_RETRY_AFTER_SECONDS}), or undefined when the header is
+ * absent or unparseable.
  */
 export function parseRetryAfter(value: string | undefined, nowMs: number): number | undefined {
   if (value === undefined) return undefined;
   const text = value.trim();
-  if (/^\d+(\.\d+)?$/.test(text)) return Number(text);
+  if (/^\d+(\.\d+)?$/.test(text)) return Math.min(Number(text), MAX_RETRY_AFTER_SECONDS);
   const date = Date.parse(text);
   if (Number.isNaN(date)) return undefined;
-  return Math.max(0, (date - nowMs) / 1000);
+  return Math.min(Math.max(0, (date - nowMs) / 1000), MAX_RETRY_AFTER_SECONDS);
 }
 
 /** How much of the detail a {@link ServiceError}'s message shows. */

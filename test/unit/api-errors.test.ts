@@ -70,6 +70,12 @@ describe("parseRetryAfter", () => {
     { value: "1.5", out: 1.5 },
     { value: "Sun, 01 Jun 2025 12:00:30 GMT", out: 30 },
     { value: "Sun, 01 Jun 2025 11:00:00 GMT", out: 0 },
+    // A pause of years, or a date far ahead, is read as the longest taken: an hour.
+    { value: "3600", out: 3_600 },
+    { value: "3000000", out: 3_600 },
+    { value: "1e400", out: undefined },
+    { value: "99999999999999999999999", out: 3_600 },
+    { value: "Fri, 01 Jun 2125 12:00:00 GMT", out: 3_600 },
     { value: "soon", out: undefined },
     { value: undefined, out: undefined },
   ])("$value → $out", ({ value, out }) => {
