@@ -328,9 +328,10 @@ export const DeploymentResourceStatusSchema = Type.Object(
     exportedConfigMap: Str(
       "The ConfigMap of spec.export.configMapName the operator wrote and owns; removed (and the ConfigMap deleted) when spec.export goes or names another.",
     ),
-    resolvedRepoUrl: Str("Repository URL resolved from spec.github."),
+    resolvedRepoUrl: Str("Repository URL resolved from spec.github.", STATUS_VALUE_MAX_LENGTH),
     resolvedRepoRef: Str(
       "Default branch resolved from spec.github when sourceRevisionConfig.repoRef is unset.",
+      STATUS_VALUE_MAX_LENGTH,
     ),
   },
   { description: "What the operator last observed of the service's deployment and did about it." },

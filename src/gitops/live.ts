@@ -259,7 +259,8 @@ interface ConnectionState {
 }
 
 function connectionState(service: ServiceReads, clock: Clock, signal: AbortSignal): ConnectionState {
-  const repos = new RepoListings(service, clock, Number.POSITIVE_INFINITY);
+  // A command's one run: every listing kept while it runs.
+  const repos = new RepoListings(service, clock, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
   const listings = new Map<string, Promise<RepoListing>>();
   return {
     snapshot: new RemoteSnapshot(service, clock, { maxAgeMs: 0 }),

@@ -244,18 +244,28 @@ export function inlineSecrets(spec: DeploymentSpec): ReadSecrets {
   return { data: {}, values: (spec.secrets ?? []).flatMap((e) => (e.value === undefined ? [] : [e.value])) };
 }
 
+/**
+ * The most repositories a connection's {@link RepoListings} keeps, over all its integrations'
+ * listings: the integration id is a tenant's, and its service may answer any id with a large
+ * listing. The oldest listings go first; one larger than this alone is used, not kept.
+ */
+export const KEPT_REPOS = 2_000;
+
 export class RepoListings {
   readonly #service: ForgeRepos;
   readonly #clock: Clock;
   readonly #ttlMs: number;
-  /** The last listing per integration, and when it was asked for. */
+  readonly #keptRepos: number;
+  /** The last listing per integration, and when it was asked for (oldest first). */
   readonly #kept = new Map<string, { at: number; repos: ForgeRepo[] }>();
+  #keptCount = 0;
   readonly #calls = new Map<string, SharedCall<ForgeRepo[]>>();
 
-  constructor(service: ForgeRepos, clock: Clock, ttlMs: number) {
+  constructor(service: ForgeRepos, clock: Clock, ttlMs: number, keptRepos = KEPT_REPOS) {
     this.#service = service;
     this.#clock = clock;
     this.#ttlMs = ttlMs;
+    this.#keptRepos = keptRepos;
   }
 
   /** Resolves `spec.github`, or undefined when the spec does not use it. Throws when not found. */
@@ -274,9 +284,9 @@ export class RepoListings {
   }
 
   /**
-   * The integration's repositories, kept for `ttlMs` from when they were asked for; a failed
-   * listing is not kept. Callers asking while a listing is in flight share it, yet each waits
-   * only as long as its own `signal` allows (see {@link SharedCall}).
+   * The integration's repositories, kept for `ttlMs` from when they were asked for (within
+   * {@link KEPT_REPOS} in all); a failed listing is not kept. Callers asking while a listing is in
+   * flight share it, yet each waits only as long as its own `signal` allows (see {@link SharedCall}).
    */
   async list(integrationId: string, signal: AbortSignal): Promise<ForgeRepo[]> {
     const kept = this.#kept.get(integrationId);
@@ -286,11 +296,27 @@ export class RepoListings {
       call = new SharedCall(async (callSignal) => {
         const at = this.#clock.now();
         const repos = await this.#service.listRepos(integrationId, callSignal);
-        this.#kept.set(integrationId, { at, repos });
+        this.#keep(integrationId, at, repos);
         return repos;
       });
       this.#calls.set(integrationId, call);
     }
     return call.run(signal);
+  }
+
+  /** Keeps `repos`, dropping the expired listings, then the oldest, to stay within the bound. */
+  #keep(integrationId: string, at: number, repos: ForgeRepo[]): void {
+    this.#drop(integrationId);
+    if (repos.length > this.#keptRepos) return;
+    for (const [id, kept] of this.#kept)
+      if (this.#clock.now() - kept.at > this.#ttlMs || this.#keptCount + repos.length > this.#keptRepos)
+        this.#drop(id);
+    this.#kept.set(integrationId, { at, repos });
+    this.#keptCount += repos.length;
+  }
+
+  #drop(integrationId: string): void {
+    this.#keptCount -= this.#kept.get(integrationId)?.repos.length ?? 0;
+    this.#kept.delete(integrationId);
   }
 }

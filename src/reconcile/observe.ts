@@ -13,6 +13,7 @@
 import { connectionOf, describeConnection } from "../crd/connection-ref.ts";
 import { type DesiredDeployment, desiredFromSpec, withSecrets } from "../crd/mapping.ts";
 import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
+import { STATUS_VALUE_MAX_LENGTH } from "../crd/status-schema.ts";
 import { flagDuration } from "../duration.ts";
 import { objectKey } from "../runtime/queue-lines.ts";
 import { claimedName } from "./claims.ts";
@@ -27,6 +28,7 @@ import {
   rolloutNow,
   secretVersions,
 } from "./inputs.ts";
+import { keptWithin } from "./live-revision.ts";
 import { notOwnedMessage, recordEvent } from "./notes.ts";
 import type { DeploymentLookups, StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type StatusRecord, type SyncOutcome } from "./reasons.ts";
@@ -142,8 +144,7 @@ export class Observer {
     const record: StatusRecord = {
       lastHandledReconcileAt: reconcileRequestedAt(run.obj) ?? null,
       lastHandledRolloutNow: rolloutNow(run.obj) ?? null,
-      resolvedRepoUrl: github?.repoUrl ?? null,
-      resolvedRepoRef: github && !spec.sourceRevisionConfig?.repoRef ? github.defaultBranch : null,
+      ...resolvedRepo(spec, github),
     };
     return { desired, record };
   }
@@ -339,4 +340,20 @@ export function sameSecretNames(
   const wanted = [...new Set((spec.secrets ?? []).map((s) => s.name))].sort();
   const shown = [...new Set(deployment.secrets.map((s) => s.name))].sort();
   return wanted.length === shown.length && wanted.every((name, i) => name === shown[i]);
+}
+
+/**
+ * What `spec.github` resolved to, for the status: the repository's URL, and its default branch
+ * when the spec names no ref; each as the forge listing answered it, within its field's bound
+ * (else left out: the listing is the service's answer, a tenant's input).
+ */
+export function resolvedRepo(
+  spec: DeploymentSpec,
+  github: { repoUrl: string; defaultBranch: string } | undefined,
+): Pick<StatusRecord, "resolvedRepoUrl" | "resolvedRepoRef"> {
+  const ref = spec.sourceRevisionConfig?.repoRef ? undefined : github?.defaultBranch;
+  return {
+    resolvedRepoUrl: keptWithin(github?.repoUrl, STATUS_VALUE_MAX_LENGTH) ?? null,
+    resolvedRepoRef: keptWithin(ref, STATUS_VALUE_MAX_LENGTH) ?? null,
+  };
 }

@@ -5,9 +5,10 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ForgeRepo } from "../../src/api/wire.ts";
-import { RepoListings } from "../../src/reconcile/inputs.ts";
+import { KEPT_REPOS, RepoListings } from "../../src/reconcile/inputs.ts";
 import type { ForgeRepos } from "../../src/reconcile/ports.ts";
 import { systemClock } from "../../src/runtime/clock.ts";
+import { ManualClock } from "../support/manual-clock.ts";
 
 const REPO: ForgeRepo = {
   host_integration_id: "i-1",
@@ -64,5 +65,43 @@ describe("RepoListings", () => {
     expect(calls).toHaveLength(2);
     calls[1]?.settle([REPO]);
     await expect(next).resolves.toEqual([REPO]);
+  });
+
+  it("keeps at most KEPT_REPOS repositories over its listings: the expired, then the oldest, go first", async () => {
+    // The integration id is a tenant's, and its service may answer any id with a large listing.
+    const clock = new ManualClock({ start: 0 });
+    const asked: string[] = [];
+    const sizes: Record<string, number> = {
+      small: 10,
+      half: KEPT_REPOS / 2,
+      other: KEPT_REPOS / 2,
+      huge: KEPT_REPOS + 1,
+    };
+    const service: ForgeRepos = {
+      listRepos: async (id) => {
+        asked.push(id);
+        return Array.from({ length: sizes[id] ?? 0 }, (_, i) => ({ ...REPO, id: i, name: `r${i}` }));
+      },
+    };
+    const listings = new RepoListings(service, clock, 60_000);
+    const list = (id: string) => listings.list(id, new AbortController().signal);
+    await list("small");
+    clock.advance(61_000);
+    // Expired: dropped when the next listing is kept (not only when asked for again).
+    await list("half");
+    await list("half");
+    expect(asked).toEqual(["small", "half"]);
+    // Two halves fit; a third listing drops the oldest kept.
+    await list("other");
+    await list("small");
+    await list("other");
+    await list("small");
+    expect(asked).toEqual(["small", "half", "other", "small"]);
+    await list("half");
+    expect(asked.at(-1)).toBe("half");
+    // One listing larger than the bound is used, never kept.
+    await list("huge");
+    await list("huge");
+    expect(asked.filter((id) => id === "huge")).toHaveLength(2);
   });
 });

@@ -3,6 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import { redactAndTruncate, redactSecrets } from "../../src/api/redact.ts";
 import type { Deployment } from "../../src/api/wire.ts";
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
+import { resolvedRepo } from "../../src/reconcile/observe.ts";
 import { CONDITION, REASON, type SyncOutcome } from "../../src/reconcile/reasons.ts";
 import { outcomeFromProblems, type StatusInput, statusFrom } from "../../src/reconcile/status.ts";
 import { changedStatusFields, statusEqual } from "../../src/runtime/json.ts";
@@ -487,5 +488,30 @@ describe("changedStatusFields", () => {
       }),
     ).toEqual(["observedGeneration", "conditions.Ready", "rolloutStartedAt"]);
     expect(changedStatusFields(undefined, { conditions: [synced] })).toEqual(["conditions.Synced"]);
+  });
+});
+
+describe("spec.github's resolution in the status", () => {
+  it("records the repository's URL and default branch as answered, a value past the bound left out", () => {
+    const github = { repoUrl: "https://github.com/acme/app", defaultBranch: "main" };
+    expect(resolvedRepo({ source: "github" }, github)).toEqual({
+      resolvedRepoUrl: "https://github.com/acme/app",
+      resolvedRepoRef: "main",
+    });
+    // The spec's own ref: no default branch recorded.
+    expect(
+      resolvedRepo({ source: "github", sourceRevisionConfig: { repoRef: "v1" } }, github).resolvedRepoRef,
+    ).toBeNull();
+    // A forge listing's megabyte of URL or branch (its answer is a tenant's input): left out.
+    const MB = 1_000_000;
+    const huge = { repoUrl: `https://github.com/acme/app?${"x".repeat(MB)}`, defaultBranch: "b".repeat(MB) };
+    expect(resolvedRepo({ source: "github" }, huge)).toEqual({
+      resolvedRepoUrl: null,
+      resolvedRepoRef: null,
+    });
+    expect(resolvedRepo({ source: "github" }, undefined)).toEqual({
+      resolvedRepoUrl: null,
+      resolvedRepoRef: null,
+    });
   });
 });
