@@ -26,8 +26,9 @@ export const CHECKED: readonly WireSchemaName[] = [
   "Deployment",
   "RevisionPage",
   "Revision",
-  "ProviderList",
-  "ForgeRepoList",
+  "ItemList",
+  "OAuthProvider",
+  "ForgeRepo",
   "CreateDeploymentBody",
   "PatchDeploymentBody",
 ];

@@ -33,7 +33,7 @@ import {
   readLogPage,
 } from "./revision-logs.ts";
 import type { TransportRequest, TransportResponse } from "./transport.ts";
-import { checkPageSize, checkUuid, unknownRevisionValues } from "./validate.ts";
+import { checkPageSize, checkUuid, readableItems, unknownRevisionValues } from "./validate.ts";
 import type { Deployment, ForgeRepo, OAuthProvider, Revision } from "./wire.ts";
 import type { WireCheckName } from "./wire-checks.ts";
 import { PAGE_LIMIT, PROVIDER_DEFAULTS, ROUTES } from "./wire-values.ts";
@@ -83,17 +83,20 @@ export class RebuildRouteMissingError extends RouteMissingError {
  * held privately: it does not appear in `util.inspect(client)`, logs or error messages.
  */
 export class ServiceClient extends DeploymentRoutes {
-  /** GET /v2/auth/providers, with `token_endpoint_auth_method` and `is_dynamic_client` defaulted. */
+  /**
+   * GET /v2/auth/providers, with `token_endpoint_auth_method` and `is_dynamic_client` defaulted;
+   * a provider that does not read as one is skipped.
+   */
   async listProviders(opts: CallOptions = {}): Promise<ResolvedOAuthProvider[]> {
     const { body } = await this.transport.send({
       method: "GET",
       route: PROVIDERS,
       path: PROVIDERS,
-      schema: "ProviderList",
+      schema: "ItemList",
       idempotent: true,
       ...signalOf(opts),
     });
-    return body.map((p) => ({
+    return readableItems("OAuthProvider", body).map((p) => ({
       ...p,
       token_endpoint_auth_method:
         p.token_endpoint_auth_method ?? PROVIDER_DEFAULTS.token_endpoint_auth_method,
@@ -101,18 +104,21 @@ export class ServiceClient extends DeploymentRoutes {
     }));
   }
 
-  /** GET /v1/integrations/forge/github/{integration_id}/repos; `integrationId` must be a uuid. */
+  /**
+   * GET /v1/integrations/forge/github/{integration_id}/repos; `integrationId` must be a uuid. A
+   * repository that does not read as one is skipped.
+   */
   async listRepos(integrationId: string, opts: CallOptions = {}): Promise<ForgeRepo[]> {
     checkUuid(integrationId, "integrationId");
     const { body } = await this.transport.send({
       method: "GET",
       route: REPOS,
       path: REPOS.replace("{integration_id}", encodeURIComponent(integrationId)),
-      schema: "ForgeRepoList",
+      schema: "ItemList",
       idempotent: true,
       ...signalOf(opts),
     });
-    return body;
+    return readableItems("ForgeRepo", body);
   }
 
   /**

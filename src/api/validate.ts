@@ -49,6 +49,15 @@ export function matchesWire(name: WireCheckName, value: unknown): boolean {
 }
 
 /**
+ * The items of a listing that match the schema `name`, in their order: an odd item (a provider
+ * without its client id, a repository without a default branch) is skipped, never the whole
+ * listing failed for it, as a deployment listing skips its own.
+ */
+export function readableItems<N extends WireCheckName>(name: N, items: readonly unknown[]): WireBody<N>[] {
+  return items.filter((item): item is WireBody<N> => matchesWire(name, item));
+}
+
+/**
  * Returns `value` typed as the schema's static type, or throws a `bad_response`
  * {@link ServiceError} whose detail names the first failing field, e.g.
  * `response.resources[2].status: expected one of "READY", ..., got "BOGUS"`.

@@ -108,19 +108,46 @@ export const WIRE_CHECKS = {
       )
     })
   }),
-  ProviderList: (function (format) {
+  ItemList: (function (format) {
     return (function check(value) {
       return (
         Array.isArray(value) &&
-        ((array) => { for(const value of array) if(!(((typeof value === 'object' && value !== null && !Array.isArray(value)) && (typeof value['id'] === 'string') && (typeof value['organization_id'] === 'string') && (typeof value['provider_id'] === 'string') && (typeof value['name'] === 'string') && (typeof value['client_id'] === 'string') && (typeof value['auth_url'] === 'string') && (typeof value['token_url'] === 'string') && (typeof value['uses_pkce'] === 'boolean') && (((typeof value['code_challenge_method'] === 'string')) || ((value['code_challenge_method'] === null))) && (typeof value['created_at'] === 'string') && (typeof value['updated_at'] === 'string') && (value['provider_type'] !== undefined ? ((((typeof value['provider_type'] === 'string')) || ((value['provider_type'] === null)))) : true) && (value['mcp_server_url'] !== undefined ? ((((typeof value['mcp_server_url'] === 'string')) || ((value['mcp_server_url'] === null)))) : true) && (value['token_endpoint_auth_method'] !== undefined ? ((((typeof value['token_endpoint_auth_method'] === 'string')) || ((value['token_endpoint_auth_method'] === null)))) : true) && (value['is_dynamic_client'] !== undefined ? ((((typeof value['is_dynamic_client'] === 'boolean')) || ((value['is_dynamic_client'] === null)))) : true)))) { return false }; return true; })(value)
+        ((array) => { for(const value of array) if(!((true))) { return false }; return true; })(value)
       )
     })
   }),
-  ForgeRepoList: (function (format) {
+  OAuthProvider: (function (format) {
     return (function check(value) {
       return (
-        Array.isArray(value) &&
-        ((array) => { for(const value of array) if(!(((typeof value === 'object' && value !== null && !Array.isArray(value)) && (typeof value['host_integration_id'] === 'string') && Number.isInteger(value['id']) && (typeof value['name'] === 'string') && (typeof value['owner'] === 'string') && (typeof value['url'] === 'string') && (typeof value['default_branch'] === 'string')))) { return false }; return true; })(value)
+        (typeof value === 'object' && value !== null && !Array.isArray(value)) &&
+        (typeof value['id'] === 'string') &&
+        (typeof value['organization_id'] === 'string') &&
+        (typeof value['provider_id'] === 'string') &&
+        (typeof value['name'] === 'string') &&
+        (typeof value['client_id'] === 'string') &&
+        (typeof value['auth_url'] === 'string') &&
+        (typeof value['token_url'] === 'string') &&
+        (typeof value['uses_pkce'] === 'boolean') &&
+        (((typeof value['code_challenge_method'] === 'string')) || ((value['code_challenge_method'] === null))) &&
+        (typeof value['created_at'] === 'string') &&
+        (typeof value['updated_at'] === 'string') &&
+        (value['provider_type'] !== undefined ? ((((typeof value['provider_type'] === 'string')) || ((value['provider_type'] === null)))) : true) &&
+        (value['mcp_server_url'] !== undefined ? ((((typeof value['mcp_server_url'] === 'string')) || ((value['mcp_server_url'] === null)))) : true) &&
+        (value['token_endpoint_auth_method'] !== undefined ? ((((typeof value['token_endpoint_auth_method'] === 'string')) || ((value['token_endpoint_auth_method'] === null)))) : true) &&
+        (value['is_dynamic_client'] !== undefined ? ((((typeof value['is_dynamic_client'] === 'boolean')) || ((value['is_dynamic_client'] === null)))) : true)
+      )
+    })
+  }),
+  ForgeRepo: (function (format) {
+    return (function check(value) {
+      return (
+        (typeof value === 'object' && value !== null && !Array.isArray(value)) &&
+        (typeof value['host_integration_id'] === 'string') &&
+        Number.isInteger(value['id']) &&
+        (typeof value['name'] === 'string') &&
+        (typeof value['owner'] === 'string') &&
+        (typeof value['url'] === 'string') &&
+        (typeof value['default_branch'] === 'string')
       )
     })
   }),

@@ -421,8 +421,10 @@ export const WIRE_SCHEMAS = {
   Deployment: DeploymentSchema,
   RevisionPage: RevisionPageSchema,
   Revision: RevisionSchema,
-  ProviderList: ProviderListSchema,
-  ForgeRepoList: ForgeRepoListSchema,
+  /** A listing read item by item: each item checked on its own (`readableItems`, validate.ts). */
+  ItemList: Type.Array(Type.Unknown()),
+  OAuthProvider: OAuthProviderSchema,
+  ForgeRepo: ForgeRepoSchema,
   CreateDeploymentBody: CreateDeploymentBodySchema,
   PatchDeploymentBody: PatchDeploymentBodySchema,
 } as const;
