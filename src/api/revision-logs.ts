@@ -38,7 +38,7 @@ export interface LogPage {
   entries: LogEntry[];
   /** Pass as `offset` to read on; null when the service says there is no more (for now). */
   nextOffset: string | null;
-  /** Items of the answer that held no message (or were not entries at all). */
+  /** Items of the answer that held no message (or were not entries at all), or were not read. */
   skipped: number;
 }
 
@@ -78,15 +78,22 @@ export function readLogEntry(item: unknown): LogEntry | undefined {
 
 /**
  * An answer of the route read tolerantly: `{"logs": [...], "next_offset": ...}`, or a bare array
- * of entries. Undefined when the body is neither (the caller reports it as a bad answer).
+ * of entries. Undefined when the body is neither (the caller reports it as a bad answer). At most
+ * {@link MAX_LOG_LIMIT} items are read, the most one request asks for: of a longer answer (a
+ * service that ignored `limit`: an 8 MiB answer holds ~300,000 empty entries, which took a second
+ * of the shared event loop to read and sort for a tail of 20) its first and last halves of that,
+ * where the newest entries are whichever order the service wrote them in.
  */
 export function readLogPage(body: unknown): LogPage | undefined {
-  const items = Array.isArray(body)
+  const answered = Array.isArray(body)
     ? body
     : isRecord(body) && Array.isArray(body.logs)
       ? body.logs
       : undefined;
-  if (items === undefined) return undefined;
+  if (answered === undefined) return undefined;
+  const half = MAX_LOG_LIMIT / 2;
+  const items =
+    answered.length <= MAX_LOG_LIMIT ? answered : [...answered.slice(0, half), ...answered.slice(-half)];
   const entries: LogEntry[] = [];
   for (const item of items) {
     const entry = readLogEntry(item);
@@ -99,7 +106,7 @@ export function readLogPage(body: unknown): LogPage | undefined {
       : typeof next === "number" && Number.isFinite(next)
         ? String(next)
         : null;
-  return { entries, nextOffset, skipped: items.length - entries.length };
+  return { entries, nextOffset, skipped: answered.length - entries.length };
 }
 
 /**

@@ -2,7 +2,13 @@
 // redacted, cut and fitted into an Event's 1 KiB and the Stalled message, when a log is read
 // (once per revision and reason), and when a rollout has timed out.
 import { describe, expect, it } from "vitest";
-import { entryTimeMs, type LogEntry, readLogEntry, readLogPage } from "../../src/api/revision-logs.ts";
+import {
+  entryTimeMs,
+  type LogEntry,
+  MAX_LOG_LIMIT,
+  readLogEntry,
+  readLogPage,
+} from "../../src/api/revision-logs.ts";
 import type { Deployment } from "../../src/api/wire.ts";
 import { defaultLogType, formatEntry } from "../../src/commands/logs.ts";
 import { type DeploymentResourceStatus, ROLLOUT_TIMEOUT_PATTERN } from "../../src/crd/schema.ts";
@@ -76,6 +82,23 @@ describe("reading log entries tolerantly", () => {
     expect(readLogPage([{ message: "bare" }])?.entries).toEqual([{ message: "bare" }]);
     expect(readLogPage({ entries: [] })).toBeUndefined();
     expect(readLogPage("logs")).toBeUndefined();
+  });
+
+  it("reads at most MAX_LOG_LIMIT items of an answer that ignored its limit: its two ends, where the newest are", () => {
+    // ~300,000 entries fit the response bound; a tail of 20 needs none of the middle.
+    const n = 300_000;
+    const answer = Array.from({ length: n }, (_, i) => ({
+      message: `line ${i}`,
+      time: String(1_893_456_000 + i),
+    }));
+    const page = readLogPage({ logs: answer });
+    expect(page?.entries).toHaveLength(MAX_LOG_LIMIT);
+    expect(page?.skipped).toBe(n - MAX_LOG_LIMIT);
+    // Oldest first (a service that ignored `order` too) or newest first: the tail is the newest.
+    expect(tailOf(page?.entries ?? []).at(-1)?.message).toBe(`line ${n - 1}`);
+    expect(tailOf(readLogPage({ logs: [...answer].reverse() })?.entries ?? []).at(-1)?.message).toBe(
+      `line ${n - 1}`,
+    );
   });
 
   it.each<[string | undefined, number | undefined]>([
