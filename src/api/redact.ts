@@ -144,6 +144,13 @@ export function redactSecrets(text: string, values: Iterable<string>, marker = R
  * a caller may cut alone). Only the start of a long text is searched, as far as a value shown
  * within `max` characters could reach, so a huge text costs no more than a short one. Past its
  * time budget ({@link RedactionBudget}, a fresh one when none is given): {@link UNSEARCHED}.
+ *
+ * A reconcile may show one text in several places (`Synced`, and `Stalled` or `Reconciling`),
+ * each redacted of the same values: searched again each time, with a budget of its own each, a
+ * text crafted to take just under the budget held the shared event loop for one budget a place.
+ * So a text is searched once per array of values (the one a reconcile reads its Secrets into):
+ * what it became is remembered ({@link RECENT_REDACTIONS} texts, weakly by the array). A failure's
+ * message, redacted already, is not searched again at all (`redacted`, reasons.ts).
  */
 export function redactAndTruncate(
   text: string,
@@ -152,6 +159,37 @@ export function redactAndTruncate(
   marker = REDACTED,
   budget?: RedactionBudget,
 ): string {
+  if (budget !== undefined || marker !== REDACTED || !Array.isArray(values))
+    return searchAndTruncate(text, values, max, marker, budget);
+  // The values' count too: an array still being filled is never answered from before.
+  const key = `${max}\u0000${values.length}\u0000${text}`;
+  let recent = recentRedactions.get(values);
+  const known = recent?.get(key);
+  if (known !== undefined) return known;
+  const shown = searchAndTruncate(text, values, max, marker, budget);
+  if (recent === undefined || recent.size >= RECENT_REDACTIONS) {
+    recent = new Map();
+    recentRedactions.set(values, recent);
+  }
+  recent.set(key, shown);
+  return shown;
+}
+
+/** How many texts {@link redactAndTruncate} remembers for one array of values. */
+export const RECENT_REDACTIONS = 8;
+const recentRedactions = new WeakMap<readonly string[], Map<string, string>>();
+
+/** Searches made by {@link redactAndTruncate}, for the tests that count them. */
+export const redactionSearches = { count: 0 };
+
+function searchAndTruncate(
+  text: string,
+  values: Iterable<string>,
+  max: number,
+  marker: string,
+  budget: RedactionBudget | undefined,
+): string {
+  redactionSearches.count += 1;
   const forms = formsOf(values);
   // Every occurrence that starts within `keep` characters ends within `keep + reach`: all found.
   const keep = 2 * max;

@@ -42,11 +42,13 @@ export interface Failure {
   createRefused?: boolean;
 }
 
-const failed = (reason: string, message: string, stalled = false): Failure["outcome"] => ({
+/** A failure's outcome; its message redacted already (`clean`), unless it is the operator's own words. */
+const failed = (reason: string, message: string, stalled = false, redacted = true): Failure["outcome"] => ({
   kind: "failed",
   reason,
   message,
   stalled,
+  ...(redacted ? { redacted: true as const } : {}),
 });
 
 /**
@@ -56,10 +58,10 @@ const failed = (reason: string, message: string, stalled = false): Failure["outc
 export function failureOf(error: unknown, secretValues: readonly string[]): Failure {
   const clean = (text: string) => redactAndTruncate(text, secretValues, MAX_MESSAGE_LENGTH);
   if (error instanceof SecretNotFoundError)
-    return { outcome: failed(REASON.SecretNotFound, error.message, true) };
+    return { outcome: failed(REASON.SecretNotFound, error.message, true, false) };
   // Over the secret budget: nothing was sent; a change of the spec or of a Secret brings it back.
   if (error instanceof SecretsTooLargeError)
-    return { outcome: failed(REASON.SecretsTooLarge, error.message, true) };
+    return { outcome: failed(REASON.SecretsTooLarge, error.message, true, false) };
   // A tracing project holds the name: no retry mends it (the next resync tries again, once).
   if (error instanceof NameReservedError)
     return { outcome: failed(REASON.NameReserved, clean(error.message), true), createRefused: true };

@@ -95,8 +95,12 @@ export type SyncOutcome =
    * sent): not synced, but on its way (Reconciling, never Stalled).
    */
   | { kind: "held"; message: string }
-  /** Something failed. `stalled`: it cannot succeed without a change (spec, Secret, credentials). */
-  | { kind: "failed"; reason: string; message: string; stalled?: boolean };
+  /**
+   * Something failed. `stalled`: it cannot succeed without a change (spec, Secret, credentials).
+   * `redacted`: the message was redacted of the reconcile's secret values already (failures.ts),
+   * not to be searched again where it is shown.
+   */
+  | { kind: "failed"; reason: string; message: string; stalled?: boolean; redacted?: true };
 
 /** Controller bookkeeping written alongside; `null` clears a field, `undefined` keeps it. */
 export interface StatusRecord {

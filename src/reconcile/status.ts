@@ -380,7 +380,10 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   const conditions: Condition[] = putConditions(previousConditions, wanted, {
     now,
     observedGeneration: generation,
-    message: messageOf(input.secretValues ?? []),
+    message: messageOf(
+      input.secretValues ?? [],
+      sync.kind === "failed" && sync.redacted ? sync.message : undefined,
+    ),
   });
   // The conditions pass it too: a message is printable already, a condition kept from before is checked.
   return { ...sunk.status, conditions: keepPrintableConditions(conditions) };
@@ -388,11 +391,14 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
 
 /**
  * A condition's message: redacted of the resource's secret values, then cut to
- * {@link MAX_MESSAGE_LENGTH}. With no value to hide, only cut: what the redaction gives then,
- * without entering it (a resource that sends no secret, the common case).
+ * {@link MAX_MESSAGE_LENGTH}. With no value to hide, or for the failure's message `redacted`
+ * already (each search has a time budget of its own: not spent twice on one text), only cut.
  */
-function messageOf(secretValues: readonly string[]): (text: string) => string {
+function messageOf(secretValues: readonly string[], redacted?: string): (text: string) => string {
   return secretValues.some((v) => v !== "")
-    ? (text) => redactAndTruncate(text, secretValues, MAX_MESSAGE_LENGTH)
+    ? (text) =>
+        text === redacted
+          ? cutToLength(text, MAX_MESSAGE_LENGTH)
+          : redactAndTruncate(text, secretValues, MAX_MESSAGE_LENGTH)
     : (text) => cutToLength(text, MAX_MESSAGE_LENGTH);
 }

@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { TokenWaitTooLongError } from "../../src/api/budgets.ts";
 import { renderDetail, ServiceError } from "../../src/api/errors.ts";
+import { redactionSearches } from "../../src/api/redact.ts";
 import { MAX_MESSAGE_LENGTH } from "../../src/crd/kstatus.ts";
 import { failureOf } from "../../src/reconcile/failures.ts";
 import { REASON } from "../../src/reconcile/reasons.ts";
+import { statusFrom } from "../../src/reconcile/status.ts";
 import { DeferredError, TerminalError } from "../../src/runtime/controller.ts";
 
 const SECRET = "s3cr3t-value-that-must-never-show";
@@ -74,5 +76,45 @@ describe("failureOf", () => {
     expect(message).toContain("***");
     expect(message).not.toContain('pa\\"ss');
     expect(message).not.toContain("word");
+  });
+});
+
+describe("a failure's message, redacted once", () => {
+  it("is searched once for a reconcile's values, not again where Synced and Stalled show it", () => {
+    // Each search has a budget of its own: three in a row held the shared event loop three budgets.
+    const values = [SECRET];
+    const error = new ServiceError({
+      kind: "invalid",
+      method: "POST",
+      route: "/v2/deployments",
+      status: 422,
+      detail: `source_config.custom_url: not a URL: ${SECRET}`,
+      retryable: false,
+    });
+    const searched = (run: () => void) => {
+      const before = redactionSearches.count;
+      run();
+      return redactionSearches.count - before;
+    };
+    let failure = failureOf(error, []);
+    expect(searched(() => (failure = failureOf(error, values)))).toBe(1);
+    const { outcome } = failure;
+    expect(outcome).toMatchObject({ redacted: true });
+    expect(outcome.message).not.toContain(SECRET);
+    // The same values in a new array each time, as a new reconcile reads them: nothing remembered.
+    const statusOf = (sync: typeof outcome) =>
+      statusFrom({ generation: 1, observed: undefined, sync, now: new Date(0), secretValues: [...values] });
+    const { redacted: _, ...unmarked } = outcome;
+    const marked = searched(() => statusOf(outcome));
+    // Unmarked, its message is searched (once for both conditions: remembered for the array);
+    // marked, not at all. (Ready's own sentence is searched in both.)
+    expect(searched(() => statusOf(unmarked)) - marked).toBe(1);
+    const conditions = statusOf(outcome).conditions ?? [];
+    expect(
+      conditions
+        .filter((c) => c.message === outcome.message)
+        .map((c) => c.type)
+        .sort(),
+    ).toEqual(["Stalled", "Synced"]);
   });
 });

@@ -166,6 +166,7 @@ describe("failureOf: a deployment the operator cannot read", () => {
       reason: "UnreadableDeployment",
       message,
       stalled: true,
+      redacted: true,
     });
     expect(failure.rethrow).toBeUndefined();
     const status = statusFrom({ generation: 1, observed: undefined, sync: failure.outcome, now: T0 });
