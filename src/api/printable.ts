@@ -24,6 +24,7 @@
  * limit is in bytes (an Event's note), in UTF-16 code units where it is in JavaScript string length
  * (a service error's detail, a condition's message).
  */
+import { ownCopy } from "../runtime/interner.ts";
 import { INVISIBLE, UNPRINTABLE, unicodeEscapes } from "../runtime/unprintable.ts";
 
 /**
@@ -220,7 +221,8 @@ const utf16Units = (codePoint: number) => (codePoint > 0xffff ? 2 : 1);
 
 /**
  * The longest start of `text` whose characters measure at most `budget` by `size`, then `…`.
- * A budget smaller than the mark itself gives the mark alone.
+ * A budget smaller than the mark itself gives the mark alone. A string of its own (`ownCopy`):
+ * a cut that is kept (an unreadable item's name, a label) must not keep the whole text alive.
  */
 function cut(text: string, budget: number, size: (codePoint: number) => number): string {
   let used = 0;
@@ -231,7 +233,7 @@ function cut(text: string, budget: number, size: (codePoint: number) => number):
     used += n;
     end += ch.length;
   }
-  return `${text.slice(0, end)}${ELLIPSIS}`;
+  return ownCopy(`${text.slice(0, end)}${ELLIPSIS}`);
 }
 
 /** `text` cut to at most `maxBytes` UTF-8 bytes on a character boundary, ending with `…` when cut. */

@@ -150,17 +150,26 @@ function repairDeployment(value: Record<string, unknown>): Record<string, unknow
 export function unknownDeploymentValues(deployment: Deployment): UnknownValue[] {
   const found: UnknownValue[] = [];
   if (!(DEPLOYMENT_STATUSES as readonly string[]).includes(deployment.status))
-    found.push({ field: "deployment.status", value: deployment.status });
+    found.push(unknownValue("deployment.status", deployment.status));
   if (!(DEPLOYMENT_SOURCES as readonly string[]).includes(deployment.source))
-    found.push({ field: "deployment.source", value: deployment.source });
+    found.push(unknownValue("deployment.source", deployment.source));
   return found;
 }
+
+/** The longest value an {@link UnknownValue} reports (the logs remember it, a metric labels it). */
+export const UNKNOWN_VALUE_CHARS = 64;
+
+/** An unknown value as reported: cut to {@link UNKNOWN_VALUE_CHARS}, a string of its own. */
+const unknownValue = (field: string, value: string): UnknownValue => ({
+  field,
+  value: cutToLength(value, UNKNOWN_VALUE_CHARS),
+});
 
 /** The value of `revision.status` when the service's list does not hold it. */
 export function unknownRevisionValues(revision: Revision): UnknownValue[] {
   return (REVISION_STATUSES as readonly string[]).includes(revision.status)
     ? []
-    : [{ field: "revision.status", value: revision.status }];
+    : [unknownValue("revision.status", revision.status)];
 }
 
 /**
