@@ -40,11 +40,17 @@ import type { ListingFailure } from "./service/snapshot-store.ts";
 import type { Deployment } from "./service-types.ts";
 
 /** The observe half of the boundary; one per reconciler, for the warnings it gave. */
+/** The most resources {@link Observer} remembers a NotOwned warning of (the oldest go first). */
+export const DISOWNED_WARNINGS_KEPT = 4_096;
+
 export class Observer {
   readonly #deps: ReconcileDeps;
   /**
    * The recorded deployment id each resource was last warned about as not its own (by resource
-   * key): the warning is given once, not at every reconcile while the status still shows the id.
+   * key, with the object's uid: one made again under the name is warned again): the warning is
+   * given once, not at every reconcile while the status still shows the id. A deleted resource's
+   * entry is not told to go (its delete cancels its key): the oldest go past
+   * {@link DISOWNED_WARNINGS_KEPT}, so a churn of such resources holds no more.
    */
   readonly #disownedWarned = new Map<string, string>();
 
@@ -159,8 +165,12 @@ export class Observer {
       this.#disownedWarned.delete(key);
       return;
     }
-    if (this.#disownedWarned.get(key) === disowned.id) return;
-    this.#disownedWarned.set(key, disowned.id);
+    const said = `${run.obj.metadata.uid ?? ""}/${disowned.id}`;
+    if (this.#disownedWarned.get(key) === said) return;
+    this.#disownedWarned.delete(key);
+    if (this.#disownedWarned.size >= DISOWNED_WARNINGS_KEPT)
+      this.#disownedWarned.delete(this.#disownedWarned.keys().next().value ?? "");
+    this.#disownedWarned.set(key, said);
     const consequence = `ignoring it, and looking the deployment up by the name "${claimedName(run.obj)}"`;
     recordEvent(this.#deps, run, "Warning", REASON.NotOwned, notOwnedMessage(run.obj, disowned, consequence));
   }

@@ -734,6 +734,13 @@ const cases: Case[] = [
       w.events.all.length = 0;
       await w.reconcile();
       expect(w.events.reasons()).not.toContain("Warning/NotOwned");
+      // A resource made again under the name (another uid) showing the id is warned again.
+      w.resources.edit(REF, (o) => {
+        o.metadata.uid = "uid-agent-again";
+      });
+      forgeDeploymentId(w, w.service.store.getByName("billing")?.id ?? "");
+      await w.reconcile();
+      expect(w.events.reasons()).toContain("Warning/NotOwned");
     },
   },
   {
