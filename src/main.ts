@@ -63,7 +63,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     maxSecretBytes: config.maxSecretBytes,
     secretDigest: key.digest,
     configMaps: caches.configMaps,
-    externalChange: externalChangeCounter(metrics),
+    externalChange: externalChangeCounter(metrics, caches.connections),
   });
   const controller = new Controller({
     name: "deployment",

@@ -5,7 +5,7 @@
 import type { Logger } from "pino";
 import { Counter } from "prom-client";
 import type { ConnectionSessions } from "../connection/registry.ts";
-import { connectionKey, idOf } from "../crd/connection-ref.ts";
+import { connectionKey, connectionLabel, DEFAULT_CONNECTION, idOf } from "../crd/connection-ref.ts";
 import { registerRefusalMetrics } from "../gauges/refusal-metrics.ts";
 import { registerConnectionMetrics, registerResourceMetrics } from "../gauges/resource-metrics.ts";
 import type { KubeConnections } from "../kube/connections.ts";
@@ -57,19 +57,35 @@ export const EXTERNAL_CHANGES_METRIC = "dms_external_changes_total";
  * Registers `dms_external_changes_total{connection, kind}` on `metrics`' registry, and returns
  * what the reconciler counts with (`externalChange`): `kind` is `revision` (a revision the
  * operator did not create) or `fields` (fields that differed from a spec already applied,
- * corrected or reported). Both kinds start at 0 for the default connection.
+ * corrected or reported). Both kinds start at 0 for the default connection. A connection's series
+ * go once no connection of its label is watched (looked at when scraped): its name is a tenant's,
+ * and one made and deleted under new names again and again would add series without end.
  */
 export function externalChangeCounter(
   metrics: RuntimeMetrics,
+  kubeConnections: Pick<KubeConnections, "all">,
 ): (connection: string, kind: "revision" | "fields") => void {
-  const counter = new Counter({
+  const kinds = ["revision", "fields"] as const;
+  const counted = new Set<string>();
+  const counter: Counter = new Counter({
     name: EXTERNAL_CHANGES_METRIC,
     help: "Changes made to the service's deployments outside their resources (the service's UI, langgraph deploy, another tool), by connection and kind: revision (a revision the operator did not create) or fields (fields that differed from a spec already applied)",
     labelNames: ["connection", "kind"],
     registers: [metrics.registry],
+    collect() {
+      const live = new Set(kubeConnections.all.flatMap((r) => r.list()).map((c) => connectionLabel(idOf(c))));
+      for (const connection of counted) {
+        if (live.has(connection)) continue;
+        for (const kind of kinds) counter.remove({ connection, kind });
+        counted.delete(connection);
+      }
+    },
   });
-  for (const kind of ["revision", "fields"]) counter.inc({ connection: "default", kind }, 0);
-  return (connection, kind) => counter.inc({ connection, kind });
+  for (const kind of kinds) counter.inc({ connection: DEFAULT_CONNECTION, kind }, 0);
+  return (connection, kind) => {
+    if (connection !== DEFAULT_CONNECTION) counted.add(connection);
+    counter.inc({ connection, kind });
+  };
 }
 
 /** Warns when the cache holds more resources than the heap limit (NODE_OPTIONS) was sized for. */

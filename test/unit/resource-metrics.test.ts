@@ -11,7 +11,11 @@ import {
 } from "../../src/gauges/resource-metrics.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import { metricsText } from "../../src/serving/health.ts";
-import { STALLED_REASONS } from "../../src/wiring/operator-metrics.ts";
+import {
+  EXTERNAL_CHANGES_METRIC,
+  externalChangeCounter,
+  STALLED_REASONS,
+} from "../../src/wiring/operator-metrics.ts";
 
 const c = (type: string, status: string, reason = "R", lastTransitionTime?: string) => ({
   type,
@@ -163,5 +167,27 @@ describe("resource state gauges", () => {
     expect(two).toContain('dms_rollouts{state="held"} 1');
     expect(two).toContain('dms_resources_stalled{reason="Other"} 0');
     expect(two).not.toContain("dms_resources{");
+  });
+});
+
+describe("dms_external_changes_total", () => {
+  it("drops a connection's series once no connection of its name is watched; keeps the default's", async () => {
+    // A connection's name is a tenant's: made and deleted under new names, it must not add series for ever.
+    const metrics = new RuntimeMetrics({ processMetrics: false });
+    let watched = [
+      { metadata: { name: "a", namespace: "team-a" } },
+      { metadata: { name: "b", namespace: "team-b" } },
+    ];
+    const count = externalChangeCounter(metrics, { all: [{ list: () => watched }] } as never);
+    count("ServiceConnection/a", "revision");
+    count("ServiceConnection/b", "fields");
+    const scraped = async () =>
+      (await metrics.registry.getSingleMetricAsString(EXTERNAL_CHANGES_METRIC)).split("\n");
+    expect((await scraped()).filter((l) => l.includes('connection="ServiceConnection/'))).toHaveLength(2);
+    watched = [{ metadata: { name: "a", namespace: "team-a" } }];
+    const after = await scraped();
+    expect(after.filter((l) => l.includes('connection="ServiceConnection/b"'))).toEqual([]);
+    expect(after).toContain('dms_external_changes_total{connection="ServiceConnection/a",kind="revision"} 1');
+    expect(after).toContain('dms_external_changes_total{connection="default",kind="fields"} 0');
   });
 });
