@@ -16,6 +16,16 @@ import { type CancelTimer, type Clock, systemClock } from "../runtime/clock.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";
 import { type KubeObject, toMicroTime } from "./object.ts";
+import { TurnGate } from "./turn-gate.ts";
+
+/**
+ * Event writes on the wire at once, of the client's 16 sockets: Events are written beside the
+ * fair queue, and a namespace's thousand would otherwise hold the sockets every other
+ * namespace's status writes wait for.
+ */
+export const EVENT_WRITES_AT_ONCE = 4;
+/** Event writes waiting in all, in turns by namespace; past it a record is dropped (said at debug). */
+export const EVENT_WRITES_WAITING = 1_000;
 
 /** `type` of an Event. */
 export type EventType = "Normal" | "Warning";
@@ -70,6 +80,10 @@ export interface KubeEventRecorderOptions {
   spamBurst?: number;
   /** One more write per object every this many ms once the burst is spent. Default 5 min, as client-go. */
   spamRefillMs?: number;
+  /** Event writes on the wire at once (default {@link EVENT_WRITES_AT_ONCE}). */
+  writesAtOnce?: number;
+  /** Event writes waiting in all, past which a record is dropped (default {@link EVENT_WRITES_WAITING}). */
+  writesWaiting?: number;
   clock?: Clock;
   logger?: Logger;
 }
@@ -106,6 +120,8 @@ export class KubeEventRecorder implements EventRecorder {
   readonly #log: Logger;
   readonly #series = new Map<string, Series>();
   readonly #pending = new Map<string, Promise<void>>();
+  /** The writes on the wire and waiting, shared by namespace in turns (see {@link TurnGate}). */
+  readonly #gate: TurnGate;
   readonly #spamBurst: number;
   readonly #spamRefillMs: number;
   /**
@@ -133,13 +149,27 @@ export class KubeEventRecorder implements EventRecorder {
     this.#log = options.logger ?? pino({ enabled: false });
     this.#spamBurst = options.spamBurst ?? 25;
     this.#spamRefillMs = options.spamRefillMs ?? 5 * 60_000;
+    this.#gate = new TurnGate(
+      options.writesAtOnce ?? EVENT_WRITES_AT_ONCE,
+      options.writesWaiting ?? EVENT_WRITES_WAITING,
+    );
   }
 
   record(regarding: EventRegarding, event: EventInput): Promise<void> {
     const input = { ...event, note: truncateNote(printableNote(event.note)) };
     const key = seriesKey(regarding, input);
     const previous = this.#pending.get(key) ?? Promise.resolve();
-    const next = previous.then(() => this.#write(key, regarding, input));
+    const next = previous.then(async () => {
+      const written = await this.#gate.run(regarding.namespace ?? "", async () => {
+        await this.#write(key, regarding, input);
+        return true;
+      });
+      if (written === undefined)
+        this.#log.debug(
+          { reason: input.reason, namespace: regarding.namespace, name: regarding.name },
+          "event dropped: too many events wait to be written",
+        );
+    });
     this.#pending.set(key, next);
     return next.finally(() => {
       if (this.#pending.get(key) === next) this.#pending.delete(key);

@@ -4,7 +4,13 @@
 // limits them.
 import { describe, expect, it } from "vitest";
 import type { KubeClient, KubeRequest } from "../../src/kube/client.ts";
-import { type EventInput, type EventRegarding, KubeEventRecorder } from "../../src/kube/events.ts";
+import {
+  EVENT_WRITES_AT_ONCE,
+  type EventInput,
+  type EventRegarding,
+  KubeEventRecorder,
+} from "../../src/kube/events.ts";
+import { TurnGate } from "../../src/kube/turn-gate.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 function recorder(
@@ -142,5 +148,70 @@ describe("KubeEventRecorder spam filter (client-go's: a burst of 25 per object, 
     await events.record(about("c"), created); // a is forgotten
     await events.record(about("a"), { ...created, note: "again" });
     expect(writes()).toHaveLength(4);
+  });
+});
+
+describe("Event writes shared by namespace in turns", () => {
+  it("TurnGate: at most atOnce running; the waiting started one group after another; past maxWaiting, not run", async () => {
+    const gate = new TurnGate(2, 10);
+    const started: string[] = [];
+    const release: Array<() => void> = [];
+    const task = (name: string) => () =>
+      new Promise<string>((resolve) => {
+        started.push(name);
+        release.push(() => resolve(name));
+      });
+    const runs = [1, 2, 3, 4, 5].map((i) => gate.run("a", task(`a${i}`)));
+    runs.push(gate.run("b", task("b1")));
+    expect(started).toEqual(["a1", "a2"]);
+    expect(gate.load).toEqual({ running: 2, waiting: 4 });
+    for (let i = 0; i < 4; i++) {
+      release.shift()?.();
+      await new Promise((r) => setImmediate(r));
+    }
+    // a's next, then b's: a namespace's backlog delays another's write by one turn.
+    expect(started).toEqual(["a1", "a2", "a3", "b1", "a4", "a5"]);
+    while (release.length > 0) {
+      release.shift()?.();
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(await Promise.all(runs)).toEqual(["a1", "a2", "a3", "a4", "a5", "b1"]);
+    // Full: a write past maxWaiting is not made.
+    const full = new TurnGate(1, 1);
+    void full.run("a", () => new Promise(() => {}));
+    void full.run("a", async () => "waits");
+    expect(await full.run("b", async () => "refused")).toBeUndefined();
+  });
+
+  it("a namespace's thousand Events hold at most four writes on the wire, and another's goes after one of them", async () => {
+    const sent: string[] = [];
+    const answer: Array<() => void> = [];
+    const client = {
+      request: (req: KubeRequest) =>
+        new Promise<void>((resolve) => {
+          sent.push(String((req.body as { metadata?: { namespace?: string } })?.metadata?.namespace));
+          answer.push(resolve);
+        }),
+    } as unknown as KubeClient;
+    const events = new KubeEventRecorder({
+      client,
+      reportingInstance: "test",
+      clock: new ManualClock({ start: 0 }),
+    });
+    const of = (namespace: string, name: string): EventRegarding => ({ ...about(name), namespace });
+    const recorded = Array.from({ length: 1_000 }, (_, i) => events.record(of("team-a", `r${i}`), created));
+    recorded.push(events.record(of("team-b", "app"), created));
+    await new Promise((r) => setImmediate(r));
+    expect(sent).toHaveLength(EVENT_WRITES_AT_ONCE);
+    for (let i = 0; i < 2; i++) {
+      answer.shift()?.();
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(sent.slice(0, EVENT_WRITES_AT_ONCE + 2)).toContain("team-b");
+    while (answer.length > 0) {
+      answer.shift()?.();
+      await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(recorded);
   });
 });
