@@ -380,10 +380,7 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   const conditions: Condition[] = putConditions(previousConditions, wanted, {
     now,
     observedGeneration: generation,
-    message: messageOf(
-      input.secretValues ?? [],
-      sync.kind === "failed" && sync.redacted ? sync.message : undefined,
-    ),
+    message: messageOf(input.secretValues ?? [], sync.kind === "failed" && sync.redacted ? sync.message : ""),
   });
   // The conditions pass it too: a message is printable already, a condition kept from before is checked.
   return { ...sunk.status, conditions: keepPrintableConditions(conditions) };
@@ -394,11 +391,10 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
  * {@link MAX_MESSAGE_LENGTH}. With no value to hide, or for the failure's message `redacted`
  * already (each search has a time budget of its own: not spent twice on one text), only cut.
  */
-function messageOf(secretValues: readonly string[], redacted?: string): (text: string) => string {
-  return secretValues.some((v) => v !== "")
-    ? (text) =>
-        text === redacted
-          ? cutToLength(text, MAX_MESSAGE_LENGTH)
-          : redactAndTruncate(text, secretValues, MAX_MESSAGE_LENGTH)
-    : (text) => cutToLength(text, MAX_MESSAGE_LENGTH);
+function messageOf(secretValues: readonly string[], redacted: string): (text: string) => string {
+  const search = secretValues.some((v) => v !== "");
+  return (text) =>
+    search && text !== redacted
+      ? redactAndTruncate(text, secretValues, MAX_MESSAGE_LENGTH)
+      : cutToLength(text, MAX_MESSAGE_LENGTH);
 }
