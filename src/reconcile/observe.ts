@@ -39,10 +39,10 @@ import type { RemoteSnapshot } from "./service/snapshot.ts";
 import type { ListingFailure } from "./service/snapshot-store.ts";
 import type { Deployment } from "./service-types.ts";
 
-/** The observe half of the boundary; one per reconciler, for the warnings it gave. */
 /** The most resources {@link Observer} remembers a NotOwned warning of (the oldest go first). */
 export const DISOWNED_WARNINGS_KEPT = 4_096;
 
+/** The observe half of the boundary; one per reconciler, for the warnings it gave. */
 export class Observer {
   readonly #deps: ReconcileDeps;
   /**
