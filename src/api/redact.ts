@@ -159,7 +159,9 @@ export function redactAndTruncate(
   marker = REDACTED,
   budget?: RedactionBudget,
 ): string {
-  if (budget !== undefined || marker !== REDACTED || !Array.isArray(values))
+  // Remembered only for a reconcile's own values (no value: nothing to search, and a shared empty
+  // array would keep its texts for the life of the process).
+  if (budget !== undefined || marker !== REDACTED || !Array.isArray(values) || values.length === 0)
     return searchAndTruncate(text, values, max, marker, budget);
   // The values' count too: an array still being filled is never answered from before.
   const key = `${max}\u0000${values.length}\u0000${text}`;
