@@ -104,7 +104,7 @@ export const RUN_SETTINGS = {
     parse: parsers.number({ integer: true, min: 1, max: MAX_CONCURRENCY, unit: "reconciles at once" }),
     shown: "a quarter of --concurrency rounded up",
     arg: "<n>",
-    help: "the most reconciles one connection (and, under a ClusterServiceConnection, one namespace) may hold at once, beyond which it borrows only workers idle while its reconciles end within 5 s",
+    help: "the most reconciles one connection (and, under a ClusterServiceConnection, one namespace; a namespace's ServiceConnections together) may hold at once, beyond which it borrows only workers idle while its reconciles end within 5 s",
     chart: "config",
   },
   resyncPeriod: {

@@ -10,7 +10,10 @@
  * Their share: each connection's fair share of the Deployment controller's workers: the flow of a
  * resource's key (the connection it uses, read from the watch cache: one lookup, no scan), the cap
  * of reconciles per flow, and the report of the resources that wait for their connection's share.
- * A ServiceConnection belongs to one namespace: its resources are one flow. A
+ * A ServiceConnection belongs to one namespace, which may make many: the ServiceConnections of a
+ * namespace are one flow together, a part each, so the cap holds for the namespace's own
+ * connections together (a tenant's hundred connections to a slow service hold its one cap, not a
+ * hundred) and the namespaces are served in turn, not their connections. A
  * ClusterServiceConnection, and the default connection (the operator's own flags), serve many
  * namespaces: their resources are one flow per connection with a part per namespace, so the cap
  * holds for the connection and for each namespace within it, and the namespaces are served in
@@ -39,7 +42,7 @@ import { ConflictError } from "../kube/errors.ts";
 import { saysWaitingForShare, waitingForShare } from "../reconcile/share-wait.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { ControllerOptions } from "../runtime/controller.ts";
-import type { FlowOf } from "../runtime/queue.ts";
+import type { FlowOf, KeyFlow } from "../runtime/queue.ts";
 import { parseObjectKey } from "../runtime/queue-lines.ts";
 
 /** `--default-connection-namespace-selector`, as given and as parsed. */
@@ -163,7 +166,10 @@ export const SHARE_WAIT_REPORT_MS = 60_000;
  * (~10 s each, up to the deadline) still never borrow.
  */
 export const SLOW_RECONCILE_MS = 5_000;
-/** Most resources reported in one look (every {@link SHARE_WAIT_REPORT_MS}); the others of that look are not. */
+/**
+ * Most resources reported in one look (every {@link SHARE_WAIT_REPORT_MS}), the namespaces in turn;
+ * the others of that look are not.
+ */
 const MAX_REPORTS = 500;
 /** How long one report's status write may take. */
 const REPORT_WRITE_MS = 10_000;
@@ -173,15 +179,38 @@ const REPORT_WRITE_MS = 10_000;
  */
 const REPORT_SPACING_MS = 25;
 
-/** The flow of a Deployment key: its connection's key, and its namespace for a shared connection. */
+/**
+ * The flow of a Deployment key: for a ServiceConnection, its namespace's flow (a name no
+ * connection's key can be) with the connection as its part; for a shared connection, the
+ * connection's key with the namespace as its part. Either way the keys waiting at a cap are
+ * counted under their connection's key.
+ */
 export function connectionFlowOf(deployments: Pick<KubeDeployments, "get">): FlowOf {
   return (key) => {
     const ref = parseObjectKey(key);
     const connectionRef = deployments.get(ref)?.spec.connectionRef;
     const id = connectionOf(ref.namespace, connectionRef);
-    const flow = connectionKey(id);
-    return id?.kind === SERVICE_CONNECTION_KIND ? { flow } : { flow, part: ref.namespace };
+    const connection = connectionKey(id);
+    return id?.kind === SERVICE_CONNECTION_KIND
+      ? { flow: namespaceFlow(ref.namespace), part: connection, label: connection }
+      : { flow: connection, part: ref.namespace };
   };
+}
+
+/**
+ * The flow of a connection's check (its key): a ServiceConnection's namespace's, so that a
+ * namespace's many connections whose service never answers hold one cap of the checks, not one
+ * each; a ClusterServiceConnection (the cluster's administrators') and the default are their own.
+ */
+export function connectionCheckFlowOf(key: string): KeyFlow {
+  const slash = key.indexOf("/");
+  if (key.slice(0, slash) !== SERVICE_CONNECTION_KIND) return { flow: key };
+  return { flow: namespaceFlow(parseObjectKey(key.slice(slash + 1)).namespace), part: key };
+}
+
+/** The flow of a namespace's own connections (connection keys start with a kind, never `namespace/`). */
+export function namespaceFlow(namespace: string): string {
+  return `namespace/${namespace}`;
 }
 
 /**
@@ -199,7 +228,7 @@ export function connectionShares(
     config.maxReconcilesPerConnection ?? defaultMaxReconcilesPerConnection(config.concurrency);
   let writing = Promise.resolve();
   const report = (keys: readonly string[]) => {
-    const batch = keys.slice(0, MAX_REPORTS);
+    const batch = inTurns(keys, MAX_REPORTS);
     // One write at a time, spaced, after the previous look's: the reports cost the API server little.
     writing = writing.then(async () => {
       for (const key of batch) {
@@ -221,9 +250,37 @@ export function defaultMaxReconcilesPerConnection(concurrency: number): number {
   return Math.max(1, Math.ceil(concurrency / 4));
 }
 
-/** The message of a resource waiting at its connection's cap. */
-export function shareWaitMessage(maxPerConnection: number): string {
-  return `waiting for its connection's share: the connection's other reconciles, slow to end, hold the ${maxPerConnection} it may run at once (--max-reconciles-per-connection); this one runs in turn`;
+/**
+ * At most `max` of `keys`, a key of each namespace in turn, each namespace's in their order: one
+ * namespace's thousands of waiting resources do not crowd another's few out of a look's reports.
+ */
+export function inTurns(keys: readonly string[], max: number): string[] {
+  const byNamespace = new Map<string, string[]>();
+  for (const key of keys) {
+    const { namespace } = parseObjectKey(key);
+    const own = byNamespace.get(namespace);
+    if (own) own.push(key);
+    else byNamespace.set(namespace, [key]);
+  }
+  const out: string[] = [];
+  // Each round takes one of every namespace with any left: ≤ `max` rounds, then `max` is reached.
+  for (let round = 0; out.length < max && byNamespace.size > 0; round++)
+    for (const [namespace, own] of byNamespace) {
+      if (out.length >= max) break;
+      out.push(own[round] as string);
+      if (own.length === round + 1) byNamespace.delete(namespace);
+    }
+  return out;
+}
+
+/**
+ * The message of a resource waiting at its connection's cap: a ServiceConnection's (`ownNamespace`)
+ * is its namespace's, shared by the namespace's ServiceConnections together.
+ */
+export function shareWaitMessage(maxPerConnection: number, ownNamespace = false): string {
+  return ownNamespace
+    ? `waiting for its namespace's share: the other reconciles of this namespace's ServiceConnections, slow to end, hold the ${maxPerConnection} they may run at once together (--max-reconciles-per-connection); this one runs in turn`
+    : `waiting for its connection's share: the connection's other reconciles, slow to end, hold the ${maxPerConnection} it may run at once (--max-reconciles-per-connection); this one runs in turn`;
 }
 
 /**
@@ -237,14 +294,17 @@ async function reportWaiting(
   clock: Clock,
   logger: Logger,
 ): Promise<boolean> {
-  const obj = deployments.get(parseObjectKey(key));
+  const ref = parseObjectKey(key);
+  const obj = deployments.get(ref);
   const status = obj?.status;
   if (!obj || !status || saysWaitingForShare(status)) return false;
   const generation = obj.metadata.generation ?? 0;
-  const next = waitingForShare(status, generation, shareWaitMessage(maxPerConnection), new Date(clock.now()));
+  const ownNamespace = connectionOf(ref.namespace, obj.spec.connectionRef)?.kind === SERVICE_CONNECTION_KIND;
+  const message = shareWaitMessage(maxPerConnection, ownNamespace);
+  const next = waitingForShare(status, generation, message, new Date(clock.now()));
   try {
     const signal = AbortSignal.timeout(REPORT_WRITE_MS);
-    await deployments.patchStatus(parseObjectKey(key), next, signal, obj.metadata.resourceVersion);
+    await deployments.patchStatus(ref, next, signal, obj.metadata.resourceVersion);
   } catch (error) {
     // A newer version (its own reconcile wrote it meanwhile) says what it says: nothing to report.
     if (!(error instanceof ConflictError))

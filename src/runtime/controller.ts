@@ -74,7 +74,7 @@ export interface ControllerMetricsHooks {
   queue?: QueueMetricsHooks;
   /** Receives a probe of the current queue's in-flight work, for the unfinished-work gauges. */
   observeInFlight?(probe: () => { unfinishedSeconds: number; longestSeconds: number }): void;
-  /** Receives a probe of the keys waiting at their flow's cap, per flow (`WorkQueue.waitingAtCap`). */
+  /** Receives a probe of the keys waiting at their flow's cap, per flow or label (`WorkQueue.waitingAtCap`). */
   observeWaiting?(probe: () => Map<string, number>): void;
 }
 
@@ -278,7 +278,7 @@ export class Controller implements Runnable {
     return () => cancel();
   }
 
-  /** Per flow, the keys waiting at its cap and those deferred (see `observeWaiting`). */
+  /** Per flow (or its parts' label), the keys waiting at its cap and those deferred (see `observeWaiting`). */
   #waiting(queue: WorkQueue): Map<string, number> {
     const out = queue.waitingAtCap();
     // A deferred key come due and ready is counted by the queue, if at all.
@@ -354,7 +354,8 @@ export class Controller implements Runnable {
     if (error instanceof DeferredError && !halted) {
       // Not a failure: the worker was given back; the key comes again when its wait is over.
       queue.addAfter(key, Math.max(0, error.afterMs), { followUp: true });
-      this.#deferred.set(key, this.#opts.flowOf?.(key)?.flow ?? "");
+      const keyFlow = this.#opts.flowOf?.(key);
+      this.#deferred.set(key, keyFlow?.label ?? keyFlow?.flow ?? "");
       this.#reconcileLog(key).debug({ afterMs: error.afterMs }, error.message);
       return;
     }

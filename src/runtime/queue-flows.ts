@@ -21,14 +21,16 @@ import {
 } from "./queue-lines.ts";
 
 /**
- * Whose work a key is (API Priority and Fairness's flow): `flow` (a tenant's connection, say),
- * and within it, when the flow is shared by several parties, the `part` the key belongs to (a
- * namespace of a connection many namespaces use). Keys of one flow share its cap; keys of one part
- * share the part's cap too.
+ * Whose work a key is (API Priority and Fairness's flow): `flow` (a tenant, say), and within it,
+ * when the flow is shared by several parties, the `part` the key belongs to (a namespace of a
+ * connection many namespaces use, or one of a namespace's own connections). Keys of one flow share
+ * its cap; keys of one part share the part's cap too. `label`: what the part's keys waiting at a
+ * cap are counted under (`waitingAtCap`), the flow by default; the same for every key of a part.
  */
 export interface KeyFlow {
   flow: string;
   part?: string;
+  label?: string;
 }
 
 /** The flow of a key; `undefined`: the one flow of keys that name none (`""`). */
@@ -115,7 +117,7 @@ export class Flows {
     let part = flow.parts.get(partName);
     if (!part) {
       part = {
-        place: { flow: flowName, part: partName },
+        place: { flow: flowName, part: partName, label: keyFlow?.label ?? flowName },
         inFlight: 0,
         fresh: this.#pool.take(FRESH),
         followUps: this.#pool.take(FOLLOW_UP),
@@ -240,14 +242,13 @@ export class Flows {
   /** See `WorkQueue.waitingAtCap`. */
   waitingAtCap(): Map<string, number> {
     const out = new Map<string, number>();
-    for (const [name, flow] of this.#flows) {
-      let waiting = 0;
+    for (const flow of this.#flows.values())
       for (const part of flow.parts.values()) {
         const ready = part.fresh.size + part.followUps.size + part.resyncs.size;
-        if (ready > 0 && (flow.inFlight >= this.#o.cap || part.inFlight >= this.#o.cap)) waiting += ready;
+        const { label } = part.place;
+        if (ready > 0 && (flow.inFlight >= this.#o.cap || part.inFlight >= this.#o.cap))
+          out.set(label, (out.get(label) ?? 0) + ready);
       }
-      if (waiting > 0) out.set(name, waiting);
-    }
     return out;
   }
 

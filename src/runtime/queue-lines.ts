@@ -57,6 +57,8 @@ export const IN_FLIGHT = 2;
 export interface Place {
   flow: string;
   part: string;
+  /** What its waiting keys are counted under (`waitingAtCap`): the flow, or the part's own name. */
+  label: string;
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import type { Logger } from "pino";
 import type { ServiceConfig } from "../config.ts";
+import { connectionCheckFlowOf } from "../connection/access.ts";
 import { ConnectionReconciler } from "../connection/controller.ts";
 import type { ConnectionRegistry } from "../connection/registry.ts";
 import { idOf } from "../crd/connection-ref.ts";
@@ -18,7 +19,11 @@ import { ResyncedController } from "../runtime/resync.ts";
 import type { ClusterUsers } from "../sharding/cluster-users.ts";
 import { type Caches, cachesSynced } from "./caches.ts";
 import { CONNECTION_INDEX } from "./indexes.ts";
-import { CONNECTION_CONCURRENCY, CONNECTION_PROBE_MS } from "./operator-config.ts";
+import {
+  CONNECTION_CHECKS_PER_NAMESPACE,
+  CONNECTION_CONCURRENCY,
+  CONNECTION_PROBE_MS,
+} from "./operator-config.ts";
 import { connectionPassKeys } from "./resync-passes.ts";
 
 /** What {@link connectionCheck} is built from. */
@@ -75,9 +80,12 @@ export function connectionCheck(o: ConnectionCheckParts): {
     needLeaderElection: !o.sharded,
     reconcile: reconciler.reconcile,
     concurrency: CONNECTION_CONCURRENCY,
+    flowOf: connectionCheckFlowOf,
+    maxPerFlow: CONNECTION_CHECKS_PER_NAMESPACE,
     reconcileTimeoutMs: o.reconcileTimeoutMs,
     clock,
-    metrics: o.metrics.controllerHooks("connection"),
+    // Its flows are namespaces: `dms_connection_waiting_reconciles` counts the Deployments' waits only.
+    metrics: { ...o.metrics.controllerHooks("connection"), observeWaiting: undefined },
     logger,
   });
   const pass = new ResyncedController({

@@ -22,6 +22,12 @@ export const CONNECTION_PROBE_MS = 300_000;
  * answers do not hold back a new, healthy connection's check.
  */
 export const CONNECTION_CONCURRENCY = 32;
+/**
+ * The checks of one namespace's ServiceConnections at once (their flow's cap, connection/access.ts):
+ * a namespace of a hundred connections whose service never answers holds 4 of the 32, not all; its
+ * checks that end within 5 s borrow the idle others.
+ */
+export const CONNECTION_CHECKS_PER_NAMESPACE = 4;
 
 /** Everything the operator needs to run, validated (see `config.ts`). */
 export interface OperatorConfig {
@@ -50,7 +56,8 @@ export interface OperatorConfig {
   concurrency: number;
   /**
    * Reconciles of one connection at once (`--max-reconciles-per-connection`); of a
-   * ClusterServiceConnection, or of the default connection, also of one namespace. The others
+   * ClusterServiceConnection, or of the default connection, also of one namespace; of a
+   * namespace's ServiceConnections, of them together. The others
    * wait in their connection's queue without holding a worker. Default: a quarter of
    * `concurrency`, rounded up ({@link defaultMaxReconcilesPerConnection}).
    */

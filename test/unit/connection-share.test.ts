@@ -3,11 +3,18 @@
  * cache, and the report of a resource waiting at its connection's cap, one status write per wait.
  */
 import { pino } from "pino";
-import { describe, expect, it } from "vitest";
-import { connectionFlowOf, connectionShares, shareWaitMessage } from "../../src/connection/access.ts";
+import { describe, expect, it, vi } from "vitest";
+import {
+  connectionCheckFlowOf,
+  connectionFlowOf,
+  connectionShares,
+  inTurns,
+  shareWaitMessage,
+} from "../../src/connection/access.ts";
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
 import type { KubeDeployments } from "../../src/kube/deployments.ts";
 import { ConflictError } from "../../src/kube/errors.ts";
+import { Controller } from "../../src/runtime/controller.ts";
 import type { ObjectRef } from "../../src/runtime/queue-lines.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
@@ -71,18 +78,98 @@ const resource = (namespace: string, name: string, connectionRef?: object): Stor
 });
 
 describe("connectionFlowOf", () => {
-  it("is a ServiceConnection's key alone, and a shared connection's key with the namespace as its part", () => {
+  it("is a ServiceConnection's namespace with the connection as its part, and a shared connection's key with the namespace as its part", () => {
     const { deployments } = cache([
       resource("team-a", "own", { kind: "ServiceConnection", name: "prod" }),
       resource("team-a", "shared", { kind: "ClusterServiceConnection", name: "platform" }),
       resource("team-b", "default"),
     ]);
     const flowOf = connectionFlowOf(deployments);
-    expect(flowOf("team-a/own")).toEqual({ flow: "ServiceConnection/team-a/prod" });
+    expect(flowOf("team-a/own")).toEqual({
+      flow: "namespace/team-a",
+      part: "ServiceConnection/team-a/prod",
+      label: "ServiceConnection/team-a/prod",
+    });
     expect(flowOf("team-a/shared")).toEqual({ flow: "ClusterServiceConnection/platform", part: "team-a" });
     expect(flowOf("team-b/default")).toEqual({ flow: "default", part: "team-b" });
     // Gone from the cache: the default's flow (its reconcile only says it is gone).
     expect(flowOf("team-c/gone")).toEqual({ flow: "default", part: "team-c" });
+  });
+
+  it("holds a namespace's ServiceConnections to one cap together: another namespace's resource runs at once", async () => {
+    vi.useFakeTimers({ now: 0 });
+    try {
+      // Team a: 8 ServiceConnections to a service that takes 10 s a reconcile, 10 resources each.
+      const objects = [resource("team-b", "edit", { kind: "ServiceConnection", name: "prod" })];
+      for (let c = 0; c < 8; c++)
+        for (let r = 0; r < 10; r++)
+          objects.push(resource("team-a", `c${c}-r${r}`, { kind: "ServiceConnection", name: `slow-${c}` }));
+      const { deployments } = cache(objects);
+      const shares = connectionShares(
+        { concurrency: 16 },
+        deployments,
+        new ManualClock(),
+        pino({ level: "silent" }),
+      );
+      let inFlight = 0;
+      let most = 0;
+      const started: string[] = [];
+      const controller = new Controller({
+        name: "test",
+        concurrency: 16,
+        flowOf: shares.flowOf,
+        maxPerFlow: shares.maxPerFlow,
+        borrowMs: shares.borrowMs,
+        reconcile: async (key) => {
+          started.push(key);
+          inFlight += 1;
+          most = Math.max(most, inFlight);
+          if (key.startsWith("team-a/")) await new Promise((r) => setTimeout(r, 10_000));
+          inFlight -= 1;
+          return { kind: "done" };
+        },
+      });
+      const stop = new AbortController();
+      const running = controller.start(stop.signal);
+      for (const o of objects.slice(1)) controller.enqueue(`${o.metadata.namespace}/${o.metadata.name}`);
+      await vi.advanceTimersByTimeAsync(1_000);
+      // The namespace's cap (4 of 16), not a cap per connection (which would be all 16).
+      expect(started).toHaveLength(4);
+      expect(started.every((k) => k.startsWith("team-a/"))).toBe(true);
+      controller.enqueue("team-b/edit");
+      await vi.advanceTimersByTimeAsync(0);
+      expect(started.at(-1)).toBe("team-b/edit");
+      await vi.advanceTimersByTimeAsync(10_000);
+      expect(most).toBe(5);
+      stop.abort();
+      await vi.advanceTimersByTimeAsync(30_000);
+      await running;
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
+describe("connectionCheckFlowOf", () => {
+  it("is a ServiceConnection's namespace, a part each, and a cluster connection's own key", () => {
+    expect(connectionCheckFlowOf("ServiceConnection/team-a/prod")).toEqual({
+      flow: "namespace/team-a",
+      part: "ServiceConnection/team-a/prod",
+    });
+    expect(connectionCheckFlowOf("ClusterServiceConnection/platform")).toEqual({
+      flow: "ClusterServiceConnection/platform",
+    });
+    expect(connectionCheckFlowOf("default")).toEqual({ flow: "default" });
+  });
+});
+
+describe("inTurns", () => {
+  it("takes a key of each namespace in turn, each namespace's in order, up to the most", () => {
+    const many = Array.from({ length: 1000 }, (_, i) => `team-a/r${i}`);
+    const keys = [...many, "team-b/x", "team-c/y", "team-b/z"];
+    expect(inTurns(keys, 5)).toEqual(["team-a/r0", "team-b/x", "team-c/y", "team-a/r1", "team-b/z"]);
+    expect(inTurns(keys, 2000)).toHaveLength(1003);
+    expect(inTurns([], 500)).toEqual([]);
   });
 });
 
@@ -104,7 +191,7 @@ describe("connectionShares", () => {
     expect(byType.Synced).toMatchObject({
       status: "False",
       reason: "WaitingForConnectionShare",
-      message: shareWaitMessage(4),
+      message: shareWaitMessage(4, true),
       lastTransitionTime: "2026-05-01T12:00:00Z",
     });
     expect(byType.Reconciling).toMatchObject({ status: "True", reason: "WaitingForConnectionShare" });

@@ -138,6 +138,24 @@ describe("WorkQueue flows", () => {
     expect(await drain(queue)).toEqual(["shared:ns1/b", "shared:ns2/b"]);
   });
 
+  it("counts a flow's keys waiting at its cap under each part's label when its parts name one", async () => {
+    // A namespace's own connections: one flow, a part each, counted per connection.
+    const labelled = (key: string): KeyFlow => {
+      const keyFlow = flowOf(key);
+      return keyFlow.part === undefined ? keyFlow : { ...keyFlow, label: `conn-${keyFlow.part}` };
+    };
+    const queue = new WorkQueue({ flowOf: labelled, maxPerFlow: 2, borrowMs: 0 });
+    for (const name of ["a", "b", "c"]) queue.add(`ns:one/${name}`);
+    for (const name of ["a", "b"]) queue.add(`ns:two/${name}`);
+    expect(await drain(queue)).toEqual(["ns:one/a", "ns:two/a"]);
+    expect(queue.waitingAtCap()).toEqual(
+      new Map([
+        ["conn-one", 2],
+        ["conn-two", 1],
+      ]),
+    );
+  });
+
   it("keeps the fresh and follow-up lines within a flow", async () => {
     const queue = new WorkQueue({ flowOf });
     for (const name of ["a", "b", "c"]) queue.add(`f:${name}`);
