@@ -14,7 +14,7 @@
 
 import { connectionKey, DEFAULT_CONNECTION, idOf } from "../crd/connection-ref.ts";
 import { FINALIZER, KIND } from "../crd/schema.ts";
-import { claimOf, connectionKeyOf } from "../reconcile/claims.ts";
+import { claimOf, connectionKeyOf, olderThan } from "../reconcile/claims.ts";
 import type { Controller } from "../runtime/controller.ts";
 import { OWNER_LABEL } from "../sharding/labels.ts";
 import { isOwnGroup, type KubeConfigMaps } from "./config-maps.ts";
@@ -48,10 +48,13 @@ export function subscribeTriggers(
   secretIndex: string,
 ): void {
   const keyOf = (o: DeploymentObject) => objectKey(refOf(o));
+  // Only the younger rivals: a resource's claim is judged against the older ones alone, so an add
+  // or delete can change it only for those it outranks. Another namespace's churn of names on a
+  // shared connection (a creationTimestamp cannot be set back) never reconciles the older holder.
   const rivalsOf = (o: DeploymentObject) => {
     const key = keyOf(o);
     for (const rival of deployments.byIndex(claimIndex, claimOf(o)))
-      if (keyOf(rival) !== key) controller.enqueue(keyOf(rival));
+      if (keyOf(rival) !== key && olderThan(o, rival)) controller.enqueue(keyOf(rival));
   };
   deployments.subscribe({
     // The cache's own key string: the queue's record of the key then holds no copy of its own.

@@ -129,6 +129,8 @@ describe("subscribeTriggers", () => {
     );
     return { handlers, enqueued, resyncs };
   }
+  const created = (o: DeploymentObject, creationTimestamp: string): DeploymentObject =>
+    ({ ...o, metadata: { ...o.metadata, creationTimestamp } }) as DeploymentObject;
   const settledAt = (o: DeploymentObject, observedGeneration: number): DeploymentObject =>
     ({ ...o, status: { observedGeneration } }) as DeploymentObject;
 
@@ -141,11 +143,28 @@ describe("subscribeTriggers", () => {
   });
 
   it("enqueues the rivals of a deleted resource, not the deleted one", () => {
-    const gone = resource("p0-old", "shared");
-    const rival = resource("p0-new", "shared");
+    const gone = created(resource("p0-old", "shared"), "2026-01-01T00:00:00Z");
+    const rival = created(resource("p0-new", "shared"), "2026-01-01T00:00:05Z");
     const { handlers, enqueued } = world([rival]);
     handlers.onDelete?.(gone);
     expect(enqueued).toEqual(["team/p0-new"]);
+  });
+
+  it("never enqueues an older rival: another namespace's churn of the name does not reconcile its holder", () => {
+    const holder = created(resource("holder", "shared"), "2026-01-01T00:00:00Z");
+    const stored = [holder];
+    const { handlers, enqueued } = world(stored);
+    for (let i = 0; i < 50; i++) {
+      const churn = created(
+        resource(`churn-${i}`, "shared"),
+        `2026-01-01T00:01:${String(i).padStart(2, "0")}Z`,
+      );
+      stored.push(churn);
+      handlers.onAdd?.(churn);
+      stored.pop();
+      handlers.onDelete?.(churn);
+    }
+    expect(enqueued.filter((k) => k === "team/holder")).toEqual([]);
   });
 
   it("enqueues an added resource alone when it has no rival", () => {
