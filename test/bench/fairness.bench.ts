@@ -5,7 +5,9 @@
  *
  * - `fair-healthy`: 20 resources (`--edits`) on a service that answers at once;
  * - `fair-slow`: none at first, then 200 (`--slow`) whose builds never finish (every rollout stays
- *   in progress, so each resource is polled every `--poll-interval`).
+ *   in progress, so each resource is polled every `--poll-interval`), spread over
+ *   `--slow-connections` ServiceConnections of its namespace (default 1; with 4, a namespace that
+ *   multiplies its connections to take more of the workers: they share its one cap).
  *
  * Measured, three times, is the healthy tenant's edit → PATCH: its resources edited one by one (the
  * next edit once the previous edit's PATCH reached its service), from the edit's answer to the
@@ -15,8 +17,8 @@
  * 2. `slow service`: its 200 resources in progress, its service failing batched lookups by id
  *    (`deployment_ids` with several ids: 500 at once) and answering a single lookup or a revision
  *    read after 9.9 s (the simulator's `latency`/`errors` faults narrowed by `ids`);
- * 3. `qps lower bound`: its service answering at once again, but its connection's `spec.qps` at
- *    its lower bound (0.001, `burst: 1`).
+ * 3. `qps lower bound`: its service answering at once again, but its connections' `spec.qps` at
+ *    their lower bound (0.001, `burst: 1`).
  *
  * The goal of each loaded phase: p50 and max at most 1.5 × the idle phase's + 100 ms. Figures are
  * reported, never asserted. The operator's `dms_connection_waiting_reconciles` and the slow
@@ -49,7 +51,13 @@ import {
   Tap,
 } from "./operator-run.ts";
 import { benchTenant, DAY_MS, SETTLE_MS, slowDown, waitingGauge } from "./slow-tenant.ts";
-import { CONNECTION, createTenant, resourceBody, type Tenant, untilConnectionsReady } from "./tenancy.ts";
+import {
+  connectionNames,
+  createTenant,
+  resourceBody,
+  type Tenant,
+  untilConnectionsReady,
+} from "./tenancy.ts";
 
 /** Longest an edit may wait for its PATCH before it counts as never patched. */
 const EDIT_TIMEOUT_MS = 180_000;
@@ -91,6 +99,10 @@ export const benchmark: Benchmark = {
   options: {
     edits: { description: "resources of the healthy tenant, each edited once per phase", default: "20" },
     slow: { description: "resources of the slow tenant, every rollout in progress", default: "200" },
+    "slow-connections": {
+      description: "ServiceConnections of the slow tenant's namespace, its resources spread over them",
+      default: "1",
+    },
     "operator-flags": {
       description: "extra flags for the operator, comma-separated (e.g. --max-reconciles-per-connection=16)",
     },
@@ -98,12 +110,19 @@ export const benchmark: Benchmark = {
   async run({ args }) {
     const edits = positive(args.edits ?? "20", "--edits");
     const slowCount = positive(args.slow ?? "200", "--slow");
+    const slowConnections = positive(args["slow-connections"] ?? "1", "--slow-connections");
     const extraFlags = (args["operator-flags"] ?? "").split(",").filter((f) => f.length > 0);
     const dist = join(CACHE, `dist-${process.pid}`);
     const commit = commitOf();
     const entry = compileOperator(dist);
     try {
-      const phases = await measure(entry, commit, edits, slowCount, extraFlags);
+      const phases = await measure(
+        entry,
+        commit,
+        edits,
+        { count: slowCount, connections: slowConnections },
+        extraFlags,
+      );
       return {
         rows: [],
         table: {
@@ -130,7 +149,14 @@ export const benchmark: Benchmark = {
             p.reported ? `${p.reported.firstSeconds ?? "-"}/${p.reported.mostSeconds ?? "-"}` : "",
           ]),
         },
-        details: { commit, edits, slowResources: slowCount, operatorFlags: extraFlags, phases },
+        details: {
+          commit,
+          edits,
+          slowResources: slowCount,
+          slowConnections,
+          operatorFlags: extraFlags,
+          phases,
+        },
       };
     } finally {
       rmSync(dist, { recursive: true, force: true });
@@ -148,9 +174,10 @@ async function measure(
   entry: string,
   commit: string,
   edits: number,
-  slowCount: number,
+  slowTenant: { count: number; connections: number },
   extraFlags: readonly string[],
 ): Promise<PhaseFigures[]> {
+  const { count: slowCount, connections: slowConnections } = slowTenant;
   const runtimeEnv = manifestRuntimeEnv();
   const tap = new Tap();
   const plane = await ControlPlane.start();
@@ -162,7 +189,8 @@ async function measure(
   try {
     await plane.installCrds();
     const { client } = await planeClient(plane, "dms-fairness-bench");
-    for (const t of [healthy, slow]) await createTenant(client, t);
+    await createTenant(client, healthy);
+    await createTenant(client, slow, slowConnections);
     running = await startOperator(
       {
         entry,
@@ -180,7 +208,7 @@ async function measure(
     );
     const operator = running;
     await operator.ready();
-    await untilConnectionsReady(client, 2, operator);
+    await untilConnectionsReady(client, 1 + slowConnections, operator);
     const names = Array.from({ length: edits }, (_, i) => `healthy-${String(i).padStart(3, "0")}`);
     await pool(edits, APPLY_CONCURRENCY, (i) =>
       client.request({
@@ -228,19 +256,20 @@ async function measure(
     await phase("idle", 2);
 
     // The slow tenant's resources, created while its service is fast; their builds never finish.
-    await slowDown(client, slow, slowCount, operator);
+    await slowDown(client, slow, slowCount, operator, slowConnections);
     progress(`fairness: ${slowCount} slow resources created, rollouts in progress; their service slowed`);
     const slowedAt = performance.now();
     await sleep(SETTLE_MS);
     await phase("slow service", 3, slowedAt);
 
     slow.sim.faults.clear();
-    await client.request({
-      method: "PATCH",
-      path: `/apis/dms.dev/v1alpha1/namespaces/${SLOW}/serviceconnections/${CONNECTION}`,
-      contentType: PatchType.Merge,
-      body: { spec: { qps: 0.001, burst: 1 } },
-    });
+    for (const connection of connectionNames(slowConnections))
+      await client.request({
+        method: "PATCH",
+        path: `/apis/dms.dev/v1alpha1/namespaces/${SLOW}/serviceconnections/${connection}`,
+        contentType: PatchType.Merge,
+        body: { spec: { qps: 0.001, burst: 1 } },
+      });
     const loweredAt = performance.now();
     await sleep(SETTLE_MS);
     await phase("qps lower bound", 4, loweredAt);

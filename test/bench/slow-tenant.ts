@@ -16,7 +16,7 @@ import type { SeedDeployment } from "../../src/simulator/seed.ts";
 import { startSimulator } from "../../src/simulator/server.ts";
 import { APPLY_CONCURRENCY, pool, type RunningOperator } from "./operator-run.ts";
 import { httpText, parseSamples } from "./probes.ts";
-import { resourceBody, type Tenant } from "./tenancy.ts";
+import { connectionNames, resourceBody, type Tenant } from "./tenancy.ts";
 
 /** A build that never finishes: a revision goes live after a day. */
 export const DAY_MS = 86_400_000;
@@ -58,19 +58,22 @@ export async function benchTenant(
 
 /**
  * Makes `tenant` the slow tenant: `count` resources created in its namespace while its service is
- * fast (their builds never finish), then, once each has its deployment, its service slowed.
+ * fast (their builds never finish), spread in turn over its `connections` ServiceConnections
+ * (`connectionNames`), then, once each has its deployment, its service slowed.
  */
 export async function slowDown(
   client: KubeClient,
   tenant: Tenant,
   count: number,
   operator: RunningOperator,
+  connections = 1,
 ): Promise<void> {
+  const names = connectionNames(connections);
   await pool(count, APPLY_CONCURRENCY, (i) =>
     client.request({
       method: "POST",
       path: collectionPath(DEPLOYMENTS, tenant.namespace),
-      body: resourceBody(`slow-${String(i).padStart(4, "0")}`),
+      body: resourceBody(`slow-${String(i).padStart(4, "0")}`, names[i % names.length]),
     }),
   );
   await untilCreated(client, tenant.namespace, count, operator);

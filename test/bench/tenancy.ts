@@ -295,16 +295,24 @@ function editWindowMs(periodMs: number): number {
 }
 
 /** The resource `name` of a tenant, on that tenant's ServiceConnection. */
-export function resourceBody(name: string): Record<string, unknown> {
+export function resourceBody(name: string, connection = CONNECTION): Record<string, unknown> {
   const body = benchDeploymentBody(name);
   return {
     ...body,
-    spec: { ...(body.spec as object), connectionRef: { kind: "ServiceConnection", name: CONNECTION } },
+    spec: { ...(body.spec as object), connectionRef: { kind: "ServiceConnection", name: connection } },
   };
 }
 
-/** The tenant's namespace, the Secret with its simulator's key, and its ServiceConnection. */
-export async function createTenant(client: KubeClient, tenant: Tenant): Promise<void> {
+/** The names of a tenant's `count` ServiceConnections: {@link CONNECTION}, then `sim-1`, `sim-2`, … */
+export function connectionNames(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => (i === 0 ? CONNECTION : `${CONNECTION}-${i}`));
+}
+
+/**
+ * The tenant's namespace, the Secret with its simulator's key, and its ServiceConnections
+ * (`connections` of them, {@link connectionNames}, each to its simulator).
+ */
+export async function createTenant(client: KubeClient, tenant: Tenant, connections = 1): Promise<void> {
   await client.request({
     method: "POST",
     path: "/api/v1/namespaces",
@@ -315,20 +323,21 @@ export async function createTenant(client: KubeClient, tenant: Tenant): Promise<
     path: `/api/v1/namespaces/${tenant.namespace}/secrets`,
     body: { metadata: { name: SECRET }, stringData: { [SECRET_KEY]: tenant.apiKey } },
   });
-  await client.request({
-    method: "POST",
-    path: `/apis/dms.dev/v1alpha1/namespaces/${tenant.namespace}/serviceconnections`,
-    body: {
-      apiVersion: "dms.dev/v1alpha1",
-      kind: "ServiceConnection",
-      metadata: { name: CONNECTION },
-      spec: {
-        baseUrl: tenant.sim.url,
-        apiKeySecretRef: { name: SECRET, key: SECRET_KEY },
-        tenantId: tenant.tenantId,
+  for (const name of connectionNames(connections))
+    await client.request({
+      method: "POST",
+      path: `/apis/dms.dev/v1alpha1/namespaces/${tenant.namespace}/serviceconnections`,
+      body: {
+        apiVersion: "dms.dev/v1alpha1",
+        kind: "ServiceConnection",
+        metadata: { name },
+        spec: {
+          baseUrl: tenant.sim.url,
+          apiKeySecretRef: { name: SECRET, key: SECRET_KEY },
+          tenantId: tenant.tenantId,
+        },
       },
-    },
-  });
+    });
 }
 
 interface Condition {
