@@ -24,7 +24,10 @@ import { TurnGate } from "./turn-gate.ts";
  * namespace's status writes wait for.
  */
 export const EVENT_WRITES_AT_ONCE = 4;
-/** Event writes waiting in all, in turns by namespace; past it a record is dropped (said at debug). */
+/**
+ * Event writes waiting in all, in turns by namespace; past it a record is dropped (said at debug),
+ * the newest of the namespace waiting most when another namespace's needs its place (turn-gate.ts).
+ */
 export const EVENT_WRITES_WAITING = 1_000;
 
 /** `type` of an Event. */

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import type { KubeClient, KubeRequest } from "../../src/kube/client.ts";
 import {
   EVENT_WRITES_AT_ONCE,
+  EVENT_WRITES_WAITING,
   type EventInput,
   type EventRegarding,
   KubeEventRecorder,
@@ -213,5 +214,71 @@ describe("Event writes shared by namespace in turns", () => {
       await new Promise((r) => setImmediate(r));
     }
     await Promise.all(recorded);
+  });
+});
+
+describe("Event writes: one namespace's object count does not take the whole waiting room", () => {
+  const failed: EventInput = {
+    type: "Warning",
+    reason: "ServiceUnavailable",
+    action: "Reconcile",
+    note: "503",
+  };
+  const of = (namespace: string, name: string): EventRegarding => ({
+    apiVersion: "dms.dev/v1alpha1",
+    kind: "Deployment",
+    namespace,
+    name,
+    uid: `uid-${namespace}-${name}`,
+  });
+  const tick = () => new Promise((r) => setImmediate(r));
+
+  it("writes another namespace's Event while a namespace of 1,100 failing resources fills the queue", async () => {
+    const sentNamespaces: string[] = [];
+    const answer: Array<() => void> = [];
+    const client = {
+      request: (req: KubeRequest) =>
+        new Promise<void>((resolve) => {
+          sentNamespaces.push(
+            String((req.body as { metadata?: { namespace?: string } })?.metadata?.namespace),
+          );
+          answer.push(resolve);
+        }),
+    } as unknown as KubeClient;
+    const events = new KubeEventRecorder({
+      client,
+      reportingInstance: "test",
+      clock: new ManualClock({ start: 0 }),
+    });
+    // Team a: 1,100 resources whose connection fails at once, a Warning each (an API server a
+    // little slow: the 4 writes on the wire have not come back yet).
+    const hostile = EVENT_WRITES_AT_ONCE + EVENT_WRITES_WAITING + 96;
+    const recorded = Array.from({ length: hostile }, (_, i) => events.record(of("team-a", `r${i}`), failed));
+    // Team b: one resource, one Warning: it takes the place of team a's newest.
+    recorded.push(events.record(of("team-b", "app"), failed));
+    await tick();
+    while (answer.length > 0) {
+      answer.shift()?.();
+      await tick();
+    }
+    await Promise.all(recorded);
+    expect(sentNamespaces.filter((ns) => ns === "team-b")).toHaveLength(1);
+    expect(sentNamespaces).toHaveLength(EVENT_WRITES_AT_ONCE + EVENT_WRITES_WAITING);
+  });
+
+  it("TurnGate: full, another group's write takes the place of the longest line's newest; the longest's own is not made", async () => {
+    const gate = new TurnGate(1, 10);
+    void gate.run("a", () => new Promise(() => {})); // on the wire, never answered
+    const a = Array.from({ length: 20 }, (_, i) => gate.run("a", async () => `a${i}`));
+    // Full with a's first ten; the other ten were not made.
+    expect(await Promise.all(a.slice(10))).toEqual(Array(10).fill(undefined));
+    const b = gate.run("b", async () => "b");
+    expect(gate.load.waiting).toBe(10);
+    // a's newest waiting gave up its place.
+    expect(await a[9]).toBeUndefined();
+    // Lines of 9 and 1: b's next takes another of a's; levelled at 5 and 5, neither gives way.
+    const more = Array.from({ length: 6 }, () => gate.run("b", async () => "b+"));
+    expect(await more[5]).toBeUndefined();
+    expect(await Promise.race([b, tick().then(() => "waiting")])).toBe("waiting");
   });
 });
