@@ -26,6 +26,25 @@ function recorder(
   return { events, clock, writes, sent };
 }
 
+/** A recorder whose writes wait until `answer`ed, in order; `sent`: the namespace of each write. */
+function unansweredRecorder() {
+  const sent: string[] = [];
+  const answer: Array<() => void> = [];
+  const client = {
+    request: (req: KubeRequest) =>
+      new Promise<void>((resolve) => {
+        sent.push(String((req.body as { metadata?: { namespace?: string } })?.metadata?.namespace));
+        answer.push(resolve);
+      }),
+  } as unknown as KubeClient;
+  const events = new KubeEventRecorder({
+    client,
+    reportingInstance: "test",
+    clock: new ManualClock({ start: 0 }),
+  });
+  return { sent, answer, events };
+}
+
 const about = (name: string): EventRegarding => ({
   apiVersion: "dms.dev/v1alpha1",
   kind: "Deployment",
@@ -185,20 +204,7 @@ describe("Event writes shared by namespace in turns", () => {
   });
 
   it("a namespace's thousand Events hold at most four writes on the wire, and another's goes after one of them", async () => {
-    const sent: string[] = [];
-    const answer: Array<() => void> = [];
-    const client = {
-      request: (req: KubeRequest) =>
-        new Promise<void>((resolve) => {
-          sent.push(String((req.body as { metadata?: { namespace?: string } })?.metadata?.namespace));
-          answer.push(resolve);
-        }),
-    } as unknown as KubeClient;
-    const events = new KubeEventRecorder({
-      client,
-      reportingInstance: "test",
-      clock: new ManualClock({ start: 0 }),
-    });
+    const { sent, answer, events } = unansweredRecorder();
     const of = (namespace: string, name: string): EventRegarding => ({ ...about(name), namespace });
     const recorded = Array.from({ length: 1_000 }, (_, i) => events.record(of("team-a", `r${i}`), created));
     recorded.push(events.record(of("team-b", "app"), created));
@@ -234,22 +240,7 @@ describe("Event writes: one namespace's object count does not take the whole wai
   const tick = () => new Promise((r) => setImmediate(r));
 
   it("writes another namespace's Event while a namespace of 1,100 failing resources fills the queue", async () => {
-    const sentNamespaces: string[] = [];
-    const answer: Array<() => void> = [];
-    const client = {
-      request: (req: KubeRequest) =>
-        new Promise<void>((resolve) => {
-          sentNamespaces.push(
-            String((req.body as { metadata?: { namespace?: string } })?.metadata?.namespace),
-          );
-          answer.push(resolve);
-        }),
-    } as unknown as KubeClient;
-    const events = new KubeEventRecorder({
-      client,
-      reportingInstance: "test",
-      clock: new ManualClock({ start: 0 }),
-    });
+    const { sent: sentNamespaces, answer, events } = unansweredRecorder();
     // Team a: 1,100 resources whose connection fails at once, a Warning each (an API server a
     // little slow: the 4 writes on the wire have not come back yet).
     const hostile = EVENT_WRITES_AT_ONCE + EVENT_WRITES_WAITING + 96;
