@@ -42,6 +42,7 @@ import { ConflictError } from "../kube/errors.ts";
 import { saysWaitingForShare, waitingForShare } from "../reconcile/share-wait.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { ControllerOptions } from "../runtime/controller.ts";
+import { inTurns } from "../runtime/in-turns.ts";
 import type { FlowOf, KeyFlow } from "../runtime/queue.ts";
 import { parseObjectKey } from "../runtime/queue-lines.ts";
 
@@ -228,7 +229,8 @@ export function connectionShares(
     config.maxReconcilesPerConnection ?? defaultMaxReconcilesPerConnection(config.concurrency);
   let writing = Promise.resolve();
   const report = (keys: readonly string[]) => {
-    const batch = inTurns(keys, MAX_REPORTS);
+    // A resource of each namespace in turn: one namespace's thousands do not crowd another's few out.
+    const batch = inTurns(keys, (key) => parseObjectKey(key).namespace, MAX_REPORTS);
     // One write at a time, spaced, after the previous look's: the reports cost the API server little.
     writing = writing.then(async () => {
       for (const key of batch) {
@@ -248,29 +250,6 @@ export function connectionShares(
 /** `--max-reconciles-per-connection` when none is given: a quarter of `--concurrency`, rounded up. */
 export function defaultMaxReconcilesPerConnection(concurrency: number): number {
   return Math.max(1, Math.ceil(concurrency / 4));
-}
-
-/**
- * At most `max` of `keys`, a key of each namespace in turn, each namespace's in their order: one
- * namespace's thousands of waiting resources do not crowd another's few out of a look's reports.
- */
-export function inTurns(keys: readonly string[], max: number): string[] {
-  const byNamespace = new Map<string, string[]>();
-  for (const key of keys) {
-    const { namespace } = parseObjectKey(key);
-    const own = byNamespace.get(namespace);
-    if (own) own.push(key);
-    else byNamespace.set(namespace, [key]);
-  }
-  const out: string[] = [];
-  // Each round takes one of every namespace with any left: ≤ `max` rounds, then `max` is reached.
-  for (let round = 0; out.length < max && byNamespace.size > 0; round++)
-    for (const [namespace, own] of byNamespace) {
-      if (out.length >= max) break;
-      out.push(own[round] as string);
-      if (own.length === round + 1) byNamespace.delete(namespace);
-    }
-  return out;
 }
 
 /**

@@ -2,6 +2,7 @@
  * A sharder's pass, phase two: the moves and drains the walk found, decided once each claim's
  * holders are known (a second walk, only when there are any).
  */
+import { inTurns } from "../runtime/in-turns.ts";
 import { heirOfHeld, type RingView, type ShardLabels } from "./assignment.ts";
 import { DRAIN_ANY } from "./labels.ts";
 import {
@@ -20,7 +21,8 @@ import {
 export interface Choice<R extends ShardedResource> {
   /**
    * The moves off a held replica first (a dead one's share: nobody reconciles those resources),
-   * then the drains, then the other moves, each in the order found.
+   * then the drains, then the other moves, each a namespace at a time in turn (`inTurns`), each
+   * namespace's in the order found.
    */
   writes: PlannedWrite<R>[];
   /** Moves that wait for a rival (same claim) to be let go by another replica. */
@@ -54,7 +56,10 @@ export function chooseMoves<R extends ShardedResource>(
   budget: WriteBudget,
 ): Choice<R> {
   const choice: Choice<R> = { writes: [], deferred: 0, byOwners: 0, forget: [] };
-  const { moves, drains } = found;
+  const { drains } = found;
+  // The namespaces in turn: the write budget reaches another namespace's new resource while one
+  // namespace has thousands waiting to be labelled.
+  const moves = inTurns(found.moves, (m) => m.resource.metadata.namespace ?? "");
   if (moves.length === 0 && drains.length === 0) return choice;
   // Who holds each moving claim, and how many resources share each drained one.
   const holders = new Map<string, Set<string>>(moves.map((m) => [m.resource.claim, new Set()]));

@@ -1,6 +1,8 @@
 /**
  * A sharder's pass, phase one: the walk. Every resource is read once, in place, and given its
- * next step ({@link nextAction}); only a resource that needs a write allocates anything.
+ * next step ({@link nextAction}); only a resource that needs a write allocates anything. The moves
+ * kept are shared by namespace: at most half of {@link CANDIDATES_PER_PASS} of one, and the first
+ * of each whatever the others took.
  */
 import { nextAction, type RingView, type ShardLabels } from "./assignment.ts";
 import {
@@ -26,6 +28,11 @@ export interface WalkInput<R extends ShardedResource> {
   budget: WriteBudget;
   /** Moves and drains kept at most (the rest counted as later). */
   candidates?: number;
+  /**
+   * Moves of one namespace kept at most (default half the candidates: room for another's, and
+   * for a namespace's writes behind a thousand that failed last pass, retried after the others).
+   */
+  perNamespace?: number;
 }
 
 /** What the walk found. */
@@ -52,6 +59,19 @@ export interface Walk<R extends ShardedResource> {
 /** See the module comment. */
 export function walk<R extends ShardedResource>(input: WalkInput<R>): Walk<R> {
   const { ring, before: remembered, budget, candidates = CANDIDATES_PER_PASS } = input;
+  const perNamespace = input.perNamespace ?? candidates / 2;
+  // Moves kept per namespace: a namespace's thousands of new resources do not take every place
+  // (the choice then writes the namespaces in turn, pass-choose.ts).
+  const kept = new Map<string, number>();
+  const keeps = (resource: R): boolean => {
+    const namespace = resource.metadata.namespace ?? "";
+    const had = kept.get(namespace) ?? 0;
+    // A namespace's first move is kept past the candidates too (up to twice as many in all).
+    const room =
+      had === 0 ? found.moves.length < 2 * candidates : found.moves.length < candidates && had < perNamespace;
+    if (room) kept.set(namespace, had + 1);
+    return room;
+  };
   const found: Walk<R> = {
     seen: 0,
     owners: new Map(),
@@ -73,7 +93,7 @@ export function walk<R extends ShardedResource>(input: WalkInput<R>): Walk<R> {
     switch (action.kind) {
       case "assign":
         if (action.to !== effectiveOwner(resource, before)) {
-          if (found.moves.length < candidates) found.moves.push({ resource, owner, to: action.to });
+          if (keeps(resource)) found.moves.push({ resource, owner, to: action.to });
           else found.later += 1;
         } else if (budget.take(resource.uid))
           found.writes.push({ kind: "assign", resource, to: action.to, from: owner });

@@ -8,13 +8,13 @@ import {
   connectionCheckFlowOf,
   connectionFlowOf,
   connectionShares,
-  inTurns,
   shareWaitMessage,
 } from "../../src/connection/access.ts";
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
 import type { KubeDeployments } from "../../src/kube/deployments.ts";
 import { ConflictError } from "../../src/kube/errors.ts";
 import { Controller } from "../../src/runtime/controller.ts";
+import { inTurns } from "../../src/runtime/in-turns.ts";
 import type { ObjectRef } from "../../src/runtime/queue-lines.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
@@ -167,9 +167,17 @@ describe("inTurns", () => {
   it("takes a key of each namespace in turn, each namespace's in order, up to the most", () => {
     const many = Array.from({ length: 1000 }, (_, i) => `team-a/r${i}`);
     const keys = [...many, "team-b/x", "team-c/y", "team-b/z"];
-    expect(inTurns(keys, 5)).toEqual(["team-a/r0", "team-b/x", "team-c/y", "team-a/r1", "team-b/z"]);
-    expect(inTurns(keys, 2000)).toHaveLength(1003);
-    expect(inTurns([], 500)).toEqual([]);
+    const namespaceOf = (key: string) => key.slice(0, key.indexOf("/"));
+    expect(inTurns(keys, namespaceOf, 5)).toEqual([
+      "team-a/r0",
+      "team-b/x",
+      "team-c/y",
+      "team-a/r1",
+      "team-b/z",
+    ]);
+    expect(inTurns(keys, namespaceOf, 2000)).toHaveLength(1003);
+    expect(inTurns(keys, namespaceOf).slice(-997)).toEqual(many.slice(3));
+    expect(inTurns([], namespaceOf, 500)).toEqual([]);
   });
 });
 

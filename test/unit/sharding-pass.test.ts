@@ -10,8 +10,10 @@ import { abandoned, type Hold, holdStep, memberState } from "../../src/sharding/
 import { DRAIN_ANY } from "../../src/sharding/labels.ts";
 import type { RingLease } from "../../src/sharding/membership.ts";
 import {
+  CANDIDATES_PER_PASS,
   createdBefore,
   createdSeconds,
+  MAX_WRITES_PER_PASS,
   NOT_CREATED,
   type PlannedWrite,
   type ShardedResource,
@@ -618,5 +620,59 @@ describe("the ring's choice noted on the records", () => {
     expect(other.desired(r)).toBe("d");
     choices.use(["a", "b", "c"], "a");
     expect(choices.desired(r)).toBe(ownerOf("claim-1", ["a", "b", "c"], shared));
+  });
+});
+
+describe("the sharder's pass: a namespace's new resources and another's", () => {
+  const ring: RingView = { live: ["b"], state: (m) => (m === "b" ? "live" : "down") };
+  /** An unlabelled (new) resource of `namespace`, claiming its own name, created at `created` s. */
+  const fresh = (namespace: string, name: string, created: number): ShardedResource => ({
+    uid: `${namespace}-${name}`,
+    metadata: { resourceVersion: "1", name, namespace },
+    created,
+    owner: undefined,
+    drain: false,
+    drainTo: undefined,
+    claim: `${namespace}/${name}`,
+  });
+  const pass = (resources: ShardedResource[]) => {
+    const budget = new WriteBudget(new Set());
+    const found = walk({ resources, before: new Map(), ring, desired: () => "b", budget });
+    const chosen = chooseMoves(found, resources, new Map(), ring, budget);
+    return { found, written: chosen.writes.map((w) => w.resource.metadata.namespace) };
+  };
+
+  it("labels another namespace's new resource in the first pass while a namespace's 5,000 wait to be labelled", () => {
+    // Team a created 5,000 resources; team b one, a second later.
+    const resources = Array.from({ length: 5 * MAX_WRITES_PER_PASS }, (_, i) =>
+      fresh("team-a", `r${i}`, 100),
+    );
+    resources.push(fresh("team-b", "app", 101));
+    const { found, written } = pass(resources);
+    expect(found.moves.filter((m) => m.resource.metadata.namespace === "team-a")).toHaveLength(
+      CANDIDATES_PER_PASS / 2,
+    );
+    expect(found.moves.some((m) => m.resource.metadata.namespace === "team-b")).toBe(true);
+    expect(written).toHaveLength(MAX_WRITES_PER_PASS);
+    expect(written.includes("team-b")).toBe(true);
+  });
+
+  it("still writes a lone namespace's thousand a pass, and the first of each namespace past the candidates", () => {
+    const alone = pass(
+      Array.from({ length: 3 * MAX_WRITES_PER_PASS }, (_, i) => fresh("team-a", `r${i}`, 100)),
+    );
+    expect(alone.written).toHaveLength(MAX_WRITES_PER_PASS);
+    // Five namespaces of a thousand each: four fill the candidates; the fifth's first, and a
+    // sixth's one, are considered still; the writes go a namespace at a time in turn.
+    const crowded = ["n1", "n2", "n3", "n4", "n5"].flatMap((ns) =>
+      Array.from({ length: MAX_WRITES_PER_PASS }, (_, i) => fresh(ns, `r${i}`, 100)),
+    );
+    crowded.push(fresh("late", "app", 101));
+    const { found, written } = pass(crowded);
+    expect(found.moves).toHaveLength(CANDIDATES_PER_PASS + 2);
+    expect(found.later).toBe(MAX_WRITES_PER_PASS - 1);
+    expect(written).toHaveLength(MAX_WRITES_PER_PASS);
+    expect(written.filter((ns) => ns === "late" || ns === "n5")).toEqual(["n5", "late"]);
+    expect(written.filter((ns) => ns === "n1")).toHaveLength(250);
   });
 });
