@@ -29,12 +29,16 @@ export const SHARDER_HOLDER_PREFIX = "sharder/";
 /** Label values: at most 63 characters, alphanumeric at both ends, `-`, `_` and `.` inside. */
 const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
 
-/** Lease names: DNS subdomains, lower case (a pod name always is one). */
-const LEASE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+/**
+ * Lease names: DNS-1123 subdomains (the API server's rule: lower case labels of letters, digits
+ * and `-`, alphanumeric at both ends, joined by single dots; a pod name always is one). `x..0` is
+ * a label value but no Lease's name: taking its Lease would fail at every pass.
+ */
+const LEASE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** True when `name` can be a replica: a valid label value and a valid Lease name. */
 export function isReplicaName(name: string): boolean {
-  return name !== "" && LABEL_VALUE.test(name) && LEASE_NAME.test(name);
+  return name !== "" && name.length <= 63 && LABEL_VALUE.test(name) && LEASE_NAME.test(name);
 }
 
 /** The replica a drain label's value names; undefined for {@link DRAIN_ANY} or a value no replica bears. */

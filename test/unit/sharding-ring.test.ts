@@ -290,6 +290,12 @@ describe("replica names", () => {
     ["under_score", false],
     ["x".repeat(64), false],
     ["-leading", false],
+    ["dotted.name-1", true],
+    // Label values, but no Lease's name (a DNS-1123 subdomain): never taken, moved at once.
+    ["x..0", false],
+    ["a.-b", false],
+    ["a-.b", false],
+    ["trailing.", false],
   ])("%s → %s", (name, ok) => {
     expect(isReplicaName(name)).toBe(ok);
   });
