@@ -271,29 +271,46 @@ export class JsonWeigher {
 
 interface Waiter {
   weight: number;
+  owner: string | undefined;
   resolve: () => void;
   reject: (reason: unknown) => void;
 }
 
 /**
+ * The part of a {@link ResponseMemory} the answers of one owner (a tenant: a namespace's
+ * ServiceConnections, a shared connection) may hold together: half, so that one tenant's answers
+ * that trickle until their timeout, however many connections it makes, leave every other tenant
+ * room for its own (about 16 MiB of the shipped heap's 33: the heaviest honest page, 100
+ * deployments with every field filled, weighs 13 MB). Not less: that page must fit one share.
+ */
+export const OWNER_SHARE = 0.5;
+
+/**
  * The weight the answers in flight may hold together, shared by every client of the process.
  *
  * Contract: {@link open} starts one answer's account; its `take` resolves once the weight is
- * held. An account that holds nothing waits, in arrival order, while others hold too much; one
- * that holds some is never made to wait. `take` rejects with an {@link OverflowError} (`memory`)
- * when the answer's own weight would exceed the capacity, or when an account that holds some
- * finds no room (`shared`). `close` gives the answer's weight back. An aborted wait rejects with
- * the signal's reason and holds nothing.
+ * held. An account that holds nothing waits while others hold too much: in arrival order, but past
+ * the waiting accounts whose owner holds its share ({@link OWNER_SHARE} of the capacity) already;
+ * one that holds some is never made to wait. `take` rejects with an {@link OverflowError}
+ * (`memory`) when the answer's own weight would exceed the capacity (an owned one's: its owner's
+ * share), or when an account that holds some finds no room, in all or in its owner's share
+ * (`shared`). `close` gives the answer's weight back. An aborted wait rejects with the signal's
+ * reason and holds nothing. An account opened without an owner is held to the capacity alone.
  */
 export class ResponseMemory {
   /** The weight all answers in flight may hold together, in bytes. */
   readonly capacity: number;
+  /** The weight one owner's answers may hold together. */
+  readonly ownerCapacity: number;
   #held = 0;
+  /** The weight held by each owner holding some. */
+  readonly #owners = new Map<string, number>();
   readonly #waiters: Waiter[] = [];
 
-  constructor(capacity: number) {
+  constructor(capacity: number, ownerShare = OWNER_SHARE) {
     if (!(capacity > 0)) throw new RangeError(`capacity must be > 0, got ${capacity}`);
     this.capacity = capacity;
+    this.ownerCapacity = Math.max(1, Math.floor(capacity * ownerShare));
   }
 
   /** The weight held now by every answer in flight. */
@@ -301,39 +318,59 @@ export class ResponseMemory {
     return this.#held;
   }
 
-  /** An account for one answer; close it when the answer is parsed (or abandoned). */
-  open(): MemoryAccount {
+  /** An account for one answer of `owner`; close it when the answer is parsed (or abandoned). */
+  open(owner?: string): MemoryAccount {
     let own = 0;
     let closed = false;
+    const limit = owner === undefined ? this.capacity : this.ownerCapacity;
     return {
       take: async (weight, signal) => {
         if (closed) throw new Error("the account is closed");
-        if (own + weight > this.capacity)
-          throw new OverflowError({ bound: "memory", limit: this.capacity, shared: false });
-        if (own === 0) await this.#acquire(weight, signal);
-        else if (this.#held + weight <= this.capacity) this.#held += weight;
+        if (own + weight > limit) throw new OverflowError({ bound: "memory", limit, shared: false });
+        if (own === 0) await this.#acquire(weight, owner, signal);
+        else if (this.#fits(weight, owner)) this.#hold(weight, owner);
         // Waiting while holding a part could wait forever for others that do the same.
-        else throw new OverflowError({ bound: "memory", limit: this.capacity, shared: true });
+        else throw new OverflowError({ bound: "memory", limit, shared: true });
         own += weight;
       },
       close: () => {
         if (closed) return;
         closed = true;
-        this.#release(own);
+        this.#release(own, owner);
         own = 0;
       },
     };
   }
 
-  #acquire(weight: number, signal: AbortSignal | undefined): Promise<void> | undefined {
-    if (this.#waiters.length === 0 && this.#held + weight <= this.capacity) {
-      this.#held += weight;
+  /** Whether `owner`'s share has room for `weight` more. */
+  #ownerFits(weight: number, owner: string | undefined): boolean {
+    return owner === undefined || (this.#owners.get(owner) ?? 0) + weight <= this.ownerCapacity;
+  }
+
+  #fits(weight: number, owner: string | undefined): boolean {
+    return this.#held + weight <= this.capacity && this.#ownerFits(weight, owner);
+  }
+
+  #hold(weight: number, owner: string | undefined): void {
+    this.#held += weight;
+    if (owner !== undefined) this.#owners.set(owner, (this.#owners.get(owner) ?? 0) + weight);
+  }
+
+  #acquire(
+    weight: number,
+    owner: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<void> | undefined {
+    // Past the waiters whose owner holds its share; not past one waiting for room in all.
+    if (this.#fits(weight, owner) && !this.#waiters.some((w) => this.#ownerFits(w.weight, w.owner))) {
+      this.#hold(weight, owner);
       return undefined;
     }
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         weight,
+        owner,
         resolve: () => {
           signal?.removeEventListener("abort", onAbort);
           resolve();
@@ -344,7 +381,7 @@ export class ResponseMemory {
         const at = this.#waiters.indexOf(waiter);
         if (at !== -1) this.#waiters.splice(at, 1);
         // One that left the head of the queue may let the next ones through.
-        this.#release(0);
+        this.#release(0, undefined);
         reject(signal?.reason);
       };
       signal?.addEventListener("abort", onAbort, { once: true });
@@ -352,13 +389,23 @@ export class ResponseMemory {
     });
   }
 
-  #release(weight: number): void {
+  #release(weight: number, owner: string | undefined): void {
     this.#held -= weight;
-    for (;;) {
-      const next = this.#waiters[0];
-      if (next === undefined || this.#held + next.weight > this.capacity) return;
-      this.#waiters.shift();
-      this.#held += next.weight;
+    if (owner !== undefined && weight > 0) {
+      const left = (this.#owners.get(owner) ?? 0) - weight;
+      if (left > 0) this.#owners.set(owner, left);
+      else this.#owners.delete(owner);
+    }
+    // In arrival order, each waiter whose owner holds its share passed over (it waits for its own).
+    for (let i = 0; i < this.#waiters.length; ) {
+      const next = this.#waiters[i] as Waiter;
+      if (!this.#ownerFits(next.weight, next.owner)) {
+        i += 1;
+        continue;
+      }
+      if (this.#held + next.weight > this.capacity) return;
+      this.#waiters.splice(i, 1);
+      this.#hold(next.weight, next.owner);
       next.resolve();
     }
   }

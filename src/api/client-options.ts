@@ -49,6 +49,12 @@ export interface ServiceClientOptions {
   /** The memory the answers in flight may take together; default the process's (budgets.ts). */
   responseMemory?: ResponseMemory;
   /**
+   * Whose answers this client's are, in `responseMemory`: a tenant (the operator: a namespace for
+   * its ServiceConnections, the connection for a shared one), whose answers together hold at most
+   * its share (`OWNER_SHARE`). None: held to the whole budget (the CLI's one client).
+   */
+  responseMemoryOwner?: string;
+  /**
    * Retries of one page of a listing after a 429, a 5xx or a lost connection (honouring
    * `Retry-After`), even when `retries` is 0: a listing of many pages must not be given up for
    * one bad answer. Default: `retries`.
@@ -146,6 +152,7 @@ export function transportSettings(options: ServiceClientOptions, baseUrl: string
     timeoutMs: options.timeoutMs ?? 10_000,
     maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
     memory: options.responseMemory ?? processResponseMemory(),
+    memoryOwner: options.responseMemoryOwner,
     retries: options.retries ?? 4,
     retryBaseDelayMs: options.retryBaseDelayMs ?? 250,
     retryMaxDelayMs: options.retryMaxDelayMs ?? 10_000,

@@ -54,6 +54,8 @@ export interface TransportSettings {
   maxResponseBytes: number;
   /** The weight the answers in flight may hold together, shared by every client of the process. */
   memory: ResponseMemory;
+  /** Whose answers these are in `memory` (see `ServiceClientOptions.responseMemoryOwner`). */
+  memoryOwner: string | undefined;
   retries: number;
   retryBaseDelayMs: number;
   retryMaxDelayMs: number;
@@ -252,7 +254,7 @@ export class Transport {
           "service call",
         );
       };
-      const account = this.#s.memory.open();
+      const account = this.#s.memory.open(this.#s.memoryOwner);
       const sending = { held: false };
       let unansweredMs = timeoutMs;
       try {

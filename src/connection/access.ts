@@ -204,9 +204,20 @@ export function connectionFlowOf(deployments: Pick<KubeDeployments, "get">): Flo
  * each; a ClusterServiceConnection (the cluster's administrators') and the default are their own.
  */
 export function connectionCheckFlowOf(key: string): KeyFlow {
-  const slash = key.indexOf("/");
-  if (key.slice(0, slash) !== SERVICE_CONNECTION_KIND) return { flow: key };
-  return { flow: namespaceFlow(parseObjectKey(key.slice(slash + 1)).namespace), part: key };
+  const owner = shareOwnerOf(key);
+  return owner === key ? { flow: key } : { flow: owner, part: key };
+}
+
+/**
+ * The tenant whose share a connection's work spends (the connection check's workers, the memory
+ * of its answers in flight): a ServiceConnection's namespace ({@link namespaceFlow}), for a
+ * namespace may make many; a ClusterServiceConnection (the cluster's administrators') and the
+ * default connection are their own.
+ */
+export function shareOwnerOf(connectionKey: string): string {
+  const slash = connectionKey.indexOf("/");
+  if (connectionKey.slice(0, slash) !== SERVICE_CONNECTION_KIND) return connectionKey;
+  return namespaceFlow(parseObjectKey(connectionKey.slice(slash + 1)).namespace);
 }
 
 /** The flow of a namespace's own connections (connection keys start with a kind, never `namespace/`). */

@@ -8,7 +8,7 @@ import type { AddressPolicy } from "../api/address-policy.ts";
 import { ignoredNoProxyEntries, PROXY_VARIABLES } from "../api/agent.ts";
 import { ServiceClient, type ServiceClientOptions } from "../api/client.ts";
 import type { ServiceConfig } from "../config.ts";
-import { NamespaceAccess } from "../connection/access.ts";
+import { NamespaceAccess, shareOwnerOf } from "../connection/access.ts";
 import { NamespaceOrder } from "../connection/namespace-order.ts";
 import {
   ConnectionRegistry,
@@ -49,6 +49,8 @@ export function serviceConnector(
       retries: 0,
       // Every client of the operator: a connection's base URL is a tenant's to choose.
       addressPolicy,
+      // Its answers in flight hold at most its tenant's share of the process's answer memory.
+      responseMemoryOwner: shareOwnerOf(connection),
       // `--retries` in `run`: retries of one page of a listing (the resync's), never of a write.
       pageRetries: service.retries,
       logger: connection === DEFAULT_CONNECTION ? logger : logger.child({ connection }),

@@ -6,7 +6,7 @@
  */
 import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
-import { JsonWeigher, ResponseMemory } from "../../src/api/budgets.ts";
+import { JsonWeigher, OWNER_SHARE, ResponseMemory } from "../../src/api/budgets.ts";
 import { ServiceClient } from "../../src/api/client.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES, type ServiceError } from "../../src/api/errors.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
@@ -189,5 +189,45 @@ describe("an honest answer under the default", () => {
     // …and a page of that shape as large as the default fits the shipped heap's budget alone.
     const weightAtDefault = (new JsonWeigher().weigh(page) / page.length) * DEFAULT_MAX_RESPONSE_BYTES;
     expect(weightAtDefault).toBeLessThan(SHIPPED_HEAP_LIMIT / 3);
+    // …and the honest page itself fits one tenant's share of that budget.
+    expect(new JsonWeigher().weigh(page)).toBeLessThan((SHIPPED_HEAP_LIMIT / 3) * OWNER_SHARE);
+  });
+});
+
+describe("the answers' memory, shared by tenants", () => {
+  it("reads another namespace's answer while one namespace's connections hold answers that trickle", async () => {
+    const memory = new ResponseMemory(10_000);
+    const trickling: Array<() => void> = [];
+    // Team a: three ServiceConnections (one owner: its namespace) to a service that sends 3,300
+    // bytes of an answer, then stalls (three would take all 10,000).
+    const hostile = await startFakeService((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write(`[${" ".repeat(3_300)}`);
+      trickling.push(() => res.end("]"));
+    });
+    const healthy = await startFakeService((_req, res) => send(res, 200, []));
+    try {
+      const owned = (url: string, owner: string) =>
+        clientOf(url, { retries: 0, timeoutMs: 60_000, responseMemory: memory, responseMemoryOwner: owner });
+      const stalled = [0, 1, 2].map(() =>
+        owned(hostile.url, "namespace/team-a")
+          .listProviders()
+          .catch((e: unknown) => e),
+      );
+      await until(() => trickling.length === 3);
+      await until(() => memory.held > 0);
+      // Team b's answer is read while team a's stall (they end only at their timeout, 60 s: past
+      // the test's own; on a budget first come, first served it would wait for them).
+      expect(await owned(healthy.url, "namespace/team-b").listProviders()).toEqual([]);
+      // Team a's share (half) holds one of its answers; the others wait for it, holding nothing.
+      expect(memory.held).toBeLessThanOrEqual(5_000);
+      for (const end of trickling.splice(0)) end();
+      await Promise.all(stalled);
+      expect(memory.held).toBe(0);
+    } finally {
+      for (const end of trickling.splice(0)) end();
+      await hostile.close();
+      await healthy.close();
+    }
   });
 });

@@ -95,6 +95,59 @@ describe("ResponseMemory", () => {
     await next;
     expect(memory.held).toBe(100);
   });
+
+  it("holds one owner's answers to its share, and lets another owner's answer past the waiting ones at their share", async () => {
+    // A tenant's answers that trickle hold a quarter at most (here): another's is read at once.
+    const memory = new ResponseMemory(100, 0.25);
+    expect(memory.ownerCapacity).toBe(25);
+    const hostile = [memory.open("namespace/team-a"), memory.open("namespace/team-a")];
+    await hostile[0]?.take(15);
+    await hostile[1]?.take(8);
+    // Its share near full: its next answer waits (holding nothing), a growing one is refused.
+    let waited = false;
+    const third = memory.open("namespace/team-a");
+    const thirdTakes = third.take(10).then(() => (waited = true));
+    await expect(hostile[0]?.take(5)).rejects.toEqual(
+      new OverflowError({ bound: "memory", limit: 25, shared: true }),
+    );
+    // Team b's answer passes the waiting one of team a: there is room in all, and in its share.
+    const other = memory.open("namespace/team-b");
+    await other.take(25);
+    expect(memory.held).toBe(48);
+    // One answer heavier than its owner's share is refused whole.
+    await expect(memory.open("namespace/team-c").take(26)).rejects.toEqual(
+      new OverflowError({ bound: "memory", limit: 25, shared: false }),
+    );
+    expect(waited).toBe(false);
+    hostile[0]?.close();
+    await thirdTakes;
+    expect(waited).toBe(true);
+    third.close();
+    other.close();
+    hostile[1]?.close();
+    expect(memory.held).toBe(0);
+  });
+
+  it("keeps the arrival order for the room in all: a later small answer does not pass an earlier large one", async () => {
+    const memory = new ResponseMemory(100, 0.5);
+    const [a, b] = [memory.open("a"), memory.open("b")];
+    await a.take(50);
+    await b.take(40);
+    const order: string[] = [];
+    const large = memory
+      .open("c")
+      .take(30)
+      .then(() => order.push("large"));
+    const small = memory
+      .open("d")
+      .take(5)
+      .then(() => order.push("small"));
+    await Promise.resolve();
+    expect(order).toEqual([]);
+    a.close();
+    await Promise.all([large, small]);
+    expect(order).toEqual(["large", "small"]);
+  });
 });
 
 describe("readBody", () => {
