@@ -6,7 +6,7 @@
  */
 import { AbortError } from "p-retry";
 import { redactProxyUrl } from "./agent.ts";
-import type { OverflowError } from "./budgets.ts";
+import type { OverflowError } from "./errors.ts";
 import {
   kindOfStatus,
   MAX_RESPONSE_BYTES_SETTING,

@@ -13,15 +13,15 @@
  * over 20 MiB of objects).
  *
  * So each answer is weighed as it arrives, by an estimate of the heap its parsed form takes, and
- * the answers in flight together may hold at most a share of the V8 heap limit. An answer whose
- * weight alone exceeds that share is refused. An answer that holds nothing yet waits for room
- * (it stops reading the socket; its request timeout still runs); one that already holds some and
- * finds no room for more is refused rather than wait, since answers waiting for each other while
- * each holds a part would never finish.
+ * the answers in flight together may hold at most a share of the V8 heap limit, one tenant's at
+ * most half of it. An answer that holds nothing yet waits for room (it stops reading the socket;
+ * its request timeout still runs); one that holds some and finds no room for more is refused
+ * rather than wait: answers waiting for each other while each holds a part would never finish.
  */
 
 import type { ApiClock } from "../runtime/clock.ts";
 import { DeferredError } from "../runtime/clock.ts";
+import { OverflowError } from "./errors.ts";
 
 /**
  * A call of a reconcile would wait for its token longer than the reconcile has left (deadline.ts):
@@ -215,27 +215,6 @@ export const CONTAINER_WEIGHT = 192;
 /** Weight of each member or element separator (`,` and `:`) of an answer, in bytes. */
 export const SEPARATOR_WEIGHT = 32;
 
-/** Share of V8's heap limit the answers in flight may take together. */
-export const HEAP_SHARE = 1 / 3;
-
-/**
- * Why an answer was refused: its size; its weight against the shared budget, alone (`shared`
- * false) or with the answers in flight beside it (`shared` true).
- */
-export type Overflow =
-  | { bound: "bytes"; limit: number }
-  | { bound: "memory"; limit: number; shared: boolean };
-
-/** An answer exceeded a bound; the reading stopped there. */
-export class OverflowError extends Error {
-  override readonly name = "OverflowError";
-  readonly overflow: Overflow;
-  constructor(overflow: Overflow) {
-    super(`the answer exceeded its ${overflow.bound} bound of ${overflow.limit} bytes`);
-    this.overflow = overflow;
-  }
-}
-
 /**
  * Weighs JSON text chunk by chunk: its bytes plus {@link CONTAINER_WEIGHT} per `{` or `[` and
  * {@link SEPARATOR_WEIGHT} per `,` or `:` outside strings (inside a string they are text, and
@@ -277,11 +256,10 @@ interface Waiter {
 }
 
 /**
- * The part of a {@link ResponseMemory} the answers of one owner (a tenant: a namespace's
- * ServiceConnections, a shared connection) may hold together: half, so that one tenant's answers
- * that trickle until their timeout, however many connections it makes, leave every other tenant
- * room for its own (about 16 MiB of the shipped heap's 33: the heaviest honest page, 100
- * deployments with every field filled, weighs 13 MB). Not less: that page must fit one share.
+ * The part of a {@link ResponseMemory} one owner's answers (a tenant's, over however many
+ * connections) may hold together: half, room for every other tenant's while its answers trickle
+ * until their timeout. Not less: the heaviest honest page (100 deployments, every field filled)
+ * weighs 13 MB, and must fit one share of the shipped heap's 33 MiB.
  */
 export const OWNER_SHARE = 0.5;
 
@@ -289,13 +267,11 @@ export const OWNER_SHARE = 0.5;
  * The weight the answers in flight may hold together, shared by every client of the process.
  *
  * Contract: {@link open} starts one answer's account; its `take` resolves once the weight is
- * held. An account that holds nothing waits while others hold too much: in arrival order, but past
- * the waiting accounts whose owner holds its share ({@link OWNER_SHARE} of the capacity) already;
- * one that holds some is never made to wait. `take` rejects with an {@link OverflowError}
- * (`memory`) when the answer's own weight would exceed the capacity (an owned one's: its owner's
- * share), or when an account that holds some finds no room, in all or in its owner's share
- * (`shared`). `close` gives the answer's weight back. An aborted wait rejects with the signal's
- * reason and holds nothing. An account opened without an owner is held to the capacity alone.
+ * held. An account that holds nothing waits while others hold too much, in arrival order but past
+ * those whose owner holds its share ({@link OWNER_SHARE}); one that holds some is never made to
+ * wait. `take` rejects with an {@link OverflowError} (`memory`) when the answer's own weight would
+ * exceed the capacity (an owner's: its share), or when an account that holds some finds no room
+ * (`shared`). `close` gives the weight back. An aborted wait rejects with the signal's reason.
  */
 export class ResponseMemory {
   /** The weight all answers in flight may hold together, in bytes. */
@@ -328,7 +304,7 @@ export class ResponseMemory {
         if (closed) throw new Error("the account is closed");
         if (own + weight > limit) throw new OverflowError({ bound: "memory", limit, shared: false });
         if (own === 0) await this.#acquire(weight, owner, signal);
-        else if (this.#fits(weight, owner)) this.#hold(weight, owner);
+        else if (this.#fits(weight, owner)) this.#add(weight, owner);
         // Waiting while holding a part could wait forever for others that do the same.
         else throw new OverflowError({ bound: "memory", limit, shared: true });
         own += weight;
@@ -342,7 +318,6 @@ export class ResponseMemory {
     };
   }
 
-  /** Whether `owner`'s share has room for `weight` more. */
   #ownerFits(weight: number, owner: string | undefined): boolean {
     return owner === undefined || (this.#owners.get(owner) ?? 0) + weight <= this.ownerCapacity;
   }
@@ -351,9 +326,13 @@ export class ResponseMemory {
     return this.#held + weight <= this.capacity && this.#ownerFits(weight, owner);
   }
 
-  #hold(weight: number, owner: string | undefined): void {
+  /** Adds `weight` (given back: negative) to what is held, in all and by `owner`. */
+  #add(weight: number, owner: string | undefined): void {
     this.#held += weight;
-    if (owner !== undefined) this.#owners.set(owner, (this.#owners.get(owner) ?? 0) + weight);
+    if (owner === undefined) return;
+    const now = (this.#owners.get(owner) ?? 0) + weight;
+    if (now > 0) this.#owners.set(owner, now);
+    else this.#owners.delete(owner);
   }
 
   #acquire(
@@ -363,7 +342,7 @@ export class ResponseMemory {
   ): Promise<void> | undefined {
     // Past the waiters whose owner holds its share; not past one waiting for room in all.
     if (this.#fits(weight, owner) && !this.#waiters.some((w) => this.#ownerFits(w.weight, w.owner))) {
-      this.#hold(weight, owner);
+      this.#add(weight, owner);
       return undefined;
     }
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -390,22 +369,14 @@ export class ResponseMemory {
   }
 
   #release(weight: number, owner: string | undefined): void {
-    this.#held -= weight;
-    if (owner !== undefined && weight > 0) {
-      const left = (this.#owners.get(owner) ?? 0) - weight;
-      if (left > 0) this.#owners.set(owner, left);
-      else this.#owners.delete(owner);
-    }
-    // In arrival order, each waiter whose owner holds its share passed over (it waits for its own).
-    for (let i = 0; i < this.#waiters.length; ) {
+    this.#add(-weight, owner);
+    // In arrival order, past each waiter whose owner holds its share.
+    for (let i = 0; i < this.#waiters.length; i++) {
       const next = this.#waiters[i] as Waiter;
-      if (!this.#ownerFits(next.weight, next.owner)) {
-        i += 1;
-        continue;
-      }
+      if (!this.#ownerFits(next.weight, next.owner)) continue;
       if (this.#held + next.weight > this.capacity) return;
-      this.#waiters.splice(i, 1);
-      this.#hold(next.weight, next.owner);
+      this.#waiters.splice(i--, 1);
+      this.#add(next.weight, next.owner);
       next.resolve();
     }
   }
@@ -417,17 +388,4 @@ export interface MemoryAccount {
   take(weight: number, signal?: AbortSignal): Promise<void>;
   /** Gives back everything this answer holds; idempotent. */
   close(): void;
-}
-
-let shared: ResponseMemory | undefined;
-
-/**
- * The process's budget: {@link HEAP_SHARE} of V8's heap limit (about 33 MiB under the shipped
- * `--max-old-space-size=96`). Every client uses it unless given another.
- */
-export function processResponseMemory(): ResponseMemory {
-  shared ??= new ResponseMemory(
-    Math.floor(process.getBuiltinModule("node:v8").getHeapStatistics().heap_size_limit * HEAP_SHARE),
-  );
-  return shared;
 }

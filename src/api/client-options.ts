@@ -8,7 +8,7 @@ import { type ApiClock, systemApiClock } from "../runtime/clock.ts";
 import { VERSION } from "../version.ts";
 import type { AddressPolicy } from "./address-policy.ts";
 import type { ProxyEnv } from "./agent.ts";
-import { processResponseMemory, type ResponseMemory, TokenBucket } from "./budgets.ts";
+import { ResponseMemory, TokenBucket } from "./budgets.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "./errors.ts";
 import type { ResponseObservation, RetryEvent, TransportSettings, WriteGrant } from "./transport.ts";
 import type { UnknownValue, UnreadableDeployment } from "./wire.ts";
@@ -172,4 +172,20 @@ export function transportSettings(options: ServiceClientOptions, baseUrl: string
     onRetry: options.onRetry,
     connectTimeoutMs: options.connectTimeoutMs,
   };
+}
+
+/** Share of V8's heap limit the answers in flight may take together. */
+export const HEAP_SHARE = 1 / 3;
+
+let shared: ResponseMemory | undefined;
+
+/**
+ * The process's budget: {@link HEAP_SHARE} of V8's heap limit (about 33 MiB under the shipped
+ * `--max-old-space-size=96`). Every client uses it unless given another.
+ */
+export function processResponseMemory(): ResponseMemory {
+  shared ??= new ResponseMemory(
+    Math.floor(process.getBuiltinModule("node:v8").getHeapStatistics().heap_size_limit * HEAP_SHARE),
+  );
+  return shared;
 }

@@ -302,3 +302,21 @@ export function truncate(text: string, max = MAX_DETAIL): string {
 function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, " ");
 }
+
+/**
+ * Why an answer was refused: its size; its weight against the shared budget, alone (`shared`
+ * false) or with the answers in flight beside it (`shared` true).
+ */
+export type Overflow =
+  | { bound: "bytes"; limit: number }
+  | { bound: "memory"; limit: number; shared: boolean };
+
+/** An answer exceeded a bound; the reading stopped there. */
+export class OverflowError extends Error {
+  override readonly name = "OverflowError";
+  readonly overflow: Overflow;
+  constructor(overflow: Overflow) {
+    super(`the answer exceeded its ${overflow.bound} bound of ${overflow.limit} bytes`);
+    this.overflow = overflow;
+  }
+}

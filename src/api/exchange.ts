@@ -20,7 +20,8 @@ import type { Readable } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import { MAX_TIMER_MS } from "../runtime/clock.ts";
 import { ipFamily } from "./address-policy.ts";
-import { JsonWeigher, type MemoryAccount, OverflowError } from "./budgets.ts";
+import { JsonWeigher, type MemoryAccount } from "./budgets.ts";
+import { OverflowError } from "./errors.ts";
 
 /** One request and the bounds of its answer. */
 export interface ExchangeRequest {

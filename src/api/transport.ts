@@ -15,12 +15,11 @@ import { type ProxyEnv, type ServiceAgents, serviceAgents } from "./agent.ts";
 import { AttemptFailure, errorAnswer, failure, tooLargeError, transportError } from "./attempt-failures.ts";
 import {
   type MemoryAccount,
-  OverflowError,
   type ResponseMemory,
   type TokenBucket,
   TokenWaitTooLongError,
 } from "./budgets.ts";
-import { ServiceError } from "./errors.ts";
+import { OverflowError, ServiceError } from "./errors.ts";
 import { type ExchangeAnswer, type ExchangeError, exchange } from "./exchange.ts";
 import { parseResponse } from "./validate.ts";
 import type { WireBody } from "./wire.ts";

@@ -301,9 +301,8 @@ export class WorkQueue {
   }
 
   /**
-   * Per flow (or the label its parts name, see {@link KeyFlow}), the ready keys that wait only
-   * because their flow, or their part of it, has its cap of keys in flight (0 for none is left
-   * out). Costs one look at each flow and part.
+   * Per flow (or its parts' `label`), the ready keys that wait only because their flow, or their
+   * part of it, has its cap of keys in flight (0 for none left out). One look at each part.
    */
   waitingAtCap(): Map<string, number> {
     return this.#flows.waitingAtCap();

@@ -9,9 +9,10 @@ import http from "node:http";
 import { type AddressInfo, createServer, Socket } from "node:net";
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync, zstdCompressSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
-import { OverflowError, ResponseMemory } from "../../src/api/budgets.ts";
+import { ResponseMemory } from "../../src/api/budgets.ts";
 import { ServiceClient } from "../../src/api/client.ts";
 import type { ServiceError } from "../../src/api/errors.ts";
+import { OverflowError } from "../../src/api/errors.ts";
 import {
   codingsOf,
   type ExchangeAnswer,

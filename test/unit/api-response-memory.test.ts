@@ -1,13 +1,8 @@
 import { Readable } from "node:stream";
 import { createGunzip, gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import {
-  CONTAINER_WEIGHT,
-  JsonWeigher,
-  OverflowError,
-  ResponseMemory,
-  SEPARATOR_WEIGHT,
-} from "../../src/api/budgets.ts";
+import { CONTAINER_WEIGHT, JsonWeigher, ResponseMemory, SEPARATOR_WEIGHT } from "../../src/api/budgets.ts";
+import { OverflowError } from "../../src/api/errors.ts";
 import { readBody } from "../../src/api/exchange.ts";
 
 const MiB = 1024 * 1024;
