@@ -178,7 +178,7 @@ export class RuntimeMetrics {
     const waiting = this.#waitingProbes;
     new Gauge({
       name: "dms_connection_waiting_reconciles",
-      help: "Resources waiting for their connection's share of the workers: held at the connection's cap (--max-reconciles-per-connection), or deferred until its rate limit admits a call",
+      help: "Resources waiting for their connection's share of the workers: held at the connection's (or its namespace's) cap (--max-reconciles-per-connection), or deferred until its rate limit admits a call; those of a namespace's ServiceConnections none of whose reconciles run are counted under namespace/<ns>",
       labelNames: ["connection"],
       registers,
       collect() {

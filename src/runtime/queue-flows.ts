@@ -25,7 +25,8 @@ import {
  * when the flow is shared by several parties, the `part` the key belongs to (a namespace of a
  * connection many namespaces use, or one of a namespace's own connections). Keys of one flow share
  * its cap; keys of one part share the part's cap too. `label`: what the part's keys waiting at a
- * cap are counted under (`waitingAtCap`), the flow by default; the same for every key of a part.
+ * cap are counted under (`waitingAtCap`) while the part holds seats, else (and by default) the
+ * flow; the same for every key of a part.
  */
 export interface KeyFlow {
   flow: string;
@@ -242,10 +243,12 @@ export class Flows {
   /** See `WorkQueue.waitingAtCap`. */
   waitingAtCap(): Map<string, number> {
     const out = new Map<string, number>();
-    for (const flow of this.#flows.values())
+    for (const [name, flow] of this.#flows)
       for (const part of flow.parts.values()) {
         const ready = part.fresh.size + part.followUps.size + part.resyncs.size;
-        const { label } = part.place;
+        // Under its own label only while it holds seats (as many parts as keys in flight, at most):
+        // a tenant's thousand labels of parts that merely wait are counted as one, the flow's.
+        const label = part.inFlight > 0 ? part.place.label : name;
         if (ready > 0 && (flow.inFlight >= this.#o.cap || part.inFlight >= this.#o.cap))
           out.set(label, (out.get(label) ?? 0) + ready);
       }

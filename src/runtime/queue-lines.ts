@@ -57,7 +57,7 @@ export const IN_FLIGHT = 2;
 export interface Place {
   flow: string;
   part: string;
-  /** What its waiting keys are counted under (`waitingAtCap`): the flow, or the part's own name. */
+  /** What its waiting keys are counted under while it holds seats (`waitingAtCap`): the flow, or its own. */
   label: string;
 }
 

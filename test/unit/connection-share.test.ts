@@ -15,6 +15,7 @@ import type { KubeDeployments } from "../../src/kube/deployments.ts";
 import { ConflictError } from "../../src/kube/errors.ts";
 import { Controller } from "../../src/runtime/controller.ts";
 import { inTurns } from "../../src/runtime/in-turns.ts";
+import { WorkQueue } from "../../src/runtime/queue.ts";
 import type { ObjectRef } from "../../src/runtime/queue-lines.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
@@ -147,6 +148,24 @@ describe("connectionFlowOf", () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+describe("dms_connection_waiting_reconciles of a namespace's ServiceConnections", () => {
+  it("counts a connection apart only while it holds seats: a namespace's thousand names of connections are one series", async () => {
+    const objects = [0, 1, 2, 3].map((i) =>
+      resource("team-a", `slow-${i}`, { kind: "ServiceConnection", name: "slow" }),
+    );
+    // A thousand resources naming a thousand ServiceConnections that do not exist.
+    for (let i = 0; i < 1000; i++)
+      objects.push(resource("team-a", `r${i}`, { kind: "ServiceConnection", name: `missing-${i}` }));
+    const { deployments } = cache(objects);
+    const queue = new WorkQueue({ flowOf: connectionFlowOf(deployments), maxPerFlow: 4, workers: 16 });
+    for (let i = 0; i < 4; i++) queue.add(`team-a/slow-${i}`);
+    for (let i = 0; i < 4; i++) expect(await queue.get()).toBe(`team-a/slow-${i}`);
+    for (let i = 0; i < 1000; i++) queue.add(`team-a/r${i}`);
+    expect(queue.waitingAtCap()).toEqual(new Map([["namespace/team-a", 1000]]));
+    queue.shutDown();
   });
 });
 
