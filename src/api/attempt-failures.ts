@@ -162,6 +162,12 @@ function redact(s: FailureSettings, text: string): string {
   return key ? redactSecrets(text, [key], "[REDACTED]") : text;
 }
 
+/** The budget a memory bound was: the whole process's, or the connection's tenant's half of it. */
+const budgetOf = (tenant: true | undefined) =>
+  tenant
+    ? "the share of this connection's tenant (its namespace's ServiceConnections, or the shared connection): half of a third of the heap limit"
+    : "a third of the heap limit";
+
 /** The `too_large` {@link ServiceError} of an answer cut off at one of its bounds. */
 export function tooLargeError(request: FailedRequest, error: OverflowError): ServiceError {
   const { overflow } = error;
@@ -169,8 +175,8 @@ export function tooLargeError(request: FailedRequest, error: OverflowError): Ser
     overflow.bound === "bytes"
       ? `the answer was larger than ${overflow.limit} bytes (${MAX_RESPONSE_BYTES_SETTING}); the request was cut off. Check that the base URL is the service's, or raise the limit`
       : overflow.shared
-        ? `the answers in flight together would take more than ${overflow.limit} bytes of memory once parsed (a third of the heap limit); the request was cut off and is tried again later. If it persists, raise --max-old-space-size in NODE_OPTIONS with the memory limit`
-        : `the answer would take more than ${overflow.limit} bytes of memory once parsed (a third of the heap limit, shared by all answers in flight); the request was cut off. Check that the base URL is the service's, or raise --max-old-space-size in NODE_OPTIONS with the memory limit`;
+        ? `the answers in flight together would take more than ${overflow.limit} bytes of memory once parsed (${budgetOf(overflow.tenant)}); the request was cut off and is tried again later. If it persists, raise --max-old-space-size in NODE_OPTIONS with the memory limit`
+        : `the answer would take more than ${overflow.limit} bytes of memory once parsed (${budgetOf(overflow.tenant)}, shared by its answers in flight); the request was cut off. Check that the base URL is the service's, or raise --max-old-space-size in NODE_OPTIONS with the memory limit`;
   return new ServiceError({
     kind: "too_large",
     method: request.method,

@@ -302,11 +302,15 @@ export class ResponseMemory {
     return {
       take: async (weight, signal) => {
         if (closed) throw new Error("the account is closed");
-        if (own + weight > limit) throw new OverflowError({ bound: "memory", limit, shared: false });
+        const tenant = owner === undefined ? {} : ({ tenant: true } as const);
+        if (own + weight > limit)
+          throw new OverflowError({ bound: "memory", limit, shared: false, ...tenant });
         if (own === 0) await this.#acquire(weight, owner, signal);
         else if (this.#fits(weight, owner)) this.#add(weight, owner);
         // Waiting while holding a part could wait forever for others that do the same.
-        else throw new OverflowError({ bound: "memory", limit, shared: true });
+        else if (this.#held + weight > this.capacity)
+          throw new OverflowError({ bound: "memory", limit: this.capacity, shared: true });
+        else throw new OverflowError({ bound: "memory", limit, shared: true, ...tenant });
         own += weight;
       },
       close: () => {

@@ -309,7 +309,8 @@ function oneLine(text: string): string {
  */
 export type Overflow =
   | { bound: "bytes"; limit: number }
-  | { bound: "memory"; limit: number; shared: boolean };
+  /** `tenant`: the bound was the share of the answers of the connection's tenant (`OWNER_SHARE`). */
+  | { bound: "memory"; limit: number; shared: boolean; tenant?: true };
 
 /** An answer exceeded a bound; the reading stopped there. */
 export class OverflowError extends Error {

@@ -103,7 +103,7 @@ describe("ResponseMemory", () => {
     const third = memory.open("namespace/team-a");
     const thirdTakes = third.take(10).then(() => (waited = true));
     await expect(hostile[0]?.take(5)).rejects.toEqual(
-      new OverflowError({ bound: "memory", limit: 25, shared: true }),
+      new OverflowError({ bound: "memory", limit: 25, shared: true, tenant: true }),
     );
     // Team b's answer passes the waiting one of team a: there is room in all, and in its share.
     const other = memory.open("namespace/team-b");
@@ -111,7 +111,7 @@ describe("ResponseMemory", () => {
     expect(memory.held).toBe(48);
     // One answer heavier than its owner's share is refused whole.
     await expect(memory.open("namespace/team-c").take(26)).rejects.toEqual(
-      new OverflowError({ bound: "memory", limit: 25, shared: false }),
+      new OverflowError({ bound: "memory", limit: 25, shared: false, tenant: true }),
     );
     expect(waited).toBe(false);
     hostile[0]?.close();
@@ -121,6 +121,20 @@ describe("ResponseMemory", () => {
     other.close();
     hostile[1]?.close();
     expect(memory.held).toBe(0);
+  });
+
+  it("says which bound a growing answer met: the room in all, or its owner's share", async () => {
+    const memory = new ResponseMemory(100, 0.5);
+    const [a, a2, b] = [memory.open("a"), memory.open("a"), memory.open("b")];
+    await a.take(30);
+    await a2.take(15);
+    await b.take(45);
+    await expect(a.take(6)).rejects.toEqual(
+      new OverflowError({ bound: "memory", limit: 50, shared: true, tenant: true }),
+    );
+    const c = memory.open("c");
+    await c.take(10);
+    await expect(b.take(1)).rejects.toEqual(new OverflowError({ bound: "memory", limit: 100, shared: true }));
   });
 
   it("keeps the arrival order for the room in all: a later small answer does not pass an earlier large one", async () => {
