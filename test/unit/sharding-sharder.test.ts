@@ -790,7 +790,7 @@ describe("the sharder", () => {
     expect(ofB.length).toBeGreaterThan(0);
     // A tenant (no label policy) labels its own resources with label values no Lease can be named.
     const own = [...w.resources.keys()].filter((k) => w.owner(k) === "a").slice(0, MAX_TAKES_PER_PASS);
-    own.forEach((k, i) => w.label(k, { [OWNER_LABEL]: `x..${i}` }));
+    for (const [i, k] of own.entries()) w.label(k, { [OWNER_LABEL]: `x..${i}` });
     // b dies: only a renews.
     for (let p = 0; p < 10; p++) {
       w.clock.advance(LEASE_MS / 2);
