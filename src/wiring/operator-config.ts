@@ -24,10 +24,11 @@ export const CONNECTION_PROBE_MS = 300_000;
 export const CONNECTION_CONCURRENCY = 32;
 /**
  * The checks of one namespace's ServiceConnections at once (their flow's cap, connection/access.ts):
- * a namespace of a hundred connections whose service never answers holds 4 of the 32, not all; its
- * checks that end within 5 s borrow the idle others.
+ * a namespace of a hundred connections whose service never answers holds 8 of the 32 (a quarter,
+ * as the Deployment controller's cap is of its workers), not all: twenty of them are checked in
+ * three probe deadlines rather than one. Its checks that end within 5 s borrow the idle others.
  */
-export const CONNECTION_CHECKS_PER_NAMESPACE = 4;
+export const CONNECTION_CHECKS_PER_NAMESPACE = 8;
 
 /** Everything the operator needs to run, validated (see `config.ts`). */
 export interface OperatorConfig {

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
+import { CONNECTION_CHECKS_PER_NAMESPACE } from "../../src/wiring/operator-config.ts";
 import { freshNamespace, kubectl, kubectlOk, waitFor } from "../support/cluster.ts";
 import { startOperator, startTestSimulator, TEST_API_KEY, type TestOperator } from "../support/operator.ts";
 import { ClusterUser, conditionOf, hasCondition } from "../support/resources.ts";
@@ -175,15 +176,18 @@ describe("controller: one tenant's listing cannot hold the others", () => {
       description: "the healthy connection Connected",
       timeoutMs: 8_000,
     });
+    // The black-hole namespace's checks run CONNECTION_CHECKS_PER_NAMESPACE at a time: twenty
+    // take that many rounds of the 10 s probe deadline.
+    const rounds = Math.ceil(holes.length / CONNECTION_CHECKS_PER_NAMESPACE);
     await waitFor(async () => (await readyReason(nsBad, "hole-19")) === "Unreachable", {
-      description: "a black-hole connection Unreachable at its probe deadline",
-      timeoutMs: 20_000,
+      description: "a black-hole connection Unreachable at its probe deadline, its namespace's in turn",
+      timeoutMs: rounds * 10_000 + 15_000,
     });
     // What a user sees once the probes ended: the healthy one Connected, every black hole Unreachable.
     expect(await readyReason(nsGood, "late")).toBe("Connected");
     const reasons = await readyReasons(nsBad);
     for (const hole of holes) expect(reasons[hole.metadata.name], hole.metadata.name).toBe("Unreachable");
-  });
+  }, 90_000);
 
   it("heals once the service answers again, and applies the edit held meanwhile", async () => {
     bad.faults.set({});
