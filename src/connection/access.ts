@@ -184,7 +184,8 @@ const REPORT_SPACING_MS = 25;
  * The flow of a Deployment key: for a ServiceConnection, its namespace's flow (a name no
  * connection's key can be) with the connection as its part; for a shared connection, the
  * connection's key with the namespace as its part. Either way the keys waiting at a cap are
- * counted under their connection's key.
+ * counted under their connection's key (a namespace's connection while it has reconciles running;
+ * the others of the namespace under its flow's name: queue-flows.ts `waitingAtCap`).
  */
 export function connectionFlowOf(deployments: Pick<KubeDeployments, "get">): FlowOf {
   return (key) => {
