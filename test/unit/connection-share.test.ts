@@ -17,6 +17,7 @@ import { Controller } from "../../src/runtime/controller.ts";
 import { inTurns } from "../../src/runtime/in-turns.ts";
 import { WorkQueue } from "../../src/runtime/queue.ts";
 import type { ObjectRef } from "../../src/runtime/queue-lines.ts";
+import { CONNECTION_CHECKS_PER_NAMESPACE, CONNECTION_CONCURRENCY } from "../../src/wiring/operator-config.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 
 type Stored = {
@@ -179,6 +180,40 @@ describe("connectionCheckFlowOf", () => {
       flow: "ClusterServiceConnection/platform",
     });
     expect(connectionCheckFlowOf("default")).toEqual({ flow: "default" });
+  });
+});
+
+describe("the connection check's shares", () => {
+  it("checks another namespace's new connection at once while one namespace's hundred probes hang", async () => {
+    vi.useFakeTimers({ now: 0 });
+    try {
+      const started: string[] = [];
+      const controller = new Controller({
+        name: "connection",
+        concurrency: CONNECTION_CONCURRENCY,
+        flowOf: connectionCheckFlowOf,
+        maxPerFlow: CONNECTION_CHECKS_PER_NAMESPACE,
+        reconcile: async (key) => {
+          started.push(key);
+          // Team a's service never answers: each probe waits for its 10 s deadline.
+          if (key.startsWith("ServiceConnection/team-a/")) await new Promise((r) => setTimeout(r, 10_000));
+          return { kind: "done" };
+        },
+      });
+      const stop = new AbortController();
+      const running = controller.start(stop.signal);
+      for (let i = 0; i < 100; i++) controller.enqueue(`ServiceConnection/team-a/hole-${i}`);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(started).toHaveLength(CONNECTION_CHECKS_PER_NAMESPACE);
+      controller.enqueue("ServiceConnection/team-b/late");
+      await vi.advanceTimersByTimeAsync(0);
+      expect(started.at(-1)).toBe("ServiceConnection/team-b/late");
+      stop.abort();
+      await vi.advanceTimersByTimeAsync(200_000);
+      await running;
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 
