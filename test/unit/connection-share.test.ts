@@ -79,6 +79,25 @@ const resource = (namespace: string, name: string, connectionRef?: object): Stor
   } as DeploymentResourceStatus,
 });
 
+/**
+ * Starts the controller `make` builds under fake time, runs `body` on it, then stops it and lets
+ * its reconciles end (however long they sleep).
+ */
+async function underFakeTime(make: () => Controller, body: (controller: Controller) => Promise<void>) {
+  vi.useFakeTimers({ now: 0 });
+  try {
+    const controller = make();
+    const stop = new AbortController();
+    const running = controller.start(stop.signal);
+    await body(controller);
+    stop.abort();
+    await vi.advanceTimersByTimeAsync(200_000);
+    await running;
+  } finally {
+    vi.useRealTimers();
+  }
+}
+
 describe("connectionFlowOf", () => {
   it("is a ServiceConnection's namespace with the connection as its part, and a shared connection's key with the namespace as its part", () => {
     const { deployments } = cache([
@@ -99,56 +118,52 @@ describe("connectionFlowOf", () => {
   });
 
   it("holds a namespace's ServiceConnections to one cap together: another namespace's resource runs at once", async () => {
-    vi.useFakeTimers({ now: 0 });
-    try {
-      // Team a: 8 ServiceConnections to a service that takes 10 s a reconcile, 10 resources each.
-      const objects = [resource("team-b", "edit", { kind: "ServiceConnection", name: "prod" })];
-      for (let c = 0; c < 8; c++)
-        for (let r = 0; r < 10; r++)
-          objects.push(resource("team-a", `c${c}-r${r}`, { kind: "ServiceConnection", name: `slow-${c}` }));
-      const { deployments } = cache(objects);
-      const shares = connectionShares(
-        { concurrency: 16 },
-        deployments,
-        new ManualClock(),
-        pino({ level: "silent" }),
-      );
-      let inFlight = 0;
-      let most = 0;
-      const started: string[] = [];
-      const controller = new Controller({
-        name: "test",
-        concurrency: 16,
-        flowOf: shares.flowOf,
-        maxPerFlow: shares.maxPerFlow,
-        borrowMs: shares.borrowMs,
-        reconcile: async (key) => {
-          started.push(key);
-          inFlight += 1;
-          most = Math.max(most, inFlight);
-          if (key.startsWith("team-a/")) await new Promise((r) => setTimeout(r, 10_000));
-          inFlight -= 1;
-          return { kind: "done" };
-        },
-      });
-      const stop = new AbortController();
-      const running = controller.start(stop.signal);
-      for (const o of objects.slice(1)) controller.enqueue(`${o.metadata.namespace}/${o.metadata.name}`);
-      await vi.advanceTimersByTimeAsync(1_000);
-      // The namespace's cap (4 of 16), not a cap per connection (which would be all 16).
-      expect(started).toHaveLength(4);
-      expect(started.every((k) => k.startsWith("team-a/"))).toBe(true);
-      controller.enqueue("team-b/edit");
-      await vi.advanceTimersByTimeAsync(0);
-      expect(started.at(-1)).toBe("team-b/edit");
-      await vi.advanceTimersByTimeAsync(10_000);
-      expect(most).toBe(5);
-      stop.abort();
-      await vi.advanceTimersByTimeAsync(30_000);
-      await running;
-    } finally {
-      vi.useRealTimers();
-    }
+    let inFlight = 0;
+    let most = 0;
+    const started: string[] = [];
+    // Team a: 8 ServiceConnections to a service that takes 10 s a reconcile, 10 resources each.
+    const objects = [resource("team-b", "edit", { kind: "ServiceConnection", name: "prod" })];
+    for (let c = 0; c < 8; c++)
+      for (let r = 0; r < 10; r++)
+        objects.push(resource("team-a", `c${c}-r${r}`, { kind: "ServiceConnection", name: `slow-${c}` }));
+    await underFakeTime(
+      () => {
+        const { deployments } = cache(objects);
+        const shares = connectionShares(
+          { concurrency: 16 },
+          deployments,
+          new ManualClock(),
+          pino({ level: "silent" }),
+        );
+        return new Controller({
+          name: "test",
+          concurrency: 16,
+          flowOf: shares.flowOf,
+          maxPerFlow: shares.maxPerFlow,
+          borrowMs: shares.borrowMs,
+          reconcile: async (key) => {
+            started.push(key);
+            inFlight += 1;
+            most = Math.max(most, inFlight);
+            if (key.startsWith("team-a/")) await new Promise((r) => setTimeout(r, 10_000));
+            inFlight -= 1;
+            return { kind: "done" };
+          },
+        });
+      },
+      async (controller) => {
+        for (const o of objects.slice(1)) controller.enqueue(`${o.metadata.namespace}/${o.metadata.name}`);
+        await vi.advanceTimersByTimeAsync(1_000);
+        // The namespace's cap (4 of 16), not a cap per connection (which would be all 16).
+        expect(started).toHaveLength(4);
+        expect(started.every((k) => k.startsWith("team-a/"))).toBe(true);
+        controller.enqueue("team-b/edit");
+        await vi.advanceTimersByTimeAsync(0);
+        expect(started.at(-1)).toBe("team-b/edit");
+        await vi.advanceTimersByTimeAsync(10_000);
+        expect(most).toBe(5);
+      },
+    );
   });
 });
 
@@ -185,35 +200,30 @@ describe("connectionCheckFlowOf", () => {
 
 describe("the connection check's shares", () => {
   it("checks another namespace's new connection at once while one namespace's hundred probes hang", async () => {
-    vi.useFakeTimers({ now: 0 });
-    try {
-      const started: string[] = [];
-      const controller = new Controller({
-        name: "connection",
-        concurrency: CONNECTION_CONCURRENCY,
-        flowOf: connectionCheckFlowOf,
-        maxPerFlow: CONNECTION_CHECKS_PER_NAMESPACE,
-        reconcile: async (key) => {
-          started.push(key);
-          // Team a's service never answers: each probe waits for its 10 s deadline.
-          if (key.startsWith("ServiceConnection/team-a/")) await new Promise((r) => setTimeout(r, 10_000));
-          return { kind: "done" };
-        },
-      });
-      const stop = new AbortController();
-      const running = controller.start(stop.signal);
-      for (let i = 0; i < 100; i++) controller.enqueue(`ServiceConnection/team-a/hole-${i}`);
-      await vi.advanceTimersByTimeAsync(1_000);
-      expect(started).toHaveLength(CONNECTION_CHECKS_PER_NAMESPACE);
-      controller.enqueue("ServiceConnection/team-b/late");
-      await vi.advanceTimersByTimeAsync(0);
-      expect(started.at(-1)).toBe("ServiceConnection/team-b/late");
-      stop.abort();
-      await vi.advanceTimersByTimeAsync(200_000);
-      await running;
-    } finally {
-      vi.useRealTimers();
-    }
+    const started: string[] = [];
+    await underFakeTime(
+      () =>
+        new Controller({
+          name: "connection",
+          concurrency: CONNECTION_CONCURRENCY,
+          flowOf: connectionCheckFlowOf,
+          maxPerFlow: CONNECTION_CHECKS_PER_NAMESPACE,
+          reconcile: async (key) => {
+            started.push(key);
+            // Team a's service never answers: each probe waits for its 10 s deadline.
+            if (key.startsWith("ServiceConnection/team-a/")) await new Promise((r) => setTimeout(r, 10_000));
+            return { kind: "done" };
+          },
+        }),
+      async (controller) => {
+        for (let i = 0; i < 100; i++) controller.enqueue(`ServiceConnection/team-a/hole-${i}`);
+        await vi.advanceTimersByTimeAsync(1_000);
+        expect(started).toHaveLength(CONNECTION_CHECKS_PER_NAMESPACE);
+        controller.enqueue("ServiceConnection/team-b/late");
+        await vi.advanceTimersByTimeAsync(0);
+        expect(started.at(-1)).toBe("ServiceConnection/team-b/late");
+      },
+    );
   });
 });
 
