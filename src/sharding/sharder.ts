@@ -252,28 +252,40 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     // not wait behind this pass's writes (a new leader's first pass drains its own share down to
     // the sharder's, up to a thousand writes). A pass that took one writes nothing more: the next
     // starts at once and moves that replica's resources before its drains (`chooseMoves`).
+    // A name with resources and no Lease is no replica that stopped (a replica holds its Lease
+    // before it reconciles): an owner label written by hand, or by a tenant where no label policy
+    // holds the labels. Its Lease is taken only to fence a replica of that name that may yet
+    // start, after the replicas' (a tenant's names do not spend the takes a dead replica needs),
+    // with no ring (nobody inherits what nobody reconciled: no replica watches its share), and
+    // the pass's writes go on: a tenant naming a new owner before every pass holds none back.
     const held: string[] = [];
+    let replicaTaken = false;
     // The ring the share moves by, written on the Lease: the survivors reconcile by it at once.
     const inheritance = this.#inheritance(live);
-    for (const name of [...toHold].slice(0, MAX_TAKES_PER_PASS))
-      if (await this.#holds.take(name, leases.get(name), signal, inheritance)) held.push(name);
+    const takes = [...toHold].sort((x, y) => Number(leases.has(y)) - Number(leases.has(x)));
+    for (const name of takes.slice(0, MAX_TAKES_PER_PASS)) {
+      const lease = leases.get(name);
+      if (!(await this.#holds.take(name, lease, signal, lease && inheritance))) continue;
+      held.push(name);
+      // A Lease no resource names (`abandoned`) is taken to be deleted: nothing waits on it.
+      if (lease !== undefined && found.toHold.has(name)) replicaTaken = true;
+    }
     // Writes planned by a ring that changed meanwhile (a member joined or expired) are not made:
     // each would place a resource where the next pass may place it elsewhere, a second write.
     let stale = 0;
     const ringChanged = () => stale > 0 || !sameMembers(this.#ring.live(ports.leases(), clock.now()), live);
-    const written =
-      held.length > 0
-        ? undefined
-        : await runWrites(ordered, {
-            write: async (planned, s) => {
-              if (!ringChanged()) return this.#write(planned, live, leases, s);
-              stale += 1;
-              return "skipped";
-            },
-            concurrency: this.#opts.concurrency ?? 8,
-            signal,
-            logger: this.#opts.logger,
-          });
+    const written = replicaTaken
+      ? undefined
+      : await runWrites(ordered, {
+          write: async (planned, s) => {
+            if (!ringChanged()) return this.#write(planned, live, leases, s);
+            stale += 1;
+            return "skipped";
+          },
+          concurrency: this.#opts.concurrency ?? 8,
+          signal,
+          logger: this.#opts.logger,
+        });
     if (written) this.#failed = written.failed;
     const deleted = await this.#holds.settle(leases, found.owners, signal);
     this.#opts.onPass?.(live, found.owners);

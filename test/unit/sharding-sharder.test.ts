@@ -779,6 +779,48 @@ describe("the sharder", () => {
     expect(w.owner("ns/r0")).toBe("a");
   });
 
+  it("goes on writing labels in a pass that fences a name with no Lease (a tenant naming a new owner before every pass), and writes no ring on that Lease", async () => {
+    const { w, sharder } = await assigned(["a", "b"], 40);
+    // Ten new resources, each waiting for its first label, and a tenant (no label policy) naming
+    // its own resource's owner anew before every pass.
+    w.add(10);
+    const fresh = [...w.resources.keys()].slice(40);
+    for (let pass = 0; pass < 3; pass++) {
+      w.label("ns/r0", { [OWNER_LABEL]: `ghost-${pass}` });
+      const report = await sharder.pass(signal);
+      expect(report.held).toEqual([`ghost-${pass}`]);
+      // Fenced only: no survivor inherits what no replica reconciled.
+      expect(w.leases.get(`ghost-${pass}`)?.inheritance).toBeUndefined();
+    }
+    for (const key of fresh) expect(["a", "b"]).toContain(w.owner(key));
+    // Each fence Lease is deleted once no resource names it.
+    for (let pass = 0; pass < 3; pass++) await sharder.pass(signal);
+    expect([...w.leases.keys()].sort()).toEqual(["a", "b"]);
+    expect(w.owner("ns/r0")).toBe(ownerOf("r0", ["a", "b"]));
+  });
+
+  it("takes a dead replica's Lease before fencing names no Lease bears, however many its resources name", async () => {
+    const { w, sharder } = await assigned(["a", "b"], 40);
+    const ofB = [...w.resources.keys()].filter((k) => w.owner(k) === "b");
+    // A tenant names 2 × the takes of a pass on resources walked before b's; then b dies.
+    const own = [...w.resources.keys()].filter((k) => w.owner(k) === "a");
+    const ghosts = own.slice(0, Math.min(own.length, 2 * MAX_TAKES_PER_PASS));
+    for (const [i, k] of ghosts.entries()) w.label(k, { [OWNER_LABEL]: `ghost-${i}` });
+    w.add(2 * MAX_TAKES_PER_PASS - ghosts.length);
+    for (const [i, k] of [...w.resources.keys()].slice(40).entries())
+      w.label(k, { [OWNER_LABEL]: `ghost-${ghosts.length + i}` });
+    w.clock.advance(LEASE_MS + 1);
+    w.renew("a");
+    const first = await sharder.pass(signal);
+    expect(first.held).toContain("b");
+    expect(first.held).toHaveLength(MAX_TAKES_PER_PASS);
+    expect(w.leases.get("b")?.inheritance).toEqual({ members: ["a"] });
+    // A replica's Lease taken: its share moves first, in the next pass.
+    expect(first.assigned + first.drained).toBe(0);
+    await sharder.pass(signal);
+    for (const k of ofB) expect(w.owner(k)).toBe("a");
+  });
+
   it("moves at once a resource labelled with a name no Lease can bear, taking no Lease: a dead replica's share still moves", async () => {
     const w = new World();
     w.renew("a");
