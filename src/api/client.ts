@@ -284,7 +284,7 @@ export class ServiceClient extends DeploymentRoutes {
     const rows: RevisionRow[] = await Promise.all(items.map(readRevisionItem));
     for (const row of rows)
       if (row.ok) for (const value of unknownRevisionValues(row.revision)) this.reportUnknown(value);
-    return { rows, offset: body.offset };
+    return { rows, offset: body.offset ?? undefined };
   }
 
   /**
@@ -311,7 +311,7 @@ export class ServiceClient extends DeploymentRoutes {
       opts,
     );
     if (answer === undefined) return undefined;
-    return this.readOne(answer.body, "POST", REDEPLOY_ROUTE);
+    return this.readOne(answer, "POST", REDEPLOY_ROUTE);
   }
 
   /**

@@ -27,6 +27,7 @@ import {
   filterQuery,
   readDeployment,
   unknownDeploymentValues,
+  unreadableAnswer,
 } from "./validate.ts";
 import type {
   CreateDeploymentBody,
@@ -115,7 +116,9 @@ export class DeploymentRoutes {
       const [count, longest] = [body.resources.length, this.#longestPage.get(limit) ?? 0];
       this.#longestPage.set(limit, Math.max(longest, count));
       const last = count < longest ? opts.enoughAfterShortPage : undefined;
-      return { items, nextOffset: body.offset, skipped: count - items.length, ...(last ? { last } : {}) };
+      // No offset (or \`null\`): the request's and the items answered, as a revision page reads.
+      const nextOffset = body.offset ?? start + count;
+      return { items, nextOffset, skipped: count - items.length, ...(last ? { last } : {}) };
     };
     // Unreadable items of this listing: a server may answer every page full of them, so only the
     // first few are logged one by one.
@@ -213,7 +216,7 @@ export class DeploymentRoutes {
       idempotent: false,
       ...signalOf(opts),
     });
-    return this.readOne(response.body, "POST", DEPLOYMENTS);
+    return this.readOne(response, "POST", DEPLOYMENTS);
   }
 
   /**
@@ -233,7 +236,7 @@ export class DeploymentRoutes {
       idempotent: false,
       ...signalOf(opts),
     });
-    return this.readOne(response.body, "PATCH", DEPLOYMENT);
+    return this.readOne(response, "PATCH", DEPLOYMENT);
   }
 
   /**
@@ -256,18 +259,15 @@ export class DeploymentRoutes {
     });
   }
 
-  /** The deployment a write answered with: read tolerantly, or a `bad_response` naming the field. */
-  protected async readOne(body: unknown, method: string, route: string): Promise<Deployment> {
-    const read = await readDeployment(body);
+  /**
+   * The deployment a write answered with: read tolerantly, or a `bad_response` naming the field
+   * (`maybeApplied`: the write was applied, see {@link unreadableAnswer}).
+   */
+  protected async readOne(answer: { status: number; body: unknown }, method: string, route: string) {
+    const read = await readDeployment(answer.body);
     if (read.ok) return this.#noticeUnknown(read.deployment);
-    throw new ServiceError({
-      kind: "bad_response",
-      method,
-      route,
-      status: 200,
-      detail: read.unreadable.message,
-      retryable: false,
-    });
+    const answered = { method, route, status: answer.status, idempotent: false };
+    throw unreadableAnswer(answered, read.unreadable.message);
   }
 
   #noticeUnknown(deployment: Deployment): Deployment {

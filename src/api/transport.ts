@@ -371,10 +371,10 @@ export class Transport {
     status: number,
     text: string,
   ): Promise<TransportResponse<S>["body"]> {
-    const { schema, method, route } = request;
+    const { schema } = request;
     if (schema === undefined) return undefined as TransportResponse<S>["body"];
     try {
-      return (await parseResponse(schema, text, { method, route, status })) as TransportResponse<S>["body"];
+      return (await parseResponse(schema, text, { ...request, status })) as TransportResponse<S>["body"];
     } catch (error) {
       throw new AbortError(error as Error);
     }

@@ -57,44 +57,66 @@ export function readableItems<N extends WireCheckName>(name: N, items: readonly 
   return items.filter((item): item is WireBody<N> => matchesWire(name, item));
 }
 
+/** The successful answer to a call: `idempotent: false` for a write (POST, PATCH). */
+export interface Answered {
+  method: string;
+  route: string;
+  status: number;
+  idempotent?: boolean | undefined;
+}
+
 /**
- * Returns `value` typed as the schema's static type, or throws a `bad_response`
- * {@link ServiceError} whose detail names the first failing field, e.g.
+ * The `bad_response` {@link ServiceError} of a successful answer the client cannot read. A write
+ * the service answered with a success was applied whatever the body says: `maybeApplied`, so
+ * that the caller reads before it repeats the write (a rebuild, a create) rather than repeating it.
+ */
+export function unreadableAnswer(answered: Answered, detail: string): ServiceError {
+  const { method, route, status, idempotent } = answered;
+  const maybeApplied = idempotent === false;
+  return new ServiceError({
+    kind: "bad_response",
+    method,
+    route,
+    status,
+    detail,
+    retryable: false,
+    maybeApplied,
+  });
+}
+
+/**
+ * Returns `value` typed as the schema's static type, or throws {@link unreadableAnswer} with a
+ * detail that names the first failing field, e.g.
  * `response.resources[2].status: expected one of "READY", ..., got "BOGUS"`.
  */
 export async function checkResponse<N extends WireCheckName>(
   name: N,
   value: unknown,
-  request: { method: string; route: string },
+  answered: Answered,
 ): Promise<WireBody<N>> {
   if (matchesWire(name, value)) return value as WireBody<N>;
   const { describeFirstError } = await import("./wire-errors.ts");
   const detail = describeFirstError(name, value, "response") ?? "response: does not match the expected shape";
-  throw new ServiceError({ kind: "bad_response", ...request, status: 200, detail, retryable: false });
+  throw unreadableAnswer(answered, detail);
 }
 
 /**
  * The body of a successful answer, `text`, parsed and checked by {@link checkResponse}; a body
- * that is not JSON throws a `bad_response` {@link ServiceError} too.
+ * that is not JSON throws {@link unreadableAnswer} too.
  */
 export async function parseResponse<N extends WireCheckName>(
   name: N,
   text: string,
-  request: { method: string; route: string; status: number },
+  answered: Answered,
 ): Promise<WireBody<N>> {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
     // No cause: V8's SyntaxError message quotes part of the body, which may hold secret values.
-    throw new ServiceError({
-      kind: "bad_response",
-      ...request,
-      detail: `response body is not JSON (${text.length} bytes)`,
-      retryable: false,
-    });
+    throw unreadableAnswer(answered, `response body is not JSON (${text.length} bytes)`);
   }
-  return checkResponse(name, value, { method: request.method, route: request.route });
+  return checkResponse(name, value, answered);
 }
 
 /**

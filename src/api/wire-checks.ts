@@ -21,7 +21,7 @@ export const WIRE_CHECKS = {
         (typeof value === 'object' && value !== null && !Array.isArray(value)) &&
         Array.isArray(value['resources']) &&
         ((array) => { for(const value of array) if(!((true))) { return false }; return true; })(value['resources']) &&
-        Number.isInteger(value['offset'])
+        (value['offset'] !== undefined ? (((Number.isInteger(value['offset'])) || ((value['offset'] === null)))) : true)
       )
     })
   }),
@@ -90,7 +90,7 @@ export const WIRE_CHECKS = {
         (typeof value === 'object' && value !== null && !Array.isArray(value)) &&
         Array.isArray(value['resources']) &&
         ((array) => { for(const value of array) if(!((true))) { return false }; return true; })(value['resources']) &&
-        (value['offset'] !== undefined ? (Number.isInteger(value['offset']) && value['offset'] >= 0) : true)
+        (value['offset'] !== undefined ? (((Number.isInteger(value['offset']) && value['offset'] >= 0) || ((value['offset'] === null)))) : true)
       )
     })
   }),

@@ -268,12 +268,14 @@ export const DeploymentSchema = Type.Object(
 export type Deployment = Static<typeof DeploymentSchema>;
 
 /**
- * A page of GET /v2/deployments. `offset` is what to pass to fetch the next page. Items are read
- * one by one (`readDeployment`), so that one item the operator cannot understand is skipped and
- * reported instead of failing the whole listing.
+ * A page of GET /v2/deployments. `offset` is what to pass to fetch the next page; one missing or
+ * `null` (the spec requires it) reads as "the request's offset plus the items answered", as a
+ * revision page's does, rather than failing every page already read. Items are read one by one
+ * (`readDeployment`), so that one item the operator cannot understand is skipped and reported
+ * instead of failing the whole listing.
  */
 export const DeploymentPageSchema = Type.Object(
-  { resources: Type.Array(Type.Unknown()), offset: Type.Integer() },
+  { resources: Type.Array(Type.Unknown()), offset: Opt(Type.Integer()) },
   open,
 );
 export type DeploymentPage = Static<typeof DeploymentPageSchema>;
@@ -317,11 +319,11 @@ export type Revision = Static<typeof RevisionSchema>;
 /**
  * A page of GET /v2/deployments/{deployment_id}/revisions (not in the shared spec): assumed paged
  * like the deployment listing, `{resources, offset}`. Items are read one by one (see
- * `revision-listing.ts`), so one odd item never fails the page; a missing `offset` reads as "the
- * request's offset plus the items answered".
+ * `revision-listing.ts`), so one odd item never fails the page; a missing or `null` `offset`
+ * reads as "the request's offset plus the items answered".
  */
 export const RevisionPageSchema = Type.Object(
-  { resources: Type.Array(Type.Unknown()), offset: Type.Optional(Type.Integer({ minimum: 0 })) },
+  { resources: Type.Array(Type.Unknown()), offset: Opt(Type.Integer({ minimum: 0 })) },
   open,
 );
 

@@ -1,0 +1,113 @@
+/**
+ * Successful answers the client cannot read, through the client over loopback: a write the
+ * service answered with a success was applied, whatever its body says (`maybeApplied`: read
+ * before repeating it, never repeat it blindly), and a page without its `offset`, or with
+ * `null`, is read as the request's offset plus the items answered, not failed whole.
+ */
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { ServiceClient } from "../../src/api/client.ts";
+import { ServiceError } from "../../src/api/errors.ts";
+import { failureOf } from "../../src/reconcile/failures.ts";
+import { Rebuilder } from "../../src/reconcile/service/rebuilder.ts";
+import { deployment, type FakeService, type Handler, send, startFakeService } from "./client-fake-service.ts";
+
+const DEPLOYMENT_ID = "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e";
+const signal = new AbortController().signal;
+
+let service: FakeService | undefined;
+afterEach(async () => {
+  await service?.close();
+  service = undefined;
+});
+
+async function clientOf(handler: Handler): Promise<ServiceClient> {
+  service = await startFakeService(handler);
+  return new ServiceClient({ baseUrl: service.url, retries: 0, qps: 10_000, burst: 1000 });
+}
+
+/** The error `call` rejects with (a test failure when it resolves). */
+async function rejection(call: Promise<unknown>): Promise<ServiceError> {
+  const outcome = await call.then(
+    () => new Error("resolved"),
+    (error: unknown) => error,
+  );
+  if (!(outcome instanceof ServiceError)) throw outcome;
+  return outcome;
+}
+
+describe("a write answered with a success the client cannot read", () => {
+  it("is a rebuild that may have built, not a failure to retry (202 without a body; a revision with a null status)", async () => {
+    const answers: Handler[] = [
+      (_req, res) => {
+        res.writeHead(202);
+        res.end();
+      },
+      (_req, res) => send(res, 201, { id: "11111111-2222-4333-8444-555555555555", status: null }),
+    ];
+    let built = 0;
+    const client = await clientOf((req, res, n) => {
+      expect(`${req.method} ${req.path}`).toBe(`POST /v2/deployments/${DEPLOYMENT_ID}/revisions`);
+      return answers[built++]?.(req, res, n);
+    });
+    const rebuilder = new Rebuilder(
+      { createRevision: (id, s) => client.createRevision(id, { signal: s }) },
+      pino({ level: "silent" }),
+    );
+    for (const status of [202, 201]) {
+      const outcome = await rebuilder.rebuild(DEPLOYMENT_ID, signal);
+      expect(outcome).toEqual({
+        kind: "unconfirmed",
+        error: `POST /v2/deployments/{deployment_id}/revisions: ${status} bad_response`,
+      });
+    }
+    expect(built).toBe(2);
+  });
+
+  it("is a create and a PATCH that were applied: a create's intent is kept (no second create before a lookup)", async () => {
+    const client = await clientOf((req, res) => send(res, req.method === "POST" ? 201 : 200, { id: 7 }));
+    const created = await rejection(client.createDeployment({ name: "agent", source: "internal_docker" }));
+    expect(created).toMatchObject({ kind: "bad_response", status: 201, maybeApplied: true });
+    expect(failureOf(created, []).createRefused).toBeUndefined();
+    const patched = await rejection(
+      client.patchDeployment(DEPLOYMENT_ID, { source_config: { build_on_push: false } }),
+    );
+    expect(patched).toMatchObject({ kind: "bad_response", status: 200, maybeApplied: true });
+  });
+
+  it("is not said of a read: a GET answered unreadably changed nothing", async () => {
+    const client = await clientOf((_req, res) => send(res, 200, { resources: "none" }));
+    const listed = await rejection(client.listAllDeployments());
+    expect(listed).toMatchObject({ kind: "bad_response", maybeApplied: false });
+  });
+});
+
+describe("a page without its offset", () => {
+  it("reads a deployment listing whose pages answer offset null, or none, to its end", async () => {
+    const all = Array.from({ length: 5 }, (_, i) => deployment(i + 1));
+    const client = await clientOf((req, res, n) => {
+      const offset = Number(req.query.get("offset") ?? 0);
+      const resources = all.slice(offset, offset + 2);
+      send(res, 200, n % 2 === 0 ? { resources, offset: null } : { resources });
+    });
+    const listed = await client.listAllDeployments({}, { pageSize: 2 });
+    expect(listed.map((d) => d.name)).toEqual(all.map((d) => d.name));
+  });
+
+  it("reads a revision listing whose pages answer offset null, and its first page", async () => {
+    const revisions = Array.from({ length: 3 }, (_, i) => ({
+      id: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
+      status: "DEPLOYED",
+      created_at: new Date(Date.UTC(2030, 0, 1, 0, i)).toISOString(),
+    }));
+    const client = await clientOf((req, res) => {
+      const offset = Number(req.query.get("offset") ?? 0);
+      send(res, 200, { resources: revisions.slice(offset, offset + 2), offset: null });
+    });
+    const listing = await client.listRevisions(DEPLOYMENT_ID);
+    // Newest first, every row read.
+    const ids = listing.rows.map((row) => (row.ok ? row.revision.id : undefined));
+    expect(ids).toEqual(revisions.map((r) => r.id).reverse());
+    expect(await client.firstRevisionPage(DEPLOYMENT_ID)).toHaveLength(2);
+  });
+});
