@@ -143,7 +143,8 @@ export const WIRE_CHECKS = {
       return (
         (typeof value === 'object' && value !== null && !Array.isArray(value)) &&
         (typeof value['host_integration_id'] === 'string') &&
-        Number.isInteger(value['id']) &&
+        format('uuid', value['host_integration_id']) &&
+        (value['id'] !== undefined ? (true) : true) &&
         (typeof value['name'] === 'string') &&
         (typeof value['owner'] === 'string') &&
         (typeof value['url'] === 'string') &&

@@ -86,12 +86,17 @@ export const OAuthProviderSchema = Type.Object(
 );
 export type OAuthProvider = Static<typeof OAuthProviderSchema>;
 
-/** A GitHub repository reachable through a forge integration. */
+/**
+ * A GitHub repository reachable through a forge integration. What the operator sends is checked
+ * as the spec types it (a repository whose `host_integration_id` is no uuid is skipped from the
+ * listing, not sent to fail the create); its `id` is not relied upon and is kept as answered (a
+ * numeric string, as services wary of 64-bit integers send it, drops no repository).
+ */
 export const ForgeRepoSchema = Type.Object(
   {
     /** The value to send as `source_config.integration_id` when creating a deployment. */
-    host_integration_id: Type.String(),
-    id: Type.Integer(),
+    host_integration_id: Type.String({ format: "uuid" }),
+    id: Type.Optional(Type.Unknown()),
     name: Type.String(),
     owner: Type.String(),
     /** The value to send as `source_config.repo_url`. */

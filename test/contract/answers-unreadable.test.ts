@@ -111,3 +111,29 @@ describe("a page without its offset", () => {
     expect(await client.firstRevisionPage(DEPLOYMENT_ID)).toHaveLength(2);
   });
 });
+
+describe("a forge integration's repositories", () => {
+  it("keeps a repository whose id is not an integer (the operator never uses it), and skips one whose integration id it could not send", async () => {
+    const INTEGRATION = "6f1c1d2e-0000-4000-8000-000000000001";
+    const repo = (name: string, fields: Record<string, unknown>) => ({
+      host_integration_id: INTEGRATION,
+      id: 1,
+      name,
+      owner: "acme",
+      url: `https://github.com/acme/${name}`,
+      default_branch: "main",
+      ...fields,
+    });
+    const client = await clientOf((_req, res) =>
+      send(res, 200, [
+        repo("numeric-string", { id: "812345678901234567" }),
+        repo("no-id", { id: undefined }),
+        repo("legacy", { host_integration_id: "legacy-integration-7" }),
+        repo("plain", {}),
+      ]),
+    );
+    const repos = await client.listRepos(INTEGRATION);
+    expect(repos.map((r) => r.name)).toEqual(["numeric-string", "no-id", "plain"]);
+    expect(repos[0]?.id).toBe("812345678901234567");
+  });
+});

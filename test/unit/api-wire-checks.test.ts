@@ -34,7 +34,7 @@ describe("the compiled checks of the answers and the writes' bodies", () => {
     is_dynamic_client: null,
   };
   const repo = {
-    host_integration_id: "i",
+    host_integration_id: "6f1c1d2e-0000-4000-8000-000000000001",
     id: 1,
     name: "agent",
     owner: "acme",
@@ -65,6 +65,7 @@ describe("the compiled checks of the answers and the writes' bodies", () => {
     ["OAuthProvider", { ...provider, client_id: null }],
     ["ForgeRepo", repo],
     ["ForgeRepo", { ...repo, id: "1" }],
+    ["ForgeRepo", { ...repo, host_integration_id: "i" }],
     ["PatchDeploymentBody", patch],
     ["PatchDeploymentBody", { ...patch, source_config: { integration_id: uuid } }],
     ["PatchDeploymentBody", { ...patch, source_config: { integration_id: "not-a-uuid" } }],
