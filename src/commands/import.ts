@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ServiceClient } from "../api/client.ts";
-import { isServiceError } from "../api/errors.ts";
+import { isServiceError, RequestValidationError } from "../api/errors.ts";
 import { escapeForTerminal } from "../api/printable.ts";
 import type { DeploymentStatus, ForgeRepo } from "../api/wire.ts";
 import { ConnectionReadError } from "../connection/read.ts";
@@ -123,7 +123,10 @@ async function listRepos(
     return { kind: "listed", repos: await list(integrationId) };
   } catch (error) {
     if (isServiceError(error, "not_found")) return { kind: "not-found" };
-    if (isServiceError(error)) return { kind: "failed", reason: error.message };
+    // An integration id the service answered that is no uuid: this deployment's warning, not the
+    // import's end.
+    if (isServiceError(error) || error instanceof RequestValidationError)
+      return { kind: "failed", reason: error.message };
     throw error;
   }
 }

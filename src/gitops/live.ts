@@ -27,7 +27,7 @@ import type {
 import type { InheritedWindows } from "../reconcile/rollout-gate.ts";
 import { DEFAULT_MAX_SECRET_BYTES, SecretsTooLargeError } from "../reconcile/secret-budget.ts";
 import type { SecretDigest } from "../reconcile/secret-hash.ts";
-import { AmbiguousNameError } from "../reconcile/service/lookup-errors.ts";
+import { AmbiguousNameError, UnreadableDeploymentError } from "../reconcile/service/lookup-errors.ts";
 import { RemoteSnapshot } from "../reconcile/service/snapshot.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { ManifestResource } from "./manifests.ts";
@@ -215,7 +215,8 @@ export async function reviewAll(
         signal,
       );
     } catch (error) {
-      if (!(error instanceof AmbiguousNameError)) throw error;
+      // The resource's failure, as the operator stalls it alone (AmbiguousName, UnreadableDeployment).
+      if (!(error instanceof AmbiguousNameError || error instanceof UnreadableDeploymentError)) throw error;
       entries.push(fail(error.message));
       continue;
     }

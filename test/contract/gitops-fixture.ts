@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { registerImportCommand } from "../../src/commands/import-command.ts";
 import { registerPlanCommand } from "../../src/commands/plan-command.ts";
 import type { SimulatorSeed } from "../../src/simulator/seed.ts";
+import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { type Run, runCli } from "../support/cli.ts";
 
 export const KEY = "gitops-test-key-8c2d";
@@ -78,6 +79,15 @@ export const SEED: SimulatorSeed = {
 };
 
 export type { Run } from "../support/cli.ts";
+
+/** A simulator of {@link SEED} and one more deployment, answered with `extra` merged in (a quirk). */
+export function simulatorWithOdd(
+  deployment: NonNullable<SimulatorSeed["deployments"]>[number],
+  extra: Record<string, unknown>,
+): Promise<RunningSimulator> {
+  const odd = { ...deployment, quirks: { extra } };
+  return startSimulator({ apiKey: KEY, seed: { ...SEED, deployments: [...(SEED.deployments ?? []), odd] } });
+}
 
 /** Runs `dms-operator <args>` in-process against `baseUrl`, with the plan and import commands; `stdin` is what `-f -` reads. */
 export async function cli(

@@ -10,7 +10,15 @@ import { parseAllDocuments } from "yaml";
 import type { DeploymentResource } from "../../src/crd/schema.ts";
 import { type RunningSimulator, type SimulatorSeed, startSimulator } from "../../src/simulator/server.ts";
 import { unsafeCharacters } from "../support/terminal-safe.ts";
-import { cli, INTEGRATION, KEY, manifestDir, SECRET_VALUE, SEED } from "./gitops-fixture.ts";
+import {
+  cli,
+  INTEGRATION,
+  KEY,
+  manifestDir,
+  SECRET_VALUE,
+  SEED,
+  simulatorWithOdd,
+} from "./gitops-fixture.ts";
 
 /** The shared seed plus a deployment the CRD would refuse (a request above its limit). */
 const IMPORT_SEED: SimulatorSeed = {
@@ -260,6 +268,32 @@ describe("import", () => {
       expect(plan.code).toBe(0);
     } finally {
       await sim.close();
+    }
+  });
+});
+
+describe("import with one deployment it cannot check", () => {
+  it("imports the others, and skips with its reason the one whose integration id the service answers as no uuid", async () => {
+    const odd = await simulatorWithOdd(
+      {
+        name: "legacy-github",
+        source: "github",
+        source_config: { repo_url: "https://github.com/acme/legacy" },
+        source_revision_config: { repo_ref: "main" },
+      },
+      { source_config: { integration_id: "legacy-integration-7" } },
+    );
+    try {
+      const run = await cli(odd.url, ["import", "--namespace", "team"]);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain("name: support-agent");
+      // Skipped with its reason (the CRD refuses such an id), the listing of repositories not
+      // asked for an id that is no uuid.
+      expect(run.stderr).toMatch(
+        /^skipped "legacy-github" \(id [0-9a-f-]{36}\): the CRD would refuse the resource: spec\.sourceConfig\.integrationId/m,
+      );
+    } finally {
+      await odd.close();
     }
   });
 });

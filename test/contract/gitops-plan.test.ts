@@ -19,6 +19,7 @@ import {
   resourceYaml,
   SECRET_VALUE,
   SEED,
+  simulatorWithOdd,
   UNKNOWN_INTEGRATION,
 } from "./gitops-fixture.ts";
 
@@ -366,5 +367,37 @@ describe("plan as a user runs it", () => {
       (error: { code: number; stdout: string }) => ({ code: error.code, stdout: error.stdout }),
     );
     expect(result).toMatchObject({ code: 2, stdout: expect.stringContaining("1 to create") });
+  });
+});
+
+describe("plan: a deployment the service answers in a shape the operator cannot read", () => {
+  it("is that resource's error, as the operator stalls it alone (UnreadableDeployment), and the others are planned", async () => {
+    // Its secrets answered as an object, not a list.
+    const odd = await simulatorWithOdd(
+      { name: "odd-agent", source: "internal_docker", source_revision_config: { image_uri: "odd:1" } },
+      { secrets: { OPENAI_API_KEY: "masked" } },
+    );
+    try {
+      const dir = await manifestDir({
+        "a.yaml": resourceYaml("summarizer", summarizer),
+        "b.yaml": resourceYaml("odd-agent", {
+          source: "internal_docker",
+          sourceRevisionConfig: { imageUri: "odd:1" },
+        }),
+      });
+      dirs.push(dir);
+      const run = await cli(odd.url, ["plan", "-f", dir, "-o", "json"]);
+      const doc = JSON.parse(run.stdout) as JsonPlan;
+      expect(run.code).toBe(1);
+      expect(doc.resources.map((r) => [r.name, r.action])).toEqual([
+        ["summarizer", "adopt"],
+        ["odd-agent", "error"],
+      ]);
+      expect(doc.resources[1]?.error).toMatch(
+        /may be "odd-agent" but the operator cannot read it \(.*secrets/,
+      );
+    } finally {
+      await odd.close();
+    }
   });
 });
