@@ -9,6 +9,7 @@ import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import tls from "node:tls";
 import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
@@ -91,6 +92,26 @@ describe("a service whose certificate a private CA signed", () => {
     await expect(client.listProviders()).resolves.toEqual([]);
     await expect(client.listProviders()).resolves.toEqual([]);
     expect(service.requests).toHaveLength(2);
+  });
+
+  it("parses its CAs once, not again for each new connection (a service closing every one)", async () => {
+    service = await startFakeService((_req, res) => send(res, 200, [], { connection: "close" }), leaf);
+    const contexts: number[] = [];
+    const original = tls.createSecureContext;
+    tls.createSecureContext = ((options?: tls.SecureContextOptions) => {
+      if (options?.ca !== undefined) contexts.push(Array.isArray(options.ca) ? options.ca.length : 1);
+      return original(options);
+    }) as typeof tls.createSecureContext;
+    try {
+      const client = new ServiceClient({ baseUrl: service.url, caBundle: ca.cert });
+      for (let i = 0; i < 5; i++) await expect(client.listProviders()).resolves.toEqual([]);
+    } finally {
+      tls.createSecureContext = original;
+    }
+    // Five connections, one context made: every default root and the bundle, parsed once.
+    expect(service.requests).toHaveLength(5);
+    expect(contexts).toHaveLength(1);
+    expect(contexts[0]).toBeGreaterThan(1);
   });
 
   it("does not lend its CA to another client of the same process", async () => {
