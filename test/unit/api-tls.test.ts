@@ -1,8 +1,8 @@
 // Private CAs and proxies at unit speed: which CA bundles are accepted and how a bad one is
 // named, what each certificate error code is said to mean, which proxy variables are kept and
 // on which Node, and the settings `--ca-file` and a connection's TLS fields make.
-import { rootCertificates } from "node:tls";
-import { beforeAll, describe, expect, it } from "vitest";
+import tls, { rootCertificates } from "node:tls";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import {
   defaultCertificateAuthorities,
   nodeHasProxySupport,
@@ -209,16 +209,23 @@ describe("the proxy variables", () => {
 });
 
 describe("serviceAgents", () => {
-  it("adds a CA bundle to Node's default CA set, and keeps connections alive", () => {
-    const { https } = serviceAgents({ caBundle: ca.cert, proxyEnv: undefined });
-    expect(https.options.ca).toEqual([...defaultCertificateAuthorities(), ca.cert]);
+  it("adds a CA bundle to Node's default CA set, in one secure context, and keeps connections alive", () => {
+    const made = vi.spyOn(tls, "createSecureContext");
+    try {
+      const { https } = serviceAgents({ caBundle: ca.cert, proxyEnv: undefined });
+      expect(https.options.secureContext).toBe(made.mock.results[0]?.value);
+      expect(made.mock.calls).toEqual([[{ ca: [...defaultCertificateAuthorities(), ca.cert] }]]);
+      expect(https.options.keepAlive).toBe(true);
+    } finally {
+      made.mockRestore();
+    }
     // The default set holds at least Node's bundled roots.
     expect(defaultCertificateAuthorities().length).toBeGreaterThanOrEqual(rootCertificates.length);
-    expect(https.options.keepAlive).toBe(true);
   });
 
   it("leaves Node's roots alone without a bundle", () => {
-    expect(serviceAgents({ caBundle: undefined, proxyEnv: undefined }).https.options.ca).toBeUndefined();
+    const { options } = serviceAgents({ caBundle: undefined, proxyEnv: undefined }).https;
+    expect([options.ca, options.secureContext]).toEqual([undefined, undefined]);
   });
 });
 
