@@ -26,6 +26,11 @@ if (major < Number(needed[1]) || (major === Number(needed[1]) && minor < Number(
 // operator itself (`run`), which starts once per pod, often on a read-only file system; its help
 // (`run --help`) is a command-line start like any other.
 const args = process.argv.slice(2);
+
+// The operator's thread pool (libuv's: 4 threads unless told), read when the pool first starts,
+// which nothing above does. The service clients' host-name lookups hold its threads until the
+// resolver answers, a namespace's at most a quarter of three quarters of them (src/api/lookups.ts).
+if (args[0] === "run" && !process.env.UV_THREADPOOL_SIZE) process.env.UV_THREADPOOL_SIZE = "16";
 if (args[0] !== "run" || args.includes("--help") || args.includes("-h")) {
   const nodeModule = process.getBuiltinModule
     ? process.getBuiltinModule("node:module")

@@ -16,6 +16,7 @@ import {
   hostProblem,
   ipFamily,
 } from "./address-policy.ts";
+import { LOOKUPS, type LookupShares } from "./lookups.ts";
 
 /** The proxy variables a service client honours, as Node's agents read them. */
 export const PROXY_VARIABLES = [
@@ -114,6 +115,12 @@ export interface ServiceAgentOptions {
   addressPolicy?: AddressPolicy | undefined;
   /** The resolver of host names (`dns.lookup`; a test gives a stub). */
   resolve?: LookupFunction | undefined;
+  /**
+   * Whose lookups these are (see `lookups.ts`): given, the lookups of a name go within that
+   * owner's share of {@link LOOKUPS} (or of `lookups`, a test's).
+   */
+  lookupOwner?: string | undefined;
+  lookups?: LookupShares | undefined;
 }
 
 /** One agent per protocol. */
@@ -131,12 +138,10 @@ export interface ServiceAgents {
  */
 export function serviceAgents(options: ServiceAgentOptions): ServiceAgents {
   const policy = options.addressPolicy;
-  const lookup = policy
-    ? checkedLookup(
-        options.resolve ?? (process.getBuiltinModule("node:dns").lookup as LookupFunction),
-        policy,
-      )
-    : undefined;
+  const resolve = options.resolve ?? (process.getBuiltinModule("node:dns").lookup as LookupFunction);
+  const { lookupOwner: owner } = options;
+  const shared = owner === undefined ? resolve : (options.lookups ?? LOOKUPS).lookupFor(owner, resolve);
+  const lookup = policy ? checkedLookup(shared, policy) : undefined;
   const common = {
     keepAlive: true,
     timeout: 5_000,

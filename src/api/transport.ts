@@ -147,11 +147,8 @@ export class Transport {
 
   constructor(settings: TransportSettings) {
     this.#s = settings;
-    this.#agents = serviceAgents({
-      caBundle: settings.caBundle,
-      proxyEnv: settings.proxyEnv,
-      addressPolicy: settings.addressPolicy,
-    });
+    // A client's lookups are its owner's, as its answers' memory is.
+    this.#agents = serviceAgents({ ...settings, lookupOwner: settings.memoryOwner });
   }
 
   /**
