@@ -301,7 +301,17 @@ export class RepoListings {
       });
       this.#calls.set(integrationId, call);
     }
-    return call.run(signal);
+    try {
+      return await call.run(signal);
+    } finally {
+      // Forgotten once settled (or given up by all): a tenant may name any number of integrations.
+      if (!call.running && this.#calls.get(integrationId) === call) this.#calls.delete(integrationId);
+    }
+  }
+
+  /** The listings in flight (a call for each integration being listed). */
+  get listing(): number {
+    return this.#calls.size;
   }
 
   /** Keeps `repos`, dropping the expired listings, then the oldest, to stay within the bound. */

@@ -104,4 +104,20 @@ describe("RepoListings", () => {
     await list("huge");
     expect(asked.filter((id) => id === "huge")).toHaveLength(2);
   });
+
+  it("forgets each integration's call once it settled, or every caller gave up: a tenant may name any number", async () => {
+    const { service, calls } = pendingService();
+    const listings = new RepoListings(service, new ManualClock(), 60_000);
+    const listed = Array.from({ length: 100 }, (_, i) =>
+      listings.list(`i-${i}`, new AbortController().signal),
+    );
+    const given = new AbortController();
+    const givenUp = listings.list("i-given-up", given.signal);
+    expect(listings.listing).toBe(101);
+    for (const call of calls.slice(0, 100)) call.settle([REPO]);
+    await Promise.all(listed);
+    given.abort(new Error("gone"));
+    await expect(givenUp).rejects.toThrow("gone");
+    expect(listings.listing).toBe(0);
+  });
 });
