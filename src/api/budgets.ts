@@ -259,7 +259,8 @@ interface Waiter {
  * The part of a {@link ResponseMemory} one owner's answers (a tenant's, over however many
  * connections) may hold together: half, room for every other tenant's while its answers trickle
  * until their timeout. Not less: the heaviest honest page (100 deployments, every field filled)
- * weighs 13 MB, and must fit one share of the shipped heap's 33 MiB.
+ * weighs 13 MB, and must fit one share of the shipped heap's 33 MiB. So two tenants whose
+ * answers trickle hold it all, each answer until its timeout: the others' answers wait meanwhile.
  */
 export const OWNER_SHARE = 0.5;
 
