@@ -84,10 +84,12 @@ describe("controller: drift resync", () => {
   });
 
   it("follows a create until Ready by looking the service up, not by waiting for the next listing", async () => {
-    const s = await scenarios.start("ctl-poll", { op: { resyncMs: 3_000 } });
+    // A period no create → Ready can outlast, however loaded the machine: a status that waited
+    // for the next listing would not come within waitReady's time.
+    const s = await scenarios.start("ctl-poll", { op: { resyncMs: 600_000 } });
     const fullListing = (r: SimRequest) => r.url === "/v2/deployments?limit=100&offset=0";
-    // Right after a resync period the listing is fresh, and answers for settled resources.
-    await waitFor(() => s.sim.requests().some(fullListing), { description: "a resync", timeoutMs: 10_000 });
+    // Right after a listing (the first, at start) it is fresh, and answers for settled resources.
+    await waitFor(() => s.sim.requests().some(fullListing), { description: "a listing", timeoutMs: 10_000 });
     const createdAt = Date.now();
     await s.user.create(s.namespace, "polled", spec);
 
