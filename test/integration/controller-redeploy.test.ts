@@ -69,13 +69,10 @@ describe("controller: redeploy instead of rebuild", () => {
       redeploys: calls(s, "POST", REDEPLOY_ROUTE, id),
       listings: calls(s, "GET", ROUTES.REVISIONS, id),
     };
-    const patchedAt = Date.now();
     await s.user.patch(s.namespace, name, { spec: first });
     const back = await s.user.waitReady(s.namespace, name, 30_000);
     return {
       id,
-      /** From the patch going back to Ready (wall clock). */
-      toReadyMs: Date.now() - patchedAt,
       firstRevision: created.status?.activeRevisionId,
       back,
       patches: calls(s, "PATCH", PATCH, id) - before.patches,
@@ -102,9 +99,9 @@ describe("controller: redeploy instead of rebuild", () => {
       expect(copy?.redeploy_of).toBe(r.firstRevision);
       expect(r.back.status?.activeRevisionId).toBe(copy?.id);
     }
-    // Live after the deploy phases alone: a generous bound (a rebuild cannot finish within one
-    // build's time, the 6 s of the build phases; the redeploy walks 2 s of them).
-    expect(img.toReadyMs).toBeLessThan(TIMING.revisionActiveAfterMs);
+    // Live after the deploy phases alone: the live revision is a copy (`redeploy_of` above), which
+    // starts at the deploy phases (`REDEPLOY_FIRST_PHASE`, src/simulator/record.ts), not a build;
+    // how long it took is the benchmarks' to show, not a bound here.
     expect(img.back.status?.activeRevision).toMatchObject({ imageUri: GOOD });
     expect(sha.back.status?.activeRevision).toMatchObject({ repoRef: SHA_1, repoCommitSha: SHA_1 });
     const events = await s.user.events(s.namespace, "by-digest");
