@@ -165,6 +165,7 @@ describe("controller: one tenant's listing cannot hold the others", () => {
 
   it("checks a new, healthy connection at once while twenty connections to the black hole are probed", async () => {
     const holes = Array.from({ length: 20 }, (_, i) => connection(nsBad, `hole-${i}`, bad, "bad"));
+    const appliedAt = Date.now();
     await kubectlOk(["apply", "-f", "-"], {
       input: JSON.stringify({ apiVersion: "v1", kind: "List", items: holes }),
     });
@@ -174,8 +175,19 @@ describe("controller: one tenant's listing cannot hold the others", () => {
     // Each probe of the black hole waits for its deadline; none holds back the healthy one's.
     await waitFor(async () => (await readyReason(nsGood, "late")) === "Connected", {
       description: "the healthy connection Connected",
-      timeoutMs: 8_000,
+      timeoutMs: 30_000,
     });
+    // At once, not after a round of the black hole's: its probe came before the black hole's
+    // first probe past its namespace's share, which starts only once one of the share's probes
+    // ended at its deadline (an order, whatever the machine's load).
+    const probes = (sim: RunningSimulator) =>
+      sim.requests({ since: appliedAt }).filter((r) => r.url.startsWith("/v2/auth/providers"));
+    await waitFor(() => probes(bad).length > CONNECTION_CHECKS_PER_NAMESPACE, {
+      description: "a probe of the black hole past its namespace's share",
+      timeoutMs: 30_000,
+    });
+    const [healthy] = probes(good);
+    expect(healthy?.at).toBeLessThan(probes(bad)[CONNECTION_CHECKS_PER_NAMESPACE]?.at ?? 0);
     // The black-hole namespace's checks run CONNECTION_CHECKS_PER_NAMESPACE at a time: twenty
     // take that many rounds of the 10 s probe deadline.
     const rounds = Math.ceil(holes.length / CONNECTION_CHECKS_PER_NAMESPACE);
