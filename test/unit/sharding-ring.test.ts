@@ -159,11 +159,17 @@ describe("the ring over claims", () => {
   });
 
   it("moves about a quarter of them from 3 to 4 replicas, all onto the newcomer", () => {
+    // 10,000 of them, as many resources as the moves above check (there 1/4 ± 0.02 is 4.6 standard
+    // deviations), each placed once on each ring: 20,000 took 4.8 s at a load of 13.
+    const some = claims.slice(0, 10_000);
     const before = members(3);
     const after = members(4);
-    const moved = claims.filter((c) => ownerOf(c, before) !== ownerOf(c, after));
-    expect(moved.every((c) => ownerOf(c, after) === after[3])).toBe(true);
-    expect(Math.abs(moved.length / claims.length - 1 / 4)).toBeLessThan(0.02);
+    const movedTo = some.flatMap((c) => {
+      const to = ownerOf(c, after);
+      return ownerOf(c, before) === to ? [] : [to];
+    });
+    expect(movedTo.every((to) => to === after[3])).toBe(true);
+    expect(Math.abs(movedTo.length / some.length - 1 / 4)).toBeLessThan(0.02);
   });
 
   it("gives two rivals for one name on one connection one replica, and the name on another connection its own place", () => {
