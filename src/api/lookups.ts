@@ -9,8 +9,9 @@
  * bounded (`total`, three quarters of the pool: the rest decode and read), an owner's (a
  * namespace's connections together, or a shared connection) at a quarter of those (`perOwner`),
  * each counted until getaddrinfo itself returns; the lookups waiting start an owner at a time, in
- * turn; and a lookup of a name already looked up or waiting (same options) joins it, so a
- * tenant's calls to one name hold one thread, however many they are.
+ * turn; and a lookup of a name being looked up (same options) joins it, as does one of a name the
+ * same owner's lookup waits for, so a tenant's calls to one name hold one thread, however many
+ * they are (never another owner's waiting lookup: that would wait behind a share it does not spend).
  */
 import type { LookupAddress, LookupOptions } from "node:dns";
 import type { LookupFunction } from "node:net";
@@ -43,17 +44,29 @@ export function lookupLimits(pool = threadPoolSize(process.env.UV_THREADPOOL_SIZ
   return { total, perOwner: Math.max(1, Math.floor(total / 4)) };
 }
 
-/** The thread pool's size as libuv reads `UV_THREADPOOL_SIZE` (1 to 1,024). */
+/**
+ * The thread pool's size as libuv reads `UV_THREADPOOL_SIZE`: 4 when unset, else its leading
+ * integer (`atoi`: `16abc` is 16), 0 or none read as 1, past 1,024 (or negative, which libuv
+ * reads unsigned) as 1,024.
+ */
 export function threadPoolSize(value: string | undefined): number {
-  const size = Number(value);
-  return Number.isInteger(size) && size >= 1 ? Math.min(size, 1024) : DEFAULT_POOL;
+  if (value === undefined) return DEFAULT_POOL;
+  const size = Number.parseInt(value, 10);
+  if (Number.isNaN(size) || size === 0) return 1;
+  return size < 0 ? 1024 : Math.min(size, 1024);
 }
 
 /** See the module comment. One per process: {@link LOOKUPS}. */
 export class LookupShares {
   readonly #limits: LookupLimits;
-  /** Every lookup waiting or in flight, by its name and options. */
-  readonly #lookups = new Map<string, Lookup>();
+  /**
+   * The lookups in flight, by name and options, which any owner's lookup of the same joins; and
+   * those waiting, by owner, name and options, which only the same owner's joins (another's would
+   * wait behind a share it does not spend: a tenant's full share would hold the public service's
+   * name for everyone).
+   */
+  readonly #inFlightByKey = new Map<string, Lookup>();
+  readonly #waitingByKey = new Map<string, Lookup>();
   /** The lookups waiting, by owner. */
   readonly #waiting = new Map<string, Lookup[]>();
   /** When each owner waiting or in flight last had a lookup started (a count of starts). */
@@ -76,13 +89,13 @@ export class LookupShares {
   lookupFor(owner: string, resolve: LookupFunction): LookupFunction {
     return (hostname, options, callback) => {
       const key = `${hostname}\0${options.family ?? 0}\0${options.all === true ? 1 : 0}\0${options.hints ?? 0}`;
-      const joined = this.#lookups.get(key);
+      const joined = this.#inFlightByKey.get(key) ?? this.#waitingByKey.get(`${owner}\0${key}`);
       if (joined !== undefined) {
         joined.callers.push(callback as Done);
         return;
       }
       const lookup: Lookup = { key, owner, hostname, options, resolve, callers: [callback as Done] };
-      this.#lookups.set(key, lookup);
+      this.#waitingByKey.set(`${owner}\0${key}`, lookup);
       const waiting = this.#waiting.get(owner);
       if (waiting === undefined) this.#waiting.set(owner, [lookup]);
       else waiting.push(lookup);
@@ -113,7 +126,15 @@ export class LookupShares {
   }
 
   #start(lookup: Lookup): void {
-    const { owner } = lookup;
+    const { owner, key } = lookup;
+    this.#waitingByKey.delete(`${owner}\0${key}`);
+    // Another owner's lookup of the name started while this one waited: one answer for both.
+    const running = this.#inFlightByKey.get(key);
+    if (running !== undefined) {
+      running.callers.push(...lookup.callers);
+      return;
+    }
+    this.#inFlightByKey.set(key, lookup);
     this.#inFlight += 1;
     this.#running.set(owner, (this.#running.get(owner) ?? 0) + 1);
     let ended = false;
@@ -127,7 +148,7 @@ export class LookupShares {
         this.#running.delete(owner);
         if (!this.#waiting.has(owner)) this.#turns.delete(owner);
       }
-      this.#lookups.delete(lookup.key);
+      this.#inFlightByKey.delete(key);
       this.#next();
       for (const caller of lookup.callers) caller(error, address, family);
     };

@@ -66,6 +66,24 @@ describe("LookupShares", () => {
     expect(asked).toEqual(["one.example", "one.example"]);
   });
 
+  it("never makes another owner's lookup of a name wait behind an owner's full share (the public service's name)", async () => {
+    const { asked, resolve, answer } = heldResolver();
+    const shares = new LookupShares({ total: 4, perOwner: 1 });
+    const hostile = shares.lookupFor("namespace/a", resolve);
+    void lookUp(hostile, "never.example");
+    const queued = lookUp(hostile, "api.dms.example");
+    expect(asked).toEqual(["never.example"]);
+    // Namespace b's share is free: its lookup of the name starts; namespace a's waits its own turn.
+    const other = lookUp(shares.lookupFor("namespace/b", resolve), "api.dms.example");
+    expect(asked).toEqual(["never.example", "api.dms.example"]);
+    answer("api.dms.example");
+    expect(await other).toBe("127.0.0.1");
+    answer("never.example");
+    void lookUp(shares.lookupFor("namespace/b", resolve), "api.dms.example");
+    answer("api.dms.example");
+    expect(await queued).toBe("127.0.0.1");
+  });
+
   it("starts the waiting lookups an owner at a time, in turn, within the total", () => {
     const { asked, resolve, answer } = heldResolver();
     const shares = new LookupShares({ total: 1, perOwner: 1 });
@@ -92,12 +110,8 @@ describe("LookupShares", () => {
   it("takes three quarters of the thread pool for lookups, a quarter of those for one owner", () => {
     expect(lookupLimits(4)).toEqual({ total: 3, perOwner: 1 });
     expect(lookupLimits(16)).toEqual({ total: 12, perOwner: 3 });
-    expect([
-      threadPoolSize(undefined),
-      threadPoolSize("16"),
-      threadPoolSize("0"),
-      threadPoolSize("x"),
-    ]).toEqual([4, 16, 4, 4]);
-    expect(threadPoolSize("5000")).toBe(1024);
+    // As libuv reads it: unset 4, else atoi with 0 as 1, capped at 1,024 (a negative read unsigned).
+    const read = [undefined, "16", "16abc", "0", "x", "", "5000", "-3"].map(threadPoolSize);
+    expect(read).toEqual([4, 16, 16, 1, 1, 1, 1024, 1024]);
   });
 });
