@@ -104,15 +104,16 @@ describe("a 429 pauses the whole client", () => {
 
 /**
  * A TCP relay on loopback to `port` that holds the server's first bytes (its side of the TLS
- * handshake) on every connection but the first for `holdMs`: the requests on those connections
- * have their token and wait for their handshake, as requests do behind a new connection.
+ * handshake) on every connection but the first until `release()`: the requests on those
+ * connections have their token and wait for their handshake, as requests do behind a new
+ * connection. What the test waits for is said by when it releases, not by a time.
  */
 async function startHandshakeDelay(
   port: number,
-  holdMs: number,
-): Promise<{ url: string; close(): Promise<void> }> {
+): Promise<{ url: string; release(): void; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
-  const timers = new Set<NodeJS.Timeout>();
+  const held = new Set<() => void>();
+  let released = false;
   let accepted = 0;
   const server: Server = createServer((downstream) => {
     const hold = accepted++ > 0;
@@ -129,22 +130,28 @@ async function startHandshakeDelay(
     downstream.pipe(upstream);
     if (!hold) upstream.pipe(downstream);
     else {
-      upstream.pause();
-      const timer = setTimeout(() => {
-        timers.delete(timer);
+      const pass = () => {
         upstream.pipe(downstream);
         upstream.resume();
-      }, holdMs);
-      timers.add(timer);
+      };
+      if (released) pass();
+      else {
+        upstream.pause();
+        held.add(pass);
+      }
     }
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address() as import("node:net").AddressInfo;
   return {
     url: `https://127.0.0.1:${address.port}`,
+    release: () => {
+      released = true;
+      for (const pass of held) pass();
+      held.clear();
+    },
     close: () =>
       new Promise<void>((resolve) => {
-        for (const t of timers) clearTimeout(t);
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),
@@ -158,7 +165,7 @@ describe("a pause holds at the moment of sending", () => {
       timing: { readyAfterMs: 0, revisionActiveAfterMs: 0, deleteAfterMs: 0 },
       tls: await ca.leaf(),
     });
-    const relay = await startHandshakeDelay(Number(new URL(tlsSim.url).port), 400);
+    const relay = await startHandshakeDelay(Number(new URL(tlsSim.url).port));
     try {
       const client = new ServiceClient({
         baseUrl: relay.url,
@@ -171,8 +178,11 @@ describe("a pause holds at the moment of sending", () => {
         script: [{ route: "GET /v2/auth/providers", count: 1, status: 429, retryAfterSeconds: 1 }],
       });
       // Twelve concurrent calls take their tokens at once; the first connection's answers the 429
-      // while the eleven others are still in their handshakes.
-      const results = await Promise.allSettled(Array.from({ length: 12 }, () => client.listProviders()));
+      // while the eleven others are still in their handshakes, which go on once that call has
+      // settled (the only one that can: the others wait for their handshakes).
+      const calls = Array.from({ length: 12 }, () => client.listProviders());
+      void Promise.race(calls.map((call) => call.catch(() => undefined))).then(() => relay.release());
+      const results = await Promise.allSettled(calls);
       const arrivals = tlsSim.requests({ route: "GET /v2/auth/providers" });
       const limited = arrivals.filter((r) => r.status === "429");
       expect(limited).toHaveLength(1);
