@@ -48,9 +48,11 @@ export type Execution =
   | { kind: "failed"; error: unknown; written?: StoredResource; history?: Decision["history"] };
 
 /**
- * Performs `decision`'s write, if any, then its rebuild, if any (see {@link Execution}). A
- * revision the rebuild created is followed by a read of the deployment (its new latest
- * revision, for the status and the rollout's tracking); that read failing costs only the
+ * Performs `decision`'s write, if any, then its rebuild, if any (see {@link Execution}). A PATCH
+ * that made a revision itself (new secret values do; values the service already had, which a
+ * service that masks them is sent again, do not) is the revision the rebuild asked for: no
+ * second build. A revision the rebuild created is followed by a read of the deployment (its new
+ * latest revision, for the status and the rollout's tracking); that read failing costs only the
  * tracking until the next lookup, never a second build.
  */
 export async function execute(
@@ -63,6 +65,8 @@ export async function execute(
   const rebuild = decision.rebuild;
   if (!rebuild || executed?.kind === "failed") return executed;
   const done = executed ?? { kind: "none" };
+  const written = revisionPatched(done, decision);
+  if (written) return { ...done, rebuilt: { outcome: { kind: "written", revisionId: written } } };
   const { service, snapshot, rebuilds } = run.session;
   let outcome: Awaited<ReturnType<typeof rebuilds.rebuild>>;
   try {
@@ -84,6 +88,14 @@ export async function execute(
   if (deployment) snapshot.remember(deployment);
   else snapshot.forget(rebuild.deploymentId);
   return { ...done, rebuilt: { outcome, deployment } };
+}
+
+/** The revision the PATCH of `done` made, if it made one (its answer names a new latest revision). */
+function revisionPatched(done: Executed, decision: Decision): string | undefined {
+  if (done.kind !== "sent" || done.sent.revision.kind !== "patched") return undefined;
+  const before = decision.observed?.kind === "found" ? decision.observed.deployment : undefined;
+  const made = done.sent.deployment.latest_revision_id;
+  return before && made && made !== before.latest_revision_id ? made : undefined;
 }
 
 /** Performs `decision`'s write, if any. */

@@ -46,7 +46,8 @@ export interface RebuildDecision {
 /**
  * A pending `dms.dev/rebuild-requested-at` on the deployment `deploymentId`:
  * - the write makes a new revision itself (`newRevision`): that revision is the one asked for,
- *   and the request is handled (no second build);
+ *   and the request is handled (no second build); a PATCH that may make one (new secret values,
+ *   which the service may not show) is looked at once answered (`execute.ts`);
  * - the connection's service has no rebuild route: refused (Synced=False, Stalled,
  *   {@link REASON.RebuildRouteMissing}, an event the first time), nothing else written for it,
  *   not recorded as handled;
@@ -96,7 +97,8 @@ export function rebuildRefused(why: string): SyncOutcome & { kind: "failed" } {
 }
 
 /**
- * `settled` with what the rebuild came to: a revision created is recorded as handled, with an
+ * `settled` with what the rebuild came to: a revision the PATCH made is the one asked for (handled,
+ * said by the PATCH's event); a revision created is recorded as handled, with an
  * event `Rebuilt` naming it, and the deployment read after it (its new latest revision) is what
  * the status shows; a route found missing refuses the request (see {@link rebuildRefused}); a
  * deployment the service no longer has leaves it pending (the next reconcile looks it up); a
@@ -119,6 +121,8 @@ export function withRebuild(
   }
   if (outcome.kind === "unknown" || requestedAt === undefined) return settled;
   const handled = { ...decided.record, lastHandledRebuildAt: requestedAt };
+  // The PATCH made the revision (recorded, and said, as its own): the request is handled.
+  if (outcome.kind === "written") return { decided: { ...decided, record: handled }, events };
   if (outcome.kind === "unconfirmed") {
     const note = `the rebuild asked by ${ANNOTATION_REBUILD_REQUESTED_AT} (${requestedAt}) got no answer (${outcome.error}): the revision may or may not have been created; the request is recorded as handled so that it never builds twice; set a new value to ask again`;
     return {

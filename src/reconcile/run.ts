@@ -207,7 +207,13 @@ export type Executed =
     | { kind: "sent"; sent: ApplyPatchResult }
     /** No write: only the rebuild. */
     | { kind: "none" }
-  ) & { rebuilt?: { outcome: RebuildOutcome; deployment?: Deployment | undefined } };
+  ) & { rebuilt?: { outcome: RebuildOutcome | PatchedRevision; deployment?: Deployment | undefined } };
+
+/** The rebuild asked for was the revision the write's PATCH made: no second build. */
+export interface PatchedRevision {
+  kind: "written";
+  revisionId: string;
+}
 
 /** How the revision part went out. */
 export type RevisionSent =

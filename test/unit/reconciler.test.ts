@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import type { CreateDeploymentBody } from "../../src/api/wire.ts";
 import {
   ANNOTATION_PAUSED,
+  ANNOTATION_REBUILD_REQUESTED_AT,
   ANNOTATION_RECONCILE_INTERVAL,
   ANNOTATION_RECONCILE_REQUESTED_AT,
   type DeploymentSpec,
@@ -1021,6 +1022,49 @@ const cases: Case[] = [
     also: (w) => expect(w.secrets.reads).toEqual(["default/agent-keys/api"]),
   },
 
+  {
+    reason:
+      "a rebuild asked for with a rotated Secret: the PATCH's revision is the one asked for, no second build",
+    arrange: async (w) => {
+      await settledWithSecret(w);
+      w.secrets.set("default", "agent-keys", { api: "sk-new-9876543210" });
+      w.resources.edit(REF, (o) => {
+        o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+      });
+    },
+    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
+    calls: { patch: 1 },
+    conditions: ROLLING_OUT,
+    events: ["Normal/Updated"],
+    also: (w) => {
+      const status = w.resources.stored(REF)?.status;
+      expect(status?.lastHandledRebuildAt).toBe("2030-01-02T00:00:00Z");
+      // The one revision made is the PATCH's (no rebuild call above), recorded as the operator's.
+      const id = status?.deploymentId ?? "";
+      expect(status?.revisionHistory?.[0]?.id).toBe(w.service.store.get(id)?.latest_revision_id);
+    },
+  },
+  {
+    reason:
+      "a rebuild asked for with secrets sent again that the service already had (it masks them): the PATCH makes no revision, so the rebuild makes one",
+    arrange: async (w) => {
+      w.secrets.set("default", "agent-keys", { api: "sk-old-0123456789" });
+      w.existing({ ...BODY, secrets: [{ name: "API_KEY", value: "sk-old-0123456789" }] });
+      await w.applied(
+        { secrets: [API_KEY_FROM_SECRET] },
+        { annotations: { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" } },
+      );
+    },
+    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
+    calls: { patch: 1, createRevision: 1, getById: 1 },
+    conditions: ROLLING_OUT,
+    events: ["Normal/Adopted", "Normal/Updated", "Normal/Rebuilt"],
+    also: (w) => {
+      const status = w.resources.stored(REF)?.status;
+      expect(status?.lastHandledRebuildAt).toBe("2030-01-02T00:00:00Z");
+      expect(w.service.store.revisions(status?.deploymentId ?? "")).toHaveLength(2);
+    },
+  },
   {
     reason:
       "a settled resource reads none of its Secrets: their resourceVersions are those recorded with the hash",
