@@ -239,19 +239,8 @@ export function decide(
       : undefined;
   const sending = gated.send ?? back;
   const problems = outcomeFromProblems(sendable.problems);
-  const write: Write | undefined =
-    sending && deployment
-      ? {
-          kind: "send",
-          plan: sending,
-          deployment,
-          back: back !== undefined,
-          adopted: found.adopted,
-          redeployMessage: !gated.held && !problems,
-        }
-      : undefined;
   // A rebuild asked for goes after the write, unless something holds it or the write makes a
-  // revision itself (see decideRebuild).
+  // revision itself (see decideRebuild): then that revision is built, never an earlier one reused.
   const rebuild =
     deployment && !problems && !gated.held && pendingRebuild(spec, status)
       ? decideRebuild(spec, status, observation, {
@@ -261,6 +250,18 @@ export function decide(
           newRevision: sending?.newRevision === true,
           counter: settings.counter,
         })
+      : undefined;
+  const write: Write | undefined =
+    sending && deployment
+      ? {
+          kind: "send",
+          plan: sending,
+          deployment,
+          back: back !== undefined,
+          adopted: found.adopted,
+          redeployMessage: !gated.held && !problems,
+          ...(rebuild?.handled !== undefined ? { build: true } : {}),
+        }
       : undefined;
   const viaRolloutNow = gated.viaRolloutNow || rebuild?.viaRolloutNow;
   const log = viaRolloutNow

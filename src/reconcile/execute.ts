@@ -145,6 +145,7 @@ async function write(
     status: run.obj.status ?? {},
     now: formatTime(run.now),
     signal,
+    ...(write.build ? { build: true } : {}),
   });
   if (sent.failed) return { kind: "failed", error: sent.failed.error, history: sent.history };
   return { kind: "sent", sent };
@@ -157,7 +158,12 @@ export interface ApplyPatchInput extends PatchTarget {
   /** RFC 3339, for `redeployedAt`. */
   now: string;
   signal: AbortSignal;
+  /** A rebuild was asked (`dms.dev/rebuild-requested-at`): the revision is built, never reused. */
+  build?: true;
 }
+
+/** Why a revision is built when a rebuild was asked, whatever `spec.revisionReuse` allows. */
+const REBUILD_ASKED = "a rebuild was asked (dms.dev/rebuild-requested-at)";
 
 /**
  * Sends `decision` (see the module comment). Rejects as the PATCH or the redeploy reject, before
@@ -169,7 +175,7 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
   const body = decision.body;
   const { config, source, secretsHash, configHash } = revisionDigests(input);
   const history = status.revisionHistory;
-  const split = decision.newRevision ? splitForRedeploy(body) : undefined;
+  const split = decision.newRevision && !input.build ? splitForRedeploy(body) : undefined;
 
   /** The PATCH of `sent`, and the revision it created recorded. */
   const patch = async (sent: typeof body, why?: string): Promise<ApplyPatchResult> => {
@@ -186,7 +192,7 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
     };
   };
 
-  if (!split) return patch(body);
+  if (!split) return patch(body, input.build && decision.newRevision ? REBUILD_ASKED : undefined);
   // Redeployed by a switch of the active revision, and still the operator's latest act for this
   // very config and secrets: nothing to send for the revision again.
   const pending = pendingSwitchBack(input);

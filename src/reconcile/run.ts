@@ -165,6 +165,8 @@ export type Write =
       back: boolean;
       adopted: boolean;
       redeployMessage: boolean;
+      /** The revision it makes is a rebuild asked for: built, never an earlier one redeployed. */
+      build?: true;
     };
 
 /** What a reconcile decided (see the module comment). */

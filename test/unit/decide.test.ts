@@ -282,11 +282,11 @@ const ROWS: Row[] = [
     write: undefined,
   },
   {
-    name: "a rebuild asked for with a change that makes a revision: that revision is the one asked for, no second build",
+    name: "a rebuild asked for with a change that makes a revision: that revision is the one asked for, built (never reused), no second build",
     spec: rebuilding(IMAGE_2),
     observation: seen(rebuilding(IMAGE_2), DEPLOYED),
     status: OURS,
-    decision: { record: { lastHandledRebuildAt: ASKED } },
+    decision: { record: { lastHandledRebuildAt: ASKED }, write: { kind: "send", build: true } },
     write: "send",
   },
   {

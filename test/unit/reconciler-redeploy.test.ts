@@ -9,7 +9,7 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { REPLACEMENT } from "../../src/api/printable.ts";
-import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { ANNOTATION_REBUILD_REQUESTED_AT, type DeploymentSpec } from "../../src/crd/schema.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import type { SessionLookup } from "../../src/reconcile/service/session.ts";
@@ -108,6 +108,23 @@ function world(route: SimulatedService["redeployRoute"] = "new-revision", good =
 }
 
 describe("DeploymentReconciler: redeploy instead of rebuild", () => {
+  it("changed back with a rebuild asked (dms.dev/rebuild-requested-at): built by the PATCH, not redeployed, and no second build", async () => {
+    const w = world();
+    await w.goodThenBad();
+    const before = (w.service.store.revisions(w.deployment()?.id ?? "") ?? []).length;
+    w.back();
+    w.edit((o) => {
+      o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+    });
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls).toMatchObject({ redeploy: 0, patch: 1, createRevision: 0 });
+    expect(w.patchedRevisionConfig()).toBe(true);
+    expect(w.service.store.revisions(w.deployment()?.id ?? "")).toHaveLength(before + 1);
+    expect(w.stored()?.status?.lastHandledRebuildAt).toBe("2030-01-02T00:00:00Z");
+    expect(w.events.reasons()).toEqual(["Normal/Updated"]);
+  });
+
   it("an image digest changed and changed back: one redeploy, no PATCH, the old config live again, faster than a build", async () => {
     const w = world();
     await w.goodThenBad();
