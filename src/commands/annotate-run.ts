@@ -5,6 +5,7 @@
  * on; the command then ends with status 1, as kubectl does.
  */
 
+import { escapeForTerminal } from "../api/printable.ts";
 import { PatchType } from "../kube/client.ts";
 import { DEPLOYMENTS } from "../kube/deployments.ts";
 import { isNotFound } from "../kube/errors.ts";
@@ -135,7 +136,7 @@ export async function runVerb(
     // One resource: its failure is the command's, reported by the harness as before.
     if (ctx.stopSignal.aborted || targets.length === 1) throw error;
     const message = error instanceof Error ? error.message : String(error);
-    ctx.err(`error: ${RESOURCE_PREFIX}/${name}: ${message.replace(/\s*\n\s*/g, " ")}\n`);
+    ctx.err(`error: ${RESOURCE_PREFIX}/${name}: ${escapeForTerminal(message.replace(/\s*\n\s*/g, " "))}\n`);
   };
   const requested: { name: string; value: string }[] = [];
   for (const name of targets) {

@@ -4,6 +4,7 @@
  * deployment that cannot be read is skipped with a warning on stderr, and the command succeeds.
  */
 import { type Command, Option } from "commander";
+import { escapeForTerminal } from "../api/printable.ts";
 import type { Deployment, DeploymentFilters } from "../api/wire.ts";
 import type { ServiceFlags } from "../config.ts";
 import {
@@ -47,6 +48,9 @@ export const DEPLOYMENT_LISTING: Listing<Deployment> = {
   name: (d) => d.name,
   empty: "No deployments.",
 };
+
+/** Unreadable deployments of a listing named one by one on stderr; the rest are counted. */
+export const SKIPPED_NAMED = 10;
 
 /** The listing filters the flags ask for. */
 export function filtersFromFlags(flags: ListFlags): DeploymentFilters {
@@ -103,12 +107,22 @@ export const registerDeploymentsCommand: RegisterCommand = (program, ctx) => {
   addServiceOptions(addOutputOptions(list)).action(async (_flags: unknown, command: Command) => {
     const flags = command.optsWithGlobals<ListFlags>();
     await printServiceListing(ctx, flags, DEPLOYMENT_LISTING, async (client) => {
-      const rows = await client.listAllDeployments(filtersFromFlags(flags), {
-        signal: ctx.stopSignal,
-        ...(flags.limit === undefined ? {} : { pageSize: flags.limit }),
-        onUnreadable: (item) => ctx.err(`warning: skipped: ${item.message}\n`),
-      });
-      return flags.showSecretValues ? rows : rows.map(hideSecretValues);
+      // A server may answer every page full of unreadable items: the first few are named, the
+      // rest counted; the name is the service's text, its controls written as escapes.
+      let skipped = 0;
+      try {
+        const rows = await client.listAllDeployments(filtersFromFlags(flags), {
+          signal: ctx.stopSignal,
+          ...(flags.limit === undefined ? {} : { pageSize: flags.limit }),
+          onUnreadable: (item) => {
+            if (skipped++ < SKIPPED_NAMED) ctx.err(`warning: skipped: ${escapeForTerminal(item.message)}\n`);
+          },
+        });
+        return flags.showSecretValues ? rows : rows.map(hideSecretValues);
+      } finally {
+        if (skipped > SKIPPED_NAMED)
+          ctx.err(`warning: skipped ${skipped - SKIPPED_NAMED} more deployments that could not be read\n`);
+      }
     });
   });
 };

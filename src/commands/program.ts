@@ -8,6 +8,7 @@
  */
 import { Command, CommanderError, Help } from "commander";
 import { ServiceError } from "../api/errors.ts";
+import { escapeForTerminal } from "../api/printable.ts";
 import { VERSION } from "../version.ts";
 import type { CommandEntry } from "./command-entry.ts";
 import type { CliContext, RegisterCommand } from "./context.ts";
@@ -196,8 +197,10 @@ async function reportError(error: unknown, verbose: boolean, ctx: CliContext): P
   }
   const lines =
     error instanceof UsageError ? error.lines : [error instanceof Error ? error.message : String(error)];
-  for (const line of lines) ctx.err(`error: ${line.replace(/\s*\n\s*/g, " ")}\n`);
-  if (verbose) ctx.err(`${describeChain(error)}\n`);
+  // A message may quote the service's or the cluster's text (a 4xx's detail, a name): its controls
+  // are written as escapes, so it can neither drive the terminal nor break the one line.
+  for (const line of lines) ctx.err(`error: ${escapeForTerminal(line.replace(/\s*\n\s*/g, " "))}\n`);
+  if (verbose) ctx.err(`${describeChain(error).split("\n").map(escapeForTerminal).join("\n")}\n`);
   else if (error instanceof ServiceError && error.maybeApplied) {
     ctx.err("hint: the change may have been applied; list before repeating it\n");
   }

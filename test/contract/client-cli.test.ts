@@ -12,6 +12,7 @@ import { parse as parseYaml } from "yaml";
 import type { SimulatorSeed } from "../../src/simulator/seed.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { nodeCacheEnv } from "../support/node-env.ts";
+import { send, startFakeService } from "./client-fake-service.ts";
 import { BASE_SEED, INTEGRATION } from "./seed-fixtures.ts";
 
 const CLI = new URL("../../src/cli.ts", import.meta.url).pathname;
@@ -109,6 +110,35 @@ describe("deployments list", () => {
     } finally {
       sim.store.drift(billing.id, { status: "UNUSED" });
       sim.store.delete(ghost.id);
+    }
+  });
+
+  it("a hostile service: skipped items named with their controls as escapes, the first ten, the rest counted", async () => {
+    // Unreadable items (most fields missing) whose names would retitle and clear the terminal, and a 4xx's
+    // detail that would: written as escapes on stderr, the warnings bounded.
+    const hostile = (i: number) => ({ name: `ghost-${i}\u001b]0;PWNED\u0007\u001b[2J`, source: "github" });
+    const fake = await startFakeService((req, res) => {
+      if (req.path !== "/v2/deployments") return send(res, 404, { detail: "gone\u001b]0;PWNED\u0007" });
+      const first = req.query.get("offset") === "0";
+      send(res, 200, { resources: first ? Array.from({ length: 25 }, (_, i) => hostile(i)) : [] });
+    });
+    try {
+      const run = await cli(["deployments", "list"], { DMS_BASE_URL: fake.url });
+      expect(run.code).toBe(0);
+      expect(run.stdout).toBe("No deployments.\n");
+      const lines = run.stderr.trimEnd().split("\n");
+      expect(lines).toHaveLength(11);
+      expect(lines[0]).toBe(
+        'warning: skipped: the service\'s deployment "ghost-0\\x1b]0;PWNED\\x07\\x1b[2J" cannot be read: source_config: required field is missing',
+      );
+      expect(lines[10]).toBe("warning: skipped 15 more deployments that could not be read");
+      expect(run.stderr).not.toContain("\u001b");
+      const failed = await cli(["repos", "list", "--integration", INTEGRATION], { DMS_BASE_URL: fake.url });
+      expect(failed.code).toBe(1);
+      expect(failed.stderr).toContain("404 not_found: gone\\x1b]0;PWNED\\x07");
+      expect(failed.stderr).not.toContain("\u001b");
+    } finally {
+      await fake.close();
     }
   });
 

@@ -2,6 +2,8 @@
 // is the interruption itself; any other error keeps its own one-line cause.
 import type { Command } from "commander";
 import { describe, expect, it } from "vitest";
+import { ServiceError } from "../../src/api/errors.ts";
+import { unprintableIn } from "../../src/api/printable.ts";
 import type { CliContext } from "../../src/commands/context.ts";
 import { EXIT, runProgram } from "../../src/commands/program.ts";
 import { Manager, ShutdownTimeoutError } from "../../src/runtime/manager.ts";
@@ -65,5 +67,47 @@ describe("runProgram after a stop signal", () => {
     });
     expect(code).toBe(EXIT.failed);
     expect(stderr).toBe("error: health-server failed: listen EADDRINUSE: address already in use :8081\n");
+  });
+});
+
+describe("runProgram's error line", () => {
+  /** Runs a one-command program whose action throws `error`. */
+  async function runFailing(error: unknown, args: string[] = []) {
+    let stderr = "";
+    const ctx: CliContext = {
+      out: () => {},
+      err: (text) => {
+        stderr += text;
+      },
+      stdoutIsTTY: false,
+      env: {},
+      stopSignal: new AbortController().signal,
+    };
+    const register = (program: Command) => {
+      program.command("work").action(async () => {
+        throw error;
+      });
+    };
+    return { code: await runProgram(["work", ...args], ctx, [register]), stderr };
+  }
+
+  it("writes the service's controls in a failure's detail as escapes, on its one line", async () => {
+    // A 4xx's detail is the service's own text: it must not retitle, clear or recolour the terminal.
+    const error = new ServiceError({
+      kind: "not_found",
+      method: "GET",
+      route: "/v2/deployments",
+      status: 404,
+      detail: "nope\u001b]0;PWNED\u0007\u001b[2J\u009b31m\u202eevil",
+      retryable: false,
+    });
+    const { code, stderr } = await runFailing(error);
+    expect(code).toBe(EXIT.failed);
+    expect(stderr.split("\n")[0]).toBe(
+      "error: GET /v2/deployments: 404 not_found: nope\\x1b]0;PWNED\\x07\\x1b[2J\\x9b31m\\u202eevil",
+    );
+    const verbose = await runFailing(error, ["--verbose"]);
+    expect(verbose.stderr).toContain("\\x1b]0;PWNED");
+    expect(unprintableIn(verbose.stderr.replaceAll("\n", ""))).toBeUndefined();
   });
 });
