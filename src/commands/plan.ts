@@ -26,6 +26,7 @@ import type { ClusterReader, LiveResource, ServiceChoice, ServiceFor } from "../
 import { reviewAll } from "../gitops/live.ts";
 import { type ManifestProblem, type ManifestResource, parseManifests } from "../gitops/manifests.ts";
 import {
+  fileErrorLine,
   invalidDocuments,
   PLAN_EXIT,
   type PlanReport,
@@ -123,7 +124,7 @@ function renderPlan(report: PlanReport, flags: PlanFlags, ctx: CliContext): stri
       return yamlText(planDocument(report));
     case "name":
       // The names on stdout for a script; what makes the plan fail stays visible on stderr.
-      for (const p of report.fileErrors) ctx.err(`${p.file}:${p.line}:${p.column}: error: ${p.message}\n`);
+      for (const p of report.fileErrors) ctx.err(`${fileErrorLine(p)}\n`);
       return report.entries.map((e) => `deployment.dms.dev/${e.name}\n`).join("");
     default:
       return renderPlanText(report, paint(colorEnabled(ctx.env, ctx.stdoutIsTTY)));
@@ -237,11 +238,11 @@ export async function runPlanOffline(flags: PlanFlags, ctx: CliContext): Promise
     ctx.out(renderDocument(format, document));
   } else if (format === "name") {
     // The names on stdout for a script; what makes the check fail stays visible on stderr.
-    for (const p of fileErrors) ctx.err(`${p.file}:${p.line}:${p.column}: error: ${p.message}\n`);
+    for (const p of fileErrors) ctx.err(`${fileErrorLine(p)}\n`);
     ctx.out(valid.map((v) => `deployment.dms.dev/${v.name}\n`).join(""));
   } else {
     const red = paint(colorEnabled(ctx.env, ctx.stdoutIsTTY)).red;
-    for (const p of fileErrors) ctx.out(`${p.file}:${p.line}:${p.column}: ${red("error")}: ${p.message}\n`);
+    for (const p of fileErrors) ctx.out(`${fileErrorLine(p, red)}\n`);
     const docs = `${invalid} invalid ${invalid === 1 ? "document" : "documents"}`;
     const read = `${files.length} ${files.length === 1 ? "file" : "files"}`;
     ctx.out(

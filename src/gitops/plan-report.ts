@@ -2,7 +2,7 @@
  * The result of `dms-operator plan`: its exit status (0 nothing to do, 2 changes planned, 1
  * errors) and its rendering for people (text) and for programs (JSON). Pure.
  */
-import { escapeJsonText } from "../api/printable.ts";
+import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
 import { DEFAULT_CONNECTION } from "../crd/connection-ref.ts";
 import type { ManifestProblem } from "./manifests.ts";
 import type { ProtectedRemoval } from "./protection.ts";
@@ -145,29 +145,32 @@ function headlineColour(e: ReviewEntry, c: PlanColours): (text: string) => strin
  */
 export function renderPlanText(report: PlanReport, colours: PlanColours = NO_COLOURS): string {
   const c = colours;
+  // What the files, the service and the cluster wrote (a display name, a path, a field's name, a
+  // service's error) with its controls written as escapes, before any colour is added: a value
+  // must not drive the reviewer's terminal or the CI log.
+  const x = escapeForTerminal;
   const out: string[] = [];
   for (const e of report.entries) {
     const target = e.deploymentName === e.name ? "" : ` (service name "${e.deploymentName}")`;
     const through = e.connection === DEFAULT_CONNECTION ? "" : ` via ${e.connection}`;
     out.push(
-      `${e.namespace}/${e.name}${target}${through} [${where(e)}]: ${headlineColour(e, c)(headline(e))}`,
+      `${x(`${e.namespace}/${e.name}${target}${through} [${where(e)}]`)}: ${headlineColour(e, c)(x(headline(e)))}`,
     );
     const [marker, colour] = e.action === "create" ? ["+", c.green] : ["~", c.yellow];
-    for (const line of e.summary) out.push(`    ${colour(`${marker} ${line}`)}`);
-    if (e.held) out.push(`    ${heldLine(e.held)}`);
-    for (const line of e.drift) out.push(`    ≠ ${line}`);
-    for (const p of e.problems) out.push(`    ${c.red(`! ${p.reason}: ${p.message}`)}`);
-    if (e.error) out.push(`    ${c.red(`! ${e.error}`)}`);
-    if (e.skipReason) out.push(`    - ${e.skipReason}`);
-    for (const w of e.warnings) out.push(`    warning: ${w}`);
+    for (const line of e.summary) out.push(`    ${colour(x(`${marker} ${line}`))}`);
+    if (e.held) out.push(`    ${x(heldLine(e.held))}`);
+    for (const line of e.drift) out.push(`    ≠ ${x(line)}`);
+    for (const p of e.problems) out.push(`    ${c.red(x(`! ${p.reason}: ${p.message}`))}`);
+    if (e.error) out.push(`    ${c.red(x(`! ${e.error}`))}`);
+    if (e.skipReason) out.push(`    - ${x(e.skipReason)}`);
+    for (const w of e.warnings) out.push(`    warning: ${x(w)}`);
     if (e.paused && e.action !== "error" && e.action !== "skipped")
       out.push("    note: paused (dms.dev/paused); applies once unpaused");
   }
-  for (const p of report.fileErrors)
-    out.push(`${p.file}:${p.line}:${p.column}: ${c.red("error")}: ${p.message}`);
-  for (const r of report.protection?.removals ?? []) out.push(`${c.yellow("warning")}: ${r.message}`);
+  for (const p of report.fileErrors) out.push(fileErrorLine(p, c.red));
+  for (const r of report.protection?.removals ?? []) out.push(`${c.yellow("warning")}: ${x(r.message)}`);
   if (report.protection?.unchecked)
-    out.push(`note: deletion protection not checked ${report.protection.unchecked}`);
+    out.push(`note: deletion protection not checked ${x(report.protection.unchecked)}`);
   const n = planCounts(report.entries);
   if (out.length > 0) out.push("");
   const errors = n.error + invalidDocuments(report.fileErrors);
@@ -180,4 +183,12 @@ export function renderPlanText(report: PlanReport, colours: PlanColours = NO_COL
     );
   }
   return `${out.join("\n")}\n`;
+}
+
+/**
+ * A manifest's problem as `file:line:col: error: message`, `red` colouring the word: the path and
+ * the message (which quotes the file's own keys and values) with their controls as escapes.
+ */
+export function fileErrorLine(p: ManifestProblem, red: (text: string) => string = (t) => t): string {
+  return `${escapeForTerminal(`${p.file}:${p.line}:${p.column}`)}: ${red("error")}: ${escapeForTerminal(p.message)}`;
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { unprintableIn } from "../../src/api/printable.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import {
   type PlanReport,
@@ -376,6 +377,36 @@ describe("plan report", () => {
       "secrets",
     ]);
     expect(renderPlanJson(r)).not.toContain(SECRET_VALUE);
+  });
+
+  it("text writes the service's and the files' controls as escapes: a value cannot drive the terminal", () => {
+    const hostile = "Evil\x1b]0;TITLE\x07\x1b[2J\u202e";
+    const e = entry(
+      inputs(spec({ displayName: "Good" }), {
+        observed: { ...deployed, display_name: hostile },
+        file: "deploy/\x1b[31magent.yaml",
+      }),
+    );
+    const colours = { green: (t: string) => t, yellow: (t: string) => t, red: (t: string) => `<r>${t}</r>` };
+    const text = renderPlanText(
+      report(
+        [e],
+        [
+          {
+            file: "bad\x9b.yaml",
+            line: 7,
+            column: 3,
+            document: 1,
+            message: "spec.sourc\x1b[31mConfig: unknown field",
+          },
+        ],
+      ),
+      colours,
+    );
+    expect(text).toContain("displayName: Evil\\x1b]0;TITLE\\x07\\x1b[2J\\u202e → Good");
+    expect(text).toContain("[deploy/\\x1b[31magent.yaml:1]");
+    expect(text).toContain("bad\\x9b.yaml:7:3: <r>error</r>: spec.sourc\\x1b[31mConfig: unknown field");
+    expect(unprintableIn(text.replaceAll("\n", ""))).toBeUndefined();
   });
 
   it("service names that differ from metadata.name are shown", () => {

@@ -1,6 +1,8 @@
 // `plan --offline`: the files checked against the CRD's schema and CEL rules with no network (no
 // service URL, no cluster given: a request would fail the run), for a CI job without credentials.
+
 import { beforeAll, describe, expect, it } from "vitest";
+import { unprintableIn } from "../../src/api/printable.ts";
 import { registerPlanCommand } from "../../src/commands/plan-command.ts";
 import { runCli } from "../support/cli.ts";
 
@@ -67,6 +69,18 @@ describe("plan --offline", () => {
     const names = await plan(["-o", "name"], `${valid}---\n${misspelt}`);
     expect(names.stdout).toBe("deployment.dms.dev/agent\n");
     expect(names.stderr).toMatch(/:17:3: error: spec\.sourcConfig/);
+  });
+
+  it("a refusal quoting the file's own key writes its controls as escapes, on stdout and stderr", async () => {
+    // A key of a pull request's manifest: it must not drive the reviewer's terminal or the CI log.
+    const hostile = misspelt.replace("  sourcConfig:", '  "sourc\\e]0;PWNED\\a\\e[2JConfig":');
+    const text = await plan([], hostile);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toContain("spec.sourc\\x1b]0;PWNED\\x07\\x1b[2JConfig: unknown field");
+    const names = await plan(["-o", "name"], hostile);
+    expect(names.stderr).toContain("spec.sourc\\x1b]0;PWNED\\x07\\x1b[2JConfig: unknown field");
+    for (const out of [text.stdout, names.stdout, names.stderr])
+      expect(unprintableIn(out.replaceAll("\n", ""))).toBeUndefined();
   });
 
   it("refuses what would read a cluster, and a bad flag exits 1 (2 means changes planned)", async () => {
