@@ -133,14 +133,14 @@ export class KubeClient {
 
   /** Sends `req` and resolves its parsed JSON answer. */
   async request(req: KubeRequest): Promise<unknown> {
-    const { res, settled } = await this.#send(req, req.timeoutMs ?? this.#timeoutMs, !req.urgent);
+    const { res, settled, timedOut } = await this.#send(req, req.timeoutMs ?? this.#timeoutMs, !req.urgent);
     const ok = (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 300;
     if (req.discardAnswer && ok) {
-      await drain(res, describe(req)).finally(settled);
+      await drain(res, describe(req)).catch(timedOut).finally(settled);
       return undefined;
     }
     const max = ok ? req.maxBytes : undefined;
-    const text = await readBody(res, describe(req), true, max).finally(settled);
+    const text = await readBody(res, describe(req), true, max).catch(timedOut).finally(settled);
     const body = parseJson(text);
     const status = res.statusCode ?? 0;
     if (status < 200 || status >= 300) throw apiErrorFrom(status, body, describe(req));
@@ -149,10 +149,10 @@ export class KubeClient {
 
   /** Opens a streaming GET (a watch) and yields each line's JSON value. */
   async stream(req: KubeRequest): Promise<AsyncIterable<unknown>> {
-    const { res, settled } = await this.#send(req, req.timeoutMs ?? this.#timeoutMs);
+    const { res, settled, timedOut } = await this.#send(req, req.timeoutMs ?? this.#timeoutMs);
     const status = res.statusCode ?? 0;
     if (status !== 200) {
-      const text = await readText(res, describe(req)).finally(settled);
+      const text = await readText(res, describe(req)).catch(timedOut).finally(settled);
       throw apiErrorFrom(status, parseJson(text), describe(req));
     }
     return jsonLines(res, describe(req), settled);
@@ -169,7 +169,7 @@ export class KubeClient {
     req: KubeRequest,
     timeoutMs: number,
     pooled = false,
-  ): Promise<{ res: http.IncomingMessage; settled: () => void }> {
+  ): Promise<{ res: http.IncomingMessage; settled: () => void; timedOut: (error: unknown) => never }> {
     const url = this.#url(req);
     const options: https.RequestOptions = { headers: {} };
     // Applied per call so rotated service-account tokens and exec credentials are picked up.
@@ -190,14 +190,22 @@ export class KubeClient {
     // The caller's signal, followed by one listener until the body was read: no AbortSignal.any,
     // whose bookkeeping outlives each request into the old generation (runtime/clock.ts).
     const followed = followSignal(req.signal);
-    const timer = setTimeout(
-      () => followed.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")),
-      timeoutMs,
-    );
+    let expired = false;
+    const timer = setTimeout(() => {
+      expired = true;
+      followed.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError"));
+    }, timeoutMs);
     timer.unref();
     const settled = () => {
       clearTimeout(timer);
       followed.release();
+    };
+    // A failure once the timeout ran out says so (Node's own is "The operation was aborted").
+    const timedOut = (error: unknown): never => {
+      if (!expired) throw error;
+      throw new Error(`${describe(req)}: timeout: no complete answer within ${timeoutMs} ms`, {
+        cause: error,
+      });
     };
     const { signal } = followed;
     const transport = url.protocol === "http:" ? http : https;
@@ -214,10 +222,10 @@ export class KubeClient {
         outgoing.once("socket", hearSocketErrors);
         outgoing.end(payload);
       });
-      return { res, settled };
+      return { res, settled, timedOut };
     } catch (err) {
       settled();
-      throw err;
+      return timedOut(err);
     }
   }
 
