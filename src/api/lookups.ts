@@ -132,6 +132,8 @@ export class LookupShares {
     const running = this.#inFlightByKey.get(key);
     if (running !== undefined) {
       running.callers.push(...lookup.callers);
+      // It took no thread: an owner left with none waiting or in flight has no turn (as `end` drops it).
+      if (!this.#running.has(owner) && !this.#waiting.has(owner)) this.#turns.delete(owner);
       return;
     }
     this.#inFlightByKey.set(key, lookup);

@@ -95,6 +95,32 @@ describe("LookupShares", () => {
     expect(asked).toEqual(["a0", "b0", "a1", "b1", "a2", "b2"]);
   });
 
+  it("forgets the turn of an owner whose waiting lookup joined another's: it has none, and goes first when it asks again", () => {
+    const { asked, resolve, answer } = heldResolver();
+    const shares = new LookupShares({ total: 3, perOwner: 1 });
+    const lookup = (owner: string, name: string) => void lookUp(shares.lookupFor(owner, resolve), name);
+    lookup("c", "c-hang");
+    lookup("a", "a-hang");
+    lookup("d", "d-hang");
+    // a's lookup of the name waits in its full share; e's, waiting for room, starts first.
+    lookup("a", "shared.example");
+    lookup("e", "shared.example");
+    lookup("c", "c2");
+    answer("a-hang");
+    expect(asked.at(-1)).toBe("shared.example");
+    // a's turn comes: its lookup joins e's, in flight (no thread of its own).
+    answer("d-hang");
+    answer("shared.example");
+    expect(shares.inFlight("a")).toBe(0);
+    // a holds no lookup, waiting or in flight: it has no turn. Full again, a and c wait.
+    lookup("f", "f1");
+    lookup("g", "g1");
+    lookup("a", "a1");
+    // c's lookup ends: of c (a turn, its last start) and a (none), a starts first.
+    answer("c-hang");
+    expect(asked.slice(-2)).toEqual(["g1", "a1"]);
+  });
+
   it("answers a lookup the resolver refuses at once with its error, and frees its place", async () => {
     const shares = new LookupShares({ total: 1, perOwner: 1 });
     const refusing = (() => {
