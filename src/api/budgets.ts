@@ -306,8 +306,14 @@ export class ResponseMemory {
         const tenant = owner === undefined ? {} : ({ tenant: true } as const);
         if (own + weight > limit)
           throw new OverflowError({ bound: "memory", limit, shared: false, ...tenant });
-        if (own === 0) await this.#acquire(weight, owner, signal);
-        else if (this.#fits(weight, owner)) this.#add(weight, owner);
+        if (own === 0) {
+          await this.#acquire(weight, owner, signal);
+          // Closed while it waited (or before it ran on): the weight goes back, not held for good.
+          if (closed) {
+            this.#release(weight, owner);
+            throw new Error("the account is closed");
+          }
+        } else if (this.#fits(weight, owner)) this.#add(weight, owner);
         // Waiting while holding a part could wait forever for others that do the same.
         else if (this.#held + weight > this.capacity)
           throw new OverflowError({ bound: "memory", limit: this.capacity, shared: true });

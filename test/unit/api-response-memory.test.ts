@@ -91,6 +91,26 @@ describe("ResponseMemory", () => {
     expect(memory.held).toBe(100);
   });
 
+  it("gives back the weight of a take that waited while its account was closed (no signal aborted)", async () => {
+    const memory = new ResponseMemory(100, 0.5);
+    const first = memory.open("namespace/a");
+    await first.take(45);
+    const other = memory.open("namespace/b");
+    await other.take(50);
+    const late = memory.open("namespace/a");
+    const taking = late.take(10);
+    // Abandoned: its answer is dropped while its take waits for room.
+    late.close();
+    first.close();
+    await expect(taking).rejects.toThrow("the account is closed");
+    other.close();
+    expect(memory.held).toBe(0);
+    // Owner a holds nothing: its whole share is taken at once.
+    const again = memory.open("namespace/a");
+    await again.take(50);
+    expect(memory.held).toBe(50);
+  });
+
   it("holds one owner's answers to its share, and lets another owner's answer past the waiting ones at their share", async () => {
     // A tenant's answers that trickle hold a quarter at most (here): another's is read at once.
     const memory = new ResponseMemory(100, 0.25);
