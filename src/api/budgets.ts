@@ -248,12 +248,7 @@ export class JsonWeigher {
   }
 }
 
-interface Waiter {
-  weight: number;
-  owner: string | undefined;
-  resolve: () => void;
-  reject: (reason: unknown) => void;
-}
+type Waiter = { weight: number; owner: string | undefined; resolve(): void; reject(reason: unknown): void };
 
 /**
  * The part of a {@link ResponseMemory} one owner's answers (a tenant's, over however many
