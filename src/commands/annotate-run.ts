@@ -10,6 +10,7 @@ import { PatchType } from "../kube/client.ts";
 import { DEPLOYMENTS } from "../kube/deployments.ts";
 import { isNotFound } from "../kube/errors.ts";
 import { collectionPath, listItems, listMeta } from "../kube/object.ts";
+import { systemApiClock } from "../runtime/clock.ts";
 import { isRecord } from "../runtime/json.ts";
 import type { CliContext } from "./context.ts";
 import { type PluginCluster, pluginCluster } from "./plugin-cluster.ts";
@@ -198,17 +199,8 @@ async function waitForAcknowledgement(
         ctx.out(`${RESOURCE_PREFIX}/${name} acknowledged by the operator: ${said}\n`);
         return;
       }
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(resolve, WAIT_POLL_MS);
-        signal.addEventListener(
-          "abort",
-          () => {
-            clearTimeout(timer);
-            reject(signal.reason);
-          },
-          { once: true },
-        );
-      });
+      // Kept timers (the process waits for them), and the abort listener removed with each one.
+      await systemApiClock.sleep(WAIT_POLL_MS, signal);
     }
   } catch (error) {
     if (!deadline.aborted || ctx.stopSignal.aborted) throw error;
