@@ -195,8 +195,19 @@ async function writeExport(
   if (!controls(live, obj)) return { conflict: conflictMessage(write.name, live) };
   // The cache had not seen this resource's last write yet.
   if (live.labelled && live.digest === digest) return "unchanged";
-  await port.replace(live, write, signal);
+  try {
+    await port.replace(live, write, signal);
+  } catch (error) {
+    // Its label removed by hand: the export policy lets the operator update only labelled ones.
+    if (!live.labelled && port.isForbidden?.(error)) return { conflict: unlabelledMessage(write.name) };
+    throw error;
+  }
   return "updated";
+}
+
+/** Why a ConfigMap this resource controls, whose export label was removed, is not written back. */
+export function unlabelledMessage(name: string): string {
+  return `ConfigMap ${name} is this resource's but no longer carries the label ${EXPORT_LABEL}: "${EXPORT_LABEL_VALUE}", and the operator updates only ConfigMaps that carry it (the ValidatingAdmissionPolicy dms-operator-export-configmaps): put the label back (kubectl label configmap ${name} ${EXPORT_LABEL}=${EXPORT_LABEL_VALUE}), or delete the ConfigMap (the operator then creates it)`;
 }
 
 /** Deletes the ConfigMap `ref` when this resource controls it; whether there was one to delete. */

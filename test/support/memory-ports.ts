@@ -297,6 +297,9 @@ export class MemorySecrets implements SecretsPort {
 /** A write the API server refuses whatever the version (a 422: an immutable ConfigMap). */
 export class InvalidConfigMapWrite extends Error {}
 
+/** A write the export policy refuses (manifests/rbac/export-configmap-policy.yaml), as a 403 is. */
+export class ForbiddenConfigMapWrite extends Error {}
+
 /** A ConfigMap as {@link MemoryConfigMaps} stores it. */
 export interface MemoryConfigMap {
   uid: string;
@@ -317,6 +320,8 @@ export class MemoryConfigMaps implements ConfigMapsPort {
   lagging = false;
   /** Calls that fail with this error (as a forbidden request would), by method. */
   readonly failing = new Map<"read" | "create" | "replace" | "delete", Error>();
+  /** While true, the export policy is in force: a replace of a ConfigMap without the label is forbidden. */
+  policy = false;
 
   /** Stores a ConfigMap as another hand would: a user's, or another resource's. */
   put(ref: ResourceRef, cm: Partial<MemoryConfigMap>): MemoryConfigMap {
@@ -369,6 +374,8 @@ export class MemoryConfigMaps implements ConfigMapsPort {
     const cm = this.#stored.get(objectKey(write));
     if (!cm) throw new ResourceNotFound(`configmap ${write.name}`);
     if (cm.resourceVersion !== live.resourceVersion) throw new ResourceConflict(`configmap ${write.name}`);
+    if (this.policy && cm.labels[EXPORT_LABEL] !== EXPORT_LABEL_VALUE)
+      throw new ForbiddenConfigMapWrite(`PUT configmaps/${write.name}: HTTP 403 Forbidden`);
     const others = cm.ownerReferences.filter((o) => o.uid !== write.owner.uid);
     cm.labels = { ...cm.labels, [EXPORT_LABEL]: EXPORT_LABEL_VALUE };
     cm.ownerReferences = [...others, write.owner];
@@ -398,6 +405,10 @@ export class MemoryConfigMaps implements ConfigMapsPort {
 
   isInvalid(error: unknown): boolean {
     return error instanceof InvalidConfigMapWrite;
+  }
+
+  isForbidden(error: unknown): boolean {
+    return error instanceof ForbiddenConfigMapWrite;
   }
 
   #call(method: "read" | "create" | "replace" | "delete", ref: ResourceRef): void {

@@ -14,6 +14,7 @@ import {
   EXPORT_UNAVAILABLE_RETRY_MS,
   exportData,
   exportDigest,
+  unlabelledMessage,
 } from "../../src/reconcile/export.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { oneSession } from "../../src/reconcile/service/session.ts";
@@ -226,6 +227,33 @@ describe("the reconciler keeps the ConfigMap of spec.export", () => {
     // The put keeps the ownerReference: the resource still controls it.
     await w.reconcile();
     expect(w.configMaps.get(CM)?.data).toEqual(data);
+  });
+
+  it("its own ConfigMap with the export label removed by hand: written back labelled, or, under the export policy, ExportConflict saying how to put it back", async () => {
+    const w = world();
+    await w.adopted();
+    const unlabel = () => {
+      const own = w.configMaps.get(CM);
+      w.configMaps.put(CM, { ...own, labels: {}, data: { url: "https://elsewhere.example" } });
+    };
+    unlabel();
+    await w.reconcile();
+    expect(w.configMaps.get(CM)?.labels).toEqual({ [EXPORT_LABEL]: "true" });
+    expect(w.condition()).toMatchObject({ status: "True", reason: "Exported" });
+
+    w.configMaps.policy = true;
+    unlabel();
+    await w.reconcile();
+    expect(w.condition()).toMatchObject({ status: "False", reason: "ExportConflict" });
+    expect(w.condition()?.message).toBe(unlabelledMessage(CM.name));
+    expect(w.events.reasons().filter((r) => r.includes("Export"))).toContain("Warning/ExportConflict");
+
+    // Once the label is back, the export is written again.
+    const own = w.configMaps.get(CM);
+    w.configMaps.put(CM, { ...own, labels: { [EXPORT_LABEL]: "true" } });
+    await w.reconcile();
+    expect(w.condition()).toMatchObject({ status: "True", reason: "Exported" });
+    expect(w.configMaps.get(CM)?.data.url).not.toBe("https://elsewhere.example");
   });
 
   it("refuses a ConfigMap it does not own: never written, ExportConflict and one Warning", async () => {
