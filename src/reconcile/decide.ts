@@ -247,7 +247,9 @@ export function decide(
           deploymentId: deployment.id,
           windows,
           now,
-          newRevision: sending?.newRevision === true,
+          // A switch back sends the service's own config again, which makes no revision: the
+          // rebuild goes out after it (a build of that config, now what the spec asks).
+          newRevision: sending?.newRevision === true && sending !== back,
           counter: settings.counter,
         })
       : undefined;

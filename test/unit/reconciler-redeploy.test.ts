@@ -181,6 +181,33 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     expect(w.service.store.redeploys().at(-1)).toMatchObject({ revision_id: bad });
   });
 
+  it("switch-active, Git back to the latest revision's config with a rebuild asked: the latest config is built and goes live", async () => {
+    const w = world("switch-active");
+    await w.reverted();
+    w.clock.advance(BUILD_MS / 3);
+    await w.settle(3);
+    const id = w.deployment()?.id ?? "";
+    const before = (w.service.store.revisions(id) ?? []).length;
+    w.service.resetCalls();
+    w.events.all.length = 0;
+    // The service's config still names BAD (its latest revision); GOOD is active by the switch.
+    w.edit((o) => {
+      o.spec.sourceRevisionConfig = { imageUri: BAD };
+      o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+    });
+    await w.resync();
+    await w.reconcile();
+    expect(w.stored()?.status?.lastHandledRebuildAt).toBe("2030-01-02T00:00:00Z");
+    // Acknowledged only with a revision built: one more revision, of BAD, and it goes live.
+    expect(w.service.store.revisions(id)).toHaveLength(before + 1);
+    expect(w.service.calls.createRevision).toBe(1);
+    w.clock.advance(BUILD_MS / 3);
+    await w.settle(8);
+    const deployment = w.deployment();
+    expect(deployment?.active_revision_id).toBe(deployment?.latest_revision_id);
+    expect(w.stored()?.status?.activeRevision).toMatchObject({ imageUri: BAD });
+  });
+
   it("switch-active: the rollout of the revision switched back to keeps its start until it is live", async () => {
     const w = world("switch-active");
     await w.reverted();
