@@ -196,9 +196,11 @@ export function decide(
   const sendable: typeof planned = reported && drift ? reportedNoop(drift) : planned;
   // A revision part that a switch of the active revision already made live (the service's
   // config still names its newest revision) is nothing to roll out: no window holds it, and
-  // applyPatch sends only the rest, if any.
+  // applyPatch sends only the rest, if any. Not while a rebuild is asked: the rebuild route
+  // builds the service's config (its newest revision's), so the spec's is built by the PATCH.
+  const rebuildAsked = !outcomeFromProblems(sendable.problems) && pendingRebuild(spec, status);
   const switchedBack =
-    sendable.action === "patch" && deployment
+    sendable.action === "patch" && deployment && !rebuildAsked
       ? pendingSwitchBack({ deployment, decision: sendable, spec: spec.spec, status })
       : undefined;
   // A PATCH whose revision part waits for a rollout window sends the rest now, and holds the

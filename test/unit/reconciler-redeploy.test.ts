@@ -208,6 +208,31 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     expect(w.stored()?.status?.activeRevision).toMatchObject({ imageUri: BAD });
   });
 
+  it("switch-active, the revision switched back to live, a rebuild asked: the spec's config is built, not the service's latest", async () => {
+    const w = world("switch-active");
+    await w.reverted();
+    w.clock.advance(BUILD_MS / 3);
+    await w.settle(3);
+    const id = w.deployment()?.id ?? "";
+    const before = (w.service.store.revisions(id) ?? []).length;
+    w.service.resetCalls();
+    // GOOD is active by the switch; the service's config still names BAD, its latest revision.
+    w.edit((o) => {
+      o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+    });
+    await w.resync();
+    await w.reconcile();
+    expect(w.stored()?.status?.lastHandledRebuildAt).toBe("2030-01-02T00:00:00Z");
+    const revisions = w.service.store.revisions(id) ?? [];
+    expect(revisions).toHaveLength(before + 1);
+    // The revision built is of what the spec asks (GOOD), never of the service's latest (BAD).
+    expect(w.deployment()?.source_revision_config).toMatchObject({ image_uri: GOOD });
+    w.clock.advance(BUILD_MS / 3);
+    await w.settle(8);
+    expect(w.service.calls.redeploy).toBe(0);
+    expect(w.stored()?.status?.activeRevision).toMatchObject({ imageUri: GOOD });
+  });
+
   it("switch-active: the rollout of the revision switched back to keeps its start until it is live", async () => {
     const w = world("switch-active");
     await w.reverted();
