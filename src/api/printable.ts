@@ -104,8 +104,9 @@ const TERMINAL_UNSAFE = new RegExp(`[${UNPRINTABLE}]`, "gu");
 const NAMED_ESCAPES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\x1b": "\\x1b" };
 
 /**
- * `text` for a terminal, every control and bidirectional formatting character written visibly
- * as an escape (`\x1b`, `\n`, `\r`, `\x9b`, `\u202e`), so an entry stays on its line and cannot
+ * `text` for a terminal, every character of the printable rule (controls, bidirectional, zero-width
+ * and other invisible characters) written visibly as an escape (`\x1b`, `\n`, `\x9b`, `\u202e`,
+ * `\u200c`), so an entry stays on its line and cannot
  * clear the screen, move the cursor, write the clipboard (OSC 52) or reorder what is read. A tab
  * stays (it only moves to the next tab stop). A backslash already in the text is left as it is.
  */
