@@ -2,7 +2,8 @@
 // dms.dev/rebuild-requested-at creates one revision through POST /v2/deployments/{id}/revisions,
 // recorded in status.lastHandledRebuildAt (its revision in status.revisionHistory, the operator's
 // own), and only once per value; a service without the route
-// gets the request refused with a condition and an event (RebuildRouteMissing), and no write.
+// gets the request refused with a condition and an event (RebuildRouteMissing), and no write;
+// asked with new secret values in the same change, the PATCH's revision is the one (no second build).
 import { describe, expect, it } from "vitest";
 import { ROUTES } from "../../src/api/wire.ts";
 import {
@@ -79,6 +80,27 @@ describe("controller: dms.dev/rebuild-requested-at", () => {
     expect((await s.user.events(s.namespace, "agent")).map((e) => e.reason)).not.toContain(
       "ExternalRevision",
     );
+  });
+
+  it("asked with new secret values in the same change: the PATCH's revision is the one asked for, no second build", async () => {
+    const s = await scenarios.start("ctl-rebuild-secret", { sim: { rebuildRoute: "present" } });
+    await s.user.create(s.namespace, "agent", { ...spec, secrets: [{ name: "API_KEY", value: "sk-old" }] });
+    const id = (await s.user.waitReady(s.namespace, "agent")).status?.deploymentId ?? "";
+    const before = s.sim.store.revisions(id)?.length ?? 0;
+    // One write, so that one reconcile sees both.
+    await s.user.patch(s.namespace, "agent", {
+      metadata: { annotations: { [ANNOTATION_REBUILD_REQUESTED_AT]: ASKED } },
+      spec: { secrets: [{ name: "API_KEY", value: "sk-new" }] },
+    });
+    const handled = await s.user.waitFor(
+      s.namespace,
+      "agent",
+      (o) => o?.status?.lastHandledRebuildAt === ASKED,
+      "status.lastHandledRebuildAt recorded",
+    );
+    expect(s.sim.store.revisions(id)).toHaveLength(before + 1);
+    expect(writes(s, id).rebuilds).toEqual([]);
+    expect(handled.status?.revisionHistory?.[0]?.id).toBe(s.sim.store.get(id)?.latest_revision_id);
   });
 
   it("refuses the request on a service without the route, with a condition and an event, and no write", async () => {
