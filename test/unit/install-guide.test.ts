@@ -187,3 +187,38 @@ describe("the connections guide: Several tenants", () => {
     }
   });
 });
+
+describe("the install guide's uninstall", () => {
+  const uninstall = commands("Uninstall");
+  const line = (cmd: string[]) => cmd.join(" ");
+  const deleteResources = uninstall.findIndex((c) => line(c).startsWith("kubectl delete dmsd --all"));
+
+  it("deletes the resources while the operator runs, before the install", () => {
+    const deleteInstall = uninstall.findIndex((c) => line(c).startsWith("kubectl delete -f"));
+    expect(deleteResources).toBeGreaterThanOrEqual(0);
+    expect(deleteInstall).toBeGreaterThan(deleteResources);
+  });
+
+  it("first clears spec.deletionProtection, which the API server's policy refuses the delete of", () => {
+    // The policy shipped with the CRDs refuses a protected resource's DELETE until the field is
+    // false: `kubectl delete dmsd --all` alone exits 1 and leaves each protected one (with its
+    // finalizer, which then holds the CRD's deletion).
+    const policy = readFileSync(join(ROOT, "manifests", "crd", "deletion-protection-policy.yaml"), "utf8");
+    expect(policy).toContain("oldObject.spec.deletionProtection != true");
+    const before = uninstall.slice(0, Math.max(deleteResources, 0)).map(line);
+    expect(
+      before.some(
+        (c) => c.includes("kubectl get dmsd --all-namespaces") && c.includes("deletionProtection==true"),
+      ),
+      "lists the protected resources of every namespace",
+    ).toBe(true);
+    expect(
+      before.some((c) =>
+        c.includes(
+          `kubectl patch dmsd "$name" -n "$ns" --type merge -p '{"spec":{"deletionProtection":false}}'`,
+        ),
+      ),
+      "clears the field of each",
+    ).toBe(true);
+  });
+});
