@@ -96,6 +96,25 @@ describe("helm template charts/dms-operator --set simulator.enabled", {
     expect(seed?.data["seed.yaml"]).toBe(readFileSync(join(CHART, "files", "simulator-seed.yaml"), "utf8"));
   });
 
+  it("renders the same key every time with simulator.apiKey (a GitOps tool's helm template), and refuses one that is not letters and digits", async ({
+    expect,
+  }) => {
+    const key = (objects: K8sObject[]) =>
+      (
+        objects.find((o) => o.kind === "Secret") as
+          | (K8sObject & { stringData: Record<string, string> })
+          | undefined
+      )?.stringData["api-key"];
+    const set = ["simulator.enabled=true", "simulator.apiKey=abcdefgh12345678"];
+    expect(key(await render(set))).toBe("abcdefgh12345678");
+    expect(key(await render(set))).toBe("abcdefgh12345678");
+    // Without it, each render draws its own.
+    expect(key(await render(["simulator.enabled=true"]))).not.toBe(
+      key(await render(["simulator.enabled=true"])),
+    );
+    await expect(render(["simulator.enabled=true", "simulator.apiKey=short"])).rejects.toThrow(/apiKey/);
+  });
+
   it("seeds with simulator.seed when given, sends the key in config.apiKeyHeader, and passes extraArgs", async ({
     expect,
   }) => {
