@@ -119,8 +119,10 @@ export function tailOf(entries: readonly LogEntry[]): LogEntry[] {
  * as one text with and without line breaks between them (a value printed over several entries is
  * found, split at its line breaks or mid-value, and one whose newline a build dropped), before
  * anything is folded or cut; each entry's part is then taken out of that text, its escape sequences, controls and line breaks taken out ({@link stripToLine}), its whitespace
- * folded, and the line searched once more (a value a color change or a line break interrupted is
- * whole again now) before it is cut to {@link LINE_CHARS}. Bounds: {@link TAIL_LINES} entries of
+ * folded, the folded messages searched as parts again (a value split over two entries with a
+ * line ending, a color change or a space at the split is whole across them again), and the line
+ * searched once more (a value a color change or a line break interrupted is whole again now)
+ * before it is cut to {@link LINE_CHARS}. Bounds: {@link TAIL_LINES} entries of
  * at most {@link MESSAGE_SEARCH_CHARS} characters searched, {@link MESSAGE_CHARS} of each shown.
  */
 export function formatTail(
@@ -135,15 +137,27 @@ export function formatTail(
   try {
     const covered = partsCoverage(parts, "\n", secretValues, budget);
     let at = 0;
-    return tail.map((entry, i) => {
+    const folded = tail.map((entry, i) => {
       const part = parts[i] ?? "";
       const shown = Math.min(part.length, MESSAGE_CHARS);
       const cut = entry.message.length > shown ? "…" : "";
       const message = applyCoverage(joined, covered, at, at + shown) + cut;
       at += part.length + 1;
+      return fold(message);
+    });
+    // Folded, the messages are searched as parts once more: a value split over two entries by
+    // what folding takes out at the split (a carriage return, a color reset, a space, a
+    // zero-width character) has its two halves side by side again, one at each line's edge.
+    const foldedJoined = folded.join("\n");
+    const coveredFolded = partsCoverage(folded, "\n", secretValues, budget);
+    at = 0;
+    return tail.map((entry, i) => {
+      const length = folded[i]?.length ?? 0;
+      const message = applyCoverage(foldedJoined, coveredFolded, at, at + length);
+      at += length + 1;
       const field = (text: string | undefined) =>
         text === undefined ? undefined : stripToLine(text.slice(0, FIELD_CHARS)).trim();
-      const text = [field(entry.time), field(entry.level), fold(message)]
+      const text = [field(entry.time), field(entry.level), message]
         .filter((part) => part !== undefined && part !== "")
         .join(" ");
       return redactAndTruncate(text, secretValues, LINE_CHARS, undefined, budget);

@@ -171,6 +171,29 @@ describe("the forms a build prints a value in", () => {
     }
   });
 
+  it.each([
+    ["a carriage return (CRLF output)", "pw=s3cr3t-Pa\r", "ssw0rd!é/+x end\r"],
+    [
+      "a color reset at the end of the first",
+      "\x1b[31mpw=s3cr3t-Pa\x1b[0m",
+      "\x1b[31mssw0rd!é/+x end\x1b[0m",
+    ],
+    ["a trailing space", "pw=s3cr3t-Pa ", "ssw0rd!é/+x end"],
+    ["a zero-width space", "pw=s3cr3t-Pa\u200b", "ssw0rd!é/+x end"],
+  ])("a value split over two entries at %s, with or without entries between them", (_what, first, second) => {
+    const secret = "s3cr3t-Passw0rd!é/+x";
+    for (const messages of [
+      [first, second],
+      [first, "Step 3/9 : RUN make", second],
+    ]) {
+      const { note, excerpt, message: stalled, lines } = evidence(entriesOf(...messages), [secret]);
+      for (const text of [note, excerpt, stalled, lines.join("\n")]) {
+        expect(text).not.toContain("s3cr3t");
+        expect(text).not.toContain("ssw0rd");
+      }
+    }
+  });
+
   it.each(Object.entries(LINE_PREFIXES))(
     "base64 wrapped behind a %s prefix on each line, a value straddling two lines: its bits hidden, the prefixes shown",
     (_name, prefix) => {
