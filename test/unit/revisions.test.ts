@@ -4,6 +4,7 @@
  * rolling look, none after the route turned out missing).
  */
 import { describe, expect, it } from "vitest";
+import { ServiceClient } from "../../src/api/client.ts";
 import { RevisionsRouteMissingError, ServiceError } from "../../src/api/errors.ts";
 import type { Deployment, Revision } from "../../src/api/wire.ts";
 import type { Condition, DeploymentResourceStatus } from "../../src/crd/schema.ts";
@@ -24,7 +25,8 @@ const REV1 = "11111111-1111-4111-8111-111111111111";
 const REV2 = "22222222-2222-4222-8222-222222222222";
 /** The status of a resource whose previous poll already saw revision 2 rolling out. */
 const seen = { latestRevisionId: REV2 };
-const rolling = (status = "READY") => remote({ status, latest_revision_id: REV2, active_revision_id: REV1 });
+const rolling = (status = "READY", overrides: Partial<Deployment> = {}) =>
+  remote({ status, latest_revision_id: REV2, active_revision_id: REV1, ...overrides });
 
 const summary = (status: ReturnType<typeof statusFrom>) =>
   Object.fromEntries((status.conditions ?? []).map((c) => [c.type, `${c.status}/${c.reason}`]));
@@ -360,13 +362,41 @@ describe("the operator's log of a failed revision or log read", () => {
     expect(logs.text()).not.toContain("s3cr3t");
   });
 
+  it("a deployment or revision id of the service's that is no uuid: no call, and its text never logged", async () => {
+    // The ids are the service's answer: any string, of any length (a secret, or MiBs, each poll).
+    const odd = `postgres://app:s3cr3t-Passw0rd@db/app${"x".repeat(5_000)}`;
+    const client = new ServiceClient({ baseUrl: "http://127.0.0.1:9", apiKey: "k", retries: 0 });
+    const logs = new LogCapture();
+    // The session's ports (session.ts), over the client that checks the ids.
+    const tracker = new RevisionTracker(
+      { getRevision: (d, r, signal) => client.getRevision(d, r, { signal }) },
+      logs.logger,
+    );
+    const reader = new RevisionLogReader(
+      { getRevisionLogs: (d, r, query, signal) => client.getRevisionLogs(d, r, query, { signal }) },
+      logs.logger,
+    );
+    for (const d of [rolling("READY", { id: odd }), rolling("READY", { latest_revision_id: odd })]) {
+      const previous = { latestRevisionId: d.latest_revision_id ?? "", latestRevisionStatus: "BUILDING" };
+      expect(await tracker.look(d, previous, false, signal)).toEqual({
+        revision: { id: d.latest_revision_id, status: "BUILDING" },
+      });
+      expect(await reader.tail(d.id, d.latest_revision_id ?? "", "build", signal)).toMatchObject({
+        kind: "failed",
+        passing: false,
+      });
+    }
+    expect(logs.text()).not.toContain("s3cr3t");
+    expect(logs.text().length).toBeLessThan(2_000);
+  });
+
   it("RevisionLogReader logs the kind and status, never the service's text", async () => {
     const logs = new LogCapture();
     const reader = new RevisionLogReader(
       { getRevisionLogs: () => Promise.reject(leaky()) } as unknown as RevisionLogReads,
       logs.logger,
     );
-    expect(await reader.tail("d", REV2, "build", signal)).toMatchObject({ kind: "failed", passing: true });
+    expect(await reader.tail(REV1, REV2, "build", signal)).toMatchObject({ kind: "failed", passing: true });
     const [line] = logs.find("could not read the revision's log");
     expect(line?.record.err).toBe(
       "GET /v2/deployments/{deployment_id}/revisions/{revision_id}: 503 unavailable",

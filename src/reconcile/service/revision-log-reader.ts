@@ -9,6 +9,7 @@ import { isServiceError, loggedError } from "../../api/errors.ts";
 import { type LogEntry, LogsRouteMissingError, type LogType } from "../../api/revision-logs.ts";
 import { TAIL_LINES, tailOf } from "../failure-evidence.ts";
 import type { RevisionLogReads } from "../ports.ts";
+import { isUuid } from "../service-types.ts";
 import { OptionalRoute } from "./optional-route.ts";
 
 /** What one read of a tail gives. */
@@ -52,6 +53,10 @@ export class RevisionLogReader {
     signal: AbortSignal,
   ): Promise<TailRead> {
     if (!this.enabled) return { kind: "missing" };
+    // The ids are the service's answer: one that is no uuid cannot be asked about (the client
+    // refuses it, quoting it whole), and is never put in the operator's log.
+    if (!isUuid(deploymentId) || !isUuid(revisionId))
+      return { kind: "failed", why: "the service's deployment or revision id is not a uuid", passing: false };
     try {
       const page = await this.#port.getRevisionLogs(
         deploymentId,

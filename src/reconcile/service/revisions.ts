@@ -19,7 +19,7 @@ import {
 } from "../live-revision.ts";
 import type { EventNote, RevisionReads } from "../ports.ts";
 import { REASON } from "../reasons.ts";
-import type { Deployment } from "../service-types.ts";
+import { type Deployment, isUuid } from "../service-types.ts";
 import { OptionalRoute } from "./optional-route.ts";
 
 /** What one look at the latest revision gives the reconcile. */
@@ -80,6 +80,9 @@ export class RevisionTracker {
         ? { id: latest, status: previous.latestRevisionStatus }
         : undefined;
     if (!this.enabled) return {};
+    // The ids are the service's answer: one that is no uuid cannot be asked about (the client
+    // refuses it, quoting it whole), and is never put in the operator's log.
+    if (!isUuid(deployment.id) || !isUuid(latest)) return known ? { revision: known } : {};
     if (known && !requested && (isFailedRevision(known.status) || isDoneRevision(known.status)))
       return { revision: known };
     let status: string;
