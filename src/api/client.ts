@@ -5,6 +5,7 @@
  * logs, redeploys, rebuilds, providers and repositories are here.
  */
 
+import { isRecord } from "../runtime/json.ts";
 import type { CallOptions } from "./client-options.ts";
 import { DeploymentRoutes, paginate, signalOf } from "./deployment-routes.ts";
 import {
@@ -33,7 +34,15 @@ import {
   readLogPage,
 } from "./revision-logs.ts";
 import type { TransportRequest, TransportResponse } from "./transport.ts";
-import { checkPageSize, checkUuid, readableItems, unknownRevisionValues } from "./validate.ts";
+import {
+  type Answered,
+  checkPageSize,
+  checkResponse,
+  checkUuid,
+  matchesWire,
+  readableItems,
+  unknownRevisionValues,
+} from "./validate.ts";
 import type { Deployment, ForgeRepo, OAuthProvider, Revision } from "./wire.ts";
 import type { WireCheckName } from "./wire-checks.ts";
 import { PAGE_LIMIT, PROVIDER_DEFAULTS, ROUTES } from "./wire-values.ts";
@@ -123,6 +132,9 @@ export class ServiceClient extends DeploymentRoutes {
 
   /**
    * GET /v2/deployments/{deployment_id}/revisions/{revision_id} (not in the shared spec).
+   * Read for its `id` and `status`, what its callers rely on (the revision tracker's look, the
+   * logs command's wait): an answer with another field odd is read as those two alone, never
+   * failed whole (a failed build would then be told only by the rollout's timeout).
    * Resolves undefined when the service says it has no such revision; throws
    * {@link RevisionsRouteMissingError} when the service has no such route (405, or a 404 whose
    * detail is the generic "Not Found" of an unknown path).
@@ -137,13 +149,18 @@ export class ServiceClient extends DeploymentRoutes {
     const answer = await this.#sendForRevision(
       deploymentId,
       revisionId,
-      { method: "GET", route: REVISION, schema: "Revision", idempotent: true },
+      { method: "GET", route: REVISION, schema: "Any", idempotent: true },
       RevisionsRouteMissingError,
       opts,
     );
     if (answer === undefined) return undefined;
-    for (const value of unknownRevisionValues(answer.body)) this.reportUnknown(value);
-    return answer.body;
+    const revision = await readSingleRevision(answer.body, {
+      method: "GET",
+      route: REVISION,
+      status: answer.status,
+    });
+    for (const value of unknownRevisionValues(revision)) this.reportUnknown(value);
+    return revision;
   }
 
   /**
@@ -367,6 +384,17 @@ export class ServiceClient extends DeploymentRoutes {
       throw routeFailure(error, Missing);
     }
   }
+}
+
+/**
+ * The answer of the single revision route as a revision: whole when it reads as one, else its
+ * string `id` and `status` alone; without them, the `bad_response` naming the first odd field.
+ */
+async function readSingleRevision(body: unknown, answered: Answered): Promise<Revision> {
+  if (matchesWire("Revision", body)) return body as Revision;
+  if (isRecord(body) && typeof body.id === "string" && body.id !== "" && typeof body.status === "string")
+    return { id: body.id, status: body.status };
+  return checkResponse("Revision", body, answered);
 }
 
 /**

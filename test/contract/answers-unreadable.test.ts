@@ -112,6 +112,34 @@ describe("a page without its offset", () => {
   });
 });
 
+describe("a revision read on its own (the tracker's look, the logs command's wait)", () => {
+  const REVISION_ID = "22222222-2222-4222-8222-222222222222";
+  it.each([
+    ["created_at a number", { created_at: 1_767_225_600 }],
+    ["source not a string", { source: 3 }],
+    ["source_revision_config not an object", { source_revision_config: "repo/a:2" }],
+    ["an image_uri that is not a string", { source_revision_config: { image_uri: 7 } }],
+  ])("is read for its id and status, a field it is not read for odd (%s)", async (_what, odd) => {
+    const client = await clientOf((_req, res) =>
+      send(res, 200, { id: REVISION_ID, status: "BUILD_FAILED", ...odd }),
+    );
+    const revision = await client.getRevision(DEPLOYMENT_ID, REVISION_ID, { signal });
+    expect(revision).toMatchObject({ id: REVISION_ID, status: "BUILD_FAILED" });
+  });
+
+  it("still fails without a string id and status", async () => {
+    for (const body of [{ id: REVISION_ID, status: 3 }, { status: "BUILD_FAILED" }, ["x"]]) {
+      const client = await clientOf((_req, res) => send(res, 200, body));
+      expect(await rejection(client.getRevision(DEPLOYMENT_ID, REVISION_ID, { signal }))).toMatchObject({
+        kind: "bad_response",
+        maybeApplied: false,
+      });
+      await service?.close();
+      service = undefined;
+    }
+  });
+});
+
 describe("a forge integration's repositories", () => {
   it("keeps a repository whose id is not an integer (the operator never uses it), and skips one whose integration id it could not send", async () => {
     const INTEGRATION = "6f1c1d2e-0000-4000-8000-000000000001";
