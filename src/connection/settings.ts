@@ -108,7 +108,32 @@ export function apiKeyFrom(
     };
   const apiKey = read.value.trim();
   if (apiKey === "") return { ok: false, problem: `key ${secret.key} is empty: put the API key in it` };
+  const bad = unsendableIn(apiKey);
+  if (bad)
+    return {
+      ok: false,
+      problem: `key ${secret.key} holds ${bad.what} (character ${bad.at} of ${apiKey.length}), which an HTTP header cannot carry as written: put the API key alone in it, on one line, in printable ASCII (a file saved as UTF-16 holds NULs), e.g. with kubectl create secret generic ${secret.name} -n ${secret.namespace} --from-literal=${secret.key}=<key>`,
+    };
   return { ok: true, apiKey };
+}
+
+/**
+ * The first character of `key` a header value cannot carry as written, and what it is: a line
+ * break or another control character (Node refuses to send the header, so every call would fail
+ * as if the service were unreachable), or one outside printable ASCII (sent as one Latin-1 byte
+ * at best, never the UTF-8 text the Secret holds). Never the character itself: it is the key's.
+ */
+function unsendableIn(key: string): { what: string; at: number } | undefined {
+  const index = key.search(/[^\x20-\x7e]/);
+  if (index < 0) return undefined;
+  const code = key.charCodeAt(index);
+  const what =
+    code === 0x0a || code === 0x0d
+      ? "a line break"
+      : code < 0x20 || code === 0x7f
+        ? "a control character"
+        : "a character outside printable ASCII";
+  return { what, at: index + 1 };
 }
 
 /**

@@ -515,6 +515,28 @@ describe("a connection's reconcile", () => {
     expect(w.changed).toEqual([connectionKey(A), connectionKey(A)]);
   });
 
+  it.each([
+    ["a line break inside", `${KEY}\nsecond-line`, "a line break"],
+    ["a file saved as UTF-16", `${KEY}`.split("").join("\u0000"), "a control character"],
+    ["a character outside ASCII", `${KEY}\u00e9`, "a character outside printable ASCII"],
+    ["a character outside Latin-1", `${KEY}\u043a`, "a character outside printable ASCII"],
+  ])(
+    "a key with %s no HTTP header can carry as written: SecretMissing, Stalled, no client, the key never shown",
+    async (_, value, said) => {
+      const w = world();
+      w.store.put(A, specOf());
+      w.secrets.set("team-a", "dms", { "api-key": value });
+      expect(await w.reconcile(A)).toEqual({ kind: "done" });
+      expect(w.ready(A)).toMatchObject({ status: "False", reason: "SecretMissing" });
+      expect(w.ready(A)?.message).toContain(
+        `Secret team-a/dms (spec.apiKeySecretRef) key api-key holds ${said}`,
+      );
+      expect(w.condition(A, "Stalled")?.reason).toBe("SecretMissing");
+      expect([w.built.length, w.probes]).toEqual([0, 0]);
+      expect(JSON.stringify(w.status(A))).not.toContain(KEY);
+    },
+  );
+
   it("a refused key: Unauthorized and Stalled, never retried in a loop, and the key never in a message", async () => {
     const w = world();
     w.store.put(A, specOf());
