@@ -89,6 +89,14 @@ export function caBundleFrom(
 }
 
 /**
+ * Longest API key a connection's Secret may hold (characters, ASCII: bytes too). Every call
+ * carries it in a header, and each connection's client keeps it: a Secret of up to 1 MiB would
+ * cost a tenant's every connection that much memory, and every call a refusal (servers and
+ * proxies take 8 to 16 KiB of headers at most). Far above any real key or token.
+ */
+export const MAX_API_KEY_LENGTH = 8_192;
+
+/**
  * The API key a read of a connection's Secret gives, trimmed (a key written with `echo` ends with
  * a newline, as `--api-key-file`'s may), or what is wrong with the Secret, naming the fix.
  */
@@ -108,6 +116,11 @@ export function apiKeyFrom(
     };
   const apiKey = read.value.trim();
   if (apiKey === "") return { ok: false, problem: `key ${secret.key} is empty: put the API key in it` };
+  if (apiKey.length > MAX_API_KEY_LENGTH)
+    return {
+      ok: false,
+      problem: `key ${secret.key} holds ${apiKey.length} characters, more than the ${MAX_API_KEY_LENGTH} an API key may have: put the API key alone in it, not a file or bundle holding it`,
+    };
   const bad = unsendableIn(apiKey);
   if (bad)
     return {

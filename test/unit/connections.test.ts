@@ -537,6 +537,18 @@ describe("a connection's reconcile", () => {
     },
   );
 
+  it("a key longer than any API key: SecretMissing, no client built that would send it with every call", async () => {
+    const w = world();
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": "k".repeat(1024 * 1024) });
+    await w.reconcile(A);
+    expect(w.ready(A)).toMatchObject({ status: "False", reason: "SecretMissing" });
+    expect(w.ready(A)?.message).toContain(
+      "key api-key holds 1048576 characters, more than the 8192 an API key may have",
+    );
+    expect([w.built.length, w.probes]).toEqual([0, 0]);
+  });
+
   it("a refused key: Unauthorized and Stalled, never retried in a loop, and the key never in a message", async () => {
     const w = world();
     w.store.put(A, specOf());
