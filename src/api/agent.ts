@@ -127,12 +127,14 @@ export interface ServiceAgentOptions {
 export interface ServiceAgents {
   readonly http: http.Agent;
   readonly https: https.Agent;
+  /** Destroys every socket of both agents, in use or idle (a client replaced or dropped). */
+  destroy(): void;
 }
 
 /**
  * The agents of one client. Keep-alive with Node's global agents' settings (idle sockets closed
- * after 5 s, the newest reused first), so that an agent left behind by a rebuilt client lets its
- * sockets go on its own. The CA bundle is added to Node's default CAs
+ * after 5 s, the newest reused first); a client replaced or dropped destroys its agents'
+ * sockets (`destroy`). The CA bundle is added to Node's default CAs
  * ({@link defaultCertificateAuthorities}), in one secure context ({@link trusting}). The HTTPS
  * agent is made when first asked for: a client of an `http://` service never loads TLS.
  */
@@ -169,6 +171,10 @@ export function serviceAgents(options: ServiceAgentOptions): ServiceAgents {
         env.HTTPS_PROXY ?? env.https_proxy,
       );
       return httpsAgent;
+    },
+    destroy() {
+      httpAgent.destroy();
+      httpsAgent?.destroy();
     },
   };
 }

@@ -76,6 +76,11 @@ export class DeploymentRoutes {
     this.transport = new Transport(transportSettings(options, this.baseUrl));
   }
 
+  /** Closes this client for good: see {@link Transport.close}. */
+  close(why: string): void {
+    this.transport.close(why);
+  }
+
   /**
    * Every deployment matching `filters`, page by page (GET /v2/deployments), none repeated from
    * one page to the next (see `paginate`; only {@link listAllDeployments} catches a server

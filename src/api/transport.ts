@@ -144,11 +144,25 @@ export class Transport {
   readonly #s: TransportSettings;
   /** This client's own connections: its CA and proxy, never another client's. */
   readonly #agents: ServiceAgents;
+  /** Why this client may send nothing more (see {@link Transport.close}); undefined while open. */
+  #closed: string | undefined;
 
   constructor(settings: TransportSettings) {
     this.#s = settings;
     // A client's lookups are its owner's, as its answers' memory is.
     this.#agents = serviceAgents({ ...settings, lookupOwner: settings.memoryOwner });
+  }
+
+  /**
+   * Closes this client for good, saying `why`: the exchanges in flight are cut (their sockets
+   * destroyed: a read fails as a lost connection, a write as one whose outcome is unknown), and no
+   * request goes out any more (one waiting for its token, or for its retry, fails `unavailable`
+   * with `why`, unsent). For a connection whose settings changed or that was deleted: nothing
+   * more reaches the old service with the old key.
+   */
+  close(why: string): void {
+    this.#closed ??= why;
+    this.#agents.destroy();
   }
 
   /**
@@ -234,6 +248,11 @@ export class Transport {
       if (reserved === undefined) await this.#s.bucket.acquire(signal);
       else if (reserved > 0) await this.#s.clock.sleep(reserved, signal);
       tellPaced(this.#s.clock.now() - waitFrom);
+      // Checked after the wait for a token, as the write gate is: a client closed meanwhile sends nothing.
+      if (this.#closed !== undefined)
+        throw new AbortError(
+          new ServiceError({ kind: "unavailable", method, route, detail: this.#closed, retryable: true }),
+        );
       // Checked after the wait for a token, right before the request goes out.
       const grant = request.method === "GET" ? undefined : this.#s.writeGate?.();
       if (grant && "refuse" in grant)

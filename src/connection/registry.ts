@@ -31,6 +31,9 @@ import { connectionWindows } from "./settings.ts";
 import { CONNECTION_REASON, type ConnectionVerdict } from "./status.ts";
 
 const TOO_MANY_CONNECTIONS = CONNECTION_REASON.TooManyConnections;
+/** What the calls of a client replaced by a change of its connection's settings are told. */
+const REPLACED =
+  "the connection's settings changed (its spec, API key or CA): its client was replaced, and a call is made again through the new one";
 
 /**
  * Default `--max-connections-per-namespace`: a team has a connection per tenant or environment,
@@ -43,6 +46,11 @@ export interface ConnectionService {
   port: DeploymentsPort;
   /** The credential probe: the number of OAuth providers the service lists. */
   probe(signal: AbortSignal): Promise<number>;
+  /**
+   * Closes the client for good, saying `why` to the calls it refuses from now on and cutting
+   * those in flight: called when the registry replaces or drops it.
+   */
+  close?(why: string): void;
 }
 
 /** The connection objects as the watch cache holds them. */
@@ -222,6 +230,9 @@ export class ConnectionRegistry implements ConnectionSessions {
     const fingerprint = createHash("sha256").update(JSON.stringify(config)).digest("hex");
     const existing = this.#entries.get(key);
     if (existing?.fingerprint === fingerprint) return { entry: existing, built: false };
+    // A reconcile that took the old session before sends nothing more through it: not to the
+    // old base URL, nor with the old key or CA.
+    existing?.service.close?.(REPLACED);
     const service = this.#o.connect(config, key);
     const entry: ConnectionEntry = { fingerprint, service, session: this.#o.session(service.port, key) };
     this.#entries.set(key, entry);
@@ -292,7 +303,7 @@ export class ConnectionRegistry implements ConnectionSessions {
   setUnusable(key: string, failure: Failure): void {
     this.#unusable.set(key, failure);
     this.#wait(key, failure.reason === TOO_MANY_CONNECTIONS);
-    if (failure.reason === TOO_MANY_CONNECTIONS) this.#entries.delete(key);
+    if (failure.reason === TOO_MANY_CONNECTIONS) this.#drop(key, failure.message);
   }
 
   /** `key`'s settings could be read again: its probe's verdict speaks for it. */
@@ -304,10 +315,16 @@ export class ConnectionRegistry implements ConnectionSessions {
   /** Drops `key` (its connection is gone); true when anything was known of it. */
   forget(key: string): boolean {
     const known = this.#entries.has(key) || this.#unusable.has(key);
-    this.#entries.delete(key);
+    this.#drop(key, "the connection was deleted");
     this.#unusable.delete(key);
     this.#wait(key, false);
     return known;
+  }
+
+  /** Drops `key`'s client, if any, closing it: its calls in flight or to come fail with `why`. */
+  #drop(key: string, why: string): void {
+    this.#entries.get(key)?.service.close?.(why);
+    this.#entries.delete(key);
   }
 }
 

@@ -61,6 +61,7 @@ export function serviceConnector(
     return {
       port: deploymentsPort(client),
       probe: async (signal) => (await client.listProviders({ signal })).length,
+      close: (why) => client.close(why),
     };
   };
 }

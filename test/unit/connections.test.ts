@@ -145,6 +145,8 @@ function world(access?: AccessWorld, bound?: { maxPerNamespace: number }) {
     probes: 0,
     /** The settings of each client built, in order. */
     built: [] as ServiceConfig[],
+    /** The clients closed, as `<base URL> <key>: <why>`, in order. */
+    closed: [] as string[],
     changed: [] as string[],
     /** Connections the reconciler enqueued for a reconcile of their own. */
     enqueued: [] as string[],
@@ -170,6 +172,7 @@ function world(access?: AccessWorld, bound?: { maxPerNamespace: number }) {
       w.built.push(config);
       return {
         port: new SimulatedService({ now }),
+        close: (why) => w.closed.push(`${config.baseUrl} ${config.apiKey}: ${why}`),
         probe: async (probeSignal) => {
           w.probes += 1;
           if (w.answer === "never")
@@ -662,6 +665,31 @@ describe("a connection's reconcile", () => {
     ]);
     expect(w.probes).toBe(4);
     expect(w.ready(A)?.observedGeneration).toBe(2);
+  });
+
+  it("closes the client it replaces (a changed spec, key or CA) or drops (a deleted connection): its calls stop", async () => {
+    const w = world();
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    await w.reconcile(A);
+    w.clock.advance(300_000);
+    await w.reconcile(A);
+    expect(w.closed).toEqual([]);
+
+    w.store.put(A, specOf("https://b.example"), 2);
+    await w.reconcile(A);
+    w.secrets.set("team-a", "dms", { "api-key": "rotated-key" });
+    await w.reconcile(A);
+    const changed =
+      "the connection's settings changed (its spec, API key or CA): its client was replaced, and a call is made again through the new one";
+    expect(w.closed).toEqual([
+      `https://a.example ${KEY}: ${changed}`,
+      `https://b.example ${KEY}: ${changed}`,
+    ]);
+
+    w.store.objects.delete(connectionKey(A));
+    await w.reconcile(A);
+    expect(w.closed.slice(2)).toEqual(["https://b.example rotated-key: the connection was deleted"]);
   });
 
   it("its spec.rolloutWindows reach its resources at lookup; a change enqueues them without rebuilding the client", async () => {
