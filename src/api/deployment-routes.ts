@@ -41,10 +41,7 @@ import { PAGE_LIMIT, ROUTES } from "./wire-values.ts";
 
 const { DEPLOYMENTS, DEPLOYMENT } = ROUTES;
 
-/**
- * Unreadable items of one listing logged one by one; the rest are counted in one line when the
- * listing ends (every one is still counted by the `onUnreadable` hook, the metrics).
- */
+/** Unreadable items of a listing logged one by one; the rest in one line (all go to `onUnreadable`). */
 export const UNREADABLE_WARNINGS = 3;
 
 /**
@@ -77,9 +74,7 @@ export class DeploymentRoutes {
   }
 
   /** Closes this client for good: see {@link Transport.close}. */
-  close(why: string): void {
-    this.transport.close(why);
-  }
+  close = (why: string): void => this.transport.close(why);
 
   /**
    * Every deployment matching `filters`, page by page (GET /v2/deployments), none repeated from

@@ -126,10 +126,7 @@ export interface TransportResponse<S extends WireCheckName | undefined> {
   body: S extends WireCheckName ? WireBody<S> : undefined;
 }
 
-/**
- * A request held back at the moment of sending: a pause (Retry-After) began after it took its
- * token. Nothing of it reached the service; it goes back to the rate limit's queue.
- */
+/** Held back unsent: a pause (Retry-After) began after it took its token; it queues again. */
 class HeldForPause extends Error {
   override readonly name = "HeldForPause";
 }
@@ -137,9 +134,7 @@ class HeldForPause extends Error {
 /** How many times one attempt may be held back before it fails `rate_limited`. */
 const MAX_HOLDS = 8;
 
-/**
- * Sends requests to the service. Contract: see {@link Transport.send}.
- */
+/** Sends requests to the service. Contract: see {@link Transport.send}. */
 export class Transport {
   readonly #s: TransportSettings;
   /** This client's own connections: its CA and proxy, never another client's. */
@@ -154,11 +149,8 @@ export class Transport {
   }
 
   /**
-   * Closes this client for good, saying `why`: the exchanges in flight are cut (their sockets
-   * destroyed: a read fails as a lost connection, a write as one whose outcome is unknown), and no
-   * request goes out any more (one waiting for its token, or for its retry, fails `unavailable`
-   * with `why`, unsent). For a connection whose settings changed or that was deleted: nothing
-   * more reaches the old service with the old key.
+   * Closes this client for good (its connection changed or was deleted): the exchanges in flight
+   * are cut, their sockets destroyed, and every request to come fails `unavailable` with `why`, unsent.
    */
   close(why: string): void {
     this.#closed ??= why;
@@ -168,16 +160,12 @@ export class Transport {
   /**
    * Sends one logical request, retrying as the failure allows, and returns the validated answer.
    *
-   * Contract: waits for the shared rate limit before each attempt, and a 429 with `Retry-After`
-   * pauses that limit (every request of the client) until the delay has passed, checked again at
-   * the moment the request goes on the wire (one that took its token before the pause began is
-   * held back unsent and waits its turn after the pause), or fails at once
-   * with `rate_limited` while the pause left exceeds `maxRetryAfterMs`; each attempt has its own
-   * timeout; retries (up to `retries`) idempotent requests on timeouts, lost connections and
-   * 429/5xx, and writes only on 429/503 or when the request never left; waits the exponential
-   * back-off with jitter or the `Retry-After` delay, whichever is longer, and gives up at once
-   * (throwing `rate_limited`) when `Retry-After` exceeds `maxRetryAfterMs`. Throws a
-   * {@link ServiceError}, or the signal's reason when the caller's signal aborts.
+   * Contract: each attempt waits for the rate limit and has its own timeout. A 429's `Retry-After`
+   * pauses the limit for every request of the client, checked again as a request goes on the wire
+   * (one that took its token before is held back unsent); a pause longer than `maxRetryAfterMs`
+   * fails at once, `rate_limited`. Retries (up to `retries`): reads on timeouts, lost connections
+   * and 429/5xx; writes on 429/503 or when never sent; after the exponential back-off with jitter
+   * or `Retry-After`, whichever is longer. Throws a {@link ServiceError}, or the signal's reason.
    */
   async send<S extends WireCheckName | undefined>(
     request: TransportRequest<S>,
@@ -248,13 +236,9 @@ export class Transport {
       if (reserved === undefined) await this.#s.bucket.acquire(signal);
       else if (reserved > 0) await this.#s.clock.sleep(reserved, signal);
       tellPaced(this.#s.clock.now() - waitFrom);
-      // Checked after the wait for a token, as the write gate is: a client closed meanwhile sends nothing.
-      if (this.#closed !== undefined)
-        throw new AbortError(
-          new ServiceError({ kind: "unavailable", method, route, detail: this.#closed, retryable: true }),
-        );
-      // Checked after the wait for a token, right before the request goes out.
-      const grant = request.method === "GET" ? undefined : this.#s.writeGate?.();
+      // Checked after the wait for a token, right before the request goes out (a closed client's too).
+      const closed = this.#closed === undefined ? undefined : { refuse: this.#closed };
+      const grant = closed ?? (request.method === "GET" ? undefined : this.#s.writeGate?.());
       if (grant && "refuse" in grant)
         throw new AbortError(
           new ServiceError({ kind: "unavailable", method, route, detail: grant.refuse, retryable: true }),
@@ -305,15 +289,12 @@ export class Transport {
   }
 
   /**
-   * A call made inside a reconcile (deadline.ts) whose token comes so late that the call could not
-   * end before the reconcile's deadline (the wait plus the request timeout is more than the time
-   * left) is not made: the token is reserved for the reconcile's key and the call throws
-   * {@link TokenWaitTooLongError} with the wait, so that the reconcile gives its worker back and
-   * comes again when its token is due instead of holding the worker until its deadline. Then its
-   * call takes that token: the ms until it is due are returned (0: at once), to wait instead of
-   * {@link TokenBucket.acquire}. Undefined for a call outside a reconcile, or whose token comes in
-   * time and is not reserved: it waits in the bucket as ever. Synchronous, so that calls made
-   * together see each other's tokens taken.
+   * A call inside a reconcile whose token comes too late to end before the reconcile's deadline is
+   * not made: the token is reserved for the reconcile's key and {@link TokenWaitTooLongError} says
+   * the wait, so the reconcile gives its worker back and comes again when the token is due. Its
+   * call then takes that token: the ms until it is due are returned (0: at once). Undefined outside
+   * a reconcile, or for a token in time and not reserved (it waits in the bucket). Synchronous, so
+   * that calls made together see each other's tokens taken.
    */
   #reservedToken(request: TransportRequest<WireCheckName | undefined>): number | undefined {
     const deadline = currentDeadline();
