@@ -2,6 +2,7 @@
  * Prometheus metrics with controller-runtime's names, on a Registry of our own (never prom-client's
  * global one) so several managers, or tests, in one process never share or clash over series.
  */
+import { STATUS_CODES } from "node:http";
 import { createRequire } from "node:module";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { ControllerMetricsHooks } from "./controller.ts";
@@ -11,7 +12,10 @@ export interface ServiceCall {
   method: string;
   /** The route template (e.g. `/v2/deployments/{id}`), never the concrete path: bounded cardinality. */
   route: string;
-  /** HTTP status, or a word such as "error"/"timeout" when no response arrived. */
+  /**
+   * HTTP status, or a word such as "error"/"timeout" when no response arrived. Labelled as HTTP
+   * names it, or by its class (`5xx`) when it names none, or `other` (bounded cardinality).
+   */
   status: number | string;
   seconds: number;
 }
@@ -255,7 +259,7 @@ export class RuntimeMetrics {
   /** Records one service call; pass it as the API client's `onResponse` hook. */
   readonly recordServiceCall = (call: ServiceCall): void => {
     const method = call.method.toUpperCase();
-    this.#serviceRequests.inc({ method, route: call.route, status: String(call.status) });
+    this.#serviceRequests.inc({ method, route: call.route, status: statusLabel(call.status) });
     this.#serviceDuration.observe({ method, route: call.route }, call.seconds);
   };
 
@@ -280,4 +284,16 @@ export class RuntimeMetrics {
   setLeader(name: string, leading: boolean): void {
     this.#leader.set({ name }, leading ? 1 : 0);
   }
+}
+
+/**
+ * The `status` label of a service call: a status HTTP names (Node's `STATUS_CODES`: 200, 429,
+ * 503, …) as it is, any other from 100 to 599 by its class (`5xx`), the rest `other`, and a word
+ * ("error") as it is. Node's client takes any three digits as a status, so a service answering a
+ * new one to each call would otherwise add a series per route for each of a thousand values.
+ */
+function statusLabel(status: number | string): string {
+  if (typeof status === "string") return status;
+  if (STATUS_CODES[status] !== undefined) return String(status);
+  return status >= 100 && status < 600 ? `${Math.floor(status / 100)}xx` : "other";
 }

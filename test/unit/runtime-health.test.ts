@@ -250,6 +250,26 @@ describe("RuntimeMetrics", () => {
     expect(await metrics.registry.metrics()).not.toContain("dms_connection_waiting_reconciles{");
   });
 
+  it("labels a status the service makes up by its class, so a service cannot grow the series without bound", async () => {
+    const metrics = new RuntimeMetrics({ processMetrics: false });
+    const route = "/v2/deployments";
+    // Node's HTTP client takes any three digits as a status: a hostile service answers a new one each call.
+    for (let status = 0; status < 1000; status++)
+      metrics.recordServiceCall({ method: "GET", route, status, seconds: 0 });
+    metrics.recordServiceCall({ method: "GET", route, status: "error", seconds: 0 });
+    const text = await metrics.registry.metrics();
+    const series = text.split("\n").filter((l) => l.startsWith("dms_service_requests_total{"));
+    const statuses = series.map((l) => /status="([^"]*)"/.exec(l)?.[1]);
+    // The statuses HTTP names (429, 503, …) stay as they are; the rest go by class, or "other".
+    for (const known of ["200", "404", "429", "503"]) expect(statuses).toContain(known);
+    expect(text).toContain(`dms_service_requests_total{method="GET",route="${route}",status="5xx"} `);
+    expect(text).toContain(`dms_service_requests_total{method="GET",route="${route}",status="other"} 500`);
+    expect(statuses).toContain("error");
+    expect(statuses).not.toContain("599");
+    expect(statuses).not.toContain("777");
+    expect(series.length).toBeLessThan(80);
+  });
+
   it("keeps instances apart: two registries never share a series", async () => {
     const a = new RuntimeMetrics({ processMetrics: false });
     const b = new RuntimeMetrics({ processMetrics: false });
