@@ -4,7 +4,7 @@
  */
 import type { Logger } from "pino";
 import { Counter } from "prom-client";
-import type { ConnectionSessions } from "../connection/registry.ts";
+import type { ConnectionRegistry, ConnectionSessions } from "../connection/registry.ts";
 import { connectionKey, connectionLabel, DEFAULT_CONNECTION, idOf } from "../crd/connection-ref.ts";
 import { registerRefusalMetrics } from "../gauges/refusal-metrics.ts";
 import { registerConnectionMetrics, registerResourceMetrics } from "../gauges/resource-metrics.ts";
@@ -36,16 +36,26 @@ export const STALLED_REASONS: readonly string[] = [
   REASON.ConnectionNotAllowed,
 ];
 
-/** Registers the resource, connection and refusal gauges on `metrics`' registry. */
+/**
+ * Registers the resource, connection and refusal gauges on `metrics`' registry. A ServiceConnection
+ * past `--max-connections-per-namespace` (`overLimit`: it gets no client, its Ready condition says
+ * why) has no `dms_connection_ready` series: a tenant may make as many as it likes under new names,
+ * and the served ones are at most that many per namespace.
+ */
 export function registerCacheMetrics(
   metrics: RuntimeMetrics,
   deployments: KubeDeployments,
   kubeConnections: KubeConnections,
-  connections: Pick<ConnectionSessions, "refusals">,
+  connections: Pick<ConnectionSessions, "refusals"> & Pick<ConnectionRegistry, "overLimit">,
 ): void {
   registerResourceMetrics(metrics.registry, () => deployments.list(), { stalledReasons: STALLED_REASONS });
   registerConnectionMetrics(metrics.registry, () =>
-    kubeConnections.all.flatMap((r) => r.list()).map((c) => ({ key: connectionKey(idOf(c)), ...c })),
+    kubeConnections.all.flatMap((r) =>
+      r.list().flatMap((c) => {
+        const id = idOf(c);
+        return connections.overLimit(id) ? [] : [{ key: connectionKey(id), ...c }];
+      }),
+    ),
   );
   registerRefusalMetrics(metrics.registry, () => connections.refusals(deployments.list()));
 }
