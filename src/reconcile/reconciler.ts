@@ -323,7 +323,11 @@ export class DeploymentReconciler {
       cancel();
     }
     if (failure.rethrow) throw failure.rethrow;
-    run.log.warn({ reason: failure.outcome.reason }, failure.outcome.message);
+    // Not retried: logged when it starts, not at every resync that finds it failing the same way
+    // (a tenant's thousand resources reading a missing Secret would log a thousand lines a pass).
+    const synced = run.obj.status?.conditions?.find((c) => c.type === CONDITION.Synced);
+    if (synced?.reason !== failure.outcome.reason)
+      run.log.warn({ reason: failure.outcome.reason }, failure.outcome.message);
     return Action.done();
   }
 }

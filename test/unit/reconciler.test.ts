@@ -1237,6 +1237,26 @@ describe("DeploymentReconciler's log", () => {
   });
 });
 
+describe("DeploymentReconciler's log of a Stalled resource", () => {
+  it("warns when it stalls, not again at each resync that finds it stalled for the same reason", async () => {
+    const w = world();
+    const lines: { level: number; msg: string }[] = [];
+    w.restart(pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) }));
+    await w.applied({
+      secrets: [{ name: "API_KEY", valueFrom: { secretKeyRef: { name: "agent-keys", key: "api" } } }],
+    });
+    // The first reconcile, then two resync passes over the unchanged resource.
+    for (let i = 0; i < 3; i++) {
+      await w.reconcile().catch(() => undefined);
+      w.clock.advance(600_000);
+      await w.resync();
+    }
+    expect(messageOf(w.resources.stored(REF), "Stalled")).toContain("agent-keys");
+    const warnings = lines.filter((l) => l.level >= 40 && l.msg.includes("agent-keys"));
+    expect(warnings).toHaveLength(1);
+  });
+});
+
 /** Lets every promise chain that can progress do so (the reconcile runs up to its pending call). */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
