@@ -42,6 +42,13 @@ export interface HealthServerOptions {
   metricsAuthenticator?: MetricsAuthenticator;
   /** Time each check may take before it counts as failed. Default 5 s. */
   checkTimeoutMs?: number;
+  /**
+   * Time a client has to send a whole request (headers included; over HTTPS, the handshake
+   * too) before its connection is closed: a slow client cannot hold a connection. Default 10 s.
+   */
+  requestTimeoutMs?: number;
+  /** Connections each listener holds open at most; more are closed at once. Default 256. */
+  maxConnections?: number;
   clock?: Clock;
   logger?: Logger;
 }
@@ -182,16 +189,29 @@ export class HealthServer implements Runnable {
       });
     };
     const certificate = routes.has("metrics") ? this.#opts.metricsCertificate : undefined;
+    // Whoever reaches the port (a tenant's pod) chooses how slowly it sends and how many
+    // connections it opens: Node's defaults hold a request's headers 60 s, its body 300 s, and
+    // any number of connections.
+    const timeoutMs = this.#opts.requestTimeoutMs ?? 10_000;
+    const limits = {
+      headersTimeout: timeoutMs,
+      requestTimeout: timeoutMs,
+      connectionsCheckingInterval: Math.min(1_000, timeoutMs),
+    };
     let server: Server;
     if (certificate) {
-      const https = createHttpsServer({ ...(await certificate.current()), minVersion: "TLSv1.2" }, handler);
+      const https = createHttpsServer(
+        { ...limits, ...(await certificate.current()), minVersion: "TLSv1.2", handshakeTimeout: timeoutMs },
+        handler,
+      );
       // A renewed certificate serves new connections; open ones keep the one they shook hands with.
       certificate.watch(
         (pair) => https.setSecureContext({ ...pair, minVersion: "TLSv1.2" }),
         this.#watches.signal,
       );
       server = https;
-    } else server = createServer(handler);
+    } else server = createServer(limits, handler);
+    server.maxConnections = this.#opts.maxConnections ?? 256;
     await new Promise<void>((resolve, reject) => {
       server.once("error", (err) =>
         reject(new Error(`cannot listen on ${formatAddress(address)}`, { cause: err })),

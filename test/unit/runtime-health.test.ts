@@ -171,6 +171,51 @@ describe("HealthServer", () => {
   });
 });
 
+describe("HealthServer against slow or many clients", () => {
+  /** A raw connection to `url`'s port that sends `text` and resolves when the server closes it. */
+  async function openRaw(url: string, text: string) {
+    const { connect } = await import("node:net");
+    const { hostname, port } = new URL(url);
+    const socket = connect(Number(port), hostname);
+    const closed = new Promise<number>((resolve) => {
+      const opened = Date.now();
+      socket.on("close", () => resolve(Date.now() - opened));
+      socket.on("error", () => {});
+    });
+    socket.write(text);
+    return { socket, closed };
+  }
+
+  it("closes a connection whose request does not arrive in time (slowloris)", async () => {
+    const server = new HealthServer({ ...local, requestTimeoutMs: 300 });
+    server.addReadinessCheck({ name: "informers", check: async () => {} });
+    const { metrics, probes } = await serve(server);
+    for (const url of [metrics, probes]) {
+      const { socket, closed } = await openRaw(`${url}`, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: a");
+      const timer = setInterval(() => socket.write("a"), 50);
+      const ms = await Promise.race([closed, new Promise<number>((r) => setTimeout(() => r(-1), 3_000))]);
+      clearInterval(timer);
+      socket.destroy();
+      expect(ms).toBeGreaterThan(0);
+    }
+    // A prompt request is served as before.
+    expect((await get(`${probes}/healthz`)).status).toBe(200);
+  });
+
+  it("holds at most maxConnections open connections per listener", async () => {
+    const server = new HealthServer({ ...local, maxConnections: 4 });
+    const { metrics } = await serve(server);
+    const raws = await Promise.all(Array.from({ length: 8 }, () => openRaw(`${metrics}`, "GET /met")));
+    const outcomes = await Promise.all(
+      raws.map(({ closed }) =>
+        Promise.race([closed, new Promise<number>((r) => setTimeout(() => r(-1), 1_000))]),
+      ),
+    );
+    for (const { socket } of raws) socket.destroy();
+    expect(outcomes.filter((ms) => ms >= 0).length).toBeGreaterThanOrEqual(4);
+  });
+});
+
 describe("parseBindAddress", () => {
   it.each([
     [":8080", { host: undefined, port: 8080 }],
