@@ -24,6 +24,16 @@ export interface ShardMetrics {
   policyEnforced(enforced: boolean): void;
 }
 
+/**
+ * Owners the leader's count names by a series of their own, the most resources first; the rest
+ * are summed under {@link OTHER_OWNERS}. Without the label policy a tenant may write any owner
+ * label, and each name would be a series.
+ */
+export const OWNER_SERIES = 64;
+
+/** The series of the owners past {@link OWNER_SERIES}: no replica's name (not a DNS subdomain). */
+export const OTHER_OWNERS = "_other";
+
 /** Registers the metrics of the replica `replica` on `registry`. */
 export function shardMetrics(
   registry: Registry,
@@ -80,7 +90,13 @@ export function shardMetrics(
     acknowledged: () => acknowledged.inc(),
     owners: (counts) => {
       owners.reset();
-      for (const [owner, n] of counts) owners.set({ owner }, n);
+      const most = [...counts].sort((a, b) => b[1] - a[1]);
+      let other = 0;
+      for (const [i, [owner, n]] of most.entries()) {
+        if (i < OWNER_SERIES) owners.set({ owner }, n);
+        else other += n;
+      }
+      if (other > 0) owners.set({ owner: OTHER_OWNERS }, other);
     },
     policyEnforced: (enforced) => policy?.set(enforced ? 1 : 0),
   };
