@@ -4,7 +4,7 @@
  * the rules and docs/gitops.md for the workflow.
  */
 import { existsSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
+import { chmod, mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ServiceClient } from "../api/client.ts";
 import { isServiceError, RequestValidationError } from "../api/errors.ts";
@@ -82,7 +82,11 @@ export async function runImport(flags: ImportFlags, ctx: CliContext): Promise<vo
     for (const { file, path } of targets) {
       // "wx" also refuses a file created since the check above.
       const flag = flags.force ? "w" : "wx";
-      await writeFile(path, file.text, { mode: file.sensitive ? 0o600 : 0o644, flag });
+      const mode = file.ownerOnly ? 0o600 : 0o644;
+      // `mode` applies only to a file created now: one --force overwrites keeps its own, so it
+      // is set first, before the values are in it.
+      if (flags.force && existsSync(path)) await chmod(path, mode);
+      await writeFile(path, file.text, { mode, flag });
       ctx.out(`wrote ${path}\n`);
     }
     for (const line of skippedLines(result)) ctx.out(`# ${escapeForTerminal(line)}\n`);

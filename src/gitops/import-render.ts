@@ -10,8 +10,13 @@ export interface RenderedFile {
   /** File name inside the output directory. */
   name: string;
   text: string;
-  /** True when the text holds secret values: written with mode 0600, never printed by accident. */
+  /** True when the text holds secret values: never printed by accident. */
   sensitive: boolean;
+  /**
+   * Written with mode 0600 (`--out-dir`): the Secret manifest, whether it holds the values or
+   * placeholders the user replaces with them in this very file.
+   */
+  ownerOnly: boolean;
 }
 
 // Every physical line is commented, so a name holding a line break cannot turn into YAML, and
@@ -83,6 +88,7 @@ export function renderSecret(
     name: `${name}.secret.yaml`,
     text: `${comment(header)}\n${head}stringData:\n${body.join("\n")}\n`,
     sensitive: sorted.some((k) => k.value !== undefined),
+    ownerOnly: true,
   };
 }
 
@@ -113,6 +119,7 @@ export function renderFiles(
     name: `${r.resource.metadata.name}.yaml`,
     text: renderResource(r, manifest),
     sensitive: false,
+    ownerOnly: false,
   }));
   if (settings.secretsFrom !== undefined) {
     const secret = renderSecret(

@@ -3,7 +3,7 @@
  * plans as "adopt, no change", secrets only in the Secret manifest (placeholders when the service
  * masks them), warnings and skipped deployments reported, files per resource with --out-dir.
  */
-import { readdir, readFile, rm, stat } from "node:fs/promises";
+import { chmod, readdir, readFile, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
@@ -215,6 +215,21 @@ describe("import", () => {
     expect(run.stdout).toContain(`wrote ${join(dir, "summarizer.yaml")}`);
     expect(run.stdout).toMatch(/^# skipped "greedy"/m);
     expect(resources(await readFile(join(dir, "intake.yaml"), "utf8"))).toHaveLength(1);
+  });
+
+  it("with --out-dir, the Secret of placeholders is readable by its owner only too, also when --force overwrites it", async () => {
+    // The real values are filled in this very file: it must not start world-readable.
+    const dir = await manifestDir({});
+    dirs.push(dir);
+    const secret = join(dir, "agents.secret.yaml");
+    const run = await cli(masked.url, ["import", "--out-dir", dir, "--secrets-from", "agents"]);
+    expect(run.code).toBe(0);
+    expect(await readFile(secret, "utf8")).toContain("FILL IN");
+    expect((await stat(secret)).mode & 0o777).toBe(0o600);
+    await chmod(secret, 0o644);
+    const again = await cli(shown.url, ["import", "--out-dir", dir, "--secrets-from", "agents", "--force"]);
+    expect(again.code).toBe(0);
+    expect((await stat(secret)).mode & 0o777).toBe(0o600);
   });
 
   it("what it writes plans as 'adopt, no change' for every deployment, and the service sees no write", async () => {

@@ -119,6 +119,8 @@ describe("importDeployments", () => {
     const result = importDeployments([d], s);
     const [secret] = renderFiles(result, s).filter((f) => f.name === "agents.secret.yaml");
     expect(secret?.sensitive).toBe(false);
+    // Still written readable by its owner only: the real values go into this very file.
+    expect(secret?.ownerOnly).toBe(true);
     expect(secret?.text).toContain("FILL IN");
     expect(secret?.text).toContain(
       '# support-agent.MASKED: "FILL IN: value of secret \\"MASKED\\" of deployment \\"support-agent\\", masked by the service"',
