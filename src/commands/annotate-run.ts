@@ -140,6 +140,7 @@ export async function runVerb(
     ctx.err(`error: ${RESOURCE_PREFIX}/${name}: ${escapeForTerminal(message.replace(/\s*\n\s*/g, " "))}\n`);
   };
   const requested: { name: string; value: string }[] = [];
+  const never = new Map<string, string>();
   for (const name of targets) {
     const value = verb.value();
     try {
@@ -149,6 +150,12 @@ export async function runVerb(
         ctx.err(
           `note: ${RESOURCE_PREFIX}/${name} is suspended (${ANNOTATION_PAUSED}=true): the operator acts on it once resumed (kubectl dms resume ${name} -n ${cluster.namespace})\n`,
         );
+      const why = verb.acknowledgedIn && neverAcknowledged(verb.acknowledgedIn, patched);
+      if (why) {
+        never.set(name, why);
+        // With --wait the error below says it.
+        if (!flags.wait) ctx.err(`note: ${RESOURCE_PREFIX}/${name} ${why}\n`);
+      }
       if (value !== null) requested.push({ name, value });
     } catch (error) {
       fail(name, error);
@@ -156,14 +163,35 @@ export async function runVerb(
   }
   if (flags.wait && verb.acknowledgedIn) {
     const field = verb.acknowledgedIn;
-    const waits = requested.map(({ name, value }) =>
-      waitForAcknowledgement(cluster, name, field, value, flags.timeout ?? 60_000, ctx).catch((error) =>
-        fail(name, error),
-      ),
-    );
+    const waits = requested.map(({ name, value }) => {
+      // Waiting could only time out, and then blame the operator: said at once instead.
+      const why = never.get(name);
+      if (why !== undefined)
+        return Promise.resolve(
+          fail(name, new Error(`the operator never acknowledges it in status.${field}: it ${why}`)),
+        );
+      return waitForAcknowledgement(cluster, name, field, value, flags.timeout ?? 60_000, ctx).catch(
+        (error) => fail(name, error),
+      );
+    });
     await Promise.all(waits);
   }
   if (failed > 0) throw new CommandExit(EXIT.failed);
+}
+
+/**
+ * Why the operator never acknowledges a request in status field `field` of the resource as
+ * patched, or undefined: a rebuild of an ObserveOnly resource, for which it writes nothing to the
+ * service (src/reconcile/decide.ts returns before any rebuild), so builds no revision. A rollout-now
+ * or a reconcile of one is acknowledged.
+ */
+export function neverAcknowledged(
+  field: NonNullable<Verb["acknowledgedIn"]>,
+  patched: unknown,
+): string | undefined {
+  const spec = isRecord(patched) && isRecord(patched.spec) ? patched.spec : undefined;
+  if (field !== "lastHandledRebuildAt" || spec?.managementPolicy !== "ObserveOnly") return undefined;
+  return "is ObserveOnly (spec.managementPolicy): the operator writes nothing to the service for it, so it builds no revision; set spec.managementPolicy: Manage to rebuild it";
 }
 
 function isPaused(patched: unknown): boolean {

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { resourceName, waitTimeout } from "../../src/commands/annotate.ts";
+import { neverAcknowledged } from "../../src/commands/annotate-run.ts";
 import { type Candidate, completions, DIRECTIVE } from "../../src/commands/completion-plugin.ts";
 import {
   describeInstall,
@@ -420,5 +421,27 @@ describe("kubectl's completion of kubectl dms", () => {
     expect((await complete("logs", "web", "")).candidates).toEqual([]);
     const withState = await completions(["reconcile", "we"], ctx, undefined, names);
     expect(withState.candidates).toEqual([{ value: "web", description: "Ready=True Available" }]);
+  });
+});
+
+describe("the verbs' --wait: requests the operator never acknowledges", () => {
+  const resource = (managementPolicy?: string) => ({
+    metadata: { name: "intake-bot" },
+    spec: managementPolicy === undefined ? {} : { managementPolicy },
+  });
+
+  it("a rebuild of an ObserveOnly resource: it builds nothing, so --wait would only time out", () => {
+    expect(neverAcknowledged("lastHandledRebuildAt", resource("ObserveOnly"))).toMatch(
+      /^is ObserveOnly \(spec\.managementPolicy\): .*set spec\.managementPolicy: Manage/,
+    );
+  });
+
+  it("not a rebuild of a managed one, nor a reconcile or rollout-now (acknowledged under ObserveOnly too)", () => {
+    expect(neverAcknowledged("lastHandledRebuildAt", resource())).toBeUndefined();
+    expect(neverAcknowledged("lastHandledRebuildAt", resource("Manage"))).toBeUndefined();
+    expect(neverAcknowledged("lastHandledReconcileAt", resource("ObserveOnly"))).toBeUndefined();
+    expect(neverAcknowledged("lastHandledRolloutNow", resource("ObserveOnly"))).toBeUndefined();
+    for (const odd of [null, "x", {}, { spec: 1 }])
+      expect(neverAcknowledged("lastHandledRebuildAt", odd)).toBeUndefined();
   });
 });
