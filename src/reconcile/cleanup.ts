@@ -122,7 +122,11 @@ async function finalize(
           recordEvent(deps, run, "Normal", "Deleting", note);
         }
         const observed = { kind: "found", deployment: found.deployment } as const;
-        return { decided: { outcome: { kind: "deleting" }, observed } };
+        // Found by name for a pending create: that create is settled, and from now on the id the
+        // status records answers alone. Else, once the deployment is gone, the name would be
+        // looked up again and a deployment created anew under it deleted too.
+        const record = obj.status?.createRequestedAt ? { record: { createRequestedAt: null } } : {};
+        return { decided: { outcome: { kind: "deleting" }, observed, ...record } };
       }
       if (recorded && !found.disowned) {
         // The lookup found it gone: the snapshot forgets it too.

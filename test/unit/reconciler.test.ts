@@ -954,6 +954,35 @@ const cases: Case[] = [
   },
   {
     reason:
+      "deleted under Delete while its create is pending: once the deployment it made is gone, one re-created under the name is not deleted",
+    arrange: async (w) => {
+      w.existing();
+      w.resources.create({
+        metadata: { name: "agent", finalizers: [FINALIZER] },
+        spec: { ...SPEC, deletionPolicy: "Delete" },
+        status: { createRequestedAt: "2030-01-01T00:00:00Z" },
+      });
+      w.resources.delete(REF);
+      // The DELETE of the deployment its create made, found by name: its id is now recorded.
+      expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: POLL_MS });
+      expect(w.service.store.getByName("agent")?.status).toBe("AWAITING_DELETE");
+      // Gone on the service; someone else creates the name again before the next look.
+      w.clock.advance(2_000);
+      expect(w.service.store.getByName("agent")).toBeUndefined();
+      w.existing();
+    },
+    outcome: { result: { kind: "gone" } },
+    // The recorded id answers: the name is not asked again.
+    calls: { getById: 1 },
+    conditions: undefined,
+    events: ["Normal/Deleted"],
+    also: (w) => {
+      expect(w.service.store.getByName("agent")?.status).toBe("READY");
+      expect(w.resources.stored(REF)).toBeUndefined();
+    },
+  },
+  {
+    reason:
       "deleted under Delete when a deployment merely carries the name: it is someone else's, left alone",
     arrange: (w) => {
       w.existing();
