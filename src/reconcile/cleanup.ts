@@ -33,8 +33,9 @@ export type CleanupStep = { result: ReconcileResult } | { decided: Decided };
  *   deleting through it is exactly what the selector forbids: the finalizer goes without a call;
  * - not checked since the start yet: its check enqueues this resource again;
  * - unusable (missing, not Ready, another namespace's): a resource with nothing to clean up on the
- *   service lets its finalizer go; one that has keeps it, and says so, until the connection is
- *   usable (or the finalizer is removed by hand);
+ *   service (Orphan, or no deployment id nor pending create in its status) lets its finalizer go;
+ *   one that has keeps it, and says so, until the connection is usable (or the finalizer is
+ *   removed by hand);
  * - ready: the deployment is deleted, then the finalizer removed.
  */
 export async function cleanup(
@@ -49,8 +50,10 @@ export async function cleanup(
     case "pending":
       return { result: Action.done() };
     case "unavailable": {
-      // Nothing to clean up on the service: the deletion needs no connection.
-      if (!cleansUpOnDelete(run.obj)) return finalize(deps, run, undefined, signal);
+      // Nothing to clean up on the service: the deletion needs no connection. Nor does a resource
+      // that never recorded a deployment or a pending create: with a connection too, it would be
+      // let go without a call (see `owned`).
+      if (!cleansUpOnDelete(run.obj) || !ownsAnything(run.obj)) return finalize(deps, run, undefined, signal);
       const message = `${connection.message}; the service's deployment is deleted once the connection is usable (or remove the finalizer ${FINALIZER} to leave it)`;
       return {
         decided: { outcome: { kind: "failed", reason: REASON.ConnectionNotReady, message, stalled: true } },
@@ -59,6 +62,11 @@ export async function cleanup(
     case "ready":
       return finalize(deps, { ...run, session: connection.session }, connection.session, signal);
   }
+}
+
+/** Whether `obj`'s status records a deployment of its own, or a create that may have made one. */
+function ownsAnything(obj: StoredResource): boolean {
+  return Boolean(obj.status?.deploymentId || obj.status?.createRequestedAt);
 }
 
 /** A resource refused its connection lets its finalizer go without a call to the service. */

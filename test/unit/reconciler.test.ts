@@ -423,6 +423,25 @@ const cases: Case[] = [
   },
   {
     reason:
+      "deleting under Delete while the connection is unusable, with nothing on the service (no deployment id, no create pending): the finalizer goes",
+    arrange: (w) => {
+      // Its create was refused (say a 422): the finalizer was added, no deployment ever made.
+      w.resources.create({
+        metadata: { name: "agent", finalizers: [FINALIZER] },
+        spec: { ...SPEC, deletionPolicy: "Delete" },
+        status: {},
+      });
+      w.resources.delete(REF);
+      // Its namespace being deleted took the connection's Secret with it.
+      w.connection = { kind: "unavailable", message: "ServiceConnection default/prod is not Ready" };
+    },
+    outcome: { result: { kind: "gone" } },
+    calls: {},
+    conditions: undefined,
+    events: [],
+  },
+  {
+    reason:
       "a namespace its connection's selector refuses: ConnectionNotAllowed naming it, Stalled, no service call, paused or not",
     arrange: (w) => {
       w.apply(
