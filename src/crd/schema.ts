@@ -440,7 +440,7 @@ export const DeploymentSpecSchema = Type.Object(
       Type.Boolean({
         // No CRD default: absent means false, and the API server writes nothing into every object.
         description:
-          'true: the resource cannot be deleted: the ValidatingAdmissionPolicy dms-operator-deletion-protection, shipped with the CRDs, refuses its DELETE (a namespace holding it stays Terminating), so that a pruned file or a stray kubectl delete cannot remove it and, with deletionPolicy Delete, its deployment on the service. To delete it, set it to false first: kubectl patch dmsd <name> --type merge -p \'{"spec":{"deletionProtection":false}}\'. Absent or false (the default): no protection.',
+          'true: the resource cannot be deleted: the ValidatingAdmissionPolicy dms-operator-deletion-protection, shipped with the CRDs, refuses its DELETE (a namespace holding it stays Terminating), so that a pruned file or a stray kubectl delete cannot remove it and, with deletionPolicy Delete, its deployment on the service. To delete it, set it to false first: kubectl patch dmsd <name> --type merge -p \'{"spec":{"deletionProtection":false}}\'. Deleted while true all the same (its CRD deleted, or the policy not installed), its deployment on the service is left in place, whatever deletionPolicy says. Absent or false (the default): no protection.',
       }),
     ),
     rolloutTimeout: Type.Optional(

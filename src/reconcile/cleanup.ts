@@ -53,7 +53,7 @@ export async function cleanup(
       // Nothing to clean up on the service: the deletion needs no connection. Nor does a resource
       // that never recorded a deployment or a pending create: with a connection too, it would be
       // let go without a call (see `owned`).
-      if (!cleansUpOnDelete(run.obj) || !ownsAnything(run.obj)) return finalize(deps, run, undefined, signal);
+      if (!deletesOnService(run.obj) || !ownsAnything(run.obj)) return finalize(deps, run, undefined, signal);
       const message = `${connection.message}; the service's deployment is deleted once the connection is usable (or remove the finalizer ${FINALIZER} to leave it)`;
       return {
         decided: { outcome: { kind: "failed", reason: REASON.ConnectionNotReady, message, stalled: true } },
@@ -62,6 +62,16 @@ export async function cleanup(
     case "ready":
       return finalize(deps, { ...run, session: connection.session }, connection.session, signal);
   }
+}
+
+/**
+ * Whether deleting `obj` deletes its deployment on the service: under `deletionPolicy: Delete`,
+ * unless `spec.deletionProtection` is still true. Such a resource can be deleted only past the
+ * deletion protection policy (its CRD deleted, or the policy not installed): never on purpose, so
+ * its deployment is left in place, as under `Orphan`.
+ */
+function deletesOnService(obj: StoredResource): boolean {
+  return cleansUpOnDelete(obj) && obj.spec.deletionProtection !== true;
 }
 
 /** Whether `obj`'s status records a deployment of its own, or a create that may have made one. */
@@ -102,7 +112,11 @@ async function finalize(
 ): Promise<CleanupStep> {
   const { obj } = run;
   if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) return { result: Action.gone() };
-  if (session && cleansUpOnDelete(obj)) {
+  if (cleansUpOnDelete(obj) && !deletesOnService(obj)) {
+    const id = obj.status?.deploymentId;
+    const note = `deleted while spec.deletionProtection is true, which only a deletion past the deletion protection policy can do (its CRD deleted, or the policy not installed): the service's deployment${id ? ` ${id}` : ""} is left in place, as under deletionPolicy Orphan`;
+    recordEvent(deps, run, "Warning", REASON.DeletionProtected, note);
+  } else if (session && cleansUpOnDelete(obj)) {
     const holder = holderOf(deps.resources, obj);
     const recorded = obj.status?.deploymentId;
     if (holder && recorded) {

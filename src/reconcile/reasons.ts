@@ -66,6 +66,8 @@ export const REASON = {
   ListingDeadlineExceeded: "ListingDeadlineExceeded",
   /** The deployment a status names is not this resource's (another name, or claimed by another). */
   NotOwned: "NotOwned",
+  /** Deleted while `spec.deletionProtection` was true (a CRD deleted, no policy): its deployment left. */
+  DeletionProtected: "DeletionProtected",
   /** The latest revision has not finished rolling out within `spec.rolloutTimeout`. */
   RolloutTimeout: "RolloutTimeout",
   /** A change that would create a revision is held until a rollout window opens. */

@@ -485,6 +485,34 @@ const cases: Case[] = [
     },
   },
   {
+    reason:
+      "deleted under Delete while spec.deletionProtection is true (its CRD deleted, no policy): the deployment is left, with a Warning, and the finalizer goes",
+    arrange: async (w) => {
+      await w.settled({ deletionPolicy: "Delete", deletionProtection: true });
+      w.resources.delete(REF);
+    },
+    outcome: { result: { kind: "gone" } },
+    calls: {},
+    events: ["Warning/DeletionProtected"],
+    also: (w) => {
+      expect(w.resources.stored(REF)).toBeUndefined();
+      expect(w.service.store.getByName("agent")?.status).not.toBe("AWAITING_DELETE");
+      expect(w.events.all[0]?.note).toMatch(/the service's deployment \S+ is left in place/);
+    },
+  },
+  {
+    reason: "the same with its connection unusable: let go at once, nothing to wait for",
+    arrange: async (w) => {
+      await w.settled({ deletionPolicy: "Delete", deletionProtection: true });
+      w.resources.delete(REF);
+      w.connection = { kind: "unavailable", message: "ServiceConnection default/prod not found" };
+    },
+    outcome: { result: { kind: "gone" } },
+    calls: {},
+    events: ["Warning/DeletionProtected"],
+    also: (w) => expect(w.service.store.getByName("agent")).toBeDefined(),
+  },
+  {
     reason: "the default connection is recorded in status.connection",
     arrange: (w) => {
       w.apply();
