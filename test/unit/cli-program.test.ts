@@ -8,9 +8,8 @@ import type { CliContext } from "../../src/commands/context.ts";
 import { EXIT, runProgram } from "../../src/commands/program.ts";
 import { Manager, ShutdownTimeoutError } from "../../src/runtime/manager.ts";
 
-/** Runs a one-command program whose action fires the stop signal and then does `act`. */
-async function runAfterSignal(act: (reason: unknown) => Promise<void>) {
-  const stop = new AbortController();
+/** Runs `work` (and `args`) in a one-command program whose action is `action`: its status and stderr. */
+async function runWork(action: () => Promise<void>, stopSignal: AbortSignal, args: string[] = []) {
   let stderr = "";
   const ctx: CliContext = {
     out: () => {},
@@ -19,16 +18,21 @@ async function runAfterSignal(act: (reason: unknown) => Promise<void>) {
     },
     stdoutIsTTY: false,
     env: {},
-    stopSignal: stop.signal,
+    stopSignal,
   };
   const register = (program: Command) => {
-    program.command("work").action(async () => {
-      stop.abort(new Error("shutdown requested by signal"));
-      await act(stop.signal.reason);
-    });
+    program.command("work").action(action);
   };
-  const code = await runProgram(["work"], ctx, [register]);
-  return { code, stderr };
+  return { code: await runProgram(["work", ...args], ctx, [register]), stderr };
+}
+
+/** Runs a one-command program whose action fires the stop signal and then does `act`. */
+async function runAfterSignal(act: (reason: unknown) => Promise<void>) {
+  const stop = new AbortController();
+  return runWork(async () => {
+    stop.abort(new Error("shutdown requested by signal"));
+    await act(stop.signal.reason);
+  }, stop.signal);
 }
 
 describe("runProgram after a stop signal", () => {
@@ -72,24 +76,14 @@ describe("runProgram after a stop signal", () => {
 
 describe("runProgram's error line", () => {
   /** Runs a one-command program whose action throws `error`. */
-  async function runFailing(error: unknown, args: string[] = []) {
-    let stderr = "";
-    const ctx: CliContext = {
-      out: () => {},
-      err: (text) => {
-        stderr += text;
-      },
-      stdoutIsTTY: false,
-      env: {},
-      stopSignal: new AbortController().signal,
-    };
-    const register = (program: Command) => {
-      program.command("work").action(async () => {
+  const runFailing = (error: unknown, args: string[] = []) =>
+    runWork(
+      async () => {
         throw error;
-      });
-    };
-    return { code: await runProgram(["work", ...args], ctx, [register]), stderr };
-  }
+      },
+      new AbortController().signal,
+      args,
+    );
 
   it("writes the service's controls in a failure's detail as escapes, on its one line", async () => {
     // A 4xx's detail is the service's own text: it must not retitle, clear or recolour the terminal.

@@ -97,6 +97,19 @@ function world(route: SimulatedService["redeployRoute"] = "new-revision", good =
       await w.resync();
       await w.reconcile();
     },
+    /**
+     * {@link reverted} on a switch-active service, settled with the revision switched back to
+     * live; the calls and events so far forgotten. Returns the deployment's id and revision count.
+     */
+    async switchedBackLive() {
+      await w.reverted();
+      clock.advance(BUILD_MS / 3);
+      await w.settle(3);
+      const id = w.deployment()?.id ?? "";
+      service.resetCalls();
+      events.all.length = 0;
+      return { id, before: (service.store.revisions(id) ?? []).length };
+    },
     back() {
       w.edit((o) => {
         o.spec.sourceRevisionConfig = { imageUri: good };
@@ -183,13 +196,7 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
 
   it("switch-active, Git back to the latest revision's config with a rebuild asked: the latest config is built and goes live", async () => {
     const w = world("switch-active");
-    await w.reverted();
-    w.clock.advance(BUILD_MS / 3);
-    await w.settle(3);
-    const id = w.deployment()?.id ?? "";
-    const before = (w.service.store.revisions(id) ?? []).length;
-    w.service.resetCalls();
-    w.events.all.length = 0;
+    const { id, before } = await w.switchedBackLive();
     // The service's config still names BAD (its latest revision); GOOD is active by the switch.
     w.edit((o) => {
       o.spec.sourceRevisionConfig = { imageUri: BAD };
@@ -210,12 +217,7 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
 
   it("switch-active, the revision switched back to live, a rebuild asked: the spec's config is built, not the service's latest", async () => {
     const w = world("switch-active");
-    await w.reverted();
-    w.clock.advance(BUILD_MS / 3);
-    await w.settle(3);
-    const id = w.deployment()?.id ?? "";
-    const before = (w.service.store.revisions(id) ?? []).length;
-    w.service.resetCalls();
+    const { id, before } = await w.switchedBackLive();
     // GOOD is active by the switch; the service's config still names BAD, its latest revision.
     w.edit((o) => {
       o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };

@@ -193,6 +193,17 @@ function world(timing?: Timing) {
 }
 type World = ReturnType<typeof world>;
 
+/** A Delete resource whose create is pending (its answer lost: the deployment exists), deleted. */
+function deletedWhileCreating(w: World): void {
+  w.existing();
+  w.resources.create({
+    metadata: { name: "agent", finalizers: [FINALIZER] },
+    spec: { ...SPEC, deletionPolicy: "Delete" },
+    status: { createRequestedAt: "2030-01-01T00:00:00Z" },
+  });
+  w.resources.delete(REF);
+}
+
 /** Someone with write access to the status subresource points `status.deploymentId` at `id`. */
 function forgeDeploymentId(w: World, id: string): void {
   w.resources.edit(REF, (o) => {
@@ -986,13 +997,7 @@ const cases: Case[] = [
     reason:
       "deleted under Delete while its create is pending (the answer was lost): the deployment it made is deleted",
     arrange: (w) => {
-      w.existing();
-      w.resources.create({
-        metadata: { name: "agent", finalizers: [FINALIZER] },
-        spec: { ...SPEC, deletionPolicy: "Delete" },
-        status: { createRequestedAt: "2030-01-01T00:00:00Z" },
-      });
-      w.resources.delete(REF);
+      deletedWhileCreating(w);
     },
     outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
     calls: { findByName: 1, delete: 1 },
@@ -1003,13 +1008,7 @@ const cases: Case[] = [
     reason:
       "deleted under Delete while its create is pending: once the deployment it made is gone, one re-created under the name is not deleted",
     arrange: async (w) => {
-      w.existing();
-      w.resources.create({
-        metadata: { name: "agent", finalizers: [FINALIZER] },
-        spec: { ...SPEC, deletionPolicy: "Delete" },
-        status: { createRequestedAt: "2030-01-01T00:00:00Z" },
-      });
-      w.resources.delete(REF);
+      deletedWhileCreating(w);
       // The DELETE of the deployment its create made, found by name: its id is now recorded.
       expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: POLL_MS });
       expect(w.service.store.getByName("agent")?.status).toBe("AWAITING_DELETE");
