@@ -116,7 +116,7 @@ async function finalize(
     const id = obj.status?.deploymentId;
     const note = `deleted while spec.deletionProtection is true, which only a deletion past the deletion protection policy can do (its CRD deleted, or the policy not installed): the service's deployment${id ? ` ${id}` : ""} is left in place, as under deletionPolicy Orphan`;
     recordEvent(deps, run, "Warning", REASON.DeletionProtected, note);
-  } else if (session && cleansUpOnDelete(obj)) {
+  } else if (session && deletesOnService(obj)) {
     const holder = holderOf(deps.resources, obj);
     const recorded = obj.status?.deploymentId;
     if (holder && recorded) {

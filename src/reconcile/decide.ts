@@ -198,7 +198,8 @@ export function decide(
   // config still names its newest revision) is nothing to roll out: no window holds it, and
   // applyPatch sends only the rest, if any. Not while a rebuild is asked: the rebuild route
   // builds the service's config (its newest revision's), so the spec's is built by the PATCH.
-  const rebuildAsked = !outcomeFromProblems(sendable.problems) && pendingRebuild(spec, status);
+  const problems = outcomeFromProblems(sendable.problems);
+  const rebuildAsked = !problems && pendingRebuild(spec, status);
   const switchedBack =
     sendable.action === "patch" && deployment && !rebuildAsked
       ? pendingSwitchBack({ deployment, decision: sendable, spec: spec.spec, status })
@@ -240,11 +241,10 @@ export function decide(
       ? switchBackPlan(status.revisionHistory, deployment)
       : undefined;
   const sending = gated.send ?? back;
-  const problems = outcomeFromProblems(sendable.problems);
   // A rebuild asked for goes after the write, unless something holds it or the write makes a
   // revision itself (see decideRebuild): then that revision is built, never an earlier one reused.
   const rebuild =
-    deployment && !problems && !gated.held && pendingRebuild(spec, status)
+    deployment && rebuildAsked && !gated.held
       ? decideRebuild(spec, status, observation, {
           deploymentId: deployment.id,
           windows,
