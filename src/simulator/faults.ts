@@ -46,14 +46,15 @@ export const FaultsSchema = Type.Object(
     ),
     /**
      * Deterministic script: the next `count` requests to `route` answer `status` (or have their
-     * connection reset), consumed in order. The way tests make "fail twice, then succeed".
+     * connection reset: `reset` before they are handled, `lost` once handled, a write applied
+     * whose answer never comes), consumed in order. The way tests make "fail twice, then succeed".
      */
     script: Type.Optional(
       Type.Array(
         Type.Object({
           route: Route,
           count: Type.Integer({ minimum: 1 }),
-          status: Type.Union([Status, Type.Literal("reset")]),
+          status: Type.Union([Status, Type.Literal("reset"), Type.Literal("lost")]),
           retryAfterSeconds: RetryAfter,
         }),
       ),
@@ -113,6 +114,8 @@ export interface FaultDecision {
   retryAfterSeconds?: number;
   /** Destroy the connection without answering. */
   reset?: boolean;
+  /** Handle the request (a write is applied), then destroy the connection instead of answering. */
+  lost?: boolean;
 }
 
 /** Chunked writing of a response body. */
@@ -156,7 +159,8 @@ const idsMatch = (ids: "one" | "many" | undefined, asked: () => number): boolean
  */
 export class FaultController {
   #faults: Faults = {};
-  #script: { route?: string; left: number; status: number | "reset"; retryAfterSeconds?: number }[] = [];
+  #script: { route?: string; left: number; status: number | "reset" | "lost"; retryAfterSeconds?: number }[] =
+    [];
   #random: () => number = prng(1);
   #active = false;
 
@@ -206,6 +210,7 @@ export class FaultController {
       if (entry.left <= 0 || !matches(entry.route, route, path)) continue;
       entry.left -= 1;
       if (entry.status === "reset") return { delayMs, reset: true };
+      if (entry.status === "lost") return { delayMs, lost: true };
       return { delayMs, status: entry.status, retryAfterSeconds: entry.retryAfterSeconds };
     }
     for (const rule of f.resets ?? []) {

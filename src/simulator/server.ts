@@ -299,12 +299,20 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
         send(json(401, { detail: "Invalid or missing API key" }));
         return;
       }
+      // Handled, then the answer lost: the connection reset where the answer would go.
+      const answer =
+        decision.lost === true
+          ? () => {
+              record.answered(request, "reset");
+              req.socket.destroy();
+            }
+          : send;
       try {
         const result = match.handler(req, match.params, search);
-        if (result instanceof Promise) result.then(send, (error: unknown) => send(fail(error)));
-        else send(result);
+        if (result instanceof Promise) result.then(answer, (error: unknown) => answer(fail(error)));
+        else answer(result);
       } catch (error) {
-        send(fail(error));
+        answer(fail(error));
       }
     };
     const decision = faults.decide(match.route, match.template, search);

@@ -73,6 +73,18 @@ describe("scripted faults", () => {
     expect(await statusOf()).toBe(200);
     expect(sim.counters()[LIST]).toEqual({ reset: 1, "200": 1 });
   });
+
+  it("a scripted lost answer handles the request (a write applied), then drops the connection", async () => {
+    const REBUILD = "POST /v2/deployments/{deployment_id}/revisions";
+    sim.rebuildRoute.mode = "present";
+    const id = sim.store.getByName("agent-0")?.id ?? "";
+    const before = sim.store.revisions(id)?.length ?? 0;
+    sim.faults.set({ script: [{ route: REBUILD, count: 1, status: "lost" }] });
+    await expect(call(sim, "POST", `/v2/deployments/${id}/revisions`, {})).rejects.toThrow();
+    expect(sim.store.revisions(id)).toHaveLength(before + 1);
+    expect(sim.counters()[REBUILD]).toEqual({ reset: 1 });
+    expect((await call(sim, "POST", `/v2/deployments/${id}/revisions`, {})).status).toBe(201);
+  });
 });
 
 describe("rates", () => {
