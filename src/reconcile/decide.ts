@@ -252,6 +252,7 @@ export function decide(
           // A switch back sends the service's own config again, which makes no revision: the
           // rebuild goes out after it (a build of that config, now what the spec asks).
           newRevision: sending?.newRevision === true && sending !== back,
+          patching: sending !== undefined && sending !== back,
           counter: settings.counter,
         })
       : undefined;

@@ -50,7 +50,9 @@ export interface RebuildDecision {
  *   which the service may not show) is looked at once answered (`execute.ts`);
  * - the connection's service has no rebuild route: refused (Synced=False, Stalled,
  *   {@link REASON.RebuildRouteMissing}, an event the first time), nothing else written for it,
- *   not recorded as handled;
+ *   not recorded as handled; unless a PATCH goes out (`patching`) whose answer may name a new
+ *   revision (new secret values): then that answer decides (`withRebuild`), and the rebuild,
+ *   should it come to one, makes no call (the connection knows the route missing);
  * - else the rollout gate decides, as for any revision: open, it is sent; closed, it is held.
  */
 export function decideRebuild(
@@ -62,17 +64,17 @@ export function decideRebuild(
     windows: WindowsInEffect;
     now: number;
     newRevision: boolean;
+    /** A PATCH goes out (not a switch back), whose answer may name a revision it made. */
+    patching: boolean;
     counter?: Counter | undefined;
   },
 ): RebuildDecision {
   const requestedAt = rebuildRequestedAt(spec) ?? "";
   if (at.newRevision) return { handled: requestedAt };
   if (observation.rebuildMissing !== undefined) {
-    const outcome = rebuildRefused(observation.rebuildMissing);
-    const synced = syncedOf(status);
-    const said = synced?.reason === outcome.reason && synced.message === outcome.message;
-    const event = { type: "Warning", reason: REASON.RebuildRouteMissing, note: outcome.message } as const;
-    return { refused: { outcome, events: said ? [] : [event] } };
+    // The PATCH's revision, if its answer names one, is the one asked for: weighed once answered.
+    if (at.patching) return { send: { deploymentId: at.deploymentId, requestedAt } };
+    return { refused: refusal(status, observation.rebuildMissing) };
   }
   const gate = gateRollout({
     windows: at.windows,
@@ -96,6 +98,18 @@ export function rebuildRefused(why: string): SyncOutcome & { kind: "failed" } {
   };
 }
 
+/** A refusal for `why` ({@link rebuildRefused}), with its Warning unless `Synced` says it already. */
+function refusal(
+  status: NonNullable<StoredResource["status"]>,
+  why: string,
+): { outcome: SyncOutcome; events: DecidedEvent[] } {
+  const outcome = rebuildRefused(why);
+  const synced = syncedOf(status);
+  const said = synced?.reason === outcome.reason && synced.message === outcome.message;
+  const event = { type: "Warning", reason: REASON.RebuildRouteMissing, note: outcome.message } as const;
+  return { outcome, events: said ? [] : [event] };
+}
+
 /**
  * `settled` with what the rebuild came to: a revision the PATCH made is the one asked for (handled,
  * said by the PATCH's event); a revision created is recorded as handled, with an
@@ -115,9 +129,8 @@ export function withRebuild(
   const { outcome, deployment } = rebuilt;
   const requestedAt = decision.rebuild?.requestedAt;
   if (outcome.kind === "missing") {
-    const refused = rebuildRefused(outcome.why);
-    const event = { type: "Warning", reason: REASON.RebuildRouteMissing, note: refused.message } as const;
-    return { decided: { ...decided, outcome: refused }, events: [...events, event] };
+    const refused = refusal(status, outcome.why);
+    return { decided: { ...decided, outcome: refused.outcome }, events: [...events, ...refused.events] };
   }
   if (outcome.kind === "unknown" || requestedAt === undefined) return settled;
   const handled = { ...decided.record, lastHandledRebuildAt: requestedAt };

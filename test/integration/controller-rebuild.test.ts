@@ -3,7 +3,8 @@
 // recorded in status.lastHandledRebuildAt (its revision in status.revisionHistory, the operator's
 // own), and only once per value; a service without the route
 // gets the request refused with a condition and an event (RebuildRouteMissing), and no write;
-// asked with new secret values in the same change, the PATCH's revision is the one (no second build).
+// asked with new secret values in the same change, the PATCH's revision is the one (no second build),
+// the route missing or not.
 import { describe, expect, it } from "vitest";
 import { ROUTES } from "../../src/api/wire.ts";
 import {
@@ -125,5 +126,34 @@ describe("controller: dms.dev/rebuild-requested-at", () => {
     const after = writes(s, id);
     expect(after.rebuilds.map((r) => r.status)).toEqual(["405"]);
     expect(after.patches).toEqual([]);
+  });
+
+  it("on a service without the route, a rotated Secret's revision is the one asked for: acknowledged, not refused", async () => {
+    const s = await scenarios.start("ctl-rebuild-missing-secret", {
+      sim: { rebuildRoute: "method-not-allowed" },
+    });
+    await s.user.create(s.namespace, "agent", { ...spec, secrets: [{ name: "API_KEY", value: "sk-old" }] });
+    const id = (await s.user.waitReady(s.namespace, "agent")).status?.deploymentId ?? "";
+    await s.user.annotate(s.namespace, "agent", { [ANNOTATION_REBUILD_REQUESTED_AT]: ASKED });
+    await s.user.waitFor(
+      s.namespace,
+      "agent",
+      (o) => conditionOf(o, "Synced")?.reason === "RebuildRouteMissing",
+      "the request refused: the route found missing",
+    );
+    const before = s.sim.store.revisions(id)?.length ?? 0;
+    await s.user.patch(s.namespace, "agent", { spec: { secrets: [{ name: "API_KEY", value: "sk-new" }] } });
+    const done = await s.user.waitFor(
+      s.namespace,
+      "agent",
+      (o) => (o?.metadata.generation ?? 0) > 1 && o?.status?.observedGeneration === o?.metadata.generation,
+      "the rotated Secret reconciled",
+    );
+    expect(done.status?.lastHandledRebuildAt).toBe(ASKED);
+    expect(conditionOf(done, "Synced")).toMatchObject({ status: "True" });
+    expect(s.sim.store.revisions(id)).toHaveLength(before + 1);
+    expect(done.status?.revisionHistory?.[0]?.id).toBe(s.sim.store.get(id)?.latest_revision_id);
+    // The route known missing: not asked again.
+    expect(writes(s, id).rebuilds.map((r) => r.status)).toEqual(["405"]);
   });
 });

@@ -1280,3 +1280,56 @@ function withSynced(
   };
   return { ...status, conditions: [synced] };
 }
+
+describe("a rebuild on a service known to lack the route, in a reconcile that PATCHes", () => {
+  const MIN_SCALE = { sourceConfig: { ...SPEC.sourceConfig, resourceSpec: { minScale: 3 } } };
+  const spec = rebuilding(MIN_SCALE);
+  const missing = seen(spec, DEPLOYED, {}, { rebuildMissing: NO_ROUTE });
+  const R2 = "22222222-2222-4222-8222-222222222222";
+  const sent = (latest: string | null): Executed => ({
+    kind: "sent",
+    sent: {
+      deployment: { ...DEPLOYED, latest_revision_id: latest },
+      revision: { kind: "patched" },
+      history: undefined,
+    },
+  });
+
+  it("waits for the PATCH's answer: its revision, if it names one, is the one asked for (handled, nothing refused)", () => {
+    const decision = decide(spec, missing, OURS, NOW, SETTINGS);
+    expect(decision).toMatchObject({
+      outcome: { kind: "synced" },
+      after: [],
+      write: { kind: "send" },
+      rebuild: { deploymentId: DEPLOYED.id, requestedAt: ASKED },
+    });
+    const written: Executed = { ...sent(R2), rebuilt: { outcome: { kind: "written", revisionId: R2 } } };
+    const { decided, events } = settle(spec, OURS, decision, written);
+    expect(decided.outcome).toEqual({ kind: "synced" });
+    expect(decided.record).toMatchObject({ lastHandledRebuildAt: ASKED });
+    expect(events.map((e) => e.reason)).not.toContain("RebuildRouteMissing");
+  });
+
+  it("a PATCH that made none: refused as before, said once", () => {
+    const decision = decide(spec, missing, OURS, NOW, SETTINGS);
+    const refused: Executed = {
+      ...sent(DEPLOYED.latest_revision_id),
+      rebuilt: { outcome: { kind: "missing", why: NO_ROUTE } },
+    };
+    const first = settle(spec, OURS, decision, refused);
+    expect(first.decided.outcome).toMatchObject({
+      kind: "failed",
+      reason: "RebuildRouteMissing",
+      stalled: true,
+    });
+    expect(first.decided.record?.lastHandledRebuildAt).toBeUndefined();
+    expect(first.events.map((e) => `${e.type}/${e.reason}`)).toEqual([
+      "Normal/Updated",
+      "Warning/RebuildRouteMissing",
+    ]);
+    const outcome = first.decided.outcome as { reason: string; message: string };
+    const said = withSynced(OURS, "False", outcome.reason, outcome.message);
+    const again = settle(spec, said, decide(spec, missing, said, NOW, SETTINGS), refused);
+    expect(again.events.map((e) => e.reason)).not.toContain("RebuildRouteMissing");
+  });
+});

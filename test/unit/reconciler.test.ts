@@ -193,6 +193,40 @@ function world(timing?: Timing) {
 }
 type World = ReturnType<typeof world>;
 
+/**
+ * A rebuild asked for beside a rotated Secret (`refusedFirst`: on a service without the rebuild
+ * route, which refused it before the Secret rotated): the PATCH's revision is the one asked for,
+ * acknowledged, recorded as the operator's, with no rebuild call and nothing refused.
+ */
+function rebuildWithRotatedSecret(reason: string, refusedFirst = false): Case {
+  return {
+    reason,
+    arrange: async (w) => {
+      await settledWithSecret(w);
+      w.service.rebuildRoute = !refusedFirst;
+      w.resources.edit(REF, (o) => {
+        o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+      });
+      if (refusedFirst) {
+        await w.reconcile();
+        expect(conditions(w.resources.stored(REF)).Synced).toBe("False/RebuildRouteMissing");
+      }
+      w.secrets.set("default", "agent-keys", { api: "sk-new-9876543210" });
+    },
+    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
+    calls: { patch: 1 },
+    conditions: ROLLING_OUT,
+    events: ["Normal/Updated"],
+    also: (w) => {
+      const status = w.resources.stored(REF)?.status;
+      expect(status?.lastHandledRebuildAt).toBe("2030-01-02T00:00:00Z");
+      // The one revision made is the PATCH's (no rebuild call above), recorded as the operator's.
+      const id = status?.deploymentId ?? "";
+      expect(status?.revisionHistory?.[0]?.id).toBe(w.service.store.get(id)?.latest_revision_id);
+    },
+  };
+}
+
 /** A Delete resource whose create is pending (its answer lost: the deployment exists), deleted. */
 function deletedWhileCreating(w: World): void {
   w.existing();
@@ -1097,28 +1131,9 @@ const cases: Case[] = [
     also: (w) => expect(w.secrets.reads).toEqual(["default/agent-keys/api"]),
   },
 
-  {
-    reason:
-      "a rebuild asked for with a rotated Secret: the PATCH's revision is the one asked for, no second build",
-    arrange: async (w) => {
-      await settledWithSecret(w);
-      w.secrets.set("default", "agent-keys", { api: "sk-new-9876543210" });
-      w.resources.edit(REF, (o) => {
-        o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
-      });
-    },
-    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
-    calls: { patch: 1 },
-    conditions: ROLLING_OUT,
-    events: ["Normal/Updated"],
-    also: (w) => {
-      const status = w.resources.stored(REF)?.status;
-      expect(status?.lastHandledRebuildAt).toBe("2030-01-02T00:00:00Z");
-      // The one revision made is the PATCH's (no rebuild call above), recorded as the operator's.
-      const id = status?.deploymentId ?? "";
-      expect(status?.revisionHistory?.[0]?.id).toBe(w.service.store.get(id)?.latest_revision_id);
-    },
-  },
+  rebuildWithRotatedSecret(
+    "a rebuild asked for with a rotated Secret: the PATCH's revision is the one asked for, no second build",
+  ),
   {
     reason:
       "a rebuild asked for with secrets sent again that the service already had (it masks them): the PATCH makes no revision, so the rebuild makes one",
@@ -1140,6 +1155,10 @@ const cases: Case[] = [
       expect(w.service.store.revisions(status?.deploymentId ?? "")).toHaveLength(2);
     },
   },
+  rebuildWithRotatedSecret(
+    "a rebuild refused for want of the route, with a rotated Secret: the PATCH's revision is the one asked for, handled, nothing refused",
+    true,
+  ),
   {
     reason:
       "a settled resource reads none of its Secrets: their resourceVersions are those recorded with the hash",
