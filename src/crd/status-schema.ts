@@ -136,7 +136,37 @@ const ExternalRevisionSchema = Type.Object(
   },
   {
     description:
-      "The last revision of the service's deployment that this operator did not create (the service's UI, langgraph deploy, another tool): not in revisionHistory, not the answer to a create, a PATCH, a redeploy or a rebuild of this resource, and not a build on push of the branch the spec names (sourceConfig.buildOnPush true). Kept once the spec's revision replaced it, as the record of what happened; an ExternalRevision event says it once.",
+      "The last revision of the service's deployment that this operator did not create (the service's UI, langgraph deploy, another tool): not in revisionHistory, not the answer to a create, a PATCH, a redeploy or a rebuild of this resource (nor the revision of a rebuild whose answer was lost, see unconfirmedRebuild), and not a build on push of the branch the spec names (sourceConfig.buildOnPush true). Kept once the spec's revision replaced it, as the record of what happened; an ExternalRevision event says it once.",
+  },
+);
+
+/**
+ * `status.unconfirmedRebuild`: a rebuild whose answer was lost, until the next new revision of the
+ * deployment says what it came to.
+ */
+const UnconfirmedRebuildSchema = Type.Object(
+  {
+    requestedAt: Type.Optional(
+      Type.String({
+        maxLength: STATUS_ID_MAX_LENGTH,
+        description:
+          "The dms.dev/rebuild-requested-at value it was sent for (left out when longer than 64 characters).",
+      }),
+    ),
+    afterRevisionId: Type.String({
+      maxLength: STATUS_ID_MAX_LENGTH,
+      description:
+        "The deployment's latest revision when it was sent: the revision it made, if it made one, is a later one.",
+    }),
+    configHash: Type.String({
+      pattern: "^[0-9a-f]{64}$",
+      description:
+        "sha256 of the revision-defining fields it would have built (the deployment's configuration when it was sent), as revisionHistory[].configHash.",
+    }),
+  },
+  {
+    description:
+      "A rebuild (dms.dev/rebuild-requested-at) whose answer was lost (RebuildUnconfirmed): the first new latest revision seen after it with the configuration it would have built is recorded as its revision (in revisionHistory, a Rebuilt event, never an ExternalRevision); any other new revision, or a later write of this operator that made one, clears it. One at most.",
   },
 );
 
@@ -261,8 +291,9 @@ export const DeploymentResourceStatusSchema = Type.Object(
       "Last value of the dms.dev/rollout-now annotation that was acted on: the same value lets no later change through.",
     ),
     lastHandledRebuildAt: Str(
-      "Last value of the dms.dev/rebuild-requested-at annotation that was acted on: the revision it asked for was created (or a change that made one was sent).",
+      "Last value of the dms.dev/rebuild-requested-at annotation that was acted on: the revision it asked for was created (or a change that made one was sent), or the call's answer was lost (see unconfirmedRebuild): never sent twice.",
     ),
+    unconfirmedRebuild: Type.Optional(UnconfirmedRebuildSchema),
     createRequestedAt: Type.Optional(
       Type.String({
         format: "date-time",

@@ -29,7 +29,7 @@ import type { PatchPlan } from "./plan.ts";
 import { keptSecretsProblem } from "./plan-secrets.ts";
 import type { EventNote, StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type SyncOutcome } from "./reasons.ts";
-import { withRebuild } from "./rebuild.ts";
+import { revisionMadeSince, withRebuild } from "./rebuild.ts";
 import type {
   Connected,
   Decided,
@@ -54,7 +54,9 @@ export function settle(
   executed: Executed | undefined,
 ): { decided: Decided; events: DecidedEvent[] } {
   const settled = settleWrite(spec, status, decision, executed);
-  return executed?.rebuilt ? withRebuild(spec, status, settled, decision, executed.rebuilt) : settled;
+  const done = executed?.rebuilt ? withRebuild(spec, status, settled, decision, executed.rebuilt) : settled;
+  // A revision of this reconcile's own ends the wait of a rebuild whose answer was lost.
+  return status.unconfirmedRebuild && executed ? revisionMadeSince(done, executed) : done;
 }
 
 /** {@link settle} of the write alone. */
@@ -64,12 +66,13 @@ function settleWrite(
   decision: Decision,
   executed: Executed | undefined,
 ): { decided: Decided; events: DecidedEvent[] } {
-  const { outcome, observed, record, wakeAt, externalRevision, externalChanges } = decision;
+  const { outcome, observed, record, wakeAt, history, externalRevision, externalChanges } = decision;
   const decided: Decided = {
     outcome,
     observed,
     record,
     ...(wakeAt === undefined ? {} : { wakeAt }),
+    ...(history ? { history } : {}),
     ...(externalRevision ? { externalRevision } : {}),
     ...(externalChanges ? { externalChanges } : {}),
   };

@@ -24,7 +24,7 @@ import {
 import { lastAppliedFor, type NoopPlan, type PatchPlan, plan } from "./plan.ts";
 import type { StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type StatusRecord, type SyncOutcome } from "./reasons.ts";
-import { decideRebuild } from "./rebuild.ts";
+import { decideRebuild, rebuildSeen, withRebuildSeen } from "./rebuild.ts";
 import { pendingSwitchBack, splitForRedeploy, switchBackPlan } from "./revision-history.ts";
 import type { Counter } from "./rollout/rollout-windows.ts";
 import {
@@ -82,7 +82,8 @@ export function pendingCreateSince(status: NonNullable<StoredResource["status"]>
 /**
  * Decides what the apply arm does for `spec` (see the module comment). `now`: the reconcile's
  * clock reading (ms since the epoch). Rollout windows in effect that cannot be read are
- * `failed` (an `InvalidSpecError`).
+ * `failed` (an `InvalidSpecError`). A rebuild whose answer was lost is settled first by the
+ * deployment's new revision, if it shows one (`rebuildSeen`, rebuild.ts).
  */
 export function decide(
   spec: DecideSpec,
@@ -91,6 +92,13 @@ export function decide(
   now: number,
   settings: DecideSettings,
 ): Decision {
+  const seen = status.unconfirmedRebuild ? rebuildSeen(status, observation) : undefined;
+  if (!seen) return decideApply(spec, observation, status, now, settings);
+  return withRebuildSeen(decideApply(spec, observation, seen.status, now, settings), seen);
+}
+
+/** {@link decide}, the rebuild whose answer was lost aside. */
+function decideApply(...[spec, observation, status, now, settings]: Parameters<typeof decide>): Decision {
   const { found, desired, versions } = observation;
   // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
   const fulfilled = found.listed && Boolean(status.createRequestedAt);

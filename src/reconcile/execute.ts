@@ -142,7 +142,10 @@ async function write(
     deployment: write.deployment,
     decision: write.plan,
     spec: run.obj.spec,
-    status: run.obj.status ?? {},
+    // The history as decided (a revision the decision recorded: a lost rebuild's, rebuild.ts).
+    status: decision.history
+      ? { ...run.obj.status, revisionHistory: decision.history }
+      : (run.obj.status ?? {}),
     now: formatTime(run.now),
     signal,
     ...(write.build ? { build: true } : {}),

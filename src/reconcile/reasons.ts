@@ -111,6 +111,8 @@ export interface StatusRecord {
   lastHandledReconcileAt?: string | null;
   lastHandledRolloutNow?: string | null;
   lastHandledRebuildAt?: string | null;
+  /** A rebuild whose answer was lost, until a new revision says what it came to (`rebuild.ts`). */
+  unconfirmedRebuild?: NonNullable<DeploymentResourceStatus["unconfirmedRebuild"]> | null;
   /** The generation whose spec was applied in full (see `generationApplied`, decide.ts). */
   appliedGeneration?: number | null;
   createRequestedAt?: string | null;
@@ -129,6 +131,7 @@ export const RECORD_FIELDS = [
   "lastHandledReconcileAt",
   "lastHandledRolloutNow",
   "lastHandledRebuildAt",
+  "unconfirmedRebuild",
   "appliedGeneration",
   "createRequestedAt",
   "createdAt",

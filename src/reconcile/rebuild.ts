@@ -3,14 +3,18 @@
  * weigh it: what the decision makes of a pending request ({@link decideRebuild}: handled by a
  * write that makes a revision anyway, refused on a service without the route, held by the
  * rollout windows, or sent after the write), and what the conclusion makes of the rebuild
- * `execute` sent ({@link withRebuild}). The call itself is `service/rebuilder.ts`'s. A resource
- * with no request pending never enters this module.
+ * `execute` sent ({@link withRebuild}). The call itself is `service/rebuilder.ts`'s. A rebuild
+ * whose answer was lost is remembered (`status.unconfirmedRebuild`) until the next new revision
+ * says what it came to ({@link rebuildSeen}, {@link revisionMadeSince}). A resource with neither a
+ * request pending nor such a rebuild never enters this module.
  */
 import { ANNOTATION_REBUILD_REQUESTED_AT } from "../crd/schema.ts";
+import { STATUS_ID_MAX_LENGTH } from "../crd/status-schema.ts";
 import { rebuildRequestedAt, rolloutNow } from "./inputs.ts";
+import { keptWithin } from "./live-revision.ts";
 import { syncedOf } from "./notes.ts";
 import type { StoredResource } from "./ports.ts";
-import { REASON, type SyncOutcome } from "./reasons.ts";
+import { REASON, type StatusRecord, type SyncOutcome } from "./reasons.ts";
 import {
   configAfterPatch,
   type RevisionHistoryEntry,
@@ -21,7 +25,13 @@ import {
 import type { Counter } from "./rollout/rollout-windows.ts";
 import { gateRollout, type WindowsInEffect } from "./rollout-gate.ts";
 import type { Decided, DecidedEvent, DecideSpec, Decision, Executed, Observation } from "./run.ts";
-import type { Deployment, Revision } from "./service-types.ts";
+import type { Deployment, Revision, SourceRevisionConfig } from "./service-types.ts";
+
+/** The status as a reconcile reads it. */
+type Status = NonNullable<StoredResource["status"]>;
+
+/** `status.unconfirmedRebuild`. */
+export type UnconfirmedRebuild = NonNullable<Status["unconfirmedRebuild"]>;
 
 /** The change a rebuild makes, as the rollout gate's message names it. */
 const REBUILD_CHANGE = {
@@ -99,10 +109,7 @@ export function rebuildRefused(why: string): SyncOutcome & { kind: "failed" } {
 }
 
 /** A refusal for `why` ({@link rebuildRefused}), with its Warning unless `Synced` says it already. */
-function refusal(
-  status: NonNullable<StoredResource["status"]>,
-  why: string,
-): { outcome: SyncOutcome; events: DecidedEvent[] } {
+function refusal(status: Status, why: string): { outcome: SyncOutcome; events: DecidedEvent[] } {
   const outcome = rebuildRefused(why);
   const synced = syncedOf(status);
   const said = synced?.reason === outcome.reason && synced.message === outcome.message;
@@ -116,7 +123,8 @@ function refusal(
  * event `Rebuilt` naming it, and the deployment read after it (its new latest revision) is what
  * the status shows; a route found missing refuses the request (see {@link rebuildRefused}); a
  * deployment the service no longer has leaves it pending (the next reconcile looks it up); a
- * lost answer records it as handled, with a Warning `RebuildUnconfirmed` (never a second build).
+ * lost answer records it as handled, with a Warning `RebuildUnconfirmed` (never a second build),
+ * and remembers it in `status.unconfirmedRebuild` ({@link unconfirmedRecord}).
  */
 export function withRebuild(
   spec: DecideSpec,
@@ -137,9 +145,10 @@ export function withRebuild(
   // The PATCH made the revision (recorded, and said, as its own): the request is handled.
   if (outcome.kind === "written") return { decided: { ...decided, record: handled }, events };
   if (outcome.kind === "unconfirmed") {
-    const note = `the rebuild asked by ${ANNOTATION_REBUILD_REQUESTED_AT} (${requestedAt}) got no answer (${outcome.error}): the revision may or may not have been created; the request is recorded as handled so that it never builds twice; set a new value to ask again`;
+    const note = `the rebuild asked by ${ANNOTATION_REBUILD_REQUESTED_AT} (${requestedAt}) got no answer (${outcome.error}): the revision may or may not have been created; the request is recorded as handled so that it never builds twice (the next new revision of the configuration it would have built is taken for its own, in status.revisionHistory); set a new value to ask again`;
+    const unconfirmedRebuild = unconfirmedRecord(decided, requestedAt) ?? null;
     return {
-      decided: { ...decided, record: handled },
+      decided: { ...decided, record: { ...handled, unconfirmedRebuild } },
       events: [...events, { type: "Warning", reason: "RebuildUnconfirmed", note }],
     };
   }
@@ -175,6 +184,105 @@ function rebuiltHistory(
   });
   const config = revision.source_revision_config ?? deployment?.source_revision_config;
   const source = revision.source ?? deployment?.source;
-  const configHash = config && source ? revisionConfigHash(configAfterPatch(config, {}), source) : undefined;
+  const configHash = config && source ? builtHash(config, source) : undefined;
   return recordCreated(decided.history ?? status.revisionHistory, revision.id, secretsHash, configHash);
+}
+
+/** The digest of what a revision of `config` and `source` defines (`revisionHistory[].configHash`). */
+const builtHash = (config: SourceRevisionConfig, source: string): string =>
+  revisionConfigHash(configAfterPatch(config, {}), source);
+
+/**
+ * `status.unconfirmedRebuild` for a rebuild sent for `requestedAt` whose answer was lost: the
+ * deployment's latest revision when it was sent (after the write, if any: `decided` observes
+ * what it answered) and the digest of its configuration, which the rebuild would have built.
+ * Undefined when that revision cannot be recorded (none, or an id past the bound): no later one
+ * could be told from it. The request's value is left out past the bound.
+ */
+function unconfirmedRecord(decided: Decided, requestedAt: string): UnconfirmedRebuild | undefined {
+  const sent = decided.observed?.kind === "found" ? decided.observed.deployment : undefined;
+  const after = keptWithin(sent?.latest_revision_id, STATUS_ID_MAX_LENGTH);
+  if (!sent || after === undefined) return undefined;
+  const value = keptWithin(requestedAt, STATUS_ID_MAX_LENGTH);
+  return {
+    ...(value === undefined ? {} : { requestedAt: value }),
+    afterRevisionId: after,
+    configHash: builtHash(sent.source_revision_config, sent.source),
+  };
+}
+
+/** What a look at the deployment makes of `status.unconfirmedRebuild` ({@link rebuildSeen}). */
+export interface RebuildSeen {
+  /** The status as the decision reads it: the rebuild's revision in its history once seen. */
+  status: Status;
+  /** `status.revisionHistory` with that revision. */
+  history?: RevisionHistoryEntry[];
+  /** The Normal event `Rebuilt` naming it. */
+  event?: DecidedEvent;
+}
+
+/**
+ * What `observation` says of the rebuild whose answer was lost (`status.unconfirmedRebuild`):
+ * nothing while the deployment's latest revision is still the one it was sent after (the service
+ * may be at it still, a listing may lag: the record stays); else the record is done with (cleared
+ * by {@link withRebuildSeen}), and the new latest revision is:
+ * - the rebuild's, when it is of the configuration the rebuild would have built and no write of
+ *   this operator made it: recorded in the history as a rebuild is, with its config's digest but
+ *   none of its secrets (the answer never came: the operator does not vouch for them, so it is
+ *   never redeployed), with a Normal event `Rebuilt` saying so; `externalRevisionOf` then never
+ *   names it someone else's;
+ * - the operator's own write's (in the history, or this process's last write's answer): nothing;
+ * - anyone else's, or on a deployment gone or taken over by name: nothing here
+ *   (`externalRevisionOf` names it).
+ */
+export function rebuildSeen(status: Status, observation: Observation): RebuildSeen | undefined {
+  const sent = status.unconfirmedRebuild;
+  if (!sent) return undefined;
+  const { deployment: d, adopted } = observation.found;
+  const latest = d?.latest_revision_id ?? undefined;
+  const ours = d !== null && !adopted && d.id === status.deploymentId;
+  if (ours && (latest === undefined || latest === sent.afterRevisionId)) return undefined;
+  if (!ours || latest === undefined || observation.ownLatest === latest) return { status };
+  if (status.revisionHistory?.some((e) => e.id === latest)) return { status };
+  if (builtHash(d.source_revision_config, d.source) !== sent.configHash) return { status };
+  const history = recordCreated(status.revisionHistory, latest, undefined, sent.configHash);
+  const asked = sent.requestedAt === undefined ? "" : ` (${sent.requestedAt})`;
+  const note = `the rebuild asked by ${ANNOTATION_REBUILD_REQUESTED_AT}${asked}, whose answer was lost, made revision ${latest}: the first new revision since, of the configuration it would have built; recorded as this operator's (status.revisionHistory)`;
+  return {
+    status: { ...status, revisionHistory: history },
+    history,
+    event: { type: "Normal", reason: "Rebuilt", note },
+  };
+}
+
+/**
+ * `decision` (made on {@link RebuildSeen.status}) with what `seen` settled: the record cleared,
+ * the rebuild's revision in the history and its event said once the write succeeded. A decision
+ * that fails before any write (windows that cannot be read) leaves it all to the retry.
+ */
+export function withRebuildSeen(decision: Decision, seen: RebuildSeen): Decision {
+  if (decision.failed) return decision;
+  const record: StatusRecord = { ...decision.record, unconfirmedRebuild: null };
+  const history = seen.history ? { history: seen.history } : {};
+  const after = seen.event ? [...decision.after, seen.event] : decision.after;
+  return { ...decision, ...history, record, after };
+}
+
+/**
+ * `settled` with `status.unconfirmedRebuild` cleared when `executed` made a revision of the
+ * operator's own (a create, a PATCH or a redeploy that recorded one, a rebuild answered): a
+ * revision after it is not the lost rebuild's. A record this reconcile set or cleared stands.
+ */
+export function revisionMadeSince(
+  settled: { decided: Decided; events: DecidedEvent[] },
+  executed: Executed,
+): { decided: Decided; events: DecidedEvent[] } {
+  const record = settled.decided.record;
+  if (record?.unconfirmedRebuild !== undefined) return settled;
+  const made =
+    executed.kind === "created" ||
+    (executed.kind === "sent" && executed.sent.history !== undefined) ||
+    executed.rebuilt?.outcome.kind === "rebuilt";
+  if (!made) return settled;
+  return { ...settled, decided: { ...settled.decided, record: { ...record, unconfirmedRebuild: null } } };
 }

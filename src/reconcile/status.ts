@@ -348,8 +348,7 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   status.observedGeneration = generation;
   for (const key of RECORD_FIELDS) {
     const value = input.record?.[key] === undefined ? previous[key] : input.record[key];
-    if (typeof value === "string" || typeof value === "number")
-      (status as Record<string, unknown>)[key] = value;
+    if (value !== null && value !== undefined) (status as Record<string, unknown>)[key] = value;
   }
   // What the service or a tenant gave passes the status sink before the conditions are set, so
   // that Synced can say which value was left unset (status-sink.ts).

@@ -4,7 +4,8 @@
 // own), and only once per value; a service without the route
 // gets the request refused with a condition and an event (RebuildRouteMissing), and no write;
 // asked with new secret values in the same change, the PATCH's revision is the one (no second build),
-// the route missing or not.
+// the route missing or not; a rebuild whose answer was lost (RebuildUnconfirmed) that the service
+// made after all is the operator's own once its revision is seen, never an ExternalRevision.
 import { describe, expect, it } from "vitest";
 import { ROUTES } from "../../src/api/wire.ts";
 import {
@@ -21,6 +22,8 @@ const spec: DeploymentSpec = {
   sourceRevisionConfig: { imageUri: "registry.example.com/agent:1" },
 };
 const ASKED = "2030-01-01T00:00:00Z";
+/** The rebuild route, as the simulator's faults name it. */
+const REBUILD_ROUTE = "POST /v2/deployments/{deployment_id}/revisions";
 
 /** The writes the simulator received: POST of the rebuild route (by URL, any answer), PATCH. */
 const writes = (s: Scenario, id: string) => ({
@@ -126,6 +129,35 @@ describe("controller: dms.dev/rebuild-requested-at", () => {
     const after = writes(s, id);
     expect(after.rebuilds.map((r) => r.status)).toEqual(["405"]);
     expect(after.patches).toEqual([]);
+  });
+
+  it("a rebuild whose answer was lost: its revision, seen at the next look, is the operator's, never an ExternalRevision", async () => {
+    const { s, id } = await ready("ctl-rebuild-lost", "present");
+    // The service builds, and the connection drops where its answer would come.
+    s.sim.faults.set({ script: [{ route: REBUILD_ROUTE, count: 1, status: "lost" }] });
+    await s.user.annotate(s.namespace, "agent", { [ANNOTATION_REBUILD_REQUESTED_AT]: ASKED });
+    const unconfirmed = await s.user.waitForEvent(s.namespace, "agent", "RebuildUnconfirmed");
+    expect(unconfirmed.type).toBe("Warning");
+    expect(s.sim.store.revisions(id)).toHaveLength(2);
+    s.sim.faults.clear();
+    await reconcileAgain(s);
+    // That look saw the revision: the operator's own, recorded as a rebuild answered would be.
+    const rebuilt = s.sim.store.get(id)?.latest_revision_id;
+    const seen = await s.user.get(s.namespace, "agent");
+    expect(seen?.status?.externalRevision).toBeUndefined();
+    expect(seen?.status?.revisionHistory?.[0]?.id).toBe(rebuilt);
+    expect(seen?.status?.lastHandledRebuildAt).toBe(ASKED);
+    expect(seen?.status?.unconfirmedRebuild).toBeUndefined();
+    const event = await s.user.waitForEvent(s.namespace, "agent", "Rebuilt");
+    expect(event).toMatchObject({
+      type: "Normal",
+      note: expect.stringContaining(`whose answer was lost, made revision ${rebuilt}`),
+    });
+    const reasons = (await s.user.events(s.namespace, "agent")).map((e) => e.reason);
+    expect(reasons).not.toContain("ExternalRevision");
+    // Asked once, never again.
+    expect(writes(s, id).rebuilds).toHaveLength(1);
+    expect(s.sim.store.revisions(id)).toHaveLength(2);
   });
 
   it("on a service without the route, a rotated Secret's revision is the one asked for: acknowledged, not refused", async () => {

@@ -17,7 +17,14 @@ import {
 import { conclude, settle } from "../../src/reconcile/conclude.ts";
 import { cleansUpOnDelete, type DecideSettings, decide } from "../../src/reconcile/decide.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
-import type { DecideSpec, Decision, Executed, Observation } from "../../src/reconcile/run.ts";
+import { configAfterPatch, revisionConfigHash } from "../../src/reconcile/revision-history.ts";
+import type {
+  ApplyPatchResult,
+  DecideSpec,
+  Decision,
+  Executed,
+  Observation,
+} from "../../src/reconcile/run.ts";
 import { hashSecrets, keyedSecretDigest } from "../../src/reconcile/secret-hash.ts";
 import { BODY, SPEC } from "../support/agent-fixture.ts";
 import { applyCreate } from "./plan-fixtures.ts";
@@ -1280,6 +1287,141 @@ function withSynced(
   };
   return { ...status, conditions: [synced] };
 }
+
+describe("a rebuild whose answer was lost: remembered until the next new revision says what it made", () => {
+  const R1 = DEPLOYED.latest_revision_id ?? "";
+  const R9 = "99999999-9999-4999-8999-999999999999";
+  /** What the rebuild would have built: the deployment's configuration when it was sent. */
+  const BUILT = revisionConfigHash(configAfterPatch(DEPLOYED.source_revision_config, {}), DEPLOYED.source);
+  const SENT = { requestedAt: ASKED, afterRevisionId: R1, configHash: BUILT };
+  /** The answer lost: the request handled, R1 the latest revision when it was sent. */
+  const UNCONFIRMED: DeploymentResourceStatus = {
+    ...OURS,
+    latestRevisionId: R1,
+    revisionHistory: [{ id: R1, deployed: true }],
+    appliedGeneration: 1,
+    lastHandledRebuildAt: ASKED,
+    unconfirmedRebuild: SENT,
+  };
+  /** The revision the rebuild made after all, of the same configuration, rolling out. */
+  const REBUILT: Deployment = { ...DEPLOYED, latest_revision_id: R9 };
+  /** Someone else's revision of another image. */
+  const HOTFIX: Deployment = {
+    ...DEPLOYED,
+    latest_revision_id: R9,
+    active_revision_id: R9,
+    source_revision_config: { image_uri: "repo/agent:hotfix" },
+  };
+  const spec = rebuilding();
+  const at = (deployment: Deployment, status = UNCONFIRMED, found = {}, more = {}) =>
+    decide(spec, seen(spec, deployment, found, more), status, NOW, SETTINGS);
+  const lost: Executed = {
+    kind: "none",
+    rebuilt: { outcome: { kind: "unconfirmed", error: "the request timed out" } },
+  };
+
+  it("the lost answer is remembered: the latest revision it was sent after, what it would have built, the request", () => {
+    const decision = decide(spec, seen(spec, DEPLOYED), OURS, NOW, SETTINGS);
+    expect(settle(spec, OURS, decision, lost).decided.record?.unconfirmedRebuild).toEqual(SENT);
+    // Within the bounds of the ids beside it: a longer request's value is left out.
+    const long = resource({}, { [ANNOTATION_REBUILD_REQUESTED_AT]: "x".repeat(65) });
+    const asked = decide(long, seen(long, DEPLOYED), OURS, NOW, SETTINGS);
+    expect(settle(long, OURS, asked, lost).decided.record?.unconfirmedRebuild).toEqual({
+      afterRevisionId: R1,
+      configHash: BUILT,
+    });
+    // A latest revision it could not record (past the bound): no later one could be told from it.
+    const odd = { ...DEPLOYED, latest_revision_id: "r".repeat(65) };
+    const unrecorded = decide(spec, seen(spec, odd), OURS, NOW, SETTINGS);
+    expect(settle(spec, OURS, unrecorded, lost).decided.record?.unconfirmedRebuild).toBeNull();
+  });
+
+  it("the first new revision of what it would have built is its own: in the history, a Normal Rebuilt, never an ExternalRevision", () => {
+    const { decision, events, status } = applied(spec, seen(spec, REBUILT), UNCONFIRMED);
+    expect(decision.externalRevision).toBeUndefined();
+    expect(decision.externalChanges).toBeUndefined();
+    expect(decision.write).toBeUndefined();
+    expect(events).toEqual(["Normal/Rebuilt"]);
+    expect(decision.after).toEqual([
+      {
+        type: "Normal",
+        reason: "Rebuilt",
+        note: expect.stringContaining(`(${ASKED}), whose answer was lost, made revision ${R9}`),
+      },
+    ]);
+    // Its config's digest, not its secrets' (the answer never came): never redeployed.
+    expect(status.revisionHistory).toEqual([
+      { id: R9, configHash: BUILT },
+      { id: R1, deployed: true },
+    ]);
+    expect(status.externalRevision).toBeUndefined();
+    expect(status.unconfirmedRebuild).toBeUndefined();
+    expect(status.latestRevisionId).toBe(R9);
+  });
+
+  it("any other new revision is named as ever (ExternalRevision), and the record is cleared", () => {
+    const { decision, events, status } = applied(spec, seen(spec, HOTFIX), UNCONFIRMED);
+    expect(decision.externalRevision?.id).toBe(R9);
+    expect(events).not.toContain("Normal/Rebuilt");
+    expect(decision.events.map((e) => e.reason)).toEqual(["ExternalRevision"]);
+    expect(status.revisionHistory?.map((e) => e.id)).not.toContain(R9);
+    expect(status.unconfirmedRebuild).toBeUndefined();
+  });
+
+  it("nothing new yet (the service may still be at it, a listing may lag): the record stays, nothing said", () => {
+    const { decision, events, status } = applied(spec, seen(spec, DEPLOYED), UNCONFIRMED);
+    expect(decision.record.unconfirmedRebuild).toBeUndefined();
+    expect(events).toEqual([]);
+    expect(status.unconfirmedRebuild).toEqual(SENT);
+    expect(status.revisionHistory).toEqual(UNCONFIRMED.revisionHistory);
+  });
+
+  it("a new revision of its own writes, or of a deployment taken over by name or gone: cleared, nothing said", () => {
+    const cleared = { record: { unconfirmedRebuild: null }, after: [] };
+    const own = { ...UNCONFIRMED, revisionHistory: [{ id: R9 }, { id: R1 }] };
+    expect(at(REBUILT, own)).toMatchObject(cleared);
+    expect(at(REBUILT, UNCONFIRMED, {}, { ownLatest: R9 })).toMatchObject(cleared);
+    expect(at(REBUILT, UNCONFIRMED, { adopted: true })).toMatchObject(cleared);
+    expect(decide(spec, seen(spec, null), UNCONFIRMED, NOW, SETTINGS).record.unconfirmedRebuild).toBeNull();
+    for (const decision of [at(REBUILT, own), at(REBUILT, UNCONFIRMED, {}, { ownLatest: R9 })])
+      expect(decision.history).toBeUndefined();
+  });
+
+  it("a decision that fails before any write leaves it all to the retry", () => {
+    const bad = rebuilding({
+      rolloutWindows: [{ kind: "allow", schedule: "not a schedule", duration: "1h" }],
+    });
+    const decision = decide(bad, seen(bad, REBUILT), UNCONFIRMED, NOW, SETTINGS);
+    expect(decision.failed?.error).toBeInstanceOf(InvalidSpecError);
+    expect(decision.record.unconfirmedRebuild).toBeUndefined();
+    expect(decision.events.map((e) => e.reason)).not.toContain("ExternalRevision");
+  });
+
+  it("a later write that made a revision of its own clears the record; one that made none keeps it", () => {
+    const edited = resource(IMAGE_2);
+    const decision = decide(edited, seen(edited, DEPLOYED), UNCONFIRMED, NOW, SETTINGS);
+    const patched = (history: ApplyPatchResult["history"]): Executed => ({
+      kind: "sent",
+      sent: { deployment: REBUILT, revision: { kind: "patched" }, history },
+    });
+    const made = settle(edited, UNCONFIRMED, decision, patched([{ id: R9 }, { id: R1 }]));
+    expect(made.decided.record?.unconfirmedRebuild).toBeNull();
+    const none = settle(edited, UNCONFIRMED, decision, patched(undefined));
+    expect(none.decided.record?.unconfirmedRebuild).toBeUndefined();
+    // A rebuild asked again: answered, it clears the record; its answer lost too, it replaces it.
+    const again = resource({}, { [ANNOTATION_REBUILD_REQUESTED_AT]: "again" });
+    const asked = decide(again, seen(again, DEPLOYED), UNCONFIRMED, NOW, SETTINGS);
+    const rebuilt: Executed = {
+      kind: "none",
+      rebuilt: { outcome: { kind: "rebuilt", revision: REVISION_2 } },
+    };
+    expect(settle(again, UNCONFIRMED, asked, rebuilt).decided.record?.unconfirmedRebuild).toBeNull();
+    expect(settle(again, UNCONFIRMED, asked, lost).decided.record?.unconfirmedRebuild).toEqual({
+      ...SENT,
+      requestedAt: "again",
+    });
+  });
+});
 
 describe("a rebuild on a service known to lack the route, in a reconcile that PATCHes", () => {
   const MIN_SCALE = { sourceConfig: { ...SPEC.sourceConfig, resourceSpec: { minScale: 3 } } };

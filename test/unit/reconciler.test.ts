@@ -227,6 +227,56 @@ function rebuildWithRotatedSecret(reason: string, refusedFirst = false): Case {
   };
 }
 
+/**
+ * A settled resource asks for a rebuild, whose answer is lost (the reconcile says
+ * RebuildUnconfirmed), although the service made the revision. Events so far are forgotten.
+ */
+async function rebuildAnswerLost(w: World): Promise<void> {
+  const deployment = await w.settled();
+  w.resources.edit(REF, (o) => {
+    o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+  });
+  w.service.failNext("createRevision", { status: 504, maybeApplied: true });
+  await w.reconcile();
+  expect(w.events.reasons()).toEqual(["Warning/RebuildUnconfirmed"]);
+  // The service built it: only the answer was lost.
+  w.service.store.createRevision(deployment.id);
+  w.events.all.length = 0;
+}
+
+/**
+ * The reconcile that first sees the revision of a rebuild whose answer was lost
+ * ({@link rebuildAnswerLost}), the spec edited to `edit` before it, if given: the revision is
+ * the operator's own (newest first in the history, after the PATCH's, without a secrets digest),
+ * said by a Normal Rebuilt, never an ExternalRevision, and the record is cleared.
+ */
+function lostRebuildSeen(reason: string, edit?: DeploymentSpec["sourceRevisionConfig"]): Case {
+  return {
+    reason,
+    arrange: async (w) => {
+      await rebuildAnswerLost(w);
+      if (edit)
+        w.resources.edit(REF, (o) => {
+          o.spec = { ...o.spec, sourceRevisionConfig: edit };
+        });
+    },
+    outcome: { result: { kind: "requeueAfter", ms: POLL_MS } },
+    calls: edit ? { getById: 1, patch: 1 } : { getById: 1 },
+    conditions: ROLLING_OUT,
+    events: edit ? ["Normal/Updated", "Normal/Rebuilt"] : ["Normal/Rebuilt"],
+    also: (w) => {
+      const status = w.resources.stored(REF)?.status;
+      const ids = (w.service.store.revisions(status?.deploymentId ?? "") ?? []).map((r) => r.id);
+      const made = ids.slice(edit ? -2 : -1).reverse();
+      expect(status?.revisionHistory?.slice(0, made.length).map((e) => e.id)).toEqual(made);
+      const rebuilt = status?.revisionHistory?.[made.length - 1];
+      expect(rebuilt).toEqual({ id: made.at(-1), configHash: expect.stringMatching(/^[0-9a-f]{64}$/) });
+      expect(status?.externalRevision).toBeUndefined();
+      expect(status?.unconfirmedRebuild).toBeUndefined();
+    },
+  };
+}
+
 /** A Delete resource whose create is pending (its answer lost: the deployment exists), deleted. */
 function deletedWhileCreating(w: World): void {
   w.existing();
@@ -1155,6 +1205,13 @@ const cases: Case[] = [
       expect(w.service.store.revisions(status?.deploymentId ?? "")).toHaveLength(2);
     },
   },
+  lostRebuildSeen(
+    "a rebuild whose answer was lost, then its revision seen: the operator's own (in the history, Rebuilt), never an ExternalRevision",
+  ),
+  lostRebuildSeen(
+    "a lost rebuild's revision seen by the reconcile that PATCHes an edit: both in the history, the PATCH's first",
+    { imageUri: "repo/agent:2" },
+  ),
   rebuildWithRotatedSecret(
     "a rebuild refused for want of the route, with a rotated Secret: the PATCH's revision is the one asked for, handled, nothing refused",
     true,
