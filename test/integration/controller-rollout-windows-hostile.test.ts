@@ -1,10 +1,16 @@
 // Rollout windows written to stall the operator, on the real control plane: one namespace holds
 // changes under the worst windows (schedules that never fire beside an allow/deny pair that
 // ping-pongs the search, and eight such pairs in four zones) and re-applies them every 2 s, while
-// another namespace edits its own resource. The other namespace's PATCH reaches the service in
-// well under 3 s, /healthz (probed from another process, as a kubelet would) answers every time,
-// and the operator keeps its Lease. The search bounded by steps alone held the event loop ~7 s at
-// each reconcile of the first resource.
+// another namespace edits its own resource. What must hold, by what happened rather than by how
+// long anything took: every edit of the other namespace reaches the service as a PATCH while the
+// tenant is still re-applying its windows (each waited for, bounded only against a hang); the
+// event loop is never held by the tenant's windows, as a kubelet would see it: /healthz, probed
+// from another process every 250 ms with the probe's 2 s timeout, answers every time; and the
+// operator keeps its Lease (a reconcile that held the event loop past the 4 s renew deadline would
+// lose it). The search bounded by steps alone held the event loop ~7 s at each reconcile of the
+// first resource; with the fire check and the search's time budget both removed again, probes
+// failed at their 2 s timeout here while the team's PATCHes still went out within ~100 ms. How
+// long the team's PATCH takes beside such a tenant is a benchmark's figure, not a bound here.
 import { type ChildProcess, spawn } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
@@ -54,7 +60,8 @@ const withImage = (tag: string, windows?: RolloutWindowSpec[]) => ({
 
 /**
  * Probes `url` every 250 ms from a child process (its event loop is not the operator's), each
- * with a 2 s timeout; one line per probe: `ok <ms>` or `fail <ms> <why>`.
+ * with a 2 s timeout, as a kubelet's probe would; the child writes one line per probe to its
+ * stdout, which `lines` reads: `ok <ms> <status>` or `fail <ms> <status or error>`.
  */
 function probeFromOutside(url: string): { process: ChildProcess; lines: () => string[] } {
   const script = `
@@ -64,9 +71,9 @@ function probeFromOutside(url: string): { process: ChildProcess; lines: () => st
       try {
         const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
         await res.text();
-        console.log((res.status === 200 ? "ok " : "fail ") + Math.round(performance.now() - start) + " " + res.status);
+        process.stdout.write((res.status === 200 ? "ok " : "fail ") + Math.round(performance.now() - start) + " " + res.status + "\\n");
       } catch (error) {
-        console.log("fail " + Math.round(performance.now() - start) + " " + error.name);
+        process.stdout.write("fail " + Math.round(performance.now() - start) + " " + error.name + "\\n");
       }
     }, 250);`;
   const child = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] });
@@ -120,51 +127,58 @@ describe("controller: hostile rollout windows in one namespace", () => {
       prober.process.kill();
     });
 
-    // The tenant: a new image under the worst windows, every 2 s, for 20 s.
+    // The tenant: a new image under the worst windows, every 2 s, until the team's edits are out.
     let applying = true;
+    let rounds = 0;
     const tenant = (async () => {
       for (let round = 2; applying; round++) {
         await user.patch(hostile, "dates", withImage(String(round), IMPOSSIBLE));
         await user.patch(hostile, "pairs", withImage(String(round), PING_PONG));
+        rounds += 1;
         await sleep(2_000);
       }
     })();
 
-    // The other team: an edit every 2.5 s, timed from the edit to its PATCH at the service, from
-    // once the operator has reconciled the tenant's first round (the 2 s and 2.5 s pauses pace the
-    // load; they synchronise nothing).
-    const latencies: number[] = [];
+    // The other team: an edit every 2.5 s, from once the operator has reconciled the tenant's
+    // first round, each waited for at the service: the revision its PATCH made (the 2 s and 2.5 s
+    // pauses pace the load; they synchronise nothing).
     await user.waitFor(
       hostile,
       "dates",
       (o) => (o?.status?.observedGeneration ?? 0) >= 2,
       "the tenant's first round reconciled",
-      30_000,
+      60_000,
     );
-    for (let edit = 2; edit <= 8; edit++) {
-      const sent = Date.now();
-      await user.patch(team, "app", withImage(`${edit}`));
-      const arrived = await waitFor(
-        () =>
-          sim
-            .requests({ route: PATCH, since: sent })
-            .find((r) => r.url.includes(appId) && r.status === "200"),
-        { timeoutMs: 30_000, description: `the team's edit ${edit} at the service` },
+    /** The images of the team's deployment's revisions at the service, oldest first. */
+    const appImages = () =>
+      (sim.store.revisions(appId) ?? []).map(
+        (rev) => /registry\.example\.com\/[a-z]+:\d+/.exec(JSON.stringify(rev))?.[0],
       );
-      latencies.push(arrived.at - sent);
+    const roundsBefore = rounds;
+    // The simulator's clock: the team's PATCHes are counted from the first edit on.
+    const editsFrom = Date.now();
+    const edits: string[] = [];
+    for (let edit = 2; edit <= 8; edit++) {
+      const image = `registry.example.com/agent:${edit}`;
+      await user.patch(team, "app", withImage(`${edit}`));
+      edits.push(image);
+      await waitFor(() => appImages().includes(image), {
+        timeoutMs: 60_000,
+        description: () => `the team's edit ${edit} at the service; its revisions: ${appImages().join(", ")}`,
+      });
       await sleep(2_500);
     }
+    // The tenant kept re-applying its windows meanwhile: the edits went out beside them.
+    expect(rounds).toBeGreaterThan(roundsBefore);
     applying = false;
     await tenant;
+    // Each edit reached the service once, in order, after the create's revision.
+    expect(appImages()).toEqual(["registry.example.com/app:1", ...edits]);
+    const patches = sim.requests({ route: PATCH, since: editsFrom }).filter((r) => r.url.includes(appId));
+    expect(patches.map((r) => r.status)).toEqual(edits.map(() => "200"));
 
-    // Figures for the record: `npx vitest run <this file>` prints them.
+    // The operator answered every probe from outside while it reconciled both namespaces.
     const probesSeen = prober.lines();
-    console.info(
-      `team PATCH latency (ms): ${latencies.join(", ")}; /healthz probes: ${probesSeen.length}, slowest ${Math.max(
-        ...probesSeen.map((l) => Number(l.split(" ")[1])),
-      )} ms`,
-    );
-    expect(Math.max(...latencies)).toBeLessThan(3_000);
     expect(probesSeen.length).toBeGreaterThan(40);
     expect(probesSeen.filter((l) => !l.startsWith("ok "))).toEqual([]);
 
