@@ -45,11 +45,12 @@ describe("ServiceClient.close", () => {
     const inFlight = client.listProviders().catch((e: unknown) => e);
     expect(await until(() => seen.requests === 1)).toBe(true);
 
-    const started = Date.now();
     client.close("the connection's settings changed");
+    // Cut by the close: its connection destroyed, not its 60 s timeout run out (the test's own
+    // timeout, far shorter, bounds a hang).
     const cut = await inFlight;
-    expect(Date.now() - started).toBeLessThan(5_000);
     expect(cut).toBeInstanceOf(ServiceError);
+    expect(cut).toMatchObject({ kind: "network" });
     expect(await until(() => seen.open.size === 0)).toBe(true);
 
     const later = await client.getDeployment("d0000000-0000-4000-8000-000000000001").catch((e: unknown) => e);
