@@ -32,19 +32,9 @@ export function removeItem<T extends string | number>(
   return held.size === 1 ? (held.values().next().value as T) : held;
 }
 
-/** Whether `held` has `item`. */
-export function hasItem<T extends string | number>(held: OneOrMany<T> | undefined, item: T): boolean {
-  return held instanceof Set ? held.has(item) : held === item;
-}
-
 /** The items of `held`, in the order they were added (the Set itself when it is one, not a copy). */
 export function itemsOf<T extends string | number>(held: OneOrMany<T> | undefined): Iterable<T> {
   return held === undefined ? [] : held instanceof Set ? held : [held];
-}
-
-/** How many items `held` has. */
-export function countOf<T extends string | number>(held: OneOrMany<T> | undefined): number {
-  return held === undefined ? 0 : held instanceof Set ? held.size : 1;
 }
 
 /**

@@ -10,14 +10,7 @@ import {
   shareEqualString,
   shareFrom,
 } from "../../src/runtime/interner.ts";
-import {
-  addItem,
-  countOf,
-  hasItem,
-  itemsOf,
-  type OneOrMany,
-  removeItem,
-} from "../../src/runtime/one-or-many.ts";
+import { addItem, itemsOf, type OneOrMany, removeItem } from "../../src/runtime/one-or-many.ts";
 import {
   type Identified,
   type PackedRecord,
@@ -454,10 +447,8 @@ describe("OneOrMany", () => {
       held = step.startsWith("+") ? addItem(held, item) : removeItem(held, item);
     }
     expect([...itemsOf(held)]).toEqual(items);
-    expect(countOf(held)).toBe(items.length);
     expect(typeof held === "string").toBe(bare);
     if (items.length === 0) expect(held).toBeUndefined();
-    for (const item of ["a", "b", "c"]) expect(hasItem(held, item)).toBe(items.includes(item));
   });
 
   it("adds to the Set it holds rather than making another", () => {
