@@ -229,7 +229,7 @@ const deadlines = new AsyncLocalStorage<Deadline>();
  * A reconcile that gave its worker back before its work was done, because what it would wait for
  * comes later than its deadline (a token of its connection's rate limit): the key comes again
  * after `afterMs` as a follow-up, with no backoff and no failure counted. Throw it from a
- * reconciler ({@link timeLeftMs} says how long a reconcile has left).
+ * reconciler ({@link currentDeadline} says how long a reconcile has left).
  */
 export class DeferredError extends Error {
   override readonly name: string = "DeferredError";
@@ -249,11 +249,6 @@ export function withinDeadline<T>(deadline: Deadline, work: () => T): T {
 export function currentDeadline(): Deadline | undefined {
   const deadline = deadlines.getStore();
   return deadline?.ended?.() ? undefined : deadline;
-}
-
-/** The ms the work under way has left before its deadline; undefined outside any. */
-export function timeLeftMs(): number | undefined {
-  return currentDeadline()?.timeLeft();
 }
 
 const ledger = new AsyncLocalStorage<(waitedMs: number) => void>();

@@ -4,7 +4,7 @@
  * (deadline.ts), and the report of keys long waiting at a slow flow's cap.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { timeLeftMs } from "../../src/runtime/clock.ts";
+import { currentDeadline } from "../../src/runtime/clock.ts";
 import {
   Controller,
   type ControllerOptions,
@@ -128,7 +128,7 @@ describe("Controller flows", () => {
     const seenLeft: number[] = [];
     const { controller, started, stop, running, waiting } = startController(
       async () => {
-        seenLeft.push(timeLeftMs() ?? -1);
+        seenLeft.push(currentDeadline()?.timeLeft() ?? -1);
         if (defer) throw new DeferredError("the token comes later", 30_000);
         return { kind: "done" };
       },
@@ -158,7 +158,7 @@ describe("Controller flows", () => {
       async () => {
         loop ??= (async () => {
           for (let i = 0; i < 3; i++) {
-            seen.push(timeLeftMs());
+            seen.push(currentDeadline()?.timeLeft());
             await new Promise((r) => setTimeout(r, 60_000));
           }
         })();
