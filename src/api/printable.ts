@@ -35,13 +35,6 @@ const loadYaml = (): typeof import("yaml") =>
   process.getBuiltinModule("node:module").createRequire(import.meta.url)("yaml") as typeof import("yaml");
 
 /**
- * Format characters (Cf), the bidirectional ones among them, and the invisible ones outside Cf,
- * as a class body for a `u` regular expression: the one definition every sanitizer here (the
- * connection probe's included) uses.
- */
-const FORMAT = INVISIBLE;
-
-/**
  * An escape sequence, or the start of one cut short: CSI (`ESC [` or U+009B, parameters,
  * intermediates, a final byte), a string command (OSC, DCS, SOS, PM, APC: `ESC ]`, `ESC P`,
  * `ESC X`, `ESC ^`, `ESC _` or U+009D, U+0090, U+0098, U+009E, U+009F, up to BEL, ST or the end
@@ -60,10 +53,10 @@ const ESCAPE_SEQUENCE = new RegExp(
 /** Line breaks: CR LF, LF, CR, VT, FF, NEL, LS, PS. */
 const LINE_BREAK = /\r\n|[\n\r\v\f\x85\u2028\u2029]/g;
 /** What is left to take out once escape sequences and line breaks are dealt with. */
-const CONTROL = new RegExp(`[\\x00-\\x08\\x0e-\\x1f\\x7f-\\x9f${FORMAT}]`, "gu");
+const CONTROL = new RegExp(`[\\x00-\\x08\\x0e-\\x1f\\x7f-\\x9f${INVISIBLE}]`, "gu");
 /** A run of the characters {@link printableLine} and {@link printableNote} replace. */
 const UNPRINTABLE_RUN = new RegExp(
-  `(?:${ESCAPE_SEQUENCE.source}|[\\x00-\\x08\\x0e-\\x1f\\x7f-\\x84\\x86-\\x9f${FORMAT}])+`,
+  `(?:${ESCAPE_SEQUENCE.source}|[\\x00-\\x08\\x0e-\\x1f\\x7f-\\x84\\x86-\\x9f${INVISIBLE}])+`,
   "gu",
 );
 /** Stands for a run of characters taken out of a message: visible, and never part of a value. */
@@ -120,7 +113,7 @@ export function escapeForTerminal(text: string): string {
 }
 
 /** JSON.stringify leaves these raw: C1 controls, DEL, the separators, format and invisible characters. */
-const JSON_UNSAFE = new RegExp(`[\\x7f-\\x9f\\u2028\\u2029${FORMAT}]`, "gu");
+const JSON_UNSAFE = new RegExp(`[\\x7f-\\x9f\\u2028\\u2029${INVISIBLE}]`, "gu");
 
 /**
  * JSON text (as `JSON.stringify` writes it) with the characters it leaves raw written as `\uXXXX`
@@ -132,7 +125,7 @@ export function escapeJsonText(json: string): string {
 }
 
 /** The characters {@link escapeYamlText} escapes: the rule's, but the line break YAML is made of. */
-const YAML_UNSAFE = `\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u2028\\u2029${FORMAT}`;
+const YAML_UNSAFE = `\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u2028\\u2029${INVISIBLE}`;
 const YAML_UNSAFE_CHARS = new RegExp(`[${YAML_UNSAFE}]`, "gu");
 const HAS_YAML_UNSAFE = new RegExp(`[${YAML_UNSAFE}]`, "u");
 
