@@ -55,11 +55,6 @@ export interface EventInput {
   note: string;
 }
 
-/** Records events about objects; never fails the caller. */
-export interface EventRecorder {
-  record(regarding: EventRegarding, event: EventInput): Promise<void>;
-}
-
 /** The API server refuses notes longer than this many bytes. */
 export const NOTE_LIMIT_BYTES = 1024;
 
@@ -73,8 +68,6 @@ export interface KubeEventRecorderOptions {
   client: KubeClient;
   /** This instance, e.g. the pod name. */
   reportingInstance: string;
-  /** Defaults to `dms.dev/operator`. */
-  reportingController?: string;
   /** A repeat within this long of the last occurrence joins the series; default 10 min. */
   dedupeWindowMs?: number;
   /** Series tracked at most; the least recently seen are forgotten first. Default 4096. */
@@ -83,10 +76,6 @@ export interface KubeEventRecorderOptions {
   spamBurst?: number;
   /** One more write per object every this many ms once the burst is spent. Default 5 min, as client-go. */
   spamRefillMs?: number;
-  /** Event writes on the wire at once (default {@link EVENT_WRITES_AT_ONCE}). */
-  writesAtOnce?: number;
-  /** Event writes waiting in all, past which a record is dropped (default {@link EVENT_WRITES_WAITING}). */
-  writesWaiting?: number;
   clock?: Clock;
   logger?: Logger;
 }
@@ -102,9 +91,11 @@ interface Series {
 
 /** How long one Event write may take. */
 const EVENT_WRITE_TIMEOUT_MS = 10_000;
+/** The `reportingController` of every Event the operator writes. */
+const REPORTING_CONTROLLER = "dms.dev/operator";
 
 /**
- * The {@link EventRecorder} writing `events.k8s.io/v1` Events.
+ * Writes `events.k8s.io/v1` Events about objects.
  *
  * Contract: `record` resolves once the Event is written or the write failed (failures are logged,
  * never thrown). The first occurrence of (object, type, reason, action, note) creates an Event; a
@@ -113,10 +104,9 @@ const EVENT_WRITE_TIMEOUT_MS = 10_000;
  * Over any `t` ms, at most `spamBurst + t / spamRefillMs` writes are about one object; a record
  * past that resolves without a write (a dropped repeat is added to its series' next count).
  */
-export class KubeEventRecorder implements EventRecorder {
+export class KubeEventRecorder {
   readonly #client: KubeClient;
   readonly #instance: string;
-  readonly #controller: string;
   readonly #windowMs: number;
   readonly #maxTracked: number;
   readonly #clock: Clock;
@@ -144,7 +134,6 @@ export class KubeEventRecorder implements EventRecorder {
   constructor(options: KubeEventRecorderOptions) {
     this.#client = options.client;
     this.#instance = options.reportingInstance;
-    this.#controller = options.reportingController ?? "dms.dev/operator";
     this.#windowMs = options.dedupeWindowMs ?? 10 * 60_000;
     this.#maxTracked = options.maxTracked ?? 4096;
     this.#clock = options.clock ?? systemClock;
@@ -152,10 +141,7 @@ export class KubeEventRecorder implements EventRecorder {
     this.#log = options.logger ?? pino({ enabled: false });
     this.#spamBurst = options.spamBurst ?? 25;
     this.#spamRefillMs = options.spamRefillMs ?? 5 * 60_000;
-    this.#gate = new TurnGate(
-      options.writesAtOnce ?? EVENT_WRITES_AT_ONCE,
-      options.writesWaiting ?? EVENT_WRITES_WAITING,
-    );
+    this.#gate = new TurnGate(EVENT_WRITES_AT_ONCE, EVENT_WRITES_WAITING);
   }
 
   record(regarding: EventRegarding, event: EventInput): Promise<void> {
@@ -163,7 +149,7 @@ export class KubeEventRecorder implements EventRecorder {
     const key = seriesKey(regarding, input);
     const previous = this.#pending.get(key) ?? Promise.resolve();
     const next = previous.then(async () => {
-      const written = await this.#gate.run(regarding.namespace ?? "", async () => {
+      const written = await this.#gate.run(regarding.namespace, async () => {
         await this.#write(key, regarding, input);
         return true;
       });
@@ -273,7 +259,7 @@ export class KubeEventRecorder implements EventRecorder {
         kind: "Event",
         metadata: { name, namespace },
         eventTime: toMicroTime(new Date(now)),
-        reportingController: this.#controller,
+        reportingController: REPORTING_CONTROLLER,
         reportingInstance: this.#instance,
         action: event.action,
         reason: event.reason,
@@ -356,7 +342,7 @@ function seriesKey(regarding: EventRegarding, input: EventInput): string {
 }
 
 /** Events about Deployment resources; recording never blocks or fails a reconcile. */
-export function eventsPort(recorder: EventRecorder): EventsPort {
+export function eventsPort(recorder: Pick<KubeEventRecorder, "record">): EventsPort {
   return { record: (obj, event) => void recorder.record(regardingOf(obj, "Deployment"), event) };
 }
 
