@@ -129,7 +129,7 @@ describe("CreatePace", () => {
     const clock = new ManualClock({ start: 0 });
     const lines: Array<Record<string, unknown>> = [];
     const logger = pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) });
-    return { clock, lines, pace: new CreatePace(clock, logger, 60_000) };
+    return { clock, lines, pace: new CreatePace(clock, logger) };
   }
 
   it("says once a minute, while creates run, how long each part took and how much was the rate limit's", async () => {
@@ -172,7 +172,7 @@ describe("CreatePace", () => {
       format: "json",
       destination: { write: (line: string) => lines.push(JSON.parse(line)) },
     });
-    const pace = new CreatePace(clock, logger, 60_000);
+    const pace = new CreatePace(clock, logger);
     await inReconcile("deployment", "team-a/first", () => pace.timed("post", async () => clock.advance(10)));
     clock.advance(60_000);
     await inReconcile("deployment", "team-b/other", () => pace.timed("post", async () => clock.advance(10)));

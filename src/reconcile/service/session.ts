@@ -165,8 +165,6 @@ export interface ServiceSessionOptions {
    * `RemoteSnapshotOptions.unrecorded`). Default: none.
    */
   unrecorded?: () => readonly string[];
-  /** How long a forge repository listing is reused. Default 5 min. */
-  repoListingTtlMs?: number;
   /** Read the latest revision while a rollout is in progress. Default true. */
   revisionTracking?: boolean;
 }
@@ -203,7 +201,7 @@ export class ServiceSession {
     // Sharded, a lookup by id with room in its call reads ahead what the snapshot lacks of the share.
     service.readAheadFrom?.(this.snapshot.readAhead());
     this.service = writingThrough(service, this.snapshot, this.pace);
-    this.repos = new RepoListings(service, options.clock, options.repoListingTtlMs ?? 300_000);
+    this.repos = new RepoListings(service, options.clock, 5 * 60_000);
     this.revisions = new RevisionTracker(service, options.logger, options.revisionTracking ?? true);
     this.logs = new RevisionLogReader(service, options.logger);
     this.redeploys = new RevisionRedeployer(redeployingThrough(service, this.snapshot), options.logger);
@@ -231,7 +229,7 @@ export class ServiceSession {
 export function writingThrough(
   port: DeploymentLookups & DeploymentWrites,
   snapshot: RemoteSnapshot,
-  pace?: CreatePace,
+  pace: CreatePace,
 ): DeploymentLookups & DeploymentWrites {
   const forgetIfGone = (id: string, error: unknown): never => {
     if (isServiceError(error, "not_found")) snapshot.forget(id);
@@ -239,11 +237,10 @@ export function writingThrough(
   };
   return {
     getById: (id, signal) => port.getById(id, signal),
-    findByName: (name, signal) =>
-      pace ? pace.timed("lookup", () => port.findByName(name, signal)) : port.findByName(name, signal),
+    findByName: (name, signal) => pace.timed("lookup", () => port.findByName(name, signal)),
     create: async (body, signal) => {
       const post = () => port.create(body, signal);
-      const created = await (pace ? pace.timed("post", post) : post()).catch(async (error: unknown) => {
+      const created = await pace.timed("post", post).catch(async (error: unknown) => {
         if (!isServiceError(error, "conflict")) throw error;
         const { deployments, unreadable } = await port.findByName(body.name, signal);
         for (const deployment of deployments) snapshot.observed(deployment);
@@ -278,14 +275,12 @@ export type CreatePart = "lookup" | "post" | "intent";
 export class CreatePace {
   readonly #clock: Clock;
   readonly #logger: Logger;
-  readonly #everyMs: number;
   #since: number;
   #parts = newParts();
 
-  constructor(clock: Clock, logger: Logger, everyMs = 60_000) {
+  constructor(clock: Clock, logger: Logger) {
     this.#clock = clock;
     this.#logger = logger;
-    this.#everyMs = everyMs;
     this.#since = clock.now();
   }
 
@@ -309,7 +304,7 @@ export class CreatePace {
   /** Says what the last minute's creates spent, if a minute has passed and any POST was made. */
   #sayIfDue(): void {
     const now = this.#clock.now();
-    if (now - this.#since < this.#everyMs) return;
+    if (now - this.#since < 60_000) return;
     const parts = this.#parts;
     const seconds = Math.round((now - this.#since) / 1000);
     this.#since = now;
