@@ -43,7 +43,11 @@ import type {
   SecretsPort,
   StoredResource,
 } from "../../src/reconcile/ports.ts";
-import { ServiceSession, type ServiceSessionOptions } from "../../src/reconcile/service/session.ts";
+import {
+  ServiceSession,
+  type ServiceSessionOptions,
+  type Sessions,
+} from "../../src/reconcile/service/session.ts";
 import { objectKey, parseObjectKey } from "../../src/runtime/queue-lines.ts";
 import { ServiceError as SimulatorError } from "../../src/simulator/errors.ts";
 import { parseLogsQuery } from "../../src/simulator/logs.ts";
@@ -735,4 +739,9 @@ export function claimingSession(
     wanted: (name) => resources.claimants(claimOn(DEFAULT_CONNECTION, name)).length > 0,
     ...options,
   });
+}
+
+/** Every resource through one session: a reconciler with only the default connection. */
+export function oneSession(session: ServiceSession): Sessions {
+  return { lookup: () => ({ kind: "ready", session }) };
 }

@@ -17,7 +17,6 @@ import {
   unlabelledMessage,
 } from "../../src/reconcile/export.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
-import { oneSession } from "../../src/reconcile/service/session.ts";
 import { BODY, REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {
@@ -26,6 +25,7 @@ import {
   MemoryConfigMaps,
   MemoryResources,
   MemorySecrets,
+  oneSession,
   RecordedEvents,
   SimulatedService,
 } from "../support/memory-ports.ts";

@@ -16,7 +16,7 @@ import { pollIndexer } from "../../src/reconcile/conclude.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { hashSecrets, keyedSecretDigest, type SecretDigest } from "../../src/reconcile/secret-hash.ts";
-import { oneSession, type SessionLookup } from "../../src/reconcile/service/session.ts";
+import type { SessionLookup } from "../../src/reconcile/service/session.ts";
 import type { RemoteSnapshot } from "../../src/reconcile/service/snapshot.ts";
 import { ListingDeadlineError } from "../../src/reconcile/service/snapshot-reader.ts";
 import { type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../../src/runtime/controller.ts";
@@ -28,6 +28,7 @@ import {
   type InjectedFailure,
   MemoryResources,
   MemorySecrets,
+  oneSession,
   RecordedEvents,
   type ServiceMethod,
   SimulatedService,

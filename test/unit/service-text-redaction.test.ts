@@ -10,13 +10,13 @@ import { ANNOTATION_REBUILD_REQUESTED_AT } from "../../src/crd/schema.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
 import { Rebuilder } from "../../src/reconcile/service/rebuilder.ts";
 import { RevisionRedeployer } from "../../src/reconcile/service/redeployer.ts";
-import { oneSession } from "../../src/reconcile/service/session.ts";
 import { REF, SPEC } from "../support/agent-fixture.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import {
   claimingSession,
   MemoryResources,
   MemorySecrets,
+  oneSession,
   RecordedEvents,
   SimulatedService,
 } from "../support/memory-ports.ts";

@@ -371,8 +371,3 @@ export type SessionLookup =
 export interface Sessions {
   lookup(obj: StoredResource): SessionLookup;
 }
-
-/** Every resource through one session: an operator (or a test) with only the default connection. */
-export function oneSession(session: ServiceSession): Sessions {
-  return { lookup: () => ({ kind: "ready", session }) };
-}
