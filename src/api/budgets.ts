@@ -24,7 +24,7 @@ import { DeferredError } from "../runtime/clock.ts";
 import { OverflowError } from "./errors.ts";
 
 /**
- * A call of a reconcile would wait for its token longer than the reconcile has left (deadline.ts):
+ * A call of a reconcile would wait for its token longer than the reconcile has left (clock.ts):
  * it was not sent, no token was taken, and the reconcile may come back in `afterMs`, when a token
  * is due. Thrown by the transport instead of holding the reconcile's worker in the wait.
  */
@@ -248,7 +248,7 @@ export class JsonWeigher {
   }
 }
 
-type Waiter = { weight: number; owner: string | undefined; resolve(): void; reject(reason: unknown): void };
+type Waiter = { weight: number; owner: string | undefined; resolve(): void };
 
 /**
  * The part of a {@link ResponseMemory} one owner's answers (a tenant's, over however many
@@ -360,7 +360,6 @@ export class ResponseMemory {
           signal?.removeEventListener("abort", onAbort);
           resolve();
         },
-        reject,
       };
       const onAbort = () => {
         const at = this.#waiters.indexOf(waiter);

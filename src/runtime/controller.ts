@@ -306,11 +306,11 @@ export class Controller implements Runnable {
     const started = this.#clock.now();
     this.#deferred.delete(key);
     this.#metrics.activeWorkers?.(++this.#active);
-    // Work the reconcile starts that outlives it is under no deadline once it ended (deadline.ts).
+    // Work the reconcile starts that outlives it is under no deadline once it ended (clock.ts).
     let ended = false;
     try {
       // The reconciler may throw synchronously; starting it inside the promise chain catches that too.
-      // What waits inside the reconcile may ask how long it has left (deadline.ts).
+      // What waits inside the reconcile may ask how long it has left (clock.ts).
       const timeLeft = () => started + timeoutMs - this.#clock.now();
       const result = await withinDeadline({ timeLeft, holder: key, ended: () => ended }, () =>
         Promise.resolve().then(() => this.#opts.reconcile(key, signal)),
