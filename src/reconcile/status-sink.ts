@@ -122,8 +122,8 @@ export interface UnsetField {
 }
 
 /** A status as the sink writes it, and the fields it left unset. */
-export interface SinkResult {
-  status: DeploymentResourceStatus;
+export interface SinkResult<S> {
+  status: S;
   unset: UnsetField[];
 }
 
@@ -136,10 +136,7 @@ type Schema = TSchema & {
 };
 
 /** The treatment of a string at `path`: its declaration, else that of a value (never rewritten). */
-export function treatmentOf(
-  path: string,
-  declarations: Readonly<Record<string, Declared>> = STATUS_STRINGS,
-): Declared {
+function treatmentOf(path: string, declarations: Readonly<Record<string, Declared>>): Declared {
   return declarations[path] ?? value("an undeclared source");
 }
 
@@ -247,7 +244,7 @@ export interface StatusSink<S extends object> {
    * left unset (see the module comment), with the fields left unset. The same object when nothing
    * changes.
    */
-  keepPrintable(status: S): { status: S; unset: UnsetField[] };
+  keepPrintable(status: S): SinkResult<S>;
   /**
    * `conditions` as {@link StatusSink.keepPrintable} writes them within a status: for conditions
    * set after the rest of the status passed (their messages are printable already; one kept from
@@ -280,7 +277,7 @@ export function statusSink<S extends object>(
 const DEPLOYMENT_SINK = statusSink<DeploymentResourceStatus>(DeploymentResourceStatusSchema, STATUS_STRINGS);
 
 /** The Deployment resource's status as written (see {@link StatusSink.keepPrintable}). */
-export function keepPrintable(status: DeploymentResourceStatus): SinkResult {
+export function keepPrintable(status: DeploymentResourceStatus): SinkResult<DeploymentResourceStatus> {
   return DEPLOYMENT_SINK.keepPrintable(status);
 }
 
