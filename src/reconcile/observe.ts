@@ -267,17 +267,11 @@ export function lookupTarget(facts: LookupFacts): LookupRule {
 }
 
 /** What to look up, and how much the snapshot may answer for. */
-export interface LookupTarget {
+export interface LookupTarget extends LookupRule {
   /** The deployment the resource's status records, if any. */
   deploymentId: string | undefined;
   /** The service name the resource claims. */
   name: string;
-  /** Ask the service about the recorded id (a changed spec, a requested reconcile). */
-  live: boolean;
-  /** Ask the service about the name (a create of ours may be pending, or a reconcile was requested). */
-  liveName: boolean;
-  /** Only a snapshot entry the service answered within this long will do (a rollout being polled). */
-  withinMs?: number;
 }
 
 /**
