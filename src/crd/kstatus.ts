@@ -93,11 +93,6 @@ export function setCondition(
   return conditions.map((c, i) => (i === index ? next : c));
 }
 
-/** `conditions` without the condition of `type`. */
-export function removeCondition(conditions: readonly Condition[], type: string): Condition[] {
-  return conditions.filter((c) => c.type !== type);
-}
-
 /** When and from what generation conditions are set, and how their messages are cleaned. */
 export interface ConditionContext {
   now: Date;
@@ -120,7 +115,7 @@ export function putConditions(
   let next = [...conditions];
   for (const { type, value } of wanted) {
     if (!value) {
-      next = removeCondition(next, type);
+      next = next.filter((c) => c.type !== type);
       continue;
     }
     // Whatever the kind's cleaning, a message reaches a terminal (kubectl) as one printable line.
