@@ -54,8 +54,7 @@ export const connectionKeyOf = (o: Claimant): string =>
  * claim on another connection is never a bare name) and the name.
  */
 export function claimOf(o: Claimant): string {
-  const connection = connectionOf(o.metadata.namespace ?? "", o.spec.connectionRef);
-  return claimOn(connectionKey(connection), claimedName(o));
+  return claimOn(connectionKeyOf(o), claimedName(o));
 }
 
 /**
