@@ -23,7 +23,7 @@ import {
 import { ConflictError } from "./errors.ts";
 import { type KubeObject, refOf } from "./object.ts";
 
-export { FIELD_MANAGER, LAST_APPLIED_ANNOTATION } from "./custom-resources.ts";
+export { LAST_APPLIED_ANNOTATION } from "./custom-resources.ts";
 
 /** A Deployment resource as read from the API server: metadata name and resourceVersion are known. */
 export type DeploymentObject = DeploymentResource & KubeObject;

@@ -18,7 +18,7 @@ import {
 } from "./queue-lines.ts";
 import { KeyedBackoff, KeyRecords } from "./queue-records.ts";
 
-export { BORROW_MS, type FlowOf, type KeyFlow } from "./queue-flows.ts";
+export type { FlowOf, KeyFlow } from "./queue-flows.ts";
 export { SPREAD_MOMENTS } from "./queue-records.ts";
 
 /**
