@@ -113,8 +113,6 @@ export interface ListDeploymentsOptions {
    * listing; then a count), and the rest of the page is used.
    */
   onUnreadable?: (item: UnreadableDeployment) => void;
-  /** Retries of each page; default the client's `pageRetries`. */
-  pageRetries?: number;
   /**
    * Asked after a page holding fewer items than the longest page this client was answered to the
    * same `limit` (the service has shown it fills a page that long when it has the items, so the

@@ -96,7 +96,6 @@ export class DeploymentRoutes {
     const pageSize = opts.pageSize ?? PAGE_LIMIT.max;
     const offset = opts.offset ?? 0;
     const query = filterQuery(filters);
-    const retries = opts.pageRetries ?? this.pageRetries;
     const pages = async (start: number, limit: number) => {
       const { body } = await this.transport.send({
         method: "GET",
@@ -105,7 +104,7 @@ export class DeploymentRoutes {
         searchParams: { ...query, limit: String(limit), offset: String(start) },
         schema: "DeploymentPage",
         idempotent: true,
-        retries,
+        retries: this.pageRetries,
         ...signalOf(opts),
       });
       const items: Deployment[] = [];
