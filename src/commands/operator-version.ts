@@ -11,10 +11,10 @@ import type { Command } from "commander";
 import { KubeApiError } from "../kube/errors.ts";
 import { isRecord } from "../runtime/json.ts";
 import { VERSION } from "../version.ts";
-import type { RegisterCommand } from "./context.ts";
+import { namespaceArgument, type RegisterCommand } from "./context.ts";
 import type { OutputFlags } from "./output.ts";
 import { addOutputOptions } from "./output-options.ts";
-import { addKubectlOptions, type KubectlFlags, namespaceName } from "./plugin-flags.ts";
+import { addKubectlOptions, type KubectlFlags } from "./plugin-flags.ts";
 
 /** The label the operator's Deployment carries (manifests/manager, charts/dms-operator). */
 export const OPERATOR_LABEL = "app.kubernetes.io/name=dms-operator";
@@ -88,7 +88,7 @@ export const registerVersionCommand: RegisterCommand = (program, ctx) => {
     .option(
       "--operator-namespace <ns>",
       `look for the operator only in this namespace (default: every namespace, else ${DEFAULT_OPERATOR_NAMESPACE} when they cannot all be listed)`,
-      namespaceName,
+      namespaceArgument,
     );
   addOutputOptions(command, { formats: ["table", "json", "yaml"], default: "table", headers: false });
   addKubectlOptions(command).action(async (_flags: unknown, cmd: Command) => {
