@@ -24,7 +24,7 @@ import { JsonWeigher, type MemoryAccount } from "./budgets.ts";
 import { OverflowError } from "./errors.ts";
 
 /** One request and the bounds of its answer. */
-export interface ExchangeRequest {
+export interface ExchangeRequest extends BodyBounds {
   method: string;
   /** The whole URL, query included; `http:` or `https:`. */
   url: string;
@@ -40,11 +40,6 @@ export interface ExchangeRequest {
   timeoutMs: number;
   /** Opening the connection, from its lookup to its TCP connect; undefined: only `timeoutMs`. */
   connectTimeoutMs?: number | undefined;
-  /** Bytes the body may have after decompression. */
-  maxBytes: number;
-  /** The answer's account of the shared budget; the caller closes it once done with the body. */
-  account: MemoryAccount;
-  signal?: AbortSignal | undefined;
   /**
    * Asked at the moment the request would go on the wire (its connection ready): an error returned
    * destroys it unsent, and the exchange rejects with that error.
