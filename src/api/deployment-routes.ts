@@ -128,7 +128,7 @@ export class DeploymentRoutes {
       async *[Symbol.asyncIterator]() {
         checkFilters(filters);
         checkPageSize(pageSize, "pageSize");
-        checkOffset(offset, "offset");
+        checkOffset(offset);
         try {
           yield* paginate(pages, {
             offset,

@@ -210,7 +210,7 @@ export async function checkRequestBody(
 }
 
 /** Throws unless `value` is an integer page size within the spec's 1–100. */
-export function checkPageSize(value: number, parameter = "pageSize"): void {
+export function checkPageSize(value: number, parameter: string): void {
   if (!Number.isInteger(value) || value < PAGE_LIMIT.min || value > PAGE_LIMIT.max) {
     throw new RequestValidationError(
       parameter,
@@ -219,10 +219,10 @@ export function checkPageSize(value: number, parameter = "pageSize"): void {
   }
 }
 
-/** Throws unless `value` is an integer ≥ 0. */
-export function checkOffset(value: number, parameter = "offset"): void {
+/** Throws unless `value`, a listing's `offset`, is an integer ≥ 0. */
+export function checkOffset(value: number): void {
   if (!Number.isInteger(value) || value < 0) {
-    throw new RequestValidationError(parameter, `must be an integer >= 0, got ${value}`);
+    throw new RequestValidationError("offset", `must be an integer >= 0, got ${value}`);
   }
 }
 
