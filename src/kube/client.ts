@@ -13,7 +13,7 @@ import http from "node:http";
 import https from "node:https";
 import type { Socket } from "node:net";
 import { followSignal } from "../runtime/clock.ts";
-import type { KubeCredentials } from "./credentials.ts";
+import { type KubeCredentials, plainHeaders } from "./credentials.ts";
 import { apiErrorFrom, KubeApiError } from "./errors.ts";
 import { listItems, listMeta } from "./object.ts";
 
@@ -136,7 +136,7 @@ export class KubeClient {
     const { res, settled, timedOut } = await this.#send(req, req.timeoutMs ?? this.#timeoutMs, !req.urgent);
     const ok = (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 300;
     if (req.discardAnswer && ok) {
-      await drain(res, describe(req)).catch(timedOut).finally(settled);
+      await readBody(res, describe(req), false).catch(timedOut).finally(settled);
       return undefined;
     }
     const max = ok ? req.maxBytes : undefined;
@@ -152,7 +152,7 @@ export class KubeClient {
     const { res, settled, timedOut } = await this.#send(req, req.timeoutMs ?? this.#timeoutMs);
     const status = res.statusCode ?? 0;
     if (status !== 200) {
-      const text = await readText(res, describe(req)).catch(timedOut).finally(settled);
+      const text = await readBody(res, describe(req), true).catch(timedOut).finally(settled);
       throw apiErrorFrom(status, parseJson(text), describe(req));
     }
     return jsonLines(res, describe(req), settled);
@@ -175,11 +175,8 @@ export class KubeClient {
     // Applied per call so rotated service-account tokens and exec credentials are picked up.
     await this.#kc.applyToHTTPSOptions(options);
     const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
-    // applyToHTTPSOptions only ever sets a plain header object (Authorization and friends).
-    const auth =
-      options.headers && !Array.isArray(options.headers) ? (options.headers as http.OutgoingHttpHeaders) : {};
     const headers: http.OutgoingHttpHeaders = {
-      ...auth,
+      ...(plainHeaders(options) as http.OutgoingHttpHeaders),
       Accept: req.accept ?? "application/json",
       "User-Agent": this.#userAgent,
     };
@@ -263,15 +260,6 @@ function parseJson(text: string): unknown {
     // Proxies and a server under stress can answer plain text; the status code still tells the story.
     return { message: text.slice(0, 200) };
   }
-}
-
-/** Reads an answer to its end without keeping any of it. */
-async function drain(res: http.IncomingMessage, what: string): Promise<void> {
-  await readBody(res, what, false);
-}
-
-function readText(res: http.IncomingMessage, what: string): Promise<string> {
-  return readBody(res, what, true);
 }
 
 /**

@@ -139,7 +139,7 @@ export class StaticCredentials implements KubeCredentials {
   }
 }
 
-function plainHeaders(options: RequestOptions): Record<string, unknown> {
+export function plainHeaders(options: RequestOptions): Record<string, unknown> {
   return options.headers && !Array.isArray(options.headers) ? { ...options.headers } : {};
 }
 
