@@ -21,31 +21,14 @@ import {
   settingName,
 } from "./setting.ts";
 
-export type {
-  ChartValue,
-  Env,
-  NumberRule,
-  Parsed,
-  Parser,
-  Setting,
-  Settings,
-  SettingValues,
-  ValueSchema,
-} from "./setting.ts";
+export type { Env, Setting, Settings, SettingValues } from "./setting.ts";
 export {
   defaultOf,
   flagOf,
-  isNamespaceName,
-  parseBool,
-  parsers,
   pickSetting,
   readSettings,
-  SERVICE_CREDENTIAL_SETTINGS,
   SERVICE_ENV,
   SERVICE_FLAG_SETTINGS,
-  SERVICE_SETTINGS,
-  settingFlag,
-  settingHelp,
   settingName,
 } from "./setting.ts";
 

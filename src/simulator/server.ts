@@ -28,12 +28,10 @@ import {
 import { type SimulatorSeed, validateSeed } from "./seed.ts";
 import { EMPTY_SECRETS_MODES, type EmptySecretsMode, SimulatorStore } from "./store.ts";
 
-export type { Faults } from "./faults.ts";
-export type { SecretsMode, Timing } from "./record.ts";
+export type { Timing } from "./record.ts";
 export type { RequestFilter, SimRequest } from "./requests.ts";
-export type { LogsRouteMode, RebuildRouteMode, RedeployRouteMode, RevisionsRouteMode } from "./routes.ts";
+export type { RebuildRouteMode, RedeployRouteMode } from "./routes.ts";
 export type { SimulatorSeed } from "./seed.ts";
-export type { EmptySecretsMode, RedeployView } from "./store.ts";
 
 /** Options of {@link startSimulator}; every field has a default. */
 export interface SimulatorOptions {
