@@ -447,8 +447,6 @@ export type Opening =
 
 /** Bounds of {@link nextOpening}'s search. */
 export interface OpeningSearch {
-  /** How far past `from` to look. Default {@link OPENING_HORIZON_MS}. */
-  horizonMs?: number;
   /** Most schedule evaluations. Default {@link MAX_OPENING_STEPS}. */
   maxSteps?: number;
   /** Most time on `counter`, in ms. Default {@link OPENING_BUDGET_MS}. */
@@ -475,7 +473,6 @@ export function nextOpening(
   windows: readonly RolloutWindow[],
   from: number,
   {
-    horizonMs = OPENING_HORIZON_MS,
     maxSteps = MAX_OPENING_STEPS,
     budgetMs = OPENING_BUDGET_MS,
     counter = () => performance.now(),
@@ -484,7 +481,7 @@ export function nextOpening(
   const steps = new Steps(maxSteps, budgetMs, counter);
   const lists = allowLists(windows);
   const denies = windows.filter((w) => w.kind === "deny");
-  const horizon = from + horizonMs;
+  const horizon = from + OPENING_HORIZON_MS;
   let t = from;
   let cause: RolloutWindow | undefined;
   // Every step out of the loop on a spent budget comes after a jump, so `searchedUntil` is past
