@@ -28,11 +28,6 @@ export interface WalkInput<R extends ShardedResource> {
   budget: WriteBudget;
   /** Moves and drains kept at most (the rest counted as later). */
   candidates?: number;
-  /**
-   * Moves of one namespace kept at most (default half the candidates: room for another's, and
-   * for a namespace's writes behind a thousand that failed last pass, retried after the others).
-   */
-  perNamespace?: number;
 }
 
 /** What the walk found. */
@@ -59,9 +54,11 @@ export interface Walk<R extends ShardedResource> {
 /** See the module comment. */
 export function walk<R extends ShardedResource>(input: WalkInput<R>): Walk<R> {
   const { ring, before: remembered, budget, candidates = CANDIDATES_PER_PASS } = input;
-  const perNamespace = input.perNamespace ?? candidates / 2;
-  // Moves kept per namespace: a namespace's thousands of new resources do not take every place
-  // (the choice then writes the namespaces in turn, pass-choose.ts).
+  // Moves kept per namespace, at most half the candidates: a namespace's thousands of new
+  // resources do not take every place (the choice then writes the namespaces in turn,
+  // pass-choose.ts), and a namespace's writes behind a thousand that failed last pass are retried
+  // after the others'.
+  const perNamespace = candidates / 2;
   const kept = new Map<string, number>();
   const keeps = (resource: R): boolean => {
     const namespace = resource.metadata.namespace ?? "";
