@@ -106,8 +106,6 @@ export interface SimulatorOptions {
   requestRecordLimit?: number;
   /** Called with every request to a service route before it is handled (to look at headers in tests). */
   onRequest?: (req: IncomingMessage) => void;
-  /** Called with an unexpected error (a bug) behind a 500. Default: one line on stderr. */
-  onInternalError?: (error: unknown) => void;
   /**
    * Serve HTTPS with this PEM certificate (chain) and key, as a self-hosted service behind a
    * private CA does; `url` is then `https://…`. Default: plain HTTP.
@@ -214,13 +212,11 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const requests = (filter?: RequestFilter) => record.requests(filter);
   const resetCounters = () => record.reset();
   const authorized = authorizer(options.apiKey, (options.apiKeyHeader ?? "x-api-key").toLowerCase());
-  const onInternalError =
-    options.onInternalError ??
-    ((error: unknown) => process.stderr.write(`simulator: internal error: ${String(error)}\n`));
 
   const fail = (error: unknown): SimResponse => {
     if (error instanceof ServiceError) return errorResponse(error);
-    onInternalError(error);
+    // An unexpected error (a bug) behind a 500.
+    process.stderr.write(`simulator: internal error: ${String(error)}\n`);
     return json(500, { detail: "Internal Server Error" });
   };
 
