@@ -220,15 +220,11 @@ export class RecordLine {
 
 /**
  * Emptied lines kept for the next parts (a part is dropped when it holds no key, at the end of
- * every pass), one pile per line: a pass's lines keep the room they grew to rather than growing it
- * again, each for the same line (a pass's resyncs line grows largest).
+ * every pass), one pile per line of at most 64: a pass's lines keep the room they grew to rather
+ * than growing it again, each for the same line (a pass's resyncs line grows largest).
  */
 export class LinePool {
   readonly #free: [RecordLine[], RecordLine[], RecordLine[]] = [[], [], []];
-  readonly #limit: number;
-  constructor(limit = 64) {
-    this.#limit = limit;
-  }
 
   take(line: Line): RecordLine {
     return this.#free[line].pop() ?? new RecordLine();
@@ -236,7 +232,7 @@ export class LinePool {
 
   give(line: Line, records: RecordLine): void {
     records.clear();
-    if (this.#free[line].length < this.#limit) this.#free[line].push(records);
+    if (this.#free[line].length < 64) this.#free[line].push(records);
   }
 }
 

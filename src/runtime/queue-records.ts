@@ -4,7 +4,7 @@
  * (`addAfter`'s timers, the moments of `addSpread`), and each key's failures
  * (`addRateLimited`'s backoff). The contract is `WorkQueue`'s.
  */
-import { Backoff } from "./backoff.ts";
+import type { Backoff } from "./backoff.ts";
 import type { CancelTimer, Clock } from "./clock.ts";
 import { IDLE, isIdle, type KeyRecord, type Line, NO_LINE, newRecord, READY, RESYNC } from "./queue-lines.ts";
 
@@ -198,7 +198,7 @@ export class KeyedBackoff {
   readonly #backoff: Backoff;
   readonly #failures = new Map<string, number>();
 
-  constructor(backoff: Backoff = new Backoff()) {
+  constructor(backoff: Backoff) {
     this.#backoff = backoff;
   }
 
