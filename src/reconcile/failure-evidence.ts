@@ -23,7 +23,6 @@ import {
   RedactionBudget,
   RedactionBudgetError,
   redactAndTruncate,
-  UNSEARCHED,
 } from "../api/redact.ts";
 import { entryTimeMs, type LogEntry } from "../api/revision-logs.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
@@ -171,14 +170,6 @@ export function formatTail(
 /** `text` on one line, its escape sequences and controls out, each run of whitespace one space. */
 function fold(text: string): string {
   return stripToLine(text).replace(/\s+/g, " ").trim();
-}
-
-/**
- * One entry as `time level message` on one line, redacted of `secretValues` and then cut to
- * {@link LINE_CHARS} (see {@link formatTail}, of which this is the tail of one entry).
- */
-export function formatLine(entry: LogEntry, secretValues: readonly string[]): string {
-  return formatTail([entry], secretValues)?.[0] ?? UNSEARCHED;
 }
 
 /**

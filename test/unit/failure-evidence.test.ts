@@ -22,7 +22,7 @@ import {
   excerptOf,
   type FailedRevisionLog,
   fitNote,
-  formatLine,
+  formatTail,
   LINE_CHARS,
   TAIL_LINES,
   tailOf,
@@ -39,6 +39,9 @@ import type { StoredResource } from "../../src/reconcile/ports.ts";
 import type { Decided, Run } from "../../src/reconcile/run.ts";
 import { statusFrom } from "../../src/reconcile/status.ts";
 import { ACTIVE, LATEST, rolloutDeployment } from "../support/failed-rollout.ts";
+
+/** One entry as the tail of one entry's log shows it. */
+const formatLine = (entry: LogEntry, secrets: readonly string[]) => formatTail([entry], secrets)?.[0] ?? "";
 
 const T0 = new Date("2030-01-01T00:00:00Z");
 const deployment = rolloutDeployment;
