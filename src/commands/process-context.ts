@@ -7,8 +7,7 @@ import type { CliContext } from "./context.ts";
 /**
  * The context of the real process: its streams, environment, and a signal fired by the first
  * SIGINT/SIGTERM (graceful stop); a second signal exits at once with status 130. The operator's
- * own `run` stops through the same signal (as src/runtime/manager.ts `shutdownSignal` does, whose
- * logger this command-line context has no use for).
+ * own `run` stops through the same signal.
  */
 export function processContext(): CliContext {
   const stop = new AbortController();

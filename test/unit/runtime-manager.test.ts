@@ -1,7 +1,6 @@
-import { EventEmitter } from "node:events";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { LeaderElector } from "../../src/runtime/leader.ts";
-import { Manager, type Runnable, ShutdownTimeoutError, shutdownSignal } from "../../src/runtime/manager.ts";
+import { Manager, type Runnable, ShutdownTimeoutError } from "../../src/runtime/manager.ts";
 import { MemoryLease } from "./runtime-memory-lease.ts";
 
 beforeEach(() => {
@@ -178,21 +177,5 @@ describe("Manager", () => {
     expect((err as Error).message).toBe("broken failed: watch permission denied");
     expect((err as Error).cause).toEqual(new Error("watch permission denied"));
     expect(healthy.runs[0]?.stoppedAt).toBeDefined();
-  });
-});
-
-describe("shutdownSignal", () => {
-  it("aborts on the first SIGTERM and exits at once on a second signal", () => {
-    const source = new EventEmitter();
-    const exits: number[] = [];
-    const { signal, dispose } = shutdownSignal(source, (code) => exits.push(code));
-    expect(signal.aborted).toBe(false);
-    source.emit("SIGTERM");
-    expect(signal.aborted).toBe(true);
-    expect(exits).toEqual([]);
-    source.emit("SIGINT");
-    expect(exits).toEqual([130]);
-    dispose();
-    expect(source.listenerCount("SIGTERM")).toBe(0);
   });
 });
