@@ -26,7 +26,7 @@ export interface LiveMarks {
   name: string;
   /** `spec.deletionProtection` is `true`. */
   protected: boolean;
-  /** The GitOps tool's mark of what applied it ({@link gitopsOwner}), if any. */
+  /** The GitOps tool's mark of what applied it ({@link gitopsMark}), if any. */
   owner?: string;
   /** A label selector for the resources of the same mark, when the mark is labels. */
   selector?: string;
@@ -103,11 +103,6 @@ export function gitopsMark(meta: Marked): GitopsMark | undefined {
   const applySet = label("applyset.kubernetes.io/part-of");
   if (applySet) return { owner: `ApplySet ${applySet}`, ...selecting(["applyset.kubernetes.io/part-of"]) };
   return undefined;
-}
-
-/** The owner of {@link gitopsMark}: what applied `meta`'s object, or undefined. */
-export function gitopsOwner(meta: Marked): string | undefined {
-  return gitopsMark(meta)?.owner;
 }
 
 const keyOf = (r: { namespace: string; name: string }) => `${r.namespace}/${r.name}`;

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { PROTECTION_BUDGET, protectionCheck } from "../../src/commands/plan-protection.ts";
 import { planDocument, planExitStatus, renderPlanText } from "../../src/gitops/plan-report.ts";
-import { gitopsOwner, type LiveMarks, protectedRemovals } from "../../src/gitops/protection.ts";
+import { gitopsMark, type LiveMarks, protectedRemovals } from "../../src/gitops/protection.ts";
 import { AnswerTooLargeError } from "../../src/kube/client.ts";
 import { KubeApiError } from "../../src/kube/errors.ts";
 
@@ -64,46 +64,46 @@ describe("protectedRemovals", () => {
   });
 });
 
-describe("gitopsOwner", () => {
+describe("gitopsMark", () => {
   it("reads Flux's, Argo CD's, Helm's and ApplySet's marks, and none from plain labels", () => {
     expect(
-      gitopsOwner({
+      gitopsMark({
         labels: {
           "kustomize.toolkit.fluxcd.io/name": "apps",
           "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
         },
-      }),
+      })?.owner,
     ).toBe("Flux Kustomization flux-system/apps");
     expect(
-      gitopsOwner({
+      gitopsMark({
         labels: { "helm.toolkit.fluxcd.io/name": "agents", "helm.toolkit.fluxcd.io/namespace": "team-a" },
-      }),
+      })?.owner,
     ).toBe("Flux HelmRelease team-a/agents");
     expect(
-      gitopsOwner({
+      gitopsMark({
         annotations: { "argocd.argoproj.io/tracking-id": "agents:dms.dev/Deployment:team-a/web" },
         labels: { "app.kubernetes.io/instance": "ignored" },
-      }),
+      })?.owner,
     ).toBe("Argo CD Application agents");
-    expect(gitopsOwner({ labels: { "app.kubernetes.io/instance": "agents" } })).toBe(
+    expect(gitopsMark({ labels: { "app.kubernetes.io/instance": "agents" } })?.owner).toBe(
       "app.kubernetes.io/instance=agents",
     );
     expect(
-      gitopsOwner({
+      gitopsMark({
         annotations: { "meta.helm.sh/release-name": "agents", "meta.helm.sh/release-namespace": "team-a" },
-      }),
+      })?.owner,
     ).toBe("Helm release team-a/agents");
-    expect(gitopsOwner({ labels: { "applyset.kubernetes.io/part-of": "applyset-abc-v1" } })).toBe(
+    expect(gitopsMark({ labels: { "applyset.kubernetes.io/part-of": "applyset-abc-v1" } })?.owner).toBe(
       "ApplySet applyset-abc-v1",
     );
     // Whoever may annotate the resource writes it: cut, and one printable line.
-    const hostile = gitopsOwner({
+    const hostile = gitopsMark({
       annotations: { "argocd.argoproj.io/tracking-id": `app\x1b]52;c;bad\x07\n${"x".repeat(300_000)}` },
-    });
+    })?.owner;
     expect(hostile).toMatch(/^Argo CD Application app\ufffd x+$/);
     expect(hostile?.length).toBeLessThan(300);
-    expect(gitopsOwner({ labels: { team: "a" } })).toBeUndefined();
-    expect(gitopsOwner({})).toBeUndefined();
+    expect(gitopsMark({ labels: { team: "a" } })?.owner).toBeUndefined();
+    expect(gitopsMark({})?.owner).toBeUndefined();
   });
 });
 
