@@ -209,19 +209,12 @@ function searchAndTruncate(
 }
 
 /**
- * Which characters of `text` some form of some value covers (1) or not (0). Throws
- * {@link RedactionBudgetError} past `budget`. With {@link applyCoverage}, for a caller that
- * searches a joined text (a log tail) and shows its parts apart.
- */
-export function secretCoverage(text: string, values: Iterable<string>, budget: RedactionBudget): Uint8Array {
-  return coverageOf(text, formsOf(values), budget);
-}
-
-/**
- * {@link secretCoverage} of `parts.join(separator)`, where a value is also found across the parts
- * joined with nothing between them: a value a log split over two entries (`pw=s3cr3t-Pa`,
- * `ssw0rd!` for `s3cr3t-Passw0rd!`) is marked in both parts. The separators are never marked by
- * that second search. And a value split over two parts with others between them is marked in
+ * Which characters of `parts.join(separator)` some form of some value covers (1) or not (0),
+ * throwing {@link RedactionBudgetError} past `budget`; with {@link applyCoverage}, for a caller
+ * that searches a joined text (a log tail) and shows its parts apart. A value is also found
+ * across the parts joined with nothing between them: a value a log split over two entries
+ * (`pw=s3cr3t-Pa`, `ssw0rd!` for `s3cr3t-Passw0rd!`) is marked in both parts. The separators are
+ * never marked by that second search. And a value split over two parts with others between them is marked in
  * both: the end of one part and the start of a later one that together hold the whole value
  * (values of {@link MIN_LINE_CHARS} characters or more: a shorter one's halves end every other line).
  */

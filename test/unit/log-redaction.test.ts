@@ -8,12 +8,12 @@ import { describe, expect, it } from "vitest";
 import { printableNote } from "../../src/api/printable.ts";
 import {
   MIN_LINE_CHARS,
+  partsCoverage,
   REDACTED,
   RedactionBudget,
   RedactionBudgetError,
   redactAndTruncate,
   redactSecrets,
-  secretCoverage,
   UNSEARCHED,
 } from "../../src/api/redact.ts";
 import type { LogEntry } from "../../src/api/revision-logs.ts";
@@ -486,12 +486,12 @@ describe("the time bound", () => {
     expect(took).toBeLessThan(TAIL_REDACTION_MS + 2_000);
   }, 30_000);
 
-  it("a message past the budget is not shown: redactAndTruncate says so, secretCoverage throws", () => {
+  it("a message past the budget is not shown: redactAndTruncate says so, partsCoverage throws", () => {
     const lines = Array.from({ length: 20_000 }, (_, i) => `${"b".repeat(40)}${i}`);
     const values = [lines.join("\n")];
     const text = "b".repeat(100_000);
     expect(redactAndTruncate(text, values, 4096)).toBe(UNSEARCHED);
-    expect(() => secretCoverage(text, values, new RedactionBudget(10))).toThrow(RedactionBudgetError);
+    expect(() => partsCoverage([text], "\n", values, new RedactionBudget(10))).toThrow(RedactionBudgetError);
   }, 30_000);
 
   it("an ordinary tail is far inside the budget", () => {
