@@ -8,7 +8,7 @@
  * re-exported here; what reads the service's settings whole (the key and CA files, the proxies) is
  * here; `run`'s rows, with the service's, are the table of `commands/settings.ts`.
  */
-import { type ProxyEnv, proxyEnvOf, proxySupportProblem, redactProxyUrl } from "./api/agent.ts";
+import { type ProxyEnv, proxyEnvOf, proxySupportProblem } from "./api/agent.ts";
 import { parseCaBundle } from "./api/tls.ts";
 import type { TransportSettings } from "./api/transport.ts";
 import {
@@ -53,8 +53,7 @@ export interface ServiceFlags {
 }
 
 /**
- * How to reach the service. Assignable to `ServiceClientOptions`.
- * Holds the API key: log it only through {@link describeServiceConfig}.
+ * How to reach the service. Assignable to `ServiceClientOptions`. Holds the API key: never logged.
  */
 export type ServiceConfig = Pick<
   TransportSettings,
@@ -163,26 +162,6 @@ export function serviceConfigFrom(
       ...(caBundle === undefined ? {} : { caBundle }),
       ...(proxyEnv === undefined ? {} : { proxyEnv }),
     },
-  };
-}
-
-/**
- * The settings with the key replaced by whether one is set, the CA bundle by its size and the
- * proxies' passwords by `REDACTED`: safe to log or print.
- */
-export function describeServiceConfig(config: ServiceConfig): Record<string, unknown> {
-  const { apiKey, caBundle, proxyEnv, ...rest } = config;
-  return {
-    ...rest,
-    apiKey: apiKey === undefined ? "(none)" : "(set)",
-    ...(caBundle === undefined ? {} : { caBundle: `(${Buffer.byteLength(caBundle)} bytes)` }),
-    ...(proxyEnv === undefined
-      ? {}
-      : {
-          proxyEnv: Object.fromEntries(
-            Object.entries(proxyEnv).map(([name, value]) => [name, redactProxyUrl(value)]),
-          ),
-        }),
   };
 }
 

@@ -19,7 +19,7 @@ import {
   parseCaBundle,
   tlsFailureOf,
 } from "../../src/api/tls.ts";
-import { describeServiceConfig, serviceConfigFrom } from "../../src/config.ts";
+import { serviceConfigFrom } from "../../src/config.ts";
 import { caSecretOf, serviceConfigOf, tlsSpecProblems } from "../../src/connection/settings.ts";
 import { createTestCa, EXPIRED, type PemPair, type TestCa } from "../support/certificates.ts";
 
@@ -248,10 +248,6 @@ describe("--ca-file and the proxy in the service settings", () => {
       caBundle: ca.cert,
       proxyEnv: { HTTPS_PROXY: "http://user:pw@proxy:3128", NO_PROXY: ".svc" },
     });
-    const described = JSON.stringify(result.ok && describeServiceConfig(result.config));
-    expect(described).not.toContain("pw@");
-    expect(described).not.toContain("BEGIN CERTIFICATE");
-    expect(described).toContain(`"caBundle":"(${Buffer.byteLength(ca.cert)} bytes)"`);
   });
 
   it("names an unreadable file, a bad certificate in it, and a CA with verification skipped", () => {
