@@ -53,7 +53,6 @@ const literals = <T extends readonly string[]>(values: T) =>
 
 export const DeploymentSourceSchema = literals(DEPLOYMENT_SOURCES);
 export const RevisionSourceSchema = literals(REVISION_SOURCES);
-export const DeploymentStatusSchema = literals(DEPLOYMENT_STATUSES);
 
 const open = { additionalProperties: true } as const;
 const closed = { additionalProperties: false } as const;

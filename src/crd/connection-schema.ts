@@ -435,5 +435,3 @@ export const ClusterServiceConnectionSchema = resourceSchema(
   ClusterServiceConnectionSpecSchema,
   "A connection to one tenant of the Deployment Management Service, for the Deployment resources of every namespace (spec.connectionRef).",
 );
-export type ServiceConnectionResource = Static<typeof ServiceConnectionSchema>;
-export type ClusterServiceConnectionResource = Static<typeof ClusterServiceConnectionSchema>;

@@ -32,8 +32,6 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 export const KIND = "Deployment";
 /** Plural resource name (URL path segment). */
 export const PLURAL = "deployments";
-/** Singular resource name. */
-export const SINGULAR = "deployment";
 /** Finalizer present only while the resource needs cleanup on delete (`deletionPolicy: Delete`). */
 export const FINALIZER = "dms.dev/finalizer";
 /** Annotation: per-resource drift resync period (a duration such as `5m`). */
