@@ -32,35 +32,31 @@ export type DeploymentObject = DeploymentResource & KubeObject;
 export const DEPLOYMENTS: CustomResourceKind = { group: GROUP, version: VERSION, plural: PLURAL, kind: KIND };
 
 /**
- * The strings shared by the Deployment resources decoded in this process (see {@link Interner}):
- * the default of {@link decodeDeployment} and of {@link KubeDeploymentsOptions.strings}, one
- * table for every cache and command of the process, as values repeat across them. 1,024 strings
- * hold the values many resources share; the rest are met once.
+ * The strings shared by the Deployment resources decoded in this process (see {@link Interner}),
+ * one table for every cache and command of the process, as values repeat across them. 1,024
+ * strings hold the values many resources share; the rest are met once.
  */
-export const DEPLOYMENT_STRINGS = new Interner(1024);
+const DEPLOYMENT_STRINGS = new Interner(1024);
 
 /**
  * The objects and arrays shared by the Deployment resources decoded in this process (see
  * {@link SharedObjects}): a source configuration, a condition, the finalizer list that many
  * resources hold alike, held once and frozen.
  */
-export const DEPLOYMENT_OBJECTS = new SharedObjects(1024);
+const DEPLOYMENT_OBJECTS = new SharedObjects(1024);
 
 /**
  * A Deployment resource from the wire (see `decodeCustomResource`, which checks it and drops
  * what the operator never reads), undefined when unusable. The values most resources share
  * (apiVersion, kind, namespace, source, tenant, connection, the digest of no secrets, the reasons
  * and messages of settled conditions, the times to the second) are held once rather than once per
- * cached resource, in `strings`, and so are the objects many share alike (the source
- * configuration, a condition set in the same second and the list of them, the finalizer list),
- * frozen, in `objects`.
- * `raw` is not modified.
+ * cached resource, in {@link DEPLOYMENT_STRINGS}, and so are the objects many share alike (the
+ * source configuration, a condition set in the same second and the list of them, the finalizer
+ * list), frozen, in {@link DEPLOYMENT_OBJECTS}. `raw` is not modified.
  */
-export function decodeDeployment(
-  raw: unknown,
-  strings: Interner = DEPLOYMENT_STRINGS,
-  objects: SharedObjects = DEPLOYMENT_OBJECTS,
-): DeploymentObject | undefined {
+export function decodeDeployment(raw: unknown): DeploymentObject | undefined {
+  const strings = DEPLOYMENT_STRINGS;
+  const objects = DEPLOYMENT_OBJECTS;
   const decoded = decodeCustomResource<DeploymentObject>(raw);
   if (!decoded) return undefined;
   internFields(strings, decoded.metadata, ["namespace", "creationTimestamp"]);
@@ -138,16 +134,12 @@ function shareRevisionStrings(
 }
 
 /** Options of {@link KubeDeployments}. */
-export interface KubeDeploymentsOptions extends CustomResourcesOptions<DeploymentObject> {
-  /** The strings decoded resources share (default {@link DEPLOYMENT_STRINGS}). */
-  strings?: Interner;
-}
+export type KubeDeploymentsOptions = CustomResourcesOptions<DeploymentObject>;
 
 /** Deployment resources in the operator's scope (see {@link CustomResources} for the contract). */
 export class KubeDeployments extends CustomResources<DeploymentObject, DeploymentResourceStatus> {
   constructor(options: KubeDeploymentsOptions) {
-    const strings = options.strings ?? DEPLOYMENT_STRINGS;
-    super(DEPLOYMENTS, options, (raw) => decodeDeployment(raw, strings));
+    super(DEPLOYMENTS, options, decodeDeployment);
   }
 }
 

@@ -18,7 +18,6 @@ import { CLAIM_INDEX, claimOf, claimOnTheWire } from "../reconcile/claims.ts";
 import { addItem, itemsOf, type OneOrMany, removeItem } from "../runtime/one-or-many.ts";
 import { CustomResources } from "./custom-resources.ts";
 import {
-  DEPLOYMENT_STRINGS,
   DEPLOYMENTS,
   type DeploymentObject,
   decodeDeployment,
@@ -36,7 +35,6 @@ class InheritedShare extends CustomResources<DeploymentObject, DeploymentResourc
   readonly #filter: { keep: KeepClaim | undefined };
 
   constructor(options: KubeDeploymentsOptions, keep: KeepClaim | undefined) {
-    const strings = options.strings ?? DEPLOYMENT_STRINGS;
     const filter = { keep };
     // Another heir's resource: not kept. The reflector reads null as "not kept" (dropped from
     // the cache if it was in it); the adapter's type knows only undefined, "unusable".
@@ -47,7 +45,7 @@ class InheritedShare extends CustomResources<DeploymentObject, DeploymentResourc
       // shares to keep about a quarter of them.
       const claim = keeps === undefined ? undefined : claimOnTheWire(raw);
       if (claim !== undefined && keeps !== undefined && !keeps(claim)) return notKept;
-      const obj = decodeDeployment(raw, strings);
+      const obj = decodeDeployment(raw);
       if (obj === undefined || keeps === undefined || claim !== undefined || keeps(claimOf(obj))) return obj;
       return notKept;
     });
