@@ -218,7 +218,7 @@ const SHARD_STRINGS = new Interner(1024);
  * connection, as the reconciler reads them (`reconcile/claims.ts`). Both are bounded by the CRD
  * (253 characters each) and immutable once set (its validation rules).
  */
-export function decodeShardObject(raw: unknown, strings: Interner = SHARD_STRINGS): ShardObject | undefined {
+export function decodeShardObject(raw: unknown): ShardObject | undefined {
   if (!isKubeObject(raw)) return undefined;
   const { name, namespace, uid, resourceVersion, labels, creationTimestamp } = raw.metadata;
   const rawSpec = (raw as { spec?: unknown }).spec;
@@ -229,12 +229,12 @@ export function decodeShardObject(raw: unknown, strings: Interner = SHARD_STRING
       ? ({ kind: ref.kind, name: ref.name } as ConnectionRef)
       : undefined;
   const specName = typeof spec.name === "string" && spec.name !== name ? spec.name : undefined;
-  const ns = typeof namespace === "string" ? strings.of(namespace) : undefined;
+  const ns = typeof namespace === "string" ? SHARD_STRINGS.of(namespace) : undefined;
   const claimant = {
     metadata: { name, ...(ns ? { namespace: ns } : {}) },
     spec: { name: specName, connectionRef },
   };
-  const connection = strings.of(connectionKeyOf(claimant as Claimant));
+  const connection = SHARD_STRINGS.of(connectionKeyOf(claimant as Claimant));
   const owner = labelValue(labels, OWNER_LABEL);
   const drain = labelValue(labels, DRAIN_LABEL);
   const drainTo = drainTarget(drain);
@@ -244,9 +244,9 @@ export function decodeShardObject(raw: unknown, strings: Interner = SHARD_STRING
     resourceVersion,
     uid: typeof uid === "string" ? uid : "",
     // The owner label's value is one of a few replicas' names: held once.
-    owner: owner ? strings.of(owner) : undefined,
+    owner: owner ? SHARD_STRINGS.of(owner) : undefined,
     drain: drain !== undefined,
-    drainTo: drainTo ? strings.of(drainTo) : undefined,
+    drainTo: drainTo ? SHARD_STRINGS.of(drainTo) : undefined,
     // On the default connection the claim is the name itself: no string of its own.
     claim: claimOn(connection, specName ?? name),
     connection,
@@ -263,7 +263,7 @@ export class KubeShardedResources extends WatchedResource<ShardObject> {
     super(scope.namespaces, options, {
       resource: DEPLOYMENTS,
       ...(scope.labelSelector ? { labelSelector: scope.labelSelector } : {}),
-      decode: (raw) => decodeShardObject(raw),
+      decode: decodeShardObject,
       indexers: SHARD_INDEXERS,
     });
   }
