@@ -72,14 +72,13 @@ export const SHARDER_REPLICA_SHARE = 0.6;
 
 /**
  * The shares of a ring whose sharder runs in the replica `sharder`: {@link SHARDER_REPLICA_SHARE}
- * (or `share`) for it while it is among `live`, 1 for the others; undefined when every share is
- * even. `ownerOf(claim, live, ringShares(live, sharder))` is the replica the sharder labels.
+ * for it while it is among `live`, 1 for the others; undefined when every share is even.
+ * `ownerOf(claim, live, ringShares(live, sharder))` is the replica the sharder labels.
  */
 export function ringShares(
   live: readonly string[],
   sharder: string | undefined,
-  share = SHARDER_REPLICA_SHARE,
 ): ((member: string) => number) | undefined {
-  if (sharder === undefined || share === 1 || !live.includes(sharder)) return undefined;
-  return (member) => (member === sharder ? share : 1);
+  if (sharder === undefined || !live.includes(sharder)) return undefined;
+  return (member) => (member === sharder ? SHARDER_REPLICA_SHARE : 1);
 }
