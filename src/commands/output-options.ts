@@ -43,11 +43,9 @@ export function addOutputOptions(command: Command, choice: OutputChoice = {}): C
 }
 
 /**
- * The format asked for (`text` read as `table`), else `fallback`, else a table: on a terminal and
- * piped alike, as kubectl prints (a script asks for `-o json`, or reads the table with
- * `--no-headers`).
+ * The format asked for (`text` read as `table`), else a table: on a terminal and piped alike, as
+ * kubectl prints (a script asks for `-o json`, or reads the table with `--no-headers`).
  */
-export function outputFormat(flags: OutputFlags, fallback: OutputFormat = "table"): OutputFormat {
-  if (flags.output === "text") return "table";
-  return flags.output ?? fallback;
+export function outputFormat(flags: OutputFlags): OutputFormat {
+  return flags.output === undefined || flags.output === "text" ? "table" : flags.output;
 }

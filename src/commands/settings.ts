@@ -331,9 +331,9 @@ export function chartConfigName(key: string, chart: ChartValue | undefined): str
  * there, bounded as the operator bounds it, empty or null for the operator's default; and the
  * older spellings still read. `npm run generate` writes it; a test checks the file holds it.
  */
-export function chartConfigSchema(table: Settings = SETTINGS): ValueSchema {
+export function chartConfigSchema(): ValueSchema {
   const properties: Record<string, ValueSchema> = {};
-  for (const [key, setting] of Object.entries(table)) {
+  for (const [key, setting] of Object.entries(SETTINGS)) {
     const name = chartConfigName(key, setting.chart);
     if (name === undefined) continue;
     const where = setting.env === undefined ? "" : ` (${setting.env})`;
