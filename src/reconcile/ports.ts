@@ -9,6 +9,7 @@
 
 import type { LogPage, LogQuery } from "../api/revision-logs.ts";
 import type { DeploymentResource, DeploymentResourceStatus } from "../crd/schema.ts";
+import type { ObjectRef } from "../runtime/queue-lines.ts";
 import type { ReadAhead } from "./service/id-batches.ts";
 import type {
   CreateDeploymentBody,
@@ -151,10 +152,7 @@ export interface Listing {
 }
 
 /** Namespace and name of a resource. */
-export interface ResourceRef {
-  namespace: string;
-  name: string;
-}
+export type ResourceRef = ObjectRef;
 
 /**
  * A Deployment resource as read from the API server: the schema's metadata, with the name and
