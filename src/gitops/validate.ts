@@ -10,16 +10,13 @@ import { KindGuard, type TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { DeploymentResourceSchema, DeploymentSpecSchema } from "../crd/schema.ts";
 import { isRecord } from "../runtime/json.ts";
-import { crdRuleViolations, type DocPath, showPath } from "./crd-rules.ts";
+import { crdRuleViolations, type DocPath, type RuleViolation, showPath } from "./crd-rules.ts";
 import { isObjectName } from "./names.ts";
 
 export { type DocPath, showPath };
 
 /** One reason the resource would be refused, at the path of the offending node. */
-export interface Violation {
-  path: DocPath;
-  message: string;
-}
+export type Violation = RuleViolation;
 
 /**
  * Every violation of `value` as a Deployment resource, in document order of discovery: schema
