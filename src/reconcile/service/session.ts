@@ -32,7 +32,7 @@ import { Rebuilder } from "./rebuilder.ts";
 import { RevisionRedeployer } from "./redeployer.ts";
 import { RevisionLogReader } from "./revision-log-reader.ts";
 import { RevisionTracker } from "./revisions.ts";
-import { RemoteSnapshot } from "./snapshot.ts";
+import { RemoteSnapshot, type RemoteSnapshotOptions } from "./snapshot.ts";
 import type { ListingFailure } from "./snapshot-store.ts";
 
 /** Unreadable items a lookup by name keeps: its caller needs the first one that may be the name's. */
@@ -136,35 +136,16 @@ async function listing(
     each(deployment);
 }
 
-/** Options of {@link ServiceSession}. */
-export interface ServiceSessionOptions {
+/**
+ * Options of {@link ServiceSession}: its snapshot's (the listing's deadline, which names it holds,
+ * a sharded replica's share), and its own.
+ */
+export interface ServiceSessionOptions
+  extends Pick<RemoteSnapshotOptions, "listingDeadlineMs" | "wanted" | "share" | "unrecorded"> {
   clock: Clock;
   logger: Logger;
   /** How long a listing answers for the service outside a resync pass (the resync period). */
   listingMaxAgeMs: number;
-  /**
-   * How long one listing of this connection may take (`--listing-deadline`). Past it, or when a
-   * listing fails, the session says so ({@link ServiceSession.listingFailure}) until one succeeds.
-   * Default: no deadline.
-   */
-  listingDeadlineMs?: number;
-  /**
-   * Whether a resource of this connection claims the service name `name`: only those deployments
-   * of a listing are held (see `RemoteSnapshotOptions.wanted`). Default: every name.
-   */
-  wanted?: (name: string) => boolean;
-  /**
-   * Sharded: the deployment ids this replica's resources of the connection record; a listing
-   * then reads only those, by id (see `RemoteSnapshotOptions.share`). Default: the whole listing.
-   */
-  share?: () => Iterable<string>;
-  /**
-   * Sharded: the service names of this replica's resources of the connection that will look
-   * their deployment up by name; while more of them than the whole listing has pages wait, a read
-   * lists the whole connection and answers their lookups by name (see
-   * `RemoteSnapshotOptions.unrecorded`). Default: none.
-   */
-  unrecorded?: () => readonly string[];
   /** Read the latest revision while a rollout is in progress. Default true. */
   revisionTracking?: boolean;
 }
