@@ -5,12 +5,13 @@
  */
 import type { Logger } from "pino";
 import { type ApiClock, systemApiClock } from "../runtime/clock.ts";
+import type { ServiceCall } from "../runtime/metrics.ts";
 import { VERSION } from "../version.ts";
 import type { AddressPolicy } from "./address-policy.ts";
 import type { ProxyEnv } from "./agent.ts";
 import { ResponseMemory, TokenBucket } from "./budgets.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "./errors.ts";
-import type { ResponseObservation, RetryEvent, TransportSettings, WriteGrant } from "./transport.ts";
+import type { RetryEvent, TransportSettings, WriteGrant } from "./transport.ts";
 import type { UnknownValue, UnreadableDeployment } from "./wire.ts";
 
 /** How to reach the service and how hard to push it. */
@@ -77,7 +78,7 @@ export interface ServiceClientOptions {
   /** Receives debug lines per request and a warning per retry; never the key. */
   logger?: Logger;
   /** Metrics hook, called once per HTTP exchange. */
-  onResponse?: (observation: ResponseObservation) => void;
+  onResponse?: (call: ServiceCall) => void;
   /** Called before each wait for a retry, with what failed and the wait (a command tells its user). */
   onRetry?: (event: RetryEvent) => void;
   /** Time to open a connection, within `timeoutMs`; default none (only `timeoutMs` bounds it). */

@@ -10,6 +10,7 @@ import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
 import type { ApiClock } from "../runtime/clock.ts";
 import { currentDeadline, tellPaced } from "../runtime/clock.ts";
+import type { ServiceCall } from "../runtime/metrics.ts";
 import type { AddressPolicy } from "./address-policy.ts";
 import { type ProxyEnv, type ServiceAgents, serviceAgents } from "./agent.ts";
 import { AttemptFailure, errorAnswer, failure, tooLargeError, transportError } from "./attempt-failures.ts";
@@ -24,15 +25,6 @@ import { type ExchangeAnswer, type ExchangeError, exchange } from "./exchange.ts
 import { parseResponse } from "./validate.ts";
 import type { WireBody } from "./wire.ts";
 import type { WireCheckName } from "./wire-checks.ts";
-
-/** What the metrics hook receives once per HTTP exchange (each retry attempt counts). */
-export interface ResponseObservation {
-  method: string;
-  /** Route template, e.g. `/v2/deployments/{deployment_id}`. */
-  route: string;
-  status: number | "error";
-  seconds: number;
-}
 
 /** Settings of a {@link Transport}; every field is resolved (defaults applied by the client). */
 export interface TransportSettings {
@@ -67,7 +59,8 @@ export interface TransportSettings {
   clock: ApiClock;
   random: () => number;
   logger: Logger | undefined;
-  onResponse: ((observation: ResponseObservation) => void) | undefined;
+  /** Told once per HTTP exchange (each retry attempt counts), for the metrics. */
+  onResponse: ((call: ServiceCall) => void) | undefined;
   /** Called before each wait for a retry (a command tells its user); undefined: none. */
   onRetry?: ((event: RetryEvent) => void) | undefined;
   /** Time to open the connection, within `timeoutMs`; undefined: only `timeoutMs` bounds it. */
