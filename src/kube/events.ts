@@ -11,7 +11,7 @@
 import { createHash, randomInt } from "node:crypto";
 import pino, { type Logger } from "pino";
 import { cutToBytes, printableNote } from "../api/printable.ts";
-import type { EventsPort } from "../reconcile/ports.ts";
+import type { EventNote, EventsPort } from "../reconcile/ports.ts";
 import { type CancelTimer, type Clock, systemClock } from "../runtime/clock.ts";
 import { type KubeClient, PatchType } from "./client.ts";
 import { isNotFound } from "./errors.ts";
@@ -30,9 +30,6 @@ export const EVENT_WRITES_AT_ONCE = 4;
  */
 export const EVENT_WRITES_WAITING = 1_000;
 
-/** `type` of an Event. */
-export type EventType = "Normal" | "Warning";
-
 /** The object an Event is about. `namespace` is `""` for a cluster-scoped object. */
 export interface EventRegarding {
   apiVersion: string;
@@ -48,12 +45,7 @@ export interface EventRegarding {
  * redacted of secret values: the recorder cuts it to {@link NOTE_LIMIT_BYTES}, and a value cut
  * in two would escape a redaction made afterwards.
  */
-export interface EventInput {
-  type: EventType;
-  reason: string;
-  action: string;
-  note: string;
-}
+export type EventInput = EventNote;
 
 /** The API server refuses notes longer than this many bytes. */
 export const NOTE_LIMIT_BYTES = 1024;
