@@ -13,7 +13,7 @@ const RETRY_MS = 2_000;
 /** How often the leader reads the policy again once the ring runs. */
 export const POLICY_RECHECK_MS = 60_000;
 
-/** One reading of the policy (see {@link LabelPolicyCheck}). */
+/** One reading of the policy: its name, and the check the replica makes of it. */
 export interface LabelPolicyReading {
   /** The policy's (and its binding's) name. */
   name: string;
