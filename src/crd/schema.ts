@@ -14,13 +14,7 @@ import { ResourceSpecSchema } from "./resource-spec-schema.ts";
 import { rolloutWindowsSchema } from "./rollout-windows-schema.ts";
 import { DeploymentResourceStatusSchema } from "./status-schema.ts";
 
-export { ObjectMetaSchema } from "./object-meta.ts";
-export {
-  type Condition,
-  ConditionSchema,
-  type DeploymentResourceStatus,
-  DeploymentResourceStatusSchema,
-} from "./status-schema.ts";
+export type { Condition, DeploymentResourceStatus } from "./status-schema.ts";
 
 /** API group of the resource. */
 export const GROUP = "dms.dev";
