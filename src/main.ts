@@ -34,7 +34,7 @@ import { connectionRegistry } from "./wiring/service-connections.ts";
 import { replicaRole } from "./wiring/sharding.ts";
 import { connectionUsersEnqueuer, subscribeAll } from "./wiring/triggers.ts";
 
-export type { Operator, OperatorConfig, OperatorDeps } from "./wiring/operator-config.ts";
+export type { Operator, OperatorConfig } from "./wiring/operator-config.ts";
 
 /** Builds the operator from `config`. Throws one clear Error when Kubernetes is not configured. */
 export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Operator {

@@ -47,7 +47,7 @@ import type { Deployment, ForgeRepo, OAuthProvider, Revision } from "./wire.ts";
 import type { WireCheckName } from "./wire-checks.ts";
 import { PAGE_LIMIT, PROVIDER_DEFAULTS, ROUTES } from "./wire-values.ts";
 
-export type { CallOptions, ServiceClientOptions } from "./client-options.ts";
+export type { ServiceClientOptions } from "./client-options.ts";
 export { UNREADABLE_WARNINGS } from "./deployment-routes.ts";
 
 /** Bounds and cancellation of {@link ServiceClient.listRevisions}. */

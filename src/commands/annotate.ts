@@ -24,10 +24,7 @@ import {
   ANNOTATION_REBUILD_REQUESTED_AT,
   ANNOTATION_RECONCILE_REQUESTED_AT,
   ANNOTATION_ROLLOUT_NOW,
-  RESOURCE_PREFIX,
 } from "./words.ts";
-
-export { RESOURCE_PREFIX };
 
 /** The longest `--timeout` of `--wait`. */
 const MAX_WAIT_MS = 3_600_000;

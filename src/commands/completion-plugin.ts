@@ -14,8 +14,6 @@ import { PLUGIN_COMPLETION } from "./completion-table.ts";
 import type { CliContext } from "./context.ts";
 import { VALUE_DESCRIPTIONS } from "./words.ts";
 
-export type { CompletionFlag, CompletionNode } from "./completion-node.ts";
-
 // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing them is the point
 const CONTROLS = /[\u0000-\u001f\u007f]/g;
 

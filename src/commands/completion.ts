@@ -18,9 +18,6 @@ import { commandEntriesOf, createProgram, loadCommands } from "./program.ts";
 import { KUBECTL_PLUGIN_EXECUTABLE, KUBECTL_PLUGIN_NAME, PROGRAM_NAME } from "./program-name.ts";
 import { DEPLOYMENT_STATUSES, SHELLS, type Shell, VALUE_DESCRIPTIONS } from "./words.ts";
 
-export type { CompletionNode };
-export { SHELLS, type Shell };
-
 /** Values of flags that take free text, where the service lists the usual ones. */
 const KNOWN_VALUES: Readonly<Record<string, readonly string[]>> = { "--status": DEPLOYMENT_STATUSES };
 

@@ -14,8 +14,8 @@ import { type OutputFlags, type OutputFormat, outputFormat } from "./output-opti
 const { stripVTControlCharacters, styleText } = process.getBuiltinModule("node:util");
 
 export { yamlText } from "../api/printable.ts";
-export type { OutputChoice, OutputFlags, OutputFormat } from "./output-options.ts";
-export { addOutputOptions, OUTPUT_FORMATS, outputFormat } from "./output-options.ts";
+export type { OutputFlags, OutputFormat } from "./output-options.ts";
+export { outputFormat } from "./output-options.ts";
 
 /** `rows` as `flags` ask, coloured when stdout is a terminal (see {@link colorEnabled}). */
 export function renderFor<T>(

@@ -13,7 +13,7 @@ import { isRecord } from "../runtime/json.ts";
 import { crdRuleViolations, type DocPath, type RuleViolation, showPath } from "./crd-rules.ts";
 import { isObjectName } from "./names.ts";
 
-export { type DocPath, showPath };
+export type { DocPath };
 
 /** One reason the resource would be refused, at the path of the offending node. */
 export type Violation = RuleViolation;

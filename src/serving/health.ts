@@ -17,7 +17,7 @@ import { type BindAddress, parseBindAddress } from "./bind-address.ts";
 import type { MetricsAuthenticator } from "./metrics-auth.ts";
 import type { ServingCertificate } from "./serving-cert.ts";
 
-export { type BindAddress, parseBindAddress };
+export { parseBindAddress };
 
 /** A named probe: resolves when healthy, rejects (with the reason) when not. Must honour `signal`. */
 export interface HealthCheck {

@@ -28,7 +28,6 @@ import {
 import { type SimulatorSeed, validateSeed } from "./seed.ts";
 import { EMPTY_SECRETS_MODES, type EmptySecretsMode, SimulatorStore } from "./store.ts";
 
-export type { Timing } from "./record.ts";
 export type { RequestFilter, SimRequest } from "./requests.ts";
 export type { RebuildRouteMode, RedeployRouteMode } from "./routes.ts";
 export type { SimulatorSeed } from "./seed.ts";
