@@ -31,11 +31,7 @@ export const KSTATUS = {
 export const MAX_MESSAGE_LENGTH = 4096;
 
 /** What is said of one condition; its type, time and generation are added when it is set. */
-export interface ConditionValue {
-  status: Condition["status"];
-  reason: string;
-  message: string;
-}
+export type ConditionValue = Pick<Condition, "status" | "reason" | "message">;
 
 /** A failure, `transient` when it is retried on its own (Reconciling), stalled otherwise. */
 export interface Failure {
