@@ -358,7 +358,7 @@ export async function readBody(
 }
 
 /** A Content-Length header's value, when it is one non-negative integer. */
-export function contentLength(value: string | string[] | undefined): number | undefined {
+function contentLength(value: string | string[] | undefined): number | undefined {
   const text = Array.isArray(value) ? value[0] : value;
   return text !== undefined && /^\d+$/.test(text.trim()) ? Number(text.trim()) : undefined;
 }

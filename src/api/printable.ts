@@ -201,7 +201,7 @@ function hex(code: number, width: number): string {
 }
 
 /** The mark of a cut text. */
-export const ELLIPSIS = "…";
+const ELLIPSIS = "…";
 
 /** Bytes of `codePoint` in UTF-8 (a lone surrogate is written as U+FFFD: 3). */
 function utf8Bytes(codePoint: number): number {

@@ -179,7 +179,7 @@ export function unknownDeploymentValues(deployment: Deployment): UnknownValue[] 
 }
 
 /** The longest value an {@link UnknownValue} reports (the logs remember it, a metric labels it). */
-export const UNKNOWN_VALUE_CHARS = 64;
+const UNKNOWN_VALUE_CHARS = 64;
 
 /** An unknown value as reported: cut to {@link UNKNOWN_VALUE_CHARS}, a string of its own. */
 const unknownValue = (field: string, value: string): UnknownValue => ({

@@ -156,7 +156,7 @@ export class NamespaceAccess {
  * each a second or less on a loaded machine: reported, each would cost a second status write
  * when its reconcile replaces the report).
  */
-export const SHARE_WAIT_REPORT_MS = 60_000;
+const SHARE_WAIT_REPORT_MS = 60_000;
 /**
  * See {@link SHARE_WAIT_REPORT_MS}. Also the bound of borrowing (queue.ts's `borrowMs`): a
  * connection whose reconciles end sooner borrows the workers no other connection has a key for,
@@ -166,7 +166,7 @@ export const SHARE_WAIT_REPORT_MS = 60_000;
  * longest 7 s: at 1 s it was back at its cap whenever the machine was busy. A slow service's reads
  * (~10 s each, up to the deadline) still never borrow.
  */
-export const SLOW_RECONCILE_MS = 5_000;
+const SLOW_RECONCILE_MS = 5_000;
 /**
  * Most resources reported in one look (every {@link SHARE_WAIT_REPORT_MS}), the namespaces in turn;
  * the others of that look are not.
@@ -222,7 +222,7 @@ export function shareOwnerOf(connectionKey: string): string {
 }
 
 /** The flow of a namespace's own connections (connection keys start with a kind, never `namespace/`). */
-export function namespaceFlow(namespace: string): string {
+function namespaceFlow(namespace: string): string {
   return `namespace/${namespace}`;
 }
 

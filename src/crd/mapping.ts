@@ -47,7 +47,7 @@ export const SOURCE_REVISION_FIELDS = [
 ] as const;
 
 /** `[specField, wireField]` of the non-numeric ResourceSpec fields; values copied as they are. */
-export const RESOURCE_SPEC_VALUES = [
+const RESOURCE_SPEC_VALUES = [
   ["labels", "labels"],
   ["annotations", "annotations"],
   ["serviceAccountName", "service_account_name"],

@@ -92,7 +92,7 @@ export interface KubeClientOptions {
  * ~1.5 MiB more of the allocator's heap held after the burst than with 16 (docs/benchmarks.md,
  * "Memory"). Sixteen is the workers' default count; one call takes a few milliseconds.
  */
-export const DEFAULT_MAX_SOCKETS = 16;
+const DEFAULT_MAX_SOCKETS = 16;
 
 /** How long a pooled connection may stay idle before it is closed (as Node's global agent). */
 const IDLE_SOCKET_MS = 5_000;

@@ -133,7 +133,7 @@ export function keptMetadata(meta: ObjectMeta): ObjectMeta {
 }
 
 /** The labels the operator reads on its own resources: the shard labels (`--sharded`). */
-export const READ_LABELS: readonly string[] = [OWNER_LABEL, DRAIN_LABEL];
+const READ_LABELS: readonly string[] = [OWNER_LABEL, DRAIN_LABEL];
 
 /**
  * The label `key` of `labels`, if it is one: a label value is at most 63 characters; anything
@@ -167,7 +167,7 @@ const OUR_FINALIZERS: ReadonlySet<string> = new Set([FINALIZER, CONNECTION_FINAL
  * resourceVersion, so the other entries' names are never needed), and whether the list changed
  * in length. A change of another controller's name alone is thus not seen: none concerns it.
  */
-export function keptFinalizers(finalizers: readonly string[]): string[] {
+function keptFinalizers(finalizers: readonly string[]): string[] {
   return finalizers.map((f) => (OUR_FINALIZERS.has(f) ? f : ""));
 }
 

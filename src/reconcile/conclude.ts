@@ -147,7 +147,7 @@ function settleWrite(
 }
 
 /** Note of the event of a PATCH: what changed, and whether it made a new revision. */
-export function updateNote(decision: PatchPlan): string {
+function updateNote(decision: PatchPlan): string {
   const revision = decision.newRevision ? " (new revision)" : "";
   return `updated the service's deployment${revision}: ${decision.summary.join("; ")}`;
 }
@@ -167,17 +167,14 @@ export function updateReason(obj: StoredResource, decision: PatchPlan, adopted: 
  * Note of the `DriftCorrected` event: the fields that differed from the spec (never their values,
  * which someone else set), and how they were put back (`how`: a PATCH, or a redeploy).
  */
-export function driftCorrectedNote(decision: PatchPlan, how?: string): string {
+function driftCorrectedNote(decision: PatchPlan, how?: string): string {
   const revision = decision.newRevision ? " (new revision)" : "";
   const fields = changedFields(decision.changes).join(", ");
   return `put back a change made outside this resource: ${fields} differed from the spec${how === undefined ? revision : ""}; ${how ?? "the spec's values sent"}`;
 }
 
 /** The note of the `Redeployed` event: which revision, why, how, and what else was sent. */
-export function redeployedNote(
-  sent: Extract<RevisionSent, { kind: "redeployed" }>,
-  decision: PatchPlan,
-): string {
+function redeployedNote(sent: Extract<RevisionSent, { kind: "redeployed" }>, decision: PatchPlan): string {
   const how =
     sent.behaviour === "new-revision"
       ? `the service made revision ${sent.live} from it`
@@ -351,7 +348,7 @@ export function nextAction(c: Concluded): ReconcileResult {
  * shares; it costs a held change at most one poll interval of lateness, what a rollout's own
  * progress is seen with anyway (and `--poll-interval` is at least 1 s).
  */
-export function heldWake(untilOpening: number, pollMs: number): number {
+function heldWake(untilOpening: number, pollMs: number): number {
   return Math.min(Math.max(untilOpening, pollMs), MAX_WAKE_MS);
 }
 

@@ -95,7 +95,7 @@ export const pendingRebuild = (obj: Annotated, status: Handled): boolean =>
   notHandled(rebuildRequestedAt(obj), status?.lastHandledRebuildAt);
 
 /** Shortest interval honoured: a smaller one would poll the service hot. */
-export const MIN_RECONCILE_INTERVAL_MS = 10_000;
+const MIN_RECONCILE_INTERVAL_MS = 10_000;
 
 /**
  * The check interval asked by `dms.dev/reconcile-interval`, floored at

@@ -40,7 +40,7 @@ import type { ListingFailure } from "./service/snapshot-store.ts";
 import type { Deployment } from "./service-types.ts";
 
 /** The most resources {@link Observer} remembers a NotOwned warning of (the oldest go first). */
-export const DISOWNED_WARNINGS_KEPT = 4_096;
+const DISOWNED_WARNINGS_KEPT = 4_096;
 
 /** The observe half of the boundary; one per reconciler, for the warnings it gave. */
 export class Observer {
@@ -336,7 +336,7 @@ async function lookUpName(
 }
 
 /** Whether the service's deployment has exactly the secret names of `spec` (false when none). */
-export function sameSecretNames(
+function sameSecretNames(
   spec: Pick<DeploymentSpec, "secrets">,
   deployment: Deployment | null | undefined,
 ): boolean {

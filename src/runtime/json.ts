@@ -84,7 +84,7 @@ function equal(a: unknown, b: unknown, missing: (value: unknown) => boolean): bo
 }
 
 /** Longest rendering of one value in a summary line before it is cut with an ellipsis. */
-export const MAX_VALUE_WIDTH = 120;
+const MAX_VALUE_WIDTH = 120;
 
 /**
  * A short, single-line rendering of a value for a diff summary: strings bare, `(unset)` for

@@ -94,7 +94,7 @@ export const REF = "\u00a7";
 export const SHARED_VALUES_KEPT = 64;
 
 /** The longest JSON text of a value the table holds. */
-export const SHARED_VALUE_MAX_CHARS = 512;
+const SHARED_VALUE_MAX_CHARS = 512;
 
 /** Values shorter than this (as JSON) are held as they are: a reference would save little. */
 const MIN_SHARED_CHARS = 8;

@@ -207,7 +207,7 @@ export class ServiceSession {
  *   fails with the service's answer; or, when no deployment holds the name and the answer speaks
  *   of a tracing project, with {@link NameReservedError}.
  */
-export function writingThrough(
+function writingThrough(
   port: DeploymentLookups & DeploymentWrites,
   snapshot: RemoteSnapshot,
   pace: CreatePace,
@@ -318,7 +318,7 @@ function newParts(): Record<CreatePart, { count: number; ms: number; waitedMs: n
  * redeploy answered is remembered; one answered 404 (no such deployment or revision) forgets the
  * deployment, so that the next reconcile looks it up rather than trusting what was listed.
  */
-export function redeployingThrough(port: RevisionRedeploys, snapshot: RemoteSnapshot): RevisionRedeploys {
+function redeployingThrough(port: RevisionRedeploys, snapshot: RemoteSnapshot): RevisionRedeploys {
   return {
     recentRevisions: (deploymentId, signal) => port.recentRevisions(deploymentId, signal),
     redeploy: async (deploymentId, revisionId, signal) => {
