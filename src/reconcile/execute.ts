@@ -43,7 +43,7 @@ import type { Deployment } from "./service-types.ts";
  * written (`written`: the resource's version a create's intent answered with; `history`: what a
  * redeploy made before the PATCH of the rest failed). A failure before any write rejects.
  */
-export type Execution =
+type Execution =
   | Executed
   | { kind: "failed"; error: unknown; written?: StoredResource; history?: Decision["history"] };
 
@@ -155,7 +155,7 @@ async function write(
 }
 
 /** What {@link applyPatch} needs. */
-export interface ApplyPatchInput extends PatchTarget {
+interface ApplyPatchInput extends PatchTarget {
   service: Pick<DeploymentWrites, "patch">;
   redeployer: RevisionRedeployer;
   /** RFC 3339, for `redeployedAt`. */

@@ -115,7 +115,7 @@ export function imageTag(uri: string | undefined): string | undefined {
 }
 
 /** `status.activeRevision`. */
-export type ActiveRevision = NonNullable<DeploymentResourceStatus["activeRevision"]>;
+type ActiveRevision = NonNullable<DeploymentResourceStatus["activeRevision"]>;
 
 /**
  * `value` for a status field of at most `max` characters: undefined when empty or longer (left
@@ -163,7 +163,7 @@ export function activeRevision(
 export type ExternalRevision = NonNullable<DeploymentResourceStatus["externalRevision"]>;
 
 /** What {@link externalRevisionOf} weighs besides the deployment. */
-export interface ExternalRevisionInput {
+interface ExternalRevisionInput {
   /** The status as read: the revisions the operator created, and what it saw last. */
   status: Pick<
     DeploymentResourceStatus,
@@ -253,7 +253,7 @@ export interface RolloutEvidence {
  * redeploy that switched back waits for its revision), the latest revision's status when known,
  * and why its log (its id a uuid) must be read now, if it must.
  */
-export interface RolloutState {
+interface RolloutState {
   status: RolloutEvidence;
   observed: Deployment;
   revisionStatus: string | undefined;
@@ -392,7 +392,7 @@ export function readAgainPending(recorded: FailedRevisionLog | undefined): boole
 }
 
 /** Whether {@link readAgainPending}, and {@link LOG_RETRY_MS} have passed since the last read. */
-export function readAgainDue(recorded: FailedRevisionLog, now: Date): boolean {
+function readAgainDue(recorded: FailedRevisionLog, now: Date): boolean {
   if (!readAgainPending(recorded)) return false;
   const last = Date.parse(recorded.failedReadAt ?? "");
   return Number.isNaN(last) || now.getTime() - last >= LOG_RETRY_MS;

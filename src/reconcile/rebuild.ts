@@ -99,7 +99,7 @@ export function decideRebuild(
 }
 
 /** The outcome of a rebuild refused because the service has no rebuild route (`why`). */
-export function rebuildRefused(why: string): SyncOutcome & { kind: "failed" } {
+function rebuildRefused(why: string): SyncOutcome & { kind: "failed" } {
   return {
     kind: "failed",
     reason: REASON.RebuildRouteMissing,
