@@ -297,8 +297,7 @@ export const ResourceSpecSchema = Type.Object(
         path: `${RS}.labels`,
         maxProperties: L.labels,
         maxKeyLength: L.qualifiedName,
-        description:
-          "Labels the service puts on the deployment's workloads. Keys kept as given. At most 64, keys of at most 317 characters (prefix/name), values of at most 63.",
+        description: `Labels the service puts on the deployment's workloads. Keys kept as given. At most ${L.labels}, keys of at most ${L.qualifiedName} characters (prefix/name), values of at most ${L.labelValue}.`,
       }),
     ),
     annotations: Type.Optional(
@@ -306,8 +305,7 @@ export const ResourceSpecSchema = Type.Object(
         path: `${RS}.annotations`,
         maxProperties: L.annotations,
         maxKeyLength: L.qualifiedName,
-        description:
-          "Annotations the service puts on the deployment's workloads. Keys kept as given. At most 64, keys of at most 317 characters, values of at most 1024.",
+        description: `Annotations the service puts on the deployment's workloads. Keys kept as given. At most ${L.annotations}, keys of at most ${L.qualifiedName} characters, values of at most ${L.annotationValue}.`,
       }),
     ),
     serviceAccountName: Type.Optional(

@@ -193,3 +193,53 @@ describe("the size of the largest object each CRD admits", () => {
     for (const crd of CRDS.slice(1)) expect(largestObject(crd).preserved, crd.kind).toEqual([]);
   });
 });
+
+/**
+ * The counts a map's or a list's description states, read against its bounds: "At most N" (its
+ * maxProperties or maxItems), "keys of at most K" (its key rule), "values of at most V" (its
+ * values' maxLength). A bound changed without its description fails here by path.
+ */
+function statedCounts(node: Node, path: string, out: string[]): void {
+  const description = typeof node.description === "string" ? node.description : "";
+  const count = node.maxProperties ?? node.maxItems;
+  const check = (pattern: RegExp, bound: unknown, what: string) => {
+    const said = pattern.exec(description);
+    if (said && bound !== undefined && Number(said[1]) !== bound)
+      out.push(`${path}: says ${what} ${said[1]}, the bound is ${String(bound)}`);
+  };
+  check(/\bAt most (\d+)[,.]/, count, "at most");
+  check(/\bkeys of at most (\d+)\b/, keyBound(node), "keys of at most");
+  const values = node.additionalProperties as Node | undefined;
+  check(/\bvalues of at most (\d+)\b/, values?.maxLength, "values of at most");
+  for (const [key, child] of Object.entries(node.properties ?? {}))
+    statedCounts(child as Node, `${path}.${key}`, out);
+  if (values && typeof values === "object") statedCounts(values, `${path}.*`, out);
+  if (node.items && typeof node.items === "object") statedCounts(node.items as Node, `${path}[]`, out);
+}
+
+describe("the bounds a description states", () => {
+  it.each(named)("are the bounds of the field (%s)", (_kind, crd) => {
+    const out: string[] = [];
+    statedCounts(schemaOf(crd), "", out);
+    expect(out).toEqual([]);
+  });
+
+  it("finds a count that is not the bound", () => {
+    const out: string[] = [];
+    statedCounts(
+      {
+        properties: {
+          labels: {
+            description: "Labels. At most 64, keys of at most 317 characters, values of at most 63.",
+            maxProperties: 32,
+            additionalProperties: { type: "string", maxLength: 63 },
+            "x-kubernetes-validations": [{ rule: "self.all(k, k.size() <= 317)" }],
+          },
+        },
+      },
+      "spec",
+      out,
+    );
+    expect(out).toEqual(["spec.labels: says at most 64, the bound is 32"]);
+  });
+});
