@@ -5,9 +5,11 @@
  * map` keys. Transition rules (those reading `oldSelf`) are skipped: a file has no previous
  * object; `plan` checks immutability against the live resource separately. Pure.
  *
- * Bounds: a rule runs only on a node whose subtree passed the schema's structural checks
- * (`maxItems`, `maxLength`, `maxProperties`, types), so its work is bounded by the CRD's own
- * bounds, as the API server's cost budget bounds it; each expression is compiled once per process.
+ * Bounds: the CEL rules run only on a document that passed the schema's blocking checks
+ * (`maxItems`, `maxLength`, `maxProperties`, types, required fields, enums), as the API server
+ * runs them, so their work is bounded by the CRD's own bounds, as the API server's cost budget
+ * bounds it; each expression is compiled once per process. The list keys are checked in any case,
+ * in linear time.
  */
 import { Environment, type ParseResult } from "@marcbachmann/cel-js";
 import { openApiSchema } from "../crd/render.ts";
@@ -50,13 +52,12 @@ function schemaOfDeployment(): Record<string, unknown> {
 }
 
 /**
- * The CRD rules `value` (a whole Deployment resource) breaks. `skip(path)` tells a subtree the
- * structural checks refused: its rules are not run (the document is refused already, and its
- * size is unbounded there).
+ * The CRD rules `value` (a whole Deployment resource) breaks: its list keys, and its CEL rules
+ * when `celRules` (false when the schema's blocking checks refused it: its size is unbounded).
  */
-export function crdRuleViolations(value: unknown, skip: (path: DocPath) => boolean): RuleViolation[] {
+export function crdRuleViolations(value: unknown, celRules: boolean): RuleViolation[] {
   const out: RuleViolation[] = [];
-  walk(schemaOfDeployment(), value, [], skip, out);
+  walk(schemaOfDeployment(), value, [], celRules, out);
   return out;
 }
 
@@ -69,28 +70,28 @@ function walk(
   schema: Record<string, unknown>,
   value: unknown,
   path: DocPath,
-  skip: (path: DocPath) => boolean,
+  celRules: boolean,
   out: RuleViolation[],
 ): void {
-  if (value === undefined || skip(path)) return;
+  if (value === undefined) return;
   const properties = schema.properties;
   if (isRecord(properties) && isRecord(value)) {
     for (const [key, child] of Object.entries(properties))
-      if (isRecord(child)) walk(child, value[key], [...path, key], skip, out);
+      if (isRecord(child)) walk(child, value[key], [...path, key], celRules, out);
   }
   const additional = schema.additionalProperties;
   if (isRecord(additional) && isRecord(value)) {
-    for (const [key, child] of Object.entries(value)) walk(additional, child, [...path, key], skip, out);
+    for (const [key, child] of Object.entries(value)) walk(additional, child, [...path, key], celRules, out);
   }
   const items = schema.items;
   if (isRecord(items) && Array.isArray(value)) {
     value.forEach((item, i) => {
-      walk(items, item, [...path, i], skip, out);
+      walk(items, item, [...path, i], celRules, out);
     });
     if (schema["x-kubernetes-list-type"] === "map") out.push(...duplicateKeys(schema, value, path));
   }
   const rules = schema["x-kubernetes-validations"];
-  if (!Array.isArray(rules)) return;
+  if (!celRules || !Array.isArray(rules)) return;
   for (const rule of rules as Rule[]) {
     if (isTransitionRule(rule.rule)) continue;
     const at = rule.fieldPath ? [...path, ...fieldPathOf(rule.fieldPath)] : path;

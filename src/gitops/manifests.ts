@@ -78,7 +78,13 @@ export function parseManifests(text: string, file: string): ParsedManifests {
     }
     const violations = validateResource(value);
     if (violations.length > 0) {
-      for (const v of violations) out.problems.push(at(nodeOffset(doc.contents, v.path) ?? start, v.message));
+      // A note of the whole document (the rules not checked) follows the errors it is about.
+      let last = start;
+      for (const v of violations) {
+        const offset = v.path.length === 0 ? last : (nodeOffset(doc.contents, v.path) ?? start);
+        last = Math.max(last, offset);
+        out.problems.push(at(offset, v.message));
+      }
       continue;
     }
     out.resources.push({

@@ -7,7 +7,7 @@
  */
 
 import { KindGuard, type TSchema } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
+import { Value, ValueErrorType } from "@sinclair/typebox/value";
 import { DeploymentResourceSchema, DeploymentSpecSchema } from "../crd/schema.ts";
 import { isRecord } from "../runtime/json.ts";
 import { crdRuleViolations, type DocPath, type RuleViolation, showPath } from "./crd-rules.ts";
@@ -21,15 +21,15 @@ export type Violation = RuleViolation;
 /**
  * Every violation of `value` as a Deployment resource, in document order of discovery: schema
  * errors, unknown fields under `spec`, the CEL rules, and a missing or invalid `metadata.name`.
- * An empty list means the API server would accept it on create.
+ * An empty list means the API server would accept it on create. As the API server does, the CEL
+ * rules are not run on a document a blocking check refused (a type, a bound, a required field, an
+ * enum: its size is unbounded there), which then says so after its errors, nor on one with an
+ * unknown field.
  */
 export function validateResource(value: unknown): Violation[] {
   const structural = schemaViolations(value);
-  const out: Violation[] = [...structural];
+  const out: Violation[] = [...structural.violations];
   if (!isRecord(value)) return out;
-  // The rules run where the structure holds: a refused subtree may be of any size.
-  const refused = structural.map((v) => v.path);
-  const skip = (path: DocPath) => refused.some((r) => path.every((part, i) => r[i] === part));
   const metadata = value.metadata;
   const name = isRecord(metadata) ? metadata.name : undefined;
   if (name === undefined) out.push({ path: ["metadata"], message: "metadata.name is required" });
@@ -38,16 +38,51 @@ export function validateResource(value: unknown): Violation[] {
       path: ["metadata", "name"],
       message: `${JSON.stringify(name)} is not a valid Kubernetes object name (lower-case letters, digits, '-' and '.', at most 253 characters); keep the service's name in spec.name`,
     });
-  if (isRecord(value.spec)) out.push(...unknownFields(DeploymentSpecSchema, value.spec, ["spec"]));
-  out.push(...crdRuleViolations(value, skip));
+  const unknown = isRecord(value.spec) ? unknownFields(DeploymentSpecSchema, value.spec, ["spec"]) : [];
+  out.push(...unknown);
+  // An unknown field is refused before any check (kubectl's strict field validation): no rule runs.
+  out.push(...crdRuleViolations(value, !structural.blocking && unknown.length === 0));
+  if (structural.blocking) out.push({ path: [], message: RULES_NOT_CHECKED });
   return out;
 }
 
-function schemaViolations(value: unknown): Violation[] {
+/** The API server's words when a blocking error kept it from running the CEL rules. */
+export const RULES_NOT_CHECKED =
+  "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
+
+/**
+ * The schema errors after which the API server still runs the CEL rules (its `Invalid` errors: a
+ * pattern, a bound on a number, a minimum length); every other kind blocks them (a type or a
+ * format, `maxItems`, `maxLength`, `maxProperties`, a required field, an enum).
+ */
+const NON_BLOCKING = new Set<ValueErrorType>([
+  ValueErrorType.ArrayMinItems,
+  ValueErrorType.ArrayUniqueItems,
+  ValueErrorType.IntegerExclusiveMaximum,
+  ValueErrorType.IntegerExclusiveMinimum,
+  ValueErrorType.IntegerMaximum,
+  ValueErrorType.IntegerMinimum,
+  ValueErrorType.IntegerMultipleOf,
+  ValueErrorType.NumberExclusiveMaximum,
+  ValueErrorType.NumberExclusiveMinimum,
+  ValueErrorType.NumberMaximum,
+  ValueErrorType.NumberMinimum,
+  ValueErrorType.NumberMultipleOf,
+  ValueErrorType.ObjectMinProperties,
+  ValueErrorType.StringMinLength,
+  ValueErrorType.StringPattern,
+]);
+
+function schemaViolations(value: unknown): { violations: Violation[]; blocking: boolean } {
   const seen = new Set<string>();
   const out: Violation[] = [];
   const missing = new Set<string>();
+  let blocking = false;
   for (const error of Value.Errors(DeploymentResourceSchema, value)) {
+    // A map's key of more than its bound (`BoundedMap`'s key pattern): the CRD states that bound as
+    // a CEL rule, whose message says it, not as a schema check.
+    if (error.type === ValueErrorType.ObjectAdditionalProperties) continue;
+    if (!NON_BLOCKING.has(error.type)) blocking = true;
     const path = pointerPath(error.path);
     const message = describeError(error.schema, error.message);
     const key = `${error.path}\u0000${message}`;
@@ -57,7 +92,7 @@ function schemaViolations(value: unknown): Violation[] {
     if (message === REQUIRED) missing.add(error.path);
     out.push({ path, message: `${showPath(path)}: ${message}` });
   }
-  return out;
+  return { violations: out, blocking };
 }
 
 function pointerPath(pointer: string): DocPath {

@@ -9,6 +9,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
+import { RULES_NOT_CHECKED } from "../../src/gitops/validate.ts";
 import { nodeCacheEnv } from "../support/node-env.ts";
 import { unsafeCharacters } from "../support/terminal-safe.ts";
 import {
@@ -312,6 +313,8 @@ describe("plan: bad files", () => {
         document: 1,
         message: "spec.sourceConfig.resourceSpec.cpu: Expected number",
       },
+      // As the API server says after a blocking error: the CEL rules wait for it to be fixed.
+      { file: join(run.dir, "bad.yaml"), line: 9, column: 7, document: 1, message: RULES_NOT_CHECKED },
       expect.objectContaining({ file: join(run.dir, "broken.yaml"), line: 2, column: 1, document: 1 }),
     ]);
     expect(doc.resources.map((r) => [r.name, r.action])).toEqual([["summarizer", "adopt"]]);

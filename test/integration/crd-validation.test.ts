@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseManifests } from "../../src/gitops/manifests.ts";
-import { validateResource } from "../../src/gitops/validate.ts";
+import { RULES_NOT_CHECKED, validateResource } from "../../src/gitops/validate.ts";
 import { freshNamespace, kubectl, kubectlOk } from "../support/cluster.ts";
 import { REFUSED_DEPLOYMENT_SPECS, rolloutWindowCases } from "../support/refused-deployments.ts";
 
@@ -146,7 +146,12 @@ describe.concurrent("Deployment CRD: refused input names the field", () => {
     const result = await submit("create", object);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(message);
-    expect(validateResource(object)).not.toEqual([]);
+    const violations = validateResource(object);
+    expect(violations).not.toEqual([]);
+    // plan runs the CEL rules where the API server does: after no blocking error.
+    expect(violations.some((v) => v.message === RULES_NOT_CHECKED)).toBe(
+      result.stderr.includes(RULES_NOT_CHECKED),
+    );
   });
 });
 

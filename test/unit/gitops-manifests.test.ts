@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parseManifests } from "../../src/gitops/manifests.ts";
 import { objectNameFor } from "../../src/gitops/names.ts";
+import { RULES_NOT_CHECKED } from "../../src/gitops/validate.ts";
 
 const ok = `apiVersion: dms.dev/v1alpha1
 kind: Deployment
@@ -43,19 +44,20 @@ describe("parseManifests", () => {
     {
       reason: "a wrong type is reported at the value's key, naming the field",
       text: `${ok}  sourceConfig:\n    resourceSpec:\n      cpu: "two"\n`,
-      expected: ["9:7 spec.sourceConfig.resourceSpec.cpu: Expected number"],
+      expected: ["9:7 spec.sourceConfig.resourceSpec.cpu: Expected number", `9:7 ${RULES_NOT_CHECKED}`],
     },
     {
       reason: "an enum lists its allowed values",
       text: ok.replace("source: internal_template", "source: gitlab"),
       expected: [
         "6:3 spec.source: must be one of github, external_docker, internal_docker, internal_source, internal_template",
+        `6:3 ${RULES_NOT_CHECKED}`,
       ],
     },
     {
       reason: "a missing required field is reported at its parent",
       text: "apiVersion: dms.dev/v1alpha1\nkind: Deployment\nmetadata:\n  name: a\nspec:\n  name: x\n",
-      expected: ["5:1 spec.source: required field is missing"],
+      expected: ["5:1 spec.source: required field is missing", `5:1 ${RULES_NOT_CHECKED}`],
     },
     {
       reason: "a typo in a field name is an unknown field, as kubectl's strict validation says",
@@ -158,7 +160,8 @@ describe("parseManifests", () => {
     const text = `${ok.replace("name: support-agent", "name: BAD")}  sourceConfig:\n    resourceSpec:\n      cpu: "x"\n`;
     const parsed = parseManifests(text, "f.yaml");
     expect(parsed.resources).toEqual([]);
-    expect(parsed.problems.map((p) => p.line)).toEqual([4, 9]);
+    expect(parsed.problems.map((p) => p.line)).toEqual([4, 9, 9]);
+    expect(parsed.problems.at(-1)?.message).toBe(RULES_NOT_CHECKED);
   });
 });
 

@@ -1,12 +1,30 @@
 // plan's verdict on the specs the API server refuses (the table test/integration/crd-validation.test.ts
 // applies to a real kube-apiserver): each is refused by plan too, naming the same field, before
 // any request to the service. And the CRD's own CEL rules run, not a copy: a rule's message is the CRD's.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { openApiSchema } from "../../src/crd/render.ts";
 import { crdRuleViolations, isTransitionRule } from "../../src/gitops/crd-rules.ts";
 import { parseManifests } from "../../src/gitops/manifests.ts";
-import { validateResource } from "../../src/gitops/validate.ts";
+import { RULES_NOT_CHECKED, validateResource } from "../../src/gitops/validate.ts";
 import { REFUSED_DEPLOYMENT_SPECS } from "../support/refused-deployments.ts";
+
+/** The `self` of every CEL rule evaluated, in order: which nodes' rules ran. */
+const evaluated = vi.hoisted(() => ({ selves: [] as unknown[] }));
+// The CEL library as it is, each compiled rule recording the node it is evaluated on.
+vi.mock("@marcbachmann/cel-js", async (importOriginal) => {
+  const cel = await importOriginal<typeof import("@marcbachmann/cel-js")>();
+  class Environment extends cel.Environment {
+    override parse(expression: string) {
+      const run = super.parse(expression);
+      const recorded = (context?: Record<string, unknown>) => {
+        evaluated.selves.push(context?.self);
+        return run(context);
+      };
+      return Object.assign(recorded, run) as typeof run;
+    }
+  }
+  return { ...cel, Environment };
+});
 
 const resource = (spec: Record<string, unknown>) => ({
   apiVersion: "dms.dev/v1alpha1",
@@ -42,6 +60,7 @@ describe("plan refuses what the API server refuses", () => {
     expect(messages).toEqual([
       "spec.sourceConfig.resourceSpec.maxScale: Expected integer",
       "spec.sourceConfig.resourceSpec.dbMaxConnections: Expected integer",
+      RULES_NOT_CHECKED,
     ]);
   });
 
@@ -113,20 +132,37 @@ describe("plan refuses what the API server refuses", () => {
     expect(transition.length).toBeGreaterThan(0);
     expect(rules.length - transition.length).toBeGreaterThan(15);
     // A valid resource with every field a transition rule reads: none of them is evaluated.
-    expect(crdRuleViolations(resource({ source: "internal_template", name: "x" }), () => false)).toEqual([]);
+    expect(crdRuleViolations(resource({ source: "internal_template", name: "x" }), true)).toEqual([]);
   });
 
-  it("does not run the rules of a subtree the structural checks refused (its size is unbounded)", () => {
+  it("runs no CEL rule on a document a blocking check refused (its size is unbounded), and says so", () => {
     const labels = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`l${i}`, "v"]));
-    const started = performance.now();
+    evaluated.selves.length = 0;
     const violations = validateResource(
       resource({ source: "internal_template", sourceConfig: { resourceSpec: { labels } } }),
     );
     expect(violations.map((v) => v.message)).toEqual([
       expect.stringMatching(/labels: Expected object to have no more than 32 properties/),
+      RULES_NOT_CHECKED,
     ]);
-    // Generous: a bound exists, not a timing claim.
-    expect(performance.now() - started).toBeLessThan(20_000);
+    // The labels' own rule reads every key: not one rule ran, as the API server runs none.
+    expect(evaluated.selves).toEqual([]);
+  });
+
+  it("runs the CEL rules after a check that does not block them (a pattern), as the API server does", () => {
+    evaluated.selves.length = 0;
+    const messages = validateResource(
+      resource({
+        source: "internal_template",
+        rolloutTimeout: "soon",
+        secrets: [{ name: "A", value: "x", valueFrom: { secretKeyRef: { name: "s", key: "k" } } }],
+      }),
+    ).map((v) => v.message);
+    expect(messages).toEqual([
+      expect.stringMatching(/^spec\.rolloutTimeout: Expected string to match /),
+      "spec.secrets[0]: set exactly one of value or valueFrom.secretKeyRef",
+    ]);
+    expect(evaluated.selves.length).toBeGreaterThan(0);
   });
 });
 
