@@ -29,7 +29,7 @@ import type { PatchPlan } from "./plan.ts";
 import { keptSecretsProblem } from "./plan-secrets.ts";
 import type { EventNote, StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type SyncOutcome } from "./reasons.ts";
-import { revisionMadeSince, withRebuild } from "./rebuild.ts";
+import { intentSettled, revisionMadeSince, withRebuild } from "./rebuild.ts";
 import type {
   Connected,
   Decided,
@@ -56,7 +56,8 @@ export function settle(
   const settled = settleWrite(spec, status, decision, executed);
   const done = executed?.rebuilt ? withRebuild(spec, status, settled, decision, executed.rebuilt) : settled;
   // A revision of this reconcile's own ends the wait of a rebuild whose answer was lost.
-  return status.unconfirmedRebuild && executed ? revisionMadeSince(done, executed) : done;
+  const made = status.unconfirmedRebuild && executed ? revisionMadeSince(done, executed) : done;
+  return executed?.written ? intentSettled(made, status) : made;
 }
 
 /** {@link settle} of the write alone. */

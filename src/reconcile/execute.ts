@@ -1,7 +1,8 @@
 /**
  * The execute half of the apply arm's one boundary with the service (crossplane-runtime's
  * `ExternalClient` Create and Update): performs what `decide` decided (a create with its intent
- * recorded first, a PATCH, a redeploy then a PATCH, the history's bookkeeping, a rebuild) and
+ * recorded first, a PATCH, a redeploy then a PATCH, the history's bookkeeping, a rebuild with its
+ * intent recorded first) and
  * returns what it wrote, a failure after a write included, as a value.
  *
  * A PATCH plan is sent redeploying an earlier revision instead of building its new revision when
@@ -19,6 +20,8 @@ import { formatTime } from "../crd/kstatus.ts";
 
 import { artifactOf } from "./live-revision.ts";
 import type { DeploymentWrites, StoredResource } from "./ports.ts";
+import type { StatusRecord } from "./reasons.ts";
+import { intentUndone, rebuildIntent } from "./rebuild.ts";
 import {
   createdHistory,
   type PatchTarget,
@@ -40,18 +43,28 @@ import type { Deployment } from "./service-types.ts";
 
 /**
  * What `execute` came to: what it wrote, or the failure that stopped it once something was
- * written (`written`: the resource's version a create's intent answered with; `history`: what a
+ * written (`written`: the resource's version a create's or a rebuild's intent answered with;
+ * `record`: a rebuild's intent undone, the service having refused the call; `history`: what a
  * redeploy made before the PATCH of the rest failed). A failure before any write rejects.
  */
 type Execution =
   | Executed
-  | { kind: "failed"; error: unknown; written?: StoredResource; history?: Decision["history"] };
+  | {
+      kind: "failed";
+      error: unknown;
+      written?: StoredResource;
+      history?: Decision["history"];
+      /** What the failure's status records besides (a rebuild's intent undone). */
+      record?: StatusRecord;
+    };
 
 /**
  * Performs `decision`'s write, if any, then its rebuild, if any (see {@link Execution}). A PATCH
  * that made a revision itself (new secret values do; values the service already had, which a
  * service that masks them is sent again, do not) is the revision the rebuild asked for: no
- * second build. A revision the rebuild created is followed by a read of the deployment (its new
+ * second build. A rebuild's call is sent once its intent is written (`rebuildIntent`, rebuild.ts:
+ * never sent again, whatever becomes of its answer), unless the connection knows the route
+ * missing (no call). A revision the rebuild created is followed by a read of the deployment (its new
  * latest revision, for the status and the rollout's tracking); that read failing costs only the
  * tracking until the next lookup, never a second build.
  */
@@ -65,20 +78,35 @@ export async function execute(
   const rebuild = decision.rebuild;
   if (!rebuild || executed?.kind === "failed") return executed;
   const done = executed ?? { kind: "none" };
-  const written = revisionPatched(done, decision);
-  if (written) return { ...done, rebuilt: { outcome: { kind: "written", revisionId: written } } };
+  const patched = revisionPatched(done, decision);
+  if (patched) return { ...done, rebuilt: { outcome: { kind: "written", revisionId: patched } } };
   const { service, snapshot, rebuilds } = run.session;
+  const history = done.kind === "sent" && done.sent.history ? { history: done.sent.history } : {};
+  let written: { written: StoredResource } | undefined;
+  if (rebuilds.missing === undefined) {
+    // With the history as decided (a lost rebuild's revision seen now) and written.
+    const kept = history.history ?? decision.history;
+    const status = { ...run.obj.status, ...(kept ? { revisionHistory: kept } : {}) };
+    const sent = done.kind === "sent" ? done.sent.deployment : observedDeployment(decision);
+    const intent = rebuildIntent(status, sent, rebuild.requestedAt);
+    try {
+      written = { written: await deps.resources.patchStatus(run.obj, intent, signal) };
+    } catch (error) {
+      return { kind: "failed", error, ...history };
+    }
+  }
   let outcome: Awaited<ReturnType<typeof rebuilds.rebuild>>;
   try {
     outcome = await rebuilds.rebuild(rebuild.deploymentId, signal);
   } catch (error) {
-    const history = done.kind === "sent" ? done.sent.history : undefined;
-    return { kind: "failed", error, ...(history ? { history } : {}) };
+    // Refused by the service, it is pending again; cut off by the signal, it may have gone out.
+    const undone = written && !signal.aborted ? { record: intentUndone(run.obj.status ?? {}) } : {};
+    return { kind: "failed", error, ...written, ...history, ...undone };
   }
   if (outcome.kind !== "rebuilt") {
     // Gone, or perhaps rebuilt: the next reconcile looks the deployment up.
     if (outcome.kind !== "missing") snapshot.forget(rebuild.deploymentId);
-    return { ...done, rebuilt: { outcome } };
+    return { ...done, ...written, rebuilt: { outcome } };
   }
   const deployment = await service.getById(rebuild.deploymentId, signal).catch((error: unknown) => {
     if (signal.aborted) throw error;
@@ -87,13 +115,17 @@ export async function execute(
   });
   if (deployment) snapshot.remember(deployment);
   else snapshot.forget(rebuild.deploymentId);
-  return { ...done, rebuilt: { outcome, deployment } };
+  return { ...done, ...written, rebuilt: { outcome, deployment } };
 }
+
+/** The deployment `decision` observed, if it found one. */
+const observedDeployment = (decision: Decision): Deployment | undefined =>
+  decision.observed?.kind === "found" ? decision.observed.deployment : undefined;
 
 /** The revision the PATCH of `done` made, if it made one (its answer names a new latest revision). */
 function revisionPatched(done: Executed, decision: Decision): string | undefined {
   if (done.kind !== "sent" || done.sent.revision.kind !== "patched") return undefined;
-  const before = decision.observed?.kind === "found" ? decision.observed.deployment : undefined;
+  const before = observedDeployment(decision);
   const made = done.sent.deployment.latest_revision_id;
   return before && made && made !== before.latest_revision_id ? made : undefined;
 }

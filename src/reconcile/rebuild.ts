@@ -146,7 +146,8 @@ export function withRebuild(
   if (outcome.kind === "written") return { decided: { ...decided, record: handled }, events };
   if (outcome.kind === "unconfirmed") {
     const note = `the rebuild asked by ${ANNOTATION_REBUILD_REQUESTED_AT} (${requestedAt}) got no answer (${outcome.error}): the revision may or may not have been created; the request is recorded as handled so that it never builds twice (the next new revision of the configuration it would have built is taken for its own, in status.revisionHistory); set a new value to ask again`;
-    const unconfirmedRebuild = unconfirmedRecord(decided, requestedAt) ?? null;
+    const sent = decided.observed?.kind === "found" ? decided.observed.deployment : undefined;
+    const unconfirmedRebuild = unconfirmedRecord(sent, requestedAt) ?? null;
     return {
       decided: { ...decided, record: { ...handled, unconfirmedRebuild } },
       events: [...events, { type: "Warning", reason: "RebuildUnconfirmed", note }],
@@ -193,14 +194,16 @@ const builtHash = (config: SourceRevisionConfig, source: string): string =>
   revisionConfigHash(configAfterPatch(config, {}), source);
 
 /**
- * `status.unconfirmedRebuild` for a rebuild sent for `requestedAt` whose answer was lost: the
- * deployment's latest revision when it was sent (after the write, if any: `decided` observes
- * what it answered) and the digest of its configuration, which the rebuild would have built.
- * Undefined when that revision cannot be recorded (none, or an id past the bound): no later one
- * could be told from it. The request's value is left out past the bound.
+ * `status.unconfirmedRebuild` for a rebuild sent for `requestedAt` to `sent` (the deployment as
+ * the write, if any, answered): its latest revision and the digest of its configuration, which
+ * the rebuild would have built. Undefined when that revision cannot be recorded (none, or an id
+ * past the bound): no later one could be told from it. The request's value is left out past the
+ * bound.
  */
-function unconfirmedRecord(decided: Decided, requestedAt: string): UnconfirmedRebuild | undefined {
-  const sent = decided.observed?.kind === "found" ? decided.observed.deployment : undefined;
+function unconfirmedRecord(
+  sent: Deployment | undefined,
+  requestedAt: string,
+): UnconfirmedRebuild | undefined {
   const after = keptWithin(sent?.latest_revision_id, STATUS_ID_MAX_LENGTH);
   if (!sent || after === undefined) return undefined;
   const value = keptWithin(requestedAt, STATUS_ID_MAX_LENGTH);
@@ -209,6 +212,45 @@ function unconfirmedRecord(decided: Decided, requestedAt: string): UnconfirmedRe
     afterRevisionId: after,
     configHash: builtHash(sent.source_revision_config, sent.source),
   };
+}
+
+/**
+ * The status a rebuild's call is sent under, written before it on the version the reconcile read
+ * (as a create's intent is): the request handled, remembered as a rebuild whose answer was lost
+ * ({@link unconfirmedRecord}), which the answer then settles. A call cut off (a timeout, a
+ * halt), or whose answer is never written (a conflict, a crash), is so never sent again, and a
+ * reconcile of a stale copy gets a conflict before it.
+ */
+export function rebuildIntent(status: Status, sent: Deployment | undefined, requestedAt: string): Status {
+  const { unconfirmedRebuild: _earlier, ...rest } = status;
+  const record = unconfirmedRecord(sent, requestedAt);
+  return { ...rest, lastHandledRebuildAt: requestedAt, ...(record ? { unconfirmedRebuild: record } : {}) };
+}
+
+/** What {@link rebuildIntent} wrote over, as `status` (read before it) had it. */
+export const intentUndone = (status: Status): StatusRecord => ({
+  lastHandledRebuildAt: status.lastHandledRebuildAt ?? null,
+  unconfirmedRebuild: status.unconfirmedRebuild ?? null,
+});
+
+/**
+ * `settled` concluded on the status its rebuild's intent was written to ({@link rebuildIntent}):
+ * `lastHandledRebuildAt` and `unconfirmedRebuild` as the reconcile settled them, else as `status`
+ * (read before the intent) had them: a rebuild refused, or of a deployment gone, is pending again.
+ */
+export function intentSettled(
+  settled: { decided: Decided; events: DecidedEvent[] },
+  status: Status,
+): { decided: Decided; events: DecidedEvent[] } {
+  const record = settled.decided.record ?? {};
+  const undone = intentUndone(status);
+  const full: StatusRecord = {
+    ...record,
+    lastHandledRebuildAt: record.lastHandledRebuildAt ?? undone.lastHandledRebuildAt,
+    unconfirmedRebuild:
+      record.unconfirmedRebuild === undefined ? undone.unconfirmedRebuild : record.unconfirmedRebuild,
+  };
+  return { ...settled, decided: { ...settled.decided, record: full } };
 }
 
 /** What a look at the deployment makes of `status.unconfirmedRebuild` ({@link rebuildSeen}). */

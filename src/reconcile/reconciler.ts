@@ -30,7 +30,7 @@ import { isPaused, NONE_READ, readSecretsOf } from "./inputs.ts";
 import { nameConflictMessage } from "./notes.ts";
 import { Observer } from "./observe.ts";
 import type { ConfigMapsPort, EventsPort, ResourcePort, SecretsPort, StoredResource } from "./ports.ts";
-import { CONDITION, REASON } from "./reasons.ts";
+import { CONDITION, REASON, type StatusRecord } from "./reasons.ts";
 import type { RevisionHistoryEntry } from "./revision-history.ts";
 import type { Connected, Decided, DecidedEvent, ExternalChangeKind, ReconcileDeps, Run } from "./run.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "./secret-budget.ts";
@@ -79,6 +79,8 @@ interface Failed {
   error: unknown;
   on: Run;
   history?: RevisionHistoryEntry[];
+  /** What the failure's status records besides (a rebuild's intent undone). */
+  record?: StatusRecord;
 }
 
 /** How long the status write reporting a timed-out reconcile may take. */
@@ -142,7 +144,9 @@ export class DeploymentReconciler {
     } catch (error) {
       ended = { kind: "failed", error, on: run };
     }
-    return ended.kind === "failed" ? this.#fail(ended.on, ended.error, signal, ended.history) : ended;
+    return ended.kind === "failed"
+      ? this.#fail(ended.on, ended.error, signal, ended.history, ended.record)
+      : ended;
   };
 
   async #reconcile(read: Run, signal: AbortSignal): Promise<ReconcileResult | Failed> {
@@ -228,8 +232,14 @@ export class DeploymentReconciler {
     const written: Run =
       executed && "written" in executed && executed.written ? { ...run, obj: executed.written } : run;
     if (executed?.kind === "failed") {
-      const { error, history } = executed;
-      return { kind: "failed", error, on: written, ...(history ? { history } : {}) };
+      const { error, history, record } = executed;
+      return {
+        kind: "failed",
+        error,
+        on: written,
+        ...(history ? { history } : {}),
+        ...(record ? { record } : {}),
+      };
     }
     const { decided, events } = settle(run.obj, status, decision, executed);
     for (const e of events) this.#record(written, e);
@@ -284,7 +294,8 @@ export class DeploymentReconciler {
    * The error policy: turns a failure into a condition and an event, then tells the controller
    * how to retry. `run`'s object is the version this reconcile last wrote (a status written on
    * an older one would only conflict); `history`: what a redeploy made before the failure, which
-   * the status records so that the retry does not redeploy again. A halt (leadership lost,
+   * the status records so that the retry does not redeploy again; `undone`: a rebuild's intent
+   * undone (the service refused the call: the retry sends it). A halt (leadership lost,
    * shutdown deadline) is not the resource's failure: it is rethrown unreported, for the
    * controller to abandon. A timeout is reported like any failure, its status written under a
    * short signal of its own (the reconcile's has aborted).
@@ -294,6 +305,7 @@ export class DeploymentReconciler {
     error: unknown,
     signal: AbortSignal,
     history?: RevisionHistoryEntry[],
+    undone: StatusRecord = {},
   ): Promise<ReconcileResult> {
     if (this.#deps.resources.isConflict(error)) return Action.retry();
     if (signal.aborted && !(signal.reason instanceof ReconcileTimeoutError)) throw error;
@@ -304,7 +316,7 @@ export class DeploymentReconciler {
       );
     const failure = failureOf(error, run.seen.secrets.values);
     this.#record(run, { type: "Warning", reason: failure.outcome.reason, note: failure.outcome.message });
-    const record = failure.createRefused ? { createRequestedAt: null } : {};
+    const record = { ...undone, ...(failure.createRefused ? { createRequestedAt: null } : {}) };
     const writeWindow = new AbortController();
     const cancel = signal.aborted
       ? this.#clock.setTimer(STATUS_AFTER_TIMEOUT_MS, () => writeWindow.abort(signal.reason))

@@ -209,7 +209,11 @@ export type Executed =
     | { kind: "sent"; sent: ApplyPatchResult }
     /** No write: only the rebuild. */
     | { kind: "none" }
-  ) & { rebuilt?: { outcome: RebuildOutcome | PatchedRevision; deployment?: Deployment | undefined } };
+  ) & {
+    rebuilt?: { outcome: RebuildOutcome | PatchedRevision; deployment?: Deployment | undefined };
+    /** The resource as the rebuild's intent answered (`rebuildIntent`): the status goes on it. */
+    written?: StoredResource;
+  };
 
 /** The rebuild asked for was the revision the write's PATCH made: no second build. */
 export interface PatchedRevision {

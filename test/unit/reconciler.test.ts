@@ -1571,6 +1571,88 @@ describe("DeploymentReconciler when its signal aborts", () => {
     expect(w.events.all).toEqual([]);
   });
 
+  it("a rebuild acted on from a stale copy (the cache not showing it handled): a conflict, no second POST", async () => {
+    const w = world();
+    const deployment = await w.settled();
+    const asked = w.resources.edit(REF, (o) => {
+      o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+    });
+    await w.reconcile();
+    expect(w.service.calls.createRevision).toBe(1);
+    expect(w.resources.stored(REF)?.status?.lastHandledRebuildAt).toBe("2030-01-02T00:00:00Z");
+    // Another replica's watch, or this one's, has not seen the status written since.
+    w.resources.lag(asked);
+    await w.reconcile();
+    expect(w.service.calls.createRevision).toBe(1);
+    expect(w.service.store.revisions(deployment.id)).toHaveLength(2);
+  });
+
+  it("a timeout while the rebuild's POST is out: its answer lost, the retry sends no second POST", async () => {
+    const w = world();
+    const deployment = await w.settled();
+    w.resources.edit(REF, (o) => {
+      o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+    });
+    w.service.hold("createRevision");
+    const controller = new AbortController();
+    const pending = w.reconcile("agent", controller.signal);
+    await settle();
+    expect(w.service.calls.createRevision).toBe(1);
+    controller.abort(new ReconcileTimeoutError("reconcile of default/agent exceeded 30000 ms"));
+    await expect(pending).rejects.toThrow("exceeded 30000 ms");
+    // The service may have built it: only the answer was lost.
+    w.service.store.createRevision(deployment.id);
+    w.service.release("createRevision");
+    const status = w.resources.stored(REF)?.status;
+    expect(status?.lastHandledRebuildAt).toBe("2030-01-02T00:00:00Z");
+    expect(status?.unconfirmedRebuild?.afterRevisionId).toBe(deployment.latest_revision_id);
+    await w.reconcile();
+    expect(w.service.calls.createRevision).toBe(1);
+    expect(w.service.store.revisions(deployment.id)).toHaveLength(2);
+  });
+
+  it("a lost rebuild's revision, seen by the reconcile whose own rebuild then times out: still the operator's", async () => {
+    const w = world();
+    await rebuildAnswerLost(w);
+    w.resources.edit(REF, (o) => {
+      o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-03T00:00:00Z" };
+    });
+    w.service.hold("createRevision");
+    const controller = new AbortController();
+    const pending = w.reconcile("agent", controller.signal);
+    await settle();
+    controller.abort(new ReconcileTimeoutError("reconcile of default/agent exceeded 30000 ms"));
+    await expect(pending).rejects.toThrow("exceeded 30000 ms");
+    w.service.release("createRevision");
+    w.events.all.length = 0;
+    await w.reconcile();
+    const status = w.resources.stored(REF)?.status;
+    const ids = w.service.store.revisions(status?.deploymentId ?? "")?.map((r) => r.id) ?? [];
+    expect(status?.revisionHistory?.[0]?.id).toBe(ids.at(-1));
+    expect(status?.externalRevision).toBeUndefined();
+    expect(w.events.reasons()).not.toContain("Warning/ExternalRevision");
+  });
+
+  it("a rebuild the service refused, or has no route for: pending again, as if never sent", async () => {
+    const w = world();
+    await w.settled();
+    w.resources.edit(REF, (o) => {
+      o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+    });
+    w.service.failNext("createRevision", { status: 503, detail: "Service Unavailable" });
+    await expect(w.reconcile()).rejects.toThrow("answered 503");
+    const refused = w.resources.stored(REF)?.status;
+    expect(refused?.lastHandledRebuildAt).toBeUndefined();
+    expect(refused?.unconfirmedRebuild).toBeUndefined();
+    w.service.rebuildRoute = false;
+    await w.reconcile();
+    expect(w.service.calls.createRevision).toBe(2);
+    const missing = w.resources.stored(REF)?.status;
+    expect(conditions(w.resources.stored(REF)).Synced).toBe("False/RebuildRouteMissing");
+    expect(missing?.lastHandledRebuildAt).toBeUndefined();
+    expect(missing?.unconfirmedRebuild).toBeUndefined();
+  });
+
   it("bounds the failure's status write after a timeout: a write that hangs is given up after its window", async () => {
     const { w, controller, pending } = await stuckInCreate();
     w.resources.hung = true;

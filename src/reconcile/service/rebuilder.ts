@@ -1,7 +1,9 @@
 /**
  * Rebuilds on demand through one connection (`dms.dev/rebuild-requested-at`): one call to the
  * service's rebuild route (POST /v2/deployments/{deployment_id}/revisions, body `{}`), outside
- * the shared spec, never repeated when its answer was lost (`unconfirmed`: it may have built). A service without the route (404/405) is remembered for the connection, with
+ * the shared spec, never repeated when its answer was lost (`unconfirmed`: it may have built; a
+ * call cut off by its signal rejects, and the intent `execute.ts` wrote before it stands). A
+ * service without the route (404/405) is remembered for the connection, with
  * one log line: every later request is refused without asking again (`decide.ts` says so).
  */
 import type { Logger } from "pino";
