@@ -102,9 +102,6 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
   const { found, desired, versions } = observation;
   // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
   const fulfilled = found.listed && Boolean(status.createRequestedAt);
-  const record: StatusRecord = fulfilled
-    ? { ...observation.record, createRequestedAt: null }
-    : observation.record;
   const lastApplied = lastAppliedFor(
     spec.spec,
     desired,
@@ -112,6 +109,14 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
     settings.secretDigest ?? UNKEYED_SECRET_DIGEST,
   );
   const planned = plan(desired, found.deployment ?? undefined, lastApplied);
+  // That create found by name (its answer lost) built the first revision a pending rebuild asks for.
+  const ownCreate = found.adopted && planned.action !== "blocked" && Boolean(status.createRequestedAt);
+  const built = ownCreate && pendingRebuild(spec, status);
+  const record: StatusRecord = {
+    ...observation.record,
+    ...(fulfilled ? { createRequestedAt: null } : {}),
+    ...(built ? { lastHandledRebuildAt: rebuildRequestedAt(spec) } : {}),
+  };
   const none = { events: [], after: [], record };
   const policy = spec.spec.driftPolicy ?? DEFAULT_DRIFT_POLICY;
   const specApplied = generationApplied({ metadata: spec.metadata, status });
@@ -207,7 +212,7 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
   // applyPatch sends only the rest, if any. Not while a rebuild is asked: the rebuild route
   // builds the service's config (its newest revision's), so the spec's is built by the PATCH.
   const problems = outcomeFromProblems(sendable.problems);
-  const rebuildAsked = !problems && pendingRebuild(spec, status);
+  const rebuildAsked = !problems && !built && pendingRebuild(spec, status);
   const switchedBack =
     sendable.action === "patch" && deployment && !rebuildAsked
       ? pendingSwitchBack({ deployment, decision: sendable, spec: spec.spec, status })

@@ -351,6 +351,14 @@ const ROWS: Row[] = [
     write: undefined,
   },
   {
+    name: "a rebuild asked for when a create of its own, its answer lost, is found by name: that create built it, handled",
+    spec: rebuilding(),
+    observation: seen(rebuilding(), DEPLOYED, { adopted: true }),
+    status: { createRequestedAt: "2029-12-31T23:59:30Z" },
+    decision: { record: { createRequestedAt: null, lastHandledRebuildAt: ASKED } },
+    write: undefined,
+  },
+  {
     name: "a rebuild with no deployment yet: the create builds it, handled",
     spec: rebuilding(),
     observation: seen(rebuilding(), null),
