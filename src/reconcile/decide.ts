@@ -290,8 +290,8 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
   const kinds = [...(external.externalChanges ?? []), ...(reported?.counted ? (["fields"] as const) : [])];
   const decided = {
     events,
-    // Applied in full unless a rollout window holds part of it.
-    record: { ...applied, ...handled, ...(held ? {} : appliedAt(spec)) },
+    // Applied in full unless a rollout window holds part of it (a rebuild held is no part of it).
+    record: { ...applied, ...handled, ...(gated.held ? {} : appliedAt(spec)) },
     observed: observedAs(deployment),
     ...log,
     ...(write ? { write } : {}),

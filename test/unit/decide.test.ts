@@ -1483,3 +1483,27 @@ describe("a rebuild on a service known to lack the route, in a reconcile that PA
     expect(again.events.map((e) => e.reason)).not.toContain("RebuildRouteMissing");
   });
 });
+
+describe("a rebuild held by the rollout windows beside an edit sent now", () => {
+  const URL_2 = "https://agent-2.example";
+  const spec = rebuilding({
+    sourceConfig: { customUrl: URL_2 },
+    driftPolicy: "Report",
+    rolloutWindows: [ALWAYS_DENY],
+  });
+  const edited = { ...spec, metadata: { ...spec.metadata, generation: 2 } };
+  const applied1 = { ...OURS, latestRevisionId: DEPLOYED.latest_revision_id ?? "", appliedGeneration: 1 };
+
+  it("the spec is applied in full: a later change outside it is drift, reported under Report, not overwritten", () => {
+    const first = decide(edited, seen(edited, DEPLOYED), applied1, NOW, SETTINGS);
+    expect(first.write?.kind).toBe("send");
+    expect(first.outcome.kind).toBe("held");
+    expect(first.record.appliedGeneration).toBe(2);
+    // The PATCH went out; then someone changes the URL on the service, the rebuild still held.
+    const status = { ...applied1, ...first.record } as DeploymentResourceStatus;
+    const drifted: Deployment = { ...DEPLOYED, source_config: { custom_url: "https://elsewhere.example" } };
+    const next = decide(edited, seen(edited, drifted), status, NOW, SETTINGS);
+    expect(next.write).toBeUndefined();
+    expect(next.externalChanges).toEqual(["fields"]);
+  });
+});
