@@ -221,7 +221,7 @@ async function waitForAcknowledgement(
     for (;;) {
       const obj = await cluster.client.request({ method: "GET", path, signal });
       status = isRecord(obj) && isRecord(obj.status) ? obj.status : {};
-      if (status[field] === value) {
+      if (acknowledgement(status, field, value) === true) {
         const ready = conditionOf(status, "Ready");
         const said = ready ? `Ready=${ready}` : "no Ready condition yet";
         ctx.out(`${RESOURCE_PREFIX}/${name} acknowledged by the operator: ${said}\n`);
@@ -232,6 +232,12 @@ async function waitForAcknowledgement(
     }
   } catch (error) {
     if (!deadline.aborted || ctx.stopSignal.aborted) throw error;
+    if (acknowledgement(status, field, value) === "sent") {
+      ctx.out(
+        `${RESOURCE_PREFIX}/${name} acknowledged by the operator, which sent the rebuild; its answer is not recorded: the revision may or may not have been created (status.unconfirmedRebuild)\n`,
+      );
+      return;
+    }
     // What the resource last said of its sync: a request held by rollout windows, or refused.
     const synced = conditionOf(status, "Synced");
     const says = synced?.startsWith("False ") ? `; the resource says Synced=${synced}` : "";
@@ -240,6 +246,23 @@ async function waitForAcknowledgement(
       { cause: error },
     );
   }
+}
+
+/**
+ * Whether `status` acknowledges `field` = `value`: `"sent"` while a rebuild's call is out, or was
+ * cut off (its intent: `status.unconfirmedRebuild` without the request's value, which the answer
+ * settles), else whether the field holds the value.
+ */
+export function acknowledgement(
+  status: Record<string, unknown>,
+  field: string,
+  value: string,
+): boolean | "sent" {
+  if (status[field] !== value) return false;
+  const record = status.unconfirmedRebuild;
+  return field === "lastHandledRebuildAt" && isRecord(record) && record.requestedAt === undefined
+    ? "sent"
+    : true;
 }
 
 /** Condition `type` of `status` as `<status> <reason>: <message>`, or undefined when it has none. */

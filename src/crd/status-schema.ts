@@ -150,7 +150,7 @@ const UnconfirmedRebuildSchema = Type.Object(
       Type.String({
         maxLength: STATUS_ID_MAX_LENGTH,
         description:
-          "The dms.dev/rebuild-requested-at value it was sent for (left out when longer than 64 characters).",
+          "The dms.dev/rebuild-requested-at value it was sent for, once its answer was lost (left out while the call is out, or was cut off, and when longer than 64 characters).",
       }),
     ),
     afterRevisionId: Type.String({

@@ -217,14 +217,17 @@ function unconfirmedRecord(
 /**
  * The status a rebuild's call is sent under, written before it on the version the reconcile read
  * (as a create's intent is): the request handled, remembered as a rebuild whose answer was lost
- * ({@link unconfirmedRecord}), which the answer then settles. A call cut off (a timeout, a
- * halt), or whose answer is never written (a conflict, a crash), is so never sent again, and a
- * reconcile of a stale copy gets a conflict before it.
+ * ({@link unconfirmedRecord}), which the answer then settles; without the request's value, which
+ * a lost answer adds (so `kubectl dms rebuild --wait` tells a call still out from one answered).
+ * A call cut off (a timeout, a halt), or whose answer is never written (a conflict, a crash), is
+ * so never sent again, and a reconcile of a stale copy gets a conflict before it.
  */
 export function rebuildIntent(status: Status, sent: Deployment | undefined, requestedAt: string): Status {
   const { unconfirmedRebuild: _earlier, ...rest } = status;
   const record = unconfirmedRecord(sent, requestedAt);
-  return { ...rest, lastHandledRebuildAt: requestedAt, ...(record ? { unconfirmedRebuild: record } : {}) };
+  if (!record) return { ...rest, lastHandledRebuildAt: requestedAt };
+  const { requestedAt: _value, ...out } = record;
+  return { ...rest, lastHandledRebuildAt: requestedAt, unconfirmedRebuild: out };
 }
 
 /** What {@link rebuildIntent} wrote over, as `status` (read before it) had it. */

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { resourceName, waitTimeout } from "../../src/commands/annotate.ts";
-import { neverAcknowledged } from "../../src/commands/annotate-run.ts";
+import { acknowledgement, neverAcknowledged } from "../../src/commands/annotate-run.ts";
 import { type Candidate, completions, DIRECTIVE } from "../../src/commands/completion-plugin.ts";
 import {
   describeInstall,
@@ -443,5 +443,26 @@ describe("the verbs' --wait: requests the operator never acknowledges", () => {
     expect(neverAcknowledged("lastHandledRolloutNow", resource("ObserveOnly"))).toBeUndefined();
     for (const odd of [null, "x", {}, { spec: 1 }])
       expect(neverAcknowledged("lastHandledRebuildAt", odd)).toBeUndefined();
+  });
+});
+
+describe("rebuild --wait: a rebuild's call still out is not yet its acknowledgement", () => {
+  const V = "2030-01-02T00:00:00Z";
+  const RECORD = { afterRevisionId: "r1", configHash: "0".repeat(64) };
+
+  it("the intent written before the call (the record without the value): sent, waited on", () => {
+    expect(
+      acknowledgement({ lastHandledRebuildAt: V, unconfirmedRebuild: RECORD }, "lastHandledRebuildAt", V),
+    ).toBe("sent");
+  });
+
+  it("answered, or its answer lost (the record names the value): acknowledged; another value: not", () => {
+    expect(acknowledgement({ lastHandledRebuildAt: V }, "lastHandledRebuildAt", V)).toBe(true);
+    const lost = { lastHandledRebuildAt: V, unconfirmedRebuild: { ...RECORD, requestedAt: V } };
+    expect(acknowledgement(lost, "lastHandledRebuildAt", V)).toBe(true);
+    expect(acknowledgement({ lastHandledRebuildAt: "earlier" }, "lastHandledRebuildAt", V)).toBe(false);
+    expect(
+      acknowledgement({ lastHandledRolloutNow: V, unconfirmedRebuild: RECORD }, "lastHandledRolloutNow", V),
+    ).toBe(true);
   });
 });

@@ -1598,6 +1598,13 @@ describe("DeploymentReconciler when its signal aborts", () => {
     const pending = w.reconcile("agent", controller.signal);
     await settle();
     expect(w.service.calls.createRevision).toBe(1);
+    // Recorded before the call, without the value a lost answer adds: a call still out.
+    const out = w.resources.stored(REF)?.status;
+    expect(out?.lastHandledRebuildAt).toBe("2030-01-02T00:00:00Z");
+    expect(out?.unconfirmedRebuild).toEqual({
+      afterRevisionId: deployment.latest_revision_id,
+      configHash: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     controller.abort(new ReconcileTimeoutError("reconcile of default/agent exceeded 30000 ms"));
     await expect(pending).rejects.toThrow("exceeded 30000 ms");
     // The service may have built it: only the answer was lost.
