@@ -1542,6 +1542,24 @@ async function stuckInCreate() {
   return { w, controller, pending };
 }
 
+/**
+ * A rebuild asked with `value`, whose reconcile times out while its POST is out (`whileOut` runs
+ * then); later calls of the route answer again.
+ */
+async function rebuildCutOff(w: World, value: string, whileOut: () => void = () => {}) {
+  w.resources.edit(REF, (o) => {
+    o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: value };
+  });
+  w.service.hold("createRevision");
+  const controller = new AbortController();
+  const pending = w.reconcile("agent", controller.signal);
+  await settle();
+  whileOut();
+  controller.abort(new ReconcileTimeoutError("reconcile of default/agent exceeded 30000 ms"));
+  await expect(pending).rejects.toThrow("exceeded 30000 ms");
+  w.service.release("createRevision");
+}
+
 describe("DeploymentReconciler when its signal aborts", () => {
   it("a timeout is reported on the resource, its status written under a window of its own", async () => {
     const { w, controller, pending } = await stuckInCreate();
@@ -1590,26 +1608,18 @@ describe("DeploymentReconciler when its signal aborts", () => {
   it("a timeout while the rebuild's POST is out: its answer lost, the retry sends no second POST", async () => {
     const w = world();
     const deployment = await w.settled();
-    w.resources.edit(REF, (o) => {
-      o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+    await rebuildCutOff(w, "2030-01-02T00:00:00Z", () => {
+      expect(w.service.calls.createRevision).toBe(1);
+      // Recorded before the call, without the value a lost answer adds: a call still out.
+      const out = w.resources.stored(REF)?.status;
+      expect(out?.lastHandledRebuildAt).toBe("2030-01-02T00:00:00Z");
+      expect(out?.unconfirmedRebuild).toEqual({
+        afterRevisionId: deployment.latest_revision_id,
+        configHash: expect.stringMatching(/^[0-9a-f]{64}$/),
+      });
+      // The service may build it: only the answer is lost.
+      w.service.store.createRevision(deployment.id);
     });
-    w.service.hold("createRevision");
-    const controller = new AbortController();
-    const pending = w.reconcile("agent", controller.signal);
-    await settle();
-    expect(w.service.calls.createRevision).toBe(1);
-    // Recorded before the call, without the value a lost answer adds: a call still out.
-    const out = w.resources.stored(REF)?.status;
-    expect(out?.lastHandledRebuildAt).toBe("2030-01-02T00:00:00Z");
-    expect(out?.unconfirmedRebuild).toEqual({
-      afterRevisionId: deployment.latest_revision_id,
-      configHash: expect.stringMatching(/^[0-9a-f]{64}$/),
-    });
-    controller.abort(new ReconcileTimeoutError("reconcile of default/agent exceeded 30000 ms"));
-    await expect(pending).rejects.toThrow("exceeded 30000 ms");
-    // The service may have built it: only the answer was lost.
-    w.service.store.createRevision(deployment.id);
-    w.service.release("createRevision");
     const status = w.resources.stored(REF)?.status;
     expect(status?.lastHandledRebuildAt).toBe("2030-01-02T00:00:00Z");
     expect(status?.unconfirmedRebuild?.afterRevisionId).toBe(deployment.latest_revision_id);
@@ -1621,16 +1631,7 @@ describe("DeploymentReconciler when its signal aborts", () => {
   it("a lost rebuild's revision, seen by the reconcile whose own rebuild then times out: still the operator's", async () => {
     const w = world();
     await rebuildAnswerLost(w);
-    w.resources.edit(REF, (o) => {
-      o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-03T00:00:00Z" };
-    });
-    w.service.hold("createRevision");
-    const controller = new AbortController();
-    const pending = w.reconcile("agent", controller.signal);
-    await settle();
-    controller.abort(new ReconcileTimeoutError("reconcile of default/agent exceeded 30000 ms"));
-    await expect(pending).rejects.toThrow("exceeded 30000 ms");
-    w.service.release("createRevision");
+    await rebuildCutOff(w, "2030-01-03T00:00:00Z");
     w.events.all.length = 0;
     await w.reconcile();
     const status = w.resources.stored(REF)?.status;
