@@ -8,8 +8,8 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { RULES_NOT_CHECKED } from "../../src/gitops/validate.ts";
+import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { nodeCacheEnv } from "../support/node-env.ts";
 import { unsafeCharacters } from "../support/terminal-safe.ts";
 import {
