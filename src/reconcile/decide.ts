@@ -15,15 +15,15 @@ import { pendingRebuild, rebuildRequestedAt, rolloutNow, rolloutNowAsked } from 
 import { externalRevisionOf } from "./live-revision.ts";
 import {
   adoptedNote,
-  changedFields,
   createdNote,
   externalRevisionNote,
   observedDrift,
+  reportDrift,
   syncedOf,
 } from "./notes.ts";
 import { lastAppliedFor, type NoopPlan, type PatchPlan, plan } from "./plan.ts";
 import type { StoredResource } from "./ports.ts";
-import { CONDITION, REASON, type StatusRecord, type SyncOutcome } from "./reasons.ts";
+import { CONDITION, REASON, type StatusRecord } from "./reasons.ts";
 import { decideRebuild, rebuildSeen, withRebuildSeen } from "./rebuild.ts";
 import { pendingSwitchBack, splitForRedeploy, switchBackPlan } from "./revision-history.ts";
 import type { Counter } from "./rollout/rollout-windows.ts";
@@ -336,21 +336,6 @@ function reportedNoop(drift: PatchPlan): NoopPlan {
 /** `status.appliedGeneration` of `spec` applied in full now. */
 const appliedAt = (spec: DecideSpec): StatusRecord =>
   spec.metadata.generation === undefined ? {} : { appliedGeneration: spec.metadata.generation };
-
-/**
- * What `spec.driftPolicy: Report` says of `drift`: Synced=False, reason Drifted, naming the fields
- * (never the values) and the way to put them back; `counted` the first time it is said.
- */
-function reportDrift(
-  drift: PatchPlan,
-  status: NonNullable<StoredResource["status"]>,
-): { outcome: SyncOutcome; counted: boolean } {
-  const fields = changedFields(drift.changes).join(", ");
-  const message = `spec.driftPolicy is Report: the service's deployment differs from the spec, which was applied, in ${fields} (changed outside this resource); nothing is written for it: to put the spec's values back, set spec.driftPolicy to Correct (a change of the spec, or a rotated Secret, applies the whole spec too); to keep the service's, write them into the spec`;
-  const synced = syncedOf(status);
-  const said = synced?.reason === REASON.Drifted && synced.message === message;
-  return { outcome: { kind: "drifted", message }, counted: !said };
-}
 
 /**
  * A revision of the deployment `observation` found that this operator did not create, seen now

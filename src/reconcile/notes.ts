@@ -1,16 +1,16 @@
 /**
  * What the reconciler tells people outside the steps that say it: the notes of the events of an
- * adoption, a create, a revision made elsewhere, a name conflict, a deployment not owned, and
- * the lines of an ObserveOnly drift report; and the recording of an event by a step that
- * records its own (cleanup, the observation's warning, the export). The notes of a PATCH's
- * events are `settle`'s (conclude.ts). Pure but {@link recordEvent}; never a secret value (the
- * planner's summaries hold none).
+ * adoption, a create, a revision made elsewhere, a name conflict, a deployment not owned, the
+ * lines of an ObserveOnly drift report and the drift `spec.driftPolicy: Report` says; and the
+ * recording of an event by a step that records its own (cleanup, the observation's warning, the
+ * export). The notes of a PATCH's events are `settle`'s (conclude.ts). Pure but
+ * {@link recordEvent}; never a secret value (the planner's summaries hold none).
  */
 
 import { claimedName } from "./claims.ts";
-import type { FieldChange, Plan } from "./plan.ts";
+import type { FieldChange, PatchPlan, Plan } from "./plan.ts";
 import type { EventsPort, StoredResource } from "./ports.ts";
-import { CONDITION } from "./reasons.ts";
+import { CONDITION, REASON, type SyncOutcome } from "./reasons.ts";
 import type { Deployment } from "./service-types.ts";
 
 /** Note of the `Created` event. */
@@ -54,6 +54,21 @@ export function observedDrift(name: string, deployment: Deployment | null, decis
   if (!deployment) return [`the service has no deployment named "${name}" (ObserveOnly never creates one)`];
   if (decision.action === "noop") return decision.problems.map((p) => p.message);
   return decision.action === "create" ? [] : decision.summary;
+}
+
+/**
+ * What `spec.driftPolicy: Report` says of `drift`: Synced=False, reason Drifted, naming the fields
+ * (never the values) and the way to put them back; `counted` the first time it is said.
+ */
+export function reportDrift(
+  drift: PatchPlan,
+  status: NonNullable<StoredResource["status"]>,
+): { outcome: SyncOutcome; counted: boolean } {
+  const fields = changedFields(drift.changes).join(", ");
+  const message = `spec.driftPolicy is Report: the service's deployment differs from the spec, which was applied, in ${fields} (changed outside this resource); nothing is written for it: to put the spec's values back, set spec.driftPolicy to Correct (a change of the spec, or a rotated Secret, applies the whole spec too); to keep the service's, write them into the spec`;
+  const synced = syncedOf(status);
+  const said = synced?.reason === REASON.Drifted && synced.message === message;
+  return { outcome: { kind: "drifted", message }, counted: !said };
 }
 
 /** `namespace/name` of a resource, as events and messages name it. */
