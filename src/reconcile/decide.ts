@@ -267,6 +267,7 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
           newRevision: sending?.newRevision === true && sending !== back,
           patching: sending !== undefined && sending !== back,
           counter: settings.counter,
+          reported: reported?.outcome,
         })
       : undefined;
   const write: Write | undefined =

@@ -1,10 +1,11 @@
 /**
  * What the reconciler tells people outside the steps that say it: the notes of the events of an
  * adoption, a create, a revision made elsewhere, a name conflict, a deployment not owned, the
- * lines of an ObserveOnly drift report and the drift `spec.driftPolicy: Report` says; and the
- * recording of an event by a step that records its own (cleanup, the observation's warning, the
- * export). The notes of a PATCH's events are `settle`'s (conclude.ts). Pure but
- * {@link recordEvent}; never a secret value (the planner's summaries hold none).
+ * lines of an ObserveOnly drift report and the drift `spec.driftPolicy: Report` says; whether
+ * `Synced` says a message already, alone or beside another; and the recording of an event by a
+ * step that records its own (cleanup, the observation's warning, the export). The notes of a
+ * PATCH's events are `settle`'s (conclude.ts). Pure but {@link recordEvent}; never a secret value
+ * (the planner's summaries hold none).
  */
 
 import { claimedName } from "./claims.ts";
@@ -58,7 +59,8 @@ export function observedDrift(name: string, deployment: Deployment | null, decis
 
 /**
  * What `spec.driftPolicy: Report` says of `drift`: Synced=False, reason Drifted, naming the fields
- * (never the values) and the way to put them back; `counted` the first time it is said.
+ * (never the values) and the way to put them back; `counted` the first time it is said (alone, or
+ * beside a rebuild refused: {@link bothSaid}).
  */
 export function reportDrift(
   drift: PatchPlan,
@@ -66,9 +68,33 @@ export function reportDrift(
 ): { outcome: SyncOutcome; counted: boolean } {
   const fields = changedFields(drift.changes).join(", ");
   const message = `spec.driftPolicy is Report: the service's deployment differs from the spec, which was applied, in ${fields} (changed outside this resource); nothing is written for it: to put the spec's values back, set spec.driftPolicy to Correct (a change of the spec, or a rotated Secret, applies the whole spec too); to keep the service's, write them into the spec`;
-  const synced = syncedOf(status);
-  const said = synced?.reason === REASON.Drifted && synced.message === message;
-  return { outcome: { kind: "drifted", message }, counted: !said };
+  return { outcome: { kind: "drifted", message }, counted: !syncedSays(status, REASON.Drifted, message) };
+}
+
+/** What joins the two messages of {@link bothSaid}. */
+const BESIDE = ". Also: ";
+
+/**
+ * The message of one `Synced` condition saying two outcomes: `first`, whose reason it carries,
+ * then `second` (a drift reported beside a rebuild refused, which alone would hide it).
+ */
+export const bothSaid = (first: string, second: string): string => `${first}${BESIDE}${second}`;
+
+/**
+ * Whether the `Synced` condition of `status` says `message` already: alone with `reason`, first of
+ * {@link bothSaid}'s two with `reason`, or second of them (under the first's reason).
+ */
+export function syncedSays(
+  status: NonNullable<StoredResource["status"]>,
+  reason: string,
+  message: string,
+): boolean {
+  const said = syncedOf(status);
+  if (said?.message === undefined) return false;
+  if (said.message.endsWith(`${BESIDE}${message}`)) return true;
+  return (
+    said.reason === reason && (said.message === message || said.message.startsWith(`${message}${BESIDE}`))
+  );
 }
 
 /** `namespace/name` of a resource, as events and messages name it. */

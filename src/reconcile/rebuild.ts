@@ -12,7 +12,7 @@ import { ANNOTATION_REBUILD_REQUESTED_AT } from "../crd/schema.ts";
 import { STATUS_ID_MAX_LENGTH } from "../crd/status-schema.ts";
 import { rebuildRequestedAt, rolloutNow } from "./inputs.ts";
 import { keptWithin } from "./live-revision.ts";
-import { syncedOf } from "./notes.ts";
+import { bothSaid, syncedSays } from "./notes.ts";
 import type { StoredResource } from "./ports.ts";
 import { REASON, type StatusRecord, type SyncOutcome } from "./reasons.ts";
 import {
@@ -59,7 +59,8 @@ export interface RebuildDecision {
  *   and the request is handled (no second build); a PATCH that may make one (new secret values,
  *   which the service may not show) is looked at once answered (`execute.ts`);
  * - the connection's service has no rebuild route: refused (Synced=False, Stalled,
- *   {@link REASON.RebuildRouteMissing}, an event the first time), nothing else written for it,
+ *   {@link REASON.RebuildRouteMissing}, an event the first time; a drift `reported` beside it is
+ *   named in the same message, see {@link refusal}), nothing else written for it,
  *   not recorded as handled; unless a PATCH goes out (`patching`) whose answer may name a new
  *   revision (new secret values): then that answer decides (`withRebuild`), and the rebuild,
  *   should it come to one, makes no call (the connection knows the route missing);
@@ -77,6 +78,8 @@ export function decideRebuild(
     /** A PATCH goes out (not a switch back), whose answer may name a revision it made. */
     patching: boolean;
     counter?: Counter | undefined;
+    /** The drift `spec.driftPolicy: Report` says in this reconcile, if any. */
+    reported?: SyncOutcome | undefined;
   },
 ): RebuildDecision {
   const requestedAt = rebuildRequestedAt(spec) ?? "";
@@ -84,7 +87,7 @@ export function decideRebuild(
   if (observation.rebuildMissing !== undefined) {
     // The PATCH's revision, if its answer names one, is the one asked for: weighed once answered.
     if (at.patching) return { send: { deploymentId: at.deploymentId, requestedAt } };
-    return { refused: refusal(status, observation.rebuildMissing) };
+    return { refused: refusal(status, observation.rebuildMissing, at.reported) };
   }
   const gate = gateRollout({
     windows: at.windows,
@@ -108,12 +111,22 @@ function rebuildRefused(why: string): SyncOutcome & { kind: "failed" } {
   };
 }
 
-/** A refusal for `why` ({@link rebuildRefused}), with its Warning unless `Synced` says it already. */
-function refusal(status: Status, why: string): { outcome: SyncOutcome; events: DecidedEvent[] } {
-  const outcome = rebuildRefused(why);
-  const synced = syncedOf(status);
-  const said = synced?.reason === outcome.reason && synced.message === outcome.message;
-  const event = { type: "Warning", reason: REASON.RebuildRouteMissing, note: outcome.message } as const;
+/**
+ * A refusal for `why` ({@link rebuildRefused}), with its Warning unless `Synced` says it already.
+ * A drift that `spec.driftPolicy: Report` says beside it (`beside`) is named after it in the same
+ * message, under the refusal's reason: the refusal stalls the resource until the annotation goes
+ * (Stalled), the drift only reports, and is said (and counted) once either way.
+ */
+function refusal(
+  status: Status,
+  why: string,
+  beside: SyncOutcome | undefined,
+): { outcome: SyncOutcome; events: DecidedEvent[] } {
+  const refused = rebuildRefused(why);
+  const said = syncedSays(status, refused.reason, refused.message);
+  const event = { type: "Warning", reason: REASON.RebuildRouteMissing, note: refused.message } as const;
+  const outcome =
+    beside?.kind === "drifted" ? { ...refused, message: bothSaid(refused.message, beside.message) } : refused;
   return { outcome, events: said ? [] : [event] };
 }
 
@@ -137,7 +150,7 @@ export function withRebuild(
   const { outcome, deployment } = rebuilt;
   const requestedAt = decision.rebuild?.requestedAt;
   if (outcome.kind === "missing") {
-    const refused = refusal(status, outcome.why);
+    const refused = refusal(status, outcome.why, decided.outcome);
     return { decided: { ...decided, outcome: refused.outcome }, events: [...events, ...refused.events] };
   }
   if (outcome.kind === "unknown" || requestedAt === undefined) return settled;

@@ -1161,6 +1161,41 @@ describe("changes made outside this resource: named, counted, corrected or repor
     expect(hotfix.events[0]?.note).toContain("driftPolicy is Report");
   });
 
+  it("driftPolicy Report beside a rebuild the connection knows it cannot make: Synced names both, the drift counted once", () => {
+    const spec = resource({ driftPolicy: "Report" });
+    const asking = rebuilding({ driftPolicy: "Report" });
+    const drifted: Deployment = { ...DEPLOYED, source_config: { custom_url: "https://elsewhere.example" } };
+    const report = decided(spec, drifted, APPLIED).outcome as { message: string };
+    const reported = withSynced(APPLIED, "False", "Drifted", report.message);
+    const refuse = (status: DeploymentResourceStatus) =>
+      decide(asking, seen(asking, drifted, {}, { rebuildMissing: NO_ROUTE }), status, NOW, SETTINGS);
+    const first = refuse(reported);
+    expect(first.write).toBeUndefined();
+    expect(first.outcome).toEqual({
+      kind: "failed",
+      reason: "RebuildRouteMissing",
+      stalled: true,
+      message: expect.stringMatching(/^dms\.dev\/rebuild-requested-at asks for a new revision, but /),
+    });
+    const { message } = first.outcome as { message: string };
+    // Soft: the drift's report kept and its count once are checked apart.
+    expect.soft(message).toContain(report.message);
+    expect(first.after.map((e) => `${e.type}/${e.reason}`)).toEqual(["Warning/RebuildRouteMissing"]);
+    expect(first.after[0]?.note).not.toContain(report.message);
+    expect(first.externalChanges).toBeUndefined();
+    // The same state again: said already, so neither counted nor warned again.
+    const refused = withSynced(APPLIED, "False", "RebuildRouteMissing", message);
+    const again = refuse(refused);
+    expect.soft(again.externalChanges).toBeUndefined();
+    expect(again.outcome).toEqual(first.outcome);
+    expect(again.after).toEqual([]);
+    // Withdrawn, the refusal leaves the drift said alone, not counted again.
+    expect(decided(spec, drifted, refused)).toMatchObject({ outcome: report });
+    expect(decided(spec, drifted, refused).externalChanges).toBeUndefined();
+    // A drift first seen beside the refusal: counted then, once.
+    expect(refuse(APPLIED).externalChanges).toEqual(["fields"]);
+  });
+
   it("driftPolicy Report sends a rotated Secret: the team's change, not drift", () => {
     const spec = resource({ driftPolicy: "Report", secrets: [{ name: "API_KEY", value: "new" }] });
     const status = { ...APPLIED, appliedSecretsHash: "0".repeat(64) };

@@ -463,6 +463,37 @@ describe("DeploymentReconciler: changes made outside Git", () => {
     expect(w.service.calls.redeploy).toBe(1);
   });
 
+  it("driftPolicy Report beside a rebuild on a service without the route: Synced names both, the drift counted once", async () => {
+    const { w } = await hotfixed({ driftPolicy: "Report" });
+    expect(w.counted).toEqual(["default/revision", "default/fields"]);
+    const synced = () => w.stored()?.status?.conditions?.find((c) => c.type === "Synced");
+    const drift = synced()?.message ?? "";
+    w.service.rebuildRoute = false;
+    w.events.all.length = 0;
+    w.edit((o) => {
+      o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+    });
+    // The route found missing by the call, then known to the connection (no call): the same.
+    for (const calls of [1, 1]) {
+      await w.resync();
+      await w.reconcile();
+      expect(w.service.calls.createRevision).toBe(calls);
+      expect(synced()).toMatchObject({ status: "False", reason: "RebuildRouteMissing" });
+      expect(synced()?.message).toMatch(/rebuild-requested-at asks for a new revision/);
+      expect(synced()?.message).toContain(drift);
+      expect(w.counted).toHaveLength(2);
+    }
+    expect(w.events.reasons()).toEqual(["Warning/RebuildRouteMissing"]);
+    // The request withdrawn: the drift alone, still not counted again.
+    w.edit((o) => {
+      o.metadata.annotations = {};
+    });
+    await w.reconcile();
+    expect(synced()).toMatchObject({ status: "False", reason: "Drifted", message: drift });
+    expect(w.counted).toHaveLength(2);
+    expect(w.events.reasons()).toEqual(["Warning/RebuildRouteMissing"]);
+  });
+
   it("spec.displayName: sent by a PATCH right after the create (which does not take it), then left alone; removed from the spec, the service keeps its value", async () => {
     const w = world();
     w.resources.create({ metadata: { name: "agent" }, spec: { ...SPEC, displayName: "Support agent" } });
