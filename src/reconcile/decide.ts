@@ -15,11 +15,12 @@ import { pendingRebuild, rebuildRequestedAt, rolloutNow, rolloutNowAsked } from 
 import { externalRevisionOf } from "./live-revision.ts";
 import {
   adoptedNote,
+  bothSaid,
   createdNote,
   externalRevisionNote,
   observedDrift,
   reportDrift,
-  syncedOf,
+  syncedSays,
 } from "./notes.ts";
 import { lastAppliedFor, type NoopPlan, type PatchPlan, plan } from "./plan.ts";
 import type { StoredResource } from "./ports.ts";
@@ -306,12 +307,13 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
     if (!refused) return { ...decided, after: [], outcome };
     return { ...decided, after: refused.events, outcome: refused.outcome };
   }
-  const { message, wakeAt } = held;
-  const synced = syncedOf(status);
-  const after: DecidedEvent[] =
-    synced?.reason !== REASON.OutsideRolloutWindow || synced.message !== message
-      ? [{ type: "Normal", reason: REASON.OutsideRolloutWindow, note: message }]
-      : [];
+  const { wakeAt } = held;
+  const after: DecidedEvent[] = syncedSays(status, REASON.OutsideRolloutWindow, held.message)
+    ? []
+    : [{ type: "Normal", reason: REASON.OutsideRolloutWindow, note: held.message }];
+  // A drift reported beside the rebuild held is named after it, the hold's reason kept: as
+  // beside a rebuild refused (rebuild.ts), it is said, and counted, once.
+  const message = reported ? bothSaid(held.message, reported.outcome.message) : held.message;
   return { ...decided, after, outcome: problems ?? { kind: "held", message }, wakeAt };
 }
 

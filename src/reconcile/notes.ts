@@ -60,12 +60,12 @@ export function observedDrift(name: string, deployment: Deployment | null, decis
 /**
  * What `spec.driftPolicy: Report` says of `drift`: Synced=False, reason Drifted, naming the fields
  * (never the values) and the way to put them back; `counted` the first time it is said (alone, or
- * beside a rebuild refused: {@link bothSaid}).
+ * beside a rebuild refused or held: {@link bothSaid}).
  */
 export function reportDrift(
   drift: PatchPlan,
   status: NonNullable<StoredResource["status"]>,
-): { outcome: SyncOutcome; counted: boolean } {
+): { outcome: SyncOutcome & { kind: "drifted" }; counted: boolean } {
   const fields = changedFields(drift.changes).join(", ");
   const message = `spec.driftPolicy is Report: the service's deployment differs from the spec, which was applied, in ${fields} (changed outside this resource); nothing is written for it: to put the spec's values back, set spec.driftPolicy to Correct (a change of the spec, or a rotated Secret, applies the whole spec too); to keep the service's, write them into the spec`;
   return { outcome: { kind: "drifted", message }, counted: !syncedSays(status, REASON.Drifted, message) };
@@ -76,7 +76,7 @@ const BESIDE = ". Also: ";
 
 /**
  * The message of one `Synced` condition saying two outcomes: `first`, whose reason it carries,
- * then `second` (a drift reported beside a rebuild refused, which alone would hide it).
+ * then `second` (a drift reported beside a rebuild refused or held, which alone would hide it).
  */
 export const bothSaid = (first: string, second: string): string => `${first}${BESIDE}${second}`;
 

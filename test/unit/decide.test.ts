@@ -1541,4 +1541,27 @@ describe("a rebuild held by the rollout windows beside an edit sent now", () => 
     expect(next.write).toBeUndefined();
     expect(next.externalChanges).toEqual(["fields"]);
   });
+
+  it("a drift reported while the rebuild is held: Synced names both, the drift counted once", () => {
+    const first = decide(edited, seen(edited, DEPLOYED), applied1, NOW, SETTINGS);
+    const waiting = (first.outcome as { message: string }).message;
+    const applied2 = { ...applied1, ...first.record } as DeploymentResourceStatus;
+    const status = withSynced(applied2, "False", "OutsideRolloutWindow", waiting);
+    const drifted: Deployment = { ...DEPLOYED, source_config: { custom_url: "https://elsewhere.example" } };
+    const next = decide(edited, seen(edited, drifted), status, NOW, SETTINGS);
+    expect(next.outcome).toEqual({ kind: "held", message: expect.stringMatching(/^the change that makes/) });
+    const { message } = next.outcome as { message: string };
+    // Soft: the drift's report kept and its count once are checked apart.
+    expect
+      .soft(message)
+      .toMatch(/^the change .*\. Also: spec\.driftPolicy is Report: .* sourceConfig\.customUrl /);
+    expect(next.after).toEqual([]);
+    expect(next.externalChanges).toEqual(["fields"]);
+    // The same state again: said already, so neither counted nor said again.
+    const said = withSynced(status, "False", "OutsideRolloutWindow", message);
+    const again = decide(edited, seen(edited, drifted), said, NOW, SETTINGS);
+    expect.soft(again.externalChanges).toBeUndefined();
+    expect(again.outcome).toEqual(next.outcome);
+    expect(again.after).toEqual([]);
+  });
 });
