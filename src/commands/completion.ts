@@ -52,14 +52,54 @@ export function completionNodes(program: Command): CompletionNode[] {
   return nodes;
 }
 
-const flagWords = (node: CompletionNode) =>
-  node.flags.flatMap((f) => [f.long, f.short].filter((w): w is string => w !== undefined));
+/** The words of a flag: its long and short forms. */
+const wordsOf = (flag: CompletionFlag) => [flag.long, flag.short].filter((w): w is string => w !== undefined);
 
-/** Flags that take a value, in any command: the word after them is not a command. */
-const valueFlags = (nodes: readonly CompletionNode[]) =>
-  [
-    ...new Set(nodes.flatMap((n) => n.flags.filter((f) => f.takesValue).flatMap((f) => [f.long, f.short]))),
-  ].filter((w): w is string => w !== undefined);
+const flagWords = (node: CompletionNode) => node.flags.flatMap(wordsOf);
+
+/** Flags that take a value in every command that has them: the word after them is not a command. */
+const valueFlags = (nodes: readonly CompletionNode[]) => {
+  const bare = new Set(nodes.flatMap((n) => n.flags.filter((f) => !f.takesValue).flatMap(wordsOf)));
+  return [...new Set(nodes.flatMap((n) => n.flags.filter((f) => f.takesValue).flatMap(wordsOf)))].filter(
+    (w) => !bare.has(w),
+  );
+};
+
+/**
+ * Flags that take a value in some commands and none in others (`-f`: `plan`'s `--filename`,
+ * `logs`' `--follow`), each with the paths of the commands where it takes one.
+ */
+function valueFlagsOfSome(nodes: readonly CompletionNode[]): { word: string; paths: string[] }[] {
+  const always = new Set(valueFlags(nodes));
+  const paths = new Map<string, string[]>();
+  for (const node of nodes)
+    for (const word of node.flags.filter((f) => f.takesValue).flatMap(wordsOf))
+      if (!always.has(word)) paths.set(word, [...(paths.get(word) ?? []), node.path.join(" ")]);
+  return [...paths].map(([word, where]) => ({ word, paths: where }));
+}
+
+/**
+ * The `case` arms of the bash and zsh scripts' loop over the words typed (`$path`: the commands so
+ * far): the word after such a flag is its value in a command where it takes one.
+ */
+const skipValueOfSome = (nodes: readonly CompletionNode[], path: string) =>
+  valueFlagsOfSome(nodes)
+    .map(
+      ({ word, paths }) =>
+        `      ${word}) case "${path}" in ${paths.map((p) => `${JSON.stringify(p)}|${JSON.stringify(`${p} `)}*`).join("|")}) ((i++)) ;; esac ;;\n`,
+    )
+    .join("");
+
+/**
+ * The `case "$path|$prev"` arm of the bash and zsh scripts doing `then` after such a flag, in a
+ * command where it takes a value (a newline and the arm; nothing when there is no such flag).
+ */
+function valueOfSomeArm(nodes: readonly CompletionNode[], then: string): string {
+  const patterns = valueFlagsOfSome(nodes).flatMap(({ word, paths }) =>
+    paths.map((path) => prevPatterns(path, word)),
+  );
+  return patterns.length === 0 ? "" : `\n    ${patterns.join("|")}) ${then} ;;`;
+}
 
 /** The function name for `executable`: `_dms_operator`. */
 const functionName = (executable: string) => `_${executable.replace(/[^A-Za-z0-9]/g, "_")}`;
@@ -69,15 +109,14 @@ const functionName = (executable: string) => `_${executable.replace(/[^A-Za-z0-9
  * the command or past its arguments (bash and zsh alike).
  */
 function valuePatterns(node: CompletionNode, flag: CompletionNode["flags"][number]): string {
-  const path = node.path.join(" ");
-  return [flag.long, flag.short]
-    .filter((w): w is string => w !== undefined)
-    .flatMap((w) => [
-      JSON.stringify(`${path}|${w}`),
-      `${JSON.stringify(`${path} `)}*${JSON.stringify(`|${w}`)}`,
-    ])
+  return wordsOf(flag)
+    .map((w) => prevPatterns(node.path.join(" "), w))
     .join("|");
 }
+
+/** The `case "$path|$prev"` patterns of `word` before the cursor in the command `path` or past its arguments. */
+const prevPatterns = (path: string, word: string) =>
+  `${JSON.stringify(`${path}|${word}`)}|${JSON.stringify(`${path} `)}*${JSON.stringify(`|${word}`)}`;
 
 /**
  * The `case "$path|$prev"` arms of the bash script: after a flag that takes one of a list of
@@ -130,12 +169,12 @@ ${fn}() {
         .filter((f) => !["-n", "--namespace", "--kubeconfig", "--context"].includes(f))
         .join("|")})
         ((i++)) ;;
-      -*) ;;
+${skipValueOfSome(nodes, "$path")}      -*) ;;
       *) path="\${path:+$path }$w" ;;
     esac
   done
   case "$path|$prev" in
-${valueCases(nodes)}
+${valueCases(nodes)}${valueOfSomeArm(nodes, 'COMPREPLY=($(compgen -f -- "$cur")); return 0')}
   esac
   case "$prev" in
     ${valueFlags(nodes).join("|")})
@@ -255,12 +294,12 @@ ${fn}() {
     w="\${words[i]}"
     case "$w" in
       ${valueFlags(nodes).join("|")}) ((i++)) ;;
-      -*) ;;
+${skipValueOfSome(nodes, "$cmdpath")}      -*) ;;
       *) cmdpath="\${cmdpath:+$cmdpath }$w" ;;
     esac
   done
   case "$cmdpath|$prev" in
-${valueCasesZsh.join("\n")}
+${valueCasesZsh.join("\n")}${valueOfSomeArm(nodes, "_files; return")}
   esac
   case "$prev" in
     ${valueFlags(nodes).join("|")}) _files; return ;;
@@ -305,6 +344,10 @@ export function fishScript(executable: string, nodes: readonly CompletionNode[])
     "        switch $w",
     `            case ${skip}`,
     "                set skip 1",
+    ...valueFlagsOfSome(nodes).flatMap(({ word, paths }) => [
+      `            case ${fishQuote(word)}`,
+      `                string match -q -r -- ${fishQuote(`^(${paths.join("|")})( |$)`)} "$path"; and set skip 1`,
+    ]),
     "            case '-*'",
     "            case '*'",
     "                set -a path $w",

@@ -103,10 +103,10 @@ esac
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  const run = (shell: string, script: string, body: string) => {
+  const run = (shell: string, script: string, body: string, cwd?: string) => {
     const file = join(dir, `script.${shell}`);
     writeFileSync(file, script);
-    const result = spawnSync(shell, ["-c", body.replace("SCRIPT", file)], { env, encoding: "utf8" });
+    const result = spawnSync(shell, ["-c", body.replace("SCRIPT", file)], { env, encoding: "utf8", cwd });
     expect(result.stderr).toBe("");
     expect(result.status).toBe(0);
     return result.stdout;
@@ -171,6 +171,27 @@ esac
     expect(asked()).toContain("get deployments.dms.dev -o name -n team-a");
   });
 
+  it("bash: -f is logs' --follow, which takes no value: the name after it is completed, and then only flags", () => {
+    const out = run(
+      "bash",
+      bashScript("kubectl-dms", PLUGIN_COMPLETION),
+      [
+        "source SCRIPT",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash expansion, not a template
+        'complete_words() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _kubectl_dms; echo "${COMPREPLY[*]}"; }',
+        "complete_words kubectl-dms logs -f ''",
+        "complete_words kubectl-dms logs -f alpha ''",
+        "complete_words kubectl-dms plan -f ''",
+      ].join("\n"),
+      dir,
+    );
+    const [names, past, files] = out.split("\n");
+    expect(names).toBe("alpha beta");
+    expect(past).toMatch(/^--type /);
+    // plan's -f is --filename: the files of the directory.
+    expect(files?.split(" ")).toContain("kubectl");
+  });
+
   // zsh's completion functions need its line editor; the script's calls of them are what is checked.
   const zshHarness = (words: string[]) =>
     [
@@ -217,6 +238,8 @@ esac
       lines: ["--no-headers:print tables without their header line"],
     },
     { words: ["kubectl-dms", "plan", "-f", ""], lines: ["FILES"] },
+    // logs' -f is --follow: no value, the name still to come.
+    { words: ["kubectl-dms", "logs", "-f", ""], lines: ["alpha:Ready=True", "beta:not reconciled yet"] },
     { words: ["kubectl-dms", "deployments", ""], lines: ["list"] },
   ])("zsh: native completion with descriptions for $words", ({ words: typed, lines }) => {
     expect(installed("zsh")).toBe(true);
@@ -261,6 +284,8 @@ esac
       "beta\tnot reconciled yet",
     ]);
     expect(complete("kubectl-dms suspend -n team-c alpha ")).toEqual(["beta\tnot reconciled yet"]);
+    // logs takes one name, after its --follow as without it: past the name, nothing but flags.
+    expect(complete("kubectl-dms logs -f alpha ")).toEqual([]);
     expect(asked()).toMatch(/get deployments\.dms\.dev -n team-c -o jsonpath=/);
   });
 });
