@@ -17,9 +17,12 @@ export { yamlText } from "../api/printable.ts";
 export type { OutputFlags, OutputFormat } from "./output-options.ts";
 export { outputFormat } from "./output-options.ts";
 
-/** `rows` as `flags` ask, coloured when stdout is a terminal (see {@link colorEnabled}). */
+/**
+ * `rows` as `flags` ask, coloured when stdout is a terminal (see {@link colorEnabled}); a table's
+ * {@link Listing.empty} on `ctx.err`.
+ */
 export function renderFor<T>(
-  ctx: { env: Env; stdoutIsTTY: boolean },
+  ctx: { env: Env; stdoutIsTTY: boolean; err: (text: string) => void },
   flags: OutputFlags,
   rows: readonly T[],
   listing: Listing<T>,
@@ -28,6 +31,7 @@ export function renderFor<T>(
     format: outputFormat(flags),
     headers: flags.headers !== false,
     paint: paint(colorEnabled(ctx.env, ctx.stdoutIsTTY)),
+    err: ctx.err,
   });
 }
 
@@ -84,7 +88,10 @@ export interface Listing<T> {
   columns: readonly Column<T>[];
   /** `kind/name` or the id of a row, for `-o name`. */
   name: (row: T) => string;
-  /** Printed (on stdout, as kubectl does on stderr for `get`) when there are no rows in a table. */
+  /**
+   * Printed on stderr when there are no rows in a table, as kubectl's `No resources found`: a
+   * script reading the table (`--no-headers | awk`) reads no row.
+   */
   empty: string;
   /** The data json and yaml show for a row (default the row). */
   data?: (row: T) => unknown;
@@ -97,6 +104,8 @@ export interface RenderOptions {
   paint?: Paint;
   /** Now, in ms since the epoch (ages are measured from it). */
   now?: number;
+  /** Where {@link Listing.empty} goes (stderr); without it, it is not printed. */
+  err?: (text: string) => void;
 }
 
 /**
@@ -104,8 +113,8 @@ export interface RenderOptions {
  *
  * Contract: json is a pretty-printed array of the rows' data; yaml the same data as a YAML
  * sequence; name one {@link Listing.name} per line (nothing when there are no rows); table and
- * wide one line per row under a header line (none with `headers: false`), `empty` when there are
- * no rows, ids shortened and times shown as ages in table only.
+ * wide one line per row under a header line (none with `headers: false`), nothing when there are
+ * no rows (`empty` to `options.err`), ids shortened and times shown as ages in table only.
  */
 export function renderRows<T>(rows: readonly T[], listing: Listing<T>, options: RenderOptions): string {
   const { format } = options;
@@ -115,7 +124,10 @@ export function renderRows<T>(rows: readonly T[], listing: Listing<T>, options: 
   if (format === "json") return `${escapeJsonText(JSON.stringify(rows.map(data), null, 2))}\n`;
   if (format === "yaml") return rows.length === 0 ? "[]\n" : yamlText(rows.map(data));
   if (format === "name") return rows.map((row) => `${escapeForTerminal(listing.name(row))}\n`).join("");
-  if (rows.length === 0) return `${listing.empty}\n`;
+  if (rows.length === 0) {
+    options.err?.(`${listing.empty}\n`);
+    return "";
+  }
   const wide = format === "wide";
   const columns = listing.columns.filter((c) => wide || !c.wide);
   const colours = options.paint ?? paint(false);

@@ -524,6 +524,6 @@ export function renderStatusAs(
       name: (v) => `${RESOURCE_PREFIX}/${v.name}`,
       empty: `No Deployment resources in ${input.scope}.`,
     },
-    { format, headers: flags.headers !== false, now: input.now },
+    { format, headers: flags.headers !== false, now: input.now, err: ctx.err },
   );
 }

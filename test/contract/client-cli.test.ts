@@ -125,9 +125,10 @@ describe("deployments list", () => {
     try {
       const run = await cli(["deployments", "list"], { DMS_BASE_URL: fake.url });
       expect(run.code).toBe(0);
-      expect(run.stdout).toBe("No deployments.\n");
+      expect(run.stdout).toBe("");
       const lines = run.stderr.trimEnd().split("\n");
-      expect(lines).toHaveLength(11);
+      expect(lines).toHaveLength(12);
+      expect(lines[11]).toBe("No deployments.");
       expect(lines[0]).toBe(
         'warning: skipped: the service\'s deployment "ghost-0\\x1b]0;PWNED\\x07\\x1b[2J" cannot be read: source_config: required field is missing',
       );
@@ -203,7 +204,8 @@ describe("deployments list", () => {
     const run = await cli(["deployments", "list", "-o", "json", "--status", "UNUSED", "--limit", "1"]);
     expect(names(JSON.parse(run.stdout))).toEqual(["billing-agent"]);
     const none = await cli(["deployments", "list", "-o", "table", "--name-contains", "nothing-like-this"]);
-    expect(none.stdout).toBe("No deployments.\n");
+    expect(none.stdout).toBe("");
+    expect(none.stderr).toBe("No deployments.\n");
   });
 
   it("reads the key from a file", async () => {

@@ -99,10 +99,19 @@ describe("renderRows", () => {
     );
   });
 
-  it("name: kind/name per line, nothing for no rows; table: the empty text", () => {
+  it("name: kind/name per line, nothing for no rows; table: no line, the empty text on stderr", () => {
     expect(renderRows(rows, listing, { format: "name" })).toBe("thing/a\nthing/bb\n");
     expect(renderRows([], listing, { format: "name" })).toBe("");
-    expect(renderRows([], listing, { format: "table" })).toBe("No things.\n");
+    // As kubectl's "No resources found": a script reading the table (--no-headers | awk) reads no row.
+    for (const [format, headers] of [
+      ["table", true],
+      ["table", false],
+      ["wide", true],
+    ] as const) {
+      const err: string[] = [];
+      expect(renderRows([], listing, { format, headers, err: (text) => err.push(text) })).toBe("");
+      expect(err).toEqual(["No things.\n"]);
+    }
   });
 
   it("json and yaml keep whole values", () => {
