@@ -164,10 +164,14 @@ ${fn}() {
     w="\${COMP_WORDS[i]}"
     case "$w" in
       -n|--namespace|--kubeconfig|--context)
+        # bash splits --namespace=x at = (COMP_WORDBREAKS): the value is the word after the =.
+        [[ "\${COMP_WORDS[i+1]}" == "=" ]] && ((i++))
         kube+=("$w" "\${COMP_WORDS[i+1]}"); ((i++)) ;;
+      --namespace=*|--kubeconfig=*|--context=*) kube+=("$w") ;;
       ${valueFlags(nodes)
         .filter((f) => !["-n", "--namespace", "--kubeconfig", "--context"].includes(f))
         .join("|")})
+        [[ "\${COMP_WORDS[i+1]}" == "=" ]] && ((i++))
         ((i++)) ;;
 ${skipValueOfSome(nodes, "$path")}      -*) ;;
       *) path="\${path:+$path }$w" ;;
@@ -362,6 +366,8 @@ export function fishScript(executable: string, nodes: readonly CompletionNode[])
     "        switch $words[$i]",
     "            case -n --namespace --kubeconfig --context",
     "                set -a args $words[$i] $words[(math $i + 1)]",
+    "            case '--namespace=*' '--kubeconfig=*' '--context=*'",
+    "                set -a args $words[$i]",
     "        end",
     "    end",
     // name<TAB>Ready=<status>, each shown with its state; one typed already is not offered again.

@@ -192,6 +192,23 @@ esac
     expect(files?.split(" ")).toContain("kubectl");
   });
 
+  it("bash: the names are asked with --namespace=, --context= and --kubeconfig= as typed, whether bash split the word at = or not", () => {
+    run(
+      "bash",
+      bashScript("kubectl-dms", PLUGIN_COMPLETION),
+      [
+        "source SCRIPT",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash expansion, not a template
+        'complete_words() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _kubectl_dms; echo "${COMPREPLY[*]}"; }',
+        // bash's default COMP_WORDBREAKS holds =: `--namespace=team-d` is three words.
+        "complete_words kubectl-dms suspend --namespace = team-d --context = kind-d alpha ''",
+        "complete_words kubectl-dms logs --namespace=team-e --kubeconfig=/k/e ''",
+      ].join("\n"),
+    );
+    expect(asked()).toContain("get deployments.dms.dev -o name --namespace team-d --context kind-d\n");
+    expect(asked()).toContain("get deployments.dms.dev -o name --namespace=team-e --kubeconfig=/k/e\n");
+  });
+
   // zsh's completion functions need its line editor; the script's calls of them are what is checked.
   const zshHarness = (words: string[]) =>
     [
@@ -284,6 +301,8 @@ esac
       "beta\tnot reconciled yet",
     ]);
     expect(complete("kubectl-dms suspend -n team-c alpha ")).toEqual(["beta\tnot reconciled yet"]);
+    complete("kubectl-dms suspend --namespace=team-f --context=kind-f ");
+    expect(asked()).toMatch(/get deployments\.dms\.dev --namespace=team-f --context=kind-f -o jsonpath=/);
     // logs takes one name, after its --follow as without it: past the name, nothing but flags.
     expect(complete("kubectl-dms logs -f alpha ")).toEqual([]);
     expect(asked()).toMatch(/get deployments\.dms\.dev -n team-c -o jsonpath=/);
