@@ -13,7 +13,7 @@ import { collectionPath, listItems, listMeta } from "../kube/object.ts";
 import { systemApiClock } from "../runtime/clock.ts";
 import { isRecord } from "../runtime/json.ts";
 import type { CliContext } from "./context.ts";
-import { type PluginCluster, pluginCluster } from "./plugin-cluster.ts";
+import { listingError, type PluginCluster, pluginCluster } from "./plugin-cluster.ts";
 import type { KubectlFlags } from "./plugin-flags.ts";
 import { CommandExit, EXIT } from "./program.ts";
 import { UsageError } from "./usage-error.ts";
@@ -103,12 +103,16 @@ export async function targetNames(
   const found: string[] = [];
   let token: string | undefined;
   do {
-    const page = await cluster.client.request({
-      method: "GET",
-      path: collectionPath(DEPLOYMENTS, cluster.namespace),
-      query: { limit: PAGE_SIZE, continue: token, labelSelector: flags.selector },
-      signal,
-    });
+    const page = await cluster.client
+      .request({
+        method: "GET",
+        path: collectionPath(DEPLOYMENTS, cluster.namespace),
+        query: { limit: PAGE_SIZE, continue: token, labelSelector: flags.selector },
+        signal,
+      })
+      .catch((error: unknown) => {
+        throw listingError(error, cluster);
+      });
     for (const item of listItems(page))
       if (isRecord(item) && isRecord(item.metadata) && typeof item.metadata.name === "string")
         found.push(item.metadata.name);

@@ -7,6 +7,7 @@
 import type { Env } from "../config.ts";
 import { KubeClient } from "../kube/client.ts";
 import { loadKubeConfig } from "../kube/config.ts";
+import { KubeApiError } from "../kube/errors.ts";
 import type { KubectlFlags } from "./plugin-flags.ts";
 import { defaultKubeconfig } from "./resource-cluster.ts";
 import { UsageError } from "./usage-error.ts";
@@ -40,3 +41,16 @@ export function pluginCluster(flags: KubectlFlags, env: Env, userAgent: string):
 
 /** Each call to the API server ends within this: kubectl's own default is no timeout at all. */
 export const REQUEST_TIMEOUT_MS = 30_000;
+
+/**
+ * `error`, thrown by a listing of Deployment resources, with the fixes named when it is the API
+ * server's 404: it serves no such kind (the CRDs are not installed, or it is another cluster than
+ * meant); any other error as it is.
+ */
+export function listingError(error: unknown, cluster: PluginCluster): unknown {
+  if (!(error instanceof KubeApiError && error.status === 404)) return error;
+  return new Error(
+    `the API server does not serve deployments.dms.dev (${cluster.description}): install the CRDs (the release's crds.yaml, or the Helm chart), or pick another cluster with --context or --kubeconfig`,
+    { cause: error },
+  );
+}

@@ -32,7 +32,7 @@ import {
 import { isRecord } from "../runtime/json.ts";
 import type { CliContext } from "./context.ts";
 import { type Column, type OutputFlags, renderDocument, renderRows } from "./output.ts";
-import { pluginCluster } from "./plugin-cluster.ts";
+import { listingError, pluginCluster } from "./plugin-cluster.ts";
 import type { KubectlFlags } from "./plugin-flags.ts";
 import { RESOURCE_PREFIX } from "./words.ts";
 
@@ -443,7 +443,7 @@ export async function runStatus(flags: StatusFlags, ctx: CliContext): Promise<vo
       "ClusterServiceConnections",
     ),
   ]).catch((error: unknown) => {
-    if (!deadline.aborted || ctx.stopSignal.aborted) throw error;
+    if (!deadline.aborted || ctx.stopSignal.aborted) throw listingError(error, cluster);
     throw new Error(
       `the API server did not list the resources and connections within ${STATUS_DEADLINE_MS / 1000} s (${cluster.description}): narrow with -n, or check the cluster`,
       { cause: error },

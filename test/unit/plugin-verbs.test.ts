@@ -3,9 +3,14 @@
 // from its Deployment, and what the verbs accept as a name and a timeout. Through the real kubectl
 // and API server: test/e2e/kubectl-plugin.test.ts.
 
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { resourceName, waitTimeout } from "../../src/commands/annotate.ts";
+import { registerReconcileCommand, resourceName, waitTimeout } from "../../src/commands/annotate.ts";
 import { acknowledgement, neverAcknowledged } from "../../src/commands/annotate-run.ts";
 import { type Candidate, completions, DIRECTIVE } from "../../src/commands/completion-plugin.ts";
 import {
@@ -14,6 +19,7 @@ import {
   installOf,
   registerVersionCommand,
 } from "../../src/commands/operator-version.ts";
+import { registerStatusCommand } from "../../src/commands/status.ts";
 import {
   type ConnectionView,
   heldUntil,
@@ -464,5 +470,51 @@ describe("rebuild --wait: a rebuild's call still out is not yet its acknowledgem
     expect(
       acknowledgement({ lastHandledRolloutNow: V, unconfirmedRebuild: RECORD }, "lastHandledRolloutNow", V),
     ).toBe(true);
+  });
+});
+
+describe("the verbs on a cluster without the CRDs", () => {
+  it("status and --all say the API server does not serve Deployment resources, and how to fix it", async () => {
+    // An API server without deployments.dms.dev answers its listing 404, as for a missing kind.
+    const server = createServer((_req, res) => {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          kind: "Status",
+          status: "Failure",
+          reason: "NotFound",
+          message: "the server could not find the requested resource",
+          code: 404,
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const dir = mkdtempSync(join(tmpdir(), "dms-no-crds-"));
+    try {
+      const kubeconfig = join(dir, "config");
+      const { port } = server.address() as AddressInfo;
+      writeFileSync(
+        kubeconfig,
+        `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://127.0.0.1:${port}"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: plain, context: {cluster: c, user: u, namespace: team-a}}]
+current-context: plain
+`,
+      );
+      const commands = [registerStatusCommand, registerReconcileCommand];
+      for (const args of [["status"], ["reconcile", "--all"]]) {
+        const run = await runCli([...args, "--kubeconfig", kubeconfig], { commands });
+        expect(run.code).toBe(1);
+        expect(run.stderr).toMatch(
+          /^error: the API server does not serve deployments\.dms\.dev \(kubeconfig .*config, context plain\): install the CRDs .*or pick another cluster with --context or --kubeconfig\n$/,
+        );
+      }
+    } finally {
+      server.closeAllConnections();
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
