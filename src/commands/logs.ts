@@ -27,6 +27,7 @@ import { entryTimeMs, type LogEntry, type LogType } from "../api/revision-logs.t
 import { type Deployment, DONE_REVISION_STATUSES, FAILED_REVISION_STATUSES } from "../api/wire.ts";
 import type { CliContext, ConnectionFlags } from "./context.ts";
 import { type OutputFlags, type OutputFormat, outputFormat, yamlText } from "./output.ts";
+import { CommandExit, EXIT } from "./program.ts";
 import { commandTarget } from "./resource-deployment.ts";
 import type { ResourceLookupFlags } from "./resource-flags.ts";
 
@@ -72,11 +73,13 @@ export async function runLogs(resource: string, flags: LogsFlags, ctx: CliContex
     );
   let ended = isEnded(status);
   while (!ended && !signal.aborted) {
-    if (!(await pause(FOLLOW_POLL_MS, signal))) return;
+    if (!(await pause(FOLLOW_POLL_MS, signal))) break;
     // Looked at before reading: entries written up to the end are read after it.
     ended = isEnded(await revisionStatus(client, deployment.id, revisionId, signal));
     await reader.readAll(print);
   }
+  // Ctrl-C before the end: no error line, the status of an interruption (as every command's).
+  if (!ended) throw new CommandExit(EXIT.interrupted);
 }
 
 /** One entry as `format` prints it, ending with a newline. */

@@ -10,7 +10,9 @@ import { parseAllDocuments } from "yaml";
 import { ServiceClient } from "../../src/api/client.ts";
 import { isServiceError } from "../../src/api/errors.ts";
 import { type LogEntry, LogsRouteMissingError } from "../../src/api/revision-logs.ts";
+import type { CliContext } from "../../src/commands/context.ts";
 import { registerLogsCommand } from "../../src/commands/logs-command.ts";
+import { runProgram } from "../../src/commands/program.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { runCli } from "../support/cli.ts";
 import { ManualClock } from "../support/manual-clock.ts";
@@ -329,5 +331,43 @@ describe("dms-operator logs --follow", () => {
       "starting container agent",
       expect.stringMatching(/^revision .* is live$/),
     ]);
+  });
+
+  it("Ctrl-C ends it with no error line and the status of an interruption, 130", async () => {
+    const slow = await startSimulator({
+      timing: { readyAfterMs: 0, revisionActiveAfterMs: HOUR, deleteAfterMs: 0 },
+    });
+    try {
+      await new ServiceClient({ baseUrl: slow.url }).createDeployment({
+        name: "interrupted",
+        source: "internal_docker",
+      });
+      const stop = new AbortController();
+      let stdout = "";
+      let stderr = "";
+      const ctx: CliContext = {
+        // The first entry printed, the user presses Ctrl-C (the revision is still being built).
+        out: (text) => {
+          stdout += text;
+          stop.abort(new Error("shutdown requested by signal"));
+        },
+        err: (text) => {
+          stderr += text;
+        },
+        stdoutIsTTY: false,
+        env: { DMS_BASE_URL: slow.url },
+        stopSignal: stop.signal,
+      };
+      const code = await runProgram(
+        ["logs", "interrupted", "--service", "--follow", "--type", "build"],
+        ctx,
+        [registerLogsCommand],
+      );
+      expect(stdout).toMatch(/resolving internal_docker source/);
+      expect(stderr).toBe("");
+      expect(code).toBe(130);
+    } finally {
+      await slow.close();
+    }
   });
 });
