@@ -6,7 +6,7 @@
  * line (of the entries `registry.ts` lists, which `cli.ts` gives it), so this module and what it
  * imports must stay light.
  */
-import { Command, CommanderError, Help } from "commander";
+import { Command, CommanderError, Help, type HelpContext } from "commander";
 import { ServiceError } from "../api/errors.ts";
 import { escapeForTerminal } from "../api/printable.ts";
 import { VERSION } from "../version.ts";
@@ -73,12 +73,30 @@ export function createProgram(
       });
     terms.set(stub, entry.term);
   }
+  for (const group of groupsOf(program)) helpWhenAlone(group);
   if (terms.size > 0)
     program.configureHelp({
       subcommandTerm: (cmd) => terms.get(cmd) ?? Help.prototype.subcommandTerm.call(new Help(), cmd),
     });
   ENTRIES.set(program, all);
   return program;
+}
+
+/** `command` and every command under it that has subcommands of its own. */
+function groupsOf(command: Command): Command[] {
+  return command.commands.length === 0 ? [] : [command, ...command.commands.flatMap(groupsOf)];
+}
+
+/**
+ * Makes `group` (the program, `deployments`) named alone print its help on stdout and succeed, as
+ * `kubectl config` and `kubectl rollout` do. commander answers a group with no subcommand (and no
+ * word it does not know) with its help as an error, on stderr and status 1; its other help errors
+ * (`help <unknown>`) and an unknown subcommand or flag stay errors.
+ */
+function helpWhenAlone(group: Command): void {
+  const help = group.help.bind(group);
+  group.help = ((context?: HelpContext) =>
+    help(group.args.length === 0 ? undefined : context)) as Command["help"];
 }
 
 const ENTRIES = new WeakMap<Command, readonly CommandEntry[]>();

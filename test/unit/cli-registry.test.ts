@@ -136,6 +136,34 @@ describe("runCommands", () => {
     }
   });
 
+  it("a command group named alone prints its help on stdout and exits 0, as kubectl config does", async () => {
+    for (const [name, argv, usage] of [
+      [KUBECTL_PLUGIN_NAME, [], "Usage: kubectl dms [options] [command]\n"],
+      [KUBECTL_PLUGIN_NAME, ["--verbose"], "Usage: kubectl dms [options] [command]\n"],
+      [KUBECTL_PLUGIN_NAME, ["deployments"], "Usage: kubectl dms deployments [options] [command]\n"],
+      [PROGRAM_NAME, ["repos"], "Usage: dms-operator repos [options] [command]\n"],
+    ] as const) {
+      const { ctx, seen } = context();
+      expect(await runCommands([...argv], ctx, name, COMMANDS), argv.join(" ")).toBe(EXIT.ok);
+      expect(seen.stderr, argv.join(" ")).toBe("");
+      expect(seen.stdout.startsWith(usage), argv.join(" ")).toBe(true);
+      expect(seen.stdout, argv.join(" ")).toContain("\nCommands:\n");
+    }
+    // Under it, an unknown subcommand or flag is still an error, with commander's suggestion.
+    for (const [argv, line] of [
+      [["deployments", "lst"], "error: unknown command 'lst'\n(Did you mean list?)\n"],
+      [["deployments", "--no-such-flag"], "error: unknown option '--no-such-flag'\n"],
+      [["--no-such-flag"], "error: unknown option '--no-such-flag'\n"],
+    ] as const) {
+      const { ctx, seen } = context();
+      expect(await runCommands([...argv], ctx, KUBECTL_PLUGIN_NAME, COMMANDS), argv.join(" ")).toBe(
+        EXIT.failed,
+      );
+      expect(seen.stdout, argv.join(" ")).toBe("");
+      expect(seen.stderr, argv.join(" ")).toBe(line);
+    }
+  });
+
   it("keeps commander's suggestions for a misspelt command", async () => {
     const { ctx, seen } = context();
     expect(await runCommands(["reconcil", "x"], ctx, KUBECTL_PLUGIN_NAME, COMMANDS)).toBe(EXIT.failed);
