@@ -16,9 +16,10 @@
  * one runs, talks to the cluster.
  */
 import { type Command, InvalidArgumentError } from "commander";
-import type { Verb } from "./annotate-run.ts";
+import type { Verb, VerbFlags } from "./annotate-run.ts";
 import type { RegisterCommand } from "./context.ts";
 import { addKubectlOptions } from "./plugin-flags.ts";
+import { UsageError } from "./usage-error.ts";
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_REBUILD_REQUESTED_AT,
@@ -74,8 +75,13 @@ function registerVerb(verb: Verb): RegisterCommand {
           waitTimeout,
         );
     command.action(async (names: string[] | undefined, _flags: unknown, cmd: Command) => {
+      const flags = cmd.optsWithGlobals<VerbFlags>();
+      // The wait is asked for, not implied: a timeout alone would turn it on, and with it exit 1 on
+      // a timeout, in a command that otherwise returns once patched.
+      if (flags.timeout !== undefined && !flags.wait)
+        throw new UsageError(["--timeout applies to --wait: add --wait"]);
       const { runVerb } = await import("./annotate-run.ts");
-      await runVerb(verb, names ?? [], cmd.optsWithGlobals(), ctx);
+      await runVerb(verb, names ?? [], flags, ctx);
     });
   };
 }

@@ -4,13 +4,19 @@
 // and API server: test/e2e/kubectl-plugin.test.ts.
 
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
+import type { RequestListener } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { registerReconcileCommand, resourceName, waitTimeout } from "../../src/commands/annotate.ts";
+import {
+  registerRebuildCommand,
+  registerReconcileCommand,
+  registerRolloutNowCommand,
+  resourceName,
+  waitTimeout,
+} from "../../src/commands/annotate.ts";
 import { acknowledgement, neverAcknowledged } from "../../src/commands/annotate-run.ts";
 import { type Candidate, completions, DIRECTIVE } from "../../src/commands/completion-plugin.ts";
 import {
@@ -31,6 +37,33 @@ import {
   statusDocument,
 } from "../../src/commands/status-view.ts";
 import { runCli, silentContext } from "../support/cli.ts";
+import { kubeStub } from "../support/kube-stub.ts";
+
+/**
+ * Runs `use` with a kubeconfig (context `plain`, namespace team-a) of an API server on loopback
+ * answering with `handle`; the file is removed after, the server after the test.
+ */
+async function withApiServer(handle: RequestListener, use: (kubeconfig: string) => Promise<void>) {
+  const { server } = await kubeStub(handle);
+  const { port } = server.address() as AddressInfo;
+  const dir = mkdtempSync(join(tmpdir(), "dms-plugin-verbs-"));
+  try {
+    const kubeconfig = join(dir, "config");
+    writeFileSync(
+      kubeconfig,
+      `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://127.0.0.1:${port}"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: plain, context: {cluster: c, user: u, namespace: team-a}}]
+current-context: plain
+`,
+    );
+    await use(kubeconfig);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 const cond = (type: string, status: string, reason = "R", message = "m") => ({
   type,
@@ -361,6 +394,36 @@ describe("the verbs' arguments", () => {
   });
 });
 
+describe("the verbs' --timeout without --wait", () => {
+  it("is refused with the fix before anything is patched, as a flag that means nothing alone", async () => {
+    // An API server that would patch anything: without the refusal the verb succeeds at once.
+    const requests: string[] = [];
+    await withApiServer(
+      (req, res) => {
+        requests.push(`${req.method} ${req.url}`);
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ metadata: { name: "web", namespace: "team-a" }, spec: {} }));
+      },
+      async (kubeconfig) => {
+        const commands = [registerReconcileCommand, registerRolloutNowCommand, registerRebuildCommand];
+        for (const verb of ["reconcile", "rollout-now", "rebuild"]) {
+          const args = [verb, "web", "--timeout", "30s", "--kubeconfig", kubeconfig];
+          expect(await runCli(args, { commands }), verb).toEqual({
+            code: 1,
+            stdout: "",
+            stderr: "error: --timeout applies to --wait: add --wait\n",
+          });
+        }
+        expect(requests).toEqual([]);
+        // Without --timeout, the verb patches and is done.
+        const plain = await runCli(["reconcile", "web", "--kubeconfig", kubeconfig], { commands });
+        expect(plain).toMatchObject({ code: 0, stdout: "deployment.dms.dev/web reconcile requested\n" });
+        expect(requests).toEqual(["PATCH /apis/dms.dev/v1alpha1/namespaces/team-a/deployments/web"]);
+      },
+    );
+  });
+});
+
 describe("kubectl's completion of kubectl dms", () => {
   const ctx = silentContext();
   const asked: object[] = [];
@@ -476,45 +539,29 @@ describe("rebuild --wait: a rebuild's call still out is not yet its acknowledgem
 describe("the verbs on a cluster without the CRDs", () => {
   it("status and --all say the API server does not serve Deployment resources, and how to fix it", async () => {
     // An API server without deployments.dms.dev answers its listing 404, as for a missing kind.
-    const server = createServer((_req, res) => {
-      res.writeHead(404, { "content-type": "application/json" });
-      res.end(
-        JSON.stringify({
-          kind: "Status",
-          status: "Failure",
-          reason: "NotFound",
-          message: "the server could not find the requested resource",
-          code: 404,
-        }),
-      );
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const dir = mkdtempSync(join(tmpdir(), "dms-no-crds-"));
-    try {
-      const kubeconfig = join(dir, "config");
-      const { port } = server.address() as AddressInfo;
-      writeFileSync(
-        kubeconfig,
-        `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "http://127.0.0.1:${port}"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: plain, context: {cluster: c, user: u, namespace: team-a}}]
-current-context: plain
-`,
-      );
-      const commands = [registerStatusCommand, registerReconcileCommand];
-      for (const args of [["status"], ["reconcile", "--all"]]) {
-        const run = await runCli([...args, "--kubeconfig", kubeconfig], { commands });
-        expect(run.code).toBe(1);
-        expect(run.stderr).toMatch(
-          /^error: the API server does not serve deployments\.dms\.dev \(kubeconfig .*config, context plain\): install the CRDs .*or pick another cluster with --context or --kubeconfig\n$/,
+    await withApiServer(
+      (_req, res) => {
+        res.writeHead(404, { "content-type": "application/json" });
+        res.end(
+          JSON.stringify({
+            kind: "Status",
+            status: "Failure",
+            reason: "NotFound",
+            message: "the server could not find the requested resource",
+            code: 404,
+          }),
         );
-      }
-    } finally {
-      server.closeAllConnections();
-      server.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+      },
+      async (kubeconfig) => {
+        const commands = [registerStatusCommand, registerReconcileCommand];
+        for (const args of [["status"], ["reconcile", "--all"]]) {
+          const run = await runCli([...args, "--kubeconfig", kubeconfig], { commands });
+          expect(run.code).toBe(1);
+          expect(run.stderr).toMatch(
+            /^error: the API server does not serve deployments\.dms\.dev \(kubeconfig .*config, context plain\): install the CRDs .*or pick another cluster with --context or --kubeconfig\n$/,
+          );
+        }
+      },
+    );
   });
 });
