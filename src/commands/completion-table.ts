@@ -460,7 +460,7 @@ const NODES: readonly (Omit<CompletionNode, "flags"> & { flags: readonly number[
     takesResource: true,
     flags: [62, 63, 64, 65, 58, 59, 47, 66, 67, 68, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 2],
   },
-  { path: ["version"], subcommands: [], takesResource: false, flags: [69, 70, 71, 5, 6, 7, 2] },
+  { path: ["version"], subcommands: [], takesResource: false, flags: [69, 70, 71, 6, 7, 2] },
   { path: ["completion"], subcommands: [], takesResource: false, flags: [2] },
 ];
 

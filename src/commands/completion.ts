@@ -21,7 +21,10 @@ import { DEPLOYMENT_STATUSES, SHELLS, type Shell, VALUE_DESCRIPTIONS } from "./w
 /** Values of flags that take free text, where the service lists the usual ones. */
 const KNOWN_VALUES: Readonly<Record<string, readonly string[]>> = { "--status": DEPLOYMENT_STATUSES };
 
-/** The completion tree of `program`: every command under it (help excluded), depth first. */
+/**
+ * The completion tree of `program`: every command under it (help excluded) and its flags (hidden
+ * ones excluded), depth first.
+ */
 export function completionNodes(program: Command): CompletionNode[] {
   const nodes: CompletionNode[] = [];
   const walk = (command: Command, path: string[]) => {
@@ -30,16 +33,18 @@ export function completionNodes(program: Command): CompletionNode[] {
     nodes.push({
       path,
       flags: [
-        ...command.options.map((o): CompletionFlag => {
-          const values = o.argChoices ?? (o.long ? KNOWN_VALUES[o.long] : undefined);
-          return {
-            ...(o.long ? { long: o.long } : {}),
-            ...(o.short ? { short: o.short } : {}),
-            takesValue: o.required || o.optional,
-            description: o.description,
-            ...(values ? { values: [...values] } : {}),
-          };
-        }),
+        ...command.options
+          .filter((o) => !o.hidden)
+          .map((o): CompletionFlag => {
+            const values = o.argChoices ?? (o.long ? KNOWN_VALUES[o.long] : undefined);
+            return {
+              ...(o.long ? { long: o.long } : {}),
+              ...(o.short ? { short: o.short } : {}),
+              takesValue: o.required || o.optional,
+              description: o.description,
+              ...(values ? { values: [...values] } : {}),
+            };
+          }),
         { long: "--help", short: "-h", takesValue: false, description: "display help" },
       ],
       subcommands: subs.map((c) => c.name()),

@@ -7,7 +7,7 @@
  * label, else the tag of its image. Not finding it is said, not an error: the client's version is
  * printed all the same.
  */
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { KubeApiError } from "../kube/errors.ts";
 import { isRecord } from "../runtime/json.ts";
 import { VERSION } from "../version.ts";
@@ -15,6 +15,7 @@ import { namespaceArgument, type RegisterCommand } from "./context.ts";
 import type { OutputFlags } from "./output.ts";
 import { addOutputOptions } from "./output-options.ts";
 import { addKubectlOptions, type KubectlFlags } from "./plugin-flags.ts";
+import { UsageError } from "./usage-error.ts";
 
 /** The label the operator's Deployment carries (manifests/manager, charts/dms-operator). */
 export const OPERATOR_LABEL = "app.kubernetes.io/name=dms-operator";
@@ -91,8 +92,16 @@ export const registerVersionCommand: RegisterCommand = (program, ctx) => {
       namespaceArgument,
     );
   addOutputOptions(command, { formats: ["table", "json", "yaml"], default: "table", headers: false });
-  addKubectlOptions(command).action(async (_flags: unknown, cmd: Command) => {
+  // -n names the namespace of Deployment resources in the other verbs, where the operator seldom
+  // runs: taken here, it would narrow the search to the wrong namespace, or be ignored. Refused
+  // with the flag that narrows it, rather than as an unknown one.
+  addKubectlOptions(command, { namespace: false }).addOption(new Option("-n, --namespace <ns>").hideHelp());
+  command.action(async (_flags: unknown, cmd: Command) => {
     const flags = cmd.optsWithGlobals<VersionFlags>();
+    if (flags.namespace !== undefined)
+      throw new UsageError([
+        "version takes no -n, --namespace (the namespace of Deployment resources): it looks for the operator in every namespace; narrow it with --operator-namespace <ns>",
+      ]);
     // -o json|yaml: one document, as `kubectl version -o json` prints ({clientVersion, ...}).
     const format = flags.output === "json" || flags.output === "yaml" ? flags.output : undefined;
     const say = format ? () => {} : (line: string) => ctx.out(line);

@@ -19,16 +19,21 @@ export const PLUGIN_KUBECONFIG_HELP =
   "path to the kubeconfig file (default: KUBECONFIG, else ~/.kube/config, as kubectl)";
 
 /**
- * Adds `--kubeconfig`, `--context` and `-n, --namespace` to `command`, and `-A, --all-namespaces`
- * when `allNamespaces` (a verb that lists).
+ * Adds `--kubeconfig`, `--context` and, unless `namespace` is false (a verb that reads no
+ * Deployment resource), `-n, --namespace` to `command`, and `-A, --all-namespaces` when
+ * `allNamespaces` (a verb that lists).
  */
-export function addKubectlOptions(command: Command, options: { allNamespaces?: boolean } = {}): Command {
-  command
-    .option(
+export function addKubectlOptions(
+  command: Command,
+  options: { allNamespaces?: boolean; namespace?: boolean } = {},
+): Command {
+  if (options.namespace !== false)
+    command.option(
       "-n, --namespace <ns>",
       "namespace (default: the kubeconfig context's, else default)",
       namespaceArgument,
-    )
+    );
+  command
     .option("--kubeconfig <path>", PLUGIN_KUBECONFIG_HELP)
     .option("--context <name>", "kubeconfig context to use (default: its current context)");
   if (options.allNamespaces)

@@ -341,6 +341,25 @@ describe("status and version as json or yaml", () => {
   });
 });
 
+describe("version -n", () => {
+  it("is refused with --operator-namespace, which narrows the search for the operator", async () => {
+    const refusal =
+      "error: version takes no -n, --namespace (the namespace of Deployment resources): it looks for the operator in every namespace; narrow it with --operator-namespace <ns>\n";
+    for (const args of [
+      ["version", "--client", "-n", "team-a"],
+      ["version", "--namespace=team-a", "--kubeconfig", "/nonexistent/kubeconfig"],
+    ])
+      expect(await runCli(args, { commands: [registerVersionCommand] }), args.join(" ")).toEqual({
+        code: 1,
+        stdout: "",
+        stderr: refusal,
+      });
+    const help = await runCli(["version", "--help"], { commands: [registerVersionCommand] });
+    expect(help.stdout).toContain("--operator-namespace <ns>");
+    expect(help.stdout).not.toMatch(/-n, --namespace/);
+  });
+});
+
 describe("version: the operator's Deployment", () => {
   it("takes the image's tag, past a registry port and before a digest", () => {
     expect(imageTag("dms-operator:0.1.0")).toBe("0.1.0");
