@@ -178,6 +178,19 @@ export class ConnectionReconciler {
     const credentials = await readCredentials(id, obj.spec, this.#o, signal);
     if (!credentials.ok) {
       const { failure } = credentials;
+      // Deleted while in use, its Secret gone (a namespace being deleted takes its Secrets at
+      // once, while the connection waits for its users; the Secret may go first, and the
+      // connection be marked unusable for it before its own deletion): the client built before
+      // still serves their cleanup, unprobed, until they are gone. Without it they would wait for
+      // ever, and the namespace with them.
+      const built = this.#registry.current(key);
+      if (holding && failure.reason === CONNECTION_REASON.SecretMissing && built?.verdict?.ok) {
+        const before = this.#registry.state(key);
+        this.#registry.clearUnusable(key);
+        if (this.#registry.state(key) !== before) this.#o.onChange(key);
+        await this.#writeStatus(obj, counts, holding, signal, built.verdict);
+        return Action.done();
+      }
       this.#setUnusable(key, failure);
       await this.#writeStatus(obj, counts, holding, signal, failure);
       return failure.transient ? Action.retry() : Action.done();

@@ -271,6 +271,12 @@ export class MemorySecrets implements SecretsPort {
     this.#versions.set(objectKey({ namespace, name }), String(++this.#writes));
   }
 
+  /** `kubectl delete secret` (or its namespace's deletion). */
+  remove(namespace: string, name: string): void {
+    this.#secrets.delete(objectKey({ namespace, name }));
+    this.#versions.delete(objectKey({ namespace, name }));
+  }
+
   version(namespace: string, name: string): string | undefined {
     return this.#versions.get(objectKey({ namespace, name }));
   }

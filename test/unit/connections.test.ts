@@ -433,6 +433,16 @@ describe("who may use a connection: namespace selectors", () => {
   });
 });
 
+/** A ServiceConnection of team-a probed Ready with its Secret's key, one resource using it. */
+async function connectedInUse() {
+  const w = world();
+  w.store.put(A, specOf());
+  w.secrets.set("team-a", "dms", { "api-key": KEY });
+  await w.reconcile(A);
+  w.users = 1;
+  return w;
+}
+
 describe("a connection's reconcile", () => {
   const ref = { kind: "ServiceConnection", name: "prod" } as const;
 
@@ -762,6 +772,39 @@ describe("a connection's reconcile", () => {
     await w.reconcile(A);
     expect(w.connections.lookup(resource("team-a", ref)).kind).toBe("unavailable");
     expect(w.changed).toEqual([connectionKey(A), connectionKey(A)]);
+  });
+
+  it("a deletion in use whose Secret went with its namespace keeps the client built from it, for their cleanup", async () => {
+    const w = await connectedInUse();
+    // The namespace is being deleted: the Secret goes at once, the connection waits for its users.
+    w.store.delete(A);
+    w.secrets.remove("team-a", "dms");
+    expect(await w.reconcile(A)).toEqual({ kind: "done" });
+    expect(w.connections.lookup(resource("team-a", ref)).kind).toBe("ready");
+    expect(w.condition(A, "Reconciling")?.reason).toBe("InUse");
+    expect(w.built).toHaveLength(1);
+    expect(w.closed).toEqual([]);
+    // Once its users are gone it goes, as any deletion.
+    w.users = 0;
+    expect(await w.reconcile(A)).toEqual({ kind: "gone" });
+  });
+
+  it("a deletion in use after its Secret went (checked in between, SecretMissing): its client serves their cleanup again", async () => {
+    const w = await connectedInUse();
+    // The namespace's Secrets go first, and the connection is checked before its own deletion:
+    // not being deleted, a connection without its Secret is not used.
+    w.secrets.remove("team-a", "dms");
+    await w.reconcile(A);
+    expect(w.ready(A)?.reason).toBe("SecretMissing");
+    expect(w.connections.lookup(resource("team-a", ref)).kind).toBe("unavailable");
+    w.changed.length = 0;
+    w.store.delete(A);
+    expect(await w.reconcile(A)).toEqual({ kind: "done" });
+    expect(w.connections.lookup(resource("team-a", ref)).kind).toBe("ready");
+    expect(w.ready(A)?.reason).toBe("Connected");
+    // Its resources are told, to clean up through it.
+    expect(w.changed).toEqual([connectionKey(A)]);
+    expect(w.built).toHaveLength(1);
   });
 
   it("sharded, a replica that does not write still probes and uses the connection, but writes neither its finalizer nor its status, nor lets it go", async () => {
