@@ -4,8 +4,10 @@
  * while the service's deployment must go first.
  *
  * `deletionPolicy: Delete` removes the service's deployment this resource owns (the one its
- * status records, or the one its pending create made) and waits until it is gone. A deployment
- * that merely carries the name is never deleted: it may be another resource's or someone else's.
+ * status records, or the one its pending create made) and waits until it is gone; within the
+ * create grace of its own create, a deployment not listed yet is waited for, not given up. A
+ * deployment that merely carries the name is never deleted: it may be another resource's or
+ * someone else's.
  * Nor is one the status records that is not this resource's: it carries another name, or an
  * older resource holds the name. Then nothing is deleted, a `NotOwned` warning says so, and the
  * resource is let go: a forged status must not be able to hold its deletion (and with it its
@@ -14,7 +16,7 @@
 import { FINALIZER } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { claimedName, holderOf } from "./claims.ts";
-import { cleansUpOnDelete } from "./decide.ts";
+import { cleansUpOnDelete, pendingCreateSince } from "./decide.ts";
 import { isBeingDeleted } from "./live-revision.ts";
 import { describeResource, notOwnedMessage, recordEvent } from "./notes.ts";
 import { listingGuard, lookUp } from "./observe.ts";
@@ -129,6 +131,15 @@ async function finalize(
         return { decided: { outcome: { ...missed, message } } };
       }
       const found = await owned(session, obj, signal);
+      const since = found.deployment ? undefined : pendingCreateSince(obj.status ?? {});
+      // Either side of now: a time forged far ahead must not hold the deletion for ever.
+      const age = since === undefined ? Number.NaN : run.now.getTime() - Date.parse(since);
+      if (Math.abs(age) < deps.createGraceMs) {
+        // A create of its own may not be listed yet: let go now, the deployment it made would
+        // stay on the service. Looked for again until the create grace has passed.
+        const message = "waiting for the created deployment to be listed, to delete it";
+        return { decided: { outcome: { kind: "deleting", message } } };
+      }
       if (found.disowned) {
         const letGo = found.deployment ? "" : `, and letting ${describeResource(obj)} go`;
         const note = notOwnedMessage(obj, found.disowned, `not deleting it${letGo}`);

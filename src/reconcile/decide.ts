@@ -76,7 +76,7 @@ export interface DecideSettings {
  * answer `status.deploymentId` records (`createdAt`: the intent, kept when the answer came and the
  * intent was cleared). Undefined: no create of its own is that recent to the status.
  */
-function pendingCreateSince(status: NonNullable<StoredResource["status"]>): string | undefined {
+export function pendingCreateSince(status: NonNullable<StoredResource["status"]>): string | undefined {
   return status.createRequestedAt ?? (status.deploymentId ? status.createdAt : undefined);
 }
 

@@ -1503,18 +1503,64 @@ describe("DeploymentReconciler when reads lag", () => {
     expect(w.events.reasons()).toEqual(["Normal/Created"]);
   });
 
+  it("deleted under Delete while its create is pending and not listed yet: held through the create grace, then its deployment deleted", async () => {
+    const w = world();
+    w.apply({ deletionPolicy: "Delete" });
+    await loseCreateAnswer(w);
+    expect(w.resources.stored(REF)?.metadata.finalizers).toEqual([FINALIZER]);
+    w.resources.delete(REF);
+
+    // The listing does not show the deployment yet: the finalizer stays while it may appear.
+    w.clock.advance(POLL_MS);
+    expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: POLL_MS });
+    expect(w.resources.stored(REF)?.metadata.finalizers).toEqual([FINALIZER]);
+    expect(w.service.store.getByName("agent")?.status).not.toBe("AWAITING_DELETE");
+
+    // Listed: the deployment the create made is deleted, and the resource let go once it is gone.
+    w.clock.advance(30_000);
+    await w.reconcile();
+    expect(w.service.store.getByName("agent")?.status).toBe("AWAITING_DELETE");
+    w.clock.advance(2_000);
+    expect(await w.reconcile()).toEqual({ kind: "gone" });
+    expect(w.service.store.getByName("agent")).toBeUndefined();
+  });
+
+  it("deleted under Delete just after its create, not listed yet: the id it answered with is not given up as gone", async () => {
+    const w = world();
+    w.apply({ deletionPolicy: "Delete" });
+    w.service.lagMs = 30_000;
+    await w.resync();
+    await w.reconcile();
+    const id = w.resources.stored(REF)?.status?.deploymentId;
+    expect(id).toBe(w.service.store.getByName("agent")?.id);
+    w.resources.delete(REF);
+
+    w.clock.advance(POLL_MS);
+    expect(await w.reconcile()).toEqual({ kind: "requeueAfter", ms: POLL_MS });
+    expect(w.resources.stored(REF)?.metadata.finalizers).toEqual([FINALIZER]);
+    expect(w.events.reasons()).not.toContain("Normal/Deleted");
+
+    w.clock.advance(30_000);
+    await w.reconcile();
+    expect(w.service.store.getByName("agent")?.status).toBe("AWAITING_DELETE");
+  });
+
+  it("deleted under Delete with a create time forged into the future: let go, not held for ever", async () => {
+    const w = world();
+    w.resources.create({
+      metadata: { name: "agent", finalizers: [FINALIZER] },
+      spec: { ...SPEC, deletionPolicy: "Delete" },
+      status: { createRequestedAt: "2999-01-01T00:00:00Z" },
+    });
+    w.resources.delete(REF);
+    await w.resync();
+    expect(await w.reconcile()).toEqual({ kind: "gone" });
+  });
+
   it("a create whose answer was lost is found by name once listed, reported as created, not adopted", async () => {
     const w = world();
     w.apply();
-    w.service.lagMs = 30_000;
-    await w.resync();
-    // The POST reaches the service but its answer never comes back.
-    const create = w.service.create.bind(w.service);
-    w.service.create = async (body, signal) => {
-      await create(body, signal);
-      throw new Error("socket hang up");
-    };
-    await expect(w.reconcile()).rejects.toThrow("socket hang up");
+    await loseCreateAnswer(w);
     expect(w.resources.stored(REF)?.status?.createRequestedAt).toBeDefined();
 
     w.service.resetCalls();
@@ -1530,6 +1576,21 @@ describe("DeploymentReconciler when reads lag", () => {
     expect(w.resources.stored(REF)?.status?.createRequestedAt).toBeUndefined();
   });
 });
+
+/**
+ * The first reconcile of the resource applied, its POST reaching the service but its answer lost,
+ * while the listing lags 30 s behind creates.
+ */
+async function loseCreateAnswer(w: World): Promise<void> {
+  w.service.lagMs = 30_000;
+  await w.resync();
+  const create = w.service.create.bind(w.service);
+  w.service.create = async (body, signal) => {
+    await create(body, signal);
+    throw new Error("socket hang up");
+  };
+  await expect(w.reconcile()).rejects.toThrow("socket hang up");
+}
 
 /** A new resource's reconcile, waiting on a POST that never answers. */
 async function stuckInCreate() {
