@@ -389,7 +389,8 @@ describe("the reconciler keeps the ConfigMap of spec.export", () => {
     );
     const own = w.configMaps.get(CM);
     w.configMaps.put(CM, { ...own, data: { url: "https://edited.example" } });
-    await w.reconcile();
+    // Not polled: no later write would pass; a change of that ConfigMap enqueues the resource.
+    expect(await w.reconcile()).toEqual({ kind: "done" });
     expect(w.condition()).toMatchObject({ status: "False", reason: "ExportConflict" });
     expect(w.condition()?.message).toContain("immutable, or holds one of the exported keys");
     expect(w.events.reasons()).toContain("Warning/ExportConflict");
