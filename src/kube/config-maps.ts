@@ -8,8 +8,8 @@
  * Secrets'), so a page of 50 labelled ConfigMaps of 1 MiB each weighs their metadata, not 50 MiB,
  * and a ConfigMap is cached as a few strings (its controller's kind, name and uid). Whether its
  * data is still what the operator wrote is known by version: the adapter remembers, per
- * ConfigMap, the resourceVersion and digest of its own last write; a cached version that differs
- * costs one GET (one ConfigMap, at most the API server's object limit of about 1.5 MiB).
+ * ConfigMap, the resourceVersion and digest of its own last write or read; a cached version that
+ * differs costs one GET (one ConfigMap, at most the API server's object limit of about 1.5 MiB).
  *
  * Without the permission to list ConfigMaps (a 403), the export is unavailable: logged once, each
  * export fails with its own condition, and nothing else waits on this watch (it does not gate the
@@ -114,7 +114,7 @@ export interface KubeConfigMapsOptions extends WatchOptions {
   namespaces?: readonly string[];
 }
 
-/** The resourceVersion and data digest of the operator's own last write of one ConfigMap. */
+/** The resourceVersion and data digest of the operator's own last write or read of one ConfigMap. */
 interface OwnWrite {
   resourceVersion: string;
   digest: string;
@@ -126,7 +126,7 @@ export class KubeConfigMaps extends WatchedResource<CachedConfigMap> implements 
   readonly #namespaces: readonly string[];
   readonly #clock: Clock;
   readonly #logger: Logger | undefined;
-  /** By `namespace/name`: one entry per ConfigMap this process wrote (dropped when it goes). */
+  /** By `namespace/name`: one entry per kept ConfigMap this process wrote or read (dropped when it goes). */
   readonly #written = new Map<string, OwnWrite>();
   #forbidden: string | undefined;
 
@@ -209,7 +209,8 @@ export class KubeConfigMaps extends WatchedResource<CachedConfigMap> implements 
         });
     };
     return this.cache.subscribe({
-      // Any change bumps the version; the operator's own write is the version it remembers.
+      // Any change bumps the version; the operator's own write (or read: the reconcile that read
+      // it acts on it) is the version it remembers.
       onUpdate: (old, c) => {
         const own = this.#written.get(objectKey(c.metadata))?.resourceVersion === c.view.resourceVersion;
         if (old.view.resourceVersion !== c.view.resourceVersion && !own) notify(old);
@@ -219,8 +220,8 @@ export class KubeConfigMaps extends WatchedResource<CachedConfigMap> implements 
   }
 
   /**
-   * The cached view; its digest is that of the operator's own last write when the cached version
-   * is that write's (otherwise none: the data may have changed, the export step reads it).
+   * The cached view; its digest is that of the operator's own last write or read when the cached
+   * version is that one's (otherwise none: the data may have changed, the export step reads it).
    */
   cached(ref: ObjectRef): ConfigMapView | undefined {
     const view = this.cache.get(ref.namespace, ref.name)?.view;
@@ -239,7 +240,12 @@ export class KubeConfigMaps extends WatchedResource<CachedConfigMap> implements 
     }
     if (!isKubeObject(raw)) throw new Error(`GET ${this.#path(ref)}: the answer is not a ConfigMap`);
     const view = viewOf(raw);
-    return { ...view, digest: view.digest ?? exportDigest(undefined), object: raw };
+    const digest = view.digest ?? exportDigest(undefined);
+    // What one the watch keeps holds at this version is known now: while the watch shows that
+    // version, the export step needs no read (after a restart, not one per reconcile for ever).
+    if (view.labelled && decodeConfigMap(raw))
+      this.#written.set(objectKey(ref), { resourceVersion: view.resourceVersion, digest });
+    return { ...view, digest, object: raw };
   }
 
   async create(write: Parameters<ConfigMapsPort["create"]>[0], signal: AbortSignal): Promise<void> {

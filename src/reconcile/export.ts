@@ -9,8 +9,8 @@
  * - Owned by the resource: a controller ownerReference, so Kubernetes' garbage collector removes
  *   the ConfigMap with the resource, and the export label, which the operator's watch selects:
  *   only exported ConfigMaps are cached, as their metadata (`ConfigMapView`), never their data.
- * - Written only on change: when the cache shows the resource's ConfigMap at the version of the
- *   operator's own last write, with the digest of the content to export, nothing is read or
+ * - Written only on change: when the cache shows the resource's ConfigMap at the version the
+ *   operator last wrote or read, with the digest of the content to export, nothing is read or
  *   written; otherwise (another hand's version, a restart, a cache not synced yet) one GET, then a
  *   create, or a replace of exactly the version read.
  * - Never overwritten: a ConfigMap of that name whose controller is not this resource (none, or

@@ -248,7 +248,7 @@ export interface OwnerReference {
  * (the ownerReference with `controller: true`), whether it carries the export label, and the
  * digest of its data (`exportDigest`) when known, never the data itself: the cache of a ConfigMap
  * weighs the same whatever it holds. A cached view has a digest only at the version of the
- * operator's own last write; a live read always has one.
+ * operator's own last write or read; a live read always has one.
  */
 export interface ConfigMapView {
   uid: string;

@@ -47,7 +47,7 @@ const meta = (name: string, resourceVersion: string, ref = owner("dms.dev/v1alph
 async function apiServer(items: unknown[]) {
   const seen: Seen[] = [];
   const watches: ServerResponse[] = [];
-  const state = { forbidden: false };
+  const state = { forbidden: false, data: {} as Record<string, string> };
   const { client } = await kubeStub((req, res) => {
     seen.push({ method: req.method ?? "", url: req.url ?? "", accept: String(req.headers.accept) });
     let text = "";
@@ -69,7 +69,12 @@ async function apiServer(items: unknown[]) {
         return;
       }
       res.writeHead(req.method === "POST" ? 201 : 200, { "content-type": "application/json" });
-      if (req.method === "POST") {
+      const one = req.method === "GET" ? /\/configmaps\/([^/?]+)$/.exec(req.url ?? "") : null;
+      if (one) {
+        // A GET of one ConfigMap: the whole object, its data included.
+        const found = items.find((i) => (i as { metadata: { name: string } }).metadata.name === one[1]);
+        res.end(JSON.stringify({ ...(found as object), kind: "ConfigMap", data: state.data }));
+      } else if (req.method === "POST") {
         const body = JSON.parse(text);
         res.end(
           JSON.stringify({ ...body, metadata: { ...body.metadata, uid: "cm-new", resourceVersion: "20" } }),
@@ -188,6 +193,33 @@ describe("KubeConfigMaps: the watch of exported ConfigMaps", () => {
     api.push("MODIFIED", meta("own", "22", owner("apps/v1")));
     await vi.waitFor(() => expect(configMaps.cached(ref("own"))).toBeUndefined());
     expect(owners).toHaveLength(2);
+    stop.abort();
+    await running;
+  });
+});
+
+describe("KubeConfigMaps: what a read tells", () => {
+  it("a ConfigMap read at the version the watch shows is not read again for the export step (after a restart)", async () => {
+    const api = await apiServer([meta("own", "5")]);
+    const configMaps = new KubeConfigMaps({ client: api.client, logger: pino({ level: "silent" }) });
+    const stop = new AbortController();
+    const running = configMaps.run(stop.signal);
+    await configMaps.synced;
+    const ref = { namespace: "default", name: "own" };
+    // A new process: the watch shows the ConfigMap, what it holds is not known yet.
+    expect(configMaps.cached(ref)?.digest).toBeUndefined();
+    api.state.data = { deploymentId: "dep-1" };
+    const live = await configMaps.read(ref, stop.signal);
+    expect(live?.resourceVersion).toBe("5");
+    // Read once: while the watch shows that version, the cache says what it holds.
+    expect(configMaps.cached(ref)).toMatchObject({
+      resourceVersion: "5",
+      digest: exportDigest(api.state.data),
+    });
+    // Another hand's change: a new version, read again.
+    api.push("MODIFIED", meta("own", "6"));
+    await vi.waitFor(() => expect(configMaps.cached(ref)?.resourceVersion).toBe("6"));
+    expect(configMaps.cached(ref)?.digest).toBeUndefined();
     stop.abort();
     await running;
   });
