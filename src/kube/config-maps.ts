@@ -194,8 +194,10 @@ export class KubeConfigMaps extends WatchedResource<CachedConfigMap> implements 
 
   /**
    * Calls `listener` with the owning resource of each exported ConfigMap that goes, or whose
-   * data, label or controller changes (what the operator restores); a ConfigMap appearing is
-   * the operator's own create. Returns the unsubscribe.
+   * data, label or controller changes (what the operator restores), or that appears once the
+   * cache is listed and is not the operator's own create: its export label put back by hand, as
+   * an `ExportConflict` asks. What a start lists is no change (the start reconciles every
+   * resource). Returns the unsubscribe.
    */
   onOwnerChange(listener: (owner: ObjectRef & { apiVersion: string; kind: string }) => void): () => void {
     const notify = (c: CachedConfigMap) => {
@@ -208,12 +210,16 @@ export class KubeConfigMaps extends WatchedResource<CachedConfigMap> implements 
           kind: owner.kind,
         });
     };
+    // Any change bumps the version; the operator's own write (or read: the reconcile that read
+    // it acts on it) is the version it remembers.
+    const own = (c: CachedConfigMap) =>
+      this.#written.get(objectKey(c.metadata))?.resourceVersion === c.view.resourceVersion;
     return this.cache.subscribe({
-      // Any change bumps the version; the operator's own write (or read: the reconcile that read
-      // it acts on it) is the version it remembers.
+      onAdd: (c) => {
+        if (this.cache.hasSynced() && !own(c)) notify(c);
+      },
       onUpdate: (old, c) => {
-        const own = this.#written.get(objectKey(c.metadata))?.resourceVersion === c.view.resourceVersion;
-        if (old.view.resourceVersion !== c.view.resourceVersion && !own) notify(old);
+        if (old.view.resourceVersion !== c.view.resourceVersion && !own(c)) notify(old);
       },
       onDelete: notify,
     });

@@ -225,6 +225,35 @@ describe("KubeConfigMaps: what a read tells", () => {
   });
 });
 
+describe("KubeConfigMaps: what enqueues a resource", () => {
+  it("one appearing once listed that the operator did not create (its export label put back) enqueues its controller", async () => {
+    const api = await apiServer([meta("listed", "5")]);
+    const configMaps = new KubeConfigMaps({ client: api.client, logger: pino({ level: "silent" }) });
+    const owners: string[] = [];
+    configMaps.onOwnerChange((o) => owners.push(`${o.namespace}/${o.name}`));
+    const stop = new AbortController();
+    const running = configMaps.run(stop.signal);
+    await configMaps.synced;
+    await vi.waitFor(() => expect(api.watches).toHaveLength(1));
+    // What the start lists is no change: the start reconciles every resource anyway.
+    expect(owners).toEqual([]);
+    // The export label put back by hand on the resource's own ConfigMap (ExportConflict said so).
+    api.push("ADDED", meta("relabelled", "7"));
+    await vi.waitFor(() => expect(owners).toEqual(["default/agent"]));
+    // The operator's own create is not a change to act on.
+    const data = { deploymentId: "dep-1" };
+    await configMaps.create(
+      { namespace: "default", name: "new", owner: owner("dms.dev/v1alpha1"), data },
+      stop.signal,
+    );
+    api.push("ADDED", { ...meta("new", "20"), metadata: { ...meta("new", "20").metadata, uid: "cm-new" } });
+    await vi.waitFor(() => expect(configMaps.cached({ namespace: "default", name: "new" })).toBeDefined());
+    expect(owners).toEqual(["default/agent"]);
+    stop.abort();
+    await running;
+  });
+});
+
 describe("subscribeExportTriggers", () => {
   it("enqueues the dms.dev Deployment controlling a ConfigMap, never an apps/v1 Deployment of that name", () => {
     let listener: (o: { namespace: string; name: string; apiVersion: string; kind: string }) => void =
