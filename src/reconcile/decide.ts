@@ -248,13 +248,15 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
       ? {}
       : { appliedSecretVersions: secretsHeld ? null : appliedVersions(sendable.secretsHash, versions) }),
   };
-  // Nothing to send, unless a revision redeployed earlier (by a switch of the active revision)
-  // is live where the spec now asks for the service's latest one again.
+  // A revision redeployed earlier (by a switch of the active revision) is live where the spec
+  // now asks for the service's latest one again: it is brought back, with what else is sent.
+  const alongside =
+    sendable.action === "patch" && !sendable.newRevision && !gated.held ? gated.send : undefined;
   const back =
-    sendable.action === "noop" && deployment && !reported
-      ? switchBackPlan(status.revisionHistory, deployment)
+    (sendable.action === "noop" || alongside) && deployment && !reported
+      ? switchBackPlan(status.revisionHistory, deployment, alongside)
       : undefined;
-  const sending = gated.send ?? back;
+  const sending = back ?? gated.send;
   // A rebuild asked for goes after the write, unless something holds it or the write makes a
   // revision itself (see decideRebuild): then that revision is built, never an earlier one reused.
   const rebuild =
@@ -266,7 +268,7 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
           // A switch back sends the service's own config again, which makes no revision: the
           // rebuild goes out after it (a build of that config, now what the spec asks).
           newRevision: sending?.newRevision === true && sending !== back,
-          patching: sending !== undefined && sending !== back,
+          patching: sending !== undefined && (sending !== back || alongside !== undefined),
           counter: settings.counter,
           reported: reported?.outcome,
         })
@@ -277,7 +279,7 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
           kind: "send",
           plan: sending,
           deployment,
-          back: back !== undefined,
+          back: back !== undefined && alongside === undefined,
           adopted: found.adopted,
           redeployMessage: !gated.held && !problems,
           ...(rebuild?.handled !== undefined ? { build: true } : {}),

@@ -293,25 +293,29 @@ export function createdHistory(
 /**
  * When a redeploy that switched the active revision back is pending but the spec no longer asks
  * for it (Git moved on to what the service's latest revision already holds, so the planner sees
- * nothing to send), the plan that brings the spec's revision back: its revision-defining fields
- * sent again, which `applyPatch` turns into a redeploy of the revision that has them. Undefined
- * when no such redeploy is pending, or it is still what the spec asks.
+ * no revision to make), the plan that brings the spec's revision back: its revision-defining
+ * fields sent again, which `applyPatch` turns into a redeploy of the revision that has them,
+ * beside what `alongside` sends (a PATCH planned that makes no revision: a `sourceConfig`
+ * change, say). Undefined when no such redeploy is pending, or it is still what the spec asks.
  */
 export function switchBackPlan(
   history: readonly RevisionHistoryEntry[] | undefined,
   deployment: Deployment,
+  alongside?: PatchPlan,
 ): PatchPlan | undefined {
   const pending = pendingRedeploy(history);
   if (!pending) return undefined;
   const config = configAfterPatch(deployment.source_revision_config, {});
   if (pending.configHash === revisionConfigHash(config, deployment.source)) return undefined;
+  const summary = `back to the latest revision ${deployment.latest_revision_id ?? "(none)"}`;
   return {
     action: "patch",
-    body: { source_revision_config: config },
-    newRevision: true,
-    summary: [`back to the latest revision ${deployment.latest_revision_id ?? "(none)"}`],
     changes: [],
     problems: [],
+    ...alongside,
+    body: { ...alongside?.body, source_revision_config: config },
+    newRevision: true,
+    summary: [...(alongside?.summary ?? []), summary],
   };
 }
 

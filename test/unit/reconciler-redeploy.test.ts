@@ -235,6 +235,25 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     expect(w.stored()?.status?.activeRevision).toMatchObject({ imageUri: GOOD });
   });
 
+  it("switch-active, Git forward to the latest revision's config with a sourceConfig change: the latest revision goes live again", async () => {
+    const w = world("switch-active");
+    const { id } = await w.switchedBackLive();
+    const [, bad] = (w.service.store.revisions(id) ?? []).map((r) => r.id);
+    // The service's config still names BAD (its latest revision); GOOD is active by the switch.
+    w.edit((o) => {
+      o.spec.sourceRevisionConfig = { imageUri: BAD };
+      o.spec.sourceConfig = { customUrl: "https://agent.example" };
+    });
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.store.redeploys().at(-1)).toMatchObject({ revision_id: bad });
+    w.clock.advance(BUILD_MS / 3);
+    await w.settle(8);
+    expect(w.deployment()).toMatchObject({ active_revision_id: bad, latest_revision_id: bad });
+    expect(w.deployment()?.source_config).toMatchObject({ custom_url: "https://agent.example" });
+    expect(w.stored()?.status?.activeRevision).toMatchObject({ id: bad, imageUri: BAD });
+  });
+
   it("switch-active: the rollout of the revision switched back to keeps its start until it is live", async () => {
     const w = world("switch-active");
     await w.reverted();
