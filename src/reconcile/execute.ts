@@ -15,7 +15,7 @@
  * the route gets the PATCH, once asked (the connection remembers it). Every revision this
  * operator creates is recorded in `status.revisionHistory` (`revision-history.ts`).
  */
-import { loggedError } from "../api/errors.ts";
+import { isServiceError, loggedError } from "../api/errors.ts";
 import { formatTime } from "../crd/kstatus.ts";
 
 import { artifactOf } from "./live-revision.ts";
@@ -168,9 +168,7 @@ async function write(
     return { kind: "created", deployment: created, history, written };
   }
   // The revision part is redeployed instead of built when spec.revisionReuse allows (see the module comment).
-  const sent = await applyPatch({
-    service: run.session.service,
-    redeployer: run.session.redeploys,
+  const target: PatchTarget = {
     deployment: write.deployment,
     decision: write.plan,
     spec: run.obj.spec,
@@ -178,10 +176,22 @@ async function write(
     status: decision.history
       ? { ...run.obj.status, revisionHistory: decision.history }
       : (run.obj.status ?? {}),
+  };
+  const { id, latest_revision_id: after } = write.deployment;
+  const sent = await applyPatch({
+    ...target,
+    service: run.session.service,
+    redeployer: run.session.redeploys,
     now: formatTime(run.now),
     signal,
     ...(write.build ? { build: true } : {}),
+  }).catch((error: unknown) => {
+    // Its answer lost (or the call cut off), the revision it may have made is still its own.
+    if (signal.aborted || (isServiceError(error) && error.maybeApplied))
+      run.session.unanswered.lost(id, after, revisionDigests(target).configHash);
+    throw error;
   });
+  run.session.unanswered.answered(id);
   if (sent.failed) return { kind: "failed", error: sent.failed.error, history: sent.history };
   return { kind: "sent", sent };
 }

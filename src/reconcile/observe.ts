@@ -113,7 +113,7 @@ export class Observer {
       at: this.#deps.now(),
       // Read only while a rebuild is asked for: the one case a decision weighs it.
       rebuildMissing: pendingRebuild(run.obj, status) ? run.session.rebuilds.missing : undefined,
-      ownLatest: found.deployment ? run.session.snapshot.ownLatest(found.deployment.id) : undefined,
+      ownLatest: found.deployment ? ownLatest(run, found.deployment) : undefined,
     };
   }
 
@@ -333,6 +333,15 @@ async function lookUpName(
   if (hidden) throw new UnreadableDeploymentError(unreadableMessage(name, hidden.message));
   for (const deployment of deployments) snapshot.observed(deployment);
   return deployments;
+}
+
+/**
+ * The latest revision of `d` when a write of this process made it: the one its last write
+ * answered, or a write whose answer was lost (`UnansweredWrites`). Undefined otherwise.
+ */
+function ownLatest(run: Connected, d: Deployment): string | undefined {
+  const answered = run.session.snapshot.ownLatest(d.id);
+  return answered === d.latest_revision_id ? answered : (run.session.unanswered.madeBy(d) ?? answered);
 }
 
 /** Whether the service's deployment has exactly the secret names of `spec` (false when none). */

@@ -254,6 +254,38 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     expect(w.stored()?.status?.activeRevision).toMatchObject({ id: bad, imageUri: BAD });
   });
 
+  it.each([
+    ["a redeploy", "redeploy" as const],
+    ["a PATCH", "patch" as const],
+  ])(
+    "%s whose answer was lost although the service made the revision: never named an ExternalRevision",
+    async (_name, method) => {
+      const w = world();
+      await w.goodThenBad();
+      const id = w.deployment()?.id ?? "";
+      const good = w.service.store.revisions(id)?.[0]?.id ?? "";
+      const other = `registry.example/agent@sha256:${"c".repeat(64)}`;
+      if (method === "redeploy") w.back();
+      else
+        w.edit((o) => {
+          o.spec.sourceRevisionConfig = { imageUri: other };
+        });
+      w.service.failNext(method, { status: 504, maybeApplied: true });
+      await w.resync();
+      await expect(w.reconcile()).rejects.toThrow(/504/);
+      // The service made the revision: only the answer was lost.
+      if (method === "redeploy") w.service.store.redeploy(id, good, "new-revision");
+      else w.service.store.patch(id, { source_revision_config: { image_uri: other } });
+      w.events.all.length = 0;
+      w.clock.advance(BUILD_MS);
+      await w.settle(3);
+      expect(w.events.reasons()).not.toContain("Warning/ExternalRevision");
+      expect(w.stored()?.status?.externalRevision).toBeUndefined();
+      expect(w.counted).toEqual([]);
+      expect(w.service.calls[method]).toBe(1);
+    },
+  );
+
   it("switch-active: the rollout of the revision switched back to keeps its start until it is live", async () => {
     const w = world("switch-active");
     await w.reverted();

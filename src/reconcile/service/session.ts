@@ -34,6 +34,7 @@ import { RevisionLogReader } from "./revision-log-reader.ts";
 import { RevisionTracker } from "./revisions.ts";
 import { RemoteSnapshot, type RemoteSnapshotOptions } from "./snapshot.ts";
 import type { ListingFailure } from "./snapshot-store.ts";
+import { UnansweredWrites } from "./unanswered-writes.ts";
 
 /** Unreadable items a lookup by name keeps: its caller needs the first one that may be the name's. */
 const UNREADABLE_KEPT = 100;
@@ -169,6 +170,8 @@ export class ServiceSession {
   readonly rebuilds: Rebuilder;
   /** Where this connection's creates spend their time (logged once a minute while they run). */
   readonly pace: CreatePace;
+  /** PATCHes and redeploys whose answer was lost: the revision each made is the operator's. */
+  readonly unanswered = new UnansweredWrites();
 
   constructor(service: DeploymentsPort, options: ServiceSessionOptions) {
     this.pace = new CreatePace(options.clock, options.logger);
