@@ -27,6 +27,7 @@ import {
   type RevisionHistoryEntry,
   revisionReusePolicy,
   splitForRedeploy,
+  switchBackSuperseded,
   switchedBackTo,
   vouchedSecretsHash,
 } from "../reconcile/revision-history.ts";
@@ -122,6 +123,8 @@ export interface LiveStatus {
   lastHandledRolloutNow?: string;
   /** The revisions the operator created (the candidates of `spec.revisionReuse`). */
   revisionHistory?: RevisionHistoryEntry[];
+  /** The service's latest revision when the status was written (a switch back stands while it is). */
+  latestRevisionId?: string;
 }
 
 /** What was found for a resource before planning it. */
@@ -290,7 +293,8 @@ function desiredRevision(inputs: ReviewInputs, observed: Deployment, decision: P
 function switchedBackIn(inputs: ReviewInputs, decision: PatchPlan): boolean {
   const { observed, live } = inputs;
   if (!decision.newRevision || !observed || splitForRedeploy(decision.body) === undefined) return false;
-  return switchedBackTo(live?.revisionHistory, desiredRevision(inputs, observed, decision)) !== undefined;
+  const history = (live && (switchBackSuperseded(live, observed) ?? live))?.revisionHistory;
+  return switchedBackTo(history, desiredRevision(inputs, observed, decision)) !== undefined;
 }
 
 /** `decision` without its revision part: the rest, or nothing to send. */

@@ -26,7 +26,12 @@ import { lastAppliedFor, type NoopPlan, type PatchPlan, plan } from "./plan.ts";
 import type { StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type StatusRecord } from "./reasons.ts";
 import { decideRebuild, rebuildSeen, withRebuildSeen } from "./rebuild.ts";
-import { pendingSwitchBack, splitForRedeploy, switchBackPlan } from "./revision-history.ts";
+import {
+  pendingSwitchBack,
+  splitForRedeploy,
+  switchBackPlan,
+  switchBackSuperseded,
+} from "./revision-history.ts";
 import type { Counter } from "./rollout/rollout-windows.ts";
 import {
   type GatedPatch,
@@ -93,9 +98,14 @@ export function decide(
   now: number,
   settings: DecideSettings,
 ): Decision {
-  const seen = status.unconfirmedRebuild ? rebuildSeen(status, observation) : undefined;
-  if (!seen) return decideApply(spec, observation, status, now, settings);
-  return withRebuildSeen(decideApply(spec, observation, seen.status, now, settings), seen);
+  // A revision made since a switch back replaced what it made live: no longer taken to be live.
+  const moved = switchBackSuperseded(status, observation.found.deployment);
+  const base = moved ?? status;
+  const seen = base.unconfirmedRebuild ? rebuildSeen(base, observation) : undefined;
+  const decided = seen
+    ? withRebuildSeen(decideApply(spec, observation, seen.status, now, settings), seen)
+    : decideApply(spec, observation, base, now, settings);
+  return moved && !decided.history ? { ...decided, history: moved.revisionHistory ?? [] } : decided;
 }
 
 /** {@link decide}, the rebuild whose answer was lost aside. */

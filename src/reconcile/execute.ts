@@ -27,7 +27,6 @@ import {
   type PatchTarget,
   pendingRedeploy,
   pendingSwitchBack,
-  type RevisionHistoryEntry,
   recordCreated,
   recordRedeployed,
   redeployedFrom,
@@ -35,6 +34,7 @@ import {
   revisionDigests,
   revisionReusePolicy,
   splitForRedeploy,
+  withoutRedeploy,
 } from "./revision-history.ts";
 import { chooseRevision, type ReuseDecision, type ReuseInput } from "./revision-reuse.ts";
 import type { ApplyPatchResult, Connected, Decision, Executed, ReconcileDeps } from "./run.ts";
@@ -295,11 +295,6 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
     ...(known ? { known: copy ? { id: copy, config: known.config } : known } : {}),
     ...(failed ? { failed } : {}),
   };
-}
-
-function withoutRedeploy(entry: RevisionHistoryEntry): RevisionHistoryEntry {
-  const { redeployedAt: _at, ...rest } = entry;
-  return rest;
 }
 
 /**

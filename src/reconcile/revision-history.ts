@@ -134,6 +134,30 @@ export function pendingRedeploy(
   return first?.redeployedAt === undefined ? undefined : first;
 }
 
+/** `entry` without its mark of a redeploy pending (`redeployedAt`). */
+export function withoutRedeploy(entry: RevisionHistoryEntry): RevisionHistoryEntry {
+  const { redeployedAt: _at, ...rest } = entry;
+  return rest;
+}
+
+/**
+ * `status` with the redeploy pending in its history ({@link pendingRedeploy}) no longer pending,
+ * once the service's latest revision is another than the one the status last recorded: a
+ * revision made since (someone else's, a build on push) replaced what the switch made live, so
+ * the spec's revision is put back or waited for as any other, not taken to be live. Undefined
+ * when nothing changes.
+ */
+export function switchBackSuperseded<
+  T extends Pick<DeploymentResourceStatus, "revisionHistory" | "latestRevisionId">,
+>(status: T, deployment: Pick<Deployment, "latest_revision_id"> | null | undefined): T | undefined {
+  const history = status.revisionHistory;
+  const latest = deployment?.latest_revision_id ?? undefined;
+  const recorded = status.latestRevisionId;
+  if (!pendingRedeploy(history) || latest === undefined || recorded === undefined || latest === recorded)
+    return undefined;
+  return { ...status, revisionHistory: history?.map((e, i) => (i === 0 ? withoutRedeploy(e) : e)) };
+}
+
 /**
  * The redeploy pending in `history` ({@link pendingRedeploy}) when it is exactly `desired` (the
  * same digests of config and secrets): that revision is already what the spec asks to be live,

@@ -24,6 +24,7 @@ import {
   REVISION_FIELDS,
   type RevisionHistoryEntry,
   revisionReusePolicy,
+  switchBackSuperseded,
   switchedBackTo,
   vouchedSecretsHash,
 } from "./revision-history.ts";
@@ -164,7 +165,9 @@ export function chooseRevision(input: ReuseInput): ReuseDecision {
  */
 export function reuseTarget(
   spec: Pick<DeploymentSpec, "sourceRevisionConfig" | "revisionSource" | "revisionReuse" | "secrets">,
-  status: Pick<DeploymentResourceStatus, "revisionHistory" | "appliedSecretsHash"> | undefined,
+  status:
+    | Pick<DeploymentResourceStatus, "revisionHistory" | "appliedSecretsHash" | "latestRevisionId">
+    | undefined,
   deployment: Deployment,
   revisions: readonly Revision[],
 ): ReuseDecision | undefined {
@@ -188,7 +191,8 @@ export function reuseTarget(
     }),
   };
   // Switched back to already: nothing will be sent, so nothing would be reused.
-  if (switchedBackTo(status?.revisionHistory, desired)) return undefined;
+  const history = (status && (switchBackSuperseded(status, deployment) ?? status))?.revisionHistory;
+  if (switchedBackTo(history, desired)) return undefined;
   return chooseRevision({
     policy: revisionReusePolicy(spec),
     desired,

@@ -489,6 +489,26 @@ describe("DeploymentReconciler: changes made outside Git", () => {
     expect(w.stored()?.status?.activeRevision?.imageUri).toBe(GOOD);
   });
 
+  it("a second revision someone else made after the switch back: put back again, never taken for the one switched back to", async () => {
+    const { w } = await hotfixed();
+    await w.settle();
+    const id = w.deployment()?.id ?? "";
+    const other = `registry.example/agent@sha256:${"c".repeat(64)}`;
+    w.service.store.drift(id, { source_revision_config: { image_uri: other } });
+    const external = w.deployment()?.latest_revision_id;
+    w.events.all.length = 0;
+    w.clock.advance(BUILD_MS);
+    await w.resync();
+    await w.reconcile();
+    expect(w.events.reasons()).toEqual(["Warning/ExternalRevision", "Normal/DriftCorrected"]);
+    expect(w.stored()?.status?.externalRevision?.id).toBe(external);
+    expect(w.service.calls.redeploy).toBe(2);
+    w.clock.advance(BUILD_MS / 3);
+    await w.settle();
+    expect(w.stored()?.status?.activeRevision).toMatchObject({ imageUri: GOOD });
+    expect(w.deployment()?.active_revision_id).toBe(w.stored()?.status?.revisionHistory?.[0]?.id);
+  });
+
   it("driftPolicy Report: nothing written; Synced=False Drifted says what differs and that the policy is Report, once", async () => {
     const { w, external } = await hotfixed({ driftPolicy: "Report" });
     expect(w.service.calls).toMatchObject({ redeploy: 0, patch: 0 });
