@@ -33,13 +33,7 @@ import {
   switchBackSuperseded,
 } from "./revision-history.ts";
 import type { Counter } from "./rollout/rollout-windows.ts";
-import {
-  type GatedPatch,
-  gatePatch,
-  REVISION_GROUPS,
-  type WindowsInEffect,
-  windowsInEffect,
-} from "./rollout-gate.ts";
+import { gatePatch, NO_WINDOWS, ungated, type WindowsInEffect, windowsInEffect } from "./rollout-gate.ts";
 import type { Decided, DecidedEvent, DecideSpec, Decision, Observation, Observed, Write } from "./run.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 import type { Deployment } from "./service-types.ts";
@@ -228,19 +222,26 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
     sendable.action === "patch" && deployment && !rebuildAsked
       ? pendingSwitchBack({ deployment, decision: sendable, spec: spec.spec, status })
       : undefined;
+  // A revision redeployed earlier (by a switch of the active revision) is live where the spec
+  // now asks for the service's latest one again: it is brought back, with what else is sent.
+  const back =
+    (sendable.action === "noop" || !sendable.newRevision) && deployment && !reported
+      ? switchBackPlan(status.revisionHistory, deployment, sendable.action === "patch" ? sendable : undefined)
+      : undefined;
+  const gating = back ?? sendable;
   // A PATCH whose revision part waits for a rollout window sends the rest now, and holds the
   // revision part: `Synced=False` (OutsideRolloutWindow), Reconciling, and a look again when
   // the window opens, where the held part goes out in one PATCH.
   const gated =
-    sendable.action !== "patch"
+    gating.action !== "patch"
       ? {}
       : switchedBack
-        ? splitForRedeploy(sendable.body)?.rest
-          ? { send: sendable }
+        ? splitForRedeploy(gating.body)?.rest
+          ? { send: gating }
           : {}
         : windowless
-          ? ungated(sendable, rolloutNowAsked(spec, status))
-          : gatePatch(sendable, {
+          ? ungated(gating, rolloutNowAsked(spec, status))
+          : gatePatch(gating, {
               windows,
               now,
               rolloutNow: rolloutNow(spec),
@@ -258,15 +259,9 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
       ? {}
       : { appliedSecretVersions: secretsHeld ? null : appliedVersions(sendable.secretsHash, versions) }),
   };
-  // A revision redeployed earlier (by a switch of the active revision) is live where the spec
-  // now asks for the service's latest one again: it is brought back, with what else is sent.
-  const alongside =
-    sendable.action === "patch" && !sendable.newRevision && !gated.held ? gated.send : undefined;
-  const back =
-    (sendable.action === "noop" || alongside) && deployment && !reported
-      ? switchBackPlan(status.revisionHistory, deployment, alongside)
-      : undefined;
-  const sending = back ?? gated.send;
+  const sending = gated.send;
+  // A PATCH goes out besides the switch back, if any (which sends the service's own config).
+  const patching = sending !== undefined && (back === undefined || sendable.action === "patch");
   // A rebuild asked for goes after the write, unless something holds it or the write makes a
   // revision itself (see decideRebuild): then that revision is built, never an earlier one reused.
   const rebuild =
@@ -277,8 +272,8 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
           now,
           // A switch back sends the service's own config again, which makes no revision: the
           // rebuild goes out after it (a build of that config, now what the spec asks).
-          newRevision: sending?.newRevision === true && sending !== back,
-          patching: sending !== undefined && (sending !== back || alongside !== undefined),
+          newRevision: sending?.newRevision === true && back === undefined,
+          patching,
           counter: settings.counter,
           reported: reported?.outcome,
         })
@@ -289,7 +284,7 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
           kind: "send",
           plan: sending,
           deployment,
-          back: back !== undefined && alongside === undefined,
+          back: back !== undefined && !patching,
           adopted: found.adopted,
           redeployMessage: !gated.held && !problems,
           ...(rebuild?.handled !== undefined ? { build: true } : {}),
@@ -327,19 +322,6 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
   // beside a rebuild refused (rebuild.ts), it is said, and counted, once.
   const message = reported ? bothSaid(held.message, reported.outcome.message) : held.message;
   return { ...decided, after, outcome: problems ?? { kind: "held", message }, wakeAt };
-}
-
-/** The windows of a resource no window rules: what `windowsInEffect` gives it. */
-const NO_WINDOWS: WindowsInEffect = { windows: [], source: "spec.rolloutWindows" };
-
-/**
- * What `gatePatch` answers for `plan` when no window rules the resource: all of it goes now, its
- * revision part, if any, let out by `dms.dev/rollout-now` when that was `asked` (as the gate
- * says it when no window holds the change).
- */
-function ungated(plan: PatchPlan, asked: boolean): GatedPatch {
-  const makesRevision = plan.changes.some((c) => REVISION_GROUPS.includes(c.group));
-  return makesRevision && asked ? { send: plan, viaRolloutNow: true } : { send: plan };
 }
 
 /** `drift` as nothing to send: its secrets' hash kept when they were in line (not part of it). */

@@ -227,8 +227,9 @@ export async function applyPatch(input: ApplyPatchInput): Promise<ApplyPatchResu
     const updated = await service.patch(deployment.id, sent, signal);
     const made = updated.latest_revision_id;
     const created = made && made !== deployment.latest_revision_id ? made : undefined;
-    // A redeploy pending before is no longer what the spec asks once something else was sent.
-    const pending = pendingRedeploy(history);
+    // A redeploy pending before is no longer what the spec asks once a revision part was sent (a
+    // PATCH of what makes no revision, its revision part held by a rollout window, leaves it).
+    const pending = sent.source_revision_config || created ? pendingRedeploy(history) : undefined;
     const cleared = pending ? history?.map((e) => (e.id === pending.id ? withoutRedeploy(e) : e)) : undefined;
     return {
       deployment: updated,

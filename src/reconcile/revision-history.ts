@@ -331,15 +331,17 @@ export function switchBackPlan(
   if (!pending) return undefined;
   const config = configAfterPatch(deployment.source_revision_config, {});
   if (pending.configHash === revisionConfigHash(config, deployment.source)) return undefined;
-  const summary = `back to the latest revision ${deployment.latest_revision_id ?? "(none)"}`;
+  const line = `back to the latest revision ${deployment.latest_revision_id ?? "(none)"}`;
+  // A change of the revision live, as the rollout windows weigh it.
+  const change = { group: "source_revision_config", field: "sourceRevisionConfig", line } as const;
   return {
     action: "patch",
-    changes: [],
     problems: [],
     ...alongside,
     body: { ...alongside?.body, source_revision_config: config },
     newRevision: true,
-    summary: [...(alongside?.summary ?? []), summary],
+    changes: [...(alongside?.changes ?? []), change],
+    summary: [...(alongside?.summary ?? []), line],
   };
 }
 

@@ -286,6 +286,33 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     },
   );
 
+  it("switch-active, Git forward to the latest revision's config under a closed rollout window: held, the sourceConfig sent, the revision brought back once it opens", async () => {
+    const w = world("switch-active");
+    const { id } = await w.switchedBackLive();
+    const [, bad] = (w.service.store.revisions(id) ?? []).map((r) => r.id);
+    w.edit((o) => {
+      o.spec.rolloutWindows = [{ kind: "deny", schedule: "0 0 1 1 *", duration: "24h" }];
+    });
+    await w.resync();
+    await w.reconcile();
+    w.edit((o) => {
+      o.spec.sourceRevisionConfig = { imageUri: BAD };
+      o.spec.sourceConfig = { customUrl: "https://agent.example" };
+    });
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls).toMatchObject({ redeploy: 0, patch: 1 });
+    expect(w.service.lastPatchBody).toEqual({ source_config: { custom_url: "https://agent.example" } });
+    const synced = w.stored()?.status?.conditions?.find((c) => c.type === "Synced");
+    expect(synced).toMatchObject({ status: "False", reason: "OutsideRolloutWindow" });
+    // Once the window opens, the latest revision is brought back.
+    w.clock.advance(24 * 3_600_000);
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.calls.redeploy).toBe(1);
+    expect(w.service.store.redeploys().at(-1)).toMatchObject({ revision_id: bad });
+  });
+
   it("switch-active: the rollout of the revision switched back to keeps its start until it is live", async () => {
     const w = world("switch-active");
     await w.reverted();
