@@ -228,10 +228,11 @@ export const NO_SECRETS_HASH = hashSecrets([]);
 
 /**
  * The secrets digest a revision made now would be created with, as far as the operator can vouch
- * for it: the digest of the secrets sent with it (`sentHash`); else, when the spec manages the
- * secrets, the digest last applied (`appliedHash`, `status.appliedSecretsHash`); else, when the
- * spec leaves them out, the digest of no secrets if the service reports none. Undefined when it
- * cannot vouch: secrets someone else set, which a redeploy might bring back as they were.
+ * for it: the digest of the secrets sent with it, or that the plan found in sync (`sentHash`);
+ * else, when the spec manages the secrets, the digest last applied (`appliedHash`,
+ * `status.appliedSecretsHash`); else, when the spec leaves them out, the digest of no secrets if
+ * the service reports none. Undefined when it cannot vouch: secrets someone else set, which a
+ * redeploy might bring back as they were.
  */
 export function vouchedSecretsHash(input: {
   managed: boolean;
@@ -279,7 +280,9 @@ export function revisionDigests(input: PatchTarget) {
   const source = body.revision_source ?? deployment.source;
   const secretsHash = vouchedSecretsHash({
     managed: spec.secrets !== undefined,
-    sentHash: body.secrets ? decision.secretsHash : undefined,
+    // The plan's digest, secrets sent or found in sync (the service may show values the status
+    // does not record yet, as after a status write that failed): before the one last applied.
+    sentHash: decision.secretsHash,
     appliedHash: status.appliedSecretsHash,
     serviceSecretCount: deployment.secrets.length,
   });

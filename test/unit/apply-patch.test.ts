@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { applyPatch } from "../../src/reconcile/execute.ts";
 import type { PatchPlan } from "../../src/reconcile/plan.ts";
 import { NO_SECRETS_HASH, type RevisionHistoryEntry } from "../../src/reconcile/revision-history.ts";
+import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
 import {
   GOOD,
   configHashOf as hashOf,
@@ -107,5 +108,24 @@ describe("applyPatch", () => {
     expect(result.revision).toEqual({ kind: "patched" });
     expect(w.service.calls).toMatchObject({ recentRevisions: 0, redeploy: 0, patch: 1 });
     expect(result.history?.[0]).toMatchObject({ secretsHash: "c".repeat(64) });
+  });
+
+  it("secrets the service shows to be the spec's new values, the status still recording the old: never a redeploy of a revision with the old", async () => {
+    const old = [{ name: "A", value: "old" }];
+    const w = revertedWorld({ secrets: old, configHashes: true });
+    // The plan found the spec's values in the service's answer: nothing to send, and their digest.
+    const decision = { ...back(), secretsHash: hashSecrets([{ name: "A", value: "new" }]) };
+    const result = await applyPatch({
+      service: w.service,
+      redeployer: w.redeployer,
+      deployment: w.deployment(),
+      decision,
+      spec: { secrets: [{ name: "A", valueFrom: { secretKeyRef: { name: "s", key: "a" } } }] },
+      status: { revisionHistory: w.history, appliedSecretsHash: hashSecrets(old) },
+      now: NOW,
+      signal,
+    });
+    expect(result.revision).toMatchObject({ kind: "patched" });
+    expect(w.service.calls.redeploy).toBe(0);
   });
 });
