@@ -33,7 +33,13 @@ import {
   switchBackSuperseded,
 } from "./revision-history.ts";
 import type { Counter } from "./rollout/rollout-windows.ts";
-import { gatePatch, NO_WINDOWS, ungated, type WindowsInEffect, windowsInEffect } from "./rollout-gate.ts";
+import {
+  type GatedPatch,
+  gatePatch,
+  REVISION_GROUPS,
+  type WindowsInEffect,
+  windowsInEffect,
+} from "./rollout-gate.ts";
 import type { Decided, DecidedEvent, DecideSpec, Decision, Observation, Observed, Write } from "./run.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 import type { Deployment } from "./service-types.ts";
@@ -322,6 +328,15 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
   // beside a rebuild refused (rebuild.ts), it is said, and counted, once.
   const message = reported ? bothSaid(held.message, reported.outcome.message) : held.message;
   return { ...decided, after, outcome: problems ?? { kind: "held", message }, wakeAt };
+}
+
+/** The windows of a resource no window rules: what `windowsInEffect` gives it. */
+const NO_WINDOWS: WindowsInEffect = { windows: [], source: "spec.rolloutWindows" };
+
+/** `gatePatch`'s answer when no window rules the resource: all now, by rollout-now if `asked`. */
+function ungated(plan: PatchPlan, asked: boolean): GatedPatch {
+  const makesRevision = plan.changes.some((c) => REVISION_GROUPS.includes(c.group));
+  return makesRevision && asked ? { send: plan, viaRolloutNow: true } : { send: plan };
 }
 
 /** `drift` as nothing to send: its secrets' hash kept when they were in line (not part of it). */

@@ -191,7 +191,8 @@ async function write(
       run.session.unanswered.lost(id, after, revisionDigests(target).configHash);
     throw error;
   });
-  run.session.unanswered.answered(id);
+  // Answered: its answer tells what is the operator's from now on.
+  run.session.unanswered.delete(id);
   if (sent.failed) return { kind: "failed", error: sent.failed.error, history: sent.history };
   return { kind: "sent", sent };
 }

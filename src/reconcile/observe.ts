@@ -341,7 +341,9 @@ async function lookUpName(
  */
 function ownLatest(run: Connected, d: Deployment): string | undefined {
   const answered = run.session.snapshot.ownLatest(d.id);
-  return answered === d.latest_revision_id ? answered : (run.session.unanswered.madeBy(d) ?? answered);
+  const { unanswered } = run.session;
+  if (answered === d.latest_revision_id || !unanswered.has(d.id)) return answered;
+  return unanswered.madeBy(d) ?? answered;
 }
 
 /** Whether the service's deployment has exactly the secret names of `spec` (false when none). */

@@ -264,19 +264,6 @@ export function gatePatch(plan: PatchPlan, input: Omit<GateInput, "held">): Gate
   return { ...(now ? { send: now } : {}), held: { message: gate.message, wakeAt: gate.wakeAt } };
 }
 
-/** The windows of a resource no window rules: what `windowsInEffect` gives it. */
-export const NO_WINDOWS: WindowsInEffect = { windows: [], source: "spec.rolloutWindows" };
-
-/**
- * What `gatePatch` answers for `plan` when no window rules the resource: all of it goes now, its
- * revision part, if any, let out by `dms.dev/rollout-now` when that was `asked` (as the gate
- * says it when no window holds the change).
- */
-export function ungated(plan: PatchPlan, asked: boolean): GatedPatch {
-  const makesRevision = plan.changes.some((c) => REVISION_GROUPS.includes(c.group));
-  return makesRevision && asked ? { send: plan, viaRolloutNow: true } : { send: plan };
-}
-
 function noOpening(opening: Opening & { kind: "none" }): string {
   return opening.exhausted
     ? `no opening was found within ${MAX_OPENING_STEPS} steps of the schedules (they change too often to look further)`

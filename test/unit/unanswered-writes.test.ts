@@ -36,7 +36,7 @@ describe("UnansweredWrites", () => {
   it("forgets a write once a later one was answered", () => {
     const writes = new UnansweredWrites();
     writes.lost("d", "r1", HASH);
-    writes.answered("d");
+    writes.delete("d");
     expect(writes.madeBy(deployment("r2"))).toBeUndefined();
   });
 });

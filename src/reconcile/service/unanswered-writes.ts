@@ -23,31 +23,28 @@ interface Unanswered {
 /** Writes held at most: only the window between a lost answer and the next look matters. */
 const HELD = 512;
 
-/** See the module comment. */
-export class UnansweredWrites {
-  readonly #sent = new Map<string, Unanswered>();
-
+/**
+ * See the module comment. A map by deployment id: a write answered deletes its deployment's
+ * record (`delete`), and a look asks `madeBy` only where one is held (`has`), so a reconcile that
+ * lost no answer pays a map's lookup and never enters this module.
+ */
+export class UnansweredWrites extends Map<string, Unanswered> {
   /** A write of `deploymentId`, sent while its latest revision was `after`, lost its answer. */
   lost(deploymentId: string, after: string | null | undefined, configHash: string): void {
-    this.#sent.delete(deploymentId);
-    this.#sent.set(deploymentId, { after: after ?? undefined, configHash });
-    if (this.#sent.size > HELD) this.#sent.delete(this.#sent.keys().next().value ?? "");
-  }
-
-  /** A write of `deploymentId` was answered: its answer tells what is the operator's from now on. */
-  answered(deploymentId: string): void {
-    this.#sent.delete(deploymentId);
+    this.delete(deploymentId);
+    this.set(deploymentId, { after: after ?? undefined, configHash });
+    if (this.size > HELD) this.delete(this.keys().next().value ?? "");
   }
 
   /** `d`'s latest revision when a write whose answer was lost made it, else undefined. */
   madeBy(d: Deployment): string | undefined {
-    const sent = this.#sent.get(d.id);
+    const sent = this.get(d.id);
     const latest = d.latest_revision_id ?? undefined;
     if (!sent || latest === undefined || latest === sent.after) return undefined;
     if (sent.made === undefined) {
       const config = configAfterPatch(d.source_revision_config, {});
       if (revisionConfigHash(config, d.source) !== sent.configHash) {
-        this.#sent.delete(d.id);
+        this.delete(d.id);
         return undefined;
       }
       sent.made = latest;
