@@ -107,6 +107,22 @@ function collectingLogger() {
   return { logger, errors };
 }
 
+type Owner = Parameters<Parameters<KubeConfigMaps["onOwnerChange"]>[0]>[0];
+
+/** A KubeConfigMaps over `api`, running (until `stop` aborts) and synced; `owners` as `show` writes them. */
+async function started(
+  api: Awaited<ReturnType<typeof apiServer>>,
+  show = (o: Owner) => `${o.namespace}/${o.name}`,
+) {
+  const configMaps = new KubeConfigMaps({ client: api.client, logger: pino({ level: "silent" }) });
+  const owners: string[] = [];
+  configMaps.onOwnerChange((o) => owners.push(show(o)));
+  const stop = new AbortController();
+  const running = configMaps.run(stop.signal);
+  await configMaps.synced;
+  return { configMaps, owners, stop, running };
+}
+
 describe("KubeConfigMaps: the watch of exported ConfigMaps", () => {
   it("a 403 is logged once, makes the export unavailable, and gates neither the workers nor /readyz", async () => {
     const api = await apiServer([]);
@@ -153,12 +169,10 @@ describe("KubeConfigMaps: the watch of exported ConfigMaps", () => {
       meta("apps", "6", owner("apps/v1")),
       meta("other-kind", "7", owner("dms.dev/v1alpha1", "ServiceConnection")),
     ]);
-    const configMaps = new KubeConfigMaps({ client: api.client, logger: pino({ level: "silent" }) });
-    const owners: string[] = [];
-    configMaps.onOwnerChange((o) => owners.push(`${o.apiVersion} ${o.kind} ${o.namespace}/${o.name}`));
-    const stop = new AbortController();
-    const running = configMaps.run(stop.signal);
-    await configMaps.synced;
+    const { configMaps, owners, stop, running } = await started(
+      api,
+      (o) => `${o.apiVersion} ${o.kind} ${o.namespace}/${o.name}`,
+    );
     await vi.waitFor(() => expect(api.watches).toHaveLength(1));
     const reads = api.seen.filter((r) => r.method === "GET");
     // The permission probe, then the watch list the cache fills from and keeps watching on.
@@ -201,10 +215,7 @@ describe("KubeConfigMaps: the watch of exported ConfigMaps", () => {
 describe("KubeConfigMaps: what a read tells", () => {
   it("a ConfigMap read at the version the watch shows is not read again for the export step (after a restart)", async () => {
     const api = await apiServer([meta("own", "5")]);
-    const configMaps = new KubeConfigMaps({ client: api.client, logger: pino({ level: "silent" }) });
-    const stop = new AbortController();
-    const running = configMaps.run(stop.signal);
-    await configMaps.synced;
+    const { configMaps, stop, running } = await started(api);
     const ref = { namespace: "default", name: "own" };
     // A new process: the watch shows the ConfigMap, what it holds is not known yet.
     expect(configMaps.cached(ref)?.digest).toBeUndefined();
@@ -228,12 +239,7 @@ describe("KubeConfigMaps: what a read tells", () => {
 describe("KubeConfigMaps: what enqueues a resource", () => {
   it("one appearing once listed that the operator did not create (its export label put back) enqueues its controller", async () => {
     const api = await apiServer([meta("listed", "5")]);
-    const configMaps = new KubeConfigMaps({ client: api.client, logger: pino({ level: "silent" }) });
-    const owners: string[] = [];
-    configMaps.onOwnerChange((o) => owners.push(`${o.namespace}/${o.name}`));
-    const stop = new AbortController();
-    const running = configMaps.run(stop.signal);
-    await configMaps.synced;
+    const { configMaps, owners, stop, running } = await started(api);
     await vi.waitFor(() => expect(api.watches).toHaveLength(1));
     // What the start lists is no change: the start reconciles every resource anyway.
     expect(owners).toEqual([]);
