@@ -207,10 +207,14 @@ export class ConnectionReconciler {
     const before = this.#registry.state(key);
     const wasUsable = before === "ready";
     this.#registry.clearUnusable(key);
+    // Never before a Retry-After the service asked for has passed, whatever brings the
+    // connection back meanwhile (a resource counted, a namespace's labels).
+    const now = this.#o.clock.now();
     const due =
-      entry.probedAt === undefined ||
-      !entry.verdict?.ok ||
-      this.#o.clock.now() - entry.probedAt >= this.#o.probeIntervalMs * 0.8;
+      now >= (entry.pausedUntil ?? now) &&
+      (entry.probedAt === undefined ||
+        !entry.verdict?.ok ||
+        now - entry.probedAt >= this.#o.probeIntervalMs * 0.8);
     if (due) {
       const probed = await probeConnection(entry.service, config, apiKey, signal, {
         clock: this.#o.clock,
@@ -218,6 +222,7 @@ export class ConnectionReconciler {
       });
       // Asked to slow down: the service is there, and the last verdict still holds; ask again
       // once its Retry-After has passed.
+      if ("retryAfterMs" in probed) entry.pausedUntil = this.#o.clock.now() + probed.retryAfterMs;
       if ("retryAfterMs" in probed && entry.verdict) return Action.requeueAfter(probed.retryAfterMs);
       const verdict = "retryAfterMs" in probed ? probed.verdict : probed;
       entry.verdict = verdict;
@@ -234,8 +239,11 @@ export class ConnectionReconciler {
     }
     if (this.#registry.state(key) !== before) this.#o.onChange(key);
     await this.#writeStatus(obj, counts, holding, signal, entry.verdict);
-    // A transient failure is probed again after the key's backoff; otherwise the periodic pass
-    // (every probe interval) or a change of the connection or its Secret brings it back.
+    // A transient failure is probed again after the key's backoff, or its Retry-After; otherwise
+    // the periodic pass (every probe interval) or a change of the connection or its Secret brings
+    // it back.
+    const pausedMs = (entry.pausedUntil ?? 0) - this.#o.clock.now();
+    if (pausedMs > 0) return Action.requeueAfter(pausedMs);
     if (entry.verdict?.ok === false && entry.verdict.transient) return Action.retry();
     return Action.done();
   }

@@ -69,6 +69,8 @@ export interface ConnectionEntry {
   /** The last probe's verdict and when it was made (epoch ms); set by the connection controller. */
   verdict?: ConnectionVerdict;
   probedAt?: number;
+  /** Until when (epoch ms) the service asked not to be probed again (a 429's Retry-After). */
+  pausedUntil?: number;
 }
 
 /**

@@ -247,6 +247,18 @@ const serviceError = (kind: "unauthorized" | "network" | "too_large", status?: n
     retryable: kind === "network",
   });
 
+/** A 429 of the probe, asking to wait `seconds`. */
+const rateLimited = (seconds: number) =>
+  new ServiceError({
+    kind: "rate_limited",
+    method: "GET",
+    route: "/v2/auth/providers",
+    status: 429,
+    detail: "Too Many Requests",
+    retryable: true,
+    retryAfterSeconds: seconds,
+  });
+
 describe("which connection a resource may use", () => {
   it("a resource without connectionRef uses the default connection", () => {
     const w = world();
@@ -636,19 +648,31 @@ describe("a connection's reconcile", () => {
     w.secrets.set("team-a", "dms", { "api-key": KEY });
     await w.reconcile(A);
     w.clock.advance(300_000);
-    w.answer = new ServiceError({
-      kind: "rate_limited",
-      method: "GET",
-      route: "/v2/auth/providers",
-      status: 429,
-      detail: "Too Many Requests",
-      retryable: true,
-      retryAfterSeconds: 30,
-    });
+    w.answer = rateLimited(30);
     expect(await w.reconcile(A)).toEqual({ kind: "requeueAfter", ms: 30_000 });
     expect(w.ready(A)?.reason).toBe("Connected");
     expect(w.status(A)?.lastProbeTime).toBe("2030-01-01T00:00:00Z");
     expect(w.connections.lookup(resource("team-a", ref)).kind).toBe("ready");
+    // A resource counted meanwhile does not ask sooner.
+    w.clock.advance(5_000);
+    expect(await w.reconcile(A)).toEqual({ kind: "requeueAfter", ms: 25_000 });
+    expect(w.probes).toBe(2);
+  });
+
+  it("a first probe answered 429 asks again after Retry-After, not sooner, whatever brings it back meanwhile", async () => {
+    const w = world();
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    w.answer = rateLimited(30);
+    expect(await w.reconcile(A)).toEqual({ kind: "requeueAfter", ms: 30_000 });
+    expect(w.ready(A)?.reason).toBe("Unreachable");
+    w.clock.advance(10_000);
+    expect(await w.reconcile(A)).toEqual({ kind: "requeueAfter", ms: 20_000 }); // a resource counted
+    expect(w.probes).toBe(1);
+    w.clock.advance(20_000);
+    w.answer = 2;
+    expect(await w.reconcile(A)).toEqual({ kind: "done" });
+    expect([w.probes, w.ready(A)?.reason]).toEqual([2, "Connected"]);
   });
 
   it("probes again only when the interval has passed, and rebuilds the client only when spec or key change", async () => {
