@@ -8,7 +8,7 @@ import type { ServiceConfig } from "../config.ts";
 import { connectionCheckFlowOf } from "../connection/access.ts";
 import { ConnectionReconciler } from "../connection/controller.ts";
 import type { ConnectionRegistry } from "../connection/registry.ts";
-import { idOf } from "../crd/connection-ref.ts";
+import { connectionKey, idOf } from "../crd/connection-ref.ts";
 import { ConflictError } from "../kube/errors.ts";
 import { type KubeEventRecorder, regardingOf } from "../kube/events.ts";
 import { secretsPort } from "../kube/secrets.ts";
@@ -104,5 +104,13 @@ export function connectionCheck(o: ConnectionCheckParts): {
     if (!o.sharded?.ready()) return;
     for (const k of key === undefined ? connectionPassKeys(connections)() : [key]) controller.enqueue(k);
   });
+  // A namespace relabelled: the leader's own share may hold none of its resources (which enqueue
+  // the connections they use, kube/triggers.ts), yet the selectors' refusals it counts change.
+  if (o.sharded)
+    o.caches.namespaces?.onLabelsChange(() => {
+      if (!o.sharded?.ready()) return;
+      for (const c of connections.cluster?.list() ?? [])
+        if (c.spec.namespaceSelector) controller.enqueue(connectionKey(idOf(c)));
+    });
   return { controller, pass };
 }
