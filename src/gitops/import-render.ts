@@ -92,11 +92,13 @@ export function renderSecret(
   };
 }
 
+// Only the text's final line break goes: a value ending in blank lines is a block scalar whose
+// trailing empty lines are part of the value (`|+`), and an empty line needs no indent.
 function indent(text: string): string {
   return text
-    .trimEnd()
+    .replace(/\n$/u, "")
     .split("\n")
-    .map((l) => `  ${l}`)
+    .map((l) => (l === "" ? l : `  ${l}`))
     .join("\n");
 }
 

@@ -81,6 +81,19 @@ describe("importDeployments", () => {
     expect(resourceDoc).not.toContain("sk-never-in-a-resource");
   });
 
+  it("writes a secret value ending in blank lines into the manifest as it is, so the operator sends nothing", () => {
+    // A YAML block scalar keeps trailing line breaks only to the end of its text: trimming the
+    // text would cut them from the value, and the operator would send the shortened one.
+    const values = { A_KEY: "line 1\nline 2\n\n", B_PEM: "-----END-----\n\n\n", C_LAST: "x\n\n" };
+    const d = github({ secrets: Object.entries(values).map(([name, value]) => ({ name, value })) });
+    const { parsed, plans, text } = roundTrip([d], settings({ secretsFrom: "agents" }));
+    expect(parsed.problems).toEqual([]);
+    expect(secretData(text)).toEqual(
+      Object.fromEntries(Object.entries(values).map(([name, value]) => [`support-agent.${name}`, value])),
+    );
+    expect(plans.map((p) => p.action)).toEqual(["noop"]);
+  });
+
   it("through a connection, every resource names it in spec.connectionRef and still plans nothing", () => {
     const connectionRef = { kind: "ServiceConnection" as const, name: "prod" };
     const { parsed, plans, text } = roundTrip([github()], settings({ connectionRef, namespace: "team" }));
