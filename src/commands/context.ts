@@ -26,8 +26,8 @@ export interface CliContext {
   env: Env;
   /** Resolves when the process is asked to stop (SIGINT/SIGTERM); long-running commands await it. */
   stopSignal: AbortSignal;
-  /** Reads standard input to its end (`plan -f -`); absent where there is none to read. */
-  readStdin?: () => Promise<string>;
+  /** Standard input, chunk by chunk, read as far as needed (`plan -f -`); absent where there is none to read. */
+  readStdin?: () => AsyncIterable<string | Uint8Array>;
 }
 
 /** Registers a command (and its subcommands) on the program. */

@@ -28,6 +28,6 @@ export function processContext(): CliContext {
     stderrIsTTY: process.stderr.isTTY === true,
     env: process.env,
     stopSignal: stop.signal,
-    readStdin: () => process.getBuiltinModule("node:stream/consumers").text(process.stdin),
+    readStdin: () => process.stdin,
   };
 }

@@ -26,16 +26,20 @@ export const MAX_MANIFEST_BYTES = 16 * 1024 * 1024;
 export const STDIN_PATH = "-";
 export const STDIN_NAME = "<stdin>";
 
+/** Standard input, chunk by chunk (`process.stdin`). */
+export type StdinChunks = () => AsyncIterable<string | Uint8Array>;
+
 /**
  * The files under `paths`, each read once, in a stable order (paths in the order given; within a
  * directory, sorted by name). Hidden entries (`.git`, `.github`…) are skipped inside directories.
- * `-` is standard input, read with `readStdin`, at most once, reported as `<stdin>`.
+ * `-` is standard input, read from `readStdin`, at most once, reported as `<stdin>`, and no
+ * further than the bound.
  * Throws an Error naming the path when one does not exist, cannot be read or holds more than
  * {@link MAX_MANIFEST_BYTES}.
  */
 export async function readManifestFiles(
   paths: readonly string[],
-  readStdin?: () => Promise<string>,
+  readStdin?: StdinChunks,
 ): Promise<ManifestFile[]> {
   const stdinCount = paths.filter((p) => p === STDIN_PATH).length;
   if (stdinCount > 1) throw new Error("-f - (standard input) may be given once");
@@ -58,9 +62,7 @@ export async function readManifestFiles(
   const files: ManifestFile[] = [];
   for (const path of [...new Set(found)]) {
     if (path === STDIN_PATH && readStdin) {
-      const text = await readStdin();
-      checkSize(STDIN_NAME, Buffer.byteLength(text));
-      files.push({ path: STDIN_NAME, text });
+      files.push({ path: STDIN_NAME, text: await readBounded(readStdin()) });
       continue;
     }
     let text: string;
@@ -87,6 +89,22 @@ async function walk(dir: string): Promise<string[]> {
     else if (entry.isFile() && MANIFEST.test(entry.name)) out.push(path);
   }
   return out;
+}
+
+/** The text of `chunks`, read only until it holds more than {@link MAX_MANIFEST_BYTES}. */
+async function readBounded(chunks: AsyncIterable<string | Uint8Array>): Promise<string> {
+  const read: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of chunks) {
+    const buffer = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : Buffer.from(chunk);
+    bytes += buffer.length;
+    if (bytes > MAX_MANIFEST_BYTES)
+      throw new ManifestTooLargeError(
+        `${STDIN_NAME}: more than the ${MAX_MANIFEST_BYTES} bytes a manifest file may hold: split it, or plan the rendered resources alone`,
+      );
+    read.push(buffer);
+  }
+  return Buffer.concat(read).toString("utf8");
 }
 
 /** A manifest file over {@link MAX_MANIFEST_BYTES}. */

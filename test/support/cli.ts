@@ -49,7 +49,13 @@ export async function runCli(
     stderrIsTTY: options.stderrIsTTY ?? false,
     env: options.env ?? {},
     stopSignal: new AbortController().signal,
-    ...(stdin === undefined ? {} : { readStdin: async () => stdin }),
+    ...(stdin === undefined
+      ? {}
+      : {
+          readStdin: async function* () {
+            yield stdin;
+          },
+        }),
   };
   const code = await runProgram(args, ctx, options.commands, options.name);
   return { code, stdout, stderr };

@@ -26,10 +26,25 @@ describe("readManifestFiles: a bound per file", () => {
     expect((await readManifestFiles([dir])).map((f) => f.path)).toEqual([big, join(dir, "ok.yaml")]);
   });
 
-  it("refuses standard input over the bound", async () => {
-    const huge = "x".repeat(MAX_MANIFEST_BYTES + 1);
-    await expect(readManifestFiles([STDIN_PATH], async () => huge)).rejects.toThrow(
-      /^<stdin>: \d+ bytes, more than/,
+  it("refuses standard input over the bound, reading no further than past it", async () => {
+    const chunk = Buffer.alloc(64 * 1024, "x");
+    let given = 0;
+    // Endless, as `yes | dms-operator plan -f -`: only a read that stops can answer.
+    async function* endless() {
+      for (;;) {
+        given += chunk.length;
+        yield chunk;
+      }
+    }
+    await expect(readManifestFiles([STDIN_PATH], endless)).rejects.toThrow(
+      `<stdin>: more than the ${MAX_MANIFEST_BYTES} bytes a manifest file may hold`,
     );
+    expect(given).toBeLessThanOrEqual(MAX_MANIFEST_BYTES + chunk.length);
+    async function* exactly() {
+      yield "a: 1\n";
+      yield Buffer.alloc(MAX_MANIFEST_BYTES - 5, " ");
+    }
+    const [read] = await readManifestFiles([STDIN_PATH], exactly);
+    expect(read?.text.length).toBe(MAX_MANIFEST_BYTES);
   });
 });
