@@ -345,7 +345,22 @@ function resourceSpecToSpec(wire: ResourceSpec | null | undefined): SpecResource
   const out: Record<string, unknown> = {};
   const source: Record<string, unknown> = wire;
   for (const [specKey, wireKey] of RESOURCE_SPEC_FIELDS) {
-    if (defined(source[wireKey])) out[specKey] = structuredClone(source[wireKey]);
+    if (defined(source[wireKey])) out[specKey] = withoutNullFields(source[wireKey]);
   }
   return Object.keys(out).length > 0 ? (out as SpecResourceSpec) : undefined;
+}
+
+/**
+ * A copy of `value` without the object fields the service answers as null: the planner reads a
+ * nested null as absent (`wireEqual`), and the CRD refuses a null where it types a value.
+ */
+function withoutNullFields(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutNullFields);
+  if (!isRecord(value)) return value;
+  // fromEntries: a key such as `__proto__` (a label's) stays a key.
+  return Object.fromEntries(
+    Object.entries(value).flatMap(([key, field]) =>
+      field === null ? [] : [[key, withoutNullFields(field)]],
+    ),
+  );
 }

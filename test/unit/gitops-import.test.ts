@@ -94,6 +94,48 @@ describe("importDeployments", () => {
     expect(plans.map((p) => p.action)).toEqual(["noop"]);
   });
 
+  it("imports resource settings whose nested fields the service returns as null, as absent", () => {
+    // The service answers unset fields inside the lists as null; the planner reads them as
+    // absent, so the resource leaves them out rather than being refused by the CRD.
+    const d = remote({
+      name: "summarizer",
+      source: "internal_docker",
+      source_config: {
+        resource_spec: {
+          cpu: 1,
+          sidecars: [
+            {
+              name: "proxy",
+              image: "envoy:1.30",
+              imagePullPolicy: null,
+              command: null,
+              env: [{ name: "MODE", value: "edge", valueFrom: null }],
+              securityContext: { runAsNonRoot: true, runAsUser: null },
+            },
+          ],
+          volume_mounts: [{ name: "cache", mountPath: "/cache", subPath: null, readOnly: null }],
+        },
+      } as Deployment["source_config"],
+      source_revision_config: { image_uri: "summarizer:1" },
+    });
+    const { result, parsed, plans } = roundTrip([d], settings());
+    expect(result.skipped).toEqual([]);
+    expect(parsed.problems).toEqual([]);
+    expect(parsed.resources[0]?.resource.spec.sourceConfig?.resourceSpec).toEqual({
+      cpu: 1,
+      volumeMounts: [{ name: "cache", mountPath: "/cache" }],
+      sidecars: [
+        {
+          name: "proxy",
+          image: "envoy:1.30",
+          env: [{ name: "MODE", value: "edge" }],
+          securityContext: { runAsNonRoot: true },
+        },
+      ],
+    });
+    expect(plans.map((p) => p.action)).toEqual(["noop"]);
+  });
+
   it("through a connection, every resource names it in spec.connectionRef and still plans nothing", () => {
     const connectionRef = { kind: "ServiceConnection" as const, name: "prod" };
     const { parsed, plans, text } = roundTrip([github()], settings({ connectionRef, namespace: "team" }));
