@@ -371,8 +371,10 @@ function withoutSecrets(spec: DeploymentSpec): DeploymentSpec {
 }
 
 /**
- * Secrets whose values could not be read: what the names alone prove. Different names are a
- * certain change; the same names leave the values unknown.
+ * Secrets whose values could not be read: what the names and the literal values prove. Different
+ * names are a certain change; so is a literal `value` other than the one the service shows, when
+ * no digest recorded by the operator could vouch for it (none read: without a cluster there is
+ * none to read). The same names otherwise leave the values unknown.
  */
 function uncheckedSecrets(
   spec: DeploymentSpec,
@@ -392,13 +394,26 @@ function uncheckedSecrets(
   const remote = new Set(observed.secrets.map((s) => s.name));
   const added = wanted.filter((n) => !remote.has(n));
   const removed = [...remote].filter((n) => !wanted.includes(n)).sort();
-  if (added.length === 0 && removed.length === 0)
+  const shown = new Map(
+    observed.secrets.flatMap((s) => (secretValueState(s.value) === "value" ? [[s.name, s.value]] : [])),
+  );
+  const changed = keyUnread
+    ? []
+    : [
+        ...new Set(
+          (spec.secrets ?? []).flatMap((s) =>
+            typeof s.value === "string" && shown.has(s.name) && shown.get(s.name) !== s.value ? [s.name] : [],
+          ),
+        ),
+      ].sort();
+  if (added.length === 0 && removed.length === 0 && changed.length === 0)
     return {
       note: `secrets: the same names as the service's; their values are not checked (${how})`,
     };
   const parts = [
     ...(added.length > 0 ? [`added ${added.join(", ")}`] : []),
     ...(removed.length > 0 ? [`removed ${removed.join(", ")}`] : []),
+    ...(changed.length > 0 ? [`literal value of ${changed.join(", ")} changed`] : []),
   ];
   return { change: { group: "secrets", field: "secrets", line: `secrets: ${parts.join("; ")} ${suffix}` } };
 }

@@ -51,6 +51,14 @@ const inputs = (s: DeploymentSpec, over: Partial<ReviewInputs> = {}): ReviewInpu
 
 const byRef = { name: "API_KEY", valueFrom: { secretKeyRef: { name: "agent-secrets", key: "API_KEY" } } };
 const secretData = { "agent-secrets": { API_KEY: SECRET_VALUE } };
+/** A masked secret beside one whose value the service shows. */
+const withLiteral = remote({
+  ...deployed,
+  secrets: [
+    { name: "API_KEY", value: "********" },
+    { name: "MODE", value: "fast" },
+  ],
+});
 
 const cases: Array<{
   reason: string;
@@ -203,6 +211,20 @@ const cases: Array<{
     input: inputs(spec({ secrets: [byRef, { ...byRef, name: "NEW" }] })),
     action: "patch",
     summary: ["secrets: added NEW (values not checked: pass --kubeconfig to read the referenced Secrets)"],
+  },
+  {
+    reason: "secrets not read, a literal value other than the one the service shows: a certain change",
+    input: inputs(spec({ secrets: [byRef, { name: "MODE", value: "slow" }] }), { observed: withLiteral }),
+    action: "patch",
+    summary: [
+      "secrets: literal value of MODE changed (values not checked: pass --kubeconfig to read the referenced Secrets)",
+    ],
+  },
+  {
+    reason: "secrets not read, a literal value the service shows as it is: nothing certain to send",
+    input: inputs(spec({ secrets: [byRef, { name: "MODE", value: "fast" }] }), { observed: withLiteral }),
+    action: "noop",
+    check: (e) => expect(e.secrets).toBe("not-checked"),
   },
   {
     reason: "a Secret missing from the cluster: error naming it, nothing sent",
