@@ -1,15 +1,18 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { unprintableIn } from "../../src/api/printable.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import {
   type PlanReport,
   planCounts,
+  planDocument,
   planExitStatus,
   renderPlanJson,
   renderPlanText,
 } from "../../src/gitops/plan-report.ts";
 import {
   type ReviewAction,
+  type ReviewEntry,
   type ReviewInputs,
   reviewResource,
   skippedEntry,
@@ -311,6 +314,26 @@ describe("plan report", () => {
     entries,
     fileErrors,
     clusterRead: true,
+  });
+
+  it("docs/gitops.md's JSON section names every field of the document and of a resource", () => {
+    // Every field a resource entry may have (the type makes this list complete).
+    const every: Required<ReviewEntry> = {
+      ...entry(inputs(spec())),
+      deploymentId: "id",
+      held: { windows: "w", fields: [], when: "now" },
+      redeploy: { revisionId: "r", reason: "why" },
+      error: "e",
+      skipReason: "s",
+    };
+    const document = planDocument({
+      ...report([every]),
+      protection: { removals: [], unchecked: "why" },
+    });
+    const text = readFileSync(new URL("../../docs/gitops.md", import.meta.url), "utf8");
+    const section = text.slice(text.indexOf("### JSON"), text.indexOf("### A CI gate"));
+    const named = (key: string) => section.includes(`"${key}"`) || section.includes(`\`${key}\``);
+    expect([...Object.keys(document), ...Object.keys(every)].filter((k) => !named(k))).toEqual([]);
   });
 
   it("exit status: 0 nothing or adopt, 2 create or patch, 1 errors, blocked or problems", () => {
