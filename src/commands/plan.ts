@@ -35,10 +35,11 @@ import {
   renderPlanJson,
   renderPlanText,
 } from "../gitops/plan-report.ts";
+import { listPages } from "../kube/client.ts";
 import { DEPLOYMENTS, decodeDeployment, KubeDeployments } from "../kube/deployments.ts";
 import { KubeApiError, NotFoundError } from "../kube/errors.ts";
 import { InstallKeyError, readInstallKey } from "../kube/install-key.ts";
-import { collectionPath, listItems } from "../kube/object.ts";
+import { collectionPath } from "../kube/object.ts";
 import { secretsPort } from "../kube/secrets.ts";
 import { keyedSecretDigest } from "../reconcile/secret-hash.ts";
 import { deploymentsPort } from "../reconcile/service/session.ts";
@@ -283,6 +284,9 @@ function noResources(paths: readonly string[], fileCount: number): string {
   return `no Deployment resources (apiVersion dms.dev/v1alpha1, kind Deployment) in ${where} (${read} read): check the path given to -f, or pipe the rendered manifests with -f -`;
 }
 
+/** Deployment resources a page of the cluster's listing holds at most: `kubectl get`'s `--chunk-size`. */
+const CHUNK_SIZE = 500;
+
 /** Reads through the kubeconfig's credentials; nothing is cached or watched. */
 function clusterReader(
   kube: CommandCluster,
@@ -298,12 +302,15 @@ function clusterReader(
       return found as LiveResource | undefined;
     },
     listResources: async (signal) => {
+      const all: LiveResource[] = [];
       try {
-        const list = await client.request({ method: "GET", path: collectionPath(DEPLOYMENTS), signal });
-        return listItems(list).flatMap((item) => {
+        // Page by page: a cluster of thousands of resources is never one answer held whole.
+        const request = { path: collectionPath(DEPLOYMENTS), query: { limit: CHUNK_SIZE }, signal };
+        await listPages(client, request, (item) => {
           const decoded = decodeDeployment(item);
-          return decoded ? [decoded as LiveResource] : [];
+          if (decoded) all.push(decoded as LiveResource);
         });
+        return all;
       } catch (error) {
         // Without permission to list every namespace, claims in other namespaces go unchecked.
         if (error instanceof KubeApiError && (error.status === 403 || error.status === 404)) return undefined;

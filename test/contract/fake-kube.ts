@@ -81,7 +81,8 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
     message,
   });
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const path = new URL(req.url ?? "/", "http://x").pathname;
+    const url = new URL(req.url ?? "/", "http://x");
+    const path = url.pathname;
     requests.push(`${req.method} ${path}`);
     if (req.method !== "GET") return answer(res, 405, status(405, "MethodNotAllowed", "read-only fake"));
     if (forbidden.has(path)) return answer(res, 403, status(403, "Forbidden", `${path} is forbidden`));
@@ -92,8 +93,13 @@ export async function startFakeKube(options: FakeKubeOptions = {}): Promise<Fake
         resources: served.map((name) => ({ name })),
       });
     if (path === `${API}/deployments`) {
-      const items = [...objects].filter(([p]) => /\/deployments\/[^/]+$/.test(p)).map(([, o]) => o);
-      return answer(res, 200, { kind: "DeploymentList", metadata: { resourceVersion: "1" }, items });
+      const all = [...objects].filter(([p]) => /\/deployments\/[^/]+$/.test(p)).map(([, o]) => o);
+      // Pages of `limit`, as the API server gives them, the continue token the next item's index.
+      const from = Number(url.searchParams.get("continue") ?? 0);
+      const limit = Number(url.searchParams.get("limit") ?? all.length) || all.length;
+      const items = all.slice(from, from + limit);
+      const next = from + limit < all.length ? { continue: String(from + limit) } : {};
+      return answer(res, 200, { kind: "DeploymentList", metadata: { resourceVersion: "1", ...next }, items });
     }
     const found = objects.get(path);
     if (found) return answer(res, 200, found);

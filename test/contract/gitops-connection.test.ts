@@ -12,6 +12,7 @@ import { parseAllDocuments } from "yaml";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import {
   clusterServiceConnectionPath,
+  connectedResource,
   deploymentPath,
   type FakeKube,
   PROD_CONNECTION as PROD,
@@ -565,5 +566,41 @@ describe("plan: a connection's rollout windows", () => {
     });
     const mine = await planJson(own);
     expect(mine.doc.resources[0]).not.toHaveProperty("held");
+  });
+});
+
+describe("plan: the cluster's name claims", () => {
+  it("reads the cluster's Deployment resources page by page, and finds an older claim on a later page", async () => {
+    const paths: string[] = [];
+    const put = (namespace: string, name: string, claims: string, creationTimestamp?: string) => {
+      const path = deploymentPath(namespace, name);
+      const object = connectedResource(namespace, name, { source: "internal_docker", name: claims }) as {
+        metadata: Record<string, unknown>;
+      };
+      if (creationTimestamp) object.metadata.creationTimestamp = creationTimestamp;
+      kube.put(path, object);
+      paths.push(path);
+    };
+    // 500 others, then the older holder of the name: on the second page of 500.
+    for (let i = 0; i < 500; i++) put("others", `filler-${i}`, `filler-${i}`);
+    put(NS, "holder", "claimed", "2020-01-01T00:00:00Z");
+    try {
+      const before = kube.requests.length;
+      const files = await dir({
+        "a.yaml": resourceYaml("claimer", {
+          name: "claimed",
+          source: "internal_docker",
+          connectionRef: PROD,
+        }),
+      });
+      const { found } = await planJson(files);
+      const lists = kube.requests.slice(before).filter((r) => r === "GET /apis/dms.dev/v1alpha1/deployments");
+      expect(lists).toHaveLength(2);
+      expect(JSON.stringify(found.claimer)).toContain(
+        `already claimed by the older resource ${NS}/holder in the cluster`,
+      );
+    } finally {
+      for (const path of paths) kube.remove(path);
+    }
   });
 });
