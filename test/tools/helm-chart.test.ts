@@ -1102,6 +1102,56 @@ describe("helm template charts/dms-operator: what a platform team sets on day tw
     const lint = await helm(bin, ["lint", "--strict", CHART]);
     expect(lint.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
   });
+
+  it("gives the helm test pod labels no selector of the operator's pods matches, its own wait's included", async ({
+    expect,
+  }) => {
+    const objects = await render(
+      ["podDisruptionBudget.enabled=true", "networkPolicy.enabled=true", "metrics.service.enabled=true"],
+      { tests: true },
+    );
+    const labelsOf = (o: K8sObject | undefined) => (o?.metadata.labels ?? {}) as Record<string, string>;
+    const testPod = objects.find((o) => o.kind === "Pod" && o.metadata.name === "dms-operator-test");
+    const deployment = deploymentOf(objects) as unknown as {
+      spec: {
+        selector: { matchLabels: Record<string, string> };
+        template: { metadata: { labels: Record<string, string> } };
+      };
+    };
+    const containers = (testPod?.spec as { containers: { name: string; args: string[] }[] } | undefined)
+      ?.containers;
+    const selectorArg = containers
+      ?.find((c) => c.name === "ready")
+      ?.args.find((a) => a.startsWith("--selector="));
+    const waitSelector = Object.fromEntries(
+      (selectorArg?.slice("--selector=".length).split(",") ?? []).map(
+        (pair) => pair.split("=") as [string, string],
+      ),
+    );
+    const spec = (kind: string) => objects.find((o) => o.kind === kind)?.spec as Record<string, unknown>;
+    const selectors: Record<string, Record<string, string>> = {
+      "the test's kubectl wait": waitSelector,
+      Deployment: deployment.spec.selector.matchLabels,
+      PodDisruptionBudget: (spec("PodDisruptionBudget").selector as { matchLabels: Record<string, string> })
+        .matchLabels,
+      NetworkPolicy: (spec("NetworkPolicy").podSelector as { matchLabels: Record<string, string> })
+        .matchLabels,
+      Service: spec("Service").selector as Record<string, string>,
+    };
+    const matches = (selector: Record<string, string>, labels: Record<string, string>) =>
+      Object.entries(selector).every(([k, v]) => labels[k] === v);
+    for (const [by, selector] of Object.entries(selectors)) {
+      expect(Object.keys(selector).length, by).toBeGreaterThan(0);
+      // The operator's pods are what each selects; the test pod, which ends once its checks
+      // exit (never Ready again) and has no controller, is not.
+      expect(matches(selector, deployment.spec.template.metadata.labels), by).toBe(true);
+      expect(matches(selector, labelsOf(testPod)), by).toBe(false);
+    }
+    expect(labelsOf(testPod)).toMatchObject({
+      "app.kubernetes.io/instance": "dms-operator",
+      "app.kubernetes.io/component": "test",
+    });
+  });
 });
 
 describe("values.schema.json", { timeout: 30_000, concurrent: true }, () => {
