@@ -489,6 +489,10 @@ describe("helm template charts/dms-operator", { timeout: 30_000, concurrent: tru
     expect(await refusal(["serviceAccount.create=false"])).toContain(
       "serviceAccount.name: name the existing ServiceAccount",
     );
+    // `run --sharded --no-leader-elect` exits at start: the elected leader assigns the resources.
+    expect(await refusal(["sharding.enabled=true", "leaderElection.enabled=false"])).toContain(
+      "sharding.enabled: needs leaderElection.enabled",
+    );
   });
 });
 

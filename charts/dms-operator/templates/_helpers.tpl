@@ -278,6 +278,9 @@ Refuses combinations of values the operator could not run with, naming the value
 {{- if and (eq .Values.scope "namespace") .Values.leaderElection.namespace (ne .Values.leaderElection.namespace .Release.Namespace) }}
 {{- fail "leaderElection.namespace: with scope: namespace the Lease lives in the release namespace, where the Role grants it; leave leaderElection.namespace empty" }}
 {{- end }}
+{{- if and .Values.sharding.enabled (not .Values.leaderElection.enabled) }}
+{{- fail "sharding.enabled: needs leaderElection.enabled (`run --sharded --no-leader-elect` exits at start: the elected leader assigns the resources to the replicas); set leaderElection.enabled=true, or sharding.enabled=false" }}
+{{- end }}
 {{- if and (include "dms-operator.metricsLoopbackOnly" .) (or .Values.metrics.service.enabled .Values.metrics.serviceMonitor.enabled) }}
 {{- fail "metrics.service.enabled, metrics.serviceMonitor.enabled: /metrics listens on the pod's loopback only (plain HTTP, metrics.secure false, reaches no Service); set metrics.secure=true (with scope: namespace a cluster admin binds system:auth-delegator to the operator's ServiceAccount, see the README) or, to serve plain HTTP to anyone who reaches the pod, metrics.loopbackOnly=false" }}
 {{- end }}
