@@ -1107,6 +1107,29 @@ describe("helm template charts/dms-operator: what a platform team sets on day tw
     expect(lint.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
   });
 
+  it("ends its NOTES with a listing of the resources the release watches, in its namespace only with scope: namespace", async ({
+    expect,
+  }) => {
+    const notes = async (set: string[]) => {
+      const result = await helm(bin, [
+        "install",
+        "dms-operator",
+        CHART,
+        "-n",
+        "team-a",
+        "--dry-run=client",
+        ...set.flatMap((s) => ["--set", s]),
+      ]);
+      expect(result.code, result.stderr).toBe(0);
+      return result.stdout.slice(result.stdout.indexOf("\nNOTES:\n"));
+    };
+    // A team owning one namespace may not list a kind in every namespace.
+    const namespaced = await notes(["scope=namespace"]);
+    expect(namespaced).toContain("\n  kubectl -n team-a get dmsd\n");
+    expect(namespaced).not.toContain("--all-namespaces");
+    expect(await notes([])).toContain("\n  kubectl get dmsd --all-namespaces\n");
+  });
+
   it("gives the helm test pod labels no selector of the operator's pods matches, its own wait's included", async ({
     expect,
   }) => {
