@@ -489,6 +489,11 @@ describe("helm template charts/dms-operator", { timeout: 30_000, concurrent: tru
     expect(await refusal(["serviceAccount.create=false"])).toContain(
       "serviceAccount.name: name the existing ServiceAccount",
     );
+    // ClusterServiceConnections and the namespace labels they select by are cluster-scoped: the
+    // Role cannot grant them, and the operator exits at start on the namespaces' 403.
+    expect(await refusal(["scope=namespace", "config.clusterConnections=true"])).toContain(
+      "config.clusterConnections: with scope: namespace",
+    );
     // `run --sharded --no-leader-elect` exits at start: the elected leader assigns the resources.
     expect(await refusal(["sharding.enabled=true", "leaderElection.enabled=false"])).toContain(
       "sharding.enabled: needs leaderElection.enabled",

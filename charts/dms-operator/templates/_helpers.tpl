@@ -275,6 +275,9 @@ Refuses combinations of values the operator could not run with, naming the value
 {{- if and (eq .Values.scope "namespace") .Values.config.namespaces }}
 {{- fail "config.namespaces: with scope: namespace the operator watches the release namespace only; leave config.namespaces empty, or use scope: cluster" }}
 {{- end }}
+{{- if and (eq .Values.scope "namespace") .Values.config.clusterConnections }}
+{{- fail "config.clusterConnections: with scope: namespace the release's Role cannot grant ClusterServiceConnections nor the namespace labels they select by (the operator exits at start on the 403); leave config.clusterConnections unset, or use scope: cluster" }}
+{{- end }}
 {{- if and (eq .Values.scope "namespace") .Values.leaderElection.namespace (ne .Values.leaderElection.namespace .Release.Namespace) }}
 {{- fail "leaderElection.namespace: with scope: namespace the Lease lives in the release namespace, where the Role grants it; leave leaderElection.namespace empty" }}
 {{- end }}
