@@ -15,6 +15,7 @@ import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { statusEqual } from "../runtime/json.ts";
 import { generationApplied, observedAs } from "./decide.ts";
 import type { FailedRevisionLog } from "./failure-evidence.ts";
+import { outcomeFromProblems } from "./failures.ts";
 import { reconcileInterval, reconcileRequestedAt } from "./inputs.ts";
 import {
   LOG_RETRY_MS,
@@ -41,7 +42,7 @@ import type {
   Run,
 } from "./run.ts";
 import type { Deployment } from "./service-types.ts";
-import { outcomeFromProblems, statusFrom } from "./status.ts";
+import { statusFrom } from "./status.ts";
 
 /**
  * `decision` with what was `executed` of its write (none when it had none): the conclusion's

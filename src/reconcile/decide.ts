@@ -11,6 +11,7 @@
  */
 import { formatTime } from "../crd/kstatus.ts";
 import { DEFAULT_DRIFT_POLICY } from "../crd/schema.ts";
+import { outcomeFromProblems } from "./failures.ts";
 import { pendingRebuild, rebuildRequestedAt, rolloutNow, rolloutNowAsked } from "./inputs.ts";
 import { externalRevisionOf } from "./live-revision.ts";
 import {
@@ -43,7 +44,6 @@ import {
 import type { Decided, DecidedEvent, DecideSpec, Decision, Observation, Observed, Write } from "./run.ts";
 import { type SecretDigest, UNKEYED_SECRET_DIGEST } from "./secret-hash.ts";
 import type { Deployment } from "./service-types.ts";
-import { outcomeFromProblems } from "./status.ts";
 
 /**
  * Whether `obj`'s spec, at its generation, was already applied in full (`status.appliedGeneration`;

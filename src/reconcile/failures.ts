@@ -20,6 +20,8 @@
  * - 409/404 (the service's state moved: a name taken meanwhile, a deployment deleted): reported
  *   like any other failure and retried with backoff, so a persistent one is visible on the
  *   resource instead of retrying silently forever.
+ * - What the plan cannot do (`outcomeFromProblems`: an immutable field, a secrets list the service
+ *   will not clear): Stalled, nothing retried until the spec changes.
  */
 
 import { TokenWaitTooLongError } from "../api/budgets.ts";
@@ -28,6 +30,7 @@ import { redactAndTruncate } from "../api/redact.ts";
 import { InvalidSpecError, SecretNotFoundError } from "../crd/errors.ts";
 import { MAX_MESSAGE_LENGTH } from "../crd/kstatus.ts";
 import { DeferredError, TerminalError } from "../runtime/controller.ts";
+import type { PlanProblem } from "./plan.ts";
 import { REASON, type SyncOutcome } from "./reasons.ts";
 import { SecretsTooLargeError } from "./secret-budget.ts";
 import { AmbiguousNameError, UnreadableDeploymentError } from "./service/lookup-errors.ts";
@@ -131,4 +134,14 @@ function serviceFailure(error: ServiceError, clean: (text: string) => string): F
     default:
       return { outcome: failed(REASON.ServiceUnavailable, message), rethrow: new Error(message) };
   }
+}
+
+/** The sync outcome for plan problems (immutable fields stall; an un-clearable list only fails). */
+export function outcomeFromProblems(problems: readonly PlanProblem[]): SyncOutcome | undefined {
+  const [first] = problems;
+  if (!first) return undefined;
+  // What cannot change (the name, the source, the deployment type) is named before the rest.
+  const fixed = problems.find((p) => p.reason === "Immutable" || p.reason === "DeploymentTypeMismatch");
+  const reason = fixed ? REASON[fixed.reason] : REASON.CannotClearSecrets;
+  return { kind: "failed", reason, message: problems.map((p) => p.message).join("; "), stalled: true };
 }

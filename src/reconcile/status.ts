@@ -32,7 +32,6 @@ import {
   shortRevisions,
   stuckPart,
 } from "./live-revision.ts";
-import type { PlanProblem } from "./plan.ts";
 import {
   CONDITION,
   CONDITION_ORDER,
@@ -77,16 +76,6 @@ export interface StatusInput {
   knownRevision?: { id: string; config: SourceRevisionConfig } | undefined;
   /** A revision the operator did not create, seen now (`externalRevisionOf`, live-revision.ts). */
   externalRevision?: ExternalRevision | undefined;
-}
-
-/** The sync outcome for plan problems (immutable fields stall; an un-clearable list only fails). */
-export function outcomeFromProblems(problems: readonly PlanProblem[]): SyncOutcome | undefined {
-  const [first] = problems;
-  if (!first) return undefined;
-  // What cannot change (the name, the source, the deployment type) is named before the rest.
-  const fixed = problems.find((p) => p.reason === "Immutable" || p.reason === "DeploymentTypeMismatch");
-  const reason = fixed ? REASON[fixed.reason] : REASON.CannotClearSecrets;
-  return { kind: "failed", reason, message: problems.map((p) => p.message).join("; "), stalled: true };
 }
 
 /**

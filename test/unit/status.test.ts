@@ -3,9 +3,10 @@ import { describe, expect, it, vi } from "vitest";
 import { redactAndTruncate, redactSecrets } from "../../src/api/redact.ts";
 import type { Deployment } from "../../src/api/wire.ts";
 import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
+import { outcomeFromProblems } from "../../src/reconcile/failures.ts";
 import { resolvedRepo } from "../../src/reconcile/observe.ts";
 import { CONDITION, REASON, type SyncOutcome } from "../../src/reconcile/reasons.ts";
-import { outcomeFromProblems, type StatusInput, statusFrom } from "../../src/reconcile/status.ts";
+import { type StatusInput, statusFrom } from "../../src/reconcile/status.ts";
 import { changedStatusFields, statusEqual } from "../../src/runtime/json.ts";
 import { remote } from "./plan-fixtures.ts";
 
