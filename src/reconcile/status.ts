@@ -345,7 +345,9 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
   const note = unsetNote(sunk.unset);
   const synced = note ? { ...outcome.synced, message: `${outcome.synced.message}; ${note}` } : outcome.synced;
 
-  const stalled = outcome.stalled ?? service.stalled;
+  // A change held for a rollout window replaces the service's failed or stuck revision when it
+  // goes out by itself: on its way (Reconciling, as held), not stalled.
+  const stalled = outcome.stalled ?? (sync.kind === "held" ? undefined : service.stalled);
   const values: Record<ConditionType, ConditionValue | undefined> = {
     [CONDITION.Ready]: service.ready,
     [CONDITION.Synced]: synced,

@@ -474,6 +474,25 @@ describe("the status with failure evidence", () => {
     expect(status.failedRevisionLog).toEqual(log);
   });
 
+  it("a timed-out rollout with the change that replaces it held by a rollout window: Reconciling, not Stalled", () => {
+    const status = statusFrom({
+      generation: 2,
+      observed: deployment(),
+      sync: { kind: "held", message: "sourceRevisionConfig.imageUri is held until the window opens" },
+      now: T0,
+      revision: { id: LATEST, status: "BUILDING" },
+      rollout: { startedAt: start(), log, timedOutAfter: "30m" },
+    });
+    const said = Object.fromEntries(
+      (status.conditions ?? []).map((c) => [c.type, `${c.status}/${c.reason}`]),
+    );
+    expect(said).toEqual({
+      Ready: "False/RolloutTimeout",
+      Synced: "False/OutsideRolloutWindow",
+      Reconciling: "True/OutsideRolloutWindow",
+    });
+  });
+
   it("a first rollout past the timeout is Stalled whatever the deployment's status, naming what is stuck", () => {
     const stalled = (over: Partial<Deployment>, revisionStatus: string) =>
       statusFrom({

@@ -270,6 +270,35 @@ describe("DeploymentReconciler: rollout windows", () => {
     expect(w.deployment()?.source_revision_config.image_uri).toBe("repo/agent:1");
   });
 
+  it("the change that replaces a failed revision, held outside the window, is on its way: Reconciling, not Stalled", async () => {
+    const w = world();
+    await w.settled();
+    const id = w.deployment()?.id ?? "";
+    w.service.store.drift(id, { fail_revisions: "build" });
+    w.edit((o) => {
+      o.spec.sourceRevisionConfig = { imageUri: "repo/agent:2" };
+    });
+    await w.reconcile();
+    w.clock.advance(SETTLE_MS);
+    await w.resync();
+    await w.reconcile();
+    expect(conditions(w.stored())).toMatchObject({ Stalled: "True/RevisionFailed" });
+
+    // The fix, held until the window opens: it will replace the failed revision by itself.
+    await w.resync();
+    w.edit((o) => {
+      o.spec.sourceRevisionConfig = { imageUri: "repo/agent:3" };
+      o.spec.rolloutWindows = [NIGHTS];
+    });
+    await w.reconcile();
+    expect(w.service.calls.patch).toBe(0);
+    expect(conditions(w.stored())).toEqual({
+      Ready: "False/RevisionFailed",
+      Synced: "False/OutsideRolloutWindow",
+      Reconciling: "True/OutsideRolloutWindow",
+    });
+  });
+
   it("a window the operator cannot read stalls the resource (InvalidSpec) and sends nothing", async () => {
     const w = world();
     await w.settled();
