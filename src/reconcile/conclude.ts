@@ -268,6 +268,7 @@ export function conclude(input: ConclusionInput): Conclusion {
     ...(history ? { revisionHistory: history } : {}),
     ...(known ? { knownRevision: known } : {}),
     ...(externalRevision ? { externalRevision } : {}),
+    createdUnlisted: observed?.kind === "createdUnlisted",
   });
   // A create not listed yet: the id it answered with stays known while the listing catches up.
   if (observed?.kind === "createdUnlisted" && previous?.deploymentId)

@@ -76,6 +76,11 @@ export interface StatusInput {
   knownRevision?: { id: string; config: SourceRevisionConfig } | undefined;
   /** A revision the operator did not create, seen now (`externalRevisionOf`, live-revision.ts). */
   externalRevision?: ExternalRevision | undefined;
+  /**
+   * `observed` is `null` for a create answered and not listed yet (decide.ts): the deployment is
+   * not gone, and what the operator recorded of it (its revisions, its active one) is kept.
+   */
+  createdUnlisted?: boolean | undefined;
 }
 
 /**
@@ -291,24 +296,24 @@ export function statusFrom(input: StatusInput): DeploymentResourceStatus {
       ? undefined
       : previous.liveRevision;
   if (live !== undefined) status.liveRevision = live;
+  const gone = observed === null && !input.createdUnlisted;
   const pending = pendingRedeploy(input.revisionHistory ?? previous.revisionHistory);
   const known =
     input.knownRevision ?? (pending ? { id: pending.id, config: pendingConfig(pending) } : undefined);
   const active = observed
     ? activeRevision(observed, previous.activeRevision, formatTime(now), known)
-    : observed === null
+    : gone
       ? undefined
       : previous.activeRevision;
   if (active !== undefined) status.activeRevision = active;
   // The last revision seen that the operator did not create: kept as the record of what
   // happened, until the deployment is known gone.
-  const external =
-    observed === null
-      ? undefined
-      : (input.externalRevision ?? keptExternalRevision(previous.externalRevision, observed));
+  const external = gone
+    ? undefined
+    : (input.externalRevision ?? keptExternalRevision(previous.externalRevision, observed ?? undefined));
   if (external !== undefined) status.externalRevision = external;
   // The revisions of a deployment known to be gone are no candidates for anything.
-  let history = observed === null ? undefined : (input.revisionHistory ?? previous.revisionHistory);
+  let history = gone ? undefined : (input.revisionHistory ?? previous.revisionHistory);
   if (observed) {
     history = recordDeployed(history, observed.active_revision_id);
     const latest = input.revision;

@@ -1435,8 +1435,10 @@ describe("DeploymentReconciler when reads lag", () => {
     w.service.lagMs = 30_000;
     await w.resync();
     expect(await w.reconcile()).toEqual({ kind: "done" });
-    const id = w.resources.stored(REF)?.status?.deploymentId;
+    const created = w.resources.stored(REF)?.status;
+    const id = created?.deploymentId;
     expect(id).toBe(w.service.store.getByName("agent")?.id);
+    expect(created?.revisionHistory).toHaveLength(1);
 
     // A new process (nothing of the create's answer in memory) before the listing shows it: by
     // its id, then by its name, both missing it; createdAt holds the create back.
@@ -1456,6 +1458,11 @@ describe("DeploymentReconciler when reads lag", () => {
     expect(conditions(w.resources.stored(REF))).toMatchObject({ Ready: "True/Available" });
     expect(w.service.store.list()).toHaveLength(1);
     expect(w.events.reasons()).toEqual(["Normal/Created"]);
+    // What the operator recorded of its create outlived the wait: its revision (a candidate of
+    // spec.revisionReuse), and when it was first seen active.
+    const listed = w.resources.stored(REF)?.status;
+    expect(listed?.revisionHistory).toEqual(created?.revisionHistory);
+    expect(listed?.activeRevision).toEqual(created?.activeRevision);
   });
 
   it("acts on a stale cached copy that lacks the create intent: a conflict, never a second POST", async () => {
