@@ -222,7 +222,8 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
   // config still names its newest revision) is nothing to roll out: no window holds it, and
   // applyPatch sends only the rest, if any. Not while a rebuild is asked: the rebuild route
   // builds the service's config (its newest revision's), so the spec's is built by the PATCH.
-  const problems = outcomeFromProblems(sendable.problems);
+  // The failures' table (failures.ts) is entered only for a problem.
+  const problems = sendable.problems.length > 0 ? outcomeFromProblems(sendable.problems) : undefined;
   const rebuildAsked = !problems && !built && pendingRebuild(spec, status);
   const switchedBack =
     sendable.action === "patch" && deployment && !rebuildAsked
