@@ -32,6 +32,9 @@ export function leaderElection(
   if (!config.enabled) return {};
   const { client, identity, metrics, logger, clock } = deps;
   const namespace = config.namespace ?? deps.namespace ?? "default";
+  // 0 from the start, not only once a term ends: a replica that never wins the Lease (RBAC, the
+  // API server) must still say it does not lead, or DmsOperatorNoLeader has nothing to fire on.
+  metrics.setLeader(config.name, false);
   const elector = new LeaderElector({
     lease: new KubeLease(client, { namespace, name: config.name }),
     identity,
