@@ -2,6 +2,8 @@
 // scrape time from the watch cache: by Ready/Synced, rollouts in progress, failed and held, the
 // age of the longest-held change, and the resources Stalled by reason, with the label values
 // bounded and exported even when no resource has them.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   type ConditionsOf,
@@ -114,6 +116,11 @@ describe("resource state gauges", () => {
     expect(series).toHaveLength(STALLED_REASONS.length + 1);
     expect(flooded).toContain(`dms_resources_stalled{reason="${OTHER_REASON}"} 500`);
     expect(flooded).toContain('dms_resources_stalled{reason="RolloutTimeout"} 0');
+
+    // The bound docs/tenant-inputs.md gives for the label is the one exported.
+    const doc = readFileSync(join(import.meta.dirname, "..", "..", "docs", "tenant-inputs.md"), "utf8");
+    const bound = /`dms_resources_stalled` takes (\d+) values \((\d+) named, `Other`\)/.exec(doc);
+    expect(bound?.slice(1).map(Number)).toEqual([STALLED_REASONS.length + 1, STALLED_REASONS.length]);
   });
 
   it("count the changes held outside the rollout windows and give the longest hold's age in seconds", async () => {
