@@ -142,17 +142,19 @@ export function formatTail(
       const cut = entry.message.length > shown ? "…" : "";
       const message = applyCoverage(joined, covered, at, at + shown) + cut;
       at += part.length + 1;
-      return fold(message);
+      return foldLines(message);
     });
-    // Folded, the messages are searched as parts once more: a value split over two entries by
-    // what folding takes out at the split (a carriage return, a color reset, a space, a
-    // zero-width character) has its two halves side by side again, one at each line's edge.
-    const foldedJoined = folded.join("\n");
-    const coveredFolded = partsCoverage(folded, "\n", secretValues, budget);
+    // Folded, the messages' lines are searched as parts once more: a value split over two
+    // entries, or two lines of one entry, by what folding takes out at the split (a line break,
+    // a color reset, a space, a zero-width character) has its two halves side by side again, one
+    // at each line's edge.
+    const foldedJoined = folded.map((lines) => lines.join("\n")).join("\n");
+    const coveredFolded = partsCoverage(folded.flat(), "\n", secretValues, budget);
     at = 0;
     return tail.map((entry, i) => {
-      const length = folded[i]?.length ?? 0;
-      const message = applyCoverage(foldedJoined, coveredFolded, at, at + length);
+      const length = folded[i]?.join("\n").length ?? 0;
+      // The entry's lines, shown on one line as folding shows them.
+      const message = applyCoverage(foldedJoined, coveredFolded, at, at + length).replace(/\n/g, " ");
       at += length + 1;
       const field = (text: string | undefined) =>
         text === undefined ? undefined : stripToLine(text.slice(0, FIELD_CHARS)).trim();
@@ -170,6 +172,18 @@ export function formatTail(
 /** `text` on one line, its escape sequences and controls out, each run of whitespace one space. */
 function fold(text: string): string {
   return stripToLine(text).replace(/\s+/g, " ").trim();
+}
+
+/** Line breaks: CR LF, LF, CR, VT, FF, NEL, LS, PS. */
+const LINE_BREAK = /\r\n|[\n\r\v\f\x85\u2028\u2029]/;
+
+/** The lines of `text`, each folded, the empty ones left out; one empty line when none is left. */
+function foldLines(text: string): string[] {
+  const lines = text
+    .split(LINE_BREAK)
+    .map(fold)
+    .filter((line) => line !== "");
+  return lines.length === 0 ? [""] : lines;
 }
 
 /**

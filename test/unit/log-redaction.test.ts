@@ -194,6 +194,27 @@ describe("the forms a build prints a value in", () => {
     }
   });
 
+  it.each([
+    ["a newline", "\n"],
+    ["a carriage return", "\r"],
+    ["CRLF", "\r\n"],
+    ["a color reset and a newline", "\x1b[0m\n"],
+    ["a line separator", "\u2028"],
+  ])("a value split over two lines of one entry, at %s", (_what, lineBreak) => {
+    const secret = "s3cr3t-Passw0rd!é/+x";
+    const {
+      note,
+      excerpt,
+      message: stalled,
+      lines,
+    } = evidence(entriesOf(`pw=s3cr3t-Pa${lineBreak}ssw0rd!é/+x end`), [secret]);
+    for (const text of [note, excerpt, stalled, lines.join("\n")]) {
+      expect(text).not.toContain("s3cr3t");
+      expect(text).not.toContain("ssw0rd");
+      expect(text).toContain(REDACTED);
+    }
+  });
+
   it.each(Object.entries(LINE_PREFIXES))(
     "base64 wrapped behind a %s prefix on each line, a value straddling two lines: its bits hidden, the prefixes shown",
     (_name, prefix) => {
