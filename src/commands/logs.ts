@@ -20,6 +20,7 @@
  * says. `--follow` polls for new entries until the revision ends (live, skipped or failed) or
  * Ctrl-C; `--since 10m` shows only entries of the last ten minutes.
  */
+import { createHash } from "node:crypto";
 import type { ServiceClient } from "../api/client.ts";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
 import { escapeForTerminal, escapeJsonText } from "../api/printable.ts";
@@ -157,6 +158,12 @@ export class LogFollower {
   #cursor: string | undefined;
   /** Entries of that page already handed out. */
   #seen = 0;
+  /**
+   * Digests of the cursors of the last {@link MAX_PAGES} pages read and left behind: a
+   * `next_offset` naming one again leads back (a service's cursors running in a circle), and is
+   * read as the end, not as new entries. Digests, so that a service's long cursors are not kept.
+   */
+  readonly #left = new Set<string>();
 
   constructor(
     client: ServiceClient,
@@ -189,14 +196,30 @@ export class LogFollower {
       if (!page)
         throw new Error(`the service's deployment ${this.#deploymentId} has no revision ${this.#revisionId}`);
       for (const entry of page.entries.slice(this.#seen)) each(entry);
-      if (page.nextOffset === null || page.nextOffset === this.#cursor) {
+      const next = page.nextOffset;
+      if (next === null || next === this.#cursor || this.#left.has(digest(next))) {
         this.#seen = Math.max(this.#seen, page.entries.length);
         return;
       }
-      this.#cursor = page.nextOffset;
+      if (this.#cursor !== undefined) this.#leave(this.#cursor);
+      this.#cursor = next;
       this.#seen = 0;
     }
   }
+
+  /** Remembers `cursor` as left behind, forgetting the oldest past {@link MAX_PAGES}. */
+  #leave(cursor: string): void {
+    this.#left.add(digest(cursor));
+    if (this.#left.size > MAX_PAGES) {
+      const oldest = this.#left.values().next().value;
+      if (oldest !== undefined) this.#left.delete(oldest);
+    }
+  }
+}
+
+/** A cursor's digest, as {@link LogFollower} remembers the cursors it left. */
+function digest(cursor: string): string {
+  return createHash("sha256").update(cursor).digest("base64");
 }
 
 /** The deployment named exactly `name` (a listing with `name_contains`, then an exact match). */
