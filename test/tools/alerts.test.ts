@@ -46,7 +46,7 @@ describe("the operator's alerts", { timeout: 120_000 }, () => {
     [promtoolBin, helmBin] = await Promise.all([ensureGoTool(PROMTOOL), helmBinary()]);
     const objects = await renderChart(helmBin, {
       namespace: "dms-system",
-      set: ["metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true"],
+      set: ["metrics.prometheusRule.enabled=true"],
     });
     chartGroups = specOf(objects.find((o) => o.kind === "PrometheusRule")).groups;
     componentGroups = (parse(readFileSync(COMPONENT, "utf8")) as { spec: { groups: Groups } }).spec.groups;
@@ -138,7 +138,6 @@ describe("the operator's alerts", { timeout: 120_000 }, () => {
       release: "shard-b",
       namespace: "team-a",
       set: [
-        "metrics.serviceMonitor.enabled=true",
         "metrics.prometheusRule.enabled=true",
         "metrics.prometheusRule.labels.release=kube-prometheus-stack",
         "metrics.prometheusRule.additionalAlertLabels.team=platform",

@@ -781,11 +781,6 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", {
         ["scope=namespace", "metrics.prometheusRule.enabled=true"],
         "metrics.prometheusRule.enabled: the alerts read the series Prometheus scrapes",
       ],
-      // No Service: no scrape has the job the alerts read, and DmsOperatorDown fires on a healthy operator.
-      [
-        ["metrics.prometheusRule.enabled=true"],
-        "metrics.prometheusRule.enabled: the alerts read the job dms-operator-metrics, which only a scrape of the Service",
-      ],
       [["metrics.port=8081"], "metrics.port: must differ from healthProbes.port"],
       [
         ["healthProbes.port=8080", "metrics.secure=false"],

@@ -290,9 +290,6 @@ Refuses combinations of values the operator could not run with, naming the value
 {{- if and (include "dms-operator.metricsLoopbackOnly" .) .Values.metrics.prometheusRule.enabled }}
 {{- fail "metrics.prometheusRule.enabled: the alerts read the series Prometheus scrapes from /metrics, which listens on the pod's loopback only (plain HTTP, metrics.secure false); set metrics.secure=true (with scope: namespace a cluster admin binds system:auth-delegator to the operator's ServiceAccount) and metrics.serviceMonitor.enabled=true" }}
 {{- end }}
-{{- if and .Values.metrics.prometheusRule.enabled (not (or .Values.metrics.service.enabled .Values.metrics.serviceMonitor.enabled)) }}
-{{- fail (printf "metrics.prometheusRule.enabled: the alerts read the job %s-metrics, which only a scrape of the Service of that name has; without it DmsOperatorDown fires on a healthy operator; set metrics.serviceMonitor.enabled=true (or metrics.service.enabled=true, scraped by a ServiceMonitor of your own)" (include "dms-operator.fullname" .)) }}
-{{- end }}
 {{- if eq (include "dms-operator.metricsPort" .) (include "dms-operator.envText" .Values.healthProbes.port) }}
 {{- fail "metrics.port: must differ from healthProbes.port; the chart gives /metrics a listener and a container port of its own" }}
 {{- end }}
