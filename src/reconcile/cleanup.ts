@@ -131,7 +131,8 @@ async function finalize(
         return { decided: { outcome: { ...missed, message } } };
       }
       const found = await owned(session, obj, signal);
-      const since = found.deployment ? undefined : pendingCreateSince(obj.status ?? {});
+      // Not for a record that names someone else's deployment (a forged status holds nothing).
+      const since = found.deployment || found.disowned ? undefined : pendingCreateSince(obj.status ?? {});
       // Either side of now: a time forged far ahead must not hold the deletion for ever.
       const age = since === undefined ? Number.NaN : run.now.getTime() - Date.parse(since);
       if (Math.abs(age) < deps.createGraceMs) {
@@ -155,10 +156,12 @@ async function finalize(
           recordEvent(deps, run, "Normal", "Deleting", note);
         }
         const observed = { kind: "found", deployment: found.deployment } as const;
-        // Found by name for a pending create: that create is settled, and from now on the id the
-        // status records answers alone. Else, once the deployment is gone, the name would be
-        // looked up again and a deployment created anew under it deleted too.
-        const record = obj.status?.createRequestedAt ? { record: { createRequestedAt: null } } : {};
+        // Found, its create is settled: from now on the id the status records answers alone (else,
+        // once the deployment is gone, the name would be looked up again and a deployment created
+        // anew under it deleted too), and a miss is its deletion done, not a listing that lags.
+        const { createRequestedAt, createdAt } = obj.status ?? {};
+        const record =
+          createRequestedAt || createdAt ? { record: { createRequestedAt: null, createdAt: null } } : {};
         return { decided: { outcome: { kind: "deleting" }, observed, ...record } };
       }
       if (recorded && !found.disowned) {

@@ -1552,6 +1552,34 @@ describe("DeploymentReconciler when reads lag", () => {
     expect(w.service.store.getByName("agent")?.status).toBe("AWAITING_DELETE");
   });
 
+  it("deleted under Delete just after its create was listed: its deployment deleted, then let go at once, not held for the grace", async () => {
+    const w = world();
+    w.apply({ deletionPolicy: "Delete" });
+    await w.resync();
+    await w.reconcile();
+    expect(w.resources.stored(REF)?.status?.createdAt).toBeDefined();
+    w.resources.delete(REF);
+    await w.reconcile();
+    expect(w.service.store.getByName("agent")?.status).toBe("AWAITING_DELETE");
+    // Gone well within the create grace: its deletion is done, not a listing that lags.
+    w.clock.advance(2_000);
+    expect(await w.reconcile()).toEqual({ kind: "gone" });
+    expect(w.events.reasons()).toContain("Normal/Deleted");
+  });
+
+  it("deleted under Delete within the create grace, its status naming someone else's deployment: let go at once", async () => {
+    const w = world();
+    w.apply({ deletionPolicy: "Delete" });
+    await w.resync();
+    await w.reconcile();
+    const other = w.service.store.create({ name: "another", source: "external_docker" });
+    const stored = w.resources.stored(REF);
+    w.resources.create({ ...stored, status: { ...stored?.status, deploymentId: other.id } } as never);
+    w.resources.delete(REF);
+    expect(await w.reconcile()).toEqual({ kind: "gone" });
+    expect(w.service.store.getByName("another")?.status).not.toBe("AWAITING_DELETE");
+  });
+
   it("deleted under Delete with a create time forged into the future: let go, not held for ever", async () => {
     const w = world();
     w.resources.create({
