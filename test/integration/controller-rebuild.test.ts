@@ -55,12 +55,15 @@ describe("controller: dms.dev/rebuild-requested-at", () => {
   it("creates one revision through the rebuild route and records the request as handled", async () => {
     const { s, id } = await ready("ctl-rebuild", "present");
     expect(s.sim.store.revisions(id)).toHaveLength(1);
+    // The POST answers a second late: what is waited for below is its answer, not the intent.
+    s.sim.faults.set({ latency: [{ ms: 1_000, route: REBUILD_ROUTE }] });
     await s.user.annotate(s.namespace, "agent", { [ANNOTATION_REBUILD_REQUESTED_AT]: ASKED });
     const handled = await s.user.waitFor(
       s.namespace,
       "agent",
-      (o) => o?.status?.lastHandledRebuildAt === ASKED,
-      "status.lastHandledRebuildAt recorded",
+      // Its answer recorded: the intent written before the POST names the request already.
+      (o) => o?.status?.lastHandledRebuildAt === ASKED && o.status.unconfirmedRebuild === undefined,
+      "status.lastHandledRebuildAt recorded, the rebuild's answer with it",
     );
     const revisions = s.sim.store.revisions(id);
     expect(revisions).toHaveLength(2);
@@ -99,8 +102,9 @@ describe("controller: dms.dev/rebuild-requested-at", () => {
     const handled = await s.user.waitFor(
       s.namespace,
       "agent",
-      (o) => o?.status?.lastHandledRebuildAt === ASKED,
-      "status.lastHandledRebuildAt recorded",
+      // Its answer recorded: the intent written before the POST names the request already.
+      (o) => o?.status?.lastHandledRebuildAt === ASKED && o.status.unconfirmedRebuild === undefined,
+      "status.lastHandledRebuildAt recorded, the rebuild's answer with it",
     );
     expect(s.sim.store.revisions(id)).toHaveLength(before + 1);
     expect(writes(s, id).rebuilds).toEqual([]);
