@@ -25,8 +25,8 @@ interface Example {
 const EXAMPLES: Example[] = ["README.md", ...markdown("docs"), ...markdown("charts")].flatMap((file) => {
   const text = readFileSync(join(ROOT, file), "utf8");
   return [...text.matchAll(/```ya?ml\n([\s\S]*?)```/g)]
-    .filter((m) => /^kind:\s*Deployment\b/m.test(m[1]) && /^apiVersion:\s*dms\.dev\//m.test(m[1]))
-    .map((m) => ({ file, line: text.slice(0, m.index).split("\n").length + 1, text: m[1] }));
+    .map((m) => ({ file, line: text.slice(0, m.index).split("\n").length + 1, text: m[1] ?? "" }))
+    .filter((e) => /^kind:\s*Deployment\b/m.test(e.text) && /^apiVersion:\s*dms\.dev\//m.test(e.text));
 });
 
 describe("the docs' Deployment examples", () => {
