@@ -66,8 +66,12 @@ export async function runLogs(resource: string, flags: LogsFlags, ctx: CliContex
     ctx.out(renderEntry(entry, format));
   };
   const reader = new LogFollower(client, deployment.id, revisionId, type, signal);
-  await reader.readAll(print);
-  if (!flags.follow) return;
+  const complete = await reader.readAll(print);
+  if (!flags.follow) {
+    if (!complete)
+      ctx.err(`note: the log was cut after ${MAX_PAGES} pages of ${PAGE} entries (--follow reads on)\n`);
+    return;
+  }
   if (status === "missing")
     ctx.err(
       "note: the service has no revisions route: following until Ctrl-C (the end of the revision cannot be seen)\n",
@@ -179,8 +183,11 @@ export class LogFollower {
     this.#signal = signal;
   }
 
-  /** Hands every entry not handed out before to `each`, following `next_offset` to the end. */
-  async readAll(each: (entry: LogEntry) => void): Promise<void> {
+  /**
+   * Hands every entry not handed out before to `each`, following `next_offset` to the end, or
+   * {@link MAX_PAGES} pages: false when it stopped there (a later call reads on from that page).
+   */
+  async readAll(each: (entry: LogEntry) => void): Promise<boolean> {
     for (let pages = 0; pages < MAX_PAGES; pages++) {
       const page = await this.#client.getRevisionLogs(
         this.#deploymentId,
@@ -199,12 +206,13 @@ export class LogFollower {
       const next = page.nextOffset;
       if (next === null || next === this.#cursor || this.#left.has(digest(next))) {
         this.#seen = Math.max(this.#seen, page.entries.length);
-        return;
+        return true;
       }
       if (this.#cursor !== undefined) this.#leave(this.#cursor);
       this.#cursor = next;
       this.#seen = 0;
     }
+    return false;
   }
 
   /** Remembers `cursor` as left behind, forgetting the oldest past {@link MAX_PAGES}. */

@@ -43,4 +43,31 @@ describe("LogFollower", () => {
     expect(printed).toEqual(["one", "two", "three"]);
     expect(asked.length).toBeLessThan(10);
   });
+
+  it("a log longer than its page bound: stops there, says it did not reach the end, and reads on after", async () => {
+    const asked: (string | undefined)[] = [];
+    // Every page has one entry and leads to a new one: the log never ends.
+    const client = {
+      getRevisionLogs: async (_d: string, _r: string, query: LogQuery): Promise<LogPage> => {
+        asked.push(query.offset);
+        const n = query.offset === undefined ? 0 : Number(query.offset);
+        return page([`entry ${n}`], String(n + 1));
+      },
+    } as unknown as ServiceClient;
+    const follower = new LogFollower(client, DEPLOYMENT, REVISION, "build", new AbortController().signal);
+    const printed: string[] = [];
+    expect(await follower.readAll((entry) => printed.push(entry.message))).toBe(false);
+    expect(asked.length).toBe(1000);
+    expect(printed.at(-1)).toBe("entry 999");
+    // The next call (as --follow makes) goes on from the page it stopped at, printing nothing twice.
+    expect(await follower.readAll((entry) => printed.push(entry.message))).toBe(false);
+    expect(printed.slice(999, 1001)).toEqual(["entry 999", "entry 1000"]);
+    expect(new Set(printed).size).toBe(printed.length);
+  });
+
+  it("a log that ends: says it reached the end", async () => {
+    const { client } = pagedClient({ "": page(["one"], "A"), A: page(["two"], null) });
+    const follower = new LogFollower(client, DEPLOYMENT, REVISION, "build", new AbortController().signal);
+    expect(await follower.readAll(() => {})).toBe(true);
+  });
 });
