@@ -57,7 +57,8 @@ export function settle(
   const settled = settleWrite(spec, status, decision, executed);
   const done = executed?.rebuilt ? withRebuild(spec, status, settled, decision, executed.rebuilt) : settled;
   // A revision of this reconcile's own ends the wait of a rebuild whose answer was lost.
-  const made = status.unconfirmedRebuild && executed ? revisionMadeSince(done, executed) : done;
+  const before = decision.write?.kind === "send" ? decision.write.deployment : undefined;
+  const made = status.unconfirmedRebuild && executed ? revisionMadeSince(done, executed, before) : done;
   return executed?.written ? intentSettled(made, status) : made;
 }
 

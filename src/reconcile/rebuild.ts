@@ -328,18 +328,23 @@ export function withRebuildSeen(decision: Decision, seen: RebuildSeen): Decision
 
 /**
  * `settled` with `status.unconfirmedRebuild` cleared when `executed` made a revision of the
- * operator's own (a create, a PATCH or a redeploy that recorded one, a rebuild answered): a
- * revision after it is not the lost rebuild's. A record this reconcile set or cleared stands.
+ * operator's own (a create, a PATCH or a redeploy that recorded one, its answer naming a latest
+ * revision other than `before`'s; a rebuild answered): a revision after it is not the lost
+ * rebuild's. A write that made none (a switch of the active revision back, a redeploy pending
+ * marked no longer so) leaves the record to the look that settles it. A record this reconcile
+ * set or cleared stands.
  */
 export function revisionMadeSince(
   settled: { decided: Decided; events: DecidedEvent[] },
   executed: Executed,
+  before: Deployment | undefined,
 ): { decided: Decided; events: DecidedEvent[] } {
   const record = settled.decided.record;
   if (record?.unconfirmedRebuild !== undefined) return settled;
+  const sent = executed.kind === "sent" ? executed.sent : undefined;
   const made =
     executed.kind === "created" ||
-    (executed.kind === "sent" && executed.sent.history !== undefined) ||
+    (sent?.history !== undefined && sent.deployment.latest_revision_id !== before?.latest_revision_id) ||
     executed.rebuilt?.outcome.kind === "rebuilt";
   if (!made) return settled;
   return { ...settled, decided: { ...settled.decided, record: { ...record, unconfirmedRebuild: null } } };

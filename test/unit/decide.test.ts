@@ -1451,6 +1451,18 @@ describe("a rebuild whose answer was lost: remembered until the next new revisio
     expect(made.decided.record?.unconfirmedRebuild).toBeNull();
     const none = settle(edited, UNCONFIRMED, decision, patched(undefined));
     expect(none.decided.record?.unconfirmedRebuild).toBeUndefined();
+    // A switch of the active revision back records it in the history, and makes no revision.
+    const switched: Executed = {
+      kind: "sent",
+      sent: {
+        deployment: DEPLOYED,
+        revision: { kind: "redeployed", revisionId: R1, reason: "", behaviour: "switch-active", live: R1 },
+        history: [{ id: R1, deployed: true, redeployedAt: ASKED }],
+      },
+    };
+    expect(
+      settle(edited, UNCONFIRMED, decision, switched).decided.record?.unconfirmedRebuild,
+    ).toBeUndefined();
     // A rebuild asked again: answered, it clears the record; its answer lost too, it replaces it.
     const again = resource({}, { [ANNOTATION_REBUILD_REQUESTED_AT]: "again" });
     const asked = decide(again, seen(again, DEPLOYED), UNCONFIRMED, NOW, SETTINGS);

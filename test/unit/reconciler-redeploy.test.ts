@@ -235,6 +235,37 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     expect(w.stored()?.status?.activeRevision).toMatchObject({ imageUri: GOOD });
   });
 
+  it("switch-active, a rebuild's answer lost, then Git back to an earlier image: the switch back keeps the rebuild's record, and its revision, once seen, is the operator's", async () => {
+    const w = world("switch-active");
+    await w.goodThenBad();
+    const id = w.deployment()?.id ?? "";
+    w.edit((o) => {
+      o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+    });
+    w.service.failNext("createRevision", { status: 504, maybeApplied: true });
+    await w.resync();
+    await w.reconcile();
+    const sent = w.stored()?.status?.unconfirmedRebuild;
+    expect(sent).toBeDefined();
+    // Git reverts before the service shows the rebuild's revision: switched back, no revision made.
+    w.back();
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.store.redeploys()).toMatchObject([{ behaviour: "switch-active" }]);
+    expect(w.stored()?.status?.unconfirmedRebuild).toEqual(sent);
+    // The rebuild's revision shows now: the operator's own, never an ExternalRevision.
+    w.service.store.createRevision(id);
+    const rebuilt = w.deployment()?.latest_revision_id;
+    w.events.all.length = 0;
+    await w.resync();
+    await w.reconcile();
+    expect(w.events.reasons()).toContain("Normal/Rebuilt");
+    expect(w.events.reasons()).not.toContain("Warning/ExternalRevision");
+    expect(w.stored()?.status?.externalRevision).toBeUndefined();
+    expect(w.stored()?.status?.revisionHistory?.map((e) => e.id)).toContain(rebuilt);
+    expect(w.counted).not.toContain("default/revision");
+  });
+
   it("switch-active, Git forward to the latest revision's config with a sourceConfig change: the latest revision goes live again", async () => {
     const w = world("switch-active");
     const { id } = await w.switchedBackLive();
