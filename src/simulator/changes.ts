@@ -236,7 +236,9 @@ export type RedeployBehaviour = (typeof REDEPLOY_BEHAVIOURS)[number];
  *   `revision_source`, which becomes the latest; the deployment's `source_revision_config` is
  *   the copy's (it describes the latest revision). A deployment made to fail deploys fails it.
  * - `switch-active`: no new revision; `active_revision_id` switches back to `revision` once
- *   deployed, while `latest_revision_id` and `source_revision_config` stay the latest's.
+ *   deployed, while `latest_revision_id` and `source_revision_config` stay the latest's. A
+ *   deployment made to fail deploys fails the switch: the active revision stays, and `revision`
+ *   shows DEPLOY_FAILED once the deploy phases' time has passed.
  * Returns the id of the revision that goes live.
  */
 export function redeployRevision(
@@ -250,6 +252,12 @@ export function redeployRevision(
   record.updatedAt = now;
   invalidate(record);
   if (behaviour === "switch-active") {
+    const fails = record.failRevisions === "deploy";
+    const { switchFailsAt: _failed, ...named } = revision;
+    record.revisions[record.revisions.indexOf(revision)] = fails
+      ? { ...named, switchFailsAt: activeAt }
+      : named;
+    if (fails) return revision.id;
     // Switching to the revision already active (and staying so) changes nothing.
     const activeNow = activeRevisionId(record, now);
     const pending = [...record.revisions, ...record.switches].some((r) => r.activeAt > now);

@@ -47,6 +47,11 @@ export interface RevisionRecord {
   /** When it would have become active had it not failed: the end of its phases. */
   readonly settlesAt: number;
   /**
+   * When a switch of the active revision back to it (the redeploy route's `switch-active`) failed
+   * its deploy: DEPLOY_FAILED from then on, until a switch back to it succeeds.
+   */
+  readonly switchFailsAt?: number;
+  /**
    * The revision it was made from by a redeploy (the route's `new-revision` behaviour): it has no
    * build, so its phases start at AWAITING_DEPLOY.
    */
@@ -234,6 +239,8 @@ export function revisionStatusAt(
   revision: RevisionRecord,
   now: number,
 ): { status: RevisionStatus; since: number } {
+  const failed = revision.switchFailsAt;
+  if (failed !== undefined && now >= failed) return { status: "DEPLOY_FAILED", since: failed };
   const span = revision.settlesAt - revision.createdAt;
   // A redeployed revision walks only the deploy phases, spread over its (shorter) span.
   const first = revision.redeployOf === undefined ? 0 : REDEPLOY_FIRST_PHASE;

@@ -157,6 +157,27 @@ describe("POST /v2/deployments/{id}/revisions/{revision_id}/redeploy", () => {
     expect(sim.store.get(id)?.active_revision_id).toBe(bad);
   });
 
+  it("switch-active on a deployment made to fail deploys: the switch fails, the named revision DEPLOY_FAILED, the active one stays", async () => {
+    const { sim, clock } = await start({ redeployRoute: "switch-active" });
+    const { id, good, bad } = await twoRevisions(sim, clock);
+    await call(sim, "PATCH", `/_sim/deployments/${id}`, { fail_revisions: "deploy" });
+    const res = await call(sim, "POST", redeployPath(id, good));
+    expect(res.body).toMatchObject({ latest_revision_id: bad, active_revision_id: bad });
+    clock.advance(1999);
+    expect(await revisionStatus(sim, id, good)).toBe("DEPLOYED");
+    clock.advance(1);
+    expect(await revisionStatus(sim, id, good)).toBe("DEPLOY_FAILED");
+    expect(sim.store.revisions(id)?.map((r) => r.status)).toEqual(["DEPLOY_FAILED", "DEPLOYED"]);
+    clock.advance(60_000);
+    expect(sim.store.get(id)?.active_revision_id).toBe(bad);
+    // A switch that succeeds clears it.
+    await call(sim, "PATCH", `/_sim/deployments/${id}`, { fail_revisions: null });
+    await call(sim, "POST", redeployPath(id, good));
+    clock.advance(2000);
+    expect(await revisionStatus(sim, id, good)).toBe("DEPLOYED");
+    expect(sim.store.get(id)?.active_revision_id).toBe(good);
+  });
+
   it("a repository ref that is a full commit sha builds that commit; another ref resolves again", async () => {
     const { sim, clock } = await start();
     const sha = "0123456789abcdef0123456789abcdef01234567";
