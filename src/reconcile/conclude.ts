@@ -31,6 +31,7 @@ import { keptSecretsProblem } from "./plan-secrets.ts";
 import type { EventNote, StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type SyncOutcome } from "./reasons.ts";
 import { intentSettled, revisionMadeSince, withRebuild } from "./rebuild.ts";
+import { switchingBack } from "./revision-history.ts";
 import type {
   Connected,
   Decided,
@@ -219,7 +220,9 @@ export function evidenceAt(
   const { obj, now } = run;
   const requested = (reconcileRequestedAt(obj) ?? null) !== (obj.status?.lastHandledReconcileAt ?? null);
   const deployment = observed.deployment;
-  const look = lookedWithoutCall(deployment, obj.status, requested);
+  // A switch back not live yet: the revision switched back to is read (`RevisionTracker.look`).
+  const switching = switchingBack(deployment, obj.status?.revisionHistory) !== undefined;
+  const look = switching ? undefined : lookedWithoutCall(deployment, obj.status, requested);
   if (look === undefined) return { read: { run, deployment, requested } };
   const rollout = rolloutState(obj.status, obj.spec, deployment, look.revision, now);
   if (rollout.due !== undefined) return { read: { run, deployment, requested, look } };

@@ -134,6 +134,18 @@ export function pendingRedeploy(
   return first?.redeployedAt === undefined ? undefined : first;
 }
 
+/**
+ * The revision a redeploy pending in `history` ({@link pendingRedeploy}) switched back to, while
+ * `deployment` does not show it active: the one its rollout waits for, whose failure is news.
+ */
+export function switchingBack(
+  deployment: Pick<Deployment, "active_revision_id">,
+  history: readonly RevisionHistoryEntry[] | undefined,
+): string | undefined {
+  const pending = pendingRedeploy(history);
+  return pending && pending.id !== deployment.active_revision_id ? pending.id : undefined;
+}
+
 /** `entry` without its mark of a redeploy pending (`redeployedAt`). */
 export function withoutRedeploy(entry: RevisionHistoryEntry): RevisionHistoryEntry {
   const { redeployedAt: _at, ...rest } = entry;

@@ -344,6 +344,42 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     expect(w.service.store.redeploys().at(-1)).toMatchObject({ revision_id: bad });
   });
 
+  it("switch-active, the switch back failing on the service: RevisionFailed with its deploy log, said once, nothing sent again", async () => {
+    const w = world("switch-active");
+    await w.goodThenBad();
+    const id = w.deployment()?.id ?? "";
+    const [good, bad] = (w.service.store.revisions(id) ?? []).map((r) => r.id);
+    w.service.store.drift(id, { fail_revisions: "deploy" });
+    w.back();
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.store.redeploys()).toMatchObject([{ revision_id: good, behaviour: "switch-active" }]);
+    // Past the deploy phases, far within spec.rolloutTimeout: the switch failed, BAD stays active.
+    w.clock.advance(BUILD_MS / 3);
+    await w.resync();
+    await w.reconcile();
+    expect(w.deployment()).toMatchObject({ latest_revision_id: bad, active_revision_id: bad });
+    const conditions = () =>
+      w.stored()?.status?.conditions?.map((c) => `${c.type}=${c.status}/${c.reason}`) ?? [];
+    expect(conditions()).toContain("Ready=False/RevisionFailed");
+    expect(conditions()).toContain("Stalled=True/RevisionFailed");
+    expect(w.events.reasons()).toEqual(["Normal/Redeployed", "Warning/RevisionFailed"]);
+    expect(w.events.all[1]?.note).toContain(
+      `revision ${good} of the service's deployment ${id} DEPLOY_FAILED`,
+    );
+    expect(w.events.all[1]?.note).toContain("last deploy log lines:");
+    expect(w.stored()?.status?.failedRevisionLog).toMatchObject({ revisionId: good, type: "deploy" });
+    // Looked at again (a resync, a restart's first look): nothing said again, nothing sent again.
+    w.clock.advance(10 * BUILD_MS);
+    for (let i = 0; i < 2; i++) {
+      await w.resync();
+      await w.reconcile();
+    }
+    expect(conditions()).toContain("Ready=False/RevisionFailed");
+    expect(w.events.reasons()).toEqual(["Normal/Redeployed", "Warning/RevisionFailed"]);
+    expect(w.service.calls).toMatchObject({ redeploy: 1, patch: 0, getRevisionLogs: 1 });
+  });
+
   it("switch-active: the rollout of the revision switched back to keeps its start until it is live", async () => {
     const w = world("switch-active");
     await w.reverted();
