@@ -317,6 +317,35 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     },
   );
 
+  it("switch-active, a redeploy whose answer was lost although the service switched: nothing shows it, so it is sent again, and the revision is live when the first switch is", async () => {
+    const w = world("switch-active");
+    await w.goodThenBad();
+    const id = w.deployment()?.id ?? "";
+    const [good, bad] = (w.service.store.revisions(id) ?? []).map((r) => r.id);
+    w.back();
+    w.service.failNext("redeploy", { status: 504, maybeApplied: true });
+    await w.resync();
+    await expect(w.reconcile()).rejects.toThrow(/504/);
+    // The service took it: only the answer was lost. Until it is live, the deployment, its config
+    // and the revision's status are as before: no look can tell it from a request that never came.
+    w.service.store.redeploy(id, good ?? "", "switch-active");
+    expect(w.deployment()).toMatchObject({ latest_revision_id: bad, active_revision_id: bad });
+    expect(w.service.store.revision(id, good ?? "")?.status).toBe("DEPLOYED");
+    w.clock.advance(1_000);
+    await w.resync();
+    await w.reconcile();
+    expect(w.service.store.redeploys().map((r) => r.revision_id)).toEqual([good, good]);
+    // The same switch again: live when the first one is, recorded once answered, never sent a third time.
+    w.clock.advance(BUILD_MS / 3 - 1_000);
+    await w.settle(1);
+    expect(w.deployment()).toMatchObject({ latest_revision_id: bad, active_revision_id: good });
+    expect(w.stored()?.status?.revisionHistory?.[0]).toMatchObject({
+      id: good,
+      redeployedAt: expect.any(String),
+    });
+    expect(w.service.calls.redeploy).toBe(2);
+  });
+
   it("switch-active, Git forward to the latest revision's config under a closed rollout window: held, the sourceConfig sent, the revision brought back once it opens", async () => {
     const w = world("switch-active");
     const { id } = await w.switchedBackLive();
