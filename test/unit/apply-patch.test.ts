@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { applyPatch } from "../../src/reconcile/execute.ts";
 import type { PatchPlan } from "../../src/reconcile/plan.ts";
 import { NO_SECRETS_HASH, type RevisionHistoryEntry } from "../../src/reconcile/revision-history.ts";
-import { hashSecrets } from "../../src/reconcile/secret-hash.ts";
+import { hashSecrets, keyedSecretDigest } from "../../src/reconcile/secret-hash.ts";
 import {
   GOOD,
   configHashOf as hashOf,
@@ -127,5 +127,41 @@ describe("applyPatch", () => {
     });
     expect(result.revision).toMatchObject({ kind: "patched" });
     expect(w.service.calls.redeploy).toBe(0);
+  });
+
+  describe("a history whose secrets digests predate the install key (plain sha256, not hmac-sha256:)", () => {
+    const secrets = [{ name: "A", value: "1" }];
+    const managed = { secrets: [{ name: "A", valueFrom: { secretKeyRef: { name: "s", key: "a" } } }] };
+    /** The revert planned by an operator with the install key: the same values, digested keyed. */
+    const keyed = { ...back(), secretsHash: keyedSecretDigest(new Uint8Array(32).fill(7)).digest(secrets) };
+    const old = () => revertedWorld({ secrets, configHashes: true });
+
+    it("never matches a keyed digest, even of the same values: a build (PATCH), the listing not read", async () => {
+      const w = old();
+      expect(w.history[1]?.secretsHash).toBe(hashSecrets(secrets));
+      const result = await send(w, keyed, w.history, managed);
+      expect(result.revision).toEqual({
+        kind: "patched",
+        why: "no earlier revision among the latest listed deployed the same config",
+      });
+      expect(w.service.calls).toMatchObject({ recentRevisions: 0, redeploy: 0, patch: 1 });
+      // The revision built is recorded with the keyed digest: the next revert to it is a redeploy.
+      expect(result.history?.[0]).toMatchObject({ secretsHash: keyed.secretsHash });
+    });
+
+    it("a switch back recorded so is not taken for the spec's revision live: a build, never a second redeploy", async () => {
+      const w = old();
+      // GOOD switched back to: the newest entry, marked so, BAD after it.
+      const switched = [...w.history].reverse().map((e, i) => (i === 0 ? { ...e, redeployedAt: NOW } : e));
+      const result = await send(w, keyed, switched, managed);
+      expect(result.revision).toMatchObject({ kind: "patched" });
+      expect(w.service.calls).toMatchObject({ recentRevisions: 0, redeploy: 0, patch: 1 });
+    });
+
+    it("a plain digest equal to the plan's is of the same values: redeployed (an operator without the key)", async () => {
+      const w = old();
+      const result = await send(w, { ...back(), secretsHash: hashSecrets(secrets) }, w.history, managed);
+      expect(result.revision).toMatchObject({ kind: "redeployed", revisionId: w.good });
+    });
   });
 });
