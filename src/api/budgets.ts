@@ -22,6 +22,7 @@
 import type { ApiClock } from "../runtime/clock.ts";
 import { DeferredError } from "../runtime/clock.ts";
 import { OverflowError } from "./errors.ts";
+import { ReservedTokens } from "./reserved-tokens.ts";
 
 /**
  * A call of a reconcile would wait for its token longer than the reconcile has left (clock.ts):
@@ -62,8 +63,8 @@ export class TokenBucket {
   #pausedUntil = Number.NEGATIVE_INFINITY;
   /** Counts pauses, so that a waiter can tell that one began while it slept. */
   #pauses = 0;
-  /** Tokens reserved and not taken yet: holder → when due (clock ms), in the order reserved. */
-  readonly #reserved = new Map<string, number>();
+  /** Tokens reserved and not taken yet, in line (reserved-tokens.ts); none: no reservation held. */
+  #reserved: ReservedTokens | undefined;
 
   /**
    * `share` (default 1) is this process's part of the budget, read at each refill: replicas that
@@ -134,37 +135,33 @@ export class TokenBucket {
   /**
    * Reserves the next token for `holder`, unless it holds one, and returns the ms until it is due
    * (the pause left included). The token is counted as taken now, in arrival order among the
-   * waiters; the holder sends once it is due, after {@link take}.
+   * waiters, the holders' namespaces in turns among the reservations (reserved-tokens.ts); the
+   * holder sends once it is due, after {@link take}.
    */
   reserve(holder: string): number {
     const now = this.#clock.now();
-    this.#dropStale(now);
-    const at = this.#reserved.get(holder);
+    this.#reserved ??= new ReservedTokens();
+    const reserved = this.#reserved;
+    // Those due more than RESERVATION_KEPT_MS ago go (the oldest first).
+    reserved.dropDueBefore(now - RESERVATION_KEPT_MS);
+    const at = reserved.get(holder);
     if (at !== undefined) return Math.max(0, at - now);
     this.#refill();
     this.#tokens -= 1;
     const waitMs = this.pausedForMs() + (this.#tokens < 0 ? (-this.#tokens / this.#qps) * 1000 : 0);
-    this.#reserved.set(holder, now + waitMs);
-    return waitMs;
+    return reserved.add(holder, now + waitMs, now) - now;
   }
 
   /** The ms until `holder`'s reserved token is due (0: due), or undefined when it holds none. */
   reservedFor(holder: string): number | undefined {
-    const at = this.#reserved.get(holder);
+    const at = this.#reserved?.get(holder);
     return at === undefined ? undefined : Math.max(0, at - this.#clock.now());
   }
 
   /** Takes `holder`'s reserved token: its request goes without {@link acquire}. */
   take(holder: string): void {
-    this.#reserved.delete(holder);
-  }
-
-  /** Drops the reservations due more than {@link RESERVATION_KEPT_MS} ago (the oldest first). */
-  #dropStale(now: number): void {
-    for (const [holder, at] of this.#reserved) {
-      if (at >= now - RESERVATION_KEPT_MS) return;
-      this.#reserved.delete(holder);
-    }
+    this.#reserved?.delete(holder);
+    if (this.#reserved?.size === 0) this.#reserved = undefined;
   }
 
   /** The requests per second this process may send now (its share of the budget). */

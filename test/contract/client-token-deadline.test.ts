@@ -32,19 +32,24 @@ const deferral = (promise: Promise<unknown>) =>
     (e: unknown) => e as TokenWaitTooLongError,
   );
 
+/** A client at the lowest qps a connection may have (a token per 1,000 s, a burst of one), time standing still. */
+function slowestClient() {
+  const clock = new ManualClock();
+  const client = new ServiceClient({
+    baseUrl: sim.url,
+    retries: 0,
+    qps: 0.001,
+    burst: 1,
+    timeoutMs: 1_000,
+    clock,
+  });
+  sim.resetCounters();
+  return { clock, client };
+}
+
 describe("a token later than the reconcile's deadline", () => {
   it("is reserved for the reconcile's key, not waited for: nothing sent until it is due, then sent at once", async () => {
-    // The lowest qps a connection may have: one token per 1,000 s, a burst of one; time stands still.
-    const clock = new ManualClock();
-    const client = new ServiceClient({
-      baseUrl: sim.url,
-      retries: 0,
-      qps: 0.001,
-      burst: 1,
-      timeoutMs: 1_000,
-      clock,
-    });
-    sim.resetCounters();
+    const { clock, client } = slowestClient();
     // The burst's token: within the deadline, sent at once.
     await inReconcile("ns/a", 120_000, () => client.listProviders());
     const first = await deferral(inReconcile("ns/a", 120_000, () => client.listProviders()));
@@ -68,6 +73,29 @@ describe("a token later than the reconcile's deadline", () => {
     expect((await deferral(inReconcile("ns/b", 120_000, () => client.listProviders())))?.afterMs).toBe(
       1_000_000,
     );
+  });
+
+  it("on a connection several namespaces share, puts a namespace's reservation before another's thousandth, not after it", async () => {
+    // A ClusterServiceConnection at one token per 1,000 s: one namespace's 1,000 edited resources
+    // each reserved a token; another namespace's edit is a token or two away, not a thousand.
+    const { clock, client } = slowestClient();
+    await inReconcile("noisy/r0", 120_000, () => client.listProviders());
+    const noisy = (i: number) => deferral(inReconcile(`noisy/r${i}`, 120_000, () => client.listProviders()));
+    for (let i = 1; i <= 1_000; i++) expect((await noisy(i))?.afterMs).toBe(i * 1_000_000);
+    const quiet = () => deferral(inReconcile("quiet/app", 120_000, () => client.listProviders()));
+    // After the noisy namespace's first reservation (its turn), before its second.
+    expect((await quiet())?.afterMs).toBe(2_000_000);
+    // The rate holds: noisy/r2 and every later one moved one token later, the last onto the next token.
+    expect((await noisy(1))?.afterMs).toBe(1_000_000);
+    expect((await noisy(2))?.afterMs).toBe(3_000_000);
+    expect((await noisy(1_000))?.afterMs).toBe(1_001_000_000);
+    // When its token is due, the quiet namespace's call is sent; the noisy one due next is not yet.
+    clock.advance(1_000_000);
+    await inReconcile("noisy/r1", 120_000, () => client.listProviders());
+    clock.advance(1_000_000);
+    await inReconcile("quiet/app", 120_000, () => client.listProviders());
+    expect((await noisy(2))?.afterMs).toBe(1_000_000);
+    expect(sim.requests()).toHaveLength(3);
   });
 
   it("is waited for when it comes in time for the call to end, and outside any reconcile", async () => {

@@ -28,6 +28,53 @@ describe("TokenBucket", () => {
     expect(bucket.reservedFor("c")).toBe(0);
   });
 
+  it("reserves the namespaces' tokens in turns, each namespace's in order, at the rate (property)", () => {
+    // Each step: time goes on, the holders whose token is due take it, one more reserves.
+    const step = fc.record({
+      namespace: fc.integer({ min: 0, max: 3 }),
+      advance: fc.integer({ min: 0, max: 3_000 }),
+    });
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 80 }), (steps) => {
+        let time = 0;
+        const clock: ApiClock = { now: () => time, sleep: async () => undefined };
+        const bucket = new TokenBucket({ qps: 1, burst: 1, clock });
+        const pending: string[] = [];
+        const dues = () => new Map(pending.map((h) => [h, bucket.reservedFor(h) as number]));
+        steps.forEach(({ namespace, advance }, i) => {
+          time += advance;
+          const before = dues();
+          for (const [holder, ms] of before)
+            if (ms === 0) {
+              bucket.take(holder);
+              pending.splice(pending.indexOf(holder), 1);
+              before.delete(holder);
+            }
+          // Taking a token moves no other one.
+          expect(dues()).toEqual(before);
+          const others = new Set(pending.map((h) => h.slice(0, h.indexOf("/"))));
+          const first = !others.delete(`ns${namespace}`);
+          const holder = `ns${namespace}/r${i}`;
+          const ms = bucket.reserve(holder);
+          pending.push(holder);
+          // A namespace holding none waits at most two tokens per other namespace holding some
+          // (its turn and the next), whatever they hold.
+          if (first) expect(ms).toBeLessThanOrEqual((2 * others.size + 1) * 1_000);
+          const now = dues();
+          // The rate: no two tokens less than 1/qps apart.
+          const sorted = [...now.values()].sort((a, b) => a - b);
+          const gaps = sorted.slice(1).map((at, j) => at - (sorted[j] as number));
+          expect(gaps.filter((gap) => gap < 1_000 - 1e-6)).toEqual([]);
+          // Each namespace's in the order reserved.
+          for (const ns of new Set(pending.map((h) => h.slice(0, h.indexOf("/"))))) {
+            const own = pending.filter((h) => h.startsWith(`${ns}/`)).map((h) => now.get(h) as number);
+            expect(own).toEqual([...own].sort((a, b) => a - b));
+          }
+        });
+      }),
+    );
+  });
+
   it("serves a burst at once and then one caller per 1/qps, in arrival order", async () => {
     // Time stands still: every caller arrives at t=0, so each later one queues behind the others.
     const sleeps: number[] = [];
