@@ -498,6 +498,41 @@ describe("helm template charts/dms-operator", { timeout: 30_000, concurrent: tru
     expect(await refusal(["sharding.enabled=true", "leaderElection.enabled=false"])).toContain(
       "sharding.enabled: needs leaderElection.enabled",
     );
+    // Two replicas without leader election would both reconcile (and write) every resource.
+    for (const replicas of [[], ["replicas=3"]])
+      expect(await refusal(["leaderElection.enabled=false", ...replicas])).toMatch(
+        /leaderElection.enabled=false with replicas: [23]: .*set replicas=1, or leaderElection.enabled=true/,
+      );
+    // A namespace-scoped release cannot create the cluster-scoped label policy.
+    expect(await refusal(["scope=namespace", "sharding.enabled=true"])).toContain(
+      "sharding.labelPolicy: with scope: namespace the release cannot create the shard label policy",
+    );
+  });
+
+  it("renders leaderElection.enabled=false with one replica, and a sharded namespace-scoped release without cluster-scoped objects", async ({
+    expect,
+  }) => {
+    const single = await renderChart(bin, {
+      namespace: "dms-system",
+      set: ["leaderElection.enabled=false", "replicas=1"],
+    });
+    expect(podSpec(single).containers[0]?.args).toContain("--no-leader-elect");
+    for (const mode of ["required", "unenforced"]) {
+      const objects = await renderChart(bin, {
+        namespace: "team-a",
+        set: [
+          "scope=namespace",
+          "sharding.enabled=true",
+          "sharding.labelPolicy=false",
+          `sharding.labelPolicyMode=${mode}`,
+        ],
+      });
+      expect(operatorContainer(objects).args, mode).toContain("--sharded");
+      expect(
+        objects.filter((o) => !("namespace" in o.metadata)).map((o) => `${o.kind}/${o.metadata.name}`),
+        mode,
+      ).toEqual([]);
+    }
   });
 });
 
@@ -561,7 +596,7 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", {
       [[], "dms-system", "dms-system"],
       [["scope=namespace"], "team-a", "team-a"],
       [["leaderElection.namespace=ops"], "dms-system", "ops"],
-      [["leaderElection.enabled=false"], "dms-system", "dms-system"],
+      [["leaderElection.enabled=false", "replicas=1"], "dms-system", "dms-system"],
     ] as const) {
       const objects = await render([...set], namespace);
       const role = named(objects, "Role", "dms-operator-install-key");

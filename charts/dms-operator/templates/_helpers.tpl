@@ -284,6 +284,12 @@ Refuses combinations of values the operator could not run with, naming the value
 {{- if and .Values.sharding.enabled (not .Values.leaderElection.enabled) }}
 {{- fail "sharding.enabled: needs leaderElection.enabled (`run --sharded --no-leader-elect` exits at start: the elected leader assigns the resources to the replicas); set leaderElection.enabled=true, or sharding.enabled=false" }}
 {{- end }}
+{{- if and (not .Values.leaderElection.enabled) (gt (int .Values.replicas) 1) }}
+{{- fail (printf "leaderElection.enabled=false with replicas: %d: without leader election every replica reconciles every resource, each writing to the service over the others; set replicas=1, or leaderElection.enabled=true (one replica leads, the others stand by)" (int .Values.replicas)) }}
+{{- end }}
+{{- if and (eq .Values.scope "namespace") .Values.sharding.enabled .Values.sharding.labelPolicy }}
+{{- fail "sharding.labelPolicy: with scope: namespace the release cannot create the shard label policy, a cluster-scoped ValidatingAdmissionPolicy and its binding; set sharding.labelPolicy=false and either have a cluster admin install the policy (manifests/components/sharding/shard-label-policy.yaml, named in sharding.labelPolicyName) and let the operator's ServiceAccount get it and its binding, or set sharding.labelPolicyMode=unenforced (docs/guide/sharding.md, \"Label policy\"); or use scope: cluster" }}
+{{- end }}
 {{- if and (include "dms-operator.metricsLoopbackOnly" .) (or .Values.metrics.service.enabled .Values.metrics.serviceMonitor.enabled) }}
 {{- fail "metrics.service.enabled, metrics.serviceMonitor.enabled: /metrics listens on the pod's loopback only (plain HTTP, metrics.secure false, reaches no Service); set metrics.secure=true (with scope: namespace a cluster admin binds system:auth-delegator to the operator's ServiceAccount, see the README) or, to serve plain HTTP to anyone who reaches the pod, metrics.loopbackOnly=false" }}
 {{- end }}
