@@ -29,7 +29,7 @@ export function decodeNamespaceMeta(raw: unknown): NamespaceMeta | undefined {
 
 /** Why watching namespaces failed with 403, and how to fix it. */
 export const NAMESPACES_FORBIDDEN =
-  "the operator may not list and watch namespaces, which it needs to apply namespace selectors (ClusterServiceConnection spec.namespaceSelector, --default-connection-namespace-selector): grant get, list and watch on namespaces cluster-wide (the ClusterRole dms-operator of manifests/rbac does; for a namespaced install see docs/guide/connections.md, Who may use a connection), or run without --cluster-connections and without --default-connection-namespace-selector";
+  "the operator may not list and watch namespaces, which it needs to apply namespace selectors (ClusterServiceConnection spec.namespaceSelector, --default-connection-namespace-selector): grant list and watch on namespaces cluster-wide (the ClusterRole dms-operator of manifests/rbac does; for a namespaced install see docs/guide/connections.md, Who may use a connection), or run without --cluster-connections and without --default-connection-namespace-selector";
 
 /**
  * The namespaces' labels.

@@ -138,8 +138,7 @@ describe.concurrent("the ServiceAccount dms-system/dms-operator", () => {
     ["get", "secrets", "-A"], // values named by spec.secrets[].valueFrom
     ["list", "secrets", "-A"], // the metadata-only Secret watch
     ["watch", "secrets", "-A"],
-    // Namespace labels, for namespace selectors (a metadata-only watch).
-    ["get", "namespaces"],
+    // Namespace labels, for namespace selectors (a metadata-only list and watch).
     ["list", "namespaces"],
     ["watch", "namespaces"],
     ["create", "events.events.k8s.io", "-n", "some-team"],
@@ -187,6 +186,7 @@ describe.concurrent("the ServiceAccount dms-system/dms-operator", () => {
     ["deletecollection", "configmaps", "-n", "some-team"],
     ["list", "pods", "-A"],
     ["get", "deployments.apps", "-n", "dms-system"],
+    ["get", "namespaces"], // listed and watched, never read alone
     ["patch", "namespaces"], // labelling a namespace is what decides access: never the operator's
     ["update", "namespaces"],
     ["create", "namespaces"],
