@@ -4,7 +4,9 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { Registry } from "prom-client";
 import { parse } from "yaml";
+import { shardMetrics } from "../../src/sharding/metrics.ts";
 
 const CHART_FILES = join(import.meta.dirname, "..", "..", "charts", "dms-operator", "files");
 
@@ -100,4 +102,15 @@ export function unknownSeries(queries: NamedQuery[], exported: Set<string>): str
       .filter((name) => !exported.has(name) && !PROMETHEUS_OWN_SERIES.has(name))
       .map((name) => `${q.where}: ${name}`),
   );
+}
+
+/**
+ * The series only a sharded replica (`run --sharded`) exports, besides every replica's: the
+ * dashboard and the alerts read one to tell a sharded install's replicas (each counting its own
+ * share) from an unsharded one's.
+ */
+export async function shardedReplicaSeries(): Promise<Set<string>> {
+  const registry = new Registry();
+  shardMetrics(registry, "replica-0", { owned: () => 0, ringMembers: () => 1, mayWrite: () => true }, true);
+  return new Set((await registry.getMetricsAsJSON()).map((m) => m.name));
 }

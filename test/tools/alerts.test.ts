@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { ensureGoTool, PROMTOOL } from "../controlplane/binaries.ts";
 import { helmBinary, type K8sObject, renderChart } from "../support/helm-chart.ts";
-import { type AlertRule, alertGroups } from "../support/promql.ts";
+import { type AlertRule, alertGroups, dashboard } from "../support/promql.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const COMPONENT = join(ROOT, "manifests", "components", "alerts", "prometheus-rule.yaml");
@@ -105,7 +105,7 @@ describe("the operator's alerts", { timeout: 120_000 }, () => {
       const loosened = structuredClone(alertGroups());
       const rule = loosened[0]?.rules.find((r) => r.alert === alert);
       if (!rule?.expr.includes(from)) throw new Error(`no ${alert} reading ${from}`);
-      rule.expr = rule.expr.replace(from, to);
+      rule.expr = rule.expr.replaceAll(from, to);
       const dir = ruleDir(loosened);
       const test = await promtool(promtoolBin, ["test", "rules", "tests.yaml"], dir);
       expect(test.code).not.toBe(0);
@@ -171,5 +171,78 @@ describe("the operator's alerts", { timeout: 120_000 }, () => {
       })
     ).find((o) => o.kind === "Service");
     expect(service?.metadata.name).toBe("shard-b-dms-operator-metrics");
+  });
+});
+
+// The dashboard's counts of resources, evaluated by promtool on the series two installs export:
+// an unsharded one, whose leader and standby each count every resource (one count), and a
+// sharded one, whose replicas each count their own share and export dms_shard_lease_held (the
+// sum of the shares).
+describe("the dashboard's counts of resources", { timeout: 120_000 }, () => {
+  const UNSHARDED = "dms-operator-metrics";
+  const SHARDED = "shards-dms-operator-metrics";
+  /** Per pod of each job: its instance, whether it is sharded, and the gauges it exports. */
+  const pods = [
+    { job: UNSHARDED, pod: "a", sharded: false, trueTrue: 10, falseTrue: 2, inProgress: 2, failed: 1 },
+    { job: UNSHARDED, pod: "b", sharded: false, trueTrue: 10, falseTrue: 2, inProgress: 2, failed: 1 },
+    { job: SHARDED, pod: "x", sharded: true, trueTrue: 4, falseTrue: 1, inProgress: 1, failed: 1 },
+    { job: SHARDED, pod: "y", sharded: true, trueTrue: 3, falseTrue: 0, inProgress: 1, failed: 0 },
+    { job: SHARDED, pod: "z", sharded: true, trueTrue: 5, falseTrue: 1, inProgress: 0, failed: 2 },
+  ];
+  const series = pods.flatMap((p, i) => {
+    const labels = `job="${p.job}", namespace="dms-system", pod="${p.pod}", instance="10.0.0.${i + 1}:8443"`;
+    return [
+      [`dms_resources{${labels}, ready="True", synced="True"}`, p.trueTrue],
+      [`dms_resources{${labels}, ready="False", synced="True"}`, p.falseTrue],
+      [`dms_rollouts{${labels}, state="in_progress"}`, p.inProgress],
+      [`dms_resources_stalled{${labels}, reason="RevisionFailed"}`, p.failed],
+      [`dms_resources_stalled{${labels}, reason="Other"}`, 0],
+      ...(p.sharded ? [[`dms_shard_lease_held{${labels}, replica="${p.pod}"}`, 1]] : []),
+    ].map(([s, v]) => ({ series: String(s), values: `${v}x10` }));
+  });
+  const panel = (title: string) => {
+    const expr = dashboard().panels.find((p) => p.title === title)?.targets?.[0]?.expr;
+    if (!expr) throw new Error(`no panel "${title}"`);
+    return expr;
+  };
+  /** The expected samples of each panel for $job selecting the unsharded, the sharded, or both jobs. */
+  const expected = {
+    "Resources by Ready/Synced": [
+      { labels: '{ready="True", synced="True"}', value: [10, 12, 22] },
+      { labels: '{ready="False", synced="True"}', value: [2, 2, 4] },
+    ],
+    "Rollouts in progress, failed and held": [{ labels: '{state="in_progress"}', value: [2, 2, 4] }],
+    "Resources Stalled by reason": [{ labels: '{reason="RevisionFailed"}', value: [1, 3, 4] }],
+  };
+
+  it("count an unsharded install's resources once and add up a sharded install's shares", async ({
+    expect,
+  }) => {
+    const bin = await ensureGoTool(PROMTOOL);
+    const jobs = [UNSHARDED, SHARDED, `${UNSHARDED}|${SHARDED}`];
+    const tests = Object.entries(expected).flatMap(([title, samples]) =>
+      jobs.map((job, j) => ({
+        expr: panel(title).replaceAll("$job", job),
+        eval_time: "5m",
+        exp_samples: samples.map((s) => ({ labels: s.labels, value: s.value[j] })),
+      })),
+    );
+    const dir = mkdtempSync(join(tmpdir(), "dms-dashboard-"));
+    try {
+      writeFileSync(join(dir, "rules.yaml"), stringify({ groups: [] }));
+      writeFileSync(
+        join(dir, "tests.yaml"),
+        stringify({
+          rule_files: ["rules.yaml"],
+          evaluation_interval: "1m",
+          tests: [{ interval: "1m", input_series: series, promql_expr_test: tests }],
+        }),
+      );
+      const test = await promtool(bin, ["test", "rules", "tests.yaml"], dir);
+      expect(test.code, test.out).toBe(0);
+      expect(test.out).toContain("SUCCESS");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -7,14 +7,23 @@ import { describe, expect, it } from "vitest";
 import { registerConnectionMetrics, registerResourceMetrics } from "../../src/gauges/resource-metrics.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import { STALLED_REASONS } from "../../src/wiring/operator-metrics.ts";
-import { dashboard, dashboardQueries, metricNames, unknownSeries } from "../support/promql.ts";
+import {
+  dashboard,
+  dashboardQueries,
+  metricNames,
+  shardedReplicaSeries,
+  unknownSeries,
+} from "../support/promql.ts";
 
-/** Series names a scrape of the operator can contain (histograms as _bucket, _sum, _count). */
+/**
+ * Series names a scrape of the operator can contain (histograms as _bucket, _sum, _count), a
+ * sharded replica's included.
+ */
 async function exportedSeries(): Promise<Set<string>> {
   const metrics = new RuntimeMetrics();
   registerResourceMetrics(metrics.registry, () => [], { stalledReasons: STALLED_REASONS });
   registerConnectionMetrics(metrics.registry, () => []);
-  const names = new Set<string>();
+  const names = await shardedReplicaSeries();
   for (const m of await metrics.registry.getMetricsAsJSON()) {
     names.add(m.name);
     if (String(m.type) === "histogram") for (const s of ["_bucket", "_sum", "_count"]) names.add(m.name + s);
