@@ -4,7 +4,8 @@
  * It reads the connection's API key (and CA) from the Secrets it names (`credentials.ts`), has
  * the registry (`registry.ts`) build one service client and session for it (rebuilt only when
  * the spec, the key or the CA change), probes the credentials with `GET /v2/auth/providers`
- * (`probe.ts`) when it was built and then at most every `probeIntervalMs`, records the verdict in
+ * (`probe.ts`) when it was built and then at most every `probeIntervalMs` (a failed probe: after
+ * its backoff, {@link failedProbeBackoffMs}), records the verdict in
  * the registry and writes it as the connection's conditions (`status.ts`). When a connection's
  * usability, selector or rollout windows change, the resources using it are enqueued
  * (`onChange`). Deleting a connection is held by its finalizer while resources still use it:
@@ -91,6 +92,15 @@ export interface ConnectionReconcilerOptions {
    * `Unreachable` after this long, and the check's worker is free again. Default 10 s.
    */
   probeDeadlineMs?: number;
+}
+
+/**
+ * How long after the last of `failed` probes failed in a row the connection is probed again: 1 s,
+ * doubling with each, at most 0.8 × `probeIntervalMs` (4 min of 5), so that the periodic pass
+ * always probes it.
+ */
+export function failedProbeBackoffMs(failed: number, probeIntervalMs: number): number {
+  return Math.min(probeIntervalMs * 0.8, 1_000 * 2 ** Math.max(0, failed - 1));
 }
 
 /** See the module comment. `reconcile` is the connection controller's reconciler. */
@@ -207,14 +217,16 @@ export class ConnectionReconciler {
     const before = this.#registry.state(key);
     const wasUsable = before === "ready";
     this.#registry.clearUnusable(key);
-    // Never before a Retry-After the service asked for has passed, whatever brings the
-    // connection back meanwhile (a resource counted, a namespace's labels).
+    // Never before a Retry-After the service asked for has passed, nor a failed probe's backoff,
+    // whatever brings the connection back meanwhile (a resource counted, a namespace's labels): a
+    // tenant creating resources does not make the operator probe its service with each. A
+    // changed spec, key or CA builds a new entry, probed at once.
     const now = this.#o.clock.now();
+    const wait = entry.verdict?.ok
+      ? this.#o.probeIntervalMs * 0.8
+      : failedProbeBackoffMs(entry.failedProbes ?? 0, this.#o.probeIntervalMs);
     const due =
-      now >= (entry.pausedUntil ?? now) &&
-      (entry.probedAt === undefined ||
-        !entry.verdict?.ok ||
-        now - entry.probedAt >= this.#o.probeIntervalMs * 0.8);
+      now >= (entry.pausedUntil ?? now) && (entry.probedAt === undefined || now - entry.probedAt >= wait);
     if (due) {
       const probed = await probeConnection(entry.service, config, apiKey, signal, {
         clock: this.#o.clock,
@@ -227,6 +239,7 @@ export class ConnectionReconciler {
       const verdict = "retryAfterMs" in probed ? probed.verdict : probed;
       entry.verdict = verdict;
       entry.probedAt = this.#o.clock.now();
+      entry.failedProbes = verdict.ok ? 0 : (entry.failedProbes ?? 0) + 1;
       // A connection that has just become usable lists its deployments once, so that its
       // resources find theirs in the listing instead of with one lookup each.
       if (verdict.ok && !wasUsable)
@@ -239,9 +252,9 @@ export class ConnectionReconciler {
     }
     if (this.#registry.state(key) !== before) this.#o.onChange(key);
     await this.#writeStatus(obj, counts, holding, signal, entry.verdict);
-    // A transient failure is probed again after the key's backoff, or its Retry-After; otherwise
-    // the periodic pass (every probe interval) or a change of the connection or its Secret brings
-    // it back.
+    // A transient failure is checked again after the key's backoff (and probed once the probe's
+    // own has passed too), or its Retry-After; otherwise the periodic pass (every probe interval)
+    // or a change of the connection or its Secret brings it back.
     const pausedMs = (entry.pausedUntil ?? 0) - this.#o.clock.now();
     if (pausedMs > 0) return Action.requeueAfter(pausedMs);
     if (entry.verdict?.ok === false && entry.verdict.transient) return Action.retry();

@@ -69,6 +69,8 @@ export interface ConnectionEntry {
   /** The last probe's verdict and when it was made (epoch ms); set by the connection controller. */
   verdict?: ConnectionVerdict;
   probedAt?: number;
+  /** Probes failed in a row since the entry was built or a probe succeeded (their backoff). */
+  failedProbes?: number;
   /** Until when (epoch ms) the service asked not to be probed again (a 429's Retry-After). */
   pausedUntil?: number;
 }

@@ -7,7 +7,11 @@ import { describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/api/errors.ts";
 import { type ServiceConfig, serviceConfigFrom } from "../../src/config.ts";
 import { NamespaceAccess } from "../../src/connection/access.ts";
-import { ConnectionReconciler, type ConnectionStore } from "../../src/connection/controller.ts";
+import {
+  ConnectionReconciler,
+  type ConnectionStore,
+  failedProbeBackoffMs,
+} from "../../src/connection/controller.ts";
 import { NamespaceOrder } from "../../src/connection/namespace-order.ts";
 import { ConnectionRegistry, type ConnectionService } from "../../src/connection/registry.ts";
 import { connectionSpecProblems } from "../../src/connection/settings.ts";
@@ -590,6 +594,50 @@ describe("a connection's reconcile", () => {
     expect(w.changed).toEqual([connectionKey(A)]);
   });
 
+  it("probes a refused or unreachable connection again only after its backoff, whatever brings it back; a new key at once", async () => {
+    const w = world();
+    w.store.put(A, specOf());
+    w.secrets.set("team-a", "dms", { "api-key": KEY });
+    w.answer = serviceError("unauthorized", 401);
+    expect(await w.reconcile(A)).toEqual({ kind: "done" });
+    // A tenant creating resources (each counted), a namespace relabelled: the connection comes
+    // back with each, and its service is not asked again before the backoff has passed.
+    for (let i = 0; i < 5; i++) expect(await w.reconcile(A)).toEqual({ kind: "done" });
+    expect(w.probes).toBe(1);
+    w.clock.advance(1_000);
+    await w.reconcile(A);
+    expect(w.probes).toBe(2);
+    w.clock.advance(1_999);
+    await w.reconcile(A);
+    expect(w.probes).toBe(2);
+    w.clock.advance(1);
+    await w.reconcile(A);
+    expect(w.probes).toBe(3);
+    // Unreachable: retried (the key's backoff), probed once the probe's own backoff has passed.
+    w.answer = serviceError("network");
+    w.clock.advance(4_000);
+    expect(await w.reconcile(A)).toEqual({ kind: "retry" });
+    expect([w.probes, w.ready(A)?.reason]).toEqual([4, "Unreachable"]);
+    w.clock.advance(7_999);
+    expect(await w.reconcile(A)).toEqual({ kind: "retry" });
+    expect(w.probes).toBe(4);
+    // At most 4 minutes apart: the periodic pass (every probe interval) always probes.
+    for (let i = 0; i < 10; i++) {
+      w.clock.advance(240_000);
+      await w.reconcile(A);
+    }
+    expect(w.probes).toBe(14);
+    // A new key is probed at once, and its verdict starts the count again.
+    w.answer = 3;
+    w.secrets.set("team-a", "dms", { "api-key": "rotated-key" });
+    await w.reconcile(A);
+    expect([w.probes, w.ready(A)?.reason]).toEqual([15, "Connected"]);
+    // 1 s after a first failure, doubling with each, at most 0.8 × the probe interval.
+    expect([1, 2, 3, 8, 9, 40].map((n) => failedProbeBackoffMs(n, 300_000))).toEqual([
+      1_000, 2_000, 4_000, 128_000, 240_000, 240_000,
+    ]);
+  });
+
   it("an unreachable service: Unreachable with Reconciling, retried with backoff", async () => {
     const w = world();
     w.store.put(A, specOf());
@@ -602,7 +650,9 @@ describe("a connection's reconcile", () => {
     );
     expect(w.condition(A, "Stalled")).toBeUndefined();
 
+    // Its retry, once the probe's backoff (1 s after a first failure) has passed.
     w.answer = 4;
+    w.clock.advance(1_000);
     expect(await w.reconcile(A)).toEqual({ kind: "done" });
     expect(w.ready(A)?.reason).toBe("Connected");
     expect(w.condition(A, "Reconciling")).toBeUndefined();
@@ -1176,7 +1226,10 @@ describe("a connection behind a private CA", () => {
     await w.reconcile(A);
     expect(w.built.map((c) => c.caBundle)).toEqual([undefined, PEM]);
     expect(w.ready(A)?.message).toContain("the CA in spec.caBundle or spec.caSecretRef does not sign it");
+    // The service's certificate changed (no change of the connection): seen at the next probe,
+    // once the failed one's backoff has passed.
     w.answer = untrusted("CERT_HAS_EXPIRED");
+    w.clock.advance(1_000);
     await w.reconcile(A);
     expect(w.ready(A)?.message).toContain("has expired (CERT_HAS_EXPIRED); renew the service's certificate");
   });
