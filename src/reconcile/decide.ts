@@ -21,9 +21,10 @@ import {
   externalRevisionNote,
   observedDrift,
   reportDrift,
+  reportedNoop,
   syncedSays,
 } from "./notes.ts";
-import { lastAppliedFor, type NoopPlan, type PatchPlan, plan } from "./plan.ts";
+import { lastAppliedFor, type PatchPlan, plan } from "./plan.ts";
 import type { StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type StatusRecord } from "./reasons.ts";
 import { decideRebuild, rebuildSeen, withRebuildSeen } from "./rebuild.ts";
@@ -215,20 +216,20 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
   const deployment = found.deployment;
   if (planned.action === "patch" && !deployment)
     throw new Error("a patch was planned without a deployment to patch");
-  // spec.driftPolicy Report: the drift is said (Synced=False, Drifted), nothing is written for it.
-  const reported = drift && policy === "Report" ? reportDrift(drift, status) : undefined;
-  const sendable: typeof planned = reported && drift ? reportedNoop(drift) : planned;
   // A revision part that a switch of the active revision already made live (the service's
-  // config still names its newest revision) is nothing to roll out: no window holds it, and
-  // applyPatch sends only the rest, if any. Not while a rebuild is asked: the rebuild route
+  // config still names its newest revision) is nothing to roll out, nor a drift: no window holds
+  // it, and applyPatch sends only the rest, if any. Not while a rebuild is asked: the rebuild route
   // builds the service's config (its newest revision's), so the spec's is built by the PATCH.
   // The failures' table (failures.ts) is entered only for a problem.
-  const problems = sendable.problems.length > 0 ? outcomeFromProblems(sendable.problems) : undefined;
+  const problems = planned.problems.length > 0 ? outcomeFromProblems(planned.problems) : undefined;
   const rebuildAsked = !problems && !built && pendingRebuild(spec, status);
   const switchedBack =
-    sendable.action === "patch" && deployment && !rebuildAsked
-      ? pendingSwitchBack({ deployment, decision: sendable, spec: spec.spec, status })
+    planned.action === "patch" && deployment && !rebuildAsked
+      ? pendingSwitchBack({ deployment, decision: planned, spec: spec.spec, status })
       : undefined;
+  // spec.driftPolicy Report: the drift is said (Synced=False, Drifted), nothing is written for it.
+  const reported = drift && policy === "Report" ? reportDrift(drift, status, !!switchedBack) : undefined;
+  const sendable: typeof planned = reported && drift ? reportedNoop(drift) : planned;
   // A revision redeployed earlier (by a switch of the active revision) is live where the spec
   // now asks for the service's latest one again: it is brought back, with what else is sent.
   const back =
@@ -338,12 +339,6 @@ const NO_WINDOWS: WindowsInEffect = { windows: [], source: "spec.rolloutWindows"
 function ungated(plan: PatchPlan, asked: boolean): GatedPatch {
   const makesRevision = plan.changes.some((c) => REVISION_GROUPS.includes(c.group));
   return makesRevision && asked ? { send: plan, viaRolloutNow: true } : { send: plan };
-}
-
-/** `drift` as nothing to send: its secrets' hash kept when they were in line (not part of it). */
-function reportedNoop(drift: PatchPlan): NoopPlan {
-  const inLine = drift.body.secrets === undefined && drift.secretsHash !== undefined;
-  return { action: "noop", problems: drift.problems, ...(inLine ? { secretsHash: drift.secretsHash } : {}) };
 }
 
 /** `status.appliedGeneration` of `spec` applied in full now. */

@@ -1,15 +1,15 @@
 /**
  * What the reconciler tells people outside the steps that say it: the notes of the events of an
  * adoption, a create, a revision made elsewhere, a name conflict, a deployment not owned, the
- * lines of an ObserveOnly drift report and the drift `spec.driftPolicy: Report` says; whether
- * `Synced` says a message already, alone or beside another; and the recording of an event by a
- * step that records its own (cleanup, the observation's warning, the export). The notes of a
- * PATCH's events are `settle`'s (conclude.ts). Pure but {@link recordEvent}; never a secret value
- * (the planner's summaries hold none).
+ * lines of an ObserveOnly drift report and the drift `spec.driftPolicy: Report` says, with the
+ * plan it leaves (nothing sent for it); whether `Synced` says a message already, alone or beside
+ * another; and the recording of an event by a step that records its own (cleanup, the
+ * observation's warning, the export). The notes of a PATCH's events are `settle`'s (conclude.ts).
+ * Pure but {@link recordEvent}; never a secret value (the planner's summaries hold none).
  */
 
 import { claimedName } from "./claims.ts";
-import type { FieldChange, PatchPlan, Plan } from "./plan.ts";
+import type { FieldChange, NoopPlan, PatchPlan, Plan } from "./plan.ts";
 import type { EventsPort, StoredResource } from "./ports.ts";
 import { CONDITION, REASON, type SyncOutcome } from "./reasons.ts";
 import type { Deployment } from "./service-types.ts";
@@ -60,15 +60,25 @@ export function observedDrift(name: string, deployment: Deployment | null, decis
 /**
  * What `spec.driftPolicy: Report` says of `drift`: Synced=False, reason Drifted, naming the fields
  * (never the values) and the way to put them back; `counted` the first time it is said (alone, or
- * beside a rebuild refused or held: {@link bothSaid}).
+ * beside a rebuild refused or held: {@link bothSaid}). The revision part a switch of the active
+ * revision back already made live (`switchedBack`) is none of it: undefined when it is all.
  */
 export function reportDrift(
   drift: PatchPlan,
   status: NonNullable<StoredResource["status"]>,
-): { outcome: SyncOutcome & { kind: "drifted" }; counted: boolean } {
-  const fields = changedFields(drift.changes).join(", ");
+  switchedBack = false,
+): { outcome: SyncOutcome & { kind: "drifted" }; counted: boolean } | undefined {
+  const changes = drift.changes.filter((c) => !switchedBack || c.group !== "source_revision_config");
+  if (changes.length === 0) return undefined;
+  const fields = changedFields(changes).join(", ");
   const message = `spec.driftPolicy is Report: the service's deployment differs from the spec, which was applied, in ${fields} (changed outside this resource); nothing is written for it: to put the spec's values back, set spec.driftPolicy to Correct (a change of the spec, or a rotated Secret, applies the whole spec too); to keep the service's, write them into the spec`;
   return { outcome: { kind: "drifted", message }, counted: !syncedSays(status, REASON.Drifted, message) };
+}
+
+/** `drift` reported, as nothing to send: its secrets' hash kept when they were in line (not part of it). */
+export function reportedNoop(drift: PatchPlan): NoopPlan {
+  const inLine = drift.body.secrets === undefined && drift.secretsHash !== undefined;
+  return { action: "noop", problems: drift.problems, ...(inLine ? { secretsHash: drift.secretsHash } : {}) };
 }
 
 /** What joins the two messages of {@link bothSaid}. */

@@ -194,6 +194,32 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     expect(w.service.store.redeploys().at(-1)).toMatchObject({ revision_id: bad });
   });
 
+  it("switch-active under driftPolicy Report: the revision switched back to is the spec's, never a drift; a change outside it still is", async () => {
+    const w = world("switch-active");
+    await w.goodThenBad({ driftPolicy: "Report", sourceConfig: { customUrl: "https://agent.example" } });
+    w.back();
+    w.clock.advance(BUILD_MS / 3);
+    await w.settle(3);
+    // The service's config still names BAD, its latest revision: what the switch made live is GOOD.
+    for (let i = 0; i < 2; i++) {
+      w.clock.advance(BUILD_MS);
+      await w.resync();
+      await w.reconcile();
+    }
+    const synced = () => w.stored()?.status?.conditions?.find((c) => c.type === "Synced");
+    expect(synced()).toMatchObject({ status: "True", reason: "ReconcileSuccess" });
+    expect(w.events.reasons()).toEqual(["Normal/Redeployed"]);
+    expect(w.counted).toEqual([]);
+    // Someone changes a field outside the revision: that alone is the drift reported.
+    w.service.store.drift(w.deployment()?.id ?? "", { source_config: { custom_url: "https://x.example" } });
+    await w.resync();
+    await w.reconcile();
+    expect(synced()).toMatchObject({ status: "False", reason: "Drifted" });
+    expect(synced()?.message).toContain("in sourceConfig.customUrl (changed outside this resource)");
+    expect(w.counted).toEqual(["default/fields"]);
+    expect(w.service.calls).toMatchObject({ redeploy: 1, patch: 0 });
+  });
+
   it("switch-active, Git back to the latest revision's config with a rebuild asked: the latest config is built and goes live", async () => {
     const w = world("switch-active");
     const { id, before } = await w.switchedBackLive();
