@@ -166,7 +166,7 @@ const UnconfirmedRebuildSchema = Type.Object(
   },
   {
     description:
-      "A rebuild (dms.dev/rebuild-requested-at) whose answer was lost (RebuildUnconfirmed): the first new latest revision seen after it with the configuration it would have built is recorded as its revision (in revisionHistory, a Rebuilt event, never an ExternalRevision); any other new revision, or a later write of this operator that made one, clears it. One at most.",
+      "A rebuild (dms.dev/rebuild-requested-at) whose answer was lost (RebuildUnconfirmed): the first new latest revision seen after it with the configuration it would have built is recorded as its revision (in revisionHistory, a Rebuilt event, never an ExternalRevision; a spec changed since, a Git revert, is then applied again over it as an edit, never as a drift); any other new revision, or a later write of this operator that made one, clears it. One at most.",
   },
 );
 

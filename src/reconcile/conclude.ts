@@ -110,9 +110,11 @@ function settleWrite(
   let message: string | undefined;
   const { revision } = sent;
   // Someone changed the service since this spec was applied: the event names the fields, never
-  // the values someone else set, and the change is counted.
+  // the values someone else set, and the change is counted (never the operator's own rebuild's).
   const corrected =
-    !write.back && updateReason({ ...spec, status }, sending, write.adopted) === "DriftCorrected";
+    !write.back &&
+    !write.reapplied &&
+    updateReason({ ...spec, status }, sending, write.adopted) === "DriftCorrected";
   if (revision.kind === "redeployed") {
     const how = `redeployed revision ${revision.revisionId}, its own, instead of building one (no build)`;
     events.push(

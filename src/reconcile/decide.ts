@@ -90,7 +90,8 @@ export function pendingCreateSince(status: NonNullable<StoredResource["status"]>
  * Decides what the apply arm does for `spec` (see the module comment). `now`: the reconcile's
  * clock reading (ms since the epoch). Rollout windows in effect that cannot be read are
  * `failed` (an `InvalidSpecError`). A rebuild whose answer was lost is settled first by the
- * deployment's new revision, if it shows one (`rebuildSeen`, rebuild.ts).
+ * deployment's new revision, if it shows one (`rebuildSeen`, rebuild.ts): a revision of it that
+ * undid the spec (Git moved on since it was sent) makes the spec one to apply again, not a drift.
  */
 export function decide(
   spec: DecideSpec,
@@ -104,13 +105,13 @@ export function decide(
   const base = moved ?? status;
   const seen = base.unconfirmedRebuild ? rebuildSeen(base, observation) : undefined;
   const decided = seen
-    ? withRebuildSeen(decideApply(spec, observation, seen.status, now, settings), seen)
+    ? withRebuildSeen(decideApply(spec, observation, seen.status, now, settings, seen.reapply), seen)
     : decideApply(spec, observation, base, now, settings);
   return moved && !decided.history ? { ...decided, history: moved.revisionHistory ?? [] } : decided;
 }
 
-/** {@link decide}, the rebuild whose answer was lost aside. */
-function decideApply(...[spec, observation, status, now, settings]: Parameters<typeof decide>): Decision {
+/** {@link decide}, the rebuild whose answer was lost aside (`reapply`: its revision undid the spec). */
+function decideApply(...[spec, observation, status, now, settings, reapply]: ApplyArgs): Decision {
   const { found, desired, versions } = observation;
   // A recorded create intent holds until a lookup shows the deployment: the listing may lag.
   const fulfilled = found.listed && Boolean(status.createRequestedAt);
@@ -131,7 +132,7 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
   };
   const none = { events: [], after: [], record };
   const policy = spec.spec.driftPolicy ?? DEFAULT_DRIFT_POLICY;
-  const specApplied = generationApplied({ metadata: spec.metadata, status });
+  const specApplied = !reapply && generationApplied({ metadata: spec.metadata, status });
   // Drift: a PATCH of a spec already applied, which no rotated Secret asks for (that is the
   // team's change, as an edit is): someone changed the service since.
   const rotated =
@@ -331,6 +332,9 @@ function decideApply(...[spec, observation, status, now, settings]: Parameters<t
   const message = reported ? bothSaid(held.message, reported.outcome.message) : held.message;
   return { ...decided, after, outcome: problems ?? { kind: "held", message }, wakeAt };
 }
+
+/** {@link decide}'s arguments, and whether a lost rebuild's revision undid the spec (`RebuildSeen.reapply`). */
+type ApplyArgs = [...Parameters<typeof decide>, reapply?: boolean];
 
 /** The windows of a resource no window rules: what `windowsInEffect` gives it. */
 const NO_WINDOWS: WindowsInEffect = { windows: [], source: "spec.rolloutWindows" };

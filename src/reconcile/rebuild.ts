@@ -277,6 +277,12 @@ export interface RebuildSeen {
   history?: RevisionHistoryEntry[];
   /** The Normal event `Rebuilt` naming it. */
   event?: DecidedEvent;
+  /**
+   * That revision is of another configuration than the spec asks now (the spec changed since the
+   * rebuild was sent: a Git revert): the operator's own change undid the spec, which is applied
+   * again as an edit is (never a drift, whatever `spec.driftPolicy`; see {@link withRebuildSeen}).
+   */
+  reapply?: true;
 }
 
 /**
@@ -288,7 +294,8 @@ export interface RebuildSeen {
  *   this operator made it: recorded in the history as a rebuild is, with its config's digest but
  *   none of its secrets (the answer never came: the operator does not vouch for them, so it is
  *   never redeployed), with a Normal event `Rebuilt` saying so; `externalRevisionOf` then never
- *   names it someone else's;
+ *   names it someone else's; of another configuration than the spec asks now, it undid the spec
+ *   ({@link RebuildSeen.reapply});
  * - the operator's own write's (in the history, or this process's last write's answer): nothing;
  * - anyone else's, or on a deployment gone or taken over by name: nothing here
  *   (`externalRevisionOf` names it).
@@ -306,24 +313,33 @@ export function rebuildSeen(status: Status, observation: Observation): RebuildSe
   const history = recordCreated(status.revisionHistory, latest, undefined, sent.configHash);
   const asked = sent.requestedAt === undefined ? "" : ` (${sent.requestedAt})`;
   const note = `the rebuild asked by ${ANNOTATION_REBUILD_REQUESTED_AT}${asked}, whose answer was lost, made revision ${latest}: the first new revision since, of the configuration it would have built; recorded as this operator's (status.revisionHistory)`;
+  const spec = configAfterPatch(d.source_revision_config, observation.desired.source_revision_config);
   return {
     status: { ...status, revisionHistory: history },
     history,
     event: { type: "Normal", reason: "Rebuilt", note },
+    ...(builtHash(spec, d.source) === sent.configHash ? {} : { reapply: true }),
   };
 }
 
 /**
  * `decision` (made on {@link RebuildSeen.status}) with what `seen` settled: the record cleared,
  * the rebuild's revision in the history and its event said once the write succeeded. A decision
- * that fails before any write (windows that cannot be read) leaves it all to the retry.
+ * that fails before any write (windows that cannot be read) leaves it all to the retry. A spec
+ * applied again over the rebuild's revision ({@link RebuildSeen.reapply}): its write is said as an
+ * edit's, and, held by a rollout window, the spec is recorded as not applied (`appliedGeneration`
+ * cleared), so that the held part is never taken for a drift.
  */
 export function withRebuildSeen(decision: Decision, seen: RebuildSeen): Decision {
   if (decision.failed) return decision;
   const record: StatusRecord = { ...decision.record, unconfirmedRebuild: null };
+  if (seen.reapply) record.appliedGeneration ??= null;
   const history = seen.history ? { history: seen.history } : {};
   const after = seen.event ? [...decision.after, seen.event] : decision.after;
-  return { ...decision, ...history, record, after };
+  const write = decision.write;
+  const reapplied =
+    write?.kind === "send" && seen.reapply ? { write: { ...write, reapplied: true as const } } : {};
+  return { ...decision, ...history, record, after, ...reapplied };
 }
 
 /**

@@ -167,6 +167,8 @@ export type Write =
       redeployMessage: boolean;
       /** The revision it makes is a rebuild asked for: built, never an earlier one redeployed. */
       build?: true;
+      /** It applies the spec again over the revision of a rebuild of an earlier one: an edit's, never a drift. */
+      reapplied?: true;
     };
 
 /** What a reconcile decided (see the module comment). */

@@ -1411,6 +1411,33 @@ describe("a rebuild whose answer was lost: remembered until the next new revisio
     expect(status.unconfirmedRebuild).toBeUndefined();
   });
 
+  it("its revision, of the configuration of a spec Git has left since (a revert): the spec applied again as the operator's own change, never a drift, whatever driftPolicy", () => {
+    for (const driftPolicy of ["Correct", "Report"] as const) {
+      const reverted = resource({ ...IMAGE_2, driftPolicy });
+      const decision = decide(reverted, seen(reverted, REBUILT), UNCONFIRMED, NOW, SETTINGS);
+      expect(decision.outcome).toEqual({ kind: "synced" });
+      expect(decision.write).toMatchObject({ kind: "send", reapplied: true });
+      expect(decision.externalRevision).toBeUndefined();
+      const patched: Executed = {
+        kind: "sent",
+        sent: { deployment: REBUILT, revision: { kind: "patched" }, history: [{ id: R9 }] },
+      };
+      const { decided, events } = settle(reverted, UNCONFIRMED, decision, patched);
+      expect(events.map((e) => `${e.type}/${e.reason}`)).toEqual(["Normal/Updated", "Normal/Rebuilt"]);
+      expect(decided.externalChanges).toBeUndefined();
+      expect(decided.record?.appliedGeneration).toBe(1);
+    }
+    // Held by a rollout window: the spec is recorded as not applied, so the held part is no drift later.
+    const closed = resource({ ...IMAGE_2, rolloutWindows: [ALWAYS_DENY] });
+    const held = decide(closed, seen(closed, REBUILT), UNCONFIRMED, NOW, SETTINGS);
+    expect(held.outcome.kind).toBe("held");
+    expect(held.record.appliedGeneration).toBeNull();
+    // Of the configuration the spec still asks: nothing to apply again, the spec stays applied.
+    const same = decide(spec, seen(spec, REBUILT), UNCONFIRMED, NOW, SETTINGS);
+    expect(same.write).toBeUndefined();
+    expect(same.record.appliedGeneration).toBe(1);
+  });
+
   it("nothing new yet (the service may still be at it, a listing may lag): the record stays, nothing said", () => {
     const { decision, events, status } = applied(spec, seen(spec, DEPLOYED), UNCONFIRMED);
     expect(decision.record.unconfirmedRebuild).toBeUndefined();

@@ -292,6 +292,42 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     expect(w.counted).not.toContain("default/revision");
   });
 
+  it.each([
+    ["Correct", {}],
+    ["Report", { driftPolicy: "Report" as const }],
+  ])(
+    "switch-active, a rebuild's answer lost, then Git back, then the rebuild's revision goes live (driftPolicy %s): the spec's revision is switched back to as the operator's own change, never a drift",
+    async (_policy, spec) => {
+      const w = world("switch-active");
+      await w.goodThenBad(spec);
+      const id = w.deployment()?.id ?? "";
+      const good = w.service.store.revisions(id)?.[0]?.id;
+      w.edit((o) => {
+        o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+      });
+      w.service.failNext("createRevision", { status: 504, maybeApplied: true });
+      await w.resync();
+      await w.reconcile();
+      w.back();
+      w.clock.advance(BUILD_MS / 3);
+      await w.settle(3);
+      expect(w.deployment()?.active_revision_id).toBe(good);
+      // The rebuild (of BAD, the spec's config when it was sent) shows now, and goes live.
+      w.service.store.createRevision(id);
+      w.events.all.length = 0;
+      w.clock.advance(BUILD_MS);
+      await w.settle(8);
+      expect(w.events.reasons()).toEqual(["Normal/Redeployed", "Normal/Rebuilt"]);
+      expect(w.counted).toEqual([]);
+      // The spec (GOOD) is what is live again, by a switch back to its revision.
+      expect(w.service.store.redeploys().map((r) => r.revision_id)).toEqual([good, good]);
+      expect(w.deployment()?.active_revision_id).toBe(good);
+      expect(w.stored()?.status?.activeRevision).toMatchObject({ id: good, imageUri: GOOD });
+      const conditions = w.stored()?.status?.conditions?.map((c) => `${c.type}=${c.status}`);
+      expect(conditions).toEqual(["Ready=True", "Synced=True"]);
+    },
+  );
+
   it("switch-active, Git forward to the latest revision's config with a sourceConfig change: the latest revision goes live again", async () => {
     const w = world("switch-active");
     const { id } = await w.switchedBackLive();
