@@ -328,6 +328,32 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     },
   );
 
+  it("revisionReuse Never, a rebuild's answer lost, then Git back: the rebuild's revision, made before the revert's PATCH, is Rebuilt; the PATCH's revision is live, nothing counted", async () => {
+    const w = world();
+    await w.goodThenBad({ revisionReuse: "Never" });
+    const id = w.deployment()?.id ?? "";
+    w.edit((o) => {
+      o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+    });
+    w.service.failNext("createRevision", { status: 504, maybeApplied: true });
+    await w.resync();
+    await w.reconcile();
+    // The service made the rebuild's revision (of BAD) when asked; the listing shows it with the revert.
+    const rebuilt = w.service.store.createRevision(id).id;
+    w.back();
+    await w.resync();
+    await w.reconcile();
+    expect(w.events.reasons()).toEqual(["Warning/RebuildUnconfirmed", "Normal/Updated", "Normal/Rebuilt"]);
+    expect(w.stored()?.status?.revisionHistory?.map((e) => e.id)).toContain(rebuilt);
+    expect(w.stored()?.status?.unconfirmedRebuild).toBeUndefined();
+    w.clock.advance(BUILD_MS);
+    await w.settle(8);
+    expect(w.deployment()?.latest_revision_id).not.toBe(rebuilt);
+    expect(w.stored()?.status?.activeRevision).toMatchObject({ imageUri: GOOD });
+    expect(w.events.reasons()).not.toContain("Normal/DriftCorrected");
+    expect(w.counted).toEqual([]);
+  });
+
   it("switch-active, Git forward to the latest revision's config with a sourceConfig change: the latest revision goes live again", async () => {
     const w = world("switch-active");
     const { id } = await w.switchedBackLive();
