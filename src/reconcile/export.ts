@@ -17,7 +17,9 @@
  *   another object) is refused: `Exported=False`, reason `ExportConflict`, and a Warning.
  * - Removing `spec.export`, or naming another ConfigMap, deletes the one the operator wrote
  *   (only while this resource controls it, and exactly the version seen): an application must
- *   not keep reading an address nobody updates. Only a ConfigMap whose controller reference names
+ *   not keep reading an address nobody updates. One whose export label was removed by hand,
+ *   which the export policy does not let the operator delete, is left, with a Warning
+ *   `ExportConflict` saying so once; the ConfigMap now named is written all the same. Only a ConfigMap whose controller reference names
  *   this resource's uid is deleted: one the operator wrote, or one someone with write access to
  *   ConfigMaps in this namespace labelled and gave that controller reference by hand. Deleting
  *   the latter is harmless: that hand could delete it itself, and by naming this resource as its
@@ -210,17 +212,31 @@ export function unlabelledMessage(name: string): string {
   return `ConfigMap ${name} is this resource's but no longer carries the label ${EXPORT_LABEL}: "${EXPORT_LABEL_VALUE}", and the operator updates only ConfigMaps that carry it (the ValidatingAdmissionPolicy dms-operator-export-configmaps): put the label back (kubectl label configmap ${name} ${EXPORT_LABEL}=${EXPORT_LABEL_VALUE}), or delete the ConfigMap (the operator then creates it)`;
 }
 
-/** Deletes the ConfigMap `ref` when this resource controls it; whether there was one to delete. */
+/**
+ * Deletes the ConfigMap `ref` when this resource controls it: whether there was one to delete,
+ * or `unlabelled` when its export label was removed by hand and the export policy refused the
+ * delete (it lets the operator delete only labelled ConfigMaps): then it is left as it is.
+ */
 async function removeExport(
   port: ConfigMapsPort,
   obj: StoredResource,
   ref: ResourceRef,
   signal: AbortSignal,
-): Promise<boolean> {
+): Promise<boolean | "unlabelled"> {
   const seen = port.cached(ref) ?? (await port.read(ref, signal));
   if (!seen || !controls(seen, obj)) return false;
-  await port.delete(ref, seen, signal);
+  try {
+    await port.delete(ref, seen, signal);
+  } catch (error) {
+    if (!seen.labelled && port.isForbidden?.(error)) return "unlabelled";
+    throw error;
+  }
   return true;
+}
+
+/** Why the ConfigMap `name` an export no longer names (`why`) was left: its label was removed. */
+export function leftMessage(name: string, why: string): string {
+  return `ConfigMap ${name} was left as it is (${why}): it is this resource's, but no longer carries the label ${EXPORT_LABEL}: "${EXPORT_LABEL_VALUE}", and the operator deletes only ConfigMaps that carry it (the ValidatingAdmissionPolicy dms-operator-export-configmaps); delete it (kubectl delete configmap ${name}), or it goes with this resource (its garbage collection)`;
 }
 
 /** The condition's value, and what the step records of the ConfigMap it owns. */
@@ -304,10 +320,13 @@ async function exported(
   let exported = had;
   try {
     if (had !== undefined && had !== wanted) {
-      if (await removeExport(port, obj, { namespace, name: had }, signal)) {
-        const why = wanted ? `spec.export.configMapName now names ${wanted}` : "spec.export was removed";
+      const removed = await removeExport(port, obj, { namespace, name: had }, signal);
+      const why = wanted ? `spec.export.configMapName now names ${wanted}` : "spec.export was removed";
+      if (removed === true)
         recordEvent(deps, run, "Normal", EXPORT_REASON.ExportRemoved, `deleted ConfigMap ${had}: ${why}`);
-      }
+      // Never deleted, never a reason to hold the export back: said once, the new one written.
+      else if (removed)
+        recordEvent(deps, run, "Warning", EXPORT_REASON.ExportConflict, leftMessage(had, why));
       exported = undefined;
     }
     if (wanted === undefined) return { exported, condition: undefined };

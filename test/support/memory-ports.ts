@@ -330,7 +330,10 @@ export class MemoryConfigMaps implements ConfigMapsPort {
   lagging = false;
   /** Calls that fail with this error (as a forbidden request would), by method. */
   readonly failing = new Map<"read" | "create" | "replace" | "delete", Error>();
-  /** While true, the export policy is in force: a replace of a ConfigMap without the label is forbidden. */
+  /**
+   * While true, the export policy is in force: a replace or a delete of a ConfigMap without the
+   * label is forbidden (manifests/rbac/export-configmap-policy.yaml).
+   */
   policy = false;
 
   /** Stores a ConfigMap as another hand would: a user's, or another resource's. */
@@ -399,6 +402,8 @@ export class MemoryConfigMaps implements ConfigMapsPort {
     if (!cm) return;
     if (cm.uid !== precondition.uid || cm.resourceVersion !== precondition.resourceVersion)
       throw new ResourceConflict(`configmap ${ref.name}`);
+    if (this.policy && cm.labels[EXPORT_LABEL] !== EXPORT_LABEL_VALUE)
+      throw new ForbiddenConfigMapWrite(`DELETE configmaps/${ref.name}: HTTP 403 Forbidden`);
     this.#stored.delete(objectKey(ref));
   }
 

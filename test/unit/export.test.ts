@@ -14,6 +14,7 @@ import {
   EXPORT_UNAVAILABLE_RETRY_MS,
   exportData,
   exportDigest,
+  leftMessage,
   unlabelledMessage,
 } from "../../src/reconcile/export.ts";
 import { DeploymentReconciler } from "../../src/reconcile/reconciler.ts";
@@ -320,6 +321,43 @@ describe("the reconciler keeps the ConfigMap of spec.export", () => {
     await w.reconcile();
     expect(w.configMaps.calls).toEqual([]);
   });
+
+  it.each([
+    ["renamed", "agent-endpoint-2", "spec.export.configMapName now names agent-endpoint-2"],
+    ["removed", undefined, "spec.export was removed"],
+  ])(
+    "%s in the step its ConfigMap lost the export label, under the export policy: that ConfigMap left as it is, said once, never tried again; a new name written",
+    async (_name, renamed, why) => {
+      const w = world();
+      await w.adopted();
+      w.configMaps.policy = true;
+      const unlabelled = { ...w.configMaps.get(CM), labels: {} };
+      w.configMaps.put(CM, unlabelled);
+      w.edit((spec) => {
+        if (renamed) spec.export = { configMapName: renamed };
+        else delete spec.export;
+      });
+      w.events.all.length = 0;
+      w.configMaps.calls.length = 0;
+      for (let i = 0; i < 3; i++) {
+        await w.reconcile();
+        w.clock.advance(SETTLE_MS);
+      }
+      // The policy lets the operator delete only labelled ConfigMaps: the old one is left, untouched.
+      expect(w.configMaps.get(CM)).toMatchObject({ labels: {}, data: unlabelled.data });
+      expect(w.configMaps.calls.filter((c) => c.startsWith("delete"))).toEqual([`delete default/${CM.name}`]);
+      expect(w.events.reasons().filter((r) => r.includes("Export"))).toEqual([
+        "Warning/ExportConflict",
+        ...(renamed ? ["Normal/Exported"] : []),
+      ]);
+      expect(w.events.all[0]?.note).toBe(leftMessage(CM.name, why));
+      expect(w.status().exportedConfigMap).toBe(renamed);
+      if (renamed) {
+        expect(w.configMaps.get({ ...CM, name: renamed })?.labels).toEqual({ [EXPORT_LABEL]: "true" });
+        expect(w.condition()).toMatchObject({ status: "True", reason: "Exported" });
+      } else expect(w.condition()).toBeUndefined();
+    },
+  );
 
   it("removing a refused export clears its condition, and touches no ConfigMap", async () => {
     const w = world();
