@@ -115,6 +115,15 @@ function world(route: SimulatedService["redeployRoute"] = "new-revision", good =
         o.spec.sourceRevisionConfig = { imageUri: good };
       });
     },
+    /** A rebuild asked, reconciled once: its answer lost (a 504), the revision not made yet. */
+    async rebuildLost() {
+      w.edit((o) => {
+        o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
+      });
+      service.failNext("createRevision", { status: 504, maybeApplied: true });
+      await w.resync();
+      await w.reconcile();
+    },
     patchedRevisionConfig: () => service.lastPatchBody?.source_revision_config !== undefined,
   };
   return w;
@@ -265,12 +274,7 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     const w = world("switch-active");
     await w.goodThenBad();
     const id = w.deployment()?.id ?? "";
-    w.edit((o) => {
-      o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
-    });
-    w.service.failNext("createRevision", { status: 504, maybeApplied: true });
-    await w.resync();
-    await w.reconcile();
+    await w.rebuildLost();
     const sent = w.stored()?.status?.unconfirmedRebuild;
     expect(sent).toBeDefined();
     // Git reverts before the service shows the rebuild's revision: switched back, no revision made.
@@ -302,12 +306,7 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
       await w.goodThenBad(spec);
       const id = w.deployment()?.id ?? "";
       const good = w.service.store.revisions(id)?.[0]?.id;
-      w.edit((o) => {
-        o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
-      });
-      w.service.failNext("createRevision", { status: 504, maybeApplied: true });
-      await w.resync();
-      await w.reconcile();
+      await w.rebuildLost();
       w.back();
       w.clock.advance(BUILD_MS / 3);
       await w.settle(3);
@@ -332,12 +331,7 @@ describe("DeploymentReconciler: redeploy instead of rebuild", () => {
     const w = world();
     await w.goodThenBad({ revisionReuse: "Never" });
     const id = w.deployment()?.id ?? "";
-    w.edit((o) => {
-      o.metadata.annotations = { [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-02T00:00:00Z" };
-    });
-    w.service.failNext("createRevision", { status: 504, maybeApplied: true });
-    await w.resync();
-    await w.reconcile();
+    await w.rebuildLost();
     // The service made the rebuild's revision (of BAD) when asked; the listing shows it with the revert.
     const rebuilt = w.service.store.createRevision(id).id;
     w.back();
