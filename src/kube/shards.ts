@@ -17,6 +17,7 @@ import {
   type Inheritance,
 } from "../sharding/inheritance.ts";
 import { DRAIN_LABEL, drainTarget, OWNER_LABEL, RING_LABEL } from "../sharding/labels.ts";
+import { FINGERPRINT_ANNOTATION } from "../sharding/membership.ts";
 import { createdSeconds } from "../sharding/pass.ts";
 import { ShardLabelsDenied } from "../sharding/pass-write.ts";
 import {
@@ -62,6 +63,8 @@ export interface LeaseObject extends KubeObject {
   released?: Release | undefined;
   /** A joined replica's own: the replicas whose released share it has listed (`release.ts`). */
   holding?: readonly string[] | undefined;
+  /** A replica's own: what its ring depends on (`membership.ts`, `ringFingerprint`). */
+  fingerprint?: string | undefined;
 }
 
 /** A ring Lease from the wire; its rings (`inheritance.ts`, `ring-moves.ts`) read from its annotations. */
@@ -76,6 +79,7 @@ export function decodeLease(raw: unknown): LeaseObject | undefined {
   const movingBy = decodeMovingBy(annotation(MOVING_BY_ANNOTATION));
   const released = decodeRelease(annotation(RELEASED_ANNOTATION));
   const holding = decodeHolding(annotation(HOLDING_ANNOTATION));
+  const fingerprint = annotation(FINGERPRINT_ANNOTATION);
   return {
     metadata: { name, resourceVersion, ...(namespace ? { namespace } : {}) },
     record: leaseSnapshotFrom(raw).record,
@@ -83,6 +87,7 @@ export function decodeLease(raw: unknown): LeaseObject | undefined {
     ...(movingBy ? { movingBy } : {}),
     ...(released ? { released } : {}),
     ...(holding ? { holding } : {}),
+    ...(fingerprint ? { fingerprint } : {}),
   };
 }
 
@@ -121,7 +126,7 @@ export class KubeShardLeases extends WatchedResource<LeaseObject> {
    * The Lease `name` of this ring, to read and write (created with the ring label; with
    * `inheritance`, written on it as its annotation; with `movingBy`, the replica's own Lease,
    * the ring it returns written with each write, the release `released` returns, and the
-   * replicas whose released share `holding` says is listed here).
+   * replicas whose released share `holding` says is listed here, and its ring's `fingerprint`).
    */
   lease(
     name: string,
@@ -129,6 +134,7 @@ export class KubeShardLeases extends WatchedResource<LeaseObject> {
     movingBy?: () => Inheritance | undefined,
     released?: () => Release | undefined,
     holding?: () => Iterable<string>,
+    fingerprint?: () => string | undefined,
   ): KubeLease {
     const annotations = inheritance
       ? { [INHERITANCE_ANNOTATION]: encodeInheritance(inheritance) }
@@ -137,8 +143,10 @@ export class KubeShardLeases extends WatchedResource<LeaseObject> {
             const ring = movingBy();
             const release = released?.();
             const held = holding ? encodeHolding(holding()) : undefined;
-            if (!ring && !release && !held) return undefined;
+            const fp = fingerprint?.();
+            if (!ring && !release && !held && !fp) return undefined;
             return {
+              ...(fp ? { [FINGERPRINT_ANNOTATION]: fp } : {}),
               ...(ring ? { [MOVING_BY_ANNOTATION]: encodeMovingBy(ring) } : {}),
               ...(release ? { [RELEASED_ANNOTATION]: encodeRelease(release) } : {}),
               ...(held ? { [HOLDING_ANNOTATION]: held } : {}),

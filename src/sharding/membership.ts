@@ -2,6 +2,8 @@
  * The ring's membership as one process sees it, from the replicas' Leases: read as client-go's
  * leader election reads one Lease, by this process's clock only.
  */
+import { createHash } from "node:crypto";
+import type { Logger } from "pino";
 import type { LeaseRecord } from "../runtime/leader.ts";
 import type { Inheritance } from "./inheritance.ts";
 import { isReplicaName, SHARDER_HOLDER_PREFIX } from "./labels.ts";
@@ -18,6 +20,36 @@ export interface RingLease {
   movingBy?: Inheritance | undefined;
   /** The share its replica released to a joined replica, written with each renewal (see `release.ts`). */
   released?: Release | undefined;
+  /** What its replica's ring depends on, written with each renewal (see {@link ringFingerprint}). */
+  fingerprint?: string | undefined;
+}
+
+/** On each replica's own Lease, written with every renewal: its {@link ringFingerprint}. */
+export const FINGERPRINT_ANNOTATION = "sharding.dms.dev/ring-fingerprint";
+
+/**
+ * What a replica's ring depends on, as 16 hex digits: the ring's key (the install key) and the
+ * replica's scope (`--namespaces`, `--label-selector`, as {@link scopeOf} writes them). Two
+ * replicas that differ in either would place resources differently (another key), or one would
+ * be given resources its label-selected watch never shows (another scope). A sha256 of them, cut
+ * short: the key cannot be read back from it.
+ */
+export function ringFingerprint(seed: Uint8Array | undefined, scope: string): string {
+  const hash = createHash("sha256").update("dms-operator ring fingerprint\0");
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(seed?.length ?? 0);
+  hash.update(length);
+  if (seed !== undefined) hash.update(seed);
+  return hash.update(scope).digest("hex").slice(0, 16);
+}
+
+/** Logged, once per replica, where a live replica's Lease shows another {@link ringFingerprint}. */
+export const STRANGER =
+  "a live replica of the ring runs with another install key, --namespaces or --label-selector (its Lease's ring fingerprint differs): the ring places nothing on it here, and each side drains to its own; give every replica the same settings";
+
+/** A replica's scope as {@link ringFingerprint} reads it: its namespaces (sorted; none: all) and its label selector. */
+export function scopeOf(namespaces: readonly string[], labelSelector: string | undefined): string {
+  return `${[...new Set(namespaces)].sort().join(",")}\0${labelSelector?.trim() ?? ""}`;
 }
 
 /** What changes with each renewal, release or take of a Lease: its record, as one string. */
@@ -46,6 +78,33 @@ export class RingMembership {
   /** When each Lease's record last changed, by this process's clock, and whether a replica held it. */
   readonly #observed = new Map<string, { key: string; at: number; member: boolean }>();
   #joinedAt: number | undefined;
+  readonly #scope: string | undefined;
+  readonly #logger: Pick<Logger, "warn"> | undefined;
+  /** This process's {@link ringFingerprint}, once its key is read (none: every Lease counts). */
+  #fingerprint: string | undefined;
+  /** The live replicas logged as strangers, with the fingerprint logged. */
+  readonly #strangers = new Map<string, string>();
+
+  /**
+   * `scope` is this replica's ({@link scopeOf}): once {@link keyed}, a Lease showing another
+   * fingerprint is no member of its ring (its replica is still live: its Lease is never taken);
+   * each such live replica is logged once ({@link STRANGER}).
+   */
+  constructor(scope?: string, logger?: Pick<Logger, "warn">) {
+    this.#scope = scope;
+    this.#logger = logger;
+  }
+
+  /** The ring's key was read: this process's fingerprint is known from now on. Returns `seed`. */
+  readonly keyed = (seed: Uint8Array): Uint8Array => {
+    if (this.#scope !== undefined) this.#fingerprint = ringFingerprint(seed, this.#scope);
+    return seed;
+  };
+
+  /** This process's {@link ringFingerprint}, written on its Lease; undefined until {@link keyed}. */
+  get fingerprint(): string | undefined {
+    return this.#fingerprint;
+  }
 
   /** The Lease `lease` was seen (an event of the watch, or a reading) at `now`. */
   seen(lease: RingLease, now: number): void {
@@ -105,15 +164,35 @@ export class RingMembership {
     return isReplicaName(lease.name) && heldByReplica(lease) && !this.expired(lease, now);
   }
 
-  /** The live members among `leases` (observed first), sorted. */
+  /**
+   * The live members among `leases` (observed first), sorted: a live replica whose Lease shows
+   * another fingerprint than this process's is none (a Lease without one, of an earlier version,
+   * counts). Whoever leads, its ring places nothing on a replica that differs from it; the
+   * resources such a replica holds are drained from it as from any replica the ring does not choose.
+   */
   live(leases: readonly RingLease[], now: number): string[] {
+    const own = this.#fingerprint;
     return this.observe(leases, now)
-      .filter((l) => this.isLive(l, now))
+      .filter((l) => this.isLive(l, now) && (own === undefined || this.#sameRing(l, own)))
       .map((l) => l.name)
       .sort();
   }
 
+  #sameRing(lease: RingLease, own: string): boolean {
+    const theirs = lease.fingerprint;
+    if (theirs === undefined || theirs === own) {
+      this.#strangers.delete(lease.name);
+      return true;
+    }
+    if (this.#strangers.get(lease.name) !== theirs) {
+      this.#strangers.set(lease.name, theirs);
+      this.#logger?.warn({ member: lease.name, fingerprint: theirs, own }, STRANGER);
+    }
+    return false;
+  }
+
   forget(name: string): void {
     this.#observed.delete(name);
+    this.#strangers.delete(name);
   }
 }

@@ -89,6 +89,7 @@ export interface ShardedReplicaOptions<R extends ShardRecord> {
    * starts: every replica must hash with the same one. None: an unkeyed ring (tests).
    */
   ringSeed?: (signal: AbortSignal) => Promise<Uint8Array>;
+  scope?: string; // what it watches (`scopeOf`): with the key, its Lease's ring fingerprint
   registry: Registry;
   clock: Clock;
   logger: Logger;
@@ -164,7 +165,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
   const le = o.leaderElection;
   // Fed by the Lease watch on every replica from the start, so that a replica that becomes the
   // leader knows since when each Lease has gone unrenewed (see RingMembership).
-  const membership = new RingMembership();
+  const membership = new RingMembership(o.scope, logger);
   leases.subscribe({
     onAdd: (l) => membership.seen(ringLease(l), clock.now()),
     onUpdate: (_old, l) => membership.seen(ringLease(l), clock.now()),
@@ -342,7 +343,8 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
   let listEarly: EarlyListing["list"] | undefined;
   let seedRead: Uint8Array | undefined;
   const policy = o.labelPolicy;
-  const seed = o.ringSeed;
+  const read = o.ringSeed;
+  const seed = read && ((signal: AbortSignal) => read(signal).then(membership.keyed));
   // Before joining: the key (read by every replica alike), then the label policy.
   const beforeJoining =
     policy || seed
@@ -382,6 +384,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
           view,
           () => moves.announce(quiet),
           () => heirs?.holding() ?? [],
+          () => membership.fingerprint,
         ),
         identity: o.identity,
         ...le,

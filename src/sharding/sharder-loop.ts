@@ -67,6 +67,8 @@ export interface RingLeaseObject {
   readonly released?: Release | undefined;
   /** The replicas whose released share a joined replica's own Lease says it has listed (`release.ts`). */
   readonly holding?: readonly string[] | undefined;
+  /** What a replica's ring depends on, from its own Lease (`membership.ts`). */
+  readonly fingerprint?: string | undefined;
 }
 
 /** One Lease of the ring, to write: a replica's own, or one the sharder takes. */
@@ -90,6 +92,7 @@ export interface RingLeases<L extends RingLeaseObject = RingLeaseObject> {
     movingBy?: () => Inheritance | undefined,
     released?: () => Release | undefined,
     holding?: () => Iterable<string>,
+    fingerprint?: () => string | undefined,
   ): ShardLease;
   run(signal: AbortSignal): Promise<void>;
   readonly synced: Promise<void>;
@@ -104,6 +107,7 @@ export function ringLease(lease: RingLeaseObject): RingLease {
     ...(lease.inheritance ? { inheritance: lease.inheritance } : {}),
     ...(lease.movingBy ? { movingBy: lease.movingBy } : {}),
     ...(lease.released ? { released: lease.released } : {}),
+    ...(lease.fingerprint ? { fingerprint: lease.fingerprint } : {}),
   };
 }
 

@@ -23,6 +23,7 @@ import type { Runnable } from "../runtime/manager.ts";
 import type { RuntimeMetrics } from "../runtime/metrics.ts";
 import type { ClusterUsers } from "../sharding/cluster-users.ts";
 import type { ShardMember } from "../sharding/member.ts";
+import { scopeOf } from "../sharding/membership.ts";
 import { shardedReplica } from "../sharding/replica.ts";
 import { VERSION } from "../version.ts";
 import type { OperatorConfig } from "./operator-config.ts";
@@ -112,6 +113,7 @@ export function sharding(p: ShardingParts): Sharding {
           labelPolicy: { name: policy, check: (signal) => labelPolicyCheck(signal) },
         }),
     ...(p.ringSeed ? { ringSeed: p.ringSeed } : {}),
+    scope: scopeOf(config.namespaces, config.labelSelector),
     registry: p.metrics.registry,
     clock,
     logger,

@@ -1,11 +1,19 @@
 import { type Logger, pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { KubeApiError } from "../../src/kube/errors.ts";
+import { decodeLease } from "../../src/kube/shards.ts";
 import type { LeaseRecord } from "../../src/runtime/leader.ts";
 import { heirOf, type Inheritance } from "../../src/sharding/inheritance.ts";
 import { DRAIN_ANY, DRAIN_LABEL, drainTarget, handoverTo, OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { ShardMember } from "../../src/sharding/member.ts";
-import { type RingLease, RingMembership } from "../../src/sharding/membership.ts";
+import {
+  FINGERPRINT_ANNOTATION,
+  type RingLease,
+  RingMembership,
+  ringFingerprint,
+  STRANGER,
+  scopeOf,
+} from "../../src/sharding/membership.ts";
 import { MAX_TAKES_PER_PASS, MAX_WRITES_PER_PASS, type ShardedResource } from "../../src/sharding/pass.ts";
 import { RIVALS_PER_PASS } from "../../src/sharding/pass-choose.ts";
 import { deniedMessage, ShardLabelsDenied } from "../../src/sharding/pass-write.ts";
@@ -912,5 +920,88 @@ describe("a replica", () => {
     await Promise.resolve();
     expect(acks).toEqual(["ns/drained", "ns/mine"]);
     expect(calls).toEqual(["ns/mine"]);
+  });
+});
+
+describe("a replica whose ring key or scope differs from the leader's", () => {
+  const key = new Uint8Array([1, 2, 3]);
+  const scope = scopeOf(["team-a"], "tier=web");
+  const own = ringFingerprint(key, scope);
+  /** Members a and b with the leader's fingerprint, c with `other`'s, d of a version that writes none. */
+  const world = (other: string) => {
+    const w = new World();
+    for (const m of ["a", "b", "c", "d"]) w.renew(m);
+    for (const [m, fingerprint] of [
+      ["a", own],
+      ["b", own],
+      ["c", other],
+    ] as const) {
+      const lease = w.leases.get(m);
+      if (lease) w.leases.set(m, { ...lease, fingerprint });
+    }
+    return w;
+  };
+
+  it("is told apart by its Lease's fingerprint, which hides the key", () => {
+    expect(own).toMatch(/^[0-9a-f]{16}$/);
+    expect(own).toBe(ringFingerprint(key, scopeOf(["team-a", "team-a"], " tier=web ")));
+    for (const other of [
+      ringFingerprint(new Uint8Array([1, 2, 4]), scope),
+      ringFingerprint(undefined, scope),
+      ringFingerprint(key, scopeOf([], "tier=web")),
+      ringFingerprint(key, scopeOf(["team-a", "team-b"], "tier=web")),
+      ringFingerprint(key, scopeOf(["team-a"], undefined)),
+    ])
+      expect(other).not.toBe(own);
+    expect(own).not.toContain(Buffer.from(key).toString("hex"));
+  });
+
+  for (const [what, otherKey, otherScope] of [
+    ["another ring key", new Uint8Array([9, 9, 9]), scope],
+    ["another --namespaces", key, scopeOf(["team-b"], "tier=web")],
+  ] as const)
+    it(`(${what}) gets no share, has what it holds drained, and keeps its Lease`, async () => {
+      const other = ringFingerprint(otherKey, otherScope);
+      const w = world(other);
+      w.add(200);
+      // Some resources labelled for it before (a replica restarted with other settings).
+      for (const k of ["ns/r0", "ns/r1", "ns/r2"]) w.label(k, { [OWNER_LABEL]: "c" });
+      const warnings: unknown[] = [];
+      const log = pino({ level: "warn" }, { write: (line: string) => void warnings.push(JSON.parse(line)) });
+      const membership = new RingMembership(scope, log);
+      membership.keyed(key);
+      expect(membership.fingerprint).toBe(own);
+      const sharder = w.sharder(membership, "a_1", logger, "a");
+      const first = await sharder.pass(signal);
+      expect(first.live).toEqual(["a", "b", "d"]);
+      expect(first.held).toEqual([]);
+      w.acknowledgeDrains();
+      await sharder.pass(signal);
+      w.acknowledgeDrains();
+      await sharder.pass(signal);
+      const owners = new Set([...w.resources.values()].map((r) => w.owner(r.key)));
+      expect([...owners].sort()).toEqual(["a", "b", "d"]);
+      expect(w.leases.get("c")?.record.holderIdentity).toBe("c_id");
+      // Said once, however many passes.
+      expect(warnings).toEqual([
+        expect.objectContaining({ member: "c", fingerprint: other, own, msg: STRANGER }),
+      ]);
+      // The other side sees the leader's members as strangers: it moves nothing by its own ring.
+      const theirs = new RingMembership(otherScope);
+      theirs.keyed(otherKey);
+      expect(theirs.live([...w.leases.values()], w.clock.now())).toEqual(["c", "d"]);
+    });
+
+  it("reads the fingerprint from a replica's Lease", () => {
+    const lease = decodeLease({
+      metadata: {
+        name: "c",
+        namespace: "ops",
+        resourceVersion: "3",
+        annotations: { [FINGERPRINT_ANNOTATION]: own },
+      },
+      spec: { holderIdentity: "c_1", leaseDurationSeconds: 15 },
+    });
+    expect(lease?.fingerprint).toBe(own);
   });
 });
