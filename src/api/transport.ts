@@ -231,6 +231,7 @@ export class Transport {
       tellPaced(this.#s.clock.now() - waitFrom);
       // Checked after the wait for a token, right before the request goes out (a closed client's too).
       const closed = this.#closed === undefined ? undefined : { refuse: this.#closed };
+      const asked = this.#s.clock.now();
       const grant = closed ?? (request.method === "GET" ? undefined : this.#s.writeGate?.());
       if (grant && "refuse" in grant)
         throw new AbortError(
@@ -252,11 +253,13 @@ export class Transport {
       try {
         let response: ExchangeAnswer;
         try {
-          response = await this.#exchange(request, account, sending, timeoutMs);
+          const wireBy = grant ? asked + grant.withinMs : undefined;
+          response = await this.#exchange(request, account, sending, timeoutMs, wireBy);
           unansweredMs = 0;
         } catch (error) {
           if (sending.held || error instanceof OverflowError) unansweredMs = 0;
-          // Never sent: a pause began between its token and the wire. Wait for the pause's end.
+          // Never sent: a pause began between its token and the wire (wait for its end), or the
+          // write's grant ran out (the gate is asked again).
           if (sending.held && !signal?.aborted) continue;
           observe("error");
           if (signal?.aborted)
@@ -320,6 +323,7 @@ export class Transport {
     account: MemoryAccount,
     sending: { held: boolean },
     timeoutMs: number,
+    wireBy: number | undefined,
   ): Promise<ExchangeAnswer> {
     const url = new URL(this.#s.baseUrl + request.path);
     if (request.searchParams) url.search = new URLSearchParams(request.searchParams).toString();
@@ -335,10 +339,15 @@ export class Transport {
       maxBytes: this.#s.maxResponseBytes,
       account,
       signal: request.signal,
+      // A write's grant is checked again at the wire: a process stalled after it (stopped, a long
+      // pause) sends nothing once its Lease's time is up; the gate is asked again (`held`).
       beforeSend: () => {
-        if (this.#s.bucket.pausedForMs() <= 0) return undefined;
+        const late = wireBy !== undefined && this.#s.clock.now() >= wireBy;
+        if (!late && this.#s.bucket.pausedForMs() <= 0) return undefined;
         sending.held = true;
-        return new HeldForPause("a pause began before the request was sent");
+        return new HeldForPause(
+          late ? "the write's grant ran out before it was sent" : "a pause began before the request was sent",
+        );
       },
     });
   }

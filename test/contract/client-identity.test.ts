@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
 import { isServiceError } from "../../src/api/errors.ts";
 import type { WriteGrant } from "../../src/api/transport.ts";
+import { systemApiClock } from "../../src/runtime/clock.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { VERSION } from "../../src/version.ts";
 
@@ -58,6 +59,33 @@ describe("the client's identity and write fence", () => {
     const answered = sim.requests({ route: "POST /v2/deployments" }).filter((r) => r.status !== undefined);
     expect(answered.map((r) => r.status)).toEqual(["201"]);
     sim.faults.set({});
+  });
+
+  it("sends no write whose grant ran out before it reached the wire (the process stalled in between), and asks the gate again", async () => {
+    sim.resetCounters();
+    // The process is stopped right after its gate granted the write (SIGSTOP, a node frozen, a
+    // long pause): by its clock the time granted is up before the request goes on the wire,
+    // while its own timeout has not fired yet. Meanwhile its Lease expired and was taken.
+    let stalledMs = 0;
+    const clock = { ...systemApiClock, now: () => systemApiClock.now() + stalledMs };
+    const asked: string[] = [];
+    const client = new ServiceClient({
+      baseUrl: sim.url,
+      retries: 0,
+      clock,
+      writeGate: () => {
+        asked.push(stalledMs === 0 ? "granted" : "refused");
+        if (stalledMs > 0) return { refuse: "this replica's shard Lease is not current" };
+        stalledMs = 2_000;
+        return { withinMs: 1_000 };
+      },
+    });
+    await client.listProviders();
+    await expect(client.createDeployment({ name: "stalled", source: "external_docker" })).rejects.toSatisfy(
+      (e) => isServiceError(e, "unavailable") && e.message.includes("shard Lease is not current"),
+    );
+    expect(asked).toEqual(["granted", "refused"]);
+    expect(sim.requests().map((r) => r.route)).toEqual(["GET /v2/auth/providers"]);
   });
 
   it("tells the gate how each write ended: answered (0), or unanswered with the timeout it was given", async () => {
