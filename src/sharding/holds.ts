@@ -24,6 +24,12 @@ export interface Hold {
   rv: string;
   /** The ring written on the Lease (written again with each renewal). */
   inheritance?: Inheritance | undefined;
+  /**
+   * When this sharder created the Lease (none was there), kept over its renewals: a Lease deleted
+   * by hand may have been a live replica's, which writes until a Lease duration after its last
+   * renewal, unseen. Undefined: the Lease was there when taken.
+   */
+  created?: number | undefined;
 }
 
 /** How long a hold lasts: the Lease's duration, less a margin (≥ a Kubernetes request). */
@@ -46,7 +52,9 @@ export function holdLasts(hold: Hold, now: number, timing: HoldTiming): boolean 
 /**
  * A member's state for the sharder: held (its Lease is held, and the hold lasts), live (it renews
  * its Lease), else down. A name no replica can bear (not a Lease name and a label value) is held:
- * there is nothing to wait for.
+ * there is nothing to wait for. A Lease the sharder created counts as live for a Lease duration
+ * (its resources are drained, not moved): a replica whose Lease was deleted by hand may still be
+ * writing by its last renewal.
  */
 export function memberState(
   member: string,
@@ -58,7 +66,10 @@ export function memberState(
 ): MemberState {
   if (!isReplicaName(member)) return "held";
   if (!lease) return "down";
-  if (hold && isHold(hold, lease)) return holdLasts(hold, now, timing) ? "held" : "down";
+  if (hold && isHold(hold, lease)) {
+    if (hold.created !== undefined && now < hold.created + timing.leaseDurationMs) return "live";
+    return holdLasts(hold, now, timing) ? "held" : "down";
+  }
   return ring.isLive(lease, now) ? "live" : "down";
 }
 
@@ -178,7 +189,8 @@ export class LeaseHolds {
     }
     if (rv === undefined) return false;
     if (!ours) this.#o.logger.info({ lease: name }, "took the Lease of a replica that stopped renewing it");
-    this.#holds.set(name, { since: now, basedOn: lease?.resourceVersion, rv, inheritance });
+    const created = lease === undefined ? now : ours ? this.#holds.get(name)?.created : undefined;
+    this.#holds.set(name, { since: now, basedOn: lease?.resourceVersion, rv, inheritance, created });
     return true;
   }
 

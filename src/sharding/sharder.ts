@@ -254,7 +254,8 @@ export class Sharder<R extends ShardedResource = ShardedResource> {
     // starts at once and moves that replica's resources before its drains (`chooseMoves`).
     // A name with resources and no Lease is no replica that stopped (a replica holds its Lease
     // before it reconciles): an owner label written by hand, or by a tenant where no label policy
-    // holds the labels. Its Lease is taken only to fence a replica of that name that may yet
+    // holds the labels, or a live replica's Lease deleted by hand (its resources are drained, not
+    // moved, for a Lease duration: `memberState`). Its Lease is taken to fence a replica of that name that may yet
     // start, after the replicas' (a tenant's names do not spend the takes a dead replica needs),
     // with no ring (nobody inherits what nobody reconciled: no replica watches its share), and
     // the pass's writes go on: a tenant naming a new owner before every pass holds none back.

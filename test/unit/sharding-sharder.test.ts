@@ -202,6 +202,15 @@ async function ledByA(self?: string) {
 }
 
 /** A world of `members` renewing and `count` resources, after the sharder's first pass. */
+/** A Lease duration and more in steps of half of it, `members` renewing, a pass after each step. */
+async function aLeaseDurationOn(w: World, sharder: Sharder<Resource>, members: readonly string[]) {
+  for (let step = 0; step < 3; step++) {
+    w.clock.advance(LEASE_MS / 2);
+    for (const m of members) w.renew(m);
+    await sharder.pass(signal);
+  }
+}
+
 async function assigned(members: string[], count: number) {
   const w = new World();
   for (const m of members) w.renew(m);
@@ -770,11 +779,12 @@ describe("the sharder", () => {
     const sharder = w.sharder();
     expect((await sharder.pass(signal)).held.length).toBe(MAX_TAKES_PER_PASS);
     for (let pass = 0; pass < 20; pass++) await sharder.pass(signal);
+    await aLeaseDurationOn(w, sharder, ["a"]);
     for (const r of w.resources.values()) expect(w.owner(r.key)).toBe("a");
     expect([...w.leases.keys()]).toEqual(["a"]);
   });
 
-  it("takes the Lease of an owner that has none before moving its resources (a label naming a replica yet to start)", async () => {
+  it("takes the Lease of an owner that has none before moving its resources (a label naming a replica yet to start, a Lease deleted by hand), and moves them only a Lease duration later", async () => {
     const w = new World();
     w.renew("a");
     w.add(5);
@@ -783,8 +793,17 @@ describe("the sharder", () => {
     const first = await sharder.pass(signal);
     expect(first.held).toEqual(["zed"]);
     expect(w.owner("ns/r0")).toBe("zed");
+    // A replica whose Lease was deleted by hand writes until a Lease duration after its last
+    // renewal: its resources are drained (it may hand them over), not moved, meanwhile.
     await sharder.pass(signal);
+    w.clock.advance(LEASE_MS / 2);
+    w.renew("a");
+    await sharder.pass(signal);
+    expect(w.owner("ns/r0")).toBe("zed");
+    expect(w.resources.get("ns/r0")?.labels?.[DRAIN_LABEL]).toBe("a");
+    await aLeaseDurationOn(w, sharder, ["a"]);
     expect(w.owner("ns/r0")).toBe("a");
+    expect(w.resources.get("ns/r0")?.labels?.[DRAIN_LABEL]).toBeUndefined();
   });
 
   it("goes on writing labels in a pass that fences a name with no Lease (a tenant naming a new owner before every pass), and writes no ring on that Lease", async () => {
@@ -801,8 +820,8 @@ describe("the sharder", () => {
       expect(w.leases.get(`ghost-${pass}`)?.inheritance).toBeUndefined();
     }
     for (const key of fresh) expect(["a", "b"]).toContain(w.owner(key));
-    // Each fence Lease is deleted once no resource names it.
-    for (let pass = 0; pass < 3; pass++) await sharder.pass(signal);
+    // Each fence Lease is deleted once no resource names it (its resource moved a Lease duration on).
+    await aLeaseDurationOn(w, sharder, ["a", "b"]);
     expect([...w.leases.keys()].sort()).toEqual(["a", "b"]);
     expect(w.owner("ns/r0")).toBe(ownerOf("r0", ["a", "b"]));
   });

@@ -1,0 +1,100 @@
+// A live replica's Lease deleted by hand (`kubectl delete lease`, a ring "reset"). The replica
+// does not know until its next renewal, and its write fence counts from its last one: it may write
+// for up to a Lease duration more. The sharder finds resources naming a replica without a Lease
+// and takes that Lease (creates it, held by itself): it must not move them before that replica's
+// writes have stopped, or the next owner writes a deployment while the first still does.
+import { afterAll, describe, expect, it } from "vitest";
+import type { DeploymentSpec } from "../../src/crd/schema.ts";
+import { claimOf } from "../../src/reconcile/claims.ts";
+import { OWNER_LABEL } from "../../src/sharding/labels.ts";
+import { waitFor } from "../support/cluster.ts";
+import { ClusterUser, hasCondition } from "../support/resources.ts";
+import { type ShardedWorld, shardedWorld } from "../support/sharded-replicas.ts";
+import { handovers } from "../support/write-spans.ts";
+
+const RESOURCES = 24;
+/** Each edit takes this long at the service: the deleted replica's edits are in flight when its Lease goes. */
+const EDIT_LATENCY_MS = 3_000;
+const image = (tag: number) => `registry.example.com/lease-deleted:${tag}`;
+const spec = (tag: number): DeploymentSpec => ({
+  source: "internal_docker",
+  sourceRevisionConfig: { imageUri: image(tag) },
+});
+
+describe("sharding: a live replica's Lease deleted by hand", () => {
+  const user = new ClusterUser();
+  let world: ShardedWorld | undefined;
+  afterAll(async () => world?.stop());
+
+  it("moves its resources only once its writes stopped: no deployment has two writers at once", {
+    timeout: 180_000,
+  }, async () => {
+    const w = await shardedWorld("ld", 1, { requestRecordLimit: 100_000 });
+    world = w;
+    const { namespace, simulator, ring: r } = w;
+    const leader = await waitFor(async () => r.leader(user), { timeoutMs: 60_000, description: "a leader" });
+    const other = r.start();
+    await r.untilMembers(user);
+    const tags = new Map<string, number>();
+    const names = Array.from({ length: RESOURCES }, (_, i) => `d${i}`);
+    for (const name of names) {
+      tags.set(name, 1);
+      await user.create(namespace, name, spec(1));
+    }
+    let unsettled = "no listing yet";
+    /** Every resource Ready with its latest image, owned by a replica `owners` accepts. */
+    const settled = (owners: (owner: string | undefined, claim: string) => boolean) => async () => {
+      const items = await r.list(user);
+      const pending = items.filter(
+        (o) =>
+          !(
+            owners(o.metadata.labels?.[OWNER_LABEL], claimOf(o)) &&
+            o.status?.observedGeneration === o.metadata.generation &&
+            hasCondition(o, "Ready", "True") &&
+            o.spec.sourceRevisionConfig?.imageUri === image(tags.get(o.metadata.name) ?? 0)
+          ),
+      );
+      unsettled = pending.map((o) => `${o.metadata.name}@${o.metadata.labels?.[OWNER_LABEL]}`).join(", ");
+      return items.length === RESOURCES && pending.length === 0 ? true : undefined;
+    };
+    const place = await r.placement(user);
+    await waitFor(
+      settled((owner, claim) => owner === place(claim)),
+      {
+        timeoutMs: 90_000,
+        intervalMs: 500,
+        description: () => `every resource settled (not yet: ${unsettled})`,
+      },
+    );
+    const ofOther = (await r.list(user, `${OWNER_LABEL}=${other.name}`)).map((o) => o.metadata.name);
+    expect(ofOther.length).toBeGreaterThan(0);
+
+    // Its resources edited, each edit held 3 s at the service; once some are in flight, its Lease goes.
+    simulator.faults.set({
+      latency: [{ route: "PATCH /v2/deployments/{deployment_id}", ms: EDIT_LATENCY_MS }],
+    });
+    for (const name of ofOther) {
+      tags.set(name, 2);
+      await user.patch(namespace, name, { spec: { sourceRevisionConfig: { imageUri: image(2) } } });
+    }
+    await waitFor(
+      () =>
+        simulator
+          .requests({ route: "PATCH /v2/deployments/{deployment_id}" })
+          .some((q) => q.answeredAt === undefined && q.userAgent?.includes(`(${other.name})`)),
+      { timeoutMs: 30_000, intervalMs: 20, description: `an edit by ${other.name} in flight` },
+    );
+    await user.client.request({
+      method: "DELETE",
+      path: `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${other.name}`,
+    });
+
+    // Whatever becomes of it (it may rejoin, or exit: its Lease was taken), every edit lands.
+    await waitFor(
+      settled((owner) => owner === leader.name || owner === other.name),
+      { timeoutMs: 90_000, intervalMs: 500, description: () => `every edit applied (not yet: ${unsettled})` },
+    );
+    const spans = handovers(simulator.requests());
+    expect(spans.overlaps).toEqual([]);
+  });
+});
