@@ -56,6 +56,11 @@ export function scopeOf(namespaces: readonly string[], labelSelector: string | u
 export const recordKey = (r: LeaseRecord) =>
   `${r.holderIdentity}|${r.renewTime?.getTime() ?? ""}|${r.leaseDurationSeconds}|${r.leaseTransitions}`;
 
+/** Whether `lease` was released: no holder, and a release's duration of a second (see `expired`). */
+function released(lease: Pick<RingLease, "record">): boolean {
+  return lease.record.holderIdentity === "" && lease.record.leaseDurationSeconds <= 1;
+}
+
 /** Whether `lease` is held by a replica: not released, not taken by a sharder. */
 export function heldByReplica(lease: Pick<RingLease, "record">): boolean {
   const holder = lease.record.holderIdentity;
@@ -80,6 +85,7 @@ export class RingMembership {
   #joinedAt: number | undefined;
   readonly #scope: string | undefined;
   readonly #logger: Pick<Logger, "warn"> | undefined;
+  readonly #minDurationMs: number;
   /** This process's {@link ringFingerprint}, once its key is read (none: every Lease counts). */
   #fingerprint: string | undefined;
   /** The live replicas logged as strangers, with the fingerprint logged. */
@@ -88,11 +94,13 @@ export class RingMembership {
   /**
    * `scope` is this replica's ({@link scopeOf}): once {@link keyed}, a Lease showing another
    * fingerprint is no member of its ring (its replica is still live: its Lease is never taken);
-   * each such live replica is logged once ({@link STRANGER}).
+   * each such live replica is logged once ({@link STRANGER}). `minDurationMs`, this process's
+   * `--lease-duration`: no Lease expires sooner after it last changed, whatever it says.
    */
-  constructor(scope?: string, logger?: Pick<Logger, "warn">) {
+  constructor(scope?: string, logger?: Pick<Logger, "warn">, minDurationMs = 0) {
     this.#scope = scope;
     this.#logger = logger;
+    this.#minDurationMs = minDurationMs;
   }
 
   /** The ring's key was read: this process's fingerprint is known from now on. Returns `seed`. */
@@ -135,15 +143,21 @@ export class RingMembership {
     return leases;
   }
 
-  /** Not changed for its duration, by our clock (or released). */
+  /**
+   * Not changed for its duration, by our clock, or released. A release is what a replica writes
+   * once its writes settled: no holder and a duration of a second (`LeaderElector`'s). A holder
+   * cleared by hand (`kubectl edit`) or a duration cut short is not one: the replica writes until
+   * its own duration from its last renewal, so such a Lease expires like any other, and never
+   * sooner than {@link minDurationMs} after it last changed.
+   */
   expired(lease: RingLease, now: number): boolean {
-    if (lease.record.holderIdentity === "") return true;
+    if (released(lease)) return true;
     return this.#expiresAt(lease, now) <= now;
   }
 
   #expiresAt(lease: RingLease, now: number): number {
     const at = this.#observed.get(lease.name)?.at ?? now;
-    return at + lease.record.leaseDurationSeconds * 1000;
+    return at + Math.max(lease.record.leaseDurationSeconds * 1000, this.#minDurationMs);
   }
 
   /**
@@ -153,7 +167,7 @@ export class RingMembership {
   nextExpiry(leases: readonly RingLease[], now: number): number | undefined {
     let next: number | undefined;
     for (const lease of leases) {
-      if (lease.record.holderIdentity === "") continue;
+      if (released(lease)) continue;
       const at = this.#expiresAt(lease, now);
       if (at > now && (next === undefined || at < next)) next = at;
     }

@@ -165,7 +165,7 @@ export function shardedReplica<R extends ShardRecord>(o: ShardedReplicaOptions<R
   const le = o.leaderElection;
   // Fed by the Lease watch on every replica from the start, so that a replica that becomes the
   // leader knows since when each Lease has gone unrenewed (see RingMembership).
-  const membership = new RingMembership(o.scope, logger);
+  const membership = new RingMembership(o.scope, logger, le.leaseDurationMs);
   leases.subscribe({
     onAdd: (l) => membership.seen(ringLease(l), clock.now()),
     onUpdate: (_old, l) => membership.seen(ringLease(l), clock.now()),

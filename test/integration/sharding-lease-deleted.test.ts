@@ -1,8 +1,9 @@
-// A live replica's Lease deleted by hand (`kubectl delete lease`, a ring "reset"). The replica
+// A live replica's Lease deleted by hand (`kubectl delete lease`, a ring "reset"), or its holder
+// cleared (`kubectl edit lease`: the usual way to force a leader election Lease free). The replica
 // does not know until its next renewal, and its write fence counts from its last one: it may write
 // for up to a Lease duration more. The sharder finds resources naming a replica without a Lease
-// and takes that Lease (creates it, held by itself): it must not move them before that replica's
-// writes have stopped, or the next owner writes a deployment while the first still does.
+// (or with a Lease released) and takes that Lease: it must not move them while that replica may
+// still write, or the next owner writes a deployment while the first still does.
 import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { claimOf } from "../../src/reconcile/claims.ts";
@@ -21,7 +22,19 @@ const spec = (tag: number): DeploymentSpec => ({
   sourceRevisionConfig: { imageUri: image(tag) },
 });
 
-describe("sharding: a live replica's Lease deleted by hand", () => {
+/** What is done by hand to the replica's Lease, at `path`. */
+const edits = {
+  deleted: (user: ClusterUser, path: string) => user.client.request({ method: "DELETE", path }),
+  "its holder cleared": (user: ClusterUser, path: string) =>
+    user.client.request({
+      method: "PATCH",
+      path,
+      contentType: "application/merge-patch+json",
+      body: { spec: { holderIdentity: "" } },
+    }),
+};
+
+describe.each(Object.entries(edits))("sharding: a live replica's Lease edited by hand (%s)", (what, edit) => {
   const user = new ClusterUser();
   let world: ShardedWorld | undefined;
   afterAll(async () => world?.stop());
@@ -29,7 +42,7 @@ describe("sharding: a live replica's Lease deleted by hand", () => {
   it("moves its resources only once its writes stopped: no deployment has two writers at once", {
     timeout: 180_000,
   }, async () => {
-    const w = await shardedWorld("ld", 1, { requestRecordLimit: 100_000 });
+    const w = await shardedWorld(what === "deleted" ? "ld" : "lc", 1, { requestRecordLimit: 100_000 });
     world = w;
     const { namespace, simulator, ring: r } = w;
     const leader = await waitFor(async () => r.leader(user), { timeoutMs: 60_000, description: "a leader" });
@@ -84,10 +97,7 @@ describe("sharding: a live replica's Lease deleted by hand", () => {
           .some((q) => q.answeredAt === undefined && q.userAgent?.includes(`(${other.name})`)),
       { timeoutMs: 30_000, intervalMs: 20, description: `an edit by ${other.name} in flight` },
     );
-    await user.client.request({
-      method: "DELETE",
-      path: `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${other.name}`,
-    });
+    await edit(user, `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${other.name}`);
 
     // Whatever becomes of it (it may rejoin, or exit: its Lease was taken), every edit lands.
     await waitFor(

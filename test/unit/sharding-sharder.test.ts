@@ -727,6 +727,39 @@ describe("the sharder", () => {
     expect(first.assigned + first.drained).toBeGreaterThan(0);
   });
 
+  it("calls a Lease free at once only when released (no holder, a second's duration), not when edited by hand", async () => {
+    const w = new World();
+    for (const m of ["a", "b"]) w.renew(m);
+    w.add(40);
+    const ring = new RingMembership(undefined, undefined, LEASE_MS);
+    const sharder = w.sharder(ring, "a_1", logger, "a");
+    await sharder.pass(signal);
+    const ofB = [...w.resources.keys()].filter((k) => w.owner(k) === "b");
+    expect(ofB.length).toBeGreaterThan(0);
+    const b = w.leases.get("b") as RingLease;
+    const edit = (record: Partial<RingLease["record"]>) =>
+      w.leases.set("b", {
+        ...b,
+        resourceVersion: `${b.resourceVersion}-${Object.keys(record).join()}`,
+        record: { ...b.record, ...record },
+      });
+    // Its holder cleared (`kubectl edit lease`), or its duration cut to a second: b still writes
+    // until a Lease duration after its last renewal. Nothing is taken or moved before.
+    for (const record of [{ holderIdentity: "" }, { leaseDurationSeconds: 1 }]) {
+      edit(record);
+      w.clock.advance(2_000);
+      w.renew("a");
+      const pass = await sharder.pass(signal);
+      expect(pass.held).toEqual([]);
+      for (const k of ofB) expect(w.owner(k)).toBe("b");
+      w.renew("b");
+    }
+    // Released by b itself (no holder, a second): taken at once.
+    edit({ holderIdentity: "", leaseDurationSeconds: 1 });
+    w.renew("a");
+    expect((await sharder.pass(signal)).held).toEqual(["b"]);
+  });
+
   it("says when the next Lease would expire unrenewed, by this process's clock", () => {
     const w = new World();
     const ring = new RingMembership();
