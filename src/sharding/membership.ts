@@ -8,6 +8,7 @@ import type { LeaseRecord } from "../runtime/leader.ts";
 import type { Inheritance } from "./inheritance.ts";
 import { isReplicaName, SHARDER_HOLDER_PREFIX } from "./labels.ts";
 import type { Release } from "./release.ts";
+import { SHARDER_REPLICA_SHARE } from "./ring.ts";
 
 /** A replica's Lease as the sharder reads it. */
 export interface RingLease {
@@ -28,14 +29,21 @@ export interface RingLease {
 export const FINGERPRINT_ANNOTATION = "sharding.dms.dev/ring-fingerprint";
 
 /**
- * What a replica's ring depends on, as 16 hex digits: the ring's key (the install key) and the
- * replica's scope (`--namespaces`, `--label-selector`, as {@link scopeOf} writes them). Two
- * replicas that differ in either would place resources differently (another key), or one would
- * be given resources its label-selected watch never shows (another scope). A sha256 of them, cut
- * short: the key cannot be read back from it.
+ * How the ring places resources: rendezvous hashing by claim with the sharder's replica's share
+ * (`ring.ts`). A version that places them otherwise changes it, so that its replicas and those of
+ * the version before, side by side in a rollout, never judge one ring two ways.
+ */
+const RING_RULE = `rendezvous-sha256 by claim, sharder share ${SHARDER_REPLICA_SHARE}`;
+
+/**
+ * What a replica's ring depends on, as 16 hex digits: the ring's key (the install key), the
+ * replica's scope (`--namespaces`, `--label-selector`, as {@link scopeOf} writes them) and how
+ * the ring places resources ({@link RING_RULE}). Two replicas that differ in the key or the rule
+ * would place resources differently, or one would be given resources its label-selected watch
+ * never shows (another scope). A sha256 of them, cut short: the key cannot be read back from it.
  */
 export function ringFingerprint(seed: Uint8Array | undefined, scope: string): string {
-  const hash = createHash("sha256").update("dms-operator ring fingerprint\0");
+  const hash = createHash("sha256").update(`dms-operator ring fingerprint\0${RING_RULE}\0`);
   const length = Buffer.alloc(4);
   length.writeUInt32BE(seed?.length ?? 0);
   hash.update(length);
@@ -45,7 +53,7 @@ export function ringFingerprint(seed: Uint8Array | undefined, scope: string): st
 
 /** Logged, once per replica, where a live replica's Lease shows another {@link ringFingerprint}. */
 export const STRANGER =
-  "a live replica of the ring runs with another install key, --namespaces or --label-selector (its Lease's ring fingerprint differs): the ring places nothing on it here, and each side drains to its own; give every replica the same settings";
+  "a live replica of the ring runs with another install key, --namespaces or --label-selector, or a version that places resources otherwise (its Lease's ring fingerprint differs): the ring places nothing on it here, and each side drains to its own; give every replica the same settings";
 
 /** A replica's scope as {@link ringFingerprint} reads it: its namespaces (sorted; none: all) and its label selector. */
 export function scopeOf(namespaces: readonly string[], labelSelector: string | undefined): string {
