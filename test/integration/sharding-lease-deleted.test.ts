@@ -6,11 +6,10 @@
 // still write, or the next owner writes a deployment while the first still does.
 import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { claimOf } from "../../src/reconcile/claims.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { waitFor } from "../support/cluster.ts";
-import { ClusterUser, hasCondition } from "../support/resources.ts";
-import { type ShardedWorld, shardedWorld } from "../support/sharded-replicas.ts";
+import { ClusterUser } from "../support/resources.ts";
+import { type ShardedWorld, shardedWorld, untilSettled } from "../support/sharded-replicas.ts";
 import { handovers } from "../support/write-spans.ts";
 
 const RESOURCES = 24;
@@ -54,31 +53,15 @@ describe.each(Object.entries(edits))("sharding: a live replica's Lease edited by
       tags.set(name, 1);
       await user.create(namespace, name, spec(1));
     }
-    let unsettled = "no listing yet";
-    /** Every resource Ready with its latest image, owned by a replica `owners` accepts. */
-    const settled = (owners: (owner: string | undefined, claim: string) => boolean) => async () => {
-      const items = await r.list(user);
-      const pending = items.filter(
-        (o) =>
-          !(
-            owners(o.metadata.labels?.[OWNER_LABEL], claimOf(o)) &&
-            o.status?.observedGeneration === o.metadata.generation &&
-            hasCondition(o, "Ready", "True") &&
-            o.spec.sourceRevisionConfig?.imageUri === image(tags.get(o.metadata.name) ?? 0)
-          ),
-      );
-      unsettled = pending.map((o) => `${o.metadata.name}@${o.metadata.labels?.[OWNER_LABEL]}`).join(", ");
-      return items.length === RESOURCES && pending.length === 0 ? true : undefined;
-    };
+    const imageOf = (name: string) => image(tags.get(name) ?? 0);
     const place = await r.placement(user);
-    await waitFor(
-      settled((owner, claim) => owner === place(claim)),
-      {
-        timeoutMs: 90_000,
-        intervalMs: 500,
-        description: () => `every resource settled (not yet: ${unsettled})`,
-      },
-    );
+    await untilSettled(r, user, {
+      what: "two replicas",
+      count: RESOURCES,
+      imageOf,
+      owned: (owner, claim) => owner === place(claim),
+      timeoutMs: 90_000,
+    });
     const ofOther = (await r.list(user, `${OWNER_LABEL}=${other.name}`)).map((o) => o.metadata.name);
     expect(ofOther.length).toBeGreaterThan(0);
 
@@ -100,10 +83,13 @@ describe.each(Object.entries(edits))("sharding: a live replica's Lease edited by
     await edit(user, `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/${other.name}`);
 
     // Whatever becomes of it (it may rejoin, or exit: its Lease was taken), every edit lands.
-    await waitFor(
-      settled((owner) => owner === leader.name || owner === other.name),
-      { timeoutMs: 90_000, intervalMs: 500, description: () => `every edit applied (not yet: ${unsettled})` },
-    );
+    await untilSettled(r, user, {
+      what: "after the edit",
+      count: RESOURCES,
+      imageOf,
+      owned: (owner) => owner === leader.name || owner === other.name,
+      timeoutMs: 90_000,
+    });
     const spans = handovers(simulator.requests());
     expect(spans.overlaps).toEqual([]);
   });

@@ -5,11 +5,9 @@
 // once (each write's span at the service, as the chaos test reads them).
 import { afterAll, describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
-import { claimOf } from "../../src/reconcile/claims.ts";
-import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import { waitFor } from "../support/cluster.ts";
-import { ClusterUser, hasCondition } from "../support/resources.ts";
-import { type ShardedWorld, shardedWorld } from "../support/sharded-replicas.ts";
+import { ClusterUser } from "../support/resources.ts";
+import { type ShardedWorld, shardedWorld, untilSettled } from "../support/sharded-replicas.ts";
 import { handovers } from "../support/write-spans.ts";
 
 const RESOURCES = 30;
@@ -41,31 +39,15 @@ describe("sharding: scaled from three replicas to one and back", () => {
       tags.set(name, 1);
       await user.create(namespace, name, spec(1));
     }
-    let unsettled = "no listing yet";
-    const settled = async () => {
+    const until = async (what: string) => {
       const place = await r.placement(user);
-      const items = await r.list(user);
-      const pending = items.filter(
-        (o) =>
-          !(
-            o.metadata.labels?.[OWNER_LABEL] === place(claimOf(o)) &&
-            o.status?.observedGeneration === o.metadata.generation &&
-            hasCondition(o, "Ready", "True") &&
-            o.spec.sourceRevisionConfig?.imageUri === image(tags.get(o.metadata.name) ?? 0)
-          ),
-      );
-      unsettled = pending
-        .slice(0, 5)
-        .map((o) => `${o.metadata.name}@${o.metadata.labels?.[OWNER_LABEL]}`)
-        .join(", ");
-      return items.length === RESOURCES && pending.length === 0 ? true : undefined;
-    };
-    const until = (what: string) =>
-      waitFor(settled, {
-        timeoutMs: 120_000,
-        intervalMs: 500,
-        description: () => `${what}: every resource settled (not yet: ${unsettled})`,
+      await untilSettled(r, user, {
+        what,
+        count: RESOURCES,
+        imageOf: (name) => image(tags.get(name) ?? 0),
+        owned: (owner, claim) => owner === place(claim),
       });
+    };
     let tag = 1;
     const editAll = () =>
       Promise.all(

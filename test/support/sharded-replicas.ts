@@ -8,12 +8,13 @@ import { join } from "node:path";
 import { OperatorProcess, operatorEnv } from "../../scripts/demo/operator-process.ts";
 import type { DeploymentObject } from "../../src/kube/deployments.ts";
 import { readInstallKey } from "../../src/kube/install-key.ts";
-import { RING_LABEL } from "../../src/sharding/labels.ts";
+import { claimOf } from "../../src/reconcile/claims.ts";
+import { OWNER_LABEL, RING_LABEL } from "../../src/sharding/labels.ts";
 import { ownerOf, ringShares } from "../../src/sharding/ring.ts";
 import type { RunningSimulator, SimulatorOptions } from "../../src/simulator/server.ts";
 import { freshNamespace, testKubeconfigPath, waitFor } from "./cluster.ts";
 import { startTestSimulator, TEST_API_KEY } from "./operator.ts";
-import type { ClusterUser } from "./resources.ts";
+import { type ClusterUser, hasCondition } from "./resources.ts";
 
 /** A replica started by {@link ShardedRing.start}. */
 export interface Replica {
@@ -268,4 +269,47 @@ export async function shardedWorld(
       if (!process.env.KEEP_WORK) await rm(work, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Waits until the namespace's `count` resources are all Ready with the image `imageOf` gives each
+ * (by name), each owned by a replica `owned` accepts (its owner label, its claim); the timeout
+ * names `what` and up to five resources not settled yet.
+ */
+export async function untilSettled(
+  r: ShardedRing,
+  user: ClusterUser,
+  o: {
+    what: string;
+    count: number;
+    imageOf: (name: string) => string;
+    owned: (owner: string | undefined, claim: string) => boolean;
+    timeoutMs?: number;
+  },
+): Promise<void> {
+  let unsettled = "no listing yet";
+  await waitFor(
+    async () => {
+      const items = await r.list(user);
+      const pending = items.filter(
+        (d) =>
+          !(
+            o.owned(d.metadata.labels?.[OWNER_LABEL], claimOf(d)) &&
+            d.status?.observedGeneration === d.metadata.generation &&
+            hasCondition(d, "Ready", "True") &&
+            d.spec.sourceRevisionConfig?.imageUri === o.imageOf(d.metadata.name)
+          ),
+      );
+      unsettled = pending
+        .slice(0, 5)
+        .map((d) => `${d.metadata.name}@${d.metadata.labels?.[OWNER_LABEL]}`)
+        .join(", ");
+      return items.length === o.count && pending.length === 0 ? true : undefined;
+    },
+    {
+      timeoutMs: o.timeoutMs ?? 120_000,
+      intervalMs: 500,
+      description: () => `${o.what}: every resource settled (not yet: ${unsettled})`,
+    },
+  );
 }
