@@ -162,10 +162,10 @@ export class ConnectionRegistry implements ConnectionSessions {
     if (access.kind !== "allowed") return access;
     const key = connectionKey(id);
     const problem = this.#unusable.get(key);
-    if (problem) return { kind: "unavailable", message: notReady(id, problem) };
+    if (problem) return unavailable(id, problem);
     const entry = this.#entries.get(key);
     if (!entry?.verdict) return { kind: "pending" };
-    if (!entry.verdict.ok) return { kind: "unavailable", message: notReady(id, entry.verdict) };
+    if (!entry.verdict.ok) return unavailable(id, entry.verdict);
     // Read from the watch cache at each lookup: a change of the windows alone rebuilds nothing.
     const rolloutWindows = connectionWindows(id, found.spec);
     return rolloutWindows
@@ -335,4 +335,15 @@ export class ConnectionRegistry implements ConnectionSessions {
 /** What a resource is told about a connection that cannot be used. */
 function notReady(id: ConnectionId, verdict: { reason: string; message: string }): string {
   return `${describeConnection(id)} is not Ready (${verdict.reason}): ${verdict.message}`;
+}
+
+/**
+ * What a resource of a connection that is not Ready is told: why, and whether the connection
+ * retries on its own (a transient failure: the resource waits, as for a retried call of its own).
+ */
+function unavailable(id: ConnectionId, failure: Failure): SessionLookup {
+  const message = notReady(id, failure);
+  return failure.transient
+    ? { kind: "unavailable", message, retrying: true }
+    : { kind: "unavailable", message };
 }

@@ -57,8 +57,9 @@ export async function cleanup(
       // let go without a call (see `owned`).
       if (!deletesOnService(run.obj) || !ownsAnything(run.obj)) return finalize(deps, run, undefined, signal);
       const message = `${connection.message}; the service's deployment is deleted once the connection is usable (or remove the finalizer ${FINALIZER} to leave it)`;
+      const stalled = connection.retrying !== true;
       return {
-        decided: { outcome: { kind: "failed", reason: REASON.ConnectionNotReady, message, stalled: true } },
+        decided: { outcome: { kind: "failed", reason: REASON.ConnectionNotReady, message, stalled } },
       };
     }
     case "ready":

@@ -162,8 +162,10 @@ export class DeploymentReconciler {
       // Pending: not checked since the start yet; its check enqueues this resource again.
       if (connection.kind === "pending") return Action.done();
       // Missing, not Ready, another namespace's: its check enqueues this resource on a change.
+      // Stalled only while the connection waits for a change too; one it retries is waited for.
       const { message } = connection;
-      const outcome = { kind: "failed", reason: REASON.ConnectionNotReady, message, stalled: true } as const;
+      const stalled = connection.retrying !== true;
+      const outcome = { kind: "failed", reason: REASON.ConnectionNotReady, message, stalled } as const;
       return this.#conclude(read, { outcome }, signal);
     }
     const run: Run =

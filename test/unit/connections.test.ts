@@ -525,6 +525,7 @@ describe("a connection's reconcile", () => {
     expect(found.kind === "unavailable" && found.message).toContain(
       "ServiceConnection team-a/prod is not Ready (SecretMissing)",
     );
+    expect(found.kind === "unavailable" && found.retrying).toBeFalsy();
 
     w.secrets.set("team-a", "dms", { other: "x" });
     await w.reconcile(A);
@@ -649,6 +650,11 @@ describe("a connection's reconcile", () => {
       /^retrying: cannot reach the service at https:\/\/a.example/,
     );
     expect(w.condition(A, "Stalled")).toBeUndefined();
+    // Its resources wait for it as it retries: not Stalled (a failure that waits for a change is).
+    expect(w.connections.lookup(resource("team-a", ref))).toMatchObject({
+      kind: "unavailable",
+      retrying: true,
+    });
 
     // Its retry, once the probe's backoff (1 s after a first failure) has passed.
     w.answer = 4;

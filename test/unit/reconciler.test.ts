@@ -483,6 +483,38 @@ const cases: Case[] = [
   },
   {
     reason:
+      "a connection that retries on its own (Unreachable): ConnectionNotReady, Reconciling, never Stalled, no service call",
+    arrange: (w) => {
+      w.apply({ connectionRef: { kind: "ServiceConnection", name: "prod" } });
+      w.connection = {
+        kind: "unavailable",
+        message: "ServiceConnection default/prod is not Ready (Unreachable): cannot reach the service",
+        retrying: true,
+      };
+    },
+    ...withoutCall(retryingFor("ConnectionNotReady")),
+    also: (w) => {
+      const stored = w.resources.stored(REF);
+      expect(stored?.status?.conditions?.some((c) => c.type === "Stalled")).toBe(false);
+    },
+  },
+  {
+    reason:
+      "deleting under Delete while the connection retries on its own: the finalizer holds, Reconciling, never Stalled",
+    arrange: async (w) => {
+      await w.settled({ deletionPolicy: "Delete" });
+      w.resources.delete(REF);
+      w.connection = {
+        kind: "unavailable",
+        message: "ServiceConnection default/prod is not Ready",
+        retrying: true,
+      };
+    },
+    ...withoutCall({ ...retryingFor("ConnectionNotReady", "True/Available") }),
+    also: (w) => expect(w.resources.stored(REF)?.metadata.finalizers).toEqual([FINALIZER]),
+  },
+  {
+    reason:
       "a connection not checked yet: nothing concluded, nothing written (its check enqueues the resource)",
     arrange: (w) => {
       w.apply({ connectionRef: { kind: "ClusterServiceConnection", name: "shared" } });

@@ -347,7 +347,8 @@ function redeployingThrough(port: RevisionRedeploys, snapshot: RemoteSnapshot): 
  */
 export type SessionLookup =
   | { kind: "ready"; session: ServiceSession; rolloutWindows?: InheritedWindows }
-  | { kind: "unavailable"; message: string }
+  /** `retrying`: the connection retries on its own (a transient failure, its `Reconciling`): not stalled. */
+  | { kind: "unavailable"; message: string; retrying?: boolean }
   | { kind: "refused"; message: string }
   | { kind: "pending" };
 
