@@ -299,6 +299,10 @@ function refusedOnApply(live: LiveResource, spec: DeploymentSpec, name: string):
   const [was, is] = [connectionLabel(live.spec.connectionRef), connectionLabel(spec.connectionRef)];
   if (was !== is)
     return `kubectl apply would be refused: spec.connectionRef is immutable (the cluster's resource uses ${was}, the file ${is}); create a new resource to deploy through another connection`;
+  // The CRD's rule compares two set values only: left out (or first set) it is the operator's check.
+  const [had, wants] = [live.spec.sourceConfig?.deploymentType, spec.sourceConfig?.deploymentType];
+  if (had !== undefined && wants !== undefined && had !== wants)
+    return `kubectl apply would be refused: spec.sourceConfig.deploymentType cannot change (the cluster's resource has ${had}, the file ${wants}): the service fixes a deployment's type at creation; keep ${had}, or create a new resource (with another spec.name) of the type ${wants}`;
   return undefined;
 }
 

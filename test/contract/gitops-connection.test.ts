@@ -279,6 +279,39 @@ describe("plan: each resource through its own connection", () => {
       kube.remove(live);
     }
   });
+
+  it("says kubectl apply would refuse a file that changes spec.sourceConfig.deploymentType, not one that leaves it out", async () => {
+    const typed = (deploymentType?: string) => ({
+      source: "internal_docker",
+      sourceConfig: deploymentType === undefined ? {} : { deploymentType },
+      sourceRevisionConfig: { imageUri: "typed:1" },
+    });
+    const live = deploymentPath(NS, "typed");
+    kube.put(live, {
+      apiVersion: "dms.dev/v1alpha1",
+      kind: "Deployment",
+      metadata: {
+        name: "typed",
+        namespace: NS,
+        resourceVersion: "1",
+        creationTimestamp: "2025-01-01T00:00:00Z",
+      },
+      spec: typed("dev"),
+    });
+    try {
+      // The service has no deployment of that name yet: only the cluster's resource knows the type.
+      const changed = await planJson(await dir({ "a.yaml": resourceYaml("typed", typed("prod")) }));
+      expect(changed.found.typed?.error).toBe(
+        "kubectl apply would be refused: spec.sourceConfig.deploymentType cannot change (the cluster's resource has dev, the file prod): the service fixes a deployment's type at creation; keep dev, or create a new resource (with another spec.name) of the type prod",
+      );
+      expect(changed.run.code).toBe(1);
+      // Left out, the CRD's rule does not apply (the resource then accepts the service's type).
+      const left = await planJson(await dir({ "a.yaml": resourceYaml("typed", typed()) }));
+      expect(left.found.typed?.action).toBe("create");
+    } finally {
+      kube.remove(live);
+    }
+  });
 });
 
 describe("plan --connection: only that connection's resources", () => {
