@@ -252,6 +252,10 @@ export async function runPlanOffline(flags: PlanFlags, ctx: CliContext): Promise
     ctx.out(
       "Not known offline: the resources of the cluster that the files no longer hold (plan --kubeconfig warns when a prune would delete a protected one, spec.deletionProtection: true).\n",
     );
+    // The CRD's rules for these read the previous object (crd-rules.ts skips them): not run here.
+    ctx.out(
+      "Not known offline: whether a file changes a field that cannot change (spec.name, spec.source, spec.sourceConfig.deploymentType, spec.connectionRef), which kubectl apply refuses against the cluster's resource and the operator against the service's deployment (plan without --offline checks the service's, and with --kubeconfig the cluster's).\n",
+    );
   }
   return status;
 }

@@ -45,6 +45,10 @@ describe("plan --offline", () => {
     expect(run.stdout).toContain(
       "Not known offline: the resources of the cluster that the files no longer hold (plan --kubeconfig warns when a prune would delete a protected one, spec.deletionProtection: true).\n",
     );
+    // Nor whether an immutable field changed: the CRD's rules for them compare with the live object.
+    expect(run.stdout).toContain(
+      "Not known offline: whether a file changes a field that cannot change (spec.name, spec.source, spec.sourceConfig.deploymentType, spec.connectionRef), which kubectl apply refuses against the cluster's resource and the operator against the service's deployment (plan without --offline checks the service's, and with --kubeconfig the cluster's).\n",
+    );
   });
 
   it("exits 1 with file:line:col on a refusal, naming the nearest field of a misspelt one", async () => {
