@@ -115,8 +115,30 @@ describe("spec.deletionProtection: the deletion protection policy", () => {
     expect((await remove("cleared")).code).toBe(0);
     expect(await exists("cleared")).toBe(false);
 
-    // An update is not a delete: the protected resource may still change, and be cleared.
+    // A namespace's deletion: the namespace controller deletes each resource type's collection
+    // (DELETE on the collection) and puts the error it gets in the namespace's condition
+    // NamespaceDeletionContentFailure, retrying until it succeeds. The policy refuses the
+    // protected resources there too, with the same message; once they are cleared, it goes through.
+    for (const [resource, spec] of [
+      ["also-protected", { deletionProtection: true }],
+      ["unprotected-in-collection", {}],
+    ] as const)
+      expect((await create(resource, spec)).code, resource).toBe(0);
+    const collection = `/apis/dms.dev/v1alpha1/namespaces/${namespace}/deployments`;
+    const refusedCollection = await kubectl(["delete", "--raw", collection]);
+    expect(refusedCollection.code).not.toBe(0);
+    expect(refusedCollection.stderr).toMatch(
+      new RegExp(
+        `deployments\\.dms\\.dev (also-)?protected has spec\\.deletionProtection: true; set it to false first, then delete: kubectl patch dmsd (also-)?protected -n ${namespace} `,
+      ),
+    );
+    expect(await exists("protected")).toBe(true);
+    expect(await exists("also-protected")).toBe(true);
+    await clear("also-protected");
     await clear("protected");
-    expect((await remove("protected")).code).toBe(0);
+    // An update is not a delete: the protected resource could still change, and be cleared.
+    expect((await kubectl(["delete", "--raw", collection])).code).toBe(0);
+    for (const resource of ["protected", "also-protected", "unprotected-in-collection"])
+      expect(await exists(resource), resource).toBe(false);
   });
 });
