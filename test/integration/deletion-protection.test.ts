@@ -2,8 +2,9 @@
 // with the CRDs (manifests/crd, as `kubectl kustomize` renders it): the DELETE of a resource with
 // `deletionProtection: true` is refused with a message naming the field and the command that
 // clears it; a resource without the field, and one whose field was cleared with that very command,
-// are deleted. The policy is named for this test and bound to its namespace alone: the API server
-// is shared with the other test files.
+// are deleted. The deletes of `kubectl apply --force` (a refused change, recreated) and of a
+// namespace's deletion (the collection's) are refused alike. The policy is named for this test
+// and bound to its namespace alone: the API server is shared with the other test files.
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
@@ -114,6 +115,33 @@ describe("spec.deletionProtection: the deletion protection policy", () => {
     await clear("cleared");
     expect((await remove("cleared")).code).toBe(0);
     expect(await exists("cleared")).toBe(false);
+
+    // A change the CRD refuses (spec.source) applied with --force (as Flux's force: true, or
+    // Argo CD's Replace=true,Force=true): a delete and a create, which under deletionPolicy Delete
+    // would delete the service's deployment. The policy refuses the delete of a protected one.
+    const forced = (resource: string) =>
+      kubectl(["apply", "--force", "-n", namespace, "-f", "-"], {
+        input: JSON.stringify({
+          apiVersion: "dms.dev/v1alpha1",
+          kind: "Deployment",
+          metadata: { name: resource },
+          spec: { source: "external_docker", deletionProtection: resource === "forced-protected" },
+        }),
+      });
+    const uid = async (resource: string) =>
+      kubectlOk(["get", "dmsd", resource, "-n", namespace, "-o", "jsonpath={.metadata.uid}"]);
+    expect((await create("forced-protected", { deletionProtection: true })).code).toBe(0);
+    expect((await create("forced-unprotected", {})).code).toBe(0);
+    const before = { protected: await uid("forced-protected"), unprotected: await uid("forced-unprotected") };
+    const refusedForce = await forced("forced-protected");
+    expect(refusedForce.code).not.toBe(0);
+    expect(refusedForce.stderr).toContain("has spec.deletionProtection: true; set it to false first");
+    expect(await uid("forced-protected")).toBe(before.protected);
+    expect((await forced("forced-unprotected")).code).toBe(0);
+    expect(await uid("forced-unprotected")).not.toBe(before.unprotected);
+    await clear("forced-protected");
+    for (const resource of ["forced-protected", "forced-unprotected"])
+      expect((await remove(resource)).code, resource).toBe(0);
 
     // A namespace's deletion: the namespace controller deletes each resource type's collection
     // (DELETE on the collection) and puts the error it gets in the namespace's condition
