@@ -22,6 +22,9 @@
  *   of the lines a value is wrapped over). Decoded readings need a value of at least
  *   {@link MIN_DECODED_BYTES} bytes (a shorter one would match the noise of decoding ordinary
  *   words) and look at the first {@link DECODE_WINDOW_CHARS} characters of a text;
+ * - each of those of at least {@link MIN_LINE_CHARS} characters broken by white space (wrapped
+ *   over lines, cut into words, spaced out), as the text reads with its white space left out:
+ *   pieces shorter than {@link MIN_SHARED_BYTES} each are found together;
  * - any piece of the text, or of a decoded reading, that shares at least {@link MIN_SHARED_BYTES}
  *   consecutive characters with a value (min(12, the value's length): a shorter value is searched
  *   whole): the half of a value a line shows when the value straddles two lines, or two entries;
@@ -376,6 +379,8 @@ interface SecretForms {
   borders: Map<string, Borders>;
   /** The samples of the values as given (`text`) and of their UTF-8 bytes, when built. */
   samples: { text?: SampleIndex; bytes?: SampleIndex };
+  /** {@link text} without white space, those of {@link MIN_LINE_CHARS} or more, when built. */
+  squeezed?: string[];
 }
 
 /** The prefix function of `p`: for each position, the longest proper border of `p` up to it. */
@@ -533,6 +538,16 @@ function coverageOf(
   const plain: TextView = { text, start: undefined, end: undefined };
   searchView(plain, forms, forms.text, 1, covered, budget, undefined);
   coverShared(plain, forms, "text", covered, budget, undefined);
+  // A value broken by white space (wrapped over lines, cut into words, spaced out) is whole once
+  // the white space is left out; what is found covers the white space between its pieces too.
+  // Whole values only: a piece shared across white space would take in the next word's start.
+  const squeezed = squeezedView(text, budget);
+  if (squeezed !== undefined) {
+    forms.squeezed ??= [
+      ...new Set(forms.text.map((v) => v.replace(WHITE_SPACE, "")).filter((v) => v.length >= MIN_LINE_CHARS)),
+    ];
+    if (forms.squeezed.length > 0) searchView(squeezed, forms, forms.squeezed, 1, covered, budget, undefined);
+  }
   // Only a value with a character some encoder escapes can look different in JSON text, but any
   // value can be written as `\uNNNN` escapes.
   const patterns = text.includes("\\u") ? forms.text : forms.escapable;
@@ -555,6 +570,24 @@ function coverageOf(
     coverShared(decoded.view, forms, "bytes", covered, budget, breaks);
   }
   return covered;
+}
+
+/** White space a value may be broken by in a text. */
+const WHITE_SPACE = /\s+/g;
+
+/** `text` without its white space, each character mapped to its place; undefined: it has none. */
+function squeezedView(text: string, budget: RedactionBudget): TextView | undefined {
+  if (!/\s/.test(text)) return undefined;
+  const start = new Int32Array(text.length);
+  const parts: string[] = [];
+  let n = 0;
+  for (const run of text.matchAll(/\S+/g)) {
+    parts.push(run[0]);
+    for (let k = 0; k < run[0].length; k++) start[n++] = run.index + k;
+    budget.step(run[0].length);
+  }
+  const kept = start.subarray(0, n);
+  return { text: parts.join(""), start: kept, end: kept.map((at) => at + 1) };
 }
 
 /** Where `text`'s line feeds are, in order, ending with {@link NO_BREAK}. */

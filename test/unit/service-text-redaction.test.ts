@@ -18,6 +18,7 @@ import {
   MemorySecrets,
   oneSession,
   RecordedEvents,
+  type ServiceMethod,
   SimulatedService,
 } from "../support/memory-ports.ts";
 
@@ -57,6 +58,16 @@ function world(lines: string[] = []) {
   return {
     service,
     events,
+    clock,
+    resources,
+    session,
+    /** Every log line, Event and the status, as one text. */
+    shown: () =>
+      [
+        ...lines,
+        ...events.all.map((e) => JSON.stringify(e)),
+        JSON.stringify(resources.stored(REF)?.status),
+      ].join("\n"),
     /** Created, rolled out and settled; then a rebuild asked for. */
     async settledThenRebuildAsked() {
       for (let i = 0; i < 6; i++) {
@@ -131,4 +142,64 @@ describe("the service's own text, where the operator cannot redact it", () => {
     expect(lines.some((l) => l.includes("could not read the revisions to redeploy one"))).toBe(true);
     expect(lines.join("")).not.toContain(SECRET);
   });
+});
+
+const FORMS: Record<string, string> = {
+  raw: `API_KEY=${SECRET}`,
+  json: JSON.stringify({ input: { secrets: [{ name: "API_KEY", value: SECRET }] } }),
+  json2: JSON.stringify(JSON.stringify({ value: SECRET })),
+  b64: Buffer.from(`{"value":"${SECRET}"}`).toString("base64"),
+  url: encodeURIComponent(`value=${SECRET}&x=1`),
+  // Cut in pieces shorter than the 12 characters a piece needs to be found alone.
+  lines: `API_KEY=${SECRET.slice(0, 9)}\n${SECRET.slice(9, 18)}\n${SECRET.slice(18)}`,
+  words: `API_KEY= ${SECRET.slice(0, 9)} ${SECRET.slice(9, 18)} ${SECRET.slice(18)}`,
+};
+const METHODS: ServiceMethod[] = [
+  "getById",
+  "getByIds",
+  "findByName",
+  "listAll",
+  "create",
+  "patch",
+  "getRevision",
+  "getRevisionLogs",
+  "recentRevisions",
+  "redeploy",
+  "createRevision",
+];
+
+// Every service call a reconcile makes (a create, an edit's PATCH, a rebuild, the reads between)
+// fails in turn with an answer quoting the resource's value, in the forms a service quotes a
+// request in: no Event, log line, status field or error thrown to the controller shows any piece.
+describe("every call of a reconcile failing with the value quoted", () => {
+  for (const method of METHODS)
+    for (const [form, detail] of Object.entries(FORMS))
+      for (const status of [401, 422, 503])
+        it(`${method} ${status} ${form}`, async () => {
+          const lines: string[] = [];
+          const w = world(lines);
+          const errors: unknown[] = [];
+          for (let round = 0; round < 8; round++) {
+            if (round === 5) {
+              w.resources.edit(REF, (o) => {
+                o.metadata.annotations = {
+                  ...o.metadata.annotations,
+                  [ANNOTATION_REBUILD_REQUESTED_AT]: "2030-01-01T00:01:00Z",
+                };
+              });
+            }
+            if (round === 3)
+              w.resources.edit(REF, (o) => {
+                o.spec.sourceRevisionConfig = { imageUri: "repo/agent:2" };
+              });
+            w.service.failNext(method, { status, detail, maybeApplied: status >= 500 });
+            errors.push(await w.reconcile().catch((e: unknown) => e));
+            w.clock.advance(5_000);
+            await w.session.snapshot.refresh(new AbortController().signal).catch(() => undefined);
+          }
+          const text =
+            w.shown() + errors.map((e) => (e instanceof Error ? `${e.message}${e.stack}` : "")).join("");
+          for (let at = 0; at + 7 <= SECRET.length; at++)
+            expect(text).not.toContain(SECRET.slice(at, at + 7));
+        });
 });
