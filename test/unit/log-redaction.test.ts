@@ -148,6 +148,8 @@ describe("the forms a build prints a value in", () => {
       password,
       `00000000: ${(hex(password).match(/.{1,4}/g) ?? []).join(" ")}`,
     ],
+    ["cut into words shorter than a piece found alone", password, "pw= correct -horse- battery end"],
+    ["spaced out", password, `pw=${[...password].join(" ")} end`],
   ])("%s", (_what, value, message) => {
     const { note, excerpt, message: stalled } = evidence(entriesOf(message), [value]);
     for (const text of [note, excerpt, stalled]) {
