@@ -15,7 +15,8 @@
  * revisions-command.ts registers the command; this module, loaded when it runs, does the work.
  *
  * The revision listing (GET /v2/deployments/{deployment_id}/revisions) is not in the shared spec:
- * a service without it gets a clear error and exit status 1.
+ * a service without it gets a clear error and exit status 1. `-o json|yaml` show each revision as
+ * the service answered it, but for the values of any `secrets` it carries: `(hidden)`.
  */
 import type { ServiceClient } from "../api/client.ts";
 import { RevisionsRouteMissingError } from "../api/errors.ts";
@@ -158,7 +159,21 @@ function forMachines(line: RevisionLine): Record<string, unknown> {
   const marked = { active: line.active, latest: line.latest, ...(line.reuse ? { reuse: true } : {}) };
   if (line.unreadable !== undefined)
     return { id: line.id, created_at: line.created_at, ...marked, unreadable: line.unreadable };
-  return { ...(line.revision as Record<string, unknown>), ...marked };
+  return { ...withSecretsHidden(line.revision as Record<string, unknown>), ...marked };
+}
+
+/**
+ * `revision` with the values of the `secrets` it carries (a service may answer the secrets a
+ * revision was made with) replaced, as `deployments list` shows a deployment's: never printed by
+ * accident, into a CI log, say.
+ */
+function withSecretsHidden(revision: Record<string, unknown>): Record<string, unknown> {
+  const { secrets } = revision;
+  if (!Array.isArray(secrets)) return revision;
+  const hidden = secrets.map((s: unknown) =>
+    typeof s === "object" && s !== null && "value" in s ? { ...s, value: "(hidden)" } : s,
+  );
+  return { ...revision, secrets: hidden };
 }
 
 /** What stderr says besides the listing: a cut listing, unreadable items, marks not shown. */

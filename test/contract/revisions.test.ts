@@ -429,3 +429,45 @@ describe("delete_tracing_project and the name used again", () => {
     expect(await answer.json()).toMatchObject({ detail: [{ loc: ["query", "delete_tracing_project"] }] });
   });
 });
+
+describe("revisions -o json|yaml: secret values a revision carries", () => {
+  const SECRET = "sk-live-9f8e7d6c5b4a39281706";
+  let service: FakeService;
+  beforeAll(async () => {
+    const [revision] = revisions(1);
+    const deployment = {
+      id: DEPLOYMENT_ID,
+      name: "agent",
+      source: "external_docker",
+      source_config: {},
+      source_revision_config: { image_uri: "registry.example.com/agent:0" },
+      secrets: [{ name: "API_KEY", value: SECRET }],
+      status: "READY",
+      latest_revision_id: revision?.id,
+      active_revision_id: revision?.id,
+    };
+    // A service whose revisions carry the secrets they were made with, values and all.
+    service = await startFakeService((req, res) => {
+      if (req.path === "/v2/deployments") return send(res, 200, { resources: [deployment], offset: 1 });
+      if (req.path === `/v2/deployments/${DEPLOYMENT_ID}/revisions`)
+        return send(res, 200, { resources: [{ ...revision, secrets: deployment.secrets }], offset: 1 });
+      send(res, 404, { detail: "Not Found" });
+    });
+  });
+  afterAll(() => service.close());
+
+  it.each(["json", "yaml"])(
+    "-o %s hides them, as deployments list does, and keeps their names",
+    async (format) => {
+      const run = await runCli(["revisions", "--service", DEPLOYMENT_ID, "-o", format], {
+        commands: [registerRevisionsCommand],
+        env: { DMS_BASE_URL: service.url, DMS_API_KEY: "k" },
+      });
+      expect(run.stderr).toBe("");
+      expect(run.code).toBe(0);
+      expect(run.stdout).not.toContain(SECRET);
+      expect(run.stdout).toContain("API_KEY");
+      expect(run.stdout).toContain("(hidden)");
+    },
+  );
+});
