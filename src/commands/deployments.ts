@@ -67,10 +67,17 @@ export function filtersFromFlags(flags: ListFlags): DeploymentFilters {
 
 /** The deployment with secret values replaced, so a listing never prints them by accident. */
 export function hideSecretValues(deployment: Deployment): Deployment {
-  return {
-    ...deployment,
-    secrets: deployment.secrets.map((s) => (s.value === undefined ? s : { ...s, value: "(hidden)" })),
-  };
+  return { ...deployment, secrets: deployment.secrets.map(hideSecretValue) };
+}
+
+/**
+ * A secret as a service answered it (a deployment's, a revision's: any item) with its `value`, if
+ * it has one, replaced by `(hidden)`; its name and the rest kept.
+ */
+export function hideSecretValue<T>(secret: T): T {
+  if (typeof secret !== "object" || secret === null || !("value" in secret) || secret.value === undefined)
+    return secret;
+  return { ...secret, value: "(hidden)" };
 }
 
 /** Registers `deployments list` on `program`. */

@@ -25,6 +25,7 @@ import type { RevisionListing, RevisionRow } from "../api/revision-listing.ts";
 import { type Deployment, isUuid, ROUTES } from "../api/wire.ts";
 import { reuseTarget } from "../reconcile/revision-reuse.ts";
 import type { CliContext, ConnectionFlags } from "./context.ts";
+import { hideSecretValue } from "./deployments.ts";
 import { type Listing, type OutputFlags, renderFor } from "./output.ts";
 import { commandTarget, deploymentNamed } from "./resource-deployment.ts";
 import type { ResourceLookupFlags } from "./resource-flags.ts";
@@ -170,10 +171,7 @@ function forMachines(line: RevisionLine): Record<string, unknown> {
 function withSecretsHidden(revision: Record<string, unknown>): Record<string, unknown> {
   const { secrets } = revision;
   if (!Array.isArray(secrets)) return revision;
-  const hidden = secrets.map((s: unknown) =>
-    typeof s === "object" && s !== null && "value" in s ? { ...s, value: "(hidden)" } : s,
-  );
-  return { ...revision, secrets: hidden };
+  return { ...revision, secrets: secrets.map(hideSecretValue) };
 }
 
 /** What stderr says besides the listing: a cut listing, unreadable items, marks not shown. */
