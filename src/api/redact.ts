@@ -541,13 +541,11 @@ function coverageOf(
   // A value broken by white space (wrapped over lines, cut into words, spaced out) is whole once
   // the white space is left out; what is found covers the white space between its pieces too.
   // Whole values only: a piece shared across white space would take in the next word's start.
-  const squeezed = squeezedView(text, budget);
-  if (squeezed !== undefined) {
-    forms.squeezed ??= [
-      ...new Set(forms.text.map((v) => v.replace(WHITE_SPACE, "")).filter((v) => v.length >= MIN_LINE_CHARS)),
-    ];
-    if (forms.squeezed.length > 0) searchView(squeezed, forms, forms.squeezed, 1, covered, budget, undefined);
-  }
+  forms.squeezed ??= [
+    ...new Set(forms.text.map((v) => v.replace(WHITE_SPACE, "")).filter((v) => v.length >= MIN_LINE_CHARS)),
+  ];
+  const squeezed = forms.squeezed.length > 0 ? squeezedView(text, budget) : undefined;
+  if (squeezed !== undefined) searchView(squeezed, forms, forms.squeezed, 1, covered, budget, undefined);
   // Only a value with a character some encoder escapes can look different in JSON text, but any
   // value can be written as `\uNNNN` escapes.
   const patterns = text.includes("\\u") ? forms.text : forms.escapable;
@@ -575,19 +573,36 @@ function coverageOf(
 /** White space a value may be broken by in a text. */
 const WHITE_SPACE = /\s+/g;
 
-/** `text` without its white space, each character mapped to its place; undefined: it has none. */
+/**
+ * `text` without its white space, each character mapped to its place; undefined: it has none.
+ * The places are found only once a value is (rarely): the text alone is one native replace.
+ */
 function squeezedView(text: string, budget: RedactionBudget): TextView | undefined {
   if (!/\s/.test(text)) return undefined;
-  const start = new Int32Array(text.length);
-  const parts: string[] = [];
-  let n = 0;
-  for (const run of text.matchAll(/\S+/g)) {
-    parts.push(run[0]);
-    for (let k = 0; k < run[0].length; k++) start[n++] = run.index + k;
-    budget.step(run[0].length);
-  }
-  const kept = start.subarray(0, n);
-  return { text: parts.join(""), start: kept, end: kept.map((at) => at + 1) };
+  const squeezed = text.replace(WHITE_SPACE, "");
+  budget.step(1 + (text.length >> 6));
+  let places: Int32Array | undefined;
+  const placesOf = (): Int32Array => {
+    if (places) return places;
+    places = new Int32Array(squeezed.length);
+    let n = 0;
+    for (const run of text.matchAll(/\S+/g)) {
+      for (let k = 0; k < run[0].length; k++) places[n++] = run.index + k;
+      budget.step(1 + (run[0].length >> 4));
+    }
+    return places;
+  };
+  let ends: Int32Array | undefined;
+  return {
+    text: squeezed,
+    get start() {
+      return placesOf();
+    },
+    get end() {
+      ends ??= placesOf().map((at) => at + 1);
+      return ends;
+    },
+  };
 }
 
 /** Where `text`'s line feeds are, in order, ending with {@link NO_BREAK}. */
