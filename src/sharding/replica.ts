@@ -89,7 +89,8 @@ export interface ShardedReplicaOptions<R extends ShardRecord> {
    * starts: every replica must hash with the same one. None: an unkeyed ring (tests).
    */
   ringSeed?: (signal: AbortSignal) => Promise<Uint8Array>;
-  scope?: string; // what it watches (`scopeOf`): with the key, its Lease's ring fingerprint
+  /** What it watches (`scopeOf`): with the key, its Lease's ring fingerprint. */
+  scope?: string;
   registry: Registry;
   clock: Clock;
   logger: Logger;
