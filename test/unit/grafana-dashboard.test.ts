@@ -76,4 +76,9 @@ describe("charts/dms-operator/files/grafana-dashboard.json", () => {
         topic,
       ).toBe(true);
   });
+
+  it("shows each replica's queue, not the largest one's", () => {
+    const exprs = queries.filter((q) => q.where === 'panel "Queue depth"').map((q) => q.expr);
+    expect(exprs).toEqual([expect.stringMatching(/^sum by \(pod, name\) \(workqueue_depth\{/)]);
+  });
 });
