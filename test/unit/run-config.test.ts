@@ -325,6 +325,14 @@ describe("the settings tables", () => {
       const shown = setting.required !== undefined ? "(required)" : (setting.shown ?? setting.default);
       if (shown) expect(cells(row?.[3] ?? "")[at], key).toBe(shown);
     }
+    // One row per flag, and every row's flag is one of run's: a second row of a flag (which the
+    // lookup above never reads) or a row of a flag gone would tell the reader something else.
+    const named = rows.flatMap((r) =>
+      cells(r[1] ?? "").flatMap((c) => (c.startsWith("--") ? [c.split(" ")[0]] : [])),
+    );
+    const known = new Set([...Object.keys(tables).map(flagOf), "--leader-elect", "--no-leader-elect"]);
+    expect(named.filter((flag, i) => named.indexOf(flag) !== i)).toEqual([]);
+    expect(named.filter((flag) => !known.has(flag ?? ""))).toEqual([]);
   });
 });
 
