@@ -144,6 +144,26 @@ describe("the stated requirements", () => {
   });
 });
 
+describe("kubectl get dmsd -o wide", () => {
+  it("is described in the README and the install guide with every column it adds", () => {
+    const crd = parse(readFileSync(join(ROOT, crdFile(CRDS[0] as (typeof CRDS)[number])), "utf8")) as {
+      spec: { versions: { additionalPrinterColumns: { name: string; priority?: number }[] }[] };
+    };
+    const wide = (crd.spec.versions[0]?.additionalPrinterColumns ?? [])
+      .filter((c) => c.priority === 1)
+      .map((c) => c.name.toUpperCase());
+    expect(wide.length).toBeGreaterThanOrEqual(5);
+    const sentence = (text: string) => {
+      const at = text.indexOf("-o wide` adds");
+      return text.slice(at, text.indexOf(":\n", at));
+    };
+    const readme =
+      README.split("\n").find((line) => line.includes("kubectl get dmsd -o wide     # adds")) ?? "";
+    expect(wide.filter((column) => !readme.includes(column))).toEqual([]);
+    expect(wide.filter((column) => !sentence(INSTALL).includes(`\`${column}\``))).toEqual([]);
+  });
+});
+
 describe("the connections guide: Several tenants", () => {
   const start = CONNECTIONS.indexOf("## Several tenants");
   const block = /```yaml\n([\s\S]*?)```/.exec(CONNECTIONS.slice(start))?.[1] ?? "";
