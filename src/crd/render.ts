@@ -28,6 +28,7 @@ const ALLOWED_KEYWORDS = [
   "enum",
   "minimum",
   "maximum",
+  "multipleOf",
   "minLength",
   "maxLength",
   "pattern",

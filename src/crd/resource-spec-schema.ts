@@ -7,7 +7,7 @@
  * `resources.limits`/`requests`, labels, annotations) are kept as given: the service documents
  * their field names but not their contents, so the CRD preserves unknown fields inside them.
  */
-import { type TInteger, type TNumber, type TOptional, Type } from "@sinclair/typebox";
+import { type TNumber, type TOptional, Type } from "@sinclair/typebox";
 import { BoundedMap, PreservedObject } from "./openapi-types.ts";
 
 /**
@@ -179,6 +179,12 @@ export function maximumOf(key: ResourceSpecNumberKey): number {
  * documents every ResourceSpec field only as a number; half a replica is meaningless, so the CRD
  * refuses it where the service would have to round. CPU, memory and storage sizes stay numbers:
  * the service does not say they are whole, and 0.5 CPU or 1.5 GiB are ordinary values.
+ *
+ * A count is a `number` that is a multiple of 1, not an `integer`: 0.1.0's CRD accepted any
+ * number, and the API server cannot evaluate a CEL rule that reads an `integer` field holding
+ * 1.5 (`expected int, got float64`), an error it does not ratchet. Such a stored resource would
+ * refuse every later write (a label, the status, its finalizer's removal); `multipleOf` is
+ * ratcheted, so it stays writable until that field is edited, and then must be whole.
  */
 export function isCount(key: ResourceSpecNumberKey): boolean {
   return key.endsWith("Scale") || key === "dbMaxConnections";
@@ -188,14 +194,15 @@ const numberFields = Object.fromEntries(
   RESOURCE_SPEC_NUMBERS.map(([key, , description]) => {
     const bounds = { minimum: 0, maximum: maximumOf(key) };
     const field = isCount(key)
-      ? Type.Integer({
+      ? Type.Number({
           ...bounds,
+          multipleOf: 1,
           description: `${description} A whole number from 0 to ${maximumOf(key)}.`,
         })
       : Type.Number({ ...bounds, description: `${description} Non-negative, at most ${maximumOf(key)}.` });
     return [key, Type.Optional(field)];
   }),
-) as { [K in ResourceSpecNumberKey]: TOptional<TNumber | TInteger> };
+) as { [K in ResourceSpecNumberKey]: TOptional<TNumber> };
 
 const VolumeMount = Type.Object(
   {

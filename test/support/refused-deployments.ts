@@ -238,13 +238,13 @@ export const REFUSED_DEPLOYMENT_SPECS: RefusedSpec[] = [
   {
     reason: "1.5 replicas",
     spec: { source: "github", sourceConfig: { resourceSpec: { minScale: 1.5 } } },
-    message: /spec\.sourceConfig\.resourceSpec\.minScale: Invalid value: "number": .*must be of type integer/,
+    message: /spec\.sourceConfig\.resourceSpec\.minScale: Invalid value: 1\.5: .*should be a multiple of 1/,
   },
   {
     reason: "half a database connection",
     spec: { source: "github", sourceConfig: { resourceSpec: { dbMaxConnections: 10.5 } } },
     message:
-      /spec\.sourceConfig\.resourceSpec\.dbMaxConnections: Invalid value: "number": .*must be of type integer/,
+      /spec\.sourceConfig\.resourceSpec\.dbMaxConnections: Invalid value: 10\.5: .*should be a multiple of 1/,
   },
   {
     reason: "the github shorthand without a repository",

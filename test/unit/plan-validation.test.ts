@@ -58,9 +58,8 @@ describe("plan refuses what the API server refuses", () => {
       }),
     ).map((v) => v.message);
     expect(messages).toEqual([
-      "spec.sourceConfig.resourceSpec.maxScale: Expected integer",
-      "spec.sourceConfig.resourceSpec.dbMaxConnections: Expected integer",
-      RULES_NOT_CHECKED,
+      "spec.sourceConfig.resourceSpec.maxScale: Expected number to be a multiple of 1",
+      "spec.sourceConfig.resourceSpec.dbMaxConnections: Expected number to be a multiple of 1",
     ]);
   });
 
