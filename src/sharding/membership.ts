@@ -65,14 +65,18 @@ export const recordKey = (r: LeaseRecord) =>
   `${r.holderIdentity}|${r.renewTime?.getTime() ?? ""}|${r.leaseDurationSeconds}|${r.leaseTransitions}`;
 
 /** Whether `lease` was released: no holder, and a release's duration of a second (see `expired`). */
-function released(lease: Pick<RingLease, "record">): boolean {
+export function released(lease: Pick<RingLease, "record">): boolean {
   return lease.record.holderIdentity === "" && lease.record.leaseDurationSeconds <= 1;
+}
+
+/** Whether a sharder holds `lease` (it took it once released or expired). */
+export function takenBySharder(lease: Pick<RingLease, "record">): boolean {
+  return lease.record.holderIdentity.startsWith(SHARDER_HOLDER_PREFIX);
 }
 
 /** Whether `lease` is held by a replica: not released, not taken by a sharder. */
 export function heldByReplica(lease: Pick<RingLease, "record">): boolean {
-  const holder = lease.record.holderIdentity;
-  return holder !== "" && !holder.startsWith(SHARDER_HOLDER_PREFIX);
+  return lease.record.holderIdentity !== "" && !takenBySharder(lease);
 }
 
 /**

@@ -14,9 +14,10 @@
  * Never two writers: the owner writes the annotation only once no reconcile or unanswered write
  * of a released resource can run, and never reconciles one again while the release lasts; the
  * newcomer reconciles them only while the owner's Lease carries the release naming its identity.
- * A release the newcomer cannot take up (its Lease taken by a sharder, deleted, released, or held
- * by another process) ends, and the owner reconciles the resources again: the newcomer's process
- * can no longer write. An owner that dies while releasing has its Lease taken with a ring
+ * A release the newcomer cannot take up ends, and the owner reconciles the resources again, once
+ * the newcomer's process can no longer write: its Lease released by it or taken by a sharder, or
+ * not held by that process for a Lease duration since the owner saw it so (deleted, its holder
+ * cleared or another, by hand or not: `replica-handoff.ts`). An owner that dies while releasing has its Lease taken with a ring
  * ({@link releasedRecord}) that gives the released claims to the same newcomer; an owner that
  * restarts takes the release over from its Lease before its first reconcile.
  */

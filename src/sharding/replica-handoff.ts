@@ -9,7 +9,7 @@ import { keyOfMeta, parseObjectKey } from "../runtime/queue-lines.ts";
 import { sameInheritance } from "./inheritance.ts";
 import { DRAIN_LABEL, handoverTo, mayLetGo, OWNER_LABEL } from "./labels.ts";
 import { FENCE_MARGIN_MS, ShardMember } from "./member.ts";
-import { heldByReplica } from "./membership.ts";
+import { heldByReplica, released, takenBySharder } from "./membership.ts";
 import { LABELS_UNHEARD_MS, podOfIdentity, type Release } from "./release.ts";
 import type { CachedResource, ReplicaCache, ShardedReplicaOptions } from "./replica-parts.ts";
 import { encodeMovingBy, RingMoves, ringOf } from "./ring-moves.ts";
@@ -140,21 +140,30 @@ export function replicaHandOffs(o: HandOffOptions): HandOffs {
     resumed: (key) => o.enqueue()?.(key),
     identityOf: holderOf,
   });
-  /** Since when the Lease of the heir of this replica's release has been gone (see `releaseGoes`). */
-  let heirGoneSince: number | undefined;
   /**
-   * Whether this replica's release can no longer be taken up: its heir's Lease is held by another
-   * process, released or taken by a sharder (its process cannot write now), or gone for a Lease
-   * duration. The share is then reconciled here again.
+   * Since when, by this process's clock, the Lease of the heir of this replica's release has been
+   * seen not held by the process released to (gone, without a holder, or another's); undefined
+   * while it is (see `releaseGoes`). Kept with the release it was seen for.
+   */
+  let heirLost: { release: Release; since: number } | undefined;
+  /**
+   * Whether this replica's release can no longer be taken up, the heir's process no longer able
+   * to write: its Lease released by it (its writes settled), taken by a sharder (which takes a
+   * Lease only once it is released or expired), or not held by that process for a Lease duration
+   * since this process first saw it so. A Lease edited by hand (`kubectl edit lease`: its holder
+   * cleared or another named, its duration or renewal changed) or deleted is no sign that the
+   * process stopped: it writes until a Lease duration after its last renewal, which came before
+   * the edit was seen. The share is then reconciled here again.
    */
   const releaseGoes = (release: Release): boolean => {
     const lease = leaseOf(release.heir);
-    if (lease !== undefined) {
-      heirGoneSince = undefined;
-      return lease.record.holderIdentity !== release.identity;
+    if (lease?.record.holderIdentity === release.identity) {
+      heirLost = undefined;
+      return false;
     }
-    heirGoneSince ??= clock.now();
-    return clock.now() - heirGoneSince >= o.leaseDurationMs;
+    if (lease !== undefined && (released(lease) || takenBySharder(lease))) return true;
+    if (heirLost?.release !== release) heirLost = { release, since: clock.now() };
+    return clock.now() - heirLost.since >= o.leaseDurationMs;
   };
   /**
    * Whether the labels of `release`, quiet since `quietAt`, may be written: once its heir's Lease,
@@ -184,7 +193,7 @@ export function replicaHandOffs(o: HandOffOptions): HandOffs {
         { to: release.heir },
         "the replica this replica's joined share was released to cannot take it up: reconciling it here again",
       );
-      heirGoneSince = undefined;
+      heirLost = undefined;
       moves.end();
     }
     if (o.keyed && o.ringKey() === undefined) return moves.agree(undefined);

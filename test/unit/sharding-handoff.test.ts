@@ -1,0 +1,205 @@
+// A joined replica's share released whole by its owner (`release.ts`), end to end through the
+// owner's own parts: its Lease held by its elector on a ManualClock, the ring's Leases in memory
+// with resourceVersion semantics (test/support/ring-lease-store.ts), the newcomer a Lease the test
+// renews. Never two writers: the owner reconciles the released share again only once the
+// newcomer's process can no longer write, whatever a user does to the newcomer's Lease.
+import pino from "pino";
+import { Registry } from "prom-client";
+import { afterEach, describe, expect, it } from "vitest";
+import { Action } from "../../src/runtime/controller.ts";
+import type { LeaseRecord } from "../../src/runtime/leader.ts";
+import type { ObjectRef } from "../../src/runtime/queue-lines.ts";
+import { heirOf } from "../../src/sharding/inheritance.ts";
+import { OWNER_LABEL } from "../../src/sharding/labels.ts";
+import { type CachedResource, type ShardedReplica, shardedReplica } from "../../src/sharding/replica.ts";
+import { ringOf } from "../../src/sharding/ring-moves.ts";
+import { ManualClock } from "../support/manual-clock.ts";
+import { leaseRecord, RingLeaseStore } from "../support/ring-lease-store.ts";
+
+const LEASE_MS = 15_000;
+const RETRY_MS = 2_000;
+const logger = pino({ level: "silent" });
+const KEYS = Array.from({ length: 40 }, (_, i) => `ns/r${i}`);
+/** The ring once "d" joined: the released share is what it gives "d". */
+const JOINED = ringOf(["a", "d"], "a");
+const SHARE = KEYS.filter((k) => heirOf(k, JOINED, undefined) === "d");
+
+const stops: AbortController[] = [];
+afterEach(() => {
+  for (const s of stops.splice(0)) s.abort();
+});
+
+/** Lets the promises the clock's timers started run to their next wait. */
+const settle = async () => {
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+};
+
+/** The owner "a" (leader of the ring), its 40 resources cached, and the newcomer "d"'s Lease. */
+async function handOff() {
+  const clock = new ManualClock({ start: 1_000_000 });
+  const leases = new RingLeaseStore();
+  const cached = new Map<string, CachedResource>(
+    KEYS.map((key) => {
+      const [namespace, name] = key.split("/") as [string, string];
+      return [key, { metadata: { namespace, name, resourceVersion: "1", labels: { [OWNER_LABEL]: "a" } } }];
+    }),
+  );
+  const enqueued: string[] = [];
+  const replica: ShardedReplica = shardedReplica({
+    name: "a",
+    identity: "a_1",
+    leases,
+    store: () => {
+      throw new Error("no sharder runs here");
+    },
+    setLabels: async () => false,
+    // Never written within a test (the newcomer never says it listed the share, and a minute does
+    // not pass): a label would move the resource to the newcomer's cache.
+    patchLabels: async () => "conflict",
+    leaderElection: { leaseDurationMs: LEASE_MS, renewDeadlineMs: 10_000, retryPeriodMs: RETRY_MS },
+    registry: new Registry(),
+    clock,
+    logger,
+  });
+  const keyOf = (ref: ObjectRef) => `${ref.namespace}/${ref.name}`;
+  replica.attach(
+    {
+      get: (ref) => cached.get(keyOf(ref)),
+      list: () => [...cached.values()],
+      get size() {
+        return cached.size;
+      },
+      subscribe: () => undefined,
+    },
+    keyOf,
+    (obj) => [obj],
+    undefined,
+    undefined,
+    (key) => enqueued.push(key),
+  );
+  replica.leaderObserved("a_1");
+  const stop = new AbortController();
+  stops.push(stop);
+  const shardLease = replica.runnables.find((r) => r.name === "shard-lease");
+  void shardLease?.start(stop.signal, new AbortController().signal);
+  let newcomerAlive = true;
+  let renewedAt = clock.now();
+  const d = () => leases.get("d")?.record;
+  /** Moves time on by `ms`, the newcomer renewing every retry period while it lives, as its elector does. */
+  const advance = async (ms: number) => {
+    for (let left = ms; left > 0; left -= 100) {
+      clock.advance(Math.min(100, left));
+      await settle();
+      const record = d();
+      if (newcomerAlive && record !== undefined && clock.now() - renewedAt >= RETRY_MS) {
+        renewedAt = clock.now();
+        // Its elector takes back a Lease whose holder was cleared, and renews its own.
+        const ours = record.holderIdentity === "d_1";
+        const acquiredAt = ours ? (record.acquireTime?.getTime() ?? renewedAt) : renewedAt;
+        leases.put(
+          "d",
+          leaseRecord("d_1", LEASE_MS, acquiredAt, renewedAt, record.leaseTransitions + (ours ? 0 : 1)),
+        );
+      }
+    }
+  };
+  /** Whether the owner reconciles `key` now (its guard calls the reconcile). */
+  const reconciles = async (key: string) => {
+    let called = false;
+    await replica.guard(async () => {
+      called = true;
+      return Action.done();
+    })(key, new AbortController().signal);
+    return called;
+  };
+  await advance(RETRY_MS * 2);
+  expect(leases.get("a")?.movingBy).toEqual(ringOf(["a"], "a"));
+  // The newcomer joins: its Lease, then the owner's next renewals show the ring with it.
+  leases.put("d", leaseRecord("d_1", LEASE_MS, clock.now()));
+  renewedAt = clock.now();
+  await advance(RETRY_MS * 3);
+  expect(leases.get("a")?.released?.identity).toBe("d_1");
+  expect(SHARE.length).toBeGreaterThan(0);
+  for (const key of SHARE) expect(await reconciles(key)).toBe(false);
+  return {
+    clock,
+    leases,
+    enqueued,
+    advance,
+    reconciles,
+    /** The newcomer stops renewing (its process stopped, or the test leaves its Lease as edited). */
+    die: () => {
+      newcomerAlive = false;
+    },
+    /** When the newcomer last renewed: its process may write until a Lease duration after. */
+    lastRenewal: () => renewedAt,
+  };
+}
+
+describe("a joined replica's share released whole", () => {
+  const edits: Array<[string, (now: number, r: LeaseRecord) => Partial<LeaseRecord>]> = [
+    ["its holder cleared", () => ({ holderIdentity: "" })],
+    [
+      "its holder cleared and its renewal moved a minute back",
+      (_now, r) => ({
+        holderIdentity: "",
+        renewTime: new Date((r.renewTime?.getTime() ?? 0) - 60_000),
+      }),
+    ],
+    ["another process named its holder", () => ({ holderIdentity: "d_2" })],
+  ];
+
+  for (const [what, change] of edits)
+    it(`is not reconciled by its owner while the newcomer may still write, its Lease edited by hand: ${what}`, async () => {
+      const h = await handOff();
+      // The newcomer stops renewing right after a renewal; its Lease is edited by hand then.
+      await h.advance(500);
+      h.die();
+      const writesUntil = h.lastRenewal() + LEASE_MS;
+      const record = h.leases.get("d")?.record as LeaseRecord;
+      h.leases.edit("d", change(h.clock.now(), record));
+      while (h.clock.now() < writesUntil) {
+        await h.advance(500);
+        expect(h.enqueued).toEqual([]);
+        for (const key of SHARE.slice(0, 3)) expect(await h.reconciles(key)).toBe(false);
+      }
+      // Its process cannot write now: the share is reconciled here again, each key queued.
+      await h.advance(LEASE_MS);
+      expect([...h.enqueued].sort()).toEqual([...SHARE].sort());
+      for (const key of SHARE) expect(await h.reconciles(key)).toBe(true);
+      expect(h.leases.get("a")?.released).toBeUndefined();
+    });
+
+  it("stays released when the newcomer takes back the Lease whose holder was cleared by hand", async () => {
+    const h = await handOff();
+    h.leases.edit("d", { holderIdentity: "" });
+    await h.advance(LEASE_MS * 2);
+    expect(h.leases.get("d")?.record.holderIdentity).toBe("d_1");
+    expect(h.enqueued).toEqual([]);
+    expect(h.leases.get("a")?.released?.identity).toBe("d_1");
+    for (const key of SHARE) expect(await h.reconciles(key)).toBe(false);
+  });
+
+  it("is reconciled here again at once when the newcomer released its Lease (its writes settled)", async () => {
+    const h = await handOff();
+    h.die();
+    const now = new Date(h.clock.now());
+    // What its elector writes once its writes settled.
+    h.leases.edit("d", { holderIdentity: "", leaseDurationSeconds: 1, acquireTime: now, renewTime: now });
+    await h.advance(100);
+    expect([...h.enqueued].sort()).toEqual([...SHARE].sort());
+  });
+
+  it("is reconciled here again a Lease duration after the newcomer's Lease was deleted", async () => {
+    const h = await handOff();
+    h.die();
+    const writesUntil = h.lastRenewal() + LEASE_MS;
+    h.leases.remove("d");
+    while (h.clock.now() < writesUntil) {
+      await h.advance(500);
+      expect(h.enqueued).toEqual([]);
+    }
+    await h.advance(LEASE_MS);
+    expect([...h.enqueued].sort()).toEqual([...SHARE].sort());
+  });
+});
