@@ -64,9 +64,19 @@ export function scopeOf(namespaces: readonly string[], labelSelector: string | u
 export const recordKey = (r: LeaseRecord) =>
   `${r.holderIdentity}|${r.renewTime?.getTime() ?? ""}|${r.leaseDurationSeconds}|${r.leaseTransitions}`;
 
-/** Whether `lease` was released: no holder, and a release's duration of a second (see `expired`). */
+/**
+ * Whether `lease` was released as a replica's elector releases it (see `expired`): no holder, a
+ * duration of a second, and acquired and renewed at the same moment (the release's). A holder
+ * cleared and a duration cut short by hand leave the times of the last renewal, after the acquiring.
+ */
 export function released(lease: Pick<RingLease, "record">): boolean {
-  return lease.record.holderIdentity === "" && lease.record.leaseDurationSeconds <= 1;
+  const r = lease.record;
+  return (
+    r.holderIdentity === "" &&
+    r.leaseDurationSeconds <= 1 &&
+    r.renewTime !== undefined &&
+    r.renewTime.getTime() === r.acquireTime?.getTime()
+  );
 }
 
 /** Whether a sharder holds `lease` (it took it once released or expired). */
@@ -157,10 +167,10 @@ export class RingMembership {
 
   /**
    * Not changed for its duration, by our clock, or released. A release is what a replica writes
-   * once its writes settled: no holder and a duration of a second (`LeaderElector`'s). A holder
-   * cleared by hand (`kubectl edit`) or a duration cut short is not one: the replica writes until
-   * its own duration from its last renewal, so such a Lease expires like any other, and never
-   * sooner than {@link minDurationMs} after it last changed.
+   * once its writes settled: no holder, a duration of a second, acquired and renewed then
+   * (`LeaderElector`'s). A holder cleared by hand (`kubectl edit`), a duration cut short, or both,
+   * is not one: the replica writes until its own duration from its last renewal, so such a Lease
+   * expires like any other, and never sooner than {@link minDurationMs} after it last changed.
    */
   expired(lease: RingLease, now: number): boolean {
     if (released(lease)) return true;

@@ -140,6 +140,10 @@ describe("a joined replica's share released whole", () => {
   const edits: Array<[string, (now: number, r: LeaseRecord) => Partial<LeaseRecord>]> = [
     ["its holder cleared", () => ({ holderIdentity: "" })],
     [
+      "its holder cleared and its duration cut to a second",
+      () => ({ holderIdentity: "", leaseDurationSeconds: 1 }),
+    ],
+    [
       "its holder cleared and its renewal moved a minute back",
       (_now, r) => ({
         holderIdentity: "",

@@ -727,7 +727,7 @@ describe("the sharder", () => {
     expect(first.assigned + first.drained).toBeGreaterThan(0);
   });
 
-  it("calls a Lease free at once only when released (no holder, a second's duration), not when edited by hand", async () => {
+  it("calls a Lease free at once only when released (no holder, a second's duration, renewed as acquired), not when edited by hand", async () => {
     const w = new World();
     for (const m of ["a", "b"]) w.renew(m);
     w.add(40);
@@ -754,8 +754,23 @@ describe("the sharder", () => {
       for (const k of ofB) expect(w.owner(k)).toBe("b");
       w.renew("b");
     }
-    // Released by b itself (no holder, a second): taken at once.
-    edit({ holderIdentity: "", leaseDurationSeconds: 1 });
+    // Both by hand: its holder cleared and its duration cut to a second, its renewal still after
+    // it acquired the Lease (a release writes both at once). Nothing is taken either.
+    const renewed = w.leases.get("b") as RingLease;
+    expect(renewed.record.renewTime).not.toEqual(renewed.record.acquireTime);
+    w.leases.set("b", {
+      ...renewed,
+      resourceVersion: `${renewed.resourceVersion}-both`,
+      record: { ...renewed.record, holderIdentity: "", leaseDurationSeconds: 1 },
+    });
+    w.clock.advance(2_000);
+    w.renew("a");
+    expect((await sharder.pass(signal)).held).toEqual([]);
+    for (const k of ofB) expect(w.owner(k)).toBe("b");
+    w.renew("b");
+    // Released by b itself (no holder, a second, acquired and renewed as it released): taken at once.
+    const at = new Date(w.clock.now());
+    edit({ holderIdentity: "", leaseDurationSeconds: 1, acquireTime: at, renewTime: at });
     w.renew("a");
     expect((await sharder.pass(signal)).held).toEqual(["b"]);
   });
