@@ -217,30 +217,36 @@ export const SEPARATOR_WEIGHT = 32;
  * {@link SEPARATOR_WEIGHT} per `,` or `:` outside strings (inside a string they are text, and
  * parse to text: a value full of `[` weighs its bytes, so one tenant's long values cannot make a
  * shared connection's page weigh more than the budget). Whether a chunk starts inside a string,
- * or after a backslash, carries over from the chunk before: one weigher per answer.
+ * or after a backslash, carries over from the chunk before: one weigher per answer. `deepest` is
+ * how deep its objects and arrays nested so far (`[` `{` and `]` `}` are one bit apart).
  */
 export class JsonWeigher {
   #inString = false;
   #escaped = false;
+  #depth = 0;
+  deepest = 0;
 
   /** The weight of the next `chunk` of the text. */
   weigh(chunk: Buffer): number {
     let containers = 0;
     let separators = 0;
+    let depth = this.#depth;
     let inString = this.#inString;
     let escaped = this.#escaped;
     for (let i = 0; i < chunk.length; i++) {
-      const c = chunk[i];
+      const c = chunk[i] as number;
       if (inString) {
         if (escaped) escaped = false;
         else if (c === 0x5c) escaped = true;
         else if (c === 0x22) inString = false;
       } else if (c === 0x22) inString = true;
-      else if (c === 0x7b || c === 0x5b) containers++;
+      else if ((c | 0x20) === 0x7b) {
+        containers++;
+        if (++depth > this.deepest) this.deepest = depth;
+      } else if ((c | 0x20) === 0x7d) depth--;
       else if (c === 0x2c || c === 0x3a) separators++;
     }
-    this.#inString = inString;
-    this.#escaped = escaped;
+    [this.#inString, this.#escaped, this.#depth] = [inString, escaped, depth];
     return chunk.length + containers * CONTAINER_WEIGHT + separators * SEPARATOR_WEIGHT;
   }
 }

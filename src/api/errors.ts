@@ -305,10 +305,11 @@ function oneLine(text: string): string {
 
 /**
  * Why an answer was refused: its size; its weight against the shared budget, alone (`shared`
- * false) or with the answers in flight beside it (`shared` true).
+ * false) or with the answers in flight beside it (`shared` true); its JSON's nesting (`depth`).
  */
 export type Overflow =
   | { bound: "bytes"; limit: number }
+  | { bound: "depth"; limit: number }
   /** `tenant`: the bound was the share of the answers of the connection's tenant (`OWNER_SHARE`). */
   | { bound: "memory"; limit: number; shared: boolean; tenant?: true };
 
@@ -317,7 +318,9 @@ export class OverflowError extends Error {
   override readonly name = "OverflowError";
   readonly overflow: Overflow;
   constructor(overflow: Overflow) {
-    super(`the answer exceeded its ${overflow.bound} bound of ${overflow.limit} bytes`);
+    super(
+      `the answer exceeded its ${overflow.bound} bound of ${overflow.limit} ${overflow.bound === "depth" ? "levels" : "bytes"}`,
+    );
     this.overflow = overflow;
   }
 }

@@ -334,9 +334,18 @@ export interface BodyBounds {
 }
 
 /**
+ * The deepest an answer's JSON may nest its objects and arrays. An honest answer nests a dozen
+ * levels (a listing's page, a deployment, a Kubernetes-shaped object it echoes); V8 walks parsed
+ * JSON by recursion (`JSON.stringify`, `structuredClone`), whose stack a few thousand levels
+ * exhaust, and a 64 KiB error body holds 65,536 of them.
+ */
+export const MAX_ANSWER_DEPTH = 128;
+
+/**
  * The whole body of `chunks` (already decompressed), or an {@link OverflowError} as soon as it
  * is known to exceed a bound: at once when `declaredLength` (an uncompressed body's
- * Content-Length) says so, else at the chunk that crosses it. The caller destroys the stream.
+ * Content-Length) says so, else at the chunk that crosses it, or that nests past
+ * {@link MAX_ANSWER_DEPTH}. The caller destroys the stream.
  */
 export async function readBody(
   chunks: AsyncIterable<Buffer>,
@@ -351,7 +360,10 @@ export async function readBody(
   for await (const chunk of chunks) {
     size += chunk.length;
     if (size > bounds.maxBytes) throw new OverflowError({ bound: "bytes", limit: bounds.maxBytes });
-    await bounds.account.take(weigher.weigh(chunk), bounds.signal);
+    const weight = weigher.weigh(chunk);
+    if (weigher.deepest > MAX_ANSWER_DEPTH)
+      throw new OverflowError({ bound: "depth", limit: MAX_ANSWER_DEPTH });
+    await bounds.account.take(weight, bounds.signal);
     parts.push(chunk);
   }
   return Buffer.concat(parts, size);

@@ -159,6 +159,29 @@ export function secretKeyRefs(spec: DeploymentSpec): Array<{ secret: string; key
 const defined = <T>(value: T | null | undefined): value is T => value !== undefined && value !== null;
 
 /**
+ * The deepest a `spec.sourceConfig.resourceSpec` field's value may nest its objects and lists (the
+ * field's own value one level). Only the API server's limits bound what the Kubernetes-shaped
+ * objects kept as given hold; sent, a service echoes them in its answers, and those are refused
+ * past `MAX_ANSWER_DEPTH` (128): every answer of a shared connection holding them would be. An
+ * honest object nests a few levels.
+ */
+export const MAX_RESOURCE_SPEC_DEPTH = 32;
+
+/** The path (`[0].securityContext…`) of an object or list of `value` nested past `limit` levels. */
+function pathPast(value: unknown, limit: number): string | undefined {
+  const todo: Array<[unknown, string, number]> = [[value, "", 1]];
+  for (let next = todo.pop(); next !== undefined; next = todo.pop()) {
+    const [node, path, depth] = next;
+    if (typeof node !== "object" || node === null) continue;
+    if (depth > limit) return path;
+    const list = Array.isArray(node);
+    for (const [key, child] of Object.entries(node))
+      todo.push([child, list ? `${path}[${key}]` : `${path}.${key}`, depth + 1]);
+  }
+  return undefined;
+}
+
+/**
  * The desired wire state of a spec. Throws {@link SecretNotFoundError} naming every missing
  * Secret/key (never a value), and {@link InvalidSpecError} when `spec.github` is set but not
  * resolved or a secret entry has neither value nor valueFrom.
@@ -192,7 +215,14 @@ export function desiredFromSpec(
   const resourceSpec: Record<string, unknown> = {};
   const rs: Record<string, unknown> = { ...sc.resourceSpec };
   for (const [specKey, wireKey] of RESOURCE_SPEC_FIELDS) {
-    if (defined(rs[specKey])) resourceSpec[wireKey] = structuredClone(rs[specKey]);
+    if (!defined(rs[specKey])) continue;
+    const deep = pathPast(rs[specKey], MAX_RESOURCE_SPEC_DEPTH);
+    if (deep !== undefined)
+      throw new InvalidSpecError(
+        `spec.sourceConfig.resourceSpec.${specKey}${deep}`,
+        `nests deeper than ${MAX_RESOURCE_SPEC_DEPTH} levels of objects and lists; nothing is sent`,
+      );
+    resourceSpec[wireKey] = structuredClone(rs[specKey]);
   }
   if (Object.keys(resourceSpec).length > 0) sourceConfig.resource_spec = resourceSpec;
   if (Object.keys(sourceConfig).length > 0) desired.source_config = sourceConfig as SourceConfigRequest;

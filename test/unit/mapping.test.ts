@@ -13,7 +13,13 @@ import {
   SecretNotFoundError,
 } from "../../src/crd/errors.ts";
 import { resolveGithub } from "../../src/crd/github.ts";
-import { desiredFromSpec, secretDataKey, secretKeyRefs, specFromDeployment } from "../../src/crd/mapping.ts";
+import {
+  desiredFromSpec,
+  MAX_RESOURCE_SPEC_DEPTH,
+  secretDataKey,
+  secretKeyRefs,
+  specFromDeployment,
+} from "../../src/crd/mapping.ts";
 import { RESOURCE_SPEC_NUMBERS } from "../../src/crd/resource-spec-schema.ts";
 import { type DeploymentSpec, DeploymentSpecSchema } from "../../src/crd/schema.ts";
 import { plan } from "../../src/reconcile/plan.ts";
@@ -195,6 +201,39 @@ describe("desiredFromSpec", () => {
     expect(() => desiredFromSpec(spec, "n", {})).toThrow(InvalidSpecError);
     expect(() => desiredFromSpec(spec, "n", {})).toThrow(/spec\.github/);
   });
+
+  it.each([40, 5_000])(
+    "refuses a Kubernetes-shaped object kept as given nested %i levels deep, naming where: a service echoing it would nest its answers past their bound",
+    (levels) => {
+      let deep: Record<string, unknown> = {};
+      for (let i = 0; i < levels; i++) deep = { seLinuxOptions: deep };
+      const spec = {
+        source: "internal_docker",
+        sourceConfig: { resourceSpec: { sidecars: [{ name: "s", image: "i", securityContext: deep }] } },
+      } as DeploymentSpec;
+      const refusal = (() => {
+        try {
+          desiredFromSpec(spec, "n", {});
+        } catch (error) {
+          return error;
+        }
+      })();
+      expect(refusal).toBeInstanceOf(InvalidSpecError);
+      expect((refusal as InvalidSpecError).field).toBe(
+        `spec.sourceConfig.resourceSpec.sidecars[0].securityContext${".seLinuxOptions".repeat(MAX_RESOURCE_SPEC_DEPTH - 2)}`,
+      );
+      expect((refusal as Error).message).toContain(`nests deeper than ${MAX_RESOURCE_SPEC_DEPTH} levels`);
+      // As deep as the bound: sent as given.
+      let within: Record<string, unknown> = {};
+      for (let i = 0; i < MAX_RESOURCE_SPEC_DEPTH - 3; i++) within = { seLinuxOptions: within };
+      const kept = { sidecars: [{ name: "s", image: "i", securityContext: within }] };
+      expect(
+        desiredFromSpec({ ...spec, sourceConfig: { resourceSpec: kept } }, "n", {}).source_config,
+      ).toEqual({
+        resource_spec: kept,
+      });
+    },
+  );
 
   it("resolves literal and referenced secret values from the resource's Secrets", () => {
     const spec: DeploymentSpec = {

@@ -1,0 +1,119 @@
+/**
+ * What a tenant's own server may answer to hurt the operator, through the client over loopback:
+ * JSON nested past what the process can walk (refused as it arrives, naming the bound, never a
+ * stack overflow).
+ */
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { ServiceClient } from "../../src/api/client.ts";
+import { ServiceError } from "../../src/api/errors.ts";
+import { MAX_ANSWER_DEPTH } from "../../src/api/exchange.ts";
+import { serviceConfigFrom } from "../../src/config.ts";
+import { probeConnection } from "../../src/connection/probe.ts";
+import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
+import { serviceConnector } from "../../src/wiring/service-connections.ts";
+import { ManualClock } from "../support/manual-clock.ts";
+import { deployment, type FakeService, type Handler, startFakeService } from "./client-fake-service.ts";
+
+const DEPLOYMENT_ID = "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e";
+const REVISION_ID = "22222222-2222-4222-8222-222222222222";
+const signal = new AbortController().signal;
+
+const services: FakeService[] = [];
+afterEach(async () => {
+  await Promise.all(services.splice(0).map((s) => s.close()));
+});
+
+async function serve(handler: Handler): Promise<FakeService> {
+  const service = await startFakeService(handler);
+  services.push(service);
+  return service;
+}
+
+async function clientOf(handler: Handler, maxResponseBytes?: number): Promise<ServiceClient> {
+  const service = await serve(handler);
+  return new ServiceClient({
+    baseUrl: service.url,
+    retries: 0,
+    qps: 10_000,
+    burst: 1000,
+    ...(maxResponseBytes === undefined ? {} : { maxResponseBytes }),
+  });
+}
+
+/** Answers every request with `status` and the JSON text `body`, as given. */
+const answering =
+  (status: number, body: string): Handler =>
+  (_req, res) => {
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(body);
+  };
+
+/** The error `call` rejects with (a test failure when it resolves, or rejects with another error). */
+async function rejection(call: Promise<unknown>): Promise<ServiceError> {
+  const outcome = await call.then(
+    () => new Error("resolved"),
+    (error: unknown) => error,
+  );
+  if (!(outcome instanceof ServiceError)) throw outcome;
+  return outcome;
+}
+
+/** The connection probe's verdict on the service at `url`. */
+async function probed(url: string) {
+  const parsed = serviceConfigFrom({ baseUrl: url, apiKey: "k-0123456789", retries: 0 }, {});
+  if (!parsed.ok) throw new Error(parsed.problems.join("; "));
+  const connect = serviceConnector(pino({ level: "silent" }), new RuntimeMetrics({ processMetrics: false }));
+  return probeConnection(
+    connect(parsed.config, "ServiceConnection/team-a/prod"),
+    parsed.config,
+    "k-0123456789",
+    signal,
+    {
+      clock: new ManualClock(),
+      deadlineMs: 10_000,
+    },
+  );
+}
+
+/** `depth` arrays, one inside the other. */
+const nested = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
+
+describe("an answer nested deeper than the process walks", () => {
+  const deep = nested(20_000);
+  const item = JSON.stringify(deployment(1)).replace(/}$/, `,"extra":${deep}}`);
+
+  it.each([
+    ["an error's detail", 400, `{"detail":[${deep}]}`],
+    ["a listing's item", 200, `{"resources":[${item}],"offset":1}`],
+    ["a deployment a write answered", 201, item],
+  ])("%s: refused as it arrives, naming the bound", async (_what, status, body) => {
+    const client = await clientOf(answering(status, body));
+    const calls = [
+      () => client.listAllDeployments(),
+      () => client.createDeployment({ name: "agent", source: "internal_docker" }),
+      () => client.listRevisions(DEPLOYMENT_ID),
+      () => client.getRevision(DEPLOYMENT_ID, REVISION_ID),
+      () => client.listProviders(),
+      () => client.listRepos(DEPLOYMENT_ID),
+    ];
+    for (const call of calls) {
+      const error = await rejection(call());
+      expect(error.kind).toBe("too_large");
+      expect(error.detail).toContain(`deeper than ${MAX_ANSWER_DEPTH} levels`);
+    }
+  });
+
+  it("fails the connection's probe ResponseTooLarge, naming the bound", async () => {
+    const service = await serve(answering(200, `[${deep}]`));
+    const verdict = await probed(service.url);
+    expect(verdict).toMatchObject({ ok: false, reason: "ResponseTooLarge" });
+    expect(JSON.stringify(verdict)).toContain(`deeper than ${MAX_ANSWER_DEPTH} levels`);
+  });
+
+  it("reads an answer nested as deep as the bound, and a string full of brackets", async () => {
+    const within = `{"resources":[],"offset":0,"x":${nested(MAX_ANSWER_DEPTH - 1)},"s":"${"[".repeat(50_000)}"}`;
+    const client = await clientOf(answering(200, within));
+    expect(await client.listAllDeployments()).toEqual([]);
+  });
+});
