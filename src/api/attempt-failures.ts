@@ -75,7 +75,7 @@ export function errorAnswer(request: FailedRequest, response: ExchangeAnswer, s:
   // The service rate limits the client, not one request: everyone of this client waits.
   if (kind === "rate_limited" && retryAfterSeconds !== undefined) s.bucket.pause(retryAfterSeconds * 1000);
   const retryable = kind === "rate_limited" || kind === "unavailable" || kind === "timeout";
-  const maybeApplied = !request.idempotent && status >= 500 && !RETRY_WRITE.has(status);
+  const maybeApplied = mayHaveApplied(request, status);
   const error = new ServiceError({
     kind,
     method,
@@ -88,6 +88,14 @@ export function errorAnswer(request: FailedRequest, response: ExchangeAnswer, s:
   });
   return failure(error, request, s);
 }
+
+/**
+ * Whether a write answered `status` may have been applied: a success (its answer unread, or cut
+ * off at a bound, is lost, not a refusal), or a 5xx but those a write is repeated on.
+ */
+const mayHaveApplied = (request: FailedRequest, status: number | undefined): boolean =>
+  !request.idempotent &&
+  (status === undefined || (status >= 200 && status < 300) || (status >= 500 && !RETRY_WRITE.has(status)));
 
 /** Wraps `error` for p-retry: an {@link AttemptFailure} when a repeat may help, else final. */
 export function failure(error: ServiceError, request: FailedRequest, s: FailureSettings): Error {
@@ -168,7 +176,10 @@ const budgetOf = (tenant: true | undefined) =>
     ? "the share of this connection's tenant (its namespace's ServiceConnections, or the shared connection): half of a third of the heap limit"
     : "a third of the heap limit";
 
-/** The `too_large` {@link ServiceError} of an answer cut off at one of its bounds. */
+/**
+ * The `too_large` {@link ServiceError} of an answer cut off at one of its bounds: a write's,
+ * unless its status refused it, `maybeApplied`.
+ */
 export function tooLargeError(request: FailedRequest, error: OverflowError): ServiceError {
   const { overflow } = error;
   const detail =
@@ -185,6 +196,7 @@ export function tooLargeError(request: FailedRequest, error: OverflowError): Ser
     route: request.route,
     detail,
     retryable: false,
+    maybeApplied: mayHaveApplied(request, error.status),
   });
 }
 

@@ -317,6 +317,8 @@ export type Overflow =
 export class OverflowError extends Error {
   override readonly name = "OverflowError";
   readonly overflow: Overflow;
+  /** The status of the answer cut off, once its head was read. */
+  status: number | undefined;
   constructor(overflow: Overflow) {
     super(
       `the answer exceeded its ${overflow.bound} bound of ${overflow.limit} ${overflow.bound === "depth" ? "levels" : "bytes"}`,

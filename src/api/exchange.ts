@@ -148,6 +148,9 @@ export async function exchange(request: ExchangeRequest): Promise<ExchangeAnswer
       maxBytes: request.maxBytes,
       account: request.account,
       signal: ended.signal,
+    }).catch((error: unknown) => {
+      if (error instanceof OverflowError) error.status = response.statusCode;
+      throw error;
     });
     read = true;
     return { statusCode: response.statusCode ?? 0, headers: response.headers, body };

@@ -1,7 +1,7 @@
 /**
  * What a tenant's own server may answer to hurt the operator, through the client over loopback:
- * JSON nested past what the process can walk (refused as it arrives, naming the bound, never a
- * stack overflow).
+ * a write's answer cut off at a bound (it was applied: never repeated blindly), and JSON nested
+ * past what the process can walk (refused as it arrives, naming the bound, never a stack overflow).
  */
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
@@ -10,6 +10,8 @@ import { ServiceError } from "../../src/api/errors.ts";
 import { MAX_ANSWER_DEPTH } from "../../src/api/exchange.ts";
 import { serviceConfigFrom } from "../../src/config.ts";
 import { probeConnection } from "../../src/connection/probe.ts";
+import { failureOf } from "../../src/reconcile/failures.ts";
+import { Rebuilder } from "../../src/reconcile/service/rebuilder.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import { serviceConnector } from "../../src/wiring/service-connections.ts";
 import { ManualClock } from "../support/manual-clock.ts";
@@ -78,6 +80,44 @@ async function probed(url: string) {
 
 /** `depth` arrays, one inside the other. */
 const nested = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
+
+describe("a write whose answer is cut off at a bound", () => {
+  const big = JSON.stringify({ ...deployment(1), padding: "x".repeat(4096) });
+
+  it("is a rebuild that may have built: not repeated", async () => {
+    let posts = 0;
+    const client = await clientOf((req, res, n) => {
+      posts++;
+      return answering(201, big)(req, res, n);
+    }, 1024);
+    const rebuilder = new Rebuilder(
+      { createRevision: (id, s) => client.createRevision(id, { signal: s }) },
+      pino({ level: "silent" }),
+    );
+    const outcome = await rebuilder.rebuild(DEPLOYMENT_ID, signal);
+    expect(outcome).toMatchObject({ kind: "unconfirmed" });
+    expect(posts).toBe(1);
+  });
+
+  it("is a create and a PATCH that may have been applied: the create's intent is kept", async () => {
+    const client = await clientOf(answering(201, big), 1024);
+    const created = await rejection(client.createDeployment({ name: "agent", source: "internal_docker" }));
+    expect(created).toMatchObject({ kind: "too_large", maybeApplied: true });
+    expect(failureOf(created, []).createRefused).toBeUndefined();
+    const patched = await rejection(
+      client.patchDeployment(DEPLOYMENT_ID, { source_config: { build_on_push: false } }),
+    );
+    expect(patched).toMatchObject({ kind: "too_large", maybeApplied: true });
+  });
+
+  it("is not said of a read", async () => {
+    const client = await clientOf(answering(200, big), 1024);
+    expect(await rejection(client.listAllDeployments())).toMatchObject({
+      kind: "too_large",
+      maybeApplied: false,
+    });
+  });
+});
 
 describe("an answer nested deeper than the process walks", () => {
   const deep = nested(20_000);

@@ -190,7 +190,7 @@ describe("bounds and timeouts", () => {
       res.flushHeaders();
     });
     const error = await failure(call(service.url, { maxBytes: 1024 }));
-    expect(error).toEqual(new OverflowError({ bound: "bytes", limit: 1024 }));
+    expect(error).toEqual(Object.assign(new OverflowError({ bound: "bytes", limit: 1024 }), { status: 200 }));
     await until(() => closedEarly);
   });
 
