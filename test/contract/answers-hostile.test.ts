@@ -1,7 +1,8 @@
 /**
  * What a tenant's own server may answer to hurt the operator, through the client over loopback:
- * a write's answer cut off at a bound (it was applied: never repeated blindly), and JSON nested
- * past what the process can walk (refused as it arrives, naming the bound, never a stack overflow).
+ * a write's answer cut off at a bound (it was applied: never repeated blindly), JSON nested past
+ * what the process can walk (refused as it arrives, naming the bound, never a stack overflow),
+ * and a redirect (never followed, wherever it points).
  */
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
@@ -155,5 +156,35 @@ describe("an answer nested deeper than the process walks", () => {
     const within = `{"resources":[],"offset":0,"x":${nested(MAX_ANSWER_DEPTH - 1)},"s":"${"[".repeat(50_000)}"}`;
     const client = await clientOf(answering(200, within));
     expect(await client.listAllDeployments()).toEqual([]);
+  });
+});
+
+describe("a redirect", () => {
+  it.each([301, 302, 303, 307, 308])(
+    "%i to another loopback port is not followed: the call fails there",
+    async (status) => {
+      const elsewhere = await serve(answering(200, `{"resources":[],"offset":0}`));
+      const client = await clientOf((_req, res) => {
+        res.writeHead(status, { location: `${elsewhere.url}/v2/deployments` });
+        res.end();
+      });
+      const read = await rejection(client.listAllDeployments());
+      expect(read).toMatchObject({ kind: "rejected", status, retryable: false });
+      const write = await rejection(client.createDeployment({ name: "agent", source: "internal_docker" }));
+      expect(write).toMatchObject({ kind: "rejected", status });
+      expect(elsewhere.requests).toHaveLength(0);
+    },
+  );
+
+  it("on the connection's probe is not followed: Unreachable, naming the status", async () => {
+    const elsewhere = await serve(answering(200, "[]"));
+    const service = await serve((_req, res) => {
+      res.writeHead(302, { location: `${elsewhere.url}/v2/auth/providers` });
+      res.end();
+    });
+    const verdict = await probed(service.url);
+    expect(verdict).toMatchObject({ ok: false, reason: "Unreachable" });
+    expect(JSON.stringify(verdict)).toContain("HTTP 302");
+    expect(elsewhere.requests).toHaveLength(0);
   });
 });

@@ -16,6 +16,7 @@ import {
 } from "../../src/crd/schema.ts";
 import { conclude, settle } from "../../src/reconcile/conclude.ts";
 import { cleansUpOnDelete, type DecideSettings, decide } from "../../src/reconcile/decide.ts";
+import { reconcileInterval } from "../../src/reconcile/inputs.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
 import { configAfterPatch, revisionConfigHash } from "../../src/reconcile/revision-history.ts";
 import type {
@@ -778,6 +779,18 @@ describe("the reconciler's table, as rows of decide, settle and conclude (no por
     expect(events).toEqual([]);
     expect(conditions).toEqual({ Ready: "True/Available", Synced: "True/ReconcileSuccess" });
     expect(next).toEqual({ kind: "done", intervalMs: 120_000 });
+  });
+
+  it.each([
+    ["1ms", 10_000],
+    ["0s", undefined],
+    ["9s", 10_000],
+    ["45s", 45_000],
+    ["soon", undefined],
+    ["", undefined],
+  ])("a reconcile-interval of %j: no shorter than 10 s, a malformed or zero one ignored", (value, ms) => {
+    const spec = resource({}, { [ANNOTATION_RECONCILE_INTERVAL]: value });
+    expect(reconcileInterval(spec)).toBe(ms);
   });
 
   /** A secret read from the Secret `agent-keys`, and the values it held before and after a rotation. */
