@@ -86,8 +86,9 @@ export class DeploymentRoutes {
    * read tolerantly (`readDeployment`): one that still cannot be understood is skipped and
    * reported (`opts.onUnreadable`, the client's `onUnreadable` hook, and a warning for the first
    * {@link UNREADABLE_WARNINGS} of the listing, then one line counting them all when it ends) and
-   * the rest of the page is used. A page that fails with a 429, a 5xx or a lost connection is retried up to
-   * `pageRetries` times.
+   * the rest of the page is used; a page is read to `limit` items (the rest of a longer one asked
+   * for again from there: it costs a page's work). A page that fails with a 429, a 5xx or a lost
+   * connection is retried up to `pageRetries` times.
    */
   listDeployments(
     filters: DeploymentFilters = {},
@@ -107,16 +108,16 @@ export class DeploymentRoutes {
         retries: this.pageRetries,
         ...signalOf(opts),
       });
-      const items: Deployment[] = [];
-      for (const [i, read] of (await Promise.all(body.resources.map(readDeployment))).entries()) {
+      const [items, answered]: [Deployment[], unknown[]] = [[], body.resources.slice(0, limit)];
+      for (const [i, read] of (await Promise.all(answered.map(readDeployment))).entries()) {
         if (read.ok) items.push(this.#noticeUnknown(read.deployment));
         else this.#skip(read.unreadable, start + i, skipped++ < UNREADABLE_WARNINGS, opts.onUnreadable);
       }
-      const [count, longest] = [body.resources.length, this.#longestPage.get(limit) ?? 0];
+      const [count, longest] = [answered.length, this.#longestPage.get(limit) ?? 0];
       this.#longestPage.set(limit, Math.max(longest, count));
       const last = count < longest ? opts.enoughAfterShortPage : undefined;
-      // No offset (or \`null\`): the request's and the items answered, as a revision page reads.
-      const nextOffset = body.offset ?? start + count;
+      // Past the limit, the items read; no offset (or `null`), the items answered, as a revision's.
+      const nextOffset = body.resources.length > limit ? start + limit : (body.offset ?? start + count);
       return { items, nextOffset, skipped: count - items.length, ...(last ? { last } : {}) };
     };
     // Unreadable items of this listing: a server may answer every page full of them, so only the

@@ -159,6 +159,30 @@ describe("an answer nested deeper than the process walks", () => {
   });
 });
 
+describe("a page of more items than the limit asked", () => {
+  it("is read to the limit: 100,000 unreadable items cost a page's worth, not a hundred thousand descriptions", async () => {
+    const page = JSON.stringify({ resources: Array.from({ length: 100_000 }, () => ({})), offset: 100_000 });
+    const client = await clientOf((req, res, n) =>
+      answering(200, req.query.get("offset") === "0" ? page : `{"resources":[],"offset":0}`)(req, res, n),
+    );
+    let told = 0;
+    expect(await client.listAllDeployments({}, { onUnreadable: () => told++ })).toEqual([]);
+    expect(told).toBe(100);
+  }, 60_000);
+
+  it("asks for the rest from where it stopped: a service ignoring the limit is still read whole", async () => {
+    const all = Array.from({ length: 250 }, (_, i) => deployment(i + 1));
+    const service = await serve((req, res, n) => {
+      const offset = Number(req.query.get("offset"));
+      answering(200, JSON.stringify({ resources: all.slice(offset), offset: all.length }))(req, res, n);
+    });
+    const client = new ServiceClient({ baseUrl: service.url, retries: 0, qps: 10_000, burst: 1000 });
+    const listed = await client.listAllDeployments({}, { pageSize: 100 });
+    expect(listed.map((d) => d.name)).toEqual(all.map((d) => d.name));
+    expect(service.requests.map((r) => r.query.get("offset"))).toEqual(["0", "100", "200", "250"]);
+  });
+});
+
 describe("a redirect", () => {
   it.each([301, 302, 303, 307, 308])(
     "%i to another loopback port is not followed: the call fails there",
