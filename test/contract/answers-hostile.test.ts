@@ -7,7 +7,6 @@
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
-import { ServiceError } from "../../src/api/errors.ts";
 import { MAX_ANSWER_DEPTH } from "../../src/api/exchange.ts";
 import { serviceConfigFrom } from "../../src/config.ts";
 import { probeConnection } from "../../src/connection/probe.ts";
@@ -16,7 +15,13 @@ import { Rebuilder } from "../../src/reconcile/service/rebuilder.ts";
 import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
 import { serviceConnector } from "../../src/wiring/service-connections.ts";
 import { ManualClock } from "../support/manual-clock.ts";
-import { deployment, type FakeService, type Handler, startFakeService } from "./client-fake-service.ts";
+import {
+  deployment,
+  type FakeService,
+  type Handler,
+  rejection,
+  startFakeService,
+} from "./client-fake-service.ts";
 
 const DEPLOYMENT_ID = "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e";
 const REVISION_ID = "22222222-2222-4222-8222-222222222222";
@@ -51,16 +56,6 @@ const answering =
     res.writeHead(status, { "content-type": "application/json" });
     res.end(body);
   };
-
-/** The error `call` rejects with (a test failure when it resolves, or rejects with another error). */
-async function rejection(call: Promise<unknown>): Promise<ServiceError> {
-  const outcome = await call.then(
-    () => new Error("resolved"),
-    (error: unknown) => error,
-  );
-  if (!(outcome instanceof ServiceError)) throw outcome;
-  return outcome;
-}
 
 /** The connection probe's verdict on the service at `url`. */
 async function probed(url: string) {

@@ -7,10 +7,16 @@
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/api/client.ts";
-import { ServiceError } from "../../src/api/errors.ts";
 import { failureOf } from "../../src/reconcile/failures.ts";
 import { Rebuilder } from "../../src/reconcile/service/rebuilder.ts";
-import { deployment, type FakeService, type Handler, send, startFakeService } from "./client-fake-service.ts";
+import {
+  deployment,
+  type FakeService,
+  type Handler,
+  rejection,
+  send,
+  startFakeService,
+} from "./client-fake-service.ts";
 
 const DEPLOYMENT_ID = "0b6f3c2e-7d2a-4c59-9b8e-3f1a2b4c5d6e";
 const signal = new AbortController().signal;
@@ -24,16 +30,6 @@ afterEach(async () => {
 async function clientOf(handler: Handler): Promise<ServiceClient> {
   service = await startFakeService(handler);
   return new ServiceClient({ baseUrl: service.url, retries: 0, qps: 10_000, burst: 1000 });
-}
-
-/** The error `call` rejects with (a test failure when it resolves). */
-async function rejection(call: Promise<unknown>): Promise<ServiceError> {
-  const outcome = await call.then(
-    () => new Error("resolved"),
-    (error: unknown) => error,
-  );
-  if (!(outcome instanceof ServiceError)) throw outcome;
-  return outcome;
 }
 
 describe("a write answered with a success the client cannot read", () => {

@@ -5,6 +5,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
+import { ServiceError } from "../../src/api/errors.ts";
 import type { Deployment } from "../../src/api/wire.ts";
 
 /** A request as the service saw it. */
@@ -113,4 +114,14 @@ export async function until(condition: () => boolean, ms = 5000): Promise<void> 
     if (Date.now() > deadline) throw new Error("condition not reached in time");
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
+}
+
+/** The error `call` rejects with (a test failure when it resolves, or rejects with another error). */
+export async function rejection(call: Promise<unknown>): Promise<ServiceError> {
+  const outcome = await call.then(
+    () => new Error("resolved"),
+    (error: unknown) => error,
+  );
+  if (!(outcome instanceof ServiceError)) throw outcome;
+  return outcome;
 }
