@@ -175,10 +175,8 @@ export class ServiceClient extends DeploymentRoutes {
     if (!Number.isInteger(maxItems) || maxItems < 1)
       throw new RequestValidationError("maxItems", `must be an integer >= 1, got ${maxItems}`);
     const page = async (start: number, limit: number) => {
-      const { rows, offset } = await this.#revisionPage(deploymentId, start, limit, {
-        retries: this.pageRetries,
-        ...signalOf(opts),
-      });
+      const paging = { retries: this.pageRetries, keep: limit, ...signalOf(opts) };
+      const { rows, offset } = await this.#revisionPage(deploymentId, start, limit, paging);
       return { items: rows, nextOffset: offset ?? start + rows.length };
     };
     const rows: RevisionRow[] = [];
@@ -270,7 +268,8 @@ export class ServiceClient extends DeploymentRoutes {
    * One request for a page of GET /v2/deployments/{deployment_id}/revisions: `limit` rows from
    * `offset`, in the service's order, each item read on its own (one that is not a revision kept
    * as an unreadable row; only the first `keep`, when given), with the `offset` the service
-   * answered. Throws {@link RevisionsRouteMissingError} when the service has no such route.
+   * answered (past `keep`, where the rows read end). Throws {@link RevisionsRouteMissingError}
+   * when the service has no such route.
    */
   async #revisionPage(
     deploymentId: string,
@@ -296,7 +295,8 @@ export class ServiceClient extends DeploymentRoutes {
     const rows: RevisionRow[] = await Promise.all(items.map(readRevisionItem));
     for (const row of rows)
       if (row.ok) for (const value of unknownRevisionValues(row.revision)) this.reportUnknown(value);
-    return { rows, offset: body.offset ?? undefined };
+    const cut = items.length < body.resources.length;
+    return { rows, offset: cut ? offset + items.length : (body.offset ?? undefined) };
   }
 
   /**

@@ -165,6 +165,16 @@ describe("a page of more items than the limit asked", () => {
     expect(told).toBe(100);
   }, 60_000);
 
+  it("is read to the limit in a revision listing too (the revisions command)", async () => {
+    const page = JSON.stringify({ resources: Array.from({ length: 100_000 }, () => ({})), offset: 100_000 });
+    const client = await clientOf((req, res, n) =>
+      answering(200, req.query.get("offset") === "0" ? page : `{"resources":[],"offset":0}`)(req, res, n),
+    );
+    const listing = await client.listRevisions(DEPLOYMENT_ID);
+    expect(listing.rows).toHaveLength(100);
+    expect(listing.truncated).toBe(false);
+  }, 60_000);
+
   it("asks for the rest from where it stopped: a service ignoring the limit is still read whole", async () => {
     const all = Array.from({ length: 250 }, (_, i) => deployment(i + 1));
     const service = await serve((req, res, n) => {
