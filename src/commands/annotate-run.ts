@@ -13,7 +13,7 @@ import { collectionPath, listItems, listMeta } from "../kube/object.ts";
 import { systemApiClock } from "../runtime/clock.ts";
 import { isRecord } from "../runtime/json.ts";
 import type { CliContext } from "./context.ts";
-import { listingError, type PluginCluster, pluginCluster } from "./plugin-cluster.ts";
+import { listingError, type PluginCluster, pluginCluster, resourceNotFoundError } from "./plugin-cluster.ts";
 import type { KubectlFlags } from "./plugin-flags.ts";
 import { CommandExit, EXIT } from "./program.ts";
 import { UsageError } from "./usage-error.ts";
@@ -74,10 +74,11 @@ export async function patchAnnotation(
     });
   } catch (error) {
     if (!isNotFound(error)) throw error;
-    throw new Error(
+    const missing = new Error(
       `Deployment resource ${cluster.namespace}/${name} not found: list them with kubectl get dmsd -n ${cluster.namespace} (or give -n <namespace>)`,
       { cause: error },
     );
+    throw await resourceNotFoundError(cluster, missing, signal);
   }
 }
 

@@ -28,6 +28,8 @@ export interface CommandCluster extends ConnectionReadPorts {
   secrets: KubeSecrets;
   /** The kubeconfig context's namespace, if it names one. */
   namespace: string | undefined;
+  /** What the kubeconfig said, for messages: `kubeconfig <path>, context <name>`. */
+  description: string;
 }
 
 /** The cluster of `kubeconfig` (and `context`): nothing is cached or watched. */
@@ -60,7 +62,12 @@ export function kubeconfigCluster(
 /** The cluster of a kubeconfig already loaded: nothing is cached or watched. */
 export function commandClusterOf(kube: LoadedKubeConfig, userAgent: string): CommandCluster {
   const client = new KubeClient(kube.config, { userAgent });
-  return { client, secrets: new KubeSecrets({ client }), namespace: kube.namespace };
+  return {
+    client,
+    secrets: new KubeSecrets({ client }),
+    namespace: kube.namespace,
+    description: kube.description,
+  };
 }
 
 /**

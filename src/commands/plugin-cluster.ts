@@ -47,10 +47,32 @@ export const REQUEST_TIMEOUT_MS = 30_000;
  * server's 404: it serves no such kind (the CRDs are not installed, or it is another cluster than
  * meant); any other error as it is.
  */
-export function listingError(error: unknown, cluster: PluginCluster): unknown {
+export function listingError(error: unknown, cluster: Pick<PluginCluster, "description">): unknown {
   if (!(error instanceof KubeApiError && error.status === 404)) return error;
-  return new Error(
-    `the API server does not serve deployments.dms.dev (${cluster.description}): install the CRDs (the release's crds.yaml, or the Helm chart), or pick another cluster with --context or --kubeconfig`,
-    { cause: error },
-  );
+  return notServedError(cluster, error);
 }
+
+/**
+ * The error of a 404 on one Deployment resource: the kind not served at all when the API server's
+ * discovery document does not list it (no CRDs: a 404 then says nothing of the name), else
+ * `missing`, the resource's own. A failure to read the discovery document leaves `missing`.
+ * What it reads is loaded here, on that path only: `version` and completion load this module too.
+ */
+export async function resourceNotFoundError(
+  cluster: Pick<PluginCluster, "client" | "description">,
+  missing: Error,
+  signal: AbortSignal,
+): Promise<Error> {
+  const [{ servesType }, { DEPLOYMENTS }] = await Promise.all([
+    import("../connection/read.ts"),
+    import("../kube/deployments.ts"),
+  ]);
+  const served = await servesType(cluster.client, DEPLOYMENTS, signal).catch(() => true);
+  return served ? missing : notServedError(cluster, missing);
+}
+
+const notServedError = (cluster: Pick<PluginCluster, "description">, cause: unknown) =>
+  new Error(
+    `the API server does not serve deployments.dms.dev (${cluster.description}): install the CRDs (the release's crds.yaml, or the Helm chart), or pick another cluster with --context or --kubeconfig`,
+    { cause },
+  );

@@ -23,6 +23,7 @@ import {
   connectionFlag,
 } from "./connections.ts";
 import { type CliContext, type ConnectionFlags, UsageError } from "./context.ts";
+import { resourceNotFoundError } from "./plugin-cluster.ts";
 import { resourceCluster } from "./resource-cluster.ts";
 import { serviceClientFrom } from "./service-client.ts";
 
@@ -79,8 +80,12 @@ export async function resourceDeployment(
   const signal = ctx.stopSignal;
   const obj = await new KubeDeployments({ client: kube.client }).getLive({ namespace, name }, signal);
   if (!obj)
-    throw new Error(
-      `Deployment resource ${namespace}/${name} not found: check with kubectl get dmsd -n ${namespace} (or give -n)`,
+    throw await resourceNotFoundError(
+      kube,
+      new Error(
+        `Deployment resource ${namespace}/${name} not found: check with kubectl get dmsd -n ${namespace} (or give -n)`,
+      ),
+      signal,
     );
   const id = connectionOf(namespace, obj.spec.connectionRef);
   const what = `Deployment ${namespace}/${name}`;

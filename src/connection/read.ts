@@ -135,7 +135,7 @@ function specOf(kind: ConnectionKind, spec: unknown, what: string): ConnectionSp
 }
 
 /** Whether the API server serves `type` (the discovery document of its group version lists it). */
-async function servesType(
+export async function servesType(
   client: KubeClient,
   type: CustomResourceKind,
   signal: AbortSignal,

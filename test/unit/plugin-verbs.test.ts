@@ -14,17 +14,20 @@ import {
   registerRebuildCommand,
   registerReconcileCommand,
   registerRolloutNowCommand,
+  registerSuspendCommand,
   resourceName,
   waitTimeout,
 } from "../../src/commands/annotate.ts";
 import { acknowledgement, neverAcknowledged } from "../../src/commands/annotate-run.ts";
 import { type Candidate, completions, DIRECTIVE } from "../../src/commands/completion-plugin.ts";
+import { registerLogsCommand } from "../../src/commands/logs-command.ts";
 import {
   describeInstall,
   imageTag,
   installOf,
   registerVersionCommand,
 } from "../../src/commands/operator-version.ts";
+import { registerRevisionsCommand } from "../../src/commands/revisions-command.ts";
 import { registerStatusCommand } from "../../src/commands/status.ts";
 import {
   type ConnectionView,
@@ -579,6 +582,66 @@ describe("the verbs on a cluster without the CRDs", () => {
           expect(run.stderr).toMatch(
             /^error: the API server does not serve deployments\.dms\.dev \(kubeconfig .*config, context plain\): install the CRDs .*or pick another cluster with --context or --kubeconfig\n$/,
           );
+        }
+      },
+    );
+  });
+
+  // As the real API server answers a path of a group it does not serve: text, not a Status.
+  const noCrds: RequestListener = (_req, res) => {
+    res.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
+    res.end("404 page not found\n");
+  };
+  const named = [
+    ["suspend", "web"],
+    ["reconcile", "web"],
+    ["revisions", "web"],
+    ["logs", "web"],
+  ];
+  const commands = [
+    registerSuspendCommand,
+    registerReconcileCommand,
+    registerRevisionsCommand,
+    registerLogsCommand,
+  ];
+
+  it("a verb, logs and revisions given a name say so too, not that the resource is not found", async () => {
+    await withApiServer(noCrds, async (kubeconfig) => {
+      for (const args of named) {
+        const run = await runCli([...args, "--kubeconfig", kubeconfig], { commands });
+        expect(run.code, args.join(" ")).toBe(1);
+        expect(run.stderr, args.join(" ")).toMatch(
+          /^error: the API server does not serve deployments\.dms\.dev \(kubeconfig .*config, context plain\): install the CRDs /,
+        );
+        expect(run.stderr).not.toContain("not found");
+      }
+    });
+  });
+
+  it("with the CRDs installed, a missing resource is named as not found", async () => {
+    const discovery = {
+      kind: "APIResourceList",
+      groupVersion: "dms.dev/v1alpha1",
+      resources: [{ name: "deployments" }],
+    };
+    const missing = {
+      kind: "Status",
+      status: "Failure",
+      reason: "NotFound",
+      message: "not found",
+      code: 404,
+    };
+    await withApiServer(
+      (req, res) => {
+        const served = req.url === "/apis/dms.dev/v1alpha1";
+        res.writeHead(served ? 200 : 404, { "content-type": "application/json" });
+        res.end(JSON.stringify(served ? discovery : missing));
+      },
+      async (kubeconfig) => {
+        for (const args of named) {
+          const run = await runCli([...args, "--kubeconfig", kubeconfig], { commands });
+          expect(run.code, args.join(" ")).toBe(1);
+          expect(run.stderr, args.join(" ")).toMatch(/^error: Deployment resource team-a\/web not found: /);
         }
       },
     );
