@@ -196,7 +196,7 @@ export async function runProgram(
 ): Promise<number> {
   const program = createProgram(ctx, commands, name, listed, all);
   try {
-    await program.parseAsync([...argv], { from: "user" });
+    await program.parseAsync(kubectlShortValues(argv), { from: "user" });
     return EXIT.ok;
   } catch (error) {
     if (error instanceof CommandExit) return error.status;
@@ -204,6 +204,17 @@ export async function runProgram(
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.failed;
     return await reportError(error, argv.includes("--verbose"), ctx);
   }
+}
+
+/**
+ * `argv` with kubectl's `-o=json` and `-n=team-a` (pflag reads a short flag's value after `=`)
+ * written as `-o json`: commander would read the value `=json`. Up to `--`.
+ */
+export function kubectlShortValues(argv: readonly string[]): string[] {
+  const end = argv.indexOf("--");
+  const flags = end === -1 ? argv : argv.slice(0, end);
+  const split = flags.flatMap((arg) => (/^-[A-Za-z]=/.test(arg) ? [arg.slice(0, 2), arg.slice(3)] : [arg]));
+  return end === -1 ? split : [...split, ...argv.slice(end)];
 }
 
 async function reportError(error: unknown, verbose: boolean, ctx: CliContext): Promise<number> {

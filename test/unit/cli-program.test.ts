@@ -105,3 +105,48 @@ describe("runProgram's error line", () => {
     expect(unprintableIn(verbose.stderr.replaceAll("\n", ""))).toBeUndefined();
   });
 });
+
+describe("kubectl's -o=json and -n=team-a", () => {
+  /** Runs `args` in a program whose one command takes -o and -n: the values it read, or its error. */
+  async function readValues(args: string[]) {
+    let stderr = "";
+    let read: unknown;
+    const ctx: CliContext = {
+      out: () => {},
+      err: (text) => {
+        stderr += text;
+      },
+      stdoutIsTTY: false,
+      env: {},
+      stopSignal: new AbortController().signal,
+    };
+    const register = (program: Command) => {
+      program
+        .command("get")
+        .option("-o, --output <format>")
+        .option("-n, --namespace <ns>")
+        .argument("[name...]")
+        .action((names, flags) => {
+          read = { names, ...flags };
+        });
+    };
+    return { code: await runProgram(args, ctx, [register]), read, stderr };
+  }
+
+  it("read the value after =, as kubectl does", async () => {
+    expect(await readValues(["get", "-o=json", "-n=team-a", "web"])).toEqual({
+      code: EXIT.ok,
+      read: { names: ["web"], output: "json", namespace: "team-a" },
+      stderr: "",
+    });
+    expect((await readValues(["get", "-ojson", "--namespace=team-a"])).read).toEqual({
+      names: [],
+      output: "json",
+      namespace: "team-a",
+    });
+  });
+
+  it("leave the arguments after -- as they are", async () => {
+    expect((await readValues(["get", "--", "-o=json"])).read).toEqual({ names: ["-o=json"] });
+  });
+});
