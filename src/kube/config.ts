@@ -60,7 +60,7 @@ export interface LoadedKubeConfig {
  *
  * Contract: `request.kubeconfig`, else the first non-empty path of `KUBECONFIG` (further paths
  * merged as kubectl does: the first file to name a cluster, user or context, or to set the current
- * context, wins); else in-cluster when `KUBERNETES_SERVICE_HOST`/`_PORT` are set and the service
+ * context, wins; one that does not exist is skipped, unless none does); else in-cluster when `KUBERNETES_SERVICE_HOST`/`_PORT` are set and the service
  * account token and CA files exist. Relative file paths in a kubeconfig are resolved against that
  * file's directory; inline `*-data` overrides the matching file, and `token` overrides `tokenFile`
  * (kubectl's rules). Throws an Error with one clear line when a file is missing, unreadable or
@@ -113,8 +113,11 @@ function fromFiles(paths: string[], context: string | undefined, origin: string)
     contexts: new Map(),
     currentContext: undefined,
   };
-  for (const path of paths) mergeFile(merged, path, origin);
-  const all = paths.join(delimiter);
+  // As kubectl, a file of KUBECONFIG that does not exist is skipped (none existing is an error).
+  const existing = origin === "KUBECONFIG" ? paths.filter((path) => existsSync(path)) : [];
+  const files = existing.length > 0 ? existing : paths;
+  for (const path of files) mergeFile(merged, path, origin);
+  const all = files.join(delimiter);
   if (context && !merged.contexts.has(context)) {
     const known = [...merged.contexts.keys()];
     throw new Error(`context ${context} is not in ${all} (contexts: ${known.join(", ") || "none"})`);

@@ -101,6 +101,17 @@ describe("loadKubeConfig", () => {
     );
   });
 
+  it("skips a file of KUBECONFIG that does not exist, as kubectl does, but not --kubeconfig's", () => {
+    const missing = join(dir, "missing.yaml");
+    const env = { KUBECONFIG: [missing, devAndProd].join(delimiter) };
+    const loaded = loadKubeConfig({ context: "prod" }, { env });
+    expect(loaded.server).toBe("https://prod.example:6443");
+    expect(loaded.description).toBe(`kubeconfig ${devAndProd}, context prod`);
+    expect(() => loadKubeConfig({ kubeconfig: missing }, { env })).toThrow(
+      `kubeconfig ${missing} (from --kubeconfig) does not exist`,
+    );
+  });
+
   it("refuses a kubeconfig without a current context", () => {
     const none = kubeconfig("none.yaml", [{ name: "x", server: "https://x.example" }], "");
     expect(() => loadKubeConfig({ kubeconfig: none }, { env: {} })).toThrow(/has no current context/);
