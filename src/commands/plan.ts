@@ -10,7 +10,7 @@
  *
  * plan-command.ts registers the command; this module, loaded when it runs, does the work.
  */
-import { readSettings } from "../config.ts";
+import { flagOf, readSettings, SERVICE_FLAG_SETTINGS } from "../config.ts";
 import { ConnectionReadError } from "../connection/read.ts";
 import { connectionWindows } from "../connection/settings.ts";
 import {
@@ -75,6 +75,11 @@ export async function runPlan(flags: PlanFlags, ctx: CliContext): Promise<number
   if (flags.protectionNamespaces && flags.kubeconfig === undefined)
     throw new UsageError([
       "--protection-namespaces names namespaces of a cluster to check for protected resources the files no longer hold: pass --kubeconfig too",
+    ]);
+  const unread = givenFlags(flags, CLUSTER_FLAGS);
+  if (unread.length > 0 && flags.kubeconfig === undefined)
+    throw new UsageError([
+      `${unread.join(", ")}: of the cluster plan reads with --kubeconfig: pass --kubeconfig too`,
     ]);
   const { ref: selected, kube } = kubeconfigCluster(flags, "dms-operator-plan");
   const namespace = flags.namespace ?? kube?.namespace ?? "default";
@@ -197,6 +202,16 @@ function skipReason(id: ConnectionId | undefined, selected: ConnectionId): strin
   return `${uses}, not --connection's ${describeConnection(selected)}; plan without --connection reviews each resource through its own`;
 }
 
+/** The flags of what plan reads with --kubeconfig only (besides --protection-namespaces). */
+const CLUSTER_FLAGS = ["operatorNamespace", "maxSecretBytes"] as const;
+
+/** The flags of the service (its settings' environment variables are not refused: a CI job's). */
+const SERVICE_FLAGS = Object.keys(SERVICE_FLAG_SETTINGS) as (keyof typeof SERVICE_FLAG_SETTINGS)[];
+
+/** Those of `keys` given on the command line, as flags (`--operator-namespace`). */
+const givenFlags = (flags: PlanFlags, keys: readonly (keyof PlanFlags)[]): string[] =>
+  keys.flatMap((key) => (flags[key] === undefined ? [] : [flagOf(key)]));
+
 /**
  * `plan --offline`: the files checked as the API server would check them on `kubectl apply`
  * (the CRD's structural schema, unknown fields, and its CEL rules that need no previous object),
@@ -204,14 +219,14 @@ function skipReason(id: ConnectionId | undefined, selected: ConnectionId): strin
  * `file:line:col: error: message`; resolves 1 when there is one, else 0.
  */
 export async function runPlanOffline(flags: PlanFlags, ctx: CliContext): Promise<number> {
-  const online = (
-    [
-      ["kubeconfig", "--kubeconfig"],
-      ["context", "--context"],
-      ["connection", "--connection"],
-      ["protectionNamespaces", "--protection-namespaces"],
-    ] as const
-  ).flatMap(([key, flag]) => (flags[key] === undefined ? [] : [flag]));
+  const online = givenFlags(flags, [
+    "kubeconfig",
+    "context",
+    "connection",
+    "protectionNamespaces",
+    ...CLUSTER_FLAGS,
+    ...SERVICE_FLAGS,
+  ]);
   if (online.length > 0)
     throw new UsageError([
       `--offline reads no cluster and no service: drop ${online.join(", ")}, or drop --offline to plan against them`,

@@ -99,6 +99,15 @@ describe("plan --offline", () => {
     expect(protection.stderr).toBe(
       "error: --offline reads no cluster and no service: drop --protection-namespaces, or drop --offline to plan against them\n",
     );
+    // Flags it would otherwise accept and ignore: the cluster's and the service's.
+    const ignored = await plan(
+      ["--operator-namespace", "ops", "--max-secret-bytes", "4096", "--base-url", "http://x"],
+      valid,
+    );
+    expect(ignored.code).toBe(1);
+    expect(ignored.stderr).toBe(
+      "error: --offline reads no cluster and no service: drop --operator-namespace, --max-secret-bytes, --base-url, or drop --offline to plan against them\n",
+    );
   });
 });
 
@@ -119,3 +128,23 @@ describe("plan --protection-namespaces", () => {
     );
   });
 });
+
+describe("plan's flags of the cluster without --kubeconfig", () => {
+  it("are refused, not ignored", async () => {
+    for (const [flag, value] of [
+      ["--operator-namespace", "ops"],
+      ["--max-secret-bytes", "4096"],
+    ] as const) {
+      const run = await runCli(["plan", "-f", "-", flag, value, "--base-url", "http://127.0.0.1:9"], {
+        commands: [registerPlanCommand],
+        stdin: valid,
+        env: {},
+      });
+      expect(run.code).toBe(1);
+      expect(run.stderr).toBe(
+        `error: ${flag}: of the cluster plan reads with --kubeconfig: pass --kubeconfig too\n`,
+      );
+    }
+  });
+});
+
