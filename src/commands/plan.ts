@@ -31,6 +31,7 @@ import {
   PLAN_EXIT,
   type PlanReport,
   planDocument,
+  planErrorLines,
   planExitStatus,
   renderPlanJson,
   renderPlanText,
@@ -131,6 +132,7 @@ function renderPlan(report: PlanReport, flags: PlanFlags, ctx: CliContext): stri
     case "name":
       // The names on stdout for a script; what makes the plan fail stays visible on stderr.
       for (const p of report.fileErrors) ctx.err(`${fileErrorLine(p)}\n`);
+      for (const line of planErrorLines(report)) ctx.err(`${line}\n`);
       return report.entries.map((e) => `deployment.dms.dev/${e.name}\n`).join("");
     default:
       return renderPlanText(report, paint(colorEnabled(ctx.env, ctx.stdoutIsTTY)));

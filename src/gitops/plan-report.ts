@@ -192,3 +192,21 @@ export function renderPlanText(report: PlanReport, colours: PlanColours = NO_COL
 export function fileErrorLine(p: ManifestProblem, red: (text: string) => string = (t) => t): string {
   return `${escapeForTerminal(`${p.file}:${p.line}:${p.column}`)}: ${red("error")}: ${escapeForTerminal(p.message)}`;
 }
+
+/**
+ * What `-o name` leaves out and a reader must still see, a line each for stderr: a resource's
+ * problems and error (`error: team-a/web [file:line]: NameConflict: …`, what fails the plan), then
+ * the protected resources a prune would delete (`warning: …`). Controls written as escapes.
+ */
+export function planErrorLines(report: PlanReport): string[] {
+  const x = escapeForTerminal;
+  return [
+    ...report.entries.flatMap((e) => [
+      ...e.problems.map(
+        (p) => `error: ${x(`${e.namespace}/${e.name} [${where(e)}]: ${p.reason}: ${p.message}`)}`,
+      ),
+      ...(e.error ? [`error: ${x(`${e.namespace}/${e.name} [${where(e)}]: ${e.error}`)}`] : []),
+    ]),
+    ...(report.protection?.removals ?? []).map((r) => `warning: ${x(r.message)}`),
+  ];
+}

@@ -4,6 +4,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { unprintableIn } from "../../src/api/printable.ts";
 import { registerPlanCommand } from "../../src/commands/plan-command.ts";
+import { startSimulator } from "../../src/simulator/server.ts";
 import { runCli } from "../support/cli.ts";
 
 const valid = `apiVersion: dms.dev/v1alpha1
@@ -148,3 +149,27 @@ describe("plan's flags of the cluster without --kubeconfig", () => {
   });
 });
 
+describe("plan -o name", () => {
+  it("writes on stderr why a resource fails the plan, the names alone on stdout", async () => {
+    const sim = await startSimulator({
+      seed: {
+        deployments: [
+          { name: "agent", source: "internal_docker", source_revision_config: { image_uri: "img:1" } },
+        ],
+      },
+    });
+    try {
+      // The service's deployment has another source, which cannot change: blocked, exit 1.
+      const run = await runCli(["plan", "-f", "-", "-o", "name"], {
+        commands: [registerPlanCommand],
+        stdin: valid,
+        env: { DMS_BASE_URL: sim.url },
+      });
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe("deployment.dms.dev/agent\n");
+      expect(run.stderr).toMatch(/^error: team-a\/agent \[<stdin>:1\]: \w+: .*source/);
+    } finally {
+      await sim.close();
+    }
+  });
+});
