@@ -5,7 +5,9 @@ import { describe, expect, it } from "vitest";
 import { ServiceError } from "../../src/api/errors.ts";
 import { unprintableIn } from "../../src/api/printable.ts";
 import type { CliContext } from "../../src/commands/context.ts";
-import { EXIT, runProgram } from "../../src/commands/program.ts";
+import { EXIT, runCommands, runProgram } from "../../src/commands/program.ts";
+import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
+import { COMMANDS } from "../../src/commands/registry.ts";
 import { Manager, ShutdownTimeoutError } from "../../src/runtime/manager.ts";
 
 /** Runs `work` (and `args`) in a one-command program whose action is `action`: its status and stderr. */
@@ -148,5 +150,27 @@ describe("kubectl's -o=json and -n=team-a", () => {
 
   it("leave the arguments after -- as they are", async () => {
     expect((await readValues(["get", "--", "-o=json"])).read).toEqual({ names: ["-o=json"] });
+  });
+});
+
+describe("help <word> naming no command", () => {
+  it("says the word is unknown and what it is near, as the word alone does", async () => {
+    let stderr = "";
+    let stdout = "";
+    const ctx: CliContext = {
+      out: (text) => {
+        stdout += text;
+      },
+      err: (text) => {
+        stderr += text;
+      },
+      stdoutIsTTY: false,
+      env: {},
+      stopSignal: new AbortController().signal,
+    };
+    const code = await runCommands(["help", "statsu"], ctx, KUBECTL_PLUGIN_NAME, COMMANDS);
+    expect(code).toBe(EXIT.failed);
+    expect(stdout).toBe("");
+    expect(stderr).toBe("error: unknown command 'statsu'\n(Did you mean status?)\n");
   });
 });
