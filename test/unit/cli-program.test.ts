@@ -9,6 +9,7 @@ import { EXIT, runCommands, runProgram } from "../../src/commands/program.ts";
 import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
 import { COMMANDS } from "../../src/commands/registry.ts";
 import { Manager, ShutdownTimeoutError } from "../../src/runtime/manager.ts";
+import { runCli, silentContext } from "../support/cli.ts";
 
 /** Runs `work` (and `args`) in a one-command program whose action is `action`: its status and stderr. */
 async function runWork(action: () => Promise<void>, stopSignal: AbortSignal, args: string[] = []) {
@@ -111,17 +112,7 @@ describe("runProgram's error line", () => {
 describe("kubectl's -o=json and -n=team-a", () => {
   /** Runs `args` in a program whose one command takes -o and -n: the values it read, or its error. */
   async function readValues(args: string[]) {
-    let stderr = "";
     let read: unknown;
-    const ctx: CliContext = {
-      out: () => {},
-      err: (text) => {
-        stderr += text;
-      },
-      stdoutIsTTY: false,
-      env: {},
-      stopSignal: new AbortController().signal,
-    };
     const register = (program: Command) => {
       program
         .command("get")
@@ -132,7 +123,8 @@ describe("kubectl's -o=json and -n=team-a", () => {
           read = { names, ...flags };
         });
     };
-    return { code: await runProgram(args, ctx, [register]), read, stderr };
+    const { code, stderr } = await runCli(args, { commands: [register] });
+    return { code, read, stderr };
   }
 
   it("read the value after =, as kubectl does", async () => {
@@ -158,15 +150,13 @@ describe("help <word> naming no command", () => {
     let stderr = "";
     let stdout = "";
     const ctx: CliContext = {
+      ...silentContext(),
       out: (text) => {
         stdout += text;
       },
       err: (text) => {
         stderr += text;
       },
-      stdoutIsTTY: false,
-      env: {},
-      stopSignal: new AbortController().signal,
     };
     const code = await runCommands(["help", "statsu"], ctx, KUBECTL_PLUGIN_NAME, COMMANDS);
     expect(code).toBe(EXIT.failed);
