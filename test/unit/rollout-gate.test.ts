@@ -78,7 +78,13 @@ describe("gatePatch", () => {
       send: both,
       viaRolloutNow: true,
     });
-    const acted = gatePatch(both, { ...STILL, windows, now: AFTERNOON, rolloutNow: "1", handledRolloutNow: "1" });
+    const acted = gatePatch(both, {
+      ...STILL,
+      windows,
+      now: AFTERNOON,
+      rolloutNow: "1",
+      handledRolloutNow: "1",
+    });
     expect(acted.held).toBeDefined();
   });
 });
@@ -103,7 +109,9 @@ describe("a connection's binding windows (spec.rolloutWindowsPolicy: Binding)", 
     });
     const inherited = windowsInEffect(undefined, advisory([FROZEN]), AFTERNOON);
     expect(gatePatch(revisionOnly, { ...STILL, windows: inherited, now: AFTERNOON }).held).toBeDefined();
-    expect(gatePatch(revisionOnly, { ...STILL, windows: inherited, now: AFTERNOON, rolloutNow: "1" })).toEqual({
+    expect(
+      gatePatch(revisionOnly, { ...STILL, windows: inherited, now: AFTERNOON, rolloutNow: "1" }),
+    ).toEqual({
       send: revisionOnly,
       viaRolloutNow: true,
     });
@@ -121,7 +129,9 @@ describe("a connection's binding windows (spec.rolloutWindowsPolicy: Binding)", 
     );
     // Left out, the resource's own windows are none: the connection's hold it all the same.
     const inherited = windowsInEffect(undefined, binding([FROZEN]), AFTERNOON);
-    expect(gatePatch(both, { ...STILL, windows: inherited, now: AFTERNOON }).held?.message).toBe(gated.held?.message);
+    expect(gatePatch(both, { ...STILL, windows: inherited, now: AFTERNOON }).held?.message).toBe(
+      gated.held?.message,
+    );
   });
 
   it("Binding: dms.dev/rollout-now does not lift them, and says so", () => {
@@ -162,7 +172,9 @@ describe("a connection's binding windows (spec.rolloutWindowsPolicy: Binding)", 
     expect(waited.held?.wakeAt).toBe(OPENS);
     expect(waited.held?.message).toContain(`when allow window [0] of ${CONNECTION} (0 22 * * 1-5 for 8h`);
     // Inside both: out now.
-    expect(gatePatch(revisionOnly, { ...STILL, windows: narrowed, now: Date.parse("2026-11-24T23:30:00Z") })).toEqual({
+    expect(
+      gatePatch(revisionOnly, { ...STILL, windows: narrowed, now: Date.parse("2026-11-24T23:30:00Z") }),
+    ).toEqual({
       send: revisionOnly,
       viaRolloutNow: false,
     });
