@@ -37,12 +37,14 @@
  * each; the pieces shared with a value are found by samples (8 characters every 4) of the values
  * and one rolling hash over each reading, or, for a text shorter than the values, by samples of
  * the text and one rolling hash over each value; a split over entries reads at most a value's
- * length of each entry's ends. And the whole search has a wall-clock budget
+ * length of each entry's ends. And the whole search has a time budget, of the event loop's own
+ * CPU time (`workMs`: a machine busy elsewhere does not cut an ordinary search short)
  * ({@link REDACT_BUDGET_MS}, and {@link REDACT_MS_PER_MIB} per MiB of text searched): past it
  * the text is not shown
  * ({@link RedactionBudgetError}, or the fallbacks of {@link redactSecrets} and
  * {@link redactAndTruncate}), never shown unsearched.
  */
+import { workMs } from "../runtime/clock.ts";
 import { cutToLength } from "./printable.ts";
 
 /** What replaces a secret value in redacted text. */
@@ -67,10 +69,10 @@ const SAMPLE_STEP = MIN_SHARED_BYTES - SAMPLE;
 const SAMPLE_PLACES = 4;
 /** Characters of a text read as base64, hex and percent-encoded text (its start). */
 export const DECODE_WINDOW_CHARS = 1 << 18;
-/** Wall-clock time one redaction may take before the text is withheld, besides {@link REDACT_MS_PER_MIB}. */
+/** Time (the thread's CPU time) one redaction may take before the text is withheld, besides {@link REDACT_MS_PER_MIB}. */
 export const REDACT_BUDGET_MS = 250;
 /**
- * Wall-clock time allowed per MiB of text searched, on top of {@link REDACT_BUDGET_MS}: the search
+ * Time allowed per MiB of text searched, on top of {@link REDACT_BUDGET_MS}: the search
  * is linear in the text for ordinary values, so a large text (an 8 MiB error body) gets time in
  * proportion, and only a crafted one (many values sharing their start in a text of it) runs out.
  */
@@ -102,25 +104,24 @@ function budgetFor(chars: number): RedactionBudget {
   return new RedactionBudget(REDACT_BUDGET_MS + (chars / (1 << 20)) * REDACT_MS_PER_MIB);
 }
 
-/** The search ran past its wall-clock budget: the text must not be shown. */
+/** The search ran past its time budget: the text must not be shown. */
 export class RedactionBudgetError extends Error {
   override readonly name = "RedactionBudgetError";
 }
 
-/** A wall-clock deadline, looked at every few thousand steps of a search. */
+/** A deadline on the thread's CPU time (`workMs`), looked at every few thousand steps of a search. */
 export class RedactionBudget {
   readonly #deadline: number;
   #steps = 0;
   constructor(ms = REDACT_BUDGET_MS) {
-    this.#deadline = performance.now() + ms;
+    this.#deadline = workMs() + ms;
   }
   /** Counts `n` steps; throws {@link RedactionBudgetError} once the deadline has passed. */
   step(n = 1): void {
     this.#steps += n;
     if (this.#steps < 4096) return;
     this.#steps = 0;
-    if (performance.now() > this.#deadline)
-      throw new RedactionBudgetError("redaction ran past its time budget");
+    if (workMs() > this.#deadline) throw new RedactionBudgetError("redaction ran past its time budget");
   }
 }
 

@@ -120,6 +120,21 @@ export const systemApiClock: ApiClock = {
   sleep: (ms, signal) => sleepOn(keptTimers, ms, signal),
 };
 
+/**
+ * Milliseconds of CPU time the calling thread has used (`process.threadCpuUsage`; wall-clock
+ * `performance.now()` where Node has no thread clock): what a budget of work done on the event
+ * loop counts (a search of a tenant's text or schedules), so that a machine whose cores are busy
+ * elsewhere, which stretches that work's wall-clock time, does not cut honest work short. On a
+ * quiet machine the two agree.
+ */
+export const workMs: () => number =
+  typeof process.threadCpuUsage === "function"
+    ? () => {
+        const { user, system } = process.threadCpuUsage();
+        return (user + system) / 1000;
+      }
+    : () => performance.now();
+
 /** Resolves when `promise` does or `signal` aborts, whichever comes first; rejects if `promise` does first. */
 export function untilAborted(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {
   return new Promise<void>((resolve, reject) => {
