@@ -20,10 +20,12 @@ import {
 } from "./status-resource.ts";
 import { RESOURCE_PREFIX } from "./words.ts";
 
-/** The text `status` prints. `now`: ms since the epoch. */
+/** The text `status` prints (with no resource, no summary line). `now`: ms since the epoch. */
 export function renderStatus(input: {
   scope: string;
   allNamespaces: boolean;
+  /** The namespace read (without -A), for kubectl's `No resources found in <ns> namespace.` */
+  namespace?: string;
   resources: Listed;
   connections: ConnectionView[];
   notes: string[];
@@ -35,7 +37,8 @@ export function renderStatus(input: {
   const name = (v: { namespace: string; name: string }) =>
     allNamespaces && v.namespace ? `${v.namespace}/${v.name}` : v.name;
   const out: string[] = [];
-  out.push(summaryLine(input, views));
+  // No resource: no summary of zeros (renderStatusAs says kubectl's No resources found).
+  if (views.length > 0) out.push(summaryLine(input, views));
   const section = (title: string, head: string[], rows: string[][], hint?: string) => {
     if (rows.length === 0) return;
     out.push(`\n${title} (${rows.length}):\n`);
@@ -96,9 +99,9 @@ export function renderStatus(input: {
     oneLine(c.message) || "-",
   ]);
   section("Connections", ["CONNECTION", "READY", "REASON", "RESOURCES", "MESSAGE"], connectionRows);
-  if (input.connections.length === 0) out.push("\nConnections: none\n");
+  if (input.connections.length === 0 && views.length > 0) out.push("\nConnections: none\n");
   for (const note of input.notes) out.push(`note: ${note}\n`);
-  return out.join("");
+  return views.length > 0 ? out.join("") : out.join("").replace(/^\n/, "");
 }
 
 /** `Deployment resources in namespace a (3): 2 Ready, 0 Reconciling, 1 not Ready, 0 Stalled`. */
@@ -193,7 +196,9 @@ const GROUP_STATE = {
  * What `status` prints for `flags`: the screen of sections (a table without `-o`); a table of
  * the resources, one line each, under `-o wide` or `--no-headers` (the summary line then on
  * stderr); `deployment.dms.dev/<name>` lines under `-o name`; the whole document under `-o json`
- * and `-o yaml`.
+ * and `-o yaml`. With no resource read, a table says kubectl's `No resources found in <ns>
+ * namespace.` (`No resources found` with -A) on stderr and prints no summary (the screen: only
+ * the connections' section and notes, when there are any); `-o name` prints nothing.
  */
 export function renderStatusAs(
   flags: OutputFlags,
@@ -204,15 +209,23 @@ export function renderStatusAs(
   if (format === "json" || format === "yaml") return renderDocument(format, statusDocument(input));
   const views = input.resources.items.flatMap((i) => resourceView(i) ?? []);
   if (format === "name") return views.map((v) => `${RESOURCE_PREFIX}/${oneLine(v.name, 253)}\n`).join("");
-  if (format === "table" && flags.headers !== false) return renderStatus(input);
+  // No resource read: kubectl's line on stderr, as `kubectl get` says it.
+  const none =
+    !input.allNamespaces && input.namespace
+      ? `No resources found in ${input.namespace} namespace.`
+      : "No resources found";
+  if (format === "table" && flags.headers !== false) {
+    if (views.length === 0) ctx.err(`${none}\n`);
+    return renderStatus(input);
+  }
   const byConnection = new Map(input.connections.map((c) => [connectionKey(c.kind, c.namespace, c.name), c]));
-  if (flags.headers !== false) ctx.err(summaryLine(input, views));
+  if (flags.headers !== false && views.length > 0) ctx.err(summaryLine(input, views));
   return renderRows(
     views,
     {
       columns: resourceColumns(input.allNamespaces, byConnection, input.now),
       name: (v) => `${RESOURCE_PREFIX}/${v.name}`,
-      empty: `No Deployment resources in ${input.scope}.`,
+      empty: none,
     },
     { format, headers: flags.headers !== false, now: input.now, err: ctx.err },
   );

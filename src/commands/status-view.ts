@@ -122,6 +122,7 @@ export async function runStatus(flags: StatusFlags, ctx: CliContext): Promise<vo
   const input = {
     scope: all ? "every namespace" : `namespace ${cluster.namespace}`,
     allNamespaces: all,
+    namespace: cluster.namespace,
     resources,
     connections,
     notes,

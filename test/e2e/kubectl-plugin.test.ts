@@ -455,12 +455,15 @@ describe("kubectl dms status", { timeout: 120_000 }, () => {
     expect(table).toMatch(new RegExp(`^${ns}\\s+stalled-one\\s+Stalled\\s`, "m"));
   });
 
-  it("says so when the namespace has no resources", async () => {
+  it("says kubectl's No resources found when the namespace has no resources", async () => {
     const empty = await freshNamespace("plugin-status-empty");
-    const out = await dms(`status -n ${empty}`);
-    expect(out).toContain(
-      `Deployment resources in namespace ${empty} (0): 0 Ready, 0 Reconciling, 0 not Ready, 0 Stalled\n`,
-    );
+    // As kubectl get: the line on stderr, exit 0, no summary of zeros (other files' cluster-wide
+    // connections may still be listed on stdout).
+    const run = await shell(`kubectl dms status -n ${empty}`);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe(`No resources found in ${empty} namespace.\n`);
+    expect(run.stdout).not.toContain("Deployment resources in");
+    expect(await dms(`status -n ${empty} -o name`)).toBe("");
   });
 });
 

@@ -647,3 +647,54 @@ describe("the verbs on a cluster without the CRDs", () => {
     );
   });
 });
+
+describe("status on a namespace without resources", () => {
+  // An API server holding no Deployment resource and no connection.
+  const empty: RequestListener = (_req, res) => {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ kind: "List", apiVersion: "v1", metadata: {}, items: [] }));
+  };
+
+  it("says kubectl's No resources found on stderr, prints nothing on stdout and exits 0", async () => {
+    await withApiServer(empty, async (kubeconfig) => {
+      for (const [args, stderr] of [
+        [[], "No resources found in team-a namespace.\n"],
+        [["-n", "team-b"], "No resources found in team-b namespace.\n"],
+        [["-A"], "No resources found\n"],
+        [["-o", "wide"], "No resources found in team-a namespace.\n"],
+        [["--no-headers"], "No resources found in team-a namespace.\n"],
+        [["-A", "-o", "wide"], "No resources found\n"],
+        [["-o", "name"], ""],
+      ] as const) {
+        const run = await runCli(["status", ...args, "--kubeconfig", kubeconfig], {
+          commands: [registerStatusCommand],
+        });
+        expect({ code: run.code, stdout: run.stdout, stderr: run.stderr }, args.join(" ")).toEqual({
+          code: 0,
+          stdout: "",
+          stderr,
+        });
+      }
+    });
+  });
+
+  it("still shows the cluster's connections on the screen, without a summary of zeros", async () => {
+    const connection = {
+      metadata: { name: "shared" },
+      spec: {},
+      status: { conditions: [cond("Ready", "True", "Connected", "")], deployments: 0 },
+    };
+    const withConnection: RequestListener = (req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      const items = req.url?.includes("/clusterserviceconnections") ? [connection] : [];
+      res.end(JSON.stringify({ kind: "List", apiVersion: "v1", metadata: {}, items }));
+    };
+    await withApiServer(withConnection, async (kubeconfig) => {
+      const run = await runCli(["status", "--kubeconfig", kubeconfig], { commands: [registerStatusCommand] });
+      expect(run.code).toBe(0);
+      expect(run.stderr).toBe("No resources found in team-a namespace.\n");
+      expect(run.stdout).toMatch(/^Connections \(1\):\n {2}CONNECTION +READY/);
+      expect(run.stdout).toContain("ClusterServiceConnection/shared  True");
+    });
+  });
+});
