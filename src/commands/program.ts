@@ -6,7 +6,7 @@
  * line (of the entries `registry.ts` lists, which `cli.ts` gives it), so this module and what it
  * imports must stay light.
  */
-import { Command, CommanderError, Help, type HelpContext } from "commander";
+import { Command, CommanderError, Help, type HelpContext, type Option } from "commander";
 import { ServiceError } from "../api/errors.ts";
 import { escapeForTerminal } from "../api/printable.ts";
 import { VERSION } from "../version.ts";
@@ -200,7 +200,15 @@ export async function runProgram(
 ): Promise<number> {
   const program = createProgram(ctx, commands, name, listed, all);
   try {
-    await program.parseAsync(kubectlShortValues(argv), { from: "user" });
+    const { args, values } = kubectlBooleans(program, argv);
+    program.hook("preAction", (_program, action) => {
+      for (let cmd: Command | null = action; cmd; cmd = cmd.parent)
+        for (const option of cmd.options) {
+          const value = values.get(option);
+          if (value !== undefined) cmd.setOptionValueWithSource(option.attributeName(), value, "cli");
+        }
+    });
+    await program.parseAsync(kubectlShortValues(args), { from: "user" });
     return EXIT.ok;
   } catch (error) {
     if (error instanceof CommandExit) return error.status;
@@ -208,6 +216,52 @@ export async function runProgram(
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.failed;
     return await reportError(error, argv.includes("--verbose"), ctx);
   }
+}
+
+/** pflag's (strconv.ParseBool's) spellings of a boolean flag's value. */
+const BOOLEAN_VALUES: Readonly<Record<string, boolean>> = {
+  ...Object.fromEntries(["1", "t", "T", "TRUE", "true", "True"].map((v) => [v, true])),
+  ...Object.fromEntries(["0", "f", "F", "FALSE", "false", "False"].map((v) => [v, false])),
+};
+
+/**
+ * `argv` with kubectl's `--all-namespaces=false`, `-A=true` (a boolean flag's value after `=`, as
+ * pflag reads it) written as the bare flag, which commander takes, and the value each such flag of
+ * `program`'s commands ends with (the last of its occurrences wins, as in kubectl; `--no-headers=false`
+ * sets `headers`), to set before the action. Up to `--`. A value other than pflag's true and false
+ * spellings is a {@link UsageError} naming the flag, in kubectl's words.
+ */
+export function kubectlBooleans(
+  program: Command,
+  argv: readonly string[],
+): { args: string[]; values: Map<Option, boolean> } {
+  const booleans: Option[] = [];
+  const visit = (cmd: Command): void => {
+    booleans.push(...cmd.options.filter((o) => !o.required && !o.optional));
+    for (const sub of cmd.commands) visit(sub);
+  };
+  visit(program);
+  const values = new Map<Option, boolean>();
+  const end = argv.indexOf("--");
+  const args = argv.map((arg, i) => {
+    const spelled = end !== -1 && i > end ? undefined : /^(--[^=]+|-[A-Za-z])(?:=(.*))?$/s.exec(arg);
+    const flag = spelled?.[1] ?? arg;
+    const options = spelled ? booleans.filter((o) => o.long === flag || o.short === flag) : [];
+    if (options.length === 0) return arg;
+    const text = spelled?.[2];
+    const value = text === undefined ? true : BOOLEAN_VALUES[text];
+    if (value === undefined) {
+      const [option] = options;
+      const named = option?.short && option.long ? `${option.short}, ${option.long}` : flag;
+      throw new UsageError([
+        `invalid argument ${JSON.stringify(text)} for "${named}" flag: strconv.ParseBool: parsing ${JSON.stringify(text)}: invalid syntax`,
+      ]);
+    }
+    for (const option of options)
+      if (text !== undefined || values.has(option)) values.set(option, option.negate ? !value : value);
+    return flag;
+  });
+  return { args, values };
 }
 
 /**

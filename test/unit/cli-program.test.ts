@@ -145,6 +145,69 @@ describe("kubectl's -o=json and -n=team-a", () => {
   });
 });
 
+describe("kubectl's --flag=true|false of a boolean flag", () => {
+  /** Runs `args` in a program with a command `get` and a nested `deployments list`: what it read. */
+  async function readFlags(args: string[]) {
+    let read: unknown;
+    const register = (program: Command) => {
+      const take = (...a: unknown[]) => {
+        read = { ...(a.at(-1) as Command).opts() };
+      };
+      program
+        .command("get")
+        .option("-A, --all-namespaces")
+        .option("--all")
+        .option("--no-headers")
+        .option("-o, --output <format>")
+        .argument("[name...]")
+        .action((_names, _flags, cmd: Command) => take(cmd));
+      program
+        .command("deployments")
+        .command("list")
+        .option("--wide")
+        .action((_flags, cmd: Command) => take(cmd));
+    };
+    const { code, stderr } = await runCli(args, { commands: [register] });
+    return { code, read, stderr };
+  }
+
+  it("takes pflag's true and false spellings, the last occurrence winning", async () => {
+    for (const [args, read] of [
+      [["-A=false"], { allNamespaces: false, headers: true }],
+      [["-A=true"], { allNamespaces: true, headers: true }],
+      [["--all-namespaces=false"], { allNamespaces: false, headers: true }],
+      [["--all-namespaces=TRUE", "-o=json"], { allNamespaces: true, headers: true, output: "json" }],
+      [["-A", "--all-namespaces=f"], { allNamespaces: false, headers: true }],
+      [["--all-namespaces=0", "-A"], { allNamespaces: true, headers: true }],
+      [["--all=1"], { all: true, headers: true }],
+      [["--no-headers=true"], { headers: false }],
+      [["--no-headers=false"], { headers: true }],
+      [["--no-headers", "--no-headers=false"], { headers: true }],
+    ] as const)
+      expect(await readFlags(["get", ...args]), args.join(" ")).toEqual({ code: EXIT.ok, read, stderr: "" });
+    expect((await readFlags(["deployments", "list", "--wide=false"])).read).toEqual({ wide: false });
+  });
+
+  it("refuses any other value, naming the flag as kubectl does", async () => {
+    for (const [arg, flag, value] of [
+      ["-A=yes", "-A, --all-namespaces", "yes"],
+      ["--all-namespaces=", "-A, --all-namespaces", ""],
+      ["--all=on", "--all", "on"],
+      ["--no-headers=no", "--no-headers", "no"],
+    ] as const)
+      expect(await readFlags(["get", arg]), arg).toEqual({
+        code: EXIT.failed,
+        read: undefined,
+        stderr: `error: invalid argument "${value}" for "${flag}" flag: strconv.ParseBool: parsing "${value}": invalid syntax\n`,
+      });
+  });
+
+  it("leaves the arguments after -- and a flag that takes a value as they are", async () => {
+    expect((await readFlags(["get", "--", "-A=false"])).read).toEqual({ headers: true });
+    expect((await readFlags(["get", "--output=-A=x"])).read).toEqual({ headers: true, output: "-A=x" });
+  });
+});
+
 describe("help <word> naming no command", () => {
   it("says the word is unknown and what it is near, as the word alone does", async () => {
     let stderr = "";
