@@ -6,6 +6,7 @@
  */
 
 import { escapeForTerminal } from "../api/printable.ts";
+import { listSelectorProblem } from "../crd/label-selector.ts";
 import { PatchType } from "../kube/client.ts";
 import { DEPLOYMENTS } from "../kube/deployments.ts";
 import { isNotFound } from "../kube/errors.ts";
@@ -129,6 +130,12 @@ export async function runVerb(
   flags: VerbFlags,
   ctx: CliContext,
 ): Promise<void> {
+  // A malformed selector is refused here, as kubectl refuses it, before any request.
+  const problem = flags.selector === undefined ? undefined : listSelectorProblem(flags.selector);
+  if (problem !== undefined)
+    throw new UsageError([
+      `invalid argument ${JSON.stringify(flags.selector)} for "-l, --selector" flag: unable to parse requirement: ${problem}`,
+    ]);
   const cluster = pluginCluster(flags, ctx.env, `kubectl-dms-${verb.name}`);
   const targets = await targetNames(names, flags, cluster, ctx.stopSignal);
   if (targets.length === 0) {

@@ -234,6 +234,23 @@ class SyntaxProblem extends Error {}
  * found where and what was expected; key and value problems say how Kubernetes spells them.
  */
 export function parseSelector(text: string): SelectorResult {
+  return parse(text, false);
+}
+
+/**
+ * What is wrong with `text` as a `-l` selector of a listing, or undefined: the string syntax as
+ * {@link parseSelector} reads it, and `k>1`, `k<1` as the API server takes them (an integer value).
+ */
+export function listSelectorProblem(text: string): string | undefined {
+  const parsed = parse(text, true);
+  return parsed.ok ? undefined : parsed.problem;
+}
+
+/**
+ * The parser of {@link parseSelector}; with `comparisons`, `>` and `<` are checked and then left
+ * out of the selector returned (only {@link listSelectorProblem} asks for them, to check).
+ */
+function parse(text: string, comparisons: boolean): SelectorResult {
   const tokens = tokenize(text);
   let at = 0;
   const peek = (): Token => tokens[at] ?? { kind: "end" };
@@ -296,9 +313,17 @@ export function parseSelector(text: string): SelectorResult {
     if (op.kind === "!=") return { key: k, operator: "NotIn", values: [exactValue()] };
     if (op.kind === "identifier" && (op.text === "in" || op.text === "notin"))
       return { key: k, operator: op.text === "in" ? "In" : "NotIn", values: valueList() };
+    if ((op.kind === ">" || op.kind === "<") && comparisons) {
+      const v = identifier("an integer");
+      if (!/^[-+]?\d+$/.test(v))
+        fail(`for 'Gt', 'Lt' operators, the value must be an integer, found ${JSON.stringify(v)}`);
+      return { key: k, operator: "Exists", values: [] };
+    }
     if (op.kind === ">" || op.kind === "<")
       return fail(`operator "${op.kind}" is not supported here: use in (…) or notin (…)`);
-    return fail(`expected an operator (=, ==, !=, in, notin), "," or the end after ${k}, found ${shown(op)}`);
+    return fail(
+      `expected an operator (=, ==, !=, in, notin${comparisons ? ", >, <" : ""}), "," or the end after ${k}, found ${shown(op)}`,
+    );
   };
   try {
     const requirements: Requirement[] = [];

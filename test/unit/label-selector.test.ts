@@ -12,6 +12,7 @@ import {
   labelArguments,
   labelKeyProblem,
   labelValueProblem,
+  listSelectorProblem,
   matches,
   parseSelector,
   type Requirement,
@@ -289,6 +290,26 @@ describe("laws", () => {
         if (result.ok) expect(parseSelector(formatSelector(result.selector))).toEqual(result);
         else expect(result.problem.length).toBeGreaterThan(0);
       }),
+    );
+  });
+});
+
+describe("listSelectorProblem: a listing's -l", () => {
+  it("takes what parseSelector takes, and Gt/Lt with an integer, as the API server does", () => {
+    for (const text of ["", "a=b,c in (x,y),!d", "replicas>2", "n<-1,tier=web", "n > +3"])
+      expect(listSelectorProblem(text), text).toBeUndefined();
+    // parseSelector still refuses them (a namespace selector object has no such operator).
+    expect(problemOf("replicas>2")).toMatch(/not supported here/);
+  });
+
+  it("says what is wrong with anything else", () => {
+    expect(listSelectorProblem("a in (b")).toBe('expected "," or ")" in a value list, found the end');
+    expect(listSelectorProblem("n>x")).toBe(
+      `for 'Gt', 'Lt' operators, the value must be an integer, found "x"`,
+    );
+    expect(listSelectorProblem("n>")).toBe("expected an integer, found the end");
+    expect(listSelectorProblem("Bad Key=1")).toBe(
+      'expected an operator (=, ==, !=, in, notin, >, <), "," or the end after Bad, found "Key"',
     );
   });
 });

@@ -698,3 +698,39 @@ describe("status on a namespace without resources", () => {
     });
   });
 });
+
+describe("the verbs' -l with a malformed selector", () => {
+  it("is refused naming the flag, in kubectl's words, before any request", async () => {
+    const paths: string[] = [];
+    const empty: RequestListener = (req, res) => {
+      paths.push(req.url ?? "");
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ kind: "List", apiVersion: "v1", metadata: {}, items: [] }));
+    };
+    await withApiServer(empty, async (kubeconfig) => {
+      for (const [selector, problem] of [
+        ["tier in (web", 'expected "," or ")" in a value list, found the end'],
+        ["==web", 'expected a label key, found "=="'],
+        ["replicas>many", `for 'Gt', 'Lt' operators, the value must be an integer, found "many"`],
+      ] as const) {
+        const run = await runCli(["suspend", "-l", selector, "--kubeconfig", kubeconfig], {
+          commands: [registerSuspendCommand],
+        });
+        expect({ code: run.code, stderr: run.stderr }, selector).toEqual({
+          code: 1,
+          stderr: `error: invalid argument ${JSON.stringify(selector)} for "-l, --selector" flag: unable to parse requirement: ${problem}\n`,
+        });
+      }
+      expect(paths).toEqual([]);
+      // What the API server takes goes to it: sets, and Gt/Lt with an integer.
+      for (const selector of ["tier in (web,api),!quarantine", "replicas>2"]) {
+        const run = await runCli(["suspend", "-l", selector, "--kubeconfig", kubeconfig], {
+          commands: [registerSuspendCommand],
+        });
+        expect(run.code, selector).toBe(0);
+        expect(run.stderr).toBe(`No Deployment resources found in namespace team-a matching ${selector}.\n`);
+      }
+      expect(paths).toHaveLength(2);
+    });
+  });
+});
