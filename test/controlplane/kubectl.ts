@@ -58,6 +58,9 @@ export function runCaptured(
     child.on("close", (code, signal) =>
       resolve({ code: code ?? 128, stdout, stderr: signal ? `${stderr}killed by ${signal}` : stderr }),
     );
+    // A child that exits before reading its input (one that fails at once) closes the pipe: the
+    // write's EPIPE is no failure of the run, whose exit code and output say what happened.
+    child.stdin.on("error", () => {});
     child.stdin.end(opts.input);
   });
 }

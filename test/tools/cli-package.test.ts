@@ -53,6 +53,7 @@ function bash(
     });
     child.on("error", reject);
     child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
+    child.stdin.on("error", () => {}); // EPIPE from a script that exits before reading its input
     child.stdin.end(options.stdin ?? "");
   });
 }
