@@ -193,7 +193,8 @@ describe("HealthServer against slow or many clients", () => {
     for (const url of [metrics, probes]) {
       const { socket, closed } = await openRaw(`${url}`, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: a");
       const timer = setInterval(() => socket.write("a"), 50);
-      const ms = await Promise.race([closed, new Promise<number>((r) => setTimeout(() => r(-1), 3_000))]);
+      // Waited for, with no cut-off of its own: a server that never closes it fails the test's timeout.
+      const ms = await closed;
       clearInterval(timer);
       socket.destroy();
       expect(ms).toBeGreaterThan(0);
@@ -206,13 +207,14 @@ describe("HealthServer against slow or many clients", () => {
     const server = new HealthServer({ ...local, maxConnections: 4 });
     const { metrics } = await serve(server);
     const raws = await Promise.all(Array.from({ length: 8 }, () => openRaw(`${metrics}`, "GET /met")));
-    const outcomes = await Promise.all(
-      raws.map(({ closed }) =>
-        Promise.race([closed, new Promise<number>((r) => setTimeout(() => r(-1), 1_000))]),
-      ),
-    );
+    // The connections past the limit are closed: waited for, however long a loaded machine takes
+    // (a server that keeps them open fails the test's timeout).
+    let closed = 0;
+    await new Promise<void>((resolve) => {
+      for (const raw of raws) void raw.closed.then(() => ++closed === 4 && resolve());
+    });
     for (const { socket } of raws) socket.destroy();
-    expect(outcomes.filter((ms) => ms >= 0).length).toBeGreaterThanOrEqual(4);
+    expect(closed).toBeGreaterThanOrEqual(4);
   });
 });
 
