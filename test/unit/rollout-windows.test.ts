@@ -269,7 +269,10 @@ describe("rollout windows: the next look is always later than now", () => {
   });
 
   it("a deny window of a minute every minute: the look again is where the budget left the cover", () => {
-    const found = nextOpening(compile(EVERY_MINUTE_DENY), at("2026-11-24T12:00:00Z"), { maxSteps: 10 });
+    const found = nextOpening(compile(EVERY_MINUTE_DENY), at("2026-11-24T12:00:00Z"), {
+      maxSteps: 10,
+      counter: STILL,
+    });
     // One step finds the start, nine more walk the cover a minute each.
     expect(found).toEqual({ kind: "none", searchedUntil: at("2026-11-24T12:10:00Z"), exhausted: "steps" });
   });
@@ -410,7 +413,7 @@ describe("gateRollout", () => {
   const afternoon = at("2026-11-24T12:00:00Z");
 
   it("holds outside the windows, naming when the next one opens in RFC 3339 and local time", () => {
-    const gate = gateRollout({ windows, now: afternoon, held });
+    const gate = gateRollout({ windows, now: afternoon, held, counter: STILL });
     expect(gate).toMatchObject({
       kind: "held",
       until: "2026-11-24T21:00:00Z",
