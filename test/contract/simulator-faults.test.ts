@@ -228,7 +228,9 @@ describe("hostile faults", () => {
 
   it("oversized stops writing when the client hangs up, and the record says so", async () => {
     sim.faults.set({ oversized: [{ route: LIST, bytes: 1024 * 1024 * 1024 }] });
-    await new Promise<void>((resolve, reject) => {
+    // Waited for however long a loaded machine takes (a simulator that never answers fails the
+    // test's timeout), not raced against a timer of its own.
+    await new Promise<void>((resolve) => {
       const req = get(`${sim.url}/v2/deployments`, (res) => {
         res.once("data", () => {
           req.destroy();
@@ -237,7 +239,6 @@ describe("hostile faults", () => {
       });
       req.on("error", () => {});
       req.on("close", resolve);
-      setTimeout(() => reject(new Error("no answer")), 5_000);
     });
     await until(() => sim.requests({ route: LIST })[0]?.closedEarly === true);
     expect(sim.requests({ route: LIST })).toMatchObject([{ status: "200", closedEarly: true }]);
