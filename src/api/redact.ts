@@ -109,19 +109,25 @@ export class RedactionBudgetError extends Error {
   override readonly name = "RedactionBudgetError";
 }
 
-/** A deadline on the thread's CPU time (`workMs`), looked at every few thousand steps of a search. */
+/**
+ * A deadline on `counter` (default the thread's CPU time, `workMs`), looked at every few thousand
+ * steps of a search.
+ */
 export class RedactionBudget {
   readonly #deadline: number;
+  readonly #counter: () => number;
   #steps = 0;
-  constructor(ms = REDACT_BUDGET_MS) {
-    this.#deadline = workMs() + ms;
+  constructor(ms = REDACT_BUDGET_MS, counter: () => number = workMs) {
+    this.#counter = counter;
+    this.#deadline = counter() + ms;
   }
   /** Counts `n` steps; throws {@link RedactionBudgetError} once the deadline has passed. */
   step(n = 1): void {
     this.#steps += n;
     if (this.#steps < 4096) return;
     this.#steps = 0;
-    if (workMs() > this.#deadline) throw new RedactionBudgetError("redaction ran past its time budget");
+    if (this.#counter() > this.#deadline)
+      throw new RedactionBudgetError("redaction ran past its time budget");
   }
 }
 
@@ -130,11 +136,17 @@ export class RedactionBudget {
  * note lists, replaced by `marker`. Occurrences are found in the original text (overlapping ones
  * merge into one marker), so the marker itself is never searched again. Redact the whole text
  * before cutting it to a length: a value cut in two is no longer found, and its first half would
- * show ({@link redactAndTruncate} does both). Past its time budget: `marker` alone.
+ * show ({@link redactAndTruncate} does both). Past its time budget (`budget`, one for the text's
+ * length unless given): `marker` alone.
  */
-export function redactSecrets(text: string, values: Iterable<string>, marker = REDACTED): string {
+export function redactSecrets(
+  text: string,
+  values: Iterable<string>,
+  marker = REDACTED,
+  budget = budgetFor(text.length),
+): string {
   try {
-    return redactPrefix(text, formsOf(values), marker, text.length, budgetFor(text.length));
+    return redactPrefix(text, formsOf(values), marker, text.length, budget);
   } catch (error) {
     if (error instanceof RedactionBudgetError) return marker;
     throw error;
