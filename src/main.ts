@@ -64,6 +64,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     secretDigest: key.digest,
     configMaps: caches.configMaps,
     externalChange: externalChangeCounter(metrics, caches.connections),
+    ...(deps.searchCounter ? { searchCounter: deps.searchCounter } : {}),
   });
   const controller = new Controller({
     name: "deployment",

@@ -70,7 +70,7 @@ export function observedAs(deployment: Deployment | null | undefined): Observed 
 export interface DecideSettings {
   /** How long a create's intent waits for the listing to show the deployment. */
   createGraceMs: number;
-  /** The counter the rollout windows' search is timed on (`performance.now` unless given). */
+  /** The counter the rollout windows' search is timed on (the thread's CPU time unless given). */
   counter?: Counter;
   /** How secrets' digests are made and compared (keyed with the install key); default unkeyed. */
   secretDigest?: SecretDigest;

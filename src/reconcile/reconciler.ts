@@ -63,6 +63,12 @@ export interface ReconcilerOptions {
   /** The ConfigMaps of `spec.export`; absent, an export is refused with a condition saying so. */
   configMaps?: ConfigMapsPort;
   /**
+   * The counter the rollout windows' search is timed on. Default the thread's CPU time (`workMs`),
+   * not `clock`: a machine busy elsewhere does not cut the search short. Tests pass one that
+   * stands still.
+   */
+  searchCounter?: () => number;
+  /**
    * Counts a change made outside a resource, once its status recorded it: a revision the
    * operator did not create, or fields that differed from a spec already applied
    * (`dms_external_changes_total`); `connection` as `status.connection` names it.
@@ -110,6 +116,7 @@ export class DeploymentReconciler {
       maxSecretBytes: options.maxSecretBytes ?? DEFAULT_MAX_SECRET_BYTES,
       secretDigest: options.secretDigest ?? UNKEYED_SECRET_DIGEST,
       configMaps: options.configMaps,
+      searchCounter: options.searchCounter,
     };
     this.#observer = new Observer(this.#deps);
     this.#externalChange = options.externalChange ?? (() => {});
@@ -221,7 +228,7 @@ export class DeploymentReconciler {
     const status = run.obj.status ?? {};
     const decision = decide(run.obj, observation, status, run.now.getTime(), {
       createGraceMs: this.#deps.createGraceMs,
-      counter: this.#deps.now,
+      counter: this.#deps.searchCounter,
       secretDigest: this.#deps.secretDigest,
     });
     for (const e of decision.events) this.#record(run, e);

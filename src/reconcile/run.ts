@@ -39,6 +39,8 @@ export interface ReconcileDeps {
   secretDigest: SecretDigest;
   /** The ConfigMaps of `spec.export` (`export.ts`); absent: an export is refused, saying so. */
   configMaps?: ConfigMapsPort | undefined;
+  /** What the rollout windows' search is timed on; absent: the thread's CPU time (`workMs`). */
+  searchCounter?: (() => number) | undefined;
 }
 
 /**

@@ -148,6 +148,8 @@ export interface OperatorDeps {
   clock?: Clock;
   /** Overrides the process identity used for leader election and events. */
   identity?: string;
+  /** What the rollout windows' search is timed on; default the thread's CPU time (tests: one that stands still). */
+  searchCounter?: () => number;
 }
 
 export { defaultMaxReconcilesPerConnection } from "../connection/access.ts";

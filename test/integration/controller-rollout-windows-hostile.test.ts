@@ -93,6 +93,8 @@ describe("controller: hostile rollout windows in one namespace", () => {
     const team = await freshNamespace("windows-team");
     const sim: RunningSimulator = await startTestSimulator();
     scenarios.defer(() => sim.close());
+    // The windows' search on the operator's own counter (its CPU time), whose budget is part of
+    // what bounds the event loop here: no counter that stands still.
     const op: TestOperator = startOperator({
       simulator: sim,
       namespaces: [hostile, team],

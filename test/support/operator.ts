@@ -39,6 +39,11 @@ export interface TestOperatorOptions {
   /** Default: the run's shared control plane. */
   kubeconfig?: string;
   identity?: string;
+  /**
+   * What the rollout windows' search is timed on. Default the operator's (the thread's CPU time):
+   * a test of windows that is not about the search's time budget passes one that stands still.
+   */
+  searchCounter?: () => number;
   /** Drift resync period. Default 60 s: no resync during a test unless it asks for one. */
   resyncMs?: number;
   /** `--listing-deadline`. Default: the operator's (a minute, or half the resync period). */
@@ -164,6 +169,7 @@ export function startOperator(options: TestOperatorOptions): TestOperator {
   const operator = buildOperator(config, {
     logger: logs.logger,
     ...(options.identity ? { identity: options.identity } : {}),
+    ...(options.searchCounter ? { searchCounter: options.searchCounter } : {}),
   });
   const abort = new AbortController();
   // A shutdown that overran its deadline (a simulated kill) is what the test asked for.

@@ -4,7 +4,7 @@
 // (no polling), the held part sent in one PATCH then, dms.dev/rollout-now acknowledged once, and
 // a connection's windows as the default a resource's own list replaces.
 import { pino } from "pino";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RolloutWindowSpec } from "../../src/crd/rollout-windows-schema.ts";
 import { ANNOTATION_ROLLOUT_NOW, type DeploymentSpec } from "../../src/crd/schema.ts";
 import type { StoredResource } from "../../src/reconcile/ports.ts";
@@ -35,8 +35,21 @@ const NIGHTS: RolloutWindowSpec = {
 };
 const ALWAYS_DENY: RolloutWindowSpec = { kind: "deny", schedule: "0 0 * * *", duration: "24h" };
 
-function world() {
+interface WorldOptions {
+  /** The reconciler's `searchCounter`; absent, its default (the thread's CPU time). */
+  searchCounter?: () => number;
+  /** Each reading of the reconciler's clock is this much past the last: an event loop that stalls. */
+  stallMs?: number;
+}
+
+/**
+ * The reconciler over in-memory ports. Its windows' search is timed on a counter that stands
+ * still unless `options` say otherwise: what these tests decide must not depend on the machine.
+ */
+function world(options: WorldOptions = { searchCounter: () => 0 }) {
   const clock = new ManualClock({ start: START });
+  let stalled = 0;
+  const stalling = options.stallMs ?? 0;
   const now = () => clock.now();
   const resources = new MemoryResources(now);
   const service = new SimulatedService({ now });
@@ -82,9 +95,19 @@ function world() {
     sessions: { lookup: () => w.connection },
     secrets: new MemorySecrets(),
     events,
-    clock,
+    clock: stalling
+      ? {
+          now: () => {
+            stalled += stalling;
+            return clock.now() + stalled;
+          },
+          setTimer: (ms, fn) => clock.setTimer(ms, fn),
+          sleep: (ms, signal) => clock.sleep(ms, signal),
+        }
+      : clock,
     logger,
     pollMs: POLL_MS,
+    ...(options.searchCounter ? { searchCounter: options.searchCounter } : {}),
   });
   return w;
 }
@@ -110,6 +133,10 @@ const HELD = {
 };
 
 describe("DeploymentReconciler: rollout windows", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
   it("holds the new image outside the window, sends the scale change at once, and looks again when the window opens", async () => {
     const w = world();
     await w.settled();
@@ -297,6 +324,30 @@ describe("DeploymentReconciler: rollout windows", () => {
       Synced: "False/OutsideRolloutWindow",
       Reconciling: "True/OutsideRolloutWindow",
     });
+  });
+
+  it("times the search on the thread's CPU time, not the reconciler's clock: a stalled event loop does not cut it short", async () => {
+    // The CPU time stands still, the reconciler's clock jumps a second at each reading.
+    vi.spyOn(process, "threadCpuUsage").mockReturnValue({ user: 1_000, system: 0 });
+    const w = world({ stallMs: 1_000 });
+    await w.settled();
+    // Deny windows a minute each, every minute of 13:00-13:59Z: ~180 evaluations to find 14:00,
+    // well past the UNTIMED_STEPS before the time budget applies.
+    const hour: RolloutWindowSpec[] = [
+      { kind: "deny", schedule: "*/2 13 * * *", duration: "1m" },
+      { kind: "deny", schedule: "1-59/2 13 * * *", duration: "1m" },
+    ];
+    w.clock.advance(Date.parse("2026-11-24T13:00:00Z") - w.clock.now());
+    await w.resync();
+    imageAndScale(w, hour);
+
+    await w.reconcile();
+
+    expect(conditions(w.stored())).toEqual(HELD);
+    const synced = w.stored()?.status?.conditions?.find((c) => c.type === "Synced");
+    // On the reconciler's clock the search was cut for time ("took more than 40 ms").
+    expect(synced?.message).not.toContain("took more than");
+    expect(synced?.message).toContain("it goes out at 2026-11-24T14:00:00Z");
   });
 
   it("a window the operator cannot read stalls the resource (InvalidSpec) and sends nothing", async () => {

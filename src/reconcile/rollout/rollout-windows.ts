@@ -55,10 +55,10 @@ export const OPENING_HORIZON_MS = 366 * 24 * 3_600_000;
 export const MAX_OPENING_STEPS = 400;
 
 /**
- * Most wall-clock time one {@link nextOpening} may take, in milliseconds, besides its steps: a
- * step's cost depends on the schedule and the zone (a schedule that fires rarely makes croner
- * search far), so a step count alone does not bound the time the event loop is held. Real
- * windows need well under 5 ms; past this, the search reports how far it got, as for the steps.
+ * Most time (ms on its counter; the operator's is CPU time) one {@link nextOpening} may take besides
+ * its steps: a step's cost depends on the schedule and the zone (a schedule that fires rarely
+ * makes croner search far), so a step count alone does not bound the time the event loop is held.
+ * Real windows need well under 5 ms; past this, the search reports how far it got, as for steps.
  */
 export const OPENING_BUDGET_MS = 40;
 
@@ -343,7 +343,7 @@ export type Counter = () => number;
 
 /**
  * Counts schedule evaluations against a step budget ({@link MAX_OPENING_STEPS}) and the time
- * they take against a wall-clock deadline on `counter` ({@link OPENING_BUDGET_MS}).
+ * they take against a deadline on `counter` ({@link OPENING_BUDGET_MS}).
  */
 class Steps {
   used = 0;
