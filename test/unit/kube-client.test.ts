@@ -2,7 +2,7 @@
 import { getEventListeners } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { AnswerTooLargeError, KubeClient } from "../../src/kube/client.ts";
 import { followersOf } from "../../src/runtime/clock.ts";
 
@@ -155,6 +155,14 @@ describe("KubeClient", () => {
 
   it("lets a caller abort as a stream's answer ends, with nothing thrown out of the process", async () => {
     const client = await clientOf((_req, res) => res.end('{"type":"BOOKMARK"}\n{"type":"ADDED"}\n'), 1_000);
+    // Each abort destroys the caller's connection (pooled again by then, or not): the server
+    // sees it close, after the client emitted that connection's error, heard or not.
+    let opened = 0;
+    let closed = 0;
+    server?.on("connection", (socket) => {
+      opened++;
+      socket.once("close", () => closed++);
+    });
     const unheard: unknown[] = [];
     const hear = (err: unknown) => void unheard.push(err);
     process.on("uncaughtException", hear);
@@ -169,7 +177,8 @@ describe("KubeClient", () => {
           first = false;
         }
       }
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await vi.waitFor(() => expect(closed).toBe(5), { timeout: 5_000 });
+      expect(opened).toBe(5);
     } finally {
       process.off("uncaughtException", hear);
     }
