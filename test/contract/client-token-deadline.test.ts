@@ -99,19 +99,31 @@ describe("a token later than the reconcile's deadline", () => {
   });
 
   it("is waited for when it comes in time for the call to end, and outside any reconcile", async () => {
-    // 10 requests a second, a burst of one: the second call waits ~100 ms.
-    const client = new ServiceClient({ baseUrl: sim.url, retries: 0, qps: 10, burst: 1, timeoutMs: 1_000 });
+    // 10 requests a second, a burst of one: the second call waits 100 ms, on a clock whose
+    // sleeps move it (nothing of the machine's speed in the waits or the deadline's arithmetic).
+    const client = (clock: ManualClock) =>
+      new ServiceClient({ baseUrl: sim.url, retries: 0, qps: 10, burst: 1, timeoutMs: 1_000, clock });
     sim.resetCounters();
-    await inReconcile("ns/a", 5_000, () => Promise.all([client.listProviders(), client.listProviders()]));
+    // Just in time: the wait and the request's timeout end with the deadline.
+    const inTimeClock = new ManualClock({ sleepsInstantly: true });
+    const inTime = client(inTimeClock);
+    await inReconcile("ns/a", 1_100, () => Promise.all([inTime.listProviders(), inTime.listProviders()]));
+    expect(inTimeClock.sleeps).toEqual([100]);
     // Without a deadline nothing is deferred, however far the token.
-    const slow = new ServiceClient({ baseUrl: sim.url, retries: 0, qps: 10, burst: 1, timeoutMs: 1_000 });
+    const slowClock = new ManualClock({ sleepsInstantly: true });
+    const slow = client(slowClock);
     await Promise.all([slow.listProviders(), slow.listProviders()]);
+    expect(slowClock.sleeps).toEqual([100]);
     expect(sim.requests()).toHaveLength(4);
-    // A deadline too near for the wait plus the request's timeout defers the second call.
-    const near = new ServiceClient({ baseUrl: sim.url, retries: 0, qps: 10, burst: 1, timeoutMs: 1_000 });
-    const results = await inReconcile("ns/a", 1_050, () =>
+    // A deadline a millisecond too near for the wait plus the request's timeout defers the
+    // second call, before any wait.
+    const nearClock = new ManualClock({ sleepsInstantly: true });
+    const near = client(nearClock);
+    const results = await inReconcile("ns/a", 1_099, () =>
       Promise.allSettled([near.listProviders(), near.listProviders()]),
     );
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected"]);
+    expect(nearClock.sleeps).toEqual([]);
+    expect(sim.requests()).toHaveLength(5);
   });
 });
