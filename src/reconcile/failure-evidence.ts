@@ -112,7 +112,8 @@ export function tailOf(entries: readonly LogEntry[]): LogEntry[] {
 
 /**
  * The lines of a tail (oldest first) as `time level message`, redacted of `secretValues`, or
- * undefined when that took more than `budgetMs` (the tail is then not shown at all).
+ * undefined when that took more than `budgetMs` (of the thread's CPU time; or the caller's own
+ * {@link RedactionBudget}): the tail is then not shown at all.
  *
  * Order, so that no form of a value shows: the messages are searched as they were written, joined
  * as one text with and without line breaks between them (a value printed over several entries is
@@ -127,12 +128,12 @@ export function tailOf(entries: readonly LogEntry[]): LogEntry[] {
 export function formatTail(
   entries: readonly LogEntry[],
   secretValues: readonly string[],
-  budgetMs = TAIL_REDACTION_MS,
+  budgetMs: number | RedactionBudget = TAIL_REDACTION_MS,
 ): string[] | undefined {
   const tail = entries.slice(-TAIL_LINES);
   const parts = tail.map((entry) => entry.message.slice(0, MESSAGE_SEARCH_CHARS));
   const joined = parts.join("\n");
-  const budget = new RedactionBudget(budgetMs);
+  const budget = budgetMs instanceof RedactionBudget ? budgetMs : new RedactionBudget(budgetMs);
   try {
     const covered = partsCoverage(parts, "\n", secretValues, budget);
     let at = 0;
