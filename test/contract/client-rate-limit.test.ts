@@ -1,6 +1,6 @@
 /**
- * One client, one rate limit, against the simulator over loopback with the real clock: a 429
- * with Retry-After pauses every caller of the client (not only the one that received it), work
+ * One client, one rate limit, against the simulator over loopback (the client on a clock the
+ * test moves, where the times are the point): a 429 with Retry-After pauses every caller of the client (not only the one that received it), work
  * resumes at the configured rate after the window, and a listing retries a page after a 429 or a
  * 5xx even when single calls are not retried (the operator's `retries: 0`). A request that took
  * its token before the 429 arrived is held at the moment it goes on the wire: the service's own
@@ -13,6 +13,7 @@ import { ServiceClient } from "../../src/api/client.ts";
 import type { ServiceError } from "../../src/api/errors.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { createTestCa } from "../support/certificates.ts";
+import { ManualClock } from "../support/manual-clock.ts";
 
 let sim: RunningSimulator;
 /** When each request reached the simulator's handlers (performance.now()). */
@@ -37,8 +38,10 @@ afterAll(async () => {
 describe("a 429 pauses the whole client", () => {
   it("no request of any caller inside the Retry-After window; then work resumes at the configured rate", async () => {
     const qps = 10;
-    // When each request left the client (its answer's time minus its duration), and when the
-    // client learnt of the 429: what the client did, whatever the load of the machine.
+    // Time stands still but when the test moves it, and it moves it only while every worker
+    // waits on the client's clock (none has a request on the wire): each answer's time is when
+    // its request left the client, whatever the load of the machine.
+    const clock = new ManualClock();
     const sent: number[] = [];
     let rateLimitedAt: number | undefined;
     // The operator's settings: no client retries (the controller retries), one shared bucket.
@@ -47,56 +50,78 @@ describe("a 429 pauses the whole client", () => {
       retries: 0,
       qps,
       burst: 2,
-      onResponse: ({ status, seconds }) => {
-        const now = performance.now();
-        if (status === 429) rateLimitedAt ??= now;
-        else sent.push(now - seconds * 1000);
+      clock,
+      onResponse: ({ status }) => {
+        if (status === 429) rateLimitedAt ??= clock.now();
+        else sent.push(clock.now());
       },
     });
     sim.faults.set({
       script: [{ route: "GET /v2/auth/providers", count: 1, status: 429, retryAfterSeconds: 1 }],
     });
-    // Four workers calling as fast as the client lets them, for 2.5 s.
-    const stopAt = performance.now() + 2500;
+    // Four workers calling as fast as the client lets them, for 2.5 s of the client's time.
+    const stopAt = 2500;
+    let working = 0;
     const worker = async (call: () => Promise<unknown>) => {
-      while (performance.now() < stopAt) {
-        try {
-          await call();
-        } catch (error) {
-          if ((error as ServiceError).kind !== "rate_limited") throw error;
+      working++;
+      try {
+        while (clock.now() < stopAt) {
+          try {
+            await call();
+          } catch (error) {
+            if ((error as ServiceError).kind !== "rate_limited") throw error;
+          }
         }
+      } finally {
+        working--;
       }
     };
-    await Promise.all([
+    let finished = false;
+    const workers = Promise.all([
       worker(() => client.listProviders()),
       worker(() => client.listAllDeployments()),
       worker(() => client.listAllDeployments({ name_contains: "agent" })),
       worker(() => client.listProviders()),
-    ]);
+    ]).finally(() => {
+      finished = true;
+    });
+    // Each worker left waits on one timer of the clock (a token, the pause, a page's retry)
+    // once none is on the wire: then time moves on to the first of them.
+    while (!finished) {
+      if (working > 0 && clock.pending === working)
+        clock.advance((clock.nextAt ?? clock.now()) - clock.now());
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await workers;
     sim.faults.clear();
     expect(rateLimitedAt).toBeDefined();
     const windowStart = rateLimitedAt ?? 0;
     const windowEnd = windowStart + 1000;
-    // 2 ms either side for the clocks' resolution.
-    const inside = sent.filter((t) => t > windowStart + 2 && t < windowEnd - 2);
+    // Those sent at the 429's instant were on the wire with it.
+    const inside = sent.filter((t) => t > windowStart && t < windowEnd);
     expect(inside).toEqual([]);
-    const after = sent.filter((t) => t >= windowEnd - 2).sort((a, b) => a - b);
+    const after = sent.filter((t) => t >= windowEnd).sort((a, b) => a - b);
     expect(after.length).toBeGreaterThan(3);
-    // Resumed at the configured rate, not in a burst: the first second after the window holds at
-    // most qps + 1 requests (the bucket was drained to one token).
-    const firstAfter = after[0] ?? windowEnd;
-    expect(after.filter((t) => t < firstAfter + 1000).length).toBeLessThanOrEqual(qps + 1);
+    // Resumed at the configured rate, not in a burst (the bucket was drained to one token, and
+    // none came during the pause): a token's time, 1000 / qps ms, at least between two sends.
+    const gaps = after.slice(1).map((t, i) => t - (after[i] ?? 0));
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(1000 / qps);
   });
 
   it("a Retry-After longer than the client waits fails every caller at once with rate_limited", async () => {
-    const client = new ServiceClient({ baseUrl: sim.url, retries: 0, maxRetryAfterMs: 1000 });
+    const client = new ServiceClient({
+      baseUrl: sim.url,
+      retries: 0,
+      maxRetryAfterMs: 1000,
+      clock: new ManualClock(),
+    });
     sim.faults.set({ script: [{ count: 1, status: 429, retryAfterSeconds: 30 }] });
     arrivals = [];
     const first = (await client.listProviders().catch((e) => e)) as ServiceError;
     expect(first.kind).toBe("rate_limited");
     const other = (await client.listAllDeployments().catch((e) => e)) as ServiceError;
     expect(other).toMatchObject({ kind: "rate_limited" });
-    expect(other.retryAfterSeconds).toBeGreaterThan(28);
+    expect(other.retryAfterSeconds).toBe(30);
     expect(arrivals).toEqual([]);
     sim.faults.clear();
   });

@@ -57,6 +57,11 @@ export class ManualClock implements Clock {
     return this.#timers.length;
   }
 
+  /** When the next timer (or sleep) is due, or undefined when none is pending. */
+  get nextAt(): number | undefined {
+    return this.#timers.length === 0 ? undefined : Math.min(...this.#timers.map((t) => t.at));
+  }
+
   /** Moves time forward by `ms` and fires every timer due by then. */
   advance(ms: number): void {
     this.#now += ms;
