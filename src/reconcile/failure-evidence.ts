@@ -16,14 +16,9 @@
  */
 
 import { cutToBytes as cutBytes, stripToLine } from "../api/printable.ts";
-import {
-  applyCoverage,
-  partsCoverage,
-  REDACT_BUDGET_MS,
-  RedactionBudget,
-  RedactionBudgetError,
-  redactAndTruncate,
-} from "../api/redact.ts";
+import { REDACT_BUDGET_MS, RedactionBudget, RedactionBudgetError } from "../api/redact/budget.ts";
+import { partsCoverage } from "../api/redact/parts.ts";
+import { applyCoverage, redactAndTruncate } from "../api/redact.ts";
 import { entryTimeMs, type LogEntry } from "../api/revision-logs.ts";
 import type { DeploymentResourceStatus } from "../crd/schema.ts";
 import type { REASON } from "./reasons.ts";

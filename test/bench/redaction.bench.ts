@@ -9,14 +9,9 @@
  * median and the minimum, and the time allowed (the redaction's budget). Reported, never asserted.
  */
 import { randomBytes } from "node:crypto";
-import {
-  partsCoverage,
-  REDACT_BUDGET_MS,
-  REDACT_MS_PER_MIB,
-  RedactionBudget,
-  redactAndTruncate,
-  redactSecrets,
-} from "../../src/api/redact.ts";
+import { REDACT_BUDGET_MS, REDACT_MS_PER_MIB, RedactionBudget } from "../../src/api/redact/budget.ts";
+import { partsCoverage } from "../../src/api/redact/parts.ts";
+import { redactAndTruncate, redactSecrets } from "../../src/api/redact.ts";
 import type { Benchmark, BenchTable } from "./harness.ts";
 
 const SECRET = "s3cr3t-Passw0rd!-long-enough-value";

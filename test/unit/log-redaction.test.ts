@@ -6,16 +6,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { printableNote } from "../../src/api/printable.ts";
-import {
-  MIN_LINE_CHARS,
-  partsCoverage,
-  REDACTED,
-  RedactionBudget,
-  RedactionBudgetError,
-  redactAndTruncate,
-  redactSecrets,
-  UNSEARCHED,
-} from "../../src/api/redact.ts";
+import { RedactionBudget, RedactionBudgetError, UNSEARCHED } from "../../src/api/redact/budget.ts";
+import { MIN_LINE_CHARS } from "../../src/api/redact/forms.ts";
+import { partsCoverage } from "../../src/api/redact/parts.ts";
+import { REDACTED, redactAndTruncate, redactSecrets } from "../../src/api/redact.ts";
 import type { LogEntry } from "../../src/api/revision-logs.ts";
 import { truncateNote } from "../../src/kube/events.ts";
 import { excerptOf, fitNote, formatTail } from "../../src/reconcile/failure-evidence.ts";
