@@ -116,7 +116,8 @@ export class TokenBucket {
     if (!(ms > 0)) return;
     this.#refill();
     this.#pausedUntil = Math.max(this.#pausedUntil, this.#clock.now() + ms);
-    // One token left: the first request after the pause goes at once, the next ones at `qps`.
+    // At most one token left: the first request after the pause goes at once (a token owed to
+    // callers that already waited stays owed: they resume at `qps` too), the next ones at `qps`.
     this.#tokens = Math.min(this.#tokens, 1);
     this.#pauses += 1;
   }
