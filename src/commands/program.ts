@@ -200,7 +200,7 @@ export async function runProgram(
 ): Promise<number> {
   const program = createProgram(ctx, commands, name, listed, all);
   try {
-    const { args, values } = kubectlBooleans(program, argv);
+    const { args, values } = kubectlArgv(program, argv);
     program.hook("preAction", (_program, action) => {
       for (let cmd: Command | null = action; cmd; cmd = cmd.parent)
         for (const option of cmd.options) {
@@ -208,13 +208,13 @@ export async function runProgram(
           if (value !== undefined) cmd.setOptionValueWithSource(option.attributeName(), value, "cli");
         }
     });
-    await program.parseAsync(kubectlShortValues(args), { from: "user" });
+    await program.parseAsync(args, { from: "user" });
     return EXIT.ok;
   } catch (error) {
     if (error instanceof CommandExit) return error.status;
     // commander has already printed its own one-line message (or the help).
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.failed;
-    return await reportError(error, argv.includes("--verbose"), ctx);
+    return await reportError(error, program.opts().verbose === true, ctx);
   }
 }
 
@@ -225,54 +225,81 @@ const BOOLEAN_VALUES: Readonly<Record<string, boolean>> = {
 };
 
 /**
- * `argv` with kubectl's `--all-namespaces=false`, `-A=true` (a boolean flag's value after `=`, as
- * pflag reads it) written as the bare flag, which commander takes, and the value each such flag of
- * `program`'s commands ends with (the last of its occurrences wins, as in kubectl; `--no-headers=false`
- * sets `headers`), to set before the action. Up to `--`. A value other than pflag's true and false
- * spellings is a {@link UsageError} naming the flag, in kubectl's words.
+ * `argv` read as kubectl (pflag) reads it, written as commander takes it, in one pass up to `--`
+ * that knows the command being run: the program's options, then those of each subcommand named
+ * (the first word that is not an option or a value, at each level, as commander finds it), and no
+ * other command's. Of those options:
+ * - a boolean's value after `=` (`--all-namespaces=false`, `-A=true`) is written as the bare flag,
+ *   and the value the flag ends with is returned, to set before the action (the last occurrence
+ *   wins, as in kubectl; `--no-headers=false` sets `headers`). A value other than pflag's true and
+ *   false spellings is a {@link UsageError} naming the flag, in kubectl's words;
+ * - a short flag's value after `=` (`-o=json`, `-n=team-a`) is written as `-o json`: commander
+ *   would read the value `=json`;
+ * - the word after one that takes a value (`-o`, `--namespace`) is that value whatever it looks
+ *   like (`-n -o=json` is the namespace `-o=json`), as pflag and commander read it, and is left as
+ *   it is. A word after an optional value is one only when it is no option, as commander reads it.
  */
-export function kubectlBooleans(
+export function kubectlArgv(
   program: Command,
   argv: readonly string[],
 ): { args: string[]; values: Map<Option, boolean> } {
-  const booleans: Option[] = [];
-  const visit = (cmd: Command): void => {
-    booleans.push(...cmd.options.filter((o) => !o.required && !o.optional));
-    for (const sub of cmd.commands) visit(sub);
-  };
-  visit(program);
+  const known: Option[] = [...program.options];
   const values = new Map<Option, boolean>();
-  const end = argv.indexOf("--");
-  const args = argv.map((arg, i) => {
-    const spelled = end !== -1 && i > end ? undefined : /^(--[^=]+|-[A-Za-z])(?:=(.*))?$/s.exec(arg);
+  const args: string[] = [];
+  let command = program;
+  let operands = 0;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? "";
+    if (arg === "--") {
+      args.push(...argv.slice(i));
+      break;
+    }
+    const spelled = /^(--[^=]+|-[A-Za-z])(?:=(.*))?$/s.exec(arg);
     const flag = spelled?.[1] ?? arg;
-    const options = spelled ? booleans.filter((o) => o.long === flag || o.short === flag) : [];
-    if (options.length === 0) return arg;
     const text = spelled?.[2];
+    const options = spelled ? known.filter((o) => o.long === flag || o.short === flag) : [];
+    const [option] = options;
+    if (!option) {
+      args.push(arg);
+      const sub = isOptionLike(arg) || operands > 0 ? undefined : subcommandNamed(command, arg);
+      if (sub) {
+        command = sub;
+        known.push(...sub.options);
+      } else if (!isOptionLike(arg)) operands += 1;
+      continue;
+    }
+    if (option.required || option.optional) {
+      const split = text !== undefined && !flag.startsWith("--");
+      args.push(...(split ? [flag, text] : [arg]));
+      const next = argv[i + 1];
+      if (text === undefined && next !== undefined && (option.required || !isOptionLike(next))) {
+        args.push(next);
+        i += 1;
+      }
+      continue;
+    }
     const value = text === undefined ? true : BOOLEAN_VALUES[text];
     if (value === undefined) {
-      const [option] = options;
-      const named = option?.short && option.long ? `${option.short}, ${option.long}` : flag;
+      const named = option.short && option.long ? `${option.short}, ${option.long}` : flag;
       throw new UsageError([
         `invalid argument ${JSON.stringify(text)} for "${named}" flag: strconv.ParseBool: parsing ${JSON.stringify(text)}: invalid syntax`,
       ]);
     }
-    for (const option of options)
-      if (text !== undefined || values.has(option)) values.set(option, option.negate ? !value : value);
-    return flag;
-  });
+    for (const o of options)
+      if (text !== undefined || values.has(o)) values.set(o, o.negate ? !value : value);
+    args.push(flag);
+  }
   return { args, values };
 }
 
-/**
- * `argv` with kubectl's `-o=json` and `-n=team-a` (pflag reads a short flag's value after `=`)
- * written as `-o json`: commander would read the value `=json`. Up to `--`.
- */
-export function kubectlShortValues(argv: readonly string[]): string[] {
-  const end = argv.indexOf("--");
-  const flags = end === -1 ? argv : argv.slice(0, end);
-  const split = flags.flatMap((arg) => (/^-[A-Za-z]=/.test(arg) ? [arg.slice(0, 2), arg.slice(3)] : [arg]));
-  return end === -1 ? split : [...split, ...argv.slice(end)];
+/** Whether commander reads `arg` as an option (`-` alone is a word). */
+function isOptionLike(arg: string): boolean {
+  return arg.length > 1 && arg.startsWith("-");
+}
+
+/** The subcommand of `command` that `word` names (or an alias of it), as commander finds it. */
+function subcommandNamed(command: Command, word: string): Command | undefined {
+  return command.commands.find((c) => c.name() === word || c.aliases().includes(word));
 }
 
 async function reportError(error: unknown, verbose: boolean, ctx: CliContext): Promise<number> {

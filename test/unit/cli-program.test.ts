@@ -142,6 +142,18 @@ describe("kubectl's -o=json and -n=team-a", () => {
 
   it("leave the arguments after -- as they are", async () => {
     expect((await readValues(["get", "--", "-o=json"])).read).toEqual({ names: ["-o=json"] });
+    expect((await readValues(["get", "-o", "json", "--", "-n=x"])).read).toEqual({
+      names: ["-n=x"],
+      output: "json",
+    });
+  });
+
+  it("take the word after a flag that takes a value as its value, whatever it looks like", async () => {
+    expect((await readValues(["get", "-n", "-o=json", "web"])).read).toEqual({
+      names: ["web"],
+      namespace: "-o=json",
+    });
+    expect((await readValues(["get", "--output", "-n=x"])).read).toEqual({ names: [], output: "-n=x" });
   });
 });
 
@@ -205,6 +217,72 @@ describe("kubectl's --flag=true|false of a boolean flag", () => {
   it("leaves the arguments after -- and a flag that takes a value as they are", async () => {
     expect((await readFlags(["get", "--", "-A=false"])).read).toEqual({ headers: true });
     expect((await readFlags(["get", "--output=-A=x"])).read).toEqual({ headers: true, output: "-A=x" });
+    expect((await readFlags(["get", "-o", "-A=false"])).read).toEqual({ headers: true, output: "-A=false" });
+    expect((await readFlags(["get", "--output", "--no-headers=false", "-A=true"])).read).toEqual({
+      headers: true,
+      output: "--no-headers=false",
+      allNamespaces: true,
+    });
+  });
+
+  it("reads a global flag's value after the command's name", async () => {
+    expect((await readFlags(["get", "--verbose=false"])).read).toEqual({ headers: true });
+    const failing = (program: Command) => {
+      program.command("work").action(() => {
+        throw new Error("it broke");
+      });
+    };
+    const run = await runCli(["work", "--verbose=true"], { commands: [failing] });
+    expect(run.code).toBe(EXIT.failed);
+    expect(run.stderr).toMatch(/^error: it broke\nError: it broke\n {4}at /);
+    expect((await runCli(["work", "--verbose=false"], { commands: [failing] })).stderr).toBe(
+      "error: it broke\n",
+    );
+  });
+});
+
+describe("kubectl's reading of the argv, for the command being run only", () => {
+  /** A program where `-f` is `logs`' boolean --follow and `plan`'s --filename <file>, as in dms-operator. */
+  async function readOf(args: string[]) {
+    let read: unknown;
+    const register = (program: Command) => {
+      const take = (...a: unknown[]) => {
+        read = { ...(a.at(-1) as Command).opts() };
+      };
+      program
+        .command("logs")
+        .option("-f, --follow")
+        .argument("<name>")
+        .action((_n, _f, cmd) => take(cmd));
+      program
+        .command("plan")
+        .option("-f, --filename <file>")
+        .action((_f, cmd) => take(cmd));
+      const group = program.command("deployments");
+      group
+        .command("list")
+        .option("--wide")
+        .action((_f, cmd) => take(cmd));
+      group
+        .command("get")
+        .option("--wide <columns>")
+        .action((_f, cmd) => take(cmd));
+    };
+    const { code, stderr } = await runCli(args, { commands: [register] });
+    return { code, read, stderr };
+  }
+
+  it("does not read a flag of another command as this one's", async () => {
+    for (const [args, read] of [
+      [["plan", "-f=deploy.yaml"], { filename: "deploy.yaml" }],
+      [["plan", "-f=true"], { filename: "true" }],
+      [["plan", "--filename=false"], { filename: "false" }],
+      [["logs", "web", "-f=false"], { follow: false }],
+      [["logs", "web", "-f=true"], { follow: true }],
+      [["deployments", "get", "--wide=no"], { wide: "no" }],
+      [["deployments", "list", "--wide=0"], { wide: false }],
+    ] as const)
+      expect(await readOf([...args]), args.join(" ")).toEqual({ code: EXIT.ok, read, stderr: "" });
   });
 });
 
