@@ -239,18 +239,33 @@ export function parseSelector(text: string): SelectorResult {
 
 /**
  * What is wrong with `text` as a `-l` selector of a listing, or undefined: the string syntax as
- * {@link parseSelector} reads it, and `k>1`, `k<1` as the API server takes them (an integer value).
+ * {@link parseSelector} reads it, and `k>1`, `k<1` as the API server's `labels.Parse` takes them
+ * (Gt and Lt: a value that is both an int64 and a label value, so digits only: `k>-1` is refused).
  */
 export function listSelectorProblem(text: string): string | undefined {
   const parsed = parse(text, true);
   return parsed.ok ? undefined : parsed.problem;
 }
 
+/** A requirement of a listing's selector: also Gt and Lt of an integer, which a Selector has not. */
+type ListRequirement = Requirement | { key: string; operator: "Gt" | "Lt"; values: readonly [string] };
+
+/** Largest value of `strconv.ParseInt(v, 10, 64)`, which Gt and Lt values must pass. */
+const MAX_INT64 = 2n ** 63n - 1n;
+
 /**
- * The parser of {@link parseSelector}; with `comparisons`, `>` and `<` are checked and then left
- * out of the selector returned (only {@link listSelectorProblem} asks for them, to check).
+ * The parser of {@link parseSelector}; with `comparisons`, of {@link listSelectorProblem}, which
+ * takes `>` and `<` too.
  */
-function parse(text: string, comparisons: boolean): SelectorResult {
+function parse(text: string, comparisons: false): SelectorResult;
+function parse(
+  text: string,
+  comparisons: true,
+): { ok: true; selector: readonly ListRequirement[] } | { ok: false; problem: string };
+function parse(
+  text: string,
+  comparisons: boolean,
+): { ok: true; selector: readonly ListRequirement[] } | { ok: false; problem: string } {
   const tokens = tokenize(text);
   let at = 0;
   const peek = (): Token => tokens[at] ?? { kind: "end" };
@@ -300,7 +315,7 @@ function parse(text: string, comparisons: boolean): SelectorResult {
     if (t.kind === "end" || t.kind === ",") return "";
     return value(identifier("a value"));
   };
-  const requirement = (): Requirement => {
+  const requirement = (): ListRequirement => {
     if (peek().kind === "!") {
       next();
       return { key: key(), operator: "DoesNotExist", values: [] };
@@ -315,9 +330,9 @@ function parse(text: string, comparisons: boolean): SelectorResult {
       return { key: k, operator: op.text === "in" ? "In" : "NotIn", values: valueList() };
     if ((op.kind === ">" || op.kind === "<") && comparisons) {
       const v = identifier("an integer");
-      if (!/^[-+]?\d+$/.test(v))
+      if (!/^[-+]?\d+$/.test(v) || BigInt(v) > MAX_INT64 || BigInt(v) < -MAX_INT64 - 1n)
         fail(`for 'Gt', 'Lt' operators, the value must be an integer, found ${JSON.stringify(v)}`);
-      return { key: k, operator: "Exists", values: [] };
+      return { key: k, operator: op.kind === ">" ? "Gt" : "Lt", values: [value(v)] };
     }
     if (op.kind === ">" || op.kind === "<")
       return fail(`operator "${op.kind}" is not supported here: use in (…) or notin (…)`);
@@ -326,7 +341,7 @@ function parse(text: string, comparisons: boolean): SelectorResult {
     );
   };
   try {
-    const requirements: Requirement[] = [];
+    const requirements: ListRequirement[] = [];
     if (peek().kind === "end") return { ok: true, selector: requirements };
     for (;;) {
       requirements.push(requirement());

@@ -295,8 +295,22 @@ describe("laws", () => {
 });
 
 describe("listSelectorProblem: a listing's -l", () => {
+  it("refuses a Gt/Lt value with a sign, which is no label value (labels.Parse checks both)", () => {
+    expect(listSelectorProblem("n<-1")).toBe(
+      'label value "-1" must be empty or begin and end with an alphanumeric character, with "-", "_", "." or alphanumerics between',
+    );
+    expect(listSelectorProblem("n > +3,tier=web")).toMatch(/^label value "\+3" must be empty/);
+  });
+
   it("takes what parseSelector takes, and Gt/Lt with an integer, as the API server does", () => {
-    for (const text of ["", "a=b,c in (x,y),!d", "replicas>2", "n<-1,tier=web", "n > +3"])
+    for (const text of [
+      "",
+      "a=b,c in (x,y),!d",
+      "replicas>2",
+      "n<0,tier=web",
+      "n > 007",
+      "n<9223372036854775807",
+    ])
       expect(listSelectorProblem(text), text).toBeUndefined();
     // parseSelector still refuses them (a namespace selector object has no such operator).
     expect(problemOf("replicas>2")).toMatch(/not supported here/);
@@ -308,6 +322,9 @@ describe("listSelectorProblem: a listing's -l", () => {
       `for 'Gt', 'Lt' operators, the value must be an integer, found "x"`,
     );
     expect(listSelectorProblem("n>")).toBe("expected an integer, found the end");
+    expect(listSelectorProblem("n>9223372036854775808")).toBe(
+      `for 'Gt', 'Lt' operators, the value must be an integer, found "9223372036854775808"`,
+    );
     expect(listSelectorProblem("Bad Key=1")).toBe(
       'expected an operator (=, ==, !=, in, notin, >, <), "," or the end after Bad, found "Key"',
     );
