@@ -60,12 +60,13 @@ export interface LoadedKubeConfig {
  *
  * Contract: `request.kubeconfig`, else the first non-empty path of `KUBECONFIG` (further paths
  * merged as kubectl does: the first file to name a cluster, user or context, or to set the current
- * context, wins; one that does not exist is skipped, unless none does); else in-cluster when `KUBERNETES_SERVICE_HOST`/`_PORT` are set and the service
- * account token and CA files exist. Relative file paths in a kubeconfig are resolved against that
- * file's directory; inline `*-data` overrides the matching file, and `token` overrides `tokenFile`
- * (kubectl's rules). Throws an Error with one clear line when a file is missing, unreadable or
- * malformed, the context does not exist, the chosen context has no cluster server, or there is no
- * configuration at all. Never falls back to localhost.
+ * context, wins; one that does not exist is skipped, unless none does); else in-cluster when
+ * `KUBERNETES_SERVICE_HOST`/`_PORT` are set and the service account token and CA files exist.
+ * Relative file paths in a kubeconfig are resolved against that file's directory; inline `*-data`
+ * overrides the matching file, and `token` overrides `tokenFile` (kubectl's rules). Throws an
+ * Error with one clear line when a file is missing, unreadable or malformed, the context does not
+ * exist, the chosen context has no cluster server, or there is no configuration at all. Never
+ * falls back to localhost.
  */
 export function loadKubeConfig(
   request: KubeConfigRequest,
