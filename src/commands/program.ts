@@ -131,10 +131,12 @@ export async function runCommands(
     return EXIT.failed;
   }
   const chosen = entries.find((c) => c.name === named);
-  // `help <word>` naming no command: commander prints the program's help as an error, saying
-  // nothing of the word; the word alone gets its "unknown command" and "did you mean".
-  const help = words[0] === "help" && named !== undefined && !chosen ? argv.indexOf("help") : -1;
-  const args = help === -1 ? argv : [...argv.slice(0, help), ...argv.slice(help + 1)];
+  // `help <word>...` is read as `<word>... --help`, as kubectl reads it: commander's help takes one
+  // word (`help deployments list` printed the group's help). A word naming no command goes alone,
+  // for its "unknown command" and "did you mean" (commander prints the program's help as an error).
+  const help = words[0] === "help" && named !== undefined ? argv.indexOf("help") : -1;
+  const asked = chosen ? ["--help"] : [];
+  const args = help === -1 ? argv : [...argv.slice(0, help), ...argv.slice(help + 1), ...asked];
   const loaded = chosen ? await chosen.load() : undefined;
   // Before the command runs (not for its help, which loads no HTTP client): see below.
   const commands: RegisterCommand[] = loaded

@@ -286,6 +286,21 @@ describe("kubectl's reading of the argv, for the command being run only", () => 
   });
 });
 
+describe("help <command> <subcommand>", () => {
+  it("prints the subcommand's help, as kubectl's help does", async () => {
+    let stdout = "";
+    const ctx: CliContext = {
+      ...silentContext(),
+      out: (text) => {
+        stdout += text;
+      },
+    };
+    const code = await runCommands(["help", "deployments", "list"], ctx, KUBECTL_PLUGIN_NAME, COMMANDS);
+    expect(code).toBe(EXIT.ok);
+    expect(stdout).toMatch(/^Usage: kubectl dms deployments list \[options\]\n/);
+  });
+});
+
 describe("help <word> naming no command", () => {
   it("says the word is unknown and what it is near, as the word alone does", async () => {
     let stderr = "";
