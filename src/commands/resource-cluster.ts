@@ -21,14 +21,15 @@ export type ResourceClusterFlags = Omit<ResourceLookupFlags, "namespace">;
 /**
  * The kubeconfig to read, as kubectl chooses it, or undefined when there is none: `--kubeconfig`,
  * else the paths of `KUBECONFIG`, else `~/.kube/config` (of `HOME`, else `USERPROFILE`) when it
- * exists. Only `env` is read, never the process's own environment.
+ * exists. An empty `--kubeconfig` (`--kubeconfig="$UNSET"`) is none given, as kubectl reads it.
+ * Only `env` is read, never the process's own environment.
  */
 export function defaultKubeconfig(
   flags: Pick<ResourceClusterFlags, "kubeconfig" | "context">,
   env: Env,
 ): { request: KubeConfigRequest; env: Env } | undefined {
   const context = flags.context === undefined ? {} : { context: flags.context };
-  if (flags.kubeconfig !== undefined)
+  if (flags.kubeconfig !== undefined && flags.kubeconfig !== "")
     return { request: { kubeconfig: flags.kubeconfig, ...context }, env: {} };
   const paths = (env.KUBECONFIG ?? "").split(delimiter).filter((p) => p !== "");
   // Only KUBECONFIG is passed on: loadKubeConfig must not turn to a pod's service account here.

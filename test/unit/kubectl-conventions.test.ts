@@ -11,6 +11,7 @@ import type { CliContext, RegisterCommand } from "../../src/commands/context.ts"
 import { createProgram } from "../../src/commands/program.ts";
 import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
 import { COMMANDS } from "../../src/commands/registry.ts";
+import { defaultKubeconfig } from "../../src/commands/resource-cluster.ts";
 
 const CLI_GUIDE = join(import.meta.dirname, "..", "..", "docs", "guide", "cli.md");
 
@@ -103,5 +104,20 @@ describe("kubectl dms", () => {
       expect(row("neither"), path(command)).toContain(`\`${command.name()}\``);
       expect(row("`--context <name>`"), path(command)).toContain(`\`${command.name()}\``);
     }
+  });
+});
+
+describe("the kubeconfig of the verbs, logs and revisions", () => {
+  it("takes an empty --kubeconfig for none given, as kubectl does", () => {
+    const env = { KUBECONFIG: "/clusters/dev.yaml" };
+    expect(defaultKubeconfig({ kubeconfig: "" }, env)).toEqual({ request: {}, env });
+    expect(defaultKubeconfig({ kubeconfig: "", context: "dev" }, env)).toEqual({
+      request: { context: "dev" },
+      env,
+    });
+    expect(defaultKubeconfig({ kubeconfig: "/a.yaml" }, env)).toEqual({
+      request: { kubeconfig: "/a.yaml" },
+      env: {},
+    });
   });
 });
