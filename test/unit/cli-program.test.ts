@@ -157,14 +157,26 @@ describe("kubectl's -o=json and -n=team-a", () => {
   });
 });
 
+/**
+ * Runs `args` in a program `define` makes, each action of which is `take`: the status, stderr and
+ * the options of the command run.
+ */
+async function readOptions(
+  args: string[],
+  define: (program: Command, take: (...a: unknown[]) => void) => void,
+) {
+  let read: unknown;
+  const take = (...a: unknown[]) => {
+    read = { ...(a.at(-1) as Command).opts() };
+  };
+  const { code, stderr } = await runCli(args, { commands: [(program) => define(program, take)] });
+  return { code, read, stderr };
+}
+
 describe("kubectl's --flag=true|false of a boolean flag", () => {
   /** Runs `args` in a program with a command `get` and a nested `deployments list`: what it read. */
-  async function readFlags(args: string[]) {
-    let read: unknown;
-    const register = (program: Command) => {
-      const take = (...a: unknown[]) => {
-        read = { ...(a.at(-1) as Command).opts() };
-      };
+  const readFlags = (args: string[]) =>
+    readOptions(args, (program, take) => {
       program
         .command("get")
         .option("-A, --all-namespaces")
@@ -172,16 +184,9 @@ describe("kubectl's --flag=true|false of a boolean flag", () => {
         .option("--no-headers")
         .option("-o, --output <format>")
         .argument("[name...]")
-        .action((_names, _flags, cmd: Command) => take(cmd));
-      program
-        .command("deployments")
-        .command("list")
-        .option("--wide")
-        .action((_flags, cmd: Command) => take(cmd));
-    };
-    const { code, stderr } = await runCli(args, { commands: [register] });
-    return { code, read, stderr };
-  }
+        .action(take);
+      program.command("deployments").command("list").option("--wide").action(take);
+    });
 
   it("takes pflag's true and false spellings, the last occurrence winning", async () => {
     for (const [args, read] of [
@@ -243,34 +248,14 @@ describe("kubectl's --flag=true|false of a boolean flag", () => {
 
 describe("kubectl's reading of the argv, for the command being run only", () => {
   /** A program where `-f` is `logs`' boolean --follow and `plan`'s --filename <file>, as in dms-operator. */
-  async function readOf(args: string[]) {
-    let read: unknown;
-    const register = (program: Command) => {
-      const take = (...a: unknown[]) => {
-        read = { ...(a.at(-1) as Command).opts() };
-      };
-      program
-        .command("logs")
-        .option("-f, --follow")
-        .argument("<name>")
-        .action((_n, _f, cmd) => take(cmd));
-      program
-        .command("plan")
-        .option("-f, --filename <file>")
-        .action((_f, cmd) => take(cmd));
+  const readOf = (args: string[]) =>
+    readOptions(args, (program, take) => {
+      program.command("logs").option("-f, --follow").argument("<name>").action(take);
+      program.command("plan").option("-f, --filename <file>").action(take);
       const group = program.command("deployments");
-      group
-        .command("list")
-        .option("--wide")
-        .action((_f, cmd) => take(cmd));
-      group
-        .command("get")
-        .option("--wide <columns>")
-        .action((_f, cmd) => take(cmd));
-    };
-    const { code, stderr } = await runCli(args, { commands: [register] });
-    return { code, read, stderr };
-  }
+      group.command("list").option("--wide").action(take);
+      group.command("get").option("--wide <columns>").action(take);
+    });
 
   it("does not read a flag of another command as this one's", async () => {
     for (const [args, read] of [
