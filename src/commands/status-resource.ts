@@ -8,12 +8,9 @@ import { FAILED_REVISION_STATUSES } from "../api/wire.ts";
 import { ANNOTATION_PAUSED } from "../crd/schema.ts";
 import { SERVICE_CONNECTIONS } from "../kube/connections.ts";
 import { DRAIN_LABEL, OWNER_LABEL } from "../kube/shards.ts";
-import {
-  compileWindows,
-  localTime,
-  nextOpening,
-  type RolloutWindowSpec,
-} from "../reconcile/rollout/rollout-windows.ts";
+import { nextOpening } from "../reconcile/rollout/next-opening.ts";
+import { compileWindows, type RolloutWindowSpec } from "../reconcile/rollout/rollout-windows.ts";
+import { localTime } from "../reconcile/rollout/zones.ts";
 import { isRecord } from "../runtime/json.ts";
 
 /** Most objects of one kind read. */

@@ -34,7 +34,7 @@ import {
   switchBackPlan,
   switchBackSuperseded,
 } from "./revision-history.ts";
-import type { Counter } from "./rollout/rollout-windows.ts";
+import type { Counter } from "./rollout/next-opening.ts";
 import {
   type GatedPatch,
   gatePatch,

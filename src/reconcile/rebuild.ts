@@ -22,7 +22,7 @@ import {
   revisionConfigHash,
   vouchedSecretsHash,
 } from "./revision-history.ts";
-import type { Counter } from "./rollout/rollout-windows.ts";
+import type { Counter } from "./rollout/next-opening.ts";
 import { gateRollout, type WindowsInEffect } from "./rollout-gate.ts";
 import type { Decided, DecidedEvent, DecideSpec, Decision, Executed, Observation } from "./run.ts";
 import type { Deployment, Revision, SourceRevisionConfig } from "./service-types.ts";

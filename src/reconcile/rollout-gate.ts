@@ -15,20 +15,22 @@ import { ANNOTATION_ROLLOUT_NOW } from "../crd/schema.ts";
 import { describeDuration } from "../duration.ts";
 import { workMs } from "../runtime/clock.ts";
 import type { ChangeGroup, FieldChange, PatchPlan } from "./plan.ts";
+import { BoundedMemo } from "./rollout/bounded-memo.ts";
 import {
-  BoundedMemo,
   type Counter,
-  checkWindows,
-  compileWindows,
-  localTime,
   MAX_OPENING_STEPS,
   nextOpening,
   OPENING_BUDGET_MS,
   OPENING_HORIZON_MS,
   type Opening,
+} from "./rollout/next-opening.ts";
+import {
+  checkWindows,
+  compileWindows,
   type RolloutWindow,
   type RolloutWindowSpec,
 } from "./rollout/rollout-windows.ts";
+import { localTime } from "./rollout/zones.ts";
 
 /**
  * A connection's `spec.rolloutWindows`: the default of the resources that set none, or, when

@@ -8,18 +8,16 @@
 import { Cron, CronDate } from "croner";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { InvalidSpecError } from "../../src/crd/errors.ts";
+import { BoundedMemo } from "../../src/reconcile/rollout/bounded-memo.ts";
+import { FIRE_HORIZON_DAYS, firesWithin } from "../../src/reconcile/rollout/fire-check.ts";
 import {
-  BoundedMemo,
-  compileWindows,
-  FIRE_HORIZON_DAYS,
-  firesWithin,
   MAX_OPENING_STEPS,
   nextOpening,
   OPENING_BUDGET_MS,
   OPENING_HORIZON_MS,
-  type RolloutWindowSpec,
   UNTIMED_STEPS,
-} from "../../src/reconcile/rollout/rollout-windows.ts";
+} from "../../src/reconcile/rollout/next-opening.ts";
+import { compileWindows, type RolloutWindowSpec } from "../../src/reconcile/rollout/rollout-windows.ts";
 import {
   gateRollout,
   SLOW_SEARCH_MAX_RETRY_MS,

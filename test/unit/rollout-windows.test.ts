@@ -4,14 +4,9 @@
 import { describe, expect, it } from "vitest";
 import { InvalidSpecError } from "../../src/crd/errors.ts";
 import type { PatchPlan } from "../../src/reconcile/plan.ts";
-import {
-  compileWindows,
-  isActive,
-  localTime,
-  nextOpening,
-  type RolloutWindowSpec,
-  rolloutAllowed,
-} from "../../src/reconcile/rollout/rollout-windows.ts";
+import { isActive, nextOpening, rolloutAllowed } from "../../src/reconcile/rollout/next-opening.ts";
+import { compileWindows, type RolloutWindowSpec } from "../../src/reconcile/rollout/rollout-windows.ts";
+import { localTime } from "../../src/reconcile/rollout/zones.ts";
 import { gateRollout, splitPatch, windowsInEffect } from "../../src/reconcile/rollout-gate.ts";
 
 const at = (iso: string) => Date.parse(iso);
