@@ -18,6 +18,7 @@ import {
 } from "../sharding/inheritance.ts";
 import { DRAIN_LABEL, drainTarget, OWNER_LABEL, RING_LABEL } from "../sharding/labels.ts";
 import { FINGERPRINT_ANNOTATION } from "../sharding/membership.ts";
+import { decodeMovingBy, encodeMovingBy, MOVING_BY_ANNOTATION } from "../sharding/moving-by.ts";
 import { createdSeconds } from "../sharding/pass.ts";
 import { ShardLabelsDenied } from "../sharding/pass-write.ts";
 import {
@@ -30,7 +31,6 @@ import {
   type Release,
 } from "../sharding/release.ts";
 import type { RingChoice } from "../sharding/ring-choices.ts";
-import { decodeMovingBy, encodeMovingBy, MOVING_BY_ANNOTATION } from "../sharding/ring-moves.ts";
 import type { KubeClient } from "./client.ts";
 import { DEPLOYMENTS } from "./deployments.ts";
 import { ConflictError, isNotFound, KubeApiError } from "./errors.ts";
@@ -54,7 +54,7 @@ export const LEASES: ResourceType = { group: "coordination.k8s.io", version: "v1
 
 /**
  * A Lease of the ring: its name, resourceVersion and spec, the ring a taken one carries, and the
- * ring its replica moves its resources by (`ring-moves.ts`).
+ * ring its replica moves its resources by (`moving-by.ts`).
  */
 export interface LeaseObject extends KubeObject {
   record: LeaseRecord;
@@ -67,7 +67,7 @@ export interface LeaseObject extends KubeObject {
   fingerprint?: string | undefined;
 }
 
-/** A ring Lease from the wire; its rings (`inheritance.ts`, `ring-moves.ts`) read from its annotations. */
+/** A ring Lease from the wire; its rings (`inheritance.ts`, `moving-by.ts`) read from its annotations. */
 export function decodeLease(raw: unknown): LeaseObject | undefined {
   if (!isKubeObject(raw)) return undefined;
   const { name, namespace, resourceVersion, annotations } = raw.metadata;

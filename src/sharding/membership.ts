@@ -17,7 +17,7 @@ export interface RingLease {
   record: LeaseRecord;
   /** The ring its share moves by, written by the sharder that took it (see `inheritance.ts`). */
   inheritance?: Inheritance | undefined;
-  /** The ring its replica moves its own resources by, written with each renewal (see `ring-moves.ts`). */
+  /** The ring its replica moves its own resources by, written with each renewal (see `moving-by.ts`). */
   movingBy?: Inheritance | undefined;
   /** The share its replica released to a joined replica, written with each renewal (see `release.ts`). */
   released?: Release | undefined;

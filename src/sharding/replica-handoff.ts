@@ -10,9 +10,10 @@ import { sameInheritance } from "./inheritance.ts";
 import { DRAIN_LABEL, handoverTo, mayLetGo, OWNER_LABEL } from "./labels.ts";
 import { FENCE_MARGIN_MS, ShardMember } from "./member.ts";
 import { heldByReplica, released, takenBySharder } from "./membership.ts";
+import { encodeMovingBy, ringOf } from "./moving-by.ts";
 import { LABELS_UNHEARD_MS, podOfIdentity, type Release } from "./release.ts";
 import type { CachedResource, ReplicaCache, ShardedReplicaOptions } from "./replica-parts.ts";
-import { encodeMovingBy, RingMoves, ringOf } from "./ring-moves.ts";
+import { RingMoves } from "./ring-moves.ts";
 import type { RingLeases, ShardRecord } from "./sharder-loop.ts";
 
 /** Options of {@link replicaHandOffs}: the replica's own, and what it learns as it runs. */

@@ -7,6 +7,7 @@
  */
 import { untilAborted } from "../runtime/clock.ts";
 import { ClusterUserCounts } from "./cluster-users.ts";
+import { followCache } from "./follow-cache.ts";
 import { type EarlyListing, Heirs, type InheritPort, readSeedForHeirs, silenceMs } from "./heirs.ts";
 import { requireLabelPolicy, watchLabelPolicy } from "./label-policy.ts";
 import { isReplicaName, OWNER_LABEL } from "./labels.ts";
@@ -22,7 +23,6 @@ import {
   type ShardedReplica,
   type ShardedReplicaOptions,
 } from "./replica-parts.ts";
-import { followCache } from "./ring-moves.ts";
 import { ringLease, type ShardRecord, sharderRunnable } from "./sharder-loop.ts";
 
 export {

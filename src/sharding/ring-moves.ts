@@ -6,13 +6,14 @@
  * move costs one write instead of two.
  *
  * Owners and the sharder agree through the replicas' own Leases: each replica writes on its Lease,
- * with every renewal, the ring it sees ({@link MOVING_BY_ANNOTATION}: the live members and the
- * leader's replica, whose share is smaller). An owner moves by a ring only while its own view and
- * the leader's Lease show that same ring, so it never hands a resource to a replica the sharder
- * does not know; the sharder leaves the move to an owner whose Lease shows the ring the sharder
- * places by (or whose view it changed less than a Lease duration ago), and writes the drain label
- * as before for any other (a replica of an older version, one that lags). A claim with rivals in
- * the owner's cache is left to the sharder's drain, which moves rivals together, oldest first.
+ * with every renewal, the ring it sees (`moving-by.ts`: the live members and the leader's replica,
+ * whose share is smaller). An owner moves by a ring only while its own view and the leader's
+ * Lease show that same ring, so it never hands a resource to a replica the sharder does not know;
+ * the sharder leaves the move to an owner whose Lease shows the ring the sharder places by (or
+ * whose view it changed less than a Lease duration ago), and writes the drain label as before for
+ * any other (a replica of an older version, one that lags). A claim with rivals in the owner's
+ * cache is left to the sharder's drain, which moves rivals together, oldest first. The owner's
+ * cache reaches its moves through `follow-cache.ts`.
  *
  * Never two writers: the owner stops taking work for a resource it moves, waits for the reconcile
  * in flight and for its unanswered writes, then writes the new owner's label; the new owner
@@ -31,27 +32,9 @@
  * claim's replica meanwhile, as any rival (a drain without a name: let go, then placed after the
  * older one), or brings the older one back.
  */
-import { keyOfMeta, type ObjectRef, parseObjectKey } from "../runtime/queue-lines.ts";
-import {
-  decodeInheritance,
-  encodeInheritance,
-  heirOf,
-  type Inheritance,
-  sameInheritance,
-} from "./inheritance.ts";
-import { DRAIN_LABEL, OWNER_LABEL } from "./labels.ts";
-import { createdSeconds } from "./pass.ts";
+import { heirOf, type Inheritance, sameInheritance } from "./inheritance.ts";
 import { joinedOne, type Release } from "./release.ts";
 import { ownerOf, ringShares } from "./ring.ts";
-
-/** On each replica's own Lease, written with every renewal: the ring it sees and moves its resources by. */
-export const MOVING_BY_ANNOTATION = "sharding.dms.dev/moving-by";
-
-/** The ring as one process sees it: the live members (sorted) and the leader's replica while it is one of them. */
-export function ringOf(live: readonly string[], leader: string | undefined): Inheritance {
-  const members = [...new Set(live)].sort();
-  return { members, leader: leader !== undefined && members.includes(leader) ? leader : undefined };
-}
 
 /**
  * How long a claim handed over is remembered (see the module comment): longer than a label write
@@ -59,12 +42,6 @@ export function ringOf(live: readonly string[], leader: string | undefined): Inh
  * timeout is a minute).
  */
 export const HANDED_CLAIM_MS = 90_000;
-
-/** The annotation's value for `ring` (the encoding of a taken Lease's record). */
-export const encodeMovingBy = encodeInheritance;
-
-/** The ring an annotation's value names; undefined when there is none or it cannot be read. */
-export const decodeMovingBy = decodeInheritance;
 
 /** What {@link RingMoves} reads of the replica's cache. */
 export interface RingMovesCache {
@@ -375,78 +352,4 @@ export class RingMoves {
       return undefined;
     return to;
   }
-}
-
-/** A resource of the replica's cache, as {@link followCache} reads it. */
-export interface FollowedResource {
-  readonly metadata: {
-    readonly namespace?: string | undefined;
-    readonly name: string;
-    readonly creationTimestamp?: string | undefined;
-    readonly labels?: Readonly<Record<string, string>> | undefined;
-  };
-}
-
-/** Options of {@link followCache}. */
-export interface FollowCacheOptions<C extends FollowedResource> {
-  /** This replica's name: its own resources carry it as their owner label. */
-  self: string;
-  cache: {
-    get(ref: ObjectRef): C | undefined;
-    list(): readonly C[];
-    subscribe(handlers: {
-      onAdd?(obj: C): void;
-      onUpdate?(old: C, obj: C): void;
-      onDelete?(obj: C): void;
-    }): unknown;
-  };
-  /** What the cached resource `ref` claims. */
-  claimOf(ref: ObjectRef): string | undefined;
-  /** The cached resources claiming what `obj` claims (itself included, when cached). */
-  claimants(obj: C): readonly C[];
-  /** The member is told of each key that may start or stop moving, or be let go. */
-  changed(key: string): void;
-}
-
-/**
- * Joins `moves` to the replica's cache: it reads the replica's own resources there, and each
- * change of one refreshes its claim's resources (a claim with rivals here is not moved by the
- * ring; a rival left alone once the other one left may be).
- */
-export function followCache<C extends FollowedResource>(moves: RingMoves, o: FollowCacheOptions<C>): void {
-  const { cache, claimants } = o;
-  const own = (obj: C | undefined): obj is C => obj?.metadata.labels?.[OWNER_LABEL] === o.self;
-  const get = (key: string) => cache.get(parseObjectKey(key));
-  moves.attach({
-    ownKeys: () => cache.list().filter(own).map(keyOfMeta),
-    claimOf: (key) => (own(get(key)) ? o.claimOf(parseObjectKey(key)) : undefined),
-    drained: (key) => get(key)?.metadata.labels?.[DRAIN_LABEL] !== undefined,
-    created: (key) => createdSeconds(get(key)?.metadata.creationTimestamp),
-    hasRivals: (key) => {
-      const obj = get(key);
-      return obj !== undefined && claimants(obj).length > 1;
-    },
-  });
-  const refresh = (obj: C, deleted: boolean) => {
-    if (deleted) moves.forget(keyOfMeta(obj));
-    for (const rival of claimants(obj)) {
-      const key = keyOfMeta(rival);
-      moves.refresh(key);
-      if (rival !== obj) o.changed(key);
-    }
-    if (!deleted) o.changed(keyOfMeta(obj));
-  };
-  cache.subscribe({
-    onAdd: (obj) => refresh(obj, false),
-    // A status write changes nothing a move depends on: its claim's resources are looked at again
-    // only when its shard labels changed (no hashing on every watch event of the share).
-    onUpdate: (old, obj) => {
-      const was = old.metadata.labels;
-      const is = obj.metadata.labels;
-      if (was?.[OWNER_LABEL] !== is?.[OWNER_LABEL] || was?.[DRAIN_LABEL] !== is?.[DRAIN_LABEL])
-        refresh(obj, false);
-      else o.changed(keyOfMeta(obj));
-    },
-    onDelete: (obj) => refresh(obj, true),
-  });
 }

@@ -61,7 +61,7 @@ export interface RingLeaseObject {
   readonly record: LeaseRecord;
   /** The ring a taken Lease carries (`inheritance.ts`). */
   readonly inheritance?: Inheritance | undefined;
-  /** The ring a replica's own Lease says it moves its resources by (`ring-moves.ts`). */
+  /** The ring a replica's own Lease says it moves its resources by (`moving-by.ts`). */
   readonly movingBy?: Inheritance | undefined;
   /** The share a replica's own Lease says it released to a joined replica (`release.ts`). */
   readonly released?: Release | undefined;

@@ -18,6 +18,7 @@ import { abandoned, LeaseHolds, type LeaseWrites } from "./holds.ts";
 import { heirOf, type Inheritance, sameInheritance } from "./inheritance.ts";
 import { DRAIN_LABEL, OWNER_LABEL, SHARDER_HOLDER_PREFIX } from "./labels.ts";
 import { type RingLease, RingMembership } from "./membership.ts";
+import { ringOf } from "./moving-by.ts";
 import {
   MAX_TAKES_PER_PASS,
   type PassReport,
@@ -30,7 +31,6 @@ import { walk } from "./pass-walk.ts";
 import { orderWrites, runWrites, type ShardLabelsDenied, type WriteResult } from "./pass-write.ts";
 import { SHARDER_REPLICA_SHARE } from "./ring.ts";
 import { RingChoices } from "./ring-choices.ts";
-import { ringOf } from "./ring-moves.ts";
 
 /** What the sharder reads and writes (the Kubernetes adapters implement it). */
 export interface SharderPorts<R extends ShardedResource = ShardedResource> extends LeaseWrites {

@@ -11,8 +11,8 @@ import type { LeaseRecord } from "../../src/runtime/leader.ts";
 import type { ObjectRef } from "../../src/runtime/queue-lines.ts";
 import { heirOf } from "../../src/sharding/inheritance.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
+import { ringOf } from "../../src/sharding/moving-by.ts";
 import { type CachedResource, type ShardedReplica, shardedReplica } from "../../src/sharding/replica.ts";
-import { ringOf } from "../../src/sharding/ring-moves.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { leaseRecord, RingLeaseStore } from "../support/ring-lease-store.ts";
 

@@ -13,6 +13,7 @@ import { Heirs, releaseFor } from "../../src/sharding/heirs.ts";
 import { LeaseHolds } from "../../src/sharding/holds.ts";
 import { heirOf, type Inheritance } from "../../src/sharding/inheritance.ts";
 import { type RingLease, RingMembership } from "../../src/sharding/membership.ts";
+import { ringOf } from "../../src/sharding/moving-by.ts";
 import {
   decodeHolding,
   decodeRelease,
@@ -24,7 +25,6 @@ import {
   type Release,
   releasedRecord,
 } from "../../src/sharding/release.ts";
-import { ringOf } from "../../src/sharding/ring-moves.ts";
 import { ownerMoves } from "../support/ring-moves-cache.ts";
 
 const seed = new Uint8Array([7, 7, 7]);

@@ -5,14 +5,14 @@
 import { describe, expect, it } from "vitest";
 import { decodeLease } from "../../src/kube/shards.ts";
 import { decodeInheritance, INHERITANCE_ANNOTATION } from "../../src/sharding/inheritance.ts";
-import { ownerOf, ringShares } from "../../src/sharding/ring.ts";
 import {
   decodeMovingBy,
   encodeMovingBy,
-  HANDED_CLAIM_MS,
   MOVING_BY_ANNOTATION,
   ringOf,
-} from "../../src/sharding/ring-moves.ts";
+} from "../../src/sharding/moving-by.ts";
+import { ownerOf, ringShares } from "../../src/sharding/ring.ts";
+import { HANDED_CLAIM_MS } from "../../src/sharding/ring-moves.ts";
 import { ownerMoves } from "../support/ring-moves-cache.ts";
 
 const seed = new Uint8Array([1, 2, 3]);
