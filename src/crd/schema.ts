@@ -6,12 +6,25 @@
  * sees it, with messages that name the field and the fix.
  */
 import { type Static, Type } from "@sinclair/typebox";
-import { DEPLOYMENT_SOURCES, KNOWN_DEPLOYMENT_TYPES, REVISION_SOURCES } from "../api/wire.ts";
+import { DEPLOYMENT_SOURCES, REVISION_SOURCES } from "../api/wire.ts";
 import { CONNECTION_KINDS } from "./connection-schema.ts";
-import { ObjectMetaSchema } from "./object-meta.ts";
+import { MAX_NAME_LENGTH, ObjectMetaSchema } from "./object-meta.ts";
 import { StringEnum } from "./openapi-types.ts";
-import { ResourceSpecSchema } from "./resource-spec-schema.ts";
 import { rolloutWindowsSchema } from "./rollout-windows-schema.ts";
+import {
+  MAX_SECRET_REFERENCES,
+  MAX_SECRETS,
+  SpecSecretReferenceSchema,
+  SpecSecretSchema,
+} from "./secrets-schema.ts";
+import { SpecGithubSchema, SpecSourceConfigSchema, SpecSourceRevisionConfigSchema } from "./source-schema.ts";
+import {
+  DELETION_POLICIES,
+  DRIFT_POLICIES,
+  MANAGEMENT_POLICIES,
+  REVISION_REUSE_POLICIES,
+  ROLLOUT_TIMEOUT_PATTERN,
+} from "./spec-policies.ts";
 import { DeploymentResourceStatusSchema } from "./status-schema.ts";
 
 export type { Condition, DeploymentResourceStatus } from "./status-schema.ts";
@@ -45,203 +58,6 @@ export const ANNOTATION_ROLLOUT_NOW = "dms.dev/rollout-now";
  * rebuild route; acknowledged in `status.lastHandledRebuildAt`. Held by rollout windows.
  */
 export const ANNOTATION_REBUILD_REQUESTED_AT = "dms.dev/rebuild-requested-at";
-
-/** Values of `spec.managementPolicy`. */
-export const MANAGEMENT_POLICIES = ["Manage", "ObserveOnly"] as const;
-/** Values of `spec.deletionPolicy`. */
-export const DELETION_POLICIES = ["Orphan", "Delete"] as const;
-
-const Uuid = (description: string) => Type.String({ format: "uuid", maxLength: 36, description });
-
-/** Longest name we accept for a deployment: bounded so the CEL immutability rule stays cheap. */
-export const MAX_NAME_LENGTH = 253;
-/**
- * Most secrets (and secret references) one resource may list: bounds the cost of their CEL rules
- * and, with the other bounds, the size of the resource (see `test/unit/crd-size.test.ts`).
- */
-export const MAX_SECRETS = 256;
-/** Most Secret references one resource may list (each names a Secret and a key of its own). */
-export const MAX_SECRET_REFERENCES = 64;
-/** Longest URL (repository, custom URL): what browsers and most proxies accept. */
-export const MAX_URL_LENGTH = 2048;
-/** Longest install or build command: a longer one belongs in a script of the repository. */
-export const MAX_COMMAND_LENGTH = 2048;
-/** Longest path of a file in the source (graph configuration, tarball). */
-export const MAX_PATH_LENGTH = 1024;
-/** Longest image reference: a registry host, a repository path, a tag and a digest. */
-export const MAX_IMAGE_LENGTH = 512;
-/** Longest git ref: a branch, a tag or a commit (Git's own limit is the file system's, 255). */
-export const MAX_REF_LENGTH = 256;
-/**
- * Longest secret name: the name the deployment sees, an environment variable's (128, as in a
- * container's `env`).
- */
-export const MAX_SECRET_NAME_LENGTH = 128;
-/** Longest literal secret value: a longer one belongs in a Kubernetes Secret (valueFrom). */
-export const MAX_SECRET_VALUE_LENGTH = 512;
-
-const SourceConfig = Type.Object(
-  {
-    integrationId: Type.Optional(
-      Uuid("GitHub integration id (source github). Set by spec.github when that shorthand is used."),
-    ),
-    repoUrl: Type.Optional(
-      Type.String({
-        maxLength: MAX_URL_LENGTH,
-        description: "Repository URL (source github). Set by spec.github when that shorthand is used.",
-      }),
-    ),
-    buildOnPush: Type.Optional(
-      Type.Boolean({ description: "Build a new revision on every push to repoRef." }),
-    ),
-    customUrl: Type.Optional(
-      Type.String({ maxLength: MAX_URL_LENGTH, description: "Custom URL the deployment is served at." }),
-    ),
-    listenerId: Type.Optional(Uuid("Id of the listener (self-hosted data plane) that runs the deployment.")),
-    listenerConfig: Type.Optional(
-      Type.Object(
-        {
-          k8sNamespace: Type.Optional(
-            Type.String({ description: "Kubernetes namespace the listener deploys into.", maxLength: 63 }),
-          ),
-        },
-        { description: "Settings for the listener." },
-      ),
-    ),
-    installCommand: Type.Optional(
-      Type.String({ maxLength: MAX_COMMAND_LENGTH, description: "Command that installs dependencies." }),
-    ),
-    buildCommand: Type.Optional(
-      Type.String({ maxLength: MAX_COMMAND_LENGTH, description: "Command that builds the application." }),
-    ),
-    resourceSpec: Type.Optional(ResourceSpecSchema),
-    deploymentType: Type.Optional(
-      StringEnum(KNOWN_DEPLOYMENT_TYPES, {
-        description:
-          "The deployment's type on the service, which decides its tier and price: dev_free, dev, prod, dev_zero or dev_free_zero (only the *_zero types scale to zero). Sent on create; the service's default is prod. Cannot change once set: the service fixes a deployment's type at creation. Left out: whatever type the service's deployment has is accepted.",
-        "x-kubernetes-validations": [
-          {
-            rule: "self == oldSelf",
-            message:
-              "spec.sourceConfig.deploymentType cannot change: the service fixes a deployment's type at creation, so a new type means a new deployment; restore the previous value, or create a new resource (with another spec.name) of the new type",
-            reason: "FieldValueForbidden",
-          },
-        ],
-      }),
-    ),
-  },
-  {
-    description:
-      "Source settings whose change needs no new revision (or that cannot change after creation). Fields left out are not managed.",
-  },
-);
-
-const SourceRevisionConfig = Type.Object(
-  {
-    repoRef: Type.Optional(
-      Type.String({
-        maxLength: MAX_REF_LENGTH,
-        description:
-          "Git ref (branch, tag or commit) to deploy. With spec.github, defaults to the default branch.",
-      }),
-    ),
-    graphConfigPath: Type.Optional(
-      Type.String({ maxLength: MAX_PATH_LENGTH, description: "Path of the graph configuration file." }),
-    ),
-    imageUri: Type.Optional(
-      Type.String({
-        maxLength: MAX_IMAGE_LENGTH,
-        description: "Image to deploy (docker sources), at most 512 characters.",
-      }),
-    ),
-    sourceTarballPath: Type.Optional(
-      Type.String({ maxLength: MAX_PATH_LENGTH, description: "Path of the uploaded source tarball." }),
-    ),
-  },
-  { description: "Source settings whose change creates a new revision. Fields left out are not managed." },
-);
-
-const SecretEntry = Type.Object(
-  {
-    name: Type.String({
-      minLength: 1,
-      maxLength: MAX_SECRET_NAME_LENGTH,
-      description: "Name of the secret (case kept), at most 128 characters.",
-    }),
-    value: Type.Optional(
-      Type.String({
-        maxLength: MAX_SECRET_VALUE_LENGTH,
-        description:
-          "Literal value, at most 512 characters. Prefer valueFrom: this one is stored in the resource.",
-      }),
-    ),
-    valueFrom: Type.Optional(
-      Type.Object(
-        {
-          secretKeyRef: Type.Object(
-            {
-              name: Type.String({
-                minLength: 1,
-                maxLength: MAX_NAME_LENGTH,
-                description: "Name of a Secret in the resource's own namespace.",
-              }),
-              key: Type.String({
-                minLength: 1,
-                maxLength: MAX_NAME_LENGTH,
-                pattern: "^[-._a-zA-Z0-9]+$",
-                description: "Key in that Secret's data.",
-              }),
-            },
-            { description: "A key of a Kubernetes Secret in the resource's own namespace (never another)." },
-          ),
-        },
-        { description: "Where the value comes from." },
-      ),
-    ),
-  },
-  {
-    description: "A secret of the deployment: a name and exactly one of value or valueFrom.",
-    "x-kubernetes-validations": [
-      {
-        rule: "has(self.value) != has(self.valueFrom)",
-        message: "spec.secrets[]: set exactly one of value or valueFrom.secretKeyRef",
-        reason: "FieldValueInvalid",
-      },
-    ],
-  },
-);
-
-const SecretReference = Type.Object(
-  {
-    name: Type.String({
-      minLength: 1,
-      maxLength: MAX_SECRET_NAME_LENGTH,
-      description: "Name the deployment sees, at most 128 characters.",
-    }),
-    secretName: Type.String({
-      minLength: 1,
-      maxLength: MAX_NAME_LENGTH,
-      description: "Kubernetes Secret name.",
-    }),
-    secretKey: Type.String({ minLength: 1, maxLength: MAX_NAME_LENGTH, description: "Key in that Secret." }),
-  },
-  { description: "A Kubernetes Secret the deployment's runtime reads itself (source external_docker only)." },
-);
-
-const Github = Type.Object(
-  {
-    integrationId: Uuid("GitHub integration whose repository listing resolves the repository."),
-    repository: Type.String({
-      maxLength: 201,
-      pattern: "^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$",
-      description: "Repository as owner/name.",
-    }),
-  },
-  {
-    description:
-      "Shorthand for a GitHub repository: the operator resolves sourceConfig.repoUrl and sourceConfig.integrationId, and sourceRevisionConfig.repoRef (the default branch) when unset.",
-  },
-);
 
 const ConnectionRef = Type.Object(
   {
@@ -305,29 +121,6 @@ const SPEC_RULES = [
   },
 ];
 
-/**
- * `spec.rolloutTimeout`: `0`, or a Go duration of whole or decimal hours, minutes, seconds and
- * milliseconds (`30m`, `1h30m`, `1.5h`, `90s`); what `parseDuration` reads.
- */
-export const ROLLOUT_TIMEOUT_PATTERN = "^(0|([0-9]+(\\.[0-9]+)?(ms|s|m|h))+)$";
-
-/** `spec.rolloutTimeout` when the spec does not set it. */
-export const DEFAULT_ROLLOUT_TIMEOUT = "30m";
-
-/**
- * `spec.revisionReuse`: when a change that would build a new revision may redeploy an earlier
- * one instead (revision-reuse.ts). `Pinned`: only a reference that cannot move (an image by
- * digest, a full commit sha); `SameReference`: also the same tag or branch name; `Never`.
- */
-export const REVISION_REUSE_POLICIES = ["Pinned", "SameReference", "Never"] as const;
-export type RevisionReusePolicy = (typeof REVISION_REUSE_POLICIES)[number];
-
-/**
- * `spec.revisionReuse` when the spec does not set it. Applied by the operator, not by a CRD
- * default, so that existing objects are not rewritten by the API server.
- */
-export const DEFAULT_REVISION_REUSE: RevisionReusePolicy = "Pinned";
-
 /** A DNS subdomain (RFC 1123), what Kubernetes accepts as a ConfigMap's name. */
 export const DNS_SUBDOMAIN_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 
@@ -346,17 +139,6 @@ const Export = Type.Object(
       "What the applications in the cluster read of the deployment: its URL and live revision, in a ConfigMap the operator writes when they change.",
   },
 );
-/**
- * `spec.driftPolicy`: what the operator does about a change made to the service's deployment
- * outside this resource (a field that differs from a spec already applied). `Correct`: put it
- * back (a PATCH, or a redeploy of the operator's own revision when `spec.revisionReuse` allows);
- * `Report`: record it and write nothing, the team decides.
- */
-export const DRIFT_POLICIES = ["Correct", "Report"] as const;
-export type DriftPolicy = (typeof DRIFT_POLICIES)[number];
-
-/** `spec.driftPolicy` when the spec does not set it (applied by the operator, not a CRD default). */
-export const DEFAULT_DRIFT_POLICY: DriftPolicy = "Correct";
 
 /** Longest `spec.displayName`: the name the service's UI shows. */
 export const MAX_DISPLAY_NAME_LENGTH = 256;
@@ -382,15 +164,15 @@ export const DeploymentSpecSchema = Type.Object(
         },
       ],
     }),
-    sourceConfig: Type.Optional(SourceConfig),
-    sourceRevisionConfig: Type.Optional(SourceRevisionConfig),
+    sourceConfig: Type.Optional(SpecSourceConfigSchema),
+    sourceRevisionConfig: Type.Optional(SpecSourceRevisionConfigSchema),
     revisionSource: Type.Optional(
       StringEnum(REVISION_SOURCES, {
         description: "Source of new revisions when it differs from spec.source; sent with each new revision.",
       }),
     ),
     secrets: Type.Optional(
-      Type.Array(SecretEntry, {
+      Type.Array(SpecSecretSchema, {
         maxItems: MAX_SECRETS,
         description:
           "Secrets of the deployment. Left out: not managed. An empty list is sent once to clear them; a service that keeps them (it reads an empty list on an update as unchanged) is reported (CannotClearSecrets) and not sent the list again.",
@@ -399,14 +181,14 @@ export const DeploymentSpecSchema = Type.Object(
       }),
     ),
     secretReferences: Type.Optional(
-      Type.Array(SecretReference, {
+      Type.Array(SpecSecretReferenceSchema, {
         maxItems: MAX_SECRET_REFERENCES,
         description: "Kubernetes Secret references, only with source external_docker.",
         "x-kubernetes-list-type": "map",
         "x-kubernetes-list-map-keys": ["name"],
       }),
     ),
-    github: Type.Optional(Github),
+    github: Type.Optional(SpecGithubSchema),
     connectionRef: Type.Optional(ConnectionRef),
     managementPolicy: Type.Optional(
       StringEnum(MANAGEMENT_POLICIES, {

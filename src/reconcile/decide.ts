@@ -10,7 +10,7 @@
  * test/unit/decide.test.ts.
  */
 import { formatTime } from "../crd/kstatus.ts";
-import { DEFAULT_DRIFT_POLICY } from "../crd/schema.ts";
+import { DEFAULT_DRIFT_POLICY } from "../crd/spec-policies.ts";
 import { outcomeFromProblems } from "./failures.ts";
 import { pendingRebuild, rebuildRequestedAt, rolloutNow, rolloutNowAsked } from "./inputs.ts";
 import { externalRevisionOf } from "./live-revision.ts";

@@ -32,7 +32,8 @@
 import { createHash } from "node:crypto";
 import { cutToLength, unprintableIn } from "../api/printable.ts";
 import { type ConditionValue, MAX_MESSAGE_LENGTH, putConditions } from "../crd/kstatus.ts";
-import { API_VERSION, type DeploymentResourceStatus, KIND, MAX_URL_LENGTH } from "../crd/schema.ts";
+import { API_VERSION, type DeploymentResourceStatus, KIND } from "../crd/schema.ts";
+import { MAX_URL_LENGTH } from "../crd/source-schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { statusEqual } from "../runtime/json.ts";
 import type { Conclusion } from "./conclude.ts";

@@ -9,11 +9,8 @@
  * outside this operator, for `status.externalRevision`.
  */
 import { formatTime } from "../crd/kstatus.ts";
-import {
-  DEFAULT_ROLLOUT_TIMEOUT,
-  type DeploymentResourceStatus,
-  type DeploymentSpec,
-} from "../crd/schema.ts";
+import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
+import { DEFAULT_ROLLOUT_TIMEOUT } from "../crd/spec-policies.ts";
 import { STATUS_ID_MAX_LENGTH, STATUS_VALUE_MAX_LENGTH } from "../crd/status-schema.ts";
 import { isZeroDuration, parseDuration } from "../duration.ts";
 import type { EvidenceReason, FailedRevisionLog } from "./failure-evidence.ts";

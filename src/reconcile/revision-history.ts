@@ -8,12 +8,8 @@
  */
 import { createHash } from "node:crypto";
 import { cutToLength } from "../api/printable.ts";
-import {
-  DEFAULT_REVISION_REUSE,
-  type DeploymentResourceStatus,
-  type DeploymentSpec,
-  type RevisionReusePolicy,
-} from "../crd/schema.ts";
+import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
+import { DEFAULT_REVISION_REUSE, type RevisionReusePolicy } from "../crd/spec-policies.ts";
 import { REDEPLOY_REASON_MAX_LENGTH, REVISION_HISTORY_LIMIT } from "../crd/status-schema.ts";
 import type { CreatePlan, PatchPlan } from "./plan.ts";
 import { hashSecrets } from "./secret-hash.ts";

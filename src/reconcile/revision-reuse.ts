@@ -15,7 +15,8 @@
  * are `execute.ts`'s.
  */
 import { SOURCE_REVISION_FIELDS } from "../crd/mapping.ts";
-import type { DeploymentResourceStatus, DeploymentSpec, RevisionReusePolicy } from "../crd/schema.ts";
+import type { DeploymentResourceStatus, DeploymentSpec } from "../crd/schema.ts";
+import type { RevisionReusePolicy } from "../crd/spec-policies.ts";
 import {
   configAfterPatch,
   type DesiredRevision,

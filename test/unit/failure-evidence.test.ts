@@ -11,7 +11,8 @@ import {
 } from "../../src/api/revision-logs.ts";
 import type { Deployment } from "../../src/api/wire.ts";
 import { defaultLogType, formatEntry } from "../../src/commands/logs.ts";
-import { type DeploymentResourceStatus, ROLLOUT_TIMEOUT_PATTERN } from "../../src/crd/schema.ts";
+import type { DeploymentResourceStatus } from "../../src/crd/schema.ts";
+import { ROLLOUT_TIMEOUT_PATTERN } from "../../src/crd/spec-policies.ts";
 import { parseDuration } from "../../src/duration.ts";
 import { NOTE_LIMIT_BYTES } from "../../src/kube/events.ts";
 import { evidenceAt } from "../../src/reconcile/conclude.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Deployment, Revision } from "../../src/api/wire.ts";
-import type { RevisionReusePolicy } from "../../src/crd/schema.ts";
+import type { RevisionReusePolicy } from "../../src/crd/spec-policies.ts";
 import { REDEPLOY_REASON_MAX_LENGTH, REVISION_HISTORY_LIMIT } from "../../src/crd/status-schema.ts";
 import { activeRevision } from "../../src/reconcile/live-revision.ts";
 import {
