@@ -13,7 +13,6 @@ import { InvalidSpecError } from "../crd/errors.ts";
 import { formatTime } from "../crd/kstatus.ts";
 import { ANNOTATION_ROLLOUT_NOW } from "../crd/schema.ts";
 import { describeDuration } from "../duration.ts";
-import { workMs } from "../runtime/clock.ts";
 import type { ChangeGroup, FieldChange, PatchPlan } from "./plan.ts";
 import { BoundedMemo } from "./rollout/bounded-memo.ts";
 import {
@@ -182,7 +181,7 @@ export interface GateInput {
   /** The changes held, as the planner names them (for the message). */
   held: readonly FieldChange[];
   /**
-   * The monotonic counter the search's time budget is read on. Default `workMs`: the thread's CPU
+   * The counter the search's time budget is read on. Default `workMs`: the thread's CPU
    * time, so that a machine busy elsewhere does not hold a change a search of real windows would
    * have found open.
    */
@@ -344,7 +343,7 @@ function searchOpening(
   const compiled = ruling.flatMap(({ windows, list }) =>
     compileWindows(windows, "spec.rolloutWindows", list),
   );
-  const found = nextOpening(compiled, now, { counter: counter ?? workMs });
+  const found = nextOpening(compiled, now, counter ? { counter } : {});
   if (found.kind === "none" && found.exhausted === "time") {
     const cuts = (SLOW_SEARCHES.get(key) ?? 0) + 1;
     SLOW_SEARCHES.set(key, cuts);

@@ -2,7 +2,7 @@
  * The search for the next opening of rollout windows, within its step and time budgets, and the
  * rule it answers to: whether a rollout is allowed at an instant. Pure, with the instant always
  * given (never read from a clock here), so every answer is a function of its inputs, but for the
- * search's time budget, read on a monotonic counter (`performance.now` unless given).
+ * search's time budget, read on a counter: the thread's CPU time (`workMs`) unless given.
  *
  * Semantics are Argo CD's sync windows: a window starts at each fire time `s` of its cron
  * schedule (read in its time zone) and is active on `[s, s + duration)`; a rollout is allowed at
@@ -10,6 +10,7 @@
  * Durations are elapsed time, not wall-clock time: a `2h` window that starts at 01:00 on a
  * fall-back night ends at 02:00 local time (two real hours later).
  */
+import { workMs } from "../../runtime/clock.ts";
 import type { RolloutWindow } from "./rollout-windows.ts";
 
 /** How far ahead {@link nextOpening} looks by default: a year and a day. */
@@ -41,7 +42,7 @@ export const OPENING_BUDGET_MS = 40;
  */
 export const UNTIMED_STEPS = 32;
 
-/** A reading of a monotonic counter in ms (`performance.now`), for the search's time budget. */
+/** A reading of a counter in ms (`workMs`: the thread's CPU time), for the search's time budget. */
 export type Counter = () => number;
 
 /**
@@ -154,7 +155,10 @@ export interface OpeningSearch {
   maxSteps?: number;
   /** Most time on `counter`, in ms. Default {@link OPENING_BUDGET_MS}. */
   budgetMs?: number;
-  /** The monotonic counter the time is read on. Default `performance.now`. */
+  /**
+   * The counter the time is read on. Default `workMs`: the thread's CPU time, which a machine
+   * busy elsewhere does not stretch (a search cut short is retried later, its change held).
+   */
   counter?: Counter;
 }
 
@@ -178,7 +182,7 @@ export function nextOpening(
   {
     maxSteps = MAX_OPENING_STEPS,
     budgetMs = OPENING_BUDGET_MS,
-    counter = () => performance.now(),
+    counter = workMs,
   }: OpeningSearch = {},
 ): Opening {
   const steps = new Steps(maxSteps, budgetMs, counter);
