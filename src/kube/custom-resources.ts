@@ -5,7 +5,7 @@
  */
 import { isRecord } from "../runtime/json.ts";
 import { type KubeClient, PatchType } from "./client.ts";
-import { isNotFound } from "./errors.ts";
+import { ConflictError, isNotFound, KubeApiError } from "./errors.ts";
 import {
   collectionPath,
   isKubeObject,
@@ -62,7 +62,10 @@ export interface CustomResourcesOptions<T> extends WatchOptions {
  * with {@link NotFoundError} when it is gone and with {@link ConflictError} when the write raced
  * another writer (a precondition on the resourceVersion failed: re-read and requeue quietly).
  */
-export class CustomResources<T extends KubeObject & { spec: unknown }, S> extends WatchedResource<T> {
+export class CustomResources<
+  T extends KubeObject & { spec: unknown; status?: unknown },
+  S,
+> extends WatchedResource<T> {
   readonly #client: KubeClient;
   readonly #type: CustomResourceKind;
   readonly #decodeRaw: (raw: unknown) => T | undefined;
@@ -137,8 +140,45 @@ export class CustomResources<T extends KubeObject & { spec: unknown }, S> extend
    * `metadata.generation` are untouched. With `resourceVersion`, the write applies only to exactly
    * that version of the object (409, {@link ConflictError}, otherwise): a status computed from a
    * stale read can never land.
+   *
+   * A status written by someone else (a merge patch, `kubectl edit --subresource=status`, a
+   * restore tool) is co-owned by that writer, and an apply removes only what the operator owns
+   * alone. So what the status holds beyond `status` ({@link statusResidue}: a condition type or a
+   * top-level field `status` lacks) is removed with a JSON Patch under the resourceVersion: after
+   * the apply, when its answer shows such a residue (a stale condition or record), and before
+   * applying once more when the apply was refused as invalid (a condition left partial by the
+   * removal of the fields the operator owned alone). A status written only by the operator has
+   * no residue: one request.
    */
   async patchStatus(ref: ObjectRef, status: S, signal: AbortSignal, resourceVersion?: string): Promise<T> {
+    let written: T;
+    try {
+      written = await this.#applyStatus(ref, status, signal, resourceVersion);
+    } catch (err) {
+      if (!(err instanceof KubeApiError) || err.status !== 422) throw err;
+      const live = await this.getLive(ref, signal);
+      const residue = live && statusResidue(live.status, status);
+      if (!live || !residue?.length) throw err;
+      const cleaned = await this.#jsonPatch(live, residue, signal, "/status", resourceVersion);
+      written = await this.#applyStatus(
+        ref,
+        status,
+        signal,
+        resourceVersion && cleaned.metadata.resourceVersion,
+      );
+    }
+    const residue = statusResidue(written.status, status);
+    if (residue.length === 0) return written;
+    try {
+      return await this.#jsonPatch(written, residue, signal, "/status");
+    } catch (err) {
+      // Written meanwhile by someone else: the status applied stands; its next write removes the rest.
+      if (err instanceof ConflictError) return written;
+      throw err;
+    }
+  }
+
+  async #applyStatus(ref: ObjectRef, status: S, signal: AbortSignal, resourceVersion?: string): Promise<T> {
     const body = {
       apiVersion: `${this.#type.group}/${this.#type.version}`,
       kind: this.#type.kind,
@@ -188,17 +228,20 @@ export class CustomResources<T extends KubeObject & { spec: unknown }, S> extend
     return this.#jsonPatch(obj, [{ op: "remove", path: `/metadata/finalizers/${index}` }], signal);
   }
 
-  async #jsonPatch(obj: T, ops: unknown[], signal: AbortSignal): Promise<T> {
+  /** A JSON Patch of `obj` (of its `subresource` if given), applied only to `resourceVersion` (default: `obj`'s). */
+  async #jsonPatch(
+    obj: T,
+    ops: unknown[],
+    signal: AbortSignal,
+    subresource = "",
+    resourceVersion = obj.metadata.resourceVersion,
+  ): Promise<T> {
     const ref = { namespace: obj.metadata.namespace ?? "", name: obj.metadata.name };
-    const precondition = {
-      op: "replace",
-      path: "/metadata/resourceVersion",
-      value: obj.metadata.resourceVersion,
-    };
+    const precondition = { op: "replace", path: "/metadata/resourceVersion", value: resourceVersion };
     return this.#written(
       await this.#client.request({
         method: "PATCH",
-        path: this.#itemPath(ref),
+        path: `${this.#itemPath(ref)}${subresource}`,
         query: { fieldManager: FIELD_MANAGER },
         contentType: PatchType.Json,
         body: [precondition, ...ops],
@@ -224,4 +267,32 @@ export class CustomResources<T extends KubeObject & { spec: unknown }, S> extend
     const namespace = this.#type.clusterScoped ? undefined : ref.namespace;
     return `${collectionPath(this.#type, namespace)}/${encodeURIComponent(ref.name)}`;
   }
+}
+
+/** A JSON Pointer token: `~` and `/` escaped. */
+const pointer = (key: string) => key.replaceAll("~", "~0").replaceAll("/", "~1");
+
+/**
+ * The JSON Patch removals that leave of `live` (a status as stored) only what `desired` (the
+ * status the operator applies) has: each top-level field `desired` lacks, and each condition of a
+ * type `desired` lacks (by index, last first, so that every index holds as the ops apply). Keys
+ * and condition types only, never values: O(fields + conditions). Empty when `live` holds nothing
+ * more, which is the case of every status only the operator wrote. The status schema defaults no
+ * field (a defaulted one would come back after each removal).
+ */
+export function statusResidue(live: unknown, desired: unknown): { op: "remove"; path: string }[] {
+  if (!isRecord(live)) return [];
+  const want = isRecord(desired) ? desired : {};
+  const ops: { op: "remove"; path: string }[] = [];
+  for (const key of Object.keys(live))
+    if (want[key] === undefined) ops.push({ op: "remove", path: `/status/${pointer(key)}` });
+  const conditions = live.conditions;
+  if (want.conditions === undefined || !Array.isArray(conditions)) return ops;
+  const types = new Set<unknown>();
+  if (Array.isArray(want.conditions)) for (const c of want.conditions) if (isRecord(c)) types.add(c.type);
+  for (let i = conditions.length - 1; i >= 0; i--) {
+    const c: unknown = conditions[i];
+    if (!isRecord(c) || !types.has(c.type)) ops.push({ op: "remove", path: `/status/conditions/${i}` });
+  }
+  return ops;
 }
