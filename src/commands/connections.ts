@@ -53,6 +53,12 @@ export function kubeconfigCluster(
 ): { ref: ConnectionRef | undefined; kube: CommandCluster | undefined } {
   if (flags.context !== undefined && flags.kubeconfig === undefined)
     throw new UsageError(["--context needs --kubeconfig"]);
+  // Not KUBECONFIG's files, as the other commands would read an empty one: here it is the cluster
+  // the user named, or none (a gate must not plan against whatever cluster its runner points at).
+  if (flags.kubeconfig === "")
+    throw new UsageError([
+      "--kubeconfig is empty: name the kubeconfig file of the cluster to read, or drop --kubeconfig to read none",
+    ]);
   const ref = connectionFlag(flags);
   const kube =
     flags.kubeconfig === undefined ? undefined : commandCluster(flags.kubeconfig, flags.context, userAgent);

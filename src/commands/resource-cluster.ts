@@ -53,8 +53,9 @@ export function resourceCluster(
   userAgent: string,
 ): CommandCluster | undefined {
   if (flags.service) {
+    // An empty --kubeconfig is none given (`--kubeconfig="$UNSET"`), as everywhere here.
     const clusterFlags = (["kubeconfig", "context", "connection"] as const).filter(
-      (f) => flags[f] !== undefined,
+      (f) => flags[f] !== undefined && (f !== "kubeconfig" || flags[f] !== ""),
     );
     if (clusterFlags.length > 0)
       throw new UsageError([

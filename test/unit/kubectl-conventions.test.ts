@@ -11,7 +11,9 @@ import type { CliContext, RegisterCommand } from "../../src/commands/context.ts"
 import { createProgram } from "../../src/commands/program.ts";
 import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
 import { COMMANDS } from "../../src/commands/registry.ts";
-import { defaultKubeconfig } from "../../src/commands/resource-cluster.ts";
+import { kubeconfigCluster } from "../../src/commands/connections.ts";
+import { defaultKubeconfig, resourceCluster } from "../../src/commands/resource-cluster.ts";
+import { UsageError } from "../../src/commands/usage-error.ts";
 
 const CLI_GUIDE = join(import.meta.dirname, "..", "..", "docs", "guide", "cli.md");
 
@@ -119,5 +121,25 @@ describe("the kubeconfig of the verbs, logs and revisions", () => {
       request: { kubeconfig: "/a.yaml" },
       env: {},
     });
+  });
+
+  it("takes --service with an empty --kubeconfig: no cluster flag given", () => {
+    expect(resourceCluster({ service: true, kubeconfig: "" }, {}, "test")).toBeUndefined();
+    expect(() => resourceCluster({ service: true, kubeconfig: "/a.yaml" }, {}, "test")).toThrow(/drop --kubeconfig/);
+  });
+});
+
+describe("the kubeconfig of plan and import", () => {
+  it("refuses an empty --kubeconfig, naming it, rather than reading another cluster or none", () => {
+    const refused = (() => {
+      try {
+        kubeconfigCluster({ kubeconfig: "" }, "test");
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(refused).toBeInstanceOf(UsageError);
+    expect(String((refused as Error).message)).toMatch(/^--kubeconfig is empty: name the kubeconfig file/);
+    expect(kubeconfigCluster({}, "test").kube).toBeUndefined();
   });
 });
