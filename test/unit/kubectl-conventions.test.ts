@@ -7,11 +7,11 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { describe, expect, it } from "vitest";
+import { kubeconfigCluster } from "../../src/commands/connections.ts";
 import type { CliContext, RegisterCommand } from "../../src/commands/context.ts";
 import { createProgram } from "../../src/commands/program.ts";
 import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
 import { COMMANDS } from "../../src/commands/registry.ts";
-import { kubeconfigCluster } from "../../src/commands/connections.ts";
 import { defaultKubeconfig, resourceCluster } from "../../src/commands/resource-cluster.ts";
 import { UsageError } from "../../src/commands/usage-error.ts";
 
@@ -125,7 +125,9 @@ describe("the kubeconfig of the verbs, logs and revisions", () => {
 
   it("takes --service with an empty --kubeconfig: no cluster flag given", () => {
     expect(resourceCluster({ service: true, kubeconfig: "" }, {}, "test")).toBeUndefined();
-    expect(() => resourceCluster({ service: true, kubeconfig: "/a.yaml" }, {}, "test")).toThrow(/drop --kubeconfig/);
+    expect(() => resourceCluster({ service: true, kubeconfig: "/a.yaml" }, {}, "test")).toThrow(
+      /drop --kubeconfig/,
+    );
   });
 });
 

@@ -179,11 +179,7 @@ export interface OpeningSearch {
 export function nextOpening(
   windows: readonly RolloutWindow[],
   from: number,
-  {
-    maxSteps = MAX_OPENING_STEPS,
-    budgetMs = OPENING_BUDGET_MS,
-    counter = workMs,
-  }: OpeningSearch = {},
+  { maxSteps = MAX_OPENING_STEPS, budgetMs = OPENING_BUDGET_MS, counter = workMs }: OpeningSearch = {},
 ): Opening {
   const steps = new Steps(maxSteps, budgetMs, counter);
   const lists = allowLists(windows);
