@@ -11,6 +11,7 @@ import { DRAIN_LABEL, OWNER_LABEL } from "../kube/shards.ts";
 import { nextOpening } from "../reconcile/rollout/next-opening.ts";
 import { compileWindows, type RolloutWindowSpec } from "../reconcile/rollout/rollout-windows.ts";
 import { localTime } from "../reconcile/rollout/zones.ts";
+import { workMs } from "../runtime/clock.ts";
 import { isRecord } from "../runtime/json.ts";
 
 /** Most objects of one kind read. */
@@ -189,7 +190,8 @@ export function heldUntil(
     connection?.binding && held.windows !== undefined ? undefined : (held.windows ?? connection?.windows);
   if (Array.isArray(windows) && windows.length > 0) {
     try {
-      const opening = nextOpening(compileWindows(windows as RolloutWindowSpec[], "spec.rolloutWindows"), now);
+      const compiled = compileWindows(windows as RolloutWindowSpec[], "spec.rolloutWindows");
+      const opening = nextOpening(compiled, now, { counter: workMs });
       if (opening.kind === "now") return "now (the operator rolls it out at its next reconcile)";
       if (opening.kind === "at")
         return `${new Date(opening.at).toISOString().replace(/\.000Z$/, "Z")} (${localTime(opening.at, opening.window.timeZone)})`;

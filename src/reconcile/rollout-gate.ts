@@ -13,6 +13,7 @@ import { InvalidSpecError } from "../crd/errors.ts";
 import { formatTime } from "../crd/kstatus.ts";
 import { ANNOTATION_ROLLOUT_NOW } from "../crd/schema.ts";
 import { describeDuration } from "../duration.ts";
+import { workMs } from "../runtime/clock.ts";
 import type { ChangeGroup, FieldChange, PatchPlan } from "./plan.ts";
 import { BoundedMemo } from "./rollout/bounded-memo.ts";
 import {
@@ -343,7 +344,7 @@ function searchOpening(
   const compiled = ruling.flatMap(({ windows, list }) =>
     compileWindows(windows, "spec.rolloutWindows", list),
   );
-  const found = nextOpening(compiled, now, counter ? { counter } : {});
+  const found = nextOpening(compiled, now, { counter: counter ?? workMs });
   if (found.kind === "none" && found.exhausted === "time") {
     const cuts = (SLOW_SEARCHES.get(key) ?? 0) + 1;
     SLOW_SEARCHES.set(key, cuts);

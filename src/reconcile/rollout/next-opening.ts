@@ -2,7 +2,8 @@
  * The search for the next opening of rollout windows, within its step and time budgets, and the
  * rule it answers to: whether a rollout is allowed at an instant. Pure, with the instant always
  * given (never read from a clock here), so every answer is a function of its inputs, but for the
- * search's time budget, read on a counter: the thread's CPU time (`workMs`) unless given.
+ * search's time budget, read on the counter its caller gives (`performance.now` unless given; the
+ * operator and the CLI give the thread's CPU time, `workMs`).
  *
  * Semantics are Argo CD's sync windows: a window starts at each fire time `s` of its cron
  * schedule (read in its time zone) and is active on `[s, s + duration)`; a rollout is allowed at
@@ -10,7 +11,6 @@
  * Durations are elapsed time, not wall-clock time: a `2h` window that starts at 01:00 on a
  * fall-back night ends at 02:00 local time (two real hours later).
  */
-import { workMs } from "../../runtime/clock.ts";
 import type { RolloutWindow } from "./rollout-windows.ts";
 
 /** How far ahead {@link nextOpening} looks by default: a year and a day. */
@@ -42,7 +42,7 @@ export const OPENING_BUDGET_MS = 40;
  */
 export const UNTIMED_STEPS = 32;
 
-/** A reading of a counter in ms (`workMs`: the thread's CPU time), for the search's time budget. */
+/** A reading of a counter in ms (the thread's CPU time, `workMs`), for the search's time budget. */
 export type Counter = () => number;
 
 /**
@@ -156,8 +156,8 @@ export interface OpeningSearch {
   /** Most time on `counter`, in ms. Default {@link OPENING_BUDGET_MS}. */
   budgetMs?: number;
   /**
-   * The counter the time is read on. Default `workMs`: the thread's CPU time, which a machine
-   * busy elsewhere does not stretch (a search cut short is retried later, its change held).
+   * The counter the time is read on. Default `performance.now`; the operator's gate and the CLI
+   * give the thread's CPU time (`workMs`), which a machine busy elsewhere does not stretch.
    */
   counter?: Counter;
 }
@@ -179,7 +179,11 @@ export interface OpeningSearch {
 export function nextOpening(
   windows: readonly RolloutWindow[],
   from: number,
-  { maxSteps = MAX_OPENING_STEPS, budgetMs = OPENING_BUDGET_MS, counter = workMs }: OpeningSearch = {},
+  {
+    maxSteps = MAX_OPENING_STEPS,
+    budgetMs = OPENING_BUDGET_MS,
+    counter = () => performance.now(),
+  }: OpeningSearch = {},
 ): Opening {
   const steps = new Steps(maxSteps, budgetMs, counter);
   const lists = allowLists(windows);
