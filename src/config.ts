@@ -4,33 +4,20 @@
  * line naming the flag and the variable and saying how to fix it. Nothing here exits or logs.
  * A setting is a row of a table ({@link Setting}): its variable, its parser (which holds its bound,
  * also as the JSON schema of its chart value), its default, its help and its chart value. The
- * rows and how a table is read are in setting.ts (light: a command's `--help` is built from them),
- * re-exported here; what reads the service's settings whole (the key and CA files, the proxies) is
- * here; `run`'s rows, with the service's, are the table of `commands/settings.ts`.
+ * rows and how a table is read are in setting.ts, the service's rows in service-settings.ts (light:
+ * a command's `--help` is built from them), re-exported here; what reads the service's settings
+ * whole (the key and CA files, the proxies) is here; `run`'s rows, with the service's, are the
+ * table of `commands/settings.ts`.
  */
 import { type ProxyEnv, proxyEnvOf, proxySupportProblem } from "./api/agent.ts";
 import { parseCaBundle } from "./api/tls.ts";
 import type { TransportSettings } from "./api/transport.ts";
-import {
-  type Env,
-  flagOf,
-  pickSetting,
-  readSettings,
-  SERVICE_ENV,
-  SERVICE_SETTINGS,
-  settingName,
-} from "./setting.ts";
+import { SERVICE_ENV, SERVICE_SETTINGS } from "./service-settings.ts";
+import { type Env, flagOf, pickSetting, readSettings, settingName } from "./setting.ts";
 
+export { SERVICE_ENV, SERVICE_FLAG_SETTINGS } from "./service-settings.ts";
 export type { Env, Setting, Settings, SettingValues } from "./setting.ts";
-export {
-  defaultOf,
-  flagOf,
-  pickSetting,
-  readSettings,
-  SERVICE_ENV,
-  SERVICE_FLAG_SETTINGS,
-  settingName,
-} from "./setting.ts";
+export { defaultOf, flagOf, pickSetting, readSettings, settingName } from "./setting.ts";
 
 /** Either valid settings or the list of problems that prevent them. */
 export type ConfigResult<T> = { ok: true; config: T } | { ok: false; problems: string[] };

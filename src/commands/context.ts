@@ -3,11 +3,12 @@
  * never reaches for `process` itself), the usage error, the service connection flags and the
  * flags' parsers. Light: a command's registration (its `--help`) imports it, so it loads neither
  * the service client nor the wire types (those are in service-client.ts, loaded to run); the
- * service flags come from the rows of setting.ts, which is as light.
+ * service flags come from the rows of service-settings.ts, which is as light.
  */
 import { type Command, InvalidArgumentError } from "commander";
 import type { Env, ServiceFlags } from "../config.ts";
-import { isNamespaceName, SERVICE_FLAG_SETTINGS, settingFlag, settingHelp } from "../setting.ts";
+import { SERVICE_FLAG_SETTINGS } from "../service-settings.ts";
+import { isNamespaceName, settingFlag, settingHelp } from "../setting.ts";
 import { UsageError } from "./usage-error.ts";
 import { isUuid } from "./words.ts";
 

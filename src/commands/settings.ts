@@ -5,7 +5,7 @@
  * election's timings and of the kubeconfig's context), how its text is read and bounded (the
  * parser, whose schema is the chart value's), its default, its help, and how the Helm chart
  * passes it (`chart`, see `ChartValue` in config.ts). The service's settings are rows of the same
- * kind, shared with every command that calls the service (`SERVICE_SETTINGS`, config.ts).
+ * kind, shared with every command that calls the service (`SERVICE_SETTINGS`, service-settings.ts).
  *
  * From it: `run`'s flags and their help (`run.ts`), the reading of flags and variables
  * (`runConfigFrom`, `run-config.ts`), the chart's `config.*` in values.schema.json
@@ -18,15 +18,9 @@ import { ADDRESS_POLICIES } from "../api/address-policy.ts";
 import type { DefaultConnectionSelector } from "../connection/access.ts";
 import { parseSelector } from "../crd/label-selector.ts";
 import { DEFAULT_MAX_SECRET_BYTES } from "../reconcile/secret-budget.ts";
+import { SERVICE_FLAG_SETTINGS } from "../service-settings.ts";
 import { parseBindAddress } from "../serving/bind-address.ts";
-import {
-  type ChartValue,
-  type Parsed,
-  parsers,
-  SERVICE_FLAG_SETTINGS,
-  type Settings,
-  type ValueSchema,
-} from "../setting.ts";
+import { type ChartValue, type Parsed, parsers, type Settings, type ValueSchema } from "../setting.ts";
 import { DEFAULT_SHARD_LABEL_POLICY } from "../wiring/shard-label-policy.ts";
 import { DEFAULT_MAX_CONNECTIONS_PER_NAMESPACE, LOG_FORMATS } from "./words.ts";
 
