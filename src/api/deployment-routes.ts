@@ -29,14 +29,8 @@ import {
   unknownDeploymentValues,
   unreadableAnswer,
 } from "./validate.ts";
-import type {
-  CreateDeploymentBody,
-  Deployment,
-  DeploymentFilters,
-  PatchDeploymentBody,
-  UnknownValue,
-  UnreadableDeployment,
-} from "./wire.ts";
+import type { Deployment, UnknownValue, UnreadableDeployment } from "./wire.ts";
+import type { CreateDeploymentBody, DeploymentFilters, PatchDeploymentBody } from "./wire-requests.ts";
 import { PAGE_LIMIT, ROUTES } from "./wire-values.ts";
 
 const { DEPLOYMENTS, DEPLOYMENT } = ROUTES;
@@ -202,7 +196,7 @@ export class DeploymentRoutes {
 
   /**
    * POST /v2/deployments. The body's shape is our assumption (the spec does not show it): see
-   * `CreateDeploymentBodySchema` in wire.ts. A timeout or lost connection is not retried and
+   * `CreateDeploymentBodySchema` in wire-requests.ts. A timeout or lost connection is not retried and
    * throws with `maybeApplied: true`: look the name up before creating again.
    */
   async createDeployment(body: CreateDeploymentBody, opts: CallOptions = {}): Promise<Deployment> {

@@ -23,8 +23,8 @@ import {
 import { OverflowError, ServiceError } from "./errors.ts";
 import { type ExchangeAnswer, type ExchangeError, exchange } from "./exchange.ts";
 import { parseResponse } from "./validate.ts";
-import type { WireBody } from "./wire.ts";
 import type { WireCheckName } from "./wire-checks.ts";
+import type { WireBody } from "./wire-schemas.ts";
 
 /** Settings of a {@link Transport}; every field is resolved (defaults applied by the client). */
 export interface TransportSettings {
@@ -102,7 +102,7 @@ export interface TransportRequest<S extends WireCheckName | undefined> {
   path: string;
   searchParams?: Record<string, string>;
   body?: unknown;
-  /** Schema of a successful response body (its name in wire.ts); undefined when the body is ignored. */
+  /** Schema of a successful response body (its name in wire-schemas.ts); undefined when the body is ignored. */
   schema: S;
   /** Extra statuses that count as success (e.g. 404 for DELETE). */
   alsoOk?: readonly number[];

@@ -12,15 +12,10 @@
 import { isRecord } from "../runtime/json.ts";
 import { RequestValidationError, ServiceError } from "./errors.ts";
 import { cutToLength } from "./printable.ts";
-import type {
-  Deployment,
-  DeploymentFilters,
-  Revision,
-  UnknownValue,
-  UnreadableDeployment,
-  WireBody,
-} from "./wire.ts";
+import type { Deployment, Revision, UnknownValue, UnreadableDeployment } from "./wire.ts";
 import { WIRE_CHECKS, type WireCheckName } from "./wire-checks.ts";
+import type { DeploymentFilters } from "./wire-requests.ts";
+import type { WireBody } from "./wire-schemas.ts";
 import {
   DEPLOYMENT_SOURCES,
   DEPLOYMENT_STATUSES,
@@ -35,7 +30,7 @@ const compiled = new Map<WireCheckName, (value: unknown) => boolean>();
 /** The one format a check asks about: `uuid`, as wire.ts registers it with TypeBox. */
 const format = (name: string, value: string): boolean => name === "uuid" && isUuid(value);
 
-/** Whether `value` matches wire.ts's schema `name`: its check, compiled on first use. */
+/** Whether `value` matches wire-schemas.ts's schema `name`: its check, compiled on first use. */
 export function matchesWire(name: WireCheckName, value: unknown): boolean {
   let check = compiled.get(name);
   if (check === undefined) {

@@ -9,7 +9,7 @@ import { type ValueError, ValueErrorType } from "@sinclair/typebox/errors";
 import { Value } from "@sinclair/typebox/value";
 import { RequestValidationError } from "./errors.ts";
 import { cutToLength } from "./printable.ts";
-import { WIRE_SCHEMAS, type WireSchemaName } from "./wire.ts";
+import { WIRE_SCHEMAS, type WireSchemaName } from "./wire-schemas.ts";
 
 /** TypeBox's first error of `value` against the schema `name`; undefined when there is none. */
 export function firstError(name: WireSchemaName, value: unknown): ValueError | undefined {

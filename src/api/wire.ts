@@ -6,8 +6,8 @@
  * operator relies on (ids, names, the types of the fields it compares) and tolerant of the rest,
  * because the real service answers more loosely than the spec reads: an enum value outside the
  * spec's list is kept as its raw string, `null` is accepted wherever a field is optional, and
- * unknown fields are kept. Request schemas are what we send and what the simulator accepts: they
- * reject unknown fields at the top, as the service's own request models do.
+ * unknown fields are kept. The request bodies are in wire-requests.ts, and the schemas checked by
+ * name (answers and requests alike) in wire-schemas.ts.
  */
 import {
   FormatRegistry,
@@ -23,8 +23,6 @@ import {
 import {
   DEPLOYMENT_SOURCES,
   DEPLOYMENT_STATUSES,
-  type DeploymentStatus,
-  type DeploymentType,
   isUuid,
   KNOWN_DEPLOYMENT_TYPES,
   type OpenEnum,
@@ -55,7 +53,6 @@ export const DeploymentSourceSchema = literals(DEPLOYMENT_SOURCES);
 export const RevisionSourceSchema = literals(REVISION_SOURCES);
 
 const open = { additionalProperties: true } as const;
-const closed = { additionalProperties: false } as const;
 const AnyObject = Type.Record(Type.String(), Type.Unknown());
 // A label or annotation the service leaves unset may come back as null.
 const StringMap = Type.Record(Type.String(), Nullable(Type.String()));
@@ -189,7 +186,7 @@ export type ResourceSpec = Static<typeof ResourceSpecSchema>;
  * The fields of `source_config` that a response and a request type alike; the ids and the
  * listener's config are read more loosely than they are written (see the request schema).
  */
-const sourceConfigFields = {
+export const sourceConfigFields = {
   repo_url: Type.Optional(Nullable(Type.String())),
   build_on_push: Type.Optional(Nullable(Type.Boolean())),
   custom_url: Type.Optional(Nullable(Type.String())),
@@ -213,7 +210,7 @@ export const SourceConfigSchema = Type.Object(
 export type SourceConfig = Static<typeof SourceConfigSchema>;
 
 /** The fields of `source_revision_config` a request may carry. */
-const sourceRevisionFields = {
+export const sourceRevisionFields = {
   repo_ref: Type.Optional(Nullable(Type.String())),
   graph_config_path: Type.Optional(Nullable(Type.String())),
   image_uri: Type.Optional(Nullable(Type.String())),
@@ -333,107 +330,3 @@ export const RevisionPageSchema = Type.Object(
 
 export const ProviderListSchema = Type.Array(OAuthProviderSchema);
 export const ForgeRepoListSchema = Type.Array(ForgeRepoSchema);
-
-// ---- Requests ---------------------------------------------------------------------------------
-
-const RequestSecretSchema = Type.Object({ name: Type.String(), value: Type.String() }, closed);
-const RequestSecretReferenceSchema = Type.Object(
-  { name: Type.String(), secret_name: Type.String(), secret_key: Type.String() },
-  closed,
-);
-
-/** `source_config` of a PATCH or POST body: every field nullable, validated by source. */
-export const SourceConfigRequestSchema = Type.Object(
-  {
-    ...sourceConfigFields,
-    integration_id: Type.Optional(Nullable(Type.String({ format: "uuid" }))),
-    listener_id: Type.Optional(Nullable(Type.String({ format: "uuid" }))),
-    listener_config: Type.Optional(
-      Nullable(Type.Object({ k8s_namespace: Type.Optional(Type.String()) }, closed)),
-    ),
-  },
-  closed,
-);
-export type SourceConfigRequest = Static<typeof SourceConfigRequestSchema>;
-
-/** `source_revision_config` of a PATCH or POST body. Any change here makes a new revision. */
-export const SourceRevisionConfigRequestSchema = Type.Object(sourceRevisionFields, closed);
-export type SourceRevisionConfigRequest = Static<typeof SourceRevisionConfigRequestSchema>;
-
-/** What a PATCH and a POST body may both set. */
-const changeableFields = {
-  source_config: Type.Optional(SourceConfigRequestSchema),
-  source_revision_config: Type.Optional(SourceRevisionConfigRequestSchema),
-  secrets: Type.Optional(Nullable(Type.Array(RequestSecretSchema))),
-  secret_references: Type.Optional(Nullable(Type.Array(RequestSecretReferenceSchema))),
-};
-
-/** Body of PATCH /v2/deployments/{id}. It never carries `name` or `source`. */
-export const PatchDeploymentBodySchema = Type.Object(
-  {
-    revision_source: Type.Optional(Nullable(RevisionSourceSchema)),
-    ...changeableFields,
-    /**
-     * Not in the shared spec (the service's provider knows it): the name shown in the service's
-     * UI. PATCH only (a create does not take it); it cannot be cleared, so never empty, and
-     * `null` leaves it as it is.
-     */
-    display_name: Type.Optional(Nullable(Type.String({ minLength: 1 }))),
-  },
-  closed,
-);
-export type PatchDeploymentBody = Static<typeof PatchDeploymentBodySchema>;
-
-/**
- * Body of POST /v2/deployments. The spec does not show this operation's request; this shape
- * (what a PATCH changes, plus `name` and `source`) is our assumption, kept here alone so that it
- * is corrected in one place. The service requires `source_config`, `source_revision_config` and
- * `secrets` to be present: the client sends them empty when the caller leaves them out (see
- * the client's `withCreateDefaults`).
- */
-export const CreateDeploymentBodySchema = Type.Object(
-  {
-    name: Type.String({ minLength: 1 }),
-    source: DeploymentSourceSchema,
-    ...changeableFields,
-  },
-  closed,
-);
-export type CreateDeploymentBody = Static<typeof CreateDeploymentBodySchema>;
-
-/** Query filters of GET /v2/deployments (pagination is the client's business). */
-export interface DeploymentFilters {
-  name_contains?: string;
-  /** Any status string: the service has values beyond the spec's list. */
-  status?: OpenEnum<DeploymentStatus>;
-  remote_reconciled?: boolean;
-  /** Tag value ids; sent comma-separated. */
-  tag_value_ids?: readonly string[];
-  image_version?: string;
-  deployment_type?: DeploymentType;
-  /** Deployment ids; sent comma-separated. */
-  deployment_ids?: readonly string[];
-}
-
-/**
- * The schemas a request or an answer is checked against, by the name the client gives them: an
- * answer with the compiled check of wire-checks.ts (validate.ts), a failure explained and a
- * request body checked with TypeBox (wire-errors.ts).
- */
-export const WIRE_SCHEMAS = {
-  /** Any JSON: the caller reads it. */
-  Any: Type.Unknown(),
-  DeploymentPage: DeploymentPageSchema,
-  Deployment: DeploymentSchema,
-  RevisionPage: RevisionPageSchema,
-  Revision: RevisionSchema,
-  /** A listing read item by item: each item checked on its own (`readableItems`, validate.ts). */
-  ItemList: Type.Array(Type.Unknown()),
-  OAuthProvider: OAuthProviderSchema,
-  ForgeRepo: ForgeRepoSchema,
-  CreateDeploymentBody: CreateDeploymentBodySchema,
-  PatchDeploymentBody: PatchDeploymentBodySchema,
-} as const;
-export type WireSchemaName = keyof typeof WIRE_SCHEMAS;
-/** The value a schema of {@link WIRE_SCHEMAS} admits. */
-export type WireBody<N extends WireSchemaName> = Static<(typeof WIRE_SCHEMAS)[N]>;

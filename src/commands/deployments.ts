@@ -5,7 +5,8 @@
  */
 import { type Command, Option } from "commander";
 import { escapeForTerminal } from "../api/printable.ts";
-import type { Deployment, DeploymentFilters } from "../api/wire.ts";
+import type { Deployment } from "../api/wire.ts";
+import type { DeploymentFilters } from "../api/wire-requests.ts";
 import type { ServiceFlags } from "../config.ts";
 import {
   addServiceOptions,

@@ -17,9 +17,8 @@ import {
   type ResourceSpecNumberField,
   type RevisionSource,
   type SecretReference,
-  type SourceConfigRequest,
-  type SourceRevisionConfigRequest,
 } from "../api/wire.ts";
+import type { SourceConfigRequest, SourceRevisionConfigRequest } from "../api/wire-requests.ts";
 import { isRecord } from "../runtime/json.ts";
 import { InvalidSpecError, type MissingSecretKey, SecretNotFoundError } from "./errors.ts";
 import type { ResolvedGithub } from "./github.ts";

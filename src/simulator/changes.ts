@@ -7,11 +7,11 @@ import {
   DEFAULT_DEPLOYMENT_TYPE,
   DEPLOYMENT_SOURCES,
   type DeploymentSource,
-  type PatchDeploymentBody,
   REVISION_SOURCES,
   type RevisionSource,
   type SourceRevisionConfig,
 } from "../api/wire.ts";
+import type { PatchDeploymentBody } from "../api/wire-requests.ts";
 import { validationError } from "./errors.ts";
 import {
   activeRevisionId,

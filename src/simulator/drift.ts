@@ -9,9 +9,9 @@ import {
   Nullable,
   RevisionSourceSchema,
   SecretReferenceSchema,
-  SourceConfigRequestSchema,
   SourceRevisionConfigSchema,
 } from "../api/wire.ts";
+import { SourceConfigRequestSchema } from "../api/wire-requests.ts";
 
 import { REVISION_FAILURES } from "./record.ts";
 

@@ -11,9 +11,9 @@ import {
   DeploymentSourceSchema,
   Nullable,
   SecretReferenceSchema,
-  SourceConfigRequestSchema,
   SourceRevisionConfigSchema,
 } from "../api/wire.ts";
+import { SourceConfigRequestSchema } from "../api/wire-requests.ts";
 import { AnyStatusSchema, QuirksSchema, RevisionFailureSchema } from "./drift.ts";
 import { renderIssues, type ValidationIssue } from "./errors.ts";
 import { issuesOf } from "./validation.ts";

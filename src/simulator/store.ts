@@ -5,16 +5,15 @@
  */
 import { randomUUID } from "node:crypto";
 import {
-  type CreateDeploymentBody,
   DEPLOYMENT_SOURCES,
   type Deployment,
   type ForgeRepo,
   type OAuthProvider,
-  type PatchDeploymentBody,
   type Revision,
   type RevisionSource,
   type SourceRevisionConfig,
 } from "../api/wire.ts";
+import type { CreateDeploymentBody, PatchDeploymentBody } from "../api/wire-requests.ts";
 import { seededProviders, seededRepos } from "./catalog.ts";
 import {
   applyChange,

@@ -6,13 +6,13 @@
 import type { TSchema } from "@sinclair/typebox";
 import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
 import { type ValueError, ValueErrorType } from "@sinclair/typebox/errors";
+import { isUuid } from "../api/wire.ts";
 import {
   type CreateDeploymentBody,
   CreateDeploymentBodySchema,
-  isUuid,
   type PatchDeploymentBody,
   PatchDeploymentBodySchema,
-} from "../api/wire.ts";
+} from "../api/wire-requests.ts";
 import { ServiceError, type ValidationIssue } from "./errors.ts";
 
 /** Compiled checker of POST /v2/deployments bodies. */

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ServiceClient, type ServiceClientOptions } from "../../src/api/client.ts";
 import type { ServiceError } from "../../src/api/errors.ts";
-import type { CreateDeploymentBody, DeploymentFilters } from "../../src/api/wire.ts";
+import type { CreateDeploymentBody, DeploymentFilters } from "../../src/api/wire-requests.ts";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/server.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { BASE_SEED, INTEGRATION } from "./seed-fixtures.ts";

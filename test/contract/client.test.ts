@@ -5,7 +5,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ServiceClient, type ServiceClientOptions } from "../../src/api/client.ts";
 import { RequestValidationError, type ServiceError } from "../../src/api/errors.ts";
-import type { DeploymentStatus, DeploymentType, PatchDeploymentBody } from "../../src/api/wire.ts";
+import type { DeploymentStatus, DeploymentType } from "../../src/api/wire.ts";
+import type { PatchDeploymentBody } from "../../src/api/wire-requests.ts";
 import { ManualClock } from "../support/manual-clock.ts";
 import { deployment, type FakeService, type Handler, send, startFakeService } from "./client-fake-service.ts";
 

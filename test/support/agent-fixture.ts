@@ -2,7 +2,7 @@
  * The one resource most reconciler unit tests reconcile: `default/agent`, an external image, and
  * the create body the service is sent for it.
  */
-import type { CreateDeploymentBody } from "../../src/api/wire.ts";
+import type { CreateDeploymentBody } from "../../src/api/wire-requests.ts";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 
 /** The resource's spec. */

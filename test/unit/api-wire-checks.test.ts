@@ -7,8 +7,8 @@ import { Value } from "@sinclair/typebox/value";
 import { describe, expect, it } from "vitest";
 import { CHECKED, WIRE_CHECKS_FILE, wireChecksModule } from "../../scripts/wire-checks.ts";
 import { checkResponse, matchesWire, readDeployment } from "../../src/api/validate.ts";
-import { WIRE_SCHEMAS } from "../../src/api/wire.ts";
 import { WIRE_CHECKS, type WireCheckName } from "../../src/api/wire-checks.ts";
+import { WIRE_SCHEMAS } from "../../src/api/wire-schemas.ts";
 import { remote } from "./plan-fixtures.ts";
 
 describe("the compiled checks of the answers and the writes' bodies", () => {

@@ -4,7 +4,8 @@ import type { TSchema } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { describe, expect, it } from "vitest";
 import { isScalar, parseAllDocuments } from "yaml";
-import { CreateDeploymentBodySchema, DEPLOYMENT_SOURCES, type ForgeRepo } from "../../src/api/wire.ts";
+import { DEPLOYMENT_SOURCES, type ForgeRepo } from "../../src/api/wire.ts";
+import { CreateDeploymentBodySchema } from "../../src/api/wire-requests.ts";
 import {
   CLUSTER_SERVICE_CONNECTION_KIND,
   ClusterServiceConnectionSchema,

@@ -3,7 +3,9 @@
  * service applies a PATCH or a POST (spec: resource_spec replaced whole, other source_config and
  * source_revision_config fields merged, secrets and secret references replaced).
  */
-import type { CreateDeploymentBody, Deployment, PatchDeploymentBody } from "../../src/api/wire.ts";
+
+import type { Deployment } from "../../src/api/wire.ts";
+import type { CreateDeploymentBody, PatchDeploymentBody } from "../../src/api/wire-requests.ts";
 
 /** How the service shows secret values in responses: as sent, masked, or not at all. */
 export type SecretDisplay = "plain" | "masked" | "none";

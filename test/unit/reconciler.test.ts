@@ -3,7 +3,7 @@
 // Each case states what a user would see: the status, the events, the calls made to the service.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import type { CreateDeploymentBody } from "../../src/api/wire.ts";
+import type { CreateDeploymentBody } from "../../src/api/wire-requests.ts";
 import {
   ANNOTATION_PAUSED,
   ANNOTATION_REBUILD_REQUESTED_AT,

@@ -3,7 +3,7 @@
 // so the reconciler records nothing itself.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import type { CreateDeploymentBody } from "../../src/api/wire.ts";
+import type { CreateDeploymentBody } from "../../src/api/wire-requests.ts";
 import { NameReservedError } from "../../src/reconcile/service/name-reserved.ts";
 import { CreatePace, ServiceSession } from "../../src/reconcile/service/session.ts";
 import { tellPaced } from "../../src/runtime/clock.ts";
