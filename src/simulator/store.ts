@@ -1,7 +1,8 @@
 /**
  * The simulator's in-memory state and the service's rules: uuids and timestamps assigned by the
- * server, revisions, unique names, deletion, and listing in a stable order (created_at, then id).
- * Tests use it directly to look at or tamper with the state; the HTTP layer only translates.
+ * server, revisions, unique names, deletion, and listing in a stable order (created_at, then id;
+ * the indexes are deployment-index.ts's). Tests use it directly to look at or tamper with the
+ * state; the HTTP layer only translates.
  */
 import { randomUUID } from "node:crypto";
 import {
@@ -25,6 +26,7 @@ import {
   redeployRevision,
   seededRecord,
 } from "./changes.ts";
+import { DeploymentIndex } from "./deployment-index.ts";
 import { type DriftChange, driftCheck } from "./drift.ts";
 import { notFound, ServiceError, validationError } from "./errors.ts";
 import { type ListingFaults, pageJson } from "./listing.ts";
@@ -32,7 +34,6 @@ import { type LogsQuery, logPage } from "./logs.ts";
 import type { ListQuery } from "./query.ts";
 import {
   type DeploymentRecord,
-  goneAt,
   invalidate,
   render,
   renderJson,
@@ -105,11 +106,7 @@ export class SimulatorStore {
   readonly #now: () => number;
   readonly #providers: OAuthProvider[];
   readonly #repos: ReadonlyMap<string, ForgeRepo[]>;
-  readonly #byId = new Map<string, DeploymentRecord>();
-  readonly #byName = new Map<string, DeploymentRecord>();
-  /** Live deployments sorted by (createdAt, id): the listing order. */
-  #ordered: DeploymentRecord[] = [];
-  #nextPurgeAt = Number.POSITIVE_INFINITY;
+  readonly #index: DeploymentIndex;
   /** Tracing projects left behind by deletes (see tracing-projects.ts). */
   readonly tracingProjects: TracingProjects;
   /** The redeploys answered, oldest first, at most {@link REDEPLOYS_KEPT}. */
@@ -122,6 +119,7 @@ export class SimulatorStore {
     this.#timing = options.timing;
     this.#mode = options.secretsMode;
     this.#now = options.now;
+    this.#index = new DeploymentIndex(options.timing);
     const start = this.#now();
     this.#providers = seededProviders(options.seed, this.tenantId, start);
     this.#repos = seededRepos(options.seed);
@@ -134,7 +132,7 @@ export class SimulatorStore {
     // Seeded deployments without a created_at are spaced 1 ms apart, so they list in seed order.
     const seeded = options.seed?.deployments ?? [];
     seeded.forEach((d, i) => {
-      this.#insert(seededRecord(d, this.tenantId, start, start - (seeded.length - i)));
+      this.#index.insert(seededRecord(d, this.tenantId, start, start - (seeded.length - i)));
     });
   }
 
@@ -157,27 +155,27 @@ export class SimulatorStore {
   /** Every live deployment (including those awaiting deletion) in listing order, as the API renders it. */
   list(): Deployment[] {
     const now = this.#sweep();
-    return this.#ordered.map((r) => render(r, now, this.#timing, this.#mode));
+    return this.#index.ordered.map((r) => render(r, now, this.#timing, this.#mode));
   }
 
   /** One deployment as the API renders it, or undefined when unknown or gone. */
   get(id: string): Deployment | undefined {
     const now = this.#sweep();
-    const record = this.#byId.get(id.toLowerCase());
+    const record = this.#index.byId(id.toLowerCase());
     return record === undefined ? undefined : render(record, now, this.#timing, this.#mode);
   }
 
   /** The deployment named exactly `name`, or undefined. */
   getByName(name: string): Deployment | undefined {
     const now = this.#sweep();
-    const record = this.#byName.get(name);
+    const record = this.#index.byName(name);
     return record === undefined ? undefined : render(record, now, this.#timing, this.#mode);
   }
 
   /** The revisions of a deployment, oldest first; undefined when the deployment is unknown or gone. */
   revisions(id: string): RevisionView[] | undefined {
     const now = this.#sweep();
-    return this.#byId.get(id.toLowerCase())?.revisions.map((r) => ({
+    return this.#index.byId(id.toLowerCase())?.revisions.map((r) => ({
       id: r.id,
       created_at: new Date(r.createdAt).toISOString(),
       activated: r.activeAt <= now,
@@ -239,7 +237,7 @@ export class SimulatorStore {
    */
   create(body: CreateDeploymentBody): Deployment {
     const now = this.#sweep();
-    if (this.#byName.has(body.name)) {
+    if (this.#index.byName(body.name) !== undefined) {
       throw new ServiceError(409, `A deployment named '${body.name}' already exists`);
     }
     if (this.tracingProjects.has(body.name)) throw new ServiceError(409, tracingProjectConflict(body.name));
@@ -247,7 +245,7 @@ export class SimulatorStore {
     if (!oneOf(DEPLOYMENT_SOURCES, source)) throw new ServiceError(422, `unknown source '${source}'`);
     checkSecretReferences(source, body.secret_references);
     const record = newRecord(randomUUID(), body.name, source, this.tenantId, now);
-    this.#insert(record);
+    this.#index.insert(record);
     applyChange(record, { ...body, new_revision: true }, now, this.#timing);
     return render(record, now, this.#timing, this.#mode);
   }
@@ -328,7 +326,7 @@ export class SimulatorStore {
     record.deleteRequestedAt = now;
     record.updatedAt = now;
     invalidate(record);
-    this.#nextPurgeAt = Math.min(this.#nextPurgeAt, now + this.#timing.deleteAfterMs);
+    this.#index.purgeBy(now + this.#timing.deleteAfterMs);
   }
 
   /** Changes a deployment as someone else would (see {@link DriftChange}); 404 when unknown, 422 when malformed. */
@@ -359,7 +357,7 @@ export class SimulatorStore {
   listPageJson(query: ListQuery, faults: ListingFaults): string {
     const now = this.#sweep();
     return pageJson(
-      query.deploymentIds === undefined ? this.#ordered : this.#ofIds(query.deploymentIds),
+      query.deploymentIds === undefined ? this.#index.ordered : this.#index.ofIds(query.deploymentIds),
       query,
       faults,
       (record) => renderJson(record, now, this.#timing, this.#mode),
@@ -368,61 +366,16 @@ export class SimulatorStore {
     );
   }
 
-  /**
-   * The deployments `ids` names, in the listing's order (creation, then id): a `deployment_ids`
-   * filter reads its ids from the index instead of scanning every deployment, as a service with
-   * an index on ids would answer it.
-   */
-  #ofIds(ids: ReadonlySet<string>): DeploymentRecord[] {
-    const found: DeploymentRecord[] = [];
-    for (const id of ids) {
-      const record = this.#byId.get(id);
-      if (record !== undefined) found.push(record);
-    }
-    return found.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  }
-
   #live(id: string): DeploymentRecord {
-    const record = this.#byId.get(id.toLowerCase());
+    const record = this.#index.byId(id.toLowerCase());
     if (record === undefined) throw notFound("Deployment");
     return record;
-  }
-
-  #insert(record: DeploymentRecord): void {
-    this.#byId.set(record.id, record);
-    this.#byName.set(record.name, record);
-    const list = this.#ordered;
-    let lo = 0;
-    let hi = list.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      const other = list[mid];
-      if (other === undefined) break;
-      const before =
-        other.createdAt < record.createdAt || (other.createdAt === record.createdAt && other.id < record.id);
-      if (before) lo = mid + 1;
-      else hi = mid;
-    }
-    list.splice(lo, 0, record);
   }
 
   /** Removes deployments whose deletion delay has passed; returns the clock's `now`. */
   #sweep(): number {
     const now = this.#now();
-    if (now < this.#nextPurgeAt) return now;
-    let next = Number.POSITIVE_INFINITY;
-    this.#ordered = this.#ordered.filter((record) => {
-      const gone = goneAt(record, this.#timing);
-      if (gone === undefined) return true;
-      if (gone <= now) {
-        this.#byId.delete(record.id);
-        this.#byName.delete(record.name);
-        return false;
-      }
-      next = Math.min(next, gone);
-      return true;
-    });
-    this.#nextPurgeAt = next;
+    this.#index.sweep(now);
     return now;
   }
 }
