@@ -14,12 +14,13 @@
  * it is answered 429 with `Retry-After` without a review. A token that was allowed recently is
  * renewed outside that budget (its own small, bounded set), so a flood of strangers' tokens cannot
  * lock the scraper out. A header that cannot carry a token any authenticator accepts is refused
- * without a review (see {@link bearerToken}).
+ * without a review (see {@link bearerToken}, bearer-token.ts).
  */
 import { createHash } from "node:crypto";
 import type { Logger } from "pino";
 import { pino } from "pino";
 import { type Clock, systemClock } from "../runtime/clock.ts";
+import { bearerToken } from "./bearer-token.ts";
 
 /** A user as a TokenReview names it: what a SubjectAccessReview is then asked about. */
 export interface ReviewedUser {
@@ -94,13 +95,6 @@ export interface MetricsAuthenticatorOptions {
   clock?: Clock;
   logger?: Logger;
 }
-
-/**
- * Longest bearer token reviewed. ServiceAccount tokens are about 1 KiB; an OIDC token with many
- * groups a few KiB. Anything longer is refused without costing the API server a review (Node's
- * default limit on a request's headers, 16 KiB in all, refuses most of those before this).
- */
-export const MAX_TOKEN_LENGTH = 16_384;
 
 /** A scrape waiting for (or holding) one of the review slots. */
 interface Slot {
@@ -367,41 +361,3 @@ class ReviewBudget {
     return ((1 - this.#tokens) / this.#perSecond) * 1000;
   }
 }
-
-/**
- * The token of an `Authorization: Bearer <token>` header (scheme in any case), if it can be a
- * token at all; undefined refuses the scrape without a review. `header` is as Node gives it: one
- * Latin-1 character per byte.
- *
- * What the API server accepts as a bearer token is wider than any one format: ServiceAccount and
- * OIDC tokens are JWTs and bootstrap tokens are `[a-z0-9]{6}.[a-z0-9]{16}`, but a static token
- * file and a webhook token authenticator (OpenShift's `sha256~…`, EKS's `k8s-aws-v1.…`) accept
- * any string the header carries. The API server takes the text between the first and a second
- * space, so a token is one run without spaces; what remains to refuse is only what no
- * authenticator can be given: an empty or over-long token, control characters (Node answers 400
- * to those before this is asked), and bytes that are not UTF-8 (a TokenReview's JSON cannot
- * carry them). Node reads header bytes as Latin-1; they are decoded as UTF-8 here, as the API
- * server's Go strings hold them, so a non-ASCII static token is reviewed as sent.
- */
-export function bearerToken(header: string | undefined): string | undefined {
-  const match = /^bearer +(\S+) *$/i.exec(header ?? "");
-  const raw = match?.[1];
-  if (raw === undefined || raw.length > MAX_TOKEN_LENGTH) return undefined;
-  let ascii = true;
-  for (let i = 0; i < raw.length; i++) {
-    const code = raw.charCodeAt(i);
-    // \S leaves out tab and line feed, not the other control characters: refuse them here.
-    if (code < 0x20 || code === 0x7f) return undefined;
-    // Not a header as Node reads it (one character per byte): nothing a client could have sent.
-    if (code > 0xff) return undefined;
-    if (code > 0x7f) ascii = false;
-  }
-  if (ascii) return raw;
-  try {
-    return UTF8.decode(Buffer.from(raw, "latin1"));
-  } catch {
-    return undefined;
-  }
-}
-
-const UTF8 = new TextDecoder("utf-8", { fatal: true });

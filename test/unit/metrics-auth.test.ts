@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { bearerToken, MAX_TOKEN_LENGTH } from "../../src/serving/bearer-token.ts";
 import {
-  bearerToken,
-  MAX_TOKEN_LENGTH,
   MetricsAuthenticator,
   type MetricsAuthenticatorOptions,
   type NonResourceAttributes,
