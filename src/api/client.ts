@@ -5,7 +5,6 @@
  * logs, redeploys, rebuilds, providers and repositories are here.
  */
 
-import { isRecord } from "../runtime/json.ts";
 import type { CallOptions } from "./client-options.ts";
 import { DeploymentRoutes, paginate, signalOf } from "./deployment-routes.ts";
 import {
@@ -23,6 +22,7 @@ import {
   type RevisionListing,
   type RevisionRow,
   readRevisionItem,
+  readSingleRevision,
   rowId,
 } from "./revision-listing.ts";
 import {
@@ -34,15 +34,7 @@ import {
   readLogPage,
 } from "./revision-logs.ts";
 import type { TransportRequest, TransportResponse } from "./transport.ts";
-import {
-  type Answered,
-  checkPageSize,
-  checkResponse,
-  checkUuid,
-  matchesWire,
-  readableItems,
-  unknownRevisionValues,
-} from "./validate.ts";
+import { checkPageSize, checkUuid, readableItems, unknownRevisionValues } from "./validate.ts";
 import type { Deployment, ForgeRepo, OAuthProvider, Revision } from "./wire.ts";
 import type { WireCheckName } from "./wire-checks.ts";
 import { PAGE_LIMIT, PROVIDER_DEFAULTS, ROUTES } from "./wire-values.ts";
@@ -379,17 +371,6 @@ export class ServiceClient extends DeploymentRoutes {
       throw routeFailure(error, Missing);
     }
   }
-}
-
-/**
- * The answer of the single revision route as a revision: whole when it reads as one, else its
- * string `id` and `status` alone; without them, the `bad_response` naming the first odd field.
- */
-async function readSingleRevision(body: unknown, answered: Answered): Promise<Revision> {
-  if (matchesWire("Revision", body)) return body as Revision;
-  if (isRecord(body) && typeof body.id === "string" && body.id !== "" && typeof body.status === "string")
-    return { id: body.id, status: body.status };
-  return checkResponse("Revision", body, answered);
 }
 
 /**

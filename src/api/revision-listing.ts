@@ -1,11 +1,12 @@
 /**
- * Reading the revision listing (GET /v2/deployments/{deployment_id}/revisions, not in the shared
- * spec) tolerantly: each item on its own, an odd one kept as an unreadable row rather than failing
- * the listing, and the rows put newest first.
+ * Reading revisions (routes not in the shared spec) tolerantly: the listing (GET
+ * /v2/deployments/{deployment_id}/revisions) each item on its own, an odd one kept as an
+ * unreadable row rather than failing the listing, and the rows put newest first; the single
+ * revision route's answer read for what its callers rely on.
  */
 import { isRecord } from "../runtime/json.ts";
 import { cutToLength } from "./printable.ts";
-import { matchesWire } from "./validate.ts";
+import { type Answered, checkResponse, matchesWire } from "./validate.ts";
 import type { Revision } from "./wire.ts";
 
 /** Characters of a value of an unreadable row the listing shows, the mark of a cut included. */
@@ -83,4 +84,15 @@ export function rowId(row: RevisionRow, position: number): string {
 
 function createdAt(row: RevisionRow): string | undefined {
   return row.ok ? (row.revision.created_at ?? undefined) : row.unreadable.created_at;
+}
+
+/**
+ * The answer of the single revision route as a revision: whole when it reads as one, else its
+ * string `id` and `status` alone; without them, the `bad_response` naming the first odd field.
+ */
+export async function readSingleRevision(body: unknown, answered: Answered): Promise<Revision> {
+  if (matchesWire("Revision", body)) return body as Revision;
+  if (isRecord(body) && typeof body.id === "string" && body.id !== "" && typeof body.status === "string")
+    return { id: body.id, status: body.status };
+  return checkResponse("Revision", body, answered);
 }
