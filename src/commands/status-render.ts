@@ -3,6 +3,7 @@
  * resources (`-o wide`, `--no-headers`), `-o name`, and the document of `-o json` and `-o yaml`.
  */
 import { SERVICE_CONNECTIONS } from "../kube/connections.ts";
+import { isRecord } from "../runtime/json.ts";
 import type { CliContext } from "./context.ts";
 import { type Column, type OutputFlags, renderDocument, renderRows } from "./output.ts";
 import {
@@ -99,9 +100,24 @@ export function renderStatus(input: {
     oneLine(c.message) || "-",
   ]);
   section("Connections", ["CONNECTION", "READY", "REASON", "RESOURCES", "MESSAGE"], connectionRows);
-  if (input.connections.length === 0 && views.length > 0) out.push("\nConnections: none\n");
+  if (input.connections.length === 0 && views.length > 0) out.push(noConnections(input.resources.items));
   for (const note of input.notes) out.push(`note: ${note}\n`);
   return views.length > 0 ? out.join("") : out.join("").replace(/^\n/, "");
+}
+
+/**
+ * `Connections: none`, and which connection the resources use then: those without
+ * `spec.connectionRef` use the default one, the operator's own settings, which no object shows.
+ */
+function noConnections(items: readonly unknown[]): string {
+  const onDefault = items.filter(
+    (i) =>
+      resourceView(i) !== undefined &&
+      !(isRecord(i) && isRecord(i.spec) && i.spec.connectionRef !== undefined),
+  ).length;
+  if (onDefault === 0) return "\nConnections: none\n";
+  const who = onDefault === 1 ? "1 resource uses" : `${onDefault} resources use`;
+  return `\nConnections: none (${who} the default connection: the operator's own --base-url and API key)\n`;
 }
 
 /** `Deployment resources in namespace a (3): 2 Ready, 0 Reconciling, 1 not Ready, 0 Stalled`. */

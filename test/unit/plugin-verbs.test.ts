@@ -128,21 +128,45 @@ describe("status: resourceView", () => {
   });
 });
 
+/** The status screen of namespace team-a holding `items`, with no connection object. */
+const render = (items: unknown[]) =>
+  renderStatus({
+    scope: "namespace team-a",
+    allNamespaces: false,
+    resources: { items, truncated: false },
+    connections: [],
+    notes: [],
+    now: 0,
+  });
+
+describe("status: the connections section with no connection object", () => {
+  const ready = [cond("Ready", "True", "Available")];
+
+  it("says that the resources without spec.connectionRef use the default connection", () => {
+    expect(render([item("a", ready), item("b", ready)])).toContain(
+      "\nConnections: none (2 resources use the default connection: the operator's own --base-url and API key)\n",
+    );
+    const mixed = render([
+      item("a", ready),
+      item("b", ready, { spec: { connectionRef: { kind: "ServiceConnection", name: "gone" } } }),
+    ]);
+    expect(mixed).toContain("\nConnections: none (1 resource uses the default connection:");
+  });
+
+  it("says none alone when every resource names a connection", () => {
+    const out = render([
+      item("a", ready, { spec: { connectionRef: { kind: "ServiceConnection", name: "gone" } } }),
+    ]);
+    expect(out).toContain("\nConnections: none\n");
+  });
+});
+
 describe("status: the owning replica (run --sharded)", () => {
   const owned = (
     name: string,
     labels: Record<string, unknown>,
     conditions = [cond("Ready", "True", "Available")],
   ) => item(name, conditions, { metadata: { name, namespace: "team-a", labels } });
-  const render = (items: unknown[]) =>
-    renderStatus({
-      scope: "namespace team-a",
-      allNamespaces: false,
-      resources: { items, truncated: false },
-      connections: [],
-      notes: [],
-      now: 0,
-    });
 
   it("reads the owner label and a pending drain, tolerantly and bounded", () => {
     expect(resourceView(owned("a", { "shard.dms.dev/owner": "ring-1" }))).toMatchObject({ owner: "ring-1" });
