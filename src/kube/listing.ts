@@ -111,6 +111,16 @@ export function refusesWatchList(err: unknown): boolean {
   return err instanceof KubeApiError && (err.status === 400 || err.status === 422);
 }
 
+/**
+ * What a failed list or watch of `type` means besides its error: a 404 for a kind of an API group
+ * is the API server not serving that kind, its CRD not installed (yet), which the server's own
+ * text ("404 page not found") leaves unsaid. Empty for any other failure.
+ */
+export function notServedHint(err: unknown, type: ResourceType): string {
+  if (!(err instanceof KubeApiError && err.status === 404 && type.group !== "")) return "";
+  return `: the API server does not serve ${type.plural}.${type.group}, whose CRD is not installed (kubectl apply -k manifests/crd, the release's crds.yaml, or the Helm chart)`;
+}
+
 /** Thrown when a watch list's stream ended before its initial events did. */
 export class InitialEventsCut extends Error {
   override readonly name = "InitialEventsCut";

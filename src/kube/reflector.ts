@@ -19,6 +19,7 @@ import {
   isIgnored,
   type ListScope,
   listByPages,
+  notServedHint,
   refusesWatchList,
   WATCH_LIST_QUERY,
   watchError,
@@ -216,7 +217,8 @@ export class Reflector<T extends KubeObject> {
           continue;
         } else {
           attempt += 1;
-          this.#log.warn({ err, attempt }, "list/watch failed; retrying with backoff");
+          const hint = notServedHint(err, this.#opts.resource);
+          this.#log.warn({ err, attempt }, `list/watch failed${hint}; retrying with backoff`);
         }
       }
       try {

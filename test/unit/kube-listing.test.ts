@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { KubeClient } from "../../src/kube/client.ts";
 import { KubeApiError } from "../../src/kube/errors.ts";
 import { initialEventsEnd, isIgnored, refusesWatchList } from "../../src/kube/listing.ts";
@@ -94,6 +94,45 @@ describe("a reflector's list", () => {
     expect(api.asked.filter((u) => u.searchParams.get("watch") !== "true")).toEqual([]);
     stop.abort();
     await running;
+  });
+});
+
+describe("a reflector of a kind the API server does not serve", () => {
+  /** A reflector of `resource` against a server answering every request as the API server does a path it does not serve. */
+  async function notServed(resource: { group: string; version: string; plural: string }) {
+    const { client } = await kubeStub((_req, res) => {
+      res.writeHead(404, { "content-type": "text/plain" });
+      res.end("404 page not found\n");
+    });
+    const { logger, messages } = capturingLogger();
+    const cache = new Reflector<KubeObject>({
+      client,
+      resource,
+      decode: (raw) => (isKubeObject(raw) ? raw : undefined),
+      backoff: { baseMs: 10, maxMs: 20 },
+      logger,
+    });
+    const stop = new AbortController();
+    const running = cache.run(stop.signal);
+    cache.synced.catch(() => {});
+    const failures = () => messages().filter((m) => m.startsWith("list/watch failed"));
+    await vi.waitFor(() => expect(failures().length).toBeGreaterThan(1));
+    stop.abort();
+    await running;
+    return failures();
+  }
+
+  it("names the kind and that its CRD is not installed, at every retry", async () => {
+    const logged = await notServed({ group: "dms.dev", version: "v1alpha1", plural: "deployments" });
+    for (const message of logged)
+      expect(message).toBe(
+        "list/watch failed: the API server does not serve deployments.dms.dev, whose CRD is not installed (kubectl apply -k manifests/crd, the release's crds.yaml, or the Helm chart); retrying with backoff",
+      );
+  });
+
+  it("says nothing of a CRD for a kind of the core API", async () => {
+    const logged = await notServed({ group: "", version: "v1", plural: "things" });
+    expect(new Set(logged)).toEqual(new Set(["list/watch failed; retrying with backoff"]));
   });
 });
 
