@@ -94,7 +94,10 @@ export interface TestOperator {
   inFlight(): Promise<number>;
   /** A metric of the operator's registry, summed over its labels (0 when it has no samples). */
   metric(name: string): Promise<number>;
-  /** Resolves once the workers run (caches synced, the start-up listing of the service done). */
+  /**
+   * Resolves once the workers run (caches synced, the install key read). The start-up listing of
+   * the service starts then: it may still be under way.
+   */
   started(): Promise<void>;
   /** Stops it (graceful, within `shutdownTimeoutMs`) and resolves once it has stopped. */
   stop(): Promise<void>;
