@@ -8,13 +8,8 @@ import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LOG_TYPES } from "../../src/api/revision-logs.ts";
-import {
-  bashScript,
-  completionNodes,
-  completionTableSource,
-  fishScript,
-  zshScript,
-} from "../../src/commands/completion.ts";
+import { completionNodes, completionTableSource } from "../../src/commands/completion.ts";
+import { bashScript, fishScript, zshScript } from "../../src/commands/completion-scripts.ts";
 import { PLUGIN_COMPLETION } from "../../src/commands/completion-table.ts";
 import { createProgram, loadCommands } from "../../src/commands/program.ts";
 import { KUBECTL_PLUGIN_NAME } from "../../src/commands/program-name.ts";
