@@ -159,7 +159,13 @@ export class CustomResources<
       const live = await this.getLive(ref, signal);
       const residue = live && statusResidue(live.status, status);
       if (!live || !residue?.length) throw err;
-      const cleaned = await this.#jsonPatch(live, residue, signal, "/status", resourceVersion);
+      const cleaned = await this.#jsonPatch(live, residue, signal, "/status", resourceVersion).catch(
+        (error: unknown) => {
+          throw removalRaced(error)
+            ? new ConflictError(409, "Conflict", error.message, { cause: error })
+            : error;
+        },
+      );
       written = await this.#applyStatus(
         ref,
         status,
@@ -173,7 +179,7 @@ export class CustomResources<
       return await this.#jsonPatch(written, residue, signal, "/status");
     } catch (err) {
       // Written meanwhile by someone else: the status applied stands; its next write removes the rest.
-      if (err instanceof ConflictError) return written;
+      if (err instanceof ConflictError || removalRaced(err)) return written;
       throw err;
     }
   }
@@ -268,6 +274,13 @@ export class CustomResources<
     return `${collectionPath(this.#type, namespace)}/${encodeURIComponent(ref.name)}`;
   }
 }
+
+/**
+ * A removal's 422: the API server applies a JSON Patch before it checks the resourceVersion, so
+ * a path another writer removed since the status was read fails there rather than as a 409. The
+ * removal cannot make a stored (valid) status invalid: no field under status is required.
+ */
+const removalRaced = (err: unknown): err is KubeApiError => err instanceof KubeApiError && err.status === 422;
 
 /** A JSON Pointer token: `~` and `/` escaped. */
 const pointer = (key: string) => key.replaceAll("~", "~0").replaceAll("/", "~1");

@@ -90,7 +90,8 @@ interface Stored {
 /**
  * A stub of the status subresource: an apply merges the status over the stored one (as a field
  * or condition another manager co-owns stays), refused with 422 when `invalid` holds of the
- * result; a JSON Patch removes. Any write under another resourceVersion gets a 409.
+ * result; a JSON Patch removes. Any write under another resourceVersion gets a 409, after the
+ * JSON Patch's ops are applied as the API server does: a removal of a path gone is a 422 first.
  */
 async function statusServer(status: Record<string, unknown>, invalid = (_s: Stored) => false) {
   let version = 1;
@@ -103,6 +104,7 @@ async function statusServer(status: Record<string, unknown>, invalid = (_s: Stor
   };
   const requests: string[] = [];
   let conflictOnPatch = false;
+  let beforeJsonPatch = () => {};
   const { client } = await kubeStub(async (req, res) => {
     let text = "";
     for await (const chunk of req) text += chunk;
@@ -115,6 +117,15 @@ async function statusServer(status: Record<string, unknown>, invalid = (_s: Stor
       res.writeHead(code, { "content-type": "application/json" });
       res.end(JSON.stringify(object));
     };
+    if (type === "application/json-patch+json") {
+      beforeJsonPatch();
+      const gone = (body.slice(1) as { path: string }[]).some(({ path }) => {
+        const [, , key, index] = path.split("/");
+        const value = stored.status[key as string];
+        return value === undefined || (index !== undefined && !(value as unknown[])[Number(index)]);
+      });
+      if (gone) return answer(422, { kind: "Status", code: 422, reason: "Invalid" });
+    }
     if (precondition && (precondition !== stored.metadata.resourceVersion || conflictOnPatch))
       return answer(409, { kind: "Status", code: 409, reason: "Conflict" });
     if (req.method === "PATCH" && type === "application/apply-patch+yaml") {
@@ -146,6 +157,10 @@ async function statusServer(status: Record<string, unknown>, invalid = (_s: Stor
     stored,
     conflictOnPatch: () => {
       conflictOnPatch = true;
+    },
+    /** Runs `write` (another writer's) just before each JSON Patch arrives. */
+    beforeJsonPatch: (write: () => void) => {
+      beforeJsonPatch = write;
     },
   };
 }
@@ -220,5 +235,29 @@ describe("patchStatus of a status someone else wrote", () => {
       "GET -",
       "PATCH application/json-patch+json @1",
     ]);
+  });
+
+  it("returns the status applied when another writer removed the residue first (the removal's 422)", async () => {
+    // The API server applies a JSON Patch before it checks the resourceVersion: a path gone
+    // meanwhile is a 422, not the 409 of the precondition.
+    const s = await statusServer({ failedRevisionLog: { revisionId: "r" } });
+    s.beforeJsonPatch(() => {
+      delete s.stored.status.failedRevisionLog;
+      s.stored.metadata.resourceVersion = "7";
+    });
+    await expect(s.resources.patchStatus(ref, desired, signal, "1")).resolves.toMatchObject({
+      status: { deploymentId: "a" },
+    });
+  });
+
+  it("after a 422, a removal of what another writer removed since the read is a conflict", async () => {
+    const partial = (o: Stored) =>
+      (o.status.conditions as { type: string }[]).some((c) => c.type === "Reconciling");
+    const s = await statusServer({ conditions: [condition("Ready"), condition("Reconciling")] }, partial);
+    s.beforeJsonPatch(() => {
+      s.stored.status.conditions = [condition("Ready")];
+      s.stored.metadata.resourceVersion = "7";
+    });
+    await expect(s.resources.patchStatus(ref, desired, signal, "1")).rejects.toBeInstanceOf(ConflictError);
   });
 });
