@@ -10,6 +10,7 @@
  * the server refuses the parameter (the feature gate off: 422) or ignores it (a server from
  * before Kubernetes 1.27: the watch ends without the bookmark).
  */
+import { GROUP } from "../crd/schema.ts";
 import { isRecord } from "../runtime/json.ts";
 import { type KubeClient, listPages } from "./client.ts";
 import { apiErrorFrom, KubeApiError } from "./errors.ts";
@@ -112,12 +113,13 @@ export function refusesWatchList(err: unknown): boolean {
 }
 
 /**
- * What a failed list or watch of `type` means besides its error: a 404 for a kind of an API group
- * is the API server not serving that kind, its CRD not installed (yet), which the server's own
- * text ("404 page not found") leaves unsaid. Empty for any other failure.
+ * What a failed list or watch of `type` means besides its error: a 404 for a kind of the
+ * operator's API group is the API server not serving that kind, its CRD not installed (yet),
+ * which the server's own text ("404 page not found") leaves unsaid. Empty for any other failure,
+ * and for a kind Kubernetes serves itself (the shards' Leases): no CRD of the operator's installs it.
  */
 export function notServedHint(err: unknown, type: ResourceType): string {
-  if (!(err instanceof KubeApiError && err.status === 404 && type.group !== "")) return "";
+  if (!(err instanceof KubeApiError && err.status === 404 && type.group === GROUP)) return "";
   return `: the API server does not serve ${type.plural}.${type.group}, whose CRD is not installed (kubectl apply -k manifests/crd, the release's crds.yaml, or the Helm chart)`;
 }
 

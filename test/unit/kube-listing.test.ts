@@ -134,6 +134,11 @@ describe("a reflector of a kind the API server does not serve", () => {
     const logged = await notServed({ group: "", version: "v1", plural: "things" });
     expect(new Set(logged)).toEqual(new Set(["list/watch failed; retrying with backoff"]));
   });
+
+  it("says nothing of a CRD for a kind Kubernetes serves itself (the shards' Leases)", async () => {
+    const logged = await notServed({ group: "coordination.k8s.io", version: "v1", plural: "leases" });
+    expect(new Set(logged)).toEqual(new Set(["list/watch failed; retrying with backoff"]));
+  });
 });
 
 describe("watch list helpers", () => {
