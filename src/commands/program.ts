@@ -238,8 +238,13 @@ const BOOLEAN_VALUES: Readonly<Record<string, boolean>> = {
  * - a short flag's value after `=` (`-o=json`, `-n=team-a`) is written as `-o json`: commander
  *   would read the value `=json`;
  * - the word after one that takes a value (`-o`, `--namespace`) is that value whatever it looks
- *   like (`-n -o=json` is the namespace `-o=json`), as pflag and commander read it, and is left as
- *   it is. A word after an optional value is one only when it is no option, as commander reads it.
+ *   like (`-n -o=json` is the namespace `-o=json`), as pflag reads it. A value that looks like an
+ *   option is written in the flag's word (`-n-o=json`, `--namespace=--verbose`): commander's parse
+ *   of the program and of each parent command would read `--verbose`, `--version` or a parent's
+ *   flag as theirs. A word after an optional value is one only when it is no option;
+ * - combined short flags are read one letter at a time while the letter is a boolean's
+ *   (`-An -o=json`, `-Ao=json`, `-Aw=false`), as pflag reads them;
+ * - an unknown short flag's value after `=` (`-z=1`) is cut off, for commander to name `-z`.
  */
 export function kubectlArgv(
   program: Command,
@@ -248,12 +253,13 @@ export function kubectlArgv(
   const known: Option[] = [...program.options];
   const values = new Map<Option, boolean>();
   const args: string[] = [];
+  const words = [...argv];
   let command = program;
   let operands = 0;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? "";
+  for (let i = 0; i < words.length; i++) {
+    const arg = words[i] ?? "";
     if (arg === "--") {
-      args.push(...argv.slice(i));
+      args.push(...words.slice(i));
       break;
     }
     const spelled = /^(--[^=]+|-[A-Za-z])(?:=(.*))?$/s.exec(arg);
@@ -262,6 +268,17 @@ export function kubectlArgv(
     const options = spelled ? known.filter((o) => o.long === flag || o.short === flag) : [];
     const [option] = options;
     if (!option) {
+      const bundled = /^-([A-Za-z])([A-Za-z].*)$/s.exec(arg);
+      const first = bundled ? known.find((o) => o.short === `-${bundled[1]}`) : undefined;
+      if (bundled && first && !first.required && !first.optional) {
+        words.splice(i, 1, `-${bundled[1]}`, `-${bundled[2]}`);
+        i -= 1;
+        continue;
+      }
+      if (spelled && text !== undefined && !flag.startsWith("--")) {
+        args.push(flag, text);
+        continue;
+      }
       args.push(arg);
       const sub = isOptionLike(arg) || operands > 0 ? undefined : subcommandNamed(command, arg);
       if (sub) {
@@ -271,13 +288,13 @@ export function kubectlArgv(
       continue;
     }
     if (option.required || option.optional) {
-      const split = text !== undefined && !flag.startsWith("--");
-      args.push(...(split ? [flag, text] : [arg]));
-      const next = argv[i + 1];
-      if (text === undefined && next !== undefined && (option.required || !isOptionLike(next))) {
-        args.push(next);
-        i += 1;
-      }
+      const next = text === undefined ? words[i + 1] : undefined;
+      const taken = next !== undefined && (option.required || !isOptionLike(next));
+      if (taken) i += 1;
+      const value = taken ? next : text;
+      if (value === undefined) args.push(flag);
+      else if (!isOptionLike(value)) args.push(flag, value);
+      else args.push(flag.startsWith("--") ? `${flag}=${value}` : `${flag}${value}`);
       continue;
     }
     const value = text === undefined ? true : BOOLEAN_VALUES[text];

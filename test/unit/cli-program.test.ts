@@ -305,3 +305,64 @@ describe("help <word> naming no command", () => {
     expect(stderr).toBe("error: unknown command 'statsu'\n(Did you mean status?)\n");
   });
 });
+
+describe("kubectl's combined short flags and values that look like flags", () => {
+  /** `deployments` (with its own --context) and its `get`, with kubectl's flags. */
+  async function readGet(args: string[]) {
+    let read: unknown;
+    const register = (program: Command) => {
+      program
+        .command("deployments")
+        .option("--context <name>")
+        .command("get")
+        .option("-n, --namespace <ns>")
+        .option("-o, --output <format>")
+        .option("-l, --selector <selector>")
+        .option("-A, --all-namespaces")
+        .option("-w, --watch")
+        .argument("[name...]")
+        .action((names, _flags, cmd: Command) => {
+          read = { names, ...cmd.optsWithGlobals() };
+        });
+    };
+    const { code, stdout, stderr } = await runCli(args, { commands: [register] });
+    return { code, read, stdout, stderr };
+  }
+
+  it("read a boolean letter before others as pflag does, the last one taking the value", async () => {
+    for (const [args, read] of [
+      [["-An", "-o=json"], { names: [], allNamespaces: true, namespace: "-o=json" }],
+      [["-Ao=json", "web"], { names: ["web"], allNamespaces: true, output: "json" }],
+      [["-Aw=false"], { names: [], allNamespaces: true, watch: false }],
+      [["-wAn", "team-a"], { names: [], allNamespaces: true, watch: true, namespace: "team-a" }],
+    ] as const)
+      expect(await readGet(["deployments", "get", ...args]), args.join(" ")).toEqual({
+        code: EXIT.ok,
+        read,
+        stdout: "",
+        stderr: "",
+      });
+  });
+
+  it("take a value that spells a flag of the program or of a parent command as the value", async () => {
+    for (const [args, read] of [
+      [["-l", "--version"], { names: [], selector: "--version" }],
+      [["-l=--version"], { names: [], selector: "--version" }],
+      [["-n", "--verbose", "web"], { names: ["web"], namespace: "--verbose" }],
+      [["--selector", "--context=c"], { names: [], selector: "--context=c" }],
+      [["-An", "--context"], { names: [], allNamespaces: true, namespace: "--context" }],
+    ] as const)
+      expect(await readGet(["deployments", "get", ...args]), args.join(" ")).toEqual({
+        code: EXIT.ok,
+        read,
+        stdout: "",
+        stderr: "",
+      });
+  });
+
+  it("name an unknown short flag given a value after =", async () => {
+    const run = await readGet(["deployments", "get", "-z=1"]);
+    expect(run.code).toBe(EXIT.failed);
+    expect(run.stderr).toBe("error: unknown option '-z'\n");
+  });
+});
