@@ -193,7 +193,8 @@ type Token =
 
 const SYMBOLS = ["!=", "==", "=", "!", "(", ")", ",", ">", "<"] as const;
 const SPECIAL = new Set(["=", "!", "(", ")", ",", ">", "<"]);
-const SPACE = /\s/;
+/** labels.Parse's white space: any other character (a no-break space, a form feed) is part of a word. */
+const SPACE = /[ \t\r\n]/;
 
 /** Splits `text` into tokens: the symbols, and runs of anything else that is not white space. */
 function tokenize(text: string): Token[] {

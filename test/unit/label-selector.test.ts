@@ -316,6 +316,15 @@ describe("listSelectorProblem: a listing's -l", () => {
     expect(problemOf("replicas>2")).toMatch(/not supported here/);
   });
 
+  it("takes labels.Parse's white space only (space, tab, CR, LF): any other is part of a word", () => {
+    expect(listSelectorProblem("x\t=\r\na ,\tn > 1")).toBeUndefined();
+    expect(parseSelector("x\t=\r\na").ok).toBe(true);
+    for (const text of ["team=a\u00a0", "team\u000b=a", "team=\u000ca", "n>1\u2003", "x in (a,\u3000b)"]) {
+      expect(listSelectorProblem(text), JSON.stringify(text)).toBeDefined();
+      expect(parseSelector(text).ok, JSON.stringify(text)).toBe(false);
+    }
+  });
+
   it("says what is wrong with anything else", () => {
     expect(listSelectorProblem("a in (b")).toBe('expected "," or ")" in a value list, found the end');
     expect(listSelectorProblem("n>x")).toBe(
