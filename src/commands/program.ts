@@ -244,7 +244,8 @@ const BOOLEAN_VALUES: Readonly<Record<string, boolean>> = {
  *   flag as theirs. A word after an optional value is one only when it is no option;
  * - combined short flags are read one letter at a time while the letter is a boolean's
  *   (`-An -o=json`, `-Ao=json`, `-Aw=false`), as pflag reads them;
- * - an unknown short flag's value after `=` (`-z=1`) is cut off, for commander to name `-z`.
+ * - an unknown flag's value after `=` (`-z=1`, `--outptu=json`) is cut off, for commander to name
+ *   the flag alone, as kubectl does, and suggest the one meant.
  */
 export function kubectlArgv(
   program: Command,
@@ -275,7 +276,7 @@ export function kubectlArgv(
         i -= 1;
         continue;
       }
-      if (spelled && text !== undefined && !flag.startsWith("--")) {
+      if (spelled && text !== undefined) {
         args.push(flag, text);
         continue;
       }

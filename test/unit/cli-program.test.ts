@@ -365,4 +365,10 @@ describe("kubectl's combined short flags and values that look like flags", () =>
     expect(run.code).toBe(EXIT.failed);
     expect(run.stderr).toBe("error: unknown option '-z'\n");
   });
+
+  it("name an unknown long flag given a value after = without the value, and suggest the flag meant", async () => {
+    const run = await readGet(["deployments", "get", "--outptu=json"]);
+    expect(run.code).toBe(EXIT.failed);
+    expect(run.stderr).toBe("error: unknown option '--outptu'\n(Did you mean --output?)\n");
+  });
 });
