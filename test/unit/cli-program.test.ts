@@ -329,35 +329,34 @@ describe("kubectl's combined short flags and values that look like flags", () =>
     return { code, read, stdout, stderr };
   }
 
-  it("read a boolean letter before others as pflag does, the last one taking the value", async () => {
-    for (const [args, read] of [
-      [["-An", "-o=json"], { names: [], allNamespaces: true, namespace: "-o=json" }],
-      [["-Ao=json", "web"], { names: ["web"], allNamespaces: true, output: "json" }],
-      [["-Aw=false"], { names: [], allNamespaces: true, watch: false }],
-      [["-wAn", "team-a"], { names: [], allNamespaces: true, watch: true, namespace: "team-a" }],
-    ] as const)
+  /** Each `deployments get <args>` succeeds quietly having read `read`. */
+  async function expectReads(cases: readonly (readonly [readonly string[], object])[]) {
+    for (const [args, read] of cases)
       expect(await readGet(["deployments", "get", ...args]), args.join(" ")).toEqual({
         code: EXIT.ok,
         read,
         stdout: "",
         stderr: "",
       });
+  }
+
+  it("read a boolean letter before others as pflag does, the last one taking the value", async () => {
+    await expectReads([
+      [["-An", "-o=json"], { names: [], allNamespaces: true, namespace: "-o=json" }],
+      [["-Ao=json", "web"], { names: ["web"], allNamespaces: true, output: "json" }],
+      [["-Aw=false"], { names: [], allNamespaces: true, watch: false }],
+      [["-wAn", "team-a"], { names: [], allNamespaces: true, watch: true, namespace: "team-a" }],
+    ]);
   });
 
   it("take a value that spells a flag of the program or of a parent command as the value", async () => {
-    for (const [args, read] of [
+    await expectReads([
       [["-l", "--version"], { names: [], selector: "--version" }],
       [["-l=--version"], { names: [], selector: "--version" }],
       [["-n", "--verbose", "web"], { names: ["web"], namespace: "--verbose" }],
       [["--selector", "--context=c"], { names: [], selector: "--context=c" }],
       [["-An", "--context"], { names: [], allNamespaces: true, namespace: "--context" }],
-    ] as const)
-      expect(await readGet(["deployments", "get", ...args]), args.join(" ")).toEqual({
-        code: EXIT.ok,
-        read,
-        stdout: "",
-        stderr: "",
-      });
+    ]);
   });
 
   it("name an unknown short flag given a value after =", async () => {
