@@ -160,11 +160,7 @@ export class CustomResources<
       const residue = live && statusResidue(live.status, status);
       if (!live || !residue?.length) throw err;
       const cleaned = await this.#jsonPatch(live, residue, signal, "/status", resourceVersion).catch(
-        (error: unknown) => {
-          throw removalRaced(error)
-            ? new ConflictError(409, "Conflict", error.message, { cause: error })
-            : error;
-        },
+        raceAsConflict,
       );
       written = await this.#applyStatus(
         ref,
@@ -211,8 +207,9 @@ export class CustomResources<
    * Adds `finalizer` unless `obj` already has it, appending to the list `obj` showed.
    * The JSON Patch also replaces `metadata.resourceVersion` with `obj`'s, which makes the API server
    * apply it only to exactly that version: a finalizer another controller added meanwhile can never
-   * be dropped, and the race surfaces as a 409 ({@link ConflictError}). (A JSON Patch `test` op
-   * would also guard the list, but its failure is an indistinguishable 422 "Invalid".)
+   * be dropped, and the race surfaces as a {@link ConflictError}: a 409, or the 422 of a patch
+   * that no longer applies to the list as it is now (the API server applies a JSON Patch before it
+   * checks the resourceVersion; `obj`'s list was emptied meanwhile).
    */
   async addFinalizer(obj: T, finalizer: string, signal: AbortSignal): Promise<T> {
     const current = obj.metadata.finalizers ?? [];
@@ -221,17 +218,20 @@ export class CustomResources<
       current.length === 0
         ? { op: "add", path: "/metadata/finalizers", value: [finalizer] }
         : { op: "add", path: "/metadata/finalizers/-", value: finalizer };
-    return this.#jsonPatch(obj, [add], signal);
+    return this.#jsonPatch(obj, [add], signal).catch(raceAsConflict);
   }
 
   /**
    * Removes `finalizer` if `obj` has it, by its index in `obj`'s list, under the same
-   * resourceVersion precondition as {@link addFinalizer}: only that entry goes, or 409.
+   * resourceVersion precondition as {@link addFinalizer}: only that entry goes, or a
+   * {@link ConflictError} (a 422 when the list shrank past the index meanwhile).
    */
   async removeFinalizer(obj: T, finalizer: string, signal: AbortSignal): Promise<T> {
     const index = (obj.metadata.finalizers ?? []).indexOf(finalizer);
     if (index < 0) return obj;
-    return this.#jsonPatch(obj, [{ op: "remove", path: `/metadata/finalizers/${index}` }], signal);
+    return this.#jsonPatch(obj, [{ op: "remove", path: `/metadata/finalizers/${index}` }], signal).catch(
+      raceAsConflict,
+    );
   }
 
   /** A JSON Patch of `obj` (of its `subresource` if given), applied only to `resourceVersion` (default: `obj`'s). */
@@ -276,11 +276,18 @@ export class CustomResources<
 }
 
 /**
- * A removal's 422: the API server applies a JSON Patch before it checks the resourceVersion, so
- * a path another writer removed since the status was read fails there rather than as a 409. The
- * removal cannot make a stored (valid) status invalid: no field under status is required.
+ * A JSON Patch's 422 under a resourceVersion precondition: the API server applies the patch before
+ * it checks the resourceVersion, so a path another writer removed since the object was read (a
+ * status field, a condition, the finalizer list or its entry) fails there rather than as a 409.
+ * These patches cannot make a stored (valid) object invalid otherwise: no field under status is
+ * required, and a finalizer's removal or addition leaves the rest as stored.
  */
 const removalRaced = (err: unknown): err is KubeApiError => err instanceof KubeApiError && err.status === 422;
+
+/** Rethrows a JSON Patch's {@link removalRaced} 422 as the race it is: a {@link ConflictError}. */
+function raceAsConflict(err: unknown): never {
+  throw removalRaced(err) ? new ConflictError(409, "Conflict", err.message, { cause: err }) : err;
+}
 
 /** A JSON Pointer token: `~` and `/` escaped. */
 const pointer = (key: string) => key.replaceAll("~", "~0").replaceAll("/", "~1");

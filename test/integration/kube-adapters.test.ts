@@ -206,6 +206,18 @@ describe("kube adapters", () => {
           "jsonpath={.metadata.finalizers}",
         ])) || "[]",
       ) as string[];
+    /** Another controller removes the finalizer at `index` on the server. */
+    const removeOnServer = (name: string, index: number) =>
+      kubectlOk([
+        "patch",
+        "deployments.dms.dev",
+        name,
+        "-n",
+        ns,
+        "--type=json",
+        "-p",
+        JSON.stringify([{ op: "remove", path: `/metadata/finalizers/${index}` }]),
+      ]);
 
     beforeAll(async () => {
       ns = await freshNamespace("kube-writes");
@@ -327,6 +339,27 @@ describe("kube adapters", () => {
         "dms.dev/finalizer",
         "other.example/third",
       ]);
+    });
+
+    it("refuses a finalizer change whose patch no longer fits the list with ConflictError, not a 422", async () => {
+      await apply(deploymentYaml(ns, "shrunk", { finalizers: "[other.example/first]" }));
+      const added = await deployments.addFinalizer(await live("shrunk"), "dms.dev/finalizer", signal());
+      expect(added.metadata.finalizers).toEqual(["", "dms.dev/finalizer"]);
+      // Another controller removes its finalizer: ours moves to index 0, index 1 is gone.
+      await removeOnServer("shrunk", 0);
+      await expect(deployments.removeFinalizer(added, "dms.dev/finalizer", signal())).rejects.toBeInstanceOf(
+        ConflictError,
+      );
+      expect(await onServer("shrunk")).toEqual(["dms.dev/finalizer"]);
+
+      // Read with another controller's finalizer, which it removes (the list goes) before ours is added.
+      await apply(deploymentYaml(ns, "emptied", { finalizers: "[other.example/first]" }));
+      const before = await live("emptied");
+      await removeOnServer("emptied", 0);
+      await expect(deployments.addFinalizer(before, "dms.dev/finalizer", signal())).rejects.toBeInstanceOf(
+        ConflictError,
+      );
+      expect(await onServer("emptied")).toEqual([]);
     });
   });
 
