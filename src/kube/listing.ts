@@ -114,13 +114,16 @@ export function refusesWatchList(err: unknown): boolean {
 
 /**
  * What a failed list or watch of `type` means besides its error: a 404 for a kind of the
- * operator's API group is the API server not serving that kind, its CRD not installed (yet),
- * which the server's own text ("404 page not found") leaves unsaid. Empty for any other failure,
+ * operator's API group is the API server not serving that kind, most often its CRD not installed
+ * (yet), which the server's own text ("404 page not found") leaves unsaid. Asked, not asserted: a
+ * proxy before the API server or a wrong server path answers the same 404, and `kubectl get crd`
+ * tells them apart. Empty for any other failure,
  * and for a kind Kubernetes serves itself (the shards' Leases): no CRD of the operator's installs it.
  */
 export function notServedHint(err: unknown, type: ResourceType): string {
   if (!(err instanceof KubeApiError && err.status === 404 && type.group === GROUP)) return "";
-  return `: the API server does not serve ${type.plural}.${type.group}, whose CRD is not installed (kubectl apply -k manifests/crd, the release's crds.yaml, or the Helm chart)`;
+  const kind = `${type.plural}.${type.group}`;
+  return `: the API server does not serve ${kind}; is its CRD installed? (kubectl get crd ${kind}; install with kubectl apply -k manifests/crd, the release's crds.yaml, or the Helm chart)`;
 }
 
 /** Thrown when a watch list's stream ended before its initial events did. */

@@ -122,11 +122,11 @@ describe("a reflector of a kind the API server does not serve", () => {
     return failures();
   }
 
-  it("names the kind and that its CRD is not installed, at every retry", async () => {
+  it("names the kind not served and asks whether its CRD is installed, at every retry", async () => {
     const logged = await notServed({ group: "dms.dev", version: "v1alpha1", plural: "deployments" });
     for (const message of logged)
       expect(message).toBe(
-        "list/watch failed: the API server does not serve deployments.dms.dev, whose CRD is not installed (kubectl apply -k manifests/crd, the release's crds.yaml, or the Helm chart); retrying with backoff",
+        "list/watch failed: the API server does not serve deployments.dms.dev; is its CRD installed? (kubectl get crd deployments.dms.dev; install with kubectl apply -k manifests/crd, the release's crds.yaml, or the Helm chart); retrying with backoff",
       );
   });
 
