@@ -107,8 +107,8 @@ export function tailOf(entries: readonly LogEntry[]): LogEntry[] {
 
 /**
  * The lines of a tail (oldest first) as `time level message`, redacted of `secretValues`, or
- * undefined when that took more than `budgetMs` (of the thread's CPU time; or the caller's own
- * {@link RedactionBudget}): the tail is then not shown at all.
+ * undefined when that took more than `budget` (milliseconds of the thread's CPU time, or the
+ * caller's own {@link RedactionBudget}): the tail is then not shown at all.
  *
  * Order, so that no form of a value shows: the messages are searched as they were written, joined
  * as one text with and without line breaks between them (a value printed over several entries is
@@ -123,14 +123,14 @@ export function tailOf(entries: readonly LogEntry[]): LogEntry[] {
 export function formatTail(
   entries: readonly LogEntry[],
   secretValues: readonly string[],
-  budgetMs: number | RedactionBudget = TAIL_REDACTION_MS,
+  budget: number | RedactionBudget = TAIL_REDACTION_MS,
 ): string[] | undefined {
   const tail = entries.slice(-TAIL_LINES);
   const parts = tail.map((entry) => entry.message.slice(0, MESSAGE_SEARCH_CHARS));
   const joined = parts.join("\n");
-  const budget = budgetMs instanceof RedactionBudget ? budgetMs : new RedactionBudget(budgetMs);
+  const spent = budget instanceof RedactionBudget ? budget : new RedactionBudget(budget);
   try {
-    const covered = partsCoverage(parts, "\n", secretValues, budget);
+    const covered = partsCoverage(parts, "\n", secretValues, spent);
     let at = 0;
     const folded = tail.map((entry, i) => {
       const part = parts[i] ?? "";
@@ -145,7 +145,7 @@ export function formatTail(
     // a color reset, a space, a zero-width character) has its two halves side by side again, one
     // at each line's edge.
     const foldedJoined = folded.map((lines) => lines.join("\n")).join("\n");
-    const coveredFolded = partsCoverage(folded.flat(), "\n", secretValues, budget);
+    const coveredFolded = partsCoverage(folded.flat(), "\n", secretValues, spent);
     at = 0;
     return tail.map((entry, i) => {
       const length = folded[i]?.join("\n").length ?? 0;
@@ -157,7 +157,7 @@ export function formatTail(
       const text = [field(entry.time), field(entry.level), message]
         .filter((part) => part !== undefined && part !== "")
         .join(" ");
-      return redactAndTruncate(text, secretValues, LINE_CHARS, undefined, budget);
+      return redactAndTruncate(text, secretValues, LINE_CHARS, undefined, spent);
     });
   } catch (error) {
     if (error instanceof RedactionBudgetError) return undefined;
