@@ -114,7 +114,6 @@ export function completionTableSource(nodes: readonly CompletionNode[]): string 
  * own. Do not edit by hand.
  */
 import type { CompletionFlag, CompletionNode } from "./completion-node.ts";
-import { bashScript, fishScript, zshScript } from "./completion-scripts.ts";
 
 const FLAGS: readonly CompletionFlag[] = ${JSON.stringify(flags)};
 

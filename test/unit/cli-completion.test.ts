@@ -39,6 +39,16 @@ describe("the completion table", () => {
         completionTableSource(nodes),
       );
     expect(JSON.parse(JSON.stringify(PLUGIN_COMPLETION))).toEqual(JSON.parse(JSON.stringify(nodes)));
+    // The code around the data (the formatter spreads the data over lines) is the generator's.
+    const written = readFileSync(
+      join(import.meta.dirname, "..", "..", "src", "commands", "completion-table.ts"),
+      "utf8",
+    );
+    const generated = completionTableSource(nodes);
+    const head = (text: string) => text.slice(0, text.indexOf("const FLAGS"));
+    const tail = (text: string) => text.slice(text.indexOf("export const PLUGIN_COMPLETION"));
+    expect(head(written)).toBe(head(generated));
+    expect(tail(written)).toBe(tail(generated));
   });
 
   it("offers a value of -o, --status and --type with a description for every one", () => {
