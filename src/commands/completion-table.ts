@@ -180,6 +180,11 @@ const FLAGS: readonly CompletionFlag[] = [
   { long: "--burst", takesValue: true, description: "client-side burst (default 40) (env DMS_BURST)" },
   { long: "--integration", takesValue: true, description: "forge GitHub integration id (uuid)" },
   {
+    long: "--name",
+    takesValue: true,
+    description: "only the deployment of exactly this name (an error when there is none)",
+  },
+  {
     long: "--name-contains",
     takesValue: true,
     description: "only deployments whose name contains this text",
@@ -440,27 +445,29 @@ const NODES: readonly (Omit<CompletionNode, "flags"> & { flags: readonly number[
     path: ["import"],
     subcommands: [],
     takesResource: false,
-    flags: [38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 2],
+    flags: [
+      38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 2,
+    ],
   },
   {
     path: ["plan"],
     subcommands: [],
     takesResource: false,
-    flags: [48, 49, 50, 47, 51, 52, 53, 54, 55, 56, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 2],
+    flags: [49, 50, 51, 48, 52, 53, 54, 55, 56, 57, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 2],
   },
   {
     path: ["revisions"],
     subcommands: [],
     takesResource: true,
-    flags: [57, 58, 59, 47, 60, 61, 3, 4, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 2],
+    flags: [58, 59, 60, 48, 61, 62, 3, 4, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 2],
   },
   {
     path: ["logs"],
     subcommands: [],
     takesResource: true,
-    flags: [62, 63, 64, 65, 58, 59, 47, 66, 67, 68, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 2],
+    flags: [63, 64, 65, 66, 59, 60, 48, 67, 68, 69, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 2],
   },
-  { path: ["version"], subcommands: [], takesResource: false, flags: [69, 70, 71, 6, 7, 2] },
+  { path: ["version"], subcommands: [], takesResource: false, flags: [70, 71, 72, 6, 7, 2] },
   { path: ["completion"], subcommands: [], takesResource: false, flags: [2] },
 ];
 

@@ -20,6 +20,12 @@ export const registerImportCommand: RegisterCommand = (program, ctx) => {
     .description(
       "write Deployment resources (YAML) reproducing the service's deployments, so applying them makes the operator adopt each with no change",
     )
+    .addOption(
+      new Option(
+        "--name <name>",
+        "only the deployment of exactly this name (an error when there is none)",
+      ).conflicts("nameContains"),
+    )
     .option("--name-contains <text>", "only deployments whose name contains this text")
     .addOption(
       new Option("--status <status>", "only deployments in this status").choices(DEPLOYMENT_STATUSES),

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { ServiceClient } from "../api/client.ts";
 import { isServiceError, RequestValidationError } from "../api/errors.ts";
 import { escapeForTerminal } from "../api/printable.ts";
-import type { DeploymentStatus, ForgeRepo } from "../api/wire.ts";
+import type { Deployment, DeploymentStatus, ForgeRepo } from "../api/wire.ts";
 import { ConnectionReadError } from "../connection/read.ts";
 import { type ConnectionId, connectionOf, describeConnection } from "../crd/connection-ref.ts";
 import { renderFiles, renderStream, skippedLines } from "../gitops/import-render.ts";
@@ -21,6 +21,7 @@ import { serviceClientFrom } from "./service-client.ts";
 
 /** The flags of `import`, as commander parses them. */
 export interface ImportFlags extends ConnectionFlags {
+  name?: string;
   nameContains?: string;
   status?: DeploymentStatus;
   namespace?: string;
@@ -35,13 +36,16 @@ export interface ImportFlags extends ConnectionFlags {
 export async function runImport(flags: ImportFlags, ctx: CliContext): Promise<void> {
   const signal = ctx.stopSignal;
   const { client, connection } = await serviceOf(flags, ctx);
-  const deployments = await client.listAllDeployments(
+  const contains = flags.name ?? flags.nameContains;
+  const listed = await client.listAllDeployments(
     {
-      ...(flags.nameContains !== undefined ? { name_contains: flags.nameContains } : {}),
+      ...(contains !== undefined ? { name_contains: contains } : {}),
       ...(flags.status !== undefined ? { status: flags.status } : {}),
     },
     { signal, pageSize: 100 },
   );
+  const deployments =
+    flags.name === undefined ? listed : named(listed, flags.name, flags.status, client.baseUrl);
   const repos = new Map<string, RepoListing>();
   for (const d of deployments) {
     const target = githubTarget(d.source, undefined, d.source_config);
@@ -117,6 +121,26 @@ async function serviceOf(
     if (!(error instanceof ConnectionReadError)) throw error;
     throw new ConnectionReadError(`--connection ${flags.connection}: ${error.message}`, { cause: error });
   }
+}
+
+/**
+ * The deployments named exactly `name` of those listed by `name_contains`: the service's filter
+ * matches part of a name, so `--name support-agent` would also bring `support-agent-canary`. None
+ * is an error naming those that contain it, since the one asked for is not there to import.
+ */
+function named(
+  listed: Deployment[],
+  name: string,
+  status: string | undefined,
+  baseUrl: string,
+): Deployment[] {
+  const exact = listed.filter((d) => d.name === name);
+  if (exact.length > 0) return exact;
+  const near = listed.map((d) => `"${escapeForTerminal(d.name)}"`);
+  const shown = near.length > 5 ? [...near.slice(0, 5), "…"] : near;
+  throw new Error(
+    `the service at ${baseUrl} has no deployment named "${escapeForTerminal(name)}"${status === undefined ? "" : ` in status ${status}`}${near.length > 0 ? `; ${near.length} contain it: ${shown.join(", ")} (--name-contains imports those)` : ""}`,
+  );
 }
 
 async function listRepos(

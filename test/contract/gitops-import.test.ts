@@ -152,6 +152,23 @@ describe("import", () => {
     ).toEqual(["billing-agent", "notes-agent", "support-agent"]);
   });
 
+  it("with --name, imports the deployment of exactly that name, and names those that contain it when none has it", async () => {
+    const one = await cli(shown.url, ["import", "--name", "support-agent"]);
+    expect(one.code, one.stderr).toBe(0);
+    expect(resources(one.stdout).map((r) => r.metadata.name)).toEqual(["support-agent"]);
+
+    const none = await cli(shown.url, ["import", "--name", "agent"]);
+    expect(none.code).toBe(1);
+    expect(none.stdout).toBe("");
+    expect(none.stderr).toBe(
+      `error: the service at ${shown.url} has no deployment named "agent"; 3 contain it: "support-agent", "billing-agent", "notes-agent" (--name-contains imports those)\n`,
+    );
+
+    const both = await cli(shown.url, ["import", "--name", "intake", "--name-contains", "in"]);
+    expect(both.code).not.toBe(0);
+    expect(both.stderr).toContain("cannot be used with option '--name-contains");
+  });
+
   it("with --secrets-from and no --out-dir, prints no value unless --print-secret-values is given", async () => {
     const run = await cli(shown.url, ["import", "--name-contains", "support", "--secrets-from", "agents"]);
     expect(run.code).toBe(1);
