@@ -54,9 +54,16 @@ export function resourcePath(namespace: string, name: string): string {
 }
 
 /**
+ * The field manager of the verbs' annotations. Not kubectl's (the user agent, `kubectl-dms-<verb>`,
+ * would name it so): Flux takes over the fields of every manager whose name starts with `kubectl`
+ * and its next sync removes those Git does not declare, which would resume a suspended resource.
+ */
+export const VERB_FIELD_MANAGER = "dms-cli";
+
+/**
  * Sets (a string) or removes (null) annotation `key` of the Deployment resource `name` with a
- * JSON merge patch of that annotation alone; resolves the patched object. A missing resource is
- * an Error saying how to list them.
+ * JSON merge patch of that annotation alone, under {@link VERB_FIELD_MANAGER}; resolves the
+ * patched object. A missing resource is an Error saying how to list them.
  */
 export async function patchAnnotation(
   cluster: PluginCluster,
@@ -69,6 +76,7 @@ export async function patchAnnotation(
     return await cluster.client.request({
       method: "PATCH",
       path: resourcePath(cluster.namespace, name),
+      query: { fieldManager: VERB_FIELD_MANAGER },
       contentType: PatchType.Merge,
       body: { metadata: { annotations: { [key]: value } } },
       signal,

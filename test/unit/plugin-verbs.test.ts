@@ -464,7 +464,9 @@ describe("the verbs' --timeout without --wait", () => {
         // Without --timeout, the verb patches and is done.
         const plain = await runCli(["reconcile", "web", "--kubeconfig", kubeconfig], { commands });
         expect(plain).toMatchObject({ code: 0, stdout: "deployment.dms.dev/web reconcile requested\n" });
-        expect(requests).toEqual(["PATCH /apis/dms.dev/v1alpha1/namespaces/team-a/deployments/web"]);
+        expect(requests).toEqual([
+          "PATCH /apis/dms.dev/v1alpha1/namespaces/team-a/deployments/web?fieldManager=dms-cli",
+        ]);
       },
     );
   });
