@@ -75,6 +75,38 @@ describe("kubectl apply -k manifests/default", () => {
   });
 });
 
+describe("the PodDisruptionBudget of components/pdb and components/sharding, applied again", () => {
+  const PDB = join(MANIFESTS, "components", "pdb", "pdb.yaml");
+  const version = async () =>
+    (
+      await kubectlOk([
+        "get",
+        "pdb",
+        "dms-operator",
+        "-n",
+        "dms-system",
+        "-o",
+        "jsonpath={.metadata.resourceVersion}",
+      ])
+    ).trim();
+
+  it("changes nothing, though client-side kubectl apply prints configured each time", async () => {
+    await kubectlOk(["apply", "-k", DEFAULT]);
+    await kubectlOk(["apply", "-n", "dms-system", "-f", PDB]);
+    const before = await version();
+    // Its selector is replaced whole by a strategic merge patch: kubectl's patch is never empty.
+    expect(await kubectlOk(["apply", "-n", "dms-system", "-f", PDB])).toBe(
+      "poddisruptionbudget.policy/dms-operator configured\n",
+    );
+    expect(await version()).toBe(before);
+    expect((await kubectl(["diff", "-n", "dms-system", "-f", PDB])).stdout).toBe("");
+    await kubectlOk(["apply", "--server-side", "-n", "dms-system", "-f", PDB]);
+    const applied = await version();
+    await kubectlOk(["apply", "--server-side", "-n", "dms-system", "-f", PDB]);
+    expect(await version()).toBe(applied);
+  });
+});
+
 describe("the operator pod", () => {
   // A Pod from the Deployment's template, created (dry run) in the namespace enforcing `restricted`.
   const podFrom = async (edit: (spec: Record<string, unknown>) => void = () => {}) => {

@@ -235,6 +235,10 @@ describe("a Git copy applied as Argo CD and Flux apply it stays in sync after th
     expect(run.code).toBe(0);
     await fluxSync();
     expect((await live("dmsd", CLEANED)).metadata.annotations?.["dms.dev/paused"]).toBe("true");
+    // Not in Git, and no difference for a diff of the Git copy.
+    expect(
+      (await kubectl(["diff", "--server-side", `--field-manager=${FLUX}`, "-f", "-"], { input: git })).stdout,
+    ).toBe("");
 
     // What the verb spares: kubectl annotate writes under a manager Flux takes over.
     await kubectlOk(["annotate", "dmsd", WRITER, "-n", namespace, "dms.dev/paused=true"]);
