@@ -2,11 +2,13 @@
 // ServiceConnection, applied as Argo CD (client-side apply, or server-side) and Flux (server-side
 // apply under its own field manager, with force, after taking over kubectl's fields) apply it, is
 // still in sync once the operator has made everything Ready, and a re-apply neither fails nor
-// undoes the operator's work: its finalizers stay, nothing is sent to the service. What the
-// `kubectl dms` verbs write survives a Flux sync, as a `kubectl annotate` does not.
+// undoes the operator's work: its finalizers and a shard label stay, nothing is sent to the
+// service. What the `kubectl dms` verbs write survives a Flux sync, as a `kubectl annotate` does not.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerSuspendCommand } from "../../src/commands/annotate.ts";
+import { patchShardLabels } from "../../src/kube/shards.ts";
+import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
 import { runCli } from "../support/cli.ts";
 import { freshNamespace, kubectl, kubectlOk, testKubeconfigPath } from "../support/cluster.ts";
@@ -225,6 +227,21 @@ describe("a Git copy applied as Argo CD and Flux apply it stays in sync after th
     expect(diff.stdout).toBe("");
     await new ClusterUser().waitReady(namespace, CLEANED);
     expect(writes()).toEqual({ post: {}, patch: {} });
+  });
+
+  it("a shard label written as a sharded operator writes it survives a Flux sync", async () => {
+    // The sharder's own write (a merge patch from a client of the operator's user agent).
+    const rv = (await live("dmsd", WRITER)).metadata.resourceVersion;
+    const ref = { namespace, name: WRITER };
+    const signal = AbortSignal.timeout(10_000);
+    expect(
+      await patchShardLabels(new ClusterUser().client, ref, rv, { [OWNER_LABEL]: "replica-0" }, signal),
+    ).toBe("written");
+    await fluxSync();
+    const labels = JSON.parse(await kubectlOk(["get", "dmsd", WRITER, "-n", namespace, "-o", "json"]))
+      .metadata.labels;
+    expect(labels?.[OWNER_LABEL]).toBe("replica-0");
+    await kubectlOk(["label", "dmsd", WRITER, "-n", namespace, `${OWNER_LABEL}-`]);
   });
 
   it("kubectl dms suspend survives a Flux sync: its annotation is not kubectl's, which Flux takes over and removes", async () => {
