@@ -187,9 +187,11 @@ export function tooLargeError(request: FailedRequest, error: OverflowError): Ser
       ? `the answer was larger than ${overflow.limit} bytes (${MAX_RESPONSE_BYTES_SETTING}); the request was cut off. Check that the base URL is the service's, or raise the limit`
       : overflow.bound === "depth"
         ? `the answer nested its JSON deeper than ${overflow.limit} levels; the request was cut off. Check that the base URL is the service's`
-        : overflow.shared
-          ? `the answers in flight together would take more than ${overflow.limit} bytes of memory once parsed (${budgetOf(overflow.tenant)}); the request was cut off and is tried again later. If it persists, raise --max-old-space-size in NODE_OPTIONS with the memory limit`
-          : `the answer would take more than ${overflow.limit} bytes of memory once parsed (${budgetOf(overflow.tenant)}, shared by its answers in flight); the request was cut off. Check that the base URL is the service's, or raise --max-old-space-size in NODE_OPTIONS with the memory limit`;
+        : overflow.bound === "codings"
+          ? `the answer was encoded more than ${overflow.limit} times over (Content-Encoding); it was not read. Check that the base URL is the service's`
+          : overflow.shared
+            ? `the answers in flight together would take more than ${overflow.limit} bytes of memory once parsed (${budgetOf(overflow.tenant)}); the request was cut off and is tried again later. If it persists, raise --max-old-space-size in NODE_OPTIONS with the memory limit`
+            : `the answer would take more than ${overflow.limit} bytes of memory once parsed (${budgetOf(overflow.tenant)}, shared by its answers in flight); the request was cut off. Check that the base URL is the service's, or raise --max-old-space-size in NODE_OPTIONS with the memory limit`;
   return new ServiceError({
     kind: "too_large",
     method: request.method,

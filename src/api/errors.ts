@@ -310,8 +310,17 @@ function oneLine(text: string): string {
 export type Overflow =
   | { bound: "bytes"; limit: number }
   | { bound: "depth"; limit: number }
+  /** The codings of its `Content-Encoding`, before any was undone. */
+  | { bound: "codings"; limit: number }
   /** `tenant`: the bound was the share of the answers of the connection's tenant (`OWNER_SHARE`). */
   | { bound: "memory"; limit: number; shared: boolean; tenant?: true };
+
+const UNITS: Record<Overflow["bound"], string> = {
+  bytes: "bytes",
+  depth: "levels",
+  codings: "codings",
+  memory: "bytes",
+};
 
 /** An answer exceeded a bound; the reading stopped there. */
 export class OverflowError extends Error {
@@ -320,9 +329,7 @@ export class OverflowError extends Error {
   /** The status of the answer cut off, once its head was read. */
   status: number | undefined;
   constructor(overflow: Overflow) {
-    super(
-      `the answer exceeded its ${overflow.bound} bound of ${overflow.limit} ${overflow.bound === "depth" ? "levels" : "bytes"}`,
-    );
+    super(`the answer exceeded its ${overflow.bound} bound of ${overflow.limit} ${UNITS[overflow.bound]}`);
     this.overflow = overflow;
   }
 }
