@@ -122,6 +122,8 @@ export async function exchange(request: ExchangeRequest): Promise<ExchangeAnswer
   const fail = (error: unknown) => {
     if (!ended.signal.aborted) ended.abort(error);
     req?.destroy(error instanceof Error ? error : undefined);
+    // A body already arrived may still be decoding: that ends here too.
+    for (const stream of streams) stream.destroy();
   };
   const forward = () => fail(signal?.reason);
   signal?.addEventListener("abort", forward, { once: true });
@@ -165,6 +167,8 @@ export async function exchange(request: ExchangeRequest): Promise<ExchangeAnswer
       if (error instanceof OverflowError) error.status = response.statusCode;
       throw error;
     });
+    // A body read to the connection's close ends when `fail` closed it: cut off, not whole.
+    if (ended.signal.aborted) throw ended.signal.reason;
     read = true;
     return { statusCode: response.statusCode ?? 0, headers: response.headers, body };
   } catch (error) {

@@ -59,6 +59,17 @@ const gzipped = (text: string, times: number) => {
   return body;
 };
 
+describe("framing that lies", () => {
+  it("a body read to the connection's close, held open: the request's timeout, not the part read", async () => {
+    // Valid JSON so far: what the timeout cut off must not pass for the whole answer.
+    const service = await raw((socket) => socket.write('HTTP/1.0 200 OK\r\n\r\n{"resources":[],"offset":0}'));
+    const client = clientOf(service.url);
+    expect(await rejection(client.listAllDeployments())).toMatchObject({ kind: "timeout" });
+    const write = await rejection(client.createDeployment({ name: "agent", source: "internal_docker" }));
+    expect(write).toMatchObject({ kind: "timeout", maybeApplied: true });
+  });
+});
+
 describe("codings stacked on codings", () => {
   it(`more than ${MAX_CODINGS}: refused before any is undone, naming the bound (2,000 took 47 s)`, async () => {
     const body = gzipped(`{"resources":[],"offset":0}`, MAX_CODINGS + 1);
