@@ -63,7 +63,7 @@ export function buildOperator(config: OperatorConfig, deps: OperatorDeps): Opera
     maxSecretBytes: config.maxSecretBytes,
     secretDigest: key.digest,
     configMaps: caches.configMaps,
-    externalChange: externalChangeCounter(metrics, caches.connections),
+    externalChange: externalChangeCounter(metrics, caches.connections, connections),
     ...(deps.searchCounter ? { searchCounter: deps.searchCounter } : {}),
   });
   const controller = new Controller({

@@ -63,38 +63,57 @@ export function registerCacheMetrics(
 /** The counter of changes made outside the resources, by connection and kind. */
 export const EXTERNAL_CHANGES_METRIC = "dms_external_changes_total";
 
+/** The connection labels of `dms_external_changes_total` held before they are looked at again between scrapes. */
+const PRUNE_AT = 64;
+
 /**
  * Registers `dms_external_changes_total{connection, kind}` on `metrics`' registry, and returns
  * what the reconciler counts with (`externalChange`): `kind` is `revision` (a revision the
  * operator did not create) or `fields` (fields that differed from a spec already applied,
  * corrected or reported). Both kinds start at 0 for the default connection. A connection's series
- * go once no connection of its label is watched (looked at when scraped): its name is a tenant's,
- * and one made and deleted under new names again and again would add series without end.
+ * go once no connection of its label is served: watched and within `--max-connections-per-namespace`
+ * (`overLimit`). Its name is a tenant's, and the label has no namespace: one made and deleted under
+ * new names again and again, each name kept alive by an unserved connection of another namespace,
+ * would add series without end. They are looked at when scraped, and when a new label comes past
+ * twice as many as the last look kept (at least {@link PRUNE_AT}): bounded without scrapes too.
  */
 export function externalChangeCounter(
   metrics: RuntimeMetrics,
   kubeConnections: Pick<KubeConnections, "all">,
+  connections: Pick<ConnectionRegistry, "overLimit">,
 ): (connection: string, kind: "revision" | "fields") => void {
   const kinds = ["revision", "fields"] as const;
   const counted = new Set<string>();
+  let pruneAt = PRUNE_AT;
+  const prune = () => {
+    if (counted.size === 0) return;
+    const served = new Set<string>();
+    for (const r of kubeConnections.all)
+      for (const c of r.list()) {
+        const id = idOf(c);
+        if (!connections.overLimit(id)) served.add(connectionLabel(id));
+      }
+    for (const connection of counted) {
+      if (served.has(connection)) continue;
+      for (const kind of kinds) counter.remove({ connection, kind });
+      counted.delete(connection);
+    }
+    pruneAt = Math.max(PRUNE_AT, 2 * counted.size);
+  };
   const counter: Counter = new Counter({
     name: EXTERNAL_CHANGES_METRIC,
     help: "Changes made to the service's deployments outside their resources (the service's UI, langgraph deploy, another tool), by connection and kind: revision (a revision the operator did not create) or fields (fields that differed from a spec already applied)",
     labelNames: ["connection", "kind"],
     registers: [metrics.registry],
-    collect() {
-      const live = new Set(kubeConnections.all.flatMap((r) => r.list()).map((c) => connectionLabel(idOf(c))));
-      for (const connection of counted) {
-        if (live.has(connection)) continue;
-        for (const kind of kinds) counter.remove({ connection, kind });
-        counted.delete(connection);
-      }
-    },
+    collect: prune,
   });
   for (const kind of kinds) counter.inc({ connection: DEFAULT_CONNECTION, kind }, 0);
   return (connection, kind) => {
-    if (connection !== DEFAULT_CONNECTION) counted.add(connection);
+    // Counted before the look, which drops it too when its connection is no longer served.
     counter.inc({ connection, kind });
+    if (connection === DEFAULT_CONNECTION || counted.has(connection)) return;
+    counted.add(connection);
+    if (counted.size > pruneAt) prune();
   };
 }
 

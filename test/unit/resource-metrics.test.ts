@@ -185,7 +185,9 @@ describe("dms_external_changes_total", () => {
       { metadata: { name: "a", namespace: "team-a" } },
       { metadata: { name: "b", namespace: "team-b" } },
     ];
-    const count = externalChangeCounter(metrics, { all: [{ list: () => watched }] } as never);
+    const count = externalChangeCounter(metrics, { all: [{ list: () => watched }] } as never, {
+      overLimit: () => undefined,
+    });
     count("ServiceConnection/a", "revision");
     count("ServiceConnection/b", "fields");
     const scraped = async () =>
