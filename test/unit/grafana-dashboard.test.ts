@@ -4,38 +4,21 @@
 // checks the same against a scrape of a running operator). It also covers what an on-call
 // engineer looks for first.
 import { describe, expect, it } from "vitest";
-import { registerConnectionMetrics, registerResourceMetrics } from "../../src/gauges/resource-metrics.ts";
-import { RuntimeMetrics } from "../../src/runtime/metrics.ts";
-import { STALLED_REASONS } from "../../src/wiring/operator-metrics.ts";
 import {
   dashboard,
   dashboardQueries,
+  labelNamesOf,
   metricNames,
-  shardedReplicaSeries,
+  operatorLabels,
+  unknownLabels,
   unknownSeries,
 } from "../support/promql.ts";
-
-/**
- * Series names a scrape of the operator can contain (histograms as _bucket, _sum, _count), a
- * sharded replica's included.
- */
-async function exportedSeries(): Promise<Set<string>> {
-  const metrics = new RuntimeMetrics();
-  registerResourceMetrics(metrics.registry, () => [], { stalledReasons: STALLED_REASONS });
-  registerConnectionMetrics(metrics.registry, () => []);
-  const names = await shardedReplicaSeries();
-  for (const m of await metrics.registry.getMetricsAsJSON()) {
-    names.add(m.name);
-    if (String(m.type) === "histogram") for (const s of ["_bucket", "_sum", "_count"]) names.add(m.name + s);
-  }
-  return names;
-}
 
 describe("charts/dms-operator/files/grafana-dashboard.json", () => {
   const queries = dashboardQueries();
 
   it("queries only metrics the operator exports", async () => {
-    const unknown = unknownSeries(queries, await exportedSeries());
+    const unknown = unknownSeries(queries, new Set(operatorLabels().keys()));
     expect(queries.length).toBeGreaterThan(8);
     expect(unknown).toEqual([]);
   });
@@ -56,6 +39,56 @@ describe("charts/dms-operator/files/grafana-dashboard.json", () => {
     expect(unknownSeries([{ where: "panel", expr: "rate(dms_no_such_series[5m])" }], new Set())).toEqual([
       "panel: dms_no_such_series",
     ]);
+  });
+
+  it("groups, matches and shows only labels the series it queries have", async () => {
+    const read = queries.flatMap((q) => [...labelNamesOf(q.expr), ...(q.shown ?? [])]);
+    // The extraction finds the labels the panels group and name their lines by.
+    for (const label of [
+      "result",
+      "name",
+      "le",
+      "route",
+      "status",
+      "ready",
+      "synced",
+      "state",
+      "connection",
+      "reason",
+    ])
+      expect(read).toContain(label);
+    expect(unknownLabels(queries, operatorLabels())).toEqual([]);
+  });
+
+  it("the label extraction finds the labels of an expression, its legend's, and only them", async () => {
+    expect(
+      labelNamesOf(
+        'sum by (namespace, job, ready) (dms_resources{job=~"$job", synced!="a,b=c"}) and on (job, instance) dms_shard_lease_held',
+      ),
+    ).toEqual(["namespace", "job", "ready", "instance", "synced"]);
+    expect(labelNamesOf("label_values(controller_runtime_reconcile_total, job)")).toEqual(["job"]);
+    const exported = operatorLabels();
+    expect(exported.get("dms_service_request_duration_seconds_bucket")).toEqual(
+      new Set(["method", "route", "le"]),
+    );
+    // A panel grouping by a label its series lack, or naming one in its legend, is found.
+    expect(
+      unknownLabels(
+        [
+          {
+            where: "panel",
+            expr: "sum by (connection) (rate(dms_service_requests_total[5m]))",
+            shown: ["status"],
+          },
+          {
+            where: "legend",
+            expr: "sum by (route) (rate(dms_service_requests_total[5m]))",
+            shown: ["controller"],
+          },
+        ],
+        exported,
+      ),
+    ).toEqual(["panel: connection", "legend: controller"]);
   });
 
   it("has the panels an operator of the operator needs", () => {
