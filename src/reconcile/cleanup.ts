@@ -13,6 +13,8 @@
  * resource is let go: a forged status must not be able to hold its deletion (and with it its
  * namespace's) for ever.
  */
+import { cutToLength } from "../api/printable.ts";
+import { MAX_MESSAGE_LENGTH } from "../crd/kstatus.ts";
 import { FINALIZER } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
 import { claimedName, holderOf } from "./claims.ts";
@@ -36,8 +38,8 @@ export type CleanupStep = { result: ReconcileResult } | { decided: Decided };
  * - not checked since the start yet: its check enqueues this resource again;
  * - unusable (missing, not Ready, another namespace's): a resource with nothing to clean up on the
  *   service (Orphan, or no deployment id nor pending create in its status) lets its finalizer go;
- *   one that has keeps it, and says so, until the connection is usable (or the finalizer is
- *   removed by hand);
+ *   one that has keeps it, and says so, until the connection is usable (or its deletionPolicy is
+ *   set to Orphan, see {@link heldDeletion});
  * - ready: the deployment is deleted, then the finalizer removed.
  */
 export async function cleanup(
@@ -56,7 +58,10 @@ export async function cleanup(
       // that never recorded a deployment or a pending create: with a connection too, it would be
       // let go without a call (see `owned`).
       if (!deletesOnService(run.obj) || !ownsAnything(run.obj)) return finalize(deps, run, undefined, signal);
-      const message = `${connection.message}; the service's deployment is deleted once the connection is usable (or remove the finalizer ${FINALIZER} to leave it)`;
+      const message = heldDeletion(
+        run.obj,
+        `${connection.message}; the service's deployment is deleted once the connection is usable`,
+      );
       const stalled = connection.retrying !== true;
       return {
         decided: { outcome: { kind: "failed", reason: REASON.ConnectionNotReady, message, stalled } },
@@ -73,8 +78,21 @@ export async function cleanup(
  * deletion protection policy (its CRD deleted, or the policy not installed): never on purpose, so
  * its deployment is left in place, as under `Orphan`.
  */
-function deletesOnService(obj: StoredResource): boolean {
+export function deletesOnService(obj: StoredResource): boolean {
   return cleansUpOnDelete(obj) && obj.spec.deletionProtection !== true;
+}
+
+/**
+ * `cause`, the reason `obj`'s deletion waits (its connection unusable, the service failing or
+ * still deleting), and how its user ends the wait on purpose: `deletionPolicy: Orphan` leaves the
+ * service's deployment in place and lets the finalizer go at the next reconcile, as under Orphan.
+ */
+export function heldDeletion(obj: StoredResource, cause: string): string {
+  const { name, namespace } = obj.metadata;
+  const patch = `kubectl patch dmsd ${name}${namespace ? ` -n ${namespace}` : ""} --type merge -p '{"spec":{"deletionPolicy":"Orphan"}}'`;
+  const hint = `; the resource's deletion waits until the service's deployment is deleted: to leave that deployment on the service and let the resource go, set spec.deletionPolicy to Orphan: ${patch}`;
+  // A long cause (a service's error) is cut, never the way out.
+  return `${cutToLength(cause, MAX_MESSAGE_LENGTH - hint.length)}${hint}`;
 }
 
 /** Whether `obj`'s status records a deployment of its own, or a create that may have made one. */
@@ -128,7 +146,10 @@ async function finalize(
     } else if (!holder) {
       const missed = listingGuard({ ...run, session });
       if (missed) {
-        const message = `${missed.message}; the service's deployment is deleted once one does (or remove the finalizer ${FINALIZER} to leave it)`;
+        const message = heldDeletion(
+          obj,
+          `${missed.message}; the service's deployment is deleted once one does`,
+        );
         return { decided: { outcome: { ...missed, message } } };
       }
       const found = await owned(session, obj, signal);
@@ -157,13 +178,15 @@ async function finalize(
           recordEvent(deps, run, "Normal", "Deleting", note);
         }
         const observed = { kind: "found", deployment: found.deployment } as const;
+        // The service may take its time, or never confirm: the condition says how to stop waiting.
+        const deleting = heldDeletion(obj, `deleting the service's deployment ${found.deployment.id}`);
         // Found, its create is settled: from now on the id the status records answers alone (else,
         // once the deployment is gone, the name would be looked up again and a deployment created
         // anew under it deleted too), and a miss is its deletion done, not a listing that lags.
         const { createRequestedAt, createdAt } = obj.status ?? {};
         const record =
           createRequestedAt || createdAt ? { record: { createRequestedAt: null, createdAt: null } } : {};
-        return { decided: { outcome: { kind: "deleting" }, observed, ...record } };
+        return { decided: { outcome: { kind: "deleting", message: deleting }, observed, ...record } };
       }
       if (recorded && !found.disowned) {
         // The lookup found it gone: the snapshot forgets it too.

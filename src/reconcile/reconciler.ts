@@ -19,7 +19,7 @@ import { changedStatusFields } from "../runtime/json.ts";
 import { LazyReconcileLog, reconcileFields } from "../runtime/log.ts";
 import { parseObjectKey } from "../runtime/queue-lines.ts";
 import { holderOf } from "./claims.ts";
-import { cleanup } from "./cleanup.ts";
+import { cleanup, deletesOnService, heldDeletion } from "./cleanup.ts";
 import { conclude, evidenceAt, settle } from "./conclude.ts";
 import { cleansUpOnDelete, decide } from "./decide.ts";
 import { readEvidence } from "./evidence.ts";
@@ -324,6 +324,9 @@ export class DeploymentReconciler {
         () => undefined,
       );
     const failure = failureOf(error, run.seen.secrets.values);
+    // A failure of a cleanup holds the deletion: its message says how to stop waiting.
+    if (run.obj.metadata.deletionTimestamp && deletesOnService(run.obj))
+      failure.outcome.message = heldDeletion(run.obj, failure.outcome.message);
     this.#record(run, { type: "Warning", reason: failure.outcome.reason, note: failure.outcome.message });
     const record = { ...undone, ...(failure.createRefused ? { createRequestedAt: null } : {}) };
     const writeWindow = new AbortController();

@@ -5,10 +5,12 @@
 // another resource's deployment has that someone wrote into its status). A service that keeps a
 // deleted deployment's tracing project refuses its name again (NameReserved) unless the resource
 // asked for `spec.deleteTracingProject`; the `-o wide` LIVE column shows the revision that runs.
+// A deletion the service holds (its DELETE refused, or never confirmed) says so on the resource,
+// with the command that ends it on purpose: `deletionPolicy: Orphan`, which leaves the deployment.
 import { describe, expect, it } from "vitest";
 import type { DeploymentSpec } from "../../src/crd/schema.ts";
 import { PatchType } from "../../src/kube/client.ts";
-import { kubectlOk } from "../support/cluster.ts";
+import { kubectl, kubectlOk } from "../support/cluster.ts";
 import { conditionOf, hasCondition } from "../support/resources.ts";
 import { type Scenario, useScenarios } from "../support/scenario.ts";
 
@@ -227,5 +229,59 @@ describe("controller: deletion", () => {
     // Seconds later, the refused create was still sent once: the watch event of the finalizer's
     // own write brings no second attempt (no resync in this test's 60 s period).
     expect(posts()["409"]).toBe(1);
+  });
+
+  it("Delete: a deletion the service holds says how to end it, and deletionPolicy Orphan does, leaving the deployment", async () => {
+    // A service that never confirms a delete, and one whose DELETE is refused.
+    const s = await scenarios.start("ctl-held", { sim: { timing: { deleteAfterMs: 3_600_000 } } });
+    const ids: Record<string, string> = {};
+    for (const name of ["unconfirmed", "refused"]) {
+      await s.user.create(s.namespace, name, spec("Delete"));
+      ids[name] = (await s.user.waitReady(s.namespace, name)).status?.deploymentId ?? "";
+    }
+    const hint = (name: string) =>
+      `the resource's deletion waits until the service's deployment is deleted: to leave that deployment on the service and let the resource go, set spec.deletionPolicy to Orphan: kubectl patch dmsd ${name} -n ${s.namespace} --type merge -p '{"spec":{"deletionPolicy":"Orphan"}}'`;
+    /** Runs the command a message ends with, as a shell would split it. */
+    const runGiven = async (message: string) => {
+      const given = message.slice(message.lastIndexOf("Orphan: ") + "Orphan: ".length);
+      const words = (given.match(/'[^']*'|\S+/g) ?? []).map((w) => w.replace(/^'(.*)'$/, "$1"));
+      expect(words[0]).toBe("kubectl");
+      const result = await kubectl(words.slice(1));
+      expect(result.code, result.stderr).toBe(0);
+    };
+
+    await s.user.delete(s.namespace, "unconfirmed");
+    const deleting = await s.user.waitFor(
+      s.namespace,
+      "unconfirmed",
+      (o) => o?.status?.remoteStatus === "AWAITING_DELETE",
+      "the service deleting it",
+    );
+    expect(hasCondition(deleting, "Reconciling", "True", "Deleting")).toBe(true);
+    const waiting = conditionOf(deleting, "Synced")?.message ?? "";
+    expect(waiting).toBe(`deleting the service's deployment ${ids.unconfirmed}; ${hint("unconfirmed")}`);
+
+    s.sim.faults.set({ errors: [{ status: 401, rate: 1, route: "DELETE /v2/deployments/{deployment_id}" }] });
+    await s.user.delete(s.namespace, "refused");
+    const refused = await s.user.waitFor(
+      s.namespace,
+      "refused",
+      (o) => hasCondition(o, "Synced", "False", "Unauthorized"),
+      "the DELETE refused",
+    );
+    const message = conditionOf(refused, "Synced")?.message ?? "";
+    expect(message).toContain("DELETE /v2/deployments/{deployment_id} answered 401");
+    expect(message.endsWith(hint("refused")), message).toBe(true);
+    expect(refused.metadata.finalizers).toEqual([FINALIZER]);
+    const warning = await s.user.waitForEvent(s.namespace, "refused", "Unauthorized");
+    expect(warning.note.endsWith(hint("refused")), warning.note).toBe(true);
+
+    // The command each message gives lets the resource go; the service keeps its deployment.
+    await runGiven(message);
+    await runGiven(waiting);
+    for (const name of ["refused", "unconfirmed"])
+      await s.user.waitFor(s.namespace, name, (o) => o === undefined, "gone");
+    expect(s.sim.store.get(ids.refused ?? "")?.status).toBe("READY");
+    expect(s.sim.store.get(ids.unconfirmed ?? "")?.status).toBe("AWAITING_DELETE");
   });
 });

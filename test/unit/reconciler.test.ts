@@ -546,7 +546,9 @@ const cases: Case[] = [
     also: (w) => {
       const stored = w.resources.stored(REF);
       expect(stored?.metadata.finalizers).toEqual([FINALIZER]);
-      expect(messageOf(stored, "Synced")).toContain("remove the finalizer dms.dev/finalizer to leave it");
+      expect(messageOf(stored, "Synced")).toContain(
+        `set spec.deletionPolicy to Orphan: kubectl patch dmsd ${REF.name} -n ${REF.namespace} --type merge -p '{"spec":{"deletionPolicy":"Orphan"}}'`,
+      );
     },
   },
   {
@@ -768,7 +770,9 @@ const cases: Case[] = [
     also: (w) => {
       const stored = w.resources.stored(REF);
       expect(stored?.metadata.finalizers).toEqual([FINALIZER]);
-      expect(messageOf(stored, "Synced")).toContain("remove the finalizer dms.dev/finalizer to leave it");
+      expect(messageOf(stored, "Synced")).toContain(
+        `set spec.deletionPolicy to Orphan: kubectl patch dmsd ${REF.name} -n ${REF.namespace} --type merge -p '{"spec":{"deletionPolicy":"Orphan"}}'`,
+      );
       expect(w.service.store.getByName("agent")?.status).toBe("READY");
     },
   },
