@@ -13,7 +13,7 @@
  * resource is let go: a forged status must not be able to hold its deletion (and with it its
  * namespace's) for ever.
  */
-import { cutToLength } from "../api/printable.ts";
+import { cutToBytes, cutToLength } from "../api/printable.ts";
 import { MAX_MESSAGE_LENGTH } from "../crd/kstatus.ts";
 import { FINALIZER } from "../crd/schema.ts";
 import { Action, type ReconcileResult } from "../runtime/controller.ts";
@@ -86,13 +86,18 @@ export function deletesOnService(obj: StoredResource): boolean {
  * `cause`, the reason `obj`'s deletion waits (its connection unusable, the service failing or
  * still deleting), and how its user ends the wait on purpose: `deletionPolicy: Orphan` leaves the
  * service's deployment in place and lets the finalizer go at the next reconcile, as under Orphan.
+ * Within a condition's message, or with `maxBytes` an Event's note (1,024 bytes).
  */
-export function heldDeletion(obj: StoredResource, cause: string): string {
+export function heldDeletion(obj: StoredResource, cause: string, maxBytes?: number): string {
   const { name, namespace } = obj.metadata;
   const patch = `kubectl patch dmsd ${name}${namespace ? ` -n ${namespace}` : ""} --type merge -p '{"spec":{"deletionPolicy":"Orphan"}}'`;
   const hint = `; the resource's deletion waits until the service's deployment is deleted: to leave that deployment on the service and let the resource go, set spec.deletionPolicy to Orphan: ${patch}`;
   // A long cause (a service's error) is cut, never the way out.
-  return `${cutToLength(cause, MAX_MESSAGE_LENGTH - hint.length)}${hint}`;
+  const shown =
+    maxBytes === undefined
+      ? cutToLength(cause, MAX_MESSAGE_LENGTH - hint.length)
+      : cutToBytes(cause, maxBytes - Buffer.byteLength(hint));
+  return `${shown}${hint}`;
 }
 
 /** Whether `obj`'s status records a deployment of its own, or a create that may have made one. */

@@ -25,6 +25,7 @@ import { cleansUpOnDelete, decide } from "./decide.ts";
 import { readEvidence } from "./evidence.ts";
 import { execute } from "./execute.ts";
 import { EXPORT_CONDITION, exportStep } from "./export.ts";
+import { EVENT_NOTE_BYTES } from "./failure-evidence.ts";
 import { failureOf } from "./failures.ts";
 import { isPaused, NONE_READ, readSecretsOf } from "./inputs.ts";
 import { nameConflictMessage } from "./notes.ts";
@@ -324,10 +325,13 @@ export class DeploymentReconciler {
         () => undefined,
       );
     const failure = failureOf(error, run.seen.secrets.values);
-    // A failure of a cleanup holds the deletion: its message says how to stop waiting.
-    if (run.obj.metadata.deletionTimestamp && deletesOnService(run.obj))
+    let note = failure.outcome.message;
+    // A failure of a cleanup holds the deletion: its message and note say how to stop waiting.
+    if (run.obj.metadata.deletionTimestamp && deletesOnService(run.obj)) {
+      note = heldDeletion(run.obj, note, EVENT_NOTE_BYTES);
       failure.outcome.message = heldDeletion(run.obj, failure.outcome.message);
-    this.#record(run, { type: "Warning", reason: failure.outcome.reason, note: failure.outcome.message });
+    }
+    this.#record(run, { type: "Warning", reason: failure.outcome.reason, note });
     const record = { ...undone, ...(failure.createRefused ? { createRequestedAt: null } : {}) };
     const writeWindow = new AbortController();
     const cancel = signal.aborted

@@ -824,6 +824,29 @@ const cases: Case[] = [
     },
   },
   {
+    reason:
+      "deleted under Delete, the DELETE refused with a long error: the Warning's note, cut to its 1,024 bytes, still ends with how to let go",
+    arrange: async (w) => {
+      await w.settled({ deletionPolicy: "Delete" });
+      w.resources.delete(REF);
+      w.service.failNext("delete", { status: 500, detail: `database unavailable: ${"é".repeat(900)}` });
+    },
+    outcome: { error: retriedWithBackoff("500") },
+    calls: { getById: 1, delete: 1 },
+    conditions: retryingFor("ServiceUnavailable", "True/Available"),
+    events: ["Warning/ServiceUnavailable"],
+    also: (w) => {
+      const command = `set spec.deletionPolicy to Orphan: kubectl patch dmsd ${REF.name} -n ${REF.namespace} --type merge -p '{"spec":{"deletionPolicy":"Orphan"}}'`;
+      const note = w.events.all.at(-1)?.note ?? "";
+      expect(Buffer.byteLength(note)).toBeLessThanOrEqual(1024);
+      expect(note).toContain("database unavailable");
+      expect(note.endsWith(command)).toBe(true);
+      const synced = messageOf(w.resources.stored(REF), "Synced") ?? "";
+      expect(synced).toContain("é".repeat(900));
+      expect(synced.endsWith(command)).toBe(true);
+    },
+  },
+  {
     reason: "deleted under Delete when the deployment is already gone: no DELETE, the finalizer goes",
     arrange: async (w) => {
       const deployment = await w.settled({ deletionPolicy: "Delete" });
