@@ -174,8 +174,9 @@ export class CustomResources<
     try {
       return await this.#jsonPatch(written, residue, signal, "/status");
     } catch (err) {
-      // Written meanwhile by someone else: the status applied stands; its next write removes the rest.
-      if (err instanceof ConflictError || removalRaced(err)) return written;
+      // Written meanwhile by someone else (or the removal refused): the status applied stands; its
+      // next write removes the rest.
+      if (err instanceof ConflictError || (err instanceof KubeApiError && err.status === 422)) return written;
       throw err;
     }
   }
@@ -279,10 +280,12 @@ export class CustomResources<
  * A JSON Patch's 422 under a resourceVersion precondition: the API server applies the patch before
  * it checks the resourceVersion, so a path another writer removed since the object was read (a
  * status field, a condition, the finalizer list or its entry) fails there rather than as a 409.
- * These patches cannot make a stored (valid) object invalid otherwise: no field under status is
- * required, and a finalizer's removal or addition leaves the rest as stored.
+ * That 422 is bare (its Status names neither the object nor a cause); a 422 that does (a CRD
+ * schema or CEL rule, a ValidatingAdmissionPolicy refusing the write) is a refusal, not a race,
+ * and stays the error it is, reported like any failure rather than retried quietly.
  */
-const removalRaced = (err: unknown): err is KubeApiError => err instanceof KubeApiError && err.status === 422;
+const removalRaced = (err: unknown): err is KubeApiError =>
+  err instanceof KubeApiError && err.status === 422 && !err.detailed;
 
 /** Rethrows a JSON Patch's {@link removalRaced} 422 as the race it is: a {@link ConflictError}. */
 function raceAsConflict(err: unknown): never {

@@ -14,10 +14,22 @@ export class KubeApiError extends Error {
   override readonly name: string = "KubeApiError";
   readonly status: number;
   readonly reason: string;
-  constructor(status: number, reason: string, message: string, options?: ErrorOptions) {
+  /**
+   * Whether the `Status` named the object or a cause (`details.name`, `details.kind` or
+   * `details.causes`): a validation, CEL rule or admission policy refusing the object does; a
+   * JSON Patch that does not apply to the stored object is a bare 422 without them.
+   */
+  readonly detailed: boolean;
+  constructor(
+    status: number,
+    reason: string,
+    message: string,
+    options?: ErrorOptions & { detailed?: boolean },
+  ) {
     super(message, options);
     this.status = status;
     this.reason = reason;
+    this.detailed = options?.detailed ?? false;
   }
 }
 
@@ -47,6 +59,7 @@ interface StatusBody {
   code?: unknown;
   reason?: unknown;
   message?: unknown;
+  details?: { name?: unknown; kind?: unknown; causes?: unknown };
 }
 
 /** Builds the typed error for a failed request from its HTTP status and `Status` body (if any). */
@@ -58,7 +71,10 @@ export function apiErrorFrom(status: number, body: unknown, what: string): KubeA
   if (status === 409) return new ConflictError(status, reason, message);
   if (status === 404) return new NotFoundError(status, reason, message);
   if (status === 410) return new GoneError(status, reason, message);
-  return new KubeApiError(status, reason, message);
+  const details = typeof parsed.details === "object" && parsed.details !== null ? parsed.details : {};
+  const causes = Array.isArray(details.causes) ? details.causes.length : 0;
+  const detailed = Boolean(details.name || details.kind || causes);
+  return new KubeApiError(status, reason, message, { detailed });
 }
 
 /** True when `err` is a 404 from the API server. */

@@ -11,7 +11,7 @@ import { KubeLease } from "../../src/kube/lease.ts";
 import { KubeSecrets, METADATA_LIST_ACCEPT } from "../../src/kube/secrets.ts";
 import type { Clock } from "../../src/runtime/clock.ts";
 import { LeaseConflictError } from "../../src/runtime/leader.ts";
-import { freshNamespace, kubectlOk, testKubeconfigPath, waitFor } from "../support/cluster.ts";
+import { freshNamespace, kubectl, kubectlOk, testKubeconfigPath, waitFor } from "../support/cluster.ts";
 import { capturingLogger } from "../support/logs.ts";
 
 const deploymentYaml = (
@@ -360,6 +360,62 @@ describe("kube adapters", () => {
         ConflictError,
       );
       expect(await onServer("emptied")).toEqual([]);
+    });
+
+    it("keeps an admission policy's refusal of a finalizer change a refusal (a 422 naming its cause), not a ConflictError", async () => {
+      const policy = `${ns}-no-dms-finalizer`;
+      await apply(`apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: ${policy}}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: ${ns}}}
+    resourceRules: [{apiGroups: [dms.dev], apiVersions: ["*"], operations: [UPDATE], resources: [deployments]}]
+  validations:
+  - expression: "!has(object.metadata.finalizers) || !object.metadata.finalizers.exists(f, f == 'dms.dev/finalizer')"
+    message: no dms.dev finalizer here
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: ${policy}}
+spec:
+  policyName: ${policy}
+  validationActions: [Deny]
+`);
+      try {
+        await apply(deploymentYaml(ns, "refused", { finalizers: "[other.example/first]" }));
+        const add = JSON.stringify([
+          { op: "add", path: "/metadata/finalizers/-", value: "dms.dev/finalizer" },
+        ]);
+        // The policy is in force once a server-side dry run of the same change is refused.
+        await waitFor(
+          async () => {
+            const args = [
+              "patch",
+              "deployments.dms.dev",
+              "refused",
+              "-n",
+              ns,
+              "--type=json",
+              "--dry-run=server",
+            ];
+            return (await kubectl([...args, "-p", add])).code !== 0;
+          },
+          { description: "the admission policy in force" },
+        );
+        const error = await deployments
+          .addFinalizer(await live("refused"), "dms.dev/finalizer", signal())
+          .catch((e: unknown) => e);
+        expect(error).not.toBeInstanceOf(ConflictError);
+        expect(error).toMatchObject({
+          status: 422,
+          message: expect.stringContaining("no dms.dev finalizer here"),
+        });
+        expect(await onServer("refused")).toEqual(["other.example/first"]);
+      } finally {
+        await kubectlOk(["delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", policy]);
+      }
     });
   });
 

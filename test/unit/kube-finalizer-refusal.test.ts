@@ -1,0 +1,91 @@
+// A finalizer write's 422, as the API server answers it: the bare 422 of a JSON Patch that no
+// longer applies to the list (another controller shortened it) is the race (ConflictError, retried
+// quietly); the 422 of a ValidatingAdmissionPolicy, a CRD schema or CEL rule refusing the object
+// names the object and its causes, and stays the refusal it is (reported, not retried quietly).
+import { describe, expect, it } from "vitest";
+import { KubeDeployments } from "../../src/kube/deployments.ts";
+import { ConflictError, KubeApiError } from "../../src/kube/errors.ts";
+import { kubeStub } from "../support/kube-stub.ts";
+
+/** Both bodies as kube-apiserver v1.35 answers them. */
+const PATCH_DOES_NOT_APPLY = {
+  kind: "Status",
+  apiVersion: "v1",
+  metadata: {},
+  status: "Failure",
+  message: "the server rejected our request due to an error in our request",
+  reason: "Invalid",
+  details: {},
+  code: 422,
+};
+const POLICY_REFUSED = {
+  kind: "Status",
+  apiVersion: "v1",
+  metadata: {},
+  status: "Failure",
+  message:
+    "deployments.dms.dev \"agent\" is forbidden: ValidatingAdmissionPolicy 'no-fin' with binding 'no-fin' denied request: finalizer refused",
+  reason: "Invalid",
+  details: {
+    name: "agent",
+    group: "dms.dev",
+    kind: "deployments",
+    causes: [
+      {
+        message: "ValidatingAdmissionPolicy 'no-fin' with binding 'no-fin' denied request: finalizer refused",
+      },
+    ],
+  },
+  code: 422,
+};
+
+async function answering(body: unknown) {
+  const { client } = await kubeStub((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(422, { "content-type": "application/json" });
+      res.end(JSON.stringify(body));
+    });
+  });
+  return new KubeDeployments({ client, scope: { namespaces: ["default"] } });
+}
+
+const stored = (finalizers: string[]) =>
+  ({
+    apiVersion: "dms.dev/v1alpha1",
+    kind: "Deployment",
+    metadata: { namespace: "default", name: "agent", resourceVersion: "7", finalizers },
+    spec: { source: "external_docker" },
+  }) as never;
+
+describe("finalizer writes answered 422", () => {
+  it("a patch that no longer applies is the race: ConflictError", async () => {
+    const deployments = await answering(PATCH_DOES_NOT_APPLY);
+    const signal = AbortSignal.timeout(10_000);
+    await expect(deployments.addFinalizer(stored([]), "dms.dev/finalizer", signal)).rejects.toBeInstanceOf(
+      ConflictError,
+    );
+    await expect(
+      deployments.removeFinalizer(
+        stored(["other.example/a", "dms.dev/finalizer"]),
+        "dms.dev/finalizer",
+        signal,
+      ),
+    ).rejects.toBeInstanceOf(ConflictError);
+  });
+
+  it("an admission policy's refusal stays a refusal, not a ConflictError", async () => {
+    const deployments = await answering(POLICY_REFUSED);
+    const signal = AbortSignal.timeout(10_000);
+    for (const write of [
+      deployments.addFinalizer(stored(["other.example/a"]), "dms.dev/finalizer", signal),
+      deployments.removeFinalizer(stored(["dms.dev/finalizer"]), "dms.dev/finalizer", signal),
+    ]) {
+      const error = await write.catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(KubeApiError);
+      expect(error).not.toBeInstanceOf(ConflictError);
+      expect((error as KubeApiError).status).toBe(422);
+      expect((error as Error).message).toContain("finalizer refused");
+    }
+  });
+});
