@@ -64,6 +64,11 @@ export const VERB_FIELD_MANAGER = "dms-cli";
  * Sets (a string) or removes (null) annotation `key` of the Deployment resource `name` with a
  * JSON merge patch of that annotation alone, under {@link VERB_FIELD_MANAGER}; resolves the
  * patched object. A missing resource is an Error saying how to list them.
+ *
+ * A merge patch that leaves a value as it was (`suspend` of a resource `kubectl annotate` or an
+ * older version already paused) does not make {@link VERB_FIELD_MANAGER} its manager: the one that
+ * wrote it stays, and Flux takes over and removes a `kubectl…` manager's fields. Then the annotation
+ * is applied (server-side, that field alone, forced) under {@link VERB_FIELD_MANAGER} too.
  */
 export async function patchAnnotation(
   cluster: PluginCluster,
@@ -73,12 +78,23 @@ export async function patchAnnotation(
   signal: AbortSignal,
 ): Promise<unknown> {
   try {
-    return await cluster.client.request({
+    const patched = await cluster.client.request({
       method: "PATCH",
       path: resourcePath(cluster.namespace, name),
       query: { fieldManager: VERB_FIELD_MANAGER },
       contentType: PatchType.Merge,
       body: { metadata: { annotations: { [key]: value } } },
+      signal,
+    });
+    if (value === null || !managedByOthersOnly(patched, key)) return patched;
+    const { group, version, kind } = DEPLOYMENTS;
+    // No spec: an object deleted meanwhile is not created again (the CRD requires one).
+    return await cluster.client.request({
+      method: "PATCH",
+      path: resourcePath(cluster.namespace, name),
+      query: { fieldManager: VERB_FIELD_MANAGER, force: true },
+      contentType: PatchType.Apply,
+      body: { apiVersion: `${group}/${version}`, kind, metadata: { name, annotations: { [key]: value } } },
       signal,
     });
   } catch (error) {
@@ -89,6 +105,20 @@ export async function patchAnnotation(
     );
     throw await resourceNotFoundError(cluster, missing, signal);
   }
+}
+
+/** Whether `obj`'s managedFields show annotation `key` owned, but not by {@link VERB_FIELD_MANAGER}. */
+function managedByOthersOnly(obj: unknown, key: string): boolean {
+  const entries = isRecord(obj) && isRecord(obj.metadata) ? obj.metadata.managedFields : undefined;
+  if (!Array.isArray(entries)) return false;
+  const owners = entries.filter((entry: unknown) => {
+    const fields = isRecord(entry) && isRecord(entry.fieldsV1) ? entry.fieldsV1["f:metadata"] : undefined;
+    const annotations = isRecord(fields) ? fields["f:annotations"] : undefined;
+    return isRecord(annotations) && annotations[`f:${key}`] !== undefined;
+  });
+  return (
+    owners.length > 0 && !owners.some((entry) => isRecord(entry) && entry.manager === VERB_FIELD_MANAGER)
+  );
 }
 
 /**

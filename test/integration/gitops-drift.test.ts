@@ -6,7 +6,7 @@
 // service. What the `kubectl dms` verbs write survives a Flux sync, as a `kubectl annotate` does not.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { registerSuspendCommand } from "../../src/commands/annotate.ts";
+import { registerResumeCommand, registerSuspendCommand } from "../../src/commands/annotate.ts";
 import { patchShardLabels } from "../../src/kube/shards.ts";
 import { OWNER_LABEL } from "../../src/sharding/labels.ts";
 import type { RunningSimulator } from "../../src/simulator/server.ts";
@@ -144,6 +144,12 @@ async function fluxTakeOver(kind: string, name: string): Promise<void> {
   ]);
 }
 
+/** `kubectl dms <name> <resource>` in the namespace. */
+const verb = (name: "suspend" | "resume", resource: string) =>
+  runCli([name, resource, "-n", namespace, "--kubeconfig", testKubeconfigPath()], {
+    commands: [name === "suspend" ? registerSuspendCommand : registerResumeCommand],
+  });
+
 /** A Flux sync of the Git copy: the take-over, then its forced server-side apply. */
 async function fluxSync(): Promise<string> {
   for (const [kind, name] of [
@@ -245,11 +251,7 @@ describe("a Git copy applied as Argo CD and Flux apply it stays in sync after th
   });
 
   it("kubectl dms suspend survives a Flux sync: its annotation is not kubectl's, which Flux takes over and removes", async () => {
-    const run = await runCli(["suspend", CLEANED, "-n", namespace, "--kubeconfig", testKubeconfigPath()], {
-      commands: [registerSuspendCommand],
-    });
-    expect(run.stderr).toBe("");
-    expect(run.code).toBe(0);
+    expect(await verb("suspend", CLEANED)).toMatchObject({ code: 0, stderr: "" });
     await fluxSync();
     expect((await live("dmsd", CLEANED)).metadata.annotations?.["dms.dev/paused"]).toBe("true");
     // Not in Git, and no difference for a diff of the Git copy.
@@ -260,6 +262,18 @@ describe("a Git copy applied as Argo CD and Flux apply it stays in sync after th
     // What the verb spares: kubectl annotate writes under a manager Flux takes over.
     await kubectlOk(["annotate", "dmsd", WRITER, "-n", namespace, "dms.dev/paused=true"]);
     await fluxSync();
+    expect((await live("dmsd", WRITER)).metadata.annotations?.["dms.dev/paused"]).toBeUndefined();
+  });
+
+  it("kubectl dms suspend of a resource already paused by kubectl annotate makes it survive a Flux sync too", async () => {
+    // The merge patch of an unchanged value leaves kubectl-annotate its only manager.
+    await kubectlOk(["annotate", "dmsd", WRITER, "-n", namespace, "dms.dev/paused=true"]);
+    expect(await verb("suspend", WRITER)).toMatchObject({ code: 0, stderr: "" });
+    await fluxSync();
+    expect((await live("dmsd", WRITER)).metadata.annotations?.["dms.dev/paused"]).toBe("true");
+
+    // resume removes it, whoever wrote it, under any operation.
+    expect(await verb("resume", WRITER)).toMatchObject({ code: 0 });
     expect((await live("dmsd", WRITER)).metadata.annotations?.["dms.dev/paused"]).toBeUndefined();
   });
 });

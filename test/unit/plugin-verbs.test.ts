@@ -472,6 +472,66 @@ describe("the verbs' --timeout without --wait", () => {
   });
 });
 
+describe("kubectl dms suspend of a resource another manager already paused", () => {
+  it("applies the annotation under dms-cli too (a merge patch of the same value leaves its manager), and only then", async () => {
+    const requests: { line: string; type: string; body: string }[] = [];
+    // Who the answer shows owning dms.dev/paused.
+    let owner = "kubectl-annotate";
+    await withApiServer(
+      (req, res) => {
+        let body = "";
+        req.on("data", (chunk: Buffer) => {
+          body += chunk.toString();
+        });
+        req.on("end", () => {
+          requests.push({
+            line: `${req.method} ${req.url}`,
+            type: String(req.headers["content-type"]),
+            body,
+          });
+          const fieldsV1 = { "f:metadata": { "f:annotations": { "f:dms.dev/paused": {} } } };
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(
+            JSON.stringify({
+              metadata: {
+                name: "web",
+                namespace: "team-a",
+                annotations: { "dms.dev/paused": "true" },
+                managedFields: [{ manager: owner, operation: "Update", fieldsV1 }],
+              },
+              spec: {},
+            }),
+          );
+        });
+      },
+      async (kubeconfig) => {
+        const commands = [registerSuspendCommand];
+        const run = await runCli(["suspend", "web", "--kubeconfig", kubeconfig], { commands });
+        expect(run).toMatchObject({ code: 0, stderr: "" });
+        const path = "/apis/dms.dev/v1alpha1/namespaces/team-a/deployments/web";
+        expect(requests.map((r) => r.line)).toEqual([
+          `PATCH ${path}?fieldManager=dms-cli`,
+          `PATCH ${path}?fieldManager=dms-cli&force=true`,
+        ]);
+        expect(requests[1]?.type).toBe("application/apply-patch+yaml");
+        expect(JSON.parse(requests[1]?.body ?? "")).toEqual({
+          apiVersion: "dms.dev/v1alpha1",
+          kind: "Deployment",
+          metadata: { name: "web", annotations: { "dms.dev/paused": "true" } },
+        });
+
+        // Already dms-cli's: the merge patch alone.
+        requests.length = 0;
+        owner = "dms-cli";
+        expect(await runCli(["suspend", "web", "--kubeconfig", kubeconfig], { commands })).toMatchObject({
+          code: 0,
+        });
+        expect(requests.map((r) => r.line)).toEqual([`PATCH ${path}?fieldManager=dms-cli`]);
+      },
+    );
+  });
+});
+
 describe("kubectl's completion of kubectl dms", () => {
   const ctx = silentContext();
   const asked: object[] = [];
