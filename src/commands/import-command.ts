@@ -13,6 +13,12 @@ function objectNameArgument(value: string): string {
   return value;
 }
 
+/** Flag parser: a name, not empty (an empty one would match every deployment's part). */
+function nonEmpty(value: string): string {
+  if (value === "") throw new InvalidArgumentError("must not be empty.");
+  return value;
+}
+
 /** Registers `import` on `program`. */
 export const registerImportCommand: RegisterCommand = (program, ctx) => {
   const command = program
@@ -21,10 +27,9 @@ export const registerImportCommand: RegisterCommand = (program, ctx) => {
       "write Deployment resources (YAML) reproducing the service's deployments, so applying them makes the operator adopt each with no change",
     )
     .addOption(
-      new Option(
-        "--name <name>",
-        "only the deployment of exactly this name (an error when there is none)",
-      ).conflicts("nameContains"),
+      new Option("--name <name>", "only the deployment of exactly this name (an error when there is none)")
+        .argParser(nonEmpty)
+        .conflicts("nameContains"),
     )
     .option("--name-contains <text>", "only deployments whose name contains this text")
     .addOption(

@@ -164,6 +164,11 @@ describe("import", () => {
       `error: the service at ${shown.url} has no deployment named "agent"; 3 contain it: "support-agent", "billing-agent", "notes-agent" (--name-contains imports those)\n`,
     );
 
+    const empty = await cli(shown.url, ["import", "--name", ""]);
+    expect(empty.code).not.toBe(0);
+    expect(empty.stderr).toContain("option '--name <name>' argument '' is invalid. must not be empty.");
+    expect(empty.stdout).toBe("");
+
     const both = await cli(shown.url, ["import", "--name", "intake", "--name-contains", "in"]);
     expect(both.code).not.toBe(0);
     expect(both.stderr).toContain("cannot be used with option '--name-contains");
