@@ -50,8 +50,9 @@ export const connectionKeyOf = (o: Claimant): string =>
 /**
  * What a resource claims: its service name on its connection. On the default connection that is
  * the name itself (the string the resource already holds: 10,000 resources then cost no claim
- * strings of their own); on another, the connection's key, a newline (names hold none, so a
- * claim on another connection is never a bare name) and the name.
+ * strings of their own); on another, the connection's key, a newline and the name. A tenant
+ * writes both `spec.name` and `spec.connectionRef.name`, and neither is kept from holding a
+ * newline, so a claim is kept unambiguous by {@link claimOn} rather than by the names.
  */
 export function claimOf(o: Claimant): string {
   return claimOn(connectionKeyOf(o), claimedName(o));
@@ -76,10 +77,22 @@ export function claimOnTheWire(raw: unknown): string | undefined {
   }
 }
 
-/** The claim of the service name `name` on the connection `key` (see {@link claimOf}). */
+/**
+ * The claim of the service name `name` on the connection `key` (see {@link claimOf}). The two
+ * plain forms, the bare name and `key\nname`, are kept for the names and keys without a newline
+ * (the claims of the names the service lists, and the sharder's placement by claim, stay as they
+ * were); a default name or a key holding one would make a claim another connection's resource
+ * also makes (`spec.name: "ClusterServiceConnection/shared\nweb"` on the default connection, to
+ * hold the name `web` on `shared` against the team it is for), so those take a form neither plain
+ * one can be: a newline, then the pair as JSON.
+ */
 export function claimOn(key: string, name: string): string {
-  return key === DEFAULT_CONNECTION ? name : `${key}\n${name}`;
+  if (key === DEFAULT_CONNECTION) return name.includes("\n") ? escapedClaim(key, name) : name;
+  return key.includes("\n") ? escapedClaim(key, name) : `${key}\n${name}`;
 }
+
+/** See {@link claimOn}: starts with a newline, which no plain claim does, and holds no other. */
+const escapedClaim = (key: string, name: string): string => `\n${JSON.stringify([key, name])}`;
 
 /** The cache index of resources by what they claim, so a claim check reads only its rivals. */
 export const CLAIM_INDEX = "claim";

@@ -5,7 +5,8 @@
 // tenant does not hold back the other; deleting a connection in use is held until none uses it.
 // Who may use a connection: a ClusterServiceConnection's namespaceSelector and the default
 // connection's selector refuse the other namespaces before any service call, and a namespace's
-// new labels heal its resources.
+// new labels heal its resources. A service name spelled to look like another connection's claim
+// holds nothing there.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConnectionStatus } from "../../src/crd/connection-schema.ts";
@@ -359,5 +360,20 @@ describe("controller: connections to several tenants", () => {
     await kubectlOk(["label", "namespace", nsB, `${defaultLabel}=yes`]);
     await user.waitReady(nsB, "plain");
     expect(simA.store.list().map((d) => d.name)).toContain("plain");
+  });
+
+  it("a spec.name that spells another connection's claim holds no name there", async () => {
+    // On the default connection (nsB is labelled for it by now), created first, older than the
+    // resource it means to block; a newline is what joins a connection's key and a name.
+    const forger = await user.create(nsB, "forger", {
+      ...spec(),
+      name: `ClusterServiceConnection/${clusterName}\nvictim`,
+    });
+    const created = Date.parse(forger.metadata.creationTimestamp ?? "");
+    await waitFor(() => Date.now() > created + 1_000, { description: "a later creation second" });
+    await user.create(nsA, "victim", spec({ kind: "ClusterServiceConnection", name: clusterName }));
+    const ready = await user.waitReady(nsA, "victim");
+    expect(conditionOf(ready, "Synced")?.reason).not.toBe("NameConflict");
+    expect(simB.store.list().map((d) => d.name)).toContain("victim");
   });
 });

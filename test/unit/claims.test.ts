@@ -73,10 +73,39 @@ describe("a claim's key", () => {
     expect(claimOn(connection, name)).toBe(key);
   });
 
-  it("joins with a character no name holds, so a claim on another connection is never a bare name", () => {
+  it("joins with a newline, so a claim on another connection is never a bare name", () => {
     expect(claimOn("ServiceConnection/ns/prod", "web")).not.toBe(
       claimOn(DEFAULT_CONNECTION, "ServiceConnection/ns/prod/web"),
     );
+  });
+});
+
+describe("a claim a tenant's names cannot forge", () => {
+  const on = (namespace: string, name: string, extra: Record<string, unknown>) => ({
+    metadata: { name, namespace },
+    spec: { ...SPEC, ...extra },
+  });
+  const shared = { kind: "ClusterServiceConnection", name: "shared" } as const;
+  const victim = on("team-a", "web", { connectionRef: shared });
+
+  it("a default-connection resource whose spec.name spells a shared connection's claim claims something else", () => {
+    const forger = on("team-x", "forger", { name: "ClusterServiceConnection/shared\nweb" });
+    expect(claimOf(forger)).not.toBe(claimOf(victim));
+    expect(olderClaimant(victim, [victim, forger])).toBeUndefined();
+  });
+
+  it("a connectionRef name holding a newline claims something else than a name holding the rest", () => {
+    const forger = on("team-x", "web", {
+      connectionRef: { kind: "ClusterServiceConnection", name: "shared\nfoo" },
+    });
+    const named = on("team-a", "x", { connectionRef: shared, name: "foo\nweb" });
+    expect(claimOf(forger)).not.toBe(claimOf(named));
+  });
+
+  it("keeps the plain forms of the names without a newline (the sharder places resources by them)", () => {
+    expect(claimOf(victim)).toBe("ClusterServiceConnection/shared\nweb");
+    expect(claimOf(on("team-a", "web", {}))).toBe("web");
+    expect(claimOn(DEFAULT_CONNECTION, "a\nb")).toBe(claimOn(DEFAULT_CONNECTION, "a\nb"));
   });
 });
 
