@@ -105,6 +105,10 @@ export class KubeSecrets extends WatchedResource<SecretMeta> {
     keys: readonly string[],
     signal: AbortSignal,
   ): Promise<SecretValuesResult> {
+    // A name no Secret can have is not sent: "." would be read as the namespace's whole list of
+    // Secrets (every value of every one), ".." as the namespace itself.
+    if (!isPathSegmentName(ref.name))
+      return { kind: "missing-secret", namespace: ref.namespace, name: ref.name };
     let secret: unknown;
     try {
       secret = await this.#client.request({
@@ -124,6 +128,15 @@ export class KubeSecrets extends WatchedResource<SecretMeta> {
     }
     return { kind: "found", values };
   }
+}
+
+/**
+ * Whether `name` can be one object's segment of an API path, as the API server requires of every
+ * object name: not empty, not `.` or `..` (which a URL resolves to the collection or the
+ * namespace), without `/` or `%`. A tenant writes the Secret names of its references freely.
+ */
+function isPathSegmentName(name: string): boolean {
+  return name !== "" && name !== "." && name !== ".." && !/[/%]/.test(name);
 }
 
 /** Secret values, read live from the resource's own namespace; versions from the metadata watch. */

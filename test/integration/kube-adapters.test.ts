@@ -489,6 +489,27 @@ spec:
         name: "nope",
       });
     });
+
+    it("sends no read for a Secret name no Secret can have: never the namespace's list of Secrets", async () => {
+      const ns = await freshNamespace("kube-secret-names");
+      await kubectlOk(["create", "secret", "generic", "creds", "-n", ns, "--from-literal=token=v"]);
+      const paths: string[] = [];
+      const recording = {
+        request: (req: { path: string }) => {
+          paths.push(req.path);
+          return client.request(req as Parameters<KubeClient["request"]>[0]);
+        },
+      } as unknown as KubeClient;
+      const secrets = new KubeSecrets({ client: recording, namespaces: [ns] });
+      for (const name of [".", "..", "", `../../${ns}/secrets/creds`, "creds%2F..", "a/b"]) {
+        expect(await secrets.getSecretValue({ namespace: ns, name }, "token", signal())).toEqual({
+          kind: "missing-secret",
+          namespace: ns,
+          name,
+        });
+      }
+      expect(paths).toEqual([]);
+    });
   });
 
   describe("Events", () => {
