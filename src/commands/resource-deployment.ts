@@ -7,7 +7,9 @@
  * `status.deploymentId` is a record, not an authority: anyone who may write the status
  * subresource can point it at another team's deployment. It counts only when it is a uuid and
  * the deployment it names, on the resource's own connection, carries the resource's service
- * name; otherwise the deployment is looked up by that name.
+ * name; otherwise the deployment is looked up by that name, unless the operator reports that the
+ * resource owns none: the loser of a name conflict (`NameConflict`), or a resource its connection
+ * refuses (`ConnectionNotAllowed`), whose name on a shared connection is another team's.
  */
 import type { ServiceClient } from "../api/client.ts";
 import { type Deployment, isUuid } from "../api/wire.ts";
@@ -16,6 +18,7 @@ import { type ConnectionId, connectionOf, describeConnection } from "../crd/conn
 import type { DeploymentResource } from "../crd/schema.ts";
 import { KubeDeployments } from "../kube/deployments.ts";
 import { claimedName } from "../reconcile/claims.ts";
+import { CONDITION, REASON } from "../reconcile/reasons.ts";
 import {
   type CommandCluster,
   type ConnectionClients,
@@ -89,6 +92,8 @@ export async function resourceDeployment(
     );
   const id = connectionOf(namespace, obj.spec.connectionRef);
   const what = `Deployment ${namespace}/${name}`;
+  const ownsNone = ownsNoDeployment(obj);
+  if (ownsNone) throw new Error(`${what} owns no deployment on the service: ${ownsNone}`);
   const client = id
     ? await connectionClient(clients, id, `${what}'s spec.connectionRef`, signal)
     : defaultClient(flags, ctx, what);
@@ -99,6 +104,21 @@ export async function resourceDeployment(
     if (found?.name === serviceName) return { client, deployment: found, resource: obj };
   }
   return { client, deployment: await deploymentNamed(client, serviceName, signal, what), resource: obj };
+}
+
+/**
+ * Why the operator reports that `obj` owns no deployment (its `Synced` reason, and no recorded
+ * one), whatever deployment of its name the service has; undefined otherwise.
+ */
+function ownsNoDeployment(obj: Pick<DeploymentResource, "status">): string | undefined {
+  if (obj.status?.deploymentId) return undefined;
+  const synced = obj.status?.conditions?.find((c) => c.type === CONDITION.Synced);
+  if (synced?.status !== "False") return undefined;
+  if (synced.reason === REASON.NameConflict)
+    return `another resource holds its service name on its connection (NameConflict: ${synced.message})`;
+  if (synced.reason === REASON.ConnectionNotAllowed)
+    return `its namespace may not use its connection (ConnectionNotAllowed: ${synced.message})`;
+  return undefined;
 }
 
 /**

@@ -300,6 +300,36 @@ describe("dms-operator logs <Deployment resource> --kubeconfig", () => {
       expect(run.stdout).not.toContain(victim.revision);
     },
   );
+
+  it.each([
+    [
+      "NameConflict",
+      'the service name "logs-victim" is already claimed by the older resource team-a/logs-victim',
+    ],
+    ["ConnectionNotAllowed", "the default connection may not be used from namespace team-logs"],
+  ])(
+    "a resource the operator reports %s for owns no deployment: not another's log",
+    async (reason, message) => {
+      kube.put(deploymentPath(NS, "logs-loser"), {
+        apiVersion: "dms.dev/v1alpha1",
+        kind: "Deployment",
+        metadata: { name: "logs-loser", namespace: NS, resourceVersion: "1", uid: "u-loser", generation: 1 },
+        spec: { source: "internal_docker", name: "logs-victim" },
+        status: { conditions: [{ type: "Synced", status: "False", reason, message }] },
+      });
+      const run = await runCli(
+        ["logs", "logs-loser", "-n", NS, "--kubeconfig", kube.kubeconfig, "-o", "json"],
+        {
+          commands: [registerLogsCommand],
+          env: { DMS_BASE_URL: sim.url },
+        },
+      );
+      expect(run.code).toBe(1);
+      expect(run.stdout).not.toContain(victim.revision);
+      expect(run.stderr).toContain(`Deployment ${NS}/logs-loser owns no deployment on the service`);
+      expect(run.stderr).toContain(reason);
+    },
+  );
 });
 
 describe("dms-operator logs --follow", () => {
