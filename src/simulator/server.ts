@@ -7,6 +7,7 @@ import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
+import { isUuid } from "../api/wire.ts";
 import { handleAdmin } from "./admin.ts";
 import { ServiceError } from "./errors.ts";
 import { FaultController } from "./faults.ts";
@@ -42,7 +43,7 @@ export interface SimulatorOptions {
   apiKey?: string;
   /** Header carrying the key. Default `x-api-key`. */
   apiKeyHeader?: string;
-  /** `tenant_id` of every deployment, unless the seed names one. Default {@link DEFAULT_TENANT_ID}. */
+  /** `tenant_id` of every deployment (a uuid), unless the seed names one. Default {@link DEFAULT_TENANT_ID}. */
   tenantId?: string;
   /** Initial state; validated (an invalid seed rejects with an error naming the field). */
   seed?: SimulatorSeed;
@@ -160,12 +161,15 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   const seed = options.seed === undefined ? undefined : validateSeed(options.seed, "seed");
   const now = options.now ?? Date.now;
   const timing: Timing = { ...DEFAULT_TIMING, ...options.timing };
+  const tenantId = options.tenantId ?? DEFAULT_TENANT_ID;
+  if (!isUuid(tenantId))
+    throw new Error(`tenantId: must be a uuid (each deployment's tenant_id), got '${tenantId}'`);
   const emptySecrets = {
     mode: checkedMode("emptySecretsOnUpdate", EMPTY_SECRETS_MODES, options.emptySecretsOnUpdate ?? "clears"),
   };
   const store = new SimulatorStore({
     emptySecrets,
-    tenantId: options.tenantId ?? DEFAULT_TENANT_ID,
+    tenantId,
     timing,
     secretsMode: options.secretsInResponses ?? "masked",
     now,

@@ -5,6 +5,7 @@
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { loadSeed } from "../../src/simulator/seed.ts";
+import { startSimulator } from "../../src/simulator/server.ts";
 import { type SPEC_ANSWERS, specViolations } from "../support/spec-answers.ts";
 import { type Answer, call, simulatorPerTest } from "./simulator-http.ts";
 
@@ -165,5 +166,22 @@ describe("the simulator's answers, against the shared spec's shapes", () => {
     expect(specViolations("repos", [{ host_integration_id: "x", id: "1" }])).toEqual(
       expect.arrayContaining(["/0/id: Expected integer", "/0/name: Expected required property"]),
     );
+  });
+});
+
+describe("what the simulator is started with cannot make it answer outside the spec", () => {
+  it("a tenant id that is no uuid (the spec types tenant_id so) is refused at the start, naming it", async () => {
+    await expect(startSimulator({ tenantId: "acme" })).rejects.toThrow(
+      "tenantId: must be a uuid (each deployment's tenant_id), got 'acme'",
+    );
+    const { sim } = await start({ tenantId: "6F1C1D2E-0000-4000-8000-0000000000AA" });
+    const created = await call(sim, "POST", "/v2/deployments", {
+      name: "a",
+      source: "internal_docker",
+      source_config: {},
+      source_revision_config: { image_uri: "r/a:1" },
+      secrets: [],
+    });
+    conforms(created, 201, "deployment", "create");
   });
 });
