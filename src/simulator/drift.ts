@@ -5,12 +5,7 @@
  */
 import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import {
-  Nullable,
-  RevisionSourceSchema,
-  SecretReferenceSchema,
-  SourceRevisionConfigSchema,
-} from "../api/wire.ts";
+import { Nullable, RevisionSourceSchema, sourceRevisionFields } from "../api/wire.ts";
 import { SourceConfigRequestSchema } from "../api/wire-requests.ts";
 
 import { REVISION_FAILURES } from "./record.ts";
@@ -37,16 +32,31 @@ export const QuirksSchema = Type.Object(
   closed,
 );
 
+/**
+ * `source_revision_config` as a seed or a drift sets it: the spec's fields, `repo_commit_sha`
+ * included; any other is refused (it would be answered as a field the spec does not have).
+ */
+export const SeedRevisionConfigSchema = Type.Object(
+  { ...sourceRevisionFields, repo_commit_sha: Type.Optional(Nullable(Type.String())) },
+  closed,
+);
+
+/** A secret reference as a seed or a drift sets it: the spec's three fields, no other. */
+export const SeedSecretReferenceSchema = Type.Object(
+  { name: Type.String(), secret_name: Type.String(), secret_key: Type.String() },
+  closed,
+);
+
 /** What a drift may change. Every field is optional; absent fields stay as they are. */
 export const DriftChangeSchema = Type.Object(
   {
     /** Merged like a PATCH: given non-null fields replace, `resource_spec` as a whole. */
     source_config: Type.Optional(SourceConfigRequestSchema),
     /** Merged; a change makes a new revision (as someone else's PATCH would). May set `repo_commit_sha`. */
-    source_revision_config: Type.Optional(SourceRevisionConfigSchema),
+    source_revision_config: Type.Optional(SeedRevisionConfigSchema),
     /** Replaces the secrets; a change makes a new revision. */
     secrets: Type.Optional(Type.Array(Type.Object({ name: Type.String(), value: Type.String() }, closed))),
-    secret_references: Type.Optional(Nullable(Type.Array(SecretReferenceSchema))),
+    secret_references: Type.Optional(Nullable(Type.Array(SeedSecretReferenceSchema))),
     revision_source: Type.Optional(Nullable(RevisionSourceSchema)),
     /** `true`: make a new revision even though nothing changed (someone redeployed). */
     new_revision: Type.Optional(Type.Boolean()),

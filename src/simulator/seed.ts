@@ -7,14 +7,15 @@ import { readFile } from "node:fs/promises";
 import { FormatRegistry, type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { parse as parseYaml } from "yaml";
-import {
-  DeploymentSourceSchema,
-  Nullable,
-  SecretReferenceSchema,
-  SourceRevisionConfigSchema,
-} from "../api/wire.ts";
+import { DeploymentSourceSchema, Nullable } from "../api/wire.ts";
 import { SourceConfigRequestSchema } from "../api/wire-requests.ts";
-import { AnyStatusSchema, QuirksSchema, RevisionFailureSchema } from "./drift.ts";
+import {
+  AnyStatusSchema,
+  QuirksSchema,
+  RevisionFailureSchema,
+  SeedRevisionConfigSchema,
+  SeedSecretReferenceSchema,
+} from "./drift.ts";
 import { renderIssues, type ValidationIssue } from "./errors.ts";
 import { issuesOf } from "./validation.ts";
 
@@ -37,8 +38,9 @@ export const SeedProviderSchema = Type.Object(
     mcp_server_url: Type.Optional(Nullable(Type.String())),
     token_endpoint_auth_method: Type.Optional(Type.String()),
     is_dynamic_client: Type.Optional(Type.Boolean()),
-    created_at: Type.Optional(Type.String()),
-    updated_at: Type.Optional(Type.String()),
+    /** ISO date-time, as the spec types them; default: the simulator's start. */
+    created_at: Type.Optional(Type.String({ format: "date-time" })),
+    updated_at: Type.Optional(Type.String({ format: "date-time" })),
   },
   closed,
 );
@@ -68,9 +70,9 @@ export const SeedDeploymentSchema = Type.Object(
     name: Type.String({ minLength: 1 }),
     source: DeploymentSourceSchema,
     source_config: Type.Optional(SourceConfigRequestSchema),
-    source_revision_config: Type.Optional(SourceRevisionConfigSchema),
+    source_revision_config: Type.Optional(SeedRevisionConfigSchema),
     secrets: Type.Optional(Type.Array(Type.Object({ name: Type.String(), value: Type.String() }, closed))),
-    secret_references: Type.Optional(Nullable(Type.Array(SecretReferenceSchema))),
+    secret_references: Type.Optional(Nullable(Type.Array(SeedSecretReferenceSchema))),
     image_version: Type.Optional(Nullable(Type.String())),
     /** Default: READY. Any string: also a value only the real service uses. */
     status: Type.Optional(AnyStatusSchema),

@@ -79,6 +79,26 @@ describe("loadSeed", () => {
       /deployments\[0\]\.created_at: Input should be a valid datetime/,
     ],
     [
+      "a provider's created_at that is no date-time (the spec types it so)",
+      "providers:\n  - {provider_id: p, name: P, created_at: yesterday}\n",
+      /providers\[0\]\.created_at: Input should be a valid datetime/,
+    ],
+    [
+      "a provider's updated_at that is no date-time",
+      "providers:\n  - {provider_id: p, name: P, updated_at: 2030-01-01}\n",
+      /providers\[0\]\.updated_at: Input should be a valid datetime/,
+    ],
+    [
+      "a source_revision_config field the spec does not have",
+      "deployments:\n  - {name: a, source: github, source_revision_config: {ref: main}}\n",
+      /deployments\[0\]\.source_revision_config\.ref: Extra inputs are not permitted/,
+    ],
+    [
+      "a secret reference field the spec does not have",
+      "deployments:\n  - name: a\n    source: external_docker\n    secret_references: [{name: A, secret_name: s, secret_key: k, key: x}]\n",
+      /deployments\[0\]\.secret_references\[0\]\.key: Extra inputs are not permitted/,
+    ],
+    [
       "a duplicate name",
       "deployments:\n  - {name: a, source: github}\n  - {name: a, source: github}\n",
       /deployments\[1\]\.name: duplicate name 'a'/,

@@ -169,7 +169,7 @@ describe("the simulator's answers, against the shared spec's shapes", () => {
   });
 });
 
-describe("what the simulator is started with cannot make it answer outside the spec", () => {
+describe("what the simulator is started with or told cannot make it answer outside the spec", () => {
   it("a tenant id that is no uuid (the spec types tenant_id so) is refused at the start, naming it", async () => {
     await expect(startSimulator({ tenantId: "acme" })).rejects.toThrow(
       "tenantId: must be a uuid (each deployment's tenant_id), got 'acme'",
@@ -183,5 +183,22 @@ describe("what the simulator is started with cannot make it answer outside the s
       secrets: [],
     });
     conforms(created, 201, "deployment", "create");
+  });
+
+  it("a drift (someone else's change) cannot give a revision config or a secret reference a field the spec does not have", async () => {
+    const { sim } = await start({ seed: await loadSeed(example) });
+    const path = "/_sim/deployments/4c5d6e7f-8091-4a2b-9c3d-4e5f6a7b8c9d";
+    const config = await call(sim, "PATCH", path, { source_revision_config: { image: "r/a:2" } });
+    expect(config.status).toBe(422);
+    expect(config.body.detail[0]).toMatchObject({
+      loc: ["body", "source_revision_config", "image"],
+      type: "extra_forbidden",
+    });
+    const ref = { name: "A", secret_name: "s", secret_key: "k", optional: true };
+    const refs = await call(sim, "PATCH", path, { secret_references: [ref] });
+    expect(refs.status).toBe(422);
+    expect(refs.body.detail[0].loc).toEqual(["body", "secret_references", 0, "optional"]);
+    const page = await call(sim, "GET", "/v2/deployments");
+    conforms(page, 200, "page", "after the drifts refused");
   });
 });
