@@ -1,7 +1,8 @@
 // Every answer of the simulator, route by route, checked against the shared spec's own shapes
 // (test/support/spec-answers.ts, written from service-api.md's tables): the four routes of the
 // spec strictly; the routes the spec refers to or does not show (create, redeploy), where they
-// answer a Deployment, against the spec's Deployment too.
+// answer a Deployment, against the spec's Deployment too; the revision routes against the shapes
+// docs/internals/simulator.md gives them, built from the spec's parts.
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { loadSeed } from "../../src/simulator/seed.ts";
@@ -141,6 +142,33 @@ describe("the simulator's answers, against the shared spec's shapes", () => {
       `/v2/deployments/${first.id}/revisions/${first.latest_revision_id}/redeploy`,
     );
     conforms(redeploy, 200, "deployment", "redeploy");
+  });
+
+  it("the routes beyond the spec: revisions, their listing and logs, a rebuild, a delete", async () => {
+    const { sim, clock } = await start();
+    const created = await call(sim, "POST", "/v2/deployments", {
+      name: "gh",
+      source: "github",
+      source_config: { repo_url: "https://github.com/acme/a" },
+      source_revision_config: { repo_ref: "main" },
+      secrets: [],
+    });
+    const path = `/v2/deployments/${created.body.id}`;
+    const rebuilt = await call(sim, "POST", `${path}/revisions`, {});
+    conforms(rebuilt, 201, "revision", "rebuild");
+    for (const at of [0, 1000, 6000]) {
+      clock.advance(at);
+      const revisions = await call(sim, "GET", `${path}/revisions?limit=1`);
+      conforms(revisions, 200, "revisions", `revisions at +${at}`);
+      conforms(await call(sim, "GET", `${path}/revisions/${rebuilt.body.id}`), 200, "revision", "revision");
+      for (const type of ["build", "deploy"]) {
+        const logs = await call(sim, "GET", `${path}/revisions/${rebuilt.body.id}/logs?type=${type}&limit=2`);
+        conforms(logs, 200, "logs", `${type} logs at +${at}`);
+      }
+    }
+    const deleted = await call(sim, "DELETE", path);
+    expect(deleted.status).toBe(204);
+    expect(deleted.body).toBeUndefined();
   });
 
   it("the endless listing (a hostile fault) still lists deployments of the spec's shape", async () => {

@@ -9,7 +9,7 @@
  */
 import { FormatRegistry, type TSchema, Type } from "@sinclair/typebox";
 import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
-import { isUuid } from "../../src/api/wire.ts";
+import { isUuid, REVISION_STATUSES } from "../../src/api/wire.ts";
 
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 if (!FormatRegistry.Has("uuid")) FormatRegistry.Set("uuid", isUuid);
@@ -150,11 +150,42 @@ export const SpecDeploymentPage = Type.Object({
   offset: Type.Integer({ minimum: 0 }),
 });
 
+/**
+ * Beyond the spec: a revision (the revision routes, the rebuild's answer), as
+ * docs/internals/simulator.md describes it, built from the spec's own parts (its sources, its
+ * SourceRevisionConfig) and the revision statuses the service answers.
+ */
+export const SimRevision = Type.Object({
+  id: Uuid,
+  created_at: DateTime,
+  updated_at: DateTime,
+  status: oneOf(REVISION_STATUSES),
+  source: SpecDeployment.properties.source,
+  source_revision_config: SpecDeployment.properties.source_revision_config,
+});
+
+/** Beyond the spec: a page of revisions, paged as the deployment listing. */
+export const SimRevisionPage = Type.Object({
+  resources: Type.Array(SimRevision),
+  offset: Type.Integer({ minimum: 0 }),
+});
+
+/** Beyond the spec: a page of a revision's log, as the service's public documentation has it. */
+export const SimLogPage = Type.Object({
+  logs: Type.Array(
+    Type.Object({ timestamp: DateTime, level: oneOf(["INFO", "WARNING", "ERROR"]), message: Str }),
+  ),
+  next_offset: Null(Str),
+});
+
 export const SPEC_ANSWERS = {
   providers: Type.Array(SpecOAuthProvider),
   repos: Type.Array(SpecForgeRepo),
   page: SpecDeploymentPage,
   deployment: SpecDeployment,
+  revision: SimRevision,
+  revisions: SimRevisionPage,
+  logs: SimLogPage,
 } as const;
 
 const checks = new Map<string, TypeCheck<TSchema>>(
