@@ -14,6 +14,14 @@ const example = fileURLToPath(new URL("../../src/simulator/seed.example.yaml", i
 const timing = { readyAfterMs: 1000, revisionActiveAfterMs: 6000, deleteAfterMs: 1500 };
 const start = simulatorPerTest({ timing });
 
+/** A create's body of a github deployment tracking `main`. */
+const GITHUB = {
+  name: "gh",
+  source: "github",
+  source_config: { repo_url: "https://github.com/acme/a" },
+  source_revision_config: { repo_ref: "main" },
+};
+
 /** `answer` has `status`, and its body conforms to the spec's `schema`. */
 function conforms(answer: Answer, status: number, schema: keyof typeof SPEC_ANSWERS, what: string) {
   expect(answer.status, what).toBe(status);
@@ -101,12 +109,7 @@ describe("the simulator's answers, against the shared spec's shapes", () => {
   it("creates of every source, listed as they settle; a redeploy's answer", async () => {
     const { sim, clock } = await start();
     const bodies = [
-      {
-        name: "gh",
-        source: "github",
-        source_config: { repo_url: "https://github.com/acme/a" },
-        source_revision_config: { repo_ref: "main" },
-      },
+      GITHUB,
       {
         name: "ext",
         source: "external_docker",
@@ -146,13 +149,7 @@ describe("the simulator's answers, against the shared spec's shapes", () => {
 
   it("the routes beyond the spec: revisions, their listing and logs, a rebuild, a delete", async () => {
     const { sim, clock } = await start();
-    const created = await call(sim, "POST", "/v2/deployments", {
-      name: "gh",
-      source: "github",
-      source_config: { repo_url: "https://github.com/acme/a" },
-      source_revision_config: { repo_ref: "main" },
-      secrets: [],
-    });
+    const created = await call(sim, "POST", "/v2/deployments", { ...GITHUB, secrets: [] });
     const path = `/v2/deployments/${created.body.id}`;
     const rebuilt = await call(sim, "POST", `${path}/revisions`, {});
     conforms(rebuilt, 201, "revision", "rebuild");
