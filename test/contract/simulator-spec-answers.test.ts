@@ -227,3 +227,24 @@ describe("what the simulator is started with or told cannot make it answer outsi
     conforms(page, 200, "page", "after the drifts refused");
   });
 });
+
+describe("what null means in a PATCH", () => {
+  it("leaves a field as it is, but clears secret_references, which the spec's Deployment has nullable", async () => {
+    const { sim } = await start({ seed: await loadSeed(example) });
+    const path = "/v2/deployments/4c5d6e7f-8091-4a2b-9c3d-4e5f6a7b8c9d";
+    const before = await call(sim, "PATCH", path, { secrets: [{ name: "A", value: "1" }] });
+    expect(before.body.secret_references).toHaveLength(1);
+    const res = await call(sim, "PATCH", path, {
+      source_config: { listener_config: null, resource_spec: null },
+      source_revision_config: { image_uri: null },
+      secrets: null,
+      secret_references: null,
+    });
+    conforms(res, 200, "deployment", "PATCH of nulls");
+    expect(res.body.source_config).toEqual(before.body.source_config);
+    expect(res.body.source_revision_config).toEqual(before.body.source_revision_config);
+    expect(res.body.secrets).toEqual(before.body.secrets);
+    expect(res.body.secret_references).toBeNull();
+    expect(res.body.latest_revision_id).toBe(before.body.latest_revision_id);
+  });
+});
