@@ -387,9 +387,8 @@ describe("the Helm chart", () => {
           "metrics.serviceMonitor.enabled=true",
           "metrics.prometheusRule.enabled=true",
           "networkPolicy.enabled=true",
-          // The component's selector, a label to put on the scraper's namespace; the chart's
-          // default is the namespace named monitoring.
-          "networkPolicy.metricsNamespaceSelector.matchLabels.kubernetes\\.io/metadata\\.name=null",
+          // The component's selector, a label to put on the scraper's namespace, in place of
+          // the chart's default, the namespace named monitoring.
           "networkPolicy.metricsNamespaceSelector.matchLabels.metrics=enabled",
           "podDisruptionBudget.enabled=true",
         ],

@@ -1079,6 +1079,32 @@ describe("helm template charts/dms-operator: what a platform team sets on day tw
     ]);
   });
 
+  it("takes metricsNamespaceSelector as given, a label of one's own or expressions, never also requiring the namespace `monitoring`", async ({
+    expect,
+  }) => {
+    const selector = async (networkPolicy: Record<string, unknown>) => {
+      const objects = await render([], { values: { networkPolicy: { enabled: true, ...networkPolicy } } });
+      const policy = objects.find((o) => o.kind === "NetworkPolicy") as unknown as {
+        spec: { ingress: { from: { namespaceSelector: unknown }[] }[] };
+      };
+      return policy.spec.ingress[0]?.from[0]?.namespaceSelector;
+    };
+    // chart 0.1.0's selector, a label put on the scraper's namespace
+    const ownLabel = { matchLabels: { metrics: "enabled" } };
+    expect(await selector({ metricsNamespaceSelector: ownLabel })).toEqual(ownLabel);
+    const expressions = { matchExpressions: [{ key: "team", operator: "In", values: ["observability"] }] };
+    expect(await selector({ metricsNamespaceSelector: expressions })).toEqual(expressions);
+    // A key set to null, the way to drop a default merged into a map, is left out.
+    expect(
+      await selector({
+        metricsNamespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": null, metrics: "enabled" } },
+      }),
+    ).toEqual(ownLabel);
+    const byDefault = { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } };
+    expect(await selector({})).toEqual(byDefault);
+    expect(await selector({ metricsNamespaceSelector: {} })).toEqual(byDefault);
+  });
+
   it("ships the Grafana dashboard in a ConfigMap the sidecar loads, from the chart's one copy", async ({
     expect,
   }) => {
