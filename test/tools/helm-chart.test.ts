@@ -1097,7 +1097,9 @@ describe("helm template charts/dms-operator: what a platform team sets on day tw
     // A key set to null, the way to drop a default merged into a map, is left out.
     expect(
       await selector({
-        metricsNamespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": null, metrics: "enabled" } },
+        metricsNamespaceSelector: {
+          matchLabels: { "kubernetes.io/metadata.name": null, metrics: "enabled" },
+        },
       }),
     ).toEqual(ownLabel);
     const byDefault = { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } };
@@ -1302,6 +1304,19 @@ describe("values.schema.json", { timeout: 30_000, concurrent: true }, () => {
       expect(result.code, set).not.toBe(0);
       expect(result.stderr, set).toContain(message);
     }
+  });
+
+  // Counts or percentages the API server would refuse only once helm install had created the
+  // objects before them, naming the object's field rather than the value.
+  it.each([
+    { set: "podDisruptionBudget.maxUnavailable=-1", at: "'/podDisruptionBudget/maxUnavailable'" },
+    { set: "podDisruptionBudget.maxUnavailable=one", at: "'/podDisruptionBudget/maxUnavailable'" },
+    { set: "strategy.rollingUpdate.maxSurge=-1", at: "'/strategy/rollingUpdate/maxSurge'" },
+    { set: "strategy.rollingUpdate.maxUnavailable=25 %", at: "'/strategy/rollingUpdate/maxUnavailable'" },
+  ])("refuses a count of pods below 0 or a text that is no percentage: $set", async ({ set, at }) => {
+    const result = await helm(bin, ["template", "dms-operator", CHART, "--set", set]);
+    expect(result.code, set).not.toBe(0);
+    expect(result.stderr, set).toContain(`at ${at}`);
   });
 
   it("accepts the defaults: `helm lint --strict` is clean", async ({ expect }) => {
