@@ -1079,6 +1079,49 @@ describe("helm template charts/dms-operator: what a platform team sets on day tw
     ]);
   });
 
+  it("names every cluster-scoped object after the release but the CRDs: a release of another name installs beside the first with crds.enabled=false", async ({
+    expect,
+  }) => {
+    // Every optional object, cluster-scoped ones included (sharding's, the scraper's binding).
+    const everything = [
+      "sharding.enabled=true",
+      "replicas=3",
+      "metrics.serviceMonitor.enabled=true",
+      "metrics.prometheusRule.enabled=true",
+      "networkPolicy.enabled=true",
+      "namespace.create=true",
+    ];
+    // What the API server keeps once per cluster: the objects without a namespace.
+    const clusterScoped = async (release: string, namespace: string, set: string[] = []) =>
+      (await renderChart(bin, { release, namespace, set: [...everything, ...set] }))
+        .filter((o) => o.metadata.namespace === undefined && o.kind !== "Namespace")
+        .map((o) => `${o.kind}/${o.metadata.name}`);
+    const first = await clusterScoped("dms-operator", "team-a");
+    const crds = first.filter((o) => o.startsWith("CustomResourceDefinition/"));
+    expect(crds).toHaveLength(3);
+    // Helm refuses an object another release owns ("invalid ownership metadata"): the CRDs are
+    // the only ones two releases share, and the second leaves them to the first.
+    expect((await clusterScoped("team-b", "team-b")).filter((o) => first.includes(o))).toEqual(crds);
+    expect(
+      (await clusterScoped("team-b", "team-b", ["crds.enabled=false"])).filter((o) => first.includes(o)),
+    ).toEqual([]);
+    // The same release name in another namespace has the same full name: the README says to
+    // give it another name (or fullnameOverride).
+    expect(
+      (await clusterScoped("dms-operator", "team-b", ["crds.enabled=false"])).filter((o) =>
+        first.includes(o),
+      ),
+    ).not.toEqual([]);
+    expect(
+      (
+        await clusterScoped("dms-operator", "team-b", [
+          "crds.enabled=false",
+          "fullnameOverride=dms-operator-b",
+        ])
+      ).filter((o) => first.includes(o)),
+    ).toEqual([]);
+  });
+
   it("takes metricsNamespaceSelector as given, a label of one's own or expressions, never also requiring the namespace `monitoring`", async ({
     expect,
   }) => {
