@@ -1349,18 +1349,24 @@ describe("values.schema.json", { timeout: 30_000, concurrent: true }, () => {
     }
   });
 
-  // Counts or percentages the API server would refuse only once helm install had created the
-  // objects before them, naming the object's field rather than the value.
+  // Values the API server would refuse only once helm install had created the objects before
+  // theirs (a failed release left behind), naming the object's field rather than the value.
   it.each([
     { set: "podDisruptionBudget.maxUnavailable=-1", at: "'/podDisruptionBudget/maxUnavailable'" },
     { set: "podDisruptionBudget.maxUnavailable=one", at: "'/podDisruptionBudget/maxUnavailable'" },
     { set: "strategy.rollingUpdate.maxSurge=-1", at: "'/strategy/rollingUpdate/maxSurge'" },
     { set: "strategy.rollingUpdate.maxUnavailable=25 %", at: "'/strategy/rollingUpdate/maxUnavailable'" },
-  ])("refuses a count of pods below 0 or a text that is no percentage: $set", async ({ set, at }) => {
-    const result = await helm(bin, ["template", "dms-operator", CHART, "--set", set]);
-    expect(result.code, set).not.toBe(0);
-    expect(result.stderr, set).toContain(`at ${at}`);
-  });
+    { set: "podSecurityContext.runAsUser=-1", at: "'/podSecurityContext/runAsUser'" },
+    { set: "podSecurityContext.runAsGroup=nobody", at: "'/podSecurityContext/runAsGroup'" },
+    { set: "securityContext.readOnlyRootFilesystem=1", at: "'/securityContext/readOnlyRootFilesystem'" },
+  ])(
+    "refuses a count below 0, a text that is no percentage, an id or a switch of the wrong kind: $set",
+    async ({ set, at }) => {
+      const result = await helm(bin, ["template", "dms-operator", CHART, "--set", set]);
+      expect(result.code, set).not.toBe(0);
+      expect(result.stderr, set).toContain(`at ${at}`);
+    },
+  );
 
   it("accepts the defaults: `helm lint --strict` is clean", async ({ expect }) => {
     const result = await helm(bin, ["lint", "--strict", CHART]);
