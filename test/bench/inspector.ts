@@ -91,6 +91,16 @@ export class Inspector {
     });
   }
 
+  /** Evaluates `expression` in the process (its global scope) and resolves its value. */
+  async evaluate(expression: string): Promise<unknown> {
+    const { result, exceptionDetails } = (await this.#call("Runtime.evaluate", {
+      expression,
+      returnByValue: true,
+    })) as { result?: { value?: unknown }; exceptionDetails?: { text?: string } };
+    if (exceptionDetails) throw new Error(`${expression}: ${exceptionDetails.text ?? "threw"}`);
+    return result?.value;
+  }
+
   /** Starts sampling the CPU every `intervalUs` microseconds. */
   async startCpuProfile(intervalUs = 1_000): Promise<void> {
     await this.#call("Profiler.enable");

@@ -16,13 +16,22 @@ class ProbeMarker { constructor(i) { this.i = i; } }
 globalThis.kept = Array.from({ length: 5000 }, (_, i) => new ProbeMarker(i));
 function burnCpu() { let x = 0; for (let i = 0; i < 2e6; i++) x += Math.sqrt(i); globalThis.sink = x; }
 setInterval(burnCpu, 5);
-// The same bytes, dead at once or held across collections of the young generation, a few
-// hundred KiB a tenth of a second: little enough that burnCpu stays the hottest function. burnCpu,
-// interpreted (--no-opt), allocates a number at every step: young collections come every few
-// milliseconds, so what churn makes dies in one, and what retainBriefly holds outlives two.
+// The same bytes, dead at once or held across two collections of the young generation (then let
+// go), each round run on the test's demand and the collections forced (--expose-gc): what churn
+// makes dies in the first, what retainBriefly holds outlives both, however busy the machine.
 function churn() { let n = 0; for (let i = 0; i < 50; i++) n += new Array(512).fill(i).length; globalThis.churned = n; }
-function retainBriefly() { const held = []; for (let i = 0; i < 50; i++) held.push(new Array(512).fill(i)); setTimeout(() => { held.length = 0; }, 400); }
-setInterval(() => { churn(); retainBriefly(); }, 100);
+function retainBriefly() { const held = []; for (let i = 0; i < 50; i++) held.push(new Array(512).fill(i)); return held; }
+globalThis.allocationRounds = (rounds) => {
+  for (let r = 0; r < rounds; r++) {
+    churn();
+    let held = retainBriefly();
+    gc({ type: "minor" });
+    gc({ type: "minor" });
+    held = undefined;
+  }
+  gc({ type: "minor" });
+  return rounds;
+};
 `;
 
 describe("the inspector session and the profile report", () => {
@@ -40,7 +49,7 @@ describe("the inspector session and the profile report", () => {
     // --no-sparkplug 251 and 1,994), so which function comes out hottest depended on when V8
     // tiered it up.
     const noJit = ["--no-opt", "--no-maglev", "--no-sparkplug"];
-    child = spawn(process.execPath, [inspectFlag(port), ...noJit, "-e", CHILD], {
+    child = spawn(process.execPath, [inspectFlag(port), ...noJit, "--expose-gc", "-e", CHILD], {
       stdio: "ignore",
     });
     inspector = await Inspector.connectWhenUp(port);
@@ -72,7 +81,7 @@ describe("the inspector session and the profile report", () => {
 
   it("samples allocations: what outlived the young generation is kept, what died in it is not", async () => {
     await inspector.startHeapSampling(16 * 1024);
-    await sleep(1_500);
+    expect(await inspector.evaluate("allocationRounds(10)")).toBe(10);
     const path = join(dir, "a.heapprofile");
     await inspector.stopHeapSampling(path);
     const { self, ours } = sampledTallies(JSON.parse(readFileSync(path, "utf8")));
