@@ -236,7 +236,11 @@ describe("the chart's package", () => {
 
 // Each case runs helm a few times (a second each on a busy machine), on values of its own and
 // sharing nothing but the binary: the cases of this and the blocks below run a few at a time.
-describe("helm template charts/dms-operator", { timeout: 30_000, concurrent: true }, () => {
+// Run so, a case's time is mostly its neighbours' helm processes on the same cores, which a CI
+// machine running other files beside them stretches several times (30 s was reached): the
+// timeout guards against a helm that hangs, and is no measure of a case's work.
+const HELM_CASES = 120_000;
+describe("helm template charts/dms-operator", { timeout: HELM_CASES, concurrent: true }, () => {
   let bin: string;
   beforeAll(async () => {
     bin = await helmBinary();
@@ -537,7 +541,7 @@ describe("helm template charts/dms-operator", { timeout: 30_000, concurrent: tru
 });
 
 describe("helm template charts/dms-operator: metrics, a private CA, a proxy", {
-  timeout: 30_000,
+  timeout: HELM_CASES,
   concurrent: true,
 }, () => {
   let bin: string;
@@ -856,7 +860,7 @@ describe("helm template charts/dms-operator: metrics, a private CA, a proxy", {
 });
 
 describe("helm template charts/dms-operator: what a platform team sets on day two", {
-  timeout: 30_000,
+  timeout: HELM_CASES,
   concurrent: true,
 }, () => {
   let bin: string;
@@ -1292,7 +1296,7 @@ describe("helm template charts/dms-operator: what a platform team sets on day tw
   });
 });
 
-describe("values.schema.json", { timeout: 30_000, concurrent: true }, () => {
+describe("values.schema.json", { timeout: HELM_CASES, concurrent: true }, () => {
   let bin: string;
   beforeAll(async () => {
     bin = await helmBinary();
