@@ -14,7 +14,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { FINALIZER } from "../crd/schema.ts";
 import type { Clock } from "../runtime/clock.ts";
-import { Action, type ReconcileResult, ReconcileTimeoutError } from "../runtime/controller.ts";
+import { Action, type ReconcileResult, ReconcileTimeoutError, TerminalError } from "../runtime/controller.ts";
 import { changedStatusFields } from "../runtime/json.ts";
 import { LazyReconcileLog, reconcileFields } from "../runtime/log.ts";
 import { parseObjectKey } from "../runtime/queue-lines.ts";
@@ -319,19 +319,30 @@ export class DeploymentReconciler {
   ): Promise<ReconcileResult> {
     if (this.#deps.resources.isConflict(error)) return Action.retry();
     if (signal.aborted && !(signal.reason instanceof ReconcileTimeoutError)) throw error;
+    // The connection's listing failed (a 503, a 401): every resource of the connection reports it
+    // with no call, and the resync's next listing (tried again within a minute, `resync.ts`)
+    // enqueues each of them again, failed or not. Not retried on its own backoff besides, and
+    // said once: a thousand resources would otherwise log, write an Event and wake again each,
+    // for as long as the service is down.
+    const listing = run.session?.listingFailure();
+    const ofListing = listing?.kind === "failed" && listing.error === error;
+    const synced = run.obj.status?.conditions?.find((c) => c.type === CONDITION.Synced);
+    // Said already, word for word: the status shows nothing a read of the values would scrub.
+    const said = ofListing && synced?.message === failureOf(error, []).outcome.message;
     // What the report must not show includes the values this reconcile did not read.
-    if (run.seen.unread)
+    if (run.seen.unread && !said)
       await readSecretsOf(this.#deps, run, AbortSignal.timeout(STATUS_AFTER_TIMEOUT_MS)).catch(
         () => undefined,
       );
     const failure = failureOf(error, run.seen.secrets.values);
+    const again = synced?.reason === failure.outcome.reason;
     let note = failure.outcome.message;
     // A failure of a cleanup holds the deletion: its message and note say how to stop waiting.
     if (run.obj.metadata.deletionTimestamp && deletesOnService(run.obj)) {
       note = heldDeletion(run.obj, note, EVENT_NOTE_BYTES);
       failure.outcome.message = heldDeletion(run.obj, failure.outcome.message);
     }
-    this.#record(run, { type: "Warning", reason: failure.outcome.reason, note });
+    if (!(ofListing && again)) this.#record(run, { type: "Warning", reason: failure.outcome.reason, note });
     const record = { ...undone, ...(failure.createRefused ? { createRequestedAt: null } : {}) };
     const writeWindow = new AbortController();
     const cancel = signal.aborted
@@ -350,12 +361,12 @@ export class DeploymentReconciler {
     } finally {
       cancel();
     }
-    if (failure.rethrow) throw failure.rethrow;
+    if (failure.rethrow && !ofListing) throw failure.rethrow;
     // Not retried: logged when it starts, not at every resync that finds it failing the same way
     // (a tenant's thousand resources reading a missing Secret would log a thousand lines a pass).
-    const synced = run.obj.status?.conditions?.find((c) => c.type === CONDITION.Synced);
-    if (synced?.reason !== failure.outcome.reason)
-      run.log.warn({ reason: failure.outcome.reason }, failure.outcome.message);
+    if (!again) run.log.warn({ reason: failure.outcome.reason }, failure.outcome.message);
+    // Still a failed reconcile, as the error metrics (and the alert on them) count it.
+    if (ofListing) throw new TerminalError(failure.outcome.message, true);
     return Action.done();
   }
 }

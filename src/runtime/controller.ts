@@ -19,10 +19,16 @@ export { DeferredError };
 
 /**
  * An error that cannot succeed by retrying (a rejected spec, say): the key is not requeued and
- * waits for the next change of the object. Throw it from a reconciler.
+ * waits for the next change of the object or pass. Throw it from a reconciler; `said`: its
+ * reconciler logged it already (once, not at each pass that finds it again): not logged here.
  */
 export class TerminalError extends Error {
   override readonly name = "TerminalError";
+  readonly said: boolean;
+  constructor(message: string, said = false) {
+    super(message);
+    this.said = said;
+  }
 }
 
 /** Aborts a reconcile's signal when it ran longer than the controller's reconcile timeout. */
@@ -368,7 +374,8 @@ export class Controller implements Runnable {
     }
     if (terminal) {
       queue.forget(key);
-      this.#reconcileLog(key).error({ err: error }, "reconcile failed terminally; waiting for a change");
+      if (!error.said)
+        this.#reconcileLog(key).error({ err: error }, "reconcile failed terminally; waiting for a change");
       return;
     }
     const delay = queue.addRateLimited(key, retryAfterMs(error));

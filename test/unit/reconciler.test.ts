@@ -103,6 +103,22 @@ async function settledWithSecret(w: World) {
   return deployment;
 }
 
+/**
+ * A resource of a ServiceConnection, with a value from a Secret, whose connection's last listing
+ * failed with a 503 answering `detail` (by default one that echoes that value: read for the
+ * report, and scrubbed from it).
+ */
+async function failedListing(w: World, detail = "gateway down (sk-listed-0123456789)") {
+  w.connection = undefined;
+  w.secrets.set("default", "agent-keys", { api: "sk-listed-0123456789" });
+  await w.applied({
+    connectionRef: { kind: "ServiceConnection", name: "prod" },
+    secrets: [API_KEY_FROM_SECRET],
+  });
+  w.service.failNext("listAll", { status: 503, detail });
+  await w.snapshot.refresh(new AbortController().signal).catch(() => {});
+}
+
 /** The reconciler over fresh in-memory ports, and the handles a test acts through. */
 function world(timing?: Timing) {
   const clock = new ManualClock({ start: START });
@@ -343,6 +359,15 @@ interface Case {
 const retriedWithBackoff = (status: string) => (error: unknown) => {
   expect(error).not.toBeInstanceOf(TerminalError);
   expect(String(error)).toContain(`answered ${status}`);
+};
+
+/**
+ * Counted as a failed reconcile, not retried on the key's own backoff, and not logged again by the
+ * controller: the connection's next listing enqueues the resource.
+ */
+const notRetried = (error: unknown) => {
+  expect(error).toBeInstanceOf(TerminalError);
+  expect(error).toMatchObject({ said: true });
 };
 
 /** The create refused or unanswered, one case per failure class. */
@@ -713,19 +738,9 @@ const cases: Case[] = [
   },
   {
     reason:
-      "the connection's last listing failed with an answer: that failure's reason, retried, no call, no value shown",
-    arrange: async (w) => {
-      w.connection = undefined;
-      w.secrets.set("default", "agent-keys", { api: "sk-listed-0123456789" });
-      await w.applied({
-        connectionRef: { kind: "ServiceConnection", name: "prod" },
-        secrets: [API_KEY_FROM_SECRET],
-      });
-      // The answer echoes a value this resource sends: read for the report, and scrubbed from it.
-      w.service.failNext("listAll", { status: 503, detail: "gateway down (sk-listed-0123456789)" });
-      await w.snapshot.refresh(new AbortController().signal).catch(() => {});
-    },
-    outcome: { error: retriedWithBackoff("503") },
+      "the connection's last listing failed with an answer: that failure's reason, no call, no value shown, and no retry of its own (the next listing enqueues it)",
+    arrange: failedListing,
+    outcome: { error: notRetried },
     calls: {},
     conditions: retryingFor("ServiceUnavailable"),
     events: ["Warning/ServiceUnavailable"],
@@ -737,6 +752,29 @@ const cases: Case[] = [
         "sk-listed-0123456789",
       );
       expect(w.service.store.list()).toEqual([]);
+    },
+  },
+  {
+    reason:
+      "the next pass while the connection's listing still fails: nothing written, no Event, no Secret read, no retry of its own",
+    arrange: async (w) => {
+      await failedListing(w, "gateway down");
+      await w.reconcile().catch(notRetried);
+      w.events.all.length = 0;
+      w.secrets.reads.length = 0;
+      w.resources.writes.patchStatus = 0;
+      // The resync's next listing fails the same way; its pass enqueues every resource again.
+      w.service.failNext("listAll", { status: 503, detail: "gateway down" });
+      await w.snapshot.refresh(new AbortController().signal).catch(() => {});
+    },
+    outcome: { error: notRetried },
+    calls: {},
+    conditions: retryingFor("ServiceUnavailable"),
+    events: [],
+    also: (w) => {
+      expect(w.resources.writes.patchStatus).toBe(0);
+      expect(w.secrets.reads).toEqual([]);
+      expect(messageOf(w.resources.stored(REF), "Synced")).toContain("answered 503: gateway down");
     },
   },
   {

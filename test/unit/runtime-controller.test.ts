@@ -8,6 +8,7 @@ import {
   TerminalError,
 } from "../../src/runtime/controller.ts";
 import { SPREAD_MOMENTS } from "../../src/runtime/queue.ts";
+import { LogCapture } from "../support/logs.ts";
 import { countingClock } from "../support/manual-clock.ts";
 
 beforeEach(() => {
@@ -105,6 +106,22 @@ describe("Controller", () => {
     controller.enqueue("ns/a");
     await vi.advanceTimersByTimeAsync(0);
     expect(times("ns/a")).toEqual([0, 3_600_000]);
+  });
+
+  it("logs a terminal error its reconciler said already no more, and counts it all the same", async () => {
+    const logs = new LogCapture();
+    const errored: boolean[] = [];
+    const { controller, times } = startController(
+      async () => {
+        throw new TerminalError("the connection's listing failed", true);
+      },
+      { logger: logs.logger, metrics: { errored: (terminal) => errored.push(terminal) } },
+    );
+    controller.enqueue("ns/a");
+    await vi.advanceTimersByTimeAsync(3_600_000);
+    expect(times("ns/a")).toEqual([0]);
+    expect(errored).toEqual([true]);
+    expect(logs.find("reconcile failed")).toEqual([]);
   });
 
   it("waits at least an error's retryAfterMs (HTTP 429)", async () => {
