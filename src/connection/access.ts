@@ -240,13 +240,13 @@ export function connectionShares(
   const maxPerConnection =
     config.maxReconcilesPerConnection ?? defaultMaxReconcilesPerConnection(config.concurrency);
   let writing = Promise.resolve();
-  const report = (keys: readonly string[]) => {
+  const report = (keys: readonly string[], stillWaits: (key: string) => boolean) => {
     // A resource of each namespace in turn: one namespace's thousands do not crowd another's few out.
     const batch = inTurns(keys, (key) => parseObjectKey(key).namespace, MAX_REPORTS);
     // One write at a time, spaced, after the previous look's: the reports cost the API server little.
     writing = writing.then(async () => {
       for (const key of batch) {
-        if (await reportWaiting(deployments, key, maxPerConnection, clock, logger))
+        if (await reportWaiting(deployments, key, stillWaits, maxPerConnection, clock, logger))
           await clock.sleep(REPORT_SPACING_MS);
       }
     });
@@ -275,12 +275,14 @@ export function shareWaitMessage(maxPerConnection: number, ownNamespace = false)
 }
 
 /**
- * Writes `WaitingForConnectionShare` on the resource of `key`, unless it says so already; true
- * when a write was sent.
+ * Writes `WaitingForConnectionShare` on the resource of `key`, unless it says so already or no
+ * longer waits (`stillWaits`: its reconcile, handed out since the keys were told, writes its own
+ * status, which a late report would overwrite); true when a write was sent.
  */
 async function reportWaiting(
   deployments: KubeDeployments,
   key: string,
+  stillWaits: (key: string) => boolean,
   maxPerConnection: number,
   clock: Clock,
   logger: Logger,
@@ -288,7 +290,7 @@ async function reportWaiting(
   const ref = parseObjectKey(key);
   const obj = deployments.get(ref);
   const status = obj?.status;
-  if (!obj || !status || saysWaitingForShare(status)) return false;
+  if (!obj || !status || saysWaitingForShare(status) || !stillWaits(key)) return false;
   const generation = obj.metadata.generation ?? 0;
   const ownNamespace = connectionOf(ref.namespace, obj.spec.connectionRef)?.kind === SERVICE_CONNECTION_KIND;
   const message = shareWaitMessage(maxPerConnection, ownNamespace);

@@ -109,12 +109,12 @@ export interface ControllerOptions {
   /** A flow at its cap borrows idle workers while its reconciles end sooner (queue.ts's `borrowMs`). */
   borrowMs?: number;
   /**
-   * Called every `afterMs` with the keys that have waited longer than that at their flow's cap,
-   * in a flow whose reconciles lately took `slowMs` or more each (or one of which has run that
-   * long), and were not told yet in this wait (each wait is told once): a flow held back at its
-   * share is reported, not silently starved. Default none.
+   * Called every `afterMs` with the keys that have waited longer than that at their flow's cap, in
+   * a flow whose reconciles lately took `slowMs` or more each (or one has run that long), not told
+   * yet in this wait (told once): a flow held back is reported, not silently starved; `waits(key)`
+   * answers, at the report's write, whether the key still waits. Default none.
    */
-  waiting?: { afterMs: number; slowMs: number; report(keys: readonly string[]): void };
+  waiting?: { afterMs: number; slowMs: number; report(keys: string[], waits: WorkQueue["isReady"]): void };
   clock?: Clock;
   random?: () => number;
   metrics?: ControllerMetricsHooks;
@@ -273,7 +273,7 @@ export class Controller implements Runnable {
       for (const key of keys) told.add(key);
       if (fresh.length > 0) {
         try {
-          waiting.report(fresh);
+          waiting.report(fresh, (key) => queue.isReady(key));
         } catch (error) {
           this.#log.warn({ err: error }, "could not report the keys waiting for their flow's share");
         }

@@ -246,6 +246,9 @@ describe("inTurns", () => {
 });
 
 describe("connectionShares", () => {
+  /** Every key told still waits at the report's write. */
+  const waits = () => true;
+
   it("caps at a quarter of the workers by default, and reports a waiting resource once, keeping its status", async () => {
     const { deployments, writes } = cache([
       resource("team-a", "slow", { kind: "ServiceConnection", name: "prod" }),
@@ -253,7 +256,7 @@ describe("connectionShares", () => {
     const clock = new ManualClock({ start: Date.parse("2026-05-01T12:00:00Z"), sleepsInstantly: true });
     const shares = connectionShares({ concurrency: 16 }, deployments, clock, pino({ level: "silent" }));
     expect(shares.maxPerFlow).toBe(4);
-    shares.waiting?.report(["team-a/slow"]);
+    shares.waiting?.report(["team-a/slow"], waits);
     await new Promise((r) => setImmediate(r));
     expect(writes).toHaveLength(1);
     const [write] = writes;
@@ -269,10 +272,23 @@ describe("connectionShares", () => {
     expect(byType.Reconciling).toMatchObject({ status: "True", reason: "WaitingForConnectionShare" });
     expect(byType.Ready).toMatchObject({ status: "False", reason: "RolloutInProgress" });
     // Said already: no second write, and no pause after none.
-    shares.waiting?.report(["team-a/slow"]);
+    shares.waiting?.report(["team-a/slow"], waits);
     await new Promise((r) => setImmediate(r));
     expect(writes).toHaveLength(1);
     expect(clock.sleeps).toEqual([25]);
+  });
+
+  it("writes nothing for a resource handed out since it was told: its reconcile says what it says", async () => {
+    const { deployments, writes } = cache([
+      resource("team-a", "slow", { kind: "ServiceConnection", name: "prod" }),
+      resource("team-a", "still", { kind: "ServiceConnection", name: "prod" }),
+    ]);
+    const clock = new ManualClock({ start: Date.parse("2026-05-01T12:00:00Z"), sleepsInstantly: true });
+    const shares = connectionShares({ concurrency: 16 }, deployments, clock, pino({ level: "silent" }));
+    // Told while both waited; "slow" was picked up (its reconcile ran and wrote) before the write.
+    shares.waiting?.report(["team-a/slow", "team-a/still"], (key) => key !== "team-a/slow");
+    await new Promise((r) => setImmediate(r));
+    expect(writes.map((w) => w.key)).toEqual(["team-a/still"]);
   });
 
   it("takes the cap given, and lets a resource its reconcile wrote meanwhile be (a conflict is no failure)", async () => {
@@ -287,7 +303,7 @@ describe("connectionShares", () => {
     );
     expect(shares.maxPerFlow).toBe(2);
     conflictNext();
-    shares.waiting?.report(["team-a/slow", "team-a/gone"]);
+    shares.waiting?.report(["team-a/slow", "team-a/gone"], waits);
     await new Promise((r) => setImmediate(r));
     expect(writes).toEqual([]);
   });

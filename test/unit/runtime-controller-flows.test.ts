@@ -177,6 +177,7 @@ describe("Controller flows", () => {
 
   it("reports the keys long waiting at a slow flow's cap once per wait", async () => {
     const reports: string[][] = [];
+    let waits: ((key: string) => boolean) | undefined;
     const { controller, stop, running } = startController(
       async (key) => {
         if (key.startsWith("slow:")) await new Promise((r) => setTimeout(r, 50_000));
@@ -185,7 +186,14 @@ describe("Controller flows", () => {
       {
         concurrency: 2,
         maxPerFlow: 1,
-        waiting: { afterMs: 30_000, slowMs: 1_000, report: (keys) => reports.push([...keys]) },
+        waiting: {
+          afterMs: 30_000,
+          slowMs: 1_000,
+          report: (keys, stillWaits) => {
+            reports.push([...keys]);
+            waits = stillWaits;
+          },
+        },
       },
     );
     for (const key of ["slow:a", "slow:b", "slow:c", "slow:d"]) controller.enqueue(key);
@@ -195,9 +203,12 @@ describe("Controller flows", () => {
     expect(reports).toEqual([]);
     await vi.advanceTimersByTimeAsync(30_000);
     expect(reports).toEqual([["slow:c", "slow:d"]]);
+    // The report's writes ask whether a key still waits: c and d do, a (running) does not.
+    expect([waits?.("slow:c"), waits?.("slow:d"), waits?.("slow:a")]).toEqual([true, true, false]);
     // c runs from 100 s, d still waits at 120 s: each wait is told once.
     await vi.advanceTimersByTimeAsync(60_000);
     expect(reports).toEqual([["slow:c", "slow:d"]]);
+    expect([waits?.("slow:c"), waits?.("slow:d")]).toEqual([false, true]);
     stop.abort();
     await vi.advanceTimersByTimeAsync(50_000);
     await running;
