@@ -61,7 +61,8 @@ const VolumeMount = Type.Object({
   subPathExpr: Opt(Str),
   readOnly: Opt(Type.Boolean()),
 });
-const volumeKinds = [
+/** The volume sources the spec's `ResourceSpec.volumes[]` names (the CRD keeps each as given). */
+export const VOLUME_KINDS = [
   "configMap",
   "secret",
   "emptyDir",
@@ -70,10 +71,10 @@ const volumeKinds = [
   "projected",
   "downwardAPI",
   "csi",
-];
+] as const;
 const Volume = Type.Object({
   name: Opt(Str),
-  ...Object.fromEntries(volumeKinds.map((k) => [k, Opt(Obj)])),
+  ...Object.fromEntries(VOLUME_KINDS.map((k) => [k, Opt(Obj)])),
 });
 const Container = Type.Object({
   name: Opt(Str),

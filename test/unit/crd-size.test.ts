@@ -4,6 +4,7 @@
 // resource (the operator caches each one), and a field added without a bound fails here by path.
 import { describe, expect, it } from "vitest";
 import { CRDS, type CrdDefinition, crdObject } from "../../src/crd/render.ts";
+import { VOLUME_KINDS } from "../support/spec-answers.ts";
 
 type Node = Record<string, unknown>;
 
@@ -173,19 +174,9 @@ describe("the size of the largest object each CRD admits", () => {
       `${list}[].securityContext`,
     ];
     const rs = "spec.sourceConfig.resourceSpec";
-    const volumes = [
-      "configMap",
-      "secret",
-      "emptyDir",
-      "persistentVolumeClaim",
-      "nfs",
-      "projected",
-      "downwardAPI",
-      "csi",
-    ];
     expect(largestObject(CRDS[0] as CrdDefinition).preserved.sort()).toEqual(
       [
-        ...volumes.map((v) => `${rs}.volumes[].${v}`),
+        ...VOLUME_KINDS.map((v) => `${rs}.volumes[].${v}`),
         ...container(`${rs}.initContainers`),
         ...container(`${rs}.sidecars`),
       ].sort(),
